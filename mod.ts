@@ -1,0 +1,28 @@
+/**
+ * A client for the partner API: OAuth 2.0 client-credentials tokens that
+ * respect the token quota (cached, single-flight, refreshed ahead of expiry,
+ * no request while the quota is exhausted), the quota header parser, and
+ * typed errors. Pure Web-standard code: runs on Deno, Deno Deploy, Node 20+,
+ * Bun and workers, from a backend only.
+ *
+ * @example Getting a token and reading the quota
+ * ```ts
+ * import { createTokenProvider } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const token = await provider.getToken();
+ * console.log(`token valid until ${new Date(token.expiresAt).toISOString()}`);
+ * for (const bucket of provider.quota?.buckets ?? []) {
+ *   console.log(`${bucket.bucket}: ${bucket.remaining}/${bucket.limit}`);
+ * }
+ * ```
+ *
+ * @module
+ */
+
+export * from "./src/environment.ts";
+export * from "./src/errors.ts";
+export * from "./src/quota.ts";
+export * from "./src/token.ts";

@@ -1,0 +1,61 @@
+// Internal: the address rules shared by environments, tokens and the client.
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/** Shows an address in an error message without any user info it holds. */
+export function displayUrl(url: URL): string {
+  if (url.username === "" && url.password === "") return url.href;
+  const copy = new URL(url);
+  copy.username = "";
+  copy.password = "";
+  return copy.href;
+}
+
+/**
+ * Parses `value` as an address that may carry credentials: `https:`, or
+ * `http:` on a loopback host only (tests and local demos).
+ *
+ * @param context Start of the error message, e.g. "Cannot define environment".
+ * @param field The option's name, quoted in the error message.
+ */
+export function secureUrl(
+  value: string | URL,
+  context: string,
+  field: string,
+): URL {
+  const url = parseUrl(value, context, field);
+  if (
+    url.protocol !== "https:" &&
+    !(url.protocol === "http:" && isLoopbackHost(url.hostname))
+  ) {
+    throw new TypeError(
+      `${context}: '${field}' must use https: received ${displayUrl(url)}`,
+    );
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new TypeError(
+      `${context}: '${field}' must not hold credentials: received ${
+        displayUrl(url)
+      }`,
+    );
+  }
+  return url;
+}
+
+function parseUrl(value: string | URL, context: string, field: string): URL {
+  if (!(typeof value === "string" || value instanceof URL)) {
+    throw new TypeError(
+      `${context}: '${field}' must be a string or URL: received ${typeof value}`,
+    );
+  }
+  try {
+    return new URL(value);
+  } catch {
+    throw new TypeError(
+      `${context}: '${field}' must be an absolute URL: received ${value}`,
+    );
+  }
+}

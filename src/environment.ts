@@ -1,0 +1,114 @@
+/**
+ * Describes one deployment of the partner API (production, sandbox, or a
+ * local fake): its API, card-data and token addresses and its audience.
+ *
+ * @example Defining the sandbox
+ * ```ts
+ * import { defineEnvironment } from "@partner-api/client/environment";
+ *
+ * const sandbox = defineEnvironment({
+ *   baseUrl: "https://sandbox.partner.example/api",
+ *   pciBaseUrl: "https://pci.sandbox.partner.example/api/",
+ *   tokenUrl: "https://idp.sandbox.partner.example/oauth/token",
+ *   audience: "https://sandbox.partner.example",
+ * });
+ * if (sandbox.baseUrl.href !== "https://sandbox.partner.example/api/") throw new Error();
+ * ```
+ *
+ * @module
+ */
+
+import { displayUrl, secureUrl } from "./_url.ts";
+
+/** The four values that make an environment, as a user writes them. */
+export interface EnvironmentInit {
+  /** API base address; must end with `/api/` (`/api` is accepted). */
+  baseUrl: string | URL;
+  /** Card-data (PCI) base address. */
+  pciBaseUrl: string | URL;
+  /** OAuth 2.0 token endpoint. */
+  tokenUrl: string | URL;
+  /** The `audience` sent in token requests. */
+  audience: string;
+}
+
+/** A validated environment: a frozen object with data properties. */
+export interface Environment {
+  /** API base address, ending with `/api/`. */
+  readonly baseUrl: URL;
+  /** Card-data (PCI) base address, ending with `/`. */
+  readonly pciBaseUrl: URL;
+  /** OAuth 2.0 token endpoint. */
+  readonly tokenUrl: URL;
+  /** The `audience` sent in token requests. */
+  readonly audience: string;
+}
+
+const CONTEXT = "Cannot define environment";
+
+function baseUrl(value: string | URL, field: string): URL {
+  const url = secureUrl(value, CONTEXT, field);
+  if (url.search !== "" || url.hash !== "") {
+    throw new TypeError(
+      `${CONTEXT}: '${field}' must not have a query or fragment: received ${
+        displayUrl(url)
+      }`,
+    );
+  }
+  if (!url.pathname.endsWith("/")) url.pathname += "/";
+  return url;
+}
+
+/**
+ * Validates and freezes an environment.
+ *
+ * Every address must use `https:`; `http:` is accepted only for loopback
+ * hosts (`localhost`, `127.0.0.0/8`, `[::1]`) so that tests can run a local
+ * server. Base addresses get a trailing `/` so that relative paths resolve
+ * under them.
+ *
+ * @param init The four values of the environment.
+ * @returns A frozen environment with parsed addresses.
+ * @throws {TypeError} Naming the field, when an address is not an absolute
+ * URL, is not https (outside loopback), holds credentials, when `baseUrl`
+ * does not end with `/api/`, or when `audience` is empty.
+ *
+ * @example Refusing plain http
+ * ```ts
+ * import { defineEnvironment } from "@partner-api/client/environment";
+ * import { throws } from "node:assert/strict";
+ *
+ * throws(() => defineEnvironment({
+ *   baseUrl: "https://api.example/api/",
+ *   pciBaseUrl: "https://pci.example/api/",
+ *   tokenUrl: "http://idp.example.com/token",
+ *   audience: "https://api.example",
+ * }), TypeError);
+ * ```
+ */
+export function defineEnvironment(init: EnvironmentInit): Environment {
+  if (typeof init !== "object" || init === null) {
+    throw new TypeError(`${CONTEXT}: expected an object: received ${init}`);
+  }
+  const api = baseUrl(init.baseUrl, "baseUrl");
+  if (!api.pathname.endsWith("/api/")) {
+    throw new TypeError(
+      `${CONTEXT}: 'baseUrl' must end with /api/: received ${displayUrl(api)}`,
+    );
+  }
+  const pci = baseUrl(init.pciBaseUrl, "pciBaseUrl");
+  const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
+  if (typeof init.audience !== "string" || init.audience.trim() === "") {
+    throw new TypeError(
+      `${CONTEXT}: 'audience' must be a non-empty string: received ${
+        JSON.stringify(init.audience)
+      }`,
+    );
+  }
+  return Object.freeze({
+    baseUrl: api,
+    pciBaseUrl: pci,
+    tokenUrl,
+    audience: init.audience,
+  });
+}

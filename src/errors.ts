@@ -1,0 +1,184 @@
+/**
+ * Typed errors for what the token endpoint and the API answer.
+ *
+ * None of them ever holds the client secret or an access token: not in the
+ * message, not in a property, not in `cause`. The raw `Response` is kept as a
+ * non-enumerable `response` property so that logging an error never prints
+ * it, while a caller who needs a header can still read it.
+ *
+ * @example Telling a quota stop from other token failures
+ * ```ts
+ * import { QuotaExceededError, TokenRequestError } from "@partner-api/client/errors";
+ *
+ * function describe(error: unknown): string {
+ *   if (error instanceof QuotaExceededError) {
+ *     return `quota exhausted until ${new Date(error.retryAt).toISOString()}`;
+ *   }
+ *   if (error instanceof TokenRequestError) return `token failure ${error.status}`;
+ *   return "other";
+ * }
+ *
+ * const error = new QuotaExceededError("over quota", { retryAt: 0, buckets: [] });
+ * if (describe(error) !== "quota exhausted until 1970-01-01T00:00:00.000Z") {
+ *   throw new Error("unexpected");
+ * }
+ * ```
+ *
+ * @module
+ */
+
+import type { QuotaBucket } from "./quota.ts";
+
+/** What a {@linkcode TokenRequestError} is built from. */
+export interface TokenRequestErrorInit extends ErrorOptions {
+  /** HTTP status of the token endpoint's answer, when there was one. */
+  status?: number;
+  /** OAuth `error` code from the answer's body, e.g. `access_denied`. */
+  code?: string;
+  /** OAuth `error_description` from the answer's body. */
+  description?: string;
+  /** The answer itself, kept non-enumerable. */
+  response?: Response;
+}
+
+/** What a {@linkcode QuotaExceededError} is built from. */
+export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
+  /** The quota buckets the answer reported. */
+  buckets: readonly QuotaBucket[];
+  /** Epoch milliseconds before which no token request can succeed. */
+  retryAt: number;
+}
+
+/** What an {@linkcode ApiError} is built from. */
+export interface ApiErrorInit extends ErrorOptions {
+  /** HTTP status of the API's answer. */
+  status: number;
+  /** The address that was requested (never holds a token). */
+  url: string;
+  /** The start of the answer's body, already cleaned of tokens. */
+  bodyExcerpt?: string;
+  /** The answer itself, kept non-enumerable. */
+  response?: Response;
+}
+
+function hideResponse(target: Error, response: Response | undefined): void {
+  if (response === undefined) return;
+  Object.defineProperty(target, "response", {
+    value: response,
+    enumerable: false,
+    writable: false,
+    configurable: true,
+  });
+}
+
+/**
+ * A token request failed: the network, the endpoint's answer or its body.
+ *
+ * @example Reading the OAuth error code
+ * ```ts
+ * import { TokenRequestError } from "@partner-api/client/errors";
+ *
+ * const error = new TokenRequestError("denied", { status: 401, code: "access_denied" });
+ * if (error.code !== "access_denied" || error.status !== 401) throw new Error();
+ * ```
+ */
+export class TokenRequestError extends Error {
+  /** HTTP status of the answer; absent when no answer arrived. */
+  readonly status?: number;
+  /** OAuth `error` code of the answer, e.g. `invalid_request`. */
+  readonly code?: string;
+  /** OAuth `error_description` of the answer. */
+  readonly description?: string;
+  /** The endpoint's answer (non-enumerable; its body is already read). */
+  declare readonly response?: Response;
+
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, without secrets.
+   * @param init Status, OAuth code and description, cause and response.
+   */
+  constructor(message: string, init: TokenRequestErrorInit = {}) {
+    super(message, init.cause === undefined ? {} : { cause: init.cause });
+    this.name = "TokenRequestError";
+    if (init.status !== undefined) this.status = init.status;
+    if (init.code !== undefined) this.code = init.code;
+    if (init.description !== undefined) this.description = init.description;
+    hideResponse(this, init.response);
+  }
+}
+
+/**
+ * The token endpoint refused a request because a quota bucket is empty
+ * (HTTP 429). Retrying before {@linkcode QuotaExceededError.retryAt} is
+ * useless: buckets reset on the UTC hour and day.
+ *
+ * @example Waiting for the reset
+ * ```ts
+ * import { QuotaExceededError } from "@partner-api/client/errors";
+ *
+ * const error = new QuotaExceededError("over quota", {
+ *   status: 429,
+ *   retryAt: Date.now() + 60_000,
+ *   buckets: [{ bucket: "per_hour", limit: 10, remaining: 0, resetAfter: 60 }],
+ * });
+ * const waitMs = error.retryAt - Date.now();
+ * if (waitMs <= 0 || error.buckets[0]?.remaining !== 0) throw new Error();
+ * ```
+ */
+export class QuotaExceededError extends TokenRequestError {
+  /** The buckets the refusal reported, in header order. */
+  readonly buckets: readonly QuotaBucket[];
+  /** Epoch milliseconds from which a token request may succeed again. */
+  readonly retryAt: number;
+
+  /**
+   * Creates the error.
+   *
+   * @param message What was refused, without secrets.
+   * @param init Buckets, reset time, status and response.
+   */
+  constructor(message: string, init: QuotaExceededErrorInit) {
+    super(message, init);
+    this.name = "QuotaExceededError";
+    this.buckets = Object.freeze([...init.buckets]);
+    this.retryAt = init.retryAt;
+  }
+}
+
+/**
+ * The API answered a request with a status that is not a success.
+ *
+ * @example Handling a missing resource
+ * ```ts
+ * import { ApiError } from "@partner-api/client/errors";
+ *
+ * const error = new ApiError("not found", { status: 404, url: "https://api.example/api/x" });
+ * if (error.status !== 404) throw new Error();
+ * ```
+ */
+export class ApiError extends Error {
+  /** HTTP status of the answer. */
+  readonly status: number;
+  /** The address that was requested. */
+  readonly url: string;
+  /** The start of the answer's body, cleaned of tokens. */
+  readonly bodyExcerpt?: string;
+  /** The API's answer (non-enumerable; its body is already read). */
+  declare readonly response?: Response;
+
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, without secrets.
+   * @param init Status, address, body excerpt, cause and response.
+   */
+  constructor(message: string, init: ApiErrorInit) {
+    super(message, init.cause === undefined ? {} : { cause: init.cause });
+    this.name = "ApiError";
+    this.status = init.status;
+    this.url = init.url;
+    if (init.bodyExcerpt !== undefined) this.bodyExcerpt = init.bodyExcerpt;
+    hideResponse(this, init.response);
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * Reads and writes the token endpoint's quota header,
+ * `Idp-Client-Quota-Limit: b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200`.
+ *
+ * The same format is sent by a widely deployed identity provider as
+ * `Auth0-Client-Quota-Limit`; pass that name where a header name is asked.
+ *
+ * @example Finding the bucket that runs out first
+ * ```ts
+ * import { nextExhaustedBucket, parseQuotaHeader } from "@partner-api/client/quota";
+ *
+ * const buckets = parseQuotaHeader("b=per_hour;q=10;r=2;t=600,b=per_day;q=50;r=40;t=9000");
+ * const tightest = nextExhaustedBucket(buckets);
+ * if (tightest?.bucket !== "per_hour") throw new Error("unexpected");
+ * ```
+ *
+ * @module
+ */
+
+/** The name of the header that carries the token quota. */
+export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
+
+/** One quota bucket of the header, e.g. the hourly one. */
+export interface QuotaBucket {
+  /** Bucket type as sent (`per_hour`, `per_day`, or any other name). */
+  readonly bucket: string;
+  /** Token requests the bucket allows (`q`). */
+  readonly limit: number;
+  /** Token requests left in the bucket (`r`). */
+  readonly remaining: number;
+  /** Seconds until the bucket resets (`t`). */
+  readonly resetAfter: number;
+}
+
+const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
+type Key = keyof typeof KEY_NAMES;
+const DIGITS = /^[0-9]+$/;
+
+function isKey(key: string): key is Key {
+  return Object.hasOwn(KEY_NAMES, key);
+}
+
+function fail(reason: string, part: string): never {
+  throw new SyntaxError(
+    `Cannot parse quota header: ${reason}: received "${part}"`,
+  );
+}
+
+function parseCount(key: Key, text: string, segment: string): number {
+  const value = Number(text);
+  if (!DIGITS.test(text) || !Number.isSafeInteger(value)) {
+    fail(`'${key}' must be a non-negative safe integer in "${segment}"`, text);
+  }
+  return value;
+}
+
+function readPairs(segment: string): Map<Key, string> {
+  const pairs = new Map<Key, string>();
+  for (const rawPair of segment.split(";")) {
+    const pair = rawPair.trim();
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    if (equals === -1) fail("a pair has no '='", pair);
+    const key = pair.slice(0, equals).trim().toLowerCase();
+    if (!isKey(key)) continue;
+    if (pairs.has(key)) fail(`'${key}' appears twice in a bucket`, segment);
+    pairs.set(key, pair.slice(equals + 1).trim());
+  }
+  return pairs;
+}
+
+function parseBucket(segment: string): QuotaBucket {
+  const pairs = readPairs(segment);
+  const field = (key: Key): string => {
+    const text = pairs.get(key);
+    if (text === undefined || text === "") {
+      fail(`a bucket has no '${key}'`, segment);
+    }
+    return text;
+  };
+  return Object.freeze({
+    bucket: field("b"),
+    limit: parseCount("q", field("q"), segment),
+    remaining: parseCount("r", field("r"), segment),
+    resetAfter: parseCount("t", field("t"), segment),
+  });
+}
+
+/**
+ * Parses a quota header value into its buckets, in header order.
+ *
+ * Whitespace around separators, any key order, unknown keys and empty
+ * segments are tolerated; keys are read case-insensitively; bucket names are
+ * kept as sent.
+ *
+ * @param value The header value; `null`, `undefined` and `""` mean no header.
+ * @returns The buckets, each a frozen object; `[]` when there is no header.
+ * @throws {SyntaxError} When a bucket lacks `b`, `q`, `r` or `t`, repeats a
+ * key, a pair has no `=`, or a number is not a non-negative safe integer.
+ *
+ * @example Parsing the documented example
+ * ```ts
+ * import { parseQuotaHeader } from "@partner-api/client/quota";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * deepStrictEqual(parseQuotaHeader("b=per_hour;q=10;r=7;t=3540, b=per_day;q=50;r=47;t=43200"), [
+ *   { bucket: "per_hour", limit: 10, remaining: 7, resetAfter: 3540 },
+ *   { bucket: "per_day", limit: 50, remaining: 47, resetAfter: 43200 },
+ * ]);
+ * deepStrictEqual(parseQuotaHeader(null), []);
+ * ```
+ */
+export function parseQuotaHeader(
+  value: string | null | undefined,
+): QuotaBucket[] {
+  if (value === null || value === undefined) return [];
+  return value.split(",")
+    .filter((segment) => segment.replaceAll(";", "").trim() !== "")
+    .map((segment) => parseBucket(segment.trim()));
+}
+
+/**
+ * Writes buckets in the header's format, the inverse of
+ * {@linkcode parseQuotaHeader}.
+ *
+ * @param buckets The buckets to write.
+ * @returns The header value, e.g. `b=per_hour;q=10;r=7;t=3540`.
+ * @throws {TypeError} When a bucket name is empty or holds `,`, `;` or `=`.
+ * @throws {RangeError} When a number is not a non-negative safe integer.
+ *
+ * @example Writing a header for a test server
+ * ```ts
+ * import { formatQuotaHeader } from "@partner-api/client/quota";
+ *
+ * const value = formatQuotaHeader([{ bucket: "per_hour", limit: 10, remaining: 9, resetAfter: 60 }]);
+ * if (value !== "b=per_hour;q=10;r=9;t=60") throw new Error(value);
+ * ```
+ */
+export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
+  return buckets.map((bucket) => {
+    if (!/^[^,;=\s](?:[^,;=]*[^,;=\s])?$/.test(bucket.bucket)) {
+      throw new TypeError(
+        `Cannot format quota header: 'bucket' must be a non-empty name without ',', ';' or '=': received "${bucket.bucket}"`,
+      );
+    }
+    for (const key of ["limit", "remaining", "resetAfter"] as const) {
+      const value = bucket[key];
+      if (!(Number.isSafeInteger(value) && value >= 0)) {
+        throw new RangeError(
+          `Cannot format quota header: '${key}' must be a non-negative safe integer: received ${value}`,
+        );
+      }
+    }
+    return `b=${bucket.bucket};q=${bucket.limit};r=${bucket.remaining};t=${bucket.resetAfter}`;
+  }).join(",");
+}
+
+/**
+ * Picks the bucket that runs out first: the fewest requests remaining, and
+ * among equals the one that resets last (it blocks longest).
+ *
+ * @param buckets Parsed buckets.
+ * @returns That bucket, or `undefined` for no buckets.
+ *
+ * @example Alerting on a low bucket
+ * ```ts
+ * import { nextExhaustedBucket, parseQuotaHeader } from "@partner-api/client/quota";
+ *
+ * const low = nextExhaustedBucket(parseQuotaHeader("b=per_hour;q=10;r=1;t=60,b=per_day;q=50;r=1;t=900"));
+ * if (low?.bucket !== "per_day") throw new Error("the daily bucket blocks longer");
+ * ```
+ */
+export function nextExhaustedBucket(
+  buckets: readonly QuotaBucket[],
+): QuotaBucket | undefined {
+  let tightest: QuotaBucket | undefined;
+  for (const bucket of buckets) {
+    if (
+      tightest === undefined || bucket.remaining < tightest.remaining ||
+      (bucket.remaining === tightest.remaining &&
+        bucket.resetAfter > tightest.resetAfter)
+    ) {
+      tightest = bucket;
+    }
+  }
+  return tightest;
+}
+
+/**
+ * How long until a token request can succeed again after a 429: the largest
+ * reset time among exhausted buckets (`r=0`), else the smallest reset time.
+ *
+ * @param buckets Parsed buckets of a quota refusal.
+ * @returns Seconds to wait, or `undefined` when there are no buckets.
+ *
+ * @example Waiting for the daily bucket
+ * ```ts
+ * import { parseQuotaHeader, quotaResetAfter } from "@partner-api/client/quota";
+ *
+ * const wait = quotaResetAfter(parseQuotaHeader("b=per_hour;q=10;r=0;t=60,b=per_day;q=50;r=0;t=900"));
+ * if (wait !== 900) throw new Error(String(wait));
+ * ```
+ */
+export function quotaResetAfter(
+  buckets: readonly QuotaBucket[],
+): number | undefined {
+  const resets = (list: readonly QuotaBucket[]) =>
+    list.map((bucket) => bucket.resetAfter);
+  const exhausted = resets(buckets.filter((bucket) => bucket.remaining === 0));
+  if (exhausted.length > 0) return Math.max(...exhausted);
+  return buckets.length > 0 ? Math.min(...resets(buckets)) : undefined;
+}

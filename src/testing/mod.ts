@@ -1,0 +1,20 @@
+/**
+ * A fake of the partner service for tests, yours and ours: `Deno.serve` on
+ * 127.0.0.1, with the token endpoint, quota header and faults you can script.
+ * Needs `--allow-net=127.0.0.1`.
+ *
+ * @example Counting token requests in a test
+ * ```ts
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ *
+ * await using api = await startFakePartnerApi();
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * await Promise.all([provider.getToken(), provider.getToken()]);
+ * if (api.tokenRequests !== 1) throw new Error("expected one token request");
+ * ```
+ *
+ * @module
+ */
+
+export * from "./fake_partner_api.ts";
