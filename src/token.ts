@@ -297,10 +297,16 @@ function tokenEndpoint(
   if (typeof options !== "object" || options === null) {
     throw new TypeError(`${context}: expected an options object`);
   }
-  const url = secureUrl(options.tokenUrl, context, "tokenUrl");
+  const secret = requireText(options.clientSecret, context, "clientSecret");
+  let url: URL;
+  try {
+    url = secureUrl(options.tokenUrl, context, "tokenUrl");
+  } catch (error) {
+    // The message quotes the address; a secret pasted into it stays hidden.
+    throw new TypeError(redact((error as Error).message, [secret]));
+  }
   const audience = requireText(options.audience, context, "audience");
   const clientId = requireText(options.clientId, context, "clientId");
-  const secret = requireText(options.clientSecret, context, "clientSecret");
   return {
     url,
     audience,
@@ -694,7 +700,10 @@ export function createTokenProvider(
   );
   const now = endpoint.now;
 
-  let current: { token: IssuedToken; times: TokenTimes } | undefined;
+  let current:
+    | { token: IssuedToken; times: TokenTimes; ready: Promise<IssuedToken> }
+    | undefined;
+  let loading: Promise<void> | undefined;
   let quota: QuotaSnapshot | undefined;
   let blockedUntil: number | undefined;
   let flight: Flight | undefined;
@@ -714,7 +723,17 @@ export function createTokenProvider(
   }
 
   function adopt(token: IssuedToken): void {
-    current = { token, times: tokenTimes(token, refreshMargin) };
+    // One settled promise per token keeps the warm path allocation-free.
+    const ready = Promise.resolve(token);
+    current = { token, times: tokenTimes(token, refreshMargin), ready };
+  }
+
+  function loadOnce(): Promise<void> {
+    // Concurrent cold callers share one store read as they share one request.
+    loading ??= loadRecord().finally(() => {
+      loading = undefined;
+    });
+    return loading;
   }
 
   function record(): TokenRecord {
@@ -889,7 +908,7 @@ export function createTokenProvider(
   async function getTokenSlowly(
     signal: AbortSignal | undefined,
   ): Promise<IssuedToken> {
-    if (flight === undefined) await loadRecord();
+    if (flight === undefined) await loadOnce();
     signal?.throwIfAborted();
     const at = now();
     if (current !== undefined && at < current.times.usableUntil) {
@@ -910,7 +929,7 @@ export function createTokenProvider(
         current !== undefined && !signal?.aborted &&
         now() < current.times.refreshAt
       ) {
-        return Promise.resolve(current.token);
+        return current.ready;
       }
       return getTokenSlowly(signal);
     },

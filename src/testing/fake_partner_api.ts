@@ -9,21 +9,29 @@ import { QuotaCounter } from "./_quota_counter.ts";
  * A scripted misbehaviour of the token endpoint, applied to one token
  * request in the order given.
  *
- * - `status`: answers with that status (and an OAuth error body unless
- *   `body` is given), optionally with `Retry-After`.
+ * - `status`: answers with that status and an OAuth error body, optionally
+ *   with `Retry-After`.
  * - `delay`: waits `ms` milliseconds, then answers normally.
  * - `drop`: starts a 200 answer and cuts the connection mid-body.
  * - `body`: answers 200 (or `status`) with exactly this body, e.g. broken JSON.
+ *
+ * `headers` are set last, over the quota header if they name it.
  */
 export type TokenFault =
   | {
     readonly kind: "status";
     readonly status: number;
     readonly retryAfter?: number;
+    readonly headers?: Readonly<Record<string, string>>;
   }
   | { readonly kind: "delay"; readonly ms: number }
   | { readonly kind: "drop" }
-  | { readonly kind: "body"; readonly body: string; readonly status?: number };
+  | {
+    readonly kind: "body";
+    readonly body: string;
+    readonly status?: number;
+    readonly headers?: Readonly<Record<string, string>>;
+  };
 
 /** Options of {@linkcode startFakePartnerApi}. */
 export interface FakePartnerApiOptions {
@@ -230,8 +238,14 @@ export async function startFakePartnerApi(
     return { [QUOTA_HEADER]: formatQuotaHeader(quota.buckets()) };
   }
 
-  function withQuota(response: Response): Response {
+  function withQuota(
+    response: Response,
+    headers: Readonly<Record<string, string>> = {},
+  ): Response {
     for (const [name, value] of Object.entries(quotaHeaders())) {
+      response.headers.set(name, value);
+    }
+    for (const [name, value] of Object.entries(headers)) {
       response.headers.set(name, value);
     }
     return response;
@@ -297,6 +311,7 @@ export async function startFakePartnerApi(
       case "status": {
         const response = withQuota(
           oauthError(fault.status, "server_error", "Injected fault"),
+          fault.headers,
         );
         if (fault.retryAfter !== undefined) {
           response.headers.set("retry-after", String(fault.retryAfter));
@@ -304,10 +319,9 @@ export async function startFakePartnerApi(
         return response;
       }
       case "delay":
-        await delay(
-          fault.ms,
-          AbortSignal.any([request.signal, closing.signal]),
-        ).catch(() => {});
+        // Only close() cuts a delay short: a client giving up must not change
+        // what the fake does, as it would not change a real server.
+        await delay(fault.ms, closing.signal).catch(() => {});
         return await answerToken(request);
       case "drop":
         return droppedAnswer();
@@ -317,6 +331,7 @@ export async function startFakePartnerApi(
             status: fault.status ?? 200,
             headers: { "content-type": "application/json" },
           }),
+          fault.headers,
         );
     }
   }

@@ -1,0 +1,133 @@
+import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import fc from "fast-check";
+import { defineEnvironment, type EnvironmentInit } from "../src/environment.ts";
+
+const SANDBOX: EnvironmentInit = {
+  baseUrl: "https://sandbox.partner.example/api/",
+  pciBaseUrl: "https://pci.sandbox.partner.example/api/",
+  tokenUrl: "https://idp.sandbox.partner.example/oauth/token",
+  audience: "https://sandbox.partner.example",
+};
+
+function throwsNaming(init: EnvironmentInit, message: string) {
+  throws(() => defineEnvironment(init), (error: unknown) => {
+    equal(error instanceof TypeError, true);
+    equal((error as Error).message, message);
+    return true;
+  });
+}
+
+Deno.test("defineEnvironment() parses and freezes the four values", () => {
+  const environment = defineEnvironment(SANDBOX);
+  equal(environment.baseUrl.href, "https://sandbox.partner.example/api/");
+  equal(
+    environment.pciBaseUrl.href,
+    "https://pci.sandbox.partner.example/api/",
+  );
+  equal(environment.tokenUrl.href, SANDBOX.tokenUrl);
+  equal(environment.audience, SANDBOX.audience);
+  equal(Object.isFrozen(environment), true);
+  deepStrictEqual(Object.keys(environment), [
+    "baseUrl",
+    "pciBaseUrl",
+    "tokenUrl",
+    "audience",
+  ]);
+});
+
+Deno.test("defineEnvironment() accepts URL objects and normalises /api to /api/", () => {
+  const environment = defineEnvironment({
+    ...SANDBOX,
+    baseUrl: new URL("https://sandbox.partner.example/v2/api"),
+    pciBaseUrl: "https://pci.sandbox.partner.example/api",
+  });
+  equal(environment.baseUrl.href, "https://sandbox.partner.example/v2/api/");
+  equal(
+    environment.pciBaseUrl.href,
+    "https://pci.sandbox.partner.example/api/",
+  );
+});
+
+Deno.test("defineEnvironment() accepts http on loopback hosts only", () => {
+  for (
+    const host of ["localhost:8000", "127.0.0.1:1", "127.2.3.4", "[::1]:9"]
+  ) {
+    defineEnvironment({
+      baseUrl: `http://${host}/api/`,
+      pciBaseUrl: `http://${host}/pci/`,
+      tokenUrl: `http://${host}/token`,
+      audience: "a",
+    });
+  }
+  throwsNaming(
+    { ...SANDBOX, tokenUrl: "http://idp.example.com/token" },
+    "Cannot define environment: 'tokenUrl' must use https: received http://idp.example.com/token",
+  );
+  throwsNaming(
+    { ...SANDBOX, pciBaseUrl: "http://10.0.0.1/api/" },
+    "Cannot define environment: 'pciBaseUrl' must use https: received http://10.0.0.1/api/",
+  );
+  throwsNaming(
+    { ...SANDBOX, baseUrl: "http://localhost.example.com/api/" },
+    "Cannot define environment: 'baseUrl' must use https: received http://localhost.example.com/api/",
+  );
+});
+
+Deno.test("defineEnvironment() names the field of every other bad value", () => {
+  throwsNaming(
+    { ...SANDBOX, baseUrl: "https://sandbox.partner.example/v2/" },
+    "Cannot define environment: 'baseUrl' must end with /api/: received https://sandbox.partner.example/v2/",
+  );
+  throwsNaming(
+    { ...SANDBOX, tokenUrl: "not a url" },
+    "Cannot define environment: 'tokenUrl' must be an absolute URL: received not a url",
+  );
+  throwsNaming(
+    { ...SANDBOX, tokenUrl: "ftp://idp.example.com/token" },
+    "Cannot define environment: 'tokenUrl' must use https: received ftp://idp.example.com/token",
+  );
+  throwsNaming(
+    { ...SANDBOX, audience: "" },
+    `Cannot define environment: 'audience' must be a non-empty string: received ""`,
+  );
+  throwsNaming(
+    { ...SANDBOX, baseUrl: "https://sandbox.partner.example/api/?x=1" },
+    "Cannot define environment: 'baseUrl' must not have a query or fragment: received https://sandbox.partner.example/api/?x=1",
+  );
+  throwsNaming(
+    { ...SANDBOX, tokenUrl: "https://user:pw@idp.example.com/token" },
+    "Cannot define environment: 'tokenUrl' must not hold credentials: received https://idp.example.com/token",
+  );
+  throws(
+    () => defineEnvironment(null as unknown as EnvironmentInit),
+    TypeError,
+  );
+  throws(
+    () => defineEnvironment({ ...SANDBOX, baseUrl: 42 as unknown as string }),
+    /'baseUrl' must be a string or URL/,
+  );
+});
+
+Deno.test("defineEnvironment() accepts only https or loopback http, for any URL", () => {
+  const host = fc.oneof(
+    fc.domain(),
+    fc.ipV4(),
+    fc.constantFrom("localhost", "[::1]", "[::2]", "127.0.0.1"),
+  );
+  const scheme = fc.constantFrom("http", "https", "ftp", "ws");
+  fc.assert(
+    fc.property(scheme, host, (protocol, hostname) => {
+      const tokenUrl = `${protocol}://${hostname}/token`;
+      const loopback = hostname === "localhost" || hostname === "[::1]" ||
+        /^127\./.test(hostname);
+      const allowed = protocol === "https" || (protocol === "http" && loopback);
+      try {
+        defineEnvironment({ ...SANDBOX, tokenUrl });
+        return allowed;
+      } catch (error) {
+        return !allowed && error instanceof TypeError;
+      }
+    }),
+    { numRuns: 500 },
+  );
+});

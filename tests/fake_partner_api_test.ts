@@ -1,0 +1,192 @@
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { parseQuotaHeader, QUOTA_HEADER } from "../src/quota.ts";
+import {
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
+import { manualClock } from "./_helpers.ts";
+
+/** The body a correct client sends to the fake's token endpoint. */
+function tokenBody(api: FakePartnerApi) {
+  return {
+    client_id: api.credentials.clientId,
+    client_secret: api.credentials.clientSecret,
+    audience: api.environment.audience,
+    grant_type: "client_credentials",
+  };
+}
+
+async function post(
+  url: URL,
+  body: unknown,
+  contentType = "application/json",
+): Promise<
+  { status: number; body: Record<string, unknown>; quota: string | null }
+> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": contentType },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    body: await response.json(),
+    quota: response.headers.get(QUOTA_HEADER),
+  };
+}
+
+Deno.test("startFakePartnerApi() serves a loopback environment and frozen credentials", async () => {
+  await using api = await startFakePartnerApi();
+  equal(api.environment.baseUrl.hostname, "127.0.0.1");
+  ok(api.environment.baseUrl.pathname.endsWith("/api/"));
+  ok(Object.isFrozen(api.credentials));
+  deepStrictEqual(Object.keys(api.credentials), ["clientId", "clientSecret"]);
+  equal(api.tokenRequests, 0);
+});
+
+Deno.test("the fake's token endpoint validates the request like the service", async (t) => {
+  await using api = await startFakePartnerApi();
+  const good = tokenBody(api);
+  const url = api.environment.tokenUrl;
+  const cases: [string, () => ReturnType<typeof post>, number, string][] = [
+    [
+      "a form body",
+      () => post(url, "a=b", "application/x-www-form-urlencoded"),
+      400,
+      "invalid_request",
+    ],
+    ["broken JSON", () => post(url, "{"), 400, "invalid_request"],
+    ["a JSON array", () => post(url, []), 400, "invalid_request"],
+    [
+      "an extra field",
+      () => post(url, { ...good, scope: "x" }),
+      400,
+      "invalid_request",
+    ],
+    [
+      "a missing field",
+      () => post(url, { ...good, audience: undefined }),
+      400,
+      "invalid_request",
+    ],
+    [
+      "another grant type",
+      () => post(url, { ...good, grant_type: "password" }),
+      400,
+      "invalid_request",
+    ],
+    [
+      "a wrong secret",
+      () => post(url, { ...good, client_secret: "no" }),
+      401,
+      "access_denied",
+    ],
+    [
+      "a wrong client",
+      () => post(url, { ...good, client_id: "no" }),
+      401,
+      "access_denied",
+    ],
+    [
+      "a wrong audience",
+      () => post(url, { ...good, audience: "no" }),
+      401,
+      "access_denied",
+    ],
+  ];
+  for (const [name, send, status, error] of cases) {
+    await t.step(`${name} gets ${status} ${error}`, async () => {
+      const answer = await send();
+      equal(answer.status, status);
+      equal(answer.body.error, error);
+      ok(
+        parseQuotaHeader(answer.quota).length === 2,
+        "quota header on every answer",
+      );
+    });
+  }
+  await t.step("GET gets 405", async () => {
+    const response = await fetch(url);
+    equal(response.status, 405);
+    await response.body?.cancel();
+  });
+  const answer = await post(url, good);
+  equal(answer.status, 200);
+  equal(answer.body.token_type, "Bearer");
+  equal(answer.body.expires_in, 86400);
+  ok(api.isValidToken(String(answer.body.access_token)));
+  equal(api.tokenRequests, cases.length + 2);
+  equal(api.tokensIssued, 1);
+});
+
+Deno.test("the fake counts quota per UTC hour and day and answers 429 past it", async () => {
+  const clock = manualClock(Date.UTC(2026, 10, 21, 10, 59, 30));
+  await using api = await startFakePartnerApi({
+    quota: { perHour: 2, perDay: 3 },
+    now: clock,
+    retryAfter: true,
+  });
+  const good = tokenBody(api);
+  const url = api.environment.tokenUrl;
+  equal(
+    (await post(url, good)).quota,
+    "b=per_hour;q=2;r=1;t=30,b=per_day;q=3;r=2;t=46830",
+  );
+  equal(
+    (await post(url, good)).quota,
+    "b=per_hour;q=2;r=0;t=30,b=per_day;q=3;r=1;t=46830",
+  );
+  const refused = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(good),
+  });
+  equal(refused.status, 429);
+  equal(refused.headers.get("retry-after"), "30");
+  deepStrictEqual(await refused.json(), {
+    error: "too_many_requests",
+    error_description: "Client quota exceeded",
+  });
+  clock.advance(30_000);
+  equal((await post(url, good)).status, 200);
+  equal(
+    (await post(url, good)).quota,
+    "b=per_hour;q=2;r=1;t=3600,b=per_day;q=3;r=0;t=46800",
+  );
+  equal(api.tokensIssued, 3);
+  equal(api.tokenRequests, 5);
+});
+
+Deno.test("the fake's tokens expire on its clock and can be revoked", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({
+    tokenLifetime: 60,
+    now: clock,
+  });
+  const answer = await post(api.environment.tokenUrl, tokenBody(api));
+  const token = String(answer.body.access_token);
+  clock.advance(59_999);
+  ok(api.isValidToken(token));
+  clock.advance(1);
+  ok(!api.isValidToken(token));
+  clock.set(0);
+  ok(api.isValidToken(token));
+  api.revokeTokens();
+  ok(!api.isValidToken(token));
+  ok(!api.isValidToken("never issued"));
+});
+
+Deno.test("startFakePartnerApi() refuses bad options", async () => {
+  await rejects(startFakePartnerApi({ tokenLifetime: 0 }), RangeError);
+  await rejects(startFakePartnerApi({ quota: { perHour: -1 } }), RangeError);
+  await rejects(startFakePartnerApi({ tokenLifetime: 1.5 }), RangeError);
+});
+
+Deno.test("close() can be called twice and answers 404 elsewhere before it", async () => {
+  const api = await startFakePartnerApi();
+  const response = await fetch(new URL("nowhere", api.environment.baseUrl));
+  equal(response.status, 404);
+  await response.body?.cancel();
+  await api.close();
+  await api.close();
+});

@@ -1,0 +1,182 @@
+import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import fc from "fast-check";
+import {
+  formatQuotaHeader,
+  nextExhaustedBucket,
+  parseQuotaHeader,
+  QUOTA_HEADER,
+  type QuotaBucket,
+  quotaResetAfter,
+} from "../src/quota.ts";
+
+const HOUR = { bucket: "per_hour", limit: 10, remaining: 7, resetAfter: 3540 };
+const DAY = { bucket: "per_day", limit: 50, remaining: 47, resetAfter: 43200 };
+
+Deno.test("QUOTA_HEADER is the service's header name", () => {
+  equal(QUOTA_HEADER, "Idp-Client-Quota-Limit");
+});
+
+Deno.test("parseQuotaHeader() reads the documented example", () => {
+  deepStrictEqual(
+    parseQuotaHeader(
+      "b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200",
+    ),
+    [HOUR, DAY],
+  );
+});
+
+Deno.test("parseQuotaHeader() returns [] for an absent header", () => {
+  deepStrictEqual(parseQuotaHeader(null), []);
+  deepStrictEqual(parseQuotaHeader(undefined), []);
+  deepStrictEqual(parseQuotaHeader(""), []);
+});
+
+Deno.test("parseQuotaHeader() tolerates whitespace, order, unknown keys and empty segments", () => {
+  deepStrictEqual(
+    parseQuotaHeader(
+      " , t = 3540 ; x=1;; r=7 ;q=10; b = per_hour ,, ;b=per_day;Q=50;r=47;t=43200; ,",
+    ),
+    [HOUR, DAY],
+  );
+});
+
+Deno.test("parseQuotaHeader() keeps unknown bucket names", () => {
+  deepStrictEqual(parseQuotaHeader("b=per_minute;q=1;r=0;t=5"), [
+    { bucket: "per_minute", limit: 1, remaining: 0, resetAfter: 5 },
+  ]);
+});
+
+Deno.test("parseQuotaHeader() returns frozen buckets", () => {
+  const [bucket] = parseQuotaHeader("b=per_hour;q=1;r=0;t=5");
+  equal(Object.isFrozen(bucket), true);
+});
+
+Deno.test("parseQuotaHeader() throws SyntaxError naming the bad part", async (t) => {
+  const cases: [string, RegExp][] = [
+    ["q=10;r=7;t=3540", /no 'b'/],
+    ["b=per_hour;r=7;t=3540", /no 'q'/],
+    ["b=per_hour;q=10;t=3540", /no 'r'/],
+    ["b=per_hour;q=10;r=7", /no 't'/],
+    ["b=;q=10;r=7;t=1", /no 'b'/],
+    ["b=per_hour;q10;r=7;t=3540", /no '='.*"q10"/],
+    [
+      "b=per_hour;q=-1;r=7;t=3540",
+      /'q' must be a non-negative safe integer.*"-1"/,
+    ],
+    ["b=per_hour;q=1.5;r=7;t=3540", /'q'.*"1.5"/],
+    ["b=per_hour;q=10;r=abc;t=3540", /'r'.*"abc"/],
+    ["b=per_hour;q=10;r=7;t=9007199254740993", /'t'.*"9007199254740993"/],
+    ["b=per_hour;q=10;r=7;t=", /no 't'/],
+    ["b=per_hour;q=1;q=2;r=7;t=1", /'q' appears twice/],
+  ];
+  for (const [value, message] of cases) {
+    await t.step(value, () => {
+      throws(() => parseQuotaHeader(value), (error: unknown) => {
+        return error instanceof SyntaxError && message.test(error.message);
+      });
+    });
+  }
+});
+
+Deno.test("formatQuotaHeader() writes what parseQuotaHeader() reads", () => {
+  equal(
+    formatQuotaHeader([HOUR, DAY]),
+    "b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200",
+  );
+});
+
+Deno.test("formatQuotaHeader() refuses what the format cannot carry", () => {
+  throws(() => formatQuotaHeader([{ ...HOUR, bucket: "a;b" }]), TypeError);
+  throws(() => formatQuotaHeader([{ ...HOUR, bucket: "" }]), TypeError);
+  throws(() => formatQuotaHeader([{ ...HOUR, limit: -1 }]), RangeError);
+  throws(() => formatQuotaHeader([{ ...HOUR, resetAfter: 0.5 }]), RangeError);
+});
+
+Deno.test("nextExhaustedBucket() picks the fewest remaining, then the latest reset", () => {
+  equal(nextExhaustedBucket([]), undefined);
+  equal(nextExhaustedBucket([HOUR, DAY]), HOUR);
+  const day = { ...DAY, remaining: 7 };
+  equal(nextExhaustedBucket([HOUR, day]), day);
+});
+
+Deno.test("quotaResetAfter() waits for the last exhausted bucket, else the first reset", () => {
+  equal(quotaResetAfter([]), undefined);
+  equal(quotaResetAfter([HOUR, DAY]), 3540);
+  equal(quotaResetAfter([{ ...HOUR, remaining: 0 }, DAY]), 3540);
+  equal(
+    quotaResetAfter([{ ...HOUR, remaining: 0 }, { ...DAY, remaining: 0 }]),
+    43200,
+  );
+});
+
+const count = fc.maxSafeNat();
+const bucketName = fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_.-]{0,15}$/);
+const bucketArb: fc.Arbitrary<QuotaBucket> = fc.record({
+  bucket: bucketName,
+  limit: count,
+  remaining: count,
+  resetAfter: count,
+}).map((bucket) => ({ ...bucket }));
+
+Deno.test("parseQuotaHeader() never throws anything but SyntaxError", () => {
+  const pieces = fc.constantFrom(
+    "b",
+    "q",
+    "r",
+    "t",
+    "=",
+    ";",
+    ",",
+    " ",
+    "per_hour",
+    "1",
+    "-",
+    "9007199254740993",
+  );
+  const text = fc.oneof(
+    fc.string({ unit: "binary" }),
+    fc.array(pieces).map((parts) => parts.join("")),
+  );
+  fc.assert(
+    fc.property(text, (value) => {
+      try {
+        const buckets = parseQuotaHeader(value);
+        return buckets.every((b) =>
+          [b.limit, b.remaining, b.resetAfter].every(Number.isSafeInteger)
+        );
+      } catch (error) {
+        return error instanceof SyntaxError;
+      }
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+Deno.test("parseQuotaHeader() round-trips what formatQuotaHeader() writes", () => {
+  fc.assert(fc.property(fc.array(bucketArb, { maxLength: 5 }), (buckets) => {
+    deepStrictEqual(parseQuotaHeader(formatQuotaHeader(buckets)), buckets);
+  }));
+});
+
+Deno.test("parseQuotaHeader() reads any spacing and key order of a valid header", () => {
+  const space = fc.constantFrom("", " ", "  ", "\t");
+  fc.assert(fc.property(
+    fc.array(fc.tuple(bucketArb, fc.nat(23), space), { maxLength: 4 }),
+    (entries) => {
+      const header = entries.map(([b, order, pad]) => {
+        const pairs = [
+          `b${pad}=${pad}${b.bucket}`,
+          `q=${b.limit}`,
+          `r=${pad}${b.remaining}`,
+          `t=${b.resetAfter}${pad}`,
+        ];
+        const rotated = [
+          ...pairs.slice(order % 4),
+          ...pairs.slice(0, order % 4),
+        ];
+        return `${pad}${rotated.join(`${pad};${pad}`)}${pad}`;
+      }).join(",");
+      deepStrictEqual(parseQuotaHeader(header), entries.map(([b]) => b));
+    },
+  ));
+});

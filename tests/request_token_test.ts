@@ -1,0 +1,283 @@
+import {
+  deepStrictEqual,
+  equal,
+  notEqual,
+  ok,
+  rejects,
+} from "node:assert/strict";
+import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
+import { requestToken } from "../src/token.ts";
+import { startFakePartnerApi, type TokenFault } from "../src/testing/mod.ts";
+import { manualClock } from "./_helpers.ts";
+
+Deno.test("requestToken() posts exactly the four JSON fields", async () => {
+  await using api = await startFakePartnerApi();
+  let sent: Request | undefined;
+  const recordingFetch: typeof fetch = (input, init) => {
+    sent = new Request(input, init);
+    return fetch(sent.clone());
+  };
+  await requestToken({
+    ...api.environment,
+    ...api.credentials,
+    fetch: recordingFetch,
+  });
+  ok(sent);
+  equal(sent.method, "POST");
+  equal(sent.headers.get("content-type"), "application/json");
+  deepStrictEqual(await sent.json(), {
+    client_id: api.credentials.clientId,
+    client_secret: api.credentials.clientSecret,
+    audience: api.environment.audience,
+    grant_type: "client_credentials",
+  });
+});
+
+Deno.test("requestToken() computes expiry from the clock when the request was sent", async () => {
+  await using api = await startFakePartnerApi({ tokenLifetime: 3600 });
+  const clock = manualClock();
+  const sentAt = clock();
+  const slowFetch: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    clock.advance(5000);
+    return response;
+  };
+  const token = await requestToken({
+    ...api.environment,
+    ...api.credentials,
+    now: clock,
+    fetch: slowFetch,
+  });
+  equal(token.expiresIn, 3600);
+  equal(token.expiresAt, sentAt + 3_600_000);
+  equal(token.tokenType, "Bearer");
+  equal(Object.isFrozen(token), true);
+  ok(api.isValidToken(token.accessToken));
+});
+
+Deno.test("requestToken() reads the quota header, or [] when it is garbled", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 5 } });
+  const options = { ...api.environment, ...api.credentials };
+  const token = await requestToken(options);
+  deepStrictEqual(token.quota.map((b) => [b.bucket, b.limit, b.remaining]), [
+    ["per_hour", 5, 4],
+    ["per_day", 10_000, 9_999],
+  ]);
+  api.injectTokenFaults({
+    kind: "body",
+    body: JSON.stringify({
+      access_token: "x",
+      expires_in: 9,
+      token_type: "Bearer",
+    }),
+    headers: { "idp-client-quota-limit": "b=per_hour;q=;;garbage" },
+  });
+  deepStrictEqual((await requestToken(options)).quota, []);
+});
+
+Deno.test("requestToken() reads a quota header of another name", async () => {
+  await using api = await startFakePartnerApi();
+  api.injectTokenFaults({
+    kind: "body",
+    body: JSON.stringify({
+      access_token: "x",
+      expires_in: 9,
+      token_type: "bearer",
+    }),
+    headers: { "Auth0-Client-Quota-Limit": "b=per_hour;q=2;r=1;t=60" },
+  });
+  const token = await requestToken({
+    ...api.environment,
+    ...api.credentials,
+    quotaHeader: "Auth0-Client-Quota-Limit",
+  });
+  deepStrictEqual(token.quota, [
+    { bucket: "per_hour", limit: 2, remaining: 1, resetAfter: 60 },
+  ]);
+  equal(token.tokenType, "Bearer");
+});
+
+Deno.test("requestToken() rejects a bad answer with TokenRequestError", async (t) => {
+  await using api = await startFakePartnerApi();
+  const body = (value: unknown): TokenFault => ({
+    kind: "body",
+    body: typeof value === "string" ? value : JSON.stringify(value),
+  });
+  const good = { access_token: "abc", expires_in: 60, token_type: "Bearer" };
+  const cases: [string, TokenFault, RegExp][] = [
+    ["a body that is not JSON", body("{not json"), /is not JSON/],
+    ["a JSON string body", body('"token"'), /is not JSON/],
+    [
+      "no access_token",
+      body({ ...good, access_token: undefined }),
+      /no access_token/,
+    ],
+    [
+      "an empty access_token",
+      body({ ...good, access_token: "" }),
+      /no access_token/,
+    ],
+    [
+      "expires_in zero",
+      body({ ...good, expires_in: 0 }),
+      /no positive expires_in/,
+    ],
+    [
+      "expires_in as text",
+      body({ ...good, expires_in: "60" }),
+      /no positive expires_in/,
+    ],
+    [
+      "token_type mac",
+      body({ ...good, token_type: "mac" }),
+      /other than Bearer/,
+    ],
+    [
+      "no token_type",
+      body({ ...good, token_type: undefined }),
+      /other than Bearer/,
+    ],
+    ["a 500", { kind: "status", status: 500 }, /answered 500 server_error/],
+    ["a dropped connection", { kind: "drop" }, /was cut off/],
+  ];
+  for (const [name, fault, message] of cases) {
+    await t.step(name, async () => {
+      api.injectTokenFaults(fault);
+      await rejects(
+        requestToken({ ...api.environment, ...api.credentials }),
+        (error: unknown) => {
+          ok(error instanceof TokenRequestError);
+          ok(!(error instanceof QuotaExceededError));
+          ok(message.test(error.message), error.message);
+          return true;
+        },
+      );
+    });
+  }
+});
+
+Deno.test("requestToken() carries the OAuth error of a refusal", async () => {
+  await using api = await startFakePartnerApi();
+  await rejects(
+    requestToken({
+      ...api.environment,
+      ...api.credentials,
+      clientSecret: "wrong",
+    }),
+    (error: unknown) => {
+      ok(error instanceof TokenRequestError);
+      equal(error.status, 401);
+      equal(error.code, "access_denied");
+      equal(error.description, "Unauthorized");
+      equal(error.response?.status, 401);
+      equal(Object.keys(error).includes("response"), false);
+      return true;
+    },
+  );
+  await rejects(
+    requestToken({ ...api.environment, ...api.credentials, audience: "other" }),
+    { status: 401, code: "access_denied" },
+  );
+});
+
+Deno.test("requestToken() rejects a network failure with the error as cause", async () => {
+  const api = await startFakePartnerApi();
+  const options = { ...api.environment, ...api.credentials };
+  await api.close();
+  await rejects(requestToken(options), (error: unknown) => {
+    ok(error instanceof TokenRequestError);
+    equal(error.status, undefined);
+    ok(error.cause instanceof Error);
+    return true;
+  });
+});
+
+Deno.test("requestToken() does not follow a redirect with the secret", async () => {
+  await using api = await startFakePartnerApi();
+  await using elsewhere = await startFakePartnerApi();
+  api.injectTokenFaults({
+    kind: "status",
+    status: 307,
+    headers: { location: elsewhere.environment.tokenUrl.href },
+  });
+  await rejects(requestToken({ ...api.environment, ...api.credentials }), {
+    name: "TokenRequestError",
+    status: 307,
+  });
+  equal(elsewhere.tokenRequests, 0);
+});
+
+Deno.test("requestToken() rejects a 429 with QuotaExceededError and the reset time", async () => {
+  const clock = manualClock(Date.UTC(2026, 10, 21, 10, 59));
+  await using api = await startFakePartnerApi({
+    quota: { perHour: 1 },
+    now: clock,
+  });
+  const options = { ...api.environment, ...api.credentials, now: clock };
+  await requestToken(options);
+  await rejects(requestToken(options), (error: unknown) => {
+    ok(error instanceof QuotaExceededError);
+    equal(error.status, 429);
+    equal(error.code, "too_many_requests");
+    equal(error.description, "Client quota exceeded");
+    equal(error.buckets[0]?.remaining, 0);
+    equal(error.retryAt, Date.UTC(2026, 10, 21, 11));
+    return true;
+  });
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("requestToken() prefers Retry-After for the reset time of a 429", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({ now: clock });
+  api.injectTokenFaults({ kind: "status", status: 429, retryAfter: 7 });
+  await rejects(
+    requestToken({ ...api.environment, ...api.credentials, now: clock }),
+    { name: "QuotaExceededError", retryAt: clock() + 7000 },
+  );
+});
+
+Deno.test("requestToken() rejects with the signal's reason when aborted", async () => {
+  await using api = await startFakePartnerApi();
+  const options = { ...api.environment, ...api.credentials };
+  const reason = new Error("stop");
+  await rejects(
+    requestToken({ ...options, signal: AbortSignal.abort(reason) }),
+    (error) => error === reason,
+  );
+  equal(api.tokenRequests, 0);
+  api.injectTokenFaults({ kind: "delay", ms: 5000 });
+  const controller = new AbortController();
+  const pending = requestToken({ ...options, signal: controller.signal });
+  setTimeout(() => controller.abort(reason), 20);
+  await rejects(pending, (error) => error === reason);
+});
+
+Deno.test("requestToken() refuses bad options before sending anything", async () => {
+  await using api = await startFakePartnerApi();
+  const options = { ...api.environment, ...api.credentials };
+  const bad: [string, Record<string, unknown>][] = [
+    ["'tokenUrl' must use https", { tokenUrl: "http://idp.example.com/t" }],
+    ["'clientId' must be a non-empty string", { clientId: "" }],
+    ["'clientSecret' must be a non-empty string", { clientSecret: undefined }],
+    ["'audience' must be a non-empty string", { audience: 5 }],
+    ["'fetch' must be a function", { fetch: "fetch" }],
+  ];
+  for (const [message, override] of bad) {
+    await rejects(
+      requestToken({ ...options, ...override } as typeof options),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        error.message.startsWith(`Cannot request token: ${message}`),
+    );
+  }
+  equal(api.tokenRequests, 0);
+});
+
+Deno.test("requestToken() gets a new token each time", async () => {
+  await using api = await startFakePartnerApi();
+  const options = { ...api.environment, ...api.credentials };
+  const [a, b] = [await requestToken(options), await requestToken(options)];
+  notEqual(a.accessToken, b.accessToken);
+  equal(api.tokenRequests, 2);
+});

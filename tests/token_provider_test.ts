@@ -1,0 +1,531 @@
+import {
+  deepStrictEqual,
+  equal,
+  notEqual,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
+import {
+  createMemoryTokenStore,
+  createTokenProvider,
+  type IssuedToken,
+  type QuotaSnapshot,
+  requestToken,
+  type TokenProviderOptions,
+  type TokenRecord,
+  type TokenStore,
+} from "../src/token.ts";
+import {
+  type FakePartnerApiOptions,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
+import { manualClock, sleep, waitFor } from "./_helpers.ts";
+
+const HOUR = 3_600_000;
+const FAST_RETRY = { initialDelay: 1, maxDelay: 50 };
+
+/** A fake and a provider that share one manual clock. */
+async function setup(
+  fake: FakePartnerApiOptions = {},
+  provider: Partial<TokenProviderOptions> = {},
+) {
+  const clock = manualClock();
+  const api = await startFakePartnerApi({ now: clock, ...fake });
+  return {
+    api,
+    clock,
+    provider: createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      now: clock,
+      retry: FAST_RETRY,
+      ...provider,
+    }),
+  };
+}
+
+Deno.test("getToken() reuses the cached token", async () => {
+  const { api, provider, clock } = await setup();
+  await using _ = api;
+  const first = await provider.getToken();
+  clock.advance(12 * HOUR);
+  equal(await provider.getToken(), first);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("getToken() makes one request for any number of concurrent callers", async () => {
+  const { api, provider } = await setup({}, { retry: false });
+  await using _ = api;
+  api.injectTokenFaults({ kind: "delay", ms: 20 });
+  const tokens = await Promise.all(
+    Array.from({ length: 500 }, () => provider.getToken()),
+  );
+  equal(new Set(tokens).size, 1);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("getToken() serves the old token while refreshing ahead of expiry", async (t) => {
+  const { api, provider, clock } = await setup();
+  await using _ = api;
+  const first = await provider.getToken();
+
+  await t.step(
+    "no refresh before the margin (5 minutes for a day-long token)",
+    async () => {
+      clock.set(first.expiresAt - 5 * 60_000 - 1);
+      equal(await provider.getToken(), first);
+      equal(api.tokenRequests, 1);
+    },
+  );
+
+  await t.step(
+    "inside the margin, the old token at once and one background request",
+    async () => {
+      clock.set(first.expiresAt - 4 * 60_000);
+      api.injectTokenFaults({ kind: "delay", ms: 30 });
+      const during = await Promise.all([
+        provider.getToken(),
+        provider.getToken(),
+      ]);
+      deepStrictEqual(during, [first, first]);
+      await waitFor(() => api.tokensIssued === 2);
+      await sleep(5);
+      const next = await provider.getToken();
+      notEqual(next.accessToken, first.accessToken);
+      equal(api.tokenRequests, 2);
+    },
+  );
+});
+
+Deno.test("getToken() never hands out an expired token", async () => {
+  const { api, provider, clock } = await setup();
+  await using _ = api;
+  const first = await provider.getToken();
+  clock.set(first.expiresAt);
+  const next = await provider.getToken();
+  notEqual(next.accessToken, first.accessToken);
+  ok(next.expiresAt > clock());
+  clock.set(next.expiresAt - 1);
+  notEqual((await provider.getToken()).accessToken, next.accessToken);
+});
+
+Deno.test("getToken() refreshes a 1-second token on the real clock", async () => {
+  await using api = await startFakePartnerApi({ tokenLifetime: 1 });
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+  });
+  const first = await provider.getToken();
+  ok(api.isValidToken(first.accessToken));
+  await sleep(1050);
+  ok(!api.isValidToken(first.accessToken));
+  const next = await provider.getToken();
+  ok(api.isValidToken(next.accessToken));
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("getToken() refuses a token that expired while its request was in flight", async () => {
+  await using api = await startFakePartnerApi({ tokenLifetime: 60 });
+  const clock = manualClock();
+  const frozenFetch: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    clock.advance(61_000); // the process was suspended mid-request
+    return response;
+  };
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    now: clock,
+    fetch: frozenFetch,
+  });
+  await rejects(provider.getToken(), (error: unknown) => {
+    ok(error instanceof TokenRequestError);
+    ok(/expired before it could be handed out/.test(error.message));
+    return true;
+  });
+});
+
+Deno.test("getToken() ignores a stale token from the store", async () => {
+  const { api, clock } = await setup();
+  await using _ = api;
+  const store = createMemoryTokenStore();
+  const options = { ...api.environment, ...api.credentials, now: clock, store };
+  const first = await createTokenProvider(options).getToken();
+  clock.set(first.expiresAt + 1);
+  const fresh = await createTokenProvider(options).getToken();
+  notEqual(fresh.accessToken, first.accessToken);
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("getToken() shares one token between providers with one store", async () => {
+  const { api, clock } = await setup();
+  await using _ = api;
+  const store = createMemoryTokenStore();
+  const options = { ...api.environment, ...api.credentials, now: clock, store };
+  const a = await createTokenProvider(options).getToken();
+  const b = await createTokenProvider(options).getToken();
+  equal(b.accessToken, a.accessToken);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("getToken() treats a failing store as empty", async () => {
+  const { api, clock } = await setup();
+  await using _ = api;
+  const broken: TokenStore = {
+    get: () => Promise.reject(new Error("store down")),
+    set: () => Promise.reject(new Error("store down")),
+    delete: () => Promise.reject(new Error("store down")),
+  };
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    now: clock,
+    store: broken,
+  });
+  const token = await provider.getToken();
+  equal(await provider.getToken(), token);
+  await provider.invalidate(token.accessToken);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("getToken() retries network errors, 408 and 5xx, then succeeds", async () => {
+  const { api, provider } = await setup();
+  await using _ = api;
+  api.injectTokenFaults({ kind: "drop" }, { kind: "status", status: 503 });
+  await provider.getToken();
+  equal(api.tokenRequests, 3);
+  api.injectTokenFaults({ kind: "status", status: 408 });
+  await provider.invalidate();
+  await provider.getToken();
+  equal(api.tokenRequests, 5);
+});
+
+Deno.test("getToken() gives up after the configured retries", async () => {
+  const { api, provider } = await setup({}, {
+    retry: { ...FAST_RETRY, retries: 3 },
+  });
+  await using _ = api;
+  const faults = Array.from(
+    { length: 4 },
+    () => ({ kind: "status", status: 502 }) as const,
+  );
+  api.injectTokenFaults(...faults);
+  await rejects(provider.getToken(), {
+    name: "TokenRequestError",
+    status: 502,
+  });
+  equal(api.tokenRequests, 4);
+});
+
+Deno.test("getToken() never retries other 4xx", async () => {
+  const { api, provider } = await setup();
+  await using _ = api;
+  api.injectTokenFaults({ kind: "status", status: 400 });
+  await rejects(provider.getToken(), { status: 400 });
+  equal(api.tokenRequests, 1);
+  const denied = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    clientSecret: "wrong",
+  });
+  await rejects(denied.getToken(), { status: 401, code: "access_denied" });
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("getToken() honours Retry-After, and stops when it asks too much", async () => {
+  const { api, provider } = await setup({}, {
+    retry: { initialDelay: 1, maxDelay: 1500 },
+  });
+  await using _ = api;
+  api.injectTokenFaults({ kind: "status", status: 503, retryAfter: 1 });
+  const started = Date.now();
+  await provider.getToken();
+  ok(Date.now() - started >= 950, "waited for Retry-After");
+  equal(api.tokenRequests, 2);
+  await provider.invalidate();
+  api.injectTokenFaults({ kind: "status", status: 503, retryAfter: 2 });
+  await rejects(provider.getToken(), { status: 503 });
+  equal(api.tokenRequests, 3);
+});
+
+Deno.test("getToken() times out a request that gets no answer", async () => {
+  const { api, provider } = await setup({}, {
+    requestTimeout: 30,
+    retry: false,
+  });
+  await using _ = api;
+  api.injectTokenFaults({ kind: "delay", ms: 2000 });
+  await rejects(provider.getToken(), (error: unknown) => {
+    ok(error instanceof TokenRequestError);
+    ok(/no answer within 30 ms/.test(error.message));
+    return true;
+  });
+});
+
+Deno.test("getToken() stops waiting when its signal aborts", async (t) => {
+  const { api, provider } = await setup({}, { retry: false });
+  await using _ = api;
+  const reason = new Error("caller gave up");
+
+  await t.step(
+    "an aborted signal rejects at once, even with a cached token",
+    async () => {
+      await rejects(
+        provider.getToken({ signal: AbortSignal.abort(reason) }),
+        (error) => error === reason,
+      );
+      equal(api.tokenRequests, 0);
+    },
+  );
+
+  await t.step("one caller's abort does not fail the others", async () => {
+    api.injectTokenFaults({ kind: "delay", ms: 50 });
+    const controller = new AbortController();
+    const leaving = provider.getToken({ signal: controller.signal });
+    const staying = provider.getToken();
+    controller.abort(reason);
+    await rejects(leaving, (error) => error === reason);
+    ok(api.isValidToken((await staying).accessToken));
+    equal(api.tokenRequests, 1);
+  });
+
+  await t.step("when every caller leaves, the request stops", async () => {
+    await provider.invalidate();
+    api.injectTokenFaults({ kind: "delay", ms: 5000 });
+    const controller = new AbortController();
+    const pending = provider.getToken({ signal: controller.signal });
+    await sleep(10);
+    controller.abort(reason);
+    await rejects(pending, (error) => error === reason);
+  });
+});
+
+Deno.test("getToken() sends nothing after a 429 until the quota resets", async (t) => {
+  const { api, provider, clock } = await setup({
+    quota: { perHour: 1 },
+    tokenLifetime: 600,
+  });
+  await using _ = api;
+  clock.set(Date.UTC(2026, 10, 21, 10, 30));
+  const first = await provider.getToken();
+
+  await t.step(
+    "a background refresh hits the quota; the valid token is still served",
+    async () => {
+      clock.set(first.expiresAt - 30_000);
+      equal(await provider.getToken(), first);
+      await waitFor(() => api.tokenRequests === 2);
+      await sleep(10);
+      equal(await provider.getToken(), first);
+      equal(api.tokenRequests, 2);
+    },
+  );
+
+  await t.step(
+    "a caller that needs a new token fails at once, without a request",
+    async () => {
+      clock.set(first.expiresAt);
+      await rejects(provider.getToken(), (error: unknown) => {
+        ok(error instanceof QuotaExceededError);
+        equal(error.buckets[0]?.bucket, "per_hour");
+        equal(error.retryAt, Date.UTC(2026, 10, 21, 11));
+        return true;
+      });
+      equal(api.tokenRequests, 2);
+    },
+  );
+
+  await t.step("once the bucket resets, a request is sent again", async () => {
+    clock.set(Date.UTC(2026, 10, 21, 11));
+    ok(api.isValidToken((await provider.getToken()).accessToken));
+    equal(api.tokenRequests, 3);
+  });
+});
+
+Deno.test("getToken() waits for the largest reset among exhausted buckets", async () => {
+  const { api, provider, clock } = await setup({
+    quota: { perHour: 5, perDay: 1 },
+  });
+  await using _ = api;
+  clock.set(Date.UTC(2026, 10, 21, 10, 30));
+  await provider.getToken();
+  await provider.invalidate();
+  await rejects(provider.getToken(), { retryAt: Date.UTC(2026, 10, 22) });
+  clock.set(Date.UTC(2026, 10, 21, 23));
+  await rejects(provider.getToken(), QuotaExceededError);
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("getToken() tries a failed background refresh again only after a pause", async () => {
+  const { api, provider, clock } = await setup({}, { retry: false });
+  await using _ = api;
+  const first = await provider.getToken();
+  clock.set(first.expiresAt - 60_000);
+  api.injectTokenFaults({ kind: "status", status: 500 });
+  equal(await provider.getToken(), first);
+  await waitFor(() => api.tokenRequests === 2);
+  await sleep(5);
+  for (let i = 0; i < 5; i++) {
+    clock.advance(1000);
+    equal(await provider.getToken(), first);
+  }
+  equal(api.tokenRequests, 2);
+  clock.advance(6000);
+  equal(await provider.getToken(), first);
+  await waitFor(() => api.tokensIssued === 2);
+});
+
+Deno.test("the provider keeps the last quota seen and reports it to onQuota", async () => {
+  const seen: QuotaSnapshot[] = [];
+  const { api, provider, clock } = await setup({ quota: { perHour: 10 } }, {
+    onQuota: (quota) => {
+      seen.push(quota);
+      throw new Error("a failing callback loses nothing");
+    },
+  });
+  await using _ = api;
+  equal(provider.quota, undefined);
+  await provider.getToken();
+  deepStrictEqual(provider.quota, {
+    observedAt: clock(),
+    buckets: [
+      { bucket: "per_hour", limit: 10, remaining: 9, resetAfter: 3600 },
+      {
+        bucket: "per_day",
+        limit: 10_000,
+        remaining: 9_999,
+        resetAfter: 50_400,
+      },
+    ],
+  });
+  deepStrictEqual(seen, [provider.quota]);
+  api.injectTokenFaults({ kind: "status", status: 400 });
+  await provider.invalidate();
+  await rejects(provider.getToken(), { status: 400 });
+  equal(seen.length, 2, "a refusal's quota header is read too");
+});
+
+Deno.test("invalidate() drops that token only", async () => {
+  const { api, provider } = await setup();
+  await using _ = api;
+  const first = await provider.getToken();
+  await provider.invalidate(first.accessToken);
+  const second = await provider.getToken();
+  notEqual(second.accessToken, first.accessToken);
+  await provider.invalidate(first.accessToken);
+  equal(await provider.getToken(), second);
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("invalidate() removes the token from a shared store", async () => {
+  const { api, clock } = await setup();
+  await using _ = api;
+  const records = new Map<string, TokenRecord>();
+  const store: TokenStore = {
+    get: (key) => Promise.resolve(records.get(key)),
+    set: (key, record) => Promise.resolve(void records.set(key, record)),
+    delete: (key) => Promise.resolve(void records.delete(key)),
+  };
+  const options = { ...api.environment, ...api.credentials, now: clock, store };
+  const token = await createTokenProvider(options).getToken();
+  const [key] = records.keys();
+  ok(key !== undefined && !key.includes(api.credentials.clientSecret));
+  await createTokenProvider(options).invalidate(token.accessToken);
+  equal(records.get(key)?.token, undefined);
+  notEqual(
+    (await createTokenProvider(options).getToken()).accessToken,
+    token.accessToken,
+  );
+});
+
+Deno.test("an IssuedToken shows its access token redacted when inspected", async () => {
+  await using api = await startFakePartnerApi();
+  const token = await requestToken({ ...api.environment, ...api.credentials });
+  const shown = Deno.inspect(token);
+  ok(shown.startsWith("IssuedToken {"), shown);
+  ok(shown.includes("[redacted]"));
+  ok(!shown.includes(token.accessToken));
+  const { inspect } = await import("node:util");
+  ok(!inspect(token).includes(token.accessToken));
+  const copy: IssuedToken = { ...token };
+  deepStrictEqual(copy, token);
+});
+
+Deno.test("createTokenProvider() refuses bad options at once", async () => {
+  await using api = await startFakePartnerApi();
+  const options = { ...api.environment, ...api.credentials };
+  throws(
+    () =>
+      createTokenProvider({
+        ...options,
+        tokenUrl: "http://idp.example.com/token",
+      }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create token provider: 'tokenUrl' must use https: received http://idp.example.com/token",
+    },
+  );
+  throws(
+    () => createTokenProvider({ ...options, clientSecret: "" }),
+    TypeError,
+  );
+  throws(
+    () => createTokenProvider({ ...options, refreshMargin: -1 }),
+    RangeError,
+  );
+  throws(
+    () => createTokenProvider({ ...options, requestTimeout: NaN }),
+    RangeError,
+  );
+  throws(
+    () => createTokenProvider({ ...options, retry: { retries: 1.5 } }),
+    RangeError,
+  );
+  throws(
+    () =>
+      createTokenProvider({ ...options, onQuota: 1 as unknown as () => void }),
+    TypeError,
+  );
+  equal(api.tokenRequests, 0);
+});
+
+Deno.test("createTokenProvider() refuses to run in a browser page unless told", () => {
+  const global = globalThis as Record<string, unknown>;
+  const hidden = ["Deno", "process"].map((name) =>
+    [name, Object.getOwnPropertyDescriptor(globalThis, name)] as const
+  );
+  const options = {
+    tokenUrl: "https://idp.example/token",
+    audience: "a",
+    clientId: "id",
+    clientSecret: "secret",
+  };
+  try {
+    for (const [name] of hidden) delete global[name];
+    global.document = {};
+    throws(() => createTokenProvider(options), /browser page/);
+    createTokenProvider({ ...options, dangerouslyAllowBrowser: true });
+  } finally {
+    delete global.document;
+    for (const [name, descriptor] of hidden) {
+      if (descriptor) Object.defineProperty(globalThis, name, descriptor);
+    }
+  }
+  createTokenProvider(options);
+});
+
+Deno.test("a provider with a day-long token refreshes a few times a day at most", async () => {
+  const { api, provider, clock } = await setup();
+  await using _ = api;
+  const start = clock();
+  for (let minute = 0; minute < 3 * 24 * 60; minute += 13) {
+    clock.set(start + minute * 60_000);
+    ok(clock() < (await provider.getToken()).expiresAt);
+    await sleep(2); // lets a background refresh land
+  }
+  await waitFor(() => api.tokenRequests === api.tokensIssued);
+  ok(api.tokenRequests <= 4, `${api.tokenRequests} requests over three days`);
+});
