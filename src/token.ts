@@ -28,6 +28,7 @@ import {
 import { displayUrl, secureUrl } from "./_url.ts";
 import { type Backoff, backoffDelay, delay, retryAfterMs } from "./_retry.ts";
 import { redact } from "./_redact.ts";
+import { checkNumber } from "./_check.ts";
 
 /** Options of {@linkcode requestToken}. */
 export interface TokenRequestOptions {
@@ -546,25 +547,33 @@ function isBrowserPage(): boolean {
     !("process" in globalThis);
 }
 
+const PROVIDER_CONTEXT = "Cannot create token provider";
+
 function nonNegative(
   value: number | undefined,
   fallback: number,
   field: string,
 ): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !(value >= 0) || value === Infinity) {
-    throw new RangeError(
-      `Cannot create token provider: '${field}' must be a non-negative finite number: received ${value}`,
-    );
-  }
-  return value;
+  return checkNumber(
+    value,
+    fallback,
+    "non-negative finite number",
+    PROVIDER_CONTEXT,
+    field,
+  );
 }
 
 function backoffFrom(retry: RetryOptions | false | undefined): Backoff {
   if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
   const given = retry ?? {};
   const backoff = {
-    retries: nonNegative(given.retries, DEFAULT_BACKOFF.retries, "retries"),
+    retries: checkNumber(
+      given.retries,
+      DEFAULT_BACKOFF.retries,
+      "non-negative integer",
+      PROVIDER_CONTEXT,
+      "retries",
+    ),
     initialDelay: nonNegative(
       given.initialDelay,
       DEFAULT_BACKOFF.initialDelay,
@@ -572,11 +581,6 @@ function backoffFrom(retry: RetryOptions | false | undefined): Backoff {
     ),
     maxDelay: nonNegative(given.maxDelay, DEFAULT_BACKOFF.maxDelay, "maxDelay"),
   };
-  if (!Number.isInteger(backoff.retries)) {
-    throw new RangeError(
-      `Cannot create token provider: 'retries' must be a non-negative integer: received ${backoff.retries}`,
-    );
-  }
   return backoff;
 }
 
@@ -664,7 +668,7 @@ interface Flight {
 export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
-  const context = "Cannot create token provider";
+  const context = PROVIDER_CONTEXT;
   const endpoint = tokenEndpoint(options, context);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
     throw new TypeError(

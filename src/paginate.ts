@@ -1,0 +1,373 @@
+/**
+ * Offset pagination as the partner API does it: `limit` (default 50), `page`
+ * (from 1), and optionally `sortBy` and `sortDirection`.
+ *
+ * {@linkcode paginate} turns a function that fetches one page into an async
+ * iterator of items, with page requests in parallel if asked, early stops,
+ * abort, and de-duplication for lists that change while you page.
+ *
+ * @example Paging an in-memory list
+ * ```ts
+ * import { collect, paginate } from "@partner-api/client/paginate";
+ *
+ * const all = Array.from({ length: 120 }, (_, i) => i);
+ * const items = await collect(
+ *   paginate(({ page, limit }) => Promise.resolve(all.slice((page - 1) * limit, page * limit))),
+ *   { maxItems: 1000 },
+ * );
+ * if (items.length !== 120) throw new Error();
+ * ```
+ *
+ * @module
+ */
+
+import { checkNumber } from "./_check.ts";
+
+/** The two sort directions the service knows. */
+export type SortDirection = "ASC" | "DESC";
+
+/** What {@linkcode paginate} asks `fetchPage` for. */
+export interface PageRequest {
+  /** The page number, from 1. */
+  readonly page: number;
+  /** Items per page. */
+  readonly limit: number;
+  /** Field to sort by, only when the caller gave one. */
+  readonly sortBy?: string;
+  /** Sort direction, only when the caller gave one. */
+  readonly sortDirection?: SortDirection;
+  /**
+   * Aborts when the caller's signal does, or when the page is no longer
+   * needed. Always present when {@linkcode paginate} calls.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of {@linkcode paginate}. */
+export interface PaginateOptions<T> {
+  /**
+   * Items per page; always sent.
+   *
+   * @default {50}
+   */
+  limit?: number;
+  /**
+   * The first page to request.
+   *
+   * @default {1}
+   */
+  page?: number;
+  /** Field to sort by; sent only when given (the service has its own default order). */
+  sortBy?: string;
+  /** Sort direction; sent only when given (the service's default is unknown). */
+  sortDirection?: SortDirection;
+  /**
+   * Stop after yielding this many items.
+   *
+   * @default {Infinity}
+   */
+  maxItems?: number;
+  /**
+   * Stop after this many pages.
+   *
+   * @default {Infinity}
+   */
+  maxPages?: number;
+  /**
+   * Page requests kept in flight. Items are still yielded in order; at most
+   * `concurrency - 1` pages past the end are requested, and aborted.
+   *
+   * @default {1}
+   */
+  concurrency?: number;
+  /**
+   * Returns a key per item; an item whose key was already yielded is dropped.
+   * Offset paging repeats items when new ones are inserted ahead of the
+   * current page while you page (transactions by `creationDate` DESC); this
+   * removes the repeats. It cannot bring back items skipped because others
+   * were deleted meanwhile, and it keeps every key in memory.
+   */
+  dedupeBy?: (item: T) => unknown;
+  /** Aborts the iteration, which then throws the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@linkcode collect}. */
+export interface CollectOptions {
+  /** The most items to collect: required, so nothing loads a million items by accident. */
+  maxItems: number;
+}
+
+const CONTEXT = "Cannot paginate";
+
+interface PageConfig<T> {
+  readonly limit: number;
+  readonly firstPage: number;
+  readonly lastPage: number;
+  readonly maxItems: number;
+  readonly concurrency: number;
+  readonly sort: { sortBy?: string; sortDirection?: SortDirection };
+  readonly dedupeBy: ((item: T) => unknown) | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+function positiveInteger(
+  value: number | undefined,
+  fallback: number,
+  field: string,
+): number {
+  return checkNumber(value, fallback, "positive integer", CONTEXT, field);
+}
+
+function countLimit(value: number | undefined, field: string): number {
+  if (value === Infinity) return Infinity;
+  return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
+}
+
+function sortOptions(
+  sortBy: unknown,
+  sortDirection: unknown,
+): PageConfig<unknown>["sort"] {
+  if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
+    throw new TypeError(
+      `${CONTEXT}: 'sortBy' must be a non-empty string: received ${
+        JSON.stringify(sortBy)
+      }`,
+    );
+  }
+  if (
+    sortDirection !== undefined && sortDirection !== "ASC" &&
+    sortDirection !== "DESC"
+  ) {
+    throw new TypeError(
+      `${CONTEXT}: 'sortDirection' must be "ASC" or "DESC": received ${
+        JSON.stringify(sortDirection)
+      }`,
+    );
+  }
+  return {
+    ...(sortBy === undefined ? {} : { sortBy }),
+    ...(sortDirection === undefined ? {} : { sortDirection }),
+  };
+}
+
+function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
+  const { dedupeBy, signal } = options;
+  if (dedupeBy !== undefined && typeof dedupeBy !== "function") {
+    throw new TypeError(`${CONTEXT}: 'dedupeBy' must be a function`);
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`${CONTEXT}: 'signal' must be an AbortSignal`);
+  }
+  const firstPage = positiveInteger(options.page, 1, "page");
+  return {
+    limit: positiveInteger(options.limit, 50, "limit"),
+    firstPage,
+    lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
+    maxItems: countLimit(options.maxItems, "maxItems"),
+    concurrency: positiveInteger(options.concurrency, 1, "concurrency"),
+    sort: sortOptions(options.sortBy, options.sortDirection),
+    dedupeBy,
+    signal,
+  };
+}
+
+/** One page request in flight. */
+interface PendingPage<T> {
+  readonly page: number;
+  readonly controller: AbortController;
+  readonly items: Promise<readonly T[]>;
+}
+
+function requestPage<T>(
+  fetchPage: (request: PageRequest) => Promise<readonly T[]>,
+  config: PageConfig<T>,
+  page: number,
+): PendingPage<T> {
+  const controller = new AbortController();
+  const signal = config.signal === undefined
+    ? controller.signal
+    : AbortSignal.any([config.signal, controller.signal]);
+  const items =
+    (async () =>
+      await fetchPage({ page, limit: config.limit, ...config.sort, signal }))();
+  // A page abandoned in flight may still reject; nobody is waiting for it.
+  items.catch(() => {});
+  return { page, controller, items };
+}
+
+/** Settles with the page, or rejects with the reason as soon as `signal` aborts. */
+function untilAborted<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() =>
+      signal.removeEventListener("abort", onAbort)
+    ).catch(() => {});
+  });
+}
+
+async function* iterate<T>(
+  fetchPage: (request: PageRequest) => Promise<readonly T[]>,
+  config: PageConfig<T>,
+): AsyncGenerator<T, undefined, undefined> {
+  const { limit, maxItems, concurrency, dedupeBy, signal } = config;
+  const seen = new Set<unknown>();
+  const pending: PendingPage<T>[] = [];
+  let nextPage = config.firstPage;
+  let yielded = 0;
+  try {
+    signal?.throwIfAborted();
+    while (true) {
+      // Never ask for a page the items already on their way could make unnecessary.
+      while (
+        pending.length < concurrency && nextPage <= config.lastPage &&
+        yielded + pending.length * limit < maxItems
+      ) {
+        pending.push(requestPage(fetchPage, config, nextPage++));
+      }
+      const head = pending.shift();
+      if (head === undefined) return;
+      const items = await untilAborted(head.items, signal);
+      if (!Array.isArray(items)) {
+        throw new TypeError(
+          `${CONTEXT}: page ${head.page} is not an array: received ${
+            items === null ? "null" : typeof items
+          }`,
+        );
+      }
+      for (const item of items) {
+        if (dedupeBy !== undefined) {
+          const key = dedupeBy(item);
+          if (seen.has(key)) continue;
+          seen.add(key);
+        }
+        yield item;
+        signal?.throwIfAborted();
+        if (++yielded >= maxItems) return;
+      }
+      if (items.length < limit) return;
+    }
+  } finally {
+    for (const page of pending) {
+      page.controller.abort(
+        new DOMException(
+          "the paginator no longer needs this page",
+          "AbortError",
+        ),
+      );
+    }
+  }
+}
+
+/**
+ * Iterates over every item of an offset-paged list, in order.
+ *
+ * It stops after the first page shorter than `limit`, at `maxPages`, or once
+ * `maxItems` items are yielded, without requesting a page it does not need
+ * (at concurrency 1); a `break` in the caller's loop stops it with no further
+ * request. With `concurrency` above 1 it keeps that many page requests in
+ * flight, yields in page order, and aborts those it no longer needs.
+ *
+ * @typeParam T The item type.
+ * @param fetchPage Fetches one page; it receives `page`, `limit`, the sort
+ * options that were given, and a `signal` to honour.
+ * @param options Page size, first page, sort, caps, concurrency, dedupe, abort.
+ * @returns An async iterator of the items.
+ * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not
+ * a positive integer, or `maxItems` or `maxPages` is negative.
+ * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`,
+ * `dedupeBy` or `signal`; while iterating, for a page that is not an array.
+ *
+ * @example Paging with four requests in flight and a cap
+ * ```ts
+ * import { paginate } from "@partner-api/client/paginate";
+ *
+ * const fetchPage = ({ page, limit }: { page: number; limit: number }) =>
+ *   Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i));
+ * const seen: number[] = [];
+ * for await (const n of paginate(fetchPage, { limit: 10, concurrency: 4, maxItems: 25 })) {
+ *   seen.push(n);
+ * }
+ * if (seen.length !== 25 || seen[24] !== 24) throw new Error();
+ * ```
+ */
+export function paginate<T>(
+  fetchPage: (request: PageRequest) => Promise<readonly T[]>,
+  options: PaginateOptions<T> = {},
+): AsyncIterableIterator<T> {
+  if (typeof fetchPage !== "function") {
+    throw new TypeError(`${CONTEXT}: 'fetchPage' must be a function`);
+  }
+  return iterate(fetchPage, pageConfig(options));
+}
+
+/**
+ * Writes a page request as the service's query parameters: `limit`, `page`,
+ * and `sortBy` and `sortDirection` when present.
+ *
+ * @param request The page request.
+ * @returns The query parameters.
+ *
+ * @example Building a page address
+ * ```ts
+ * import { pageSearchParams } from "@partner-api/client/paginate";
+ *
+ * const query = pageSearchParams({ page: 2, limit: 50, sortBy: "creationDate", sortDirection: "DESC" });
+ * if (query.toString() !== "limit=50&page=2&sortBy=creationDate&sortDirection=DESC") throw new Error();
+ * ```
+ */
+export function pageSearchParams(request: PageRequest): URLSearchParams {
+  const params = new URLSearchParams({
+    limit: String(request.limit),
+    page: String(request.page),
+  });
+  if (request.sortBy !== undefined) params.set("sortBy", request.sortBy);
+  if (request.sortDirection !== undefined) {
+    params.set("sortDirection", request.sortDirection);
+  }
+  return params;
+}
+
+/**
+ * Collects an async iterable into an array, up to an explicit cap, and stops
+ * the iteration there (no further page is requested).
+ *
+ * @typeParam T The item type.
+ * @param items The items, e.g. from {@linkcode paginate}.
+ * @param options `maxItems`: the cap, required.
+ * @returns At most `maxItems` items, in order.
+ * @throws {RangeError} When `maxItems` is not a non-negative integer.
+ *
+ * @example Loading the first 100 items at most
+ * ```ts
+ * import { collect, paginate } from "@partner-api/client/paginate";
+ *
+ * const endless = paginate(({ limit }) => Promise.resolve(new Array(limit).fill("x")));
+ * const first = await collect(endless, { maxItems: 100 });
+ * if (first.length !== 100) throw new Error();
+ * ```
+ */
+export async function collect<T>(
+  items: AsyncIterable<T>,
+  options: CollectOptions,
+): Promise<T[]> {
+  const maxItems = options?.maxItems;
+  if (!Number.isSafeInteger(maxItems) || maxItems < 0) {
+    throw new RangeError(
+      `Cannot collect: 'maxItems' must be a non-negative integer: received ${maxItems}`,
+    );
+  }
+  const collected: T[] = [];
+  if (maxItems === 0) return collected;
+  for await (const item of items) {
+    collected.push(item);
+    if (collected.length >= maxItems) break;
+  }
+  return collected;
+}

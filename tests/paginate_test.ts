@@ -1,0 +1,392 @@
+import {
+  deepStrictEqual,
+  equal,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import fc from "fast-check";
+import {
+  collect,
+  type PageRequest,
+  pageSearchParams,
+  paginate,
+  type PaginateOptions,
+} from "../src/paginate.ts";
+import { sleep } from "./_helpers.ts";
+
+/** A paged list in memory that records every request it gets. */
+function pagedList(total: number, pageDelay = 0) {
+  const requests: PageRequest[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const fetchPage = async (request: PageRequest) => {
+    requests.push(request);
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
+    try {
+      if (pageDelay > 0) {
+        await sleep(pageDelay * (1 + (request.page % 3)), request.signal);
+      }
+      const start = (request.page - 1) * request.limit;
+      return Array.from(
+        { length: Math.max(0, Math.min(request.limit, total - start)) },
+        (_, i) => start + i,
+      );
+    } finally {
+      inFlight--;
+    }
+  };
+  return {
+    fetchPage,
+    requests,
+    get maxInFlight() {
+      return maxInFlight;
+    },
+  };
+}
+
+async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+const range = (from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => from + i);
+
+Deno.test("paginate() yields every item in order and stops after a short page", async () => {
+  const list = pagedList(120);
+  deepStrictEqual(await all(paginate(list.fetchPage)), range(0, 120));
+  deepStrictEqual(list.requests.map((r) => [r.page, r.limit]), [
+    [1, 50],
+    [2, 50],
+    [3, 50],
+  ]);
+});
+
+Deno.test("paginate() asks for one empty page when the total is a multiple of limit", async () => {
+  const list = pagedList(100);
+  equal((await all(paginate(list.fetchPage))).length, 100);
+  equal(list.requests.length, 3);
+});
+
+Deno.test("paginate() sends sort options only when given", async () => {
+  const list = pagedList(10);
+  await all(paginate(list.fetchPage, { limit: 20, page: 1 }));
+  const [plain] = list.requests;
+  ok(plain && !("sortBy" in plain) && !("sortDirection" in plain));
+  ok(plain.signal instanceof AbortSignal);
+  await all(
+    paginate(list.fetchPage, { sortBy: "creationDate", sortDirection: "DESC" }),
+  );
+  equal(list.requests[1]?.sortBy, "creationDate");
+  equal(list.requests[1]?.sortDirection, "DESC");
+});
+
+Deno.test("paginate() starts at the given page", async () => {
+  const list = pagedList(25);
+  deepStrictEqual(
+    await all(paginate(list.fetchPage, { limit: 10, page: 2 })),
+    range(10, 25),
+  );
+  deepStrictEqual(list.requests.map((r) => r.page), [2, 3]);
+});
+
+Deno.test("paginate() requests no page beyond maxItems or maxPages", async () => {
+  let list = pagedList(1000);
+  deepStrictEqual(
+    await all(paginate(list.fetchPage, { limit: 50, maxItems: 60 })),
+    range(0, 60),
+  );
+  equal(list.requests.length, 2);
+  list = pagedList(1000);
+  equal(
+    (await all(paginate(list.fetchPage, { limit: 50, maxItems: 50 }))).length,
+    50,
+  );
+  equal(list.requests.length, 1);
+  list = pagedList(1000);
+  equal((await all(paginate(list.fetchPage, { maxItems: 0 }))).length, 0);
+  equal(list.requests.length, 0);
+  list = pagedList(1000);
+  equal(
+    (await all(paginate(list.fetchPage, { limit: 10, maxPages: 3 }))).length,
+    30,
+  );
+  equal(list.requests.length, 3);
+});
+
+Deno.test("paginate() stops without a further request when the caller breaks", async () => {
+  const list = pagedList(1000);
+  for await (const item of paginate(list.fetchPage, { limit: 10 })) {
+    if (item === 9) break;
+  }
+  equal(list.requests.length, 1);
+});
+
+Deno.test("paginate() keeps `concurrency` requests in flight and yields in order", async () => {
+  const list = pagedList(1000, 3);
+  const pageSignals: AbortSignal[] = [];
+  const tracked = (request: PageRequest) => {
+    pageSignals.push(request.signal!);
+    return list.fetchPage(request);
+  };
+  const items = await all(paginate(tracked, { limit: 50, concurrency: 4 }));
+  deepStrictEqual(items, range(0, 1000));
+  equal(list.maxInFlight, 4);
+  // Pages 21 (empty) plus at most 3 past it were requested; those past it were aborted.
+  ok(list.requests.length <= 21 + 3, `${list.requests.length} requests`);
+  const pastEnd = pageSignals.slice(21);
+  ok(pastEnd.every((signal) => signal.aborted));
+  ok(pageSignals.slice(0, 21).every((signal) => !signal.aborted));
+});
+
+Deno.test("paginate() aborts the pages in flight when the caller breaks", async () => {
+  const list = pagedList(1000, 2);
+  const signals: AbortSignal[] = [];
+  for await (
+    const item of paginate((request) => {
+      signals.push(request.signal!);
+      return list.fetchPage(request);
+    }, { limit: 10, concurrency: 3 })
+  ) {
+    if (item === 0) break;
+  }
+  equal(signals.length, 3);
+  ok(signals.slice(1).every((signal) => signal.aborted));
+});
+
+Deno.test("paginate() drops repeated items with dedupeBy", async () => {
+  // Offset paging while an item is inserted at the head repeats the last item of each page.
+  const pages = [[5, 4, 3], [3, 2, 1], [1, 0]];
+  const fetchPage = ({ page }: PageRequest) =>
+    Promise.resolve(pages[page - 1] ?? []);
+  deepStrictEqual(await all(paginate(fetchPage, { limit: 3 })), [
+    5,
+    4,
+    3,
+    3,
+    2,
+    1,
+    1,
+    0,
+  ]);
+  deepStrictEqual(
+    await all(paginate(fetchPage, { limit: 3, dedupeBy: (n) => n })),
+    [5, 4, 3, 2, 1, 0],
+  );
+  deepStrictEqual(
+    await all(
+      paginate(fetchPage, { limit: 3, dedupeBy: (n) => n, maxItems: 4 }),
+    ),
+    [5, 4, 3, 2],
+  );
+});
+
+Deno.test("paginate() ends with the signal's reason when aborted", async (t) => {
+  const reason = new Error("caller stopped");
+
+  await t.step("before the first page: no request", async () => {
+    const list = pagedList(100);
+    await rejects(
+      all(paginate(list.fetchPage, { signal: AbortSignal.abort(reason) })),
+      (error) => error === reason,
+    );
+    equal(list.requests.length, 0);
+  });
+
+  await t.step("while a page is in flight: its signal aborts too", async () => {
+    const controller = new AbortController();
+    let pageSignal: AbortSignal | undefined;
+    const never = (request: PageRequest) => {
+      pageSignal = request.signal;
+      return new Promise<number[]>(() => {}); // ignores its signal on purpose
+    };
+    const pending = all(paginate(never, { signal: controller.signal }));
+    await sleep(1);
+    controller.abort(reason);
+    await rejects(pending, (error) => error === reason);
+    ok(pageSignal?.aborted);
+  });
+
+  await t.step("between items", async () => {
+    const controller = new AbortController();
+    const list = pagedList(100);
+    const seen: number[] = [];
+    await rejects(
+      (async () => {
+        for await (
+          const item of paginate(list.fetchPage, { signal: controller.signal })
+        ) {
+          seen.push(item);
+          if (item === 2) controller.abort(reason);
+        }
+      })(),
+      (error) => error === reason,
+    );
+    deepStrictEqual(seen, [0, 1, 2]);
+  });
+});
+
+Deno.test("paginate() passes on a page's failure and aborts the others", async () => {
+  const signals: AbortSignal[] = [];
+  const failure = new Error("page 2 failed");
+  const fetchPage = async (request: PageRequest) => {
+    signals.push(request.signal!);
+    await sleep(request.page === 2 ? 1 : 20, request.signal);
+    if (request.page === 2) throw failure;
+    return new Array(request.limit).fill(request.page);
+  };
+  await rejects(
+    all(paginate(fetchPage, { limit: 2, concurrency: 3 })),
+    (e) => e === failure,
+  );
+  ok(signals[2]?.aborted);
+});
+
+Deno.test("paginate() rejects a page that is not an array with TypeError", async () => {
+  const fetchPage = () => Promise.resolve({ items: [] } as unknown as number[]);
+  await rejects(all(paginate(fetchPage)), {
+    name: "TypeError",
+    message: "Cannot paginate: page 1 is not an array: received object",
+  });
+});
+
+Deno.test("paginate() refuses bad options before any request", () => {
+  const list = pagedList(10);
+  const cases: [PaginateOptions<number>, string, string][] = [
+    [
+      { limit: 0 },
+      "RangeError",
+      "Cannot paginate: 'limit' must be a positive integer: received 0",
+    ],
+    [
+      { limit: 2.5 },
+      "RangeError",
+      "Cannot paginate: 'limit' must be a positive integer: received 2.5",
+    ],
+    [
+      { page: 0 },
+      "RangeError",
+      "Cannot paginate: 'page' must be a positive integer: received 0",
+    ],
+    [
+      { concurrency: -1 },
+      "RangeError",
+      "Cannot paginate: 'concurrency' must be a positive integer: received -1",
+    ],
+    [
+      { maxItems: -1 },
+      "RangeError",
+      "Cannot paginate: 'maxItems' must be a non-negative integer: received -1",
+    ],
+    [
+      { maxPages: NaN },
+      "RangeError",
+      "Cannot paginate: 'maxPages' must be a non-negative integer: received NaN",
+    ],
+    [
+      { sortDirection: "asc" as "ASC" },
+      "TypeError",
+      'Cannot paginate: \'sortDirection\' must be "ASC" or "DESC": received "asc"',
+    ],
+    [
+      { sortBy: "" },
+      "TypeError",
+      `Cannot paginate: 'sortBy' must be a non-empty string: received ""`,
+    ],
+    [
+      { dedupeBy: 1 as unknown as () => 1 },
+      "TypeError",
+      "Cannot paginate: 'dedupeBy' must be a function",
+    ],
+    [
+      { signal: {} as AbortSignal },
+      "TypeError",
+      "Cannot paginate: 'signal' must be an AbortSignal",
+    ],
+  ];
+  for (const [options, name, message] of cases) {
+    throws(() => paginate(list.fetchPage, options), { name, message });
+  }
+  throws(() => paginate(null as unknown as () => Promise<number[]>), TypeError);
+  equal(list.requests.length, 0);
+});
+
+Deno.test("pageSearchParams() writes the service's parameter names", () => {
+  equal(pageSearchParams({ page: 3, limit: 20 }).toString(), "limit=20&page=3");
+  equal(
+    pageSearchParams({
+      page: 1,
+      limit: 5,
+      sortBy: "name",
+      sortDirection: "ASC",
+    }).toString(),
+    "limit=5&page=1&sortBy=name&sortDirection=ASC",
+  );
+});
+
+Deno.test("collect() stops at its cap and needs one", async () => {
+  const list = pagedList(1_000_000);
+  deepStrictEqual(
+    await collect(paginate(list.fetchPage, { limit: 10 }), { maxItems: 25 }),
+    range(0, 25),
+  );
+  equal(list.requests.length, 3);
+  deepStrictEqual(
+    await collect(paginate(pagedList(3).fetchPage), { maxItems: 10 }),
+    [0, 1, 2],
+  );
+  deepStrictEqual(await collect(paginate(list.fetchPage), { maxItems: 0 }), []);
+  await rejects(
+    collect(paginate(list.fetchPage), {} as { maxItems: number }),
+    RangeError,
+  );
+  await rejects(
+    collect(paginate(list.fetchPage), { maxItems: -1 }),
+    RangeError,
+  );
+});
+
+Deno.test("paginate() yields exactly the expected items with the expected requests, for any input", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.nat(300),
+      fc.integer({ min: 1, max: 40 }),
+      fc.integer({ min: 1, max: 4 }),
+      fc.integer({ min: 1, max: 5 }),
+      fc.option(fc.nat(120), { nil: undefined }),
+      fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
+      async (total, limit, page, concurrency, maxItems, maxPages) => {
+        const list = pagedList(total);
+        const options = {
+          limit,
+          page,
+          concurrency,
+          ...(maxItems === undefined ? {} : { maxItems }),
+          ...(maxPages === undefined ? {} : { maxPages }),
+        };
+        const items = await all(paginate(list.fetchPage, options));
+        const start = (page - 1) * limit;
+        const available = Math.max(0, total - start);
+        const pageCap = maxPages === undefined ? Infinity : maxPages * limit;
+        const expected = Math.min(available, maxItems ?? Infinity, pageCap);
+        deepStrictEqual(items, range(start, start + expected));
+        // Pages that hold the items, one more to see the end, none past a cap.
+        const needed = Math.min(
+          Math.floor(available / limit) + 1,
+          maxPages ?? Infinity,
+          maxItems === undefined ? Infinity : Math.ceil(maxItems / limit),
+        );
+        const requested = new Set(list.requests.map((r) => r.page)).size;
+        ok(requested >= needed, `requested ${requested} < needed ${needed}`);
+        ok(
+          requested <= needed + concurrency - 1,
+          `requested ${requested} > ${needed} + ${concurrency - 1}`,
+        );
+        if (concurrency === 1) equal(requested, needed);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
