@@ -1,8 +1,8 @@
 /**
  * A client for the partner API: OAuth 2.0 client-credentials tokens that
  * respect the token quota (cached, single-flight, refreshed ahead of expiry,
- * no request while the quota is exhausted), the quota header parser, and
- * typed errors. Pure Web-standard code: runs on Deno, Deno Deploy, Node 20+,
+ * no request while the quota is exhausted), offset pagination, an
+ * authenticated client, the quota header parser, and typed errors. Pure Web-standard code: runs on Deno, Deno Deploy, Node 20+,
  * Bun and workers, from a backend only.
  *
  * @example Getting a token and reading the quota
@@ -26,3 +26,5 @@ export * from "./src/environment.ts";
 export * from "./src/errors.ts";
 export * from "./src/quota.ts";
 export * from "./src/token.ts";
+export * from "./src/paginate.ts";
+export * from "./src/client.ts";

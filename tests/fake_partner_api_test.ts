@@ -184,7 +184,7 @@ Deno.test("startFakePartnerApi() refuses bad options", async () => {
 
 Deno.test("close() can be called twice and answers 404 elsewhere before it", async () => {
   const api = await startFakePartnerApi();
-  const response = await fetch(new URL("nowhere", api.environment.baseUrl));
+  const response = await fetch(new URL("/nowhere", api.environment.baseUrl));
   equal(response.status, 404);
   await response.body?.cancel();
   await api.close();

@@ -7,7 +7,7 @@ import {
 } from "node:assert/strict";
 import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
 import { requestToken } from "../src/token.ts";
-import { startFakePartnerApi, type TokenFault } from "../src/testing/mod.ts";
+import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
 
 Deno.test("requestToken() posts exactly the four JSON fields", async () => {
@@ -99,12 +99,12 @@ Deno.test("requestToken() reads a quota header of another name", async () => {
 
 Deno.test("requestToken() rejects a bad answer with TokenRequestError", async (t) => {
   await using api = await startFakePartnerApi();
-  const body = (value: unknown): TokenFault => ({
+  const body = (value: unknown): FakeFault => ({
     kind: "body",
     body: typeof value === "string" ? value : JSON.stringify(value),
   });
   const good = { access_token: "abc", expires_in: 60, token_type: "Bearer" };
-  const cases: [string, TokenFault, RegExp][] = [
+  const cases: [string, FakeFault, RegExp][] = [
     ["a body that is not JSON", body("{not json"), /is not JSON/],
     ["a JSON string body", body('"token"'), /is not JSON/],
     [

@@ -3,11 +3,22 @@
 import { defineEnvironment, type Environment } from "../environment.ts";
 import { formatQuotaHeader, QUOTA_HEADER } from "../quota.ts";
 import { delay } from "../_retry.ts";
+import { checkNumber } from "../_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
+import {
+  appendTransactions,
+  BadQuery,
+  generateLists,
+  type ListSizes,
+  pageOf,
+} from "./_list_data.ts";
+
+/** Counts of generated items per list of the fake. */
+export type { ListSizes };
 
 /**
- * A scripted misbehaviour of the token endpoint, applied to one token
- * request in the order given.
+ * A scripted misbehaviour, applied to one request in the order given: token
+ * faults to token requests, API faults to API requests (lists and card data).
  *
  * - `status`: answers with that status and an OAuth error body, optionally
  *   with `Retry-After`.
@@ -17,7 +28,7 @@ import { QuotaCounter } from "./_quota_counter.ts";
  *
  * `headers` are set last, over the quota header if they name it.
  */
-export type TokenFault =
+export type FakeFault =
   | {
     readonly kind: "status";
     readonly status: number;
@@ -64,7 +75,32 @@ export interface FakePartnerApiOptions {
    *
    * @default {[]}
    */
-  faults?: readonly TokenFault[];
+  faults?: readonly FakeFault[];
+  /**
+   * Generated items per list.
+   *
+   * @default {{ organizations: 25, transactions: 500, cardholders: 120 }}
+   */
+  items?: Partial<ListSizes>;
+  /**
+   * Seed of the generated data: the same seed gives the same items.
+   *
+   * @default {1}
+   */
+  seed?: number;
+  /**
+   * Milliseconds each API request (list or card data) takes to answer.
+   *
+   * @default {0}
+   */
+  latency?: number;
+  /**
+   * How a list page is sent: `"object"` as `{ <list name>: [...], page,
+   * limit }`, `"array"` as a bare JSON array.
+   *
+   * @default {"object"}
+   */
+  listEnvelope?: "object" | "array";
 }
 
 /** Credentials the fake accepts: a frozen object. */
@@ -85,8 +121,17 @@ export interface FakePartnerApi extends AsyncDisposable {
   readonly tokenRequests: number;
   /** Tokens issued so far. */
   readonly tokensIssued: number;
+  /** Requests to the API and card-data origins so far, answered or rejected. */
+  readonly apiRequests: number;
   /** Queues faults for the next token requests, after those already queued. */
-  injectTokenFaults(...faults: TokenFault[]): void;
+  injectTokenFaults(...faults: FakeFault[]): void;
+  /** Queues faults for the next API requests, after those already queued. */
+  injectApiFaults(...faults: FakeFault[]): void;
+  /**
+   * Adds `count` transactions newer than all others, as if created now: the
+   * head of a list sorted by `creationDate` DESC moves while you page.
+   */
+  insertTransactions(count: number): void;
   /** Makes every token issued so far invalid, as if the service revoked them. */
   revokeTokens(): void;
   /** Whether `accessToken` is one the fake issued and still accepts. */
@@ -105,18 +150,18 @@ function randomText(bytes: number): string {
   );
 }
 
-function positiveInteger(
+function count(
   value: number | undefined,
   fallback: number,
   field: string,
 ): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot start fake partner API: '${field}' must be a non-negative integer: received ${value}`,
-    );
-  }
-  return value;
+  return checkNumber(
+    value,
+    fallback,
+    "non-negative integer",
+    "Cannot start fake partner API",
+    field,
+  );
 }
 
 function json(
@@ -207,20 +252,17 @@ async function readTokenBody(
 export async function startFakePartnerApi(
   options: FakePartnerApiOptions = {},
 ): Promise<FakePartnerApi> {
-  const lifetime = positiveInteger(
+  const lifetime = checkNumber(
     options.tokenLifetime,
     86_400,
+    "positive integer",
+    "Cannot start fake partner API",
     "tokenLifetime",
   );
-  if (lifetime === 0) {
-    throw new RangeError(
-      "Cannot start fake partner API: 'tokenLifetime' must be a positive integer: received 0",
-    );
-  }
   const now = options.now ?? Date.now;
   const quota = new QuotaCounter(
-    positiveInteger(options.quota?.perHour, 1000, "quota.perHour"),
-    positiveInteger(options.quota?.perDay, 10_000, "quota.perDay"),
+    count(options.quota?.perHour, 1000, "quota.perHour"),
+    count(options.quota?.perDay, 10_000, "quota.perDay"),
     now,
   );
   const credentials: FakeCredentials = Object.freeze({
@@ -228,11 +270,24 @@ export async function startFakePartnerApi(
     clientSecret: `fake-secret-${randomText(24)}`,
   });
   const audience = "https://partner-api.fake";
-  const faults: TokenFault[] = [...(options.faults ?? [])];
+  const tokenFaults: FakeFault[] = [...(options.faults ?? [])];
+  const apiFaults: FakeFault[] = [];
   const tokens = new Map<string, number>();
   const closing = new AbortController();
+  const lists = generateLists({
+    organizations: count(
+      options.items?.organizations,
+      25,
+      "items.organizations",
+    ),
+    transactions: count(options.items?.transactions, 500, "items.transactions"),
+    cardholders: count(options.items?.cardholders, 120, "items.cardholders"),
+  }, options.seed ?? 1);
+  const latency = count(options.latency, 0, "latency");
+  const listEnvelope = options.listEnvelope ?? "object";
   let tokenRequests = 0;
   let tokensIssued = 0;
+  let apiRequests = 0;
 
   function quotaHeaders(): Record<string, string> {
     return { [QUOTA_HEADER]: formatQuotaHeader(quota.buckets()) };
@@ -304,8 +359,8 @@ export async function startFakePartnerApi(
   }
 
   async function faultyAnswer(
-    fault: TokenFault,
-    request: Request,
+    fault: FakeFault,
+    answer: () => Response | Promise<Response>,
   ): Promise<Response> {
     switch (fault.kind) {
       case "status": {
@@ -319,10 +374,8 @@ export async function startFakePartnerApi(
         return response;
       }
       case "delay":
-        // Only close() cuts a delay short: a client giving up must not change
-        // what the fake does, as it would not change a real server.
-        await delay(fault.ms, closing.signal).catch(() => {});
-        return await answerToken(request);
+        await pause(fault.ms);
+        return await answer();
       case "drop":
         return droppedAnswer();
       case "body":
@@ -336,26 +389,117 @@ export async function startFakePartnerApi(
     }
   }
 
-  function handle(request: Request): Promise<Response> | Response {
+  function pause(ms: number): Promise<void> {
+    // Only close() cuts a pause short: a client giving up must not change
+    // what the fake does, as it would not change a real server.
+    return ms > 0
+      ? delay(ms, closing.signal).catch(() => {})
+      : Promise.resolve();
+  }
+
+  function bearerToken(request: Request): string | undefined {
+    const match = /^Bearer ([^\s]+)$/i.exec(
+      request.headers.get("authorization") ?? "",
+    );
+    return match?.[1];
+  }
+
+  function unauthorized(): Response {
+    return json(401, { error: "invalid_token" }, {
+      "www-authenticate": 'Bearer error="invalid_token"',
+    });
+  }
+
+  function answerList(request: Request, name: string): Response {
+    const resource = lists.get(name);
+    if (resource === undefined) return json(404, { error: "not_found" });
+    const params = new URL(request.url).searchParams;
+    let page: Record<string, unknown>[];
+    try {
+      page = pageOf(resource, params);
+    } catch (error) {
+      if (!(error instanceof BadQuery)) throw error;
+      return json(400, { error: "bad_request", message: error.message });
+    }
+    if (listEnvelope === "array") return json(200, page);
+    return json(200, {
+      [name]: page,
+      page: Number(params.get("page") ?? 1),
+      limit: Number(params.get("limit") ?? 50),
+    });
+  }
+
+  function answerCard(cardholderID: string): Response {
+    const holder = lists.get("cardholders")?.items.find((item) =>
+      item.cardholderID === cardholderID
+    );
+    if (holder === undefined) return json(404, { error: "not_found" });
+    const digits = cardholderID.replace(/\D/g, "").padStart(12, "0");
+    return json(200, {
+      cardholderID,
+      pan: `4000${digits}`,
+      expiry: "12/29",
+      name: holder.name,
+    });
+  }
+
+  async function answerApi(
+    request: Request,
+    route: () => Response,
+  ): Promise<Response> {
+    apiRequests++;
+    await pause(latency);
+    const fault = apiFaults.shift();
+    const answer = () => {
+      const token = bearerToken(request);
+      if (token === undefined || !isValidToken(token)) return unauthorized();
+      if (request.method !== "GET") {
+        return json(405, { error: "method_not_allowed" });
+      }
+      return route();
+    };
+    return fault ? await faultyAnswer(fault, answer) : await answer();
+  }
+
+  function handleMain(request: Request): Promise<Response> | Response {
     const { pathname } = new URL(request.url);
     if (pathname === "/oauth/token") {
       tokenRequests++;
-      const fault = faults.shift();
-      return fault ? faultyAnswer(fault, request) : answerToken(request);
+      const fault = tokenFaults.shift();
+      const answer = () => answerToken(request);
+      return fault ? faultyAnswer(fault, answer) : answer();
     }
+    const list = /^\/api\/([a-z]+)$/.exec(pathname);
+    if (list) return answerApi(request, () => answerList(request, list[1]!));
     return json(404, { error: "not_found" });
   }
 
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    onListen: () => {},
-    onError: () => json(500, { error: "server_error" }),
-  }, handle);
-  const origin = `http://127.0.0.1:${server.addr.port}`;
+  function handlePci(request: Request): Promise<Response> | Response {
+    const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(
+      new URL(request.url).pathname,
+    );
+    if (card) return answerApi(request, () => answerCard(card[1]!));
+    return json(404, { error: "not_found" });
+  }
+
+  function isValidToken(accessToken: string): boolean {
+    const expiresAt = tokens.get(accessToken);
+    return expiresAt !== undefined && now() < expiresAt;
+  }
+
+  const serve = (handler: Deno.ServeHandler) =>
+    Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen: () => {},
+      onError: () => json(500, { error: "server_error" }),
+    }, handler);
+  const main = serve(handleMain);
+  const pci = serve(handlePci);
+  const origin = `http://127.0.0.1:${main.addr.port}`;
   const environment = defineEnvironment({
     baseUrl: `${origin}/api/`,
-    pciBaseUrl: `${origin}/pci/api/`,
+    pciBaseUrl: `http://127.0.0.1:${pci.addr.port}/api/`,
     tokenUrl: `${origin}/oauth/token`,
     audience,
   });
@@ -364,7 +508,7 @@ export async function startFakePartnerApi(
   const close = () => {
     closed ??= (async () => {
       closing.abort();
-      await server.shutdown();
+      await Promise.all([main.shutdown(), pci.shutdown()]);
     })();
     return closed;
   };
@@ -378,16 +522,22 @@ export async function startFakePartnerApi(
     get tokensIssued() {
       return tokensIssued;
     },
-    injectTokenFaults(...more: TokenFault[]) {
-      faults.push(...more);
+    get apiRequests() {
+      return apiRequests;
+    },
+    injectTokenFaults(...more: FakeFault[]) {
+      tokenFaults.push(...more);
+    },
+    injectApiFaults(...more: FakeFault[]) {
+      apiFaults.push(...more);
+    },
+    insertTransactions(count: number) {
+      appendTransactions(lists.get("transactions")!, count, now());
     },
     revokeTokens() {
       tokens.clear();
     },
-    isValidToken(accessToken: string) {
-      const expiresAt = tokens.get(accessToken);
-      return expiresAt !== undefined && now() < expiresAt;
-    },
+    isValidToken,
     close,
     [Symbol.asyncDispose]: close,
   };

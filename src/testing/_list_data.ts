@@ -1,0 +1,211 @@
+// Internal: the fake service's generated lists, and how it pages and sorts them.
+
+type Item = Record<string, string | number>;
+
+/** One list endpoint: its items, its id field, sortable fields and default order. */
+export interface ListResource {
+  readonly name: string;
+  readonly idField: string;
+  readonly sortable: readonly string[];
+  readonly defaultSort: string;
+  readonly items: Item[];
+}
+
+const COMPANY_WORDS = [
+  "Acme",
+  "Borealis",
+  "Cobalt",
+  "Delta",
+  "Ember",
+  "Fjord",
+  "Granite",
+  "Harbor",
+  "Indigo",
+  "Juniper",
+];
+const COMPANY_KINDS = ["Logistics", "Foods", "Studio", "Labs", "Transport"];
+const FIRST_NAMES = [
+  "Ada",
+  "Bo",
+  "Chen",
+  "Dana",
+  "Eli",
+  "Farah",
+  "Gus",
+  "Hana",
+];
+const LAST_NAMES = ["Ito", "Jensen", "Kowalski", "Lopez", "Moreau", "Nakamura"];
+const EPOCH = Date.UTC(2025, 0, 1);
+
+/** A small seeded generator (mulberry32): the same seed gives the same data. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function pick<T>(random: () => number, list: readonly T[]): T {
+  return list[Math.floor(random() * list.length)] as T;
+}
+
+function id(prefix: string, n: number): string {
+  return `${prefix}_${String(n).padStart(6, "0")}`;
+}
+
+function isoDate(random: () => number): string {
+  return new Date(EPOCH + Math.floor(random() * 300 * 86_400_000))
+    .toISOString();
+}
+
+/** Counts of generated items per list. */
+export interface ListSizes {
+  /** Items of `organizations`. */
+  organizations: number;
+  /** Items of `transactions`. */
+  transactions: number;
+  /** Items of `cardholders`. */
+  cardholders: number;
+}
+
+/** Generates the three lists from `seed`. */
+export function generateLists(
+  sizes: ListSizes,
+  seed: number,
+): Map<string, ListResource> {
+  const random = seededRandom(seed);
+  const organizations = Array.from({ length: sizes.organizations }, (_, i) => ({
+    organizationID: id("org", i + 1),
+    companyName: `${pick(random, COMPANY_WORDS)} ${
+      pick(random, COMPANY_KINDS)
+    } ${i + 1}`,
+    creationDate: isoDate(random),
+  }));
+  const orgOf = (i: number) =>
+    id("org", (i % Math.max(1, sizes.organizations)) + 1);
+  const cardholders = Array.from({ length: sizes.cardholders }, (_, i) => ({
+    cardholderID: id("ch", i + 1),
+    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
+    organizationID: orgOf(i),
+    creationDate: isoDate(random),
+  }));
+  const transactions = Array.from(
+    { length: sizes.transactions },
+    (_, i) => transaction(i + 1, isoDate(random), random),
+  );
+  return new Map([
+    ["organizations", {
+      name: "organizations",
+      idField: "organizationID",
+      sortable: ["organizationID", "companyName", "creationDate"],
+      defaultSort: "companyName",
+      items: organizations,
+    }],
+    ["transactions", {
+      name: "transactions",
+      idField: "transactionID",
+      sortable: ["transactionID", "creationDate", "amount"],
+      defaultSort: "creationDate",
+      items: transactions,
+    }],
+    ["cardholders", {
+      name: "cardholders",
+      idField: "cardholderID",
+      sortable: ["cardholderID", "name", "creationDate"],
+      defaultSort: "cardholderID",
+      items: cardholders,
+    }],
+  ]);
+}
+
+function transaction(
+  n: number,
+  creationDate: string,
+  random: () => number,
+): Item {
+  return {
+    transactionID: id("tx", n),
+    creationDate,
+    amount: Math.round(random() * 100_000) / 100,
+    currency: "EUR",
+    organizationID: id("org", 1),
+  };
+}
+
+/** Adds `count` transactions, each newer than every other and than `now`. */
+export function appendTransactions(
+  resource: ListResource,
+  count: number,
+  now: number,
+): void {
+  let newest = now;
+  for (const item of resource.items) {
+    newest = Math.max(newest, Date.parse(String(item.creationDate)) + 1000);
+  }
+  const random = seededRandom(resource.items.length);
+  for (let i = 0; i < count; i++, newest += 1000) {
+    const n = resource.items.length + 1;
+    resource.items.push(transaction(n, new Date(newest).toISOString(), random));
+  }
+}
+
+/** A query the service refuses, with the reason for its 400. */
+export class BadQuery extends Error {}
+
+function readInteger(params: URLSearchParams, name: string, fallback: number) {
+  const text = params.get(name);
+  if (text === null) return fallback;
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
+    throw new BadQuery(
+      `'${name}' must be a positive integer: received ${text}`,
+    );
+  }
+  return value;
+}
+
+/** Largest `limit` the fake accepts (the real one is unknown). */
+export const MAX_LIMIT = 1000;
+
+/** The page `params` asks for, sorted as the service sorts. */
+export function pageOf(
+  resource: ListResource,
+  params: URLSearchParams,
+): Item[] {
+  const limit = readInteger(params, "limit", 50);
+  if (limit > MAX_LIMIT) {
+    throw new BadQuery(
+      `'limit' must be at most ${MAX_LIMIT}: received ${limit}`,
+    );
+  }
+  const page = readInteger(params, "page", 1);
+  const sortBy = params.get("sortBy") ?? resource.defaultSort;
+  if (!resource.sortable.includes(sortBy)) {
+    throw new BadQuery(
+      `'sortBy' must be one of ${
+        resource.sortable.join(", ")
+      }: received ${sortBy}`,
+    );
+  }
+  const direction = params.get("sortDirection") ?? "ASC";
+  if (direction !== "ASC" && direction !== "DESC") {
+    throw new BadQuery(
+      `'sortDirection' must be ASC or DESC: received ${direction}`,
+    );
+  }
+  const sign = direction === "ASC" ? 1 : -1;
+  const idField = resource.idField;
+  const sorted = resource.items.toSorted((a, b) =>
+    sign * (compare(a[sortBy], b[sortBy]) || compare(a[idField], b[idField]))
+  );
+  return sorted.slice((page - 1) * limit, page * limit);
+}
+
+function compare(a: unknown, b: unknown): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+}

@@ -1,0 +1,503 @@
+import {
+  deepStrictEqual,
+  equal,
+  notEqual,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import { ApiError } from "../src/errors.ts";
+import { createClient, type PartnerClient } from "../src/client.ts";
+import { collect } from "../src/paginate.ts";
+import { createTokenProvider } from "../src/token.ts";
+import {
+  type FakePartnerApi,
+  type FakePartnerApiOptions,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
+
+type Row = Record<string, string | number>;
+
+/** A fake, and a client whose fetch records what it sends. */
+async function setup(options: FakePartnerApiOptions = {}) {
+  const api = await startFakePartnerApi(options);
+  const sent: Request[] = [];
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    sent.push(request);
+    return fetch(request);
+  };
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    fetch: recording,
+  });
+  return { api, client, sent };
+}
+
+async function statusOf(response: Promise<Response>): Promise<number> {
+  const answer = await response;
+  await answer.body?.cancel();
+  return answer.status;
+}
+
+Deno.test("client.fetch() resolves 'x' and '/x' under the API base", async () => {
+  const { api, client, sent } = await setup();
+  await using _ = api;
+  equal(await statusOf(client.fetch("organizations")), 200);
+  equal(await statusOf(client.fetch("/organizations?limit=1")), 200);
+  equal(
+    await statusOf(
+      client.fetch(new URL("organizations", api.environment.baseUrl)),
+    ),
+    200,
+  );
+  const base = api.environment.baseUrl.href;
+  deepStrictEqual(
+    sent.filter((r) => r.url.startsWith(base)).map((r) => r.url),
+    [
+      `${base}organizations`,
+      `${base}organizations?limit=1`,
+      `${base}organizations`,
+    ],
+  );
+});
+
+Deno.test("client.fetch() refuses addresses outside the base before sending", async () => {
+  const { api, client, sent } = await setup();
+  await using _ = api;
+  const base = api.environment.baseUrl;
+  const outside = [
+    "https://evil.example/api/organizations",
+    new URL("/oauth/token", base),
+    "../oauth/token",
+    "%2e%2e/oauth/token",
+    new URL("organizations", api.environment.pciBaseUrl),
+    `http://user:pw@${base.host}/api/organizations`,
+  ];
+  for (const path of outside) {
+    const pending = client.fetch(path);
+    ok(pending instanceof Promise, "a rejection, not a throw");
+    await rejects(pending, (error: unknown) => {
+      ok(error instanceof TypeError);
+      ok(
+        /is outside .*; the token is only sent under it/.test(error.message),
+        error.message,
+      );
+      return true;
+    });
+  }
+  await rejects(client.pciFetch("../cards/x"), TypeError);
+  await rejects(client.fetch(42 as unknown as string), TypeError);
+  equal(sent.length, 0);
+  equal(api.tokenRequests + api.apiRequests, 0);
+});
+
+Deno.test("client.fetch() keeps leading slashes and backslashes under the base", async () => {
+  const { api, client, sent } = await setup();
+  await using _ = api;
+  await statusOf(client.fetch("//evil.example/x"));
+  await statusOf(client.fetch("\\\\evil.example\\x"));
+  ok(
+    sent.filter((r) => !r.url.endsWith("/oauth/token")).every((r) =>
+      r.url.startsWith(api.environment.baseUrl.href)
+    ),
+  );
+});
+
+Deno.test("client.pciFetch() sends the token to the card-data origin only", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  notEqual(api.environment.pciBaseUrl.origin, api.environment.baseUrl.origin);
+  const card = await (await client.pciFetch("/cards/ch_000002")).json();
+  equal(card.cardholderID, "ch_000002");
+  await rejects(
+    client.pciFetch(new URL("organizations", api.environment.baseUrl)),
+    TypeError,
+  );
+});
+
+Deno.test("client.fetch() sends the bearer token and keeps the caller's headers", async () => {
+  const { api, client, sent } = await setup();
+  await using _ = api;
+  await statusOf(client.fetch("organizations", {
+    headers: { "x-request-id": "abc", authorization: "Basic nope" },
+  }));
+  const request = sent.at(-1)!;
+  equal(request.headers.get("x-request-id"), "abc");
+  const token = request.headers.get("authorization")?.replace(/^Bearer /, "");
+  ok(token && api.isValidToken(token));
+});
+
+Deno.test("client.fetch() renews a rejected token once and retries", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  equal(await statusOf(client.fetch("organizations")), 200);
+  api.revokeTokens();
+  equal(await statusOf(client.fetch("organizations")), 200);
+  equal(api.tokenRequests, 2);
+  api.injectApiFaults({ kind: "status", status: 401 }, {
+    kind: "status",
+    status: 401,
+  });
+  equal(await statusOf(client.fetch("organizations")), 401, "only once");
+  equal(api.tokenRequests, 3);
+});
+
+Deno.test("client.fetch() does not resend a streamed body after a 401", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  api.revokeTokens();
+  await client.tokenProvider.getToken();
+  api.revokeTokens();
+  const body = new ReadableStream({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("{}"));
+      controller.close();
+    },
+  });
+  equal(
+    await statusOf(
+      client.fetch(
+        "organizations",
+        { method: "POST", body, duplex: "half" } as RequestInit,
+      ),
+    ),
+    401,
+  );
+});
+
+Deno.test("client.fetch() honours Retry-After on a 429 for idempotent requests", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 0 });
+  equal(await statusOf(client.fetch("organizations")), 200);
+  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 0 });
+  equal(
+    await statusOf(
+      client.fetch("organizations", { method: "POST", body: "{}" }),
+    ),
+    429,
+  );
+  api.injectApiFaults({ kind: "status", status: 429 });
+  equal(
+    await statusOf(client.fetch("organizations")),
+    429,
+    "no Retry-After: returned",
+  );
+  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 3600 });
+  equal(
+    await statusOf(client.fetch("organizations")),
+    429,
+    "too long: returned",
+  );
+  const three = Array.from(
+    { length: 3 },
+    () => ({ kind: "status", status: 429, retryAfter: 0 }) as const,
+  );
+  api.injectApiFaults(...three);
+  equal(await statusOf(client.fetch("organizations")), 429, "bounded retries");
+});
+
+Deno.test("client.fetch() stops waiting for Retry-After when aborted", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 20 });
+  const reason = new Error("stop");
+  await rejects(
+    client.fetch("organizations", { signal: AbortSignal.timeout(50) }),
+    { name: "TimeoutError" },
+  );
+  await rejects(
+    client.fetch("organizations", { signal: AbortSignal.abort(reason) }),
+    (error) => error === reason,
+  );
+});
+
+Deno.test("client.fetch() follows redirects under the base only", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  await using elsewhere = await startFakePartnerApi();
+  api.injectApiFaults({
+    kind: "status",
+    status: 302,
+    headers: {
+      location: new URL("organizations", elsewhere.environment.baseUrl).href,
+    },
+  });
+  equal(await statusOf(client.fetch("organizations")), 302);
+  equal(elsewhere.apiRequests, 0);
+  api.injectApiFaults({
+    kind: "status",
+    status: 302,
+    headers: { location: "cardholders?limit=1" },
+  });
+  const followed = await client.fetch("organizations");
+  equal(followed.status, 200);
+  ok(Array.isArray((await followed.json()).cardholders));
+});
+
+Deno.test("client.list() pages through every item with one token", async () => {
+  const { api, client } = await setup({ items: { transactions: 130 } });
+  await using _ = api;
+  const rows = await collect(client.list<Row>("transactions", { limit: 20 }), {
+    maxItems: 1000,
+  });
+  equal(rows.length, 130);
+  equal(new Set(rows.map((row) => row.transactionID)).size, 130);
+  const dates = rows.map((row) => String(row.creationDate));
+  deepStrictEqual(
+    dates,
+    dates.toSorted(),
+    "transactions default to creationDate order",
+  );
+  equal(api.apiRequests, 7);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("client.list() sorts with sortBy and sortDirection", async () => {
+  const { api, client, sent } = await setup();
+  await using _ = api;
+  const names = (await collect(
+    client.list<Row>("cardholders", {
+      sortBy: "name",
+      sortDirection: "DESC",
+      limit: 50,
+    }),
+    { maxItems: 1000 },
+  )).map((row) => String(row.name));
+  deepStrictEqual(names, names.toSorted().reverse());
+  const query = new URL(sent.at(-1)!.url).searchParams;
+  equal(query.get("sortBy"), "name");
+  equal(query.get("sortDirection"), "DESC");
+  const companies =
+    (await collect(client.list<Row>("organizations"), { maxItems: 100 }))
+      .map((row) => String(row.companyName));
+  deepStrictEqual(
+    companies,
+    companies.toSorted(),
+    "organizations default to company name",
+  );
+});
+
+Deno.test("client.list() reads array bodies and bodies picked by items()", async () => {
+  const { api, client } = await setup({
+    listEnvelope: "array",
+    items: { organizations: 7 },
+  });
+  await using _ = api;
+  equal(
+    (await collect(client.list("organizations"), { maxItems: 100 })).length,
+    7,
+  );
+  const picked = await collect(
+    client.list("organizations", {
+      items: (body) => (body as Row[]).slice(0, 1),
+    }),
+    { maxItems: 100 },
+  );
+  equal(picked.length, 1);
+});
+
+Deno.test("client.list() passes extra query parameters", async () => {
+  const { api, client, sent } = await setup();
+  await using _ = api;
+  await collect(client.list("organizations", { query: { country: "DE" } }), {
+    maxItems: 1,
+  });
+  equal(new URL(sent.at(-1)!.url).searchParams.get("country"), "DE");
+  throws(
+    () => client.list("organizations", { query: { limit: "5" } }),
+    TypeError,
+  );
+  throws(
+    () =>
+      client.list("organizations", { query: { n: 5 as unknown as string } }),
+    TypeError,
+  );
+  throws(() => client.list("https://evil.example/api/x"), TypeError);
+  throws(() => client.list("organizations", { limit: 0 }), RangeError);
+});
+
+Deno.test("client.list() rejects an error page with ApiError and no token", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  const token = (await client.tokenProvider.getToken()).accessToken;
+  api.injectApiFaults({
+    kind: "body",
+    status: 503,
+    body: `{"error":"unavailable","echo":"Bearer ${token}"}`,
+  });
+  await rejects(
+    collect(client.list("organizations"), { maxItems: 10 }),
+    (error: unknown) => {
+      ok(error instanceof ApiError);
+      equal(error.status, 503);
+      ok(error.url.startsWith(api.environment.baseUrl.href));
+      ok(error.bodyExcerpt?.includes("unavailable"));
+      for (
+        const text of [
+          error.message,
+          error.bodyExcerpt,
+          JSON.stringify(error),
+          Deno.inspect(error),
+        ]
+      ) {
+        ok(!text?.includes(token));
+      }
+      return true;
+    },
+  );
+  await rejects(
+    collect(client.list("organizations", { sortBy: "shoeSize" }), {
+      maxItems: 10,
+    }),
+    { name: "ApiError", status: 400 },
+  );
+  await rejects(collect(client.list("nothing-here"), { maxItems: 10 }), {
+    status: 404,
+  });
+  api.injectApiFaults({ kind: "body", body: "<html>" });
+  await rejects(
+    collect(client.list("organizations"), { maxItems: 10 }),
+    /not JSON/,
+  );
+  api.injectApiFaults({ kind: "body", body: '{"a":[],"b":[]}' });
+  await rejects(collect(client.list("organizations"), { maxItems: 10 }), {
+    name: "TypeError",
+    message: /no single array of items \(found: a, b\); pass 'items'/,
+  });
+});
+
+Deno.test("client.list() with dedupeBy yields nothing twice while new items arrive", async () => {
+  const { api, client } = await setup({ items: { transactions: 100 } });
+  await using _ = api;
+  const page = (c: PartnerClient, dedupe: boolean) =>
+    c.list<Row>("transactions", {
+      limit: 10,
+      sortBy: "creationDate",
+      sortDirection: "DESC",
+      ...(dedupe ? { dedupeBy: (row: Row) => row.transactionID } : {}),
+    });
+  const read = async (dedupe: boolean) => {
+    const ids: unknown[] = [];
+    for await (const row of page(client, dedupe)) {
+      ids.push(row.transactionID);
+      if (ids.length % 10 === 0) api.insertTransactions(1);
+    }
+    return ids;
+  };
+  const drifting = await read(false);
+  ok(new Set(drifting).size < drifting.length, "offset paging repeats items");
+  const deduped = await read(true);
+  equal(new Set(deduped).size, deduped.length);
+});
+
+Deno.test("client.list() keeps pages in order with concurrency", async () => {
+  const { api, client } = await setup({
+    latency: 5,
+    items: { cardholders: 95 },
+  });
+  await using _ = api;
+  const ids = (await collect(
+    client.list<Row>("cardholders", { limit: 10, concurrency: 4 }),
+    {
+      maxItems: 1000,
+    },
+  )).map((row) => row.cardholderID);
+  deepStrictEqual(
+    ids,
+    Array.from(
+      { length: 95 },
+      (_, i) => `ch_${String(i + 1).padStart(6, "0")}`,
+    ),
+  );
+});
+
+Deno.test("createClient() takes a provider or credentials, not both", async () => {
+  await using api = await startFakePartnerApi();
+  const { environment, credentials } = api;
+  const tokenProvider = createTokenProvider({ ...environment, ...credentials });
+  equal(
+    createClient({ environment, tokenProvider }).tokenProvider,
+    tokenProvider,
+  );
+  throws(() => createClient({ environment }), TypeError);
+  throws(
+    () => createClient({ environment, tokenProvider, ...credentials }),
+    TypeError,
+  );
+  throws(
+    () =>
+      createClient({
+        environment: { ...environment, baseUrl: "x" } as never,
+        tokenProvider,
+      }),
+    TypeError,
+  );
+  throws(
+    () => createClient({ environment, tokenProvider, maxRetryAfter: -1 }),
+    RangeError,
+  );
+  throws(() => createClient(undefined as never), TypeError);
+});
+
+Deno.test("a client shows neither the secret nor a token when inspected", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  const token = (await client.tokenProvider.getToken()).accessToken;
+  for (
+    const text of [Deno.inspect(client, { depth: 10 }), JSON.stringify(client)]
+  ) {
+    ok(!text.includes(api.credentials.clientSecret));
+    ok(!text.includes(token));
+  }
+});
+
+Deno.test("the fake's API needs a valid token", async () => {
+  await using api: FakePartnerApi = await startFakePartnerApi({
+    tokenLifetime: 1,
+  });
+  const organizations = new URL("organizations", api.environment.baseUrl);
+  const get = (authorization?: string) =>
+    statusOf(
+      fetch(organizations, authorization ? { headers: { authorization } } : {}),
+    );
+  equal(await get(), 401);
+  equal(await get("Bearer nope"), 401);
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+  });
+  const { accessToken } = await provider.getToken();
+  equal(await get(`Bearer ${accessToken}`), 200);
+  equal(
+    await statusOf(
+      fetch(organizations, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${accessToken}` },
+      }),
+    ),
+    405,
+  );
+  equal(await get(`Bearer ${accessToken}`), 200);
+  for (
+    const query of [
+      "limit=0",
+      "limit=1001",
+      "page=0",
+      "page=x",
+      "sortDirection=up",
+      "sortBy=amount",
+    ]
+  ) {
+    const url = new URL(`organizations?${query}`, api.environment.baseUrl);
+    equal(
+      await statusOf(
+        fetch(url, { headers: { authorization: `Bearer ${accessToken}` } }),
+      ),
+      400,
+      query,
+    );
+  }
+});
