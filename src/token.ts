@@ -584,9 +584,15 @@ function backoffFrom(retry: RetryOptions | false | undefined): Backoff {
   return backoff;
 }
 
+/** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
+const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
+
 function isRetryable(error: unknown): error is TokenRequestError {
   if (!(error instanceof TokenRequestError)) return false;
   if (error instanceof QuotaExceededError) return false;
+  if (PERMISSION_ERRORS.has((error.cause as Error | undefined)?.name ?? "")) {
+    return false;
+  }
   const status = error.status;
   return status === undefined || status === 408 || status >= 500;
 }

@@ -1,0 +1,269 @@
+// The CLI run in-process with captured output; cli_process_test.ts runs it
+// as a real subprocess.
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { type CliIo, main } from "../src/cli.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { VERSION } from "../src/_version.ts";
+import denoJson from "../deno.json" with { type: "json" };
+import { configFor } from "./_cli_helpers.ts";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function run(
+  args: string[],
+  env: Record<string, string> | ((name: string) => string | undefined) = {},
+  terminal = { stdout: false, stderr: false },
+): Promise<Run> {
+  const result = { code: 0, stdout: "", stderr: "" };
+  const io: CliIo = {
+    env: typeof env === "function" ? env : (name) => env[name],
+    stdout: {
+      isTerminal: terminal.stdout,
+      write: (text) => void (result.stdout += text),
+    },
+    stderr: {
+      isTerminal: terminal.stderr,
+      write: (text) => void (result.stderr += text),
+    },
+  };
+  result.code = await main(args, io);
+  return result;
+}
+
+const untouchable = () => {
+  throw new Error("configuration must not be read");
+};
+
+Deno.test("the CLI's version is the package's", async () => {
+  equal(VERSION, denoJson.version);
+  deepStrictEqual(await run(["--version"]), {
+    code: 0,
+    stdout: `partner-api ${VERSION}\n`,
+    stderr: "",
+  });
+});
+
+Deno.test("the CLI shows help for itself and each command", async () => {
+  const tool = await run(["--help"]);
+  equal(tool.code, 0);
+  for (
+    const command of [
+      "token",
+      "quota",
+      "list",
+      "demo",
+      "PARTNER_API_CLIENT_SECRET",
+    ]
+  ) {
+    ok(tool.stdout.includes(command), command);
+  }
+  for (const command of ["token", "quota", "list", "demo"]) {
+    const help = await run([command, "--help"], untouchable);
+    equal(help.code, 0);
+    ok(help.stdout.startsWith(`Usage: partner-api ${command}`), help.stdout);
+  }
+  equal((await run([])).code, 2, "no command is a usage error");
+});
+
+Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configuration", async (t) => {
+  const cases: [string[], string][] = [
+    [
+      ["list", "transactions", "--limit", "zero"],
+      "--limit must be a positive integer: received zero",
+    ],
+    [
+      ["list", "transactions", "--limit", "0"],
+      "--limit must be a positive integer: received 0",
+    ],
+    [
+      ["list", "transactions", "--sort-direction", "up"],
+      "--sort-direction must be ASC or DESC: received up",
+    ],
+    [
+      ["list", "transactions", "--format", "xml"],
+      "--format must be one of jsonl, json, table: received xml",
+    ],
+    [
+      ["list", "transactions", "--query", "noequals"],
+      "--query must be k=v: received noequals",
+    ],
+    [
+      ["list", "transactions", "--max-items=-1"],
+      "--max-items must be a non-negative integer: received -1",
+    ],
+    [
+      ["list", "transactions", "--max-items", "-1"],
+      "argument is ambiguous",
+    ],
+    [["list"], "list needs a <path>, e.g. transactions"],
+    [["list", "a", "b"], "unexpected argument: b"],
+    [["token", "--limit", "5"], "token takes no --limit"],
+    [["quota", "extra"], "unexpected argument: extra"],
+    [["launch"], "unknown command: launch"],
+    [["token", "--bogus"], "Unknown option '--bogus'"],
+  ];
+  for (const [args, message] of cases) {
+    await t.step(args.join(" "), async () => {
+      const result = await run(args, untouchable);
+      equal(result.code, 2);
+      equal(result.stdout, "");
+      equal(result.stderr.split("\n").length, 2, "one line");
+      ok(result.stderr.startsWith("partner-api: "), result.stderr);
+      ok(result.stderr.includes(message), result.stderr);
+      ok(!result.stderr.includes("    at "), "no stack trace");
+    });
+  }
+});
+
+Deno.test("the CLI names a missing or invalid configuration variable", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const { PARTNER_API_AUDIENCE: _, ...missing } = config;
+  const absent = await run(["token"], missing);
+  equal(absent.code, 2);
+  ok(
+    absent.stderr.startsWith("partner-api: PARTNER_API_AUDIENCE is not set"),
+    absent.stderr,
+  );
+  const insecure = await run(["token"], {
+    ...config,
+    PARTNER_API_TOKEN_URL: "http://idp.example.com/token",
+  });
+  equal(insecure.code, 2);
+  ok(
+    insecure.stderr.includes("PARTNER_API_TOKEN_URL must use https"),
+    insecure.stderr,
+  );
+  const denied = await run(["token"], () => {
+    throw new Error("Requires env access");
+  });
+  ok(denied.stderr.includes("--allow-env='PARTNER_API_*'"), denied.stderr);
+  equal(api.tokenRequests, 0);
+});
+
+Deno.test("`token` shows expiry and quota, and the token only when asked", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const config = configFor(api);
+  const shown = await run(["token"], config);
+  equal(shown.code, 0);
+  ok(
+    /^token valid until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 24 h\)\nquota:\n/
+      .test(shown.stdout),
+  );
+  ok(shown.stdout.includes("per_hour"));
+  ok(shown.stdout.includes("9/10 left"));
+  const withToken = await run(["token", "--show-token"], config);
+  const token = withToken.stdout.trim();
+  ok(api.isValidToken(token), "stdout holds the token alone");
+  ok(withToken.stderr.includes("token valid until"));
+  ok(!shown.stdout.includes(token) && !shown.stderr.includes(token));
+});
+
+Deno.test("`quota` prints the buckets as a table", async () => {
+  await using api = await startFakePartnerApi({
+    quota: { perHour: 10, perDay: 50 },
+  });
+  const result = await run(["quota"], configFor(api));
+  equal(result.code, 0);
+  const [header, hour, day] = result.stdout.trim().split("\n");
+  equal(header, "bucket    limit  remaining  resets in  resets at");
+  ok(hour?.startsWith("per_hour     10          9"), hour);
+  ok(day?.startsWith("per_day      50         49"), day);
+});
+
+Deno.test("`list` writes JSONL by default off a terminal, JSON or a table on request", async () => {
+  await using api = await startFakePartnerApi({ items: { cardholders: 7 } });
+  const config = configFor(api);
+  const jsonl = await run(["list", "cardholders", "--limit", "3"], config);
+  equal(jsonl.code, 0);
+  const lines = jsonl.stdout.trim().split("\n").map((line) => JSON.parse(line));
+  deepStrictEqual(
+    lines.map((row) => row.cardholderID),
+    [1, 2, 3, 4, 5, 6, 7].map((n) => `ch_00000${n}`),
+  );
+  equal(jsonl.stderr, "", "no progress off a terminal");
+  const json = await run([
+    "list",
+    "cardholders",
+    "--format",
+    "json",
+    "--max-items",
+    "2",
+  ], config);
+  equal(JSON.parse(json.stdout).length, 2);
+  const empty = await run([
+    "list",
+    "cardholders",
+    "--format",
+    "json",
+    "--max-items",
+    "0",
+  ], config);
+  deepStrictEqual(JSON.parse(empty.stdout), []);
+  const onTerminal = await run(
+    ["list", "cardholders", "--sort-by", "name", "--sort-direction", "desc"],
+    config,
+    {
+      stdout: true,
+      stderr: true,
+    },
+  );
+  ok(onTerminal.stdout.startsWith("cardholderID"), "a table on a terminal");
+  ok(onTerminal.stderr.includes("7 items"), "progress on a terminal");
+  const filtered = await run([
+    "list",
+    "organizations",
+    "--query",
+    "country=DE",
+    "--max-items",
+    "1",
+  ], config);
+  equal(filtered.code, 0);
+  equal(api.tokenRequests, 4, "one token per run that requests a page");
+});
+
+Deno.test("the CLI reports a service failure in one line, exit 1", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const denied = await run(["token"], {
+    ...config,
+    PARTNER_API_CLIENT_SECRET: "wrong",
+  });
+  equal(denied.code, 1);
+  equal(
+    denied.stderr,
+    "partner-api: Cannot request token: the token endpoint answered 401 access_denied: Unauthorized\n",
+  );
+  const missing = await run(["list", "nothing"], config);
+  equal(missing.code, 1);
+  ok(missing.stderr.includes("answered 404"), missing.stderr);
+  const outside = await run(["list", "https://evil.example/api/x"], config);
+  equal(outside.code, 2);
+  for (const result of [denied, missing, outside]) {
+    ok(!result.stderr.includes(api.credentials.clientSecret));
+  }
+});
+
+Deno.test("`demo` runs token, quota and list on one token", async () => {
+  const result = await run(["demo"], untouchable);
+  equal(result.code, 0, result.stderr);
+  for (
+    const step of [
+      "$ partner-api token",
+      "$ partner-api quota",
+      "$ partner-api list transactions",
+    ]
+  ) {
+    ok(result.stdout.includes(step), step);
+  }
+  ok(
+    /summary: \d+ API requests, 1 token request \(/.test(result.stdout),
+    result.stdout,
+  );
+  ok(result.stderr.includes("6 pages, 240 items"), result.stderr);
+});

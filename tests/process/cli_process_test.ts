@@ -1,0 +1,66 @@
+// The CLI as users run it: a deno subprocess with narrow permissions.
+// Needs --allow-run=deno besides --allow-net=127.0.0.1, so it lives apart
+// from the tests that need only the network (see deno.json test:process).
+
+import { equal, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
+
+async function cli(
+  permissions: string[],
+  args: string[],
+  env: Record<string, string> = {},
+) {
+  const output = await new Deno.Command("deno", {
+    args: ["run", "--no-prompt", ...permissions, "src/cli.ts", ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+const NET = "--allow-net=127.0.0.1";
+const ENV = "--allow-env=PARTNER_API_*";
+
+Deno.test("the CLI lists with only net and PARTNER_API_* env permissions", async () => {
+  await using api = await startFakePartnerApi();
+  const result = await cli([NET, ENV], [
+    "list",
+    "transactions",
+    "--max-items",
+    "3",
+  ], configFor(api));
+  equal(result.code, 0, result.stderr);
+  equal(result.stdout.trim().split("\n").length, 3);
+  ok(!result.stdout.includes(api.credentials.clientSecret));
+});
+
+Deno.test("the CLI asks for the env permission in one line, exit 2", async () => {
+  await using api = await startFakePartnerApi();
+  const result = await cli([NET], ["token"], configFor(api));
+  equal(result.code, 2);
+  equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+  ok(result.stderr.includes("--allow-env='PARTNER_API_*'"));
+  equal(api.tokenRequests, 0);
+});
+
+Deno.test("the CLI refuses a bad flag in one line, exit 2, without permissions", async () => {
+  const result = await cli([], ["list", "transactions", "--limit", "zero"]);
+  equal(result.code, 2);
+  equal(
+    result.stderr,
+    "partner-api: --limit must be a positive integer: received zero (see partner-api --help)\n",
+  );
+});
+
+Deno.test("the demo runs with --allow-net=127.0.0.1 alone", async () => {
+  const result = await cli([NET], ["demo"]);
+  equal(result.code, 0, result.stderr);
+  ok(result.stdout.includes(", 1 token request ("), result.stdout);
+});

@@ -1,0 +1,47 @@
+// Every code block of the README is checked: TypeScript blocks run under
+// `deno test --doc`; this test covers the rest. Needs
+// --allow-read=README.md,deno.json,examples.
+
+import { equal, ok } from "node:assert/strict";
+
+const readme = await Deno.readTextFile("README.md");
+const tasks = Object.keys(
+  JSON.parse(await Deno.readTextFile("deno.json")).tasks,
+);
+
+function blocks(info: RegExp): string[] {
+  const found: string[] = [];
+  for (const match of readme.matchAll(/^```([^\n]*)\n([\s\S]*?)^```$/gm)) {
+    if (info.test(match[1]!)) found.push(match[2]!);
+  }
+  return found;
+}
+
+Deno.test("every `ts ignore` block of the README is a type-checked example", async () => {
+  const ignored = blocks(/^ts ignore$/);
+  equal(ignored.length, 1);
+  const example = await Deno.readTextFile("examples/quick_start.ts");
+  const code = example.slice(example.indexOf("import "));
+  equal(
+    ignored[0],
+    code,
+    "the README quick start must equal examples/quick_start.ts",
+  );
+});
+
+Deno.test("every shell command of the README names a task or file that exists", async () => {
+  for (const block of blocks(/^sh$/)) {
+    for (const [, task] of block.matchAll(/deno task ([\w:-]+)/g)) {
+      ok(tasks.includes(task!), `deno task ${task}`);
+    }
+  }
+  for (const [, file] of readme.matchAll(/`(examples\/[\w.]+\.ts)`/g)) {
+    await Deno.stat(file!);
+  }
+});
+
+Deno.test("the README's sample output matches what the demo prints", () => {
+  const [sample] = blocks(/^text$/);
+  ok(sample?.includes("$ partner-api token"));
+  ok(sample?.includes(", 1 token request ("));
+});
