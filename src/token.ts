@@ -111,6 +111,28 @@ export interface TokenStore {
   set(key: string, record: TokenRecord): Promise<void>;
   /** Removes the record under `key`. */
   delete(key: string): Promise<void>;
+  /**
+   * Optional: makes the processes sharing the store send one token request
+   * between them. The provider calls it when it needs a new token; it returns
+   * a stored record that `settled` accepts (another process's token, or its
+   * quota block), or else the record of `request()`, which it stores before
+   * letting any other process look. Without it, the provider requests
+   * directly and stores the result with `set`.
+   */
+  coordinate?(key: string, options: CoordinateOptions): Promise<TokenRecord>;
+}
+
+/** What {@linkcode TokenStore.coordinate} is given. */
+export interface CoordinateOptions {
+  /** Whether a record answers the need: a token fresh enough, or a quota block in force. */
+  settled(record: TokenRecord): boolean;
+  /**
+   * Sends one token request (with the provider's retries). Resolves with the
+   * token's record, or after a 429 with a record of the quota block.
+   */
+  request(): Promise<TokenRecord>;
+  /** Aborts when nobody waits for the token any more. */
+  signal: AbortSignal;
 }
 
 /** Retry policy for network errors, 408 and 5xx answers. */
@@ -762,6 +784,34 @@ export function createTokenProvider(
     }
   }
 
+  /**
+   * Takes what a record knows that this provider does not: a later token, a
+   * quota block still in force, a quota seen since. A later token without a
+   * block lifts the local block: the quota has reset for whoever got it.
+   */
+  function merge(record: TokenRecord): void {
+    const at = now();
+    const blockInForce = record.blockedUntil !== undefined &&
+      at < record.blockedUntil;
+    if (
+      isIssuedToken(record.token) &&
+      record.token.expiresAt > (current?.token.expiresAt ?? -Infinity)
+    ) {
+      adopt(issuedToken(record.token));
+      if (!blockInForce) blockedUntil = undefined;
+    }
+    if (blockInForce) {
+      blockedUntil = Math.max(blockedUntil ?? -Infinity, record.blockedUntil!);
+    }
+    if (
+      record.quota !== undefined &&
+      record.quota.observedAt >= (quota?.observedAt ?? -Infinity) &&
+      JSON.stringify(record.quota.buckets) !== JSON.stringify(quota?.buckets)
+    ) {
+      observeQuota(record.quota.buckets);
+    }
+  }
+
   async function loadRecord(): Promise<void> {
     let stored: TokenRecord | undefined;
     try {
@@ -769,22 +819,7 @@ export function createTokenProvider(
     } catch {
       return;
     }
-    if (stored === undefined) return;
-    if (
-      isIssuedToken(stored.token) &&
-      stored.token.expiresAt > (current?.token.expiresAt ?? -Infinity)
-    ) {
-      adopt(issuedToken(stored.token));
-    }
-    if (
-      stored.quota !== undefined &&
-      stored.quota.observedAt > (quota?.observedAt ?? -Infinity)
-    ) {
-      quota = stored.quota;
-    }
-    if (stored.blockedUntil !== undefined) {
-      blockedUntil = Math.max(blockedUntil ?? -Infinity, stored.blockedUntil);
-    }
+    if (stored !== undefined) merge(stored);
   }
 
   function quotaExceeded(until: number): QuotaExceededError {
@@ -803,11 +838,15 @@ export function createTokenProvider(
     );
   }
 
-  function handOut(token: IssuedToken): IssuedToken {
-    if (now() < tokenTimes(token, refreshMargin).usableUntil) return token;
-    throw new TokenRequestError(
+  function expiredOnArrival(): TokenRequestError {
+    return new TokenRequestError(
       "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
     );
+  }
+
+  function handOut(token: IssuedToken): IssuedToken {
+    if (now() < tokenTimes(token, refreshMargin).usableUntil) return token;
+    throw expiredOnArrival();
   }
 
   async function attempt(signal: AbortSignal): Promise<IssuedToken> {
@@ -848,24 +887,71 @@ export function createTokenProvider(
     }
   }
 
-  async function fly(signal: AbortSignal): Promise<IssuedToken> {
+  /**
+   * Sends the token request. A 429 becomes a record of the block rather than
+   * an error, so that a shared store can publish it to every process.
+   */
+  async function obtain(signal: AbortSignal): Promise<TokenRecord> {
     try {
       const token = await requestWithRetries(signal);
-      observeQuota(token.quota);
-      adopt(token);
-      blockedUntil = undefined;
-      await saveRecord();
-      return token;
+      return { token, ...quotaRecord(token.quota) };
     } catch (error) {
       if (error instanceof QuotaExceededError) {
-        observeQuota(error.buckets);
-        blockedUntil = error.retryAt;
-        await saveRecord();
-      } else if (error instanceof TokenRequestError && error.response) {
+        return { blockedUntil: error.retryAt, ...quotaRecord(error.buckets) };
+      }
+      if (error instanceof TokenRequestError && error.response) {
         observeQuota(readQuota(error.response.headers, endpoint.quotaHeader));
       }
       throw error;
     }
+  }
+
+  function quotaRecord(buckets: readonly QuotaBucket[]): TokenRecord {
+    if (buckets.length === 0) return {};
+    return {
+      quota: Object.freeze({
+        buckets: Object.freeze([...buckets]),
+        observedAt: now(),
+      }),
+    };
+  }
+
+  /** Whether a stored record already gives this provider what it needs. */
+  function settled(record: TokenRecord): boolean {
+    const at = now();
+    if (record.blockedUntil !== undefined && at < record.blockedUntil) {
+      return true;
+    }
+    return isIssuedToken(record.token) &&
+      at < tokenTimes(record.token, refreshMargin).refreshAt;
+  }
+
+  async function accept(
+    record: TokenRecord,
+    stored: boolean,
+  ): Promise<IssuedToken> {
+    merge(record);
+    if (!stored) await saveRecord();
+    const at = now();
+    if (current !== undefined && at < current.times.usableUntil) {
+      return current.token;
+    }
+    if (blockedUntil !== undefined && at < blockedUntil) {
+      throw quotaExceeded(blockedUntil);
+    }
+    throw expiredOnArrival();
+  }
+
+  async function fly(signal: AbortSignal): Promise<IssuedToken> {
+    if (store.coordinate === undefined) {
+      return accept(await obtain(signal), false);
+    }
+    const record = await store.coordinate(key, {
+      settled,
+      request: () => obtain(signal),
+      signal,
+    });
+    return accept(record, true);
   }
 
   function startFlight(holders: number): Flight {
