@@ -1,10 +1,16 @@
-// A Deno Deploy style function that answers from the API with one token
-// shared by every request the isolate serves.
+// A Deno Deploy style function that answers from the API. Every request the
+// isolate serves shares one client, and every isolate of the deployment
+// shares one token through Deno KV: a fleet spends one token, not one each.
 //
-//   deno run --env-file=.env --allow-env='PARTNER_API_*' \
+//   deno run --unstable-kv --env-file=.env --allow-env='PARTNER_API_*' \
 //     --allow-net=0.0.0.0:8000,<token host>,<api host> examples/edge_function.ts
 
-import { createClient, type PartnerClient } from "@partner-api/client";
+import {
+  createClient,
+  createTokenProvider,
+  type PartnerClient,
+} from "@partner-api/client";
+import { createKvTokenStore } from "@partner-api/client/kv";
 import { configFromEnv } from "./_config.ts";
 
 /** Answers `GET /organizations/count` with how many organizations there are. */
@@ -25,7 +31,12 @@ export function createHandler(
 if (import.meta.main) {
   const { environment, ...credentials } = configFromEnv();
   // Created once per isolate, outside the handler: every request shares the
-  // cached token instead of spending one of the quota.
-  const client = createClient({ environment, ...credentials });
-  Deno.serve(createHandler(client));
+  // cached token, and the KV store shares it with the other isolates.
+  const kv = await Deno.openKv();
+  const tokenProvider = createTokenProvider({
+    ...environment,
+    ...credentials,
+    store: createKvTokenStore(kv),
+  });
+  Deno.serve(createHandler(createClient({ environment, tokenProvider })));
 }

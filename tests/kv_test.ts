@@ -1,0 +1,243 @@
+import {
+  deepStrictEqual,
+  equal,
+  notEqual,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import { createKvTokenStore, type KvTokenStoreOptions } from "../src/kv.ts";
+import { QuotaExceededError } from "../src/errors.ts";
+import { createTokenProvider } from "../src/token.ts";
+import {
+  type FakePartnerApi,
+  type FakePartnerApiOptions,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
+import { manualClock } from "./_helpers.ts";
+
+/** One in-memory KV database, and providers that stand for separate processes. */
+async function fleet(fake: FakePartnerApiOptions = {}) {
+  const api = await startFakePartnerApi(fake);
+  const kv = await Deno.openKv(":memory:");
+  const process = (options: KvTokenStoreOptions = {}, now?: () => number) =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      // Each process has its own store object, as it would its own connection.
+      store: createKvTokenStore(kv, { pollInterval: 5, ...options }),
+      retry: false,
+      ...(now === undefined ? {} : { now }),
+    });
+  return {
+    api,
+    kv,
+    process,
+    async [Symbol.asyncDispose]() {
+      kv.close();
+      await api.close();
+    },
+  };
+}
+
+async function leaseKey(kv: Deno.Kv): Promise<Deno.KvKey> {
+  for await (const entry of kv.list({ prefix: ["partner-api", "token"] })) {
+    return [...entry.key.slice(0, -1), "lease"];
+  }
+  throw new Error("no record yet");
+}
+
+/** The key a provider uses, as the KV store sees it. */
+function storeKey(api: FakePartnerApi): string {
+  return JSON.stringify([
+    api.environment.tokenUrl.href,
+    api.environment.audience,
+    api.credentials.clientId,
+  ]);
+}
+
+Deno.test("createKvTokenStore() stores records under keys without the secret", async () => {
+  await using f = await fleet();
+  await f.process().getToken();
+  const keys: Deno.KvKey[] = [];
+  for await (const entry of f.kv.list({ prefix: [] })) keys.push(entry.key);
+  equal(keys.length, 1, "the lease is gone once the token is stored");
+  equal(keys[0]?.at(-1), "record");
+  ok(!JSON.stringify(keys).includes(f.api.credentials.clientSecret));
+});
+
+Deno.test("cold processes sharing KV make one token request; a second wave makes none", async () => {
+  await using f = await fleet();
+  f.api.injectTokenFaults({ kind: "delay", ms: 30 });
+  const first = await Promise.all(
+    Array.from({ length: 8 }, () => f.process().getToken()),
+  );
+  equal(new Set(first.map((t) => t.accessToken)).size, 1);
+  equal(f.api.tokenRequests, 1);
+  const second = await Promise.all(
+    Array.from({ length: 8 }, () => f.process().getToken()),
+  );
+  deepStrictEqual(
+    second.map((t) => t.accessToken),
+    first.map((t) => t.accessToken),
+  );
+  equal(f.api.tokenRequests, 1);
+});
+
+Deno.test("a lease whose holder died runs out and another process takes over", async () => {
+  await using f = await fleet();
+  const key = storeKey(f.api);
+  await f.kv.set(["partner-api", "token", key, "lease"], {
+    holder: "dead",
+    until: Date.now() + 150,
+  });
+  const started = Date.now();
+  const token = await f.process().getToken();
+  ok(Date.now() - started >= 140, "waited for the lease to run out");
+  ok(f.api.isValidToken(token.accessToken));
+  equal(f.api.tokenRequests, 1);
+});
+
+Deno.test("a slow lease holder renews its lease, so nobody takes over", async () => {
+  await using f = await fleet();
+  f.api.injectTokenFaults({ kind: "delay", ms: 200 });
+  const tokens = await Promise.all([
+    f.process({ leaseDuration: 40 }).getToken(),
+    f.process({ leaseDuration: 40 }).getToken(),
+  ]);
+  equal(tokens[0]?.accessToken, tokens[1]?.accessToken);
+  equal(f.api.tokenRequests, 1);
+});
+
+Deno.test("a process that waits longer than maxWait requests its own token", async () => {
+  await using f = await fleet();
+  await f.kv.set(["partner-api", "token", storeKey(f.api), "lease"], {
+    holder: "stuck",
+    until: Date.now() + 60_000,
+  });
+  const token = await f.process({ maxWait: 50 }).getToken();
+  ok(f.api.isValidToken(token.accessToken));
+  const again = await f.process().getToken();
+  equal(
+    again.accessToken,
+    token.accessToken,
+    "the fallback token is shared too",
+  );
+  equal(f.api.tokenRequests, 1);
+});
+
+Deno.test("when the lease holder's request fails, a waiting process takes over", async () => {
+  await using f = await fleet();
+  f.api.injectTokenFaults({ kind: "status", status: 400 });
+  const results = await Promise.allSettled([
+    f.process().getToken(),
+    f.process().getToken(),
+  ]);
+  deepStrictEqual(results.map((r) => r.status).sort(), [
+    "fulfilled",
+    "rejected",
+  ]);
+  equal(
+    f.api.tokenRequests,
+    2,
+    "the failed holder's waiter sent one more request",
+  );
+});
+
+Deno.test("the quota circuit is shared: after a 429 no process asks before the reset", async () => {
+  await using f = await fleet({ quota: { perHour: 1 } });
+  const a = f.process();
+  const first = await a.getToken();
+  await a.invalidate(first.accessToken);
+  await rejects(a.getToken(), QuotaExceededError);
+  equal(f.api.tokenRequests, 2);
+  const b = f.process();
+  await rejects(b.getToken(), (error: unknown) => {
+    ok(error instanceof QuotaExceededError);
+    ok(error.retryAt > Date.now());
+    return true;
+  });
+  equal(f.api.tokenRequests, 2, "the other process sent nothing");
+});
+
+Deno.test("a 429 during a refresh keeps the valid token for the whole fleet", async () => {
+  const clock = manualClock(Date.UTC(2026, 10, 21, 10, 30));
+  await using f = await fleet({
+    quota: { perHour: 1 },
+    tokenLifetime: 600,
+    now: clock,
+  });
+  const first = await f.process({}, clock).getToken();
+  clock.set(first.expiresAt - 30_000);
+  const refreshing = f.process({}, clock);
+  equal((await refreshing.getToken()).accessToken, first.accessToken);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  equal(f.api.tokenRequests, 2, "the background refresh met the quota");
+  const late = f.process({}, clock);
+  equal((await late.getToken()).accessToken, first.accessToken);
+  clock.set(first.expiresAt);
+  await rejects(late.getToken(), QuotaExceededError);
+  equal(f.api.tokenRequests, 2);
+});
+
+Deno.test("an expired record is ignored even before KV deletes it", async () => {
+  await using f = await fleet();
+  const clock = manualClock(Date.now());
+  const first = await f.process({}, clock).getToken();
+  clock.set(first.expiresAt + 1);
+  notEqual(
+    (await f.process({}, clock).getToken()).accessToken,
+    first.accessToken,
+  );
+  equal(f.api.tokenRequests, 2);
+});
+
+Deno.test("an encryption key keeps tokens unreadable at rest", async () => {
+  await using f = await fleet();
+  const algorithm = { name: "AES-GCM", length: 256 };
+  const key = await crypto.subtle.generateKey(algorithm, false, [
+    "encrypt",
+    "decrypt",
+  ]);
+  const token = await f.process({ encryptionKey: key }).getToken();
+  for await (const entry of f.kv.list({ prefix: [] })) {
+    ok(!Deno.inspect(entry.value, { depth: 10 }).includes(token.accessToken));
+  }
+  equal(
+    (await f.process({ encryptionKey: key }).getToken()).accessToken,
+    token.accessToken,
+  );
+  const other = await crypto.subtle.generateKey(algorithm, false, [
+    "encrypt",
+    "decrypt",
+  ]);
+  notEqual(
+    (await f.process({ encryptionKey: other }).getToken()).accessToken,
+    token.accessToken,
+    "a record sealed with another key counts as absent",
+  );
+  notEqual((await f.process().getToken()).accessToken, token.accessToken);
+});
+
+Deno.test("createKvTokenStore() refuses bad options", async () => {
+  using kv = await Deno.openKv(":memory:");
+  throws(() => createKvTokenStore(kv, { leaseDuration: 0 }), RangeError);
+  throws(() => createKvTokenStore(kv, { maxWait: -1 }), RangeError);
+  throws(() => createKvTokenStore(kv, { pollInterval: 1.5 }), RangeError);
+  const hmac = await crypto.subtle.generateKey(
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  throws(() => createKvTokenStore(kv, { encryptionKey: hmac }), TypeError);
+});
+
+Deno.test("delete() removes the record", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const store = createKvTokenStore(kv);
+  await store.set("k", { blockedUntil: Date.now() + 1000 });
+  ok(await store.get("k"));
+  await store.delete("k");
+  equal(await store.get("k"), undefined);
+  ok(await leaseKey(kv).catch(() => true));
+});

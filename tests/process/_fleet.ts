@@ -1,0 +1,79 @@
+// Starts a fleet of deno processes that get a token at the same moment,
+// with or without a shared KV file. Used by the fleet test and kv_bench.ts.
+
+import type { FakePartnerApi } from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
+
+/** What one process of the fleet printed. */
+export interface FleetResult {
+  pid: number;
+  token: string;
+  ms: number;
+}
+
+/** A running fleet. */
+export interface Fleet {
+  readonly children: Deno.ChildProcess[];
+  /** Waits for every process: its result, or `undefined` if it failed or was killed. */
+  results(): Promise<(FleetResult | undefined)[]>;
+}
+
+/** The scratch folder the fleet may read and write (granted by deno.json). */
+export const SCRATCH = ".test-tmp";
+
+/** Makes a fresh folder under {@linkcode SCRATCH}. */
+export async function scratchDir(): Promise<string> {
+  await Deno.mkdir(SCRATCH, { recursive: true });
+  return await Deno.makeTempDir({ dir: SCRATCH });
+}
+
+/**
+ * Starts `size` processes; they ask for a token together `startDelay` ms from
+ * now. `kvPath` undefined means each keeps its own in-memory cache.
+ */
+export function startFleet(
+  api: FakePartnerApi,
+  size: number,
+  options: { kvPath?: string; leaseMs?: number; startDelay?: number } = {},
+): Fleet {
+  const startAt = Date.now() + (options.startDelay ?? 1500);
+  const kvPath = options.kvPath ?? "-";
+  const dir = options.kvPath === undefined
+    ? SCRATCH
+    : kvPath.replace(/\/[^/]*$/, "");
+  const children = Array.from({ length: size }, () =>
+    new Deno.Command("deno", {
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-net=127.0.0.1",
+        "--allow-env=PARTNER_API_*",
+        `--allow-read=${dir}`,
+        `--allow-write=${dir}`,
+        "tests/process/fleet_worker.ts",
+        kvPath,
+        String(startAt),
+        String(options.leaseMs ?? 30_000),
+      ],
+      env: configFor(api),
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn());
+  return {
+    children,
+    results: () =>
+      Promise.all(children.map(async (child) => {
+        const output = await child.output();
+        if (!output.success) {
+          const why = new TextDecoder().decode(output.stderr).trim();
+          if (output.signal === null) {
+            console.error(`fleet process failed: ${why}`);
+          }
+          return undefined;
+        }
+        return JSON.parse(
+          new TextDecoder().decode(output.stdout),
+        ) as FleetResult;
+      })),
+  };
+}
