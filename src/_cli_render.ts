@@ -2,7 +2,19 @@
 
 import type { QuotaBucket } from "./quota.ts";
 
-/** Where the tool writes: standard output or error, or a test's capture. */
+/**
+ * Where the tool writes: standard output or error, or a test's capture.
+ *
+ * @example A writer that collects output
+ * ```ts
+ * import type { CliWriter } from "@partner-api/client/cli";
+ *
+ * const lines: string[] = [];
+ * const writer: CliWriter = { isTerminal: false, write: (text) => void lines.push(text) };
+ * writer.write("done\n");
+ * if (lines[0] !== "done\n") throw new Error();
+ * ```
+ */
 export interface CliWriter {
   /** Writes `text` as it is. */
   write(text: string): void;

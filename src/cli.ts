@@ -42,7 +42,22 @@ import { VERSION } from "./_version.ts";
 
 export type { CliWriter };
 
-/** What the tool reads and writes; {@linkcode main} uses the process's own by default. */
+/**
+ * What the tool reads and writes; {@linkcode main} uses the process's own by default.
+ *
+ * @example Running the tool with a fixed environment
+ * ```ts
+ * import { type CliIo, main } from "@partner-api/client/cli";
+ *
+ * let err = "";
+ * const io: CliIo = {
+ *   env: () => undefined,
+ *   stdout: { isTerminal: false, write: () => {} },
+ *   stderr: { isTerminal: false, write: (text) => void (err += text) },
+ * };
+ * if (await main(["token"], io) !== 2 || !err.includes("PARTNER_API_")) throw new Error(err);
+ * ```
+ */
 export interface CliIo {
   /** Reads an environment variable; `undefined` when unset. */
   env(name: string): string | undefined;
@@ -52,7 +67,17 @@ export interface CliIo {
   stderr: CliWriter;
 }
 
-/** The environment variables the tool reads. */
+/**
+ * The environment variables the tool reads.
+ *
+ * @example Listing what to put in .env
+ * ```ts
+ * import { CONFIG_VARIABLES } from "@partner-api/client/cli";
+ *
+ * const names = Object.values(CONFIG_VARIABLES);
+ * if (!names.includes("PARTNER_API_CLIENT_SECRET")) throw new Error();
+ * ```
+ */
 export const CONFIG_VARIABLES = {
   baseUrl: "PARTNER_API_BASE_URL",
   pciBaseUrl: "PARTNER_API_PCI_BASE_URL",

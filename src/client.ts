@@ -34,7 +34,21 @@ import { displayUrl } from "./_url.ts";
 import { redact } from "./_redact.ts";
 import { checkNumber } from "./_check.ts";
 
-/** Options of {@linkcode createClient}. */
+/**
+ * Options of {@linkcode createClient}.
+ *
+ * @example A client that shares an existing provider
+ * ```ts
+ * import { createClient, type ClientOptions } from "@partner-api/client/client";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const tokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const options: ClientOptions = { environment: api.environment, tokenProvider, rateLimitRetries: 0 };
+ * if (createClient(options).tokenProvider !== tokenProvider) throw new Error();
+ * ```
+ */
 export interface ClientOptions {
   /** The environment, from `defineEnvironment`. */
   environment: Environment;
@@ -64,7 +78,21 @@ export interface ClientOptions {
   maxRetryAfter?: number;
 }
 
-/** Options of {@linkcode PartnerClient.list}. */
+/**
+ * Options of {@linkcode PartnerClient.list}.
+ *
+ * @example Filters and a custom envelope
+ * ```ts
+ * import type { ListOptions } from "@partner-api/client/client";
+ *
+ * type Organization = { organizationID: string };
+ * const options: ListOptions<Organization> = {
+ *   query: { country: "DE" },
+ *   items: (body) => (body as { data: Organization[] }).data,
+ * };
+ * if (options.items?.({ data: [] }).length !== 0) throw new Error();
+ * ```
+ */
 export interface ListOptions<T> extends PaginateOptions<T> {
   /**
    * Picks the items out of a page's JSON body.
@@ -76,7 +104,25 @@ export interface ListOptions<T> extends PaginateOptions<T> {
   query?: Record<string, string>;
 }
 
-/** A client bound to one environment and one token provider. */
+/**
+ * A client bound to one environment and one token provider.
+ *
+ * @example Passing a client to code that needs the API
+ * ```ts
+ * import { createClient, type PartnerClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * async function countOrganizations(client: PartnerClient): Promise<number> {
+ *   let count = 0;
+ *   for await (const _ of client.list("organizations")) count++;
+ *   return count;
+ * }
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+ * if (await countOrganizations(createClient({ environment: api.environment, ...api.credentials })) !== 3) {
+ *   throw new Error();
+ * }
+ * ```
+ */
 export interface PartnerClient {
   /** The provider whose tokens the client sends. */
   readonly tokenProvider: TokenProvider;

@@ -20,7 +20,22 @@
 
 import { displayUrl, secureUrl } from "./_url.ts";
 
-/** The four values that make an environment, as a user writes them. */
+/**
+ * The four values that make an environment, as a user writes them.
+ *
+ * @example Values as the partner hands them out
+ * ```ts
+ * import { defineEnvironment, type EnvironmentInit } from "@partner-api/client/environment";
+ *
+ * const init: EnvironmentInit = {
+ *   baseUrl: "https://api.partner.example/api",
+ *   pciBaseUrl: "https://pci.partner.example/api/",
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ * };
+ * defineEnvironment(init);
+ * ```
+ */
 export interface EnvironmentInit {
   /** API base address; must end with `/api/` (`/api` is accepted). */
   baseUrl: string | URL;
@@ -32,7 +47,22 @@ export interface EnvironmentInit {
   audience: string;
 }
 
-/** A validated environment: a frozen object with data properties. */
+/**
+ * A validated environment: a frozen object with data properties.
+ *
+ * @example Resolving an address under the base
+ * ```ts
+ * import { defineEnvironment, type Environment } from "@partner-api/client/environment";
+ *
+ * const production: Environment = defineEnvironment({
+ *   baseUrl: "https://api.partner.example/api/",
+ *   pciBaseUrl: "https://pci.partner.example/api/",
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ * });
+ * if (new URL("organizations", production.baseUrl).pathname !== "/api/organizations") throw new Error();
+ * ```
+ */
 export interface Environment {
   /** API base address, ending with `/api/`. */
   readonly baseUrl: URL;

@@ -29,7 +29,17 @@
 
 import type { QuotaBucket } from "./quota.ts";
 
-/** What a {@linkcode TokenRequestError} is built from. */
+/**
+ * What a {@linkcode TokenRequestError} is built from.
+ *
+ * @example Building an error in a custom token flow
+ * ```ts
+ * import { TokenRequestError, type TokenRequestErrorInit } from "@partner-api/client/errors";
+ *
+ * const init: TokenRequestErrorInit = { status: 400, code: "invalid_request" };
+ * if (new TokenRequestError("refused", init).code !== "invalid_request") throw new Error();
+ * ```
+ */
 export interface TokenRequestErrorInit extends ErrorOptions {
   /** HTTP status of the token endpoint's answer, when there was one. */
   status?: number;
@@ -41,7 +51,17 @@ export interface TokenRequestErrorInit extends ErrorOptions {
   response?: Response;
 }
 
-/** What a {@linkcode QuotaExceededError} is built from. */
+/**
+ * What a {@linkcode QuotaExceededError} is built from.
+ *
+ * @example Building a quota error in a test double
+ * ```ts
+ * import { QuotaExceededError, type QuotaExceededErrorInit } from "@partner-api/client/errors";
+ *
+ * const init: QuotaExceededErrorInit = { status: 429, buckets: [], retryAt: Date.now() + 60_000 };
+ * if (!(new QuotaExceededError("over quota", init) instanceof QuotaExceededError)) throw new Error();
+ * ```
+ */
 export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
   /** The quota buckets the answer reported. */
   buckets: readonly QuotaBucket[];
@@ -49,7 +69,17 @@ export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
   retryAt: number;
 }
 
-/** What an {@linkcode ApiError} is built from. */
+/**
+ * What an {@linkcode ApiError} is built from.
+ *
+ * @example Building an API error in a test double
+ * ```ts
+ * import { ApiError, type ApiErrorInit } from "@partner-api/client/errors";
+ *
+ * const init: ApiErrorInit = { status: 503, url: "https://api.partner.example/api/x", bodyExcerpt: "busy" };
+ * if (new ApiError("unavailable", init).bodyExcerpt !== "busy") throw new Error();
+ * ```
+ */
 export interface ApiErrorInit extends ErrorOptions {
   /** HTTP status of the API's answer. */
   status: number;

@@ -37,7 +37,17 @@ import type {
 import { checkNumber } from "./_check.ts";
 import { delay } from "./_retry.ts";
 
-/** Options of {@linkcode createKvTokenStore}. */
+/**
+ * Options of {@linkcode createKvTokenStore}.
+ *
+ * @example Short leases for a fleet of short-lived functions
+ * ```ts
+ * import type { KvTokenStoreOptions } from "@partner-api/client/kv";
+ *
+ * const options: KvTokenStoreOptions = { prefix: ["my-app", "tokens"], leaseDuration: 5000, maxWait: 20_000 };
+ * if (options.leaseDuration !== 5000) throw new Error();
+ * ```
+ */
 export interface KvTokenStoreOptions {
   /**
    * The first parts of every key the store writes.

@@ -23,10 +23,32 @@
 
 import { checkNumber } from "./_check.ts";
 
-/** The two sort directions the service knows. */
+/**
+ * The two sort directions the service knows.
+ *
+ * @example Newest first
+ * ```ts
+ * import type { SortDirection } from "@partner-api/client/paginate";
+ *
+ * const newestFirst: SortDirection = "DESC";
+ * if (newestFirst !== "DESC") throw new Error();
+ * ```
+ */
 export type SortDirection = "ASC" | "DESC";
 
-/** What {@linkcode paginate} asks `fetchPage` for. */
+/**
+ * What {@linkcode paginate} asks `fetchPage` for.
+ *
+ * @example A fetchPage for any offset-paged endpoint
+ * ```ts
+ * import { type PageRequest, pageSearchParams } from "@partner-api/client/paginate";
+ *
+ * function pageUrl(request: PageRequest): string {
+ *   return `https://api.partner.example/api/transactions?${pageSearchParams(request)}`;
+ * }
+ * if (!pageUrl({ page: 2, limit: 10 }).endsWith("?limit=10&page=2")) throw new Error();
+ * ```
+ */
 export interface PageRequest {
   /** The page number, from 1. */
   readonly page: number;
@@ -43,7 +65,23 @@ export interface PageRequest {
   readonly signal?: AbortSignal;
 }
 
-/** Options of {@linkcode paginate}. */
+/**
+ * Options of {@linkcode paginate}.
+ *
+ * @example The newest 200 transactions, four pages at a time
+ * ```ts
+ * import type { PaginateOptions } from "@partner-api/client/paginate";
+ *
+ * const options: PaginateOptions<{ transactionID: string }> = {
+ *   sortBy: "creationDate",
+ *   sortDirection: "DESC",
+ *   maxItems: 200,
+ *   concurrency: 4,
+ *   dedupeBy: (transaction) => transaction.transactionID,
+ * };
+ * if (options.maxItems !== 200) throw new Error();
+ * ```
+ */
 export interface PaginateOptions<T> {
   /**
    * Items per page; always sent.
@@ -92,7 +130,17 @@ export interface PaginateOptions<T> {
   signal?: AbortSignal;
 }
 
-/** Options of {@linkcode collect}. */
+/**
+ * Options of {@linkcode collect}.
+ *
+ * @example A cap for collect()
+ * ```ts
+ * import type { CollectOptions } from "@partner-api/client/paginate";
+ *
+ * const cap: CollectOptions = { maxItems: 10_000 };
+ * if (cap.maxItems !== 10_000) throw new Error();
+ * ```
+ */
 export interface CollectOptions {
   /** The most items to collect: required, so nothing loads a million items by accident. */
   maxItems: number;

@@ -17,10 +17,34 @@
  * @module
  */
 
-/** The name of the header that carries the token quota. */
+/**
+ * The name of the header that carries the token quota.
+ *
+ * @example Reading the header from a response
+ * ```ts
+ * import { parseQuotaHeader, QUOTA_HEADER } from "@partner-api/client/quota";
+ *
+ * const response = new Response(null, { headers: { [QUOTA_HEADER]: "b=per_hour;q=10;r=9;t=60" } });
+ * if (parseQuotaHeader(response.headers.get(QUOTA_HEADER))[0]?.remaining !== 9) throw new Error();
+ * ```
+ */
 export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
 
-/** One quota bucket of the header, e.g. the hourly one. */
+/**
+ * One quota bucket of the header, e.g. the hourly one.
+ *
+ * @example Saying how much is left
+ * ```ts
+ * import type { QuotaBucket } from "@partner-api/client/quota";
+ *
+ * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
+ *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
+ * }
+ * if (describe({ bucket: "per_hour", limit: 10, remaining: 2, resetAfter: 60 }) !== "per_hour: 2/10, resets in 60 s") {
+ *   throw new Error();
+ * }
+ * ```
+ */
 export interface QuotaBucket {
   /** Bucket type as sent (`per_hour`, `per_day`, or any other name). */
   readonly bucket: string;

@@ -30,7 +30,23 @@ import { type Backoff, backoffDelay, delay, retryAfterMs } from "./_retry.ts";
 import { redact } from "./_redact.ts";
 import { checkNumber } from "./_check.ts";
 
-/** Options of {@linkcode requestToken}. */
+/**
+ * Options of {@linkcode requestToken}.
+ *
+ * @example Options from an environment and credentials
+ * ```ts
+ * import type { TokenRequestOptions } from "@partner-api/client/token";
+ *
+ * const options: TokenRequestOptions = {
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ *   clientId: "my-client",
+ *   clientSecret: "from-a-secret-store",
+ *   signal: AbortSignal.timeout(10_000),
+ * };
+ * if (options.signal === undefined) throw new Error();
+ * ```
+ */
 export interface TokenRequestOptions {
   /** The OAuth 2.0 token endpoint (https, or http on loopback). */
   tokenUrl: string | URL;
@@ -66,6 +82,17 @@ export interface TokenRequestOptions {
  * A token as issued: a frozen object with data properties. When inspected
  * (`console.log`, `Deno.inspect`, `node:util` `inspect`) it shows
  * `accessToken` as `[redacted]`.
+ *
+ * @example Sending a token
+ * ```ts
+ * import type { IssuedToken } from "@partner-api/client/token";
+ *
+ * function authorization(token: IssuedToken): string {
+ *   return `${token.tokenType} ${token.accessToken}`;
+ * }
+ * const token: IssuedToken = { accessToken: "abc", tokenType: "Bearer", expiresIn: 60, expiresAt: 0, quota: [] };
+ * if (authorization(token) !== "Bearer abc") throw new Error();
+ * ```
  */
 export interface IssuedToken {
   /** The bearer token for the `Authorization` header. */
@@ -80,7 +107,17 @@ export interface IssuedToken {
   readonly quota: readonly QuotaBucket[];
 }
 
-/** The quota as last seen, and when. */
+/**
+ * The quota as last seen, and when.
+ *
+ * @example How old a quota reading is
+ * ```ts
+ * import type { QuotaSnapshot } from "@partner-api/client/token";
+ *
+ * const seen: QuotaSnapshot = { buckets: [], observedAt: Date.now() - 5000 };
+ * if (Date.now() - seen.observedAt < 5000) throw new Error();
+ * ```
+ */
 export interface QuotaSnapshot {
   /** The buckets, in header order. */
   readonly buckets: readonly QuotaBucket[];
@@ -88,7 +125,17 @@ export interface QuotaSnapshot {
   readonly observedAt: number;
 }
 
-/** What a {@linkcode TokenStore} keeps for one client: a frozen object. */
+/**
+ * What a {@linkcode TokenStore} keeps for one client: a frozen object.
+ *
+ * @example A record after a 429
+ * ```ts
+ * import type { TokenRecord } from "@partner-api/client/token";
+ *
+ * const blocked: TokenRecord = { blockedUntil: Date.now() + 60_000 };
+ * if (blocked.token !== undefined) throw new Error();
+ * ```
+ */
 export interface TokenRecord {
   /** The current token, if any. */
   readonly token?: IssuedToken;
@@ -103,6 +150,20 @@ export interface TokenRecord {
  * with a shared store) use one token. Keys never contain the secret. A store
  * that fails is treated as empty: reads that throw count as misses, writes
  * that throw are ignored, so a paid-for token is never lost to it.
+ *
+ * @example A store on a Map, as one on Redis would look
+ * ```ts
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/token";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ *   delete: (key) => Promise.resolve(void records.delete(key)),
+ * };
+ * await store.set("k", { blockedUntil: 1 });
+ * if ((await store.get("k"))?.blockedUntil !== 1) throw new Error();
+ * ```
  */
 export interface TokenStore {
   /** Reads the record under `key`. */
@@ -122,7 +183,25 @@ export interface TokenStore {
   coordinate?(key: string, options: CoordinateOptions): Promise<TokenRecord>;
 }
 
-/** What {@linkcode TokenStore.coordinate} is given. */
+/**
+ * What {@linkcode TokenStore.coordinate} is given.
+ *
+ * @example The simplest coordination: always request
+ * ```ts
+ * import type { CoordinateOptions, TokenRecord } from "@partner-api/client/token";
+ *
+ * async function coordinate(_key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
+ *   const stored: TokenRecord | undefined = undefined; // read it from the shared store
+ *   return stored !== undefined && settled(stored) ? stored : await request();
+ * }
+ * const record = await coordinate("k", {
+ *   settled: () => false,
+ *   request: () => Promise.resolve({ blockedUntil: 1 }),
+ *   signal: new AbortController().signal,
+ * });
+ * if (record.blockedUntil !== 1) throw new Error();
+ * ```
+ */
 export interface CoordinateOptions {
   /** Whether a record answers the need: a token fresh enough, or a quota block in force. */
   settled(record: TokenRecord): boolean;
@@ -135,7 +214,17 @@ export interface CoordinateOptions {
   signal: AbortSignal;
 }
 
-/** Retry policy for network errors, 408 and 5xx answers. */
+/**
+ * Retry policy for network errors, 408 and 5xx answers.
+ *
+ * @example Retrying harder at start-up
+ * ```ts
+ * import type { RetryOptions } from "@partner-api/client/token";
+ *
+ * const retry: RetryOptions = { retries: 5, initialDelay: 200, maxDelay: 5000 };
+ * if (retry.retries !== 5) throw new Error();
+ * ```
+ */
 export interface RetryOptions {
   /**
    * Retries after the first attempt.
@@ -157,13 +246,30 @@ export interface RetryOptions {
   maxDelay?: number;
 }
 
-/** Options of {@linkcode createTokenProvider}. */
+/**
+ * Options of {@linkcode createTokenProvider}.
+ *
+ * @example A provider with a shorter margin and no retries
+ * ```ts
+ * import { createTokenProvider, type TokenProviderOptions } from "@partner-api/client/token";
+ *
+ * const options: TokenProviderOptions = {
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ *   clientId: "my-client",
+ *   clientSecret: "from-a-secret-store",
+ *   refreshMargin: 60_000,
+ *   retry: false,
+ * };
+ * createTokenProvider(options); // sends nothing until getToken()
+ * ```
+ */
 export interface TokenProviderOptions
   extends Omit<TokenRequestOptions, "signal"> {
   /**
    * Where tokens are kept.
    *
-   * @default {an in-memory store of this provider's own}
+   * @default {none: the token lives in this provider only}
    */
   store?: TokenStore;
   /**
@@ -206,13 +312,37 @@ export interface TokenProviderOptions
   dangerouslyAllowBrowser?: boolean;
 }
 
-/** Options of {@linkcode TokenProvider.getToken}. */
+/**
+ * Options of {@linkcode TokenProvider.getToken}.
+ *
+ * @example Giving up after a second
+ * ```ts
+ * import type { GetTokenOptions } from "@partner-api/client/token";
+ *
+ * const options: GetTokenOptions = { signal: AbortSignal.timeout(1000) };
+ * if (options.signal === undefined) throw new Error();
+ * ```
+ */
 export interface GetTokenOptions {
   /** Stops waiting; a request other callers still wait for goes on. */
   signal?: AbortSignal;
 }
 
-/** A cache of one client's token. Holds no secret that inspection can see. */
+/**
+ * A cache of one client's token. Holds no secret that inspection can see.
+ *
+ * @example Renewing a token the API rejected
+ * ```ts
+ * import { createTokenProvider, type TokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const provider: TokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const first = await provider.getToken();
+ * await provider.invalidate(first.accessToken); // e.g. after a 401
+ * if ((await provider.getToken()).accessToken === first.accessToken) throw new Error();
+ * ```
+ */
 export interface TokenProvider {
   /**
    * A token that is valid now: the cached one, or a new one.
@@ -530,9 +660,9 @@ export async function requestToken(
 }
 
 /**
- * Creates a token store that lives in this process's memory. Each provider
- * gets one of its own by default; pass one store to several providers to
- * share their token.
+ * Creates a token store that lives in this process's memory. A provider
+ * without a store keeps its token to itself; pass one store to several
+ * providers to share their token.
  *
  * @returns An empty store.
  *
@@ -703,7 +833,8 @@ export function createTokenProvider(
       `${context}: this looks like a browser page, where anyone can read the client secret; request tokens from a backend (or set 'dangerouslyAllowBrowser' if this really is one)`,
     );
   }
-  const store = options.store ?? createMemoryTokenStore();
+  // Without a store, the provider's own state is the in-memory cache.
+  const store = options.store;
   const key = JSON.stringify([
     endpoint.url.href,
     endpoint.audience,
@@ -777,6 +908,7 @@ export function createTokenProvider(
   }
 
   async function saveRecord(): Promise<void> {
+    if (store === undefined) return;
     try {
       await store.set(key, record());
     } catch {
@@ -813,6 +945,7 @@ export function createTokenProvider(
   }
 
   async function loadRecord(): Promise<void> {
+    if (store === undefined) return;
     let stored: TokenRecord | undefined;
     try {
       stored = await store.get(key);
@@ -943,7 +1076,7 @@ export function createTokenProvider(
   }
 
   async function fly(signal: AbortSignal): Promise<IssuedToken> {
-    if (store.coordinate === undefined) {
+    if (store?.coordinate === undefined) {
       return accept(await obtain(signal), false);
     }
     const record = await store.coordinate(key, {
@@ -1004,7 +1137,7 @@ export function createTokenProvider(
   async function getTokenSlowly(
     signal: AbortSignal | undefined,
   ): Promise<IssuedToken> {
-    if (flight === undefined) await loadOnce();
+    if (flight === undefined && store !== undefined) await loadOnce();
     signal?.throwIfAborted();
     const at = now();
     if (current !== undefined && at < current.times.usableUntil) {
@@ -1035,10 +1168,10 @@ export function createTokenProvider(
         (accessToken === undefined || token.accessToken === accessToken);
       if (matches(current?.token)) current = undefined;
       try {
-        const stored = await store.get(key);
+        const stored = await store?.get(key);
         if (stored !== undefined && matches(stored.token)) {
           const { token: _dropped, ...rest } = stored;
-          await store.set(key, rest);
+          await store?.set(key, rest);
         }
       } catch {
         // Documented on TokenStore: a failing store counts as empty.

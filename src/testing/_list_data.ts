@@ -62,7 +62,18 @@ function isoDate(random: () => number): string {
     .toISOString();
 }
 
-/** Counts of generated items per list. */
+/**
+ * Counts of generated items per list.
+ *
+ * @example A small fake
+ * ```ts
+ * import { startFakePartnerApi, type ListSizes } from "@partner-api/client/testing";
+ *
+ * const items: ListSizes = { organizations: 2, transactions: 10, cardholders: 1 };
+ * await using api = await startFakePartnerApi({ items });
+ * if (api.tokenRequests !== 0) throw new Error();
+ * ```
+ */
 export interface ListSizes {
   /** Items of `organizations`. */
   organizations: number;

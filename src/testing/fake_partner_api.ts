@@ -27,6 +27,18 @@ export type { ListSizes };
  * - `body`: answers 200 (or `status`) with exactly this body, e.g. broken JSON.
  *
  * `headers` are set last, over the quota header if they name it.
+ *
+ * @example A flaky token endpoint
+ * ```ts
+ * import { type FakeFault, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ *
+ * const faults: FakeFault[] = [{ kind: "drop" }, { kind: "status", status: 503 }];
+ * await using api = await startFakePartnerApi({ faults });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, retry: { initialDelay: 1 } });
+ * await provider.getToken(); // retried past both faults
+ * if (api.tokenRequests !== 3) throw new Error();
+ * ```
  */
 export type FakeFault =
   | {
@@ -44,7 +56,18 @@ export type FakeFault =
     readonly headers?: Readonly<Record<string, string>>;
   };
 
-/** Options of {@linkcode startFakePartnerApi}. */
+/**
+ * Options of {@linkcode startFakePartnerApi}.
+ *
+ * @example A fake with a tight quota and slow pages
+ * ```ts
+ * import { type FakePartnerApiOptions, startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * const options: FakePartnerApiOptions = { quota: { perHour: 3 }, latency: 5, tokenLifetime: 60 };
+ * await using api = await startFakePartnerApi(options);
+ * if (api.environment.baseUrl.hostname !== "127.0.0.1") throw new Error();
+ * ```
+ */
 export interface FakePartnerApiOptions {
   /**
    * Lifetime of issued tokens, in seconds.
@@ -103,7 +126,18 @@ export interface FakePartnerApiOptions {
   listEnvelope?: "object" | "array";
 }
 
-/** Credentials the fake accepts: a frozen object. */
+/**
+ * Credentials the fake accepts: a frozen object.
+ *
+ * @example Spreading the credentials into options
+ * ```ts
+ * import { type FakeCredentials, startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const credentials: FakeCredentials = api.credentials;
+ * if (!credentials.clientId.startsWith("fake-client-")) throw new Error();
+ * ```
+ */
 export interface FakeCredentials {
   /** The client id. */
   readonly clientId: string;
@@ -111,7 +145,23 @@ export interface FakeCredentials {
   readonly clientSecret: string;
 }
 
-/** A running fake of the partner service. */
+/**
+ * A running fake of the partner service.
+ *
+ * @example Checking that code renews a revoked token
+ * ```ts
+ * import { type FakePartnerApi, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createClient } from "@partner-api/client/client";
+ *
+ * await using api: FakePartnerApi = await startFakePartnerApi();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await (await client.fetch("organizations")).body?.cancel();
+ * api.revokeTokens();
+ * const response = await client.fetch("organizations");
+ * await response.body?.cancel();
+ * if (response.status !== 200 || api.tokenRequests !== 2) throw new Error();
+ * ```
+ */
 export interface FakePartnerApi extends AsyncDisposable {
   /** Its environment, on `http://127.0.0.1:<port>/`. */
   readonly environment: Environment;
