@@ -22,7 +22,7 @@
  */
 
 import type { Environment } from "./environment.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, type ApiErrorInit, TokenRequestError } from "./errors.ts";
 import {
   pageSearchParams,
   paginate,
@@ -403,26 +403,56 @@ export function createClient(options: ClientOptions): PartnerClient {
     }
   }
 
-  async function readPage<T>(
-    sent: Sent,
+  /**
+   * One page of a list. Whatever goes wrong with the API is an ApiError
+   * (status 0 when no answer arrived); a token failure stays what it is, and
+   * an abort is the signal's reason.
+   */
+  async function listPage<T>(
     url: URL,
+    signal: AbortSignal | undefined,
     pick: ((body: unknown) => readonly T[]) | undefined,
   ): Promise<readonly T[]> {
-    const { response, accessToken } = sent;
-    const text = await response.text();
-    const fail = (problem: string) =>
+    const fail = (problem: string, init: Partial<ApiErrorInit> = {}) =>
       new ApiError(`Cannot list: GET ${url.href} ${problem}`, {
-        status: response.status,
+        status: 0,
         url: url.href,
+        ...init,
+      });
+    let sent: Sent;
+    try {
+      sent = await sendAuthorized(environment.baseUrl, url, {
+        headers: { accept: "application/json" },
+        ...(signal === undefined ? {} : { signal }),
+      });
+    } catch (error) {
+      if (signal?.aborted || error instanceof TokenRequestError) throw error;
+      throw fail("got no answer", { cause: error });
+    }
+    const { response, accessToken } = sent;
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      signal?.throwIfAborted();
+      throw fail(`answered ${response.status}, cut off`, {
+        status: response.status,
+        cause: error,
+        response,
+      });
+    }
+    const answered = (problem: string) =>
+      fail(problem, {
+        status: response.status,
         bodyExcerpt: redact(text.slice(0, EXCERPT_LENGTH), [accessToken]),
         response,
       });
-    if (!response.ok) throw fail(`answered ${response.status}`);
+    if (!response.ok) throw answered(`answered ${response.status}`);
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch (error) {
-      throw fail(`answered with a body that is not JSON (${error})`);
+      throw answered(`answered with a body that is not JSON (${error})`);
     }
     return pick === undefined ? itemsOf(body, url) as T[] : pick(body);
   }
@@ -452,11 +482,7 @@ export function createClient(options: ClientOptions): PartnerClient {
         for (const [name, value] of pageSearchParams(request)) {
           pageUrl.searchParams.set(name, value);
         }
-        const sent = await sendAuthorized(base, pageUrl, {
-          headers: { accept: "application/json" },
-          ...(request.signal === undefined ? {} : { signal: request.signal }),
-        });
-        return await readPage(sent, pageUrl, pick);
+        return await listPage(pageUrl, request.signal, pick);
       }, pageOptions);
     },
   };

@@ -81,7 +81,7 @@ export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
  * ```
  */
 export interface ApiErrorInit extends ErrorOptions {
-  /** HTTP status of the API's answer. */
+  /** HTTP status of the API's answer; 0 when none arrived. */
   status: number;
   /** The address that was requested (never holds a token). */
   url: string;
@@ -188,7 +188,7 @@ export class QuotaExceededError extends TokenRequestError {
  * ```
  */
 export class ApiError extends Error {
-  /** HTTP status of the answer. */
+  /** HTTP status of the answer; 0 when no answer arrived (see `cause`). */
   readonly status: number;
   /** The address that was requested. */
   readonly url: string;

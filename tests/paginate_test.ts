@@ -390,3 +390,60 @@ Deno.test("paginate() yields exactly the expected items with the expected reques
     { numRuns: 300 },
   );
 });
+
+Deno.test("paginate() stops cleanly on a break or an abort, for any input", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 200 }),
+      fc.integer({ min: 1, max: 30 }),
+      fc.integer({ min: 1, max: 4 }),
+      fc.nat(150),
+      fc.boolean(),
+      async (total, limit, concurrency, stopAfter, abort) => {
+        const list = pagedList(total);
+        const signals: AbortSignal[] = [];
+        const controller = new AbortController();
+        const reason = new Error("stop");
+        const seen: number[] = [];
+        const tracked = (request: PageRequest) => {
+          signals.push(request.signal!);
+          return list.fetchPage(request);
+        };
+        const iterate = async () => {
+          for await (
+            const item of paginate(tracked, {
+              limit,
+              concurrency,
+              signal: controller.signal,
+            })
+          ) {
+            seen.push(item);
+            if (seen.length > stopAfter) {
+              if (abort) controller.abort(reason);
+              else break;
+            }
+          }
+        };
+        if (abort && stopAfter < total) {
+          await rejects(iterate(), (error) => error === reason);
+        } else {
+          await iterate();
+        }
+        const expected = Math.min(total, stopAfter + 1);
+        deepStrictEqual(seen, range(0, expected), "items in order, none twice");
+        const neededPages = Math.floor((expected - 1) / limit) + 1;
+        ok(
+          list.requests.length <= neededPages + concurrency,
+          `${list.requests.length} requests for ${neededPages} pages`,
+        );
+        if (expected < total) {
+          ok(
+            signals.slice(neededPages).every((signal) => signal.aborted),
+            "pages past the stop are aborted",
+          );
+        }
+      },
+    ),
+    { numRuns: 200 },
+  );
+});

@@ -1,0 +1,79 @@
+import { ok } from "node:assert/strict";
+import fc from "fast-check";
+import { createClient } from "../src/client.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+
+Deno.test("client.fetch() never sends the token outside the environment, for any path", async () => {
+  await using api = await startFakePartnerApi();
+  await using elsewhere = await startFakePartnerApi();
+  const base = api.environment.baseUrl;
+  const authorized: URL[] = [];
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    if (request.headers.has("authorization")) {
+      authorized.push(new URL(request.url));
+    }
+    return fetch(request);
+  };
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    fetch: recording,
+  });
+  const segment = fc.constantFrom(
+    "organizations",
+    "..",
+    "%2e%2e",
+    ".%2E",
+    "",
+    ".",
+    "a b",
+    "x?y=1",
+    "#frag",
+    "\\",
+    "//",
+    "@",
+  );
+  const relative = fc.array(segment, { maxLength: 6 }).map((parts) =>
+    parts.join("/")
+  );
+  const leading = fc.constantFrom("", "/", "//", "\\\\", "/\\");
+  const origin = fc.constantFrom(
+    base.origin,
+    elsewhere.environment.baseUrl.origin,
+    api.environment.pciBaseUrl.origin,
+    "https://evil.example",
+    `http://user:pw@${base.host}`,
+  );
+  const absolute = fc.tuple(origin, relative).map(([o, r]) => `${o}/${r}`);
+  const path = fc.oneof(
+    fc.tuple(leading, relative).map(([l, r]) => l + r),
+    absolute,
+    absolute.map((href) => new URL(href)),
+  );
+  await fc.assert(
+    fc.asyncProperty(path, async (candidate) => {
+      const before = authorized.length;
+      try {
+        await (await client.fetch(candidate)).body?.cancel();
+      } catch (error) {
+        ok(error instanceof TypeError, String(error));
+        ok(authorized.length === before, "a refused path sends nothing");
+      }
+      for (const url of authorized.slice(before)) {
+        ok(
+          url.origin === base.origin &&
+            url.pathname.startsWith(base.pathname) &&
+            url.username === "" && url.password === "",
+          `the token went to ${url.href}`,
+        );
+      }
+    }),
+    { numRuns: 300 },
+  );
+  ok(
+    authorized.length > 50,
+    `only ${authorized.length} paths were sent at all`,
+  );
+  ok(elsewhere.apiRequests === 0);
+});
