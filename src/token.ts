@@ -957,9 +957,7 @@ export function createTokenProvider(
 
   function quotaExceeded(until: number): QuotaExceededError {
     return new QuotaExceededError(
-      `${
-        context.replace("create token provider", "get token")
-      }: quota exceeded until ${
+      `Cannot get token: quota exceeded until ${
         new Date(until).toISOString()
       }; no token request is sent before then`,
       {

@@ -12,21 +12,10 @@ import { createClient } from "../src/client.ts";
 import { createTokenProvider, type IssuedToken } from "../src/token.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, sleep, waitFor } from "./_helpers.ts";
+import { seededRandom as seeded } from "../src/testing/_list_data.ts";
 
 const SEED = 20261122;
 const SECRET = "soak-secret-7f3a9c";
-
-/** mulberry32: the same seed gives the same run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const encoder = new TextEncoder();
 

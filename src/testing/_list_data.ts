@@ -38,7 +38,7 @@ const LAST_NAMES = ["Ito", "Jensen", "Kowalski", "Lopez", "Moreau", "Nakamura"];
 const EPOCH = Date.UTC(2025, 0, 1);
 
 /** A small seeded generator (mulberry32): the same seed gives the same data. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
