@@ -5,9 +5,10 @@
  * network.
  *
  * ```sh
+ * deno add --jsr @partner-api/client
  * deno run --allow-net=<token host>,<api host> --allow-env='PARTNER_API_*' \
- *   jsr:@partner-api/client/cli list transactions --sort-by creationDate --sort-direction DESC
- * deno run --allow-net=127.0.0.1 jsr:@partner-api/client/cli demo
+ *   @partner-api/client/cli list transactions --sort-by creationDate --sort-direction DESC
+ * deno run --allow-net=127.0.0.1 @partner-api/client/cli demo
  * ```
  *
  * @example Running the tool from code with a captured output
