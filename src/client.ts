@@ -189,13 +189,13 @@ function tokenProviderOf(options: ClientOptions): TokenProvider {
   const hasCredentials = clientId !== undefined || clientSecret !== undefined;
   if (tokenProvider !== undefined && hasCredentials) {
     throw new TypeError(
-      "Cannot create client: give either 'tokenProvider' or 'clientId' and 'clientSecret', not both",
+      `${CONTEXT}: give either 'tokenProvider' or 'clientId' and 'clientSecret', not both`,
     );
   }
   if (tokenProvider !== undefined) return tokenProvider;
   if (!hasCredentials) {
     throw new TypeError(
-      "Cannot create client: 'tokenProvider', or 'clientId' and 'clientSecret', must be given",
+      `${CONTEXT}: 'tokenProvider', or 'clientId' and 'clientSecret', must be given`,
     );
   }
   return createTokenProvider({
@@ -214,7 +214,7 @@ function checkEnvironment(environment: Environment): void {
     !isUrl(environment.tokenUrl)
   ) {
     throw new TypeError(
-      "Cannot create client: 'environment' must come from defineEnvironment()",
+      `${CONTEXT}: 'environment' must come from defineEnvironment()`,
     );
   }
 }
@@ -294,7 +294,7 @@ interface Sent {
  */
 export function createClient(options: ClientOptions): PartnerClient {
   if (typeof options !== "object" || options === null) {
-    throw new TypeError("Cannot create client: expected an options object");
+    throw new TypeError(`${CONTEXT}: expected an options object`);
   }
   const { environment } = options;
   checkEnvironment(environment);

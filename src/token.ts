@@ -826,11 +826,10 @@ interface Flight {
 export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
-  const context = PROVIDER_CONTEXT;
-  const endpoint = tokenEndpoint(options, context);
+  const endpoint = tokenEndpoint(options, PROVIDER_CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
     throw new TypeError(
-      `${context}: this looks like a browser page, where anyone can read the client secret; request tokens from a backend (or set 'dangerouslyAllowBrowser' if this really is one)`,
+      `${PROVIDER_CONTEXT}: this looks like a browser page, where anyone can read the client secret; request tokens from a backend (or set 'dangerouslyAllowBrowser' if this really is one)`,
     );
   }
   // Without a store, the provider's own state is the in-memory cache.
@@ -852,13 +851,13 @@ export function createTokenProvider(
   const random = requireFunction(
     options.random,
     Math.random,
-    context,
+    PROVIDER_CONTEXT,
     "random",
   );
   const onQuota = requireFunction(
     options.onQuota,
     undefined,
-    context,
+    PROVIDER_CONTEXT,
     "onQuota",
   );
   const now = endpoint.now;
@@ -872,12 +871,16 @@ export function createTokenProvider(
   let flight: Flight | undefined;
   let backgroundFailedAt = -Infinity;
 
-  function observeQuota(buckets: readonly QuotaBucket[]): void {
-    if (buckets.length === 0) return;
-    quota = Object.freeze({
+  function snapshot(buckets: readonly QuotaBucket[]): QuotaSnapshot {
+    return Object.freeze({
       buckets: Object.freeze([...buckets]),
       observedAt: now(),
     });
+  }
+
+  function observeQuota(buckets: readonly QuotaBucket[]): void {
+    if (buckets.length === 0) return;
+    quota = snapshot(buckets);
     try {
       onQuota?.(quota);
     } catch {
@@ -1038,13 +1041,7 @@ export function createTokenProvider(
   }
 
   function quotaRecord(buckets: readonly QuotaBucket[]): TokenRecord {
-    if (buckets.length === 0) return {};
-    return {
-      quota: Object.freeze({
-        buckets: Object.freeze([...buckets]),
-        observedAt: now(),
-      }),
-    };
+    return buckets.length === 0 ? {} : { quota: snapshot(buckets) };
   }
 
   /** Whether a stored record already gives this provider what it needs. */

@@ -1,5 +1,7 @@
 // Shared by the tests: a clock the test moves by hand, and small waits.
 
+import { delay } from "../src/_retry.ts";
+
 /** A clock in epoch ms that moves only when the test says so. */
 export interface ManualClock {
   (): number;
@@ -23,20 +25,7 @@ export function manualClock(start = Date.UTC(2026, 10, 21, 10)): ManualClock {
 }
 
 /** Resolves after `ms` real milliseconds, or rejects when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+export { delay as sleep };
 
 /** Waits (up to `limitMs`) until `condition()` holds; throws otherwise. */
 export async function waitFor(
@@ -46,6 +35,6 @@ export async function waitFor(
   const until = Date.now() + limitMs;
   while (!condition()) {
     if (Date.now() > until) throw new Error("condition not met in time");
-    await sleep(2);
+    await delay(2);
   }
 }
