@@ -26,14 +26,19 @@ export function backoffDelay(
 
 /**
  * Reads `Retry-After` (delta-seconds or an HTTP date) as milliseconds from
- * now; `undefined` when absent or unreadable.
+ * `now` (the caller's injected clock, so that a date is measured against the
+ * same time as every other decision); `undefined` when absent or unreadable.
+ * Absurd values come back as they are: callers clamp to their own limits.
  */
-export function retryAfterMs(headers: Headers): number | undefined {
+export function retryAfterMs(
+  headers: Headers,
+  now: number,
+): number | undefined {
   const value = headers.get("retry-after")?.trim();
   if (value === undefined || value === "") return undefined;
   if (/^[0-9]+$/.test(value)) return Number(value) * 1000;
   const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts. */

@@ -364,7 +364,7 @@ export function createClient(options: ClientOptions): PartnerClient {
         continue;
       }
       const wait = response.status === 429
-        ? retryAfterMs(response.headers)
+        ? retryAfterMs(response.headers, Date.now())
         : undefined;
       if (
         wait !== undefined && wait <= maxRetryAfter &&

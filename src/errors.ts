@@ -30,6 +30,37 @@
 import type { QuotaBucket } from "./quota.ts";
 
 /**
+ * What kind of failure a {@linkcode TokenRequestError} is:
+ *
+ * - `"network"`: no answer (refused, reset, DNS, cut off mid-body);
+ * - `"timeout"`: no answer within the time limit of one attempt;
+ * - `"status"`: the endpoint answered with a non-2xx status (not 429);
+ * - `"malformed"`: a 2xx answer without a usable token (not JSON, too large,
+ *   a bad `access_token`, `expires_in` or `token_type`);
+ * - `"quota"`: the quota is exhausted (a {@linkcode QuotaExceededError}).
+ *
+ * @example Deciding what to tell an operator
+ * ```ts
+ * import type { TokenFailureReason } from "@partner-api/client/errors";
+ *
+ * const advice: Record<TokenFailureReason, string> = {
+ *   network: "check the network",
+ *   timeout: "the token endpoint is slow",
+ *   status: "check the credentials",
+ *   malformed: "the token endpoint misbehaves",
+ *   quota: "wait for the quota to reset",
+ * };
+ * if (advice.quota === "") throw new Error();
+ * ```
+ */
+export type TokenFailureReason =
+  | "network"
+  | "timeout"
+  | "status"
+  | "malformed"
+  | "quota";
+
+/**
  * What a {@linkcode TokenRequestError} is built from.
  *
  * @example Building an error in a custom token flow
@@ -49,6 +80,12 @@ export interface TokenRequestErrorInit extends ErrorOptions {
   description?: string;
   /** The answer itself, kept non-enumerable. */
   response?: Response;
+  /**
+   * What kind of failure this is.
+   *
+   * @default {"quota" for a QuotaExceededError, else "status" with a status, else "network"}
+   */
+  reason?: TokenFailureReason;
 }
 
 /**
@@ -109,7 +146,7 @@ function hideResponse(target: Error, response: Response | undefined): void {
  * import { TokenRequestError } from "@partner-api/client/errors";
  *
  * const error = new TokenRequestError("denied", { status: 401, code: "access_denied" });
- * if (error.code !== "access_denied" || error.status !== 401) throw new Error();
+ * if (error.code !== "access_denied" || error.reason !== "status") throw new Error();
  * ```
  */
 export class TokenRequestError extends Error {
@@ -119,6 +156,8 @@ export class TokenRequestError extends Error {
   readonly code?: string;
   /** OAuth `error_description` of the answer. */
   readonly description?: string;
+  /** What kind of failure this is: decide on it, not on the message. */
+  readonly reason: TokenFailureReason;
   /** The endpoint's answer (non-enumerable; its body is already read). */
   declare readonly response?: Response;
 
@@ -126,11 +165,13 @@ export class TokenRequestError extends Error {
    * Creates the error.
    *
    * @param message What failed, without secrets.
-   * @param init Status, OAuth code and description, cause and response.
+   * @param init Status, OAuth code and description, reason, cause and response.
    */
   constructor(message: string, init: TokenRequestErrorInit = {}) {
     super(message, init.cause === undefined ? {} : { cause: init.cause });
     this.name = "TokenRequestError";
+    this.reason = init.reason ??
+      (init.status === undefined ? "network" : "status");
     if (init.status !== undefined) this.status = init.status;
     if (init.code !== undefined) this.code = init.code;
     if (init.description !== undefined) this.description = init.description;
@@ -169,7 +210,7 @@ export class QuotaExceededError extends TokenRequestError {
    * @param init Buckets, reset time, status and response.
    */
   constructor(message: string, init: QuotaExceededErrorInit) {
-    super(message, init);
+    super(message, { ...init, reason: "quota" });
     this.name = "QuotaExceededError";
     this.buckets = Object.freeze([...init.buckets]);
     this.retryAt = init.retryAt;

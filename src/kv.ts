@@ -34,8 +34,9 @@ import type {
   TokenRecord,
   TokenStore,
 } from "./token.ts";
-import { checkNumber } from "./_check.ts";
+import { checkNumber, requireFunction } from "./_check.ts";
 import { delay } from "./_retry.ts";
+import { unrefTimer } from "./_abort.ts";
 
 /**
  * Options of {@linkcode createKvTokenStore}.
@@ -89,6 +90,13 @@ export interface KvTokenStoreOptions {
    * @default {a random UUID}
    */
   holderId?: string;
+  /**
+   * The clock for lease and record deadlines, in epoch ms. Give it the same
+   * clock as the providers that use the store.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
 }
 
 /** A lease: who holds it and until when (KV's own expiry is not prompt). */
@@ -155,13 +163,19 @@ function plainRecord(record: TokenRecord): TokenRecord {
   };
 }
 
+/** KV refuses an `expireIn` beyond this (about 68 years); a year is plenty. */
+const MAX_RECORD_LIFETIME = 366 * 86_400_000;
+
 /** Keeps a record until its token expires or its block ends, whichever is later. */
-function recordLifetime(record: TokenRecord): number {
+function recordLifetime(record: TokenRecord, now: number): number {
   const end = Math.max(
     record.token?.expiresAt ?? 0,
     record.blockedUntil ?? 0,
   );
-  return Math.max(MIN_RECORD_LIFETIME, end - Date.now());
+  return Math.min(
+    MAX_RECORD_LIFETIME,
+    Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now)),
+  );
 }
 
 function checkKey(key: CryptoKey | undefined): void {
@@ -189,13 +203,18 @@ function checkKey(key: CryptoKey | undefined): void {
  *   that waits longer than `maxWait` sends its own request;
  * - after a 429 the block is stored, and no process asks before it ends.
  *
- * Keys hold the token endpoint, audience and client id, never the secret.
+ * Keys hold the token endpoint, audience, client id and a digest of the
+ * secret, never the secret. A store that fails while publishing (a value too
+ * large, a closed database) still hands out the token just received and
+ * releases its lease: its failure never costs another token.
+ *
+ * Deno only: it needs `Deno.Kv`; elsewhere it throws a `TypeError` at once.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options Key prefix, lease length, waiting, encryption.
  * @returns The store.
  * @throws {RangeError} When a duration is out of range.
- * @throws {TypeError} When `encryptionKey` is not an AES-GCM key.
+ * @throws {TypeError} When `encryptionKey` is not an AES-GCM key, or outside Deno.
  *
  * @example Encrypting tokens at rest
  * ```ts
@@ -216,6 +235,12 @@ export function createKvTokenStore(
   kv: Deno.Kv,
   options: KvTokenStoreOptions = {},
 ): TokenStore {
+  if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
+    throw new TypeError(
+      `${CONTEXT}: Deno KV is needed (this store runs on Deno and Deno Deploy only); elsewhere pass a TokenStore of your own`,
+    );
+  }
+  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const prefix = [...(options.prefix ?? ["partner-api", "token"])];
   const leaseDuration = checkNumber(
     options.leaseDuration,
@@ -286,7 +311,9 @@ export function createKvTokenStore(
   async function write(key: string, record: TokenRecord): Promise<void> {
     const sealed = await seal(key, record);
     await unlocked(() =>
-      kv.set(recordKey(key), sealed, { expireIn: recordLifetime(record) })
+      kv.set(recordKey(key), sealed, {
+        expireIn: recordLifetime(record, now()),
+      })
     );
   }
 
@@ -306,24 +333,31 @@ export function createKvTokenStore(
    * not let another process take over; a holder that dies stops renewing and
    * its lease runs out within `leaseDuration`.
    */
+  function newLease(): Lease {
+    return { holder, until: now() + leaseDuration };
+  }
+
   function renewLease(key: string, versionstamp: string) {
     let current = versionstamp;
     const timer = setInterval(async () => {
       const renewed = await kv.atomic()
         .check({ key: leaseKey(key), versionstamp: current })
-        .set(leaseKey(key), { holder, until: Date.now() + leaseDuration }, {
-          expireIn: leaseDuration,
-        })
+        .set(leaseKey(key), newLease(), { expireIn: leaseDuration })
         .commit()
         .catch(() => undefined); // a locked database: the next tick renews
       if (renewed?.ok) current = renewed.versionstamp;
     }, Math.max(1, Math.floor(leaseDuration / 3)));
     // The renewal must never keep a process alive.
-    Deno.unrefTimer(timer);
+    unrefTimer(timer);
     return {
       lease: () => ({ key: leaseKey(key), versionstamp: current }),
       stop: () => clearInterval(timer),
     };
+  }
+
+  async function releaseLease(lease: Deno.AtomicCheck): Promise<void> {
+    await unlocked(() => kv.atomic().check(lease).delete(lease.key).commit())
+      .catch(() => {}); // unreleased, it runs out within leaseDuration
   }
 
   async function holdLease(
@@ -338,35 +372,49 @@ export function createKvTokenStore(
       result = await request();
     } catch (error) {
       renewal.stop();
-      const lease = renewal.lease();
-      await unlocked(() => kv.atomic().check(lease).delete(lease.key).commit());
+      await releaseLease(renewal.lease());
       throw error;
+    } finally {
+      renewal.stop();
     }
-    renewal.stop();
     const record = published(result, before);
+    try {
+      await publish(key, renewal.lease(), record);
+    } catch {
+      // The token is paid for: hand it out, and let the others take over.
+      await releaseLease(renewal.lease());
+    }
+    return record;
+  }
+
+  /** Writes the record and releases the lease in one atomic step. */
+  async function publish(
+    key: string,
+    lease: Deno.AtomicCheck,
+    record: TokenRecord,
+  ): Promise<void> {
     const sealed = await seal(key, record);
-    const lease = renewal.lease();
     const done = await unlocked(() =>
       kv.atomic().check(lease)
-        .set(recordKey(key), sealed, { expireIn: recordLifetime(record) })
+        .set(recordKey(key), sealed, {
+          expireIn: recordLifetime(record, now()),
+        })
         .delete(lease.key)
         .commit()
     );
+    if (done.ok) return;
     // The lease was lost (the process stalled): publish only what is newer.
-    if (!done.ok) {
-      const now = await read(key);
-      const newer = (now?.token?.expiresAt ?? -Infinity) >=
-        (record.token?.expiresAt ?? -Infinity);
-      if (!newer) await write(key, record);
-    }
-    return result;
+    const stored = await read(key);
+    const newer = (stored?.token?.expiresAt ?? -Infinity) >=
+      (record.token?.expiresAt ?? -Infinity);
+    if (!newer) await write(key, record);
   }
 
   async function coordinate(
     key: string,
     { settled, request, signal }: CoordinateOptions,
   ): Promise<TokenRecord> {
-    const deadline = Date.now() + maxWait;
+    const deadline = now() + maxWait;
     while (true) {
       signal.throwIfAborted();
       // One consistent read of both, and a lease taken only if neither
@@ -378,15 +426,11 @@ export function createKvTokenStore(
       );
       const record = await unseal(key, stored.value);
       if (record !== undefined && settled(record)) return record;
-      if (lease.value === null || lease.value.until <= Date.now()) {
+      if (lease.value === null || lease.value.until <= now()) {
         const taken = await unlocked(
           () =>
             kv.atomic().check(stored).check(lease)
-              .set(
-                leaseKey(key),
-                { holder, until: Date.now() + leaseDuration },
-                { expireIn: leaseDuration },
-              )
+              .set(leaseKey(key), newLease(), { expireIn: leaseDuration })
               .commit(),
           signal,
         );
@@ -395,21 +439,32 @@ export function createKvTokenStore(
         }
         continue; // something changed: look again at once
       }
-      if (Date.now() >= deadline) {
-        const result = await request();
-        await write(key, published(result, record));
+      if (now() >= deadline) {
+        const result = published(await request(), record);
+        // A failing write must not lose the token just paid for.
+        await write(key, result).catch(() => {});
         return result;
       }
       await delay(pollInterval, signal);
     }
   }
 
-  return {
-    get: read,
-    set: write,
-    async delete(key) {
-      await unlocked(() => kv.delete(recordKey(key)));
-    },
-    coordinate,
-  };
+  /** Drops the token only if it is still `accessToken`: a fresher one stays. */
+  async function discard(key: string, accessToken: string): Promise<void> {
+    for (let attempt = 0; attempt < LOCKED_RETRIES; attempt++) {
+      const entry = await unlocked(() => kv.get<Stored>(recordKey(key)));
+      const record = await unseal(key, entry.value);
+      if (record?.token?.accessToken !== accessToken) return;
+      const { token: _dropped, ...rest } = record;
+      const sealed = await seal(key, rest);
+      const done = await unlocked(() =>
+        kv.atomic().check(entry).set(recordKey(key), sealed, {
+          expireIn: recordLifetime(rest, now()),
+        }).commit()
+      );
+      if (done.ok) return;
+    }
+  }
+
+  return { get: read, set: write, discard, coordinate };
 }

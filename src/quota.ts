@@ -17,6 +17,8 @@
  * @module
  */
 
+import { parseBucket, quotaSegments } from "./_quota_parse.ts";
+
 /**
  * The name of the header that carries the token quota.
  *
@@ -56,60 +58,6 @@ export interface QuotaBucket {
   readonly resetAfter: number;
 }
 
-const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
-type Key = keyof typeof KEY_NAMES;
-const DIGITS = /^[0-9]+$/;
-
-function isKey(key: string): key is Key {
-  return Object.hasOwn(KEY_NAMES, key);
-}
-
-function fail(reason: string, part: string): never {
-  throw new SyntaxError(
-    `Cannot parse quota header: ${reason}: received "${part}"`,
-  );
-}
-
-function parseCount(key: Key, text: string, segment: string): number {
-  const value = Number(text);
-  if (!DIGITS.test(text) || !Number.isSafeInteger(value)) {
-    fail(`'${key}' must be a non-negative safe integer in "${segment}"`, text);
-  }
-  return value;
-}
-
-function readPairs(segment: string): Map<Key, string> {
-  const pairs = new Map<Key, string>();
-  for (const rawPair of segment.split(";")) {
-    const pair = rawPair.trim();
-    if (pair === "") continue;
-    const equals = pair.indexOf("=");
-    if (equals === -1) fail("a pair has no '='", pair);
-    const key = pair.slice(0, equals).trim().toLowerCase();
-    if (!isKey(key)) continue;
-    if (pairs.has(key)) fail(`'${key}' appears twice in a bucket`, segment);
-    pairs.set(key, pair.slice(equals + 1).trim());
-  }
-  return pairs;
-}
-
-function parseBucket(segment: string): QuotaBucket {
-  const pairs = readPairs(segment);
-  const field = (key: Key): string => {
-    const text = pairs.get(key);
-    if (text === undefined || text === "") {
-      fail(`a bucket has no '${key}'`, segment);
-    }
-    return text;
-  };
-  return Object.freeze({
-    bucket: field("b"),
-    limit: parseCount("q", field("q"), segment),
-    remaining: parseCount("r", field("r"), segment),
-    resetAfter: parseCount("t", field("t"), segment),
-  });
-}
-
 /**
  * Parses a quota header value into its buckets, in header order.
  *
@@ -137,10 +85,7 @@ function parseBucket(segment: string): QuotaBucket {
 export function parseQuotaHeader(
   value: string | null | undefined,
 ): QuotaBucket[] {
-  if (value === null || value === undefined) return [];
-  return value.split(",")
-    .filter((segment) => segment.replaceAll(";", "").trim() !== "")
-    .map((segment) => parseBucket(segment.trim()));
+  return quotaSegments(value).map(parseBucket);
 }
 
 /**

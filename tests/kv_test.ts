@@ -15,6 +15,7 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
+import { storeKey } from "../src/_token_store.ts";
 
 /** One in-memory KV database, and providers that stand for separate processes. */
 async function fleet(fake: FakePartnerApiOptions = {}) {
@@ -40,20 +41,14 @@ async function fleet(fake: FakePartnerApiOptions = {}) {
   };
 }
 
-async function leaseKey(kv: Deno.Kv): Promise<Deno.KvKey> {
-  for await (const entry of kv.list({ prefix: ["partner-api", "token"] })) {
-    return [...entry.key.slice(0, -1), "lease"];
-  }
-  throw new Error("no record yet");
-}
-
 /** The key a provider uses, as the KV store sees it. */
-function storeKey(api: FakePartnerApi): string {
-  return JSON.stringify([
-    api.environment.tokenUrl.href,
-    api.environment.audience,
-    api.credentials.clientId,
-  ]);
+function keyOf(api: FakePartnerApi): Promise<string> {
+  return storeKey({
+    url: api.environment.tokenUrl,
+    audience: api.environment.audience,
+    clientId: api.credentials.clientId,
+    secret: api.credentials.clientSecret,
+  });
 }
 
 Deno.test("createKvTokenStore() stores records under keys without the secret", async () => {
@@ -86,7 +81,7 @@ Deno.test("cold processes sharing KV make one token request; a second wave makes
 
 Deno.test("a lease whose holder died runs out and another process takes over", async () => {
   await using f = await fleet();
-  const key = storeKey(f.api);
+  const key = await keyOf(f.api);
   await f.kv.set(["partner-api", "token", key, "lease"], {
     holder: "dead",
     until: Date.now() + 150,
@@ -111,7 +106,7 @@ Deno.test("a slow lease holder renews its lease, so nobody takes over", async ()
 
 Deno.test("a process that waits longer than maxWait requests its own token", async () => {
   await using f = await fleet();
-  await f.kv.set(["partner-api", "token", storeKey(f.api), "lease"], {
+  await f.kv.set(["partner-api", "token", await keyOf(f.api), "lease"], {
     holder: "stuck",
     until: Date.now() + 60_000,
   });
@@ -232,12 +227,19 @@ Deno.test("createKvTokenStore() refuses bad options", async () => {
   throws(() => createKvTokenStore(kv, { encryptionKey: hmac }), TypeError);
 });
 
-Deno.test("delete() removes the record", async () => {
+Deno.test("discard() drops the token only while it is still the stored one", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = createKvTokenStore(kv);
-  await store.set("k", { blockedUntil: Date.now() + 1000 });
-  ok(await store.get("k"));
-  await store.delete("k");
-  equal(await store.get("k"), undefined);
-  ok(await leaseKey(kv).catch(() => true));
+  const token = (accessToken: string) => ({
+    accessToken,
+    tokenType: "Bearer" as const,
+    expiresIn: 60,
+    expiresAt: Date.now() + 60_000,
+    quota: [],
+  });
+  await store.set("k", { token: token("fresh"), blockedUntil: 1 });
+  await store.discard!("k", "stale");
+  equal((await store.get("k"))?.token?.accessToken, "fresh");
+  await store.discard!("k", "fresh");
+  deepStrictEqual(await store.get("k"), { blockedUntil: 1 });
 });

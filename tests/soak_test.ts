@@ -200,7 +200,7 @@ Deno.test("the provider under random faults: a valid token or a typed error, nev
     clientSecret: SECRET,
     now: clock,
     retry: { retries: 2, initialDelay: 1, maxDelay: 20 },
-    requestTimeout: 25,
+    timeout: 25,
     random,
   });
   const results = {

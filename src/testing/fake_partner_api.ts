@@ -124,6 +124,14 @@ export interface FakePartnerApiOptions {
    * @default {"object"}
    */
   listEnvelope?: "object" | "array";
+  /**
+   * Body formats the token endpoint accepts: JSON, as the service specifies,
+   * and form-encoded, as most OAuth servers do. Restrict it to test what a
+   * client sends.
+   *
+   * @default {["json", "form"]}
+   */
+  tokenBodyFormats?: readonly ("json" | "form")[];
 }
 
 /**
@@ -249,17 +257,29 @@ function droppedAnswer(): Response {
   );
 }
 
+const MEDIA_TYPES = {
+  json: "application/json",
+  form: "application/x-www-form-urlencoded",
+};
+
 async function readTokenBody(
   request: Request,
+  formats: readonly ("json" | "form")[],
 ): Promise<Record<string, unknown> | string> {
   if (request.method !== "POST") return "the token endpoint takes POST";
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(type)) {
-    return "Content-Type must be application/json";
+  const type = request.headers.get("content-type")?.split(";")[0]?.trim()
+    .toLowerCase();
+  const format = formats.find((name) => MEDIA_TYPES[name] === type);
+  if (format === undefined) {
+    return `Content-Type must be ${
+      formats.map((name) => MEDIA_TYPES[name]).join(" or ")
+    }`;
   }
   let body: unknown;
   try {
-    body = await request.json();
+    body = format === "json"
+      ? await request.json()
+      : Object.fromEntries(new URLSearchParams(await request.text()));
   } catch {
     return "the body is not JSON";
   }
@@ -335,6 +355,7 @@ export async function startFakePartnerApi(
   }, options.seed ?? 1);
   const latency = count(options.latency, 0, "latency");
   const listEnvelope = options.listEnvelope ?? "object";
+  const bodyFormats = options.tokenBodyFormats ?? ["json", "form"];
   let tokenRequests = 0;
   let tokensIssued = 0;
   let apiRequests = 0;
@@ -382,7 +403,7 @@ export async function startFakePartnerApi(
   }
 
   async function answerToken(request: Request): Promise<Response> {
-    const body = await readTokenBody(request);
+    const body = await readTokenBody(request, bodyFormats);
     if (typeof body === "string") {
       const status = request.method === "POST" ? 400 : 405;
       return withQuota(oauthError(status, "invalid_request", body));

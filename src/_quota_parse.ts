@@ -1,0 +1,85 @@
+// Internal: the quota header's grammar, shared by the strict public parser
+// and the lenient reader of the token path.
+
+import type { QuotaBucket } from "./quota.ts";
+
+const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
+type Key = keyof typeof KEY_NAMES;
+const DIGITS = /^[0-9]+$/;
+
+function isKey(key: string): key is Key {
+  return Object.hasOwn(KEY_NAMES, key);
+}
+
+function fail(reason: string, part: string): never {
+  throw new SyntaxError(
+    `Cannot parse quota header: ${reason}: received "${part}"`,
+  );
+}
+
+function parseCount(key: Key, text: string, segment: string): number {
+  const value = Number(text);
+  if (!DIGITS.test(text) || !Number.isSafeInteger(value)) {
+    fail(`'${key}' must be a non-negative safe integer in "${segment}"`, text);
+  }
+  return value;
+}
+
+function readPairs(segment: string): Map<Key, string> {
+  const pairs = new Map<Key, string>();
+  for (const rawPair of segment.split(";")) {
+    const pair = rawPair.trim();
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    if (equals === -1) fail("a pair has no '='", pair);
+    const key = pair.slice(0, equals).trim().toLowerCase();
+    if (!isKey(key)) continue;
+    if (pairs.has(key)) fail(`'${key}' appears twice in a bucket`, segment);
+    pairs.set(key, pair.slice(equals + 1).trim());
+  }
+  return pairs;
+}
+
+export function parseBucket(segment: string): QuotaBucket {
+  const pairs = readPairs(segment);
+  const field = (key: Key): string => {
+    const text = pairs.get(key);
+    if (text === undefined || text === "") {
+      fail(`a bucket has no '${key}'`, segment);
+    }
+    return text;
+  };
+  return Object.freeze({
+    bucket: field("b"),
+    limit: parseCount("q", field("q"), segment),
+    remaining: parseCount("r", field("r"), segment),
+    resetAfter: parseCount("t", field("t"), segment),
+  });
+}
+
+/** The header's non-empty bucket segments, trimmed. */
+export function quotaSegments(value: string | null | undefined): string[] {
+  if (value === null || value === undefined) return [];
+  return value.split(",")
+    .map((segment) => segment.trim())
+    .filter((segment) => segment.replaceAll(";", "").trim() !== "");
+}
+
+/**
+ * Reads the header bucket by bucket: a bad bucket is dropped and the good
+ * ones still count, so a garbled day bucket cannot hide an exhausted hour.
+ * The token path uses this: a token already paid for is never lost to it.
+ */
+export function readQuotaBuckets(
+  value: string | null | undefined,
+): QuotaBucket[] {
+  const buckets: QuotaBucket[] = [];
+  for (const segment of quotaSegments(value)) {
+    try {
+      buckets.push(parseBucket(segment));
+    } catch {
+      // Dropped on purpose: see above.
+    }
+  }
+  return buckets;
+}

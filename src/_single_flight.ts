@@ -1,0 +1,125 @@
+// Internal: one piece of work that any number of callers wait for.
+
+import { raceAbort, unrefTimer } from "./_abort.ts";
+
+/** One run of the work, as its callers see it. */
+export interface Flight<T> {
+  /** Settles with the work's own outcome, or the abandonment error. */
+  readonly promise: Promise<T>;
+  /** Epoch ms (of the caller's clock) after which nobody should join it. */
+  readonly deadline: number;
+}
+
+interface Running<T> extends Flight<T> {
+  readonly controller: AbortController;
+  /** Callers still waiting; when the last one leaves, the work is aborted. */
+  holders: number;
+  /** The error the flight itself ended with, once it has. */
+  failure?: { readonly error: unknown };
+  /** One handler per flight, not per caller: a burst of joins stays cheap. */
+  readonly recover: (error: unknown, signal?: AbortSignal) => Promise<T>;
+}
+
+/** What a flight is started with. */
+export interface FlightPlan<T> {
+  /** The work; it should stop when `signal` aborts. */
+  readonly run: (signal: AbortSignal) => Promise<T>;
+  /** The caller's clock reading when the flight may be given up on. */
+  readonly deadline: number;
+  /** Real milliseconds after which the flight is abandoned if it has not settled. */
+  readonly budget: number;
+  /** The error waiting callers get when the flight is abandoned. */
+  readonly abandoned: () => unknown;
+  /** A caller with no signal of its own holds it: nobody can abort it. */
+  readonly held: boolean;
+  /**
+   * Called, instead of rejecting, when a join fails with anything but the
+   * flight's own outcome (a runtime refusing a promise of a request that has
+   * ended): the flight is already dropped, so this can start a new one.
+   */
+  readonly rejoin: (signal: AbortSignal | undefined) => Promise<T>;
+}
+
+/**
+ * Single flight: at most one run of the work at a time, joined by every
+ * caller while it runs, aborted when the last caller that can leave does.
+ */
+export class SingleFlight<T> {
+  #current: Running<T> | undefined;
+
+  /** The running flight, if any. */
+  get current(): Flight<T> | undefined {
+    return this.#current;
+  }
+
+  /** Starts the work; the flight is dropped once it settles. */
+  start(plan: FlightPlan<T>): Flight<T> {
+    const controller = new AbortController();
+    const flight: Running<T> = {
+      controller,
+      deadline: plan.deadline,
+      holders: plan.held ? 1 : 0,
+      promise: undefined as unknown as Promise<T>,
+      recover: (error, signal) => {
+        if (flight.failure?.error === error) throw error;
+        this.drop(flight);
+        return plan.rejoin(signal);
+      },
+    };
+    const watchdog = setTimeout(() => {
+      const error = plan.abandoned();
+      flight.failure = { error };
+      controller.abort(error);
+      this.drop(flight);
+      abandon(error);
+    }, plan.budget);
+    unrefTimer(watchdog);
+    let abandon: (error: unknown) => void = () => {};
+    const abandonment = new Promise<never>((_, reject) => abandon = reject);
+    abandonment.catch(() => {});
+    const work = plan.run(controller.signal).finally(() => {
+      clearTimeout(watchdog);
+      this.drop(flight);
+    });
+    work.catch((error) => flight.failure ??= { error });
+    (flight as { promise: Promise<T> }).promise = Promise.race([
+      work,
+      abandonment,
+    ]);
+    this.#current = flight;
+    return flight;
+  }
+
+  /**
+   * Waits for `flight`. A caller with a signal can leave (rejecting with
+   * the signal's reason); a caller without one holds the flight for good.
+   */
+  join(flight: Flight<T>, signal: AbortSignal | undefined): Promise<T> {
+    const running = flight as Running<T>;
+    if (signal === undefined) {
+      running.holders++;
+      return running.promise.catch(running.recover);
+    }
+    running.holders++;
+    const leave = () => {
+      if (--running.holders === 0) running.controller.abort(signal.reason);
+    };
+    signal.addEventListener("abort", leave, { once: true });
+    return raceAbort(running.promise, signal).then(
+      (value) => {
+        signal.removeEventListener("abort", leave);
+        return value;
+      },
+      (error) => {
+        signal.removeEventListener("abort", leave);
+        if (signal.aborted && error === signal.reason) throw error;
+        return running.recover(error, signal);
+      },
+    );
+  }
+
+  /** Forgets `flight` if it is the current one, so the next caller starts anew. */
+  drop(flight: Flight<T>): void {
+    if (this.#current === flight) this.#current = undefined;
+  }
+}

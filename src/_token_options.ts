@@ -1,0 +1,233 @@
+// Internal: the provider's public types, and the checks that turn its
+// options into a configuration.
+
+import { checkNumber, requireFunction } from "./_check.ts";
+import type { Backoff } from "./_retry.ts";
+import { tokenEndpoint, type TokenRequestOptions } from "./_token_protocol.ts";
+import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
+import type { TokenStore } from "./_token_store.ts";
+import type { ProviderConfig } from "./_token_provider.ts";
+
+/**
+ * Retry policy for network errors, timeouts, 408 and 5xx answers.
+ *
+ * @example Retrying harder at start-up
+ * ```ts
+ * import type { RetryOptions } from "@partner-api/client/token";
+ *
+ * const retry: RetryOptions = { retries: 5, initialDelay: 200, maxDelay: 5000 };
+ * if (retry.retries !== 5) throw new Error();
+ * ```
+ */
+export interface RetryOptions {
+  /**
+   * Retries after the first attempt.
+   *
+   * @default {2}
+   */
+  retries?: number;
+  /**
+   * Delay before the first retry in ms; doubles each time, with jitter.
+   *
+   * @default {500}
+   */
+  initialDelay?: number;
+  /**
+   * Longest wait in ms; a `Retry-After` asking for more ends the retries.
+   *
+   * @default {10000}
+   */
+  maxDelay?: number;
+}
+
+/**
+ * Options of {@linkcode createTokenProvider}.
+ *
+ * @example A provider with a shorter margin and no retries
+ * ```ts
+ * import { createTokenProvider, type TokenProviderOptions } from "@partner-api/client/token";
+ *
+ * const options: TokenProviderOptions = {
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ *   clientId: "my-client",
+ *   clientSecret: "from-a-secret-store",
+ *   refreshMargin: 60_000,
+ *   retry: false,
+ * };
+ * createTokenProvider(options); // sends nothing until getToken()
+ * ```
+ */
+export interface TokenProviderOptions
+  extends Omit<TokenRequestOptions, "signal"> {
+  /**
+   * Where tokens are kept.
+   *
+   * @default {none: the token lives in this provider only}
+   */
+  store?: TokenStore;
+  /**
+   * How long before expiry, in ms, a new token is fetched in the background
+   * while the old one is still served. Never more than half the lifetime.
+   *
+   * @default {5 minutes, or a tenth of the lifetime when that is less}
+   */
+  refreshMargin?: number;
+  /**
+   * Retries of failed token requests, or `false` for none.
+   *
+   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000 }}
+   */
+  retry?: RetryOptions | false;
+  /**
+   * Called with every quota the token endpoint reports, e.g. to alert when
+   * `remaining` runs low. What it throws is ignored, so that a token already
+   * paid for is not lost.
+   */
+  onQuota?: (quota: QuotaSnapshot) => void;
+  /**
+   * For request-scoped runtimes (Cloudflare Workers: `waitUntil` from
+   * `cloudflare:workers`, or a request's `ctx.waitUntil`): background
+   * refreshes are handed to it, so that the runtime lets them finish after
+   * the request that started them has answered.
+   *
+   * @default {none: background refreshes run on their own}
+   */
+  waitUntil?: (promise: Promise<unknown>) => void;
+  /**
+   * The random source for retry jitter, in [0, 1).
+   *
+   * @default {Math.random}
+   */
+  random?: () => number;
+  /**
+   * Allows a provider in a browser page, where anyone can read the client
+   * secret. Never set it for a real secret.
+   *
+   * @default {false}
+   */
+  dangerouslyAllowBrowser?: boolean;
+}
+
+/**
+ * Options of {@linkcode TokenProvider.getToken}.
+ *
+ * @example Giving up after a second
+ * ```ts
+ * import type { GetTokenOptions } from "@partner-api/client/token";
+ *
+ * const options: GetTokenOptions = { signal: AbortSignal.timeout(1000) };
+ * if (options.signal === undefined) throw new Error();
+ * ```
+ */
+export interface GetTokenOptions {
+  /** Stops waiting; a request other callers still wait for goes on. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A cache of one client's token. Holds no secret that inspection can see.
+ *
+ * @example Renewing a token the API rejected
+ * ```ts
+ * import { createTokenProvider, type TokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const provider: TokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const first = await provider.getToken();
+ * await provider.invalidate(first.accessToken); // e.g. after a 401
+ * if ((await provider.getToken()).accessToken === first.accessToken) throw new Error();
+ * ```
+ */
+export interface TokenProvider {
+  /**
+   * A token that is valid now: the cached one, or a new one.
+   *
+   * @throws {QuotaExceededError} When a new token is needed before the quota resets.
+   * @throws {TokenRequestError} When the token request fails.
+   */
+  getToken(options?: GetTokenOptions): Promise<IssuedToken>;
+  /**
+   * Drops `accessToken` (or the current token when omitted), e.g. after the
+   * API answered 401, so that the next {@linkcode TokenProvider.getToken}
+   * fetches a new one. A token that was already replaced is left alone; a
+   * shared store that can (`discard`) drops it only if it still holds it.
+   */
+  invalidate(accessToken?: string): Promise<void>;
+  /** The last quota the token endpoint reported, if any. */
+  readonly quota: QuotaSnapshot | undefined;
+}
+
+const CONTEXT = "Cannot create token provider";
+const DEFAULT_BACKOFF: Backoff = Object.freeze({
+  retries: 2,
+  initialDelay: 500,
+  maxDelay: 10_000,
+});
+
+/**
+ * Checks every option at once.
+ *
+ * @throws {TypeError} For a bad address, field or function, or in a browser
+ * page without `dangerouslyAllowBrowser`.
+ * @throws {RangeError} For a duration or count out of range.
+ */
+export function providerConfig(options: TokenProviderOptions): ProviderConfig {
+  const endpoint = tokenEndpoint(options, CONTEXT);
+  if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
+    throw new TypeError(
+      `${CONTEXT}: this looks like a browser page, where anyone can read the client secret; request tokens from a backend (or set 'dangerouslyAllowBrowser' if this really is one)`,
+    );
+  }
+  return {
+    endpoint,
+    store: options.store,
+    backoff: backoffFrom(options.retry),
+    refreshMargin: options.refreshMargin === undefined
+      ? undefined
+      : nonNegative(options.refreshMargin, 0, "refreshMargin"),
+    random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
+    onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
+    waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
+  };
+}
+
+function backoffFrom(retry: RetryOptions | false | undefined): Backoff {
+  if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
+  const given = retry ?? {};
+  return {
+    retries: checkNumber(
+      given.retries,
+      DEFAULT_BACKOFF.retries,
+      "non-negative integer",
+      CONTEXT,
+      "retries",
+    ),
+    initialDelay: nonNegative(
+      given.initialDelay,
+      DEFAULT_BACKOFF.initialDelay,
+      "initialDelay",
+    ),
+    maxDelay: nonNegative(given.maxDelay, DEFAULT_BACKOFF.maxDelay, "maxDelay"),
+  };
+}
+
+function nonNegative(
+  value: number | undefined,
+  fallback: number,
+  field: string,
+): number {
+  return checkNumber(
+    value,
+    fallback,
+    "non-negative finite number",
+    CONTEXT,
+    field,
+  );
+}
+
+function isBrowserPage(): boolean {
+  return "document" in globalThis && !("Deno" in globalThis) &&
+    !("process" in globalThis);
+}

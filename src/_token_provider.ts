@@ -1,0 +1,357 @@
+// Internal: the token provider. Its state is five private fields; every
+// decision is `decide()` over that state and `now()`, and this class only
+// carries decisions out.
+
+import { QuotaExceededError, TokenRequestError } from "./errors.ts";
+import { type Backoff, backoffDelay, delay, retryAfterMs } from "./_retry.ts";
+import { readQuotaBuckets } from "./_quota_parse.ts";
+import type { QuotaBucket } from "./quota.ts";
+import { SingleFlight } from "./_single_flight.ts";
+import {
+  attemptTokenRequest,
+  quotaExceeded,
+  type TokenEndpoint,
+} from "./_token_protocol.ts";
+import {
+  BACKGROUND_RETRY_WINDOW,
+  decide,
+  flightBudget,
+  isRetryable,
+  recordNews,
+  settles,
+  type TokenTimes,
+  tokenTimes,
+} from "./_token_policy.ts";
+import {
+  type IssuedToken,
+  issuedToken,
+  type QuotaSnapshot,
+  quotaSnapshot,
+} from "./_token_value.ts";
+import { storeKey, type TokenRecord, type TokenStore } from "./_token_store.ts";
+import type { GetTokenOptions, TokenProvider } from "./_token_options.ts";
+
+/** A provider's checked options. */
+export interface ProviderConfig {
+  readonly endpoint: TokenEndpoint;
+  readonly store: TokenStore | undefined;
+  readonly backoff: Backoff;
+  readonly refreshMargin: number | undefined;
+  readonly random: () => number;
+  readonly onQuota: ((quota: QuotaSnapshot) => void) | undefined;
+  readonly waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+}
+
+interface Cached {
+  readonly token: IssuedToken;
+  readonly times: TokenTimes;
+  /** One settled promise per token keeps the warm path allocation-free. */
+  readonly ready: Promise<IssuedToken>;
+}
+
+/** A token request's result as a record; a 429 is kept to be rethrown. */
+type Request = () => Promise<TokenRecord>;
+
+/** What a flight settled on, and whether the store already has it. */
+interface Settled {
+  readonly record: TokenRecord;
+  readonly saved: boolean;
+}
+
+/** The provider behind {@linkcode createTokenProvider}. */
+export class TokenProviderMachine implements TokenProvider {
+  readonly #config: ProviderConfig;
+  readonly #now: () => number;
+  readonly #budget: number;
+  readonly #flights = new SingleFlight<IssuedToken>();
+  #cached: Cached | undefined;
+  #quota: QuotaSnapshot | undefined;
+  #blockedUntil: number | undefined;
+  #cooldownUntil: number | undefined;
+  /** The last token invalidated: never taken back from a store. */
+  #rejected: string | undefined;
+  #key: Promise<string> | undefined;
+
+  constructor(config: ProviderConfig) {
+    this.#config = config;
+    this.#now = config.endpoint.now;
+    this.#budget = flightBudget(
+      config.backoff,
+      config.endpoint.timeout,
+      config.store?.coordinate !== undefined,
+    );
+  }
+
+  get quota(): QuotaSnapshot | undefined {
+    return this.#quota;
+  }
+
+  getToken(options?: GetTokenOptions): Promise<IssuedToken> {
+    const signal = options?.signal;
+    const cached = this.#cached;
+    const now = this.#now();
+    if (
+      cached !== undefined && now < cached.times.refreshAt && !signal?.aborted
+    ) {
+      return cached.ready;
+    }
+    return this.#act(signal, now);
+  }
+
+  async invalidate(accessToken?: string): Promise<void> {
+    const target = accessToken ?? this.#cached?.token.accessToken;
+    if (target === undefined) return;
+    if (this.#cached?.token.accessToken === target) this.#cached = undefined;
+    this.#rejected = target;
+    const store = this.#config.store;
+    if (store?.discard === undefined) return;
+    try {
+      await store.discard(await this.#storeKey(), target);
+    } catch {
+      // A failing store counts as empty; the token is already forgotten here.
+    }
+  }
+
+  /** Carries out `decide()`; not async, so a burst of callers costs no frames. */
+  #act(signal: AbortSignal | undefined, now: number): Promise<IssuedToken> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const flight = this.#flights.current;
+    const decision = decide({
+      times: this.#cached?.times,
+      flightDeadline: flight?.deadline,
+      blockedUntil: this.#blockedUntil,
+      cooldownUntil: this.#cooldownUntil,
+    }, now);
+    switch (decision) {
+      case "fresh":
+        return this.#cached!.ready;
+      case "refresh":
+        this.#refreshInBackground(now);
+        return this.#cached!.ready;
+      case "join":
+        return this.#flights.join(flight!, signal);
+      case "blocked":
+        return Promise.reject(this.#blockedError(this.#blockedUntil!));
+      case "request":
+        return this.#flights.join(this.#startFlight(now, false), signal);
+    }
+  }
+
+  #startFlight(now: number, held: boolean) {
+    const budget = this.#budget;
+    return this.#flights.start({
+      run: (signal) => this.#fly(signal),
+      deadline: now + budget,
+      budget,
+      held,
+      abandoned: () =>
+        new TokenRequestError(
+          `Cannot get token: the token request did not settle within ${budget} ms`,
+          { reason: "timeout" },
+        ),
+      rejoin: (signal) => this.getToken(signal ? { signal } : {}),
+    });
+  }
+
+  #refreshInBackground(now: number): void {
+    // A background flight holds itself: no caller's abort can stop it.
+    const done = this.#startFlight(now, true).promise.then(() => {}, () => {
+      this.#cooldownUntil = this.#now() + BACKGROUND_RETRY_WINDOW;
+    });
+    try {
+      this.#config.waitUntil?.(done);
+    } catch {
+      // A runtime that refuses the promise still gets the refresh attempted.
+    }
+  }
+
+  /** One flight: the store (read at most once), else one request with retries. */
+  async #fly(signal: AbortSignal): Promise<IssuedToken> {
+    let refusal: QuotaExceededError | undefined;
+    const request: Request = async () => {
+      try {
+        return this.#tokenRecord(await this.#requestWithRetries(signal));
+      } catch (error) {
+        if (!(error instanceof QuotaExceededError)) {
+          this.#observeFailure(error);
+          throw error;
+        }
+        refusal = error;
+        return {
+          blockedUntil: error.retryAt,
+          ...this.#quotaRecord(error.buckets),
+        };
+      }
+    };
+    const { record, saved } = await this.#settle(request, signal);
+    this.#adopt(record);
+    if (!saved) await this.#save();
+    return this.#handOut(refusal);
+  }
+
+  async #settle(
+    request: Request,
+    signal: AbortSignal,
+  ): Promise<Settled> {
+    const store = this.#config.store;
+    if (store === undefined) return { record: await request(), saved: true };
+    const key = await this.#storeKey();
+    if (store.coordinate !== undefined) {
+      return await this.#coordinate(store, key, request, signal);
+    }
+    const stored = await Promise.resolve().then(() => store.get(key)).catch(
+      () => undefined, // a failing store counts as empty
+    );
+    if (stored === undefined) return { record: await request(), saved: false };
+    // Even a record due for refresh has a token to serve if the request fails.
+    this.#adopt(stored);
+    if (this.#settles(stored)) return { record: stored, saved: true };
+    return { record: await request(), saved: false };
+  }
+
+  /**
+   * Lets a shared store coordinate the request. A store that fails after our
+   * own request succeeded still yields that token; one that fails before
+   * anyone asked counts as empty.
+   */
+  async #coordinate(
+    store: TokenStore,
+    key: string,
+    request: Request,
+    signal: AbortSignal,
+  ): Promise<Settled> {
+    let asked = false;
+    let own: TokenRecord | undefined;
+    try {
+      const record = await store.coordinate!(key, {
+        settled: (record) => this.#settles(record),
+        request: async () => {
+          asked = true;
+          return own = await request();
+        },
+        signal,
+      });
+      return { record, saved: true };
+    } catch (error) {
+      if (own !== undefined) return { record: own, saved: true };
+      if (asked || signal.aborted) throw error;
+      return { record: await request(), saved: true };
+    }
+  }
+
+  async #requestWithRetries(signal: AbortSignal): Promise<IssuedToken> {
+    const { backoff, endpoint, random } = this.#config;
+    for (let retry = 0;; retry++) {
+      try {
+        return await attemptTokenRequest(endpoint, signal);
+      } catch (error) {
+        if (!isRetryable(error) || retry >= backoff.retries) throw error;
+        const asked = error.response &&
+          retryAfterMs(error.response.headers, this.#now());
+        if (asked !== undefined && asked > backoff.maxDelay) throw error;
+        await delay(asked ?? backoffDelay(backoff, retry, random), signal);
+      }
+    }
+  }
+
+  /** The token to hand out after a flight, or why there is none. */
+  #handOut(refusal: QuotaExceededError | undefined): IssuedToken {
+    const now = this.#now();
+    const cached = this.#cached;
+    if (cached !== undefined && now < cached.times.usableUntil) {
+      return cached.token;
+    }
+    if (refusal !== undefined) throw refusal;
+    if (this.#blockedUntil !== undefined && now < this.#blockedUntil) {
+      throw this.#blockedError(this.#blockedUntil);
+    }
+    // "malformed": the answer's lifetime was too short to use it.
+    throw new TokenRequestError(
+      "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
+      { reason: "malformed" },
+    );
+  }
+
+  #adopt(record: TokenRecord): void {
+    const news = recordNews(record, {
+      expiresAt: this.#cached?.token.expiresAt,
+      blockedUntil: this.#blockedUntil,
+      quota: this.#quota,
+      rejected: this.#rejected,
+    }, this.#now());
+    if (news.token !== undefined) {
+      const token = issuedToken(news.token);
+      this.#cached = {
+        token,
+        times: tokenTimes(token, this.#config.refreshMargin),
+        ready: Promise.resolve(token),
+      };
+    }
+    this.#blockedUntil = news.blockedUntil;
+    if (news.quota !== undefined) this.#observeQuota(news.quota);
+  }
+
+  #observeQuota(quota: QuotaSnapshot): void {
+    this.#quota = quotaSnapshot(quota.buckets, quota.observedAt);
+    try {
+      this.#config.onQuota?.(this.#quota);
+    } catch {
+      // Documented: a failing callback must not lose a token already paid for.
+    }
+  }
+
+  /** A refusal other than 429 may still report the quota. */
+  #observeFailure(error: unknown): void {
+    if (!(error instanceof TokenRequestError) || !error.response) return;
+    const header = this.#config.endpoint.quotaHeader;
+    const buckets = readQuotaBuckets(error.response.headers.get(header));
+    if (buckets.length > 0) {
+      this.#observeQuota(quotaSnapshot(buckets, this.#now()));
+    }
+  }
+
+  #tokenRecord(token: IssuedToken): TokenRecord {
+    return { token, ...this.#quotaRecord(token.quota) };
+  }
+
+  #quotaRecord(buckets: readonly QuotaBucket[]): TokenRecord {
+    return buckets.length === 0
+      ? {}
+      : { quota: quotaSnapshot(buckets, this.#now()) };
+  }
+
+  #settles(record: TokenRecord): boolean {
+    return settles(
+      record,
+      this.#now(),
+      this.#config.refreshMargin,
+      this.#rejected,
+    );
+  }
+
+  /** Writes what this provider knows; a failing store is ignored. */
+  async #save(): Promise<void> {
+    const store = this.#config.store;
+    if (store === undefined) return;
+    const record: TokenRecord = {
+      ...(this.#cached ? { token: this.#cached.token } : {}),
+      ...(this.#quota ? { quota: this.#quota } : {}),
+      ...(this.#blockedUntil === undefined
+        ? {}
+        : { blockedUntil: this.#blockedUntil }),
+    };
+    try {
+      await store.set(await this.#storeKey(), record);
+    } catch {
+      // Documented on TokenStore: a failing store must not lose the token.
+    }
+  }
+
+  #storeKey(): Promise<string> {
+    return this.#key ??= storeKey(this.#config.endpoint);
+  }
+
+  #blockedError(until: number): QuotaExceededError {
+    return quotaExceeded(until, this.#quota?.buckets ?? []);
+  }
+}

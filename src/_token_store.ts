@@ -1,0 +1,166 @@
+// Internal: where a provider keeps its token, shared or not.
+
+import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
+
+/**
+ * What a {@linkcode TokenStore} keeps for one client: a frozen object.
+ *
+ * @example A record after a 429
+ * ```ts
+ * import type { TokenRecord } from "@partner-api/client/token";
+ *
+ * const blocked: TokenRecord = { blockedUntil: Date.now() + 60_000 };
+ * if (blocked.token !== undefined) throw new Error();
+ * ```
+ */
+export interface TokenRecord {
+  /** The current token, if any. */
+  readonly token?: IssuedToken;
+  /** The last quota seen, stamped when the token endpoint reported it. */
+  readonly quota?: QuotaSnapshot;
+  /** Epoch ms before which no token request may be sent (after a 429). */
+  readonly blockedUntil?: number;
+}
+
+/**
+ * Where a provider keeps its token, so that several providers (or processes,
+ * with a shared store) use one token. Keys hold the token endpoint, audience,
+ * client id and a digest of the secret, never the secret itself: a provider
+ * with another secret never sees a token this one paid for.
+ *
+ * A provider reads the store at most once per token flight (a cold start, a
+ * refresh, a retry after a failed one), never on calls its cache answers.
+ * A store that fails is treated as empty: reads that throw count as misses,
+ * writes that throw are ignored, so a paid-for token is never lost to it and
+ * its failure never turns into another token request.
+ *
+ * @example A store on a Map, as one on Redis would look
+ * ```ts
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/token";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await store.set("k", { blockedUntil: 1 });
+ * if ((await store.get("k"))?.blockedUntil !== 1) throw new Error();
+ * ```
+ */
+export interface TokenStore {
+  /** Reads the record under `key`. */
+  get(key: string): Promise<TokenRecord | undefined>;
+  /** Replaces the record under `key`. */
+  set(key: string, record: TokenRecord): Promise<void>;
+  /**
+   * Optional: drops the stored token if it is still `accessToken`, in one
+   * atomic step, so that a fresh token another process stored meanwhile
+   * stays. Called by {@linkcode TokenProvider.invalidate}. Without it, the
+   * provider only forgets the token itself and ignores it when it reads it
+   * back.
+   */
+  discard?(key: string, accessToken: string): Promise<void>;
+  /**
+   * Optional: makes the processes sharing the store send one token request
+   * between them. The provider calls it when it needs a new token; it returns
+   * a stored record that `settled` accepts (another process's token, or its
+   * quota block), or else the record of `request()`, which it stores before
+   * letting any other process look. Without it, the provider reads the store,
+   * requests when the record does not do, and stores the result with `set`.
+   */
+  coordinate?(key: string, options: CoordinateOptions): Promise<TokenRecord>;
+}
+
+/**
+ * What {@linkcode TokenStore.coordinate} is given.
+ *
+ * @example The simplest coordination: always request
+ * ```ts
+ * import type { CoordinateOptions, TokenRecord } from "@partner-api/client/token";
+ *
+ * async function coordinate(_key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
+ *   const stored: TokenRecord | undefined = undefined; // read it from the shared store
+ *   return stored !== undefined && settled(stored) ? stored : await request();
+ * }
+ * const record = await coordinate("k", {
+ *   settled: () => false,
+ *   request: () => Promise.resolve({ blockedUntil: 1 }),
+ *   signal: new AbortController().signal,
+ * });
+ * if (record.blockedUntil !== 1) throw new Error();
+ * ```
+ */
+export interface CoordinateOptions {
+  /** Whether a record answers the need: a token fresh enough, or a quota block in force. */
+  settled(record: TokenRecord): boolean;
+  /**
+   * Sends one token request (with the provider's retries). Resolves with the
+   * token's record, or after a 429 with a record of the quota block.
+   */
+  request(): Promise<TokenRecord>;
+  /** Aborts when nobody waits for the token any more. */
+  signal: AbortSignal;
+}
+
+/**
+ * Creates a token store that lives in this process's memory. A provider
+ * without a store keeps its token to itself; pass one store to several
+ * providers to share their token.
+ *
+ * @returns An empty store.
+ *
+ * @example Two providers sharing one token
+ * ```ts
+ * import { createMemoryTokenStore, createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const store = createMemoryTokenStore();
+ * const options = { ...api.environment, ...api.credentials, store };
+ * await createTokenProvider(options).getToken();
+ * await createTokenProvider(options).getToken();
+ * if (api.tokenRequests !== 1) throw new Error("not shared");
+ * ```
+ */
+export function createMemoryTokenStore(): TokenStore {
+  const records = new Map<string, TokenRecord>();
+  return {
+    get: (key) => Promise.resolve(records.get(key)),
+    set: (key, record) => {
+      records.set(key, Object.freeze({ ...record }));
+      return Promise.resolve();
+    },
+    discard: (key, accessToken) => {
+      const { token, ...rest } = records.get(key) ?? {};
+      if (token?.accessToken === accessToken) records.set(key, rest);
+      return Promise.resolve();
+    },
+  };
+}
+
+/**
+ * The key of one client's record: endpoint, audience, client id and a
+ * SHA-256 digest of the secret (domain-separated, so it matches no other
+ * digest of it), so that a wrong secret never shares a right one's token.
+ */
+export async function storeKey(endpoint: {
+  readonly url: URL;
+  readonly audience: string;
+  readonly clientId: string;
+  readonly secret: string;
+}): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(`partner-api token store key\n${endpoint.secret}`),
+  );
+  const hex = Array.from(
+    new Uint8Array(digest).subarray(0, 16),
+    (byte) => byte.toString(16).padStart(2, "0"),
+  ).join("");
+  return JSON.stringify([
+    endpoint.url.href,
+    endpoint.audience,
+    endpoint.clientId,
+    hex,
+  ]);
+}
