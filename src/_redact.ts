@@ -51,3 +51,30 @@ export function serverText(text: string, secrets: readonly string[]): string {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+/**
+ * `error` fit to keep as a `cause`: itself when nothing in it (message,
+ * stack, its own causes) holds a secret, else a copy of the same name with
+ * the secrets redacted. Runtimes quote the URL in fetch errors, and a secret
+ * pasted into one must not survive there.
+ */
+export function cleanCause(
+  error: unknown,
+  secrets: readonly string[],
+): unknown {
+  if (!(error instanceof Error)) {
+    const text = String(error);
+    return redact(text, secrets) === text ? error : redact(text, secrets);
+  }
+  const cause = error.cause === undefined
+    ? undefined
+    : cleanCause(error.cause, secrets);
+  const text = `${error.message}\n${error.stack ?? ""}`;
+  if (redact(text, secrets) === text && cause === error.cause) return error;
+  const copy = new Error(
+    redact(error.message, secrets),
+    cause === undefined ? {} : { cause },
+  );
+  copy.name = error.name;
+  return copy;
+}

@@ -7,7 +7,7 @@ import { QuotaExceededError, TokenRequestError } from "./errors.ts";
 import { QUOTA_HEADER, type QuotaBucket } from "./quota.ts";
 import { readQuotaBuckets } from "./_quota_parse.ts";
 import { displayUrl, secureUrl } from "./_url.ts";
-import { redact, serverText } from "./_redact.ts";
+import { cleanCause, redact, serverText } from "./_redact.ts";
 import { retryAfterMs } from "./_retry.ts";
 import { raceAbort, startDeadline } from "./_abort.ts";
 import { checkNumber, requireFunction, requireText } from "./_check.ts";
@@ -231,7 +231,7 @@ export async function sendTokenRequest(
       `${CONTEXT}: no answer from ${endpoint.where}${
         causeText(error, endpoint)
       }`,
-      { reason: "network", cause: error },
+      { reason: "network", cause: cleanCause(error, [endpoint.secret]) },
     );
   }
 }
@@ -270,7 +270,11 @@ export async function readTokenBody(
       `${CONTEXT}: the answer from ${endpoint.where} (HTTP ${response.status}) was cut off${
         causeText(error, endpoint)
       }`,
-      { reason: "network", cause: error, response },
+      {
+        reason: "network",
+        cause: cleanCause(error, [endpoint.secret]),
+        response,
+      },
     );
   }
   return new TextDecoder().decode(concat(chunks, size));

@@ -242,6 +242,11 @@ export class TokenProviderMachine implements TokenProvider {
   async #requestWithRetries(signal: AbortSignal): Promise<IssuedToken> {
     const { backoff, endpoint, random } = this.#config;
     for (let retry = 0;; retry++) {
+      // Another flight may have met a 429 meanwhile: no attempt before the reset.
+      const blocked = this.#blockedUntil;
+      if (blocked !== undefined && this.#now() < blocked) {
+        throw this.#blockedError(blocked);
+      }
       try {
         return await attemptTokenRequest(endpoint, signal);
       } catch (error) {

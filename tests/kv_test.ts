@@ -243,3 +243,86 @@ Deno.test("discard() drops the token only while it is still the stored one", asy
   await store.discard!("k", "fresh");
   deepStrictEqual(await store.get("k"), { blockedUntil: 1 });
 });
+
+/** Makes every atomic commit that writes the record fail, as a value too large would. */
+function refusePublish(kv: Deno.Kv, error = new TypeError("Value too large")) {
+  const atomic = kv.atomic.bind(kv);
+  kv.atomic = () => {
+    const operation = atomic();
+    const set = operation.set.bind(operation);
+    const commit = operation.commit.bind(operation);
+    let publishing = false;
+    operation.set = (key, value, options) => {
+      if (key.at(-1) === "record") publishing = true;
+      return set(key, value, options);
+    };
+    operation.commit = () => publishing ? Promise.reject(error) : commit();
+    return operation;
+  };
+}
+
+Deno.test("a failed publish hands out the token, releases the lease and costs no second token", async () => {
+  await using f = await fleet();
+  refusePublish(f.kv);
+  const provider = f.process();
+  const token = await provider.getToken();
+  ok(f.api.isValidToken(token.accessToken));
+  equal(f.api.tokenRequests, 1);
+  const leases: Deno.KvKey[] = [];
+  for await (const entry of f.kv.list({ prefix: [] })) leases.push(entry.key);
+  deepStrictEqual(leases, [], "the lease is released, nothing is left");
+  equal(await provider.getToken(), token, "cached, no new request");
+  equal(f.api.tokenRequests, 1);
+});
+
+Deno.test("a closed database never costs a token: the token just received is handed out", async () => {
+  await using api = await startFakePartnerApi();
+  const kv = await Deno.openKv(":memory:");
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store: createKvTokenStore(kv),
+    retry: false,
+    // The database closes while the token request is in flight, after the
+    // lease was taken and before the token can be published.
+    fetch: (input, init) => (kv.close(), fetch(input, init)),
+  });
+  const token = await provider.getToken();
+  ok(api.isValidToken(token.accessToken));
+  equal(await provider.getToken(), token);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("a fleet whose clock reads 2031 behaves like one in 2026", async () => {
+  const clock = manualClock(Date.UTC(2031, 2, 4, 8));
+  await using f = await fleet({ now: clock });
+  const key = await keyOf(f.api);
+  // A holder that died a moment ago by the fleet's clock: its lease is over.
+  await f.kv.set(["partner-api", "token", key, "lease"], {
+    holder: "dead",
+    until: clock() - 1,
+  });
+  const tokens = await Promise.all(
+    Array.from(
+      { length: 4 },
+      () => f.process({ now: clock }, clock).getToken(),
+    ),
+  );
+  equal(new Set(tokens.map((t) => t.accessToken)).size, 1);
+  equal(f.api.tokenRequests, 1);
+  ok(tokens[0]!.expiresAt > clock(), "expiry is counted on the same clock");
+  const record = await f.kv.get(["partner-api", "token", key, "record"]);
+  ok(record.value !== null, "stored, with an expireIn KV accepts");
+});
+
+Deno.test("createKvTokenStore() outside Deno fails at once with a TypeError", () => {
+  const deno = Object.getOwnPropertyDescriptor(globalThis, "Deno")!;
+  // deno-lint-ignore no-explicit-any
+  const kv = {} as any;
+  delete (globalThis as { Deno?: unknown }).Deno;
+  try {
+    throws(() => createKvTokenStore(kv), TypeError);
+  } finally {
+    Object.defineProperty(globalThis, "Deno", deno);
+  }
+});

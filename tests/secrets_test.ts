@@ -1,9 +1,10 @@
 // Nothing the module produces may show the client secret or an access token.
 
-import { deepStrictEqual, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { inspect } from "node:util";
 import { createTokenProvider, requestToken } from "../src/token.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { TokenRequestError } from "../src/errors.ts";
 
 /** Every way a value can end up in a log, a report or an assertion diff. */
 function renderings(value: unknown): string[] {
@@ -82,4 +83,71 @@ Deno.test("errors, providers and tokens never show the secret or a token", async
   );
   ok(failures.length === 8);
   for (const failure of failures) assertClean(failure, secrets);
+});
+
+Deno.test("server text in a token error is cleaned, capped and free of the secret in any encoding", async () => {
+  const secret = 's3cr3t/with spaces&"quotes"+plus';
+  const forms = [
+    secret,
+    JSON.stringify(secret).slice(1, -1),
+    encodeURIComponent(secret),
+    encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+  ];
+  const osc52 = "\u001b]52;c;cGF5bG9hZA==\u0007";
+  // A server that echoes what it was sent, in every encoding, at length.
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json({
+        error: `bad\r\n${secret}`,
+        error_description: `${osc52} you sent ${forms.join(" | ")} ${
+          "blah ".repeat(1000)
+        }`,
+      }, { status: 400 }),
+  );
+  await rejects(
+    requestToken({
+      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+      audience: "https://partner-api.test",
+      clientId: "client",
+      clientSecret: secret,
+    }),
+    (error: unknown) => {
+      ok(error instanceof TokenRequestError);
+      for (
+        const text of [error.description ?? "", error.code ?? "", error.message]
+      ) {
+        ok(text.length <= 2_100, `${text.length} characters`);
+        // deno-lint-ignore no-control-regex
+        ok(!/[\u0000-\u001f\u007f]/.test(text), "no control characters");
+        for (const form of forms) ok(!text.includes(form), `leaked ${form}`);
+      }
+      ok((error.description?.length ?? 0) <= 1_000);
+      ok(error.description?.includes("you sent [redacted] | [redacted]"));
+      return true;
+    },
+  );
+});
+
+Deno.test("a secret pasted into the token URL never reaches a message", async () => {
+  const closed = await startFakePartnerApi();
+  const secret = closed.credentials.clientSecret;
+  const base = closed.environment.tokenUrl;
+  await closed.close();
+  const tokenUrl = `${base}?client_secret=${encodeURIComponent(secret)}`;
+  await rejects(
+    requestToken({
+      ...closed.environment,
+      ...closed.credentials,
+      tokenUrl,
+      timeout: 1000,
+    }),
+    (error: unknown) => {
+      ok(error instanceof TokenRequestError);
+      equal(error.reason, "network");
+      assertClean(error, [secret, encodeURIComponent(secret)]);
+      return true;
+    },
+  );
 });

@@ -1,0 +1,194 @@
+// The provider's decisions, tested directly as pure functions of (state, now).
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import {
+  decide,
+  flightBudget,
+  isRetryable,
+  MAX_QUOTA_BLOCK,
+  quotaRetryAt,
+  recordNews,
+  settles,
+  tokenTimes,
+} from "../src/_token_policy.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
+import { issuedToken } from "../src/_token_value.ts";
+import type { QuotaBucket } from "../src/quota.ts";
+
+const NOW = Date.UTC(2031, 0, 1, 12);
+const DAY = 86_400_000;
+
+function token(accessToken: string, expiresAt: number, expiresIn = 86_400) {
+  return issuedToken({
+    accessToken,
+    tokenType: "Bearer",
+    expiresIn,
+    expiresAt,
+    quota: [],
+  });
+}
+
+function bucket(name: string, remaining: number, resetAfter: number) {
+  return { bucket: name, limit: 10, remaining, resetAfter } as QuotaBucket;
+}
+
+Deno.test("tokenTimes() refreshes a day-long token 5 minutes ahead and stops 2 s before expiry", () => {
+  const times = tokenTimes(token("a", NOW + DAY), undefined);
+  equal(times.refreshAt, NOW + DAY - 5 * 60_000);
+  equal(times.usableUntil, NOW + DAY - 2_000);
+});
+
+Deno.test("tokenTimes() never refreshes more than half the lifetime ahead", () => {
+  const times = tokenTimes(token("a", NOW + 60_000, 60), 10 * 60_000);
+  equal(times.refreshAt, NOW + 30_000);
+  equal(times.usableUntil, NOW + 60_000 - 2_000);
+});
+
+Deno.test("decide() covers fresh, refresh, join, blocked and request", async (t) => {
+  const times = tokenTimes(token("a", NOW + DAY), undefined);
+  const cases: [string, Parameters<typeof decide>[0], number, string][] = [
+    ["a token before its refresh time is fresh", { times }, NOW, "fresh"],
+    ["inside the margin, refresh", { times }, times.refreshAt, "refresh"],
+    [
+      "inside the margin with a flight running, fresh",
+      { times, flightDeadline: times.refreshAt + 1 },
+      times.refreshAt,
+      "fresh",
+    ],
+    [
+      "inside the margin while blocked, fresh",
+      { times, blockedUntil: times.refreshAt + 1 },
+      times.refreshAt,
+      "fresh",
+    ],
+    [
+      "inside the margin while cooling down, fresh",
+      { times, cooldownUntil: times.refreshAt + 1 },
+      times.refreshAt,
+      "fresh",
+    ],
+    ["no token, no flight: request", {}, NOW, "request"],
+    ["an unusable token: request", { times }, times.usableUntil, "request"],
+    ["no token, a flight: join", { flightDeadline: NOW + 1 }, NOW, "join"],
+    [
+      "a flight past its deadline is not joined",
+      { flightDeadline: NOW },
+      NOW,
+      "request",
+    ],
+    ["no token, blocked: blocked", { blockedUntil: NOW + 1 }, NOW, "blocked"],
+    ["a block that ended: request", { blockedUntil: NOW }, NOW, "request"],
+    [
+      "a flight is joined even while blocked",
+      { blockedUntil: NOW + 1, flightDeadline: NOW + 1 },
+      NOW,
+      "join",
+    ],
+  ];
+  for (const [name, state, now, expected] of cases) {
+    await t.step(name, () => equal(decide(state, now), expected));
+  }
+});
+
+Deno.test("quotaRetryAt() prefers Retry-After, then the largest exhausted reset, then the smallest", () => {
+  const hour = bucket("per_hour", 0, 600);
+  const day = bucket("per_day", 5, 40_000);
+  equal(quotaRetryAt(30_000, [hour, day], NOW), NOW + 30_000);
+  equal(quotaRetryAt(undefined, [hour, day], NOW), NOW + 600_000);
+  equal(
+    quotaRetryAt(undefined, [hour, bucket("per_day", 0, 40_000)], NOW),
+    NOW + 40_000_000,
+  );
+  equal(quotaRetryAt(undefined, [day], NOW), NOW + 40_000_000);
+  equal(quotaRetryAt(undefined, [], NOW), NOW + 60_000);
+  equal(quotaRetryAt(0, [hour], NOW), NOW, "Retry-After: 0 means now");
+});
+
+Deno.test("quotaRetryAt() never blocks for more than 25 hours", () => {
+  equal(quotaRetryAt(1e300, [], NOW), NOW + MAX_QUOTA_BLOCK);
+  const absurd = bucket("per_hour", 0, Number.MAX_SAFE_INTEGER);
+  equal(quotaRetryAt(undefined, [absurd], NOW), NOW + MAX_QUOTA_BLOCK);
+  ok(Number.isFinite(new Date(quotaRetryAt(Infinity, [], NOW)).getTime()));
+});
+
+Deno.test("isRetryable() retries network, timeout, 408 and 5xx only", () => {
+  const error = (init: ConstructorParameters<typeof TokenRequestError>[1]) =>
+    new TokenRequestError("x", init);
+  ok(isRetryable(error({ reason: "network" })));
+  ok(isRetryable(error({ reason: "timeout" })));
+  ok(isRetryable(error({ status: 408 })));
+  ok(isRetryable(error({ status: 503 })));
+  ok(!isRetryable(error({ status: 400 })));
+  ok(!isRetryable(error({ status: 200, reason: "malformed" })));
+  ok(!isRetryable(new QuotaExceededError("x", { buckets: [], retryAt: 0 })));
+  const denied = Object.assign(new Error("denied"), { name: "NotCapable" });
+  ok(!isRetryable(error({ reason: "network", cause: denied })));
+  ok(!isRetryable(new TypeError("not a token error")));
+});
+
+Deno.test("settles() accepts a block in force or a token before its refresh time", () => {
+  const fresh = token("a", NOW + DAY);
+  ok(settles({ token: fresh }, NOW, undefined, undefined));
+  ok(!settles({ token: fresh }, NOW + DAY - 60_000, undefined, undefined));
+  ok(!settles({ token: fresh }, NOW, undefined, "a"), "an invalidated token");
+  ok(settles({ blockedUntil: NOW + 1 }, NOW, undefined, undefined));
+  ok(!settles({ blockedUntil: NOW }, NOW, undefined, undefined));
+  ok(!settles({}, NOW, undefined, undefined));
+});
+
+Deno.test("recordNews() takes a later token, a block in force and a later quota", async (t) => {
+  const older = token("old", NOW + DAY);
+  const newer = token("new", NOW + 2 * DAY);
+  await t.step("a later token lifts a block that ended", () => {
+    const news = recordNews({ token: newer }, {
+      expiresAt: older.expiresAt,
+      blockedUntil: NOW + 1000,
+    }, NOW);
+    equal(news.token, newer);
+    equal(news.blockedUntil, undefined);
+  });
+  await t.step("an older or rejected token is not news", () => {
+    equal(
+      recordNews({ token: older }, { expiresAt: newer.expiresAt }, NOW).token,
+      undefined,
+    );
+    equal(
+      recordNews({ token: newer }, { rejected: "new" }, NOW).token,
+      undefined,
+    );
+  });
+  await t.step("a block in force is kept, the later one wins", () => {
+    equal(
+      recordNews({ blockedUntil: NOW + 5 }, { blockedUntil: NOW + 9 }, NOW)
+        .blockedUntil,
+      NOW + 9,
+    );
+    equal(recordNews({ blockedUntil: NOW + 9 }, {}, NOW).blockedUntil, NOW + 9);
+    equal(
+      recordNews({ blockedUntil: NOW }, { blockedUntil: NOW + 3 }, NOW)
+        .blockedUntil,
+      NOW + 3,
+    );
+  });
+  await t.step("a quota keeps the time it was reported", () => {
+    const reported = {
+      buckets: [bucket("per_hour", 3, 60)],
+      observedAt: NOW - 3_600_000,
+    };
+    deepStrictEqual(recordNews({ quota: reported }, {}, NOW).quota, reported);
+    equal(
+      recordNews({ quota: reported }, { quota: reported }, NOW).quota,
+      undefined,
+    );
+    const same = { ...reported, buckets: [bucket("per_hour", 2, 60)] };
+    equal(recordNews({ quota: same }, { quota: reported }, NOW).quota, same);
+  });
+});
+
+Deno.test("flightBudget() covers every attempt timing out and every backoff at its longest", () => {
+  const backoff = { retries: 2, initialDelay: 500, maxDelay: 10_000 };
+  equal(flightBudget(backoff, 30_000, false), 3 * 30_000 + 2 * 10_000);
+  ok(
+    flightBudget(backoff, 30_000, true) > flightBudget(backoff, 30_000, false),
+  );
+});
