@@ -1,7 +1,31 @@
 // Internal: the quota header's grammar, shared by the strict public parser
 // and the lenient reader of the token path.
 
-import type { QuotaBucket } from "./quota.ts";
+/**
+ * One quota bucket of the header, e.g. the hourly one.
+ *
+ * @example Saying how much is left
+ * ```ts
+ * import type { QuotaBucket } from "@partner-api/client/quota";
+ *
+ * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
+ *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
+ * }
+ * if (describe({ bucket: "per_hour", limit: 10, remaining: 2, resetAfter: 60 }) !== "per_hour: 2/10, resets in 60 s") {
+ *   throw new Error();
+ * }
+ * ```
+ */
+export interface QuotaBucket {
+  /** Bucket type as sent (`per_hour`, `per_day`, or any other name). */
+  readonly bucket: string;
+  /** Token requests the bucket allows (`q`). */
+  readonly limit: number;
+  /** Token requests left in the bucket (`r`). */
+  readonly remaining: number;
+  /** Seconds until the bucket resets (`t`). */
+  readonly resetAfter: number;
+}
 
 const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
 type Key = keyof typeof KEY_NAMES;

@@ -6,7 +6,7 @@ import type { Backoff } from "./_retry.ts";
 import { tokenEndpoint, type TokenRequestOptions } from "./_token_protocol.ts";
 import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
 import type { TokenStore } from "./_token_store.ts";
-import type { ProviderConfig } from "./_token_provider.ts";
+import type { TokenEndpoint } from "./_token_protocol.ts";
 
 /**
  * Retry policy for network errors, timeouts, 408 and 5xx answers.
@@ -157,6 +157,17 @@ export interface TokenProvider {
   invalidate(accessToken?: string): Promise<void>;
   /** The last quota the token endpoint reported, if any. */
   readonly quota: QuotaSnapshot | undefined;
+}
+
+/** A provider's checked options. */
+export interface ProviderConfig {
+  readonly endpoint: TokenEndpoint;
+  readonly store: TokenStore | undefined;
+  readonly backoff: Backoff;
+  readonly refreshMargin: number | undefined;
+  readonly random: () => number;
+  readonly onQuota: ((quota: QuotaSnapshot) => void) | undefined;
+  readonly waitUntil: ((promise: Promise<unknown>) => void) | undefined;
 }
 
 const CONTEXT = "Cannot create token provider";

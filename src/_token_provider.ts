@@ -3,15 +3,11 @@
 // carries decisions out.
 
 import { QuotaExceededError, TokenRequestError } from "./errors.ts";
-import { type Backoff, backoffDelay, delay, retryAfterMs } from "./_retry.ts";
+import { backoffDelay, delay, retryAfterMs } from "./_retry.ts";
 import { readQuotaBuckets } from "./_quota_parse.ts";
 import type { QuotaBucket } from "./quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
-import {
-  attemptTokenRequest,
-  quotaExceeded,
-  type TokenEndpoint,
-} from "./_token_protocol.ts";
+import { attemptTokenRequest, quotaExceeded } from "./_token_protocol.ts";
 import {
   BACKGROUND_RETRY_WINDOW,
   decide,
@@ -29,18 +25,11 @@ import {
   quotaSnapshot,
 } from "./_token_value.ts";
 import { storeKey, type TokenRecord, type TokenStore } from "./_token_store.ts";
-import type { GetTokenOptions, TokenProvider } from "./_token_options.ts";
-
-/** A provider's checked options. */
-export interface ProviderConfig {
-  readonly endpoint: TokenEndpoint;
-  readonly store: TokenStore | undefined;
-  readonly backoff: Backoff;
-  readonly refreshMargin: number | undefined;
-  readonly random: () => number;
-  readonly onQuota: ((quota: QuotaSnapshot) => void) | undefined;
-  readonly waitUntil: ((promise: Promise<unknown>) => void) | undefined;
-}
+import type {
+  GetTokenOptions,
+  ProviderConfig,
+  TokenProvider,
+} from "./_token_options.ts";
 
 interface Cached {
   readonly token: IssuedToken;

@@ -17,7 +17,13 @@
  * @module
  */
 
-import { parseBucket, quotaSegments } from "./_quota_parse.ts";
+import {
+  parseBucket,
+  type QuotaBucket,
+  quotaSegments,
+} from "./_quota_parse.ts";
+
+export type { QuotaBucket } from "./_quota_parse.ts";
 
 /**
  * The name of the header that carries the token quota.
@@ -31,32 +37,6 @@ import { parseBucket, quotaSegments } from "./_quota_parse.ts";
  * ```
  */
 export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
-
-/**
- * One quota bucket of the header, e.g. the hourly one.
- *
- * @example Saying how much is left
- * ```ts
- * import type { QuotaBucket } from "@partner-api/client/quota";
- *
- * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
- *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
- * }
- * if (describe({ bucket: "per_hour", limit: 10, remaining: 2, resetAfter: 60 }) !== "per_hour: 2/10, resets in 60 s") {
- *   throw new Error();
- * }
- * ```
- */
-export interface QuotaBucket {
-  /** Bucket type as sent (`per_hour`, `per_day`, or any other name). */
-  readonly bucket: string;
-  /** Token requests the bucket allows (`q`). */
-  readonly limit: number;
-  /** Token requests left in the bucket (`r`). */
-  readonly remaining: number;
-  /** Seconds until the bucket resets (`t`). */
-  readonly resetAfter: number;
-}
 
 /**
  * Parses a quota header value into its buckets, in header order.
