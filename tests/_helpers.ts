@@ -1,5 +1,6 @@
 // Shared by the tests: a clock the test moves by hand, and small waits.
 
+import { type Clock, withGlobal } from "@sinonjs/fake-timers";
 import { delay } from "../src/_retry.ts";
 
 /** A clock in epoch ms that moves only when the test says so. */
@@ -37,4 +38,35 @@ export async function waitFor(
     if (Date.now() > until) throw new Error("condition not met in time");
     await delay(2);
   }
+}
+
+/** Fakes the timers for the length of `fn`; `timers.tickAsync` moves them. */
+export async function withFakeTimers(
+  fn: (timers: Clock) => Promise<void>,
+): Promise<void> {
+  const timers = withGlobal(globalThis).install({
+    toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"],
+  });
+  try {
+    await fn(timers);
+  } finally {
+    timers.uninstall();
+  }
+}
+
+/** Background work handed to a provider's `waitUntil`, for a test to await. */
+export function backgroundWork(): {
+  waitUntil: (promise: Promise<unknown>) => void;
+  settle: () => Promise<void>;
+  readonly count: number;
+} {
+  const pending: Promise<unknown>[] = [];
+  let count = 0;
+  return {
+    waitUntil: (promise) => void (count++, pending.push(promise)),
+    settle: async () => void await Promise.all(pending.splice(0)),
+    get count() {
+      return count;
+    },
+  };
 }

@@ -8,7 +8,6 @@ import {
   ok,
   rejects,
 } from "node:assert/strict";
-import { type Clock, withGlobal } from "@sinonjs/fake-timers";
 import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
 import {
   type CoordinateOptions,
@@ -19,23 +18,9 @@ import {
   type TokenStore,
 } from "../src/token.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { manualClock } from "./_helpers.ts";
+import { manualClock, withFakeTimers } from "./_helpers.ts";
 
 const HOUR = 3_600_000;
-
-/** Fakes the timers for the length of `fn`; `clock.tickAsync` moves them. */
-async function withFakeTimers(
-  fn: (clock: Clock) => Promise<void>,
-): Promise<void> {
-  const clock = withGlobal(globalThis).install({
-    toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"],
-  });
-  try {
-    await fn(clock);
-  } finally {
-    clock.uninstall();
-  }
-}
 
 /** A loopback server that answers every request with `answer()`. */
 function serve(answer: (request: Request) => Response | Promise<Response>) {

@@ -20,7 +20,7 @@ import {
   type FakePartnerApiOptions,
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
-import { manualClock, sleep, waitFor } from "./_helpers.ts";
+import { backgroundWork, manualClock, withFakeTimers } from "./_helpers.ts";
 
 const HOUR = 3_600_000;
 const FAST_RETRY = { initialDelay: 1, maxDelay: 50 };
@@ -32,14 +32,18 @@ async function setup(
 ) {
   const clock = manualClock();
   const api = await startFakePartnerApi({ now: clock, ...fake });
+  // Background refreshes are awaited through waitUntil, never slept for.
+  const background = backgroundWork();
   return {
     api,
     clock,
+    background,
     provider: createTokenProvider({
       ...api.environment,
       ...api.credentials,
       now: clock,
       retry: FAST_RETRY,
+      waitUntil: background.waitUntil,
       ...provider,
     }),
   };
@@ -66,7 +70,7 @@ Deno.test("getToken() makes one request for any number of concurrent callers", a
 });
 
 Deno.test("getToken() serves the old token while refreshing ahead of expiry", async (t) => {
-  const { api, provider, clock } = await setup();
+  const { api, provider, clock, background } = await setup();
   await using _ = api;
   const first = await provider.getToken();
 
@@ -89,8 +93,8 @@ Deno.test("getToken() serves the old token while refreshing ahead of expiry", as
         provider.getToken(),
       ]);
       deepStrictEqual(during, [first, first]);
-      await waitFor(() => api.tokensIssued === 2);
-      await sleep(5);
+      equal(background.count, 1, "one background request for both");
+      await background.settle();
       const next = await provider.getToken();
       notEqual(next.accessToken, first.accessToken);
       equal(api.tokenRequests, 2);
@@ -110,15 +114,12 @@ Deno.test("getToken() never hands out an expired token", async () => {
   notEqual((await provider.getToken()).accessToken, next.accessToken);
 });
 
-Deno.test("getToken() refreshes a 1-second token on the real clock", async () => {
-  await using api = await startFakePartnerApi({ tokenLifetime: 1 });
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-  });
+Deno.test("getToken() replaces a 1-second token once it has expired", async () => {
+  const { api, provider, clock } = await setup({ tokenLifetime: 1 });
+  await using _ = api;
   const first = await provider.getToken();
   ok(api.isValidToken(first.accessToken));
-  await sleep(1050);
+  clock.advance(1050);
   ok(!api.isValidToken(first.accessToken));
   const next = await provider.getToken();
   ok(api.isValidToken(next.accessToken));
@@ -141,7 +142,8 @@ Deno.test("getToken() refuses a token that expired while its request was in flig
   });
   await rejects(provider.getToken(), (error: unknown) => {
     ok(error instanceof TokenRequestError);
-    ok(/expired before it could be handed out/.test(error.message));
+    ok(!(error instanceof QuotaExceededError));
+    equal(error.reason, "malformed", "an answer too short-lived to use");
     return true;
   });
 });
@@ -233,20 +235,70 @@ Deno.test("getToken() never retries other 4xx", async () => {
   equal(api.tokenRequests, 2);
 });
 
-Deno.test("getToken() honours Retry-After, and stops when it asks too much", async () => {
-  const { api, provider } = await setup({}, {
-    retry: { initialDelay: 1, maxDelay: 1500 },
+/** Answers the test hands out one by one: no I/O, so fake timers drive everything. */
+function scriptedFetch(...answers: Response[]) {
+  const sent: number[] = [];
+  const fetch: typeof globalThis.fetch = () => {
+    sent.push(sent.length);
+    const answer = answers.shift();
+    return answer
+      ? Promise.resolve(answer)
+      : Promise.reject(new TypeError("no answer"));
+  };
+  return { fetch, sent };
+}
+
+const tokenAnswer = () =>
+  Response.json({
+    access_token: "t0k3n",
+    expires_in: 3600,
+    token_type: "Bearer",
   });
-  await using _ = api;
-  api.injectTokenFaults({ kind: "status", status: 503, retryAfter: 1 });
-  const started = Date.now();
-  await provider.getToken();
-  ok(Date.now() - started >= 950, "waited for Retry-After");
-  equal(api.tokenRequests, 2);
-  await provider.invalidate();
-  api.injectTokenFaults({ kind: "status", status: 503, retryAfter: 2 });
-  await rejects(provider.getToken(), { status: 503 });
-  equal(api.tokenRequests, 3);
+const unavailable = (retryAfter: number) =>
+  Response.json({ error: "unavailable" }, {
+    status: 503,
+    headers: { "retry-after": String(retryAfter) },
+  });
+const SCRIPTED = {
+  tokenUrl: "https://idp.partner.test/oauth/token",
+  audience: "https://partner.test",
+  clientId: "client",
+  clientSecret: "secret",
+};
+
+Deno.test("getToken() honours Retry-After, and stops when it asks too much", async (t) => {
+  await withFakeTimers(async (timers) => {
+    await t.step(
+      "a Retry-After within maxDelay is waited for, to the millisecond",
+      async () => {
+        const { fetch, sent } = scriptedFetch(unavailable(1), tokenAnswer());
+        const provider = createTokenProvider({
+          ...SCRIPTED,
+          fetch,
+          retry: { initialDelay: 1, maxDelay: 1500 },
+        });
+        const pending = provider.getToken();
+        await timers.tickAsync(999);
+        equal(sent.length, 1, "not yet");
+        await timers.tickAsync(1);
+        equal(sent.length, 2);
+        equal((await pending).accessToken, "t0k3n");
+      },
+    );
+    await t.step(
+      "a longer one ends the retries with the answer's error",
+      async () => {
+        const { fetch, sent } = scriptedFetch(unavailable(2), tokenAnswer());
+        const provider = createTokenProvider({
+          ...SCRIPTED,
+          fetch,
+          retry: { initialDelay: 1, maxDelay: 1500 },
+        });
+        await rejects(provider.getToken(), { status: 503, reason: "status" });
+        equal(sent.length, 1);
+      },
+    );
+  });
 });
 
 Deno.test("getToken() times out a request that gets no answer", async () => {
@@ -292,17 +344,30 @@ Deno.test("getToken() stops waiting when its signal aborts", async (t) => {
 
   await t.step("when every caller leaves, the request stops", async () => {
     await provider.invalidate();
-    api.injectTokenFaults({ kind: "delay", ms: 5000 });
     const controller = new AbortController();
-    const pending = provider.getToken({ signal: controller.signal });
-    await sleep(10);
+    let stopped: unknown;
+    const held = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      retry: false,
+      // An answer that never comes, unless the request is aborted.
+      fetch: (_input, init) =>
+        new Promise((_, reject) =>
+          init?.signal?.addEventListener("abort", () => {
+            stopped = init.signal?.reason;
+            reject(init.signal?.reason);
+          })
+        ),
+    });
+    const pending = held.getToken({ signal: controller.signal });
     controller.abort(reason);
     await rejects(pending, (error) => error === reason);
+    equal(stopped, reason, "the request itself was aborted");
   });
 });
 
 Deno.test("getToken() sends nothing after a 429 until the quota resets", async (t) => {
-  const { api, provider, clock } = await setup({
+  const { api, provider, clock, background } = await setup({
     quota: { perHour: 1 },
     tokenLifetime: 600,
   });
@@ -315,8 +380,8 @@ Deno.test("getToken() sends nothing after a 429 until the quota resets", async (
     async () => {
       clock.set(first.expiresAt - 30_000);
       equal(await provider.getToken(), first);
-      await waitFor(() => api.tokenRequests === 2);
-      await sleep(10);
+      await background.settle();
+      equal(api.tokenRequests, 2);
       equal(await provider.getToken(), first);
       equal(api.tokenRequests, 2);
     },
@@ -358,14 +423,16 @@ Deno.test("getToken() waits for the largest reset among exhausted buckets", asyn
 });
 
 Deno.test("getToken() tries a failed background refresh again only after a pause", async () => {
-  const { api, provider, clock } = await setup({}, { retry: false });
+  const { api, provider, clock, background } = await setup({}, {
+    retry: false,
+  });
   await using _ = api;
   const first = await provider.getToken();
   clock.set(first.expiresAt - 60_000);
   api.injectTokenFaults({ kind: "status", status: 500 });
   equal(await provider.getToken(), first);
-  await waitFor(() => api.tokenRequests === 2);
-  await sleep(5);
+  await background.settle();
+  equal(api.tokenRequests, 2);
   for (let i = 0; i < 5; i++) {
     clock.advance(1000);
     equal(await provider.getToken(), first);
@@ -373,7 +440,8 @@ Deno.test("getToken() tries a failed background refresh again only after a pause
   equal(api.tokenRequests, 2);
   clock.advance(6000);
   equal(await provider.getToken(), first);
-  await waitFor(() => api.tokensIssued === 2);
+  await background.settle();
+  equal(api.tokensIssued, 2);
 });
 
 Deno.test("the provider keeps the last quota seen and reports it to onQuota", async () => {
@@ -517,14 +585,14 @@ Deno.test("createTokenProvider() refuses to run in a browser page unless told", 
 });
 
 Deno.test("a provider with a day-long token refreshes a few times a day at most", async () => {
-  const { api, provider, clock } = await setup();
+  const { api, provider, clock, background } = await setup();
   await using _ = api;
   const start = clock();
   for (let minute = 0; minute < 3 * 24 * 60; minute += 13) {
     clock.set(start + minute * 60_000);
     ok(clock() < (await provider.getToken()).expiresAt);
-    await sleep(2); // lets a background refresh land
+    await background.settle();
   }
-  await waitFor(() => api.tokenRequests === api.tokensIssued);
+  equal(api.tokenRequests, api.tokensIssued);
   ok(api.tokenRequests <= 4, `${api.tokenRequests} requests over three days`);
 });
