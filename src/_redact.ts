@@ -39,13 +39,15 @@ export function redact(text: string, secrets: readonly string[]): string {
 /**
  * Text from a server, fit for an error: control characters replaced by a
  * space, secrets removed (before the cut, so no part of one survives), and
- * at most {@linkcode MAX_SERVER_TEXT} characters.
+ * at most `max` characters.
  */
-export function serverText(text: string, secrets: readonly string[]): string {
+export function serverText(
+  text: string,
+  secrets: readonly string[],
+  max: number = MAX_SERVER_TEXT,
+): string {
   const clean = redact(text.replace(CONTROLS, " "), secrets);
-  return clean.length <= MAX_SERVER_TEXT
-    ? clean
-    : `${clean.slice(0, MAX_SERVER_TEXT - 1)}…`;
+  return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
 }
 
 function escapeRegExp(text: string): string {

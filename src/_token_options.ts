@@ -157,6 +157,30 @@ export interface TokenProvider {
   invalidate(accessToken?: string): Promise<void>;
   /** The last quota the token endpoint reported, if any. */
   readonly quota: QuotaSnapshot | undefined;
+  /**
+   * The token endpoint and audience the tokens are for (no secret), so that
+   * a client can refuse a provider of another environment. Optional for
+   * providers of your own.
+   */
+  readonly target?: TokenTarget;
+}
+
+/**
+ * Where a provider's tokens come from and whom they are for.
+ *
+ * @example Checking a provider belongs to an environment
+ * ```ts
+ * import type { TokenTarget } from "@partner-api/client/token";
+ *
+ * const target: TokenTarget = { tokenUrl: "https://idp.example/oauth/token", audience: "https://api.example" };
+ * if (target.tokenUrl !== new URL("https://idp.example/oauth/token").href) throw new Error();
+ * ```
+ */
+export interface TokenTarget {
+  /** The token endpoint's address, as `URL.href`. */
+  readonly tokenUrl: string;
+  /** The audience tokens are requested for. */
+  readonly audience: string;
 }
 
 /** A provider's checked options. */

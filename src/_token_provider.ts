@@ -29,6 +29,7 @@ import type {
   GetTokenOptions,
   ProviderConfig,
   TokenProvider,
+  TokenTarget,
 } from "./_token_options.ts";
 
 interface Cached {
@@ -73,6 +74,11 @@ export class TokenProviderMachine implements TokenProvider {
 
   get quota(): QuotaSnapshot | undefined {
     return this.#quota;
+  }
+
+  get target(): TokenTarget {
+    const { url, audience } = this.#config.endpoint;
+    return { tokenUrl: url.href, audience };
   }
 
   getToken(options?: GetTokenOptions): Promise<IssuedToken> {

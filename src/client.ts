@@ -21,23 +21,28 @@
  * @module
  */
 
-import type { Environment } from "./environment.ts";
-import { ApiError, type ApiErrorInit, TokenRequestError } from "./errors.ts";
+import { defineEnvironment, type Environment } from "./environment.ts";
+import { ApiError } from "./errors.ts";
 import {
   pageSearchParams,
   paginate,
   type PaginateOptions,
 } from "./paginate.ts";
-import { createTokenProvider, type TokenProvider } from "./token.ts";
-import { delay, retryAfterMs } from "./_retry.ts";
-import { displayUrl } from "./_url.ts";
-import { redact } from "./_redact.ts";
-import { checkNumber } from "./_check.ts";
+import {
+  createTokenProvider,
+  type RetryOptions,
+  type TokenProvider,
+} from "./token.ts";
+import type { Backoff } from "./_retry.ts";
+import { serverText } from "./_redact.ts";
+import { checkNumber, requireFunction } from "./_check.ts";
+import { resolveUnder } from "./_path.ts";
+import { type SendContext, sendExchange } from "./_api_send.ts";
 
 /**
  * Options of {@linkcode createClient}.
  *
- * @example A client that shares an existing provider
+ * @example A client that shares an existing provider, with a tighter time limit
  * ```ts
  * import { createClient, type ClientOptions } from "@partner-api/client/client";
  * import { createTokenProvider } from "@partner-api/client/token";
@@ -45,37 +50,66 @@ import { checkNumber } from "./_check.ts";
  *
  * await using api = await startFakePartnerApi();
  * const tokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
- * const options: ClientOptions = { environment: api.environment, tokenProvider, rateLimitRetries: 0 };
+ * const options: ClientOptions = {
+ *   environment: api.environment,
+ *   tokenProvider,
+ *   requestTimeout: 10_000,
+ *   retry: { retries: 4 },
+ * };
  * if (createClient(options).tokenProvider !== tokenProvider) throw new Error();
  * ```
  */
 export interface ClientOptions {
-  /** The environment, from `defineEnvironment`. */
+  /**
+   * The environment, from `defineEnvironment`. The client checks it by the
+   * same rules and keeps its own copy: changing the object afterwards
+   * changes nothing the client sends.
+   */
   environment: Environment;
-  /** The token provider to use; or give `clientId` and `clientSecret`. */
+  /**
+   * The token provider to use (its token URL and audience must be the
+   * environment's); or give `clientId` and `clientSecret`.
+   */
   tokenProvider?: TokenProvider;
   /** The client id, when the client creates its own provider. */
   clientId?: string;
   /** The client secret, when the client creates its own provider. */
   clientSecret?: string;
   /**
-   * The `fetch` for API and token requests.
+   * The `fetch` for API and token requests; always called as a plain function.
    *
    * @default {globalThis.fetch}
    */
   fetch?: typeof fetch;
   /**
-   * Retries of an idempotent request answered 429 with `Retry-After`.
+   * Time limit of one attempt, in ms: for `fetch` and `pciFetch` until the
+   * answer's headers arrive, for a `list` page until its body is read.
    *
-   * @default {2}
+   * @default {30000}
    */
-  rateLimitRetries?: number;
+  requestTimeout?: number;
   /**
-   * Longest `Retry-After` to wait for, in ms; a longer one is returned to you.
+   * Retries of idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE) after a
+   * network error, a timeout, 408, 429, 500, 502, 503 or 504; `false` for
+   * none. Each page of a `list` retries on its own.
+   *
+   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000 }}
+   */
+  retry?: RetryOptions | false;
+  /**
+   * Longest `Retry-After` to wait for, in ms; an answer asking for longer is
+   * returned to you.
    *
    * @default {30000}
    */
   maxRetryAfter?: number;
+  /**
+   * The clock, in epoch ms, for `Retry-After` dates (and for the provider the
+   * client creates).
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
 }
 
 /**
@@ -146,45 +180,184 @@ export interface PartnerClient {
   ): AsyncIterableIterator<T>;
 }
 
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
-const MAX_REDIRECTS = 5;
+/**
+ * A client bound to one environment and one token provider.
+ *
+ * @example Passing a client to code that needs the API
+ * ```ts
+ * import { createClient, type PartnerClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * async function countOrganizations(client: PartnerClient): Promise<number> {
+ *   let count = 0;
+ *   for await (const _ of client.list("organizations")) count++;
+ *   return count;
+ * }
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+ * if (await countOrganizations(createClient({ environment: api.environment, ...api.credentials })) !== 3) {
+ *   throw new Error();
+ * }
+ * ```
+ */
+export interface PartnerClient {
+  /** The provider whose tokens the client sends. */
+  readonly tokenProvider: TokenProvider;
+  /**
+   * Sends a request under the API base (`"x"` and `"/x"` both mean
+   * `{baseUrl}x`) with the bearer token, retrying idempotent requests.
+   * Rejects with `TypeError` for an address outside the base, before
+   * anything is sent; with `ApiError` (`status` 0, the failure as `cause`)
+   * when no answer arrives after the retries; with the signal's reason when
+   * the caller aborts.
+   */
+  fetch(path: string | URL, init?: RequestInit): Promise<Response>;
+  /** Like {@linkcode PartnerClient.fetch}, under the card-data (PCI) base. */
+  pciFetch(path: string | URL, init?: RequestInit): Promise<Response>;
+  /**
+   * Iterates over a paged list under the API base.
+   *
+   * @throws {TypeError} At once, for a path outside the base or bad options.
+   * @throws {ApiError} While iterating, for a page answered with an error, a
+   * page that is not JSON or holds no items, or no answer after the retries.
+   */
+  list<T = unknown>(
+    path: string,
+    options?: ListOptions<T>,
+  ): AsyncIterableIterator<T>;
+}
+
 const EXCERPT_LENGTH = 300;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 const CONTEXT = "Cannot create client";
+const DEFAULT_RETRY = { retries: 2, initialDelay: 500, maxDelay: 10_000 };
 
 /**
- * Resolves `path` under `base`, refusing anything outside it: another
- * origin, a path that climbs out, or user info.
+ * Creates a client for one environment. It sends every request with
+ * `Authorization: Bearer <token>` (replacing any the caller set), keeps the
+ * caller's other headers, and:
+ *
+ * - refuses addresses outside the environment's bases before sending,
+ *   encoded separators (`%2F`, `%5C`) and climbing paths included;
+ * - gives every attempt `requestTimeout` and retries idempotent requests
+ *   after a network error, a timeout, 408, 429, 500, 502, 503 or 504, with
+ *   backoff and jitter, honouring `Retry-After` up to `maxRetryAfter`;
+ * - on a 401 invalidates that token and retries once with a fresh one, when
+ *   the body can be sent again; once a 401 has cost a fresh token, further
+ *   401s under that base are returned as they are until a request there
+ *   succeeds, so an origin that refuses every token cannot drain the quota;
+ * - follows redirects only for GET and HEAD and only under the same base.
+ *
+ * @param options Environment, token provider or credentials, time limit,
+ * retries and `fetch`.
+ * @returns The client.
+ * @throws {TypeError} When the environment breaks the rules of
+ * `defineEnvironment`, the provider is for another token URL or audience, or
+ * neither or both of a provider and credentials are given.
+ * @throws {RangeError} When a time limit or retry option is out of range.
+ *
+ * @example Reading card data from the PCI origin
+ * ```ts
+ * import { createClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * const response = await client.pciFetch("cards/ch_000001");
+ * const card = await response.json();
+ * if (card.cardholderID !== "ch_000001") throw new Error();
+ * ```
  */
-function resolveUnder(base: URL, path: string | URL, context: string): URL {
-  let url: URL;
-  if (path instanceof URL) {
-    url = new URL(path.href);
-  } else if (typeof path === "string") {
-    url = /^[a-z][a-z\d+.-]*:/i.test(path)
-      ? new URL(path)
-      : new URL(path.replace(/^[/\\]+/, ""), base);
-  } else {
-    throw new TypeError(
-      `${context}: 'path' must be a string or URL: received ${typeof path}`,
-    );
-  }
-  if (!isUnder(url, base)) {
-    throw new TypeError(
-      `${context}: ${
-        displayUrl(url)
-      } is outside ${base.href}; the token is only sent under it`,
-    );
-  }
-  return url;
+export function createClient(options: ClientOptions): PartnerClient {
+  const { environment, context } = clientConfig(options);
+  const fetchUnder =
+    (base: URL, what: string) =>
+    (path: string | URL, init: RequestInit = {}): Promise<Response> => {
+      try {
+        const url = resolveUnder(base, path, what);
+        return sendExchange(context, {
+          base,
+          url,
+          init,
+          context: what,
+          finish: (response) => Promise.resolve(response),
+        }).then((sent) => sent.response);
+      } catch (error) {
+        // A bad address is a rejection, like every other failure of fetch.
+        return Promise.reject(error);
+      }
+    };
+  return {
+    tokenProvider: context.tokenProvider,
+    fetch: fetchUnder(environment.baseUrl, "Cannot fetch"),
+    pciFetch: fetchUnder(environment.pciBaseUrl, "Cannot fetch card data"),
+    list: <T>(path: string, listOptions: ListOptions<T> = {}) =>
+      listUnder(context, environment.baseUrl, path, listOptions),
+  };
 }
 
-function isUnder(url: URL, base: URL): boolean {
-  return url.origin === base.origin && url.username === "" &&
-    url.password === "" && url.pathname.startsWith(base.pathname);
+/** The client's checked options: its own environment and what sending needs. */
+function clientConfig(
+  options: ClientOptions,
+): { environment: Environment; context: SendContext } {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(`${CONTEXT}: expected an options object`);
+  }
+  const environment = ownEnvironment(options.environment);
+  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
+  const tokenProvider = tokenProviderOf(options, environment, now);
+  return {
+    environment,
+    context: {
+      tokenProvider,
+      fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
+        ((input, init) => fetch(input, init)),
+      retry: {
+        backoff: backoffOf(options.retry),
+        maxRetryAfter: checkNumber(
+          options.maxRetryAfter,
+          30_000,
+          "non-negative finite number",
+          CONTEXT,
+          "maxRetryAfter",
+        ),
+        random: Math.random,
+      },
+      requestTimeout: checkNumber(
+        options.requestTimeout,
+        30_000,
+        "positive finite number",
+        CONTEXT,
+        "requestTimeout",
+      ),
+      ledger: { accepted: new Map(), probation: new Set() },
+      now,
+    },
+  };
 }
 
-function tokenProviderOf(options: ClientOptions): TokenProvider {
+/** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */
+function ownEnvironment(environment: Environment): Environment {
+  if (typeof environment !== "object" || environment === null) {
+    throw new TypeError(
+      `${CONTEXT}: 'environment' must come from defineEnvironment()`,
+    );
+  }
+  try {
+    return defineEnvironment({ ...environment });
+  } catch (error) {
+    throw new TypeError(
+      `${CONTEXT}: 'environment' breaks the rules of defineEnvironment(): ${
+        (error as Error).message
+      }`,
+    );
+  }
+}
+
+function tokenProviderOf(
+  options: ClientOptions,
+  environment: Environment,
+  now: () => number,
+): TokenProvider {
   const { tokenProvider, clientId, clientSecret } = options;
   const hasCredentials = clientId !== undefined || clientSecret !== undefined;
   if (tokenProvider !== undefined && hasCredentials) {
@@ -192,31 +365,196 @@ function tokenProviderOf(options: ClientOptions): TokenProvider {
       `${CONTEXT}: give either 'tokenProvider' or 'clientId' and 'clientSecret', not both`,
     );
   }
-  if (tokenProvider !== undefined) return tokenProvider;
+  if (tokenProvider !== undefined) {
+    checkProviderTarget(tokenProvider, environment);
+    return tokenProvider;
+  }
   if (!hasCredentials) {
     throw new TypeError(
       `${CONTEXT}: 'tokenProvider', or 'clientId' and 'clientSecret', must be given`,
     );
   }
   return createTokenProvider({
-    ...options.environment,
+    ...environment,
     clientId: clientId as string,
     clientSecret: clientSecret as string,
+    now,
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
 }
 
-function checkEnvironment(environment: Environment): void {
-  const isUrl = (value: unknown) => value instanceof URL;
+/** A production provider in a sandbox client would send its token to sandbox hosts. */
+function checkProviderTarget(
+  provider: TokenProvider,
+  environment: Environment,
+): void {
+  const target = provider.target;
+  if (target === undefined) return;
   if (
-    typeof environment !== "object" || environment === null ||
-    !isUrl(environment.baseUrl) || !isUrl(environment.pciBaseUrl) ||
-    !isUrl(environment.tokenUrl)
+    target.tokenUrl !== environment.tokenUrl.href ||
+    target.audience !== environment.audience
   ) {
     throw new TypeError(
-      `${CONTEXT}: 'environment' must come from defineEnvironment()`,
+      `${CONTEXT}: the token provider is for ${target.tokenUrl} (audience ${target.audience}), not this environment's ${environment.tokenUrl.href} (audience ${environment.audience})`,
     );
   }
+}
+
+function backoffOf(retry: RetryOptions | false | undefined): Backoff {
+  if (retry === false) return { ...DEFAULT_RETRY, retries: 0 };
+  const given = retry ?? {};
+  return {
+    retries: checkNumber(
+      given.retries,
+      DEFAULT_RETRY.retries,
+      "non-negative integer",
+      CONTEXT,
+      "retries",
+    ),
+    initialDelay: checkNumber(
+      given.initialDelay,
+      DEFAULT_RETRY.initialDelay,
+      "non-negative finite number",
+      CONTEXT,
+      "initialDelay",
+    ),
+    maxDelay: checkNumber(
+      given.maxDelay,
+      DEFAULT_RETRY.maxDelay,
+      "non-negative finite number",
+      CONTEXT,
+      "maxDelay",
+    ),
+  };
+}
+
+function listUnder<T>(
+  context: SendContext,
+  base: URL,
+  path: string,
+  options: ListOptions<T>,
+): AsyncIterableIterator<T> {
+  const { items: pick, query, ...pageOptions } = options;
+  const url = resolveUnder(base, path, "Cannot list");
+  const extra = checkQuery(query);
+  if (pick !== undefined && typeof pick !== "function") {
+    throw new TypeError("Cannot list: 'items' must be a function");
+  }
+  return paginate<T>((request) => {
+    const pageUrl = new URL(url);
+    for (const [name, value] of Object.entries(extra)) {
+      pageUrl.searchParams.set(name, value);
+    }
+    for (const [name, value] of pageSearchParams(request)) {
+      pageUrl.searchParams.set(name, value);
+    }
+    return listPage(context, base, pageUrl, request.signal, pick);
+  }, pageOptions);
+}
+
+/**
+ * One page of a list, retried on its own. Whatever goes wrong with the API
+ * is an ApiError with the page's status (0 when no answer arrived); a token
+ * failure stays what it is, and an abort is the signal's reason.
+ */
+async function listPage<T>(
+  context: SendContext,
+  base: URL,
+  url: URL,
+  signal: AbortSignal | undefined,
+  pick: ((body: unknown) => readonly T[]) | undefined,
+): Promise<readonly T[]> {
+  const { value } = await sendExchange(context, {
+    base,
+    url,
+    init: {
+      headers: { accept: "application/json" },
+      ...(signal === undefined ? {} : { signal }),
+    },
+    context: "Cannot list",
+    finish: async (response, accessToken) => {
+      const text = await response.text();
+      const body = pageBody(url, response, text, accessToken);
+      return pick === undefined
+        ? itemsOf(body, url, response, text, accessToken) as T[]
+        : pick(body);
+    },
+  });
+  return value;
+}
+
+/** The page's JSON body, or the ApiError that says what the service did. */
+function pageBody(
+  url: URL,
+  response: Response,
+  text: string,
+  accessToken: string,
+): unknown {
+  if (!response.ok) {
+    throw answered(
+      url,
+      response,
+      text,
+      accessToken,
+      `answered ${response.status}`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw answered(
+      url,
+      response,
+      text,
+      accessToken,
+      `answered ${response.status} with a body that is not JSON`,
+    );
+  }
+}
+
+/** The items of a page body: an array, or the body's only array-valued property. */
+function itemsOf(
+  body: unknown,
+  url: URL,
+  response: Response,
+  text: string,
+  accessToken: string,
+): readonly unknown[] {
+  if (Array.isArray(body)) return body;
+  if (typeof body === "object" && body !== null) {
+    const arrays = Object.values(body).filter(Array.isArray);
+    if (arrays.length === 1) return arrays[0] as unknown[];
+  }
+  const keys = typeof body === "object" && body !== null
+    ? Object.keys(body).join(", ")
+    : typeof body;
+  throw answered(
+    url,
+    response,
+    text,
+    accessToken,
+    `answered ${response.status} with no single array of items (found: ${keys}); pass 'items' to pick them`,
+  );
+}
+
+/**
+ * An ApiError for an answer: the status, what was wrong, and the start of
+ * the body, with the token removed before anything is cut.
+ */
+function answered(
+  url: URL,
+  response: Response,
+  text: string,
+  accessToken: string,
+  problem: string,
+): ApiError {
+  const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
+  return new ApiError(
+    `Cannot list: GET ${url.href} ${problem}${
+      bodyExcerpt === "" ? "" : `: ${bodyExcerpt.slice(0, 200)}`
+    }`,
+    { status: response.status, url: url.href, bodyExcerpt, response },
+  );
 }
 
 function checkQuery(query: unknown): Record<string, string> {
@@ -237,253 +575,4 @@ function checkQuery(query: unknown): Record<string, string> {
     }
   }
   return query as Record<string, string>;
-}
-
-/** The items of a page body: an array, or the body's only array-valued property. */
-function itemsOf(body: unknown, url: URL): readonly unknown[] {
-  if (Array.isArray(body)) return body;
-  if (typeof body === "object" && body !== null) {
-    const arrays = Object.values(body).filter(Array.isArray);
-    if (arrays.length === 1) return arrays[0] as unknown[];
-  }
-  const keys = typeof body === "object" && body !== null
-    ? Object.keys(body).join(", ")
-    : typeof body;
-  throw new TypeError(
-    `Cannot list: the answer from ${url.href} holds no single array of items (found: ${keys}); pass 'items' to pick them`,
-  );
-}
-
-/** The response, and the token it was sent with (to keep it out of errors). */
-interface Sent {
-  readonly response: Response;
-  readonly accessToken: string;
-}
-
-/**
- * Creates a client for one environment. It sends every request with
- * `Authorization: Bearer <token>` (replacing any the caller set), keeps the
- * caller's other headers, and:
- *
- * - refuses addresses outside the environment's bases before sending;
- * - follows redirects only for GET and HEAD and only under the same base,
- *   returning any other redirect unfollowed, so the token stays home;
- * - on a 401 invalidates that token and retries once with a fresh one, when
- *   the body can be sent again (not a stream);
- * - on a 429 with `Retry-After` (at most `maxRetryAfter`) retries idempotent
- *   requests up to `rateLimitRetries` times, waiting abortably; otherwise it
- *   returns the answer.
- *
- * @param options Environment, token provider or credentials, and `fetch`.
- * @returns The client.
- * @throws {TypeError} When the environment is not from `defineEnvironment`,
- * or neither or both of a provider and credentials are given.
- * @throws {RangeError} When a retry option is out of range.
- *
- * @example Reading card data from the PCI origin
- * ```ts
- * import { createClient } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- *
- * await using api = await startFakePartnerApi();
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const response = await client.pciFetch("cards/ch_000001");
- * const card = await response.json();
- * if (card.cardholderID !== "ch_000001") throw new Error();
- * ```
- */
-export function createClient(options: ClientOptions): PartnerClient {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError(`${CONTEXT}: expected an options object`);
-  }
-  const { environment } = options;
-  checkEnvironment(environment);
-  const tokenProvider = tokenProviderOf(options);
-  const send = options.fetch ?? globalThis.fetch;
-  const rateLimitRetries = checkNumber(
-    options.rateLimitRetries,
-    2,
-    "non-negative integer",
-    CONTEXT,
-    "rateLimitRetries",
-  );
-  const maxRetryAfter = checkNumber(
-    options.maxRetryAfter,
-    30_000,
-    "non-negative finite number",
-    CONTEXT,
-    "maxRetryAfter",
-  );
-
-  function followable(
-    response: Response,
-    from: URL,
-    base: URL,
-    method: string,
-  ) {
-    const location = response.headers.get("location");
-    if (location === null || (method !== "GET" && method !== "HEAD")) return;
-    let next: URL;
-    try {
-      next = new URL(location, from);
-    } catch {
-      return undefined;
-    }
-    return isUnder(next, base) ? next : undefined;
-  }
-
-  async function sendAuthorized(
-    base: URL,
-    url: URL,
-    init: RequestInit,
-  ): Promise<Sent> {
-    const signal = init.signal ?? undefined;
-    const method = (init.method ?? "GET").toUpperCase();
-    const replayable = !(init.body instanceof ReadableStream);
-    let target = url;
-    let authRetried = false;
-    let rateRetries = 0;
-    let redirects = 0;
-    while (true) {
-      const { accessToken } = await tokenProvider.getToken(
-        signal === undefined ? {} : { signal },
-      );
-      const headers = new Headers(init.headers);
-      headers.set("authorization", `Bearer ${accessToken}`);
-      const response = await send(target, {
-        ...init,
-        headers,
-        redirect: "manual",
-      });
-      // An answer not handed back must be read or cancelled, or it leaks.
-      const discard = () => response.body?.cancel();
-      if (response.status === 401 && !authRetried && replayable) {
-        authRetried = true;
-        await discard();
-        await tokenProvider.invalidate(accessToken);
-        continue;
-      }
-      const wait = response.status === 429
-        ? retryAfterMs(response.headers, Date.now())
-        : undefined;
-      if (
-        wait !== undefined && wait <= maxRetryAfter &&
-        IDEMPOTENT.has(method) && replayable && rateRetries < rateLimitRetries
-      ) {
-        rateRetries++;
-        await discard();
-        await delay(wait, signal);
-        continue;
-      }
-      const next = response.status >= 300 && response.status < 400
-        ? followable(response, target, base, method)
-        : undefined;
-      if (next !== undefined && redirects < MAX_REDIRECTS) {
-        redirects++;
-        await discard();
-        target = next;
-        continue;
-      }
-      return { response, accessToken };
-    }
-  }
-
-  function fetchUnder(
-    base: URL,
-    context: string,
-    path: string | URL,
-    init: RequestInit = {},
-  ): Promise<Response> {
-    try {
-      const url = resolveUnder(base, path, context);
-      return sendAuthorized(base, url, init).then((sent) => sent.response);
-    } catch (error) {
-      // A bad address is a rejection, like every other failure of fetch.
-      return Promise.reject(error);
-    }
-  }
-
-  /**
-   * One page of a list. Whatever goes wrong with the API is an ApiError
-   * (status 0 when no answer arrived); a token failure stays what it is, and
-   * an abort is the signal's reason.
-   */
-  async function listPage<T>(
-    url: URL,
-    signal: AbortSignal | undefined,
-    pick: ((body: unknown) => readonly T[]) | undefined,
-  ): Promise<readonly T[]> {
-    const fail = (problem: string, init: Partial<ApiErrorInit> = {}) =>
-      new ApiError(`Cannot list: GET ${url.href} ${problem}`, {
-        status: 0,
-        url: url.href,
-        ...init,
-      });
-    let sent: Sent;
-    try {
-      sent = await sendAuthorized(environment.baseUrl, url, {
-        headers: { accept: "application/json" },
-        ...(signal === undefined ? {} : { signal }),
-      });
-    } catch (error) {
-      if (signal?.aborted || error instanceof TokenRequestError) throw error;
-      throw fail("got no answer", { cause: error });
-    }
-    const { response, accessToken } = sent;
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      signal?.throwIfAborted();
-      throw fail(`answered ${response.status}, cut off`, {
-        status: response.status,
-        cause: error,
-        response,
-      });
-    }
-    const answered = (problem: string) =>
-      fail(problem, {
-        status: response.status,
-        bodyExcerpt: redact(text.slice(0, EXCERPT_LENGTH), [accessToken]),
-        response,
-      });
-    if (!response.ok) throw answered(`answered ${response.status}`);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (error) {
-      throw answered(`answered with a body that is not JSON (${error})`);
-    }
-    return pick === undefined ? itemsOf(body, url) as T[] : pick(body);
-  }
-
-  return {
-    tokenProvider,
-    fetch: (path, init) =>
-      fetchUnder(environment.baseUrl, "Cannot fetch", path, init),
-    pciFetch: (path, init) =>
-      fetchUnder(environment.pciBaseUrl, "Cannot fetch card data", path, init),
-    list<T = unknown>(
-      path: string,
-      listOptions: ListOptions<T> = {},
-    ): AsyncIterableIterator<T> {
-      const { items: pick, query, ...pageOptions } = listOptions;
-      const base = environment.baseUrl;
-      const url = resolveUnder(base, path, "Cannot list");
-      const extra = checkQuery(query);
-      if (pick !== undefined && typeof pick !== "function") {
-        throw new TypeError("Cannot list: 'items' must be a function");
-      }
-      return paginate<T>(async (request) => {
-        const pageUrl = new URL(url);
-        for (const [name, value] of Object.entries(extra)) {
-          pageUrl.searchParams.set(name, value);
-        }
-        for (const [name, value] of pageSearchParams(request)) {
-          pageUrl.searchParams.set(name, value);
-        }
-        return await listPage(pageUrl, request.signal, pick);
-      }, pageOptions);
-    },
-  };
 }

@@ -22,6 +22,7 @@
  */
 
 import { checkNumber } from "./_check.ts";
+import { raceAbort } from "./_abort.ts";
 
 /**
  * The two sort directions the service knows.
@@ -112,8 +113,8 @@ export interface PaginateOptions<T> {
    */
   maxPages?: number;
   /**
-   * Page requests kept in flight. Items are still yielded in order; at most
-   * `concurrency - 1` pages past the end are requested, and aborted.
+   * Page requests kept in flight, 1 to 64. Items are still yielded in order;
+   * at most `concurrency - 1` pages past the end are requested, and aborted.
    *
    * @default {1}
    */
@@ -123,7 +124,9 @@ export interface PaginateOptions<T> {
    * Offset paging repeats items when new ones are inserted ahead of the
    * current page while you page (transactions by `creationDate` DESC); this
    * removes the repeats. It cannot bring back items skipped because others
-   * were deleted meanwhile, and it keeps every key in memory.
+   * were deleted meanwhile, and it keeps every key in memory. A full page
+   * whose items were all seen before ends the iteration with an `Error`: the
+   * server ignores `page`, and paging on would never end.
    */
   dedupeBy?: (item: T) => unknown;
   /** Aborts the iteration, which then throws the signal's reason. */
@@ -165,6 +168,19 @@ function positiveInteger(
   field: string,
 ): number {
   return checkNumber(value, fallback, "positive integer", CONTEXT, field);
+}
+
+/** More pages in flight than this gain nothing and can exhaust memory. */
+const MAX_CONCURRENCY = 64;
+
+function concurrencyOf(value: number | undefined): number {
+  const concurrency = positiveInteger(value, 1, "concurrency");
+  if (concurrency > MAX_CONCURRENCY) {
+    throw new RangeError(
+      `${CONTEXT}: 'concurrency' must be at most ${MAX_CONCURRENCY}: received ${value}`,
+    );
+  }
+  return concurrency;
 }
 
 function countLimit(value: number | undefined, field: string): number {
@@ -213,7 +229,7 @@ function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
     firstPage,
     lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
     maxItems: countLimit(options.maxItems, "maxItems"),
-    concurrency: positiveInteger(options.concurrency, 1, "concurrency"),
+    concurrency: concurrencyOf(options.concurrency),
     sort: sortOptions(options.sortBy, options.sortDirection),
     dedupeBy,
     signal,
@@ -244,20 +260,11 @@ function requestPage<T>(
   return { page, controller, items };
 }
 
-/** Settles with the page, or rejects with the reason as soon as `signal` aborts. */
-function untilAborted<T>(
-  promise: Promise<T>,
-  signal: AbortSignal | undefined,
-): Promise<T> {
-  if (signal === undefined) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() =>
-      signal.removeEventListener("abort", onAbort)
-    ).catch(() => {});
-  });
+/** A full page of items all seen before: the server is not paging. */
+function repeatedPage(page: number): Error {
+  return new Error(
+    `${CONTEXT}: page ${page} holds only items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
+  );
 }
 
 async function* iterate<T>(
@@ -281,7 +288,7 @@ async function* iterate<T>(
       }
       const head = pending.shift();
       if (head === undefined) return;
-      const items = await untilAborted(head.items, signal);
+      const items = await raceAbort(head.items, signal);
       if (!Array.isArray(items)) {
         throw new TypeError(
           `${CONTEXT}: page ${head.page} is not an array: received ${
@@ -289,17 +296,20 @@ async function* iterate<T>(
           }`,
         );
       }
+      let fresh = 0;
       for (const item of items) {
         if (dedupeBy !== undefined) {
           const key = dedupeBy(item);
           if (seen.has(key)) continue;
           seen.add(key);
         }
+        fresh++;
         yield item;
         signal?.throwIfAborted();
         if (++yielded >= maxItems) return;
       }
       if (items.length < limit) return;
+      if (fresh === 0 && items.length > 0) throw repeatedPage(head.page);
     }
   } finally {
     for (const page of pending) {

@@ -38,6 +38,7 @@ export type {
   RetryOptions,
   TokenProvider,
   TokenProviderOptions,
+  TokenTarget,
 } from "./_token_options.ts";
 export {
   type CoordinateOptions,

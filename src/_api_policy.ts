@@ -1,0 +1,105 @@
+// Internal: what the client does after each API attempt, as pure functions.
+
+import { type Backoff, backoffDelay } from "./_retry.ts";
+
+/** Methods that may be sent twice: the same effect either way. */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+/** Answers worth another attempt of an idempotent request. */
+const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+
+/** What one attempt came to. */
+export type Attempted =
+  | {
+    readonly kind: "answer";
+    readonly status: number;
+    readonly retryAfter?: number | undefined;
+  }
+  | { readonly kind: "no answer" };
+
+/** The request as far as retrying it goes. */
+export interface RetryContext {
+  /** Retries already made. */
+  readonly retries: number;
+  readonly method: string;
+  /** Whether the body can be sent again. */
+  readonly replayable: boolean;
+}
+
+/** The retry policy of a client. */
+export interface RetryPolicy {
+  readonly backoff: Backoff;
+  /** A `Retry-After` longer than this returns the answer instead. */
+  readonly maxRetryAfter: number;
+  readonly random: () => number;
+}
+
+/**
+ * How long to wait before retrying, or `undefined` to stop: idempotent,
+ * replayable requests are retried after no answer (a network error or a
+ * timeout) and after 408, 429, 500, 502, 503 and 504, honouring
+ * `Retry-After` up to `maxRetryAfter`, with exponential backoff and jitter
+ * otherwise.
+ */
+export function retryWait(
+  attempted: Attempted,
+  context: RetryContext,
+  policy: RetryPolicy,
+): number | undefined {
+  if (
+    !IDEMPOTENT.has(context.method) || !context.replayable ||
+    context.retries >= policy.backoff.retries
+  ) return undefined;
+  const backoff = () =>
+    backoffDelay(policy.backoff, context.retries, policy.random);
+  if (attempted.kind === "no answer") return backoff();
+  if (!RETRY_STATUSES.has(attempted.status)) return undefined;
+  const asked = attempted.retryAfter;
+  if (asked === undefined) return backoff();
+  return asked <= policy.maxRetryAfter ? asked : undefined;
+}
+
+/** Which tokens each base has accepted, and which bases wait for proof after a 401. */
+export interface AuthLedger {
+  /** Base href → the last token a request under it was answered without 401. */
+  readonly accepted: Map<string, string>;
+  /** Bases whose 401 already cost a fresh token that no request has accepted yet. */
+  readonly probation: Set<string>;
+}
+
+/**
+ * After a 401 under `base` with `token`: renew it (invalidate, retry once
+ * with a fresh one), or return the answer. A token that worked there before
+ * is renewed; so is the first token to meet a 401. But once a 401 has cost a
+ * fresh token, further 401s return the answer until some request under that
+ * base succeeds: an origin that refuses every token cannot drain the quota.
+ */
+export function onUnauthorized(
+  ledger: AuthLedger,
+  base: string,
+  token: string,
+): "renew" | "return" {
+  if (ledger.accepted.get(base) === token) return "renew";
+  return ledger.probation.has(base) ? "return" : "renew";
+}
+
+/** Records an answer that was not a 401: `token` works under `base`. */
+export function recordAccepted(
+  ledger: AuthLedger,
+  base: string,
+  token: string,
+): void {
+  if (ledger.accepted.get(base) !== token) ledger.accepted.set(base, token);
+  ledger.probation.delete(base);
+}
+
+/**
+ * Whether a body can be sent a second time: strings, `Blob`s, buffers and
+ * views, `URLSearchParams` and `FormData`. Streams and async iterables are
+ * consumed by the first attempt.
+ */
+export function isReplayable(body: unknown): boolean {
+  return body === undefined || body === null || typeof body === "string" ||
+    body instanceof Blob || body instanceof ArrayBuffer ||
+    ArrayBuffer.isView(body) || body instanceof URLSearchParams ||
+    body instanceof FormData;
+}

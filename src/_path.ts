@@ -1,0 +1,80 @@
+// Internal: the boundary the bearer token never crosses. Every address a
+// client sends a token to, redirects included, passes through here.
+
+import { displayUrl } from "./_url.ts";
+
+/**
+ * Percent-encoded `/` and `\`: URL parsers keep them, and a server that
+ * decodes them may see `..%2f..%2fadmin` as a path outside the base.
+ */
+const ENCODED_SEPARATOR = /%(?:2f|5c)/i;
+
+/**
+ * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
+ * absolute address must already be under `base`.
+ *
+ * @throws {TypeError} For anything outside `base`: another origin, a path
+ * that climbs out (also percent-encoded), user info, or an encoded separator.
+ */
+export function resolveUnder(
+  base: URL,
+  path: string | URL,
+  context: string,
+): URL {
+  const url = parsePath(base, path, context);
+  if (!isUnder(url, base)) {
+    throw new TypeError(
+      `${context}: ${
+        displayUrl(url)
+      } is outside ${base.href}; the token is only sent under it`,
+    );
+  }
+  if (ENCODED_SEPARATOR.test(url.pathname)) {
+    throw new TypeError(
+      `${context}: ${
+        displayUrl(url)
+      } holds an encoded '/' or '\\' (%2F, %5C), which a server may read as a path outside ${base.href}; the token is only sent under it`,
+    );
+  }
+  return url;
+}
+
+/** Whether `url` is on `base`'s origin, under its path, without user info. */
+export function isUnder(url: URL, base: URL): boolean {
+  return url.origin === base.origin && url.username === "" &&
+    url.password === "" && url.pathname.startsWith(base.pathname) &&
+    !ENCODED_SEPARATOR.test(url.pathname);
+}
+
+/**
+ * Where a redirect may be followed with the token: for GET and HEAD only,
+ * and only to an address under the same base; otherwise `undefined`.
+ */
+export function followable(
+  response: Response,
+  from: URL,
+  base: URL,
+  method: string,
+): URL | undefined {
+  const location = response.headers.get("location");
+  if (location === null || (method !== "GET" && method !== "HEAD")) return;
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    return undefined;
+  }
+  return isUnder(next, base) ? next : undefined;
+}
+
+function parsePath(base: URL, path: string | URL, context: string): URL {
+  if (path instanceof URL) return new URL(path.href);
+  if (typeof path !== "string") {
+    throw new TypeError(
+      `${context}: 'path' must be a string or URL: received ${typeof path}`,
+    );
+  }
+  return /^[a-z][a-z\d+.-]*:/i.test(path)
+    ? new URL(path)
+    : new URL(path.replace(/^[/\\]+/, ""), base);
+}
