@@ -25,6 +25,8 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
     "..",
     "%2e%2e",
     ".%2E",
+    "..%2f..%2fadmin",
+    "%5C..",
     "",
     ".",
     "a b",

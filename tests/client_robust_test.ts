@@ -1,0 +1,452 @@
+// Issue 11: API calls as robust as token calls. Each behaviour against a
+// loopback server: an always-401 origin, a dripping body, a reset
+// connection, a page that gets one 503, a mutated environment.
+
+import {
+  deepStrictEqual,
+  equal,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import { ApiError } from "../src/errors.ts";
+import { createClient } from "../src/client.ts";
+import { defineEnvironment, type Environment } from "../src/environment.ts";
+import { collect, paginate } from "../src/paginate.ts";
+import { createTokenProvider } from "../src/token.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+
+const FAST_RETRY = { initialDelay: 1, maxDelay: 20 };
+
+/** A loopback HTTP server; `requests` counts what reached it. */
+function serve(handler: (request: Request) => Response | Promise<Response>) {
+  const controller = new AbortController();
+  let requests = 0;
+  const server = Deno.serve(
+    {
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen() {},
+      signal: controller.signal,
+    },
+    (request) => (requests++, handler(request)),
+  );
+  return {
+    base: `http://127.0.0.1:${server.addr.port}/api/`,
+    get requests() {
+      return requests;
+    },
+    async [Symbol.asyncDispose]() {
+      controller.abort();
+      await server.finished;
+    },
+  };
+}
+
+/** A TCP listener that closes every connection without a word. */
+function resetEveryConnection() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let connections = 0;
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      connections++;
+      conn.close();
+    }
+  })().catch(() => {});
+  return {
+    base: `http://127.0.0.1:${listener.addr.port}/`,
+    get connections() {
+      return connections;
+    },
+    async [Symbol.asyncDispose]() {
+      listener.close();
+      await accepting;
+    },
+  };
+}
+
+function environmentWith(
+  environment: Environment,
+  change: Partial<Record<keyof Environment, string>>,
+): Environment {
+  return defineEnvironment({ ...environment, ...change });
+}
+
+Deno.test("ten calls to an origin that always answers 401 cost at most one extra token", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  await using refusing = serve(() =>
+    Response.json({ error: "invalid_token" }, { status: 401 })
+  );
+  const environment = environmentWith(api.environment, {
+    pciBaseUrl: refusing.base,
+  });
+  const client = createClient({ environment, ...api.credentials });
+  // The API itself accepts the token: it is not the token that is wrong.
+  const ok200 = await client.fetch("organizations");
+  await ok200.body?.cancel();
+  for (let call = 0; call < 10; call++) {
+    const answer = await client.pciFetch(`cards/${call}`);
+    equal(answer.status, 401, "the answer is returned as it is");
+    await answer.body?.cancel();
+  }
+  equal(api.tokenRequests, 2, "one token, and one renewal");
+  equal(refusing.requests, 11, "ten calls, one of them retried once");
+});
+
+Deno.test("a token that worked and later gets a 401 is still replaced", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  for (let round = 1; round <= 3; round++) {
+    const answer = await client.fetch("organizations");
+    equal(answer.status, 200);
+    await answer.body?.cancel();
+    equal(api.tokenRequests, round);
+    api.revokeTokens(); // the service drops every token; the next call renews
+  }
+});
+
+Deno.test("a page whose body never finishes fails after the time limit, retried like no answer", async () => {
+  await using api = await startFakePartnerApi();
+  await using dripping = serve(() =>
+    new Response(
+      new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"items":['));
+          // ...and nothing more, ever.
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    )
+  );
+  const environment = environmentWith(api.environment, {
+    baseUrl: dripping.base,
+  });
+  const client = createClient({
+    environment,
+    ...api.credentials,
+    requestTimeout: 50,
+    retry: FAST_RETRY,
+  });
+  const started = performance.now();
+  await rejects(
+    collect(client.list("transactions"), { maxItems: 10 }),
+    (error: unknown) => {
+      ok(error instanceof ApiError);
+      equal(error.status, 0);
+      ok(error.cause instanceof DOMException);
+      equal((error.cause as DOMException).name, "TimeoutError");
+      ok(
+        /no answer in 3 attempts: no answer within 50 ms/.test(error.message),
+        error.message,
+      );
+      return true;
+    },
+  );
+  equal(dripping.requests, 3);
+  const took = performance.now() - started;
+  console.log(
+    `a dripping page failed after ${Math.round(took)} ms (3 attempts of 50 ms)`,
+  );
+});
+
+Deno.test("fetch() rejects with ApiError status 0 and the network cause when nothing answers", async () => {
+  await using api = await startFakePartnerApi();
+  await using reset = resetEveryConnection();
+  const environment = environmentWith(api.environment, {
+    pciBaseUrl: reset.base,
+  });
+  const client = createClient({
+    environment,
+    ...api.credentials,
+    retry: FAST_RETRY,
+  });
+  await rejects(client.pciFetch("cards/1"), (error: unknown) => {
+    ok(error instanceof ApiError);
+    equal(error.status, 0);
+    ok(error.cause instanceof Error);
+    ok(error.message.includes((error.cause as Error).message), error.message);
+    return true;
+  });
+  equal(reset.connections, 3, "the first attempt and two retries");
+  // Not idempotent: sent once, never again.
+  await rejects(
+    client.pciFetch("cards/1", { method: "POST", body: "{}" }),
+    ApiError,
+  );
+  equal(reset.connections, 4);
+});
+
+Deno.test("fetch() rejects with the caller's reason when the caller aborts", async () => {
+  await using api = await startFakePartnerApi({ latency: 200 });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  await client.tokenProvider.getToken();
+  const controller = new AbortController();
+  const reason = new Error("caller left");
+  const pending = client.fetch("organizations", { signal: controller.signal });
+  controller.abort(reason);
+  await rejects(pending, (error) => error === reason);
+});
+
+Deno.test("one 503 on a page costs that page one more request, and the crawl goes on", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 250 } });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    retry: FAST_RETRY,
+  });
+  await client.tokenProvider.getToken();
+  const before = api.apiRequests;
+  const items = client.list("transactions", { limit: 50 });
+  const first = await items.next();
+  ok(!first.done);
+  api.injectApiFaults({ kind: "status", status: 503 });
+  const rest = await collect(items, { maxItems: 1000 });
+  equal(rest.length + 1, 250);
+  equal(api.apiRequests - before, 6 + 1, "six pages, one of them twice");
+});
+
+Deno.test("a connection cut mid-page is retried", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 30 } });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    retry: FAST_RETRY,
+  });
+  api.injectApiFaults({ kind: "drop" });
+  equal(
+    (await collect(client.list("organizations"), { maxItems: 100 })).length,
+    30,
+  );
+});
+
+Deno.test("createClient() works from its own copy: changing the environment later changes nothing", async () => {
+  await using api = await startFakePartnerApi();
+  await using elsewhere = serve(() => new Response("stolen"));
+  const environment = {
+    baseUrl: new URL(api.environment.baseUrl),
+    pciBaseUrl: new URL(api.environment.pciBaseUrl),
+    tokenUrl: new URL(api.environment.tokenUrl),
+    audience: api.environment.audience,
+  };
+  const client = createClient({ environment, ...api.credentials });
+  environment.baseUrl.port = new URL(elsewhere.base).port;
+  environment.pciBaseUrl.port = new URL(elsewhere.base).port;
+  for (
+    const answer of [
+      await client.fetch("organizations"),
+      await client.pciFetch("cards/ch_000001"),
+    ]
+  ) {
+    equal(answer.status, 200);
+    await answer.body?.cancel();
+  }
+  equal(elsewhere.requests, 0);
+});
+
+Deno.test("createClient() refuses an environment that breaks defineEnvironment's rules", async () => {
+  await using api = await startFakePartnerApi();
+  const handBuilt = {
+    ...api.environment,
+    baseUrl: new URL("http://partner-api.example/api/"),
+  };
+  throws(
+    () => createClient({ environment: handBuilt, ...api.credentials }),
+    TypeError,
+  );
+  throws(
+    () =>
+      createClient({
+        environment: { ...api.environment, audience: "" },
+        ...api.credentials,
+      }),
+    TypeError,
+  );
+  equal(api.tokenRequests + api.apiRequests, 0);
+});
+
+Deno.test("createClient() refuses a provider of another environment", async () => {
+  await using sandbox = await startFakePartnerApi();
+  await using production = await startFakePartnerApi();
+  const productionProvider = createTokenProvider({
+    ...production.environment,
+    ...production.credentials,
+  });
+  throws(
+    () =>
+      createClient({
+        environment: sandbox.environment,
+        tokenProvider: productionProvider,
+      }),
+    (error: unknown) =>
+      error instanceof TypeError && /token provider is for/.test(error.message),
+  );
+  const otherAudience = createTokenProvider({
+    ...sandbox.environment,
+    ...sandbox.credentials,
+    audience: "https://production.example",
+  });
+  throws(
+    () =>
+      createClient({
+        environment: sandbox.environment,
+        tokenProvider: otherAudience,
+      }),
+    TypeError,
+  );
+  equal(sandbox.tokenRequests + production.tokenRequests, 0);
+});
+
+Deno.test("encoded separators never leave with the token", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  for (
+    const path of [
+      "..%2f..%2fadmin",
+      "..%2F..%2Fadmin",
+      "a%5c..%5cadmin",
+      "x/%2e%2e/%2e%2e/admin",
+    ]
+  ) {
+    await rejects(client.fetch(path), TypeError);
+    throws(() => client.list(path), TypeError);
+  }
+  equal(api.tokenRequests + api.apiRequests, 0);
+});
+
+Deno.test("a body that cannot be sent twice is never re-sent after a 401", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  await client.tokenProvider.getToken();
+  api.revokeTokens();
+  async function* chunks() {
+    yield new TextEncoder().encode('{"a":1}');
+  }
+  const answer = await client.fetch("organizations", {
+    method: "POST",
+    body: chunks() as unknown as BodyInit,
+  });
+  equal(answer.status, 401, "the 401 is returned, not a 200 of an empty POST");
+  await answer.body?.cancel();
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("ApiError.bodyExcerpt holds no part of a token echoed near the cut", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    retry: false,
+  });
+  const token = (await client.tokenProvider.getToken()).accessToken;
+  for (const at of [250, 280, 290, 299]) {
+    api.injectApiFaults({
+      kind: "body",
+      status: 400,
+      body: `${"x".repeat(at)}Bearer ${token} and more`,
+    });
+    await rejects(
+      collect(client.list("organizations"), { maxItems: 1 }),
+      (error: unknown) => {
+        ok(error instanceof ApiError);
+        const excerpt = error.bodyExcerpt ?? "";
+        ok(excerpt.length <= 300);
+        for (let length = 6; length <= token.length; length++) {
+          ok(
+            !excerpt.includes(token.slice(0, length)),
+            `${length} characters of the token at ${at}`,
+          );
+        }
+        ok(!error.message.includes(token.slice(0, 6)));
+        return true;
+      },
+    );
+  }
+});
+
+Deno.test("ApiError messages carry the status and the start of the body", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  await rejects(
+    collect(client.list("organizations", { sortBy: "shoeSize" }), {
+      maxItems: 1,
+    }),
+    (error: unknown) => {
+      ok(error instanceof ApiError);
+      equal(error.status, 400);
+      ok(error.message.includes("400"));
+      // The body says what was wrong; the URL alone would not.
+      ok(error.message.includes("bad_request"), error.message);
+      return true;
+    },
+  );
+});
+
+Deno.test("a server that ignores 'page' ends a dedupeBy list with an Error, not for ever", async () => {
+  await using api = await startFakePartnerApi();
+  await using stuck = serve(() =>
+    Response.json({
+      organizations: Array.from(
+        { length: 10 },
+        (_, i) => ({ organizationID: `o${i}` }),
+      ),
+    })
+  );
+  const environment = environmentWith(api.environment, { baseUrl: stuck.base });
+  const client = createClient({ environment, ...api.credentials });
+  await rejects(
+    collect(
+      client.list<{ organizationID: string }>("organizations", {
+        limit: 10,
+        dedupeBy: (o) => o.organizationID,
+      }),
+      { maxItems: 1_000_000 },
+    ),
+    (error: unknown) =>
+      error instanceof Error && /ignore 'page'/.test(error.message),
+  );
+  equal(stuck.requests, 2);
+});
+
+Deno.test("paginate() refuses more than 64 pages in flight before any request", () => {
+  let requested = 0;
+  const fetchPage = () => (requested++, Promise.resolve([]));
+  throws(() => paginate(fetchPage, { concurrency: 2_000_000 }), RangeError);
+  throws(() => paginate(fetchPage, { concurrency: 65 }), RangeError);
+  paginate(fetchPage, { concurrency: 64 });
+  equal(requested, 0);
+});
+
+Deno.test("PUT and DELETE are retried, POST and PATCH are not", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    retry: FAST_RETRY,
+  });
+  const statuses: Record<string, number> = {};
+  for (const method of ["PUT", "DELETE", "POST", "PATCH"]) {
+    api.injectApiFaults({ kind: "status", status: 503 });
+    const answer = await client.fetch("organizations", {
+      method,
+      body: method === "DELETE" ? null : "{}",
+    });
+    statuses[method] = answer.status;
+    await answer.body?.cancel();
+  }
+  deepStrictEqual(statuses, { PUT: 405, DELETE: 405, POST: 503, PATCH: 503 });
+});
