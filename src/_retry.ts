@@ -1,7 +1,9 @@
 // Internal: waiting between attempts, shared by the token provider and the
 // client.
 
-/** How retries back off; every field is required here, defaults live with the callers. */
+import { checkNumber } from "./_check.ts";
+
+/** How retries back off, checked and complete. */
 export interface Backoff {
   /** Retries after the first attempt. */
   readonly retries: number;
@@ -9,6 +11,52 @@ export interface Backoff {
   readonly initialDelay: number;
   /** No wait is longer; a longer `Retry-After` ends the retries instead. */
   readonly maxDelay: number;
+}
+
+const DEFAULT_BACKOFF: Backoff = Object.freeze({
+  retries: 2,
+  initialDelay: 500,
+  maxDelay: 10_000,
+});
+
+/**
+ * Checks a `retry` option (token provider and client take the same shape):
+ * `false` for none, else each field or its default (2 retries, 500 ms,
+ * at most 10 s).
+ *
+ * @throws {RangeError} For a count or delay out of range.
+ */
+export function backoffFrom(
+  retry:
+    | { retries?: number; initialDelay?: number; maxDelay?: number }
+    | false
+    | undefined,
+  context: string,
+): Backoff {
+  if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
+  const given = retry ?? {};
+  const delay = (
+    value: number | undefined,
+    field: "initialDelay" | "maxDelay",
+  ) =>
+    checkNumber(
+      value,
+      DEFAULT_BACKOFF[field],
+      "non-negative finite number",
+      context,
+      field,
+    );
+  return {
+    retries: checkNumber(
+      given.retries,
+      DEFAULT_BACKOFF.retries,
+      "non-negative integer",
+      context,
+      "retries",
+    ),
+    initialDelay: delay(given.initialDelay, "initialDelay"),
+    maxDelay: delay(given.maxDelay, "maxDelay"),
+  };
 }
 
 /**

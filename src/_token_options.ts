@@ -2,7 +2,7 @@
 // options into a configuration.
 
 import { checkNumber, requireFunction } from "./_check.ts";
-import type { Backoff } from "./_retry.ts";
+import { type Backoff, backoffFrom } from "./_retry.ts";
 import { tokenEndpoint, type TokenRequestOptions } from "./_token_protocol.ts";
 import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
 import type { TokenStore } from "./_token_store.ts";
@@ -195,11 +195,6 @@ export interface ProviderConfig {
 }
 
 const CONTEXT = "Cannot create token provider";
-const DEFAULT_BACKOFF: Backoff = Object.freeze({
-  retries: 2,
-  initialDelay: 500,
-  maxDelay: 10_000,
-});
 
 /**
  * Checks every option at once.
@@ -218,48 +213,20 @@ export function providerConfig(options: TokenProviderOptions): ProviderConfig {
   return {
     endpoint,
     store: options.store,
-    backoff: backoffFrom(options.retry),
+    backoff: backoffFrom(options.retry, CONTEXT),
     refreshMargin: options.refreshMargin === undefined
       ? undefined
-      : nonNegative(options.refreshMargin, 0, "refreshMargin"),
+      : checkNumber(
+        options.refreshMargin,
+        0,
+        "non-negative finite number",
+        CONTEXT,
+        "refreshMargin",
+      ),
     random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
     onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
     waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
   };
-}
-
-function backoffFrom(retry: RetryOptions | false | undefined): Backoff {
-  if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
-  const given = retry ?? {};
-  return {
-    retries: checkNumber(
-      given.retries,
-      DEFAULT_BACKOFF.retries,
-      "non-negative integer",
-      CONTEXT,
-      "retries",
-    ),
-    initialDelay: nonNegative(
-      given.initialDelay,
-      DEFAULT_BACKOFF.initialDelay,
-      "initialDelay",
-    ),
-    maxDelay: nonNegative(given.maxDelay, DEFAULT_BACKOFF.maxDelay, "maxDelay"),
-  };
-}
-
-function nonNegative(
-  value: number | undefined,
-  fallback: number,
-  field: string,
-): number {
-  return checkNumber(
-    value,
-    fallback,
-    "non-negative finite number",
-    CONTEXT,
-    field,
-  );
 }
 
 function isBrowserPage(): boolean {

@@ -33,7 +33,7 @@ import {
   type RetryOptions,
   type TokenProvider,
 } from "./token.ts";
-import type { Backoff } from "./_retry.ts";
+import { backoffFrom } from "./_retry.ts";
 import { serverText } from "./_redact.ts";
 import { checkNumber, requireFunction } from "./_check.ts";
 import { resolveUnder } from "./_path.ts";
@@ -162,48 +162,6 @@ export interface PartnerClient {
   readonly tokenProvider: TokenProvider;
   /**
    * Sends a request under the API base (`"x"` and `"/x"` both mean
-   * `{baseUrl}x`) with the bearer token. Rejects with `TypeError` for an
-   * address outside the base, before anything is sent.
-   */
-  fetch(path: string | URL, init?: RequestInit): Promise<Response>;
-  /** Like {@linkcode PartnerClient.fetch}, under the card-data (PCI) base. */
-  pciFetch(path: string | URL, init?: RequestInit): Promise<Response>;
-  /**
-   * Iterates over a paged list under the API base.
-   *
-   * @throws {TypeError} At once, for a path outside the base or bad options.
-   * @throws {ApiError} While iterating, for a page answered with an error.
-   */
-  list<T = unknown>(
-    path: string,
-    options?: ListOptions<T>,
-  ): AsyncIterableIterator<T>;
-}
-
-/**
- * A client bound to one environment and one token provider.
- *
- * @example Passing a client to code that needs the API
- * ```ts
- * import { createClient, type PartnerClient } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- *
- * async function countOrganizations(client: PartnerClient): Promise<number> {
- *   let count = 0;
- *   for await (const _ of client.list("organizations")) count++;
- *   return count;
- * }
- * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
- * if (await countOrganizations(createClient({ environment: api.environment, ...api.credentials })) !== 3) {
- *   throw new Error();
- * }
- * ```
- */
-export interface PartnerClient {
-  /** The provider whose tokens the client sends. */
-  readonly tokenProvider: TokenProvider;
-  /**
-   * Sends a request under the API base (`"x"` and `"/x"` both mean
    * `{baseUrl}x`) with the bearer token, retrying idempotent requests.
    * Rejects with `TypeError` for an address outside the base, before
    * anything is sent; with `ApiError` (`status` 0, the failure as `cause`)
@@ -229,7 +187,6 @@ export interface PartnerClient {
 const EXCERPT_LENGTH = 300;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 const CONTEXT = "Cannot create client";
-const DEFAULT_RETRY = { retries: 2, initialDelay: 500, maxDelay: 10_000 };
 
 /**
  * Creates a client for one environment. It sends every request with
@@ -312,7 +269,7 @@ function clientConfig(
       fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
         ((input, init) => fetch(input, init)),
       retry: {
-        backoff: backoffOf(options.retry),
+        backoff: backoffFrom(options.retry, CONTEXT),
         maxRetryAfter: checkNumber(
           options.maxRetryAfter,
           30_000,
@@ -398,34 +355,6 @@ function checkProviderTarget(
       `${CONTEXT}: the token provider is for ${target.tokenUrl} (audience ${target.audience}), not this environment's ${environment.tokenUrl.href} (audience ${environment.audience})`,
     );
   }
-}
-
-function backoffOf(retry: RetryOptions | false | undefined): Backoff {
-  if (retry === false) return { ...DEFAULT_RETRY, retries: 0 };
-  const given = retry ?? {};
-  return {
-    retries: checkNumber(
-      given.retries,
-      DEFAULT_RETRY.retries,
-      "non-negative integer",
-      CONTEXT,
-      "retries",
-    ),
-    initialDelay: checkNumber(
-      given.initialDelay,
-      DEFAULT_RETRY.initialDelay,
-      "non-negative finite number",
-      CONTEXT,
-      "initialDelay",
-    ),
-    maxDelay: checkNumber(
-      given.maxDelay,
-      DEFAULT_RETRY.maxDelay,
-      "non-negative finite number",
-      CONTEXT,
-      "maxDelay",
-    ),
-  };
 }
 
 function listUnder<T>(
