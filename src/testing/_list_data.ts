@@ -9,6 +9,8 @@ export interface ListResource {
   readonly sortable: readonly string[];
   readonly defaultSort: string;
   readonly items: Item[];
+  /** The items sorted per `"<field> <direction>"`; cleared when items are added. */
+  readonly sorted: Map<string, readonly Item[]>;
 }
 
 const COMPANY_WORDS = [
@@ -115,6 +117,7 @@ export function generateLists(
       sortable: ["organizationID", "companyName", "creationDate"],
       defaultSort: "companyName",
       items: organizations,
+      sorted: new Map(),
     }],
     ["transactions", {
       name: "transactions",
@@ -122,6 +125,7 @@ export function generateLists(
       sortable: ["transactionID", "creationDate", "amount"],
       defaultSort: "creationDate",
       items: transactions,
+      sorted: new Map(),
     }],
     ["cardholders", {
       name: "cardholders",
@@ -129,6 +133,7 @@ export function generateLists(
       sortable: ["cardholderID", "name", "creationDate"],
       defaultSort: "cardholderID",
       items: cardholders,
+      sorted: new Map(),
     }],
   ]);
 }
@@ -158,6 +163,7 @@ export function appendTransactions(
     newest = Math.max(newest, Date.parse(String(item.creationDate)) + 1000);
   }
   const random = seededRandom(resource.items.length);
+  resource.sorted.clear();
   for (let i = 0; i < count; i++, newest += 1000) {
     const n = resource.items.length + 1;
     resource.items.push(transaction(n, new Date(newest).toISOString(), random));
@@ -186,7 +192,7 @@ export const MAX_LIMIT = 1000;
 export function pageOf(
   resource: ListResource,
   params: URLSearchParams,
-): Item[] {
+): readonly Item[] {
   const limit = readInteger(params, "limit", 50);
   if (limit > MAX_LIMIT) {
     throw new BadQuery(
@@ -208,12 +214,29 @@ export function pageOf(
       `'sortDirection' must be ASC or DESC: received ${direction}`,
     );
   }
+  return sortedBy(resource, sortBy, direction)
+    .slice((page - 1) * limit, page * limit);
+}
+
+/**
+ * The items in one order, sorted once and kept until items are added: a
+ * crawl of a million items must not sort a million items per page.
+ */
+function sortedBy(
+  resource: ListResource,
+  sortBy: string,
+  direction: "ASC" | "DESC",
+): readonly Item[] {
+  const key = `${sortBy} ${direction}`;
+  const cached = resource.sorted.get(key);
+  if (cached !== undefined) return cached;
   const sign = direction === "ASC" ? 1 : -1;
   const idField = resource.idField;
   const sorted = resource.items.toSorted((a, b) =>
     sign * (compare(a[sortBy], b[sortBy]) || compare(a[idField], b[idField]))
   );
-  return sorted.slice((page - 1) * limit, page * limit);
+  resource.sorted.set(key, sorted);
+  return sorted;
 }
 
 function compare(a: unknown, b: unknown): number {

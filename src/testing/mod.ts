@@ -17,4 +17,9 @@
  * @module
  */
 
-export * from "./fake_partner_api.ts";
+export * from "./fake_service.ts";
+export {
+  type FakePartnerApi,
+  type FakePartnerApiOptions,
+  startFakePartnerApi,
+} from "./fake_partner_api.ts";

@@ -1,0 +1,141 @@
+// Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
+
+import { delay } from "../_retry.ts";
+
+/**
+ * A scripted misbehaviour, applied to one request in the order given: token
+ * faults to token requests, API faults to API requests (lists and card data).
+ *
+ * - `status`: answers with that status and an OAuth error body, optionally
+ *   with `Retry-After`.
+ * - `delay`: waits `ms` milliseconds, then answers normally.
+ * - `drop`: starts a 200 answer and cuts the connection mid-body.
+ * - `body`: answers 200 (or `status`) with exactly this body, e.g. broken JSON.
+ *
+ * `headers` are set last, over the quota header if they name it.
+ *
+ * @example A flaky token endpoint
+ * ```ts
+ * import { type FakeFault, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ *
+ * const faults: FakeFault[] = [{ kind: "drop" }, { kind: "status", status: 503 }];
+ * await using api = await startFakePartnerApi({ faults });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, retry: { initialDelay: 1 } });
+ * await provider.getToken(); // retried past both faults
+ * if (api.tokenRequests !== 3) throw new Error();
+ * ```
+ */
+export type FakeFault =
+  | {
+    readonly kind: "status";
+    readonly status: number;
+    readonly retryAfter?: number;
+    readonly headers?: Readonly<Record<string, string>>;
+  }
+  | { readonly kind: "delay"; readonly ms: number }
+  | { readonly kind: "drop" }
+  | {
+    readonly kind: "body";
+    readonly body: string;
+    readonly status?: number;
+    readonly headers?: Readonly<Record<string, string>>;
+  };
+
+/** Sets `headers` on `response`, last, so they win. */
+export type Decorate = (
+  response: Response,
+  headers?: Readonly<Record<string, string>>,
+) => Response;
+
+/** A JSON answer that no cache keeps. */
+export function json(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: {
+      "content-type": "application/json",
+      "cache-control": "no-store",
+      ...headers,
+    },
+  });
+}
+
+/** An OAuth 2.0 error answer. */
+export function oauthError(
+  status: number,
+  error: string,
+  description: string,
+): Response {
+  return json(status, { error, error_description: description });
+}
+
+/** URL-safe random text of `bytes` random bytes. */
+export function randomText(bytes: number): string {
+  const data = crypto.getRandomValues(new Uint8Array(bytes));
+  return btoa(String.fromCharCode(...data)).replace(
+    /[+/=]/g,
+    (c) => c === "+" ? "-" : c === "/" ? "_" : "",
+  );
+}
+
+/**
+ * Waits `ms`; only `closing` cuts it short: a client giving up must not
+ * change what the fake does, as it would not change a real server.
+ */
+export function pause(ms: number, closing: AbortSignal): Promise<void> {
+  return ms > 0 ? delay(ms, closing).catch(() => {}) : Promise.resolve();
+}
+
+/** The answer `fault` makes of a request that `answer` would answer. */
+export async function faultyAnswer(
+  fault: FakeFault,
+  answer: () => Response | Promise<Response>,
+  decorate: Decorate,
+  closing: AbortSignal,
+): Promise<Response> {
+  switch (fault.kind) {
+    case "status": {
+      const response = decorate(
+        oauthError(fault.status, "server_error", "Injected fault"),
+        fault.headers,
+      );
+      if (fault.retryAfter !== undefined) {
+        response.headers.set("retry-after", String(fault.retryAfter));
+      }
+      return response;
+    }
+    case "delay":
+      await pause(fault.ms, closing);
+      return await answer();
+    case "drop":
+      return droppedAnswer();
+    case "body":
+      return decorate(
+        new Response(fault.body, {
+          status: fault.status ?? 200,
+          headers: { "content-type": "application/json" },
+        }),
+        fault.headers,
+      );
+  }
+}
+
+/** A 200 answer whose connection is cut after a few bytes of its body. */
+function droppedAnswer(): Response {
+  const start = new TextEncoder().encode('{"access_token":"');
+  return new Response(
+    new ReadableStream({
+      pull(controller) {
+        controller.enqueue(start);
+        controller.close();
+      },
+    }),
+    {
+      headers: { "content-type": "application/json", "content-length": "512" },
+    },
+  );
+}

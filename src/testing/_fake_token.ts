@@ -1,0 +1,148 @@
+// Internal: the fake's token endpoint: it validates requests like the real
+// one, issues expiring tokens, and counts a quota.
+
+import { formatQuotaHeader, QUOTA_HEADER } from "../quota.ts";
+import type { QuotaCounter } from "./_quota_counter.ts";
+import { json, oauthError, randomText } from "./_fake_http.ts";
+
+/** What the token endpoint is set up with. */
+export interface TokenEndpointSetup {
+  readonly lifetime: number;
+  readonly quota: QuotaCounter;
+  readonly now: () => number;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly audience: string;
+  readonly retryAfter: boolean;
+  readonly bodyFormats: readonly ("json" | "form")[];
+}
+
+const TOKEN_FIELDS = ["audience", "client_id", "client_secret", "grant_type"];
+const MEDIA_TYPES = {
+  json: "application/json",
+  form: "application/x-www-form-urlencoded",
+};
+
+/** The token endpoint and the tokens it issued. */
+export class FakeTokenEndpoint {
+  readonly #setup: TokenEndpointSetup;
+  /** Token → epoch ms of its expiry. */
+  readonly #tokens = new Map<string, number>();
+  tokensIssued = 0;
+
+  constructor(setup: TokenEndpointSetup) {
+    this.#setup = setup;
+  }
+
+  /** Answers one token request. */
+  async answer(request: Request): Promise<Response> {
+    const { clientId, clientSecret, audience } = this.#setup;
+    const body = await readTokenBody(request, this.#setup.bodyFormats);
+    if (typeof body === "string") {
+      const status = request.method === "POST" ? 400 : 405;
+      return this.withQuota(oauthError(status, "invalid_request", body));
+    }
+    if (body.grant_type !== "client_credentials") {
+      return this.withQuota(
+        oauthError(
+          400,
+          "invalid_request",
+          "grant_type must be client_credentials",
+        ),
+      );
+    }
+    if (
+      body.client_id !== clientId || body.client_secret !== clientSecret ||
+      body.audience !== audience
+    ) {
+      return this.withQuota(oauthError(401, "access_denied", "Unauthorized"));
+    }
+    return this.#issue();
+  }
+
+  /** Sets the quota header as it stands now, then `headers`, on `response`. */
+  withQuota(
+    response: Response,
+    headers: Readonly<Record<string, string>> = {},
+  ): Response {
+    response.headers.set(
+      QUOTA_HEADER,
+      formatQuotaHeader(this.#setup.quota.buckets()),
+    );
+    for (const [name, value] of Object.entries(headers)) {
+      response.headers.set(name, value);
+    }
+    return response;
+  }
+
+  /** Whether `accessToken` was issued here and has not expired or been revoked. */
+  isValid(accessToken: string): boolean {
+    const expiresAt = this.#tokens.get(accessToken);
+    return expiresAt !== undefined && this.#setup.now() < expiresAt;
+  }
+
+  /** Forgets every token issued so far. */
+  revoke(): void {
+    this.#tokens.clear();
+  }
+
+  #issue(): Response {
+    const { quota, lifetime, now } = this.#setup;
+    if (!quota.available()) {
+      const wait = Math.max(
+        ...quota.buckets().filter((b) => b.remaining === 0).map((b) =>
+          b.resetAfter
+        ),
+      );
+      const response = oauthError(
+        429,
+        "too_many_requests",
+        "Client quota exceeded",
+      );
+      if (this.#setup.retryAfter) {
+        response.headers.set("retry-after", String(wait));
+      }
+      return this.withQuota(response);
+    }
+    quota.spend();
+    this.tokensIssued++;
+    const accessToken = randomText(32);
+    this.#tokens.set(accessToken, now() + lifetime * 1000);
+    return this.withQuota(json(200, {
+      access_token: accessToken,
+      expires_in: lifetime,
+      token_type: "Bearer",
+    }));
+  }
+}
+
+async function readTokenBody(
+  request: Request,
+  formats: readonly ("json" | "form")[],
+): Promise<Record<string, unknown> | string> {
+  if (request.method !== "POST") return "the token endpoint takes POST";
+  const type = request.headers.get("content-type")?.split(";")[0]?.trim()
+    .toLowerCase();
+  const format = formats.find((name) => MEDIA_TYPES[name] === type);
+  if (format === undefined) {
+    return `Content-Type must be ${
+      formats.map((name) => MEDIA_TYPES[name]).join(" or ")
+    }`;
+  }
+  let body: unknown;
+  try {
+    body = format === "json"
+      ? await request.json()
+      : Object.fromEntries(new URLSearchParams(await request.text()));
+  } catch {
+    return "the body is not JSON";
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return "the body must be a JSON object";
+  }
+  const fields = Object.keys(body).sort();
+  if (fields.join() !== TOKEN_FIELDS.join()) {
+    return `the body must have exactly ${TOKEN_FIELDS.join(", ")}`;
+  }
+  return body as Record<string, unknown>;
+}
