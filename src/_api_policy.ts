@@ -7,6 +7,11 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
 /** Answers worth another attempt of an idempotent request. */
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 
+/** Whether an answer with `status` may be worth another attempt (then its `Retry-After` is read). */
+export function mayRetry(status: number): boolean {
+  return RETRY_STATUSES.has(status);
+}
+
 /** What one attempt came to. */
 export type Attempted =
   | {

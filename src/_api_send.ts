@@ -13,6 +13,7 @@ import {
   type Attempted,
   type AuthLedger,
   isReplayable,
+  mayRetry,
   onUnauthorized,
   recordAccepted,
   type RetryPolicy,
@@ -23,9 +24,11 @@ import {
 export interface SendContext {
   readonly tokenProvider: TokenProvider;
   readonly fetch: typeof fetch;
+  /** Whether `fetch` is the runtime's own, which stops when its signal aborts. */
+  readonly ownFetch: boolean;
   readonly retry: RetryPolicy;
-  /** Time limit of one attempt, in ms. */
-  readonly requestTimeout: number;
+  /** Time limits of attempts. */
+  readonly deadlines: SharedDeadlines;
   readonly ledger: AuthLedger;
   readonly now: () => number;
 }
@@ -40,21 +43,16 @@ export interface Exchange<T> {
   readonly context: string;
   /**
    * What must finish within the attempt's time limit once the answer is the
-   * one to hand back: nothing for `fetch`, reading the body for a list page.
-   * A failure here counts as no answer, and is retried like one.
+   * one to hand back: nothing for `fetch` (the answer itself), reading the
+   * body for a list page. A failure here counts as no answer, and is retried
+   * like one.
    */
-  readonly finish: (response: Response, accessToken: string) => Promise<T>;
-}
-
-/** The answer handed back, with the token it was sent with (to keep it out of errors). */
-export interface Delivered<T> {
-  readonly response: Response;
-  readonly value: T;
-  readonly accessToken: string;
+  readonly finish: (response: Response, accessToken: string) => T | Promise<T>;
 }
 
 /**
- * Sends `exchange` until it has an answer to hand back.
+ * Sends `exchange` until it has an answer to hand back, and returns what
+ * `finish` made of it.
  *
  * @throws {ApiError} `status` 0 with the last failure as `cause` when no
  * answer arrived after the retries.
@@ -64,37 +62,33 @@ export interface Delivered<T> {
 export async function sendExchange<T>(
   context: SendContext,
   exchange: Exchange<T>,
-): Promise<Delivered<T>> {
+): Promise<T> {
   const run = new Run(context, exchange);
   while (true) {
-    await run.pause();
+    if (run.wait > 0) await run.pause();
     const { accessToken } = await context.tokenProvider.getToken(
       run.signal === undefined ? {} : { signal: run.signal },
     );
-    const attempt = startAttempt(context.requestTimeout, run.signal);
+    const signal = run.startAttempt();
+    const response = await run.send(accessToken, signal);
+    let step = response === undefined
+      ? run.afterNoAnswer()
+      : run.afterAnswer(response, accessToken);
+    if (step instanceof Promise) step = await step;
+    if (step === "again") continue;
+    if (step !== "deliver") throw step;
     try {
-      const response = await run.send(accessToken, attempt.signal);
-      const step = response === undefined
-        ? run.afterNoAnswer(attempt)
-        : await run.afterAnswer(response, accessToken);
-      if (step === "again") continue;
-      if (step !== "deliver") throw step;
-      try {
-        const value = await raceAbort(
-          exchange.finish(response!, accessToken),
-          attempt.signal,
-        );
-        return { response: response!, value, accessToken };
-      } catch (error) {
-        // The service's own refusal is final; a body cut off or too slow
-        // is no answer, and retried like one.
-        if (error instanceof ApiError) throw error;
-        run.failure = error;
-        const next = run.afterNoAnswer(attempt);
-        if (next !== "again") throw next;
-      }
-    } finally {
-      attempt.clear();
+      const finished = exchange.finish(response!, accessToken);
+      return finished instanceof Promise
+        ? await raceAbort(finished, signal)
+        : finished;
+    } catch (error) {
+      // The service's own refusal is final; a body cut off or too slow is
+      // no answer, and retried like one.
+      if (error instanceof ApiError) throw error;
+      run.failure = error;
+      const next = run.afterNoAnswer();
+      if (next !== "again") throw next;
     }
   }
 }
@@ -111,6 +105,8 @@ class Run<T> {
   redirects = 0;
   /** Whether a 401 already cost this request a fresh token. */
   renewed = false;
+  /** The time limit of the current attempt. */
+  #limit: AbortSignal | undefined;
   /** The wait before the next attempt, once one was decided. */
   wait = 0;
   failure: unknown;
@@ -124,25 +120,32 @@ class Run<T> {
     this.target = exchange.url;
   }
 
+  /** Starts an attempt's time limit; the signal also follows the caller's. */
+  startAttempt(): AbortSignal {
+    this.#limit = this.#context.deadlines.signal();
+    return this.signal === undefined
+      ? this.#limit
+      : AbortSignal.any([this.signal, this.#limit]);
+  }
+
   /** Sends one attempt; `undefined` when no answer came (see `failure`). */
   async send(
     accessToken: string,
     signal: AbortSignal,
   ): Promise<Response | undefined> {
     const send = this.#context.fetch;
-    const headers = new Headers(this.#exchange.init.headers);
-    headers.set("authorization", `Bearer ${accessToken}`);
+    const sent = send(this.target.href, {
+      ...this.#exchange.init,
+      headers: withBearer(this.#exchange.init.headers, accessToken),
+      redirect: "manual",
+      signal,
+    });
     try {
-      return await raceAbort(
-        send(this.target, {
-          ...this.#exchange.init,
-          headers,
-          redirect: "manual",
-          signal,
-        }),
-        signal,
-        discard,
-      );
+      // The runtime's own fetch stops at its signal; a fetch of the caller's
+      // might not, and must not hold an attempt past its time limit.
+      return await (this.#context.ownFetch
+        ? sent
+        : raceAbort(sent, signal, discard));
     } catch (error) {
       this.signal?.throwIfAborted();
       this.failure = error;
@@ -151,45 +154,61 @@ class Run<T> {
   }
 
   /** After no answer: "again" (after `pause`), or the error to throw. */
-  afterNoAnswer(attempt: Attempt): "again" | ApiError {
+  afterNoAnswer(): "again" | ApiError {
     this.signal?.throwIfAborted();
-    if (attempt.timedOut) this.failure = attempt.signal.reason;
+    if (this.#limit?.aborted) {
+      this.failure = new DOMException(
+        `no answer within ${this.#context.deadlines.ms} ms`,
+        "TimeoutError",
+      );
+    }
     return this.#retry({ kind: "no answer" }) ?? this.#noAnswer();
   }
 
-  /** After an answer: "again", "deliver", or the error to throw. */
-  async afterAnswer(
+  /**
+   * After an answer: "deliver", or (after cleaning up) "again". Not async on
+   * the common path: a delivered answer costs no extra promise.
+   */
+  afterAnswer(
     response: Response,
     accessToken: string,
-  ): Promise<"again" | "deliver"> {
+  ): "deliver" | Promise<"again" | "deliver"> {
     const base = this.#exchange.base.href;
-    const { ledger, tokenProvider } = this.#context;
+    const { ledger } = this.#context;
     if (response.status === 401) {
-      if (
-        this.replayable && !this.renewed &&
-        onUnauthorized(ledger, base, accessToken) === "renew"
-      ) {
-        this.renewed = true;
-        ledger.probation.add(base);
-        await discard(response);
-        await tokenProvider.invalidate(accessToken);
-        return "again";
-      }
-      return "deliver";
+      return this.#unauthorized(response, accessToken);
     }
     recordAccepted(ledger, base, accessToken);
-    const retryAfter = retryAfterMs(response.headers, this.#context.now());
-    if (this.#retry({ kind: "answer", status: response.status, retryAfter })) {
-      await discard(response);
-      return "again";
+    const status = response.status;
+    const retryAfter = mayRetry(status)
+      ? retryAfterMs(response.headers, this.#context.now())
+      : undefined;
+    if (this.#retry({ kind: "answer", status, retryAfter })) {
+      return discard(response).then(() => "again");
     }
-    const next = response.status >= 300 && response.status < 400
+    const next = status >= 300 && status < 400
       ? followable(response, this.target, this.#exchange.base, this.method)
       : undefined;
     if (next === undefined || this.redirects >= MAX_REDIRECTS) return "deliver";
     this.redirects++;
     this.target = next;
+    return discard(response).then(() => "again");
+  }
+
+  async #unauthorized(
+    response: Response,
+    accessToken: string,
+  ): Promise<"again" | "deliver"> {
+    const base = this.#exchange.base.href;
+    const { ledger, tokenProvider } = this.#context;
+    if (
+      !this.replayable || this.renewed ||
+      onUnauthorized(ledger, base, accessToken) === "return"
+    ) return "deliver";
+    this.renewed = true;
+    ledger.probation.add(base);
     await discard(response);
+    await tokenProvider.invalidate(accessToken);
     return "again";
   }
 
@@ -226,32 +245,59 @@ class Run<T> {
 
 const MAX_REDIRECTS = 5;
 
-/** An attempt's time limit, following the caller's signal too. */
-interface Attempt {
-  readonly signal: AbortSignal;
-  readonly timedOut: boolean;
-  clear(): void;
+/**
+ * Time limits shared by the attempts that start within the same short
+ * window (a tenth of the limit, at most a second): one
+ * `AbortSignal.timeout` per window instead of a timer per request. A timer
+ * per request cost more than the rest of the client's work together
+ * (`setTimeout` makes Node-style objects), and unlike a shared `setTimeout`
+ * these signals leave nothing for a test's sanitizer to find and never keep
+ * a process alive. An attempt thus gets its limit, and at most a window more.
+ */
+export class SharedDeadlines {
+  /** The time limit, in ms. */
+  readonly ms: number;
+  readonly #window: number;
+  #signal: AbortSignal | undefined;
+  #until = -Infinity;
+
+  constructor(ms: number) {
+    this.ms = ms;
+    this.#window = Math.min(1000, Math.max(1, Math.round(ms / 10)));
+  }
+
+  /** The signal for an attempt starting now. */
+  signal(): AbortSignal {
+    const now = performance.now();
+    if (this.#signal === undefined || now >= this.#until) {
+      this.#signal = AbortSignal.timeout(this.ms + this.#window);
+      this.#until = now + this.#window;
+    }
+    return this.#signal;
+  }
 }
 
-function startAttempt(ms: number, caller: AbortSignal | undefined): Attempt {
-  const timer = new AbortController();
-  let timedOut = false;
-  // Not AbortSignal.timeout: it cannot be cleared, and fake timers cannot drive it.
-  const id = setTimeout(() => {
-    timedOut = true;
-    timer.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError"));
-  }, ms);
-  return {
-    // `any` keeps following the caller after the timer is cleared, so an
-    // abort still reaches a body being read.
-    signal: caller === undefined
-      ? timer.signal
-      : AbortSignal.any([caller, timer.signal]),
-    get timedOut() {
-      return timedOut;
-    },
-    clear: () => clearTimeout(id),
-  };
+/**
+ * The caller's headers with `Authorization: Bearer <token>` in place of any
+ * the caller set. A plain record stays one: a `Headers` object per request
+ * costs more than the rest of the client's work.
+ */
+function withBearer(
+  headers: HeadersInit | undefined,
+  accessToken: string,
+): HeadersInit {
+  const authorization = `Bearer ${accessToken}`;
+  if (headers === undefined) return { authorization };
+  if (headers instanceof Headers || Array.isArray(headers)) {
+    const copy = new Headers(headers);
+    copy.set("authorization", authorization);
+    return copy;
+  }
+  const record: Record<string, string> = { authorization };
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() !== "authorization") record[name] = value;
+  }
+  return record;
 }
 
 /** An answer not handed back must be read or cancelled, or it leaks. */

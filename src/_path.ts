@@ -39,6 +39,42 @@ export function resolveUnder(
   return url;
 }
 
+/**
+ * Resolved string paths of one base, checked once and kept (the last 256):
+ * a service calls the same few paths over and over, and parsing and checking
+ * each call again is most of a client's own cost per request. Never hands
+ * out the URLs it keeps, so nobody can change them.
+ */
+export class PathCache {
+  readonly #base: URL;
+  readonly #context: string;
+  readonly #resolved = new Map<string, URL>();
+
+  constructor(base: URL, context: string) {
+    this.#base = base;
+    this.#context = context;
+  }
+
+  /**
+   * `path` resolved under the base, from the cache when it is a string seen
+   * before.
+   *
+   * @throws {TypeError} As {@linkcode resolveUnder}.
+   */
+  resolve(path: string | URL): URL {
+    if (typeof path !== "string") {
+      return resolveUnder(this.#base, path, this.#context);
+    }
+    let url = this.#resolved.get(path);
+    if (url === undefined) {
+      url = resolveUnder(this.#base, path, this.#context);
+      if (this.#resolved.size >= 256) this.#resolved.clear();
+      this.#resolved.set(path, url);
+    }
+    return url;
+  }
+}
+
 /** Whether `url` is on `base`'s origin, under its path, without user info. */
 export function isUnder(url: URL, base: URL): boolean {
   return url.origin === base.origin && url.username === "" &&

@@ -36,8 +36,12 @@ import {
 import { backoffFrom } from "./_retry.ts";
 import { serverText } from "./_redact.ts";
 import { checkNumber, requireFunction } from "./_check.ts";
-import { resolveUnder } from "./_path.ts";
-import { type SendContext, sendExchange } from "./_api_send.ts";
+import { PathCache, resolveUnder } from "./_path.ts";
+import {
+  type SendContext,
+  sendExchange,
+  SharedDeadlines,
+} from "./_api_send.ts";
 
 /**
  * Options of {@linkcode createClient}.
@@ -226,23 +230,23 @@ const CONTEXT = "Cannot create client";
  */
 export function createClient(options: ClientOptions): PartnerClient {
   const { environment, context } = clientConfig(options);
-  const fetchUnder =
-    (base: URL, what: string) =>
-    (path: string | URL, init: RequestInit = {}): Promise<Response> => {
+  const fetchUnder = (base: URL, what: string) => {
+    const paths = new PathCache(base, what);
+    return (path: string | URL, init: RequestInit = {}): Promise<Response> => {
       try {
-        const url = resolveUnder(base, path, what);
         return sendExchange(context, {
           base,
-          url,
+          url: paths.resolve(path),
           init,
           context: what,
-          finish: (response) => Promise.resolve(response),
-        }).then((sent) => sent.response);
+          finish: (response) => response,
+        });
       } catch (error) {
         // A bad address is a rejection, like every other failure of fetch.
         return Promise.reject(error);
       }
     };
+  };
   return {
     tokenProvider: context.tokenProvider,
     fetch: fetchUnder(environment.baseUrl, "Cannot fetch"),
@@ -268,6 +272,7 @@ function clientConfig(
       tokenProvider,
       fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
         ((input, init) => fetch(input, init)),
+      ownFetch: options.fetch === undefined,
       retry: {
         backoff: backoffFrom(options.retry, CONTEXT),
         maxRetryAfter: checkNumber(
@@ -279,13 +284,13 @@ function clientConfig(
         ),
         random: Math.random,
       },
-      requestTimeout: checkNumber(
+      deadlines: new SharedDeadlines(checkNumber(
         options.requestTimeout,
         30_000,
         "positive finite number",
         CONTEXT,
         "requestTimeout",
-      ),
+      )),
       ledger: { accepted: new Map(), probation: new Set() },
       now,
     },
@@ -393,7 +398,7 @@ async function listPage<T>(
   signal: AbortSignal | undefined,
   pick: ((body: unknown) => readonly T[]) | undefined,
 ): Promise<readonly T[]> {
-  const { value } = await sendExchange(context, {
+  return await sendExchange(context, {
     base,
     url,
     init: {
@@ -409,7 +414,6 @@ async function listPage<T>(
         : pick(body);
     },
   });
-  return value;
 }
 
 /** The page's JSON body, or the ApiError that says what the service did. */

@@ -66,12 +66,13 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
         ok(
           url.origin === base.origin &&
             url.pathname.startsWith(base.pathname) &&
-            url.username === "" && url.password === "",
+            url.username === "" && url.password === "" &&
+            !/%(2f|5c)/i.test(url.pathname),
           `the token went to ${url.href}`,
         );
       }
     }),
-    { numRuns: 300 },
+    { numRuns: 500 },
   );
   ok(
     authorized.length > 50,

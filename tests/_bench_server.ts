@@ -1,0 +1,79 @@
+// Shared by the benchmarks: the fake service in another process (so that its
+// work does not share this process's CPU time and heap), started through
+// `deno task fake`'s script, and its PARTNER_API_* lines read back.
+
+import { defineEnvironment, type Environment } from "../src/environment.ts";
+
+/** A fake in a child process, with what a client needs to reach it. */
+export interface RemoteFake extends AsyncDisposable {
+  readonly environment: Environment;
+  readonly clientId: string;
+  readonly clientSecret: string;
+}
+
+/** Starts examples/fake_server.ts with `args` and waits for its lines. */
+export async function startRemoteFake(args: string[]): Promise<RemoteFake> {
+  const child = new Deno.Command("deno", {
+    args: [
+      "run",
+      "--allow-net=127.0.0.1",
+      "examples/fake_server.ts",
+      "--port=0",
+      ...args,
+    ],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("PARTNER_API_CLIENT_SECRET=")) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error("the fake server stopped before it started");
+    text += value;
+  }
+  lines.releaseLock();
+  const vars = Object.fromEntries(
+    text.trim().split("\n").map((line) => line.split(/=(.*)/s).slice(0, 2)),
+  );
+  return {
+    environment: defineEnvironment({
+      baseUrl: vars.PARTNER_API_BASE_URL,
+      pciBaseUrl: vars.PARTNER_API_PCI_BASE_URL,
+      tokenUrl: vars.PARTNER_API_TOKEN_URL,
+      audience: vars.PARTNER_API_AUDIENCE,
+    }),
+    clientId: vars.PARTNER_API_CLIENT_ID,
+    clientSecret: vars.PARTNER_API_CLIENT_SECRET,
+    async [Symbol.asyncDispose]() {
+      child.kill();
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+    },
+  };
+}
+
+/**
+ * Median time per call of each function, measured in alternating batches so
+ * that drift (other load, CPU frequency) falls on every side alike: `rounds`
+ * rounds, each running every function `batch` times, in rotating order.
+ */
+export async function interleaved(
+  fns: Record<string, () => Promise<unknown>>,
+  rounds = 21,
+  batch = 200,
+): Promise<Record<string, number>> {
+  const names = Object.keys(fns);
+  const samples = new Map(names.map((name) => [name, [] as number[]]));
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length]!;
+      const started = performance.now();
+      for (let n = 0; n < batch; n++) await fns[name]!();
+      samples.get(name)!.push((performance.now() - started) / batch);
+    }
+  }
+  return Object.fromEntries(names.map((name) => {
+    const sorted = samples.get(name)!.toSorted((a, b) => a - b);
+    return [name, sorted[Math.floor(sorted.length / 2)]!];
+  }));
+}
