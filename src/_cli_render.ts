@@ -1,6 +1,7 @@
 // Internal: how the command-line tool shows things to a person.
 
 import type { QuotaBucket } from "./quota.ts";
+import { CONTROLS } from "./_redact.ts";
 
 /**
  * Where the tool writes: standard output or error, or a test's capture.
@@ -41,11 +42,47 @@ export function utcTime(epochMs: number): string {
   } UTC`;
 }
 
-function text(value: unknown): string {
-  const shown = typeof value === "string" ? value : JSON.stringify(value) ?? "";
+function cell(value: unknown): string {
+  const shown = escapeControls(
+    typeof value === "string" ? value : JSON.stringify(value) ?? "",
+  );
   return shown.length > CELL_LIMIT
     ? `${shown.slice(0, CELL_LIMIT - 1)}…`
     : shown;
+}
+
+/** Columns, their widths, and which align right (numbers). */
+interface Layout {
+  readonly columns: readonly string[];
+  readonly widths: readonly number[];
+  readonly numeric: readonly boolean[];
+}
+
+function layOut(
+  columns: readonly string[],
+  rows: readonly Record<string, unknown>[],
+): Layout {
+  return {
+    columns,
+    widths: columns.map((column) =>
+      Math.max(column.length, ...rows.map((row) => cell(row[column]).length))
+    ),
+    numeric: columns.map((column) =>
+      rows.length > 0 && rows.every((row) => typeof row[column] === "number")
+    ),
+  };
+}
+
+function line(layout: Layout, values: readonly string[]): string {
+  return values.map((value, i) =>
+    layout.numeric[i]
+      ? value.padStart(layout.widths[i]!)
+      : value.padEnd(layout.widths[i]!)
+  ).join("  ").trimEnd() + "\n";
+}
+
+function row(layout: Layout, item: Record<string, unknown>): string {
+  return line(layout, layout.columns.map((column) => cell(item[column])));
 }
 
 /** Lays rows out as a table with a header; numbers align right. */
@@ -53,18 +90,8 @@ export function table(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
 ): string {
-  const cells = rows.map((row) => columns.map((column) => text(row[column])));
-  const widths = columns.map((column, i) =>
-    Math.max(column.length, ...cells.map((row) => row[i]!.length))
-  );
-  const numeric = columns.map((column) =>
-    rows.length > 0 && rows.every((row) => typeof row[column] === "number")
-  );
-  const line = (values: readonly string[]) =>
-    values.map((value, i) =>
-      numeric[i] ? value.padStart(widths[i]!) : value.padEnd(widths[i]!)
-    ).join("  ").trimEnd() + "\n";
-  return line(columns) + cells.map(line).join("");
+  const layout = layOut(columns, rows);
+  return line(layout, columns) + rows.map((item) => row(layout, item)).join("");
 }
 
 /** A bucket as a small gauge: `per_hour  ████████░░  8/10 left, resets in 59 min`. */
@@ -80,33 +107,95 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
   }\n`;
 }
 
-/** Reports paging progress: rewritten in place on a terminal, a line per page otherwise. */
+// Written raw, service data could move the cursor, retitle the window or
+// write the clipboard (OSC 52): every control character is shown escaped.
+const UNESCAPED_IN_JSON =
+  /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escapeCode = (char: string) =>
+  `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+
+/** `text` with every control character shown as `\uXXXX`. */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROLS, escapeCode);
+}
+
+/**
+ * JSON of `value` with nothing a terminal acts on: JSON.stringify escapes C0
+ * controls itself, the rest are escaped here (still valid JSON).
+ */
+export function safeJson(value: unknown): string {
+  return JSON.stringify(value).replace(UNESCAPED_IN_JSON, escapeCode);
+}
+
+/**
+ * A table written as rows come: the first page (`pageSize` rows) fixes the
+ * columns and widths and is written with the one header; later rows use the
+ * same widths, and a wider cell overflows rather than re-laying the table.
+ */
+export function tableWriter(
+  out: CliWriter,
+  pageSize: number,
+): { row(item: Record<string, unknown>): void; end(): void } {
+  let first: Record<string, unknown>[] | undefined = [];
+  let layout: Layout | undefined;
+  const flushFirst = () => {
+    if (first === undefined || first.length === 0) return;
+    const columns = [...new Set(first.flatMap((item) => Object.keys(item)))];
+    out.write(table(columns, first));
+    layout = layOut(columns, first);
+    first = undefined;
+  };
+  return {
+    row(item) {
+      if (first === undefined) return out.write(row(layout!, item));
+      first.push(item);
+      if (first.length >= pageSize) flushFirst();
+    },
+    end: flushFirst,
+  };
+}
+
+/**
+ * Paging progress on standard error. On a terminal one line rewritten in
+ * place, shown from the first full page on, and erased before any output is
+ * written (`clear`), so it never shares a line with a row; otherwise a line
+ * per page.
+ */
 export function progressReporter(
   out: CliWriter,
   limit: number,
   now: () => number = Date.now,
-): { item(): void; done(): void } {
+): { item(): void; clear(): void; done(): void } {
   const started = now();
   let items = 0;
-  let reported = -1;
-  const report = (final: boolean) => {
-    if (!out.isTerminal && items === reported) return;
-    reported = items;
+  let showing = false;
+  const line = () => {
     const seconds = Math.max((now() - started) / 1000, 0.001);
     const pages = Math.ceil(items / limit);
-    const line = `${pages} pages, ${items} items, ${
-      Math.round(items / seconds)
-    } items/s`;
-    out.write(
-      out.isTerminal ? `\r\x1b[K${line}${final ? "\n" : ""}` : `${line}\n`,
-    );
+    return `${pages} page${pages === 1 ? "" : "s"}, ${items} item${
+      items === 1 ? "" : "s"
+    }, ${Math.round(items / seconds)} items/s`;
+  };
+  const show = () => {
+    if (!out.isTerminal) return out.write(`${line()}\n`);
+    out.write(`\r\x1b[K${line()}`);
+    showing = true;
   };
   return {
     item() {
-      if (++items % limit === 0) report(false);
+      if (++items % limit === 0) show();
+    },
+    clear() {
+      if (!showing) return;
+      out.write("\r\x1b[K");
+      showing = false;
     },
     done() {
-      report(true);
+      if (items === 0) return;
+      if (items % limit !== 0 || !out.isTerminal) show();
+      if (showing) out.write("\n");
+      showing = false;
     },
   };
 }

@@ -3,9 +3,11 @@
 const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 export const MAX_SERVER_TEXT = 1000;
-// C0 and C1 controls, DEL, and the bidi and line separators that can reorder
-// or split a terminal line.
-const CONTROLS =
+/**
+ * C0 and C1 controls, DEL, and the bidi and line separators that can reorder
+ * or split a terminal line.
+ */
+export const CONTROLS =
   // deno-lint-ignore no-control-regex
   /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 

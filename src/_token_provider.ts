@@ -23,6 +23,7 @@ import {
   issuedToken,
   type QuotaSnapshot,
   quotaSnapshot,
+  storableToken,
 } from "./_token_value.ts";
 import { storeKey, type TokenRecord, type TokenStore } from "./_token_store.ts";
 import type {
@@ -311,7 +312,7 @@ export class TokenProviderMachine implements TokenProvider {
   }
 
   #tokenRecord(token: IssuedToken): TokenRecord {
-    return { token, ...this.#quotaRecord(token.quota) };
+    return { token: storableToken(token), ...this.#quotaRecord(token.quota) };
   }
 
   #quotaRecord(buckets: readonly QuotaBucket[]): TokenRecord {
@@ -334,7 +335,7 @@ export class TokenProviderMachine implements TokenProvider {
     const store = this.#config.store;
     if (store === undefined) return;
     const record: TokenRecord = {
-      ...(this.#cached ? { token: this.#cached.token } : {}),
+      ...(this.#cached ? { token: storableToken(this.#cached.token) } : {}),
       ...(this.#quota ? { quota: this.#quota } : {}),
       ...(this.#blockedUntil === undefined
         ? {}

@@ -30,6 +30,10 @@ export interface TokenRecord {
  *
  * A provider reads the store at most once per token flight (a cold start, a
  * refresh, a retry after a failed one), never on calls its cache answers.
+ * The records a provider hands a store hold plain data, so a store may
+ * serialize them with `JSON.stringify`; a token read back as `[redacted]`
+ * (a token serialized as it was handed out) counts as no token.
+ *
  * A store that fails is treated as empty: reads that throw count as misses,
  * writes that throw are ignored, so a paid-for token is never lost to it and
  * its failure never turns into another token request.

@@ -106,9 +106,23 @@ export function isIssuedToken(value: unknown): value is IssuedToken {
     Array.isArray(token.quota);
 }
 
-/** Visible ASCII only (RFC 6750 allows less; RFC 6749 no more). */
+/**
+ * Visible ASCII only (RFC 6750 allows less; RFC 6749 no more), and not the
+ * placeholder a serialized token shows: a store that kept one of those holds
+ * no token.
+ */
 export function isAccessToken(value: unknown): value is string {
-  return typeof value === "string" && /^[\x21-\x7e]+$/.test(value);
+  return typeof value === "string" && value !== REDACTED &&
+    /^[\x21-\x7e]+$/.test(value);
+}
+
+/**
+ * A plain copy of `token` for a store: its data properties only, so that a
+ * store may serialize it with `JSON.stringify` (which shows a handed-out
+ * token as `[redacted]`).
+ */
+export function storableToken(token: IssuedToken): IssuedToken {
+  return { ...token, quota: token.quota.map((bucket) => ({ ...bucket })) };
 }
 
 /** A frozen snapshot of `buckets`, stamped `observedAt`. */

@@ -105,7 +105,13 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     [["token", "--limit", "5"], "token takes no --limit"],
     [["quota", "extra"], "unexpected argument: extra"],
     [["launch"], "unknown command: launch"],
-    [["token", "--bogus"], "Unknown option '--bogus'"],
+    [["token", "--bogus"], "unknown flag --bogus"],
+    [["list", "transactions", "--max", "3"], "did you mean --max-items?"],
+    [["tokne"], "unknown command: tokne; did you mean token?"],
+    [
+      ["list", "transactions", "--concurrency", "2000000"],
+      "--concurrency must be an integer from 1 to 64",
+    ],
   ];
   for (const [args, message] of cases) {
     await t.step(args.join(" "), async () => {
@@ -152,7 +158,7 @@ Deno.test("`token` shows expiry and quota, and the token only when asked", async
   const shown = await run(["token"], config);
   equal(shown.code, 0);
   ok(
-    /^token valid until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 24 h\)\nquota:\n/
+    /^token valid until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 24 h; 1 token request\)\nquota:\n/
       .test(shown.stdout),
   );
   ok(shown.stdout.includes("per_hour"));
@@ -246,7 +252,7 @@ Deno.test("the CLI reports a service failure in one line, exit 1", async () => {
   equal(denied.code, 1);
   equal(
     denied.stderr,
-    "partner-api: Cannot request token: the token endpoint answered 401 access_denied: Unauthorized\n",
+    "partner-api: Cannot request token: the token endpoint answered 401 access_denied: Unauthorized: check PARTNER_API_CLIENT_ID, PARTNER_API_CLIENT_SECRET and PARTNER_API_AUDIENCE, and that PARTNER_API_TOKEN_URL is this environment's\n",
   );
   const missing = await run(["list", "nothing"], config);
   equal(missing.code, 1);

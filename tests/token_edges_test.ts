@@ -513,3 +513,36 @@ Deno.test("waitUntil receives each background refresh, and a throwing one change
   notEqual((await provider.getToken()).accessToken, first.accessToken);
   equal(api.tokenRequests, 2);
 });
+
+Deno.test("a store that serializes records with JSON.stringify keeps a usable token", async () => {
+  await using api = await startFakePartnerApi();
+  const texts = new Map<string, string>();
+  const store: TokenStore = {
+    get: (key) =>
+      Promise.resolve(texts.has(key) ? JSON.parse(texts.get(key)!) : undefined),
+    set: (key, record) =>
+      Promise.resolve(void texts.set(key, JSON.stringify(record))),
+  };
+  const options = { ...api.environment, ...api.credentials, store };
+  const first = await createTokenProvider(options).getToken();
+  const again = await createTokenProvider(options).getToken();
+  equal(again.accessToken, first.accessToken);
+  equal(api.tokenRequests, 1);
+  equal(
+    JSON.stringify(again).includes(again.accessToken),
+    false,
+    "still redacted when handed out",
+  );
+  // A store written by a version that kept the placeholder holds no token.
+  const [key] = texts.keys();
+  texts.set(
+    key!,
+    JSON.stringify({ token: { ...JSON.parse(JSON.stringify(first)) } }),
+  );
+  ok(
+    api.isValidToken(
+      (await createTokenProvider(options).getToken()).accessToken,
+    ),
+  );
+  equal(api.tokenRequests, 2);
+});

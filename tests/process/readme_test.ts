@@ -31,7 +31,7 @@ Deno.test("every `ts ignore` block of the README is a type-checked example", asy
 
 Deno.test("every shell command of the README names a task or file that exists", async () => {
   for (const block of blocks(/^sh$/)) {
-    for (const [, task] of block.matchAll(/deno task ([\w:-]+)/g)) {
+    for (const [, task] of block.matchAll(/deno task (?:--\S+ )*([\w:-]+)/g)) {
       ok(tasks.includes(task!), `deno task ${task}`);
     }
   }

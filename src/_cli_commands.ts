@@ -1,0 +1,424 @@
+// Internal: what the tool's commands do, over one session (a provider, a
+// client and the cache), writing through CliWriters.
+
+import { createClient, type PartnerClient } from "./client.ts";
+import { defineEnvironment, type Environment } from "./environment.ts";
+import { ApiError, QuotaExceededError, TokenRequestError } from "./errors.ts";
+import type { QuotaBucket } from "./quota.ts";
+import {
+  createTokenProvider,
+  type QuotaSnapshot,
+  type TokenProvider,
+  type TokenStore,
+} from "./token.ts";
+import { storeKey } from "./_token_store.ts";
+import {
+  type CliWriter,
+  duration,
+  gauge,
+  progressReporter,
+  safeJson,
+  table,
+  tableWriter,
+  utcTime,
+} from "./_cli_render.ts";
+import {
+  CONFIG_VARIABLES,
+  type Format,
+  type ListRequest,
+  type Plan,
+  UsageError,
+} from "./_cli_plan.ts";
+
+/**
+ * What the tool reads and writes; {@linkcode main} uses the process's own by default.
+ *
+ * @example Running the tool with a fixed environment
+ * ```ts
+ * import { type CliIo, main } from "@partner-api/client/cli";
+ *
+ * let err = "";
+ * const io: CliIo = {
+ *   env: () => undefined,
+ *   stdout: { isTerminal: false, write: () => {} },
+ *   stderr: { isTerminal: false, write: (text) => void (err += text) },
+ * };
+ * if (await main(["token"], io) !== 2 || !err.includes("PARTNER_API_")) throw new Error(err);
+ * ```
+ */
+export interface CliIo {
+  /** Reads an environment variable; `undefined` when unset. */
+  env(name: string): string | undefined;
+  /** Standard output: results. */
+  stdout: CliWriter;
+  /** Standard error: messages and progress. */
+  stderr: CliWriter;
+}
+
+/** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
+export interface RunIo extends CliIo {
+  /**
+   * Opens the token cache for a client secret: a store, or a one-line notice
+   * of why there is none. Without it the tool runs uncached, silently.
+   */
+  openCache?: (
+    clientSecret: string,
+  ) => { store?: TokenStore | undefined; notice?: string | undefined };
+  /** The clock, in epoch ms. */
+  now?: () => number;
+}
+
+/** The configuration the variables give. */
+export interface Config {
+  readonly environment: Environment;
+  readonly clientId: string;
+  readonly clientSecret: string;
+}
+
+/**
+ * Reads every variable and names all that are missing at once.
+ *
+ * @throws {UsageError} For missing or unreadable variables, or values
+ * `defineEnvironment` refuses (named by variable).
+ */
+export function readConfig(io: CliIo): Config {
+  const values: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const [key, name] of Object.entries(CONFIG_VARIABLES)) {
+    const value = readVariable(io, name)?.trim();
+    if (value === undefined || value === "") missing.push(name);
+    else values[key] = value;
+  }
+  if (missing.length > 0) {
+    throw new UsageError(
+      `${missing.join(", ")} ${
+        missing.length === 1 ? "is" : "are"
+      } not set (see .env.example; deno task --env-file=.env cli ... reads a .env file)`,
+    );
+  }
+  try {
+    return {
+      environment: defineEnvironment(
+        values as unknown as Config["environment"],
+      ),
+      clientId: values.clientId!,
+      clientSecret: values.clientSecret!,
+    };
+  } catch (error) {
+    // Name the variable rather than the option it feeds.
+    throw new UsageError(
+      (error as Error).message.replace(
+        /^Cannot define environment: '(\w+)'/,
+        (_, field: keyof typeof CONFIG_VARIABLES) => CONFIG_VARIABLES[field],
+      ),
+    );
+  }
+}
+
+/** A variable, or `undefined` when it is unset. */
+export function readVariable(io: CliIo, name: string): string | undefined {
+  try {
+    return io.env(name);
+  } catch {
+    throw new UsageError(
+      `cannot read ${name}: run with --allow-env='PARTNER_API_*' (or name each variable)`,
+    );
+  }
+}
+
+/** The provider, client and cache one run shares between its steps. */
+export interface Session {
+  readonly io: RunIo;
+  readonly provider: TokenProvider;
+  readonly client: PartnerClient;
+  readonly cache:
+    | { readonly store: TokenStore; readonly key: string }
+    | undefined;
+  /** Token requests this run has sent. */
+  readonly tokenRequests: () => number;
+}
+
+/** How long a token request may take before the tool says it is waiting. */
+const SLOW_TOKEN_REQUEST = 1500;
+
+/** Opens a session: a cache if allowed, and a provider that says when it waits. */
+export async function openSession(
+  io: RunIo,
+  config: Config,
+  useCache: boolean,
+): Promise<Session> {
+  const opening = useCache ? io.openCache?.(config.clientSecret) : undefined;
+  if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
+  const store = opening?.store;
+  const watched = watchTokenRequests(io.stderr);
+  const provider = createTokenProvider({
+    ...config.environment,
+    clientId: config.clientId,
+    clientSecret: config.clientSecret,
+    fetch: watched.fetch,
+    ...(io.now ? { now: io.now } : {}),
+    ...(store ? { store } : {}),
+  });
+  const client = createClient({
+    environment: config.environment,
+    tokenProvider: provider,
+    ...(io.now ? { now: io.now } : {}),
+  });
+  const cache = store && {
+    store,
+    key: await storeKey({
+      url: config.environment.tokenUrl,
+      audience: config.environment.audience,
+      clientId: config.clientId,
+      secret: config.clientSecret,
+    }),
+  };
+  return { io, provider, client, cache, tokenRequests: watched.count };
+}
+
+/**
+ * The token requests' fetch, counted, with a line on standard error when one
+ * is slow or is a retry: a slow token endpoint is not silence.
+ */
+function watchTokenRequests(err: CliWriter) {
+  let count = 0;
+  let lastFailed = false;
+  const fetchWatched: typeof fetch = async (input, init) => {
+    count++;
+    if (lastFailed) {
+      err.write(`retrying the token request (attempt ${count})\n`);
+    }
+    const slow = setTimeout(
+      () => err.write("waiting for the token endpoint...\n"),
+      SLOW_TOKEN_REQUEST,
+    );
+    try {
+      const response = await fetch(input, init);
+      lastFailed = response.status === 408 || response.status >= 500;
+      return response;
+    } catch (error) {
+      lastFailed = true;
+      throw error;
+    } finally {
+      clearTimeout(slow);
+    }
+  };
+  return { fetch: fetchWatched, count: () => count };
+}
+
+/** Runs a planned command (not help, version or demo). */
+export async function execute(
+  session: Session,
+  planned: Plan,
+  forceProgress = false,
+): Promise<void> {
+  if (planned.command === "token") await runToken(session, planned.showToken);
+  else if (planned.command === "quota") await runQuota(session);
+  else if (planned.command === "list") {
+    await runList(session, planned.list, forceProgress);
+  }
+}
+
+function cost(session: Session): string {
+  const requests = session.tokenRequests();
+  if (requests === 0) {
+    return session.cache ? "cached: no token request" : "no token request";
+  }
+  return `${requests} token request${requests === 1 ? "" : "s"}`;
+}
+
+async function runToken(session: Session, showToken: boolean): Promise<void> {
+  const token = await session.provider.getToken();
+  const { io } = session;
+  const summary = showToken ? io.stderr : io.stdout;
+  if (showToken) io.stdout.write(`${token.accessToken}\n`);
+  const left = (token.expiresAt - (io.now ?? Date.now)()) / 1000;
+  summary.write(
+    `token valid until ${utcTime(token.expiresAt)} (in ${duration(left)}; ${
+      cost(session)
+    })\nquota:\n`,
+  );
+  writeGauges(session.provider.quota, summary, io.now ?? Date.now);
+}
+
+function writeGauges(
+  quota: QuotaSnapshot | undefined,
+  out: CliWriter,
+  now: () => number,
+): void {
+  const buckets = quota?.buckets ?? [];
+  if (buckets.length === 0) {
+    out.write("  (the token endpoint reported no quota)\n");
+  }
+  for (const bucket of buckets) {
+    out.write(gauge(asOfNow(bucket, quota!, now())));
+  }
+}
+
+/** A bucket as it stands now, from a reading taken earlier. */
+function asOfNow(
+  bucket: QuotaBucket,
+  quota: QuotaSnapshot,
+  now: number,
+): QuotaBucket {
+  const resetAt = quota.observedAt + bucket.resetAfter * 1000;
+  return resetAt <= now
+    ? { ...bucket, remaining: bucket.limit, resetAfter: 0 }
+    : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+}
+
+/**
+ * The quota from what is known without a token request (the cache, or a
+ * quota block it holds), else from one token request, else from its 429.
+ */
+async function runQuota(session: Session): Promise<void> {
+  const { io } = session;
+  const now = io.now ?? Date.now;
+  const known = await session.cache?.store.get(session.cache.key).catch(() =>
+    undefined
+  );
+  let quota = known?.quota;
+  let blockedUntil = known?.blockedUntil;
+  let source = quota ? "from the cache: no token request" : "";
+  if (quota === undefined) {
+    try {
+      await session.provider.getToken();
+      quota = session.provider.quota;
+    } catch (error) {
+      if (!(error instanceof QuotaExceededError)) throw error;
+      quota = { buckets: error.buckets, observedAt: now() };
+      blockedUntil = error.retryAt;
+    }
+    source = cost(session);
+  }
+  writeQuotaTable(io.stdout, quota, now());
+  const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;
+  io.stderr.write(
+    `(${source}${quota && age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
+  );
+  if (blockedUntil !== undefined && now() < blockedUntil) {
+    io.stdout.write(
+      `token requests blocked until ${
+        utcTime(blockedUntil)
+      } (a 429 said the quota is spent)\n`,
+    );
+  }
+}
+
+function writeQuotaTable(
+  out: CliWriter,
+  quota: QuotaSnapshot | undefined,
+  now: number,
+): void {
+  const rows = (quota?.buckets ?? []).map((reported) => {
+    const bucket = asOfNow(reported, quota!, now);
+    return {
+      bucket: bucket.bucket,
+      limit: bucket.limit,
+      remaining: bucket.remaining,
+      "resets in": duration(bucket.resetAfter),
+      "resets at": utcTime(now + bucket.resetAfter * 1000),
+    };
+  });
+  out.write(
+    rows.length === 0
+      ? "the token endpoint reported no quota\n"
+      : table(["bucket", "limit", "remaining", "resets in", "resets at"], rows),
+  );
+}
+
+/**
+ * Items as they come: JSONL, JSON (every line closed as it is written), or a
+ * table whose first page fixes its widths. Nothing a terminal acts on.
+ */
+function itemWriter(out: CliWriter, format: Format, pageSize: number) {
+  if (format === "table") {
+    const rows = tableWriter(out, pageSize);
+    return {
+      write: (item: unknown) =>
+        rows.row(
+          typeof item === "object" && item !== null
+            ? item as Record<string, unknown>
+            : { value: item },
+        ),
+      end: rows.end,
+    };
+  }
+  if (format === "jsonl") {
+    return {
+      write: (item: unknown) => out.write(`${safeJson(item)}\n`),
+      end: () => {},
+    };
+  }
+  // JSON: the item before is written once the next arrives, with its comma,
+  // so no line is ever left open for progress to overwrite.
+  let held: string | undefined;
+  return {
+    write(item: unknown) {
+      out.write(held === undefined ? "[\n" : `  ${held},\n`);
+      held = safeJson(item);
+    },
+    end: () => out.write(held === undefined ? "[]\n" : `  ${held}\n]\n`),
+  };
+}
+
+async function runList(
+  session: Session,
+  request: ListRequest,
+  forceProgress = false,
+): Promise<number> {
+  const { io } = session;
+  const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
+  const writer = itemWriter(io.stdout, format, request.limit);
+  const progress = io.stderr.isTerminal || forceProgress
+    ? progressReporter(io.stderr, request.limit)
+    : undefined;
+  // On one terminal, the progress line is erased before output is written.
+  const shared = io.stdout.isTerminal;
+  let items = 0;
+  try {
+    for await (
+      const item of session.client.list(request.path, request.options)
+    ) {
+      if (shared) progress?.clear();
+      writer.write(item);
+      progress?.item();
+      items++;
+    }
+  } finally {
+    if (shared) progress?.clear();
+    progress?.done();
+  }
+  writer.end();
+  return items;
+}
+
+/** One line for standard error, and the exit code: 2 for the caller's mistakes, 1 for the service's or network's. */
+export function failureMessage(
+  error: unknown,
+): { message: string; code: number } {
+  // The library reports what the service did as ApiError or
+  // TokenRequestError: its TypeError and RangeError are about the arguments.
+  if (
+    error instanceof UsageError || error instanceof TypeError ||
+    error instanceof RangeError
+  ) return { message: error.message, code: 2 };
+  if (error instanceof TokenRequestError && error.status === 401) {
+    return {
+      message:
+        `${error.message}: check ${CONFIG_VARIABLES.clientId}, ${CONFIG_VARIABLES.clientSecret} and ${CONFIG_VARIABLES.audience}, and that ${CONFIG_VARIABLES.tokenUrl} is this environment's`,
+      code: 1,
+    };
+  }
+  if (error instanceof TokenRequestError || error instanceof ApiError) {
+    const cause = error.cause instanceof Error &&
+        !error.message.includes(error.cause.message)
+      ? `: ${error.cause.message}`
+      : "";
+    return { message: `${error.message}${cause}`, code: 1 };
+  }
+  return {
+    message: error instanceof Error ? error.message : String(error),
+    code: 1,
+  };
+}

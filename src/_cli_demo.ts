@@ -1,0 +1,55 @@
+// Internal: `partner-api demo`, loaded only when asked for, so that the
+// published ./cli does not load the fake service for real runs.
+
+import { startFakePartnerApi } from "./testing/mod.ts";
+import type { CliWriter } from "./_cli_render.ts";
+import { NAME, plan } from "./_cli_plan.ts";
+import { execute, openSession, type RunIo } from "./_cli_commands.ts";
+
+const NEWEST = "list transactions --sort-by creationDate --sort-direction DESC";
+const DEMO_STEPS = [
+  "token",
+  "quota",
+  `${NEWEST} --max-items 5 --format table`,
+  `${NEWEST} --limit 40 --concurrency 2 --format jsonl`,
+].map((line) => line.split(" "));
+
+/** Runs token, quota and list against a fake in this process: no credentials, no cache. */
+export async function runDemo(io: RunIo): Promise<void> {
+  const started = Date.now();
+  await using api = await startFakePartnerApi({
+    quota: { perHour: 10, perDay: 50 },
+    items: { transactions: 240 },
+    latency: 15,
+  });
+  // One session for every step, as one long-running service would have.
+  const session = await openSession(io, {
+    environment: api.environment,
+    ...api.credentials,
+  }, false);
+  const discard: CliWriter = { isTerminal: false, write: () => {} };
+  io.stdout.write(
+    `${NAME} demo: the real flow against an in-process fake of the service\n`,
+  );
+  for (const [i, args] of DEMO_STEPS.entries()) {
+    const last = i === DEMO_STEPS.length - 1;
+    io.stdout.write(
+      `\n$ ${NAME} ${args.join(" ")}${last ? " > /dev/null" : ""}\n`,
+    );
+    const step = last
+      ? { ...session, io: { ...io, stdout: discard } }
+      : session;
+    await execute(step, plan(args), last);
+  }
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  const requests = api.tokenRequests;
+  io.stdout.write(
+    `\nsummary: ${api.apiRequests} API requests, ${requests} token request${
+      requests === 1 ? "" : "s"
+    } (quota left: ${
+      session.provider.quota?.buckets.map((b) =>
+        `${b.bucket} ${b.remaining}/${b.limit}`
+      ).join(", ")
+    }), ${seconds} s\n`,
+  );
+}
