@@ -193,7 +193,8 @@ export function progressReporter(
     },
     done() {
       if (items === 0) return;
-      if (items % limit !== 0 || !out.isTerminal) show();
+      // The last count, unless a line per page already said it.
+      if (out.isTerminal || items % limit !== 0) show();
       if (showing) out.write("\n");
       showing = false;
     },

@@ -282,3 +282,16 @@ Deno.test("`demo` runs token, quota and list on one token", async () => {
   );
   ok(result.stderr.includes("6 pages, 240 items"), result.stderr);
 });
+
+Deno.test("a retried token request says so on standard error", async () => {
+  await using api = await startFakePartnerApi({
+    faults: [{ kind: "status", status: 503 }],
+  });
+  const result = await run(["token"], configFor(api));
+  equal(result.code, 0, result.stderr);
+  ok(
+    result.stderr.includes("retrying the token request (attempt 2)"),
+    result.stderr,
+  );
+  ok(result.stdout.includes("2 token requests"), result.stdout);
+});
