@@ -1,0 +1,162 @@
+// Internal: a client's paged lists: each page one exchange, retried on its
+// own, its body read within the attempt, its items picked out; whatever the
+// service gets wrong is an ApiError with the page's status.
+
+import { ApiError } from "./errors.ts";
+import { pageSearchParams, paginate } from "./paginate.ts";
+import type { ListOptions } from "./client.ts";
+import { serverText } from "./_redact.ts";
+import { resolveUnder } from "./_path.ts";
+import { type SendContext, sendExchange } from "./_api_send.ts";
+
+const EXCERPT_LENGTH = 300;
+const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
+
+/** Iterates over the list at `path` under `base`. */
+export function listUnder<T>(
+  context: SendContext,
+  base: URL,
+  path: string,
+  options: ListOptions<T>,
+): AsyncIterableIterator<T> {
+  const { items: pick, query, ...pageOptions } = options;
+  const url = resolveUnder(base, path, "Cannot list");
+  const extra = checkQuery(query);
+  if (pick !== undefined && typeof pick !== "function") {
+    throw new TypeError("Cannot list: 'items' must be a function");
+  }
+  return paginate<T>((request) => {
+    const pageUrl = new URL(url);
+    for (const [name, value] of Object.entries(extra)) {
+      pageUrl.searchParams.set(name, value);
+    }
+    for (const [name, value] of pageSearchParams(request)) {
+      pageUrl.searchParams.set(name, value);
+    }
+    return listPage(context, base, pageUrl, request.signal, pick);
+  }, pageOptions);
+}
+
+/**
+ * One page of a list, retried on its own. Whatever goes wrong with the API
+ * is an ApiError with the page's status (0 when no answer arrived); a token
+ * failure stays what it is, and an abort is the signal's reason.
+ */
+async function listPage<T>(
+  context: SendContext,
+  base: URL,
+  url: URL,
+  signal: AbortSignal | undefined,
+  pick: ((body: unknown) => readonly T[]) | undefined,
+): Promise<readonly T[]> {
+  return await sendExchange(context, {
+    base,
+    url,
+    init: {
+      headers: { accept: "application/json" },
+      ...(signal === undefined ? {} : { signal }),
+    },
+    context: "Cannot list",
+    finish: async (response, accessToken) => {
+      const text = await response.text();
+      const body = pageBody(url, response, text, accessToken);
+      return pick === undefined
+        ? itemsOf(body, url, response, text, accessToken) as T[]
+        : pick(body);
+    },
+  });
+}
+
+/** The page's JSON body, or the ApiError that says what the service did. */
+function pageBody(
+  url: URL,
+  response: Response,
+  text: string,
+  accessToken: string,
+): unknown {
+  if (!response.ok) {
+    throw answered(
+      url,
+      response,
+      text,
+      accessToken,
+      `answered ${response.status}`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw answered(
+      url,
+      response,
+      text,
+      accessToken,
+      `answered ${response.status} with a body that is not JSON`,
+    );
+  }
+}
+
+/** The items of a page body: an array, or the body's only array-valued property. */
+function itemsOf(
+  body: unknown,
+  url: URL,
+  response: Response,
+  text: string,
+  accessToken: string,
+): readonly unknown[] {
+  if (Array.isArray(body)) return body;
+  if (typeof body === "object" && body !== null) {
+    const arrays = Object.values(body).filter(Array.isArray);
+    if (arrays.length === 1) return arrays[0] as unknown[];
+  }
+  const keys = typeof body === "object" && body !== null
+    ? Object.keys(body).join(", ")
+    : typeof body;
+  throw answered(
+    url,
+    response,
+    text,
+    accessToken,
+    `answered ${response.status} with no single array of items (found: ${keys}); pass 'items' to pick them`,
+  );
+}
+
+/**
+ * An ApiError for an answer: the status, what was wrong, and the start of
+ * the body, with the token removed before anything is cut.
+ */
+function answered(
+  url: URL,
+  response: Response,
+  text: string,
+  accessToken: string,
+  problem: string,
+): ApiError {
+  const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
+  return new ApiError(
+    `Cannot list: GET ${url.href} ${problem}${
+      bodyExcerpt === "" ? "" : `: ${bodyExcerpt.slice(0, 200)}`
+    }`,
+    { status: response.status, url: url.href, bodyExcerpt, response },
+  );
+}
+
+function checkQuery(query: unknown): Record<string, string> {
+  if (query === undefined) return {};
+  if (typeof query !== "object" || query === null) {
+    throw new TypeError("Cannot list: 'query' must be an object of strings");
+  }
+  for (const [name, value] of Object.entries(query)) {
+    if (typeof value !== "string") {
+      throw new TypeError(
+        `Cannot list: query parameter '${name}' must be a string: received ${typeof value}`,
+      );
+    }
+    if (PAGE_PARAMETERS.includes(name)) {
+      throw new TypeError(
+        `Cannot list: give '${name}' as an option of its own, not in 'query'`,
+      );
+    }
+  }
+  return query as Record<string, string>;
+}
