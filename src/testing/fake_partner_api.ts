@@ -5,8 +5,7 @@ import { checkNumber } from "../_check.ts";
 import { json } from "./_fake_http.ts";
 import {
   createFakePartnerService,
-  type FakeCredentials,
-  type FakeFault,
+  type FakeControls,
   type FakePartnerServiceOptions,
 } from "./fake_service.ts";
 
@@ -49,30 +48,9 @@ export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
  * if (response.status !== 200 || api.tokenRequests !== 2) throw new Error();
  * ```
  */
-export interface FakePartnerApi extends AsyncDisposable {
+export interface FakePartnerApi extends FakeControls, AsyncDisposable {
   /** Its environment, on `http://127.0.0.1:<port>/`. */
   readonly environment: Environment;
-  /** The credentials it accepts. */
-  readonly credentials: FakeCredentials;
-  /** Requests to the token endpoint so far, answered or rejected. */
-  readonly tokenRequests: number;
-  /** Tokens issued so far. */
-  readonly tokensIssued: number;
-  /** Requests to the API and card-data origins so far, answered or rejected. */
-  readonly apiRequests: number;
-  /** Queues faults for the next token requests, after those already queued. */
-  injectTokenFaults(...faults: FakeFault[]): void;
-  /** Queues faults for the next API requests, after those already queued. */
-  injectApiFaults(...faults: FakeFault[]): void;
-  /**
-   * Adds `count` transactions newer than all others, as if created now: the
-   * head of a list sorted by `creationDate` DESC moves while you page.
-   */
-  insertTransactions(count: number): void;
-  /** Makes every token issued so far invalid, as if the service revoked them. */
-  revokeTokens(): void;
-  /** Whether `accessToken` is one the fake issued and still accepts. */
-  isValidToken(accessToken: string): boolean;
   /** Stops the server and waits until it has. */
   close(): Promise<void>;
 }
@@ -154,5 +132,3 @@ export async function startFakePartnerApi(
     [Symbol.asyncDispose]: close,
   };
 }
-
-export type { Environment, FakeCredentials, FakeFault };

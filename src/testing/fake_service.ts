@@ -124,21 +124,18 @@ export interface FakeCredentials {
 }
 
 /**
- * The fake service without a server: answers requests to its two origins
- * (the main one with the token endpoint and the API, and the card-data one)
- * from its state. Serve it with any runtime's server.
+ * What a test reads and scripts of a fake, served or not.
  *
- * @example Answering a request without any server
+ * @example Scripting a fault and counting requests
  * ```ts
- * import { createFakePartnerService } from "@partner-api/client/testing";
+ * import { createFakePartnerService, type FakeControls } from "@partner-api/client/testing";
  *
- * const service = createFakePartnerService();
- * const answer = await service.handle(new Request("http://fake/api/organizations"));
- * await answer.body?.cancel();
- * if (answer.status !== 401) throw new Error("a token is needed");
+ * const fake: FakeControls = createFakePartnerService();
+ * fake.injectTokenFaults({ kind: "status", status: 503 });
+ * if (fake.tokenRequests !== 0) throw new Error();
  * ```
  */
-export interface FakePartnerService {
+export interface FakeControls {
   /** The credentials it accepts. */
   readonly credentials: FakeCredentials;
   /** Requests to the token endpoint so far, answered or rejected. */
@@ -160,6 +157,24 @@ export interface FakePartnerService {
   revokeTokens(): void;
   /** Whether `accessToken` is one the fake issued and still accepts. */
   isValidToken(accessToken: string): boolean;
+}
+
+/**
+ * The fake service without a server: answers requests to its two origins
+ * (the main one with the token endpoint and the API, and the card-data one)
+ * from its state. Serve it with any runtime's server.
+ *
+ * @example Answering a request without any server
+ * ```ts
+ * import { createFakePartnerService } from "@partner-api/client/testing";
+ *
+ * const service = createFakePartnerService();
+ * const answer = await service.handle(new Request("http://fake/api/organizations"));
+ * await answer.body?.cancel();
+ * if (answer.status !== 401) throw new Error("a token is needed");
+ * ```
+ */
+export interface FakePartnerService extends FakeControls {
   /**
    * Answers a request to the main origin: the token endpoint at
    * `/oauth/token`, the lists at `/api/<name>`.

@@ -5,6 +5,7 @@
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
+import { cli } from "./_cli_process.ts";
 
 const NET = "--allow-net=127.0.0.1";
 const ENV = "--allow-env=PARTNER_API_*";
@@ -19,26 +20,6 @@ async function cacheFolder() {
     async [Symbol.asyncDispose]() {
       await Deno.remove(folder, { recursive: true });
     },
-  };
-}
-
-/** Runs the CLI without a terminal. */
-async function cli(
-  flags: string[],
-  args: string[],
-  env: Record<string, string>,
-) {
-  const output = await new Deno.Command("deno", {
-    args: ["run", "--no-prompt", ...flags, "src/cli.ts", ...args],
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
   };
 }
 

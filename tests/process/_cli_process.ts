@@ -1,0 +1,21 @@
+// Shared by the CLI's process tests: the tool as a deno subprocess.
+
+/** Runs src/cli.ts with `flags` and `args`, never prompting; the output as text. */
+export async function cli(
+  flags: string[],
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const output = await new Deno.Command("deno", {
+    args: ["run", "--no-prompt", ...flags, "src/cli.ts", ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
