@@ -5,11 +5,12 @@
  * network.
  *
  * ```sh
+ * deno add --jsr @partner-api/client   # once; then the ./cli entry runs by name
  * deno run --allow-net=<token host>,<api host> \
  *   --allow-env='PARTNER_API_*,XDG_CACHE_HOME,HOME' \
  *   --allow-read=$HOME/.cache/partner-api --allow-write=$HOME/.cache/partner-api \
- *   jsr:@partner-api/client/cli list transactions --sort-by creationDate --sort-direction DESC
- * deno run --allow-net=127.0.0.1 jsr:@partner-api/client/cli demo
+ *   @partner-api/client/cli list transactions --sort-by creationDate --sort-direction DESC
+ * deno run --allow-net=127.0.0.1 @partner-api/client/cli demo
  * ```
  *
  * The token, the quota and any quota block are cached between runs in an
