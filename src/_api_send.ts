@@ -70,25 +70,31 @@ export async function sendExchange<T>(
       run.signal === undefined ? {} : { signal: run.signal },
     );
     const signal = run.startAttempt();
-    const response = await run.send(accessToken, signal);
-    let step = response === undefined
-      ? run.afterNoAnswer()
-      : run.afterAnswer(response, accessToken);
-    if (step instanceof Promise) step = await step;
-    if (step === "again") continue;
-    if (step !== "deliver") throw step;
     try {
-      const finished = exchange.finish(response!, accessToken);
-      return finished instanceof Promise
-        ? await raceAbort(finished, signal)
-        : finished;
-    } catch (error) {
-      // The service's own refusal is final; a body cut off or too slow is
-      // no answer, and retried like one.
-      if (error instanceof ApiError) throw error;
-      run.failure = error;
-      const next = run.afterNoAnswer();
-      if (next !== "again") throw next;
+      const response = await run.send(accessToken, signal);
+      let step = response === undefined
+        ? run.afterNoAnswer()
+        : run.afterAnswer(response, accessToken);
+      if (step instanceof Promise) step = await step;
+      if (step === "again") continue;
+      if (step !== "deliver") throw step;
+      try {
+        const finished = exchange.finish(response!, accessToken);
+        return finished instanceof Promise
+          ? await raceAbort(finished, signal)
+          : finished;
+      } catch (error) {
+        // The service's own refusal is final; a body cut off or too slow is
+        // no answer, and retried like one.
+        if (error instanceof ApiError) throw error;
+        run.failure = error;
+        const next = run.afterNoAnswer();
+        if (next !== "again") throw next;
+      }
+    } finally {
+      // The limit ends with the attempt: for fetch once the headers are in,
+      // for a list page once its body is read.
+      run.endAttempt();
     }
   }
 }
@@ -105,8 +111,10 @@ class Run<T> {
   redirects = 0;
   /** Whether a 401 already cost this request a fresh token. */
   renewed = false;
-  /** The time limit of the current attempt. */
-  #limit: AbortSignal | undefined;
+  /** Ends the current attempt's time limit. */
+  #endLimit: (() => void) | undefined;
+  /** Whether the current attempt ran out of time. */
+  #timedOut = false;
   /** The wait before the next attempt, once one was decided. */
   wait = 0;
   failure: unknown;
@@ -120,12 +128,29 @@ class Run<T> {
     this.target = exchange.url;
   }
 
-  /** Starts an attempt's time limit; the signal also follows the caller's. */
+  /**
+   * Starts an attempt: its signal aborts when the shared deadline passes
+   * (until `endAttempt`) or when the caller's signal does.
+   */
   startAttempt(): AbortSignal {
-    this.#limit = this.#context.deadlines.signal();
+    const limit = this.#context.deadlines.signal();
+    const attempt = new AbortController();
+    this.#timedOut = false;
+    const expire = () => {
+      this.#timedOut = true;
+      attempt.abort(limit.reason);
+    };
+    limit.addEventListener("abort", expire, { once: true });
+    this.#endLimit = () => limit.removeEventListener("abort", expire);
     return this.signal === undefined
-      ? this.#limit
-      : AbortSignal.any([this.signal, this.#limit]);
+      ? attempt.signal
+      : AbortSignal.any([this.signal, attempt.signal]);
+  }
+
+  /** Stops the attempt's time limit; the caller's signal still applies. */
+  endAttempt(): void {
+    this.#endLimit?.();
+    this.#endLimit = undefined;
   }
 
   /** Sends one attempt; `undefined` when no answer came (see `failure`). */
@@ -134,13 +159,13 @@ class Run<T> {
     signal: AbortSignal,
   ): Promise<Response | undefined> {
     const send = this.#context.fetch;
-    const sent = send(this.target.href, {
-      ...this.#exchange.init,
-      headers: withBearer(this.#exchange.init.headers, accessToken),
-      redirect: "manual",
-      signal,
-    });
     try {
+      const sent = send(this.target.href, {
+        ...this.#exchange.init,
+        headers: withBearer(this.#exchange.init.headers, accessToken),
+        redirect: "manual",
+        signal,
+      });
       // The runtime's own fetch stops at its signal; a fetch of the caller's
       // might not, and must not hold an attempt past its time limit.
       return await (this.#context.ownFetch
@@ -156,7 +181,7 @@ class Run<T> {
   /** After no answer: "again" (after `pause`), or the error to throw. */
   afterNoAnswer(): "again" | ApiError {
     this.signal?.throwIfAborted();
-    if (this.#limit?.aborted) {
+    if (this.#timedOut) {
       this.failure = new DOMException(
         `no answer within ${this.#context.deadlines.ms} ms`,
         "TimeoutError",
@@ -248,7 +273,8 @@ const MAX_REDIRECTS = 5;
 /**
  * Time limits shared by the attempts that start within the same short
  * window (a tenth of the limit, at most a second): one
- * `AbortSignal.timeout` per window instead of a timer per request. A timer
+ * `AbortSignal.timeout` per window instead of a timer per request; each
+ * attempt follows it through a listener it removes when it ends. A timer
  * per request cost more than the rest of the client's work together
  * (`setTimeout` makes Node-style objects), and unlike a shared `setTimeout`
  * these signals leave nothing for a test's sanitizer to find and never keep

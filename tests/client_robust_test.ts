@@ -450,3 +450,54 @@ Deno.test("PUT and DELETE are retried, POST and PATCH are not", async () => {
   }
   deepStrictEqual(statuses, { PUT: 405, DELETE: 405, POST: 503, PATCH: 503 });
 });
+
+Deno.test("fetch()'s time limit ends with the headers: a slow body still reads through", async () => {
+  await using api = await startFakePartnerApi();
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => release = resolve);
+  await using slow = serve(() =>
+    new Response(
+      new ReadableStream({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode("first "));
+          await released; // the test lets the rest go once the limit is long past
+          controller.enqueue(new TextEncoder().encode("and last"));
+          controller.close();
+        },
+      }),
+    )
+  );
+  const environment = environmentWith(api.environment, { baseUrl: slow.base });
+  const client = createClient({
+    environment,
+    ...api.credentials,
+    requestTimeout: 20,
+  });
+  const response = await client.fetch("anything");
+  setTimeout(release, 120);
+  equal(await response.text(), "first and last");
+});
+
+Deno.test("a caller's fetch that throws at once is no answer, typed, after the retries", async () => {
+  await using api = await startFakePartnerApi();
+  let calls = 0;
+  const client = createClient({
+    environment: api.environment,
+    tokenProvider: createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+    }),
+    fetch: () => {
+      calls++;
+      throw new TypeError("this fetch is broken");
+    },
+    retry: FAST_RETRY,
+  });
+  await rejects(client.fetch("organizations"), (error: unknown) => {
+    ok(error instanceof ApiError);
+    equal(error.status, 0);
+    ok(/this fetch is broken/.test(error.message), error.message);
+    return true;
+  });
+  equal(calls, 3);
+});
