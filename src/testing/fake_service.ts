@@ -219,41 +219,8 @@ const AUDIENCE = "https://partner-api.fake";
 export function createFakePartnerService(
   options: FakePartnerServiceOptions = {},
 ): FakePartnerService {
-  const now = options.now ?? Date.now;
-  const credentials: FakeCredentials = Object.freeze({
-    clientId: `fake-client-${randomText(9)}`,
-    clientSecret: `fake-secret-${randomText(24)}`,
-  });
-  const endpoint = new FakeTokenEndpoint({
-    lifetime: checkNumber(
-      options.tokenLifetime,
-      86_400,
-      "positive integer",
-      CONTEXT,
-      "tokenLifetime",
-    ),
-    quota: new QuotaCounter(
-      count(options.quota?.perHour, 1000, "quota.perHour"),
-      count(options.quota?.perDay, 10_000, "quota.perDay"),
-      now,
-    ),
-    now,
-    ...credentials,
-    audience: AUDIENCE,
-    retryAfter: options.retryAfter ?? false,
-    bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
-  });
-  const lists = generateLists({
-    organizations: count(
-      options.items?.organizations,
-      25,
-      "items.organizations",
-    ),
-    transactions: count(options.items?.transactions, 500, "items.transactions"),
-    cardholders: count(options.items?.cardholders, 120, "items.cardholders"),
-  }, options.seed ?? 1);
-  const latency = count(options.latency, 0, "latency");
-  const listEnvelope = options.listEnvelope ?? "object";
+  const { now, credentials, endpoint, lists, latency, listEnvelope } =
+    serviceSetup(options);
   const tokenFaults: FakeFault[] = [...(options.faults ?? [])];
   const apiFaults: FakeFault[] = [];
   const closing = new AbortController();
@@ -334,6 +301,51 @@ export function createFakePartnerService(
         audience: AUDIENCE,
       }),
     close: () => closing.abort(),
+  };
+}
+
+/** The service's parts, from its checked options. */
+function serviceSetup(options: FakePartnerServiceOptions) {
+  const now = options.now ?? Date.now;
+  const credentials: FakeCredentials = Object.freeze({
+    clientId: `fake-client-${randomText(9)}`,
+    clientSecret: `fake-secret-${randomText(24)}`,
+  });
+  const endpoint = new FakeTokenEndpoint({
+    lifetime: checkNumber(
+      options.tokenLifetime,
+      86_400,
+      "positive integer",
+      CONTEXT,
+      "tokenLifetime",
+    ),
+    quota: new QuotaCounter(
+      count(options.quota?.perHour, 1000, "quota.perHour"),
+      count(options.quota?.perDay, 10_000, "quota.perDay"),
+      now,
+    ),
+    now,
+    ...credentials,
+    audience: AUDIENCE,
+    retryAfter: options.retryAfter ?? false,
+    bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
+  });
+  const lists = generateLists({
+    organizations: count(
+      options.items?.organizations,
+      25,
+      "items.organizations",
+    ),
+    transactions: count(options.items?.transactions, 500, "items.transactions"),
+    cardholders: count(options.items?.cardholders, 120, "items.cardholders"),
+  }, options.seed ?? 1);
+  return {
+    now,
+    credentials,
+    endpoint,
+    lists,
+    latency: count(options.latency, 0, "latency"),
+    listEnvelope: options.listEnvelope ?? "object",
   };
 }
 
