@@ -63,40 +63,6 @@ export function retryWait(
   return asked <= policy.maxRetryAfter ? asked : undefined;
 }
 
-/** Which tokens each base has accepted, and which bases wait for proof after a 401. */
-export interface AuthLedger {
-  /** Base href → the last token a request under it was answered without 401. */
-  readonly accepted: Map<string, string>;
-  /** Bases whose 401 already cost a fresh token that no request has accepted yet. */
-  readonly probation: Set<string>;
-}
-
-/**
- * After a 401 under `base` with `token`: renew it (invalidate, retry once
- * with a fresh one), or return the answer. A token that worked there before
- * is renewed; so is the first token to meet a 401. But once a 401 has cost a
- * fresh token, further 401s return the answer until some request under that
- * base succeeds: an origin that refuses every token cannot drain the quota.
- */
-export function onUnauthorized(
-  ledger: AuthLedger,
-  base: string,
-  token: string,
-): "renew" | "return" {
-  if (ledger.accepted.get(base) === token) return "renew";
-  return ledger.probation.has(base) ? "return" : "renew";
-}
-
-/** Records an answer that was not a 401: `token` works under `base`. */
-export function recordAccepted(
-  ledger: AuthLedger,
-  base: string,
-  token: string,
-): void {
-  if (ledger.accepted.get(base) !== token) ledger.accepted.set(base, token);
-  ledger.probation.delete(base);
-}
-
 /**
  * Whether a body can be sent a second time: strings, `Blob`s, buffers and
  * views, `URLSearchParams` and `FormData`. Streams and async iterables are

@@ -11,11 +11,8 @@ import { serverText } from "./_redact.ts";
 import { followable } from "./_path.ts";
 import {
   type Attempted,
-  type AuthLedger,
   isReplayable,
   mayRetry,
-  onUnauthorized,
-  recordAccepted,
   type RetryPolicy,
   retryWait,
 } from "./_api_policy.ts";
@@ -29,7 +26,11 @@ export interface SendContext {
   readonly retry: RetryPolicy;
   /** Time limits of attempts. */
   readonly deadlines: SharedDeadlines;
-  readonly ledger: AuthLedger;
+  /**
+   * The provider's 401 ledger: whether a 401 to this token may cost a fresh
+   * one (then the token is already invalidated).
+   */
+  readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
   readonly now: () => number;
 }
 
@@ -198,12 +199,9 @@ class Run<T> {
     response: Response,
     accessToken: string,
   ): "deliver" | Promise<"again" | "deliver"> {
-    const base = this.#exchange.base.href;
-    const { ledger } = this.#context;
     if (response.status === 401) {
       return this.#unauthorized(response, accessToken);
     }
-    recordAccepted(ledger, base, accessToken);
     const status = response.status;
     const retryAfter = mayRetry(status)
       ? retryAfterMs(response.headers, this.#context.now())
@@ -224,16 +222,12 @@ class Run<T> {
     response: Response,
     accessToken: string,
   ): Promise<"again" | "deliver"> {
-    const base = this.#exchange.base.href;
-    const { ledger, tokenProvider } = this.#context;
     if (
       !this.replayable || this.renewed ||
-      onUnauthorized(ledger, base, accessToken) === "return"
+      !(await this.#context.renewAfterUnauthorized(accessToken))
     ) return "deliver";
     this.renewed = true;
-    ledger.probation.add(base);
     await discard(response);
-    await tokenProvider.invalidate(accessToken);
     return "again";
   }
 

@@ -92,14 +92,16 @@ export class KvTokenStore implements TokenStore {
 
   /**
    * Returns a record `settled` accepts, or takes the lease and requests; a
-   * process that waits longer than `maxWait` requests on its own.
+   * process that waits longer than `maxWait` (and than the holder's request
+   * may take with its retries) requests on its own.
    */
   async coordinate(
     key: string,
-    { settled, request, signal }: CoordinateOptions,
+    { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const { now, maxWait, pollInterval } = this.#config;
-    const deadline = now() + maxWait;
+    // Never give up on another process's request before it may have ended.
+    const deadline = now() + Math.max(maxWait, requestBudget);
     while (true) {
       signal.throwIfAborted();
       // One consistent read of both, and a lease taken only if neither

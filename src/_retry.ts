@@ -73,18 +73,29 @@ export function backoffDelay(
 }
 
 /**
- * Reads `Retry-After` (delta-seconds or an HTTP date) as milliseconds from
- * `now` (the caller's injected clock, so that a date is measured against the
- * same time as every other decision); `undefined` when absent or unreadable.
- * Absurd values come back as they are: callers clamp to their own limits.
+ * An IMF-fixdate (RFC 9110 5.6.7), the one date form `Retry-After` is read
+ * in: "Sun, 06 Nov 1994 08:49:37 GMT".
+ */
+const IMF_FIXDATE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/;
+
+/**
+ * Reads `Retry-After` as milliseconds from `now` (the caller's injected
+ * clock, so that a date is measured against the same time as every other
+ * decision). Only delta-seconds (digits) and an IMF-fixdate are read; any
+ * other form (`1.5`, `-5`, `+60`, a loose date) is `undefined`, as if
+ * absent, so that it can neither shorten nor lift a wait that other signals
+ * set. A date in the past is 0. Absurd values come back as they are:
+ * callers clamp to their own limits.
  */
 export function retryAfterMs(
   headers: Headers,
   now: number,
 ): number | undefined {
   const value = headers.get("retry-after")?.trim();
-  if (value === undefined || value === "") return undefined;
+  if (value === undefined) return undefined;
   if (/^[0-9]+$/.test(value)) return Number(value) * 1000;
+  if (!IMF_FIXDATE.test(value)) return undefined;
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

@@ -155,6 +155,18 @@ export interface TokenProvider {
    * shared store that can (`discard`) drops it only if it still holds it.
    */
   invalidate(accessToken?: string): Promise<void>;
+  /**
+   * The 401 ledger: called by a client when the API answered 401 to a
+   * request sent with `accessToken`. Resolves `true` when the request should
+   * be sent once more with a fresh token: for the first 401 in an hour (the
+   * token is invalidated), or when the token was already replaced. Every
+   * other 401 in that hour resolves `false`: the answer is returned and the
+   * token kept, since the service never revokes tokens early and a repeated
+   * 401 is a scope, path or gateway problem. So a 401 costs at most one
+   * token per hour per provider, however many clients share it. Optional for
+   * providers of your own: a client then keeps the same ledger itself.
+   */
+  reportUnauthorized?(accessToken: string): Promise<boolean>;
   /** The last quota the token endpoint reported, if any. */
   readonly quota: QuotaSnapshot | undefined;
   /**

@@ -18,9 +18,16 @@ const QUOTA_FALLBACK_WAIT = 60_000;
 const DEFAULT_REFRESH_MARGIN = 5 * 60_000;
 /** A token is not handed out this close to expiry: clocks and networks lag. */
 const MAX_SKEW_GUARD = 2_000;
-/** After a failed background refresh, the old token is served this long before trying again. */
-export const BACKGROUND_RETRY_WINDOW = 10_000;
-/** The longest a coordinating store may keep a flight waiting for another process. */
+/**
+ * After a failed token request (any reason but the quota), every `getToken`
+ * for this long rejects with that failure and sends nothing; a valid token
+ * is still served. A refused answer (a bad secret, a malformed token) would
+ * be refused again, and may have been counted against the quota.
+ */
+export const FAILURE_COOLDOWN = 10_000;
+/** A 401 from the API costs at most one fresh token per this window. */
+export const RENEWAL_WINDOW = 3_600_000;
+/** Slack for a coordinating store's own reads and writes within a flight. */
 const COORDINATION_ALLOWANCE = 60_000;
 
 /** When a token stops being handed out and when its refresh starts. */
@@ -59,8 +66,8 @@ export interface ProviderState {
   readonly flightDeadline?: number | undefined;
   /** No token request before this (after a 429). */
   readonly blockedUntil?: number | undefined;
-  /** No background refresh before this (after one failed). */
-  readonly cooldownUntil?: number | undefined;
+  /** No token request before this (after one failed for another reason than the quota). */
+  readonly failedUntil?: number | undefined;
 }
 
 /**
@@ -69,47 +76,79 @@ export interface ProviderState {
  * - `"refresh"`: hand it out and refresh in the background;
  * - `"join"`: wait for the running flight;
  * - `"blocked"`: reject with the quota error, send nothing;
+ * - `"failed"`: reject with the last request's failure, send nothing;
  * - `"request"`: start a flight and wait for it.
  */
-export type Decision = "fresh" | "refresh" | "join" | "blocked" | "request";
+export type Decision =
+  | "fresh"
+  | "refresh"
+  | "join"
+  | "blocked"
+  | "failed"
+  | "request";
 
 /** Decides what `getToken` does at `now`. */
 export function decide(state: ProviderState, now: number): Decision {
   const flying = state.flightDeadline !== undefined &&
     now < state.flightDeadline;
   const blocked = state.blockedUntil !== undefined && now < state.blockedUntil;
+  const failed = state.failedUntil !== undefined && now < state.failedUntil;
   const { times } = state;
   if (times !== undefined && now < times.usableUntil) {
-    const cooling = state.cooldownUntil !== undefined &&
-      now < state.cooldownUntil;
-    return now < times.refreshAt || flying || blocked || cooling
+    return now < times.refreshAt || flying || blocked || failed
       ? "fresh"
       : "refresh";
   }
   if (flying) return "join";
-  return blocked ? "blocked" : "request";
+  if (blocked) return "blocked";
+  return failed ? "failed" : "request";
+}
+
+/**
+ * After the API answered 401: `"renew"` (invalidate the token and retry once
+ * with a fresh one) for the first 401 in {@linkcode RENEWAL_WINDOW}, else
+ * `"keep"` (return the answer, keep the token). The service never revokes
+ * tokens early, so a repeated 401 is a scope, path or gateway problem that a
+ * new token would not mend; only a token revoked for real needs one.
+ */
+export function onUnauthorized(
+  lastRenewal: number | undefined,
+  now: number,
+): "renew" | "keep" {
+  return lastRenewal === undefined || now - lastRenewal >= RENEWAL_WINDOW
+    ? "renew"
+    : "keep";
+}
+
+/**
+ * The longest one token request may take with its retries: every attempt
+ * timing out, every backoff at its longest.
+ */
+export function requestBudget(backoff: Backoff, timeout: number): number {
+  return (backoff.retries + 1) * timeout + backoff.retries * backoff.maxDelay;
 }
 
 /**
  * How long a flight may take before callers give up on it and start another:
- * every attempt timing out, every backoff at its longest, and time for a
- * coordinating store to wait for another process. A runtime that silently
- * drops a flight's work (workerd, when the request that started it ends)
- * therefore traps nobody for longer than the retries allow.
+ * one request with its retries; with a coordinating store, first a wait for
+ * another process's request (which may take as long) and some slack. A
+ * runtime that silently drops a flight's work (workerd, when the request
+ * that started it ends) therefore traps nobody for longer than the retries
+ * allow.
  */
 export function flightBudget(
   backoff: Backoff,
   timeout: number,
   coordinating: boolean,
 ): number {
-  const attempts = backoff.retries + 1;
-  return attempts * timeout + backoff.retries * backoff.maxDelay +
-    (coordinating ? COORDINATION_ALLOWANCE : 0);
+  const request = requestBudget(backoff, timeout);
+  return coordinating ? 2 * request + COORDINATION_ALLOWANCE : request;
 }
 
 /**
- * When the quota lets a token request through again: `Retry-After` if given,
- * else the largest reset among exhausted buckets, else the smallest reset,
+ * When the quota lets a token request through again after a 429: the later
+ * of `Retry-After` and the reset of the exhausted buckets (the largest `t`
+ * with `r=0`); without `Retry-After`, that reset, else the smallest `t`,
  * else a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
  */
 export function quotaRetryAt(
@@ -118,8 +157,12 @@ export function quotaRetryAt(
   now: number,
 ): number {
   const resetAfter = quotaResetAfter(buckets);
-  const wait = retryAfter ??
-    (resetAfter === undefined ? QUOTA_FALLBACK_WAIT : resetAfter * 1000);
+  const reset = resetAfter === undefined ? undefined : resetAfter * 1000;
+  let wait: number;
+  if (retryAfter === undefined) wait = reset ?? QUOTA_FALLBACK_WAIT;
+  else if (buckets.some((bucket) => bucket.remaining === 0)) {
+    wait = Math.max(retryAfter, reset!);
+  } else wait = retryAfter;
   return now + Math.min(wait, MAX_QUOTA_BLOCK);
 }
 
@@ -192,7 +235,10 @@ export function recordNews(
     record.token.expiresAt > (known.expiresAt ?? -Infinity);
   let blockedUntil = known.blockedUntil;
   if (blockInForce) {
-    blockedUntil = Math.max(blockedUntil ?? -Infinity, record.blockedUntil!);
+    // A store written by another process (or another version) is clamped
+    // like any block: never more than 25 h from now.
+    const stored = Math.min(record.blockedUntil!, now + MAX_QUOTA_BLOCK);
+    blockedUntil = Math.max(blockedUntil ?? -Infinity, stored);
   } else if (newer) blockedUntil = undefined;
   const quota = record.quota;
   const newerQuota = quota !== undefined && isNewerQuota(quota, known.quota);

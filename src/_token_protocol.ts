@@ -101,6 +101,8 @@ export interface TokenEndpoint {
 /** The largest token answer read, in bytes; a token answer is a few hundred. */
 export const MAX_TOKEN_BODY = 64 * 1024;
 const DEFAULT_TIMEOUT = 30_000;
+/** The lifetime of a token whose answer has no `expires_in`, in seconds. */
+const DEFAULT_EXPIRES_IN = 3600;
 const CONTEXT = "Cannot request token";
 
 /**
@@ -302,16 +304,16 @@ export function processTokenAnswer(
     );
   const body = parseJson(text);
   if (typeof body !== "object" || body === null) throw malformed("is not JSON");
-  const { access_token: accessToken, expires_in: expiresIn, token_type } =
-    body as Record<string, unknown>;
+  const { access_token: accessToken, expires_in, token_type } = body as Record<
+    string,
+    unknown
+  >;
   if (!isAccessToken(accessToken)) {
     // Never quoted: it may be a real token with a stray character.
     throw malformed("has no access_token of visible ASCII characters");
   }
-  if (
-    typeof expiresIn !== "number" || !(expiresIn >= 1) ||
-    expiresIn > MAX_EXPIRES_IN
-  ) {
+  const expiresIn = lifetime(expires_in);
+  if (!(expiresIn >= 1) || expiresIn > MAX_EXPIRES_IN) {
     throw malformed(`has no expires_in from 1 to ${MAX_EXPIRES_IN} seconds`);
   }
   if (typeof token_type !== "string" || token_type.toLowerCase() !== "bearer") {
@@ -424,6 +426,19 @@ function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
     offset += chunk.byteLength;
   }
   return all;
+}
+
+/**
+ * `expires_in` as seconds: a number, or a string of digits (several OAuth
+ * servers send `"3599"`); absent (optional in RFC 6749 5.1) means an hour.
+ * Anything else is `NaN`, which no range check accepts.
+ */
+function lifetime(value: unknown): number {
+  if (value === undefined) return DEFAULT_EXPIRES_IN;
+  if (typeof value === "number") return value;
+  return typeof value === "string" && /^[0-9]{1,9}$/.test(value)
+    ? Number(value)
+    : NaN;
 }
 
 function parseJson(text: string): unknown {

@@ -9,11 +9,13 @@ import type { QuotaBucket } from "./quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { attemptTokenRequest, quotaExceeded } from "./_token_protocol.ts";
 import {
-  BACKGROUND_RETRY_WINDOW,
   decide,
+  FAILURE_COOLDOWN,
   flightBudget,
   isRetryable,
+  onUnauthorized,
   recordNews,
+  requestBudget,
   settles,
   type TokenTimes,
   tokenTimes,
@@ -54,11 +56,14 @@ export class TokenProviderMachine implements TokenProvider {
   readonly #config: ProviderConfig;
   readonly #now: () => number;
   readonly #budget: number;
+  readonly #requestBudget: number;
   readonly #flights = new SingleFlight<IssuedToken>();
+  readonly #renewal: (accessToken: string) => Promise<boolean>;
   #cached: Cached | undefined;
   #quota: QuotaSnapshot | undefined;
   #blockedUntil: number | undefined;
-  #cooldownUntil: number | undefined;
+  /** The last token request's failure (not a 429), and until when it is repeated. */
+  #failure: { readonly error: unknown; readonly until: number } | undefined;
   /** The last token invalidated: never taken back from a store. */
   #rejected: string | undefined;
   #key: Promise<string> | undefined;
@@ -71,6 +76,11 @@ export class TokenProviderMachine implements TokenProvider {
       config.endpoint.timeout,
       config.store?.coordinate !== undefined,
     );
+    this.#requestBudget = requestBudget(
+      config.backoff,
+      config.endpoint.timeout,
+    );
+    this.#renewal = renewalLedger(this.#now, (token) => this.invalidate(token));
   }
 
   get quota(): QuotaSnapshot | undefined {
@@ -92,6 +102,19 @@ export class TokenProviderMachine implements TokenProvider {
       return cached.ready;
     }
     return this.#act(signal, now);
+  }
+
+  /**
+   * The 401 ledger, shared by every client over this provider: the first 401
+   * in an hour invalidates its token; every other one keeps it. A 401 to a
+   * token already replaced costs nothing: the caller retries with the new one.
+   */
+  reportUnauthorized(accessToken: string): Promise<boolean> {
+    const current = this.#cached?.token.accessToken;
+    if (current !== undefined && current !== accessToken) {
+      return Promise.resolve(true);
+    }
+    return this.#renewal(accessToken);
   }
 
   async invalidate(accessToken?: string): Promise<void> {
@@ -116,7 +139,7 @@ export class TokenProviderMachine implements TokenProvider {
       times: this.#cached?.times,
       flightDeadline: flight?.deadline,
       blockedUntil: this.#blockedUntil,
-      cooldownUntil: this.#cooldownUntil,
+      failedUntil: this.#failure?.until,
     }, now);
     switch (decision) {
       case "fresh":
@@ -128,6 +151,8 @@ export class TokenProviderMachine implements TokenProvider {
         return this.#flights.join(flight!, signal);
       case "blocked":
         return Promise.reject(this.#blockedError(this.#blockedUntil!));
+      case "failed":
+        return Promise.reject(this.#failure!.error);
       case "request":
         return this.#flights.join(this.#startFlight(now, false), signal);
     }
@@ -150,10 +175,9 @@ export class TokenProviderMachine implements TokenProvider {
   }
 
   #refreshInBackground(now: number): void {
-    // A background flight holds itself: no caller's abort can stop it.
-    const done = this.#startFlight(now, true).promise.then(() => {}, () => {
-      this.#cooldownUntil = this.#now() + BACKGROUND_RETRY_WINDOW;
-    });
+    // A background flight holds itself: no caller's abort can stop it. Its
+    // failure is kept like any other (see #fly), and the old token served.
+    const done = this.#startFlight(now, true).promise.then(() => {}, () => {});
     try {
       this.#config.waitUntil?.(done);
     } catch {
@@ -170,6 +194,11 @@ export class TokenProviderMachine implements TokenProvider {
       } catch (error) {
         if (!(error instanceof QuotaExceededError)) {
           this.#observeFailure(error);
+          if (error instanceof TokenRequestError) {
+            // Recorded before the flight settles: no caller can slip a
+            // request in between.
+            this.#failure = { error, until: this.#now() + FAILURE_COOLDOWN };
+          }
           throw error;
         }
         refusal = error;
@@ -226,6 +255,7 @@ export class TokenProviderMachine implements TokenProvider {
           return own = await request();
         },
         signal,
+        requestBudget: this.#requestBudget,
       });
       return { record, saved: true };
     } catch (error) {
@@ -281,6 +311,7 @@ export class TokenProviderMachine implements TokenProvider {
       rejected: this.#rejected,
     }, this.#now());
     if (news.token !== undefined) {
+      this.#failure = undefined;
       const token = issuedToken(news.token);
       this.#cached = {
         token,
@@ -355,4 +386,25 @@ export class TokenProviderMachine implements TokenProvider {
   #blockedError(until: number): QuotaExceededError {
     return quotaExceeded(until, this.#quota?.buckets ?? []);
   }
+}
+
+/**
+ * A 401 ledger over any provider: the first 401 in an hour (of `now`)
+ * invalidates its token and answers `true` (retry once with a fresh one);
+ * every other one in that hour answers `false` (return the 401, keep the
+ * token). Providers of this module keep one each; a client keeps its own
+ * for a hand-written provider without `reportUnauthorized`.
+ */
+export function renewalLedger(
+  now: () => number,
+  invalidate: (accessToken: string) => Promise<void>,
+): (accessToken: string) => Promise<boolean> {
+  let renewedAt: number | undefined;
+  return async (accessToken) => {
+    const at = now();
+    if (onUnauthorized(renewedAt, at) === "keep") return false;
+    renewedAt = at;
+    await invalidate(accessToken);
+    return true;
+  };
 }

@@ -90,6 +90,7 @@ export interface TokenStore {
  *   settled: () => false,
  *   request: () => Promise.resolve({ blockedUntil: 1 }),
  *   signal: new AbortController().signal,
+ *   requestBudget: 110_000,
  * });
  * if (record.blockedUntil !== 1) throw new Error();
  * ```
@@ -104,6 +105,13 @@ export interface CoordinateOptions {
   request(): Promise<TokenRecord>;
   /** Aborts when nobody waits for the token any more. */
   signal: AbortSignal;
+  /**
+   * The longest one token request may take with its retries and backoff, in
+   * ms. A process waiting for another's request waits at least this long
+   * before sending its own: a slow token endpoint must not make every
+   * waiting process send a request.
+   */
+  requestBudget: number;
 }
 
 /**

@@ -5,10 +5,11 @@
 import type { QuotaBucket } from "./quota.ts";
 
 /**
- * A token as issued: a frozen object with data properties. When inspected
- * (`console.log`, `Deno.inspect`, `node:util` `inspect`) or serialized with
- * `JSON.stringify` (as structured loggers do), it shows `accessToken` as
- * `[redacted]`; reading the property still gives the token.
+ * A token as issued: a frozen object. When inspected (`console.log`,
+ * `Deno.inspect`, `node:util` `inspect`) or serialized with `JSON.stringify`
+ * (as structured loggers do), it shows `accessToken` as `[redacted]`; a
+ * spread, `Object.entries` or `structuredClone` leaves it out (it is not
+ * enumerable); reading `token.accessToken` still gives the token.
  *
  * @example Sending a token
  * ```ts
@@ -65,19 +66,25 @@ type Inspect = (value: unknown, options?: unknown) => string;
 export const MAX_EXPIRES_IN = 31_536_000;
 
 function redactedView(token: IssuedToken): Record<string, unknown> {
-  return { ...token, accessToken: REDACTED };
+  const { tokenType, expiresIn, expiresAt, quota } = token;
+  return { accessToken: REDACTED, tokenType, expiresIn, expiresAt, quota };
 }
 
-/** A frozen copy of `fields` that never shows its access token. */
+/**
+ * A frozen copy of `fields` that never shows its access token: the token is
+ * a non-enumerable property, so a spread, `Object.entries`,
+ * `structuredClone` and `JSON.stringify` leave it out, while
+ * `token.accessToken` still reads it.
+ */
 export function issuedToken(fields: IssuedToken): IssuedToken {
   const token = {
-    accessToken: fields.accessToken,
     tokenType: "Bearer" as const,
     expiresIn: fields.expiresIn,
     expiresAt: fields.expiresAt,
     quota: freezeBuckets(fields.quota),
-  };
+  } as IssuedToken;
   Object.defineProperties(token, {
+    accessToken: { value: fields.accessToken },
     toJSON: { value: () => redactedView(token) },
     [INSPECT_DENO]: {
       value: (inspect: Inspect, options: unknown) =>
@@ -122,7 +129,13 @@ export function isAccessToken(value: unknown): value is string {
  * token as `[redacted]`).
  */
 export function storableToken(token: IssuedToken): IssuedToken {
-  return { ...token, quota: token.quota.map((bucket) => ({ ...bucket })) };
+  return {
+    accessToken: token.accessToken,
+    tokenType: token.tokenType,
+    expiresIn: token.expiresIn,
+    expiresAt: token.expiresAt,
+    quota: token.quota.map((bucket) => ({ ...bucket })),
+  };
 }
 
 /** A frozen snapshot of `buckets`, stamped `observedAt`. */

@@ -29,6 +29,7 @@ import {
   type TokenProvider,
 } from "./token.ts";
 import { backoffFrom } from "./_retry.ts";
+import { renewalLedger } from "./_token_provider.ts";
 import { checkNumber, requireFunction } from "./_check.ts";
 import { PathCache } from "./_path.ts";
 import { listUnder } from "./_api_list.ts";
@@ -195,10 +196,11 @@ const CONTEXT = "Cannot create client";
  * - gives every attempt `requestTimeout` and retries idempotent requests
  *   after a network error, a timeout, 408, 429, 500, 502, 503 or 504, with
  *   backoff and jitter, honouring `Retry-After` up to `maxRetryAfter`;
- * - on a 401 invalidates that token and retries once with a fresh one, when
- *   the body can be sent again; once a 401 has cost a fresh token, further
- *   401s under that base are returned as they are until a request there
- *   succeeds, so an origin that refuses every token cannot drain the quota;
+ * - on a 401 asks the provider's ledger: the first 401 in an hour (per
+ *   provider, whatever the client, path or base) invalidates that token and
+ *   the request is sent once more with a fresh one, when its body can be
+ *   sent again; every other 401 in that hour is returned as it is and the
+ *   token kept, so a path that always answers 401 cannot drain the quota;
  * - follows redirects only for GET and HEAD and only under the same base.
  *
  * @param options Environment, token provider or credentials, time limit,
@@ -284,7 +286,7 @@ function clientConfig(
         CONTEXT,
         "requestTimeout",
       )),
-      ledger: { accepted: new Map(), probation: new Set() },
+      renewAfterUnauthorized: renewalOf(tokenProvider, now),
       now,
     },
   };
@@ -336,6 +338,20 @@ function tokenProviderOf(
     now,
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
+}
+
+/**
+ * The provider's 401 ledger, shared by every client over it; for a provider
+ * of the user's own without one, a ledger of this client's by the same rule.
+ */
+function renewalOf(
+  provider: TokenProvider,
+  now: () => number,
+): (accessToken: string) => Promise<boolean> {
+  if (typeof provider.reportUnauthorized === "function") {
+    return (accessToken) => provider.reportUnauthorized!(accessToken);
+  }
+  return renewalLedger(now, (accessToken) => provider.invalidate(accessToken));
 }
 
 /** A production provider in a sandbox client would send its token to sandbox hosts. */

@@ -153,9 +153,16 @@ export function nextExhaustedBucket(
 export function quotaResetAfter(
   buckets: readonly QuotaBucket[],
 ): number | undefined {
-  const resets = (list: readonly QuotaBucket[]) =>
-    list.map((bucket) => bucket.resetAfter);
-  const exhausted = resets(buckets.filter((bucket) => bucket.remaining === 0));
-  if (exhausted.length > 0) return Math.max(...exhausted);
-  return buckets.length > 0 ? Math.min(...resets(buckets)) : undefined;
+  // One pass, no spread: a header of 200,000 buckets must not overflow the stack.
+  let exhausted: number | undefined;
+  let soonest: number | undefined;
+  for (const { remaining, resetAfter } of buckets) {
+    if (
+      remaining === 0 && (exhausted === undefined || resetAfter > exhausted)
+    ) {
+      exhausted = resetAfter;
+    }
+    if (soonest === undefined || resetAfter < soonest) soonest = resetAfter;
+  }
+  return exhausted ?? soonest;
 }

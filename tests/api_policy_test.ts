@@ -2,10 +2,7 @@
 
 import { equal, ok } from "node:assert/strict";
 import {
-  type AuthLedger,
   isReplayable,
-  onUnauthorized,
-  recordAccepted,
   type RetryPolicy,
   retryWait,
 } from "../src/_api_policy.ts";
@@ -71,30 +68,6 @@ Deno.test("retryWait() never retries POST, PATCH or a body that cannot be sent a
       replayable: false,
     }, POLICY),
     undefined,
-  );
-});
-
-Deno.test("onUnauthorized() renews once, then returns 401s until a request succeeds", () => {
-  const ledger: AuthLedger = { accepted: new Map(), probation: new Set() };
-  const base = "https://pci.example/";
-  equal(onUnauthorized(ledger, base, "t0"), "renew", "the first 401 renews");
-  ledger.probation.add(base);
-  equal(
-    onUnauthorized(ledger, base, "t1"),
-    "return",
-    "the fresh one is not renewed again",
-  );
-  recordAccepted(ledger, base, "t1");
-  equal(ledger.probation.has(base), false);
-  equal(
-    onUnauthorized(ledger, base, "t1"),
-    "renew",
-    "a token that worked is replaced",
-  );
-  equal(
-    onUnauthorized(ledger, "https://api.example/api/", "t1"),
-    "renew",
-    "per base",
   );
 });
 

@@ -15,8 +15,15 @@ import { defineEnvironment, type Environment } from "../src/environment.ts";
 import { collect, paginate } from "../src/paginate.ts";
 import { createTokenProvider } from "../src/token.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { manualClock } from "./_helpers.ts";
 
 const FAST_RETRY = { initialDelay: 1, maxDelay: 20 };
+
+async function statusOf(pending: Promise<Response>): Promise<number> {
+  const response = await pending;
+  await response.body?.cancel();
+  return response.status;
+}
 
 /** A loopback HTTP server; `requests` counts what reached it. */
 function serve(handler: (request: Request) => Response | Promise<Response>) {
@@ -93,18 +100,23 @@ Deno.test("ten calls to an origin that always answers 401 cost at most one extra
   equal(refusing.requests, 11, "ten calls, one of them retried once");
 });
 
-Deno.test("a token that worked and later gets a 401 is still replaced", async () => {
-  await using api = await startFakePartnerApi();
+Deno.test("a revoked token is replaced once an hour, and calls recover", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({ now: clock });
   const client = createClient({
     environment: api.environment,
     ...api.credentials,
+    now: clock,
   });
-  for (let round = 1; round <= 3; round++) {
-    const answer = await client.fetch("organizations");
-    equal(answer.status, 200);
-    await answer.body?.cancel();
-    equal(api.tokenRequests, round);
-    api.revokeTokens(); // the service drops every token; the next call renews
+  equal(await statusOf(client.fetch("organizations")), 200);
+  for (let hour = 1; hour <= 3; hour++) {
+    api.revokeTokens(); // the service drops every token
+    equal(await statusOf(client.fetch("organizations")), 200, "recovered");
+    equal(api.tokenRequests, hour + 1);
+    api.revokeTokens();
+    equal(await statusOf(client.fetch("organizations")), 401, "same hour");
+    equal(api.tokenRequests, hour + 1, "no second renewal in the hour");
+    clock.advance(3_600_000);
   }
 });
 

@@ -180,3 +180,18 @@ Deno.test("parseQuotaHeader() reads any spacing and key order of a valid header"
     },
   ));
 });
+
+Deno.test("quotaResetAfter() reads 200,000 buckets without overflowing the stack", () => {
+  const buckets = Array.from({ length: 200_000 }, (_, i) => ({
+    bucket: `b${i}`,
+    limit: 10,
+    remaining: i % 2,
+    resetAfter: i,
+  }));
+  equal(quotaResetAfter(buckets), 199_998, "the largest exhausted reset");
+  equal(
+    quotaResetAfter(buckets.map((b) => ({ ...b, remaining: 1 }))),
+    0,
+    "else the smallest",
+  );
+});

@@ -125,7 +125,17 @@ Deno.test("requestToken() rejects a bad answer with TokenRequestError", async (t
       "malformed",
     ],
     ["expires_in zero", body({ ...good, expires_in: 0 }), "malformed"],
-    ["expires_in as text", body({ ...good, expires_in: "60" }), "malformed"],
+    ["expires_in as text", body({ ...good, expires_in: "sixty" }), "malformed"],
+    [
+      "expires_in as a decimal string",
+      body({ ...good, expires_in: "60.5" }),
+      "malformed",
+    ],
+    [
+      "expires_in as a signed string",
+      body({ ...good, expires_in: "+60" }),
+      "malformed",
+    ],
     ["expires_in 1e300", body({ ...good, expires_in: 1e300 }), "malformed"],
     [
       "expires_in a year and a second",
@@ -162,6 +172,23 @@ Deno.test("requestToken() rejects a bad answer with TokenRequestError", async (t
       );
     });
   }
+});
+
+Deno.test("expires_in as a string of digits is read as seconds; a missing one means an hour", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({ now: clock });
+  const good = { access_token: "abc", token_type: "Bearer" };
+  api.injectTokenFaults(
+    { kind: "body", body: JSON.stringify({ ...good, expires_in: "3599" }) },
+    { kind: "body", body: JSON.stringify(good) },
+  );
+  const options = { ...api.environment, ...api.credentials, now: clock };
+  const text = await requestToken(options);
+  equal(text.expiresIn, 3599);
+  equal(text.expiresAt, clock() + 3_599_000);
+  const missing = await requestToken(options);
+  equal(missing.expiresIn, 3600);
+  equal(missing.expiresAt, clock() + 3_600_000);
 });
 
 Deno.test("requestToken() accepts expires_in of exactly a year", async () => {

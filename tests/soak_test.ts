@@ -217,7 +217,7 @@ Deno.test("the provider under random faults: a valid token or a typed error, nev
     wrong: [] as unknown[],
   };
   const printed: string[] = [];
-  const bursts = 150;
+  const bursts = 400;
   const started = clock();
   for (let burst = 0; burst < bursts; burst++) {
     await Promise.all(background.splice(0));

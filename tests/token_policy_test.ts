@@ -6,6 +6,7 @@ import {
   flightBudget,
   isRetryable,
   MAX_QUOTA_BLOCK,
+  onUnauthorized,
   quotaRetryAt,
   recordNews,
   settles,
@@ -63,7 +64,7 @@ Deno.test("decide() covers fresh, refresh, join, blocked and request", async (t)
     ],
     [
       "inside the margin while cooling down, fresh",
-      { times, cooldownUntil: times.refreshAt + 1 },
+      { times, failedUntil: times.refreshAt + 1 },
       times.refreshAt,
       "fresh",
     ],
@@ -77,6 +78,14 @@ Deno.test("decide() covers fresh, refresh, join, blocked and request", async (t)
       "request",
     ],
     ["no token, blocked: blocked", { blockedUntil: NOW + 1 }, NOW, "blocked"],
+    ["no token, cooling down: failed", { failedUntil: NOW + 1 }, NOW, "failed"],
+    ["a cooldown that ended: request", { failedUntil: NOW }, NOW, "request"],
+    [
+      "blocked and cooling down: blocked",
+      { blockedUntil: NOW + 1, failedUntil: NOW + 1 },
+      NOW,
+      "blocked",
+    ],
     ["a block that ended: request", { blockedUntil: NOW }, NOW, "request"],
     [
       "a flight is joined even while blocked",
@@ -90,10 +99,13 @@ Deno.test("decide() covers fresh, refresh, join, blocked and request", async (t)
   }
 });
 
-Deno.test("quotaRetryAt() prefers Retry-After, then the largest exhausted reset, then the smallest", () => {
+Deno.test("quotaRetryAt() blocks until the later of Retry-After and the exhausted bucket's reset", () => {
   const hour = bucket("per_hour", 0, 600);
   const day = bucket("per_day", 5, 40_000);
-  equal(quotaRetryAt(30_000, [hour, day], NOW), NOW + 30_000);
+  equal(quotaRetryAt(30_000, [hour, day], NOW), NOW + 600_000, "the reset");
+  equal(quotaRetryAt(900_000, [hour, day], NOW), NOW + 900_000, "Retry-After");
+  equal(quotaRetryAt(0, [hour], NOW), NOW + 600_000, "0 lifts nothing");
+  equal(quotaRetryAt(30_000, [day], NOW), NOW + 30_000, "nothing exhausted");
   equal(quotaRetryAt(undefined, [hour, day], NOW), NOW + 600_000);
   equal(
     quotaRetryAt(undefined, [hour, bucket("per_day", 0, 40_000)], NOW),
@@ -101,7 +113,15 @@ Deno.test("quotaRetryAt() prefers Retry-After, then the largest exhausted reset,
   );
   equal(quotaRetryAt(undefined, [day], NOW), NOW + 40_000_000);
   equal(quotaRetryAt(undefined, [], NOW), NOW + 60_000);
-  equal(quotaRetryAt(0, [hour], NOW), NOW, "Retry-After: 0 means now");
+  equal(quotaRetryAt(0, [], NOW), NOW, "Retry-After: 0 alone means now");
+});
+
+Deno.test("onUnauthorized() renews the first 401 in an hour and keeps the token for the others", () => {
+  equal(onUnauthorized(undefined, NOW), "renew");
+  equal(onUnauthorized(NOW, NOW), "keep");
+  equal(onUnauthorized(NOW, NOW + 3_599_999), "keep");
+  equal(onUnauthorized(NOW, NOW + 3_600_000), "renew");
+  equal(onUnauthorized(NOW, NOW - 1), "keep", "a clock that steps back");
 });
 
 Deno.test("quotaRetryAt() never blocks for more than 25 hours", () => {
@@ -168,6 +188,12 @@ Deno.test("recordNews() takes a later token, a block in force and a later quota"
       recordNews({ blockedUntil: NOW }, { blockedUntil: NOW + 3 }, NOW)
         .blockedUntil,
       NOW + 3,
+    );
+  });
+  await t.step("a block read from a store is clamped to 25 h", () => {
+    equal(
+      recordNews({ blockedUntil: NOW + 400 * DAY }, {}, NOW).blockedUntil,
+      NOW + MAX_QUOTA_BLOCK,
     );
   });
   await t.step("a quota keeps the time it was reported", () => {
