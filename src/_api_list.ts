@@ -3,13 +3,16 @@
 // service gets wrong is an ApiError with the page's status.
 
 import { ApiError } from "./errors.ts";
-import { pageSearchParams, paginate } from "./paginate.ts";
+import { type PageRequest, pageSearchParams, paginate } from "./paginate.ts";
+import { readBounded } from "./_read_body.ts";
 import type { ListOptions } from "./client.ts";
 import { serverText } from "./_redact.ts";
 import { resolveUnder } from "./_path.ts";
 import { type SendContext, sendExchange } from "./_api_send.ts";
 
 const EXCERPT_LENGTH = 300;
+/** The largest page body read; a larger one is refused without reading the rest. */
+export const MAX_PAGE_BODY = 32 * 1024 * 1024;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 
 /** Iterates over the list at `path` under `base`. */
@@ -33,7 +36,7 @@ export function listUnder<T>(
     for (const [name, value] of pageSearchParams(request)) {
       pageUrl.searchParams.set(name, value);
     }
-    return listPage(context, base, pageUrl, request.signal, pick);
+    return listPage(context, base, pageUrl, request, pick);
   }, pageOptions);
 }
 
@@ -46,7 +49,7 @@ async function listPage<T>(
   context: SendContext,
   base: URL,
   url: URL,
-  signal: AbortSignal | undefined,
+  { signal, limit }: PageRequest,
   pick: ((body: unknown) => readonly T[]) | undefined,
 ): Promise<readonly T[]> {
   return await sendExchange(context, {
@@ -58,11 +61,30 @@ async function listPage<T>(
     },
     context: "Cannot list",
     finish: async (response, accessToken) => {
-      const text = await response.text();
+      const text = await readBounded(response, MAX_PAGE_BODY);
+      if (text === undefined) {
+        throw answered(
+          url,
+          response,
+          "",
+          accessToken,
+          `answered ${response.status} with a body over ${MAX_PAGE_BODY} bytes`,
+        );
+      }
       const body = pageBody(url, response, text, accessToken);
-      return pick === undefined
+      const items = pick === undefined
         ? itemsOf(body, url, response, text, accessToken) as T[]
         : pick(body);
+      if (Array.isArray(items) && items.length > limit) {
+        throw answered(
+          url,
+          response,
+          "",
+          accessToken,
+          `answered ${response.status} with ${items.length} items, more than the limit of ${limit}`,
+        );
+      }
+      return items;
     },
   });
 }

@@ -4,10 +4,14 @@
 import { displayUrl } from "./_url.ts";
 
 /**
- * Percent-encoded `/` and `\`: URL parsers keep them, and a server that
- * decodes them may see `..%2f..%2fadmin` as a path outside the base.
+ * Path forms a server may read as a path outside the base, though the URL
+ * parser kept them inside: percent-encoded `/` and `\` (`..%2f..%2fadmin`),
+ * double encoding (`%252e%252e%252f`, decoded twice), a `;` in a segment
+ * (`..;/`, path parameters to some servers) and a backslash.
  */
-const ENCODED_SEPARATOR = /%(?:2f|5c)/i;
+const RISKY_PATH = /%(?:2f|5c)|%25[0-9a-f]{2}|;|\\/i;
+/** Characters that NFKC maps to something holding `.`, `/` or `\` (`．`, `․`, `／`). */
+const LOOKALIKE = /[^\p{ASCII}]/gu;
 
 /**
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
@@ -29,11 +33,11 @@ export function resolveUnder(
       } is outside ${base.href}; the token is only sent under it`,
     );
   }
-  if (ENCODED_SEPARATOR.test(url.pathname)) {
+  if (isRiskyPath(url.pathname)) {
     throw new TypeError(
       `${context}: ${
         displayUrl(url)
-      } holds an encoded '/' or '\\' (%2F, %5C), which a server may read as a path outside ${base.href}; the token is only sent under it`,
+      } holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), a ';', a backslash, or a character that reads as '.', '/' or '\\', which a server may take for a path outside ${base.href}; the token is only sent under it`,
     );
   }
   return url;
@@ -79,7 +83,23 @@ export class PathCache {
 export function isUnder(url: URL, base: URL): boolean {
   return url.origin === base.origin && url.username === "" &&
     url.password === "" && url.pathname.startsWith(base.pathname) &&
-    !ENCODED_SEPARATOR.test(url.pathname);
+    !isRiskyPath(url.pathname);
+}
+
+/** Whether a (percent-encoded) path holds a form listed at {@linkcode RISKY_PATH}, or a lookalike. */
+function isRiskyPath(pathname: string): boolean {
+  if (RISKY_PATH.test(pathname)) return true;
+  if (!pathname.includes("%")) return false;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    return false; // not UTF-8: no character to normalise
+  }
+  for (const [char] of decoded.matchAll(LOOKALIKE)) {
+    if (/[./\\]/.test(char.normalize("NFKC"))) return true;
+  }
+  return false;
 }
 
 /**

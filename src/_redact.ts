@@ -11,23 +11,93 @@ export const CONTROLS =
   // deno-lint-ignore no-control-regex
   /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
-/** The forms a secret takes in text: as is, JSON-escaped, URL- and form-encoded. */
-function encodings(secret: string): string[] {
-  const forms = new Set([
-    secret,
-    JSON.stringify(secret).slice(1, -1),
-    encodeURIComponent(secret),
-    new URLSearchParams({ s: secret }).toString().slice(2),
-  ]);
+/**
+ * A secret to keep out of text: a string, or a client secret with its client
+ * id, whose HTTP Basic forms (`base64(id:secret)`) are kept out too.
+ */
+export type Secret =
+  | string
+  | { readonly secret: string; readonly clientId: string };
+
+/** Runs of this many characters of a secret make a server text unusable. */
+const SECRET_RUN = 12;
+const HTML_ESCAPES: [RegExp, string[]][] = [
+  [/&/g, ["&amp;"]],
+  [/</g, ["&lt;"]],
+  [/>/g, ["&gt;"]],
+  [/"/g, ["&quot;", "&#34;"]],
+  [/'/g, ["&#39;", "&#x27;"]],
+];
+
+/** Forms of a secret as text might hold it, longest first. */
+function encodings(given: Secret): string[] {
+  const { secret, clientId } = typeof given === "string"
+    ? { secret: given, clientId: undefined }
+    : given;
+  const forms = new Set<string>();
+  for (const variant of variants(secret)) {
+    const url = encodeURIComponent(variant);
+    forms.add(variant).add(JSON.stringify(variant).slice(1, -1)).add(url)
+      .add(formEncode(variant)).add(encodeURIComponent(url));
+    for (const html of htmlEscapes(variant)) forms.add(html);
+    forms.add(base64(variant)).add(base64url(variant));
+  }
+  if (clientId !== undefined) {
+    for (const pair of [`${clientId}:${secret}`, basicPair(clientId, secret)]) {
+      forms.add(base64(pair)).add(base64url(pair));
+    }
+  }
+  forms.delete("");
   // Longest first, so that no shorter form leaves part of a longer one.
   return [...forms].sort((a, b) => b.length - a.length);
 }
 
-/** Replaces every occurrence of each secret, in each of its encodings, with `[redacted]`. */
-export function redact(text: string, secrets: readonly string[]): string {
+/** The secret as read, trimmed, and with control characters as spaces. */
+function variants(secret: string): Set<string> {
+  const spaced = secret.replace(CONTROLS, " ");
+  return new Set([secret, secret.trim(), spaced, spaced.trim()]);
+}
+
+function htmlEscapes(text: string): string[] {
+  let escaped = [text];
+  for (const [pattern, replacements] of HTML_ESCAPES) {
+    if (!pattern.test(text)) continue;
+    pattern.lastIndex = 0;
+    escaped = escaped.flatMap((form) =>
+      replacements.map((entity) => form.replace(pattern, entity))
+    );
+  }
+  return escaped;
+}
+
+function formEncode(text: string): string {
+  return new URLSearchParams({ s: text }).toString().slice(2);
+}
+
+/** `client_id:client_secret` as HTTP Basic sends it (RFC 6749 2.3.1). */
+export function basicPair(clientId: string, secret: string): string {
+  return `${formEncode(clientId)}:${formEncode(secret)}`;
+}
+
+function base64(text: string): string {
+  let binary = "";
+  for (const byte of new TextEncoder().encode(text)) {
+    binary += String.fromCharCode(byte);
+  }
+  return btoa(binary);
+}
+
+function base64url(text: string): string {
+  return base64(text).replace(/\+/g, "-").replace(/\//g, "_").replace(
+    /=+$/,
+    "",
+  );
+}
+
+/** Replaces every occurrence of each secret, in each of its forms, with `[redacted]`. */
+export function redact(text: string, secrets: readonly Secret[]): string {
   let clean = text;
   for (const secret of secrets) {
-    if (secret === "") continue;
     for (const form of encodings(secret)) {
       // Percent-escapes are case-insensitive: %2f and %2F mean the same.
       clean = form.includes("%")
@@ -39,17 +109,33 @@ export function redact(text: string, secrets: readonly string[]): string {
 }
 
 /**
- * Text from a server, fit for an error: control characters replaced by a
- * space, secrets removed (before the cut, so no part of one survives), and
- * at most `max` characters.
+ * Text from a server, fit for an error. Secrets are redacted first, before
+ * anything else changes the text (so that no change can break a form apart
+ * and let it through); then control characters become spaces and the text
+ * is cut to `max` characters. A text that still holds
+ * {@linkcode SECRET_RUN} characters of a secret in a row (an encoding nobody
+ * thought of, a secret cut in two) is dropped whole.
  */
 export function serverText(
   text: string,
-  secrets: readonly string[],
+  secrets: readonly Secret[],
   max: number = MAX_SERVER_TEXT,
 ): string {
-  const clean = redact(text.replace(CONTROLS, " "), secrets);
+  const redacted = redact(text, secrets);
+  if (secrets.some((secret) => holdsRun(redacted, secret))) return REDACTED;
+  const clean = redacted.replace(CONTROLS, " ");
   return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
+}
+
+/** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret. */
+function holdsRun(text: string, given: Secret): boolean {
+  const secret = typeof given === "string" ? given : given.secret;
+  for (const variant of variants(secret)) {
+    for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
+      if (text.includes(variant.slice(at, at + SECRET_RUN))) return true;
+    }
+  }
+  return false;
 }
 
 function escapeRegExp(text: string): string {
@@ -64,7 +150,7 @@ function escapeRegExp(text: string): string {
  */
 export function cleanCause(
   error: unknown,
-  secrets: readonly string[],
+  secrets: readonly Secret[],
 ): unknown {
   if (!(error instanceof Error)) {
     const text = String(error);

@@ -7,9 +7,10 @@ import { QuotaExceededError, TokenRequestError } from "./errors.ts";
 import { QUOTA_HEADER, type QuotaBucket } from "./quota.ts";
 import { readQuotaBuckets } from "./_quota_parse.ts";
 import { displayUrl, secureUrl } from "./_url.ts";
-import { cleanCause, redact, serverText } from "./_redact.ts";
+import { cleanCause, redact, type Secret, serverText } from "./_redact.ts";
 import { retryAfterMs } from "./_retry.ts";
 import { raceAbort, startDeadline } from "./_abort.ts";
+import { readBounded } from "./_read_body.ts";
 import { checkNumber, requireFunction, requireText } from "./_check.ts";
 import { quotaRetryAt } from "./_token_policy.ts";
 import {
@@ -90,6 +91,8 @@ export interface TokenEndpoint {
   readonly audience: string;
   readonly clientId: string;
   readonly secret: string;
+  /** The secret with its client id, as kept out of every text: Basic forms included. */
+  readonly secrets: readonly Secret[];
   readonly contentType: string;
   readonly body: string;
   readonly fetch: typeof fetch;
@@ -143,6 +146,7 @@ export function tokenEndpoint(
     audience,
     clientId,
     secret,
+    secrets: [{ secret, clientId }],
     contentType: form
       ? "application/x-www-form-urlencoded"
       : "application/json",
@@ -233,7 +237,7 @@ export async function sendTokenRequest(
       `${CONTEXT}: no answer from ${endpoint.where}${
         causeText(error, endpoint)
       }`,
-      { reason: "network", cause: cleanCause(error, [endpoint.secret]) },
+      { reason: "network", cause: cleanCause(error, endpoint.secrets) },
     );
   }
 }
@@ -248,25 +252,10 @@ export async function readTokenBody(
   endpoint: TokenEndpoint,
   response: Response,
 ): Promise<string> {
-  const declared = Number(response.headers.get("content-length") ?? 0);
-  if (declared > MAX_TOKEN_BODY) throw tooLarge(endpoint, response);
-  const reader = response.body?.getReader();
-  if (reader === undefined) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  let text: string | undefined;
   try {
-    for (
-      let read = await reader.read();
-      !read.done;
-      read = await reader.read()
-    ) {
-      size += read.value.byteLength;
-      if (size > MAX_TOKEN_BODY) throw tooLarge(endpoint, response);
-      chunks.push(read.value);
-    }
+    text = await readBounded(response, MAX_TOKEN_BODY);
   } catch (error) {
-    reader.cancel().catch(() => {});
-    if (error instanceof TokenRequestError) throw error;
     // No `status`: an answer cut off is a network failure, and retried as one.
     throw new TokenRequestError(
       `${CONTEXT}: the answer from ${endpoint.where} (HTTP ${response.status}) was cut off${
@@ -274,12 +263,18 @@ export async function readTokenBody(
       }`,
       {
         reason: "network",
-        cause: cleanCause(error, [endpoint.secret]),
+        cause: cleanCause(error, endpoint.secrets),
         response,
       },
     );
   }
-  return new TextDecoder().decode(concat(chunks, size));
+  if (text === undefined) {
+    throw new TokenRequestError(
+      `${CONTEXT}: the answer from ${endpoint.where} is larger than ${MAX_TOKEN_BODY} bytes`,
+      { status: response.status, reason: "malformed", response },
+    );
+  }
+  return text;
 }
 
 /**
@@ -364,7 +359,7 @@ function refusal(
   quota: readonly QuotaBucket[],
 ): TokenRequestError {
   const status = response.status;
-  const oauth = oauthError(parseJson(text), endpoint.secret);
+  const oauth = oauthError(parseJson(text), endpoint.secrets);
   if (status === 429) {
     const now = endpoint.now();
     const retryAt = quotaRetryAt(
@@ -385,7 +380,7 @@ function refusal(
 
 function oauthError(
   body: unknown,
-  secret: string,
+  secrets: readonly Secret[],
 ): { code?: string; description?: string } {
   if (typeof body !== "object" || body === null) return {};
   const { error, error_description: description } = body as Record<
@@ -393,39 +388,21 @@ function oauthError(
     unknown
   >;
   return {
-    ...(typeof error === "string" ? { code: serverText(error, [secret]) } : {}),
+    ...(typeof error === "string" ? { code: serverText(error, secrets) } : {}),
     ...(typeof description === "string"
-      ? { description: serverText(description, [secret]) }
+      ? { description: serverText(description, secrets) }
       : {}),
   };
 }
 
-function tooLarge(endpoint: TokenEndpoint, response: Response) {
-  response.body?.cancel().catch(() => {});
-  return new TokenRequestError(
-    `${CONTEXT}: the answer from ${endpoint.where} is larger than ${MAX_TOKEN_BODY} bytes`,
-    { status: response.status, reason: "malformed", response },
-  );
-}
-
 function causeText(error: unknown, endpoint: TokenEndpoint): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message === "" ? "" : ` (${serverText(message, [endpoint.secret])})`;
+  return message === "" ? "" : ` (${serverText(message, endpoint.secrets)})`;
 }
 
 /** Cancels the body of an answer that arrived after the caller gave up. */
 function discardBody(response: Response): void {
   response.body?.cancel().catch(() => {});
-}
-
-function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return all;
 }
 
 /**

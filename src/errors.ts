@@ -29,6 +29,15 @@
 
 import type { QuotaBucket } from "./quota.ts";
 
+/** The longest message an error of this module carries, whatever the service sent. */
+const MAX_MESSAGE = 2000;
+
+function capped(message: string): string {
+  return message.length <= MAX_MESSAGE
+    ? message
+    : `${message.slice(0, MAX_MESSAGE - 1)}…`;
+}
+
 /**
  * What kind of failure a {@linkcode TokenRequestError} is:
  *
@@ -168,7 +177,10 @@ export class TokenRequestError extends Error {
    * @param init Status, OAuth code and description, reason, cause and response.
    */
   constructor(message: string, init: TokenRequestErrorInit = {}) {
-    super(message, init.cause === undefined ? {} : { cause: init.cause });
+    super(
+      capped(message),
+      init.cause === undefined ? {} : { cause: init.cause },
+    );
     this.name = "TokenRequestError";
     this.reason = init.reason ??
       (init.status === undefined ? "network" : "status");
@@ -245,7 +257,10 @@ export class ApiError extends Error {
    * @param init Status, address, body excerpt, cause and response.
    */
   constructor(message: string, init: ApiErrorInit) {
-    super(message, init.cause === undefined ? {} : { cause: init.cause });
+    super(
+      capped(message),
+      init.cause === undefined ? {} : { cause: init.cause },
+    );
     this.name = "ApiError";
     this.status = init.status;
     this.url = init.url;

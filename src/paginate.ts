@@ -260,11 +260,32 @@ function requestPage<T>(
   return { page, controller, items };
 }
 
-/** A full page of items all seen before: the server is not paging. */
+/**
+ * A full page equal to the one before, or of items all seen before: the
+ * server is not paging.
+ */
 function repeatedPage(page: number): Error {
   return new Error(
-    `${CONTEXT}: page ${page} holds only items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
+    `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
   );
+}
+
+/**
+ * Whether `items` equals `previous`, item by item as JSON. The first and last
+ * items are compared first: pages that differ (all but a broken server's)
+ * cost two comparisons.
+ */
+function sameItems<T>(
+  items: readonly T[],
+  previous: readonly T[] | undefined,
+): boolean {
+  if (previous === undefined || previous.length !== items.length) return false;
+  const same = (at: number) =>
+    items[at] === previous[at] ||
+    JSON.stringify(items[at]) === JSON.stringify(previous[at]);
+  if (!same(0) || !same(items.length - 1)) return false;
+  for (let at = 1; at < items.length - 1; at++) if (!same(at)) return false;
+  return true;
 }
 
 async function* iterate<T>(
@@ -274,6 +295,7 @@ async function* iterate<T>(
   const { limit, maxItems, concurrency, dedupeBy, signal } = config;
   const seen = new Set<unknown>();
   const pending: PendingPage<T>[] = [];
+  let previous: readonly T[] | undefined;
   let nextPage = config.firstPage;
   let yielded = 0;
   try {
@@ -296,6 +318,10 @@ async function* iterate<T>(
           }`,
         );
       }
+      if (items.length === limit && sameItems(items, previous)) {
+        throw repeatedPage(head.page);
+      }
+      previous = items;
       let fresh = 0;
       for (const item of items) {
         if (dedupeBy !== undefined) {
@@ -406,7 +432,9 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
  * ```ts
  * import { collect, paginate } from "@partner-api/client/paginate";
  *
- * const endless = paginate(({ limit }) => Promise.resolve(new Array(limit).fill("x")));
+ * const endless = paginate(({ page, limit }) =>
+ *   Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i))
+ * );
  * const first = await collect(endless, { maxItems: 100 });
  * if (first.length !== 100) throw new Error();
  * ```

@@ -1,4 +1,4 @@
-import { ok } from "node:assert/strict";
+import { equal, ok, rejects } from "node:assert/strict";
 import fc from "fast-check";
 import { createClient } from "../src/client.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
@@ -35,6 +35,11 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
     "\\",
     "//",
     "@",
+    "..;",
+    "%252e%252e%252f",
+    "．．",
+    "․",
+    "a;b",
   );
   const relative = fc.array(segment, { maxLength: 6 }).map((parts) =>
     parts.join("/")
@@ -67,7 +72,9 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
           url.origin === base.origin &&
             url.pathname.startsWith(base.pathname) &&
             url.username === "" && url.password === "" &&
-            !/%(2f|5c)/i.test(url.pathname),
+            !/%(2f|5c)|%25[0-9a-f]{2}|;|%EF%BC%8E|%E2%80%A4/i.test(
+              url.pathname,
+            ),
           `the token went to ${url.href}`,
         );
       }
@@ -79,4 +86,28 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
     `only ${authorized.length} paths were sent at all`,
   );
   ok(elsewhere.apiRequests === 0);
+});
+
+Deno.test("paths a server may read as outside the base are refused before anything is sent", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const risky = [
+    "..;/admin",
+    "%252e%252e%252fadmin",
+    "organizations%252fx",
+    "．．/admin",
+    "organizations/．．/．．/admin",
+    "․․/admin",
+    "organizations／x",
+    "organizations＼x",
+  ];
+  for (const path of risky) {
+    await rejects(client.fetch(path), TypeError, path);
+    await rejects(client.pciFetch(path), TypeError, path);
+  }
+  equal(api.tokenRequests, 0, "refused before even a token is asked for");
+  equal(api.apiRequests, 0);
 });

@@ -151,3 +151,87 @@ Deno.test("a secret pasted into the token URL never reaches a message", async ()
     },
   );
 });
+
+Deno.test("a server echoing the secret in any form, control characters included, never gets it into an error", async () => {
+  const clientId = "client";
+  const secret = "s3cr3t<from>&'a file\"\n"; // read with its trailing newline
+  const b64 = (text: string) =>
+    btoa(String.fromCharCode(...new TextEncoder().encode(text)));
+  const spaced = secret.replace("\n", " ");
+  const forms = [
+    secret,
+    secret.trim(),
+    spaced,
+    JSON.stringify(secret).slice(1, -1),
+    encodeURIComponent(secret),
+    encodeURIComponent(encodeURIComponent(secret)),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    secret.trim().replaceAll("&", "&amp;").replaceAll("<", "&lt;")
+      .replaceAll(">", "&gt;").replaceAll('"', "&quot;").replaceAll(
+        "'",
+        "&#39;",
+      ),
+    b64(secret),
+    b64(secret).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, ""),
+    b64(`${clientId}:${secret}`),
+    b64(
+      `${clientId}:${new URLSearchParams({ s: secret }).toString().slice(2)}`,
+    ),
+  ];
+  for (const form of forms) {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () =>
+        Response.json({
+          error: "invalid_client",
+          error_description: `you sent ${form}.`,
+        }, { status: 401 }),
+    );
+    await rejects(
+      requestToken({
+        tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+        audience: "https://partner-api.test",
+        clientId,
+        clientSecret: secret,
+      }),
+      (error: unknown) => {
+        ok(error instanceof TokenRequestError);
+        equal(error.code, "invalid_client");
+        const shown = renderings(error).join("\n");
+        ok(!shown.includes(form), `leaked ${JSON.stringify(form)}`);
+        for (let at = 0; at + 12 <= spaced.length; at++) {
+          ok(!shown.includes(spaced.slice(at, at + 12)), "a run of the secret");
+        }
+        return true;
+      },
+    );
+  }
+});
+
+Deno.test("a server text holding a long run of the secret is dropped whole", async () => {
+  const secret = "0123456789abcdefghijklmnop";
+  // The secret cut in two by a character nobody would think of redacting.
+  const mangled = `${secret.slice(0, 13)}\u200b${secret.slice(13)}`;
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json({
+        error: "invalid_client",
+        error_description: `you sent ${mangled}`,
+      }, { status: 401 }),
+  );
+  await rejects(
+    requestToken({
+      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+      audience: "https://partner-api.test",
+      clientId: "client",
+      clientSecret: secret,
+    }),
+    (error: unknown) => {
+      ok(error instanceof TokenRequestError);
+      ok(!error.description?.includes("0123456789ab"), error.description);
+      ok(!error.message.includes("0123456789ab"));
+      return true;
+    },
+  );
+});

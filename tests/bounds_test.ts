@@ -1,0 +1,109 @@
+// Issue 22, bounds: whatever a broken or hostile service sends, a list ends,
+// memory stays bounded and messages stay short. Against loopback servers.
+
+import { equal, ok, rejects } from "node:assert/strict";
+import { ApiError } from "../src/errors.ts";
+import { createClient } from "../src/client.ts";
+import { defineEnvironment } from "../src/environment.ts";
+import { collect } from "../src/paginate.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+
+const ALL = { maxItems: 1_000_000 };
+
+/** A client whose API base is a loopback server answering every page with `page()`. */
+async function withApi(
+  page: (url: URL) => Response,
+  run: (
+    client: ReturnType<typeof createClient>,
+    requests: () => number,
+  ) => Promise<void>,
+): Promise<void> {
+  await using api = await startFakePartnerApi();
+  let requests = 0;
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => (requests++, page(new URL(request.url))),
+  );
+  const environment = defineEnvironment({
+    ...api.environment,
+    baseUrl: `http://127.0.0.1:${server.addr.port}/api/`,
+  });
+  const client = createClient({
+    environment,
+    ...api.credentials,
+    retry: false,
+  });
+  await run(client, () => requests);
+}
+
+Deno.test("a server that ignores 'page' ends the list with an Error, without dedupeBy or maxItems", async () => {
+  const items = Array.from({ length: 10 }, (_, i) => ({ id: i }));
+  await withApi(() => Response.json(items), async (client, requests) => {
+    await rejects(
+      collect(client.list("organizations", { limit: 10 }), ALL),
+      Error,
+    );
+    equal(requests(), 2, "the second page gives it away");
+    await rejects(
+      collect(client.list("organizations", { limit: 10, concurrency: 4 }), ALL),
+      Error,
+    );
+    ok(requests() <= 2 + 5);
+  });
+});
+
+Deno.test("a page with more items than 'limit' is an ApiError", async () => {
+  const items = Array.from({ length: 1000 }, (_, i) => ({ id: i }));
+  await withApi(() => Response.json({ items }), async (client) => {
+    await rejects(
+      collect(client.list("organizations", { limit: 10 }), ALL),
+      (error: unknown) => {
+        ok(error instanceof ApiError);
+        equal(error.status, 200);
+        return true;
+      },
+    );
+  });
+});
+
+Deno.test("a page body over 32 MiB is an ApiError, and the rest is never read", async () => {
+  let sent = 0;
+  const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+  const endless = () =>
+    new Response(
+      new ReadableStream({
+        pull(controller) {
+          sent += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  await withApi(endless, async (client) => {
+    await rejects(
+      collect(client.list("organizations"), ALL),
+      (error: unknown) => {
+        ok(error instanceof ApiError);
+        equal(error.status, 200);
+        return true;
+      },
+    );
+  });
+  ok(sent < 64 * 1024 * 1024, `${sent} bytes were produced`);
+});
+
+Deno.test("an ApiError message is at most 2,000 characters, whatever the body", async () => {
+  const keys = Object.fromEntries(
+    Array.from({ length: 100_000 }, (_, i) => [`key${i}`, i]),
+  );
+  await withApi(() => Response.json(keys), async (client) => {
+    await rejects(
+      collect(client.list("organizations"), ALL),
+      (error: unknown) => {
+        ok(error instanceof ApiError);
+        ok(error.message.length <= 2000, `${error.message.length} characters`);
+        return true;
+      },
+    );
+  });
+});
