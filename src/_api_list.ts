@@ -131,8 +131,9 @@ function itemsOf(
     const arrays = Object.values(body).filter(Array.isArray);
     if (arrays.length === 1) return arrays[0] as unknown[];
   }
+  // Keys come from the service: cleaned and cut like any server text.
   const keys = typeof body === "object" && body !== null
-    ? Object.keys(body).join(", ")
+    ? serverText(Object.keys(body).join(", "), [accessToken], EXCERPT_LENGTH)
     : typeof body;
   throw answered(
     url,

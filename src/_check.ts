@@ -1,5 +1,34 @@
-// Internal: the one place that checks numeric options, so that every
-// message reads "<context>: '<field>' must be a <rule>: received <value>".
+// Internal: the one place that builds errors for bad options, so that every
+// message reads "<context>: '<option>' <rule>: received <value>", and every
+// such error carries `option` and `rule` for code to read instead of text.
+
+/** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
+export type OptionError = (TypeError | RangeError) & {
+  /** The option's name, e.g. `"limit"` or `"tokenUrl"`. */
+  readonly option: string;
+  /** The rule it broke, e.g. `"must use https"`. */
+  readonly rule: string;
+};
+
+/**
+ * Builds the error for an option that breaks `rule`. `received` is shown in
+ * the message only: callers that may be handed a secret by mistake (the
+ * CLI, `configFromEnv`) build their own text from `option` and `rule`.
+ */
+export function optionError(
+  Kind: TypeErrorConstructor | RangeErrorConstructor,
+  context: string,
+  option: string,
+  rule: string,
+  received?: string,
+): OptionError {
+  const error = new Kind(
+    `${context}: '${option}' ${rule}${
+      received === undefined ? "" : `: received ${received}`
+    }`,
+  );
+  return Object.assign(error, { option, rule });
+}
 
 const RULES = {
   "positive integer": (n: number) => Number.isSafeInteger(n) && n >= 1,
@@ -25,8 +54,12 @@ export function checkNumber(
 ): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !RULES[rule](value)) {
-    throw new RangeError(
-      `${context}: '${field}' must be a ${rule}: received ${value}`,
+    throw optionError(
+      RangeError,
+      context,
+      field,
+      `must be a ${rule}`,
+      String(value),
     );
   }
   return value;
@@ -39,10 +72,12 @@ export function requireText(
   field: string,
 ): string {
   if (typeof value !== "string" || value === "") {
-    throw new TypeError(
-      `${context}: '${field}' must be a non-empty string: received ${
-        value === "" ? '""' : typeof value
-      }`,
+    throw optionError(
+      TypeError,
+      context,
+      field,
+      "must be a non-empty string",
+      value === "" ? '""' : typeof value,
     );
   }
   return value;
@@ -55,7 +90,11 @@ export function requireFunction<T>(
   field: string,
 ): T | undefined {
   if (value === undefined || typeof value === "function") return value;
-  throw new TypeError(
-    `${context}: '${field}' must be a function: received ${typeof value}`,
+  throw optionError(
+    TypeError,
+    context,
+    field,
+    "must be a function",
+    typeof value,
   );
 }

@@ -4,8 +4,9 @@
 // no configuration, so it also works when the tool runs straight from the
 // registry, where the package's deno.json does not apply.
 
-import type { TokenRecord, TokenStore } from "./token.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./token.ts";
 import { CACHE_VARIABLES } from "./_cli_plan.ts";
+import { delay } from "./_retry.ts";
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
@@ -13,13 +14,23 @@ export type CacheOpening =
   | { readonly store?: undefined; readonly notice: string };
 
 const encoder = new TextEncoder();
+/** A cache file is a few hundred bytes; anything larger is not ours. */
+const MAX_CACHE_FILE = 64 * 1024;
+/** How often a run waiting for another's token request looks again, in ms. */
+const LOCK_POLL = 50;
+/** Slack on top of a token request's budget before a lock counts as stale, in ms. */
+const LOCK_SLACK = 5_000;
 
 /**
  * Opens the cache folder for a client with `clientSecret`, if this process
  * may read and write it. Never prompts for a permission: a permission not
- * granted means running uncached, said once.
+ * granted means running uncached, said once. Later problems (a file that is
+ * not the cache's, a write that fails) go to `notify`, which says each once.
  */
-export function openCache(clientSecret: string): CacheOpening {
+export function openCache(
+  clientSecret: string,
+  notify: (line: string) => void = () => {},
+): CacheOpening {
   const folder = cacheFolder();
   if (folder === undefined) {
     return {
@@ -37,7 +48,7 @@ export function openCache(clientSecret: string): CacheOpening {
       };
     }
   }
-  return { store: new EncryptedFileStore(folder, clientSecret) };
+  return { store: new EncryptedFileStore(folder, clientSecret, notify) };
 }
 
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
@@ -58,24 +69,24 @@ function readable(variable: string): string | undefined {
 /**
  * One file per store key, sealed with AES-GCM under a key derived (HKDF) from
  * the client secret and bound to the store key: the file alone reveals
- * nothing, and a changed secret cannot read it (it starts afresh).
+ * nothing, and a changed secret cannot read it (it starts afresh). Runs
+ * that share the folder take a lock file around read, request and write,
+ * so that concurrent runs spend one token.
  */
 class EncryptedFileStore implements TokenStore {
   readonly #folder: string;
   readonly #secret: string;
+  readonly #notify: (line: string) => void;
 
-  constructor(folder: string, secret: string) {
+  constructor(folder: string, secret: string, notify: (line: string) => void) {
     this.#folder = folder;
     this.#secret = secret;
+    this.#notify = notify;
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
-    let sealed: Uint8Array<ArrayBuffer>;
-    try {
-      sealed = await Deno.readFile(await this.#path(key));
-    } catch {
-      return undefined; // none yet, or unreadable: as if absent
-    }
+    const sealed = await this.#read(await this.#path(key));
+    if (sealed === undefined) return undefined;
     try {
       const plain = await crypto.subtle.decrypt(
         {
@@ -102,11 +113,20 @@ class EncryptedFileStore implements TokenStore {
       ),
     );
     const path = await this.#path(key);
-    await Deno.mkdir(this.#folder, { recursive: true, mode: 0o700 });
     // Written whole, then renamed: a run killed midway leaves the old file.
     const partial = `${path}.${crypto.randomUUID()}.partial`;
-    await Deno.writeFile(partial, concat(iv, sealed), { mode: 0o600 });
-    await Deno.rename(partial, path);
+    try {
+      await Deno.mkdir(this.#folder, { recursive: true, mode: 0o700 });
+      await Deno.writeFile(partial, concat(iv, sealed), { mode: 0o600 });
+      await Deno.rename(partial, path);
+    } catch (error) {
+      await Deno.remove(partial).catch(() => {});
+      this.#notify(
+        `could not write the token cache in ${this.#folder} (${
+          (error as Error).name
+        }): the next run will need a new token`,
+      );
+    }
   }
 
   async discard(key: string, accessToken: string): Promise<void> {
@@ -114,6 +134,101 @@ class EncryptedFileStore implements TokenStore {
     if (record?.token?.accessToken !== accessToken) return;
     const { token: _dropped, ...rest } = record;
     await this.set(key, rest);
+  }
+
+  /**
+   * The cached record if it settles the need; else, holding the lock file,
+   * the record of one request, written before the lock is let go. A run
+   * that finds the lock waits for it (as long as a token request may take),
+   * removes it once it is stale, and requests alone if it cannot lock.
+   */
+  async coordinate(
+    key: string,
+    { settled, request, signal, requestBudget }: CoordinateOptions,
+  ): Promise<TokenRecord> {
+    const lock = `${await this.#path(key)}.lock`;
+    const stale = requestBudget + LOCK_SLACK;
+    const giveUpAt = Date.now() + stale;
+    while (true) {
+      const record = await this.get(key);
+      if (record !== undefined && settled(record)) return record;
+      const locked = await this.#lock(lock, stale);
+      if (locked !== "held" || Date.now() >= giveUpAt) {
+        return await this.#requestAndWrite(key, request, locked, lock);
+      }
+      await delay(LOCK_POLL, signal);
+    }
+  }
+
+  async #requestAndWrite(
+    key: string,
+    request: () => Promise<TokenRecord>,
+    locked: "taken" | "held" | "unlockable",
+    lock: string,
+  ): Promise<TokenRecord> {
+    try {
+      const record = await request();
+      await this.set(key, record);
+      return record;
+    } finally {
+      if (locked === "taken") await Deno.remove(lock).catch(() => {});
+    }
+  }
+
+  /** Takes the lock file: `"taken"`, `"held"` by another run, or `"unlockable"` (no folder to write). */
+  async #lock(
+    lock: string,
+    stale: number,
+  ): Promise<"taken" | "held" | "unlockable"> {
+    try {
+      await Deno.mkdir(this.#folder, { recursive: true, mode: 0o700 });
+    } catch {
+      return "unlockable";
+    }
+    try {
+      await Deno.writeFile(lock, new Uint8Array(), {
+        createNew: true,
+        mode: 0o600,
+      });
+      return "taken";
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
+    }
+    // A run that died holding the lock must not block every later run.
+    const since = await Deno.lstat(lock).then(
+      (info) => Date.now() - (info.mtime?.getTime() ?? 0),
+      () => 0,
+    );
+    if (since > stale) await Deno.remove(lock).catch(() => {});
+    return "held";
+  }
+
+  /**
+   * The cache file's bytes, if it is a regular file of at most 64 KiB: a
+   * FIFO would hang the run, a device or a huge file would fill memory.
+   * Anything else is ignored, with one notice.
+   */
+  async #read(path: string): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    try {
+      const info = await Deno.lstat(path);
+      if (!info.isFile || info.size > MAX_CACHE_FILE) {
+        this.#notify(
+          `ignoring ${path}: not a regular file of at most ${MAX_CACHE_FILE} bytes`,
+        );
+        return undefined;
+      }
+      using file = await Deno.open(path, { read: true });
+      const buffer = new Uint8Array(MAX_CACHE_FILE + 1);
+      let size = 0;
+      while (size <= MAX_CACHE_FILE) {
+        const read = await file.read(buffer.subarray(size));
+        if (read === null) break;
+        size += read;
+      }
+      return size > MAX_CACHE_FILE ? undefined : buffer.slice(0, size);
+    } catch {
+      return undefined; // none yet, or unreadable: as if absent
+    }
   }
 
   async #path(key: string): Promise<string> {

@@ -12,9 +12,11 @@ import {
   type TokenStore,
 } from "./token.ts";
 import { storeKey } from "./_token_store.ts";
+import type { OptionError } from "./_check.ts";
 import {
   type CliWriter,
   duration,
+  escapeControls,
   gauge,
   progressReporter,
   safeJson,
@@ -63,6 +65,7 @@ export interface RunIo extends CliIo {
    */
   openCache?: (
     clientSecret: string,
+    notify: (line: string) => void,
   ) => { store?: TokenStore | undefined; notice?: string | undefined };
   /** The clock, in epoch ms. */
   now?: () => number;
@@ -105,13 +108,11 @@ export function readConfig(io: CliIo): Config {
       clientSecret: values.clientSecret!,
     };
   } catch (error) {
-    // Name the variable rather than the option it feeds.
-    throw new UsageError(
-      (error as Error).message.replace(
-        /^Cannot define environment: '(\w+)'/,
-        (_, field: keyof typeof CONFIG_VARIABLES) => CONFIG_VARIABLES[field],
-      ),
-    );
+    // Name the variable and the rule, never the value: a secret pasted into
+    // the wrong variable is the usual mistake.
+    const { option, rule } = error as OptionError;
+    const variable = CONFIG_VARIABLES[option as keyof typeof CONFIG_VARIABLES];
+    throw new UsageError(`${variable ?? option} ${rule}`);
   }
 }
 
@@ -147,7 +148,15 @@ export async function openSession(
   config: Config,
   useCache: boolean,
 ): Promise<Session> {
-  const opening = useCache ? io.openCache?.(config.clientSecret) : undefined;
+  const said = new Set<string>();
+  const notify = (line: string) => {
+    if (said.has(line)) return;
+    said.add(line);
+    io.stderr.write(`${escapeControls(line)}\n`);
+  };
+  const opening = useCache
+    ? io.openCache?.(config.clientSecret, notify)
+    : undefined;
   if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
   const store = opening?.store;
   const watched = watchTokenRequests(io.stderr);

@@ -64,9 +64,11 @@ function layOut(
 ): Layout {
   return {
     columns,
-    widths: columns.map((column) =>
-      Math.max(column.length, ...rows.map((row) => cell(row[column]).length))
-    ),
+    widths: columns.map((column) => {
+      let width = cell(column).length;
+      for (const row of rows) width = Math.max(width, cell(row[column]).length);
+      return width;
+    }),
     numeric: columns.map((column) =>
       rows.length > 0 && rows.every((row) => typeof row[column] === "number")
     ),
@@ -91,7 +93,8 @@ export function table(
   rows: readonly Record<string, unknown>[],
 ): string {
   const layout = layOut(columns, rows);
-  return line(layout, columns) + rows.map((item) => row(layout, item)).join("");
+  return line(layout, columns.map(cell)) +
+    rows.map((item) => row(layout, item)).join("");
 }
 
 /** A bucket as a small gauge: `per_hour  ████████░░  8/10 left, resets in 59 min`. */
@@ -101,7 +104,7 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
     : Math.round(width * bucket.remaining / bucket.limit);
   const bar = "█".repeat(filled) + "░".repeat(width - filled);
   return `  ${
-    bucket.bucket.padEnd(9)
+    cell(bucket.bucket).padEnd(9)
   } ${bar}  ${bucket.remaining}/${bucket.limit} left, resets in ${
     duration(bucket.resetAfter)
   }\n`;

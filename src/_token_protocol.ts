@@ -11,7 +11,12 @@ import { cleanCause, redact, type Secret, serverText } from "./_redact.ts";
 import { retryAfterMs } from "./_retry.ts";
 import { raceAbort, startDeadline } from "./_abort.ts";
 import { readBounded } from "./_read_body.ts";
-import { checkNumber, requireFunction, requireText } from "./_check.ts";
+import {
+  checkNumber,
+  type OptionError,
+  requireFunction,
+  requireText,
+} from "./_check.ts";
 import { quotaRetryAt } from "./_token_policy.ts";
 import {
   isAccessToken,
@@ -128,7 +133,11 @@ export function tokenEndpoint(
     url = secureUrl(options.tokenUrl, context, "tokenUrl");
   } catch (error) {
     // The message quotes the address; a secret pasted into it stays hidden.
-    throw new TypeError(redact((error as Error).message, [secret]));
+    const { message, option, rule } = error as OptionError;
+    throw Object.assign(new TypeError(redact(message, [secret])), {
+      option,
+      rule,
+    });
   }
   const audience = requireText(options.audience, context, "audience");
   const clientId = requireText(options.clientId, context, "clientId");

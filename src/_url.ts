@@ -1,5 +1,7 @@
 // Internal: the address rules shared by environments, tokens and the client.
 
+import { optionError } from "./_check.ts";
+
 function isLoopbackHost(hostname: string): boolean {
   return hostname === "localhost" || hostname === "[::1]" ||
     /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
@@ -31,15 +33,21 @@ export function secureUrl(
     url.protocol !== "https:" &&
     !(url.protocol === "http:" && isLoopbackHost(url.hostname))
   ) {
-    throw new TypeError(
-      `${context}: '${field}' must use https: received ${displayUrl(url)}`,
+    throw optionError(
+      TypeError,
+      context,
+      field,
+      "must use https",
+      displayUrl(url),
     );
   }
   if (url.username !== "" || url.password !== "") {
-    throw new TypeError(
-      `${context}: '${field}' must not hold credentials: received ${
-        displayUrl(url)
-      }`,
+    throw optionError(
+      TypeError,
+      context,
+      field,
+      "must not hold credentials",
+      displayUrl(url),
     );
   }
   return url;
@@ -47,15 +55,23 @@ export function secureUrl(
 
 function parseUrl(value: string | URL, context: string, field: string): URL {
   if (!(typeof value === "string" || value instanceof URL)) {
-    throw new TypeError(
-      `${context}: '${field}' must be a string or URL: received ${typeof value}`,
+    throw optionError(
+      TypeError,
+      context,
+      field,
+      "must be a string or URL",
+      typeof value,
     );
   }
   try {
     return new URL(value);
   } catch {
-    throw new TypeError(
-      `${context}: '${field}' must be an absolute URL: received ${value}`,
+    throw optionError(
+      TypeError,
+      context,
+      field,
+      "must be an absolute URL",
+      String(value),
     );
   }
 }

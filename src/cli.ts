@@ -43,7 +43,7 @@ import {
   type RunIo,
 } from "./_cli_commands.ts";
 import { openCache } from "./_cli_cache.ts";
-import type { CliWriter } from "./_cli_render.ts";
+import { type CliWriter, escapeControls } from "./_cli_render.ts";
 
 export type { CliIo, CliWriter };
 export { CONFIG_VARIABLES };
@@ -98,7 +98,7 @@ export async function main(
     if ((error as Error)?.name === "BrokenPipe") return 0;
     const { message, code } = failureMessage(error);
     io.stderr.write(
-      `${NAME}: ${redact(message, secretsOf(io))}${
+      `${NAME}: ${escapeControls(redact(message, secretsOf(io)))}${
         code === 2 ? ` (see ${NAME} --help)` : ""
       }\n`,
     );

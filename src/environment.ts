@@ -19,6 +19,7 @@
  */
 
 import { displayUrl, secureUrl } from "./_url.ts";
+import { optionError } from "./_check.ts";
 
 /**
  * The four values that make an environment, as a user writes them.
@@ -79,10 +80,12 @@ const CONTEXT = "Cannot define environment";
 function baseUrl(value: string | URL, field: string): URL {
   const url = secureUrl(value, CONTEXT, field);
   if (url.search !== "" || url.hash !== "") {
-    throw new TypeError(
-      `${CONTEXT}: '${field}' must not have a query or fragment: received ${
-        displayUrl(url)
-      }`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      field,
+      "must not have a query or fragment",
+      displayUrl(url),
     );
   }
   if (!url.pathname.endsWith("/")) url.pathname += "/";
@@ -122,17 +125,23 @@ export function defineEnvironment(init: EnvironmentInit): Environment {
   }
   const api = baseUrl(init.baseUrl, "baseUrl");
   if (!api.pathname.endsWith("/api/")) {
-    throw new TypeError(
-      `${CONTEXT}: 'baseUrl' must end with /api/: received ${displayUrl(api)}`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "baseUrl",
+      "must end with /api/",
+      displayUrl(api),
     );
   }
   const pci = baseUrl(init.pciBaseUrl, "pciBaseUrl");
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
   if (typeof init.audience !== "string" || init.audience.trim() === "") {
-    throw new TypeError(
-      `${CONTEXT}: 'audience' must be a non-empty string: received ${
-        JSON.stringify(init.audience)
-      }`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "audience",
+      "must be a non-empty string",
+      JSON.stringify(init.audience),
     );
   }
   return Object.freeze({

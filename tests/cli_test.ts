@@ -7,6 +7,7 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { VERSION } from "../src/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { configFor } from "./_cli_helpers.ts";
+import { gauge } from "../src/_cli_render.ts";
 
 interface Run {
   code: number;
@@ -152,6 +153,27 @@ Deno.test("the CLI names a missing or invalid configuration variable", async () 
   equal(api.tokenRequests, 0);
 });
 
+Deno.test("a configuration error names the variable and the rule, never the value", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const pasted = "pasted-Secret-9f8e7d6c5b4a";
+  for (
+    const [variable, value] of [
+      ["PARTNER_API_TOKEN_URL", pasted],
+      ["PARTNER_API_TOKEN_URL", `http://idp.example.com/${pasted}`],
+      ["PARTNER_API_BASE_URL", `https://api.example.com/${pasted}`],
+      ["PARTNER_API_PCI_BASE_URL", `https://user:${pasted}@pci.example.com/`],
+    ]
+  ) {
+    const result = await run(["token"], { ...config, [variable!]: value! });
+    equal(result.code, 2);
+    ok(result.stderr.includes(`${variable} must`), result.stderr);
+    ok(!result.stderr.includes(pasted), result.stderr);
+    ok(!result.stderr.includes("9f8e7d"), result.stderr);
+  }
+  equal(api.tokenRequests, 0);
+});
+
 Deno.test("`token` shows expiry and quota, and the token only when asked", async () => {
   await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
   const config = configFor(api);
@@ -294,4 +316,36 @@ Deno.test("a retried token request says so on standard error", async () => {
     result.stderr,
   );
   ok(result.stdout.includes("2 token requests"), result.stdout);
+});
+
+Deno.test("the CLI writes no raw control character from the service: table headers, key lists, gauges", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const evil = "\u001b]52;c;cGF5bG9hZA==\u0007\u001b[2J";
+  let answer: unknown = [];
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json(answer),
+  );
+  const config = {
+    ...configFor(api),
+    PARTNER_API_BASE_URL: `http://127.0.0.1:${server.addr.port}/api/`,
+  };
+  // deno-lint-ignore no-control-regex
+  const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+  answer = [{ [evil]: 1, id: evil }];
+  const table = await run([
+    "list",
+    "organizations",
+    "--format",
+    "table",
+    "--no-cache",
+  ], config);
+  equal(table.code, 0, table.stderr);
+  ok(!raw.test(table.stdout), JSON.stringify(table.stdout));
+  answer = { [evil]: 1, [`${evil}2`]: 2 };
+  const keys = await run(["list", "organizations", "--no-cache"], config);
+  equal(keys.code, 1);
+  ok(!raw.test(keys.stderr), JSON.stringify(keys.stderr));
+  const bucket = { bucket: evil, limit: 10, remaining: 2, resetAfter: 60 };
+  ok(!raw.test(gauge(bucket)), JSON.stringify(gauge(bucket)));
 });

@@ -529,19 +529,15 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
         ...options,
         tokenUrl: "http://idp.example.com/token",
       }),
-    {
-      name: "TypeError",
-      message:
-        "Cannot create token provider: 'tokenUrl' must use https: received http://idp.example.com/token",
-    },
+    { name: "TypeError", option: "tokenUrl", rule: "must use https" },
   );
   throws(
     () => createTokenProvider({ ...options, clientSecret: "" }),
-    TypeError,
+    { name: "TypeError", option: "clientSecret" },
   );
   throws(
     () => createTokenProvider({ ...options, refreshMargin: -1 }),
-    RangeError,
+    { name: "RangeError", option: "refreshMargin" },
   );
   throws(
     () => createTokenProvider({ ...options, timeout: NaN }),
@@ -549,7 +545,7 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
   );
   throws(
     () => createTokenProvider({ ...options, retry: { retries: 1.5 } }),
-    RangeError,
+    { name: "RangeError", option: "retries" },
   );
   throws(
     () =>

@@ -1,0 +1,102 @@
+// Issue 22, the CLI's token cache as runs share it: one token for runs
+// started together, and nothing at the cache's path can hang a run, fill its
+// memory or leave a partial file behind.
+
+import { equal, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { storeKey } from "../../src/_token_store.ts";
+import type { FakePartnerApi } from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
+import { cli } from "./_cli_process.ts";
+import { scratchDir } from "./_fleet.ts";
+
+/** The permissions of `deno task cli`, with the cache in `folder`. */
+function flags(folder: string): string[] {
+  return [
+    "--allow-net=127.0.0.1",
+    "--allow-env=PARTNER_API_*,XDG_CACHE_HOME,HOME",
+    `--allow-read=${folder}`,
+    `--allow-write=${folder}`,
+  ];
+}
+
+async function run(command: string, ...args: string[]): Promise<void> {
+  ok((await new Deno.Command(command, { args }).output()).success);
+}
+
+/** Where the tool keeps `api`'s token in `folder`. */
+async function cacheFile(api: FakePartnerApi, folder: string): Promise<string> {
+  const key = await storeKey({
+    url: api.environment.tokenUrl,
+    audience: api.environment.audience,
+    clientId: api.credentials.clientId,
+    secret: api.credentials.clientSecret,
+  });
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(key),
+  );
+  const hex = Array.from(
+    new Uint8Array(digest),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+  return `${folder}/${hex.slice(0, 32)}.token`;
+}
+
+Deno.test("runs started together on one cache spend one token", async () => {
+  await using api = await startFakePartnerApi();
+  const folder = await scratchDir();
+  // A slow token endpoint: every run would send its own request meanwhile.
+  api.injectTokenFaults(
+    ...Array.from({ length: 8 }, () => ({ kind: "delay" as const, ms: 1000 })),
+  );
+  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+  const runs = await Promise.all(
+    Array.from({ length: 8 }, () => cli(flags(folder), ["token"], env)),
+  );
+  for (const run of runs) equal(run.code, 0, run.stderr);
+  equal(api.tokenRequests, 1);
+  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+  equal(left.length, 1, `no lock or partial file left: ${left}`);
+});
+
+Deno.test("a cache path that is not a small regular file is ignored with one notice, never waited on", async (t) => {
+  const makers: [string, (path: string) => Promise<void>][] = [
+    ["a folder", (path) => Deno.mkdir(path)],
+    ["a huge file", (path) => Deno.writeFile(path, new Uint8Array(1 << 20))],
+    ["a link to /dev/zero", (path) => run("ln", "-s", "/dev/zero", path)],
+    ["a FIFO", (path) => run("mkfifo", path)],
+  ];
+  for (const [name, make] of makers) {
+    await t.step(name, async () => {
+      await using api = await startFakePartnerApi();
+      const folder = await scratchDir();
+      await make(await cacheFile(api, folder));
+      const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+      const run = await cli(flags(folder), ["token"], env);
+      equal(run.code, 0, run.stderr);
+      const notices = run.stderr.split("\n").filter((l) =>
+        l.includes("ignoring")
+      );
+      equal(notices.length, 1, run.stderr);
+      equal(api.tokenRequests, 1);
+    });
+  }
+});
+
+Deno.test("a cache write that cannot finish is reported once and leaves no partial file", async () => {
+  await using api = await startFakePartnerApi();
+  const folder = await scratchDir();
+  // The cache folder is a file: nothing can be written under it. (Tests run
+  // as root, so a read-only mode would not stop a write.)
+  await Deno.writeTextFile(`${folder}/cache`, "");
+  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: `${folder}/cache` };
+  const run = await cli(flags(folder), ["token"], env);
+  equal(run.code, 0, run.stderr);
+  const notices = run.stderr.split("\n").filter((l) =>
+    l.includes("could not write")
+  );
+  equal(notices.length, 1, run.stderr);
+  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+  equal(left.join(), "cache", "no partial file");
+});
