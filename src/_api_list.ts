@@ -60,28 +60,21 @@ async function listPage<T>(
       ...(signal === undefined ? {} : { signal }),
     },
     context: "Cannot list",
-    finish: async (response, accessToken) => {
+    finish: async (response, accessToken, attempts) => {
+      const page: Page = { url, response, accessToken, attempts };
       const text = await readBounded(response, MAX_PAGE_BODY);
       if (text === undefined) {
-        throw answered(
-          url,
-          response,
-          "",
-          accessToken,
-          `answered ${response.status} with a body over ${MAX_PAGE_BODY} bytes`,
-        );
+        throw answered(page, "", `with a body over ${MAX_PAGE_BODY} bytes`);
       }
-      const body = pageBody(url, response, text, accessToken);
+      const body = pageBody(page, text);
       const items = pick === undefined
-        ? itemsOf(body, url, response, text, accessToken) as T[]
+        ? itemsOf(page, body, text) as T[]
         : pick(body);
       if (Array.isArray(items) && items.length > limit) {
         throw answered(
-          url,
-          response,
+          page,
           "",
-          accessToken,
-          `answered ${response.status} with ${items.length} items, more than the limit of ${limit}`,
+          `with ${items.length} items, more than the limit of ${limit}`,
         );
       }
       return items;
@@ -89,43 +82,26 @@ async function listPage<T>(
   });
 }
 
+/** One answered page, as its errors describe it. */
+interface Page {
+  readonly url: URL;
+  readonly response: Response;
+  readonly accessToken: string;
+  readonly attempts: number;
+}
+
 /** The page's JSON body, or the ApiError that says what the service did. */
-function pageBody(
-  url: URL,
-  response: Response,
-  text: string,
-  accessToken: string,
-): unknown {
-  if (!response.ok) {
-    throw answered(
-      url,
-      response,
-      text,
-      accessToken,
-      `answered ${response.status}`,
-    );
-  }
+function pageBody(page: Page, text: string): unknown {
+  if (!page.response.ok) throw answered(page, text, "");
   try {
     return JSON.parse(text);
   } catch {
-    throw answered(
-      url,
-      response,
-      text,
-      accessToken,
-      `answered ${response.status} with a body that is not JSON`,
-    );
+    throw answered(page, text, "with a body that is not JSON");
   }
 }
 
 /** The items of a page body: an array, or the body's only array-valued property. */
-function itemsOf(
-  body: unknown,
-  url: URL,
-  response: Response,
-  text: string,
-  accessToken: string,
-): readonly unknown[] {
+function itemsOf(page: Page, body: unknown, text: string): readonly unknown[] {
   if (Array.isArray(body)) return body;
   if (typeof body === "object" && body !== null) {
     const arrays = Object.values(body).filter(Array.isArray);
@@ -133,34 +109,39 @@ function itemsOf(
   }
   // Keys come from the service: cleaned and cut like any server text.
   const keys = typeof body === "object" && body !== null
-    ? serverText(Object.keys(body).join(", "), [accessToken], EXCERPT_LENGTH)
+    ? serverText(
+      Object.keys(body).join(", "),
+      [page.accessToken],
+      EXCERPT_LENGTH,
+    )
     : typeof body;
   throw answered(
-    url,
-    response,
+    page,
     text,
-    accessToken,
-    `answered ${response.status} with no single array of items (found: ${keys}); pass 'items' to pick them`,
+    `with no single array of items (found: ${keys}); pass 'items' to pick them`,
   );
 }
 
 /**
- * An ApiError for an answer: the status, what was wrong, and the start of
- * the body, with the token removed before anything is cut.
+ * An ApiError for an answer: the status, what was wrong (`reason` "status"
+ * for a non-2xx answer, else "malformed"), and the start of the body, with
+ * the token removed before anything is cut.
  */
-function answered(
-  url: URL,
-  response: Response,
-  text: string,
-  accessToken: string,
-  problem: string,
-): ApiError {
+function answered(page: Page, text: string, problem: string): ApiError {
+  const { url, response, accessToken, attempts } = page;
   const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
   return new ApiError(
-    `Cannot list: GET ${url.href} ${problem}${
-      bodyExcerpt === "" ? "" : `: ${bodyExcerpt.slice(0, 200)}`
-    }`,
-    { status: response.status, url: url.href, bodyExcerpt, response },
+    `Cannot list: GET ${url.href} answered ${response.status}${
+      problem === "" ? "" : ` ${problem}`
+    }${bodyExcerpt === "" ? "" : `: ${bodyExcerpt.slice(0, 200)}`}`,
+    {
+      status: response.status,
+      url: url.href,
+      bodyExcerpt,
+      response,
+      reason: response.ok ? "malformed" : "status",
+      attempts,
+    },
   );
 }
 

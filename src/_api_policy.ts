@@ -32,9 +32,8 @@ export interface RetryContext {
 
 /** The retry policy of a client. */
 export interface RetryPolicy {
+  /** Retries, backoff, and the longest `Retry-After` waited for. */
   readonly backoff: Backoff;
-  /** A `Retry-After` longer than this returns the answer instead. */
-  readonly maxRetryAfter: number;
   readonly random: () => number;
 }
 
@@ -60,7 +59,7 @@ export function retryWait(
   if (!RETRY_STATUSES.has(attempted.status)) return undefined;
   const asked = attempted.retryAfter;
   if (asked === undefined) return backoff();
-  return asked <= policy.maxRetryAfter ? asked : undefined;
+  return asked <= policy.backoff.maxRetryAfter ? asked : undefined;
 }
 
 /**

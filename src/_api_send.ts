@@ -5,7 +5,7 @@
 import { ApiError } from "./errors.ts";
 import type { TokenProvider } from "./token.ts";
 import { delay, retryAfterMs } from "./_retry.ts";
-import { raceAbort } from "./_abort.ts";
+import { raceAbort, unrefTimer } from "./_abort.ts";
 import { displayUrl } from "./_url.ts";
 import { serverText } from "./_redact.ts";
 import { followable } from "./_path.ts";
@@ -48,7 +48,11 @@ export interface Exchange<T> {
    * body for a list page. A failure here counts as no answer, and is retried
    * like one.
    */
-  readonly finish: (response: Response, accessToken: string) => T | Promise<T>;
+  readonly finish: (
+    response: Response,
+    accessToken: string,
+    attempts: number,
+  ) => T | Promise<T>;
 }
 
 /**
@@ -80,7 +84,7 @@ export async function sendExchange<T>(
       if (step === "again") continue;
       if (step !== "deliver") throw step;
       try {
-        const finished = exchange.finish(response!, accessToken);
+        const finished = exchange.finish(response!, accessToken, run.attempts);
         return finished instanceof Promise
           ? await raceAbort(finished, signal)
           : finished;
@@ -110,6 +114,8 @@ class Run<T> {
   target: URL;
   retries = 0;
   redirects = 0;
+  /** Requests sent so far: retries, a 401 renewal and redirects included. */
+  attempts = 0;
   /** Whether a 401 already cost this request a fresh token. */
   renewed = false;
   /** Ends the current attempt's time limit. */
@@ -134,7 +140,9 @@ class Run<T> {
    * (until `endAttempt`) or when the caller's signal does.
    */
   startAttempt(): AbortSignal {
-    const limit = this.#context.deadlines.signal();
+    const { deadlines } = this.#context;
+    const window = deadlines.acquire();
+    const limit = window.signal;
     const attempt = new AbortController();
     this.#timedOut = false;
     const expire = () => {
@@ -142,7 +150,10 @@ class Run<T> {
       attempt.abort(limit.reason);
     };
     limit.addEventListener("abort", expire, { once: true });
-    this.#endLimit = () => limit.removeEventListener("abort", expire);
+    this.#endLimit = () => {
+      limit.removeEventListener("abort", expire);
+      deadlines.release(window);
+    };
     return this.signal === undefined
       ? attempt.signal
       : AbortSignal.any([this.signal, attempt.signal]);
@@ -160,6 +171,7 @@ class Run<T> {
     signal: AbortSignal,
   ): Promise<Response | undefined> {
     const send = this.#context.fetch;
+    this.attempts++;
     try {
       const sent = send(this.target.href, {
         ...this.#exchange.init,
@@ -252,12 +264,18 @@ class Run<T> {
 
   #noAnswer(): ApiError {
     const { context } = this.#exchange;
-    const attempts = this.retries + 1;
+    const attempts = this.attempts;
     return new ApiError(
       `${context}: ${this.method} ${displayUrl(this.target)} got no answer${
         attempts > 1 ? ` in ${attempts} attempts` : ""
       }: ${describeCause(this.failure)}`,
-      { status: 0, url: displayUrl(this.target), cause: this.failure },
+      {
+        status: 0,
+        url: displayUrl(this.target),
+        cause: this.failure,
+        reason: this.#timedOut ? "timeout" : "network",
+        attempts,
+      },
     );
   }
 }
@@ -266,35 +284,67 @@ const MAX_REDIRECTS = 5;
 
 /**
  * Time limits shared by the attempts that start within the same short
- * window (a tenth of the limit, at most a second): one
- * `AbortSignal.timeout` per window instead of a timer per request; each
- * attempt follows it through a listener it removes when it ends. A timer
- * per request cost more than the rest of the client's work together
- * (`setTimeout` makes Node-style objects), and unlike a shared `setTimeout`
- * these signals leave nothing for a test's sanitizer to find and never keep
- * a process alive. An attempt thus gets its limit, and at most a window more.
+ * window (a tenth of the limit, at most a second): one `setTimeout` per
+ * window instead of one per request, which cost more than the rest of the
+ * client's work together. Each attempt follows the window's signal through
+ * a listener it removes when it ends; the window's timer is cleared as soon
+ * as no attempt uses it, so nothing is left for a test's sanitizer and no
+ * process is kept alive. The timer is `globalThis.setTimeout`, looked up
+ * when it is set, and the window is read from the injected clock, so fake
+ * timers drive it like every other wait. An attempt thus gets its limit,
+ * and at most a window more.
  */
 export class SharedDeadlines {
   /** The time limit, in ms. */
   readonly ms: number;
   readonly #window: number;
-  #signal: AbortSignal | undefined;
-  #until = -Infinity;
+  readonly #now: () => number;
+  #current: Window | undefined;
 
-  constructor(ms: number) {
+  constructor(ms: number, now: () => number) {
     this.ms = ms;
     this.#window = Math.min(1000, Math.max(1, Math.round(ms / 10)));
+    this.#now = now;
   }
 
-  /** The signal for an attempt starting now. */
-  signal(): AbortSignal {
-    const now = performance.now();
-    if (this.#signal === undefined || now >= this.#until) {
-      this.#signal = AbortSignal.timeout(this.ms + this.#window);
-      this.#until = now + this.#window;
+  /** The window for an attempt starting now; give it back with `release`. */
+  acquire(): Window {
+    const now = this.#now();
+    let window = this.#current;
+    if (window === undefined || now >= window.until) {
+      const controller = new AbortController();
+      const timer = setTimeout(() => {
+        controller.abort(
+          new DOMException(`no answer within ${this.ms} ms`, "TimeoutError"),
+        );
+      }, this.ms + this.#window);
+      unrefTimer(timer);
+      window = this.#current = {
+        signal: controller.signal,
+        timer,
+        until: now + this.#window,
+        users: 0,
+      };
     }
-    return this.#signal;
+    window.users++;
+    return window;
   }
+
+  /** Ends an attempt's use of `window`; the last one out clears its timer. */
+  release(window: Window): void {
+    if (--window.users > 0) return;
+    clearTimeout(window.timer);
+    if (this.#current === window) this.#current = undefined;
+  }
+}
+
+/** One window of {@linkcode SharedDeadlines}. */
+interface Window {
+  readonly signal: AbortSignal;
+  readonly timer: ReturnType<typeof setTimeout>;
+  /** Clock reading after which attempts open a new window. */
+  readonly until: number;
+  users: number;
 }
 
 /**

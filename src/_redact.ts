@@ -1,5 +1,7 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
+import { base64, base64url, basicPair, formEncode } from "./_encoding.ts";
+
 const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 export const MAX_SERVER_TEXT = 1000;
@@ -68,30 +70,6 @@ function htmlEscapes(text: string): string[] {
     );
   }
   return escaped;
-}
-
-function formEncode(text: string): string {
-  return new URLSearchParams({ s: text }).toString().slice(2);
-}
-
-/** `client_id:client_secret` as HTTP Basic sends it (RFC 6749 2.3.1). */
-export function basicPair(clientId: string, secret: string): string {
-  return `${formEncode(clientId)}:${formEncode(secret)}`;
-}
-
-function base64(text: string): string {
-  let binary = "";
-  for (const byte of new TextEncoder().encode(text)) {
-    binary += String.fromCharCode(byte);
-  }
-  return btoa(binary);
-}
-
-function base64url(text: string): string {
-  return base64(text).replace(/\+/g, "-").replace(/\//g, "_").replace(
-    /=+$/,
-    "",
-  );
 }
 
 /** Replaces every occurrence of each secret, in each of its forms, with `[redacted]`. */

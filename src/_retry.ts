@@ -9,14 +9,17 @@ export interface Backoff {
   readonly retries: number;
   /** Delay before the first retry, in ms, before jitter. */
   readonly initialDelay: number;
-  /** No wait is longer; a longer `Retry-After` ends the retries instead. */
+  /** No backoff wait is longer. */
   readonly maxDelay: number;
+  /** The longest `Retry-After` waited for; a longer one returns the answer. */
+  readonly maxRetryAfter: number;
 }
 
 const DEFAULT_BACKOFF: Backoff = Object.freeze({
   retries: 2,
   initialDelay: 500,
   maxDelay: 10_000,
+  maxRetryAfter: 30_000,
 });
 
 /**
@@ -28,7 +31,12 @@ const DEFAULT_BACKOFF: Backoff = Object.freeze({
  */
 export function backoffFrom(
   retry:
-    | { retries?: number; initialDelay?: number; maxDelay?: number }
+    | {
+      retries?: number;
+      initialDelay?: number;
+      maxDelay?: number;
+      maxRetryAfter?: number;
+    }
     | false
     | undefined,
   context: string,
@@ -37,7 +45,7 @@ export function backoffFrom(
   const given = retry ?? {};
   const delay = (
     value: number | undefined,
-    field: "initialDelay" | "maxDelay",
+    field: "initialDelay" | "maxDelay" | "maxRetryAfter",
   ) =>
     checkNumber(
       value,
@@ -56,6 +64,7 @@ export function backoffFrom(
     ),
     initialDelay: delay(given.initialDelay, "initialDelay"),
     maxDelay: delay(given.maxDelay, "maxDelay"),
+    maxRetryAfter: delay(given.maxRetryAfter, "maxRetryAfter"),
   };
 }
 

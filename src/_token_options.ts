@@ -1,7 +1,8 @@
 // Internal: the provider's public types, and the checks that turn its
 // options into a configuration.
 
-import { checkNumber, requireFunction } from "./_check.ts";
+import { checkNumber, optionError, requireFunction } from "./_check.ts";
+import type { Environment } from "./environment.ts";
 import { type Backoff, backoffFrom } from "./_retry.ts";
 import { tokenEndpoint, type TokenRequestOptions } from "./_token_protocol.ts";
 import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
@@ -33,11 +34,18 @@ export interface RetryOptions {
    */
   initialDelay?: number;
   /**
-   * Longest wait in ms; a `Retry-After` asking for more ends the retries.
+   * Longest backoff wait in ms.
    *
    * @default {10000}
    */
   maxDelay?: number;
+  /**
+   * Longest `Retry-After` waited for, in ms; an answer asking for longer is
+   * returned (the client) or ends the retries (the provider).
+   *
+   * @default {30000}
+   */
+  maxRetryAfter?: number;
 }
 
 /**
@@ -59,7 +67,16 @@ export interface RetryOptions {
  * ```
  */
 export interface TokenProviderOptions
-  extends Omit<TokenRequestOptions, "signal"> {
+  extends Omit<TokenRequestOptions, "signal" | "tokenUrl" | "audience"> {
+  /**
+   * The environment whose token endpoint and audience to use; or give
+   * `tokenUrl` and `audience`.
+   */
+  environment?: Environment;
+  /** The OAuth 2.0 token endpoint, when no `environment` is given. */
+  tokenUrl?: string | URL;
+  /** The `audience`, when no `environment` is given. */
+  audience?: string;
   /**
    * Where tokens are kept.
    *
@@ -216,7 +233,7 @@ const CONTEXT = "Cannot create token provider";
  * @throws {RangeError} For a duration or count out of range.
  */
 export function providerConfig(options: TokenProviderOptions): ProviderConfig {
-  const endpoint = tokenEndpoint(options, CONTEXT);
+  const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
     throw new TypeError(
       `${CONTEXT}: this looks like a browser page, where anyone can read the client secret; request tokens from a backend (or set 'dangerouslyAllowBrowser' if this really is one)`,
@@ -238,6 +255,32 @@ export function providerConfig(options: TokenProviderOptions): ProviderConfig {
     random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
     onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
     waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
+  };
+}
+
+/** `tokenUrl` and `audience` from the environment, or as given; not both. */
+function withTarget(
+  options: TokenProviderOptions,
+): Omit<TokenRequestOptions, "signal"> {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(`${CONTEXT}: expected an options object`);
+  }
+  const { environment, ...rest } = options;
+  if (environment === undefined) {
+    return rest as Omit<TokenRequestOptions, "signal">;
+  }
+  if (rest.tokenUrl !== undefined || rest.audience !== undefined) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "environment",
+      "must not come with 'tokenUrl' or 'audience'",
+    );
+  }
+  return {
+    ...rest,
+    tokenUrl: environment.tokenUrl,
+    audience: environment.audience,
   };
 }
 

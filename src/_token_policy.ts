@@ -122,10 +122,11 @@ export function onUnauthorized(
 
 /**
  * The longest one token request may take with its retries: every attempt
- * timing out, every backoff at its longest.
+ * timing out, every wait (backoff or `Retry-After`) at its longest.
  */
 export function requestBudget(backoff: Backoff, timeout: number): number {
-  return (backoff.retries + 1) * timeout + backoff.retries * backoff.maxDelay;
+  const longestWait = Math.max(backoff.maxDelay, backoff.maxRetryAfter);
+  return (backoff.retries + 1) * timeout + backoff.retries * longestWait;
 }
 
 /**

@@ -14,9 +14,11 @@ import { readBounded } from "./_read_body.ts";
 import {
   checkNumber,
   type OptionError,
+  optionError,
   requireFunction,
   requireText,
 } from "./_check.ts";
+import { base64, basicPair } from "./_encoding.ts";
 import { quotaRetryAt } from "./_token_policy.ts";
 import {
   isAccessToken,
@@ -86,6 +88,15 @@ export interface TokenRequestOptions {
    * @default {30000}
    */
   timeout?: number;
+  /**
+   * How the client authenticates: `"body"` sends `client_id` and
+   * `client_secret` in the body, as the service specifies; `"basic"` sends
+   * them as HTTP Basic (each form-encoded first, RFC 6749 2.3.1) and leaves
+   * them out of the body, for OAuth servers that accept nothing else.
+   *
+   * @default {"body"}
+   */
+  clientAuthentication?: "body" | "basic";
 }
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
@@ -100,6 +111,8 @@ export interface TokenEndpoint {
   readonly secrets: readonly Secret[];
   readonly contentType: string;
   readonly body: string;
+  /** The HTTP Basic `Authorization` header, with `clientAuthentication: "basic"`. */
+  readonly authorization: string | undefined;
   readonly fetch: typeof fetch;
   readonly now: () => number;
   readonly quotaHeader: string;
@@ -141,13 +154,23 @@ export function tokenEndpoint(
   }
   const audience = requireText(options.audience, context, "audience");
   const clientId = requireText(options.clientId, context, "clientId");
+  const basic = oneOf(
+    options.clientAuthentication,
+    ["body", "basic"],
+    context,
+    "clientAuthentication",
+  ) === "basic";
   const fields = {
-    client_id: clientId,
-    client_secret: secret,
+    ...(basic ? {} : { client_id: clientId, client_secret: secret }),
     audience,
     grant_type: "client_credentials",
   };
-  const form = bodyFormat(options.bodyFormat, context) === "form";
+  const form = oneOf(
+    options.bodyFormat,
+    ["json", "form"],
+    context,
+    "bodyFormat",
+  ) === "form";
   const userFetch = requireFunction(options.fetch, context, "fetch");
   return {
     url,
@@ -162,6 +185,9 @@ export function tokenEndpoint(
     body: form
       ? new URLSearchParams(fields).toString()
       : JSON.stringify(fields),
+    authorization: basic
+      ? `Basic ${base64(basicPair(clientId, secret))}`
+      : undefined,
     // A plain call: some runtimes throw "Illegal invocation" for fetch
     // called as a method of another object.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
@@ -235,6 +261,9 @@ export async function sendTokenRequest(
       headers: {
         "content-type": endpoint.contentType,
         accept: "application/json",
+        ...(endpoint.authorization === undefined
+          ? {}
+          : { authorization: endpoint.authorization }),
       },
       body: endpoint.body,
       redirect: "manual",
@@ -435,13 +464,20 @@ function parseJson(text: string): unknown {
   }
 }
 
-function bodyFormat(value: unknown, context: string): "json" | "form" {
-  if (value === undefined || value === "json" || value === "form") {
-    return value ?? "json";
-  }
-  throw new TypeError(
-    `${context}: 'bodyFormat' must be "json" or "form": received ${
-      String(value)
-    }`,
+/** An option that is one of `values`; the first is the default. */
+function oneOf<T extends string>(
+  value: unknown,
+  values: readonly T[],
+  context: string,
+  option: string,
+): T {
+  if (value === undefined) return values[0]!;
+  if (values.includes(value as T)) return value as T;
+  throw optionError(
+    TypeError,
+    context,
+    option,
+    `must be ${values.map((v) => `"${v}"`).join(" or ")}`,
+    String(value),
   );
 }

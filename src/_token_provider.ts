@@ -279,7 +279,7 @@ export class TokenProviderMachine implements TokenProvider {
         if (!isRetryable(error) || retry >= backoff.retries) throw error;
         const asked = error.response &&
           retryAfterMs(error.response.headers, this.#now());
-        if (asked !== undefined && asked > backoff.maxDelay) throw error;
+        if (asked !== undefined && asked > backoff.maxRetryAfter) throw error;
         await delay(asked ?? backoffDelay(backoff, retry, random), signal);
       }
     }

@@ -27,10 +27,11 @@ import {
   createTokenProvider,
   type RetryOptions,
   type TokenProvider,
+  type TokenProviderOptions,
 } from "./token.ts";
 import { backoffFrom } from "./_retry.ts";
 import { renewalLedger } from "./_token_provider.ts";
-import { checkNumber, requireFunction } from "./_check.ts";
+import { checkNumber, optionError, requireFunction } from "./_check.ts";
 import { PathCache } from "./_path.ts";
 import { listUnder } from "./_api_list.ts";
 import {
@@ -53,13 +54,13 @@ import {
  * const options: ClientOptions = {
  *   environment: api.environment,
  *   tokenProvider,
- *   requestTimeout: 10_000,
+ *   timeout: 10_000,
  *   retry: { retries: 4 },
  * };
  * if (createClient(options).tokenProvider !== tokenProvider) throw new Error();
  * ```
  */
-export interface ClientOptions {
+export interface ClientOptions extends ProviderSettings {
   /**
    * The environment, from `defineEnvironment`. The client checks it by the
    * same rules and keeps its own copy: changing the object afterwards
@@ -76,41 +77,69 @@ export interface ClientOptions {
   /** The client secret, when the client creates its own provider. */
   clientSecret?: string;
   /**
-   * The `fetch` for API and token requests; always called as a plain function.
+   * The `fetch` for API requests (and token requests of the provider the
+   * client creates); always called as a plain function.
    *
    * @default {globalThis.fetch}
    */
   fetch?: typeof fetch;
   /**
    * Time limit of one attempt, in ms: for `fetch` and `pciFetch` until the
-   * answer's headers arrive, for a `list` page until its body is read.
+   * answer's headers arrive, for a `list` page until its body is read (and
+   * of each token request, for the provider the client creates).
    *
    * @default {30000}
    */
-  requestTimeout?: number;
+  timeout?: number;
   /**
    * Retries of idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE) after a
    * network error, a timeout, 408, 429, 500, 502, 503 or 504; `false` for
-   * none. Each page of a `list` retries on its own.
+   * none. Each page of a `list` retries on its own. A `Retry-After` longer
+   * than `maxRetryAfter` returns the answer to you.
    *
-   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000 }}
+   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */
   retry?: RetryOptions | false;
   /**
-   * Longest `Retry-After` to wait for, in ms; an answer asking for longer is
-   * returned to you.
+   * The random source for retry jitter, in [0, 1).
    *
-   * @default {30000}
+   * @default {Math.random}
    */
-  maxRetryAfter?: number;
+  random?: () => number;
   /**
-   * The clock, in epoch ms, for `Retry-After` dates (and for the provider the
-   * client creates).
+   * The clock, in epoch ms, for every decision: `Retry-After` dates, time
+   * windows, and the provider the client creates.
    *
    * @default {Date.now}
    */
   now?: () => number;
 }
+
+/**
+ * The provider options a client passes on when it creates its own provider
+ * (from `clientId` and `clientSecret`); with `tokenProvider` they are refused.
+ *
+ * @example A client for a token server that takes form bodies only
+ * ```ts
+ * import type { ProviderSettings } from "@partner-api/client/client";
+ *
+ * const settings: ProviderSettings = { bodyFormat: "form", refreshMargin: 60_000 };
+ * if (settings.bodyFormat !== "form") throw new Error();
+ * ```
+ */
+export type ProviderSettings = Omit<
+  TokenProviderOptions,
+  | "tokenUrl"
+  | "audience"
+  | "environment"
+  | "clientId"
+  | "clientSecret"
+  | "fetch"
+  | "timeout"
+  | "retry"
+  | "random"
+  | "now"
+>;
 
 /**
  * Options of {@linkcode PartnerClient.list}.
@@ -193,9 +222,9 @@ const CONTEXT = "Cannot create client";
  *
  * - refuses addresses outside the environment's bases before sending,
  *   encoded separators (`%2F`, `%5C`) and climbing paths included;
- * - gives every attempt `requestTimeout` and retries idempotent requests
- *   after a network error, a timeout, 408, 429, 500, 502, 503 or 504, with
- *   backoff and jitter, honouring `Retry-After` up to `maxRetryAfter`;
+ * - gives every attempt `timeout` and retries idempotent requests after a
+ *   network error, a timeout, 408, 429, 500, 502, 503 or 504, with backoff
+ *   and jitter, honouring `Retry-After` up to `retry.maxRetryAfter`;
  * - on a 401 asks the provider's ledger: the first 401 in an hour (per
  *   provider, whatever the client, path or base) invalidates that token and
  *   the request is sent once more with a fresh one, when its body can be
@@ -251,6 +280,12 @@ export function createClient(options: ClientOptions): PartnerClient {
   };
 }
 
+/** Option names of 0.1 and where they went. */
+const RENAMED: Record<string, string> = {
+  requestTimeout: "timeout",
+  maxRetryAfter: "retry.maxRetryAfter",
+};
+
 /** The client's checked options: its own environment and what sending needs. */
 function clientConfig(
   options: ClientOptions,
@@ -258,9 +293,23 @@ function clientConfig(
   if (typeof options !== "object" || options === null) {
     throw new TypeError(`${CONTEXT}: expected an options object`);
   }
+  for (const [old, now] of Object.entries(RENAMED)) {
+    if (old in options) {
+      throw optionError(TypeError, CONTEXT, old, `is now '${now}'`);
+    }
+  }
   const environment = ownEnvironment(options.environment);
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
-  const tokenProvider = tokenProviderOf(options, environment, now);
+  const random = requireFunction(options.random, CONTEXT, "random") ??
+    Math.random;
+  const timeout = checkNumber(
+    options.timeout,
+    30_000,
+    "positive finite number",
+    CONTEXT,
+    "timeout",
+  );
+  const tokenProvider = tokenProviderOf(options, environment);
   return {
     environment,
     context: {
@@ -268,24 +317,8 @@ function clientConfig(
       fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
         ((input, init) => fetch(input, init)),
       ownFetch: options.fetch === undefined,
-      retry: {
-        backoff: backoffFrom(options.retry, CONTEXT),
-        maxRetryAfter: checkNumber(
-          options.maxRetryAfter,
-          30_000,
-          "non-negative finite number",
-          CONTEXT,
-          "maxRetryAfter",
-        ),
-        random: Math.random,
-      },
-      deadlines: new SharedDeadlines(checkNumber(
-        options.requestTimeout,
-        30_000,
-        "positive finite number",
-        CONTEXT,
-        "requestTimeout",
-      )),
+      retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
+      deadlines: new SharedDeadlines(timeout, now),
       renewAfterUnauthorized: renewalOf(tokenProvider, now),
       now,
     },
@@ -313,9 +346,14 @@ function ownEnvironment(environment: Environment): Environment {
 function tokenProviderOf(
   options: ClientOptions,
   environment: Environment,
-  now: () => number,
 ): TokenProvider {
-  const { tokenProvider, clientId, clientSecret } = options;
+  const {
+    environment: _,
+    tokenProvider,
+    clientId,
+    clientSecret,
+    ...settings
+  } = options;
   const hasCredentials = clientId !== undefined || clientSecret !== undefined;
   if (tokenProvider !== undefined && hasCredentials) {
     throw new TypeError(
@@ -323,6 +361,15 @@ function tokenProviderOf(
     );
   }
   if (tokenProvider !== undefined) {
+    const own = Object.keys(settings).find((key) => !CLIENT_OWN.has(key));
+    if (own !== undefined) {
+      throw optionError(
+        TypeError,
+        CONTEXT,
+        own,
+        "is a provider option: give it to createTokenProvider",
+      );
+    }
     checkProviderTarget(tokenProvider, environment);
     return tokenProvider;
   }
@@ -331,14 +378,17 @@ function tokenProviderOf(
       `${CONTEXT}: 'tokenProvider', or 'clientId' and 'clientSecret', must be given`,
     );
   }
+  // Every other option is the provider's too: one vocabulary for both.
   return createTokenProvider({
-    ...environment,
+    ...settings,
+    environment,
     clientId: clientId as string,
     clientSecret: clientSecret as string,
-    now,
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
 }
+
+/** Options the client itself reads, also beside a provider of the caller's. */
+const CLIENT_OWN = new Set(["fetch", "timeout", "retry", "random", "now"]);
 
 /**
  * The provider's 401 ledger, shared by every client over it; for a provider

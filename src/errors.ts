@@ -129,12 +129,41 @@ export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
 export interface ApiErrorInit extends ErrorOptions {
   /** HTTP status of the API's answer; 0 when none arrived. */
   status: number;
+  /**
+   * What kind of failure this is.
+   *
+   * @default {"network" for status 0, else "status"}
+   */
+  reason?: ApiFailureReason;
+  /**
+   * Requests made for this call or page.
+   *
+   * @default {1}
+   */
+  attempts?: number;
   /** The address that was requested (never holds a token). */
   url: string;
   /** The start of the answer's body, already cleaned of tokens. */
   bodyExcerpt?: string;
   /** The answer itself, kept non-enumerable. */
   response?: Response;
+}
+
+/**
+ * What kind of failure an {@linkcode ApiError} is.
+ *
+ * @example Retrying later only what may pass later
+ * ```ts
+ * import type { ApiFailureReason } from "@partner-api/client/errors";
+ *
+ * const transient: ApiFailureReason[] = ["network", "timeout"];
+ * if (!transient.includes("timeout")) throw new Error();
+ * ```
+ */
+export type ApiFailureReason = "network" | "timeout" | "status" | "malformed";
+
+function apiReason(status: number): ApiFailureReason {
+  return status === 0 ? "network" : "status";
 }
 
 function hideResponse(target: Error, response: Response | undefined): void {
@@ -148,6 +177,40 @@ function hideResponse(target: Error, response: Response | undefined): void {
 }
 
 /**
+ * The base of every error this module raises about the service: catch it to
+ * handle token and API failures alike, and decide on `reason`, never on the
+ * message.
+ *
+ * @example Handling every failure of the service in one place
+ * ```ts
+ * import { ApiError, PartnerApiError } from "@partner-api/client/errors";
+ *
+ * const error: unknown = new ApiError("no answer", { status: 0, url: "https://api.example/api/x", reason: "timeout" });
+ * if (!(error instanceof PartnerApiError) || error.reason !== "timeout") throw new Error();
+ * ```
+ */
+export class PartnerApiError extends Error {
+  /** What kind of failure this is; each subclass lists its reasons. */
+  readonly reason: string;
+
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, without secrets; cut to 2,000 characters.
+   * @param reason What kind of failure this is.
+   * @param options The cause, if any.
+   */
+  constructor(message: string, reason: string, options: ErrorOptions = {}) {
+    super(
+      capped(message),
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
+    this.name = "PartnerApiError";
+    this.reason = reason;
+  }
+}
+
+/**
  * A token request failed: the network, the endpoint's answer or its body.
  *
  * @example Reading the OAuth error code
@@ -158,7 +221,7 @@ function hideResponse(target: Error, response: Response | undefined): void {
  * if (error.code !== "access_denied" || error.reason !== "status") throw new Error();
  * ```
  */
-export class TokenRequestError extends Error {
+export class TokenRequestError extends PartnerApiError {
   /** HTTP status of the answer; absent when no answer arrived. */
   readonly status?: number;
   /** OAuth `error` code of the answer, e.g. `invalid_request`. */
@@ -166,7 +229,7 @@ export class TokenRequestError extends Error {
   /** OAuth `error_description` of the answer. */
   readonly description?: string;
   /** What kind of failure this is: decide on it, not on the message. */
-  readonly reason: TokenFailureReason;
+  declare readonly reason: TokenFailureReason;
   /** The endpoint's answer (non-enumerable; its body is already read). */
   declare readonly response?: Response;
 
@@ -178,12 +241,11 @@ export class TokenRequestError extends Error {
    */
   constructor(message: string, init: TokenRequestErrorInit = {}) {
     super(
-      capped(message),
-      init.cause === undefined ? {} : { cause: init.cause },
+      message,
+      init.reason ?? (init.status === undefined ? "network" : "status"),
+      init,
     );
     this.name = "TokenRequestError";
-    this.reason = init.reason ??
-      (init.status === undefined ? "network" : "status");
     if (init.status !== undefined) this.status = init.status;
     if (init.code !== undefined) this.code = init.code;
     if (init.description !== undefined) this.description = init.description;
@@ -240,7 +302,15 @@ export class QuotaExceededError extends TokenRequestError {
  * if (error.status !== 404) throw new Error();
  * ```
  */
-export class ApiError extends Error {
+export class ApiError extends PartnerApiError {
+  /**
+   * What kind of failure this is: `"network"` (no answer), `"timeout"` (no
+   * answer in time), `"status"` (a non-2xx answer), `"malformed"` (a 2xx
+   * page that is not JSON, holds no items, too many, or is too large).
+   */
+  declare readonly reason: ApiFailureReason;
+  /** Requests made for this call or page, retries included. */
+  readonly attempts: number;
   /** HTTP status of the answer; 0 when no answer arrived (see `cause`). */
   readonly status: number;
   /** The address that was requested. */
@@ -257,11 +327,9 @@ export class ApiError extends Error {
    * @param init Status, address, body excerpt, cause and response.
    */
   constructor(message: string, init: ApiErrorInit) {
-    super(
-      capped(message),
-      init.cause === undefined ? {} : { cause: init.cause },
-    );
+    super(message, init.reason ?? apiReason(init.status), init);
     this.name = "ApiError";
+    this.attempts = init.attempts ?? 1;
     this.status = init.status;
     this.url = init.url;
     if (init.bodyExcerpt !== undefined) this.bodyExcerpt = init.bodyExcerpt;

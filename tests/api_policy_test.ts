@@ -8,8 +8,12 @@ import {
 } from "../src/_api_policy.ts";
 
 const POLICY: RetryPolicy = {
-  backoff: { retries: 2, initialDelay: 500, maxDelay: 10_000 },
-  maxRetryAfter: 30_000,
+  backoff: {
+    retries: 2,
+    initialDelay: 500,
+    maxDelay: 10_000,
+    maxRetryAfter: 30_000,
+  },
   random: () => 1, // the top of the jitter range
 };
 const GET = { retries: 0, method: "GET", replayable: true };

@@ -139,7 +139,7 @@ Deno.test("a page whose body never finishes fails after the time limit, retried 
   const client = createClient({
     environment,
     ...api.credentials,
-    requestTimeout: 50,
+    timeout: 50,
     retry: FAST_RETRY,
   });
   const started = performance.now();
@@ -483,7 +483,7 @@ Deno.test("fetch()'s time limit ends with the headers: a slow body still reads t
   const client = createClient({
     environment,
     ...api.credentials,
-    requestTimeout: 20,
+    timeout: 20,
   });
   const response = await client.fetch("anything");
   setTimeout(release, 120);

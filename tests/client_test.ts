@@ -452,8 +452,13 @@ Deno.test("createClient() takes a provider or credentials, not both", async () =
     TypeError,
   );
   throws(
-    () => createClient({ environment, tokenProvider, maxRetryAfter: -1 }),
-    RangeError,
+    () =>
+      createClient({
+        environment,
+        tokenProvider,
+        retry: { maxRetryAfter: -1 },
+      }),
+    { name: "RangeError", option: "maxRetryAfter" },
   );
   throws(() => createClient(undefined as never), TypeError);
 });

@@ -199,7 +199,7 @@ Deno.test("the provider under random faults: a valid token or a typed error, nev
     clientId: "soak-client",
     clientSecret: SECRET,
     now: clock,
-    retry: { retries: 2, initialDelay: 1, maxDelay: 20 },
+    retry: { retries: 2, initialDelay: 1, maxDelay: 20, maxRetryAfter: 20 },
     timeout: 25,
     random,
     // Time leaps between bursts only once background refreshes are done:

@@ -211,9 +211,14 @@ Deno.test("recordNews() takes a later token, a block in force and a later quota"
   });
 });
 
-Deno.test("flightBudget() covers every attempt timing out and every backoff at its longest", () => {
-  const backoff = { retries: 2, initialDelay: 500, maxDelay: 10_000 };
-  equal(flightBudget(backoff, 30_000, false), 3 * 30_000 + 2 * 10_000);
+Deno.test("flightBudget() covers every attempt timing out and every wait at its longest", () => {
+  const backoff = {
+    retries: 2,
+    initialDelay: 500,
+    maxDelay: 10_000,
+    maxRetryAfter: 30_000,
+  };
+  equal(flightBudget(backoff, 30_000, false), 3 * 30_000 + 2 * 30_000);
   ok(
     flightBudget(backoff, 30_000, true) > flightBudget(backoff, 30_000, false),
   );

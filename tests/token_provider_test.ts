@@ -269,13 +269,13 @@ const SCRIPTED = {
 Deno.test("getToken() honours Retry-After, and stops when it asks too much", async (t) => {
   await withFakeTimers(async (timers) => {
     await t.step(
-      "a Retry-After within maxDelay is waited for, to the millisecond",
+      "a Retry-After within maxRetryAfter is waited for, to the millisecond",
       async () => {
         const { fetch, sent } = scriptedFetch(unavailable(1), tokenAnswer());
         const provider = createTokenProvider({
           ...SCRIPTED,
           fetch,
-          retry: { initialDelay: 1, maxDelay: 1500 },
+          retry: { initialDelay: 1, maxRetryAfter: 1500 },
         });
         const pending = provider.getToken();
         await timers.tickAsync(999);
@@ -292,7 +292,7 @@ Deno.test("getToken() honours Retry-After, and stops when it asks too much", asy
         const provider = createTokenProvider({
           ...SCRIPTED,
           fetch,
-          retry: { initialDelay: 1, maxDelay: 1500 },
+          retry: { initialDelay: 1, maxRetryAfter: 1500 },
         });
         await rejects(provider.getToken(), { status: 503, reason: "status" });
         equal(sent.length, 1);

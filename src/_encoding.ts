@@ -1,0 +1,30 @@
+// Internal: the text encodings a secret travels in: form encoding, base64,
+// and HTTP Basic credentials. Token requests send them; redaction looks for
+// them.
+
+/** `text` as `application/x-www-form-urlencoded` encodes a value. */
+export function formEncode(text: string): string {
+  return new URLSearchParams({ s: text }).toString().slice(2);
+}
+
+/** `client_id:client_secret` as HTTP Basic sends it (RFC 6749 2.3.1). */
+export function basicPair(clientId: string, secret: string): string {
+  return `${formEncode(clientId)}:${formEncode(secret)}`;
+}
+
+/** `text` as UTF-8, in base64. */
+export function base64(text: string): string {
+  let binary = "";
+  for (const byte of new TextEncoder().encode(text)) {
+    binary += String.fromCharCode(byte);
+  }
+  return btoa(binary);
+}
+
+/** `text` as UTF-8, in base64url without padding. */
+export function base64url(text: string): string {
+  return base64(text).replace(/\+/g, "-").replace(/\//g, "_").replace(
+    /=+$/,
+    "",
+  );
+}
