@@ -22,9 +22,9 @@
  * @module
  */
 
-export * from "./src/environment.ts";
-export * from "./src/errors.ts";
-export * from "./src/quota.ts";
-export * from "./src/token.ts";
-export * from "./src/paginate.ts";
-export * from "./src/client.ts";
+export * from "./src/core/environment.ts";
+export * from "./src/core/errors.ts";
+export * from "./src/core/quota.ts";
+export * from "./src/token/mod.ts";
+export * from "./src/client/paginate.ts";
+export * from "./src/client/mod.ts";

@@ -2,7 +2,10 @@
 // work does not share this process's CPU time and heap), started through
 // `deno task fake`'s script, and its PARTNER_API_* lines read back.
 
-import { defineEnvironment, type Environment } from "../src/environment.ts";
+import {
+  defineEnvironment,
+  type Environment,
+} from "../src/core/environment.ts";
 
 /** A fake in a child process, with what a client needs to reach it. */
 export interface RemoteFake extends AsyncDisposable {

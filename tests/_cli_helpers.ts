@@ -1,6 +1,6 @@
 // Shared by the CLI tests: the fake's configuration as PARTNER_API_* variables.
 
-import { CONFIG_VARIABLES } from "../src/cli.ts";
+import { CONFIG_VARIABLES } from "../src/cli/mod.ts";
 import type { FakePartnerApi } from "../src/testing/mod.ts";
 
 /** The environment variables that point the tool at `api`. */

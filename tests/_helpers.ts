@@ -1,7 +1,7 @@
 // Shared by the tests: a clock the test moves by hand, and small waits.
 
 import { type Clock, withGlobal } from "@sinonjs/fake-timers";
-import { delay } from "../src/_retry.ts";
+import { delay } from "../src/core/_retry.ts";
 
 /** A clock in epoch ms that moves only when the test says so. */
 export interface ManualClock {

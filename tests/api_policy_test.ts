@@ -5,7 +5,7 @@ import {
   isReplayable,
   type RetryPolicy,
   retryWait,
-} from "../src/_api_policy.ts";
+} from "../src/client/_policy.ts";
 
 const POLICY: RetryPolicy = {
   backoff: {

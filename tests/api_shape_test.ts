@@ -9,10 +9,14 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { ApiError, PartnerApiError, TokenRequestError } from "../src/errors.ts";
-import { createClient } from "../src/client.ts";
-import { createTokenProvider, requestToken } from "../src/token.ts";
-import { defineEnvironment } from "../src/environment.ts";
+import {
+  ApiError,
+  PartnerApiError,
+  TokenRequestError,
+} from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
+import { defineEnvironment } from "../src/core/environment.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 /** A token endpoint that accepts HTTP Basic only, as some OAuth servers do. */

@@ -2,10 +2,10 @@
 // memory stays bounded and messages stay short. Against loopback servers.
 
 import { equal, ok, rejects } from "node:assert/strict";
-import { ApiError } from "../src/errors.ts";
-import { createClient } from "../src/client.ts";
-import { defineEnvironment } from "../src/environment.ts";
-import { collect } from "../src/paginate.ts";
+import { ApiError } from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import { defineEnvironment } from "../src/core/environment.ts";
+import { collect } from "../src/client/paginate.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 const ALL = { maxItems: 1_000_000 };

@@ -2,12 +2,12 @@
 // as a real subprocess.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { type CliIo, main } from "../src/cli.ts";
+import { type CliIo, main } from "../src/cli/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { VERSION } from "../src/_version.ts";
+import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { configFor } from "./_cli_helpers.ts";
-import { gauge } from "../src/_cli_render.ts";
+import { gauge } from "../src/cli/_render.ts";
 
 interface Run {
   code: number;

@@ -8,7 +8,7 @@
 // and, measured once, 1,000,000 transactions through client.list with the
 // heap growth seen while paging (goals < 10 s, < 16 MB).
 
-import { createClient } from "../src/client.ts";
+import { createClient } from "../src/client/mod.ts";
 import { interleaved, startRemoteFake } from "./_bench_server.ts";
 
 const fake = await startRemoteFake(["--transactions=100000"]);

@@ -9,11 +9,14 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { ApiError } from "../src/errors.ts";
-import { createClient } from "../src/client.ts";
-import { defineEnvironment, type Environment } from "../src/environment.ts";
-import { collect, paginate } from "../src/paginate.ts";
-import { createTokenProvider } from "../src/token.ts";
+import { ApiError } from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import {
+  defineEnvironment,
+  type Environment,
+} from "../src/core/environment.ts";
+import { collect, paginate } from "../src/client/paginate.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
 

@@ -6,14 +6,14 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { ApiError } from "../src/errors.ts";
+import { ApiError } from "../src/core/errors.ts";
 import {
   type ClientOptions,
   createClient,
   type PartnerClient,
-} from "../src/client.ts";
-import { collect } from "../src/paginate.ts";
-import { createTokenProvider } from "../src/token.ts";
+} from "../src/client/mod.ts";
+import { collect } from "../src/client/paginate.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
 import {
   type FakePartnerApi,
   type FakePartnerApiOptions,

@@ -18,7 +18,7 @@
 
 import { OAuth2Client, OAuth2Fetch } from "npm:@badgateway/oauth2-client@3.3.1";
 import * as oidc from "npm:openid-client@6.8.9";
-import { createTokenProvider, requestToken } from "../src/token.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import {
   type FakePartnerApi,
   type FakePartnerApiOptions,

@@ -1,6 +1,9 @@
 import { deepStrictEqual, equal, throws } from "node:assert/strict";
 import fc from "fast-check";
-import { defineEnvironment, type EnvironmentInit } from "../src/environment.ts";
+import {
+  defineEnvironment,
+  type EnvironmentInit,
+} from "../src/core/environment.ts";
 
 const SANDBOX: EnvironmentInit = {
   baseUrl: "https://sandbox.partner.example/api/",

@@ -1,5 +1,5 @@
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
-import { parseQuotaHeader, QUOTA_HEADER } from "../src/quota.ts";
+import { parseQuotaHeader, QUOTA_HEADER } from "../src/core/quota.ts";
 import {
   type FakePartnerApi,
   startFakePartnerApi,

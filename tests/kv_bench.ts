@@ -51,10 +51,9 @@ console.table(rows);
 
 // A warm token costs the same with a KV store: the provider's own cache
 // answers before the store is asked.
-const { createTokenProvider, createMemoryTokenStore } = await import(
-  "../mod.ts"
-);
-const { createKvTokenStore } = await import("../src/kv.ts");
+const { createTokenProvider } = await import("../mod.ts");
+const { createMemoryTokenStore } = await import("../src/store/mod.ts");
+const { createKvTokenStore } = await import("../src/store/kv.ts");
 const kv = await Deno.openKv(":memory:");
 const base = { ...api.environment, ...api.credentials };
 const inMemory = createTokenProvider({

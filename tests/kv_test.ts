@@ -6,16 +6,19 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { createKvTokenStore, type KvTokenStoreOptions } from "../src/kv.ts";
-import { QuotaExceededError } from "../src/errors.ts";
-import { createTokenProvider } from "../src/token.ts";
+import {
+  createKvTokenStore,
+  type KvTokenStoreOptions,
+} from "../src/store/kv.ts";
+import { QuotaExceededError } from "../src/core/errors.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
 import {
   type FakePartnerApi,
   type FakePartnerApiOptions,
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
-import { storeKey } from "../src/_token_store.ts";
+import { storeKey } from "../src/store/_key.ts";
 
 /** One in-memory KV database, and providers that stand for separate processes. */
 async function fleet(fake: FakePartnerApiOptions = {}) {

@@ -6,8 +6,8 @@
 //   generator over the same pages (goal ≤ 1.5×);
 // and, measured once: heap growth while paging 1,000,000 items (goal < 16 MB).
 
-import { createClient } from "../src/client.ts";
-import { type PageRequest, paginate } from "../src/paginate.ts";
+import { createClient } from "../src/client/mod.ts";
+import { type PageRequest, paginate } from "../src/client/paginate.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 const slow = await startFakePartnerApi({

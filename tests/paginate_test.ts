@@ -12,7 +12,7 @@ import {
   pageSearchParams,
   paginate,
   type PaginateOptions,
-} from "../src/paginate.ts";
+} from "../src/client/paginate.ts";
 import { sleep } from "./_helpers.ts";
 
 /** A paged list in memory that records every request it gets. */

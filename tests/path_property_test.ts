@@ -1,6 +1,6 @@
 import { equal, ok, rejects } from "node:assert/strict";
 import fc from "fast-check";
-import { createClient } from "../src/client.ts";
+import { createClient } from "../src/client/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 Deno.test("client.fetch() never sends the token outside the environment, for any path", async () => {

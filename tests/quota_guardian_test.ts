@@ -3,10 +3,11 @@
 // never waited for.
 
 import { equal, ok, rejects } from "node:assert/strict";
-import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
-import { createClient } from "../src/client.ts";
-import { createTokenProvider, type TokenStore } from "../src/token.ts";
-import { createKvTokenStore } from "../src/kv.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+import type { TokenStore } from "../src/store/mod.ts";
+import { createKvTokenStore } from "../src/store/kv.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 

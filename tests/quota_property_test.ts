@@ -8,14 +8,14 @@
 
 import { ok } from "node:assert/strict";
 import fc from "fast-check";
-import { ApiError, TokenRequestError } from "../src/errors.ts";
-import { createClient } from "../src/client.ts";
-import { createTokenProvider } from "../src/token.ts";
+import { ApiError, TokenRequestError } from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
 import {
   createFakePartnerService,
   type FakeFault,
 } from "../src/testing/mod.ts";
-import { parseQuotaHeader } from "../src/quota.ts";
+import { parseQuotaHeader } from "../src/core/quota.ts";
 import { manualClock } from "./_helpers.ts";
 
 const HOUR = 3_600_000;

@@ -7,7 +7,7 @@ import {
   QUOTA_HEADER,
   type QuotaBucket,
   quotaResetAfter,
-} from "../src/quota.ts";
+} from "../src/core/quota.ts";
 
 const HOUR = { bucket: "per_hour", limit: 10, remaining: 7, resetAfter: 3540 };
 const DAY = { bucket: "per_day", limit: 50, remaining: 47, resetAfter: 43200 };

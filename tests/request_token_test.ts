@@ -5,8 +5,8 @@ import {
   ok,
   rejects,
 } from "node:assert/strict";
-import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
-import { requestToken } from "../src/token.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { requestToken } from "../src/token/mod.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
 

@@ -2,9 +2,9 @@
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { inspect } from "node:util";
-import { createTokenProvider, requestToken } from "../src/token.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { TokenRequestError } from "../src/errors.ts";
+import { TokenRequestError } from "../src/core/errors.ts";
 
 /** Every way a value can end up in a log, a report or an assertion diff. */
 function renderings(value: unknown): string[] {

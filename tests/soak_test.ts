@@ -7,9 +7,9 @@ import {
   ApiError,
   QuotaExceededError,
   TokenRequestError,
-} from "../src/errors.ts";
-import { createClient } from "../src/client.ts";
-import { createTokenProvider, type IssuedToken } from "../src/token.ts";
+} from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import { createTokenProvider, type IssuedToken } from "../src/token/mod.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, sleep, waitFor } from "./_helpers.ts";
 import { seededRandom as seeded } from "../src/testing/_list_data.ts";

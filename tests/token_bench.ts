@@ -10,7 +10,7 @@
 //   burst on a hand-written single flight around the same requestToken()
 //   (goal ≤ 3×: the provider's per-caller cost is what remains).
 
-import { createTokenProvider, requestToken } from "../src/token.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 const api = await startFakePartnerApi({

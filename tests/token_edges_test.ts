@@ -8,15 +8,14 @@ import {
   ok,
   rejects,
 } from "node:assert/strict";
-import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import {
   type CoordinateOptions,
   createMemoryTokenStore,
-  createTokenProvider,
-  requestToken,
   type TokenRecord,
   type TokenStore,
-} from "../src/token.ts";
+} from "../src/store/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 

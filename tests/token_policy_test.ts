@@ -11,10 +11,10 @@ import {
   recordNews,
   settles,
   tokenTimes,
-} from "../src/_token_policy.ts";
-import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
-import { issuedToken } from "../src/_token_value.ts";
-import type { QuotaBucket } from "../src/quota.ts";
+} from "../src/token/_policy.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { issuedToken } from "../src/token/_value.ts";
+import type { QuotaBucket } from "../src/core/quota.ts";
 
 const NOW = Date.UTC(2031, 0, 1, 12);
 const DAY = 86_400_000;

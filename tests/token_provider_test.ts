@@ -6,16 +6,15 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { QuotaExceededError, TokenRequestError } from "../src/errors.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import {
-  createMemoryTokenStore,
   createTokenProvider,
   type IssuedToken,
   type QuotaSnapshot,
   requestToken,
   type TokenProviderOptions,
-  type TokenStore,
-} from "../src/token.ts";
+} from "../src/token/mod.ts";
+import { createMemoryTokenStore, type TokenStore } from "../src/store/mod.ts";
 import {
   type FakePartnerApiOptions,
   startFakePartnerApi,

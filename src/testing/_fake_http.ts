@@ -1,6 +1,6 @@
 // Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
 
-import { delay } from "../_retry.ts";
+import { delay } from "../core/_retry.ts";
 
 /**
  * A scripted misbehaviour, applied to one request in the order given: token

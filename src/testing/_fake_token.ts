@@ -1,7 +1,7 @@
 // Internal: the fake's token endpoint: it validates requests like the real
 // one, issues expiring tokens, and counts a quota.
 
-import { formatQuotaHeader, QUOTA_HEADER } from "../quota.ts";
+import { formatQuotaHeader, QUOTA_HEADER } from "../core/quota.ts";
 import type { QuotaCounter } from "./_quota_counter.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
 

@@ -1,6 +1,6 @@
 // Internal: the fake service's token quota, in UTC hour and day windows.
 
-import type { QuotaBucket } from "../quota.ts";
+import type { QuotaBucket } from "../core/quota.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,7 +1,7 @@
 // The fake partner service on Deno.serve: two origins on 127.0.0.1.
 
-import type { Environment } from "../environment.ts";
-import { checkNumber } from "../_check.ts";
+import type { Environment } from "../core/environment.ts";
+import { checkNumber } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import {
   createFakePartnerService,

@@ -2,8 +2,8 @@
 // code, so that any runtime's server can serve it (Deno.serve in
 // startFakePartnerApi, node:http on Node and Bun, a Worker's fetch).
 
-import { defineEnvironment, type Environment } from "../environment.ts";
-import { checkNumber } from "../_check.ts";
+import { defineEnvironment, type Environment } from "../core/environment.ts";
+import { checkNumber } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
 import {
   appendTransactions,

@@ -1,13 +1,13 @@
 // Shared by the CLI's process tests: the tool as a deno subprocess.
 
-/** Runs src/cli.ts with `flags` and `args`, never prompting; the output as text. */
+/** Runs src/cli/mod.ts with `flags` and `args`, never prompting; the output as text. */
 export async function cli(
   flags: string[],
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const output = await new Deno.Command("deno", {
-    args: ["run", "--no-prompt", ...flags, "src/cli.ts", ...args],
+    args: ["run", "--no-prompt", ...flags, "src/cli/mod.ts", ...args],
     env,
     stdout: "piped",
     stderr: "piped",

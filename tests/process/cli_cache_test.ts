@@ -4,7 +4,7 @@
 
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
-import { storeKey } from "../../src/_token_store.ts";
+import { storeKey } from "../../src/store/_key.ts";
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { cli } from "./_cli_process.ts";

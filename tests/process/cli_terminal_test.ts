@@ -29,7 +29,7 @@ async function onTerminal(
   args: string[],
   env: Record<string, string>,
 ) {
-  const command = ["deno", "run", ...flags, "src/cli.ts", ...args]
+  const command = ["deno", "run", ...flags, "src/cli/mod.ts", ...args]
     .map((word) => `'${word}'`).join(" ");
   const output = await new Deno.Command("script", {
     args: ["-qec", command, "/dev/null"],

@@ -4,8 +4,8 @@
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
 //     --allow-read=<dir> --allow-write=<dir> fleet_worker.ts <kv file or -> <start epoch ms> <lease ms>
 
-import { createTokenProvider } from "../../src/token.ts";
-import { createKvTokenStore } from "../../src/kv.ts";
+import { createTokenProvider } from "../../src/token/mod.ts";
+import { createKvTokenStore } from "../../src/store/kv.ts";
 
 const [kvPath, startAt, leaseMs] = Deno.args;
 const env = (name: string) => Deno.env.get(`PARTNER_API_${name}`)!;

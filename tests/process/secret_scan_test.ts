@@ -31,7 +31,7 @@ Deno.test("nothing the CLI prints holds the secret or a token", async () => {
         "--no-prompt",
         "--allow-net=127.0.0.1",
         "--allow-env=PARTNER_API_*",
-        "src/cli.ts",
+        "src/cli/mod.ts",
         ...args,
       ],
       env,

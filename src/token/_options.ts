@@ -1,13 +1,13 @@
 // Internal: the provider's public types, and the checks that turn its
 // options into a configuration.
 
-import { checkNumber, optionError, requireFunction } from "./_check.ts";
-import type { Environment } from "./environment.ts";
-import { type Backoff, backoffFrom } from "./_retry.ts";
-import { tokenEndpoint, type TokenRequestOptions } from "./_token_protocol.ts";
-import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
-import type { TokenStore } from "./_token_store.ts";
-import type { TokenEndpoint } from "./_token_protocol.ts";
+import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
+import type { Environment } from "../core/environment.ts";
+import { type Backoff, backoffFrom } from "../core/_retry.ts";
+import { tokenEndpoint, type TokenRequestOptions } from "./_protocol.ts";
+import type { IssuedToken, QuotaSnapshot } from "./_value.ts";
+import type { TokenStore } from "../store/mod.ts";
+import type { TokenEndpoint } from "./_protocol.ts";
 
 /**
  * Retry policy for network errors, timeouts, 408 and 5xx answers.

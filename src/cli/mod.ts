@@ -31,9 +31,9 @@
  * @module
  */
 
-import { redact } from "./_redact.ts";
-import { VERSION } from "./_version.ts";
-import { CONFIG_VARIABLES, NAME, plan } from "./_cli_plan.ts";
+import { redact } from "../core/_redact.ts";
+import { VERSION } from "../core/_version.ts";
+import { CONFIG_VARIABLES, NAME, plan } from "./_plan.ts";
 import {
   type CliIo,
   execute,
@@ -41,9 +41,9 @@ import {
   openSession,
   readConfig,
   type RunIo,
-} from "./_cli_commands.ts";
-import { openCache } from "./_cli_cache.ts";
-import { type CliWriter, escapeControls } from "./_cli_render.ts";
+} from "./_commands.ts";
+import { openCache } from "./_cache.ts";
+import { type CliWriter, escapeControls } from "./_render.ts";
 
 export type { CliIo, CliWriter };
 export { CONFIG_VARIABLES };
@@ -83,7 +83,7 @@ export async function main(
         io.stdout.write(planned.text);
         return planned.code;
       case "demo": {
-        const { runDemo } = await import("./_cli_demo.ts");
+        const { runDemo } = await import("./_demo.ts");
         await runDemo(io);
         break;
       }

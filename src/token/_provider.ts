@@ -2,12 +2,12 @@
 // decision is `decide()` over that state and `now()`, and this class only
 // carries decisions out.
 
-import { QuotaExceededError, TokenRequestError } from "./errors.ts";
-import { backoffDelay, delay, retryAfterMs } from "./_retry.ts";
-import { readQuotaBuckets } from "./_quota_parse.ts";
-import type { QuotaBucket } from "./quota.ts";
+import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
+import { backoffDelay, delay, retryAfterMs } from "../core/_retry.ts";
+import { readQuotaBuckets } from "../core/_quota_parse.ts";
+import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
-import { attemptTokenRequest, quotaExceeded } from "./_token_protocol.ts";
+import { attemptTokenRequest, quotaExceeded } from "./_protocol.ts";
 import {
   decide,
   FAILURE_COOLDOWN,
@@ -19,21 +19,22 @@ import {
   settles,
   type TokenTimes,
   tokenTimes,
-} from "./_token_policy.ts";
+} from "./_policy.ts";
 import {
   type IssuedToken,
   issuedToken,
   type QuotaSnapshot,
   quotaSnapshot,
   storableToken,
-} from "./_token_value.ts";
-import { storeKey, type TokenRecord, type TokenStore } from "./_token_store.ts";
+} from "./_value.ts";
+import type { TokenRecord, TokenStore } from "../store/mod.ts";
+import { storeKey } from "../store/_key.ts";
 import type {
   GetTokenOptions,
   ProviderConfig,
   TokenProvider,
   TokenTarget,
-} from "./_token_options.ts";
+} from "./_options.ts";
 
 interface Cached {
   readonly token: IssuedToken;

@@ -1,6 +1,6 @@
 // Internal: what the client does after each API attempt, as pure functions.
 
-import { type Backoff, backoffDelay } from "./_retry.ts";
+import { type Backoff, backoffDelay } from "../core/_retry.ts";
 
 /** Methods that may be sent twice: the same effect either way. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);

@@ -4,9 +4,13 @@
 // no configuration, so it also works when the tool runs straight from the
 // registry, where the package's deno.json does not apply.
 
-import type { CoordinateOptions, TokenRecord, TokenStore } from "./token.ts";
-import { CACHE_VARIABLES } from "./_cli_plan.ts";
-import { delay } from "./_retry.ts";
+import type {
+  CoordinateOptions,
+  TokenRecord,
+  TokenStore,
+} from "../store/mod.ts";
+import { CACHE_VARIABLES } from "./_plan.ts";
+import { delay } from "../core/_retry.ts";
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
@@ -153,8 +157,18 @@ class EncryptedFileStore implements TokenStore {
       const record = await this.get(key);
       if (record !== undefined && settled(record)) return record;
       const locked = await this.#lock(lock, stale);
-      if (locked !== "held" || Date.now() >= giveUpAt) {
-        return await this.#requestAndWrite(key, request, locked, lock);
+      if (locked === "taken") {
+        try {
+          // Another run may have written between the read and the lock.
+          const again = await this.get(key);
+          if (again !== undefined && settled(again)) return again;
+          return await this.#requestAndWrite(key, request);
+        } finally {
+          await Deno.remove(lock).catch(() => {});
+        }
+      }
+      if (locked === "unlockable" || Date.now() >= giveUpAt) {
+        return await this.#requestAndWrite(key, request);
       }
       await delay(LOCK_POLL, signal);
     }
@@ -163,16 +177,10 @@ class EncryptedFileStore implements TokenStore {
   async #requestAndWrite(
     key: string,
     request: () => Promise<TokenRecord>,
-    locked: "taken" | "held" | "unlockable",
-    lock: string,
   ): Promise<TokenRecord> {
-    try {
-      const record = await request();
-      await this.set(key, record);
-      return record;
-    } finally {
-      if (locked === "taken") await Deno.remove(lock).catch(() => {});
-    }
+    const record = await request();
+    await this.set(key, record);
+    return record;
   }
 
   /** Takes the lock file: `"taken"`, `"held"` by another run, or `"unlockable"` (no folder to write). */

@@ -1,15 +1,15 @@
 // Internal: the token provider's decisions, as pure functions over its state
 // and the time. The provider only carries them out.
 
-import { TokenRequestError } from "./errors.ts";
-import { type QuotaBucket, quotaResetAfter } from "./quota.ts";
+import { TokenRequestError } from "../core/errors.ts";
+import { type QuotaBucket, quotaResetAfter } from "../core/quota.ts";
 import {
   isIssuedToken,
   type IssuedToken,
   type QuotaSnapshot,
-} from "./_token_value.ts";
-import type { TokenRecord } from "./_token_store.ts";
-import type { Backoff } from "./_retry.ts";
+} from "./_value.ts";
+import type { TokenRecord } from "../store/mod.ts";
+import type { Backoff } from "../core/_retry.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
 export const MAX_QUOTA_BLOCK = 25 * 3_600_000;

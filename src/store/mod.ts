@@ -1,13 +1,32 @@
-// Internal: where a provider keeps its token, shared or not.
+/**
+ * Where token providers keep their token: the store contract, for a store
+ * of your own, and a store in this process's memory. Shared stores for
+ * fleets are `./kv` (Deno KV).
+ *
+ * @example Two providers sharing one token
+ * ```ts
+ * import { createMemoryTokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const store = createMemoryTokenStore();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * if (api.tokenRequests !== 1) throw new Error("not shared");
+ * ```
+ *
+ * @module
+ */
 
-import type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
+import type { IssuedToken, QuotaSnapshot } from "../token/_value.ts";
 
 /**
  * What a {@linkcode TokenStore} keeps for one client: a frozen object.
  *
  * @example A record after a 429
  * ```ts
- * import type { TokenRecord } from "@partner-api/client/token";
+ * import type { TokenRecord } from "@partner-api/client/store";
  *
  * const blocked: TokenRecord = { blockedUntil: Date.now() + 60_000 };
  * if (blocked.token !== undefined) throw new Error();
@@ -40,7 +59,7 @@ export interface TokenRecord {
  *
  * @example A store on a Map, as one on Redis would look
  * ```ts
- * import type { TokenRecord, TokenStore } from "@partner-api/client/token";
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
  *
  * const records = new Map<string, TokenRecord>();
  * const store: TokenStore = {
@@ -80,7 +99,7 @@ export interface TokenStore {
  *
  * @example The simplest coordination: always request
  * ```ts
- * import type { CoordinateOptions, TokenRecord } from "@partner-api/client/token";
+ * import type { CoordinateOptions, TokenRecord } from "@partner-api/client/store";
  *
  * async function coordinate(_key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
  *   const stored: TokenRecord | undefined = undefined; // read it from the shared store
@@ -123,7 +142,8 @@ export interface CoordinateOptions {
  *
  * @example Two providers sharing one token
  * ```ts
- * import { createMemoryTokenStore, createTokenProvider } from "@partner-api/client/token";
+ * import { createMemoryTokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  *
  * await using api = await startFakePartnerApi();
@@ -148,31 +168,4 @@ export function createMemoryTokenStore(): TokenStore {
       return Promise.resolve();
     },
   };
-}
-
-/**
- * The key of one client's record: endpoint, audience, client id and a
- * SHA-256 digest of the secret (domain-separated, so it matches no other
- * digest of it), so that a wrong secret never shares a right one's token.
- */
-export async function storeKey(endpoint: {
-  readonly url: URL;
-  readonly audience: string;
-  readonly clientId: string;
-  readonly secret: string;
-}): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(`partner-api token store key\n${endpoint.secret}`),
-  );
-  const hex = Array.from(
-    new Uint8Array(digest).subarray(0, 16),
-    (byte) => byte.toString(16).padStart(2, "0"),
-  ).join("");
-  return JSON.stringify([
-    endpoint.url.href,
-    endpoint.audience,
-    endpoint.clientId,
-    hex,
-  ]);
 }

@@ -1,7 +1,7 @@
 // Internal: the boundary the bearer token never crosses. Every address a
 // client sends a token to, redirects included, passes through here.
 
-import { displayUrl } from "./_url.ts";
+import { displayUrl } from "../core/_url.ts";
 
 /**
  * Path forms a server may read as a path outside the base, though the URL

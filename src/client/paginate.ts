@@ -21,8 +21,8 @@
  * @module
  */
 
-import { checkNumber } from "./_check.ts";
-import { raceAbort } from "./_abort.ts";
+import { checkNumber } from "../core/_check.ts";
+import { raceAbort } from "../core/_abort.ts";
 
 /**
  * The two sort directions the service knows.

@@ -2,7 +2,7 @@
 // frozen plain objects; the token hides its secret part from inspection and
 // from JSON.
 
-import type { QuotaBucket } from "./quota.ts";
+import type { QuotaBucket } from "../core/quota.ts";
 
 /**
  * A token as issued: a frozen object. When inspected (`console.log`,

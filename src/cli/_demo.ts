@@ -1,10 +1,10 @@
 // Internal: `partner-api demo`, loaded only when asked for, so that the
 // published ./cli does not load the fake service for real runs.
 
-import { startFakePartnerApi } from "./testing/mod.ts";
-import type { CliWriter } from "./_cli_render.ts";
-import { NAME, plan } from "./_cli_plan.ts";
-import { execute, openSession, type RunIo } from "./_cli_commands.ts";
+import { startFakePartnerApi } from "../testing/mod.ts";
+import type { CliWriter } from "./_render.ts";
+import { NAME, plan } from "./_plan.ts";
+import { execute, openSession, type RunIo } from "./_commands.ts";
 
 const NEWEST = "list transactions --sort-by creationDate --sort-direction DESC";
 const DEMO_STEPS = [

@@ -2,8 +2,8 @@
 // or sent. Pure: no process, no I/O, tested directly.
 
 import { parseArgs } from "node:util";
-import type { ListOptions } from "./client.ts";
-import { VERSION } from "./_version.ts";
+import type { ListOptions } from "../client/mod.ts";
+import { VERSION } from "../core/_version.ts";
 
 export const NAME = "partner-api";
 

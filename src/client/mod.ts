@@ -21,24 +21,21 @@
  * @module
  */
 
-import { defineEnvironment, type Environment } from "./environment.ts";
-import type { PaginateOptions } from "./paginate.ts";
+import { defineEnvironment, type Environment } from "../core/environment.ts";
 import {
   createTokenProvider,
   type RetryOptions,
   type TokenProvider,
   type TokenProviderOptions,
-} from "./token.ts";
-import { backoffFrom } from "./_retry.ts";
-import { renewalLedger } from "./_token_provider.ts";
-import { checkNumber, optionError, requireFunction } from "./_check.ts";
+} from "../token/mod.ts";
+import { backoffFrom } from "../core/_retry.ts";
+import { renewalLedger } from "../token/_provider.ts";
+import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import { PathCache } from "./_path.ts";
-import { listUnder } from "./_api_list.ts";
-import {
-  type SendContext,
-  sendExchange,
-  SharedDeadlines,
-} from "./_api_send.ts";
+import { type ListOptions, listUnder } from "./_list.ts";
+
+export type { ListOptions } from "./_list.ts";
+import { type SendContext, sendExchange, SharedDeadlines } from "./_send.ts";
 
 /**
  * Options of {@linkcode createClient}.
@@ -140,32 +137,6 @@ export type ProviderSettings = Omit<
   | "random"
   | "now"
 >;
-
-/**
- * Options of {@linkcode PartnerClient.list}.
- *
- * @example Filters and a custom envelope
- * ```ts
- * import type { ListOptions } from "@partner-api/client/client";
- *
- * type Organization = { organizationID: string };
- * const options: ListOptions<Organization> = {
- *   query: { country: "DE" },
- *   items: (body) => (body as { data: Organization[] }).data,
- * };
- * if (options.items?.({ data: [] }).length !== 0) throw new Error();
- * ```
- */
-export interface ListOptions<T> extends PaginateOptions<T> {
-  /**
-   * Picks the items out of a page's JSON body.
-   *
-   * @default {the body if it is an array, else its only array-valued property}
-   */
-  items?: (body: unknown) => readonly T[];
-  /** Further query parameters, e.g. filters; not `limit`, `page` or sort. */
-  query?: Record<string, string>;
-}
 
 /**
  * A client bound to one environment and one token provider.

@@ -31,8 +31,8 @@
  * @module
  */
 
-import type { TokenStore } from "./token.ts";
-import { checkNumber, requireFunction } from "./_check.ts";
+import type { TokenStore } from "../store/mod.ts";
+import { checkNumber, requireFunction } from "../core/_check.ts";
 import { KvTokenStore } from "./_kv_store.ts";
 
 /**

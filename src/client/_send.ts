@@ -2,12 +2,12 @@
 // limit, retries of idempotent requests, one renewal after a 401, redirects
 // under the same base. The decisions are in _api_policy.ts.
 
-import { ApiError } from "./errors.ts";
-import type { TokenProvider } from "./token.ts";
-import { delay, retryAfterMs } from "./_retry.ts";
-import { raceAbort, unrefTimer } from "./_abort.ts";
-import { displayUrl } from "./_url.ts";
-import { serverText } from "./_redact.ts";
+import { ApiError } from "../core/errors.ts";
+import type { TokenProvider } from "../token/mod.ts";
+import { delay, retryAfterMs } from "../core/_retry.ts";
+import { raceAbort, unrefTimer } from "../core/_abort.ts";
+import { displayUrl } from "../core/_url.ts";
+import { serverText } from "../core/_redact.ts";
 import { followable } from "./_path.ts";
 import {
   type Attempted,
@@ -15,7 +15,7 @@ import {
   mayRetry,
   type RetryPolicy,
   retryWait,
-} from "./_api_policy.ts";
+} from "./_policy.ts";
 
 /** What every request of one client shares. */
 export interface SendContext {

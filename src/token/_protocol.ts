@@ -3,29 +3,34 @@
 // synchronous over a read body, so every answer shape is testable without a
 // server.
 
-import { QuotaExceededError, TokenRequestError } from "./errors.ts";
-import { QUOTA_HEADER, type QuotaBucket } from "./quota.ts";
-import { readQuotaBuckets } from "./_quota_parse.ts";
-import { displayUrl, secureUrl } from "./_url.ts";
-import { cleanCause, redact, type Secret, serverText } from "./_redact.ts";
-import { retryAfterMs } from "./_retry.ts";
-import { raceAbort, startDeadline } from "./_abort.ts";
-import { readBounded } from "./_read_body.ts";
+import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
+import { QUOTA_HEADER, type QuotaBucket } from "../core/quota.ts";
+import { readQuotaBuckets } from "../core/_quota_parse.ts";
+import { displayUrl, secureUrl } from "../core/_url.ts";
+import {
+  cleanCause,
+  redact,
+  type Secret,
+  serverText,
+} from "../core/_redact.ts";
+import { retryAfterMs } from "../core/_retry.ts";
+import { raceAbort, startDeadline } from "../core/_abort.ts";
+import { readBounded } from "../core/_read_body.ts";
 import {
   checkNumber,
   type OptionError,
   optionError,
   requireFunction,
   requireText,
-} from "./_check.ts";
-import { base64, basicPair } from "./_encoding.ts";
-import { quotaRetryAt } from "./_token_policy.ts";
+} from "../core/_check.ts";
+import { base64, basicPair } from "../core/_encoding.ts";
+import { quotaRetryAt } from "./_policy.ts";
 import {
   isAccessToken,
   type IssuedToken,
   issuedToken,
   MAX_EXPIRES_IN,
-} from "./_token_value.ts";
+} from "./_value.ts";
 
 /**
  * Options of {@linkcode requestToken}.

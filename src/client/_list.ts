@@ -2,13 +2,43 @@
 // own, its body read within the attempt, its items picked out; whatever the
 // service gets wrong is an ApiError with the page's status.
 
-import { ApiError } from "./errors.ts";
-import { type PageRequest, pageSearchParams, paginate } from "./paginate.ts";
-import { readBounded } from "./_read_body.ts";
-import type { ListOptions } from "./client.ts";
-import { serverText } from "./_redact.ts";
+import { ApiError } from "../core/errors.ts";
+import {
+  type PageRequest,
+  pageSearchParams,
+  paginate,
+  type PaginateOptions,
+} from "./paginate.ts";
+import { readBounded } from "../core/_read_body.ts";
+import { serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
-import { type SendContext, sendExchange } from "./_api_send.ts";
+import { type SendContext, sendExchange } from "./_send.ts";
+
+/**
+ * Options of `PartnerClient.list`.
+ *
+ * @example Filters and a custom envelope
+ * ```ts
+ * import type { ListOptions } from "@partner-api/client/client";
+ *
+ * type Organization = { organizationID: string };
+ * const options: ListOptions<Organization> = {
+ *   query: { country: "DE" },
+ *   items: (body) => (body as { data: Organization[] }).data,
+ * };
+ * if (options.items?.({ data: [] }).length !== 0) throw new Error();
+ * ```
+ */
+export interface ListOptions<T> extends PaginateOptions<T> {
+  /**
+   * Picks the items out of a page's JSON body.
+   *
+   * @default {the body if it is an array, else its only array-valued property}
+   */
+  items?: (body: unknown) => readonly T[];
+  /** Further query parameters, e.g. filters; not `limit`, `page` or sort. */
+  query?: Record<string, string>;
+}
 
 const EXCERPT_LENGTH = 300;
 /** The largest page body read; a larger one is refused without reading the rest. */

@@ -22,30 +22,24 @@ import {
   attemptTokenRequest,
   tokenEndpoint,
   type TokenRequestOptions,
-} from "./_token_protocol.ts";
+} from "./_protocol.ts";
 import {
   providerConfig,
   type TokenProvider,
   type TokenProviderOptions,
-} from "./_token_options.ts";
-import { TokenProviderMachine } from "./_token_provider.ts";
-import type { IssuedToken } from "./_token_value.ts";
+} from "./_options.ts";
+import { TokenProviderMachine } from "./_provider.ts";
+import type { IssuedToken } from "./_value.ts";
 
-export type { TokenRequestOptions } from "./_token_protocol.ts";
-export type { IssuedToken, QuotaSnapshot } from "./_token_value.ts";
+export type { TokenRequestOptions } from "./_protocol.ts";
+export type { IssuedToken, QuotaSnapshot } from "./_value.ts";
 export type {
   GetTokenOptions,
   RetryOptions,
   TokenProvider,
   TokenProviderOptions,
   TokenTarget,
-} from "./_token_options.ts";
-export {
-  type CoordinateOptions,
-  createMemoryTokenStore,
-  type TokenRecord,
-  type TokenStore,
-} from "./_token_store.ts";
+} from "./_options.ts";
 
 /**
  * Sends one client-credentials token request: no cache, no retry, at most

@@ -1,7 +1,7 @@
 // Internal: how the command-line tool shows things to a person.
 
-import type { QuotaBucket } from "./quota.ts";
-import { CONTROLS } from "./_redact.ts";
+import type { QuotaBucket } from "../core/quota.ts";
+import { CONTROLS } from "../core/_redact.ts";
 
 /**
  * Where the tool writes: standard output or error, or a test's capture.

@@ -1,18 +1,22 @@
 // Internal: what the tool's commands do, over one session (a provider, a
 // client and the cache), writing through CliWriters.
 
-import { createClient, type PartnerClient } from "./client.ts";
-import { defineEnvironment, type Environment } from "./environment.ts";
-import { ApiError, QuotaExceededError, TokenRequestError } from "./errors.ts";
-import type { QuotaBucket } from "./quota.ts";
+import { createClient, type PartnerClient } from "../client/mod.ts";
+import { defineEnvironment, type Environment } from "../core/environment.ts";
+import {
+  ApiError,
+  QuotaExceededError,
+  TokenRequestError,
+} from "../core/errors.ts";
+import type { QuotaBucket } from "../core/quota.ts";
 import {
   createTokenProvider,
   type QuotaSnapshot,
   type TokenProvider,
-  type TokenStore,
-} from "./token.ts";
-import { storeKey } from "./_token_store.ts";
-import type { OptionError } from "./_check.ts";
+} from "../token/mod.ts";
+import type { TokenStore } from "../store/mod.ts";
+import { storeKey } from "../store/_key.ts";
+import type { OptionError } from "../core/_check.ts";
 import {
   type CliWriter,
   duration,
@@ -23,14 +27,14 @@ import {
   table,
   tableWriter,
   utcTime,
-} from "./_cli_render.ts";
+} from "./_render.ts";
 import {
   CONFIG_VARIABLES,
   type Format,
   type ListRequest,
   type Plan,
   UsageError,
-} from "./_cli_plan.ts";
+} from "./_plan.ts";
 
 /**
  * What the tool reads and writes; {@linkcode main} uses the process's own by default.

@@ -1,14 +1,14 @@
 // Internal: the KV token store behind createKvTokenStore. Records rest under
 // [...prefix, key, "record"], leases under [...prefix, key, "lease"].
 
+import type { IssuedToken } from "../token/mod.ts";
 import type {
   CoordinateOptions,
-  IssuedToken,
   TokenRecord,
   TokenStore,
-} from "./token.ts";
-import { delay } from "./_retry.ts";
-import { unrefTimer } from "./_abort.ts";
+} from "../store/mod.ts";
+import { delay } from "../core/_retry.ts";
+import { unrefTimer } from "../core/_abort.ts";
 
 /** The checked options of a {@linkcode KvTokenStore}. */
 export interface KvStoreConfig {
