@@ -6,7 +6,7 @@
 //
 // It prints the PARTNER_API_* lines to paste (or to put in a .env file) and
 // serves until Ctrl-C. Options: --port, --transactions, --per-hour,
-// --token-lifetime, --latency.
+// --token-lifetime, --latency (durations in ms).
 
 import { parseArgs } from "node:util";
 import { startFakePartnerApi } from "@partner-api/client/testing";
@@ -16,7 +16,7 @@ const { values } = parseArgs({
     port: { type: "string", default: "8787" },
     transactions: { type: "string", default: "500" },
     "per-hour": { type: "string", default: "1000" },
-    "token-lifetime": { type: "string", default: "86400" },
+    "token-lifetime": { type: "string", default: "86400000" },
     latency: { type: "string", default: "0" },
   },
 });

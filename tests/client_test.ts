@@ -477,7 +477,7 @@ Deno.test("a client shows neither the secret nor a token when inspected", async 
 
 Deno.test("the fake's API needs a valid token", async () => {
   await using api: FakePartnerApi = await startFakePartnerApi({
-    tokenLifetime: 1,
+    tokenLifetime: 1000,
   });
   const organizations = new URL("organizations", api.environment.baseUrl);
   const get = (authorization?: string) =>

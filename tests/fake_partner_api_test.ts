@@ -160,7 +160,7 @@ Deno.test("the fake counts quota per UTC hour and day and answers 429 past it", 
 Deno.test("the fake's tokens expire on its clock and can be revoked", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({
-    tokenLifetime: 60,
+    tokenLifetime: 60_000,
     now: clock,
   });
   const answer = await post(api.environment.tokenUrl, tokenBody(api));

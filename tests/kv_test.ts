@@ -162,7 +162,7 @@ Deno.test("a 429 during a refresh keeps the valid token for the whole fleet", as
   const clock = manualClock(Date.UTC(2026, 10, 21, 10, 30));
   await using f = await fleet({
     quota: { perHour: 1 },
-    tokenLifetime: 600,
+    tokenLifetime: 600_000,
     now: clock,
   });
   const first = await f.process({}, clock).getToken();

@@ -160,7 +160,7 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
   const clock = manualClock();
   const service = createFakePartnerService({
     now: clock,
-    tokenLifetime: LIFETIME,
+    tokenLifetime: LIFETIME * 1000,
     quota: { perHour: 1_000_000 },
   });
   const main = "http://127.0.0.1:9";

@@ -34,7 +34,7 @@ Deno.test("requestToken() posts exactly the four JSON fields", async () => {
 });
 
 Deno.test("requestToken() computes expiry from the clock when the request was sent", async () => {
-  await using api = await startFakePartnerApi({ tokenLifetime: 3600 });
+  await using api = await startFakePartnerApi({ tokenLifetime: 3_600_000 });
   const clock = manualClock();
   const sentAt = clock();
   const slowFetch: typeof fetch = async (input, init) => {
@@ -192,7 +192,9 @@ Deno.test("expires_in as a string of digits is read as seconds; a missing one me
 });
 
 Deno.test("requestToken() accepts expires_in of exactly a year", async () => {
-  await using api = await startFakePartnerApi({ tokenLifetime: 31_536_000 });
+  await using api = await startFakePartnerApi({
+    tokenLifetime: 31_536_000_000,
+  });
   const token = await requestToken({ ...api.environment, ...api.credentials });
   equal(token.expiresIn, 31_536_000);
 });

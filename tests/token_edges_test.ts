@@ -366,7 +366,7 @@ Deno.test("the store is read once per flight, not on every call during a failed 
   const clock = manualClock();
   await using api = await startFakePartnerApi({
     now: clock,
-    tokenLifetime: 3600,
+    tokenLifetime: 3_600_000,
   });
   const memory = createMemoryTokenStore();
   let reads = 0;
@@ -505,7 +505,7 @@ Deno.test("waitUntil receives each background refresh, and a throwing one change
   const clock = manualClock();
   await using api = await startFakePartnerApi({
     now: clock,
-    tokenLifetime: 600,
+    tokenLifetime: 600_000,
   });
   const handed: Promise<unknown>[] = [];
   const provider = createTokenProvider({

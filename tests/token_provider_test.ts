@@ -114,7 +114,7 @@ Deno.test("getToken() never hands out an expired token", async () => {
 });
 
 Deno.test("getToken() replaces a 1-second token once it has expired", async () => {
-  const { api, provider, clock } = await setup({ tokenLifetime: 1 });
+  const { api, provider, clock } = await setup({ tokenLifetime: 1000 });
   await using _ = api;
   const first = await provider.getToken();
   ok(api.isValidToken(first.accessToken));
@@ -126,7 +126,7 @@ Deno.test("getToken() replaces a 1-second token once it has expired", async () =
 });
 
 Deno.test("getToken() refuses a token that expired while its request was in flight", async () => {
-  await using api = await startFakePartnerApi({ tokenLifetime: 60 });
+  await using api = await startFakePartnerApi({ tokenLifetime: 60_000 });
   const clock = manualClock();
   const frozenFetch: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
@@ -368,7 +368,7 @@ Deno.test("getToken() stops waiting when its signal aborts", async (t) => {
 Deno.test("getToken() sends nothing after a 429 until the quota resets", async (t) => {
   const { api, provider, clock, background } = await setup({
     quota: { perHour: 1 },
-    tokenLifetime: 600,
+    tokenLifetime: 600_000,
   });
   await using _ = api;
   clock.set(Date.UTC(2026, 10, 21, 10, 30));

@@ -107,10 +107,10 @@ export class FakeTokenEndpoint {
     quota.spend();
     this.tokensIssued++;
     const accessToken = randomText(32);
-    this.#tokens.set(accessToken, now() + lifetime * 1000);
+    this.#tokens.set(accessToken, now() + lifetime);
     return this.withQuota(json(200, {
       access_token: accessToken,
-      expires_in: lifetime,
+      expires_in: Math.max(1, Math.floor(lifetime / 1000)),
       token_type: "Bearer",
     }));
   }

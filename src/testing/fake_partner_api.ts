@@ -75,7 +75,7 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { requestToken } from "@partner-api/client/token";
  *
- * await using api = await startFakePartnerApi({ tokenLifetime: 60 });
+ * await using api = await startFakePartnerApi({ tokenLifetime: 60_000 });
  * const token = await requestToken({ ...api.environment, ...api.credentials });
  * if (token.expiresIn !== 60 || !api.isValidToken(token.accessToken)) throw new Error();
  * ```

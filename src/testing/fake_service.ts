@@ -33,16 +33,17 @@ export type { ListSizes };
  * ```ts
  * import { type FakePartnerServiceOptions, startFakePartnerApi } from "@partner-api/client/testing";
  *
- * const options: FakePartnerServiceOptions = { quota: { perHour: 3 }, latency: 5, tokenLifetime: 60 };
+ * const options: FakePartnerServiceOptions = { quota: { perHour: 3 }, latency: 5, tokenLifetime: 60_000 };
  * await using api = await startFakePartnerApi(options);
  * if (api.environment.baseUrl.hostname !== "127.0.0.1") throw new Error();
  * ```
  */
 export interface FakePartnerServiceOptions {
   /**
-   * Lifetime of issued tokens, in seconds.
+   * Lifetime of issued tokens, in ms, like every duration of the fake; the
+   * answer's `expires_in` is it in whole seconds (at least 1).
    *
-   * @default {86400}
+   * @default {86400000}
    */
   tokenLifetime?: number;
   /**
@@ -207,7 +208,7 @@ const AUDIENCE = "https://partner-api.fake";
  * ```ts
  * import { createFakePartnerService } from "@partner-api/client/testing";
  *
- * const service = createFakePartnerService({ tokenLifetime: 60 });
+ * const service = createFakePartnerService({ tokenLifetime: 60_000 });
  * const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.handle);
  * const origin = `http://127.0.0.1:${server.addr.port}`;
  * const environment = service.environmentAt(origin, origin);
@@ -314,7 +315,7 @@ function serviceSetup(options: FakePartnerServiceOptions) {
   const endpoint = new FakeTokenEndpoint({
     lifetime: checkNumber(
       options.tokenLifetime,
-      86_400,
+      86_400_000,
       "positive integer",
       CONTEXT,
       "tokenLifetime",

@@ -120,7 +120,7 @@ Deno.test("the scenario passes on workerd, and a shared provider refreshes acros
   const workerd = (await version(WORKERD, "run `deno task runtimes:install`"))
     .replace(/^workerd /, "");
   await using fake = serveFake();
-  await using shortLived = serveFake({ tokenLifetime: 4 });
+  await using shortLived = serveFake({ tokenLifetime: 4000 });
   await using worker = await startWorkerd();
   const checks = await worker.call<Check[]>("/scenario", fake.description);
   const shared = await sharedProviderAcrossRequests(worker, shortLived);
