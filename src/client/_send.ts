@@ -7,6 +7,7 @@ import type { TokenProvider } from "../token/mod.ts";
 import { delay, retryAfterMs } from "../core/_retry.ts";
 import { raceAbort, unrefTimer } from "../core/_abort.ts";
 import { displayUrl } from "../core/_url.ts";
+import type { RateLimiter } from "./rate_limit.ts";
 import { serverText } from "../core/_redact.ts";
 import { followable } from "./_path.ts";
 import {
@@ -31,6 +32,8 @@ export interface SendContext {
    * one (then the token is already invalidated).
    */
   readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
+  /** Paces every attempt; `undefined` when pacing is off. */
+  readonly rateLimiter: RateLimiter | undefined;
   readonly now: () => number;
 }
 
@@ -71,6 +74,10 @@ export async function sendExchange<T>(
   const run = new Run(context, exchange);
   while (true) {
     if (run.wait > 0) await run.pause();
+    // A slot in the rate window, before the attempt's time limit starts:
+    // waiting for the window is not failing.
+    const slot = context.rateLimiter?.take(run.signal);
+    if (slot !== undefined) await slot;
     const { accessToken } = await context.tokenProvider.getToken(
       run.signal === undefined ? {} : { signal: run.signal },
     );
@@ -215,9 +222,14 @@ class Run<T> {
       return this.#unauthorized(response, accessToken);
     }
     const status = response.status;
+    const now = this.#context.now();
     const retryAfter = mayRetry(status)
-      ? retryAfterMs(response.headers, this.#context.now())
+      ? retryAfterMs(response.headers, now)
       : undefined;
+    // The service counts more than this limiter saw (other processes on
+    // the same address): no request before the window has room. A
+    // Retry-After is the retry's own wait.
+    if (status === 429) this.#context.rateLimiter?.refused();
     if (this.#retry({ kind: "answer", status, retryAfter })) {
       return discard(response).then(() => "again");
     }

@@ -2,6 +2,7 @@
 // code, so that any runtime's server can serve it (Deno.serve in
 // startFakePartnerApi, node:http on Node and Bun, a Worker's fetch).
 
+import { type FakeRateLimit, rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { checkNumber } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
@@ -22,6 +23,7 @@ import {
 import { FakeTokenEndpoint } from "./_fake_token.ts";
 
 export type { FakeFault } from "./_fake_http.ts";
+export type { FakeRateLimit } from "./_fake_rate.ts";
 /** Counts of generated items per list of the fake. */
 export type { ListSizes };
 
@@ -88,6 +90,14 @@ export interface FakePartnerServiceOptions {
    * @default {0}
    */
   latency?: number;
+  /**
+   * A rate limit on API requests, as the service has (900 per 5 minutes per
+   * IP): past it, 429 with the service's body, e.g. `{"error":"Sending more
+   * than 900 requests in 5 minutes is not allowed"}`, and no `Retry-After`.
+   *
+   * @default {none}
+   */
+  apiRateLimit?: FakeRateLimit;
   /**
    * How a list page is sent: `"object"` as `{ <list name>: [...], page,
    * limit }`, `"array"` as a bare JSON array.
@@ -222,6 +232,7 @@ export function createFakePartnerService(
 ): FakePartnerService {
   const { now, credentials, endpoint, lists, latency, listEnvelope } =
     serviceSetup(options);
+  const rateLimited = rateGate(options.apiRateLimit, now, CONTEXT);
   const tokenFaults: FakeFault[] = [...(options.faults ?? [])];
   const apiFaults: FakeFault[] = [];
   const closing = new AbortController();
@@ -234,6 +245,8 @@ export function createFakePartnerService(
   ): Promise<Response> {
     counts.apiRequests++;
     await pause(latency, closing.signal);
+    const refused = rateLimited();
+    if (refused !== undefined) return refused;
     const fault = apiFaults.shift();
     const answer = () => {
       const token = bearerToken(request);

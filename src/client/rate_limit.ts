@@ -1,0 +1,237 @@
+// Pacing API requests to the service's published limit: at most `requests`
+// in any sliding window of `interval` ms. Waiting for a slot is not failing:
+// callers queue in order and go as soon as the window lets them.
+
+import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
+
+/**
+ * A rate limit: at most `requests` in any sliding window of `interval` ms.
+ *
+ * @example The service's published limit
+ * ```ts
+ * import type { RateLimit } from "@partner-api/client/client";
+ *
+ * const limit: RateLimit = { requests: 900, interval: 300_000 };
+ * if (limit.requests / (limit.interval / 1000) !== 3) throw new Error();
+ * ```
+ */
+export interface RateLimit {
+  /** Requests allowed in any window. */
+  readonly requests: number;
+  /** The window's length, in ms. */
+  readonly interval: number;
+}
+
+/**
+ * Paces requests; one limiter can be shared by several clients of a
+ * process, which then share the limit.
+ *
+ * @example Two clients sharing the service's limit
+ * ```ts
+ * import { createClient, createRateLimiter } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const rateLimit = createRateLimiter({ requests: 900, interval: 300_000 });
+ * const a = createClient({ environment: api.environment, ...api.credentials, rateLimit });
+ * const b = createClient({ environment: api.environment, ...api.credentials, rateLimit });
+ * await (await a.fetch("organizations")).body?.cancel();
+ * await (await b.fetch("organizations")).body?.cancel();
+ * if (rateLimit.limit.requests !== 900) throw new Error();
+ * ```
+ */
+export interface RateLimiter {
+  /** The limit it keeps. */
+  readonly limit: RateLimit;
+  /**
+   * Takes a slot: `undefined` when one is free now, else a promise that
+   * resolves when the caller's turn comes (callers go in the order they
+   * came), or rejects with the signal's reason when it aborts first.
+   */
+  take(signal?: AbortSignal): Promise<void> | undefined;
+  /**
+   * Tells the limiter the service refused a request for its rate (a 429):
+   * others on the same address count too, so the window is taken as full.
+   * The next slot is when the oldest send leaves a full window, or one
+   * slot's share of the interval (`interval / requests`) from now when this
+   * limiter has sent less; never before a slot is free anyway.
+   */
+  refused(): void;
+}
+
+/**
+ * Options of {@linkcode createRateLimiter}.
+ *
+ * @example A limiter on an injected clock
+ * ```ts
+ * import type { RateLimiterOptions } from "@partner-api/client/client";
+ *
+ * const options: RateLimiterOptions = { requests: 90, interval: 3000, now: Date.now };
+ * if (options.requests !== 90) throw new Error();
+ * ```
+ */
+export interface RateLimiterOptions extends RateLimit {
+  /**
+   * The clock, in epoch ms.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+}
+
+/** The service's published limit: 900 requests per 5 minutes per IP. */
+export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
+  requests: 900,
+  interval: 300_000,
+});
+
+const CONTEXT = "Cannot create rate limiter";
+
+/**
+ * Creates a limiter of at most `requests` per `interval` ms in any sliding
+ * window. Its timer is `globalThis.setTimeout` (so fake timers drive it),
+ * set only while someone waits.
+ *
+ * @param options The limit, and optionally the clock.
+ * @returns The limiter, to pass as `rateLimit` to one or more clients.
+ * @throws {RangeError} When `requests` or `interval` is not a positive integer.
+ *
+ * @example Pacing a loop of your own
+ * ```ts
+ * import { createRateLimiter } from "@partner-api/client/client";
+ *
+ * const limiter = createRateLimiter({ requests: 2, interval: 50 });
+ * const started = Date.now();
+ * for (let i = 0; i < 3; i++) await limiter.take();
+ * if (Date.now() - started < 40) throw new Error("the third waited for the window");
+ * ```
+ */
+export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(`${CONTEXT}: expected an options object`);
+  }
+  const limit = Object.freeze({
+    requests: positiveInteger(options.requests, "requests"),
+    interval: positiveInteger(options.interval, "interval"),
+  });
+  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
+  return new SlidingWindowLimiter(limit, now);
+}
+
+function positiveInteger(value: number | undefined, option: string): number {
+  if (value === undefined) {
+    throw optionError(TypeError, CONTEXT, option, "must be given");
+  }
+  return checkNumber(value, 0, "positive integer", CONTEXT, option);
+}
+
+/** The sends of the last window: a ring of the latest `requests` times. */
+export interface Window {
+  readonly times: Float64Array;
+  /** Index of the oldest time once the ring is full. */
+  head: number;
+  count: number;
+  /** No slot before this (after a refusal). */
+  blockedUntil: number;
+}
+
+/** How long from `now` until a slot is free: 0 when one is free now. */
+export function slotWait(
+  window: Window,
+  interval: number,
+  now: number,
+): number {
+  const full = window.count === window.times.length;
+  const freedAt = full ? window.times[window.head]! + interval : -Infinity;
+  return Math.max(0, freedAt - now, window.blockedUntil - now);
+}
+
+/** Records a send at `now`. */
+export function recordSend(window: Window, now: number): void {
+  window.times[window.head] = now;
+  window.head = (window.head + 1) % window.times.length;
+  window.count = Math.min(window.count + 1, window.times.length);
+}
+
+interface Waiter {
+  readonly resolve: () => void;
+  readonly reject: (reason: unknown) => void;
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+}
+
+class SlidingWindowLimiter implements RateLimiter {
+  readonly limit: RateLimit;
+  readonly #now: () => number;
+  readonly #window: Window;
+  readonly #queue: Waiter[] = [];
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(limit: RateLimit, now: () => number) {
+    this.limit = limit;
+    this.#now = now;
+    this.#window = {
+      times: new Float64Array(limit.requests),
+      head: 0,
+      count: 0,
+      blockedUntil: -Infinity,
+    };
+  }
+
+  take(signal?: AbortSignal): Promise<void> | undefined {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const now = this.#now();
+    if (
+      this.#queue.length === 0 &&
+      slotWait(this.#window, this.limit.interval, now) === 0
+    ) {
+      recordSend(this.#window, now);
+      return undefined;
+    }
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          this.#queue.splice(this.#queue.indexOf(waiter), 1);
+          reject(signal!.reason);
+          this.#schedule();
+        },
+      };
+      signal?.addEventListener("abort", waiter.onAbort, { once: true });
+      this.#queue.push(waiter);
+      this.#schedule();
+    });
+  }
+
+  refused(): void {
+    const window = this.#window;
+    const { requests, interval } = this.limit;
+    const now = this.#now();
+    const room = window.count === requests
+      ? window.times[window.head]! + interval
+      : now + interval / requests;
+    window.blockedUntil = Math.max(window.blockedUntil, room);
+    this.#schedule();
+  }
+
+  /** Lets waiters through in order while slots are free; then waits for the next. */
+  #schedule(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const { interval } = this.limit;
+    while (this.#queue.length > 0) {
+      const now = this.#now();
+      const wait = slotWait(this.#window, interval, now);
+      if (wait > 0) {
+        this.#timer = setTimeout(() => this.#schedule(), wait);
+        return;
+      }
+      const waiter = this.#queue.shift()!;
+      waiter.signal?.removeEventListener("abort", waiter.onAbort);
+      recordSend(this.#window, now);
+      waiter.resolve();
+    }
+  }
+}

@@ -1,0 +1,242 @@
+// Issue 19, pacing: a sliding window the client waits on instead of
+// failing. The decisions directly, one invariant over random arrivals, and a
+// long crawl against the fake's own rate limit. Time is faked throughout.
+
+import {
+  deepStrictEqual,
+  equal,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import fc from "fast-check";
+import {
+  createRateLimiter,
+  recordSend,
+  slotWait,
+  type Window,
+} from "../src/client/rate_limit.ts";
+import { createClient } from "../src/client/mod.ts";
+import { collect } from "../src/client/paginate.ts";
+import { createFakePartnerService } from "../src/testing/mod.ts";
+import { withFakeTimers } from "./_helpers.ts";
+
+function window(requests: number): Window {
+  return {
+    times: new Float64Array(requests),
+    head: 0,
+    count: 0,
+    blockedUntil: -Infinity,
+  };
+}
+
+Deno.test("slotWait() frees a slot when the oldest send leaves the window", () => {
+  const w = window(2);
+  equal(slotWait(w, 1000, 0), 0);
+  recordSend(w, 0);
+  recordSend(w, 400);
+  equal(slotWait(w, 1000, 500), 500, "until the send at 0 is a window old");
+  equal(slotWait(w, 1000, 1000), 0);
+  recordSend(w, 1000);
+  equal(slotWait(w, 1000, 1000), 400, "now the send at 400 is the oldest");
+  w.blockedUntil = 5000;
+  equal(slotWait(w, 1000, 1400), 3600, "a refusal blocks longer");
+});
+
+Deno.test("createRateLimiter() refuses a bad limit by name", () => {
+  throws(() => createRateLimiter({ requests: 0, interval: 1000 }), {
+    name: "RangeError",
+    option: "requests",
+  });
+  throws(
+    () => createRateLimiter({ requests: 1 } as never),
+    { name: "TypeError", option: "interval" },
+  );
+});
+
+Deno.test("in any window, no more sends than the limit allow, in arrival order, none later than needed", async () => {
+  await withFakeTimers(async (timers) => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.array(fc.integer({ min: 0, max: 3000 }), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        async (requests, interval, arrivals) => {
+          const start = timers.now;
+          const limiter = createRateLimiter({
+            requests,
+            interval,
+            now: () => timers.now,
+          });
+          const granted: number[] = [];
+          const order: number[] = [];
+          const sorted = [...arrivals].sort((a, b) => a - b);
+          const all: Promise<void>[] = [];
+          for (const [i, at] of sorted.entries()) {
+            await timers.tickAsync(start + at - timers.now);
+            const take = () => {
+              granted.push(timers.now - start);
+              order.push(i);
+            };
+            const slot = limiter.take();
+            if (slot === undefined) take();
+            else all.push(slot.then(take));
+          }
+          await timers.tickAsync(sorted.length * interval + 1);
+          await Promise.all(all);
+          deepStrictEqual(order, sorted.map((_, i) => i), "in order");
+          for (let i = requests; i < granted.length; i++) {
+            ok(granted[i]! - granted[i - requests]! >= interval, "window");
+          }
+          for (const [i, at] of granted.entries()) {
+            // Each goes at its arrival, or when the window lets the one
+            // `requests` before it out: never later.
+            const earliest = Math.max(
+              sorted[i]!,
+              i >= requests ? granted[i - requests]! + interval : 0,
+              i > 0 ? granted[i - 1]! : 0,
+            );
+            equal(at, earliest);
+          }
+        },
+      ),
+      { numRuns: 200, seed: 19 },
+    );
+  });
+});
+
+Deno.test("a wait for a slot ends with the caller's signal, and the queue moves on", async () => {
+  await withFakeTimers(async (timers) => {
+    const limiter = createRateLimiter({
+      requests: 1,
+      interval: 1000,
+      now: () => timers.now,
+    });
+    equal(limiter.take(), undefined);
+    const controller = new AbortController();
+    const leaving = limiter.take(controller.signal);
+    const staying = limiter.take();
+    const reason = new Error("gave up");
+    controller.abort(reason);
+    await rejects(leaving!, (error) => error === reason);
+    await timers.tickAsync(1000);
+    await staying;
+  });
+});
+
+/** The fake served in process: no sockets, so fake timers drive it all. */
+function inProcess(
+  apiRateLimit: { requests: number; interval: number },
+  now: () => number,
+) {
+  const statuses = new Map<number, number>();
+  const service = createFakePartnerService({
+    now,
+    items: { transactions: 20_000 },
+    apiRateLimit,
+  });
+  const environment = service.environmentAt(
+    "http://127.0.0.1:9",
+    "http://127.0.0.1:10",
+  );
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const response = await service.handle(new Request(input, init));
+    statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    return response;
+  };
+  return { service, environment, fetch, statuses };
+}
+
+Deno.test("a crawl of 20,000 items at concurrency 4 is paced to the limit: no 429, nothing failed, near the floor", async () => {
+  await withFakeTimers(async (timers) => {
+    const limit = { requests: 90, interval: 3000 };
+    const clock = () => timers.now;
+    const fake = inProcess(limit, clock);
+    const start = clock();
+    const client = createClient({
+      environment: fake.environment,
+      ...fake.service.credentials,
+      fetch: fake.fetch,
+      now: clock,
+      rateLimit: limit,
+    });
+    let done = false;
+    const crawl = collect(
+      client.list("transactions", { limit: 50, concurrency: 4 }),
+      { maxItems: 1_000_000 },
+    ).finally(() => done = true);
+    while (!done) {
+      await timers.tickAsync(5);
+    }
+    const items = await crawl;
+    equal(items.length, 20_000);
+    equal(fake.statuses.get(429) ?? 0, 0, "no 429");
+    const pages = 20_000 / 50 + 1; // the last, empty page ends the list
+    const floor = (Math.ceil(pages / limit.requests) - 1) * limit.interval;
+    const elapsed = clock() - start;
+    console.log(
+      `paced crawl: ${elapsed} ms of fake time, floor ${floor} ms (${
+        (elapsed / floor).toFixed(3)
+      }×), ${fake.statuses.get(429) ?? 0} 429s`,
+    );
+    ok(elapsed >= floor, `${elapsed} ms, floor ${floor} ms`);
+    ok(elapsed <= floor * 1.1, `${elapsed} ms is over 1.1 × ${floor} ms`);
+    fake.service.close();
+  });
+});
+
+Deno.test("the same crawl without pacing meets the fake's 429s", async () => {
+  await withFakeTimers(async (timers) => {
+    const limit = { requests: 90, interval: 3000 };
+    const clock = () => timers.now;
+    const fake = inProcess(limit, clock);
+    const client = createClient({
+      environment: fake.environment,
+      ...fake.service.credentials,
+      fetch: fake.fetch,
+      now: clock,
+      rateLimit: false,
+      retry: { retries: 2, initialDelay: 10, maxDelay: 10 },
+    });
+    let done = false;
+    const crawl = collect(
+      client.list("transactions", { limit: 50, concurrency: 4 }),
+      { maxItems: 1_000_000 },
+    ).then(() => "complete", () => "failed").finally(() => done = true);
+    while (!done) {
+      await timers.tickAsync(5);
+    }
+    equal(await crawl, "failed");
+    ok((fake.statuses.get(429) ?? 0) > 0);
+    fake.service.close();
+  });
+});
+
+Deno.test("a 429 from the API makes the limiter wait for room in the window", async () => {
+  await withFakeTimers(async (timers) => {
+    const limiter = createRateLimiter({
+      requests: 4,
+      interval: 1000,
+      now: () => timers.now,
+    });
+    equal(limiter.take(), undefined);
+    limiter.refused(); // others on the address filled the window
+    let granted = false;
+    const next = limiter.take()!.then(() => void (granted = true));
+    await timers.tickAsync(249);
+    equal(granted, false, "one slot's share of the window: 250 ms");
+    await timers.tickAsync(1);
+    await next;
+    for (let i = 0; i < 2; i++) limiter.take();
+    limiter.refused(); // full now: wait until the oldest send leaves
+    granted = false;
+    const later = limiter.take()!.then(() => void (granted = true));
+    await timers.tickAsync(749);
+    equal(granted, false);
+    await timers.tickAsync(1);
+    await later;
+  });
+});
