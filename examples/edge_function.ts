@@ -11,12 +11,12 @@
 // (or ":memory:"); on Deploy leave it unset.
 
 import {
+  configFromEnv,
   createClient,
   createTokenProvider,
   type PartnerClient,
 } from "@partner-api/client";
 import { createKvTokenStore } from "@partner-api/client/kv";
-import { configFromEnv } from "./_config.ts";
 
 /** Answers `GET /organizations/count` with how many organizations there are. */
 export function createHandler(

@@ -3,8 +3,11 @@
 //   deno run --env-file=.env --allow-env='PARTNER_API_*' \
 //     --allow-net=<token host>,<api host> examples/list_transactions.ts [max]
 
-import { createClient, type PartnerClient } from "@partner-api/client";
-import { configFromEnv } from "./_config.ts";
+import {
+  configFromEnv,
+  createClient,
+  type PartnerClient,
+} from "@partner-api/client";
 
 /** A transaction as far as this script cares. */
 export interface Transaction {

@@ -4,11 +4,11 @@
 //     --allow-net=<token host> examples/quota_alert.ts
 
 import {
+  configFromEnv,
   createTokenProvider,
   nextExhaustedBucket,
   type QuotaSnapshot,
 } from "@partner-api/client";
-import { configFromEnv } from "./_config.ts";
 
 /**
  * Returns an `onQuota` callback that calls `warn` once a bucket has fewer

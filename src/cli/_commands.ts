@@ -2,7 +2,8 @@
 // client and the cache), writing through CliWriters.
 
 import { createClient, type PartnerClient } from "../client/mod.ts";
-import { defineEnvironment, type Environment } from "../core/environment.ts";
+import type { Environment } from "../core/environment.ts";
+import { type ConfigError, configFromEnv } from "../core/config.ts";
 import {
   ApiError,
   QuotaExceededError,
@@ -16,7 +17,6 @@ import {
 } from "../token/mod.ts";
 import type { TokenStore } from "../store/mod.ts";
 import { storeKey } from "../store/_key.ts";
-import type { OptionError } from "../core/_check.ts";
 import {
   type CliWriter,
   duration,
@@ -89,34 +89,20 @@ export interface Config {
  * `defineEnvironment` refuses (named by variable).
  */
 export function readConfig(io: CliIo): Config {
-  const values: Record<string, string> = {};
-  const missing: string[] = [];
-  for (const [key, name] of Object.entries(CONFIG_VARIABLES)) {
-    const value = readVariable(io, name)?.trim();
-    if (value === undefined || value === "") missing.push(name);
-    else values[key] = value;
-  }
-  if (missing.length > 0) {
-    throw new UsageError(
-      `${missing.join(", ")} ${
-        missing.length === 1 ? "is" : "are"
-      } not set (see .env.example; deno task --env-file=.env cli ... reads a .env file)`,
-    );
-  }
   try {
-    return {
-      environment: defineEnvironment(
-        values as unknown as Config["environment"],
-      ),
-      clientId: values.clientId!,
-      clientSecret: values.clientSecret!,
-    };
+    return configFromEnv((name) => readVariable(io, name));
   } catch (error) {
-    // Name the variable and the rule, never the value: a secret pasted into
-    // the wrong variable is the usual mistake.
-    const { option, rule } = error as OptionError;
-    const variable = CONFIG_VARIABLES[option as keyof typeof CONFIG_VARIABLES];
-    throw new UsageError(`${variable ?? option} ${rule}`);
+    if (error instanceof UsageError) throw error;
+    // Fields, never the value: a secret pasted into the wrong variable is
+    // the usual mistake.
+    const { missing, option, rule } = error as ConfigError;
+    throw new UsageError(
+      missing.length === 0
+        ? `${option} ${rule}`
+        : `${missing.join(", ")} ${
+          missing.length === 1 ? "is" : "are"
+        } not set (see .env.example; deno task --env-file=.env cli ... reads a .env file)`,
+    );
   }
 }
 

@@ -1,6 +1,7 @@
 // Internal: the command line, checked into a plan before anything is read
 // or sent. Pure: no process, no I/O, tested directly.
 
+import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
 import type { ListOptions } from "../client/mod.ts";
 import { VERSION } from "../core/_version.ts";
@@ -18,14 +19,9 @@ export const NAME = "partner-api";
  * if (!names.includes("PARTNER_API_CLIENT_SECRET")) throw new Error();
  * ```
  */
-export const CONFIG_VARIABLES = {
-  baseUrl: "PARTNER_API_BASE_URL",
-  pciBaseUrl: "PARTNER_API_PCI_BASE_URL",
-  tokenUrl: "PARTNER_API_TOKEN_URL",
-  audience: "PARTNER_API_AUDIENCE",
-  clientId: "PARTNER_API_CLIENT_ID",
-  clientSecret: "PARTNER_API_CLIENT_SECRET",
-} as const;
+import { CONFIG_VARIABLES } from "../core/config.ts";
+
+export { CONFIG_VARIABLES };
 
 /** Where the token cache goes, first found wins. */
 export const CACHE_VARIABLES = [
@@ -238,41 +234,6 @@ function flagProblem(message: string): string {
     }`;
   }
   return message.replace(/\s*\n\s*/g, " ");
-}
-
-/**
- * The known word closest to `word`: one it starts, or one within a third of
- * its length in edits (two for short words); `undefined` when none is near.
- */
-export function nearest(
-  word: string,
-  known: readonly string[],
-): string | undefined {
-  const prefixed = known.filter((candidate) => candidate.startsWith(word));
-  if (prefixed.length === 1) return prefixed[0];
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
-  for (const candidate of known) {
-    const distance = editDistance(word, candidate);
-    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j]! + 1,
-        current[j - 1]! + 1,
-        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 function count(

@@ -32,6 +32,12 @@ import { TokenProviderMachine } from "./_provider.ts";
 import type { IssuedToken } from "./_value.ts";
 
 export type { TokenRequestOptions } from "./_protocol.ts";
+// The types a provider's options name; the store itself is in ./store.
+export type {
+  CoordinateOptions,
+  TokenRecord,
+  TokenStore,
+} from "../store/mod.ts";
 export type { IssuedToken, QuotaSnapshot } from "./_value.ts";
 export type {
   GetTokenOptions,

@@ -1,0 +1,58 @@
+// Issue 18: configFromEnv, the library's first hour. Against the fake.
+
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { CONFIG_VARIABLES, configFromEnv } from "../src/core/config.ts";
+import { createClient } from "../src/client/mod.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { configFor } from "./_cli_helpers.ts";
+
+Deno.test("configFromEnv() gives what createClient needs", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient(configFromEnv(configFor(api)));
+  const response = await client.fetch("organizations");
+  await response.body?.cancel();
+  equal(response.status, 200);
+  const fromFunction = configFromEnv((name) => configFor(api)[name]);
+  equal(fromFunction.clientId, api.credentials.clientId);
+});
+
+Deno.test("configFromEnv() names every missing variable at once, with near misses", () => {
+  throws(
+    () => configFromEnv({ PARTNER_API_BASEURL: "https://x.example/api/" }),
+    (error: unknown) => {
+      ok(error instanceof TypeError);
+      const { missing, option, rule } = error as TypeError & {
+        missing: string[];
+        option: string;
+        rule: string;
+      };
+      deepStrictEqual(missing, Object.values(CONFIG_VARIABLES));
+      equal(option, "PARTNER_API_BASE_URL");
+      equal(rule, "is not set");
+      ok(error.message.includes("PARTNER_API_BASEURL is set"), error.message);
+      return true;
+    },
+  );
+});
+
+Deno.test("configFromEnv() names the variable and the rule, never the value", async () => {
+  await using api = await startFakePartnerApi();
+  const pasted = "pasted-Secret-9f8e7d6c5b4a";
+  throws(
+    () =>
+      configFromEnv({
+        ...configFor(api),
+        PARTNER_API_TOKEN_URL: `http://idp.example.com/${pasted}`,
+      }),
+    (error: unknown) => {
+      ok(error instanceof TypeError);
+      equal(
+        (error as TypeError & { option: string }).option,
+        "PARTNER_API_TOKEN_URL",
+      );
+      ok(!error.message.includes(pasted), error.message);
+      ok(!JSON.stringify(error).includes(pasted));
+      return true;
+    },
+  );
+});
