@@ -23,17 +23,21 @@ async function statusOf(pending: Promise<Response>): Promise<number> {
 
 const UNAUTHORIZED: FakeFault = { kind: "status", status: 401 };
 
-Deno.test("a 401 path between working calls costs at most one token per hour", async () => {
+/** The fake with a quota of 10 an hour, and a client on one manual clock. */
+async function quotaOfTen() {
   const clock = manualClock();
-  await using api = await startFakePartnerApi({
-    now: clock,
-    quota: { perHour: 10 },
-  });
+  const api = await startFakePartnerApi({ now: clock, quota: { perHour: 10 } });
   const client = createClient({
     environment: api.environment,
     ...api.credentials,
     now: clock,
   });
+  return { clock, api, client, [Symbol.asyncDispose]: () => api.close() };
+}
+
+Deno.test("a 401 path between working calls costs at most one token per hour", async () => {
+  await using setup = await quotaOfTen();
+  const { clock, api, client } = setup;
   for (let pair = 0; pair < 12; pair++) {
     equal(await statusOf(client.fetch("organizations")), 200, "works");
     api.injectApiFaults(UNAUTHORIZED); // this path answers 401
@@ -49,16 +53,8 @@ Deno.test("a 401 path between working calls costs at most one token per hour", a
 });
 
 Deno.test("a gateway answering 401 to one request in five spends at most one token per hour", async () => {
-  const clock = manualClock();
-  await using api = await startFakePartnerApi({
-    now: clock,
-    quota: { perHour: 10 },
-  });
-  const client = createClient({
-    environment: api.environment,
-    ...api.credentials,
-    now: clock,
-  });
+  await using setup = await quotaOfTen();
+  const { clock, api, client } = setup;
   const statuses = new Map<number, number>();
   for (let call = 0; call < 100; call++) {
     if (call % 5 === 4) api.injectApiFaults(UNAUTHORIZED);

@@ -46,8 +46,8 @@ export interface Deadline {
 /**
  * Starts a deadline of `ms` that also follows `outer`.
  *
- * Not `AbortSignal.timeout`: its timer cannot be cleared when the attempt
- * ends early, and fake timers cannot drive it in tests. Not `using` either:
+ * Not the platform's timeout signal: its timer cannot be cleared when the
+ * attempt ends early, and fake timers cannot drive it in tests. Not `using` either:
  * Node 20 cannot parse it, and the core runs there.
  */
 export function startDeadline(ms: number, outer?: AbortSignal): Deadline {

@@ -129,12 +129,14 @@ export interface TokenProviderOptions
 /**
  * Options of {@linkcode TokenProvider.getToken}.
  *
- * @example Giving up after a second
+ * @example Giving up when the caller does
  * ```ts
  * import type { GetTokenOptions } from "@partner-api/client/token";
  *
- * const options: GetTokenOptions = { signal: AbortSignal.timeout(1000) };
- * if (options.signal === undefined) throw new Error();
+ * const caller = new AbortController();
+ * const options: GetTokenOptions = { signal: caller.signal };
+ * caller.abort();
+ * if (!options.signal?.aborted) throw new Error();
  * ```
  */
 export interface GetTokenOptions {
