@@ -54,7 +54,7 @@ Deno.test("a 401 path between working calls costs at most one token per hour", a
 
 Deno.test("a gateway answering 401 to one request in five spends at most one token per hour", async () => {
   await using setup = await quotaOfTen();
-  const { clock, api, client } = setup;
+  const { api, client } = setup;
   const statuses = new Map<number, number>();
   for (let call = 0; call < 100; call++) {
     if (call % 5 === 4) api.injectApiFaults(UNAUTHORIZED);
