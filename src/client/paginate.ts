@@ -21,222 +21,23 @@
  * @module
  */
 
-import { checkNumber } from "../core/_check.ts";
 import { raceAbort } from "../core/_abort.ts";
+import { type PageConfig, pageConfig } from "./_page_config.ts";
+import type {
+  CollectOptions,
+  PageRequest,
+  PaginateOptions,
+} from "./_page_types.ts";
 
-/**
- * The two sort directions the service knows.
- *
- * @example Newest first
- * ```ts
- * import type { SortDirection } from "@partner-api/client/paginate";
- *
- * const newestFirst: SortDirection = "DESC";
- * if (newestFirst !== "DESC") throw new Error();
- * ```
- */
-export type SortDirection = "ASC" | "DESC";
-
-/**
- * What {@linkcode paginate} asks `fetchPage` for.
- *
- * @example A fetchPage for any offset-paged endpoint
- * ```ts
- * import { type PageRequest, pageSearchParams } from "@partner-api/client/paginate";
- *
- * function pageUrl(request: PageRequest): string {
- *   return `https://api.partner.example/api/transactions?${pageSearchParams(request)}`;
- * }
- * if (!pageUrl({ page: 2, limit: 10 }).endsWith("?limit=10&page=2")) throw new Error();
- * ```
- */
-export interface PageRequest {
-  /** The page number, from 1. */
-  readonly page: number;
-  /** Items per page. */
-  readonly limit: number;
-  /** Field to sort by, only when the caller gave one. */
-  readonly sortBy?: string;
-  /** Sort direction, only when the caller gave one. */
-  readonly sortDirection?: SortDirection;
-  /**
-   * Aborts when the caller's signal does, or when the page is no longer
-   * needed. Always present when {@linkcode paginate} calls.
-   */
-  readonly signal?: AbortSignal;
-}
-
-/**
- * Options of {@linkcode paginate}.
- *
- * @example The newest 200 transactions, four pages at a time
- * ```ts
- * import type { PaginateOptions } from "@partner-api/client/paginate";
- *
- * const options: PaginateOptions<{ transactionID: string }> = {
- *   sortBy: "creationDate",
- *   sortDirection: "DESC",
- *   maxItems: 200,
- *   concurrency: 4,
- *   dedupeBy: (transaction) => transaction.transactionID,
- * };
- * if (options.maxItems !== 200) throw new Error();
- * ```
- */
-export interface PaginateOptions<T> {
-  /**
-   * Items per page; always sent.
-   *
-   * @default {50}
-   */
-  limit?: number;
-  /**
-   * The first page to request.
-   *
-   * @default {1}
-   */
-  page?: number;
-  /** Field to sort by; sent only when given (the service has its own default order). */
-  sortBy?: string;
-  /** Sort direction; sent only when given (the service's default is unknown). */
-  sortDirection?: SortDirection;
-  /**
-   * Stop after yielding this many items.
-   *
-   * @default {Infinity}
-   */
-  maxItems?: number;
-  /**
-   * Stop after this many pages.
-   *
-   * @default {Infinity}
-   */
-  maxPages?: number;
-  /**
-   * Page requests kept in flight, 1 to 64. Items are still yielded in order;
-   * at most `concurrency - 1` pages past the end are requested, and aborted.
-   *
-   * @default {1}
-   */
-  concurrency?: number;
-  /**
-   * Returns a key per item; an item whose key was already yielded is dropped.
-   * Offset paging repeats items when new ones are inserted ahead of the
-   * current page while you page (transactions by `creationDate` DESC); this
-   * removes the repeats. It cannot bring back items skipped because others
-   * were deleted meanwhile, and it keeps every key in memory. A full page
-   * whose items were all seen before ends the iteration with an `Error`: the
-   * server ignores `page`, and paging on would never end.
-   */
-  dedupeBy?: (item: T) => unknown;
-  /** Aborts the iteration, which then throws the signal's reason. */
-  signal?: AbortSignal;
-}
-
-/**
- * Options of {@linkcode collect}.
- *
- * @example A cap for collect()
- * ```ts
- * import type { CollectOptions } from "@partner-api/client/paginate";
- *
- * const cap: CollectOptions = { maxItems: 10_000 };
- * if (cap.maxItems !== 10_000) throw new Error();
- * ```
- */
-export interface CollectOptions {
-  /** The most items to collect: required, so nothing loads a million items by accident. */
-  maxItems: number;
-}
+export type {
+  CollectOptions,
+  PageRequest,
+  PaginateOptions,
+  SortDirection,
+} from "./_page_types.ts";
 
 const CONTEXT = "Cannot paginate";
 
-interface PageConfig<T> {
-  readonly limit: number;
-  readonly firstPage: number;
-  readonly lastPage: number;
-  readonly maxItems: number;
-  readonly concurrency: number;
-  readonly sort: { sortBy?: string; sortDirection?: SortDirection };
-  readonly dedupeBy: ((item: T) => unknown) | undefined;
-  readonly signal: AbortSignal | undefined;
-}
-
-function positiveInteger(
-  value: number | undefined,
-  fallback: number,
-  field: string,
-): number {
-  return checkNumber(value, fallback, "positive integer", CONTEXT, field);
-}
-
-/** More pages in flight than this gain nothing and can exhaust memory. */
-const MAX_CONCURRENCY = 64;
-
-function concurrencyOf(value: number | undefined): number {
-  const concurrency = positiveInteger(value, 1, "concurrency");
-  if (concurrency > MAX_CONCURRENCY) {
-    throw new RangeError(
-      `${CONTEXT}: 'concurrency' must be at most ${MAX_CONCURRENCY}: received ${value}`,
-    );
-  }
-  return concurrency;
-}
-
-function countLimit(value: number | undefined, field: string): number {
-  if (value === Infinity) return Infinity;
-  return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
-}
-
-function sortOptions(
-  sortBy: unknown,
-  sortDirection: unknown,
-): PageConfig<unknown>["sort"] {
-  if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
-    throw new TypeError(
-      `${CONTEXT}: 'sortBy' must be a non-empty string: received ${
-        JSON.stringify(sortBy)
-      }`,
-    );
-  }
-  if (
-    sortDirection !== undefined && sortDirection !== "ASC" &&
-    sortDirection !== "DESC"
-  ) {
-    throw new TypeError(
-      `${CONTEXT}: 'sortDirection' must be "ASC" or "DESC": received ${
-        JSON.stringify(sortDirection)
-      }`,
-    );
-  }
-  return {
-    ...(sortBy === undefined ? {} : { sortBy }),
-    ...(sortDirection === undefined ? {} : { sortDirection }),
-  };
-}
-
-function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
-  const { dedupeBy, signal } = options;
-  if (dedupeBy !== undefined && typeof dedupeBy !== "function") {
-    throw new TypeError(`${CONTEXT}: 'dedupeBy' must be a function`);
-  }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`${CONTEXT}: 'signal' must be an AbortSignal`);
-  }
-  const firstPage = positiveInteger(options.page, 1, "page");
-  return {
-    limit: positiveInteger(options.limit, 50, "limit"),
-    firstPage,
-    lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
-    maxItems: countLimit(options.maxItems, "maxItems"),
-    concurrency: concurrencyOf(options.concurrency),
-    sort: sortOptions(options.sortBy, options.sortDirection),
-    dedupeBy,
-    signal,
-  };
-}
-
-/** One page request in flight. */
 interface PendingPage<T> {
   readonly page: number;
   readonly controller: AbortController;

@@ -4,10 +4,10 @@
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import type { Environment } from "../core/environment.ts";
 import { type Backoff, backoffFrom } from "../core/_retry.ts";
-import { tokenEndpoint, type TokenRequestOptions } from "./_protocol.ts";
+import { tokenEndpoint, type TokenRequestOptions } from "./_endpoint.ts";
 import type { IssuedToken, QuotaSnapshot } from "./_value.ts";
 import type { TokenStore } from "../store/mod.ts";
-import type { TokenEndpoint } from "./_protocol.ts";
+import type { TokenEndpoint } from "./_endpoint.ts";
 
 /**
  * Retry policy for network errors, timeouts, 408 and 5xx answers.

@@ -18,11 +18,8 @@
  * @module
  */
 
-import {
-  attemptTokenRequest,
-  tokenEndpoint,
-  type TokenRequestOptions,
-} from "./_protocol.ts";
+import { attemptTokenRequest } from "./_protocol.ts";
+import { tokenEndpoint, type TokenRequestOptions } from "./_endpoint.ts";
 import {
   providerConfig,
   type TokenProvider,
@@ -31,7 +28,7 @@ import {
 import { TokenProviderMachine } from "./_provider.ts";
 import type { IssuedToken } from "./_value.ts";
 
-export type { TokenRequestOptions } from "./_protocol.ts";
+export type { TokenRequestOptions } from "./_endpoint.ts";
 // The types a provider's options name; the store itself is in ./store.
 export type {
   CoordinateOptions,

@@ -1,0 +1,95 @@
+// Internal: a paginator's options, checked all at once before any page is
+// requested.
+
+import { checkNumber } from "../core/_check.ts";
+import type { PaginateOptions, SortDirection } from "./_page_types.ts";
+
+const CONTEXT = "Cannot paginate";
+
+/** A paginator's checked options. */
+export interface PageConfig<T> {
+  readonly limit: number;
+  readonly firstPage: number;
+  readonly lastPage: number;
+  readonly maxItems: number;
+  readonly concurrency: number;
+  readonly sort: { sortBy?: string; sortDirection?: SortDirection };
+  readonly dedupeBy: ((item: T) => unknown) | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+function positiveInteger(
+  value: number | undefined,
+  fallback: number,
+  field: string,
+): number {
+  return checkNumber(value, fallback, "positive integer", CONTEXT, field);
+}
+
+/** More pages in flight than this gain nothing and can exhaust memory. */
+const MAX_CONCURRENCY = 64;
+
+function concurrencyOf(value: number | undefined): number {
+  const concurrency = positiveInteger(value, 1, "concurrency");
+  if (concurrency > MAX_CONCURRENCY) {
+    throw new RangeError(
+      `${CONTEXT}: 'concurrency' must be at most ${MAX_CONCURRENCY}: received ${value}`,
+    );
+  }
+  return concurrency;
+}
+
+function countLimit(value: number | undefined, field: string): number {
+  if (value === Infinity) return Infinity;
+  return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
+}
+
+function sortOptions(
+  sortBy: unknown,
+  sortDirection: unknown,
+): PageConfig<unknown>["sort"] {
+  if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
+    throw new TypeError(
+      `${CONTEXT}: 'sortBy' must be a non-empty string: received ${
+        JSON.stringify(sortBy)
+      }`,
+    );
+  }
+  if (
+    sortDirection !== undefined && sortDirection !== "ASC" &&
+    sortDirection !== "DESC"
+  ) {
+    throw new TypeError(
+      `${CONTEXT}: 'sortDirection' must be "ASC" or "DESC": received ${
+        JSON.stringify(sortDirection)
+      }`,
+    );
+  }
+  return {
+    ...(sortBy === undefined ? {} : { sortBy }),
+    ...(sortDirection === undefined ? {} : { sortDirection }),
+  };
+}
+
+export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
+  const { dedupeBy, signal } = options;
+  if (dedupeBy !== undefined && typeof dedupeBy !== "function") {
+    throw new TypeError(`${CONTEXT}: 'dedupeBy' must be a function`);
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`${CONTEXT}: 'signal' must be an AbortSignal`);
+  }
+  const firstPage = positiveInteger(options.page, 1, "page");
+  return {
+    limit: positiveInteger(options.limit, 50, "limit"),
+    firstPage,
+    lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
+    maxItems: countLimit(options.maxItems, "maxItems"),
+    concurrency: concurrencyOf(options.concurrency),
+    sort: sortOptions(options.sortBy, options.sortDirection),
+    dedupeBy,
+    signal,
+  };
+}
+
+/** One page request in flight. */

@@ -1,0 +1,127 @@
+// Internal: the paginator's public types, apart so that its entry and its
+// option checks can both name them.
+
+/**
+ * The two sort directions the service knows.
+ *
+ * @example Newest first
+ * ```ts
+ * import type { SortDirection } from "@partner-api/client/paginate";
+ *
+ * const newestFirst: SortDirection = "DESC";
+ * if (newestFirst !== "DESC") throw new Error();
+ * ```
+ */
+export type SortDirection = "ASC" | "DESC";
+
+/**
+ * What {@linkcode paginate} asks `fetchPage` for.
+ *
+ * @example A fetchPage for any offset-paged endpoint
+ * ```ts
+ * import { type PageRequest, pageSearchParams } from "@partner-api/client/paginate";
+ *
+ * function pageUrl(request: PageRequest): string {
+ *   return `https://api.partner.example/api/transactions?${pageSearchParams(request)}`;
+ * }
+ * if (!pageUrl({ page: 2, limit: 10 }).endsWith("?limit=10&page=2")) throw new Error();
+ * ```
+ */
+export interface PageRequest {
+  /** The page number, from 1. */
+  readonly page: number;
+  /** Items per page. */
+  readonly limit: number;
+  /** Field to sort by, only when the caller gave one. */
+  readonly sortBy?: string;
+  /** Sort direction, only when the caller gave one. */
+  readonly sortDirection?: SortDirection;
+  /**
+   * Aborts when the caller's signal does, or when the page is no longer
+   * needed. Always present when {@linkcode paginate} calls.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Options of {@linkcode paginate}.
+ *
+ * @example The newest 200 transactions, four pages at a time
+ * ```ts
+ * import type { PaginateOptions } from "@partner-api/client/paginate";
+ *
+ * const options: PaginateOptions<{ transactionID: string }> = {
+ *   sortBy: "creationDate",
+ *   sortDirection: "DESC",
+ *   maxItems: 200,
+ *   concurrency: 4,
+ *   dedupeBy: (transaction) => transaction.transactionID,
+ * };
+ * if (options.maxItems !== 200) throw new Error();
+ * ```
+ */
+export interface PaginateOptions<T> {
+  /**
+   * Items per page; always sent.
+   *
+   * @default {50}
+   */
+  limit?: number;
+  /**
+   * The first page to request.
+   *
+   * @default {1}
+   */
+  page?: number;
+  /** Field to sort by; sent only when given (the service has its own default order). */
+  sortBy?: string;
+  /** Sort direction; sent only when given (the service's default is unknown). */
+  sortDirection?: SortDirection;
+  /**
+   * Stop after yielding this many items.
+   *
+   * @default {Infinity}
+   */
+  maxItems?: number;
+  /**
+   * Stop after this many pages.
+   *
+   * @default {Infinity}
+   */
+  maxPages?: number;
+  /**
+   * Page requests kept in flight, 1 to 64. Items are still yielded in order;
+   * at most `concurrency - 1` pages past the end are requested, and aborted.
+   *
+   * @default {1}
+   */
+  concurrency?: number;
+  /**
+   * Returns a key per item; an item whose key was already yielded is dropped.
+   * Offset paging repeats items when new ones are inserted ahead of the
+   * current page while you page (transactions by `creationDate` DESC); this
+   * removes the repeats. It cannot bring back items skipped because others
+   * were deleted meanwhile, and it keeps every key in memory. A full page
+   * whose items were all seen before ends the iteration with an `Error`: the
+   * server ignores `page`, and paging on would never end.
+   */
+  dedupeBy?: (item: T) => unknown;
+  /** Aborts the iteration, which then throws the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Options of {@linkcode collect}.
+ *
+ * @example A cap for collect()
+ * ```ts
+ * import type { CollectOptions } from "@partner-api/client/paginate";
+ *
+ * const cap: CollectOptions = { maxItems: 10_000 };
+ * if (cap.maxItems !== 10_000) throw new Error();
+ * ```
+ */
+export interface CollectOptions {
+  /** The most items to collect: required, so nothing loads a million items by accident. */
+  maxItems: number;
+}
