@@ -52,6 +52,10 @@ Deno.test("createRateLimiter() refuses a bad limit by name", () => {
     () => createRateLimiter({ requests: 1 } as never),
     { name: "TypeError", option: "interval" },
   );
+  throws(() => createRateLimiter({ requests: 1e9, interval: 1000 }), {
+    name: "RangeError",
+    option: "requests",
+  });
 });
 
 Deno.test("in any window, no more sends than the limit allow, in arrival order, none later than needed", async () => {

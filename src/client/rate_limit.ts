@@ -94,7 +94,8 @@ const CONTEXT = "Cannot create rate limiter";
  *
  * @param options The limit, and optionally the clock.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
- * @throws {RangeError} When `requests` or `interval` is not a positive integer.
+ * @throws {RangeError} When `requests` or `interval` is not a positive
+ * integer, or `requests` is over 1,000,000.
  *
  * @example Pacing a loop of your own
  * ```ts
@@ -111,7 +112,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     throw new TypeError(`${CONTEXT}: expected an options object`);
   }
   const limit = Object.freeze({
-    requests: positiveInteger(options.requests, "requests"),
+    requests: requestCount(options.requests),
     interval: positiveInteger(options.interval, "interval"),
   });
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
@@ -123,6 +124,23 @@ function positiveInteger(value: number | undefined, option: string): number {
     throw optionError(TypeError, CONTEXT, option, "must be given");
   }
   return checkNumber(value, 0, "positive integer", CONTEXT, option);
+}
+
+/** The window keeps one time per request: 8 MB at most. */
+const MAX_REQUESTS = 1_000_000;
+
+function requestCount(value: number | undefined): number {
+  const requests = positiveInteger(value, "requests");
+  if (requests > MAX_REQUESTS) {
+    throw optionError(
+      RangeError,
+      CONTEXT,
+      "requests",
+      `must be at most ${MAX_REQUESTS}`,
+      String(requests),
+    );
+  }
+  return requests;
 }
 
 /** The sends of the last window: a ring of the latest `requests` times. */
