@@ -8,7 +8,11 @@ import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import type { TokenStore } from "../src/store/mod.ts";
 import { createKvTokenStore } from "../src/store/kv.ts";
-import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
+import {
+  type FakeFault,
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 
 const HOUR = 3_600_000;
@@ -22,6 +26,11 @@ async function statusOf(pending: Promise<Response>): Promise<number> {
 }
 
 const UNAUTHORIZED: FakeFault = { kind: "status", status: 401 };
+
+/** Provider options for `api` on the test's clock. */
+function onClock(api: FakePartnerApi, clock: () => number) {
+  return { ...api.environment, ...api.credentials, now: clock };
+}
 
 /** The fake with a quota of 10 an hour, and a client on one manual clock. */
 async function quotaOfTen() {
@@ -74,9 +83,7 @@ Deno.test("clients made per request over one provider share its 401 ledger", asy
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });
   const tokenProvider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    now: clock,
+    ...onClock(api, clock),
   });
   for (let call = 0; call < 9; call++) {
     const client = createClient({
@@ -93,9 +100,7 @@ Deno.test("a hand-written provider without the ledger keeps working, one renewal
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });
   const inner = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    now: clock,
+    ...onClock(api, clock),
   });
   const client = createClient({
     environment: api.environment,
@@ -142,9 +147,7 @@ Deno.test("a refused token answer is not requested again for 10 s, whatever the 
       const clock = manualClock();
       await using api = await startFakePartnerApi({ now: clock });
       const provider = createTokenProvider({
-        ...api.environment,
-        ...api.credentials,
-        now: clock,
+        ...onClock(api, clock),
         retry: { retries: 2, initialDelay: 0, maxDelay: 0 },
       });
       api.injectTokenFaults(...Array(attempts).fill(fault));
@@ -183,9 +186,7 @@ Deno.test("a Retry-After that is not delta-seconds or an IMF-fixdate cannot lift
       const clock = manualClock();
       await using api = await startFakePartnerApi({ now: clock });
       const provider = createTokenProvider({
-        ...api.environment,
-        ...api.credentials,
-        now: clock,
+        ...onClock(api, clock),
       });
       api.injectTokenFaults({
         kind: "status",
@@ -220,9 +221,7 @@ Deno.test("a quota block read from a store lasts at most 25 hours", async () => 
     set: () => Promise.resolve(),
   };
   const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    now: clock,
+    ...onClock(api, clock),
     store,
   });
   await rejects(provider.getToken(), (error: unknown) => {

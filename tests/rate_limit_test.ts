@@ -12,26 +12,17 @@ import {
 import fc from "fast-check";
 import {
   createRateLimiter,
+  emptyWindow,
   recordSend,
   slotWait,
-  type Window,
 } from "../src/client/rate_limit.ts";
 import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
 import { createFakePartnerService } from "../src/testing/mod.ts";
 import { withFakeTimers } from "./_helpers.ts";
 
-function window(requests: number): Window {
-  return {
-    times: new Float64Array(requests),
-    head: 0,
-    count: 0,
-    blockedUntil: -Infinity,
-  };
-}
-
 Deno.test("slotWait() frees a slot when the oldest send leaves the window", () => {
-  const w = window(2);
+  const w = emptyWindow(2);
   equal(slotWait(w, 1000, 0), 0);
   recordSend(w, 0);
   recordSend(w, 400);

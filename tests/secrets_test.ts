@@ -2,9 +2,35 @@
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { inspect } from "node:util";
-import { createTokenProvider, requestToken } from "../src/token/mod.ts";
+import {
+  createTokenProvider,
+  type IssuedToken,
+  requestToken,
+} from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { TokenRequestError } from "../src/core/errors.ts";
+
+/**
+ * A token request to a loopback server that answers every request with
+ * `body` and `status`; the server is gone once the request has settled.
+ */
+async function answeredWith(
+  body: unknown,
+  status: number,
+  clientSecret: string,
+  clientId: string,
+): Promise<IssuedToken> {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json(body, { status }),
+  );
+  return await requestToken({
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner-api.test",
+    clientId,
+    clientSecret,
+  });
+}
 
 /** Every way a value can end up in a log, a report or an assertion diff. */
 function renderings(value: unknown): string[] {
@@ -96,23 +122,18 @@ Deno.test("server text in a token error is cleaned, capped and free of the secre
   ];
   const osc52 = "\u001b]52;c;cGF5bG9hZA==\u0007";
   // A server that echoes what it was sent, in every encoding, at length.
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
+  await rejects(
+    answeredWith(
+      {
         error: `bad\r\n${secret}`,
         error_description: `${osc52} you sent ${forms.join(" | ")} ${
           "blah ".repeat(1000)
         }`,
-      }, { status: 400 }),
-  );
-  await rejects(
-    requestToken({
-      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-      audience: "https://partner-api.test",
-      clientId: "client",
-      clientSecret: secret,
-    }),
+      },
+      400,
+      secret,
+      "client",
+    ),
     (error: unknown) => {
       ok(error instanceof TokenRequestError);
       for (
@@ -179,21 +200,16 @@ Deno.test("a server echoing the secret in any form, control characters included,
     ),
   ];
   for (const form of forms) {
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      () =>
-        Response.json({
+    await rejects(
+      answeredWith(
+        {
           error: "invalid_client",
           error_description: `you sent ${form}.`,
-        }, { status: 401 }),
-    );
-    await rejects(
-      requestToken({
-        tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-        audience: "https://partner-api.test",
+        },
+        401,
+        secret,
         clientId,
-        clientSecret: secret,
-      }),
+      ),
       (error: unknown) => {
         ok(error instanceof TokenRequestError);
         equal(error.code, "invalid_client");
@@ -212,21 +228,16 @@ Deno.test("a server text holding a long run of the secret is dropped whole", asy
   const secret = "0123456789abcdefghijklmnop";
   // The secret cut in two by a character nobody would think of redacting.
   const mangled = `${secret.slice(0, 13)}\u200b${secret.slice(13)}`;
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
+  await rejects(
+    answeredWith(
+      {
         error: "invalid_client",
         error_description: `you sent ${mangled}`,
-      }, { status: 401 }),
-  );
-  await rejects(
-    requestToken({
-      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-      audience: "https://partner-api.test",
-      clientId: "client",
-      clientSecret: secret,
-    }),
+      },
+      401,
+      secret,
+      "client",
+    ),
     (error: unknown) => {
       ok(error instanceof TokenRequestError);
       ok(!error.description?.includes("0123456789ab"), error.description);

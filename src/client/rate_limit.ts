@@ -153,6 +153,16 @@ export interface Window {
   blockedUntil: number;
 }
 
+/** An empty window for at most `requests` sends. */
+export function emptyWindow(requests: number): Window {
+  return {
+    times: new Float64Array(requests),
+    head: 0,
+    count: 0,
+    blockedUntil: -Infinity,
+  };
+}
+
 /** How long from `now` until a slot is free: 0 when one is free now. */
 export function slotWait(
   window: Window,
@@ -188,12 +198,7 @@ class SlidingWindowLimiter implements RateLimiter {
   constructor(limit: RateLimit, now: () => number) {
     this.limit = limit;
     this.#now = now;
-    this.#window = {
-      times: new Float64Array(limit.requests),
-      head: 0,
-      count: 0,
-      blockedUntil: -Infinity,
-    };
+    this.#window = emptyWindow(limit.requests);
   }
 
   take(signal?: AbortSignal): Promise<void> | undefined {

@@ -2,7 +2,7 @@
 // past `requests` in any window of `interval` ms it answers 429 with the
 // service's own body. Only answered requests count.
 
-import { recordSend, slotWait, type Window } from "../client/rate_limit.ts";
+import { emptyWindow, recordSend, slotWait } from "../client/rate_limit.ts";
 import { checkNumber } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 
@@ -48,12 +48,7 @@ export function rateGate(
     context,
     "apiRateLimit.interval",
   );
-  const window: Window = {
-    times: new Float64Array(requests),
-    head: 0,
-    count: 0,
-    blockedUntil: -Infinity,
-  };
+  const window = emptyWindow(requests);
   const span = interval % 60_000 === 0
     ? `${interval / 60_000} minute${interval === 60_000 ? "" : "s"}`
     : `${interval / 1000} seconds`;
