@@ -11,6 +11,8 @@ import type {
 } from "../store/mod.ts";
 import { CACHE_VARIABLES } from "./_plan.ts";
 import { delay } from "../core/_retry.ts";
+import { openRecord, sealRecord } from "../store/_record.ts";
+import { hexDigest } from "../store/_key.ts";
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
@@ -91,37 +93,22 @@ class EncryptedFileStore implements TokenStore {
   async get(key: string): Promise<TokenRecord | undefined> {
     const sealed = await this.#read(await this.#path(key));
     if (sealed === undefined) return undefined;
-    try {
-      const plain = await crypto.subtle.decrypt(
-        {
-          name: "AES-GCM",
-          iv: sealed.subarray(0, 12),
-          additionalData: encoder.encode(key),
-        },
-        await this.#key(key),
-        sealed.subarray(12),
-      );
-      return JSON.parse(new TextDecoder().decode(plain));
-    } catch {
-      return undefined; // another secret, or tampered with
-    }
+    return await openRecord(await this.#key(key), key, {
+      iv: sealed.slice(0, 12),
+      sealed: sealed.slice(12),
+    });
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
-    const iv = crypto.getRandomValues(new Uint8Array(12));
-    const sealed = new Uint8Array(
-      await crypto.subtle.encrypt(
-        { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
-        await this.#key(key),
-        encoder.encode(JSON.stringify(record)),
-      ),
-    );
+    const { iv, sealed } = await sealRecord(await this.#key(key), key, record);
     const path = await this.#path(key);
     // Written whole, then renamed: a run killed midway leaves the old file.
     const partial = `${path}.${crypto.randomUUID()}.partial`;
     try {
       await Deno.mkdir(this.#folder, { recursive: true, mode: 0o700 });
-      await Deno.writeFile(partial, concat(iv, sealed), { mode: 0o600 });
+      await Deno.writeFile(partial, new Uint8Array([...iv, ...sealed]), {
+        mode: 0o600,
+      });
       await Deno.rename(partial, path);
     } catch (error) {
       await Deno.remove(partial).catch(() => {});
@@ -240,7 +227,7 @@ class EncryptedFileStore implements TokenStore {
   }
 
   async #path(key: string): Promise<string> {
-    return `${this.#folder}/${(await sha256(key)).slice(0, 32)}.token`;
+    return `${this.#folder}/${await hexDigest(key, 16)}.token`;
   }
 
   async #key(key: string): Promise<CryptoKey> {
@@ -264,20 +251,4 @@ class EncryptedFileStore implements TokenStore {
       ["encrypt", "decrypt"],
     );
   }
-}
-
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return Array.from(
-    new Uint8Array(digest),
-    (b) => b.toString(16).padStart(2, "0"),
-  )
-    .join("");
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array<ArrayBuffer> {
-  const all = new Uint8Array(a.length + b.length);
-  all.set(a);
-  all.set(b, a.length);
-  return all;
 }

@@ -11,18 +11,22 @@ export async function storeKey(endpoint: {
   readonly clientId: string;
   readonly secret: string;
 }): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(`partner-api token store key\n${endpoint.secret}`),
-  );
-  const hex = Array.from(
-    new Uint8Array(digest).subarray(0, 16),
-    (byte) => byte.toString(16).padStart(2, "0"),
-  ).join("");
   return JSON.stringify([
     endpoint.url.href,
     endpoint.audience,
     endpoint.clientId,
-    hex,
+    await hexDigest(`partner-api token store key\n${endpoint.secret}`, 16),
   ]);
+}
+
+/** The first `bytes` bytes of the SHA-256 digest of `text`, in hex. */
+export async function hexDigest(text: string, bytes: number): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(text),
+  );
+  return Array.from(
+    new Uint8Array(digest).subarray(0, bytes),
+    (byte) => byte.toString(16).padStart(2, "0"),
+  ).join("");
 }

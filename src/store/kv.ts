@@ -34,6 +34,7 @@
 import type { TokenStore } from "../store/mod.ts";
 import { checkNumber, requireFunction } from "../core/_check.ts";
 import { KvTokenStore } from "./_kv_store.ts";
+import { checkEncryptionKey } from "./_record.ts";
 
 /**
  * Options of {@linkcode createKvTokenStore}.
@@ -100,18 +101,6 @@ export interface KvTokenStoreOptions {
 }
 
 const CONTEXT = "Cannot create KV token store";
-
-function checkKey(key: CryptoKey | undefined): void {
-  if (key === undefined) return;
-  if (
-    !(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
-    !key.usages.includes("encrypt") || !key.usages.includes("decrypt")
-  ) {
-    throw new TypeError(
-      `${CONTEXT}: 'encryptionKey' must be an AES-GCM CryptoKey for encrypt and decrypt`,
-    );
-  }
-}
 
 /**
  * Creates a {@linkcode TokenStore} on a Deno KV database, for
@@ -186,7 +175,7 @@ export function createKvTokenStore(
     "pollInterval",
   );
   const encryptionKey = options.encryptionKey;
-  checkKey(encryptionKey);
+  checkEncryptionKey(encryptionKey, CONTEXT);
   return new KvTokenStore(kv, {
     prefix: [...(options.prefix ?? ["partner-api", "token"])],
     leaseDuration,

@@ -1,0 +1,159 @@
+// Internal: the lease protocol the shared stores (KV, Redis) follow, written
+// once over what each database offers. Whoever needs a token takes the lease
+// (only if nothing changed since it looked), requests, and publishes the
+// record in the same step that lets the lease go; the others poll.
+
+import type { CoordinateOptions, TokenRecord } from "./mod.ts";
+import { published } from "./_record.ts";
+import { delay } from "../core/_retry.ts";
+import { unrefTimer } from "../core/_abort.ts";
+
+/** What one look at the database saw. */
+export interface LeaseView<Snapshot> {
+  /** The record, if there is one this process can read. */
+  readonly record: TokenRecord | undefined;
+  /** Whether nobody holds the lease (or its holder's time ran out). */
+  readonly leaseFree: boolean;
+  /** What {@linkcode LeaseDatabase.take} checks has not changed. */
+  readonly snapshot: Snapshot;
+}
+
+/** A lease this process holds. */
+export interface HeldLease {
+  /** Extends the lease by its full duration, if it is still ours. */
+  renew(): Promise<void>;
+  /** Writes the record and lets the lease go in one step; `false` if the lease was lost. */
+  publish(record: TokenRecord): Promise<boolean>;
+  /** Lets the lease go, if it is still ours. */
+  release(): Promise<void>;
+}
+
+/** One shared database, as the lease protocol needs it. */
+export interface LeaseDatabase<Snapshot> {
+  /** One consistent read of the record and the lease. */
+  look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
+  /** Takes the lease if neither record nor lease changed since `snapshot`. */
+  take(
+    key: string,
+    snapshot: Snapshot,
+    signal: AbortSignal,
+  ): Promise<HeldLease | undefined>;
+  get(key: string): Promise<TokenRecord | undefined>;
+  set(key: string, record: TokenRecord): Promise<void>;
+}
+
+/** The checked timing options of a shared store, in ms. */
+export interface LeaseTiming {
+  readonly leaseDuration: number;
+  readonly maxWait: number;
+  readonly pollInterval: number;
+  readonly now: () => number;
+}
+
+/**
+ * Returns a record `settled` accepts, or takes the lease and requests; a
+ * process that waits longer than `maxWait` (and than the holder's request
+ * may take with its retries) requests on its own.
+ */
+export async function coordinateByLease<Snapshot>(
+  database: LeaseDatabase<Snapshot>,
+  timing: LeaseTiming,
+  key: string,
+  { settled, request, signal, requestBudget }: CoordinateOptions,
+): Promise<TokenRecord> {
+  const { now, maxWait, pollInterval } = timing;
+  // Never give up on another process's request before it may have ended.
+  const deadline = now() + Math.max(maxWait, requestBudget);
+  while (true) {
+    signal.throwIfAborted();
+    const { record, leaseFree, snapshot } = await database.look(key, signal);
+    if (record !== undefined && settled(record)) return record;
+    if (leaseFree) {
+      const lease = await database.take(key, snapshot, signal);
+      if (lease !== undefined) {
+        return await requestHolding(
+          database,
+          timing,
+          key,
+          lease,
+          record,
+          request,
+        );
+      }
+      continue; // something changed: look again at once
+    }
+    if (now() >= deadline) {
+      return await requestAlone(database, key, record, request);
+    }
+    await delay(pollInterval, signal);
+  }
+}
+
+/** Requests while holding the lease; publishes the result as it lets go. */
+async function requestHolding(
+  database: LeaseDatabase<unknown>,
+  timing: LeaseTiming,
+  key: string,
+  lease: HeldLease,
+  before: TokenRecord | undefined,
+  request: () => Promise<TokenRecord>,
+): Promise<TokenRecord> {
+  const stop = keepRenewing(lease, timing.leaseDuration);
+  let result: TokenRecord;
+  try {
+    result = await request();
+  } catch (error) {
+    stop();
+    await lease.release().catch(() => {}); // else it runs out by itself
+    throw error;
+  }
+  stop();
+  const record = published(result, before);
+  try {
+    // The lease was lost (the process stalled): publish only what is newer.
+    if (!await lease.publish(record)) {
+      await publishIfNewer(database, key, record);
+    }
+  } catch {
+    // The token is paid for: hand it out, and let the others take over.
+    await lease.release().catch(() => {});
+  }
+  return record;
+}
+
+async function requestAlone(
+  database: LeaseDatabase<unknown>,
+  key: string,
+  before: TokenRecord | undefined,
+  request: () => Promise<TokenRecord>,
+): Promise<TokenRecord> {
+  const result = published(await request(), before);
+  // A failing write must not lose the token just paid for.
+  await database.set(key, result).catch(() => {});
+  return result;
+}
+
+async function publishIfNewer(
+  database: LeaseDatabase<unknown>,
+  key: string,
+  record: TokenRecord,
+): Promise<void> {
+  const stored = await database.get(key);
+  const newer = (stored?.token?.expiresAt ?? -Infinity) >=
+    (record.token?.expiresAt ?? -Infinity);
+  if (!newer) await database.set(key, record);
+}
+
+/**
+ * Keeps the lease while a request runs, so that a slow token endpoint does
+ * not let another process take over; a holder that dies stops renewing and
+ * its lease runs out within `leaseDuration`.
+ */
+function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
+  const timer = setInterval(() => {
+    lease.renew().catch(() => {}); // a busy database: the next tick renews
+  }, Math.max(1, Math.floor(leaseDuration / 3)));
+  // The renewal must never keep a process alive.
+  unrefTimer(timer);
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,111 @@
+// Internal: what the shared stores (KV, Redis) and the CLI cache write for a
+// record: a plain copy, optionally sealed with AES-GCM, kept as long as it
+// can still serve.
+
+import type { IssuedToken } from "../token/_value.ts";
+import type { TokenRecord } from "./mod.ts";
+import { optionError } from "../core/_check.ts";
+
+/** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
+export interface SealedRecord {
+  readonly iv: Uint8Array<ArrayBuffer>;
+  readonly sealed: Uint8Array<ArrayBuffer>;
+}
+
+const MIN_RECORD_LIFETIME = 1000;
+/** KV refuses an `expireIn` beyond about 68 years; a year is plenty. */
+const MAX_RECORD_LIFETIME = 366 * 86_400_000;
+const encoder = new TextEncoder();
+
+/** Encrypts the record's plain copy, bound to `key`: it cannot be replayed under another. */
+export async function sealRecord(
+  encryptionKey: CryptoKey,
+  key: string,
+  record: TokenRecord,
+): Promise<SealedRecord> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
+    encryptionKey,
+    encoder.encode(JSON.stringify(plainRecord(record))),
+  );
+  return { iv, sealed: new Uint8Array(sealed) };
+}
+
+/** The record, or `undefined` when another key sealed it or it was tampered with. */
+export async function openRecord(
+  encryptionKey: CryptoKey,
+  key: string,
+  { iv, sealed }: SealedRecord,
+): Promise<TokenRecord | undefined> {
+  try {
+    const plain = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
+      encryptionKey,
+      sealed,
+    );
+    return JSON.parse(new TextDecoder().decode(plain));
+  } catch {
+    return undefined; // another key, or tampered with: as if absent
+  }
+}
+
+/** What to store after a request: a block keeps a token that is still valid. */
+export function published(
+  result: TokenRecord,
+  before: TokenRecord | undefined,
+): TokenRecord {
+  if (result.token !== undefined || before?.token === undefined) return result;
+  return { ...result, token: before.token };
+}
+
+/** How long to keep a record, in ms: until its token expires or its block ends. */
+export function recordLifetime(record: TokenRecord, now: number): number {
+  const end = Math.max(record.token?.expiresAt ?? 0, record.blockedUntil ?? 0);
+  return Math.min(
+    MAX_RECORD_LIFETIME,
+    Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now)),
+  );
+}
+
+/** A copy with data properties only (the token's is not enumerable), to store. */
+export function plainRecord(record: TokenRecord): TokenRecord {
+  const token: IssuedToken | undefined = record.token && {
+    accessToken: record.token.accessToken,
+    tokenType: record.token.tokenType,
+    expiresIn: record.token.expiresIn,
+    expiresAt: record.token.expiresAt,
+    quota: record.token.quota.map((bucket) => ({ ...bucket })),
+  };
+  return {
+    ...(token === undefined ? {} : { token }),
+    ...(record.quota === undefined ? {} : {
+      quota: {
+        buckets: record.quota.buckets.map((bucket) => ({ ...bucket })),
+        observedAt: record.quota.observedAt,
+      },
+    }),
+    ...(record.blockedUntil === undefined
+      ? {}
+      : { blockedUntil: record.blockedUntil }),
+  };
+}
+
+/** Refuses anything but an AES-GCM key for encrypt and decrypt. */
+export function checkEncryptionKey(
+  key: CryptoKey | undefined,
+  context: string,
+): void {
+  if (key === undefined) return;
+  if (
+    !(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
+    !key.usages.includes("encrypt") || !key.usages.includes("decrypt")
+  ) {
+    throw optionError(
+      TypeError,
+      context,
+      "encryptionKey",
+      "must be an AES-GCM CryptoKey for encrypt and decrypt",
+    );
+  }
+}
