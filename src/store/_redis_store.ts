@@ -1,0 +1,229 @@
+// Internal: the Redis token store behind createRedisTokenStore. Each client's
+// record rests under "<prefix>:{<digest>}:record" and its lease under
+// "<prefix>:{<digest>}:lease" (one hash tag, so a cluster keeps both in one
+// slot for the scripts). Values are JSON text: the plain record, or the
+// sealed one in base64.
+
+import type {
+  CoordinateOptions,
+  TokenRecord,
+  TokenStore,
+} from "../store/mod.ts";
+import {
+  openRecord,
+  plainRecord,
+  recordLifetime,
+  sealRecord,
+} from "./_record.ts";
+import {
+  coordinateByLease,
+  type HeldLease,
+  type LeaseDatabase,
+  type LeaseTiming,
+  type LeaseView,
+} from "./_lease.ts";
+import { hexDigest } from "./_key.ts";
+
+/** Sends one Redis command, e.g. `["GET", "k"]`; resolves with its reply. */
+export type RedisCommand = (args: string[]) => Promise<unknown>;
+
+/** The checked options of a {@linkcode RedisTokenStore}. */
+export interface RedisStoreConfig extends LeaseTiming {
+  readonly command: RedisCommand;
+  readonly prefix: string;
+  readonly encryptionKey: CryptoKey | undefined;
+  readonly holder: string;
+  readonly commandTimeout: number;
+}
+
+// Each script acts only if a value is still the one this process saw or
+// wrote, so that no process overwrites or deletes another's work.
+const TAKE = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
+return 0`;
+const SWAP = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
+const PUBLISH = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('DEL', KEYS[2])
+return 1`;
+const RELEASE = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])`;
+const DISCARD_ATTEMPTS = 10;
+
+/** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
+export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
+  readonly #config: RedisStoreConfig;
+  readonly #keys = new Map<
+    string,
+    Promise<{ record: string; lease: string }>
+  >();
+
+  constructor(config: RedisStoreConfig) {
+    this.#config = config;
+  }
+
+  async get(key: string): Promise<TokenRecord | undefined> {
+    const { record } = await this.#keysOf(key);
+    return await this.#decode(key, text(await this.#send(["GET", record])));
+  }
+
+  async set(key: string, record: TokenRecord): Promise<void> {
+    const keys = await this.#keysOf(key);
+    await this.#send(["SET", keys.record, ...await this.#value(key, record)]);
+  }
+
+  /** Drops the token only if it is still `accessToken`: a fresher one stays. */
+  async discard(key: string, accessToken: string): Promise<void> {
+    const keys = await this.#keysOf(key);
+    for (let attempt = 0; attempt < DISCARD_ATTEMPTS; attempt++) {
+      const seen = text(await this.#send(["GET", keys.record]));
+      const record = await this.#decode(key, seen);
+      if (record?.token?.accessToken !== accessToken) return;
+      const { token: _dropped, ...rest } = record;
+      const [value, , lifetime] = await this.#value(key, rest);
+      const done = await this.#script(SWAP, [keys.record], [
+        seen ?? "",
+        value,
+        lifetime,
+      ]);
+      if (done === 1) return;
+    }
+  }
+
+  coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
+    return coordinateByLease(this, this.#config, key, options);
+  }
+
+  async look(key: string): Promise<LeaseView<string>> {
+    const keys = await this.#keysOf(key);
+    const reply = await this.#send(["MGET", keys.record, keys.lease]);
+    const [record, lease] = Array.isArray(reply) ? reply.map(text) : [];
+    return {
+      record: await this.#decode(key, record),
+      leaseFree: lease === undefined, // Redis expires leases on time
+      snapshot: record ?? "",
+    };
+  }
+
+  async take(key: string, seen: string): Promise<HeldLease | undefined> {
+    const keys = await this.#keysOf(key);
+    const { holder, leaseDuration } = this.#config;
+    const lease = `${crypto.randomUUID()} ${holder}`;
+    const taken = await this.#script(TAKE, [keys.record, keys.lease], [
+      seen,
+      lease,
+      String(leaseDuration),
+    ]);
+    if (taken !== 1) return undefined;
+    return {
+      renew: async () => {
+        await this.#script(RENEW, [keys.lease], [lease, String(leaseDuration)]);
+      },
+      publish: async (record) => {
+        const [value, , lifetime] = await this.#value(key, record);
+        const done = await this.#script(PUBLISH, [keys.record, keys.lease], [
+          lease,
+          value,
+          lifetime,
+        ]);
+        return done === 1;
+      },
+      release: async () => {
+        await this.#script(RELEASE, [keys.lease], [lease]);
+      },
+    };
+  }
+
+  #script(source: string, keys: string[], args: string[]): Promise<unknown> {
+    return this.#send(["EVAL", source, String(keys.length), ...keys, ...args]);
+  }
+
+  /**
+   * One command, within `commandTimeout`: a client that queues commands
+   * while Redis is away would otherwise hold every waiting caller.
+   */
+  #send(args: string[]): Promise<unknown> {
+    const reply = Promise.resolve().then(() => this.#config.command(args));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
+        this.#config.commandTimeout,
+      );
+      reply.then(resolve, reject).finally(() => clearTimeout(timer));
+    });
+  }
+
+  /** The value and `PX` arguments of a `SET` of `record`. */
+  async #value(
+    key: string,
+    record: TokenRecord,
+  ): Promise<[value: string, px: "PX", lifetime: string]> {
+    const { encryptionKey, now } = this.#config;
+    const stored = encryptionKey === undefined
+      ? { plain: plainRecord(record) }
+      : encodeSealed(await sealRecord(encryptionKey, key, record));
+    return [
+      JSON.stringify(stored),
+      "PX",
+      String(recordLifetime(record, now())),
+    ];
+  }
+
+  async #decode(
+    key: string,
+    value: string | undefined,
+  ): Promise<TokenRecord | undefined> {
+    if (value === undefined) return undefined;
+    const encryptionKey = this.#config.encryptionKey;
+    try {
+      const stored = JSON.parse(value);
+      if (encryptionKey === undefined) return stored.plain ?? undefined;
+      if (typeof stored.iv !== "string") return undefined;
+      return await openRecord(encryptionKey, key, {
+        iv: fromBase64(stored.iv),
+        sealed: fromBase64(stored.sealed),
+      });
+    } catch {
+      return undefined; // not ours, or damaged: as if absent
+    }
+  }
+
+  #keysOf(key: string): Promise<{ record: string; lease: string }> {
+    let keys = this.#keys.get(key);
+    if (keys === undefined) {
+      keys = hexDigest(key, 16).then((digest) => ({
+        record: `${this.#config.prefix}:{${digest}}:record`,
+        lease: `${this.#config.prefix}:{${digest}}:lease`,
+      }));
+      this.#keys.set(key, keys);
+    }
+    return keys;
+  }
+}
+
+/** A reply as text: clients answer strings, or bytes when asked to. */
+function text(reply: unknown): string | undefined {
+  if (typeof reply === "string") return reply;
+  if (reply instanceof Uint8Array) return new TextDecoder().decode(reply);
+  return undefined;
+}
+
+function encodeSealed(
+  { iv, sealed }: { iv: Uint8Array; sealed: Uint8Array },
+): { iv: string; sealed: string } {
+  return { iv: toBase64(iv), sealed: toBase64(sealed) };
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+}

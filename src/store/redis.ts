@@ -1,0 +1,201 @@
+/**
+ * A token store on Redis, so that a fleet of processes on any runtime (Node,
+ * Bun, Deno, on one machine or many) shares one token and one quota circuit:
+ * whoever needs a new token takes a lease (`SET NX PX`), requests it and
+ * publishes it; the others wait for it instead of spending the quota.
+ *
+ * It needs no Redis dependency: you pass a function that sends one command
+ * with the client you already use.
+ *
+ * - node-redis: `(args) => client.sendCommand(args)`
+ * - ioredis: `(args) => client.call(...args)`
+ *
+ * Tokens rest in Redis as your own data, readable by whoever can read the
+ * database; pass an AES-GCM `encryptionKey` to keep them encrypted at rest.
+ *
+ * @example One token for a fleet, with ioredis
+ * ```ts ignore
+ * import Redis from "ioredis";
+ * import { createRedisTokenStore } from "@partner-api/client/redis";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ *
+ * const redis = new Redis(process.env.REDIS_URL);
+ * const tokens = createTokenProvider({
+ *   environment: "production",
+ *   clientId: process.env.PARTNER_API_CLIENT_ID,
+ *   clientSecret: process.env.PARTNER_API_CLIENT_SECRET,
+ *   store: createRedisTokenStore({ command: (args) => redis.call(...args) }),
+ * });
+ * ```
+ *
+ * @module
+ */
+
+import type { TokenStore } from "./mod.ts";
+import {
+  checkNumber,
+  optionError,
+  requireFunction,
+  requireText,
+} from "../core/_check.ts";
+import { checkEncryptionKey } from "./_record.ts";
+import { type RedisCommand, RedisTokenStore } from "./_redis_store.ts";
+
+export type { RedisCommand };
+
+/**
+ * Options of {@linkcode createRedisTokenStore}.
+ *
+ * @example Through node-redis, under an application's prefix
+ * ```ts
+ * import type { RedisTokenStoreOptions } from "@partner-api/client/redis";
+ *
+ * const client = { sendCommand: (_args: string[]) => Promise.resolve(null) }; // node-redis
+ * const options: RedisTokenStoreOptions = {
+ *   command: (args) => client.sendCommand(args),
+ *   prefix: "my-app:partner-token",
+ * };
+ * if (options.prefix !== "my-app:partner-token") throw new Error();
+ * ```
+ */
+export interface RedisTokenStoreOptions {
+  /**
+   * Sends one Redis command (`["SET", "key", "value", "PX", "1000"]`) and
+   * resolves with its reply, as node-redis's `sendCommand(args)` and
+   * ioredis's `call(...args)` do.
+   */
+  command: RedisCommand;
+  /**
+   * An AES-GCM key (`crypto.subtle.generateKey({ name: "AES-GCM", length:
+   * 256 }, false, ["encrypt", "decrypt"])`) to encrypt records at rest.
+   * Every process of the fleet needs the same key; a record it cannot
+   * decrypt counts as absent.
+   */
+  encryptionKey?: CryptoKey;
+  /**
+   * The start of every key the store writes.
+   *
+   * @default {"partner-api:token"}
+   */
+  prefix?: string;
+  /**
+   * How long a lease lasts without renewal, in ms. The holder renews it while
+   * its request runs; a holder that dies blocks the others this long at most.
+   *
+   * @default {10000}
+   */
+  leaseDuration?: number;
+  /**
+   * How long a process waits for another's token, in ms, before it sends a
+   * request of its own. It always waits at least as long as the holder's
+   * request may take with its retries and backoff.
+   *
+   * @default {45000}
+   */
+  maxWait?: number;
+  /**
+   * How often a waiting process looks for the token, in ms.
+   *
+   * @default {50}
+   */
+  pollInterval?: number;
+  /**
+   * How long one command may take, in ms. A command that takes longer (a
+   * client queueing commands while Redis is away) counts as failed, and a
+   * failing Redis counts as an empty store.
+   *
+   * @default {2000}
+   */
+  commandTimeout?: number;
+  /**
+   * Names this process in the leases it takes, e.g. a host name and pid.
+   *
+   * @default {a random UUID}
+   */
+  holderId?: string;
+  /**
+   * The clock for record deadlines, in epoch ms. Give it the same clock as
+   * the providers that use the store.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+}
+
+const CONTEXT = "Cannot create Redis token store";
+
+/**
+ * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ ...,
+ * store })`. It works as the KV store does:
+ *
+ * - when the token is missing or due for refresh, one process takes a lease
+ *   (`SET NX PX`, only if the record did not change since it looked),
+ *   requests the token and writes it in the same script that releases the
+ *   lease; the lease is renewed while the request runs;
+ * - the others poll for it instead of asking the token endpoint; a process
+ *   that waits longer than `maxWait` sends its own request;
+ * - after a 429 the block is stored, and no process asks before it ends.
+ *
+ * Keys hold a digest of the token endpoint, audience, client id and secret,
+ * never the secret. A Redis that fails or does not answer counts as an
+ * empty store: each process then spends at most the token it would have
+ * spent alone, and no rejection goes unhandled.
+ *
+ * @param options The command function, encryption, prefix and timing.
+ * @returns The store.
+ * @throws {TypeError} When `command` is not a function, `prefix` is empty or
+ * `encryptionKey` is not an AES-GCM key.
+ * @throws {RangeError} When a duration is out of range.
+ *
+ * @example A store that holds a quota block
+ * ```ts
+ * import { createRedisTokenStore } from "@partner-api/client/redis";
+ *
+ * // A stand-in for a Redis client: GET and SET on a Map.
+ * const data = new Map<string, string>();
+ * const store = createRedisTokenStore({
+ *   command: ([name, key, value]) =>
+ *     Promise.resolve(
+ *       name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null,
+ *     ),
+ * });
+ * await store.set("client", { blockedUntil: Date.now() + 60_000 });
+ * if ((await store.get("client"))?.blockedUntil === undefined) throw new Error();
+ * ```
+ */
+export function createRedisTokenStore(
+  options: RedisTokenStoreOptions,
+): TokenStore {
+  const command = options?.command;
+  if (typeof command !== "function") {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "command",
+      "must be a function",
+      typeof command,
+    );
+  }
+  checkEncryptionKey(options.encryptionKey, CONTEXT);
+  const duration = (field: keyof RedisTokenStoreOptions, fallback: number) =>
+    checkNumber(
+      options[field] as number | undefined,
+      fallback,
+      field === "maxWait" ? "non-negative integer" : "positive integer",
+      CONTEXT,
+      field,
+    );
+  return new RedisTokenStore({
+    command,
+    prefix: options.prefix === undefined
+      ? "partner-api:token"
+      : requireText(options.prefix, CONTEXT, "prefix"),
+    encryptionKey: options.encryptionKey,
+    leaseDuration: duration("leaseDuration", 10_000),
+    maxWait: duration("maxWait", 45_000),
+    pollInterval: duration("pollInterval", 50),
+    commandTimeout: duration("commandTimeout", 2000),
+    holder: options.holderId ?? crypto.randomUUID(),
+    now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
+  });
+}

@@ -1,0 +1,188 @@
+// The Redis store against a real redis-server (skipped, with one line, when
+// it is not installed). Each provider has its own connection, as a process
+// of a fleet would.
+
+import { equal, ok, throws } from "node:assert/strict";
+import { createRedisTokenStore } from "../../src/store/redis.ts";
+import type { RedisTokenStoreOptions } from "../../src/store/redis.ts";
+import { createTokenProvider } from "../../src/token/mod.ts";
+import {
+  type FakePartnerApiOptions,
+  startFakePartnerApi,
+} from "../../src/testing/mod.ts";
+import { manualClock, withFakeTimers } from "../_helpers.ts";
+import {
+  connectRedis,
+  type RedisClient,
+  redisInstalled,
+  startRedis,
+} from "./_redis_server.ts";
+
+const realSetTimeout = setTimeout;
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, ignore: !redisInstalled, fn });
+
+/** A redis-server, the fake, and providers that stand for processes. */
+async function fleet(fake: FakePartnerApiOptions = {}) {
+  const redis = await startRedis();
+  const api = await startFakePartnerApi(fake);
+  const clients: RedisClient[] = [];
+  const clock = manualClock(Date.now());
+  const process = async (options: Partial<RedisTokenStoreOptions> = {}) => {
+    const client = await connectRedis(redis.port);
+    clients.push(client);
+    return createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      store: createRedisTokenStore({
+        command: client.command,
+        pollInterval: 5,
+        now: clock,
+        ...options,
+      }),
+      retry: false,
+      now: clock,
+    });
+  };
+  const admin = await connectRedis(redis.port);
+  clients.push(admin);
+  return {
+    api,
+    redis,
+    admin,
+    clock,
+    process,
+    async [Symbol.asyncDispose]() {
+      for (const client of clients) client.close();
+      await redis.kill();
+      await api.close();
+    },
+  };
+}
+
+test("cold processes sharing Redis make one token request; a second wave makes none", async () => {
+  await using f = await fleet();
+  const first = await Promise.all(
+    Array.from({ length: 6 }, async () => (await f.process()).getToken()),
+  );
+  equal(new Set(first.map((token) => token.accessToken)).size, 1);
+  equal(f.api.tokenRequests, 1);
+  const second = await Promise.all(
+    Array.from({ length: 6 }, async () => (await f.process()).getToken()),
+  );
+  equal(second[0]!.accessToken, first[0]!.accessToken);
+  equal(f.api.tokenRequests, 1);
+});
+
+test("with an encryption key, no key or value in Redis holds the token or the secret", async () => {
+  await using f = await fleet();
+  const encryptionKey = await crypto.subtle.generateKey(
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
+  const token = await (await f.process({ encryptionKey })).getToken();
+  const keys = await f.admin.command(["KEYS", "*"]) as string[];
+  ok(keys.length > 0);
+  for (const key of keys) {
+    const value = await f.admin.command(["GET", key]) as string;
+    for (const text of [key, value]) {
+      ok(!text.includes(token.accessToken));
+      ok(!text.includes(f.api.credentials.clientSecret));
+    }
+  }
+  // Another key cannot read the record: it counts as absent.
+  const otherKey = await crypto.subtle.generateKey(
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
+  await (await f.process({ encryptionKey })).getToken();
+  equal(f.api.tokenRequests, 1);
+  await (await f.process({ encryptionKey: otherKey })).getToken();
+  equal(f.api.tokenRequests, 2);
+});
+
+test("invalidate() drops the stored token only while it is still the stored one", async () => {
+  await using f = await fleet();
+  const a = await f.process();
+  const b = await f.process();
+  const first = await a.getToken();
+  await a.invalidate(first.accessToken);
+  const second = await b.getToken();
+  equal(f.api.tokenRequests, 2);
+  // A late discard of the old token leaves the new one in place.
+  await a.invalidate(first.accessToken);
+  const third = await (await f.process()).getToken();
+  equal(third.accessToken, second.accessToken);
+  equal(f.api.tokenRequests, 2);
+});
+
+test("Redis going away mid-run costs at most one token per process, with no unhandled rejection", async () => {
+  await using f = await fleet({ tokenLifetime: 3_600_000 });
+  const processes = await Promise.all(
+    Array.from({ length: 4 }, () => f.process()),
+  );
+  await Promise.all(processes.map((process) => process.getToken()));
+  equal(f.api.tokenRequests, 1);
+  await f.redis.kill();
+  f.clock.advance(3_600_000); // every token is due: each process needs one
+  for (let round = 0; round < 5; round++) {
+    const tokens = await Promise.all(
+      processes.map((process) => process.getToken()),
+    );
+    equal(tokens.length, 4);
+  }
+  ok(f.api.tokenRequests <= 1 + processes.length);
+});
+
+Deno.test("a Redis command that never answers counts as a failure after commandTimeout", async () => {
+  await using api = await startFakePartnerApi();
+  await withFakeTimers(async (timers) => {
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      retry: false,
+      store: createRedisTokenStore({
+        command: () => new Promise(() => {}), // a client queueing while Redis is away
+        commandTimeout: 1000,
+      }),
+    });
+    let settled = false;
+    const token = provider.getToken().finally(() => settled = true);
+    // The fake answers in real time: step the fake clock, and let I/O run.
+    for (let step = 0; step < 1000 && !settled; step++) {
+      await timers.tickAsync(50);
+      await new Promise((resolve) => realSetTimeout(resolve, 1));
+    }
+    ok((await token).expiresAt > 0);
+    equal(api.tokenRequests, 1);
+  });
+});
+
+Deno.test("createRedisTokenStore() refuses bad options with the option's name", async () => {
+  const command = () => Promise.resolve(null);
+  const bad: [unknown, string][] = [
+    [{}, "command"],
+    [{ command, prefix: "" }, "prefix"],
+    [{ command, leaseDuration: 0 }, "leaseDuration"],
+    [{ command, maxWait: -1 }, "maxWait"],
+    [{ command, commandTimeout: 1.5 }, "commandTimeout"],
+    [{ command, now: 5 }, "now"],
+  ];
+  for (const [options, option] of bad) {
+    throws(
+      () => createRedisTokenStore(options as RedisTokenStoreOptions),
+      (error: Error & { option?: string }) => error.option === option,
+    );
+  }
+  const hmac = await crypto.subtle.generateKey(
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  throws(
+    () => createRedisTokenStore({ command, encryptionKey: hmac }),
+    (error: Error & { option?: string }) => error.option === "encryptionKey",
+  );
+});
