@@ -24,7 +24,18 @@ import {
 } from "./_lease.ts";
 import { hexDigest } from "./_key.ts";
 
-/** Sends one Redis command, e.g. `["GET", "k"]`; resolves with its reply. */
+/**
+ * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
+ *
+ * @example With node-redis or ioredis
+ * ```ts
+ * import type { RedisCommand } from "@partner-api/client/redis";
+ *
+ * const client = { call: (..._args: string[]) => Promise.resolve("OK") }; // ioredis
+ * const command: RedisCommand = (args) => client.call(...args);
+ * if (await command(["PING"]) !== "OK") throw new Error();
+ * ```
+ */
 export type RedisCommand = (args: string[]) => Promise<unknown>;
 
 /** The checked options of a {@linkcode RedisTokenStore}. */

@@ -2,7 +2,7 @@
 // `deno test --doc`; this test covers the rest. Needs
 // --allow-read=README.md,deno.json,examples.
 
-import { equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 
 const readme = await Deno.readTextFile("README.md");
 const tasks = Object.keys(
@@ -19,14 +19,14 @@ function blocks(info: RegExp): string[] {
 
 Deno.test("every `ts ignore` block of the README is a type-checked example", async () => {
   const ignored = blocks(/^ts ignore$/);
-  equal(ignored.length, 1);
-  const example = await Deno.readTextFile("examples/quick_start.ts");
-  const code = example.slice(example.indexOf("import "));
-  equal(
-    ignored[0],
-    code,
-    "the README quick start must equal examples/quick_start.ts",
+  const examples = await Promise.all(
+    ["quick_start.ts", "redis_fleet.ts"].map(async (name) => {
+      const example = await Deno.readTextFile(`examples/${name}`);
+      return example.slice(example.indexOf("import "));
+    }),
   );
+  // The quick start, and the Redis fleet (it needs a Redis server to run).
+  deepStrictEqual(ignored, examples);
 });
 
 Deno.test("every shell command of the README names a task or file that exists", async () => {

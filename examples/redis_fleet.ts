@@ -1,0 +1,29 @@
+// A fleet sharing one token through Redis: five providers, each on its own
+// Redis connection as five processes (Node, Bun or Deno) would be, against
+// the fake service. Needs a Redis server (REDIS_URL, default localhost):
+//
+//   redis-server --port 6379 &
+//   deno run --allow-net --allow-env examples/redis_fleet.ts
+
+import { Redis } from "ioredis";
+import { createTokenProvider } from "@partner-api/client";
+import { createRedisTokenStore } from "@partner-api/client/redis";
+import { startFakePartnerApi } from "@partner-api/client/testing";
+
+await using api = await startFakePartnerApi();
+const connections = Array.from(
+  { length: 5 },
+  () => new Redis(Deno.env.get("REDIS_URL") ?? "redis://127.0.0.1:6379"),
+);
+const fleet = connections.map((redis) =>
+  createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store: createRedisTokenStore({
+      command: (args) => redis.call(...args as [string, ...string[]]),
+    }),
+  })
+);
+await Promise.all(fleet.map((provider) => provider.getToken()));
+console.log(`${fleet.length} processes, ${api.tokenRequests} token request`);
+await Promise.all(connections.map((redis) => redis.quit()));
