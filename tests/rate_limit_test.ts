@@ -13,6 +13,7 @@ import fc from "fast-check";
 import {
   createRateLimiter,
   emptyWindow,
+  recordAnswer,
   recordSend,
   slotWait,
 } from "../src/client/rate_limit.ts";
@@ -32,6 +33,23 @@ Deno.test("slotWait() frees a slot when the oldest send leaves the window", () =
   equal(slotWait(w, 1000, 1000), 400, "now the send at 400 is the oldest");
   w.blockedUntil = 5000;
   equal(slotWait(w, 1000, 1400), 3600, "a refusal blocks longer");
+});
+
+Deno.test("a request counts from its answer: its slot is not free before an interval after it", () => {
+  const w = emptyWindow(1);
+  const ticket = recordSend(w, Infinity);
+  equal(
+    slotWait(w, 1000, 5000),
+    Infinity,
+    "unanswered: the service may count it later",
+  );
+  recordAnswer(w, ticket, 1200);
+  equal(slotWait(w, 1000, 1500), 700);
+  recordAnswer(w, ticket, 9999);
+  equal(slotWait(w, 1000, 1500), 700, "a ticket is answered once");
+  recordSend(w, 2200);
+  recordAnswer(w, ticket, 3000);
+  equal(slotWait(w, 1000, 2200), 1000, "an old ticket touches nothing");
 });
 
 Deno.test("createRateLimiter() refuses a bad limit by name", () => {
@@ -72,12 +90,14 @@ Deno.test("in any window, no more sends than the limit allow, in arrival order, 
           const all: Promise<void>[] = [];
           for (const [i, at] of sorted.entries()) {
             await timers.tickAsync(start + at - timers.now);
-            const take = () => {
+            // Answered at once: each counts from its grant.
+            const take = (ticket: number) => {
               granted.push(timers.now - start);
               order.push(i);
+              limiter.answered(ticket);
             };
             const slot = limiter.take();
-            if (slot === undefined) take();
+            if (typeof slot === "number") take(slot);
             else all.push(slot.then(take));
           }
           await timers.tickAsync(sorted.length * interval + 1);
@@ -110,23 +130,35 @@ Deno.test("a wait for a slot ends with the caller's signal, and the queue moves 
       interval: 1000,
       now: () => timers.now,
     });
-    equal(limiter.take(), undefined);
+    equal(typeof limiter.take(), "number");
     const controller = new AbortController();
     const leaving = limiter.take(controller.signal);
     const staying = limiter.take();
     const reason = new Error("gave up");
     controller.abort(reason);
-    await rejects(leaving!, (error) => error === reason);
+    await rejects(leaving as Promise<number>, (error) => error === reason);
+    limiter.answered(0);
     await timers.tickAsync(1000);
     await staying;
   });
 });
 
-/** The fake served in process: no sockets, so fake timers drive it all. */
+/**
+ * The fake served in process: no sockets, so fake timers drive it all. Each
+ * request takes up to `latency` ms to arrive and as long to come back, as
+ * on a network: the service counts arrivals, not sends.
+ */
 function inProcess(
   apiRateLimit: { requests: number; interval: number },
   now: () => number,
+  latency = 0,
 ) {
+  let seed = 19;
+  const wire = () =>
+    new Promise((resolve) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      setTimeout(resolve, Math.floor((seed / 2147483648) * latency));
+    });
   const statuses = new Map<number, number>();
   const service = createFakePartnerService({
     now,
@@ -138,18 +170,21 @@ function inProcess(
     "http://127.0.0.1:10",
   );
   const fetch: typeof globalThis.fetch = async (input, init) => {
-    const response = await service.handle(new Request(input, init));
+    const request = new Request(input, init);
+    if (latency > 0) await wire();
+    const response = await service.handle(request);
     statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    if (latency > 0) await wire();
     return response;
   };
   return { service, environment, fetch, statuses };
 }
 
-Deno.test("a crawl of 20,000 items at concurrency 4 is paced to the limit: no 429, nothing failed, near the floor", async () => {
+Deno.test("a crawl of 20,000 items at concurrency 4, over a wire of 0-40 ms each way, is paced to the limit: no 429, nothing failed, near the floor", async () => {
   await withFakeTimers(async (timers) => {
     const limit = { requests: 90, interval: 3000 };
     const clock = () => timers.now;
-    const fake = inProcess(limit, clock);
+    const fake = inProcess(limit, clock, 40);
     const start = clock();
     const client = createClient({
       environment: fake.environment,
@@ -217,18 +252,23 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
       interval: 1000,
       now: () => timers.now,
     });
-    equal(limiter.take(), undefined);
+    limiter.answered(limiter.take() as number);
     limiter.refused(); // others on the address filled the window
     let granted = false;
-    const next = limiter.take()!.then(() => void (granted = true));
+    const next = (limiter.take() as Promise<number>).then((ticket) => {
+      granted = true;
+      limiter.answered(ticket);
+    });
     await timers.tickAsync(249);
     equal(granted, false, "one slot's share of the window: 250 ms");
     await timers.tickAsync(1);
     await next;
-    for (let i = 0; i < 2; i++) limiter.take();
+    for (let i = 0; i < 2; i++) limiter.answered(limiter.take() as number);
     limiter.refused(); // full now: wait until the oldest send leaves
     granted = false;
-    const later = limiter.take()!.then(() => void (granted = true));
+    const later = (limiter.take() as Promise<number>).then(() => {
+      granted = true;
+    });
     await timers.tickAsync(749);
     equal(granted, false);
     await timers.tickAsync(1);

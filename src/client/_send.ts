@@ -77,12 +77,12 @@ export async function sendExchange<T>(
     // A slot in the rate window, before the attempt's time limit starts:
     // waiting for the window is not failing.
     const slot = context.rateLimiter?.take(run.signal);
-    if (slot !== undefined) await slot;
-    const { accessToken } = await context.tokenProvider.getToken(
-      run.signal === undefined ? {} : { signal: run.signal },
-    );
-    const signal = run.startAttempt();
+    const ticket = typeof slot === "object" ? await slot : slot;
     try {
+      const { accessToken } = await context.tokenProvider.getToken(
+        run.signal === undefined ? {} : { signal: run.signal },
+      );
+      const signal = run.startAttempt();
       const response = await run.send(accessToken, signal);
       let step = response === undefined
         ? run.afterNoAnswer()
@@ -105,8 +105,10 @@ export async function sendExchange<T>(
       }
     } finally {
       // The limit ends with the attempt: for fetch once the headers are in,
-      // for a list page once its body is read.
+      // for a list page once its body is read. The rate window counts the
+      // request from here: the service has it by now.
       run.endAttempt();
+      if (ticket !== undefined) context.rateLimiter!.answered(ticket);
     }
   }
 }

@@ -44,11 +44,21 @@ export interface RateLimiter {
   /** The limit it keeps. */
   readonly limit: RateLimit;
   /**
-   * Takes a slot: `undefined` when one is free now, else a promise that
-   * resolves when the caller's turn comes (callers go in the order they
-   * came), or rejects with the signal's reason when it aborts first.
+   * Takes a slot for one request: its ticket (a number) when a slot is free
+   * now, else a promise of it that resolves when the caller's turn comes
+   * (callers go in the order they came), or rejects with the signal's
+   * reason when it aborts first. Hand the ticket to
+   * {@linkcode RateLimiter.answered} once the request is answered or failed.
    */
-  take(signal?: AbortSignal): Promise<void> | undefined;
+  take(signal?: AbortSignal): number | Promise<number>;
+  /**
+   * Tells the limiter the request of `ticket` was answered (or failed, or
+   * was never sent). The service counts a request when it arrives, which
+   * may be any time until the answer: so a slot counts from the answer,
+   * and is not free again before an interval after it. Until then the
+   * slot stays taken: a ticket never answered keeps its slot.
+   */
+  answered(ticket: number): void;
   /**
    * Tells the limiter the service refused a request for its rate (a 429):
    * others on the same address count too, so the window is taken as full.
@@ -103,7 +113,11 @@ const CONTEXT = "Cannot create rate limiter";
  *
  * const limiter = createRateLimiter({ requests: 2, interval: 50 });
  * const started = Date.now();
- * for (let i = 0; i < 3; i++) await limiter.take();
+ * for (let i = 0; i < 3; i++) {
+ *   const ticket = await limiter.take();
+ *   // ... send the request and read its answer, then:
+ *   limiter.answered(ticket);
+ * }
  * if (Date.now() - started < 40) throw new Error("the third waited for the window");
  * ```
  */
@@ -143,12 +157,19 @@ function requestCount(value: number | undefined): number {
   return requests;
 }
 
-/** The sends of the last window: a ring of the latest `requests` times. */
+/**
+ * The requests of the last window: a ring of the latest `requests` times,
+ * each the time a request counts from. A request still waiting for its
+ * answer counts from `Infinity`: the service may count it at any moment
+ * until the answer, so its slot is not free before an interval after it.
+ */
 export interface Window {
   readonly times: Float64Array;
   /** Index of the oldest time once the ring is full. */
   head: number;
   count: number;
+  /** Requests recorded so far: the next ticket. */
+  sent: number;
   /** No slot before this (after a refusal). */
   blockedUntil: number;
 }
@@ -159,11 +180,15 @@ export function emptyWindow(requests: number): Window {
     times: new Float64Array(requests),
     head: 0,
     count: 0,
+    sent: 0,
     blockedUntil: -Infinity,
   };
 }
 
-/** How long from `now` until a slot is free: 0 when one is free now. */
+/**
+ * How long from `now` until a slot is free: 0 when one is free now,
+ * `Infinity` while the oldest request of a full window awaits its answer.
+ */
 export function slotWait(
   window: Window,
   interval: number,
@@ -174,20 +199,40 @@ export function slotWait(
   return Math.max(0, freedAt - now, window.blockedUntil - now);
 }
 
-/** Records a send at `now`. */
-export function recordSend(window: Window, now: number): void {
-  window.times[window.head] = now;
+/**
+ * Records a request that counts from `time` (`Infinity` until it is
+ * answered); returns its ticket for {@linkcode recordAnswer}.
+ */
+export function recordSend(window: Window, time: number): number {
+  window.times[window.head] = time;
   window.head = (window.head + 1) % window.times.length;
   window.count = Math.min(window.count + 1, window.times.length);
+  return window.sent++;
+}
+
+/** The request of `ticket` was answered at `now`: it counts from then. */
+export function recordAnswer(
+  window: Window,
+  ticket: number,
+  now: number,
+): void {
+  const { times } = window;
+  // A ticket still in the ring (one never answered keeps its slot, so the
+  // ring cannot pass it); others are long out of the window.
+  if (ticket >= window.sent - times.length && ticket < window.sent) {
+    const index = ticket % times.length;
+    if (times[index] === Infinity) times[index] = now;
+  }
 }
 
 interface Waiter {
-  readonly resolve: () => void;
+  readonly resolve: (ticket: number) => void;
   readonly reject: (reason: unknown) => void;
   readonly signal: AbortSignal | undefined;
   readonly onAbort: () => void;
 }
 
+/** A limiter over one window, with callers queued in order. */
 class SlidingWindowLimiter implements RateLimiter {
   readonly limit: RateLimit;
   readonly #now: () => number;
@@ -201,17 +246,15 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#window = emptyWindow(limit.requests);
   }
 
-  take(signal?: AbortSignal): Promise<void> | undefined {
+  take(signal?: AbortSignal): number | Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const now = this.#now();
     if (
       this.#queue.length === 0 &&
-      slotWait(this.#window, this.limit.interval, now) === 0
+      slotWait(this.#window, this.limit.interval, this.#now()) === 0
     ) {
-      recordSend(this.#window, now);
-      return undefined;
+      return recordSend(this.#window, Infinity);
     }
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<number>((resolve, reject) => {
       const waiter: Waiter = {
         resolve,
         reject,
@@ -228,12 +271,20 @@ class SlidingWindowLimiter implements RateLimiter {
     });
   }
 
+  answered(ticket: number): void {
+    recordAnswer(this.#window, ticket, this.#now());
+    if (this.#queue.length > 0) this.#schedule();
+  }
+
   refused(): void {
     const window = this.#window;
     const { requests, interval } = this.limit;
     const now = this.#now();
-    const room = window.count === requests
-      ? window.times[window.head]! + interval
+    const oldest = window.times[window.head]!;
+    // Full of answered requests: room when the oldest leaves. Else (room
+    // left, or the oldest unanswered) one slot's share of the interval.
+    const room = window.count === requests && oldest !== Infinity
+      ? oldest + interval
       : now + interval / requests;
     window.blockedUntil = Math.max(window.blockedUntil, room);
     this.#schedule();
@@ -245,16 +296,16 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#timer = undefined;
     const { interval } = this.limit;
     while (this.#queue.length > 0) {
-      const now = this.#now();
-      const wait = slotWait(this.#window, interval, now);
+      const wait = slotWait(this.#window, interval, this.#now());
+      // Infinity: the oldest awaits its answer, and answered() comes back.
+      if (wait === Infinity) return;
       if (wait > 0) {
         this.#timer = setTimeout(() => this.#schedule(), wait);
         return;
       }
       const waiter = this.#queue.shift()!;
       waiter.signal?.removeEventListener("abort", waiter.onAbort);
-      recordSend(this.#window, now);
-      waiter.resolve();
+      waiter.resolve(recordSend(this.#window, Infinity));
     }
   }
 }
