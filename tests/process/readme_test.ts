@@ -2,7 +2,7 @@
 // `deno test --doc`; this test covers the rest. Needs
 // --allow-read=README.md,deno.json,examples.
 
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok } from "node:assert/strict";
 
 const readme = await Deno.readTextFile("README.md");
 const tasks = Object.keys(
