@@ -25,6 +25,7 @@
 export * from "./src/core/environment.ts";
 export * from "./src/core/config.ts";
 export * from "./src/core/errors.ts";
+export * from "./src/core/events.ts";
 export * from "./src/core/quota.ts";
 export * from "./src/token/mod.ts";
 export * from "./src/client/paginate.ts";

@@ -1,6 +1,7 @@
 // Internal: a client's options, checked, and what they make: its own copy
 // of the environment, its token provider, its pacing and its 401 ledger.
 
+import type { EventListener } from "../core/events.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import {
   createTokenProvider,
@@ -9,7 +10,7 @@ import {
   type TokenProviderOptions,
 } from "../token/mod.ts";
 import { backoffFrom } from "../core/_retry.ts";
-import { renewalLedger } from "../token/_provider.ts";
+import { renewalLedger } from "../token/_renewal.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import {
   createRateLimiter,
@@ -17,7 +18,8 @@ import {
   type RateLimiter,
   SERVICE_RATE_LIMIT,
 } from "./rate_limit.ts";
-import { type SendContext, SharedDeadlines } from "./_send.ts";
+import type { SendContext } from "./_send.ts";
+import { SharedDeadlines } from "./_deadlines.ts";
 
 /**
  * Options of `createClient`.
@@ -101,6 +103,17 @@ export interface ClientOptions extends ProviderSettings {
    * @default {{ requests: 900, interval: 300000 }: the service's published limit per IP}
    */
   rateLimit?: RateLimit | RateLimiter | false;
+  /**
+   * Called with what the client does: `api.request` (each attempt),
+   * `api.retry`, `api.renewal` (a 401 cost a fresh token), `rate.wait` and
+   * `api.list` (a crawl ended); and, for the provider the client creates,
+   * its `token.request`, `token.refresh` and `quota.blocked`. Events are
+   * frozen and never hold the secret or a token; what the listener throws is
+   * ignored.
+   *
+   * @default {none: no event is built}
+   */
+  onEvent?: EventListener;
 }
 
 /**
@@ -127,6 +140,7 @@ export type ProviderSettings = Omit<
   | "retry"
   | "random"
   | "now"
+  | "onEvent"
 >;
 
 const CONTEXT = "Cannot create client";
@@ -172,6 +186,7 @@ export function clientConfig(
       deadlines: new SharedDeadlines(timeout, now),
       renewAfterUnauthorized: renewalOf(tokenProvider, now),
       rateLimiter: rateLimiterOf(options.rateLimit, now),
+      onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
     },
   };
@@ -248,6 +263,7 @@ const CLIENT_OWN = new Set([
   "random",
   "now",
   "rateLimit",
+  "onEvent",
 ]);
 
 /** The client's pacing: a limiter given, one made from a limit, or none. */

@@ -2,6 +2,8 @@
 // own, its body read within the attempt, its items picked out; whatever the
 // service gets wrong is an ApiError with the page's status.
 
+import type { EventListener } from "../core/events.ts";
+import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
 import {
   type PageRequest,
@@ -58,7 +60,10 @@ export function listUnder<T>(
   if (pick !== undefined && typeof pick !== "function") {
     throw new TypeError("Cannot list: 'items' must be a function");
   }
-  return paginate<T>((request) => {
+  const listener = context.onEvent;
+  let pages = 0;
+  const items = paginate<T>((request) => {
+    pages++;
     const pageUrl = new URL(url);
     for (const [name, value] of Object.entries(extra)) {
       pageUrl.searchParams.set(name, value);
@@ -68,6 +73,40 @@ export function listUnder<T>(
     }
     return listPage(context, base, pageUrl, request, pick);
   }, pageOptions);
+  return listener === undefined
+    ? items
+    : heardList(items, () => pages, listener, context.now, url.pathname);
+}
+
+/** The list's items as they are; the listener hears how the crawl ended. */
+async function* heardList<T>(
+  items: AsyncIterableIterator<T>,
+  pages: () => number,
+  listener: EventListener,
+  now: () => number,
+  path: string,
+): AsyncIterableIterator<T> {
+  const started = now();
+  let count = 0;
+  let outcome: "ok" | "error" = "ok";
+  try {
+    for await (const item of items) {
+      count++;
+      yield item;
+    }
+  } catch (error) {
+    outcome = "error";
+    throw error;
+  } finally {
+    emit(listener, {
+      type: "api.list",
+      path,
+      outcome,
+      pages: pages(),
+      items: count,
+      durationMs: now() - started,
+    });
+  }
 }
 
 /**
@@ -84,6 +123,7 @@ async function listPage<T>(
 ): Promise<readonly T[]> {
   return await sendExchange(context, {
     base,
+    kind: "api",
     url,
     init: {
       headers: { accept: "application/json" },

@@ -5,7 +5,10 @@
 import { ApiError } from "../core/errors.ts";
 import type { TokenProvider } from "../token/mod.ts";
 import { delay, retryAfterMs } from "../core/_retry.ts";
-import { raceAbort, unrefTimer } from "../core/_abort.ts";
+import { raceAbort } from "../core/_abort.ts";
+import type { SharedDeadlines } from "./_deadlines.ts";
+import type { EventListener } from "../core/events.ts";
+import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import type { RateLimiter } from "./rate_limit.ts";
 import { serverText } from "../core/_redact.ts";
@@ -34,6 +37,8 @@ export interface SendContext {
   readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
   /** Paces every attempt; `undefined` when pacing is off. */
   readonly rateLimiter: RateLimiter | undefined;
+  /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
+  readonly onEvent: EventListener | undefined;
   readonly now: () => number;
 }
 
@@ -41,6 +46,8 @@ export interface SendContext {
 export interface Exchange<T> {
   /** The base the token is bound to; redirects are followed under it only. */
   readonly base: URL;
+  /** Which base that is, for events. */
+  readonly kind: "api" | "pci";
   readonly url: URL;
   readonly init: RequestInit;
   /** Start of error messages, e.g. "Cannot fetch". */
@@ -77,7 +84,7 @@ export async function sendExchange<T>(
     // A slot in the rate window, before the attempt's time limit starts:
     // waiting for the window is not failing.
     const slot = context.rateLimiter?.take(run.signal);
-    const ticket = typeof slot === "object" ? await slot : slot;
+    const ticket = typeof slot === "object" ? await run.waitFor(slot) : slot;
     try {
       const { accessToken } = await context.tokenProvider.getToken(
         run.signal === undefined ? {} : { signal: run.signal },
@@ -174,8 +181,50 @@ class Run<T> {
     this.#endLimit = undefined;
   }
 
+  /** Waits for a slot in the rate window; a listener hears how long. */
+  async waitFor(slot: Promise<number>): Promise<number> {
+    const listener = this.#context.onEvent;
+    if (listener === undefined) return await slot;
+    const started = this.#context.now();
+    const ticket = await slot;
+    emit(listener, {
+      type: "rate.wait",
+      delayMs: this.#context.now() - started,
+    });
+    return ticket;
+  }
+
   /** Sends one attempt; `undefined` when no answer came (see `failure`). */
-  async send(
+  send(
+    accessToken: string,
+    signal: AbortSignal,
+  ): Promise<Response | undefined> {
+    const listener = this.#context.onEvent;
+    return listener === undefined
+      ? this.#sendOnce(accessToken, signal)
+      : this.#sendHeard(listener, accessToken, signal);
+  }
+
+  async #sendHeard(
+    listener: EventListener,
+    accessToken: string,
+    signal: AbortSignal,
+  ): Promise<Response | undefined> {
+    const started = this.#context.now();
+    const response = await this.#sendOnce(accessToken, signal);
+    emit(listener, {
+      type: "api.request",
+      method: this.method,
+      base: this.#exchange.kind,
+      path: this.target.pathname,
+      status: response?.status ?? 0,
+      attempt: this.attempts,
+      durationMs: this.#context.now() - started,
+    });
+    return response;
+  }
+
+  async #sendOnce(
     accessToken: string,
     signal: AbortSignal,
   ): Promise<Response | undefined> {
@@ -253,6 +302,10 @@ class Run<T> {
       !(await this.#context.renewAfterUnauthorized(accessToken))
     ) return "deliver";
     this.renewed = true;
+    const listener = this.#context.onEvent;
+    if (listener !== undefined) {
+      emit(listener, { type: "api.renewal", path: this.target.pathname });
+    }
     await discard(response);
     return "again";
   }
@@ -273,6 +326,16 @@ class Run<T> {
     if (wait === undefined) return undefined;
     this.retries++;
     this.wait = wait;
+    const listener = this.#context.onEvent;
+    if (listener !== undefined) {
+      const answered = attempted.kind === "answer";
+      emit(listener, {
+        type: "api.retry",
+        reason: answered ? "status" : this.#timedOut ? "timeout" : "network",
+        status: answered ? attempted.status : 0,
+        delayMs: wait,
+      });
+    }
     return "again";
   }
 
@@ -295,71 +358,6 @@ class Run<T> {
 }
 
 const MAX_REDIRECTS = 5;
-
-/**
- * Time limits shared by the attempts that start within the same short
- * window (a tenth of the limit, at most a second): one `setTimeout` per
- * window instead of one per request, which cost more than the rest of the
- * client's work together. Each attempt follows the window's signal through
- * a listener it removes when it ends; the window's timer is cleared as soon
- * as no attempt uses it, so nothing is left for a test's sanitizer and no
- * process is kept alive. The timer is `globalThis.setTimeout`, looked up
- * when it is set, and the window is read from the injected clock, so fake
- * timers drive it like every other wait. An attempt thus gets its limit,
- * and at most a window more.
- */
-export class SharedDeadlines {
-  /** The time limit, in ms. */
-  readonly ms: number;
-  readonly #window: number;
-  readonly #now: () => number;
-  #current: Window | undefined;
-
-  constructor(ms: number, now: () => number) {
-    this.ms = ms;
-    this.#window = Math.min(1000, Math.max(1, Math.round(ms / 10)));
-    this.#now = now;
-  }
-
-  /** The window for an attempt starting now; give it back with `release`. */
-  acquire(): Window {
-    const now = this.#now();
-    let window = this.#current;
-    if (window === undefined || now >= window.until) {
-      const controller = new AbortController();
-      const timer = setTimeout(() => {
-        controller.abort(
-          new DOMException(`no answer within ${this.ms} ms`, "TimeoutError"),
-        );
-      }, this.ms + this.#window);
-      unrefTimer(timer);
-      window = this.#current = {
-        signal: controller.signal,
-        timer,
-        until: now + this.#window,
-        users: 0,
-      };
-    }
-    window.users++;
-    return window;
-  }
-
-  /** Ends an attempt's use of `window`; the last one out clears its timer. */
-  release(window: Window): void {
-    if (--window.users > 0) return;
-    clearTimeout(window.timer);
-    if (this.#current === window) this.#current = undefined;
-  }
-}
-
-/** One window of {@linkcode SharedDeadlines}. */
-interface Window {
-  readonly signal: AbortSignal;
-  readonly timer: ReturnType<typeof setTimeout>;
-  /** Clock reading after which attempts open a new window. */
-  readonly until: number;
-  users: number;
-}
 
 /**
  * The caller's headers with `Authorization: Bearer <token>` in place of any

@@ -123,12 +123,13 @@ export interface PartnerClient {
  */
 export function createClient(options: ClientOptions): PartnerClient {
   const { environment, context } = clientConfig(options);
-  const fetchUnder = (base: URL, what: string) => {
+  const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
     const paths = new PathCache(base, what);
     return (path: string | URL, init: RequestInit = {}): Promise<Response> => {
       try {
         return sendExchange(context, {
           base,
+          kind,
           url: paths.resolve(path),
           init,
           context: what,
@@ -142,8 +143,12 @@ export function createClient(options: ClientOptions): PartnerClient {
   };
   return {
     tokenProvider: context.tokenProvider,
-    fetch: fetchUnder(environment.baseUrl, "Cannot fetch"),
-    pciFetch: fetchUnder(environment.pciBaseUrl, "Cannot fetch card data"),
+    fetch: fetchUnder(environment.baseUrl, "api", "Cannot fetch"),
+    pciFetch: fetchUnder(
+      environment.pciBaseUrl,
+      "pci",
+      "Cannot fetch card data",
+    ),
     list: <T>(path: string, listOptions: ListOptions<T> = {}) =>
       listUnder(context, environment.baseUrl, path, listOptions),
   };

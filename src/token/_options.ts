@@ -1,6 +1,7 @@
 // Internal: the provider's public types, and the checks that turn its
 // options into a configuration.
 
+import type { EventListener } from "../core/events.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import type { Environment } from "../core/environment.ts";
 import { type Backoff, backoffFrom } from "../core/_retry.ts";
@@ -102,6 +103,17 @@ export interface TokenProviderOptions
    * paid for is not lost.
    */
   onQuota?: (quota: QuotaSnapshot) => void;
+  /**
+   * Called with what the provider does: `token.request` (each request to the
+   * token endpoint, retries included), `token.refresh` (a background refresh
+   * starts) and `quota.blocked` (no request before `retryAt`). Events are
+   * frozen and never hold the secret or a token; what the listener throws is
+   * ignored. `openTelemetry()` from `./otel` makes one that records spans and
+   * metrics.
+   *
+   * @default {none: no event is built}
+   */
+  onEvent?: EventListener;
   /**
    * For request-scoped runtimes (Cloudflare Workers: `waitUntil` from
    * `cloudflare:workers`, or a request's `ctx.waitUntil`): background
@@ -222,6 +234,7 @@ export interface ProviderConfig {
   readonly refreshMargin: number | undefined;
   readonly random: () => number;
   readonly onQuota: ((quota: QuotaSnapshot) => void) | undefined;
+  readonly onEvent: EventListener | undefined;
   readonly waitUntil: ((promise: Promise<unknown>) => void) | undefined;
 }
 
@@ -256,6 +269,7 @@ export function providerConfig(options: TokenProviderOptions): ProviderConfig {
       ),
     random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
     onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
+    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
     waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
   };
 }

@@ -7,13 +7,15 @@ import { backoffDelay, delay, retryAfterMs } from "../core/_retry.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
+import { renewalLedger } from "./_renewal.ts";
+import { heardAttempt } from "./_heard.ts";
+import { emit } from "../core/_emit.ts";
 import { attemptTokenRequest, quotaExceeded } from "./_protocol.ts";
 import {
   decide,
   FAILURE_COOLDOWN,
   flightBudget,
   isRetryable,
-  onUnauthorized,
   recordNews,
   requestBudget,
   settles,
@@ -176,6 +178,11 @@ export class TokenProviderMachine implements TokenProvider {
   }
 
   #refreshInBackground(now: number): void {
+    const listener = this.#config.onEvent;
+    if (listener !== undefined) {
+      const expiresInMs = this.#cached!.token.expiresAt - now;
+      emit(listener, { type: "token.refresh", expiresInMs });
+    }
     // A background flight holds itself: no caller's abort can stop it. Its
     // failure is kept like any other (see #fly), and the old token served.
     const done = this.#startFlight(now, true).promise.then(() => {}, () => {});
@@ -275,7 +282,10 @@ export class TokenProviderMachine implements TokenProvider {
         throw this.#blockedError(blocked);
       }
       try {
-        return await attemptTokenRequest(endpoint, signal);
+        const listener = this.#config.onEvent;
+        return await (listener === undefined
+          ? attemptTokenRequest(endpoint, signal)
+          : heardAttempt(endpoint, signal, listener));
       } catch (error) {
         if (!isRetryable(error) || retry >= backoff.retries) throw error;
         const asked = error.response &&
@@ -320,7 +330,13 @@ export class TokenProviderMachine implements TokenProvider {
         ready: Promise.resolve(token),
       };
     }
-    this.#blockedUntil = news.blockedUntil;
+    const listener = this.#config.onEvent;
+    const blocked = news.blockedUntil;
+    if (
+      listener !== undefined && blocked !== undefined &&
+      blocked !== this.#blockedUntil && blocked > this.#now()
+    ) emit(listener, { type: "quota.blocked", retryAt: blocked });
+    this.#blockedUntil = blocked;
     if (news.quota !== undefined) this.#observeQuota(news.quota);
   }
 
@@ -387,25 +403,4 @@ export class TokenProviderMachine implements TokenProvider {
   #blockedError(until: number): QuotaExceededError {
     return quotaExceeded(until, this.#quota?.buckets ?? []);
   }
-}
-
-/**
- * A 401 ledger over any provider: the first 401 in an hour (of `now`)
- * invalidates its token and answers `true` (retry once with a fresh one);
- * every other one in that hour answers `false` (return the 401, keep the
- * token). Providers of this module keep one each; a client keeps its own
- * for a hand-written provider without `reportUnauthorized`.
- */
-export function renewalLedger(
-  now: () => number,
-  invalidate: (accessToken: string) => Promise<void>,
-): (accessToken: string) => Promise<boolean> {
-  let renewedAt: number | undefined;
-  return async (accessToken) => {
-    const at = now();
-    if (onUnauthorized(renewedAt, at) === "keep") return false;
-    renewedAt = at;
-    await invalidate(accessToken);
-    return true;
-  };
 }
