@@ -42,3 +42,40 @@ Deno.test("the quota alert example warns when a bucket runs low", async () => {
     `${provider.quota?.buckets[0]?.resetAfter} s`,
   ]);
 });
+
+Deno.test("the observe example describes every kind of event in one line", async () => {
+  const { describeEvent } = await import("../examples/observe.ts");
+  const lines = [
+    describeEvent({ type: "token.request", outcome: "ok", durationMs: 3 }),
+    describeEvent({ type: "token.refresh", expiresInMs: 1000 }),
+    describeEvent({ type: "quota.blocked", retryAt: 0 }),
+    describeEvent({
+      type: "api.request",
+      method: "GET",
+      base: "api",
+      path: "/api/x",
+      status: 0,
+      attempt: 1,
+      durationMs: 2,
+    }),
+    describeEvent({
+      type: "api.retry",
+      reason: "timeout",
+      status: 0,
+      delayMs: 5,
+    }),
+    describeEvent({ type: "api.renewal", path: "/api/x" }),
+    describeEvent({ type: "rate.wait", delayMs: 7 }),
+    describeEvent({
+      type: "api.list",
+      path: "/api/x",
+      outcome: "ok",
+      pages: 1,
+      items: 0,
+      durationMs: 1,
+    }),
+  ];
+  for (const line of lines) {
+    equal(line.includes("undefined") || line.includes("\n"), false, line);
+  }
+});

@@ -1,0 +1,241 @@
+/**
+ * OpenTelemetry for the partner API client: `openTelemetry()` returns an
+ * `onEvent` listener that records spans and metrics through
+ * `@opentelemetry/api`. With Deno's built-in OpenTelemetry
+ * (`OTEL_DENO=true`) they are exported with no other setup, next to Deno's
+ * own `fetch` spans; on Deno Deploy they show in its dashboard. Elsewhere,
+ * register an SDK as usual.
+ *
+ * What it records (no attribute ever holds the secret or a token):
+ *
+ * | name                          | kind      | attributes                                     |
+ * | ----------------------------- | --------- | ---------------------------------------------- |
+ * | `partner_api.token.request`   | span      | `partner_api.outcome`, `error.type`            |
+ * | `partner_api.list`            | span      | `url.path`, `partner_api.pages`, `partner_api.items`, `partner_api.outcome` |
+ * | `partner_api.token.requests`  | counter   | `partner_api.outcome`                          |
+ * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket`                     |
+ * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code`, `partner_api.base` (ms) |
+ *
+ * @example A client whose token requests and crawls show in traces
+ * ```ts
+ * import { createClient } from "@partner-api/client";
+ * import { openTelemetry } from "@partner-api/client/otel";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: openTelemetry(),
+ * });
+ * await (await client.fetch("organizations")).body?.cancel();
+ * ```
+ *
+ * @module
+ */
+
+import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
+import type {
+  ApiListEvent,
+  EventListener,
+  TokenRequestEvent,
+} from "../core/events.ts";
+import { VERSION } from "../core/_version.ts";
+
+/**
+ * Attribute values, as OpenTelemetry takes them.
+ *
+ * @example
+ * ```ts
+ * import type { TelemetryAttributes } from "@partner-api/client/otel";
+ *
+ * const attributes: TelemetryAttributes = { "partner_api.outcome": "ok" };
+ * if (attributes["partner_api.outcome"] !== "ok") throw new Error();
+ * ```
+ */
+export type TelemetryAttributes = Record<
+  string,
+  string | number | boolean
+>;
+
+/**
+ * What {@linkcode openTelemetry} needs of a tracer: any `Tracer` of
+ * `@opentelemetry/api` is one.
+ *
+ * @example
+ * ```ts
+ * import { trace } from "@opentelemetry/api";
+ * import type { TelemetryTracer } from "@partner-api/client/otel";
+ *
+ * const tracer: TelemetryTracer = trace.getTracer("billing-sync");
+ * tracer.startSpan("x", { startTime: Date.now(), attributes: {} }).setStatus({ code: 1 }).end(Date.now());
+ * ```
+ */
+export interface TelemetryTracer {
+  /** Starts a span; the module ends it at once with its measured times. */
+  startSpan(
+    name: string,
+    options: { startTime: number; attributes: TelemetryAttributes },
+  ): {
+    setStatus(status: { code: 1 | 2 }): { end(endTime: number): void };
+  };
+}
+
+/**
+ * What {@linkcode openTelemetry} needs of a meter: any `Meter` of
+ * `@opentelemetry/api` is one.
+ *
+ * @example
+ * ```ts
+ * import { metrics } from "@opentelemetry/api";
+ * import type { TelemetryMeter } from "@partner-api/client/otel";
+ *
+ * const meter: TelemetryMeter = metrics.getMeter("billing-sync");
+ * meter.createCounter("x", { description: "x", unit: "1" }).add(1, {});
+ * ```
+ */
+export interface TelemetryMeter {
+  /** A counter, for token requests. */
+  createCounter(name: string, options: { description: string; unit: string }): {
+    add(value: number, attributes: TelemetryAttributes): void;
+  };
+  /** A gauge, for the quota left. */
+  createGauge(name: string, options: { description: string; unit: string }): {
+    record(value: number, attributes: TelemetryAttributes): void;
+  };
+  /** A histogram, for request durations. */
+  createHistogram(
+    name: string,
+    options: { description: string; unit: string },
+  ): {
+    record(value: number, attributes: TelemetryAttributes): void;
+  };
+}
+
+/**
+ * Options of {@linkcode openTelemetry}.
+ *
+ * @example Recording through a tracer and meter of your own
+ * ```ts
+ * import { metrics, trace } from "@opentelemetry/api";
+ * import type { OpenTelemetryOptions } from "@partner-api/client/otel";
+ *
+ * const options: OpenTelemetryOptions = {
+ *   tracer: trace.getTracer("billing-sync"),
+ *   meter: metrics.getMeter("billing-sync"),
+ * };
+ * if (options.tracer === undefined) throw new Error();
+ * ```
+ */
+export interface OpenTelemetryOptions {
+  /**
+   * The tracer for spans.
+   *
+   * @default {trace.getTracer("@partner-api/client", VERSION)}
+   */
+  tracer?: TelemetryTracer;
+  /**
+   * The meter for metrics.
+   *
+   * @default {metrics.getMeter("@partner-api/client", VERSION)}
+   */
+  meter?: TelemetryMeter;
+}
+
+const NAME = "@partner-api/client";
+
+/**
+ * Returns an `onEvent` listener that records the module's events as
+ * OpenTelemetry spans and metrics. Give it to `createTokenProvider` or
+ * `createClient` (a client passes it on to the provider it creates).
+ *
+ * @param options The tracer and meter to record through.
+ * @returns The listener.
+ *
+ * @example A provider whose token requests are counted
+ * ```ts
+ * import { createTokenProvider } from "@partner-api/client";
+ * import { openTelemetry } from "@partner-api/client/otel";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const provider = createTokenProvider({
+ *   ...api.environment,
+ *   ...api.credentials,
+ *   onEvent: openTelemetry(),
+ * });
+ * await provider.getToken();
+ * ```
+ */
+export function openTelemetry(
+  options: OpenTelemetryOptions = {},
+): EventListener {
+  const tracer: TelemetryTracer = options.tracer ??
+    trace.getTracer(NAME, VERSION);
+  const meter: TelemetryMeter = options.meter ??
+    metrics.getMeter(NAME, VERSION);
+  const tokenRequests = meter.createCounter("partner_api.token.requests", {
+    description: "Requests to the token endpoint, as the quota counts them",
+    unit: "{request}",
+  });
+  const quotaRemaining = meter.createGauge("partner_api.quota.remaining", {
+    description:
+      "Tokens left in each quota bucket, as the token endpoint reported",
+    unit: "{token}",
+  });
+  const requestDuration = meter.createHistogram(
+    "partner_api.request.duration",
+    { description: "API requests, each attempt, send to answer", unit: "ms" },
+  );
+  /** A span that ended now and lasted `durationMs`. */
+  const span = (
+    name: string,
+    durationMs: number,
+    attributes: TelemetryAttributes,
+    failed: boolean,
+  ) => {
+    const end = Date.now();
+    tracer.startSpan(name, { startTime: end - durationMs, attributes })
+      .setStatus({ code: failed ? SpanStatusCode.ERROR : SpanStatusCode.OK })
+      .end(end);
+  };
+  const tokenRequest = (event: TokenRequestEvent) => {
+    const attributes: TelemetryAttributes = {
+      "partner_api.outcome": event.outcome,
+    };
+    if (event.reason !== undefined) attributes["error.type"] = event.reason;
+    span(
+      "partner_api.token.request",
+      event.durationMs,
+      attributes,
+      event.outcome === "error",
+    );
+    tokenRequests.add(1, { "partner_api.outcome": event.outcome });
+    for (const bucket of event.quota ?? []) {
+      quotaRemaining.record(bucket.remaining, {
+        "partner_api.quota.bucket": bucket.bucket,
+      });
+    }
+  };
+  const list = (event: ApiListEvent) =>
+    span("partner_api.list", event.durationMs, {
+      "url.path": event.path,
+      "partner_api.pages": event.pages,
+      "partner_api.items": event.items,
+      "partner_api.outcome": event.outcome,
+    }, event.outcome === "error");
+  return (event) => {
+    switch (event.type) {
+      case "token.request":
+        return tokenRequest(event);
+      case "api.list":
+        return list(event);
+      case "api.request":
+        return requestDuration.record(event.durationMs, {
+          "http.request.method": event.method,
+          "http.response.status_code": event.status,
+          "partner_api.base": event.base,
+        });
+    }
+  };
+}
