@@ -349,3 +349,46 @@ Deno.test("the CLI writes no raw control character from the service: table heade
   const bucket = { bucket: evil, limit: 10, remaining: 2, resetAfter: 60 };
   ok(!raw.test(gauge(bucket)), JSON.stringify(gauge(bucket)));
 });
+
+Deno.test("--verbose writes a line per token and API request, and a failure's causes, never the secret or token", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+  const config = configFor(api);
+  const listed = await run(
+    ["list", "organizations", "--limit", "2", "-v", "--no-cache"],
+    config,
+  );
+  equal(listed.code, 0, listed.stderr);
+  const lines = listed.stderr.trim().split("\n");
+  const tokenLine = `POST ${api.environment.tokenUrl.href} ok`;
+  ok(lines.some((line) => line.startsWith(tokenLine)), listed.stderr);
+  const pages = lines.filter((line) => line.startsWith("GET "));
+  equal(pages.length, 2, listed.stderr);
+  ok(
+    pages[0]!.startsWith(
+      `GET ${api.environment.baseUrl.href}organizations 200, attempt 1, `,
+    ),
+  );
+  ok(!pages[0]!.includes("?"), "no query");
+  const token =
+    await (await run(["token", "--show-token", "--no-cache"], config)).stdout
+      .trim();
+  // No answer at all: the message names the system's reason, and the
+  // verbose run adds the cause chain.
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = closed.addr.port;
+  closed.close();
+  const nowhere = {
+    ...config,
+    PARTNER_API_TOKEN_URL: `http://127.0.0.1:${port}/oauth/token`,
+  };
+  const refused = await run(["token", "--no-cache"], nowhere);
+  equal(refused.code, 1);
+  ok(/connection refused/i.test(refused.stderr), refused.stderr);
+  const unreachable = await run(["token", "--verbose", "--no-cache"], nowhere);
+  equal(unreachable.code, 1);
+  ok(unreachable.stderr.includes("caused by "), unreachable.stderr);
+  for (const result of [listed, unreachable]) {
+    ok(!result.stderr.includes(api.credentials.clientSecret));
+    ok(!result.stderr.includes(token));
+  }
+});

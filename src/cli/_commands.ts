@@ -17,6 +17,8 @@ import {
 } from "../token/mod.ts";
 import type { TokenStore } from "../store/mod.ts";
 import { storeKey } from "../store/_key.ts";
+import { verboseListener } from "./_verbose.ts";
+import type { SessionFlags } from "./_plan.ts";
 import {
   type CliWriter,
   duration,
@@ -136,7 +138,7 @@ const SLOW_TOKEN_REQUEST = 1500;
 export async function openSession(
   io: RunIo,
   config: Config,
-  useCache: boolean,
+  { cache: useCache, verbose }: SessionFlags,
 ): Promise<Session> {
   const said = new Set<string>();
   const notify = (line: string) => {
@@ -150,6 +152,7 @@ export async function openSession(
   if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
   const store = opening?.store;
   const watched = watchTokenRequests(io.stderr);
+  const heard = verboseListener(io.stderr, config.environment);
   const provider = createTokenProvider({
     ...config.environment,
     clientId: config.clientId,
@@ -157,11 +160,13 @@ export async function openSession(
     fetch: watched.fetch,
     ...(io.now ? { now: io.now } : {}),
     ...(store ? { store } : {}),
+    ...(verbose ? { onEvent: heard } : {}),
   });
   const client = createClient({
     environment: config.environment,
     tokenProvider: provider,
     ...(io.now ? { now: io.now } : {}),
+    ...(verbose ? { onEvent: heard } : {}),
   });
   const cache = store && {
     store,

@@ -26,7 +26,7 @@ export async function runDemo(io: RunIo): Promise<void> {
   const session = await openSession(io, {
     environment: api.environment,
     ...api.credentials,
-  }, false);
+  }, { cache: false, verbose: false });
   const discard: CliWriter = { isTerminal: false, write: () => {} };
   io.stdout.write(
     `${NAME} demo: the real flow against an in-process fake of the service\n`,

@@ -59,6 +59,7 @@ Options:
   -h, --help     help for the tool or a command
   --version      the version
   --no-cache     neither read nor write the token cache
+  -v, --verbose  a line per request on standard error, and a failure's causes
 
 Configuration (environment, or deno task --env-file=.env cli ...):
   ${Object.values(CONFIG_VARIABLES).join("\n  ")}
@@ -120,11 +121,12 @@ const FLAGS = {
   concurrency: { type: "string" },
   query: { type: "string", multiple: true },
   format: { type: "string" },
+  verbose: { type: "boolean", short: "v" },
 } as const;
 
 const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
-  token: ["show-token", "cache"],
-  quota: ["cache"],
+  token: ["show-token", "cache", "verbose"],
+  quota: ["cache", "verbose"],
   demo: [],
   list: [
     "limit",
@@ -136,6 +138,7 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     "query",
     "format",
     "cache",
+    "verbose",
   ],
 };
 
@@ -153,17 +156,16 @@ export interface ListRequest {
 export type Plan =
   | { readonly command: "help"; readonly text: string; readonly code: number }
   | { readonly command: "version" | "demo" }
-  | { readonly command: "quota"; readonly cache: boolean }
-  | {
-    readonly command: "token";
-    readonly showToken: boolean;
-    readonly cache: boolean;
-  }
-  | {
-    readonly command: "list";
-    readonly list: ListRequest;
-    readonly cache: boolean;
-  };
+  | ({ readonly command: "quota" } & SessionFlags)
+  | ({ readonly command: "token"; readonly showToken: boolean } & SessionFlags)
+  | ({ readonly command: "list"; readonly list: ListRequest } & SessionFlags);
+
+/** What every command that talks to the service takes. */
+export interface SessionFlags {
+  readonly cache: boolean;
+  /** A line per request on standard error, and a failure's causes. */
+  readonly verbose: boolean;
+}
 
 /**
  * Checks the whole command line.
@@ -194,15 +196,18 @@ export function plan(args: readonly string[]): Plan {
       `${command} takes no --${flagName(misplaced, values)}`,
     );
   }
-  const cache = values.cache !== false;
+  const flags = {
+    cache: values.cache !== false,
+    verbose: values.verbose === true,
+  };
   if (command === "list") {
-    return { command, list: listRequest(rest, values), cache };
+    return { command, list: listRequest(rest, values), ...flags };
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (command === "token") {
-    return { command, showToken: values["show-token"] === true, cache };
+    return { command, showToken: values["show-token"] === true, ...flags };
   }
-  if (command === "quota") return { command, cache };
+  if (command === "quota") return { command, ...flags };
   return { command: "demo" };
 }
 

@@ -44,6 +44,7 @@ import {
 } from "./_commands.ts";
 import { openCache } from "./_cache.ts";
 import { type CliWriter, escapeControls } from "./_render.ts";
+import { causeLines } from "./_verbose.ts";
 
 export type { CliIo, CliWriter };
 export { CONFIG_VARIABLES };
@@ -73,6 +74,7 @@ export async function main(
   args: string[],
   io: CliIo = processIo(),
 ): Promise<number> {
+  let verbose = false;
   try {
     const planned = plan(args);
     switch (planned.command) {
@@ -88,8 +90,9 @@ export async function main(
         break;
       }
       default: {
+        verbose = planned.verbose;
         const config = readConfig(io);
-        await execute(await openSession(io, config, planned.cache), planned);
+        await execute(await openSession(io, config, planned), planned);
       }
     }
     return 0;
@@ -97,11 +100,17 @@ export async function main(
     // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
     if ((error as Error)?.name === "BrokenPipe") return 0;
     const { message, code } = failureMessage(error);
+    const secrets = secretsOf(io);
     io.stderr.write(
-      `${NAME}: ${escapeControls(redact(message, secretsOf(io)))}${
+      `${NAME}: ${escapeControls(redact(message, secrets))}${
         code === 2 ? ` (see ${NAME} --help)` : ""
       }\n`,
     );
+    if (verbose) {
+      for (const line of causeLines(error)) {
+        io.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
+      }
+    }
     return code;
   }
 }

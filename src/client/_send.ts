@@ -11,7 +11,7 @@ import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import type { RateLimiter } from "./rate_limit.ts";
-import { serverText } from "../core/_redact.ts";
+import { describeCause } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import {
   type Attempted,
@@ -345,7 +345,7 @@ class Run<T> {
     return new ApiError(
       `${context}: ${this.method} ${displayUrl(this.target)} got no answer${
         attempts > 1 ? ` in ${attempts} attempts` : ""
-      }: ${describeCause(this.failure)}`,
+      }: ${describeCause(this.failure, [])}`,
       {
         status: 0,
         url: displayUrl(this.target),
@@ -385,17 +385,4 @@ function withBearer(
 /** An answer not handed back must be read or cancelled, or it leaks. */
 async function discard(response: Response): Promise<void> {
   await response.body?.cancel().catch(() => {});
-}
-
-/** The causes of a network failure, outermost first, as one line: "fetch failed: connect ECONNREFUSED". */
-export function describeCause(error: unknown): string {
-  const parts: string[] = [];
-  for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
-    const message = at instanceof Error ? at.message : String(at);
-    if (message !== "" && !parts.some((part) => part.includes(message))) {
-      parts.push(message);
-    }
-    at = at instanceof Error ? at.cause : undefined;
-  }
-  return serverText(parts.join(": ") || "unknown error", []);
 }

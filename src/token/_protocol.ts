@@ -3,6 +3,7 @@
 // synchronous over a read body, so every answer shape is testable without a
 // server.
 
+import { describeCause } from "../core/_cause.ts";
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
@@ -252,8 +253,7 @@ function oauthError(
 }
 
 function causeText(error: unknown, endpoint: TokenEndpoint): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message === "" ? "" : ` (${serverText(message, endpoint.secrets)})`;
+  return ` (${describeCause(error, endpoint.secrets)})`;
 }
 
 /** Cancels the body of an answer that arrived after the caller gave up. */
