@@ -2,39 +2,11 @@
 // as a real subprocess.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { type CliIo, main } from "../src/cli/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
-import { configFor } from "./_cli_helpers.ts";
+import { configFor, run } from "./_cli_helpers.ts";
 import { gauge } from "../src/cli/_render.ts";
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function run(
-  args: string[],
-  env: Record<string, string> | ((name: string) => string | undefined) = {},
-  terminal = { stdout: false, stderr: false },
-): Promise<Run> {
-  const result = { code: 0, stdout: "", stderr: "" };
-  const io: CliIo = {
-    env: typeof env === "function" ? env : (name) => env[name],
-    stdout: {
-      isTerminal: terminal.stdout,
-      write: (text) => void (result.stdout += text),
-    },
-    stderr: {
-      isTerminal: terminal.stderr,
-      write: (text) => void (result.stderr += text),
-    },
-  };
-  result.code = await main(args, io);
-  return result;
-}
 
 const untouchable = () => {
   throw new Error("configuration must not be read");
@@ -87,7 +59,7 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     ],
     [
       ["list", "transactions", "--format", "xml"],
-      "--format must be one of jsonl, json, table: received xml",
+      "--format must be one of jsonl, json, csv, table: received xml",
     ],
     [
       ["list", "transactions", "--query", "noequals"],

@@ -252,3 +252,31 @@ class EncryptedFileStore implements TokenStore {
     );
   }
 }
+
+/**
+ * Removes every cached token of the cache folder (`cache clear`, `logout`);
+ * returns the line that says what happened.
+ */
+export async function clearCache(): Promise<string> {
+  const folder = cacheFolder();
+  if (folder === undefined) return "no token cache: nothing to clear";
+  if (
+    Deno.permissions.querySync({ name: "write", path: folder }).state !==
+      "granted"
+  ) {
+    return `cannot clear the token cache: no write permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
+  }
+  let removed = 0;
+  try {
+    for await (const entry of Deno.readDir(folder)) {
+      if (!entry.isFile || !entry.name.endsWith(".token")) continue;
+      await Deno.remove(`${folder}/${entry.name}`);
+      removed++;
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return `removed ${removed} cached token${
+    removed === 1 ? "" : "s"
+  } from ${folder}`;
+}

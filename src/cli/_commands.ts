@@ -18,25 +18,19 @@ import {
 import type { TokenStore } from "../store/mod.ts";
 import { storeKey } from "../store/_key.ts";
 import { verboseListener } from "./_verbose.ts";
+import { Interrupted, runList } from "./_list.ts";
+import { runGet } from "./_get.ts";
 import type { SessionFlags } from "./_plan.ts";
 import {
   type CliWriter,
   duration,
   escapeControls,
   gauge,
-  progressReporter,
   safeJson,
   table,
-  tableWriter,
   utcTime,
 } from "./_render.ts";
-import {
-  CONFIG_VARIABLES,
-  type Format,
-  type ListRequest,
-  type Plan,
-  UsageError,
-} from "./_plan.ts";
+import { CONFIG_VARIABLES, type Plan, UsageError } from "./_plan.ts";
 
 /**
  * What the tool reads and writes; {@linkcode main} uses the process's own by default.
@@ -75,6 +69,14 @@ export interface RunIo extends CliIo {
   ) => { store?: TokenStore | undefined; notice?: string | undefined };
   /** The clock, in epoch ms. */
   now?: () => number;
+  /** Reads a file the user named (`--env-file`). */
+  readTextFile?: (path: string) => Promise<string>;
+  /** Calls `stop` on Ctrl-C until the returned function is called. */
+  onInterrupt?: (stop: () => void) => () => void;
+  /** Removes the cached tokens; returns the line that says what happened. */
+  clearCache?: () => Promise<string>;
+  /** How to get help where the tool runs, e.g. `deno task cli --help`. */
+  helpHint?: string;
 }
 
 /** The configuration the variables give. */
@@ -103,7 +105,7 @@ export function readConfig(io: CliIo): Config {
         ? `${option} ${rule}`
         : `${missing.join(", ")} ${
           missing.length === 1 ? "is" : "are"
-        } not set (see .env.example; deno task --env-file=.env cli ... reads a .env file)`,
+        } not set (see .env.example; --env-file .env reads a file)`,
     );
   }
 }
@@ -213,15 +215,19 @@ function watchTokenRequests(err: CliWriter) {
 /** Runs a planned command (not help, version or demo). */
 export async function execute(
   session: Session,
-  planned: Plan,
+  planned: SessionPlan,
   forceProgress = false,
 ): Promise<void> {
-  if (planned.command === "token") await runToken(session, planned.showToken);
-  else if (planned.command === "quota") await runQuota(session);
-  else if (planned.command === "list") {
-    await runList(session, planned.list, forceProgress);
-  }
+  if (planned.command === "token") {
+    await runToken(session, planned.showToken, planned.json);
+  } else if (planned.command === "quota") await runQuota(session, planned.json);
+  else if (planned.command === "get") {
+    await runGet(session, planned.path, planned.pci);
+  } else await runList(session, planned.list, forceProgress);
 }
+
+/** The commands that talk to the service. */
+export type SessionPlan = Extract<Plan, SessionFlags>;
 
 function cost(session: Session): string {
   const requests = session.tokenRequests();
@@ -231,9 +237,27 @@ function cost(session: Session): string {
   return `${requests} token request${requests === 1 ? "" : "s"}`;
 }
 
-async function runToken(session: Session, showToken: boolean): Promise<void> {
+async function runToken(
+  session: Session,
+  showToken: boolean,
+  json: boolean,
+): Promise<void> {
   const token = await session.provider.getToken();
   const { io } = session;
+  const now = (io.now ?? Date.now)();
+  if (json) {
+    const quota = session.provider.quota;
+    io.stdout.write(`${
+      safeJson({
+        expiresAt: new Date(token.expiresAt).toISOString(),
+        expiresIn: Math.max(0, Math.floor((token.expiresAt - now) / 1000)),
+        quota: (quota?.buckets ?? []).map((b) => asOfNow(b, quota!, now)),
+        tokenRequests: session.tokenRequests(),
+        ...(showToken ? { accessToken: token.accessToken } : {}),
+      })
+    }\n`);
+    return;
+  }
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
   const left = (token.expiresAt - (io.now ?? Date.now)()) / 1000;
@@ -275,7 +299,7 @@ function asOfNow(
  * The quota from what is known without a token request (the cache, or a
  * quota block it holds), else from one token request, else from its 429.
  */
-async function runQuota(session: Session): Promise<void> {
+async function runQuota(session: Session, json: boolean): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
   const known = await session.cache?.store.get(session.cache.key).catch(() =>
@@ -294,6 +318,21 @@ async function runQuota(session: Session): Promise<void> {
       blockedUntil = error.retryAt;
     }
     source = cost(session);
+  }
+  if (json) {
+    io.stdout.write(`${
+      safeJson({
+        buckets: (quota?.buckets ?? []).map((b) => asOfNow(b, quota!, now())),
+        ...(quota
+          ? { observedAt: new Date(quota.observedAt).toISOString() }
+          : {}),
+        ...(blockedUntil !== undefined && now() < blockedUntil
+          ? { blockedUntil: new Date(blockedUntil).toISOString() }
+          : {}),
+        tokenRequests: session.tokenRequests(),
+      })
+    }\n`);
+    return;
   }
   writeQuotaTable(io.stdout, quota, now());
   const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;
@@ -331,72 +370,6 @@ function writeQuotaTable(
   );
 }
 
-/**
- * Items as they come: JSONL, JSON (every line closed as it is written), or a
- * table whose first page fixes its widths. Nothing a terminal acts on.
- */
-function itemWriter(out: CliWriter, format: Format, pageSize: number) {
-  if (format === "table") {
-    const rows = tableWriter(out, pageSize);
-    return {
-      write: (item: unknown) =>
-        rows.row(
-          typeof item === "object" && item !== null
-            ? item as Record<string, unknown>
-            : { value: item },
-        ),
-      end: rows.end,
-    };
-  }
-  if (format === "jsonl") {
-    return {
-      write: (item: unknown) => out.write(`${safeJson(item)}\n`),
-      end: () => {},
-    };
-  }
-  // JSON: the item before is written once the next arrives, with its comma,
-  // so no line is ever left open for progress to overwrite.
-  let held: string | undefined;
-  return {
-    write(item: unknown) {
-      out.write(held === undefined ? "[\n" : `  ${held},\n`);
-      held = safeJson(item);
-    },
-    end: () => out.write(held === undefined ? "[]\n" : `  ${held}\n]\n`),
-  };
-}
-
-async function runList(
-  session: Session,
-  request: ListRequest,
-  forceProgress = false,
-): Promise<number> {
-  const { io } = session;
-  const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
-  const writer = itemWriter(io.stdout, format, request.limit);
-  const progress = io.stderr.isTerminal || forceProgress
-    ? progressReporter(io.stderr, request.limit)
-    : undefined;
-  // On one terminal, the progress line is erased before output is written.
-  const shared = io.stdout.isTerminal;
-  let items = 0;
-  try {
-    for await (
-      const item of session.client.list(request.path, request.options)
-    ) {
-      if (shared) progress?.clear();
-      writer.write(item);
-      progress?.item();
-      items++;
-    }
-  } finally {
-    if (shared) progress?.clear();
-    progress?.done();
-  }
-  writer.end();
-  return items;
-}
-
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 1 for the service's or network's. */
 export function failureMessage(
   error: unknown,
@@ -407,6 +380,9 @@ export function failureMessage(
     error instanceof UsageError || error instanceof TypeError ||
     error instanceof RangeError
   ) return { message: error.message, code: 2 };
+  if (error instanceof Interrupted) {
+    return { message: error.message, code: 130 };
+  }
   if (error instanceof TokenRequestError && error.status === 401) {
     return {
       message:

@@ -4,7 +4,12 @@
 import { startFakePartnerApi } from "../testing/mod.ts";
 import type { CliWriter } from "./_render.ts";
 import { NAME, plan } from "./_plan.ts";
-import { execute, openSession, type RunIo } from "./_commands.ts";
+import {
+  execute,
+  openSession,
+  type RunIo,
+  type SessionPlan,
+} from "./_commands.ts";
 
 const NEWEST = "list transactions --sort-by creationDate --sort-direction DESC";
 const DEMO_STEPS = [
@@ -26,7 +31,7 @@ export async function runDemo(io: RunIo): Promise<void> {
   const session = await openSession(io, {
     environment: api.environment,
     ...api.credentials,
-  }, { cache: false, verbose: false });
+  }, { cache: false, verbose: false, envFile: undefined });
   const discard: CliWriter = { isTerminal: false, write: () => {} };
   io.stdout.write(
     `${NAME} demo: the real flow against an in-process fake of the service\n`,
@@ -39,7 +44,7 @@ export async function runDemo(io: RunIo): Promise<void> {
     const step = last
       ? { ...session, io: { ...io, stdout: discard } }
       : session;
-    await execute(step, plan(args), last);
+    await execute(step, plan(args) as SessionPlan, last);
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   const requests = api.tokenRequests;

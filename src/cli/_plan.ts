@@ -4,9 +4,9 @@
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
 import type { ListOptions } from "../client/mod.ts";
-import { VERSION } from "../core/_version.ts";
+import { HELP, MAX_CONCURRENCY, NAME } from "./_help.ts";
 
-export const NAME = "partner-api";
+export { NAME };
 
 /**
  * The environment variables the tool reads.
@@ -30,85 +30,16 @@ export const CACHE_VARIABLES = [
   "HOME",
 ] as const;
 
-export const FORMATS = ["jsonl", "json", "table"] as const;
+export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
-/** The most pages in flight, as the library allows. */
-const MAX_CONCURRENCY = 64;
 
 /** A mistake of the caller (flags, configuration): exit code 2. */
 export class UsageError extends Error {}
 
-const COSTS =
-  `What each command costs (the token quota is small, per hour and per day):
-  token, list    nothing while the cached token is valid; else one token request
-  quota          nothing when the cache or a 429 knows the quota; else one token request
-  demo           nothing: it runs against a fake in this process`;
-
-export const HELP: Readonly<Record<string, string>> = {
-  "": `${NAME} ${VERSION}: tokens, quota and lists of the partner API
-
-Usage: ${NAME} <command> [options]
-
-Commands:
-  token          get a token and show its expiry and the quota
-  quota          show the quota buckets and when each resets
-  list <path>    page through a list, e.g. transactions
-  demo           all of the above against an in-process fake service
-
-Options:
-  -h, --help     help for the tool or a command
-  --version      the version
-  --no-cache     neither read nor write the token cache
-  -v, --verbose  a line per request on standard error, and a failure's causes
-
-Configuration (environment, or deno task --env-file=.env cli ...):
-  ${Object.values(CONFIG_VARIABLES).join("\n  ")}
-
-The token, the quota and any quota block are cached between runs, encrypted
-with a key derived from the client secret, in $PARTNER_API_CACHE_DIR, else
-$XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. Without read and
-write permission there, the tool runs uncached and says so.
-
-${COSTS}
-
-Exit codes: 0 done, 1 the service or network failed, 2 bad flags or configuration.
-`,
-  token: `Usage: ${NAME} token [--show-token] [--no-cache]
-
-Shows when the token expires, and the quota. Costs a token request only when
-no cached token is valid.
-  --show-token   print the token alone on standard output (the summary goes
-                 to standard error), e.g. TOKEN=$(${NAME} token --show-token)
-`,
-  quota: `Usage: ${NAME} quota [--no-cache]
-
-Shows each quota bucket and when it resets. The token endpoint is the only
-place that reports the quota: the tool shows what the cache (or the last 429)
-knows, marked with its age, and costs a token request only when it knows
-nothing.
-`,
-  list: `Usage: ${NAME} list <path> [options]
-
-Pages through a list under the API base and prints its items.
-  --limit N              items per page (default 50)
-  --page N               first page (default 1)
-  --sort-by FIELD        e.g. creationDate
-  --sort-direction DIR   ASC or DESC
-  --max-items N          stop after N items
-  --concurrency N        pages in flight, 1 to ${MAX_CONCURRENCY} (default 1)
-  --query k=v            extra query parameter; repeat for more
-  --format F             jsonl, json or table (default: table on a terminal, jsonl otherwise)
-  --no-cache             neither read nor write the token cache
-Progress goes to standard error when it is a terminal.
-`,
-  demo: `Usage: ${NAME} demo
-
-Starts a fake of the service in this process and runs token, quota and list
-against it: no credentials, no network beyond 127.0.0.1, no cache.
-`,
-};
-
 const FLAGS = {
+  "env-file": { type: "string" },
+  fields: { type: "string" },
+  pci: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
   cache: { type: "boolean", default: true },
@@ -124,9 +55,15 @@ const FLAGS = {
   verbose: { type: "boolean", short: "v" },
 } as const;
 
+const SESSION_FLAGS = ["cache", "verbose", "env-file"];
+
 const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
-  token: ["show-token", "cache", "verbose"],
-  quota: ["cache", "verbose"],
+  token: ["show-token", "format", ...SESSION_FLAGS],
+  quota: ["format", ...SESSION_FLAGS],
+  get: ["pci", ...SESSION_FLAGS],
+  cache: [],
+  logout: [],
+  completion: [],
   demo: [],
   list: [
     "limit",
@@ -137,8 +74,8 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     "concurrency",
     "query",
     "format",
-    "cache",
-    "verbose",
+    "fields",
+    ...SESSION_FLAGS,
   ],
 };
 
@@ -148,6 +85,8 @@ type Values = Partial<ReturnType<typeof parseFlags>["values"]>;
 export interface ListRequest {
   readonly path: string;
   readonly format: Format | undefined;
+  /** The keys to keep, in this order; all when undefined. */
+  readonly fields: readonly string[] | undefined;
   readonly options: ListOptions<unknown>;
   readonly limit: number;
 }
@@ -156,15 +95,33 @@ export interface ListRequest {
 export type Plan =
   | { readonly command: "help"; readonly text: string; readonly code: number }
   | { readonly command: "version" | "demo" }
-  | ({ readonly command: "quota" } & SessionFlags)
-  | ({ readonly command: "token"; readonly showToken: boolean } & SessionFlags)
-  | ({ readonly command: "list"; readonly list: ListRequest } & SessionFlags);
+  | { readonly command: "cache clear" }
+  | { readonly command: "completion"; readonly shell: Shell }
+  | ({ readonly command: "quota"; readonly json: boolean } & SessionFlags)
+  | ({
+    readonly command: "token";
+    readonly showToken: boolean;
+    readonly json: boolean;
+  } & SessionFlags)
+  | ({ readonly command: "list"; readonly list: ListRequest } & SessionFlags)
+  | ({
+    readonly command: "get";
+    readonly path: string;
+    readonly pci: boolean;
+  } & SessionFlags);
+
+/** The shells `completion` writes for. */
+export const SHELLS = ["bash", "zsh", "fish"] as const;
+/** A shell `completion` writes for. */
+export type Shell = typeof SHELLS[number];
 
 /** What every command that talks to the service takes. */
 export interface SessionFlags {
   readonly cache: boolean;
   /** A line per request on standard error, and a failure's causes. */
   readonly verbose: boolean;
+  /** A dotenv file to read the configuration from (the environment wins). */
+  readonly envFile: string | undefined;
 }
 
 /**
@@ -199,16 +156,66 @@ export function plan(args: readonly string[]): Plan {
   const flags = {
     cache: values.cache !== false,
     verbose: values.verbose === true,
+    envFile: values["env-file"],
   };
   if (command === "list") {
     return { command, list: listRequest(rest, values), ...flags };
   }
-  if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
-  if (command === "token") {
-    return { command, showToken: values["show-token"] === true, ...flags };
+  if (command === "get") {
+    return { command, path: onePath(rest, "get"), pci: !!values.pci, ...flags };
   }
-  if (command === "quota") return { command, ...flags };
+  if (command === "completion") return { command, shell: shellOf(rest) };
+  if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {
+    throw new UsageError("cache takes one action: clear");
+  }
+  if (command === "cache" || command === "logout") {
+    if (command === "logout" && rest.length > 0) {
+      throw new UsageError(`unexpected argument: ${rest[0]}`);
+    }
+    return { command: "cache clear" };
+  }
+  if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
+  const json = jsonOnly(values.format, command);
+  if (command === "token") {
+    return { command, showToken: !!values["show-token"], json, ...flags };
+  }
+  if (command === "quota") return { command, json, ...flags };
   return { command: "demo" };
+}
+
+/** The one path a command takes. */
+function onePath(positionals: readonly string[], command: string): string {
+  const [path, ...extra] = positionals;
+  if (path === undefined) {
+    throw new UsageError(`${command} needs a <path>, e.g. organizations`);
+  }
+  if (extra.length > 0) {
+    throw new UsageError(`unexpected argument: ${extra[0]}`);
+  }
+  return path;
+}
+
+function shellOf(positionals: readonly string[]): Shell {
+  const [shell, ...extra] = positionals;
+  if (!SHELLS.includes(shell as Shell) || extra.length > 0) {
+    throw new UsageError(
+      `completion takes one shell: ${SHELLS.join(", ")}${
+        shell === undefined ? "" : `: received ${shell}`
+      }`,
+    );
+  }
+  return shell as Shell;
+}
+
+/** `token` and `quota` print text, or with `--format json` one object. */
+function jsonOnly(format: string | undefined, command: string): boolean {
+  if (format === undefined) return false;
+  if (format !== "json") {
+    throw new UsageError(
+      `--format for ${command} must be json: received ${format}`,
+    );
+  }
+  return true;
 }
 
 function flagName(flag: string, values: Values): string {
@@ -301,9 +308,21 @@ function listRequest(positionals: string[], values: Values): ListRequest {
   return {
     path,
     format: format as Format | undefined,
+    fields: fieldsOf(values.fields),
     options,
     limit: numbers.limit ?? 50,
   };
+}
+
+function fieldsOf(text: string | undefined): readonly string[] | undefined {
+  if (text === undefined) return undefined;
+  const fields = text.split(",").map((field) => field.trim());
+  if (fields.some((field) => field === "")) {
+    throw new UsageError(
+      `--fields must be names separated by commas: received ${text}`,
+    );
+  }
+  return fields;
 }
 
 function queryOf(pairs: readonly string[]): Record<string, string> {

@@ -83,8 +83,21 @@ function line(layout: Layout, values: readonly string[]): string {
   ).join("  ").trimEnd() + "\n";
 }
 
-function row(layout: Layout, item: Record<string, unknown>): string {
-  return line(layout, layout.columns.map((column) => cell(item[column])));
+function row(
+  layout: Layout,
+  item: Record<string, unknown>,
+  fit = false,
+): string {
+  return line(
+    layout,
+    layout.columns.map((column, i) => {
+      const value = cell(item[column]);
+      const width = layout.widths[i]!;
+      return fit && value.length > width
+        ? `${value.slice(0, Math.max(0, width - 1))}…`
+        : value;
+    }),
+  );
 }
 
 /** Lays rows out as a table with a header; numbers align right. */
@@ -139,19 +152,36 @@ export function safeJson(value: unknown): string {
 export function tableWriter(
   out: CliWriter,
   pageSize: number,
+  fields?: readonly string[],
+  notify: (line: string) => void = () => {},
 ): { row(item: Record<string, unknown>): void; end(): void } {
   let first: Record<string, unknown>[] | undefined = [];
   let layout: Layout | undefined;
+  const reported = new Set<string>();
   const flushFirst = () => {
     if (first === undefined || first.length === 0) return;
-    const columns = [...new Set(first.flatMap((item) => Object.keys(item)))];
+    const columns = fields ??
+      [...new Set(first.flatMap((item) => Object.keys(item)))];
     out.write(table(columns, first));
     layout = layOut(columns, first);
     first = undefined;
   };
+  const later = (item: Record<string, unknown>) => {
+    for (const key of Object.keys(item)) {
+      if (layout!.columns.includes(key) || reported.has(key)) continue;
+      reported.add(key);
+      notify(
+        `column '${
+          escapeControls(key)
+        }' first appeared after the first page and is not shown; name the columns with --fields`,
+      );
+    }
+    // The first page fixed the widths: a longer value is cut, never spilled.
+    out.write(row(layout!, item, true));
+  };
   return {
     row(item) {
-      if (first === undefined) return out.write(row(layout!, item));
+      if (first === undefined) return later(item);
       first.push(item);
       if (first.length >= pageSize) flushFirst();
     },

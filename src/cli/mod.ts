@@ -42,7 +42,9 @@ import {
   readConfig,
   type RunIo,
 } from "./_commands.ts";
-import { openCache } from "./_cache.ts";
+import { clearCache, openCache } from "./_cache.ts";
+import { completionScript } from "./_completion.ts";
+import { withEnvFile } from "./_env_file.ts";
 import { type CliWriter, escapeControls } from "./_render.ts";
 import { causeLines } from "./_verbose.ts";
 
@@ -75,6 +77,8 @@ export async function main(
   io: CliIo = processIo(),
 ): Promise<number> {
   let verbose = false;
+  // The process gives more than CliIo (a cache, Ctrl-C, files); tests may.
+  const run = io as RunIo;
   try {
     const planned = plan(args);
     switch (planned.command) {
@@ -89,10 +93,27 @@ export async function main(
         await runDemo(io);
         break;
       }
+      case "completion":
+        io.stdout.write(completionScript(planned.shell, NAME));
+        break;
+      case "cache clear":
+        io.stdout.write(
+          `${await (run.clearCache?.() ??
+            "no token cache: nothing to clear")}\n`,
+        );
+        break;
       default: {
         verbose = planned.verbose;
-        const config = readConfig(io);
-        await execute(await openSession(io, config, planned), planned);
+        const env = planned.envFile === undefined ? io.env : await withEnvFile(
+          io.env,
+          planned.envFile,
+          run.readTextFile ?? ((path) => Deno.readTextFile(path)),
+        );
+        const config = readConfig({ ...run, env });
+        await execute(
+          await openSession({ ...run, env }, config, planned),
+          planned,
+        );
       }
     }
     return 0;
@@ -103,7 +124,7 @@ export async function main(
     const secrets = secretsOf(io);
     io.stderr.write(
       `${NAME}: ${escapeControls(redact(message, secrets))}${
-        code === 2 ? ` (see ${NAME} --help)` : ""
+        code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : ""
       }\n`,
     );
     if (verbose) {
@@ -144,12 +165,30 @@ function processIo(): RunIo {
     stdout: processWriter(Deno.stdout),
     stderr: processWriter(Deno.stderr),
     openCache,
+    clearCache,
+    readTextFile: (path) => Deno.readTextFile(path),
+    onInterrupt(stop) {
+      interruptions.add(stop);
+      return () => interruptions.delete(stop);
+    },
+    // From a checkout (a file: URL) the task is the way in; installed, the name.
+    helpHint: import.meta.url.startsWith("file:")
+      ? "deno task cli --help"
+      : `${NAME} --help`,
   };
 }
 
+/** What Ctrl-C stops before the process ends (a list closing its output). */
+const interruptions = new Set<() => void>();
+
 if (import.meta.main) {
-  // Ctrl-C: end the line progress was on, so the shell prompt starts clean.
+  // Ctrl-C: a command that can end cleanly does (and main returns 130);
+  // otherwise end the line progress was on, so the prompt starts clean.
   Deno.addSignalListener("SIGINT", () => {
+    if (interruptions.size > 0) {
+      for (const stop of interruptions) stop();
+      return;
+    }
     if (Deno.stderr.isTerminal()) {
       Deno.stderr.writeSync(new TextEncoder().encode("\n"));
     }

@@ -37,7 +37,7 @@ Deno.test("the CLI refuses a bad flag in one line, exit 2, without permissions",
   equal(result.code, 2);
   equal(
     result.stderr,
-    "partner-api: --limit must be a positive integer: received zero (see partner-api --help)\n",
+    "partner-api: --limit must be a positive integer: received zero (see deno task cli --help)\n",
   );
 });
 
@@ -45,4 +45,47 @@ Deno.test("the demo runs with --allow-net=127.0.0.1 alone", async () => {
   const result = await cli([NET], ["demo"]);
   equal(result.code, 0, result.stderr);
   ok(result.stdout.includes(", 1 token request ("), result.stdout);
+});
+
+Deno.test("Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON and exits 130", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 5000 },
+    latency: 20,
+  });
+  const child = new Deno.Command("deno", {
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-net=127.0.0.1",
+      "--allow-env=PARTNER_API_*",
+      "src/cli/mod.ts",
+      "list",
+      "transactions",
+      "--format",
+      "json",
+      "--limit",
+      "10",
+      "--no-cache",
+    ],
+    env: configFor(api),
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  // Interrupt once some items are out.
+  while ((text.match(/\n/g) ?? []).length < 15) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  child.kill("SIGINT");
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    text += read.value;
+  }
+  const { code, signal } = await child.status;
+  const stderr = await new Response(child.stderr).text();
+  equal(code, 130, `${signal} ${stderr} ${text.slice(-200)}`);
+  const items = JSON.parse(text);
+  ok(Array.isArray(items) && items.length > 10 && items.length < 5000);
 });

@@ -1,0 +1,74 @@
+// Internal: `completion bash|zsh|fish`: scripts that complete the commands
+// and each command's flags.
+
+import type { Shell } from "./_plan.ts";
+
+const COMMANDS = [
+  "token",
+  "quota",
+  "list",
+  "get",
+  "demo",
+  "cache",
+  "logout",
+  "completion",
+];
+const FLAGS: Readonly<Record<string, readonly string[]>> = {
+  token: ["--show-token", "--format", "--no-cache", "--verbose", "--env-file"],
+  quota: ["--format", "--no-cache", "--verbose", "--env-file"],
+  list: [
+    "--limit",
+    "--page",
+    "--sort-by",
+    "--sort-direction",
+    "--max-items",
+    "--concurrency",
+    "--query",
+    "--format",
+    "--fields",
+    "--no-cache",
+    "--verbose",
+    "--env-file",
+  ],
+  get: ["--pci", "--no-cache", "--verbose", "--env-file"],
+  cache: ["clear"],
+  completion: ["bash", "zsh", "fish"],
+};
+
+/** The completion script for `shell`, for a tool called `name`. */
+export function completionScript(shell: Shell, name: string): string {
+  const fn = `_${name.replace(/[^A-Za-z0-9]/g, "_")}`;
+  if (shell === "fish") {
+    const lines = [
+      `complete -c ${name} -f -n __fish_use_subcommand -a '${
+        COMMANDS.join(" ")
+      }'`,
+      ...Object.entries(FLAGS).map(([command, flags]) =>
+        `complete -c ${name} -f -n '__fish_seen_subcommand_from ${command}' -a '${
+          flags.join(" ")
+        }'`
+      ),
+    ];
+    return `${lines.join("\n")}\n`;
+  }
+  const cases = Object.entries(FLAGS).map(([command, flags]) =>
+    `    ${command}) words="${flags.join(" ")}" ;;`
+  ).join("\n");
+  const body = `${fn}() {
+  local current="\${COMP_WORDS[COMP_CWORD]}" words
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    words="${COMMANDS.join(" ")} --help --version"
+  else
+    case "\${COMP_WORDS[1]}" in
+${cases}
+    esac
+  fi
+  COMPREPLY=($(compgen -W "$words" -- "$current"))
+}
+complete -F ${fn} ${name}
+`;
+  // zsh runs bash completions through bashcompinit.
+  return shell === "zsh"
+    ? `autoload -U +X bashcompinit && bashcompinit\n${body}`
+    : body;
+}

@@ -1,0 +1,87 @@
+// Internal: the tool's help texts, one per command.
+
+import { VERSION } from "../core/_version.ts";
+import { CONFIG_VARIABLES } from "../core/config.ts";
+
+/** The tool's name. */
+export const NAME = "partner-api";
+/** The most pages in flight, as the library allows. */
+export const MAX_CONCURRENCY = 64;
+
+const COSTS =
+  `What each command costs (the token quota is small, per hour and per day):
+  token, list    nothing while the cached token is valid; else one token request
+  quota          nothing when the cache or a 429 knows the quota; else one token request
+  demo           nothing: it runs against a fake in this process`;
+
+export const HELP: Readonly<Record<string, string>> = {
+  "": `${NAME} ${VERSION}: tokens, quota and lists of the partner API
+
+Usage: ${NAME} <command> [options]
+
+Commands:
+  token          get a token and show its expiry and the quota
+  quota          show the quota buckets and when each resets
+  list <path>    page through a list, e.g. transactions
+  get <path>     one resource, e.g. organizations/org_000001 (--pci: card data)
+  demo           all of the above against an in-process fake service
+  cache clear    forget the cached tokens (also: logout)
+  completion S   a completion script for bash, zsh or fish
+
+Options:
+  -h, --help     help for the tool or a command
+  --version      the version
+  --no-cache     neither read nor write the token cache
+  -v, --verbose  a line per request on standard error, and a failure's causes
+  --env-file F   read the configuration from F too (the environment wins)
+
+Configuration (environment, or --env-file .env):
+  ${Object.values(CONFIG_VARIABLES).join("\n  ")}
+
+The token, the quota and any quota block are cached between runs, encrypted
+with a key derived from the client secret, in $PARTNER_API_CACHE_DIR, else
+$XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. Without read and
+write permission there, the tool runs uncached and says so.
+
+${COSTS}
+
+Exit codes: 0 done, 1 the service or network failed, 2 bad flags or configuration.
+`,
+  token: `Usage: ${NAME} token [--show-token] [--format json] [--no-cache]
+
+Shows when the token expires, and the quota. Costs a token request only when
+no cached token is valid.
+  --show-token   print the token alone on standard output (the summary goes
+                 to standard error), e.g. TOKEN=$(${NAME} token --show-token);
+                 with --format json, the token is in the object
+  --format json  one JSON object: expiresAt, expiresIn, quota, tokenRequests
+`,
+  quota: `Usage: ${NAME} quota [--format json] [--no-cache]
+
+Shows each quota bucket and when it resets. The token endpoint is the only
+place that reports the quota: the tool shows what the cache (or the last 429)
+knows, marked with its age, and costs a token request only when it knows
+nothing.
+`,
+  list: `Usage: ${NAME} list <path> [options]
+
+Pages through a list under the API base and prints its items.
+  --limit N              items per page (default 50)
+  --page N               first page (default 1)
+  --sort-by FIELD        e.g. creationDate
+  --sort-direction DIR   ASC or DESC
+  --max-items N          stop after N items
+  --concurrency N        pages in flight, 1 to ${MAX_CONCURRENCY} (default 1)
+  --query k=v            extra query parameter; repeat for more
+  --format F             jsonl, json, csv or table (default: table on a terminal,
+                         jsonl otherwise)
+  --fields a,b           the columns (keys) to keep, in every format
+  --no-cache             neither read nor write the token cache
+Progress goes to standard error when it is a terminal.
+`,
+  demo: `Usage: ${NAME} demo
+
+Starts a fake of the service in this process and runs token, quota and list
+against it: no credentials, no network beyond 127.0.0.1, no cache.
+`,
+};

@@ -1,0 +1,131 @@
+// Internal: how `list` writes items: JSON lines, one JSON array, CSV (RFC
+// 4180, one header) or a table; `--fields` picks the columns in every
+// format. Nothing a terminal acts on is ever written: control characters
+// are escaped in every format.
+
+import type { Format } from "./_plan.ts";
+import {
+  type CliWriter,
+  escapeControls,
+  safeJson,
+  tableWriter,
+} from "./_render.ts";
+
+/** Writes items as they come; `end` once the list ends (or is interrupted). */
+export interface ItemWriter {
+  write(item: unknown): void;
+  end(): void;
+}
+
+/**
+ * The writer for `format`. `notify` hears, once, of a key first seen after
+ * the columns were fixed (table, CSV): it is not silently dropped.
+ */
+export function itemWriter(
+  out: CliWriter,
+  format: Format,
+  options: {
+    pageSize: number;
+    fields: readonly string[] | undefined;
+    notify: (line: string) => void;
+  },
+): ItemWriter {
+  const { pageSize, fields, notify } = options;
+  const record = (item: unknown) => pick(asRecord(item), fields);
+  if (format === "table" || format === "csv") {
+    const rows = format === "table"
+      ? tableWriter(out, pageSize, fields, notify)
+      : csvWriter(out, pageSize, fields, notify);
+    return { write: (item) => rows.row(record(item)), end: rows.end };
+  }
+  const value = (item: unknown) => fields === undefined ? item : record(item);
+  if (format === "jsonl") {
+    return {
+      write: (item) => out.write(`${safeJson(value(item))}\n`),
+      end: () => {},
+    };
+  }
+  // JSON: the item before is written once the next arrives, with its comma,
+  // so no line is ever left open for progress to overwrite.
+  let held: string | undefined;
+  return {
+    write(item) {
+      out.write(held === undefined ? "[\n" : `  ${held},\n`);
+      held = safeJson(value(item));
+    },
+    end: () => out.write(held === undefined ? "[]\n" : `  ${held}\n]\n`),
+  };
+}
+
+function asRecord(item: unknown): Record<string, unknown> {
+  return typeof item === "object" && item !== null && !Array.isArray(item)
+    ? item as Record<string, unknown>
+    : { value: item };
+}
+
+function pick(
+  item: Record<string, unknown>,
+  fields: readonly string[] | undefined,
+): Record<string, unknown> {
+  if (fields === undefined) return item;
+  const picked: Record<string, unknown> = {};
+  for (const field of fields) picked[field] = item[field];
+  return picked;
+}
+
+/**
+ * CSV with one header: the columns are `fields`, or the keys of the first
+ * page's items; a key first seen later is reported once.
+ */
+function csvWriter(
+  out: CliWriter,
+  pageSize: number,
+  fields: readonly string[] | undefined,
+  notify: (line: string) => void,
+): { row(item: Record<string, unknown>): void; end(): void } {
+  let first: Record<string, unknown>[] | undefined = [];
+  let columns: readonly string[] = fields ?? [];
+  const reported = new Set<string>();
+  const line = (values: readonly unknown[]) =>
+    out.write(`${values.map(csvField).join(",")}\r\n`);
+  const writeRow = (item: Record<string, unknown>) => {
+    for (const key of Object.keys(item)) {
+      if (columns.includes(key) || reported.has(key)) continue;
+      reported.add(key);
+      notify(
+        `column '${key}' first appeared after the header and is not in the CSV; name the columns with --fields`,
+      );
+    }
+    line(columns.map((column) => item[column]));
+  };
+  const flush = () => {
+    if (first === undefined) return;
+    const rows = first;
+    first = undefined;
+    columns = fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
+    if (columns.length > 0) line(columns);
+    for (const item of rows) writeRow(item);
+  };
+  return {
+    row(item) {
+      if (first === undefined) return writeRow(item);
+      first.push(item);
+      if (first.length >= pageSize) flush();
+    },
+    end: flush,
+  };
+}
+
+/** One field as RFC 4180 has it, quoted when it must be. */
+export function csvField(value: unknown): string {
+  const text = escapeControls(
+    value === undefined || value === null
+      ? ""
+      : typeof value === "string"
+      ? value
+      : typeof value === "object"
+      ? JSON.stringify(value)
+      : String(value),
+  );
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}

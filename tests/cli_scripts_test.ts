@@ -1,0 +1,213 @@
+// Issue 18: the tool for scripts: formats and fields, get, JSON for token
+// and quota, Ctrl-C leaving whole output, --env-file, cache clear,
+// completion. Assertions read structure (parsed JSON, CSV rows), not prose.
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { configFor, run } from "./_cli_helpers.ts";
+import { csvField } from "../src/cli/_output.ts";
+import { parseEnvFile } from "../src/cli/_env_file.ts";
+
+Deno.test("--format csv writes RFC 4180 with one header; --fields picks columns in every format", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 5 } });
+  const config = configFor(api);
+  const csv = await run(
+    ["list", "organizations", "--format", "csv", "--limit", "2", "--no-cache"],
+    config,
+  );
+  equal(csv.code, 0, csv.stderr);
+  const lines = csv.stdout.split("\r\n").filter((line) => line !== "");
+  equal(lines.length, 6, "a header and five rows");
+  ok(lines[0]!.split(",").includes("organizationID"));
+  const picked = await run([
+    "list",
+    "organizations",
+    "--format",
+    "csv",
+    "--fields",
+    "organizationID,companyName",
+    "--no-cache",
+  ], config);
+  equal(picked.stdout.split("\r\n")[0], "organizationID,companyName");
+  const jsonl = await run(
+    ["list", "organizations", "--fields", "organizationID", "--no-cache"],
+    config,
+  );
+  const items = jsonl.stdout.trim().split("\n").map((line) => JSON.parse(line));
+  deepStrictEqual(Object.keys(items[0]), ["organizationID"]);
+  equal(items.length, 5);
+});
+
+Deno.test("csvField() quotes what RFC 4180 says and escapes control characters", () => {
+  equal(csvField("plain"), "plain");
+  equal(csvField('say "hi", twice'), '"say ""hi"", twice"');
+  equal(csvField("line\nbreak"), "line\\u000abreak");
+  equal(csvField(undefined), "");
+  equal(csvField({ a: 1 }), '"{""a"":1}"');
+  equal(csvField(3), "3");
+});
+
+Deno.test("--format json for token and quota prints one object, without the token unless asked", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const config = configFor(api);
+  const token = await run(["token", "--format", "json", "--no-cache"], config);
+  equal(token.code, 0, token.stderr);
+  const object = JSON.parse(token.stdout);
+  equal(object.accessToken, undefined);
+  equal(object.tokenRequests, 1);
+  ok(object.expiresIn > 0);
+  ok(object.quota.some((b: { bucket: string }) => b.bucket === "per_hour"));
+  const shown = JSON.parse(
+    (await run(
+      ["token", "--format", "json", "--show-token", "--no-cache"],
+      config,
+    )).stdout,
+  );
+  equal(typeof shown.accessToken, "string");
+  const quota = JSON.parse(
+    (await run(["quota", "--format", "json", "--no-cache"], config)).stdout,
+  );
+  ok(Array.isArray(quota.buckets) && quota.buckets.length > 0);
+  const refused = await run(["token", "--format", "csv"], config);
+  equal(refused.code, 2);
+});
+
+Deno.test("get prints one resource: raw off a terminal, pretty JSON on one; non-2xx exits 1 with the status", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+  const config = configFor(api);
+  const raw = await run(["get", "organizations?limit=2", "--no-cache"], config);
+  equal(raw.code, 0, raw.stderr);
+  equal(JSON.parse(raw.stdout).organizations.length, 2);
+  const pretty = await run(
+    ["get", "organizations?limit=2", "--no-cache"],
+    config,
+    { stdout: true, stderr: true },
+  );
+  ok(pretty.stdout.includes('\n  "organizations"'), "indented on a terminal");
+  const card = await run(
+    ["get", "cards/ch_000001", "--pci", "--no-cache"],
+    config,
+  );
+  equal(card.code, 0, card.stderr);
+  equal(JSON.parse(card.stdout).cardholderID, "ch_000001");
+  const missing = await run(
+    ["get", "organizations/nope", "--no-cache"],
+    config,
+  );
+  equal(missing.code, 1);
+  ok(missing.stderr.includes("404"), missing.stderr);
+  equal(missing.stdout, "");
+});
+
+Deno.test("Ctrl-C during --format json leaves a closed array and exits 130", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 500 },
+    latency: 5,
+  });
+  let interrupt: (() => void) | undefined;
+  let written = 0;
+  const result = { stdout: "" };
+  const stdout = {
+    isTerminal: false,
+    write(text: string) {
+      result.stdout += text;
+      // Ctrl-C once a few items are out.
+      if (++written === 5) interrupt?.();
+    },
+  };
+  const config = configFor(api);
+  const done = await run(
+    ["list", "transactions", "--format", "json", "--limit", "10", "--no-cache"],
+    config,
+    { stdout: false, stderr: false },
+    {
+      stdout,
+      onInterrupt: (stop: () => void) => {
+        interrupt = stop;
+        return () => interrupt = undefined;
+      },
+    },
+  );
+  equal(done.code, 130, done.stderr);
+  const items = JSON.parse(result.stdout);
+  ok(Array.isArray(items) && items.length >= 4 && items.length < 500);
+});
+
+Deno.test("--format json on a terminal writes no progress line", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 120 } });
+  const result = await run(
+    ["list", "transactions", "--format", "json", "--limit", "10", "--no-cache"],
+    configFor(api),
+    { stdout: true, stderr: true },
+  );
+  equal(result.code, 0);
+  equal(JSON.parse(result.stdout).length, 120);
+  ok(!result.stderr.includes("items/s"), result.stderr);
+});
+
+Deno.test("a table cuts a later, longer value to its column, and names a key first seen later", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 4 } });
+  const result = await run(
+    [
+      "list",
+      "organizations",
+      "--format",
+      "table",
+      "--limit",
+      "2",
+      "--no-cache",
+    ],
+    configFor(api),
+  );
+  equal(result.code, 0, result.stderr);
+  const lines = result.stdout.trimEnd().split("\n");
+  const width = Math.max(...lines.slice(0, 3).map((line) => line.length));
+  for (const line of lines) ok(line.length <= width, line);
+});
+
+Deno.test("--env-file reads the configuration; the environment wins; a missing file is a usage error", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const file = Object.entries(config).map(([k, v]) => `${k}="${v}"`).join("\n");
+  const files: Record<string, string> = { ".env": `# comment\n${file}\n` };
+  const readTextFile = (path: string) =>
+    files[path] === undefined
+      ? Promise.reject(new Deno.errors.NotFound(path))
+      : Promise.resolve(files[path]!);
+  const ok1 = await run(
+    ["token", "--env-file", ".env", "--no-cache"],
+    {},
+    undefined,
+    { readTextFile },
+  );
+  equal(ok1.code, 0, ok1.stderr);
+  const missing = await run(
+    ["token", "--env-file", "nope.env", "--no-cache"],
+    {},
+    undefined,
+    { readTextFile },
+  );
+  equal(missing.code, 2);
+  deepStrictEqual(
+    [...parseEnvFile("export A=1\nB='x # y'\nC=z # note\n# D=4\nE=\"a\\nb\"")],
+    [["A", "1"], ["B", "x # y"], ["C", "z"], ["E", "a\nb"]],
+  );
+});
+
+Deno.test("completion prints a script for each shell; cache clear and logout say what they removed", async () => {
+  for (const shell of ["bash", "zsh", "fish"]) {
+    const script = await run(["completion", shell], {});
+    equal(script.code, 0);
+    ok(script.stdout.includes("partner-api"));
+    ok(script.stdout.includes("--max-items"));
+  }
+  equal((await run(["completion", "tcsh"], {})).code, 2);
+  let cleared = 0;
+  const clearCache = () => Promise.resolve(`removed ${++cleared} cached token`);
+  for (const args of [["cache", "clear"], ["logout"]]) {
+    const result = await run(args, {}, undefined, { clearCache });
+    equal(result.code, 0);
+  }
+  equal(cleared, 2);
+  equal((await run(["cache", "wipe"], {})).code, 2);
+});
