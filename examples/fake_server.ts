@@ -2,41 +2,148 @@
 // your code against it from another terminal (and for benchmarks that want
 // the server in another process):
 //
-//   deno task fake --port 8787
+//   deno task fake --port 8787 --client-id me --client-secret s3cret
 //
-// It prints the PARTNER_API_* lines to paste (or to put in a .env file) and
-// serves until Ctrl-C. Options: --port, --transactions, --per-hour,
-// --token-lifetime, --latency (durations in ms).
+// It prints the PARTNER_API_* lines to paste (or to put in a .env file),
+// logs a line per request on standard error, and serves until Ctrl-C.
 
 import { parseArgs } from "node:util";
 import { startFakePartnerApi } from "@partner-api/client/testing";
 
-const { values } = parseArgs({
-  options: {
-    port: { type: "string", default: "8787" },
-    transactions: { type: "string", default: "500" },
-    "per-hour": { type: "string", default: "1000" },
-    "token-lifetime": { type: "string", default: "86400000" },
-    latency: { type: "string", default: "0" },
-  },
-});
+const HELP = `Usage: deno task fake [options]
 
-const api = await startFakePartnerApi({
-  port: Number(values.port),
-  items: { transactions: Number(values.transactions) },
-  quota: { perHour: Number(values["per-hour"]) },
-  tokenLifetime: Number(values["token-lifetime"]),
-  latency: Number(values.latency),
-});
-const { environment, credentials } = api;
-console.log(`PARTNER_API_BASE_URL=${environment.baseUrl.href}
+Serves a fake of the partner service on 127.0.0.1 and prints the
+PARTNER_API_* lines that point a client at it.
+
+Options (durations in ms):
+  --port N              token endpoint and API (default 8787; 0: any free port)
+  --pci-port N          card-data origin (default 0: any free port)
+  --client-id ID        fixed client id (else PARTNER_API_CLIENT_ID, else random)
+  --client-secret S     fixed secret (else PARTNER_API_CLIENT_SECRET, else random)
+  --transactions N      transactions in the list (default 500)
+  --per-hour N          token requests per hour (default 1000)
+  --token-lifetime MS   token lifetime (default 86400000)
+  --latency MS          added to every answer (default 0)
+  --rate-limit N/MS     API requests allowed per window, e.g. 900/300000
+  --quiet               no line per request
+  -h, --help            this help
+`;
+
+/** Reads the command line; `undefined` after printing help. */
+function options(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      help: { type: "boolean", short: "h" },
+      quiet: { type: "boolean" },
+      port: { type: "string", default: "8787" },
+      "pci-port": { type: "string", default: "0" },
+      "client-id": { type: "string" },
+      "client-secret": { type: "string" },
+      transactions: { type: "string", default: "500" },
+      "per-hour": { type: "string", default: "1000" },
+      "token-lifetime": { type: "string", default: "86400000" },
+      latency: { type: "string", default: "0" },
+      "rate-limit": { type: "string" },
+    },
+  });
+  return values;
+}
+
+/** A variable, when this process may read it (never a prompt). */
+function variable(name: string): string | undefined {
+  const state = Deno.permissions.querySync({ name: "env", variable: name })
+    .state;
+  return state === "granted" ? Deno.env.get(name) : undefined;
+}
+
+function number(text: string, flag: string): number {
+  if (!/^\d+$/.test(text)) {
+    throw new UsageError(`--${flag} must be a number: received ${text}`);
+  }
+  return Number(text);
+}
+
+class UsageError extends Error {}
+
+async function main(args: string[]): Promise<number> {
+  let values;
+  try {
+    values = options(args);
+  } catch (error) {
+    console.error(
+      `fake: ${
+        (error as Error).message.replace(/\s*\n\s*/g, " ")
+      } (see deno task fake --help)`,
+    );
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  let api;
+  try {
+    const [requests, interval] = values["rate-limit"]?.split("/") ?? [];
+    const clientId = values["client-id"] ?? variable("PARTNER_API_CLIENT_ID");
+    const clientSecret = values["client-secret"] ??
+      variable("PARTNER_API_CLIENT_SECRET");
+    api = await startFakePartnerApi({
+      port: number(values.port, "port"),
+      pciPort: number(values["pci-port"], "pci-port"),
+      credentials: {
+        ...(clientId ? { clientId } : {}),
+        ...(clientSecret ? { clientSecret } : {}),
+      },
+      items: { transactions: number(values.transactions, "transactions") },
+      quota: { perHour: number(values["per-hour"], "per-hour") },
+      tokenLifetime: number(values["token-lifetime"], "token-lifetime"),
+      latency: number(values.latency, "latency"),
+      ...(values["rate-limit"] === undefined ? {} : {
+        apiRateLimit: {
+          requests: number(requests ?? "", "rate-limit"),
+          interval: number(interval ?? "", "rate-limit"),
+        },
+      }),
+      ...(values.quiet ? {} : {
+        onRequest: ({ method, path, status, tokenRequests }) =>
+          console.error(
+            `${method} ${path} ${status} (token requests: ${tokenRequests})`,
+          ),
+      }),
+    });
+  } catch (error) {
+    if (
+      error instanceof UsageError || error instanceof RangeError ||
+      error instanceof TypeError
+    ) {
+      console.error(`fake: ${error.message} (see deno task fake --help)`);
+      return 2;
+    }
+    if (error instanceof Deno.errors.AddrInUse) {
+      console.error(
+        `fake: port ${values.port} or ${
+          values["pci-port"]
+        } is in use: pick another with --port or --pci-port (0: any free port)`,
+      );
+      return 1;
+    }
+    throw error;
+  }
+  const { environment, credentials } = api;
+  console.log(`PARTNER_API_BASE_URL=${environment.baseUrl.href}
 PARTNER_API_PCI_BASE_URL=${environment.pciBaseUrl.href}
 PARTNER_API_TOKEN_URL=${environment.tokenUrl.href}
 PARTNER_API_AUDIENCE=${environment.audience}
 PARTNER_API_CLIENT_ID=${credentials.clientId}
 PARTNER_API_CLIENT_SECRET=${credentials.clientSecret}`);
-console.error("fake partner API running; Ctrl-C stops it");
-Deno.addSignalListener("SIGINT", async () => {
+  console.error("fake partner API running; Ctrl-C stops it");
+  const stop = Promise.withResolvers<void>();
+  Deno.addSignalListener("SIGINT", () => stop.resolve());
+  await stop.promise;
   await api.close();
-  Deno.exit(0);
-});
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

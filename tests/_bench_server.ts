@@ -22,6 +22,7 @@ export async function startRemoteFake(args: string[]): Promise<RemoteFake> {
       "--allow-net=127.0.0.1",
       "examples/fake_server.ts",
       "--port=0",
+      "--quiet",
       ...args,
     ],
     stdout: "piped",

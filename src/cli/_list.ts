@@ -33,10 +33,11 @@ export async function runList(
       io.stderr.write(`${escapeControls(line)}\n`);
     },
   });
-  // JSON on a terminal: no progress line may land inside the array.
-  const quiet = format === "json" && io.stdout.isTerminal;
-  const progress = !quiet && (io.stderr.isTerminal || forceProgress)
-    ? progressReporter(io.stderr, request.limit)
+  // JSON on a terminal: no progress line may land inside the array, so
+  // the count is said once, after it is closed.
+  const atEnd = format === "json" && io.stdout.isTerminal;
+  const progress = io.stderr.isTerminal || forceProgress
+    ? progressReporter(io.stderr, request.limit, Date.now, atEnd)
     : undefined;
   // On one terminal, the progress line is erased before output is written.
   const shared = io.stdout.isTerminal;
@@ -60,9 +61,9 @@ export async function runList(
   } finally {
     stopListening?.();
     if (shared) progress?.clear();
-    progress?.done();
     // Whatever stopped the list, what was written stays whole.
     writer.end();
+    progress?.done();
   }
   return items;
 }

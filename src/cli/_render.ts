@@ -199,6 +199,7 @@ export function progressReporter(
   out: CliWriter,
   limit: number,
   now: () => number = Date.now,
+  onlyAtEnd = false,
 ): { item(): void; clear(): void; done(): void } {
   const started = now();
   let items = 0;
@@ -217,7 +218,7 @@ export function progressReporter(
   };
   return {
     item() {
-      if (++items % limit === 0) show();
+      if (++items % limit === 0 && !onlyAtEnd) show();
     },
     clear() {
       if (!showing) return;
@@ -227,7 +228,7 @@ export function progressReporter(
     done() {
       if (items === 0) return;
       // The last count, unless a line per page already said it.
-      if (out.isTerminal || items % limit !== 0) show();
+      if (out.isTerminal || onlyAtEnd || items % limit !== 0) show();
       if (showing) out.write("\n");
       showing = false;
     },

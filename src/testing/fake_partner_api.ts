@@ -29,6 +29,41 @@ export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
    * @default {0: any free port}
    */
   port?: number;
+  /**
+   * The port of the card-data origin.
+   *
+   * @default {0: any free port}
+   */
+  pciPort?: number;
+  /**
+   * Hears every request the fake answered, e.g. to log it.
+   *
+   * @default {none}
+   */
+  onRequest?: (answered: FakeRequestLog) => void;
+}
+
+/**
+ * One answered request, as {@linkcode FakePartnerApiOptions.onRequest}
+ * hears it: never a credential or a token.
+ *
+ * @example A log line per request
+ * ```ts
+ * import type { FakeRequestLog } from "@partner-api/client/testing";
+ *
+ * const line = (r: FakeRequestLog) => `${r.method} ${r.path} ${r.status} (token requests: ${r.tokenRequests})`;
+ * if (line({ method: "GET", path: "/api/x", status: 200, tokenRequests: 1 }) !== "GET /api/x 200 (token requests: 1)") throw new Error();
+ * ```
+ */
+export interface FakeRequestLog {
+  /** The request's method. */
+  readonly method: string;
+  /** The URL's path, without the query. */
+  readonly path: string;
+  /** The answer's status. */
+  readonly status: number;
+  /** Token requests the fake has counted so far. */
+  readonly tokenRequests: number;
 }
 
 /**
@@ -84,23 +119,40 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
 export async function startFakePartnerApi(
   options: FakePartnerApiOptions = {},
 ): Promise<FakePartnerApi> {
-  const port = checkNumber(
-    options.port,
-    0,
-    "non-negative integer",
-    "Cannot start fake partner API",
-    "port",
-  );
+  const port = (name: "port" | "pciPort") =>
+    checkNumber(
+      options[name],
+      0,
+      "non-negative integer",
+      "Cannot start fake partner API",
+      name,
+    );
   const service = createFakePartnerService(options);
-  const serve = (at: number, handler: Deno.ServeHandler) =>
-    Deno.serve({
-      hostname: "127.0.0.1",
-      port: at,
-      onListen: () => {},
-      onError: () => json(500, { error: "server_error" }),
-    }, handler);
-  const main = serve(port, service.handle);
-  const pci = serve(0, service.handlePci);
+  const onRequest = options.onRequest;
+  const serve = (
+    at: number,
+    handle: (request: Request) => Promise<Response>,
+  ) =>
+    Deno.serve(
+      {
+        hostname: "127.0.0.1",
+        port: at,
+        onListen: () => {},
+        onError: () => json(500, { error: "server_error" }),
+      },
+      onRequest === undefined ? handle : async (request) => {
+        const response = await handle(request);
+        onRequest({
+          method: request.method,
+          path: new URL(request.url).pathname,
+          status: response.status,
+          tokenRequests: service.tokenRequests,
+        });
+        return response;
+      },
+    );
+  const main = serve(port("port"), service.handle);
+  const pci = serve(port("pciPort"), service.handlePci);
   const environment = service.environmentAt(
     `http://127.0.0.1:${main.addr.port}`,
     `http://127.0.0.1:${pci.addr.port}`,

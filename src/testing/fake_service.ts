@@ -4,7 +4,7 @@
 
 import { type FakeRateLimit, rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, requireText } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
 import {
   appendTransactions,
@@ -105,6 +105,12 @@ export interface FakePartnerServiceOptions {
    * @default {"object"}
    */
   listEnvelope?: "object" | "array";
+  /**
+   * Fixed credentials, e.g. to keep a `.env` valid across restarts.
+   *
+   * @default {random ones: fake-client-… and fake-secret-…}
+   */
+  credentials?: Partial<FakeCredentials>;
   /**
    * Body formats the token endpoint accepts: JSON, as the service specifies,
    * and form-encoded, as most OAuth servers do. Restrict it to test what a
@@ -322,8 +328,20 @@ export function createFakePartnerService(
 function serviceSetup(options: FakePartnerServiceOptions) {
   const now = options.now ?? Date.now;
   const credentials: FakeCredentials = Object.freeze({
-    clientId: `fake-client-${randomText(9)}`,
-    clientSecret: `fake-secret-${randomText(24)}`,
+    clientId: options.credentials?.clientId === undefined
+      ? `fake-client-${randomText(9)}`
+      : requireText(
+        options.credentials.clientId,
+        CONTEXT,
+        "credentials.clientId",
+      ),
+    clientSecret: options.credentials?.clientSecret === undefined
+      ? `fake-secret-${randomText(24)}`
+      : requireText(
+        options.credentials.clientSecret,
+        CONTEXT,
+        "credentials.clientSecret",
+      ),
   });
   const endpoint = new FakeTokenEndpoint({
     lifetime: checkNumber(

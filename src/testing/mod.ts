@@ -21,5 +21,6 @@ export * from "./fake_service.ts";
 export {
   type FakePartnerApi,
   type FakePartnerApiOptions,
+  type FakeRequestLog,
   startFakePartnerApi,
 } from "./fake_partner_api.ts";
