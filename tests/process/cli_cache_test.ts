@@ -100,3 +100,25 @@ Deno.test("a cache write that cannot finish is reported once and leaves no parti
   const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
   equal(left.join(), "cache", "no partial file");
 });
+
+Deno.test("`deno task cli` caches where its help says, with XDG_CACHE_HOME or PARTNER_API_CACHE_DIR set", async (t) => {
+  await using api = await startFakePartnerApi();
+  for (const variable of ["XDG_CACHE_HOME", "PARTNER_API_CACHE_DIR"]) {
+    await t.step(variable, async () => {
+      const before = api.tokenRequests;
+      const dir = await scratchDir();
+      const env = { ...configFor(api), [variable]: `${Deno.cwd()}/${dir}` };
+      for (let run = 0; run < 2; run++) {
+        const { code, stderr } = await new Deno.Command("deno", {
+          args: ["task", "--quiet", "cli", "token"],
+          env,
+          stdout: "null",
+          stderr: "piped",
+        }).output();
+        equal(code, 0, new TextDecoder().decode(stderr));
+      }
+      equal(api.tokenRequests - before, 1, "the second run used the cache");
+      await Deno.remove(dir, { recursive: true });
+    });
+  }
+});

@@ -1,0 +1,34 @@
+// `deno task cli`: runs the tool from a checkout with read and write
+// permission for exactly the cache folder its help names
+// ($PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else
+// $HOME/.cache/partner-api), which deno task's shell cannot choose itself.
+// Everything else passes through: arguments, terminal, Ctrl-C, exit code.
+
+const env = (name: string) => Deno.env.get(name) || undefined;
+const home = env("HOME");
+const folder = env("PARTNER_API_CACHE_DIR") ??
+  (env("XDG_CACHE_HOME")
+    ? `${env("XDG_CACHE_HOME")}/partner-api`
+    : undefined) ??
+  (home ? `${home}/.cache/partner-api` : undefined);
+const cacheFlags = folder === undefined
+  ? []
+  : [`--allow-read=${folder}`, `--allow-write=${folder}`];
+
+const child = new Deno.Command("deno", {
+  args: [
+    "run",
+    "--no-lock",
+    "--allow-net",
+    "--allow-env=PARTNER_API_*,XDG_CACHE_HOME,HOME",
+    ...cacheFlags,
+    new URL("../src/cli/mod.ts", import.meta.url).pathname,
+    ...Deno.args,
+  ],
+  stdin: "inherit",
+  stdout: "inherit",
+  stderr: "inherit",
+}).spawn();
+// The terminal sends Ctrl-C to both: the tool decides what it means.
+Deno.addSignalListener("SIGINT", () => {});
+Deno.exit((await child.status).code);
