@@ -81,3 +81,51 @@ export async function interleaved(
     return [name, sorted[Math.floor(sorted.length / 2)]!];
   }));
 }
+
+/** A ratio to the floor: the median of the rounds, and their spread. */
+export interface Ratio {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/**
+ * Each function's time divided by the floor's (`fns[floor]`), round by
+ * round, measured as {@linkcode interleaved} does; the median ratio and the
+ * spread of the rounds. A ratio taken within one round cancels drift that
+ * a ratio of two medians keeps.
+ */
+export async function ratiosToFloor(
+  fns: Record<string, () => Promise<unknown>>,
+  floor: string,
+  rounds = 21,
+  batch = 200,
+): Promise<Record<string, Ratio>> {
+  const names = Object.keys(fns);
+  const ratios = new Map(names.map((name) => [name, [] as number[]]));
+  for (let round = 0; round < rounds; round++) {
+    const times: Record<string, number> = {};
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length]!;
+      const started = performance.now();
+      for (let n = 0; n < batch; n++) await fns[name]!();
+      times[name] = performance.now() - started;
+    }
+    for (const name of names) {
+      ratios.get(name)!.push(times[name]! / times[floor]!);
+    }
+  }
+  return Object.fromEntries(names.map((name) => {
+    const sorted = ratios.get(name)!.toSorted((a, b) => a - b);
+    return [name, {
+      median: sorted[Math.floor(sorted.length / 2)]!,
+      min: sorted[0]!,
+      max: sorted.at(-1)!,
+    }];
+  }));
+}
+
+/** `1.03× (0.98–1.07)`. */
+export function showRatio({ median, min, max }: Ratio): string {
+  return `${median.toFixed(3)}× (${min.toFixed(2)}–${max.toFixed(2)})`;
+}

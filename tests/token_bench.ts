@@ -8,7 +8,8 @@
 //   (goal: 1 token request, in about the time of one request);
 // - 100,000 concurrent cold callers of a new provider against the same
 //   burst on a hand-written single flight around the same requestToken()
-//   (goal ≤ 3×: the provider's per-caller cost is what remains).
+//   (the floor), interleaved, the provider made before the clock starts
+//   (goal ≤ 1.2×: the provider's per-caller cost is what remains).
 
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
@@ -119,24 +120,46 @@ function handWrittenSingleFlight() {
 
 const BURST = 100_000;
 
-Deno.bench({
-  name: "100,000 cold callers of a hand-written single flight",
-  group: "burst",
-  baseline: true,
-  fn: async () => {
-    const get = handWrittenSingleFlight();
-    await Promise.all(Array.from({ length: BURST }, get));
-  },
-});
-
-Deno.bench({
-  name: "100,000 cold getToken() callers of a new provider",
-  group: "burst",
-  fn: async () => {
-    const provider = createTokenProvider(options);
-    await Promise.all(Array.from({ length: BURST }, () => provider.getToken()));
-  },
-});
+/**
+ * 100,000 cold callers against the floor, a hand-written single flight
+ * around the same requestToken(): interleaved rounds, each timing only the
+ * burst (the provider or the flight is made before the clock starts).
+ */
+async function burst(rounds: number) {
+  const ratios: number[] = [];
+  const perCaller: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const times: Record<string, number> = {};
+    const order = round % 2 === 0 ? ["hand", "provider"] : ["provider", "hand"];
+    for (const side of order) {
+      const get: () => Promise<unknown> = side === "hand"
+        ? handWrittenSingleFlight()
+        : ((provider) => () => provider.getToken())(
+          createTokenProvider(options),
+        );
+      // A collection left over from the other side must not fall on this one.
+      (globalThis as { gc?: () => void }).gc?.();
+      const started = performance.now();
+      await Promise.all(Array.from({ length: BURST }, get));
+      times[side] = performance.now() - started;
+    }
+    ratios.push(times.provider! / times.hand!);
+    perCaller.push(times.provider! * 1000 / BURST);
+  }
+  const sorted = ratios.toSorted((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)]!;
+  const micros = perCaller.toSorted((a, b) => a - b)[
+    Math.floor(perCaller.length / 2)
+  ]!;
+  console.log(
+    `100,000 cold getToken() callers ÷ a hand-written single flight (the floor), interleaved: ${
+      median.toFixed(3)
+    }× (${sorted[0]!.toFixed(2)}–${sorted.at(-1)!.toFixed(2)}), ${
+      micros.toFixed(2)
+    } µs per caller (wall, one round trip included)`,
+  );
+}
+await burst(21);
 
 globalThis.addEventListener("unload", () => void api.close());
 globalThis.addEventListener("unload", () => void settled);

@@ -138,8 +138,15 @@ export class TokenProviderMachine implements TokenProvider {
   #act(signal: AbortSignal | undefined, now: number): Promise<IssuedToken> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
+    const cached = this.#cached;
+    // A burst of callers while a flight runs, with no token to serve: what
+    // decide() answers ("join"), without building its state per caller.
+    if (
+      flight !== undefined && now < flight.deadline &&
+      (cached === undefined || now >= cached.times.usableUntil)
+    ) return this.#flights.join(flight, signal);
     const decision = decide({
-      times: this.#cached?.times,
+      times: cached?.times,
       flightDeadline: flight?.deadline,
       blockedUntil: this.#blockedUntil,
       failedUntil: this.#failure?.until,

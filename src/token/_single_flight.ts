@@ -18,6 +18,8 @@ interface Running<T> extends Flight<T> {
   failure?: { readonly error: unknown };
   /** One handler per flight, not per caller: a burst of joins stays cheap. */
   readonly recover: (error: unknown, signal?: AbortSignal) => Promise<T>;
+  /** What every caller without a signal gets: one promise per flight. */
+  shared?: Promise<T>;
 }
 
 /** What a flight is started with. */
@@ -98,7 +100,8 @@ export class SingleFlight<T> {
     const running = flight as Running<T>;
     if (signal === undefined) {
       running.holders++;
-      return running.promise.catch(running.recover);
+      // Shared: 100,000 callers of one flight cost one promise, not 100,000.
+      return running.shared ??= running.promise.catch(running.recover);
     }
     running.holders++;
     const leave = () => {
