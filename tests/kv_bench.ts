@@ -4,8 +4,10 @@
 // moment, with a shared KV file and without (each its own cache), measured
 // side by side in one run: token requests (goal: always 1 with KV, N
 // without) and time to first token of the slowest process. A fleet's wall
-// time is mostly process start-up, so it is not timed with Deno.bench; the
-// one bench below times what KV adds to a warm getToken().
+// time is mostly process start-up, so it is not timed with Deno.bench.
+// (A warm getToken() never reaches the store: the provider answers from
+// memory, so it is measured in token_bench.ts. Fleets over many lifetimes,
+// with an outage, are in scale_bench.ts.)
 
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { scratchDir, startFleet } from "./process/_fleet.ts";
@@ -48,37 +50,3 @@ for (const size of SIZES) {
   });
 }
 console.table(rows);
-
-// A warm token costs the same with a KV store: the provider's own cache
-// answers before the store is asked.
-const { createTokenProvider } = await import("../mod.ts");
-const { createMemoryTokenStore } = await import("../src/store/mod.ts");
-const { createKvTokenStore } = await import("../src/store/kv.ts");
-const kv = await Deno.openKv(":memory:");
-const base = { ...api.environment, ...api.credentials };
-const inMemory = createTokenProvider({
-  ...base,
-  store: createMemoryTokenStore(),
-});
-const onKv = createTokenProvider({ ...base, store: createKvTokenStore(kv) });
-await Promise.all([inMemory.getToken(), onKv.getToken()]);
-let sink: unknown;
-Deno.bench({
-  name: "warm getToken(), in-memory store",
-  group: "warm",
-  baseline: true,
-  fn: () => {
-    sink = inMemory.getToken();
-  },
-});
-Deno.bench({
-  name: "warm getToken(), KV store",
-  group: "warm",
-  fn: () => {
-    sink = onKv.getToken();
-  },
-});
-globalThis.addEventListener("unload", () => {
-  kv.close();
-  void sink;
-});

@@ -6,9 +6,11 @@
 //    rate limit of 90 requests per 3 s (the service's 900 per 5 minutes,
 //    scaled down), paced by the client and with `rateLimit: false`. The
 //    floor is the limit itself: (⌈requests / 90⌉ - 1) × 3 s.
-// 2. Fleets of 4 and 8 providers (each with its own store connection, as
-//    processes would have) over ten token lifetimes, on Redis and on KV:
-//    token requests per lifetime (goal ≤ 1.2) and getToken p99.
+// 2. Fleets of 1, 4, 8 and 32 providers (each with its own store
+//    connection, as processes would have) over ten token lifetimes, on
+//    Redis and on KV, with the store down in the middle of one lifetime:
+//    token requests per refresh (goal ≤ 1.2) and first-token p99 against
+//    one process alone, the floor (goal ≤ 2×).
 
 import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
@@ -79,7 +81,24 @@ async function crawl(rateLimit: typeof LIMIT | false) {
 console.log("Crawl of 20,000 items at c=4 through 90 requests per 3 s");
 console.table([await crawl(LIMIT), await crawl(false)]);
 
-/** Ten lifetimes of a fleet of `size` on one store kind. */
+/** A store that fails while `down()` says so, as a database in an outage. */
+function failing(store: TokenStore, down: () => boolean): TokenStore {
+  const outage = () => Promise.reject(new Error("store unavailable"));
+  return {
+    get: (key) => down() ? outage() : store.get(key),
+    set: (key, record) => down() ? outage() : store.set(key, record),
+    discard: (key, token) => down() ? outage() : store.discard!(key, token),
+    coordinate: (key, options) =>
+      down() ? outage() : store.coordinate!(key, options),
+  };
+}
+
+/**
+ * Ten lifetimes of a fleet of `size` on one store kind, with the store down
+ * for the middle of the sixth (the tokens are valid: nobody needs a new one
+ * until it is back). Counts token requests per refresh and times each
+ * first getToken() of a lifetime.
+ */
 async function fleetOverLifetimes(
   size: number,
   storeFor: (now: () => number) => Promise<TokenStore>,
@@ -90,28 +109,41 @@ async function fleetOverLifetimes(
     quota: { perHour: 1e6, perDay: 1e6 },
   });
   const clock = manualClock(Date.now());
+  let down = false;
   const fleet = await Promise.all(
     Array.from({ length: size }, async () =>
       createTokenProvider({
         ...api.environment,
         ...api.credentials,
-        store: await storeFor(clock),
+        store: failing(await storeFor(clock), () => down),
         now: clock,
       })),
   );
   const times: number[] = [];
-  for (let life = 0; life < 10; life++) {
-    await Promise.all(fleet.map(async (provider) => {
+  const everyone = () =>
+    Promise.all(fleet.map(async (provider) => {
       const started = performance.now();
       await provider.getToken();
-      times.push(performance.now() - started);
+      return performance.now() - started;
     }));
-    clock.advance(lifetime);
+  let duringOutage = 0;
+  for (let life = 0; life < 10; life++) {
+    times.push(...await everyone());
+    if (life === 5) {
+      clock.advance(lifetime / 2);
+      down = true;
+      const before = api.tokenRequests;
+      await everyone();
+      duringOutage = api.tokenRequests - before;
+      down = false;
+      clock.advance(lifetime / 2);
+    } else clock.advance(lifetime);
   }
   times.sort((a, b) => a - b);
   return {
-    perLifetime: api.tokenRequests / 10,
-    p99: times[Math.floor(times.length * 0.99) - 1]!,
+    perLifetime: (api.tokenRequests - duringOutage) / 10,
+    duringOutage,
+    p99: times[Math.max(0, Math.ceil(times.length * 0.99) - 1)]!,
   };
 }
 
@@ -119,7 +151,8 @@ const rows = [];
 const kv = await Deno.openKv(":memory:");
 const redis = redisInstalled ? await startRedis() : undefined;
 const connections: RedisClient[] = [];
-for (const size of [4, 8]) {
+const alone: Record<string, number> = {};
+for (const size of [1, 4, 8, 32]) {
   const prefix = crypto.randomUUID(); // a fresh record for each fleet
   const onKv = await fleetOverLifetimes(
     size,
@@ -130,19 +163,30 @@ for (const size of [4, 8]) {
     connections.push(connection);
     return createRedisTokenStore({ command: connection.command, now, prefix });
   });
+  if (size === 1) {
+    alone.kv = onKv.p99;
+    alone.redis = onRedis?.p99 ?? NaN;
+  }
   rows.push({
     processes: size,
-    "requests per lifetime, KV": onKv.perLifetime,
-    "requests per lifetime, Redis": onRedis?.perLifetime ?? "no redis-server",
-    "getToken p99, KV (ms)": onKv.p99.toFixed(1),
-    "getToken p99, Redis (ms)": onRedis?.p99.toFixed(1) ?? "-",
+    "requests/refresh KV": onKv.perLifetime,
+    "requests/refresh Redis": onRedis?.perLifetime ?? "no redis-server",
+    "in the outage KV": onKv.duringOutage,
+    "first token p99 KV (ms, ÷ one)": `${onKv.p99.toFixed(1)} (${
+      (onKv.p99 / alone.kv!).toFixed(2)
+    }×)`,
+    "first token p99 Redis (ms, ÷ one)": onRedis
+      ? `${onRedis.p99.toFixed(1)} (${
+        (onRedis.p99 / alone.redis!).toFixed(2)
+      }×)`
+      : "-",
   });
 }
 for (const connection of connections) connection.close();
 await redis?.kill();
 kv.close();
 console.log(
-  "Fleets over ten token lifetimes (goal: ≤ 1.2 requests per lifetime)",
+  "Fleets over ten token lifetimes, the store down mid-lifetime once (goals: ≤ 1.2 requests per refresh, p99 ≤ 2× one process)",
 );
 console.table(rows);
 

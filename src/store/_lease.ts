@@ -8,6 +8,9 @@ import { published } from "./_record.ts";
 import { delay } from "../core/_retry.ts";
 import { unrefTimer } from "../core/_abort.ts";
 
+/** The first wait before looking again for another process's token, in ms. */
+const FIRST_POLL = 4;
+
 /** What one look at the database saw. */
 export interface LeaseView<Snapshot> {
   /** The record, if there is one this process can read. */
@@ -64,6 +67,10 @@ export async function coordinateByLease<Snapshot>(
   const { now, maxWait, pollInterval } = timing;
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
+  // Look again soon at first (a token request often takes a few ms), then
+  // less often, up to pollInterval: the first token comes quickly and a
+  // slow one costs few reads.
+  let wait = Math.min(FIRST_POLL, pollInterval);
   while (true) {
     signal.throwIfAborted();
     const { record, leaseFree, snapshot } = await database.look(key, signal);
@@ -85,7 +92,8 @@ export async function coordinateByLease<Snapshot>(
     if (now() >= deadline) {
       return await requestAlone(database, key, record, request);
     }
-    await delay(pollInterval, signal);
+    await delay(wait, signal);
+    wait = Math.min(wait * 2, pollInterval);
   }
 }
 
