@@ -31,7 +31,7 @@
  * @module
  */
 
-import type { TokenStore } from "../store/mod.ts";
+import type { FleetStoreOptions, TokenStore } from "../store/mod.ts";
 import { checkNumber, requireFunction } from "../core/_check.ts";
 import { KvTokenStore } from "./_kv_store.ts";
 import { checkEncryptionKey } from "./_record.ts";
@@ -47,57 +47,13 @@ import { checkEncryptionKey } from "./_record.ts";
  * if (options.leaseDuration !== 5000) throw new Error();
  * ```
  */
-export interface KvTokenStoreOptions {
+export interface KvTokenStoreOptions extends FleetStoreOptions {
   /**
    * The first parts of every key the store writes.
    *
    * @default {["partner-api", "token"]}
    */
   prefix?: readonly (string | number)[];
-  /**
-   * How long a lease lasts without renewal, in ms. The holder renews it while
-   * its request runs; a holder that dies blocks the others this long at most.
-   *
-   * @default {10000}
-   */
-  leaseDuration?: number;
-  /**
-   * How long a process waits for another's token, in ms, before it sends a
-   * request of its own (a token endpoint that takes this long is stuck). It
-   * always waits at least as long as the holder's request may take with its
-   * retries and backoff (110 s with the provider's defaults), so a slow
-   * token endpoint does not make every waiting process send a request.
-   *
-   * @default {45000}
-   */
-  maxWait?: number;
-  /**
-   * How often a waiting process looks for the token, in ms.
-   *
-   * @default {50}
-   */
-  pollInterval?: number;
-  /**
-   * An AES-GCM key (`crypto.subtle.generateKey({ name: "AES-GCM", length:
-   * 256 }, false, ["encrypt", "decrypt"])`) to encrypt records at rest.
-   * Every process of the fleet needs the same key; a record it cannot
-   * decrypt counts as absent.
-   */
-  encryptionKey?: CryptoKey;
-  /**
-   * Names this process in the leases it takes, e.g. a host name and pid, so
-   * that an operator can see who holds one.
-   *
-   * @default {a random UUID}
-   */
-  holderId?: string;
-  /**
-   * The clock for lease and record deadlines, in epoch ms. Give it the same
-   * clock as the providers that use the store.
-   *
-   * @default {Date.now}
-   */
-  now?: () => number;
 }
 
 const CONTEXT = "Cannot create KV token store";

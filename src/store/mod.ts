@@ -169,3 +169,64 @@ export function createMemoryTokenStore(): TokenStore {
     },
   };
 }
+
+/**
+ * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting,
+ * the encryption at rest and the clock.
+ *
+ * @example Settings for a fleet of short-lived functions
+ * ```ts
+ * import type { FleetStoreOptions } from "@partner-api/client/store";
+ *
+ * const options: FleetStoreOptions = { leaseDuration: 5000, maxWait: 20_000 };
+ * if (options.leaseDuration !== 5000) throw new Error();
+ * ```
+ */
+export interface FleetStoreOptions {
+  /**
+   * How long a lease lasts without renewal, in ms. The holder renews it while
+   * its request runs; a holder that dies blocks the others this long at most.
+   *
+   * @default {10000}
+   */
+  leaseDuration?: number;
+  /**
+   * How long a process waits for another's token, in ms, before it sends a
+   * request of its own (a token endpoint that takes this long is stuck). It
+   * always waits at least as long as the holder's request may take with its
+   * retries and backoff (110 s with the provider's defaults), so a slow
+   * token endpoint does not make every waiting process send a request.
+   *
+   * @default {45000}
+   */
+  maxWait?: number;
+  /**
+   * How often, at most, a waiting process looks for the token, in ms. It
+   * looks again after 4 ms at first, then twice as long each time, up to
+   * this.
+   *
+   * @default {50}
+   */
+  pollInterval?: number;
+  /**
+   * An AES-GCM key (`crypto.subtle.generateKey({ name: "AES-GCM", length:
+   * 256 }, false, ["encrypt", "decrypt"])`) to encrypt records at rest.
+   * Every process of the fleet needs the same key; a record it cannot
+   * decrypt counts as absent.
+   */
+  encryptionKey?: CryptoKey;
+  /**
+   * Names this process in the leases it takes, e.g. a host name and pid, so
+   * that an operator can see who holds one.
+   *
+   * @default {a random UUID}
+   */
+  holderId?: string;
+  /**
+   * The clock for lease and record deadlines, in epoch ms. Give it the same
+   * clock as the providers that use the store.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+}

@@ -31,7 +31,7 @@
  * @module
  */
 
-import type { TokenStore } from "./mod.ts";
+import type { FleetStoreOptions, TokenStore } from "./mod.ts";
 import {
   checkNumber,
   optionError,
@@ -58,7 +58,7 @@ export type { RedisCommand };
  * if (options.prefix !== "my-app:partner-token") throw new Error();
  * ```
  */
-export interface RedisTokenStoreOptions {
+export interface RedisTokenStoreOptions extends FleetStoreOptions {
   /**
    * Sends one Redis command (`["SET", "key", "value", "PX", "1000"]`) and
    * resolves with its reply, as node-redis's `sendCommand(args)` and
@@ -66,39 +66,11 @@ export interface RedisTokenStoreOptions {
    */
   command: RedisCommand;
   /**
-   * An AES-GCM key (`crypto.subtle.generateKey({ name: "AES-GCM", length:
-   * 256 }, false, ["encrypt", "decrypt"])`) to encrypt records at rest.
-   * Every process of the fleet needs the same key; a record it cannot
-   * decrypt counts as absent.
-   */
-  encryptionKey?: CryptoKey;
-  /**
    * The start of every key the store writes.
    *
    * @default {"partner-api:token"}
    */
   prefix?: string;
-  /**
-   * How long a lease lasts without renewal, in ms. The holder renews it while
-   * its request runs; a holder that dies blocks the others this long at most.
-   *
-   * @default {10000}
-   */
-  leaseDuration?: number;
-  /**
-   * How long a process waits for another's token, in ms, before it sends a
-   * request of its own. It always waits at least as long as the holder's
-   * request may take with its retries and backoff.
-   *
-   * @default {45000}
-   */
-  maxWait?: number;
-  /**
-   * How often a waiting process looks for the token, in ms.
-   *
-   * @default {50}
-   */
-  pollInterval?: number;
   /**
    * How long one command may take, in ms. A command that takes longer (a
    * client queueing commands while Redis is away) counts as failed, and a
@@ -107,19 +79,6 @@ export interface RedisTokenStoreOptions {
    * @default {2000}
    */
   commandTimeout?: number;
-  /**
-   * Names this process in the leases it takes, e.g. a host name and pid.
-   *
-   * @default {a random UUID}
-   */
-  holderId?: string;
-  /**
-   * The clock for record deadlines, in epoch ms. Give it the same clock as
-   * the providers that use the store.
-   *
-   * @default {Date.now}
-   */
-  now?: () => number;
 }
 
 const CONTEXT = "Cannot create Redis token store";
