@@ -1,7 +1,6 @@
-// Shared by the tests: a clock the test moves by hand, and small waits.
+// Shared by the tests: a clock the test moves by hand, and fake timers.
 
 import { type Clock, withGlobal } from "@sinonjs/fake-timers";
-import { delay } from "../src/core/_retry.ts";
 
 /** A clock in epoch ms that moves only when the test says so. */
 export interface ManualClock {
@@ -23,21 +22,6 @@ export function manualClock(start = Date.UTC(2026, 10, 21, 10)): ManualClock {
     time = epochMs;
   };
   return clock;
-}
-
-/** Resolves after `ms` real milliseconds, or rejects when `signal` aborts. */
-export { delay as sleep };
-
-/** Waits (up to `limitMs`) until `condition()` holds; throws otherwise. */
-export async function waitFor(
-  condition: () => boolean,
-  limitMs = 2000,
-): Promise<void> {
-  const until = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await delay(2);
-  }
 }
 
 /** Fakes the timers for the length of `fn`; `timers.tickAsync` moves them. */

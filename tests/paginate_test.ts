@@ -13,7 +13,8 @@ import {
   paginate,
   type PaginateOptions,
 } from "../src/client/paginate.ts";
-import { sleep } from "./_helpers.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { delay } from "../src/core/_retry.ts";
 
 /** A paged list in memory that records every request it gets. */
 function pagedList(total: number, pageDelay = 0) {
@@ -25,7 +26,7 @@ function pagedList(total: number, pageDelay = 0) {
     maxInFlight = Math.max(maxInFlight, ++inFlight);
     try {
       if (pageDelay > 0) {
-        await sleep(pageDelay * (1 + (request.page % 3)), request.signal);
+        await delay(pageDelay * (1 + (request.page % 3)), request.signal);
       }
       const start = (request.page - 1) * request.limit;
       return Array.from(
@@ -124,37 +125,45 @@ Deno.test("paginate() stops without a further request when the caller breaks", a
   equal(list.requests.length, 1);
 });
 
-Deno.test("paginate() keeps `concurrency` requests in flight and yields in order", async () => {
-  const list = pagedList(1000, 3);
-  const pageSignals: AbortSignal[] = [];
-  const tracked = (request: PageRequest) => {
-    pageSignals.push(request.signal!);
-    return list.fetchPage(request);
-  };
-  const items = await all(paginate(tracked, { limit: 50, concurrency: 4 }));
-  deepStrictEqual(items, range(0, 1000));
-  equal(list.maxInFlight, 4);
-  // Pages 21 (empty) plus at most 3 past it were requested; those past it were aborted.
-  ok(list.requests.length <= 21 + 3, `${list.requests.length} requests`);
-  const pastEnd = pageSignals.slice(21);
-  ok(pastEnd.every((signal) => signal.aborted));
-  ok(pageSignals.slice(0, 21).every((signal) => !signal.aborted));
-});
-
-Deno.test("paginate() aborts the pages in flight when the caller breaks", async () => {
-  const list = pagedList(1000, 2);
-  const signals: AbortSignal[] = [];
-  for await (
-    const item of paginate((request) => {
-      signals.push(request.signal!);
+Deno.test("paginate() keeps `concurrency` requests in flight and yields in order", () =>
+  withFakeTimers(async (timers) => {
+    const list = pagedList(1000, 3);
+    const pageSignals: AbortSignal[] = [];
+    const tracked = (request: PageRequest) => {
+      pageSignals.push(request.signal!);
       return list.fetchPage(request);
-    }, { limit: 10, concurrency: 3 })
-  ) {
-    if (item === 0) break;
-  }
-  equal(signals.length, 3);
-  ok(signals.slice(1).every((signal) => signal.aborted));
-});
+    };
+    const crawl = all(paginate(tracked, { limit: 50, concurrency: 4 }));
+    await timers.runAllAsync();
+    const items = await crawl;
+    deepStrictEqual(items, range(0, 1000));
+    equal(list.maxInFlight, 4);
+    // Pages 21 (empty) plus at most 3 past it were requested; those past it were aborted.
+    ok(list.requests.length <= 21 + 3, `${list.requests.length} requests`);
+    const pastEnd = pageSignals.slice(21);
+    ok(pastEnd.every((signal) => signal.aborted));
+    ok(pageSignals.slice(0, 21).every((signal) => !signal.aborted));
+  }));
+
+Deno.test("paginate() aborts the pages in flight when the caller breaks", () =>
+  withFakeTimers(async (timers) => {
+    const list = pagedList(1000, 2);
+    const signals: AbortSignal[] = [];
+    const run = (async () => {
+      for await (
+        const item of paginate((request) => {
+          signals.push(request.signal!);
+          return list.fetchPage(request);
+        }, { limit: 10, concurrency: 3 })
+      ) {
+        if (item === 0) break;
+      }
+    })();
+    await timers.runAllAsync();
+    await run;
+    equal(signals.length, 3);
+    ok(signals.slice(1).every((signal) => signal.aborted));
+  }));
 
 Deno.test("paginate() drops repeated items with dedupeBy", async () => {
   // Offset paging while an item is inserted at the head repeats the last item of each page.
@@ -203,7 +212,7 @@ Deno.test("paginate() ends with the signal's reason when aborted", async (t) => 
       return new Promise<number[]>(() => {}); // ignores its signal on purpose
     };
     const pending = all(paginate(never, { signal: controller.signal }));
-    await sleep(1);
+    while (pageSignal === undefined) await Promise.resolve();
     controller.abort(reason);
     await rejects(pending, (error) => error === reason);
     ok(pageSignal?.aborted);
@@ -228,21 +237,22 @@ Deno.test("paginate() ends with the signal's reason when aborted", async (t) => 
   });
 });
 
-Deno.test("paginate() passes on a page's failure and aborts the others", async () => {
-  const signals: AbortSignal[] = [];
-  const failure = new Error("page 2 failed");
-  const fetchPage = async (request: PageRequest) => {
-    signals.push(request.signal!);
-    await sleep(request.page === 2 ? 1 : 20, request.signal);
-    if (request.page === 2) throw failure;
-    return new Array(request.limit).fill(request.page);
-  };
-  await rejects(
-    all(paginate(fetchPage, { limit: 2, concurrency: 3 })),
-    (e) => e === failure,
-  );
-  ok(signals[2]?.aborted);
-});
+Deno.test("paginate() passes on a page's failure and aborts the others", () =>
+  withFakeTimers(async (timers) => {
+    const signals: AbortSignal[] = [];
+    const failure = new Error("page 2 failed");
+    const fetchPage = async (request: PageRequest) => {
+      signals.push(request.signal!);
+      await delay(request.page === 2 ? 1 : 20, request.signal);
+      if (request.page === 2) throw failure;
+      return new Array(request.limit).fill(request.page);
+    };
+    const crawl = all(paginate(fetchPage, { limit: 2, concurrency: 3 }));
+    crawl.catch(() => {});
+    await timers.runAllAsync();
+    await rejects(crawl, (e) => e === failure);
+    ok(signals[2]?.aborted);
+  }));
 
 Deno.test("paginate() rejects a page that is not an array with TypeError", async () => {
   const fetchPage = () => Promise.resolve({ items: [] } as unknown as number[]);

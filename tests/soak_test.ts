@@ -11,8 +11,22 @@ import {
 import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider, type IssuedToken } from "../src/token/mod.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
-import { manualClock, sleep, waitFor } from "./_helpers.ts";
+import { manualClock } from "./_helpers.ts";
+import { delay as sleep } from "../src/core/_retry.ts";
 import { seededRandom as seeded } from "../src/testing/_list_data.ts";
+
+// The one test that runs on real time on purpose: a socket server in this
+// process answering with random delays, so that the provider meets real
+// interleavings of timers and I/O. Everything else drives a fake clock.
+
+/** Waits (up to `limitMs`, real time) until `condition()` holds. */
+async function waitFor(condition: () => boolean, limitMs: number) {
+  const until = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await sleep(2);
+  }
+}
 
 const SEED = 20261122;
 const SECRET = "soak-secret-7f3a9c";
