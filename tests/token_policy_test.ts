@@ -6,9 +6,9 @@ import {
   flightBudget,
   isRetryable,
   MAX_QUOTA_BLOCK,
+  newerFromRecord,
   onUnauthorized,
   quotaRetryAt,
-  recordNews,
   settles,
   tokenTimes,
 } from "../src/token/_policy.ts";
@@ -156,11 +156,11 @@ Deno.test("settles() accepts a block in force or a token before its refresh time
   ok(!settles({}, NOW, undefined, undefined));
 });
 
-Deno.test("recordNews() takes a later token, a block in force and a later quota", async (t) => {
+Deno.test("newerFromRecord() takes a later token, a block in force and a later quota", async (t) => {
   const older = token("old", NOW + DAY);
   const newer = token("new", NOW + 2 * DAY);
   await t.step("a later token lifts a block that ended", () => {
-    const news = recordNews({ token: newer }, {
+    const news = newerFromRecord({ token: newer }, {
       expiresAt: older.expiresAt,
       blockedUntil: NOW + 1000,
     }, NOW);
@@ -169,30 +169,34 @@ Deno.test("recordNews() takes a later token, a block in force and a later quota"
   });
   await t.step("an older or rejected token is not news", () => {
     equal(
-      recordNews({ token: older }, { expiresAt: newer.expiresAt }, NOW).token,
+      newerFromRecord({ token: older }, { expiresAt: newer.expiresAt }, NOW)
+        .token,
       undefined,
     );
     equal(
-      recordNews({ token: newer }, { rejected: "new" }, NOW).token,
+      newerFromRecord({ token: newer }, { rejected: "new" }, NOW).token,
       undefined,
     );
   });
   await t.step("a block in force is kept, the later one wins", () => {
     equal(
-      recordNews({ blockedUntil: NOW + 5 }, { blockedUntil: NOW + 9 }, NOW)
+      newerFromRecord({ blockedUntil: NOW + 5 }, { blockedUntil: NOW + 9 }, NOW)
         .blockedUntil,
       NOW + 9,
     );
-    equal(recordNews({ blockedUntil: NOW + 9 }, {}, NOW).blockedUntil, NOW + 9);
     equal(
-      recordNews({ blockedUntil: NOW }, { blockedUntil: NOW + 3 }, NOW)
+      newerFromRecord({ blockedUntil: NOW + 9 }, {}, NOW).blockedUntil,
+      NOW + 9,
+    );
+    equal(
+      newerFromRecord({ blockedUntil: NOW }, { blockedUntil: NOW + 3 }, NOW)
         .blockedUntil,
       NOW + 3,
     );
   });
   await t.step("a block read from a store is clamped to 25 h", () => {
     equal(
-      recordNews({ blockedUntil: NOW + 400 * DAY }, {}, NOW).blockedUntil,
+      newerFromRecord({ blockedUntil: NOW + 400 * DAY }, {}, NOW).blockedUntil,
       NOW + MAX_QUOTA_BLOCK,
     );
   });
@@ -201,13 +205,19 @@ Deno.test("recordNews() takes a later token, a block in force and a later quota"
       buckets: [bucket("per_hour", 3, 60)],
       observedAt: NOW - 3_600_000,
     };
-    deepStrictEqual(recordNews({ quota: reported }, {}, NOW).quota, reported);
+    deepStrictEqual(
+      newerFromRecord({ quota: reported }, {}, NOW).quota,
+      reported,
+    );
     equal(
-      recordNews({ quota: reported }, { quota: reported }, NOW).quota,
+      newerFromRecord({ quota: reported }, { quota: reported }, NOW).quota,
       undefined,
     );
     const same = { ...reported, buckets: [bucket("per_hour", 2, 60)] };
-    equal(recordNews({ quota: same }, { quota: reported }, NOW).quota, same);
+    equal(
+      newerFromRecord({ quota: same }, { quota: reported }, NOW).quota,
+      same,
+    );
   });
 });
 

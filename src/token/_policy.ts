@@ -202,7 +202,7 @@ export function settles(
 }
 
 /** What the provider knows, as far as a record can add to it. */
-export interface Known {
+export interface ProviderKnowledge {
   readonly expiresAt?: number | undefined;
   readonly blockedUntil?: number | undefined;
   readonly quota?: QuotaSnapshot | undefined;
@@ -211,7 +211,7 @@ export interface Known {
 }
 
 /** What a record adds to what the provider knows. */
-export interface RecordNews {
+export interface NewerFromRecord {
   /** A later token than the provider's. */
   readonly token?: IssuedToken;
   /** The block to keep: the later of both when one is in force; `undefined` lifts it. */
@@ -225,11 +225,11 @@ export interface RecordNews {
  * quota block still in force, a quota reported since. A later token without
  * a block lifts the provider's block: the quota has reset for whoever got it.
  */
-export function recordNews(
+export function newerFromRecord(
   record: TokenRecord,
-  known: Known,
+  known: ProviderKnowledge,
   now: number,
-): RecordNews {
+): NewerFromRecord {
   const blockInForce = record.blockedUntil !== undefined &&
     now < record.blockedUntil;
   const newer = isUsableToken(record.token, known.rejected) &&

@@ -16,7 +16,7 @@ import {
   FAILURE_COOLDOWN,
   flightBudget,
   isRetryable,
-  recordNews,
+  newerFromRecord,
   requestBudget,
   settles,
   type TokenTimes,
@@ -49,13 +49,13 @@ interface Cached {
 type Request = () => Promise<TokenRecord>;
 
 /** What a flight settled on, and whether the store already has it. */
-interface Settled {
+interface Obtained {
   readonly record: TokenRecord;
   readonly saved: boolean;
 }
 
 /** The provider behind {@linkcode createTokenProvider}. */
-export class TokenProviderMachine implements TokenProvider {
+export class CachingTokenProvider implements TokenProvider {
   readonly #config: ProviderConfig;
   readonly #now: () => number;
   readonly #budget: number;
@@ -104,7 +104,7 @@ export class TokenProviderMachine implements TokenProvider {
     ) {
       return cached.ready;
     }
-    return this.#act(signal, now);
+    return this.#carryOut(signal, now);
   }
 
   /**
@@ -135,7 +135,10 @@ export class TokenProviderMachine implements TokenProvider {
   }
 
   /** Carries out `decide()`; not async, so a burst of callers costs no frames. */
-  #act(signal: AbortSignal | undefined, now: number): Promise<IssuedToken> {
+  #carryOut(
+    signal: AbortSignal | undefined,
+    now: number,
+  ): Promise<IssuedToken> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
     const cached = this.#cached;
@@ -171,7 +174,7 @@ export class TokenProviderMachine implements TokenProvider {
   #startFlight(now: number, held: boolean) {
     const budget = this.#budget;
     return this.#flights.start({
-      run: (signal) => this.#fly(signal),
+      run: (signal) => this.#runFlight(signal),
       deadline: now + budget,
       budget,
       held,
@@ -191,7 +194,7 @@ export class TokenProviderMachine implements TokenProvider {
       emit(listener, { type: "token.refresh", expiresInMs });
     }
     // A background flight holds itself: no caller's abort can stop it. Its
-    // failure is kept like any other (see #fly), and the old token served.
+    // failure is kept like any other (see #runFlight), and the old token served.
     const done = this.#startFlight(now, true).promise.then(() => {}, () => {});
     try {
       this.#config.waitUntil?.(done);
@@ -201,7 +204,7 @@ export class TokenProviderMachine implements TokenProvider {
   }
 
   /** One flight: the store (read at most once), else one request with retries. */
-  async #fly(signal: AbortSignal): Promise<IssuedToken> {
+  async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
     let refusal: QuotaExceededError | undefined;
     const request: Request = async () => {
       try {
@@ -223,16 +226,16 @@ export class TokenProviderMachine implements TokenProvider {
         };
       }
     };
-    const { record, saved } = await this.#settle(request, signal);
-    this.#adopt(record);
+    const { record, saved } = await this.#obtainRecord(request, signal);
+    this.#takeRecord(record);
     if (!saved) await this.#save();
     return this.#handOut(refusal);
   }
 
-  async #settle(
+  async #obtainRecord(
     request: Request,
     signal: AbortSignal,
-  ): Promise<Settled> {
+  ): Promise<Obtained> {
     const store = this.#config.store;
     if (store === undefined) return { record: await request(), saved: true };
     const key = await this.#storeKey();
@@ -244,8 +247,8 @@ export class TokenProviderMachine implements TokenProvider {
     );
     if (stored === undefined) return { record: await request(), saved: false };
     // Even a record due for refresh has a token to serve if the request fails.
-    this.#adopt(stored);
-    if (this.#settles(stored)) return { record: stored, saved: true };
+    this.#takeRecord(stored);
+    if (this.#answersNeed(stored)) return { record: stored, saved: true };
     return { record: await request(), saved: false };
   }
 
@@ -259,12 +262,12 @@ export class TokenProviderMachine implements TokenProvider {
     key: string,
     request: Request,
     signal: AbortSignal,
-  ): Promise<Settled> {
+  ): Promise<Obtained> {
     let asked = false;
     let own: TokenRecord | undefined;
     try {
       const record = await store.coordinate!(key, {
-        settled: (record) => this.#settles(record),
+        settled: (record) => this.#answersNeed(record),
         request: async () => {
           asked = true;
           return own = await request();
@@ -321,8 +324,8 @@ export class TokenProviderMachine implements TokenProvider {
     );
   }
 
-  #adopt(record: TokenRecord): void {
-    const news = recordNews(record, {
+  #takeRecord(record: TokenRecord): void {
+    const news = newerFromRecord(record, {
       expiresAt: this.#cached?.token.expiresAt,
       blockedUntil: this.#blockedUntil,
       quota: this.#quota,
@@ -376,7 +379,7 @@ export class TokenProviderMachine implements TokenProvider {
       : { quota: quotaSnapshot(buckets, this.#now()) };
   }
 
-  #settles(record: TokenRecord): boolean {
+  #answersNeed(record: TokenRecord): boolean {
     return settles(
       record,
       this.#now(),

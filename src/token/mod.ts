@@ -25,7 +25,7 @@ import {
   type TokenProvider,
   type TokenProviderOptions,
 } from "./_options.ts";
-import { TokenProviderMachine } from "./_provider.ts";
+import { CachingTokenProvider } from "./_provider.ts";
 import type { IssuedToken } from "./_value.ts";
 
 export type { TokenRequestOptions } from "./_endpoint.ts";
@@ -116,5 +116,5 @@ export async function requestToken(
 export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
-  return new TokenProviderMachine(providerConfig(options));
+  return new CachingTokenProvider(providerConfig(options));
 }
