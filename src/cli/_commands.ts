@@ -1,216 +1,26 @@
 // Internal: what the tool's commands do, over one session (a provider, a
 // client and the cache), writing through CliWriters.
 
-import { createClient, type PartnerClient } from "../client/mod.ts";
-import type { Environment } from "../core/environment.ts";
-import { type ConfigError, configFromEnv } from "../core/config.ts";
 import {
   ApiError,
   QuotaExceededError,
   TokenRequestError,
 } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
-import {
-  createTokenProvider,
-  type QuotaSnapshot,
-  type TokenProvider,
-} from "../token/mod.ts";
-import type { TokenStore } from "../store/mod.ts";
-import { storeKey } from "../store/_key.ts";
-import { verboseListener } from "./_verbose.ts";
+import type { QuotaSnapshot } from "../token/mod.ts";
+import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { runGet } from "./_get.ts";
 import type { SessionFlags } from "./_plan.ts";
 import {
   type CliWriter,
   duration,
-  escapeControls,
   gauge,
   safeJson,
   table,
   utcTime,
 } from "./_render.ts";
 import { CONFIG_VARIABLES, type Plan, UsageError } from "./_plan.ts";
-
-/**
- * What the tool reads and writes; {@linkcode main} uses the process's own by default.
- *
- * @example Running the tool with a fixed environment
- * ```ts
- * import { type CliIo, main } from "@partner-api/client/cli";
- *
- * let err = "";
- * const io: CliIo = {
- *   env: () => undefined,
- *   stdout: { isTerminal: false, write: () => {} },
- *   stderr: { isTerminal: false, write: (text) => void (err += text) },
- * };
- * if (await main(["token"], io) !== 2 || !err.includes("PARTNER_API_")) throw new Error(err);
- * ```
- */
-export interface CliIo {
-  /** Reads an environment variable; `undefined` when unset. */
-  env(name: string): string | undefined;
-  /** Standard output: results. */
-  stdout: CliWriter;
-  /** Standard error: messages and progress. */
-  stderr: CliWriter;
-}
-
-/** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
-export interface RunIo extends CliIo {
-  /**
-   * Opens the token cache for a client secret: a store, or a one-line notice
-   * of why there is none. Without it the tool runs uncached, silently.
-   */
-  openCache?: (
-    clientSecret: string,
-    notify: (line: string) => void,
-  ) => { store?: TokenStore | undefined; notice?: string | undefined };
-  /** The clock, in epoch ms. */
-  now?: () => number;
-  /** Reads a file the user named (`--env-file`). */
-  readTextFile?: (path: string) => Promise<string>;
-  /** Calls `stop` on Ctrl-C until the returned function is called. */
-  onInterrupt?: (stop: () => void) => () => void;
-  /** Removes the cached tokens; returns the line that says what happened. */
-  clearCache?: () => Promise<string>;
-  /** How to get help where the tool runs, e.g. `deno task cli --help`. */
-  helpHint?: string;
-}
-
-/** The configuration the variables give. */
-export interface Config {
-  readonly environment: Environment;
-  readonly clientId: string;
-  readonly clientSecret: string;
-}
-
-/**
- * Reads every variable and names all that are missing at once.
- *
- * @throws {UsageError} For missing or unreadable variables, or values
- * `defineEnvironment` refuses (named by variable).
- */
-export function readConfig(io: CliIo): Config {
-  try {
-    return configFromEnv((name) => readVariable(io, name));
-  } catch (error) {
-    if (error instanceof UsageError) throw error;
-    // Fields, never the value: a secret pasted into the wrong variable is
-    // the usual mistake.
-    const { missing, option, rule } = error as ConfigError;
-    throw new UsageError(
-      missing.length === 0
-        ? `${option} ${rule}`
-        : `${missing.join(", ")} ${
-          missing.length === 1 ? "is" : "are"
-        } not set (see .env.example; --env-file .env reads a file)`,
-    );
-  }
-}
-
-/** A variable, or `undefined` when it is unset. */
-export function readVariable(io: CliIo, name: string): string | undefined {
-  try {
-    return io.env(name);
-  } catch {
-    throw new UsageError(
-      `cannot read ${name}: run with --allow-env='PARTNER_API_*' (or name each variable)`,
-    );
-  }
-}
-
-/** The provider, client and cache one run shares between its steps. */
-export interface Session {
-  readonly io: RunIo;
-  readonly provider: TokenProvider;
-  readonly client: PartnerClient;
-  readonly cache:
-    | { readonly store: TokenStore; readonly key: string }
-    | undefined;
-  /** Token requests this run has sent. */
-  readonly tokenRequests: () => number;
-}
-
-/** How long a token request may take before the tool says it is waiting. */
-const SLOW_TOKEN_REQUEST = 1500;
-
-/** Opens a session: a cache if allowed, and a provider that says when it waits. */
-export async function openSession(
-  io: RunIo,
-  config: Config,
-  { cache: useCache, verbose }: SessionFlags,
-): Promise<Session> {
-  const said = new Set<string>();
-  const notify = (line: string) => {
-    if (said.has(line)) return;
-    said.add(line);
-    io.stderr.write(`${escapeControls(line)}\n`);
-  };
-  const opening = useCache
-    ? io.openCache?.(config.clientSecret, notify)
-    : undefined;
-  if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
-  const store = opening?.store;
-  const watched = watchTokenRequests(io.stderr);
-  const heard = verboseListener(io.stderr, config.environment);
-  const provider = createTokenProvider({
-    ...config.environment,
-    clientId: config.clientId,
-    clientSecret: config.clientSecret,
-    fetch: watched.fetch,
-    ...(io.now ? { now: io.now } : {}),
-    ...(store ? { store } : {}),
-    ...(verbose ? { onEvent: heard } : {}),
-  });
-  const client = createClient({
-    environment: config.environment,
-    tokenProvider: provider,
-    ...(io.now ? { now: io.now } : {}),
-    ...(verbose ? { onEvent: heard } : {}),
-  });
-  const cache = store && {
-    store,
-    key: await storeKey({
-      url: config.environment.tokenUrl,
-      audience: config.environment.audience,
-      clientId: config.clientId,
-      secret: config.clientSecret,
-    }),
-  };
-  return { io, provider, client, cache, tokenRequests: watched.count };
-}
-
-/**
- * The token requests' fetch, counted, with a line on standard error when one
- * is slow or is a retry: a slow token endpoint is not silence.
- */
-function watchTokenRequests(err: CliWriter) {
-  let count = 0;
-  let lastFailed = false;
-  const fetchWatched: typeof fetch = async (input, init) => {
-    count++;
-    if (lastFailed) {
-      err.write(`retrying the token request (attempt ${count})\n`);
-    }
-    const slow = setTimeout(
-      () => err.write("waiting for the token endpoint...\n"),
-      SLOW_TOKEN_REQUEST,
-    );
-    try {
-      const response = await fetch(input, init);
-      lastFailed = response.status === 408 || response.status >= 500;
-      return response;
-    } catch (error) {
-      lastFailed = true;
-      throw error;
-    } finally {
-      clearTimeout(slow);
-    }
-  };
-  return { fetch: fetchWatched, count: () => count };
-}
 
 /** Runs a planned command (not help, version or demo). */
 export async function execute(

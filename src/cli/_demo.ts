@@ -4,12 +4,8 @@
 import { startFakePartnerApi } from "../testing/mod.ts";
 import type { CliWriter } from "./_render.ts";
 import { NAME, plan } from "./_plan.ts";
-import {
-  execute,
-  openSession,
-  type RunIo,
-  type SessionPlan,
-} from "./_commands.ts";
+import { execute, type SessionPlan } from "./_commands.ts";
+import { openSession, type RunIo } from "./_session.ts";
 
 const NEWEST = "list transactions --sort-by creationDate --sort-direction DESC";
 const DEMO_STEPS = [

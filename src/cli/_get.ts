@@ -1,7 +1,7 @@
 // Internal: the `get` command: one resource under the API base (or the
 // card-data base with --pci), its body on standard output.
 
-import type { Session } from "./_commands.ts";
+import type { Session } from "./_session.ts";
 import { readBounded } from "../core/_read_body.ts";
 import { serverText } from "../core/_redact.ts";
 import { escapeControls } from "./_render.ts";

@@ -2,7 +2,7 @@
 // and on Ctrl-C an output that is still whole (a JSON array closed) and
 // exit code 130.
 
-import type { Session } from "./_commands.ts";
+import type { Session } from "./_session.ts";
 import { itemWriter } from "./_output.ts";
 import type { ListRequest } from "./_plan.ts";
 import { escapeControls, progressReporter } from "./_render.ts";

@@ -34,14 +34,8 @@
 import { redact } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
 import { CONFIG_VARIABLES, NAME, plan } from "./_plan.ts";
-import {
-  type CliIo,
-  execute,
-  failureMessage,
-  openSession,
-  readConfig,
-  type RunIo,
-} from "./_commands.ts";
+import { execute, failureMessage } from "./_commands.ts";
+import { type CliIo, openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { withEnvFile } from "./_env_file.ts";

@@ -8,10 +8,8 @@ import { checkNumber, requireText } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
 import {
   appendTransactions,
-  BadQuery,
   generateLists,
   type ListSizes,
-  pageOf,
 } from "./_list_data.ts";
 import {
   type FakeFault,
@@ -21,6 +19,12 @@ import {
   randomText,
 } from "./_fake_http.ts";
 import { FakeTokenEndpoint } from "./_fake_token.ts";
+import {
+  answerCard,
+  answerList,
+  bearerToken,
+  unauthorized,
+} from "./_fake_answers.ts";
 
 export type { FakeFault } from "./_fake_http.ts";
 export type { FakeRateLimit } from "./_fake_rate.ts";
@@ -383,58 +387,4 @@ function serviceSetup(options: FakePartnerServiceOptions) {
 
 function count(value: number | undefined, fallback: number, field: string) {
   return checkNumber(value, fallback, "non-negative integer", CONTEXT, field);
-}
-
-function bearerToken(request: Request): string | undefined {
-  const match = /^Bearer ([^\s]+)$/i.exec(
-    request.headers.get("authorization") ?? "",
-  );
-  return match?.[1];
-}
-
-function unauthorized(): Response {
-  return json(401, { error: "invalid_token" }, {
-    "www-authenticate": 'Bearer error="invalid_token"',
-  });
-}
-
-function answerList(
-  lists: ReturnType<typeof generateLists>,
-  envelope: "object" | "array",
-  request: Request,
-  name: string,
-): Response {
-  const resource = lists.get(name);
-  if (resource === undefined) return json(404, { error: "not_found" });
-  const params = new URL(request.url).searchParams;
-  let page: readonly Record<string, unknown>[];
-  try {
-    page = pageOf(resource, params);
-  } catch (error) {
-    if (!(error instanceof BadQuery)) throw error;
-    return json(400, { error: "bad_request", message: error.message });
-  }
-  if (envelope === "array") return json(200, page);
-  return json(200, {
-    [name]: page,
-    page: Number(params.get("page") ?? 1),
-    limit: Number(params.get("limit") ?? 50),
-  });
-}
-
-function answerCard(
-  lists: ReturnType<typeof generateLists>,
-  cardholderID: string,
-): Response {
-  const holder = lists.get("cardholders")?.items.find((item) =>
-    item.cardholderID === cardholderID
-  );
-  if (holder === undefined) return json(404, { error: "not_found" });
-  const digits = cardholderID.replace(/\D/g, "").padStart(12, "0");
-  return json(200, {
-    cardholderID,
-    pan: `4000${digits}`,
-    expiry: "12/29",
-    name: holder.name,
-  });
 }

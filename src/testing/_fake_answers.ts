@@ -1,0 +1,63 @@
+// Internal: how the fake answers an API request: the bearer token it
+// carries, a 401, a list page, a card.
+
+import { BadQuery, type generateLists, pageOf } from "./_list_data.ts";
+import { json } from "./_fake_http.ts";
+
+/** The bearer token of a request, if it carries one. */
+export function bearerToken(request: Request): string | undefined {
+  const match = /^Bearer ([^\s]+)$/i.exec(
+    request.headers.get("authorization") ?? "",
+  );
+  return match?.[1];
+}
+
+/** The answer to a request without a valid token. */
+export function unauthorized(): Response {
+  return json(401, { error: "invalid_token" }, {
+    "www-authenticate": 'Bearer error="invalid_token"',
+  });
+}
+
+/** One page of a list, as the service sends it. */
+export function answerList(
+  lists: ReturnType<typeof generateLists>,
+  envelope: "object" | "array",
+  request: Request,
+  name: string,
+): Response {
+  const resource = lists.get(name);
+  if (resource === undefined) return json(404, { error: "not_found" });
+  const params = new URL(request.url).searchParams;
+  let page: readonly Record<string, unknown>[];
+  try {
+    page = pageOf(resource, params);
+  } catch (error) {
+    if (!(error instanceof BadQuery)) throw error;
+    return json(400, { error: "bad_request", message: error.message });
+  }
+  if (envelope === "array") return json(200, page);
+  return json(200, {
+    [name]: page,
+    page: Number(params.get("page") ?? 1),
+    limit: Number(params.get("limit") ?? 50),
+  });
+}
+
+/** A cardholder's card data, from the card-data origin. */
+export function answerCard(
+  lists: ReturnType<typeof generateLists>,
+  cardholderID: string,
+): Response {
+  const holder = lists.get("cardholders")?.items.find((item) =>
+    item.cardholderID === cardholderID
+  );
+  if (holder === undefined) return json(404, { error: "not_found" });
+  const digits = cardholderID.replace(/\D/g, "").padStart(12, "0");
+  return json(200, {
+    cardholderID,
+    pan: `4000${digits}`,
+    expiry: "12/29",
+    name: holder.name,
+  });
+}
