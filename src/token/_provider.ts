@@ -3,19 +3,17 @@
 // carries decisions out.
 
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
-import { backoffDelay, delay, retryAfterMs } from "../core/_retry.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { renewalLedger } from "./_renewal.ts";
-import { heardAttempt } from "./_heard.ts";
+import { requestWithRetries } from "./_attempts.ts";
 import { emit } from "../core/_emit.ts";
-import { attemptTokenRequest, quotaExceeded } from "./_protocol.ts";
+import { quotaExceeded } from "./_protocol.ts";
 import {
   decide,
   FAILURE_COOLDOWN,
   flightBudget,
-  isRetryable,
   newerFromRecord,
   requestBudget,
   settles,
@@ -208,7 +206,14 @@ export class CachingTokenProvider implements TokenProvider {
     let refusal: QuotaExceededError | undefined;
     const request: Request = async () => {
       try {
-        return this.#tokenRecord(await this.#requestWithRetries(signal));
+        return this.#tokenRecord(
+          await requestWithRetries(
+            this.#config,
+            signal,
+            () => this.#blockedUntil,
+            (until) => this.#blockedError(until),
+          ),
+        );
       } catch (error) {
         if (!(error instanceof QuotaExceededError)) {
           this.#observeFailure(error);
@@ -280,29 +285,6 @@ export class CachingTokenProvider implements TokenProvider {
       if (own !== undefined) return { record: own, saved: true };
       if (asked || signal.aborted) throw error;
       return { record: await request(), saved: true };
-    }
-  }
-
-  async #requestWithRetries(signal: AbortSignal): Promise<IssuedToken> {
-    const { backoff, endpoint, random } = this.#config;
-    for (let retry = 0;; retry++) {
-      // Another flight may have met a 429 meanwhile: no attempt before the reset.
-      const blocked = this.#blockedUntil;
-      if (blocked !== undefined && this.#now() < blocked) {
-        throw this.#blockedError(blocked);
-      }
-      try {
-        const listener = this.#config.onEvent;
-        return await (listener === undefined
-          ? attemptTokenRequest(endpoint, signal)
-          : heardAttempt(endpoint, signal, listener));
-      } catch (error) {
-        if (!isRetryable(error) || retry >= backoff.retries) throw error;
-        const asked = error.response &&
-          retryAfterMs(error.response.headers, this.#now());
-        if (asked !== undefined && asked > backoff.maxRetryAfter) throw error;
-        await delay(asked ?? backoffDelay(backoff, retry, random), signal);
-      }
     }
   }
 
