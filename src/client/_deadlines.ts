@@ -6,13 +6,13 @@ import { unrefTimer } from "../core/_abort.ts";
  * Time limits shared by the attempts that start within the same short
  * window (a tenth of the limit, at most a second): one `setTimeout` per
  * window instead of one per request, which cost more than the rest of the
- * client's work together. Each attempt follows the window's signal through
- * a listener it removes when it ends; the window's timer is cleared as soon
- * as no attempt uses it, so nothing is left for a test's sanitizer and no
- * process is kept alive. The timer is `globalThis.setTimeout`, looked up
- * when it is set, and the window is read from the injected clock, so fake
- * timers drive it like every other wait. An attempt thus gets its limit,
- * and at most a window more.
+ * client's work together. The window keeps its attempts' controllers in a
+ * set and aborts them when its timer fires: no event listener per attempt.
+ * The window's timer is cleared as soon as no attempt uses it, so nothing
+ * is left for a test's sanitizer and no process is kept alive. The timer is
+ * `globalThis.setTimeout`, looked up when it is set, and the window is read
+ * from the injected clock, so fake timers drive it like every other wait.
+ * An attempt thus gets its limit, and at most a window more.
  */
 export class SharedDeadlines {
   /** The time limit, in ms. */
@@ -27,42 +27,43 @@ export class SharedDeadlines {
     this.#now = now;
   }
 
-  /** The window for an attempt starting now; give it back with `release`. */
-  acquire(): Window {
+  /**
+   * Puts `attempt` under the window of attempts starting now: it is aborted
+   * with a `TimeoutError` when the window's limit passes, unless it was
+   * given back with `release` first.
+   */
+  acquire(attempt: AbortController): Window {
     const now = this.#now();
     let window = this.#current;
     if (window === undefined || now >= window.until) {
-      const controller = new AbortController();
+      const attempts = new Set<AbortController>();
       const timer = setTimeout(() => {
-        controller.abort(
-          new DOMException(`no answer within ${this.ms} ms`, "TimeoutError"),
+        const reason = new DOMException(
+          `no answer within ${this.ms} ms`,
+          "TimeoutError",
         );
+        for (const late of attempts) late.abort(reason);
       }, this.ms + this.#window);
       unrefTimer(timer);
-      window = this.#current = {
-        signal: controller.signal,
-        timer,
-        until: now + this.#window,
-        users: 0,
-      };
+      window = this.#current = { attempts, timer, until: now + this.#window };
     }
-    window.users++;
+    window.attempts.add(attempt);
     return window;
   }
 
-  /** Ends an attempt's use of `window`; the last one out clears its timer. */
-  release(window: Window): void {
-    if (--window.users > 0) return;
+  /** Ends `attempt`'s limit; the last one out of `window` clears its timer. */
+  release(window: Window, attempt: AbortController): void {
+    window.attempts.delete(attempt);
+    if (window.attempts.size > 0) return;
     clearTimeout(window.timer);
     if (this.#current === window) this.#current = undefined;
   }
 }
 
 /** One window of {@linkcode SharedDeadlines}. */
-interface Window {
-  readonly signal: AbortSignal;
+export interface Window {
+  readonly attempts: Set<AbortController>;
   readonly timer: ReturnType<typeof setTimeout>;
   /** Clock reading after which attempts open a new window. */
   readonly until: number;
-  users: number;
 }

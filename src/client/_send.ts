@@ -6,7 +6,7 @@ import { ApiError } from "../core/errors.ts";
 import type { TokenProvider } from "../token/mod.ts";
 import { delay, retryAfterMs } from "../core/_retry.ts";
 import { raceAbort } from "../core/_abort.ts";
-import type { SharedDeadlines } from "./_deadlines.ts";
+import type { SharedDeadlines, Window } from "./_deadlines.ts";
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
@@ -87,7 +87,7 @@ export async function sendExchange<T>(
     const ticket = typeof slot === "object" ? await run.waitFor(slot) : slot;
     try {
       const { accessToken } = await context.tokenProvider.getToken(
-        run.signal === undefined ? {} : { signal: run.signal },
+        run.signal === undefined ? NO_OPTIONS : { signal: run.signal },
       );
       const signal = run.startAttempt();
       const response = await run.send(accessToken, signal);
@@ -134,10 +134,9 @@ class Run<T> {
   attempts = 0;
   /** Whether a 401 already cost this request a fresh token. */
   renewed = false;
-  /** Ends the current attempt's time limit. */
-  #endLimit: (() => void) | undefined;
-  /** Whether the current attempt ran out of time. */
-  #timedOut = false;
+  /** The current attempt, and the window its time limit is in. */
+  #attempt: AbortController | undefined;
+  #window: Window | undefined;
   /** The wait before the next attempt, once one was decided. */
   wait = 0;
   failure: unknown;
@@ -156,20 +155,9 @@ class Run<T> {
    * (until `endAttempt`) or when the caller's signal does.
    */
   startAttempt(): AbortSignal {
-    const { deadlines } = this.#context;
-    const window = deadlines.acquire();
-    const limit = window.signal;
     const attempt = new AbortController();
-    this.#timedOut = false;
-    const expire = () => {
-      this.#timedOut = true;
-      attempt.abort(limit.reason);
-    };
-    limit.addEventListener("abort", expire, { once: true });
-    this.#endLimit = () => {
-      limit.removeEventListener("abort", expire);
-      deadlines.release(window);
-    };
+    this.#attempt = attempt;
+    this.#window = this.#context.deadlines.acquire(attempt);
     return this.signal === undefined
       ? attempt.signal
       : AbortSignal.any([this.signal, attempt.signal]);
@@ -177,8 +165,16 @@ class Run<T> {
 
   /** Stops the attempt's time limit; the caller's signal still applies. */
   endAttempt(): void {
-    this.#endLimit?.();
-    this.#endLimit = undefined;
+    if (this.#window === undefined) return;
+    this.#context.deadlines.release(this.#window, this.#attempt!);
+    this.#window = undefined;
+  }
+
+  /** Whether the current attempt ran out of time. */
+  get #timedOut(): boolean {
+    const signal = this.#attempt?.signal;
+    return signal?.aborted === true &&
+      (signal.reason as Error | undefined)?.name === "TimeoutError";
   }
 
   /** Waits for a slot in the rate window; a listener hears how long. */
@@ -358,6 +354,8 @@ class Run<T> {
 }
 
 const MAX_REDIRECTS = 5;
+/** Options for a getToken without a signal: one object, not one per call. */
+const NO_OPTIONS = Object.freeze({});
 
 /**
  * The caller's headers with `Authorization: Bearer <token>` in place of any
