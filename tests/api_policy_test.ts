@@ -1,8 +1,13 @@
 // The client's decisions after each attempt, as pure functions.
 
-import { equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import fc from "fast-check";
 import {
+  type Attempted,
   isReplayable,
+  MAX_REDIRECTS,
+  nextStep,
+  type Progress,
   type RetryPolicy,
   retryWait,
 } from "../src/client/_policy.ts";
@@ -91,4 +96,93 @@ Deno.test("isReplayable() accepts bodies that can be sent twice only", () => {
   ok(!isReplayable(new ReadableStream()));
   ok(!isReplayable((async function* () {})()));
   ok(!isReplayable({ [Symbol.iterator]: () => [][Symbol.iterator]() }));
+});
+
+const FRESH: Progress = { ...GET, redirects: 0, renewed: false };
+const answer = (status: number, extra: Partial<Attempted> = {}): Attempted => ({
+  kind: "answer",
+  status,
+  ...extra,
+} as Attempted);
+
+Deno.test("nextStep() delivers, retries, fails, renews and follows as the send loop needs", () => {
+  const there = new URL("https://api.example/api/other");
+  deepStrictEqual(nextStep(answer(200), FRESH, POLICY), { do: "deliver" });
+  deepStrictEqual(nextStep(answer(503), FRESH, POLICY), {
+    do: "retry",
+    wait: 500,
+  });
+  deepStrictEqual(nextStep({ kind: "no answer" }, FRESH, POLICY), {
+    do: "retry",
+    wait: 500,
+  });
+  deepStrictEqual(
+    nextStep({ kind: "no answer" }, { ...FRESH, retries: 2 }, POLICY),
+    { do: "fail" },
+  );
+  deepStrictEqual(nextStep(answer(503), { ...FRESH, retries: 2 }, POLICY), {
+    do: "deliver",
+  });
+  deepStrictEqual(nextStep(answer(401), FRESH, POLICY), { do: "renew" });
+  deepStrictEqual(nextStep(answer(401), { ...FRESH, renewed: true }, POLICY), {
+    do: "deliver",
+  });
+  deepStrictEqual(
+    nextStep(answer(401), { ...FRESH, replayable: false }, POLICY),
+    { do: "deliver" },
+  );
+  deepStrictEqual(nextStep(answer(302, { redirect: there }), FRESH, POLICY), {
+    do: "follow",
+    to: there,
+  });
+  deepStrictEqual(
+    nextStep(answer(302, { redirect: there }), {
+      ...FRESH,
+      redirects: MAX_REDIRECTS,
+    }, POLICY),
+    { do: "deliver" },
+  );
+  deepStrictEqual(
+    nextStep(answer(302), FRESH, POLICY),
+    { do: "deliver" },
+    "a Location outside the base",
+  );
+});
+
+Deno.test("nextStep(), for any attempt and progress: a request that may not be sent twice is never sent twice", () => {
+  fc.assert(
+    fc.property(
+      fc.oneof(
+        fc.constant<Attempted>({ kind: "no answer" }),
+        fc.record({
+          kind: fc.constant("answer" as const),
+          status: fc.integer({ min: 100, max: 599 }),
+          retryAfter: fc.option(fc.integer({ min: 0, max: 60_000 }), {
+            nil: undefined,
+          }),
+        }),
+      ),
+      fc.record({
+        retries: fc.integer({ min: 0, max: 3 }),
+        method: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE"),
+        replayable: fc.boolean(),
+        redirects: fc.integer({ min: 0, max: 6 }),
+        renewed: fc.boolean(),
+      }),
+      (attempted, progress) => {
+        const step = nextStep(attempted, progress, POLICY);
+        const resend = step.do === "retry" || step.do === "renew";
+        if (!progress.replayable) ok(!resend, JSON.stringify(step));
+        if (step.do === "retry") {
+          ok(progress.retries < POLICY.backoff.retries);
+          ok(["GET", "PUT", "DELETE"].includes(progress.method));
+        }
+        if (step.do === "renew") ok(!progress.renewed);
+        if (attempted.kind === "no answer") {
+          ok(step.do === "retry" || step.do === "fail");
+        }
+      },
+    ),
+    { numRuns: 2000, seed: 17 },
+  );
 });

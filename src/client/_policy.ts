@@ -17,9 +17,60 @@ export type Attempted =
   | {
     readonly kind: "answer";
     readonly status: number;
+    /** `Retry-After` in ms, read for the statuses that may be retried. */
     readonly retryAfter?: number | undefined;
+    /** For a 3xx: the `Location` to follow, when it stays under the base. */
+    readonly redirect?: URL | undefined;
   }
   | { readonly kind: "no answer" };
+
+/** How far one request has come, as far as its next step goes. */
+export interface Progress extends RetryContext {
+  /** Redirects followed so far. */
+  readonly redirects: number;
+  /** Whether a 401 already cost this request a fresh token. */
+  readonly renewed: boolean;
+}
+
+/** What the send loop does after an attempt. */
+export type Step =
+  | { readonly do: "deliver" }
+  | { readonly do: "retry"; readonly wait: number }
+  | { readonly do: "renew" }
+  | { readonly do: "follow"; readonly to: URL }
+  | { readonly do: "fail" };
+
+/** Redirects followed at most; the next 3xx is delivered as it is. */
+export const MAX_REDIRECTS = 5;
+const DELIVER: Step = Object.freeze({ do: "deliver" });
+const RENEW: Step = Object.freeze({ do: "renew" });
+const FAIL: Step = Object.freeze({ do: "fail" });
+
+/**
+ * The one decision of the send loop, after each attempt:
+ * - retry (see {@linkcode retryWait}) after no answer or a retryable status;
+ * - fail when no answer came and no retry is left;
+ * - renew after a 401, once per request and only with a body that can be
+ *   sent again (the provider's ledger may still refuse: then deliver);
+ * - follow a redirect under the base, at most {@linkcode MAX_REDIRECTS};
+ * - else deliver the answer as it is.
+ */
+export function nextStep(
+  attempted: Attempted,
+  progress: Progress,
+  policy: RetryPolicy,
+): Step {
+  const wait = retryWait(attempted, progress, policy);
+  if (wait !== undefined) return { do: "retry", wait };
+  if (attempted.kind === "no answer") return FAIL;
+  if (attempted.status === 401) {
+    return progress.replayable && !progress.renewed ? RENEW : DELIVER;
+  }
+  if (attempted.redirect !== undefined && progress.redirects < MAX_REDIRECTS) {
+    return { do: "follow", to: attempted.redirect };
+  }
+  return DELIVER;
+}
 
 /** The request as far as retrying it goes. */
 export interface RetryContext {

@@ -17,8 +17,10 @@ import {
   type Attempted,
   isReplayable,
   mayRetry,
+  nextStep,
+  type Progress,
   type RetryPolicy,
-  retryWait,
+  type Step,
 } from "./_policy.ts";
 
 /** What every request of one client shares. */
@@ -79,8 +81,9 @@ export async function sendExchange<T>(
   exchange: Exchange<T>,
 ): Promise<T> {
   const run = new Run(context, exchange);
+  let wait = 0;
   while (true) {
-    if (run.wait > 0) await run.pause();
+    if (wait > 0) await delay(wait, run.signal);
     // A slot in the rate window, before the attempt's time limit starts:
     // waiting for the window is not failing.
     const slot = context.rateLimiter?.take(run.signal);
@@ -91,25 +94,25 @@ export async function sendExchange<T>(
       );
       const signal = run.startAttempt();
       const response = await run.send(accessToken, signal);
-      let step = response === undefined
-        ? run.afterNoAnswer()
-        : run.afterAnswer(response, accessToken);
-      if (step instanceof Promise) step = await step;
-      if (step === "again") continue;
-      if (step !== "deliver") throw step;
-      try {
-        const finished = exchange.finish(response!, accessToken, run.attempts);
-        return finished instanceof Promise
-          ? await raceAbort(finished, signal)
-          : finished;
-      } catch (error) {
-        // The service's own refusal is final; a body cut off or too slow is
-        // no answer, and retried like one.
-        if (error instanceof ApiError) throw error;
-        run.failure = error;
-        const next = run.afterNoAnswer();
-        if (next !== "again") throw next;
+      let step = nextStep(run.attempted(response), run, context.retry);
+      if (step.do === "renew" && !await run.renew(response!, accessToken)) {
+        step = DELIVER;
       }
+      if (step.do === "deliver") {
+        try {
+          const done = exchange.finish(response!, accessToken, run.attempts);
+          return done instanceof Promise ? await raceAbort(done, signal) : done;
+        } catch (error) {
+          // The service's own refusal is final; a body cut off or too slow
+          // is no answer, and retried like one.
+          if (error instanceof ApiError) throw error;
+          run.failure = error;
+          step = nextStep(NO_ANSWER, run, context.retry);
+        }
+      }
+      // (No answer is never delivered: after one, it is retry or fail.)
+      if (step.do === "fail" || step.do === "deliver") throw run.noAnswer();
+      wait = await run.proceed(step, response);
     } finally {
       // The limit ends with the attempt: for fetch once the headers are in,
       // for a list page once its body is read. The rate window counts the
@@ -120,8 +123,12 @@ export async function sendExchange<T>(
   }
 }
 
-/** One request's progress: the explicit state of the send loop. */
-class Run<T> {
+/**
+ * One request under way: its progress (what {@linkcode nextStep} decides
+ * on), its current attempt and time limit, and what carrying out a step
+ * takes (cleaning up an answer, telling a listener).
+ */
+class Run<T> implements Progress {
   readonly #context: SendContext;
   readonly #exchange: Exchange<T>;
   readonly signal: AbortSignal | undefined;
@@ -137,8 +144,7 @@ class Run<T> {
   /** The current attempt, and the window its time limit is in. */
   #attempt: AbortController | undefined;
   #window: Window | undefined;
-  /** The wait before the next attempt, once one was decided. */
-  wait = 0;
+  /** Why the last attempt got no answer. */
   failure: unknown;
 
   constructor(context: SendContext, exchange: Exchange<T>) {
@@ -245,97 +251,79 @@ class Run<T> {
     }
   }
 
-  /** After no answer: "again" (after `pause`), or the error to throw. */
-  afterNoAnswer(): "again" | ApiError {
-    this.signal?.throwIfAborted();
-    if (this.#timedOut) {
-      this.failure = new DOMException(
-        `no answer within ${this.#context.deadlines.ms} ms`,
-        "TimeoutError",
-      );
-    }
-    return this.#retry({ kind: "no answer" }) ?? this.#noAnswer();
-  }
-
-  /**
-   * After an answer: "deliver", or (after cleaning up) "again". Not async on
-   * the common path: a delivered answer costs no extra promise.
-   */
-  afterAnswer(
-    response: Response,
-    accessToken: string,
-  ): "deliver" | Promise<"again" | "deliver"> {
-    if (response.status === 401) {
-      return this.#unauthorized(response, accessToken);
+  /** What the attempt came to, for {@linkcode nextStep}. */
+  attempted(response: Response | undefined): Attempted {
+    if (response === undefined) {
+      this.signal?.throwIfAborted();
+      if (this.#timedOut) {
+        this.failure = new DOMException(
+          `no answer within ${this.#context.deadlines.ms} ms`,
+          "TimeoutError",
+        );
+      }
+      return NO_ANSWER;
     }
     const status = response.status;
-    const now = this.#context.now();
-    const retryAfter = mayRetry(status)
-      ? retryAfterMs(response.headers, now)
-      : undefined;
     // The service counts more than this limiter saw (other processes on
     // the same address): no request before the window has room. A
     // Retry-After is the retry's own wait.
     if (status === 429) this.#context.rateLimiter?.refused();
-    if (this.#retry({ kind: "answer", status, retryAfter })) {
-      return discard(response).then(() => "again");
-    }
-    const next = status >= 300 && status < 400
-      ? followable(response, this.target, this.#exchange.base, this.method)
-      : undefined;
-    if (next === undefined || this.redirects >= MAX_REDIRECTS) return "deliver";
-    this.redirects++;
-    this.target = next;
-    return discard(response).then(() => "again");
+    return {
+      kind: "answer",
+      status,
+      retryAfter: mayRetry(status)
+        ? retryAfterMs(response.headers, this.#context.now())
+        : undefined,
+      redirect: status >= 300 && status < 400
+        ? followable(response, this.target, this.#exchange.base, this.method)
+        : undefined,
+    };
   }
 
-  async #unauthorized(
-    response: Response,
-    accessToken: string,
-  ): Promise<"again" | "deliver"> {
-    if (
-      !this.replayable || this.renewed ||
-      !(await this.#context.renewAfterUnauthorized(accessToken))
-    ) return "deliver";
+  /**
+   * Asks the provider's ledger whether this 401 may cost a fresh token;
+   * when it may, the answer is cleaned up for the next attempt.
+   */
+  async renew(response: Response, accessToken: string): Promise<boolean> {
+    if (!await this.#context.renewAfterUnauthorized(accessToken)) return false;
     this.renewed = true;
     const listener = this.#context.onEvent;
     if (listener !== undefined) {
       emit(listener, { type: "api.renewal", path: this.target.pathname });
     }
     await discard(response);
-    return "again";
+    return true;
   }
 
-  /** Waits as decided before the next attempt, abortably. */
-  async pause(): Promise<void> {
-    const wait = this.wait;
-    this.wait = 0;
-    if (wait > 0) await delay(wait, this.signal);
-  }
-
-  #retry(attempted: Attempted): "again" | undefined {
-    const wait = retryWait(attempted, {
-      retries: this.retries,
-      method: this.method,
-      replayable: this.replayable,
-    }, this.#context.retry);
-    if (wait === undefined) return undefined;
-    this.retries++;
-    this.wait = wait;
-    const listener = this.#context.onEvent;
-    if (listener !== undefined) {
-      const answered = attempted.kind === "answer";
-      emit(listener, {
-        type: "api.retry",
-        reason: answered ? "status" : this.#timedOut ? "timeout" : "network",
-        status: answered ? attempted.status : 0,
-        delayMs: wait,
-      });
+  /** Carries out a retry, a redirect or a renewal; returns the wait before the next attempt. */
+  async proceed(
+    step: Exclude<Step, { do: "deliver" | "fail" }>,
+    response: Response | undefined,
+  ): Promise<number> {
+    if (step.do === "follow") {
+      this.redirects++;
+      this.target = step.to;
+    } else if (step.do === "retry") {
+      this.retries++;
+      this.#heardRetry(response?.status ?? 0, step.wait);
     }
-    return "again";
+    if (response !== undefined && step.do !== "renew") await discard(response);
+    return step.do === "retry" ? step.wait : 0;
   }
 
-  #noAnswer(): ApiError {
+  #heardRetry(status: number, delayMs: number): void {
+    const listener = this.#context.onEvent;
+    if (listener === undefined) return;
+    emit(listener, {
+      type: "api.retry",
+      reason: status !== 0 ? "status" : this.#timedOut ? "timeout" : "network",
+      status,
+      delayMs,
+    });
+  }
+
+  /** The error for a request that got no answer after its retries. */
+  noAnswer(): ApiError {
     const { context } = this.#exchange;
     const attempts = this.attempts;
     return new ApiError(
@@ -353,7 +341,8 @@ class Run<T> {
   }
 }
 
-const MAX_REDIRECTS = 5;
+const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
+const DELIVER: Step = Object.freeze({ do: "deliver" });
 /** Options for a getToken without a signal: one object, not one per call. */
 const NO_OPTIONS = Object.freeze({});
 
