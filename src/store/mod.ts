@@ -19,7 +19,7 @@
  * @module
  */
 
-import type { IssuedToken, QuotaSnapshot } from "../token/_value.ts";
+import type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
 
 /**
  * What a {@linkcode TokenStore} keeps for one client: a frozen object.
