@@ -559,3 +559,23 @@ Deno.test("a store that serializes records with JSON.stringify keeps a usable to
   );
   equal(api.tokenRequests, 2);
 });
+
+Deno.test("a refusal that reports the quota carries it on the error, and the provider keeps it", async () => {
+  await using api = await startFakePartnerApi();
+  api.injectTokenFaults({
+    kind: "status",
+    status: 401,
+    headers: { "Idp-Client-Quota-Limit": "b=per_hour;q=10;r=3;t=60" },
+  });
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    retry: false,
+  });
+  await rejects(provider.getToken(), (error: unknown) => {
+    ok(error instanceof TokenRequestError);
+    equal(error.quota?.[0]?.remaining, 3);
+    return true;
+  });
+  equal(provider.quota?.buckets[0]?.remaining, 3);
+});

@@ -89,6 +89,8 @@ export interface TokenRequestErrorInit extends ErrorOptions {
   description?: string;
   /** The answer itself, kept non-enumerable. */
   response?: Response;
+  /** The quota the answer reported, when it did. */
+  quota?: readonly QuotaBucket[];
   /**
    * What kind of failure this is.
    *
@@ -228,6 +230,8 @@ export class TokenRequestError extends PartnerApiError {
   readonly code?: string;
   /** OAuth `error_description` of the answer. */
   readonly description?: string;
+  /** The quota the refusal reported, when it did (a 401 or 400 may). */
+  readonly quota?: readonly QuotaBucket[];
   /** What kind of failure this is: decide on it, not on the message. */
   declare readonly reason: TokenFailureReason;
   /** The endpoint's answer (non-enumerable; its body is already read). */
@@ -249,6 +253,9 @@ export class TokenRequestError extends PartnerApiError {
     if (init.status !== undefined) this.status = init.status;
     if (init.code !== undefined) this.code = init.code;
     if (init.description !== undefined) this.description = init.description;
+    if (init.quota !== undefined && init.quota.length > 0) {
+      this.quota = init.quota;
+    }
     hideResponse(this, init.response);
   }
 }

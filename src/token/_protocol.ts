@@ -231,7 +231,7 @@ function refusal(
     `${CONTEXT}: the token endpoint answered ${status}${
       said ? ` ${said}` : ""
     }`,
-    { status, ...oauth, reason: "status", response },
+    { status, ...oauth, reason: "status", response, quota },
   );
 }
 

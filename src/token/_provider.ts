@@ -3,7 +3,6 @@
 // carries decisions out.
 
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
-import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { renewalLedger } from "./_renewal.ts";
@@ -341,13 +340,10 @@ export class CachingTokenProvider implements TokenProvider {
     }
   }
 
-  /** A refusal other than 429 may still report the quota. */
+  /** A refusal other than 429 may still report the quota (read once, by the protocol). */
   #observeFailure(error: unknown): void {
-    if (!(error instanceof TokenRequestError) || !error.response) return;
-    const header = this.#config.endpoint.quotaHeader;
-    const buckets = readQuotaBuckets(error.response.headers.get(header));
-    if (buckets.length > 0) {
-      this.#observeQuota(quotaSnapshot(buckets, this.#now()));
+    if (error instanceof TokenRequestError && error.quota !== undefined) {
+      this.#observeQuota(quotaSnapshot(error.quota, this.#now()));
     }
   }
 
