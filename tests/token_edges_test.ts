@@ -579,3 +579,21 @@ Deno.test("a refusal that reports the quota carries it on the error, and the pro
   });
   equal(provider.quota?.buckets[0]?.remaining, 3);
 });
+
+Deno.test("a token is built once: building it again gives the same object", async () => {
+  const { issuedToken } = await import("../src/token/_value.ts");
+  const token = issuedToken({
+    accessToken: "abc",
+    tokenType: "Bearer",
+    expiresIn: 60,
+    expiresAt: 1,
+    quota: [],
+  });
+  equal(issuedToken(token), token);
+  await using api = await startFakePartnerApi();
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+  });
+  equal(await provider.getToken(), await provider.getToken());
+});

@@ -348,7 +348,11 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   #tokenRecord(token: IssuedToken): TokenRecord {
-    return { token: storableToken(token), ...this.#quotaRecord(token.quota) };
+    // Without a store the token is kept as built: nothing copies it.
+    const kept = this.#config.store === undefined
+      ? token
+      : storableToken(token);
+    return { token: kept, ...this.#quotaRecord(token.quota) };
   }
 
   #quotaRecord(buckets: readonly QuotaBucket[]): TokenRecord {

@@ -27,6 +27,8 @@ function redactedView(token: IssuedToken): Record<string, unknown> {
  * `token.accessToken` still reads it.
  */
 export function issuedToken(fields: IssuedToken): IssuedToken {
+  // One built here already is frozen and hidden as it should be: reuse it.
+  if (built.has(fields)) return fields;
   const token = {
     tokenType: "Bearer" as const,
     expiresIn: fields.expiresIn,
@@ -45,8 +47,12 @@ export function issuedToken(fields: IssuedToken): IssuedToken {
         `IssuedToken ${inspect(redactedView(token), options)}`,
     },
   });
+  built.add(token);
   return Object.freeze(token);
 }
+
+/** The tokens {@linkcode issuedToken} made, so that none is built twice. */
+const built = new WeakSet<IssuedToken>();
 
 /**
  * Whether `value` has the shape of a token worth using (e.g. read from a
