@@ -328,6 +328,8 @@ Deno.test("the client and paginator under random API faults: every item once, or
     const client = createClient({
       environment: api.environment,
       ...api.credentials,
+      // Retried as by default, only sooner: the soak is about outcomes.
+      retry: { retries: 2, initialDelay: 1, maxDelay: 20 },
     });
     const controller = new AbortController();
     const abortReason = new Error("run aborted");
