@@ -25,9 +25,12 @@ const client = createClient({
 const { accessToken } = await client.tokenProvider.getToken();
 const one = new URL("organizations?limit=1", environment.baseUrl);
 
+// The floor: fetch with the same token and the same time limit (30 s), as
+// a user writes it: AbortSignal.timeout.
 const raw = async () => {
   const response = await fetch(one, {
     headers: { authorization: `Bearer ${accessToken}` },
+    signal: AbortSignal.timeout(30_000),
   });
   await response.arrayBuffer();
 };
@@ -37,7 +40,7 @@ const viaClient = async () => {
 };
 const perCall = await ratiosToFloor({ raw, client: viaClient }, "raw");
 console.log(
-  `client.fetch() ÷ raw fetch() with the same token (the floor), interleaved: ${
+  `client.fetch() ÷ raw fetch() with the same token and time limit (the floor), interleaved: ${
     showRatio(perCall.client!)
   }`,
 );
