@@ -296,8 +296,7 @@ Deno.test("createClient() refuses a provider of another environment", async () =
         environment: sandbox.environment,
         tokenProvider: productionProvider,
       }),
-    (error: unknown) =>
-      error instanceof TypeError && /token provider is for/.test(error.message),
+    { name: "TypeError", option: "tokenProvider" },
   );
   const otherAudience = createTokenProvider({
     ...sandbox.environment,

@@ -305,8 +305,15 @@ function checkProviderTarget(
     target.tokenUrl !== environment.tokenUrl.href ||
     target.audience !== environment.audience
   ) {
-    throw new TypeError(
-      `${CONTEXT}: the token provider is for ${target.tokenUrl} (audience ${target.audience}), not this environment's ${environment.tokenUrl.href} (audience ${environment.audience})`,
+    // Fields for code, the addresses in the message for people.
+    throw Object.assign(
+      new TypeError(
+        `${CONTEXT}: the token provider is for ${target.tokenUrl} (audience ${target.audience}), not this environment's ${environment.tokenUrl.href} (audience ${environment.audience})`,
+      ),
+      {
+        option: "tokenProvider",
+        rule: "must be for the environment's token URL and audience",
+      },
     );
   }
 }

@@ -27,10 +27,13 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    throw new TypeError(
-      `${context}: ${
-        displayUrl(url)
-      } is outside ${base.href}; the token is only sent under it`,
+    throw Object.assign(
+      new TypeError(
+        `${context}: ${
+          displayUrl(url)
+        } is outside ${base.href}; the token is only sent under it`,
+      ),
+      { option: "path", rule: "must stay under the base" },
     );
   }
   if (isRiskyPath(url.pathname)) {
