@@ -37,10 +37,16 @@ export function resolveUnder(
     );
   }
   if (isRiskyPath(url.pathname)) {
-    throw new TypeError(
-      `${context}: ${
-        displayUrl(url)
-      } holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), a ';', a backslash, or a character that reads as '.', '/' or '\\', which a server may take for a path outside ${base.href}; the token is only sent under it`,
+    throw Object.assign(
+      new TypeError(
+        `${context}: ${
+          displayUrl(url)
+        } holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), a ';', a backslash, or a character that reads as '.', '/' or '\\', which a server may take for a path outside ${base.href}; the token is only sent under it`,
+      ),
+      {
+        option: "path",
+        rule: "must not hold a form a server may read as outside the base",
+      },
     );
   }
   return url;
