@@ -16,7 +16,9 @@
 // quota. Every contender runs behind the same limit of 256 calls in flight.
 // For each: token requests, failed calls, tokens that were no longer valid
 // when handed out, and p50/p95/p99 latency of getting a token, over five
-// rounds.
+// rounds. The floor for token requests is one per token lifetime (plus one
+// per 429 reset past the quota); for latency, one round trip when cold and
+// nothing when warm.
 
 import { OAuth2Client, OAuth2Fetch } from "npm:@badgateway/oauth2-client@3.3.1";
 import * as oidc from "npm:openid-client@6.8.9";

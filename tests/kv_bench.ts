@@ -4,7 +4,9 @@
 // moment, with a shared KV file and without (each its own cache), measured
 // side by side in one run: token requests (goal: always 1 with KV, N
 // without) and time to first token of the slowest process. A fleet's wall
-// time is mostly process start-up, so it is not timed with Deno.bench.
+// time is mostly process start-up, so it is not timed with Deno.bench. The
+// floor: 1 token request for the fleet, and the first token no later than
+// one process alone would have it.
 // (A warm getToken() never reaches the store: the provider answers from
 // memory, so it is measured in token_bench.ts. Fleets over many lifetimes,
 // with an outage, are in scale_bench.ts.)
