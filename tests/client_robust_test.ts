@@ -165,6 +165,43 @@ Deno.test("a page whose body never finishes fails after the time limit, retried 
   );
 });
 
+Deno.test("the caller's abort while a page body is read ends the list with its reason, and nothing is sent again", async () => {
+  await using api = await startFakePartnerApi();
+  let answered!: () => void;
+  const headersIn = new Promise<void>((resolve) => answered = resolve);
+  await using dripping = serve(() => {
+    answered();
+    return new Response(
+      new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"items":['));
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  });
+  const retries: unknown[] = [];
+  const client = createClient({
+    environment: environmentWith(api.environment, { baseUrl: dripping.base }),
+    ...api.credentials,
+    retry: FAST_RETRY,
+    onEvent: (event) => event.type === "api.retry" && retries.push(event),
+  });
+  const controller = new AbortController();
+  const reason = new Error("the caller left");
+  const crawl = collect(
+    client.list("transactions", { signal: controller.signal }),
+    { maxItems: 10 },
+  );
+  await headersIn;
+  controller.abort(reason);
+  await rejects(crawl, (error) => error === reason);
+  // The page's exchange settles just after the list: one turn of the loop.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  equal(dripping.requests, 1, "an abort is not retried");
+  equal(retries.length, 0, "nor is a retry announced");
+});
+
 Deno.test("fetch() rejects with ApiError status 0 and the network cause when nothing answers", async () => {
   await using api = await startFakePartnerApi();
   await using reset = resetEveryConnection();

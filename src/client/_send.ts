@@ -107,7 +107,9 @@ export async function sendExchange<T>(
           // is no answer, and retried like one.
           if (error instanceof ApiError) throw error;
           run.failure = error;
-          step = nextStep(NO_ANSWER, run, context.retry);
+          // The caller's abort ends the request; a body too slow for the
+          // time limit counts as a timeout.
+          step = nextStep(run.attempted(undefined), run, context.retry);
         }
       }
       // (No answer is never delivered: after one, it is retry or fail.)
