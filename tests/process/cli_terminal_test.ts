@@ -216,3 +216,28 @@ Deno.test("service failures exit 1 and bad flags exit 2, one line each", async (
   equal(pasted.code, 2);
   ok(!pasted.stderr.includes(env.PARTNER_API_CLIENT_SECRET!), pasted.stderr);
 });
+
+Deno.test("on a terminal, `get` shows one resource as indented JSON; a 404 is one line and exit 1", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 2 } });
+  const env = configFor(api);
+  const shown = await onTerminal(
+    [NET, ENV],
+    ["get", "organizations?limit=1", "--no-cache"],
+    env,
+  );
+  equal(shown.code, 0, shown.screen);
+  const body = JSON.parse(shown.screen);
+  equal(body.organizations.length, 1);
+  ok(
+    shown.screen.includes('\n  "organizations": [\n'),
+    "indented for a person",
+  );
+  const missing = await onTerminal(
+    [NET, ENV],
+    ["get", "nothing/here", "--no-cache"],
+    env,
+  );
+  equal(missing.code, 1);
+  equal(missing.screen.trim().split("\n").length, 1, missing.screen);
+  ok(missing.screen.includes("404"));
+});
