@@ -106,10 +106,9 @@ export async function sendExchange<T>(
           // The service's own refusal is final; a body cut off or too slow
           // is no answer, and retried like one.
           if (error instanceof ApiError) throw error;
-          run.failure = error;
           // The caller's abort ends the request; a body too slow for the
           // time limit counts as a timeout.
-          step = nextStep(run.attempted(undefined), run, context.retry);
+          step = nextStep(run.bodyFailed(error), run, context.retry);
         }
       }
       // (No answer is never delivered: after one, it is retry or fail.)
@@ -136,18 +135,16 @@ class Run<T> implements Progress {
   readonly signal: AbortSignal | undefined;
   readonly method: string;
   readonly replayable: boolean;
-  target: URL;
-  retries = 0;
-  redirects = 0;
-  /** Requests sent so far: retries, a 401 renewal and redirects included. */
-  attempts = 0;
-  /** Whether a 401 already cost this request a fresh token. */
-  renewed = false;
+  #target: URL;
+  #retries = 0;
+  #redirects = 0;
+  #attempts = 0;
+  #renewed = false;
   /** The current attempt, and the window its time limit is in. */
   #attempt: AbortController | undefined;
   #window: Window | undefined;
   /** Why the last attempt got no answer. */
-  failure: unknown;
+  #failure: unknown;
 
   constructor(context: SendContext, exchange: Exchange<T>) {
     this.#context = context;
@@ -155,7 +152,33 @@ class Run<T> implements Progress {
     this.signal = exchange.init.signal ?? undefined;
     this.method = (exchange.init.method ?? "GET").toUpperCase();
     this.replayable = isReplayable(exchange.init.body);
-    this.target = exchange.url;
+    this.#target = exchange.url;
+  }
+
+  /** Retries made so far. */
+  get retries(): number {
+    return this.#retries;
+  }
+
+  /** Redirects followed so far. */
+  get redirects(): number {
+    return this.#redirects;
+  }
+
+  /** Whether a 401 already cost this request a fresh token. */
+  get renewed(): boolean {
+    return this.#renewed;
+  }
+
+  /** Requests sent so far: retries, a 401 renewal and redirects included. */
+  get attempts(): number {
+    return this.#attempts;
+  }
+
+  /** The answer was taken, but its body failed: as no answer. */
+  bodyFailed(error: unknown): Attempted {
+    this.#failure = error;
+    return this.attempted(undefined);
   }
 
   /**
@@ -220,9 +243,9 @@ class Run<T> implements Progress {
       type: "api.request",
       method: this.method,
       base: this.#exchange.kind,
-      path: this.target.pathname,
+      path: this.#target.pathname,
       status: response?.status ?? 0,
-      attempt: this.attempts,
+      attempt: this.#attempts,
       durationMs: this.#context.now() - started,
     });
     return response;
@@ -233,9 +256,9 @@ class Run<T> implements Progress {
     signal: AbortSignal,
   ): Promise<Response | undefined> {
     const send = this.#context.fetch;
-    this.attempts++;
+    this.#attempts++;
     try {
-      const sent = send(this.target.href, {
+      const sent = send(this.#target.href, {
         ...this.#exchange.init,
         headers: withBearer(this.#exchange.init.headers, accessToken),
         redirect: "manual",
@@ -248,7 +271,7 @@ class Run<T> implements Progress {
         : raceAbort(sent, signal, discard));
     } catch (error) {
       this.signal?.throwIfAborted();
-      this.failure = error;
+      this.#failure = error;
       return undefined;
     }
   }
@@ -258,7 +281,7 @@ class Run<T> implements Progress {
     if (response === undefined) {
       this.signal?.throwIfAborted();
       if (this.#timedOut) {
-        this.failure = new DOMException(
+        this.#failure = new DOMException(
           `no answer within ${this.#context.deadlines.ms} ms`,
           "TimeoutError",
         );
@@ -277,7 +300,7 @@ class Run<T> implements Progress {
         ? retryAfterMs(response.headers, this.#context.now())
         : undefined,
       redirect: status >= 300 && status < 400
-        ? followable(response, this.target, this.#exchange.base, this.method)
+        ? followable(response, this.#target, this.#exchange.base, this.method)
         : undefined,
     };
   }
@@ -288,10 +311,10 @@ class Run<T> implements Progress {
    */
   async renew(response: Response, accessToken: string): Promise<boolean> {
     if (!await this.#context.renewAfterUnauthorized(accessToken)) return false;
-    this.renewed = true;
+    this.#renewed = true;
     const listener = this.#context.onEvent;
     if (listener !== undefined) {
-      emit(listener, { type: "api.renewal", path: this.target.pathname });
+      emit(listener, { type: "api.renewal", path: this.#target.pathname });
     }
     await discard(response);
     return true;
@@ -303,10 +326,10 @@ class Run<T> implements Progress {
     response: Response | undefined,
   ): Promise<number> {
     if (step.do === "follow") {
-      this.redirects++;
-      this.target = step.to;
+      this.#redirects++;
+      this.#target = step.to;
     } else if (step.do === "retry") {
-      this.retries++;
+      this.#retries++;
       this.#heardRetry(response?.status ?? 0, step.wait);
     }
     if (response !== undefined && step.do !== "renew") await discard(response);
@@ -327,15 +350,15 @@ class Run<T> implements Progress {
   /** The error for a request that got no answer after its retries. */
   noAnswer(): ApiError {
     const { context } = this.#exchange;
-    const attempts = this.attempts;
+    const attempts = this.#attempts;
     return new ApiError(
-      `${context}: ${this.method} ${displayUrl(this.target)} got no answer${
+      `${context}: ${this.method} ${displayUrl(this.#target)} got no answer${
         attempts > 1 ? ` in ${attempts} attempts` : ""
-      }: ${describeCause(this.failure, [])}`,
+      }: ${describeCause(this.#failure, [])}`,
       {
         status: 0,
-        url: displayUrl(this.target),
-        cause: this.failure,
+        url: displayUrl(this.#target),
+        cause: this.#failure,
         reason: this.#timedOut ? "timeout" : "network",
         attempts,
       },
