@@ -13,6 +13,7 @@ import { displayUrl } from "../core/_url.ts";
 import type { RateLimiter } from "./rate_limit.ts";
 import { describeCause } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
+import { withBearer } from "./_bearer.ts";
 import {
   type Attempted,
   isReplayable,
@@ -370,29 +371,6 @@ const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const DELIVER: Step = Object.freeze({ do: "deliver" });
 /** Options for a getToken without a signal: one object, not one per call. */
 const NO_OPTIONS = Object.freeze({});
-
-/**
- * The caller's headers with `Authorization: Bearer <token>` in place of any
- * the caller set. A plain record stays one: a `Headers` object per request
- * costs more than the rest of the client's work.
- */
-function withBearer(
-  headers: HeadersInit | undefined,
-  accessToken: string,
-): HeadersInit {
-  const authorization = `Bearer ${accessToken}`;
-  if (headers === undefined) return { authorization };
-  if (headers instanceof Headers || Array.isArray(headers)) {
-    const copy = new Headers(headers);
-    copy.set("authorization", authorization);
-    return copy;
-  }
-  const record: Record<string, string> = { authorization };
-  for (const [name, value] of Object.entries(headers)) {
-    if (name.toLowerCase() !== "authorization") record[name] = value;
-  }
-  return record;
-}
 
 /** An answer not handed back must be read or cancelled, or it leaks. */
 async function discard(response: Response): Promise<void> {
