@@ -57,29 +57,49 @@ export async function startRemoteFake(args: string[]): Promise<RemoteFake> {
 }
 
 /**
- * Median time per call of each function, measured in alternating batches so
- * that drift (other load, CPU frequency) falls on every side alike: `rounds`
- * rounds, each running every function `batch` times, in rotating order.
+ * Runs `rounds` rounds, each running every function `batch` times, in
+ * rotating order, so that drift (other load, CPU frequency) falls on every
+ * side alike; hands each round's total time per function to `record`.
  */
+async function inRounds(
+  fns: Record<string, () => Promise<unknown>>,
+  rounds: number,
+  batch: number,
+  record: (times: Record<string, number>) => void,
+): Promise<void> {
+  const names = Object.keys(fns);
+  for (let round = 0; round < rounds; round++) {
+    const times: Record<string, number> = {};
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length]!;
+      const started = performance.now();
+      for (let n = 0; n < batch; n++) await fns[name]!();
+      times[name] = performance.now() - started;
+    }
+    record(times);
+  }
+}
+
+/** The median of `values`. */
+function median(values: number[]): number {
+  return values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
+}
+
+/** Median time per call of each function, measured in rounds ({@linkcode inRounds}). */
 export async function interleaved(
   fns: Record<string, () => Promise<unknown>>,
   rounds = 21,
   batch = 200,
 ): Promise<Record<string, number>> {
-  const names = Object.keys(fns);
-  const samples = new Map(names.map((name) => [name, [] as number[]]));
-  for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(round + i) % names.length]!;
-      const started = performance.now();
-      for (let n = 0; n < batch; n++) await fns[name]!();
-      samples.get(name)!.push((performance.now() - started) / batch);
+  const samples: Record<string, number[]> = {};
+  await inRounds(fns, rounds, batch, (times) => {
+    for (const [name, ms] of Object.entries(times)) {
+      (samples[name] ??= []).push(ms / batch);
     }
-  }
-  return Object.fromEntries(names.map((name) => {
-    const sorted = samples.get(name)!.toSorted((a, b) => a - b);
-    return [name, sorted[Math.floor(sorted.length / 2)]!];
-  }));
+  });
+  return Object.fromEntries(
+    Object.entries(samples).map(([name, values]) => [name, median(values)]),
+  );
 }
 
 /** A ratio to the floor: the median of the rounds, and their spread. */
@@ -91,9 +111,8 @@ export interface Ratio {
 
 /**
  * Each function's time divided by the floor's (`fns[floor]`), round by
- * round, measured as {@linkcode interleaved} does; the median ratio and the
- * spread of the rounds. A ratio taken within one round cancels drift that
- * a ratio of two medians keeps.
+ * round; the median ratio and the spread of the rounds. A ratio taken
+ * within one round cancels drift that a ratio of two medians keeps.
  */
 export async function ratiosToFloor(
   fns: Record<string, () => Promise<unknown>>,
@@ -101,28 +120,19 @@ export async function ratiosToFloor(
   rounds = 21,
   batch = 200,
 ): Promise<Record<string, Ratio>> {
-  const names = Object.keys(fns);
-  const ratios = new Map(names.map((name) => [name, [] as number[]]));
-  for (let round = 0; round < rounds; round++) {
-    const times: Record<string, number> = {};
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(round + i) % names.length]!;
-      const started = performance.now();
-      for (let n = 0; n < batch; n++) await fns[name]!();
-      times[name] = performance.now() - started;
+  const ratios: Record<string, number[]> = {};
+  await inRounds(fns, rounds, batch, (times) => {
+    for (const [name, ms] of Object.entries(times)) {
+      (ratios[name] ??= []).push(ms / times[floor]!);
     }
-    for (const name of names) {
-      ratios.get(name)!.push(times[name]! / times[floor]!);
-    }
-  }
-  return Object.fromEntries(names.map((name) => {
-    const sorted = ratios.get(name)!.toSorted((a, b) => a - b);
-    return [name, {
-      median: sorted[Math.floor(sorted.length / 2)]!,
-      min: sorted[0]!,
-      max: sorted.at(-1)!,
-    }];
-  }));
+  });
+  return Object.fromEntries(
+    Object.entries(ratios).map(([name, values]) => [name, {
+      median: median(values),
+      min: Math.min(...values),
+      max: Math.max(...values),
+    }]),
+  );
 }
 
 /** `1.03× (0.98–1.07)`. */

@@ -331,21 +331,15 @@ export function createFakePartnerService(
 /** The service's parts, from its checked options. */
 function serviceSetup(options: FakePartnerServiceOptions) {
   const now = options.now ?? Date.now;
+  const given = (field: "clientId" | "clientSecret", made: string) => {
+    const value = options.credentials?.[field];
+    return value === undefined
+      ? made
+      : requireText(value, CONTEXT, `credentials.${field}`);
+  };
   const credentials: FakeCredentials = Object.freeze({
-    clientId: options.credentials?.clientId === undefined
-      ? `fake-client-${randomText(9)}`
-      : requireText(
-        options.credentials.clientId,
-        CONTEXT,
-        "credentials.clientId",
-      ),
-    clientSecret: options.credentials?.clientSecret === undefined
-      ? `fake-secret-${randomText(24)}`
-      : requireText(
-        options.credentials.clientSecret,
-        CONTEXT,
-        "credentials.clientSecret",
-      ),
+    clientId: given("clientId", `fake-client-${randomText(9)}`),
+    clientSecret: given("clientSecret", `fake-secret-${randomText(24)}`),
   });
   const endpoint = new FakeTokenEndpoint({
     lifetime: checkNumber(
