@@ -2,7 +2,9 @@
 // the test task builds. Waits for the common start moment, gets a token and
 // prints {runtime, token} (a hash, never the token).
 //
-//   node tests/redis/fleet_worker.mjs <bundles> <redis port> <start epoch ms>
+//   node tests/redis/fleet_worker.mjs <bundles> <redis port> <start epoch ms> [<outage epoch ms>]
+//
+// With an outage time, it gets a second token after Redis is gone.
 //
 // Credentials come from PARTNER_API_* variables. Node talks to Redis through
 // ioredis, Bun through node-redis, Deno through the tests' RESP client: the
@@ -12,7 +14,7 @@ import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [bundleDir, port, startAt] = globalThis.Deno?.args ??
+const [bundleDir, port, startAt, outageAt] = globalThis.Deno?.args ??
   process.argv.slice(2);
 const bundles = pathToFileURL(resolve(bundleDir)).href;
 const { createTokenProvider } = await import(`${bundles}/partner-api.mjs`);
@@ -28,18 +30,20 @@ async function connect() {
   if (runtime === "node") {
     const { Redis } = require("ioredis");
     const client = new Redis({ port: Number(port), host: "127.0.0.1" });
+    client.on("error", () => {}); // reconnecting while Redis is away
     return {
       command: (args) => client.call(...args),
-      close: () => client.quit(),
+      close: () => client.disconnect(),
     };
   }
   if (runtime === "bun") {
     const { createClient } = require("redis");
-    const client = await createClient({ url: `redis://127.0.0.1:${port}` })
-      .connect();
+    const client = createClient({ url: `redis://127.0.0.1:${port}` });
+    client.on("error", () => {}); // reconnecting while Redis is away
+    await client.connect();
     return {
       command: (args) => client.sendCommand(args),
-      close: () => client.quit(),
+      close: () => client.destroy(),
     };
   }
   const { connectRedis } = await import("./_resp.ts");
@@ -52,19 +56,41 @@ const provider = createTokenProvider({
   audience: env("AUDIENCE"),
   clientId: env("CLIENT_ID"),
   clientSecret: env("CLIENT_SECRET"),
-  store: createRedisTokenStore({ command: redis.command, pollInterval: 20 }),
+  store: createRedisTokenStore({
+    command: redis.command,
+    pollInterval: 20,
+    commandTimeout: 500,
+  }),
 });
 await new Promise((done) =>
   setTimeout(done, Math.max(0, Number(startAt) - Date.now()))
 );
 const token = await provider.getToken();
-const digest = await crypto.subtle.digest(
-  "SHA-256",
-  new TextEncoder().encode(token.accessToken),
+let second;
+if (outageAt !== undefined) {
+  // Redis is gone by now: this process needs a new token all the same.
+  await new Promise((done) =>
+    setTimeout(done, Math.max(0, Number(outageAt) + 300 - Date.now()))
+  );
+  await provider.invalidate(token.accessToken);
+  second = await hashOf((await provider.getToken()).accessToken);
+}
+console.log(
+  JSON.stringify({ runtime, token: await hashOf(token.accessToken), second }),
 );
-const hash = Array.from(
-  new Uint8Array(digest).slice(0, 8),
-  (b) => b.toString(16).padStart(2, "0"),
-).join("");
-console.log(JSON.stringify({ runtime, token: hash }));
 await redis.close();
+// A rejection nobody handled (a command answered after its time limit)
+// would end the process with an error while it waits here.
+await new Promise((done) => setTimeout(done, 200));
+
+/** A short hash of a token: never the token. */
+async function hashOf(accessToken) {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(accessToken),
+  );
+  return Array.from(
+    new Uint8Array(digest).slice(0, 8),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+}
