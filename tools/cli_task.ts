@@ -29,6 +29,14 @@ const child = new Deno.Command("deno", {
   stdout: "inherit",
   stderr: "inherit",
 }).spawn();
-// The terminal sends Ctrl-C to both: the tool decides what it means.
-Deno.addSignalListener("SIGINT", () => {});
+// Ctrl-C is the tool's to handle (a list closes its output first): pass it
+// on, for a SIGINT sent to this process alone; a terminal sends it to both,
+// and the tool takes a second one as the first.
+Deno.addSignalListener("SIGINT", () => {
+  try {
+    child.kill("SIGINT");
+  } catch {
+    // It has ended already.
+  }
+});
 Deno.exit((await child.status).code);
