@@ -10,9 +10,9 @@ export const MAX_CONCURRENCY = 64;
 
 const COSTS =
   `What each command costs (the token quota is small, per hour and per day):
-  token, list    nothing while the cached token is valid; else one token request
-  quota          nothing when the cache or a 429 knows the quota; else one token request
-  demo           nothing: it runs against a fake in this process`;
+  token, list, get  nothing while the cached token is valid; else one token request
+  quota             nothing when the cache or a 429 knows the quota; else one token request
+  demo              nothing: it runs against a fake in this process`;
 
 export const HELP: Readonly<Record<string, string>> = {
   "": `${NAME} ${VERSION}: tokens, quota and lists of the partner API
@@ -45,7 +45,8 @@ write permission there, the tool runs uncached and says so.
 
 ${COSTS}
 
-Exit codes: 0 done, 1 the service or network failed, 2 bad flags or configuration.
+Exit codes: 0 done, 1 the service or network failed, 2 bad flags or
+configuration, 130 stopped with Ctrl-C (a list's output is closed first).
 `,
   token: `Usage: ${NAME} token [--show-token] [--format json] [--no-cache]
 
@@ -78,6 +79,23 @@ Pages through a list under the API base and prints its items.
   --fields a,b           the columns (keys) to keep, in every format
   --no-cache             neither read nor write the token cache
 Progress goes to standard error when it is a terminal.
+`,
+  get: `Usage: ${NAME} get <path> [--pci] [--no-cache]
+
+Prints one resource under the API base (with --pci, under the card-data
+base): indented JSON on a terminal, the body as it came otherwise. An answer
+that is not 2xx prints its status and an excerpt on standard error, exit 1.
+  --pci          the card-data base
+`,
+  cache: `Usage: ${NAME} cache clear   (or: ${NAME} logout)
+
+Removes every cached token from the cache folder; the next run requests one.
+`,
+  completion: `Usage: ${NAME} completion bash|zsh|fish
+
+Prints a completion script, e.g.
+  ${NAME} completion bash > /etc/bash_completion.d/${NAME}
+  ${NAME} completion fish > ~/.config/fish/completions/${NAME}.fish
 `,
   demo: `Usage: ${NAME} demo
 
