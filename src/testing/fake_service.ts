@@ -2,7 +2,7 @@
 // code, so that any runtime's server can serve it (Deno.serve in
 // startFakePartnerApi, node:http on Node and Bun, a Worker's fetch).
 
-import { type FakeRateLimit, rateGate } from "./_fake_rate.ts";
+import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { checkNumber, requireText } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
@@ -26,123 +26,18 @@ import {
   unauthorized,
 } from "./_fake_answers.ts";
 
+export type {
+  FakeCredentials,
+  FakePartnerServiceOptions,
+} from "./_fake_options.ts";
+import type {
+  FakeCredentials,
+  FakePartnerServiceOptions,
+} from "./_fake_options.ts";
 export type { FakeFault } from "./_fake_http.ts";
 export type { FakeRateLimit } from "./_fake_rate.ts";
 /** Counts of generated items per list of the fake. */
 export type { ListSizes };
-
-/**
- * Options of {@linkcode createFakePartnerService} (and of
- * `startFakePartnerApi`, which serves one).
- *
- * @example A fake with a tight quota and slow pages
- * ```ts
- * import { type FakePartnerServiceOptions, startFakePartnerApi } from "@partner-api/client/testing";
- *
- * const options: FakePartnerServiceOptions = { quota: { perHour: 3 }, latency: 5, tokenLifetime: 60_000 };
- * await using api = await startFakePartnerApi(options);
- * if (api.environment.baseUrl.hostname !== "127.0.0.1") throw new Error();
- * ```
- */
-export interface FakePartnerServiceOptions {
-  /**
-   * Lifetime of issued tokens, in ms, like every duration of the fake; the
-   * answer's `expires_in` is it in whole seconds (at least 1).
-   *
-   * @default {86400000}
-   */
-  tokenLifetime?: number;
-  /**
-   * Token requests allowed per UTC hour and per UTC day.
-   *
-   * @default {{ perHour: 1000, perDay: 10000 }}
-   */
-  quota?: { perHour?: number; perDay?: number };
-  /**
-   * The fake's clock in epoch ms: token expiry and quota windows follow it.
-   *
-   * @default {Date.now}
-   */
-  now?: () => number;
-  /**
-   * Whether a 429 carries `Retry-After` (the real service is not known to).
-   *
-   * @default {false}
-   */
-  retryAfter?: boolean;
-  /**
-   * Faults for the first token requests, in order.
-   *
-   * @default {[]}
-   */
-  faults?: readonly FakeFault[];
-  /**
-   * Generated items per list.
-   *
-   * @default {{ organizations: 25, transactions: 500, cardholders: 120 }}
-   */
-  items?: Partial<ListSizes>;
-  /**
-   * Seed of the generated data: the same seed gives the same items.
-   *
-   * @default {1}
-   */
-  seed?: number;
-  /**
-   * Milliseconds each API request (list or card data) takes to answer.
-   *
-   * @default {0}
-   */
-  latency?: number;
-  /**
-   * A rate limit on API requests, as the service has (900 per 5 minutes per
-   * IP): past it, 429 with the service's body, e.g. `{"error":"Sending more
-   * than 900 requests in 5 minutes is not allowed"}`, and no `Retry-After`.
-   *
-   * @default {none}
-   */
-  apiRateLimit?: FakeRateLimit;
-  /**
-   * How a list page is sent: `"object"` as `{ <list name>: [...], page,
-   * limit }`, `"array"` as a bare JSON array.
-   *
-   * @default {"object"}
-   */
-  listEnvelope?: "object" | "array";
-  /**
-   * Fixed credentials, e.g. to keep a `.env` valid across restarts.
-   *
-   * @default {random ones: fake-client-… and fake-secret-…}
-   */
-  credentials?: Partial<FakeCredentials>;
-  /**
-   * Body formats the token endpoint accepts: JSON, as the service specifies,
-   * and form-encoded, as most OAuth servers do. Restrict it to test what a
-   * client sends.
-   *
-   * @default {["json", "form"]}
-   */
-  tokenBodyFormats?: readonly ("json" | "form")[];
-}
-
-/**
- * Credentials the fake accepts: a frozen object.
- *
- * @example Spreading the credentials into options
- * ```ts
- * import { type FakeCredentials, startFakePartnerApi } from "@partner-api/client/testing";
- *
- * await using api = await startFakePartnerApi();
- * const credentials: FakeCredentials = api.credentials;
- * if (!credentials.clientId.startsWith("fake-client-")) throw new Error();
- * ```
- */
-export interface FakeCredentials {
-  /** The client id. */
-  readonly clientId: string;
-  /** The client secret. */
-  readonly clientSecret: string;
-}
 
 /**
  * What a test reads and scripts of a fake, served or not.
@@ -240,83 +135,36 @@ const AUDIENCE = "https://partner-api.fake";
 export function createFakePartnerService(
   options: FakePartnerServiceOptions = {},
 ): FakePartnerService {
-  const { now, credentials, endpoint, lists, latency, listEnvelope } =
-    serviceSetup(options);
-  const rateLimited = rateGate(options.apiRateLimit, now, CONTEXT);
-  const tokenFaults: FakeFault[] = [...(options.faults ?? [])];
-  const apiFaults: FakeFault[] = [];
-  const closing = new AbortController();
-  const decorate = endpoint.withQuota.bind(endpoint);
-  const counts = { tokenRequests: 0, apiRequests: 0 };
-
-  async function answerApi(
-    request: Request,
-    route: () => Response,
-  ): Promise<Response> {
-    counts.apiRequests++;
-    await pause(latency, closing.signal);
-    const refused = rateLimited();
-    if (refused !== undefined) return refused;
-    const fault = apiFaults.shift();
-    const answer = () => {
-      const token = bearerToken(request);
-      if (token === undefined || !endpoint.isValid(token)) {
-        return unauthorized();
-      }
-      if (request.method !== "GET") {
-        return json(405, { error: "method_not_allowed" });
-      }
-      return route();
-    };
-    return fault
-      ? await faultyAnswer(fault, answer, decorate, closing.signal)
-      : answer();
-  }
-
+  const setup = serviceSetup(options);
+  const { now, credentials, endpoint, lists } = setup;
+  const state: ServiceState = {
+    ...setup,
+    rateLimited: rateGate(options.apiRateLimit, now, CONTEXT),
+    tokenFaults: [...(options.faults ?? [])],
+    apiFaults: [],
+    closing: new AbortController(),
+    decorate: endpoint.withQuota.bind(endpoint),
+    counts: { tokenRequests: 0, apiRequests: 0 },
+  };
   return {
     credentials,
     get tokenRequests() {
-      return counts.tokenRequests;
+      return state.counts.tokenRequests;
     },
     get tokensIssued() {
       return endpoint.tokensIssued;
     },
     get apiRequests() {
-      return counts.apiRequests;
+      return state.counts.apiRequests;
     },
-    injectTokenFaults: (...more) => void tokenFaults.push(...more),
-    injectApiFaults: (...more) => void apiFaults.push(...more),
+    injectTokenFaults: (...more) => void state.tokenFaults.push(...more),
+    injectApiFaults: (...more) => void state.apiFaults.push(...more),
     insertTransactions: (added) =>
       appendTransactions(lists.get("transactions")!, added, now()),
     revokeTokens: () => endpoint.revoke(),
     isValidToken: (accessToken) => endpoint.isValid(accessToken),
-    handle(request) {
-      const { pathname } = new URL(request.url);
-      if (pathname === "/oauth/token") {
-        counts.tokenRequests++;
-        const fault = tokenFaults.shift();
-        const answer = () => endpoint.answer(request);
-        return fault
-          ? faultyAnswer(fault, answer, decorate, closing.signal)
-          : answer();
-      }
-      const list = /^\/api\/([a-z]+)$/.exec(pathname);
-      if (list) {
-        return answerApi(
-          request,
-          () => answerList(lists, listEnvelope, request, list[1]!),
-        );
-      }
-      return Promise.resolve(json(404, { error: "not_found" }));
-    },
-    handlePci(request) {
-      // Routes by regular expression, not URLPattern: Node 20 has none.
-      const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(
-        new URL(request.url).pathname,
-      );
-      if (card) return answerApi(request, () => answerCard(lists, card[1]!));
-      return Promise.resolve(json(404, { error: "not_found" }));
-    },
+    handle: (request) => handleMain(state, request),
+    handlePci: (request) => handlePci(state, request),
     environmentAt: (origin, pciOrigin) =>
       defineEnvironment({
         baseUrl: `${origin}/api/`,
@@ -324,8 +172,78 @@ export function createFakePartnerService(
         tokenUrl: `${origin}/oauth/token`,
         audience: AUDIENCE,
       }),
-    close: () => closing.abort(),
+    close: () => state.closing.abort(),
   };
+}
+
+/** What the service's handlers share. */
+interface ServiceState extends ReturnType<typeof serviceSetup> {
+  readonly rateLimited: () => Response | undefined;
+  readonly tokenFaults: FakeFault[];
+  readonly apiFaults: FakeFault[];
+  readonly closing: AbortController;
+  readonly decorate: FakeTokenEndpoint["withQuota"];
+  readonly counts: { tokenRequests: number; apiRequests: number };
+}
+
+/** The main origin: the token endpoint and the lists. */
+function handleMain(state: ServiceState, request: Request): Promise<Response> {
+  const { pathname } = new URL(request.url);
+  if (pathname === "/oauth/token") {
+    state.counts.tokenRequests++;
+    const fault = state.tokenFaults.shift();
+    const answer = () => state.endpoint.answer(request);
+    return fault
+      ? faultyAnswer(fault, answer, state.decorate, state.closing.signal)
+      : answer();
+  }
+  const list = /^\/api\/([a-z]+)$/.exec(pathname);
+  if (list) {
+    return answerApi(
+      state,
+      request,
+      () => answerList(state.lists, state.listEnvelope, request, list[1]!),
+    );
+  }
+  return Promise.resolve(json(404, { error: "not_found" }));
+}
+
+/** The card-data origin. */
+function handlePci(state: ServiceState, request: Request): Promise<Response> {
+  // Routes by regular expression, not URLPattern: Node 20 has none.
+  const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(
+    new URL(request.url).pathname,
+  );
+  if (card) {
+    return answerApi(state, request, () => answerCard(state.lists, card[1]!));
+  }
+  return Promise.resolve(json(404, { error: "not_found" }));
+}
+
+/** An API request: latency, the rate limit, a fault, the token, the route. */
+async function answerApi(
+  state: ServiceState,
+  request: Request,
+  route: () => Response,
+): Promise<Response> {
+  state.counts.apiRequests++;
+  await pause(state.latency, state.closing.signal);
+  const refused = state.rateLimited();
+  if (refused !== undefined) return refused;
+  const fault = state.apiFaults.shift();
+  const answer = () => {
+    const token = bearerToken(request);
+    if (token === undefined || !state.endpoint.isValid(token)) {
+      return unauthorized();
+    }
+    if (request.method !== "GET") {
+      return json(405, { error: "method_not_allowed" });
+    }
+    return route();
+  };
+  return fault
+    ? await faultyAnswer(fault, answer, state.decorate, state.closing.signal)
+    : answer();
 }
 
 /** The service's parts, from its checked options. */

@@ -1,0 +1,119 @@
+// The fake service's options and credentials (re-exported by
+// fake_service.ts), apart so that its setup can read them.
+
+import type { FakeFault } from "./_fake_http.ts";
+import type { FakeRateLimit } from "./_fake_rate.ts";
+import type { ListSizes } from "./_list_data.ts";
+
+/**
+ * Options of {@linkcode createFakePartnerService} (and of
+ * `startFakePartnerApi`, which serves one).
+ *
+ * @example A fake with a tight quota and slow pages
+ * ```ts
+ * import { type FakePartnerServiceOptions, startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * const options: FakePartnerServiceOptions = { quota: { perHour: 3 }, latency: 5, tokenLifetime: 60_000 };
+ * await using api = await startFakePartnerApi(options);
+ * if (api.environment.baseUrl.hostname !== "127.0.0.1") throw new Error();
+ * ```
+ */
+export interface FakePartnerServiceOptions {
+  /**
+   * Lifetime of issued tokens, in ms, like every duration of the fake; the
+   * answer's `expires_in` is it in whole seconds (at least 1).
+   *
+   * @default {86400000}
+   */
+  tokenLifetime?: number;
+  /**
+   * Token requests allowed per UTC hour and per UTC day.
+   *
+   * @default {{ perHour: 1000, perDay: 10000 }}
+   */
+  quota?: { perHour?: number; perDay?: number };
+  /**
+   * The fake's clock in epoch ms: token expiry and quota windows follow it.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+  /**
+   * Whether a 429 carries `Retry-After` (the real service is not known to).
+   *
+   * @default {false}
+   */
+  retryAfter?: boolean;
+  /**
+   * Faults for the first token requests, in order.
+   *
+   * @default {[]}
+   */
+  faults?: readonly FakeFault[];
+  /**
+   * Generated items per list.
+   *
+   * @default {{ organizations: 25, transactions: 500, cardholders: 120 }}
+   */
+  items?: Partial<ListSizes>;
+  /**
+   * Seed of the generated data: the same seed gives the same items.
+   *
+   * @default {1}
+   */
+  seed?: number;
+  /**
+   * Milliseconds each API request (list or card data) takes to answer.
+   *
+   * @default {0}
+   */
+  latency?: number;
+  /**
+   * A rate limit on API requests, as the service has (900 per 5 minutes per
+   * IP): past it, 429 with the service's body, e.g. `{"error":"Sending more
+   * than 900 requests in 5 minutes is not allowed"}`, and no `Retry-After`.
+   *
+   * @default {none}
+   */
+  apiRateLimit?: FakeRateLimit;
+  /**
+   * How a list page is sent: `"object"` as `{ <list name>: [...], page,
+   * limit }`, `"array"` as a bare JSON array.
+   *
+   * @default {"object"}
+   */
+  listEnvelope?: "object" | "array";
+  /**
+   * Fixed credentials, e.g. to keep a `.env` valid across restarts.
+   *
+   * @default {random ones: fake-client-… and fake-secret-…}
+   */
+  credentials?: Partial<FakeCredentials>;
+  /**
+   * Body formats the token endpoint accepts: JSON, as the service specifies,
+   * and form-encoded, as most OAuth servers do. Restrict it to test what a
+   * client sends.
+   *
+   * @default {["json", "form"]}
+   */
+  tokenBodyFormats?: readonly ("json" | "form")[];
+}
+
+/**
+ * Credentials the fake accepts: a frozen object.
+ *
+ * @example Spreading the credentials into options
+ * ```ts
+ * import { type FakeCredentials, startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi();
+ * const credentials: FakeCredentials = api.credentials;
+ * if (!credentials.clientId.startsWith("fake-client-")) throw new Error();
+ * ```
+ */
+export interface FakeCredentials {
+  /** The client id. */
+  readonly clientId: string;
+  /** The client secret. */
+  readonly clientSecret: string;
+}
