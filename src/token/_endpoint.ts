@@ -123,19 +123,57 @@ export function tokenEndpoint(
     throw new TypeError(`${context}: expected an options object`);
   }
   const secret = requireText(options.clientSecret, context, "clientSecret");
-  let url: URL;
+  const url = tokenUrlOf(options.tokenUrl, secret, context);
+  const audience = requireText(options.audience, context, "audience");
+  const clientId = requireText(options.clientId, context, "clientId");
+  const userFetch = requireFunction(options.fetch, context, "fetch");
+  return {
+    url,
+    where: redact(displayUrl(url), [secret]),
+    audience,
+    clientId,
+    secret,
+    secrets: [{ secret, clientId }],
+    ...requestParts(options, { clientId, secret, audience }, context),
+    // A plain call: some runtimes throw "Illegal invocation" for fetch
+    // called as a method of another object.
+    fetch: userFetch ?? ((input, init) => fetch(input, init)),
+    now: requireFunction(options.now, context, "now") ?? Date.now,
+    quotaHeader: requireText(
+      options.quotaHeader ?? QUOTA_HEADER,
+      context,
+      "quotaHeader",
+    ),
+    timeout: checkNumber(
+      options.timeout,
+      DEFAULT_TIMEOUT,
+      "positive finite number",
+      context,
+      "timeout",
+    ),
+  };
+}
+
+/** The token URL, checked; a secret pasted into it stays out of the error. */
+function tokenUrlOf(value: unknown, secret: string, context: string): URL {
   try {
-    url = secureUrl(options.tokenUrl, context, "tokenUrl");
+    return secureUrl(value as string | URL, context, "tokenUrl");
   } catch (error) {
-    // The message quotes the address; a secret pasted into it stays hidden.
     const { message, option, rule } = error as OptionError;
     throw Object.assign(new TypeError(redact(message, [secret])), {
       option,
       rule,
     });
   }
-  const audience = requireText(options.audience, context, "audience");
-  const clientId = requireText(options.clientId, context, "clientId");
+}
+
+/** The request's body, its type and its `Authorization`, built once. */
+function requestParts(
+  options: Omit<TokenRequestOptions, "signal">,
+  client: { clientId: string; secret: string; audience: string },
+  context: string,
+): Pick<TokenEndpoint, "contentType" | "body" | "authorization"> {
+  const { clientId, secret, audience } = client;
   const basic = oneOf(
     options.clientAuthentication,
     ["body", "basic"],
@@ -153,14 +191,7 @@ export function tokenEndpoint(
     context,
     "bodyFormat",
   ) === "form";
-  const userFetch = requireFunction(options.fetch, context, "fetch");
   return {
-    url,
-    where: redact(displayUrl(url), [secret]),
-    audience,
-    clientId,
-    secret,
-    secrets: [{ secret, clientId }],
     contentType: form
       ? "application/x-www-form-urlencoded"
       : "application/json",
@@ -170,22 +201,6 @@ export function tokenEndpoint(
     authorization: basic
       ? `Basic ${base64(basicPair(clientId, secret))}`
       : undefined,
-    // A plain call: some runtimes throw "Illegal invocation" for fetch
-    // called as a method of another object.
-    fetch: userFetch ?? ((input, init) => fetch(input, init)),
-    now: requireFunction(options.now, context, "now") ?? Date.now,
-    quotaHeader: requireText(
-      options.quotaHeader ?? QUOTA_HEADER,
-      context,
-      "quotaHeader",
-    ),
-    timeout: checkNumber(
-      options.timeout,
-      DEFAULT_TIMEOUT,
-      "positive finite number",
-      context,
-      "timeout",
-    ),
   };
 }
 
