@@ -35,11 +35,7 @@
  */
 
 import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
-import type {
-  ApiListEvent,
-  EventListener,
-  TokenRequestEvent,
-} from "../core/events.ts";
+import type { EventListener, TokenRequestEvent } from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
 
 /**
@@ -172,70 +168,92 @@ export function openTelemetry(
 ): EventListener {
   const tracer: TelemetryTracer = options.tracer ??
     trace.getTracer(NAME, VERSION);
-  const meter: TelemetryMeter = options.meter ??
-    metrics.getMeter(NAME, VERSION);
-  const tokenRequests = meter.createCounter("partner_api.token.requests", {
-    description: "Requests to the token endpoint, as the quota counts them",
-    unit: "{request}",
-  });
-  const quotaRemaining = meter.createGauge("partner_api.quota.remaining", {
-    description:
-      "Tokens left in each quota bucket, as the token endpoint reported",
-    unit: "{token}",
-  });
-  const requestDuration = meter.createHistogram(
-    "partner_api.request.duration",
-    { description: "API requests, each attempt, send to answer", unit: "ms" },
-  );
-  /** A span that ended now and lasted `durationMs`. */
+  const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
   const span = (
     name: string,
     durationMs: number,
     attributes: TelemetryAttributes,
     failed: boolean,
-  ) => {
-    const end = Date.now();
-    tracer.startSpan(name, { startTime: end - durationMs, attributes })
-      .setStatus({ code: failed ? SpanStatusCode.ERROR : SpanStatusCode.OK })
-      .end(end);
-  };
-  const tokenRequest = (event: TokenRequestEvent) => {
-    const attributes: TelemetryAttributes = {
-      "partner_api.outcome": event.outcome,
-    };
-    if (event.reason !== undefined) attributes["error.type"] = event.reason;
-    span(
-      "partner_api.token.request",
-      event.durationMs,
-      attributes,
-      event.outcome === "error",
-    );
-    tokenRequests.add(1, { "partner_api.outcome": event.outcome });
-    for (const bucket of event.quota ?? []) {
-      quotaRemaining.record(bucket.remaining, {
-        "partner_api.quota.bucket": bucket.bucket,
-      });
-    }
-  };
-  const list = (event: ApiListEvent) =>
-    span("partner_api.list", event.durationMs, {
-      "url.path": event.path,
-      "partner_api.pages": event.pages,
-      "partner_api.items": event.items,
-      "partner_api.outcome": event.outcome,
-    }, event.outcome === "error");
+  ) => endedSpan(tracer, name, durationMs, attributes, failed);
   return (event) => {
     switch (event.type) {
       case "token.request":
-        return tokenRequest(event);
+        return tokenRequest(event, span, meter);
       case "api.list":
-        return list(event);
+        return span("partner_api.list", event.durationMs, {
+          "url.path": event.path,
+          "partner_api.pages": event.pages,
+          "partner_api.items": event.items,
+          "partner_api.outcome": event.outcome,
+        }, event.outcome === "error");
       case "api.request":
-        return requestDuration.record(event.durationMs, {
+        return meter.requestDuration.record(event.durationMs, {
           "http.request.method": event.method,
           "http.response.status_code": event.status,
           "partner_api.base": event.base,
         });
     }
   };
+}
+
+/** The metrics the module records, made once per listener. */
+function instruments(meter: TelemetryMeter) {
+  return {
+    tokenRequests: meter.createCounter("partner_api.token.requests", {
+      description: "Requests to the token endpoint, as the quota counts them",
+      unit: "{request}",
+    }),
+    quotaRemaining: meter.createGauge("partner_api.quota.remaining", {
+      description:
+        "Tokens left in each quota bucket, as the token endpoint reported",
+      unit: "{token}",
+    }),
+    requestDuration: meter.createHistogram("partner_api.request.duration", {
+      description: "API requests, each attempt, send to answer",
+      unit: "ms",
+    }),
+  };
+}
+
+/** A span that ended now and lasted `durationMs`. */
+function endedSpan(
+  tracer: TelemetryTracer,
+  name: string,
+  durationMs: number,
+  attributes: TelemetryAttributes,
+  failed: boolean,
+): void {
+  const end = Date.now();
+  tracer.startSpan(name, { startTime: end - durationMs, attributes })
+    .setStatus({ code: failed ? SpanStatusCode.ERROR : SpanStatusCode.OK })
+    .end(end);
+}
+
+/** A token request: its span, the counter, and the quota it reported. */
+function tokenRequest(
+  event: TokenRequestEvent,
+  span: (
+    name: string,
+    durationMs: number,
+    attributes: TelemetryAttributes,
+    failed: boolean,
+  ) => void,
+  meter: ReturnType<typeof instruments>,
+): void {
+  const attributes: TelemetryAttributes = {
+    "partner_api.outcome": event.outcome,
+  };
+  if (event.reason !== undefined) attributes["error.type"] = event.reason;
+  span(
+    "partner_api.token.request",
+    event.durationMs,
+    attributes,
+    event.outcome === "error",
+  );
+  meter.tokenRequests.add(1, { "partner_api.outcome": event.outcome });
+  for (const bucket of event.quota ?? []) {
+    meter.quotaRemaining.record(bucket.remaining, {
+      "partner_api.quota.bucket": bucket.bucket,
+    });
+  }
 }
