@@ -128,29 +128,10 @@ export async function startFakePartnerApi(
       name,
     );
   const service = createFakePartnerService(options);
-  const onRequest = options.onRequest;
   const serve = (
     at: number,
     handle: (request: Request) => Promise<Response>,
-  ) =>
-    Deno.serve(
-      {
-        hostname: "127.0.0.1",
-        port: at,
-        onListen: () => {},
-        onError: () => json(500, { error: "server_error" }),
-      },
-      onRequest === undefined ? handle : async (request) => {
-        const response = await handle(request);
-        onRequest({
-          method: request.method,
-          path: new URL(request.url).pathname,
-          status: response.status,
-          tokenRequests: service.tokenRequests,
-        });
-        return response;
-      },
-    );
+  ) => serveOn(at, logged(handle, service, options.onRequest));
   const main = serve(port("port"), service.handle);
   const pci = serve(port("pciPort"), service.handlePci);
   const environment = service.environmentAt(
@@ -182,5 +163,37 @@ export async function startFakePartnerApi(
     isValidToken: service.isValidToken,
     close,
     [Symbol.asyncDispose]: close,
+  };
+}
+
+/** A server on 127.0.0.1:`port` (0: any free port) that answers with `handle`. */
+function serveOn(
+  port: number,
+  handle: (request: Request) => Promise<Response>,
+): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve({
+    hostname: "127.0.0.1",
+    port,
+    onListen: () => {},
+    onError: () => json(500, { error: "server_error" }),
+  }, handle);
+}
+
+/** `handle`, telling `onRequest` of each answer when it is given. */
+function logged(
+  handle: (request: Request) => Promise<Response>,
+  service: { readonly tokenRequests: number },
+  onRequest: ((answered: FakeRequestLog) => void) | undefined,
+): (request: Request) => Promise<Response> {
+  if (onRequest === undefined) return handle;
+  return async (request) => {
+    const response = await handle(request);
+    onRequest({
+      method: request.method,
+      path: new URL(request.url).pathname,
+      status: response.status,
+      tokenRequests: service.tokenRequests,
+    });
+    return response;
   };
 }
