@@ -1,17 +1,26 @@
 // Shared by the CLI's process tests: the tool as a deno subprocess.
 
-/** Runs src/cli/mod.ts with `flags` and `args`, never prompting; the output as text. */
+/** The command that runs src/cli/mod.ts with `flags` and `args`, never prompting. */
+export function cliCommand(
+  flags: string[],
+  args: string[],
+  env: Record<string, string> = {},
+): Deno.Command {
+  return new Deno.Command("deno", {
+    args: ["run", "--no-prompt", ...flags, "src/cli/mod.ts", ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+/** Runs the tool ({@linkcode cliCommand}) to its end; the output as text. */
 export async function cli(
   flags: string[],
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command("deno", {
-    args: ["run", "--no-prompt", ...flags, "src/cli/mod.ts", ...args],
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const output = await cliCommand(flags, args, env).output();
   const decoder = new TextDecoder();
   return {
     code: output.code,

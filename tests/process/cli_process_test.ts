@@ -5,7 +5,7 @@
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { cli } from "./_cli_process.ts";
+import { cli, cliCommand } from "./_cli_process.ts";
 
 const NET = "--allow-net=127.0.0.1";
 const ENV = "--allow-env=PARTNER_API_*";
@@ -52,13 +52,9 @@ Deno.test("Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON 
     items: { transactions: 5000 },
     latency: 20,
   });
-  const child = new Deno.Command("deno", {
-    args: [
-      "run",
-      "--no-prompt",
-      "--allow-net=127.0.0.1",
-      "--allow-env=PARTNER_API_*",
-      "src/cli/mod.ts",
+  const child = cliCommand(
+    ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"],
+    [
       "list",
       "transactions",
       "--format",
@@ -67,10 +63,8 @@ Deno.test("Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON 
       "10",
       "--no-cache",
     ],
-    env: configFor(api),
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+    configFor(api),
+  ).spawn();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
   // Interrupt once some items are out.

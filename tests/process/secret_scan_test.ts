@@ -4,6 +4,7 @@
 import { ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
+import { cliCommand } from "./_cli_process.ts";
 
 Deno.test("nothing the CLI prints holds the secret or a token", async () => {
   await using api = await startFakePartnerApi();
@@ -25,19 +26,11 @@ Deno.test("nothing the CLI prints holds the secret or a token", async () => {
   ];
   let printed = "";
   for (const [args, env] of runs) {
-    const output = await new Deno.Command("deno", {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net=127.0.0.1",
-        "--allow-env=PARTNER_API_*",
-        "src/cli/mod.ts",
-        ...args,
-      ],
+    const output = await cliCommand(
+      ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"],
+      args,
       env,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
+    ).output();
     const decoder = new TextDecoder();
     printed += decoder.decode(output.stdout) + decoder.decode(output.stderr);
   }
