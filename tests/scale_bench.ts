@@ -9,8 +9,9 @@
 // 2. Fleets of 1, 4, 8 and 32 providers (each with its own store
 //    connection, as processes would have) over ten token lifetimes, on
 //    Redis and on KV, with the store down in the middle of one lifetime:
-//    token requests per refresh (goal ≤ 1.2) and first-token p99 against
-//    one process alone, the floor (goal ≤ 2×).
+//    token requests per refresh (goal ≤ 1) and first-token p99 against
+//    one process alone, the floor (goal ≤ 2×), each p99 read from as many
+//    samples, after a warm-up.
 
 import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
@@ -93,6 +94,9 @@ function failing(store: TokenStore, down: () => boolean): TokenStore {
   };
 }
 
+/** One process's connection to the fleet's store, under the fleet's prefix. */
+type StoreFor = (now: () => number, prefix: string) => Promise<TokenStore>;
+
 /**
  * Ten lifetimes of a fleet of `size` on one store kind, with the store down
  * for the middle of the sixth (the tokens are valid: nobody needs a new one
@@ -101,7 +105,7 @@ function failing(store: TokenStore, down: () => boolean): TokenStore {
  */
 async function fleetOverLifetimes(
   size: number,
-  storeFor: (now: () => number) => Promise<TokenStore>,
+  storeFor: StoreFor,
 ) {
   const lifetime = 3_600_000;
   await using api = await startFakePartnerApi({
@@ -109,13 +113,14 @@ async function fleetOverLifetimes(
     quota: { perHour: 1e6, perDay: 1e6 },
   });
   const clock = manualClock(Date.now());
+  const prefix = crypto.randomUUID(); // a record of the fleet's own
   let down = false;
   const fleet = await Promise.all(
     Array.from({ length: size }, async () =>
       createTokenProvider({
         ...api.environment,
         ...api.credentials,
-        store: failing(await storeFor(clock), () => down),
+        store: failing(await storeFor(clock, prefix), () => down),
         now: clock,
       })),
   );
@@ -139,54 +144,76 @@ async function fleetOverLifetimes(
       clock.advance(lifetime / 2);
     } else clock.advance(lifetime);
   }
-  times.sort((a, b) => a - b);
   return {
     perLifetime: (api.tokenRequests - duringOutage) / 10,
     duringOutage,
-    p99: times[Math.max(0, Math.ceil(times.length * 0.99) - 1)]!,
+    times,
   };
 }
 
-const rows = [];
+/** First-token times pooled per fleet, so that every size has as many. */
+const SAMPLES = 320;
+
+/**
+ * Runs fleets of `size` until {@linkcode SAMPLES} first-token times are
+ * pooled (one process alone: 32 runs), so that every p99 is read from as
+ * many samples as the 32-process fleet's.
+ */
+async function pooledFleets(size: number, storeFor: StoreFor) {
+  const times: number[] = [];
+  let perLifetime = 0;
+  let duringOutage = 0;
+  while (times.length < SAMPLES) {
+    const run = await fleetOverLifetimes(size, storeFor);
+    times.push(...run.times);
+    perLifetime = Math.max(perLifetime, run.perLifetime);
+    duringOutage = Math.max(duringOutage, run.duringOutage);
+  }
+  times.sort((a, b) => a - b);
+  const at = (share: number) => times[Math.ceil(times.length * share) - 1]!;
+  return { perLifetime, duringOutage, p50: at(0.5), p99: at(0.99) };
+}
+
 const kv = await Deno.openKv(":memory:");
 const redis = redisInstalled ? await startRedis() : undefined;
 const connections: RedisClient[] = [];
+const onKv: StoreFor = (now, prefix) =>
+  Promise.resolve(createKvTokenStore(kv, { now, prefix: [prefix] }));
+const onRedis: StoreFor = async (now, prefix) => {
+  const connection = await connectRedis(redis!.port);
+  connections.push(connection);
+  return createRedisTokenStore({ command: connection.command, now, prefix });
+};
+// A warm-up, not reported: the one process alone, measured first, must not
+// pay for compiling what every later fleet finds compiled.
+await pooledFleets(8, onKv);
+if (redis) await pooledFleets(8, onRedis);
+const rows = [];
 const alone: Record<string, number> = {};
+const shown = (p99: number, floor: number) =>
+  `${p99.toFixed(1)} (${(p99 / floor).toFixed(2)}×)`;
 for (const size of [1, 4, 8, 32]) {
-  const prefix = crypto.randomUUID(); // a fresh record for each fleet
-  const onKv = await fleetOverLifetimes(
-    size,
-    (now) => Promise.resolve(createKvTokenStore(kv, { now, prefix: [prefix] })),
-  );
-  const onRedis = redis && await fleetOverLifetimes(size, async (now) => {
-    const connection = await connectRedis(redis.port);
-    connections.push(connection);
-    return createRedisTokenStore({ command: connection.command, now, prefix });
-  });
-  if (size === 1) {
-    alone.kv = onKv.p99;
-    alone.redis = onRedis?.p99 ?? NaN;
-  }
+  const kvRun = await pooledFleets(size, onKv);
+  const redisRun = redis && await pooledFleets(size, onRedis);
+  alone.kv ??= kvRun.p99;
+  alone.redis ??= redisRun?.p99 ?? NaN;
   rows.push({
     processes: size,
-    "requests/refresh KV": onKv.perLifetime,
-    "requests/refresh Redis": onRedis?.perLifetime ?? "no redis-server",
-    "in the outage KV": onKv.duringOutage,
-    "first token p99 KV (ms, ÷ one)": `${onKv.p99.toFixed(1)} (${
-      (onKv.p99 / alone.kv!).toFixed(2)
-    }×)`,
-    "first token p99 Redis (ms, ÷ one)": onRedis
-      ? `${onRedis.p99.toFixed(1)} (${
-        (onRedis.p99 / alone.redis!).toFixed(2)
-      }×)`
-      : "-",
+    "requests/refresh KV": kvRun.perLifetime,
+    "requests/refresh Redis": redisRun?.perLifetime ?? "no redis-server",
+    "in the outage": kvRun.duringOutage + (redisRun?.duringOutage ?? 0),
+    "first token p50 KV / Redis (ms)": `${kvRun.p50.toFixed(1)} / ${
+      redisRun?.p50.toFixed(1) ?? "-"
+    }`,
+    "p99 KV (ms, ÷ one)": shown(kvRun.p99, alone.kv),
+    "p99 Redis (ms, ÷ one)": redisRun ? shown(redisRun.p99, alone.redis) : "-",
   });
 }
 for (const connection of connections) connection.close();
 await redis?.kill();
 kv.close();
 console.log(
-  "Fleets over ten token lifetimes, the store down mid-lifetime once (goals: ≤ 1.2 requests per refresh, p99 ≤ 2× one process)",
+  `Fleets in one process over ten token lifetimes, the store down mid-lifetime once; p99 of ${SAMPLES} first tokens per size (goals: ≤ 1 request per refresh, p99 ≤ 2× one process, the floor)`,
 );
 console.table(rows);
 

@@ -9,7 +9,7 @@ import { delay } from "../core/_retry.ts";
 import { unrefTimer } from "../core/_abort.ts";
 
 /** The first wait before looking again for another process's token, in ms. */
-const FIRST_POLL = 4;
+const FIRST_POLL = 1;
 
 /** What one look at the database saw. */
 export interface LeaseView<Snapshot> {

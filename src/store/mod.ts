@@ -202,7 +202,7 @@ export interface FleetStoreOptions {
   maxWait?: number;
   /**
    * How often, at most, a waiting process looks for the token, in ms. It
-   * looks again after 4 ms at first, then twice as long each time, up to
+   * looks again after 1 ms at first, then twice as long each time, up to
    * this.
    *
    * @default {50}
