@@ -33,7 +33,7 @@
 
 import { redact } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
-import { CONFIG_VARIABLES, NAME, plan } from "./_plan.ts";
+import { CONFIG_VARIABLES, NAME, type Plan, plan } from "./_plan.ts";
 import { execute, failureMessage } from "./_commands.ts";
 import { type CliIo, openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
@@ -75,59 +75,68 @@ export async function main(
   const run = io as RunIo;
   try {
     const planned = plan(args);
-    switch (planned.command) {
-      case "version":
-        io.stdout.write(`${NAME} ${VERSION}\n`);
-        break;
-      case "help":
-        io.stdout.write(planned.text);
-        return planned.code;
-      case "demo": {
-        const { runDemo } = await import("./_demo.ts");
-        await runDemo(io);
-        break;
-      }
-      case "completion":
-        io.stdout.write(completionScript(planned.shell, NAME));
-        break;
-      case "cache clear":
-        io.stdout.write(
-          `${await (run.clearCache?.() ??
-            "no token cache: nothing to clear")}\n`,
-        );
-        break;
-      default: {
-        verbose = planned.verbose;
-        const env = planned.envFile === undefined ? io.env : await withEnvFile(
-          io.env,
-          planned.envFile,
-          run.readTextFile ?? ((path) => Deno.readTextFile(path)),
-        );
-        const config = readConfig({ ...run, env });
-        await execute(
-          await openSession({ ...run, env }, config, planned),
-          planned,
-        );
-      }
-    }
-    return 0;
+    verbose = "verbose" in planned && planned.verbose === true;
+    return await carryOut(planned, run);
   } catch (error) {
-    // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
-    if ((error as Error)?.name === "BrokenPipe") return 0;
-    const { message, code } = failureMessage(error);
-    const secrets = secretsOf(io);
-    io.stderr.write(
-      `${NAME}: ${escapeControls(redact(message, secrets))}${
-        code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : ""
-      }\n`,
-    );
-    if (verbose) {
-      for (const line of causeLines(error)) {
-        io.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
-      }
-    }
-    return code;
+    return reportFailure(error, run, verbose);
   }
+}
+
+/** Runs one planned command; returns its exit code. */
+async function carryOut(planned: Plan, run: RunIo): Promise<number> {
+  switch (planned.command) {
+    case "version":
+      run.stdout.write(`${NAME} ${VERSION}\n`);
+      return 0;
+    case "help":
+      run.stdout.write(planned.text);
+      return planned.code;
+    case "demo": {
+      const { runDemo } = await import("./_demo.ts");
+      await runDemo(run);
+      return 0;
+    }
+    case "completion":
+      run.stdout.write(completionScript(planned.shell, NAME));
+      return 0;
+    case "cache clear":
+      run.stdout.write(
+        `${await (run.clearCache?.() ?? "no token cache: nothing to clear")}\n`,
+      );
+      return 0;
+    default: {
+      const env = planned.envFile === undefined ? run.env : await withEnvFile(
+        run.env,
+        planned.envFile,
+        run.readTextFile ?? ((path) => Deno.readTextFile(path)),
+      );
+      const config = readConfig({ ...run, env });
+      await execute(
+        await openSession({ ...run, env }, config, planned),
+        planned,
+      );
+      return 0;
+    }
+  }
+}
+
+/** Tells what failed, in one line (and its causes, verbose); returns the exit code. */
+function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
+  // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
+  if ((error as Error)?.name === "BrokenPipe") return 0;
+  const { message, code } = failureMessage(error);
+  const secrets = secretsOf(run);
+  run.stderr.write(
+    `${NAME}: ${escapeControls(redact(message, secrets))}${
+      code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : ""
+    }\n`,
+  );
+  if (verbose) {
+    for (const line of causeLines(error)) {
+      run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
+    }
+  }
+  return code;
 }
 
 /** The secret, wherever it was put: also pasted into the wrong variable, it is never printed. */
