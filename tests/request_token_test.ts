@@ -9,6 +9,7 @@ import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { requestToken } from "../src/token/mod.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
+import type { OptionError } from "../src/core/_check.ts";
 
 Deno.test("requestToken() posts exactly the four JSON fields", async () => {
   await using api = await startFakePartnerApi();
@@ -299,19 +300,27 @@ Deno.test("requestToken() rejects with the signal's reason when aborted", async 
 Deno.test("requestToken() refuses bad options before sending anything", async () => {
   await using api = await startFakePartnerApi();
   const options = { ...api.environment, ...api.credentials };
-  const bad: [string, Record<string, unknown>][] = [
-    ["'tokenUrl' must use https", { tokenUrl: "http://idp.example.com/t" }],
-    ["'clientId' must be a non-empty string", { clientId: "" }],
-    ["'clientSecret' must be a non-empty string", { clientSecret: undefined }],
-    ["'audience' must be a non-empty string", { audience: 5 }],
-    ["'fetch' must be a function", { fetch: "fetch" }],
+  const bad: [string, string, Record<string, unknown>][] = [
+    ["tokenUrl", "must use https", { tokenUrl: "http://idp.example.com/t" }],
+    ["clientId", "must be a non-empty string", { clientId: "" }],
+    ["clientSecret", "must be a non-empty string", {
+      clientSecret: undefined,
+    }],
+    ["audience", "must be a non-empty string", { audience: 5 }],
+    ["fetch", "must be a function", { fetch: "fetch" }],
   ];
-  for (const [message, override] of bad) {
+  for (const [option, rule, override] of bad) {
     await rejects(
       requestToken({ ...options, ...override } as typeof options),
-      (error: unknown) =>
-        error instanceof TypeError &&
-        error.message.startsWith(`Cannot request token: ${message}`),
+      (error: unknown) => {
+        ok(error instanceof TypeError);
+        const fields = error as OptionError;
+        deepStrictEqual({ option: fields.option, rule: fields.rule }, {
+          option,
+          rule,
+        });
+        return true;
+      },
     );
   }
   equal(api.tokenRequests, 0);

@@ -568,7 +568,10 @@ Deno.test("createTokenProvider() refuses to run in a browser page unless told", 
   try {
     for (const [name] of hidden) delete global[name];
     global.document = {};
-    throws(() => createTokenProvider(options), /browser page/);
+    throws(() => createTokenProvider(options), {
+      name: "TypeError",
+      option: "dangerouslyAllowBrowser",
+    });
     createTokenProvider({ ...options, dangerouslyAllowBrowser: true });
   } finally {
     delete global.document;

@@ -250,8 +250,12 @@ const CONTEXT = "Cannot create token provider";
 export function providerConfig(options: TokenProviderOptions): ProviderConfig {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
-    throw new TypeError(
-      `${CONTEXT}: this looks like a browser page, where anyone can read the client secret; request tokens from a backend (or set 'dangerouslyAllowBrowser' if this really is one)`,
+    // In a browser page anyone can read the secret: tokens belong to a backend.
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "dangerouslyAllowBrowser",
+      "must be true to run in what looks like a browser page, where anyone can read the client secret (request tokens from a backend)",
     );
   }
   return {
