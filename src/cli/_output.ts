@@ -5,8 +5,10 @@
 
 import type { Format } from "./_plan.ts";
 import {
+  afterFirstPage,
   type CliWriter,
   escapeControls,
+  type RowSink,
   safeJson,
   tableWriter,
 } from "./_render.ts";
@@ -82,8 +84,7 @@ function csvWriter(
   pageSize: number,
   fields: readonly string[] | undefined,
   notify: (line: string) => void,
-): { row(item: Record<string, unknown>): void; end(): void } {
-  let first: Record<string, unknown>[] | undefined = [];
+): RowSink {
   let columns: readonly string[] = fields ?? [];
   const reported = new Set<string>();
   const line = (values: readonly unknown[]) =>
@@ -98,22 +99,12 @@ function csvWriter(
     }
     line(columns.map((column) => item[column]));
   };
-  const flush = () => {
-    if (first === undefined) return;
-    const rows = first;
-    first = undefined;
+  const firstPage = (rows: Record<string, unknown>[]) => {
     columns = fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
     if (columns.length > 0) line(columns);
     for (const item of rows) writeRow(item);
   };
-  return {
-    row(item) {
-      if (first === undefined) return writeRow(item);
-      first.push(item);
-      if (first.length >= pageSize) flush();
-    },
-    end: flush,
-  };
+  return afterFirstPage(pageSize, firstPage, writeRow);
 }
 
 /** One field as RFC 4180 has it, quoted when it must be. */

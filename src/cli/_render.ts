@@ -154,17 +154,15 @@ export function tableWriter(
   pageSize: number,
   fields?: readonly string[],
   notify: (line: string) => void = () => {},
-): { row(item: Record<string, unknown>): void; end(): void } {
-  let first: Record<string, unknown>[] | undefined = [];
+): RowSink {
   let layout: Layout | undefined;
   const reported = new Set<string>();
-  const flushFirst = () => {
-    if (first === undefined || first.length === 0) return;
+  const firstPage = (rows: Record<string, unknown>[]) => {
+    if (rows.length === 0) return;
     const columns = fields ??
-      [...new Set(first.flatMap((item) => Object.keys(item)))];
-    out.write(table(columns, first));
-    layout = layOut(columns, first);
-    first = undefined;
+      [...new Set(rows.flatMap((item) => Object.keys(item)))];
+    out.write(table(columns, rows));
+    layout = layOut(columns, rows);
   };
   const later = (item: Record<string, unknown>) => {
     for (const key of Object.keys(item)) {
@@ -179,13 +177,39 @@ export function tableWriter(
     // The first page fixed the widths: a longer value is cut, never spilled.
     out.write(row(layout!, item, true));
   };
+  return afterFirstPage(pageSize, firstPage, later);
+}
+
+/** Where rows go, one at a time, and the end of them. */
+export interface RowSink {
+  row(item: Record<string, unknown>): void;
+  end(): void;
+}
+
+/**
+ * Holds rows back until `pageSize` have come (or the end), hands them to
+ * `firstPage` at once (so it can fix columns from them), and every later
+ * row to `later` as it comes.
+ */
+export function afterFirstPage(
+  pageSize: number,
+  firstPage: (rows: Record<string, unknown>[]) => void,
+  later: (item: Record<string, unknown>) => void,
+): RowSink {
+  let first: Record<string, unknown>[] | undefined = [];
+  const flush = () => {
+    if (first === undefined) return;
+    const rows = first;
+    first = undefined;
+    firstPage(rows);
+  };
   return {
     row(item) {
       if (first === undefined) return later(item);
       first.push(item);
-      if (first.length >= pageSize) flushFirst();
+      if (first.length >= pageSize) flush();
     },
-    end: flushFirst,
+    end: flush,
   };
 }
 
