@@ -10,7 +10,7 @@ import {
   createKvTokenStore,
   type KvTokenStoreOptions,
 } from "../src/store/kv.ts";
-import { QuotaExceededError } from "../src/core/errors.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import {
   type FakePartnerApi,
@@ -132,22 +132,20 @@ Deno.test("a process that waits longer than maxWait requests its own token", asy
   equal(f.api.tokenRequests, 1);
 });
 
-Deno.test("when the lease holder's request fails, a waiting process takes over", async () => {
+Deno.test("when the lease holder's request fails, the waiting process keeps its cooldown and sends nothing", async () => {
   await using f = await fleet();
   f.api.injectTokenFaults({ kind: "status", status: 400 });
   const results = await Promise.allSettled([
     f.process().getToken(),
     f.process().getToken(),
   ]);
-  deepStrictEqual(results.map((r) => r.status).sort(), [
-    "fulfilled",
-    "rejected",
-  ]);
-  equal(
-    f.api.tokenRequests,
-    2,
-    "the failed holder's waiter sent one more request",
-  );
+  deepStrictEqual(results.map((r) => r.status), ["rejected", "rejected"]);
+  for (const result of results) {
+    const { reason } = result as PromiseRejectedResult;
+    ok(reason instanceof TokenRequestError);
+    equal(reason.status, 400, "the holder's failure, as it was");
+  }
+  equal(f.api.tokenRequests, 1, "one request for the fleet");
 });
 
 Deno.test("the quota circuit is shared: after a 429 no process asks before the reset", async () => {
@@ -239,7 +237,7 @@ Deno.test("createKvTokenStore() refuses bad options", async () => {
   throws(() => createKvTokenStore(kv, { encryptionKey: hmac }), TypeError);
 });
 
-Deno.test("discard() drops the token only while it is still the stored one", async () => {
+Deno.test("update() changes the record only as it was read: a concurrent write makes the change run again", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = createKvTokenStore(kv);
   const token = (accessToken: string) => ({
@@ -249,11 +247,24 @@ Deno.test("discard() drops the token only while it is still the stored one", asy
     expiresAt: Date.now() + 60_000,
     quota: [],
   });
-  await store.set("k", { token: token("fresh"), blockedUntil: 1 });
-  await store.discard!("k", "stale");
-  equal((await store.get("k"))?.token?.accessToken, "fresh");
-  await store.discard!("k", "fresh");
-  deepStrictEqual(await store.get("k"), { blockedUntil: 1 });
+  await store.set("k", { token: token("first"), blockedUntil: 1 });
+  let runs = 0;
+  const written = await store.update!("k", (record) => {
+    // Another process writes while this change is being made, once.
+    if (runs++ === 0) void store.set("k", { token: token("second") });
+    const { token: _dropped, ...rest } = record ?? {};
+    return { ...rest, renewal: { at: 5, expiresAt: 6, token: "f" } };
+  });
+  equal(runs, 2, "ran again on what the other process wrote");
+  deepStrictEqual(written, { renewal: { at: 5, expiresAt: 6, token: "f" } });
+  deepStrictEqual(await store.get("k"), {
+    renewal: { at: 5, expiresAt: 6, token: "f" },
+  });
+  deepStrictEqual(
+    await store.update!("k", () => undefined),
+    written,
+    "no change: the record as read",
+  );
 });
 
 /** Makes every atomic commit that writes the record fail, as a value too large would. */

@@ -88,7 +88,7 @@ function failing(store: TokenStore, down: () => boolean): TokenStore {
   return {
     get: (key) => down() ? outage() : store.get(key),
     set: (key, record) => down() ? outage() : store.set(key, record),
-    discard: (key, token) => down() ? outage() : store.discard!(key, token),
+    update: (key, change) => down() ? outage() : store.update!(key, change),
     coordinate: (key, options) =>
       down() ? outage() : store.coordinate!(key, options),
   };

@@ -415,9 +415,9 @@ Deno.test("invalidate() keeps a fresh token another process stored meanwhile", a
       await raceOnce();
       return record;
     },
-    discard: async (k, accessToken) => {
+    update: async (k, change) => {
       await raceOnce();
-      await memory.discard!(k, accessToken);
+      return await memory.update!(k, change);
     },
   };
   const a = createTokenProvider({

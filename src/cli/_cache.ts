@@ -120,11 +120,19 @@ class EncryptedFileStore implements TokenStore {
     }
   }
 
-  async discard(key: string, accessToken: string): Promise<void> {
+  /**
+   * Read, change, write: not atomic between runs, so two runs meeting a 401
+   * in the same instant may each renew (runs one after another renew once).
+   */
+  async update(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined> {
     const record = await this.get(key);
-    if (record?.token?.accessToken !== accessToken) return;
-    const { token: _dropped, ...rest } = record;
-    await this.set(key, rest);
+    const next = change(record);
+    if (next === undefined) return record;
+    await this.set(key, next);
+    return next;
   }
 
   /**

@@ -9,8 +9,21 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
     for (const bucket of event.quota) Object.freeze(bucket);
     Object.freeze(event.quota);
   }
+  callListener(listener, Object.freeze(event));
+}
+
+/**
+ * Calls a listener the user gave (`onQuota`, ...) and ignores what it
+ * throws or the promise it rejects: no unhandled rejection can end the
+ * process.
+ */
+export function callListener<T>(
+  listener: (value: T) => unknown,
+  value: T,
+): void {
   try {
-    listener(Object.freeze(event));
+    const result = listener(value);
+    if (result instanceof Promise) result.catch(() => {});
   } catch {
     // A listener's failure must never change what the module does.
   }

@@ -69,25 +69,29 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     );
   }
 
-  /** Drops the token only if it is still `accessToken`: a fresher one stays. */
-  async discard(key: string, accessToken: string): Promise<void> {
+  /** Compare-and-set on the entry's versionstamp: another process's write makes `change` run again. */
+  async update(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined> {
     for (let attempt = 0; attempt < LOCKED_RETRIES; attempt++) {
       const entry = await unlocked(() =>
         this.#kv.get<Stored>(recordKey(this.#config, key))
       );
       const record = await this.#unseal(key, entry.value);
-      if (record?.token?.accessToken !== accessToken) return;
-      const { token: _dropped, ...rest } = record;
-      const sealed = await this.#seal(key, rest);
+      const next = change(record);
+      if (next === undefined) return record;
+      const sealed = await this.#seal(key, next);
       const done = await unlocked(() =>
         this.#kv.atomic().check(entry).set(
           recordKey(this.#config, key),
           sealed,
-          { expireIn: recordLifetime(rest, this.#config.now()) },
+          { expireIn: recordLifetime(next, this.#config.now()) },
         ).commit()
       );
-      if (done.ok) return;
+      if (done.ok) return next;
     }
+    throw new Error("Cannot update the token record: it keeps changing");
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

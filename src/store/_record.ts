@@ -13,6 +13,8 @@ export interface SealedRecord {
 }
 
 const MIN_RECORD_LIFETIME = 1000;
+/** A 401 renewal counts for an hour; kept a little longer for clocks that differ. */
+const RENEWAL_KEPT = 2 * 3_600_000;
 /** KV refuses an `expireIn` beyond about 68 years; a year is plenty. */
 const MAX_RECORD_LIFETIME = 366 * 86_400_000;
 const encoder = new TextEncoder();
@@ -50,18 +52,35 @@ export async function openRecord(
   }
 }
 
-/** What to store after a request: a block keeps a token that is still valid. */
+/**
+ * What to store after a request: a block or a failure keeps a token that is
+ * still valid, and the fleet's 401 ledger stays whatever the request got.
+ */
 export function published(
   result: TokenRecord,
   before: TokenRecord | undefined,
 ): TokenRecord {
-  if (result.token !== undefined || before?.token === undefined) return result;
-  return { ...result, token: before.token };
+  const kept = result.token === undefined && before?.token !== undefined
+    ? { token: before.token }
+    : {};
+  const ledger = result.renewal === undefined && before?.renewal !== undefined
+    ? { renewal: before.renewal }
+    : {};
+  return { ...result, ...kept, ...ledger };
 }
 
-/** How long to keep a record, in ms: until its token expires or its block ends. */
+/**
+ * How long to keep a record, in ms: until its token expires, its block or
+ * cooldown ends, or its 401 renewal leaves the hour.
+ */
 export function recordLifetime(record: TokenRecord, now: number): number {
-  const end = Math.max(record.token?.expiresAt ?? 0, record.blockedUntil ?? 0);
+  const end = Math.max(
+    record.token?.expiresAt ?? 0,
+    record.blockedUntil ?? 0,
+    // A failure counts towards the next one's cooldown for 15 minutes after.
+    (record.failure?.until ?? 0) + 15 * 60_000,
+    (record.renewal?.at ?? 0) + RENEWAL_KEPT,
+  );
   return Math.min(
     MAX_RECORD_LIFETIME,
     Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now)),
@@ -88,6 +107,8 @@ export function plainRecord(record: TokenRecord): TokenRecord {
     ...(record.blockedUntil === undefined
       ? {}
       : { blockedUntil: record.blockedUntil }),
+    ...(record.failure === undefined ? {} : { failure: { ...record.failure } }),
+    ...(record.renewal === undefined ? {} : { renewal: { ...record.renewal } }),
   };
 }
 

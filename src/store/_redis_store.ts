@@ -63,7 +63,7 @@ redis.call('DEL', KEYS[2])
 return 1`;
 const RELEASE = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('DEL', KEYS[1])`;
-const DISCARD_ATTEMPTS = 10;
+const UPDATE_ATTEMPTS = 10;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
@@ -87,22 +87,26 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     await this.#send(["SET", keys.record, ...await this.#value(key, record)]);
   }
 
-  /** Drops the token only if it is still `accessToken`: a fresher one stays. */
-  async discard(key: string, accessToken: string): Promise<void> {
+  /** Compare-and-set on the value as read: another process's write makes `change` run again. */
+  async update(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined> {
     const keys = await this.#keysOf(key);
-    for (let attempt = 0; attempt < DISCARD_ATTEMPTS; attempt++) {
+    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
       const seen = text(await this.#send(["GET", keys.record]));
       const record = await this.#decode(key, seen);
-      if (record?.token?.accessToken !== accessToken) return;
-      const { token: _dropped, ...rest } = record;
-      const [value, , lifetime] = await this.#value(key, rest);
+      const next = change(record);
+      if (next === undefined) return record;
+      const [value, , lifetime] = await this.#value(key, next);
       const done = await this.#script(SWAP, [keys.record], [
         seen ?? "",
         value,
         lifetime,
       ]);
-      if (done === 1) return;
+      if (done === 1) return next;
     }
+    throw new Error("Cannot update the token record: it keeps changing");
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

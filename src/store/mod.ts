@@ -20,6 +20,7 @@
  */
 
 import type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+import type { TokenFailureReason } from "../core/errors.ts";
 
 /**
  * What a {@linkcode TokenStore} keeps for one client: a frozen object.
@@ -39,6 +40,59 @@ export interface TokenRecord {
   readonly quota?: QuotaSnapshot;
   /** Epoch ms before which no token request may be sent (after a 429). */
   readonly blockedUntil?: number;
+  /**
+   * The last failed token request (any reason but the quota) and its
+   * cooldown: the whole fleet sends nothing before `until`.
+   */
+  readonly failure?: TokenFailure;
+  /** The fleet's last 401 renewal: at most one an hour, for the whole fleet. */
+  readonly renewal?: TokenRenewal;
+}
+
+/**
+ * A failed token request as a {@linkcode TokenRecord} keeps it, so that
+ * every process of a fleet keeps its cooldown.
+ *
+ * @example A cooldown after a malformed answer
+ * ```ts
+ * import type { TokenFailure } from "@partner-api/client/store";
+ *
+ * const failure: TokenFailure = { until: Date.now() + 10_000, failures: 1, reason: "malformed" };
+ * if (failure.failures !== 1) throw new Error();
+ * ```
+ */
+export interface TokenFailure {
+  /** Epoch ms before which no token request may be sent. */
+  readonly until: number;
+  /** Failures in a row: the cooldown doubles with each (10 s up to 15 min). */
+  readonly failures: number;
+  /** Why the last request failed. */
+  readonly reason: Exclude<TokenFailureReason, "quota">;
+  /** The token endpoint's status, when it answered. */
+  readonly status?: number;
+  /** The OAuth `error` code it answered, e.g. `invalid_client`. */
+  readonly code?: string;
+}
+
+/**
+ * A 401 renewal as a {@linkcode TokenRecord} keeps it: the fleet renews at
+ * most once an hour, and only a token newer than the one it renewed last.
+ *
+ * @example The ledger after a renewal
+ * ```ts
+ * import type { TokenRenewal } from "@partner-api/client/store";
+ *
+ * const renewal: TokenRenewal = { at: Date.now(), expiresAt: Date.now() + 86_400_000, token: "5a0c41be3f1d27a9" };
+ * if (renewal.expiresAt <= renewal.at) throw new Error();
+ * ```
+ */
+export interface TokenRenewal {
+  /** When the fleet renewed, in epoch ms. */
+  readonly at: number;
+  /** When the token it renewed expired (epoch ms): it tells that token's age. */
+  readonly expiresAt: number;
+  /** A fingerprint of the token it renewed (not the token). */
+  readonly token: string;
 }
 
 /**
@@ -76,13 +130,18 @@ export interface TokenStore {
   /** Replaces the record under `key`. */
   set(key: string, record: TokenRecord): Promise<void>;
   /**
-   * Optional: drops the stored token if it is still `accessToken`, in one
-   * atomic step, so that a fresh token another process stored meanwhile
-   * stays. Called by {@linkcode TokenProvider.invalidate}. Without it, the
-   * provider only forgets the token itself and ignores it when it reads it
-   * back.
+   * Optional: replaces the record under `key` with `change(record)` in one
+   * atomic step (compare-and-set: `change` runs again when another process
+   * wrote between), and resolves with the record now stored; `change`
+   * returning `undefined` writes nothing. The provider keeps the fleet's 401
+   * ledger with it, so that processes meeting a 401 at once renew once
+   * between them. Without it, the provider reads with `get` and writes with
+   * `set`.
    */
-  discard?(key: string, accessToken: string): Promise<void>;
+  update?(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined>;
   /**
    * Optional: makes the processes sharing the store send one token request
    * between them. The provider calls it when it needs a new token; it returns
@@ -122,7 +181,10 @@ export interface CoordinateOptions {
    * token's record, or after a 429 with a record of the quota block.
    */
   request(): Promise<TokenRecord>;
-  /** Aborts when nobody waits for the token any more. */
+  /**
+   * Aborts when the flight is given up on (its budget ran out); callers that
+   * leave do not abort it, since a request that has started has been counted.
+   */
   signal: AbortSignal;
   /**
    * The longest one token request may take with its retries and backoff, in
@@ -162,10 +224,10 @@ export function createMemoryTokenStore(): TokenStore {
       records.set(key, Object.freeze({ ...record }));
       return Promise.resolve();
     },
-    discard: (key, accessToken) => {
-      const { token, ...rest } = records.get(key) ?? {};
-      if (token?.accessToken === accessToken) records.set(key, rest);
-      return Promise.resolve();
+    update: (key, change) => {
+      const next = change(records.get(key));
+      if (next !== undefined) records.set(key, Object.freeze({ ...next }));
+      return Promise.resolve(records.get(key));
     },
   };
 }

@@ -8,7 +8,7 @@ import {
   type IssuedToken,
   type QuotaSnapshot,
 } from "./_value.ts";
-import type { TokenRecord } from "../store/mod.ts";
+import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
 import type { Backoff } from "../core/_retry.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
@@ -20,11 +20,13 @@ const DEFAULT_REFRESH_MARGIN = 5 * 60_000;
 const MAX_SKEW_GUARD = 2_000;
 /**
  * After a failed token request (any reason but the quota), every `getToken`
- * for this long rejects with that failure and sends nothing; a valid token
- * is still served. A refused answer (a bad secret, a malformed token) would
- * be refused again, and may have been counted against the quota.
+ * for at least this long rejects with that failure and sends nothing; a
+ * valid token is still served. A refused answer (a bad secret, a malformed
+ * token) would be refused again, and may have been counted against the quota.
  */
-export const FAILURE_COOLDOWN = 10_000;
+export const FIRST_COOLDOWN = 10_000;
+/** The longest cooldown that escalation reaches (a server's `Retry-After` may ask for more). */
+export const MAX_COOLDOWN = 15 * 60_000;
 /** A 401 from the API costs at most one fresh token per this window. */
 export const RENEWAL_WINDOW = 3_600_000;
 /** Slack for a coordinating store's own reads and writes within a flight. */
@@ -120,6 +122,103 @@ export function onUnauthorized(
     : "keep";
 }
 
+/** A token as the ledger compares it: by its value and its age. */
+export interface LedgerToken {
+  readonly accessToken: string;
+  /** Epoch ms; later means issued later. `undefined` when unknown. */
+  readonly expiresAt: number | undefined;
+}
+
+/**
+ * A short fingerprint of a token (FNV-1a, 64 bits, in hex) for the ledger
+ * to recognise the token it renewed: it tells nothing of the token, and the
+ * stores seal it with the rest of the record.
+ */
+export function tokenFingerprint(accessToken: string): string {
+  let low = 0x84222325;
+  let high = 0xcbf29ce4;
+  for (let i = 0; i < accessToken.length; i++) {
+    low ^= accessToken.charCodeAt(i);
+    // Multiply by the FNV prime 0x100000001b3 in two 32-bit halves.
+    const lowProduct = low * 0x1b3;
+    high = (Math.imul(high, 0x1b3) + Math.imul(low, 0x100) +
+      Math.floor(lowProduct / 0x100000000)) >>> 0;
+    low = lowProduct >>> 0;
+  }
+  return high.toString(16).padStart(8, "0") + low.toString(16).padStart(8, "0");
+}
+
+/** What the ledger knows when a token met a 401. */
+export interface LedgerState {
+  /** The fleet's last renewal (the store's record, or this provider's own). */
+  readonly renewal?: TokenRenewal | undefined;
+  /** The freshest token known (stored or cached), if any. */
+  readonly current?: LedgerToken | undefined;
+}
+
+/**
+ * The fleet-wide 401 ledger, over the record where the token lives:
+ * - `"retry"`: another token than the one refused is already there, or the
+ *   fleet has renewed this very token: retry with the current one, at no cost;
+ * - `"renew"`: drop the token and retry with a fresh one: only a token newer
+ *   than the last one renewed, and only once per {@linkcode RENEWAL_WINDOW}
+ *   for the whole fleet;
+ * - `"keep"`: return the 401 and keep the token.
+ */
+export function unauthorizedVerdict(
+  state: LedgerState,
+  refused: LedgerToken,
+  now: number,
+): "retry" | "renew" | "keep" {
+  const { renewal, current } = state;
+  if (
+    current !== undefined && current.accessToken !== refused.accessToken &&
+    (current.expiresAt ?? Infinity) >= (refused.expiresAt ?? -Infinity)
+  ) return "retry";
+  if (renewal === undefined) return "renew";
+  // The fleet renewed this very token, or a later one: one is on its way.
+  if (
+    renewal.token === tokenFingerprint(refused.accessToken) ||
+    (refused.expiresAt ?? -Infinity) < renewal.expiresAt
+  ) return "retry";
+  return onUnauthorized(renewal.at, now);
+}
+
+/** A failed token request, as the provider and the token record keep it. */
+export interface Cooldown {
+  /** No token request before this, in epoch ms. */
+  readonly until: number;
+  /** Failures in a row, each within {@linkcode MAX_COOLDOWN} of the last cooldown's end. */
+  readonly failures: number;
+}
+
+/**
+ * The cooldown after a failed token request at `now`: 10 s, doubling with
+ * each further failure up to 15 minutes. A failure more than 15 minutes
+ * after the last cooldown ended starts again at 10 s (a passing fault must
+ * not leave a long cooldown behind); a success forgets them all. A
+ * `Retry-After` longer than `maxRetryAfter` (on a 5xx or a 403) sets the
+ * cooldown when it is longer, at most {@linkcode MAX_QUOTA_BLOCK}.
+ */
+export function cooldownAfter(
+  previous: Cooldown | undefined,
+  retryAfter: number | undefined,
+  maxRetryAfter: number,
+  now: number,
+): Cooldown {
+  const failures = previous !== undefined && now - previous.until < MAX_COOLDOWN
+    ? Math.min(previous.failures + 1, 32)
+    : 1;
+  const escalated = Math.min(
+    FIRST_COOLDOWN * 2 ** (failures - 1),
+    MAX_COOLDOWN,
+  );
+  const asked = retryAfter !== undefined && retryAfter > maxRetryAfter
+    ? Math.min(retryAfter, MAX_QUOTA_BLOCK)
+    : 0;
+  return { until: now + Math.max(escalated, asked), failures };
+}
+
 /**
  * The longest one token request may take with its retries: every attempt
  * timing out, every wait (backoff or `Retry-After`) at its longest.
@@ -187,7 +286,10 @@ export function isRetryable(error: unknown): error is TokenRequestError {
   }
 }
 
-/** Whether a stored record answers the need without a request: a quota block in force, or a token not yet due for refresh. */
+/**
+ * Whether a stored record answers the need without a request: a quota
+ * block or a cooldown in force, or a token not yet due for refresh.
+ */
 export function settles(
   record: TokenRecord,
   now: number,
@@ -197,6 +299,7 @@ export function settles(
   if (record.blockedUntil !== undefined && now < record.blockedUntil) {
     return true;
   }
+  if (record.failure !== undefined && now < record.failure.until) return true;
   return isUsableToken(record.token, rejected) &&
     now < tokenTimes(record.token, refreshMargin).refreshAt;
 }
@@ -208,6 +311,10 @@ export interface ProviderKnowledge {
   readonly quota?: QuotaSnapshot | undefined;
   /** The last token invalidated: never taken back from a store. */
   readonly rejected?: string | undefined;
+  /** The last failed request's cooldown. */
+  readonly failure?: TokenFailure | undefined;
+  /** The last 401 renewal known. */
+  readonly renewal?: TokenRenewal | undefined;
 }
 
 /** What a record adds to what the provider knows. */
@@ -218,6 +325,10 @@ export interface NewerFromRecord {
   readonly blockedUntil: number | undefined;
   /** A quota reported later than the provider's, with its own time. */
   readonly quota?: QuotaSnapshot;
+  /** The cooldown to keep: the later one; a later token without one ends it. */
+  readonly failure: TokenFailure | undefined;
+  /** The later 401 renewal of both. */
+  readonly renewal: TokenRenewal | undefined;
 }
 
 /**
@@ -245,8 +356,51 @@ export function newerFromRecord(
   const newerQuota = quota !== undefined && isNewerQuota(quota, known.quota);
   return {
     blockedUntil,
+    failure: laterFailure(record.failure, known.failure, newer, now),
+    renewal: latest(record.renewal, known.renewal),
     ...(newer ? { token: record.token } : {}),
     ...(newerQuota ? { quota } : {}),
+  };
+}
+
+/** The cooldown a record leaves in force; another process's success ends ours. */
+function laterFailure(
+  stored: TokenFailure | undefined,
+  known: TokenFailure | undefined,
+  newerToken: boolean,
+  now: number,
+): TokenFailure | undefined {
+  if (stored === undefined) return newerToken ? undefined : known;
+  if (known !== undefined && known.until >= stored.until) return known;
+  // Clamped like a block: a record may come from another clock or version.
+  return { ...stored, until: Math.min(stored.until, now + MAX_QUOTA_BLOCK) };
+}
+
+/** The later of two renewals. */
+export function latest(
+  a: TokenRenewal | undefined,
+  b: TokenRenewal | undefined,
+): TokenRenewal | undefined {
+  if (a === undefined) return b;
+  return b === undefined || a.at > b.at ? a : b;
+}
+
+/** The record after the fleet renews `refused`: that token dropped, the renewal noted. */
+export function renewedRecord(
+  record: TokenRecord | undefined,
+  refused: LedgerToken,
+  now: number,
+): TokenRecord {
+  const { token, ...rest } = record ?? {};
+  const kept = token !== undefined && token.accessToken !== refused.accessToken;
+  return {
+    ...rest,
+    ...(kept ? { token } : {}),
+    renewal: {
+      at: now,
+      expiresAt: refused.expiresAt ?? now,
+      token: tokenFingerprint(refused.accessToken),
+    },
   };
 }
 

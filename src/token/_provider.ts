@@ -1,24 +1,28 @@
-// Internal: the token provider. Its state is five private fields; every
-// decision is `decide()` over that state and `now()`, and this class only
-// carries decisions out.
+// Internal: the token provider. Every decision is a pure function of
+// _policy.ts over its state and `now()` (`decide()` for getToken,
+// `unauthorizedVerdict()` for a 401); this class only carries them out.
 
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
-import { renewalLedger } from "./_renewal.ts";
 import { requestWithRetries } from "./_attempts.ts";
-import { emit } from "../core/_emit.ts";
+import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
 import {
+  cooldownAfter,
   decide,
-  FAILURE_COOLDOWN,
   flightBudget,
+  latest,
+  type LedgerToken,
   newerFromRecord,
+  renewedRecord,
   requestBudget,
   settles,
   type TokenTimes,
   tokenTimes,
+  unauthorizedVerdict,
 } from "./_policy.ts";
+import { repeatedFailure, retryAfterOf } from "./_failure.ts";
 import {
   type IssuedToken,
   issuedToken,
@@ -26,7 +30,12 @@ import {
   quotaSnapshot,
   storableToken,
 } from "./_value.ts";
-import type { TokenRecord, TokenStore } from "../store/mod.ts";
+import type {
+  TokenFailure,
+  TokenRecord,
+  TokenRenewal,
+  TokenStore,
+} from "../store/mod.ts";
 import { storeKey } from "../store/_key.ts";
 import type {
   GetTokenOptions,
@@ -58,14 +67,17 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #budget: number;
   readonly #requestBudget: number;
   readonly #flights = new SingleFlight<IssuedToken>();
-  readonly #renewal: (accessToken: string) => Promise<boolean>;
   #cached: Cached | undefined;
   #quota: QuotaSnapshot | undefined;
   #blockedUntil: number | undefined;
-  /** The last token request's failure (not a 429), and until when it is repeated. */
-  #failure: { readonly error: unknown; readonly until: number } | undefined;
-  /** The last token invalidated: never taken back from a store. */
-  #rejected: string | undefined;
+  /** The last failed token request (not a 429): its cooldown, and its error when it was ours. */
+  #failure:
+    | { readonly cooldown: TokenFailure; readonly error?: TokenRequestError }
+    | undefined;
+  /** The last 401 renewal this provider knows of (its own, or the fleet's). */
+  #renewal: TokenRenewal | undefined;
+  /** The last token dropped after a 401: never taken back from a store. */
+  #rejected: LedgerToken | undefined;
   #key: Promise<string> | undefined;
 
   constructor(config: ProviderConfig) {
@@ -80,7 +92,6 @@ export class CachingTokenProvider implements TokenProvider {
       config.backoff,
       config.endpoint.timeout,
     );
-    this.#renewal = renewalLedger(this.#now, (token) => this.invalidate(token));
   }
 
   get quota(): QuotaSnapshot | undefined {
@@ -105,30 +116,43 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /**
-   * The 401 ledger, shared by every client over this provider: the first 401
-   * in an hour invalidates its token; every other one keeps it. A 401 to a
-   * token already replaced costs nothing: the caller retries with the new one.
+   * The 401 ledger, kept where the token lives (the store's record, shared
+   * by the fleet; else this provider's own): see `unauthorizedVerdict()`.
+   * Answers whether to retry once with the token `getToken` gives next.
    */
-  reportUnauthorized(accessToken: string): Promise<boolean> {
+  async reportUnauthorized(accessToken: string): Promise<boolean> {
     const current = this.#cached?.token.accessToken;
-    if (current !== undefined && current !== accessToken) {
-      return Promise.resolve(true);
+    // Already replaced here: retrying with the new token costs nothing.
+    if (current !== undefined && current !== accessToken) return true;
+    const refused = this.#ledgerToken(accessToken);
+    const now = this.#now();
+    let verdict: "retry" | "renew" | "keep" = "keep";
+    const record = await this.#changeRecord((record) => {
+      verdict = unauthorizedVerdict(
+        {
+          renewal: latest(record?.renewal, this.#renewal),
+          current: this.#freshest(record),
+        },
+        refused,
+        now,
+      );
+      return verdict === "renew"
+        ? renewedRecord(record, refused, now)
+        : undefined;
+    });
+    if (record !== undefined) this.#takeRecord(record);
+    if (verdict === "keep") return false;
+    if (this.#cached?.token.accessToken === accessToken) {
+      this.#cached = undefined;
     }
-    return this.#renewal(accessToken);
+    this.#rejected = refused;
+    return true;
   }
 
+  /** Drops `accessToken` (or the current token) through the same ledger as a 401. */
   async invalidate(accessToken?: string): Promise<void> {
     const target = accessToken ?? this.#cached?.token.accessToken;
-    if (target === undefined) return;
-    if (this.#cached?.token.accessToken === target) this.#cached = undefined;
-    this.#rejected = target;
-    const store = this.#config.store;
-    if (store?.discard === undefined) return;
-    try {
-      await store.discard(await this.#storeKey(), target);
-    } catch {
-      // A failing store counts as empty; the token is already forgotten here.
-    }
+    if (target !== undefined) await this.reportUnauthorized(target);
   }
 
   /** Carries out `decide()`; not async, so a burst of callers costs no frames. */
@@ -149,7 +173,7 @@ export class CachingTokenProvider implements TokenProvider {
       times: cached?.times,
       flightDeadline: flight?.deadline,
       blockedUntil: this.#blockedUntil,
-      failedUntil: this.#failure?.until,
+      failedUntil: this.#failure?.cooldown.until,
     }, now);
     switch (decision) {
       case "fresh":
@@ -162,19 +186,18 @@ export class CachingTokenProvider implements TokenProvider {
       case "blocked":
         return Promise.reject(this.#blockedError(this.#blockedUntil!));
       case "failed":
-        return Promise.reject(this.#failure!.error);
+        return Promise.reject(this.#failureError());
       case "request":
-        return this.#flights.join(this.#startFlight(now, false), signal);
+        return this.#flights.join(this.#startFlight(now), signal);
     }
   }
 
-  #startFlight(now: number, held: boolean) {
+  #startFlight(now: number) {
     const budget = this.#budget;
     return this.#flights.start({
       run: (signal) => this.#runFlight(signal),
       deadline: now + budget,
       budget,
-      held,
       abandoned: () =>
         new TokenRequestError(
           `Cannot get token: the token request did not settle within ${budget} ms`,
@@ -190,9 +213,9 @@ export class CachingTokenProvider implements TokenProvider {
       const expiresInMs = this.#cached!.token.expiresAt - now;
       emit(listener, { type: "token.refresh", expiresInMs });
     }
-    // A background flight holds itself: no caller's abort can stop it. Its
-    // failure is kept like any other (see #runFlight), and the old token served.
-    const done = this.#startFlight(now, true).promise.then(() => {}, () => {});
+    // Its failure is kept like any other (see #runFlight), and the old
+    // token served meanwhile.
+    const done = this.#startFlight(now).promise.then(() => {}, () => {});
     try {
       this.#config.waitUntil?.(done);
     } catch {
@@ -203,37 +226,57 @@ export class CachingTokenProvider implements TokenProvider {
   /** One flight: the store (read at most once), else one request with retries. */
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
     let refusal: QuotaExceededError | undefined;
+    let failed: TokenRequestError | undefined;
     const request: Request = async () => {
       try {
-        return this.#tokenRecord(
-          await requestWithRetries(
-            this.#config,
-            signal,
-            () => this.#blockedUntil,
-            (until) => this.#blockedError(until),
-          ),
+        const token = await requestWithRetries(
+          this.#config,
+          signal,
+          () => this.#blockedUntil,
+          (until) => this.#blockedError(until),
         );
+        this.#failure = undefined; // a success forgets the failures before it
+        return this.#tokenRecord(token);
       } catch (error) {
-        if (!(error instanceof QuotaExceededError)) {
-          this.#observeFailure(error);
-          if (error instanceof TokenRequestError) {
-            // Recorded before the flight settles: no caller can slip a
-            // request in between.
-            this.#failure = { error, until: this.#now() + FAILURE_COOLDOWN };
-          }
-          throw error;
+        if (error instanceof QuotaExceededError) {
+          refusal = error;
+          return {
+            blockedUntil: error.retryAt,
+            ...this.#quotaRecord(error.buckets),
+          };
         }
-        refusal = error;
-        return {
-          blockedUntil: error.retryAt,
-          ...this.#quotaRecord(error.buckets),
-        };
+        this.#observeFailure(error);
+        if (!(error instanceof TokenRequestError)) throw error;
+        // Recorded before the flight settles (no caller can slip a request
+        // in between), and stored for the fleet.
+        failed = error;
+        const cooldown = this.#cooldownAfter(error);
+        this.#failure = { cooldown, error };
+        return { failure: cooldown };
       }
     };
     const { record, saved } = await this.#obtainRecord(request, signal);
     this.#takeRecord(record);
     if (!saved) await this.#save();
-    return this.#handOut(refusal);
+    return this.#handOut(refusal, failed);
+  }
+
+  /** The cooldown after `error`: escalating, and as long as the server asks. */
+  #cooldownAfter(error: TokenRequestError): TokenFailure {
+    const now = this.#now();
+    const { until, failures } = cooldownAfter(
+      this.#failure?.cooldown,
+      retryAfterOf(error, now),
+      this.#config.backoff.maxRetryAfter,
+      now,
+    );
+    return {
+      until,
+      failures,
+      reason: error.reason as TokenFailure["reason"],
+      ...(error.status === undefined ? {} : { status: error.status }),
+      ...(error.code === undefined ? {} : { code: error.code }),
+    };
   }
 
   async #obtainRecord(
@@ -288,15 +331,24 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /** The token to hand out after a flight, or why there is none. */
-  #handOut(refusal: QuotaExceededError | undefined): IssuedToken {
+  #handOut(
+    refusal: QuotaExceededError | undefined,
+    failed: TokenRequestError | undefined,
+  ): IssuedToken {
     const now = this.#now();
     const cached = this.#cached;
     if (cached !== undefined && now < cached.times.usableUntil) {
       return cached.token;
     }
     if (refusal !== undefined) throw refusal;
+    if (failed !== undefined) throw failed;
     if (this.#blockedUntil !== undefined && now < this.#blockedUntil) {
       throw this.#blockedError(this.#blockedUntil);
+    }
+    // Another process's failure, read from the store: its cooldown holds here.
+    const failure = this.#failure;
+    if (failure !== undefined && now < failure.cooldown.until) {
+      throw this.#failureError();
     }
     // "malformed": the answer's lifetime was too short to use it.
     throw new TokenRequestError(
@@ -310,10 +362,15 @@ export class CachingTokenProvider implements TokenProvider {
       expiresAt: this.#cached?.token.expiresAt,
       blockedUntil: this.#blockedUntil,
       quota: this.#quota,
-      rejected: this.#rejected,
+      rejected: this.#rejected?.accessToken,
+      failure: this.#failure?.cooldown,
+      renewal: this.#renewal,
     }, this.#now());
+    this.#renewal = news.renewal;
+    if (news.failure !== this.#failure?.cooldown) {
+      this.#failure = news.failure && { cooldown: news.failure };
+    }
     if (news.token !== undefined) {
-      this.#failure = undefined;
       const token = issuedToken(news.token);
       this.#cached = {
         token,
@@ -333,11 +390,8 @@ export class CachingTokenProvider implements TokenProvider {
 
   #observeQuota(quota: QuotaSnapshot): void {
     this.#quota = quotaSnapshot(quota.buckets, quota.observedAt);
-    try {
-      this.#config.onQuota?.(this.#quota);
-    } catch {
-      // Documented: a failing callback must not lose a token already paid for.
-    }
+    const onQuota = this.#config.onQuota;
+    if (onQuota !== undefined) callListener(onQuota, this.#quota);
   }
 
   /** A refusal other than 429 may still report the quota (read once, by the protocol). */
@@ -366,7 +420,7 @@ export class CachingTokenProvider implements TokenProvider {
       record,
       this.#now(),
       this.#config.refreshMargin,
-      this.#rejected,
+      this.#rejected?.accessToken,
     );
   }
 
@@ -380,6 +434,8 @@ export class CachingTokenProvider implements TokenProvider {
       ...(this.#blockedUntil === undefined
         ? {}
         : { blockedUntil: this.#blockedUntil }),
+      ...(this.#failure ? { failure: this.#failure.cooldown } : {}),
+      ...(this.#renewal ? { renewal: this.#renewal } : {}),
     };
     try {
       await store.set(await this.#storeKey(), record);
@@ -394,5 +450,63 @@ export class CachingTokenProvider implements TokenProvider {
 
   #blockedError(until: number): QuotaExceededError {
     return quotaExceeded(until, this.#quota?.buckets ?? []);
+  }
+
+  /** The cooldown's failure, as an error of the caller's own. */
+  #failureError(): TokenRequestError {
+    const { cooldown, error } = this.#failure!;
+    return repeatedFailure(cooldown, error);
+  }
+
+  /**
+   * Changes the record where the token lives, atomically where the store
+   * can; a failing store counts as empty: this provider's own knowledge
+   * decides.
+   */
+  async #changeRecord(
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined> {
+    const store = this.#config.store;
+    const local = (): TokenRecord | undefined => change(this.#localRecord());
+    if (store === undefined) return local();
+    try {
+      const key = await this.#storeKey();
+      if (store.update !== undefined) return await store.update(key, change);
+      const stored = await store.get(key);
+      const next = change(stored);
+      if (next !== undefined) await store.set(key, next);
+      return next ?? stored;
+    } catch {
+      return local();
+    }
+  }
+
+  /** What this provider knows, as a record. */
+  #localRecord(): TokenRecord {
+    const token = this.#cached?.token;
+    return {
+      ...(token ? { token } : {}),
+      ...(this.#renewal ? { renewal: this.#renewal } : {}),
+    };
+  }
+
+  /** The freshest usable token: the record's or the cached one. */
+  #freshest(record: TokenRecord | undefined): LedgerToken | undefined {
+    const cached = this.#cached?.token;
+    const stored = record?.token;
+    if (
+      stored !== undefined &&
+      stored.accessToken !== this.#rejected?.accessToken &&
+      stored.expiresAt > (cached?.expiresAt ?? -Infinity)
+    ) return stored;
+    return cached;
+  }
+
+  /** A refused token as the ledger compares it: its age, when known here. */
+  #ledgerToken(accessToken: string): LedgerToken {
+    const known = [this.#cached?.token, this.#rejected].find((token) =>
+      token?.accessToken === accessToken
+    );
+    return { accessToken, expiresAt: known?.expiresAt };
   }
 }

@@ -11,9 +11,6 @@ export interface Flight<T> {
 }
 
 interface Running<T> extends Flight<T> {
-  readonly controller: AbortController;
-  /** Callers still waiting; when the last one leaves, the work is aborted. */
-  holders: number;
   /** The error the flight itself ended with, once it has. */
   failure?: { readonly error: unknown };
   /** One handler per flight, not per caller: a burst of joins stays cheap. */
@@ -32,8 +29,6 @@ export interface FlightPlan<T> {
   readonly budget: number;
   /** The error waiting callers get when the flight is abandoned. */
   readonly abandoned: () => unknown;
-  /** A caller with no signal of its own holds it: nobody can abort it. */
-  readonly held: boolean;
   /**
    * Called, instead of rejecting, when a join fails with anything but the
    * flight's own outcome (a runtime refusing a promise of a request that has
@@ -44,7 +39,10 @@ export interface FlightPlan<T> {
 
 /**
  * Single flight: at most one run of the work at a time, joined by every
- * caller while it runs, aborted when the last caller that can leave does.
+ * caller while it runs. A caller that gives up leaves the flight; nothing a
+ * caller does stops the work, which ends by itself or at its budget: a token
+ * request that has started has been counted against the quota, so its token
+ * is kept for the next caller rather than thrown away.
  */
 export class SingleFlight<T> {
   #current: Running<T> | undefined;
@@ -58,9 +56,7 @@ export class SingleFlight<T> {
   start(plan: FlightPlan<T>): Flight<T> {
     const controller = new AbortController();
     const flight: Running<T> = {
-      controller,
       deadline: plan.deadline,
-      holders: plan.held ? 1 : 0,
       promise: undefined as unknown as Promise<T>,
       recover: (error, signal) => {
         if (flight.failure?.error === error) throw error;
@@ -93,32 +89,19 @@ export class SingleFlight<T> {
   }
 
   /**
-   * Waits for `flight`. A caller with a signal can leave (rejecting with
-   * the signal's reason); a caller without one holds the flight for good.
+   * Waits for `flight`. A caller with a signal leaves when it aborts
+   * (rejecting with the signal's reason); the flight goes on.
    */
   join(flight: Flight<T>, signal: AbortSignal | undefined): Promise<T> {
     const running = flight as Running<T>;
     if (signal === undefined) {
-      running.holders++;
       // Shared: 100,000 callers of one flight cost one promise, not 100,000.
       return running.shared ??= running.promise.catch(running.recover);
     }
-    running.holders++;
-    const leave = () => {
-      if (--running.holders === 0) running.controller.abort(signal.reason);
-    };
-    signal.addEventListener("abort", leave, { once: true });
-    return raceAbort(running.promise, signal).then(
-      (value) => {
-        signal.removeEventListener("abort", leave);
-        return value;
-      },
-      (error) => {
-        signal.removeEventListener("abort", leave);
-        if (signal.aborted && error === signal.reason) throw error;
-        return running.recover(error, signal);
-      },
-    );
+    return raceAbort(running.promise, signal).catch((error) => {
+      if (signal.aborted && error === signal.reason) throw error;
+      return running.recover(error, signal);
+    });
   }
 
   /** Forgets `flight` if it is the current one, so the next caller starts anew. */

@@ -1,0 +1,50 @@
+// Internal: a failed token request as the cooldown repeats it to callers.
+
+import { TokenRequestError } from "../core/errors.ts";
+import { retryAfterMs } from "../core/_retry.ts";
+import type { TokenFailure } from "../store/mod.ts";
+
+/**
+ * The error a caller in a cooldown gets: its own copy of the failure (no
+ * caller can change what another sees), rebuilt from the record when the
+ * failure was another process's.
+ */
+export function repeatedFailure(
+  failure: TokenFailure,
+  original: TokenRequestError | undefined,
+): TokenRequestError {
+  const { reason, status, code } = original ?? failure;
+  const fields = {
+    reason,
+    ...(status === undefined ? {} : { status }),
+    ...(code === undefined ? {} : { code }),
+  };
+  if (original !== undefined) {
+    return new TokenRequestError(original.message, {
+      ...fields,
+      ...(original.description === undefined
+        ? {}
+        : { description: original.description }),
+      ...(original.quota === undefined ? {} : { quota: original.quota }),
+      ...(original.cause === undefined ? {} : { cause: original.cause }),
+    });
+  }
+  const answer = status === undefined ? reason : `${reason}, status ${status}`;
+  return new TokenRequestError(
+    `Cannot get token: a token request of this client failed (${answer}); none is sent before ${
+      new Date(failure.until).toISOString()
+    }`,
+    fields,
+  );
+}
+
+/** The `Retry-After` a 5xx or 403 answer asked for, in ms. */
+export function retryAfterOf(
+  error: TokenRequestError,
+  now: number,
+): number | undefined {
+  const { status, response } = error;
+  if (status === undefined || response === undefined) return undefined;
+  if (status !== 403 && status < 500) return undefined;
+  return retryAfterMs(response.headers, now);
+}
