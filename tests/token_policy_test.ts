@@ -2,6 +2,7 @@
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import {
+  cooldownAfter,
   decide,
   flightBudget,
   isRetryable,
@@ -9,8 +10,11 @@ import {
   newerFromRecord,
   onUnauthorized,
   quotaRetryAt,
+  renewedRecord,
   settles,
+  tokenFingerprint,
   tokenTimes,
+  unauthorizedVerdict,
 } from "../src/token/_policy.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { issuedToken } from "../src/token/_value.ts";
@@ -232,4 +236,93 @@ Deno.test("flightBudget() covers every attempt timing out and every wait at its 
   ok(
     flightBudget(backoff, 30_000, true) > flightBudget(backoff, 30_000, false),
   );
+});
+
+Deno.test("cooldownAfter() doubles from 10 s to 15 min, starts again after a quiet spell, and takes a longer Retry-After", () => {
+  let cooldown = cooldownAfter(undefined, undefined, 60_000, NOW);
+  const lengths = [cooldown.until - NOW];
+  for (let i = 0; i < 8; i++) {
+    const at = cooldown.until;
+    cooldown = cooldownAfter(cooldown, undefined, 60_000, at);
+    lengths.push(cooldown.until - at);
+  }
+  deepStrictEqual(lengths.map((ms) => ms / 1000), [
+    10,
+    20,
+    40,
+    80,
+    160,
+    320,
+    640,
+    900,
+    900,
+  ]);
+  const quiet = cooldownAfter(
+    cooldown,
+    undefined,
+    60_000,
+    cooldown.until + 900_000,
+  );
+  equal(
+    quiet.failures,
+    1,
+    "a failure long after the last cooldown starts anew",
+  );
+  const asked = cooldownAfter(undefined, 3_600_000, 60_000, NOW);
+  equal(asked.until, NOW + 3_600_000, "Retry-After: 3600 sets it");
+  equal(
+    cooldownAfter(undefined, 30_000, 60_000, NOW).until,
+    NOW + 10_000,
+    "a Retry-After the retries could wait for does not",
+  );
+  equal(
+    cooldownAfter(undefined, 90 * DAY, 60_000, NOW).until,
+    NOW + MAX_QUOTA_BLOCK,
+    "at most 25 h",
+  );
+});
+
+Deno.test("unauthorizedVerdict() renews once an hour per fleet, only a newer token, and retries free when a newer token is there", () => {
+  const t1 = { accessToken: "t1", expiresAt: NOW + DAY };
+  const t2 = { accessToken: "t2", expiresAt: NOW + DAY + 1 };
+  equal(unauthorizedVerdict({ current: t1 }, t1, NOW), "renew", "first 401");
+  const renewed = renewedRecord({ token: token("t1", NOW + DAY) }, t1, NOW);
+  equal(renewed.token, undefined, "the refused token is dropped");
+  const renewal = renewed.renewal!;
+  equal(renewal.token, tokenFingerprint("t1"));
+  equal(
+    unauthorizedVerdict({ renewal, current: t2 }, t2, NOW + 1000),
+    "keep",
+    "the same hour: the 401 is returned",
+  );
+  equal(
+    unauthorizedVerdict({ renewal, current: t2 }, t2, NOW + 3_600_000),
+    "renew",
+    "an hour later",
+  );
+  equal(
+    unauthorizedVerdict({ renewal }, t1, NOW + 1000),
+    "retry",
+    "the fleet renewed this very token: its new one is on the way",
+  );
+  equal(
+    unauthorizedVerdict({ renewal, current: t2 }, t1, NOW + 1000),
+    "retry",
+    "another process's newer token",
+  );
+  equal(
+    unauthorizedVerdict(
+      { renewal: { ...renewal, expiresAt: NOW + DAY + 5 } },
+      t2,
+      NOW + 3_600_000,
+    ),
+    "retry",
+    "a token older than the one renewed is never renewed",
+  );
+});
+
+Deno.test("tokenFingerprint() is FNV-1a 64", () => {
+  equal(tokenFingerprint(""), "cbf29ce484222325");
+  equal(tokenFingerprint("a"), "af63dc4c8601ec8c");
+  equal(tokenFingerprint("foobar"), "85944171f73967e8");
 });

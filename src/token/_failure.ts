@@ -3,6 +3,7 @@
 import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_retry.ts";
 import type { TokenFailure } from "../store/mod.ts";
+import { cooldownAfter } from "./_policy.ts";
 
 /**
  * The error a caller in a cooldown gets: its own copy of the failure (no
@@ -38,8 +39,30 @@ export function repeatedFailure(
   );
 }
 
+/** The failure to keep after `error`: its cooldown escalated from `previous`, and why. */
+export function failureRecord(
+  error: TokenRequestError,
+  previous: TokenFailure | undefined,
+  maxRetryAfter: number,
+  now: number,
+): TokenFailure {
+  const { until, failures } = cooldownAfter(
+    previous,
+    retryAfterOf(error, now),
+    maxRetryAfter,
+    now,
+  );
+  return {
+    until,
+    failures,
+    reason: error.reason as TokenFailure["reason"],
+    ...(error.status === undefined ? {} : { status: error.status }),
+    ...(error.code === undefined ? {} : { code: error.code }),
+  };
+}
+
 /** The `Retry-After` a 5xx or 403 answer asked for, in ms. */
-export function retryAfterOf(
+function retryAfterOf(
   error: TokenRequestError,
   now: number,
 ): number | undefined {

@@ -138,7 +138,7 @@ export function tokenFingerprint(accessToken: string): string {
   let low = 0x84222325;
   let high = 0xcbf29ce4;
   for (let i = 0; i < accessToken.length; i++) {
-    low ^= accessToken.charCodeAt(i);
+    low = (low ^ accessToken.charCodeAt(i)) >>> 0;
     // Multiply by the FNV prime 0x100000001b3 in two 32-bit halves.
     const lowProduct = low * 0x1b3;
     high = (Math.imul(high, 0x1b3) + Math.imul(low, 0x100) +

@@ -9,7 +9,6 @@ import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
 import {
-  cooldownAfter,
   decide,
   flightBudget,
   latest,
@@ -22,7 +21,7 @@ import {
   tokenTimes,
   unauthorizedVerdict,
 } from "./_policy.ts";
-import { repeatedFailure, retryAfterOf } from "./_failure.ts";
+import { failureRecord, repeatedFailure } from "./_failure.ts";
 import {
   type IssuedToken,
   issuedToken,
@@ -30,13 +29,8 @@ import {
   quotaSnapshot,
   storableToken,
 } from "./_value.ts";
-import type {
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "../store/mod.ts";
-import { storeKey } from "../store/_key.ts";
+import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
+import { StoreAccess, type TokenRequest } from "./_store_access.ts";
 import type {
   GetTokenOptions,
   ProviderConfig,
@@ -49,15 +43,6 @@ interface Cached {
   readonly times: TokenTimes;
   /** One settled promise per token keeps the warm path allocation-free. */
   readonly ready: Promise<IssuedToken>;
-}
-
-/** A token request's result as a record; a 429 is kept to be rethrown. */
-type Request = () => Promise<TokenRecord>;
-
-/** What a flight settled on, and whether the store already has it. */
-interface Obtained {
-  readonly record: TokenRecord;
-  readonly saved: boolean;
 }
 
 /** The provider behind {@linkcode createTokenProvider}. */
@@ -78,10 +63,11 @@ export class CachingTokenProvider implements TokenProvider {
   #renewal: TokenRenewal | undefined;
   /** The last token dropped after a 401: never taken back from a store. */
   #rejected: LedgerToken | undefined;
-  #key: Promise<string> | undefined;
+  readonly #store: StoreAccess;
 
   constructor(config: ProviderConfig) {
     this.#config = config;
+    this.#store = new StoreAccess(config.store, config.endpoint);
     this.#now = config.endpoint.now;
     this.#budget = flightBudget(
       config.backoff,
@@ -127,19 +113,22 @@ export class CachingTokenProvider implements TokenProvider {
     const refused = this.#ledgerToken(accessToken);
     const now = this.#now();
     let verdict: "retry" | "renew" | "keep" = "keep";
-    const record = await this.#changeRecord((record) => {
-      verdict = unauthorizedVerdict(
-        {
-          renewal: latest(record?.renewal, this.#renewal),
-          current: this.#freshest(record),
-        },
-        refused,
-        now,
-      );
-      return verdict === "renew"
-        ? renewedRecord(record, refused, now)
-        : undefined;
-    });
+    const record = await this.#store.change(
+      (record) => {
+        verdict = unauthorizedVerdict(
+          {
+            renewal: latest(record?.renewal, this.#renewal),
+            current: this.#freshest(record),
+          },
+          refused,
+          now,
+        );
+        return verdict === "renew"
+          ? renewedRecord(record, refused, now)
+          : undefined;
+      },
+      () => this.#record(),
+    );
     if (record !== undefined) this.#takeRecord(record);
     if (verdict === "keep") return false;
     if (this.#cached?.token.accessToken === accessToken) {
@@ -227,7 +216,7 @@ export class CachingTokenProvider implements TokenProvider {
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
     let refusal: QuotaExceededError | undefined;
     let failed: TokenRequestError | undefined;
-    const request: Request = async () => {
+    const request: TokenRequest = async () => {
       try {
         const token = await requestWithRetries(
           this.#config,
@@ -250,84 +239,24 @@ export class CachingTokenProvider implements TokenProvider {
         // Recorded before the flight settles (no caller can slip a request
         // in between), and stored for the fleet.
         failed = error;
-        const cooldown = this.#cooldownAfter(error);
+        const cooldown = failureRecord(
+          error,
+          this.#failure?.cooldown,
+          this.#config.backoff.maxRetryAfter,
+          this.#now(),
+        );
         this.#failure = { cooldown, error };
         return { failure: cooldown };
       }
     };
-    const { record, saved } = await this.#obtainRecord(request, signal);
+    const { record, saved } = await this.#store.obtain(request, signal, {
+      answeredBy: (record) => this.#answersNeed(record),
+      take: (record) => this.#takeRecord(record),
+      requestBudget: this.#requestBudget,
+    });
     this.#takeRecord(record);
-    if (!saved) await this.#save();
+    if (!saved) await this.#store.save(this.#record());
     return this.#handOut(refusal, failed);
-  }
-
-  /** The cooldown after `error`: escalating, and as long as the server asks. */
-  #cooldownAfter(error: TokenRequestError): TokenFailure {
-    const now = this.#now();
-    const { until, failures } = cooldownAfter(
-      this.#failure?.cooldown,
-      retryAfterOf(error, now),
-      this.#config.backoff.maxRetryAfter,
-      now,
-    );
-    return {
-      until,
-      failures,
-      reason: error.reason as TokenFailure["reason"],
-      ...(error.status === undefined ? {} : { status: error.status }),
-      ...(error.code === undefined ? {} : { code: error.code }),
-    };
-  }
-
-  async #obtainRecord(
-    request: Request,
-    signal: AbortSignal,
-  ): Promise<Obtained> {
-    const store = this.#config.store;
-    if (store === undefined) return { record: await request(), saved: true };
-    const key = await this.#storeKey();
-    if (store.coordinate !== undefined) {
-      return await this.#coordinate(store, key, request, signal);
-    }
-    const stored = await Promise.resolve().then(() => store.get(key)).catch(
-      () => undefined, // a failing store counts as empty
-    );
-    if (stored === undefined) return { record: await request(), saved: false };
-    // Even a record due for refresh has a token to serve if the request fails.
-    this.#takeRecord(stored);
-    if (this.#answersNeed(stored)) return { record: stored, saved: true };
-    return { record: await request(), saved: false };
-  }
-
-  /**
-   * Lets a shared store coordinate the request. A store that fails after our
-   * own request succeeded still yields that token; one that fails before
-   * anyone asked counts as empty.
-   */
-  async #coordinate(
-    store: TokenStore,
-    key: string,
-    request: Request,
-    signal: AbortSignal,
-  ): Promise<Obtained> {
-    let asked = false;
-    let own: TokenRecord | undefined;
-    try {
-      const record = await store.coordinate!(key, {
-        settled: (record) => this.#answersNeed(record),
-        request: async () => {
-          asked = true;
-          return own = await request();
-        },
-        signal,
-        requestBudget: this.#requestBudget,
-      });
-      return { record, saved: true };
-    } catch (error) {
-      if (own !== undefined) return { record: own, saved: true };
-      if (asked || signal.aborted) throw error;
-      return { record: await request(), saved: true };
-    }
   }
 
   /** The token to hand out after a flight, or why there is none. */
@@ -403,9 +332,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   #tokenRecord(token: IssuedToken): TokenRecord {
     // Without a store the token is kept as built: nothing copies it.
-    const kept = this.#config.store === undefined
-      ? token
-      : storableToken(token);
+    const kept = !this.#store.present ? token : storableToken(token);
     return { token: kept, ...this.#quotaRecord(token.quota) };
   }
 
@@ -424,30 +351,6 @@ export class CachingTokenProvider implements TokenProvider {
     );
   }
 
-  /** Writes what this provider knows; a failing store is ignored. */
-  async #save(): Promise<void> {
-    const store = this.#config.store;
-    if (store === undefined) return;
-    const record: TokenRecord = {
-      ...(this.#cached ? { token: storableToken(this.#cached.token) } : {}),
-      ...(this.#quota ? { quota: this.#quota } : {}),
-      ...(this.#blockedUntil === undefined
-        ? {}
-        : { blockedUntil: this.#blockedUntil }),
-      ...(this.#failure ? { failure: this.#failure.cooldown } : {}),
-      ...(this.#renewal ? { renewal: this.#renewal } : {}),
-    };
-    try {
-      await store.set(await this.#storeKey(), record);
-    } catch {
-      // Documented on TokenStore: a failing store must not lose the token.
-    }
-  }
-
-  #storeKey(): Promise<string> {
-    return this.#key ??= storeKey(this.#config.endpoint);
-  }
-
   #blockedError(until: number): QuotaExceededError {
     return quotaExceeded(until, this.#quota?.buckets ?? []);
   }
@@ -458,34 +361,15 @@ export class CachingTokenProvider implements TokenProvider {
     return repeatedFailure(cooldown, error);
   }
 
-  /**
-   * Changes the record where the token lives, atomically where the store
-   * can; a failing store counts as empty: this provider's own knowledge
-   * decides.
-   */
-  async #changeRecord(
-    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
-  ): Promise<TokenRecord | undefined> {
-    const store = this.#config.store;
-    const local = (): TokenRecord | undefined => change(this.#localRecord());
-    if (store === undefined) return local();
-    try {
-      const key = await this.#storeKey();
-      if (store.update !== undefined) return await store.update(key, change);
-      const stored = await store.get(key);
-      const next = change(stored);
-      if (next !== undefined) await store.set(key, next);
-      return next ?? stored;
-    } catch {
-      return local();
-    }
-  }
-
-  /** What this provider knows, as a record. */
-  #localRecord(): TokenRecord {
-    const token = this.#cached?.token;
+  /** What this provider knows, as a record to store. */
+  #record(): TokenRecord {
     return {
-      ...(token ? { token } : {}),
+      ...(this.#cached ? { token: storableToken(this.#cached.token) } : {}),
+      ...(this.#quota ? { quota: this.#quota } : {}),
+      ...(this.#blockedUntil === undefined
+        ? {}
+        : { blockedUntil: this.#blockedUntil }),
+      ...(this.#failure ? { failure: this.#failure.cooldown } : {}),
       ...(this.#renewal ? { renewal: this.#renewal } : {}),
     };
   }

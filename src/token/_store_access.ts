@@ -1,0 +1,136 @@
+// Internal: the provider's way to its token store: the key, one read or a
+// coordinated request per flight, atomic changes of the record, writes. A
+// failing store counts as empty and never costs a token.
+
+import type { TokenRecord, TokenStore } from "../store/mod.ts";
+import { storeKey } from "../store/_key.ts";
+import type { TokenEndpoint } from "./_endpoint.ts";
+
+/** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
+export type TokenRequest = () => Promise<TokenRecord>;
+
+/** What a flight settled on, and whether the store already has it. */
+export interface Obtained {
+  readonly record: TokenRecord;
+  readonly saved: boolean;
+}
+
+/** What the provider tells the store about its need for a token. */
+export interface Need {
+  /** Whether a stored record answers the need without a request. */
+  answeredBy(record: TokenRecord): boolean;
+  /** Takes what a stored record knows, even when it does not answer the need. */
+  take(record: TokenRecord): void;
+  /** The longest one token request may take, in ms. */
+  readonly requestBudget: number;
+}
+
+/** One provider's access to its store (or to none). */
+export class StoreAccess {
+  readonly #store: TokenStore | undefined;
+  readonly #endpoint: TokenEndpoint;
+  #key: Promise<string> | undefined;
+
+  constructor(store: TokenStore | undefined, endpoint: TokenEndpoint) {
+    this.#store = store;
+    this.#endpoint = endpoint;
+  }
+
+  /** Whether there is a store at all. */
+  get present(): boolean {
+    return this.#store !== undefined;
+  }
+
+  /** The store's record if it answers the need, else the record of one request. */
+  async obtain(
+    request: TokenRequest,
+    signal: AbortSignal,
+    need: Need,
+  ): Promise<Obtained> {
+    const store = this.#store;
+    if (store === undefined) return { record: await request(), saved: true };
+    const key = await this.key();
+    if (store.coordinate !== undefined) {
+      return await coordinate(store, key, request, signal, need);
+    }
+    const stored = await Promise.resolve().then(() => store.get(key)).catch(
+      () => undefined, // a failing store counts as empty
+    );
+    if (stored === undefined) return { record: await request(), saved: false };
+    // Even a record due for refresh has a token to serve if the request fails.
+    need.take(stored);
+    if (need.answeredBy(stored)) return { record: stored, saved: true };
+    return { record: await request(), saved: false };
+  }
+
+  /**
+   * Changes the record atomically where the store can; without a store, or
+   * when it fails, `change` runs over the provider's own `local` record.
+   */
+  async change(
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+    local: () => TokenRecord,
+  ): Promise<TokenRecord | undefined> {
+    const store = this.#store;
+    if (store !== undefined) {
+      try {
+        const key = await this.key();
+        if (store.update !== undefined) return await store.update(key, change);
+        const stored = await store.get(key);
+        const next = change(stored);
+        if (next !== undefined) await store.set(key, next);
+        return next ?? stored;
+      } catch {
+        // A failing store counts as empty: what this provider knows decides.
+      }
+    }
+    return change(local());
+  }
+
+  /** Writes `record`; a failing store is ignored (it must not lose the token). */
+  async save(record: TokenRecord): Promise<void> {
+    if (this.#store === undefined) return;
+    try {
+      await this.#store.set(await this.key(), record);
+    } catch {
+      // Documented on TokenStore: a failing store must not lose the token.
+    }
+  }
+
+  /** The client's key in any store. */
+  key(): Promise<string> {
+    return this.#key ??= storeKey(this.#endpoint);
+  }
+}
+
+/**
+ * Lets a shared store coordinate the request. A store that fails after our
+ * own request succeeded still yields that token; one that fails before
+ * anyone asked counts as empty.
+ */
+async function coordinate(
+  store: TokenStore,
+  key: string,
+  request: TokenRequest,
+  signal: AbortSignal,
+  need: Need,
+): Promise<Obtained> {
+  let asked = false;
+  let own: TokenRecord | undefined;
+  try {
+    const record = await store.coordinate!(key, {
+      settled: (record) => need.answeredBy(record),
+      request: async () => {
+        asked = true;
+        return own = await request();
+      },
+      signal,
+      requestBudget: need.requestBudget,
+    });
+    return { record, saved: true };
+  } catch (error) {
+    if (own !== undefined) return { record: own, saved: true };
+    if (asked || signal.aborted) throw error;
+    return { record: await request(), saved: true };
+  }
+}
