@@ -349,3 +349,26 @@ Deno.test("createKvTokenStore() outside Deno fails at once with a TypeError", ()
     Object.defineProperty(globalThis, "Deno", deno);
   }
 });
+
+Deno.test("stores fail closed: a KV record or lease of a foreign shape counts as absent and is replaced", async () => {
+  await using api = await startFakePartnerApi();
+  using kv = await Deno.openKv(":memory:");
+  const key = await storeKey({
+    url: api.environment.tokenUrl,
+    audience: api.environment.audience,
+    clientId: api.credentials.clientId,
+    secret: api.credentials.clientSecret,
+  });
+  await kv.set(["partner-api", "token", key, "record"], "not a record");
+  await kv.set(["partner-api", "token", key, "lease"], ["not", "a lease"]);
+  const provider = () =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      store: createKvTokenStore(kv, { maxWait: 60_000 }),
+    });
+  const token = await provider().getToken();
+  ok(api.isValidToken(token.accessToken));
+  equal((await provider().getToken()).accessToken, token.accessToken);
+  equal(api.tokenRequests, 1, "replaced at once, then shared");
+});

@@ -9,6 +9,7 @@ import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { createMemoryTokenStore, type TokenStore } from "../src/store/mod.ts";
 import { createKvTokenStore } from "../src/store/kv.ts";
+import { storeKey } from "../src/store/_key.ts";
 import {
   createFakePartnerService,
   type FakeFault,
@@ -236,3 +237,25 @@ Deno.test("an onQuota that returns a rejecting promise is ignored: no unhandled 
 function envOf(service: FakePartnerService) {
   return service.environmentAt("http://127.0.0.1:9", "http://127.0.0.1:10");
 }
+
+Deno.test("stores fail closed: a record claiming a token valid until 2200 is refused and replaced", async () => {
+  const { service, options } = inProcess();
+  const store = createMemoryTokenStore();
+  const first = createTokenProvider({ ...options, store });
+  const real = await first.getToken();
+  // Forge the stored record: the same token, "valid" for 175 years.
+  const key = await storeKey({
+    url: new URL(options.tokenUrl),
+    audience: options.audience,
+    clientId: options.clientId,
+    secret: options.clientSecret,
+  });
+  await store.update!(key, (record) => ({
+    ...record,
+    token: { ...real, accessToken: "forged", expiresAt: Date.UTC(2200, 0) },
+  }));
+  const second = createTokenProvider({ ...options, store });
+  const token = await second.getToken();
+  ok(service.isValidToken(token.accessToken), "a real token, not the forged");
+  equal(service.tokenRequests, 2);
+});

@@ -106,7 +106,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   async look(key: string, signal: AbortSignal): Promise<LeaseView<Entries>> {
     const [stored, lease] = await unlocked(
       () =>
-        this.#kv.getMany<[Stored, Lease]>([
+        this.#kv.getMany<[Stored, unknown]>([
           recordKey(this.#config, key),
           leaseKey(this.#config, key),
         ]),
@@ -114,7 +114,8 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     );
     return {
       record: await this.#unseal(key, stored.value),
-      leaseFree: lease.value === null ||
+      // A lease of any other shape is not one of ours: taking it replaces it.
+      leaseFree: !isLease(lease.value) ||
         lease.value.until <= this.#config.now(),
       snapshot: [stored, lease],
     };
@@ -185,11 +186,22 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     stored: Stored | null,
   ): Promise<TokenRecord | undefined> {
     const encryptionKey = this.#config.encryptionKey;
-    if (stored === null) return undefined;
+    // Anything else under the key counts as absent, and the next write replaces it.
+    if (typeof stored !== "object" || stored === null) return undefined;
     if ("plain" in stored) return encryptionKey ? undefined : stored.plain;
     if (encryptionKey === undefined) return undefined;
+    if (
+      !(stored.iv instanceof Uint8Array && stored.sealed instanceof Uint8Array)
+    ) {
+      return undefined;
+    }
     return await openRecord(encryptionKey, key, stored);
   }
+}
+
+function isLease(value: unknown): value is Lease {
+  return typeof value === "object" && value !== null &&
+    typeof (value as Lease).until === "number";
 }
 
 function recordKey(config: KvStoreConfig, key: string): Deno.KvKey {

@@ -87,7 +87,9 @@ export async function coordinateByLease<Snapshot>(
           request,
         );
       }
-      continue; // something changed: look again at once
+      // Something changed, or the database holds what it cannot take over:
+      // look again after the wait, never in a tight loop, and not past the
+      // deadline.
     }
     if (now() >= deadline) {
       return await requestAlone(database, key, record, request);

@@ -49,7 +49,13 @@ export interface RedisStoreConfig extends LeaseTiming {
 
 // Each script acts only if a value is still the one this process saw or
 // wrote, so that no process overwrites or deletes another's work.
-const TAKE = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+// TAKE first drops a record or lease key of another type (WRONGTYPE): it is
+// not ours, and would otherwise hold every process off for good.
+const TAKE = `for _, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
+end
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
 return 0`;
 const SWAP = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end

@@ -5,6 +5,7 @@
 import type { TokenRecord, TokenStore } from "../store/mod.ts";
 import { storeKey } from "../store/_key.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
+import { trustedRecord } from "./_record_check.ts";
 
 /** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
 export type TokenRequest = () => Promise<TokenRecord>;
@@ -29,11 +30,13 @@ export interface Need {
 export class StoreAccess {
   readonly #store: TokenStore | undefined;
   readonly #endpoint: TokenEndpoint;
+  readonly #now: () => number;
   #key: Promise<string> | undefined;
 
   constructor(store: TokenStore | undefined, endpoint: TokenEndpoint) {
     this.#store = store;
     this.#endpoint = endpoint;
+    this.#now = endpoint.now;
   }
 
   /** Whether there is a store at all. */
@@ -50,10 +53,15 @@ export class StoreAccess {
     const store = this.#store;
     if (store === undefined) return { record: await request(), saved: true };
     const key = await this.key();
+    const trusted = (record: unknown) => trustedRecord(record, this.#now());
     if (store.coordinate !== undefined) {
-      return await coordinate(store, key, request, signal, need);
+      return await coordinate(store, key, request, signal, {
+        ...need,
+        answeredBy: (record) => need.answeredBy(trusted(record) ?? {}),
+      }, trusted);
     }
-    const stored = await Promise.resolve().then(() => store.get(key)).catch(
+    const stored = await Promise.resolve().then(() => store.get(key)).then(
+      trusted,
       () => undefined, // a failing store counts as empty
     );
     if (stored === undefined) return { record: await request(), saved: false };
@@ -73,10 +81,14 @@ export class StoreAccess {
   ): Promise<TokenRecord | undefined> {
     const store = this.#store;
     if (store !== undefined) {
+      const trusted = (record: unknown) =>
+        change(trustedRecord(record, this.#now()));
       try {
         const key = await this.key();
-        if (store.update !== undefined) return await store.update(key, change);
-        const stored = await store.get(key);
+        if (store.update !== undefined) {
+          return trustedRecord(await store.update(key, trusted), this.#now());
+        }
+        const stored = trustedRecord(await store.get(key), this.#now());
         const next = change(stored);
         if (next !== undefined) await store.set(key, next);
         return next ?? stored;
@@ -114,6 +126,7 @@ async function coordinate(
   request: TokenRequest,
   signal: AbortSignal,
   need: Need,
+  trusted: (record: unknown) => TokenRecord | undefined,
 ): Promise<Obtained> {
   let asked = false;
   let own: TokenRecord | undefined;
@@ -127,7 +140,7 @@ async function coordinate(
       signal,
       requestBudget: need.requestBudget,
     });
-    return { record, saved: true };
+    return { record: trusted(record) ?? {}, saved: true };
   } catch (error) {
     if (own !== undefined) return { record: own, saved: true };
     if (asked || signal.aborted) throw error;

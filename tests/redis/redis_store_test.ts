@@ -11,6 +11,7 @@ import {
   startFakePartnerApi,
 } from "../../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "../_helpers.ts";
+import { hexDigest, storeKey } from "../../src/store/_key.ts";
 import {
   connectRedis,
   type RedisClient,
@@ -185,4 +186,45 @@ Deno.test("createRedisTokenStore() refuses bad options with the option's name", 
     () => createRedisTokenStore({ command, encryptionKey: hmac }),
     (error: Error & { option?: string }) => error.option === "encryptionKey",
   );
+});
+
+/** The Redis key names of `api`'s record and lease under the default prefix. */
+async function keysOf(api: FakePartnerApiLike) {
+  const digest = await hexDigest(
+    await storeKey({
+      url: api.environment.tokenUrl,
+      audience: api.environment.audience,
+      clientId: api.credentials.clientId,
+      secret: api.credentials.clientSecret,
+    }),
+    16,
+  );
+  return {
+    record: `partner-api:token:{${digest}}:record`,
+    lease: `partner-api:token:{${digest}}:lease`,
+  };
+}
+
+type FakePartnerApiLike = Awaited<ReturnType<typeof startFakePartnerApi>>;
+
+async function commandsProcessed(admin: RedisClient): Promise<number> {
+  const info = String(await admin.command(["INFO", "stats"]));
+  return Number(/total_commands_processed:(\d+)/.exec(info)![1]);
+}
+
+test("stores fail closed: lease and record keys of the wrong type are replaced, no waiter spins", async () => {
+  await using f = await fleet();
+  const keys = await keysOf(f.api);
+  await f.admin.command(["RPUSH", keys.lease, "not a lease"]);
+  await f.admin.command(["HSET", keys.record, "not", "a record"]);
+  const before = await commandsProcessed(f.admin);
+  const token = await (await f.process()).getToken();
+  ok(f.api.isValidToken(token.accessToken));
+  equal(f.api.tokenRequests, 1);
+  const used = await commandsProcessed(f.admin) - before;
+  ok(used < 30, `${used} commands, not a spin`);
+  equal(await f.admin.command(["TYPE", keys.record]), "string", "replaced");
+  const again = await (await f.process()).getToken();
+  equal(again.accessToken, token.accessToken, "and readable by the fleet");
+  equal(f.api.tokenRequests, 1);
 });
