@@ -18,7 +18,7 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
-import { storeKey } from "../src/store/_key.ts";
+import { hexDigest, storeKey } from "../src/store/_key.ts";
 
 /** One in-memory KV database, and providers that stand for separate processes. */
 async function fleet(fake: FakePartnerApiOptions = {}) {
@@ -45,7 +45,7 @@ async function fleet(fake: FakePartnerApiOptions = {}) {
 }
 
 /** The key a provider uses, as the KV store sees it. */
-function keyOf(api: FakePartnerApi): Promise<string> {
+function storeKeyOf(api: FakePartnerApi): Promise<string> {
   return storeKey({
     url: api.environment.tokenUrl,
     audience: api.environment.audience,
@@ -54,14 +54,66 @@ function keyOf(api: FakePartnerApi): Promise<string> {
   });
 }
 
-Deno.test("createKvTokenStore() stores records under keys without the secret", async () => {
+/** The KV key name of `api`'s client: a digest of its store key. */
+async function keyOf(api: FakePartnerApi): Promise<string> {
+  return await hexDigest(await storeKeyOf(api), 16);
+}
+
+Deno.test("store keys stretch the secret with PBKDF2 (210,000 rounds of SHA-256): a key name does not let anyone test guesses quickly", async () => {
+  const secret = "weak";
+  const key = await storeKey({
+    url: new URL("https://idp.example/token"),
+    audience: "a",
+    clientId: "c",
+    secret,
+  });
+  const material = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    "PBKDF2",
+    false,
+    ["deriveBits"],
+  );
+  const bits = await crypto.subtle.deriveBits(
+    {
+      name: "PBKDF2",
+      hash: "SHA-256",
+      salt: new TextEncoder().encode("partner-api token store key v2"),
+      iterations: 210_000,
+    },
+    material,
+    128,
+  );
+  const expected = Array.from(
+    new Uint8Array(bits),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+  equal(JSON.parse(key).at(-1), expected);
+});
+
+Deno.test("records rest sealed by default, under names that hold neither the secret nor its store key", async () => {
   await using f = await fleet();
-  await f.process().getToken();
-  const keys: Deno.KvKey[] = [];
-  for await (const entry of f.kv.list({ prefix: [] })) keys.push(entry.key);
-  equal(keys.length, 1, "the lease is gone once the token is stored");
-  equal(keys[0]?.at(-1), "record");
-  ok(!JSON.stringify(keys).includes(f.api.credentials.clientSecret));
+  const token = await f.process().getToken();
+  const entries: Deno.KvEntry<unknown>[] = [];
+  for await (const entry of f.kv.list({ prefix: [] })) entries.push(entry);
+  equal(entries.length, 1, "the lease is gone once the token is stored");
+  const [{ key, value }] = entries as [Deno.KvEntry<unknown>];
+  equal(key.at(-1), "record");
+  const secret = f.api.credentials.clientSecret;
+  const stretched = JSON.parse(await storeKeyOf(f.api)).at(-1);
+  for (
+    const text of [
+      JSON.stringify(key),
+      new TextDecoder().decode(
+        (value as { sealed: Uint8Array }).sealed,
+      ),
+    ]
+  ) {
+    ok(!text.includes(secret));
+    ok(!text.includes(stretched), "the seal's source is in no name");
+    ok(!text.includes(token.accessToken), "sealed");
+  }
+  ok(!("plain" in (value as object)));
 });
 
 Deno.test("cold processes sharing KV make one token request; a second wave makes none", async () => {
@@ -248,10 +300,22 @@ Deno.test("update() changes the record only as it was read: a concurrent write m
     quota: [],
   });
   await store.set("k", { token: token("first"), blockedUntil: 1 });
+  // Another process writes just before the first commit.
+  const atomic = kv.atomic.bind(kv);
+  let raced = false;
+  kv.atomic = () => {
+    const operation = atomic();
+    const commit = operation.commit.bind(operation);
+    operation.commit = async () => {
+      if (!raced) await store.set("k", { token: token("second") });
+      raced = true;
+      return await commit();
+    };
+    return operation;
+  };
   let runs = 0;
   const written = await store.update!("k", (record) => {
-    // Another process writes while this change is being made, once.
-    if (runs++ === 0) void store.set("k", { token: token("second") });
+    runs++;
     const { token: _dropped, ...rest } = record ?? {};
     return { ...rest, renewal: { at: 5, expiresAt: 6, token: "f" } };
   });
@@ -353,12 +417,7 @@ Deno.test("createKvTokenStore() outside Deno fails at once with a TypeError", ()
 Deno.test("stores fail closed: a KV record or lease of a foreign shape counts as absent and is replaced", async () => {
   await using api = await startFakePartnerApi();
   using kv = await Deno.openKv(":memory:");
-  const key = await storeKey({
-    url: api.environment.tokenUrl,
-    audience: api.environment.audience,
-    clientId: api.credentials.clientId,
-    secret: api.credentials.clientSecret,
-  });
+  const key = await keyOf(api);
   await kv.set(["partner-api", "token", key, "record"], "not a record");
   await kv.set(["partner-api", "token", key, "lease"], ["not", "a lease"]);
   const provider = () =>

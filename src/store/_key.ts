@@ -1,9 +1,17 @@
-// Internal: the key a provider keeps its record under in any store.
+// Internal: the key a provider keeps its record under in any store, and the
+// key that seals the record by default. Both derive from the client secret.
+
+/** PBKDF2 rounds for the secret's part of a store key: about 50 ms, once per process. */
+const KEY_ROUNDS = 210_000;
+const encoder = new TextEncoder();
+/** One derivation per secret and process: every later provider reuses it. */
+const derived = new Map<string, Promise<string>>();
 
 /**
- * The key of one client's record: endpoint, audience, client id and a
- * SHA-256 digest of the secret (domain-separated, so it matches no other
- * digest of it), so that a wrong secret never shares a right one's token.
+ * The key of one client's record: endpoint, audience, client id and the
+ * secret stretched with PBKDF2 (so that a key name seen in a store does not
+ * let anyone test guesses of a weak secret quickly), so that a wrong secret
+ * never shares a right one's token.
  */
 export async function storeKey(endpoint: {
   readonly url: URL;
@@ -15,18 +23,75 @@ export async function storeKey(endpoint: {
     endpoint.url.href,
     endpoint.audience,
     endpoint.clientId,
-    await hexDigest(`partner-api token store key\n${endpoint.secret}`, 16),
+    await stretched(endpoint.secret),
   ]);
+}
+
+/**
+ * The AES-GCM key that seals a record by default: HKDF over the store key,
+ * whose secret part only the holders of the client secret can compute. The
+ * stores name records by a digest of the store key, never by the key itself.
+ */
+export async function sealingKey(key: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(key),
+    "HKDF",
+    false,
+    ["deriveKey"],
+  );
+  return await crypto.subtle.deriveKey(
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: encoder.encode("partner-api token record seal v1"),
+      info: new Uint8Array(),
+    },
+    material,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
 }
 
 /** The first `bytes` bytes of the SHA-256 digest of `text`, in hex. */
 export async function hexDigest(text: string, bytes: number): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(text),
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+  return hex(new Uint8Array(digest).subarray(0, bytes));
+}
+
+async function stretched(secret: string): Promise<string> {
+  const id = await hexDigest(`partner-api secret id\n${secret}`, 32);
+  let result = derived.get(id);
+  if (result === undefined) {
+    result = pbkdf2(secret);
+    derived.set(id, result);
+  }
+  return await result;
+}
+
+async function pbkdf2(secret: string): Promise<string> {
+  const material = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(secret),
+    "PBKDF2",
+    false,
+    ["deriveBits"],
   );
-  return Array.from(
-    new Uint8Array(digest).subarray(0, bytes),
-    (byte) => byte.toString(16).padStart(2, "0"),
-  ).join("");
+  const bits = await crypto.subtle.deriveBits(
+    {
+      name: "PBKDF2",
+      hash: "SHA-256",
+      salt: encoder.encode("partner-api token store key v2"),
+      iterations: KEY_ROUNDS,
+    },
+    material,
+    128,
+  );
+  return hex(new Uint8Array(bits));
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0"))
+    .join("");
 }

@@ -1,5 +1,7 @@
 // Internal: the KV token store behind createKvTokenStore. Records rest under
-// [...prefix, key, "record"], leases under [...prefix, key, "lease"].
+// [...prefix, digest, "record"], leases under [...prefix, digest, "lease"],
+// where digest is a SHA-256 digest of the store key: the key itself holds a
+// part derived from the secret, from which the records' seal derives.
 
 import type {
   CoordinateOptions,
@@ -9,11 +11,12 @@ import type {
 import { delay } from "../core/_retry.ts";
 import {
   openRecord,
-  plainRecord,
   recordLifetime,
+  recordSeals,
   type SealedRecord,
   sealRecord,
 } from "./_record.ts";
+import { hexDigest } from "./_key.ts";
 import {
   coordinateByLease,
   type HeldLease,
@@ -35,8 +38,14 @@ interface Lease {
   readonly until: number;
 }
 
-/** A record as it rests in KV: plain, or sealed with AES-GCM. */
-type Stored = { readonly plain: TokenRecord } | SealedRecord;
+/** A record as it rests in KV: sealed with AES-GCM. */
+type Stored = SealedRecord;
+
+/** The KV keys of one client's record and lease. */
+interface Names {
+  readonly record: Deno.KvKey;
+  readonly lease: Deno.KvKey;
+}
 
 /** The two entries one look read, checked again when taking the lease. */
 type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
@@ -47,23 +56,26 @@ const LOCKED_RETRIES = 100;
 export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   readonly #kv: Deno.Kv;
   readonly #config: KvStoreConfig;
+  readonly #seals: (key: string) => Promise<CryptoKey>;
+  readonly #names = new Map<string, Promise<Names>>();
 
   constructor(kv: Deno.Kv, config: KvStoreConfig) {
     this.#kv = kv;
     this.#config = config;
+    this.#seals = recordSeals(config.encryptionKey);
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
-    const entry = await unlocked(() =>
-      this.#kv.get<Stored>(recordKey(this.#config, key))
-    );
+    const { record } = await this.#keysOf(key);
+    const entry = await unlocked(() => this.#kv.get<Stored>(record));
     return await this.#unseal(key, entry.value);
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
     const sealed = await this.#seal(key, record);
+    const names = await this.#keysOf(key);
     await unlocked(() =>
-      this.#kv.set(recordKey(this.#config, key), sealed, {
+      this.#kv.set(names.record, sealed, {
         expireIn: recordLifetime(record, this.#config.now()),
       })
     );
@@ -74,17 +86,16 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     key: string,
     change: (record: TokenRecord | undefined) => TokenRecord | undefined,
   ): Promise<TokenRecord | undefined> {
+    const names = await this.#keysOf(key);
     for (let attempt = 0; attempt < LOCKED_RETRIES; attempt++) {
-      const entry = await unlocked(() =>
-        this.#kv.get<Stored>(recordKey(this.#config, key))
-      );
+      const entry = await unlocked(() => this.#kv.get<Stored>(names.record));
       const record = await this.#unseal(key, entry.value);
       const next = change(record);
       if (next === undefined) return record;
       const sealed = await this.#seal(key, next);
       const done = await unlocked(() =>
         this.#kv.atomic().check(entry).set(
-          recordKey(this.#config, key),
+          names.record,
           sealed,
           { expireIn: recordLifetime(next, this.#config.now()) },
         ).commit()
@@ -104,12 +115,9 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
    * missing, and be requested again.
    */
   async look(key: string, signal: AbortSignal): Promise<LeaseView<Entries>> {
+    const names = await this.#keysOf(key);
     const [stored, lease] = await unlocked(
-      () =>
-        this.#kv.getMany<[Stored, unknown]>([
-          recordKey(this.#config, key),
-          leaseKey(this.#config, key),
-        ]),
+      () => this.#kv.getMany<[Stored, unknown]>([names.record, names.lease]),
       signal,
     );
     return {
@@ -126,21 +134,22 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     [stored, lease]: Entries,
     signal: AbortSignal,
   ): Promise<HeldLease | undefined> {
+    const names = await this.#keysOf(key);
     const taken = await unlocked(
       () =>
         this.#kv.atomic().check(stored).check(lease)
-          .set(leaseKey(this.#config, key), this.#newLease(), {
+          .set(names.lease, this.#newLease(), {
             expireIn: this.#config.leaseDuration,
           })
           .commit(),
       signal,
     );
-    return taken.ok ? this.#held(key, taken.versionstamp) : undefined;
+    return taken.ok ? this.#held(key, names, taken.versionstamp) : undefined;
   }
 
   /** The lease we took, known by the versionstamp of its last write. */
-  #held(key: string, versionstamp: string): HeldLease {
-    const lease = { key: leaseKey(this.#config, key), versionstamp };
+  #held(key: string, names: Names, versionstamp: string): HeldLease {
+    const lease = { key: names.lease, versionstamp };
     return {
       renew: async () => {
         const renewed = await this.#kv.atomic().check(lease)
@@ -154,7 +163,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
         const sealed = await this.#seal(key, record);
         const done = await unlocked(() =>
           this.#kv.atomic().check(lease)
-            .set(recordKey(this.#config, key), sealed, {
+            .set(names.record, sealed, {
               expireIn: recordLifetime(record, this.#config.now()),
             })
             .delete(lease.key)
@@ -170,46 +179,46 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     };
   }
 
+  /** Where `key`'s record and lease rest: under a digest of the key, which holds a secret part. */
+  #keysOf(key: string): Promise<Names> {
+    let names = this.#names.get(key);
+    if (names === undefined) {
+      const { prefix } = this.#config;
+      names = hexDigest(key, 16).then((digest) => ({
+        record: [...prefix, digest, "record"],
+        lease: [...prefix, digest, "lease"],
+      }));
+      this.#names.set(key, names);
+    }
+    return names;
+  }
+
   #newLease(): Lease {
     const { holder, leaseDuration, now } = this.#config;
     return { holder, until: now() + leaseDuration };
   }
 
-  async #seal(key: string, record: TokenRecord): Promise<Stored> {
-    const encryptionKey = this.#config.encryptionKey;
-    if (encryptionKey === undefined) return { plain: plainRecord(record) };
-    return await sealRecord(encryptionKey, key, record);
+  async #seal(key: string, record: TokenRecord): Promise<SealedRecord> {
+    return await sealRecord(await this.#seals(key), key, record);
   }
 
   async #unseal(
     key: string,
     stored: Stored | null,
   ): Promise<TokenRecord | undefined> {
-    const encryptionKey = this.#config.encryptionKey;
-    // Anything else under the key counts as absent, and the next write replaces it.
+    // Anything else under the key (a plain record of 0.2, a value of another
+    // program) counts as absent, and the next write replaces it.
     if (typeof stored !== "object" || stored === null) return undefined;
-    if ("plain" in stored) return encryptionKey ? undefined : stored.plain;
-    if (encryptionKey === undefined) return undefined;
     if (
       !(stored.iv instanceof Uint8Array && stored.sealed instanceof Uint8Array)
-    ) {
-      return undefined;
-    }
-    return await openRecord(encryptionKey, key, stored);
+    ) return undefined;
+    return await openRecord(await this.#seals(key), key, stored);
   }
 }
 
 function isLease(value: unknown): value is Lease {
   return typeof value === "object" && value !== null &&
     typeof (value as Lease).until === "number";
-}
-
-function recordKey(config: KvStoreConfig, key: string): Deno.KvKey {
-  return [...config.prefix, key, "record"];
-}
-
-function leaseKey(config: KvStoreConfig, key: string): Deno.KvKey {
-  return [...config.prefix, key, "lease"];
 }
 
 /**

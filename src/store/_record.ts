@@ -5,6 +5,7 @@
 import type { IssuedToken } from "../core/_token_values.ts";
 import type { TokenRecord } from "./mod.ts";
 import { optionError } from "../core/_check.ts";
+import { sealingKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
 export interface SealedRecord {
@@ -129,4 +130,21 @@ export function checkEncryptionKey(
       "must be an AES-GCM CryptoKey for encrypt and decrypt",
     );
   }
+}
+
+/**
+ * The key that seals each record: the one given, else one derived from the
+ * store key (and so from the client secret, which every member of a fleet
+ * holds), derived once per store key.
+ */
+export function recordSeals(
+  given: CryptoKey | undefined,
+): (key: string) => Promise<CryptoKey> {
+  if (given !== undefined) return () => Promise.resolve(given);
+  const keys = new Map<string, Promise<CryptoKey>>();
+  return (key) => {
+    let sealing = keys.get(key);
+    if (sealing === undefined) keys.set(key, sealing = sealingKey(key));
+    return sealing;
+  };
 }

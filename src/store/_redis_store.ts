@@ -11,8 +11,8 @@ import type {
 } from "../store/mod.ts";
 import {
   openRecord,
-  plainRecord,
   recordLifetime,
+  recordSeals,
   sealRecord,
 } from "./_record.ts";
 import {
@@ -74,6 +74,7 @@ const UPDATE_ATTEMPTS = 10;
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
   readonly #config: RedisStoreConfig;
+  readonly #seals: (key: string) => Promise<CryptoKey>;
   readonly #keys = new Map<
     string,
     Promise<{ record: string; lease: string }>
@@ -81,6 +82,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
 
   constructor(config: RedisStoreConfig) {
     this.#config = config;
+    this.#seals = recordSeals(config.encryptionKey);
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
@@ -178,15 +180,14 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     });
   }
 
-  /** The value and `PX` arguments of a `SET` of `record`. */
+  /** The value and `PX` arguments of a `SET` of `record`, sealed. */
   async #value(
     key: string,
     record: TokenRecord,
   ): Promise<[value: string, px: "PX", lifetime: string]> {
-    const { encryptionKey, now } = this.#config;
-    const stored = encryptionKey === undefined
-      ? { plain: plainRecord(record) }
-      : encodeSealed(await sealRecord(encryptionKey, key, record));
+    const { now } = this.#config;
+    const sealing = await this.#seals(key);
+    const stored = encodeSealed(await sealRecord(sealing, key, record));
     return [
       JSON.stringify(stored),
       "PX",
@@ -199,12 +200,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     value: string | undefined,
   ): Promise<TokenRecord | undefined> {
     if (value === undefined) return undefined;
-    const encryptionKey = this.#config.encryptionKey;
     try {
       const stored = JSON.parse(value);
-      if (encryptionKey === undefined) return stored.plain ?? undefined;
-      if (typeof stored.iv !== "string") return undefined;
-      return await openRecord(encryptionKey, key, {
+      if (typeof stored?.iv !== "string") return undefined;
+      return await openRecord(await this.#seals(key), key, {
         iv: fromBase64(stored.iv),
         sealed: fromBase64(stored.sealed),
       });

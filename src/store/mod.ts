@@ -272,9 +272,11 @@ export interface FleetStoreOptions {
   pollInterval?: number;
   /**
    * An AES-GCM key (`crypto.subtle.generateKey({ name: "AES-GCM", length:
-   * 256 }, false, ["encrypt", "decrypt"])`) to encrypt records at rest.
+   * 256 }, false, ["encrypt", "decrypt"])`) to seal records at rest with.
    * Every process of the fleet needs the same key; a record it cannot
-   * decrypt counts as absent.
+   * open counts as absent.
+   *
+   * @default {a key derived (HKDF) from the client secret}
    */
   encryptionKey?: CryptoKey;
   /**

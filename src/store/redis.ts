@@ -10,8 +10,11 @@
  * - node-redis: `(args) => client.sendCommand(args)`
  * - ioredis: `(args) => client.call(...args)`
  *
- * Tokens rest in Redis as your own data, readable by whoever can read the
- * database; pass an AES-GCM `encryptionKey` to keep them encrypted at rest.
+ * Records rest in Redis sealed with AES-GCM under a key derived (HKDF) from
+ * the client secret, which every process of the fleet holds, and under
+ * names that derive from the secret through PBKDF2: whoever reads the
+ * database sees neither a token nor a way to test guesses of the secret
+ * quickly. Pass your own `encryptionKey` to seal with that instead.
  *
  * @example One token for a fleet, with ioredis
  * ```ts ignore

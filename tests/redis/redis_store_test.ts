@@ -75,6 +75,23 @@ test("cold processes sharing Redis make one token request; a second wave makes n
   equal(f.api.tokenRequests, 1);
 });
 
+test("records rest sealed by default: no key or value in Redis holds the token or the secret", async () => {
+  await using f = await fleet();
+  const token = await (await f.process()).getToken();
+  const keys = await f.admin.command(["KEYS", "*"]) as string[];
+  ok(keys.length > 0);
+  for (const key of keys) {
+    const value = await f.admin.command(["GET", key]) as string;
+    ok(!value.includes('"plain"'), "sealed");
+    for (const text of [key, value]) {
+      ok(!text.includes(token.accessToken));
+      ok(!text.includes(f.api.credentials.clientSecret));
+    }
+  }
+  await (await f.process()).getToken();
+  equal(f.api.tokenRequests, 1, "every process of the fleet opens it");
+});
+
 test("with an encryption key, no key or value in Redis holds the token or the secret", async () => {
   await using f = await fleet();
   const encryptionKey = await crypto.subtle.generateKey(
