@@ -216,7 +216,7 @@ export class CachingTokenProvider implements TokenProvider {
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
     let refusal: QuotaExceededError | undefined;
     let failed: TokenRequestError | undefined;
-    const request: TokenRequest = async () => {
+    const attempt: TokenRequest = async () => {
       try {
         const token = await requestWithRetries(
           this.#config,
@@ -248,6 +248,12 @@ export class CachingTokenProvider implements TokenProvider {
         this.#failure = { cooldown, error };
         return { failure: cooldown };
       }
+    };
+    // The fleet's 401 ledger goes with every record this provider writes.
+    const request: TokenRequest = async () => {
+      const record = await attempt();
+      const renewal = this.#renewal;
+      return renewal === undefined ? record : { ...record, renewal };
     };
     const { record, saved } = await this.#store.obtain(request, signal, {
       answeredBy: (record) => this.#answersNeed(record),

@@ -57,7 +57,13 @@ export class StoreAccess {
     if (store.coordinate !== undefined) {
       return await coordinate(store, key, request, signal, {
         ...need,
-        answeredBy: (record) => need.answeredBy(trusted(record) ?? {}),
+        answeredBy: (record) => {
+          // What a record knows counts even when it does not answer the
+          // need: its token if the request fails, its 401 ledger.
+          const known = trusted(record) ?? {};
+          need.take(known);
+          return need.answeredBy(known);
+        },
       }, trusted);
     }
     const stored = await Promise.resolve().then(() => store.get(key)).then(

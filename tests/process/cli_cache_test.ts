@@ -122,3 +122,30 @@ Deno.test("`deno task cli` caches where its help says, with XDG_CACHE_HOME or PA
     });
   }
 });
+
+Deno.test("the 401 ledger lives in the cache file: five runs of `get admin` on a 401 path spend at most 2 token requests", async () => {
+  await using api = await startFakePartnerApi();
+  const folder = await scratchDir();
+  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+  for (let run = 0; run < 5; run++) {
+    api.injectApiFaults({ kind: "status", status: 401 });
+    const { code, stderr } = await cli(flags(folder), ["get", "admin"], env);
+    equal(code, 1, stderr);
+  }
+  ok(api.tokenRequests <= 2, `${api.tokenRequests} token requests`);
+});
+
+Deno.test("a refused token request is remembered across runs: the next run within the cooldown sends nothing", async () => {
+  await using api = await startFakePartnerApi();
+  const folder = await scratchDir();
+  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+  api.injectTokenFaults({
+    kind: "body",
+    body: '{"access_token":"a b","expires_in":60,"token_type":"Bearer"}',
+  });
+  for (let run = 0; run < 3; run++) {
+    const { code, stderr } = await cli(flags(folder), ["token"], env);
+    equal(code, 1, stderr);
+  }
+  equal(api.tokenRequests, 1, "one request; the runs after it cool down");
+});
