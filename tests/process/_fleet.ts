@@ -9,6 +9,8 @@ export interface FleetResult {
   pid: number;
   token: string;
   ms: number;
+  /** With `call`: the API's answer to one call. */
+  status?: number;
 }
 
 /** A running fleet. */
@@ -34,7 +36,13 @@ export async function scratchDir(): Promise<string> {
 export function startFleet(
   api: FakePartnerApi,
   size: number,
-  options: { kvPath?: string; leaseMs?: number; startDelay?: number } = {},
+  options: {
+    kvPath?: string;
+    leaseMs?: number;
+    startDelay?: number;
+    /** Each process then calls the API once. */
+    call?: boolean;
+  } = {},
 ): Fleet {
   const startAt = Date.now() + (options.startDelay ?? 1500);
   const kvPath = options.kvPath ?? "-";
@@ -54,6 +62,7 @@ export function startFleet(
         kvPath,
         String(startAt),
         String(options.leaseMs ?? 30_000),
+        ...(options.call ? ["call"] : []),
       ],
       env: configFor(api),
       stdout: "piped",

@@ -1,13 +1,16 @@
 // One process of a fleet: waits for the common start moment, gets a token,
-// prints {pid, token (a hash, never the token), ms to first token}.
+// prints {pid, token (a hash, never the token), ms to first token}. With
+// "call", it then calls the API once and adds the answer's `status`.
 //
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
-//     --allow-read=<dir> --allow-write=<dir> fleet_worker.ts <kv file or -> <start epoch ms> <lease ms>
+//     --allow-read=<dir> --allow-write=<dir> fleet_worker.ts <kv file or -> <start epoch ms> <lease ms> [call]
 
 import { createTokenProvider } from "../../src/token/mod.ts";
 import { createKvTokenStore } from "../../src/store/kv.ts";
+import { createClient } from "../../src/client/mod.ts";
+import { configFromEnv } from "../../src/core/config.ts";
 
-const [kvPath, startAt, leaseMs] = Deno.args;
+const [kvPath, startAt, leaseMs, call] = Deno.args;
 const env = (name: string) => Deno.env.get(`PARTNER_API_${name}`)!;
 /** Opens the file; processes creating it at the same moment may find it locked. */
 async function openKv(path: string): Promise<Deno.Kv> {
@@ -42,6 +45,14 @@ await new Promise((resolve) =>
   setTimeout(resolve, Math.max(0, Number(startAt) - Date.now()))
 );
 const token = await provider.getToken();
+let status: number | undefined;
+if (call === "call") {
+  const { environment } = configFromEnv();
+  const client = createClient({ environment, tokenProvider: provider });
+  const response = await client.fetch("organizations");
+  await response.body?.cancel();
+  status = response.status;
+}
 const digest = await crypto.subtle.digest(
   "SHA-256",
   new TextEncoder().encode(token.accessToken),
@@ -56,6 +67,7 @@ console.log(
     pid: Deno.pid,
     token: hash,
     ms: Date.now() - Number(startAt),
+    status,
   }),
 );
 kv?.close();

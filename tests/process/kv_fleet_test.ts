@@ -82,3 +82,23 @@ Deno.test("without a shared store, every process spends a token", async () => {
   equal(new Set(results.map((result) => result?.token)).size, 4);
   equal(api.tokenRequests, 4);
 });
+
+Deno.test("the 401 ledger is the fleet's: 8 new processes over one KV file, one after another on a 401 path, spend at most 2 token requests", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const dir = await scratchDir();
+  try {
+    const kvPath = `${dir}/tokens.sqlite`;
+    for (let process = 0; process < FLEET; process++) {
+      api.injectApiFaults({ kind: "status", status: 401 });
+      const [result] = await startFleet(api, 1, {
+        kvPath,
+        startDelay: 0,
+        call: true,
+      }).results();
+      equal(result?.status, process === 0 ? 200 : 401, "renewed once");
+    }
+    ok(api.tokenRequests <= 2, `${api.tokenRequests} token requests`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -106,3 +106,48 @@ Deno.test({
     );
   },
 });
+
+Deno.test({
+  name:
+    "the 401 ledger is the fleet's: five processes on Deno, Node and Bun over one Redis store, one after another on a 401 path, spend at most 2 token requests",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    await using api = await startFakePartnerApi();
+    const env = {
+      PARTNER_API_BASE_URL: api.environment.baseUrl.href,
+      PARTNER_API_PCI_BASE_URL: api.environment.pciBaseUrl.href,
+      PARTNER_API_TOKEN_URL: api.environment.tokenUrl.href,
+      PARTNER_API_AUDIENCE: api.environment.audience,
+      PARTNER_API_CLIENT_ID: api.credentials.clientId,
+      PARTNER_API_CLIENT_SECRET: api.credentials.clientSecret,
+    };
+    const worker = ["tests/redis/ledger_worker.mjs", RUNTIMES, `${redis.port}`];
+    const runs: [string, string[]][] = [
+      ["deno", [
+        "run",
+        "--no-lock",
+        "--allow-net=127.0.0.1",
+        "--allow-env=PARTNER_API_*",
+        `--allow-read=${RUNTIMES}`,
+        ...worker,
+      ]],
+      ["node", worker],
+      [BUN, worker],
+    ];
+    for (let process = 0; process < 5; process++) {
+      api.injectApiFaults({ kind: "status", status: 401 });
+      const [program, args] = runs[process % runs.length]!;
+      const { code, stdout, stderr } = await new Deno.Command(program, {
+        args,
+        env,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      equal(code, 0, new TextDecoder().decode(stderr));
+      const { status } = JSON.parse(new TextDecoder().decode(stdout));
+      equal(status, process === 0 ? 200 : 401, "renewed by the first only");
+    }
+    ok(api.tokenRequests <= 2, `${api.tokenRequests} token requests`);
+  },
+});
