@@ -1,16 +1,20 @@
-// Issue 22: one invariant for the quota, whatever the interleaving. A
-// provider and a client run against the fake service through random
-// sequences of 200s, 401s, 429s with odd Retry-After values, malformed
-// answers, network failures, revocations, clock leaps and concurrent
-// callers. Every token request the fake sees must be justified: the first,
-// one after a cooldown or a block has ended, one for a token near its
-// expiry, or the one 401 renewal an hour allows. Time is a manual clock.
+// Issues 22 and 27: one invariant for the quota of a client, whatever the
+// interleaving. Providers (a new one now and then, over the same store, as
+// new processes or isolates would be) and their clients run against the fake
+// service through random sequences of 200s, 401s, 429s with odd Retry-After
+// values, malformed answers, 5xx asking to wait an hour, network failures,
+// endpoints broken for hours, revocations, clock leaps, concurrent callers
+// and callers that hang up mid-flight. Every token request the fake sees must
+// be justified: the first, one after a block or the escalating cooldown has
+// ended, one for a token near its expiry, or the one 401 renewal an hour the
+// whole fleet allows. Time is a manual clock.
 
 import { ok } from "node:assert/strict";
 import fc from "fast-check";
 import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
+import { createMemoryTokenStore } from "../src/store/mod.ts";
 import {
   createFakePartnerService,
   type FakeFault,
@@ -20,7 +24,10 @@ import { manualClock } from "./_helpers.ts";
 
 const HOUR = 3_600_000;
 const LIFETIME = 3_600; // seconds
-const COOLDOWN = 10_000;
+const FIRST_COOLDOWN = 10_000;
+const MAX_COOLDOWN = 15 * 60_000;
+/** The provider's default: a longer Retry-After on a 5xx or 403 sets the cooldown. */
+const MAX_RETRY_AFTER = 30_000;
 
 type Action =
   | { readonly kind: "advance"; readonly ms: number }
@@ -29,8 +36,18 @@ type Action =
     readonly kind: "calls";
     readonly count: number;
     readonly unauthorized: boolean;
+    /** Callers that hang up as soon as they have asked. */
+    readonly hangUps: number;
   }
-  | { readonly kind: "revoke" };
+  | { readonly kind: "revoke" }
+  /** A new provider and client over the same store: a new process or isolate. */
+  | { readonly kind: "new process" }
+  /** The token endpoint answers `fault` for `minutes`, called every 5 minutes. */
+  | {
+    readonly kind: "outage";
+    readonly fault: FakeFault;
+    readonly minutes: number;
+  };
 
 const retryAfters = fc.constantFrom(
   undefined,
@@ -67,6 +84,12 @@ const tokenFault: fc.Arbitrary<FakeFault> = fc.oneof(
   fc.constant<FakeFault>({ kind: "status", status: 500 }),
   fc.constant<FakeFault>({ kind: "status", status: 401 }),
   fc.constant<FakeFault>({ kind: "drop" }),
+  fc.constantFrom(3600, 7200, 20).map((retryAfter): FakeFault => ({
+    kind: "status",
+    status: 503,
+    retryAfter,
+  })),
+  fc.constant<FakeFault>({ kind: "status", status: 403, retryAfter: 3600 }),
 );
 
 const action: fc.Arbitrary<Action> = fc.oneof(
@@ -90,16 +113,30 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       kind: fc.constant("calls" as const),
       count: fc.integer({ min: 1, max: 5 }),
       unauthorized: fc.boolean(),
+      hangUps: fc.integer({ min: 0, max: 3 }),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: "revoke" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "new process" as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("outage" as const),
+      fault: tokenFault,
+      minutes: fc.integer({ min: 5, max: 240 }),
+    }),
+  },
 );
 
 /** What the fake answered a token request, as the test reads it. */
 interface Seen {
   readonly at: number;
   readonly outcome: "ok" | "blocked" | "failed";
-  /** For "ok": when the token expires; for "blocked": the earliest allowed next request. */
+  /**
+   * For "ok": when the token expires; for "blocked": the earliest allowed
+   * next request; for "failed": what the server asked (`Retry-After` on a
+   * 5xx or 403, in ms), the cooldown being the checker's to compute.
+   */
   readonly until: number;
 }
 
@@ -119,7 +156,7 @@ async function classify(response: Response, at: number): Promise<Seen> {
   if (response.status === 429) {
     return { at, outcome: "blocked", until: blockEnd(response, at) };
   }
-  if (!response.ok) return { at, outcome: "failed", until: at + COOLDOWN };
+  if (!response.ok) return { at, outcome: "failed", until: asked(response) };
   try {
     const body = JSON.parse(await response.text());
     if (body.expires_in >= 1 && /^[\x21-\x7e]+$/.test(body.access_token)) {
@@ -128,14 +165,50 @@ async function classify(response: Response, at: number): Promise<Seen> {
   } catch {
     // a body cut off, or not JSON
   }
-  return { at, outcome: "failed", until: at + COOLDOWN };
+  return { at, outcome: "failed", until: 0 };
+}
+
+/** The wait a 5xx or 403 asked for, in ms (0: none). */
+function asked(response: Response): number {
+  const status = response.status;
+  const value = response.headers.get("retry-after") ?? "";
+  if (status !== 403 && status < 500) return 0;
+  return /^[0-9]+$/.test(value) ? Number(value) * 1000 : 0;
+}
+
+/**
+ * The contract's cooldown after a failure, computed here on its own: 10 s,
+ * doubling with each failure that follows within 15 minutes of the last
+ * cooldown's end, up to 15 minutes; a success starts again; a Retry-After
+ * longer than the retries wait for sets it when longer (at most 25 h).
+ */
+function cooldowns(log: readonly Seen[]): number[] {
+  let failures = 0;
+  let lastEnd = -Infinity;
+  return log.map((seen) => {
+    if (seen.outcome === "ok") failures = 0;
+    if (seen.outcome !== "failed") return seen.until;
+    failures = failures > 0 && seen.at - lastEnd < MAX_COOLDOWN
+      ? failures + 1
+      : 1;
+    const escalated = Math.min(
+      FIRST_COOLDOWN * 2 ** (failures - 1),
+      MAX_COOLDOWN,
+    );
+    const wait = seen.until > MAX_RETRY_AFTER
+      ? Math.max(escalated, Math.min(seen.until, 25 * HOUR))
+      : escalated;
+    lastEnd = seen.at + wait;
+    return lastEnd;
+  });
 }
 
 /** Every request justified by the one before it; 401 renewals an hour apart. */
 function checkLog(log: readonly Seen[]): void {
   let lastRenewal = -Infinity;
+  const ends = cooldowns(log);
   for (let i = 1; i < log.length; i++) {
-    const before = log[i - 1]!;
+    const before = { ...log[i - 1]!, until: ends[i - 1]! };
     const now = log[i]!;
     const start = log[0]!.at;
     const where = `request ${i} at +${
@@ -162,51 +235,68 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
     now: clock,
     tokenLifetime: LIFETIME * 1000,
     quota: { perHour: 1_000_000 },
+    // One secret for every run: its store key is stretched once per process.
+    credentials: {
+      clientId: "property-client",
+      clientSecret: "property-secret",
+    },
   });
   const main = "http://127.0.0.1:9";
   const environment = service.environmentAt(main, "http://127.0.0.1:10");
   const log: Seen[] = [];
   const pending: Promise<void>[] = [];
+  let outage: FakeFault | undefined;
   // The fake served in process: every request reaches it as a Request.
   const serve: typeof fetch = async (input, init) => {
     const request = new Request(input, init);
     if (!request.url.startsWith(main)) return await service.handlePci(request);
+    const token = new URL(request.url).pathname ===
+      environment.tokenUrl.pathname;
+    if (token && outage !== undefined) service.injectTokenFaults(outage);
     const response = await service.handle(request);
-    if (new URL(request.url).pathname !== environment.tokenUrl.pathname) {
-      return response;
-    }
+    if (!token) return response;
     const at = clock();
     pending.push(
       classify(response.clone(), at).then((seen) => void log.push(seen)),
     );
     return response;
   };
-  const tokenProvider = createTokenProvider({
-    ...environment,
-    ...service.credentials,
-    now: clock,
-    fetch: serve,
-    retry: false,
-    // The clock leaps only once background refreshes are done: a refresh
-    // still running when it jumps minutes would look overdue, which in
-    // reality only work a runtime dropped can be.
-    waitUntil: (promise) => void background.push(promise),
-  });
+  // Every process of the fleet shares this store; each has its own provider.
+  const store = createMemoryTokenStore();
   const background: Promise<unknown>[] = [];
-  const client = createClient({
-    environment,
-    tokenProvider,
-    fetch: serve,
-    now: clock,
-    retry: false,
-  });
-  const call = async () => {
+  const newProcess = () => {
+    const tokenProvider = createTokenProvider({
+      ...environment,
+      ...service.credentials,
+      now: clock,
+      fetch: serve,
+      retry: false,
+      store,
+      // The clock leaps only once background refreshes are done: a refresh
+      // still running when it jumps minutes would look overdue, which in
+      // reality only work a runtime dropped can be.
+      waitUntil: (promise) => void background.push(promise),
+    });
+    return createClient({
+      environment,
+      tokenProvider,
+      fetch: serve,
+      now: clock,
+      retry: false,
+    });
+  };
+  let client = newProcess();
+  const call = async (hangUp = false) => {
+    const caller = new AbortController();
     try {
-      const response = await client.fetch("organizations");
+      const pending = client.fetch("organizations", { signal: caller.signal });
+      if (hangUp) caller.abort(new Error("hung up"));
+      const response = await pending;
       await response.body?.cancel();
     } catch (error) {
       ok(
-        error instanceof TokenRequestError || error instanceof ApiError,
+        error instanceof TokenRequestError || error instanceof ApiError ||
+          (hangUp && caller.signal.aborted),
         String(error),
       );
     }
@@ -223,6 +313,19 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
       case "revoke":
         service.revokeTokens();
         break;
+      case "new process":
+        await Promise.all(background.splice(0));
+        client = newProcess();
+        break;
+      case "outage":
+        outage = step.fault;
+        for (let minute = 0; minute < step.minutes; minute += 5) {
+          await call();
+          await Promise.all(background.splice(0));
+          clock.advance(5 * 60_000);
+        }
+        outage = undefined;
+        break;
       case "calls":
         if (step.unauthorized) {
           service.injectApiFaults(
@@ -232,7 +335,10 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
             })),
           );
         }
-        await Promise.all(Array.from({ length: step.count }, call));
+        await Promise.all([
+          ...Array.from({ length: step.count }, () => call()),
+          ...Array.from({ length: step.hangUps }, () => call(true)),
+        ]);
         break;
     }
   }
