@@ -194,3 +194,30 @@ Deno.test("a listener that throws changes nothing", async () => {
   });
   ok((await provider.getToken()).expiresAt > 0);
 });
+
+Deno.test("a listener that returns a rejecting promise is ignored: no unhandled rejection", async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (event: PromiseRejectionEvent) => {
+    event.preventDefault();
+    unhandled.push(event.reason);
+  };
+  globalThis.addEventListener("unhandledrejection", onUnhandled);
+  try {
+    await using api = await startFakePartnerApi();
+    const rejecting = (): Promise<void> =>
+      Promise.reject(new Error("listener broke"));
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+      onEvent: rejecting,
+    });
+    const response = await client.fetch("organizations");
+    await response.body?.cancel();
+    equal(response.status, 200);
+    // Rejections are reported after the microtasks run out: give them a turn.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    deepStrictEqual(unhandled, []);
+  } finally {
+    globalThis.removeEventListener("unhandledrejection", onUnhandled);
+  }
+});

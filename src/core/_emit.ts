@@ -1,5 +1,6 @@
-// Internal: hands an event to a listener, frozen, and ignores what it throws.
-// Callers check for a listener first, so that nobody listening costs nothing.
+// Internal: hands an event to a listener, frozen, and ignores what it throws
+// or rejects with. Callers check for a listener first, so that nobody
+// listening costs nothing.
 
 import type { EventListener, PartnerApiEvent } from "./events.ts";
 
@@ -13,9 +14,10 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
 }
 
 /**
- * Calls a listener the user gave (`onQuota`, ...) and ignores what it
- * throws or the promise it rejects: no unhandled rejection can end the
- * process.
+ * Calls a user's listener (`onEvent`, `onQuota`, ...) with `value`. What it
+ * throws is dropped, and so is what the promise it may return rejects with:
+ * an `async` listener that fails must not become an unhandled rejection,
+ * which ends a Deno or Node process.
  */
 export function callListener<T>(
   listener: (value: T) => unknown,
@@ -23,8 +25,15 @@ export function callListener<T>(
 ): void {
   try {
     const result = listener(value);
-    if (result instanceof Promise) result.catch(() => {});
+    if (isThenable(result)) result.then(undefined, ignore);
   } catch {
     // A listener's failure must never change what the module does.
   }
 }
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null &&
+    typeof (value as { then?: unknown }).then === "function";
+}
+
+function ignore(): void {}
