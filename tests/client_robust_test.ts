@@ -9,8 +9,8 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { ApiError } from "../src/core/errors.ts";
-import { createClient } from "../src/client/mod.ts";
+import { ApiError, TokenRequestError } from "../src/core/errors.ts";
+import { createClient, createRateLimiter } from "../src/client/mod.ts";
 import {
   defineEnvironment,
   type Environment,
@@ -549,4 +549,20 @@ Deno.test("a caller's fetch that throws at once is no answer, typed, after the r
     return true;
   });
   equal(calls, 3);
+});
+
+Deno.test("a call that fails before sending (no token) takes no rate-limit slot", async () => {
+  await using api = await startFakePartnerApi();
+  const rateLimit = createRateLimiter({ requests: 1, interval: 300_000 });
+  const noToken = createClient({
+    environment: api.environment,
+    clientId: api.credentials.clientId,
+    clientSecret: "not-the-secret",
+    rateLimit,
+  });
+  await rejects(noToken.fetch("organizations"), TokenRequestError);
+  // The one slot of the window is still free: taken now, not waited for.
+  const ticket = rateLimit.take();
+  equal(typeof ticket, "number");
+  rateLimit.answered(ticket as number);
 });

@@ -144,6 +144,8 @@ Deno.test("a full rate window: rate.wait with how long", async () => {
   });
   await (await client.fetch("organizations")).body?.cancel();
   const second = client.fetch("organizations");
+  // The second call has its token (cached) and waits for its slot.
+  await new Promise((resolve) => setTimeout(resolve, 0));
   // The window frees 1 ms after the first answer, by the injected clock; the
   // limiter's timer (real, 1 ms) then lets the second go.
   clock.advance(25);

@@ -85,14 +85,16 @@ export async function sendExchange<T>(
   let wait = 0;
   while (true) {
     if (wait > 0) await delay(wait, run.signal);
+    // The token before the slot: a call that fails without one sends
+    // nothing, and must not hold a slot of the window for an interval.
+    const { accessToken } = await context.tokenProvider.getToken(
+      run.signal === undefined ? NO_OPTIONS : { signal: run.signal },
+    );
     // A slot in the rate window, before the attempt's time limit starts:
     // waiting for the window is not failing.
     const slot = context.rateLimiter?.take(run.signal);
     const ticket = typeof slot === "object" ? await run.waitFor(slot) : slot;
     try {
-      const { accessToken } = await context.tokenProvider.getToken(
-        run.signal === undefined ? NO_OPTIONS : { signal: run.signal },
-      );
       const signal = run.startAttempt();
       const response = await run.send(accessToken, signal);
       let step = nextStep(run.attempted(response), run, context.retry);
