@@ -7,6 +7,7 @@ import { createClient } from "../src/client/mod.ts";
 import { defineEnvironment } from "../src/core/environment.ts";
 import { collect } from "../src/client/paginate.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 
 const ALL = { maxItems: 1_000_000 };
 
@@ -107,3 +108,66 @@ Deno.test("an ApiError message is at most 2,000 characters, whatever the body", 
     );
   });
 });
+
+Deno.test("time options above 2,147,483,647 ms (what a timer can wait) are refused with RangeError naming the option; the largest is taken", async () => {
+  const environment = defineEnvironment({
+    baseUrl: "http://127.0.0.1:9/api/",
+    pciBaseUrl: "http://127.0.0.1:9/pci/",
+    tokenUrl: "http://127.0.0.1:9/token",
+    audience: "https://partner.example/api",
+  });
+  const credentials = { clientId: "id", clientSecret: "secret" };
+  const timed = (option: string, ms: number) =>
+    option === "timeout" || option === "refreshMargin"
+      ? { [option]: ms }
+      : { retry: { [option]: ms } };
+  const makers = {
+    createTokenProvider: (extra: object) =>
+      createTokenProvider({ environment, ...credentials, ...extra }),
+    createClient: (extra: object) =>
+      createClient({ environment, ...credentials, ...extra }),
+    requestToken: (extra: object) =>
+      requestToken({
+        ...environment,
+        ...credentials,
+        ...extra,
+        fetch: () => Promise.reject(new Error("not sent")),
+      }),
+  };
+  const options = {
+    createTokenProvider: [
+      "timeout",
+      "refreshMargin",
+      "initialDelay",
+      "maxDelay",
+      "maxRetryAfter",
+    ],
+    createClient: [
+      "timeout",
+      "refreshMargin",
+      "initialDelay",
+      "maxDelay",
+      "maxRetryAfter",
+    ],
+    requestToken: ["timeout"],
+  };
+  for (const [name, make] of Object.entries(makers)) {
+    for (const option of options[name as keyof typeof options]) {
+      const error = await refusal(() => make(timed(option, 2 ** 31)));
+      ok(error instanceof RangeError, `${name} ${option}`);
+      equal((error as RangeError & { option: string }).option, option);
+      const largest = await refusal(() => make(timed(option, 2 ** 31 - 1)));
+      ok(!(largest instanceof RangeError), `${name} ${option} at the bound`);
+    }
+  }
+});
+
+/** What `make` throws or rejects with, or `undefined`. */
+async function refusal(make: () => unknown): Promise<unknown> {
+  try {
+    await make();
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}

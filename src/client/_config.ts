@@ -170,7 +170,7 @@ export function clientConfig(
   const timeout = checkNumber(
     options.timeout,
     30_000,
-    "positive finite number",
+    "positive time in ms, at most 2147483647",
     CONTEXT,
     "timeout",
   );

@@ -30,11 +30,26 @@ export function optionError(
   return Object.assign(error, { option, rule });
 }
 
+/**
+ * The longest wait a timer keeps: `setTimeout` takes a longer delay as 1 ms
+ * and fires at once, so a larger time option would fail every request.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 const RULES = {
   "positive integer": (n: number) => Number.isSafeInteger(n) && n >= 1,
   "non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
   "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
   "positive finite number": (n: number) => Number.isFinite(n) && n > 0,
+  // Times in ms, each bounded by what a timer can wait.
+  "positive time in ms, at most 2147483647": (n: number) =>
+    n > 0 && n <= MAX_TIMER_MS,
+  "non-negative time in ms, at most 2147483647": (n: number) =>
+    n >= 0 && n <= MAX_TIMER_MS,
+  "positive whole time in ms, at most 2147483647": (n: number) =>
+    Number.isInteger(n) && n > 0 && n <= MAX_TIMER_MS,
+  "non-negative whole time in ms, at most 2147483647": (n: number) =>
+    Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS,
 };
 
 /** A rule a numeric option must follow. */

@@ -50,7 +50,7 @@ export function backoffFrom(
     checkNumber(
       value,
       DEFAULT_BACKOFF[field],
-      "non-negative finite number",
+      "non-negative time in ms, at most 2147483647",
       context,
       field,
     );

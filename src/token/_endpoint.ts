@@ -147,7 +147,7 @@ export function tokenEndpoint(
     timeout: checkNumber(
       options.timeout,
       DEFAULT_TIMEOUT,
-      "positive finite number",
+      "positive time in ms, at most 2147483647",
       context,
       "timeout",
     ),

@@ -267,7 +267,7 @@ export function providerConfig(options: TokenProviderOptions): ProviderConfig {
       : checkNumber(
         options.refreshMargin,
         0,
-        "non-negative finite number",
+        "non-negative time in ms, at most 2147483647",
         CONTEXT,
         "refreshMargin",
       ),
