@@ -13,7 +13,7 @@
  * | `partner_api.token.request`   | span      | `partner_api.outcome`, `error.type`            |
  * | `partner_api.list`            | span      | `url.path`, `partner_api.pages`, `partner_api.items`, `partner_api.outcome` |
  * | `partner_api.token.requests`  | counter   | `partner_api.outcome`                          |
- * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket`                     |
+ * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket` (`per_hour`, `per_day` only) |
  * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code`, `partner_api.base` (ms) |
  *
  * @example A client whose token requests and crawls show in traces
@@ -139,6 +139,11 @@ export interface OpenTelemetryOptions {
 }
 
 const NAME = "@partner-api/client";
+/** The quota buckets the service documents; the gauge records no other. */
+const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
+  "per_hour",
+  "per_day",
+]);
 
 /**
  * Returns an `onEvent` listener that records the module's events as
@@ -252,6 +257,9 @@ function tokenRequest(
   );
   meter.tokenRequests.add(1, { "partner_api.outcome": event.outcome });
   for (const bucket of event.quota ?? []) {
+    // Bucket names come from the server: each new one would be a new series
+    // in the user's metrics store. Only the documented ones are recorded.
+    if (!DOCUMENTED_BUCKETS.has(bucket.bucket)) continue;
     meter.quotaRemaining.record(bucket.remaining, {
       "partner_api.quota.bucket": bucket.bucket,
     });

@@ -1,0 +1,64 @@
+// openTelemetry() against a loopback token endpoint, through a meter that
+// keeps what it is given: the series a server can make.
+
+import { deepStrictEqual } from "node:assert/strict";
+import { openTelemetry } from "../src/telemetry/otel.ts";
+import type {
+  TelemetryAttributes,
+  TelemetryMeter,
+  TelemetryTracer,
+} from "../src/telemetry/otel.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+
+/** A meter that keeps every gauge point, and a tracer that drops spans. */
+function recorder() {
+  const gauges: { name: string; attributes: TelemetryAttributes }[] = [];
+  const nothing = { add() {}, record() {} };
+  const meter: TelemetryMeter = {
+    createCounter: () => nothing,
+    createHistogram: () => nothing,
+    createGauge: (name) => ({
+      record: (_value, attributes) => gauges.push({ name, attributes }),
+    }),
+  };
+  const tracer: TelemetryTracer = {
+    startSpan: () => ({ setStatus: () => ({ end() {} }) }),
+  };
+  return { gauges, meter, tracer };
+}
+
+Deno.test("the quota gauge records only the buckets the service documents: a server sending 100 new bucket names creates no new series", async () => {
+  const invented = Array.from(
+    { length: 100 },
+    (_, i) => `b=bucket_${i};q=10;r=5;t=60`,
+  );
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json(
+        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
+        {
+          headers: {
+            "Idp-Client-Quota-Limit": [
+              "b=per_hour;q=10;r=9;t=3540",
+              ...invented,
+              "b=per_day;q=50;r=49;t=43200",
+            ].join(","),
+          },
+        },
+      ),
+  );
+  const { gauges, meter, tracer } = recorder();
+  const provider = createTokenProvider({
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner.example/api",
+    clientId: "id",
+    clientSecret: "secret",
+    onEvent: openTelemetry({ meter, tracer }),
+  });
+  await provider.getToken();
+  deepStrictEqual(
+    gauges.map(({ attributes }) => attributes["partner_api.quota.bucket"]),
+    ["per_hour", "per_day"],
+  );
+});
