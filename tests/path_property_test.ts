@@ -40,6 +40,9 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
     "．．",
     "․",
     "a;b",
+    "admin%ff",
+    "%c0%ae%c0%ae",
+    "%e0%80%ae",
   );
   const relative = fc.array(segment, { maxLength: 6 }).map((parts) =>
     parts.join("/")
@@ -72,9 +75,10 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
           url.origin === base.origin &&
             url.pathname.startsWith(base.pathname) &&
             url.username === "" && url.password === "" &&
-            !/%(2f|5c)|%25[0-9a-f]{2}|;|%EF%BC%8E|%E2%80%A4/i.test(
-              url.pathname,
-            ),
+            !/%(2f|5c)|%25[0-9a-f]{2}|;|%EF%BC%8E|%E2%80%A4|%c[01]|%e0%[89]/i
+              .test(
+                url.pathname,
+              ),
           `the token went to ${url.href}`,
         );
       }
@@ -88,7 +92,7 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
   ok(elsewhere.apiRequests === 0);
 });
 
-Deno.test("paths a server may read as outside the base are refused before anything is sent", async () => {
+Deno.test("paths a server may read as outside the base are refused before anything is sent, also beside an invalid or overlong escape", async () => {
   await using api = await startFakePartnerApi();
   const client = createClient({
     environment: api.environment,
@@ -103,6 +107,11 @@ Deno.test("paths a server may read as outside the base are refused before anythi
     "․․/admin",
     "organizations／x",
     "organizations＼x",
+    "．．/admin%ff",
+    "%ff/．．/admin",
+    "%c0%ae%c0%ae/admin",
+    "organizations/%c0%ae%c0%ae%c0%af",
+    "%e0%80%ae%e0%80%ae/admin",
   ];
   for (const path of risky) {
     await rejects(client.fetch(path), TypeError, path);

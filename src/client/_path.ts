@@ -12,6 +12,15 @@ import { displayUrl } from "../core/_url.ts";
 const RISKY_PATH = /%(?:2f|5c)|%25[0-9a-f]{2}|;|\\/i;
 /** Characters that NFKC maps to something holding `.`, `/` or `\` (`．`, `․`, `／`). */
 const LOOKALIKE = /[^\p{ASCII}]/gu;
+/**
+ * Overlong UTF-8 (`%c0%ae` for `.`, `%e0%80%ae`, `%f0%80%80%ae`): never valid,
+ * it exists only to hide a character, and some servers decode it anyway.
+ */
+const OVERLONG = /%c[01]|%e0%[89]|%f0%8/i;
+/** A run of percent-escapes, decoded together (one character may take four). */
+const ESCAPES = /(?:%[0-9a-f]{2})+/gi;
+/** Invalid bytes become U+FFFD, so that one of them hides nothing else. */
+const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
@@ -41,7 +50,7 @@ export function resolveUnder(
       new TypeError(
         `${context}: ${
           displayUrl(url)
-        } holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), a ';', a backslash, or a character that reads as '.', '/' or '\\', which a server may take for a path outside ${base.href}; the token is only sent under it`,
+        } holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), an overlong UTF-8 escape (%C0%AE), a ';', a backslash, or a character that reads as '.', '/' or '\\', which a server may take for a path outside ${base.href}; the token is only sent under it`,
       ),
       {
         option: "path",
@@ -95,16 +104,22 @@ export function isUnder(url: URL, base: URL): boolean {
     !isRiskyPath(url.pathname);
 }
 
-/** Whether a (percent-encoded) path holds a form listed at {@linkcode RISKY_PATH}, or a lookalike. */
+/**
+ * Whether a (percent-encoded) path holds a form listed at
+ * {@linkcode RISKY_PATH}, overlong UTF-8, or a lookalike (also beside an
+ * escape that is not UTF-8, such as `%ff`).
+ */
 function isRiskyPath(pathname: string): boolean {
-  if (RISKY_PATH.test(pathname)) return true;
+  if (RISKY_PATH.test(pathname) || OVERLONG.test(pathname)) return true;
   if (!pathname.includes("%")) return false;
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(pathname);
-  } catch {
-    return false; // not UTF-8: no character to normalise
-  }
+  // The URL parser escapes every non-ASCII character, so each one is here.
+  const decoded = pathname.replace(
+    ESCAPES,
+    (run) =>
+      LENIENT.decode(
+        Uint8Array.from(run.slice(1).split("%"), (hex) => parseInt(hex, 16)),
+      ),
+  );
   for (const [char] of decoded.matchAll(LOOKALIKE)) {
     if (/[./\\]/.test(char.normalize("NFKC"))) return true;
   }
