@@ -212,3 +212,57 @@ Deno.test("completion prints a script for each shell; cache clear and logout say
   equal(cleared, 2);
   equal((await run(["cache", "wipe"], {})).code, 2);
 });
+
+Deno.test("CSV cells that would start a formula are prefixed with ' (OWASP), numbers are not", () => {
+  for (const formula of ["=HYPERLINK(1)", "+cmd", "-x", "@SUM(A1)", "=1+1"]) {
+    equal(csvField(formula), `'${formula}`);
+  }
+  for (const number of ["-5", "+33", "-12.50", -3, "1e5"]) {
+    equal(csvField(number), String(number));
+  }
+  equal(csvField("plain=text"), "plain=text");
+  equal(csvField('=HYPERLINK("x")'), `"'=HYPERLINK(""x"")"`);
+});
+
+Deno.test("invisible direction and zero-width characters from the service are escaped in every format, headers and keys too", async () => {
+  await using api = await startFakePartnerApi();
+  const invisible = [
+    ..."\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff",
+    ..."\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+  ];
+  const hidden = invisible.join("");
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json([{ [`name${hidden}`]: `evil${hidden}`, id: 1 }]),
+  );
+  const config = {
+    ...configFor(api),
+    PARTNER_API_BASE_URL: `http://127.0.0.1:${server.addr.port}/api/`,
+  };
+  for (const format of ["table", "csv", "json", "jsonl"]) {
+    const result = await run(
+      ["list", "organizations", "--format", format, "--no-cache"],
+      config,
+    );
+    equal(result.code, 0, result.stderr);
+    for (const char of invisible) {
+      ok(
+        !result.stdout.includes(char),
+        `${format}: U+${char.charCodeAt(0).toString(16)}`,
+      );
+    }
+  }
+  const csv = await run(
+    [
+      "list",
+      "organizations",
+      "--format",
+      "csv",
+      "--fields",
+      `name${hidden}`,
+      "--no-cache",
+    ],
+    config,
+  );
+  ok(invisible.every((char) => !csv.stdout.includes(char)), csv.stdout);
+});

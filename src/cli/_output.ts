@@ -107,9 +107,15 @@ function csvWriter(
   return afterFirstPage(pageSize, firstPage, writeRow);
 }
 
-/** One field as RFC 4180 has it, quoted when it must be. */
+/**
+ * One field as RFC 4180 has it, quoted when it must be. A cell a
+ * spreadsheet would run as a formula (`=`, `+`, `-` or `@` first, OWASP's
+ * CSV injection) gets a `'` before it, unless it is a plain number such as
+ * `-5` or `+33`: stricter than "followed by a non-digit", which lets
+ * `=1+HYPERLINK(...)` through.
+ */
 export function csvField(value: unknown): string {
-  const text = escapeControls(
+  const text = defused(escapeControls(
     value === undefined || value === null
       ? ""
       : typeof value === "string"
@@ -117,6 +123,14 @@ export function csvField(value: unknown): string {
       : typeof value === "object"
       ? JSON.stringify(value)
       : String(value),
-  );
+  ));
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+const FORMULA_START = /^[=+\-@]/;
+const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
+
+/** `text`, with a `'` before it when a spreadsheet would take it for a formula. */
+function defused(text: string): string {
+  return FORMULA_START.test(text) && !NUMBER.test(text) ? `'${text}` : text;
 }

@@ -124,24 +124,23 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
 }
 
 // Written raw, service data could move the cursor, retitle the window or
-// write the clipboard (OSC 52): every control character is shown escaped.
-const UNESCAPED_IN_JSON =
-  /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-
+// write the clipboard (OSC 52), or hide and reorder what a person reads:
+// every control and invisible character is shown escaped.
 const escapeCode = (char: string) =>
   `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
-/** `text` with every control character shown as `\uXXXX`. */
+/** `text` with every control and invisible character shown as `\uXXXX`. */
 export function escapeControls(text: string): string {
   return text.replace(CONTROLS, escapeCode);
 }
 
 /**
- * JSON of `value` with nothing a terminal acts on: JSON.stringify escapes C0
- * controls itself, the rest are escaped here (still valid JSON).
+ * JSON of `value` with nothing a terminal acts on or a reader cannot see:
+ * JSON.stringify escapes C0 controls itself, the rest are escaped here as
+ * `\uXXXX` (still valid JSON, the same string once parsed).
  */
 export function safeJson(value: unknown): string {
-  return JSON.stringify(value).replace(UNESCAPED_IN_JSON, escapeCode);
+  return JSON.stringify(value).replace(CONTROLS, escapeCode);
 }
 
 /**

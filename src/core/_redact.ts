@@ -6,12 +6,14 @@ const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 export const MAX_SERVER_TEXT = 1000;
 /**
- * C0 and C1 controls, DEL, and the bidi and line separators that can reorder
- * or split a terminal line.
+ * C0 and C1 controls, DEL, the line separators that can split a terminal
+ * line, and the invisible characters that reorder or hide text: direction
+ * embeddings, overrides, isolates and marks (U+202A-202E, U+2066-2069,
+ * U+200E/F, U+061C) and zero-width ones (U+200B-200D, U+2060, U+FEFF).
  */
 export const CONTROLS =
   // deno-lint-ignore no-control-regex
-  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
 /**
  * A secret to keep out of text: a string, or a client secret with its client
