@@ -4,6 +4,9 @@
 
 import { UsageError } from "./_plan.ts";
 
+/** The largest --env-file read: a dotenv file is a few lines. */
+export const MAX_ENV_FILE = 64 * 1024;
+
 /** The variables of a dotenv text. */
 export function parseEnvFile(text: string): Map<string, string> {
   const variables = new Map<string, string>();
@@ -47,14 +50,47 @@ export async function withEnvFile(
   try {
     text = await read(path);
   } catch (error) {
-    const denied = (error as Error).name === "NotCapable" ||
-      (error as Error).name === "PermissionDenied";
+    const name = (error as Error).name;
     throw new UsageError(
-      denied
+      name === "NotCapable" || name === "PermissionDenied"
         ? `cannot read --env-file ${path}: run with --allow-read=${path}`
-        : `cannot read --env-file ${path} (${(error as Error).name})`,
+        : name === NOT_SMALL_FILE
+        ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`
+        : `cannot read --env-file ${path} (${name})`,
     );
   }
   const file = parseEnvFile(text);
   return (name) => env(name) ?? file.get(name);
+}
+
+const NOT_SMALL_FILE = "NotSmallFile";
+
+/**
+ * The text of `path`, if it is a regular file (or a link to one) of at most
+ * {@linkcode MAX_ENV_FILE} bytes. Anything else is refused before it is
+ * read: a FIFO would hang the run, a device such as /dev/zero or a huge file
+ * would fill its memory. A file that grows past the bound while it is read
+ * is refused too.
+ *
+ * @throws {Error} Named `NotSmallFile`, or what `Deno.stat` and reading throw.
+ */
+export async function readEnvFile(path: string): Promise<string> {
+  const info = await Deno.stat(path);
+  if (!info.isFile || info.size > MAX_ENV_FILE) throw notSmallFile();
+  using file = await Deno.open(path, { read: true });
+  const buffer = new Uint8Array(MAX_ENV_FILE + 1);
+  let size = 0;
+  while (size < buffer.length) {
+    const read = await file.read(buffer.subarray(size));
+    if (read === null) break;
+    size += read;
+  }
+  if (size > MAX_ENV_FILE) throw notSmallFile();
+  return new TextDecoder().decode(buffer.subarray(0, size));
+}
+
+function notSmallFile(): Error {
+  return Object.assign(new Error("not a small regular file"), {
+    name: NOT_SMALL_FILE,
+  });
 }

@@ -49,7 +49,7 @@ export interface RunIo extends CliIo {
   ) => { store?: TokenStore | undefined; notice?: string | undefined };
   /** The clock, in epoch ms. */
   now?: () => number;
-  /** Reads a file the user named (`--env-file`). */
+  /** Reads the file the user named (`--env-file`); by default a regular file of at most 64 KiB. */
   readTextFile?: (path: string) => Promise<string>;
   /** Calls `stop` on Ctrl-C until the returned function is called. */
   onInterrupt?: (stop: () => void) => () => void;

@@ -38,7 +38,7 @@ import { execute, failureMessage } from "./_commands.ts";
 import { type CliIo, openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
-import { withEnvFile } from "./_env_file.ts";
+import { readEnvFile, withEnvFile } from "./_env_file.ts";
 import { type CliWriter, escapeControls } from "./_render.ts";
 import { causeLines } from "./_verbose.ts";
 
@@ -108,7 +108,7 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
       const env = planned.envFile === undefined ? run.env : await withEnvFile(
         run.env,
         planned.envFile,
-        run.readTextFile ?? ((path) => Deno.readTextFile(path)),
+        run.readTextFile ?? readEnvFile,
       );
       const config = readConfig({ ...run, env });
       await execute(
@@ -169,7 +169,7 @@ function processIo(): RunIo {
     stderr: processWriter(Deno.stderr),
     openCache,
     clearCache,
-    readTextFile: (path) => Deno.readTextFile(path),
+    readTextFile: readEnvFile,
     onInterrupt(stop) {
       interruptions.add(stop);
       return () => interruptions.delete(stop);
