@@ -9,6 +9,8 @@ import {
 } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { TokenRequestError } from "../src/core/errors.ts";
+import fc from "fast-check";
+import { serverText } from "../src/core/_redact.ts";
 
 /**
  * A token request to a loopback server that answers every request with
@@ -145,7 +147,11 @@ Deno.test("server text in a token error is cleaned, capped and free of the secre
         for (const form of forms) ok(!text.includes(form), `leaked ${form}`);
       }
       ok((error.description?.length ?? 0) <= 1_000);
-      ok(error.description?.includes("you sent [redacted] | [redacted]"));
+      ok(
+        error.description?.includes(
+          "you sent [client_secret] | [client_secret]",
+        ),
+      );
       return true;
     },
   );
@@ -245,4 +251,150 @@ Deno.test("a server text holding a long run of the secret is dropped whole", asy
       return true;
     },
   );
+});
+
+/** Text as UTF-8 bytes, in hex. */
+function hex(text: string): string {
+  return Array.from(
+    new TextEncoder().encode(text),
+    (byte) => byte.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
+function b64(text: string): string {
+  return btoa(String.fromCharCode(...new TextEncoder().encode(text)));
+}
+
+/** Every form a server may quote a configured value in. */
+const FORMS: Record<string, (value: string, clientId: string) => string> = {
+  plain: (value) => value,
+  upper: (value) => value.toUpperCase(),
+  lower: (value) => value.toLowerCase(),
+  hex: (value) => hex(value),
+  "upper hex": (value) => hex(value).toUpperCase(),
+  json: (value) => JSON.stringify(value).slice(1, -1),
+  url: (value) => encodeURIComponent(value),
+  "url twice": (value) => encodeURIComponent(encodeURIComponent(value)),
+  form: (value) => new URLSearchParams({ s: value }).toString().slice(2),
+  html: (value) =>
+    value.replaceAll("&", "&amp;").replaceAll("<", "&lt;")
+      .replaceAll(">", "&gt;").replaceAll('"', "&quot;"),
+  base64: (value) => b64(value),
+  base64url: (value) =>
+    b64(value).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, ""),
+  "base64 of id:secret": (value, clientId) => b64(`${clientId}:${value}`),
+};
+
+Deno.test("every configured credential (client secret, client id, audience) is replaced by its name in server text, in every form", () => {
+  // Values never shorter than the redaction minimum, and never part of a name.
+  const value = fc.string({ minLength: 8, maxLength: 40, unit: "grapheme" })
+    .filter((text) =>
+      text.trim().length >= 8 &&
+      !"[client_secret][client_id][audience]".includes(text)
+    );
+  fc.assert(
+    fc.property(
+      value,
+      value,
+      value,
+      fc.constantFrom(...Object.keys(FORMS)),
+      fc.constantFrom("secret", "clientId", "audience"),
+      (secret, clientId, audience, form, which) => {
+        const credentials = { secret, clientId, audience };
+        const quoted = FORMS[form]!(credentials[which], clientId);
+        const shown = serverText(`you sent: ${quoted} (bad)`, [credentials]);
+        ok(!shown.includes(quoted), `${form} of ${which}: ${shown}`);
+        if (which === "secret") {
+          ok(!shown.includes(secret), `${form}: ${shown}`);
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("a whole request body echoed in base64 is replaced by the name of the credential it holds", () => {
+  const credentials = {
+    secret: "Zx9-very-secret-value-123",
+    clientId: "client-12345",
+    audience: "https://partner-api.test",
+  };
+  const body = JSON.stringify({
+    client_id: credentials.clientId,
+    client_secret: credentials.secret,
+    audience: credentials.audience,
+    grant_type: "client_credentials",
+  });
+  const form = new URLSearchParams({
+    grant_type: "client_credentials",
+    client_secret: credentials.secret,
+  }).toString();
+  for (const echoed of [b64(body), b64(form), b64(body).replace(/=+$/, "")]) {
+    equal(
+      serverText(`could not parse ${echoed}.`, [credentials]),
+      "could not parse [client_secret].",
+    );
+  }
+});
+
+Deno.test("client ids and audiences shorter than 8 characters are not redacted: a short value would go everywhere", () => {
+  const credentials = {
+    secret: "s3cr3t-long-enough",
+    clientId: "abc",
+    audience: "api",
+  };
+  equal(
+    serverText("the api for abc is down", [credentials]),
+    "the api for abc is down",
+  );
+});
+
+Deno.test("a secret pasted into the audience or the client id is never shown when the IdP quotes it back (Auth0, Azure AD)", async () => {
+  const pasted = "Zx9-very-secret-value-123";
+  const cases = [
+    {
+      variable: "audience",
+      status: 403,
+      body: (value: string) => ({
+        error: "access_denied",
+        error_description: `Service not found: ${value}`,
+      }),
+    },
+    {
+      variable: "clientId",
+      status: 400,
+      body: (value: string) => ({
+        error: "unauthorized_client",
+        error_description:
+          `AADSTS700016: Application with identifier '${value}' was not found in the directory 'partner'.`,
+      }),
+    },
+  ] as const;
+  for (const { variable, status, body } of cases) {
+    for (const [form, quote] of Object.entries(FORMS)) {
+      const quoted = quote(pasted, "client-12345");
+      await using server = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        () => Response.json(body(quoted), { status }),
+      );
+      const error = await requestToken({
+        tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+        audience: "https://partner-api.test",
+        clientId: "client-12345",
+        clientSecret: "the-real-secret-value",
+        [variable]: pasted,
+      }).then(() => undefined, (error) => error);
+      ok(error instanceof TokenRequestError, form);
+      equal(error.status, status);
+      assertClean(error, [pasted, quoted]);
+      if (form === "plain") {
+        ok(
+          error.description?.includes(
+            variable === "audience" ? "[audience]" : "[client_id]",
+          ),
+          error.description,
+        );
+      }
+    }
+  }
 });

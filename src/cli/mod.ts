@@ -31,7 +31,7 @@
  * @module
  */
 
-import { redact } from "../core/_redact.ts";
+import { redact, type Secret } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
 import { CONFIG_VARIABLES, NAME, type Plan, plan } from "./_plan.ts";
 import { execute, failureMessage } from "./_commands.ts";
@@ -139,14 +139,27 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   return code;
 }
 
-/** The secret, wherever it was put: also pasted into the wrong variable, it is never printed. */
-function secretsOf(io: CliIo): string[] {
-  try {
-    const secret = io.env(CONFIG_VARIABLES.clientSecret)?.trim();
-    return secret ? [secret] : [];
-  } catch {
-    return [];
-  }
+/**
+ * The configured credentials, each kept out of what is printed by value:
+ * a secret pasted into the client id or audience variable is never shown
+ * either, when the IdP quotes it back.
+ */
+function secretsOf(io: CliIo): Secret[] {
+  const read = (name: string) => {
+    try {
+      return io.env(name)?.trim() ?? "";
+    } catch {
+      return ""; // not allowed to read it: not what failed here
+    }
+  };
+  const credentials = {
+    secret: read(CONFIG_VARIABLES.clientSecret),
+    clientId: read(CONFIG_VARIABLES.clientId),
+    audience: read(CONFIG_VARIABLES.audience),
+  };
+  return Object.values(credentials).some((value) => value !== "")
+    ? [credentials]
+    : [];
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {

@@ -28,3 +28,12 @@ export function base64url(text: string): string {
     "",
   );
 }
+
+/** `text` as UTF-8, in lower-case hex. */
+export function hex(text: string): string {
+  let digits = "";
+  for (const byte of new TextEncoder().encode(text)) {
+    digits += byte.toString(16).padStart(2, "0");
+  }
+  return digits;
+}

@@ -1,6 +1,6 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
-import { base64, base64url, basicPair, formEncode } from "./_encoding.ts";
+import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
 
 const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
@@ -16,47 +16,125 @@ export const CONTROLS =
   /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
 /**
- * A secret to keep out of text: a string, or a client secret with its client
- * id, whose HTTP Basic forms (`base64(id:secret)`) are kept out too.
+ * What to keep out of text: a string (an access token), shown as
+ * `[redacted]`; or a client's configured credentials, each shown by its
+ * name (`[client_secret]`, `[client_id]`, `[audience]`), so that a secret
+ * pasted into the wrong variable is never shown, whichever variable it is
+ * in, and the text still says which value the server quoted.
  */
 export type Secret =
   | string
-  | { readonly secret: string; readonly clientId: string };
+  | {
+    readonly secret: string;
+    readonly clientId: string;
+    readonly audience?: string | undefined;
+  };
+
+/**
+ * Client ids and audiences shorter than this (trimmed) are not redacted:
+ * a 3-character audience such as "api" would be cut out of every word. Ids
+ * and audiences of real services are longer; a secret is always redacted.
+ */
+export const MIN_REDACTED_LENGTH = 8;
 
 /** Runs of this many characters of a secret make a server text unusable. */
 const SECRET_RUN = 12;
+/** Base64 runs at least this long are decoded and looked into (a whole body echoed). */
+const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
 const HTML_ESCAPES: [RegExp, string[]][] = [
   [/&/g, ["&amp;"]],
   [/</g, ["&lt;"]],
   [/>/g, ["&gt;"]],
-  [/"/g, ["&quot;", "&#34;"]],
-  [/'/g, ["&#39;", "&#x27;"]],
+  // Quotes are left alone by some escapers (PHP's ENT_NOQUOTES, or `"` only).
+  [/"/g, ["&quot;", "&#34;", '"']],
+  [/'/g, ["&#39;", "&#x27;", "'"]],
 ];
 
-/** Forms of a secret as text might hold it, longest first. */
-function encodings(given: Secret): string[] {
-  const { secret, clientId } = typeof given === "string"
-    ? { secret: given, clientId: undefined }
-    : given;
+/** One secret, made ready: every form of every value, and the names they go by. */
+interface Redactor {
+  /** Any form of any value, longest first; case-insensitive. */
+  readonly pattern: RegExp | undefined;
+  /** Each value's own forms, to name a match, in the order of `pattern`. */
+  readonly named: readonly { readonly name: string; readonly whole: RegExp }[];
+  /** The value whose runs drop a whole text (the secret, or the string). */
+  readonly secret: string;
+  /** The longest form, so that a text can be cut before it is searched. */
+  readonly longest: number;
+}
+
+/** Made once per credentials object: a provider keeps one for its life. */
+const redactors = new WeakMap<object, Redactor>();
+
+function redactorOf(given: Secret): Redactor {
+  if (typeof given === "string") return redactor([[REDACTED, given]], given);
+  let made = redactors.get(given);
+  if (made === undefined) {
+    const values: [string, string, string?][] = [
+      ["[client_secret]", given.secret, given.clientId],
+    ];
+    for (
+      const [name, value] of [
+        ["[client_id]", given.clientId],
+        ["[audience]", given.audience],
+      ] as const
+    ) {
+      if ((value?.trim().length ?? 0) >= MIN_REDACTED_LENGTH) {
+        values.push([name, value!]);
+      }
+    }
+    made = redactor(values, given.secret);
+    redactors.set(given, made);
+  }
+  return made;
+}
+
+/** `values` as [name, value, client id to pair it with (HTTP Basic)]. */
+function redactor(
+  values: readonly (readonly [string, string, string?])[],
+  secret: string,
+): Redactor {
+  const all: string[] = [];
+  const named = values.map(([name, value, clientId]) => {
+    const forms = encodings(value, clientId);
+    all.push(...forms);
+    return {
+      name,
+      whole: new RegExp(`^(?:${forms.map(escapeRegExp).join("|")})$`, "iu"),
+    };
+  });
+  // Longest first, so that no shorter form leaves part of a longer one.
+  const forms = [...new Set(all)].sort((a, b) => b.length - a.length);
+  return {
+    pattern: forms.length === 0
+      ? undefined
+      : new RegExp(forms.map(escapeRegExp).join("|"), "giu"),
+    named,
+    secret,
+    longest: forms[0]?.length ?? 0,
+  };
+}
+
+/** Forms of a value as text might hold it. */
+function encodings(value: string, clientId?: string): string[] {
   const forms = new Set<string>();
-  for (const variant of variants(secret)) {
+  for (const variant of variants(value)) {
     const url = encodeURIComponent(variant);
-    forms.add(variant).add(JSON.stringify(variant).slice(1, -1)).add(url)
+    forms.add(variant).add(variant.toUpperCase()).add(variant.toLowerCase())
+      .add(JSON.stringify(variant).slice(1, -1)).add(url)
       .add(formEncode(variant)).add(encodeURIComponent(url));
     for (const html of htmlEscapes(variant)) forms.add(html);
-    forms.add(base64(variant)).add(base64url(variant));
+    forms.add(base64(variant)).add(base64url(variant)).add(hex(variant));
   }
   if (clientId !== undefined) {
-    for (const pair of [`${clientId}:${secret}`, basicPair(clientId, secret)]) {
-      forms.add(base64(pair)).add(base64url(pair));
+    for (const pair of [`${clientId}:${value}`, basicPair(clientId, value)]) {
+      forms.add(base64(pair)).add(base64url(pair)).add(hex(pair));
     }
   }
   forms.delete("");
-  // Longest first, so that no shorter form leaves part of a longer one.
-  return [...forms].sort((a, b) => b.length - a.length);
+  return [...forms];
 }
 
-/** The secret as read, trimmed, and with control characters as spaces. */
+/** The value as read, trimmed, and with control characters as spaces. */
 function variants(secret: string): Set<string> {
   const spaced = secret.replace(CONTROLS, " ");
   return new Set([secret, secret.trim(), spaced, spaced.trim()]);
@@ -74,19 +152,61 @@ function htmlEscapes(text: string): string[] {
   return escaped;
 }
 
-/** Replaces every occurrence of each secret, in each of its forms, with `[redacted]`. */
+/**
+ * Replaces every occurrence of each secret, in each of its forms (in any
+ * letter case), with its name; then every base64 run that decodes to text
+ * holding one (a whole request body echoed back).
+ */
 export function redact(text: string, secrets: readonly Secret[]): string {
   let clean = text;
   for (const secret of secrets) {
-    for (const form of encodings(secret)) {
-      // Percent-escapes are case-insensitive: %2f and %2F mean the same.
-      clean = form.includes("%")
-        ? clean.replace(new RegExp(escapeRegExp(form), "gi"), REDACTED)
-        : clean.replaceAll(form, REDACTED);
-    }
+    const made = redactorOf(secret);
+    if (made.pattern === undefined) continue;
+    // Whole runs first: a value's own base64 may sit aligned inside one.
+    clean = clean.replace(
+      BASE64_RUN,
+      (run) => decodedHolding(run, made) ?? run,
+    );
+    clean = clean.replace(made.pattern, (match) => nameOf(made, match));
   }
   return clean;
 }
+
+/** The name of the value `match` is a form of. */
+function nameOf(made: Redactor, match: string): string {
+  return made.named.find(({ whole }) => whole.test(match))?.name ?? REDACTED;
+}
+
+/**
+ * The name of a value a base64 run holds (the secret's first), read from
+ * any of its 4 alignments; `undefined` when it holds none.
+ */
+function decodedHolding(run: string, made: Redactor): string | undefined {
+  const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
+  for (let skip = 0; skip < 4; skip++) {
+    const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
+    let decoded: string;
+    try {
+      decoded = utf8(atob(aligned));
+    } catch {
+      continue;
+    }
+    const found = new Set(
+      decoded.match(made.pattern!)?.map((match) => nameOf(made, match)),
+    );
+    if (holdsRun(decoded, made.secret)) found.add(made.named[0]!.name);
+    // The most sensitive name it holds: the secret's comes first.
+    const name = made.named.find(({ name }) => found.has(name))?.name;
+    if (name !== undefined) return name;
+  }
+  return undefined;
+}
+
+function utf8(binary: string): string {
+  return LENIENT.decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
+}
+
+const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
  * Text from a server, fit for an error. Secrets are redacted first, before
@@ -101,15 +221,19 @@ export function serverText(
   secrets: readonly Secret[],
   max: number = MAX_SERVER_TEXT,
 ): string {
-  const redacted = redact(text, secrets);
-  if (secrets.some((secret) => holdsRun(redacted, secret))) return REDACTED;
+  // What lies past `max` and every form's length is cut anyway: no need to
+  // search it (a page body may be megabytes).
+  const reach = max + Math.max(0, ...secrets.map((s) => redactorOf(s).longest));
+  const redacted = redact(text.slice(0, reach + 1), secrets);
+  if (secrets.some((secret) => holdsRun(redacted, redactorOf(secret).secret))) {
+    return REDACTED;
+  }
   const clean = redacted.replace(CONTROLS, " ");
   return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
 }
 
 /** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret. */
-function holdsRun(text: string, given: Secret): boolean {
-  const secret = typeof given === "string" ? given : given.secret;
+function holdsRun(text: string, secret: string): boolean {
   for (const variant of variants(secret)) {
     for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
       if (text.includes(variant.slice(at, at + SECRET_RUN))) return true;

@@ -94,7 +94,7 @@ export interface TokenEndpoint {
   readonly audience: string;
   readonly clientId: string;
   readonly secret: string;
-  /** The secret with its client id, as kept out of every text: Basic forms included. */
+  /** The secret, client id and audience, as kept out of every text (each by its name). */
   readonly secrets: readonly Secret[];
   readonly contentType: string;
   readonly body: string;
@@ -133,7 +133,7 @@ export function tokenEndpoint(
     audience,
     clientId,
     secret,
-    secrets: [{ secret, clientId }],
+    secrets: [{ secret, clientId, audience }],
     ...requestParts(options, { clientId, secret, audience }, context),
     // A plain call: some runtimes throw "Illegal invocation" for fetch
     // called as a method of another object.
