@@ -11,6 +11,7 @@ import type {
 } from "../store/mod.ts";
 import { CACHE_VARIABLES } from "./_plan.ts";
 import { delay } from "../core/_retry.ts";
+import { unrefTimer } from "../core/_abort.ts";
 import { openRecord, sealRecord } from "../store/_record.ts";
 import { hexDigest } from "../store/_key.ts";
 
@@ -24,8 +25,16 @@ const encoder = new TextEncoder();
 const MAX_CACHE_FILE = 64 * 1024;
 /** How often a run waiting for another's token request looks again, in ms. */
 const LOCK_POLL = 50;
-/** Slack on top of a token request's budget before a lock counts as stale, in ms. */
+/** Slack on top of a token request's budget before a waiting run requests alone, in ms. */
 const LOCK_SLACK = 5_000;
+/** How often a run refreshes the lock it holds (its mtime), in ms. */
+const LOCK_REFRESH = 1_000;
+/**
+ * A lock not refreshed for this long belongs to a run that is gone (killed,
+ * crashed), in ms. Checking the owner's PID would need --allow-run, which
+ * the tool does not ask for: the refresh says the owner lives instead.
+ */
+const LOCK_STALE = 5_000;
 
 /**
  * Opens the cache folder for a client with `clientSecret`, if this process
@@ -139,27 +148,27 @@ class EncryptedFileStore implements TokenStore {
    * The cached record if it settles the need; else, holding the lock file,
    * the record of one request, written before the lock is let go. A run
    * that finds the lock waits for it (as long as a token request may take),
-   * removes it once it is stale, and requests alone if it cannot lock.
+   * takes it over once its owner has stopped refreshing it, and requests
+   * alone if it cannot lock.
    */
   async coordinate(
     key: string,
     { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const lock = `${await this.#path(key)}.lock`;
-    const stale = requestBudget + LOCK_SLACK;
-    const giveUpAt = Date.now() + stale;
+    const giveUpAt = Date.now() + requestBudget + LOCK_SLACK;
     while (true) {
       const record = await this.get(key);
       if (record !== undefined && settled(record)) return record;
-      const locked = await this.#lock(lock, stale);
-      if (locked === "taken") {
+      const locked = await this.#lock(lock);
+      if (typeof locked === "object") {
         try {
           // Another run may have written between the read and the lock.
           const again = await this.get(key);
           if (again !== undefined && settled(again)) return again;
           return await this.#requestAndWrite(key, request);
         } finally {
-          await Deno.remove(lock).catch(() => {});
+          locked.release();
         }
       }
       if (locked === "unlockable" || Date.now() >= giveUpAt) {
@@ -178,31 +187,31 @@ class EncryptedFileStore implements TokenStore {
     return record;
   }
 
-  /** Takes the lock file: `"taken"`, `"held"` by another run, or `"unlockable"` (no folder to write). */
-  async #lock(
-    lock: string,
-    stale: number,
-  ): Promise<"taken" | "held" | "unlockable"> {
+  /**
+   * Takes the lock file (its owner's PID inside, refreshed while held), or
+   * says it is `"held"` by a live run, or `"unlockable"` (no folder to
+   * write). A lock its owner stopped refreshing is removed, so the next
+   * look takes it.
+   */
+  async #lock(path: string): Promise<HeldLock | "held" | "unlockable"> {
     try {
       await Deno.mkdir(this.#folder, { recursive: true, mode: 0o700 });
     } catch {
       return "unlockable";
     }
+    const owner = JSON.stringify({ pid: Deno.pid, id: crypto.randomUUID() });
     try {
-      await Deno.writeFile(lock, new Uint8Array(), {
-        createNew: true,
-        mode: 0o600,
-      });
-      return "taken";
+      await Deno.writeTextFile(path, owner, { createNew: true, mode: 0o600 });
+      return holdLock(path, owner);
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
     }
     // A run that died holding the lock must not block every later run.
-    const since = await Deno.lstat(lock).then(
+    const since = await Deno.lstat(path).then(
       (info) => Date.now() - (info.mtime?.getTime() ?? 0),
       () => 0,
     );
-    if (since > stale) await Deno.remove(lock).catch(() => {});
+    if (since > LOCK_STALE) await removeStale(path);
     return "held";
   }
 
@@ -287,4 +296,66 @@ export async function clearCache(): Promise<string> {
   return `removed ${removed} cached token${
     removed === 1 ? "" : "s"
   } from ${folder}`;
+}
+
+/** A lock file this run holds: refreshed until released. */
+interface HeldLock {
+  release(): void;
+}
+
+/**
+ * Keeps the lock at `path` fresh (its mtime, every {@linkcode LOCK_REFRESH}
+ * ms) until released, and removes it when the process exits first: Ctrl-C
+ * ends the tool with `Deno.exit`, which skips every `finally` but fires
+ * `unload`. Only a lock that still holds `owner` is removed.
+ */
+function holdLock(path: string, owner: string): HeldLock {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const refresh = () => {
+    const next = setTimeout(async () => {
+      const now = new Date();
+      await Deno.utime(path, now, now).catch(() => {});
+      if (timer === next) refresh();
+    }, LOCK_REFRESH);
+    timer = next;
+    unrefTimer(next);
+  };
+  const onExit = () => removeOwnedSync(path, owner);
+  globalThis.addEventListener("unload", onExit);
+  refresh();
+  return {
+    release() {
+      clearTimeout(timer);
+      timer = undefined;
+      globalThis.removeEventListener("unload", onExit);
+      removeOwnedSync(path, owner);
+    },
+  };
+}
+
+/** Removes the lock at `path` if it is still `owner`'s (not taken over since). */
+function removeOwnedSync(path: string, owner: string): void {
+  try {
+    if (Deno.readTextFileSync(path) === owner) Deno.removeSync(path);
+  } catch {
+    // Gone already, or unreadable: nothing of ours to remove.
+  }
+}
+
+/**
+ * Removes a stale lock, unless another run took it over meanwhile: moved
+ * aside first (atomic), then put back if what was moved is fresh.
+ */
+async function removeStale(path: string): Promise<void> {
+  const aside = `${path}.${crypto.randomUUID()}.stale`;
+  try {
+    await Deno.rename(path, aside);
+    const info = await Deno.lstat(aside);
+    if (Date.now() - (info.mtime?.getTime() ?? 0) <= LOCK_STALE) {
+      await Deno.link(aside, path).catch(() => {});
+    }
+  } catch {
+    // Another run removed it first.
+  }
+  await Deno.remove(aside).catch(() => {});
 }

@@ -7,7 +7,7 @@ import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { storeKey } from "../../src/store/_key.ts";
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { cli } from "./_cli_process.ts";
+import { cli, cliCommand } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
 
 /** The permissions of `deno task cli`, with the cache in `folder`. */
@@ -148,4 +148,64 @@ Deno.test("a refused token request is remembered across runs: the next run withi
     equal(code, 1, stderr);
   }
   equal(api.tokenRequests, 1, "one request; the runs after it cool down");
+});
+
+/**
+ * Waits (polling) until a lock file is in `folder` and the token request
+ * has reached `api`: the run holds the lock during its request.
+ */
+async function lockedRequest(api: FakePartnerApi, folder: string) {
+  const locked = () =>
+    [...Deno.readDirSync(folder)].some((entry) => entry.name.endsWith(".lock"));
+  for (let tries = 0; tries < 1000; tries++) {
+    if (api.tokenRequests === 1 && locked()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error("no run took the lock and sent its request");
+}
+
+/** A run of the tool, holding the lock during a token request that does not end. */
+async function runHoldingLock(api: FakePartnerApi, folder: string) {
+  api.injectTokenFaults({ kind: "delay", ms: 600_000 });
+  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+  const child = cliCommand(flags(folder), ["token"], env).spawn();
+  await lockedRequest(api, folder);
+  return { child, env };
+}
+
+Deno.test("a run killed during its token request does not hold up the next: its lock is taken over within 5 s", async () => {
+  await using api = await startFakePartnerApi();
+  const folder = await scratchDir();
+  const { child, env } = await runHoldingLock(api, folder);
+  child.kill("SIGKILL");
+  await child.output();
+  const started = Date.now();
+  const next = cliCommand(flags(folder), ["token"], env).spawn();
+  // Only a broken build waits this long (it waited 153 s).
+  const watchdog = setTimeout(() => next.kill("SIGKILL"), 20_000);
+  const { code, stderr } = await next.output();
+  clearTimeout(watchdog);
+  const took = Date.now() - started;
+  equal(code, 0, new TextDecoder().decode(stderr));
+  ok(took < 8_000, `the next run took ${took} ms`);
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("Ctrl-C (SIGINT) during a token request removes the run's lock", async () => {
+  await using api = await startFakePartnerApi();
+  const folder = await scratchDir();
+  const { child } = await runHoldingLock(api, folder);
+  const lock = [...Deno.readDirSync(folder)].find((entry) =>
+    entry.name.endsWith(".lock")
+  )!;
+  // The lock names its owner.
+  equal(
+    Number(JSON.parse(Deno.readTextFileSync(`${folder}/${lock.name}`)).pid),
+    child.pid,
+  );
+  child.kill("SIGINT");
+  const { code } = await child.output();
+  equal(code, 130);
+  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+  ok(!left.some((name) => name.endsWith(".lock")), `left: ${left}`);
 });
