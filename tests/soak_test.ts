@@ -98,6 +98,11 @@ function startFaultyTokenEndpoint(random: () => number, clock: () => number) {
     behaviours: new Map<Behaviour, number>(),
   };
   let blockedUntil = -Infinity;
+  // Connections in the order the client opened them: a request opened before
+  // a 429 was answered was sent before the client could know of it, even if
+  // a loaded machine reads it after.
+  let accepted = 0;
+  let blockedAfter = Infinity;
   const total = BEHAVIOURS.reduce((sum, [, weight]) => sum + weight, 0);
   const pick = (): Behaviour => {
     let roll = random() * total;
@@ -113,12 +118,12 @@ function startFaultyTokenEndpoint(random: () => number, clock: () => number) {
       token_type: "Bearer",
     });
 
-  async function serve(conn: Deno.Conn) {
+  async function serve(conn: Deno.Conn, order: number) {
     try {
       const body = await readRequest(conn);
       if (body === undefined) return;
       stats.requests++;
-      if (clock() < blockedUntil) stats.early++;
+      if (clock() < blockedUntil && order > blockedAfter) stats.early++;
       ok(JSON.parse(body).client_secret === SECRET);
       const behaviour = pick();
       stats.behaviours.set(
@@ -153,6 +158,7 @@ function startFaultyTokenEndpoint(random: () => number, clock: () => number) {
         case "429": {
           const reset = 1 + Math.floor(random() * 3);
           blockedUntil = clock() + reset * 1000;
+          blockedAfter = accepted;
           reply = answer(
             "429 Too Many Requests",
             '{"error":"too_many_requests"}',
@@ -184,7 +190,7 @@ function startFaultyTokenEndpoint(random: () => number, clock: () => number) {
 
   (async () => {
     for await (const conn of listener) {
-      const handler = serve(conn);
+      const handler = serve(conn, ++accepted);
       handlers.add(handler);
       handler.finally(() => handlers.delete(handler));
     }
