@@ -1,7 +1,7 @@
 // Internal: a paginator's options, checked all at once before any page is
 // requested.
 
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, optionError } from "../core/_check.ts";
 import type { PaginateOptions, SortDirection } from "./_page_types.ts";
 
 const CONTEXT = "Cannot paginate";
@@ -32,8 +32,12 @@ const MAX_CONCURRENCY = 64;
 function concurrencyOf(value: number | undefined): number {
   const concurrency = positiveInteger(value, 1, "concurrency");
   if (concurrency > MAX_CONCURRENCY) {
-    throw new RangeError(
-      `${CONTEXT}: 'concurrency' must be at most ${MAX_CONCURRENCY}: received ${value}`,
+    throw optionError(
+      RangeError,
+      CONTEXT,
+      "concurrency",
+      `must be at most ${MAX_CONCURRENCY}`,
+      String(value),
     );
   }
   return concurrency;
@@ -49,20 +53,24 @@ function sortOptions(
   sortDirection: unknown,
 ): PageConfig<unknown>["sort"] {
   if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
-    throw new TypeError(
-      `${CONTEXT}: 'sortBy' must be a non-empty string: received ${
-        JSON.stringify(sortBy)
-      }`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "sortBy",
+      "must be a non-empty string",
+      JSON.stringify(sortBy),
     );
   }
   if (
     sortDirection !== undefined && sortDirection !== "ASC" &&
     sortDirection !== "DESC"
   ) {
-    throw new TypeError(
-      `${CONTEXT}: 'sortDirection' must be "ASC" or "DESC": received ${
-        JSON.stringify(sortDirection)
-      }`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "sortDirection",
+      'must be "ASC" or "DESC"',
+      JSON.stringify(sortDirection),
     );
   }
   return {
@@ -74,10 +82,15 @@ function sortOptions(
 export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
   const { dedupeBy, signal } = options;
   if (dedupeBy !== undefined && typeof dedupeBy !== "function") {
-    throw new TypeError(`${CONTEXT}: 'dedupeBy' must be a function`);
+    throw optionError(TypeError, CONTEXT, "dedupeBy", "must be a function");
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`${CONTEXT}: 'signal' must be an AbortSignal`);
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "signal",
+      "must be an AbortSignal",
+    );
   }
   const firstPage = positiveInteger(options.page, 1, "page");
   return {

@@ -22,6 +22,7 @@
  */
 
 import { raceAbort } from "../core/_abort.ts";
+import { optionError } from "../core/_check.ts";
 import { type PageConfig, pageConfig } from "./_page_config.ts";
 import type {
   CollectOptions,
@@ -62,12 +63,41 @@ function requestPage<T>(
 }
 
 /**
+ * The `Error` that ends a list when a full page repeats the one before (or,
+ * with `dedupeBy`, holds only items seen before): the server seems to ignore
+ * `page`, and paging on would never end.
+ *
+ * @example Telling it from other failures
+ * ```ts
+ * import { paginate, type RepeatedPageError } from "@partner-api/client/paginate";
+ *
+ * const sameEveryTime = () => Promise.resolve([1, 2]);
+ * let reason: string | undefined;
+ * try {
+ *   for await (const _ of paginate(sameEveryTime, { limit: 2 })) {}
+ * } catch (error) {
+ *   reason = (error as RepeatedPageError).reason;
+ * }
+ * if (reason !== "repeated-page") throw new Error(reason);
+ * ```
+ */
+export interface RepeatedPageError extends Error {
+  /** Always `"repeated-page"`. */
+  readonly reason: "repeated-page";
+  /** The page that repeated. */
+  readonly page: number;
+}
+
+/**
  * A full page equal to the one before, or of items all seen before: the
  * server is not paging.
  */
-function repeatedPage(page: number): Error {
-  return new Error(
-    `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
+function repeatedPage(page: number): RepeatedPageError {
+  return Object.assign(
+    new Error(
+      `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
+    ),
+    { reason: "repeated-page" as const, page },
   );
 }
 
@@ -187,7 +217,7 @@ export function paginate<T>(
   options: PaginateOptions<T> = {},
 ): AsyncIterableIterator<T> {
   if (typeof fetchPage !== "function") {
-    throw new TypeError(`${CONTEXT}: 'fetchPage' must be a function`);
+    throw optionError(TypeError, CONTEXT, "fetchPage", "must be a function");
   }
   return iterate(fetchPage, pageConfig(options));
 }
@@ -246,8 +276,12 @@ export async function collect<T>(
 ): Promise<T[]> {
   const maxItems = options?.maxItems;
   if (!Number.isSafeInteger(maxItems) || maxItems < 0) {
-    throw new RangeError(
-      `Cannot collect: 'maxItems' must be a non-negative integer: received ${maxItems}`,
+    throw optionError(
+      RangeError,
+      "Cannot collect",
+      "maxItems",
+      "must be a non-negative integer",
+      String(maxItems),
     );
   }
   const collected: T[] = [];

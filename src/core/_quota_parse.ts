@@ -35,16 +35,47 @@ function isKey(key: string): key is Key {
   return Object.hasOwn(KEY_NAMES, key);
 }
 
-function fail(reason: string, part: string): never {
-  throw new SyntaxError(
-    `Cannot parse quota header: ${reason}: received "${part}"`,
+/**
+ * What is wrong with a quota header, as the `reason` of the `SyntaxError`
+ * that `parseQuotaHeader` throws: a bucket lacks one of `b`, `q`, `r`, `t`
+ * (`"missing-key"`), a pair has no `=` (`"missing-equals"`), a number is not
+ * a non-negative safe integer (`"bad-number"`), a key appears twice
+ * (`"repeated-key"`).
+ *
+ * @example Deciding on the reason
+ * ```ts
+ * import { parseQuotaHeader, type QuotaSyntaxReason } from "@partner-api/client/quota";
+ *
+ * let reason: QuotaSyntaxReason | undefined;
+ * try {
+ *   parseQuotaHeader("b=per_hour;q=10;r=7");
+ * } catch (error) {
+ *   reason = (error as SyntaxError & { reason: QuotaSyntaxReason }).reason;
+ * }
+ * if (reason !== "missing-key") throw new Error(reason);
+ * ```
+ */
+export type QuotaSyntaxReason =
+  | "missing-key"
+  | "missing-equals"
+  | "bad-number"
+  | "repeated-key";
+
+function fail(reason: QuotaSyntaxReason, text: string, part: string): never {
+  throw Object.assign(
+    new SyntaxError(`Cannot parse quota header: ${text}: received "${part}"`),
+    { reason, part },
   );
 }
 
 function parseCount(key: Key, text: string, segment: string): number {
   const value = Number(text);
   if (!DIGITS.test(text) || !Number.isSafeInteger(value)) {
-    fail(`'${key}' must be a non-negative safe integer in "${segment}"`, text);
+    fail(
+      "bad-number",
+      `'${key}' must be a non-negative safe integer in "${segment}"`,
+      text,
+    );
   }
   return value;
 }
@@ -55,10 +86,12 @@ function readPairs(segment: string): Map<Key, string> {
     const pair = rawPair.trim();
     if (pair === "") continue;
     const equals = pair.indexOf("=");
-    if (equals === -1) fail("a pair has no '='", pair);
+    if (equals === -1) fail("missing-equals", "a pair has no '='", pair);
     const key = pair.slice(0, equals).trim().toLowerCase();
     if (!isKey(key)) continue;
-    if (pairs.has(key)) fail(`'${key}' appears twice in a bucket`, segment);
+    if (pairs.has(key)) {
+      fail("repeated-key", `'${key}' appears twice in a bucket`, segment);
+    }
     pairs.set(key, pair.slice(equals + 1).trim());
   }
   return pairs;
@@ -69,7 +102,7 @@ export function parseBucket(segment: string): QuotaBucket {
   const field = (key: Key): string => {
     const text = pairs.get(key);
     if (text === undefined || text === "") {
-      fail(`a bucket has no '${key}'`, segment);
+      fail("missing-key", `a bucket has no '${key}'`, segment);
     }
     return text;
   };

@@ -23,7 +23,7 @@ import {
   quotaSegments,
 } from "./_quota_parse.ts";
 
-export type { QuotaBucket } from "./_quota_parse.ts";
+export type { QuotaBucket, QuotaSyntaxReason } from "./_quota_parse.ts";
 
 /**
  * The name of the header that carries the token quota.
@@ -48,7 +48,9 @@ export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
  * @param value The header value; `null`, `undefined` and `""` mean no header.
  * @returns The buckets, each a frozen object; `[]` when there is no header.
  * @throws {SyntaxError} When a bucket lacks `b`, `q`, `r` or `t`, repeats a
- * key, a pair has no `=`, or a number is not a non-negative safe integer.
+ * key, a pair has no `=`, or a number is not a non-negative safe integer;
+ * its `reason` ({@linkcode QuotaSyntaxReason}) says which, and `part` holds
+ * the text at fault.
  *
  * @example Parsing the documented example
  * ```ts
