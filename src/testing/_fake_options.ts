@@ -4,6 +4,7 @@
 import type { FakeFault } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./_fake_rate.ts";
 import type { ListSizes } from "./_list_data.ts";
+import type { FakeChurn } from "./_list_churn.ts";
 
 /**
  * Options of {@linkcode createFakePartnerService} (and of
@@ -97,6 +98,13 @@ export interface FakePartnerServiceOptions {
    * @default {["json", "form"]}
    */
   tokenBodyFormats?: readonly ("json" | "form")[];
+  /**
+   * How each list changes on every request for it, before it is answered
+   * (from the seed, so a run repeats): to rehearse offset drift.
+   *
+   * @default {no change}
+   */
+  churn?: FakeChurn;
 }
 
 /**

@@ -1,0 +1,123 @@
+// A sync sink on SQLite through node:sqlite (built into Deno): items upserted
+// by id and the checkpoint in the same transaction.
+
+import { DatabaseSync } from "node:sqlite";
+import type { SyncCheckpoint, SyncSink } from "./_types.ts";
+import { CHECKPOINT_TABLE, quotedTable } from "./_identifier.ts";
+
+const CONTEXT = "Cannot create SQLite sink";
+
+/**
+ * Options of {@linkcode createSqliteSink}.
+ *
+ * @example A table per list
+ * ```ts
+ * import type { SqliteSinkOptions } from "@partner-api/client/sync";
+ *
+ * const options: SqliteSinkOptions = { table: "transactions" };
+ * if (options.table !== "transactions") throw new Error();
+ * ```
+ */
+export interface SqliteSinkOptions {
+  /** The table of items (`id TEXT PRIMARY KEY, item TEXT`), created if missing. */
+  table: string;
+}
+
+/**
+ * A SQLite sink; closing it closes the database when the sink opened it.
+ *
+ * @example Closing with `using`
+ * ```ts
+ * import { createSqliteSink, type SqliteSink } from "@partner-api/client/sync";
+ *
+ * using sink: SqliteSink<unknown> = createSqliteSink(":memory:", { table: "items" });
+ * if ((await sink.load()) !== undefined) throw new Error();
+ * ```
+ */
+export interface SqliteSink<T> extends SyncSink<T>, Disposable {
+  /** Closes the database if the sink opened it (a path was given). */
+  close(): void;
+}
+
+/**
+ * A sink that keeps the copy in a SQLite table, `id TEXT PRIMARY KEY, item
+ * TEXT` (the item's JSON), upserting each batch and saving the checkpoint
+ * (in the table `partner_api_sync`, by table name) in one transaction.
+ *
+ * @param database A file path (opened in WAL mode, closed by `close()`) or
+ * an open `DatabaseSync` (yours to close).
+ * @param options The table.
+ * @returns The sink.
+ * @throws {TypeError} (`option: "table"`) For a table name that is not a
+ * plain identifier.
+ *
+ * @example Items and checkpoint, together
+ * ```ts
+ * import { DatabaseSync } from "node:sqlite";
+ * import { createSqliteSink } from "@partner-api/client/sync";
+ *
+ * const database = new DatabaseSync(":memory:");
+ * const sink = createSqliteSink<{ n: number }>(database, { table: "numbers" });
+ * const checkpoint = { version: 1 as const, path: "numbers", sortBy: "n", id: "n", query: {}, edge: { value: 2, id: "2" }, offset: 2, full: false, complete: true };
+ * await sink.write([{ n: 1 }, { n: 2 }], checkpoint, ["1", "2"]);
+ * const rows = database.prepare('SELECT count(*) AS n FROM "numbers"').get() as { n: number };
+ * if (rows.n !== 2 || (await sink.load())?.offset !== 2) throw new Error();
+ * database.close();
+ * ```
+ */
+export function createSqliteSink<T>(
+  database: string | DatabaseSync,
+  options: SqliteSinkOptions,
+): SqliteSink<T> {
+  const table = quotedTable(options?.table, CONTEXT);
+  const owned = typeof database === "string";
+  const db = owned ? new DatabaseSync(database) : database;
+  if (owned) db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL)`,
+  );
+  const upsert = db.prepare(
+    `INSERT INTO ${table} (id, item) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
+  );
+  const save = db.prepare(
+    `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint) VALUES (?, ?) ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint`,
+  );
+  const read = db.prepare(
+    `SELECT checkpoint FROM ${CHECKPOINT_TABLE} WHERE target = ?`,
+  );
+  const target = options.table;
+  const close = () => {
+    if (owned && db.isOpen) db.close();
+  };
+  return {
+    load: () => {
+      try {
+        const row = read.get(target) as { checkpoint: string } | undefined;
+        return Promise.resolve(
+          row === undefined
+            ? undefined
+            : JSON.parse(row.checkpoint) as SyncCheckpoint,
+        );
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    write: (items, checkpoint, ids) => {
+      db.exec("BEGIN IMMEDIATE");
+      try {
+        for (let i = 0; i < items.length; i++) {
+          upsert.run(ids[i]!, JSON.stringify(items[i]));
+        }
+        save.run(target, JSON.stringify(checkpoint));
+        db.exec("COMMIT");
+      } catch (error) {
+        db.exec("ROLLBACK");
+        return Promise.reject(error);
+      }
+      return Promise.resolve();
+    },
+    close,
+    [Symbol.dispose]: close,
+  };
+}
