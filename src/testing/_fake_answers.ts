@@ -31,6 +31,7 @@ export function answerList(
   request: Request,
   name: string,
   before?: (resource: ListResource) => void,
+  maxLimit?: number,
 ): Response {
   const resource = lists.get(name);
   if (resource === undefined) return json(404, { error: "not_found" });
@@ -38,7 +39,7 @@ export function answerList(
   const params = new URL(request.url).searchParams;
   let page: readonly Record<string, unknown>[];
   try {
-    page = pageOf(resource, params);
+    page = pageOf(resource, params, maxLimit);
   } catch (error) {
     if (!(error instanceof BadQuery)) throw error;
     return json(400, { error: "bad_request", message: error.message });

@@ -105,6 +105,13 @@ export interface FakePartnerServiceOptions {
    * @default {no change}
    */
   churn?: FakeChurn;
+  /**
+   * The largest `limit` a list accepts; a larger one is a 400, as the
+   * real service's largest is unknown.
+   *
+   * @default {1000}
+   */
+  maxLimit?: number;
 }
 
 /**

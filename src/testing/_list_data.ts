@@ -186,11 +186,12 @@ export const MAX_LIMIT = 1000;
 export function pageOf(
   resource: ListResource,
   params: URLSearchParams,
+  maxLimit = MAX_LIMIT,
 ): readonly Item[] {
   const limit = readInteger(params, "limit", 50);
-  if (limit > MAX_LIMIT) {
+  if (limit > maxLimit) {
     throw new BadQuery(
-      `'limit' must be at most ${MAX_LIMIT}: received ${limit}`,
+      `'limit' must be at most ${maxLimit}: received ${limit}`,
     );
   }
   const page = readInteger(params, "page", 1);

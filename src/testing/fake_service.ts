@@ -244,6 +244,7 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
           request,
           list[1]!,
           state.churn,
+          state.maxLimit,
         ),
     );
   }
@@ -337,6 +338,13 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     latency: count(options.latency, 0, "latency"),
     listEnvelope: options.listEnvelope ?? "object",
     churn: churner(options.churn, options.seed ?? 1, now),
+    maxLimit: checkNumber(
+      options.maxLimit,
+      1000,
+      "positive integer",
+      CONTEXT,
+      "maxLimit",
+    ),
   };
 }
 
