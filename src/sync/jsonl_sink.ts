@@ -28,14 +28,14 @@ interface Committed {
  * ```ts
  * import { createJsonlSink } from "@partner-api/client/sync";
  *
- * const folder = await Deno.makeTempDir();
- * const sink = createJsonlSink<{ n: number }>(`${folder}/copy.jsonl`);
- * await sink.load();
+ * await Deno.mkdir(".test-tmp", { recursive: true });
+ * const path = ".test-tmp/doc-jsonl-sink.jsonl";
+ * await Deno.remove(`${path}.checkpoint.json`).catch(() => {});
+ * const sink = createJsonlSink<{ n: number }>(path);
+ * await sink.load(); // no checkpoint yet: the file is cut back to nothing
  * const checkpoint = { version: 1 as const, path: "numbers", sortBy: "n", id: "n", query: {}, edge: { value: 1, id: "1" }, offset: 1, full: false, complete: true };
  * await sink.write([{ n: 1 }], checkpoint, ["1"]);
- * const text = await Deno.readTextFile(`${folder}/copy.jsonl`);
- * await Deno.remove(folder, { recursive: true });
- * if (text !== '{"n":1}\n') throw new Error();
+ * if (await Deno.readTextFile(path) !== '{"n":1}\n') throw new Error();
  * ```
  */
 export function createJsonlSink<T>(path: string): SyncSink<T> {

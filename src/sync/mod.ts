@@ -12,11 +12,11 @@
  *
  * await using api = await startFakePartnerApi({ items: { transactions: 80 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * const folder = await Deno.makeTempDir();
- * const sink = createJsonlSink(`${folder}/transactions.jsonl`);
- * const result = await syncList(client, "transactions", { id: "transactionID", sortBy: "creationDate", sink });
- * const lines = (await Deno.readTextFile(`${folder}/transactions.jsonl`)).trim().split("\n");
- * await Deno.remove(folder, { recursive: true });
+ * await Deno.mkdir(".test-tmp", { recursive: true });
+ * const path = ".test-tmp/doc-sync-transactions.jsonl";
+ * const sink = createJsonlSink(path);
+ * const result = await syncList(client, "transactions", { id: "transactionID", sortBy: "creationDate", sink, full: true });
+ * const lines = (await Deno.readTextFile(path)).trim().split("\n");
  * if (result.written !== 80 || lines.length !== 80) throw new Error();
  * ```
  *
