@@ -129,3 +129,18 @@ Deno.test("sync's flags are checked before anything is read", () => {
   equal(isStale(0, 5_001), true);
   equal(isStale(0, 4_000), false);
 });
+
+Deno.test("the sync example keeps a SQLite copy current", async () => {
+  const { syncTransactions } = await import("../examples/sync_transactions.ts");
+  const { createClient } = await import("../src/client/mod.ts");
+  await using api = await startFakePartnerApi({ items: { transactions: 40 } });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const target = await fresh("example.db");
+  equal((await syncTransactions(client, target)).written, 40);
+  api.insertTransactions(2);
+  equal((await syncTransactions(client, target)).written, 2);
+  equal(rows(target), 42);
+});
