@@ -6,6 +6,8 @@ import type { SyncCheckpoint, SyncSink } from "./_types.ts";
 import { CHECKPOINT_TABLE, quotedTable } from "./_identifier.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+/** Rows per INSERT statement (200 parameters, far below SQLite's limit). */
+const ROWS = 100;
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -72,14 +74,28 @@ export function createSqliteSink<T>(
   const table = quotedTable(options?.table, CONTEXT);
   const owned = typeof database === "string";
   const db = owned ? new DatabaseSync(database) : database;
-  if (owned) db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+  if (owned) {
+    // WAL, synced at checkpoints only, and checkpoints every 64 MB rather
+    // than every 4 MB: a batch of random ids dirties a page per item, and
+    // each checkpoint syncs them all. Committed batches survive a killed
+    // process either way.
+    db.exec(
+      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384",
+    );
+  }
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL)`,
   );
-  const upsert = db.prepare(
-    `INSERT INTO ${table} (id, item) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
-  );
+  const upsert = (rows: number) =>
+    db.prepare(
+      `INSERT INTO ${table} (id, item) VALUES ${
+        Array(rows).fill("(?, ?)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
+    );
+  // Rows go ROWS at a time: one statement per row costs twice as much.
+  const many = upsert(ROWS);
+  const one = upsert(1);
   const save = db.prepare(
     `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint) VALUES (?, ?) ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint`,
   );
@@ -106,8 +122,16 @@ export function createSqliteSink<T>(
     write: (items, checkpoint, ids) => {
       db.exec("BEGIN IMMEDIATE");
       try {
-        for (let i = 0; i < items.length; i++) {
-          upsert.run(ids[i]!, JSON.stringify(items[i]));
+        let i = 0;
+        for (; i + ROWS <= items.length; i += ROWS) {
+          const values: string[] = [];
+          for (let j = i; j < i + ROWS; j++) {
+            values.push(ids[j]!, JSON.stringify(items[j]));
+          }
+          many.run(...values);
+        }
+        for (; i < items.length; i++) {
+          one.run(ids[i]!, JSON.stringify(items[i]));
         }
         save.run(target, JSON.stringify(checkpoint));
         db.exec("COMMIT");

@@ -101,16 +101,19 @@ async function runWindows<T>(
   // One window first: a run with nothing new costs one request, not one
   // per window in flight.
   let width = 1;
+  const fill = () => {
+    while (flights.length < width) {
+      const last = flights.at(-1);
+      const plan = last === undefined
+        ? nextWindow(state)
+        : followingWindow(last.plan, state);
+      flights.push(launch(client, config, plan));
+      counts.requests++;
+    }
+  };
   try {
     while (true) {
-      while (flights.length < width) {
-        const last = flights.at(-1);
-        const plan = last === undefined
-          ? nextWindow(state)
-          : followingWindow(last.plan, state);
-        flights.push(launch(client, config, plan));
-        counts.requests++;
-      }
+      fill();
       const flight = flights.shift()!;
       const judged = await judge(flight, state, config);
       state = judged.next;
@@ -127,9 +130,13 @@ async function runWindows<T>(
         complete: judged.ended,
       };
       counts.pages++;
+      if (!judged.ended) {
+        // The next window is on its way while this one is written.
+        width = config.concurrency;
+        fill();
+      }
       await committer.commit(judged.fresh, saved);
       if (judged.ended) break;
-      width = config.concurrency;
     }
   } finally {
     land(flights);
