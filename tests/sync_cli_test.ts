@@ -144,3 +144,33 @@ Deno.test("the sync example keeps a SQLite copy current", async () => {
   equal((await syncTransactions(client, target)).written, 2);
   equal(rows(target), 42);
 });
+
+Deno.test("the sync lock: taken and released, a live one waited for (until aborted), a stale one taken over", async () => {
+  const { takeLock } = await import("../src/cli/_sync_lock.ts");
+  const path = `${await fresh("lock.db")}.lock`;
+  const never = new AbortController().signal;
+  const held = await takeLock(path, () => {}, never);
+  equal((await Deno.readTextFile(path)).trim(), String(Deno.pid));
+  const waiting = new AbortController();
+  const heard: string[] = [];
+  const second = takeLock(path, (holder) => {
+    heard.push(holder);
+    waiting.abort(new Error("gave up"));
+  }, waiting.signal);
+  let reason = "";
+  await second.catch((error) => reason = error.message);
+  equal(reason, "gave up");
+  equal(heard[0], String(Deno.pid));
+  await held.release();
+  await Deno.writeTextFile(path, "1\n");
+  const taken = await takeLock(
+    path,
+    () => {
+      throw new Error("a stale lock is not waited for");
+    },
+    never,
+    () => Date.now() + 60_000,
+  );
+  await taken.release();
+  equal(await Deno.stat(path).then(() => true, () => false), false);
+});

@@ -67,6 +67,7 @@ function held(path: string): HeldLock {
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
     const timer = globalThis.setTimeout(done, ms);
     function done() {
       signal.removeEventListener("abort", abort);
