@@ -119,7 +119,10 @@ export function createSqliteSink<T>(
         return Promise.reject(error);
       }
     },
-    write: (items, checkpoint, ids) => {
+    write: async (items, checkpoint, ids) => {
+      // node:sqlite blocks the thread: first let the requests in flight
+      // (the next window) go out, so that the service works meanwhile.
+      await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
       db.exec("BEGIN IMMEDIATE");
       try {
         let i = 0;
@@ -137,9 +140,8 @@ export function createSqliteSink<T>(
         db.exec("COMMIT");
       } catch (error) {
         db.exec("ROLLBACK");
-        return Promise.reject(error);
+        throw error;
       }
-      return Promise.resolve();
     },
     close,
     [Symbol.dispose]: close,

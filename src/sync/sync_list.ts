@@ -241,9 +241,6 @@ class Committer<T> {
     const { sink, keyOf, onProgress } = this.#config;
     const ids = items.map((item) => keyOf(item).id);
     this.#writing = (async () => {
-      // A sink may block the thread (node:sqlite does): first let the next
-      // window's request go out, so that the service works meanwhile.
-      await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
       await sink.write(items, checkpoint, ids);
       this.#last = checkpoint;
       this.#counts.written += items.length;
