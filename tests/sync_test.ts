@@ -272,3 +272,33 @@ Deno.test("the fake's insert and remove change a list in every order; bad calls 
     TypeError,
   );
 });
+
+Deno.test("the fake's churn changes each list on every request for it, from the seed", async () => {
+  const fake = inProcess({
+    items: { organizations: 10 },
+    churn: { append: 2, insertAnywhere: 1, remove: 1 },
+  });
+  const ids = async () => {
+    const seen: string[] = [];
+    for await (
+      const row of fake.client.list<Row>("organizations", {
+        sortBy: "organizationID",
+        sortDirection: "ASC",
+        limit: 100,
+      })
+    ) seen.push(String(row.organizationID));
+    return seen;
+  };
+  const first = await ids();
+  equal(first.length, 10 + 2 + 1 - 1);
+  equal(first.includes("org_000011") || first.includes("org_000012"), true);
+  equal(first.some((id) => /^org_\d{6}_\d+$/.test(id)), true);
+  equal((await ids()).length, 14);
+  let option: unknown;
+  try {
+    inProcess({ churn: { remove: -1 } });
+  } catch (error) {
+    option = (error as RangeError & { option: string }).option;
+  }
+  equal(option, "churn.remove");
+});
