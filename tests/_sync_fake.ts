@@ -93,3 +93,20 @@ export function memorySink<T>(): MemorySink<T> {
   };
   return sink;
 }
+
+/**
+ * A path `name` under `.test-tmp/<folder>`, with no copy there yet: the file
+ * and the files a sink or the CLI keeps beside it are removed.
+ */
+export async function freshTarget(
+  folder: string,
+  name: string,
+): Promise<string> {
+  const dir = `.test-tmp/${folder}`;
+  await Deno.mkdir(dir, { recursive: true });
+  const path = `${dir}/${name}`;
+  for (const suffix of ["", ".checkpoint.json", "-wal", "-shm", ".lock"]) {
+    await Deno.remove(`${path}${suffix}`).catch(() => {});
+  }
+  return path;
+}

@@ -7,6 +7,7 @@ import { plan } from "../src/cli/_plan.ts";
 import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
 import { isStale } from "../src/cli/_sync_lock.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { freshTarget } from "./_sync_fake.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {
@@ -14,16 +15,7 @@ function equal<T>(actual: T, expected: T, message = "values differ"): void {
   }
 }
 
-const DIR = ".test-tmp/sync-cli";
-
-async function fresh(name: string): Promise<string> {
-  await Deno.mkdir(DIR, { recursive: true });
-  const path = `${DIR}/${name}`;
-  for (const suffix of ["", ".checkpoint.json", "-wal", "-shm", ".lock"]) {
-    await Deno.remove(`${path}${suffix}`).catch(() => {});
-  }
-  return path;
-}
+const fresh = (name: string) => freshTarget("sync-cli", name);
 
 function rows(path: string): number {
   const database = new DatabaseSync(path);

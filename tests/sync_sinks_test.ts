@@ -9,7 +9,7 @@ import {
   createSqliteSink,
   syncList,
 } from "../src/sync/mod.ts";
-import { inProcess } from "./_sync_fake.ts";
+import { freshTarget, inProcess } from "./_sync_fake.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {
@@ -18,16 +18,8 @@ function equal<T>(actual: T, expected: T, message = "values differ"): void {
 }
 
 const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
-const DIR = ".test-tmp/sync-sinks";
 
-async function fresh(name: string): Promise<string> {
-  await Deno.mkdir(DIR, { recursive: true });
-  const path = `${DIR}/${name}`;
-  for (const suffix of ["", ".checkpoint.json", "-wal", "-shm"]) {
-    await Deno.remove(`${path}${suffix}`).catch(() => {});
-  }
-  return path;
-}
+const fresh = (name: string) => freshTarget("sync-sinks", name);
 
 function jsonlIds(text: string): string[] {
   return text.split("\n").filter((line) => line !== "").map((line) =>

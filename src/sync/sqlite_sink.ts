@@ -83,25 +83,7 @@ export function createSqliteSink<T>(
       "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384",
     );
   }
-  db.exec(
-    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL)`,
-  );
-  const upsert = (rows: number) =>
-    db.prepare(
-      `INSERT INTO ${table} (id, item) VALUES ${
-        Array(rows).fill("(?, ?)").join(", ")
-      } ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
-    );
-  // Rows go ROWS at a time: one statement per row costs twice as much.
-  const many = upsert(ROWS);
-  const one = upsert(1);
-  const save = db.prepare(
-    `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint) VALUES (?, ?) ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint`,
-  );
-  const read = db.prepare(
-    `SELECT checkpoint FROM ${CHECKPOINT_TABLE} WHERE target = ?`,
-  );
+  const statements = prepare(db, table);
   const target = options.table;
   const close = () => {
     if (owned && db.isOpen) db.close();
@@ -109,7 +91,9 @@ export function createSqliteSink<T>(
   return {
     load: () => {
       try {
-        const row = read.get(target) as { checkpoint: string } | undefined;
+        const row = statements.read.get(target) as
+          | { checkpoint: string }
+          | undefined;
         return Promise.resolve(
           row === undefined
             ? undefined
@@ -125,18 +109,8 @@ export function createSqliteSink<T>(
       await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
       db.exec("BEGIN IMMEDIATE");
       try {
-        let i = 0;
-        for (; i + ROWS <= items.length; i += ROWS) {
-          const values: string[] = [];
-          for (let j = i; j < i + ROWS; j++) {
-            values.push(ids[j]!, JSON.stringify(items[j]));
-          }
-          many.run(...values);
-        }
-        for (; i < items.length; i++) {
-          one.run(ids[i]!, JSON.stringify(items[i]));
-        }
-        save.run(target, JSON.stringify(checkpoint));
+        upsertAll(statements, items, ids);
+        statements.save.run(target, JSON.stringify(checkpoint));
         db.exec("COMMIT");
       } catch (error) {
         db.exec("ROLLBACK");
@@ -146,4 +120,47 @@ export function createSqliteSink<T>(
     close,
     [Symbol.dispose]: close,
   };
+}
+
+/** The tables, created if missing, and the statements the sink runs. */
+function prepare(db: DatabaseSync, table: string) {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL)`,
+  );
+  const upsert = (rows: number) =>
+    db.prepare(
+      `INSERT INTO ${table} (id, item) VALUES ${
+        Array(rows).fill("(?, ?)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
+    );
+  return {
+    many: upsert(ROWS),
+    one: upsert(1),
+    save: db.prepare(
+      `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint) VALUES (?, ?) ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint`,
+    ),
+    read: db.prepare(
+      `SELECT checkpoint FROM ${CHECKPOINT_TABLE} WHERE target = ?`,
+    ),
+  };
+}
+
+/** Upserts the items ROWS at a time: one statement per row costs twice as much. */
+function upsertAll<T>(
+  statements: ReturnType<typeof prepare>,
+  items: readonly T[],
+  ids: readonly string[],
+): void {
+  let i = 0;
+  for (; i + ROWS <= items.length; i += ROWS) {
+    const values: string[] = [];
+    for (let j = i; j < i + ROWS; j++) {
+      values.push(ids[j]!, JSON.stringify(items[j]));
+    }
+    statements.many.run(...values);
+  }
+  for (; i < items.length; i++) {
+    statements.one.run(ids[i]!, JSON.stringify(items[i]));
+  }
 }

@@ -7,12 +7,12 @@ import pg from "pg";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { seededRandom } from "../../src/testing/_list_data.ts";
 import { startCluster } from "./_postgres.ts";
+import { freshTarget } from "../_sync_fake.ts";
 import type { SyncJob } from "./sync_worker.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
 import { configFor } from "../_cli_helpers.ts";
 
 const ITEMS = 3000;
-const DIR = ".test-tmp/sync-kill";
 const PG_ENV = "USER,NODE_PG_FORCE_NATIVE,PGUSER,PGDATABASE,PGPORT,PGHOST," +
   "PGPASSWORD,PGBINARY,PGOPTIONS,PGSSLMODE,PGCLIENT_ENCODING,PGREPLICATION," +
   "PGAPPNAME,PGCONNECT_TIMEOUT";
@@ -99,14 +99,7 @@ async function killAndRerun(
   }
 }
 
-async function fresh(name: string): Promise<string> {
-  await Deno.mkdir(DIR, { recursive: true });
-  const path = `${DIR}/${name}`;
-  for (const suffix of ["", ".checkpoint.json", "-wal", "-shm"]) {
-    await Deno.remove(`${path}${suffix}`).catch(() => {});
-  }
-  return path;
-}
+const fresh = (name: string) => freshTarget("sync-kill", name);
 
 Deno.test("SIGKILL during a SQLite sync, then a rerun: every item once", async () => {
   const target = await fresh("kill.db");
