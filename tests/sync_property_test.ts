@@ -26,6 +26,8 @@ interface Schedule {
   /** For each failed attempt: the list request at which it stops, or a failing write. */
   readonly crashes: readonly ({ request: number } | { write: number })[];
   readonly seed: number;
+  /** The service's largest page, and whether it refuses or cuts a larger one. */
+  readonly service: { max: number; beyond: "refuse" | "cut" } | null;
   /** Items appended before an incremental run after the first success. */
   readonly later: number;
 }
@@ -52,11 +54,23 @@ const schedules = fc.record({
     { maxLength: 3 },
   ),
   seed: fc.integer({ min: 1, max: 1_000_000 }),
+  service: fc.option(
+    fc.record({
+      max: fc.integer({ min: 25, max: 45 }),
+      beyond: fc.constantFrom("refuse" as const, "cut" as const),
+    }),
+  ),
   later: fc.integer({ min: 0, max: 120 }),
 });
 
 async function runSchedule(schedule: Schedule): Promise<void> {
-  const fake = inProcess({ items: { transactions: schedule.items } });
+  const fake = inProcess({
+    items: { transactions: schedule.items },
+    ...(schedule.service === null ? {} : {
+      maxLimit: schedule.service.max,
+      beyondMaxLimit: schedule.service.beyond,
+    }),
+  });
   const random = seededRandom(schedule.seed);
   const present = Array.from(
     { length: schedule.items },
@@ -135,7 +149,10 @@ async function runSchedule(schedule: Schedule): Promise<void> {
   });
   check(sink, throughout);
   const budget = Math.ceil(schedule.later / schedule.limit) + 2;
-  if (fake.listRequests - before > budget) {
+  // Finding a smaller largest size costs requests of its own.
+  const found = schedule.service !== null &&
+    schedule.service.max < schedule.maxLimit;
+  if (!found && fake.listRequests - before > budget) {
     throw new Error(
       `incremental run of ${schedule.later} items: ${
         fake.listRequests - before

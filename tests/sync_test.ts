@@ -82,6 +82,27 @@ Deno.test("syncList finds the largest size the service accepts by its refusals",
   ok(result.requests <= 14, `${result.requests} requests`);
 });
 
+Deno.test("syncList copies a list whose service cuts pages to its largest size instead of refusing", async () => {
+  for (const items of [700, 90, 3]) {
+    const fake = inProcess({
+      items: { transactions: items },
+      maxLimit: 120,
+      beyondMaxLimit: "cut",
+    });
+    const sink = memorySink<Row>();
+    const result = await syncList(fake.client, "transactions", {
+      ...byDate,
+      sink,
+      limit: 50,
+    });
+    equal(sink.rows.size, items);
+    ok(
+      result.requests <= Math.ceil(items / 50) + 2,
+      `${result.requests} requests`,
+    );
+  }
+});
+
 Deno.test("syncList refuses a checkpoint of another list, order or id field before any request", async () => {
   const fake = inProcess({ items: { transactions: 10 } });
   const sink = memorySink<Row>();

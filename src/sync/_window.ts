@@ -21,9 +21,9 @@ export interface WindowState {
   readonly offset: number;
   /** Items to read before `offset`, so that a shift to the left stays visible. */
   readonly margin: number;
-  /** The largest size the service answered (the user's `limit` at first). */
+  /** The largest size known to be honoured (the user's `limit` at first). */
   readonly accepted: number;
-  /** The smallest size the service refused; Infinity while none was. */
+  /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
   /** The largest size the run asks for. */
   readonly maxLimit: number;
@@ -178,7 +178,7 @@ export function judgeWindow(
     }
   }
   const count = keys.length;
-  const learnt = learnLimit(state, plan.limit);
+  const learnt = learnLimit(state, plan.limit, count);
   const first = keys[0];
   const overlaps = plan.start === 0 ||
     (first !== undefined && state.edge !== null &&
@@ -200,7 +200,7 @@ export function judgeWindow(
   return {
     kind: "commit",
     fresh: count - older,
-    ended: count < plan.limit,
+    ended: provesEnd(state, plan.limit, count),
     next: {
       ...learnt,
       edge: last !== undefined && count > older ? last : state.edge,
@@ -211,11 +211,40 @@ export function judgeWindow(
 }
 
 /**
- * What an answer says of the sizes the service honours: it answered this
- * size (a service refuses a size above its largest with a 400).
+ * Whether a window of `count` items for `limit` proves the end of the list.
+ * A service either refuses a size above its largest (400) or cuts the page
+ * to it. A short answer for a size known to be honoured is the end; so is
+ * one shorter than any size known to be honoured (a cut page would be that
+ * long), or shorter than MIN_WINDOW (no service is taken to cut pages that
+ * small). Otherwise it may be a cut: the next window asks at most `count`,
+ * a size honoured either way, and settles it.
  */
-function learnLimit(state: WindowState, limit: number): WindowState {
-  return { ...state, accepted: Math.max(state.accepted, limit) };
+export function provesEnd(
+  state: WindowState,
+  limit: number,
+  count: number,
+): boolean {
+  return count < limit &&
+    (limit <= state.accepted ||
+      count < Math.max(state.accepted, MIN_WINDOW));
+}
+
+/** What an answer of `count` items for `limit` says of the sizes honoured. */
+function learnLimit(
+  state: WindowState,
+  limit: number,
+  count: number,
+): WindowState {
+  if (count >= limit) {
+    return { ...state, accepted: Math.max(state.accepted, limit) };
+  }
+  if (provesEnd(state, limit, count)) return state;
+  // Perhaps cut to `count`: sizes up to it are honoured whichever it was.
+  return {
+    ...state,
+    accepted: Math.max(state.accepted, count),
+    refused: Math.min(state.refused, count + 1),
+  };
 }
 
 /** The state after the service refused a window of `limit` (a 400). */

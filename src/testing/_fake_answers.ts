@@ -32,6 +32,7 @@ export function answerList(
   name: string,
   before?: (resource: ListResource) => void,
   maxLimit?: number,
+  cutAtMax?: boolean,
 ): Response {
   const resource = lists.get(name);
   if (resource === undefined) return json(404, { error: "not_found" });
@@ -39,7 +40,7 @@ export function answerList(
   const params = new URL(request.url).searchParams;
   let page: readonly Record<string, unknown>[];
   try {
-    page = pageOf(resource, params, maxLimit);
+    page = pageOf(resource, params, maxLimit, cutAtMax);
   } catch (error) {
     if (!(error instanceof BadQuery)) throw error;
     return json(400, { error: "bad_request", message: error.message });

@@ -112,6 +112,14 @@ export interface FakePartnerServiceOptions {
    * @default {1000}
    */
   maxLimit?: number;
+  /**
+   * What a list does with a `limit` above `maxLimit`: `"refuse"` it with a
+   * 400, or `"cut"` the page to `maxLimit` items (offsets then follow the
+   * cut size), as some services do.
+   *
+   * @default {"refuse"}
+   */
+  beyondMaxLimit?: "refuse" | "cut";
 }
 
 /**

@@ -187,8 +187,11 @@ export function pageOf(
   resource: ListResource,
   params: URLSearchParams,
   maxLimit = MAX_LIMIT,
+  cutAtMax = false,
 ): readonly Item[] {
-  const limit = readInteger(params, "limit", 50);
+  const asked = readInteger(params, "limit", 50);
+  // Some services cut a page to their largest size instead of refusing it.
+  const limit = cutAtMax ? Math.min(asked, maxLimit) : asked;
   if (limit > maxLimit) {
     throw new BadQuery(
       `'limit' must be at most ${maxLimit}: received ${limit}`,

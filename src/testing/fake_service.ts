@@ -245,6 +245,7 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
           list[1]!,
           state.churn,
           state.maxLimit,
+          state.cutAtMax,
         ),
     );
   }
@@ -345,6 +346,7 @@ function serviceSetup(options: FakePartnerServiceOptions) {
       CONTEXT,
       "maxLimit",
     ),
+    cutAtMax: options.beyondMaxLimit === "cut",
   };
 }
 
