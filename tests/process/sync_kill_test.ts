@@ -1,5 +1,6 @@
 // SIGKILL at random points during SQLite, JSONL and PostgreSQL syncs while
-// the list changes (items appended and inserted anywhere on every request),
+// the list changes (on every request an item appended, one inserted and one
+// deleted anywhere),
 // then a rerun: every item that existed throughout is in the copy once.
 
 import { DatabaseSync } from "node:sqlite";
@@ -66,9 +67,19 @@ async function killAndRerun(
   target: string,
   readIds: () => Promise<string[]>,
 ): Promise<void> {
+  // Deletes too: after each list request, one of the first items goes.
+  const removed = new Set<string>();
+  const random = seededRandom(kind.length);
   await using api = await startFakePartnerApi({
     items: { transactions: ITEMS },
     churn: { append: 1, insertAnywhere: 1 },
+    onRequest: ({ path }) => {
+      if (path !== "/api/transactions") return;
+      const id = `tx_${
+        String(1 + Math.floor(random() * ITEMS)).padStart(6, "0")
+      }`;
+      if (api.remove("transactions", id)) removed.add(id);
+    },
   });
   const job: SyncJob = {
     kind,
@@ -81,7 +92,6 @@ async function killAndRerun(
     },
     ...api.credentials,
   };
-  const random = seededRandom(kind.length);
   for (let kill = 0; kill < 3; kill++) {
     await runWorker(job, 1 + Math.floor(random() * 12));
   }
@@ -95,8 +105,9 @@ async function killAndRerun(
   const held = new Set(ids);
   for (let i = 1; i <= ITEMS; i++) {
     const id = `tx_${String(i).padStart(6, "0")}`;
-    equal(held.has(id), true, `${id} missing`);
+    if (!removed.has(id)) equal(held.has(id), true, `${id} missing`);
   }
+  equal(removed.size > 0, true, "nothing was deleted");
 }
 
 const fresh = (name: string) => freshTarget("sync-kill", name);
