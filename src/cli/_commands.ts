@@ -11,6 +11,7 @@ import type { QuotaSnapshot } from "../token/mod.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { runGet } from "./_get.ts";
+import { runSync } from "./_sync.ts";
 import type { SessionFlags } from "./_plan.ts";
 import {
   type CliWriter,
@@ -33,7 +34,8 @@ export async function execute(
   } else if (planned.command === "quota") await runQuota(session, planned.json);
   else if (planned.command === "get") {
     await runGet(session, planned.path, planned.pci);
-  } else await runList(session, planned.list, forceProgress);
+  } else if (planned.command === "sync") await runSync(session, planned.sync);
+  else await runList(session, planned.list, forceProgress);
 }
 
 /** The commands that talk to the service. */

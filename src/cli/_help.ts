@@ -24,6 +24,7 @@ Commands:
   quota          show the quota buckets and when each resets
   list <path>    page through a list, e.g. transactions
   get <path>     one resource, e.g. organizations/org_000001 (--pci: card data)
+  sync <list>    keep a copy of a list current: --to copy.db or copy.jsonl
   demo           all of the above against an in-process fake service
   cache clear    forget the cached tokens (also: logout)
   completion S   a completion script for bash, zsh or fish
@@ -86,6 +87,28 @@ Prints one resource under the API base (with --pci, under the card-data
 base): indented JSON on a terminal, the body as it came otherwise. An answer
 that is not 2xx prints its status and an excerpt on standard error, exit 1.
   --pci          the card-data base
+`,
+  sync: `Usage: ${NAME} sync <list> --to copy.db|copy.jsonl [options]
+
+Copies a list into a SQLite or JSONL file and brings it up to date on every
+run: complete and once, also while the list changes under offset paging. A
+run resumes where a killed one stopped; Ctrl-C commits what it has (exit
+130); a second run on the same file waits for the first (FILE.lock).
+  --to FILE              the copy: .db, .sqlite, .sqlite3 (SQLite, a table
+                         named after the list) or .jsonl, .ndjson
+  --id FIELD             the unique id (default: the list's singular + ID,
+                         e.g. transactionID)
+  --sort-by FIELD        an order in which new items come last (default: id)
+  --full                 read the whole list again (items inserted behind
+                         the copy's end); a JSONL file is rewritten
+  --limit N              sets the request budget (default 50); pages may be
+                         larger, up to what the service accepts
+  --concurrency N        windows in flight, 1 to ${MAX_CONCURRENCY} (default 1)
+  --query k=v            extra query parameter; repeat for more
+  --no-cache             neither read nor write the token cache
+Needs read and write permission on FILE and the files next to it
+(FILE.lock; SQLite FILE-wal, FILE-shm; JSONL FILE.checkpoint.json[.tmp]).
+A progress line with items/s goes to standard error.
 `,
   cache: `Usage: ${NAME} cache clear   (or: ${NAME} logout)
 

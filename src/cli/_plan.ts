@@ -5,6 +5,7 @@ import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
 import type { ListOptions } from "../client/mod.ts";
 import { HELP, MAX_CONCURRENCY, NAME } from "./_help.ts";
+import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 
 export { NAME };
 
@@ -53,6 +54,9 @@ const FLAGS = {
   query: { type: "string", multiple: true },
   format: { type: "string" },
   verbose: { type: "boolean", short: "v" },
+  to: { type: "string" },
+  id: { type: "string" },
+  full: { type: "boolean" },
 } as const;
 
 const SESSION_FLAGS = ["cache", "verbose", "env-file"];
@@ -75,6 +79,16 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     "query",
     "format",
     "fields",
+    ...SESSION_FLAGS,
+  ],
+  sync: [
+    "to",
+    "id",
+    "sort-by",
+    "full",
+    "limit",
+    "concurrency",
+    "query",
     ...SESSION_FLAGS,
   ],
 };
@@ -104,6 +118,7 @@ export type Plan =
     readonly json: boolean;
   } & SessionFlags)
   | ({ readonly command: "list"; readonly list: ListRequest } & SessionFlags)
+  | ({ readonly command: "sync"; readonly sync: SyncRequest } & SessionFlags)
   | ({
     readonly command: "get";
     readonly path: string;
@@ -163,6 +178,19 @@ export function plan(args: readonly string[]): Plan {
   }
   if (command === "get") {
     return { command, path: onePath(rest, "get"), pci: !!values.pci, ...flags };
+  }
+  if (command === "sync") {
+    const shared = {
+      limit: count(values, "limit", 1),
+      concurrency: count(values, "concurrency", 1, MAX_CONCURRENCY),
+      query: queryOf(values.query ?? []),
+    };
+    const usage = (message: string) => new UsageError(message);
+    return {
+      command,
+      sync: syncRequest(rest, values, shared, usage),
+      ...flags,
+    };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {

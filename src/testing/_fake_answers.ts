@@ -1,7 +1,12 @@
 // Internal: how the fake answers an API request: the bearer token it
 // carries, a 401, a list page, a card.
 
-import { BadQuery, type generateLists, pageOf } from "./_list_data.ts";
+import {
+  BadQuery,
+  type generateLists,
+  type ListResource,
+  pageOf,
+} from "./_list_data.ts";
 import { json } from "./_fake_http.ts";
 
 /** The bearer token of a request, if it carries one. */
@@ -25,13 +30,17 @@ export function answerList(
   envelope: "object" | "array",
   request: Request,
   name: string,
+  before?: (resource: ListResource) => void,
+  maxLimit?: number,
+  cutAtMax?: boolean,
 ): Response {
   const resource = lists.get(name);
   if (resource === undefined) return json(404, { error: "not_found" });
+  before?.(resource);
   const params = new URL(request.url).searchParams;
   let page: readonly Record<string, unknown>[];
   try {
-    page = pageOf(resource, params);
+    page = pageOf(resource, params, maxLimit, cutAtMax);
   } catch (error) {
     if (!(error instanceof BadQuery)) throw error;
     return json(400, { error: "bad_request", message: error.message });

@@ -4,6 +4,7 @@
 import type { FakeFault } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./_fake_rate.ts";
 import type { ListSizes } from "./_list_data.ts";
+import type { FakeChurn } from "./_list_churn.ts";
 
 /**
  * Options of {@linkcode createFakePartnerService} (and of
@@ -97,6 +98,28 @@ export interface FakePartnerServiceOptions {
    * @default {["json", "form"]}
    */
   tokenBodyFormats?: readonly ("json" | "form")[];
+  /**
+   * How each list changes on every request for it, before it is answered
+   * (from the seed, so a run repeats): to rehearse offset drift.
+   *
+   * @default {no change}
+   */
+  churn?: FakeChurn;
+  /**
+   * The largest `limit` a list accepts; a larger one is a 400, as the
+   * real service's largest is unknown.
+   *
+   * @default {1000}
+   */
+  maxLimit?: number;
+  /**
+   * What a list does with a `limit` above `maxLimit`: `"refuse"` it with a
+   * 400, or `"cut"` the page to `maxLimit` items (offsets then follow the
+   * cut size), as some services do.
+   *
+   * @default {"refuse"}
+   */
+  beyondMaxLimit?: "refuse" | "cut";
 }
 
 /**

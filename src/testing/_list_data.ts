@@ -1,6 +1,7 @@
 // Internal: the fake service's generated lists, and how it pages and sorts them.
 
-type Item = Record<string, string | number>;
+/** One item of a fake list. */
+export type Item = Record<string, string | number>;
 
 /** One list endpoint: its items, its id field, sortable fields and default order. */
 export interface ListResource {
@@ -9,8 +10,13 @@ export interface ListResource {
   readonly sortable: readonly string[];
   readonly defaultSort: string;
   readonly items: Item[];
-  /** The items sorted per `"<field> <direction>"`; cleared when items are added. */
-  readonly sorted: Map<string, readonly Item[]>;
+  /**
+   * The items sorted per `"<field> <direction>"`, kept sorted as items come
+   * and go (see _list_churn.ts).
+   */
+  readonly sorted: Map<string, Item[]>;
+  /** The number of the next generated id: ids are never reused. */
+  serial: number;
 }
 
 const COMPANY_WORDS = [
@@ -55,11 +61,13 @@ function pick<T>(random: () => number, list: readonly T[]): T {
   return list[Math.floor(random() * list.length)] as T;
 }
 
-function id(prefix: string, n: number): string {
+/** The id of generated item `n`, e.g. `tx_000042`. */
+export function id(prefix: string, n: number): string {
   return `${prefix}_${String(n).padStart(6, "0")}`;
 }
 
-function isoDate(random: () => number): string {
+/** A creation date in the generated data's range. */
+export function isoDate(random: () => number): string {
   return new Date(EPOCH + Math.floor(random() * 300 * 86_400_000))
     .toISOString();
 }
@@ -118,6 +126,7 @@ export function generateLists(
       defaultSort: "companyName",
       items: organizations,
       sorted: new Map(),
+      serial: organizations.length,
     }],
     ["transactions", {
       name: "transactions",
@@ -126,6 +135,7 @@ export function generateLists(
       defaultSort: "creationDate",
       items: transactions,
       sorted: new Map(),
+      serial: transactions.length,
     }],
     ["cardholders", {
       name: "cardholders",
@@ -134,11 +144,13 @@ export function generateLists(
       defaultSort: "cardholderID",
       items: cardholders,
       sorted: new Map(),
+      serial: cardholders.length,
     }],
   ]);
 }
 
-function transaction(
+/** A generated transaction number `n`. */
+export function transaction(
   n: number,
   creationDate: string,
   random: () => number,
@@ -150,24 +162,6 @@ function transaction(
     currency: "EUR",
     organizationID: id("org", 1),
   };
-}
-
-/** Adds `count` transactions, each newer than every other and than `now`. */
-export function appendTransactions(
-  resource: ListResource,
-  count: number,
-  now: number,
-): void {
-  let newest = now;
-  for (const item of resource.items) {
-    newest = Math.max(newest, Date.parse(String(item.creationDate)) + 1000);
-  }
-  const random = seededRandom(resource.items.length);
-  resource.sorted.clear();
-  for (let i = 0; i < count; i++, newest += 1000) {
-    const n = resource.items.length + 1;
-    resource.items.push(transaction(n, new Date(newest).toISOString(), random));
-  }
 }
 
 /** A query the service refuses, with the reason for its 400. */
@@ -192,11 +186,15 @@ export const MAX_LIMIT = 1000;
 export function pageOf(
   resource: ListResource,
   params: URLSearchParams,
+  maxLimit = MAX_LIMIT,
+  cutAtMax = false,
 ): readonly Item[] {
-  const limit = readInteger(params, "limit", 50);
-  if (limit > MAX_LIMIT) {
+  const asked = readInteger(params, "limit", 50);
+  // Some services cut a page to their largest size instead of refusing it.
+  const limit = cutAtMax ? Math.min(asked, maxLimit) : asked;
+  if (limit > maxLimit) {
     throw new BadQuery(
-      `'limit' must be at most ${MAX_LIMIT}: received ${limit}`,
+      `'limit' must be at most ${maxLimit}: received ${limit}`,
     );
   }
   const page = readInteger(params, "page", 1);
@@ -230,13 +228,21 @@ function sortedBy(
   const key = `${sortBy} ${direction}`;
   const cached = resource.sorted.get(key);
   if (cached !== undefined) return cached;
-  const sign = direction === "ASC" ? 1 : -1;
-  const idField = resource.idField;
-  const sorted = resource.items.toSorted((a, b) =>
-    sign * (compare(a[sortBy], b[sortBy]) || compare(a[idField], b[idField]))
-  );
+  const sorted = resource.items.toSorted(orderOf(resource, key));
   resource.sorted.set(key, sorted);
   return sorted;
+}
+
+/** The comparison of the order named `"<field> <direction>"`; ties by id. */
+export function orderOf(
+  resource: ListResource,
+  key: string,
+): (a: Item, b: Item) => number {
+  const [sortBy, direction] = key.split(" ") as [string, string];
+  const sign = direction === "ASC" ? 1 : -1;
+  const idField = resource.idField;
+  return (a, b) =>
+    sign * (compare(a[sortBy], b[sortBy]) || compare(a[idField], b[idField]));
 }
 
 function compare(a: unknown, b: unknown): number {

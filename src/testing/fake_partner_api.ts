@@ -159,6 +159,8 @@ export async function startFakePartnerApi(
     injectTokenFaults: service.injectTokenFaults,
     injectApiFaults: service.injectApiFaults,
     insertTransactions: service.insertTransactions,
+    insert: service.insert,
+    remove: service.remove,
     revokeTokens: service.revokeTokens,
     isValidToken: service.isValidToken,
     close,

@@ -7,10 +7,19 @@ import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { checkNumber, requireText } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
 import {
-  appendTransactions,
   generateLists,
+  type Item,
+  type ListResource,
   type ListSizes,
+  seededRandom,
 } from "./_list_data.ts";
+import {
+  appendItems,
+  churnList,
+  type FakeChurn,
+  insertItem,
+  removeItem,
+} from "./_list_churn.ts";
 import {
   type FakeFault,
   faultyAnswer,
@@ -36,6 +45,7 @@ import type {
 } from "./_fake_options.ts";
 export type { FakeFault } from "./_fake_http.ts";
 export type { FakeRateLimit } from "./_fake_rate.ts";
+export type { FakeChurn } from "./_list_churn.ts";
 /** Counts of generated items per list of the fake. */
 export type { ListSizes };
 
@@ -69,6 +79,22 @@ export interface FakeControls {
    * head of a list sorted by `creationDate` DESC moves while you page.
    */
   insertTransactions(count: number): void;
+  /**
+   * Puts `item` into the list named `list` (e.g. `"transactions"`), where
+   * its fields place it in each order: to rehearse an insert behind a
+   * crawl or a sync.
+   *
+   * @throws {TypeError} For an unknown list, an item without the list's id
+   * field, or an id already there.
+   */
+  insert(list: string, item: Readonly<Record<string, string | number>>): void;
+  /**
+   * Takes the item with `id` out of the list named `list`.
+   *
+   * @returns Whether it was there.
+   * @throws {TypeError} For an unknown list.
+   */
+  remove(list: string, id: string): boolean;
   /** Makes every token issued so far invalid, as if the service revoked them. */
   revokeTokens(): void;
   /** Whether `accessToken` is one the fake issued and still accepts. */
@@ -159,8 +185,17 @@ export function createFakePartnerService(
     },
     injectTokenFaults: (...more) => void state.tokenFaults.push(...more),
     injectApiFaults: (...more) => void state.apiFaults.push(...more),
-    insertTransactions: (added) =>
-      appendTransactions(lists.get("transactions")!, added, now()),
+    insertTransactions: (added) => {
+      const transactions = lists.get("transactions")!;
+      appendItems(
+        transactions,
+        added,
+        now(),
+        seededRandom(transactions.serial),
+      );
+    },
+    insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
+    remove: (list, id) => removeItem(listNamed(lists, list), id),
     revokeTokens: () => endpoint.revoke(),
     isValidToken: (accessToken) => endpoint.isValid(accessToken),
     handle: (request) => handleMain(state, request),
@@ -202,7 +237,16 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
     return answerApi(
       state,
       request,
-      () => answerList(state.lists, state.listEnvelope, request, list[1]!),
+      () =>
+        answerList(
+          state.lists,
+          state.listEnvelope,
+          request,
+          list[1]!,
+          state.churn,
+          state.maxLimit,
+          state.cutAtMax,
+        ),
     );
   }
   return Promise.resolve(json(404, { error: "not_found" }));
@@ -294,7 +338,45 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     lists,
     latency: count(options.latency, 0, "latency"),
     listEnvelope: options.listEnvelope ?? "object",
+    churn: churner(options.churn, options.seed ?? 1, now),
+    maxLimit: checkNumber(
+      options.maxLimit,
+      1000,
+      "positive integer",
+      CONTEXT,
+      "maxLimit",
+    ),
+    cutAtMax: options.beyondMaxLimit === "cut",
   };
+}
+
+/** The change each list request makes, if churn is configured. */
+function churner(
+  churn: FakeChurn | undefined,
+  seed: number,
+  now: () => number,
+): ((resource: ListResource) => void) | undefined {
+  if (churn === undefined) return undefined;
+  for (const field of ["append", "insertAnywhere", "remove"] as const) {
+    count(churn[field], 0, `churn.${field}`);
+  }
+  const random = seededRandom(seed + 1);
+  return (resource) => churnList(resource, churn, random, now());
+}
+
+function listNamed(
+  lists: Map<string, ListResource>,
+  name: string,
+): ListResource {
+  const resource = lists.get(name);
+  if (resource === undefined) {
+    throw new TypeError(
+      `Cannot change the fake's lists: no list named '${name}' (${
+        [...lists.keys()].join(", ")
+      })`,
+    );
+  }
+  return resource;
 }
 
 function count(value: number | undefined, fallback: number, field: string) {

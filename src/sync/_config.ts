@@ -1,0 +1,145 @@
+// Internal: syncList's options, checked before anything is read or sent.
+
+import { checkNumber, optionError, requireText } from "../core/_check.ts";
+import type { SyncIdentity } from "./_checkpoint.ts";
+import type { SyncOptions, SyncProgress, SyncSink } from "./_types.ts";
+import { MIN_WINDOW, type SyncKey } from "./_window.ts";
+import { SyncError } from "./sync_error.ts";
+
+const CONTEXT = "Cannot sync";
+
+/** The checked options of one run. */
+export interface SyncConfig<T> {
+  readonly identity: SyncIdentity;
+  readonly sink: SyncSink<T>;
+  readonly limit: number;
+  readonly maxLimit: number;
+  readonly concurrency: number;
+  readonly full: boolean;
+  readonly signal: AbortSignal | undefined;
+  readonly items: ((body: unknown) => readonly T[]) | undefined;
+  readonly onProgress: ((progress: SyncProgress) => void) | undefined;
+  /** The item's place in the order. @throws {SyncError} */
+  readonly keyOf: (item: T) => SyncKey;
+}
+
+/**
+ * The options of a run.
+ *
+ * @throws {TypeError} (`option`) For a bad id, sort field, sink, query or callback.
+ * @throws {RangeError} (`option`) For a bad limit, maxLimit or concurrency.
+ */
+export function syncConfig<T>(
+  path: string,
+  options: SyncOptions<T>,
+): SyncConfig<T> {
+  if (typeof options !== "object" || options === null) {
+    throw optionError(TypeError, CONTEXT, "options", "must be an object");
+  }
+  const id = options.id;
+  if (typeof id !== "function") requireText(id, CONTEXT, "id");
+  const sortBy = options.sortBy === undefined
+    ? undefined
+    : requireText(options.sortBy, CONTEXT, "sortBy");
+  const sink = options.sink;
+  if (
+    typeof sink?.load !== "function" || typeof sink?.write !== "function"
+  ) {
+    throw optionError(TypeError, CONTEXT, "sink", "must have load and write");
+  }
+  const limit = checkNumber(
+    options.limit,
+    50,
+    "positive integer",
+    CONTEXT,
+    "limit",
+  );
+  const concurrency = checkNumber(
+    options.concurrency,
+    1,
+    "positive integer",
+    CONTEXT,
+    "concurrency",
+  );
+  if (concurrency > 64) {
+    throw optionError(RangeError, CONTEXT, "concurrency", "must be at most 64");
+  }
+  for (const name of ["items", "onProgress"] as const) {
+    if (options[name] !== undefined && typeof options[name] !== "function") {
+      throw optionError(TypeError, CONTEXT, name, "must be a function");
+    }
+  }
+  return {
+    identity: {
+      path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),
+      sortBy: sortBy ?? (typeof id === "string" ? id : null),
+      id: typeof id === "string" ? id : null,
+      query: { ...options.query },
+    },
+    sink,
+    limit,
+    maxLimit: Math.max(limit, checkMaxLimit(options.maxLimit)),
+    concurrency,
+    full: options.full === true,
+    signal: options.signal,
+    items: options.items,
+    onProgress: options.onProgress,
+    keyOf: keyReader(id, sortBy),
+  };
+}
+
+function checkMaxLimit(value: number | undefined): number {
+  const maxLimit = checkNumber(
+    value,
+    1000,
+    "positive integer",
+    CONTEXT,
+    "maxLimit",
+  );
+  if (maxLimit < MIN_WINDOW) {
+    throw optionError(
+      RangeError,
+      CONTEXT,
+      "maxLimit",
+      `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`,
+      String(maxLimit),
+    );
+  }
+  return maxLimit;
+}
+
+/** Reads an item's key: its id, and its sort value (the raw id by default). */
+function keyReader<T>(
+  id: string | ((item: T) => string),
+  sortBy: string | undefined,
+): (item: T) => SyncKey {
+  const field = (item: T, name: string) =>
+    typeof item === "object" && item !== null
+      ? (item as Record<string, unknown>)[name]
+      : undefined;
+  const rawId = typeof id === "function" ? id : (item: T) => field(item, id);
+  return (item) => {
+    const raw = rawId(item);
+    if (!isValue(raw)) {
+      throw new SyncError(
+        `Cannot sync: an item has no id${
+          typeof id === "string" ? ` in '${id}'` : ""
+        }: received ${raw === null ? "null" : typeof raw}`,
+        "missing-id",
+      );
+    }
+    const value = sortBy === undefined ? raw : field(item, sortBy);
+    if (!isValue(value)) {
+      throw new SyncError(
+        `Cannot sync: item '${raw}' has no sort value in '${sortBy}'`,
+        "unordered",
+      );
+    }
+    return { value, id: String(raw) };
+  };
+}
+
+function isValue(value: unknown): value is string | number {
+  return typeof value === "string" ||
+    (typeof value === "number" && Number.isFinite(value));
+}

@@ -1,0 +1,28 @@
+// Internal: a table name a sink may put into SQL.
+
+import { optionError } from "../core/_check.ts";
+
+/** The checkpoints of every synced table, next to them. */
+export const CHECKPOINT_TABLE = "partner_api_sync";
+
+/**
+ * `table`, quoted for SQL.
+ *
+ * @throws {TypeError} (`option: "table"`) Unless it is a plain identifier.
+ */
+export function quotedTable(table: unknown, context: string): string {
+  if (
+    typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)
+  ) {
+    throw optionError(
+      TypeError,
+      context,
+      "table",
+      "must be a plain identifier (letters, digits, _; at most 63)",
+      typeof table === "string"
+        ? JSON.stringify(table.slice(0, 80))
+        : typeof table,
+    );
+  }
+  return `"${table}"`;
+}

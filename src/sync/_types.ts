@@ -1,0 +1,191 @@
+// Internal: the public shapes of a sync (re-exported, with these docs, by
+// mod.ts).
+
+/**
+ * Where a sync stands, saved with the items it covers. Plain JSON: a sink
+ * stores it as text and gives it back from `load()` as it was.
+ *
+ * @example What a sink saves
+ * ```ts
+ * import type { SyncCheckpoint } from "@partner-api/client/sync";
+ *
+ * const saved: SyncCheckpoint = {
+ *   version: 1, path: "transactions", sortBy: "creationDate", id: "transactionID", query: {},
+ *   edge: { value: "2025-03-01T00:00:00.000Z", id: "tx_000042" }, offset: 42, full: false, complete: true,
+ * };
+ * if (JSON.parse(JSON.stringify(saved)).edge.id !== "tx_000042") throw new Error();
+ * ```
+ */
+export interface SyncCheckpoint {
+  /** The format of this object. */
+  readonly version: 1;
+  /** The list's path, without a leading `/`. */
+  readonly path: string;
+  /** The sort field asked for; `null` for the service's default order. */
+  readonly sortBy: string | null;
+  /** The id field; `null` when `id` was given as a function. */
+  readonly id: string | null;
+  /** Further query parameters (filters) of the list. */
+  readonly query: Readonly<Record<string, string>>;
+  /**
+   * The last item committed, by sort value and id: every item up to it that
+   * existed for the whole run is in the sink. `null` before the first.
+   */
+  readonly edge:
+    | { readonly value: string | number; readonly id: string }
+    | null;
+  /** Where the item after `edge` stood in the list when it was last read. */
+  readonly offset: number;
+  /** A `full` pass is under way (a JSONL sink rewrites its file during one). */
+  readonly full: boolean;
+  /** The pass reached the end of the list. */
+  readonly complete: boolean;
+}
+
+/**
+ * Where a sync writes: the items and the checkpoint that covers them, in
+ * one atomic step, so that a run killed at any point resumes without loss
+ * or duplicates.
+ *
+ * @example An in-memory sink for a test
+ * ```ts
+ * import type { SyncCheckpoint, SyncSink } from "@partner-api/client/sync";
+ *
+ * const rows = new Map<string, unknown>();
+ * let saved: SyncCheckpoint | undefined;
+ * const sink: SyncSink<unknown> = {
+ *   load: () => Promise.resolve(saved),
+ *   write(items, checkpoint, ids) {
+ *     items.forEach((item, i) => rows.set(ids[i]!, item));
+ *     saved = checkpoint;
+ *     return Promise.resolve();
+ *   },
+ * };
+ * await sink.write([{ a: 1 }], { version: 1, path: "x", sortBy: null, id: "a", query: {}, edge: null, offset: 0, full: false, complete: false }, ["1"]);
+ * if (rows.size !== 1 || (await sink.load())?.path !== "x") throw new Error();
+ * ```
+ */
+export interface SyncSink<T> {
+  /** The checkpoint saved last, if any. */
+  load(): Promise<SyncCheckpoint | undefined>;
+  /**
+   * Saves `items` (with their `ids`, in the same order) and `checkpoint`
+   * atomically: after a crash, either both are there or neither.
+   */
+  write(
+    items: readonly T[],
+    checkpoint: SyncCheckpoint,
+    ids: readonly string[],
+  ): Promise<void>;
+}
+
+/**
+ * Options of `syncList`.
+ *
+ * @example Transactions in creation order, into SQLite
+ * ```ts
+ * import { createSqliteSink, type SyncOptions } from "@partner-api/client/sync";
+ *
+ * type Transaction = { transactionID: string; creationDate: string };
+ * using sink = createSqliteSink<Transaction>(":memory:", { table: "transactions" });
+ * const options: SyncOptions<Transaction> = { id: "transactionID", sortBy: "creationDate", sink };
+ * if (options.limit !== undefined) throw new Error();
+ * ```
+ */
+export interface SyncOptions<T> {
+  /** The unique id: a field name (e.g. `"transactionID"`), or a function of the item. */
+  id: string | ((item: T) => string);
+  /**
+   * A field the service sorts by, in whose order new items come last, read
+   * ascending (e.g. `"creationDate"`). Ties must be ordered by id.
+   *
+   * @default {the id field (sent as sortBy); the service's default order when `id` is a function}
+   */
+  sortBy?: string;
+  /** Where the items and the checkpoint go, together. */
+  sink: SyncSink<T>;
+  /**
+   * Sets the cost: a first run of `n` items makes at most about
+   * `1.1 × ⌈n / limit⌉ + 2` list requests. Windows may be larger (up to
+   * `maxLimit`); the service must honour this size.
+   *
+   * @default {50}
+   */
+  limit?: number;
+  /**
+   * The largest window asked for. The run finds the service's largest
+   * accepted size at or below it (refused or cut pages shrink it).
+   *
+   * @default {1000, or limit when larger}
+   */
+  maxLimit?: number;
+  /**
+   * Windows in flight at once (1 to 64). The window after the last may be
+   * read for nothing: up to `concurrency - 1` extra requests per run.
+   *
+   * @default {1}
+   */
+  concurrency?: number;
+  /** Stops the run; what is committed stays committed. */
+  signal?: AbortSignal;
+  /** Further query parameters, e.g. filters; part of the checkpoint's identity. */
+  query?: Record<string, string>;
+  /**
+   * Picks the items out of a page's JSON body.
+   *
+   * @default {the body if it is an array, else its only array-valued property}
+   */
+  items?: (body: unknown) => readonly T[];
+  /**
+   * Reads the whole list again (picks up items inserted behind the
+   * checkpoint). A JSONL sink rewrites its file; SQLite and PostgreSQL
+   * upsert by id.
+   *
+   * @default {false}
+   */
+  full?: boolean;
+  /** Hears each committed batch. What it throws is ignored. */
+  onProgress?: (progress: SyncProgress) => void;
+}
+
+/**
+ * How far a run has come, after each committed batch.
+ *
+ * @example A progress line
+ * ```ts
+ * import type { SyncProgress } from "@partner-api/client/sync";
+ *
+ * const line = (p: SyncProgress) => `${p.written} items, ${p.requests} requests`;
+ * if (line({ written: 3, pages: 1, requests: 1 }) !== "3 items, 1 requests") throw new Error();
+ * ```
+ */
+export interface SyncProgress {
+  /** Items written in this run. */
+  readonly written: number;
+  /** Windows committed in this run. */
+  readonly pages: number;
+  /** List requests made in this run. */
+  readonly requests: number;
+}
+
+/**
+ * What a run did.
+ *
+ * @example Reading a result
+ * ```ts
+ * import type { SyncResult } from "@partner-api/client/sync";
+ *
+ * const result: SyncResult = { written: 0, pages: 1, requests: 1, resumed: false };
+ * if (result.requests > 2) throw new Error("an idle run costs at most 2 requests");
+ * ```
+ */
+export interface SyncResult {
+  /** Items written in this run. */
+  readonly written: number;
+  /** Windows committed in this run. */
+  readonly pages: number;
+  /** List requests made in this run (refused, mended and verifying ones included). */
+  readonly requests: number;
+  /** The run continued a pass that an earlier run left unfinished. */
+  readonly resumed: boolean;
+}

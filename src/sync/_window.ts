@@ -1,0 +1,264 @@
+// Internal: the decisions of a sync as pure functions over its state: where
+// the next window goes, and what a window that came back proves. The
+// invariant they keep (docs/sync.md): every item with a key up to `edge`
+// that existed for the whole run is in the sink, once.
+
+import { SyncError } from "./sync_error.ts";
+
+/** An item's place in the order: its sort value, then its id. */
+export interface SyncKey {
+  /** The value of the sort field (the id itself when the order is by id). */
+  readonly value: string | number;
+  /** The item's id. */
+  readonly id: string;
+}
+
+/** Where a sync stands between windows. */
+export interface WindowState {
+  /** The key of the last item committed; null before the first. */
+  readonly edge: SyncKey | null;
+  /** Where the item after `edge` stood when last seen (0 before the first). */
+  readonly offset: number;
+  /** Items to read before `offset`, so that a shift to the left stays visible. */
+  readonly margin: number;
+  /** The largest size known to be honoured (the user's `limit` at first). */
+  readonly accepted: number;
+  /** The smallest size refused, or cut; Infinity while none was. */
+  readonly refused: number;
+  /** The largest size the run asks for. */
+  readonly maxLimit: number;
+}
+
+/** One window: `limit` items from `start`, i.e. page `start / limit + 1`. */
+export interface WindowPlan {
+  readonly start: number;
+  readonly limit: number;
+  readonly page: number;
+}
+
+/** What a window proves, given the state before it. */
+export type WindowVerdict =
+  | {
+    /** It overlaps what is committed: its newer items can be committed. */
+    readonly kind: "commit";
+    /** The items after `edge`, in order. */
+    readonly fresh: number;
+    /** The state once the window is committed. */
+    readonly next: WindowState;
+    /** Nothing followed its last item when it was read: the pass is complete. */
+    readonly ended: boolean;
+  }
+  | {
+    /** It may have skipped items (it starts after `edge`): read again earlier. */
+    readonly kind: "gap";
+    readonly next: WindowState;
+  };
+
+/** The smallest margin: one delete between two windows stays visible. */
+export const MIN_MARGIN = 2;
+/** The margin of a run's first window: deletes since the last run are unknown. */
+export const RESUME_MARGIN = 32;
+/**
+ * The smallest `maxLimit`: below it, a window that overlaps the edge and
+ * reaches past it may not exist (when every size up to it divides the
+ * offset; lcm(2..25) exceeds any offset).
+ */
+export const MIN_WINDOW = 25;
+
+/** Orders two sort values: numbers by value, anything else as strings. */
+export function compareValues(a: string | number, b: string | number): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  const x = String(a), y = String(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Orders two keys: by sort value, then by id. */
+export function compareKeys(a: SyncKey, b: SyncKey): number {
+  return compareValues(a.value, b.value) || compareValues(a.id, b.id);
+}
+
+/** The largest size the next window may ask for. */
+export function windowCap(state: WindowState): number {
+  if (state.refused === Infinity) return state.maxLimit;
+  return Math.max(
+    state.accepted,
+    Math.min(state.maxLimit, Math.floor((state.accepted + state.refused) / 2)),
+  );
+}
+
+/**
+ * The window that overlaps the item before `offset` by at least `margin + 1`
+ * items and reaches furthest past it. A page size `limit` places a window
+ * only at a multiple of `limit`, so every size up to `cap` is tried. When
+ * the margin leaves no window that reaches past `offset`, the margin is
+ * dropped; when no size does (every size up to `cap` divides `offset`,
+ * which takes a cap under 25), the largest window is read and the run
+ * moves only if the list does.
+ */
+export function planWindow(
+  offset: number,
+  margin: number,
+  cap: number,
+): WindowPlan {
+  if (offset <= 0) return { start: 0, limit: cap, page: 1 };
+  return reaching(offset, offset - 1 - margin, cap) ??
+    reaching(offset, offset - 1, cap) ??
+    placed(cap, Math.floor((offset - 1) / cap));
+}
+
+/** The furthest-reaching window starting at or before `target` and past `offset`. */
+function reaching(
+  offset: number,
+  target: number,
+  cap: number,
+): WindowPlan | undefined {
+  const from = Math.max(0, target);
+  let best: WindowPlan | undefined;
+  let bestEnd = offset;
+  for (let limit = cap; limit >= 1; limit--) {
+    const index = Math.floor(from / limit);
+    const end = (index + 1) * limit;
+    // Ties go to the smaller page: the same items for fewer bytes.
+    if (end > bestEnd || (end === bestEnd && best !== undefined)) {
+      best = placed(limit, index);
+      bestEnd = end;
+    }
+  }
+  return best;
+}
+
+function placed(limit: number, index: number): WindowPlan {
+  return { start: index * limit, limit, page: index + 1 };
+}
+
+/** The first window after `state`, overlapping its edge by its margin. */
+export function nextWindow(state: WindowState): WindowPlan {
+  return planWindow(
+    state.edge === null ? 0 : state.offset,
+    state.margin,
+    windowCap(state),
+  );
+}
+
+/**
+ * The window after `plan` if the list does not move: the pipeline's guess,
+ * checked like any window when it comes back.
+ */
+export function followingWindow(
+  plan: WindowPlan,
+  state: WindowState,
+): WindowPlan {
+  return planWindow(plan.start + plan.limit, state.margin, windowCap(state));
+}
+
+/**
+ * Judges a window of `keys` read at `plan`. It may be committed when it
+ * starts at the head of the list or at or before `edge`: a page is a
+ * contiguous run of the list as it stood when it was read, so it then holds
+ * every item between `edge` and its last item that existed at that moment
+ * (and so every one that existed for the whole run).
+ *
+ * @throws {SyncError} (`"unordered"`) When the keys do not ascend.
+ */
+export function judgeWindow(
+  state: WindowState,
+  plan: WindowPlan,
+  keys: readonly SyncKey[],
+): WindowVerdict {
+  for (let i = 1; i < keys.length; i++) {
+    if (compareKeys(keys[i - 1]!, keys[i]!) >= 0) {
+      throw new SyncError(
+        `Cannot sync: the list is not in the asked order: '${
+          keys[i]!.id
+        }' came after '${
+          keys[i - 1]!.id
+        }' (page ${plan.page}, limit ${plan.limit})`,
+        "unordered",
+      );
+    }
+  }
+  const count = keys.length;
+  const learnt = learnLimit(state, plan.limit, count);
+  const first = keys[0];
+  const overlaps = plan.start === 0 ||
+    (first !== undefined && state.edge !== null &&
+      compareKeys(first, state.edge) <= 0);
+  if (!overlaps) {
+    return {
+      kind: "gap",
+      next: {
+        ...learnt,
+        // The window began after every item up to the edge: the item after
+        // the edge stands at or before its start now.
+        offset: Math.min(state.offset, plan.start),
+        margin: Math.max(8, state.margin * 2),
+      },
+    };
+  }
+  const older = state.edge === null ? 0 : countUpTo(keys, state.edge);
+  const last = keys[count - 1];
+  return {
+    kind: "commit",
+    fresh: count - older,
+    ended: provesEnd(state, plan.limit, count),
+    next: {
+      ...learnt,
+      edge: last !== undefined && count > older ? last : state.edge,
+      offset: plan.start + count,
+      margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
+    },
+  };
+}
+
+/**
+ * Whether a window of `count` items for `limit` proves the end of the list.
+ * A service either refuses a size above its largest (400) or cuts the page
+ * to it. A short answer for a size known to be honoured is the end; so is
+ * one shorter than any size known to be honoured (a cut page would be that
+ * long), or shorter than MIN_WINDOW (no service is taken to cut pages that
+ * small). Otherwise it may be a cut: the next window asks at most `count`,
+ * a size honoured either way, and settles it.
+ */
+export function provesEnd(
+  state: WindowState,
+  limit: number,
+  count: number,
+): boolean {
+  return count < limit &&
+    (limit <= state.accepted ||
+      count < Math.max(state.accepted, MIN_WINDOW));
+}
+
+/** What an answer of `count` items for `limit` says of the sizes honoured. */
+function learnLimit(
+  state: WindowState,
+  limit: number,
+  count: number,
+): WindowState {
+  if (count >= limit) {
+    return { ...state, accepted: Math.max(state.accepted, limit) };
+  }
+  if (provesEnd(state, limit, count)) return state;
+  // Perhaps cut to `count`: sizes up to it are honoured whichever it was.
+  return {
+    ...state,
+    accepted: Math.max(state.accepted, count),
+    refused: Math.min(state.refused, count + 1),
+  };
+}
+
+/** The state after the service refused a window of `limit` (a 400). */
+export function refusedWindow(state: WindowState, limit: number): WindowState {
+  return { ...state, refused: Math.min(state.refused, limit) };
+}
+
+/** How many of the ascending `keys` are at or before `edge`. */
+function countUpTo(keys: readonly SyncKey[], edge: SyncKey): number {
+  let low = 0, high = keys.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareKeys(keys[middle]!, edge) <= 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}

@@ -1,0 +1,44 @@
+/**
+ * A copy of a list that stays true: {@linkcode syncList} copies a list of
+ * the partner API into a sink (SQLite, JSONL, PostgreSQL, or your own) and
+ * keeps it current, complete and once, while items are inserted and deleted
+ * anywhere under offset paging, across crashes and reruns.
+ *
+ * @example A copy of transactions, brought up to date
+ * ```ts
+ * import { createClient } from "@partner-api/client/client";
+ * import { createJsonlSink, syncList } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi({ items: { transactions: 80 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await Deno.mkdir(".test-tmp", { recursive: true });
+ * const path = ".test-tmp/doc-sync-transactions.jsonl";
+ * const sink = createJsonlSink(path);
+ * const result = await syncList(client, "transactions", { id: "transactionID", sortBy: "creationDate", sink, full: true });
+ * const lines = (await Deno.readTextFile(path)).trim().split("\n");
+ * if (result.written !== 80 || lines.length !== 80) throw new Error();
+ * ```
+ *
+ * @module
+ */
+
+export { syncList } from "./sync_list.ts";
+export { SyncError, type SyncErrorReason } from "./sync_error.ts";
+export type {
+  SyncCheckpoint,
+  SyncOptions,
+  SyncProgress,
+  SyncResult,
+  SyncSink,
+} from "./_types.ts";
+export {
+  createSqliteSink,
+  type SqliteSink,
+  type SqliteSinkOptions,
+} from "./sqlite_sink.ts";
+export { createJsonlSink } from "./jsonl_sink.ts";
+export {
+  createPostgresSink,
+  type PostgresSinkOptions,
+} from "./postgres_sink.ts";

@@ -1,0 +1,277 @@
+// syncList: a copy of a list that stays true while the list moves under
+// offset paging. The decisions are pure functions in _window.ts; this file
+// sends the windows, commits what they prove, and keeps the pipeline full.
+
+import type { PartnerClient } from "../client/mod.ts";
+import { ApiError } from "../core/errors.ts";
+import { runStart } from "./_checkpoint.ts";
+import { type SyncConfig, syncConfig } from "./_config.ts";
+import type { SyncCheckpoint, SyncOptions, SyncResult } from "./_types.ts";
+import {
+  followingWindow,
+  judgeWindow,
+  nextWindow,
+  refusedWindow,
+  type WindowPlan,
+  type WindowState,
+} from "./_window.ts";
+
+/** A window requested and not yet judged. */
+interface Flight<T> {
+  readonly plan: WindowPlan;
+  readonly controller: AbortController;
+  readonly items: Promise<readonly T[]>;
+}
+
+/** A run's counters. */
+interface Counts {
+  written: number;
+  pages: number;
+  requests: number;
+}
+
+/**
+ * Copies the list at `path` into `sink` and keeps it current: complete and
+ * once, also when items are inserted or deleted anywhere while it pages.
+ *
+ * Each window overlaps the items already committed; a window that starts
+ * after them may have skipped items and is read again earlier. Items and
+ * the checkpoint commit together, so a run killed at any point resumes
+ * where it stopped (reading at most one window again), and a later run
+ * reads only what was added at the end. See docs/sync.md.
+ *
+ * @param client The client: its pacing, retries and token.
+ * @param path The list, e.g. `"transactions"`.
+ * @param options The id, the order, the sink, and sizes.
+ * @returns What the run did.
+ * @throws {TypeError} (`option`) Before any request, for bad options, or a
+ * sink whose checkpoint is for another path, order, id field or query
+ * (`option: "sink"`).
+ * @throws {RangeError} (`option`) Before any request, for a bad size.
+ * @throws {SyncError} For an item without id (`"missing-id"`) or a page out
+ * of order (`"unordered"`); nothing past the last good batch is written.
+ * @throws {ApiError} When a window cannot be read after the client's retries.
+ *
+ * @example Keeping a copy of transactions in SQLite
+ * ```ts
+ * import { createClient } from "@partner-api/client/client";
+ * import { createSqliteSink, syncList } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * await using api = await startFakePartnerApi({ items: { transactions: 120 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * using sink = createSqliteSink(":memory:", { table: "transactions" });
+ * const options = { id: "transactionID", sortBy: "creationDate", sink };
+ * const first = await syncList(client, "transactions", options);
+ * api.insertTransactions(5);
+ * const second = await syncList(client, "transactions", options);
+ * if (first.written !== 120 || second.written !== 5 || second.requests > 2) throw new Error();
+ * ```
+ */
+export async function syncList<T>(
+  client: PartnerClient,
+  path: string,
+  options: SyncOptions<T>,
+): Promise<SyncResult> {
+  const config = syncConfig(path, options);
+  // Path and list options are checked by the client now, before any request.
+  void client.list(config.identity.path, listOptions(config, undefined));
+  const saved = await config.sink.load();
+  const start = runStart(saved, config.identity, config, config.full);
+  const counts: Counts = { written: 0, pages: 0, requests: 0 };
+  if (start.beginsFullPass) {
+    await config.sink.write([], start.checkpoint, []);
+  }
+  await runWindows(client, config, start.state, start.checkpoint, counts);
+  return { ...counts, resumed: start.resumed };
+}
+
+/** Reads, judges and commits windows until one proves the end of the list. */
+async function runWindows<T>(
+  client: PartnerClient,
+  config: SyncConfig<T>,
+  initial: WindowState,
+  base: SyncCheckpoint,
+  counts: Counts,
+): Promise<void> {
+  let state = initial;
+  let saved = base;
+  const flights: Flight<T>[] = [];
+  const committer = new Committer(config, counts, base);
+  // One window first: a run with nothing new costs one request, not one
+  // per window in flight.
+  let width = 1;
+  const fill = () => {
+    while (flights.length < width) {
+      const last = flights.at(-1);
+      const plan = last === undefined
+        ? nextWindow(state)
+        : followingWindow(last.plan, state);
+      flights.push(launch(client, config, plan));
+      counts.requests++;
+    }
+  };
+  try {
+    while (true) {
+      fill();
+      const flight = flights.shift()!;
+      const judged = await judge(flight, state, config);
+      state = judged.next;
+      if (judged.kind !== "commit") {
+        // Windows planned on a wrong guess are not worth reading.
+        land(flights);
+        continue;
+      }
+      saved = {
+        ...saved,
+        edge: state.edge,
+        offset: state.offset,
+        full: saved.full && !judged.ended,
+        complete: judged.ended,
+      };
+      counts.pages++;
+      if (!judged.ended) {
+        // The next window is on its way while this one is written.
+        width = config.concurrency;
+        fill();
+      }
+      await committer.commit(judged.fresh, saved);
+      if (judged.ended) break;
+    }
+  } finally {
+    land(flights);
+    await committer.settle();
+  }
+  await committer.done();
+}
+
+/** A window's verdict; a refused size is a verdict too (read smaller). */
+async function judge<T>(
+  flight: Flight<T>,
+  state: WindowState,
+  config: SyncConfig<T>,
+) {
+  let items: readonly T[];
+  try {
+    items = await flight.items;
+  } catch (error) {
+    if (
+      error instanceof ApiError && error.status === 400 &&
+      flight.plan.limit > state.accepted
+    ) {
+      return {
+        kind: "refused" as const,
+        next: refusedWindow(state, flight.plan.limit),
+      };
+    }
+    throw error;
+  }
+  const verdict = judgeWindow(state, flight.plan, items.map(config.keyOf));
+  if (verdict.kind !== "commit") return verdict;
+  return { ...verdict, fresh: items.slice(items.length - verdict.fresh) };
+}
+
+/** Starts reading one window. */
+function launch<T>(
+  client: PartnerClient,
+  config: SyncConfig<T>,
+  plan: WindowPlan,
+): Flight<T> {
+  const controller = new AbortController();
+  const signal = config.signal === undefined
+    ? controller.signal
+    : AbortSignal.any([config.signal, controller.signal]);
+  const items = (async () => {
+    const items: T[] = [];
+    const pages = client.list<T>(config.identity.path, {
+      ...listOptions(config, signal),
+      limit: plan.limit,
+      page: plan.page,
+      maxPages: 1,
+    });
+    for await (const item of pages) items.push(item);
+    return items;
+  })();
+  // A window dropped in flight may still reject; nobody waits for it.
+  items.catch(() => {});
+  return { plan, controller, items };
+}
+
+/** Aborts and forgets every window in flight. */
+function land<T>(flights: Flight<T>[]): void {
+  for (const flight of flights.splice(0)) flight.controller.abort();
+}
+
+/** The list options every window shares. */
+function listOptions<T>(
+  config: SyncConfig<T>,
+  signal: AbortSignal | undefined,
+) {
+  const { sortBy, query } = config.identity;
+  return {
+    sortDirection: "ASC" as const,
+    ...(sortBy === null ? {} : { sortBy }),
+    ...(Object.keys(query).length === 0 ? {} : { query: { ...query } }),
+    ...(config.items === undefined ? {} : { items: config.items }),
+    ...(signal === undefined ? {} : { signal }),
+  };
+}
+
+/**
+ * Writes batches one after another, each while the next window is read:
+ * a batch starts once the one before is committed, and a failed write
+ * stops the run at the batch before.
+ */
+class Committer<T> {
+  #writing: Promise<void> = Promise.resolve();
+  #last: SyncCheckpoint | undefined;
+  readonly #config: SyncConfig<T>;
+  readonly #counts: Counts;
+
+  constructor(config: SyncConfig<T>, counts: Counts, saved: SyncCheckpoint) {
+    this.#config = config;
+    this.#counts = counts;
+    this.#last = saved;
+  }
+
+  async commit(items: readonly T[], checkpoint: SyncCheckpoint): Promise<void> {
+    await this.#writing;
+    if (items.length === 0 && !checkpoint.complete) return;
+    if (items.length === 0 && sameCheckpoint(this.#last, checkpoint)) return;
+    const { sink, keyOf, onProgress } = this.#config;
+    const ids = items.map((item) => keyOf(item).id);
+    this.#writing = (async () => {
+      await sink.write(items, checkpoint, ids);
+      this.#last = checkpoint;
+      this.#counts.written += items.length;
+      if (onProgress !== undefined) hear(onProgress, { ...this.#counts });
+    })();
+    this.#writing.catch(() => {});
+  }
+
+  /** Waits for the batch being written, whatever its outcome. */
+  async settle(): Promise<void> {
+    await this.#writing.catch(() => {});
+  }
+
+  /** Waits for the batch being written; rejects if it failed. */
+  async done(): Promise<void> {
+    await this.#writing;
+  }
+}
+
+/** Tells a listener; what it throws or rejects with is ignored. */
+function hear<E>(listener: (event: E) => unknown, event: E): void {
+  try {
+    Promise.resolve(listener(Object.freeze(event))).catch(() => {});
+  } catch {
+    // A listener's failure must never change what the run does.
+  }
+}
+
+function sameCheckpoint(
+  a: SyncCheckpoint | undefined,
+  b: SyncCheckpoint,
+): boolean {
+  return a !== undefined && JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,165 @@
+// Internal: the fake's lists changing while they are paged: items appended
+// at the end, inserted anywhere, removed anywhere. Every cached order stays
+// sorted (one binary search and splice per order), so churn on a large list
+// costs no re-sort per request.
+
+import {
+  id,
+  isoDate,
+  type Item,
+  type ListResource,
+  orderOf,
+  transaction,
+} from "./_list_data.ts";
+
+/**
+ * How a fake list changes on each request for it, before it is answered.
+ *
+ * @example One item added at the end, one inserted and one removed anywhere, per page
+ * ```ts
+ * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
+ *
+ * const churn: FakeChurn = { append: 1, insertAnywhere: 1, remove: 1 };
+ * await using api = await startFakePartnerApi({ churn });
+ * if (api.apiRequests !== 0) throw new Error();
+ * ```
+ */
+export interface FakeChurn {
+  /**
+   * Items added at the end of every order that new items end (ids, and
+   * creation dates newer than any other).
+   *
+   * @default {0}
+   */
+  append?: number;
+  /**
+   * Items inserted at random places of every order (an id between existing
+   * ones, a random creation date).
+   *
+   * @default {0}
+   */
+  insertAnywhere?: number;
+  /**
+   * Random items removed.
+   *
+   * @default {0}
+   */
+  remove?: number;
+}
+
+const PREFIXES: Record<string, string> = {
+  transactionID: "tx",
+  organizationID: "org",
+  cardholderID: "ch",
+};
+
+/** Applies one request's churn to `resource`. */
+export function churnList(
+  resource: ListResource,
+  churn: FakeChurn,
+  random: () => number,
+  now: number,
+): void {
+  appendItems(resource, churn.append ?? 0, now, random);
+  for (let i = 0; i < (churn.insertAnywhere ?? 0); i++) {
+    const model = pickItem(resource, random);
+    if (model === undefined) break;
+    insertItem(resource, {
+      ...model,
+      [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
+      creationDate: isoDate(random),
+    });
+  }
+  for (let i = 0; i < (churn.remove ?? 0); i++) {
+    const gone = pickItem(resource, random);
+    if (gone === undefined) break;
+    removeItem(resource, String(gone[resource.idField]));
+  }
+}
+
+/** Adds `count` items, each newer than every other and than `now`, with the next ids. */
+export function appendItems(
+  resource: ListResource,
+  count: number,
+  now: number,
+  random: () => number,
+): void {
+  if (count === 0) return;
+  let newest = now;
+  for (const item of resource.items) {
+    newest = Math.max(newest, Date.parse(String(item.creationDate)) + 1000);
+  }
+  const prefix = PREFIXES[resource.idField] ?? resource.name;
+  for (let i = 0; i < count; i++, newest += 1000) {
+    const n = ++resource.serial;
+    const creationDate = new Date(newest).toISOString();
+    const model = resource.name === "transactions"
+      ? undefined
+      : pickItem(resource, random);
+    insertItem(
+      resource,
+      model === undefined
+        ? transaction(n, creationDate, random)
+        : { ...model, [resource.idField]: id(prefix, n), creationDate },
+    );
+  }
+}
+
+/**
+ * Puts `item` into the list and into every cached order.
+ *
+ * @throws {TypeError} When it has no id or its id is taken.
+ */
+export function insertItem(resource: ListResource, item: Item): void {
+  const key = item[resource.idField];
+  if (typeof key !== "string" && typeof key !== "number") {
+    throw new TypeError(
+      `Cannot insert into ${resource.name}: the item has no '${resource.idField}'`,
+    );
+  }
+  if (resource.items.some((other) => other[resource.idField] === key)) {
+    throw new TypeError(
+      `Cannot insert into ${resource.name}: '${key}' is already there`,
+    );
+  }
+  const copy = { ...item };
+  resource.items.push(copy);
+  for (const [order, sorted] of resource.sorted) {
+    sorted.splice(placeOf(sorted, copy, orderOf(resource, order)), 0, copy);
+  }
+}
+
+/** Takes the item with `id` out of the list; whether it was there. */
+export function removeItem(resource: ListResource, id: string): boolean {
+  const index = resource.items.findIndex((item) =>
+    String(item[resource.idField]) === id
+  );
+  if (index === -1) return false;
+  const [item] = resource.items.splice(index, 1) as [Item];
+  for (const [order, sorted] of resource.sorted) {
+    sorted.splice(placeOf(sorted, item, orderOf(resource, order)), 1);
+  }
+  return true;
+}
+
+/** The index of the first item of `sorted` not before `item`. */
+function placeOf(
+  sorted: readonly Item[],
+  item: Item,
+  order: (a: Item, b: Item) => number,
+): number {
+  let low = 0, high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (order(sorted[middle]!, item) < 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+function pickItem(
+  resource: ListResource,
+  random: () => number,
+): Item | undefined {
+  return resource.items[Math.floor(random() * resource.items.length)];
+}

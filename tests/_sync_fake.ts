@@ -1,0 +1,112 @@
+// Shared by the sync tests: the fake served in process (no sockets), a
+// client over it that counts list requests, and an in-memory sink that
+// commits like the real ones and counts every write of every id.
+
+import { createClient, type PartnerClient } from "../src/client/mod.ts";
+import {
+  createFakePartnerService,
+  type FakePartnerService,
+  type FakePartnerServiceOptions,
+} from "../src/testing/mod.ts";
+import type { SyncCheckpoint, SyncSink } from "../src/sync/mod.ts";
+
+/** A fake in process and a client over it. */
+export interface InProcess {
+  readonly service: FakePartnerService;
+  readonly client: PartnerClient;
+  /** List requests so far. */
+  readonly listRequests: number;
+  /** Runs before each list request is answered (the test's schedule). */
+  beforeList: ((request: number) => void) | undefined;
+}
+
+/** The fake in process, with a client that neither retries nor paces. */
+export function inProcess(options: FakePartnerServiceOptions = {}): InProcess {
+  const service = createFakePartnerService({
+    quota: { perHour: 1_000_000, perDay: 1_000_000 },
+    ...options,
+  });
+  const main = "http://127.0.0.1:9";
+  const environment = service.environmentAt(main, "http://127.0.0.1:10");
+  let listRequests = 0;
+  const state: InProcess = {
+    service,
+    client: undefined as unknown as PartnerClient,
+    get listRequests() {
+      return listRequests;
+    },
+    beforeList: undefined,
+  };
+  const serve: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    if (new URL(request.url).pathname.startsWith("/api/")) {
+      listRequests++;
+      state.beforeList?.(listRequests);
+    }
+    return service.handle(request);
+  };
+  Object.assign(state, {
+    client: createClient({
+      environment,
+      ...service.credentials,
+      fetch: serve,
+      retry: false,
+      rateLimit: false,
+    }),
+  });
+  return state;
+}
+
+/** An in-memory sink: items by id with a count of writes, and the checkpoint. */
+export interface MemorySink<T> extends SyncSink<T> {
+  readonly rows: Map<string, T>;
+  /** How many times each id was written. */
+  readonly writes: Map<string, number>;
+  readonly checkpoint: SyncCheckpoint | undefined;
+  /** Makes the write numbered `n` (from 1) fail before it commits. */
+  failAt: number | undefined;
+}
+
+/** Creates a {@linkcode MemorySink}. */
+export function memorySink<T>(): MemorySink<T> {
+  let saved: SyncCheckpoint | undefined;
+  let count = 0;
+  const sink: MemorySink<T> = {
+    rows: new Map(),
+    writes: new Map(),
+    get checkpoint() {
+      return saved;
+    },
+    failAt: undefined,
+    load: () => Promise.resolve(structuredClone(saved)),
+    write(items, checkpoint, ids) {
+      if (++count === sink.failAt) {
+        return Promise.reject(new Error("the sink failed"));
+      }
+      items.forEach((item, i) => {
+        sink.rows.set(ids[i]!, item);
+        sink.writes.set(ids[i]!, (sink.writes.get(ids[i]!) ?? 0) + 1);
+      });
+      saved = structuredClone(checkpoint);
+      return Promise.resolve();
+    },
+  };
+  return sink;
+}
+
+/**
+ * A path `name` under `.test-tmp/<folder>`, with no copy there yet: the file
+ * and the files a sink or the CLI keeps beside it are removed.
+ */
+export async function freshTarget(
+  folder: string,
+  name: string,
+): Promise<string> {
+  const dir = `.test-tmp/${folder}`;
+  await Deno.mkdir(dir, { recursive: true });
+  const path = `${dir}/${name}`;
+  for (const suffix of ["", ".checkpoint.json", "-wal", "-shm", ".lock"]) {
+    await Deno.remove(`${path}${suffix}`).catch(() => {});
+  }
+  return path;
+}

@@ -1,0 +1,164 @@
+// deno task bench
+//
+// Side by side, in one run:
+// - 1,000,000 transactions from the fake (loopback, another process) into SQLite with
+//   syncList, against client.list alone over the same list in the same run
+//   (goal ≥ 0.5× its items/s), and the heap's growth (goal flat:
+//   O(window × concurrency));
+// - list requests per page (⌈n / limit⌉) without drift (goal ≤ 1.1) and
+//   with 1 insert + 1 delete anywhere per request (goal ≤ 1.5);
+// - the plain client.list crawl (with dedupeBy) under the same churn, with
+//   the items it missed (that existed throughout) and repeated.
+// SYNC_BENCH_ITEMS (with --allow-env=SYNC_BENCH_ITEMS) sets a smaller n.
+
+import { createClient } from "../src/client/mod.ts";
+import { createSqliteSink, syncList } from "../src/sync/mod.ts";
+import { planWindow } from "../src/sync/_window.ts";
+import { startRemoteFake } from "./_bench_server.ts";
+import { seededRandom } from "../src/testing/_list_data.ts";
+import { inProcess, memorySink } from "./_sync_fake.ts";
+
+const allowed = Deno.permissions.querySync({
+  name: "env",
+  variable: "SYNC_BENCH_ITEMS",
+}).state === "granted";
+const ITEMS = Number(
+  (allowed ? Deno.env.get("SYNC_BENCH_ITEMS") : undefined) ?? 1_000_000,
+);
+const gc = (globalThis as { gc?: () => void }).gc;
+const heap = () => (gc?.(), Deno.memoryUsage().heapUsed);
+
+/**
+ * syncList into SQLite against client.list alone, in one order, on one
+ * fake in another process (as the service is: its work does not share this
+ * process's CPU).
+ */
+async function throughput(sortBy: "transactionID" | "creationDate") {
+  await using api = await startRemoteFake([`--transactions=${ITEMS}`]);
+  const client = createClient({
+    environment: api.environment,
+    clientId: api.clientId,
+    clientSecret: api.clientSecret,
+    rateLimit: false, // a million items is far past 900 requests
+  });
+  let listed = 0;
+  const listStart = performance.now();
+  const pages = { sortBy, sortDirection: "ASC", limit: 1000 } as const;
+  for await (const _ of client.list("transactions", pages)) listed++;
+  const listRate = listed / ((performance.now() - listStart) / 1000);
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const target = ".test-tmp/sync-bench.db";
+  for (const suffix of ["", "-wal", "-shm"]) {
+    await Deno.remove(`${target}${suffix}`).catch(() => {});
+  }
+  using sink = createSqliteSink(target, { table: "transactions" });
+  const before = heap();
+  let peak = 0;
+  let batches = 0;
+  const syncStart = performance.now();
+  const result = await syncList(client, "transactions", {
+    id: "transactionID",
+    sortBy,
+    sink,
+    limit: 1000,
+    // Sampled without a collection (one would cost more than the batch):
+    // garbage included, an upper bound.
+    onProgress: () => {
+      if (++batches % 50 === 0) {
+        peak = Math.max(peak, Deno.memoryUsage().heapUsed - before);
+      }
+    },
+  });
+  const syncRate = result.written / ((performance.now() - syncStart) / 1000);
+  const after = heap() - before;
+  if (result.written !== ITEMS || listed !== ITEMS) {
+    throw new Error(`synced ${result.written}, listed ${listed} of ${ITEMS}`);
+  }
+  console.log(
+    `${ITEMS} transactions by ${sortBy}: client.list ${
+      Math.round(listRate)
+    } items/s, syncList into SQLite ${Math.round(syncRate)} items/s = ${
+      (syncRate / listRate).toFixed(2)
+    }× (goal ≥ 0.5×); heap growth ${(after / 2 ** 20).toFixed(1)} MB after, ` +
+      `at most ${(peak / 2 ** 20).toFixed(1)} MB during (garbage included); ` +
+      `${result.requests} requests`,
+  );
+}
+
+/** Requests per page for syncList, and the plain crawl's losses, under churn. */
+async function underChurn(
+  n: number,
+  limit: number,
+  churn: boolean,
+  maxLimit = 1000,
+) {
+  const fake = inProcess({ items: { transactions: n } });
+  const random = seededRandom(7);
+  const present = Array.from(
+    { length: n },
+    (_, i) => `tx_${String(i + 1).padStart(6, "0")}`,
+  );
+  const throughout = new Set(present);
+  let inserted = 0;
+  if (churn) {
+    fake.beforeList = () => {
+      const model = present[Math.floor(random() * present.length)]!;
+      const id = `${model}_${++inserted}`;
+      fake.service.insert("transactions", {
+        transactionID: id,
+        creationDate: new Date(Date.UTC(2025, 0, 1) + random() * 2.6e10)
+          .toISOString(),
+      });
+      present.push(id);
+      const [gone] = present.splice(Math.floor(random() * present.length), 1);
+      fake.service.remove("transactions", gone!);
+      throughout.delete(gone!);
+    };
+  }
+  const sink = memorySink<Record<string, unknown>>();
+  const result = await syncList(fake.client, "transactions", {
+    id: "transactionID",
+    sortBy: "creationDate",
+    sink,
+    limit,
+    maxLimit,
+  });
+  const lost = [...throughout].filter((id) => !sink.rows.has(id)).length;
+  const seen = new Map<string, number>();
+  for await (
+    const row of fake.client.list<{ transactionID: string }>("transactions", {
+      sortBy: "creationDate",
+      sortDirection: "ASC",
+      limit,
+    })
+  ) seen.set(row.transactionID, (seen.get(row.transactionID) ?? 0) + 1);
+  const missed = [...throughout].filter((id) => !seen.has(id)).length;
+  let repeated = 0;
+  for (const times of seen.values()) repeated += times - 1;
+  console.log(
+    `${n} items, limit ${limit}, windows up to ${maxLimit}, ${
+      churn ? "1 insert + 1 delete per request" : "no drift"
+    }: syncList ${result.requests} requests = ${
+      (result.requests / Math.ceil(n / limit)).toFixed(3)
+    } per page (goal ≤ ${churn ? "1.5" : "1.1"}), ${lost} missing; ` +
+      `plain client.list: ${missed} missing (of those that existed throughout), ${repeated} repeated`,
+  );
+}
+
+await underChurn(20_000, 1000, false);
+await underChurn(20_000, 1000, true);
+await underChurn(20_000, 100, false);
+await underChurn(20_000, 100, true);
+// Windows no larger than limit overlap only where a page size divides the
+// offset: the cost the design expects (about a quarter more).
+await underChurn(20_000, 100, false, 100);
+await underChurn(20_000, 100, true, 100);
+// By id, new rows land at the end of SQLite's index; by creation date at
+// random places in it, so each batch dirties a page per row.
+await throughput("transactionID");
+await throughput("creationDate");
+
+Deno.bench({
+  name: "planWindow at offset 1,000,000 with sizes up to 1,000",
+  fn: () => void planWindow(1_000_000, 2, 1000),
+});

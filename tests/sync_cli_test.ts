@@ -1,0 +1,168 @@
+// `partner-api sync`: a SQLite or JSONL copy, brought up to date by each
+// run, Ctrl-C committing what it has (exit 130), and its flags checked.
+
+import { DatabaseSync } from "node:sqlite";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { plan } from "../src/cli/_plan.ts";
+import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
+import { isStale } from "../src/cli/_sync_lock.ts";
+import { configFor, run } from "./_cli_helpers.ts";
+import { freshTarget } from "./_sync_fake.ts";
+
+function equal<T>(actual: T, expected: T, message = "values differ"): void {
+  if (actual !== expected) {
+    throw new Error(`${message}: ${actual} !== ${expected}`);
+  }
+}
+
+const fresh = (name: string) => freshTarget("sync-cli", name);
+
+function rows(path: string): number {
+  const database = new DatabaseSync(path);
+  const row = database.prepare('SELECT count(*) AS n FROM "transactions"')
+    .get() as { n: number };
+  database.close();
+  return row.n;
+}
+
+Deno.test("sync into SQLite: a copy, then only what is new; progress on standard error", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 230 } });
+  const target = await fresh("copy.db");
+  const args = [
+    "sync",
+    "transactions",
+    "--to",
+    target,
+    "--no-cache",
+    "--limit",
+    "40",
+  ];
+  const first = await run(args, configFor(api), {
+    stdout: false,
+    stderr: true,
+  });
+  equal(first.code, 0, first.stderr);
+  equal(rows(target), 230);
+  equal(first.stderr.includes("items/s"), true, first.stderr);
+  api.insertTransactions(3);
+  const second = await run(args, configFor(api));
+  equal(second.code, 0, second.stderr);
+  equal(rows(target), 233);
+  equal(second.stderr.includes("3 new items"), true, second.stderr);
+});
+
+Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exits 130, a rerun completes", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 3000 },
+  });
+  const target = await fresh("copy.jsonl");
+  const args = [
+    "sync",
+    "transactions",
+    "--to",
+    target,
+    "--sort-by",
+    "creationDate",
+    "--no-cache",
+    "--limit",
+    "25",
+  ];
+  let stop = () => {};
+  let batches = 0;
+  const stderr = {
+    isTerminal: false,
+    write: () => {
+      if (++batches === 1) stop();
+    },
+  };
+  const stopped = await run(args, configFor(api), undefined, {
+    onInterrupt: (callback: () => void) => {
+      stop = callback;
+      return () => {};
+    },
+    stderr,
+  });
+  equal(stopped.code, 130);
+  const again = await run(args, configFor(api));
+  equal(again.stderr.includes("resumed"), true, again.stderr);
+  equal(again.code, 0, again.stderr);
+  const ids = (await Deno.readTextFile(target)).trim().split("\n").map((line) =>
+    JSON.parse(line).transactionID
+  );
+  equal(ids.length, 3000);
+  equal(new Set(ids).size, 3000);
+});
+
+Deno.test("sync's flags are checked before anything is read", () => {
+  for (
+    const args of [
+      ["sync"],
+      ["sync", "transactions"],
+      ["sync", "transactions", "--to", "copy.csv"],
+      ["sync", "transactions", "--to", "a.db", "extra"],
+      ["sync", "transactions", "--to", "a.db", "--limit", "0"],
+      ["sync", "transactions", "--to", "a.db", "--format", "json"],
+    ]
+  ) {
+    let name = "";
+    try {
+      plan(args);
+    } catch (error) {
+      name = (error as Error).constructor.name;
+    }
+    equal(name, "UsageError", args.join(" "));
+  }
+  const planned = plan(["sync", "cardholders", "--to", "c.jsonl", "--full"]);
+  equal(planned.command === "sync" && planned.sync.kind, "jsonl");
+  equal(idFieldOf("transactions"), "transactionID");
+  equal(idFieldOf("companies"), "companyID");
+  equal(tableOf("v2/card-holders"), "card_holders");
+  equal(tableOf("2fa"), "t_2fa");
+  equal(isStale(0, 5_001), true);
+  equal(isStale(0, 4_000), false);
+});
+
+Deno.test("the sync example keeps a SQLite copy current", async () => {
+  const { syncTransactions } = await import("../examples/sync_transactions.ts");
+  const { createClient } = await import("../src/client/mod.ts");
+  await using api = await startFakePartnerApi({ items: { transactions: 40 } });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const target = await fresh("example.db");
+  equal((await syncTransactions(client, target)).written, 40);
+  api.insertTransactions(2);
+  equal((await syncTransactions(client, target)).written, 2);
+  equal(rows(target), 42);
+});
+
+Deno.test("the sync lock: taken and released, a live one waited for (until aborted), a stale one taken over", async () => {
+  const { takeLock } = await import("../src/cli/_sync_lock.ts");
+  const path = `${await fresh("lock.db")}.lock`;
+  const never = new AbortController().signal;
+  const held = await takeLock(path, () => {}, never);
+  equal((await Deno.readTextFile(path)).trim(), String(Deno.pid));
+  const waiting = new AbortController();
+  const heard: string[] = [];
+  const second = takeLock(path, (holder) => {
+    heard.push(holder);
+    waiting.abort(new Error("gave up"));
+  }, waiting.signal);
+  let reason = "";
+  await second.catch((error) => reason = error.message);
+  equal(reason, "gave up");
+  equal(heard[0], String(Deno.pid));
+  await held.release();
+  await Deno.writeTextFile(path, "1\n");
+  const taken = await takeLock(
+    path,
+    () => {
+      throw new Error("a stale lock is not waited for");
+    },
+    never,
+    () => Date.now() + 60_000,
+  );
+  await taken.release();
+  equal(await Deno.stat(path).then(() => true, () => false), false);
+});

@@ -1,0 +1,173 @@
+// The SQLite and JSONL sinks: items and checkpoint commit together, a
+// resumed run cuts a JSONL file back to what its checkpoint covers, a full
+// run rewrites it, and bad table names are refused.
+
+import { DatabaseSync } from "node:sqlite";
+import {
+  createJsonlSink,
+  createPostgresSink,
+  createSqliteSink,
+  syncList,
+} from "../src/sync/mod.ts";
+import { freshTarget, inProcess } from "./_sync_fake.ts";
+
+function equal<T>(actual: T, expected: T, message = "values differ"): void {
+  if (actual !== expected) {
+    throw new Error(`${message}: ${actual} !== ${expected}`);
+  }
+}
+
+const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
+
+const fresh = (name: string) => freshTarget("sync-sinks", name);
+
+function jsonlIds(text: string): string[] {
+  return text.split("\n").filter((line) => line !== "").map((line) =>
+    JSON.parse(line).transactionID
+  );
+}
+
+Deno.test("SQLite sink: a file copy, reopened, holds every item once and its checkpoint", async () => {
+  const path = await fresh("copy.db");
+  const fake = inProcess({ items: { transactions: 250 } });
+  {
+    using sink = createSqliteSink(path, { table: "transactions" });
+    await syncList(fake.client, "transactions", {
+      ...byDate,
+      sink,
+      limit: 40,
+      maxLimit: 60,
+    });
+  }
+  fake.service.insertTransactions(7);
+  {
+    using sink = createSqliteSink(path, { table: "transactions" });
+    const result = await syncList(fake.client, "transactions", {
+      ...byDate,
+      sink,
+    });
+    equal(result.written, 7);
+  }
+  const database = new DatabaseSync(path);
+  const row = database.prepare(
+    'SELECT count(*) AS n, count(DISTINCT id) AS d FROM "transactions"',
+  ).get() as { n: number; d: number };
+  database.close();
+  equal(row.n, 257);
+  equal(row.d, 257);
+});
+
+Deno.test("SQLite sink: a failing write commits nothing of its batch", async () => {
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink<{ id: string }>(database, { table: "items" });
+  const checkpoint = {
+    version: 1 as const,
+    path: "items",
+    sortBy: "id",
+    id: "id",
+    query: {},
+    edge: { value: "b", id: "b" },
+    offset: 2,
+    full: false,
+    complete: false,
+  };
+  database.exec(
+    "CREATE TRIGGER refuse BEFORE INSERT ON \"items\" WHEN NEW.id = 'b' BEGIN SELECT RAISE(ABORT, 'no'); END",
+  );
+  let failed = false;
+  await sink.write([{ id: "a" }, { id: "b" }], checkpoint, ["a", "b"]).catch(
+    () => failed = true,
+  );
+  equal(failed, true);
+  const rows = database.prepare('SELECT count(*) AS n FROM "items"').get() as {
+    n: number;
+  };
+  equal(rows.n, 0);
+  equal(await sink.load(), undefined);
+  database.close();
+});
+
+Deno.test("JSONL sink: a batch cut off mid-line is cut back, and the rerun writes each item once", async () => {
+  const path = await fresh("copy.jsonl");
+  const fake = inProcess({ items: { transactions: 300 } });
+  const options = { ...byDate, limit: 25, maxLimit: 50 };
+  const controller = new AbortController();
+  fake.beforeList = (n) => {
+    if (n === 4) controller.abort(new Error("crash"));
+  };
+  await syncList(fake.client, "transactions", {
+    ...options,
+    sink: createJsonlSink(path),
+    signal: controller.signal,
+  }).catch(() => {});
+  fake.beforeList = undefined;
+  // What a kill in the middle of a batch leaves: lines past the checkpoint.
+  await Deno.writeTextFile(path, '{"transactionID":"tx_000001"}\n{"trans', {
+    append: true,
+  });
+  await syncList(fake.client, "transactions", {
+    ...options,
+    sink: createJsonlSink(path),
+  });
+  const ids = jsonlIds(await Deno.readTextFile(path));
+  equal(ids.length, 300);
+  equal(new Set(ids).size, 300);
+});
+
+Deno.test("JSONL sink: a full run rewrites the file, with items inserted behind the checkpoint", async () => {
+  const path = await fresh("full.jsonl");
+  const fake = inProcess({ items: { transactions: 90 } });
+  await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink: createJsonlSink(path),
+  });
+  fake.service.insert("transactions", {
+    transactionID: "tx_000001_1",
+    creationDate: "2025-01-01T00:00:00.000Z",
+  });
+  fake.service.remove("transactions", "tx_000002");
+  await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink: createJsonlSink(path),
+    full: true,
+  });
+  const ids = jsonlIds(await Deno.readTextFile(path));
+  equal(ids.length, 90);
+  equal(new Set(ids).size, 90);
+  equal(ids.includes("tx_000001_1"), true);
+});
+
+Deno.test("JSONL sink: a file shorter than its checkpoint is refused, never padded", async () => {
+  const path = await fresh("short.jsonl");
+  const fake = inProcess({ items: { transactions: 20 } });
+  await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink: createJsonlSink(path),
+  });
+  await Deno.writeTextFile(path, "");
+  let refused = false;
+  await createJsonlSink(path).load().catch(() => refused = true);
+  equal(refused, true);
+});
+
+Deno.test("sinks refuse a table name that is not a plain identifier", () => {
+  for (
+    const make of [
+      () => createSqliteSink(":memory:", { table: 'x"; DROP TABLE y; --' }),
+      () =>
+        createPostgresSink({
+          query: () => Promise.resolve({ rows: [] }),
+          table: "a b",
+        }),
+      () => createPostgresSink({ query: undefined as never, table: "a" }),
+    ]
+  ) {
+    let option: unknown;
+    try {
+      make();
+    } catch (error) {
+      option = (error as TypeError & { option: string }).option;
+    }
+    equal(typeof option, "string");
+  }
+});

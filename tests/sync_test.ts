@@ -1,0 +1,325 @@
+// syncList's promises one by one, against the fake in process: costs,
+// refusals, errors, resumption, and the fake's churn.
+
+import { SyncError, syncList } from "../src/sync/mod.ts";
+import { inProcess, memorySink } from "./_sync_fake.ts";
+
+type Row = Record<string, unknown>;
+
+function equal<T>(actual: T, expected: T, message = "values differ"): void {
+  if (actual !== expected) {
+    throw new Error(`${message}: ${actual} !== ${expected}`);
+  }
+}
+
+function ok(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message);
+}
+
+async function rejects<E extends Error>(
+  promise: Promise<unknown>,
+  Kind: new (...args: never[]) => E,
+): Promise<E> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof Kind) return error;
+    throw error;
+  }
+  throw new Error(`expected ${Kind.name}`);
+}
+
+const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
+
+Deno.test("syncList without drift: about one request per 1,000 items, then 1 request when nothing is new", async () => {
+  const fake = inProcess({ items: { transactions: 5000 } });
+  const sink = memorySink<Row>();
+  const first = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    limit: 1000,
+  });
+  equal(first.written, 5000);
+  ok(first.requests <= 1.1 * 5 + 2, `${first.requests} requests`);
+  const idle = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    limit: 1000,
+  });
+  equal(idle.written, 0);
+  ok(idle.requests <= 2, `${idle.requests} requests for nothing new`);
+  equal(idle.resumed, false);
+});
+
+Deno.test("syncList with one insert, one delete and one append per request stays within 1.5 requests per page", async () => {
+  const fake = inProcess({
+    items: { transactions: 3000 },
+    churn: { append: 1, insertAnywhere: 1, remove: 1 },
+  });
+  const sink = memorySink<Row>();
+  const result = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    limit: 100,
+    maxLimit: 100,
+  });
+  ok(
+    result.requests <= 1.5 * Math.ceil(3000 / 100) + 2,
+    `${result.requests} requests`,
+  );
+  for (const [id, writes] of sink.writes) equal(writes, 1, id);
+});
+
+Deno.test("syncList finds the largest size the service accepts by its refusals", async () => {
+  const fake = inProcess({ items: { transactions: 700 }, maxLimit: 120 });
+  const sink = memorySink<Row>();
+  const result = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    limit: 50,
+  });
+  equal(result.written, 700);
+  ok(result.requests <= 14, `${result.requests} requests`);
+});
+
+Deno.test("syncList copies a list whose service cuts pages to its largest size instead of refusing", async () => {
+  for (const items of [700, 90, 3]) {
+    const fake = inProcess({
+      items: { transactions: items },
+      maxLimit: 120,
+      beyondMaxLimit: "cut",
+    });
+    const sink = memorySink<Row>();
+    const result = await syncList(fake.client, "transactions", {
+      ...byDate,
+      sink,
+      limit: 50,
+    });
+    equal(sink.rows.size, items);
+    ok(
+      result.requests <= Math.ceil(items / 50) + 2,
+      `${result.requests} requests`,
+    );
+  }
+});
+
+Deno.test("syncList refuses a checkpoint of another list, order or id field before any request", async () => {
+  const fake = inProcess({ items: { transactions: 10 } });
+  const sink = memorySink<Row>();
+  await syncList(fake.client, "transactions", { ...byDate, sink });
+  const before = fake.listRequests;
+  for (
+    const other of [
+      { id: "transactionID", sortBy: "amount" },
+      { id: "organizationID", sortBy: "creationDate" },
+      { ...byDate, query: { currency: "EUR" } },
+    ]
+  ) {
+    const error = await rejects(
+      syncList(fake.client, "transactions", { ...other, sink }),
+      TypeError,
+    );
+    equal((error as TypeError & { option: string }).option, "sink");
+  }
+  const error = await rejects(
+    syncList(fake.client, "cardholders", { ...byDate, sink }),
+    TypeError,
+  );
+  equal((error as TypeError & { option: string }).option, "sink");
+  equal(fake.listRequests, before, "requests after a refusal");
+});
+
+Deno.test("syncList checks its options before anything is read", async () => {
+  const fake = inProcess();
+  const sink = memorySink<Row>();
+  const cases: [
+    Record<string, unknown>,
+    string,
+    typeof TypeError | typeof RangeError,
+  ][] = [
+    [{ id: "" }, "id", TypeError],
+    [{ id: "x", sortBy: 3 }, "sortBy", TypeError],
+    [{ id: "x", limit: 0 }, "limit", RangeError],
+    [{ id: "x", maxLimit: 10 }, "maxLimit", RangeError],
+    [{ id: "x", concurrency: 65 }, "concurrency", RangeError],
+    [{ id: "x", onProgress: 1 }, "onProgress", TypeError],
+  ];
+  for (const [options, option, Kind] of cases) {
+    const error = await rejects(
+      syncList(fake.client, "transactions", { sink, ...options } as never),
+      Kind,
+    );
+    equal((error as Error & { option: string }).option, option);
+  }
+  const error = await rejects(
+    syncList(fake.client, "transactions", { id: "x", sink: {} } as never),
+    TypeError,
+  );
+  equal((error as TypeError & { option: string }).option, "sink");
+  equal(fake.listRequests, 0);
+});
+
+Deno.test("syncList ends with SyncError on an item without id or out of order, nothing past the last good batch written", async () => {
+  const fake = inProcess({ items: { transactions: 120 } });
+  const sink = memorySink<Row>();
+  const missing = await rejects(
+    syncList(fake.client, "transactions", {
+      id: "nope",
+      sortBy: "creationDate",
+      sink,
+    }),
+    SyncError,
+  );
+  equal(missing.reason, "missing-id");
+  equal(sink.rows.size, 0);
+  // The default order of transactions is by date, not by id: asked by id
+  // (a function id sends no sortBy), the pages come out of order.
+  const unordered = await rejects(
+    syncList(fake.client, "transactions", {
+      id: (row: Row) => String(row.transactionID),
+      sink: memorySink<Row>(),
+    }),
+    SyncError,
+  );
+  equal(unordered.reason, "unordered");
+});
+
+Deno.test("syncList resumes after a failed write from the last committed batch, writing nothing twice", async () => {
+  const fake = inProcess({ items: { transactions: 400 } });
+  const sink = memorySink<Row>();
+  sink.failAt = 3;
+  const options = { ...byDate, sink, limit: 25, maxLimit: 50 };
+  await rejects(syncList(fake.client, "transactions", options), Error);
+  const committed = sink.rows.size;
+  ok(committed > 0 && committed < 400, `${committed} committed`);
+  sink.failAt = undefined;
+  const resumed = await syncList(fake.client, "transactions", options);
+  equal(resumed.resumed, true);
+  equal(sink.rows.size, 400);
+  for (const [id, writes] of sink.writes) equal(writes, 1, id);
+});
+
+Deno.test("syncList with full reads the list again and picks up items inserted behind the checkpoint", async () => {
+  const fake = inProcess({ items: { transactions: 60 } });
+  const sink = memorySink<Row>();
+  await syncList(fake.client, "transactions", { ...byDate, sink });
+  fake.service.insert("transactions", {
+    transactionID: "tx_000001_1",
+    creationDate: "2025-01-01T00:00:00.000Z",
+  });
+  const incremental = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+  });
+  equal(incremental.written, 0);
+  const progress: number[] = [];
+  const full = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    full: true,
+    onProgress: (p) => {
+      progress.push(p.written);
+      throw new Error("ignored");
+    },
+  });
+  equal(full.written, 61);
+  ok(sink.rows.has("tx_000001_1"), "the item behind the checkpoint");
+  equal(progress.at(-1), 61);
+  equal(sink.checkpoint?.full, false);
+});
+
+Deno.test("syncList stops on its signal, keeping what is committed", async () => {
+  const fake = inProcess({ items: { transactions: 300 } });
+  const sink = memorySink<Row>();
+  const controller = new AbortController();
+  fake.beforeList = (n) => {
+    if (n === 3) controller.abort(new Error("stop"));
+  };
+  const error = await rejects(
+    syncList(fake.client, "transactions", {
+      ...byDate,
+      sink,
+      limit: 25,
+      maxLimit: 50,
+      concurrency: 2,
+      signal: controller.signal,
+    }),
+    Error,
+  );
+  equal(error.message, "stop");
+  equal(sink.checkpoint?.complete, false);
+});
+
+Deno.test("the fake's insert and remove change a list in every order; bad calls are TypeErrors", async () => {
+  const fake = inProcess({ items: { organizations: 3 } });
+  const read = async (sortBy: string) => {
+    const ids: unknown[] = [];
+    for await (
+      const row of fake.client.list<Row>("organizations", {
+        sortBy,
+        sortDirection: "ASC",
+      })
+    ) ids.push(row.organizationID);
+    return ids;
+  };
+  await read("organizationID");
+  fake.service.insert("organizations", {
+    organizationID: "org_000001_x",
+    companyName: "Aardvark",
+    creationDate: "2030-01-01T00:00:00.000Z",
+  });
+  equal((await read("organizationID"))[1], "org_000001_x");
+  equal((await read("companyName"))[0], "org_000001_x");
+  equal(fake.service.remove("organizations", "org_000002"), true);
+  equal(fake.service.remove("organizations", "org_000002"), false);
+  equal(
+    (await read("organizationID")).join(),
+    "org_000001,org_000001_x,org_000003",
+  );
+  await rejects(
+    Promise.resolve().then(() => fake.service.insert("nope", {})),
+    TypeError,
+  );
+  await rejects(
+    Promise.resolve().then(() =>
+      fake.service.insert("organizations", { companyName: "x" })
+    ),
+    TypeError,
+  );
+  await rejects(
+    Promise.resolve().then(() =>
+      fake.service.insert("organizations", { organizationID: "org_000001" })
+    ),
+    TypeError,
+  );
+});
+
+Deno.test("the fake's churn changes each list on every request for it, from the seed", async () => {
+  const fake = inProcess({
+    items: { organizations: 10 },
+    churn: { append: 2, insertAnywhere: 1, remove: 1 },
+  });
+  const ids = async () => {
+    const seen: string[] = [];
+    for await (
+      const row of fake.client.list<Row>("organizations", {
+        sortBy: "organizationID",
+        sortDirection: "ASC",
+        limit: 100,
+      })
+    ) seen.push(String(row.organizationID));
+    return seen;
+  };
+  const first = await ids();
+  equal(first.length, 10 + 2 + 1 - 1);
+  equal(first.includes("org_000011") || first.includes("org_000012"), true);
+  equal(first.some((id) => /^org_\d{6}_\d+$/.test(id)), true);
+  equal((await ids()).length, 14);
+  let option: unknown;
+  try {
+    inProcess({ churn: { remove: -1 } });
+  } catch (error) {
+    option = (error as RangeError & { option: string }).option;
+  }
+  equal(option, "churn.remove");
+});

@@ -1,0 +1,139 @@
+// The sync's decisions, directly: where a window goes and what it proves.
+
+import {
+  judgeWindow,
+  planWindow,
+  type SyncKey,
+  type WindowState,
+} from "../src/sync/_window.ts";
+import { runStart } from "../src/sync/_checkpoint.ts";
+import { SyncError } from "../src/sync/mod.ts";
+
+function equal<T>(actual: T, expected: T, message = "values differ"): void {
+  if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+    throw new Error(
+      `${message}: ${JSON.stringify(actual)} !== ${JSON.stringify(expected)}`,
+    );
+  }
+}
+
+const key = (n: number): SyncKey => ({ value: n, id: `id${n}` });
+const keys = (from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, i) => key(from + i));
+const state = (edge: number | null, offset: number): WindowState => ({
+  edge: edge === null ? null : key(edge),
+  offset,
+  margin: 2,
+  accepted: 10,
+  refused: Infinity,
+  maxLimit: 100,
+});
+
+Deno.test("planWindow overlaps the edge by the margin and reaches furthest past it", () => {
+  equal(planWindow(0, 2, 100), { start: 0, limit: 100, page: 1 });
+  // Offset 1000, margin 2: the window must start at or before 997.
+  const plan = planWindow(1000, 2, 100);
+  const end = plan.start + plan.limit;
+  if (plan.start > 997 || end < 1080 || plan.start % plan.limit !== 0) {
+    throw new Error(`poor window ${JSON.stringify(plan)}`);
+  }
+  // Where every size divides the offset (cap 3, offset 6), the largest is read.
+  equal(planWindow(6, 0, 3), { start: 3, limit: 3, page: 2 });
+});
+
+Deno.test("judgeWindow commits a window that starts at or before the edge, and only what follows the edge", () => {
+  const verdict = judgeWindow(
+    state(5, 6),
+    { start: 3, limit: 10, page: 1 },
+    keys(4, 13),
+  );
+  equal(verdict.kind, "commit");
+  if (verdict.kind !== "commit") return;
+  equal(verdict.fresh, 8);
+  equal(verdict.ended, false);
+  equal(verdict.next.edge, key(13));
+  equal(verdict.next.offset, 13);
+});
+
+Deno.test("judgeWindow sees a gap when the window starts after the edge, and moves back", () => {
+  const verdict = judgeWindow(
+    state(5, 6),
+    { start: 4, limit: 10, page: 1 },
+    keys(7, 16),
+  );
+  equal(verdict.kind, "gap");
+  equal(verdict.next.offset, 4);
+  equal(verdict.next.margin, 8);
+  equal(verdict.next.edge, key(5));
+});
+
+Deno.test("judgeWindow: a short window ends the pass; a window from the head always commits", () => {
+  const short = judgeWindow(
+    state(5, 6),
+    { start: 4, limit: 10, page: 1 },
+    keys(5, 7),
+  );
+  equal(short.kind === "commit" && short.ended, true);
+  const head = judgeWindow(
+    state(null, 0),
+    { start: 0, limit: 10, page: 1 },
+    [],
+  );
+  equal(head.kind === "commit" && head.ended && head.fresh === 0, true);
+});
+
+Deno.test("judgeWindow refuses keys out of order", () => {
+  let reason: unknown;
+  try {
+    judgeWindow(state(null, 0), { start: 0, limit: 10, page: 1 }, [
+      key(2),
+      key(1),
+    ]);
+  } catch (error) {
+    reason = error instanceof SyncError ? error.reason : error;
+  }
+  equal(reason, "unordered");
+});
+
+Deno.test("runStart: fresh, resumed, incremental and full starts", () => {
+  const identity = { path: "t", sortBy: "d", id: "i", query: {} };
+  const sizes = { limit: 50, maxLimit: 1000 };
+  const fresh = runStart(undefined, identity, sizes, false);
+  equal([fresh.resumed, fresh.beginsFullPass, fresh.state.edge], [
+    false,
+    false,
+    null,
+  ]);
+  const saved = {
+    version: 1,
+    ...identity,
+    edge: key(3),
+    offset: 3,
+    full: false,
+    complete: false,
+  };
+  const resumed = runStart(saved, identity, sizes, false);
+  equal([resumed.resumed, resumed.state.offset, resumed.state.margin], [
+    true,
+    3,
+    32,
+  ]);
+  const full = runStart({ ...saved, complete: true }, identity, sizes, true);
+  equal([full.beginsFullPass, full.checkpoint.full, full.state.edge], [
+    true,
+    true,
+    null,
+  ]);
+  // A full pass under way continues, with or without `full`.
+  const again = runStart({ ...saved, full: true }, identity, sizes, true);
+  equal([again.beginsFullPass, again.resumed], [false, true]);
+  for (const bad of [{}, { ...saved, version: 2 }, { ...saved, offset: -1 }]) {
+    let option: unknown;
+    try {
+      runStart(bad, identity, sizes, false);
+    } catch (error) {
+      option = (error as TypeError & { option: string }).option;
+    }
+    equal(option, "sink");
+  }
+});
