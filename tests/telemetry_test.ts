@@ -1,7 +1,7 @@
 // openTelemetry() against a loopback token endpoint, through a meter that
 // keeps what it is given: the series a server can make.
 
-import { deepStrictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok } from "node:assert/strict";
 import { openTelemetry } from "../src/telemetry/otel.ts";
 import type {
   TelemetryAttributes,
@@ -61,4 +61,33 @@ Deno.test("the quota gauge records only the buckets the service documents: a ser
     gauges.map(({ attributes }) => attributes["partner_api.quota.bucket"]),
     ["per_hour", "per_day"],
   );
+});
+
+Deno.test("request durations follow the semantic conventions: seconds (unit s), status codes integers", () => {
+  const points: { unit: string; value: number; status: unknown }[] = [];
+  const nothing = { add() {}, record() {} };
+  const meter: TelemetryMeter = {
+    createCounter: () => nothing,
+    createGauge: () => nothing,
+    createHistogram: (_name, { unit }) => ({
+      record: (value, attributes) =>
+        points.push({
+          unit,
+          value,
+          status: attributes["http.response.status_code"],
+        }),
+    }),
+  };
+  const listener = openTelemetry({ meter, tracer: recorder().tracer });
+  listener({
+    type: "api.request",
+    method: "GET",
+    base: "api",
+    path: "/api/organizations",
+    status: 200,
+    attempt: 1,
+    durationMs: 1250,
+  });
+  deepStrictEqual(points, [{ unit: "s", value: 1.25, status: 200 }]);
+  ok(Number.isInteger(points[0]!.status));
 });

@@ -14,7 +14,7 @@
  * | `partner_api.list`            | span      | `url.path`, `partner_api.pages`, `partner_api.items`, `partner_api.outcome` |
  * | `partner_api.token.requests`  | counter   | `partner_api.outcome`                          |
  * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket` (`per_hour`, `per_day` only) |
- * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code`, `partner_api.base` (ms) |
+ * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code` (an integer), `partner_api.base`; in seconds (`s`), as the semantic conventions time HTTP requests |
  *
  * @example A client whose token requests and crawls show in traces
  * ```ts
@@ -174,6 +174,7 @@ export function openTelemetry(
   const tracer: TelemetryTracer = options.tracer ??
     trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
+  const integer = integerAttributes(options.meter === undefined);
   const span = (
     name: string,
     durationMs: number,
@@ -192,13 +193,33 @@ export function openTelemetry(
           "partner_api.outcome": event.outcome,
         }, event.outcome === "error");
       case "api.request":
-        return meter.requestDuration.record(event.durationMs, {
+        // Seconds, as the semantic conventions time HTTP requests.
+        return meter.requestDuration.record(event.durationMs / 1000, {
           "http.request.method": event.method,
-          "http.response.status_code": event.status,
+          "http.response.status_code": integer(event.status),
           "partner_api.base": event.base,
         });
     }
   };
+}
+
+/**
+ * How an integer attribute is written so that the exporter sends it as one,
+ * as the semantic conventions want for `http.response.status_code`. Deno's
+ * built-in exporter sends every number as a double and a `BigInt` as an
+ * integer; the JavaScript SDK sends integral numbers as integers and drops
+ * a `BigInt`. So: a `BigInt` only for Deno's own meter provider.
+ */
+function integerAttributes(
+  globalMeter: boolean,
+): (value: number) => number {
+  const deno = (globalThis as {
+    Deno?: { telemetry?: { meterProvider?: unknown } };
+  }).Deno;
+  const builtIn = globalMeter && deno?.telemetry?.meterProvider !== undefined &&
+    metrics.getMeterProvider() === deno.telemetry.meterProvider;
+  // The attribute types of @opentelemetry/api know no BigInt; Deno's do.
+  return builtIn ? (value) => BigInt(value) as unknown as number : (v) => v;
 }
 
 /** The metrics the module records, made once per listener. */
@@ -215,7 +236,7 @@ function instruments(meter: TelemetryMeter) {
     }),
     requestDuration: meter.createHistogram("partner_api.request.duration", {
       description: "API requests, each attempt, send to answer",
-      unit: "ms",
+      unit: "s",
     }),
   };
 }

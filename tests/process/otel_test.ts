@@ -56,7 +56,25 @@ Deno.test("under OTEL_DENO=true, spans and metrics reach an OTLP receiver, with 
     points("partner_api.request.duration", "partner_api.base"),
     { api: 4 },
   );
+  // The semantic conventions: durations in seconds, status codes integers.
+  const duration = metricsNamed(payloads, "partner_api.request.duration")[0];
+  equal(duration.unit, "s");
+  const status = duration.histogram.dataPoints[0].attributes.find((
+    a: { key: string },
+  ) => a.key === "http.response.status_code");
+  deepStrictEqual(status.value, { intValue: "200" });
 });
+
+// deno-lint-ignore no-explicit-any
+function metricsNamed(
+  payloads: { path: string; body: string }[],
+  name: string,
+): any[] {
+  return payloads.filter((p) => p.path === "/v1/metrics")
+    .flatMap((p) => JSON.parse(p.body).resourceMetrics)
+    .flatMap((r) => r.scopeMetrics).flatMap((s) => s.metrics)
+    .filter((m) => m.name === name);
+}
 
 /** The last value of each data point of metric `name`, keyed by one attribute. */
 function metricPoints(payloads: { path: string; body: string }[]) {
