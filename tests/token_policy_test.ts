@@ -8,14 +8,16 @@ import {
   isRetryable,
   MAX_QUOTA_BLOCK,
   newerFromRecord,
-  onUnauthorized,
   quotaRetryAt,
-  renewedRecord,
   settles,
-  tokenFingerprint,
   tokenTimes,
-  unauthorizedVerdict,
 } from "../src/token/_policy.ts";
+import {
+  onUnauthorized,
+  renewedRecord,
+  tokenFingerprint,
+  unauthorizedVerdict,
+} from "../src/token/_ledger.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { issuedToken } from "../src/token/_value.ts";
 import type { QuotaBucket } from "../src/core/quota.ts";

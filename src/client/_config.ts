@@ -10,7 +10,7 @@ import {
   type TokenProviderOptions,
 } from "../token/mod.ts";
 import { backoffFrom } from "../core/_retry.ts";
-import { renewalLedger } from "../token/_renewal.ts";
+import { renewalLedger } from "../token/_ledger.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import {
   createRateLimiter,

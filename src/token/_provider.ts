@@ -11,17 +11,19 @@ import { quotaExceeded } from "./_protocol.ts";
 import {
   decide,
   flightBudget,
-  latest,
-  type LedgerToken,
   newerFromRecord,
-  renewedRecord,
   requestBudget,
   settles,
   type TokenTimes,
   tokenTimes,
-  unauthorizedVerdict,
 } from "./_policy.ts";
 import { failureRecord, repeatedFailure } from "./_failure.ts";
+import {
+  latest,
+  type LedgerToken,
+  renewedRecord,
+  unauthorizedVerdict,
+} from "./_ledger.ts";
 import {
   type IssuedToken,
   issuedToken,

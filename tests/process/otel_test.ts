@@ -58,18 +58,22 @@ Deno.test("under OTEL_DENO=true, spans and metrics reach an OTLP receiver, with 
   );
   // The semantic conventions: durations in seconds, status codes integers.
   const duration = metricsNamed(payloads, "partner_api.request.duration")[0];
-  equal(duration.unit, "s");
-  const status = duration.histogram.dataPoints[0].attributes.find((
+  equal(duration!.unit, "s");
+  const status = duration!.histogram.dataPoints[0]!.attributes.find((
     a: { key: string },
   ) => a.key === "http.response.status_code");
-  deepStrictEqual(status.value, { intValue: "200" });
+  deepStrictEqual(status?.value, { intValue: "200" });
 });
 
-// deno-lint-ignore no-explicit-any
 function metricsNamed(
   payloads: { path: string; body: string }[],
   name: string,
-): any[] {
+): {
+  unit: string;
+  histogram: {
+    dataPoints: { attributes: { key: string; value: unknown }[] }[];
+  };
+}[] {
   return payloads.filter((p) => p.path === "/v1/metrics")
     .flatMap((p) => JSON.parse(p.body).resourceMetrics)
     .flatMap((r) => r.scopeMetrics).flatMap((s) => s.metrics)
