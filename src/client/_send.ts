@@ -1,6 +1,6 @@
 // Internal: sending one API request with the bearer token: per-attempt time
 // limit, retries of idempotent requests, one renewal after a 401, redirects
-// under the same base. The decisions are in _api_policy.ts.
+// under the same base. The decisions are in _policy.ts.
 
 import { ApiError } from "../core/errors.ts";
 import type { TokenProvider } from "../token/mod.ts";
