@@ -13,6 +13,10 @@
  * Tokens rest in Redis as your own data, readable by whoever can read the
  * database; pass an AES-GCM `encryptionKey` to keep them encrypted at rest.
  *
+ * The same Redis paces the fleet: `createRedisRateLimiter` keeps every
+ * process under one limit (the service counts 900 requests per 5 minutes
+ * per IP address, not per process).
+ *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
  * import Redis from "ioredis";
@@ -158,3 +162,8 @@ export function createRedisTokenStore(
     now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
   });
 }
+
+export {
+  createRedisRateLimiter,
+  type RedisRateLimiterOptions,
+} from "./_redis_rate_limiter.ts";
