@@ -25,7 +25,7 @@ export interface TakeReply {
   readonly granted: number;
   /** ms until it is worth asking again for the rest. */
   readonly wait: number;
-  /** Processes that took or waited in the last window, this one included. */
+  /** Processes that took or waited in the last window, this one included (0: unknown). */
   readonly holders: number;
 }
 
@@ -37,8 +37,8 @@ export interface SharedWindow {
   readonly store: "redis" | "kv";
   /** Takes slots for `sends`, in order, as far as the window and the line allow. */
   take(sends: readonly string[]): Promise<TakeReply>;
-  /** The send was answered: its slot counts from now. */
-  answer(send: string): Promise<void>;
+  /** The sends were answered: their slots count from now. */
+  answer(sends: readonly string[]): Promise<void>;
   /** The service refused a request for its rate: no send for a while. */
   refuse(): Promise<void>;
 }
@@ -127,8 +127,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
   readonly #writes = new Set<Promise<void>>();
+  /** Answered sends not yet told to the store: told together. */
+  readonly #answers: string[] = [];
+  #telling = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #pumping: Promise<void> | undefined;
+  /** The line is being served (synchronously set and cleared). */
+  #busy = false;
+  #pumping: Promise<void> = Promise.resolve();
   #share: number;
   #aloneUntil = -Infinity;
   #failures = 0;
@@ -154,7 +159,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   answered(ticket: number): void {
     recordAnswer(this.#own, ticket, this.#config.now());
     if (this.#inStore.delete(ticket)) {
-      this.#write(this.#shared.answer(`${this.#config.holder}:${ticket}`));
+      this.#answers.push(`${this.#config.holder}:${ticket}`);
+      if (!this.#telling) {
+        this.#telling = true;
+        this.#write(this.#tell());
+      }
     }
     this.#wake();
   }
@@ -171,33 +180,40 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Waits for the writes (answers, refusals) and the take under way. */
   async [Symbol.asyncDispose](): Promise<void> {
-    while (this.#writes.size > 0 || this.#pumping !== undefined) {
+    while (this.#writes.size > 0 || this.#busy) {
       await Promise.all([...this.#writes, this.#pumping]);
     }
   }
 
   /** Starts handing out slots, unless that is under way or timed already. */
   #wake(): void {
-    if (this.#pumping !== undefined || this.#timer !== undefined) return;
+    if (this.#busy || this.#timer !== undefined) return;
     if (this.#queue.size === 0) return;
-    this.#pumping = this.#pump().finally(() => this.#pumping = undefined);
+    this.#busy = true;
+    this.#pumping = this.#pump();
   }
 
   async #pump(): Promise<void> {
-    while (this.#queue.size > 0) {
-      const wait = this.#config.now() < this.#aloneUntil
-        ? this.#takeAlone()
-        : await this.#takeShared();
-      // Infinity: alone, with the send to leave first unanswered:
-      // answered() wakes the line again.
-      if (wait === Infinity) return;
-      if (wait > 0 && this.#queue.size > 0) {
-        this.#timer = setTimeout(() => {
-          this.#timer = undefined;
-          this.#wake();
-        }, wait);
-        return;
+    // The flag drops in the same step as the last look at the line (no
+    // await between): a caller queued after it starts the next round.
+    try {
+      while (this.#queue.size > 0) {
+        const wait = this.#config.now() < this.#aloneUntil
+          ? this.#takeAlone()
+          : await this.#takeShared();
+        // Infinity: alone, with the send to leave first unanswered:
+        // answered() wakes the line again.
+        if (wait === Infinity) return;
+        if (wait > 0 && this.#queue.size > 0) {
+          this.#timer = setTimeout(() => {
+            this.#timer = undefined;
+            this.#wake();
+          }, wait);
+          return;
+        }
       }
+    } finally {
+      this.#busy = false;
     }
   }
 
@@ -228,10 +244,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return 0;
     }
     this.#failures = 0;
-    this.#share = Math.max(
-      1,
-      Math.floor(requests / Math.max(1, reply.holders)),
-    );
+    if (reply.holders > 0) {
+      this.#share = Math.max(1, Math.floor(requests / reply.holders));
+    }
     for (let i = 0; i < reply.granted; i++) {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
       const ticket = recordSend(this.#own, Infinity);
@@ -257,6 +272,21 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
         interval: this.limit.interval,
         retryAt: this.#aloneUntil,
       });
+    }
+  }
+
+  /**
+   * Tells the store of the answers, as many at once as came meanwhile: one
+   * write for a burst of answers, not one each.
+   */
+  async #tell(): Promise<void> {
+    try {
+      while (this.#answers.length > 0) {
+        await this.#shared.answer(this.#answers.splice(0, MOST_PER_TAKE))
+          .catch(() => {}); // the hold frees the slot in the end
+      }
+    } finally {
+      this.#telling = false;
     }
   }
 

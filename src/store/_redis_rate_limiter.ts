@@ -240,9 +240,11 @@ else
 end
 for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], interval + hold + grace) end
 return {granted, wait, redis.call('ZCARD', KEYS[4])}`;
-// KEYS: window; ARGV: the send. It counts from now, if it still waits.
-const ANSWER = `${CLOCK}local from = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, ARGV[1]) end
+// KEYS: window; ARGV: the sends. Each counts from now, if it still waits.
+const ANSWER = `${CLOCK}for _, send in ipairs(ARGV) do
+  local from = redis.call('ZSCORE', KEYS[1], send)
+  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, send) end
+end
 return 0`;
 // KEYS: window, block; ARGV: requests, interval. A window with room is
 // taken as full for one slot's share of the interval.
@@ -302,8 +304,8 @@ class RedisWindow implements SharedWindow {
     return { granted, wait, holders };
   }
 
-  async answer(send: string): Promise<void> {
-    await this.#script(ANSWER, [this.#keys[0]!], [send]);
+  async answer(sends: readonly string[]): Promise<void> {
+    await this.#script(ANSWER, [this.#keys[0]!], [...sends]);
   }
 
   async refuse(): Promise<void> {

@@ -11,6 +11,10 @@
  * Tokens rest in KV as your own data, readable by whoever can read the
  * database; pass an AES-GCM `encryptionKey` to keep them encrypted at rest.
  *
+ * The same database paces the fleet: `createKvRateLimiter` keeps every
+ * process under one limit (the service counts 900 requests per 5 minutes
+ * per IP address, not per process).
+ *
  * @example One token for two providers of different processes
  * ```ts
  * import { createKvTokenStore } from "@partner-api/client/kv";
@@ -142,3 +146,8 @@ export function createKvTokenStore(
     now,
   });
 }
+
+export {
+  createKvRateLimiter,
+  type KvRateLimiterOptions,
+} from "./_kv_rate_limiter.ts";
