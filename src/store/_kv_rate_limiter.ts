@@ -128,6 +128,11 @@ const HOLD = 60_000;
 const GRACE = 1000;
 /** Writes lost to other processes before a take gives way for a moment. */
 const MOST_ATTEMPTS = 8;
+/**
+ * An answer is not given up so soon: until it is written, its slot stays
+ * taken for the whole hold.
+ */
+const MOST_ANSWER_ATTEMPTS = 100;
 
 /** The fleet's window as one KV value. */
 export interface WindowState {
@@ -270,7 +275,10 @@ class KvWindow implements SharedWindow {
   }
 
   async answer(sends: readonly string[]): Promise<void> {
-    await this.#change((state, now) => answerSends(state, sends, now));
+    await this.#change(
+      (state, now) => answerSends(state, sends, now),
+      MOST_ANSWER_ATTEMPTS,
+    );
   }
 
   async refuse(): Promise<void> {
@@ -283,14 +291,22 @@ class KvWindow implements SharedWindow {
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,
+    attempts = MOST_ATTEMPTS,
   ): Promise<boolean> {
     const expireIn = this.#limit.interval + HOLD + GRACE;
-    for (let attempt = 0; attempt < MOST_ATTEMPTS; attempt++) {
-      const entry = await this.#kv.get<WindowState>(this.#key);
-      const state = change(readState(entry.value), this.#now());
-      const { ok } = await this.#kv.atomic().check(entry)
-        .set(this.#key, state, { expireIn }).commit();
-      if (ok) return true;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        const entry = await this.#kv.get<WindowState>(this.#key);
+        const state = change(readState(entry.value), this.#now());
+        const { ok } = await this.#kv.atomic().check(entry)
+          .set(this.#key, state, { expireIn }).commit();
+        if (ok) return true;
+      } catch (error) {
+        // Another process holds the file's write lock (SQLite): contention,
+        // not a failing store. Anything else is.
+        if (!/locked|busy/i.test(String(error))) throw error;
+        await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
+      }
     }
     return false;
   }
