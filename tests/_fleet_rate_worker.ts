@@ -15,6 +15,7 @@ import type { RateLimiter } from "../src/client/rate_limit.ts";
 import { createKvRateLimiter } from "../src/store/kv.ts";
 import { createRedisRateLimiter } from "../src/store/redis.ts";
 import { connectRedis } from "./redis/_resp.ts";
+import { openKv } from "./process/_open_kv.ts";
 
 const [store, startAt, count, requests, interval] = Deno.args;
 const [kind, where] = store!.split(/:(.*)/) as [string, string];
@@ -95,16 +96,4 @@ async function limiterOf(kind: string, where: string): Promise<{
     schedule: (job) => bottleneck.schedule(job),
     close: () => bottleneck.disconnect(),
   };
-}
-
-/** Opens the file; processes creating it at the same moment may find it locked. */
-async function openKv(path: string): Promise<Deno.Kv> {
-  for (let attempt = 0;; attempt++) {
-    try {
-      return await Deno.openKv(path);
-    } catch (error) {
-      if (!/locked/.test(String(error)) || attempt > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 5 + attempt * 5));
-    }
-  }
 }

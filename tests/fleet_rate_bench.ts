@@ -23,6 +23,7 @@ import { createRedisRateLimiter } from "../src/store/redis.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { scratchDir } from "./process/_fleet.ts";
 import { connectRedis, startRedis } from "./redis/_redis_server.ts";
+import { mostInAnyWindow } from "./_windows.ts";
 
 const LIMIT = { requests: 90, interval: 1500 };
 /** Requests in each crawl: two windows' waits after the first. */
@@ -98,20 +99,8 @@ async function crawl(store: string, size: number) {
     "429s": refused,
     "time ÷ floor": (Math.max(...ends) / floor).toFixed(3),
     "share × N (min, max)": `${share(Math.min)}, ${share(Math.max)}`,
-    "most in a window": mostInAnyWindow(arrivals),
+    "most in a window": mostInAnyWindow(arrivals, LIMIT.interval),
   };
-}
-
-/** The most arrivals in any window of the limit's length. */
-function mostInAnyWindow(times: number[]): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  let first = 0;
-  for (let last = 0; last < sorted.length; last++) {
-    while (sorted[last]! - sorted[first]! >= LIMIT.interval) first++;
-    most = Math.max(most, last - first + 1);
-  }
-  return most;
 }
 
 const rows = [];

@@ -19,9 +19,8 @@ import {
   type WindowState,
 } from "../src/store/_kv_rate_limiter.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
-import { createClient } from "../src/client/mod.ts";
-import { collect } from "../src/client/paginate.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { crawlTogether, mostAtOnce } from "./_windows.ts";
 
 const EMPTY: WindowState = { sends: [], line: [], holders: [], block: 0 };
 const LIMIT = { requests: 2, interval: 1000 };
@@ -124,21 +123,6 @@ Deno.test("simulated fleets: never more than the limit in any window, and each p
   );
 });
 
-/** The most sends that held a slot at one moment: from grant to answer + interval. */
-function mostAtOnce(
-  spans: readonly (readonly [number, number])[],
-  interval: number,
-) {
-  const edges = spans.flatMap(([from, to]) => [
-    [from, 1],
-    [to + interval, -1],
-  ]).sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
-  let now = 0;
-  let most = 0;
-  for (const [, step] of edges) most = Math.max(most, now += step!);
-  return most;
-}
-
 Deno.test("3 clients with their own KV limiters on one database crawl the fake's limited list: no 429", async () => {
   const limit = { requests: 20, interval: 1000 };
   await using api = await startFakePartnerApi({
@@ -147,20 +131,7 @@ Deno.test("3 clients with their own KV limiters on one database crawl the fake's
   });
   using kv = await Deno.openKv(":memory:");
   const fleet = [0, 1, 2].map(() => createKvRateLimiter(kv, limit));
-  const statuses: number[] = [];
-  await Promise.all(fleet.map((rateLimit) =>
-    collect(
-      createClient({
-        environment: api.environment,
-        ...api.credentials,
-        rateLimit,
-        onEvent: (event) => {
-          if (event.type === "api.request") statuses.push(event.status);
-        },
-      }).list("transactions", { limit: 100 }),
-      { maxItems: 10_000 },
-    )
-  ));
+  const statuses = await crawlTogether(api, fleet);
   equal(statuses.length, 30);
   equal(statuses.filter((status) => status === 429).length, 0);
   for (const limiter of fleet) await limiter[Symbol.asyncDispose]();

@@ -140,15 +140,9 @@ const CONTEXT = "Cannot create Redis rate limiter";
 export function createRedisRateLimiter(
   options: RedisRateLimiterOptions,
 ): RateLimiter & AsyncDisposable {
-  const command = options?.command;
-  if (typeof command !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "command",
-      "must be a function",
-      typeof command,
-    );
+  const command = requireFunction(options?.command, CONTEXT, "command");
+  if (command === undefined) {
+    throw optionError(TypeError, CONTEXT, "command", "must be given");
   }
   const limit = checkFleetLimit(options, CONTEXT, 1_000_000);
   const prefix = options.prefix === undefined

@@ -11,20 +11,9 @@ import { configFromEnv } from "../../src/core/config.ts";
 import { createClient } from "../../src/client/mod.ts";
 import { createKvRateLimiter } from "../../src/store/kv.ts";
 import type { PartnerApiEvent } from "../../src/core/events.ts";
+import { openKv } from "./_open_kv.ts";
 
 const [kvPath, startAt, count, requests, interval, outageAt] = Deno.args;
-
-/** Opens the file; processes creating it at the same moment may find it locked. */
-async function openKv(path: string): Promise<Deno.Kv> {
-  for (let attempt = 0;; attempt++) {
-    try {
-      return await Deno.openKv(path);
-    } catch (error) {
-      if (!/locked/.test(String(error)) || attempt > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 5 + attempt * 5));
-    }
-  }
-}
 
 const kv = await openKv(kvPath!);
 let degraded = 0;

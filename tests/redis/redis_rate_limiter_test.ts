@@ -7,8 +7,6 @@ import { equal, ok, rejects, throws } from "node:assert/strict";
 import { createRedisRateLimiter } from "../../src/store/redis.ts";
 import type { RateLimiter } from "../../src/client/rate_limit.ts";
 import type { PartnerApiEvent } from "../../src/core/events.ts";
-import { createClient } from "../../src/client/mod.ts";
-import { collect } from "../../src/client/paginate.ts";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import {
   connectRedis,
@@ -16,6 +14,7 @@ import {
   redisInstalled,
   startRedis,
 } from "./_redis_server.ts";
+import { crawlTogether, mostAtOnce } from "../_windows.ts";
 
 const ignore = !redisInstalled;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -46,18 +45,6 @@ async function send(limiter: RateLimiter, ms: number) {
   const answered = Date.now();
   limiter.answered(ticket);
   return [granted, answered] as const;
-}
-
-/** The most sends that held a slot at one moment: from grant to answer + interval. */
-function mostAtOnce(spans: (readonly [number, number])[], interval: number) {
-  const edges = spans.flatMap(([from, to]) => [
-    [from, 1],
-    [to + interval, -1],
-  ]).sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
-  let now = 0;
-  let most = 0;
-  for (const [, step] of edges) most = Math.max(most, now += step!);
-  return most;
 }
 
 Deno.test({
@@ -104,21 +91,8 @@ Deno.test({
     });
     const redis = await connectRedis(server.port);
     const fleet = fleetOf(redis, 3, limit);
-    const statuses: number[] = [];
     const started = Date.now();
-    await Promise.all(fleet.map((rateLimit) =>
-      collect(
-        createClient({
-          environment: api.environment,
-          ...api.credentials,
-          rateLimit,
-          onEvent: (event) => {
-            if (event.type === "api.request") statuses.push(event.status);
-          },
-        }).list("transactions", { limit: 100 }),
-        { maxItems: 10_000 },
-      )
-    ));
+    const statuses = await crawlTogether(api, fleet);
     const elapsed = Date.now() - started;
     // 3 × 16 pages (the last one empty) through 20 per second.
     const floor = (Math.ceil(statuses.length / limit.requests) - 1) *
