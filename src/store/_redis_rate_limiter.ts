@@ -287,14 +287,12 @@ class RedisWindow implements SharedWindow {
       ...this.#args,
       ...sends,
     ]);
-    if (!Array.isArray(reply) || reply.length !== 3) {
+    const numbers = Array.isArray(reply) ? reply.map(Number) : [];
+    // Anything else is not our script's answer: a failing store, not a spin.
+    if (numbers.length !== 3 || !numbers.every((n) => n >= 0)) {
       throw new TypeError("Redis answered the rate script with another type");
     }
-    const [granted, wait, holders] = reply.map(Number) as [
-      number,
-      number,
-      number,
-    ];
+    const [granted, wait, holders] = numbers as [number, number, number];
     return { granted, wait, holders };
   }
 

@@ -287,3 +287,20 @@ Deno.test("createRedisRateLimiter() refuses bad options by name", () => {
   });
   equal(createRedisRateLimiter({ command }).limit.requests, 900);
 });
+
+Deno.test("a reply that is not the script's counts as a failing Redis: paced alone, no spin", async () => {
+  for (const reply of ["OK", ["a", "b", "c"], [1, -1, 2], null]) {
+    let commands = 0;
+    const events: string[] = [];
+    const limiter = createRedisRateLimiter({
+      command: () => (commands++, Promise.resolve(reply)),
+      requests: 3,
+      interval: 50,
+      onEvent: (event) => events.push(event.type),
+    });
+    for (let i = 0; i < 4; i++) limiter.answered(await limiter.take());
+    await limiter[Symbol.asyncDispose]();
+    equal(events.join(), "rate.degraded", JSON.stringify(reply));
+    ok(commands <= 2, `${commands} commands for ${JSON.stringify(reply)}`);
+  }
+});
