@@ -8,8 +8,8 @@
 //    clustering beside them on the same server and limit. Reported: 429s
 //    (goal 0), time ÷ floor (goal ≤ 1.10; the floor is the time the limit
 //    itself needs) and fairness: each process's share of the requests
-//    answered while all were still sending, times N (1 is an even split;
-//    the goal is at least 0.5, a 1/(2N) share).
+//    answered while all were sending, times N (1 is an even split; the
+//    goal is at least 0.5, a 1/(2N) share).
 //    A fleet's wall time is mostly process start-up, so the crawl is timed
 //    from a common start moment, not with Deno.bench.
 // 2. The cost of a take when the window is not full (Deno.bench): the
@@ -85,10 +85,12 @@ async function crawl(store: string, size: number) {
     }
   );
   const ends = lines.map((line) => line.endAt - startAt);
-  // Shares while every process still had requests to send.
-  const contended = Math.min(...lines.map((line) => line.endAt));
+  // Shares while every process was sending: from the last one's first
+  // answer (start-up is not the limiter's) to the first one's end.
+  const from = Math.max(...lines.map((line) => line.answered[0]!));
+  const until = Math.min(...lines.map((line) => line.endAt));
   const shares = lines.map((line) =>
-    line.answered.filter((at) => at < contended).length
+    line.answered.filter((at) => at >= from && at < until).length
   );
   const all = shares.reduce((a, b) => a + b);
   const share = (pick: (...n: number[]) => number) =>
