@@ -304,3 +304,23 @@ Deno.test("a reply that is not the script's counts as a failing Redis: paced alo
     ok(commands <= 2, `${commands} commands for ${JSON.stringify(reply)}`);
   }
 });
+
+Deno.test({
+  name:
+    "a 429 with room in the window blocks the whole fleet for one slot's share of the interval",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const [a, b] = fleetOf(redis, 2, { requests: 4, interval: 800 });
+    a!.answered(await a!.take());
+    a!.refused(); // others on the address filled the service's window
+    await a![Symbol.asyncDispose](); // the refusal is written
+    const started = Date.now();
+    b!.answered(await b!.take());
+    const waited = Date.now() - started;
+    ok(waited >= 150 && waited < 600, `${waited} ms, 200 expected`);
+    await b![Symbol.asyncDispose]();
+    redis.close();
+  },
+});
