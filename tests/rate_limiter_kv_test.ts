@@ -29,7 +29,7 @@ Deno.test("takeTurn() grants while the window has room, then names the wait for 
   let turn = takeTurn(EMPTY, "a", ["a:0", "a:1", "a:2"], 0, LIMIT);
   equal(turn.granted, 2, "two free slots, nobody in line");
   equal(turn.wait, 1000, "both unanswered: no sooner than an interval");
-  let state = answerSends(answerSends(turn.state, ["a:0"], 100), ["a:1"], 300);
+  let state = answerSends(turn.state, [["a:0", 100], ["a:1", 300]]);
   turn = takeTurn(state, "a", ["a:2"], 400, LIMIT);
   deepStrictEqual([turn.granted, turn.wait], [0, 700], "until a:0 is 1 s old");
   state = turn.state;
@@ -48,7 +48,7 @@ Deno.test("takeTurn() gives one send per turn while others wait, and drops a pla
   equal(turn.granted, 0, "b's send holds the only slot");
   turn = takeTurn(turn.state, "c", ["c:0"], 20, one);
   deepStrictEqual(turn.state.line.map(([id]) => id), ["a", "c"]);
-  const freed = answerSends(turn.state, ["b:0"], 20);
+  const freed = answerSends(turn.state, [["b:0", 20]]);
   turn = takeTurn(freed, "a", ["a:0", "a:1"], 1020, { ...one, requests: 3 });
   equal(turn.granted, 1, "c waits: one per turn");
   deepStrictEqual(turn.state.line.map(([id]) => id), ["c", "a"]);
@@ -94,7 +94,7 @@ Deno.test("simulated fleets: never more than the limit in any window, and each p
           const [now, p, kind] = queue.shift()!;
           if (now > end) break;
           if (kind !== "ask") {
-            state = answerSends(state, [kind], now);
+            state = answerSends(state, [[kind, now]]);
             spans.at(Number(kind.split(":")[1]))![1] = now;
             queue.push([now, p, "ask"]);
             continue;
@@ -179,4 +179,31 @@ Deno.test("createKvRateLimiter() refuses bad options by name, and a value that i
   );
   for (const ticket of tickets) limiter.answered(ticket);
   equal(limiter.limit.interval, 300_000);
+});
+
+Deno.test("under contention each of 4 KV limiters gets at least 1/(2N) of the sends", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const limit = { requests: 8, interval: 200 };
+  const fleet = [0, 1, 2, 3].map(() => createKvRateLimiter(kv, limit));
+  const counts = fleet.map(() => 0);
+  const until = Date.now() + 1500;
+  // The first limiter has 6 callers pushing, the others 1 each.
+  await Promise.all(
+    fleet.flatMap((limiter, i) =>
+      Array.from({ length: i === 0 ? 6 : 1 }, async () => {
+        while (Date.now() < until) {
+          const ticket = await limiter.take();
+          // Callers still queued at the end go after the others stopped.
+          if (Date.now() < until) counts[i]!++;
+          limiter.answered(ticket);
+        }
+      })
+    ),
+  );
+  const total = counts.reduce((a, b) => a + b);
+  console.log(`KV shares of ${total} sends: ${counts.join(", ")}`);
+  for (const count of counts) {
+    ok(count >= total / (2 * fleet.length), `${counts} of ${total}`);
+  }
+  for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
 });

@@ -1,8 +1,9 @@
 // Internal: the fleet rate limiter on Deno KV. KV runs no script, so the
 // fleet's window rests in one value that each take reads, decides on with
 // the pure functions below (the same rules as the Redis script), and writes
-// back only if nobody wrote it meanwhile (`kv.atomic().check()`). KV has no
-// clock of its own: the processes' clocks decide.
+// back only if nobody wrote it meanwhile (`kv.atomic().check()`). Answers go
+// to keys of their own, which never collide, and the next take folds them
+// in. KV has no clock of its own: the processes' clocks decide.
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
@@ -113,8 +114,8 @@ export function createKvRateLimiter(
   const limit = checkFleetLimit(options, CONTEXT, MOST_REQUESTS);
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const holder = crypto.randomUUID().slice(0, 13);
-  const key = [...(options.prefix ?? ["partner-api", "rate"]), "window"];
-  return new FleetRateLimiter(new KvWindow(kv, key, limit, holder, now), {
+  const prefix = [...(options.prefix ?? ["partner-api", "rate"])];
+  return new FleetRateLimiter(new KvWindow(kv, prefix, limit, holder, now), {
     limit,
     holder,
     now,
@@ -128,6 +129,8 @@ const HOLD = 60_000;
 const GRACE = 1000;
 /** Writes lost to other processes before a take gives way for a moment. */
 const MOST_ATTEMPTS = 8;
+/** Answers folded into the window by one take, at most. */
+const MOST_FOLDED = 500;
 /**
  * An answer is not given up so soon: until it is written, its slot stays
  * taken for the whole hold.
@@ -207,18 +210,18 @@ function turnWait(
   return from > now ? interval : Math.max(1, from + interval - now);
 }
 
-/** The sends were answered at `now`: each counts from then. */
+/** Answers, as `[send, ms answered]`: each send counts from its answer. */
 export function answerSends(
   state: WindowState,
-  answered: readonly string[],
-  now: number,
+  answers: readonly (readonly [string, number])[],
 ): WindowState {
-  const names = new Set(answered);
+  const answered = new Map(answers);
   return {
     ...state,
-    sends: state.sends.map((entry) =>
-      names.has(entry[0]) && entry[1] > now ? [entry[0], now] as const : entry
-    ),
+    sends: state.sends.map((entry) => {
+      const at = answered.get(entry[0]) ?? Infinity;
+      return at < entry[1] ? [entry[0], at] as const : entry;
+    }),
   };
 }
 
@@ -238,20 +241,24 @@ export function refuseSends(
 class KvWindow implements SharedWindow {
   readonly store = "kv";
   readonly #kv: Deno.Kv;
+  /** The window's key. */
   readonly #key: Deno.KvKey;
+  /** Where answers wait to be folded in, one key each. */
+  readonly #answers: Deno.KvKey;
   readonly #limit: RateLimit;
   readonly #holder: string;
   readonly #now: () => number;
 
   constructor(
     kv: Deno.Kv,
-    key: Deno.KvKey,
+    prefix: Deno.KvKey,
     limit: RateLimit,
     holder: string,
     now: () => number,
   ) {
     this.#kv = kv;
-    this.#key = key;
+    this.#key = [...prefix, "window"];
+    this.#answers = [...prefix, "answers"];
     this.#limit = limit;
     this.#holder = holder;
     this.#now = now;
@@ -274,11 +281,22 @@ class KvWindow implements SharedWindow {
     return written ? reply! : { granted: 0, wait: 5, holders: 0 };
   }
 
+  /** One write with no check: answers never wait for the window's lock. */
   async answer(sends: readonly string[]): Promise<void> {
-    await this.#change(
-      (state, now) => answerSends(state, sends, now),
-      MOST_ANSWER_ATTEMPTS,
-    );
+    const now = this.#now();
+    const expireIn = this.#limit.interval + HOLD + GRACE;
+    for (let attempt = 1; attempt <= MOST_ANSWER_ATTEMPTS; attempt++) {
+      const write = this.#kv.atomic();
+      for (const send of sends) {
+        write.set([...this.#answers, send], now, { expireIn });
+      }
+      try {
+        await write.commit();
+        return;
+      } catch (error) {
+        await this.#giveWay(error, attempt);
+      }
+    }
   }
 
   async refuse(): Promise<void> {
@@ -286,29 +304,44 @@ class KvWindow implements SharedWindow {
   }
 
   /**
-   * Reads the value, changes it, and writes it back if nobody else wrote
+   * Reads the value and the answers waiting, changes the value, and writes
+   * it back (the answers folded in deleted) if nobody else wrote it
    * meanwhile; tries again a few times, then gives way (`false`).
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,
-    attempts = MOST_ATTEMPTS,
   ): Promise<boolean> {
     const expireIn = this.#limit.interval + HOLD + GRACE;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
+    for (let attempt = 1; attempt <= MOST_ATTEMPTS; attempt++) {
       try {
         const entry = await this.#kv.get<WindowState>(this.#key);
-        const state = change(readState(entry.value), this.#now());
-        const { ok } = await this.#kv.atomic().check(entry)
-          .set(this.#key, state, { expireIn }).commit();
-        if (ok) return true;
+        const answers = await Array.fromAsync(
+          this.#kv.list<number>({ prefix: this.#answers }, {
+            limit: MOST_FOLDED,
+          }),
+        );
+        const folded = answerSends(
+          readState(entry.value),
+          answers.map((answer) => [String(answer.key.at(-1)), answer.value]),
+        );
+        const write = this.#kv.atomic().check(entry)
+          .set(this.#key, change(folded, this.#now()), { expireIn });
+        for (const answer of answers) write.delete(answer.key);
+        if ((await write.commit()).ok) return true;
       } catch (error) {
-        // Another process holds the file's write lock (SQLite): contention,
-        // not a failing store. Anything else is.
-        if (!/locked|busy/i.test(String(error))) throw error;
-        await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
+        await this.#giveWay(error, attempt);
       }
     }
     return false;
+  }
+
+  /**
+   * Another process holds the file's write lock (SQLite): contention, not
+   * a failing store; wait a moment. Anything else is a failing store.
+   */
+  async #giveWay(error: unknown, attempt: number): Promise<void> {
+    if (!/locked|busy/i.test(String(error))) throw error;
+    await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
   }
 }
 
