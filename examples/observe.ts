@@ -46,6 +46,8 @@ export function describeEvent(event: PartnerApiEvent): string {
       return `waited ${event.delayMs} ms for the rate window`;
     case "api.list":
       return `list ${event.path} ${event.outcome}: ${event.items} items in ${event.pages} pages, ${event.durationMs} ms`;
+    case "rate.degraded":
+      return `rate limit store (${event.store}) failing: pacing alone at ${event.requests} per ${event.interval} ms`;
   }
 }
 

@@ -10,13 +10,13 @@ import {
   throws,
 } from "node:assert/strict";
 import fc from "fast-check";
+import { createRateLimiter } from "../src/client/rate_limit.ts";
 import {
-  createRateLimiter,
   emptyWindow,
   recordAnswer,
   recordSend,
   slotWait,
-} from "../src/client/rate_limit.ts";
+} from "../src/core/_rate_window.ts";
 import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
 import { createFakePartnerService } from "../src/testing/mod.ts";

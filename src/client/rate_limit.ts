@@ -3,71 +3,18 @@
 // callers queue in order and go as soon as the window lets them.
 
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
+import {
+  emptyWindow,
+  type RateLimit,
+  type RateLimiter,
+  recordAnswer,
+  recordSend,
+  slotWait,
+  type Window,
+} from "../core/_rate_window.ts";
+import { WaitQueue } from "../core/_wait_queue.ts";
 
-/**
- * A rate limit: at most `requests` in any sliding window of `interval` ms.
- *
- * @example The service's published limit
- * ```ts
- * import type { RateLimit } from "@partner-api/client/client";
- *
- * const limit: RateLimit = { requests: 900, interval: 300_000 };
- * if (limit.requests / (limit.interval / 1000) !== 3) throw new Error();
- * ```
- */
-export interface RateLimit {
-  /** Requests allowed in any window. */
-  readonly requests: number;
-  /** The window's length, in ms. */
-  readonly interval: number;
-}
-
-/**
- * Paces requests; one limiter can be shared by several clients of a
- * process, which then share the limit.
- *
- * @example Two clients sharing the service's limit
- * ```ts
- * import { createClient, createRateLimiter } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- *
- * await using api = await startFakePartnerApi();
- * const rateLimit = createRateLimiter({ requests: 900, interval: 300_000 });
- * const a = createClient({ environment: api.environment, ...api.credentials, rateLimit });
- * const b = createClient({ environment: api.environment, ...api.credentials, rateLimit });
- * await (await a.fetch("organizations")).body?.cancel();
- * await (await b.fetch("organizations")).body?.cancel();
- * if (rateLimit.limit.requests !== 900) throw new Error();
- * ```
- */
-export interface RateLimiter {
-  /** The limit it keeps. */
-  readonly limit: RateLimit;
-  /**
-   * Takes a slot for one request: its ticket (a number) when a slot is free
-   * now, else a promise of it that resolves when the caller's turn comes
-   * (callers go in the order they came), or rejects with the signal's
-   * reason when it aborts first. Hand the ticket to
-   * {@linkcode RateLimiter.answered} once the request is answered or failed.
-   */
-  take(signal?: AbortSignal): number | Promise<number>;
-  /**
-   * Tells the limiter the request of `ticket` was answered (or failed, or
-   * was never sent). The service counts a request when it arrives, which
-   * may be any time until the answer: so a slot counts from the answer,
-   * and is not free again before an interval after it. Until then the
-   * slot stays taken: a ticket never answered keeps its slot.
-   */
-  answered(ticket: number): void;
-  /**
-   * Tells the limiter the service refused a request for its rate (a 429):
-   * others on the same address count too, so the window is taken as full.
-   * The next slot is when the oldest send leaves a full window, or one
-   * slot's share of the interval (`interval / requests`) from now when this
-   * limiter has sent less; never before a slot is free anyway.
-   */
-  refused(): void;
-}
+export type { RateLimit, RateLimiter };
 
 /**
  * Options of {@linkcode createRateLimiter}.
@@ -157,79 +104,9 @@ function requestCount(value: number | undefined): number {
   return requests;
 }
 
-/**
- * The requests of the last window: a ring of the latest `requests` times,
- * each the time a request counts from. A request still waiting for its
- * answer counts from `Infinity`: the service may count it at any moment
- * until the answer, so its slot is not free before an interval after it.
- */
-export interface Window {
-  readonly times: Float64Array;
-  /** Index of the oldest time once the ring is full. */
-  head: number;
-  count: number;
-  /** Requests recorded so far: the next ticket. */
-  sent: number;
-  /** No slot before this (after a refusal). */
-  blockedUntil: number;
-}
-
-/** An empty window for at most `requests` sends. */
-export function emptyWindow(requests: number): Window {
-  return {
-    times: new Float64Array(requests),
-    head: 0,
-    count: 0,
-    sent: 0,
-    blockedUntil: -Infinity,
-  };
-}
-
-/**
- * How long from `now` until a slot is free: 0 when one is free now,
- * `Infinity` while the oldest request of a full window awaits its answer.
- */
-export function slotWait(
-  window: Window,
-  interval: number,
-  now: number,
-): number {
-  const full = window.count === window.times.length;
-  const freedAt = full ? window.times[window.head]! + interval : -Infinity;
-  return Math.max(0, freedAt - now, window.blockedUntil - now);
-}
-
-/**
- * Records a request that counts from `time` (`Infinity` until it is
- * answered); returns its ticket for {@linkcode recordAnswer}.
- */
-export function recordSend(window: Window, time: number): number {
-  window.times[window.head] = time;
-  window.head = (window.head + 1) % window.times.length;
-  window.count = Math.min(window.count + 1, window.times.length);
-  return window.sent++;
-}
-
-/** The request of `ticket` was answered at `now`: it counts from then. */
-export function recordAnswer(
-  window: Window,
-  ticket: number,
-  now: number,
-): void {
-  const { times } = window;
-  // A ticket still in the ring (one never answered keeps its slot, so the
-  // ring cannot pass it); others are long out of the window.
-  if (ticket >= window.sent - times.length && ticket < window.sent) {
-    const index = ticket % times.length;
-    if (times[index] === Infinity) times[index] = now;
-  }
-}
-
 interface Waiter {
   readonly resolve: (ticket: number) => void;
   readonly reject: (reason: unknown) => void;
-  readonly signal: AbortSignal | undefined;
-  readonly onAbort: () => void;
 }
 
 /** A limiter over one window, with callers queued in order. */
@@ -237,7 +114,11 @@ class SlidingWindowLimiter implements RateLimiter {
   readonly limit: RateLimit;
   readonly #now: () => number;
   readonly #window: Window;
-  readonly #queue: Waiter[] = [];
+  readonly #queue = new WaitQueue<Waiter>((waiter, reason) => {
+    waiter.reject(reason);
+    // Leaving changes no slot: only an empty line stops the timer.
+    if (this.#queue.size === 0) this.#stop();
+  });
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(limit: RateLimit, now: () => number) {
@@ -249,31 +130,20 @@ class SlidingWindowLimiter implements RateLimiter {
   take(signal?: AbortSignal): number | Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (
-      this.#queue.length === 0 &&
+      this.#queue.size === 0 &&
       slotWait(this.#window, this.limit.interval, this.#now()) === 0
     ) {
       return recordSend(this.#window, Infinity);
     }
     return new Promise<number>((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          this.#queue.splice(this.#queue.indexOf(waiter), 1);
-          reject(signal!.reason);
-          this.#schedule();
-        },
-      };
-      signal?.addEventListener("abort", waiter.onAbort, { once: true });
-      this.#queue.push(waiter);
-      this.#schedule();
+      this.#queue.push({ resolve, reject }, signal);
+      if (this.#queue.size === 1) this.#schedule();
     });
   }
 
   answered(ticket: number): void {
     recordAnswer(this.#window, ticket, this.#now());
-    if (this.#queue.length > 0) this.#schedule();
+    if (this.#queue.size > 0) this.#schedule();
   }
 
   refused(): void {
@@ -292,10 +162,9 @@ class SlidingWindowLimiter implements RateLimiter {
 
   /** Lets waiters through in order while slots are free; then waits for the next. */
   #schedule(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#stop();
     const { interval } = this.limit;
-    while (this.#queue.length > 0) {
+    while (this.#queue.size > 0) {
       const wait = slotWait(this.#window, interval, this.#now());
       // Infinity: the oldest awaits its answer, and answered() comes back.
       if (wait === Infinity) return;
@@ -303,9 +172,12 @@ class SlidingWindowLimiter implements RateLimiter {
         this.#timer = setTimeout(() => this.#schedule(), wait);
         return;
       }
-      const waiter = this.#queue.shift()!;
-      waiter.signal?.removeEventListener("abort", waiter.onAbort);
-      waiter.resolve(recordSend(this.#window, Infinity));
+      this.#queue.shift()!.resolve(recordSend(this.#window, Infinity));
     }
+  }
+
+  #stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }

@@ -231,7 +231,8 @@ export type PartnerApiEvent =
   | ApiRetryEvent
   | ApiRenewalEvent
   | RateWaitEvent
-  | ApiListEvent;
+  | ApiListEvent
+  | RateDegradedEvent;
 
 /**
  * A listener of events.
@@ -245,3 +246,31 @@ export type PartnerApiEvent =
  * ```
  */
 export type EventListener = (event: PartnerApiEvent) => void;
+
+/**
+ * A fleet rate limiter lost its store (Redis or KV failed or did not answer
+ * in time): until the store answers again, this process paces itself alone
+ * at its last known share of the limit, never unlimited.
+ *
+ * @example
+ * ```ts
+ * import type { RateDegradedEvent } from "@partner-api/client";
+ *
+ * const event: RateDegradedEvent = {
+ *   type: "rate.degraded", store: "redis", requests: 300, interval: 300_000, retryAt: Date.now() + 500,
+ * };
+ * if (event.requests <= 0) throw new Error("never unlimited, never stopped");
+ * ```
+ */
+export interface RateDegradedEvent {
+  /** Tells events apart. */
+  readonly type: "rate.degraded";
+  /** The store that failed. */
+  readonly store: "redis" | "kv";
+  /** This process's share: requests it sends alone in any window. */
+  readonly requests: number;
+  /** The window's length, in ms. */
+  readonly interval: number;
+  /** Epoch ms (of the `now` clock) when the store is asked again. */
+  readonly retryAt: number;
+}

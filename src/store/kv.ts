@@ -14,6 +14,10 @@
  * database sees neither a token nor a way to test guesses of the secret
  * quickly. Pass your own `encryptionKey` to seal with that instead.
  *
+ * The same database paces the fleet: `createKvRateLimiter` keeps every
+ * process under one limit (the service counts 900 requests per 5 minutes
+ * per IP address, not per process).
+ *
  * @example One token for two providers of different processes
  * ```ts
  * import { createKvTokenStore } from "@partner-api/client/kv";
@@ -145,3 +149,8 @@ export function createKvTokenStore(
     now,
   });
 }
+
+export {
+  createKvRateLimiter,
+  type KvRateLimiterOptions,
+} from "./_kv_rate_limiter.ts";

@@ -16,6 +16,10 @@
  * database sees neither a token nor a way to test guesses of the secret
  * quickly. Pass your own `encryptionKey` to seal with that instead.
  *
+ * The same Redis paces the fleet: `createRedisRateLimiter` keeps every
+ * process under one limit (the service counts 900 requests per 5 minutes
+ * per IP address, not per process).
+ *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
  * import Redis from "ioredis";
@@ -161,3 +165,8 @@ export function createRedisTokenStore(
     now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
   });
 }
+
+export {
+  createRedisRateLimiter,
+  type RedisRateLimiterOptions,
+} from "./_redis_rate_limiter.ts";

@@ -1,8 +1,9 @@
 // Internal: the fake's rate limit on API requests, as the service has one:
 // past `requests` in any window of `interval` ms it answers 429 with the
-// service's own body. Only answered requests count.
+// service's own body. Only requests it lets through count, each from its
+// arrival. Its window arithmetic is its own (a ring of arrival times), not
+// the client's limiter: a bug in one cannot hide behind the other.
 
-import { emptyWindow, recordSend, slotWait } from "../client/rate_limit.ts";
 import { checkNumber } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 
@@ -48,7 +49,7 @@ export function rateGate(
     context,
     "apiRateLimit.interval",
   );
-  const window = emptyWindow(requests);
+  const arrivals = arrivalRing(requests);
   const span = interval % 60_000 === 0
     ? `${interval / 60_000} minute${interval === 60_000 ? "" : "s"}`
     : `${interval / 1000} seconds`;
@@ -57,8 +58,28 @@ export function rateGate(
   };
   return () => {
     const at = now();
-    if (slotWait(window, interval, at) > 0) return json(429, body);
-    recordSend(window, at);
+    // Full when the oldest of the last `requests` arrivals is still in the
+    // window (a window holds the arrivals after `at - interval`).
+    if (arrivals.full() && arrivals.oldest() > at - interval) {
+      return json(429, body);
+    }
+    arrivals.add(at);
     return undefined;
+  };
+}
+
+/** The latest `size` arrival times, oldest first. */
+function arrivalRing(size: number) {
+  const times = new Float64Array(size);
+  let next = 0;
+  let count = 0;
+  return {
+    full: () => count === size,
+    oldest: () => times[count === size ? next : 0]!,
+    add(time: number) {
+      times[next] = time;
+      next = (next + 1) % size;
+      count = Math.min(count + 1, size);
+    },
   };
 }

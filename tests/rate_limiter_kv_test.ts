@@ -1,0 +1,209 @@
+// The fleet rate limiter on Deno KV: the take's rules directly (pure, on
+// `now`), one invariant over simulated fleets (the window holds, every
+// process gets its share), and limiters on one real KV database standing
+// for processes.
+
+import {
+  deepStrictEqual,
+  equal,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
+import fc from "fast-check";
+import { createKvRateLimiter } from "../src/store/kv.ts";
+import {
+  answerSends,
+  refuseSends,
+  takeTurn,
+  type WindowState,
+} from "../src/store/_kv_rate_limiter.ts";
+import type { PartnerApiEvent } from "../src/core/events.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { crawlTogether, mostAtOnce } from "./_windows.ts";
+
+const EMPTY: WindowState = { sends: [], line: [], holders: [], block: 0 };
+const LIMIT = { requests: 2, interval: 1000 };
+
+Deno.test("takeTurn() grants while the window has room, then names the wait for the oldest send", () => {
+  let turn = takeTurn(EMPTY, "a", ["a:0", "a:1", "a:2"], 0, LIMIT);
+  equal(turn.granted, 2, "two free slots, nobody in line");
+  equal(turn.wait, 1000, "both unanswered: no sooner than an interval");
+  let state = answerSends(turn.state, [["a:0", 100], ["a:1", 300]]);
+  turn = takeTurn(state, "a", ["a:2"], 400, LIMIT);
+  deepStrictEqual([turn.granted, turn.wait], [0, 700], "until a:0 is 1 s old");
+  state = turn.state;
+  turn = takeTurn(state, "b", ["b:0"], 500, LIMIT);
+  deepStrictEqual([turn.granted, turn.wait, turn.holders], [0, 800, 2]);
+  turn = takeTurn(turn.state, "b", ["b:0"], 1100, LIMIT);
+  equal(turn.granted, 0, "a is ahead in line: the freed slot is a's");
+  turn = takeTurn(turn.state, "a", ["a:2"], 1100, LIMIT);
+  equal(turn.granted, 1);
+});
+
+Deno.test("takeTurn() gives one send per turn while others wait, and drops a place that lapsed", () => {
+  const one = { requests: 1, interval: 1000 };
+  let turn = takeTurn(EMPTY, "b", ["b:0"], 0, one);
+  turn = takeTurn(turn.state, "a", ["a:0", "a:1"], 10, one);
+  equal(turn.granted, 0, "b's send holds the only slot");
+  turn = takeTurn(turn.state, "c", ["c:0"], 20, one);
+  deepStrictEqual(turn.state.line.map(([id]) => id), ["a", "c"]);
+  const freed = answerSends(turn.state, [["b:0", 20]]);
+  turn = takeTurn(freed, "a", ["a:0", "a:1"], 1020, { ...one, requests: 3 });
+  equal(turn.granted, 1, "c waits: one per turn");
+  deepStrictEqual(turn.state.line.map(([id]) => id), ["c", "a"]);
+  const lapsed = takeTurn(turn.state, "a", ["a:1"], 1020 + 5000, one);
+  deepStrictEqual(
+    lapsed.state.line.map(([id]) => id),
+    ["a"],
+    "c never came back: its place lapsed",
+  );
+});
+
+Deno.test("refuseSends() blocks a window with room for one slot's share", () => {
+  const state = refuseSends(EMPTY, 0, LIMIT);
+  const turn = takeTurn(state, "a", ["a:0"], 100, LIMIT);
+  deepStrictEqual([turn.granted, turn.wait], [0, 400]);
+});
+
+Deno.test("simulated fleets: never more than the limit in any window, and each process at least 1/(2N) of the sends", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 2, max: 6 }),
+      fc.integer({ min: 1, max: 12 }),
+      fc.integer({ min: 50, max: 1000 }),
+      fc.array(fc.integer({ min: 0, max: 60 }), {
+        minLength: 1,
+        maxLength: 30,
+      }),
+      (processes, requests, interval, latencies) => {
+        const limit = { requests, interval };
+        const end = 20 * interval;
+        let state = EMPTY;
+        // Each process wants one send at a time, all the time: events are
+        // [time, process, kind] with kind "ask" or the send to answer.
+        const queue: [number, number, string][] = Array.from(
+          { length: processes },
+          (_, p) => [p, p, "ask"],
+        );
+        const spans: [number, number][] = [];
+        const counts = Array<number>(processes).fill(0);
+        let step = 0;
+        while (queue.length > 0) {
+          queue.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+          const [now, p, kind] = queue.shift()!;
+          if (now > end) break;
+          if (kind !== "ask") {
+            state = answerSends(state, [[kind, now]]);
+            spans.at(Number(kind.split(":")[1]))![1] = now;
+            queue.push([now, p, "ask"]);
+            continue;
+          }
+          const send = `${p}:${spans.length}`;
+          const turn = takeTurn(state, String(p), [send], now, limit);
+          state = turn.state;
+          if (turn.granted === 0) {
+            queue.push([now + turn.wait, p, "ask"]);
+            continue;
+          }
+          counts[p]!++;
+          const answerAt = now + latencies[step++ % latencies.length]!;
+          spans.push([now, answerAt]);
+          queue.push([answerAt, p, send]);
+        }
+        ok(mostAtOnce(spans, interval) <= requests);
+        const total = counts.reduce((a, b) => a + b);
+        for (const count of counts) {
+          // (One send of slack for the turn under way at the end.)
+          ok(count + 1 >= total / (2 * processes), `${counts}`);
+        }
+      },
+    ),
+    { numRuns: 150, seed: 28 },
+  );
+});
+
+Deno.test("3 clients with their own KV limiters on one database crawl the fake's limited list: no 429", async () => {
+  const limit = { requests: 20, interval: 1000 };
+  await using api = await startFakePartnerApi({
+    apiRateLimit: limit,
+    items: { transactions: 900 },
+  });
+  using kv = await Deno.openKv(":memory:");
+  const fleet = [0, 1, 2].map(() => createKvRateLimiter(kv, limit));
+  const statuses = await crawlTogether(api, fleet);
+  equal(statuses.length, 30);
+  equal(statuses.filter((status) => status === 429).length, 0);
+  for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+});
+
+Deno.test("a KV caller gives up with its signal; a closed database means pacing alone, said once", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const events: PartnerApiEvent[] = [];
+  const limiter = createKvRateLimiter(kv, {
+    requests: 2,
+    interval: 200,
+    onEvent: (event) => events.push(event),
+  });
+  limiter.answered(await limiter.take());
+  limiter.answered(await limiter.take());
+  const controller = new AbortController();
+  const leaving = limiter.take(controller.signal) as Promise<number>;
+  controller.abort(new Error("gave up"));
+  await rejects(leaving, { message: "gave up" });
+  await limiter[Symbol.asyncDispose]();
+  kv.close();
+  const started = Date.now();
+  for (let i = 0; i < 3; i++) limiter.answered(await limiter.take());
+  equal(events.length, 1);
+  equal(events[0]?.type, "rate.degraded");
+  ok(Date.now() - started >= 150, "alone, still 2 per 200 ms");
+  await limiter[Symbol.asyncDispose]();
+});
+
+Deno.test("createKvRateLimiter() refuses bad options by name, and a value that is not a window is read as empty", async () => {
+  using kv = await Deno.openKv(":memory:");
+  throws(() => createKvRateLimiter(kv, { requests: 1001 }), {
+    name: "RangeError",
+    option: "requests",
+  });
+  throws(() => createKvRateLimiter(kv, { interval: 0.5 }), {
+    name: "RangeError",
+    option: "interval",
+  });
+  throws(() => createKvRateLimiter({} as Deno.Kv), { name: "TypeError" });
+  await kv.set(["partner-api", "rate", "window"], "not a window");
+  await using limiter = createKvRateLimiter(kv, { requests: 1000 });
+  const tickets = await Promise.all(
+    Array.from({ length: 1000 }, () => limiter.take()),
+  );
+  for (const ticket of tickets) limiter.answered(ticket);
+  equal(limiter.limit.interval, 300_000);
+});
+
+Deno.test("under contention each of 4 KV limiters gets at least 1/(2N) of the sends", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const limit = { requests: 8, interval: 200 };
+  const fleet = [0, 1, 2, 3].map(() => createKvRateLimiter(kv, limit));
+  const counts = fleet.map(() => 0);
+  const until = Date.now() + 1500;
+  // The first limiter has 6 callers pushing, the others 1 each.
+  await Promise.all(
+    fleet.flatMap((limiter, i) =>
+      Array.from({ length: i === 0 ? 6 : 1 }, async () => {
+        while (Date.now() < until) {
+          const ticket = await limiter.take();
+          // Callers still queued at the end go after the others stopped.
+          if (Date.now() < until) counts[i]!++;
+          limiter.answered(ticket);
+        }
+      })
+    ),
+  );
+  const total = counts.reduce((a, b) => a + b);
+  console.log(`KV shares of ${total} sends: ${counts.join(", ")}`);
+  for (const count of counts) {
+    ok(count >= total / (2 * fleet.length), `${counts} of ${total}`);
+  }
+  for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+});

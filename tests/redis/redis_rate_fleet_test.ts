@@ -1,0 +1,166 @@
+// A fleet of processes on Deno, Node and Bun, through the bundles (as in the
+// runtime matrix), sharing one rate limit on one real redis-server, against
+// the fake's own limit (no Retry-After): no 429, and the fleet finishes near
+// the limit's floor. With Redis killed mid-run: no crash, no unhandled
+// rejection, and no burst past the limit beyond one window.
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import {
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../../src/testing/mod.ts";
+import { redisInstalled, startRedis } from "./_redis_server.ts";
+import { mostInAnyWindow } from "../_windows.ts";
+
+const RUNTIMES = ".test-tmp/runtimes";
+const BUN = `${RUNTIMES}/node_modules/bun/bin/bun.exe`;
+const PER_RUNTIME = 2;
+/** The service's 900 per 5 minutes, scaled down. */
+const LIMIT = { requests: 40, interval: 2000 };
+const EACH = 20;
+
+interface WorkerLine {
+  runtime: string;
+  statuses: Record<string, number>;
+  degraded: number;
+  endAt: number;
+}
+
+/** The fake, counting what arrives at its API. */
+async function limitedFake() {
+  const arrivals: { at: number; status: number }[] = [];
+  const api = await startFakePartnerApi({
+    apiRateLimit: LIMIT,
+    onRequest: ({ path, status }) => {
+      if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
+    },
+  });
+  return { api, arrivals };
+}
+
+/** Runs PER_RUNTIME workers on each runtime; returns what each printed. */
+async function runFleet(port: number, api: FakePartnerApi, startAt: number) {
+  const env = {
+    PARTNER_API_BASE_URL: api.environment.baseUrl.href,
+    PARTNER_API_PCI_BASE_URL: api.environment.pciBaseUrl.href,
+    PARTNER_API_TOKEN_URL: api.environment.tokenUrl.href,
+    PARTNER_API_AUDIENCE: api.environment.audience,
+    PARTNER_API_CLIENT_ID: api.credentials.clientId,
+    PARTNER_API_CLIENT_SECRET: api.credentials.clientSecret,
+    PARTNER_API_RATE_REQUESTS: String(LIMIT.requests),
+    PARTNER_API_RATE_INTERVAL: String(LIMIT.interval),
+    PARTNER_API_RATE_PREFIX: `fleet:${crypto.randomUUID()}`,
+  };
+  const worker = [
+    "tests/redis/rate_worker.mjs",
+    RUNTIMES,
+    String(port),
+    String(startAt),
+    String(EACH),
+  ];
+  const commands = {
+    deno: ["deno", [
+      "run",
+      "--no-lock",
+      "--allow-net=127.0.0.1",
+      "--allow-env=PARTNER_API_*",
+      `--allow-read=${RUNTIMES}`,
+      ...worker,
+    ]],
+    node: ["node", worker],
+    bun: [BUN, worker],
+  } as const;
+  const runs = Object.values(commands).flatMap(([program, args]) =>
+    Array.from({ length: PER_RUNTIME }, () =>
+      new Deno.Command(program, {
+        args: [...args],
+        env,
+        stdout: "piped",
+        stderr: "piped",
+      }).output())
+  );
+  const lines = (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
+    // Exit 0: no runtime ended on a rejection nobody handled.
+    equal(code, 0, new TextDecoder().decode(stderr));
+    return JSON.parse(new TextDecoder().decode(stdout).trim()) as WorkerLine;
+  });
+  deepStrictEqual(
+    lines.map((line) => line.runtime).sort(),
+    Object.keys(commands).flatMap((runtime) => Array(PER_RUNTIME).fill(runtime))
+      .sort(),
+  );
+  return lines;
+}
+
+Deno.test({
+  name:
+    "6 processes on Deno, Node and Bun share one Redis limit: no 429, within 1.10x the floor",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    const { api, arrivals } = await limitedFake();
+    await using _api = api;
+    const startAt = Date.now() + 3000;
+    const lines = await runFleet(redis.port, api, startAt);
+    const sent = 3 * PER_RUNTIME * EACH;
+    const floor = (Math.ceil(sent / LIMIT.requests) - 1) * LIMIT.interval;
+    const elapsed = Math.max(...lines.map((line) => line.endAt)) - startAt;
+    const refused = arrivals.filter(({ status }) => status === 429).length;
+    console.log(
+      `${lines.length} processes, ${sent} requests at ${LIMIT.requests} per ${LIMIT.interval} ms: ${elapsed} ms, floor ${floor} ms (${
+        (elapsed / floor).toFixed(3)
+      }x), ${refused} x 429`,
+    );
+    equal(refused, 0, "no 429");
+    equal(arrivals.length, sent);
+    ok(
+      mostInAnyWindow(
+        arrivals.map(({ at }) => at),
+        LIMIT.interval,
+      ) <= LIMIT.requests,
+    );
+    ok(elapsed <= 1.1 * floor, `${elapsed} ms against a floor of ${floor} ms`);
+    ok(lines.every((line) => line.degraded === 0));
+  },
+});
+
+Deno.test({
+  name:
+    "Redis killed mid-run: every process finishes alone at its share, no crash, no unhandled rejection, no burst beyond one window",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    const { api, arrivals } = await limitedFake();
+    await using _api = api;
+    const startAt = Date.now() + 3000;
+    const fleet = runFleet(redis.port, api, startAt);
+    const killAt = startAt + LIMIT.interval + LIMIT.interval / 2;
+    await new Promise((done) => setTimeout(done, killAt - Date.now()));
+    await redis.kill();
+    const lines = await fleet;
+    const refused = arrivals.filter(({ status }) => status === 429);
+    const accepted = arrivals.filter(({ status }) => status !== 429);
+    console.log(
+      `Redis killed mid-run: ${refused.length} x 429, most in a window ${
+        mostInAnyWindow(
+          arrivals.map(({ at }) => at),
+          LIMIT.interval,
+        )
+      }, degraded ${
+        lines.map((line) =>
+          `${line.runtime}:${line.degraded}:${line.endAt - killAt}`
+        )
+      }`,
+    );
+    equal(accepted.length, 3 * PER_RUNTIME * EACH, "every request answered");
+    // (A process may have sent its last request just before the kill.)
+    ok(
+      lines.filter((line) => line.endAt > killAt + 1000)
+        .every((line) => line.degraded >= 1),
+      "each process still sending said it paced alone",
+    );
+    // Whatever went past the limit went within one window of the kill.
+    ok(refused.length <= LIMIT.requests);
+    ok(refused.every(({ at }) => at < killAt + LIMIT.interval));
+  },
+});

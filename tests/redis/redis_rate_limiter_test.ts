@@ -1,0 +1,326 @@
+// The fleet rate limiter on a real redis-server: several limiters in this
+// process stand for processes (each has its own holder and line place). The
+// window's invariant over random work, the crawl against the fake's own
+// limit, fairness, waits named by the script, and a Redis that fails.
+
+import { equal, ok, rejects, throws } from "node:assert/strict";
+import { createRedisRateLimiter } from "../../src/store/redis.ts";
+import type { RateLimiter } from "../../src/client/rate_limit.ts";
+import type { PartnerApiEvent } from "../../src/core/events.ts";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import {
+  connectRedis,
+  type RedisClient,
+  redisInstalled,
+  startRedis,
+} from "./_redis_server.ts";
+import { crawlTogether, mostAtOnce } from "../_windows.ts";
+
+const ignore = !redisInstalled;
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** `count` limiters on one Redis, as `count` processes would hold them. */
+function fleetOf(
+  redis: RedisClient,
+  count: number,
+  limit: { requests: number; interval: number },
+  prefix = `test:${crypto.randomUUID()}`,
+) {
+  return Array.from(
+    { length: count },
+    () =>
+      createRedisRateLimiter({
+        command: (args) => redis.command(args),
+        prefix,
+        ...limit,
+      }),
+  );
+}
+
+/** Takes a slot, holds it for `ms`, answers; returns [granted, answered] times. */
+async function send(limiter: RateLimiter, ms: number) {
+  const ticket = await limiter.take();
+  const granted = Date.now();
+  await sleep(ms);
+  const answered = Date.now();
+  limiter.answered(ticket);
+  return [granted, answered] as const;
+}
+
+Deno.test({
+  name:
+    "4 limiters on one Redis, random holds: never more sends than the limit in any window",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const limit = { requests: 12, interval: 300 };
+    const fleet = fleetOf(redis, 4, limit);
+    let seed = 7;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const spans = await Promise.all(
+      fleet.flatMap((limiter) =>
+        Array.from({ length: 3 }, async () => {
+          const mine = [];
+          for (let i = 0; i < 6; i++) {
+            mine.push(await send(limiter, Math.floor(random() * 40)));
+          }
+          return mine;
+        })
+      ),
+    );
+    const all = spans.flat();
+    equal(all.length, 72);
+    const most = mostAtOnce(all, limit.interval);
+    ok(most <= limit.requests, `${most} sends held slots at one moment`);
+    for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+Deno.test({
+  name:
+    "3 clients with their own Redis limiters crawl the fake's limited list: no 429, near the floor",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const limit = { requests: 20, interval: 1000 };
+    await using api = await startFakePartnerApi({
+      apiRateLimit: limit,
+      items: { transactions: 1500 },
+    });
+    const redis = await connectRedis(server.port);
+    const fleet = fleetOf(redis, 3, limit);
+    const started = Date.now();
+    const statuses = await crawlTogether(api, fleet);
+    const elapsed = Date.now() - started;
+    // 3 × 16 pages (the last one empty) through 20 per second.
+    const floor = (Math.ceil(statuses.length / limit.requests) - 1) *
+      limit.interval;
+    console.log(
+      `3 limiters, ${statuses.length} requests: ${elapsed} ms, floor ${floor} ms`,
+    );
+    equal(statuses.filter((status) => status === 429).length, 0);
+    equal(statuses.length, 48);
+    ok(elapsed >= floor);
+    for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+Deno.test({
+  name:
+    "under contention each of 4 limiters gets at least 1/(2N) of the sends, in turns kept in Redis",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const limit = { requests: 8, interval: 200 };
+    const fleet = fleetOf(redis, 4, limit);
+    const counts = fleet.map(() => 0);
+    const until = Date.now() + 1500;
+    // The first limiter has 6 callers pushing, the others 1 each.
+    await Promise.all(
+      fleet.flatMap((limiter, i) =>
+        Array.from({ length: i === 0 ? 6 : 1 }, async () => {
+          while (Date.now() < until) {
+            const [granted] = await send(limiter, 0);
+            // Callers still queued at the end go after the others stopped.
+            if (granted < until) counts[i]!++;
+          }
+        })
+      ),
+    );
+    const total = counts.reduce((a, b) => a + b);
+    console.log(`shares of ${total} sends: ${counts.join(", ")}`);
+    for (const count of counts) {
+      ok(count >= total / (2 * fleet.length), `${counts} of ${total}`);
+    }
+    for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+Deno.test({
+  name:
+    "a full window: the waiter sleeps until the slot frees, at most a few commands per send",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    let commands = 0;
+    const limiter = createRedisRateLimiter({
+      command: (args) => (commands++, redis.command(args)),
+      prefix: "test:wait",
+      requests: 2,
+      interval: 200,
+    });
+    const spans = [];
+    for (let i = 0; i < 8; i++) spans.push(await send(limiter, 5));
+    // 8 sends, 2 per window: three windows after the first.
+    const elapsed = spans.at(-1)![0] - spans[0]![0];
+    ok(elapsed >= 3 * 200, `${elapsed} ms`);
+    ok(elapsed < 3 * 200 + 300, `${elapsed} ms`);
+    // A take and an answer each, and now and then a second take after an
+    // unanswered send's lower bound; a poller would have made dozens.
+    ok(commands <= 8 * 3 + 1, `${commands} commands for 8 sends`);
+    await limiter[Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+Deno.test({
+  name: "a caller gives up with its signal; the others keep their turn",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const [limiter] = fleetOf(redis, 1, { requests: 1, interval: 150 });
+    const first = await limiter!.take();
+    const controller = new AbortController();
+    const leaving = limiter!.take(controller.signal) as Promise<number>;
+    const staying = limiter!.take();
+    const reason = new Error("gave up");
+    controller.abort(reason);
+    await rejects(leaving, (error) => error === reason);
+    limiter!.answered(first);
+    limiter!.answered(await staying);
+    await rejects(
+      limiter!.take(controller.signal) as Promise<number>,
+      (e) => e === reason,
+    );
+    await limiter![Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+Deno.test({
+  name:
+    "Redis failing: the process paces alone at its last known share, says so once, and goes back to Redis",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    let down = false;
+    const events: PartnerApiEvent[] = [];
+    const prefix = "test:down";
+    const options = {
+      prefix,
+      requests: 4,
+      interval: 400,
+      commandTimeout: 100,
+    };
+    const other = createRedisRateLimiter({
+      command: (args) => redis.command(args),
+      ...options,
+    });
+    other.answered(await other.take()); // a second holder: the share is 2
+    const limiter = createRedisRateLimiter({
+      command: (args) => down ? new Promise(() => {}) : redis.command(args),
+      onEvent: (event) => events.push(event),
+      ...options,
+    });
+    limiter.answered(await limiter.take());
+    down = true;
+    const spans = [];
+    for (let i = 0; i < 5; i++) spans.push(await send(limiter, 0));
+    equal(events.length, 1);
+    const [event] = events;
+    equal(event?.type, "rate.degraded");
+    equal(event?.type === "rate.degraded" && event.requests, 2);
+    // Alone, 2 per 400 ms, counting the send made through Redis before.
+    ok(mostAtOnce(spans, 400) <= 2);
+    down = false;
+    // Back on the fleet's window once the pause (at most 2 s by now) ends.
+    const inWindow = async () =>
+      Number(await redis.command(["ZCARD", `${prefix}:{rate}:window`]));
+    const before = await inWindow();
+    const until = Date.now() + 3000;
+    while (await inWindow() === before && Date.now() < until) {
+      limiter.answered(await limiter.take());
+    }
+    ok(await inWindow() > before, "back on the fleet's window");
+    await limiter[Symbol.asyncDispose]();
+    await other[Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+Deno.test({
+  name: "a script Redis forgot (SCRIPT FLUSH, a restart) is sent again whole",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const [limiter] = fleetOf(redis, 1, { requests: 5, interval: 1000 });
+    limiter!.answered(await limiter!.take());
+    await redis.command(["SCRIPT", "FLUSH"]);
+    limiter!.answered(await limiter!.take());
+    await limiter![Symbol.asyncDispose]();
+    const sends = await redis.command(["KEYS", "*:{rate}:window"]);
+    equal((sends as string[]).length, 1);
+    redis.close();
+  },
+});
+
+Deno.test("createRedisRateLimiter() refuses bad options by name", () => {
+  const command = () => Promise.resolve(null);
+  throws(() => createRedisRateLimiter({} as never), {
+    name: "TypeError",
+    option: "command",
+  });
+  throws(() => createRedisRateLimiter({ command, requests: 0 }), {
+    name: "RangeError",
+    option: "requests",
+  });
+  throws(() => createRedisRateLimiter({ command, interval: 2 ** 31 }), {
+    name: "RangeError",
+    option: "interval",
+  });
+  throws(() => createRedisRateLimiter({ command, prefix: "" }), {
+    name: "TypeError",
+    option: "prefix",
+  });
+  throws(() => createRedisRateLimiter({ command, commandTimeout: -1 }), {
+    name: "RangeError",
+    option: "commandTimeout",
+  });
+  equal(createRedisRateLimiter({ command }).limit.requests, 900);
+});
+
+Deno.test("a reply that is not the script's counts as a failing Redis: paced alone, no spin", async () => {
+  for (const reply of ["OK", ["a", "b", "c"], [1, -1, 2], null]) {
+    let commands = 0;
+    const events: string[] = [];
+    const limiter = createRedisRateLimiter({
+      command: () => (commands++, Promise.resolve(reply)),
+      requests: 3,
+      interval: 50,
+      onEvent: (event) => events.push(event.type),
+    });
+    for (let i = 0; i < 4; i++) limiter.answered(await limiter.take());
+    await limiter[Symbol.asyncDispose]();
+    equal(events.join(), "rate.degraded", JSON.stringify(reply));
+    ok(commands <= 2, `${commands} commands for ${JSON.stringify(reply)}`);
+  }
+});
+
+Deno.test({
+  name:
+    "a 429 with room in the window blocks the whole fleet for one slot's share of the interval",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const [a, b] = fleetOf(redis, 2, { requests: 4, interval: 800 });
+    a!.answered(await a!.take());
+    a!.refused(); // others on the address filled the service's window
+    await a![Symbol.asyncDispose](); // the refusal is written
+    const started = Date.now();
+    b!.answered(await b!.take());
+    const waited = Date.now() - started;
+    ok(waited >= 150 && waited < 600, `${waited} ms, 200 expected`);
+    await b![Symbol.asyncDispose]();
+    redis.close();
+  },
+});
