@@ -4,12 +4,19 @@
 
 import { createRequire } from "node:module";
 
-/** A command function, and how to close the connection. */
-export async function connect(bundles, runtime, port) {
+/**
+ * A command function, and how to close the connection. `ioredisOptions` go
+ * to ioredis as they are (e.g. `maxRetriesPerRequest`).
+ */
+export async function connect(bundles, runtime, port, ioredisOptions = {}) {
   const require = createRequire(`${bundles}/`);
   if (runtime === "node") {
     const { Redis } = require("ioredis");
-    const client = new Redis({ port: Number(port), host: "127.0.0.1" });
+    const client = new Redis({
+      port: Number(port),
+      host: "127.0.0.1",
+      ...ioredisOptions,
+    });
     client.on("error", () => {}); // reconnecting while Redis is away
     return {
       command: (args) => client.call(...args),

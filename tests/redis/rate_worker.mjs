@@ -9,9 +9,9 @@
 // variables. Node talks to Redis through ioredis, Bun through node-redis,
 // Deno through the tests' RESP client.
 
-import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { connect } from "./_connect.mjs";
 
 const [bundleDir, port, startAt, count] = globalThis.Deno?.args ??
   process.argv.slice(2);
@@ -23,37 +23,10 @@ const env = (name) =>
     process.env[`PARTNER_API_${name}`];
 const runtime = globalThis.Deno ? "deno" : globalThis.Bun ? "bun" : "node";
 
-/** A command function, and how to close the connection. */
-async function connect() {
-  const require = createRequire(`${bundles}/`);
-  if (runtime === "node") {
-    const { Redis } = require("ioredis");
-    const client = new Redis({
-      port: Number(port),
-      host: "127.0.0.1",
-      maxRetriesPerRequest: 1,
-    });
-    client.on("error", () => {}); // reconnecting while Redis is away
-    return {
-      command: (args) => client.call(...args),
-      close: () => client.disconnect(),
-    };
-  }
-  if (runtime === "bun") {
-    const { createClient } = require("redis");
-    const client = createClient({ url: `redis://127.0.0.1:${port}` });
-    client.on("error", () => {}); // reconnecting while Redis is away
-    await client.connect();
-    return {
-      command: (args) => client.sendCommand(args),
-      close: () => client.destroy(),
-    };
-  }
-  const { connectRedis } = await import("./_resp.ts");
-  return await connectRedis(Number(port));
-}
-
-const redis = await connect();
+// One try per command: a process must notice at once that Redis is away.
+const redis = await connect(bundles, runtime, port, {
+  maxRetriesPerRequest: 1,
+});
 let degraded = 0;
 const statuses = {};
 const onEvent = (event) => {

@@ -4,16 +4,15 @@
 // the limit's floor. With Redis killed mid-run: no crash, no unhandled
 // rejection, and no burst past the limit beyond one window.
 
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { equal, ok } from "node:assert/strict";
 import {
   type FakePartnerApi,
   startFakePartnerApi,
 } from "../../src/testing/mod.ts";
 import { redisInstalled, startRedis } from "./_redis_server.ts";
+import { fakeEnv, runOnEveryRuntime, RUNTIMES } from "./_runtimes.ts";
 import { mostInAnyWindow } from "../_windows.ts";
 
-const RUNTIMES = ".test-tmp/runtimes";
-const BUN = `${RUNTIMES}/node_modules/bun/bin/bun.exe`;
 const PER_RUNTIME = 2;
 /** The service's 900 per 5 minutes, scaled down. */
 const LIMIT = { requests: 40, interval: 2000 };
@@ -39,14 +38,9 @@ async function limitedFake() {
 }
 
 /** Runs PER_RUNTIME workers on each runtime; returns what each printed. */
-async function runFleet(port: number, api: FakePartnerApi, startAt: number) {
+function runFleet(port: number, api: FakePartnerApi, startAt: number) {
   const env = {
-    PARTNER_API_BASE_URL: api.environment.baseUrl.href,
-    PARTNER_API_PCI_BASE_URL: api.environment.pciBaseUrl.href,
-    PARTNER_API_TOKEN_URL: api.environment.tokenUrl.href,
-    PARTNER_API_AUDIENCE: api.environment.audience,
-    PARTNER_API_CLIENT_ID: api.credentials.clientId,
-    PARTNER_API_CLIENT_SECRET: api.credentials.clientSecret,
+    ...fakeEnv(api),
     PARTNER_API_RATE_REQUESTS: String(LIMIT.requests),
     PARTNER_API_RATE_INTERVAL: String(LIMIT.interval),
     PARTNER_API_RATE_PREFIX: `fleet:${crypto.randomUUID()}`,
@@ -58,38 +52,7 @@ async function runFleet(port: number, api: FakePartnerApi, startAt: number) {
     String(startAt),
     String(EACH),
   ];
-  const commands = {
-    deno: ["deno", [
-      "run",
-      "--no-lock",
-      "--allow-net=127.0.0.1",
-      "--allow-env=PARTNER_API_*",
-      `--allow-read=${RUNTIMES}`,
-      ...worker,
-    ]],
-    node: ["node", worker],
-    bun: [BUN, worker],
-  } as const;
-  const runs = Object.values(commands).flatMap(([program, args]) =>
-    Array.from({ length: PER_RUNTIME }, () =>
-      new Deno.Command(program, {
-        args: [...args],
-        env,
-        stdout: "piped",
-        stderr: "piped",
-      }).output())
-  );
-  const lines = (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
-    // Exit 0: no runtime ended on a rejection nobody handled.
-    equal(code, 0, new TextDecoder().decode(stderr));
-    return JSON.parse(new TextDecoder().decode(stdout).trim()) as WorkerLine;
-  });
-  deepStrictEqual(
-    lines.map((line) => line.runtime).sort(),
-    Object.keys(commands).flatMap((runtime) => Array(PER_RUNTIME).fill(runtime))
-      .sort(),
-  );
-  return lines;
+  return runOnEveryRuntime<WorkerLine>(worker, env, PER_RUNTIME);
 }
 
 Deno.test({
