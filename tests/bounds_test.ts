@@ -8,6 +8,8 @@ import { defineEnvironment } from "../src/core/environment.ts";
 import { collect } from "../src/client/paginate.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
+import { createKvTokenStore } from "../src/store/kv.ts";
+import { createRedisTokenStore } from "../src/store/redis.ts";
 
 const ALL = { maxItems: 1_000_000 };
 
@@ -171,3 +173,22 @@ async function refusal(make: () => unknown): Promise<unknown> {
     return error;
   }
 }
+
+Deno.test("the fleet stores' time options above 2,147,483,647 ms are refused with RangeError naming the option", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const command = () => Promise.resolve("OK");
+  const stores = {
+    kv: (extra: object) => createKvTokenStore(kv, extra),
+    redis: (extra: object) => createRedisTokenStore({ command, ...extra }),
+  };
+  for (const [name, make] of Object.entries(stores)) {
+    const options = ["leaseDuration", "maxWait", "pollInterval"];
+    if (name === "redis") options.push("commandTimeout");
+    for (const option of options) {
+      const error = await refusal(() => make({ [option]: 2 ** 31 }));
+      ok(error instanceof RangeError, `${name} ${option}`);
+      equal((error as RangeError & { option: string }).option, option);
+      equal(await refusal(() => make({ [option]: 2 ** 31 - 1 })), undefined);
+    }
+  }
+});

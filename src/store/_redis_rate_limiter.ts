@@ -151,7 +151,7 @@ export function createRedisRateLimiter(
   const commandTimeout = checkNumber(
     options.commandTimeout,
     2000,
-    "positive integer",
+    "positive whole time in ms, at most 2147483647",
     CONTEXT,
     "commandTimeout",
   );

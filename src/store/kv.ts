@@ -119,21 +119,21 @@ export function createKvTokenStore(
   const leaseDuration = checkNumber(
     options.leaseDuration,
     10_000,
-    "positive integer",
+    "positive whole time in ms, at most 2147483647",
     CONTEXT,
     "leaseDuration",
   );
   const maxWait = checkNumber(
     options.maxWait,
     45_000,
-    "non-negative integer",
+    "non-negative whole time in ms, at most 2147483647",
     CONTEXT,
     "maxWait",
   );
   const pollInterval = checkNumber(
     options.pollInterval,
     50,
-    "positive integer",
+    "positive whole time in ms, at most 2147483647",
     CONTEXT,
     "pollInterval",
   );

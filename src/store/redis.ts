@@ -147,7 +147,9 @@ export function createRedisTokenStore(
     checkNumber(
       options[field] as number | undefined,
       fallback,
-      field === "maxWait" ? "non-negative integer" : "positive integer",
+      field === "maxWait"
+        ? "non-negative whole time in ms, at most 2147483647"
+        : "positive whole time in ms, at most 2147483647",
       CONTEXT,
       field,
     );
