@@ -36,6 +36,10 @@ export function describeEvent(event: PartnerApiEvent): string {
       return `${event.method} ${event.path} (${event.base}) → ${
         event.status || "no answer"
       }, attempt ${event.attempt}, ${event.durationMs} ms`;
+    case "token.retry":
+      return `token request retried after ${event.reason} ${
+        event.status || ""
+      } in ${Math.round(event.delayMs)} ms`;
     case "api.retry":
       return `retry after ${event.reason} ${event.status || ""} in ${
         Math.round(event.delayMs)

@@ -117,6 +117,21 @@ Deno.test("a 503 then a 200: api.retry with reason, status and delay", async () 
   ]);
 });
 
+Deno.test("a token endpoint answering 503 then 200: token.retry with reason, status and delay, and a token.request per attempt", async () => {
+  await using h = await heard();
+  h.api.injectTokenFaults({ kind: "status", status: 503 });
+  await h.client.tokenProvider.getToken();
+  const [retry, ...more] = h.of("token.retry");
+  deepStrictEqual(more, []);
+  equal(retry?.reason, "status");
+  equal(retry?.status, 503);
+  ok(retry.delayMs > 0 && retry.delayMs <= 1, "the backoff, with jitter");
+  deepStrictEqual(h.of("token.request").map((e) => e.outcome), [
+    "error",
+    "ok",
+  ]);
+});
+
 Deno.test("a revoked token: api.renewal, and the request sent once more", async () => {
   await using h = await heard();
   await h.client.tokenProvider.getToken();

@@ -19,7 +19,7 @@ import {
   SERVICE_RATE_LIMIT,
 } from "./rate_limit.ts";
 import type { SendContext } from "./_send.ts";
-import { SharedDeadlines } from "./_deadlines.ts";
+import { SharedDeadlines } from "../core/_deadlines.ts";
 
 /**
  * Options of `createClient`.

@@ -1,12 +1,15 @@
-// Internal: sending one API request with the bearer token: per-attempt time
-// limit, retries of idempotent requests, one renewal after a 401, redirects
-// under the same base. The decisions are in _policy.ts.
+// Internal: sending one API request with the bearer token, through the
+// module's one attempt loop (core/_attempt_loop.ts, which owns the time
+// limits, waits and events): a token and a rate slot before each attempt,
+// retries of idempotent requests, one renewal after a 401, redirects under
+// the same base. The decisions are `nextStep` in _policy.ts.
 
 import { ApiError } from "../core/errors.ts";
 import type { TokenProvider } from "../token/mod.ts";
-import { delay, retryAfterMs } from "../core/_retry.ts";
-import { raceAbort } from "../core/_abort.ts";
-import type { SharedDeadlines, Window } from "./_deadlines.ts";
+import { retryAfterMs } from "../core/_retry.ts";
+import { type Deadline, raceAbort } from "../core/_abort.ts";
+import type { AttemptLimits, Next } from "../core/_attempt_loop.ts";
+import { sendAttempts } from "../core/_attempt_loop.ts";
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
@@ -32,7 +35,7 @@ export interface SendContext {
   readonly ownFetch: boolean;
   readonly retry: RetryPolicy;
   /** Time limits of attempts. */
-  readonly deadlines: SharedDeadlines;
+  readonly deadlines: AttemptLimits;
   /**
    * The provider's 401 ledger: whether a 401 to this token may cost a fresh
    * one (then the token is already invalidated).
@@ -77,300 +80,295 @@ export interface Exchange<T> {
  * @throws {TokenRequestError} When no token could be had.
  * @throws The caller's signal's reason when it aborts.
  */
-export async function sendExchange<T>(
+export function sendExchange<T>(
   context: SendContext,
   exchange: Exchange<T>,
 ): Promise<T> {
-  const run = new Run(context, exchange);
-  let wait = 0;
-  while (true) {
-    if (wait > 0) await delay(wait, run.signal);
-    // The token before the slot: a call that fails without one sends
-    // nothing, and must not hold a slot of the window for an interval.
-    const { accessToken } = await context.tokenProvider.getToken(
-      run.signal === undefined ? NO_OPTIONS : { signal: run.signal },
-    );
-    // A slot in the rate window, before the attempt's time limit starts:
-    // waiting for the window is not failing.
-    const slot = context.rateLimiter?.take(run.signal);
-    const ticket = typeof slot === "object" ? await run.waitFor(slot) : slot;
-    try {
-      const signal = run.startAttempt();
-      const response = await run.send(accessToken, signal);
-      let step = nextStep(run.attempted(response), run, context.retry);
-      if (step.do === "renew" && !await run.renew(response!, accessToken)) {
-        step = DELIVER;
+  const request = requestOf(exchange);
+  return sendAttempts<Response | undefined, T>({
+    signal: request.signal,
+    limits: context.deadlines,
+    listener: context.onEvent,
+    now: context.now,
+    before: () => prepare(context, request),
+    attempt: (deadline) => attempt(context, exchange, request, deadline),
+    next: (response, deadline, attempts) =>
+      afterAttempt(context, exchange, request, response, deadline, attempts),
+    heard: (response, attempt, durationMs) => ({
+      type: "api.request",
+      method: request.method,
+      base: exchange.kind,
+      path: request.target.pathname,
+      status: response?.status ?? 0,
+      attempt,
+      durationMs,
+    }),
+    // The limit ends with the attempt: for fetch once the headers are in,
+    // for a list page once its body is read. The rate window counts the
+    // request from here: the service has it by now.
+    after: () => {
+      if (request.ticket !== undefined) {
+        context.rateLimiter!.answered(request.ticket);
       }
-      if (step.do === "deliver") {
-        try {
-          const done = exchange.finish(response!, accessToken, run.attempts);
-          return done instanceof Promise ? await raceAbort(done, signal) : done;
-        } catch (error) {
-          // The service's own refusal is final; a body cut off or too slow
-          // is no answer, and retried like one.
-          if (error instanceof ApiError) throw error;
-          // The caller's abort ends the request; a body too slow for the
-          // time limit counts as a timeout.
-          step = nextStep(run.bodyFailed(error), run, context.retry);
-        }
-      }
-      // (No answer is never delivered: after one, it is retry or fail.)
-      if (step.do === "fail" || step.do === "deliver") throw run.noAnswer();
-      wait = await run.proceed(step, response);
-    } finally {
-      // The limit ends with the attempt: for fetch once the headers are in,
-      // for a list page once its body is read. The rate window counts the
-      // request from here: the service has it by now.
-      run.endAttempt();
-      if (ticket !== undefined) context.rateLimiter!.answered(ticket);
-    }
-  }
+      request.ticket = undefined;
+    },
+  });
+}
+
+/** One request under way: local to its call, changed only by the steps below. */
+interface ApiRequest extends Progress {
+  readonly signal: AbortSignal | undefined;
+  retries: number;
+  redirects: number;
+  renewed: boolean;
+  /** Where the next attempt goes (redirects move it). */
+  target: URL;
+  /** The token of the current attempt. */
+  accessToken: string;
+  /** The current attempt's slot in the rate window. */
+  ticket: number | undefined;
+  /** Why the last attempt got no answer. */
+  failure: unknown;
+}
+
+function requestOf<T>(exchange: Exchange<T>): ApiRequest {
+  return {
+    signal: exchange.init.signal ?? undefined,
+    method: (exchange.init.method ?? "GET").toUpperCase(),
+    replayable: isReplayable(exchange.init.body),
+    retries: 0,
+    redirects: 0,
+    renewed: false,
+    target: exchange.url,
+    accessToken: "",
+    ticket: undefined,
+    failure: undefined,
+  };
 }
 
 /**
- * One request under way: its progress (what {@linkcode nextStep} decides
- * on), its current attempt and time limit, and what carrying out a step
- * takes (cleaning up an answer, telling a listener).
+ * Before each attempt, outside its time limit: the token before the slot
+ * (a call that fails without one sends nothing, and must not hold a slot of
+ * the window for an interval), then a slot in the rate window (waiting for
+ * the window is not failing).
  */
-class Run<T> implements Progress {
-  readonly #context: SendContext;
-  readonly #exchange: Exchange<T>;
-  readonly signal: AbortSignal | undefined;
-  readonly method: string;
-  readonly replayable: boolean;
-  #target: URL;
-  #retries = 0;
-  #redirects = 0;
-  #attempts = 0;
-  #renewed = false;
-  /** The current attempt, and the window its time limit is in. */
-  #attempt: AbortController | undefined;
-  #window: Window | undefined;
-  /** Why the last attempt got no answer. */
-  #failure: unknown;
+async function prepare(
+  context: SendContext,
+  request: ApiRequest,
+): Promise<void> {
+  const { signal } = request;
+  ({ accessToken: request.accessToken } = await context.tokenProvider
+    .getToken(signal === undefined ? NO_OPTIONS : { signal }));
+  const slot = context.rateLimiter?.take(signal);
+  request.ticket = typeof slot === "object"
+    ? await waitFor(context, slot)
+    : slot;
+}
 
-  constructor(context: SendContext, exchange: Exchange<T>) {
-    this.#context = context;
-    this.#exchange = exchange;
-    this.signal = exchange.init.signal ?? undefined;
-    this.method = (exchange.init.method ?? "GET").toUpperCase();
-    this.replayable = isReplayable(exchange.init.body);
-    this.#target = exchange.url;
+/** One attempt: the answer, or `undefined` (and `failure`) when none came. */
+async function attempt<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  deadline: Deadline,
+): Promise<Response | undefined> {
+  try {
+    return await sendOnce(context, exchange, request, deadline);
+  } catch (error) {
+    request.signal?.throwIfAborted();
+    request.failure = error;
+    return undefined;
   }
+}
 
-  /** Retries made so far. */
-  get retries(): number {
-    return this.#retries;
+/** Decides with {@linkcode nextStep} and carries the step out. */
+async function afterAttempt<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  response: Response | undefined,
+  deadline: Deadline,
+  attempts: number,
+): Promise<Next<T>> {
+  let step = nextStep(
+    attempted(context, exchange, request, response),
+    request,
+    context.retry,
+  );
+  if (step.do === "renew") {
+    if (await renew(context, request, response!)) return AGAIN;
+    step = DELIVER;
   }
-
-  /** Redirects followed so far. */
-  get redirects(): number {
-    return this.#redirects;
-  }
-
-  /** Whether a 401 already cost this request a fresh token. */
-  get renewed(): boolean {
-    return this.#renewed;
-  }
-
-  /** Requests sent so far: retries, a 401 renewal and redirects included. */
-  get attempts(): number {
-    return this.#attempts;
-  }
-
-  /** The answer was taken, but its body failed: as no answer. */
-  bodyFailed(error: unknown): Attempted {
-    this.#failure = error;
-    return this.attempted(undefined);
-  }
-
-  /**
-   * Starts an attempt: its signal aborts when the shared deadline passes
-   * (until `endAttempt`) or when the caller's signal does.
-   */
-  startAttempt(): AbortSignal {
-    const attempt = new AbortController();
-    this.#attempt = attempt;
-    this.#window = this.#context.deadlines.acquire(attempt);
-    return this.signal === undefined
-      ? attempt.signal
-      : AbortSignal.any([this.signal, attempt.signal]);
-  }
-
-  /** Stops the attempt's time limit; the caller's signal still applies. */
-  endAttempt(): void {
-    if (this.#window === undefined) return;
-    this.#context.deadlines.release(this.#window, this.#attempt!);
-    this.#window = undefined;
-  }
-
-  /** Whether the current attempt ran out of time. */
-  get #timedOut(): boolean {
-    const signal = this.#attempt?.signal;
-    return signal?.aborted === true &&
-      (signal.reason as Error | undefined)?.name === "TimeoutError";
-  }
-
-  /** Waits for a slot in the rate window; a listener hears how long. */
-  async waitFor(slot: Promise<number>): Promise<number> {
-    const listener = this.#context.onEvent;
-    if (listener === undefined) return await slot;
-    const started = this.#context.now();
-    const ticket = await slot;
-    emit(listener, {
-      type: "rate.wait",
-      delayMs: this.#context.now() - started,
-    });
-    return ticket;
-  }
-
-  /** Sends one attempt; `undefined` when no answer came (see `failure`). */
-  send(
-    accessToken: string,
-    signal: AbortSignal,
-  ): Promise<Response | undefined> {
-    const listener = this.#context.onEvent;
-    return listener === undefined
-      ? this.#sendOnce(accessToken, signal)
-      : this.#sendHeard(listener, accessToken, signal);
-  }
-
-  async #sendHeard(
-    listener: EventListener,
-    accessToken: string,
-    signal: AbortSignal,
-  ): Promise<Response | undefined> {
-    const started = this.#context.now();
-    const response = await this.#sendOnce(accessToken, signal);
-    emit(listener, {
-      type: "api.request",
-      method: this.method,
-      base: this.#exchange.kind,
-      path: this.#target.pathname,
-      status: response?.status ?? 0,
-      attempt: this.#attempts,
-      durationMs: this.#context.now() - started,
-    });
-    return response;
-  }
-
-  async #sendOnce(
-    accessToken: string,
-    signal: AbortSignal,
-  ): Promise<Response | undefined> {
-    const send = this.#context.fetch;
-    this.#attempts++;
+  if (step.do === "deliver") {
     try {
-      const sent = send(this.#target.href, {
-        ...this.#exchange.init,
-        headers: withBearer(this.#exchange.init.headers, accessToken),
-        redirect: "manual",
-        signal,
-      });
-      // The runtime's own fetch stops at its signal; a fetch of the caller's
-      // might not, and must not hold an attempt past its time limit.
-      return await (this.#context.ownFetch
-        ? sent
-        : raceAbort(sent, signal, discard));
+      const done = exchange.finish(response!, request.accessToken, attempts);
+      const value = done instanceof Promise
+        ? await raceAbort(done, deadline.signal)
+        : done;
+      return { do: "done", value };
     } catch (error) {
-      this.signal?.throwIfAborted();
-      this.#failure = error;
-      return undefined;
+      // The service's own refusal is final; a body cut off or too slow is
+      // no answer, and retried like one (the caller's abort ends it).
+      if (error instanceof ApiError) throw error;
+      request.signal?.throwIfAborted();
+      request.failure = error;
+      step = nextStep(NO_ANSWER, request, context.retry);
     }
   }
-
-  /** What the attempt came to, for {@linkcode nextStep}. */
-  attempted(response: Response | undefined): Attempted {
-    if (response === undefined) {
-      this.signal?.throwIfAborted();
-      if (this.#timedOut) {
-        this.#failure = new DOMException(
-          `no answer within ${this.#context.deadlines.ms} ms`,
-          "TimeoutError",
-        );
-      }
-      return NO_ANSWER;
-    }
-    const status = response.status;
-    // The service counts more than this limiter saw (other processes on
-    // the same address): no request before the window has room. A
-    // Retry-After is the retry's own wait.
-    if (status === 429) this.#context.rateLimiter?.refused();
+  // No answer is never delivered: after one, it is retry or fail (and a
+  // renewal was carried out above).
+  if (step.do !== "retry" && step.do !== "follow") {
     return {
-      kind: "answer",
-      status,
-      retryAfter: mayRetry(status)
-        ? retryAfterMs(response.headers, this.#context.now())
-        : undefined,
-      redirect: status >= 300 && status < 400
-        ? followable(response, this.#target, this.#exchange.base, this.method)
-        : undefined,
+      do: "fail",
+      error: noAnswer(exchange, request, deadline, context, attempts),
     };
   }
-
-  /**
-   * Asks the provider's ledger whether this 401 may cost a fresh token;
-   * when it may, the answer is cleaned up for the next attempt.
-   */
-  async renew(response: Response, accessToken: string): Promise<boolean> {
-    if (!await this.#context.renewAfterUnauthorized(accessToken)) return false;
-    this.#renewed = true;
-    const listener = this.#context.onEvent;
-    if (listener !== undefined) {
-      emit(listener, { type: "api.renewal", path: this.#target.pathname });
-    }
-    await discard(response);
-    return true;
+  if (response !== undefined) await discard(response);
+  if (step.do === "follow") {
+    request.redirects++;
+    request.target = step.to;
+    return AGAIN;
   }
+  request.retries++;
+  return retryStep(step.wait, response, deadline);
+}
 
-  /** Carries out a retry, a redirect or a renewal; returns the wait before the next attempt. */
-  async proceed(
-    step: Exclude<Step, { do: "deliver" | "fail" }>,
-    response: Response | undefined,
-  ): Promise<number> {
-    if (step.do === "follow") {
-      this.#redirects++;
-      this.#target = step.to;
-    } else if (step.do === "retry") {
-      this.#retries++;
-      this.#heardRetry(response?.status ?? 0, step.wait);
-    }
-    if (response !== undefined && step.do !== "renew") await discard(response);
-    return step.do === "retry" ? step.wait : 0;
+/** Sends one attempt with the bearer token, under `deadline`. */
+async function sendOnce<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  deadline: Deadline,
+): Promise<Response> {
+  const sent = context.fetch(request.target.href, {
+    ...exchange.init,
+    headers: withBearer(exchange.init.headers, request.accessToken),
+    redirect: "manual",
+    signal: deadline.signal,
+  });
+  // The runtime's own fetch stops at its signal; a fetch of the caller's
+  // might not, and must not hold an attempt past its time limit.
+  return await (context.ownFetch
+    ? sent
+    : raceAbort(sent, deadline.signal, discard));
+}
+
+/** What the attempt came to, for {@linkcode nextStep}. */
+function attempted<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  response: Response | undefined,
+): Attempted {
+  if (response === undefined) {
+    request.signal?.throwIfAborted();
+    return NO_ANSWER;
   }
+  const status = response.status;
+  // The service counts more than this limiter saw (other processes on the
+  // same address): no request before the window has room. A Retry-After
+  // is the retry's own wait.
+  if (status === 429) context.rateLimiter?.refused();
+  return {
+    kind: "answer",
+    status,
+    retryAfter: mayRetry(status)
+      ? retryAfterMs(response.headers, context.now())
+      : undefined,
+    redirect: status >= 300 && status < 400
+      ? followable(response, request.target, exchange.base, request.method)
+      : undefined,
+  };
+}
 
-  #heardRetry(status: number, delayMs: number): void {
-    const listener = this.#context.onEvent;
-    if (listener === undefined) return;
-    emit(listener, {
+/** A retry after `wait` ms, and the event that tells of it. */
+function retryStep(
+  wait: number,
+  response: Response | undefined,
+  deadline: Deadline,
+): Next<never> {
+  const status = response?.status ?? 0;
+  return {
+    do: "again",
+    wait,
+    retry: {
       type: "api.retry",
-      reason: status !== 0 ? "status" : this.#timedOut ? "timeout" : "network",
+      reason: status !== 0
+        ? "status"
+        : deadline.timedOut
+        ? "timeout"
+        : "network",
       status,
-      delayMs,
-    });
-  }
+      delayMs: wait,
+    },
+  };
+}
 
-  /** The error for a request that got no answer after its retries. */
-  noAnswer(): ApiError {
-    const { context } = this.#exchange;
-    const attempts = this.#attempts;
-    return new ApiError(
-      `${context}: ${this.method} ${displayUrl(this.#target)} got no answer${
-        attempts > 1 ? ` in ${attempts} attempts` : ""
-      }: ${describeCause(this.#failure, [])}`,
-      {
-        status: 0,
-        url: displayUrl(this.#target),
-        cause: this.#failure,
-        reason: this.#timedOut ? "timeout" : "network",
-        attempts,
-      },
-    );
+/** Waits for a slot in the rate window; a listener hears how long. */
+async function waitFor(
+  context: SendContext,
+  slot: Promise<number>,
+): Promise<number> {
+  const listener = context.onEvent;
+  if (listener === undefined) return await slot;
+  const started = context.now();
+  const ticket = await slot;
+  emit(listener, { type: "rate.wait", delayMs: context.now() - started });
+  return ticket;
+}
+
+/**
+ * Asks the provider's ledger whether this 401 may cost a fresh token; when
+ * it may, the answer is cleaned up for the next attempt.
+ */
+async function renew(
+  context: SendContext,
+  request: ApiRequest,
+  response: Response,
+): Promise<boolean> {
+  if (!await context.renewAfterUnauthorized(request.accessToken)) return false;
+  request.renewed = true;
+  const listener = context.onEvent;
+  if (listener !== undefined) {
+    emit(listener, { type: "api.renewal", path: request.target.pathname });
   }
+  await discard(response);
+  return true;
+}
+
+/** The error for a request that got no answer after its retries. */
+function noAnswer<T>(
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  deadline: Deadline,
+  context: SendContext,
+  attempts: number,
+): ApiError {
+  const { timedOut } = deadline;
+  const cause = timedOut
+    ? new DOMException(
+      `no answer within ${context.deadlines.ms} ms`,
+      "TimeoutError",
+    )
+    : request.failure;
+  const url = displayUrl(request.target);
+  return new ApiError(
+    `${exchange.context}: ${request.method} ${url} got no answer${
+      attempts > 1 ? ` in ${attempts} attempts` : ""
+    }: ${describeCause(cause, [])}`,
+    {
+      status: 0,
+      url,
+      cause,
+      reason: timedOut ? "timeout" : "network",
+      attempts,
+    },
+  );
 }
 
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const DELIVER: Step = Object.freeze({ do: "deliver" });
+const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 /** Options for a getToken without a signal: one object, not one per call. */
 const NO_OPTIONS = Object.freeze({});
 

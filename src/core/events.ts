@@ -120,6 +120,30 @@ export interface ApiRequestEvent {
 }
 
 /**
+ * A token request will be sent again, after `delayMs`: its attempt got no
+ * answer (`"network"`, `"timeout"`) or an answer worth another (a 408 or
+ * 5xx, `"status"`).
+ *
+ * @example
+ * ```ts
+ * import type { TokenRetryEvent } from "@partner-api/client";
+ *
+ * const event: TokenRetryEvent = { type: "token.retry", reason: "status", status: 503, delayMs: 500 };
+ * if (event.type !== "token.retry") throw new Error();
+ * ```
+ */
+export interface TokenRetryEvent {
+  /** Tells events apart. */
+  readonly type: "token.retry";
+  /** What went wrong. */
+  readonly reason: "network" | "timeout" | "status";
+  /** The status retried, 0 when no answer came. */
+  readonly status: number;
+  /** The wait before the next attempt, in ms. */
+  readonly delayMs: number;
+}
+
+/**
  * A call or page will be sent again, after `delayMs`.
  *
  * @example
@@ -225,6 +249,7 @@ export interface ApiListEvent {
  */
 export type PartnerApiEvent =
   | TokenRequestEvent
+  | TokenRetryEvent
   | TokenRefreshEvent
   | QuotaBlockedEvent
   | ApiRequestEvent

@@ -1,76 +1,152 @@
-// Internal: token request attempts: with retries and backoff, and heard by
-// a listener however each ends.
+// Internal: token requests through the module's one attempt loop: the token
+// side's decision after each attempt (retry network errors, timeouts, 408
+// and 5xx after a backoff or the answer's Retry-After; never while a quota
+// block is in force), and the events that tell of attempts and retries.
 
-import { PartnerApiError, QuotaExceededError } from "../core/errors.ts";
-import type { EventListener } from "../core/events.ts";
+import {
+  PartnerApiError,
+  QuotaExceededError,
+  type TokenRequestError,
+} from "../core/errors.ts";
+import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
-import { emit } from "../core/_emit.ts";
-import { attemptTokenRequest } from "./_protocol.ts";
+import { attemptLimits, sendAttempts } from "../core/_attempt_loop.ts";
+import { type Backoff, backoffDelay, retryAfterMs } from "../core/_retry.ts";
+import { tokenAttempt } from "./_protocol.ts";
 import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";
-import { backoffDelay, delay, retryAfterMs } from "../core/_retry.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import type { IssuedToken } from "./_value.ts";
 
+/** What one token attempt came to. */
+export type TokenOutcome =
+  | { readonly token: IssuedToken; readonly error?: undefined }
+  | { readonly error: unknown; readonly token?: undefined };
+
+/** What the token side does after an attempt. */
+export type TokenStep =
+  | { readonly do: "done" }
+  | { readonly do: "retry"; readonly wait: number }
+  | { readonly do: "fail" };
+
 /**
- * One token request with the provider's retries: network errors, timeouts,
- * 408 and 5xx again after a backoff or the answer's `Retry-After` (up to
- * `maxRetryAfter`); never an attempt while a quota block is in force.
+ * The token side's one decision after each attempt: a token is done; a
+ * failure worth another attempt (network, timeout, 408, 5xx) is retried
+ * while retries are left, after the answer's `Retry-After` if it asked for
+ * no more than `maxRetryAfter`, else after a backoff with jitter; anything
+ * else fails. `retryAfter` is the answer's `Retry-After` in ms, if any.
  */
-export async function requestWithRetries(
-  config: ProviderConfig,
-  signal: AbortSignal,
-  blockedUntil: () => number | undefined,
-  blockedError: (until: number) => unknown,
-): Promise<IssuedToken> {
-  const { backoff, endpoint, random, onEvent } = config;
-  for (let retry = 0;; retry++) {
-    // Another flight may have met a 429 meanwhile: no attempt before the reset.
-    const blocked = blockedUntil();
-    if (blocked !== undefined && endpoint.now() < blocked) {
-      throw blockedError(blocked);
-    }
-    try {
-      return await (onEvent === undefined
-        ? attemptTokenRequest(endpoint, signal)
-        : heardAttempt(endpoint, signal, onEvent));
-    } catch (error) {
-      if (!isRetryable(error) || retry >= backoff.retries) throw error;
-      const asked = error.response &&
-        retryAfterMs(error.response.headers, endpoint.now());
-      if (asked !== undefined && asked > backoff.maxRetryAfter) throw error;
-      await delay(asked ?? backoffDelay(backoff, retry, random), signal);
-    }
+export function nextTokenStep(
+  outcome: TokenOutcome,
+  progress: { readonly retries: number; readonly retryAfter?: number },
+  policy: { readonly backoff: Backoff; readonly random: () => number },
+): TokenStep {
+  if (outcome.token !== undefined) return DONE;
+  const { backoff } = policy;
+  if (!isRetryable(outcome.error) || progress.retries >= backoff.retries) {
+    return FAIL;
   }
+  const asked = progress.retryAfter;
+  if (asked !== undefined && asked > backoff.maxRetryAfter) return FAIL;
+  return {
+    do: "retry",
+    wait: asked ?? backoffDelay(backoff, progress.retries, policy.random),
+  };
 }
 
-/** {@linkcode attemptTokenRequest}, followed by a `token.request` event. */
-async function heardAttempt(
+/** What a token request needs besides the endpoint. */
+export type TokenSending = Pick<
+  ProviderConfig,
+  "backoff" | "random" | "onEvent"
+>;
+
+/**
+ * One token request with its retries, through the attempt loop. No attempt
+ * goes out while a quota block is in force (another flight may have met a
+ * 429 meanwhile).
+ */
+export function requestWithRetries(
   endpoint: TokenEndpoint,
+  sending: TokenSending,
   signal: AbortSignal | undefined,
-  listener: EventListener,
+  blocked: (now: number) => unknown,
 ): Promise<IssuedToken> {
-  const started = endpoint.now();
-  try {
-    const token = await attemptTokenRequest(endpoint, signal);
-    emit(listener, {
+  let retries = 0;
+  return sendAttempts<TokenOutcome, IssuedToken>({
+    signal,
+    limits: attemptLimits(endpoint.timeout),
+    listener: sending.onEvent,
+    now: endpoint.now,
+    attempt: async (deadline) => {
+      const refusal = blocked(endpoint.now());
+      if (refusal !== undefined) throw refusal;
+      try {
+        return { token: await tokenAttempt(endpoint, deadline, signal) };
+      } catch (error) {
+        signal?.throwIfAborted();
+        return { error };
+      }
+    },
+    next: (outcome) => {
+      const retryAfter = retryAfterOf(outcome.error, endpoint.now());
+      const step = nextTokenStep(outcome, {
+        retries,
+        ...(retryAfter === undefined ? {} : { retryAfter }),
+      }, sending);
+      if (step.do === "done") return { do: "done", value: outcome.token! };
+      if (step.do === "fail") return { do: "fail", error: outcome.error };
+      retries++;
+      return {
+        do: "again",
+        wait: step.wait,
+        retry: retryEvent(outcome.error as TokenRequestError, step.wait),
+      };
+    },
+    heard: (outcome, _attempt, durationMs) => requestEvent(outcome, durationMs),
+  });
+}
+
+/** The `Retry-After` of a failed attempt's answer, in ms. */
+function retryAfterOf(error: unknown, now: number): number | undefined {
+  const response = (error as TokenRequestError | undefined)?.response;
+  return response === undefined
+    ? undefined
+    : retryAfterMs(response.headers, now);
+}
+
+function requestEvent(
+  outcome: TokenOutcome,
+  durationMs: number,
+): TokenRequestEvent {
+  const { token, error } = outcome;
+  if (token !== undefined) {
+    return {
       type: "token.request",
       outcome: "ok",
-      durationMs: endpoint.now() - started,
+      durationMs,
       ...quotaOf(token.quota),
-    });
-    return token;
-  } catch (error) {
-    emit(listener, {
-      type: "token.request",
-      outcome: "error",
-      // Anything else is the caller's signal: nobody waited any more.
-      reason: error instanceof PartnerApiError ? error.reason : "aborted",
-      durationMs: endpoint.now() - started,
-      ...(error instanceof QuotaExceededError ? quotaOf(error.buckets) : {}),
-    });
-    throw error;
+    };
   }
+  return {
+    type: "token.request",
+    outcome: "error",
+    // Anything else is the caller's signal: nobody waited any more.
+    reason: error instanceof PartnerApiError ? error.reason : "aborted",
+    durationMs,
+    ...(error instanceof QuotaExceededError ? quotaOf(error.buckets) : {}),
+  };
+}
+
+function retryEvent(
+  error: TokenRequestError,
+  delayMs: number,
+): TokenRetryEvent {
+  return {
+    type: "token.retry",
+    reason: error.reason as TokenRetryEvent["reason"],
+    status: error.status ?? 0,
+    delayMs,
+  };
 }
 
 /** The quota as the event's own copy (the listener gets it frozen). */
@@ -81,3 +157,6 @@ function quotaOf(
     ? {}
     : { quota: buckets.map((bucket) => ({ ...bucket })) };
 }
+
+const DONE: TokenStep = Object.freeze({ do: "done" });
+const FAIL: TokenStep = Object.freeze({ do: "fail" });

@@ -9,7 +9,7 @@ import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import { cleanCause, type Secret, serverText } from "../core/_redact.ts";
 import { retryAfterMs } from "../core/_retry.ts";
-import { raceAbort, startDeadline } from "../core/_abort.ts";
+import { type Deadline, raceAbort } from "../core/_abort.ts";
 import { readBounded } from "../core/_read_body.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { quotaRetryAt } from "./_policy.ts";
@@ -27,18 +27,18 @@ const DEFAULT_EXPIRES_IN = 3600;
 const CONTEXT = "Cannot request token";
 
 /**
- * One attempt: send, then process, within the endpoint's timeout.
+ * One attempt under `deadline`: send, read the answer within it, process.
  *
- * @throws {TokenRequestError} With `reason` saying what failed.
+ * @throws {TokenRequestError} With `reason` saying what failed (`"timeout"`
+ * when the deadline passed).
  * @throws {QuotaExceededError} For a 429.
- * @throws The signal's reason when `signal` aborts.
+ * @throws The caller's signal's reason when `signal` aborts.
  */
-export async function attemptTokenRequest(
+export async function tokenAttempt(
   endpoint: TokenEndpoint,
+  deadline: Deadline,
   signal: AbortSignal | undefined,
 ): Promise<IssuedToken> {
-  signal?.throwIfAborted();
-  const deadline = startDeadline(endpoint.timeout, signal);
   try {
     const sentAt = endpoint.now();
     const response = await raceAbort(
@@ -58,8 +58,6 @@ export async function attemptTokenRequest(
       `${CONTEXT}: no answer from ${endpoint.where} within ${endpoint.timeout} ms`,
       { reason: "timeout", cause: deadline.signal.reason },
     );
-  } finally {
-    deadline.clear();
   }
 }
 

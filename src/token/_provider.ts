@@ -221,10 +221,15 @@ export class CachingTokenProvider implements TokenProvider {
     const attempt: TokenRequest = async () => {
       try {
         const token = await requestWithRetries(
+          this.#config.endpoint,
           this.#config,
           signal,
-          () => this.#blockedUntil,
-          (until) => this.#blockedError(until),
+          (now) => {
+            const until = this.#blockedUntil;
+            return until !== undefined && now < until
+              ? this.#blockedError(until)
+              : undefined;
+          },
         );
         this.#failure = undefined; // a success forgets the failures before it
         return this.#tokenRecord(token);

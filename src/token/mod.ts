@@ -18,7 +18,7 @@
  * @module
  */
 
-import { attemptTokenRequest } from "./_protocol.ts";
+import { requestWithRetries, type TokenSending } from "./_attempts.ts";
 import { tokenEndpoint, type TokenRequestOptions } from "./_endpoint.ts";
 import {
   providerConfig,
@@ -72,8 +72,25 @@ export async function requestToken(
   options: TokenRequestOptions,
 ): Promise<IssuedToken> {
   const endpoint = tokenEndpoint(options, "Cannot request token");
-  return await attemptTokenRequest(endpoint, options.signal);
+  return await requestWithRetries(
+    endpoint,
+    ONE_ATTEMPT,
+    options.signal,
+    () => undefined,
+  );
 }
+
+/** `requestToken` sends one attempt: no retry, nobody listening. */
+const ONE_ATTEMPT: TokenSending = {
+  backoff: Object.freeze({
+    retries: 0,
+    initialDelay: 0,
+    maxDelay: 0,
+    maxRetryAfter: 0,
+  }),
+  random: Math.random,
+  onEvent: undefined,
+};
 
 /**
  * Creates a token provider: it caches the token, lets any number of

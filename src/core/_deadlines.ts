@@ -1,6 +1,8 @@
-// Internal: the client's per-attempt time limits, one timer per short window.
+// Internal: attempts' time limits for requests that are many (API calls,
+// list pages): one timer per short window.
 
-import { unrefTimer } from "../core/_abort.ts";
+import { type Deadline, unrefTimer } from "./_abort.ts";
+import type { AttemptLimits } from "./_attempt_loop.ts";
 
 /**
  * Time limits shared by the attempts that start within the same short
@@ -14,7 +16,7 @@ import { unrefTimer } from "../core/_abort.ts";
  * from the injected clock, so fake timers drive it like every other wait.
  * An attempt thus gets its limit, and at most a window more.
  */
-export class SharedDeadlines {
+export class SharedDeadlines implements AttemptLimits {
   /** The time limit, in ms. */
   readonly ms: number;
   readonly #window: number;
@@ -25,6 +27,11 @@ export class SharedDeadlines {
     this.ms = ms;
     this.#window = Math.min(1000, Math.max(1, Math.round(ms / 10)));
     this.#now = now;
+  }
+
+  /** Starts one attempt's limit, following the caller's `outer` signal. */
+  start(outer: AbortSignal | undefined): Deadline {
+    return new SharedDeadline(this, outer);
   }
 
   /**
@@ -66,4 +73,30 @@ export interface Window {
   readonly timer: ReturnType<typeof setTimeout>;
   /** Clock reading after which attempts open a new window. */
   readonly until: number;
+}
+
+/** One attempt's limit within a window of {@linkcode SharedDeadlines}. */
+class SharedDeadline implements Deadline {
+  readonly signal: AbortSignal;
+  readonly #attempt = new AbortController();
+  readonly #window: Window;
+  readonly #deadlines: SharedDeadlines;
+
+  constructor(deadlines: SharedDeadlines, outer: AbortSignal | undefined) {
+    this.#deadlines = deadlines;
+    this.#window = deadlines.acquire(this.#attempt);
+    this.signal = outer === undefined
+      ? this.#attempt.signal
+      : AbortSignal.any([outer, this.#attempt.signal]);
+  }
+
+  get timedOut(): boolean {
+    const own = this.#attempt.signal;
+    return own.aborted &&
+      (own.reason as Error | undefined)?.name === "TimeoutError";
+  }
+
+  clear(): void {
+    this.#deadlines.release(this.#window, this.#attempt);
+  }
 }
