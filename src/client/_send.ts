@@ -165,7 +165,10 @@ async function prepare(
     : slot;
 }
 
-/** One attempt: the answer, or `undefined` (and `failure`) when none came. */
+/**
+ * One attempt with the bearer token, under `deadline`: the answer, or
+ * `undefined` (and `failure`) when none came.
+ */
 async function attempt<T>(
   context: SendContext,
   exchange: Exchange<T>,
@@ -173,7 +176,17 @@ async function attempt<T>(
   deadline: Deadline,
 ): Promise<Response | undefined> {
   try {
-    return await sendOnce(context, exchange, request, deadline);
+    const sent = context.fetch(request.target.href, {
+      ...exchange.init,
+      headers: withBearer(exchange.init.headers, request.accessToken),
+      redirect: "manual",
+      signal: deadline.signal,
+    });
+    // The runtime's own fetch stops at its signal; a fetch of the caller's
+    // might not, and must not hold an attempt past its time limit.
+    return await (context.ownFetch
+      ? sent
+      : raceAbort(sent, deadline.signal, discard));
   } catch (error) {
     request.signal?.throwIfAborted();
     request.failure = error;
@@ -181,42 +194,98 @@ async function attempt<T>(
   }
 }
 
-/** Decides with {@linkcode nextStep} and carries the step out. */
-async function afterAttempt<T>(
+/**
+ * Decides with {@linkcode nextStep} and carries the step out: at once for
+ * an answer handed back as it is (the usual case), else after the awaits
+ * the step needs.
+ */
+function afterAttempt<T>(
   context: SendContext,
   exchange: Exchange<T>,
   request: ApiRequest,
   response: Response | undefined,
   deadline: Deadline,
   attempts: number,
-): Promise<Next<T>> {
-  let step = nextStep(
+): Next<T> | Promise<Next<T>> {
+  const step = nextStep(
     attempted(context, exchange, request, response),
     request,
     context.retry,
   );
+  if (step.do === "deliver") {
+    return deliver(context, exchange, request, response!, deadline, attempts);
+  }
+  return carryOut(
+    context,
+    exchange,
+    request,
+    response,
+    deadline,
+    attempts,
+    step,
+  );
+}
+
+/** Hands the answer back through `finish`, within the attempt's time limit. */
+function deliver<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  response: Response,
+  deadline: Deadline,
+  attempts: number,
+): Next<T> | Promise<Next<T>> {
+  const bodyFailed = (error: unknown): Next<T> | Promise<Next<T>> => {
+    // The service's own refusal is final; a body cut off or too slow is no
+    // answer, and retried like one (the caller's abort ends it).
+    if (error instanceof ApiError) throw error;
+    request.signal?.throwIfAborted();
+    request.failure = error;
+    const step = nextStep(NO_ANSWER, request, context.retry);
+    return carryOut(
+      context,
+      exchange,
+      request,
+      undefined,
+      deadline,
+      attempts,
+      step,
+    );
+  };
+  try {
+    const done = exchange.finish(response, request.accessToken, attempts);
+    if (!(done instanceof Promise)) return { do: "done", value: done };
+    return raceAbort(done, deadline.signal).then(
+      (value): Next<T> => ({ do: "done", value }),
+      bodyFailed,
+    );
+  } catch (error) {
+    return bodyFailed(error);
+  }
+}
+
+/** Carries out a renewal, a redirect, a retry or a failure. */
+async function carryOut<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+  request: ApiRequest,
+  response: Response | undefined,
+  deadline: Deadline,
+  attempts: number,
+  step: Step,
+): Promise<Next<T>> {
   if (step.do === "renew") {
     if (await renew(context, request, response!)) return AGAIN;
-    step = DELIVER;
+    return await deliver(
+      context,
+      exchange,
+      request,
+      response!,
+      deadline,
+      attempts,
+    );
   }
-  if (step.do === "deliver") {
-    try {
-      const done = exchange.finish(response!, request.accessToken, attempts);
-      const value = done instanceof Promise
-        ? await raceAbort(done, deadline.signal)
-        : done;
-      return { do: "done", value };
-    } catch (error) {
-      // The service's own refusal is final; a body cut off or too slow is
-      // no answer, and retried like one (the caller's abort ends it).
-      if (error instanceof ApiError) throw error;
-      request.signal?.throwIfAborted();
-      request.failure = error;
-      step = nextStep(NO_ANSWER, request, context.retry);
-    }
-  }
-  // No answer is never delivered: after one, it is retry or fail (and a
-  // renewal was carried out above).
+  // No answer is never delivered: after one, it is retry or fail.
   if (step.do !== "retry" && step.do !== "follow") {
     return {
       do: "fail",
@@ -231,26 +300,6 @@ async function afterAttempt<T>(
   }
   request.retries++;
   return retryStep(step.wait, response, deadline);
-}
-
-/** Sends one attempt with the bearer token, under `deadline`. */
-async function sendOnce<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-  request: ApiRequest,
-  deadline: Deadline,
-): Promise<Response> {
-  const sent = context.fetch(request.target.href, {
-    ...exchange.init,
-    headers: withBearer(exchange.init.headers, request.accessToken),
-    redirect: "manual",
-    signal: deadline.signal,
-  });
-  // The runtime's own fetch stops at its signal; a fetch of the caller's
-  // might not, and must not hold an attempt past its time limit.
-  return await (context.ownFetch
-    ? sent
-    : raceAbort(sent, deadline.signal, discard));
 }
 
 /** What the attempt came to, for {@linkcode nextStep}. */

@@ -83,7 +83,9 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
       if (listener !== undefined) {
         emit(listener, plan.heard(outcome, attempt, plan.now() - started));
       }
-      next = await plan.next(outcome, deadline, attempt);
+      const decided = plan.next(outcome, deadline, attempt);
+      // A decision made at once (the usual answer) costs no extra turn.
+      next = decided instanceof Promise ? await decided : decided;
     } finally {
       deadline.clear();
       plan.after?.();
