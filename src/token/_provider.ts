@@ -5,6 +5,7 @@
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
+import { turnClock } from "../core/_turn_clock.ts";
 import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
@@ -66,10 +67,13 @@ export class CachingTokenProvider implements TokenProvider {
   /** The last token dropped after a 401: never taken back from a store. */
   #rejected: LedgerToken | undefined;
   readonly #store: StoreAccess;
+  /** The clock for getToken's first decision: read once per turn. */
+  readonly #turnNow: () => number;
 
   constructor(config: ProviderConfig) {
     this.#config = config;
     this.#store = new StoreAccess(config.store, config.endpoint);
+    this.#turnNow = turnClock(config.endpoint.now);
     this.#now = config.endpoint.now;
     this.#budget = flightBudget(
       config.backoff,
@@ -94,7 +98,7 @@ export class CachingTokenProvider implements TokenProvider {
   getToken(options?: GetTokenOptions): Promise<IssuedToken> {
     const signal = options?.signal;
     const cached = this.#cached;
-    const now = this.#now();
+    const now = this.#turnNow();
     if (
       cached !== undefined && now < cached.times.refreshAt && !signal?.aborted
     ) {
