@@ -141,3 +141,22 @@ Deno.test("-v lines never share a line with the progress line", async () => {
   // Nothing was written after a progress line but a newline or its erasure.
   ok(!/items\/s[^\r\n]/.test(result.stderr), result.stderr);
 });
+
+Deno.test("--help's examples answer from the fake: `get cards/ch_000001 --pci` (200) and `token --show-token`", async () => {
+  await using api = await startFakePartnerApi();
+  const help = (await run(["--help"])).stdout;
+  const example = /e\.g\. (get [^(]+?)\s*\(/.exec(help)![1]!;
+  const get = await run(
+    [...example.split(" "), "--no-cache"],
+    configFor(api),
+  );
+  equal(get.code, 0, get.stderr);
+  equal(JSON.parse(get.stdout).cardholderID, "ch_000001");
+  ok((await run(["token", "--help"])).stdout.includes("token --show-token"));
+  const token = await run(
+    ["token", "--show-token", "--no-cache"],
+    configFor(api),
+  );
+  equal(token.code, 0, token.stderr);
+  equal(token.stdout.trim().split("\n").length, 1);
+});

@@ -6,6 +6,7 @@
 // --allow-read=README.md,docs,deno.json,.test-tmp and --allow-write=.test-tmp.
 
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
 
 const FOLDER = ".test-tmp/readme-commands";
 const ENV_FILE = `${FOLDER}/.env`;
@@ -226,4 +227,31 @@ Deno.test("docs/events.md › OpenTelemetry: OTEL_EXPORTER_OTLP_ENDPOINT sends t
   const dropped = await observe(`http://127.0.0.1:${freePort()}`);
   equal(dropped.code, 0, dropped.stderr);
   equal(dropped.stderr, "", "dropped without a word, as the page says");
+});
+
+Deno.test("README › What it costs: a refused token request is remembered across runs of `deno task cli` (4 runs, 1 request)", async () => {
+  // A server that takes form bodies only, asked with JSON: refused (400).
+  await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
+  const folder = `${FOLDER}/refused`;
+  await Deno.remove(folder, { recursive: true }).catch(() => {});
+  await Deno.mkdir(`${folder}/cache`, { recursive: true });
+  const { environment: e, credentials: c } = api;
+  await Deno.writeTextFile(
+    `${folder}/.env`,
+    `PARTNER_API_BASE_URL=${e.baseUrl.href}
+PARTNER_API_PCI_BASE_URL=${e.pciBaseUrl.href}
+PARTNER_API_TOKEN_URL=${e.tokenUrl.href}
+PARTNER_API_AUDIENCE=${e.audience}
+PARTNER_API_CLIENT_ID=${c.clientId}
+PARTNER_API_CLIENT_SECRET=${c.clientSecret}
+`,
+  );
+  for (let i = 0; i < 4; i++) {
+    const result = await run(
+      ["task", "cli", "token", "--env-file", `${folder}/.env`],
+      { PARTNER_API_CACHE_DIR: `${folder}/cache` },
+    );
+    equal(result.code, 1, result.stderr);
+  }
+  equal(api.tokenRequests, 1);
 });
