@@ -255,3 +255,31 @@ PARTNER_API_CLIENT_SECRET=${c.clientSecret}
   }
   equal(api.tokenRequests, 1);
 });
+
+Deno.test("README › Contents: every link between the README and docs/ reaches a file and a heading", async () => {
+  const slug = (heading: string) =>
+    heading.trim().toLowerCase().replace(/[^\w\- ]/g, "").replaceAll(" ", "-");
+  const pages = ["README.md"];
+  for await (const entry of Deno.readDir("docs")) {
+    if (entry.name.endsWith(".md")) pages.push(`docs/${entry.name}`);
+  }
+  const broken: string[] = [];
+  for (const page of pages) {
+    const text = await Deno.readTextFile(page);
+    const folder = page.includes("/") ? "docs/" : "";
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target!)) continue; // another site
+      const [file, anchor] = target!.split("#");
+      const path = file === ""
+        ? page
+        : new URL(file!, `file:///${folder}`).pathname.slice(1);
+      const linked = await Deno.readTextFile(path).catch(() => undefined);
+      const headings = [...(linked ?? "").matchAll(/^#+ (.+)$/gm)]
+        .map((match) => slug(match[1]!));
+      if (linked === undefined || (anchor && !headings.includes(anchor))) {
+        broken.push(`${page}: ${target}`);
+      }
+    }
+  }
+  deepStrictEqual(broken, []);
+});
