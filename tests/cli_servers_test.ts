@@ -160,3 +160,14 @@ Deno.test("--help's examples answer from the fake: `get cards/ch_000001 --pci` (
   equal(token.code, 0, token.stderr);
   equal(token.stdout.trim().split("\n").length, 1);
 });
+
+Deno.test("the optional variables count as unset where they may not be read (--allow-env naming the six)", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const sixOnly = (name: string) => {
+    if (!Object.hasOwn(config, name)) throw new Error("NotCapable");
+    return config[name];
+  };
+  const result = await run(["token", "--no-cache"], sixOnly);
+  equal(result.code, 0, result.stderr);
+});

@@ -208,7 +208,7 @@ function optionalValues(
 ): Pick<PartnerApiConfig, "bodyFormat" | "clientAuthentication"> {
   const found: Record<string, string> = {};
   for (const [option, variable] of Object.entries(CONFIG_OPTIONAL_VARIABLES)) {
-    const value = read(variable)?.trim();
+    const value = readIfAllowed(read, variable)?.trim();
     if (value === undefined || value === "") continue;
     const allowed: readonly string[] =
       OPTIONAL_VALUES[option as keyof typeof OPTIONAL_VALUES];
@@ -219,6 +219,18 @@ function optionalValues(
     found[option] = value;
   }
   return found;
+}
+
+/** A variable, or `undefined` when it is unset or may not be read. */
+function readIfAllowed(
+  read: (name: string) => string | undefined,
+  name: string,
+): string | undefined {
+  try {
+    return read(name);
+  } catch {
+    return undefined; // e.g. --allow-env naming only the six it needs
+  }
 }
 
 function missingError(
@@ -280,13 +292,7 @@ function typosSet(
     }
   }
   typos.delete(variable);
-  return [...typos].filter((name) => {
-    try {
-      return read(name) !== undefined;
-    } catch {
-      return false;
-    }
-  });
+  return [...typos].filter((name) => readIfAllowed(read, name) !== undefined);
 }
 
 function configError(
