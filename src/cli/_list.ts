@@ -41,6 +41,32 @@ export function checkFields(
   );
 }
 
+/**
+ * With --fields, the first page is held until each field is found in it,
+ * then written: a typo is a usage error, not a column of nothing.
+ */
+function firstPageChecked(
+  fields: readonly string[],
+  limit: number,
+  write: (item: unknown) => void,
+): { add(item: unknown): void; end(): void } {
+  let held: unknown[] | undefined = [];
+  const release = () => {
+    checkFields(fields, held!);
+    held!.forEach(write);
+    held = undefined;
+  };
+  return {
+    add(item) {
+      if (held === undefined) write(item);
+      else if (held.push(item) === limit) release();
+    },
+    end() {
+      if (held !== undefined && held.length > 0) release();
+    },
+  };
+}
+
 /** Writes every item of the list; returns how many. */
 export async function runList(
   session: Session,
@@ -80,14 +106,9 @@ export async function runList(
     progress?.item();
     items++;
   };
-  // With --fields, the first page is held until each field is found in it:
-  // a typo is a usage error, not a column of nothing.
-  let held: unknown[] | undefined = request.fields && [];
-  const release = () => {
-    checkFields(request.fields!, held!);
-    held!.forEach(write);
-    held = undefined;
-  };
+  const checked = request.fields
+    ? firstPageChecked(request.fields, request.limit, write)
+    : { add: write, end: () => {} };
   try {
     for await (
       const item of session.client.list(request.path, {
@@ -95,10 +116,9 @@ export async function runList(
         signal: interrupt.signal,
       })
     ) {
-      if (held === undefined) write(item);
-      else if (held.push(item) === request.limit) release();
+      checked.add(item);
     }
-    if (held !== undefined && held.length > 0) release();
+    checked.end();
   } finally {
     stopListening?.();
     if (shared) progress?.clear();
