@@ -69,8 +69,10 @@ async function startFake(args: string[]) {
     args: ["task", "fake", ...args],
     env: CHILD_ENV,
     stdout: "piped",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  // A line per request, e.g. "POST /oauth/token 200 (token requests: 1)".
+  const log = new Response(child.stderr).text();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let printed = "";
   while (printed.split("\n").length <= 6) {
@@ -85,6 +87,7 @@ async function startFake(args: string[]) {
       await reader.cancel();
       // 130 when Ctrl-C comes before the fake listens for it.
       ok([0, 130].includes((await child.status).code));
+      return await log;
     },
   };
 }
@@ -98,6 +101,8 @@ async function readmeFake(): Promise<string[]> {
 }
 
 Deno.test("README › Getting started, docs/cli.md: every `deno task cli` line runs as written against `deno task fake`, and exits 0", async () => {
+  // A cache of an earlier run would answer the first command.
+  await Deno.remove(FOLDER, { recursive: true }).catch(() => {});
   await Deno.mkdir(FOLDER, { recursive: true });
   const fake = await startFake(await readmeFake());
   // An OAuth server that takes HTTP Basic only, for the line that says so.
@@ -142,7 +147,13 @@ Deno.test("README › Getting started, docs/cli.md: every `deno task cli` line r
       }
     }
   } finally {
-    await fake.stop();
+    const log = await fake.stop();
+    // The README: "The second command costs no token: the first one's is
+    // cached". No line after the first spends one either.
+    deepStrictEqual(
+      [...log.matchAll(/^POST \/oauth\/token (\d+)/gm)].map((m) => m[1]),
+      ["200"],
+    );
   }
 });
 
