@@ -17,7 +17,8 @@ PARTNER_API_* lines that point a client at it.
 
 Options (durations in ms):
   --port N              token endpoint and API (default 8787; 0: any free port)
-  --pci-port N          card-data origin (default 0: any free port)
+  --pci-port N          card-data origin (default: --port + 1, so that the
+                        printed lines survive a restart; 0 with --port 0)
   --client-id ID        fixed client id (else PARTNER_API_CLIENT_ID, else random)
   --client-secret S     fixed secret (else PARTNER_API_CLIENT_SECRET, else random)
   --transactions N      transactions in the list (default 500)
@@ -38,7 +39,7 @@ function options(args: string[]) {
       help: { type: "boolean", short: "h" },
       quiet: { type: "boolean" },
       port: { type: "string", default: "8787" },
-      "pci-port": { type: "string", default: "0" },
+      "pci-port": { type: "string" },
       "client-id": { type: "string" },
       "client-secret": { type: "string" },
       transactions: { type: "string", default: "500" },
@@ -49,6 +50,13 @@ function options(args: string[]) {
     },
   });
   return values;
+}
+
+/** The card-data port: as given, else next to a fixed --port (0 stays 0). */
+function pciPort(port: string, pci: string | undefined): number {
+  if (pci !== undefined) return number(pci, "pci-port");
+  const main = number(port, "port");
+  return main === 0 ? 0 : main + 1;
 }
 
 /** A variable, when this process may read it (never a prompt). */
@@ -91,7 +99,7 @@ async function main(args: string[]): Promise<number> {
       variable("PARTNER_API_CLIENT_SECRET");
     api = await startFakePartnerApi({
       port: number(values.port, "port"),
-      pciPort: number(values["pci-port"], "pci-port"),
+      pciPort: pciPort(values.port, values["pci-port"]),
       credentials: {
         ...(clientId ? { clientId } : {}),
         ...(clientSecret ? { clientSecret } : {}),
@@ -124,7 +132,7 @@ async function main(args: string[]): Promise<number> {
     if (error instanceof Deno.errors.AddrInUse) {
       console.error(
         `fake: port ${values.port} or ${
-          values["pci-port"]
+          values["pci-port"] ?? "the one after it"
         } is in use: pick another with --port or --pci-port (0: any free port)`,
       );
       return 1;

@@ -1,7 +1,8 @@
 // `deno task cli`: runs the tool from a checkout with read and write
 // permission for exactly the cache folder its help names
 // ($PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else
-// $HOME/.cache/partner-api), which deno task's shell cannot choose itself.
+// $HOME/.cache/partner-api), which deno task's shell cannot choose itself,
+// and read permission for the file `--env-file` names.
 // Everything else passes through: arguments, terminal, Ctrl-C, exit code.
 
 const env = (name: string) => Deno.env.get(name) || undefined;
@@ -11,9 +12,20 @@ const folder = env("PARTNER_API_CACHE_DIR") ??
     ? `${env("XDG_CACHE_HOME")}/partner-api`
     : undefined) ??
   (home ? `${home}/.cache/partner-api` : undefined);
-const cacheFlags = folder === undefined
-  ? []
-  : [`--allow-read=${folder}`, `--allow-write=${folder}`];
+// `--env-file F` (or `--env-file=F`): the tool reads F itself, so the task
+// grants read on that one file too.
+const envFiles = Deno.args.flatMap((arg, i) =>
+  arg === "--env-file" && Deno.args[i + 1] !== undefined
+    ? [Deno.args[i + 1]!]
+    : arg.startsWith("--env-file=")
+    ? [arg.slice("--env-file=".length)]
+    : []
+);
+const readable = [...(folder === undefined ? [] : [folder]), ...envFiles];
+const cacheFlags = [
+  ...(readable.length === 0 ? [] : [`--allow-read=${readable.join(",")}`]),
+  ...(folder === undefined ? [] : [`--allow-write=${folder}`]),
+];
 
 const child = new Deno.Command("deno", {
   args: [

@@ -14,9 +14,16 @@ const COMMANDS = [
   "logout",
   "completion",
 ];
+const SESSION = [
+  "--no-cache",
+  "--verbose",
+  "--env-file",
+  "--token-body",
+  "--client-authentication",
+];
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
-  token: ["--show-token", "--format", "--no-cache", "--verbose", "--env-file"],
-  quota: ["--format", "--no-cache", "--verbose", "--env-file"],
+  token: ["--show-token", "--format", ...SESSION],
+  quota: ["--format", ...SESSION],
   list: [
     "--limit",
     "--page",
@@ -27,11 +34,9 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
     "--query",
     "--format",
     "--fields",
-    "--no-cache",
-    "--verbose",
-    "--env-file",
+    ...SESSION,
   ],
-  get: ["--pci", "--no-cache", "--verbose", "--env-file"],
+  get: ["--pci", ...SESSION],
   sync: [
     "--to",
     "--id",
@@ -40,9 +45,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
     "--limit",
     "--concurrency",
     "--query",
-    "--no-cache",
-    "--verbose",
-    "--env-file",
+    ...SESSION,
   ],
   cache: ["clear"],
   completion: ["bash", "zsh", "fish"],

@@ -60,7 +60,15 @@ export async function withEnvFile(
     );
   }
   const file = parseEnvFile(text);
-  return (name) => env(name) ?? file.get(name);
+  return (name) => {
+    try {
+      return env(name) ?? file.get(name);
+    } catch (error) {
+      // Not allowed to read it from the environment: the file may hold it.
+      if (file.has(name)) return file.get(name);
+      throw error;
+    }
+  };
 }
 
 const NOT_SMALL_FILE = "NotSmallFile";

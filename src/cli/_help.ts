@@ -1,7 +1,7 @@
 // Internal: the tool's help texts, one per command.
 
 import { VERSION } from "../core/_version.ts";
-import { CONFIG_VARIABLES } from "../core/config.ts";
+import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 
 /** The tool's name. */
 export const NAME = "partner-api";
@@ -23,7 +23,7 @@ Commands:
   token          get a token and show its expiry and the quota
   quota          show the quota buckets and when each resets
   list <path>    page through a list, e.g. transactions
-  get <path>     one resource, e.g. organizations/org_000001 (--pci: card data)
+  get <path>     one resource, e.g. get cards/ch_000001 --pci (card data)
   sync <list>    keep a copy of a list current: --to copy.db or copy.jsonl
   demo           all of the above against an in-process fake service
   cache clear    forget the cached tokens (also: logout)
@@ -32,12 +32,22 @@ Commands:
 Options:
   -h, --help     help for the tool or a command
   --version      the version
-  --no-cache     neither read nor write the token cache
+  --no-cache     no token cache: every run requests a token of its own
+                 (one token request per run), and remembers nothing
   -v, --verbose  a line per request on standard error, and a failure's causes
-  --env-file F   read the configuration from F too (the environment wins)
+  --env-file F   read the configuration from F too (the environment wins);
+                 needs read permission on F (deno task cli grants it)
+  --token-body json|form            how the token request's body is encoded
+                                    (default json, as the service specifies)
+  --client-authentication body|basic
+                 where the client id and secret go: the body (default) or
+                 HTTP Basic, for OAuth servers that take nothing else
 
 Configuration (environment, or --env-file .env):
   ${Object.values(CONFIG_VARIABLES).join("\n  ")}
+Optional (the flags above win):
+  ${CONFIG_OPTIONAL_VARIABLES.bodyFormat}=json|form
+  ${CONFIG_OPTIONAL_VARIABLES.clientAuthentication}=body|basic
 
 The token, the quota and any quota block are cached between runs, encrypted
 with a key derived from the client secret, in $PARTNER_API_CACHE_DIR, else
@@ -78,7 +88,7 @@ Pages through a list under the API base and prints its items.
   --format F             jsonl, json, csv or table (default: table on a terminal,
                          jsonl otherwise)
   --fields a,b           the columns (keys) to keep, in every format
-  --no-cache             neither read nor write the token cache
+  --no-cache             no token cache: a token request of its own
 Progress goes to standard error when it is a terminal.
 `,
   get: `Usage: ${NAME} get <path> [--pci] [--no-cache]
@@ -105,7 +115,7 @@ run resumes where a killed one stopped; Ctrl-C commits what it has (exit
                          larger, up to what the service accepts
   --concurrency N        windows in flight, 1 to ${MAX_CONCURRENCY} (default 1)
   --query k=v            extra query parameter; repeat for more
-  --no-cache             neither read nor write the token cache
+  --no-cache             no token cache: a token request of its own
 Needs read and write permission on FILE and the files next to it
 (FILE.lock; SQLite FILE-wal, FILE-shm; JSONL FILE.checkpoint.json[.tmp]).
 A progress line with items/s goes to standard error.

@@ -4,7 +4,8 @@
 
 import type { Session } from "./_session.ts";
 import { itemWriter } from "./_output.ts";
-import type { ListRequest } from "./_plan.ts";
+import { type ListRequest, UsageError } from "./_plan.ts";
+import { nearest } from "../core/_nearest.ts";
 import { escapeControls, progressReporter } from "./_render.ts";
 
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
@@ -13,6 +14,57 @@ export class Interrupted extends Error {
   constructor() {
     super("interrupted");
   }
+}
+
+/**
+ * Refuses fields that no item of the first page has, with the nearest key.
+ *
+ * @throws {UsageError} For the first such field.
+ */
+export function checkFields(
+  fields: readonly string[],
+  page: readonly unknown[],
+): void {
+  const keys = new Set<string>();
+  for (const item of page) {
+    if (typeof item === "object" && item !== null) {
+      for (const key of Object.keys(item)) keys.add(key);
+    }
+  }
+  const unknown = fields.find((field) => !keys.has(field));
+  if (unknown === undefined) return;
+  const near = nearest(unknown, [...keys]);
+  throw new UsageError(
+    `--fields: no item of the first page has '${unknown}'${
+      near ? `; did you mean ${near}?` : ""
+    }`,
+  );
+}
+
+/**
+ * With --fields, the first page is held until each field is found in it,
+ * then written: a typo is a usage error, not a column of nothing.
+ */
+function firstPageChecked(
+  fields: readonly string[],
+  limit: number,
+  write: (item: unknown) => void,
+): { add(item: unknown): void; end(): void } {
+  let held: unknown[] | undefined = [];
+  const release = () => {
+    checkFields(fields, held!);
+    held!.forEach(write);
+    held = undefined;
+  };
+  return {
+    add(item) {
+      if (held === undefined) write(item);
+      else if (held.push(item) === limit) release();
+    },
+    end() {
+      if (held !== undefined && held.length > 0) release();
+    },
+  };
 }
 
 /** Writes every item of the list; returns how many. */
@@ -39,13 +91,24 @@ export async function runList(
   const progress = io.stderr.isTerminal || forceProgress
     ? progressReporter(io.stderr, request.limit, Date.now, atEnd)
     : undefined;
-  // On one terminal, the progress line is erased before output is written.
+  // On one terminal, the progress line is erased before output is written;
+  // and before any other line on standard error (--verbose).
   const shared = io.stdout.isTerminal;
+  if (progress) session.status.clear = () => progress.clear();
   const interrupt = new AbortController();
   const stopListening = io.onInterrupt?.(() =>
     interrupt.abort(new Interrupted())
   );
   let items = 0;
+  const write = (item: unknown) => {
+    if (shared) progress?.clear();
+    writer.write(item);
+    progress?.item();
+    items++;
+  };
+  const checked = request.fields
+    ? firstPageChecked(request.fields, request.limit, write)
+    : { add: write, end: () => {} };
   try {
     for await (
       const item of session.client.list(request.path, {
@@ -53,11 +116,9 @@ export async function runList(
         signal: interrupt.signal,
       })
     ) {
-      if (shared) progress?.clear();
-      writer.write(item);
-      progress?.item();
-      items++;
+      checked.add(item);
     }
+    checked.end();
   } finally {
     stopListening?.();
     if (shared) progress?.clear();

@@ -57,9 +57,17 @@ const FLAGS = {
   to: { type: "string" },
   id: { type: "string" },
   full: { type: "boolean" },
+  "token-body": { type: "string" },
+  "client-authentication": { type: "string" },
 } as const;
 
-const SESSION_FLAGS = ["cache", "verbose", "env-file"];
+const SESSION_FLAGS = [
+  "cache",
+  "verbose",
+  "env-file",
+  "token-body",
+  "client-authentication",
+];
 
 const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   token: ["show-token", "format", ...SESSION_FLAGS],
@@ -137,6 +145,10 @@ export interface SessionFlags {
   readonly verbose: boolean;
   /** A dotenv file to read the configuration from (the environment wins). */
   readonly envFile: string | undefined;
+  /** `--token-body`: how the token request's body is encoded (wins over the variable). */
+  readonly tokenBody?: "json" | "form";
+  /** `--client-authentication`: `basic` sends HTTP Basic (wins over the variable). */
+  readonly clientAuthentication?: "body" | "basic";
 }
 
 /**
@@ -168,10 +180,15 @@ export function plan(args: readonly string[]): Plan {
       `${command} takes no --${flagName(misplaced, values)}`,
     );
   }
-  const flags = {
+  const flags: SessionFlags = {
     cache: values.cache !== false,
     verbose: values.verbose === true,
     envFile: values["env-file"],
+    ...oneOf(values, "token-body", "tokenBody", ["json", "form"]),
+    ...oneOf(values, "client-authentication", "clientAuthentication", [
+      "body",
+      "basic",
+    ]),
   };
   if (command === "list") {
     return { command, list: listRequest(rest, values), ...flags };
@@ -209,6 +226,23 @@ export function plan(args: readonly string[]): Plan {
   }
   if (command === "quota") return { command, json, ...flags };
   return { command: "demo" };
+}
+
+/** `{ [key]: value }` for a flag given one of `allowed`; `{}` when not given. */
+function oneOf(
+  values: Values,
+  flag: "token-body" | "client-authentication",
+  key: string,
+  allowed: readonly string[],
+): Record<string, string> {
+  const value = values[flag];
+  if (value === undefined) return {};
+  if (!allowed.includes(value)) {
+    throw new UsageError(
+      `--${flag} must be ${allowed.join(" or ")}: received ${value}`,
+    );
+  }
+  return { [key]: value };
 }
 
 /** The one path a command takes. */

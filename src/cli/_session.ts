@@ -64,6 +64,8 @@ export interface Config {
   readonly environment: Environment;
   readonly clientId: string;
   readonly clientSecret: string;
+  readonly bodyFormat?: "json" | "form";
+  readonly clientAuthentication?: "body" | "basic";
 }
 
 /**
@@ -79,13 +81,14 @@ export function readConfig(io: CliIo): Config {
     if (error instanceof UsageError) throw error;
     // Fields, never the value: a secret pasted into the wrong variable is
     // the usual mistake.
-    const { missing, option, rule } = error as ConfigError;
+    const { missing, option, rule, message } = error as ConfigError;
+    // The library's words name what is missing and any typo of a name set.
     throw new UsageError(
       missing.length === 0
         ? `${option} ${rule}`
-        : `${missing.join(", ")} ${
-          missing.length === 1 ? "is" : "are"
-        } not set (see .env.example; --env-file .env reads a file)`,
+        : `${
+          message.replace(/^[^:]*: /, "")
+        } (see .env.example; --env-file .env reads a file)`,
     );
   }
 }
@@ -111,6 +114,12 @@ export interface Session {
     | undefined;
   /** Token requests this run has sent. */
   readonly tokenRequests: () => number;
+  /**
+   * The line a command keeps redrawing on standard error (a list's
+   * progress): erased before any other line is written there (--verbose,
+   * a slow token request), so no line is ever glued to it.
+   */
+  readonly status: { clear: () => void };
 }
 
 /** How long a token request may take before the tool says it is waiting. */
@@ -120,8 +129,9 @@ const SLOW_TOKEN_REQUEST = 1500;
 export async function openSession(
   io: RunIo,
   config: Config,
-  { cache: useCache, verbose }: SessionFlags,
+  flags: SessionFlags,
 ): Promise<Session> {
+  const { cache: useCache, verbose } = flags;
   const said = new Set<string>();
   const notify = (line: string) => {
     if (said.has(line)) return;
@@ -133,13 +143,22 @@ export async function openSession(
     : undefined;
   if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
   const store = opening?.store;
-  const watched = watchTokenRequests(io.stderr);
-  const heard = verboseListener(io.stderr, config.environment);
+  const status = { clear: () => {} };
+  const lines: CliWriter = {
+    isTerminal: io.stderr.isTerminal,
+    write(text) {
+      status.clear();
+      io.stderr.write(text);
+    },
+  };
+  const watched = watchTokenRequests(lines);
+  const heard = verboseListener(lines, config.environment);
   const provider = createTokenProvider({
     ...config.environment,
     clientId: config.clientId,
     clientSecret: config.clientSecret,
     fetch: watched.fetch,
+    ...tokenRequestShape(config, flags),
     ...(io.now ? { now: io.now } : {}),
     ...(store ? { store } : {}),
     ...(verbose ? { onEvent: heard } : {}),
@@ -159,7 +178,25 @@ export async function openSession(
       secret: config.clientSecret,
     }),
   };
-  return { io, provider, client, cache, tokenRequests: watched.count };
+  return {
+    io,
+    provider,
+    client,
+    cache,
+    tokenRequests: watched.count,
+    status,
+  };
+}
+
+/** How token requests are sent: the flags, else the variables, else the service's way. */
+function tokenRequestShape(config: Config, flags: SessionFlags) {
+  const bodyFormat = flags.tokenBody ?? config.bodyFormat;
+  const clientAuthentication = flags.clientAuthentication ??
+    config.clientAuthentication;
+  return {
+    ...(bodyFormat ? { bodyFormat } : {}),
+    ...(clientAuthentication ? { clientAuthentication } : {}),
+  };
 }
 
 /**

@@ -49,6 +49,8 @@ async function syncInto(
   const now = io.now ?? Date.now;
   const started = now();
   const progress = progressLine(io.stderr, now, started);
+  // Another line on standard error (--verbose) erases it first.
+  session.status.clear = progress.end;
   const { sink, close } = openSink(request);
   try {
     const result = await syncList(session.client, request.path, {

@@ -175,9 +175,22 @@ function processWriter(stream: typeof Deno.stdout): CliWriter {
   };
 }
 
+/**
+ * A variable of the process, if this run may read it; a name it may not read
+ * throws instead of prompting (the tool looks up typos of the names it
+ * needs, and never asks for them on a terminal).
+ */
+function readAllowed(name: string): string | undefined {
+  const { state } = Deno.permissions.querySync({ name: "env", variable: name });
+  if (state !== "granted") {
+    throw new Deno.errors.NotCapable(`no permission to read ${name}`);
+  }
+  return Deno.env.get(name);
+}
+
 function processIo(): RunIo {
   return {
-    env: (name) => Deno.env.get(name),
+    env: readAllowed,
     stdout: processWriter(Deno.stdout),
     stderr: processWriter(Deno.stderr),
     openCache,

@@ -51,6 +51,33 @@ export const CONFIG_VARIABLES: {
 });
 
 /**
+ * The variables `configFromEnv` and the CLI read when set, for OAuth servers
+ * that differ from the service: `PARTNER_API_TOKEN_BODY` (`json`, the
+ * default, or `form`) and `PARTNER_API_CLIENT_AUTHENTICATION` (`body`, the
+ * default, or `basic` for HTTP Basic).
+ *
+ * @example Naming the optional variables
+ * ```ts
+ * import { CONFIG_OPTIONAL_VARIABLES } from "@partner-api/client";
+ *
+ * if (CONFIG_OPTIONAL_VARIABLES.bodyFormat !== "PARTNER_API_TOKEN_BODY") throw new Error();
+ * ```
+ */
+export const CONFIG_OPTIONAL_VARIABLES: {
+  readonly bodyFormat: "PARTNER_API_TOKEN_BODY";
+  readonly clientAuthentication: "PARTNER_API_CLIENT_AUTHENTICATION";
+} = Object.freeze({
+  bodyFormat: "PARTNER_API_TOKEN_BODY",
+  clientAuthentication: "PARTNER_API_CLIENT_AUTHENTICATION",
+});
+
+/** The values each optional variable takes, the default first. */
+const OPTIONAL_VALUES = {
+  bodyFormat: ["json", "form"],
+  clientAuthentication: ["body", "basic"],
+} as const;
+
+/**
  * What `configFromEnv` returns: spread it into `createClient`.
  *
  * @example Passing the configuration on
@@ -70,6 +97,10 @@ export interface PartnerApiConfig {
   readonly clientId: string;
   /** `PARTNER_API_CLIENT_SECRET`. */
   readonly clientSecret: string;
+  /** `PARTNER_API_TOKEN_BODY`, when set: how the token request's body is encoded. */
+  readonly bodyFormat?: "json" | "form";
+  /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
+  readonly clientAuthentication?: "body" | "basic";
 }
 
 /**
@@ -120,15 +151,19 @@ const CONTEXT = "Cannot read configuration";
 
 /**
  * Reads the six `PARTNER_API_*` variables (values trimmed) and returns the
- * environment and credentials they give.
+ * environment and credentials they give, and the two optional ones
+ * ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
  *
  * @param env Where to read them; by default the process environment (Deno's
  * `Deno.env`, Node's and Bun's `process.env`).
- * @returns `{ environment, clientId, clientSecret }`.
+ * @returns `{ environment, clientId, clientSecret }`, plus `bodyFormat` and
+ * `clientAuthentication` when their variables are set.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
  * at once (with a near miss when a variable of a similar name is set, e.g.
- * `PARTNER_API_BASEURL`), or the variable whose value breaks a rule of
- * `defineEnvironment`; never quoting a value.
+ * `PARTNER_API_BASEURL`, also when `env` is a function: the usual typos of
+ * each name are looked up), or the variable whose value breaks a rule of
+ * `defineEnvironment` or is not one of an optional variable's values; never
+ * quoting a value.
  *
  * @example Naming what is missing
  * ```ts
@@ -151,12 +186,14 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
     if (value === undefined || value === "") missing.push(variable);
     else values[option] = value;
   }
-  if (missing.length > 0) throw missingError(missing, env);
+  if (missing.length > 0) throw missingError(missing, read, env);
+  const optional = optionalValues(read);
   try {
     return Object.freeze({
       environment: defineEnvironment(values as never),
       clientId: values.clientId!,
       clientSecret: values.clientSecret!,
+      ...optional,
     });
   } catch (error) {
     const { option, rule } = error as OptionError;
@@ -165,10 +202,51 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
   }
 }
 
-function missingError(missing: string[], env: EnvSource): ConfigError {
-  const set = typeof env === "function"
-    ? []
-    : Object.keys(env).filter((name) => env[name] !== undefined);
+/** The optional variables that are set, each checked against its values. */
+function optionalValues(
+  read: (name: string) => string | undefined,
+): Pick<PartnerApiConfig, "bodyFormat" | "clientAuthentication"> {
+  const found: Record<string, string> = {};
+  for (const [option, variable] of Object.entries(CONFIG_OPTIONAL_VARIABLES)) {
+    const value = readIfAllowed(read, variable)?.trim();
+    if (value === undefined || value === "") continue;
+    const allowed: readonly string[] =
+      OPTIONAL_VALUES[option as keyof typeof OPTIONAL_VALUES];
+    if (!allowed.includes(value)) {
+      const rule = `must be ${allowed.join(" or ")}`;
+      throw configError(`${variable} ${rule}`, variable, rule, []);
+    }
+    found[option] = value;
+  }
+  return found;
+}
+
+/** A variable, or `undefined` when it is unset or may not be read. */
+function readIfAllowed(
+  read: (name: string) => string | undefined,
+  name: string,
+): string | undefined {
+  try {
+    return read(name);
+  } catch {
+    return undefined; // e.g. --allow-env naming only the six it needs
+  }
+}
+
+function missingError(
+  missing: string[],
+  read: (name: string) => string | undefined,
+  env: EnvSource,
+): ConfigError {
+  if (typeof env === "function") {
+    const typos = missing.flatMap((variable) =>
+      typosSet(variable, read).map((typo) =>
+        `${typo} is set: did you mean ${variable}?`
+      )
+    );
+    return notSetError(missing, typos);
+  }
+  const set = Object.keys(env).filter((name) => env[name] !== undefined);
   const hints = missing.flatMap((variable) => {
     const near = nearest(
       variable,
@@ -178,6 +256,10 @@ function missingError(missing: string[], env: EnvSource): ConfigError {
       ? []
       : [`${near} is set: did you mean ${variable}?`];
   });
+  return notSetError(missing, hints);
+}
+
+function notSetError(missing: string[], hints: string[]): ConfigError {
   return configError(
     `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} not set${
       hints.length > 0 ? ` (${hints.join("; ")})` : ""
@@ -186,6 +268,31 @@ function missingError(missing: string[], env: EnvSource): ConfigError {
     "is not set",
     missing,
   );
+}
+
+/**
+ * The usual typos of `variable` that are set, for a source that cannot list
+ * its names (a function; Deno without full `--allow-env`): a character
+ * dropped (`PARTNER_API_BASEURL`), doubled, or two swapped. A name the source
+ * may not read counts as unset.
+ */
+function typosSet(
+  variable: string,
+  read: (name: string) => string | undefined,
+): string[] {
+  const typos = new Set<string>();
+  for (let i = 0; i < variable.length; i++) {
+    typos.add(variable.slice(0, i) + variable.slice(i + 1));
+    typos.add(variable.slice(0, i + 1) + variable.slice(i));
+    if (i + 1 < variable.length) {
+      typos.add(
+        variable.slice(0, i) + variable[i + 1] + variable[i] +
+          variable.slice(i + 2),
+      );
+    }
+  }
+  typos.delete(variable);
+  return [...typos].filter((name) => readIfAllowed(read, name) !== undefined);
 }
 
 function configError(
@@ -206,6 +313,9 @@ function processEnv(): EnvSource {
   // Looked up, not named: the core stays free of Deno APIs on other runtimes.
   const { Deno: deno, process } = globalThis as {
     Deno?: {
+      permissions: {
+        querySync(query: { name: "env"; variable: string }): { state: string };
+      };
       env: {
         get(name: string): string | undefined;
         toObject(): Record<string, string>;
@@ -217,7 +327,17 @@ function processEnv(): EnvSource {
     try {
       return deno.env.toObject(); // all variables: near misses can be named
     } catch {
-      return (name) => deno.env.get(name); // only some variables are allowed
+      // Only some variables are allowed: read those, and never ask for the
+      // rest (a typo looked up must not prompt on a terminal).
+      return (name) => {
+        const { state } = deno.permissions.querySync({
+          name: "env",
+          variable: name,
+        });
+        if (state === "granted") return deno.env.get(name);
+        const rule = "cannot be read: allow it with --allow-env";
+        throw configError(`${name} ${rule}`, name, rule, []);
+      };
     }
   }
   return process?.env ?? {};

@@ -1,10 +1,17 @@
 // Every code block of the README is checked: TypeScript blocks run under
 // `deno test --doc`; this test covers the rest. Needs
-// --allow-read=README.md,deno.json,examples.
+// --allow-read=README.md,docs,deno.json,examples.
 
 import { deepStrictEqual, ok } from "node:assert/strict";
 
-const readme = await Deno.readTextFile("README.md");
+// The README and its reference pages in docs/, read as one text.
+const docs = [];
+for await (const entry of Deno.readDir("docs")) {
+  if (entry.name.endsWith(".md")) docs.push(`docs/${entry.name}`);
+}
+const readme = (await Promise.all(
+  ["README.md", ...docs.sort()].map((file) => Deno.readTextFile(file)),
+)).join("\n");
 const tasks = Object.keys(
   JSON.parse(await Deno.readTextFile("deno.json")).tasks,
 );
@@ -20,12 +27,14 @@ function blocks(info: RegExp): string[] {
 Deno.test("every `ts ignore` block of the README is a type-checked example", async () => {
   const ignored = blocks(/^ts ignore$/);
   const examples = await Promise.all(
-    ["quick_start.ts", "redis_fleet.ts"].map(async (name) => {
-      const example = await Deno.readTextFile(`examples/${name}`);
-      return example.slice(example.indexOf("import "));
-    }),
+    ["quick_start.ts", "redis_fleet.ts", "redis_rate_limit.ts"].map(
+      async (name) => {
+        const example = await Deno.readTextFile(`examples/${name}`);
+        return example.slice(example.indexOf("import "));
+      },
+    ),
   );
-  // The quick start, and the Redis fleet (it needs a Redis server to run).
+  // The quick start, and the Redis fleet and limiter (they need a Redis server).
   deepStrictEqual(ignored, examples);
 });
 

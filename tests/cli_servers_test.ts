@@ -1,0 +1,190 @@
+// The CLI reaches every OAuth server the library does (form bodies, HTTP
+// Basic), and what --help says of --fields, --no-cache, --verbose and a
+// mistyped variable name holds.
+
+import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { configFor, run } from "./_cli_helpers.ts";
+import { freshTarget } from "./_sync_fake.ts";
+
+Deno.test("--token-body form and PARTNER_API_TOKEN_BODY=form reach a server that takes form bodies only", async () => {
+  await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
+  const config = configFor(api);
+  equal((await run(["token", "--no-cache"], config)).code, 1);
+  const byVariable = await run(["token", "--no-cache"], {
+    ...config,
+    PARTNER_API_TOKEN_BODY: "form",
+  });
+  equal(byVariable.code, 0, byVariable.stderr);
+  const byFlag = await run(["token", "--no-cache", "--token-body", "form"], {
+    ...config,
+    PARTNER_API_TOKEN_BODY: "json", // the flag wins
+  });
+  equal(byFlag.code, 0, byFlag.stderr);
+});
+
+Deno.test("--client-authentication basic and PARTNER_API_CLIENT_AUTHENTICATION=basic reach a server that takes HTTP Basic only", async () => {
+  await using api = await startFakePartnerApi();
+  const { clientId, clientSecret } = api.credentials;
+  const basic = `Basic ${btoa(`${clientId}:${clientSecret}`)}`;
+  const seen: { authorization: string | null; body: string }[] = [];
+  await using idp = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      const body = await request.text();
+      const authorization = request.headers.get("authorization");
+      seen.push({ authorization, body });
+      if (authorization !== basic || body.includes(clientSecret)) {
+        return Response.json({ error: "invalid_client" }, { status: 401 });
+      }
+      return Response.json({
+        access_token: "basic-token",
+        expires_in: 3600,
+        token_type: "Bearer",
+      });
+    },
+  );
+  const config = {
+    ...configFor(api),
+    PARTNER_API_TOKEN_URL: `http://127.0.0.1:${idp.addr.port}/oauth/token`,
+  };
+  equal((await run(["token", "--no-cache"], config)).code, 1);
+  const byVariable = await run(["token", "--no-cache"], {
+    ...config,
+    PARTNER_API_CLIENT_AUTHENTICATION: "basic",
+  });
+  equal(byVariable.code, 0, byVariable.stderr);
+  const byFlag = await run(
+    ["token", "--no-cache", "--client-authentication", "basic"],
+    config,
+  );
+  equal(byFlag.code, 0, byFlag.stderr);
+  deepStrictEqual(
+    seen.map(({ authorization }) => authorization === basic),
+    [false, true, true],
+  );
+});
+
+Deno.test("a bad --token-body, --client-authentication or variable value is a usage error before anything is sent", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  for (
+    const [args, env] of [
+      [["token", "--token-body", "xml"], config],
+      [["token", "--client-authentication", "digest"], config],
+      [["token"], { ...config, PARTNER_API_TOKEN_BODY: "xml" }],
+      [["token"], { ...config, PARTNER_API_CLIENT_AUTHENTICATION: "digest" }],
+    ] as const
+  ) {
+    const result = await run([...args, "--no-cache"], env);
+    equal(result.code, 2, result.stderr);
+  }
+  equal(api.tokenRequests, 0);
+});
+
+Deno.test("--fields with a typo is a usage error with the nearest key, exit 2", async () => {
+  await using api = await startFakePartnerApi({ items: { cardholders: 3 } });
+  const typo = await run(
+    ["list", "cardholders", "--fields", "cardholderID,nmae", "--no-cache"],
+    configFor(api),
+  );
+  equal(typo.code, 2);
+  equal(typo.stdout, "");
+  match(typo.stderr, /'nmae'; did you mean name\?/);
+  const right = await run(
+    ["list", "cardholders", "--fields", "cardholderID,name", "--no-cache"],
+    configFor(api),
+  );
+  equal(right.code, 0, right.stderr);
+  equal(right.stdout.trim().split("\n").length, 3);
+});
+
+Deno.test("--no-cache, as --help says: every run requests a token of its own", async () => {
+  await using api = await startFakePartnerApi();
+  for (let i = 0; i < 2; i++) {
+    equal((await run(["token", "--no-cache"], configFor(api))).code, 0);
+  }
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("a mistyped variable name is named also when only PARTNER_API_* may be read", async () => {
+  const allowed = (name: string) => {
+    if (!name.startsWith("PARTNER_API_")) throw new Error("NotCapable");
+    return name === "PARTNER_API_BASEURL"
+      ? "https://x.example/api/"
+      : undefined;
+  };
+  const result = await run(["token", "--no-cache"], allowed);
+  equal(result.code, 2);
+  match(
+    result.stderr,
+    /PARTNER_API_BASEURL is set: did you mean PARTNER_API_BASE_URL\?/,
+  );
+});
+
+/** Asserts that no -v line shares a terminal line with a progress line. */
+function apart(result: { code: number; stderr: string }) {
+  equal(result.code, 0, result.stderr);
+  // What a terminal shows of each line: the text after its last \r.
+  const shown = result.stderr.split("\n").map((line) =>
+    line.slice(line.lastIndexOf("\r") + 1).replaceAll("\x1b[K", "")
+  );
+  ok(shown.some((line) => line.startsWith("GET ")), result.stderr);
+  ok(result.stderr.includes("items/s"), result.stderr);
+  for (const line of shown) {
+    ok(!(line.includes("items/s") && line.includes("GET ")), line);
+  }
+}
+
+Deno.test("-v lines never share a line with the progress line: list and sync", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 30 } });
+  apart(
+    await run(
+      ["list", "transactions", "--limit", "5", "-v", "--no-cache"],
+      configFor(api),
+      { stdout: false, stderr: true },
+    ),
+  );
+  // Enough for several windows, whatever size the sync finds.
+  await using big = await startFakePartnerApi({
+    items: { transactions: 3000 },
+  });
+  const target = await freshTarget("cli-servers", "copy.jsonl");
+  apart(
+    await run(
+      ["sync", "transactions", "--to", target, "--limit", "5", "-v"],
+      configFor(big),
+      { stdout: false, stderr: true },
+    ),
+  );
+});
+
+Deno.test("--help's examples answer from the fake: `get cards/ch_000001 --pci` (200) and `token --show-token`", async () => {
+  await using api = await startFakePartnerApi();
+  const help = (await run(["--help"])).stdout;
+  const example = /e\.g\. (get [^(]+?)\s*\(/.exec(help)![1]!;
+  const get = await run(
+    [...example.split(" "), "--no-cache"],
+    configFor(api),
+  );
+  equal(get.code, 0, get.stderr);
+  equal(JSON.parse(get.stdout).cardholderID, "ch_000001");
+  ok((await run(["token", "--help"])).stdout.includes("token --show-token"));
+  const token = await run(
+    ["token", "--show-token", "--no-cache"],
+    configFor(api),
+  );
+  equal(token.code, 0, token.stderr);
+  equal(token.stdout.trim().split("\n").length, 1);
+});
+
+Deno.test("the optional variables count as unset where they may not be read (--allow-env naming the six)", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const sixOnly = (name: string) => {
+    if (!Object.hasOwn(config, name)) throw new Error("NotCapable");
+    return config[name];
+  };
+  const result = await run(["token", "--no-cache"], sixOnly);
+  equal(result.code, 0, result.stderr);
+});
