@@ -416,7 +416,6 @@ function noAnswer<T>(
 }
 
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
-const DELIVER: Step = Object.freeze({ do: "deliver" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 /** Options for a getToken without a signal: one object, not one per call. */
 const NO_OPTIONS = Object.freeze({});
