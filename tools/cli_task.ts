@@ -2,7 +2,9 @@
 // permission for exactly the cache folder its help names
 // ($PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else
 // $HOME/.cache/partner-api), which deno task's shell cannot choose itself,
-// and read permission for the file `--env-file` names.
+// read permission for the file `--env-file` names, and read and write
+// permission for the folder of the copy `sync --to` names (the copy, its
+// lock and its checkpoint sit side by side there).
 // Everything else passes through: arguments, terminal, Ctrl-C, exit code.
 
 const env = (name: string) => Deno.env.get(name) || undefined;
@@ -13,18 +15,24 @@ const folder = env("PARTNER_API_CACHE_DIR") ??
     : undefined) ??
   (home ? `${home}/.cache/partner-api` : undefined);
 // `--env-file F` (or `--env-file=F`): the tool reads F itself, so the task
-// grants read on that one file too.
-const envFiles = Deno.args.flatMap((arg, i) =>
-  arg === "--env-file" && Deno.args[i + 1] !== undefined
-    ? [Deno.args[i + 1]!]
-    : arg.startsWith("--env-file=")
-    ? [arg.slice("--env-file=".length)]
-    : []
+// grants read on that one file too; `--to F`: the folder of F.
+const flagValues = (flag: string) =>
+  Deno.args.flatMap((arg, i) =>
+    arg === flag && Deno.args[i + 1] !== undefined
+      ? [Deno.args[i + 1]!]
+      : arg.startsWith(`${flag}=`)
+      ? [arg.slice(flag.length + 1)]
+      : []
+  );
+const envFiles = flagValues("--env-file");
+const copies = flagValues("--to").map((path) =>
+  path.includes("/") ? path.slice(0, path.lastIndexOf("/")) || "/" : "."
 );
-const readable = [...(folder === undefined ? [] : [folder]), ...envFiles];
+const writable = [...(folder === undefined ? [] : [folder]), ...copies];
+const readable = [...writable, ...envFiles];
 const cacheFlags = [
   ...(readable.length === 0 ? [] : [`--allow-read=${readable.join(",")}`]),
-  ...(folder === undefined ? [] : [`--allow-write=${folder}`]),
+  ...(writable.length === 0 ? [] : [`--allow-write=${writable.join(",")}`]),
 ];
 
 const child = new Deno.Command("deno", {

@@ -131,8 +131,15 @@ Deno.test("README › Getting started, docs/cli.md: every `deno task cli` line r
     ok(lines.length >= 6, lines.join("\n"));
     for (const line of lines) {
       const { env, args } = parse(line);
+      // The .env and a sync's copy live in the test's folder.
       const result = await run(
-        args.map((arg) => arg === ".env" ? ENV_FILE : arg),
+        args.map((arg) =>
+          arg === ".env"
+            ? ENV_FILE
+            : /\.(db|jsonl)$/.test(arg)
+            ? `${FOLDER}/${arg}`
+            : arg
+        ),
         env.PARTNER_API_CLIENT_AUTHENTICATION === "basic"
           ? { ...env, PARTNER_API_TOKEN_URL: basicTokenUrl }
           : env,
@@ -144,6 +151,13 @@ Deno.test("README › Getting started, docs/cli.md: every `deno task cli` line r
       }
       if (args.includes("list")) {
         ok(result.stdout.trim().split("\n").length >= 5, result.stdout);
+      }
+      if (args.includes("sync")) {
+        const copy = args[args.indexOf("--to") + 1]!;
+        ok(
+          (await Deno.stat(`${FOLDER}/${copy}`)).size > 0,
+          "the copy is there",
+        );
       }
     }
   } finally {
