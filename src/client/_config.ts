@@ -18,7 +18,7 @@ import {
   type RateLimiter,
   SERVICE_RATE_LIMIT,
 } from "./rate_limit.ts";
-import type { SendContext } from "./_send.ts";
+import type { SendContext } from "./_exchange.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
 
 /**

@@ -14,7 +14,8 @@ import {
 import { readBounded } from "../core/_read_body.ts";
 import { serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
-import { type SendContext, sendExchange } from "./_send.ts";
+import type { SendContext } from "./_exchange.ts";
+import { sendExchange } from "./_send.ts";
 
 /**
  * Options of `PartnerClient.list`.

@@ -5,71 +5,24 @@
 // the same base. The decisions are `nextStep` in _policy.ts.
 
 import { ApiError } from "../core/errors.ts";
-import type { TokenProvider } from "../token/mod.ts";
 import { retryAfterMs } from "../core/_retry.ts";
 import { type Deadline, raceAbort } from "../core/_abort.ts";
-import type { AttemptLimits, Next } from "../core/_attempt_loop.ts";
+import type { Next } from "../core/_attempt_loop.ts";
 import { sendAttempts } from "../core/_attempt_loop.ts";
-import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import type { RateLimiter } from "./rate_limit.ts";
 import { describeCause } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import { withBearer } from "./_bearer.ts";
+import type { Exchange, SendContext } from "./_exchange.ts";
 import {
   type Attempted,
   isReplayable,
   mayRetry,
   nextStep,
   type Progress,
-  type RetryPolicy,
   type Step,
 } from "./_policy.ts";
-
-/** What every request of one client shares. */
-export interface SendContext {
-  readonly tokenProvider: TokenProvider;
-  readonly fetch: typeof fetch;
-  /** Whether `fetch` is the runtime's own, which stops when its signal aborts. */
-  readonly ownFetch: boolean;
-  readonly retry: RetryPolicy;
-  /** Time limits of attempts. */
-  readonly deadlines: AttemptLimits;
-  /**
-   * The provider's 401 ledger: whether a 401 to this token may cost a fresh
-   * one (then the token is already invalidated).
-   */
-  readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
-  /** Paces every attempt; `undefined` when pacing is off. */
-  readonly rateLimiter: RateLimiter | undefined;
-  /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
-  readonly onEvent: EventListener | undefined;
-  readonly now: () => number;
-}
-
-/** One request to send. */
-export interface Exchange<T> {
-  /** The base the token is bound to; redirects are followed under it only. */
-  readonly base: URL;
-  /** Which base that is, for events. */
-  readonly kind: "api" | "pci";
-  readonly url: URL;
-  readonly init: RequestInit;
-  /** Start of error messages, e.g. "Cannot fetch". */
-  readonly context: string;
-  /**
-   * What must finish within the attempt's time limit once the answer is the
-   * one to hand back: nothing for `fetch` (the answer itself), reading the
-   * body for a list page. A failure here counts as no answer, and is retried
-   * like one.
-   */
-  readonly finish: (
-    response: Response,
-    accessToken: string,
-    attempts: number,
-  ) => T | Promise<T>;
-}
 
 /**
  * Sends `exchange` until it has an answer to hand back, and returns what
