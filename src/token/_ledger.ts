@@ -133,3 +133,25 @@ export function renewalLedger(
     return true;
   };
 }
+
+/** The freshest usable token: the stored one when it is newer than the cached one and not refused. */
+export function freshestToken(
+  stored: LedgerToken | undefined,
+  cached: LedgerToken | undefined,
+  refused: LedgerToken | undefined,
+): LedgerToken | undefined {
+  if (
+    stored !== undefined && stored.accessToken !== refused?.accessToken &&
+    (stored.expiresAt ?? -Infinity) > (cached?.expiresAt ?? -Infinity)
+  ) return stored;
+  return cached;
+}
+
+/** A refused token as the ledger compares it: its age, when one of `known` is it. */
+export function ledgerToken(
+  accessToken: string,
+  ...known: (LedgerToken | undefined)[]
+): LedgerToken {
+  const same = known.find((token) => token?.accessToken === accessToken);
+  return { accessToken, expiresAt: same?.expiresAt };
+}

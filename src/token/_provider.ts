@@ -20,8 +20,10 @@ import {
 } from "./_policy.ts";
 import { failureRecord, repeatedFailure } from "./_failure.ts";
 import {
+  freshestToken,
   latest,
   type LedgerToken,
+  ledgerToken,
   renewedRecord,
   unauthorizedVerdict,
 } from "./_ledger.ts";
@@ -116,7 +118,11 @@ export class CachingTokenProvider implements TokenProvider {
     const current = this.#cached?.token.accessToken;
     // Already replaced here: retrying with the new token costs nothing.
     if (current !== undefined && current !== accessToken) return true;
-    const refused = this.#ledgerToken(accessToken);
+    const refused = ledgerToken(
+      accessToken,
+      this.#cached?.token,
+      this.#rejected,
+    );
     const now = this.#now();
     let verdict: "retry" | "renew" | "keep" = "keep";
     const record = await this.#store.change(
@@ -124,7 +130,11 @@ export class CachingTokenProvider implements TokenProvider {
         verdict = unauthorizedVerdict(
           {
             renewal: latest(record?.renewal, this.#renewal),
-            current: this.#freshest(record),
+            current: freshestToken(
+              record?.token,
+              this.#cached?.token,
+              this.#rejected,
+            ),
           },
           refused,
           now,
@@ -389,25 +399,5 @@ export class CachingTokenProvider implements TokenProvider {
       ...(this.#failure ? { failure: this.#failure.cooldown } : {}),
       ...(this.#renewal ? { renewal: this.#renewal } : {}),
     };
-  }
-
-  /** The freshest usable token: the record's or the cached one. */
-  #freshest(record: TokenRecord | undefined): LedgerToken | undefined {
-    const cached = this.#cached?.token;
-    const stored = record?.token;
-    if (
-      stored !== undefined &&
-      stored.accessToken !== this.#rejected?.accessToken &&
-      stored.expiresAt > (cached?.expiresAt ?? -Infinity)
-    ) return stored;
-    return cached;
-  }
-
-  /** A refused token as the ledger compares it: its age, when known here. */
-  #ledgerToken(accessToken: string): LedgerToken {
-    const known = [this.#cached?.token, this.#rejected].find((token) =>
-      token?.accessToken === accessToken
-    );
-    return { accessToken, expiresAt: known?.expiresAt };
   }
 }
