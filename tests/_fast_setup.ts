@@ -1,0 +1,242 @@
+// The fast setup the unit tests share: the fake served in process (no
+// sockets, so fake timers drive everything it does), clients over it, and
+// a driver that runs fake time until some work is done. A test that needs
+// a real socket says why; every other one takes its time from here.
+
+import type { Clock } from "@sinonjs/fake-timers";
+import {
+  type ClientOptions,
+  createClient,
+  type PartnerClient,
+} from "../src/client/mod.ts";
+import type { Environment } from "../src/core/environment.ts";
+import {
+  createFakePartnerService,
+  type FakeCredentials,
+  type FakePartnerService,
+  type FakePartnerServiceOptions,
+} from "../src/testing/mod.ts";
+import { seededRandom } from "../src/testing/_list_data.ts";
+
+// Loopback origins, as the environment demands for plain http; nothing
+// listens there (a request sent with the real fetch is refused at once).
+const MAIN = "http://127.0.0.1:9";
+const PCI = "http://127.0.0.1:10";
+
+/** Options of {@linkcode inProcessFake}. */
+export interface InProcessOptions extends FakePartnerServiceOptions {
+  /**
+   * Each request takes up to this many ms (seeded) to arrive, and as long
+   * to come back, as on a network: the service counts arrivals, not sends.
+   */
+  wire?: number;
+}
+
+/** The fake without a server, and a `fetch` that reaches it. */
+export interface InProcessFake extends Disposable {
+  readonly service: FakePartnerService;
+  readonly environment: Environment;
+  readonly credentials: FakeCredentials;
+  /**
+   * Like the runtime's fetch: stops at its signal (also while the body is
+   * read), and a body shorter than its `Content-Length` fails as a cut
+   * connection does.
+   */
+  readonly fetch: typeof fetch;
+  /** Every request, in the order sent. */
+  readonly sent: Request[];
+  /** Answers by status. */
+  readonly statuses: Map<number, number>;
+}
+
+/** Serves `createFakePartnerService(options)` in process. */
+export function inProcessFake(options: InProcessOptions = {}): InProcessFake {
+  const service = createFakePartnerService(options);
+  const random = seededRandom(options.seed ?? 1);
+  const wire = async () => {
+    const ms = Math.floor(random() * (options.wire ?? 0));
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+  };
+  const sent: Request[] = [];
+  const statuses = new Map<number, number>();
+  const fetch = fetchOver(async (request) => {
+    sent.push(request);
+    await wire();
+    const handle = handlerOf(service, new URL(request.url).origin);
+    const response = await handle(request);
+    await wire();
+    statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    return response;
+  });
+  return {
+    service,
+    environment: service.environmentAt(MAIN, PCI),
+    credentials: service.credentials,
+    fetch,
+    sent,
+    statuses,
+    [Symbol.dispose]: () => service.close(),
+  };
+}
+
+/** A client of `fake`, paced and retried as by default unless `options` say. */
+export function clientOf(
+  fake: InProcessFake,
+  options: Partial<ClientOptions> = {},
+): PartnerClient {
+  return createClient({
+    environment: fake.environment,
+    ...fake.credentials,
+    fetch: fake.fetch,
+    ...options,
+  } as ClientOptions);
+}
+
+function handlerOf(service: FakePartnerService, origin: string) {
+  if (origin === MAIN) return service.handle;
+  if (origin === PCI) return service.handlePci;
+  return () =>
+    Promise.reject(new TypeError(`fetch failed: nothing at ${origin}`));
+}
+
+/**
+ * A `fetch` whose answers come from `handle`, with the runtime's manners:
+ * it stops at its signal (also while the body is read), and a body shorter
+ * than its `Content-Length` fails as a cut connection does. `handle`
+ * throwing a `TypeError` is a network error, as in the runtime's fetch.
+ */
+export function fetchOver(
+  handle: (request: Request) => Promise<Response>,
+): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const { signal } = request;
+    signal.throwIfAborted();
+    const response = await raceSignal(handle(request), signal);
+    signal.throwIfAborted();
+    return framed(response, signal);
+  };
+}
+
+/** Settles like `promise`, or rejects with the signal's reason. */
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() =>
+      signal.removeEventListener("abort", abort)
+    );
+  });
+}
+
+/**
+ * `response` with its body as a connection delivers it: cut short of its
+ * `Content-Length`, it fails; when the signal aborts, it fails with the
+ * signal's reason.
+ */
+function framed(response: Response, signal: AbortSignal): Response {
+  if (response.body === null) return response;
+  const declared = response.headers.get("content-length");
+  const length = declared === null ? Infinity : Number(declared);
+  const reader = response.body.getReader();
+  let received = 0;
+  let stop = () => {};
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      stop = () => {
+        controller.error(signal.reason);
+        reader.cancel(signal.reason).catch(() => {});
+      };
+      signal.addEventListener("abort", stop, { once: true });
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (signal.aborted) return;
+      if (!done) {
+        received += value.byteLength;
+        return controller.enqueue(value);
+      }
+      signal.removeEventListener("abort", stop);
+      if (received >= length || length === Infinity) return controller.close();
+      controller.error(
+        new TypeError(`connection closed after ${received} of ${length} bytes`),
+      );
+    },
+    cancel(reason) {
+      signal.removeEventListener("abort", stop);
+      return reader.cancel(reason);
+    },
+  });
+  const { status, statusText, headers } = response;
+  return new Response(body, { status, statusText, headers });
+}
+
+/** One turn of the real event loop: I/O that finished gets to run. */
+export function realTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Runs fake time until `work` settles: each due timer in turn, with the
+ * real event loop turning (and `io`, if given, done) before the clock
+ * moves, so that work in flight is never overtaken by time. Throws when
+ * nothing is left to run for 5 s of real time: `work` hangs.
+ */
+export async function drive<T>(
+  timers: Clock,
+  work: Promise<T>,
+  io?: () => Promise<void>,
+): Promise<T> {
+  let settled = false;
+  work.then(() => settled = true, () => settled = true);
+  let idleSince = Date.now();
+  while (true) {
+    await realTurn();
+    await io?.();
+    if (settled) return await work;
+    if (timers.countTimers() > 0) {
+      await timers.nextAsync();
+      idleSince = Date.now();
+    } else if (Date.now() - idleSince > 5000) {
+      throw new Error("no timer is set and the work has not settled: a hang");
+    }
+  }
+}
+
+/**
+ * `kv` with its operations counted while in flight: `idle()` resolves when
+ * none is, so that {@linkcode drive} moves the clock only between them (a
+ * KV operation then takes no fake time).
+ */
+export function trackedKv(kv: Deno.Kv): { kv: Deno.Kv; idle(): Promise<void> } {
+  const pending = new Set<Promise<unknown>>();
+  const track = <T extends object>(target: T): T => {
+    const proxy: T = new Proxy(target, {
+      get(object, key) {
+        const value = Reflect.get(object, key, object);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          const result = value.apply(object, args);
+          if (result === object) return proxy; // chained: keep tracking
+          if (result instanceof Promise) {
+            pending.add(result);
+            result.finally(() => pending.delete(result)).catch(() => {});
+            return result;
+          }
+          return key === "atomic" || key === "list" ? track(result) : result;
+        };
+      },
+    });
+    return proxy;
+  };
+  return {
+    kv: track(kv),
+    async idle() {
+      await realTurn();
+      while (pending.size > 0) {
+        await Promise.allSettled([...pending]);
+        await realTurn();
+      }
+    },
+  };
+}
