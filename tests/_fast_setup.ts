@@ -177,16 +177,17 @@ export function realTurn(): Promise<void> {
 }
 
 /**
- * Runs fake time until `work` settles: each due timer in turn, with the
- * real event loop turning (and `io`, if given, done) before the clock
- * moves, so that work in flight is never overtaken by time. Throws when
+ * Runs fake time until `work` settles: the timers due next, with the real
+ * event loop turning (and `io`, if given, done) before the clock moves on,
+ * so that work in flight is never overtaken by time. Throws when
  * nothing is left to run for 5 s of real time: `work` hangs.
  */
 export async function drive<T>(
   timers: Clock,
-  work: Promise<T>,
+  pending: T | PromiseLike<T>,
   io?: () => Promise<void>,
 ): Promise<T> {
+  const work = Promise.resolve(pending);
   let settled = false;
   work.then(() => settled = true, () => settled = true);
   let idleSince = Date.now();
@@ -195,7 +196,10 @@ export async function drive<T>(
     await io?.();
     if (settled) return await work;
     if (timers.countTimers() > 0) {
+      // Every timer due at that moment, as a runtime fires them together
+      // before the I/O they start can answer.
       await timers.nextAsync();
+      await timers.tickAsync(0);
       idleSince = Date.now();
     } else if (Date.now() - idleSince > 5000) {
       throw new Error("no timer is set and the work has not settled: a hang");
@@ -204,33 +208,48 @@ export async function drive<T>(
 }
 
 /**
- * `kv` with its operations counted while in flight: `idle()` resolves when
- * none is, so that {@linkcode drive} moves the clock only between them (a
- * KV operation then takes no fake time).
+ * `kv` as one connection that fake time can drive: its operations run one
+ * at a time in the order called (so that a run repeats), `idle()` resolves
+ * when none is under way (so that {@linkcode drive} moves the clock only
+ * between them), and each answer arrives `latency` ms of fake time after
+ * the call (0: at once; operations of several processes then never
+ * overlap).
  */
-export function trackedKv(kv: Deno.Kv): { kv: Deno.Kv; idle(): Promise<void> } {
+export function trackedKv(
+  kv: Deno.Kv,
+  latency = 0,
+): { kv: Deno.Kv; idle(): Promise<void> } {
   const pending = new Set<Promise<unknown>>();
-  const track = <T extends object>(target: T): T => {
+  let last: Promise<unknown> = Promise.resolve();
+  const run = <T>(operation: () => Promise<T>): Promise<T> => {
+    const result = last.then(operation);
+    const done = last = result.catch(() => {});
+    pending.add(done);
+    done.then(() => pending.delete(done));
+    if (latency === 0) return result;
+    const arrival = new Promise((resolve) => setTimeout(resolve, latency));
+    return Promise.all([result, arrival]).then(([value]) => value);
+  };
+  const track = <T extends object>(target: T, kind: keyof typeof ASYNC): T => {
     const proxy: T = new Proxy(target, {
       get(object, key) {
         const value = Reflect.get(object, key, object);
         if (typeof value !== "function") return value;
         return (...args: unknown[]) => {
+          if (ASYNC[kind].includes(key)) {
+            return run(() => value.apply(object, args));
+          }
           const result = value.apply(object, args);
           if (result === object) return proxy; // chained: keep tracking
-          if (result instanceof Promise) {
-            pending.add(result);
-            result.finally(() => pending.delete(result)).catch(() => {});
-            return result;
-          }
-          return key === "atomic" || key === "list" ? track(result) : result;
+          if (key === "atomic") return track(result, "atomic");
+          return key === "list" ? track(result, "list") : result;
         };
       },
     });
     return proxy;
   };
   return {
-    kv: track(kv),
+    kv: track(kv, "kv"),
     async idle() {
       await realTurn();
       while (pending.size > 0) {
@@ -240,3 +259,10 @@ export function trackedKv(kv: Deno.Kv): { kv: Deno.Kv; idle(): Promise<void> } {
     },
   };
 }
+
+/** The methods that start an operation, by the object that has them. */
+const ASYNC: Record<"kv" | "atomic" | "list", readonly PropertyKey[]> = {
+  kv: ["get", "getMany", "set", "delete", "enqueue"],
+  atomic: ["commit"],
+  list: ["next"],
+};
