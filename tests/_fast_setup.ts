@@ -207,25 +207,38 @@ export async function drive<T>(
   }
 }
 
+/** Real I/O that {@linkcode drive} waits for before it moves the clock. */
+export interface TrackedIo extends Disposable {
+  /**
+   * The database, as one connection: its operations run one at a time in
+   * the order called (so that a run repeats), each answer arriving
+   * `latency` ms of fake time after the call.
+   */
+  readonly kv: Deno.Kv;
+  /** Resolves when no operation of `kv` and no `crypto.subtle` call is under way. */
+  idle(): Promise<void>;
+}
+
 /**
- * `kv` as one connection that fake time can drive: its operations run one
- * at a time in the order called (so that a run repeats), `idle()` resolves
- * when none is under way (so that {@linkcode drive} moves the clock only
- * between them), and each answer arrives `latency` ms of fake time after
- * the call (0: at once; operations of several processes then never
- * overlap).
+ * Tracks `kv` and, until disposed, `crypto.subtle` (stores seal records
+ * and derive keys with it): pass `idle` to {@linkcode drive}, and real I/O
+ * takes no fake time beyond `latency` (0: none; operations of several
+ * processes then never overlap).
  */
-export function trackedKv(
-  kv: Deno.Kv,
+export function trackedIo(
+  kv?: Deno.Kv,
   latency = 0,
-): { kv: Deno.Kv; idle(): Promise<void> } {
+): TrackedIo {
   const pending = new Set<Promise<unknown>>();
+  const follow = (promise: Promise<unknown>) => {
+    const done = promise.then(() => {}, () => {});
+    pending.add(done);
+    done.then(() => pending.delete(done));
+  };
   let last: Promise<unknown> = Promise.resolve();
   const run = <T>(operation: () => Promise<T>): Promise<T> => {
     const result = last.then(operation);
-    const done = last = result.catch(() => {});
-    pending.add(done);
-    done.then(() => pending.delete(done));
+    follow(last = result.catch(() => {}));
     if (latency === 0) return result;
     const arrival = new Promise((resolve) => setTimeout(resolve, latency));
     return Promise.all([result, arrival]).then(([value]) => value);
@@ -248,14 +261,26 @@ export function trackedKv(
     });
     return proxy;
   };
+  const subtle = crypto.subtle as unknown as Record<string, unknown>;
+  for (const name of SUBTLE) {
+    const original = subtle[name] as (...args: unknown[]) => Promise<unknown>;
+    subtle[name] = (...args: unknown[]) => {
+      const result = original.apply(crypto.subtle, args);
+      follow(result);
+      return result;
+    };
+  }
   return {
-    kv: track(kv, "kv"),
+    kv: kv === undefined ? undefined as never : track(kv, "kv"),
     async idle() {
       await realTurn();
       while (pending.size > 0) {
         await Promise.allSettled([...pending]);
         await realTurn();
       }
+    },
+    [Symbol.dispose]() {
+      for (const name of SUBTLE) delete subtle[name];
     },
   };
 }
@@ -266,3 +291,18 @@ const ASYNC: Record<"kv" | "atomic" | "list", readonly PropertyKey[]> = {
   atomic: ["commit"],
   list: ["next"],
 };
+
+const SUBTLE = [
+  "digest",
+  "encrypt",
+  "decrypt",
+  "sign",
+  "verify",
+  "importKey",
+  "exportKey",
+  "deriveKey",
+  "deriveBits",
+  "generateKey",
+  "wrapKey",
+  "unwrapKey",
+] as const;

@@ -21,7 +21,7 @@ import {
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { crawlTogether, mostAtOnce } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { drive, inProcessFake, trackedKv } from "./_fast_setup.ts";
+import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
 
 const EMPTY: WindowState = { sends: [], line: [], holders: [], block: 0 };
 const LIMIT = { requests: 2, interval: 1000 };
@@ -131,7 +131,7 @@ Deno.test("3 clients with their own KV limiters on one database crawl the fake's
   await withFakeTimers(async (timers) => {
     const now = () => timers.now;
     // Fake time: each answer of the database takes 1 ms of it.
-    const db = trackedKv(kv, 1);
+    using db = trackedIo(kv, 1);
     using api = inProcessFake({
       apiRateLimit: limit,
       items: { transactions: 900 },
@@ -156,7 +156,7 @@ Deno.test("3 clients with their own KV limiters on one database crawl the fake's
 Deno.test("a KV caller gives up with its signal; a closed database means pacing alone, said once", async () => {
   const kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
-    const db = trackedKv(kv);
+    using db = trackedIo(kv);
     const events: PartnerApiEvent[] = [];
     const limiter = createKvRateLimiter(db.kv, {
       requests: 2,
@@ -208,7 +208,7 @@ Deno.test("under contention each of 4 KV limiters gets at least 1/(2N) of the se
   await withFakeTimers(async (timers) => {
     const now = () => timers.now;
     // Each answer of the database takes 1 ms: processes overlap as they do.
-    const db = trackedKv(kv, 1);
+    using db = trackedIo(kv, 1);
     const fleet = [0, 1, 2, 3].map(() =>
       createKvRateLimiter(db.kv, { ...limit, now })
     );
