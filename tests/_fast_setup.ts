@@ -9,7 +9,10 @@ import {
   createClient,
   type PartnerClient,
 } from "../src/client/mod.ts";
-import type { Environment } from "../src/core/environment.ts";
+import {
+  defineEnvironment,
+  type Environment,
+} from "../src/core/environment.ts";
 import {
   createFakePartnerService,
   type FakeCredentials,
@@ -90,6 +93,35 @@ export function clientOf(
     fetch: fake.fetch,
     ...options,
   } as ClientOptions);
+}
+
+/**
+ * `fake` with one of its bases (the API's by default) moved to an origin
+ * the test answers with `handle`, in process too: a misbehaving server
+ * beside the fake's token endpoint.
+ */
+export function besideFake(
+  fake: InProcessFake,
+  handle: (request: Request) => Response | Promise<Response>,
+  base: "baseUrl" | "pciBaseUrl" = "baseUrl",
+): {
+  environment: Environment;
+  fetch: typeof fetch;
+  readonly requests: number;
+} {
+  const origin = "http://127.0.0.1:11/api/";
+  let requests = 0;
+  return {
+    environment: defineEnvironment({ ...fake.environment, [base]: origin }),
+    fetch: fetchOver(async (request) => {
+      if (!request.url.startsWith(origin)) return await fake.fetch(request);
+      requests++;
+      return await handle(request);
+    }),
+    get requests() {
+      return requests;
+    },
+  };
 }
 
 function handlerOf(service: FakePartnerService, origin: string) {
