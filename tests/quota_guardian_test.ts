@@ -238,8 +238,8 @@ Deno.test("processes waiting on a slow token endpoint wait for the holder's requ
     using api = inProcessFake({ now });
     // KV answers in real time: the clock moves only between its operations.
     using db = trackedIo(kv);
-    // Each attempt is answered after 20 s: slower than every maxWait below.
-    api.service.injectTokenFaults({ kind: "delay", ms: 20_000 });
+    // Each attempt is answered after 5 s: slower than every maxWait below.
+    api.service.injectTokenFaults({ kind: "delay", ms: 5_000 });
     const processes = Array.from({ length: 5 }, () =>
       createTokenProvider({
         ...api.environment,
