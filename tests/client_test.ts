@@ -219,18 +219,33 @@ Deno.test("client.fetch() honours Retry-After on a 429 for idempotent requests",
 });
 
 Deno.test("client.fetch() stops waiting for Retry-After when aborted", async () => {
-  const { api, client } = await setup();
-  await using _ = api;
-  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 20 });
-  const reason = new Error("stop");
-  await rejects(
-    client.fetch("organizations", { signal: AbortSignal.timeout(50) }),
-    { name: "TimeoutError" },
-  );
-  await rejects(
-    client.fetch("organizations", { signal: AbortSignal.abort(reason) }),
-    (error) => error === reason,
-  );
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using api = inProcessFake({ now });
+    const client = clientOf(api, { now, retry: FAST_RETRY });
+    api.service.injectApiFaults({
+      kind: "status",
+      status: 429,
+      retryAfter: 20,
+    });
+    const reason = new Error("stop");
+    const controller = new AbortController();
+    const timeUp = new DOMException("50 ms passed", "TimeoutError");
+    setTimeout(() => controller.abort(timeUp), 50);
+    const started = timers.now;
+    await rejects(
+      drive(
+        timers,
+        client.fetch("organizations", { signal: controller.signal }),
+      ),
+      (error) => error === timeUp,
+    );
+    equal(timers.now - started, 50, "not the 20 s Retry-After asked");
+    await rejects(
+      client.fetch("organizations", { signal: AbortSignal.abort(reason) }),
+      (error) => error === reason,
+    );
+  });
 });
 
 Deno.test("client.fetch() follows redirects under the base only", async () => {
