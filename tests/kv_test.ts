@@ -161,21 +161,23 @@ Deno.test("records rest sealed by default, under names that hold neither the sec
 });
 
 Deno.test("cold processes sharing KV make one token request; a second wave makes none", async () => {
-  await using f = await fleet();
-  f.api.injectTokenFaults({ kind: "delay", ms: 30 });
-  const first = await Promise.all(
-    Array.from({ length: 8 }, () => f.process().getToken()),
-  );
-  equal(new Set(first.map((t) => t.accessToken)).size, 1);
-  equal(f.api.tokenRequests, 1);
-  const second = await Promise.all(
-    Array.from({ length: 8 }, () => f.process().getToken()),
-  );
-  deepStrictEqual(
-    second.map((t) => t.accessToken),
-    first.map((t) => t.accessToken),
-  );
-  equal(f.api.tokenRequests, 1);
+  await withFakeTimers(async (timers) => {
+    using f = await fleetOnFakeTime(timers);
+    f.api.service.injectTokenFaults({ kind: "delay", ms: 30 });
+    const wave = () =>
+      f.run(Promise.all(
+        Array.from({ length: 8 }, () => f.process().getToken()),
+      ));
+    const first = await wave();
+    equal(new Set(first.map((t) => t.accessToken)).size, 1);
+    equal(f.api.service.tokenRequests, 1);
+    const second = await wave();
+    deepStrictEqual(
+      second.map((t) => t.accessToken),
+      first.map((t) => t.accessToken),
+    );
+    equal(f.api.service.tokenRequests, 1);
+  });
 });
 
 Deno.test("a lease whose holder died runs out and another process takes over", async () => {
