@@ -1,7 +1,9 @@
 // The fast setup the unit tests share: the fake served in process (no
 // sockets, so fake timers drive everything it does), clients over it, and
-// a driver that runs fake time until some work is done. A test that needs
-// a real socket says why; every other one takes its time from here.
+// a driver that runs fake time until some work is done, also across real
+// I/O (Deno KV, crypto.subtle) that it waits for before the clock moves.
+// What needs a real socket (the runtime's own fetch, redirects, a reset
+// connection) keeps startFakePartnerApi.
 
 import type { Clock } from "@sinonjs/fake-timers";
 import {
