@@ -4,7 +4,7 @@
 import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
 import type { RateLimiter } from "../src/client/rate_limit.ts";
-import type { FakePartnerApi } from "../src/testing/mod.ts";
+import type { Environment } from "../src/core/environment.ts";
 
 /** The most sends that held a slot at one moment: from grant to answer + interval. */
 export function mostAtOnce(
@@ -36,13 +36,22 @@ export function mostInAnyWindow(
   return most;
 }
 
+/** Where {@linkcode crawlTogether} crawls: a fake, served or in process. */
+export interface CrawlTarget {
+  readonly environment: Environment;
+  readonly credentials: { clientId: string; clientSecret: string };
+  /** How requests reach it: the runtime's fetch unless given. */
+  readonly fetch?: typeof fetch;
+}
+
 /**
  * Each limiter paces one client (as one process would) crawling the fake's
  * transactions, all at once; returns the status of every request sent.
  */
 export async function crawlTogether(
-  api: FakePartnerApi,
+  api: CrawlTarget,
   limiters: readonly RateLimiter[],
+  now?: () => number,
 ): Promise<number[]> {
   const statuses: number[] = [];
   await Promise.all(limiters.map((rateLimit) =>
@@ -50,6 +59,8 @@ export async function crawlTogether(
       createClient({
         environment: api.environment,
         ...api.credentials,
+        ...(api.fetch === undefined ? {} : { fetch: api.fetch }),
+        ...(now === undefined ? {} : { now }),
         rateLimit,
         onEvent: (event) => {
           if (event.type === "api.request") statuses.push(event.status);

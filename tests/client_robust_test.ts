@@ -22,7 +22,8 @@ import {
 } from "../src/client/paginate.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { manualClock } from "./_helpers.ts";
+import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { besideFake, drive, inProcessFake } from "./_fast_setup.ts";
 
 const FAST_RETRY = { initialDelay: 1, maxDelay: 20 };
 
@@ -128,45 +129,44 @@ Deno.test("a revoked token is replaced once an hour, and calls recover", async (
 });
 
 Deno.test("a page whose body never finishes fails after the time limit, retried like no answer", async () => {
-  await using api = await startFakePartnerApi();
-  await using dripping = serve(() =>
-    new Response(
-      new ReadableStream({
-        start(controller) {
-          controller.enqueue(new TextEncoder().encode('{"items":['));
-          // ...and nothing more, ever.
-        },
-      }),
-      { headers: { "content-type": "application/json" } },
-    )
-  );
-  const environment = environmentWith(api.environment, {
-    baseUrl: dripping.base,
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using api = inProcessFake({ now });
+    const dripping = besideFake(api, () =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('{"items":['));
+            // ...and nothing more, ever.
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      ));
+    const client = createClient({
+      environment: dripping.environment,
+      ...api.credentials,
+      fetch: dripping.fetch,
+      now,
+      timeout: 50,
+      retry: FAST_RETRY,
+    });
+    const started = timers.now;
+    await rejects(
+      drive(timers, collect(client.list("transactions"), { maxItems: 10 })),
+      (error: unknown) => {
+        ok(error instanceof ApiError);
+        equal(error.status, 0);
+        ok(error.cause instanceof DOMException);
+        equal((error.cause as DOMException).name, "TimeoutError");
+        equal(error.reason, "timeout");
+        equal(error.attempts, 3);
+        return true;
+      },
+    );
+    equal(dripping.requests, 3);
+    const took = timers.now - started;
+    ok(took >= 3 * 50, `${took} ms: each attempt waited out its limit`);
   });
-  const client = createClient({
-    environment,
-    ...api.credentials,
-    timeout: 50,
-    retry: FAST_RETRY,
-  });
-  const started = performance.now();
-  await rejects(
-    collect(client.list("transactions"), { maxItems: 10 }),
-    (error: unknown) => {
-      ok(error instanceof ApiError);
-      equal(error.status, 0);
-      ok(error.cause instanceof DOMException);
-      equal((error.cause as DOMException).name, "TimeoutError");
-      equal(error.reason, "timeout");
-      equal(error.attempts, 3);
-      return true;
-    },
-  );
-  equal(dripping.requests, 3);
-  const took = performance.now() - started;
-  console.log(
-    `a dripping page failed after ${Math.round(took)} ms (3 attempts of 50 ms)`,
-  );
 });
 
 Deno.test("the caller's abort while a page body is read ends the list with its reason, and nothing is sent again", async () => {
@@ -506,30 +506,34 @@ Deno.test("PUT and DELETE are retried, POST and PATCH are not", async () => {
 });
 
 Deno.test("fetch()'s time limit ends with the headers: a slow body still reads through", async () => {
-  await using api = await startFakePartnerApi();
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => release = resolve);
-  await using slow = serve(() =>
-    new Response(
-      new ReadableStream({
-        async start(controller) {
-          controller.enqueue(new TextEncoder().encode("first "));
-          await released; // the test lets the rest go once the limit is long past
-          controller.enqueue(new TextEncoder().encode("and last"));
-          controller.close();
-        },
-      }),
-    )
-  );
-  const environment = environmentWith(api.environment, { baseUrl: slow.base });
-  const client = createClient({
-    environment,
-    ...api.credentials,
-    timeout: 20,
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using api = inProcessFake({ now });
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => release = resolve);
+    const slow = besideFake(api, () =>
+      new Response(
+        new ReadableStream({
+          async start(controller) {
+            controller.enqueue(new TextEncoder().encode("first "));
+            await released; // the test lets the rest go once the limit is long past
+            controller.enqueue(new TextEncoder().encode("and last"));
+            controller.close();
+          },
+        }),
+      ));
+    const client = createClient({
+      environment: slow.environment,
+      ...api.credentials,
+      // Like the runtime's fetch, it ends the body when its signal aborts.
+      fetch: slow.fetch,
+      now,
+      timeout: 20,
+    });
+    const response = await drive(timers, client.fetch("anything"));
+    setTimeout(release, 120);
+    equal(await drive(timers, response.text()), "first and last");
   });
-  const response = await client.fetch("anything");
-  setTimeout(release, 120);
-  equal(await response.text(), "first and last");
 });
 
 Deno.test("a caller's fetch that throws at once is no answer, typed, after the retries", async () => {

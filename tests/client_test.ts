@@ -19,6 +19,8 @@ import {
   type FakePartnerApiOptions,
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { clientOf, drive, inProcessFake } from "./_fast_setup.ts";
 
 type Row = Record<string, string | number>;
 
@@ -177,50 +179,73 @@ Deno.test("client.fetch() does not resend a streamed body after a 401", async ()
 });
 
 Deno.test("client.fetch() honours Retry-After on a 429 for idempotent requests", async () => {
-  const { api, client } = await setup();
-  await using _ = api;
-  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 0 });
-  equal(await statusOf(client.fetch("organizations")), 200);
-  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 0 });
-  equal(
-    await statusOf(
-      client.fetch("organizations", { method: "POST", body: "{}" }),
-    ),
-    429,
-  );
-  api.injectApiFaults({ kind: "status", status: 429 });
-  equal(
-    await statusOf(client.fetch("organizations")),
-    200,
-    "no Retry-After: retried with backoff",
-  );
-  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 3600 });
-  equal(
-    await statusOf(client.fetch("organizations")),
-    429,
-    "too long: returned",
-  );
-  const three = Array.from(
-    { length: 3 },
-    () => ({ kind: "status", status: 429, retryAfter: 0 }) as const,
-  );
-  api.injectApiFaults(...three);
-  equal(await statusOf(client.fetch("organizations")), 429, "bounded retries");
+  // In process on fake time: the waits, and the limiter's pause after each
+  // 429, pass as the clock says.
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using api = inProcessFake({ now });
+    const client = clientOf(api, { now, retry: FAST_RETRY });
+    const status = (response: Promise<Response>) =>
+      drive(timers, statusOf(response));
+    const inject = api.service.injectApiFaults;
+    inject({ kind: "status", status: 429, retryAfter: 0 });
+    equal(await status(client.fetch("organizations")), 200);
+    inject({ kind: "status", status: 429, retryAfter: 0 });
+    equal(
+      await status(
+        client.fetch("organizations", { method: "POST", body: "{}" }),
+      ),
+      429,
+    );
+    inject({ kind: "status", status: 429 });
+    equal(
+      await status(client.fetch("organizations")),
+      200,
+      "no Retry-After: retried with backoff",
+    );
+    inject({ kind: "status", status: 429, retryAfter: 3600 });
+    equal(
+      await status(client.fetch("organizations")),
+      429,
+      "too long: returned",
+    );
+    const three = Array.from(
+      { length: 3 },
+      () => ({ kind: "status", status: 429, retryAfter: 0 }) as const,
+    );
+    inject(...three);
+    equal(await status(client.fetch("organizations")), 429, "bounded retries");
+  });
 });
 
 Deno.test("client.fetch() stops waiting for Retry-After when aborted", async () => {
-  const { api, client } = await setup();
-  await using _ = api;
-  api.injectApiFaults({ kind: "status", status: 429, retryAfter: 20 });
-  const reason = new Error("stop");
-  await rejects(
-    client.fetch("organizations", { signal: AbortSignal.timeout(50) }),
-    { name: "TimeoutError" },
-  );
-  await rejects(
-    client.fetch("organizations", { signal: AbortSignal.abort(reason) }),
-    (error) => error === reason,
-  );
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using api = inProcessFake({ now });
+    const client = clientOf(api, { now, retry: FAST_RETRY });
+    api.service.injectApiFaults({
+      kind: "status",
+      status: 429,
+      retryAfter: 20,
+    });
+    const reason = new Error("stop");
+    const controller = new AbortController();
+    const timeUp = new DOMException("50 ms passed", "TimeoutError");
+    setTimeout(() => controller.abort(timeUp), 50);
+    const started = timers.now;
+    await rejects(
+      drive(
+        timers,
+        client.fetch("organizations", { signal: controller.signal }),
+      ),
+      (error) => error === timeUp,
+    );
+    equal(timers.now - started, 50, "not the 20 s Retry-After asked");
+    await rejects(
+      client.fetch("organizations", { signal: AbortSignal.abort(reason) }),
+      (error) => error === reason,
+    );
+  });
 });
 
 Deno.test("client.fetch() follows redirects under the base only", async () => {

@@ -17,7 +17,14 @@ import {
   type FakePartnerApiOptions,
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
-import { manualClock } from "./_helpers.ts";
+import { manualClock, withFakeTimers } from "./_helpers.ts";
+import type { Clock } from "@sinonjs/fake-timers";
+import {
+  drive,
+  inProcessFake,
+  type InProcessOptions,
+  trackedIo,
+} from "./_fast_setup.ts";
 import { hexDigest, storeKey } from "../src/store/_key.ts";
 
 /** One in-memory KV database, and providers that stand for separate processes. */
@@ -44,8 +51,43 @@ async function fleet(fake: FakePartnerApiOptions = {}) {
   };
 }
 
+/**
+ * {@linkcode fleet} on fake time: the fake in process, the database and
+ * crypto tracked, so that `run` moves the clock only between their
+ * operations. Leases, polls and timeouts pass as the clock says.
+ */
+async function fleetOnFakeTime(timers: Clock, fake: InProcessOptions = {}) {
+  const now = () => timers.now;
+  const api = inProcessFake({ now, ...fake });
+  const kv = await Deno.openKv(":memory:");
+  const io = trackedIo(kv);
+  const process = (options: KvTokenStoreOptions = {}, timeout?: number) =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      now,
+      store: createKvTokenStore(io.kv, { pollInterval: 5, now, ...options }),
+      retry: false,
+      ...(timeout === undefined ? {} : { timeout }),
+    });
+  return {
+    api,
+    kv,
+    process,
+    run: <T>(work: Promise<T>) => drive(timers, work, io.idle),
+    [Symbol.dispose]() {
+      io[Symbol.dispose]();
+      kv.close();
+      api[Symbol.dispose]();
+    },
+  };
+}
+
 /** The key a provider uses, as the KV store sees it. */
-function storeKeyOf(api: FakePartnerApi): Promise<string> {
+function storeKeyOf(
+  api: Pick<FakePartnerApi, "environment" | "credentials">,
+): Promise<string> {
   return storeKey({
     url: api.environment.tokenUrl,
     audience: api.environment.audience,
@@ -55,7 +97,9 @@ function storeKeyOf(api: FakePartnerApi): Promise<string> {
 }
 
 /** The KV key name of `api`'s client: a digest of its store key. */
-async function keyOf(api: FakePartnerApi): Promise<string> {
+async function keyOf(
+  api: Pick<FakePartnerApi, "environment" | "credentials">,
+): Promise<string> {
   return await hexDigest(await storeKeyOf(api), 16);
 }
 
@@ -117,71 +161,73 @@ Deno.test("records rest sealed by default, under names that hold neither the sec
 });
 
 Deno.test("cold processes sharing KV make one token request; a second wave makes none", async () => {
-  await using f = await fleet();
-  f.api.injectTokenFaults({ kind: "delay", ms: 30 });
-  const first = await Promise.all(
-    Array.from({ length: 8 }, () => f.process().getToken()),
-  );
-  equal(new Set(first.map((t) => t.accessToken)).size, 1);
-  equal(f.api.tokenRequests, 1);
-  const second = await Promise.all(
-    Array.from({ length: 8 }, () => f.process().getToken()),
-  );
-  deepStrictEqual(
-    second.map((t) => t.accessToken),
-    first.map((t) => t.accessToken),
-  );
-  equal(f.api.tokenRequests, 1);
+  await withFakeTimers(async (timers) => {
+    using f = await fleetOnFakeTime(timers);
+    f.api.service.injectTokenFaults({ kind: "delay", ms: 30 });
+    const wave = () =>
+      f.run(Promise.all(
+        Array.from({ length: 8 }, () => f.process().getToken()),
+      ));
+    const first = await wave();
+    equal(new Set(first.map((t) => t.accessToken)).size, 1);
+    equal(f.api.service.tokenRequests, 1);
+    const second = await wave();
+    deepStrictEqual(
+      second.map((t) => t.accessToken),
+      first.map((t) => t.accessToken),
+    );
+    equal(f.api.service.tokenRequests, 1);
+  });
 });
 
 Deno.test("a lease whose holder died runs out and another process takes over", async () => {
-  await using f = await fleet();
-  const key = await keyOf(f.api);
-  await f.kv.set(["partner-api", "token", key, "lease"], {
-    holder: "dead",
-    until: Date.now() + 150,
+  await withFakeTimers(async (timers) => {
+    using f = await fleetOnFakeTime(timers);
+    const key = await keyOf(f.api);
+    await f.kv.set(["partner-api", "token", key, "lease"], {
+      holder: "dead",
+      until: timers.now + 150,
+    });
+    const started = timers.now;
+    const token = await f.run(f.process().getToken());
+    ok(timers.now - started >= 140, "waited for the lease to run out");
+    ok(f.api.service.isValidToken(token.accessToken));
+    equal(f.api.service.tokenRequests, 1);
   });
-  const started = Date.now();
-  const token = await f.process().getToken();
-  ok(Date.now() - started >= 140, "waited for the lease to run out");
-  ok(f.api.isValidToken(token.accessToken));
-  equal(f.api.tokenRequests, 1);
 });
 
 Deno.test("a slow lease holder renews its lease, so nobody takes over", async () => {
-  await using f = await fleet();
-  f.api.injectTokenFaults({ kind: "delay", ms: 200 });
-  const tokens = await Promise.all([
-    f.process({ leaseDuration: 40 }).getToken(),
-    f.process({ leaseDuration: 40 }).getToken(),
-  ]);
-  equal(tokens[0]?.accessToken, tokens[1]?.accessToken);
-  equal(f.api.tokenRequests, 1);
+  await withFakeTimers(async (timers) => {
+    using f = await fleetOnFakeTime(timers);
+    f.api.service.injectTokenFaults({ kind: "delay", ms: 200 });
+    const tokens = await f.run(Promise.all([
+      f.process({ leaseDuration: 40 }).getToken(),
+      f.process({ leaseDuration: 40 }).getToken(),
+    ]));
+    equal(tokens[0]?.accessToken, tokens[1]?.accessToken);
+    equal(f.api.service.tokenRequests, 1);
+  });
 });
 
 Deno.test("a process that waits longer than maxWait requests its own token", async () => {
-  await using f = await fleet();
-  await f.kv.set(["partner-api", "token", await keyOf(f.api), "lease"], {
-    holder: "stuck",
-    until: Date.now() + 60_000,
+  await withFakeTimers(async (timers) => {
+    using f = await fleetOnFakeTime(timers);
+    await f.kv.set(["partner-api", "token", await keyOf(f.api), "lease"], {
+      holder: "stuck",
+      until: timers.now + 60_000,
+    });
+    // It waits at least as long as the holder's request may take: make that
+    // short (a 100 ms time limit, no retries), not the default 30 s.
+    const token = await f.run(f.process({ maxWait: 50 }, 100).getToken());
+    ok(f.api.service.isValidToken(token.accessToken));
+    const again = await f.run(f.process().getToken());
+    equal(
+      again.accessToken,
+      token.accessToken,
+      "the fallback token is shared too",
+    );
+    equal(f.api.service.tokenRequests, 1);
   });
-  // It waits at least as long as the holder's request may take: make that
-  // short (a 100 ms time limit, no retries), not the default 30 s.
-  const token = await createTokenProvider({
-    ...f.api.environment,
-    ...f.api.credentials,
-    store: createKvTokenStore(f.kv, { pollInterval: 5, maxWait: 50 }),
-    retry: false,
-    timeout: 100,
-  }).getToken();
-  ok(f.api.isValidToken(token.accessToken));
-  const again = await f.process().getToken();
-  equal(
-    again.accessToken,
-    token.accessToken,
-    "the fallback token is shared too",
-  );
-  equal(f.api.tokenRequests, 1);
 });
 
 Deno.test("when the lease holder's request fails, the waiting process keeps its cooldown and sends nothing", async () => {

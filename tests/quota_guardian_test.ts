@@ -14,10 +14,9 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
 
 const HOUR = 3_600_000;
-/** Taken before any test fakes the timers. */
-const realSetTimeout = globalThis.setTimeout;
 
 async function statusOf(pending: Promise<Response>): Promise<number> {
   const response = await pending;
@@ -233,33 +232,32 @@ Deno.test("a quota block read from a store lasts at most 25 hours", async () => 
 });
 
 Deno.test("processes waiting on a slow token endpoint wait for the holder's request instead of sending their own", async () => {
-  await using api = await startFakePartnerApi();
   using kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
     const now = () => timers.now;
-    // Each attempt is answered after 20 s: slower than every maxWait below.
-    api.injectTokenFaults({ kind: "delay", ms: 20_000 });
+    using api = inProcessFake({ now });
+    // KV answers in real time: the clock moves only between its operations.
+    using db = trackedIo(kv);
+    // Each attempt is answered after 5 s: slower than every maxWait below.
+    api.service.injectTokenFaults({ kind: "delay", ms: 5_000 });
     const processes = Array.from({ length: 5 }, () =>
       createTokenProvider({
         ...api.environment,
         ...api.credentials,
+        fetch: api.fetch,
         now,
-        store: createKvTokenStore(kv, {
+        store: createKvTokenStore(db.kv, {
           maxWait: 1_000,
           pollInterval: 50,
           now,
         }),
       }));
-    let settled = false;
-    const tokens = Promise.all(processes.map((p) => p.getToken()))
-      .finally(() => settled = true);
-    // KV answers in real time: step the fake clock, and let real I/O run.
-    for (let step = 0; step < 1000 && !settled; step++) {
-      await timers.tickAsync(50);
-      await new Promise((resolve) => realSetTimeout(resolve, 1));
-    }
-    const got = await tokens;
+    const got = await drive(
+      timers,
+      Promise.all(processes.map((p) => p.getToken())),
+      db.idle,
+    );
     equal(new Set(got.map((token) => token.accessToken)).size, 1);
-    equal(api.tokenRequests, 1, "one request for the fleet");
+    equal(api.service.tokenRequests, 1, "one request for the fleet");
   });
 });

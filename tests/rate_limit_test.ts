@@ -19,8 +19,8 @@ import {
 } from "../src/core/_rate_window.ts";
 import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
-import { createFakePartnerService } from "../src/testing/mod.ts";
 import { withFakeTimers } from "./_helpers.ts";
+import { inProcessFake } from "./_fast_setup.ts";
 
 Deno.test("slotWait() frees a slot when the oldest send leaves the window", () => {
   const w = emptyWindow(2);
@@ -143,41 +143,18 @@ Deno.test("a wait for a slot ends with the caller's signal, and the queue moves 
   });
 });
 
-/**
- * The fake served in process: no sockets, so fake timers drive it all. Each
- * request takes up to `latency` ms to arrive and as long to come back, as
- * on a network: the service counts arrivals, not sends.
- */
+/** The fake in process with 20,000 transactions and `apiRateLimit`. */
 function inProcess(
   apiRateLimit: { requests: number; interval: number },
   now: () => number,
-  latency = 0,
+  wire = 0,
 ) {
-  let seed = 19;
-  const wire = () =>
-    new Promise((resolve) => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      setTimeout(resolve, Math.floor((seed / 2147483648) * latency));
-    });
-  const statuses = new Map<number, number>();
-  const service = createFakePartnerService({
+  return inProcessFake({
     now,
     items: { transactions: 20_000 },
     apiRateLimit,
+    wire,
   });
-  const environment = service.environmentAt(
-    "http://127.0.0.1:9",
-    "http://127.0.0.1:10",
-  );
-  const fetch: typeof globalThis.fetch = async (input, init) => {
-    const request = new Request(input, init);
-    if (latency > 0) await wire();
-    const response = await service.handle(request);
-    statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-    if (latency > 0) await wire();
-    return response;
-  };
-  return { service, environment, fetch, statuses };
 }
 
 Deno.test("a crawl of 20,000 items at concurrency 4, over a wire of 0-40 ms each way, is paced to the limit: no 429, nothing failed, near the floor", async () => {
@@ -188,7 +165,7 @@ Deno.test("a crawl of 20,000 items at concurrency 4, over a wire of 0-40 ms each
     const start = clock();
     const client = createClient({
       environment: fake.environment,
-      ...fake.service.credentials,
+      ...fake.credentials,
       fetch: fake.fetch,
       now: clock,
       rateLimit: limit,
@@ -225,7 +202,7 @@ Deno.test("the same crawl without pacing meets the fake's 429s", async () => {
     const fake = inProcess(limit, clock);
     const client = createClient({
       environment: fake.environment,
-      ...fake.service.credentials,
+      ...fake.credentials,
       fetch: fake.fetch,
       now: clock,
       rateLimit: false,

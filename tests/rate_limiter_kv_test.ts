@@ -19,8 +19,9 @@ import {
   type WindowState,
 } from "../src/store/_kv_rate_limiter.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
-import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { crawlTogether, mostAtOnce } from "./_windows.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
 
 const EMPTY: WindowState = { sends: [], line: [], holders: [], block: 0 };
 const LIMIT = { requests: 2, interval: 1000 };
@@ -125,40 +126,60 @@ Deno.test("simulated fleets: never more than the limit in any window, and each p
 
 Deno.test("3 clients with their own KV limiters on one database crawl the fake's limited list: no 429", async () => {
   const limit = { requests: 20, interval: 1000 };
-  await using api = await startFakePartnerApi({
-    apiRateLimit: limit,
-    items: { transactions: 900 },
-  });
   using kv = await Deno.openKv(":memory:");
-  const fleet = [0, 1, 2].map(() => createKvRateLimiter(kv, limit));
-  const statuses = await crawlTogether(api, fleet);
-  equal(statuses.length, 30);
-  equal(statuses.filter((status) => status === 429).length, 0);
-  for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+  // Fake time: the database answers between the clock's steps.
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    // Fake time: each answer of the database takes 1 ms of it.
+    using db = trackedIo(kv, 1);
+    using api = inProcessFake({
+      apiRateLimit: limit,
+      items: { transactions: 900 },
+      now,
+    });
+    const fleet = [0, 1, 2].map(() =>
+      createKvRateLimiter(db.kv, { ...limit, now })
+    );
+    const statuses = await drive(
+      timers,
+      crawlTogether(api, fleet, now),
+      db.idle,
+    );
+    equal(statuses.length, 30);
+    equal(statuses.filter((status) => status === 429).length, 0);
+    for (const limiter of fleet) {
+      await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+  });
 });
 
 Deno.test("a KV caller gives up with its signal; a closed database means pacing alone, said once", async () => {
   const kv = await Deno.openKv(":memory:");
-  const events: PartnerApiEvent[] = [];
-  const limiter = createKvRateLimiter(kv, {
-    requests: 2,
-    interval: 200,
-    onEvent: (event) => events.push(event),
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv);
+    const events: PartnerApiEvent[] = [];
+    const limiter = createKvRateLimiter(db.kv, {
+      requests: 2,
+      interval: 200,
+      now: () => timers.now,
+      onEvent: (event) => events.push(event),
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    limiter.answered(await run(limiter.take()));
+    limiter.answered(await run(limiter.take()));
+    const controller = new AbortController();
+    const leaving = limiter.take(controller.signal) as Promise<number>;
+    controller.abort(new Error("gave up"));
+    await rejects(leaving, { message: "gave up" });
+    await run(limiter[Symbol.asyncDispose]());
+    kv.close();
+    const started = timers.now;
+    for (let i = 0; i < 3; i++) limiter.answered(await run(limiter.take()));
+    equal(events.length, 1);
+    equal(events[0]?.type, "rate.degraded");
+    ok(timers.now - started >= 150, "alone, still 2 per 200 ms");
+    await run(limiter[Symbol.asyncDispose]());
   });
-  limiter.answered(await limiter.take());
-  limiter.answered(await limiter.take());
-  const controller = new AbortController();
-  const leaving = limiter.take(controller.signal) as Promise<number>;
-  controller.abort(new Error("gave up"));
-  await rejects(leaving, { message: "gave up" });
-  await limiter[Symbol.asyncDispose]();
-  kv.close();
-  const started = Date.now();
-  for (let i = 0; i < 3; i++) limiter.answered(await limiter.take());
-  equal(events.length, 1);
-  equal(events[0]?.type, "rate.degraded");
-  ok(Date.now() - started >= 150, "alone, still 2 per 200 ms");
-  await limiter[Symbol.asyncDispose]();
 });
 
 Deno.test("createKvRateLimiter() refuses bad options by name, and a value that is not a window is read as empty", async () => {
@@ -184,26 +205,36 @@ Deno.test("createKvRateLimiter() refuses bad options by name, and a value that i
 Deno.test("under contention each of 4 KV limiters gets at least 1/(2N) of the sends", async () => {
   using kv = await Deno.openKv(":memory:");
   const limit = { requests: 8, interval: 200 };
-  const fleet = [0, 1, 2, 3].map(() => createKvRateLimiter(kv, limit));
-  const counts = fleet.map(() => 0);
-  const until = Date.now() + 1500;
-  // The first limiter has 6 callers pushing, the others 1 each.
-  await Promise.all(
-    fleet.flatMap((limiter, i) =>
-      Array.from({ length: i === 0 ? 6 : 1 }, async () => {
-        while (Date.now() < until) {
-          const ticket = await limiter.take();
-          // Callers still queued at the end go after the others stopped.
-          if (Date.now() < until) counts[i]!++;
-          limiter.answered(ticket);
-        }
-      })
-    ),
-  );
-  const total = counts.reduce((a, b) => a + b);
-  console.log(`KV shares of ${total} sends: ${counts.join(", ")}`);
-  for (const count of counts) {
-    ok(count >= total / (2 * fleet.length), `${counts} of ${total}`);
-  }
-  for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    // Each answer of the database takes 1 ms: processes overlap as they do.
+    using db = trackedIo(kv, 1);
+    const fleet = [0, 1, 2, 3].map(() =>
+      createKvRateLimiter(db.kv, { ...limit, now })
+    );
+    const counts = fleet.map(() => 0);
+    const until = now() + 1500;
+    // The first limiter has 6 callers pushing, the others 1 each.
+    const pushing = Promise.all(
+      fleet.flatMap((limiter, i) =>
+        Array.from({ length: i === 0 ? 6 : 1 }, async () => {
+          while (now() < until) {
+            const ticket = await limiter.take();
+            // Callers still queued at the end go after the others stopped.
+            if (now() < until) counts[i]!++;
+            limiter.answered(ticket);
+          }
+        })
+      ),
+    );
+    await drive(timers, pushing, db.idle);
+    const total = counts.reduce((a, b) => a + b);
+    console.log(`KV shares of ${total} sends: ${counts.join(", ")}`);
+    for (const count of counts) {
+      ok(count >= total / (2 * fleet.length), `${counts} of ${total}`);
+    }
+    for (const limiter of fleet) {
+      await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+  });
 });

@@ -1,6 +1,12 @@
-// Fault-injection soak: the provider against a raw TCP token endpoint that
+// Fault-injection soak: the provider against a token endpoint that
 // misbehaves at random (seeded), and the client and paginator against a
-// faulty list endpoint. Bounded to a few seconds; prints its figures.
+// faulty list endpoint. Prints its figures.
+//
+// Both run in process on fake timers: the faults (a reset connection, a
+// body cut short of its length, an answer slower than the time limit) are
+// made at the HTTP level by `fetchOver`, which has the runtime fetch's
+// manners, and every wait (timeouts, retries, the limiter's pause after a
+// 429) passes as the clock says. Same seed, same run.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import {
@@ -8,61 +14,31 @@ import {
   QuotaExceededError,
   TokenRequestError,
 } from "../src/core/errors.ts";
-import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider, type IssuedToken } from "../src/token/mod.ts";
-import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
-import { manualClock } from "./_helpers.ts";
+import type { FakeFault } from "../src/testing/mod.ts";
+import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { clientOf, drive, fetchOver, inProcessFake } from "./_fast_setup.ts";
 import { delay as sleep } from "../src/core/_retry.ts";
 import { seededRandom as seeded } from "../src/testing/_list_data.ts";
-
-// The one test that runs on real time on purpose: a socket server in this
-// process answering with random delays, so that the provider meets real
-// interleavings of timers and I/O. Everything else drives a fake clock.
-
-/** Waits (up to `limitMs`, real time) until `condition()` holds. */
-async function waitFor(condition: () => boolean, limitMs: number) {
-  const until = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await sleep(2);
-  }
-}
 
 const SEED = 20261122;
 const SECRET = "soak-secret-7f3a9c";
 
-const encoder = new TextEncoder();
-
-/** Reads one HTTP request (headers and a Content-Length body) off `conn`. */
-async function readRequest(conn: Deno.Conn): Promise<string | undefined> {
-  const buffer = new Uint8Array(64 * 1024);
-  let text = "";
-  while (true) {
-    const read = await conn.read(buffer).catch(() => null);
-    if (read === null) return undefined;
-    text += new TextDecoder().decode(buffer.subarray(0, read));
-    const end = text.indexOf("\r\n\r\n");
-    if (end === -1) continue;
-    const length = Number(/content-length:\s*(\d+)/i.exec(text)?.[1] ?? 0);
-    if (text.length - end - 4 >= length) return text.slice(end + 4);
-  }
-}
-
+/** An answer as the raw server sent it: `length` may claim more than the body. */
 function answer(
-  status: string,
+  status: number,
   body: string,
-  headers: string[] = [],
+  headers: Record<string, string> = {},
   length?: number,
 ) {
-  return [
-    `HTTP/1.1 ${status}`,
-    "Content-Type: application/json",
-    `Content-Length: ${length ?? encoder.encode(body).length}`,
-    "Connection: close",
-    ...headers,
-    "",
-    body,
-  ].join("\r\n");
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "application/json",
+      ...(length === undefined ? {} : { "content-length": String(length) }),
+      ...headers,
+    },
+  });
 }
 
 type Behaviour =
@@ -88,19 +64,18 @@ const BEHAVIOURS: [Behaviour, number][] = [
   ["garbage quota header", 1],
 ];
 
-/** A token endpoint on a raw socket, misbehaving at random. */
-function startFaultyTokenEndpoint(random: () => number, clock: () => number) {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const handlers = new Set<Promise<void>>();
+/** A token endpoint, reached by its `fetch`, misbehaving at random. */
+function faultyTokenEndpoint(random: () => number, clock: () => number) {
+  const handlers = new Set<Promise<unknown>>();
   const stats = {
     requests: 0,
     early: 0,
     behaviours: new Map<Behaviour, number>(),
   };
   let blockedUntil = -Infinity;
-  // Connections in the order the client opened them: a request opened before
-  // a 429 was answered was sent before the client could know of it, even if
-  // a loaded machine reads it after.
+  // Requests in the order the client sent them: a request sent before a
+  // 429 was answered was sent before the client could know of it, even if
+  // it is read after.
   let accepted = 0;
   let blockedAfter = Infinity;
   const total = BEHAVIOURS.reduce((sum, [, weight]) => sum + weight, 0);
@@ -117,133 +92,100 @@ function startFaultyTokenEndpoint(random: () => number, clock: () => number) {
       expires_in: 1 + Math.floor(random() * 5),
       token_type: "Bearer",
     });
+  const quota = { "idp-client-quota-limit": "b=per_hour;q=100;r=50;t=3600" };
 
-  async function serve(conn: Deno.Conn, order: number) {
-    try {
-      const body = await readRequest(conn);
-      if (body === undefined) return;
-      stats.requests++;
-      if (clock() < blockedUntil && order > blockedAfter) stats.early++;
-      ok(JSON.parse(body).client_secret === SECRET);
-      const behaviour = pick();
-      stats.behaviours.set(
-        behaviour,
-        (stats.behaviours.get(behaviour) ?? 0) + 1,
-      );
-      const quota = "Idp-Client-Quota-Limit: b=per_hour;q=100;r=50;t=3600";
-      let reply: string | undefined;
-      switch (behaviour) {
-        case "good":
-          reply = answer("200 OK", token(), [quota]);
-          break;
-        case "reset":
-          return; // closed with no answer
-        case "503":
-          reply = answer("503 Service Unavailable", '{"error":"unavailable"}');
-          break;
-        case "502 with Retry-After":
-          reply = answer("502 Bad Gateway", "{}", [
-            `Retry-After: ${random() < 0.5 ? 0 : 5}`,
-          ]);
-          break;
-        case "truncated JSON":
-          reply = answer("200 OK", '{"access_token":"tok-', [], 400);
-          break;
-        case "wrong field types":
-          reply = answer(
-            "200 OK",
-            '{"access_token":42,"expires_in":"60","token_type":"Bearer"}',
-          );
-          break;
-        case "429": {
-          const reset = 1 + Math.floor(random() * 3);
-          blockedUntil = clock() + reset * 1000;
-          blockedAfter = accepted;
-          reply = answer(
-            "429 Too Many Requests",
-            '{"error":"too_many_requests"}',
-            [
-              `Idp-Client-Quota-Limit: b=per_hour;q=100;r=0;t=${reset}`,
-            ],
-          );
-          break;
-        }
-        case "slow":
-          await sleep(60); // past the provider's 25 ms request timeout
-          reply = answer("200 OK", token(), [quota]);
-          break;
-        case "garbage quota header":
-          reply = answer("200 OK", token(), [
-            "Idp-Client-Quota-Limit: b=;q=zz,,;;=x",
-          ]);
-          break;
+  async function serve(request: Request, order: number): Promise<Response> {
+    const body = await request.text();
+    stats.requests++;
+    if (clock() < blockedUntil && order > blockedAfter) stats.early++;
+    ok(JSON.parse(body).client_secret === SECRET);
+    const behaviour = pick();
+    stats.behaviours.set(behaviour, (stats.behaviours.get(behaviour) ?? 0) + 1);
+    switch (behaviour) {
+      case "good":
+        return answer(200, token(), quota);
+      case "reset": // closed with no answer
+        throw new TypeError("connection reset by peer");
+      case "503":
+        return answer(503, '{"error":"unavailable"}');
+      case "502 with Retry-After":
+        return answer(502, "{}", {
+          "retry-after": String(random() < 0.5 ? 0 : 5),
+        });
+      case "truncated JSON":
+        return answer(200, '{"access_token":"tok-', {}, 400);
+      case "wrong field types":
+        return answer(
+          200,
+          '{"access_token":42,"expires_in":"60","token_type":"Bearer"}',
+        );
+      case "429": {
+        const reset = 1 + Math.floor(random() * 3);
+        blockedUntil = clock() + reset * 1000;
+        blockedAfter = accepted;
+        return answer(429, '{"error":"too_many_requests"}', {
+          "idp-client-quota-limit": `b=per_hour;q=100;r=0;t=${reset}`,
+        });
       }
-      await conn.write(encoder.encode(reply)).catch(() => {});
-    } finally {
-      try {
-        conn.close();
-      } catch {
-        // already closed by the peer
-      }
+      case "slow":
+        await sleep(60); // past the provider's 25 ms request timeout
+        return answer(200, token(), quota);
+      case "garbage quota header":
+        return answer(200, token(), {
+          "idp-client-quota-limit": "b=;q=zz,,;;=x",
+        });
     }
   }
 
-  (async () => {
-    for await (const conn of listener) {
-      const handler = serve(conn, ++accepted);
-      handlers.add(handler);
-      handler.finally(() => handlers.delete(handler));
-    }
-  })().catch(() => {});
-
   return {
-    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/token`,
+    url: "http://127.0.0.1:9/token",
+    // The server goes on with a request its client gave up on.
+    fetch: fetchOver((request) => {
+      const handler = serve(request, ++accepted);
+      handlers.add(handler);
+      handler.catch(() => {}).finally(() => handlers.delete(handler));
+      return handler;
+    }),
     stats,
-    get busy() {
-      return handlers.size;
-    },
-    async close() {
-      listener.close();
-      await Promise.all(handlers);
-    },
+    /** Resolves when every request taken has been answered. */
+    idle: () => Promise.allSettled([...handlers]),
   };
 }
 
 Deno.test("the provider under random faults: a valid token or a typed error, never a hang", async () => {
-  const random = seeded(SEED);
-  const clock = manualClock();
-  const server = startFaultyTokenEndpoint(random, clock);
-  const provider = createTokenProvider({
-    tokenUrl: server.url,
-    audience: "soak",
-    clientId: "soak-client",
-    clientSecret: SECRET,
-    now: clock,
-    retry: { retries: 2, initialDelay: 1, maxDelay: 20, maxRetryAfter: 20 },
-    timeout: 25,
-    random,
-    // Time leaps between bursts only once background refreshes are done:
-    // a refresh still running when the clock jumps seconds would look
-    // overdue, which in reality only work a runtime dropped can be.
-    waitUntil: (promise) => background.push(promise),
-  });
-  const background: Promise<unknown>[] = [];
-  const results = {
-    calls: 0,
-    tokens: 0,
-    typed: 0,
-    quota: 0,
-    hung: 0,
-    wrong: [] as unknown[],
-  };
-  const printed: string[] = [];
-  const bursts = 400;
-  const started = clock();
-  for (let burst = 0; burst < bursts; burst++) {
-    await Promise.all(background.splice(0));
-    clock.advance(Math.floor(random() * 2500));
-    const size = 1 + Math.floor(random() * 16);
-    await Promise.all(Array.from({ length: size }, async () => {
+  await withFakeTimers(async (timers) => {
+    const random = seeded(SEED);
+    const clock = manualClock();
+    const server = faultyTokenEndpoint(random, clock);
+    const provider = createTokenProvider({
+      tokenUrl: server.url,
+      audience: "soak",
+      clientId: "soak-client",
+      clientSecret: SECRET,
+      fetch: server.fetch,
+      now: clock,
+      retry: { retries: 2, initialDelay: 1, maxDelay: 20, maxRetryAfter: 20 },
+      timeout: 25,
+      random,
+      // Time leaps between bursts only once background refreshes are done:
+      // a refresh still running when the clock jumps seconds would look
+      // overdue, which in reality only work a runtime dropped can be.
+      waitUntil: (promise) => background.push(promise),
+    });
+    const background: Promise<unknown>[] = [];
+    const results = {
+      calls: 0,
+      tokens: 0,
+      typed: 0,
+      quota: 0,
+      hung: 0,
+      wrong: [] as unknown[],
+    };
+    const printed: string[] = [];
+    const inspected = new Set<string>();
+    const bursts = 400;
+    const started = clock();
+    const call = async () => {
       results.calls++;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const hang = new Promise<"hang">((resolve) =>
@@ -258,46 +200,58 @@ Deno.test("the provider under random faults: a valid token or a typed error, nev
         else if (clock() < outcome.expiresAt) results.tokens++;
         else results.wrong.push(`expired token handed out at ${clock()}`);
       } catch (error) {
-        printed.push(String(error), Deno.inspect(error, { depth: 5 }));
+        printed.push(String(error), JSON.stringify(error));
+        // Inspected whole (stack and causes: slow) once per kind of error.
+        const kind = `${(error as Error).name} ${
+          (error as { reason?: string }).reason
+        } ${(error as { status?: number }).status}`;
+        if (!inspected.has(kind)) {
+          inspected.add(kind);
+          printed.push(Deno.inspect(error, { depth: 5 }));
+        }
         if (error instanceof QuotaExceededError) results.quota++;
         else if (error instanceof TokenRequestError) results.typed++;
         else results.wrong.push(error);
       } finally {
         clearTimeout(timer);
       }
-    }));
-  }
-  // Let a background refresh still under way finish before closing.
-  await waitFor(() => server.busy === 0, 5000);
-  await sleep(60);
-  await waitFor(() => server.busy === 0, 5000);
-  await server.close();
+    };
+    for (let burst = 0; burst < bursts; burst++) {
+      await drive(timers, Promise.all(background.splice(0)));
+      clock.advance(Math.floor(random() * 2500));
+      const size = 1 + Math.floor(random() * 16);
+      await drive(timers, Promise.all(Array.from({ length: size }, call)));
+    }
+    // Let a background refresh, and a slow answer, still under way finish.
+    await drive(timers, Promise.all(background.splice(0)));
+    await drive(timers, server.idle());
 
-  const lifetimes = Math.round((clock() - started) / 3000);
-  console.log(
-    `soak (seed ${SEED}): ${results.calls} calls in ${bursts} bursts over ~${lifetimes} token lifetimes: ` +
-      `${results.tokens} valid tokens, ${results.typed} TokenRequestError, ${results.quota} QuotaExceededError; ` +
-      `${server.stats.requests} token requests (${
-        [...server.stats.behaviours].map(([b, n]) => `${b} ${n}`).join(", ")
-      })`,
-  );
-  deepStrictEqual(results.wrong, []);
-  equal(results.hung, 0);
-  equal(server.stats.early, 0, "no request before a 429's reset");
-  // One flight per burst at most, plus at most one background refresh, each
-  // at most 1 + 2 retries.
-  ok(
-    server.stats.requests <= bursts * 2 * 3,
-    `${server.stats.requests} token requests`,
-  );
-  ok(
-    results.tokens > 0 && results.typed > 0 && results.quota > 0,
-    "every outcome was exercised",
-  );
-  ok(
-    printed.every((text) => !text.includes(SECRET)),
-    "no error shows the secret",
-  );
+    const lifetimes = Math.round((clock() - started) / 3000);
+    console.log(
+      `soak (seed ${SEED}): ${results.calls} calls in ${bursts} bursts over ~${lifetimes} token lifetimes: ` +
+        `${results.tokens} valid tokens, ${results.typed} TokenRequestError, ${results.quota} QuotaExceededError; ` +
+        `${server.stats.requests} token requests (${
+          [...server.stats.behaviours].map(([b, n]) => `${b} ${n}`).join(", ")
+        })`,
+    );
+    deepStrictEqual(results.wrong, []);
+    equal(results.hung, 0);
+    equal(server.stats.early, 0, "no request before a 429's reset");
+    // One flight per burst at most, plus at most one background refresh, each
+    // at most 1 + 2 retries.
+    ok(
+      server.stats.requests <= bursts * 2 * 3,
+      `${server.stats.requests} token requests`,
+    );
+    ok(
+      results.tokens > 0 && results.typed > 0 && results.quota > 0,
+      "every outcome was exercised",
+    );
+    ok(
+      printed.every((text) => !text.includes(SECRET)),
+      "no error shows the secret",
+    );
+  });
 });
 
 Deno.test("the client and paginator under random API faults: every item once, or a typed error", async () => {
@@ -322,61 +276,71 @@ Deno.test("the client and paginator under random API faults: every item once, or
     aborted: 0,
     wrong: [] as unknown[],
   };
-  for (let run = 0; run < 40; run++) {
-    tally.runs++;
-    await using api = await startFakePartnerApi({ items: { cardholders: 60 } });
-    const faults = Array.from(
-      { length: Math.floor(random() * 4) },
-      () => faultKinds[Math.floor(random() * faultKinds.length)]!,
-    );
-    // Pages in flight take faults in any order; put them after the first page.
-    api.injectApiFaults({ kind: "delay", ms: 0 }, ...faults);
-    const client = createClient({
-      environment: api.environment,
-      ...api.credentials,
-      // Retried as by default, only sooner: the soak is about outcomes.
-      retry: { retries: 2, initialDelay: 1, maxDelay: 20 },
-    });
-    const controller = new AbortController();
-    const abortReason = new Error("run aborted");
-    if (random() < 0.15) {
-      setTimeout(
-        () => controller.abort(abortReason),
-        Math.floor(random() * 10),
+  // The fake in process, on fake time: its faults, the retries' waits and
+  // the limiter's pause after each 429 pass as the clock says, not waited.
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    for (let run = 0; run < 40; run++) {
+      tally.runs++;
+      using api = inProcessFake({ items: { cardholders: 60 }, now });
+      const faults = Array.from(
+        { length: Math.floor(random() * 4) },
+        () => faultKinds[Math.floor(random() * faultKinds.length)]!,
       );
-    }
-    const seen: string[] = [];
-    try {
-      for await (
-        const row of client.list<{ cardholderID: string }>("cardholders", {
-          limit: 5 + Math.floor(random() * 20),
-          concurrency: 1 + Math.floor(random() * 4),
-          signal: controller.signal,
-        })
-      ) {
-        seen.push(row.cardholderID);
+      // Pages in flight take faults in any order; put them after the first page.
+      api.service.injectApiFaults({ kind: "delay", ms: 0 }, ...faults);
+      const client = clientOf(api, {
+        now,
+        // Retried as by default, only sooner: the soak is about outcomes.
+        retry: { retries: 2, initialDelay: 1, maxDelay: 20 },
+      });
+      const controller = new AbortController();
+      const abortReason = new Error("run aborted");
+      if (random() < 0.15) {
+        setTimeout(
+          () => controller.abort(abortReason),
+          Math.floor(random() * 10),
+        );
       }
-      deepStrictEqual(
-        seen,
-        expected,
-        "a complete list has every item once, in order",
-      );
-      tally.complete++;
-    } catch (error) {
-      deepStrictEqual(
-        seen,
-        expected.slice(0, seen.length),
-        "nothing twice, nothing skipped",
-      );
-      if (error === abortReason) tally.aborted++;
-      else if (error instanceof ApiError) {
-        tally.apiErrors++;
-        ok(!JSON.stringify(error).includes("Bearer "), "no token in the error");
-      } else tally.wrong.push(error);
-    } finally {
-      controller.abort();
+      const seen: string[] = [];
+      const listing = (async () => {
+        for await (
+          const row of client.list<{ cardholderID: string }>("cardholders", {
+            limit: 5 + Math.floor(random() * 20),
+            concurrency: 1 + Math.floor(random() * 4),
+            signal: controller.signal,
+          })
+        ) {
+          seen.push(row.cardholderID);
+        }
+      })();
+      try {
+        await drive(timers, listing);
+        deepStrictEqual(
+          seen,
+          expected,
+          "a complete list has every item once, in order",
+        );
+        tally.complete++;
+      } catch (error) {
+        deepStrictEqual(
+          seen,
+          expected.slice(0, seen.length),
+          "nothing twice, nothing skipped",
+        );
+        if (error === abortReason) tally.aborted++;
+        else if (error instanceof ApiError) {
+          tally.apiErrors++;
+          ok(
+            !JSON.stringify(error).includes("Bearer "),
+            "no token in the error",
+          );
+        } else tally.wrong.push(error);
+      } finally {
+        controller.abort();
+      }
     }
-  }
+  });
   console.log(
     `list soak (seed ${
       SEED + 1

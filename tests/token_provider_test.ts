@@ -20,6 +20,8 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { backgroundWork, manualClock, withFakeTimers } from "./_helpers.ts";
+import type { Clock } from "@sinonjs/fake-timers";
+import { drive, inProcessFake } from "./_fast_setup.ts";
 
 const HOUR = 3_600_000;
 const FAST_RETRY = { initialDelay: 1, maxDelay: 50 };
@@ -300,45 +302,69 @@ Deno.test("getToken() honours Retry-After, and stops when it asks too much", asy
   });
 });
 
+/** A provider of the in-process fake, on fake timers: waits are driven. */
+function onFakeTime(
+  timers: Clock,
+  provider: Partial<TokenProviderOptions> = {},
+) {
+  const now = () => timers.now;
+  const api = inProcessFake({ now });
+  return {
+    api,
+    provider: createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      now,
+      ...provider,
+    }),
+  };
+}
+
 Deno.test("getToken() times out a request that gets no answer", async () => {
-  const { api, provider } = await setup({}, {
-    timeout: 30,
-    retry: false,
-  });
-  await using _ = api;
-  api.injectTokenFaults({ kind: "delay", ms: 2000 });
-  await rejects(provider.getToken(), (error: unknown) => {
-    ok(error instanceof TokenRequestError);
-    equal(error.reason, "timeout");
-    return true;
+  await withFakeTimers(async (timers) => {
+    const { api, provider } = onFakeTime(timers, {
+      timeout: 30,
+      retry: false,
+    });
+    using _ = api;
+    api.service.injectTokenFaults({ kind: "delay", ms: 2000 });
+    await rejects(drive(timers, provider.getToken()), (error: unknown) => {
+      ok(error instanceof TokenRequestError);
+      equal(error.reason, "timeout");
+      return true;
+    });
   });
 });
 
 Deno.test("getToken() stops waiting when its signal aborts", async (t) => {
-  const { api, provider } = await setup({}, { retry: false });
-  await using _ = api;
-  const reason = new Error("caller gave up");
+  await withFakeTimers(async (timers) => {
+    const { api, provider } = onFakeTime(timers, { retry: false });
+    using _ = api;
+    const reason = new Error("caller gave up");
 
-  await t.step(
-    "an aborted signal rejects at once, even with a cached token",
-    async () => {
-      await rejects(
-        provider.getToken({ signal: AbortSignal.abort(reason) }),
-        (error) => error === reason,
-      );
-      equal(api.tokenRequests, 0);
-    },
-  );
+    await t.step(
+      "an aborted signal rejects at once, even with a cached token",
+      async () => {
+        await rejects(
+          provider.getToken({ signal: AbortSignal.abort(reason) }),
+          (error) => error === reason,
+        );
+        equal(api.service.tokenRequests, 0);
+      },
+    );
 
-  await t.step("one caller's abort does not fail the others", async () => {
-    api.injectTokenFaults({ kind: "delay", ms: 50 });
-    const controller = new AbortController();
-    const leaving = provider.getToken({ signal: controller.signal });
-    const staying = provider.getToken();
-    controller.abort(reason);
-    await rejects(leaving, (error) => error === reason);
-    ok(api.isValidToken((await staying).accessToken));
-    equal(api.tokenRequests, 1);
+    await t.step("one caller's abort does not fail the others", async () => {
+      api.service.injectTokenFaults({ kind: "delay", ms: 50 });
+      const controller = new AbortController();
+      const leaving = provider.getToken({ signal: controller.signal });
+      const staying = provider.getToken();
+      controller.abort(reason);
+      await rejects(leaving, (error) => error === reason);
+      const token = await drive(timers, staying);
+      ok(api.service.isValidToken(token.accessToken));
+      equal(api.service.tokenRequests, 1);
+    });
   });
 });
 
