@@ -153,3 +153,40 @@ export function createClient(options: ClientOptions): PartnerClient {
       listUnder(context, environment.baseUrl, path, listOptions),
   };
 }
+
+// Types this entry's signatures name, defined and documented in their own
+// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
+export type {
+  ApiListEvent,
+  ApiRenewalEvent,
+  ApiRequestEvent,
+  ApiRetryEvent,
+  EventListener,
+  PartnerApiEvent,
+  QuotaBlockedEvent,
+  RateDegradedEvent,
+  RateWaitEvent,
+  TokenRefreshEvent,
+  TokenRequestEvent,
+  TokenRetryEvent,
+} from "../core/events.ts";
+export type { TokenFailureReason } from "../core/errors.ts";
+export type {
+  CoordinateOptions,
+  TokenFailure,
+  TokenRecord,
+  TokenRenewal,
+  TokenStore,
+} from "../store/mod.ts";
+export type { QuotaBucket } from "../core/quota.ts";
+export type {
+  GetTokenOptions,
+  RetryOptions,
+  TokenProvider,
+  TokenProviderOptions,
+  TokenRequestOptions,
+  TokenTarget,
+} from "../token/mod.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+export type { PaginateOptions, SortDirection } from "./paginate.ts";
+export type { Environment } from "../core/environment.ts";
