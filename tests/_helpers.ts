@@ -25,14 +25,14 @@ export function manualClock(start = Date.UTC(2026, 10, 21, 10)): ManualClock {
 }
 
 /** Fakes the timers for the length of `fn`; `timers.tickAsync` moves them. */
-export async function withFakeTimers(
-  fn: (timers: Clock) => Promise<void>,
-): Promise<void> {
+export async function withFakeTimers<T>(
+  fn: (timers: Clock) => Promise<T>,
+): Promise<T> {
   const timers = withGlobal(globalThis).install({
     toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"],
   });
   try {
-    await fn(timers);
+    return await fn(timers);
   } finally {
     timers.uninstall();
   }

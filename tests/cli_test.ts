@@ -6,6 +6,18 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { configFor, run } from "./_cli_helpers.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { drive } from "./_fast_setup.ts";
+
+/** Taken before any test fakes the timers. */
+const realSetTimeout = setTimeout;
+/**
+ * A real request on loopback (an answer, a refused connection) settles in
+ * about a millisecond: the clock moves on only after that, so no faked time
+ * limit overtakes it. 5 ms of real time per step of the driven clock.
+ */
+const loopbackSettles = () =>
+  new Promise<void>((resolve) => realSetTimeout(resolve, 5));
 import { gauge } from "../src/cli/_render.ts";
 
 const untouchable = () => {
@@ -281,7 +293,10 @@ Deno.test("a retried token request says so on standard error", async () => {
   await using api = await startFakePartnerApi({
     faults: [{ kind: "status", status: 503 }],
   });
-  const result = await run(["token"], configFor(api));
+  // The retry's backoff is driven, not waited for.
+  const result = await withFakeTimers((timers) =>
+    drive(timers, run(["token"], configFor(api)), loopbackSettles)
+  );
   equal(result.code, 0, result.stderr);
   ok(
     result.stderr.includes("retrying the token request (attempt 2)"),
@@ -353,10 +368,17 @@ Deno.test("--verbose writes a line per token and API request, and a failure's ca
     ...config,
     PARTNER_API_TOKEN_URL: `http://127.0.0.1:${port}/oauth/token`,
   };
-  const refused = await run(["token", "--no-cache"], nowhere);
+  // The retries' backoff is driven, not waited for.
+  const [refused, unreachable] = await withFakeTimers(async (timers) => [
+    await drive(timers, run(["token", "--no-cache"], nowhere), loopbackSettles),
+    await drive(
+      timers,
+      run(["token", "--verbose", "--no-cache"], nowhere),
+      loopbackSettles,
+    ),
+  ]);
   equal(refused.code, 1);
   ok(/connection refused/i.test(refused.stderr), refused.stderr);
-  const unreachable = await run(["token", "--verbose", "--no-cache"], nowhere);
   equal(unreachable.code, 1);
   ok(unreachable.stderr.includes("caused by "), unreachable.stderr);
   for (const result of [listed, unreachable]) {
