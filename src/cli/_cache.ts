@@ -13,14 +13,13 @@ import { CACHE_VARIABLES } from "./_plan.ts";
 import { delay } from "../core/_retry.ts";
 import { unrefTimer } from "../core/_abort.ts";
 import { openRecord, sealRecord } from "../store/_record.ts";
-import { hexDigest } from "../store/_key.ts";
+import { aesKeyFrom, hexDigest } from "../store/_key.ts";
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
   | { readonly store: TokenStore; readonly notice?: undefined }
   | { readonly store?: undefined; readonly notice: string };
 
-const encoder = new TextEncoder();
 /** A cache file is a few hundred bytes; anything larger is not ours. */
 const MAX_CACHE_FILE = 64 * 1024;
 /** How often a run waiting for another's token request looks again, in ms. */
@@ -91,6 +90,7 @@ function readable(variable: string): string | undefined {
 class EncryptedFileStore implements TokenStore {
   readonly #folder: string;
   readonly #secret: string;
+  readonly #keys = new Map<string, Promise<CryptoKey>>();
   readonly #notify: (line: string) => void;
 
   constructor(folder: string, secret: string, notify: (line: string) => void) {
@@ -247,26 +247,14 @@ class EncryptedFileStore implements TokenStore {
     return `${this.#folder}/${await hexDigest(key, 16)}.token`;
   }
 
-  async #key(key: string): Promise<CryptoKey> {
-    const material = await crypto.subtle.importKey(
-      "raw",
-      encoder.encode(this.#secret),
-      "HKDF",
-      false,
-      ["deriveKey"],
-    );
-    return await crypto.subtle.deriveKey(
-      {
-        name: "HKDF",
-        hash: "SHA-256",
-        salt: encoder.encode("partner-api cli token cache v1"),
-        info: encoder.encode(key),
-      },
-      material,
-      { name: "AES-GCM", length: 256 },
-      false,
-      ["encrypt", "decrypt"],
-    );
+  /** The file's key, derived (HKDF) from the client secret, once per store key. */
+  #key(key: string): Promise<CryptoKey> {
+    let sealing = this.#keys.get(key);
+    if (sealing === undefined) {
+      sealing = aesKeyFrom(this.#secret, "partner-api cli token cache v1", key);
+      this.#keys.set(key, sealing);
+    }
+    return sealing;
   }
 }
 

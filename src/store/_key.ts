@@ -32,10 +32,19 @@ export async function storeKey(endpoint: {
  * whose secret part only the holders of the client secret can compute. The
  * stores name records by a digest of the store key, never by the key itself.
  */
-export async function sealingKey(key: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.importKey(
+export function sealingKey(key: string): Promise<CryptoKey> {
+  return aesKeyFrom(key, "partner-api token record seal v1", "");
+}
+
+/** A non-extractable AES-GCM key, derived (HKDF, SHA-256) from `material`. */
+export async function aesKeyFrom(
+  material: string,
+  salt: string,
+  info: string,
+): Promise<CryptoKey> {
+  const base = await crypto.subtle.importKey(
     "raw",
-    encoder.encode(key),
+    encoder.encode(material),
     "HKDF",
     false,
     ["deriveKey"],
@@ -44,10 +53,10 @@ export async function sealingKey(key: string): Promise<CryptoKey> {
     {
       name: "HKDF",
       hash: "SHA-256",
-      salt: encoder.encode("partner-api token record seal v1"),
-      info: new Uint8Array(),
+      salt: encoder.encode(salt),
+      info: encoder.encode(info),
     },
-    material,
+    base,
     { name: "AES-GCM", length: 256 },
     false,
     ["encrypt", "decrypt"],
