@@ -190,6 +190,16 @@ export function plan(args: readonly string[]): Plan {
       "basic",
     ]),
   };
+  return commandPlan(command, rest, values, flags);
+}
+
+/** The plan of one command, its flags checked against it already. */
+function commandPlan(
+  command: string,
+  rest: string[],
+  values: Values,
+  flags: SessionFlags,
+): Plan {
   if (command === "list") {
     return { command, list: listRequest(rest, values), ...flags };
   }
