@@ -156,20 +156,7 @@ export function createClient(options: ClientOptions): PartnerClient {
 
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type {
-  ApiListEvent,
-  ApiRenewalEvent,
-  ApiRequestEvent,
-  ApiRetryEvent,
-  EventListener,
-  PartnerApiEvent,
-  QuotaBlockedEvent,
-  RateDegradedEvent,
-  RateWaitEvent,
-  TokenRefreshEvent,
-  TokenRequestEvent,
-  TokenRetryEvent,
-} from "../core/events.ts";
+export type * from "../core/events.ts";
 export type { TokenFailureReason } from "../core/errors.ts";
 export type {
   CoordinateOptions,

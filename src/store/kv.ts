@@ -157,29 +157,4 @@ export {
 
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type {
-  ApiListEvent,
-  ApiRenewalEvent,
-  ApiRequestEvent,
-  ApiRetryEvent,
-  EventListener,
-  PartnerApiEvent,
-  QuotaBlockedEvent,
-  RateDegradedEvent,
-  RateWaitEvent,
-  TokenRefreshEvent,
-  TokenRequestEvent,
-  TokenRetryEvent,
-} from "../core/events.ts";
-export type { QuotaBucket } from "../core/quota.ts";
-export type { TokenFailureReason } from "../core/errors.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
-export type {
-  CoordinateOptions,
-  FleetStoreOptions,
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "./mod.ts";
-export type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
+export type * from "./_fleet_entry_types.ts";

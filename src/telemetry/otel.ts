@@ -290,17 +290,4 @@ function tokenRequest(
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
 export type { QuotaBucket } from "../core/quota.ts";
-export type {
-  ApiListEvent,
-  ApiRenewalEvent,
-  ApiRequestEvent,
-  ApiRetryEvent,
-  EventListener,
-  PartnerApiEvent,
-  QuotaBlockedEvent,
-  RateDegradedEvent,
-  RateWaitEvent,
-  TokenRefreshEvent,
-  TokenRequestEvent,
-  TokenRetryEvent,
-} from "../core/events.ts";
+export type * from "../core/events.ts";
