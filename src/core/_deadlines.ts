@@ -1,20 +1,36 @@
 // Internal: attempts' time limits for requests that are many (API calls,
-// list pages): one timer per short window.
+// list pages): one timer per short window, armed only while in use.
 
 import { type Deadline, unrefTimer } from "./_abort.ts";
 import type { AttemptLimits } from "./_attempt_loop.ts";
 
+// The platform's clock and timer as this module found them. When a test
+// has replaced either since (fake timers), windows use `setTimeout`, which
+// the fakes drive; else the platform's timeout signal, which costs nothing
+// per request (see `SharedDeadlines`).
+const PLATFORM_NOW = Date.now;
+const PLATFORM_SET_TIMEOUT = globalThis.setTimeout;
+
 /**
  * Time limits shared by the attempts that start within the same short
- * window (a tenth of the limit, at most a second): one `setTimeout` per
- * window instead of one per request, which cost more than the rest of the
+ * window (a tenth of the limit, at most a second): one timer per window
+ * instead of one per request, which cost more than the rest of the
  * client's work together. The window keeps its attempts' controllers in a
- * set and aborts them when its timer fires: no event listener per attempt.
- * The window's timer is cleared as soon as no attempt uses it, so nothing
- * is left for a test's sanitizer and no process is kept alive. The timer is
- * `globalThis.setTimeout`, looked up when it is set, and the window is read
- * from the injected clock, so fake timers drive it like every other wait.
- * An attempt thus gets its limit, and at most a window more.
+ * set and aborts them when its time is up: no timer and no listener of
+ * their own. An attempt thus gets its limit, and at most a window more.
+ *
+ * A window's timer is armed while an attempt uses it and disarmed when the
+ * last one leaves, so nothing is left for a test's sanitizer and no process
+ * is kept alive after the last request:
+ * - with the platform's clock and timers, the timer is the platform's
+ *   timeout signal (`AbortSignal.timeout`), made once per window: arming is
+ *   listening to it, which is what keeps a process alive, and a signal
+ *   nobody listens to is no pending work for `deno test`. Requests one after
+ *   another thus set no timer at all.
+ * - when the clock is injected or `setTimeout` was replaced (fake timers),
+ *   the timer is `globalThis.setTimeout`, looked up when it is set, due
+ *   when the window's time is up by the injected clock; disarming clears
+ *   it. Fake timers drive it like every other wait.
  */
 export class SharedDeadlines implements AttemptLimits {
   /** The time limit, in ms. */
@@ -42,37 +58,110 @@ export class SharedDeadlines implements AttemptLimits {
   acquire(attempt: AbortController): Window {
     const now = this.#now();
     let window = this.#current;
-    if (window === undefined || now >= window.until) {
-      const attempts = new Set<AbortController>();
-      const timer = setTimeout(() => {
-        const reason = new DOMException(
-          `no answer within ${this.ms} ms`,
-          "TimeoutError",
-        );
-        for (const late of attempts) late.abort(reason);
-      }, this.ms + this.#window);
-      unrefTimer(timer);
-      window = this.#current = { attempts, timer, until: now + this.#window };
+    if (window === undefined || now >= window.until || window.spent) {
+      const until = now + this.#window;
+      const delay = this.ms + this.#window;
+      window = this.#current = platformTimers(this.#now)
+        ? new SignalWindow(this.ms, until, delay)
+        : new TimerWindow(this.ms, until, now + delay, this.#now);
     }
     window.attempts.add(attempt);
+    if (window.attempts.size === 1) window.arm();
     return window;
   }
 
-  /** Ends `attempt`'s limit; the last one out of `window` clears its timer. */
+  /** Ends `attempt`'s limit; the last one out of `window` disarms its timer. */
   release(window: Window, attempt: AbortController): void {
     window.attempts.delete(attempt);
-    if (window.attempts.size > 0) return;
-    clearTimeout(window.timer);
-    if (this.#current === window) this.#current = undefined;
+    if (window.attempts.size === 0) window.disarm();
   }
 }
 
+/** Whether time is the platform's own: neither injected nor faked. */
+function platformTimers(now: () => number): boolean {
+  return now === PLATFORM_NOW &&
+    globalThis.setTimeout === PLATFORM_SET_TIMEOUT &&
+    typeof AbortSignal.timeout === "function";
+}
+
 /** One window of {@linkcode SharedDeadlines}. */
-export interface Window {
-  readonly attempts: Set<AbortController>;
-  readonly timer: ReturnType<typeof setTimeout>;
+abstract class Window {
+  readonly attempts = new Set<AbortController>();
   /** Clock reading after which attempts open a new window. */
   readonly until: number;
+  readonly #ms: number;
+
+  constructor(ms: number, until: number) {
+    this.#ms = ms;
+    this.until = until;
+  }
+
+  /** Aborts the window's attempts: their time is up. */
+  protected expire = (): void => {
+    const reason = new DOMException(
+      `no answer within ${this.#ms} ms`,
+      "TimeoutError",
+    );
+    for (const late of this.attempts) late.abort(reason);
+  };
+
+  /** Whether the window's time is up: a clock set back may still be in it. */
+  abstract get spent(): boolean;
+  /** Makes sure the window's time being up reaches its attempts. */
+  abstract arm(): void;
+  /** Stops waiting for the window's time: no attempt uses it. */
+  abstract disarm(): void;
+}
+
+/** A window timed by the platform's timeout signal, made once. */
+class SignalWindow extends Window {
+  readonly #signal: AbortSignal;
+
+  constructor(ms: number, until: number, delay: number) {
+    super(ms, until);
+    this.#signal = AbortSignal.timeout(delay);
+  }
+
+  get spent(): boolean {
+    return this.#signal.aborted;
+  }
+
+  arm(): void {
+    this.#signal.addEventListener("abort", this.expire);
+  }
+
+  disarm(): void {
+    this.#signal.removeEventListener("abort", this.expire);
+  }
+}
+
+/** A window timed by `globalThis.setTimeout`, set again when re-armed. */
+class TimerWindow extends Window {
+  readonly #due: number;
+  readonly #now: () => number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(ms: number, until: number, due: number, now: () => number) {
+    super(ms, until);
+    this.#due = due;
+    this.#now = now;
+  }
+
+  get spent(): boolean {
+    // Set again when re-armed: never spent, due by the injected clock.
+    return false;
+  }
+
+  arm(): void {
+    const timer = setTimeout(this.expire, Math.max(0, this.#due - this.#now()));
+    unrefTimer(timer);
+    this.#timer = timer;
+  }
+
+  disarm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
 }
 
 /** One attempt's limit within a window of {@linkcode SharedDeadlines}. */

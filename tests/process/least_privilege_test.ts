@@ -26,8 +26,9 @@ async function runCore(
   };
 }
 
-Deno.test("the core works with --allow-net alone", async () => {
+Deno.test("the core works with --allow-net alone, and its script ends with its last answer: no time limit keeps it alive", async () => {
   await using api = await startFakePartnerApi({ items: { organizations: 12 } });
+  const started = Date.now();
   const result = await runCore(
     ["--allow-net=127.0.0.1"],
     api.environment,
@@ -35,6 +36,10 @@ Deno.test("the core works with --allow-net alone", async () => {
   );
   equal(result.stdout, "12 organizations");
   equal(result.code, 0);
+  // The time limit is 30 s per attempt: a timer left armed would hold the
+  // script that long.
+  const took = Date.now() - started;
+  ok(took < 10_000, `the script took ${took} ms`);
 });
 
 Deno.test("without network permission the core fails at once with a typed error, no retries", async () => {
