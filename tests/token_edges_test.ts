@@ -191,6 +191,35 @@ Deno.test("a declared Content-Length over 64 KiB is refused before reading", asy
   );
 });
 
+Deno.test("a gzip token answer of a small declared length that inflates past 64 KiB is refused", async () => {
+  const inflated = new TextEncoder().encode(JSON.stringify({
+    access_token: "a",
+    expires_in: 60,
+    token_type: "Bearer",
+    pad: " ".repeat(1024 * 1024),
+  }));
+  const gzip = new Uint8Array(
+    await new Response(
+      new Blob([inflated]).stream().pipeThrough(new CompressionStream("gzip")),
+    ).arrayBuffer(),
+  );
+  ok(gzip.byteLength < 64 * 1024, "declared far below the bound");
+  await using server = serve(() =>
+    new Response(gzip, {
+      headers: {
+        "content-type": "application/json",
+        "content-encoding": "gzip",
+        "content-length": String(gzip.byteLength),
+      },
+    })
+  );
+  await rejects(
+    requestToken({ ...CLIENT, tokenUrl: server.tokenUrl }),
+    (error: unknown) =>
+      error instanceof TokenRequestError && error.reason === "malformed",
+  );
+});
+
 Deno.test("JSON.stringify of a token shows the access token redacted", async () => {
   await using api = await startFakePartnerApi();
   const token = await requestToken({ ...api.environment, ...api.credentials });
