@@ -4,7 +4,7 @@
 // run, with the fake service in another process:
 // - client.fetch() against a raw fetch() with the same token and time limit
 //   (goal ≤ 1.05×), and the JavaScript a call costs against the same call
-//   under a hand-written time limit (goal ≤ 2 µs); and the fetch wrappers
+//   under AbortSignal.timeout (goal ≤ 2 µs); and the fetch wrappers
 //   a user would pick instead (ky, ofetch, wretch) against the same floor;
 // - 100,000 transactions through client.list (limit 1,000, concurrency 4)
 //   against a hand-written ordered pool over the same pages, every item
@@ -17,6 +17,8 @@ import { ofetch } from "npm:ofetch@1.5.1";
 import wretch from "npm:wretch@3.0.9";
 import { createClient } from "../src/client/mod.ts";
 import {
+  consume,
+  handOrderedPool,
   interleaved,
   ratiosToFloor,
   showRatio,
@@ -81,7 +83,7 @@ const perCall = await ratiosToFloor(
 );
 for (const [name, label] of Object.entries(PEERS)) {
   console.log(
-    `${label} ÷ raw fetch() with the same token and time limit (the floor), interleaved: ${
+    `${label} ÷ raw fetch() with the same token and time limit (the floor; the fake in another process), interleaved: ${
       showRatio(perCall[name]!)
     }`,
   );
@@ -100,8 +102,8 @@ Deno.bench({ name: "client.fetch()", group: "fetch", fn: viaClient });
 // swapped for one that answers at once (one shared body-less answer), so
 // the client takes the path it takes in use (the runtime's own fetch, no
 // race against its signal). Three sides, interleaved: the bare call; the
-// call under a hand-written time limit as the one time model has it
-// (setTimeout and clearTimeout around it: the floor); and client.fetch.
+// call under a time limit as a user writes it, AbortSignal.timeout (the
+// floor); and client.fetch.
 const answer = new Response(null, { status: 204 });
 const instant = () => Promise.resolve(answer);
 const headers = { authorization: `Bearer ${accessToken}` };
@@ -115,15 +117,7 @@ globalThis.fetch = instant;
 const js = await interleaved(
   {
     bare: () => instant(),
-    timed: async () => {
-      const attempt = new AbortController();
-      const timer = setTimeout(() => attempt.abort(), 30_000);
-      try {
-        return await fetch(one, { headers, signal: attempt.signal });
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    timed: () => fetch(one, { headers, signal: AbortSignal.timeout(30_000) }),
     client: () => overClient.fetch("organizations?limit=1"),
   },
   21,
@@ -134,47 +128,26 @@ const µs = (ms: number) => `${(ms * 1000).toFixed(2)} µs`;
 console.log(
   `JavaScript per call, interleaved medians: client.fetch ${
     µs(js.client!)
-  }; the same call under a hand-written setTimeout time limit (the floor) ${
+  }; the same call under AbortSignal.timeout, as a user writes it (the floor) ${
     µs(js.timed!)
   }; bare ${µs(js.bare!)}. The client adds ${
     µs(js.client! - js.timed!)
   } to the floor, ${µs(js.client! - js.bare!)} to a bare call.`,
 );
 
-/**
- * The floor for list: an ordered pool written by hand, 4 pages in flight,
- * every item handed out in page order, as list does. It knows the page
- * count; list finds the end from a short page.
- */
-async function* handOrdered(pages: number): AsyncGenerator<unknown> {
-  const page = async (n: number): Promise<unknown[]> => {
-    const url = new URL("transactions", environment.baseUrl);
-    url.search = `limit=1000&page=${n}`;
-    const response = await fetch(url, {
-      headers: { authorization: `Bearer ${accessToken}` },
-    });
-    return (await response.json()).transactions;
-  };
-  const inFlight: Promise<unknown[]>[] = [];
-  let next = 1;
-  while (next <= Math.min(4, pages)) inFlight.push(page(next++));
-  while (inFlight.length > 0) {
-    const items = await inFlight.shift()!;
-    if (next <= pages) inFlight.push(page(next++));
-    yield* items;
-  }
-}
-
-/** Counts every item, as a consumer of either would. */
-async function consume(items: AsyncIterable<unknown>, total: number) {
-  let count = 0;
-  for await (const _ of items) count++;
-  if (count !== total) throw new Error(`listed ${count} of ${total}`);
-}
-
 const list = await ratiosToFloor(
   {
-    hand: () => consume(handOrdered(100), 100_000),
+    hand: () =>
+      consume(
+        handOrderedPool({
+          environment,
+          accessToken,
+          list: "transactions",
+          limit: 1000,
+          concurrency: 4,
+        }),
+        100_000,
+      ),
     list: () =>
       consume(
         client.list("transactions", { limit: 1000, concurrency: 4 }),
@@ -186,7 +159,7 @@ const list = await ratiosToFloor(
   1,
 );
 console.log(
-  `100,000 items through client.list ÷ a hand-written ordered pool (the floor), interleaved: ${
+  `100,000 items through client.list ÷ a hand-written ordered pool (the floor; the fake in another process), interleaved: ${
     showRatio(list.list!)
   }`,
 );

@@ -1,55 +1,73 @@
 // deno task bench
 //
-// Side by side, in one run, against the fake service on loopback:
-// - 20 pages at 40 ms latency each, at concurrency 1 and 4, against the
-//   floor, the latency itself (⌈20 ÷ c⌉ × 40 ms; goal ≤ 1.10×);
+// Side by side, in one run:
+// - 20 pages at 40 ms latency each from the fake in another process, at
+//   concurrency 1 and 4, through list and through a hand-written ordered
+//   pool, each against the floor, the latency itself (⌈20 ÷ c⌉ × 40 ms;
+//   goal ≤ 1.10×);
 // - paginate() per item against the plain loop a user would write: an async
 //   generator over the same pages (goal ≤ 1.5×);
 // and, measured once: heap growth while paging 1,000,000 items (goal < 16 MB).
 
 import { createClient } from "../src/client/mod.ts";
 import { type PageRequest, paginate } from "../src/client/paginate.ts";
-import { startFakePartnerApi } from "../src/testing/mod.ts";
+import {
+  consume,
+  handOrderedPool,
+  ratiosToFloor,
+  showRatio,
+  startRemoteFake,
+} from "./_bench_server.ts";
 
-const slow = await startFakePartnerApi({
-  latency: 40,
-  items: { transactions: 20 * 50 - 1 }, // 20 pages, the last one short
-});
-globalThis.addEventListener("unload", () => void slow.close());
+// The fake in another process, 40 ms added to every answer.
+const slow = await startRemoteFake(["--latency=40", "--transactions=999"]);
+globalThis.addEventListener("unload", () => void slow[Symbol.asyncDispose]());
 
 const slowClient = createClient({
   environment: slow.environment,
-  ...slow.credentials,
+  clientId: slow.clientId,
+  clientSecret: slow.clientSecret,
   rateLimit: false, // the bench repeats the crawl far past 900 requests
 });
-async function pageThrough(concurrency: number) {
-  let count = 0;
-  for await (const _ of slowClient.list("transactions", { concurrency })) {
-    count++;
-  }
-  if (count !== 999) throw new Error(`expected 999 items, got ${count}`);
-}
+const { accessToken } = await slowClient.tokenProvider.getToken();
 
 /**
- * 20 pages at 40 ms against the floor, the latency itself: ⌈20 ÷ c⌉ × 40 ms
- * (pages in flight c at a time, none waiting on another's turn).
+ * 20 pages at 40 ms (999 items, 50 a page, the last one short) through
+ * list and through a hand-written ordered pool, interleaved; each against
+ * the floor, the latency itself: ⌈20 ÷ c⌉ × 40 ms (pages in flight c at a
+ * time, none waiting on another's turn).
  */
-async function distanceToFloor(concurrency: number, rounds = 5) {
+async function distanceToFloor(concurrency: number, rounds = 7) {
   const floor = Math.ceil(20 / concurrency) * 40;
-  const ratios: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    const started = performance.now();
-    await pageThrough(concurrency);
-    ratios.push((performance.now() - started) / floor);
-  }
-  ratios.sort((a, b) => a - b);
+  const sleep = () => new Promise((done) => setTimeout(done, floor));
+  const ratios = await ratiosToFloor(
+    {
+      floor: sleep,
+      list: () =>
+        consume(slowClient.list("transactions", { concurrency }), 999),
+      hand: () =>
+        consume(
+          handOrderedPool({
+            environment: slow.environment,
+            accessToken,
+            list: "transactions",
+            limit: 50,
+            concurrency,
+          }),
+          999,
+        ),
+    },
+    "floor",
+    rounds,
+    1,
+  );
   console.log(
-    `20 pages at 40 ms, concurrency ${concurrency} ÷ the floor (${floor} ms): ${
-      ratios[Math.floor(rounds / 2)]!.toFixed(3)
-    }× (${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)})`,
+    `20 pages at 40 ms (fake in another process), concurrency ${concurrency} ÷ the floor (${floor} ms): client.list ${
+      showRatio(ratios.list!)
+    }, a hand-written ordered pool ${showRatio(ratios.hand!)}`,
   );
 }
-await pageThrough(4); // warm up: token, connections
+await consume(slowClient.list("transactions", { concurrency: 4 }), 999);
 await distanceToFloor(1);
 await distanceToFloor(4);
 
