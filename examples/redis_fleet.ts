@@ -15,15 +15,22 @@ const connections = Array.from(
   { length: 5 },
   () => new Redis(Deno.env.get("REDIS_URL") ?? "redis://127.0.0.1:6379"),
 );
-const fleet = connections.map((redis) =>
+// A second connection per process, which waiters block on: they are woken
+// by the write of the token instead of looking again now and then.
+const blocking = connections.map((redis) => redis.duplicate());
+const fleet = connections.map((redis, at) =>
   createTokenProvider({
     ...api.environment,
     ...api.credentials,
     store: createRedisTokenStore({
       command: (args) => redis.call(...args as [string, ...string[]]),
+      blockingCommand: (args) =>
+        blocking[at]!.call(...args as [string, ...string[]]),
     }),
   })
 );
 await Promise.all(fleet.map((provider) => provider.getToken()));
 console.log(`${fleet.length} processes, ${api.tokenRequests} token request`);
-await Promise.all(connections.map((redis) => redis.quit()));
+await Promise.all(
+  [...connections, ...blocking].map((redis) => redis.quit()),
+);

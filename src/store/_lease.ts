@@ -1,7 +1,9 @@
 // Internal: the lease protocol the shared stores (KV, Redis) follow, written
 // once over what each database offers. Whoever needs a token takes the lease
 // (only if nothing changed since it looked), requests, and publishes the
-// record in the same step that lets the lease go; the others poll.
+// record in the same step that lets the lease go; the others wait for that
+// step: woken by it where the database can tell them (Redis with a
+// connection to block on), else looking again now and then.
 
 import type { CoordinateOptions, TokenRecord } from "./mod.ts";
 import { published } from "./_record.ts";
@@ -19,6 +21,8 @@ export interface LeaseView<Snapshot> {
   readonly leaseFree: boolean;
   /** What {@linkcode LeaseDatabase.take} checks has not changed. */
   readonly snapshot: Snapshot;
+  /** Who holds the lease, when it is held: what a wake is named after. */
+  readonly holder?: string;
 }
 
 /** A lease this process holds. */
@@ -43,6 +47,19 @@ export interface LeaseDatabase<Snapshot> {
   ): Promise<HeldLease | undefined>;
   get(key: string): Promise<TokenRecord | undefined>;
   set(key: string, record: TokenRecord): Promise<void>;
+  /**
+   * Waits at most `ms` for `holder` to let its lease go, woken by the step
+   * that does; absent where the database cannot tell (then the waiter
+   * looks again after a while).
+   */
+  readonly waitForRelease?:
+    | ((
+      key: string,
+      holder: string,
+      ms: number,
+      signal: AbortSignal,
+    ) => Promise<void>)
+    | undefined;
 }
 
 /** The checked timing options of a shared store, in ms. */
@@ -73,7 +90,8 @@ export async function coordinateByLease<Snapshot>(
   let wait = Math.min(FIRST_POLL, pollInterval);
   while (true) {
     signal.throwIfAborted();
-    const { record, leaseFree, snapshot } = await database.look(key, signal);
+    const view = await database.look(key, signal);
+    const { record, leaseFree, snapshot } = view;
     if (record !== undefined && settled(record)) return record;
     if (leaseFree) {
       const lease = await database.take(key, snapshot, signal);
@@ -91,11 +109,17 @@ export async function coordinateByLease<Snapshot>(
       // look again after the wait, never in a tight loop, and not past the
       // deadline.
     }
-    if (now() >= deadline) {
-      return await requestAlone(database, key, record, request);
+    const left = deadline - now();
+    if (left <= 0) return await requestAlone(database, key, record, request);
+    if (view.holder !== undefined && database.waitForRelease !== undefined) {
+      // Woken by the holder's own step; a holder that dies wakes nobody,
+      // and its lease runs out within leaseDuration.
+      const ms = Math.min(left, timing.leaseDuration);
+      await database.waitForRelease(key, view.holder, ms, signal);
+    } else {
+      await delay(wait, signal);
+      wait = Math.min(wait * 2, pollInterval);
     }
-    await delay(wait, signal);
-    wait = Math.min(wait * 2, pollInterval);
   }
 }
 

@@ -1,8 +1,9 @@
 // Internal: the Redis token store behind createRedisTokenStore. Each client's
-// record rests under "<prefix>:{<digest>}:record" and its lease under
-// "<prefix>:{<digest>}:lease" (one hash tag, so a cluster keeps both in one
-// slot for the scripts). Values are JSON text: the plain record, or the
-// sealed one in base64.
+// record rests under "<prefix>:{<digest>}:record", its lease under
+// "<prefix>:{<digest>}:lease", and the step that lets a lease go is told on
+// a short-lived stream "<prefix>:{<digest>}:lease:<lease value>" (one hash
+// tag, so a cluster keeps them in one slot for the scripts). Values are JSON
+// text: the sealed record in base64.
 
 import type {
   CoordinateOptions,
@@ -23,6 +24,8 @@ import {
   type LeaseView,
 } from "./_lease.ts";
 import { hexDigest } from "./_key.ts";
+import { raceAbort } from "../core/_abort.ts";
+import { delay } from "../core/_retry.ts";
 
 /**
  * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
@@ -41,6 +44,7 @@ export type RedisCommand = (args: string[]) => Promise<unknown>;
 /** The checked options of a {@linkcode RedisTokenStore}. */
 export interface RedisStoreConfig extends LeaseTiming {
   readonly command: RedisCommand;
+  readonly blockingCommand: RedisCommand | undefined;
   readonly prefix: string;
   readonly encryptionKey: CryptoKey | undefined;
   readonly holder: string;
@@ -63,12 +67,17 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`;
 const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
+// PUBLISH and RELEASE let the lease go and tell whoever waits on it (XREAD
+// on KEYS[3], named after the lease), then leave the stream to expire.
+const RELEASED = `redis.call('DEL', KEYS[2])
+redis.call('XADD', KEYS[3], '*', 'released', '1')
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1`;
 const PUBLISH = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('DEL', KEYS[2])
-return 1`;
-const RELEASE = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('DEL', KEYS[1])`;
+${RELEASED}`;
+const RELEASE = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+${RELEASED}`;
 const UPDATE_ATTEMPTS = 10;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
@@ -80,9 +89,17 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     Promise<{ record: string; lease: string }>
   >();
 
+  /** Present when the store has a connection to block on. */
+  readonly waitForRelease?: LeaseDatabase<string>["waitForRelease"];
+
   constructor(config: RedisStoreConfig) {
     this.#config = config;
     this.#seals = recordSeals(config.encryptionKey);
+    const blocking = config.blockingCommand;
+    if (blocking !== undefined) {
+      this.waitForRelease = (key, holder, ms, signal) =>
+        this.#waitOn(blocking, key, holder, ms, signal);
+    }
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
@@ -129,6 +146,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
       record: await this.#decode(key, record),
       leaseFree: lease === undefined, // Redis expires leases on time
       snapshot: record ?? "",
+      ...(lease === undefined ? {} : { holder: lease }),
     };
   }
 
@@ -142,23 +160,56 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
       String(leaseDuration),
     ]);
     if (taken !== 1) return undefined;
+    const told = [keys.record, keys.lease, `${keys.lease}:${lease}`];
+    const toldFor = String(leaseDuration);
     return {
       renew: async () => {
         await this.#script(RENEW, [keys.lease], [lease, String(leaseDuration)]);
       },
       publish: async (record) => {
         const [value, , lifetime] = await this.#value(key, record);
-        const done = await this.#script(PUBLISH, [keys.record, keys.lease], [
+        const done = await this.#script(PUBLISH, told, [
           lease,
           value,
           lifetime,
+          toldFor,
         ]);
         return done === 1;
       },
       release: async () => {
-        await this.#script(RELEASE, [keys.lease], [lease]);
+        await this.#script(RELEASE, told, [lease, "", "", toldFor]);
       },
     };
+  }
+
+  /**
+   * Blocks on `blocking`'s connection until the lease `holder` is let go
+   * (an entry on its stream, there already if it was), for at most `ms`.
+   * A failing Redis is waited out like a poll, never retried at once.
+   */
+  async #waitOn(
+    blocking: RedisCommand,
+    key: string,
+    holder: string,
+    ms: number,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { lease } = await this.#keysOf(key);
+    const block = Math.max(1, Math.ceil(ms));
+    try {
+      await raceAbort(
+        this.#send(
+          ["XREAD", "COUNT", "1", "BLOCK", String(block), "STREAMS"]
+            .concat(`${lease}:${holder}`, "0-0"),
+          blocking,
+          block,
+        ),
+        signal,
+      );
+    } catch {
+      signal.throwIfAborted();
+      await delay(Math.min(block, this.#config.pollInterval), signal);
+    }
   }
 
   #script(source: string, keys: string[], args: string[]): Promise<unknown> {
@@ -166,15 +217,20 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
   }
 
   /**
-   * One command, within `commandTimeout`: a client that queues commands
-   * while Redis is away would otherwise hold every waiting caller.
+   * One command, within `commandTimeout` (and the time it blocks for): a
+   * client that queues commands while Redis is away would otherwise hold
+   * every waiting caller.
    */
-  #send(args: string[]): Promise<unknown> {
-    const reply = Promise.resolve().then(() => this.#config.command(args));
+  #send(
+    args: string[],
+    command = this.#config.command,
+    blocks = 0,
+  ): Promise<unknown> {
+    const reply = Promise.resolve().then(() => command(args));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
-        this.#config.commandTimeout,
+        this.#config.commandTimeout + blocks,
       );
       reply.then(resolve, reject).finally(() => clearTimeout(timer));
     });

@@ -73,6 +73,17 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
    */
   command: RedisCommand;
   /**
+   * Sends one command on a connection of its own, which it may block (for
+   * ioredis, `redis.duplicate()`; for node-redis, `client.duplicate()`).
+   * With it, a process waiting for another's token is woken by the step
+   * that writes it (`XREAD BLOCK` on a stream named after the lease),
+   * instead of looking again after 1, 2, 4 … up to `pollInterval` ms. Not
+   * the connection of `command`: a blocked connection answers nothing else.
+   *
+   * @default {none: waiters look again now and then}
+   */
+  blockingCommand?: RedisCommand;
+  /**
    * The start of every key the store writes.
    *
    * @default {"partner-api:token"}
@@ -153,8 +164,14 @@ export function createRedisTokenStore(
       CONTEXT,
       field,
     );
+  const blockingCommand = requireFunction(
+    options.blockingCommand,
+    CONTEXT,
+    "blockingCommand",
+  );
   return new RedisTokenStore({
     command,
+    blockingCommand,
     prefix: options.prefix === undefined
       ? "partner-api:token"
       : requireText(options.prefix, CONTEXT, "prefix"),

@@ -6,6 +6,7 @@ import { equal, ok, throws } from "node:assert/strict";
 import { createRedisTokenStore } from "../../src/store/redis.ts";
 import type { RedisTokenStoreOptions } from "../../src/store/redis.ts";
 import { createTokenProvider } from "../../src/token/mod.ts";
+import { TokenRequestError } from "../../src/core/errors.ts";
 import {
   type FakePartnerApiOptions,
   startFakePartnerApi,
@@ -81,7 +82,7 @@ test("records rest sealed by default: no key or value in Redis holds the token o
   const keys = await f.admin.command(["KEYS", "*"]) as string[];
   ok(keys.length > 0);
   for (const key of keys) {
-    const value = await f.admin.command(["GET", key]) as string;
+    const value = await valueAt(f.admin, key);
     ok(!value.includes('"plain"'), "sealed");
     for (const text of [key, value]) {
       ok(!text.includes(token.accessToken));
@@ -103,7 +104,7 @@ test("with an encryption key, no key or value in Redis holds the token or the se
   const keys = await f.admin.command(["KEYS", "*"]) as string[];
   ok(keys.length > 0);
   for (const key of keys) {
-    const value = await f.admin.command(["GET", key]) as string;
+    const value = await valueAt(f.admin, key);
     for (const text of [key, value]) {
       ok(!text.includes(token.accessToken));
       ok(!text.includes(f.api.credentials.clientSecret));
@@ -187,6 +188,7 @@ Deno.test("createRedisTokenStore() refuses bad options with the option's name", 
     [{ command, maxWait: -1 }, "maxWait"],
     [{ command, commandTimeout: 1.5 }, "commandTimeout"],
     [{ command, now: 5 }, "now"],
+    [{ command, blockingCommand: "BLPOP" }, "blockingCommand"],
   ];
   for (const [options, option] of bad) {
     throws(
@@ -224,6 +226,21 @@ async function keysOf(api: FakePartnerApiLike) {
 
 type FakePartnerApiLike = Awaited<ReturnType<typeof startFakePartnerApi>>;
 
+/** Resolves once some process holds a lease. */
+async function leaseTaken(admin: RedisClient): Promise<void> {
+  while ((await admin.command(["KEYS", "*:lease"]) as string[]).length === 0) {
+    await new Promise((done) => realSetTimeout(done, 1));
+  }
+}
+
+/** What `key` holds, as text: a record or lease, or a lease's release stream. */
+async function valueAt(admin: RedisClient, key: string): Promise<string> {
+  if (await admin.command(["TYPE", key]) === "stream") {
+    return JSON.stringify(await admin.command(["XRANGE", key, "-", "+"]));
+  }
+  return await admin.command(["GET", key]) as string;
+}
+
 async function commandsProcessed(admin: RedisClient): Promise<number> {
   const info = String(await admin.command(["INFO", "stats"]));
   return Number(/total_commands_processed:(\d+)/.exec(info)![1]);
@@ -244,4 +261,82 @@ test("stores fail closed: lease and record keys of the wrong type are replaced, 
   const again = await (await f.process()).getToken();
   equal(again.accessToken, token.accessToken, "and readable by the fleet");
   equal(f.api.tokenRequests, 1);
+});
+
+/**
+ * A provider of its own (a process) over `redis`, whose MGETs (looks) are
+ * counted, with a second connection to block on when `blocking` is set;
+ * its token requests take `requestMs`.
+ */
+async function countedProcess(
+  f: Awaited<ReturnType<typeof fleet>>,
+  { blocking, requestMs = 0 }: { blocking: boolean; requestMs?: number },
+) {
+  const client = await connectRedis(f.redis.port);
+  const blocker = blocking ? await connectRedis(f.redis.port) : undefined;
+  let looks = 0;
+  const provider = createTokenProvider({
+    ...f.api.environment,
+    ...f.api.credentials,
+    fetch: async (input, init) => {
+      await new Promise((done) => realSetTimeout(done, requestMs));
+      return await fetch(input, init);
+    },
+    store: createRedisTokenStore({
+      command: (args) => (args[0] === "MGET" && looks++, client.command(args)),
+      ...(blocker === undefined ? {} : { blockingCommand: blocker.command }),
+      pollInterval: 1000,
+      now: f.clock,
+    }),
+    retry: false,
+    now: f.clock,
+  });
+  return {
+    provider,
+    get looks() {
+      return looks;
+    },
+    [Symbol.dispose]() {
+      client.close();
+      blocker?.close();
+    },
+  };
+}
+
+test("with blockingCommand, a waiting process is woken by the holder's write: one look before it and one after, no poll", async () => {
+  await using f = await fleet();
+  using holder = await countedProcess(f, { blocking: true, requestMs: 150 });
+  using waiter = await countedProcess(f, { blocking: true });
+  const holding = holder.provider.getToken();
+  await leaseTaken(f.admin);
+  const waited = waiter.provider.getToken().then((token) => ({
+    token,
+    at: performance.now(),
+  }));
+  const held = await holding;
+  const heldAt = performance.now();
+  const { token, at } = await waited;
+  equal(token.accessToken, held.accessToken);
+  equal(f.api.tokenRequests, 1);
+  // Polling (pollInterval 1000) would look at 1, 3, 7 … 127 ms and see the
+  // token up to ~100 ms after it was written.
+  ok(waiter.looks <= 2, `${waiter.looks} looks`);
+  ok(at - heldAt < 50, `woken ${(at - heldAt).toFixed(1)} ms after the write`);
+});
+
+test("with blockingCommand, a holder whose request fails wakes the waiters at once: they meet the fleet's cooldown, not a poll", async () => {
+  await using f = await fleet();
+  f.api.injectTokenFaults({ kind: "status", status: 400 });
+  using holder = await countedProcess(f, { blocking: true, requestMs: 100 });
+  using waiter = await countedProcess(f, { blocking: true });
+  const holding = holder.provider.getToken().catch((error) => error);
+  await leaseTaken(f.admin);
+  const started = performance.now();
+  const waited = await waiter.provider.getToken().catch((error) => error);
+  const took = performance.now() - started;
+  ok(await holding instanceof TokenRequestError);
+  ok(waited instanceof TokenRequestError);
+  equal(f.api.tokenRequests, 1);
+  ok(waiter.looks <= 2, `${waiter.looks} looks`);
+  ok(took < 200, `${took.toFixed(1)} ms: not a poll of up to 1 s`);
 });
