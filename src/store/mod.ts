@@ -1,7 +1,7 @@
 /**
  * Where token providers keep their token: the store contract, for a store
  * of your own, and a store in this process's memory. Shared stores for
- * fleets are `./kv` (Deno KV).
+ * fleets are `./kv` (Deno KV) and `./redis` (Redis).
  *
  * @example Two providers sharing one token
  * ```ts
