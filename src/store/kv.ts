@@ -78,7 +78,7 @@ const CONTEXT = "Cannot create KV token store";
  *   that waits longer than `maxWait` sends its own request;
  * - after a 429 the block is stored, and no process asks before it ends.
  *
- * Keys hold the token endpoint, audience, client id and a digest of the
+ * Keys hold a digest of the token endpoint, audience, client id and
  * secret, never the secret. A store that fails while publishing (a value too
  * large, a closed database) still hands out the token just received and
  * releases its lease: its failure never costs another token.
