@@ -1,8 +1,8 @@
 // Internal: the Redis token store behind createRedisTokenStore. Each client's
 // record rests under "<prefix>:{<digest>}:record" and its lease under
 // "<prefix>:{<digest>}:lease" (one hash tag, so a cluster keeps both in one
-// slot for the scripts). Values are JSON text: the plain record, or the
-// sealed one in base64.
+// slot for the scripts). Values are JSON text: the sealed record, its nonce
+// and ciphertext in base64.
 
 import type {
   CoordinateOptions,
