@@ -105,8 +105,9 @@ export interface TokenProviderOptions
   onQuota?: (quota: QuotaSnapshot) => void;
   /**
    * Called with what the provider does: `token.request` (each request to the
-   * token endpoint, retries included), `token.refresh` (a background refresh
-   * starts) and `quota.blocked` (no request before `retryAt`). Events are
+   * token endpoint, retries included), `token.retry` (a request will be sent
+   * again, after `delayMs`), `token.refresh` (a background refresh starts)
+   * and `quota.blocked` (no request before `retryAt`). Events are
    * frozen and never hold the secret or a token; what the listener throws is
    * ignored. `openTelemetry()` from `./otel` makes one that records spans and
    * metrics.
