@@ -107,7 +107,8 @@ export interface ClientOptions extends ProviderSettings {
    * Called with what the client does: `api.request` (each attempt),
    * `api.retry`, `api.renewal` (a 401 cost a fresh token), `rate.wait` and
    * `api.list` (a crawl ended); and, for the provider the client creates,
-   * its `token.request`, `token.refresh` and `quota.blocked`. Events are
+   * its `token.request`, `token.retry`, `token.refresh` and
+   * `quota.blocked`. Events are
    * frozen and never hold the secret or a token; what the listener throws is
    * ignored.
    *
