@@ -182,9 +182,12 @@ export interface TokenProvider {
   getToken(options?: GetTokenOptions): Promise<IssuedToken>;
   /**
    * Drops `accessToken` (or the current token when omitted), e.g. after the
-   * API answered 401, so that the next {@linkcode TokenProvider.getToken}
-   * fetches a new one. A token that was already replaced is left alone; a
-   * shared store that can (`discard`) drops it only if it still holds it.
+   * API answered 401. A provider of `createTokenProvider` goes through the
+   * same ledger as {@linkcode TokenProvider.reportUnauthorized}: the first
+   * time in an hour (for the whole fleet, with a shared store) the token is
+   * dropped and the next {@linkcode TokenProvider.getToken} fetches a new
+   * one; every other time in that hour it is kept. A token that was already
+   * replaced is left alone.
    */
   invalidate(accessToken?: string): Promise<void>;
   /**
