@@ -94,7 +94,7 @@ export interface TokenProviderOptions
   /**
    * Retries of failed token requests, or `false` for none.
    *
-   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000 }}
+   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */
   retry?: RetryOptions | false;
   /**
