@@ -11,7 +11,10 @@ import type { TokenStore } from "../store/mod.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 
 /**
- * Retry policy for network errors, timeouts, 408 and 5xx answers.
+ * Retry policy, for the token provider and the client alike: the provider
+ * retries network errors, timeouts, 408 and 5xx answers; the client retries
+ * idempotent requests after a network error, a timeout, 408, 429, 500, 502,
+ * 503 or 504.
  *
  * @example Retrying harder at start-up
  * ```ts
