@@ -11,7 +11,7 @@ export interface Backoff {
   readonly initialDelay: number;
   /** No backoff wait is longer. */
   readonly maxDelay: number;
-  /** The longest `Retry-After` waited for; a longer one returns the answer. */
+  /** The longest `Retry-After` waited for; a longer one ends the retries (the client returns the answer). */
   readonly maxRetryAfter: number;
 }
 
