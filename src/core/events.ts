@@ -221,7 +221,7 @@ export interface ApiListEvent {
   readonly type: "api.list";
   /** The list's path, without the query. */
   readonly path: string;
-  /** `"error"` when a page failed; `"ok"` when the list ended or the caller stopped. */
+  /** `"error"` when a page failed or the caller's signal aborted; `"ok"` when the list ended or the caller's loop left it. */
   readonly outcome: "ok" | "error";
   /** Pages read. */
   readonly pages: number;
