@@ -156,7 +156,7 @@ export interface TokenProviderOptions
  * ```
  */
 export interface GetTokenOptions {
-  /** Stops waiting; a request other callers still wait for goes on. */
+  /** Stops waiting; the token request goes on all the same, and its token is kept for the next caller. */
   signal?: AbortSignal;
 }
 
