@@ -182,7 +182,7 @@ function writeQuotaTable(
   );
 }
 
-/** One line for standard error, and the exit code: 2 for the caller's mistakes, 1 for the service's or network's. */
+/** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
 export function failureMessage(
   error: unknown,
 ): { message: string; code: number } {

@@ -146,7 +146,7 @@ export function safeJson(value: unknown): string {
 /**
  * A table written as rows come: the first page (`pageSize` rows) fixes the
  * columns and widths and is written with the one header; later rows use the
- * same widths, and a wider cell overflows rather than re-laying the table.
+ * same widths, and a wider cell is cut (`…`) rather than re-laying the table.
  */
 export function tableWriter(
   out: CliWriter,

@@ -54,7 +54,7 @@ export { CONFIG_VARIABLES };
  * @param args The command line, e.g. `["list", "transactions", "--limit", "10"]`.
  * @param io Environment and output; the process's own by default.
  * @returns The exit code: 0 done, 1 the service or network failed, 2 bad
- * flags or configuration.
+ * flags or configuration, 130 stopped with Ctrl-C.
  *
  * @example Showing the help of a command
  * ```ts

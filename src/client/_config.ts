@@ -105,11 +105,11 @@ export interface ClientOptions extends ProviderSettings {
   rateLimit?: RateLimit | RateLimiter | false;
   /**
    * Called with what the client does: `api.request` (each attempt),
-   * `api.retry`, `api.renewal` (a 401 cost a fresh token), `rate.wait` and
-   * `api.list` (a crawl ended); and, for the provider the client creates,
-   * its `token.request`, `token.refresh` and `quota.blocked`. Events are
-   * frozen and never hold the secret or a token; what the listener throws is
-   * ignored.
+   * `api.retry`, `api.renewal` (a 401, sent again with a newer token),
+   * `rate.wait` and `api.list` (a crawl ended); and, for the provider the
+   * client creates, its `token.request`, `token.retry`, `token.refresh` and
+   * `quota.blocked`. Events are frozen and never hold the secret or a token;
+   * what the listener throws is ignored.
    *
    * @default {none: no event is built}
    */

@@ -41,8 +41,9 @@ export interface Exchange<T> {
   /**
    * What must finish within the attempt's time limit once the answer is the
    * one to hand back: nothing for `fetch` (the answer itself), reading the
-   * body for a list page. A failure here counts as no answer, and is retried
-   * like one.
+   * body for a list page. An `ApiError` thrown here (the page as the service
+   * answered it) is final; any other failure (a body cut off or too slow)
+   * counts as no answer, and is retried like one.
    */
   readonly finish: (
     response: Response,

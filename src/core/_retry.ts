@@ -11,7 +11,7 @@ export interface Backoff {
   readonly initialDelay: number;
   /** No backoff wait is longer. */
   readonly maxDelay: number;
-  /** The longest `Retry-After` waited for; a longer one returns the answer. */
+  /** The longest `Retry-After` waited for; a longer one ends the retries (the client returns the answer). */
   readonly maxRetryAfter: number;
 }
 
@@ -25,7 +25,7 @@ const DEFAULT_BACKOFF: Backoff = Object.freeze({
 /**
  * Checks a `retry` option (token provider and client take the same shape):
  * `false` for none, else each field or its default (2 retries, 500 ms,
- * at most 10 s).
+ * at most 10 s, `Retry-After` up to 30 s).
  *
  * @throws {RangeError} For a count or delay out of range.
  */

@@ -91,7 +91,7 @@ const OPTIONAL_VALUES = {
  * ```
  */
 export interface PartnerApiConfig {
-  /** The environment the four address variables and the audience define. */
+  /** The environment the three address variables and the audience define. */
   readonly environment: Environment;
   /** `PARTNER_API_CLIENT_ID`. */
   readonly clientId: string;

@@ -299,7 +299,9 @@ export class QuotaExceededError extends TokenRequestError {
 }
 
 /**
- * The API answered a request with a status that is not a success.
+ * An API request failed: it got no answer (`status` 0) after its retries,
+ * an answer with a status that is not a success, or a list page that
+ * cannot be read.
  *
  * @example Handling a missing resource
  * ```ts

@@ -166,8 +166,9 @@ export interface ApiRetryEvent {
 }
 
 /**
- * A 401 cost a fresh token (the first in an hour for this provider) and the
- * request is sent once more with it.
+ * After a 401 the request is sent once more with a newer token: one renewed
+ * for it (the first 401 in an hour for the provider, or the fleet sharing
+ * its store), or one already there because another request renewed it.
  *
  * @example
  * ```ts
@@ -220,7 +221,7 @@ export interface ApiListEvent {
   readonly type: "api.list";
   /** The list's path, without the query. */
   readonly path: string;
-  /** `"error"` when a page failed; `"ok"` when the list ended or the caller stopped. */
+  /** `"error"` when a page failed or the caller's signal aborted; `"ok"` when the list ended or the caller's loop left it. */
   readonly outcome: "ok" | "error";
   /** Pages read. */
   readonly pages: number;

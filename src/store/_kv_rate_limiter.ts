@@ -69,8 +69,9 @@ const MOST_REQUESTS = 1000;
  * than `requests` sends in any window of `interval` ms across the fleet.
  *
  * - Each take reads the window and writes it back with an atomic check
- *   (one read and one write, again when another process wrote first); a
- *   send counts from its answer (one more read and write).
+ *   (a read, a list of the answers waiting, and one write, again when
+ *   another process wrote first); a send counts from its answer (one write
+ *   to a key of its own, folded in by the next take).
  * - Callers wait for their slot, never fail, and can give up with their
  *   signal; a process sleeps until the time its turn can come.
  * - Processes take turns in a line kept in the value: under contention

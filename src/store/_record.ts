@@ -1,6 +1,6 @@
 // Internal: what the shared stores (KV, Redis) and the CLI cache write for a
-// record: a plain copy, optionally sealed with AES-GCM, kept as long as it
-// can still serve.
+// record: a plain copy, sealed with AES-GCM, kept as long as it can still
+// serve.
 
 import type { IssuedToken } from "../core/_token_values.ts";
 import type { TokenRecord } from "./mod.ts";

@@ -3,7 +3,7 @@
 // "<prefix>:{<digest>}:lease", and the step that lets a lease go is told on
 // a short-lived stream "<prefix>:{<digest>}:lease:<lease value>" (one hash
 // tag, so a cluster keeps them in one slot for the scripts). Values are JSON
-// text: the sealed record in base64.
+// text: the sealed record, its nonce and ciphertext in base64.
 
 import type {
   CoordinateOptions,

@@ -75,10 +75,12 @@ const CONTEXT = "Cannot create KV token store";
  *   `expireIn`) in the same atomic step that releases the lease;
  * - the others poll for it instead of asking the token endpoint; a lease
  *   whose holder died runs out and another process takes over; a process
- *   that waits longer than `maxWait` sends its own request;
+ *   that waits longer than `maxWait` and than the holder's request may
+ *   take with its retries (150 s with the provider's defaults) sends its
+ *   own request;
  * - after a 429 the block is stored, and no process asks before it ends.
  *
- * Keys hold the token endpoint, audience, client id and a digest of the
+ * Keys hold a digest of the token endpoint, audience, client id and
  * secret, never the secret. A store that fails while publishing (a value too
  * large, a closed database) still hands out the token just received and
  * releases its lease: its failure never costs another token.

@@ -1,7 +1,7 @@
 /**
  * Where token providers keep their token: the store contract, for a store
  * of your own, and a store in this process's memory. Shared stores for
- * fleets are `./kv` (Deno KV).
+ * fleets are `./kv` (Deno KV) and `./redis` (Redis).
  *
  * @example Two providers sharing one token
  * ```ts
@@ -256,7 +256,7 @@ export interface FleetStoreOptions {
    * How long a process waits for another's token, in ms, before it sends a
    * request of its own (a token endpoint that takes this long is stuck). It
    * always waits at least as long as the holder's request may take with its
-   * retries and backoff (110 s with the provider's defaults), so a slow
+   * retries and backoff (150 s with the provider's defaults), so a slow
    * token endpoint does not make every waiting process send a request.
    *
    * @default {45000}

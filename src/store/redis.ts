@@ -110,7 +110,9 @@ const CONTEXT = "Cannot create Redis token store";
  *   requests the token and writes it in the same script that releases the
  *   lease; the lease is renewed while the request runs;
  * - the others poll for it instead of asking the token endpoint; a process
- *   that waits longer than `maxWait` sends its own request;
+ *   that waits longer than `maxWait` and than the holder's request may
+ *   take with its retries (150 s with the provider's defaults) sends its
+ *   own request;
  * - after a 429 the block is stored, and no process asks before it ends.
  *
  * Keys hold a digest of the token endpoint, audience, client id and secret,

@@ -24,7 +24,7 @@ import {
 export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
   /**
    * The port of the main origin (token endpoint and API); the card-data
-   * origin takes any free port.
+   * origin has its own, `pciPort`.
    *
    * @default {0: any free port}
    */

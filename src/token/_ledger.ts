@@ -117,8 +117,9 @@ export function renewedRecord(
  * A 401 ledger over any provider: the first 401 in an hour (of `now`)
  * invalidates its token and answers `true` (retry once with a fresh one);
  * every other one in that hour answers `false` (return the 401, keep the
- * token). Providers of this module keep one each; a client keeps its own
- * for a hand-written provider without `reportUnauthorized`.
+ * token). A client keeps one for a hand-written provider without
+ * `reportUnauthorized`; providers of this module keep their ledger in the
+ * token record instead ({@linkcode unauthorizedVerdict}).
  */
 export function renewalLedger(
   now: () => number,

@@ -11,7 +11,10 @@ import type { TokenStore } from "../store/mod.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 
 /**
- * Retry policy for network errors, timeouts, 408 and 5xx answers.
+ * Retry policy, for the token provider and the client alike: the provider
+ * retries network errors, timeouts, 408 and 5xx answers; the client retries
+ * idempotent requests after a network error, a timeout, 408, 429, 500, 502,
+ * 503 or 504.
  *
  * @example Retrying harder at start-up
  * ```ts
@@ -94,7 +97,7 @@ export interface TokenProviderOptions
   /**
    * Retries of failed token requests, or `false` for none.
    *
-   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000 }}
+   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */
   retry?: RetryOptions | false;
   /**
@@ -105,8 +108,9 @@ export interface TokenProviderOptions
   onQuota?: (quota: QuotaSnapshot) => void;
   /**
    * Called with what the provider does: `token.request` (each request to the
-   * token endpoint, retries included), `token.refresh` (a background refresh
-   * starts) and `quota.blocked` (no request before `retryAt`). Events are
+   * token endpoint, retries included), `token.retry` (a request will be sent
+   * again, after `delayMs`), `token.refresh` (a background refresh starts)
+   * and `quota.blocked` (no request before `retryAt`). Events are
    * frozen and never hold the secret or a token; what the listener throws is
    * ignored. `openTelemetry()` from `./otel` makes one that records spans and
    * metrics.
@@ -152,7 +156,7 @@ export interface TokenProviderOptions
  * ```
  */
 export interface GetTokenOptions {
-  /** Stops waiting; a request other callers still wait for goes on. */
+  /** Stops waiting; the token request goes on all the same, and its token is kept for the next caller. */
   signal?: AbortSignal;
 }
 
@@ -181,9 +185,12 @@ export interface TokenProvider {
   getToken(options?: GetTokenOptions): Promise<IssuedToken>;
   /**
    * Drops `accessToken` (or the current token when omitted), e.g. after the
-   * API answered 401, so that the next {@linkcode TokenProvider.getToken}
-   * fetches a new one. A token that was already replaced is left alone; a
-   * shared store that can (`discard`) drops it only if it still holds it.
+   * API answered 401. A provider of `createTokenProvider` goes through the
+   * same ledger as {@linkcode TokenProvider.reportUnauthorized}: the first
+   * time in an hour (for the whole fleet, with a shared store) the token is
+   * dropped and the next {@linkcode TokenProvider.getToken} fetches a new
+   * one; every other time in that hour it is kept. A token that was already
+   * replaced is left alone.
    */
   invalidate(accessToken?: string): Promise<void>;
   /**

@@ -22,9 +22,9 @@ function redactedView(token: IssuedToken): Record<string, unknown> {
 
 /**
  * A frozen copy of `fields` that never shows its access token: the token is
- * a non-enumerable property, so a spread, `Object.entries`,
- * `structuredClone` and `JSON.stringify` leave it out, while
- * `token.accessToken` still reads it.
+ * a non-enumerable property, so a spread, `Object.entries` and
+ * `structuredClone` leave it out; `JSON.stringify` and inspection show it as
+ * `[redacted]`; `token.accessToken` still reads it.
  */
 export function issuedToken(fields: IssuedToken): IssuedToken {
   // One built here already is frozen and hidden as it should be: reuse it.

@@ -49,7 +49,8 @@ export type {
  * `timeout` (30 s) to get the whole answer.
  *
  * @param options Token endpoint, audience, credentials, and optionally
- * `fetch`, `signal`, `now`, `timeout`, `bodyFormat` and the quota header's name.
+ * `fetch`, `signal`, `now`, `timeout`, `bodyFormat`, `clientAuthentication`
+ * and the quota header's name.
  * @returns The token, with its expiry and the quota the answer reported.
  * @throws {TypeError} Before any request, when an option is invalid (e.g. a
  * plain-http `tokenUrl` outside loopback).
