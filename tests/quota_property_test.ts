@@ -9,7 +9,7 @@
 // ended, one for a token near its expiry, or the one 401 renewal an hour the
 // whole fleet allows. Time is a manual clock.
 
-import { ok } from "node:assert/strict";
+import { deepStrictEqual, ok } from "node:assert/strict";
 import fc from "fast-check";
 import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { createClient } from "../src/client/mod.ts";
@@ -21,6 +21,7 @@ import {
 } from "../src/testing/mod.ts";
 import { parseQuotaHeader } from "../src/core/quota.ts";
 import { manualClock } from "./_helpers.ts";
+import { runs } from "./_property_runs.ts";
 
 const HOUR = 3_600_000;
 const LIFETIME = 3_600; // seconds
@@ -302,6 +303,7 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
     }
   };
   for (const step of actions) {
+    reach(step);
     switch (step.kind) {
       case "advance":
         await Promise.all(background.splice(0));
@@ -349,9 +351,46 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
   stats.runs++;
   stats.requests += log.length;
   stats.calls += actions.filter((a) => a.kind === "calls").length;
+  for (const seen of log) stats.reached.add(`token ${seen.outcome}`);
 }
 
-const stats = { runs: 0, requests: 0, calls: 0 };
+const stats = { runs: 0, requests: 0, calls: 0, reached: new Set<string>() };
+
+/** Notes the kind of `step`, and of the fault it injects, as reached. */
+function reach(step: Action): void {
+  stats.reached.add(step.kind);
+  if (step.kind === "calls" && step.unauthorized) {
+    stats.reached.add("calls with 401s");
+  }
+  if (step.kind === "calls" && step.hangUps > 0) {
+    stats.reached.add("calls with hang-ups");
+  }
+  if (step.kind === "token fault" || step.kind === "outage") {
+    const { fault } = step;
+    stats.reached.add(
+      `fault ${fault.kind === "status" ? fault.status : fault.kind}`,
+    );
+  }
+}
+
+/**
+ * Every kind of step the generators make, and every outcome of a token
+ * request: the few runs of the quick subset must still reach each of them.
+ */
+const KINDS = [
+  "advance",
+  "token fault",
+  "calls",
+  "calls with 401s",
+  "calls with hang-ups",
+  "revoke",
+  "new process",
+  "outage",
+  ...[429, 500, 401, 503, 403, "body", "drop"].map((kind) => `fault ${kind}`),
+  "token ok",
+  "token blocked",
+  "token failed",
+];
 
 Deno.test("across random interleavings, every token request is justified and none is sent while blocked", async () => {
   await fc.assert(
@@ -359,10 +398,12 @@ Deno.test("across random interleavings, every token request is justified and non
       fc.array(action, { minLength: 10, maxLength: 40, size: "max" }),
       runScenario,
     ),
-    { numRuns: 500, seed: 20261122 },
+    { numRuns: runs(25, 2000), seed: 20261122 },
   );
   console.log(
     `quota property: ${stats.runs} runs, ${stats.calls} call rounds, ${stats.requests} token requests`,
   );
   ok(stats.requests > stats.runs, "the scenarios did request tokens");
+  const missed = KINDS.filter((kind) => !stats.reached.has(kind));
+  deepStrictEqual(missed, [], "every kind of step and outcome was reached");
 });

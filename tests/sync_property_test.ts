@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { syncList } from "../src/sync/mod.ts";
 import { seededRandom } from "../src/testing/_list_data.ts";
 import { inProcess, memorySink } from "./_sync_fake.ts";
+import { runs } from "./_property_runs.ts";
 
 function equal<T>(actual: T, expected: T, message: string): void {
   if (actual !== expected) {
@@ -64,6 +65,7 @@ const schedules = fc.record({
 });
 
 async function runSchedule(schedule: Schedule): Promise<void> {
+  reach(schedule);
   const fake = inProcess({
     items: { transactions: schedule.items },
     ...(schedule.service === null ? {} : {
@@ -131,6 +133,7 @@ async function runSchedule(schedule: Schedule): Promise<void> {
       break;
     } catch (error) {
       if (crash === undefined || fake.listRequests - first > 400) throw error;
+      reached.add("a rerun after a crash");
     }
     if (attempt > 10) throw new Error("no end");
   }
@@ -162,6 +165,39 @@ async function runSchedule(schedule: Schedule): Promise<void> {
   equal(result.requests, fake.listRequests - before, "requests counted");
 }
 
+/** What the schedules reached: each kind of crash, service and sort. */
+const reached = new Set<string>();
+
+function reach(schedule: Schedule): void {
+  reached.add(schedule.sortBy ?? "no sort");
+  reached.add(schedule.service?.beyond ?? "any size");
+  if (schedule.service !== null && schedule.service.max < schedule.maxLimit) {
+    reached.add("a smaller largest page");
+  }
+  for (const crash of schedule.crashes) {
+    reached.add("request" in crash ? "stopped" : "failed write");
+  }
+  if (schedule.churn.some((step) => step.insert > 0 && step.remove > 0)) {
+    reached.add("inserts and removes");
+  }
+  if (schedule.later > 0) reached.add("later items");
+}
+
+/** Everything the quick subset's few schedules must still reach. */
+const KINDS = [
+  "creationDate",
+  "no sort",
+  "any size",
+  "refuse",
+  "cut",
+  "a smaller largest page",
+  "stopped",
+  "failed write",
+  "a rerun after a crash",
+  "inserts and removes",
+  "later items",
+];
+
 function check(
   sink: ReturnType<typeof memorySink<Record<string, unknown>>>,
   throughout: ReadonlySet<string>,
@@ -170,9 +206,11 @@ function check(
   for (const [id, writes] of sink.writes) equal(writes, 1, `writes of ${id}`);
 }
 
-Deno.test("syncList holds every item that existed throughout, once, across 300 schedules of drift, crashes and reruns", async () => {
+Deno.test("syncList holds every item that existed throughout, once, across schedules of drift, crashes and reruns", async () => {
   await fc.assert(fc.asyncProperty(schedules, runSchedule), {
-    numRuns: 300,
+    numRuns: runs(40, 1500),
     seed: 29,
   });
+  const missed = KINDS.filter((kind) => !reached.has(kind));
+  if (missed.length > 0) throw new Error(`never reached: ${missed.join(", ")}`);
 });

@@ -1,4 +1,7 @@
-// Shared by the CLI's process tests: the tool as a deno subprocess.
+// Shared by the process tests: the CLI as a deno subprocess, and what any
+// subprocess wrote, as text.
+
+import type { Run } from "../_cli_helpers.ts";
 
 /** The command that runs src/cli/mod.ts with `flags` and `args`, never prompting. */
 export function cliCommand(
@@ -19,8 +22,12 @@ export async function cli(
   flags: string[],
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await cliCommand(flags, args, env).output();
+): Promise<Run> {
+  return textOf(await cliCommand(flags, args, env).output());
+}
+
+/** `output` (of a command with piped stdout and stderr) as text. */
+export function textOf(output: Deno.CommandOutput): Run {
   const decoder = new TextDecoder();
   return {
     code: output.code,

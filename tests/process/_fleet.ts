@@ -1,5 +1,6 @@
 // Starts a fleet of deno processes that get a token at the same moment,
-// with or without a shared KV file. Used by the fleet test and kv_bench.ts.
+// with or without a shared KV file. Used by the fleet test and kv_bench.ts;
+// the KV rate limiter's test runs its workers the same way.
 
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
@@ -30,6 +31,33 @@ export async function scratchDir(): Promise<string> {
 }
 
 /**
+ * `deno run` of a fleet's worker `script` with `args`: loopback only, the
+ * PARTNER_API_* variables of `env`, and reading and writing `dir` alone.
+ */
+export function workerCommand(
+  script: string,
+  dir: string,
+  args: string[],
+  env: Record<string, string>,
+): Deno.Command {
+  return new Deno.Command("deno", {
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-net=127.0.0.1",
+      "--allow-env=PARTNER_API_*",
+      `--allow-read=${dir}`,
+      `--allow-write=${dir}`,
+      script,
+      ...args,
+    ],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+/**
  * Starts `size` processes; they ask for a token together `startDelay` ms from
  * now. `kvPath` undefined means each keeps its own in-memory cache.
  */
@@ -49,25 +77,17 @@ export function startFleet(
   const dir = options.kvPath === undefined
     ? SCRATCH
     : kvPath.replace(/\/[^/]*$/, "");
-  const children = Array.from({ length: size }, () =>
-    new Deno.Command("deno", {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net=127.0.0.1",
-        "--allow-env=PARTNER_API_*",
-        `--allow-read=${dir}`,
-        `--allow-write=${dir}`,
-        "tests/process/fleet_worker.ts",
-        kvPath,
-        String(startAt),
-        String(options.leaseMs ?? 30_000),
-        ...(options.call ? ["call"] : []),
-      ],
-      env: configFor(api),
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn());
+  const args = [
+    kvPath,
+    String(startAt),
+    String(options.leaseMs ?? 30_000),
+    ...(options.call ? ["call"] : []),
+  ];
+  const worker = "tests/process/fleet_worker.ts";
+  const children = Array.from(
+    { length: size },
+    () => workerCommand(worker, dir, args, configFor(api)).spawn(),
+  );
   return {
     children,
     results: () =>

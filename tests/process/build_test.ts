@@ -6,6 +6,7 @@
 // --allow-write=.test-tmp.
 
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { textOf } from "./_cli_process.ts";
 
 const { exports, imports } = JSON.parse(
   await Deno.readTextFile("deno.json"),
@@ -16,17 +17,13 @@ const names = Object.keys(exports).map((path) =>
 // ./kv takes a `Deno.Kv`: a Deno-only entry, like its bundle.
 const forNode = names.filter((name) => name !== "kv");
 
+/** Runs `command`; its exit code, and stdout and stderr as one text. */
 async function run(command: string, args: string[]) {
-  const output = await new Deno.Command(command, {
-    args,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    out: decoder.decode(output.stdout) + decoder.decode(output.stderr),
-  };
+  const { code, stdout, stderr } = textOf(
+    await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" })
+      .output(),
+  );
+  return { code, out: stdout + stderr };
 }
 
 /** tsc --strict, as a Node project would run it, on one file. */

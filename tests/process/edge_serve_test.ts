@@ -3,6 +3,7 @@
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
 
 Deno.test("examples/edge_function.ts answers under deno serve on one token", async () => {
   await using api = await startFakePartnerApi({
@@ -11,15 +12,7 @@ Deno.test("examples/edge_function.ts answers under deno serve on one token", asy
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = probe.addr.port;
   probe.close();
-  const environment = {
-    PARTNER_API_BASE_URL: api.environment.baseUrl.href,
-    PARTNER_API_PCI_BASE_URL: api.environment.pciBaseUrl.href,
-    PARTNER_API_TOKEN_URL: api.environment.tokenUrl.href,
-    PARTNER_API_AUDIENCE: api.environment.audience,
-    PARTNER_API_CLIENT_ID: api.credentials.clientId,
-    PARTNER_API_CLIENT_SECRET: api.credentials.clientSecret,
-    PARTNER_API_KV_PATH: ":memory:",
-  };
+  const environment = { ...configFor(api), PARTNER_API_KV_PATH: ":memory:" };
   const server = new Deno.Command("deno", {
     args: [
       "serve",

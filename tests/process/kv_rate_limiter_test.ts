@@ -6,7 +6,7 @@
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { scratchDir } from "./_fleet.ts";
+import { scratchDir, workerCommand } from "./_fleet.ts";
 import { mostInAnyWindow } from "../_windows.ts";
 
 const FLEET = 4;
@@ -20,27 +20,19 @@ async function runFleet(
   startAt: number,
   outageAt?: number,
 ) {
-  const runs = Array.from({ length: FLEET }, () =>
-    new Deno.Command("deno", {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net=127.0.0.1",
-        "--allow-env=PARTNER_API_*",
-        `--allow-read=${dir}`,
-        `--allow-write=${dir}`,
-        "tests/process/kv_rate_worker.ts",
-        `${dir}/rate.sqlite`,
-        String(startAt),
-        String(EACH),
-        String(LIMIT.requests),
-        String(LIMIT.interval),
-        ...(outageAt === undefined ? [] : [String(outageAt)]),
-      ],
-      env,
-      stdout: "piped",
-      stderr: "piped",
-    }).output());
+  const args = [
+    `${dir}/rate.sqlite`,
+    String(startAt),
+    String(EACH),
+    String(LIMIT.requests),
+    String(LIMIT.interval),
+    ...(outageAt === undefined ? [] : [String(outageAt)]),
+  ];
+  const worker = "tests/process/kv_rate_worker.ts";
+  const runs = Array.from(
+    { length: FLEET },
+    () => workerCommand(worker, dir, args, env).output(),
+  );
   return (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
     // Exit 0: no rejection went unhandled.
     equal(code, 0, new TextDecoder().decode(stderr));

@@ -7,6 +7,8 @@
 
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import type { Run } from "../_cli_helpers.ts";
+import { textOf } from "./_cli_process.ts";
 
 const FOLDER = ".test-tmp/readme-commands";
 const ENV_FILE = `${FOLDER}/.env`;
@@ -34,22 +36,19 @@ function parse(line: string): { env: Record<string, string>; args: string[] } {
   return { env, args: words.slice(1) };
 }
 
+/** Runs `deno` with `args`, in the test's cache folder; the output as text. */
 async function run(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command("deno", {
-    args,
-    env: { ...CHILD_ENV, ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
+): Promise<Run> {
+  return textOf(
+    await new Deno.Command("deno", {
+      args,
+      env: { ...CHILD_ENV, ...env },
+      stdout: "piped",
+      stderr: "piped",
+    }).output(),
+  );
 }
 
 /** A port nothing listens on now. */

@@ -6,31 +6,15 @@
 //
 // With an outage time, it gets a second token after Redis is gone.
 //
-// Credentials come from PARTNER_API_* variables. Node talks to Redis through
-// ioredis, Bun through node-redis, Deno through the tests' RESP client: the
-// store needs nothing but a command function from any of them.
+// Credentials come from PARTNER_API_* variables (_worker.mjs).
 
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { connect } from "./_connect.mjs";
+import { startWorker } from "./_worker.mjs";
 
-const [bundleDir, port, startAt, outageAt] = globalThis.Deno?.args ??
-  process.argv.slice(2);
-const bundles = pathToFileURL(resolve(bundleDir)).href;
-const { createTokenProvider } = await import(`${bundles}/partner-api.mjs`);
-const { createRedisTokenStore } = await import(`${bundles}/redis.mjs`);
-const env = (name) =>
-  globalThis.Deno?.env.get(`PARTNER_API_${name}`) ??
-    process.env[`PARTNER_API_${name}`];
-const runtime = globalThis.Deno ? "deno" : globalThis.Bun ? "bun" : "node";
-
-const redis = await connect(bundles, runtime, port);
-const provider = createTokenProvider({
-  tokenUrl: env("TOKEN_URL"),
-  audience: env("AUDIENCE"),
-  clientId: env("CLIENT_ID"),
-  clientSecret: env("CLIENT_SECRET"),
-  store: createRedisTokenStore({
+const { args, lib, redisLib, runtime, redis, options } = await startWorker();
+const [startAt, outageAt] = args;
+const provider = lib.createTokenProvider({
+  ...options,
+  store: redisLib.createRedisTokenStore({
     command: redis.command,
     pollInterval: 20,
     commandTimeout: 500,

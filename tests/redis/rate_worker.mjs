@@ -5,28 +5,16 @@
 //
 //   node tests/redis/rate_worker.mjs <bundles> <redis port> <start epoch ms> <requests>
 //
-// The fake's addresses, the credentials and the limit come from PARTNER_API_*
-// variables. Node talks to Redis through ioredis, Bun through node-redis,
-// Deno through the tests' RESP client.
+// The fake's addresses, the credentials (_worker.mjs) and the limit come
+// from PARTNER_API_* variables.
 
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { connect } from "./_connect.mjs";
-
-const [bundleDir, port, startAt, count] = globalThis.Deno?.args ??
-  process.argv.slice(2);
-const bundles = pathToFileURL(resolve(bundleDir)).href;
-const lib = await import(`${bundles}/partner-api.mjs`);
-const { createRedisRateLimiter } = await import(`${bundles}/redis.mjs`);
-const env = (name) =>
-  globalThis.Deno?.env.get(`PARTNER_API_${name}`) ??
-    process.env[`PARTNER_API_${name}`];
-const runtime = globalThis.Deno ? "deno" : globalThis.Bun ? "bun" : "node";
+import { startWorker } from "./_worker.mjs";
 
 // One try per command: a process must notice at once that Redis is away.
-const redis = await connect(bundles, runtime, port, {
-  maxRetriesPerRequest: 1,
-});
+const { args, lib, redisLib, runtime, redis, env, options } = await startWorker(
+  { maxRetriesPerRequest: 1 },
+);
+const [startAt, count] = args;
 let degraded = 0;
 const statuses = {};
 const onEvent = (event) => {
@@ -35,7 +23,7 @@ const onEvent = (event) => {
     statuses[event.status] = (statuses[event.status] ?? 0) + 1;
   }
 };
-const rateLimit = createRedisRateLimiter({
+const rateLimit = redisLib.createRedisRateLimiter({
   command: redis.command,
   requests: Number(env("RATE_REQUESTS")),
   interval: Number(env("RATE_INTERVAL")),
@@ -43,18 +31,7 @@ const rateLimit = createRedisRateLimiter({
   commandTimeout: 300,
   onEvent,
 });
-const client = lib.createClient({
-  environment: lib.defineEnvironment({
-    baseUrl: env("BASE_URL"),
-    pciBaseUrl: env("PCI_BASE_URL"),
-    tokenUrl: env("TOKEN_URL"),
-    audience: env("AUDIENCE"),
-  }),
-  clientId: env("CLIENT_ID"),
-  clientSecret: env("CLIENT_SECRET"),
-  rateLimit,
-  onEvent,
-});
+const client = lib.createClient({ ...options, rateLimit, onEvent });
 await new Promise((done) =>
   setTimeout(done, Math.max(0, Number(startAt) - Date.now()))
 );

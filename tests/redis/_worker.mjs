@@ -1,0 +1,39 @@
+// What every process of a Redis fleet starts with, on Deno, Node or Bun: its
+// arguments, the bundles the test task builds, the fake's addresses and
+// credentials from PARTNER_API_* variables, and a Redis connection.
+//
+//   <worker>.mjs <bundles> <redis port> [...the worker's own arguments]
+
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { connect } from "./_connect.mjs";
+
+/**
+ * Imports the bundles named on the command line and connects to Redis;
+ * `ioredisOptions` go to ioredis as they are. `args` are the arguments after
+ * the Redis port; `lib` and `redisLib` the bundles of `.` and `./redis`;
+ * `options` what a client or provider needs to reach the fake.
+ */
+export async function startWorker(ioredisOptions = {}) {
+  const [bundleDir, port, ...args] = globalThis.Deno?.args ??
+    process.argv.slice(2);
+  const bundles = pathToFileURL(resolve(bundleDir)).href;
+  const lib = await import(`${bundles}/partner-api.mjs`);
+  const redisLib = await import(`${bundles}/redis.mjs`);
+  const runtime = globalThis.Deno ? "deno" : globalThis.Bun ? "bun" : "node";
+  const redis = await connect(bundles, runtime, port, ioredisOptions);
+  const env = (name) =>
+    globalThis.Deno?.env.get(`PARTNER_API_${name}`) ??
+      process.env[`PARTNER_API_${name}`];
+  const options = {
+    environment: lib.defineEnvironment({
+      baseUrl: env("BASE_URL"),
+      pciBaseUrl: env("PCI_BASE_URL"),
+      tokenUrl: env("TOKEN_URL"),
+      audience: env("AUDIENCE"),
+    }),
+    clientId: env("CLIENT_ID"),
+    clientSecret: env("CLIENT_SECRET"),
+  };
+  return { args, lib, redisLib, runtime, redis, env, options };
+}
