@@ -35,7 +35,8 @@
  * };
  * let out = "";
  * const writer = { isTerminal: false, write: (text: string) => void (out += text) };
- * const code = await main(["quota", "--format", "json"], { env: (name) => variables[name], stdout: writer, stderr: writer });
+ * const io = { env: (name: string) => variables[name], stdout: writer, stderr: writer };
+ * const code = await main(["quota", "--format", "json"], io);
  * equal(code, 0);
  * equal(JSON.parse(out).buckets[0].remaining, 9);
  * ```

@@ -14,7 +14,10 @@
  * await using api = await startFakePartnerApi();
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * const newestFirst: SortDirection = "DESC";
- * const items = client.list<{ creationDate: string }>("transactions", { sortBy: "creationDate", sortDirection: newestFirst });
+ * const items = client.list<{ creationDate: string }>("transactions", {
+ *   sortBy: "creationDate",
+ *   sortDirection: newestFirst,
+ * });
  * const [newest, next] = await collect(items, { maxItems: 2 });
  * ok(newest!.creationDate >= next!.creationDate);
  * ```

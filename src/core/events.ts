@@ -145,7 +145,8 @@ export interface QuotaBlockedEvent {
  * });
  * await (await client.pciFetch("cards/ch_000001")).body?.cancel();
  * const [request] = requests;
- * equal(`${request?.base} ${request?.method} ${request?.path} ${request?.status}`, "pci GET /api/cards/ch_000001 200");
+ * equal(`${request?.base} ${request?.method} ${request?.path}`, "pci GET /api/cards/ch_000001");
+ * equal(request?.status, 200);
  * equal(request?.attempt, 1);
  * ```
  */
@@ -313,7 +314,8 @@ export interface RateWaitEvent {
  *   onEvent: (event) => event.type === "api.list" && crawls.push(event),
  * });
  * await Array.fromAsync(client.list("organizations", { limit: 50 }));
- * equal(`${crawls[0]?.outcome}: ${crawls[0]?.items} items in ${crawls[0]?.pages} pages`, "ok: 120 items in 3 pages");
+ * const [crawl] = crawls;
+ * equal(`${crawl?.outcome}: ${crawl?.items} items in ${crawl?.pages} pages`, "ok: 120 items in 3 pages");
  * ```
  */
 export interface ApiListEvent {

@@ -107,7 +107,8 @@ const CONTEXT = "Cannot create KV token store";
  * import { equal } from "node:assert/strict";
  *
  * using kv = await Deno.openKv(":memory:");
- * const newKey = () => crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+ * const newKey = () =>
+ *   crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
  * const encryptionKey = await newKey();
  * await createKvTokenStore(kv, { encryptionKey }).set("client", { blockedUntil: 1 });
  * equal((await createKvTokenStore(kv, { encryptionKey }).get("client"))?.blockedUntil, 1);

@@ -19,7 +19,9 @@ const CONTEXT = "Cannot create PostgreSQL sink";
  *
  * const sent: string[] = [];
  * // Stands in for a node-postgres pool, which answers `pool.query(sql, params)`.
- * const pool = { query: (sql: string, _params: unknown[]) => (sent.push(sql), Promise.resolve({ rows: [] as unknown[] })) };
+ * const pool = {
+ *   query: (sql: string, _params: unknown[]) => (sent.push(sql), Promise.resolve({ rows: [] as unknown[] })),
+ * };
  * const options: PostgresSinkOptions = { query: (sql, params) => pool.query(sql, params), table: "transactions" };
  * await createPostgresSink(options).load();
  * ok(sent.some((sql) => sql.includes('"transactions"')));

@@ -51,10 +51,13 @@ import { VERSION } from "../core/_version.ts";
  *
  * const recorded: TelemetryAttributes[] = [];
  * const onEvent = openTelemetry({
- *   tracer: { startSpan: (_, { attributes }) => (recorded.push(attributes), { setStatus: () => ({ end: () => {} }) }) },
+ *   tracer: {
+ *     startSpan: (_, { attributes }) => (recorded.push(attributes), { setStatus: () => ({ end: () => {} }) }),
+ *   },
  * });
  * await using api = await startFakePartnerApi();
- * const provider = createTokenProvider({ ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong", onEvent });
+ * const { clientId } = api.credentials;
+ * const provider = createTokenProvider({ ...api.environment, clientId, clientSecret: "wrong", onEvent });
  * await rejects(provider.getToken());
  * deepStrictEqual(recorded, [{ "partner_api.outcome": "error", "error.type": "status" }]);
  * ```
@@ -80,7 +83,8 @@ export type TelemetryAttributes = Record<
  *   startSpan: (name) => (spans.push(name), { setStatus: () => ({ end: () => {} }) }),
  * };
  * await using api = await startFakePartnerApi();
- * const client = createClient({ environment: api.environment, ...api.credentials, onEvent: openTelemetry({ tracer }) });
+ * const onEvent = openTelemetry({ tracer });
+ * const client = createClient({ environment: api.environment, ...api.credentials, onEvent });
  * await Array.fromAsync(client.list("organizations"));
  * deepStrictEqual(spans, ["partner_api.token.request", "partner_api.list"]);
  * ```
@@ -110,11 +114,14 @@ export interface TelemetryTracer {
  * const ignored = { add: () => {}, record: () => {} };
  * const meter: TelemetryMeter = {
  *   createCounter: () => ignored,
- *   createGauge: () => ({ record: (value, attributes) => gauge.push(`${attributes["partner_api.quota.bucket"]}=${value}`) }),
+ *   createGauge: () => ({
+ *     record: (value, attributes) => gauge.push(`${attributes["partner_api.quota.bucket"]}=${value}`),
+ *   }),
  *   createHistogram: () => ignored,
  * };
  * await using api = await startFakePartnerApi({ quota: { perHour: 10, perDay: 50 } });
- * await createTokenProvider({ ...api.environment, ...api.credentials, onEvent: openTelemetry({ meter }) }).getToken();
+ * const onEvent = openTelemetry({ meter });
+ * await createTokenProvider({ ...api.environment, ...api.credentials, onEvent }).getToken();
  * deepStrictEqual(gauge, ["per_hour=9", "per_day=49"]);
  * ```
  */
@@ -204,7 +211,8 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
  *   createHistogram: () => ignored,
  * };
  * await using api = await startFakePartnerApi();
- * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onEvent: openTelemetry({ meter }) });
+ * const onEvent = openTelemetry({ meter });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onEvent });
  * await provider.getToken();
  * await provider.getToken(); // cached: nothing counted
  * deepStrictEqual(counted, ["ok"]);

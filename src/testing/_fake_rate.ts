@@ -18,7 +18,12 @@ import { json } from "./_fake_http.ts";
  *
  * const limit: FakeRateLimit = { requests: 2, interval: 60_000 }; // the service: 900 in 5 minutes
  * await using api = await startFakePartnerApi({ apiRateLimit: limit });
- * const client = createClient({ environment: api.environment, ...api.credentials, rateLimit: false, retry: false });
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   rateLimit: false, // no pacing and no retry: the fake's 429 comes back
+ *   retry: false,
+ * });
  * const statuses: number[] = [];
  * for (let i = 0; i < 3; i++) {
  *   const response = await client.fetch("organizations");
