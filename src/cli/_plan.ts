@@ -14,10 +14,13 @@ export { NAME };
  *
  * @example Listing what to put in .env
  * ```ts
- * import { CONFIG_VARIABLES } from "@partner-api/client/cli";
+ * import { CONFIG_VARIABLES, main } from "@partner-api/client/cli";
+ * import { ok } from "node:assert/strict";
  *
- * const names = Object.values(CONFIG_VARIABLES);
- * if (!names.includes("PARTNER_API_CLIENT_SECRET")) throw new Error();
+ * let err = "";
+ * const writer = { isTerminal: false, write: (text: string) => void (err += text) };
+ * await main(["token"], { env: () => undefined, stdout: writer, stderr: writer });
+ * ok(Object.values(CONFIG_VARIABLES).every((name) => err.includes(name))); // all named at once
  * ```
  */
 import { CONFIG_VARIABLES } from "../core/config.ts";

@@ -8,12 +8,13 @@ import { CONTROLS } from "../core/_redact.ts";
  *
  * @example A writer that collects output
  * ```ts
- * import type { CliWriter } from "@partner-api/client/cli";
+ * import { type CliWriter, main } from "@partner-api/client/cli";
+ * import { equal, match } from "node:assert/strict";
  *
  * const lines: string[] = [];
  * const writer: CliWriter = { isTerminal: false, write: (text) => void lines.push(text) };
- * writer.write("done\n");
- * if (lines[0] !== "done\n") throw new Error();
+ * equal(await main(["--version"], { env: () => undefined, stdout: writer, stderr: writer }), 0);
+ * match(lines.join(""), /^partner-api \d/);
  * ```
  */
 export interface CliWriter {

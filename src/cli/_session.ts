@@ -18,6 +18,7 @@ import { UsageError } from "./_plan.ts";
  * @example Running the tool with a fixed environment
  * ```ts
  * import { type CliIo, main } from "@partner-api/client/cli";
+ * import { equal, match } from "node:assert/strict";
  *
  * let err = "";
  * const io: CliIo = {
@@ -25,7 +26,8 @@ import { UsageError } from "./_plan.ts";
  *   stdout: { isTerminal: false, write: () => {} },
  *   stderr: { isTerminal: false, write: (text) => void (err += text) },
  * };
- * if (await main(["token"], io) !== 2 || !err.includes("PARTNER_API_")) throw new Error(err);
+ * equal(await main(["token"], io), 2); // a configuration error, before any request
+ * match(err, /PARTNER_API_CLIENT_SECRET/);
  * ```
  */
 export interface CliIo {

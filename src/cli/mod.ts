@@ -18,14 +18,27 @@
  * lifetime. Without read and write permission on the cache folder the tool
  * runs uncached, says so once, and never prompts.
  *
- * @example Running the tool from code with a captured output
+ * @example Reading the quota from code, against the fake
  * ```ts
  * import { main } from "@partner-api/client/cli";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+ * const variables: Record<string, string> = {
+ *   PARTNER_API_BASE_URL: api.environment.baseUrl.href,
+ *   PARTNER_API_PCI_BASE_URL: api.environment.pciBaseUrl.href,
+ *   PARTNER_API_TOKEN_URL: api.environment.tokenUrl.href,
+ *   PARTNER_API_AUDIENCE: api.environment.audience,
+ *   PARTNER_API_CLIENT_ID: api.credentials.clientId,
+ *   PARTNER_API_CLIENT_SECRET: api.credentials.clientSecret,
+ * };
  * let out = "";
  * const writer = { isTerminal: false, write: (text: string) => void (out += text) };
- * const code = await main(["--version"], { env: () => undefined, stdout: writer, stderr: writer });
- * if (code !== 0 || !out.startsWith("partner-api ")) throw new Error(out);
+ * const io = { env: (name: string) => variables[name], stdout: writer, stderr: writer };
+ * const code = await main(["quota", "--format", "json"], io);
+ * equal(code, 0);
+ * equal(JSON.parse(out).buckets[0].remaining, 9);
  * ```
  *
  * @module
@@ -59,11 +72,12 @@ export { CONFIG_VARIABLES };
  * @example Showing the help of a command
  * ```ts
  * import { main } from "@partner-api/client/cli";
+ * import { equal, match } from "node:assert/strict";
  *
  * let out = "";
  * const writer = { isTerminal: false, write: (text: string) => void (out += text) };
- * await main(["list", "--help"], { env: () => undefined, stdout: writer, stderr: writer });
- * if (!out.includes("--sort-direction")) throw new Error(out);
+ * equal(await main(["list", "--help"], { env: () => undefined, stdout: writer, stderr: writer }), 0);
+ * match(out, /--sort-direction/);
  * ```
  */
 export async function main(

@@ -26,19 +26,24 @@ import { SharedDeadlines } from "../core/_deadlines.ts";
  *
  * @example A client that shares an existing provider, with a tighter time limit
  * ```ts
- * import { createClient, type ClientOptions } from "@partner-api/client/client";
+ * import { type ClientOptions, createClient } from "@partner-api/client/client";
  * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const tokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * await tokenProvider.getToken();
  * const options: ClientOptions = {
  *   environment: api.environment,
  *   tokenProvider,
  *   timeout: 10_000,
  *   retry: { retries: 4 },
  * };
- * if (createClient(options).tokenProvider !== tokenProvider) throw new Error();
+ * const response = await createClient(options).fetch("organizations");
+ * await response.body?.cancel();
+ * equal(response.status, 200);
+ * equal(api.tokenRequests, 1); // the client sent the provider's token
  * ```
  */
 export interface ClientOptions extends ProviderSettings {
@@ -122,10 +127,16 @@ export interface ClientOptions extends ProviderSettings {
  *
  * @example A client for a token server that takes form bodies only
  * ```ts
- * import type { ProviderSettings } from "@partner-api/client/client";
+ * import { createClient, type ProviderSettings } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
  * const settings: ProviderSettings = { bodyFormat: "form", refreshMargin: 60_000 };
- * if (settings.bodyFormat !== "form") throw new Error();
+ * const client = createClient({ environment: api.environment, ...api.credentials, ...settings });
+ * const response = await client.fetch("organizations");
+ * await response.body?.cancel();
+ * equal(response.status, 200);
  * ```
  */
 export type ProviderSettings = Omit<

@@ -22,14 +22,19 @@ import { sendExchange } from "./_send.ts";
  *
  * @example Filters and a custom envelope
  * ```ts
- * import type { ListOptions } from "@partner-api/client/client";
+ * import { createClient, type ListOptions } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * type Organization = { organizationID: string };
+ * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
  * const options: ListOptions<Organization> = {
- *   query: { country: "DE" },
- *   items: (body) => (body as { data: Organization[] }).data,
+ *   query: { country: "DE" }, // sent with every page (the fake ignores filters)
+ *   items: (body) => (body as { organizations: Organization[] }).organizations,
  * };
- * if (options.items?.({ data: [] }).length !== 0) throw new Error();
+ * const ids = (await Array.fromAsync(client.list("organizations", options))).map((o) => o.organizationID);
+ * deepStrictEqual(ids, ["org_000001", "org_000002"]);
  * ```
  */
 export interface ListOptions<T> extends PaginateOptions<T> {

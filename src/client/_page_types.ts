@@ -6,10 +6,20 @@
  *
  * @example Newest first
  * ```ts
- * import type { SortDirection } from "@partner-api/client/paginate";
+ * import { createClient } from "@partner-api/client";
+ * import { collect, type SortDirection } from "@partner-api/client/paginate";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
  * const newestFirst: SortDirection = "DESC";
- * if (newestFirst !== "DESC") throw new Error();
+ * const items = client.list<{ creationDate: string }>("transactions", {
+ *   sortBy: "creationDate",
+ *   sortDirection: newestFirst,
+ * });
+ * const [newest, next] = await collect(items, { maxItems: 2 });
+ * ok(newest!.creationDate >= next!.creationDate);
  * ```
  */
 export type SortDirection = "ASC" | "DESC";
@@ -20,11 +30,12 @@ export type SortDirection = "ASC" | "DESC";
  * @example A fetchPage for any offset-paged endpoint
  * ```ts
  * import { type PageRequest, pageSearchParams } from "@partner-api/client/paginate";
+ * import { equal } from "node:assert/strict";
  *
  * function pageUrl(request: PageRequest): string {
  *   return `https://api.partner.example/api/transactions?${pageSearchParams(request)}`;
  * }
- * if (!pageUrl({ page: 2, limit: 10 }).endsWith("?limit=10&page=2")) throw new Error();
+ * equal(pageUrl({ page: 2, limit: 10 }), "https://api.partner.example/api/transactions?limit=10&page=2");
  * ```
  */
 export interface PageRequest {
@@ -48,16 +59,24 @@ export interface PageRequest {
  *
  * @example The newest 200 transactions, four pages at a time
  * ```ts
- * import type { PaginateOptions } from "@partner-api/client/paginate";
+ * import { createClient } from "@partner-api/client";
+ * import { collect, type PaginateOptions } from "@partner-api/client/paginate";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const options: PaginateOptions<{ transactionID: string }> = {
+ * type Transaction = { transactionID: string; creationDate: string };
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * const options: PaginateOptions<Transaction> = {
  *   sortBy: "creationDate",
  *   sortDirection: "DESC",
  *   maxItems: 200,
  *   concurrency: 4,
  *   dedupeBy: (transaction) => transaction.transactionID,
  * };
- * if (options.maxItems !== 200) throw new Error();
+ * const newest = await collect(client.list<Transaction>("transactions", options), { maxItems: 1000 });
+ * equal(newest.length, 200);
+ * equal(api.apiRequests, 4); // 50 a page: no page past the 200th item
  * ```
  */
 export interface PaginateOptions<T> {
@@ -115,10 +134,17 @@ export interface PaginateOptions<T> {
  *
  * @example A cap for collect()
  * ```ts
- * import type { CollectOptions } from "@partner-api/client/paginate";
+ * import { collect, type CollectOptions, paginate } from "@partner-api/client/paginate";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const cap: CollectOptions = { maxItems: 10_000 };
- * if (cap.maxItems !== 10_000) throw new Error();
+ * const asked: number[] = [];
+ * const numbers = paginate(({ page, limit }) => {
+ *   asked.push(page);
+ *   return Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i));
+ * }, { limit: 2 });
+ * const cap: CollectOptions = { maxItems: 3 };
+ * deepStrictEqual(await collect(numbers, cap), [0, 1, 2]);
+ * deepStrictEqual(asked, [1, 2]); // no page past the cap
  * ```
  */
 export interface CollectOptions {

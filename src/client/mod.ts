@@ -8,14 +8,20 @@
  * ```ts
  * import { createClient } from "@partner-api/client/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ items: { transactions: 120 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * let count = 0;
- * for await (const _ of client.list("transactions", { sortBy: "creationDate", sortDirection: "DESC" })) {
- *   count++;
+ * const dates: string[] = [];
+ * for await (const transaction of client.list<{ creationDate: string }>("transactions", {
+ *   sortBy: "creationDate",
+ *   sortDirection: "DESC",
+ * })) {
+ *   dates.push(transaction.creationDate);
  * }
- * if (count !== 120 || api.tokenRequests !== 1) throw new Error();
+ * equal(dates.length, 120);
+ * ok(dates[0]! >= dates[119]!);
+ * equal(api.tokenRequests, 1); // three pages, one token
  * ```
  *
  * @module
@@ -45,6 +51,7 @@ export type { ListOptions } from "./_list.ts";
  * ```ts
  * import { createClient, type PartnerClient } from "@partner-api/client/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * async function countOrganizations(client: PartnerClient): Promise<number> {
  *   let count = 0;
@@ -52,9 +59,7 @@ export type { ListOptions } from "./_list.ts";
  *   return count;
  * }
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
- * if (await countOrganizations(createClient({ environment: api.environment, ...api.credentials })) !== 3) {
- *   throw new Error();
- * }
+ * equal(await countOrganizations(createClient({ environment: api.environment, ...api.credentials })), 3);
  * ```
  */
 export interface PartnerClient {
@@ -113,12 +118,13 @@ export interface PartnerClient {
  * ```ts
  * import { createClient } from "@partner-api/client/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * const response = await client.pciFetch("cards/ch_000001");
  * const card = await response.json();
- * if (card.cardholderID !== "ch_000001") throw new Error();
+ * equal(card.cardholderID, "ch_000001");
  * ```
  */
 export function createClient(options: ClientOptions): PartnerClient {

@@ -9,13 +9,14 @@
  * @example Paging an in-memory list
  * ```ts
  * import { collect, paginate } from "@partner-api/client/paginate";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * const all = Array.from({ length: 120 }, (_, i) => i);
  * const items = await collect(
  *   paginate(({ page, limit }) => Promise.resolve(all.slice((page - 1) * limit, page * limit))),
  *   { maxItems: 1000 },
  * );
- * if (items.length !== 120) throw new Error();
+ * deepStrictEqual(items, all);
  * ```
  *
  * @module
@@ -69,16 +70,13 @@ function requestPage<T>(
  *
  * @example Telling it from other failures
  * ```ts
- * import { paginate, type RepeatedPageError } from "@partner-api/client/paginate";
+ * import { collect, paginate, type RepeatedPageError } from "@partner-api/client/paginate";
+ * import { rejects } from "node:assert/strict";
  *
- * const sameEveryTime = () => Promise.resolve([1, 2]);
- * let reason: string | undefined;
- * try {
- *   for await (const _ of paginate(sameEveryTime, { limit: 2 })) {}
- * } catch (error) {
- *   reason = (error as RepeatedPageError).reason;
- * }
- * if (reason !== "repeated-page") throw new Error(reason);
+ * const sameEveryTime = () => Promise.resolve([1, 2]); // a server that ignores `page`
+ * await rejects(collect(paginate(sameEveryTime, { limit: 2 }), { maxItems: 100 }), (error: RepeatedPageError) => {
+ *   return error.reason === "repeated-page" && error.page === 2;
+ * });
  * ```
  */
 export interface RepeatedPageError extends Error {
@@ -202,14 +200,20 @@ async function* iterate<T>(
  * @example Paging with four requests in flight and a cap
  * ```ts
  * import { paginate } from "@partner-api/client/paginate";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
  *
- * const fetchPage = ({ page, limit }: { page: number; limit: number }) =>
- *   Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i));
+ * const asked: number[] = [];
+ * const fetchPage = ({ page, limit }: { page: number; limit: number }) => {
+ *   asked.push(page);
+ *   return Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i));
+ * };
  * const seen: number[] = [];
  * for await (const n of paginate(fetchPage, { limit: 10, concurrency: 4, maxItems: 25 })) {
  *   seen.push(n);
  * }
- * if (seen.length !== 25 || seen[24] !== 24) throw new Error();
+ * equal(seen.length, 25);
+ * equal(seen[24], 24); // in order
+ * deepStrictEqual(asked, [1, 2, 3]); // none past what 25 items need
  * ```
  */
 export function paginate<T>(
@@ -232,9 +236,10 @@ export function paginate<T>(
  * @example Building a page address
  * ```ts
  * import { pageSearchParams } from "@partner-api/client/paginate";
+ * import { equal } from "node:assert/strict";
  *
  * const query = pageSearchParams({ page: 2, limit: 50, sortBy: "creationDate", sortDirection: "DESC" });
- * if (query.toString() !== "limit=50&page=2&sortBy=creationDate&sortDirection=DESC") throw new Error();
+ * equal(query.toString(), "limit=50&page=2&sortBy=creationDate&sortDirection=DESC");
  * ```
  */
 export function pageSearchParams(request: PageRequest): URLSearchParams {
@@ -262,12 +267,13 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
  * @example Loading the first 100 items at most
  * ```ts
  * import { collect, paginate } from "@partner-api/client/paginate";
+ * import { equal } from "node:assert/strict";
  *
  * const endless = paginate(({ page, limit }) =>
  *   Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i))
  * );
  * const first = await collect(endless, { maxItems: 100 });
- * if (first.length !== 100) throw new Error();
+ * equal(first.length, 100);
  * ```
  */
 export async function collect<T>(

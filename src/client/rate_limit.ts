@@ -21,10 +21,15 @@ export type { RateLimit, RateLimiter };
  *
  * @example A limiter on an injected clock
  * ```ts
- * import type { RateLimiterOptions } from "@partner-api/client/client";
+ * import { createRateLimiter, type RateLimiterOptions } from "@partner-api/client/client";
+ * import { equal } from "node:assert/strict";
  *
- * const options: RateLimiterOptions = { requests: 90, interval: 3000, now: Date.now };
- * if (options.requests !== 90) throw new Error();
+ * let time = 0;
+ * const options: RateLimiterOptions = { requests: 1, interval: 1000, now: () => time };
+ * const limiter = createRateLimiter(options);
+ * limiter.answered(limiter.take() as number); // a slot free now: its ticket, at once
+ * time += 1000; // an interval after the answer, on the injected clock
+ * equal(typeof limiter.take(), "number"); // free again, without waiting
  * ```
  */
 export interface RateLimiterOptions extends RateLimit {
@@ -57,6 +62,7 @@ const CONTEXT = "Cannot create rate limiter";
  * @example Pacing a loop of your own
  * ```ts
  * import { createRateLimiter } from "@partner-api/client/client";
+ * import { ok } from "node:assert/strict";
  *
  * const limiter = createRateLimiter({ requests: 2, interval: 50 });
  * const started = Date.now();
@@ -65,7 +71,7 @@ const CONTEXT = "Cannot create rate limiter";
  *   // ... send the request and read its answer, then:
  *   limiter.answered(ticket);
  * }
- * if (Date.now() - started < 40) throw new Error("the third waited for the window");
+ * ok(Date.now() - started >= 40); // the third waited for the window
  * ```
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {

@@ -6,14 +6,14 @@
  *
  * @example Saying how much is left
  * ```ts
- * import type { QuotaBucket } from "@partner-api/client/quota";
+ * import { parseQuotaHeader, type QuotaBucket } from "@partner-api/client/quota";
+ * import { equal } from "node:assert/strict";
  *
  * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
  *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
  * }
- * if (describe({ bucket: "per_hour", limit: 10, remaining: 2, resetAfter: 60 }) !== "per_hour: 2/10, resets in 60 s") {
- *   throw new Error();
- * }
+ * const [hourly] = parseQuotaHeader("b=per_hour;q=10;r=2;t=60");
+ * equal(describe(hourly!), "per_hour: 2/10, resets in 60 s");
  * ```
  */
 export interface QuotaBucket {
@@ -45,14 +45,10 @@ function isKey(key: string): key is Key {
  * @example Deciding on the reason
  * ```ts
  * import { parseQuotaHeader, type QuotaSyntaxReason } from "@partner-api/client/quota";
+ * import { throws } from "node:assert/strict";
  *
- * let reason: QuotaSyntaxReason | undefined;
- * try {
- *   parseQuotaHeader("b=per_hour;q=10;r=7");
- * } catch (error) {
- *   reason = (error as SyntaxError & { reason: QuotaSyntaxReason }).reason;
- * }
- * if (reason !== "missing-key") throw new Error(reason);
+ * const reason: QuotaSyntaxReason = "missing-key"; // the bucket has no `t`
+ * throws(() => parseQuotaHeader("b=per_hour;q=10;r=7"), { name: "SyntaxError", reason });
  * ```
  */
 export type QuotaSyntaxReason =

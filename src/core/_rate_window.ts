@@ -7,10 +7,11 @@
  *
  * @example The service's published limit
  * ```ts
- * import type { RateLimit } from "@partner-api/client/client";
+ * import { createRateLimiter, type RateLimit } from "@partner-api/client/client";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const limit: RateLimit = { requests: 900, interval: 300_000 };
- * if (limit.requests / (limit.interval / 1000) !== 3) throw new Error();
+ * const published: RateLimit = { requests: 900, interval: 300_000 };
+ * deepStrictEqual(createRateLimiter(published).limit, published);
  * ```
  */
 export interface RateLimit {
@@ -24,18 +25,22 @@ export interface RateLimit {
  * Paces requests; one limiter can be shared by several clients of a
  * process, which then share the limit.
  *
- * @example Two clients sharing the service's limit
+ * @example Two clients sharing one limit
  * ```ts
  * import { createClient, createRateLimiter } from "@partner-api/client/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const rateLimit = createRateLimiter({ requests: 900, interval: 300_000 });
+ * const rateLimit = createRateLimiter({ requests: 2, interval: 60_000 });
  * const a = createClient({ environment: api.environment, ...api.credentials, rateLimit });
  * const b = createClient({ environment: api.environment, ...api.credentials, rateLimit });
  * await (await a.fetch("organizations")).body?.cancel();
  * await (await b.fetch("organizations")).body?.cancel();
- * if (rateLimit.limit.requests !== 900) throw new Error();
+ * const third = new AbortController();
+ * const waiting = rateLimit.take(third.signal); // the shared window is full: it waits
+ * third.abort();
+ * await rejects(Promise.resolve(waiting), { name: "AbortError" });
  * ```
  */
 export interface RateLimiter {

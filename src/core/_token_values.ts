@@ -11,15 +11,16 @@ import type { QuotaBucket } from "./quota.ts";
  * spread, `Object.entries` or `structuredClone` leaves it out (it is not
  * enumerable); reading `token.accessToken` still gives the token.
  *
- * @example Sending a token
+ * @example Sending a token, and logging it safely
  * ```ts
- * import type { IssuedToken } from "@partner-api/client/token";
+ * import { type IssuedToken, requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
- * function authorization(token: IssuedToken): string {
- *   return `${token.tokenType} ${token.accessToken}`;
- * }
- * const token: IssuedToken = { accessToken: "abc", tokenType: "Bearer", expiresIn: 60, expiresAt: 0, quota: [] };
- * if (authorization(token) !== "Bearer abc") throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const token: IssuedToken = await requestToken({ ...api.environment, ...api.credentials });
+ * ok(api.isValidToken(token.accessToken)); // sent as `${token.tokenType} ${token.accessToken}`
+ * equal(JSON.parse(JSON.stringify(token)).accessToken, "[redacted]");
  * ```
  */
 export interface IssuedToken {
@@ -40,10 +41,18 @@ export interface IssuedToken {
  *
  * @example How old a quota reading is
  * ```ts
- * import type { QuotaSnapshot } from "@partner-api/client/token";
+ * import { createTokenProvider, type QuotaSnapshot } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const seen: QuotaSnapshot = { buckets: [], observedAt: Date.now() - 5000 };
- * if (Date.now() - seen.observedAt < 5000) throw new Error();
+ * let time = Date.now();
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, now: () => time });
+ * await provider.getToken();
+ * time += 5000;
+ * const seen: QuotaSnapshot | undefined = provider.quota;
+ * equal(time - seen!.observedAt, 5000);
+ * equal(seen!.buckets[0]?.remaining, 9);
  * ```
  */
 export interface QuotaSnapshot {

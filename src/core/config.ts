@@ -5,16 +5,18 @@
  * @example Configuration from a record, as from a `.env` file
  * ```ts
  * import { configFromEnv } from "@partner-api/client";
+ * import { equal } from "node:assert/strict";
  *
  * const config = configFromEnv({
- *   PARTNER_API_BASE_URL: "https://api.partner.example/api/",
+ *   PARTNER_API_BASE_URL: "https://api.partner.example/api",
  *   PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
  *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token",
  *   PARTNER_API_AUDIENCE: "https://api.partner.example",
- *   PARTNER_API_CLIENT_ID: "my-client",
+ *   PARTNER_API_CLIENT_ID: " my-client ",
  *   PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
  * });
- * if (config.environment.baseUrl.pathname !== "/api/") throw new Error();
+ * equal(config.environment.baseUrl.href, "https://api.partner.example/api/");
+ * equal(config.clientId, "my-client"); // values are trimmed
  * ```
  *
  * @module
@@ -29,9 +31,10 @@ import { nearest } from "./_nearest.ts";
  *
  * @example Naming a variable in a message
  * ```ts
- * import { CONFIG_VARIABLES } from "@partner-api/client";
+ * import { CONFIG_VARIABLES, configFromEnv } from "@partner-api/client";
+ * import { throws } from "node:assert/strict";
  *
- * if (CONFIG_VARIABLES.clientSecret !== "PARTNER_API_CLIENT_SECRET") throw new Error();
+ * throws(() => configFromEnv({}), { option: CONFIG_VARIABLES.baseUrl }); // the first one missing
  * ```
  */
 export const CONFIG_VARIABLES: {
@@ -56,11 +59,21 @@ export const CONFIG_VARIABLES: {
  * default, or `form`) and `PARTNER_API_CLIENT_AUTHENTICATION` (`body`, the
  * default, or `basic` for HTTP Basic).
  *
- * @example Naming the optional variables
+ * @example A token server that takes form bodies
  * ```ts
- * import { CONFIG_OPTIONAL_VARIABLES } from "@partner-api/client";
+ * import { CONFIG_OPTIONAL_VARIABLES, configFromEnv } from "@partner-api/client";
+ * import { equal } from "node:assert/strict";
  *
- * if (CONFIG_OPTIONAL_VARIABLES.bodyFormat !== "PARTNER_API_TOKEN_BODY") throw new Error();
+ * const config = configFromEnv({
+ *   PARTNER_API_BASE_URL: "https://api.partner.example/api/",
+ *   PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
+ *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token",
+ *   PARTNER_API_AUDIENCE: "https://api.partner.example",
+ *   PARTNER_API_CLIENT_ID: "my-client",
+ *   PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
+ *   [CONFIG_OPTIONAL_VARIABLES.bodyFormat]: "form",
+ * });
+ * equal(config.bodyFormat, "form");
  * ```
  */
 export const CONFIG_OPTIONAL_VARIABLES: {
@@ -82,12 +95,15 @@ const OPTIONAL_VALUES = {
  *
  * @example Passing the configuration on
  * ```ts
- * import type { PartnerApiConfig } from "@partner-api/client";
+ * import { createClient, type PartnerApiConfig } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * function describe({ environment, clientId }: PartnerApiConfig): string {
- *   return `${clientId} at ${environment.baseUrl.host}`;
- * }
- * if (typeof describe !== "function") throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const config: PartnerApiConfig = { environment: api.environment, ...api.credentials }; // or configFromEnv()
+ * const response = await createClient(config).fetch("organizations");
+ * await response.body?.cancel();
+ * equal(response.status, 200);
  * ```
  */
 export interface PartnerApiConfig {
@@ -109,11 +125,20 @@ export interface PartnerApiConfig {
  *
  * @example Reading from a secret manager's lookup
  * ```ts
- * import type { EnvSource } from "@partner-api/client";
+ * import { configFromEnv, type EnvSource } from "@partner-api/client";
+ * import { throws } from "node:assert/strict";
  *
- * const secrets = new Map([["PARTNER_API_CLIENT_ID", "my-client"]]);
- * const source: EnvSource = (name) => secrets.get(name);
- * if (typeof source !== "function") throw new Error();
+ * const vault = new Map([["PARTNER_API_CLIENT_ID", "my-client"]]);
+ * const source: EnvSource = (name) => vault.get(name);
+ * throws(() => configFromEnv(source), {
+ *   missing: [
+ *     "PARTNER_API_BASE_URL",
+ *     "PARTNER_API_PCI_BASE_URL",
+ *     "PARTNER_API_TOKEN_URL",
+ *     "PARTNER_API_AUDIENCE",
+ *     "PARTNER_API_CLIENT_SECRET",
+ *   ],
+ * });
  * ```
  */
 export type EnvSource =
@@ -129,13 +154,16 @@ export type EnvSource =
  * @example Telling the operator what to set
  * ```ts
  * import { type ConfigError, configFromEnv } from "@partner-api/client";
+ * import { equal } from "node:assert/strict";
  *
+ * let error: ConfigError | undefined;
  * try {
  *   configFromEnv({});
- * } catch (error) {
- *   const { missing } = error as ConfigError;
- *   if (missing.length !== 6) throw error;
+ * } catch (thrown) {
+ *   error = thrown as ConfigError;
  * }
+ * equal(error?.missing.length, 6); // all at once
+ * equal(error?.rule, "is not set");
  * ```
  */
 export type ConfigError = TypeError & {
@@ -168,13 +196,13 @@ const CONTEXT = "Cannot read configuration";
  * @example Naming what is missing
  * ```ts
  * import { configFromEnv } from "@partner-api/client";
+ * import { throws } from "node:assert/strict";
  *
- * try {
- *   configFromEnv({ PARTNER_API_BASEURL: "https://api.partner.example/api/" });
- * } catch (error) {
- *   const { missing, message } = error as TypeError & { missing: string[] };
- *   if (missing.length !== 6 || !message.includes("PARTNER_API_BASEURL")) throw error;
- * }
+ * // The message adds "(PARTNER_API_BASEURL is set: did you mean PARTNER_API_BASE_URL?)".
+ * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://api.partner.example/api/" }), {
+ *   name: "TypeError",
+ *   option: "PARTNER_API_BASE_URL",
+ * });
  * ```
  */
 export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {

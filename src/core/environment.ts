@@ -5,6 +5,7 @@
  * @example Defining the sandbox
  * ```ts
  * import { defineEnvironment } from "@partner-api/client/environment";
+ * import { equal } from "node:assert/strict";
  *
  * const sandbox = defineEnvironment({
  *   baseUrl: "https://sandbox.partner.example/api",
@@ -12,7 +13,7 @@
  *   tokenUrl: "https://idp.sandbox.partner.example/oauth/token",
  *   audience: "https://sandbox.partner.example",
  * });
- * if (sandbox.baseUrl.href !== "https://sandbox.partner.example/api/") throw new Error();
+ * equal(sandbox.baseUrl.href, "https://sandbox.partner.example/api/");
  * ```
  *
  * @module
@@ -27,6 +28,7 @@ import { optionError } from "./_check.ts";
  * @example Values as the partner hands them out
  * ```ts
  * import { defineEnvironment, type EnvironmentInit } from "@partner-api/client/environment";
+ * import { throws } from "node:assert/strict";
  *
  * const init: EnvironmentInit = {
  *   baseUrl: "https://api.partner.example/api",
@@ -35,6 +37,9 @@ import { optionError } from "./_check.ts";
  *   audience: "https://api.partner.example",
  * };
  * defineEnvironment(init);
+ * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.partner.example/v2" }), {
+ *   option: "baseUrl", // it must end with /api/
+ * });
  * ```
  */
 export interface EnvironmentInit {
@@ -54,6 +59,7 @@ export interface EnvironmentInit {
  * @example Resolving an address under the base
  * ```ts
  * import { defineEnvironment, type Environment } from "@partner-api/client/environment";
+ * import { equal, ok } from "node:assert/strict";
  *
  * const production: Environment = defineEnvironment({
  *   baseUrl: "https://api.partner.example/api/",
@@ -61,7 +67,8 @@ export interface EnvironmentInit {
  *   tokenUrl: "https://idp.partner.example/oauth/token",
  *   audience: "https://api.partner.example",
  * });
- * if (new URL("organizations", production.baseUrl).pathname !== "/api/organizations") throw new Error();
+ * equal(new URL("organizations", production.baseUrl).pathname, "/api/organizations");
+ * ok(Object.isFrozen(production));
  * ```
  */
 export interface Environment {
@@ -116,7 +123,7 @@ function baseUrl(value: string | URL, field: string): URL {
  *   pciBaseUrl: "https://pci.example/api/",
  *   tokenUrl: "http://idp.example.com/token",
  *   audience: "https://api.example",
- * }), TypeError);
+ * }), { name: "TypeError", option: "tokenUrl" });
  * ```
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {

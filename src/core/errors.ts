@@ -9,19 +9,21 @@
  * @example Telling a quota stop from other token failures
  * ```ts
  * import { QuotaExceededError, TokenRequestError } from "@partner-api/client/errors";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
  * function describe(error: unknown): string {
- *   if (error instanceof QuotaExceededError) {
- *     return `quota exhausted until ${new Date(error.retryAt).toISOString()}`;
- *   }
- *   if (error instanceof TokenRequestError) return `token failure ${error.status}`;
+ *   if (error instanceof QuotaExceededError) return "quota exhausted: wait for retryAt";
+ *   if (error instanceof TokenRequestError) return `token failure: ${error.reason}`;
  *   return "other";
  * }
- *
- * const error = new QuotaExceededError("over quota", { retryAt: 0, buckets: [] });
- * if (describe(error) !== "quota exhausted until 1970-01-01T00:00:00.000Z") {
- *   throw new Error("unexpected");
- * }
+ * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
+ * const options = { ...api.environment, ...api.credentials };
+ * await requestToken(options); // the hour's only token
+ * const error = await requestToken(options).catch((error: unknown) => error);
+ * equal(describe(error), "quota exhausted: wait for retryAt");
+ * ok(error instanceof TokenRequestError); // a QuotaExceededError is one too
  * ```
  *
  * @module
@@ -50,7 +52,10 @@ function capped(message: string): string {
  *
  * @example Deciding what to tell an operator
  * ```ts
- * import type { TokenFailureReason } from "@partner-api/client/errors";
+ * import type { TokenFailureReason, TokenRequestError } from "@partner-api/client/errors";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
  * const advice: Record<TokenFailureReason, string> = {
  *   network: "check the network",
@@ -59,7 +64,11 @@ function capped(message: string): string {
  *   malformed: "the token endpoint misbehaves",
  *   quota: "wait for the quota to reset",
  * };
- * if (advice.quota === "") throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
+ * await rejects(requestToken(wrongSecret), (error: TokenRequestError) => {
+ *   return advice[error.reason] === "check the credentials";
+ * });
  * ```
  */
 export type TokenFailureReason =
@@ -75,9 +84,12 @@ export type TokenFailureReason =
  * @example Building an error in a custom token flow
  * ```ts
  * import { TokenRequestError, type TokenRequestErrorInit } from "@partner-api/client/errors";
+ * import { equal } from "node:assert/strict";
  *
  * const init: TokenRequestErrorInit = { status: 400, code: "invalid_request" };
- * if (new TokenRequestError("refused", init).code !== "invalid_request") throw new Error();
+ * const error = new TokenRequestError("refused", init);
+ * equal(error.reason, "status"); // from the status, as no reason was given
+ * equal(error.code, "invalid_request");
  * ```
  */
 export interface TokenRequestErrorInit extends ErrorOptions {
@@ -104,10 +116,13 @@ export interface TokenRequestErrorInit extends ErrorOptions {
  *
  * @example Building a quota error in a test double
  * ```ts
- * import { QuotaExceededError, type QuotaExceededErrorInit } from "@partner-api/client/errors";
+ * import { QuotaExceededError, type QuotaExceededErrorInit, TokenRequestError } from "@partner-api/client/errors";
+ * import { equal, ok } from "node:assert/strict";
  *
  * const init: QuotaExceededErrorInit = { status: 429, buckets: [], retryAt: Date.now() + 60_000 };
- * if (!(new QuotaExceededError("over quota", init) instanceof QuotaExceededError)) throw new Error();
+ * const error = new QuotaExceededError("over quota", init);
+ * equal(error.reason, "quota");
+ * ok(error instanceof TokenRequestError);
  * ```
  */
 export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
@@ -123,9 +138,13 @@ export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
  * @example Building an API error in a test double
  * ```ts
  * import { ApiError, type ApiErrorInit } from "@partner-api/client/errors";
+ * import { equal } from "node:assert/strict";
  *
  * const init: ApiErrorInit = { status: 503, url: "https://api.partner.example/api/x", bodyExcerpt: "busy" };
- * if (new ApiError("unavailable", init).bodyExcerpt !== "busy") throw new Error();
+ * const error = new ApiError("unavailable", init);
+ * equal(error.reason, "status");
+ * equal(error.attempts, 1);
+ * equal(new ApiError("no answer", { status: 0, url: init.url }).reason, "network");
  * ```
  */
 export interface ApiErrorInit extends ErrorOptions {
@@ -156,10 +175,18 @@ export interface ApiErrorInit extends ErrorOptions {
  *
  * @example Retrying later only what may pass later
  * ```ts
- * import type { ApiFailureReason } from "@partner-api/client/errors";
+ * import type { ApiError, ApiFailureReason } from "@partner-api/client/errors";
+ * import { createClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
  * const transient: ApiFailureReason[] = ["network", "timeout"];
- * if (!transient.includes("timeout")) throw new Error();
+ * await using api = await startFakePartnerApi();
+ * api.injectApiFaults({ kind: "body", body: "<html>maintenance</html>" });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await rejects(client.list("organizations").next(), (error: ApiError) => {
+ *   return error.reason === "malformed" && !transient.includes(error.reason);
+ * });
  * ```
  */
 export type ApiFailureReason = "network" | "timeout" | "status" | "malformed";
@@ -185,10 +212,20 @@ function hideResponse(target: Error, response: Response | undefined): void {
  *
  * @example Handling every failure of the service in one place
  * ```ts
- * import { ApiError, PartnerApiError } from "@partner-api/client/errors";
+ * import { PartnerApiError } from "@partner-api/client/errors";
+ * import { createClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
- * const error: unknown = new ApiError("no answer", { status: 0, url: "https://api.example/api/x", reason: "timeout" });
- * if (!(error instanceof PartnerApiError) || error.reason !== "timeout") throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({
+ *   environment: api.environment,
+ *   clientId: api.credentials.clientId,
+ *   clientSecret: "wrong",
+ * });
+ * await rejects(client.fetch("organizations"), (error) => {
+ *   return error instanceof PartnerApiError && error.reason === "status"; // the token was refused
+ * });
  * ```
  */
 export class PartnerApiError extends Error {
@@ -218,9 +255,15 @@ export class PartnerApiError extends Error {
  * @example Reading the OAuth error code
  * ```ts
  * import { TokenRequestError } from "@partner-api/client/errors";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
- * const error = new TokenRequestError("denied", { status: 401, code: "access_denied" });
- * if (error.code !== "access_denied" || error.reason !== "status") throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
+ * await rejects(requestToken(wrongSecret), (error) => {
+ *   return error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied";
+ * });
  * ```
  */
 export class TokenRequestError extends PartnerApiError {
@@ -268,14 +311,20 @@ export class TokenRequestError extends PartnerApiError {
  * @example Waiting for the reset
  * ```ts
  * import { QuotaExceededError } from "@partner-api/client/errors";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
- * const error = new QuotaExceededError("over quota", {
- *   status: 429,
- *   retryAt: Date.now() + 60_000,
- *   buckets: [{ bucket: "per_hour", limit: 10, remaining: 0, resetAfter: 60 }],
- * });
- * const waitMs = error.retryAt - Date.now();
- * if (waitMs <= 0 || error.buckets[0]?.remaining !== 0) throw new Error();
+ * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const first = await provider.getToken();
+ * await provider.invalidate(first.accessToken); // e.g. after a 401
+ * const error = await provider.getToken().catch((error: unknown) => error);
+ * ok(error instanceof QuotaExceededError);
+ * ok(error.retryAt > Date.now());
+ * equal(error.buckets[0]?.remaining, 0);
+ * await provider.getToken().catch(() => {}); // refused before the reset without a request
+ * equal(api.tokenRequests, 2);
  * ```
  */
 export class QuotaExceededError extends TokenRequestError {
@@ -306,9 +355,15 @@ export class QuotaExceededError extends TokenRequestError {
  * @example Handling a missing resource
  * ```ts
  * import { ApiError } from "@partner-api/client/errors";
+ * import { createClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
- * const error = new ApiError("not found", { status: 404, url: "https://api.example/api/x" });
- * if (error.status !== 404) throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await rejects(client.list("invoices").next(), (error) => {
+ *   return error instanceof ApiError && error.status === 404 && error.reason === "status";
+ * });
  * ```
  */
 export class ApiError extends PartnerApiError {

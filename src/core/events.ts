@@ -5,19 +5,21 @@
  *
  * @example Logging every token request and its quota
  * ```ts
- * import { createTokenProvider, type PartnerApiEvent } from "@partner-api/client";
+ * import { createTokenProvider } from "@partner-api/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
- * const events: PartnerApiEvent[] = [];
+ * const log: string[] = [];
  * const provider = createTokenProvider({
  *   ...api.environment,
  *   ...api.credentials,
- *   onEvent: (event) => events.push(event),
+ *   onEvent: (event) => {
+ *     if (event.type === "token.request") log.push(`token ${event.outcome}, ${event.quota?.[0]?.remaining} left`);
+ *   },
  * });
  * await provider.getToken();
- * const [request] = events;
- * if (request?.type !== "token.request" || request.outcome !== "ok") throw new Error();
+ * deepStrictEqual(log, ["token ok, 9 left"]);
  * ```
  *
  * @module
@@ -31,10 +33,21 @@ import type { QuotaBucket } from "./quota.ts";
  *
  * @example Counting failed token requests
  * ```ts
- * import type { TokenRequestEvent } from "@partner-api/client";
+ * import { createTokenProvider, type TokenRequestEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const event: TokenRequestEvent = { type: "token.request", outcome: "error", reason: "network", durationMs: 12 };
- * if (event.outcome === "error" && event.reason !== "network") throw new Error();
+ * const requests: TokenRequestEvent[] = [];
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
+ * const provider = createTokenProvider({
+ *   ...api.environment,
+ *   ...api.credentials,
+ *   retry: { initialDelay: 1 },
+ *   onEvent: (event) => event.type === "token.request" && requests.push(event),
+ * });
+ * await provider.getToken();
+ * const failed = requests.filter((request) => request.outcome === "error");
+ * deepStrictEqual(failed.map((request) => request.reason), ["status"]);
  * ```
  */
 export interface TokenRequestEvent {
@@ -54,12 +67,28 @@ export interface TokenRequestEvent {
  * A background refresh started: the token is due for refresh but still
  * served while a new one is requested.
  *
- * @example
+ * @example A token refreshed ahead of expiry
  * ```ts
- * import type { TokenRefreshEvent } from "@partner-api/client";
+ * import { createTokenProvider, type TokenRefreshEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
  *
- * const event: TokenRefreshEvent = { type: "token.refresh", expiresInMs: 240_000 };
- * if (event.expiresInMs <= 0) throw new Error();
+ * let time = Date.now();
+ * const refreshes: TokenRefreshEvent[] = [];
+ * const background: Promise<unknown>[] = [];
+ * await using api = await startFakePartnerApi({ tokenLifetime: 600_000 });
+ * const provider = createTokenProvider({
+ *   ...api.environment,
+ *   ...api.credentials,
+ *   now: () => time,
+ *   onEvent: (event) => event.type === "token.refresh" && refreshes.push(event),
+ *   waitUntil: (refresh) => background.push(refresh),
+ * });
+ * const first = await provider.getToken();
+ * time += 590_000; // 10 s left: within the margin (a tenth of the lifetime)
+ * equal(await provider.getToken(), first); // still served while the refresh runs
+ * await Promise.all(background);
+ * deepStrictEqual(refreshes, [{ type: "token.refresh", expiresInMs: 10_000 }]);
  * ```
  */
 export interface TokenRefreshEvent {
@@ -72,12 +101,22 @@ export interface TokenRefreshEvent {
 /**
  * The quota is exhausted: no token request is sent before `retryAt`.
  *
- * @example
+ * @example No token request before the quota resets
  * ```ts
- * import type { QuotaBlockedEvent } from "@partner-api/client";
+ * import { createTokenProvider, type QuotaBlockedEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok, rejects } from "node:assert/strict";
  *
- * const event: QuotaBlockedEvent = { type: "quota.blocked", retryAt: Date.now() + 60_000 };
- * console.log(`no token before ${new Date(event.retryAt).toISOString()}`);
+ * const blocks: QuotaBlockedEvent[] = [];
+ * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
+ * const provider = createTokenProvider({
+ *   ...api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => event.type === "quota.blocked" && blocks.push(event),
+ * });
+ * await provider.invalidate((await provider.getToken()).accessToken); // the hour's only token
+ * await rejects(provider.getToken(), { name: "QuotaExceededError" }); // the next is refused: 429
+ * ok(blocks[0]!.retryAt > Date.now());
  * ```
  */
 export interface QuotaBlockedEvent {
@@ -91,15 +130,24 @@ export interface QuotaBlockedEvent {
  * One API request sent (an attempt: retries, renewals and redirects each
  * count), and how it ended.
  *
- * @example
+ * @example Timing API requests
  * ```ts
- * import type { ApiRequestEvent } from "@partner-api/client";
+ * import { type ApiRequestEvent, createClient } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const event: ApiRequestEvent = {
- *   type: "api.request", method: "GET", base: "api", path: "/api/organizations",
- *   status: 200, attempt: 1, durationMs: 35,
- * };
- * if (event.status === 0) throw new Error("no answer");
+ * const requests: ApiRequestEvent[] = [];
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => event.type === "api.request" && requests.push(event),
+ * });
+ * await (await client.pciFetch("cards/ch_000001")).body?.cancel();
+ * const [request] = requests;
+ * equal(`${request?.base} ${request?.method} ${request?.path}`, "pci GET /api/cards/ch_000001");
+ * equal(request?.status, 200);
+ * equal(request?.attempt, 1);
  * ```
  */
 export interface ApiRequestEvent {
@@ -124,12 +172,23 @@ export interface ApiRequestEvent {
  * answer (`"network"`, `"timeout"`) or an answer worth another (a 408 or
  * 5xx, `"status"`).
  *
- * @example
+ * @example A token request cut off, and sent again
  * ```ts
- * import type { TokenRetryEvent } from "@partner-api/client";
+ * import { createTokenProvider, type TokenRetryEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const event: TokenRetryEvent = { type: "token.retry", reason: "status", status: 503, delayMs: 500 };
- * if (event.type !== "token.retry") throw new Error();
+ * const retries: TokenRetryEvent[] = [];
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "drop" }] });
+ * const provider = createTokenProvider({
+ *   ...api.environment,
+ *   ...api.credentials,
+ *   retry: { initialDelay: 1 },
+ *   onEvent: (event) => event.type === "token.retry" && retries.push(event),
+ * });
+ * await provider.getToken();
+ * equal(retries[0]?.reason, "network");
+ * equal(api.tokenRequests, 2);
  * ```
  */
 export interface TokenRetryEvent {
@@ -146,12 +205,25 @@ export interface TokenRetryEvent {
 /**
  * A call or page will be sent again, after `delayMs`.
  *
- * @example
+ * @example A 503 answered, and retried
  * ```ts
- * import type { ApiRetryEvent } from "@partner-api/client";
+ * import { type ApiRetryEvent, createClient } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const event: ApiRetryEvent = { type: "api.retry", reason: "status", status: 503, delayMs: 500 };
- * if (event.delayMs < 0) throw new Error();
+ * const retries: ApiRetryEvent[] = [];
+ * await using api = await startFakePartnerApi();
+ * api.injectApiFaults({ kind: "status", status: 503 });
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   retry: { initialDelay: 1 },
+ *   onEvent: (event) => event.type === "api.retry" && retries.push(event),
+ * });
+ * const response = await client.fetch("organizations");
+ * await response.body?.cancel();
+ * equal(response.status, 200);
+ * equal(`${retries[0]?.reason} ${retries[0]?.status}`, "status 503");
  * ```
  */
 export interface ApiRetryEvent {
@@ -170,12 +242,23 @@ export interface ApiRetryEvent {
  * for it (the first 401 in an hour for the provider, or the fleet sharing
  * its store), or one already there because another request renewed it.
  *
- * @example
+ * @example The one 401 renewal of the hour
  * ```ts
- * import type { ApiRenewalEvent } from "@partner-api/client";
+ * import { type ApiRenewalEvent, createClient } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const event: ApiRenewalEvent = { type: "api.renewal", path: "/api/organizations" };
- * if (event.type !== "api.renewal") throw new Error();
+ * const renewals: ApiRenewalEvent[] = [];
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => event.type === "api.renewal" && renewals.push(event),
+ * });
+ * await (await client.fetch("organizations")).body?.cancel();
+ * api.revokeTokens(); // the next request meets a 401
+ * await (await client.fetch("organizations")).body?.cancel();
+ * deepStrictEqual(renewals, [{ type: "api.renewal", path: "/api/organizations" }]);
  * ```
  */
 export interface ApiRenewalEvent {
@@ -188,12 +271,25 @@ export interface ApiRenewalEvent {
 /**
  * A request waited for a slot in the rate window before it went out.
  *
- * @example
+ * @example A request held for the rate window
  * ```ts
- * import type { RateWaitEvent } from "@partner-api/client";
+ * import { createClient, type RateWaitEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
- * const event: RateWaitEvent = { type: "rate.wait", delayMs: 1200 };
- * if (event.delayMs <= 0) throw new Error();
+ * const waits: RateWaitEvent[] = [];
+ * await using api = await startFakePartnerApi();
+ * api.injectApiFaults({ kind: "delay", ms: 30 }); // the first answer takes 30 ms
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   rateLimit: { requests: 1, interval: 1 }, // one at a time: a slot is free 1 ms after an answer
+ *   onEvent: (event) => event.type === "rate.wait" && waits.push(event),
+ * });
+ * const responses = await Promise.all([client.fetch("organizations"), client.fetch("organizations")]);
+ * await Promise.all(responses.map((response) => response.body?.cancel()));
+ * equal(waits.length, 1); // the second request waited for the first's answer
+ * ok(waits[0]!.delayMs > 0);
  * ```
  */
 export interface RateWaitEvent {
@@ -206,14 +302,22 @@ export interface RateWaitEvent {
 /**
  * A `list` crawl ended: all pages read, or a failure, or the caller stopped.
  *
- * @example
+ * @example A crawl, summed up
  * ```ts
- * import type { ApiListEvent } from "@partner-api/client";
+ * import { type ApiListEvent, createClient } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const event: ApiListEvent = {
- *   type: "api.list", path: "/api/transactions", outcome: "ok", pages: 3, items: 230, durationMs: 90,
- * };
- * if (event.items !== 230) throw new Error();
+ * const crawls: ApiListEvent[] = [];
+ * await using api = await startFakePartnerApi({ items: { organizations: 120 } });
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => event.type === "api.list" && crawls.push(event),
+ * });
+ * await Array.fromAsync(client.list("organizations", { limit: 50 }));
+ * const [crawl] = crawls;
+ * equal(`${crawl?.outcome}: ${crawl?.items} items in ${crawl?.pages} pages`, "ok: 120 items in 3 pages");
  * ```
  */
 export interface ApiListEvent {
@@ -236,7 +340,9 @@ export interface ApiListEvent {
  *
  * @example Telling events apart
  * ```ts
- * import type { PartnerApiEvent } from "@partner-api/client";
+ * import { createClient, type PartnerApiEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * function line(event: PartnerApiEvent): string {
  *   switch (event.type) {
@@ -245,7 +351,15 @@ export interface ApiListEvent {
  *     default: return event.type;
  *   }
  * }
- * if (line({ type: "rate.wait", delayMs: 5 }) !== "rate.wait") throw new Error();
+ * const lines: string[] = [];
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => lines.push(line(event)),
+ * });
+ * await (await client.fetch("organizations")).body?.cancel();
+ * deepStrictEqual(lines, ["token ok", "GET /api/organizations 200"]);
  * ```
  */
 export type PartnerApiEvent =
@@ -263,12 +377,17 @@ export type PartnerApiEvent =
 /**
  * A listener of events.
  *
- * @example
+ * @example Listing what a provider did
  * ```ts
- * import type { EventListener } from "@partner-api/client";
+ * import { createTokenProvider, type EventListener } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const log: EventListener = (event) => console.debug(event.type);
- * log({ type: "rate.wait", delayMs: 1 });
+ * const seen: string[] = [];
+ * const onEvent: EventListener = (event) => seen.push(event.type);
+ * await using api = await startFakePartnerApi();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, onEvent }).getToken();
+ * deepStrictEqual(seen, ["token.request"]);
  * ```
  */
 export type EventListener = (event: PartnerApiEvent) => void;
@@ -278,14 +397,22 @@ export type EventListener = (event: PartnerApiEvent) => void;
  * in time): until the store answers again, this process paces itself alone
  * at its last known share of the limit, never unlimited.
  *
- * @example
+ * @example The process paces alone while Redis is away
  * ```ts
  * import type { RateDegradedEvent } from "@partner-api/client";
+ * import { createRedisRateLimiter } from "@partner-api/client/redis";
+ * import { equal } from "node:assert/strict";
  *
- * const event: RateDegradedEvent = {
- *   type: "rate.degraded", store: "redis", requests: 300, interval: 300_000, retryAt: Date.now() + 500,
- * };
- * if (event.requests <= 0) throw new Error("never unlimited, never stopped");
+ * const degraded: RateDegradedEvent[] = [];
+ * await using limiter = createRedisRateLimiter({
+ *   command: () => Promise.reject(new Error("connection refused")),
+ *   requests: 10,
+ *   interval: 1000,
+ *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event),
+ * });
+ * limiter.answered(await limiter.take());
+ * equal(degraded[0]?.store, "redis");
+ * equal(degraded[0]?.requests, 10); // its last known share: never unlimited, never stopped
  * ```
  */
 export interface RateDegradedEvent {

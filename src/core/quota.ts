@@ -8,10 +8,10 @@
  * @example Finding the bucket that runs out first
  * ```ts
  * import { nextExhaustedBucket, parseQuotaHeader } from "@partner-api/client/quota";
+ * import { equal } from "node:assert/strict";
  *
  * const buckets = parseQuotaHeader("b=per_hour;q=10;r=2;t=600,b=per_day;q=50;r=40;t=9000");
- * const tightest = nextExhaustedBucket(buckets);
- * if (tightest?.bucket !== "per_hour") throw new Error("unexpected");
+ * equal(nextExhaustedBucket(buckets)?.bucket, "per_hour");
  * ```
  *
  * @module
@@ -31,9 +31,10 @@ export type { QuotaBucket, QuotaSyntaxReason } from "./_quota_parse.ts";
  * @example Reading the header from a response
  * ```ts
  * import { parseQuotaHeader, QUOTA_HEADER } from "@partner-api/client/quota";
+ * import { equal } from "node:assert/strict";
  *
  * const response = new Response(null, { headers: { [QUOTA_HEADER]: "b=per_hour;q=10;r=9;t=60" } });
- * if (parseQuotaHeader(response.headers.get(QUOTA_HEADER))[0]?.remaining !== 9) throw new Error();
+ * equal(parseQuotaHeader(response.headers.get(QUOTA_HEADER))[0]?.remaining, 9);
  * ```
  */
 export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
@@ -81,10 +82,13 @@ export function parseQuotaHeader(
  *
  * @example Writing a header for a test server
  * ```ts
- * import { formatQuotaHeader } from "@partner-api/client/quota";
+ * import { formatQuotaHeader, parseQuotaHeader } from "@partner-api/client/quota";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
  *
- * const value = formatQuotaHeader([{ bucket: "per_hour", limit: 10, remaining: 9, resetAfter: 60 }]);
- * if (value !== "b=per_hour;q=10;r=9;t=60") throw new Error(value);
+ * const buckets = [{ bucket: "per_hour", limit: 10, remaining: 9, resetAfter: 60 }];
+ * const value = formatQuotaHeader(buckets);
+ * equal(value, "b=per_hour;q=10;r=9;t=60");
+ * deepStrictEqual(parseQuotaHeader(value), buckets);
  * ```
  */
 export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
@@ -116,9 +120,10 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
  * @example Alerting on a low bucket
  * ```ts
  * import { nextExhaustedBucket, parseQuotaHeader } from "@partner-api/client/quota";
+ * import { equal } from "node:assert/strict";
  *
  * const low = nextExhaustedBucket(parseQuotaHeader("b=per_hour;q=10;r=1;t=60,b=per_day;q=50;r=1;t=900"));
- * if (low?.bucket !== "per_day") throw new Error("the daily bucket blocks longer");
+ * equal(low?.bucket, "per_day"); // as few left, and it blocks longer
  * ```
  */
 export function nextExhaustedBucket(
@@ -147,9 +152,10 @@ export function nextExhaustedBucket(
  * @example Waiting for the daily bucket
  * ```ts
  * import { parseQuotaHeader, quotaResetAfter } from "@partner-api/client/quota";
+ * import { equal } from "node:assert/strict";
  *
  * const wait = quotaResetAfter(parseQuotaHeader("b=per_hour;q=10;r=0;t=60,b=per_day;q=50;r=0;t=900"));
- * if (wait !== 900) throw new Error(String(wait));
+ * equal(wait, 900);
  * ```
  */
 export function quotaResetAfter(

@@ -20,10 +20,15 @@ import {
  *
  * @example A scaled limit under an application's prefix
  * ```ts
- * import type { KvRateLimiterOptions } from "@partner-api/client/kv";
+ * import { createKvRateLimiter, type KvRateLimiterOptions } from "@partner-api/client/kv";
+ * import { deepStrictEqual, ok } from "node:assert/strict";
  *
+ * using kv = await Deno.openKv(":memory:");
  * const options: KvRateLimiterOptions = { requests: 90, interval: 3000, prefix: ["my-app", "rate"] };
- * if (options.requests !== 90) throw new Error();
+ * await using limiter = createKvRateLimiter(kv, options);
+ * deepStrictEqual(limiter.limit, { requests: 90, interval: 3000 });
+ * limiter.answered(await limiter.take());
+ * ok((await Array.fromAsync(kv.list({ prefix: ["my-app", "rate"] }))).length > 0); // the window rests there
  * ```
  */
 export interface KvRateLimiterOptions {
@@ -91,6 +96,7 @@ const MOST_REQUESTS = 1000;
  * @example Two limiters (as two processes) share one budget
  * ```ts
  * import { createKvRateLimiter } from "@partner-api/client/kv";
+ * import { rejects } from "node:assert/strict";
  *
  * using kv = await Deno.openKv(":memory:");
  * await using a = createKvRateLimiter(kv, { requests: 2, interval: 60_000 });
@@ -98,9 +104,9 @@ const MOST_REQUESTS = 1000;
  * a.answered(await a.take());
  * b.answered(await b.take());
  * const third = new AbortController();
- * const waiting = (async () => await a.take(third.signal))();
+ * const waiting = (async () => await a.take(third.signal))(); // the fleet's window is full
  * third.abort();
- * if (await waiting.then(() => "sent", () => "waited") !== "waited") throw new Error();
+ * await rejects(waiting, { name: "AbortError" });
  * ```
  */
 export function createKvRateLimiter(

@@ -24,14 +24,16 @@ import {
  *
  * @example The service's limit, shared under an application's prefix
  * ```ts
- * import type { RedisRateLimiterOptions } from "@partner-api/client/redis";
+ * import { createRedisRateLimiter, type RedisRateLimiterOptions } from "@partner-api/client/redis";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * const client = { sendCommand: (_args: string[]) => Promise.resolve(null) }; // node-redis
  * const options: RedisRateLimiterOptions = {
  *   command: (args) => client.sendCommand(args),
  *   prefix: "my-app:partner-rate",
  * };
- * if (options.requests !== undefined) throw new Error("900 per 5 minutes by default");
+ * await using limiter = createRedisRateLimiter(options);
+ * deepStrictEqual(limiter.limit, { requests: 900, interval: 300_000 }); // the service's, by default
  * ```
  */
 export interface RedisRateLimiterOptions {
@@ -109,22 +111,23 @@ const CONTEXT = "Cannot create Redis rate limiter";
  *
  * @example Pacing a fleet with ioredis
  * ```ts ignore
- * import Redis from "ioredis";
- * import { createClient } from "@partner-api/client";
+ * import { Redis } from "ioredis";
+ * import { configFromEnv, createClient } from "@partner-api/client";
  * import { createRedisRateLimiter } from "@partner-api/client/redis";
  *
- * const redis = new Redis(process.env.REDIS_URL);
+ * const redis = new Redis(Deno.env.get("REDIS_URL") ?? "redis://127.0.0.1:6379");
  * const client = createClient({
- *   environment: "production",
- *   clientId: process.env.PARTNER_API_CLIENT_ID,
- *   clientSecret: process.env.PARTNER_API_CLIENT_SECRET,
- *   rateLimit: createRedisRateLimiter({ command: (args) => redis.call(...args) }),
+ *   ...configFromEnv(),
+ *   rateLimit: createRedisRateLimiter({
+ *     command: (args) => redis.call(...args as [string, ...string[]]),
+ *   }),
  * });
  * ```
  *
  * @example A Redis that is away: the process paces alone
  * ```ts
  * import { createRedisRateLimiter } from "@partner-api/client/redis";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * const events: string[] = [];
  * await using limiter = createRedisRateLimiter({
@@ -133,8 +136,8 @@ const CONTEXT = "Cannot create Redis rate limiter";
  *   interval: 1000,
  *   onEvent: (event) => events.push(event.type),
  * });
- * limiter.answered(await limiter.take());
- * if (events[0] !== "rate.degraded") throw new Error();
+ * limiter.answered(await limiter.take()); // a slot all the same
+ * deepStrictEqual(events, ["rate.degraded"]);
  * ```
  */
 export function createRedisRateLimiter(

@@ -32,11 +32,14 @@ import { delay } from "../core/_retry.ts";
  *
  * @example With node-redis or ioredis
  * ```ts
- * import type { RedisCommand } from "@partner-api/client/redis";
+ * import { createRedisTokenStore, type RedisCommand } from "@partner-api/client/redis";
+ * import { equal } from "node:assert/strict";
  *
- * const client = { call: (..._args: string[]) => Promise.resolve("OK") }; // ioredis
- * const command: RedisCommand = (args) => client.call(...args);
- * if (await command(["PING"]) !== "OK") throw new Error();
+ * const sent: string[][] = [];
+ * // With ioredis: (args) => redis.call(...args); with node-redis: (args) => client.sendCommand(args).
+ * const command: RedisCommand = (args) => (sent.push(args), Promise.resolve(null));
+ * equal(await createRedisTokenStore({ command }).get("client"), undefined); // no record yet
+ * equal(sent[0]?.[0], "GET");
  * ```
  */
 export type RedisCommand = (args: string[]) => Promise<unknown>;

@@ -23,6 +23,7 @@
  * import { createKvTokenStore } from "@partner-api/client/kv";
  * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * using kv = await Deno.openKv(":memory:");
@@ -32,7 +33,8 @@
  *   createTokenProvider(options).getToken(),
  *   createTokenProvider(options).getToken(),
  * ]);
- * if (a.accessToken !== b.accessToken || api.tokenRequests !== 1) throw new Error();
+ * equal(a.accessToken, b.accessToken);
+ * equal(api.tokenRequests, 1);
  * ```
  *
  * @module
@@ -46,12 +48,20 @@ import { checkEncryptionKey } from "./_record.ts";
 /**
  * Options of {@linkcode createKvTokenStore}.
  *
- * @example Short leases for a fleet of short-lived functions
+ * @example Records under an application's prefix
  * ```ts
- * import type { KvTokenStoreOptions } from "@partner-api/client/kv";
+ * import { createKvTokenStore, type KvTokenStoreOptions } from "@partner-api/client/kv";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi();
+ * using kv = await Deno.openKv(":memory:");
  * const options: KvTokenStoreOptions = { prefix: ["my-app", "tokens"], leaseDuration: 5000, maxWait: 20_000 };
- * if (options.leaseDuration !== 5000) throw new Error();
+ * const store = createKvTokenStore(kv, options);
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * const kept = await Array.fromAsync(kv.list({ prefix: ["my-app", "tokens"] }));
+ * equal(kept.length, 1); // the record; no lease is left behind
  * ```
  */
 export interface KvTokenStoreOptions extends FleetStoreOptions {
@@ -96,16 +106,16 @@ const CONTEXT = "Cannot create KV token store";
  * @example Encrypting tokens at rest
  * ```ts
  * import { createKvTokenStore } from "@partner-api/client/kv";
+ * import { equal } from "node:assert/strict";
  *
  * using kv = await Deno.openKv(":memory:");
- * const encryptionKey = await crypto.subtle.generateKey(
- *   { name: "AES-GCM", length: 256 },
- *   false,
- *   ["encrypt", "decrypt"],
- * );
- * const store = createKvTokenStore(kv, { encryptionKey, leaseDuration: 10_000 });
- * await store.set("client", { blockedUntil: Date.now() + 60_000 });
- * if ((await store.get("client"))?.blockedUntil === undefined) throw new Error();
+ * const newKey = () =>
+ *   crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+ * const encryptionKey = await newKey();
+ * await createKvTokenStore(kv, { encryptionKey }).set("client", { blockedUntil: 1 });
+ * equal((await createKvTokenStore(kv, { encryptionKey }).get("client"))?.blockedUntil, 1);
+ * // A store with another key cannot open the record: it counts as absent.
+ * equal(await createKvTokenStore(kv, { encryptionKey: await newKey() }).get("client"), undefined);
  * ```
  */
 export function createKvTokenStore(

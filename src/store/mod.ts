@@ -8,12 +8,13 @@
  * import { createMemoryTokenStore } from "@partner-api/client/store";
  * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const store = createMemoryTokenStore();
  * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
  * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
- * if (api.tokenRequests !== 1) throw new Error("not shared");
+ * equal(api.tokenRequests, 1); // the second provider found the first one's token
  * ```
  *
  * @module
@@ -27,10 +28,22 @@ import type { TokenFailureReason } from "../core/errors.ts";
  *
  * @example A record after a 429
  * ```ts
- * import type { TokenRecord } from "@partner-api/client/store";
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok, rejects } from "node:assert/strict";
  *
- * const blocked: TokenRecord = { blockedUntil: Date.now() + 60_000 };
- * if (blocked.token !== undefined) throw new Error();
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store });
+ * await provider.invalidate((await provider.getToken()).accessToken); // the hour's only token
+ * await rejects(provider.getToken(), { name: "QuotaExceededError" });
+ * const [record] = records.values();
+ * ok(record!.blockedUntil! > Date.now()); // every provider on the store waits for it
  * ```
  */
 export interface TokenRecord {
@@ -55,10 +68,22 @@ export interface TokenRecord {
  *
  * @example A cooldown after a malformed answer
  * ```ts
- * import type { TokenFailure } from "@partner-api/client/store";
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok, rejects } from "node:assert/strict";
  *
- * const failure: TokenFailure = { until: Date.now() + 10_000, failures: 1, reason: "malformed" };
- * if (failure.failures !== 1) throw new Error();
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "body", body: "{}" }] });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store, retry: false });
+ * await rejects(provider.getToken(), { reason: "malformed" });
+ * const failure = [...records.values()][0]?.failure;
+ * equal(`${failure?.reason} ${failure?.failures}`, "malformed 1");
+ * ok(failure!.until > Date.now()); // no provider on the store asks before
  * ```
  */
 export interface TokenFailure {
@@ -80,10 +105,23 @@ export interface TokenFailure {
  *
  * @example The ledger after a renewal
  * ```ts
- * import type { TokenRenewal } from "@partner-api/client/store";
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, notEqual } from "node:assert/strict";
  *
- * const renewal: TokenRenewal = { at: Date.now(), expiresAt: Date.now() + 86_400_000, token: "5a0c41be3f1d27a9" };
- * if (renewal.expiresAt <= renewal.at) throw new Error();
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi();
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store });
+ * const rejected = await provider.getToken();
+ * equal(await provider.reportUnauthorized?.(rejected.accessToken), true); // the API said 401: renew
+ * const renewal = [...records.values()][0]?.renewal;
+ * equal(renewal?.expiresAt, rejected.expiresAt);
+ * notEqual(renewal?.token, rejected.accessToken); // a fingerprint, not the token
  * ```
  */
 export interface TokenRenewal {
@@ -114,14 +152,20 @@ export interface TokenRenewal {
  * @example A store on a Map, as one on Redis would look
  * ```ts
  * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * const records = new Map<string, TokenRecord>();
  * const store: TokenStore = {
  *   get: (key) => Promise.resolve(records.get(key)),
  *   set: (key, record) => Promise.resolve(void records.set(key, record)),
  * };
- * await store.set("k", { blockedUntil: 1 });
- * if ((await store.get("k"))?.blockedUntil !== 1) throw new Error();
+ * await using api = await startFakePartnerApi();
+ * const token = await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * const [key] = records.keys();
+ * equal(key!.includes(api.credentials.clientSecret), false); // a digest of the secret, never the secret
+ * equal(records.get(key!)?.token?.accessToken, token.accessToken);
  * ```
  */
 export interface TokenStore {
@@ -156,21 +200,29 @@ export interface TokenStore {
 /**
  * What {@linkcode TokenStore.coordinate} is given.
  *
- * @example The simplest coordination: always request
+ * @example Coordinating through a Map
  * ```ts
- * import type { CoordinateOptions, TokenRecord } from "@partner-api/client/store";
+ * import type { CoordinateOptions, TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * async function coordinate(_key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
- *   const stored: TokenRecord | undefined = undefined; // read it from the shared store
- *   return stored !== undefined && settled(stored) ? stored : await request();
- * }
- * const record = await coordinate("k", {
- *   settled: () => false,
- *   request: () => Promise.resolve({ blockedUntil: 1 }),
- *   signal: new AbortController().signal,
- *   requestBudget: 110_000,
- * });
- * if (record.blockedUntil !== 1) throw new Error();
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ *   async coordinate(key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
+ *     const stored = records.get(key);
+ *     if (stored !== undefined && settled(stored)) return stored; // another's token will do
+ *     const record = await request(); // a real store holds a lease meanwhile
+ *     records.set(key, record);
+ *     return record;
+ *   },
+ * };
+ * await using api = await startFakePartnerApi();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * equal(api.tokenRequests, 1);
  * ```
  */
 export interface CoordinateOptions {
@@ -202,18 +254,18 @@ export interface CoordinateOptions {
  *
  * @returns An empty store.
  *
- * @example Two providers sharing one token
+ * @example Providers made one after another share the token
  * ```ts
  * import { createMemoryTokenStore } from "@partner-api/client/store";
  * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const store = createMemoryTokenStore();
- * const options = { ...api.environment, ...api.credentials, store };
- * await createTokenProvider(options).getToken();
- * await createTokenProvider(options).getToken();
- * if (api.tokenRequests !== 1) throw new Error("not shared");
+ * const options = { ...api.environment, ...api.credentials, store: createMemoryTokenStore() };
+ * const first = await createTokenProvider(options).getToken();
+ * const second = await createTokenProvider(options).getToken();
+ * equal(second.accessToken, first.accessToken);
  * ```
  */
 export function createMemoryTokenStore(): TokenStore {
@@ -239,9 +291,18 @@ export function createMemoryTokenStore(): TokenStore {
  * @example Settings for a fleet of short-lived functions
  * ```ts
  * import type { FleetStoreOptions } from "@partner-api/client/store";
+ * import { createKvTokenStore } from "@partner-api/client/kv";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok, throws } from "node:assert/strict";
  *
  * const options: FleetStoreOptions = { leaseDuration: 5000, maxWait: 20_000 };
- * if (options.leaseDuration !== 5000) throw new Error();
+ * using kv = await Deno.openKv(":memory:");
+ * await using api = await startFakePartnerApi();
+ * const store = createKvTokenStore(kv, options);
+ * const token = await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * ok(api.isValidToken(token.accessToken));
+ * throws(() => createKvTokenStore(kv, { leaseDuration: 0 }), { name: "RangeError", option: "leaseDuration" });
  * ```
  */
 export interface FleetStoreOptions {

@@ -22,17 +22,31 @@
  *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
- * import Redis from "ioredis";
+ * import { Redis } from "ioredis";
+ * import { configFromEnv, createTokenProvider } from "@partner-api/client";
+ * import { createRedisTokenStore } from "@partner-api/client/redis";
+ *
+ * const redis = new Redis(Deno.env.get("REDIS_URL") ?? "redis://127.0.0.1:6379");
+ * const tokens = createTokenProvider({
+ *   ...configFromEnv(),
+ *   store: createRedisTokenStore({
+ *     command: (args) => redis.call(...args as [string, ...string[]]),
+ *   }),
+ * });
+ * ```
+ *
+ * @example A Redis that is away costs no more than one process alone
+ * ```ts
  * import { createRedisTokenStore } from "@partner-api/client/redis";
  * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
- * const redis = new Redis(process.env.REDIS_URL);
- * const tokens = createTokenProvider({
- *   environment: "production",
- *   clientId: process.env.PARTNER_API_CLIENT_ID,
- *   clientSecret: process.env.PARTNER_API_CLIENT_SECRET,
- *   store: createRedisTokenStore({ command: (args) => redis.call(...args) }),
- * });
+ * await using api = await startFakePartnerApi();
+ * const store = createRedisTokenStore({ command: () => Promise.reject(new Error("ECONNREFUSED")) });
+ * const token = await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * ok(api.isValidToken(token.accessToken)); // a failing store counts as an empty one
+ * equal(api.tokenRequests, 1);
  * ```
  *
  * @module
@@ -55,14 +69,21 @@ export type { RedisCommand };
  *
  * @example Through node-redis, under an application's prefix
  * ```ts
- * import type { RedisTokenStoreOptions } from "@partner-api/client/redis";
+ * import { createRedisTokenStore, type RedisTokenStoreOptions } from "@partner-api/client/redis";
+ * import { ok } from "node:assert/strict";
  *
- * const client = { sendCommand: (_args: string[]) => Promise.resolve(null) }; // node-redis
+ * // Stands in for node-redis: GET and SET on a Map.
+ * const data = new Map<string, string>();
+ * const client = {
+ *   sendCommand: ([name, key, value]: string[]) =>
+ *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
+ * };
  * const options: RedisTokenStoreOptions = {
  *   command: (args) => client.sendCommand(args),
  *   prefix: "my-app:partner-token",
  * };
- * if (options.prefix !== "my-app:partner-token") throw new Error();
+ * await createRedisTokenStore(options).set("client", { blockedUntil: Date.now() + 60_000 });
+ * ok([...data.keys()].every((key) => key.startsWith("my-app:partner-token:")));
  * ```
  */
 export interface RedisTokenStoreOptions extends FleetStoreOptions {
@@ -129,6 +150,7 @@ const CONTEXT = "Cannot create Redis token store";
  * @example A store that holds a quota block
  * ```ts
  * import { createRedisTokenStore } from "@partner-api/client/redis";
+ * import { equal, ok } from "node:assert/strict";
  *
  * // A stand-in for a Redis client: GET and SET on a Map.
  * const data = new Map<string, string>();
@@ -138,8 +160,10 @@ const CONTEXT = "Cannot create Redis token store";
  *       name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null,
  *     ),
  * });
- * await store.set("client", { blockedUntil: Date.now() + 60_000 });
- * if ((await store.get("client"))?.blockedUntil === undefined) throw new Error();
+ * const blockedUntil = Date.now() + 60_000;
+ * await store.set("client", { blockedUntil });
+ * equal((await store.get("client"))?.blockedUntil, blockedUntil);
+ * ok(![...data.values()].some((value) => value.includes(String(blockedUntil)))); // sealed at rest
  * ```
  */
 export function createRedisTokenStore(

@@ -7,13 +7,19 @@
  *
  * @example What a sink saves
  * ```ts
- * import type { SyncCheckpoint } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { createSqliteSink, type SyncCheckpoint, syncList } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
  *
- * const saved: SyncCheckpoint = {
- *   version: 1, path: "transactions", sortBy: "creationDate", id: "transactionID", query: {},
- *   edge: { value: "2025-03-01T00:00:00.000Z", id: "tx_000042" }, offset: 42, full: false, complete: true,
- * };
- * if (JSON.parse(JSON.stringify(saved)).edge.id !== "tx_000042") throw new Error();
+ * await using api = await startFakePartnerApi({ items: { transactions: 10 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * using sink = createSqliteSink(":memory:", { table: "transactions" });
+ * await syncList(client, "transactions", { id: "transactionID", sortBy: "creationDate", sink });
+ * const saved: SyncCheckpoint | undefined = await sink.load();
+ * equal(saved?.path, "transactions");
+ * equal(saved?.complete, true); // the pass reached the end of the list
+ * deepStrictEqual(JSON.parse(JSON.stringify(saved)), saved); // plain JSON
  * ```
  */
 export interface SyncCheckpoint {
@@ -49,7 +55,10 @@ export interface SyncCheckpoint {
  *
  * @example An in-memory sink for a test
  * ```ts
- * import type { SyncCheckpoint, SyncSink } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { type SyncCheckpoint, syncList, type SyncSink } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * const rows = new Map<string, unknown>();
  * let saved: SyncCheckpoint | undefined;
@@ -61,8 +70,11 @@ export interface SyncCheckpoint {
  *     return Promise.resolve();
  *   },
  * };
- * await sink.write([{ a: 1 }], { version: 1, path: "x", sortBy: null, id: "a", query: {}, edge: null, offset: 0, full: false, complete: false }, ["1"]);
- * if (rows.size !== 1 || (await sink.load())?.path !== "x") throw new Error();
+ * await using api = await startFakePartnerApi({ items: { organizations: 30 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await syncList(client, "organizations", { id: "organizationID", sink });
+ * equal(rows.size, 30);
+ * equal(saved?.complete, true);
  * ```
  */
 export interface SyncSink<T> {
@@ -84,12 +96,19 @@ export interface SyncSink<T> {
  *
  * @example Transactions in creation order, into SQLite
  * ```ts
- * import { createSqliteSink, type SyncOptions } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { createSqliteSink, syncList, type SyncOptions } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
  * type Transaction = { transactionID: string; creationDate: string };
+ * await using api = await startFakePartnerApi({ items: { transactions: 100 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
  * using sink = createSqliteSink<Transaction>(":memory:", { table: "transactions" });
- * const options: SyncOptions<Transaction> = { id: "transactionID", sortBy: "creationDate", sink };
- * if (options.limit !== undefined) throw new Error();
+ * const options: SyncOptions<Transaction> = { id: "transactionID", sortBy: "creationDate", sink, limit: 20 };
+ * const result = await syncList(client, "transactions", options);
+ * equal(result.written, 100);
+ * ok(result.requests <= 1.1 * Math.ceil(100 / 20) + 2); // the cost `limit` bounds
  * ```
  */
 export interface SyncOptions<T> {
@@ -153,10 +172,22 @@ export interface SyncOptions<T> {
  *
  * @example A progress line
  * ```ts
- * import type { SyncProgress } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { createSqliteSink, syncList, type SyncProgress } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { match } from "node:assert/strict";
  *
+ * const lines: string[] = [];
  * const line = (p: SyncProgress) => `${p.written} items, ${p.requests} requests`;
- * if (line({ written: 3, pages: 1, requests: 1 }) !== "3 items, 1 requests") throw new Error();
+ * await using api = await startFakePartnerApi({ items: { organizations: 25 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * using sink = createSqliteSink(":memory:", { table: "organizations" });
+ * await syncList(client, "organizations", {
+ *   id: "organizationID",
+ *   sink,
+ *   onProgress: (progress) => lines.push(line(progress)),
+ * });
+ * match(lines.at(-1)!, /^25 items, \d+ requests$/);
  * ```
  */
 export interface SyncProgress {
@@ -173,10 +204,18 @@ export interface SyncProgress {
  *
  * @example Reading a result
  * ```ts
- * import type { SyncResult } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { createSqliteSink, syncList, type SyncResult } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
- * const result: SyncResult = { written: 0, pages: 1, requests: 1, resumed: false };
- * if (result.requests > 2) throw new Error("an idle run costs at most 2 requests");
+ * await using api = await startFakePartnerApi({ items: { organizations: 25 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * using sink = createSqliteSink(":memory:", { table: "organizations" });
+ * await syncList(client, "organizations", { id: "organizationID", sink });
+ * const again: SyncResult = await syncList(client, "organizations", { id: "organizationID", sink });
+ * equal(again.written, 0);
+ * ok(again.requests <= 2); // a run with nothing new costs at most 2 requests
  * ```
  */
 export interface SyncResult {

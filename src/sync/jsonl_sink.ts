@@ -27,6 +27,7 @@ interface Committed {
  * @example Lines and checkpoint
  * ```ts
  * import { createJsonlSink } from "@partner-api/client/sync";
+ * import { equal } from "node:assert/strict";
  *
  * await Deno.mkdir(".test-tmp", { recursive: true });
  * const path = ".test-tmp/doc-jsonl-sink.jsonl";
@@ -35,7 +36,8 @@ interface Committed {
  * await sink.load(); // no checkpoint yet: the file is cut back to nothing
  * const checkpoint = { version: 1 as const, path: "numbers", sortBy: "n", id: "n", query: {}, edge: { value: 1, id: "1" }, offset: 1, full: false, complete: true };
  * await sink.write([{ n: 1 }], checkpoint, ["1"]);
- * if (await Deno.readTextFile(path) !== '{"n":1}\n') throw new Error();
+ * equal(await Deno.readTextFile(path), '{"n":1}\n');
+ * equal((await sink.load())?.offset, 1);
  * ```
  */
 export function createJsonlSink<T>(path: string): SyncSink<T> {

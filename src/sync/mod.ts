@@ -9,6 +9,7 @@
  * import { createClient } from "@partner-api/client/client";
  * import { createJsonlSink, syncList } from "@partner-api/client/sync";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ items: { transactions: 80 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
@@ -16,8 +17,8 @@
  * const path = ".test-tmp/doc-sync-transactions.jsonl";
  * const sink = createJsonlSink(path);
  * const result = await syncList(client, "transactions", { id: "transactionID", sortBy: "creationDate", sink, full: true });
- * const lines = (await Deno.readTextFile(path)).trim().split("\n");
- * if (result.written !== 80 || lines.length !== 80) throw new Error();
+ * equal(result.written, 80);
+ * equal((await Deno.readTextFile(path)).trim().split("\n").length, 80);
  * ```
  *
  * @module

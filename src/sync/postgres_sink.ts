@@ -14,11 +14,17 @@ const CONTEXT = "Cannot create PostgreSQL sink";
  *
  * @example With node-postgres
  * ```ts
- * import type { PostgresSinkOptions } from "@partner-api/client/sync";
+ * import { createPostgresSink, type PostgresSinkOptions } from "@partner-api/client/sync";
+ * import { ok } from "node:assert/strict";
  *
- * const pool = { query: (_sql: string, _params: unknown[]) => Promise.resolve({ rows: [] as unknown[] }) };
+ * const sent: string[] = [];
+ * // Stands in for a node-postgres pool, which answers `pool.query(sql, params)`.
+ * const pool = {
+ *   query: (sql: string, _params: unknown[]) => (sent.push(sql), Promise.resolve({ rows: [] as unknown[] })),
+ * };
  * const options: PostgresSinkOptions = { query: (sql, params) => pool.query(sql, params), table: "transactions" };
- * if (options.table !== "transactions") throw new Error();
+ * await createPostgresSink(options).load();
+ * ok(sent.some((sql) => sql.includes('"transactions"')));
  * ```
  */
 export interface PostgresSinkOptions {
@@ -42,13 +48,15 @@ export interface PostgresSinkOptions {
  * @example The statements it sends
  * ```ts
  * import { createPostgresSink } from "@partner-api/client/sync";
+ * import { equal, ok } from "node:assert/strict";
  *
  * const sent: string[] = [];
  * const sink = createPostgresSink({
  *   query: (sql) => (sent.push(sql), Promise.resolve({ rows: [] })),
  *   table: "transactions",
  * });
- * if ((await sink.load()) !== undefined || !sent.some((sql) => sql.startsWith("CREATE TABLE"))) throw new Error();
+ * equal(await sink.load(), undefined); // no checkpoint yet
+ * ok(sent.some((sql) => sql.startsWith("CREATE TABLE")));
  * ```
  */
 export function createPostgresSink<T>(

@@ -14,10 +14,17 @@ const ROWS = 100;
  *
  * @example A table per list
  * ```ts
- * import type { SqliteSinkOptions } from "@partner-api/client/sync";
+ * import { createSqliteSink, type SqliteSinkOptions } from "@partner-api/client/sync";
+ * import { DatabaseSync } from "node:sqlite";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
+ * const database = new DatabaseSync(":memory:");
  * const options: SqliteSinkOptions = { table: "transactions" };
- * if (options.table !== "transactions") throw new Error();
+ * const sink = createSqliteSink(database, options);
+ * await sink.load(); // creates the tables
+ * const tables = database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
+ * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "transactions"]);
+ * database.close();
  * ```
  */
 export interface SqliteSinkOptions {
@@ -31,9 +38,10 @@ export interface SqliteSinkOptions {
  * @example Closing with `using`
  * ```ts
  * import { createSqliteSink, type SqliteSink } from "@partner-api/client/sync";
+ * import { equal } from "node:assert/strict";
  *
  * using sink: SqliteSink<unknown> = createSqliteSink(":memory:", { table: "items" });
- * if ((await sink.load()) !== undefined) throw new Error();
+ * equal(await sink.load(), undefined); // the database closes when `sink` goes out of scope
  * ```
  */
 export interface SqliteSink<T> extends SyncSink<T>, Disposable {
@@ -57,13 +65,15 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
  * ```ts
  * import { DatabaseSync } from "node:sqlite";
  * import { createSqliteSink } from "@partner-api/client/sync";
+ * import { equal } from "node:assert/strict";
  *
  * const database = new DatabaseSync(":memory:");
  * const sink = createSqliteSink<{ n: number }>(database, { table: "numbers" });
  * const checkpoint = { version: 1 as const, path: "numbers", sortBy: "n", id: "n", query: {}, edge: { value: 2, id: "2" }, offset: 2, full: false, complete: true };
  * await sink.write([{ n: 1 }, { n: 2 }], checkpoint, ["1", "2"]);
  * const rows = database.prepare('SELECT count(*) AS n FROM "numbers"').get() as { n: number };
- * if (rows.n !== 2 || (await sink.load())?.offset !== 2) throw new Error();
+ * equal(rows.n, 2);
+ * equal((await sink.load())?.offset, 2);
  * database.close();
  * ```
  */

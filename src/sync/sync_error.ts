@@ -13,13 +13,22 @@ import { PartnerApiError } from "../core/errors.ts";
  *
  * @example Telling the two apart
  * ```ts
- * import type { SyncErrorReason } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { createSqliteSink, type SyncError, type SyncErrorReason, syncList } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
  *
  * const advice: Record<SyncErrorReason, string> = {
  *   "missing-id": "pass the right 'id'",
  *   unordered: "sort by a field the service orders by",
  * };
- * if (advice.unordered === "") throw new Error();
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * using sink = createSqliteSink(":memory:", { table: "organizations" });
+ * const id = (organization: { id?: string }) => organization.id!; // the field is organizationID
+ * await rejects(syncList(client, "organizations", { id, sink }), (error: SyncError) => {
+ *   return advice[error.reason] === "pass the right 'id'";
+ * });
  * ```
  */
 export type SyncErrorReason = "missing-id" | "unordered";
@@ -31,9 +40,12 @@ export type SyncErrorReason = "missing-id" | "unordered";
  * @example Reading the reason
  * ```ts
  * import { SyncError } from "@partner-api/client/sync";
+ * import { equal, ok } from "node:assert/strict";
  *
  * const error = new SyncError("no id", "missing-id");
- * if (error.reason !== "missing-id" || error.name !== "SyncError") throw new Error();
+ * equal(error.reason, "missing-id");
+ * equal(error.name, "SyncError");
+ * ok(error instanceof Error);
  * ```
  */
 export class SyncError extends PartnerApiError {

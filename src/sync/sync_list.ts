@@ -57,6 +57,7 @@ interface Counts {
  * import { createClient } from "@partner-api/client/client";
  * import { createSqliteSink, syncList } from "@partner-api/client/sync";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ items: { transactions: 120 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
@@ -65,7 +66,9 @@ interface Counts {
  * const first = await syncList(client, "transactions", options);
  * api.insertTransactions(5);
  * const second = await syncList(client, "transactions", options);
- * if (first.written !== 120 || second.written !== 5 || second.requests > 2) throw new Error();
+ * equal(first.written, 120);
+ * equal(second.written, 5); // only what was added
+ * ok(second.requests <= 2);
  * ```
  */
 export async function syncList<T>(

@@ -21,14 +21,15 @@
  * import { createClient } from "@partner-api/client";
  * import { openTelemetry } from "@partner-api/client/otel";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * await using api = await startFakePartnerApi();
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
  * const client = createClient({
  *   environment: api.environment,
  *   ...api.credentials,
- *   onEvent: openTelemetry(),
+ *   onEvent: openTelemetry(), // through @opentelemetry/api: exported with OTEL_DENO=true
  * });
- * await (await client.fetch("organizations")).body?.cancel();
+ * equal((await Array.fromAsync(client.list("organizations"))).length, 3);
  * ```
  *
  * @module
@@ -41,12 +42,24 @@ import { VERSION } from "../core/_version.ts";
 /**
  * Attribute values, as OpenTelemetry takes them.
  *
- * @example
+ * @example What a failed token request's span says
  * ```ts
- * import type { TelemetryAttributes } from "@partner-api/client/otel";
+ * import { createTokenProvider } from "@partner-api/client";
+ * import { openTelemetry, type TelemetryAttributes } from "@partner-api/client/otel";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, rejects } from "node:assert/strict";
  *
- * const attributes: TelemetryAttributes = { "partner_api.outcome": "ok" };
- * if (attributes["partner_api.outcome"] !== "ok") throw new Error();
+ * const recorded: TelemetryAttributes[] = [];
+ * const onEvent = openTelemetry({
+ *   tracer: {
+ *     startSpan: (_, { attributes }) => (recorded.push(attributes), { setStatus: () => ({ end: () => {} }) }),
+ *   },
+ * });
+ * await using api = await startFakePartnerApi();
+ * const { clientId } = api.credentials;
+ * const provider = createTokenProvider({ ...api.environment, clientId, clientSecret: "wrong", onEvent });
+ * await rejects(provider.getToken());
+ * deepStrictEqual(recorded, [{ "partner_api.outcome": "error", "error.type": "status" }]);
  * ```
  */
 export type TelemetryAttributes = Record<
@@ -58,13 +71,22 @@ export type TelemetryAttributes = Record<
  * What {@linkcode openTelemetry} needs of a tracer: any `Tracer` of
  * `@opentelemetry/api` is one.
  *
- * @example
+ * @example The spans of a crawl
  * ```ts
- * import { trace } from "@opentelemetry/api";
- * import type { TelemetryTracer } from "@partner-api/client/otel";
+ * import { createClient } from "@partner-api/client";
+ * import { openTelemetry, type TelemetryTracer } from "@partner-api/client/otel";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const tracer: TelemetryTracer = trace.getTracer("billing-sync");
- * tracer.startSpan("x", { startTime: Date.now(), attributes: {} }).setStatus({ code: 1 }).end(Date.now());
+ * const spans: string[] = [];
+ * const tracer: TelemetryTracer = {
+ *   startSpan: (name) => (spans.push(name), { setStatus: () => ({ end: () => {} }) }),
+ * };
+ * await using api = await startFakePartnerApi();
+ * const onEvent = openTelemetry({ tracer });
+ * const client = createClient({ environment: api.environment, ...api.credentials, onEvent });
+ * await Array.fromAsync(client.list("organizations"));
+ * deepStrictEqual(spans, ["partner_api.token.request", "partner_api.list"]);
  * ```
  */
 export interface TelemetryTracer {
@@ -81,13 +103,26 @@ export interface TelemetryTracer {
  * What {@linkcode openTelemetry} needs of a meter: any `Meter` of
  * `@opentelemetry/api` is one.
  *
- * @example
+ * @example The quota left, as a gauge
  * ```ts
- * import { metrics } from "@opentelemetry/api";
- * import type { TelemetryMeter } from "@partner-api/client/otel";
+ * import { createTokenProvider } from "@partner-api/client";
+ * import { openTelemetry, type TelemetryMeter } from "@partner-api/client/otel";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const meter: TelemetryMeter = metrics.getMeter("billing-sync");
- * meter.createCounter("x", { description: "x", unit: "1" }).add(1, {});
+ * const gauge: string[] = [];
+ * const ignored = { add: () => {}, record: () => {} };
+ * const meter: TelemetryMeter = {
+ *   createCounter: () => ignored,
+ *   createGauge: () => ({
+ *     record: (value, attributes) => gauge.push(`${attributes["partner_api.quota.bucket"]}=${value}`),
+ *   }),
+ *   createHistogram: () => ignored,
+ * };
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10, perDay: 50 } });
+ * const onEvent = openTelemetry({ meter });
+ * await createTokenProvider({ ...api.environment, ...api.credentials, onEvent }).getToken();
+ * deepStrictEqual(gauge, ["per_hour=9", "per_day=49"]);
  * ```
  */
 export interface TelemetryMeter {
@@ -111,16 +146,24 @@ export interface TelemetryMeter {
 /**
  * Options of {@linkcode openTelemetry}.
  *
- * @example Recording through a tracer and meter of your own
+ * @example Failed token requests as error spans
  * ```ts
- * import { metrics, trace } from "@opentelemetry/api";
- * import type { OpenTelemetryOptions } from "@partner-api/client/otel";
+ * import { SpanStatusCode } from "@opentelemetry/api";
+ * import { createTokenProvider } from "@partner-api/client";
+ * import { openTelemetry, type OpenTelemetryOptions } from "@partner-api/client/otel";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, rejects } from "node:assert/strict";
  *
+ * const statuses: number[] = [];
  * const options: OpenTelemetryOptions = {
- *   tracer: trace.getTracer("billing-sync"),
- *   meter: metrics.getMeter("billing-sync"),
+ *   tracer: { startSpan: () => ({ setStatus: ({ code }) => (statuses.push(code), { end: () => {} }) }) },
+ *   // meter: metrics.getMeter("billing-sync"), or any Meter of @opentelemetry/api
  * };
- * if (options.tracer === undefined) throw new Error();
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
+ * const onEvent = openTelemetry(options);
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, retry: false, onEvent });
+ * await rejects(provider.getToken());
+ * deepStrictEqual(statuses, [SpanStatusCode.ERROR]);
  * ```
  */
 export interface OpenTelemetryOptions {
@@ -156,16 +199,23 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
  * @example A provider whose token requests are counted
  * ```ts
  * import { createTokenProvider } from "@partner-api/client";
- * import { openTelemetry } from "@partner-api/client/otel";
+ * import { openTelemetry, type TelemetryMeter } from "@partner-api/client/otel";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
+ * const counted: string[] = [];
+ * const ignored = { add: () => {}, record: () => {} };
+ * const meter: TelemetryMeter = {
+ *   createCounter: () => ({ add: (_, attributes) => void counted.push(`${attributes["partner_api.outcome"]}`) }),
+ *   createGauge: () => ignored,
+ *   createHistogram: () => ignored,
+ * };
  * await using api = await startFakePartnerApi();
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   onEvent: openTelemetry(),
- * });
+ * const onEvent = openTelemetry({ meter });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onEvent });
  * await provider.getToken();
+ * await provider.getToken(); // cached: nothing counted
+ * deepStrictEqual(counted, ["ok"]);
  * ```
  */
 export function openTelemetry(

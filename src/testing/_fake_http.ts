@@ -18,12 +18,13 @@ import { delay } from "../core/_retry.ts";
  * ```ts
  * import { type FakeFault, startFakePartnerApi } from "@partner-api/client/testing";
  * import { createTokenProvider } from "@partner-api/client/token";
+ * import { equal } from "node:assert/strict";
  *
  * const faults: FakeFault[] = [{ kind: "drop" }, { kind: "status", status: 503 }];
  * await using api = await startFakePartnerApi({ faults });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials, retry: { initialDelay: 1 } });
  * await provider.getToken(); // retried past both faults
- * if (api.tokenRequests !== 3) throw new Error();
+ * equal(api.tokenRequests, 3);
  * ```
  */
 export type FakeFault =

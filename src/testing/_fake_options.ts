@@ -13,10 +13,14 @@ import type { FakeChurn } from "./_list_churn.ts";
  * @example A fake with a tight quota and slow pages
  * ```ts
  * import { type FakePartnerServiceOptions, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { equal } from "node:assert/strict";
  *
  * const options: FakePartnerServiceOptions = { quota: { perHour: 3 }, latency: 5, tokenLifetime: 60_000 };
  * await using api = await startFakePartnerApi(options);
- * if (api.environment.baseUrl.hostname !== "127.0.0.1") throw new Error();
+ * const token = await requestToken({ ...api.environment, ...api.credentials });
+ * equal(token.quota[0]?.remaining, 2);
+ * equal(token.expiresIn, 60);
  * ```
  */
 export interface FakePartnerServiceOptions {
@@ -128,10 +132,13 @@ export interface FakePartnerServiceOptions {
  * @example Spreading the credentials into options
  * ```ts
  * import { type FakeCredentials, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { ok } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const credentials: FakeCredentials = api.credentials;
- * if (!credentials.clientId.startsWith("fake-client-")) throw new Error();
+ * const token = await requestToken({ ...api.environment, ...credentials });
+ * ok(api.isValidToken(token.accessToken));
  * ```
  */
 export interface FakeCredentials {

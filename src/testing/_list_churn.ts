@@ -18,10 +18,15 @@ import {
  * @example One item added at the end, one inserted and one removed anywhere, per page
  * ```ts
  * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createClient } from "@partner-api/client/client";
+ * import { equal } from "node:assert/strict";
  *
  * const churn: FakeChurn = { append: 1, insertAnywhere: 1, remove: 1 };
- * await using api = await startFakePartnerApi({ churn });
- * if (api.apiRequests !== 0) throw new Error();
+ * await using api = await startFakePartnerApi({ items: { transactions: 3 }, churn });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * const count = async () => (await (await client.fetch("transactions")).json()).transactions.length;
+ * equal(await count(), 4); // 3 + 1 + 1 - 1
+ * equal(await count(), 5);
  * ```
  */
 export interface FakeChurn {

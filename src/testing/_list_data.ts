@@ -77,11 +77,14 @@ export function isoDate(random: () => number): string {
  *
  * @example A small fake
  * ```ts
- * import { startFakePartnerApi, type ListSizes } from "@partner-api/client/testing";
+ * import { type ListSizes, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createClient } from "@partner-api/client/client";
+ * import { equal } from "node:assert/strict";
  *
  * const items: ListSizes = { organizations: 2, transactions: 10, cardholders: 1 };
  * await using api = await startFakePartnerApi({ items });
- * if (api.tokenRequests !== 0) throw new Error();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * equal((await Array.fromAsync(client.list("transactions"))).length, 10);
  * ```
  */
 export interface ListSizes {

@@ -13,12 +13,17 @@ import {
  * Options of {@linkcode startFakePartnerApi}: those of the service, and
  * where it listens.
  *
- * @example The fake on a fixed port, for another terminal to reach
+ * @example A fake with its quota, on a port of your choice
  * ```ts
- * import type { FakePartnerApiOptions } from "@partner-api/client/testing";
+ * import { type FakePartnerApiOptions, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { equal } from "node:assert/strict";
  *
- * const options: FakePartnerApiOptions = { port: 8787, quota: { perHour: 10 } };
- * if (options.port !== 8787) throw new Error();
+ * // port 0: any free port; give one (e.g. 8787) for another terminal to reach it.
+ * const options: FakePartnerApiOptions = { port: 0, quota: { perHour: 10 } };
+ * await using api = await startFakePartnerApi(options);
+ * const token = await requestToken({ ...api.environment, ...api.credentials });
+ * equal(token.quota[0]?.remaining, 9);
  * ```
  */
 export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
@@ -49,10 +54,19 @@ export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
  *
  * @example A log line per request
  * ```ts
- * import type { FakeRequestLog } from "@partner-api/client/testing";
+ * import { type FakeRequestLog, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createClient } from "@partner-api/client/client";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
+ * const log: string[] = [];
  * const line = (r: FakeRequestLog) => `${r.method} ${r.path} ${r.status} (token requests: ${r.tokenRequests})`;
- * if (line({ method: "GET", path: "/api/x", status: 200, tokenRequests: 1 }) !== "GET /api/x 200 (token requests: 1)") throw new Error();
+ * await using api = await startFakePartnerApi({ onRequest: (answered) => log.push(line(answered)) });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await (await client.fetch("organizations")).body?.cancel();
+ * deepStrictEqual(log, [
+ *   "POST /oauth/token 200 (token requests: 1)",
+ *   "GET /api/organizations 200 (token requests: 1)",
+ * ]);
  * ```
  */
 export interface FakeRequestLog {
@@ -73,6 +87,7 @@ export interface FakeRequestLog {
  * ```ts
  * import { type FakePartnerApi, startFakePartnerApi } from "@partner-api/client/testing";
  * import { createClient } from "@partner-api/client/client";
+ * import { equal } from "node:assert/strict";
  *
  * await using api: FakePartnerApi = await startFakePartnerApi();
  * const client = createClient({ environment: api.environment, ...api.credentials });
@@ -80,7 +95,8 @@ export interface FakeRequestLog {
  * api.revokeTokens();
  * const response = await client.fetch("organizations");
  * await response.body?.cancel();
- * if (response.status !== 200 || api.tokenRequests !== 2) throw new Error();
+ * equal(response.status, 200); // the 401 cost one fresh token
+ * equal(api.tokenRequests, 2);
  * ```
  */
 export interface FakePartnerApi extends FakeControls, AsyncDisposable {
@@ -109,10 +125,12 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
  * ```ts
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { requestToken } from "@partner-api/client/token";
+ * import { equal, ok } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ tokenLifetime: 60_000 });
  * const token = await requestToken({ ...api.environment, ...api.credentials });
- * if (token.expiresIn !== 60 || !api.isValidToken(token.accessToken)) throw new Error();
+ * equal(token.expiresIn, 60);
+ * ok(api.isValidToken(token.accessToken));
  * ```
  */
 // deno-lint-ignore require-await -- async so that bad options reject, like every later failure

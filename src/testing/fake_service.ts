@@ -54,11 +54,16 @@ export type { ListSizes };
  *
  * @example Scripting a fault and counting requests
  * ```ts
- * import { createFakePartnerService, type FakeControls } from "@partner-api/client/testing";
+ * import { type FakeControls, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { equal, rejects } from "node:assert/strict";
  *
- * const fake: FakeControls = createFakePartnerService();
+ * await using api = await startFakePartnerApi();
+ * const fake: FakeControls = api;
  * fake.injectTokenFaults({ kind: "status", status: 503 });
- * if (fake.tokenRequests !== 0) throw new Error();
+ * await rejects(requestToken({ ...api.environment, ...api.credentials }), { status: 503 });
+ * equal(fake.tokenRequests, 1);
+ * equal(fake.tokensIssued, 0);
  * ```
  */
 export interface FakeControls {
@@ -109,11 +114,13 @@ export interface FakeControls {
  * @example Answering a request without any server
  * ```ts
  * import { createFakePartnerService } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * const service = createFakePartnerService();
  * const answer = await service.handle(new Request("http://fake/api/organizations"));
  * await answer.body?.cancel();
- * if (answer.status !== 401) throw new Error("a token is needed");
+ * equal(answer.status, 401); // a token is needed
+ * equal(service.apiRequests, 1);
  * ```
  */
 export interface FakePartnerService extends FakeControls {
@@ -148,12 +155,15 @@ const AUDIENCE = "https://partner-api.fake";
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
  * import { createFakePartnerService } from "@partner-api/client/testing";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { equal } from "node:assert/strict";
  *
  * const service = createFakePartnerService({ tokenLifetime: 60_000 });
  * const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.handle);
  * const origin = `http://127.0.0.1:${server.addr.port}`;
  * const environment = service.environmentAt(origin, origin);
- * if (environment.tokenUrl.href !== `${origin}/oauth/token`) throw new Error();
+ * const token = await requestToken({ ...environment, ...service.credentials });
+ * equal(token.expiresIn, 60);
  * service.close();
  * await server.shutdown();
  * ```

@@ -7,11 +7,12 @@
  * ```ts
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { createTokenProvider } from "@partner-api/client/token";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
  * await Promise.all([provider.getToken(), provider.getToken()]);
- * if (api.tokenRequests !== 1) throw new Error("expected one token request");
+ * equal(api.tokenRequests, 1); // the two callers shared one request
  * ```
  *
  * @module

@@ -17,19 +17,22 @@ import { base64, basicPair } from "../core/_encoding.ts";
 /**
  * Options of {@linkcode requestToken}.
  *
- * @example Options from an environment and credentials
+ * @example A token server that takes form bodies only
  * ```ts
- * import type { TokenRequestOptions } from "@partner-api/client/token";
+ * import { requestToken, type TokenRequestOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
  * const options: TokenRequestOptions = {
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- *   clientId: "my-client",
- *   clientSecret: "from-a-secret-store",
+ *   tokenUrl: api.environment.tokenUrl,
+ *   audience: api.environment.audience,
+ *   clientId: api.credentials.clientId,
+ *   clientSecret: api.credentials.clientSecret,
  *   bodyFormat: "form",
  *   timeout: 10_000,
  * };
- * if (options.bodyFormat !== "form") throw new Error();
+ * ok(api.isValidToken((await requestToken(options)).accessToken));
  * ```
  */
 export interface TokenRequestOptions {

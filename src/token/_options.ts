@@ -18,10 +18,15 @@ import type { TokenEndpoint } from "./_endpoint.ts";
  *
  * @example Retrying harder at start-up
  * ```ts
- * import type { RetryOptions } from "@partner-api/client/token";
+ * import { createTokenProvider, type RetryOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const retry: RetryOptions = { retries: 5, initialDelay: 200, maxDelay: 5000 };
- * if (retry.retries !== 5) throw new Error();
+ * const unavailable = { kind: "status", status: 503 } as const;
+ * await using api = await startFakePartnerApi({ faults: [unavailable, unavailable, unavailable] });
+ * const retry: RetryOptions = { retries: 5, initialDelay: 1, maxDelay: 10 };
+ * await createTokenProvider({ ...api.environment, ...api.credentials, retry }).getToken();
+ * equal(api.tokenRequests, 4); // three refused, the fourth answered
  * ```
  */
 export interface RetryOptions {
@@ -58,16 +63,21 @@ export interface RetryOptions {
  * @example A provider with a shorter margin and no retries
  * ```ts
  * import { createTokenProvider, type TokenProviderOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, rejects } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
  * const options: TokenProviderOptions = {
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- *   clientId: "my-client",
- *   clientSecret: "from-a-secret-store",
+ *   tokenUrl: api.environment.tokenUrl,
+ *   audience: api.environment.audience,
+ *   clientId: api.credentials.clientId,
+ *   clientSecret: api.credentials.clientSecret,
  *   refreshMargin: 60_000,
  *   retry: false,
  * };
- * createTokenProvider(options); // sends nothing until getToken()
+ * const provider = createTokenProvider(options); // sends nothing until getToken()
+ * await rejects(provider.getToken(), { name: "TokenRequestError", status: 503 });
+ * equal(api.tokenRequests, 1);
  * ```
  */
 export interface TokenProviderOptions
@@ -147,12 +157,19 @@ export interface TokenProviderOptions
  *
  * @example Giving up when the caller does
  * ```ts
- * import type { GetTokenOptions } from "@partner-api/client/token";
+ * import { createTokenProvider, type GetTokenOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, rejects } from "node:assert/strict";
  *
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "delay", ms: 50 }] });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
  * const caller = new AbortController();
  * const options: GetTokenOptions = { signal: caller.signal };
+ * const leaving = provider.getToken(options);
  * caller.abort();
- * if (!options.signal?.aborted) throw new Error();
+ * await rejects(leaving, { name: "AbortError" });
+ * await provider.getToken(); // the request the first caller left goes on: this one joins it
+ * equal(api.tokenRequests, 1);
  * ```
  */
 export interface GetTokenOptions {
@@ -167,12 +184,14 @@ export interface GetTokenOptions {
  * ```ts
  * import { createTokenProvider, type TokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, notEqual } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const provider: TokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
  * const first = await provider.getToken();
  * await provider.invalidate(first.accessToken); // e.g. after a 401
- * if ((await provider.getToken()).accessToken === first.accessToken) throw new Error();
+ * notEqual((await provider.getToken()).accessToken, first.accessToken);
+ * equal(api.tokenRequests, 2);
  * ```
  */
 export interface TokenProvider {
@@ -220,10 +239,20 @@ export interface TokenProvider {
  *
  * @example Checking a provider belongs to an environment
  * ```ts
- * import type { TokenTarget } from "@partner-api/client/token";
+ * import { createTokenProvider, type TokenTarget } from "@partner-api/client/token";
+ * import { defineEnvironment } from "@partner-api/client/environment";
+ * import { equal } from "node:assert/strict";
  *
- * const target: TokenTarget = { tokenUrl: "https://idp.example/oauth/token", audience: "https://api.example" };
- * if (target.tokenUrl !== new URL("https://idp.example/oauth/token").href) throw new Error();
+ * const environment = defineEnvironment({
+ *   baseUrl: "https://api.partner.example/api/",
+ *   pciBaseUrl: "https://pci.partner.example/api/",
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ * });
+ * const provider = createTokenProvider({ environment, clientId: "my-client", clientSecret: "s3cret" });
+ * const target: TokenTarget | undefined = provider.target;
+ * equal(target?.tokenUrl, environment.tokenUrl.href);
+ * equal(target?.audience, environment.audience);
  * ```
  */
 export interface TokenTarget {

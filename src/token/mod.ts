@@ -7,12 +7,13 @@
  * ```ts
  * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
  * const token = await provider.getToken();
- * const again = await provider.getToken();
- * if (token !== again || api.tokenRequests !== 1) throw new Error("not cached");
+ * equal(await provider.getToken(), token); // cached
+ * equal(api.tokenRequests, 1);
  * ```
  *
  * @module
@@ -63,10 +64,11 @@ export type {
  * ```ts
  * import { requestToken } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
  * const token = await requestToken({ ...api.environment, ...api.credentials });
- * if (token.quota[0]?.remaining !== 9) throw new Error("quota not read");
+ * equal(token.quota[0]?.remaining, 9);
  * ```
  */
 export async function requestToken(
@@ -117,6 +119,7 @@ const ONE_ATTEMPT: TokenSending = {
  * ```ts
  * import { createTokenProvider } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 3 } });
  * const alerts: string[] = [];
@@ -128,7 +131,7 @@ const ONE_ATTEMPT: TokenSending = {
  *   },
  * });
  * await provider.getToken();
- * if (alerts[0] !== "per_hour: 2 left") throw new Error(alerts.join());
+ * deepStrictEqual(alerts, ["per_hour: 2 left"]);
  * ```
  */
 export function createTokenProvider(
