@@ -23,7 +23,11 @@ import {
   type LeaseDatabase,
   type LeaseTiming,
   type LeaseView,
+  type LostLease,
 } from "./_lease.ts";
+
+/** A take lost: KV cannot say to whom at no cost (look again). */
+const LOST: LostLease = Object.freeze({});
 
 /** The checked options of a {@linkcode KvTokenStore}. */
 export interface KvStoreConfig extends LeaseTiming {
@@ -133,7 +137,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     key: string,
     [stored, lease]: Entries,
     signal: AbortSignal,
-  ): Promise<HeldLease | undefined> {
+  ): Promise<HeldLease | LostLease> {
     const names = await this.#keysOf(key);
     const taken = await unlocked(
       () =>
@@ -144,7 +148,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
           .commit(),
       signal,
     );
-    return taken.ok ? this.#held(key, names, taken.versionstamp) : undefined;
+    return taken.ok ? this.#held(key, names, taken.versionstamp) : LOST;
   }
 
   /** The lease we took, known by the versionstamp of its last write. */

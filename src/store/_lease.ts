@@ -35,22 +35,31 @@ export interface HeldLease {
   release(): Promise<void>;
 }
 
+/** A lease another process took first, or a record that changed. */
+export interface LostLease {
+  /** Who holds the lease, if the database could tell. */
+  readonly holder?: string | undefined;
+}
+
 /** One shared database, as the lease protocol needs it. */
 export interface LeaseDatabase<Snapshot> {
   /** One consistent read of the record and the lease. */
   look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
-  /** Takes the lease if neither record nor lease changed since `snapshot`. */
+  /**
+   * Takes the lease if neither record nor lease changed since `snapshot`;
+   * else who holds it, where the database can tell at no cost.
+   */
   take(
     key: string,
     snapshot: Snapshot,
     signal: AbortSignal,
-  ): Promise<HeldLease | undefined>;
+  ): Promise<HeldLease | LostLease>;
   get(key: string): Promise<TokenRecord | undefined>;
   set(key: string, record: TokenRecord): Promise<void>;
   /**
    * Waits at most `ms` for `holder` to let its lease go, woken by the step
-   * that does; absent where the database cannot tell (then the waiter
-   * looks again after a while).
+   * that does: the record that step published, if any. Absent where the
+   * database cannot tell (then the waiter looks again after a while).
    */
   readonly waitForRelease?:
     | ((
@@ -58,7 +67,7 @@ export interface LeaseDatabase<Snapshot> {
       holder: string,
       ms: number,
       signal: AbortSignal,
-    ) => Promise<void>)
+    ) => Promise<TokenRecord | undefined>)
     | undefined;
 }
 
@@ -88,34 +97,44 @@ export async function coordinateByLease<Snapshot>(
   // less often, up to pollInterval: the first token comes quickly and a
   // slow one costs few reads.
   let wait = Math.min(FIRST_POLL, pollInterval);
+  let lookedAgain = false;
   while (true) {
     signal.throwIfAborted();
     const view = await database.look(key, signal);
     const { record, leaseFree, snapshot } = view;
     if (record !== undefined && settled(record)) return record;
+    let holder = view.holder;
     if (leaseFree) {
-      const lease = await database.take(key, snapshot, signal);
-      if (lease !== undefined) {
+      const taken = await database.take(key, snapshot, signal);
+      if ("publish" in taken) {
         return await requestHolding(
           database,
           timing,
           key,
-          lease,
+          taken,
           record,
           request,
         );
       }
-      // Something changed, or the database holds what it cannot take over:
-      // look again after the wait, never in a tight loop, and not past the
-      // deadline.
+      // Another process took it first, or the record changed: wait on the
+      // new holder, or look once more at once. Lost twice in a row (the
+      // database holds what it cannot take over): look again after the
+      // wait, never in a tight loop, and not past the deadline.
+      holder = taken.holder;
+      if (holder === undefined && !lookedAgain) {
+        lookedAgain = true;
+        continue;
+      }
     }
+    lookedAgain = false;
     const left = deadline - now();
     if (left <= 0) return await requestAlone(database, key, record, request);
-    if (view.holder !== undefined && database.waitForRelease !== undefined) {
+    if (holder !== undefined && database.waitForRelease !== undefined) {
       // Woken by the holder's own step; a holder that dies wakes nobody,
       // and its lease runs out within leaseDuration.
       const ms = Math.min(left, timing.leaseDuration);
-      await database.waitForRelease(key, view.holder, ms, signal);
+      const released = await database.waitForRelease(key, holder, ms, signal);
+      if (released !== undefined && settled(released)) return released;
     } else {
       await delay(wait, signal);
       wait = Math.min(wait * 2, pollInterval);

@@ -22,6 +22,7 @@ import {
   type LeaseDatabase,
   type LeaseTiming,
   type LeaseView,
+  type LostLease,
 } from "./_lease.ts";
 import { hexDigest } from "./_key.ts";
 import { raceAbort } from "../core/_abort.ts";
@@ -57,23 +58,25 @@ export interface RedisStoreConfig extends LeaseTiming {
 // Each script acts only if a value is still the one this process saw or
 // wrote, so that no process overwrites or deletes another's work.
 // TAKE first drops a record or lease key of another type (WRONGTYPE): it is
-// not ours, and would otherwise hold every process off for good.
+// not ours, and would otherwise hold every process off for good; taken by
+// another, it answers who holds it, so that a waiter can wait on it.
 const TAKE = `for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
 end
 if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
-return 0`;
+return redis.call('GET', KEYS[2]) or 0`;
 const SWAP = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`;
 const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
 // PUBLISH and RELEASE let the lease go and tell whoever waits on it (XREAD
-// on KEYS[3], named after the lease), then leave the stream to expire.
+// on KEYS[3], named after the lease) what was published, if anything
+// (ARGV[2], else ''), then leave the stream to expire.
 const RELEASED = `redis.call('DEL', KEYS[2])
-redis.call('XADD', KEYS[3], '*', 'released', '1')
+redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1`;
 const PUBLISH = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
@@ -153,7 +156,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     };
   }
 
-  async take(key: string, seen: string): Promise<HeldLease | undefined> {
+  async take(key: string, seen: string): Promise<HeldLease | LostLease> {
     const keys = await this.#keysOf(key);
     const { holder, leaseDuration } = this.#config;
     const lease = `${crypto.randomUUID()} ${holder}`;
@@ -162,7 +165,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
       lease,
       String(leaseDuration),
     ]);
-    if (taken !== 1) return undefined;
+    if (taken !== 1) return { holder: text(taken) };
     const told = [keys.record, keys.lease, `${keys.lease}:${lease}`];
     const toldFor = String(leaseDuration);
     return {
@@ -187,8 +190,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
 
   /**
    * Blocks on `blocking`'s connection until the lease `holder` is let go
-   * (an entry on its stream, there already if it was), for at most `ms`.
-   * A failing Redis is waited out like a poll, never retried at once.
+   * (an entry on its stream, there already if it was), for at most `ms`:
+   * the record published with it, if any. A failing Redis is waited out
+   * like a poll, never retried at once.
    */
   async #waitOn(
     blocking: RedisCommand,
@@ -196,11 +200,12 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     holder: string,
     ms: number,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<TokenRecord | undefined> {
     const { lease } = await this.#keysOf(key);
     const block = Math.max(1, Math.ceil(ms));
+    let reply: unknown;
     try {
-      await raceAbort(
+      reply = await raceAbort(
         this.#send(
           ["XREAD", "COUNT", "1", "BLOCK", String(block), "STREAMS"]
             .concat(`${lease}:${holder}`, "0-0"),
@@ -212,7 +217,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     } catch {
       signal.throwIfAborted();
       await delay(Math.min(block, this.#config.pollInterval), signal);
+      return undefined;
     }
+    return await this.#decode(key, publishedIn(reply));
   }
 
   #script(source: string, keys: string[], args: string[]): Promise<unknown> {
@@ -282,6 +289,16 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     }
     return keys;
   }
+}
+
+/**
+ * The record in an XREAD reply of one entry (`[[stream, [[id, ["record",
+ * value]]]]]`), or `undefined`: none, or a lease let go without one.
+ */
+function publishedIn(reply: unknown): string | undefined {
+  const entry = (reply as unknown[][][][][] | null)?.[0]?.[1]?.[0]?.[1];
+  const value = Array.isArray(entry) ? text(entry[1]) : undefined;
+  return value === "" ? undefined : value;
 }
 
 /** A reply as text: clients answer strings, or bytes when asked to. */
