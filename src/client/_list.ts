@@ -67,21 +67,38 @@ export function listUnder<T>(
     throw new TypeError("Cannot list: 'items' must be a function");
   }
   const listener = context.onEvent;
+  const addressOf = pageAddresses(url, extra);
   let pages = 0;
   const items = paginate<T>((request) => {
     pages++;
-    const pageUrl = new URL(url);
-    for (const [name, value] of Object.entries(extra)) {
-      pageUrl.searchParams.set(name, value);
-    }
-    for (const [name, value] of pageSearchParams(request)) {
-      pageUrl.searchParams.set(name, value);
-    }
-    return listPage(context, base, pageUrl, request, pick);
+    return listPage(context, base, addressOf(request), request, pick);
   }, pageOptions);
   return listener === undefined
     ? items
     : heardList(items, () => pages, listener, context.now, url.pathname);
+}
+
+/**
+ * Each page's address: the list's own, its filters set once, and the page
+ * parameters put last in place of any the path named. One parse a page: a
+ * `searchParams.set` reparses the whole address, which cost more than the
+ * rest of a page's own work.
+ */
+function pageAddresses(
+  url: URL,
+  extra: Record<string, string>,
+): (request: PageRequest) => URL {
+  const list = new URL(url);
+  for (const [name, value] of Object.entries(extra)) {
+    list.searchParams.set(name, value);
+  }
+  for (const name of PAGE_PARAMETERS) {
+    if (list.searchParams.has(name)) list.searchParams.delete(name);
+  }
+  const head = `${list.origin}${list.pathname}${
+    list.search === "" ? "?" : `${list.search}&`
+  }`;
+  return (request) => new URL(head + pageSearchParams(request));
 }
 
 /** The list's items as they are; the listener hears how the crawl ended. */
