@@ -117,20 +117,6 @@ function sameItems<T>(
   return true;
 }
 
-/** The items of a page whose keys were not seen before, noting their keys. */
-function unseen<T>(
-  items: readonly T[],
-  dedupeBy: (item: T) => unknown,
-  seen: Set<unknown>,
-): readonly T[] {
-  return items.filter((item) => {
-    const key = dedupeBy(item);
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
-
 async function* iterate<T>(
   fetchPage: (request: PageRequest) => Promise<readonly T[]>,
   config: PageConfig<T>,
@@ -165,21 +151,20 @@ async function* iterate<T>(
         throw repeatedPage(head.page);
       }
       previous = items;
-      const unique = dedupeBy === undefined
-        ? items
-        : unseen(items, dedupeBy, seen);
-      const room = maxItems - yielded;
-      const fresh = unique.length > room ? unique.slice(0, room) : unique;
-      // The loop a caller would write: nothing more to check per item.
-      for (const item of fresh) {
+      let fresh = 0;
+      for (const item of items) {
+        if (dedupeBy !== undefined) {
+          const key = dedupeBy(item);
+          if (seen.has(key)) continue;
+          seen.add(key);
+        }
+        fresh++;
         yield item;
         signal?.throwIfAborted();
+        if (++yielded >= maxItems) return;
       }
-      yielded += fresh.length;
-      if (yielded >= maxItems || items.length < limit) return;
-      if (fresh.length === 0 && items.length > 0) {
-        throw repeatedPage(head.page);
-      }
+      if (items.length < limit) return;
+      if (fresh === 0 && items.length > 0) throw repeatedPage(head.page);
     }
   } finally {
     for (const page of pending) {
