@@ -57,13 +57,15 @@ export class SharedDeadlines implements AttemptLimits {
    */
   acquire(attempt: AbortController): Window {
     const now = this.#now();
+    const platform = platformTimers(this.#now);
     let window = this.#current;
-    if (window === undefined || now >= window.until || window.spent) {
-      const until = now + this.#window;
-      const delay = this.ms + this.#window;
-      window = this.#current = platformTimers(this.#now)
-        ? new SignalWindow(this.ms, until, delay)
-        : new TimerWindow(this.ms, until, now + delay, this.#now);
+    if (window === undefined || !window.takes(now, platform)) {
+      // Never past the largest delay a timer takes (a longer one fires at once).
+      const delay = Math.min(this.ms + this.#window, MAX_DELAY);
+      const times = { ms: this.ms, opened: now, until: now + this.#window };
+      window = this.#current = platform
+        ? new SignalWindow(times, delay)
+        : new TimerWindow(times, now + delay, this.#now);
     }
     window.attempts.add(attempt);
     if (window.attempts.size === 1) window.arm();
@@ -84,28 +86,51 @@ function platformTimers(now: () => number): boolean {
     typeof AbortSignal.timeout === "function";
 }
 
+/** The largest delay `setTimeout` and `AbortSignal.timeout` take whole. */
+const MAX_DELAY = 2 ** 31 - 1;
+
+/** When a window was opened and until when it takes attempts, by the clock. */
+interface WindowTimes {
+  readonly ms: number;
+  readonly opened: number;
+  readonly until: number;
+}
+
 /** One window of {@linkcode SharedDeadlines}. */
 abstract class Window {
   readonly attempts = new Set<AbortController>();
-  /** Clock reading after which attempts open a new window. */
-  readonly until: number;
-  readonly #ms: number;
+  readonly #times: WindowTimes;
+  readonly #platform: boolean;
+  /** Whether the window's time was up while attempts were in it. */
+  protected fired = false;
 
-  constructor(ms: number, until: number) {
-    this.#ms = ms;
-    this.until = until;
+  constructor(times: WindowTimes, platform: boolean) {
+    this.#times = times;
+    this.#platform = platform;
+  }
+
+  /**
+   * Whether an attempt starting at `now` may join: within the window's time
+   * by the clock (not before it opened: a clock set back would keep it open
+   * past its timer), on the same kind of timer, and not yet fired.
+   */
+  takes(now: number, platform: boolean): boolean {
+    const { opened, until } = this.#times;
+    return now >= opened && now < until && platform === this.#platform &&
+      !this.spent;
   }
 
   /** Aborts the window's attempts: their time is up. */
   protected expire = (): void => {
+    this.fired = true;
     const reason = new DOMException(
-      `no answer within ${this.#ms} ms`,
+      `no answer within ${this.#times.ms} ms`,
       "TimeoutError",
     );
     for (const late of this.attempts) late.abort(reason);
   };
 
-  /** Whether the window's time is up: a clock set back may still be in it. */
+  /** Whether the window's time is up, whoever was in it. */
   abstract get spent(): boolean;
   /** Makes sure the window's time being up reaches its attempts. */
   abstract arm(): void;
@@ -117,8 +142,8 @@ abstract class Window {
 class SignalWindow extends Window {
   readonly #signal: AbortSignal;
 
-  constructor(ms: number, until: number, delay: number) {
-    super(ms, until);
+  constructor(times: WindowTimes, delay: number) {
+    super(times, true);
     this.#signal = AbortSignal.timeout(delay);
   }
 
@@ -141,19 +166,19 @@ class TimerWindow extends Window {
   readonly #now: () => number;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(ms: number, until: number, due: number, now: () => number) {
-    super(ms, until);
+  constructor(times: WindowTimes, due: number, now: () => number) {
+    super(times, false);
     this.#due = due;
     this.#now = now;
   }
 
   get spent(): boolean {
-    // Set again when re-armed: never spent, due by the injected clock.
-    return false;
+    return this.fired;
   }
 
   arm(): void {
-    const timer = setTimeout(this.expire, Math.max(0, this.#due - this.#now()));
+    const delay = Math.min(MAX_DELAY, Math.max(0, this.#due - this.#now()));
+    const timer = setTimeout(this.expire, delay);
     unrefTimer(timer);
     this.#timer = timer;
   }
