@@ -79,26 +79,39 @@ export function listUnder<T>(
 }
 
 /**
- * Each page's address: the list's own, its filters set once, and the page
- * parameters put last in place of any the path named. One parse a page: a
- * `searchParams.set` reparses the whole address, which cost more than the
- * rest of a page's own work.
+ * Each page's address: the list's own with its filters, and the page's
+ * parameters put last in place of any the path named (as `set` would).
+ * Parsed once a page: a `searchParams.set` per parameter reparses the
+ * whole address, which cost more than the rest of a page's own work.
  */
 function pageAddresses(
   url: URL,
   extra: Record<string, string>,
 ): (request: PageRequest) => URL {
+  let head: string | undefined;
+  return (request) => {
+    const page = pageSearchParams(request);
+    // The sort is the same on every page: the list's text is made once.
+    head ??= listHead(url, extra, [...page.keys()]);
+    return new URL(head + page);
+  };
+}
+
+/** The list's address with its filters, without `replaced`, ready for more. */
+function listHead(
+  url: URL,
+  extra: Record<string, string>,
+  replaced: string[],
+): string {
   const list = new URL(url);
   for (const [name, value] of Object.entries(extra)) {
     list.searchParams.set(name, value);
   }
-  for (const name of PAGE_PARAMETERS) {
+  for (const name of replaced) {
     if (list.searchParams.has(name)) list.searchParams.delete(name);
   }
-  const head = `${list.origin}${list.pathname}${
-    list.search === "" ? "?" : `${list.search}&`
-  }`;
-  return (request) => new URL(head + pageSearchParams(request));
+  const { origin, pathname, search } = list;
+  return `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
 }
 
 /** The list's items as they are; the listener hears how the crawl ended. */
