@@ -85,6 +85,11 @@ ${RELEASED}`;
 const RELEASE = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 ${RELEASED}`;
 const UPDATE_ATTEMPTS = 10;
+/**
+ * The longest a waiter blocks before it looks again, in ms: a holder that
+ * died, or one of a version that tells nobody, wakes no one.
+ */
+const MAX_BLOCK = 1000;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
@@ -95,6 +100,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     Promise<{ record: string; lease: string }>
   >();
 
+  /** Whether a wait holds the blocking connection now. */
+  #blocked = false;
+  /** The last entry a wait read, so that the next waits for a newer one. */
+  #lastWake: { stream: string; id: string } | undefined;
   /** Present when the store has a connection to block on. */
   readonly waitForRelease?: LeaseDatabase<string>["waitForRelease"];
 
@@ -190,9 +199,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
 
   /**
    * Blocks on `blocking`'s connection until the lease `holder` is let go
-   * (an entry on its stream, there already if it was), for at most `ms`:
-   * the record published with it, if any. A failing Redis is waited out
-   * like a poll, never retried at once.
+   * (an entry on its stream, there already if it was), for at most `ms`
+   * and {@linkcode MAX_BLOCK}: the record published with it, if any. One
+   * wait at a time holds the connection: another meanwhile, and a failing
+   * Redis, wait like a poll, never retried at once.
    */
   async #waitOn(
     blocking: RedisCommand,
@@ -202,16 +212,22 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     signal: AbortSignal,
   ): Promise<TokenRecord | undefined> {
     const { lease } = await this.#keysOf(key);
-    const block = Math.max(1, Math.ceil(ms));
+    const block = Math.max(1, Math.ceil(Math.min(ms, MAX_BLOCK)));
+    const stream = `${lease}:${holder}`;
+    // After an entry already read (one that held no record for us), only a
+    // newer one wakes: never a loop on the same entry.
+    const after = this.#lastWake?.stream === stream ? this.#lastWake.id : "0-0";
     let reply: unknown;
     try {
+      if (this.#blocked) throw new Error("the blocking connection is in use");
+      this.#blocked = true;
       reply = await raceAbort(
         this.#send(
           ["XREAD", "COUNT", "1", "BLOCK", String(block), "STREAMS"]
-            .concat(`${lease}:${holder}`, "0-0"),
+            .concat(stream, after),
           blocking,
           block,
-        ),
+        ).finally(() => this.#blocked = false),
         signal,
       );
     } catch {
@@ -219,7 +235,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
       await delay(Math.min(block, this.#config.pollInterval), signal);
       return undefined;
     }
-    return await this.#decode(key, publishedIn(reply));
+    const entry = entryIn(reply);
+    if (entry !== undefined) this.#lastWake = { stream, id: entry.id };
+    return await this.#decode(key, entry?.record);
   }
 
   #script(source: string, keys: string[], args: string[]): Promise<unknown> {
@@ -292,13 +310,19 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
 }
 
 /**
- * The record in an XREAD reply of one entry (`[[stream, [[id, ["record",
- * value]]]]]`), or `undefined`: none, or a lease let go without one.
+ * The entry of an XREAD reply of one (`[[stream, [[id, ["record", value]]]]]`):
+ * its id, and the record published with it (none when the lease was let go
+ * without one); `undefined` when the wait ended without an entry.
  */
-function publishedIn(reply: unknown): string | undefined {
-  const entry = (reply as unknown[][][][][] | null)?.[0]?.[1]?.[0]?.[1];
-  const value = Array.isArray(entry) ? text(entry[1]) : undefined;
-  return value === "" ? undefined : value;
+function entryIn(
+  reply: unknown,
+): { id: string; record: string | undefined } | undefined {
+  const entry = (reply as unknown[][][][] | null)?.[0]?.[1]?.[0];
+  const id = Array.isArray(entry) ? text(entry[0]) : undefined;
+  if (id === undefined) return undefined;
+  const fields = entry![1];
+  const value = Array.isArray(fields) ? text(fields[1]) : undefined;
+  return { id, record: value === "" ? undefined : value };
 }
 
 /** A reply as text: clients answer strings, or bytes when asked to. */

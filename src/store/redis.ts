@@ -97,9 +97,11 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
    * Sends one command on a connection of its own, which it may block (for
    * ioredis, `redis.duplicate()`; for node-redis, `client.duplicate()`).
    * With it, a process waiting for another's token is woken by the step
-   * that writes it (`XREAD BLOCK` on a stream named after the lease),
-   * instead of looking again after 1, 2, 4 … up to `pollInterval` ms. Not
-   * the connection of `command`: a blocked connection answers nothing else.
+   * that writes it (`XREAD BLOCK` on a stream named after the lease, at
+   * most 1 s before it looks again), instead of looking again after 1, 2,
+   * 4 … up to `pollInterval` ms. One wait at a time holds it; another
+   * meanwhile polls. Not the connection of `command`: a blocked connection
+   * answers nothing else.
    *
    * @default {none: waiters look again now and then}
    */
