@@ -12,7 +12,7 @@ import {
   startFakePartnerApi,
 } from "../../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "../_helpers.ts";
-import { hexDigest, storeKey } from "../../src/store/_key.ts";
+import { keysOf } from "./_keys.ts";
 import {
   connectRedis,
   type RedisClient,
@@ -206,25 +206,6 @@ Deno.test("createRedisTokenStore() refuses bad options with the option's name", 
     (error: Error & { option?: string }) => error.option === "encryptionKey",
   );
 });
-
-/** The Redis key names of `api`'s record and lease under the default prefix. */
-async function keysOf(api: FakePartnerApiLike) {
-  const digest = await hexDigest(
-    await storeKey({
-      url: api.environment.tokenUrl,
-      audience: api.environment.audience,
-      clientId: api.credentials.clientId,
-      secret: api.credentials.clientSecret,
-    }),
-    16,
-  );
-  return {
-    record: `partner-api:token:{${digest}}:record`,
-    lease: `partner-api:token:{${digest}}:lease`,
-  };
-}
-
-type FakePartnerApiLike = Awaited<ReturnType<typeof startFakePartnerApi>>;
 
 /** Resolves once some process holds a lease. */
 async function leaseTaken(admin: RedisClient): Promise<void> {

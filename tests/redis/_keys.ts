@@ -1,0 +1,24 @@
+// The Redis key names the token store gives a client, for tests that put
+// something there before any provider runs.
+
+import type { FakePartnerApi } from "../../src/testing/mod.ts";
+import { hexDigest, storeKey } from "../../src/store/_key.ts";
+
+/** The Redis key names of `api`'s record and lease under the default prefix. */
+export async function keysOf(
+  api: FakePartnerApi,
+): Promise<{ record: string; lease: string }> {
+  const digest = await hexDigest(
+    await storeKey({
+      url: api.environment.tokenUrl,
+      audience: api.environment.audience,
+      clientId: api.credentials.clientId,
+      secret: api.credentials.clientSecret,
+    }),
+    16,
+  );
+  return {
+    record: `partner-api:token:{${digest}}:record`,
+    lease: `partner-api:token:{${digest}}:lease`,
+  };
+}
