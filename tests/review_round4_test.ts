@@ -177,8 +177,9 @@ finding(
       timeout: 2_147_483_647,
     });
     await client.tokenProvider.getToken();
+    const arrived = api.nextArrival();
     const held = outcome(client.fetch("held"));
-    await api.nextArrival();
+    await Promise.race([arrived, held.settled]); // it may end before it is sent
     await sleep(20);
     api.answerHeld(); // an answer after 20 ms, well within 24 days
     await held.settled;
