@@ -45,6 +45,12 @@ import { delay } from "../core/_retry.ts";
  */
 export type RedisCommand = (args: string[]) => Promise<unknown>;
 
+/** A record as a look saw it: its text, and whether it could be read. */
+interface Seen {
+  readonly value: string;
+  readonly readable: boolean;
+}
+
 /** The checked options of a {@linkcode RedisTokenStore}. */
 export interface RedisStoreConfig extends LeaseTiming {
   readonly command: RedisCommand;
@@ -58,13 +64,18 @@ export interface RedisStoreConfig extends LeaseTiming {
 // Each script acts only if a value is still the one this process saw or
 // wrote, so that no process overwrites or deletes another's work.
 // TAKE first drops a record or lease key of another type (WRONGTYPE): it is
-// not ours, and would otherwise hold every process off for good; taken by
-// another, it answers who holds it, so that a waiter can wait on it.
+// not ours, and would otherwise hold every process off for good. A record
+// the process could not read (ARGV[4] '1') may be taken over while it still
+// is no sealed record: its bytes may not come back as the text seen (not
+// UTF-8). Taken by another, it answers who holds it, so that a waiter can
+// wait on it.
 const TAKE = `for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
 end
-if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+local record = redis.call('GET', KEYS[1]) or ''
+if record ~= ARGV[1] and (ARGV[4] ~= '1' or
+  string.find(record, '"sealed"', 1, true)) then return 0 end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
 return redis.call('GET', KEYS[2]) or 0`;
 const SWAP = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
@@ -85,14 +96,9 @@ ${RELEASED}`;
 const RELEASE = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 ${RELEASED}`;
 const UPDATE_ATTEMPTS = 10;
-/**
- * The longest a waiter blocks before it looks again, in ms: a holder that
- * died, or one of a version that tells nobody, wakes no one.
- */
-const MAX_BLOCK = 1000;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
-export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
+export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   readonly #config: RedisStoreConfig;
   readonly #seals: (key: string) => Promise<CryptoKey>;
   readonly #keys = new Map<
@@ -105,7 +111,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
   /** The last entry a wait read, so that the next waits for a newer one. */
   #lastWake: { stream: string; id: string } | undefined;
   /** Present when the store has a connection to block on. */
-  readonly waitForRelease?: LeaseDatabase<string>["waitForRelease"];
+  readonly waitForRelease?: LeaseDatabase<Seen>["waitForRelease"];
 
   constructor(config: RedisStoreConfig) {
     this.#config = config;
@@ -153,26 +159,31 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     return coordinateByLease(this, this.#config, key, options);
   }
 
-  async look(key: string): Promise<LeaseView<string>> {
+  async look(key: string): Promise<LeaseView<Seen>> {
     const keys = await this.#keysOf(key);
     const reply = await this.#send(["MGET", keys.record, keys.lease]);
-    const [record, lease] = Array.isArray(reply) ? reply.map(text) : [];
+    const [value, lease] = Array.isArray(reply) ? reply.map(text) : [];
+    const record = await this.#decode(key, value);
     return {
-      record: await this.#decode(key, record),
+      record,
       leaseFree: lease === undefined, // Redis expires leases on time
-      snapshot: record ?? "",
+      snapshot: {
+        value: value ?? "",
+        readable: value === undefined || record !== undefined,
+      },
       ...(lease === undefined ? {} : { holder: lease }),
     };
   }
 
-  async take(key: string, seen: string): Promise<HeldLease | LostLease> {
+  async take(key: string, seen: Seen): Promise<HeldLease | LostLease> {
     const keys = await this.#keysOf(key);
     const { holder, leaseDuration } = this.#config;
     const lease = `${crypto.randomUUID()} ${holder}`;
     const taken = await this.#script(TAKE, [keys.record, keys.lease], [
-      seen,
+      seen.value,
       lease,
       String(leaseDuration),
+      seen.readable ? "0" : "1",
     ]);
     if (taken !== 1) return { holder: text(taken) };
     const told = [keys.record, keys.lease, `${keys.lease}:${lease}`];
@@ -200,7 +211,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
   /**
    * Blocks on `blocking`'s connection until the lease `holder` is let go
    * (an entry on its stream, there already if it was), for at most `ms`
-   * and {@linkcode MAX_BLOCK}: the record published with it, if any. One
+   * and `pollInterval` (a holder that died, or one of a version that tells
+   * nobody, wakes no one): the record published with it, if any. One
    * wait at a time holds the connection: another meanwhile, and a failing
    * Redis, wait like a poll, never retried at once.
    */
@@ -212,7 +224,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<string> {
     signal: AbortSignal,
   ): Promise<TokenRecord | undefined> {
     const { lease } = await this.#keysOf(key);
-    const block = Math.max(1, Math.ceil(Math.min(ms, MAX_BLOCK)));
+    const block = Math.max(
+      1,
+      Math.ceil(Math.min(ms, this.#config.pollInterval)),
+    );
     const stream = `${lease}:${holder}`;
     // After an entry already read (one that held no record for us), only a
     // newer one wakes: never a loop on the same entry.

@@ -98,8 +98,8 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
    * ioredis, `redis.duplicate()`; for node-redis, `client.duplicate()`).
    * With it, a process waiting for another's token is woken by the step
    * that writes it (`XREAD BLOCK` on a stream named after the lease, at
-   * most 1 s before it looks again), instead of looking again after 1, 2,
-   * 4 … up to `pollInterval` ms. One wait at a time holds it; another
+   * most `pollInterval` before it looks again), instead of looking again
+   * after 1, 2, 4 … up to `pollInterval` ms. One wait at a time holds it; another
    * meanwhile polls. Not the connection of `command`: a blocked connection
    * answers nothing else.
    *
