@@ -99,5 +99,7 @@ Deno.test("on the platform's timers, a run of requests one after another leaves 
     const response = await client.fetch("organizations");
     await response.body?.cancel();
   }
-  // The sanitizers (--sanitize-ops) check the rest: no timer of 30 s is left.
+  // The sanitizers (--sanitize-ops) check that no setTimeout is left. They
+  // do not see a timeout signal still listened to: the process test "the
+  // core … ends with its last answer" (least_privilege_test) does.
 });
