@@ -160,11 +160,11 @@ async function fleetOverLifetimes(
 }
 
 /** First-token times pooled per fleet, so that every size has as many. */
-const SAMPLES = 320;
+const SAMPLES = 960;
 
 /**
  * Runs fleets of `size` until {@linkcode SAMPLES} first-token times of
- * lifetimes 2-10 are pooled (one process alone: 36 runs), so that every p99
+ * lifetimes 2-10 are pooled (one process alone: 107 runs), so that every p99
  * is read from as many samples as the 32-process fleet's.
  */
 async function pooledFleets(size: number, storeFor: StoreFor) {
