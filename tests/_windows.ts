@@ -1,6 +1,7 @@
 // Shared by the rate limiter tests and the fleet bench: how full a window
 // got, counted from outside the limiter, and a crawl by several limiters.
 
+import { equal, ok } from "node:assert/strict";
 import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
 import type { RateLimiter } from "../src/client/rate_limit.ts";
@@ -70,4 +71,44 @@ export async function crawlTogether(
     )
   ));
   return statuses;
+}
+
+/** A fleet's crawl through a limited fake, as the fleet tests check it. */
+export interface PacedFleet {
+  /** What ran, for the log line. */
+  readonly what: string;
+  /** What reached the fake, when, and how it answered. */
+  readonly arrivals: readonly {
+    readonly at: number;
+    readonly status: number;
+  }[];
+  /** How many requests the fleet sent in all. */
+  readonly sent: number;
+  /** From the common start to the last process's end, in ms. */
+  readonly elapsed: number;
+  readonly limit: { readonly requests: number; readonly interval: number };
+}
+
+/**
+ * Logs and checks a paced crawl: no 429, every request arrived, no window
+ * held more than the limit, and it took at most 1.10× the limit's floor,
+ * (⌈sent ÷ requests⌉ − 1) × interval.
+ */
+export function checkPacedFleet(
+  { what, arrivals, sent, elapsed, limit }: PacedFleet,
+): void {
+  const floor = (Math.ceil(sent / limit.requests) - 1) * limit.interval;
+  const refused = arrivals.filter(({ status }) => status === 429).length;
+  console.log(
+    `${what}, ${sent} requests at ${limit.requests} per ${limit.interval} ms: ${elapsed} ms, floor ${floor} ms (${
+      (elapsed / floor).toFixed(3)
+    }x), ${refused} x 429`,
+  );
+  equal(refused, 0, "no 429");
+  equal(arrivals.length, sent);
+  ok(
+    mostInAnyWindow(arrivals.map(({ at }) => at), limit.interval) <=
+      limit.requests,
+  );
+  ok(elapsed <= 1.1 * floor, `${elapsed} ms against a floor of ${floor} ms`);
 }

@@ -7,7 +7,7 @@ import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { scratchDir, workerCommand } from "./_fleet.ts";
-import { mostInAnyWindow } from "../_windows.ts";
+import { checkPacedFleet } from "../_windows.ts";
 
 const FLEET = 4;
 const LIMIT = { requests: 40, interval: 2000 };
@@ -64,24 +64,13 @@ async function fleetRun(outage: boolean) {
 
 Deno.test("4 processes share one KV limit: no 429, within 1.10x the floor", async () => {
   const { arrivals, lines, startAt } = await fleetRun(false);
-  const sent = FLEET * EACH;
-  const floor = (Math.ceil(sent / LIMIT.requests) - 1) * LIMIT.interval;
-  const elapsed = Math.max(...lines.map((line) => line.endAt)) - startAt;
-  const refused = arrivals.filter(({ status }) => status === 429).length;
-  console.log(
-    `${FLEET} processes on KV, ${sent} requests: ${elapsed} ms, floor ${floor} ms (${
-      (elapsed / floor).toFixed(3)
-    }x), ${refused} x 429`,
-  );
-  equal(refused, 0);
-  equal(arrivals.length, sent);
-  ok(
-    mostInAnyWindow(
-      arrivals.map(({ at }) => at),
-      LIMIT.interval,
-    ) <= LIMIT.requests,
-  );
-  ok(elapsed <= 1.1 * floor, `${elapsed} ms against a floor of ${floor} ms`);
+  checkPacedFleet({
+    what: `${FLEET} processes on KV`,
+    arrivals,
+    sent: FLEET * EACH,
+    elapsed: Math.max(...lines.map((line) => line.endAt)) - startAt,
+    limit: LIMIT,
+  });
 });
 
 Deno.test("the KV store failing mid-run: every process finishes alone, no crash, no burst beyond one window", async () => {
