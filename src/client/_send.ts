@@ -37,16 +37,16 @@ export function sendExchange<T>(
   context: SendContext,
   exchange: Exchange<T>,
 ): Promise<T> {
-  const request = requestOf(exchange);
+  const request = requestOf(context, exchange);
   return sendAttempts<Response | undefined, T>({
     signal: request.signal,
     limits: context.deadlines,
     listener: context.onEvent,
     now: context.now,
-    before: () => prepare(context, request),
-    attempt: (deadline) => attempt(context, exchange, request, deadline),
+    before: () => prepare(request),
+    attempt: (deadline) => attempt(request, deadline),
     next: (response, deadline, attempts) =>
-      afterAttempt(context, exchange, request, response, deadline, attempts),
+      afterAttempt(request, response, deadline, attempts),
     heard: (response, attempt, durationMs) => ({
       type: "api.request",
       method: request.method,
@@ -68,8 +68,13 @@ export function sendExchange<T>(
   });
 }
 
-/** One request under way: local to its call, changed only by the steps below. */
-interface ApiRequest extends Progress {
+/**
+ * One request under way, with what it is sent through and for: local to
+ * its call, changed only by the steps below.
+ */
+interface ApiRequest<T = unknown> extends Progress {
+  readonly context: SendContext;
+  readonly exchange: Exchange<T>;
   readonly signal: AbortSignal | undefined;
   retries: number;
   redirects: number;
@@ -84,8 +89,13 @@ interface ApiRequest extends Progress {
   failure: unknown;
 }
 
-function requestOf<T>(exchange: Exchange<T>): ApiRequest {
+function requestOf<T>(
+  context: SendContext,
+  exchange: Exchange<T>,
+): ApiRequest<T> {
   return {
+    context,
+    exchange,
     signal: exchange.init.signal ?? undefined,
     method: (exchange.init.method ?? "GET").toUpperCase(),
     replayable: isReplayable(exchange.init.body),
@@ -106,15 +116,14 @@ function requestOf<T>(exchange: Exchange<T>): ApiRequest {
  * the window is not failing).
  */
 async function prepare(
-  context: SendContext,
   request: ApiRequest,
 ): Promise<void> {
   const { signal } = request;
-  ({ accessToken: request.accessToken } = await context.tokenProvider
+  ({ accessToken: request.accessToken } = await request.context.tokenProvider
     .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-  const slot = context.rateLimiter?.take(signal);
+  const slot = request.context.rateLimiter?.take(signal);
   request.ticket = typeof slot === "object"
-    ? await waitFor(context, slot)
+    ? await waitFor(request.context, slot)
     : slot;
 }
 
@@ -123,12 +132,11 @@ async function prepare(
  * `undefined` (and `failure`) when none came.
  */
 async function attempt<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-  request: ApiRequest,
+  request: ApiRequest<T>,
   deadline: Deadline,
 ): Promise<Response | undefined> {
   try {
+    const { context, exchange } = request;
     const sent = context.fetch(request.target.href, {
       ...exchange.init,
       headers: withBearer(exchange.init.headers, request.accessToken),
@@ -153,37 +161,25 @@ async function attempt<T>(
  * the step needs.
  */
 function afterAttempt<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-  request: ApiRequest,
+  request: ApiRequest<T>,
   response: Response | undefined,
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
   const step = nextStep(
-    attempted(context, exchange, request, response),
+    attempted(request, response),
     request,
-    context.retry,
+    request.context.retry,
   );
   if (step.do === "deliver") {
-    return deliver(context, exchange, request, response!, deadline, attempts);
+    return deliver(request, response!, deadline, attempts);
   }
-  return carryOut(
-    context,
-    exchange,
-    request,
-    response,
-    deadline,
-    attempts,
-    step,
-  );
+  return carryOut(request, response, deadline, attempts, step);
 }
 
 /** Hands the answer back through `finish`, within the attempt's time limit. */
 function deliver<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-  request: ApiRequest,
+  request: ApiRequest<T>,
   response: Response,
   deadline: Deadline,
   attempts: number,
@@ -194,19 +190,15 @@ function deliver<T>(
     if (error instanceof ApiError) throw error;
     request.signal?.throwIfAborted();
     request.failure = error;
-    const step = nextStep(NO_ANSWER, request, context.retry);
-    return carryOut(
-      context,
-      exchange,
-      request,
-      undefined,
-      deadline,
-      attempts,
-      step,
-    );
+    const step = nextStep(NO_ANSWER, request, request.context.retry);
+    return carryOut(request, undefined, deadline, attempts, step);
   };
   try {
-    const done = exchange.finish(response, request.accessToken, attempts);
+    const done = request.exchange.finish(
+      response,
+      request.accessToken,
+      attempts,
+    );
     if (!(done instanceof Promise)) return { do: "done", value: done };
     return raceAbort(done, deadline.signal).then(
       (value): Next<T> => ({ do: "done", value }),
@@ -219,30 +211,21 @@ function deliver<T>(
 
 /** Carries out a renewal, a redirect, a retry or a failure. */
 async function carryOut<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-  request: ApiRequest,
+  request: ApiRequest<T>,
   response: Response | undefined,
   deadline: Deadline,
   attempts: number,
   step: Step,
 ): Promise<Next<T>> {
   if (step.do === "renew") {
-    if (await renew(context, request, response!)) return AGAIN;
-    return await deliver(
-      context,
-      exchange,
-      request,
-      response!,
-      deadline,
-      attempts,
-    );
+    if (await renew(request, response!)) return AGAIN;
+    return await deliver(request, response!, deadline, attempts);
   }
   // No answer is never delivered: after one, it is retry or fail.
   if (step.do !== "retry" && step.do !== "follow") {
     return {
       do: "fail",
-      error: noAnswer(exchange, request, deadline, context, attempts),
+      error: noAnswer(request, deadline, attempts),
     };
   }
   if (response !== undefined) await discard(response);
@@ -257,9 +240,7 @@ async function carryOut<T>(
 
 /** What the attempt came to, for {@linkcode nextStep}. */
 function attempted<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-  request: ApiRequest,
+  request: ApiRequest<T>,
   response: Response | undefined,
 ): Attempted {
   if (response === undefined) {
@@ -270,15 +251,20 @@ function attempted<T>(
   // The service counts more than this limiter saw (other processes on the
   // same address): no request before the window has room. A Retry-After
   // is the retry's own wait.
-  if (status === 429) context.rateLimiter?.refused();
+  if (status === 429) request.context.rateLimiter?.refused();
   return {
     kind: "answer",
     status,
     retryAfter: mayRetry(status)
-      ? retryAfterMs(response.headers, context.now())
+      ? retryAfterMs(response.headers, request.context.now())
       : undefined,
     redirect: status >= 300 && status < 400
-      ? followable(response, request.target, exchange.base, request.method)
+      ? followable(
+        response,
+        request.target,
+        request.exchange.base,
+        request.method,
+      )
       : undefined,
   };
 }
@@ -315,7 +301,10 @@ async function waitFor(
   if (listener === undefined) return await slot;
   const started = context.now();
   const ticket = await slot;
-  emit(listener, { type: "rate.wait", delayMs: context.now() - started });
+  emit(listener, {
+    type: "rate.wait",
+    delayMs: context.now() - started,
+  });
   return ticket;
 }
 
@@ -324,13 +313,14 @@ async function waitFor(
  * it may, the answer is cleaned up for the next attempt.
  */
 async function renew(
-  context: SendContext,
   request: ApiRequest,
   response: Response,
 ): Promise<boolean> {
-  if (!await context.renewAfterUnauthorized(request.accessToken)) return false;
+  if (!await request.context.renewAfterUnauthorized(request.accessToken)) {
+    return false;
+  }
   request.renewed = true;
-  const listener = context.onEvent;
+  const listener = request.context.onEvent;
   if (listener !== undefined) {
     emit(listener, { type: "api.renewal", path: request.target.pathname });
   }
@@ -339,23 +329,21 @@ async function renew(
 }
 
 /** The error for a request that got no answer after its retries. */
-function noAnswer<T>(
-  exchange: Exchange<T>,
+function noAnswer(
   request: ApiRequest,
   deadline: Deadline,
-  context: SendContext,
   attempts: number,
 ): ApiError {
   const { timedOut } = deadline;
   const cause = timedOut
     ? new DOMException(
-      `no answer within ${context.deadlines.ms} ms`,
+      `no answer within ${request.context.deadlines.ms} ms`,
       "TimeoutError",
     )
     : request.failure;
   const url = displayUrl(request.target);
   return new ApiError(
-    `${exchange.context}: ${request.method} ${url} got no answer${
+    `${request.exchange.context}: ${request.method} ${url} got no answer${
       attempts > 1 ? ` in ${attempts} attempts` : ""
     }: ${describeCause(cause, [])}`,
     {
