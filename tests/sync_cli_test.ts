@@ -5,7 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { plan } from "../src/cli/_plan.ts";
 import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
-import { isStale } from "../src/cli/_sync_lock.ts";
+import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
 
@@ -137,32 +137,39 @@ Deno.test("the sync example keeps a SQLite copy current", async () => {
   equal(rows(target), 42);
 });
 
-Deno.test("the sync lock: taken and released, a live one waited for (until aborted), a stale one taken over", async () => {
-  const { takeLock } = await import("../src/cli/_sync_lock.ts");
+Deno.test("the sync lock: taken and released, a live one waited for (until aborted), a stale one taken over, and the old holder loses it", async () => {
+  const { takeFileLock } = await import("../src/sync/_file_lock.ts");
   const path = `${await fresh("lock.db")}.lock`;
-  const never = new AbortController().signal;
-  const held = await takeLock(path, () => {}, never);
-  equal((await Deno.readTextFile(path)).trim(), String(Deno.pid));
+  const held = await takeFileLock(path, { wait: Infinity });
+  equal(JSON.parse(await Deno.readTextFile(path)).pid, Deno.pid);
   const waiting = new AbortController();
   const heard: string[] = [];
-  const second = takeLock(path, (holder) => {
-    heard.push(holder);
-    waiting.abort(new Error("gave up"));
-  }, waiting.signal);
+  const second = takeFileLock(path, {
+    wait: Infinity,
+    signal: waiting.signal,
+    onWait: (holder) => {
+      heard.push(holder);
+      waiting.abort(new Error("gave up"));
+    },
+  });
   let reason = "";
   await second.catch((error) => reason = error.message);
   equal(reason, "gave up");
-  equal(heard[0], String(Deno.pid));
-  await held.release();
-  await Deno.writeTextFile(path, "1\n");
-  const taken = await takeLock(
-    path,
-    () => {
+  equal(heard[0], `pid ${Deno.pid}`);
+  // The holder pauses past STALE_AFTER (its mtime stands still): taken over.
+  const past = new Date(Date.now() - 60_000);
+  await Deno.utime(path, past, past);
+  const taker = await takeFileLock(path, {
+    wait: 0,
+    onWait: () => {
       throw new Error("a stale lock is not waited for");
     },
-    never,
-    () => Date.now() + 60_000,
-  );
-  await taken.release();
+  });
+  let lost = "";
+  await held.assertHeld().catch((error) => lost = error.reason);
+  equal(lost, "lock-lost");
+  await held[Symbol.asyncDispose](); // removes only its own lock
+  equal(await Deno.stat(path).then(() => true, () => false), true);
+  await taker[Symbol.asyncDispose]();
   equal(await Deno.stat(path).then(() => true, () => false), false);
 });

@@ -71,6 +71,7 @@ Deno.test("SQLite sink: a failing write commits nothing of its batch", async () 
     full: false,
     complete: false,
   };
+  await (await sink.lock!())[Symbol.asyncDispose](); // creates the tables
   database.exec(
     "CREATE TRIGGER refuse BEFORE INSERT ON \"items\" WHEN NEW.id = 'b' BEGIN SELECT RAISE(ABORT, 'no'); END",
   );

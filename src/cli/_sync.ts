@@ -1,6 +1,7 @@
 // Internal: the `sync` command: a copy of a list in a SQLite or JSONL file,
 // resumed by itself, with a progress line on standard error; Ctrl-C commits
-// what it has and ends with 130; a lock file keeps two runs apart.
+// what it has and ends with 130; the sink's own lock keeps two runs apart
+// (a second run waits for the first, saying so).
 
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
@@ -9,7 +10,6 @@ import type { SyncProgress, SyncSink } from "../sync/_types.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
-import { takeLock } from "./_sync_lock.ts";
 
 /** Brings the copy up to date; returns the items written. */
 export async function runSync(
@@ -22,19 +22,7 @@ export async function runSync(
     interrupt.abort(new Interrupted())
   );
   try {
-    const lock = await takeLock(
-      `${request.target}.lock`,
-      (holder) =>
-        io.stderr.write(
-          `waiting for the run that holds ${request.target}.lock (pid ${holder})\n`,
-        ),
-      interrupt.signal,
-    );
-    try {
-      return await syncInto(session, request, interrupt.signal);
-    } finally {
-      await lock.release();
-    }
+    return await syncInto(session, request, interrupt.signal);
   } finally {
     stopListening?.();
   }
@@ -51,7 +39,10 @@ async function syncInto(
   const progress = progressLine(io.stderr, now, started);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.end;
-  const { sink, close } = openSink(request);
+  const { sink, close } = openSink(request, (holder) =>
+    io.stderr.write(
+      `waiting for the run that holds ${request.target} (${holder})\n`,
+    ));
   try {
     const result = await syncList(session.client, request.path, {
       id: request.id,
@@ -84,12 +75,16 @@ async function syncInto(
 
 function openSink(
   request: SyncRequest,
+  onLockWait: (holder: string) => void,
 ): { sink: SyncSink<unknown>; close: () => void } {
+  // A second run waits for the first until Ctrl-C.
+  const lock = { lockWait: Infinity, onLockWait };
   if (request.kind === "jsonl") {
-    return { sink: createJsonlSink(request.target), close: () => {} };
+    return { sink: createJsonlSink(request.target, lock), close: () => {} };
   }
   const sink = createSqliteSink(request.target, {
     table: tableOf(request.path),
+    ...lock,
   });
   return { sink, close: () => sink.close() };
 }

@@ -111,7 +111,8 @@ function sameQuery(
     keys.every((key) => a[key] === b[key]);
 }
 
-function isCheckpoint(value: unknown): value is SyncCheckpoint {
+/** Whether `value` has the shape of a checkpoint this version writes. */
+export function isCheckpoint(value: unknown): value is SyncCheckpoint {
   if (typeof value !== "object" || value === null) return false;
   const c = value as Record<string, unknown>;
   const text = (v: unknown) => typeof v === "string";

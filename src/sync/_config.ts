@@ -2,7 +2,12 @@
 
 import { checkNumber, optionError, requireText } from "../core/_check.ts";
 import type { SyncIdentity } from "./_checkpoint.ts";
-import type { SyncOptions, SyncProgress, SyncSink } from "./_types.ts";
+import type {
+  SyncEvent,
+  SyncOptions,
+  SyncProgress,
+  SyncSink,
+} from "./_types.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -19,6 +24,7 @@ export interface SyncConfig<T> {
   readonly signal: AbortSignal | undefined;
   readonly items: ((body: unknown) => readonly T[]) | undefined;
   readonly onProgress: ((progress: SyncProgress) => void) | undefined;
+  readonly onEvent: ((event: SyncEvent) => void) | undefined;
   /** The item's place in the order. @throws {SyncError} */
   readonly keyOf: (item: T) => SyncKey;
 }
@@ -43,9 +49,15 @@ export function syncConfig<T>(
     : requireText(options.sortBy, CONTEXT, "sortBy");
   const sink = options.sink;
   if (
-    typeof sink?.load !== "function" || typeof sink?.write !== "function"
+    typeof sink?.load !== "function" || typeof sink?.write !== "function" ||
+    (sink.lock !== undefined && typeof sink.lock !== "function")
   ) {
-    throw optionError(TypeError, CONTEXT, "sink", "must have load and write");
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "sink",
+      "must have load and write (and lock, if any, a function)",
+    );
   }
   const limit = checkNumber(
     options.limit,
@@ -64,7 +76,7 @@ export function syncConfig<T>(
   if (concurrency > 64) {
     throw optionError(RangeError, CONTEXT, "concurrency", "must be at most 64");
   }
-  for (const name of ["items", "onProgress"] as const) {
+  for (const name of ["items", "onProgress", "onEvent"] as const) {
     if (options[name] !== undefined && typeof options[name] !== "function") {
       throw optionError(TypeError, CONTEXT, name, "must be a function");
     }
@@ -84,6 +96,7 @@ export function syncConfig<T>(
     signal: options.signal,
     items: options.items,
     onProgress: options.onProgress,
+    onEvent: options.onEvent,
     keyOf: keyReader(id, sortBy),
   };
 }

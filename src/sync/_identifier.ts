@@ -4,6 +4,8 @@ import { optionError } from "../core/_check.ts";
 
 /** The checkpoints of every synced table, next to them. */
 export const CHECKPOINT_TABLE = "partner_api_sync";
+/** Which run holds each synced table (one writer per copy). */
+export const LEASE_TABLE = "partner_api_sync_lease";
 
 /**
  * `table`, quoted for SQL.

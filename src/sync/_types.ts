@@ -78,17 +78,49 @@ export interface SyncCheckpoint {
  * ```
  */
 export interface SyncSink<T> {
-  /** The checkpoint saved last, if any. */
+  /**
+   * The checkpoint saved last, if any, once the copy is checked against it.
+   * Changes nothing.
+   */
   load(): Promise<SyncCheckpoint | undefined>;
   /**
-   * Saves `items` (with their `ids`, in the same order) and `checkpoint`
-   * atomically: after a crash, either both are there or neither.
+   * Saves `items` (with their `ids`, in the same order, each id once) and
+   * `checkpoint` atomically: after a crash, either both are there or
+   * neither. Items the store cannot hold are left out and named in the
+   * report.
    */
   write(
     items: readonly T[],
     checkpoint: SyncCheckpoint,
     ids: readonly string[],
-  ): Promise<void>;
+  ): Promise<void | SyncWriteReport>;
+  /**
+   * Takes the copy for one run, so that two runs never interleave: checks
+   * the copy first (changing nothing when it is refused), then waits for a
+   * run that holds it. While held, `write` commits only if the lock is
+   * still this run's. Disposing releases it. A sink without it has one
+   * writer by the caller's care.
+   */
+  lock?(options?: { signal?: AbortSignal }): Promise<AsyncDisposable>;
+}
+
+/**
+ * What a sink could not store of one batch.
+ *
+ * @example A sink that cannot hold ids with a NUL
+ * ```ts
+ * import type { SyncWriteReport } from "@partner-api/client/sync";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const report = (ids: readonly string[]): SyncWriteReport => ({
+ *   skippedIds: ids.filter((id) => id.includes("\0")),
+ * });
+ * deepStrictEqual(report(["a", "b\0"]).skippedIds, ["b\0"]);
+ * ```
+ */
+export interface SyncWriteReport {
+  /** Ids of the items left out, because the store cannot hold them. */
+  readonly skippedIds?: readonly string[];
 }
 
 /**
@@ -165,7 +197,43 @@ export interface SyncOptions<T> {
   full?: boolean;
   /** Hears each committed batch. What it throws is ignored. */
   onProgress?: (progress: SyncProgress) => void;
+  /** Hears what the run wants known, such as items skipped. What it throws is ignored. */
+  onEvent?: (event: SyncEvent) => void;
 }
+
+/**
+ * Items the sink could not store in one batch, left out of the copy: the
+ * run goes on, and counts them in `SyncResult.skipped`.
+ *
+ * @example Logging skipped items
+ * ```ts
+ * import { createClient } from "@partner-api/client";
+ * import { syncList, type SyncEvent, type SyncSink } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
+ *
+ * // A sink that cannot store the organization "org_000002".
+ * const sink: SyncSink<unknown> = {
+ *   load: () => Promise.resolve(undefined),
+ *   write: (_items, _checkpoint, ids) =>
+ *     Promise.resolve({ skippedIds: ids.filter((id) => id === "org_000002") }),
+ * };
+ * const events: SyncEvent[] = [];
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * const result = await syncList(client, "organizations", { id: "organizationID", sink, onEvent: (e) => events.push(e) });
+ * equal(result.skipped, 1);
+ * deepStrictEqual(events, [{ type: "sync.skipped", ids: ["org_000002"] }]);
+ * ```
+ */
+export interface SyncSkippedEvent {
+  readonly type: "sync.skipped";
+  /** The ids left out of this batch. */
+  readonly ids: readonly string[];
+}
+
+/** Every event `SyncOptions.onEvent` hears; `type` tells them apart. */
+export type SyncEvent = SyncSkippedEvent;
 
 /**
  * How far a run has come, after each committed batch.
@@ -227,4 +295,8 @@ export interface SyncResult {
   readonly requests: number;
   /** The run continued a pass that an earlier run left unfinished. */
   readonly resumed: boolean;
+  /** Items the sink could not store, left out and reported (never silently). */
+  readonly skipped: number;
+  /** The ids of the first 100 items skipped. */
+  readonly skippedIds: readonly string[];
 }

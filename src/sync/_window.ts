@@ -166,7 +166,8 @@ export function judgeWindow(
   keys: readonly SyncKey[],
 ): WindowVerdict {
   for (let i = 1; i < keys.length; i++) {
-    if (compareKeys(keys[i - 1]!, keys[i]!) >= 0) {
+    // Equal keys are the same item twice: kept once, by its last occurrence.
+    if (compareKeys(keys[i - 1]!, keys[i]!) > 0) {
       throw new SyncError(
         `Cannot sync: the list is not in the asked order: '${
           keys[i]!.id

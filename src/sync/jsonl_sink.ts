@@ -1,27 +1,72 @@
-// A sync sink on a JSONL file: one item per line, appended; the checkpoint
-// and the file's committed length in a file beside it, replaced atomically
-// after the lines are on disk. Node's fs API, so it runs where node:fs does.
+// A sync sink on a JSONL file: one item per line, appended; the checkpoint,
+// the committed length and a fingerprint of the last committed line in a
+// side file, replaced atomically after the lines are on disk. Everything is
+// checked before anything is changed; one run at a time holds the copy.
 
-import { open, readFile, rename, stat, truncate } from "node:fs/promises";
-import type { SyncCheckpoint, SyncSink } from "./_types.ts";
+import { rename, unlink } from "node:fs/promises";
+import type { SyncSink } from "./_types.ts";
+import { type FileLock, takeFileLock } from "./_file_lock.ts";
+import {
+  fingerprint,
+  openFile,
+  readRange,
+  readText,
+  refuseLink,
+  replaceFile,
+  sizeOf,
+} from "./_files.ts";
+import { DEFAULT_LOCK_WAIT, runToken } from "./_lease.ts";
+import {
+  type Committed,
+  type FileEnd,
+  readSideFile,
+  sideFileText,
+} from "./_jsonl_state.ts";
+import { SyncError } from "./sync_error.ts";
 
-/** What the file beside the copy holds. */
-interface Committed {
-  readonly checkpoint: SyncCheckpoint;
-  /** Bytes of the copy that the checkpoint covers. */
-  readonly length: number;
+/**
+ * Options of {@linkcode createJsonlSink}.
+ *
+ * @example Waiting at most 5 s for another run
+ * ```ts
+ * import { createJsonlSink, type JsonlSinkOptions } from "@partner-api/client/sync";
+ * import { equal } from "node:assert/strict";
+ *
+ * const options: JsonlSinkOptions = { lockWait: 5_000 };
+ * const sink = createJsonlSink(".test-tmp/doc-jsonl-options.jsonl", options);
+ * equal(typeof sink.lock, "function");
+ * ```
+ */
+export interface JsonlSinkOptions {
+  /**
+   * How long a run waits for another that holds the copy, in ms, before it
+   * gives up with `SyncError` (`"locked"`). `Infinity` waits until the
+   * run's signal aborts.
+   *
+   * @default {30000}
+   */
+  lockWait?: number;
+  /** Hears once that a run waits, with who holds the copy (e.g. `pid 42`). */
+  onLockWait?: (holder: string) => void;
 }
 
 /**
- * A sink that appends items to a JSONL file, one JSON object per line. The
- * checkpoint, with the file's committed length, lives in
- * `<path>.checkpoint.json`, replaced (write, sync, rename) only after the
- * lines are synced; `load()` first cuts the file back to that length, so a
- * run killed mid-batch leaves no partial line and no line twice. A `full`
- * run rewrites the file from the start. Needs read and write permission on
- * the path and on `<path>.checkpoint.json` and `<path>.checkpoint.json.tmp`.
+ * A sink that appends items to a JSONL file, one JSON object per line.
+ *
+ * Beside it, `<path>.checkpoint.json` holds the checkpoint, the committed
+ * length and a fingerprint of the last committed line; it is replaced
+ * (write, sync, rename) only after the lines are synced. `load()` checks
+ * the copy against it and changes nothing: a file the sink did not make,
+ * a side file that is damaged, or a copy cut or changed is refused with
+ * `SyncError` (`"sink-mismatch"`). Lines past the committed length (a run
+ * killed mid-batch) are cut at the next write. A `full` pass writes
+ * `<path>.rewrite` and renames it over the copy when it completes, so the
+ * copy stays whole until then. `<path>.lock` keeps runs apart. No file is
+ * opened through a symbolic link (`SyncError` `"link"`); new files are
+ * 0600. Needs read and write permission on the path and on `<path>.*`.
  *
  * @param path The file.
+ * @param options How long to wait for another run.
  * @returns The sink.
  *
  * @example Lines and checkpoint
@@ -31,109 +76,192 @@ interface Committed {
  *
  * await Deno.mkdir(".test-tmp", { recursive: true });
  * const path = ".test-tmp/doc-jsonl-sink.jsonl";
- * await Deno.remove(`${path}.checkpoint.json`).catch(() => {});
+ * for (const file of [path, `${path}.checkpoint.json`]) await Deno.remove(file).catch(() => {});
  * const sink = createJsonlSink<{ n: number }>(path);
- * await sink.load(); // no checkpoint yet: the file is cut back to nothing
+ * equal(await sink.load(), undefined); // no copy yet
  * const checkpoint = { version: 1 as const, path: "numbers", sortBy: "n", id: "n", query: {}, edge: { value: 1, id: "1" }, offset: 1, full: false, complete: true };
  * await sink.write([{ n: 1 }], checkpoint, ["1"]);
  * equal(await Deno.readTextFile(path), '{"n":1}\n');
  * equal((await sink.load())?.offset, 1);
  * ```
  */
-export function createJsonlSink<T>(path: string): SyncSink<T> {
-  const statePath = `${path}.checkpoint.json`;
+export function createJsonlSink<T>(
+  path: string,
+  options: JsonlSinkOptions = {},
+): SyncSink<T> {
+  const files = { copy: path, side: `${path}.checkpoint.json` };
+  const rewritePath = `${path}.rewrite`;
   let committed: Committed | undefined;
   let loaded = false;
+  let lock: FileLock | undefined;
+  const token = runToken();
   const load = async () => {
-    committed = await readCommitted(statePath);
-    await cutBack(path, committed?.length ?? 0);
+    committed = await checkCopy(files, rewritePath);
     loaded = true;
     return committed?.checkpoint;
   };
+  const save = async (next: Committed) => {
+    await replaceFile(files.side, sideFileText(next), lock?.token ?? token);
+    committed = next;
+  };
   return {
     load,
+    async lock(run = {}) {
+      lock = await takeFileLock(`${path}.lock`, {
+        signal: run.signal,
+        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+        onWait: options.onLockWait,
+      });
+      return lock;
+    },
     async write(items, checkpoint) {
       if (!loaded) await load();
-      // A full pass starts the file again; the state says so first, so that
-      // a crash in between still cuts the file back to nothing.
-      let length = checkpoint.full && committed?.checkpoint.full !== true
-        ? 0
-        : committed?.length ?? 0;
-      if (length === 0 && (committed?.length ?? 0) > 0) {
-        await saveCommitted(statePath, { checkpoint, length });
-        committed = { checkpoint, length };
-        await cutBack(path, 0);
+      await lock?.assertHeld();
+      if (committed?.renaming) {
+        // A run killed between recording a finished rewrite and renaming it.
+        await renameOver(rewritePath, path);
+        await save({ checkpoint: committed.checkpoint, end: committed.end });
       }
-      length += await appendLines(path, length, items);
-      const next = { checkpoint, length };
-      await saveCommitted(statePath, next);
-      committed = next;
+      const lines = linesOf(items);
+      // A full pass's checkpoint says `full` until its last batch.
+      const passUnderWay = committed?.checkpoint.full === true &&
+        committed.rewrite !== undefined;
+      if (!checkpoint.full && !passUnderWay) {
+        const end = await appendLines(path, committed?.end ?? EMPTY, lines);
+        return await save({ checkpoint, end });
+      }
+      const from = passUnderWay ? committed?.rewrite : undefined;
+      const rewrite = await appendLines(
+        rewritePath,
+        from ?? await startRewrite(rewritePath),
+        lines,
+      );
+      await save({ checkpoint, end: committed?.end ?? EMPTY, rewrite });
+      if (!checkpoint.complete) return;
+      // The pass is whole: recorded first, then the rewrite becomes the copy.
+      await save({ checkpoint, end: rewrite, renaming: true });
+      await renameOver(rewritePath, path);
+      await save({ checkpoint, end: rewrite });
     },
   };
 }
 
-/** The committed state, or undefined when there is none yet. */
-async function readCommitted(
-  statePath: string,
+const EMPTY: FileEnd = { length: 0, last: null };
+
+/** The lines of a batch, and the fingerprint of the last one. */
+function linesOf<T>(items: readonly T[]) {
+  const lines = items.map((item) => `${JSON.stringify(item)}\n`);
+  return { text: lines.join(""), last: lines.at(-1) };
+}
+
+/**
+ * Reads the side file and checks the copy (and a rewrite under way)
+ * against it. Reads only.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
+ */
+async function checkCopy(
+  files: { copy: string; side: string },
+  rewritePath: string,
 ): Promise<Committed | undefined> {
-  let text: string;
-  try {
-    text = await readFile(statePath, "utf8");
-  } catch (error) {
-    if ((error as { code?: string }).code === "ENOENT") return undefined;
-    throw error;
-  }
-  return JSON.parse(text) as Committed;
-}
-
-/** Writes the state to a temporary file, syncs it, and renames it into place. */
-async function saveCommitted(statePath: string, state: Committed) {
-  const temporary = `${statePath}.tmp`;
-  const file = await open(temporary, "w");
-  try {
-    await file.writeFile(JSON.stringify(state));
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(temporary, statePath);
-}
-
-/** Cuts the copy back to `length` bytes (what the checkpoint covers). */
-async function cutBack(path: string, length: number) {
-  let size: number;
-  try {
-    size = (await stat(path)).size;
-  } catch (error) {
-    if ((error as { code?: string }).code !== "ENOENT") throw error;
-    size = 0;
-  }
-  // Shorter than committed: the copy was cut by someone else; never pad it.
-  if (size < length) {
-    throw new Error(
-      `Cannot sync: ${path} holds ${size} bytes, fewer than the ${length} its checkpoint covers`,
+  const side = await readText(files.side);
+  const size = await sizeOf(files.copy);
+  if (side === undefined) {
+    if ((size ?? 0) === 0) return undefined;
+    throw mismatch(
+      files,
+      `${files.copy} holds ${size} bytes but ${files.side} is missing: the file was not made by this sink, or its side file was lost`,
     );
   }
-  if (size > length) await truncate(path, length);
+  const committed = readSideFile(side);
+  if (committed === undefined) {
+    throw mismatch(files, `${files.side} is damaged or from another version`);
+  }
+  if (committed.renaming && await sizeOf(rewritePath) !== undefined) {
+    // Killed between its last save and the rename: the rewrite is the copy.
+    await expectEnd(files, rewritePath, committed.end);
+    return committed;
+  }
+  await expectEnd(files, files.copy, committed.end);
+  if (committed.rewrite !== undefined && !committed.renaming) {
+    await expectEnd(files, rewritePath, committed.rewrite);
+  }
+  return committed;
 }
 
-/** Writes the items as lines at `at`, synced; the bytes written. */
-async function appendLines<T>(
+/** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
+async function expectEnd(
+  files: { copy: string; side: string },
   path: string,
-  at: number,
-  items: readonly T[],
-): Promise<number> {
-  if (items.length === 0) return 0;
-  let text = "";
-  for (const item of items) text += `${JSON.stringify(item)}\n`;
-  const bytes = new TextEncoder().encode(text);
-  const file = await open(path, "a+");
+  end: FileEnd,
+): Promise<void> {
+  const size = await sizeOf(path) ?? 0;
+  if (size < end.length) {
+    throw mismatch(
+      files,
+      `${path} holds ${size} bytes, fewer than the ${end.length} that ${files.side} says were committed`,
+    );
+  }
+  if (end.last === null) return;
+  const bytes = await readRange(path, end.last.start, end.length);
+  if (bytes === undefined || await fingerprint(bytes) !== end.last.hash) {
+    throw mismatch(
+      files,
+      `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,
+    );
+  }
+}
+
+function mismatch(files: { copy: string; side: string }, what: string) {
+  return new SyncError(
+    `Cannot sync into ${files.copy}: ${what}. Nothing was changed: give a new file, or restore ${files.copy} and ${files.side} together`,
+    "sink-mismatch",
+    files.copy,
+  );
+}
+
+/** A new pass's rewrite: an empty file of its own. */
+async function startRewrite(rewritePath: string): Promise<FileEnd> {
+  await refuseLink(rewritePath);
+  await unlink(rewritePath).catch(() => {});
+  await (await openFile(rewritePath, "create")).close();
+  return EMPTY;
+}
+
+/** Renames the finished rewrite over the copy, if it is still there. */
+async function renameOver(rewritePath: string, path: string): Promise<void> {
+  if (await sizeOf(rewritePath) === undefined) return;
+  await refuseLink(path);
+  await rename(rewritePath, path);
+}
+
+/**
+ * Writes `lines` at `from.length` of `path` (cutting what a killed batch
+ * left past it), synced; the new end.
+ */
+async function appendLines(
+  path: string,
+  from: FileEnd,
+  lines: { text: string; last: string | undefined },
+): Promise<FileEnd> {
+  if (lines.last === undefined) return from;
+  const bytes = new TextEncoder().encode(lines.text);
+  const exists = await sizeOf(path) !== undefined;
+  const file = await openFile(path, exists ? "write" : "create");
   try {
-    await file.truncate(at);
-    await file.write(bytes, 0, bytes.length);
+    await file.truncate(from.length);
+    await file.write(bytes, 0, bytes.length, from.length);
     await file.datasync();
   } finally {
     await file.close();
   }
-  return bytes.length;
+  const lastBytes = new TextEncoder().encode(lines.last);
+  const length = from.length + bytes.length;
+  return {
+    length,
+    last: {
+      start: length - lastBytes.length,
+      hash: await fingerprint(lastBytes),
+    },
+  };
 }

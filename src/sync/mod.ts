@@ -28,17 +28,20 @@ export { syncList } from "./sync_list.ts";
 export { SyncError, type SyncErrorReason } from "./sync_error.ts";
 export type {
   SyncCheckpoint,
+  SyncEvent,
   SyncOptions,
   SyncProgress,
   SyncResult,
   SyncSink,
+  SyncSkippedEvent,
+  SyncWriteReport,
 } from "./_types.ts";
 export {
   createSqliteSink,
   type SqliteSink,
   type SqliteSinkOptions,
 } from "./sqlite_sink.ts";
-export { createJsonlSink } from "./jsonl_sink.ts";
+export { createJsonlSink, type JsonlSinkOptions } from "./jsonl_sink.ts";
 export {
   createPostgresSink,
   type PostgresSinkOptions,

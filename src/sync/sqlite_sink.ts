@@ -1,13 +1,35 @@
-// A sync sink on SQLite through node:sqlite (built into Deno): items upserted
-// by id and the checkpoint in the same transaction.
+// A sync sink on SQLite through node:sqlite (built into Deno, and Node 22.5
+// and later): items upserted by id and the checkpoint in the same
+// transaction, which commits only while the run still holds the copy's
+// lease. The copy is checked before anything is changed.
 
-import { DatabaseSync } from "node:sqlite";
+import process from "node:process";
+import type { DatabaseSync } from "node:sqlite";
 import type { SyncCheckpoint, SyncSink } from "./_types.ts";
-import { CHECKPOINT_TABLE, quotedTable } from "./_identifier.ts";
+import { optionError } from "../core/_check.ts";
+import { quotedTable } from "./_identifier.ts";
+import { createPrivate, fingerprint, refuseLink } from "./_files.ts";
+import {
+  DEFAULT_LOCK_WAIT,
+  isStale,
+  keepRefreshed,
+  lockLost,
+  runToken,
+  STALE_AFTER,
+  waitForLock,
+} from "./_lease.ts";
+import {
+  type CopyState,
+  createTables,
+  itemText,
+  readCopy,
+  statements,
+  upsertAll,
+} from "./_sqlite_copy.ts";
+import { isCheckpoint } from "./_checkpoint.ts";
+import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
-/** Rows per INSERT statement (200 parameters, far below SQLite's limit). */
-const ROWS = 100;
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -21,15 +43,28 @@ const ROWS = 100;
  * const database = new DatabaseSync(":memory:");
  * const options: SqliteSinkOptions = { table: "transactions" };
  * const sink = createSqliteSink(database, options);
- * await sink.load(); // creates the tables
+ * await (await sink.lock!())[Symbol.asyncDispose](); // creates the tables
  * const tables = database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
- * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "transactions"]);
+ * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "partner_api_sync_lease", "transactions"]);
  * database.close();
  * ```
  */
 export interface SqliteSinkOptions {
-  /** The table of items (`id TEXT PRIMARY KEY, item TEXT`), created if missing. */
+  /**
+   * The table of items (`id TEXT PRIMARY KEY, item TEXT`), created if
+   * missing. SQLite folds case: `Transactions` is `transactions`.
+   */
   table: string;
+  /**
+   * How long a run waits for another that holds the table, in ms, before
+   * it gives up with `SyncError` (`"locked"`). `Infinity` waits until the
+   * run's signal aborts.
+   *
+   * @default {30000}
+   */
+  lockWait?: number;
+  /** Hears once that a run waits, with who holds the table. */
+  onLockWait?: (holder: string) => void;
 }
 
 /**
@@ -52,14 +87,26 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
 /**
  * A sink that keeps the copy in a SQLite table, `id TEXT PRIMARY KEY, item
  * TEXT` (the item's JSON), upserting each batch and saving the checkpoint
- * (in the table `partner_api_sync`, by table name) in one transaction.
+ * (in the table `partner_api_sync`, by table name as SQLite folds it) in
+ * one transaction. The transaction commits only while the run holds the
+ * table's lease (`partner_api_sync_lease`, taken by `lock()`); a run whose
+ * lease was taken over stops with `SyncError` (`"lock-lost"`).
+ *
+ * `load()` changes nothing: a table with rows but no checkpoint (not made
+ * by this sink), or one whose row count or last committed row differs
+ * from what was recorded, is refused with `SyncError` (`"sink-mismatch"`).
+ * Ids compare as strings; an id that is not well-formed Unicode (a lone
+ * surrogate) cannot be a key and is skipped and reported. A database file
+ * is never opened through a symbolic link (`SyncError` `"link"`) and is
+ * created 0600.
  *
  * @param database A file path (opened in WAL mode, closed by `close()`) or
  * an open `DatabaseSync` (yours to close).
- * @param options The table.
+ * @param options The table, and how long to wait for another run.
  * @returns The sink.
  * @throws {TypeError} (`option: "table"`) For a table name that is not a
- * plain identifier.
+ * plain identifier; (`option: "database"`) where the runtime has no
+ * `node:sqlite` (Node 20).
  *
  * @example Items and checkpoint, together
  * ```ts
@@ -82,95 +129,253 @@ export function createSqliteSink<T>(
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
   const table = quotedTable(options?.table, CONTEXT);
+  const target = options.table.toLowerCase();
+  const what = `the table ${options.table}`;
   const owned = typeof database === "string";
-  const db = owned ? new DatabaseSync(database) : database;
-  if (owned) {
-    // WAL, synced at checkpoints only, and checkpoints every 64 MB rather
-    // than every 4 MB: a batch of random ids dirties a page per item, and
-    // each checkpoint syncs them all. Committed batches survive a killed
-    // process either way.
-    db.exec(
-      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384",
-    );
-  }
-  const statements = prepare(db, table);
-  const target = options.table;
+  const file = owned && database !== ":memory:" ? database : undefined;
+  const db = owned ? openDatabase(database) : database;
   const close = () => {
     if (owned && db.isOpen) db.close();
   };
+  let checked: Checked | undefined;
+  let prepared: Statements | undefined;
+  let owner: string | undefined;
+  /** Checks the copy, reading only: what load() and lock() do first. */
+  const check = async () => {
+    if (file !== undefined) await refuseLinks(file);
+    const state = readCopy(db, table, target);
+    return checked = await judgeCopy(
+      state,
+      what,
+      (id) => itemText(db, table, id),
+    );
+  };
+  /** The first change, once the copy passed: journal mode and tables. */
+  const touch = () => {
+    if (prepared !== undefined) return prepared;
+    if (file !== undefined) setJournal(db);
+    createTables(db, table);
+    return prepared = statements(db, table);
+  };
   return {
-    load: () => {
-      try {
-        const row = statements.read.get(target) as
-          | { checkpoint: string }
-          | undefined;
-        return Promise.resolve(
-          row === undefined
-            ? undefined
-            : JSON.parse(row.checkpoint) as SyncCheckpoint,
-        );
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    load: async () => (await check()).checkpoint,
+    async lock(run = {}) {
+      await check();
+      const st = touch();
+      const token = await takeLease(st, target, what, options, run.signal);
+      owner = token;
+      const stop = keepRefreshed(() => {
+        if (db.isOpen) st.refresh.run(Date.now(), target, token);
+        return Promise.resolve();
+      });
+      return {
+        [Symbol.asyncDispose]() {
+          stop();
+          if (db.isOpen) st.release.run(target, token);
+          owner = undefined;
+          return Promise.resolve();
+        },
+      };
     },
-    write: async (items, checkpoint, ids) => {
+    async write(items, checkpoint, ids) {
+      const state = checked ?? await check();
+      const batch = await storable(items, ids);
       // node:sqlite blocks the thread: first let the requests in flight
       // (the next window) go out, so that the service works meanwhile.
       await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
+      const st = touch();
       db.exec("BEGIN IMMEDIATE");
       try {
-        upsertAll(statements, items, ids);
-        statements.save.run(target, JSON.stringify(checkpoint));
+        const holder = st.holder.get(target) as { owner: string } | undefined;
+        if (owner !== undefined && holder?.owner !== owner) {
+          throw lockLost(what);
+        }
+        const known =
+          (st.known.get(JSON.stringify(batch.ids)) as { n: number }).n;
+        upsertAll(st, batch.texts, batch.ids);
+        const next: Checked = {
+          checkpoint,
+          rows: state.rows + batch.ids.length - known,
+          last: batch.last ?? state.last,
+        };
+        st.dropOthers.run(target, target);
+        st.save.run(target, JSON.stringify(checkpoint), next.rows, next.last);
         db.exec("COMMIT");
+        checked = next;
       } catch (error) {
         db.exec("ROLLBACK");
         throw error;
       }
+      return { skippedIds: batch.skipped };
     },
     close,
     [Symbol.dispose]: close,
   };
 }
 
-/** The tables, created if missing, and the statements the sink runs. */
-function prepare(db: DatabaseSync, table: string) {
-  db.exec(
-    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL)`,
-  );
-  const upsert = (rows: number) =>
-    db.prepare(
-      `INSERT INTO ${table} (id, item) VALUES ${
-        Array(rows).fill("(?, ?)").join(", ")
-      } ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
-    );
-  return {
-    many: upsert(ROWS),
-    one: upsert(1),
-    save: db.prepare(
-      `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint) VALUES (?, ?) ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint`,
-    ),
-    read: db.prepare(
-      `SELECT checkpoint FROM ${CHECKPOINT_TABLE} WHERE target = ?`,
-    ),
-  };
+type Statements = ReturnType<typeof statements>;
+
+/** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
+interface Checked {
+  readonly checkpoint: SyncCheckpoint | undefined;
+  readonly rows: number;
+  readonly last: string | null;
 }
 
-/** Upserts the items ROWS at a time: one statement per row costs twice as much. */
-function upsertAll<T>(
-  statements: ReturnType<typeof prepare>,
-  items: readonly T[],
-  ids: readonly string[],
-): void {
-  let i = 0;
-  for (; i + ROWS <= items.length; i += ROWS) {
-    const values: string[] = [];
-    for (let j = i; j < i + ROWS; j++) {
-      values.push(ids[j]!, JSON.stringify(items[j]));
+/**
+ * Judges what the copy holds against what was recorded.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`)
+ */
+async function judgeCopy(
+  state: CopyState,
+  what: string,
+  itemOf: (id: string) => string | undefined,
+): Promise<Checked> {
+  const refuse = (why: string) =>
+    new SyncError(
+      `Cannot sync into ${what}: ${why}. Nothing was changed: give another table or database file`,
+      "sink-mismatch",
+      what,
+    );
+  if (state.checkpoint === undefined) {
+    if (state.rows > 0) {
+      throw refuse(
+        `it holds ${state.rows} rows that no checkpoint covers: it was not made by this sink`,
+      );
     }
-    statements.many.run(...values);
+    return { checkpoint: undefined, rows: 0, last: null };
   }
-  for (; i < items.length; i++) {
-    statements.one.run(ids[i]!, JSON.stringify(items[i]));
+  if (state.others > 0) {
+    throw refuse(
+      "checkpoints for several spellings of its name share it (SQLite folds case)",
+    );
+  }
+  let checkpoint: unknown;
+  try {
+    checkpoint = JSON.parse(state.checkpoint);
+  } catch {
+    checkpoint = undefined;
+  }
+  if (!isCheckpoint(checkpoint)) {
+    throw refuse("its checkpoint is damaged or from another version");
+  }
+  const recorded = state.recorded;
+  // 0.3 recorded neither count nor last row: nothing more to compare.
+  if (recorded === undefined) {
+    return { checkpoint, rows: state.rows, last: null };
+  }
+  if (recorded.rows !== state.rows) {
+    throw refuse(
+      `it holds ${state.rows} rows, not the ${recorded.rows} committed`,
+    );
+  }
+  if (recorded.last !== null) {
+    const at = recorded.last.indexOf(":");
+    const text = itemOf(recorded.last.slice(at + 1));
+    const hash = text === undefined
+      ? undefined
+      : await fingerprint(new TextEncoder().encode(text));
+    if (hash !== recorded.last.slice(0, at)) {
+      throw refuse(
+        "its last committed row is not the one recorded: the copy was changed",
+      );
+    }
+  }
+  return { checkpoint, rows: recorded.rows, last: recorded.last };
+}
+
+/**
+ * The batch as the table can hold it: each id once (its last occurrence),
+ * ids that are not well-formed Unicode left out (SQLite would store them
+ * as U+FFFD, and two would collide); the last row's fingerprint.
+ */
+async function storable<T>(items: readonly T[], ids: readonly string[]) {
+  const at = new Map<string, number>();
+  const skipped: string[] = [];
+  ids.forEach((id, i) => {
+    if (id.isWellFormed()) at.set(id, i);
+    else skipped.push(id);
+  });
+  const order = [...at.values()].sort((a, b) => a - b);
+  const texts = order.map((i) => JSON.stringify(items[i]));
+  const keys = order.map((i) => ids[i]!);
+  const lastText = texts.at(-1);
+  const last = lastText === undefined
+    ? undefined
+    : `${await fingerprint(new TextEncoder().encode(lastText))}:${keys.at(-1)}`;
+  return { texts, ids: keys, skipped, last };
+}
+
+/** Takes the table's lease for a new run, waiting as `options` say. */
+function takeLease(
+  st: Statements,
+  target: string,
+  what: string,
+  options: SqliteSinkOptions,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  const token = runToken();
+  return waitForLock(what, {
+    signal,
+    wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+    onWait: options.onLockWait,
+  }, () => {
+    const now = Date.now();
+    if (st.take.get(target, token, now, now - STALE_AFTER) !== undefined) {
+      return Promise.resolve({ taken: token });
+    }
+    const holder = st.holder.get(target) as
+      | { refreshed_at: number }
+      | undefined;
+    return Promise.resolve({
+      holder: holder !== undefined && isStale(holder.refreshed_at, now)
+        ? "a run that stopped"
+        : "another run",
+    });
+  });
+}
+
+/** Opens a database file (never through a link; a new one 0600). */
+function openDatabase(path: string): DatabaseSync {
+  let sqlite: typeof import("node:sqlite") | undefined;
+  try {
+    sqlite = process.getBuiltinModule?.("node:sqlite") as
+      | typeof import("node:sqlite")
+      | undefined;
+  } catch {
+    sqlite = undefined;
+  }
+  if (sqlite?.DatabaseSync === undefined) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "database",
+      "needs node:sqlite, which Deno 2.2+ and Node 22.13+ (22.5+ with --experimental-sqlite) have; on this runtime use createJsonlSink or createPostgresSink",
+    );
+  }
+  if (path !== ":memory:") createPrivate(path);
+  const db = new sqlite.DatabaseSync(path);
+  // A second run waits for the first's transaction instead of failing.
+  db.exec("PRAGMA busy_timeout = 10000");
+  return db;
+}
+
+/**
+ * WAL, synced at checkpoints only, and checkpoints every 64 MB rather than
+ * every 4 MB: a batch of random ids dirties a page per item, and each
+ * checkpoint syncs them all. Committed batches survive a killed process
+ * either way.
+ */
+function setJournal(db: DatabaseSync): void {
+  db.exec(
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384",
+  );
+}
+
+/** Refuses a database whose file or journal files are symbolic links. */
+async function refuseLinks(path: string): Promise<void> {
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) {
+    await refuseLink(`${path}${suffix}`);
   }
 }

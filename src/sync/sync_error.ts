@@ -9,7 +9,18 @@ import { PartnerApiError } from "../core/errors.ts";
  * - `"missing-id"`: an item has no id (the `id` field is absent, or is
  *   neither a string nor a finite number), so it cannot be told apart;
  * - `"unordered"`: items came out of the asked order (or without the sort
- *   field), so no window can prove what lies between two others.
+ *   field), so no window can prove what lies between two others;
+ * - `"sink-mismatch"`: the copy is not the one its checkpoint describes (a
+ *   file the sink did not make, a damaged side file, a copy cut or
+ *   changed); nothing was changed;
+ * - `"locked"`: another run holds the copy, and went on holding it for
+ *   longer than the sink waits;
+ * - `"lock-lost"`: another run took the copy over while this one was
+ *   paused; this run stopped before writing;
+ * - `"link"`: a file of the copy is a symbolic link, which is never
+ *   followed;
+ * - `"repeated-page"`: the service answered different pages with the same
+ *   items (it ignores `page`), or windows stopped adding anything.
  *
  * @example Telling the two apart
  * ```ts
@@ -21,6 +32,11 @@ import { PartnerApiError } from "../core/errors.ts";
  * const advice: Record<SyncErrorReason, string> = {
  *   "missing-id": "pass the right 'id'",
  *   unordered: "sort by a field the service orders by",
+ *   "sink-mismatch": "point the sink at its own copy",
+ *   locked: "wait for the other run",
+ *   "lock-lost": "run again",
+ *   link: "use a plain file",
+ *   "repeated-page": "ask the service about paging",
  * };
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
@@ -31,7 +47,14 @@ import { PartnerApiError } from "../core/errors.ts";
  * });
  * ```
  */
-export type SyncErrorReason = "missing-id" | "unordered";
+export type SyncErrorReason =
+  | "missing-id"
+  | "unordered"
+  | "sink-mismatch"
+  | "locked"
+  | "lock-lost"
+  | "link"
+  | "repeated-page";
 
 /**
  * A sync stopped because of the list itself: nothing past the last good
@@ -51,15 +74,19 @@ export type SyncErrorReason = "missing-id" | "unordered";
 export class SyncError extends PartnerApiError {
   /** Why the list cannot be copied. */
   declare readonly reason: SyncErrorReason;
+  /** The file or table concerned, where there is one. */
+  readonly path?: string;
 
   /**
    * Creates the error.
    *
    * @param message What is wrong, and where.
    * @param reason Why the list cannot be copied.
+   * @param path The file or table concerned.
    */
-  constructor(message: string, reason: SyncErrorReason) {
+  constructor(message: string, reason: SyncErrorReason, path?: string) {
     super(message, reason);
     this.name = "SyncError";
+    if (path !== undefined) this.path = path;
   }
 }

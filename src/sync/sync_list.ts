@@ -28,7 +28,12 @@ interface Counts {
   written: number;
   pages: number;
   requests: number;
+  skipped: number;
+  skippedIds: string[];
 }
+
+/** How many skipped ids a result names. */
+const SKIPPED_IDS_SHOWN = 100;
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
@@ -79,14 +84,28 @@ export async function syncList<T>(
   const config = syncConfig(path, options);
   // Path and list options are checked by the client now, before any request.
   void client.list(config.identity.path, listOptions(config, undefined));
+  // One run at a time: the sink checks the copy, then takes it.
+  await using _lock = await config.sink.lock?.(
+    config.signal === undefined ? {} : { signal: config.signal },
+  );
   const saved = await config.sink.load();
   const start = runStart(saved, config.identity, config, config.full);
-  const counts: Counts = { written: 0, pages: 0, requests: 0 };
+  const counts: Counts = {
+    written: 0,
+    pages: 0,
+    requests: 0,
+    skipped: 0,
+    skippedIds: [],
+  };
   if (start.beginsFullPass) {
     await config.sink.write([], start.checkpoint, []);
   }
   await runWindows(client, config, start.state, start.checkpoint, counts);
-  return { ...counts, resumed: start.resumed };
+  return {
+    ...counts,
+    skippedIds: [...counts.skippedIds],
+    resumed: start.resumed,
+  };
 }
 
 /** Reads, judges and commits windows until one proves the end of the list. */
@@ -241,15 +260,31 @@ class Committer<T> {
     await this.#writing;
     if (items.length === 0 && !checkpoint.complete) return;
     if (items.length === 0 && sameCheckpoint(this.#last, checkpoint)) return;
-    const { sink, keyOf, onProgress } = this.#config;
-    const ids = items.map((item) => keyOf(item).id);
+    const { sink, keyOf } = this.#config;
+    const batch = lastOfEachId(items, keyOf);
     this.#writing = (async () => {
-      await sink.write(items, checkpoint, ids);
+      const report = await sink.write(batch.items, checkpoint, batch.ids);
       this.#last = checkpoint;
-      this.#counts.written += items.length;
-      if (onProgress !== undefined) hear(onProgress, { ...this.#counts });
+      this.#counted(batch.items.length, report?.skippedIds ?? []);
     })();
     this.#writing.catch(() => {});
+  }
+
+  /** Counts a committed batch, and tells the listeners. */
+  #counted(written: number, skippedIds: readonly string[]): void {
+    const counts = this.#counts;
+    const { onProgress, onEvent } = this.#config;
+    counts.written += written - skippedIds.length;
+    counts.skipped += skippedIds.length;
+    const room = SKIPPED_IDS_SHOWN - counts.skippedIds.length;
+    counts.skippedIds.push(...skippedIds.slice(0, Math.max(0, room)));
+    if (skippedIds.length > 0 && onEvent !== undefined) {
+      hear(onEvent, { type: "sync.skipped", ids: [...skippedIds] });
+    }
+    if (onProgress !== undefined) {
+      const { written, pages, requests } = counts;
+      hear(onProgress, { written, pages, requests });
+    }
   }
 
   /** Waits for the batch being written, whatever its outcome. */
@@ -270,6 +305,22 @@ function hear<E>(listener: (event: E) => unknown, event: E): void {
   } catch {
     // A listener's failure must never change what the run does.
   }
+}
+
+/**
+ * The batch with each id once, where it last occurs (the service's latest
+ * word on that item), in order.
+ */
+function lastOfEachId<T>(
+  items: readonly T[],
+  keyOf: (item: T) => { readonly id: string },
+): { items: T[]; ids: string[] } {
+  const ids = items.map((item) => keyOf(item).id);
+  const last = new Map<string, number>();
+  ids.forEach((id, i) => last.set(id, i));
+  if (last.size === ids.length) return { items: [...items], ids };
+  const kept = ids.flatMap((id, i) => last.get(id) === i ? [i] : []);
+  return { items: kept.map((i) => items[i]!), ids: kept.map((i) => ids[i]!) };
 }
 
 function sameCheckpoint(

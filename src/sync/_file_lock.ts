@@ -1,0 +1,163 @@
+// Internal: a lock file beside a copy (`<path>.lock`), holding the token of
+// the run that owns it. Created exclusively; refreshed (its mtime) while
+// held; taken over only once stale, by renaming that very file away first,
+// so two runs that both judged it stale cannot both take it; removed on
+// release only while it is still this run's.
+
+import { link, lstat, rename, unlink } from "node:fs/promises";
+import process from "node:process";
+import { isMissing, openFile, readText } from "./_files.ts";
+import {
+  isStale,
+  keepRefreshed,
+  lockLost,
+  type LockWait,
+  runToken,
+  waitForLock,
+} from "./_lease.ts";
+
+/** A lock file held by this run. */
+export interface FileLock extends AsyncDisposable {
+  /** This run's token (also used to name its temporary files). */
+  readonly token: string;
+  /** @throws {SyncError} (`"lock-lost"`) Unless the lock is still this run's. */
+  assertHeld(): Promise<void>;
+}
+
+/** What a lock file says. */
+interface LockContent {
+  readonly owner: string;
+  readonly pid: number;
+}
+
+/**
+ * Takes the lock file at `path`, waiting (as `options` say) while another
+ * run holds it.
+ *
+ * @throws {SyncError} (`"locked"`, `"link"`)
+ */
+export function takeFileLock(
+  path: string,
+  options: LockWait,
+): Promise<FileLock> {
+  const token = runToken();
+  return waitForLock(path, options, async () => {
+    if (await create(path, token)) return { taken: held(path, token) };
+    const current = await look(path);
+    if (current === undefined) return { holder: "a run that just ended" };
+    if (isStale(current.refreshedAt, Date.now())) {
+      if (await takeOver(path, token, current.owner)) {
+        return { taken: held(path, token) };
+      }
+    }
+    return { holder: `pid ${current.pid}` };
+  });
+}
+
+function held(path: string, token: string): FileLock {
+  let lost = false;
+  const stop = keepRefreshed(async () => {
+    const file = await openFile(path, "write").catch(() => undefined);
+    if (file === undefined) return void (lost = true);
+    try {
+      const content = parse(await file.readFile("utf8"));
+      if (content?.owner !== token) return void (lost = true);
+      const now = new Date();
+      await file.utimes(now, now);
+    } finally {
+      await file.close();
+    }
+  });
+  return {
+    token,
+    async assertHeld() {
+      const content = parse(await readText(path).catch(() => undefined));
+      if (lost || content?.owner !== token) {
+        lost = true;
+        throw lockLost(path);
+      }
+    },
+    async [Symbol.asyncDispose]() {
+      stop();
+      const content = parse(await readText(path).catch(() => undefined));
+      if (content?.owner === token) await unlink(path).catch(() => {});
+    },
+  };
+}
+
+/** Creates the lock file with this run's token; false when one exists. */
+async function create(path: string, token: string): Promise<boolean> {
+  let file;
+  try {
+    file = await openFile(path, "create");
+  } catch (error) {
+    if ((error as { code?: string }).code === "EEXIST") return false;
+    throw error;
+  }
+  try {
+    const content: LockContent = { owner: token, pid: process.pid };
+    await file.writeFile(JSON.stringify(content));
+  } finally {
+    await file.close();
+  }
+  return true;
+}
+
+/** The lock's owner and last refresh, or undefined once it is gone. */
+async function look(
+  path: string,
+): Promise<LockContent & { refreshedAt: number } | undefined> {
+  try {
+    const info = await lstat(path);
+    // A dangling link or a foreign file never passes for a held lock.
+    const content = parse(await readText(path));
+    return {
+      owner: content?.owner ?? "",
+      pid: content?.pid ?? 0,
+      refreshedAt: info.mtime.getTime(),
+    };
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Takes over the stale lock of `stale`: renames the file away (only one run
+ * can rename that file), and only if it still is `stale`'s, creates a new
+ * one. A fresh lock renamed by mistake is put back.
+ */
+async function takeOver(
+  path: string,
+  token: string,
+  stale: string,
+): Promise<boolean> {
+  const claimed = `${path}.${token}.stale`;
+  try {
+    await rename(path, claimed);
+  } catch (error) {
+    if (isMissing(error)) return false;
+    throw error;
+  }
+  const owner = parse(await readText(claimed).catch(() => undefined))?.owner ??
+    "";
+  if (owner !== stale) {
+    await link(claimed, path).catch(() => {});
+    await unlink(claimed).catch(() => {});
+    return false;
+  }
+  await unlink(claimed).catch(() => {});
+  return await create(path, token);
+}
+
+function parse(text: string | undefined): LockContent | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text) as Partial<LockContent> | null;
+    return typeof value?.owner === "string"
+      ? { owner: value.owner, pid: Number(value.pid) || 0 }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

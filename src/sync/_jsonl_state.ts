@@ -1,0 +1,75 @@
+// Internal: what the JSONL sink's side file holds, read back only when it
+// is whole and of this format (a legacy 0.3 file is read too).
+
+import type { SyncCheckpoint } from "./_types.ts";
+import { isCheckpoint } from "./_checkpoint.ts";
+
+const FORMAT = "partner-api-jsonl/2";
+/** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
+const NEWLINE_HASH = "01ba4719c80b6fe911b091a7c05124b6";
+
+/** The committed end of a file: its length, and its last line's place and fingerprint. */
+export interface FileEnd {
+  readonly length: number;
+  readonly last: { readonly start: number; readonly hash: string } | null;
+}
+
+/** What the side file records. */
+export interface Committed {
+  readonly checkpoint: SyncCheckpoint;
+  /** The copy's committed end. */
+  readonly end: FileEnd;
+  /** A `full` pass's file under way (`<path>.rewrite`), while there is one. */
+  readonly rewrite?: FileEnd;
+  /** The rewrite is complete and `end` is its end; it is being renamed over the copy. */
+  readonly renaming?: boolean;
+}
+
+/** The side file's text. */
+export function sideFileText(committed: Committed): string {
+  return JSON.stringify({ format: FORMAT, ...committed });
+}
+
+/** The side file's content, or undefined when it is not a whole one. */
+export function readSideFile(text: string): Committed | undefined {
+  let value: Record<string, unknown>;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  if (!isCheckpoint(value.checkpoint)) return undefined;
+  if (value.format === undefined && isLength(value.length)) {
+    // 0.3 wrote only the length: its last byte must be a line's end.
+    const length = value.length;
+    return {
+      checkpoint: value.checkpoint,
+      end: {
+        length,
+        last: length === 0 ? null : { start: length - 1, hash: NEWLINE_HASH },
+      },
+    };
+  }
+  if (value.format !== FORMAT || !isEnd(value.end)) return undefined;
+  if (value.rewrite !== undefined && !isEnd(value.rewrite)) return undefined;
+  return {
+    checkpoint: value.checkpoint,
+    end: value.end,
+    ...(value.rewrite === undefined ? {} : { rewrite: value.rewrite }),
+    ...(value.renaming === true ? { renaming: true } : {}),
+  };
+}
+
+function isLength(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isEnd(value: unknown): value is FileEnd {
+  if (typeof value !== "object" || value === null) return false;
+  const { length, last } = value as Record<string, unknown>;
+  if (!isLength(length)) return false;
+  if (last === null) return length === 0;
+  const { start, hash } = (last ?? {}) as Record<string, unknown>;
+  return isLength(start) && start < length && typeof hash === "string";
+}

@@ -1,0 +1,106 @@
+// Internal: the rules every sink's lock follows, as pure functions and one
+// waiting loop: a lock belongs to a run (a random token), is refreshed while
+// held, is taken over only once stale, and a run waits a bounded time for
+// one that is not.
+
+import { unrefTimer } from "../core/_abort.ts";
+import { SyncError } from "./sync_error.ts";
+
+/** Not refreshed for this long, a lock's run is gone (or paused). */
+export const STALE_AFTER = 5_000;
+/** How often a held lock is refreshed: well inside STALE_AFTER. */
+export const REFRESH_EVERY = 1_000;
+/** How often a waiting run looks again. */
+const POLL_EVERY = 100;
+
+/** How long a run waits for another that holds the copy, by default. */
+export const DEFAULT_LOCK_WAIT = 30_000;
+
+/** Whether a lock last refreshed at `refreshedAt` is stale at `now`. */
+export function isStale(refreshedAt: number, now: number): boolean {
+  return now - refreshedAt > STALE_AFTER;
+}
+
+/** A new run's token: what its lock holds, so that it removes only its own. */
+export function runToken(): string {
+  return crypto.randomUUID();
+}
+
+/** How a sink waits for a lock. */
+export interface LockWait {
+  /** Stops the wait with the signal's reason. */
+  readonly signal?: AbortSignal | undefined;
+  /** Gives up after this many ms with SyncError `"locked"`; Infinity waits on. */
+  readonly wait: number;
+  /** Hears once that the run waits, with who holds the copy. */
+  readonly onWait?: ((holder: string) => void) | undefined;
+}
+
+/**
+ * Calls `attempt` until it takes the lock (resolves with it) or `wait`
+ * runs out. `attempt` resolves with the lock, or with who holds it.
+ *
+ * @throws {SyncError} (`"locked"`) When the wait runs out.
+ */
+export async function waitForLock<L>(
+  what: string,
+  options: LockWait,
+  attempt: () => Promise<{ taken: L } | { holder: string }>,
+): Promise<L> {
+  const started = Date.now();
+  let told = false;
+  while (true) {
+    options.signal?.throwIfAborted();
+    const result = await attempt();
+    if ("taken" in result) return result.taken;
+    if (!told) {
+      told = true;
+      options.onWait?.(result.holder);
+    }
+    const left = started + options.wait - Date.now();
+    if (left <= 0) {
+      throw new SyncError(
+        `Cannot sync: another run (${result.holder}) holds ${what}; it is still running or was stopped less than ${
+          STALE_AFTER / 1000
+        } s ago: try again once it ends`,
+        "locked",
+        what,
+      );
+    }
+    await pause(Math.min(POLL_EVERY, left), options.signal);
+  }
+}
+
+/** Calls `refresh` every REFRESH_EVERY ms until the returned stop is called. */
+export function keepRefreshed(refresh: () => Promise<unknown>): () => void {
+  const timer = globalThis.setInterval(() => {
+    refresh().catch(() => {});
+  }, REFRESH_EVERY);
+  unrefTimer(timer);
+  return () => globalThis.clearInterval(timer);
+}
+
+/** The error of a run whose lock was taken over while it was paused. */
+export function lockLost(what: string): SyncError {
+  return new SyncError(
+    `Cannot sync: another run took ${what} over while this one was paused; this run stopped before writing: run again`,
+    "lock-lost",
+    what,
+  );
+}
+
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = globalThis.setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener("abort", abort);
+      resolve();
+    }
+    function abort() {
+      globalThis.clearTimeout(timer);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", abort, { once: true });
+  });
+}
