@@ -110,3 +110,44 @@ export async function freshTarget(
   }
   return path;
 }
+
+/**
+ * A client whose list `things` is `items` as they stand, paged by `limit`
+ * and `page` like the service (or every page answered as page 1, as a
+ * service that ignores `page`); the token comes from the fake in process.
+ */
+export function listOf(
+  items: () => readonly unknown[],
+  options: { ignorePage?: boolean } = {},
+): { client: PartnerClient; readonly requests: number } {
+  const fake = inProcess();
+  let requests = 0;
+  const serve: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    const url = new URL(request.url);
+    if (url.pathname !== "/api/things") return fake.service.handle(request);
+    requests++;
+    const limit = Number(url.searchParams.get("limit") ?? 50);
+    const page = options.ignorePage ? 1 : Number(url.searchParams.get("page"));
+    const all = items();
+    const body = all.slice((page - 1) * limit, page * limit);
+    return Promise.resolve(Response.json(body));
+  };
+  const environment = fake.service.environmentAt(
+    "http://127.0.0.1:9",
+    "http://127.0.0.1:10",
+  );
+  const client = createClient({
+    environment,
+    ...fake.service.credentials,
+    fetch: serve,
+    retry: false,
+    rateLimit: false,
+  });
+  return {
+    client,
+    get requests() {
+      return requests;
+    },
+  };
+}

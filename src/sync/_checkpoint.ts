@@ -40,7 +40,7 @@ export function runStart(
     ? undefined
     : checkCheckpoint(saved, identity);
   const sizing = {
-    accepted: sizes.limit,
+    accepted: checked?.accepted ?? 0,
     refused: Infinity,
     maxLimit: sizes.maxLimit,
   };
@@ -125,5 +125,7 @@ export function isCheckpoint(value: unknown): value is SyncCheckpoint {
       (typeof edge === "object" && text(edge.id) &&
         (text(edge.value) || Number.isFinite(edge.value)))) &&
     Number.isSafeInteger(c.offset) && (c.offset as number) >= 0 &&
-    typeof c.full === "boolean" && typeof c.complete === "boolean";
+    typeof c.full === "boolean" && typeof c.complete === "boolean" &&
+    (c.accepted === undefined ||
+      (Number.isSafeInteger(c.accepted) && (c.accepted as number) >= 0));
 }

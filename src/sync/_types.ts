@@ -46,6 +46,12 @@ export interface SyncCheckpoint {
   readonly full: boolean;
   /** The pass reached the end of the list. */
   readonly complete: boolean;
+  /**
+   * The largest page size the service was seen to honour (a full page of
+   * it came back): a shorter page of at most that size is the list's end.
+   * Absent before the first such page (and in 0.3's checkpoints).
+   */
+  readonly accepted?: number;
 }
 
 /**

@@ -21,7 +21,7 @@ export interface WindowState {
   readonly offset: number;
   /** Items to read before `offset`, so that a shift to the left stays visible. */
   readonly margin: number;
-  /** The largest size known to be honoured (the user's `limit` at first). */
+  /** The largest size known to be honoured (0 until a page shows one). */
   readonly accepted: number;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
@@ -214,20 +214,20 @@ export function judgeWindow(
 /**
  * Whether a window of `count` items for `limit` proves the end of the list.
  * A service either refuses a size above its largest (400) or cuts the page
- * to it. A short answer for a size known to be honoured is the end; so is
- * one shorter than any size known to be honoured (a cut page would be that
- * long), or shorter than MIN_WINDOW (no service is taken to cut pages that
- * small). Otherwise it may be a cut: the next window asks at most `count`,
- * a size honoured either way, and settles it.
+ * to it, and nothing says which. A short answer proves the end when its
+ * size is known to be honoured (a full page of that size or larger came
+ * back, now or in an earlier run), or when it is shorter than MIN_WINDOW (no
+ * service is taken to cut pages that small: the same floor as `maxLimit`'s).
+ * The user's `limit` proves nothing: a service may cut below it. Otherwise
+ * the next window asks at most `count`, a size honoured either way, and
+ * settles it.
  */
 export function provesEnd(
   state: WindowState,
   limit: number,
   count: number,
 ): boolean {
-  return count < limit &&
-    (limit <= state.accepted ||
-      count < Math.max(state.accepted, MIN_WINDOW));
+  return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
 }
 
 /** What an answer of `count` items for `limit` says of the sizes honoured. */

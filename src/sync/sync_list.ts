@@ -5,6 +5,7 @@
 import type { PartnerClient } from "../client/mod.ts";
 import { ApiError } from "../core/errors.ts";
 import { runStart } from "./_checkpoint.ts";
+import { SyncError } from "./sync_error.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint, SyncOptions, SyncResult } from "./_types.ts";
 import {
@@ -31,6 +32,14 @@ interface Counts {
   skipped: number;
   skippedIds: string[];
 }
+
+/**
+ * Windows in a row that may add nothing before the run gives up: a service
+ * that ignores `page` answers every window with the first page, which the
+ * copy already holds. Drift alone leaves a window with nothing new only
+ * when at least a window's worth was inserted before it.
+ */
+const IDLE_WINDOWS = 3;
 
 /** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;
@@ -123,6 +132,8 @@ async function runWindows<T>(
   // One window first: a run with nothing new costs one request, not one
   // per window in flight.
   let width = 1;
+  // Committed windows in a row that added nothing and did not end the pass.
+  let idle = 0;
   const fill = () => {
     while (flights.length < width) {
       const last = flights.at(-1);
@@ -148,10 +159,13 @@ async function runWindows<T>(
         ...saved,
         edge: state.edge,
         offset: state.offset,
+        ...(state.accepted > 0 ? { accepted: state.accepted } : {}),
         full: saved.full && !judged.ended,
         complete: judged.ended,
       };
       counts.pages++;
+      idle = judged.fresh.length > 0 || judged.ended ? 0 : idle + 1;
+      if (idle === IDLE_WINDOWS) throw repeatedPages(config, flight.plan);
       if (!judged.ended) {
         // The next window is on its way while this one is written.
         width = config.concurrency;
@@ -167,6 +181,13 @@ async function runWindows<T>(
   await committer.done();
 }
 
+function repeatedPages<T>(config: SyncConfig<T>, plan: WindowPlan): SyncError {
+  return new SyncError(
+    `Cannot sync ${config.identity.path}: ${IDLE_WINDOWS} windows in a row, the last page ${plan.page} of ${plan.limit}, held only items already copied: the service seems to ignore 'page'; what was committed stays`,
+    "repeated-page",
+  );
+}
+
 /** A window's verdict; a refused size is a verdict too (read smaller). */
 async function judge<T>(
   flight: Flight<T>,
@@ -179,7 +200,7 @@ async function judge<T>(
   } catch (error) {
     if (
       error instanceof ApiError && error.status === 400 &&
-      flight.plan.limit > state.accepted
+      flight.plan.limit > Math.max(state.accepted, config.limit)
     ) {
       return {
         kind: "refused" as const,

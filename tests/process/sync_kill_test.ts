@@ -161,38 +161,3 @@ Deno.test({
     }
   },
 });
-
-Deno.test("sync CLI: a second run on one target waits for the lock, a stale lock is taken over", async () => {
-  await using api = await startFakePartnerApi({ items: { transactions: 50 } });
-  const target = await fresh("locked.db");
-  const lock = `${target}.lock`;
-  await Deno.writeTextFile(lock, "12345\n");
-  const env = configFor(api);
-  const flags = [
-    "--allow-net=127.0.0.1",
-    "--allow-read=.test-tmp",
-    "--allow-write=.test-tmp",
-    `--allow-env=${Object.keys(env).join(",")}`,
-  ];
-  const args = ["sync", "transactions", "--to", target, "--no-cache"];
-  const child = cliCommand(flags, args, env).spawn();
-  const reader = child.stderr.getReader();
-  const first = new TextDecoder().decode((await reader.read()).value);
-  equal(first.includes("waiting for the run that holds"), true, first);
-  equal(first.includes("12345"), true, first);
-  await Deno.remove(lock);
-  reader.releaseLock();
-  const [status] = await Promise.all([
-    child.status,
-    child.stdout.cancel(),
-    child.stderr.cancel(),
-  ]);
-  equal(status.code, 0);
-  // A lock not refreshed for longer than 5 s: its owner is gone.
-  await Deno.writeTextFile(lock, "12345\n");
-  const past = new Date(Date.now() - 60_000);
-  await Deno.utime(lock, past, past);
-  const taken = await cli(flags, args, env);
-  equal(taken.code, 0, taken.stderr);
-  equal(taken.stderr.includes("waiting"), false, taken.stderr);
-});

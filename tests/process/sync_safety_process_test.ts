@@ -1,0 +1,214 @@
+// Sinks that cannot lose data, with real processes (issue 36): a run paused
+// with Ctrl-Z while a cron run takes the copy over, CLI runs racing for a
+// stale lock, and links planted beside a copy with `ln`. Each test is named
+// after the promise it keeps, and failed on 0.3.
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  syncList,
+} from "../../src/sync/mod.ts";
+import { createClient } from "../../src/client/mod.ts";
+import { freshTarget } from "../_sync_fake.ts";
+import { cli, cliCommand } from "./_cli_process.ts";
+import { configFor } from "../_cli_helpers.ts";
+
+const fresh = (name: string) => freshTarget("sync-safety-process", name);
+
+function flagsFor(env: Record<string, string>): string[] {
+  return [
+    "--allow-net=127.0.0.1",
+    "--allow-read=.test-tmp",
+    "--allow-write=.test-tmp",
+    `--allow-env=${Object.keys(env).join(",")}`,
+  ];
+}
+
+/** The ids of a JSONL copy, each line parsed (a broken line throws). */
+async function jsonlIds(path: string): Promise<string[]> {
+  const text = await Deno.readTextFile(path);
+  return text.split("\n").filter((line) => line !== "").map((line) =>
+    JSON.parse(line).transactionID
+  );
+}
+
+/** Waits until `path` holds at least `bytes` bytes. */
+async function grown(path: string, bytes: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const size = await Deno.stat(path).then((info) => info.size, () => 0);
+    if (size >= bytes) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${path} never reached ${bytes} bytes`);
+}
+
+Deno.test("sync CLI: a run paused with Ctrl-Z, a cron run meanwhile, then Ctrl-C: no item lost, none twice, no broken line", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 4000 },
+    latency: 5,
+  });
+  const target = await fresh("paused.jsonl");
+  const env = configFor(api);
+  const args = [
+    "sync",
+    "transactions",
+    "--to",
+    target,
+    "--no-cache",
+    "--sort-by",
+    "creationDate",
+    "--limit",
+    "50",
+  ];
+  const paused = cliCommand(flagsFor(env), args, env).spawn();
+  await grown(target, 20_000);
+  paused.kill("SIGSTOP");
+  // The cron run waits until the paused run's lock is stale, then takes it.
+  const cron = await cli(flagsFor(env), args, env);
+  equal(cron.code, 0, cron.stderr);
+  paused.kill("SIGCONT");
+  paused.kill("SIGINT");
+  const [status, , stderr] = await Promise.all([
+    paused.status,
+    paused.stdout.cancel(),
+    new Response(paused.stderr).text(),
+  ]);
+  ok(status.code !== 0, "the paused run does not report success");
+  ok(/another run took|interrupted|committed/.test(stderr), stderr);
+  const ids = await jsonlIds(target);
+  equal(ids.length, 4000);
+  equal(new Set(ids).size, 4000);
+  const again = await cli(flagsFor(env), args, env);
+  equal(again.code, 0, again.stderr);
+  deepStrictEqual(await jsonlIds(target), ids, "a later run changes nothing");
+});
+
+Deno.test("sync CLI: six runs racing for one stale lock: every item once", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 2000 },
+  });
+  const target = await fresh("race.jsonl");
+  await Deno.writeTextFile(
+    `${target}.lock`,
+    JSON.stringify({ owner: "gone", pid: 12345 }),
+  );
+  const past = new Date(Date.now() - 60_000);
+  await Deno.utime(`${target}.lock`, past, past);
+  const env = configFor(api);
+  const args = [
+    "sync",
+    "transactions",
+    "--to",
+    target,
+    "--no-cache",
+    "--sort-by",
+    "creationDate",
+    "--limit",
+    "50",
+  ];
+  const runs = await Promise.all(
+    Array.from({ length: 6 }, () => cli(flagsFor(env), args, env)),
+  );
+  for (const run of runs) equal(run.code, 0, run.stderr);
+  const ids = await jsonlIds(target);
+  equal(ids.length, 2000);
+  equal(new Set(ids).size, 2000);
+});
+
+Deno.test("sync CLI: a second run on one target waits for the first, saying which process holds it", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 50 } });
+  const target = await fresh("locked.jsonl");
+  const lock = `${target}.lock`;
+  await Deno.writeTextFile(lock, JSON.stringify({ owner: "x", pid: 12345 }));
+  const env = configFor(api);
+  const args = ["sync", "transactions", "--to", target, "--no-cache"];
+  const child = cliCommand(flagsFor(env), args, env).spawn();
+  const reader = child.stderr.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  ok(first.includes("waiting for the run that holds"), first);
+  ok(first.includes("12345"), first);
+  await Deno.remove(lock);
+  reader.releaseLock();
+  const [status] = await Promise.all([
+    child.status,
+    child.stdout.cancel(),
+    child.stderr.cancel(),
+  ]);
+  equal(status.code, 0);
+});
+
+Deno.test("no file of a copy is opened through a symbolic link, planted by another user or given as the copy; new files are 0600", async () => {
+  const target = await fresh("elsewhere.txt");
+  await Deno.writeTextFile(target, "another user's file\n");
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const options = { id: "transactionID", sortBy: "creationDate" };
+  for (
+    const [name, planted] of [
+      ["link.jsonl", ""],
+      ["side.jsonl", ".checkpoint.json"],
+      ["lock.jsonl", ".lock"],
+      ["rewrite.jsonl", ".rewrite"],
+      ["link.db", ""],
+      ["wal.db", "-wal"],
+    ] as const
+  ) {
+    const path = await fresh(name);
+    await Deno.remove(`${path}${planted}`).catch(() => {});
+    await plantLink(Deno.realPathSync(target), `${path}${planted}`);
+    let reason = "";
+    try {
+      if (name.endsWith(".db")) {
+        using sink = createSqliteSink(path, { table: "transactions" });
+        await syncList(client, "transactions", { ...options, sink });
+      } else {
+        const sink = createJsonlSink(path);
+        await syncList(client, "transactions", { ...options, sink });
+        await syncList(client, "transactions", {
+          ...options,
+          sink,
+          full: true,
+        });
+      }
+    } catch (error) {
+      reason = (error as { reason?: string }).reason ?? String(error);
+    }
+    equal(reason, "link", name);
+    equal(await Deno.readTextFile(target), "another user's file\n", name);
+  }
+  const path = await fresh("mode.jsonl");
+  await syncList(client, "transactions", {
+    ...options,
+    sink: createJsonlSink(path),
+  });
+  for (const file of [path, `${path}.checkpoint.json`]) {
+    equal((await Deno.stat(file)).mode! & 0o777, 0o600, file);
+  }
+  const db = await fresh("mode.db");
+  {
+    using sink = createSqliteSink(db, { table: "transactions" });
+    await syncList(client, "transactions", { ...options, sink });
+  }
+  equal((await Deno.stat(db)).mode! & 0o777, 0o600, db);
+  const rows = new DatabaseSync(db);
+  equal(
+    (rows.prepare('SELECT count(*) AS n FROM "transactions"').get() as {
+      n: number;
+    }).n,
+    5,
+  );
+  rows.close();
+});
+
+/** A symbolic link at `path` to `to`, made with `ln` as another user would. */
+async function plantLink(to: string, path: string): Promise<void> {
+  const made = await new Deno.Command("ln", { args: ["-s", to, path] })
+    .output();
+  if (!made.success) throw new Error(new TextDecoder().decode(made.stderr));
+}

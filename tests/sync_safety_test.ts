@@ -1,0 +1,306 @@
+// Sinks that cannot lose data (issue 36): each test is named after the
+// promise it keeps, and failed on 0.3's sinks. The fake in process, real
+// files under .test-tmp, no mocks of fetch.
+
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  SyncError,
+  type SyncErrorReason,
+  syncList,
+} from "../src/sync/mod.ts";
+import { freshTarget, inProcess, listOf } from "./_sync_fake.ts";
+
+const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
+const fresh = (name: string) => freshTarget("sync-safety", name);
+
+/** Rejects with a SyncError of `reason`. */
+async function refused(
+  promise: Promise<unknown>,
+  reason: SyncErrorReason,
+): Promise<void> {
+  await rejects(promise, (error: unknown) => {
+    ok(error instanceof SyncError, String(error));
+    equal(error.reason, reason);
+    return true;
+  });
+}
+
+/** Every file beside `path` a sink may keep, with its bytes. */
+async function snapshot(path: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  const dir = path.slice(0, path.lastIndexOf("/"));
+  for await (const entry of Deno.readDir(dir)) {
+    const name = `${dir}/${entry.name}`;
+    if (!name.startsWith(path)) continue;
+    files[entry.name] = entry.isSymlink
+      ? `-> ${await Deno.readLink(name)}`
+      : await Deno.readTextFile(name);
+  }
+  return files;
+}
+
+function jsonlIds(text: string): string[] {
+  return text.split("\n").filter((line) => line !== "").map((line) =>
+    JSON.parse(line).transactionID
+  );
+}
+
+Deno.test("JSONL sink: a file it did not make is refused and left byte for byte", async () => {
+  const path = await fresh("own.jsonl");
+  const own = Array.from({ length: 500 }, (_, i) => `{"mine":${i}}\n`).join("");
+  await Deno.writeTextFile(path, own);
+  const fake = inProcess({ items: { transactions: 30 } });
+  const before = await snapshot(path);
+  await refused(
+    syncList(fake.client, "transactions", {
+      ...byDate,
+      sink: createJsonlSink(path),
+    }),
+    "sink-mismatch",
+  );
+  deepStrictEqual(await snapshot(path), before);
+  equal(fake.listRequests, 0, "refused before any request");
+});
+
+Deno.test("JSONL sink: a damaged, foreign or mismatched side file is refused and the copy left byte for byte", async () => {
+  const fake = inProcess({ items: { transactions: 40 } });
+  const damages: [string, (path: string) => Promise<void>][] = [
+    ["{}", (p) => Deno.writeTextFile(`${p}.checkpoint.json`, "{}")],
+    ["null", (p) => Deno.writeTextFile(`${p}.checkpoint.json`, "null")],
+    ["garbage", (p) => Deno.writeTextFile(`${p}.checkpoint.json`, '{"ch')],
+    ["another version", async (p) => {
+      const side = JSON.parse(await Deno.readTextFile(`${p}.checkpoint.json`));
+      side.format = "partner-api-jsonl/9";
+      await Deno.writeTextFile(`${p}.checkpoint.json`, JSON.stringify(side));
+    }],
+    ["a changed last line", async (p) => {
+      const text = await Deno.readTextFile(p);
+      await Deno.writeTextFile(
+        p,
+        text.replace(/"amount":[^,}]*/g, '"amount":0'),
+      );
+    }],
+    ["a copy cut short", async (p) => {
+      const text = await Deno.readTextFile(p);
+      await Deno.writeTextFile(p, text.slice(0, text.length / 2));
+    }],
+    [
+      "a copy without its side file",
+      (p) => Deno.remove(`${p}.checkpoint.json`),
+    ],
+  ];
+  for (const [name, damage] of damages) {
+    const path = await fresh("damaged.jsonl");
+    await syncList(fake.client, "transactions", {
+      ...byDate,
+      sink: createJsonlSink(path),
+    });
+    await damage(path);
+    const before = await snapshot(path);
+    await rejects(
+      syncList(fake.client, "transactions", {
+        ...byDate,
+        sink: createJsonlSink(path),
+      }),
+      (error: SyncError) => error.reason === "sink-mismatch",
+      name,
+    );
+    deepStrictEqual(await snapshot(path), before, name);
+  }
+});
+
+Deno.test("JSONL sink: two syncList runs at once on one copy never interleave: every item once", async () => {
+  const path = await fresh("two.jsonl");
+  const fake = inProcess({ items: { transactions: 600 } });
+  const run = () =>
+    syncList(fake.client, "transactions", {
+      ...byDate,
+      limit: 25,
+      maxLimit: 50,
+      sink: createJsonlSink(path),
+    });
+  const results = await Promise.all([run(), run()]);
+  equal(results[0]!.written + results[1]!.written, 600);
+  const ids = jsonlIds(await Deno.readTextFile(path));
+  equal(ids.length, 600);
+  equal(new Set(ids).size, 600);
+});
+
+Deno.test("JSONL sink: a run whose lock was taken over while it was paused stops before writing, and its release leaves the new holder's lock", async () => {
+  const path = await fresh("paused.jsonl");
+  const checkpoint = {
+    version: 1 as const,
+    path: "things",
+    sortBy: "n",
+    id: "n",
+    query: {},
+    edge: { value: 1, id: "1" },
+    offset: 1,
+    full: false,
+    complete: false,
+  };
+  const paused = createJsonlSink(path);
+  const lock = await paused.lock!();
+  await paused.load();
+  // Paused (Ctrl-Z) past the stale time: its lock stops being refreshed.
+  const past = new Date(Date.now() - 60_000);
+  await Deno.utime(`${path}.lock`, past, past);
+  const cron = createJsonlSink(path);
+  const cronLock = await cron.lock!();
+  await cron.load();
+  await cron.write([{ n: 1 }], checkpoint, ["1"]);
+  const before = await snapshot(path);
+  await refused(paused.write([{ n: 2 }], checkpoint, ["2"]), "lock-lost");
+  await lock[Symbol.asyncDispose]();
+  deepStrictEqual(await snapshot(path), before, "nothing written, lock kept");
+  await cronLock[Symbol.asyncDispose]();
+  equal(await Deno.readTextFile(path), '{"n":1}\n');
+});
+
+Deno.test("SQLite sink: a run whose lease was taken over while it was paused stops before writing", async () => {
+  const path = await fresh("paused.db");
+  const fake = inProcess({ items: { transactions: 10 } });
+  using paused = createSqliteSink(path, { table: "transactions" });
+  const lock = await paused.lock!();
+  await paused.load();
+  const database = new DatabaseSync(path);
+  database.exec(`UPDATE partner_api_sync_lease SET refreshed_at = 0`);
+  {
+    using cron = createSqliteSink(path, { table: "transactions" });
+    await syncList(fake.client, "transactions", { ...byDate, sink: cron });
+  }
+  const checkpoint = (await createSqliteSink(database, {
+    table: "transactions",
+  }).load())!;
+  await refused(
+    paused.write([{ transactionID: "x" }], checkpoint, ["x"]),
+    "lock-lost",
+  );
+  await lock[Symbol.asyncDispose]();
+  const row = database.prepare('SELECT count(*) AS n FROM "transactions"')
+    .get() as { n: number };
+  database.close();
+  equal(row.n, 10);
+});
+
+Deno.test("SQLite sink: a table of the user's own is refused, and the database file is left byte for byte", async () => {
+  const path = await fresh("own.db");
+  const database = new DatabaseSync(path);
+  database.exec(
+    "CREATE TABLE transactions (id TEXT PRIMARY KEY, note TEXT); INSERT INTO transactions VALUES ('a', 'mine')",
+  );
+  database.close();
+  const before = await Deno.readFile(path);
+  const fake = inProcess({ items: { transactions: 5 } });
+  {
+    using sink = createSqliteSink(path, { table: "transactions" });
+    await refused(
+      syncList(fake.client, "transactions", { ...byDate, sink }),
+      "sink-mismatch",
+    );
+  }
+  deepStrictEqual(await Deno.readFile(path), before);
+});
+
+Deno.test("SQLite sink: table names SQLite folds to one share one checkpoint, so another list into it is refused", async () => {
+  const fake = inProcess({ items: { transactions: 5, organizations: 5 } });
+  const database = new DatabaseSync(":memory:");
+  await syncList(fake.client, "organizations", {
+    id: "organizationID",
+    sink: createSqliteSink(database, { table: "Transactions" }),
+  });
+  await rejects(
+    syncList(fake.client, "transactions", {
+      ...byDate,
+      sink: createSqliteSink(database, { table: "transactions" }),
+    }),
+    (error: TypeError & { option?: string }) => error.option === "sink",
+  );
+  const rows = database.prepare('SELECT count(*) AS n FROM "transactions"')
+    .get() as { n: number };
+  database.close();
+  equal(rows.n, 5, "the organizations stay");
+});
+
+Deno.test("a service that ignores 'page' ends the sync with 'repeated-page' within a few requests", async () => {
+  const items = Array.from({ length: 300 }, (_, i) => ({
+    thingID: `t${String(i).padStart(4, "0")}`,
+  }));
+  const service = listOf(() => items, { ignorePage: true });
+  await refused(
+    syncList(service.client, "things", {
+      id: "thingID",
+      sink: createSqliteSink(":memory:", { table: "things" }),
+      limit: 50,
+      maxLimit: 100,
+    }),
+    "repeated-page",
+  );
+  ok(service.requests <= 5, `${service.requests} requests`);
+});
+
+Deno.test("a service that cuts pages below 'limit' without a 400 still gets its whole list copied", async () => {
+  const fake = inProcess({
+    items: { transactions: 500 },
+    maxLimit: 40,
+    beyondMaxLimit: "cut",
+  });
+  using sink = createSqliteSink(":memory:", { table: "transactions" });
+  const result = await syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    limit: 50,
+  });
+  equal(result.written, 500);
+});
+
+Deno.test("every sink stores NUL, lone surrogates and long strings; a page's repeated id keeps its last occurrence; 7 and '7' are one id; ids SQLite cannot key are skipped and reported", async () => {
+  const items = [
+    { id: 1, text: "a\u0000b" },
+    { id: 2, text: "lone \ud800 high" },
+    { id: 3, text: "x".repeat(200_000) },
+    { id: 4, text: "first" },
+    { id: 4, text: "last" },
+    { id: 7, text: "number" },
+    { id: "7", text: "string" },
+    { id: "8\udc00", text: "an id with a lone surrogate" },
+  ];
+  const service = listOf(() => items);
+  const path = await fresh("odd.jsonl");
+  const jsonl = await syncList(service.client, "things", {
+    id: (item: { id: string | number }) => String(item.id),
+    sink: createJsonlSink(path),
+  });
+  equal(jsonl.skipped, 0);
+  const lines = (await Deno.readTextFile(path)).trimEnd().split("\n");
+  deepStrictEqual(
+    lines.map((line) => JSON.parse(line)),
+    items.filter((_, i) => i !== 3 && i !== 5),
+  );
+  const database = new DatabaseSync(":memory:");
+  const events: unknown[] = [];
+  const sqlite = await syncList(service.client, "things", {
+    id: (item: { id: string | number }) => String(item.id),
+    sink: createSqliteSink(database, { table: "things" }),
+    onEvent: (event) => events.push(event),
+  });
+  equal(sqlite.skipped, 1);
+  deepStrictEqual(sqlite.skippedIds, ["8\udc00"]);
+  deepStrictEqual(events, [{ type: "sync.skipped", ids: ["8\udc00"] }]);
+  const rows = database.prepare('SELECT id, item FROM "things" ORDER BY id')
+    .all() as { id: string; item: string }[];
+  database.close();
+  deepStrictEqual(
+    rows.map((row) => [row.id, JSON.parse(row.item).text]),
+    [
+      ["1", "a\u0000b"],
+      ["2", "lone \ud800 high"],
+      ["3", "x".repeat(200_000)],
+      ["4", "last"],
+      ["7", "string"],
+    ],
+  );
+});
