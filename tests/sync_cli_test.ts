@@ -69,9 +69,11 @@ Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exit
   ];
   let stop = () => {};
   let batches = 0;
+  let said = "";
   const stderr = {
     isTerminal: false,
-    write: () => {
+    write: (text: string) => {
+      said += text;
       if (++batches === 1) stop();
     },
   };
@@ -83,6 +85,13 @@ Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exit
     stderr,
   });
   equal(stopped.code, 130);
+  equal(
+    /committed \d+ items to .*; run the same command again to resume/.test(
+      said,
+    ),
+    true,
+    said,
+  );
   const again = await run(args, configFor(api));
   equal(again.stderr.includes("resumed"), true, again.stderr);
   equal(again.code, 0, again.stderr);
@@ -120,6 +129,67 @@ Deno.test("sync's flags are checked before anything is read", () => {
   equal(tableOf("2fa"), "t_2fa");
   equal(isStale(0, 5_001), true);
   equal(isStale(0, 4_000), false);
+});
+
+Deno.test("sync CLI: a --to in a missing folder, a copy it did not make, a file it may not write: exit 2 and one line about --to", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const missing = await run(
+    [
+      "sync",
+      "transactions",
+      "--to",
+      ".test-tmp/no/such/folder/copy.db",
+      "--no-cache",
+    ],
+    configFor(api),
+  );
+  equal(missing.code, 2, missing.stderr);
+  equal(missing.stderr.trim().split("\n").length, 1, missing.stderr);
+  equal(
+    missing.stderr.includes("--to .test-tmp/no/such/folder/copy.db"),
+    true,
+    missing.stderr,
+  );
+  const own = await fresh("own.jsonl");
+  await Deno.writeTextFile(own, '{"mine":1}\n');
+  const foreign = await run(
+    ["sync", "transactions", "--to", own, "--no-cache"],
+    configFor(api),
+  );
+  equal(foreign.code, 2, foreign.stderr);
+  equal(foreign.stderr.includes(`: --to ${own}: `), true, foreign.stderr);
+  equal(/sink|table/.test(foreign.stderr), false, foreign.stderr);
+  equal(await Deno.readTextFile(own), '{"mine":1}\n');
+  const other = await fresh("other.db");
+  equal(
+    (await run([
+      "sync",
+      "organizations",
+      "--to",
+      other,
+      "--no-cache",
+      "--id",
+      "organizationID",
+    ], configFor(api))).code,
+    0,
+  );
+  const mixed = await run(
+    ["sync", "transactions", "--to", other, "--no-cache"],
+    configFor(api),
+  );
+  equal(mixed.code, 0, mixed.stderr); // another table in the same file
+  const sorted = await run([
+    "sync",
+    "transactions",
+    "--to",
+    other,
+    "--no-cache",
+    "--sort-by",
+    "creationDate",
+  ], configFor(api));
+  equal(sorted.code, 2, sorted.stderr);
+  equal(sorted.stderr.includes("give --to another file"), true, sorted.stderr);
+  equal(/sink|table/.test(sorted.stderr), false, sorted.stderr);
 });
 
 Deno.test("the sync example keeps a SQLite copy current", async () => {

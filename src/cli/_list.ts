@@ -11,8 +11,8 @@ import { escapeControls, progressReporter } from "./_render.ts";
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
 export class Interrupted extends Error {
   override readonly name = "Interrupted";
-  constructor() {
-    super("interrupted");
+  constructor(message = "interrupted") {
+    super(message);
   }
 }
 

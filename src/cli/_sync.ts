@@ -9,6 +9,8 @@ import { syncList } from "../sync/sync_list.ts";
 import type { SyncProgress, SyncSink } from "../sync/_types.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
+import { UsageError } from "./_plan.ts";
+import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 
 /** Brings the copy up to date; returns the items written. */
@@ -22,7 +24,10 @@ export async function runSync(
     interrupt.abort(new Interrupted())
   );
   try {
+    await checkFolder(request.target);
     return await syncInto(session, request, interrupt.signal);
+  } catch (error) {
+    throw explained(error, request.target);
   } finally {
     stopListening?.();
   }
@@ -39,6 +44,7 @@ async function syncInto(
   const progress = progressLine(io.stderr, now, started);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.end;
+  let committed = 0;
   const { sink, close } = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
@@ -55,7 +61,10 @@ async function syncInto(
       ...(request.concurrency === undefined
         ? {}
         : { concurrency: request.concurrency }),
-      onProgress: progress.update,
+      onProgress: (step) => {
+        committed = step.written;
+        progress.update(step);
+      },
     });
     progress.end();
     const seconds = Math.max((now() - started) / 1000, 0.001);
@@ -66,11 +75,83 @@ async function syncInto(
         Math.round(result.written / seconds)
       } items/s${result.resumed ? ", resumed" : ""})\n`,
     );
+    if (result.skipped > 0) {
+      io.stderr.write(
+        `${request.target}: ${result.skipped} item${
+          result.skipped === 1 ? "" : "s"
+        } skipped, which it cannot store: ${
+          result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id)).join(
+            ", ",
+          )
+        }${result.skipped > 5 ? ", …" : ""}\n`,
+      );
+    }
     return result.written;
+  } catch (error) {
+    if (!(error instanceof Interrupted)) throw error;
+    throw new Interrupted(
+      `interrupted: committed ${committed} item${
+        committed === 1 ? "" : "s"
+      } to ${request.target}; run the same command again to resume`,
+    );
   } finally {
     progress.end();
     close();
   }
+}
+
+/** A missing folder is the caller's to create: said before anything else. */
+async function checkFolder(target: string): Promise<void> {
+  const folder = target.includes("/")
+    ? target.slice(0, target.lastIndexOf("/")) || "/"
+    : ".";
+  const info = await Deno.stat(folder).catch(() => undefined);
+  if (info?.isDirectory !== true) {
+    throw new UsageError(
+      `--to ${target}: the folder ${folder} does not exist; create it, or give --to a path in a folder that does`,
+    );
+  }
+}
+
+/**
+ * The error as one line about `--to` where it is about the target: a copy
+ * this run cannot use, or cannot write, is the caller's to fix (exit 2).
+ */
+function explained(error: unknown, target: string): unknown {
+  if (error instanceof SyncError) {
+    if (error.reason === "sink-mismatch" || error.reason === "link") {
+      const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
+      return new UsageError(
+        `--to ${target}: ${
+          what.replace(/sync into (a new|another) /, "give --to $1 ")
+        }`,
+      );
+    }
+    return error;
+  }
+  if ((error as { option?: string } | null)?.option === "sink") {
+    return new UsageError(
+      `--to ${target} holds a copy made with other options (${
+        (error as Error).message.replace(/^Cannot sync: 'sink' /, "")
+      }); give --to another file, or the same --sort-by and filters`,
+    );
+  }
+  if (cannotWrite(error)) {
+    return new UsageError(
+      `--to ${target}: cannot write it (${
+        (error as Error).message.split("\n")[0]
+      }); give --to a file you can write, with --allow-write for it`,
+    );
+  }
+  return error;
+}
+
+function cannotWrite(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return error instanceof Deno.errors.PermissionDenied ||
+    error instanceof Deno.errors.NotCapable ||
+    code === "EACCES" || code === "EPERM" || code === "EROFS" ||
+    /readonly database/.test(String((error as Error | null)?.message));
 }
 
 function openSink(

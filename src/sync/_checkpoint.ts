@@ -88,12 +88,14 @@ export function checkCheckpoint(
       throw refusal(
         `holds a checkpoint for ${field} ${JSON.stringify(saved[field])}, not ${
           JSON.stringify(identity[field])
-        }; use another sink or table`,
+        }; sync into another copy`,
       );
     }
   }
   if (!sameQuery(saved.query, identity.query)) {
-    throw refusal("holds a checkpoint for another query; use another sink");
+    throw refusal(
+      "holds a checkpoint for another query; sync into another copy",
+    );
   }
   return saved;
 }

@@ -170,7 +170,7 @@ async function checkCopy(
     if ((size ?? 0) === 0) return undefined;
     throw mismatch(
       files,
-      `${files.copy} holds ${size} bytes but ${files.side} is missing: the file was not made by this sink, or its side file was lost`,
+      `${files.copy} holds ${size} bytes but ${files.side} is missing: it was not written by a sync, or its side file was lost`,
     );
   }
   const committed = readSideFile(side);
@@ -214,7 +214,7 @@ async function expectEnd(
 
 function mismatch(files: { copy: string; side: string }, what: string) {
   return new SyncError(
-    `Cannot sync into ${files.copy}: ${what}. Nothing was changed: give a new file, or restore ${files.copy} and ${files.side} together`,
+    `Cannot sync into ${files.copy}: ${what}. Nothing was changed: sync into a new file, or restore ${files.copy} and ${files.side} together`,
     "sink-mismatch",
     files.copy,
   );

@@ -234,14 +234,14 @@ async function judgeCopy(
 ): Promise<Checked> {
   const refuse = (why: string) =>
     new SyncError(
-      `Cannot sync into ${what}: ${why}. Nothing was changed: give another table or database file`,
+      `Cannot sync into ${what}: ${why}. Nothing was changed: sync into another table or database file`,
       "sink-mismatch",
       what,
     );
   if (state.checkpoint === undefined) {
     if (state.rows > 0) {
       throw refuse(
-        `it holds ${state.rows} rows that no checkpoint covers: it was not made by this sink`,
+        `it holds ${state.rows} rows that no checkpoint covers: it was not written by a sync`,
       );
     }
     return { checkpoint: undefined, rows: 0, last: null };

@@ -212,3 +212,26 @@ async function plantLink(to: string, path: string): Promise<void> {
     .output();
   if (!made.success) throw new Error(new TextDecoder().decode(made.stderr));
 }
+
+Deno.test("sync CLI: a --to it may not write exits 2 with one line naming it", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const env = configFor(api);
+  for (const name of ["readonly.db", "readonly.jsonl"]) {
+    const target = await fresh(name);
+    const result = await cli(
+      [
+        "--allow-net=127.0.0.1",
+        "--allow-read=.test-tmp",
+        `--allow-env=${Object.keys(env).join(",")}`,
+      ],
+      ["sync", "transactions", "--to", target, "--no-cache"],
+      env,
+    );
+    equal(result.code, 2, result.stderr);
+    equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+    ok(
+      result.stderr.includes(`--to ${target}: cannot write it`),
+      result.stderr,
+    );
+  }
+});
