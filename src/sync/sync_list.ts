@@ -93,10 +93,23 @@ export async function syncList<T>(
   const config = syncConfig(path, options);
   // Path and list options are checked by the client now, before any request.
   void client.list(config.identity.path, listOptions(config, undefined));
-  // One run at a time: the sink checks the copy, then takes it.
-  await using _lock = await config.sink.lock?.(
+  // One run at a time: the sink checks the copy, then takes it. (No
+  // `await using`: Node 20 cannot parse it.)
+  const lock = await config.sink.lock?.(
     config.signal === undefined ? {} : { signal: config.signal },
   );
+  try {
+    return await runFromCheckpoint(client, config);
+  } finally {
+    await lock?.[Symbol.asyncDispose]();
+  }
+}
+
+/** Loads the checkpoint and runs the windows from it. */
+async function runFromCheckpoint<T>(
+  client: PartnerClient,
+  config: SyncConfig<T>,
+): Promise<SyncResult> {
   const saved = await config.sink.load();
   const start = runStart(saved, config.identity, config, config.full);
   const counts: Counts = {

@@ -235,3 +235,47 @@ Deno.test("sync CLI: a --to it may not write exits 2 with one line naming it", a
     );
   }
 });
+
+Deno.test("./sync loads on Node 20: the JSONL sink works, and createSqliteSink says which runtimes have node:sqlite", async () => {
+  const folder = ".test-tmp/sync-node";
+  await Deno.mkdir(folder, { recursive: true });
+  for (const file of ["copy.jsonl", "copy.jsonl.checkpoint.json"]) {
+    await Deno.remove(`${folder}/${file}`).catch(() => {});
+  }
+  const bundle = await new Deno.Command("deno", {
+    args: [
+      "bundle",
+      "--quiet",
+      "--platform",
+      "node",
+      "-o",
+      `${folder}/sync.mjs`,
+      "src/sync/mod.ts",
+    ],
+  }).output();
+  equal(bundle.code, 0, new TextDecoder().decode(bundle.stderr));
+  await Deno.writeTextFile(
+    `${folder}/run.mjs`,
+    `const sync = await import("./sync.mjs");
+const sink = sync.createJsonlSink(${JSON.stringify(`${folder}/copy.jsonl`)});
+const lock = await sink.lock();
+await sink.load();
+const checkpoint = { version: 1, path: "n", sortBy: "n", id: "n", query: {}, edge: { value: 1, id: "1" }, offset: 1, full: false, complete: true };
+await sink.write([{ n: 1 }], checkpoint, ["1"]);
+await lock[Symbol.asyncDispose]();
+let sqlite = "works";
+try { sync.createSqliteSink(":memory:", { table: "t" }).close(); }
+catch (error) { sqlite = error.constructor.name + " " + error.option + " " + /Node 22/.test(error.message); }
+console.log(JSON.stringify({ node: process.versions.node, sqlite }));
+`,
+  );
+  const node = await new Deno.Command("node", { args: [`${folder}/run.mjs`] })
+    .output();
+  const out = new TextDecoder().decode(node.stdout);
+  equal(node.code, 0, new TextDecoder().decode(node.stderr));
+  const { node: version, sqlite } = JSON.parse(out);
+  const [major, minor] = version.split(".").map(Number);
+  const has = major > 22 || (major === 22 && minor >= 13);
+  equal(sqlite, has ? "works" : "TypeError database true", version);
+  equal(await Deno.readTextFile(`${folder}/copy.jsonl`), '{"n":1}\n');
+});
