@@ -16,8 +16,11 @@ export interface InProcess {
   readonly client: PartnerClient;
   /** List requests so far. */
   readonly listRequests: number;
-  /** Runs before each list request is answered (the test's schedule). */
-  beforeList: ((request: number) => void) | undefined;
+  /**
+   * Runs before each list request is answered (the test's schedule); a
+   * promise it returns holds the answer until it settles.
+   */
+  beforeList: ((request: number) => void | Promise<void>) | undefined;
 }
 
 /** The fake in process, with a client that neither retries nor paces. */
@@ -37,13 +40,13 @@ export function inProcess(options: FakePartnerServiceOptions = {}): InProcess {
     },
     beforeList: undefined,
   };
-  const serve: typeof fetch = (input, init) => {
+  const serve: typeof fetch = async (input, init) => {
     const request = new Request(input, init);
     if (new URL(request.url).pathname.startsWith("/api/")) {
       listRequests++;
-      state.beforeList?.(listRequests);
+      await state.beforeList?.(listRequests);
     }
-    return service.handle(request);
+    return await service.handle(request);
   };
   Object.assign(state, {
     client: createClient({

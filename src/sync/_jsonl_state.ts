@@ -16,7 +16,8 @@ export interface FileEnd {
 
 /** What the side file records. */
 export interface Committed {
-  readonly checkpoint: SyncCheckpoint;
+  /** Null while a new copy is begun and nothing is committed yet. */
+  readonly checkpoint: SyncCheckpoint | null;
   /** The copy's committed end. */
   readonly end: FileEnd;
   /** A `full` pass's file under way (`<path>.rewrite`), while there is one. */
@@ -39,6 +40,11 @@ export function readSideFile(text: string): Committed | undefined {
     return undefined;
   }
   if (typeof value !== "object" || value === null) return undefined;
+  if (value.format === FORMAT && value.checkpoint === null) {
+    return isEnd(value.end) && value.end.length === 0
+      ? { checkpoint: null, end: value.end }
+      : undefined;
+  }
   if (!isCheckpoint(value.checkpoint)) return undefined;
   if (value.format === undefined && isLength(value.length)) {
     // 0.3 wrote only the length: its last byte must be a line's end.

@@ -15,7 +15,7 @@ import {
   replaceFile,
   sizeOf,
 } from "./_files.ts";
-import { DEFAULT_LOCK_WAIT, runToken } from "./_lease.ts";
+import { DEFAULT_LOCK_WAIT, lockLost, runToken } from "./_lease.ts";
 import {
   type Committed,
   type FileEnd,
@@ -95,14 +95,27 @@ export function createJsonlSink<T>(
   let loaded = false;
   let lock: FileLock | undefined;
   const token = runToken();
+  /** Files this run appended to: their size must stay what it committed. */
+  const ours = new Set<string>();
   const load = async () => {
     committed = await checkCopy(files, rewritePath);
     loaded = true;
-    return committed?.checkpoint;
+    return committed?.checkpoint ?? undefined;
   };
+  /** The commit point: only while this run still holds the copy. */
   const save = async (next: Committed) => {
+    await lock?.assertHeld();
     await replaceFile(files.side, sideFileText(next), lock?.token ?? token);
     committed = next;
+  };
+  const append = async (file: string, from: FileEnd, lines: Lines) => {
+    const end = await appendLines(file, from, lines, async (size) => {
+      // Another writer's lines past ours: this run lost the copy.
+      if (ours.has(file) && size !== from.length) throw lockLost(file);
+      await lock?.assertHeld();
+    });
+    ours.add(file);
+    return end;
   };
   return {
     load,
@@ -116,7 +129,9 @@ export function createJsonlSink<T>(
     },
     async write(items, checkpoint) {
       if (!loaded) await load();
-      await lock?.assertHeld();
+      // A new copy's side file comes first: a run killed in its first
+      // batch leaves a copy that the next run recognises as begun.
+      if (committed === undefined) await save({ checkpoint: null, end: EMPTY });
       if (committed?.renaming) {
         // A run killed between recording a finished rewrite and renaming it.
         await renameOver(rewritePath, path);
@@ -124,14 +139,14 @@ export function createJsonlSink<T>(
       }
       const lines = linesOf(items);
       // A full pass's checkpoint says `full` until its last batch.
-      const passUnderWay = committed?.checkpoint.full === true &&
+      const passUnderWay = committed?.checkpoint?.full === true &&
         committed.rewrite !== undefined;
       if (!checkpoint.full && !passUnderWay) {
-        const end = await appendLines(path, committed?.end ?? EMPTY, lines);
+        const end = await append(path, committed?.end ?? EMPTY, lines);
         return await save({ checkpoint, end });
       }
       const from = passUnderWay ? committed?.rewrite : undefined;
-      const rewrite = await appendLines(
+      const rewrite = await append(
         rewritePath,
         from ?? await startRewrite(rewritePath),
         lines,
@@ -148,8 +163,14 @@ export function createJsonlSink<T>(
 
 const EMPTY: FileEnd = { length: 0, last: null };
 
-/** The lines of a batch, and the fingerprint of the last one. */
-function linesOf<T>(items: readonly T[]) {
+/** A batch as text, and its last line. */
+interface Lines {
+  readonly text: string;
+  readonly last: string | undefined;
+}
+
+/** The lines of a batch, and the last one. */
+function linesOf<T>(items: readonly T[]): Lines {
   const lines = items.map((item) => `${JSON.stringify(item)}\n`);
   return { text: lines.join(""), last: lines.at(-1) };
 }
@@ -242,13 +263,16 @@ async function renameOver(rewritePath: string, path: string): Promise<void> {
 async function appendLines(
   path: string,
   from: FileEnd,
-  lines: { text: string; last: string | undefined },
+  lines: Lines,
+  guard: (size: number) => Promise<void>,
 ): Promise<FileEnd> {
   if (lines.last === undefined) return from;
   const bytes = new TextEncoder().encode(lines.text);
   const exists = await sizeOf(path) !== undefined;
   const file = await openFile(path, exists ? "write" : "create");
   try {
+    // The last look before the cut: the lock still ours, no foreign lines.
+    await guard((await file.stat()).size);
     await file.truncate(from.length);
     await file.write(bytes, 0, bytes.length, from.length);
     await file.datasync();

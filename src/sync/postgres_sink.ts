@@ -1,118 +1,297 @@
-// A sync sink on PostgreSQL through a query function the user passes
-// (node-postgres: `(sql, params) => pool.query(sql, params)`), so the module
-// needs no driver. Each batch is ONE statement: a pool may send statements
-// on different connections, and one statement is one transaction.
+// A sync sink on PostgreSQL through a query function the user passes, so
+// the module needs no driver and works with any (node-postgres,
+// postgres.js). Each batch is ONE statement: a pool may send statements on
+// different connections, and one statement is one transaction. For the
+// same reason the lock is a lease row, not a session or advisory lock.
 
 import { optionError } from "../core/_check.ts";
 import type { SyncCheckpoint, SyncSink } from "./_types.ts";
-import { CHECKPOINT_TABLE, quotedTable } from "./_identifier.ts";
+import { quotedTable } from "./_identifier.ts";
+import { isCheckpoint } from "./_checkpoint.ts";
+import {
+  DEFAULT_LOCK_WAIT,
+  keepRefreshed,
+  lockLost,
+  runToken,
+  waitForLock,
+} from "./_lease.ts";
+import {
+  catalogSql,
+  copySql,
+  createSql,
+  postgresBatch,
+  type Query,
+  REFRESH_SQL,
+  RELEASE_SQL,
+  type Row,
+  rowsOf,
+  TAKE_SQL,
+  writeSql,
+} from "./_postgres_copy.ts";
+import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
 
 /**
  * Options of {@linkcode createPostgresSink}.
  *
- * @example With node-postgres
+ * @example With node-postgres (`pg`) or postgres.js (`postgres`)
  * ```ts
  * import { createPostgresSink, type PostgresSinkOptions } from "@partner-api/client/sync";
- * import { ok } from "node:assert/strict";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * const sent: string[] = [];
- * // Stands in for a node-postgres pool, which answers `pool.query(sql, params)`.
+ * // Stand in for a node-postgres pool (`new pg.Pool(...)`), which answers
+ * // `pool.query(text, params)` with `{ rows }`, and for postgres.js
+ * // (`postgres(...)`), whose `sql.unsafe(text, params)` answers the rows.
  * const pool = {
- *   query: (sql: string, _params: unknown[]) => (sent.push(sql), Promise.resolve({ rows: [] as unknown[] })),
+ *   query: (text: string, _params: string[]) => (sent.push(text), Promise.resolve({ rows: [] as unknown[] })),
  * };
- * const options: PostgresSinkOptions = { query: (sql, params) => pool.query(sql, params), table: "transactions" };
- * await createPostgresSink(options).load();
- * ok(sent.some((sql) => sql.includes('"transactions"')));
+ * const sql = {
+ *   unsafe: (text: string, _params: string[]) => (sent.push(text), Promise.resolve([] as unknown[])),
+ * };
+ * const withPg: PostgresSinkOptions = { query: (text, params) => pool.query(text, params), table: "transactions" };
+ * const withPostgresJs: PostgresSinkOptions = { query: (text, params) => sql.unsafe(text, params), table: "transactions" };
+ * deepStrictEqual(await createPostgresSink(withPg).load(), undefined); // no copy yet
+ * deepStrictEqual(await createPostgresSink(withPostgresJs).load(), undefined);
+ * deepStrictEqual(sent.filter((text) => !text.startsWith("SELECT")), []); // load() only reads
  * ```
  */
 export interface PostgresSinkOptions {
-  /** Sends one statement with `$1`-style parameters; resolves with its rows. */
-  query: (sql: string, params: unknown[]) => Promise<{ rows: unknown[] }>;
-  /** The table of items (`id TEXT PRIMARY KEY, item JSONB`), created if missing. */
+  /**
+   * Sends one statement with `$1`-style parameters, all strings (each is
+   * cast in the SQL); resolves with its rows, or with an object holding
+   * them as `rows`. node-postgres: `(text, params) => pool.query(text,
+   * params)`; postgres.js: `(text, params) => sql.unsafe(text, params)`.
+   */
+  query: (
+    sql: string,
+    params: string[],
+  ) => Promise<{ readonly rows: readonly unknown[] } | readonly unknown[]>;
+  /**
+   * The table of items (`id text PRIMARY KEY, item jsonb`), created if
+   * missing. The name is quoted, so case matters: `Transactions` and
+   * `transactions` are two tables, each with its own checkpoint row (keyed
+   * by the name exactly as given).
+   */
   table: string;
+  /**
+   * How long a run waits for another that holds the table, in ms, before
+   * it gives up with `SyncError` (`"locked"`). `Infinity` waits until the
+   * run's signal aborts.
+   *
+   * @default {30000}
+   */
+  lockWait?: number;
+  /** Hears once that a run waits, with who holds the table. */
+  onLockWait?: (holder: string) => void;
 }
 
 /**
- * A sink that keeps the copy in a PostgreSQL table, `id TEXT PRIMARY KEY,
- * item JSONB`, upserting each batch and saving the checkpoint (in the table
- * `partner_api_sync`, by table name) in one statement, so that it commits
- * whole whatever connection of a pool runs it.
+ * A sink that keeps the copy in a PostgreSQL table, `id text PRIMARY KEY,
+ * item jsonb` (each item a JSON object, as the service sent it), upserting
+ * each batch and saving the checkpoint (in the table `partner_api_sync`,
+ * keyed by the table name exactly as given, with the row count and a
+ * fingerprint of the last row committed) in ONE statement, so that it
+ * commits whole whatever connection of a pool runs it. Works with any
+ * driver: every parameter is a string cast in the SQL.
  *
- * @param options The query function and the table.
+ * One writer per table: `lock()` takes a lease row (table
+ * `partner_api_sync_lease`, by the server's clock; a lease not refreshed
+ * for 5 s is taken over), and a batch commits only while the lease is
+ * still the run's: a run whose lease was taken over stops with
+ * `SyncError` (`"lock-lost"`), writing nothing.
+ *
+ * `load()` only reads: a table with rows but no checkpoint (not made by
+ * this sink), one without the columns `id text` (unique) and `item
+ * jsonb`, a checkpoint this version cannot read, or a row count or last
+ * row that differs from what was recorded is refused with `SyncError`
+ * (`"sink-mismatch"`), and nothing is changed. The tables are created (and
+ * 0.3's checkpoint table given its new columns) by `lock()` or the first
+ * write, once the copy passed.
+ *
+ * Ids compare as strings: the last occurrence in a batch wins. What
+ * PostgreSQL cannot hold is skipped and reported (`SyncResult.skippedIds`),
+ * never sent: an id with a NUL, a lone surrogate or more than 2692 UTF-8
+ * bytes; an item whose strings hold a NUL or a lone surrogate, nested
+ * deeper than 1000 levels, or larger than a jsonb value (256 MiB). The
+ * database's encoding must be UTF8; PostgreSQL 11 or later (`sha256`).
+ *
+ * @param options The query function, the table, and how long to wait for
+ * another run.
  * @returns The sink.
  * @throws {TypeError} (`option`) For a missing `query` or a table name that
  * is not a plain identifier.
  *
- * @example The statements it sends
+ * @example What load() reads
  * ```ts
  * import { createPostgresSink } from "@partner-api/client/sync";
  * import { equal, ok } from "node:assert/strict";
  *
  * const sent: string[] = [];
+ * // Stands in for a database that has none of the sink's tables yet.
  * const sink = createPostgresSink({
- *   query: (sql) => (sent.push(sql), Promise.resolve({ rows: [] })),
- *   table: "transactions",
+ *   query: (text) => (sent.push(text), Promise.resolve({ rows: [{ items: "false", checkpoints: "false" }] })),
+ *   table: "Transactions",
  * });
  * equal(await sink.load(), undefined); // no checkpoint yet
- * ok(sent.some((sql) => sql.startsWith("CREATE TABLE")));
+ * ok(sent.every((text) => !text.includes("CREATE TABLE"))); // nothing created before lock() or write()
  * ```
  */
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  const query = options?.query;
+  const query = options?.query as Query | undefined;
   if (typeof query !== "function") {
     throw optionError(TypeError, CONTEXT, "query", "must be a function");
   }
   const table = quotedTable(options.table, CONTEXT);
   const target = options.table;
+  const what = `the table ${table}`;
+  const read = (sql: string, params: string[]) => rowsOf(query, sql, params);
+  let checked = false;
   let created: Promise<unknown> | undefined;
-  const create = () =>
-    created ??= (async () => {
-      await query(
-        `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item JSONB NOT NULL)`,
-        [],
-      );
-      await query(
-        `CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint JSONB NOT NULL)`,
-        [],
-      );
-    })().catch((error) => {
+  let owner: string | undefined;
+  /** Checks the copy, reading only: what load() and lock() do first. */
+  const check = async () => {
+    const checkpoint = await readCopy(read, table, what);
+    checked = true;
+    return checkpoint;
+  };
+  /** The first change, once the copy passed: the tables. */
+  const touch = () =>
+    created ??= read(createSql(table), []).catch((error) => {
       created = undefined;
       throw error;
     });
   return {
-    async load() {
-      await create();
-      const { rows } = await query(
-        `SELECT checkpoint::text AS checkpoint FROM ${CHECKPOINT_TABLE} WHERE target = $1`,
-        [target],
+    load: check,
+    async lock(run = {}) {
+      await check();
+      await touch();
+      const token = runToken();
+      await waitForLock(what, {
+        signal: run.signal,
+        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+        onWait: options.onLockWait,
+      }, async () => {
+        const row = (await read(TAKE_SQL, [target, token]))[0];
+        if (row?.taken === token) return { taken: token };
+        return {
+          holder: row?.stale === "true" ? "a run that stopped" : "another run",
+        };
+      });
+      owner = token;
+      let refreshing: Promise<unknown> = Promise.resolve();
+      const stop = keepRefreshed(() =>
+        refreshing = read(REFRESH_SQL, [target, token])
       );
-      const row = rows[0] as { checkpoint: string } | undefined;
-      return row === undefined
-        ? undefined
-        : JSON.parse(row.checkpoint) as SyncCheckpoint;
+      return {
+        async [Symbol.asyncDispose]() {
+          stop();
+          owner = undefined;
+          await refreshing.catch(() => {});
+          // A lease left behind (the server gone) is stale in 5 s: the
+          // run's outcome stands either way.
+          await read(RELEASE_SQL, [target, token]).catch(() => {});
+        },
+      };
     },
     async write(items, checkpoint, ids) {
-      await create();
-      await query(
-        `WITH written AS (
-          INSERT INTO ${table} (id, item)
-          SELECT * FROM unnest($1::text[], $2::jsonb[])
-          ON CONFLICT (id) DO UPDATE SET item = excluded.item
-          RETURNING 1
-        )
-        INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint) VALUES ($3, $4::jsonb)
-        ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint`,
-        [
-          [...ids],
-          items.map((item) => JSON.stringify(item)),
-          target,
-          JSON.stringify(checkpoint),
-        ],
-      );
+      if (!checked) await check();
+      await touch();
+      const batch = postgresBatch(items, ids);
+      const leased = owner !== undefined;
+      const params = [target, batch.json, JSON.stringify(checkpoint)];
+      if (owner !== undefined) params.push(owner);
+      const rows = await read(writeSql(table, leased), params);
+      if (rows.length === 0) throw lockLost(what);
+      if (Number(rows[0]!.written) !== batch.ids.length) {
+        throw new Error(
+          `Cannot sync into ${what}: the statement wrote ${
+            rows[0]!.written
+          } of ${batch.ids.length} rows`,
+        );
+      }
+      return { skippedIds: batch.skipped };
     },
   };
+}
+
+/**
+ * Reads the copy's state and judges it against what was recorded, changing
+ * nothing: the checkpoint, or undefined for a copy not begun.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`)
+ */
+async function readCopy(
+  read: (sql: string, params: string[]) => Promise<readonly Row[]>,
+  table: string,
+  what: string,
+): Promise<SyncCheckpoint | undefined> {
+  const refuse = (why: string) =>
+    new SyncError(
+      `Cannot sync into ${what}: ${why}. Nothing was changed: give another table`,
+      "sink-mismatch",
+      what,
+    );
+  const target = table.slice(1, -1);
+  const catalog = (await read(catalogSql(), [table]))[0] ?? {};
+  const items = catalog.items === "true";
+  if (
+    items &&
+    (catalog.id_type !== "text" || catalog.item_type !== "jsonb" ||
+      catalog.id_unique !== "true")
+  ) {
+    throw refuse(
+      "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink",
+    );
+  }
+  const has = {
+    items,
+    checkpoints: catalog.checkpoints === "true",
+    recorded: catalog.rows_type !== null && catalog.rows_type !== undefined,
+  };
+  if (!has.items && !has.checkpoints) return undefined;
+  const state = (await read(copySql(table, has), [target]))[0] ?? {};
+  const count = Number(state.count ?? 0);
+  if (state.checkpoint === null || state.checkpoint === undefined) {
+    if (count > 0) {
+      throw refuse(
+        `it holds ${count} rows that no checkpoint covers: it was not made by this sink`,
+      );
+    }
+    return undefined;
+  }
+  let checkpoint: unknown;
+  try {
+    checkpoint = JSON.parse(state.checkpoint);
+  } catch {
+    checkpoint = undefined;
+  }
+  if (!isCheckpoint(checkpoint)) {
+    throw refuse(
+      typeof checkpoint === "string"
+        ? "its checkpoint is a JSON string, as 0.3 stored it (and every item) through postgres.js: convert both (docs/sync.md, PostgreSQL)"
+        : "its checkpoint is damaged or from another version",
+    );
+  }
+  // 0.3 recorded neither count nor last row: nothing more to compare.
+  if (state.recorded === null || state.recorded === undefined) {
+    return checkpoint;
+  }
+  const recorded = Number(state.recorded);
+  if (recorded !== count) {
+    throw refuse(`it holds ${count} rows, not the ${recorded} committed`);
+  }
+  const last = state.last;
+  if (
+    last !== null && last !== undefined &&
+    state.found !== last.slice(0, last.indexOf(":"))
+  ) {
+    throw refuse(
+      "its last committed row is not the one recorded: the copy was changed",
+    );
+  }
+  return checkpoint;
 }

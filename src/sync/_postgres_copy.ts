@@ -1,0 +1,331 @@
+// Internal: the PostgreSQL sink's SQL, kept apart from its flow, and what
+// PostgreSQL can hold of a batch, as a pure function.
+//
+// Every parameter is text and cast in the SQL ($1::text, $2::text::json):
+// a driver that asks the server for parameter types (postgres.js) then
+// sends the string as it is, where `$1::jsonb` made it serialize the JSON
+// text again into a JSON string. Arrays travel as one JSON text, so no
+// driver's array encoding matters.
+
+import { CHECKPOINT_TABLE, LEASE_TABLE } from "./_identifier.ts";
+import { STALE_AFTER } from "./_lease.ts";
+
+/** Sends one statement with text parameters; resolves with its rows. */
+export type Query = (
+  sql: string,
+  params: string[],
+) => Promise<{ readonly rows: readonly unknown[] } | readonly unknown[]>;
+
+/** A row as the sink's statements return it: every column text. */
+export type Row = Readonly<Record<string, string | null | undefined>>;
+
+/** The rows of one statement, whether the driver gives `{ rows }` or an array. */
+export async function rowsOf(
+  query: Query,
+  sql: string,
+  params: string[],
+): Promise<readonly Row[]> {
+  const result = await query(sql, params);
+  const rows = Array.isArray(result)
+    ? result
+    : (result as { rows?: unknown }).rows;
+  if (!Array.isArray(rows)) {
+    throw new TypeError(
+      "Cannot sync into PostgreSQL: `query` must resolve with the rows, or with an object holding them as `rows`",
+    );
+  }
+  return rows as readonly Row[];
+}
+
+/** What PostgreSQL can hold, as the sink checks it before sending. */
+export interface PostgresLimits {
+  /**
+   * The longest id, in UTF-8 bytes: a primary key's btree entry holds at
+   * most 2704 bytes, 12 of them headers (a longer id fails unless it
+   * compresses, which cannot be told beforehand).
+   */
+  readonly idBytes: number;
+  /** The largest jsonb container: 2^28 - 1 bytes of elements. */
+  readonly itemBytes: number;
+  /** The deepest nesting sent: the server's parser is recursive (2 MB of stack holds about 10,000). */
+  readonly depth: number;
+}
+
+/** PostgreSQL's limits (measured on 15 with its default max_stack_depth). */
+export const POSTGRES_LIMITS: PostgresLimits = {
+  idBytes: 2692,
+  itemBytes: 268_435_455,
+  depth: 1000,
+};
+
+/** A batch as PostgreSQL can hold it. */
+export interface PostgresBatch {
+  /** `[[id, item], ...]` as JSON text: each id once, at its last occurrence. */
+  readonly json: string;
+  /** The ids sent, in that order. */
+  readonly ids: readonly string[];
+  /** The ids left out, each once: PostgreSQL cannot hold their item or id. */
+  readonly skipped: readonly string[];
+}
+
+/**
+ * What PostgreSQL can hold of a batch, decided before anything is sent so
+ * that no item stops every run at the same batch: ids compare as strings
+ * and the last occurrence of each wins; an item is left out (and named)
+ * when its id holds a NUL, is not well-formed Unicode (a lone surrogate)
+ * or is longer than a key may be, or when its JSON holds a string with a
+ * NUL (jsonb cannot) or a lone surrogate (jsonb refuses it), nests deeper
+ * than the server parses, or is larger than a jsonb value.
+ */
+export function postgresBatch(
+  items: readonly unknown[],
+  ids: readonly string[],
+  limits: PostgresLimits = POSTGRES_LIMITS,
+): PostgresBatch {
+  const last = new Map<string, number>();
+  ids.forEach((id, i) => last.set(id, i));
+  const order = [...last.values()].sort((a, b) => a - b);
+  const rows: string[] = [];
+  const kept: string[] = [];
+  const skipped: string[] = [];
+  for (const i of order) {
+    const id = ids[i]!;
+    const text = idFits(id, limits) ? itemJson(items[i], limits) : undefined;
+    if (text === undefined) {
+      skipped.push(id);
+      continue;
+    }
+    kept.push(id);
+    rows.push(`[${JSON.stringify(id)},${text}]`);
+  }
+  return { json: `[${rows.join(",")}]`, ids: kept, skipped };
+}
+
+function idFits(id: string, limits: PostgresLimits): boolean {
+  return !id.includes("\0") && id.isWellFormed() &&
+    utf8Length(id) <= limits.idBytes;
+}
+
+/**
+ * A `\u0000` or a lone surrogate's escape (JSON.stringify writes both as
+ * escapes; a pair it writes as is), preceded by an even number of
+ * backslashes: an escape, not an escaped backslash followed by "u0000".
+ */
+const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
+
+/** The item's JSON text, or undefined when PostgreSQL cannot hold it. */
+function itemJson(item: unknown, limits: PostgresLimits): string | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(item);
+  } catch {
+    return undefined; // a BigInt or a cycle: no JSON at all
+  }
+  if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
+  // Depth d takes at least 2d characters.
+  if (text.length > 2 * limits.depth && deeperThan(text, limits.depth)) {
+    return undefined;
+  }
+  // jsonb takes at most 12 bytes per byte of JSON text (a number in an
+  // array: 4 of entry, up to 8 of numeric), so most items need no count.
+  const bytes = utf8Length(text);
+  if (bytes * 12 + 16 <= limits.itemBytes) return text;
+  return jsonbBound(JSON.parse(text)) <= limits.itemBytes ? text : undefined;
+}
+
+/** Whether the JSON text nests deeper than `max`. */
+function deeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * At least the bytes of `value`'s largest jsonb container: each element
+ * costs an entry (4 bytes, 8 with a key) and up to 3 of alignment.
+ */
+function jsonbBound(value: unknown): number {
+  if (typeof value === "string") return utf8Length(value);
+  if (typeof value === "number") return 16 + String(value).length;
+  if (value === null || typeof value !== "object") return 0;
+  if (Array.isArray(value)) {
+    let total = 4;
+    for (const element of value) total += 7 + jsonbBound(element);
+    return total;
+  }
+  let total = 4;
+  for (const [key, element] of Object.entries(value)) {
+    total += 11 + utf8Length(key) + jsonbBound(element);
+  }
+  return total;
+}
+
+function utf8Length(text: string): number {
+  // Most text is ASCII: one byte per code unit, no encoding needed.
+  // deno-lint-ignore no-control-regex
+  if (/^[\x00-\x7f]*$/.test(text)) return text.length;
+  return new TextEncoder().encode(text).length;
+}
+
+/** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
+function fingerprintOf(item: string): string {
+  return `left(encode(sha256(convert_to((${item})::text, 'UTF8')), 'hex'), 32)`;
+}
+
+/** What the catalog says of the tables, read without changing anything. */
+export function catalogSql(): string {
+  const column = (table: string, name: string) =>
+    `(SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(${table}) AND attname = '${name}' AND attnum > 0 AND NOT attisdropped)`;
+  return `SELECT (to_regclass($1::text) IS NOT NULL)::text AS items,
+  ${column("$1::text", "id")} AS id_type,
+  ${column("$1::text", "item")} AS item_type,
+  (EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = to_regclass($1::text) AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1
+    AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'))::text AS id_unique,
+  (to_regclass('${CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
+  ${column(`'${CHECKPOINT_TABLE}'`, "rows")} AS rows_type`;
+}
+
+/**
+ * The copy's state: its row count, its checkpoint row, and the
+ * fingerprint of the row its checkpoint names last; read only.
+ */
+export function copySql(
+  table: string,
+  has: { items: boolean; checkpoints: boolean; recorded: boolean },
+): string {
+  const recorded = has.checkpoints && has.recorded;
+  return `SELECT ${
+    has.items ? `(SELECT count(*) FROM ${table})::text` : "'0'"
+  } AS count,
+  ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
+  ${recorded ? "c.rows::text" : "NULL::text"} AS recorded,
+  ${recorded ? "c.last" : "NULL::text"} AS last,
+  ${
+    has.items && recorded
+      ? `(SELECT ${
+        fingerprintOf("i.item")
+      } FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
+      : "NULL::text"
+  } AS found
+  FROM (VALUES ($1::text)) AS one (target)${
+    has.checkpoints
+      ? ` LEFT JOIN ${CHECKPOINT_TABLE} c ON c.target = one.target`
+      : ""
+  }`;
+}
+
+/**
+ * Creates the tables the sink needs, and the columns 0.3 lacked (the
+ * checkpoint becomes text: jsonb cannot hold an edge id with a NUL). One
+ * statement under a transaction's advisory lock: two first runs at once
+ * would otherwise race in CREATE TABLE. No notices (postgres.js prints them).
+ */
+export function createSql(table: string): string {
+  const text = (value: string) => `'${value.replaceAll("'", "''")}'`;
+  return `DO $partner_api$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(${text(CHECKPOINT_TABLE)}));
+  IF to_regclass(${text(table)}) IS NULL THEN
+    CREATE TABLE ${table} (id text PRIMARY KEY, item jsonb NOT NULL);
+  END IF;
+  IF to_regclass(${text(CHECKPOINT_TABLE)}) IS NULL THEN
+    CREATE TABLE ${CHECKPOINT_TABLE} (target text PRIMARY KEY, checkpoint text NOT NULL, rows bigint, last text);
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(${
+    text(CHECKPOINT_TABLE)
+  }) AND attname = 'rows' AND NOT attisdropped) THEN
+    ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN rows bigint, ADD COLUMN last text;
+  END IF;
+  IF (SELECT atttypid FROM pg_attribute WHERE attrelid = to_regclass(${
+    text(CHECKPOINT_TABLE)
+  }) AND attname = 'checkpoint' AND NOT attisdropped) <> 'text'::regtype THEN
+    ALTER TABLE ${CHECKPOINT_TABLE} ALTER COLUMN checkpoint TYPE text USING checkpoint::text;
+  END IF;
+  IF to_regclass(${text(LEASE_TABLE)}) IS NULL THEN
+    CREATE TABLE ${LEASE_TABLE} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL);
+  END IF;
+END
+$partner_api$`;
+}
+
+const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
+
+/**
+ * Takes the lease ($1 target, $2 owner) if it is free, this run's, or
+ * stale, by the server's clock: `taken` is the owner when it was taken;
+ * `stale` says whether the holder's lease had gone stale.
+ */
+export const TAKE_SQL = `WITH taken AS (
+  INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES ($1::text, $2::text, clock_timestamp())
+  ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
+  WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${STALE}
+  RETURNING owner
+)
+SELECT (SELECT owner FROM taken) AS taken,
+  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`;
+
+/** Refreshes the lease ($1 target) while it is still this run's ($2). */
+export const REFRESH_SQL =
+  `UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp() WHERE target = $1::text AND owner = $2::text`;
+
+/** Releases the lease ($1 target) if it is still this run's ($2). */
+export const RELEASE_SQL =
+  `DELETE FROM ${LEASE_TABLE} WHERE target = $1::text AND owner = $2::text`;
+
+/**
+ * One batch in one statement, so that it commits whole on any connection
+ * of a pool: $1 target, $2 the batch (`[[id, item], ...]`, see
+ * postgresBatch), $3 the checkpoint's JSON, and with `leased`, $4 the
+ * owner. Leased, it writes only while the lease row is this run's (the
+ * UPDATE holds that row until the commit, so no take-over slips between
+ * the look and the commit) and returns no row when it is not. The row
+ * count and the last row's fingerprint are recorded beside the checkpoint,
+ * computed from what the table held before the statement.
+ */
+export function writeSql(table: string, leased: boolean): string {
+  const holds = leased ? "WHERE EXISTS (SELECT 1 FROM lease)" : "";
+  const before = (column: string) =>
+    `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;
+  return `WITH ${
+    leased
+      ? `lease AS (
+  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
+  WHERE target = $1::text AND owner = $4::text RETURNING 1
+), `
+      : ""
+  }batch AS (
+  SELECT e.ord, e.value ->> 0 AS id, (e.value -> 1)::jsonb AS item
+  FROM json_array_elements($2::text::json) WITH ORDINALITY AS e (value, ord)
+  ${holds}
+), written AS (
+  INSERT INTO ${table} AS t (id, item) SELECT id, item FROM batch
+  ON CONFLICT (id) DO UPDATE SET item = excluded.item
+  RETURNING 1
+), saved AS (
+  INSERT INTO ${CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
+  SELECT $1::text, $3::text,
+    coalesce(${before("rows")}, (SELECT count(*) FROM ${table}))
+      + (SELECT count(*) FROM batch)
+      - (SELECT count(*) FROM ${table} t JOIN batch b ON b.id = t.id),
+    coalesce(
+      (SELECT ${
+    fingerprintOf("b.item")
+  } || ':' || b.id FROM batch b ORDER BY b.ord DESC LIMIT 1),
+      ${before("last")})
+  ${holds}
+  ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last
+  RETURNING c.rows
+)
+SELECT (SELECT count(*) FROM written)::text AS written, rows::text AS rows FROM saved`;
+}
