@@ -168,6 +168,9 @@ export function createPostgresSink<T>(
     load: check,
     async lock(run = {}) {
       await check();
+      // Once per run: the tables may have changed since the last (a
+      // long-lived sink outlives a migration or a dropped table).
+      created = undefined;
       await touch();
       const token = runToken();
       await waitForLock(what, {
