@@ -1,81 +1,104 @@
 // Internal: a client's paged lists: each page one exchange, retried on its
 // own, its body read within the attempt, its items picked out; whatever the
-// service gets wrong is an ApiError with the page's status.
+// service gets wrong is an ApiError with the page's status. `pages` yields
+// the walk's pages as values, `list` their items.
 
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import {
-  type PageRequest,
-  pageSearchParams,
-  paginate,
-  type PaginateOptions,
-} from "./paginate.ts";
+import { type PageRequest, pageSearchParams } from "./paginate.ts";
+import { type PageConfig, pageConfig } from "./_page_config.ts";
+import { flatten, type Walked, walkPages } from "./_walk.ts";
+import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 import { readBounded } from "../core/_read_body.ts";
 import { serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
 import type { SendContext } from "./_exchange.ts";
 import { sendExchange } from "./_send.ts";
 
-/**
- * Options of `PartnerClient.list`.
- *
- * @example Filters and a custom envelope
- * ```ts
- * import { createClient, type ListOptions } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * type Organization = { organizationID: string };
- * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const options: ListOptions<Organization> = {
- *   query: { country: "DE" }, // sent with every page (the fake ignores filters)
- *   items: (body) => (body as { organizations: Organization[] }).organizations,
- * };
- * const ids = (await Array.fromAsync(client.list("organizations", options))).map((o) => o.organizationID);
- * deepStrictEqual(ids, ["org_000001", "org_000002"]);
- * ```
- */
-export interface ListOptions<T> extends PaginateOptions<T> {
-  /**
-   * Picks the items out of a page's JSON body.
-   *
-   * @default {the body if it is an array, else its only array-valued property}
-   */
-  items?: (body: unknown) => readonly T[];
-  /** Further query parameters, e.g. filters; not `limit`, `page` or sort. */
-  query?: Record<string, string>;
-}
-
 const EXCERPT_LENGTH = 300;
 /** The largest page body read; a larger one is refused without reading the rest. */
 export const MAX_PAGE_BODY = 32 * 1024 * 1024;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 
-/** Iterates over the list at `path` under `base`. */
-export function listUnder<T>(
+/** A page as fetched: its items and its request. */
+interface FetchedPage<T> {
+  readonly items: readonly T[];
+  readonly request: RequestMetadata;
+}
+
+/** A walk over a list, its checked options, and the list's path. */
+interface Walk<T> {
+  readonly walk: AsyncGenerator<Walked<T, FetchedPage<T>>>;
+  readonly config: PageConfig<T>;
+  readonly pathname: string;
+}
+
+/** A walk over the list at `path` under `base`; options checked at once. */
+function walkUnder<T>(
   context: SendContext,
   base: URL,
   path: string,
   options: ListOptions<T>,
-): AsyncIterableIterator<T> {
+): Walk<T> {
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, "Cannot list");
   const extra = checkQuery(query);
   if (pick !== undefined && typeof pick !== "function") {
     throw new TypeError("Cannot list: 'items' must be a function");
   }
-  const listener = context.onEvent;
+  const config = pageConfig(pageOptions);
   const addressOf = pageAddresses(url, extra);
-  let pages = 0;
-  const items = paginate<T>((request) => {
-    pages++;
-    return listPage(context, base, addressOf(request), request, pick);
-  }, pageOptions);
-  return listener === undefined
-    ? items
-    : heardList(items, () => pages, listener, context.now, url.pathname);
+  const walk = walkPages<T, FetchedPage<T>>(
+    (request) => listPage(context, base, addressOf(request), request, pick),
+    config,
+  );
+  return { walk, config, pathname: url.pathname };
+}
+
+/** The pages of the list at `path` under `base`, as values. */
+export function pagesUnder<T>(
+  context: SendContext,
+  base: URL,
+  path: string,
+  options: ListOptions<T>,
+): AsyncIterableIterator<Page<T>> {
+  const { walk, config, pathname } = walkUnder(context, base, path, options);
+  const pages = asPages(walk, config.limit);
+  return heard(pages, context, pathname, (page) => page.items.length);
+}
+
+/** The items of the list at `path` under `base`. */
+export function listUnder<T>(
+  context: SendContext,
+  base: URL,
+  path: string,
+  options: ListOptions<T>,
+): AsyncIterableIterator<T> {
+  const { walk, config, pathname } = walkUnder(context, base, path, options);
+  if (context.onEvent === undefined) return flatten(walk, config.signal);
+  const tally = { pages: 0 };
+  const items = flatten(counted(walk, tally), config.signal);
+  return heard(items, context, pathname, () => 1, tally);
+}
+
+async function* asPages<T>(
+  walk: AsyncIterable<Walked<T, FetchedPage<T>>>,
+  limit: number,
+): AsyncGenerator<Page<T>, undefined, undefined> {
+  for await (const { page, items, fetched } of walk) {
+    yield Object.freeze({ items, page, limit, request: fetched.request });
+  }
+}
+
+async function* counted<X>(
+  source: AsyncIterable<X>,
+  tally: { pages: number },
+): AsyncGenerator<X, undefined, undefined> {
+  for await (const value of source) {
+    tally.pages++;
+    yield value;
+  }
 }
 
 /**
@@ -114,21 +137,39 @@ function listHead(
   return `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
 }
 
-/** The list's items as they are; the listener hears how the crawl ended. */
-async function* heardList<T>(
-  items: AsyncIterableIterator<T>,
-  pages: () => number,
+/**
+ * `source` as it is; the client's listener, if any, hears how the crawl
+ * ended: its pages and items (`count` of each value yielded).
+ */
+function heard<X>(
+  source: AsyncIterableIterator<X>,
+  context: SendContext,
+  pathname: string,
+  count: (value: X) => number,
+  tally?: { pages: number },
+): AsyncIterableIterator<X> {
+  const listener = context.onEvent;
+  if (listener === undefined) return source;
+  return heardCrawl(source, listener, context.now, pathname, count, tally);
+}
+
+async function* heardCrawl<X>(
+  source: AsyncIterableIterator<X>,
   listener: EventListener,
   now: () => number,
   path: string,
-): AsyncIterableIterator<T> {
+  count: (value: X) => number,
+  tally: { pages: number } | undefined,
+): AsyncIterableIterator<X> {
   const started = now();
-  let count = 0;
+  let pages = 0;
+  let items = 0;
   let outcome: "ok" | "error" = "ok";
   try {
-    for await (const item of items) {
-      count++;
-      yield item;
+    for await (const value of source) {
+      pages++;
+      items += count(value);
+      yield value;
     }
   } catch (error) {
     outcome = "error";
@@ -138,8 +179,8 @@ async function* heardList<T>(
       type: "api.list",
       path,
       outcome,
-      pages: pages(),
-      items: count,
+      pages: tally?.pages ?? pages,
+      items,
       durationMs: now() - started,
     });
   }
@@ -156,7 +197,7 @@ async function listPage<T>(
   url: URL,
   { signal, limit }: PageRequest,
   pick: ((body: unknown) => readonly T[]) | undefined,
-): Promise<readonly T[]> {
+): Promise<FetchedPage<T>> {
   return await sendExchange(context, {
     base,
     kind: "api",
@@ -167,7 +208,7 @@ async function listPage<T>(
     },
     context: "Cannot list",
     finish: async (response, accessToken, attempts) => {
-      const page: Page = { url, response, accessToken, attempts };
+      const page: Answered = { url, response, accessToken, attempts };
       const text = await readBounded(response, MAX_PAGE_BODY);
       if (text === undefined) {
         throw answered(page, "", `with a body over ${MAX_PAGE_BODY} bytes`);
@@ -183,13 +224,18 @@ async function listPage<T>(
           `with ${items.length} items, more than the limit of ${limit}`,
         );
       }
-      return items;
+      const request = Object.freeze({
+        url: url.href,
+        status: response.status,
+        attempts,
+      });
+      return { items, request };
     },
   });
 }
 
 /** One answered page, as its errors describe it. */
-interface Page {
+interface Answered {
   readonly url: URL;
   readonly response: Response;
   readonly accessToken: string;
@@ -197,7 +243,7 @@ interface Page {
 }
 
 /** The page's JSON body, or the ApiError that says what the service did. */
-function pageBody(page: Page, text: string): unknown {
+function pageBody(page: Answered, text: string): unknown {
   if (!page.response.ok) throw answered(page, text, "");
   try {
     return JSON.parse(text);
@@ -207,7 +253,11 @@ function pageBody(page: Page, text: string): unknown {
 }
 
 /** The items of a page body: an array, or the body's only array-valued property. */
-function itemsOf(page: Page, body: unknown, text: string): readonly unknown[] {
+function itemsOf(
+  page: Answered,
+  body: unknown,
+  text: string,
+): readonly unknown[] {
   if (Array.isArray(body)) return body;
   if (typeof body === "object" && body !== null) {
     const arrays = Object.values(body).filter(Array.isArray);
@@ -233,7 +283,7 @@ function itemsOf(page: Page, body: unknown, text: string): readonly unknown[] {
  * for a non-2xx answer, else "malformed"), and the start of the body, with
  * the token removed before anything is cut.
  */
-function answered(page: Page, text: string, problem: string): ApiError {
+function answered(page: Answered, text: string, problem: string): ApiError {
   const { url, response, accessToken, attempts } = page;
   const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
   return new ApiError(

@@ -15,6 +15,7 @@ export interface PageConfig<T> {
   readonly concurrency: number;
   readonly sort: { sortBy?: string; sortDirection?: SortDirection };
   readonly dedupeBy: ((item: T) => unknown) | undefined;
+  readonly until: ((item: T) => boolean) | undefined;
   readonly signal: AbortSignal | undefined;
 }
 
@@ -80,9 +81,16 @@ function sortOptions(
 }
 
 export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
-  const { dedupeBy, signal } = options;
-  if (dedupeBy !== undefined && typeof dedupeBy !== "function") {
-    throw optionError(TypeError, CONTEXT, "dedupeBy", "must be a function");
+  const { dedupeBy, until, signal } = options;
+  for (const [name, value] of [["dedupeBy", dedupeBy], ["until", until]]) {
+    if (value !== undefined && typeof value !== "function") {
+      throw optionError(
+        TypeError,
+        CONTEXT,
+        name as string,
+        "must be a function",
+      );
+    }
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw optionError(
@@ -101,8 +109,7 @@ export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
     concurrency: concurrencyOf(options.concurrency),
     sort: sortOptions(options.sortBy, options.sortDirection),
     dedupeBy,
+    until,
     signal,
   };
 }
-
-/** One page request in flight. */

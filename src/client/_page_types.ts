@@ -81,7 +81,8 @@ export interface PageRequest {
  */
 export interface PaginateOptions<T> {
   /**
-   * Items per page; always sent.
+   * Items per page: the size of each page requested, not a total (that is
+   * `maxItems`); always sent.
    *
    * @default {50}
    */
@@ -125,6 +126,14 @@ export interface PaginateOptions<T> {
    * server ignores `page`, and paging on would never end.
    */
   dedupeBy?: (item: T) => unknown;
+  /**
+   * Stops before the first item for which it returns `true`: that item and
+   * every later one are left out, and no further page is requested (pages
+   * already in flight are aborted). With `sortBy: "creationDate"` and
+   * `sortDirection: "DESC"` this is "since": stop at the first item older
+   * than a date. Called once per item, in order, after `dedupeBy`.
+   */
+  until?: (item: T) => boolean;
   /** Aborts the iteration, which then throws the signal's reason. */
   signal?: AbortSignal;
 }

@@ -29,7 +29,8 @@
 
 import type { TokenProvider } from "../token/mod.ts";
 import { PathCache } from "./_path.ts";
-import { type ListOptions, listUnder } from "./_list.ts";
+import { listUnder, pagesUnder } from "./_list.ts";
+import type { ListOptions, Page } from "./pages.ts";
 import { clientConfig, type ClientOptions } from "./_config.ts";
 import { sendExchange } from "./_send.ts";
 
@@ -42,7 +43,7 @@ export {
   type RateLimiterOptions,
 } from "./rate_limit.ts";
 
-export type { ListOptions } from "./_list.ts";
+export type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 
 /**
  * A client bound to one environment and one token provider.
@@ -87,6 +88,21 @@ export interface PartnerClient {
     path: string,
     options?: ListOptions<T>,
   ): AsyncIterableIterator<T>;
+  /**
+   * Iterates over the pages of a paged list under the API base: each a
+   * frozen {@linkcode Page} with its items, its number, `limit` and the
+   * request that fetched it. The same walk as `list`, which yields the
+   * items of these pages: every page answered is yielded once, also an
+   * empty one, and the last one is cut where `until` or `maxItems` ends the
+   * list; no page past it is requested.
+   *
+   * @throws {TypeError} At once, for a path outside the base or bad options.
+   * @throws {ApiError} While iterating, as `list` does.
+   */
+  pages<T = unknown>(
+    path: string,
+    options?: ListOptions<T>,
+  ): AsyncIterableIterator<Page<T>>;
 }
 
 /**
@@ -157,6 +173,8 @@ export function createClient(options: ClientOptions): PartnerClient {
     ),
     list: <T>(path: string, listOptions: ListOptions<T> = {}) =>
       listUnder(context, environment.baseUrl, path, listOptions),
+    pages: <T>(path: string, listOptions: ListOptions<T> = {}) =>
+      pagesUnder(context, environment.baseUrl, path, listOptions),
   };
 }
 

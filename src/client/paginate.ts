@@ -22,9 +22,9 @@
  * @module
  */
 
-import { raceAbort } from "../core/_abort.ts";
 import { optionError } from "../core/_check.ts";
-import { type PageConfig, pageConfig } from "./_page_config.ts";
+import { pageConfig } from "./_page_config.ts";
+import { flatten, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
   PageRequest,
@@ -39,29 +39,6 @@ export type {
 } from "./_page_types.ts";
 
 const CONTEXT = "Cannot paginate";
-
-interface PendingPage<T> {
-  readonly page: number;
-  readonly controller: AbortController;
-  readonly items: Promise<readonly T[]>;
-}
-
-function requestPage<T>(
-  fetchPage: (request: PageRequest) => Promise<readonly T[]>,
-  config: PageConfig<T>,
-  page: number,
-): PendingPage<T> {
-  const controller = new AbortController();
-  const signal = config.signal === undefined
-    ? controller.signal
-    : AbortSignal.any([config.signal, controller.signal]);
-  const items =
-    (async () =>
-      await fetchPage({ page, limit: config.limit, ...config.sort, signal }))();
-  // A page abandoned in flight may still reject; nobody is waiting for it.
-  items.catch(() => {});
-  return { page, controller, items };
-}
 
 /**
  * The `Error` that ends a list when a full page repeats the one before (or,
@@ -87,103 +64,12 @@ export interface RepeatedPageError extends Error {
 }
 
 /**
- * A full page equal to the one before, or of items all seen before: the
- * server is not paging.
- */
-function repeatedPage(page: number): RepeatedPageError {
-  return Object.assign(
-    new Error(
-      `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
-    ),
-    { reason: "repeated-page" as const, page },
-  );
-}
-
-/**
- * Whether `items` equals `previous`, item by item as JSON. The first and last
- * items are compared first: pages that differ (all but a broken server's)
- * cost two comparisons.
- */
-function sameItems<T>(
-  items: readonly T[],
-  previous: readonly T[] | undefined,
-): boolean {
-  if (previous === undefined || previous.length !== items.length) return false;
-  const same = (at: number) =>
-    items[at] === previous[at] ||
-    JSON.stringify(items[at]) === JSON.stringify(previous[at]);
-  if (!same(0) || !same(items.length - 1)) return false;
-  for (let at = 1; at < items.length - 1; at++) if (!same(at)) return false;
-  return true;
-}
-
-async function* iterate<T>(
-  fetchPage: (request: PageRequest) => Promise<readonly T[]>,
-  config: PageConfig<T>,
-): AsyncGenerator<T, undefined, undefined> {
-  const { limit, maxItems, concurrency, dedupeBy, signal } = config;
-  const seen = new Set<unknown>();
-  const pending: PendingPage<T>[] = [];
-  let previous: readonly T[] | undefined;
-  let nextPage = config.firstPage;
-  let yielded = 0;
-  try {
-    signal?.throwIfAborted();
-    while (true) {
-      // Never ask for a page the items already on their way could make unnecessary.
-      while (
-        pending.length < concurrency && nextPage <= config.lastPage &&
-        yielded + pending.length * limit < maxItems
-      ) {
-        pending.push(requestPage(fetchPage, config, nextPage++));
-      }
-      const head = pending.shift();
-      if (head === undefined) return;
-      const items = await raceAbort(head.items, signal);
-      if (!Array.isArray(items)) {
-        throw new TypeError(
-          `${CONTEXT}: page ${head.page} is not an array: received ${
-            items === null ? "null" : typeof items
-          }`,
-        );
-      }
-      if (items.length === limit && sameItems(items, previous)) {
-        throw repeatedPage(head.page);
-      }
-      previous = items;
-      let fresh = 0;
-      for (const item of items) {
-        if (dedupeBy !== undefined) {
-          const key = dedupeBy(item);
-          if (seen.has(key)) continue;
-          seen.add(key);
-        }
-        fresh++;
-        yield item;
-        signal?.throwIfAborted();
-        if (++yielded >= maxItems) return;
-      }
-      if (items.length < limit) return;
-      if (fresh === 0 && items.length > 0) throw repeatedPage(head.page);
-    }
-  } finally {
-    for (const page of pending) {
-      page.controller.abort(
-        new DOMException(
-          "the paginator no longer needs this page",
-          "AbortError",
-        ),
-      );
-    }
-  }
-}
-
-/**
  * Iterates over every item of an offset-paged list, in order.
  *
- * It stops after the first page shorter than `limit`, at `maxPages`, or once
- * `maxItems` items are yielded, without requesting a page it does not need
- * (at concurrency 1); a `break` in the caller's loop stops it with no further
+ * It stops after the first page shorter than `limit`, at `maxPages`, once
+ * `maxItems` items are yielded, or before the first item for which `until`
+ * returns `true`, without requesting a page it does not need (at
+ * concurrency 1); a `break` in the caller's loop stops it with no further
  * request. With `concurrency` above 1 it keeps that many page requests in
  * flight, yields in page order, and aborts those it no longer needs.
  *
@@ -195,7 +81,23 @@ async function* iterate<T>(
  * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not
  * a positive integer, or `maxItems` or `maxPages` is negative.
  * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`,
- * `dedupeBy` or `signal`; while iterating, for a page that is not an array.
+ * `dedupeBy`, `until` or `signal`; while iterating, for a page that is not
+ * an array.
+ *
+ * @example Stopping at the first item that is too old
+ * ```ts
+ * import { paginate } from "@partner-api/client/paginate";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const ages = [1, 2, 3, 4, 5, 6, 7, 8, 9]; // newest first
+ * const asked: number[] = [];
+ * const young = paginate(({ page, limit }) => {
+ *   asked.push(page);
+ *   return Promise.resolve(ages.slice((page - 1) * limit, page * limit));
+ * }, { limit: 3, until: (age) => age > 4 });
+ * deepStrictEqual(await Array.fromAsync(young), [1, 2, 3, 4]);
+ * deepStrictEqual(asked, [1, 2]); // no page after the one that held 5
+ * ```
  *
  * @example Paging with four requests in flight and a cap
  * ```ts
@@ -223,7 +125,12 @@ export function paginate<T>(
   if (typeof fetchPage !== "function") {
     throw optionError(TypeError, CONTEXT, "fetchPage", "must be a function");
   }
-  return iterate(fetchPage, pageConfig(options));
+  const config = pageConfig(options);
+  const pages = walkPages<T, { items: readonly T[] }>(
+    async (request) => ({ items: await fetchPage(request) }),
+    config,
+  );
+  return flatten(pages, config.signal);
 }
 
 /**

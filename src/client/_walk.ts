@@ -1,0 +1,203 @@
+// Internal: the one place where page boundaries live. Requests pages in
+// order (several in flight if asked), and decides where the list ends: a
+// short page, `maxPages`, `maxItems`, `until`, a repeated page. `paginate`
+// and the client's `list` flatten what it yields; the client's `pages`
+// yields it as it is.
+
+import { raceAbort } from "../core/_abort.ts";
+import type { PageConfig } from "./_page_config.ts";
+import type { PageRequest } from "./_page_types.ts";
+
+const CONTEXT = "Cannot paginate";
+
+/** What a page fetcher gives back: the page's items and anything else about it. */
+export interface Fetched<T> {
+  readonly items: readonly T[];
+}
+
+/** One page as the walk yields it: the items kept, and the page as fetched. */
+export interface Walked<T, F extends Fetched<T>> {
+  /** The page number. */
+  readonly page: number;
+  /** The items kept: after `dedupeBy`, and cut at `until` or `maxItems`. */
+  readonly items: readonly T[];
+  /** The page as fetched. */
+  readonly fetched: F;
+}
+
+interface PendingPage<F> {
+  readonly page: number;
+  readonly controller: AbortController;
+  readonly result: Promise<F>;
+}
+
+function requestPage<T, F>(
+  fetchPage: (request: PageRequest) => Promise<F>,
+  config: PageConfig<T>,
+  page: number,
+): PendingPage<F> {
+  const controller = new AbortController();
+  const signal = config.signal === undefined
+    ? controller.signal
+    : AbortSignal.any([config.signal, controller.signal]);
+  const result =
+    (async () =>
+      await fetchPage({ page, limit: config.limit, ...config.sort, signal }))();
+  // A page abandoned in flight may still reject; nobody is waiting for it.
+  result.catch(() => {});
+  return { page, controller, result };
+}
+
+/**
+ * The `Error` that ends a list when a full page repeats the one before (or,
+ * with `dedupeBy`, holds only items seen before): the server seems to
+ * ignore `page`, and paging on would never end. (`RepeatedPageError` in
+ * paginate.ts describes it.)
+ */
+function repeatedPage(
+  page: number,
+): Error & { reason: "repeated-page"; page: number } {
+  return Object.assign(
+    new Error(
+      `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
+    ),
+    { reason: "repeated-page" as const, page },
+  );
+}
+
+/**
+ * Whether `items` equals `previous`, item by item as JSON. The first and last
+ * items are compared first: pages that differ (all but a broken server's)
+ * cost two comparisons.
+ */
+function sameItems<T>(
+  items: readonly T[],
+  previous: readonly T[] | undefined,
+): boolean {
+  if (previous === undefined || previous.length !== items.length) return false;
+  const same = (at: number) =>
+    items[at] === previous[at] ||
+    JSON.stringify(items[at]) === JSON.stringify(previous[at]);
+  if (!same(0) || !same(items.length - 1)) return false;
+  for (let at = 1; at < items.length - 1; at++) if (!same(at)) return false;
+  return true;
+}
+
+/** What a page keeps: the new items up to `until` and the cap. */
+interface Kept<T> {
+  readonly items: readonly T[];
+  /** Items not seen before, `until`'s included. */
+  readonly fresh: number;
+  /** `until` or the cap ended the list on this page. */
+  readonly last: boolean;
+}
+
+function keep<T>(
+  items: readonly T[],
+  config: PageConfig<T>,
+  seen: Set<unknown>,
+  room: number,
+): Kept<T> {
+  const { dedupeBy, until } = config;
+  // The common case, a whole page kept, costs no copy.
+  if (dedupeBy === undefined && until === undefined && items.length < room) {
+    return { items, fresh: items.length, last: false };
+  }
+  const kept: T[] = [];
+  let fresh = 0;
+  for (const item of items) {
+    if (dedupeBy !== undefined) {
+      const key = dedupeBy(item);
+      if (seen.has(key)) continue;
+      seen.add(key);
+    }
+    fresh++;
+    if (until?.(item) === true) return { items: kept, fresh, last: true };
+    if (kept.push(item) >= room) return { items: kept, fresh, last: true };
+  }
+  return { items: kept, fresh, last: false };
+}
+
+/** The items of a fetched page, which must be an array. */
+function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
+  const items = fetched.items as unknown;
+  if (!Array.isArray(items)) {
+    throw new TypeError(
+      `${CONTEXT}: page ${page} is not an array: received ${
+        items === null ? "null" : typeof items
+      }`,
+    );
+  }
+  return items;
+}
+
+/**
+ * Yields the list's pages in order, each once, also an empty one; the last
+ * one is cut where `until` or `maxItems` ends the list. Never requests a
+ * page the items already on their way could make unnecessary; aborts the
+ * requests in flight once it ends, however it ends.
+ */
+export async function* walkPages<T, F extends Fetched<T>>(
+  fetchPage: (request: PageRequest) => Promise<F>,
+  config: PageConfig<T>,
+): AsyncGenerator<Walked<T, F>, undefined, undefined> {
+  const { limit, maxItems, concurrency, signal } = config;
+  const seen = new Set<unknown>();
+  const pending: PendingPage<F>[] = [];
+  let previous: readonly T[] | undefined;
+  let nextPage = config.firstPage;
+  let kept = 0;
+  try {
+    signal?.throwIfAborted();
+    while (true) {
+      while (
+        pending.length < concurrency && nextPage <= config.lastPage &&
+        kept + pending.length * limit < maxItems
+      ) {
+        pending.push(requestPage(fetchPage, config, nextPage++));
+      }
+      const head = pending.shift();
+      if (head === undefined) return;
+      const fetched = await raceAbort(head.result, signal);
+      const items = itemsOf(fetched, head.page);
+      if (items.length === limit && sameItems(items, previous)) {
+        throw repeatedPage(head.page);
+      }
+      previous = items;
+      const page = keep(items, config, seen, maxItems - kept);
+      if (!page.last && items.length === limit && page.fresh === 0) {
+        throw repeatedPage(head.page);
+      }
+      kept += page.items.length;
+      yield { page: head.page, items: page.items, fetched };
+      signal?.throwIfAborted();
+      if (page.last || items.length < limit) return;
+    }
+  } finally {
+    for (const page of pending) {
+      page.controller.abort(
+        new DOMException(
+          "the paginator no longer needs this page",
+          "AbortError",
+        ),
+      );
+    }
+  }
+}
+
+/**
+ * The items of `pages`, one by one; a `break` ends the pages too. After
+ * each item the signal is looked at, so an abort while the caller works on
+ * one ends the iteration.
+ */
+export async function* flatten<T>(
+  pages: AsyncIterable<{ readonly items: readonly T[] }>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<T, undefined, undefined> {
+  for await (const { items } of pages) {
+    for (const item of items) {
+      yield item;
+      signal?.throwIfAborted();
+    }
+  }
+}
