@@ -29,6 +29,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
     "--page",
     "--sort-by",
     "--sort-direction",
+    "--since",
     "--max-items",
     "--concurrency",
     "--query",

@@ -78,15 +78,22 @@ nothing.
   list: `Usage: ${NAME} list <path> [options]
 
 Pages through a list under the API base and prints its items.
-  --limit N              items per page (default 50)
+  --limit N              items per page, the size of each request, not a
+                         total (default 50; see --max-items)
   --page N               first page (default 1)
   --sort-by FIELD        e.g. creationDate
   --sort-direction DIR   ASC or DESC
-  --max-items N          stop after N items
+  --since FIELD=VALUE    newest first by FIELD (--sort-by FIELD
+                         --sort-direction DESC), stopping at the first item
+                         older than VALUE: no page after it is requested,
+                         e.g. --since creationDate=2026-11-24T00:00:00Z
+                         (dates compare as instants, UTC unless zoned)
+  --max-items N          stop after N items in all
   --concurrency N        pages in flight, 1 to ${MAX_CONCURRENCY} (default 1)
   --query k=v            extra query parameter; repeat for more
   --format F             jsonl, json, csv or table (default: table on a terminal,
-                         jsonl otherwise)
+                         jsonl otherwise); csv is RFC 4180 with one header
+                         line and CRLF (\\r\\n) line ends
   --fields a,b           the columns (keys) to keep, in every format
   --no-cache             no token cache: a token request of its own
 Progress goes to standard error when it is a terminal.

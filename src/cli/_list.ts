@@ -41,32 +41,6 @@ export function checkFields(
   );
 }
 
-/**
- * With --fields, the first page is held until each field is found in it,
- * then written: a typo is a usage error, not a column of nothing.
- */
-function firstPageChecked(
-  fields: readonly string[],
-  limit: number,
-  write: (item: unknown) => void,
-): { add(item: unknown): void; end(): void } {
-  let held: unknown[] | undefined = [];
-  const release = () => {
-    checkFields(fields, held!);
-    held!.forEach(write);
-    held = undefined;
-  };
-  return {
-    add(item) {
-      if (held === undefined) write(item);
-      else if (held.push(item) === limit) release();
-    },
-    end() {
-      if (held !== undefined && held.length > 0) release();
-    },
-  };
-}
-
 /** Writes every item of the list; returns how many. */
 export async function runList(
   session: Session,
@@ -77,7 +51,6 @@ export async function runList(
   const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
   const said = new Set<string>();
   const writer = itemWriter(io.stdout, format, {
-    pageSize: request.limit,
     fields: request.fields,
     notify: (line) => {
       if (said.has(line)) return;
@@ -89,7 +62,7 @@ export async function runList(
   // the count is said once, after it is closed.
   const atEnd = format === "json" && io.stdout.isTerminal;
   const progress = io.stderr.isTerminal || forceProgress
-    ? progressReporter(io.stderr, request.limit, Date.now, atEnd)
+    ? progressReporter(io.stderr, Date.now, atEnd)
     : undefined;
   // On one terminal, the progress line is erased before output is written;
   // and before any other line on standard error (--verbose).
@@ -100,25 +73,25 @@ export async function runList(
     interrupt.abort(new Interrupted())
   );
   let items = 0;
-  const write = (item: unknown) => {
-    if (shared) progress?.clear();
-    writer.write(item);
-    progress?.item();
-    items++;
-  };
-  const checked = request.fields
-    ? firstPageChecked(request.fields, request.limit, write)
-    : { add: write, end: () => {} };
+  // With --fields, a typo is a usage error, not a column of nothing: the
+  // first page that holds items is checked before anything is written.
+  let unchecked = request.fields;
   try {
     for await (
-      const item of session.client.list(request.path, {
+      const page of session.client.pages(request.path, {
         ...request.options,
         signal: interrupt.signal,
       })
     ) {
-      checked.add(item);
+      if (unchecked !== undefined && page.items.length > 0) {
+        checkFields(unchecked, page.items);
+        unchecked = undefined;
+      }
+      if (shared) progress?.clear();
+      writer.page(page.items);
+      progress?.page(page.items.length);
+      items += page.items.length;
     }
-    checked.end();
   } finally {
     stopListening?.();
     if (shared) progress?.clear();

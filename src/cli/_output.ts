@@ -5,17 +5,17 @@
 
 import type { Format } from "./_plan.ts";
 import {
-  afterFirstPage,
   type CliWriter,
   escapeControls,
+  firstThenLater,
   type RowSink,
   safeJson,
   tableWriter,
 } from "./_render.ts";
 
-/** Writes items as they come; `end` once the list ends (or is interrupted). */
+/** Writes items a page at a time; `end` once the list ends (or is interrupted). */
 export interface ItemWriter {
-  write(item: unknown): void;
+  page(items: readonly unknown[]): void;
   end(): void;
 }
 
@@ -27,23 +27,23 @@ export function itemWriter(
   out: CliWriter,
   format: Format,
   options: {
-    pageSize: number;
     fields: readonly string[] | undefined;
     notify: (line: string) => void;
   },
 ): ItemWriter {
-  const { pageSize, fields, notify } = options;
+  const { fields, notify } = options;
   const record = (item: unknown) => pick(asRecord(item), fields);
   if (format === "table" || format === "csv") {
     const rows = format === "table"
-      ? tableWriter(out, pageSize, fields, notify)
-      : csvWriter(out, pageSize, fields, notify);
-    return { write: (item) => rows.row(record(item)), end: rows.end };
+      ? tableWriter(out, fields, notify)
+      : csvWriter(out, fields, notify);
+    return { page: (items) => rows.page(items.map(record)), end: rows.end };
   }
   const value = (item: unknown) => fields === undefined ? item : record(item);
   if (format === "jsonl") {
     return {
-      write: (item) => out.write(`${safeJson(value(item))}\n`),
+      page: (items) =>
+        out.write(items.map((item) => `${safeJson(value(item))}\n`).join("")),
       end: () => {},
     };
   }
@@ -51,9 +51,11 @@ export function itemWriter(
   // so no line is ever left open for progress to overwrite.
   let held: string | undefined;
   return {
-    write(item) {
-      out.write(held === undefined ? "[\n" : `  ${held},\n`);
-      held = safeJson(value(item));
+    page(items) {
+      for (const item of items) {
+        out.write(held === undefined ? "[\n" : `  ${held},\n`);
+        held = safeJson(value(item));
+      }
     },
     end: () => out.write(held === undefined ? "[]\n" : `  ${held}\n]\n`),
   };
@@ -76,12 +78,13 @@ function pick(
 }
 
 /**
- * CSV with one header: the columns are `fields`, or the keys of the first
- * page's items; a key first seen later is reported once.
+ * CSV (RFC 4180: fields separated by commas, quoted when they hold a comma,
+ * a quote or a line break, and every line ending in CRLF, `\r\n`) with one
+ * header: the columns are `fields`, or the keys of the first page's items;
+ * a key first seen later is reported once.
  */
 function csvWriter(
   out: CliWriter,
-  pageSize: number,
   fields: readonly string[] | undefined,
   notify: (line: string) => void,
 ): RowSink {
@@ -99,12 +102,12 @@ function csvWriter(
     }
     line(columns.map((column) => item[column]));
   };
-  const firstPage = (rows: Record<string, unknown>[]) => {
+  const firstPage = (rows: readonly Record<string, unknown>[]) => {
     columns = fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
     if (columns.length > 0) line(columns);
     for (const item of rows) writeRow(item);
   };
-  return afterFirstPage(pageSize, firstPage, writeRow);
+  return firstThenLater(firstPage, writeRow);
 }
 
 /**

@@ -3,9 +3,10 @@
 
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
-import type { ListOptions } from "../client/mod.ts";
 import { HELP, MAX_CONCURRENCY, NAME } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
+import { count, queryOf, UsageError } from "./_flag_values.ts";
+import { type ListRequest, listRequest } from "./_list_plan.ts";
 
 export { NAME };
 
@@ -34,11 +35,8 @@ export const CACHE_VARIABLES = [
   "HOME",
 ] as const;
 
-export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
-export type Format = typeof FORMATS[number];
-
-/** A mistake of the caller (flags, configuration): exit code 2. */
-export class UsageError extends Error {}
+export { type Format, FORMATS, type ListRequest } from "./_list_plan.ts";
+export { UsageError };
 
 const FLAGS = {
   "env-file": { type: "string" },
@@ -52,6 +50,7 @@ const FLAGS = {
   page: { type: "string" },
   "sort-by": { type: "string" },
   "sort-direction": { type: "string" },
+  since: { type: "string" },
   "max-items": { type: "string" },
   concurrency: { type: "string" },
   query: { type: "string", multiple: true },
@@ -85,6 +84,7 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     "page",
     "sort-by",
     "sort-direction",
+    "since",
     "max-items",
     "concurrency",
     "query",
@@ -105,16 +105,6 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
 };
 
 type Values = Partial<ReturnType<typeof parseFlags>["values"]>;
-
-/** What `list` was asked for. */
-export interface ListRequest {
-  readonly path: string;
-  readonly format: Format | undefined;
-  /** The keys to keep, in this order; all when undefined. */
-  readonly fields: readonly string[] | undefined;
-  readonly options: ListOptions<unknown>;
-  readonly limit: number;
-}
 
 /** A checked command line: what to run. */
 export type Plan =
@@ -211,8 +201,8 @@ function commandPlan(
   }
   if (command === "sync") {
     const shared = {
-      limit: count(values, "limit", 1),
-      concurrency: count(values, "concurrency", 1, MAX_CONCURRENCY),
+      limit: count(values.limit, "limit", 1),
+      concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
       query: queryOf(values.query ?? []),
     };
     const usage = (message: string) => new UsageError(message);
@@ -321,93 +311,4 @@ function flagProblem(message: string): string {
     }`;
   }
   return message.replace(/\s*\n\s*/g, " ");
-}
-
-function count(
-  values: Values,
-  flag: "limit" | "page" | "max-items" | "concurrency",
-  min: number,
-  max = Number.MAX_SAFE_INTEGER,
-) {
-  const text = values[flag];
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (
-    !/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < min ||
-    value > max
-  ) {
-    const rule = max < Number.MAX_SAFE_INTEGER
-      ? `an integer from ${min} to ${max}`
-      : min === 0
-      ? "a non-negative integer"
-      : "a positive integer";
-    throw new UsageError(`--${flag} must be ${rule}: received ${text}`);
-  }
-  return value;
-}
-
-function listRequest(positionals: string[], values: Values): ListRequest {
-  const [path, ...extra] = positionals;
-  if (path === undefined) {
-    throw new UsageError("list needs a <path>, e.g. transactions");
-  }
-  if (extra.length > 0) {
-    throw new UsageError(`unexpected argument: ${extra[0]}`);
-  }
-  const direction = values["sort-direction"]?.toUpperCase();
-  if (direction !== undefined && direction !== "ASC" && direction !== "DESC") {
-    throw new UsageError(
-      `--sort-direction must be ASC or DESC: received ${
-        values["sort-direction"]
-      }`,
-    );
-  }
-  const format = values.format;
-  if (format !== undefined && !FORMATS.includes(format as Format)) {
-    throw new UsageError(
-      `--format must be one of ${FORMATS.join(", ")}: received ${format}`,
-    );
-  }
-  const numbers = {
-    limit: count(values, "limit", 1),
-    page: count(values, "page", 1),
-    maxItems: count(values, "max-items", 0),
-    concurrency: count(values, "concurrency", 1, MAX_CONCURRENCY),
-  };
-  const options: ListOptions<unknown> = { query: queryOf(values.query ?? []) };
-  for (const [key, value] of Object.entries(numbers)) {
-    if (value !== undefined) Object.assign(options, { [key]: value });
-  }
-  if (values["sort-by"] !== undefined) options.sortBy = values["sort-by"];
-  if (direction !== undefined) options.sortDirection = direction;
-  return {
-    path,
-    format: format as Format | undefined,
-    fields: fieldsOf(values.fields),
-    options,
-    limit: numbers.limit ?? 50,
-  };
-}
-
-function fieldsOf(text: string | undefined): readonly string[] | undefined {
-  if (text === undefined) return undefined;
-  const fields = text.split(",").map((field) => field.trim());
-  if (fields.some((field) => field === "")) {
-    throw new UsageError(
-      `--fields must be names separated by commas: received ${text}`,
-    );
-  }
-  return fields;
-}
-
-function queryOf(pairs: readonly string[]): Record<string, string> {
-  const query: Record<string, string> = {};
-  for (const pair of pairs) {
-    const equals = pair.indexOf("=");
-    if (equals < 1) {
-      throw new UsageError(`--query must be k=v: received ${pair}`);
-    }
-    query[pair.slice(0, equals)] = pair.slice(equals + 1);
-  }
-  return query;
 }

@@ -145,19 +145,18 @@ export function safeJson(value: unknown): string {
 }
 
 /**
- * A table written as rows come: the first page (`pageSize` rows) fixes the
+ * A table written page by page: the first page that holds rows fixes the
  * columns and widths and is written with the one header; later rows use the
  * same widths, and a wider cell is cut (`…`) rather than re-laying the table.
  */
 export function tableWriter(
   out: CliWriter,
-  pageSize: number,
   fields?: readonly string[],
   notify: (line: string) => void = () => {},
 ): RowSink {
   let layout: Layout | undefined;
   const reported = new Set<string>();
-  const firstPage = (rows: Record<string, unknown>[]) => {
+  const firstPage = (rows: readonly Record<string, unknown>[]) => {
     if (rows.length === 0) return;
     const columns = fields ??
       [...new Set(rows.flatMap((item) => Object.keys(item)))];
@@ -177,60 +176,56 @@ export function tableWriter(
     // The first page fixed the widths: a longer value is cut, never spilled.
     out.write(row(layout!, item, true));
   };
-  return afterFirstPage(pageSize, firstPage, later);
+  return firstThenLater(firstPage, later);
 }
 
-/** Where rows go, one at a time, and the end of them. */
+/** Where rows go, a page at a time, and the end of them. */
 export interface RowSink {
-  row(item: Record<string, unknown>): void;
+  page(rows: readonly Record<string, unknown>[]): void;
   end(): void;
 }
 
 /**
- * Holds rows back until `pageSize` have come (or the end), hands them to
- * `firstPage` at once (so it can fix columns from them), and every later
- * row to `later` as it comes.
+ * Hands the first page that holds rows to `first` (so it can fix columns
+ * from them), and every later row to `later`; `first` hears of an empty
+ * list at the end.
  */
-export function afterFirstPage(
-  pageSize: number,
-  firstPage: (rows: Record<string, unknown>[]) => void,
+export function firstThenLater(
+  first: (rows: readonly Record<string, unknown>[]) => void,
   later: (item: Record<string, unknown>) => void,
 ): RowSink {
-  let first: Record<string, unknown>[] | undefined = [];
-  const flush = () => {
-    if (first === undefined) return;
-    const rows = first;
-    first = undefined;
-    firstPage(rows);
-  };
+  let laidOut = false;
   return {
-    row(item) {
-      if (first === undefined) return later(item);
-      first.push(item);
-      if (first.length >= pageSize) flush();
+    page(rows) {
+      if (laidOut) return rows.forEach(later);
+      if (rows.length === 0) return;
+      laidOut = true;
+      first(rows);
     },
-    end: flush,
+    end() {
+      if (laidOut) return;
+      laidOut = true;
+      first([]);
+    },
   };
 }
 
 /**
  * Paging progress on standard error. On a terminal one line rewritten in
- * place, shown from the first full page on, and erased before any output is
- * written (`clear`), so it never shares a line with a row; otherwise a line
- * per page.
+ * place after each page, and erased before any output is written (`clear`),
+ * so it never shares a line with a row; otherwise a line per page.
  */
 export function progressReporter(
   out: CliWriter,
-  limit: number,
   now: () => number = Date.now,
   onlyAtEnd = false,
-): { item(): void; clear(): void; done(): void } {
+): { page(items: number): void; clear(): void; done(): void } {
   const started = now();
+  let pages = 0;
   let items = 0;
   let showing = false;
   const line = () => {
     const seconds = Math.max((now() - started) / 1000, 0.001);
-    const pages = Math.ceil(items / limit);
     return `${pages} page${pages === 1 ? "" : "s"}, ${items} item${
       items === 1 ? "" : "s"
     }, ${Math.round(items / seconds)} items/s`;
@@ -241,8 +236,12 @@ export function progressReporter(
     showing = true;
   };
   return {
-    item() {
-      if (++items % limit === 0 && !onlyAtEnd) show();
+    page(count) {
+      // The empty page that ends a list is a request, not a page of output.
+      if (count === 0) return;
+      pages++;
+      items += count;
+      if (!onlyAtEnd) show();
     },
     clear() {
       if (!showing) return;
@@ -252,7 +251,7 @@ export function progressReporter(
     done() {
       if (items === 0) return;
       // The last count, unless a line per page already said it.
-      if (out.isTerminal || onlyAtEnd || items % limit !== 0) show();
+      if (out.isTerminal || onlyAtEnd) show();
       if (showing) out.write("\n");
       showing = false;
     },

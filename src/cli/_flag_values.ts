@@ -1,0 +1,49 @@
+// Internal: the values of flags that several commands take, checked, and
+// the error for a caller's mistake. Pure.
+
+/** A mistake of the caller (flags, configuration): exit code 2. */
+export class UsageError extends Error {}
+
+/**
+ * A count flag's value, from `min` to `max`; `undefined` when not given.
+ *
+ * @throws {UsageError} For anything but an integer in range.
+ */
+export function count(
+  text: string | undefined,
+  flag: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (
+    !/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < min ||
+    value > max
+  ) {
+    const rule = max < Number.MAX_SAFE_INTEGER
+      ? `an integer from ${min} to ${max}`
+      : min === 0
+      ? "a non-negative integer"
+      : "a positive integer";
+    throw new UsageError(`--${flag} must be ${rule}: received ${text}`);
+  }
+  return value;
+}
+
+/**
+ * `--query k=v` pairs as query parameters.
+ *
+ * @throws {UsageError} For a pair without a name and `=`.
+ */
+export function queryOf(pairs: readonly string[]): Record<string, string> {
+  const query: Record<string, string> = {};
+  for (const pair of pairs) {
+    const equals = pair.indexOf("=");
+    if (equals < 1) {
+      throw new UsageError(`--query must be k=v: received ${pair}`);
+    }
+    query[pair.slice(0, equals)] = pair.slice(equals + 1);
+  }
+  return query;
+}

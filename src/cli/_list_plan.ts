@@ -1,0 +1,173 @@
+// Internal: the `list` command line, checked into a request. Pure.
+
+import type { ListOptions } from "../client/mod.ts";
+import { MAX_CONCURRENCY } from "./_help.ts";
+import { count, queryOf, UsageError } from "./_flag_values.ts";
+
+export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
+export type Format = typeof FORMATS[number];
+
+/** What `list` was asked for. */
+export interface ListRequest {
+  readonly path: string;
+  readonly format: Format | undefined;
+  /** The keys to keep, in this order; all when undefined. */
+  readonly fields: readonly string[] | undefined;
+  readonly options: ListOptions<unknown>;
+  readonly limit: number;
+}
+
+/** The flags `list` reads, as node:util parsed them. */
+export interface ListValues {
+  readonly limit?: string | undefined;
+  readonly page?: string | undefined;
+  readonly "max-items"?: string | undefined;
+  readonly concurrency?: string | undefined;
+  readonly "sort-by"?: string | undefined;
+  readonly "sort-direction"?: string | undefined;
+  readonly since?: string | undefined;
+  readonly format?: string | undefined;
+  readonly fields?: string | undefined;
+  readonly query?: string[] | undefined;
+}
+
+/**
+ * Checks `list <path> [options]`.
+ *
+ * @throws {UsageError} With what is wrong.
+ */
+export function listRequest(
+  positionals: readonly string[],
+  values: ListValues,
+): ListRequest {
+  const [path, ...extra] = positionals;
+  if (path === undefined) {
+    throw new UsageError("list needs a <path>, e.g. transactions");
+  }
+  if (extra.length > 0) {
+    throw new UsageError(`unexpected argument: ${extra[0]}`);
+  }
+  const format = values.format;
+  if (format !== undefined && !FORMATS.includes(format as Format)) {
+    throw new UsageError(
+      `--format must be one of ${FORMATS.join(", ")}: received ${format}`,
+    );
+  }
+  const numbers = {
+    limit: count(values.limit, "limit", 1),
+    page: count(values.page, "page", 1),
+    maxItems: count(values["max-items"], "max-items", 0),
+    concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
+  };
+  const options: ListOptions<unknown> = {
+    query: queryOf(values.query ?? []),
+    ...orderOf(values),
+  };
+  for (const [key, value] of Object.entries(numbers)) {
+    if (value !== undefined) Object.assign(options, { [key]: value });
+  }
+  return {
+    path,
+    format: format as Format | undefined,
+    fields: fieldsOf(values.fields),
+    options,
+    limit: numbers.limit ?? 50,
+  };
+}
+
+/** The sort, and with `--since` the item the list stops before. */
+function orderOf(
+  values: ListValues,
+): Pick<ListOptions<unknown>, "sortBy" | "sortDirection" | "until"> {
+  const given = values["sort-direction"];
+  const direction = given?.toUpperCase();
+  if (direction !== undefined && direction !== "ASC" && direction !== "DESC") {
+    throw new UsageError(
+      `--sort-direction must be ASC or DESC: received ${given}`,
+    );
+  }
+  const sortBy = values["sort-by"];
+  if (values.since !== undefined) {
+    const { field, until } = since(values.since);
+    if (sortBy !== undefined && sortBy !== field) {
+      throw new UsageError(
+        `--since ${field}=… sorts by ${field}: it cannot come with --sort-by ${sortBy}`,
+      );
+    }
+    if (direction === "ASC") {
+      throw new UsageError(
+        "--since reads newest first (DESC): it cannot come with --sort-direction ASC",
+      );
+    }
+    return { sortBy: field, sortDirection: "DESC", until };
+  }
+  return {
+    ...(sortBy === undefined ? {} : { sortBy }),
+    ...(direction === undefined ? {} : { sortDirection: direction }),
+  };
+}
+
+/**
+ * `--since FIELD=VALUE`: the list, newest first by FIELD, stops at the first
+ * item whose FIELD is older than VALUE (or that has none). Two dates (ISO
+ * 8601, e.g. `2026-11-24` or `2026-11-24T00:00:00Z`) compare as instants,
+ * two numbers as numbers, anything else as text.
+ */
+export function since(
+  text: string,
+): { field: string; until: (item: unknown) => boolean } {
+  const equals = text.indexOf("=");
+  if (equals < 1 || equals === text.length - 1) {
+    throw new UsageError(
+      `--since must be FIELD=VALUE, e.g. creationDate=2026-11-24: received ${text}`,
+    );
+  }
+  const field = text.slice(0, equals);
+  const value = text.slice(equals + 1);
+  const older = olderThan(value);
+  return {
+    field,
+    until: (item) => {
+      const own = typeof item === "object" && item !== null
+        ? (item as Record<string, unknown>)[field]
+        : undefined;
+      return own === undefined || own === null || older(own);
+    },
+  };
+}
+
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** An ISO 8601 date as epoch ms, UTC unless it names a zone; else NaN. */
+function instantOf(text: string): number {
+  const match = ISO_DATE.exec(text);
+  if (match === null) return NaN;
+  const local = text.includes("T") && match[1] === undefined;
+  return Date.parse(local ? `${text}Z` : text);
+}
+
+/** Whether a field's value is older (smaller) than `value`. */
+function olderThan(value: string): (own: unknown) => boolean {
+  const instant = instantOf(value);
+  const number = /^-?\d+(?:\.\d+)?$/.test(value) ? Number(value) : NaN;
+  return (own) => {
+    if (typeof own === "number" && !Number.isNaN(number)) return own < number;
+    const text = typeof own === "string" ? own : JSON.stringify(own);
+    if (!Number.isNaN(instant)) {
+      const at = instantOf(text);
+      if (!Number.isNaN(at)) return at < instant;
+    }
+    return text < value;
+  };
+}
+
+function fieldsOf(text: string | undefined): readonly string[] | undefined {
+  if (text === undefined) return undefined;
+  const fields = text.split(",").map((field) => field.trim());
+  if (fields.some((field) => field === "")) {
+    throw new UsageError(
+      `--fields must be names separated by commas: received ${text}`,
+    );
+  }
+  return fields;
+}
