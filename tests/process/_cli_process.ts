@@ -2,14 +2,15 @@
 // subprocess wrote, as text.
 
 import type { Run } from "../_cli_helpers.ts";
+import { Command } from "../_processes.ts";
 
 /** The command that runs src/cli/mod.ts with `flags` and `args`, never prompting. */
 export function cliCommand(
   flags: string[],
   args: string[],
   env: Record<string, string> = {},
-): Deno.Command {
-  return new Deno.Command("deno", {
+): Command {
+  return new Command("deno", {
     args: ["run", "--no-prompt", ...flags, "src/cli/mod.ts", ...args],
     env,
     stdout: "piped",

@@ -4,6 +4,7 @@
 
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
+import { Command } from "../_processes.ts";
 
 /** What one process of the fleet printed. */
 export interface FleetResult {
@@ -39,8 +40,8 @@ export function workerCommand(
   dir: string,
   args: string[],
   env: Record<string, string>,
-): Deno.Command {
-  return new Deno.Command("deno", {
+): Command {
+  return new Command("deno", {
     args: [
       "run",
       "--no-prompt",

@@ -2,6 +2,8 @@
 // run as the `postgres` user (they refuse root) on a temporary folder and a
 // free loopback port. Undefined when the binaries or the user are missing.
 
+import { Command } from "../_processes.ts";
+
 const BIN = "/usr/lib/postgresql/15/bin";
 
 /** A running cluster; `stop()` ends it and removes its folder. */
@@ -14,7 +16,7 @@ async function asPostgres(
   script: string,
 ): Promise<{ ok: boolean; out: string }> {
   try {
-    const output = await new Deno.Command("su", {
+    const output = await new Command("su", {
       args: ["postgres", "-s", "/bin/sh", "-c", script],
       // Never a password prompt: without root, su fails and the test skips.
       stdin: "null",

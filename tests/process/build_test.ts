@@ -7,6 +7,7 @@
 
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { textOf } from "./_cli_process.ts";
+import { Command, processTest } from "../_processes.ts";
 
 const { exports, imports } = JSON.parse(
   await Deno.readTextFile("deno.json"),
@@ -20,7 +21,7 @@ const forNode = names.filter((name) => name !== "kv");
 /** Runs `command`; its exit code, and stdout and stderr as one text. */
 async function run(command: string, args: string[]) {
   const { code, stdout, stderr } = textOf(
-    await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" })
+    await new Command(command, { args, stdout: "piped", stderr: "piped" })
       .output(),
   );
   return { code, out: stdout + stderr };
@@ -63,38 +64,41 @@ export const used = [left, syncList, ${
 }];
 `;
 
-Deno.test("README › Install: `deno task build` writes .mjs and .d.ts for every entry; a Node TypeScript consumer type-checks with tsc --strict, and a wrong call is caught", async () => {
-  const build = await run("deno", ["task", "build"]);
-  equal(build.code, 0, build.out);
-  for (const name of names) {
-    await Deno.stat(`dist/${name}.mjs`);
-    await Deno.stat(`dist/${name}.d.ts`);
-  }
+processTest(
+  "README › Install: `deno task build` writes .mjs and .d.ts for every entry; a Node TypeScript consumer type-checks with tsc --strict, and a wrong call is caught",
+  async () => {
+    const build = await run("deno", ["task", "build"]);
+    equal(build.code, 0, build.out);
+    for (const name of names) {
+      await Deno.stat(`dist/${name}.mjs`);
+      await Deno.stat(`dist/${name}.d.ts`);
+    }
 
-  // The README's own Node line, as written.
-  const node = await run("node", [
-    "-e",
-    'import("./dist/partner-api.mjs").then((m) => console.log(Object.keys(m).length))',
-  ]);
-  equal(node.code, 0, node.out);
-  ok(Number(node.out.trim()) > 10, node.out);
+    // The README's own Node line, as written.
+    const node = await run("node", [
+      "-e",
+      'import("./dist/partner-api.mjs").then((m) => console.log(Object.keys(m).length))',
+    ]);
+    equal(node.code, 0, node.out);
+    ok(Number(node.out.trim()) > 10, node.out);
 
-  await Deno.mkdir(".test-tmp/node-consumer", { recursive: true });
-  await Deno.writeTextFile(
-    ".test-tmp/node-consumer/package.json",
-    '{ "type": "module" }\n',
-  );
-  await Deno.writeTextFile(".test-tmp/node-consumer/main.ts", consumer);
-  const good = await tsc(".test-tmp/node-consumer/main.ts");
-  deepStrictEqual([good.code, good.out], [0, ""]);
+    await Deno.mkdir(".test-tmp/node-consumer", { recursive: true });
+    await Deno.writeTextFile(
+      ".test-tmp/node-consumer/package.json",
+      '{ "type": "module" }\n',
+    );
+    await Deno.writeTextFile(".test-tmp/node-consumer/main.ts", consumer);
+    const good = await tsc(".test-tmp/node-consumer/main.ts");
+    deepStrictEqual([good.code, good.out], [0, ""]);
 
-  await Deno.writeTextFile(
-    ".test-tmp/node-consumer/wrong.ts",
-    `import { createClient } from "../../dist/partner-api.mjs";
+    await Deno.writeTextFile(
+      ".test-tmp/node-consumer/wrong.ts",
+      `import { createClient } from "../../dist/partner-api.mjs";
 createClient({ environment: "https://partner.example/api/", clientId: 1 });
 `,
-  );
-  const wrong = await tsc(".test-tmp/node-consumer/wrong.ts");
-  equal(wrong.code, 2, wrong.out);
-  match(wrong.out, /wrong\.ts\(2,\d+\): error TS2322/);
-});
+    );
+    const wrong = await tsc(".test-tmp/node-consumer/wrong.ts");
+    equal(wrong.code, 2, wrong.out);
+    match(wrong.out, /wrong\.ts\(2,\d+\): error TS2322/);
+  },
+);

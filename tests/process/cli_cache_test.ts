@@ -9,6 +9,7 @@ import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
+import { Command, processTest } from "../_processes.ts";
 
 /** The permissions of `deno task cli`, with the cache in `folder`. */
 function flags(folder: string): string[] {
@@ -21,7 +22,7 @@ function flags(folder: string): string[] {
 }
 
 async function run(command: string, ...args: string[]): Promise<void> {
-  ok((await new Deno.Command(command, { args }).output()).success);
+  ok((await new Command(command, { args }).output()).success);
 }
 
 /** Where the tool keeps `api`'s token in `folder`. */
@@ -43,7 +44,7 @@ async function cacheFile(api: FakePartnerApi, folder: string): Promise<string> {
   return `${folder}/${hex.slice(0, 32)}.token`;
 }
 
-Deno.test("runs started together on one cache spend one token", async () => {
+processTest("runs started together on one cache spend one token", async () => {
   await using api = await startFakePartnerApi();
   const folder = await scratchDir();
   // A slow token endpoint: every run would send its own request meanwhile.
@@ -60,95 +61,110 @@ Deno.test("runs started together on one cache spend one token", async () => {
   equal(left.length, 1, `no lock or partial file left: ${left}`);
 });
 
-Deno.test("a cache path that is not a small regular file is ignored with one notice, never waited on", async (t) => {
-  const makers: [string, (path: string) => Promise<void>][] = [
-    ["a folder", (path) => Deno.mkdir(path)],
-    ["a huge file", (path) => Deno.writeFile(path, new Uint8Array(1 << 20))],
-    ["a link to /dev/zero", (path) => run("ln", "-s", "/dev/zero", path)],
-    ["a FIFO", (path) => run("mkfifo", path)],
-  ];
-  for (const [name, make] of makers) {
-    await t.step(name, async () => {
-      await using api = await startFakePartnerApi();
-      const folder = await scratchDir();
-      await make(await cacheFile(api, folder));
-      const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-      const run = await cli(flags(folder), ["token"], env);
-      equal(run.code, 0, run.stderr);
-      const notices = run.stderr.split("\n").filter((l) =>
-        l.includes("ignoring")
-      );
-      equal(notices.length, 1, run.stderr);
-      equal(api.tokenRequests, 1);
+processTest(
+  "a cache path that is not a small regular file is ignored with one notice, never waited on",
+  async (t) => {
+    const makers: [string, (path: string) => Promise<void>][] = [
+      ["a folder", (path) => Deno.mkdir(path)],
+      ["a huge file", (path) => Deno.writeFile(path, new Uint8Array(1 << 20))],
+      ["a link to /dev/zero", (path) => run("ln", "-s", "/dev/zero", path)],
+      ["a FIFO", (path) => run("mkfifo", path)],
+    ];
+    for (const [name, make] of makers) {
+      await t.step(name, async () => {
+        await using api = await startFakePartnerApi();
+        const folder = await scratchDir();
+        await make(await cacheFile(api, folder));
+        const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+        const run = await cli(flags(folder), ["token"], env);
+        equal(run.code, 0, run.stderr);
+        const notices = run.stderr.split("\n").filter((l) =>
+          l.includes("ignoring")
+        );
+        equal(notices.length, 1, run.stderr);
+        equal(api.tokenRequests, 1);
+      });
+    }
+  },
+);
+
+processTest(
+  "a cache write that cannot finish is reported once and leaves no partial file",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = await scratchDir();
+    // The cache folder is a file: nothing can be written under it. (Tests run
+    // as root, so a read-only mode would not stop a write.)
+    await Deno.writeTextFile(`${folder}/cache`, "");
+    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: `${folder}/cache` };
+    const run = await cli(flags(folder), ["token"], env);
+    equal(run.code, 0, run.stderr);
+    const notices = run.stderr.split("\n").filter((l) =>
+      l.includes("could not write")
+    );
+    equal(notices.length, 1, run.stderr);
+    const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+    equal(left.join(), "cache", "no partial file");
+  },
+);
+
+processTest(
+  "`deno task cli` caches where its help says, with XDG_CACHE_HOME or PARTNER_API_CACHE_DIR set",
+  async (t) => {
+    await using api = await startFakePartnerApi();
+    for (const variable of ["XDG_CACHE_HOME", "PARTNER_API_CACHE_DIR"]) {
+      await t.step(variable, async () => {
+        const before = api.tokenRequests;
+        const dir = await scratchDir();
+        const env = { ...configFor(api), [variable]: `${Deno.cwd()}/${dir}` };
+        for (let run = 0; run < 2; run++) {
+          const { code, stderr } = await new Command("deno", {
+            args: ["task", "--quiet", "cli", "token"],
+            env,
+            stdout: "null",
+            stderr: "piped",
+          }).output();
+          equal(code, 0, new TextDecoder().decode(stderr));
+        }
+        equal(api.tokenRequests - before, 1, "the second run used the cache");
+        await Deno.remove(dir, { recursive: true });
+      });
+    }
+  },
+);
+
+processTest(
+  "the 401 ledger lives in the cache file: five runs of `get admin` on a 401 path spend at most 2 token requests",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = await scratchDir();
+    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+    for (let run = 0; run < 5; run++) {
+      api.injectApiFaults({ kind: "status", status: 401 });
+      const { code, stderr } = await cli(flags(folder), ["get", "admin"], env);
+      equal(code, 1, stderr);
+    }
+    ok(api.tokenRequests <= 2, `${api.tokenRequests} token requests`);
+  },
+);
+
+processTest(
+  "a refused token request is remembered across runs: the next run within the cooldown sends nothing",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = await scratchDir();
+    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+    api.injectTokenFaults({
+      kind: "body",
+      body: '{"access_token":"a b","expires_in":60,"token_type":"Bearer"}',
     });
-  }
-});
-
-Deno.test("a cache write that cannot finish is reported once and leaves no partial file", async () => {
-  await using api = await startFakePartnerApi();
-  const folder = await scratchDir();
-  // The cache folder is a file: nothing can be written under it. (Tests run
-  // as root, so a read-only mode would not stop a write.)
-  await Deno.writeTextFile(`${folder}/cache`, "");
-  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: `${folder}/cache` };
-  const run = await cli(flags(folder), ["token"], env);
-  equal(run.code, 0, run.stderr);
-  const notices = run.stderr.split("\n").filter((l) =>
-    l.includes("could not write")
-  );
-  equal(notices.length, 1, run.stderr);
-  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
-  equal(left.join(), "cache", "no partial file");
-});
-
-Deno.test("`deno task cli` caches where its help says, with XDG_CACHE_HOME or PARTNER_API_CACHE_DIR set", async (t) => {
-  await using api = await startFakePartnerApi();
-  for (const variable of ["XDG_CACHE_HOME", "PARTNER_API_CACHE_DIR"]) {
-    await t.step(variable, async () => {
-      const before = api.tokenRequests;
-      const dir = await scratchDir();
-      const env = { ...configFor(api), [variable]: `${Deno.cwd()}/${dir}` };
-      for (let run = 0; run < 2; run++) {
-        const { code, stderr } = await new Deno.Command("deno", {
-          args: ["task", "--quiet", "cli", "token"],
-          env,
-          stdout: "null",
-          stderr: "piped",
-        }).output();
-        equal(code, 0, new TextDecoder().decode(stderr));
-      }
-      equal(api.tokenRequests - before, 1, "the second run used the cache");
-      await Deno.remove(dir, { recursive: true });
-    });
-  }
-});
-
-Deno.test("the 401 ledger lives in the cache file: five runs of `get admin` on a 401 path spend at most 2 token requests", async () => {
-  await using api = await startFakePartnerApi();
-  const folder = await scratchDir();
-  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-  for (let run = 0; run < 5; run++) {
-    api.injectApiFaults({ kind: "status", status: 401 });
-    const { code, stderr } = await cli(flags(folder), ["get", "admin"], env);
-    equal(code, 1, stderr);
-  }
-  ok(api.tokenRequests <= 2, `${api.tokenRequests} token requests`);
-});
-
-Deno.test("a refused token request is remembered across runs: the next run within the cooldown sends nothing", async () => {
-  await using api = await startFakePartnerApi();
-  const folder = await scratchDir();
-  const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-  api.injectTokenFaults({
-    kind: "body",
-    body: '{"access_token":"a b","expires_in":60,"token_type":"Bearer"}',
-  });
-  for (let run = 0; run < 3; run++) {
-    const { code, stderr } = await cli(flags(folder), ["token"], env);
-    equal(code, 1, stderr);
-  }
-  equal(api.tokenRequests, 1, "one request; the runs after it cool down");
-});
+    for (let run = 0; run < 3; run++) {
+      const { code, stderr } = await cli(flags(folder), ["token"], env);
+      equal(code, 1, stderr);
+    }
+    equal(api.tokenRequests, 1, "one request; the runs after it cool down");
+  },
+);
 
 /**
  * Waits (polling) until a lock file is in `folder` and the token request
@@ -173,39 +189,45 @@ async function runHoldingLock(api: FakePartnerApi, folder: string) {
   return { child, env };
 }
 
-Deno.test("a run killed during its token request does not hold up the next: its lock is taken over within 5 s", async () => {
-  await using api = await startFakePartnerApi();
-  const folder = await scratchDir();
-  const { child, env } = await runHoldingLock(api, folder);
-  child.kill("SIGKILL");
-  await child.output();
-  const started = Date.now();
-  const next = cliCommand(flags(folder), ["token"], env).spawn();
-  // Only a broken build waits this long (it waited 153 s).
-  const watchdog = setTimeout(() => next.kill("SIGKILL"), 20_000);
-  const { code, stderr } = await next.output();
-  clearTimeout(watchdog);
-  const took = Date.now() - started;
-  equal(code, 0, new TextDecoder().decode(stderr));
-  ok(took < 8_000, `the next run took ${took} ms`);
-  equal(api.tokenRequests, 2);
-});
+processTest(
+  "a run killed during its token request does not hold up the next: its lock is taken over within 5 s",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = await scratchDir();
+    const { child, env } = await runHoldingLock(api, folder);
+    child.kill("SIGKILL");
+    await child.output();
+    const started = Date.now();
+    const next = cliCommand(flags(folder), ["token"], env).spawn();
+    // Only a broken build waits this long (it waited 153 s).
+    const watchdog = setTimeout(() => next.kill("SIGKILL"), 20_000);
+    const { code, stderr } = await next.output();
+    clearTimeout(watchdog);
+    const took = Date.now() - started;
+    equal(code, 0, new TextDecoder().decode(stderr));
+    ok(took < 8_000, `the next run took ${took} ms`);
+    equal(api.tokenRequests, 2);
+  },
+);
 
-Deno.test("Ctrl-C (SIGINT) during a token request removes the run's lock", async () => {
-  await using api = await startFakePartnerApi();
-  const folder = await scratchDir();
-  const { child } = await runHoldingLock(api, folder);
-  const lock = [...Deno.readDirSync(folder)].find((entry) =>
-    entry.name.endsWith(".lock")
-  )!;
-  // The lock names its owner.
-  equal(
-    Number(JSON.parse(Deno.readTextFileSync(`${folder}/${lock.name}`)).pid),
-    child.pid,
-  );
-  child.kill("SIGINT");
-  const { code } = await child.output();
-  equal(code, 130);
-  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
-  ok(!left.some((name) => name.endsWith(".lock")), `left: ${left}`);
-});
+processTest(
+  "Ctrl-C (SIGINT) during a token request removes the run's lock",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = await scratchDir();
+    const { child } = await runHoldingLock(api, folder);
+    const lock = [...Deno.readDirSync(folder)].find((entry) =>
+      entry.name.endsWith(".lock")
+    )!;
+    // The lock names its owner.
+    equal(
+      Number(JSON.parse(Deno.readTextFileSync(`${folder}/${lock.name}`)).pid),
+      child.pid,
+    );
+    child.kill("SIGINT");
+    const { code } = await child.output();
+    equal(code, 130);
+    const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+    ok(!left.some((name) => name.endsWith(".lock")), `left: ${left}`);
+  },
+);

@@ -6,6 +6,7 @@ import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { cliCommand } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
+import { Command, processTest } from "../_processes.ts";
 
 /** Runs the tool; a run still going after 10 s is killed and says so. */
 async function bounded(
@@ -32,57 +33,64 @@ async function bounded(
 const FLAGS = ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"];
 
 async function make(command: string, ...args: string[]): Promise<void> {
-  ok((await new Deno.Command(command, { args }).output()).success);
+  ok((await new Command(command, { args }).output()).success);
 }
 
-Deno.test("--env-file reads only a regular file of at most 64 KiB: /dev/zero, a FIFO, a folder or a huge file are usage errors, never read whole", async (t) => {
-  await using api = await startFakePartnerApi();
-  const config = Object.entries(configFor(api))
-    .map(([name, value]) => `${name}="${value}"\n`).join("");
-  const folder = await scratchDir();
-  const makers: [string, (path: string) => Promise<string>][] = [
-    ["/dev/zero", () => Promise.resolve("/dev/zero")],
-    ["a link to /dev/zero", async (path) => {
-      await make("ln", "-s", "/dev/zero", path);
-      return path;
-    }],
-    ["a FIFO", async (path) => {
-      await make("mkfifo", path);
-      return path;
-    }],
-    ["a folder", async (path) => {
-      await Deno.mkdir(path);
-      return path;
-    }],
-    // Good configuration first: read whole, it would work.
-    ["a file over 64 KiB", async (path) => {
-      await Deno.writeTextFile(path, config + "#".repeat(64 * 1024) + "\n");
-      return path;
-    }],
-  ];
-  for (const [name, maker] of makers) {
-    await t.step(name, async () => {
-      const path = await maker(`${folder}/${name.replaceAll(/\W/g, "_")}`);
+processTest(
+  "--env-file reads only a regular file of at most 64 KiB: /dev/zero, a FIFO, a folder or a huge file are usage errors, never read whole",
+  async (t) => {
+    await using api = await startFakePartnerApi();
+    const config = Object.entries(configFor(api))
+      .map(([name, value]) => `${name}="${value}"\n`).join("");
+    const folder = await scratchDir();
+    const makers: [string, (path: string) => Promise<string>][] = [
+      ["/dev/zero", () => Promise.resolve("/dev/zero")],
+      ["a link to /dev/zero", async (path) => {
+        await make("ln", "-s", "/dev/zero", path);
+        return path;
+      }],
+      ["a FIFO", async (path) => {
+        await make("mkfifo", path);
+        return path;
+      }],
+      ["a folder", async (path) => {
+        await Deno.mkdir(path);
+        return path;
+      }],
+      // Good configuration first: read whole, it would work.
+      ["a file over 64 KiB", async (path) => {
+        await Deno.writeTextFile(path, config + "#".repeat(64 * 1024) + "\n");
+        return path;
+      }],
+    ];
+    for (const [name, maker] of makers) {
+      await t.step(name, async () => {
+        const path = await maker(`${folder}/${name.replaceAll(/\W/g, "_")}`);
+        const run = await bounded(
+          [...FLAGS, `--allow-read=${path},${folder}`],
+          ["token", "--no-cache", "--env-file", path],
+        );
+        equal(run.killed, false, "the run ended by itself");
+        equal(run.code, 2, run.stderr);
+      });
+    }
+    await t.step("a file of 64 KiB is read", async () => {
+      const path = `${folder}/just.env`;
+      await Deno.writeTextFile(
+        path,
+        config + "#".repeat(64 * 1024 - config.length - 1) + "\n",
+      );
+      equal((await Deno.stat(path)).size, 64 * 1024);
       const run = await bounded(
-        [...FLAGS, `--allow-read=${path},${folder}`],
+        [...FLAGS, `--allow-read=${path}`],
         ["token", "--no-cache", "--env-file", path],
       );
-      equal(run.killed, false, "the run ended by itself");
-      equal(run.code, 2, run.stderr);
+      equal(run.code, 0, run.stderr);
     });
-  }
-  await t.step("a file of 64 KiB is read", async () => {
-    const path = `${folder}/just.env`;
-    await Deno.writeTextFile(
-      path,
-      config + "#".repeat(64 * 1024 - config.length - 1) + "\n",
+    equal(
+      api.tokenRequests,
+      1,
+      "only the good file reached the token endpoint",
     );
-    equal((await Deno.stat(path)).size, 64 * 1024);
-    const run = await bounded(
-      [...FLAGS, `--allow-read=${path}`],
-      ["token", "--no-cache", "--env-file", path],
-    );
-    equal(run.code, 0, run.stderr);
-  });
-  equal(api.tokenRequests, 1, "only the good file reached the token endpoint");
-});
+  },
+);

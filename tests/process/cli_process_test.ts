@@ -6,80 +6,98 @@ import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
+import { processTest } from "../_processes.ts";
 
 const NET = "--allow-net=127.0.0.1";
 const ENV = "--allow-env=PARTNER_API_*";
 
-Deno.test("the CLI lists with only net and PARTNER_API_* env permissions", async () => {
-  await using api = await startFakePartnerApi();
-  const result = await cli([NET, ENV], [
-    "list",
-    "transactions",
-    "--max-items",
-    "3",
-  ], configFor(api));
-  equal(result.code, 0, result.stderr);
-  equal(result.stdout.trim().split("\n").length, 3);
-  ok(!result.stdout.includes(api.credentials.clientSecret));
-});
+processTest(
+  "the CLI lists with only net and PARTNER_API_* env permissions",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const result = await cli([NET, ENV], [
+      "list",
+      "transactions",
+      "--max-items",
+      "3",
+    ], configFor(api));
+    equal(result.code, 0, result.stderr);
+    equal(result.stdout.trim().split("\n").length, 3);
+    ok(!result.stdout.includes(api.credentials.clientSecret));
+  },
+);
 
-Deno.test("the CLI asks for the env permission in one line, exit 2", async () => {
-  await using api = await startFakePartnerApi();
-  const result = await cli([NET], ["token"], configFor(api));
-  equal(result.code, 2);
-  equal(result.stderr.trim().split("\n").length, 1, result.stderr);
-  ok(result.stderr.includes("--allow-env='PARTNER_API_*'"));
-  equal(api.tokenRequests, 0);
-});
+processTest(
+  "the CLI asks for the env permission in one line, exit 2",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const result = await cli([NET], ["token"], configFor(api));
+    equal(result.code, 2);
+    equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+    ok(result.stderr.includes("--allow-env='PARTNER_API_*'"));
+    equal(api.tokenRequests, 0);
+  },
+);
 
-Deno.test("the CLI refuses a bad flag in one line, exit 2, without permissions", async () => {
-  const result = await cli([], ["list", "transactions", "--limit", "zero"]);
-  equal(result.code, 2);
-  equal(
-    result.stderr,
-    "partner-api: --limit must be a positive integer: received zero (see deno task cli --help)\n",
-  );
-});
+processTest(
+  "the CLI refuses a bad flag in one line, exit 2, without permissions",
+  async () => {
+    const result = await cli([], ["list", "transactions", "--limit", "zero"]);
+    equal(result.code, 2);
+    equal(
+      result.stderr,
+      "partner-api: --limit must be a positive integer: received zero (see deno task cli --help)\n",
+    );
+  },
+);
 
-Deno.test("the demo runs with --allow-net=127.0.0.1 alone", async () => {
+processTest("the demo runs with --allow-net=127.0.0.1 alone", async () => {
   const result = await cli([NET], ["demo"]);
   equal(result.code, 0, result.stderr);
   ok(result.stdout.includes(", 1 token request ("), result.stdout);
 });
 
-Deno.test("Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON and exits 130", async () => {
-  await using api = await startFakePartnerApi({
-    items: { transactions: 5000 },
-    latency: 20,
-  });
-  const child = cliCommand(
-    ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"],
-    [
-      "list",
-      "transactions",
-      "--format",
-      "json",
-      "--limit",
-      "10",
-      "--no-cache",
-    ],
-    configFor(api),
-  ).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  // Interrupt once some items are out.
-  while ((text.match(/\n/g) ?? []).length < 15) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-  }
-  child.kill("SIGINT");
-  for (let read = await reader.read(); !read.done; read = await reader.read()) {
-    text += read.value;
-  }
-  const { code, signal } = await child.status;
-  const stderr = await new Response(child.stderr).text();
-  equal(code, 130, `${signal} ${stderr} ${text.slice(-200)}`);
-  const items = JSON.parse(text);
-  ok(Array.isArray(items) && items.length > 10 && items.length < 5000);
-});
+processTest(
+  "Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON and exits 130",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { transactions: 5000 },
+      latency: 20,
+    });
+    const child = cliCommand(
+      ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"],
+      [
+        "list",
+        "transactions",
+        "--format",
+        "json",
+        "--limit",
+        "10",
+        "--no-cache",
+      ],
+      configFor(api),
+    ).spawn();
+    const reader = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let text = "";
+    // Interrupt once some items are out.
+    while ((text.match(/\n/g) ?? []).length < 15) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    child.kill("SIGINT");
+    for (
+      let read = await reader.read();
+      !read.done;
+      read = await reader.read()
+    ) {
+      text += read.value;
+    }
+    const { code, signal } = await child.status;
+    const stderr = await new Response(child.stderr).text();
+    equal(code, 130, `${signal} ${stderr} ${text.slice(-200)}`);
+    const items = JSON.parse(text);
+    ok(Array.isArray(items) && items.length > 10 && items.length < 5000);
+  },
+);

@@ -8,6 +8,7 @@ import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { scratchDir, workerCommand } from "./_fleet.ts";
 import { checkPacedFleet } from "../_windows.ts";
+import { processTest } from "../_processes.ts";
 
 const FLEET = 4;
 const LIMIT = { requests: 40, interval: 2000 };
@@ -62,30 +63,36 @@ async function fleetRun(outage: boolean) {
   }
 }
 
-Deno.test("4 processes share one KV limit: no 429, within 1.10x the floor", async () => {
-  const { arrivals, lines, startAt } = await fleetRun(false);
-  checkPacedFleet({
-    what: `${FLEET} processes on KV`,
-    arrivals,
-    sent: FLEET * EACH,
-    elapsed: Math.max(...lines.map((line) => line.endAt)) - startAt,
-    limit: LIMIT,
-  });
-});
+processTest(
+  "4 processes share one KV limit: no 429, within 1.10x the floor",
+  async () => {
+    const { arrivals, lines, startAt } = await fleetRun(false);
+    checkPacedFleet({
+      what: `${FLEET} processes on KV`,
+      arrivals,
+      sent: FLEET * EACH,
+      elapsed: Math.max(...lines.map((line) => line.endAt)) - startAt,
+      limit: LIMIT,
+    });
+  },
+);
 
-Deno.test("the KV store failing mid-run: every process finishes alone, no crash, no burst beyond one window", async () => {
-  const { arrivals, lines, outageAt } = await fleetRun(true);
-  const refused = arrivals.filter(({ status }) => status === 429);
-  console.log(
-    `KV failing mid-run: ${refused.length} x 429, degraded ${
-      lines.map((line) => line.degraded)
-    }`,
-  );
-  equal(arrivals.length - refused.length, FLEET * EACH);
-  ok(
-    lines.filter((line) => line.endAt > outageAt! + 1000)
-      .every((line) => line.degraded >= 1),
-  );
-  ok(refused.length <= LIMIT.requests);
-  ok(refused.every(({ at }) => at < outageAt! + LIMIT.interval));
-});
+processTest(
+  "the KV store failing mid-run: every process finishes alone, no crash, no burst beyond one window",
+  async () => {
+    const { arrivals, lines, outageAt } = await fleetRun(true);
+    const refused = arrivals.filter(({ status }) => status === 429);
+    console.log(
+      `KV failing mid-run: ${refused.length} x 429, degraded ${
+        lines.map((line) => line.degraded)
+      }`,
+    );
+    equal(arrivals.length - refused.length, FLEET * EACH);
+    ok(
+      lines.filter((line) => line.endAt > outageAt! + 1000)
+        .every((line) => line.degraded >= 1),
+    );
+    ok(refused.length <= LIMIT.requests);
+    ok(refused.every(({ at }) => at < outageAt! + LIMIT.interval));
+  },
+);

@@ -3,6 +3,7 @@
 // --allow-read=README.md,docs,deno.json,examples.
 
 import { deepStrictEqual, ok } from "node:assert/strict";
+import { processTest } from "../_processes.ts";
 
 // The README and its reference pages in docs/, read as one text.
 const docs = [];
@@ -24,32 +25,40 @@ function blocks(info: RegExp): string[] {
   return found;
 }
 
-Deno.test("every `ts ignore` block of the README is a type-checked example", async () => {
-  const ignored = blocks(/^ts ignore$/);
-  const examples = await Promise.all(
-    ["quick_start.ts", "redis_fleet.ts", "redis_rate_limit.ts"].map(
-      async (name) => {
-        const example = await Deno.readTextFile(`examples/${name}`);
-        return example.slice(example.indexOf("import "));
-      },
-    ),
-  );
-  // The quick start, and the Redis fleet and limiter (they need a Redis server).
-  deepStrictEqual(ignored, examples);
-});
+processTest(
+  "every `ts ignore` block of the README is a type-checked example",
+  async () => {
+    const ignored = blocks(/^ts ignore$/);
+    const examples = await Promise.all(
+      ["quick_start.ts", "redis_fleet.ts", "redis_rate_limit.ts"].map(
+        async (name) => {
+          const example = await Deno.readTextFile(`examples/${name}`);
+          return example.slice(example.indexOf("import "));
+        },
+      ),
+    );
+    // The quick start, and the Redis fleet and limiter (they need a Redis server).
+    deepStrictEqual(ignored, examples);
+  },
+);
 
-Deno.test("every shell command of the README names a task or file that exists", async () => {
-  for (const block of blocks(/^sh$/)) {
-    for (const [, task] of block.matchAll(/deno task (?:--\S+ )*([\w:-]+)/g)) {
-      ok(tasks.includes(task!), `deno task ${task}`);
+processTest(
+  "every shell command of the README names a task or file that exists",
+  async () => {
+    for (const block of blocks(/^sh$/)) {
+      for (
+        const [, task] of block.matchAll(/deno task (?:--\S+ )*([\w:-]+)/g)
+      ) {
+        ok(tasks.includes(task!), `deno task ${task}`);
+      }
     }
-  }
-  for (const [, file] of readme.matchAll(/`(examples\/[\w.]+\.ts)`/g)) {
-    await Deno.stat(file!);
-  }
-});
+    for (const [, file] of readme.matchAll(/`(examples\/[\w.]+\.ts)`/g)) {
+      await Deno.stat(file!);
+    }
+  },
+);
 
-Deno.test("the README's sample output matches what the demo prints", () => {
+processTest("the README's sample output matches what the demo prints", () => {
   const [sample] = blocks(/^text$/);
   ok(sample?.includes("$ partner-api token"));
   ok(sample?.includes(", 1 token request ("));

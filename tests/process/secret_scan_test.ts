@@ -5,8 +5,9 @@ import { ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { cliCommand } from "./_cli_process.ts";
+import { processTest } from "../_processes.ts";
 
-Deno.test("nothing the CLI prints holds the secret or a token", async () => {
+processTest("nothing the CLI prints holds the secret or a token", async () => {
   await using api = await startFakePartnerApi();
   const config = configFor(api);
   const runs: [string[], Record<string, string>][] = [

@@ -2,10 +2,11 @@
 // apt-get install -y redis-server.
 
 import { connectRedis } from "./_resp.ts";
+import { Command } from "../_processes.ts";
 export { connectRedis, type RedisClient } from "./_resp.ts";
 
 /** Whether redis-server is installed; tests are skipped with one line when not. */
-export const redisInstalled: boolean = await new Deno.Command("redis-server", {
+export const redisInstalled: boolean = await new Command("redis-server", {
   args: ["--version"],
   stdout: "null",
   stderr: "null",
@@ -30,7 +31,7 @@ export async function startRedis(): Promise<RedisServer> {
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = probe.addr.port;
   probe.close();
-  const child = new Deno.Command("redis-server", {
+  const child = new Command("redis-server", {
     args: [
       "--port",
       String(port),

@@ -4,6 +4,7 @@
 
 import { deepStrictEqual, equal } from "node:assert/strict";
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
+import { Command } from "../_processes.ts";
 
 export const RUNTIMES = ".test-tmp/runtimes";
 const BUN = `${RUNTIMES}/node_modules/bun/bin/bun.exe`;
@@ -28,7 +29,7 @@ export function runtimeCommand(
   runtime: typeof RUNTIME_NAMES[number],
   worker: string[],
   env: Record<string, string>,
-): Deno.Command {
+): Command {
   const [program, args] = runtime === "deno"
     ? ["deno", [
       "run",
@@ -39,7 +40,7 @@ export function runtimeCommand(
       ...worker,
     ]]
     : [runtime === "node" ? "node" : BUN, worker];
-  return new Deno.Command(program, {
+  return new Command(program, {
     args,
     env,
     stdout: "piped",

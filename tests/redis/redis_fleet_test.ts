@@ -15,6 +15,7 @@ import {
   runtimeCommand,
   RUNTIMES,
 } from "./_runtimes.ts";
+import { processTest } from "../_processes.ts";
 
 const PER_RUNTIME = 3;
 
@@ -41,7 +42,7 @@ function runFleet(
   return runOnEveryRuntime<FleetLine>(worker, fakeEnv(api), PER_RUNTIME);
 }
 
-Deno.test({
+processTest({
   name: "a fleet on Deno, Node and Bun sharing Redis makes one token request",
   ignore: !redisInstalled,
   async fn() {
@@ -53,7 +54,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "Redis going away mid-run costs each process at most one token, and no process an unhandled rejection",
   ignore: !redisInstalled,
@@ -77,7 +78,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "the 401 ledger is the fleet's: five processes on Deno, Node and Bun over one Redis store, one after another on a 401 path, spend at most 2 token requests",
   ignore: !redisInstalled,

@@ -12,6 +12,7 @@ import {
 import { redisInstalled, startRedis } from "./_redis_server.ts";
 import { fakeEnv, runOnEveryRuntime, RUNTIMES } from "./_runtimes.ts";
 import { checkPacedFleet, mostInAnyWindow } from "../_windows.ts";
+import { processTest } from "../_processes.ts";
 
 const PER_RUNTIME = 2;
 /** The service's 900 per 5 minutes, scaled down. */
@@ -55,7 +56,7 @@ function runFleet(port: number, api: FakePartnerApi, startAt: number) {
   return runOnEveryRuntime<WorkerLine>(worker, env, PER_RUNTIME);
 }
 
-Deno.test({
+processTest({
   name:
     "6 processes on Deno, Node and Bun share one Redis limit: no 429, within 1.10x the floor",
   ignore: !redisInstalled,
@@ -76,7 +77,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "Redis killed mid-run: every process finishes alone at its share, no crash, no unhandled rejection, no burst beyond one window",
   ignore: !redisInstalled,

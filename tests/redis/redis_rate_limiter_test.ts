@@ -15,6 +15,7 @@ import {
   startRedis,
 } from "./_redis_server.ts";
 import { crawlTogether, mostAtOnce } from "../_windows.ts";
+import { processTest } from "../_processes.ts";
 
 const ignore = !redisInstalled;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -47,7 +48,7 @@ async function send(limiter: RateLimiter, ms: number) {
   return [granted, answered] as const;
 }
 
-Deno.test({
+processTest({
   name:
     "4 limiters on one Redis, random holds: never more sends than the limit in any window",
   ignore,
@@ -78,7 +79,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "3 clients with their own Redis limiters crawl the fake's limited list: no 429, near the floor",
   ignore,
@@ -108,7 +109,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "under contention each of 4 limiters gets at least 1/(2N) of the sends, in turns kept in Redis",
   ignore,
@@ -141,7 +142,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "a full window: the waiter sleeps until the slot frees, at most a few commands per send",
   ignore,
@@ -169,7 +170,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name: "a caller gives up with its signal; the others keep their turn",
   ignore,
   async fn() {
@@ -194,7 +195,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name:
     "Redis failing: the process paces alone at its last known share, says so once, and goes back to Redis",
   ignore,
@@ -246,7 +247,7 @@ Deno.test({
   },
 });
 
-Deno.test({
+processTest({
   name: "a script Redis forgot (SCRIPT FLUSH, a restart) is sent again whole",
   ignore,
   async fn() {
@@ -263,7 +264,7 @@ Deno.test({
   },
 });
 
-Deno.test("createRedisRateLimiter() refuses bad options by name", () => {
+processTest("createRedisRateLimiter() refuses bad options by name", () => {
   const command = () => Promise.resolve(null);
   throws(() => createRedisRateLimiter({} as never), {
     name: "TypeError",
@@ -288,24 +289,27 @@ Deno.test("createRedisRateLimiter() refuses bad options by name", () => {
   equal(createRedisRateLimiter({ command }).limit.requests, 900);
 });
 
-Deno.test("a reply that is not the script's counts as a failing Redis: paced alone, no spin", async () => {
-  for (const reply of ["OK", ["a", "b", "c"], [1, -1, 2], null]) {
-    let commands = 0;
-    const events: string[] = [];
-    const limiter = createRedisRateLimiter({
-      command: () => (commands++, Promise.resolve(reply)),
-      requests: 3,
-      interval: 50,
-      onEvent: (event) => events.push(event.type),
-    });
-    for (let i = 0; i < 4; i++) limiter.answered(await limiter.take());
-    await limiter[Symbol.asyncDispose]();
-    equal(events.join(), "rate.degraded", JSON.stringify(reply));
-    ok(commands <= 2, `${commands} commands for ${JSON.stringify(reply)}`);
-  }
-});
+processTest(
+  "a reply that is not the script's counts as a failing Redis: paced alone, no spin",
+  async () => {
+    for (const reply of ["OK", ["a", "b", "c"], [1, -1, 2], null]) {
+      let commands = 0;
+      const events: string[] = [];
+      const limiter = createRedisRateLimiter({
+        command: () => (commands++, Promise.resolve(reply)),
+        requests: 3,
+        interval: 50,
+        onEvent: (event) => events.push(event.type),
+      });
+      for (let i = 0; i < 4; i++) limiter.answered(await limiter.take());
+      await limiter[Symbol.asyncDispose]();
+      equal(events.join(), "rate.degraded", JSON.stringify(reply));
+      ok(commands <= 2, `${commands} commands for ${JSON.stringify(reply)}`);
+    }
+  },
+);
 
-Deno.test({
+processTest({
   name:
     "a 429 with room in the window blocks the whole fleet for one slot's share of the interval",
   ignore,

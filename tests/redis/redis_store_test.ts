@@ -19,10 +19,11 @@ import {
   redisInstalled,
   startRedis,
 } from "./_redis_server.ts";
+import { processTest } from "../_processes.ts";
 
 const realSetTimeout = setTimeout;
 const test = (name: string, fn: () => Promise<void>) =>
-  Deno.test({ name, ignore: !redisInstalled, fn });
+  processTest({ name, ignore: !redisInstalled, fn });
 
 /** A redis-server, the fake, and providers that stand for processes. */
 async function fleet(fake: FakePartnerApiOptions = {}) {
@@ -155,57 +156,63 @@ test("Redis going away mid-run costs at most one token per process, with no unha
   ok(f.api.tokenRequests <= 1 + processes.length);
 });
 
-Deno.test("a Redis command that never answers counts as a failure after commandTimeout", async () => {
-  await using api = await startFakePartnerApi();
-  await withFakeTimers(async (timers) => {
-    const provider = createTokenProvider({
-      ...api.environment,
-      ...api.credentials,
-      retry: false,
-      store: createRedisTokenStore({
-        command: () => new Promise(() => {}), // a client queueing while Redis is away
-        commandTimeout: 1000,
-      }),
+processTest(
+  "a Redis command that never answers counts as a failure after commandTimeout",
+  async () => {
+    await using api = await startFakePartnerApi();
+    await withFakeTimers(async (timers) => {
+      const provider = createTokenProvider({
+        ...api.environment,
+        ...api.credentials,
+        retry: false,
+        store: createRedisTokenStore({
+          command: () => new Promise(() => {}), // a client queueing while Redis is away
+          commandTimeout: 1000,
+        }),
+      });
+      let settled = false;
+      const token = provider.getToken().finally(() => settled = true);
+      // The fake answers in real time: step the fake clock, and let I/O run.
+      for (let step = 0; step < 1000 && !settled; step++) {
+        await timers.tickAsync(50);
+        await new Promise((resolve) => realSetTimeout(resolve, 1));
+      }
+      ok((await token).expiresAt > 0);
+      equal(api.tokenRequests, 1);
     });
-    let settled = false;
-    const token = provider.getToken().finally(() => settled = true);
-    // The fake answers in real time: step the fake clock, and let I/O run.
-    for (let step = 0; step < 1000 && !settled; step++) {
-      await timers.tickAsync(50);
-      await new Promise((resolve) => realSetTimeout(resolve, 1));
-    }
-    ok((await token).expiresAt > 0);
-    equal(api.tokenRequests, 1);
-  });
-});
+  },
+);
 
-Deno.test("createRedisTokenStore() refuses bad options with the option's name", async () => {
-  const command = () => Promise.resolve(null);
-  const bad: [unknown, string][] = [
-    [{}, "command"],
-    [{ command, prefix: "" }, "prefix"],
-    [{ command, leaseDuration: 0 }, "leaseDuration"],
-    [{ command, maxWait: -1 }, "maxWait"],
-    [{ command, commandTimeout: 1.5 }, "commandTimeout"],
-    [{ command, now: 5 }, "now"],
-    [{ command, blockingCommand: "BLPOP" }, "blockingCommand"],
-  ];
-  for (const [options, option] of bad) {
-    throws(
-      () => createRedisTokenStore(options as RedisTokenStoreOptions),
-      (error: Error & { option?: string }) => error.option === option,
+processTest(
+  "createRedisTokenStore() refuses bad options with the option's name",
+  async () => {
+    const command = () => Promise.resolve(null);
+    const bad: [unknown, string][] = [
+      [{}, "command"],
+      [{ command, prefix: "" }, "prefix"],
+      [{ command, leaseDuration: 0 }, "leaseDuration"],
+      [{ command, maxWait: -1 }, "maxWait"],
+      [{ command, commandTimeout: 1.5 }, "commandTimeout"],
+      [{ command, now: 5 }, "now"],
+      [{ command, blockingCommand: "BLPOP" }, "blockingCommand"],
+    ];
+    for (const [options, option] of bad) {
+      throws(
+        () => createRedisTokenStore(options as RedisTokenStoreOptions),
+        (error: Error & { option?: string }) => error.option === option,
+      );
+    }
+    const hmac = await crypto.subtle.generateKey(
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"],
     );
-  }
-  const hmac = await crypto.subtle.generateKey(
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  throws(
-    () => createRedisTokenStore({ command, encryptionKey: hmac }),
-    (error: Error & { option?: string }) => error.option === "encryptionKey",
-  );
-});
+    throws(
+      () => createRedisTokenStore({ command, encryptionKey: hmac }),
+      (error: Error & { option?: string }) => error.option === "encryptionKey",
+    );
+  },
+);
 
 /** Resolves once some process holds a lease. */
 async function leaseTaken(admin: RedisClient): Promise<void> {

@@ -19,9 +19,10 @@ import {
   redisInstalled,
   startRedis,
 } from "./_redis_server.ts";
+import { processTest } from "../_processes.ts";
 
 const test = (name: string, fn: () => Promise<void>) =>
-  Deno.test({ name, ignore: !redisInstalled, fn });
+  processTest({ name, ignore: !redisInstalled, fn });
 /** A finding of the review: failed before its fix. */
 const finding = (name: string, fn: () => Promise<void>) => test(name, fn);
 

@@ -9,6 +9,7 @@ import { createFakePartnerService } from "../../src/testing/mod.ts";
 import type { FakePartnerServiceOptions } from "../../src/testing/mod.ts";
 import { scenario } from "./scenario.mjs";
 import { describeFake, remoteFake, withControl } from "./control.mjs";
+import { Command, processTest } from "../_processes.ts";
 
 const RUNTIMES = ".test-tmp/runtimes";
 const BUN = `${RUNTIMES}/node_modules/bun/bin/bun.exe`;
@@ -54,7 +55,7 @@ function report(runtime: string, checks: Check[], extra = ""): void {
 /** `program --version`, or a clear error when the program is missing. */
 async function version(program: string, hint: string): Promise<string> {
   try {
-    const { stdout } = await new Deno.Command(program, {
+    const { stdout } = await new Command(program, {
       args: ["--version"],
       stdout: "piped",
       stderr: "null",
@@ -70,7 +71,7 @@ async function version(program: string, hint: string): Promise<string> {
 
 /** Runs node_runner.mjs under `program` and reads its lines back. */
 async function runNodeLike(program: string): Promise<Check[]> {
-  const { code, stdout, stderr } = await new Deno.Command(program, {
+  const { code, stdout, stderr } = await new Command(program, {
     args: ["tests/runtimes/node_runner.mjs", RUNTIMES],
     stdout: "piped",
     stderr: "piped",
@@ -88,14 +89,14 @@ async function runNodeLike(program: string): Promise<Check[]> {
   return checks;
 }
 
-Deno.test("the bundles the other runtimes load use no Deno API", async () => {
+processTest("the bundles the other runtimes load use no Deno API", async () => {
   for (const bundle of ["partner-api.mjs", "fake.mjs"]) {
     const code = await Deno.readTextFile(`${RUNTIMES}/${bundle}`);
     ok(!/(^|[^"'\w])Deno\./m.test(code), `${bundle} uses Deno`);
   }
 });
 
-Deno.test("the scenario passes on Deno", async () => {
+processTest("the scenario passes on Deno", async () => {
   await using fake = serveFake();
   const checks = await scenario(lib, remoteFake(fake.description), {
     inspect: Deno.inspect,
@@ -103,33 +104,39 @@ Deno.test("the scenario passes on Deno", async () => {
   report(`deno ${Deno.version.deno}`, checks);
 });
 
-Deno.test("the scenario passes on Node, and fails clearly without it", async () => {
-  const node = await version(
-    "node",
-    "the Node leg of the runtime matrix needs Node 20 or later on PATH; it does not fall back to Deno",
-  );
-  report(`node ${node}`, await runNodeLike("node"));
-});
+processTest(
+  "the scenario passes on Node, and fails clearly without it",
+  async () => {
+    const node = await version(
+      "node",
+      "the Node leg of the runtime matrix needs Node 20 or later on PATH; it does not fall back to Deno",
+    );
+    report(`node ${node}`, await runNodeLike("node"));
+  },
+);
 
-Deno.test("the scenario passes on Bun", async () => {
+processTest("the scenario passes on Bun", async () => {
   const bun = await version(BUN, "run `deno task runtimes:install`");
   report(`bun ${bun}`, await runNodeLike(BUN));
 });
 
-Deno.test("the scenario passes on workerd, and a shared provider refreshes across requests", async () => {
-  const workerd = (await version(WORKERD, "run `deno task runtimes:install`"))
-    .replace(/^workerd /, "");
-  await using fake = serveFake();
-  await using shortLived = serveFake({ tokenLifetime: 4000 });
-  await using worker = await startWorkerd();
-  const checks = await worker.call<Check[]>("/scenario", fake.description);
-  const shared = await sharedProviderAcrossRequests(worker, shortLived);
-  report(
-    `workerd ${workerd}`,
-    checks,
-    `; a provider shared across requests refreshed through waitUntil (${shared.withWaitUntil} token requests), and a refresh the runtime dropped did not trap the next caller (${shared.without} token requests)`,
-  );
-});
+processTest(
+  "the scenario passes on workerd, and a shared provider refreshes across requests",
+  async () => {
+    const workerd = (await version(WORKERD, "run `deno task runtimes:install`"))
+      .replace(/^workerd /, "");
+    await using fake = serveFake();
+    await using shortLived = serveFake({ tokenLifetime: 4000 });
+    await using worker = await startWorkerd();
+    const checks = await worker.call<Check[]>("/scenario", fake.description);
+    const shared = await sharedProviderAcrossRequests(worker, shortLived);
+    report(
+      `workerd ${workerd}`,
+      checks,
+      `; a provider shared across requests refreshed through waitUntil (${shared.withWaitUntil} token requests), and a refresh the runtime dropped did not trap the next caller (${shared.without} token requests)`,
+    );
+  },
+);
 
 /**
  * A provider kept in module state, its token due for refresh during one
@@ -179,7 +186,7 @@ async function startWorkerd(): Promise<Workerd> {
   probe.close();
   const config = `${RUNTIMES}/workerd.capnp`;
   await Deno.writeTextFile(config, workerdConfig(port));
-  const process = new Deno.Command(WORKERD, {
+  const process = new Command(WORKERD, {
     args: ["serve", config],
     stdout: "null",
     stderr: "piped",
