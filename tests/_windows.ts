@@ -84,31 +84,25 @@ export interface PacedFleet {
   }[];
   /** How many requests the fleet sent in all. */
   readonly sent: number;
-  /** From the common start to the last process's end, in ms. */
-  readonly elapsed: number;
   readonly limit: { readonly requests: number; readonly interval: number };
 }
 
 /**
- * Logs and checks a paced crawl: no 429, every request arrived, no window
- * held more than the limit, and it took at most 1.10× the limit's floor,
- * (⌈sent ÷ requests⌉ − 1) × interval.
+ * Logs and checks a paced crawl by the fake's own count: no 429, every
+ * request arrived, and no window held more than the limit (so the crawl
+ * took at least the limit's floor). How close to the floor it comes is a
+ * timing goal, measured by `deno task bench` (fleet_rate_bench.ts), not
+ * asserted here: a busy machine would fail it for no fault of the code.
  */
 export function checkPacedFleet(
-  { what, arrivals, sent, elapsed, limit }: PacedFleet,
+  { what, arrivals, sent, limit }: PacedFleet,
 ): void {
-  const floor = (Math.ceil(sent / limit.requests) - 1) * limit.interval;
   const refused = arrivals.filter(({ status }) => status === 429).length;
+  const most = mostInAnyWindow(arrivals.map(({ at }) => at), limit.interval);
   console.log(
-    `${what}, ${sent} requests at ${limit.requests} per ${limit.interval} ms: ${elapsed} ms, floor ${floor} ms (${
-      (elapsed / floor).toFixed(3)
-    }x), ${refused} x 429`,
+    `${what}, ${sent} requests at ${limit.requests} per ${limit.interval} ms: ${refused} x 429, at most ${most} in a window`,
   );
   equal(refused, 0, "no 429");
   equal(arrivals.length, sent);
-  ok(
-    mostInAnyWindow(arrivals.map(({ at }) => at), limit.interval) <=
-      limit.requests,
-  );
-  ok(elapsed <= 1.1 * floor, `${elapsed} ms against a floor of ${floor} ms`);
+  ok(most <= limit.requests, `${most} arrivals in one window`);
 }

@@ -1,7 +1,10 @@
 // Real processes sharing one rate limit on one KV file, against the fake's
-// own limit (no Retry-After): no 429, near the limit's floor. With the store
-// failing mid-run (each process closes its database): no crash, no
-// unhandled rejection, no burst past the limit beyond one window.
+// own limit (no Retry-After): no 429, and never more than the limit in a
+// window by the fake's count (how near the floor the fleet ends is
+// fleet_rate_bench.ts's measure). With the store failing mid-run (each
+// process closes its database once half the requests have arrived): no
+// crash, no unhandled rejection, no more than a window's worth past the
+// limit.
 
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
@@ -19,7 +22,7 @@ async function runFleet(
   env: Record<string, string>,
   dir: string,
   startAt: number,
-  outageAt?: number,
+  outageFile?: string,
 ) {
   const args = [
     `${dir}/rate.sqlite`,
@@ -27,7 +30,7 @@ async function runFleet(
     String(EACH),
     String(LIMIT.requests),
     String(LIMIT.interval),
-    ...(outageAt === undefined ? [] : [String(outageAt)]),
+    ...(outageFile === undefined ? [] : [outageFile]),
   ];
   const worker = "tests/process/kv_rate_worker.ts";
   const runs = Array.from(
@@ -39,60 +42,69 @@ async function runFleet(
     equal(code, 0, new TextDecoder().decode(stderr));
     return JSON.parse(new TextDecoder().decode(stdout)) as {
       degraded: number;
-      endAt: number;
+      /** Requests sent after it closed its database. */
+      afterOutage: number;
     };
   });
 }
 
+/**
+ * The fleet's crawl; with `outage`, the store fails mid-run by count: once
+ * half the fleet's requests have arrived, the test creates the outage file,
+ * and each process closes its database before its next request.
+ */
 async function fleetRun(outage: boolean) {
-  const arrivals: { at: number; status: number }[] = [];
-  await using api = await startFakePartnerApi({
-    apiRateLimit: LIMIT,
-    onRequest: ({ path, status }) => {
-      if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
-    },
-  });
   const dir = await scratchDir();
+  const outageFile = outage ? `${dir}/outage` : undefined;
+  const arrivals: { at: number; status: number }[] = [];
   try {
+    await using api = await startFakePartnerApi({
+      apiRateLimit: LIMIT,
+      onRequest: ({ path, status }) => {
+        if (!path.startsWith("/api/")) return;
+        arrivals.push({ at: Date.now(), status });
+        if (outageFile !== undefined && arrivals.length === FLEET * EACH / 2) {
+          Deno.writeTextFileSync(outageFile, "the store fails");
+        }
+      },
+    });
     const startAt = Date.now() + 2500;
-    const outageAt = outage ? startAt + 1.5 * LIMIT.interval : undefined;
-    const lines = await runFleet(configFor(api), dir, startAt, outageAt);
-    return { arrivals, lines, startAt, outageAt };
+    const lines = await runFleet(configFor(api), dir, startAt, outageFile);
+    return { arrivals, lines };
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
 }
 
 processTest(
-  "4 processes share one KV limit: no 429, within 1.10x the floor",
+  "4 processes share one KV limit: no 429, never more than the limit in a window",
   async () => {
-    const { arrivals, lines, startAt } = await fleetRun(false);
+    const { arrivals } = await fleetRun(false);
     checkPacedFleet({
       what: `${FLEET} processes on KV`,
       arrivals,
       sent: FLEET * EACH,
-      elapsed: Math.max(...lines.map((line) => line.endAt)) - startAt,
       limit: LIMIT,
     });
   },
 );
 
 processTest(
-  "the KV store failing mid-run: every process finishes alone, no crash, no burst beyond one window",
+  "the KV store failing mid-run: every process finishes alone, no crash, no more than a window's worth past the limit",
   async () => {
-    const { arrivals, lines, outageAt } = await fleetRun(true);
+    const { arrivals, lines } = await fleetRun(true);
     const refused = arrivals.filter(({ status }) => status === 429);
     console.log(
-      `KV failing mid-run: ${refused.length} x 429, degraded ${
-        lines.map((line) => line.degraded)
+      `KV failing mid-run: ${refused.length} x 429; (requests after the outage, rate.degraded) by process: ${
+        lines.map((line) => `${line.afterOutage}, ${line.degraded}`).join("; ")
       }`,
     );
     equal(arrivals.length - refused.length, FLEET * EACH);
-    ok(
-      lines.filter((line) => line.endAt > outageAt! + 1000)
-        .every((line) => line.degraded >= 1),
-    );
-    ok(refused.length <= LIMIT.requests);
-    ok(refused.every(({ at }) => at < outageAt! + LIMIT.interval));
+    // A take after its database closed: the process paces alone, said once.
+    for (const line of lines) {
+      if (line.afterOutage > 0) equal(line.degraded, 1);
+    }
+    ok(lines.some((line) => line.afterOutage > 0), "failed mid-run");
+    ok(refused.length <= LIMIT.requests, `${refused.length} x 429`);
   },
 );

@@ -1,11 +1,13 @@
 // One process of a fleet sharing one rate limit on a KV file: waits for the
 // common start moment, sends its requests one after another through a client
-// paced by createKvRateLimiter, and prints what it saw. With an outage time
-// it closes its database then (as a store that fails) and goes on alone.
+// paced by createKvRateLimiter, and prints what it saw. With an outage file:
+// before each request it looks for that file, and once the test has created
+// it, closes its database (as a store that fails) and goes on alone; it
+// counts the requests it sent after.
 //
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
 //     --allow-read=<dir> --allow-write=<dir> kv_rate_worker.ts \
-//     <kv file> <start epoch ms> <requests> <limit requests> <limit ms> [<outage epoch ms>]
+//     <kv file> <start epoch ms> <requests> <limit requests> <limit ms> [<outage file>]
 
 import { configFromEnv } from "../../src/core/config.ts";
 import { createClient } from "../../src/client/mod.ts";
@@ -13,7 +15,7 @@ import { createKvRateLimiter } from "../../src/store/kv.ts";
 import type { PartnerApiEvent } from "../../src/core/events.ts";
 import { openKv } from "./_open_kv.ts";
 
-const [kvPath, startAt, count, requests, interval, outageAt] = Deno.args;
+const [kvPath, startAt, count, requests, interval, outageFile] = Deno.args;
 
 const kv = await openKv(kvPath!);
 let degraded = 0;
@@ -33,20 +35,25 @@ const client = createClient({
 await new Promise((resolve) =>
   setTimeout(resolve, Math.max(0, Number(startAt) - Date.now()))
 );
-const outage = outageAt === undefined ? undefined : setTimeout(
-  () => kv.close(),
-  Math.max(0, Number(outageAt) - Date.now()),
-);
+/** Whether the test has created the outage file. */
+const outage = () => {
+  try {
+    return outageFile !== undefined && Deno.statSync(outageFile).isFile;
+  } catch {
+    return false;
+  }
+};
+let closed = false;
+let afterOutage = 0;
 for (let i = 0; i < Number(count); i++) {
+  if (!closed && outage()) {
+    kv.close();
+    closed = true;
+  }
+  if (closed) afterOutage++;
   const response = await client.fetch("organizations");
   await response.body?.cancel();
 }
-const endAt = Date.now();
 await rateLimit[Symbol.asyncDispose]();
-clearTimeout(outage);
-try {
-  kv.close();
-} catch {
-  // closed at the outage already
-}
-console.log(JSON.stringify({ degraded, endAt }));
+if (!closed) kv.close();
+console.log(JSON.stringify({ degraded, afterOutage }));

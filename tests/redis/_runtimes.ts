@@ -4,6 +4,7 @@
 
 import { deepStrictEqual, equal } from "node:assert/strict";
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
+import { connectRedis } from "./_resp.ts";
 import { Command } from "../_processes.ts";
 
 export const RUNTIMES = ".test-tmp/runtimes";
@@ -78,4 +79,47 @@ export function lineOf<Line>(
 ): Line {
   equal(code, 0, new TextDecoder().decode(stderr));
   return JSON.parse(new TextDecoder().decode(stdout).trim()) as Line;
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * Resolves once `check` holds, looking every 10 ms: the test's deadline
+ * (tests/_processes.ts), not a guess of how long it may take, bounds it.
+ */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+): Promise<void> {
+  while (!await check()) await sleep(10);
+}
+
+/** A start barrier for workers started with `barrier:<key>` (_worker.mjs). */
+export function barrier(): { key: string; start: string } {
+  const key = `start:${crypto.randomUUID()}`;
+  return { key, start: `barrier:${key}` };
+}
+
+/**
+ * Lets the `count` workers waiting at the barrier `key` on Redis go
+ * together, once every one of them is in.
+ */
+export async function startTogether(
+  port: number,
+  key: string,
+  count: number,
+): Promise<void> {
+  const admin = await connectRedis(port);
+  try {
+    await until(async () =>
+      Number(await admin.command(["GET", `${key}:ready`])) >= count
+    );
+    await admin.command(["SET", `${key}:go`, "1"]);
+  } finally {
+    admin.close();
+  }
+}
+
+/** A path the test creates to signal the workers (they look for it). */
+export function signalFile(): string {
+  return `${RUNTIMES}/signal-${crypto.randomUUID()}`;
 }

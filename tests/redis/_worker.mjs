@@ -4,6 +4,7 @@
 //
 //   <worker>.mjs <bundles> <redis port> [...the worker's own arguments]
 
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { connect } from "./_connect.mjs";
@@ -36,4 +37,32 @@ export async function startWorker(ioredisOptions = {}) {
     clientSecret: env("CLIENT_SECRET"),
   };
   return { args, lib, redisLib, runtime, redis, env, options };
+}
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * Waits for the fleet's start: `"now"`, a moment (epoch ms), or
+ * `"barrier:<key>"`: the worker counts itself in (INCR <key>:ready) and
+ * waits until the test sets <key>:go, once every worker is in. No worker
+ * starts late, however slowly the machine started it.
+ */
+export async function waitForStart(redis, start) {
+  if (start.startsWith("barrier:")) {
+    const key = start.slice("barrier:".length);
+    await redis.command(["INCR", `${key}:ready`]);
+    while (!await redis.command(["GET", `${key}:go`])) await sleep(10);
+  } else if (start !== "now") {
+    await sleep(Math.max(0, Number(start) - Date.now()));
+  }
+}
+
+/** Whether the test has signalled, by creating the file at `path`. */
+export function signalled(path) {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -1,17 +1,20 @@
 // One process of a Redis fleet, on Deno, Node or Bun, through the bundles
-// the test task builds. Waits for the common start moment, gets a token and
-// prints {runtime, token} (a hash, never the token).
+// the test task builds. Waits for the fleet's start (_worker.mjs), gets a
+// token and prints {runtime, token} (a hash, never the token).
 //
-//   node tests/redis/fleet_worker.mjs <bundles> <redis port> <start epoch ms> [<outage epoch ms>]
+//   node tests/redis/fleet_worker.mjs <bundles> <redis port> <start> [<key> <signal file>]
 //
-// With an outage time, it gets a second token after Redis is gone.
+// With a key and a signal file: once it has its token it counts itself in
+// Redis (INCR <key>:tokens) and waits for the test to create the signal
+// file (the test does once every process has a token and Redis is gone),
+// then gets a second token without Redis.
 //
 // Credentials come from PARTNER_API_* variables (_worker.mjs).
 
-import { startWorker } from "./_worker.mjs";
+import { signalled, startWorker, waitForStart } from "./_worker.mjs";
 
 const { args, lib, redisLib, runtime, redis, options } = await startWorker();
-const [startAt, outageAt] = args;
+const [start, key, signal] = args;
 const provider = lib.createTokenProvider({
   ...options,
   store: redisLib.createRedisTokenStore({
@@ -20,16 +23,15 @@ const provider = lib.createTokenProvider({
     commandTimeout: 500,
   }),
 });
-await new Promise((done) =>
-  setTimeout(done, Math.max(0, Number(startAt) - Date.now()))
-);
+await waitForStart(redis, start);
 const token = await provider.getToken();
 let second;
-if (outageAt !== undefined) {
-  // Redis is gone by now: this process needs a new token all the same.
-  await new Promise((done) =>
-    setTimeout(done, Math.max(0, Number(outageAt) + 300 - Date.now()))
-  );
+if (signal !== undefined) {
+  await redis.command(["INCR", `${key}:tokens`]);
+  // Redis is gone by then: this process needs a new token all the same.
+  while (!signalled(signal)) {
+    await new Promise((done) => setTimeout(done, 10));
+  }
   await provider.invalidate(token.accessToken);
   second = await hashOf((await provider.getToken()).accessToken);
 }

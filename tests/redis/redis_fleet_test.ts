@@ -6,14 +6,18 @@ import {
   type FakePartnerApi,
   startFakePartnerApi,
 } from "../../src/testing/mod.ts";
-import { redisInstalled, startRedis } from "./_redis_server.ts";
+import { connectRedis, redisInstalled, startRedis } from "./_redis_server.ts";
 import {
+  barrier,
   fakeEnv,
   lineOf,
   runOnEveryRuntime,
   RUNTIME_NAMES,
   runtimeCommand,
   RUNTIMES,
+  signalFile,
+  startTogether,
+  until,
 } from "./_runtimes.ts";
 import { processTest } from "../_processes.ts";
 
@@ -25,22 +29,28 @@ interface FleetLine {
   second?: string;
 }
 
-/** Runs PER_RUNTIME workers on each runtime; returns what each printed. */
+/**
+ * Runs PER_RUNTIME workers on each runtime from `start` (_worker.mjs);
+ * returns what each printed. With `outage`, each waits after its first
+ * token for the signal file, then gets a second one.
+ */
 function runFleet(
   port: number,
   api: FakePartnerApi,
-  startAt: number,
-  outageAt?: number,
+  start: string,
+  outage?: { key: string; signal: string },
 ): Promise<FleetLine[]> {
   const worker = [
     "tests/redis/fleet_worker.mjs",
     RUNTIMES,
     String(port),
-    String(startAt),
-    ...(outageAt === undefined ? [] : [String(outageAt)]),
+    start,
+    ...(outage === undefined ? [] : [outage.key, outage.signal]),
   ];
   return runOnEveryRuntime<FleetLine>(worker, fakeEnv(api), PER_RUNTIME);
 }
+
+const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
 
 processTest({
   name: "a fleet on Deno, Node and Bun sharing Redis makes one token request",
@@ -48,7 +58,10 @@ processTest({
   async fn() {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
-    const lines = await runFleet(redis.port, api, Date.now() + 2500);
+    const { key, start } = barrier();
+    const fleet = runFleet(redis.port, api, start);
+    await startTogether(redis.port, key, FLEET);
+    const lines = await fleet;
     equal(new Set(lines.map((line) => line.token)).size, 1);
     equal(api.tokenRequests, 1, "one token request for the fleet");
   },
@@ -61,20 +74,31 @@ processTest({
   async fn() {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
-    const startAt = Date.now() + 2500;
-    const outageAt = startAt + 1000;
-    const fleet = runFleet(redis.port, api, startAt, outageAt);
-    await new Promise((done) => setTimeout(done, outageAt - Date.now()));
-    await redis.kill();
-    const lines = await fleet;
-    ok(lines.every((line) => line.second !== undefined));
-    console.log(
-      `${lines.length} processes, Redis killed mid-run: ${api.tokenRequests} token requests`,
-    );
-    ok(
-      api.tokenRequests <= 1 + lines.length,
-      `${api.tokenRequests} token requests for ${lines.length} processes`,
-    );
+    const { key, start } = barrier();
+    const signal = signalFile();
+    try {
+      const fleet = runFleet(redis.port, api, start, { key, signal });
+      await startTogether(redis.port, key, FLEET);
+      // Once every process holds its first token, Redis goes away.
+      const admin = await connectRedis(redis.port);
+      await until(async () =>
+        Number(await admin.command(["GET", `${key}:tokens`])) >= FLEET
+      );
+      admin.close();
+      await redis.kill();
+      await Deno.writeTextFile(signal, "Redis is gone");
+      const lines = await fleet;
+      ok(lines.every((line) => line.second !== undefined));
+      console.log(
+        `${lines.length} processes, Redis killed mid-run: ${api.tokenRequests} token requests`,
+      );
+      ok(
+        api.tokenRequests <= 1 + lines.length,
+        `${api.tokenRequests} token requests for ${lines.length} processes`,
+      );
+    } finally {
+      await Deno.remove(signal).catch(() => {});
+    }
   },
 });
 
