@@ -27,12 +27,23 @@ export async function connect(bundles, runtime, port, ioredisOptions = {}) {
     const { createClient } = require("redis");
     const client = createClient({ url: `redis://127.0.0.1:${port}` });
     client.on("error", () => {}); // reconnecting while Redis is away
-    await client.connect();
+    // Not awaited: while Redis is away, node-redis's connect() retries every
+    // second or two and never settles, and a process that awaited it never
+    // reached its work or its shutdown (Bun workers that started after the
+    // kill hung until killed by hand). Commands sent meanwhile wait in its
+    // offline queue; the store's commandTimeout makes them failures, so the
+    // process paces alone; destroy() ends the retrying.
+    client.connect().catch(() => {});
     return {
       command: (args) => client.sendCommand(args),
       close: () => client.destroy(),
     };
   }
   const { connectRedis } = await import("./_resp.ts");
-  return await connectRedis(Number(port));
+  try {
+    return await connectRedis(Number(port));
+  } catch (error) {
+    // Redis is away: every command fails, as on a dropped connection.
+    return { command: () => Promise.reject(error), close() {} };
+  }
 }

@@ -3,7 +3,8 @@
 // the fake's own limit (no Retry-After): no 429, and never more than the
 // limit in a window by the fake's count. With Redis killed mid-run: no
 // crash, no unhandled rejection, every process still sending paces alone,
-// and no more than one window's worth past the limit.
+// and no more than one window's worth past the limit. With Redis gone
+// before the processes start: each paces alone and exits.
 // Each phase starts on an event (every worker at the barrier, half the
 // requests arrived), never on a guess of how long start-up takes; how near
 // the floor a fleet ends is fleet_rate_bench.ts's measure.
@@ -157,5 +158,29 @@ processTest({
     } finally {
       await Deno.remove(signal).catch(() => {});
     }
+  },
+});
+
+processTest({
+  name:
+    "Redis gone before the processes connect: each on Deno, Node (ioredis) and Bun (node-redis) paces alone, says so once and exits",
+  ignore: !redisInstalled,
+  async fn() {
+    const redis = await startRedis();
+    await redis.kill(); // its port now refuses every connection
+    const { api, arrivals } = await limitedFake();
+    await using _api = api;
+    // One each, 5 requests: 15 in all, within one window of the limit.
+    const lines = await runFleet(redis.port, api, {
+      start: "now",
+      perRuntime: 1,
+      each: 5,
+      commandTimeout: 300,
+    });
+    for (const line of lines) {
+      equal(line.statuses["200"], 5, `${line.runtime}: all answered`);
+      equal(line.degraded, 1, `${line.runtime}: paced alone, said once`);
+    }
+    equal(arrivals.length, 15);
   },
 });
