@@ -173,11 +173,10 @@ processTest(
 async function lockedRequest(api: FakePartnerApi, folder: string) {
   const locked = () =>
     [...Deno.readDirSync(folder)].some((entry) => entry.name.endsWith(".lock"));
-  for (let tries = 0; tries < 1000; tries++) {
-    if (api.tokenRequests === 1 && locked()) return;
+  // However slow the machine: the test's deadline bounds the wait.
+  while (!(api.tokenRequests === 1 && locked())) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  throw new Error("no run took the lock and sent its request");
 }
 
 /** A run of the tool, holding the lock during a token request that does not end. */
@@ -190,22 +189,23 @@ async function runHoldingLock(api: FakePartnerApi, folder: string) {
 }
 
 processTest(
-  "a run killed during its token request does not hold up the next: its lock is taken over within 5 s",
+  "a run killed during its token request does not hold up the next: its stale lock is taken over, not waited out",
   async () => {
     await using api = await startFakePartnerApi();
     const folder = await scratchDir();
     const { child, env } = await runHoldingLock(api, folder);
     child.kill("SIGKILL");
     await child.output();
-    const started = Date.now();
-    const next = cliCommand(flags(folder), ["token"], env).spawn();
-    // Only a broken build waits this long (it waited 153 s).
-    const watchdog = setTimeout(() => next.kill("SIGKILL"), 20_000);
-    const { code, stderr } = await next.output();
-    clearTimeout(watchdog);
-    const took = Date.now() - started;
+    // The lock goes stale 5 s after its owner died; a broken build waited
+    // for the dead run's request (153 s), which the test's deadline names.
+    const { code, stderr } = await cliCommand(flags(folder), ["token"], env)
+      .output();
     equal(code, 0, new TextDecoder().decode(stderr));
-    ok(took < 8_000, `the next run took ${took} ms`);
+    // Taken over, not waited out: a run that gave up waiting would request
+    // alone and leave the dead run's lock where it was.
+    const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+    equal(left.length, 1, `only the token file is left: ${left}`);
+    ok(left[0]!.endsWith(".token"), `${left}`);
     equal(api.tokenRequests, 2);
   },
 );

@@ -1,6 +1,6 @@
 // The core needs the network and nothing else.
 
-import { equal, ok } from "node:assert/strict";
+import { equal } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { Command, processTest } from "../_processes.ts";
 
@@ -8,6 +8,7 @@ async function runCore(
   permissions: string[],
   environment: unknown,
   credentials: unknown,
+  timeout?: number,
 ) {
   const output = await new Command("deno", {
     args: [
@@ -17,6 +18,7 @@ async function runCore(
       "tests/process/core_worker.ts",
       JSON.stringify(environment),
       JSON.stringify(credentials),
+      ...(timeout === undefined ? [] : [String(timeout)]),
     ],
     stdout: "piped",
     stderr: "piped",
@@ -33,18 +35,16 @@ processTest(
     await using api = await startFakePartnerApi({
       items: { organizations: 12 },
     });
-    const started = Date.now();
+    // A time limit of 10 minutes per attempt: a timer left armed would hold
+    // the script that long, and the test's deadline (60 s) would name it.
     const result = await runCore(
       ["--allow-net=127.0.0.1"],
       api.environment,
       api.credentials,
+      600_000,
     );
     equal(result.stdout, "12 organizations");
     equal(result.code, 0);
-    // The time limit is 30 s per attempt: a timer left armed would hold the
-    // script that long.
-    const took = Date.now() - started;
-    ok(took < 10_000, `the script took ${took} ms`);
   },
 );
 
@@ -52,11 +52,9 @@ processTest(
   "without network permission the core fails at once with a typed error, no retries",
   async () => {
     await using api = await startFakePartnerApi();
-    const started = Date.now();
     const result = await runCore([], api.environment, api.credentials);
-    equal(result.stdout, "TokenRequestError");
+    equal(result.stdout, "TokenRequestError, 0 retries");
     equal(result.code, 1);
     equal(api.tokenRequests, 0);
-    ok(Date.now() - started < 5000, "no backoff on a permission error");
   },
 );
