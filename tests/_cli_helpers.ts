@@ -5,7 +5,9 @@ import { type CliIo, CONFIG_VARIABLES, main } from "../src/cli/mod.ts";
 import type { FakePartnerApi } from "../src/testing/mod.ts";
 
 /** The environment variables that point the tool at `api`. */
-export function configFor(api: FakePartnerApi): Record<string, string> {
+export function configFor(
+  api: Pick<FakePartnerApi, "environment" | "credentials">,
+): Record<string, string> {
   const { environment, credentials } = api;
   return {
     [CONFIG_VARIABLES.baseUrl]: environment.baseUrl.href,

@@ -7,18 +7,40 @@ import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { configFor, run } from "./_cli_helpers.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { drive } from "./_fast_setup.ts";
-
-/** Taken before any test fakes the timers. */
-const realSetTimeout = setTimeout;
-/**
- * A real request on loopback (an answer, a refused connection) settles in
- * about a millisecond: the clock moves on only after that, so no faked time
- * limit overtakes it. 5 ms of real time per step of the driven clock.
- */
-const loopbackSettles = () =>
-  new Promise<void>((resolve) => realSetTimeout(resolve, 5));
+import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
 import { gauge } from "../src/cli/_render.ts";
+
+/**
+ * Runs `work` with the runtime's fetch (which the tool uses) replaced by
+ * `fetch`: an in-process fake, so that on fake timers no socket is open and
+ * only the clock moves time, whatever the load of the machine.
+ */
+async function withFetch<T>(
+  fetch: typeof globalThis.fetch,
+  work: () => Promise<T>,
+): Promise<T> {
+  const runtimeFetch = globalThis.fetch;
+  globalThis.fetch = fetch;
+  try {
+    return await work();
+  } finally {
+    globalThis.fetch = runtimeFetch;
+  }
+}
+
+/**
+ * The runtime's own error for a refused connection, taken once on real
+ * time before any test runs: what a token endpoint nobody listens on gives.
+ */
+const refused: unknown = await (async () => {
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${closed.addr.port}/oauth/token`;
+  closed.close();
+  return await fetch(url, { method: "POST" }).then(async (response) => {
+    await response.body?.cancel();
+    throw new Error(`${url} answered`);
+  }, (error) => error);
+})();
 
 const untouchable = () => {
   throw new Error("configuration must not be read");
@@ -290,13 +312,16 @@ Deno.test("`demo` runs token, quota and list on one token", async () => {
 });
 
 Deno.test("a retried token request says so on standard error", async () => {
-  await using api = await startFakePartnerApi({
-    faults: [{ kind: "status", status: 503 }],
-  });
   // The retry's backoff is driven, not waited for.
-  const result = await withFakeTimers((timers) =>
-    drive(timers, run(["token"], configFor(api)), loopbackSettles)
-  );
+  const result = await withFakeTimers(async (timers) => {
+    using api = inProcessFake({ now: () => timers.now });
+    using io = trackedIo();
+    api.service.injectTokenFaults({ kind: "status", status: 503 });
+    return await withFetch(
+      api.fetch,
+      () => drive(timers, run(["token"], configFor(api)), io.idle),
+    );
+  });
   equal(result.code, 0, result.stderr);
   ok(
     result.stderr.includes("retrying the token request (attempt 2)"),
@@ -337,7 +362,7 @@ Deno.test("the CLI writes no raw control character from the service: table heade
   ok(!raw.test(gauge(bucket)), JSON.stringify(gauge(bucket)));
 });
 
-Deno.test("--verbose writes a line per token and API request, and a failure's causes, never the secret or token", async () => {
+Deno.test("--verbose writes a line per token and API request, never the secret or token", async () => {
   await using api = await startFakePartnerApi({ items: { organizations: 3 } });
   const config = configFor(api);
   const listed = await run(
@@ -359,30 +384,32 @@ Deno.test("--verbose writes a line per token and API request, and a failure's ca
   const token =
     await (await run(["token", "--show-token", "--no-cache"], config)).stdout
       .trim();
-  // No answer at all: the message names the system's reason, and the
-  // verbose run adds the cause chain.
-  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = closed.addr.port;
-  closed.close();
-  const nowhere = {
-    ...config,
-    PARTNER_API_TOKEN_URL: `http://127.0.0.1:${port}/oauth/token`,
-  };
-  // The retries' backoff is driven, not waited for.
-  const [refused, unreachable] = await withFakeTimers(async (timers) => [
-    await drive(timers, run(["token", "--no-cache"], nowhere), loopbackSettles),
-    await drive(
-      timers,
-      run(["token", "--verbose", "--no-cache"], nowhere),
-      loopbackSettles,
-    ),
-  ]);
-  equal(refused.code, 1);
-  ok(/connection refused/i.test(refused.stderr), refused.stderr);
-  equal(unreachable.code, 1);
-  ok(unreachable.stderr.includes("caused by "), unreachable.stderr);
-  for (const result of [listed, unreachable]) {
+  ok(!listed.stderr.includes(api.credentials.clientSecret));
+  ok(!listed.stderr.includes(token));
+});
+
+Deno.test("with no answer at all, the message names the system's reason, and --verbose the causes, never the secret", async () => {
+  // The runtime's refused connection, on fake timers: the retries' backoff
+  // is driven, not waited for.
+  using api = inProcessFake();
+  const config = configFor(api);
+  const [plain, verbose] = await withFakeTimers(async (timers) => {
+    using io = trackedIo();
+    const nowhere = () => Promise.reject(refused);
+    return await withFetch(nowhere, async () => [
+      await drive(timers, run(["token", "--no-cache"], config), io.idle),
+      await drive(
+        timers,
+        run(["token", "--verbose", "--no-cache"], config),
+        io.idle,
+      ),
+    ]);
+  });
+  equal(plain.code, 1);
+  ok(/connection refused/i.test(plain.stderr), plain.stderr);
+  equal(verbose.code, 1);
+  ok(verbose.stderr.includes("caused by "), verbose.stderr);
+  for (const result of [plain, verbose]) {
     ok(!result.stderr.includes(api.credentials.clientSecret));
-    ok(!result.stderr.includes(token));
   }
 });

@@ -1,18 +1,20 @@
 // Review of round 4 (changes on main since 84446b3): each finding is a test
 // that failed on the code the review read (a fix followed, named in its
-// commit); the attacks that found nothing are tests too. Loopback servers and
-// the fake, no mocks of fetch.
+// commit); the attacks that found nothing are tests too. The API origin and
+// the fake run in process, reached through the client's `fetch` option (no
+// socket beside fake timers); the body reader's tests keep raw loopback
+// servers, on real time.
 
 import { deepStrictEqual, equal, rejects } from "node:assert/strict";
 import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { type ClientOptions, createClient } from "../src/client/mod.ts";
-import { defineEnvironment } from "../src/core/environment.ts";
 import { collect, paginate } from "../src/client/paginate.ts";
 import { pageSearchParams } from "../src/client/paginate.ts";
 import { resolveUnder } from "../src/client/_path.ts";
 import { requestToken } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { besideFake, inProcessFake } from "./_fast_setup.ts";
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 /** A finding of the review: failed before its fix. */
@@ -20,23 +22,18 @@ const finding = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, fn });
 
 /**
- * A loopback API origin beside the fake, which issues the tokens. It answers
- * with `answer`, or else at once, except under a path ending in `/held`:
- * those answer only once the test lets them go.
+ * An API origin beside the fake, which issues the tokens, both in process
+ * (no socket: under fake timers only the clock moves time, never the load of
+ * the machine). It answers with `answer`, or else at once, except under a
+ * path ending in `/held`: those answer only once the test lets them go.
  */
-async function apiOrigin(
+function apiOrigin(
   answer?: (request: Request) => Response | Promise<Response>,
 ) {
-  const fake = await startFakePartnerApi();
+  const fake = inProcessFake();
   const gates: PromiseWithResolvers<void>[] = [];
   let arrived = Promise.withResolvers<void>();
-  const stop = new AbortController();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    onListen() {},
-    signal: stop.signal,
-  }, async (request) => {
+  const origin = besideFake(fake, async (request) => {
     const path = new URL(request.url).pathname;
     arrived.resolve();
     if (answer !== undefined) return await answer(request);
@@ -47,17 +44,14 @@ async function apiOrigin(
     }
     return new Response(`answer to ${path}`);
   });
-  const environment = defineEnvironment({
-    ...fake.environment,
-    baseUrl: `http://127.0.0.1:${server.addr.port}/api/`,
-  });
   return {
-    base: new URL(environment.baseUrl),
+    base: new URL(origin.environment.baseUrl),
     /** A client of this origin that does not retry, with `options`. */
     client: (options: Partial<ClientOptions> = {}) =>
       createClient({
-        environment,
+        environment: origin.environment,
         ...fake.credentials,
+        fetch: origin.fetch,
         retry: false,
         ...options,
       }),
@@ -70,11 +64,9 @@ async function apiOrigin(
     answerHeld() {
       for (const gate of gates.splice(0)) gate.resolve();
     },
-    async [Symbol.asyncDispose]() {
+    [Symbol.dispose]() {
       this.answerHeld();
-      stop.abort();
-      await server.finished;
-      await fake[Symbol.asyncDispose]();
+      fake[Symbol.dispose]();
     },
   };
 }
@@ -95,7 +87,7 @@ function outcome(pending: Promise<Response>) {
 finding(
   "deadlines: a clock set back opens a new window: a request joining then gets its whole limit, no less and no more",
   async () => {
-    await using api = await apiOrigin();
+    using api = apiOrigin();
     let clock = Date.UTC(2026, 10, 24);
     const client = api.client({
       now: () => clock,
@@ -123,7 +115,7 @@ finding(
 finding(
   "deadlines: fake timers installed within a second of a request on real timers drive the next request's limit",
   async () => {
-    await using api = await apiOrigin();
+    using api = apiOrigin();
     const client = api.client();
     await (await client.fetch("quick")).text(); // a window on the platform's signal
     const seen = await withFakeTimers(async (timers) => {
@@ -145,7 +137,7 @@ finding(
 finding(
   "deadlines: with an injected clock, a request that starts in the turn its window's timer fires is timed out all the same",
   async () => {
-    await using api = await apiOrigin();
+    using api = apiOrigin();
     const client = api.client({
       now: manualClock(), // the project's own idiom: a clock moved by hand
       timeout: 100,
@@ -173,7 +165,7 @@ finding(
 finding(
   "deadlines: 'timeout' at its documented maximum (2147483647 ms) does not time a request out at once",
   async () => {
-    await using api = await apiOrigin();
+    using api = apiOrigin();
     const client = api.client({
       timeout: 2_147_483_647,
     });
@@ -189,7 +181,7 @@ finding(
 );
 
 Deno.test("deadlines: the limit of client.fetch ends at the headers on fake timers too: a body read after the limit is whole", async () => {
-  await using api = await apiOrigin();
+  using api = apiOrigin();
   const clock = manualClock();
   const client = api.client({
     now: clock,
@@ -370,7 +362,7 @@ function asRead(url: URL): string {
 
 Deno.test("list addresses: every page asks what the code before round 4 asked (queries, fragments, encodings, page parameters in the path, 'query')", async () => {
   const asked: URL[] = [];
-  await using api = await apiOrigin((request) => {
+  using api = apiOrigin((request) => {
     const url = new URL(request.url);
     asked.push(url);
     const page = Number(url.searchParams.get("page"));

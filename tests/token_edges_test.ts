@@ -18,6 +18,7 @@ import {
 } from "../src/store/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { inProcessFake } from "./_fast_setup.ts";
 
 const HOUR = 3_600_000;
 
@@ -478,12 +479,14 @@ function hangingStore(hangs: number): TokenStore & { calls: number } {
 }
 
 Deno.test("a flight that never settles is given up on once its timeouts and retries are spent", async () => {
-  await using api = await startFakePartnerApi();
   await withFakeTimers(async (timers) => {
+    // In process: no socket beside the fake timers.
+    using api = inProcessFake();
     const store = hangingStore(1);
     const provider = createTokenProvider({
       ...api.environment,
       ...api.credentials,
+      fetch: api.fetch,
       store,
       retry: false,
       timeout: 1_000,
@@ -501,20 +504,21 @@ Deno.test("a flight that never settles is given up on once its timeouts and retr
       ok(error instanceof TokenRequestError);
       equal(error.reason, "timeout");
     }
-    ok(api.isValidToken((await provider.getToken()).accessToken));
+    ok(api.service.isValidToken((await provider.getToken()).accessToken));
     equal(store.calls, 2);
-    equal(api.tokenRequests, 1);
+    equal(api.service.tokenRequests, 1);
   });
 });
 
 Deno.test("a caller after a flight's deadline starts a new flight at once instead of joining", async () => {
-  await using api = await startFakePartnerApi();
   await withFakeTimers(async (timers) => {
+    using api = inProcessFake();
     const clock = manualClock();
     const store = hangingStore(1);
     const provider = createTokenProvider({
       ...api.environment,
       ...api.credentials,
+      fetch: api.fetch,
       store,
       now: clock,
       retry: false,
@@ -523,7 +527,7 @@ Deno.test("a caller after a flight's deadline starts a new flight at once instea
     const trapped = provider.getToken().catch((error) => error);
     clock.advance(62_000); // by the provider's clock the flight is overdue
     const token = await provider.getToken();
-    ok(api.isValidToken(token.accessToken));
+    ok(api.service.isValidToken(token.accessToken));
     equal(store.calls, 2);
     await timers.tickAsync(62_000); // let the first caller's watchdog end it
     ok((await trapped) instanceof TokenRequestError);
