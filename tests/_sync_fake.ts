@@ -8,7 +8,11 @@ import {
   type FakePartnerService,
   type FakePartnerServiceOptions,
 } from "../src/testing/mod.ts";
-import type { SyncCheckpoint, SyncSink } from "../src/sync/mod.ts";
+import {
+  type SyncCheckpoint,
+  SyncError,
+  type SyncSink,
+} from "../src/sync/mod.ts";
 
 /** A fake in process and a client over it. */
 export interface InProcess {
@@ -63,17 +67,22 @@ export function inProcess(options: FakePartnerServiceOptions = {}): InProcess {
 /** An in-memory sink: items by id with a count of writes, and the checkpoint. */
 export interface MemorySink<T> extends SyncSink<T> {
   readonly rows: Map<string, T>;
-  /** How many times each id was written. */
+  /** How many times each id was written new or changed (a sweep's unchanged reads are not writes). */
   readonly writes: Map<string, number>;
   readonly checkpoint: SyncCheckpoint | undefined;
   /** Makes the write numbered `n` (from 1) fail before it commits. */
   failAt: number | undefined;
 }
 
-/** Creates a {@linkcode MemorySink}. */
+/**
+ * Creates a {@linkcode MemorySink}: it follows the sweep like the SQL sinks
+ * (rows seen per cycle, unseen ones removed when a cycle ends, guarded by
+ * maxDeletes) and reports what it inserted, changed and removed.
+ */
 export function memorySink<T>(): MemorySink<T> {
   let saved: SyncCheckpoint | undefined;
   let count = 0;
+  const seen = new Map<string, number>();
   const sink: MemorySink<T> = {
     rows: new Map(),
     writes: new Map(),
@@ -82,16 +91,38 @@ export function memorySink<T>(): MemorySink<T> {
     },
     failAt: undefined,
     load: () => Promise.resolve(structuredClone(saved)),
-    write(items, checkpoint, ids) {
+    write(items, checkpoint, ids, context) {
       if (++count === sink.failAt) {
         return Promise.reject(new Error("the sink failed"));
       }
+      const cycle = context?.cycle ?? 0;
+      const ends = context?.endsCycle;
+      const batch = new Set(ids);
+      const gone = ends === undefined ? [] : [...sink.rows.keys()].filter(
+        (id) => !batch.has(id) && (seen.get(id) ?? 0) < cycle,
+      );
+      if (
+        ends !== undefined && gone.length > ends.maxDeletes * sink.rows.size
+      ) {
+        return Promise.reject(new SyncError("too many", "too-many-deletes"));
+      }
+      let inserted = 0, updated = 0;
       items.forEach((item, i) => {
-        sink.rows.set(ids[i]!, item);
-        sink.writes.set(ids[i]!, (sink.writes.get(ids[i]!) ?? 0) + 1);
+        const id = ids[i]!;
+        const held = sink.rows.get(id);
+        seen.set(id, cycle);
+        if (
+          held !== undefined && JSON.stringify(held) === JSON.stringify(item)
+        ) return;
+        if (held === undefined) inserted++;
+        else updated++;
+        sink.rows.set(id, structuredClone(item));
+        sink.writes.set(id, (sink.writes.get(id) ?? 0) + 1);
       });
+      for (const id of gone) sink.rows.delete(id);
+      const deleted = gone.length;
       saved = structuredClone(checkpoint);
-      return Promise.resolve();
+      return Promise.resolve({ inserted, updated, deleted });
     },
   };
   return sink;

@@ -111,6 +111,13 @@ Deno.test("sync's flags are checked before anything is read", () => {
       ["sync", "transactions", "--to", "a.db", "extra"],
       ["sync", "transactions", "--to", "a.db", "--limit", "0"],
       ["sync", "transactions", "--to", "a.db", "--format", "json"],
+      ["sync", "transactions", "--to", "a.db", "--full"],
+      ["sync", "transactions", "--to", "a.db", "--sweep", "-1"],
+      ["sync", "transactions", "--to", "a.db", "--sweep", "some"],
+      ["sync", "transactions", "--to", "a.db", "--deletes", "hide"],
+      ["sync", "transactions", "--to", "a.jsonl", "--deletes", "mark"],
+      ["sync", "transactions", "--to", "a.db", "--max-deletes", "2"],
+      ["sync", "transactions", "--to", "a.db", "--sort-direction", "up"],
     ]
   ) {
     let name = "";
@@ -121,8 +128,29 @@ Deno.test("sync's flags are checked before anything is read", () => {
     }
     equal(name, "UsageError", args.join(" "));
   }
-  const planned = plan(["sync", "cardholders", "--to", "c.jsonl", "--full"]);
-  equal(planned.command === "sync" && planned.sync.kind, "jsonl");
+  const planned = plan([
+    "sync",
+    "cardholders",
+    "--to",
+    "c.db",
+    "--sweep",
+    "all",
+    "--deletes",
+    "mark",
+    "--max-deletes",
+    "0.5",
+    "--changes",
+    "--sort-direction",
+    "desc",
+  ]);
+  equal(planned.command === "sync" && planned.sync.kind, "sqlite");
+  if (planned.command === "sync") {
+    const { sweep, deletes, maxDeletes, changes, sortDirection } = planned.sync;
+    equal(
+      JSON.stringify([sweep, deletes, maxDeletes, changes, sortDirection]),
+      JSON.stringify([null, "mark", 0.5, true, "DESC"]), // Infinity is null in JSON
+    );
+  }
   equal(idFieldOf("transactions"), "transactionID");
   equal(idFieldOf("companies"), "companyID");
   equal(tableOf("v2/card-holders"), "card_holders");

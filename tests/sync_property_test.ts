@@ -111,6 +111,8 @@ async function runSchedule(schedule: Schedule): Promise<void> {
     limit: schedule.limit,
     maxLimit: schedule.maxLimit,
     concurrency: schedule.concurrency,
+    // The head's invariants; the sweep's are sync_sweep_property_test's.
+    sweep: 0,
   };
   let attempt = 0;
   while (true) {

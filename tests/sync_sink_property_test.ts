@@ -324,7 +324,7 @@ function sqliteCopy(path: string): Copy {
         if (how === "foreign" || checkpoints === 0) {
           db.exec(
             `CREATE TABLE IF NOT EXISTS "transactions" (id TEXT PRIMARY KEY, item TEXT NOT NULL);
-            INSERT INTO "transactions" VALUES ('theirs', '{}')`,
+            INSERT INTO "transactions" (id, item) VALUES ('theirs', '{}')`,
           );
           if (has(db, "partner_api_sync")) {
             db.exec("ALTER TABLE partner_api_sync RENAME TO spoiled_sync");

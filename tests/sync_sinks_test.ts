@@ -115,7 +115,7 @@ Deno.test("JSONL sink: a batch cut off mid-line is cut back, and the rerun write
   equal(new Set(ids).size, 300);
 });
 
-Deno.test("JSONL sink: a full run rewrites the file, with items inserted behind the checkpoint", async () => {
+Deno.test("JSONL sink: a completed sweep cycle rewrites the file, with items inserted behind the checkpoint and without deleted ones", async () => {
   const path = await fresh("full.jsonl");
   const fake = inProcess({ items: { transactions: 90 } });
   await syncList(fake.client, "transactions", {
@@ -130,9 +130,10 @@ Deno.test("JSONL sink: a full run rewrites the file, with items inserted behind 
   await syncList(fake.client, "transactions", {
     ...byDate,
     sink: createJsonlSink(path),
-    full: true,
+    sweep: Infinity,
   });
   const ids = jsonlIds(await Deno.readTextFile(path));
+  equal(ids.includes("tx_000002"), false);
   equal(ids.length, 90);
   equal(new Set(ids).size, 90);
   equal(ids.includes("tx_000001_1"), true);

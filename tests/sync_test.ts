@@ -45,6 +45,7 @@ Deno.test("syncList without drift: about one request per 1,000 items, then 1 req
     ...byDate,
     sink,
     limit: 1000,
+    sweep: 0,
   });
   equal(idle.written, 0);
   ok(idle.requests <= 2, `${idle.requests} requests for nothing new`);
@@ -199,7 +200,7 @@ Deno.test("syncList resumes after a failed write from the last committed batch, 
   for (const [id, writes] of sink.writes) equal(writes, 1, id);
 });
 
-Deno.test("syncList with full reads the list again and picks up items inserted behind the checkpoint", async () => {
+Deno.test("syncList with sweep: Infinity reads the list again and picks up items inserted behind the checkpoint", async () => {
   const fake = inProcess({ items: { transactions: 60 } });
   const sink = memorySink<Row>();
   await syncList(fake.client, "transactions", { ...byDate, sink });
@@ -210,21 +211,23 @@ Deno.test("syncList with full reads the list again and picks up items inserted b
   const incremental = await syncList(fake.client, "transactions", {
     ...byDate,
     sink,
+    sweep: 0,
   });
   equal(incremental.written, 0);
   const progress: number[] = [];
   const full = await syncList(fake.client, "transactions", {
     ...byDate,
     sink,
-    full: true,
+    sweep: Infinity,
     onProgress: (p) => {
       progress.push(p.written);
       throw new Error("ignored");
     },
   });
-  equal(full.written, 61);
+  equal(full.written, 1);
+  equal(full.inserted, 1);
   ok(sink.rows.has("tx_000001_1"), "the item behind the checkpoint");
-  equal(progress.at(-1), 61);
+  equal(progress.at(-1), 1);
   equal(sink.checkpoint?.full, false);
 });
 

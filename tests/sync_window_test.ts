@@ -6,7 +6,7 @@ import {
   type SyncKey,
   type WindowState,
 } from "../src/sync/_window.ts";
-import { runStart } from "../src/sync/_checkpoint.ts";
+import { runStart, sweepStart } from "../src/sync/_checkpoint.ts";
 import { SyncError } from "../src/sync/mod.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
@@ -49,7 +49,7 @@ Deno.test("judgeWindow commits a window that starts at or before the edge, and o
   );
   equal(verdict.kind, "commit");
   if (verdict.kind !== "commit") return;
-  equal(verdict.fresh, 8);
+  equal(verdict.fresh, { from: 2, to: 10 });
   equal(verdict.ended, false);
   equal(verdict.next.edge, key(13));
   equal(verdict.next.offset, 13);
@@ -79,7 +79,10 @@ Deno.test("judgeWindow: a short window ends the pass; a window from the head alw
     { start: 0, limit: 10, page: 1 },
     [],
   );
-  equal(head.kind === "commit" && head.ended && head.fresh === 0, true);
+  equal(
+    head.kind === "commit" && head.ended && head.fresh.to === head.fresh.from,
+    true,
+  );
 });
 
 Deno.test("judgeWindow refuses keys out of order", () => {
@@ -95,42 +98,61 @@ Deno.test("judgeWindow refuses keys out of order", () => {
   equal(reason, "unordered");
 });
 
-Deno.test("runStart: fresh, resumed, incremental and full starts", () => {
-  const identity = { path: "t", sortBy: "d", id: "i", query: {} };
+Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a cycle over what the copy holds, or continues one", () => {
+  const identity = {
+    path: "t",
+    sortBy: "d",
+    id: "i",
+    query: {},
+    sortDirection: "ASC" as const,
+  };
   const sizes = { limit: 50, maxLimit: 1000 };
-  const fresh = runStart(undefined, identity, sizes, false);
-  equal([fresh.resumed, fresh.beginsFullPass, fresh.state.edge], [
-    false,
-    false,
-    null,
-  ]);
+  const fresh = runStart(undefined, identity, sizes);
+  equal([fresh.resumed, fresh.head.edge], [false, null]);
   const saved = {
-    version: 1,
-    ...identity,
+    version: 1 as const,
+    path: "t",
+    sortBy: "d",
+    id: "i",
+    query: {},
     edge: key(3),
     offset: 3,
     full: false,
     complete: false,
   };
-  const resumed = runStart(saved, identity, sizes, false);
-  equal([resumed.resumed, resumed.state.offset, resumed.state.margin], [
+  const resumed = runStart(saved, identity, sizes);
+  equal([resumed.resumed, resumed.head.offset, resumed.head.margin], [
     true,
     3,
     32,
   ]);
-  const full = runStart({ ...saved, complete: true }, identity, sizes, true);
-  equal([full.beginsFullPass, full.checkpoint.full, full.state.edge], [
+  const begun = sweepStart({ ...resumed.checkpoint, complete: true }, sizes, 7);
+  equal([begun?.begins, begun?.sweep.upTo, begun?.sweep.cycle, begun?.state.offset], [
     true,
-    true,
-    null,
+    key(3),
+    1,
+    0,
   ]);
-  // A full pass under way continues, with or without `full`.
-  const again = runStart({ ...saved, full: true }, identity, sizes, true);
-  equal([again.beginsFullPass, again.resumed], [false, true]);
-  for (const bad of [{}, { ...saved, version: 2 }, { ...saved, offset: -1 }]) {
+  const cursor = { ...begun!.sweep, edge: key(1), offset: 1 };
+  const going = sweepStart({ ...saved, sweep: cursor }, sizes, 9);
+  equal([going?.begins, going?.sweep.startedAt, going?.state.edge], [
+    false,
+    7,
+    key(1),
+  ]);
+  equal(sweepStart({ ...saved, edge: null }, sizes, 9), undefined);
+  for (
+    const bad of [
+      {},
+      { ...saved, version: 2 },
+      { ...saved, offset: -1 },
+      { ...saved, sortDirection: "DESC" },
+      { ...saved, sweep: { edge: null } },
+    ]
+  ) {
     let option: unknown;
     try {
-      runStart(bad, identity, sizes, false);
+      runStart(bad, identity, sizes);
     } catch (error) {
       option = (error as TypeError & { option: string }).option;
     }

@@ -107,25 +107,36 @@ that is not 2xx prints its status and an excerpt on standard error, exit 1.
 `,
   sync: `Usage: ${NAME} sync <list> --to copy.db|copy.jsonl [options]
 
-Copies a list into a SQLite or JSONL file and brings it up to date on every
-run: complete and once, also while the list changes under offset paging. A
-run resumes where a killed one stopped; Ctrl-C commits what it has (exit
-130); a second run on the same file waits for the first (FILE.lock).
+Copies a list into a SQLite or JSONL file and keeps it true on every run:
+new items first, then a share of the copy read again (the sweep), which
+brings in changed items and items added behind the copy's end, and removes
+deleted ones when a cycle completes. A run resumes where a killed one
+stopped; Ctrl-C commits what it has (exit 130); a second run on the same
+copy waits for the first.
   --to FILE              the copy: .db, .sqlite, .sqlite3 (SQLite, a table
                          named after the list) or .jsonl, .ndjson
   --id FIELD             the unique id (default: the list's singular + ID,
                          e.g. transactionID)
-  --sort-by FIELD        an order in which new items come last (default: id)
-  --full                 read the whole list again (items inserted behind
-                         the copy's end); a JSONL file is rewritten
-  --limit N              sets the request budget (default 50); pages may be
-                         larger, up to what the service accepts
+  --sort-by FIELD        the order read (default: id); new items should come
+                         last in it (ASC) or first (DESC)
+  --sort-direction D     ASC (default) or DESC (newest first)
+  --sweep N|all          list requests each run spends reading the copy's
+                         items again (default 10); all: a whole cycle now
+  --deletes remove|mark  rows a cycle did not see: removed (default), or
+                         given a deleted_at time (SQLite only)
+  --max-deletes SHARE    a cycle removes nothing, and fails, if it would
+                         remove more than this share of the copy (default 0.1)
+  --changes              SQLite: keep <table>_changes, one row per change
+  --limit N              items per page; sets the request budget (default
+                         50); pages may be larger, up to what the service
+                         accepts
   --concurrency N        windows in flight, 1 to ${MAX_CONCURRENCY} (default 1)
   --query k=v            extra query parameter; repeat for more
   --no-cache             no token cache: a token request of its own
-Needs read and write permission on FILE and the files next to it
-(FILE.lock; SQLite FILE-wal, FILE-shm; JSONL FILE.checkpoint.json[.tmp]).
-A progress line with items/s goes to standard error.
+Needs read and write permission on FILE and the files next to it (SQLite
+FILE-wal, FILE-shm; JSONL FILE.checkpoint.json, FILE.lock, FILE.rewrite and
+temporary FILE.*.tmp). A progress line goes to standard error; the last
+lines say what changed, and how many items are known to be missing.
 `,
   cache: `Usage: ${NAME} cache clear   (or: ${NAME} logout)
 

@@ -53,8 +53,14 @@ async function syncInto(
     const result = await syncList(session.client, request.path, {
       id: request.id,
       ...(request.sortBy === undefined ? {} : { sortBy: request.sortBy }),
+      sortDirection: request.sortDirection,
       sink,
-      full: request.full,
+      ...(request.sweep === undefined ? {} : { sweep: request.sweep }),
+      deletes: request.deletes,
+      ...(request.maxDeletes === undefined
+        ? {}
+        : { maxDeletes: request.maxDeletes }),
+      changes: request.changes,
       signal,
       query: { ...request.query },
       ...(request.limit === undefined ? {} : { limit: request.limit }),
@@ -69,12 +75,26 @@ async function syncInto(
     progress.end();
     const seconds = Math.max((now() - started) / 1000, 0.001);
     io.stderr.write(
-      `${request.target}: ${result.written} new item${
-        result.written === 1 ? "" : "s"
-      } (${result.requests} request${result.requests === 1 ? "" : "s"}, ${
-        Math.round(result.written / seconds)
-      } items/s${result.resumed ? ", resumed" : ""})\n`,
+      `${request.target}: ${result.inserted} new item${
+        result.inserted === 1 ? "" : "s"
+      }, ${result.updated} changed, ${result.deleted} removed (${result.requests} request${
+        result.requests === 1 ? "" : "s"
+      }, ${Math.round(result.written / seconds)} items/s${
+        result.resumed ? ", resumed" : ""
+      })\n`,
     );
+    if (result.behind > 0) {
+      const runs = Math.ceil(result.sweepLeft / (request.sweep ?? 10));
+      io.stderr.write(
+        `${request.target}: ${result.behind} item${
+          result.behind === 1 ? " is" : "s are"
+        } known to be missing (added behind the copy's last item); the sweep brings ${
+          result.behind === 1 ? "it" : "them"
+        } in within about ${runs} more run${
+          runs === 1 ? "" : "s"
+        }, or now with --sweep all\n`,
+      );
+    }
     if (result.skipped > 0) {
       io.stderr.write(
         `${request.target}: ${result.skipped} item${
@@ -184,9 +204,10 @@ function progressLine(
       if (!out.isTerminal && at - lastLine < 1000) return;
       lastLine = at;
       const seconds = Math.max((at - started) / 1000, 0.001);
-      const line = `${progress.written} items, ${
-        Math.round(progress.written / seconds)
-      } items/s, ${progress.requests} requests`;
+      const line =
+        `${progress.written} items (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${
+          Math.round(progress.written / seconds)
+        } items/s, ${progress.requests} requests`;
       if (out.isTerminal) {
         out.write(`\r\x1b[K${line}`);
         shown = true;

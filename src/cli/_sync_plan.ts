@@ -10,7 +10,12 @@ export interface SyncRequest {
   /** The id field: `--id`, else the list's singular + `ID` (`transactionID`). */
   readonly id: string;
   readonly sortBy: string | undefined;
-  readonly full: boolean;
+  readonly sortDirection: "ASC" | "DESC";
+  /** List requests each run spends on the sweep; Infinity for `all`. */
+  readonly sweep: number | undefined;
+  readonly deletes: "remove" | "mark";
+  readonly maxDeletes: number | undefined;
+  readonly changes: boolean;
   readonly limit: number | undefined;
   readonly concurrency: number | undefined;
   readonly query: Readonly<Record<string, string>>;
@@ -21,11 +26,17 @@ export interface SyncValues {
   readonly to?: string | undefined;
   readonly id?: string | undefined;
   readonly "sort-by"?: string | undefined;
+  readonly "sort-direction"?: string | undefined;
   readonly full?: boolean | undefined;
+  readonly sweep?: string | undefined;
+  readonly deletes?: string | undefined;
+  readonly "max-deletes"?: string | undefined;
+  readonly changes?: boolean | undefined;
 }
 
 /**
- * Checks `sync <list> --to FILE [--id F] [--sort-by F] [--full]`.
+ * Checks `sync <list> --to FILE [--id F] [--sort-by F] [--sort-direction D]
+ * [--sweep N|all] [--deletes remove|mark] [--max-deletes SHARE] [--changes]`.
  *
  * @throws {Error} (made a usage error by the caller) With what is wrong.
  */
@@ -54,15 +65,62 @@ export function syncRequest(
       `--to must end in .db, .sqlite or .sqlite3 (SQLite) or .jsonl or .ndjson: received ${target}`,
     );
   }
+  if (values.full === true) {
+    throw usage(
+      "--full was replaced by --sweep all (a whole cycle now, deletes included)",
+    );
+  }
+  const deletes = values.deletes ?? "remove";
+  if (deletes !== "remove" && deletes !== "mark") {
+    throw usage(`--deletes must be remove or mark: received ${deletes}`);
+  }
+  if (deletes === "mark" && kind === "jsonl") {
+    throw usage(
+      "--deletes mark needs a SQLite --to (a JSONL file keeps no deleted_at)",
+    );
+  }
   return {
     path,
     target,
     kind,
     id: values.id ?? idFieldOf(path),
     sortBy: values["sort-by"],
-    full: values.full === true,
+    sortDirection: direction(values["sort-direction"], usage),
+    sweep: sweepOf(values.sweep, usage),
+    deletes,
+    maxDeletes: shareOf(values["max-deletes"], usage),
+    changes: values.changes === true,
     ...shared,
   };
+}
+
+function direction(
+  value: string | undefined,
+  usage: (message: string) => Error,
+): "ASC" | "DESC" {
+  const upper = (value ?? "ASC").toUpperCase();
+  if (upper === "ASC" || upper === "DESC") return upper;
+  throw usage(`--sort-direction must be ASC or DESC: received ${value}`);
+}
+
+function sweepOf(
+  value: string | undefined,
+  usage: (message: string) => Error,
+): number | undefined {
+  if (value === undefined) return undefined;
+  if (value === "all") return Infinity;
+  if (/^\d{1,9}$/.test(value)) return Number(value);
+  throw usage(`--sweep must be a number of requests or all: received ${value}`);
+}
+
+function shareOf(
+  value: string | undefined,
+  usage: (message: string) => Error,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const share = Number(value);
+  if (value.trim() !== "" && share >= 0 && share <= 1) return share;
+  throw usage(`--max-deletes must be a share from 0 to 1: received ${value}`);
 }
 
 /** The id field of a list by the service's naming: `transactions` → `transactionID`. */

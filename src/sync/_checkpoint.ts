@@ -1,77 +1,201 @@
-// Internal: a checkpoint's identity, its validation, and the state a run
-// starts from, as pure functions.
+// Internal: a checkpoint's identity and validation, and, as pure functions,
+// where a run's passes start and the checkpoint each committed window
+// leaves: the head pass (what is new) and the sweep (what the copy holds,
+// read again in a rolling cycle).
 
 import { optionError } from "../core/_check.ts";
-import type { SyncCheckpoint } from "./_types.ts";
-import { MIN_MARGIN, RESUME_MARGIN, type WindowState } from "./_window.ts";
+import type { SweepCursor, SyncCheckpoint } from "./_types.ts";
+import {
+  MIN_MARGIN,
+  RESUME_MARGIN,
+  type SyncKey,
+  type WindowState,
+} from "./_window.ts";
 
 /** What makes two checkpoints about the same copy. */
-export type SyncIdentity = Pick<
-  SyncCheckpoint,
-  "path" | "sortBy" | "id" | "query"
->;
+export interface SyncIdentity {
+  readonly path: string;
+  readonly sortBy: string | null;
+  readonly id: string | null;
+  readonly query: Readonly<Record<string, string>>;
+  readonly sortDirection: "ASC" | "DESC";
+}
 
-/** Where a run begins: its state, the checkpoint it extends, whether it resumes. */
+/** Where a run begins: the checkpoint it extends, and the head pass's start. */
 export interface RunStart {
-  readonly state: WindowState;
   readonly checkpoint: SyncCheckpoint;
+  readonly head: WindowState;
+  /** The run continues a head pass an earlier run left unfinished. */
   readonly resumed: boolean;
-  /** A full pass begins: its empty checkpoint is written before any window. */
-  readonly beginsFullPass: boolean;
 }
 
 const CONTEXT = "Cannot sync";
 
+/** The sizes every pass of a run shares. */
+type Sizes = { readonly limit: number; readonly maxLimit: number };
+
 /**
- * The state a run starts from: a fresh pass without a checkpoint or with
- * `full` (unless a full pass is already under way), else the saved edge,
- * read again with a wide margin.
+ * Where a run starts: the saved checkpoint (a new one without), and the
+ * head pass from its edge (ascending), or from the top down to the newest
+ * item committed (descending).
  *
  * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one,
- * or was written for another path, order, id field or query.
+ * or was written for another path, order, direction, id field or query.
  */
 export function runStart(
   saved: unknown,
   identity: SyncIdentity,
-  sizes: { limit: number; maxLimit: number },
-  full: boolean,
+  sizes: Sizes,
 ): RunStart {
-  const checked = saved === undefined
-    ? undefined
+  const checkpoint = saved === undefined
+    ? newCheckpoint(identity)
     : checkCheckpoint(saved, identity);
-  const sizing = {
-    accepted: checked?.accepted ?? 0,
-    refused: Infinity,
-    maxLimit: sizes.maxLimit,
+  const descending = identity.sortDirection === "DESC";
+  const base = sizing(checkpoint, sizes, descending);
+  const cursor = descending ? checkpoint.head ?? null : checkpoint;
+  return {
+    checkpoint,
+    head: {
+      ...base,
+      ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, sizes),
+      ...(descending ? { domain: { above: checkpoint.edge, upTo: null } } : {}),
+    },
+    resumed: !checkpoint.complete && (checkpoint.edge !== null ||
+      checkpoint.head !== undefined),
   };
-  const continuesFull = checked?.full === true && !checked.complete;
-  if (checked === undefined || (full && !continuesFull)) {
+}
+
+/** The checkpoint once a head window is committed (`top`: its first fresh key). */
+export function afterHeadWindow(
+  base: SyncCheckpoint,
+  state: WindowState,
+  ended: boolean,
+  top: SyncKey | undefined,
+): SyncCheckpoint {
+  const accepted = state.accepted > 0 ? { accepted: state.accepted } : {};
+  if (base.sortDirection !== "DESC") {
     return {
-      state: { ...sizing, edge: null, offset: 0, margin: MIN_MARGIN },
-      checkpoint: {
-        version: 1,
-        ...identity,
-        edge: null,
-        offset: 0,
-        full: checked !== undefined,
-        complete: false,
-      },
-      resumed: false,
-      beginsFullPass: checked !== undefined,
+      ...base,
+      ...accepted,
+      edge: state.edge,
+      offset: state.offset,
+      complete: ended,
     };
   }
+  // Descending, the newest item becomes the edge once the pass is whole.
+  const newest = base.head?.top ?? top ?? null;
+  const { head: _, ...rest } = base;
+  return ended
+    ? { ...rest, ...accepted, edge: newest ?? base.edge, complete: true }
+    : {
+      ...rest,
+      ...accepted,
+      complete: false,
+      head: { edge: state.edge, offset: state.offset, top: newest },
+    };
+}
+
+/**
+ * The sweep's start: the cycle under way, or a new one over everything up
+ * to the newest item committed; undefined when there is nothing to sweep.
+ * `begins` is set when a new cycle starts (its checkpoint is written first).
+ */
+export function sweepStart(
+  checkpoint: SyncCheckpoint,
+  sizes: Sizes,
+  now: number,
+): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
+  const descending = checkpoint.sortDirection === "DESC";
+  const base = sizing(checkpoint, sizes, descending);
+  const under = checkpoint.sweep;
+  if (under !== undefined) {
+    return {
+      state: {
+        ...base,
+        ...resumeAt(under.edge, under.offset, sizes),
+        domain: { above: null, upTo: under.upTo },
+      },
+      sweep: under,
+      begins: false,
+    };
+  }
+  if (checkpoint.edge === null) return undefined;
+  const sweep: SweepCursor = {
+    edge: null,
+    offset: 0,
+    upTo: checkpoint.edge,
+    cycle: (checkpoint.cycles ?? 0) + 1,
+    startedAt: now,
+  };
   return {
     state: {
-      ...sizing,
-      edge: checked.edge,
-      offset: checked.offset,
-      // Wide enough to see deletes since the last run, narrow enough to
-      // leave most of the window for new items.
-      margin: Math.min(RESUME_MARGIN, Math.floor(sizes.maxLimit / 4)),
+      ...base,
+      ...resumeAt(null, 0, sizes),
+      domain: { above: null, upTo: sweep.upTo },
     },
-    checkpoint: checked,
-    resumed: !checked.complete,
-    beginsFullPass: false,
+    sweep,
+    begins: true,
+  };
+}
+
+/** The checkpoint once a sweep window is committed. */
+export function afterSweepWindow(
+  base: SyncCheckpoint,
+  sweep: SweepCursor,
+  state: WindowState,
+  ended: boolean,
+): SyncCheckpoint {
+  const { sweep: _, ...rest } = base;
+  const accepted = state.accepted > 0 ? { accepted: state.accepted } : {};
+  return ended
+    ? { ...rest, ...accepted, cycles: sweep.cycle, verifiedAt: sweep.startedAt }
+    : {
+      ...rest,
+      ...accepted,
+      sweep: { ...sweep, edge: state.edge, offset: state.offset },
+    };
+}
+
+/** The cycle whose rows a batch written now is seen in. */
+export function cycleOf(checkpoint: SyncCheckpoint): number {
+  return checkpoint.sweep?.cycle ?? checkpoint.cycles ?? 0;
+}
+
+function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
+  const { sortDirection, ...rest } = identity;
+  return {
+    version: 1,
+    ...rest,
+    ...(sortDirection === "DESC" ? { sortDirection } : {}),
+    edge: null,
+    offset: 0,
+    full: false,
+    complete: false,
+  };
+}
+
+function sizing(
+  checkpoint: SyncCheckpoint,
+  sizes: Sizes,
+  descending: boolean,
+) {
+  return {
+    accepted: checkpoint.accepted ?? 0,
+    refused: Infinity,
+    maxLimit: sizes.maxLimit,
+    descending,
+  };
+}
+
+/** A pass's cursor: from the head of the list, or at an edge, read again with a margin. */
+function resumeAt(edge: SyncKey | null, offset: number, sizes: Sizes) {
+  if (edge === null) return { edge: null, offset: 0, margin: MIN_MARGIN };
+  // Wide enough to see deletes since the last run, narrow enough to leave
+  // most of the window for new items.
+  return {
+    edge,
+    offset,
+    margin: Math.min(RESUME_MARGIN, Math.floor(sizes.maxLimit / 4)),
   };
 }
 
@@ -82,6 +206,12 @@ export function checkCheckpoint(
 ): SyncCheckpoint {
   if (!isCheckpoint(saved)) {
     throw refusal("holds a checkpoint this version cannot read");
+  }
+  const direction = saved.sortDirection ?? "ASC";
+  if (direction !== identity.sortDirection) {
+    throw refusal(
+      `holds a copy read ${direction}, not ${identity.sortDirection}; sync into another copy`,
+    );
   }
   for (const field of ["path", "sortBy", "id"] as const) {
     if (saved[field] !== identity[field]) {
@@ -113,21 +243,49 @@ function sameQuery(
     keys.every((key) => a[key] === b[key]);
 }
 
-/** Whether `value` has the shape of a checkpoint this version writes. */
+/** Whether `value` has the shape of a checkpoint this version writes (or 0.3 wrote). */
 export function isCheckpoint(value: unknown): value is SyncCheckpoint {
   if (typeof value !== "object" || value === null) return false;
   const c = value as Record<string, unknown>;
   const text = (v: unknown) => typeof v === "string";
-  const edge = c.edge as Record<string, unknown> | null;
   return c.version === 1 && text(c.path) &&
     (c.sortBy === null || text(c.sortBy)) && (c.id === null || text(c.id)) &&
     typeof c.query === "object" && c.query !== null &&
     Object.values(c.query).every(text) &&
-    (edge === null ||
-      (typeof edge === "object" && text(edge.id) &&
-        (text(edge.value) || Number.isFinite(edge.value)))) &&
-    Number.isSafeInteger(c.offset) && (c.offset as number) >= 0 &&
+    (c.sortDirection === undefined || c.sortDirection === "DESC") &&
+    isKeyOrNull(c.edge) && isCount(c.offset) &&
     typeof c.full === "boolean" && typeof c.complete === "boolean" &&
-    (c.accepted === undefined ||
-      (Number.isSafeInteger(c.accepted) && (c.accepted as number) >= 0));
+    optional(c.accepted, isCount) && optional(c.cycles, isCount) &&
+    optional(c.verifiedAt, isCount) && optional(c.head, isHead) &&
+    optional(c.sweep, isSweep);
+}
+
+function optional(value: unknown, check: (v: unknown) => boolean): boolean {
+  return value === undefined || check(value);
+}
+
+function isCount(value: unknown): boolean {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isKeyOrNull(value: unknown): boolean {
+  if (value === null) return true;
+  if (typeof value !== "object") return false;
+  const key = value as Record<string, unknown>;
+  return typeof key.id === "string" &&
+    (typeof key.value === "string" || Number.isFinite(key.value));
+}
+
+function isHead(value: unknown): boolean {
+  const head = value as Record<string, unknown> | null;
+  return typeof head === "object" && head !== null &&
+    isKeyOrNull(head.edge) && isCount(head.offset) && isKeyOrNull(head.top);
+}
+
+function isSweep(value: unknown): boolean {
+  const sweep = value as Record<string, unknown> | null;
+  return typeof sweep === "object" && sweep !== null &&
+    isKeyOrNull(sweep.edge) && isCount(sweep.offset) &&
+    isKeyOrNull(sweep.upTo) && isCount(sweep.cycle) &&
+    isCount(sweep.startedAt);
 }

@@ -20,7 +20,11 @@ export interface SyncConfig<T> {
   readonly limit: number;
   readonly maxLimit: number;
   readonly concurrency: number;
-  readonly full: boolean;
+  /** List requests a run may spend on the sweep (Infinity: a whole cycle). */
+  readonly sweep: number;
+  readonly deletes: "remove" | "mark";
+  readonly maxDeletes: number;
+  readonly changes: boolean;
   readonly signal: AbortSignal | undefined;
   readonly items: ((body: unknown) => readonly T[]) | undefined;
   readonly onProgress: ((progress: SyncProgress) => void) | undefined;
@@ -47,6 +51,17 @@ export function syncConfig<T>(
   const sortBy = options.sortBy === undefined
     ? undefined
     : requireText(options.sortBy, CONTEXT, "sortBy");
+  if (sortBy?.startsWith("-")) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "sortBy",
+      `must be a field name: write sortBy: ${
+        JSON.stringify(sortBy.slice(1))
+      }, sortDirection: "DESC"`,
+      JSON.stringify(sortBy.slice(0, 40)),
+    );
+  }
   const sink = options.sink;
   if (
     typeof sink?.load !== "function" || typeof sink?.write !== "function" ||
@@ -76,6 +91,14 @@ export function syncConfig<T>(
   if (concurrency > 64) {
     throw optionError(RangeError, CONTEXT, "concurrency", "must be at most 64");
   }
+  if ("full" in options && (options as { full?: unknown }).full !== undefined) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "full",
+      "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
+    );
+  }
   for (const name of ["items", "onProgress", "onEvent"] as const) {
     if (options[name] !== undefined && typeof options[name] !== "function") {
       throw optionError(TypeError, CONTEXT, name, "must be a function");
@@ -86,19 +109,99 @@ export function syncConfig<T>(
       path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),
       sortBy: sortBy ?? (typeof id === "string" ? id : null),
       id: typeof id === "string" ? id : null,
-      query: { ...options.query },
+      query: { ...checkQuery(options.query) },
+      sortDirection: checkDirection(options.sortDirection),
     },
+    ...sweepOptions(options),
     sink,
     limit,
     maxLimit: Math.max(limit, checkMaxLimit(options.maxLimit)),
     concurrency,
-    full: options.full === true,
     signal: options.signal,
     items: options.items,
     onProgress: options.onProgress,
     onEvent: options.onEvent,
     keyOf: keyReader(id, sortBy),
   };
+}
+
+/** The sweep's options: budget, what deletes do, and the guard. */
+function sweepOptions<T>(options: SyncOptions<T>) {
+  const sweep = options.sweep === Infinity ? Infinity : checkNumber(
+    options.sweep,
+    10,
+    "non-negative integer",
+    CONTEXT,
+    "sweep",
+  );
+  const deletes = options.deletes ?? "remove";
+  if (deletes !== "remove" && deletes !== "mark") {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "deletes",
+      'must be "remove" or "mark"',
+      String(deletes),
+    );
+  }
+  const maxDeletes = checkNumber(
+    options.maxDeletes,
+    0.1,
+    "non-negative finite number",
+    CONTEXT,
+    "maxDeletes",
+  );
+  if (maxDeletes > 1) {
+    throw optionError(
+      RangeError,
+      CONTEXT,
+      "maxDeletes",
+      "must be at most 1 (a share of the copy)",
+      String(maxDeletes),
+    );
+  }
+  if (options.changes !== undefined && typeof options.changes !== "boolean") {
+    throw optionError(TypeError, CONTEXT, "changes", "must be a boolean");
+  }
+  if (deletes === "mark" && options.sink?.marksDeletes === false) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "deletes",
+      'cannot be "mark" for this sink (a JSONL file keeps no deleted_at): use "remove", or a SQL sink',
+    );
+  }
+  return { sweep, deletes, maxDeletes, changes: options.changes === true };
+}
+
+/** The direction read; `sortDirection` in `query` is refused with what to write. */
+function checkDirection(value: unknown): "ASC" | "DESC" {
+  if (value === undefined) return "ASC";
+  if (value === "ASC" || value === "DESC") return value;
+  throw optionError(
+    TypeError,
+    CONTEXT,
+    "sortDirection",
+    'must be "ASC" or "DESC"',
+    JSON.stringify(String(value).slice(0, 40)),
+  );
+}
+
+/** The query; the paging and order parameters belong to their own options. */
+function checkQuery(query: Record<string, string> | undefined) {
+  for (const name of ["sortDirection", "sortBy", "limit", "page"]) {
+    if (query !== undefined && name in query) {
+      throw optionError(
+        TypeError,
+        CONTEXT,
+        "query",
+        `must not hold '${name}': write ${name}: ${
+          JSON.stringify(query[name])
+        } as an option of syncList`,
+      );
+    }
+  }
+  return query;
 }
 
 function checkMaxLimit(value: number | undefined): number {

@@ -20,10 +20,27 @@ export interface Committed {
   readonly checkpoint: SyncCheckpoint | null;
   /** The copy's committed end. */
   readonly end: FileEnd;
-  /** A `full` pass's file under way (`<path>.rewrite`), while there is one. */
-  readonly rewrite?: FileEnd;
+  /** The sweep cycle's file under way (`<path>.rewrite`), while there is one. */
+  readonly rewrite?: Rewrite;
   /** The rewrite is complete and `end` is its end; it is being renamed over the copy. */
   readonly renaming?: boolean;
+}
+
+/**
+ * A cycle's rewrite under way: the items the sweep read again, in their
+ * own file; when the cycle completes, the copy's lines since `mainAt` (the
+ * head's, all past what the sweep covers) follow them and the file
+ * replaces the copy.
+ */
+export interface Rewrite {
+  readonly end: FileEnd;
+  readonly cycle: number;
+  /** The copy's committed length when the cycle began. */
+  readonly mainAt: number;
+  /** The copy's lines then. */
+  readonly mainLines: number;
+  /** Lines the sweep has written to the rewrite. */
+  readonly lines: number;
 }
 
 /** The side file's text. */
@@ -58,11 +75,15 @@ export function readSideFile(text: string): Committed | undefined {
     };
   }
   if (value.format !== FORMAT || !isEnd(value.end)) return undefined;
-  if (value.rewrite !== undefined && !isEnd(value.rewrite)) return undefined;
+  if (value.rewrite !== undefined && !isRewrite(value.rewrite)) {
+    return undefined;
+  }
   return {
     checkpoint: value.checkpoint,
     end: value.end,
-    ...(value.rewrite === undefined ? {} : { rewrite: value.rewrite }),
+    ...(value.rewrite === undefined
+      ? {}
+      : { rewrite: value.rewrite as Rewrite }),
     ...(value.renaming === true ? { renaming: true } : {}),
   };
 }
@@ -78,4 +99,12 @@ function isEnd(value: unknown): value is FileEnd {
   if (last === null) return length === 0;
   const { start, hash } = (last ?? {}) as Record<string, unknown>;
   return isLength(start) && start < length && typeof hash === "string";
+}
+
+function isRewrite(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const rewrite = value as Record<string, unknown>;
+  return isEnd(rewrite.end) && isLength(rewrite.cycle) &&
+    isLength(rewrite.mainAt) && isLength(rewrite.mainLines) &&
+    isLength(rewrite.lines);
 }

@@ -75,7 +75,7 @@ export function itemText(
 /** Creates the tables the sink needs (and the columns 0.3 lacked). */
 export function createTables(db: DatabaseSync, table: string): void {
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL);
+    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT, seen INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
     CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL)`,
   );
@@ -87,22 +87,62 @@ export function createTables(db: DatabaseSync, table: string): void {
       `ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN rows INTEGER; ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN last TEXT`,
     );
   }
+  // 0.3's tables had neither: rows never seen by a sweep count as unseen.
+  const has = (column: string) =>
+    db.prepare(
+      `SELECT 1 FROM pragma_table_info('${unquoted(table)}') WHERE name = ?`,
+    ).get(column) !== undefined;
+  if (!has("deleted_at")) {
+    db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
+  }
+  if (!has("seen")) {
+    db.exec(
+      `ALTER TABLE ${table} ADD COLUMN seen INTEGER NOT NULL DEFAULT 0`,
+    );
+  }
+}
+
+/** The change table of `table`, created if missing. */
+export function changeTable(db: DatabaseSync, table: string): string {
+  const changes = `"${unquoted(table)}_changes"`;
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (change IN ('insert', 'update', 'delete')), at TEXT NOT NULL)`,
+  );
+  return changes;
 }
 
 /** The statements of a sink whose tables exist. */
 export function statements(db: DatabaseSync, table: string) {
   const upsert = (rows: number) =>
     db.prepare(
-      `INSERT INTO ${table} (id, item) VALUES ${
-        Array(rows).fill("(?, ?)").join(", ")
-      } ON CONFLICT (id) DO UPDATE SET item = excluded.item`,
+      `INSERT INTO ${table} (id, item, seen, deleted_at) VALUES ${
+        Array(rows).fill("(?, ?, ?, NULL)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL`,
     );
   return {
     many: upsert(ROWS),
     one: upsert(1),
-    // How many of a batch's ids (a JSON array) the table already holds.
-    known: db.prepare(
-      `SELECT count(*) AS n FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`,
+    // The rows a batch's ids (a JSON array) already have.
+    existing: db.prepare(
+      `SELECT id, item, deleted_at FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`,
+    ),
+    live: db.prepare(
+      `SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`,
+    ),
+    unseen: db.prepare(
+      `SELECT count(*) AS n FROM ${table} WHERE seen < ? AND deleted_at IS NULL`,
+    ),
+    unseenIds: db.prepare(
+      `SELECT id FROM ${table} WHERE seen < ? AND deleted_at IS NULL ORDER BY id`,
+    ),
+    remove: db.prepare(
+      `DELETE FROM ${table} WHERE seen < ? AND deleted_at IS NULL`,
+    ),
+    mark: db.prepare(
+      `UPDATE ${table} SET deleted_at = ? WHERE seen < ? AND deleted_at IS NULL`,
+    ),
+    isLive: db.prepare(
+      `SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`,
     ),
     save: db.prepare(
       `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?, ?, ?, ?)
@@ -130,19 +170,38 @@ export function statements(db: DatabaseSync, table: string) {
   };
 }
 
-/** Upserts the items ROWS at a time: one statement per row costs twice as much. */
+/** Upserts the items ROWS at a time, seen in `cycle`: one statement per row costs twice as much. */
 export function upsertAll(
   prepared: { many: StatementSync; one: StatementSync },
   texts: readonly string[],
   ids: readonly string[],
+  cycle: number,
 ): void {
   let i = 0;
   for (; i + ROWS <= texts.length; i += ROWS) {
-    const values: string[] = [];
-    for (let j = i; j < i + ROWS; j++) values.push(ids[j]!, texts[j]!);
+    const values: (string | number)[] = [];
+    for (let j = i; j < i + ROWS; j++) values.push(ids[j]!, texts[j]!, cycle);
     prepared.many.run(...values);
   }
-  for (; i < texts.length; i++) prepared.one.run(ids[i]!, texts[i]!);
+  for (; i < texts.length; i++) prepared.one.run(ids[i]!, texts[i]!, cycle);
+}
+
+/** What a batch does to each row: a new one, a changed one, or only seen again. */
+export function classify(
+  existing: readonly { id: string; item: string; deleted_at: string | null }[],
+  texts: readonly string[],
+  ids: readonly string[],
+): { inserted: string[]; updated: string[]; added: number } {
+  const held = new Map(existing.map((row) => [row.id, row]));
+  const inserted: string[] = [], updated: string[] = [];
+  let added = 0;
+  ids.forEach((id, i) => {
+    const row = held.get(id);
+    if (row === undefined) added++;
+    if (row === undefined || row.deleted_at !== null) inserted.push(id);
+    else if (row.item !== texts[i]) updated.push(id);
+  });
+  return { inserted, updated, added };
 }
 
 function unquoted(table: string): string {

@@ -42,16 +42,70 @@ export interface SyncCheckpoint {
     | null;
   /** Where the item after `edge` stood in the list when it was last read. */
   readonly offset: number;
-  /** A `full` pass is under way (a JSONL sink rewrites its file during one). */
+  /** Always false now: 0.3's `full` pass (replaced by the sweep). */
   readonly full: boolean;
-  /** The pass reached the end of the list. */
+  /** The head pass reached its end: the copy has everything new it saw. */
   readonly complete: boolean;
+  /** `"DESC"` when the list is read newest first; absent for ascending. */
+  readonly sortDirection?: "DESC";
   /**
    * The largest page size the service was seen to honour (a full page of
    * it came back): a shorter page of at most that size is the list's end.
    * Absent before the first such page (and in 0.3's checkpoints).
    */
   readonly accepted?: number;
+  /**
+   * Descending only: the head pass under way (read from the top down to
+   * `edge`, the newest item committed before it): where it stands, and the
+   * newest item it committed, which becomes `edge` when it ends.
+   */
+  readonly head?: {
+    readonly edge:
+      | { readonly value: string | number; readonly id: string }
+      | null;
+    readonly offset: number;
+    readonly top:
+      | { readonly value: string | number; readonly id: string }
+      | null;
+  };
+  /** The sweep cycle under way, if any. */
+  readonly sweep?: SweepCursor;
+  /** Sweep cycles completed. */
+  readonly cycles?: number;
+  /** When (epoch ms) the last completed cycle started: every item of the copy was true then or later. */
+  readonly verifiedAt?: number;
+}
+
+/**
+ * Where the sweep stands in its cycle: it reads the list again from the
+ * start, with the head's overlapping windows, over every item up to
+ * `upTo` (the newest item committed when the cycle began); rows not seen
+ * by the time it gets there are removed.
+ *
+ * @example A cycle half way
+ * ```ts
+ * import type { SweepCursor } from "@partner-api/client/sync";
+ * import { ok } from "node:assert/strict";
+ *
+ * const cursor: SweepCursor = { edge: { value: 40, id: "40" }, offset: 40, upTo: { value: 90, id: "90" }, cycle: 3, startedAt: Date.UTC(2026, 0, 1) };
+ * ok(cursor.offset < 90); // 50 more items to read again before cycle 3 completes
+ * ```
+ */
+export interface SweepCursor {
+  /** The last item the sweep committed; null at the cycle's start. */
+  readonly edge:
+    | { readonly value: string | number; readonly id: string }
+    | null;
+  /** Where the item after `edge` stood. */
+  readonly offset: number;
+  /** The last item the cycle covers: the newest committed when it began. */
+  readonly upTo:
+    | { readonly value: string | number; readonly id: string }
+    | null;
+  /** The cycle's number (from 1). */
+  readonly cycle: number;
+  /** When (epoch ms) the cycle began. */
+  readonly startedAt: number;
 }
 
 /**
@@ -99,6 +153,7 @@ export interface SyncSink<T> {
     items: readonly T[],
     checkpoint: SyncCheckpoint,
     ids: readonly string[],
+    context?: SyncWriteContext,
   ): Promise<void | SyncWriteReport>;
   /**
    * Takes the copy for one run, so that two runs never interleave: checks
@@ -108,25 +163,99 @@ export interface SyncSink<T> {
    * writer by the caller's care.
    */
   lock?(options?: { signal?: AbortSignal }): Promise<AsyncDisposable>;
+  /** False for a sink that cannot mark deleted rows (`deletes: "mark"` is refused for it). */
+  readonly marksDeletes?: boolean;
 }
 
 /**
- * What a sink could not store of one batch.
+ * What a batch is, for sinks that follow the sweep: the cycle its rows are
+ * seen in, and whether it begins or ends one. A sink that ignores it still
+ * keeps every item; it just never removes deleted ones.
  *
- * @example A sink that cannot hold ids with a NUL
+ * @example A sink that removes what a cycle did not see
  * ```ts
- * import type { SyncWriteReport } from "@partner-api/client/sync";
- * import { deepStrictEqual } from "node:assert/strict";
+ * import { createClient } from "@partner-api/client";
+ * import { type SyncCheckpoint, syncList, type SyncSink, type SyncWriteContext } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const report = (ids: readonly string[]): SyncWriteReport => ({
- *   skippedIds: ids.filter((id) => id.includes("\0")),
- * });
- * deepStrictEqual(report(["a", "b\0"]).skippedIds, ["b\0"]);
+ * const rows = new Map<string, { item: unknown; seen: number }>();
+ * let saved: SyncCheckpoint | undefined;
+ * const sink: SyncSink<unknown> = {
+ *   load: () => Promise.resolve(saved),
+ *   write(items, checkpoint, ids, context?: SyncWriteContext) {
+ *     items.forEach((item, i) => rows.set(ids[i]!, { item, seen: context?.cycle ?? 0 }));
+ *     let deleted = 0;
+ *     if (context?.endsCycle) {
+ *       for (const [id, row] of rows) if (row.seen < context.cycle) deleted += Number(rows.delete(id));
+ *     }
+ *     saved = checkpoint;
+ *     return Promise.resolve({ deleted });
+ *   },
+ * };
+ * await using api = await startFakePartnerApi({ items: { organizations: 30 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await syncList(client, "organizations", { id: "organizationID", sink });
+ * api.remove("organizations", "org_000007");
+ * const result = await syncList(client, "organizations", { id: "organizationID", sink, sweep: Infinity });
+ * equal(result.deleted, 1);
+ * equal(rows.size, 29);
+ * ```
+ */
+export interface SyncWriteContext {
+  /** The cycle the batch's rows are seen in (0 before the first). */
+  readonly cycle: number;
+  /** `"head"`: items new to the copy's end; `"sweep"`: items read again. */
+  readonly phase: "head" | "sweep";
+  /** The batch is the first of cycle `cycle` (it may hold no item). */
+  readonly beginsCycle?: boolean;
+  /**
+   * The batch completes cycle `cycle`: rows not seen in it are removed, or
+   * marked, unless they are more than `maxDeletes` of the copy (then
+   * nothing is, and the write rejects with SyncError "too-many-deletes").
+   */
+  readonly endsCycle?: {
+    readonly deletes: "remove" | "mark";
+    readonly maxDeletes: number;
+  };
+  /** Keep the change table (SQL sinks). */
+  readonly changes: boolean;
+}
+
+/**
+ * What a sink did with one batch: what it could not store, and how many
+ * rows it inserted, changed and removed.
+ *
+ * @example Counting what a batch changed
+ * ```ts
+ * import { syncList, type SyncSink, type SyncWriteReport } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * const rows = new Map<string, string>();
+ * const sink: SyncSink<unknown> = {
+ *   load: () => Promise.resolve(undefined),
+ *   write(items, _checkpoint, ids): Promise<SyncWriteReport> {
+ *     let inserted = 0;
+ *     items.forEach((item, i) => inserted += rows.has(ids[i]!) ? 0 : (rows.set(ids[i]!, JSON.stringify(item)), 1));
+ *     return Promise.resolve({ inserted });
+ *   },
+ * };
+ * await using api = await startFakePartnerApi({ items: { organizations: 4 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * equal((await syncList(client, "organizations", { id: "organizationID", sink })).inserted, 4);
  * ```
  */
 export interface SyncWriteReport {
   /** Ids of the items left out, because the store cannot hold them. */
   readonly skippedIds?: readonly string[];
+  /** Rows the batch added. */
+  readonly inserted?: number;
+  /** Rows whose content the batch changed. */
+  readonly updated?: number;
+  /** Rows the cycle it ended removed (or marked). */
+  readonly deleted?: number;
 }
 
 /**
@@ -194,13 +323,48 @@ export interface SyncOptions<T> {
    */
   items?: (body: unknown) => readonly T[];
   /**
-   * Reads the whole list again (picks up items inserted behind the
-   * checkpoint). A JSONL sink rewrites its file; SQLite and PostgreSQL
-   * upsert by id.
+   * The order read: `"ASC"`, in which new items come last, or `"DESC"`
+   * (newest first), in which a run reads from the top until it meets the
+   * newest item it committed before.
+   *
+   * @default {"ASC"}
+   */
+  sortDirection?: "ASC" | "DESC";
+  /**
+   * List requests a run may spend reading again what the copy holds,
+   * continuing the rolling cycle where the last run stopped: it brings in
+   * changed items, items inserted behind the copy's end, and (when a cycle
+   * completes) removes deleted ones. `Infinity` completes a whole cycle
+   * now (0.3's `full: true`); `0` never sweeps. Every change reaches the
+   * copy within about `⌈n / (window × sweep)⌉` runs.
+   *
+   * @default {10}
+   */
+  sweep?: number;
+  /**
+   * What a completed cycle does with rows it did not see: `"remove"` them,
+   * or `"mark"` them (a `deleted_at` time; SQL sinks only).
+   *
+   * @default {"remove"}
+   */
+  deletes?: "remove" | "mark";
+  /**
+   * The share of the copy (0 to 1) one cycle may remove. A cycle that would
+   * remove more removes nothing and ends with `SyncError`
+   * (`"too-many-deletes"`): a service answering an empty or filtered list
+   * by mistake must not empty the copy.
+   *
+   * @default {0.1}
+   */
+  maxDeletes?: number;
+  /**
+   * SQL sinks: keep `<table>_changes` (`seq` rising, `id`, `change`
+   * `insert | update | delete`, `at`), written in each row's transaction,
+   * so that a consumer reading by `seq` sees each change once.
    *
    * @default {false}
    */
-  full?: boolean;
+  changes?: boolean;
   /** Hears each committed batch. What it throws is ignored. */
   onProgress?: (progress: SyncProgress) => void;
   /** Hears what the run wants known, such as items skipped. What it throws is ignored. */
@@ -271,6 +435,12 @@ export interface SyncProgress {
   readonly pages: number;
   /** List requests made in this run. */
   readonly requests: number;
+  /** Items the copy did not hold, written in this run. */
+  readonly inserted: number;
+  /** Items whose content changed, written in this run. */
+  readonly updated: number;
+  /** Rows removed (or marked) by a cycle completed in this run. */
+  readonly deleted: number;
 }
 
 /**
@@ -305,4 +475,20 @@ export interface SyncResult {
   readonly skipped: number;
   /** The ids of the first 100 items skipped. */
   readonly skippedIds: readonly string[];
+  /** Items the copy did not hold, written in this run. */
+  readonly inserted: number;
+  /** Items whose content changed, written in this run. */
+  readonly updated: number;
+  /** Rows removed (or marked) by a cycle completed in this run. */
+  readonly deleted: number;
+  /**
+   * Items the run knows the list has and the copy lacks (0: none known):
+   * for example items inserted behind the copy's end, seen as a shift of
+   * its last item. The sweep brings them in.
+   */
+  readonly behind: number;
+  /** When (epoch ms) the last complete cycle started; undefined before one completes. */
+  readonly verifiedAt?: number;
+  /** List requests the cycle under way still needs, about (0 when none is). */
+  readonly sweepLeft: number;
 }

@@ -27,6 +27,21 @@ export interface WindowState {
   readonly refused: number;
   /** The largest size the run asks for. */
   readonly maxLimit: number;
+  /** The pass reads the list in descending key order. @default {false} */
+  readonly descending?: boolean;
+  /** The keys this pass commits (every key when absent). */
+  readonly domain?: Domain;
+}
+
+/**
+ * The keys a pass commits, in ascending key order: above `above`
+ * (exclusive) and up to `upTo` (inclusive). A pass ends once it reads a key
+ * past the domain's far end in its direction (above `upTo` ascending, at or
+ * below `above` descending): what follows is another pass's.
+ */
+export interface Domain {
+  readonly above: SyncKey | null;
+  readonly upTo: SyncKey | null;
 }
 
 /** One window: `limit` items from `start`, i.e. page `start / limit + 1`. */
@@ -41,12 +56,14 @@ export type WindowVerdict =
   | {
     /** It overlaps what is committed: its newer items can be committed. */
     readonly kind: "commit";
-    /** The items after `edge`, in order. */
-    readonly fresh: number;
+    /** The items to commit: `keys.slice(from, to)`, after the edge and in the domain. */
+    readonly fresh: { readonly from: number; readonly to: number };
     /** The state once the window is committed. */
     readonly next: WindowState;
-    /** Nothing followed its last item when it was read: the pass is complete. */
+    /** Nothing followed its last item, or it reached the domain's far end: the pass is complete. */
     readonly ended: boolean;
+    /** The edge moved: the window read something past what was committed. */
+    readonly advanced: boolean;
   }
   | {
     /** It may have skipped items (it starts after `edge`): read again earlier. */
@@ -165,9 +182,10 @@ export function judgeWindow(
   plan: WindowPlan,
   keys: readonly SyncKey[],
 ): WindowVerdict {
+  const order = passOrder(state);
   for (let i = 1; i < keys.length; i++) {
     // Equal keys are the same item twice: kept once, by its last occurrence.
-    if (compareKeys(keys[i - 1]!, keys[i]!) > 0) {
+    if (order(keys[i - 1]!, keys[i]!) > 0) {
       throw new SyncError(
         `Cannot sync: the list is not in the asked order: '${
           keys[i]!.id
@@ -183,7 +201,7 @@ export function judgeWindow(
   const first = keys[0];
   const overlaps = plan.start === 0 ||
     (first !== undefined && state.edge !== null &&
-      compareKeys(first, state.edge) <= 0);
+      order(first, state.edge) <= 0);
   if (!overlaps) {
     return {
       kind: "gap",
@@ -196,19 +214,63 @@ export function judgeWindow(
       },
     };
   }
-  const older = state.edge === null ? 0 : countUpTo(keys, state.edge);
+  const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
   const last = keys[count - 1];
+  const advanced = last !== undefined && count > older;
+  const fresh = inDomain(state, keys, older);
   return {
     kind: "commit",
-    fresh: count - older,
-    ended: provesEnd(state, plan.limit, count),
+    fresh,
+    advanced,
+    ended: provesEnd(state, plan.limit, count) || fresh.to < count,
     next: {
       ...learnt,
-      edge: last !== undefined && count > older ? last : state.edge,
+      edge: advanced ? last : state.edge,
       offset: plan.start + count,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
     },
   };
+}
+
+/** The pass's order: ascending keys, or descending. */
+export function passOrder(
+  state: Pick<WindowState, "descending">,
+): (a: SyncKey, b: SyncKey) => number {
+  return state.descending === true ? (a, b) => compareKeys(b, a) : compareKeys;
+}
+
+/**
+ * Which of `keys` (in pass order, the first `older` at or before the edge)
+ * the pass commits: a contiguous run, from the first in the domain to the
+ * last before its far end.
+ */
+function inDomain(
+  state: WindowState,
+  keys: readonly SyncKey[],
+  older: number,
+): { from: number; to: number } {
+  const { above = null, upTo = null } = state.domain ?? {};
+  const isIn = (key: SyncKey) =>
+    (above === null || compareKeys(key, above) > 0) &&
+    (upTo === null || compareKeys(key, upTo) <= 0);
+  let from = older;
+  let to = keys.length;
+  // Before the domain (in pass order): newer than `upTo` read descending.
+  while (from < to && !isIn(keys[from]!) && !isPastFarEnd(state, keys[from]!)) {
+    from++;
+  }
+  for (let i = from; i < to; i++) {
+    if (!isIn(keys[i]!)) to = i;
+  }
+  return { from, to };
+}
+
+/** Whether `key` lies past the domain's far end in the pass's direction. */
+function isPastFarEnd(state: WindowState, key: SyncKey): boolean {
+  const { above = null, upTo = null } = state.domain ?? {};
+  return state.descending === true
+    ? above !== null && compareKeys(key, above) <= 0
+    : upTo !== null && compareKeys(key, upTo) > 0;
 }
 
 /**
@@ -253,12 +315,16 @@ export function refusedWindow(state: WindowState, limit: number): WindowState {
   return { ...state, refused: Math.min(state.refused, limit) };
 }
 
-/** How many of the ascending `keys` are at or before `edge`. */
-function countUpTo(keys: readonly SyncKey[], edge: SyncKey): number {
+/** How many of `keys` (in pass order) are at or before `edge`. */
+function countUpTo(
+  keys: readonly SyncKey[],
+  edge: SyncKey,
+  order: (a: SyncKey, b: SyncKey) => number,
+): number {
   let low = 0, high = keys.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (compareKeys(keys[middle]!, edge) <= 0) low = middle + 1;
+    if (order(keys[middle]!, edge) <= 0) low = middle + 1;
     else high = middle;
   }
   return low;

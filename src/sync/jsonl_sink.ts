@@ -20,9 +20,11 @@ import {
   type Committed,
   type FileEnd,
   readSideFile,
+  type Rewrite,
   sideFileText,
 } from "./_jsonl_state.ts";
 import { SyncError } from "./sync_error.ts";
+import { tooMany, tooManyDeletes } from "./_deletes.ts";
 
 /**
  * Options of {@linkcode createJsonlSink}.
@@ -127,7 +129,8 @@ export function createJsonlSink<T>(
       });
       return lock;
     },
-    async write(items, checkpoint) {
+    marksDeletes: false,
+    async write(items, checkpoint, _ids, context) {
       if (!loaded) await load();
       // A new copy's side file comes first: a run killed in its first
       // batch leaves a copy that the next run recognises as begun.
@@ -137,26 +140,32 @@ export function createJsonlSink<T>(
         await renameOver(rewritePath, path);
         await save({ checkpoint: committed.checkpoint, end: committed.end });
       }
+      const now = committed!;
       const lines = linesOf(items);
-      // A full pass's checkpoint says `full` until its last batch.
-      const passUnderWay = committed?.checkpoint?.full === true &&
-        committed.rewrite !== undefined;
-      if (!checkpoint.full && !passUnderWay) {
-        const end = await append(path, committed?.end ?? EMPTY, lines);
-        return await save({ checkpoint, end });
+      if (context?.phase !== "sweep") {
+        const end = await append(path, now.end, lines);
+        await save({ ...now, checkpoint, end, renaming: false });
+        return { inserted: items.length };
       }
-      const from = passUnderWay ? committed?.rewrite : undefined;
-      const rewrite = await append(
-        rewritePath,
-        from ?? await startRewrite(rewritePath),
-        lines,
-      );
-      await save({ checkpoint, end: committed?.end ?? EMPTY, rewrite });
-      if (!checkpoint.complete) return;
-      // The pass is whole: recorded first, then the rewrite becomes the copy.
-      await save({ checkpoint, end: rewrite, renaming: true });
+      const under = now.rewrite?.cycle === context.cycle
+        ? now.rewrite
+        : await startCycle(path, rewritePath, now.end, context.cycle);
+      const end = await append(rewritePath, under.end, lines);
+      const rewrite = { ...under, end, lines: under.lines + items.length };
+      if (context.endsCycle === undefined) {
+        await save({ ...now, checkpoint, rewrite });
+        // Counted when the cycle completes: a JSONL copy has no index.
+        return { inserted: 0, updated: 0 };
+      }
+      const counts = cycleCounts(rewrite, context.endsCycle.maxDeletes, path);
+      // The head's lines since the cycle began follow the sweep's.
+      const tail = await readRange(path, rewrite.mainAt, now.end.length);
+      const whole = await append(rewritePath, end, tailLines(tail));
+      await save({ checkpoint, end: whole, renaming: true });
       await renameOver(rewritePath, path);
-      await save({ checkpoint, end: rewrite });
+      ours.delete(path);
+      await save({ checkpoint, end: whole });
+      return counts;
     },
   };
 }
@@ -205,7 +214,7 @@ async function checkCopy(
   }
   await expectEnd(files, files.copy, committed.end);
   if (committed.rewrite !== undefined && !committed.renaming) {
-    await expectEnd(files, rewritePath, committed.rewrite);
+    await expectEnd(files, rewritePath, committed.rewrite.end);
   }
   return committed;
 }
@@ -241,12 +250,61 @@ function mismatch(files: { copy: string; side: string }, what: string) {
   );
 }
 
-/** A new pass's rewrite: an empty file of its own. */
-async function startRewrite(rewritePath: string): Promise<FileEnd> {
+/** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
+async function startCycle(
+  path: string,
+  rewritePath: string,
+  main: FileEnd,
+  cycle: number,
+): Promise<Rewrite> {
   await refuseLink(rewritePath);
   await unlink(rewritePath).catch(() => {});
   await (await openFile(rewritePath, "create")).close();
-  return EMPTY;
+  return {
+    end: EMPTY,
+    cycle,
+    mainAt: main.length,
+    mainLines: await countLines(path, main.length),
+    lines: 0,
+  };
+}
+
+/**
+ * What a completed cycle changes, in lines: the sweep read `lines` where the
+ * copy held `mainLines`. A JSONL copy has no index, so these are net counts.
+ *
+ * @throws {SyncError} (`"too-many-deletes"`) When more than `maxDeletes` of
+ * the copy would go.
+ */
+function cycleCounts(rewrite: Rewrite, maxDeletes: number, path: string) {
+  const deleted = Math.max(0, rewrite.mainLines - rewrite.lines);
+  if (tooMany(deleted, rewrite.mainLines, maxDeletes)) {
+    throw tooManyDeletes(deleted, rewrite.mainLines, maxDeletes, path);
+  }
+  return {
+    deleted,
+    inserted: Math.max(0, rewrite.lines - rewrite.mainLines),
+    updated: 0,
+  };
+}
+
+/** Lines already written elsewhere, as a batch to append. */
+function tailLines(bytes: Uint8Array | undefined): Lines {
+  const text = new TextDecoder().decode(bytes ?? new Uint8Array());
+  if (text === "") return { text, last: undefined };
+  const start = text.lastIndexOf("\n", text.length - 2) + 1;
+  return { text, last: text.slice(start) };
+}
+
+/** The lines in the first `length` bytes of `path`. */
+async function countLines(path: string, length: number): Promise<number> {
+  const CHUNK = 1 << 20;
+  let lines = 0;
+  for (let at = 0; at < length; at += CHUNK) {
+    const bytes = await readRange(path, at, Math.min(length, at + CHUNK));
+    for (const byte of bytes ?? []) if (byte === 10) lines++;
+  }
+  return lines;
 }
 
 /** Renames the finished rewrite over the copy, if it is still there. */

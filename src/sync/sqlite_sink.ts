@@ -5,7 +5,8 @@
 
 import process from "node:process";
 import type { DatabaseSync } from "node:sqlite";
-import type { SyncCheckpoint, SyncSink } from "./_types.ts";
+import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./_types.ts";
+import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { optionError } from "../core/_check.ts";
 import { quotedTable } from "./_identifier.ts";
 import { createPrivate, fingerprint, refuseLink } from "./_files.ts";
@@ -19,6 +20,8 @@ import {
   waitForLock,
 } from "./_lease.ts";
 import {
+  changeTable,
+  classify,
   type CopyState,
   createTables,
   itemText,
@@ -177,36 +180,31 @@ export function createSqliteSink<T>(
         },
       };
     },
-    async write(items, checkpoint, ids) {
+    async write(items, checkpoint, ids, context) {
       const state = checked ?? await check();
       const batch = await storable(items, ids);
       // node:sqlite blocks the thread: first let the requests in flight
       // (the next window) go out, so that the service works meanwhile.
       await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
       const st = touch();
+      const changes = context?.changes ? changeTable(db, table) : undefined;
       db.exec("BEGIN IMMEDIATE");
       try {
         const holder = st.holder.get(target) as { owner: string } | undefined;
         if (owner !== undefined && holder?.owner !== owner) {
           throw lockLost(what);
         }
-        const known =
-          (st.known.get(JSON.stringify(batch.ids)) as { n: number }).n;
-        upsertAll(st, batch.texts, batch.ids);
-        const next: Checked = {
-          checkpoint,
-          rows: state.rows + batch.ids.length - known,
-          last: batch.last ?? state.last,
-        };
+        const done = applyBatch(db, st, batch, context, changes, state, what);
         st.dropOthers.run(target, target);
-        st.save.run(target, JSON.stringify(checkpoint), next.rows, next.last);
+        st.save.run(target, JSON.stringify(checkpoint), done.rows, done.last);
         db.exec("COMMIT");
-        checked = next;
+        checked = { checkpoint, rows: done.rows, last: done.last };
+        const { inserted, updated, deleted } = done;
+        return { skippedIds: batch.skipped, inserted, updated, deleted };
       } catch (error) {
         db.exec("ROLLBACK");
         throw error;
       }
-      return { skippedIds: batch.skipped };
     },
     close,
     [Symbol.dispose]: close,
@@ -214,6 +212,68 @@ export function createSqliteSink<T>(
 }
 
 type Statements = ReturnType<typeof statements>;
+
+/**
+ * Upserts a batch, seen in its cycle, and records its changes; when it
+ * ends a cycle, removes (or marks) the rows the cycle did not see, unless
+ * that is more than `maxDeletes` of the copy. Inside the caller's
+ * transaction.
+ *
+ * @throws {SyncError} (`"too-many-deletes"`)
+ */
+function applyBatch(
+  db: DatabaseSync,
+  st: Statements,
+  batch: Awaited<ReturnType<typeof storable>>,
+  context: SyncWriteContext | undefined,
+  changes: string | undefined,
+  state: Checked,
+  what: string,
+) {
+  const cycle = context?.cycle ?? 0;
+  const existing = st.existing.all(JSON.stringify(batch.ids)) as {
+    id: string;
+    item: string;
+    deleted_at: string | null;
+  }[];
+  const kinds = classify(existing, batch.texts, batch.ids);
+  upsertAll(st, batch.texts, batch.ids, cycle);
+  const at = new Date().toISOString();
+  const record = changes === undefined
+    ? undefined
+    : db.prepare(`INSERT INTO ${changes} (id, change, at) VALUES (?, ?, ?)`);
+  for (const id of kinds.inserted) record?.run(id, "insert", at);
+  for (const id of kinds.updated) record?.run(id, "update", at);
+  let rows = state.rows + kinds.added;
+  let last = batch.last ?? state.last;
+  let deleted = 0;
+  const ends = context?.endsCycle;
+  if (ends !== undefined) {
+    deleted = (st.unseen.get(cycle) as { n: number }).n;
+    const live = (st.live.get() as { n: number }).n;
+    if (tooMany(deleted, live, ends.maxDeletes)) {
+      throw tooManyDeletes(deleted, live, ends.maxDeletes, what);
+    }
+    for (const row of record === undefined ? [] : st.unseenIds.all(cycle)) {
+      record?.run((row as { id: string }).id, "delete", at);
+    }
+    if (ends.deletes === "remove") {
+      st.remove.run(cycle);
+      rows -= deleted;
+    } else st.mark.run(at, cycle);
+    const lastId = last?.slice(last.indexOf(":") + 1);
+    if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
+      last = null;
+    }
+  }
+  return {
+    inserted: kinds.inserted.length,
+    updated: kinds.updated.length,
+    deleted,
+    rows,
+    last,
+  };
+}
 
 /** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
 interface Checked {

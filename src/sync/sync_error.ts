@@ -20,7 +20,9 @@ import { PartnerApiError } from "../core/errors.ts";
  * - `"link"`: a file of the copy is a symbolic link, which is never
  *   followed;
  * - `"repeated-page"`: the service answered different pages with the same
- *   items (it ignores `page`), or windows stopped adding anything.
+ *   items (it ignores `page`), or windows stopped adding anything;
+ * - `"too-many-deletes"`: a sweep cycle would remove more of the copy than
+ *   `maxDeletes` allows; nothing was removed.
  *
  * @example Telling the two apart
  * ```ts
@@ -37,6 +39,7 @@ import { PartnerApiError } from "../core/errors.ts";
  *   "lock-lost": "run again",
  *   link: "use a plain file",
  *   "repeated-page": "ask the service about paging",
+ *   "too-many-deletes": "check the list, then raise maxDeletes",
  * };
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
@@ -54,7 +57,8 @@ export type SyncErrorReason =
   | "locked"
   | "lock-lost"
   | "link"
-  | "repeated-page";
+  | "repeated-page"
+  | "too-many-deletes";
 
 /**
  * A sync stopped because of the list itself: nothing past the last good

@@ -1,48 +1,28 @@
 // syncList: a copy of a list that stays true while the list moves under
-// offset paging. The decisions are pure functions in _window.ts; this file
-// sends the windows, commits what they prove, and keeps the pipeline full.
+// offset paging. Each run reads what is new (the head pass), then spends its
+// sweep budget reading again what the copy holds (the rolling cycle), with
+// the same overlapping windows (_pass.ts, decided by _window.ts); where each
+// pass starts and what each window leaves in the checkpoint are pure
+// functions in _checkpoint.ts.
 
 import type { PartnerClient } from "../client/mod.ts";
-import { ApiError } from "../core/errors.ts";
-import { runStart } from "./_checkpoint.ts";
-import { SyncError } from "./sync_error.ts";
-import { type SyncConfig, syncConfig } from "./_config.ts";
-import type { SyncCheckpoint, SyncOptions, SyncResult } from "./_types.ts";
 import {
-  followingWindow,
-  judgeWindow,
-  nextWindow,
-  refusedWindow,
-  type WindowPlan,
-  type WindowState,
-} from "./_window.ts";
-
-/** A window requested and not yet judged. */
-interface Flight<T> {
-  readonly plan: WindowPlan;
-  readonly controller: AbortController;
-  readonly items: Promise<readonly T[]>;
-}
-
-/** A run's counters. */
-interface Counts {
-  written: number;
-  pages: number;
-  requests: number;
-  skipped: number;
-  skippedIds: string[];
-}
-
-/**
- * Windows in a row that may add nothing before the run gives up: a service
- * that ignores `page` answers every window with the first page, which the
- * copy already holds. Drift alone leaves a window with nothing new only
- * when at least a window's worth was inserted before it.
- */
-const IDLE_WINDOWS = 3;
-
-/** How many skipped ids a result names. */
-const SKIPPED_IDS_SHOWN = 100;
+  afterHeadWindow,
+  afterSweepWindow,
+  cycleOf,
+  type RunStart,
+  runStart,
+  sweepStart,
+} from "./_checkpoint.ts";
+import { Committer } from "./_committer.ts";
+import { type SyncConfig, syncConfig } from "./_config.ts";
+import { type Committed, listOptions, runPass } from "./_pass.ts";
+import type {
+  SyncCheckpoint,
+  SyncOptions,
+  SyncResult,
+  SyncWriteContext,
+} from "./_types.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
@@ -99,267 +79,149 @@ export async function syncList<T>(
     config.signal === undefined ? {} : { signal: config.signal },
   );
   try {
-    return await runFromCheckpoint(client, config);
+    const start = runStart(await config.sink.load(), config.identity, config);
+    return await runFrom(client, config, start);
   } finally {
     await lock?.[Symbol.asyncDispose]();
   }
 }
 
-/** Loads the checkpoint and runs the windows from it. */
-async function runFromCheckpoint<T>(
+/** The head pass, then the sweep, from `start`; what the run did. */
+async function runFrom<T>(
   client: PartnerClient,
   config: SyncConfig<T>,
+  start: RunStart,
 ): Promise<SyncResult> {
-  const saved = await config.sink.load();
-  const start = runStart(saved, config.identity, config, config.full);
-  const counts: Counts = {
-    written: 0,
-    pages: 0,
-    requests: 0,
-    skipped: 0,
-    skippedIds: [],
-  };
-  if (start.beginsFullPass) {
-    await config.sink.write([], start.checkpoint, []);
-  }
-  await runWindows(client, config, start.state, start.checkpoint, counts);
-  return {
-    ...counts,
-    skippedIds: [...counts.skippedIds],
-    resumed: start.resumed,
-  };
-}
-
-/** Reads, judges and commits windows until one proves the end of the list. */
-async function runWindows<T>(
-  client: PartnerClient,
-  config: SyncConfig<T>,
-  initial: WindowState,
-  base: SyncCheckpoint,
-  counts: Counts,
-): Promise<void> {
-  let state = initial;
-  let saved = base;
-  const flights: Flight<T>[] = [];
-  const committer = new Committer(config, counts, base);
-  // One window first: a run with nothing new costs one request, not one
-  // per window in flight.
-  let width = 1;
-  // Committed windows in a row that added nothing and did not end the pass.
-  let idle = 0;
-  const fill = () => {
-    while (flights.length < width) {
-      const last = flights.at(-1);
-      const plan = last === undefined
-        ? nextWindow(state)
-        : followingWindow(last.plan, state);
-      flights.push(launch(client, config, plan));
-      counts.requests++;
-    }
-  };
+  const requests = { count: 0 };
+  const committer = new Committer(config, start.checkpoint);
+  committer.requests = () => requests.count;
+  let shift: number | undefined;
+  // A first read of the whole list is a cycle of its own: no sweep after it.
+  const first = start.checkpoint.edge === null &&
+    start.checkpoint.head === undefined &&
+    start.checkpoint.cycles === undefined;
+  const startedAt = Date.now();
   try {
-    while (true) {
-      fill();
-      const flight = flights.shift()!;
-      const judged = await judge(flight, state, config);
-      state = judged.next;
-      if (judged.kind !== "commit") {
-        // Windows planned on a wrong guess are not worth reading.
-        land(flights);
-        continue;
-      }
-      saved = {
-        ...saved,
-        edge: state.edge,
-        offset: state.offset,
-        ...(state.accepted > 0 ? { accepted: state.accepted } : {}),
-        full: saved.full && !judged.ended,
-        complete: judged.ended,
-      };
-      counts.pages++;
-      idle = judged.fresh.length > 0 || judged.ended ? 0 : idle + 1;
-      if (idle === IDLE_WINDOWS) throw repeatedPages(config, flight.plan);
-      if (!judged.ended) {
-        // The next window is on its way while this one is written.
-        width = config.concurrency;
-        fill();
-      }
-      await committer.commit(judged.fresh, saved);
-      if (judged.ended) break;
-    }
+    await runPass(client, config, start.head, Infinity, async (window) => {
+      shift ??= shiftOf(start.checkpoint, window);
+      const after = afterHeadWindow(
+        committer.latest,
+        window.state,
+        window.ended,
+        window.items.length === 0 ? undefined : config.keyOf(window.items[0]!),
+      );
+      const checkpoint = first && window.ended
+        ? { ...after, cycles: 1, verifiedAt: startedAt }
+        : after;
+      await committer.commit(
+        window.items,
+        checkpoint,
+        context(config, checkpoint, "head"),
+      );
+    }, requests);
+    const inserted = committer.tally.inserted;
+    if (!first) await sweep(client, config, committer, requests);
+    const sweepInserted = committer.tally.inserted - inserted;
+    await committer.done();
+    const { pages: _, ...tally } = committer.tally;
+    const latest = committer.latest;
+    return {
+      ...tally,
+      pages: committer.tally.pages,
+      skippedIds: [...tally.skippedIds],
+      requests: requests.count,
+      resumed: start.resumed,
+      behind: Math.max(0, (shift ?? 0) - sweepInserted),
+      ...(latest.verifiedAt === undefined
+        ? {}
+        : { verifiedAt: latest.verifiedAt }),
+      sweepLeft: sweepLeft(latest),
+    };
   } finally {
-    land(flights);
     await committer.settle();
   }
-  await committer.done();
 }
 
-function repeatedPages<T>(config: SyncConfig<T>, plan: WindowPlan): SyncError {
-  return new SyncError(
-    `Cannot sync ${config.identity.path}: ${IDLE_WINDOWS} windows in a row, the last page ${plan.page} of ${plan.limit}, held only items already copied: the service seems to ignore 'page'; what was committed stays`,
-    "repeated-page",
-  );
-}
-
-/** A window's verdict; a refused size is a verdict too (read smaller). */
-async function judge<T>(
-  flight: Flight<T>,
-  state: WindowState,
-  config: SyncConfig<T>,
-) {
-  let items: readonly T[];
-  try {
-    items = await flight.items;
-  } catch (error) {
-    if (
-      error instanceof ApiError && error.status === 400 &&
-      flight.plan.limit > Math.max(state.accepted, config.limit)
-    ) {
-      return {
-        kind: "refused" as const,
-        next: refusedWindow(state, flight.plan.limit),
-      };
-    }
-    throw error;
-  }
-  const verdict = judgeWindow(state, flight.plan, items.map(config.keyOf));
-  if (verdict.kind !== "commit") return verdict;
-  return { ...verdict, fresh: items.slice(items.length - verdict.fresh) };
-}
-
-/** Starts reading one window. */
-function launch<T>(
+/** Spends the run's sweep budget on the cycle under way (or a new one). */
+async function sweep<T>(
   client: PartnerClient,
   config: SyncConfig<T>,
-  plan: WindowPlan,
-): Flight<T> {
-  const controller = new AbortController();
-  const signal = config.signal === undefined
-    ? controller.signal
-    : AbortSignal.any([config.signal, controller.signal]);
-  const items = (async () => {
-    const items: T[] = [];
-    const pages = client.list<T>(config.identity.path, {
-      ...listOptions(config, signal),
-      limit: plan.limit,
-      page: plan.page,
-      maxPages: 1,
+  committer: Committer<T>,
+  requests: { count: number },
+): Promise<void> {
+  if (config.sweep === 0) return;
+  const begun = sweepStart(committer.latest, config, Date.now());
+  if (begun === undefined) return;
+  const { sweep: cursor } = begun;
+  if (begun.begins) {
+    const checkpoint = { ...committer.latest, sweep: cursor };
+    await committer.commit([], checkpoint, {
+      ...context(config, checkpoint, "sweep"),
+      beginsCycle: true,
     });
-    for await (const item of pages) items.push(item);
-    return items;
-  })();
-  // A window dropped in flight may still reject; nobody waits for it.
-  items.catch(() => {});
-  return { plan, controller, items };
+    committer.tally.pages--; // not a window
+  }
+  const end = await runPass(
+    client,
+    config,
+    begun.state,
+    config.sweep,
+    async (window: Committed<T>) => {
+      const checkpoint = afterSweepWindow(
+        committer.latest,
+        cursor,
+        window.state,
+        window.ended,
+      );
+      await committer.commit(window.items, checkpoint, {
+        ...context(config, committer.latest, "sweep"),
+        ...(window.ended
+          ? {
+            endsCycle: {
+              deletes: config.deletes,
+              maxDeletes: config.maxDeletes,
+            },
+          }
+          : {}),
+      });
+    },
+    requests,
+  );
+  // Out of budget mid-cycle: where the sweep stands is saved for the next run.
+  if (!end.ended) {
+    await committer.flush(context(config, committer.latest, "sweep"));
+  }
 }
 
-/** Aborts and forgets every window in flight. */
-function land<T>(flights: Flight<T>[]): void {
-  for (const flight of flights.splice(0)) flight.controller.abort();
-}
-
-/** The list options every window shares. */
-function listOptions<T>(
+/** The context of a batch that `checkpoint` covers. */
+function context<T>(
   config: SyncConfig<T>,
-  signal: AbortSignal | undefined,
-) {
-  const { sortBy, query } = config.identity;
-  return {
-    sortDirection: "ASC" as const,
-    ...(sortBy === null ? {} : { sortBy }),
-    ...(Object.keys(query).length === 0 ? {} : { query: { ...query } }),
-    ...(config.items === undefined ? {} : { items: config.items }),
-    ...(signal === undefined ? {} : { signal }),
-  };
+  checkpoint: SyncCheckpoint,
+  phase: "head" | "sweep",
+): SyncWriteContext {
+  return { cycle: cycleOf(checkpoint), phase, changes: config.changes };
 }
 
 /**
- * Writes batches one after another, each while the next window is read:
- * a batch starts once the one before is committed, and a failed write
- * stops the run at the batch before.
+ * How far the last item committed moved since the last run (ascending
+ * only): items inserted behind it, net of deletes. A positive shift is a
+ * lower bound on what the copy lacks.
  */
-class Committer<T> {
-  #writing: Promise<void> = Promise.resolve();
-  #last: SyncCheckpoint | undefined;
-  readonly #config: SyncConfig<T>;
-  readonly #counts: Counts;
-
-  constructor(config: SyncConfig<T>, counts: Counts, saved: SyncCheckpoint) {
-    this.#config = config;
-    this.#counts = counts;
-    this.#last = saved;
-  }
-
-  async commit(items: readonly T[], checkpoint: SyncCheckpoint): Promise<void> {
-    await this.#writing;
-    if (items.length === 0 && !checkpoint.complete) return;
-    if (items.length === 0 && sameCheckpoint(this.#last, checkpoint)) return;
-    const { sink, keyOf } = this.#config;
-    const batch = lastOfEachId(items, keyOf);
-    this.#writing = (async () => {
-      const report = await sink.write(batch.items, checkpoint, batch.ids);
-      this.#last = checkpoint;
-      this.#counted(batch.items.length, report?.skippedIds ?? []);
-    })();
-    this.#writing.catch(() => {});
-  }
-
-  /** Counts a committed batch, and tells the listeners. */
-  #counted(written: number, skippedIds: readonly string[]): void {
-    const counts = this.#counts;
-    const { onProgress, onEvent } = this.#config;
-    counts.written += written - skippedIds.length;
-    counts.skipped += skippedIds.length;
-    const room = SKIPPED_IDS_SHOWN - counts.skippedIds.length;
-    counts.skippedIds.push(...skippedIds.slice(0, Math.max(0, room)));
-    if (skippedIds.length > 0 && onEvent !== undefined) {
-      hear(onEvent, { type: "sync.skipped", ids: [...skippedIds] });
-    }
-    if (onProgress !== undefined) {
-      const { written, pages, requests } = counts;
-      hear(onProgress, { written, pages, requests });
-    }
-  }
-
-  /** Waits for the batch being written, whatever its outcome. */
-  async settle(): Promise<void> {
-    await this.#writing.catch(() => {});
-  }
-
-  /** Waits for the batch being written; rejects if it failed. */
-  async done(): Promise<void> {
-    await this.#writing;
-  }
+function shiftOf<T>(
+  saved: SyncCheckpoint,
+  window: Committed<T>,
+): number | undefined {
+  if (saved.sortDirection === "DESC" || saved.edge === null) return undefined;
+  return window.edgeAt === undefined
+    ? undefined
+    : window.edgeAt - (saved.offset - 1);
 }
 
-/** Tells a listener; what it throws or rejects with is ignored. */
-function hear<E>(listener: (event: E) => unknown, event: E): void {
-  try {
-    Promise.resolve(listener(Object.freeze(event))).catch(() => {});
-  } catch {
-    // A listener's failure must never change what the run does.
-  }
-}
-
-/**
- * The batch with each id once, where it last occurs (the service's latest
- * word on that item), in order.
- */
-function lastOfEachId<T>(
-  items: readonly T[],
-  keyOf: (item: T) => { readonly id: string },
-): { items: T[]; ids: string[] } {
-  const ids = items.map((item) => keyOf(item).id);
-  const last = new Map<string, number>();
-  ids.forEach((id, i) => last.set(id, i));
-  if (last.size === ids.length) return { items: [...items], ids };
-  const kept = ids.flatMap((id, i) => last.get(id) === i ? [i] : []);
-  return { items: kept.map((i) => items[i]!), ids: kept.map((i) => ids[i]!) };
-}
-
-function sameCheckpoint(
-  a: SyncCheckpoint | undefined,
-  b: SyncCheckpoint,
-): boolean {
-  return a !== undefined && JSON.stringify(a) === JSON.stringify(b);
+/** List requests the cycle under way still needs, about: what is left over the window size. */
+function sweepLeft(checkpoint: SyncCheckpoint): number {
+  const sweep = checkpoint.sweep;
+  if (sweep === undefined) return 0;
+  const window = Math.max(1, checkpoint.accepted ?? 1);
+  if (checkpoint.sortDirection === "DESC") return 1;
+  return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
 }
