@@ -87,7 +87,12 @@ async function* asPages<T>(
   limit: number,
 ): AsyncGenerator<Page<T>, undefined, undefined> {
   for await (const { page, items, fetched } of walk) {
-    yield Object.freeze({ items, page, limit, request: fetched.request });
+    yield Object.freeze({
+      items: Array.isArray(items) ? items : [...items],
+      page,
+      limit,
+      request: fetched.request,
+    });
   }
 }
 

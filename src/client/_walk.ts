@@ -15,12 +15,17 @@ export interface Fetched<T> {
   readonly items: readonly T[];
 }
 
-/** One page as the walk yields it: the items kept, and the page as fetched. */
+/**
+ * One page as the walk yields it: the page as fetched, and the items it
+ * keeps, read lazily: `dedupeBy` and `until` run only as far as the caller
+ * reads (a `break` after the first item stops them there). Read them all
+ * before asking for the next page.
+ */
 export interface Walked<T, F extends Fetched<T>> {
   /** The page number. */
   readonly page: number;
   /** The items kept: after `dedupeBy`, and cut at `until` or `maxItems`. */
-  readonly items: readonly T[];
+  readonly items: Iterable<T>;
   /** The page as fetched. */
   readonly fetched: F;
 }
@@ -83,39 +88,60 @@ function sameItems<T>(
   return true;
 }
 
-/** What a page keeps: the new items up to `until` and the cap. */
-interface Kept<T> {
-  readonly items: readonly T[];
-  /** Items not seen before, `until`'s included. */
-  readonly fresh: number;
+/** What the items read so far of the walk's pages came to. */
+interface Tally {
+  /** Items kept, in all pages. */
+  kept: number;
+  /** Items of this page not seen before, `until`'s included. */
+  fresh: number;
   /** `until` or the cap ended the list on this page. */
-  readonly last: boolean;
+  last: boolean;
 }
 
+/** The items a page keeps: the new ones up to `until` and the cap. */
 function keep<T>(
   items: readonly T[],
   config: PageConfig<T>,
   seen: Set<unknown>,
-  room: number,
-): Kept<T> {
-  const { dedupeBy, until } = config;
-  // The common case, a whole page kept, costs no copy.
-  if (dedupeBy === undefined && until === undefined && items.length < room) {
-    return { items, fresh: items.length, last: false };
+  tally: Tally,
+): Iterable<T> {
+  const { dedupeBy, until, maxItems } = config;
+  tally.fresh = 0;
+  // The common case, a whole page kept, costs no generator.
+  if (
+    dedupeBy === undefined && until === undefined &&
+    tally.kept + items.length < maxItems
+  ) {
+    tally.fresh = items.length;
+    tally.kept += items.length;
+    return items;
   }
-  const kept: T[] = [];
-  let fresh = 0;
+  return kept(items, dedupeBy, until, seen, tally, maxItems);
+}
+
+function* kept<T>(
+  items: readonly T[],
+  dedupeBy: ((item: T) => unknown) | undefined,
+  until: ((item: T) => boolean) | undefined,
+  seen: Set<unknown>,
+  tally: Tally,
+  maxItems: number,
+): Generator<T, undefined, undefined> {
   for (const item of items) {
     if (dedupeBy !== undefined) {
       const key = dedupeBy(item);
       if (seen.has(key)) continue;
       seen.add(key);
     }
-    fresh++;
-    if (until?.(item) === true) return { items: kept, fresh, last: true };
-    if (kept.push(item) >= room) return { items: kept, fresh, last: true };
+    tally.fresh++;
+    if (until?.(item) === true) {
+      tally.last = true;
+      return;
+    }
+    if (++tally.kept >= maxItems) tally.last = true;
+    yield item;
+    if (tally.last) return;
   }
-  return { items: kept, fresh, last: false };
 }
 
 /** The items of a fetched page, which must be an array. */
@@ -133,7 +159,8 @@ function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
 
 /**
  * Yields the list's pages in order, each once, also an empty one; the last
- * one is cut where `until` or `maxItems` ends the list. Never requests a
+ * one is cut where `until` or `maxItems` ends the list. The caller reads
+ * each page's items before it asks for the next page. Never requests a
  * page the items already on their way could make unnecessary; aborts the
  * requests in flight once it ends, however it ends.
  */
@@ -144,15 +171,15 @@ export async function* walkPages<T, F extends Fetched<T>>(
   const { limit, maxItems, concurrency, signal } = config;
   const seen = new Set<unknown>();
   const pending: PendingPage<F>[] = [];
+  const tally: Tally = { kept: 0, fresh: 0, last: false };
   let previous: readonly T[] | undefined;
   let nextPage = config.firstPage;
-  let kept = 0;
   try {
     signal?.throwIfAborted();
     while (true) {
       while (
         pending.length < concurrency && nextPage <= config.lastPage &&
-        kept + pending.length * limit < maxItems
+        tally.kept + pending.length * limit < maxItems
       ) {
         pending.push(requestPage(fetchPage, config, nextPage++));
       }
@@ -164,14 +191,14 @@ export async function* walkPages<T, F extends Fetched<T>>(
         throw repeatedPage(head.page);
       }
       previous = items;
-      const page = keep(items, config, seen, maxItems - kept);
-      if (!page.last && items.length === limit && page.fresh === 0) {
-        throw repeatedPage(head.page);
-      }
-      kept += page.items.length;
-      yield { page: head.page, items: page.items, fetched };
+      yield {
+        page: head.page,
+        items: keep(items, config, seen, tally),
+        fetched,
+      };
       signal?.throwIfAborted();
-      if (page.last || items.length < limit) return;
+      if (tally.last || items.length < limit) return;
+      if (tally.fresh === 0 && items.length > 0) throw repeatedPage(head.page);
     }
   } finally {
     for (const page of pending) {
@@ -191,7 +218,7 @@ export async function* walkPages<T, F extends Fetched<T>>(
  * one ends the iteration.
  */
 export async function* flatten<T>(
-  pages: AsyncIterable<{ readonly items: readonly T[] }>,
+  pages: AsyncIterable<{ readonly items: Iterable<T> }>,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<T, undefined, undefined> {
   for await (const { items } of pages) {
