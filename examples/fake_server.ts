@@ -24,7 +24,11 @@ Options (durations in ms):
   --transactions N      transactions in the list (default 500)
   --per-hour N          token requests per hour (default 1000)
   --token-lifetime MS   token lifetime (default 86400000)
-  --latency MS          added to every answer (default 0)
+  --latency MS          added to every API answer (lists and card data);
+                        token answers are not delayed (default 0)
+  --now TIME            the fake's clock starts at TIME (ISO 8601, e.g.
+                        2026-11-25T06:00:00Z) and runs on from there; its data
+                        end a few minutes before it (default: the real time)
   --rate-limit N/MS     API requests allowed per window, e.g. 900/300000
   --quiet               no line per request
   -h, --help            this help
@@ -46,6 +50,7 @@ function options(args: string[]) {
       "per-hour": { type: "string", default: "1000" },
       "token-lifetime": { type: "string", default: "86400000" },
       latency: { type: "string", default: "0" },
+      now: { type: "string" },
       "rate-limit": { type: "string" },
     },
   });
@@ -64,6 +69,18 @@ function variable(name: string): string | undefined {
   const state = Deno.permissions.querySync({ name: "env", variable: name })
     .state;
   return state === "granted" ? Deno.env.get(name) : undefined;
+}
+
+/** A clock that starts at `text` and runs at the real pace. */
+function clockFrom(text: string): () => number {
+  const start = Date.parse(text);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(start)) {
+    throw new UsageError(
+      `--now must be an ISO 8601 time, e.g. 2026-11-25T06:00:00Z: received ${text}`,
+    );
+  }
+  const started = Date.now();
+  return () => start + (Date.now() - started);
 }
 
 function number(text: string, flag: string): number {
@@ -108,6 +125,7 @@ async function main(args: string[]): Promise<number> {
       quota: { perHour: number(values["per-hour"], "per-hour") },
       tokenLifetime: number(values["token-lifetime"], "token-lifetime"),
       latency: number(values.latency, "latency"),
+      ...(values.now === undefined ? {} : { now: clockFrom(values.now) }),
       ...(values["rate-limit"] === undefined ? {} : {
         apiRateLimit: {
           requests: number(requests ?? "", "rate-limit"),

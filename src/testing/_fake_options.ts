@@ -38,7 +38,12 @@ export interface FakePartnerServiceOptions {
    */
   quota?: { perHour?: number; perDay?: number };
   /**
-   * The fake's clock in epoch ms: token expiry and quota windows follow it.
+   * The fake's clock in epoch ms: token expiry and quota windows follow it,
+   * and so do its data: read when the fake starts, it places each list's
+   * newest item a few minutes (3) before it, and the others back over the
+   * 300 days before that, so "the last 24 hours" of a list holds about
+   * 1/300 of it. Items added later (`insertTransactions`, `churn.append`)
+   * are dated by it too.
    *
    * @default {Date.now}
    */

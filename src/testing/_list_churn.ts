@@ -1,14 +1,16 @@
 // Internal: the fake's lists changing while they are paged: items appended
-// at the end, inserted anywhere, removed anywhere. Every cached order stays
-// sorted (one binary search and splice per order), so churn on a large list
-// costs no re-sort per request.
+// at the end, inserted anywhere, removed anywhere, changed in place. Every
+// cached order stays sorted (one binary search and splice per order), so
+// churn on a large list costs no re-sort per request.
 
+import { checkNumber } from "../core/_check.ts";
 import {
   id,
   isoDate,
   type Item,
   type ListResource,
   orderOf,
+  seededRandom,
   transaction,
 } from "./_list_data.ts";
 
@@ -27,6 +29,21 @@ import {
  * const count = async () => (await (await client.fetch("transactions")).json()).transactions.length;
  * equal(await count(), 4); // 3 + 1 + 1 - 1
  * equal(await count(), 5);
+ * ```
+ *
+ * @example Two items changed in place per page, as transactions settle
+ * ```ts
+ * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
+ * import { createClient } from "@partner-api/client/client";
+ * import { equal } from "node:assert/strict";
+ *
+ * type Transaction = { transactionID: string; revision?: number };
+ * const churn: FakeChurn = { update: 2 };
+ * await using api = await startFakePartnerApi({ items: { transactions: 10 }, churn });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * const page = async () => (await (await client.fetch("transactions")).json()).transactions as Transaction[];
+ * equal((await page()).filter((t) => t.revision !== undefined).length, 2);
+ * equal((await page()).length, 10); // no item added or removed
  * ```
  */
 export interface FakeChurn {
@@ -50,6 +67,14 @@ export interface FakeChurn {
    * @default {0}
    */
   remove?: number;
+  /**
+   * Random items changed in place: `revision` counts up (from 1),
+   * `updatedAt` is the fake's clock, and a transaction's `amount` changes
+   * (so an order by amount moves); the id and `creationDate` stay.
+   *
+   * @default {0}
+   */
+  update?: number;
 }
 
 const PREFIXES: Record<string, string> = {
@@ -58,8 +83,35 @@ const PREFIXES: Record<string, string> = {
   cardholderID: "ch",
 };
 
+const CONTEXT = "Cannot start fake partner API";
+
+/**
+ * The change each list request makes, if churn is configured (from `seed`,
+ * so a run repeats).
+ *
+ * @throws {RangeError} For a count that is not a non-negative integer.
+ */
+export function churner(
+  churn: FakeChurn | undefined,
+  seed: number,
+  now: () => number,
+): ((resource: ListResource) => void) | undefined {
+  if (churn === undefined) return undefined;
+  for (const field of ["append", "insertAnywhere", "remove", "update"]) {
+    checkNumber(
+      churn[field as keyof FakeChurn],
+      0,
+      "non-negative integer",
+      CONTEXT,
+      `churn.${field}`,
+    );
+  }
+  const random = seededRandom(seed + 1);
+  return (resource) => churnList(resource, churn, random, now());
+}
+
 /** Applies one request's churn to `resource`. */
-export function churnList(
+function churnList(
   resource: ListResource,
   churn: FakeChurn,
   random: () => number,
@@ -72,13 +124,24 @@ export function churnList(
     insertItem(resource, {
       ...model,
       [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
-      creationDate: isoDate(random),
+      creationDate: isoDate(random, resource.epoch),
     });
   }
   for (let i = 0; i < (churn.remove ?? 0); i++) {
     const gone = pickItem(resource, random);
     if (gone === undefined) break;
     removeItem(resource, String(gone[resource.idField]));
+  }
+  for (let i = 0; i < (churn.update ?? 0); i++) {
+    const item = pickItem(resource, random);
+    if (item === undefined) break;
+    updateItem(resource, String(item[resource.idField]), {
+      revision: Number(item.revision ?? 0) + 1,
+      updatedAt: new Date(now).toISOString(),
+      ...(resource.name === "transactions"
+        ? { amount: Math.round(random() * 100_000) / 100 }
+        : {}),
+    });
   }
 }
 
@@ -134,6 +197,57 @@ export function insertItem(resource: ListResource, item: Item): void {
   }
 }
 
+/**
+ * Changes the item with `id` in place: `fields` are set on it, and it moves
+ * in every cached order its new values place it elsewhere in. Whether it
+ * was there.
+ *
+ * @throws {TypeError} When `fields` is not an object of strings and
+ * numbers, or would change the id.
+ */
+export function updateItem(
+  resource: ListResource,
+  id: string,
+  fields: Readonly<Record<string, string | number>>,
+): boolean {
+  checkFields(resource, id, fields);
+  const item = resource.items.find((item) =>
+    String(item[resource.idField]) === id
+  );
+  if (item === undefined) return false;
+  const orders = [...resource.sorted].map(([order, sorted]) =>
+    [sorted, orderOf(resource, order)] as const
+  );
+  for (const [sorted, order] of orders) {
+    sorted.splice(placeOf(sorted, item, order), 1);
+  }
+  Object.assign(item, fields);
+  for (const [sorted, order] of orders) {
+    sorted.splice(placeOf(sorted, item, order), 0, item);
+  }
+  return true;
+}
+
+function checkFields(
+  resource: ListResource,
+  id: string,
+  fields: unknown,
+): void {
+  const problem = typeof fields !== "object" || fields === null
+    ? "the fields must be an object"
+    : Object.entries(fields).some(([, value]) =>
+        typeof value !== "string" && typeof value !== "number"
+      )
+    ? "each field must be a string or a number"
+    : resource.idField in fields &&
+        String((fields as Item)[resource.idField]) !== id
+    ? `'${resource.idField}' cannot change`
+    : undefined;
+  if (problem !== undefined) {
+    throw new TypeError(`Cannot update ${resource.name}: ${problem}`);
+  }
+}
+
 /** Takes the item with `id` out of the list; whether it was there. */
 export function removeItem(resource: ListResource, id: string): boolean {
   const index = resource.items.findIndex((item) =>
@@ -167,4 +281,24 @@ function pickItem(
   random: () => number,
 ): Item | undefined {
   return resource.items[Math.floor(random() * resource.items.length)];
+}
+
+/**
+ * The list named `name`.
+ *
+ * @throws {TypeError} For an unknown list, naming the lists there are.
+ */
+export function listNamed(
+  lists: Map<string, ListResource>,
+  name: string,
+): ListResource {
+  const resource = lists.get(name);
+  if (resource === undefined) {
+    throw new TypeError(
+      `Cannot change the fake's lists: no list named '${name}' (${
+        [...lists.keys()].join(", ")
+      })`,
+    );
+  }
+  return resource;
 }

@@ -17,6 +17,8 @@ export interface ListResource {
   readonly sorted: Map<string, Item[]>;
   /** The number of the next generated id: ids are never reused. */
   serial: number;
+  /** Epoch ms where the list's date range starts (see {@linkcode isoDate}). */
+  readonly epoch: number;
 }
 
 const COMPANY_WORDS = [
@@ -43,7 +45,10 @@ const FIRST_NAMES = [
   "Hana",
 ];
 const LAST_NAMES = ["Ito", "Jensen", "Kowalski", "Lopez", "Moreau", "Nakamura"];
-const EPOCH = Date.UTC(2025, 0, 1);
+/** How far back generated creation dates spread: 300 days. */
+const SPAN = 300 * 86_400_000;
+/** How old the newest generated item of a list is: minutes, by the fake's clock. */
+export const NEWEST_AGE = 3 * 60_000;
 
 /** A small seeded generator (mulberry32): the same seed gives the same data. */
 export function seededRandom(seed: number): () => number {
@@ -66,10 +71,28 @@ export function id(prefix: string, n: number): string {
   return `${prefix}_${String(n).padStart(6, "0")}`;
 }
 
-/** A creation date in the generated data's range. */
-export function isoDate(random: () => number): string {
-  return new Date(EPOCH + Math.floor(random() * 300 * 86_400_000))
-    .toISOString();
+/** A creation date in a list's range, which starts at `epoch`. */
+export function isoDate(random: () => number, epoch: number): string {
+  return new Date(epoch + offset(random)).toISOString();
+}
+
+/** A place in the date range, in ms from its start: one draw of `random`. */
+function offset(random: () => number): number {
+  return Math.floor(random() * SPAN);
+}
+
+/**
+ * Gives items drawn with {@linkcode offset} their dates: the range is placed
+ * so that the newest item is {@linkcode NEWEST_AGE} old at `now`, and every
+ * order stays as the draws made it. Returns the range's start.
+ */
+function anchor(items: Item[], offsets: number[], now: number): number {
+  const newest = offsets.reduce((a, b) => Math.max(a, b), 0);
+  const epoch = now - NEWEST_AGE - (items.length === 0 ? SPAN : newest);
+  items.forEach((item, i) => {
+    item.creationDate = new Date(epoch + offsets[i]!).toISOString();
+  });
+  return epoch;
 }
 
 /**
@@ -96,30 +119,49 @@ export interface ListSizes {
   cardholders: number;
 }
 
-/** Generates the three lists from `seed`. */
+/**
+ * Generates the three lists from `seed`, dated so that each list's newest
+ * item is a few minutes old at `now` and the oldest months older.
+ */
 export function generateLists(
   sizes: ListSizes,
   seed: number,
+  now: number,
 ): Map<string, ListResource> {
   const random = seededRandom(seed);
-  const organizations = Array.from({ length: sizes.organizations }, (_, i) => ({
-    organizationID: id("org", i + 1),
-    companyName: `${pick(random, COMPANY_WORDS)} ${
-      pick(random, COMPANY_KINDS)
-    } ${i + 1}`,
-    creationDate: isoDate(random),
-  }));
+  const dates: Record<string, number[]> = {
+    organizations: [],
+    cardholders: [],
+    transactions: [],
+  };
+  const drawn = (list: string) => {
+    dates[list]!.push(offset(random));
+    return "";
+  };
+  const organizations: Item[] = Array.from(
+    { length: sizes.organizations },
+    (_, i) => ({
+      organizationID: id("org", i + 1),
+      companyName: `${pick(random, COMPANY_WORDS)} ${
+        pick(random, COMPANY_KINDS)
+      } ${i + 1}`,
+      creationDate: drawn("organizations"),
+    }),
+  );
   const orgOf = (i: number) =>
     id("org", (i % Math.max(1, sizes.organizations)) + 1);
-  const cardholders = Array.from({ length: sizes.cardholders }, (_, i) => ({
-    cardholderID: id("ch", i + 1),
-    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
-    organizationID: orgOf(i),
-    creationDate: isoDate(random),
-  }));
+  const cardholders: Item[] = Array.from(
+    { length: sizes.cardholders },
+    (_, i) => ({
+      cardholderID: id("ch", i + 1),
+      name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
+      organizationID: orgOf(i),
+      creationDate: drawn("cardholders"),
+    }),
+  );
   const transactions = Array.from(
     { length: sizes.transactions },
-    (_, i) => transaction(i + 1, isoDate(random), random),
+    (_, i) => transaction(i + 1, drawn("transactions"), random),
   );
   return new Map([
     ["organizations", {
@@ -130,6 +172,7 @@ export function generateLists(
       items: organizations,
       sorted: new Map(),
       serial: organizations.length,
+      epoch: anchor(organizations, dates.organizations!, now),
     }],
     ["transactions", {
       name: "transactions",
@@ -139,6 +182,7 @@ export function generateLists(
       items: transactions,
       sorted: new Map(),
       serial: transactions.length,
+      epoch: anchor(transactions, dates.transactions!, now),
     }],
     ["cardholders", {
       name: "cardholders",
@@ -148,6 +192,7 @@ export function generateLists(
       items: cardholders,
       sorted: new Map(),
       serial: cardholders.length,
+      epoch: anchor(cardholders, dates.cardholders!, now),
     }],
   ]);
 }

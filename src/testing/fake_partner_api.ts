@@ -179,6 +179,7 @@ export async function startFakePartnerApi(
     insertTransactions: service.insertTransactions,
     insert: service.insert,
     remove: service.remove,
+    update: service.update,
     revokeTokens: service.revokeTokens,
     isValidToken: service.isValidToken,
     close,

@@ -9,16 +9,16 @@ import { QuotaCounter } from "./_quota_counter.ts";
 import {
   generateLists,
   type Item,
-  type ListResource,
   type ListSizes,
   seededRandom,
 } from "./_list_data.ts";
 import {
   appendItems,
-  churnList,
-  type FakeChurn,
+  churner,
   insertItem,
+  listNamed,
   removeItem,
+  updateItem,
 } from "./_list_churn.ts";
 import {
   type FakeFault,
@@ -100,6 +100,21 @@ export interface FakeControls {
    * @throws {TypeError} For an unknown list.
    */
   remove(list: string, id: string): boolean;
+  /**
+   * Changes the item with `id` of the list named `list` in place: sets
+   * `fields` on it (e.g. `{ amount: 12.5, status: "settled" }`), and it moves
+   * in each order its new values place it elsewhere in. To rehearse items
+   * that change after a crawl or a sync read them.
+   *
+   * @returns Whether it was there.
+   * @throws {TypeError} For an unknown list, fields that are not strings or
+   * numbers, or a change of the id.
+   */
+  update(
+    list: string,
+    id: string,
+    fields: Readonly<Record<string, string | number>>,
+  ): boolean;
   /** Makes every token issued so far invalid, as if the service revoked them. */
   revokeTokens(): void;
   /** Whether `accessToken` is one the fake issued and still accepts. */
@@ -206,6 +221,8 @@ export function createFakePartnerService(
     },
     insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
     remove: (list, id) => removeItem(listNamed(lists, list), id),
+    update: (list, id, fields) =>
+      updateItem(listNamed(lists, list), id, fields),
     revokeTokens: () => endpoint.revoke(),
     isValidToken: (accessToken) => endpoint.isValid(accessToken),
     handle: (request) => handleMain(state, request),
@@ -332,15 +349,23 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     retryAfter: options.retryAfter ?? false,
     bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
   });
-  const lists = generateLists({
-    organizations: count(
-      options.items?.organizations,
-      25,
-      "items.organizations",
-    ),
-    transactions: count(options.items?.transactions, 500, "items.transactions"),
-    cardholders: count(options.items?.cardholders, 120, "items.cardholders"),
-  }, options.seed ?? 1);
+  const lists = generateLists(
+    {
+      organizations: count(
+        options.items?.organizations,
+        25,
+        "items.organizations",
+      ),
+      transactions: count(
+        options.items?.transactions,
+        500,
+        "items.transactions",
+      ),
+      cardholders: count(options.items?.cardholders, 120, "items.cardholders"),
+    },
+    options.seed ?? 1,
+    now(),
+  );
   return {
     now,
     credentials,
@@ -358,35 +383,6 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     ),
     cutAtMax: options.beyondMaxLimit === "cut",
   };
-}
-
-/** The change each list request makes, if churn is configured. */
-function churner(
-  churn: FakeChurn | undefined,
-  seed: number,
-  now: () => number,
-): ((resource: ListResource) => void) | undefined {
-  if (churn === undefined) return undefined;
-  for (const field of ["append", "insertAnywhere", "remove"] as const) {
-    count(churn[field], 0, `churn.${field}`);
-  }
-  const random = seededRandom(seed + 1);
-  return (resource) => churnList(resource, churn, random, now());
-}
-
-function listNamed(
-  lists: Map<string, ListResource>,
-  name: string,
-): ListResource {
-  const resource = lists.get(name);
-  if (resource === undefined) {
-    throw new TypeError(
-      `Cannot change the fake's lists: no list named '${name}' (${
-        [...lists.keys()].join(", ")
-      })`,
-    );
-  }
-  return resource;
 }
 
 function count(value: number | undefined, fallback: number, field: string) {

@@ -1,0 +1,156 @@
+// Issue 37, friction 2: the fake's data end at its clock's now (a "last 24 h"
+// job got 0 rows from data frozen in 2025). Issue 41: the fake changes
+// items in place, by hand (`update`) and per request (`churn.update`).
+
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { createClient } from "../src/client/mod.ts";
+import {
+  createFakePartnerService,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
+
+type Transaction = {
+  transactionID: string;
+  creationDate: string;
+  amount: number;
+  revision?: number;
+  updatedAt?: string;
+};
+
+const NOW = Date.UTC(2026, 10, 25, 6, 0);
+const DAY = 86_400_000;
+
+async function newestFirst(
+  api: Awaited<ReturnType<typeof startFakePartnerApi>>,
+) {
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  return await Array.fromAsync(client.list<Transaction>("transactions", {
+    sortBy: "creationDate",
+    sortDirection: "DESC",
+    limit: 1000,
+  }));
+}
+
+Deno.test("the fake's newest items are minutes old by its clock, the oldest months older", async () => {
+  await using api = await startFakePartnerApi({ now: () => NOW });
+  const items = await newestFirst(api);
+  const newest = Date.parse(items[0]!.creationDate);
+  const oldest = Date.parse(items.at(-1)!.creationDate);
+  ok(newest < NOW && NOW - newest <= 10 * 60_000, items[0]!.creationDate);
+  ok(
+    NOW - oldest > 90 * DAY && NOW - oldest <= 300 * DAY,
+    items.at(-1)!.creationDate,
+  );
+  const lastDay = items.filter((t) => Date.parse(t.creationDate) >= NOW - DAY);
+  ok(lastDay.length > 0, "a 'last 24 hours' job finds rows");
+});
+
+Deno.test("the clock moves the dates, never the ids or their order", async () => {
+  const orders = [];
+  for (const now of [NOW, NOW - 400 * DAY]) {
+    await using api = await startFakePartnerApi({ now: () => now });
+    orders.push((await newestFirst(api)).map((t) => t.transactionID));
+  }
+  deepStrictEqual(orders[0], orders[1]);
+  // The same order as the data of 0.3, dated in 2025: ids by the same draws.
+  deepStrictEqual(orders[0]!.slice(-4), [
+    "tx_000178",
+    "tx_000244",
+    "tx_000041",
+    "tx_000234",
+  ]);
+});
+
+Deno.test("update() changes an item in place and moves it in the orders it sorts by", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 20 } });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const byAmount = () =>
+    Array.fromAsync(
+      client.list<Transaction>("transactions", { sortBy: "amount" }),
+    );
+  const before = await byAmount();
+  const cheapest = before[0]!;
+  equal(
+    api.update("transactions", cheapest.transactionID, {
+      amount: 1e9,
+      status: "settled",
+    }),
+    true,
+  );
+  const after = await byAmount();
+  equal(after.length, 20);
+  const moved = after.at(-1) as Transaction & { status?: string };
+  equal(moved.transactionID, cheapest.transactionID);
+  equal(moved.status, "settled");
+  equal(moved.creationDate, cheapest.creationDate);
+  equal(api.update("transactions", "tx_999999", { amount: 1 }), false);
+  throws(() => api.update("invoices", "x", {}), TypeError);
+  throws(
+    () =>
+      api.update("transactions", cheapest.transactionID, {
+        transactionID: "tx_x",
+      }),
+    TypeError,
+  );
+  throws(
+    () =>
+      api.update("transactions", cheapest.transactionID, {
+        amount: {} as never,
+      }),
+    TypeError,
+  );
+});
+
+Deno.test("the fake service without a server has update() too", () => {
+  const service = createFakePartnerService({ items: { organizations: 2 } });
+  equal(
+    service.update("organizations", "org_000001", { companyName: "Zeta" }),
+    true,
+  );
+  equal(
+    service.update("organizations", "org_000009", { companyName: "Zeta" }),
+    false,
+  );
+});
+
+Deno.test("churn.update changes that many items per list request, in place: revision, updatedAt, amount", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 50 },
+    churn: { update: 3 },
+    now: () => NOW,
+  });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const read = () =>
+    Array.fromAsync(
+      client.list<Transaction>("transactions", {
+        sortBy: "transactionID",
+        limit: 100,
+      }),
+    );
+  const first = await read();
+  const second = await read();
+  equal(first.length, 50);
+  equal(second.length, 50);
+  deepStrictEqual(
+    second.map((t) => t.transactionID),
+    first.map((t) => t.transactionID),
+  );
+  const revisions = second.reduce((sum, t) => sum + (t.revision ?? 0), 0);
+  equal(revisions, 6, "3 changes per request, 2 requests");
+  for (const changed of second.filter((t) => t.revision !== undefined)) {
+    equal(changed.updatedAt, new Date(NOW).toISOString());
+  }
+  throws(
+    () => createFakePartnerService({ churn: { update: -1 } }),
+    { name: "RangeError", option: "churn.update" },
+  );
+});
