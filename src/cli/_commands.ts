@@ -21,7 +21,7 @@ import {
   table,
   utcTime,
 } from "./_render.ts";
-import { CONFIG_VARIABLES, type Plan, UsageError } from "./_plan.ts";
+import { type Plan, UsageError } from "./_plan.ts";
 
 /** Runs a planned command (not help, version or demo). */
 export async function execute(
@@ -195,13 +195,8 @@ export function failureMessage(
   if (error instanceof Interrupted) {
     return { message: error.message, code: 130 };
   }
-  if (error instanceof TokenRequestError && error.status === 401) {
-    return {
-      message:
-        `${error.message}: check ${CONFIG_VARIABLES.clientId}, ${CONFIG_VARIABLES.clientSecret} and ${CONFIG_VARIABLES.audience}, and that ${CONFIG_VARIABLES.tokenUrl} is this environment's`,
-      code: 1,
-    };
-  }
+  // A token failure's message ends with its hint (what to check), which
+  // names the variables: the library says it, as it does to a service.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
     const cause = error.cause instanceof Error &&
         !error.message.includes(error.cause.message)

@@ -3,7 +3,11 @@
 
 import { createClient, type PartnerClient } from "../client/mod.ts";
 import type { Environment } from "../core/environment.ts";
-import { type ConfigError, configFromEnv } from "../core/config.ts";
+import {
+  type ConfigError,
+  configFromEnv,
+  type PartnerApiConfig,
+} from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { TokenStore } from "../store/mod.ts";
 import { storeKey } from "../store/_key.ts";
@@ -68,6 +72,8 @@ export interface Config {
   readonly clientSecret: string;
   readonly bodyFormat?: "json" | "form";
   readonly clientAuthentication?: "body" | "basic";
+  /** The variable each setting came from, for the hints of token errors. */
+  readonly settingNames?: PartnerApiConfig["settingNames"];
 }
 
 /**
@@ -159,6 +165,7 @@ export async function openSession(
     ...config.environment,
     clientId: config.clientId,
     clientSecret: config.clientSecret,
+    ...(config.settingNames ? { settingNames: config.settingNames } : {}),
     fetch: watched.fetch,
     ...tokenRequestShape(config, flags),
     ...(io.now ? { now: io.now } : {}),

@@ -84,6 +84,15 @@ export const CONFIG_OPTIONAL_VARIABLES: {
   clientAuthentication: "PARTNER_API_CLIENT_AUTHENTICATION",
 });
 
+/** The variable of each setting, for hints. */
+const SETTING_NAMES = Object.freeze({
+  clientId: CONFIG_VARIABLES.clientId,
+  clientSecret: CONFIG_VARIABLES.clientSecret,
+  audience: CONFIG_VARIABLES.audience,
+  tokenUrl: CONFIG_VARIABLES.tokenUrl,
+  ...CONFIG_OPTIONAL_VARIABLES,
+});
+
 /** The values each optional variable takes, the default first. */
 const OPTIONAL_VALUES = {
   bodyFormat: ["json", "form"],
@@ -117,6 +126,18 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
+  /**
+   * The variable each setting came from: a failed token request's `hint`
+   * names these (`check PARTNER_API_CLIENT_ID, …`), not the options.
+   */
+  readonly settingNames?: {
+    readonly clientId: string;
+    readonly clientSecret: string;
+    readonly audience: string;
+    readonly tokenUrl: string;
+    readonly bodyFormat: string;
+    readonly clientAuthentication: string;
+  };
 }
 
 /**
@@ -184,8 +205,9 @@ const CONTEXT = "Cannot read configuration";
  *
  * @param env Where to read them; by default the process environment (Deno's
  * `Deno.env`, Node's and Bun's `process.env`).
- * @returns `{ environment, clientId, clientSecret }`, plus `bodyFormat` and
- * `clientAuthentication` when their variables are set.
+ * @returns `{ environment, clientId, clientSecret, settingNames }`, plus
+ * `bodyFormat` and `clientAuthentication` when their variables are set;
+ * `settingNames` makes a failed token request's `hint` name the variables.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
  * at once (with a near miss when a variable of a similar name is set, e.g.
  * `PARTNER_API_BASEURL`, also when `env` is a function: the usual typos of
@@ -222,6 +244,7 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
       clientId: values.clientId!,
       clientSecret: values.clientSecret!,
       ...optional,
+      settingNames: SETTING_NAMES,
     });
   } catch (error) {
     const { option, rule } = error as OptionError;

@@ -30,6 +30,21 @@
  */
 
 import type { QuotaBucket } from "./quota.ts";
+import type {
+  ApiErrorInit,
+  ApiFailureReason,
+  QuotaExceededErrorInit,
+  TokenFailureReason,
+  TokenRequestErrorInit,
+} from "./error_types.ts";
+
+export type {
+  ApiErrorInit,
+  ApiFailureReason,
+  QuotaExceededErrorInit,
+  TokenFailureReason,
+  TokenRequestErrorInit,
+} from "./error_types.ts";
 
 /** The longest message an error of this module carries, whatever the service sent. */
 const MAX_MESSAGE = 2000;
@@ -39,157 +54,6 @@ function capped(message: string): string {
     ? message
     : `${message.slice(0, MAX_MESSAGE - 1)}…`;
 }
-
-/**
- * What kind of failure a {@linkcode TokenRequestError} is:
- *
- * - `"network"`: no answer (refused, reset, DNS, cut off mid-body);
- * - `"timeout"`: no answer within the time limit of one attempt;
- * - `"status"`: the endpoint answered with a non-2xx status (not 429);
- * - `"malformed"`: a 2xx answer without a usable token (not JSON, too large,
- *   a bad `access_token`, `expires_in` or `token_type`);
- * - `"quota"`: the quota is exhausted (a {@linkcode QuotaExceededError}).
- *
- * @example Deciding what to tell an operator
- * ```ts
- * import type { TokenFailureReason, TokenRequestError } from "@partner-api/client/errors";
- * import { requestToken } from "@partner-api/client/token";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { rejects } from "node:assert/strict";
- *
- * const advice: Record<TokenFailureReason, string> = {
- *   network: "check the network",
- *   timeout: "the token endpoint is slow",
- *   status: "check the credentials",
- *   malformed: "the token endpoint misbehaves",
- *   quota: "wait for the quota to reset",
- * };
- * await using api = await startFakePartnerApi();
- * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
- * await rejects(requestToken(wrongSecret), (error: TokenRequestError) => {
- *   return advice[error.reason] === "check the credentials";
- * });
- * ```
- */
-export type TokenFailureReason =
-  | "network"
-  | "timeout"
-  | "status"
-  | "malformed"
-  | "quota";
-
-/**
- * What a {@linkcode TokenRequestError} is built from.
- *
- * @example Building an error in a custom token flow
- * ```ts
- * import { TokenRequestError, type TokenRequestErrorInit } from "@partner-api/client/errors";
- * import { equal } from "node:assert/strict";
- *
- * const init: TokenRequestErrorInit = { status: 400, code: "invalid_request" };
- * const error = new TokenRequestError("refused", init);
- * equal(error.reason, "status"); // from the status, as no reason was given
- * equal(error.code, "invalid_request");
- * ```
- */
-export interface TokenRequestErrorInit extends ErrorOptions {
-  /** HTTP status of the token endpoint's answer, when there was one. */
-  status?: number;
-  /** OAuth `error` code from the answer's body, e.g. `access_denied`. */
-  code?: string;
-  /** OAuth `error_description` from the answer's body. */
-  description?: string;
-  /** The answer itself, kept non-enumerable. */
-  response?: Response;
-  /** The quota the answer reported, when it did. */
-  quota?: readonly QuotaBucket[];
-  /**
-   * What kind of failure this is.
-   *
-   * @default {"quota" for a QuotaExceededError, else "status" with a status, else "network"}
-   */
-  reason?: TokenFailureReason;
-}
-
-/**
- * What a {@linkcode QuotaExceededError} is built from.
- *
- * @example Building a quota error in a test double
- * ```ts
- * import { QuotaExceededError, type QuotaExceededErrorInit, TokenRequestError } from "@partner-api/client/errors";
- * import { equal, ok } from "node:assert/strict";
- *
- * const init: QuotaExceededErrorInit = { status: 429, buckets: [], retryAt: Date.now() + 60_000 };
- * const error = new QuotaExceededError("over quota", init);
- * equal(error.reason, "quota");
- * ok(error instanceof TokenRequestError);
- * ```
- */
-export interface QuotaExceededErrorInit extends TokenRequestErrorInit {
-  /** The quota buckets the answer reported. */
-  buckets: readonly QuotaBucket[];
-  /** Epoch milliseconds before which no token request can succeed. */
-  retryAt: number;
-}
-
-/**
- * What an {@linkcode ApiError} is built from.
- *
- * @example Building an API error in a test double
- * ```ts
- * import { ApiError, type ApiErrorInit } from "@partner-api/client/errors";
- * import { equal } from "node:assert/strict";
- *
- * const init: ApiErrorInit = { status: 503, url: "https://api.partner.example/api/x", bodyExcerpt: "busy" };
- * const error = new ApiError("unavailable", init);
- * equal(error.reason, "status");
- * equal(error.attempts, 1);
- * equal(new ApiError("no answer", { status: 0, url: init.url }).reason, "network");
- * ```
- */
-export interface ApiErrorInit extends ErrorOptions {
-  /** HTTP status of the API's answer; 0 when none arrived. */
-  status: number;
-  /**
-   * What kind of failure this is.
-   *
-   * @default {"network" for status 0, else "status"}
-   */
-  reason?: ApiFailureReason;
-  /**
-   * Requests made for this call or page.
-   *
-   * @default {1}
-   */
-  attempts?: number;
-  /** The address that was requested (never holds a token). */
-  url: string;
-  /** The start of the answer's body, already cleaned of tokens. */
-  bodyExcerpt?: string;
-  /** The answer itself, kept non-enumerable. */
-  response?: Response;
-}
-
-/**
- * What kind of failure an {@linkcode ApiError} is.
- *
- * @example Retrying later only what may pass later
- * ```ts
- * import type { ApiError, ApiFailureReason } from "@partner-api/client/errors";
- * import { createClient } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { rejects } from "node:assert/strict";
- *
- * const transient: ApiFailureReason[] = ["network", "timeout"];
- * await using api = await startFakePartnerApi();
- * api.injectApiFaults({ kind: "body", body: "<html>maintenance</html>" });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * await rejects(client.list("organizations").next(), (error: ApiError) => {
- *   return error.reason === "malformed" && !transient.includes(error.reason);
- * });
- * ```
- */
-export type ApiFailureReason = "network" | "timeout" | "status" | "malformed";
 
 function apiReason(status: number): ApiFailureReason {
   return status === 0 ? "network" : "status";
@@ -265,6 +129,21 @@ export class PartnerApiError extends Error {
  *   return error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied";
  * });
  * ```
+ *
+ * @example What to check, for the log
+ * ```ts
+ * import { TokenRequestError } from "@partner-api/client/errors";
+ * import { requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { rejects } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const typo = new URL("/oauth/tokn", api.environment.tokenUrl); // a path typo
+ * await rejects(requestToken({ ...api.environment, ...api.credentials, tokenUrl: typo }), (error) => {
+ *   return error instanceof TokenRequestError &&
+ *     error.hint === `nothing takes token requests at POST ${typo.href}: check tokenUrl`;
+ * });
+ * ```
  */
 export class TokenRequestError extends PartnerApiError {
   /** HTTP status of the answer; absent when no answer arrived. */
@@ -275,6 +154,17 @@ export class TokenRequestError extends PartnerApiError {
   readonly description?: string;
   /** The quota the refusal reported, when it did (a 401 or 400 may). */
   readonly quota?: readonly QuotaBucket[];
+  /**
+   * What to check, for a person: the settings that can cause this failure,
+   * by the names they were configured under (the variables, for a
+   * configuration from `configFromEnv`; else the options, e.g.
+   * `clientSecret`), or the URL requested (a 404 or 405, no answer). For a
+   * 401 or 403 it also says when the audience and the token URL look like
+   * two environments' (sandbox and production). The message ends with it
+   * too. Never holds a credential; absent when nothing configured can help
+   * (a 5xx, a time limit, the quota).
+   */
+  readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */
   declare readonly reason: TokenFailureReason;
   /** The endpoint's answer (non-enumerable; its body is already read). */
@@ -299,6 +189,7 @@ export class TokenRequestError extends PartnerApiError {
     if (init.quota !== undefined && init.quota.length > 0) {
       this.quota = init.quota;
     }
+    if (init.hint !== undefined) this.hint = init.hint;
     hideResponse(this, init.response);
   }
 }

@@ -13,6 +13,7 @@ import {
   requireText,
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
+import { type SettingNames, settingNamesOf } from "./_hint.ts";
 
 /**
  * Options of {@linkcode requestToken}.
@@ -87,6 +88,22 @@ export interface TokenRequestOptions {
    * @default {"body"}
    */
   clientAuthentication?: "body" | "basic";
+  /**
+   * What each setting is called where it was configured, so that a failed
+   * request's `hint` names what to check in the reader's own words:
+   * `configFromEnv` sets the variables' names (`PARTNER_API_CLIENT_ID`, …).
+   * A setting left out is named by its option (`clientId`).
+   *
+   * @default {the option names}
+   */
+  settingNames?: {
+    readonly clientId?: string;
+    readonly clientSecret?: string;
+    readonly audience?: string;
+    readonly tokenUrl?: string;
+    readonly bodyFormat?: string;
+    readonly clientAuthentication?: string;
+  };
 }
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
@@ -107,6 +124,8 @@ export interface TokenEndpoint {
   readonly now: () => number;
   readonly quotaHeader: string;
   readonly timeout: number;
+  /** What each setting is called, for hints. */
+  readonly names: SettingNames;
 }
 
 const DEFAULT_TIMEOUT = 30_000;
@@ -154,6 +173,7 @@ export function tokenEndpoint(
       context,
       "timeout",
     ),
+    names: settingNamesOf(options.settingNames, context),
   };
 }
 

@@ -4,21 +4,27 @@ import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_retry.ts";
 import type { TokenFailure } from "../store/mod.ts";
 import { cooldownAfter } from "./_policy.ts";
+import { type HintSource, tokenHint } from "./_hint.ts";
 
 /**
  * The error a caller in a cooldown gets: its own copy of the failure (no
  * caller can change what another sees), rebuilt from the record when the
- * failure was another process's.
+ * failure was another process's (with the hint `endpoint` gives for it).
  */
 export function repeatedFailure(
   failure: TokenFailure,
   original: TokenRequestError | undefined,
+  endpoint: HintSource,
 ): TokenRequestError {
   const { reason, status, code } = original ?? failure;
+  const hint = original === undefined
+    ? tokenHint(endpoint, failure)
+    : original.hint;
   const fields = {
     reason,
     ...(status === undefined ? {} : { status }),
     ...(code === undefined ? {} : { code }),
+    ...(hint === undefined ? {} : { hint }),
   };
   if (original !== undefined) {
     return new TokenRequestError(original.message, {
@@ -34,7 +40,7 @@ export function repeatedFailure(
   return new TokenRequestError(
     `Cannot get token: a token request of this client failed (${answer}); none is sent before ${
       new Date(failure.until).toISOString()
-    }`,
+    }${hint === undefined ? "" : `: ${hint}`}`,
     fields,
   );
 }

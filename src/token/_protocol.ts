@@ -4,7 +4,12 @@
 // server.
 
 import { describeCause } from "../core/_cause.ts";
-import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
+import {
+  QuotaExceededError,
+  type TokenFailureReason,
+  TokenRequestError,
+  type TokenRequestErrorInit,
+} from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import { cleanCause, type Secret, serverText } from "../core/_redact.ts";
@@ -12,6 +17,7 @@ import { retryAfterMs } from "../core/_retry.ts";
 import { type Deadline, raceAbort } from "../core/_abort.ts";
 import { readBounded } from "../core/_read_body.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
+import { tokenHint } from "./_hint.ts";
 import { quotaRetryAt } from "./_policy.ts";
 import {
   isAccessToken,
@@ -88,7 +94,8 @@ export async function sendTokenRequest(
     });
   } catch (error) {
     signal.throwIfAborted();
-    throw new TokenRequestError(
+    throw failure(
+      endpoint,
       `${CONTEXT}: no answer from ${endpoint.where}${
         causeText(error, endpoint)
       }`,
@@ -112,7 +119,8 @@ export async function readTokenBody(
     text = await readBounded(response, MAX_TOKEN_BODY);
   } catch (error) {
     // No `status`: an answer cut off is a network failure, and retried as one.
-    throw new TokenRequestError(
+    throw failure(
+      endpoint,
       `${CONTEXT}: the answer from ${endpoint.where} (HTTP ${response.status}) was cut off${
         causeText(error, endpoint)
       }`,
@@ -124,7 +132,8 @@ export async function readTokenBody(
     );
   }
   if (text === undefined) {
-    throw new TokenRequestError(
+    throw failure(
+      endpoint,
       `${CONTEXT}: the answer from ${endpoint.where} is larger than ${MAX_TOKEN_BODY} bytes`,
       { status: response.status, reason: "malformed", response },
     );
@@ -148,7 +157,8 @@ export function processTokenAnswer(
   const quota = readQuotaBuckets(response.headers.get(endpoint.quotaHeader));
   if (!response.ok) throw refusal(endpoint, response, text, quota);
   const malformed = (problem: string) =>
-    new TokenRequestError(
+    failure(
+      endpoint,
       `${CONTEXT}: the answer from ${endpoint.where} ${problem}`,
       { status: response.status, reason: "malformed", response },
     );
@@ -225,11 +235,28 @@ function refusal(
     return quotaExceeded(retryAt, quota, { ...oauth, response });
   }
   const said = [oauth.code, oauth.description].filter(Boolean).join(": ");
-  return new TokenRequestError(
+  return failure(
+    endpoint,
     `${CONTEXT}: the token endpoint answered ${status}${
       said ? ` ${said}` : ""
     }`,
     { status, ...oauth, reason: "status", response, quota },
+  );
+}
+
+/**
+ * A failed token request, with what to check (`hint`) in a field and at
+ * the end of the message.
+ */
+function failure(
+  endpoint: TokenEndpoint,
+  message: string,
+  init: TokenRequestErrorInit & { reason: TokenFailureReason },
+): TokenRequestError {
+  const hint = tokenHint(endpoint, init);
+  return new TokenRequestError(
+    hint === undefined ? message : `${message}: ${hint}`,
+    hint === undefined ? init : { ...init, hint },
   );
 }
 

@@ -386,7 +386,7 @@ export class CachingTokenProvider implements TokenProvider {
   /** The cooldown's failure, as an error of the caller's own. */
   #failureError(): TokenRequestError {
     const { cooldown, error } = this.#failure!;
-    return repeatedFailure(cooldown, error);
+    return repeatedFailure(cooldown, error, this.#config.endpoint);
   }
 
   /** What this provider knows, as a record to store. */

@@ -1,0 +1,109 @@
+// Internal: what a failed token request tells its reader to check. A hint
+// names settings (by the names they were configured under: the variables,
+// when they came from configFromEnv) and the URL requested, never a value
+// of a credential.
+
+import { optionError } from "../core/_check.ts";
+import type { TokenFailureReason } from "../core/errors.ts";
+
+/** The settings a hint can name. */
+const SETTINGS = [
+  "clientId",
+  "clientSecret",
+  "audience",
+  "tokenUrl",
+  "bodyFormat",
+  "clientAuthentication",
+] as const;
+
+/** What each setting is called where the reader configured it. */
+export type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
+
+/**
+ * The names given (`settingNames`), the option's own name for the rest.
+ *
+ * @throws {TypeError} When `given` is not an object of non-empty strings.
+ */
+export function settingNamesOf(given: unknown, context: string): SettingNames {
+  const names: Record<string, string> = {};
+  if (given !== undefined && (typeof given !== "object" || given === null)) {
+    throw optionError(
+      TypeError,
+      context,
+      "settingNames",
+      "must be an object of names",
+    );
+  }
+  for (const setting of SETTINGS) {
+    const name = (given as Record<string, unknown> | undefined)?.[setting];
+    if (name !== undefined && (typeof name !== "string" || name === "")) {
+      throw optionError(
+        TypeError,
+        context,
+        `settingNames.${setting}`,
+        "must be a non-empty string",
+      );
+    }
+    names[setting] = name ?? setting;
+  }
+  return names as SettingNames;
+}
+
+/** What a hint is made from: the endpoint's names, address and audience. */
+export interface HintSource {
+  readonly names: SettingNames;
+  /** The token URL as shown: no user info, no secret. */
+  readonly where: string;
+  readonly url: URL;
+  readonly audience: string;
+}
+
+/**
+ * What to check after a token request failed this way; `undefined` when
+ * nothing the reader configured can help (a 5xx, a timeout, the quota).
+ */
+export function tokenHint(
+  source: HintSource,
+  failure: { readonly reason: TokenFailureReason; readonly status?: number },
+): string | undefined {
+  const { names, where } = source;
+  const { reason, status } = failure;
+  if (reason === "network") {
+    return `check ${names.tokenUrl} (${where}) and the network`;
+  }
+  if (reason === "malformed") {
+    return `check that ${names.tokenUrl} (${where}) is an OAuth 2.0 token endpoint`;
+  }
+  if (reason !== "status" || status === undefined) return undefined;
+  if (status === 401 || status === 403) {
+    return `check ${names.clientId}, ${names.clientSecret} and ${names.audience}, and that ${names.tokenUrl} is this environment's${
+      otherEnvironment(source)
+    }`;
+  }
+  if (status === 404 || status === 405 || status === 410) {
+    return `nothing takes token requests at POST ${where}: check ${names.tokenUrl}`;
+  }
+  if (status === 400 || status === 415) {
+    return `check ${names.bodyFormat} (json or form) and ${names.clientAuthentication} (body or basic): this server may want the request sent another way`;
+  }
+  return undefined;
+}
+
+/** Words that mark a host or audience as a test environment's. */
+const TEST_ENVIRONMENT =
+  /(?:^|[^a-z])(?:sandbox|staging|stage|test|testing|dev|uat|qa|preprod)(?:[^a-z]|$)/i;
+
+/**
+ * When the audience and the token URL's host look like two environments'
+ * (one a sandbox's, the other production's): sandbox credentials sent to
+ * production are refused like a wrong secret.
+ */
+function otherEnvironment(source: HintSource): string {
+  const kind = (text: string) =>
+    TEST_ENVIRONMENT.test(text) ? "a sandbox's" : "production's";
+  const audience = kind(source.audience);
+  const host = kind(source.url.hostname);
+  if (audience === host) return "";
+  const { names } = source;
+  return `; ${names.audience} looks like ${audience} and ${names.tokenUrl} like ${host}: are they from one environment, and the credentials too?`;
+}
