@@ -57,7 +57,7 @@ export function runStart(
     checkpoint,
     head: {
       ...base,
-      ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, sizes),
+      ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, headMargin(sizes)),
       ...(descending ? { domain: { above: checkpoint.edge, upTo: null } } : {}),
     },
     resumed: !checkpoint.complete && (checkpoint.edge !== null ||
@@ -112,7 +112,10 @@ export function sweepStart(
     return {
       state: {
         ...base,
-        ...resumeAt(under.edge, under.offset, sizes),
+        // The sweep pays its margin on every run: the narrowest keeps a
+        // cycle within about ⌈n / window⌉ requests; a delete more than it
+        // behind the cursor costs one window read again.
+        ...resumeAt(under.edge, under.offset, MIN_MARGIN),
         domain: { above: null, upTo: under.upTo },
       },
       sweep: under,
@@ -130,7 +133,7 @@ export function sweepStart(
   return {
     state: {
       ...base,
-      ...resumeAt(null, 0, sizes),
+      ...resumeAt(null, 0, MIN_MARGIN),
       domain: { above: null, upTo: sweep.upTo },
     },
     sweep,
@@ -187,16 +190,22 @@ function sizing(
   };
 }
 
-/** A pass's cursor: from the head of the list, or at an edge, read again with a margin. */
-function resumeAt(edge: SyncKey | null, offset: number, sizes: Sizes) {
-  if (edge === null) return { edge: null, offset: 0, margin: MIN_MARGIN };
-  // Wide enough to see deletes since the last run, narrow enough to leave
-  // most of the window for new items.
-  return {
-    edge,
-    offset,
-    margin: Math.min(RESUME_MARGIN, Math.floor(sizes.maxLimit / 4)),
-  };
+/** A pass's cursor: from the head of the list, or at an edge, read again with `margin`. */
+function resumeAt(edge: SyncKey | null, offset: number, margin: number) {
+  return edge === null
+    ? { edge: null, offset: 0, margin: MIN_MARGIN }
+    : { edge, offset, margin };
+}
+
+/**
+ * The head's margin on resuming: wide enough to see the deletes since the
+ * last run, narrow enough to leave most of the window for new items.
+ */
+function headMargin(sizes: Sizes): number {
+  return Math.max(
+    MIN_MARGIN,
+    Math.min(RESUME_MARGIN, Math.floor(sizes.maxLimit / 4)),
+  );
 }
 
 /** `saved` as a checkpoint of this copy, or the TypeError that refuses it. */

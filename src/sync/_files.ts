@@ -110,12 +110,24 @@ export async function readRange(
   }
 }
 
-/** The whole text of `path` (not a link), or undefined when it is missing. */
+/**
+ * The whole text of `path` (not a link), or undefined when it is missing:
+ * its size read from the open file, so a file renamed over it meanwhile is
+ * read whole, old or new.
+ */
 export async function readText(path: string): Promise<string | undefined> {
-  const size = await sizeOf(path);
-  if (size === undefined) return undefined;
-  const bytes = await readRange(path, 0, size);
-  return bytes === undefined ? undefined : new TextDecoder().decode(bytes);
+  let file: FileHandle;
+  try {
+    file = await openFile(path, "read");
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+  try {
+    return await file.readFile("utf8");
+  } finally {
+    await file.close();
+  }
 }
 
 /**
