@@ -1,76 +1,68 @@
-// A Deno Deploy style function that answers from the API. Every request the
-// isolate serves shares one client, and every isolate of the deployment
-// shares one token through Deno KV: a fleet spends one token, not one each.
+// A Deno Deploy style function that answers from the API. One client per
+// isolate, made in one line at start-up; every isolate of the deployment
+// shares its token through Deno KV, so a fleet spends one token, not one
+// each. Failures become answers: 503 with Retry-After while the token quota
+// is spent, 502 when the service fails, each logged with what to check.
 //
-//   deno serve --unstable-kv --env-file=.env --allow-env='PARTNER_API_*' \
+//   deno serve --unstable-kv --unstable-no-legacy-abort --env-file=.env \
+//     --allow-env='PARTNER_API_*' \
 //     --allow-net=0.0.0.0:8000,<token host>,<api host> examples/edge_function.ts
 //
-// Deno Deploy runs the same default export. `deno run` with the same flags
-// works too: it serves the module itself (after Deno's hint that
-// `deno serve` is meant for it). PARTNER_API_KV_PATH picks a local KV file
-// (or ":memory:"); on Deploy leave it unset.
+// --unstable-no-legacy-abort: the handler passes request.signal to the
+// client, so a list stops when the client goes away; without the flag
+// Deno 2.9 also aborts it after every answer, and warns each time it is read.
+// Deno Deploy runs the same default export. PARTNER_API_KV_PATH picks a
+// local KV file (or ":memory:"); on Deploy leave it unset.
 
 import {
   configFromEnv,
   createClient,
-  createTokenProvider,
-  type PartnerClient,
+  PartnerApiError,
+  QuotaExceededError,
 } from "@partner-api/client";
 import { createKvTokenStore } from "@partner-api/client/kv";
 
+const kv = await Deno.openKv(Deno.env.get("PARTNER_API_KV_PATH"));
+const client = createClient({
+  ...configFromEnv(),
+  store: createKvTokenStore(kv),
+});
+
 /** Answers `GET /organizations/count` with how many organizations there are. */
-export function createHandler(
-  client: PartnerClient,
-): (request: Request) => Promise<Response> {
-  return async (request) => {
-    const { pathname } = new URL(request.url);
-    if (request.method !== "GET" || pathname !== "/organizations/count") {
-      return new Response("not found", { status: 404 });
-    }
-    let count = 0;
-    for await (const _ of client.list("organizations", { limit: 100 })) count++;
-    return Response.json({ organizations: count });
-  };
-}
-
-// Created once per isolate, on the first request, outside the handler: every
-// request shares the cached token, and the KV store shares it with the other
-// isolates.
-let isolate: Promise<(request: Request) => Promise<Response>> | undefined;
-
-async function isolateHandler(): Promise<
-  (request: Request) => Promise<Response>
-> {
-  const { environment, ...credentials } = configFromEnv();
-  const kv = await Deno.openKv(Deno.env.get("PARTNER_API_KV_PATH"));
-  const tokenProvider = createTokenProvider({
-    ...environment,
-    ...credentials,
-    store: createKvTokenStore(kv),
+async function answer(request: Request): Promise<Response> {
+  const { pathname } = new URL(request.url);
+  if (request.method !== "GET" || pathname !== "/organizations/count") {
+    return new Response("not found", { status: 404 });
+  }
+  let count = 0;
+  const organizations = client.list("organizations", {
+    limit: 100,
+    signal: request.signal,
   });
-  return createHandler(createClient({ environment, tokenProvider }));
+  for await (const _ of organizations) count++;
+  return Response.json({ organizations: count });
 }
 
-let servedByDeno = false;
+/** What the caller gets when the service or the token endpoint fails. */
+function failed(error: unknown): Response {
+  // A QuotaExceededError is a TokenRequestError too: it comes first.
+  if (error instanceof QuotaExceededError) {
+    const seconds = Math.max(1, Math.ceil((error.retryAt - Date.now()) / 1000));
+    return Response.json({ error: "the token quota is spent" }, {
+      status: 503,
+      headers: { "retry-after": String(seconds) },
+    });
+  }
+  if (!(error instanceof PartnerApiError)) throw error;
+  // The message says what to check (the variables, for a 401), never a secret.
+  console.error(error.message);
+  return Response.json({ error: "the partner API failed" }, { status: 502 });
+}
 
 export default {
-  fetch: async (request) =>
-    await (await (isolate ??= isolateHandler()))(request),
+  fetch: (request) => answer(request).catch(failed),
   // `deno serve` and Deploy call this once they listen.
   onListen(address) {
-    servedByDeno = true;
     console.log(`listening on ${JSON.stringify(address)}`);
   },
 } satisfies Deno.ServeDefaultExport;
-
-if (import.meta.main) {
-  // Under `deno serve`, Deno has listened (and called onListen) before this
-  // timer runs; under `deno run` nobody has, so the module serves itself.
-  setTimeout(() => {
-    if (!servedByDeno) {
-      Deno.serve((request) =>
-        (isolate ??= isolateHandler()).then((handle) => handle(request))
-      );
-    }
-  }, 0);
-}

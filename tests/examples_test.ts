@@ -1,29 +1,9 @@
 // The examples' logic, run against the fake service.
 
 import { deepStrictEqual, equal } from "node:assert/strict";
-import { createClient, createTokenProvider } from "../mod.ts";
+import { createTokenProvider } from "../mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { createHandler } from "../examples/edge_function.ts";
 import { quotaAlert } from "../examples/quota_alert.ts";
-
-Deno.test("the edge function example answers many requests on one token", async () => {
-  await using api = await startFakePartnerApi({
-    items: { organizations: 230 },
-  });
-  const handler = createHandler(
-    createClient({ environment: api.environment, ...api.credentials }),
-  );
-  for (let i = 0; i < 3; i++) {
-    const response = await handler(
-      new Request("http://edge/organizations/count"),
-    );
-    deepStrictEqual(await response.json(), { organizations: 230 });
-  }
-  equal(api.tokenRequests, 1);
-  const missing = await handler(new Request("http://edge/other"));
-  equal(missing.status, 404);
-  await missing.body?.cancel();
-});
 
 Deno.test("the quota alert example warns when a bucket runs low", async () => {
   await using api = await startFakePartnerApi({ quota: { perHour: 4 } });

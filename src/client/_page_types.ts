@@ -134,7 +134,13 @@ export interface PaginateOptions<T> {
    * than a date. Called once per item, in order, after `dedupeBy`.
    */
   until?: (item: T) => boolean;
-  /** Aborts the iteration, which then throws the signal's reason. */
+  /**
+   * Aborts the iteration, which then throws the signal's reason. In a
+   * `Deno.serve` handler, `request.signal` stops the list when the client
+   * goes away: run with `--unstable-no-legacy-abort` (or `"unstable":
+   * ["no-legacy-abort"]` in deno.json), as Deno 2.9 otherwise also aborts it
+   * after every answer and warns each time a handler reads it.
+   */
   signal?: AbortSignal;
 }
 
