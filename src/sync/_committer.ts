@@ -71,9 +71,13 @@ export class Committer<T> {
     this.#start(items, checkpoint, context);
   }
 
-  /** Writes the latest checkpoint if it was not written yet. */
-  async flush(context: SyncWriteContext): Promise<void> {
+  /** Makes `checkpoint` the latest and writes it, if it was not written yet. */
+  async flush(
+    checkpoint: SyncCheckpoint,
+    context: SyncWriteContext,
+  ): Promise<void> {
     await this.#writing;
+    this.#latest = checkpoint;
     if (JSON.stringify(this.#latest) === JSON.stringify(this.#written)) return;
     this.#start([], this.#latest, context);
     await this.#writing;

@@ -218,14 +218,16 @@ export function judgeWindow(
   const last = keys[count - 1];
   const advanced = last !== undefined && count > older;
   const fresh = inDomain(state, keys, older);
+  const edge = advanced ? last : state.edge;
   return {
     kind: "commit",
     fresh,
     advanced,
-    ended: provesEnd(state, plan.limit, count) || fresh.to < count,
+    ended: provesEnd(state, plan.limit, count) || fresh.to < count ||
+      reachedFarEnd(state, edge),
     next: {
       ...learnt,
-      edge: advanced ? last : state.edge,
+      edge,
       offset: plan.start + count,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
     },
@@ -263,6 +265,13 @@ function inDomain(
     if (!isIn(keys[i]!)) to = i;
   }
   return { from, to };
+}
+
+/** Whether the pass committed the last key of its domain (ascending, up to `upTo`). */
+function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
+  const upTo = state.domain?.upTo ?? null;
+  return state.descending !== true && upTo !== null && edge !== null &&
+    compareKeys(edge, upTo) >= 0;
 }
 
 /** Whether `key` lies past the domain's far end in the pass's direction. */

@@ -187,9 +187,17 @@ async function sweep<T>(
     },
     requests,
   );
-  // Out of budget mid-cycle: where the sweep stands is saved for the next run.
+  // Out of budget mid-cycle: where the sweep stands is saved for the next
+  // run, also where a window that found a gap moved it back to.
   if (!end.ended) {
-    await committer.flush(context(config, committer.latest, "sweep"));
+    const latest = committer.latest;
+    const moved = afterSweepWindow(
+      latest,
+      latest.sweep ?? cursor,
+      end.state,
+      false,
+    );
+    await committer.flush(moved, context(config, latest, "sweep"));
   }
 }
 
