@@ -5,7 +5,12 @@
 // same reason the lock is a lease row, not a session or advisory lock.
 
 import { optionError } from "../core/_check.ts";
-import type { SyncCheckpoint, SyncSink } from "./_types.ts";
+import type {
+  SyncCheckpoint,
+  SyncSink,
+  SyncWriteContext,
+  SyncWriteReport,
+} from "./_types.ts";
 import { quotedTable } from "./_identifier.ts";
 import { isCheckpoint } from "./_checkpoint.ts";
 import {
@@ -17,7 +22,11 @@ import {
 } from "./_lease.ts";
 import {
   catalogSql,
+  CHANGES_CATALOG_SQL,
+  CHANGES_COLUMNS,
+  changeTableOf,
   copySql,
+  createChangesSql,
   createSql,
   postgresBatch,
   type Query,
@@ -26,8 +35,11 @@ import {
   type Row,
   rowsOf,
   TAKE_SQL,
+  writeParams,
+  type WriteShape,
   writeSql,
 } from "./_postgres_copy.ts";
+import { tooManyDeletes } from "./_deletes.ts";
 import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
@@ -69,10 +81,11 @@ export interface PostgresSinkOptions {
     params: string[],
   ) => Promise<{ readonly rows: readonly unknown[] } | readonly unknown[]>;
   /**
-   * The table of items (`id text PRIMARY KEY, item jsonb`), created if
-   * missing. The name is quoted, so case matters: `Transactions` and
-   * `transactions` are two tables, each with its own checkpoint row (keyed
-   * by the name exactly as given).
+   * The table of items (`id text PRIMARY KEY, item jsonb, deleted_at
+   * timestamptz, seen bigint`), created if missing. The name is quoted, so
+   * case matters: `Transactions` and `transactions` are two tables, each
+   * with its own checkpoint row (keyed by the name exactly as given). With
+   * `changes: true`, `<table>_changes` too (so at most 55 characters then).
    */
   table: string;
   /**
@@ -89,12 +102,24 @@ export interface PostgresSinkOptions {
 
 /**
  * A sink that keeps the copy in a PostgreSQL table, `id text PRIMARY KEY,
- * item jsonb` (each item a JSON object, as the service sent it), upserting
- * each batch and saving the checkpoint (in the table `partner_api_sync`,
- * keyed by the table name exactly as given, with the row count and a
- * fingerprint of the last row committed) in ONE statement, so that it
- * commits whole whatever connection of a pool runs it. Works with any
- * driver: every parameter is a string cast in the SQL.
+ * item jsonb, deleted_at timestamptz, seen bigint` (each item a JSON
+ * object, as the service sent it), upserting each batch and saving the
+ * checkpoint (in the table `partner_api_sync`, keyed by the table name
+ * exactly as given, with the row count and a fingerprint of the last row
+ * committed) in ONE statement, so that it commits whole whatever
+ * connection of a pool runs it. Works with any driver: every parameter is
+ * a string cast in the SQL.
+ *
+ * It follows the sweep: each row keeps the cycle it was last `seen` in
+ * (and is live again, `deleted_at` NULL, when seen). The batch that
+ * completes a cycle also removes the live rows the cycle did not see, or
+ * sets their `deleted_at` (`deletes: "mark"`); when they are more than
+ * `maxDeletes` of the live rows, that statement writes nothing at all and
+ * the run ends with `SyncError` (`"too-many-deletes"`). With `changes:
+ * true`, each row inserted (or live again), changed (its jsonb differs) or
+ * removed (or marked) is also a row of `<table>_changes(seq bigserial,
+ * id, change, at)`, written by the same statement: read by `seq`, it
+ * replays to the live rows.
  *
  * One writer per table: `lock()` takes a lease row (table
  * `partner_api_sync_lease`, by the server's clock; a lease not refreshed
@@ -106,9 +131,12 @@ export interface PostgresSinkOptions {
  * this sink), one without the columns `id text` (unique) and `item
  * jsonb`, a checkpoint this version cannot read, or a row count or last
  * row that differs from what was recorded is refused with `SyncError`
- * (`"sink-mismatch"`), and nothing is changed. The tables are created (and
- * 0.3's checkpoint table given its new columns) by `lock()` or the first
- * write, once the copy passed.
+ * (`"sink-mismatch"`), and nothing is changed; so is a `deleted_at` or
+ * `seen` column of another type, or (at the first write that keeps
+ * changes) a `<table>_changes` the sink did not make. The tables are
+ * created (and earlier versions' tables given their new columns:
+ * `deleted_at`, `seen`, and 0.3's checkpoint's row count) by `lock()` or
+ * the first write, once the copy passed.
  *
  * Ids compare as strings: the last occurrence in a batch wins. What
  * PostgreSQL cannot hold is skipped and reported (`SyncResult.skippedIds`),
@@ -151,6 +179,7 @@ export function createPostgresSink<T>(
   const read = (sql: string, params: string[]) => rowsOf(query, sql, params);
   let checked = false;
   let created: Promise<unknown> | undefined;
+  let changesMade: Promise<string> | undefined;
   let owner: string | undefined;
   /** Checks the copy, reading only: what load() and lock() do first. */
   const check = async () => {
@@ -164,6 +193,12 @@ export function createPostgresSink<T>(
       created = undefined;
       throw error;
     });
+  /** The change table, checked and created when first kept. */
+  const changeTable = () =>
+    changesMade ??= makeChangeTable(read, table, what).catch((error) => {
+      changesMade = undefined;
+      throw error;
+    });
   return {
     load: check,
     async lock(run = {}) {
@@ -171,6 +206,7 @@ export function createPostgresSink<T>(
       // Once per run: the tables may have changed since the last (a
       // long-lived sink outlives a migration or a dropped table).
       created = undefined;
+      changesMade = undefined;
       await touch();
       const token = runToken();
       await waitForLock(what, {
@@ -200,25 +236,102 @@ export function createPostgresSink<T>(
         },
       };
     },
-    async write(items, checkpoint, ids) {
+    async write(items, checkpoint, ids, context) {
       if (!checked) await check();
       await touch();
+      const changes = context?.changes === true
+        ? await changeTable()
+        : undefined;
       const batch = postgresBatch(items, ids);
-      const leased = owner !== undefined;
-      const params = [target, batch.json, JSON.stringify(checkpoint)];
-      if (owner !== undefined) params.push(owner);
-      const rows = await read(writeSql(table, leased), params);
-      if (rows.length === 0) throw lockLost(what);
-      if (Number(rows[0]!.written) !== batch.ids.length) {
-        throw new Error(
-          `Cannot sync into ${what}: the statement wrote ${
-            rows[0]!.written
-          } of ${batch.ids.length} rows`,
-        );
-      }
-      return { skippedIds: batch.skipped };
+      const ends = context?.endsCycle;
+      const shape: WriteShape = {
+        leased: owner !== undefined,
+        ...(ends === undefined ? {} : { ends: ends.deletes }),
+        ...(changes === undefined ? {} : { changes }),
+      };
+      const params = writeParams(shape, {
+        target,
+        batch: batch.json,
+        checkpoint: JSON.stringify(checkpoint),
+        cycle: context?.cycle ?? 0,
+        ...(owner === undefined ? {} : { owner }),
+        ...(ends === undefined ? {} : { maxDeletes: ends.maxDeletes }),
+      });
+      const row = (await read(writeSql(table, shape), params))[0] ?? {};
+      return judgeWrite(row, batch, ends, what);
     },
   };
+}
+
+/**
+ * What the batch statement answered, as the sink reports it.
+ *
+ * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) When it wrote
+ * nothing because the lease was lost or the cycle would remove too much.
+ */
+function judgeWrite(
+  row: Row,
+  batch: {
+    readonly ids: readonly string[];
+    readonly skipped: readonly string[];
+  },
+  ends: SyncWriteContext["endsCycle"],
+  what: string,
+): SyncWriteReport {
+  if (row.leased !== "1") throw lockLost(what);
+  if (row.refused === "true") {
+    throw tooManyDeletes(
+      Number(row.unseen),
+      Number(row.live),
+      ends?.maxDeletes ?? 0,
+      what,
+    );
+  }
+  if (row.saved !== "1" || Number(row.written) !== batch.ids.length) {
+    throw new Error(
+      `Cannot sync into ${what}: the statement wrote ${row.written} of ${batch.ids.length} rows`,
+    );
+  }
+  return {
+    skippedIds: batch.skipped,
+    inserted: Number(row.inserted),
+    updated: Number(row.updated),
+    deleted: Number(row.deleted),
+  };
+}
+
+/**
+ * Checks `<table>_changes` (one of the user's own, or of another shape,
+ * is refused) and creates it if missing; its quoted name.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`)
+ * @throws {TypeError} (`option: "table"`) For a name too long to take
+ * `_changes` within PostgreSQL's 63 bytes.
+ */
+async function makeChangeTable(
+  read: (sql: string, params: string[]) => Promise<readonly Row[]>,
+  table: string,
+  what: string,
+): Promise<string> {
+  if (table.length - 2 + "_changes".length > 63) {
+    throw optionError(
+      TypeError,
+      `Cannot sync into ${what}`,
+      "table",
+      "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
+    );
+  }
+  const changes = changeTableOf(table);
+  const found = (await read(CHANGES_CATALOG_SQL, [changes]))[0] ?? {};
+  if (found.found === "true" && found.columns !== CHANGES_COLUMNS) {
+    throw new SyncError(
+      `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
+      "sink-mismatch",
+      what,
+    );
+  }
+  if (found.found !== "true") await read(createChangesSql(changes), []);
+  return changes;
 }
 
 /**
@@ -248,6 +361,19 @@ async function readCopy(
   ) {
     throw refuse(
       "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink",
+    );
+  }
+  const deletedAt = catalog.deleted_at_type ?? null;
+  const seen = catalog.seen_type ?? null;
+  if (
+    items &&
+    ((deletedAt !== null && deletedAt !== "timestamp with time zone") ||
+      (seen !== null && seen !== "bigint"))
+  ) {
+    throw refuse(
+      `its columns deleted_at (${deletedAt ?? "none"}) and seen (${
+        seen ?? "none"
+      }) are not the sink's (timestamptz, bigint): it was not made by this sink`,
     );
   }
   const has = {

@@ -145,6 +145,127 @@ function reason(expected: string) {
   };
 }
 
+type Transaction = Record<string, string | number>;
+
+/** The fake's list as it stands: each item's JSON by id. */
+async function listed(
+  fake: ReturnType<typeof inProcess>,
+): Promise<Map<string, Transaction>> {
+  const items = new Map<string, Transaction>();
+  for await (
+    const item of fake.client.list<Transaction>("transactions", {
+      sortBy: "creationDate",
+      limit: 1000,
+    })
+  ) items.set(String(item.transactionID), item);
+  return items;
+}
+
+/** The copy's rows (live ones unless `where` says otherwise): each item by id. */
+async function copied(
+  db: Connection,
+  table = "transactions",
+  where = "deleted_at IS NULL",
+): Promise<Map<string, Transaction>> {
+  const rows = await db.rows<{ id: string; item: string }>(
+    `SELECT id, item::text AS item FROM "${table}" WHERE ${where} ORDER BY id`,
+  );
+  return new Map(rows.map((row) => [row.id, JSON.parse(row.item)]));
+}
+
+/** The ids a consumer holds after replaying `<table>_changes` by seq. */
+async function replayed(
+  db: Connection,
+  table = "transactions",
+): Promise<Set<string>> {
+  const rows = await db.rows<{ id: string; change: string }>(
+    `SELECT id, change FROM "${table}_changes" ORDER BY seq`,
+  );
+  const held = new Set<string>();
+  for (const { id, change } of rows) {
+    if (change === "insert") {
+      ok(!held.has(id), `insert of ${id}, held already`);
+      held.add(id);
+    } else if (change === "update") {
+      ok(held.has(id), `update of ${id}, not held`);
+    } else {
+      equal(change, "delete");
+      ok(held.delete(id), `delete of ${id}, not held`);
+    }
+  }
+  return held;
+}
+
+/** How many changes of each kind `<table>_changes` holds after `seq`. */
+async function changeCounts(
+  db: Connection,
+  after = 0,
+  table = "transactions",
+): Promise<Record<string, number>> {
+  const rows = await db.rows<{ change: string; n: string }>(
+    `SELECT change, count(*)::text AS n FROM "${table}_changes" WHERE seq > $1::text::bigint GROUP BY change`,
+    [String(after)],
+  );
+  return Object.fromEntries(rows.map((row) => [row.change, Number(row.n)]));
+}
+
+async function lastSeq(
+  db: Connection,
+  table = "transactions",
+): Promise<number> {
+  const [row] = await db.rows<{ seq: string | null }>(
+    `SELECT max(seq)::text AS seq FROM "${table}_changes"`,
+  );
+  return Number(row!.seq ?? 0);
+}
+
+/** A transaction dated `daysAgo` days before the fake's newest: behind the copy's end. */
+function backDated(id: string, date: string): Transaction {
+  return {
+    transactionID: id,
+    creationDate: date,
+    amount: 12.5,
+    currency: "EUR",
+    organizationID: "org_000001",
+  };
+}
+
+/** The source's changes a sweep must bring in: 6 updated, 5 removed, 3 inserted behind the end. */
+async function change(
+  fake: ReturnType<typeof inProcess>,
+): Promise<{ updated: string[]; removed: Transaction[]; inserted: string[] }> {
+  const before = [...(await listed(fake)).values()];
+  const updated: string[] = [],
+    removed: Transaction[] = [],
+    inserted: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const item = before[10 + i * 37]!;
+    const id = String(item.transactionID);
+    ok(
+      fake.service.update("transactions", id, {
+        amount: 0.01 * (i + 1),
+        status: "settled",
+      }),
+    );
+    updated.push(id);
+  }
+  for (let i = 0; i < 5; i++) {
+    const item = before[20 + i * 41]!;
+    ok(fake.service.remove("transactions", String(item.transactionID)));
+    removed.push(item);
+  }
+  for (let i = 0; i < 3; i++) {
+    // Between two items in the first half: long behind the copy's end.
+    const id = `tx_back_${i}`;
+    fake.service.insert(
+      "transactions",
+      backDated(id, String(before[50 + i * 30]!.creationDate)),
+    );
+    inserted.push(id);
+  }
+  return { updated, removed, inserted };
+}
+
 const steps: {
   name: string;
   fn: (db: Connection) => Promise<void>;
@@ -189,7 +310,11 @@ const steps: {
       equal((await sink.load())?.complete, true);
       fake.beforeList = undefined;
       fake.service.insertTransactions(30);
-      const later = await syncList(fake.client, "transactions", options);
+      // The head alone: what the sweep brings in is the cycle steps' promise.
+      const later = await syncList(fake.client, "transactions", {
+        ...options,
+        sweep: 0,
+      });
       equal(later.written, 30);
       equal(await count(db), first + 30);
       equal(await count(db, "jsonb_typeof(item) <> 'object'"), 0);
@@ -231,9 +356,10 @@ const steps: {
       };
       for (let run = 1; run <= 2; run++) {
         const result = await syncList(service.client, "things", options);
+        // Each run that reads them (the second one's sweep does) says so.
         deepStrictEqual(
           result.skippedIds,
-          run === 1 ? ["1", "2", "5", "8\udc00", "9\u0000"] : [],
+          ["1", "2", "5", "8\udc00", "9\u0000"],
           `run ${run}`,
         );
       }
@@ -284,6 +410,388 @@ const steps: {
         [{ id: "7", n: "3" }, { id: "8", n: "2" }],
       );
       deepStrictEqual(await sink.load(), checkpoint);
+    },
+  },
+  {
+    name:
+      "a cycle (sweep: Infinity) after updates, removals and back-dated inserts leaves the table equal to the list, counts what it did, and the change table replayed by seq gives exactly the live rows",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 300 } });
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "transactions",
+      });
+      const options = { ...byDate, sink, limit: 50, changes: true };
+      const first = await syncList(fake.client, "transactions", options);
+      equal(first.inserted, 300);
+      deepStrictEqual(await changeCounts(db), { insert: 300 });
+      const { updated, removed, inserted } = await change(fake);
+      const seq = await lastSeq(db);
+      const cycle = await syncList(fake.client, "transactions", {
+        ...options,
+        sweep: Infinity,
+      });
+      deepStrictEqual(
+        [cycle.inserted, cycle.updated, cycle.deleted],
+        [inserted.length, updated.length, removed.length],
+      );
+      deepStrictEqual(
+        await copied(db, "transactions", "true"),
+        await listed(fake),
+      );
+      deepStrictEqual(await changeCounts(db, seq), {
+        insert: inserted.length,
+        update: updated.length,
+        delete: removed.length,
+      });
+      const changed = await db.rows<{ id: string; change: string }>(
+        `SELECT id, change FROM "transactions_changes" WHERE seq > $1::text::bigint ORDER BY id`,
+        [String(seq)],
+      );
+      deepStrictEqual(
+        changed.map((row) => `${row.change} ${row.id}`).sort(),
+        [
+          ...inserted.map((id) => `insert ${id}`),
+          ...updated.map((id) => `update ${id}`),
+          ...removed.map((item) => `delete ${item.transactionID}`),
+        ].sort(),
+      );
+      deepStrictEqual(await replayed(db), new Set((await listed(fake)).keys()));
+      // Nothing changed since: a cycle finds nothing, and records nothing.
+      const again = await syncList(fake.client, "transactions", {
+        ...options,
+        sweep: Infinity,
+      });
+      deepStrictEqual([again.inserted, again.updated, again.deleted], [
+        0,
+        0,
+        0,
+      ]);
+      equal(
+        await lastSeq(db),
+        seq + inserted.length + updated.length + removed.length,
+      );
+      // The copy still passes its own check (row count, last row).
+      equal((await sink.load())?.cycles, 3);
+    },
+  },
+  {
+    name:
+      "with deletes: 'mark', rows the cycle did not see get deleted_at and stay; the live rows equal the list, and an item that comes back is live again",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 300 } });
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "transactions",
+      });
+      const options = {
+        ...byDate,
+        sink,
+        limit: 50,
+        changes: true,
+        deletes: "mark" as const,
+        sweep: Infinity,
+      };
+      await syncList(fake.client, "transactions", options);
+      const { removed } = await change(fake);
+      equal(
+        (await syncList(fake.client, "transactions", options)).deleted,
+        removed.length,
+      );
+      deepStrictEqual(await copied(db), await listed(fake));
+      const marked = await copied(db, "transactions", "deleted_at IS NOT NULL");
+      deepStrictEqual(
+        [...marked.keys()].sort(),
+        removed.map((item) => String(item.transactionID)).sort(),
+      );
+      equal(await count(db), 300 + 3);
+      deepStrictEqual(await replayed(db), new Set((await listed(fake)).keys()));
+      // A second cycle does not count (or record) them again.
+      const seq = await lastSeq(db);
+      equal((await syncList(fake.client, "transactions", options)).deleted, 0);
+      equal(await lastSeq(db), seq);
+      // One comes back as it was: live again, an insert to a consumer.
+      fake.service.insert("transactions", removed[0]!);
+      const back = await syncList(fake.client, "transactions", options);
+      deepStrictEqual([back.inserted, back.deleted], [1, 0]);
+      deepStrictEqual(await copied(db), await listed(fake));
+      equal(await count(db, "deleted_at IS NOT NULL"), removed.length - 1);
+      deepStrictEqual(await changeCounts(db, seq), { insert: 1 });
+      deepStrictEqual(await replayed(db), new Set((await listed(fake)).keys()));
+    },
+  },
+  {
+    name:
+      "a cycle that would remove more than maxDeletes of the copy removes nothing, records no change and rejects with 'too-many-deletes'; a larger maxDeletes then removes them",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 200 } });
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "transactions",
+      });
+      const options = {
+        ...byDate,
+        sink,
+        limit: 50,
+        changes: true,
+        sweep: Infinity,
+      };
+      await syncList(fake.client, "transactions", options);
+      const before = await copied(db, "transactions", "true");
+      const seq = await lastSeq(db);
+      // 21 of 200: more than 10 %.
+      for (let i = 1; i <= 21; i++) {
+        fake.service.remove(
+          "transactions",
+          `tx_${String(i * 9).padStart(6, "0")}`,
+        );
+      }
+      await rejects(
+        syncList(fake.client, "transactions", options),
+        reason("too-many-deletes"),
+      );
+      deepStrictEqual(await copied(db, "transactions", "true"), before);
+      equal(await lastSeq(db), seq);
+      equal((await sink.load())?.cycles, 1);
+      for (const deletes of ["mark", "remove"] as const) {
+        await rejects(
+          syncList(fake.client, "transactions", { ...options, deletes }),
+          reason("too-many-deletes"),
+        );
+      }
+      equal(await count(db, "deleted_at IS NOT NULL"), 0);
+      const done = await syncList(fake.client, "transactions", {
+        ...options,
+        maxDeletes: 0.2,
+      });
+      equal(done.deleted, 21);
+      deepStrictEqual(
+        await copied(db, "transactions", "true"),
+        await listed(fake),
+      );
+      deepStrictEqual(await replayed(db), new Set((await listed(fake)).keys()));
+    },
+  },
+  {
+    name:
+      "the batch that ends a cycle with too many deletes changes nothing at all: rows, checkpoint, change table",
+    async fn(db) {
+      const sink = createPostgresSink<{ n: number }>({
+        query: db.query,
+        table: "direct",
+      });
+      const checkpoint = (n: number) => ({
+        version: 1 as const,
+        path: "direct",
+        sortBy: null,
+        id: null,
+        query: {},
+        edge: { value: String(n), id: String(n) },
+        offset: n,
+        full: false,
+        complete: true,
+      });
+      const ids = Array.from({ length: 10 }, (_, i) => String(i + 1));
+      await sink.write(
+        ids.map((id) => ({ n: Number(id) })),
+        checkpoint(10),
+        ids,
+        {
+          cycle: 1,
+          phase: "head",
+          changes: true,
+        },
+      );
+      const tables = ["direct", "direct_changes", "partner_api_sync"];
+      const before = await Promise.all(tables.map((table) => dump(db, table)));
+      // Cycle 2 sees 2, 3 and 4 (one changed) and ends: 7 of 10 unseen.
+      const ends = (maxDeletes: number) => ({
+        cycle: 2,
+        phase: "sweep" as const,
+        changes: true,
+        endsCycle: { deletes: "remove" as const, maxDeletes },
+      });
+      const items = [{ n: 2 }, { n: 3 }, { n: 40 }];
+      await rejects(
+        sink.write(items, checkpoint(4), ["2", "3", "4"], ends(0.5)),
+        (error: unknown) => {
+          ok(error instanceof SyncError, String(error));
+          equal(error.reason, "too-many-deletes");
+          ok(error.message.includes("7 of 10"), error.message);
+          return true;
+        },
+      );
+      deepStrictEqual(
+        await Promise.all(tables.map((table) => dump(db, table))),
+        before,
+      );
+      // 7 > 0.7 × 10 is false: allowed, and told.
+      deepStrictEqual(
+        await sink.write(items, checkpoint(4), ["2", "3", "4"], ends(0.7)),
+        { skippedIds: [], inserted: 0, updated: 1, deleted: 7 },
+      );
+      deepStrictEqual([...(await copied(db, "direct")).keys()], [
+        "2",
+        "3",
+        "4",
+      ]);
+      deepStrictEqual(await changeCounts(db, 10, "direct"), {
+        update: 1,
+        delete: 7,
+      });
+      deepStrictEqual((await sink.load())?.offset, 4);
+    },
+  },
+  {
+    name:
+      "the recorded row count and last row stay right when a cycle removes or marks rows, the last one committed among them",
+    async fn(db) {
+      const sink = createPostgresSink<{ n: number }>({
+        query: db.query,
+        table: "direct",
+      });
+      const checkpoint = (n: number) => ({
+        version: 1 as const,
+        path: "direct",
+        sortBy: null,
+        id: null,
+        query: {},
+        edge: { value: String(n), id: String(n) },
+        offset: n,
+        full: false,
+        complete: true,
+      });
+      const write = (
+        ids: string[],
+        cycle: number,
+        ends?: { deletes: "remove" | "mark"; maxDeletes: number },
+      ) =>
+        sink.write(
+          ids.map((id) => ({ n: Number(id) })),
+          checkpoint(ids.length),
+          ids,
+          {
+            cycle,
+            phase: "sweep",
+            changes: false,
+            ...(ends === undefined ? {} : { endsCycle: ends }),
+          },
+        );
+      const recorded = async () => {
+        const [row] = await db.rows<{ rows: string; last: string | null }>(
+          "SELECT rows::text, last FROM partner_api_sync WHERE target = 'direct'",
+        );
+        // And the copy passes its own check against them.
+        ok((await sink.load()) !== undefined);
+        return [Number(row!.rows), row!.last?.replace(/^.*:/, "") ?? null];
+      };
+      const ids = Array.from({ length: 20 }, (_, i) => String(i + 1));
+      await write(ids, 1);
+      deepStrictEqual(await recorded(), [20, "20"]);
+      // Cycle 2 sees 1..19: "20" is marked; the last row is "19".
+      await write(ids.slice(0, 19), 2);
+      equal(
+        (await write([], 2, { deletes: "mark", maxDeletes: 0.1 }))?.deleted,
+        1,
+      );
+      deepStrictEqual(await recorded(), [20, "19"]);
+      // Cycle 3 sees nothing: all are marked, "19" too.
+      equal(
+        (await write([], 3, { deletes: "mark", maxDeletes: 1 }))?.deleted,
+        19,
+      );
+      deepStrictEqual(await recorded(), [20, null]);
+      // Cycle 4 sees 5 and 6 again (live again), cycle 5 nothing: both go.
+      equal((await write(["5", "6"], 4))?.inserted, 2);
+      equal(
+        (await write([], 4, { deletes: "remove", maxDeletes: 1 }))?.deleted,
+        0,
+      );
+      deepStrictEqual(await recorded(), [20, "6"]);
+      equal(
+        (await write([], 5, { deletes: "remove", maxDeletes: 1 }))?.deleted,
+        2,
+      );
+      deepStrictEqual(await recorded(), [18, null]);
+      equal(await dump(db, "direct") !== "", true);
+      equal(
+        (await db.rows<{ n: string }>(
+          `SELECT count(*)::text AS n FROM "direct" WHERE deleted_at IS NULL`,
+        ))[0]!.n,
+        "0",
+      );
+    },
+  },
+  {
+    name:
+      "a table made before deleted_at and seen (this round's, or 0.3's) loads unchanged, gets both columns at the first touch, and a cycle removes what the list lost",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 60 } });
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "transactions",
+      });
+      await syncList(fake.client, "transactions", {
+        ...byDate,
+        sink,
+        limit: 20,
+      });
+      await db.rows(
+        `ALTER TABLE "transactions" DROP COLUMN IF EXISTS deleted_at, DROP COLUMN IF EXISTS seen`,
+      );
+      const columns = async () =>
+        (await db.rows<{ name: string }>(
+          "SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'transactions' ORDER BY column_name",
+        )).map((row) => row.name);
+      deepStrictEqual(await columns(), ["id", "item"]);
+      const fresh = createPostgresSink({
+        query: db.query,
+        table: "transactions",
+      });
+      equal((await fresh.load())?.complete, true);
+      deepStrictEqual(await columns(), ["id", "item"]); // load() only reads
+      fake.service.remove("transactions", "tx_000030");
+      const result = await syncList(fake.client, "transactions", {
+        ...byDate,
+        sink: fresh,
+        limit: 20,
+        sweep: Infinity,
+      });
+      equal(result.deleted, 1);
+      deepStrictEqual(await columns(), ["deleted_at", "id", "item", "seen"]);
+      deepStrictEqual(await copied(db), await listed(fake));
+    },
+  },
+  {
+    name:
+      "a deleted_at or seen column of another type, or a change table of the user's own, is refused with 'sink-mismatch' and left as it was",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 30 } });
+      await db.rows(
+        `CREATE TABLE "odd" (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at text)`,
+      );
+      await rejects(
+        createPostgresSink({ query: db.query, table: "odd" }).load(),
+        reason("sink-mismatch"),
+      );
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "transactions",
+      });
+      await syncList(fake.client, "transactions", { ...byDate, sink });
+      await db.rows(`CREATE TABLE "transactions_changes" (seq int, note text)`);
+      const before = await dump(db, "transactions");
+      fake.service.insertTransactions(3);
+      await rejects(
+        syncList(fake.client, "transactions", {
+          ...byDate,
+          sink,
+          changes: true,
+        }),
+        reason("sink-mismatch"),
+      );
+      equal(await dump(db, "transactions"), before);
+      equal(await dump(db, "transactions_changes"), "");
     },
   },
   {
