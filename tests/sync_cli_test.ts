@@ -271,3 +271,43 @@ Deno.test("the sync lock: taken and released, a live one waited for (until abort
   await taker[Symbol.asyncDispose]();
   equal(await Deno.stat(path).then(() => true, () => false), false);
 });
+
+Deno.test("sync CLI: an item added behind the copy's end is reported known missing, and --sweep all brings it in with what changed and was removed", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 60 } });
+  const target = await fresh("sweep.db");
+  const args = [
+    "sync",
+    "transactions",
+    "--to",
+    target,
+    "--no-cache",
+    "--sort-by",
+    "creationDate",
+  ];
+  equal((await run(args, configFor(api))).code, 0);
+  api.insert("transactions", {
+    transactionID: "tx_back",
+    creationDate: "2000-01-01T00:00:00.000Z",
+  });
+  const head = await run([...args, "--sweep", "0"], configFor(api));
+  equal(head.code, 0, head.stderr);
+  equal(
+    head.stderr.includes("1 item is known to be missing"),
+    true,
+    head.stderr,
+  );
+  equal(head.stderr.includes("NaN"), false, head.stderr);
+  api.update("transactions", "tx_000010", { amount: 1 });
+  api.remove("transactions", "tx_000011");
+  const swept = await run(
+    [...args, "--sweep", "all", "--max-deletes", "0.5"],
+    configFor(api),
+  );
+  equal(swept.code, 0, swept.stderr);
+  equal(
+    swept.stderr.includes("1 new item, 1 changed, 1 removed"),
+    true,
+    swept.stderr,
+  );
+  equal(rows(target), 60);
+});

@@ -84,16 +84,7 @@ async function syncInto(
       })\n`,
     );
     if (result.behind > 0) {
-      const runs = Math.ceil(result.sweepLeft / (request.sweep ?? 10));
-      io.stderr.write(
-        `${request.target}: ${result.behind} item${
-          result.behind === 1 ? " is" : "s are"
-        } known to be missing (added behind the copy's last item); the sweep brings ${
-          result.behind === 1 ? "it" : "them"
-        } in within about ${runs} more run${
-          runs === 1 ? "" : "s"
-        }, or now with --sweep all\n`,
-      );
+      io.stderr.write(behindLine(request, result.behind, result.sweepLeft));
     }
     if (result.skipped > 0) {
       io.stderr.write(
@@ -118,6 +109,26 @@ async function syncInto(
     progress.end();
     close();
   }
+}
+
+/** How many items the copy is known to lack, and when the sweep will have them. */
+function behindLine(
+  request: SyncRequest,
+  behind: number,
+  sweepLeft: number,
+): string {
+  const sweep = request.sweep ?? 10;
+  const them = behind === 1 ? "it" : "them";
+  // Each run sweeps `--sweep` requests; a new cycle needs at least one.
+  const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
+  const when = sweep === 0
+    ? `the sweep is off (--sweep 0): run with --sweep all to bring ${them} in`
+    : `the sweep brings ${them} in within about ${runs} more run${
+      runs === 1 ? "" : "s"
+    }, or now with --sweep all`;
+  return `${request.target}: ${behind} item${
+    behind === 1 ? " is" : "s are"
+  } known to be missing (added behind the copy's last item); ${when}\n`;
 }
 
 /** A missing folder is the caller's to create: said before anything else. */

@@ -1,0 +1,190 @@
+// The copy stays true (issue 41), case by case: each test is named after
+// the promise it keeps. The property test (sync_sweep_property_test.ts)
+// holds the general invariant; these pin the cases the issue measured.
+
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  SyncError,
+  syncList,
+} from "../src/sync/mod.ts";
+import { seededRandom } from "../src/testing/_list_data.ts";
+import { freshTarget, inProcess, listOf, memorySink } from "./_sync_fake.ts";
+
+type Row = Record<string, unknown>;
+const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
+
+Deno.test("the default order by id, ids not in creation order: 300 new items are known missing (behind > 0), and one cycle brings every one in", async () => {
+  const random = seededRandom(41);
+  const items: { thingID: string }[] = Array.from(
+    { length: 2000 },
+    (_, i) => ({ thingID: `t${String(i * 1000).padStart(9, "0")}` }),
+  );
+  const sorted = () =>
+    [...items].sort((a, b) => a.thingID < b.thingID ? -1 : 1);
+  const service = listOf(sorted);
+  const sink = memorySink<{ thingID: string }>();
+  const options = { id: "thingID", sink, limit: 100, maxLimit: 500 };
+  await syncList(service.client, "things", options);
+  for (let i = 0; i < 300; i++) {
+    const id = Math.floor(random() * 1_999_000);
+    items.push({ thingID: `t${String(id).padStart(9, "0")}x` });
+  }
+  const run = await syncList(service.client, "things", {
+    ...options,
+    sweep: 0,
+  });
+  ok(run.behind > 250, `behind ${run.behind}`);
+  ok(sink.rows.size < 2300, "the head alone misses them");
+  const cycle = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+  });
+  equal(sink.rows.size, 2300);
+  equal(cycle.behind, 0);
+  ok(cycle.verifiedAt !== undefined);
+});
+
+Deno.test("changed items are updated, deleted ones removed or marked, back-dated ones inserted, and the change table has one row per change", async () => {
+  const fake = inProcess({ items: { transactions: 120 } });
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink(database, { table: "transactions" });
+  const options = { ...byDate, sink, changes: true, deletes: "mark" as const };
+  await syncList(fake.client, "transactions", options);
+  fake.service.update("transactions", "tx_000005", { amount: 12.5 });
+  fake.service.remove("transactions", "tx_000007");
+  fake.service.insert("transactions", {
+    transactionID: "tx_back",
+    creationDate: "2000-01-01T00:00:00.000Z",
+  });
+  const result = await syncList(fake.client, "transactions", {
+    ...options,
+    sweep: Infinity,
+  });
+  deepStrictEqual(
+    [result.inserted, result.updated, result.deleted],
+    [1, 1, 1],
+  );
+  const row = (id: string) =>
+    database.prepare('SELECT item, deleted_at FROM "transactions" WHERE id = ?')
+      .get(id) as { item: string; deleted_at: string | null } | undefined;
+  equal(JSON.parse(row("tx_000005")!.item).amount, 12.5);
+  ok(row("tx_000007")!.deleted_at !== null, "marked");
+  ok(row("tx_back") !== undefined);
+  const changes = database.prepare(
+    'SELECT id, change FROM "transactions_changes" ORDER BY seq',
+  ).all() as { id: string; change: string }[];
+  deepStrictEqual(
+    changes.slice(120).map((c) => `${c.change} ${c.id}`).sort(),
+    ["delete tx_000007", "insert tx_back", "update tx_000005"],
+  );
+  database.close();
+});
+
+Deno.test("a cycle that would remove more than maxDeletes of the copy removes nothing and ends with 'too-many-deletes'", async () => {
+  let items: { thingID: string }[] = Array.from(
+    { length: 100 },
+    (_, i) => ({ thingID: `t${String(i).padStart(4, "0")}` }),
+  );
+  const service = listOf(() => items);
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink(database, { table: "things" });
+  await syncList(service.client, "things", { id: "thingID", sink });
+  items = items.slice(0, 50); // the service answers half the list by mistake
+  await rejects(
+    syncList(service.client, "things", {
+      id: "thingID",
+      sink,
+      sweep: Infinity,
+    }),
+    (error: SyncError) => error.reason === "too-many-deletes",
+  );
+  const rows = database.prepare('SELECT count(*) AS n FROM "things"').get() as {
+    n: number;
+  };
+  equal(rows.n, 100);
+  const allowed = await syncList(service.client, "things", {
+    id: "thingID",
+    sink,
+    sweep: Infinity,
+    maxDeletes: 0.5,
+  });
+  equal(allowed.deleted, 50);
+  database.close();
+});
+
+Deno.test("descending order: each run reads from the top until it meets the newest item committed (drift: the sweep property)", async () => {
+  const fake = inProcess({ items: { transactions: 500 } });
+  const sink = memorySink<Row>();
+  const options = {
+    ...byDate,
+    sortDirection: "DESC" as const,
+    sink,
+    limit: 50,
+    maxLimit: 100,
+    sweep: 0,
+  };
+  const first = await syncList(fake.client, "transactions", options);
+  equal(first.written, 500);
+  const before = fake.listRequests;
+  fake.service.insertTransactions(30);
+  const second = await syncList(fake.client, "transactions", options);
+  equal(fake.listRequests - before, 1, "one window from the top");
+  equal(second.inserted, 30);
+  for (let i = 1; i <= 30; i++) {
+    ok(sink.rows.has(`tx_${String(500 + i).padStart(6, "0")}`));
+  }
+});
+
+Deno.test("sortBy '-creationDate', query.sortDirection and deletes 'mark' into JSONL are refused before any request, saying what to write", async () => {
+  const fake = inProcess({ items: { transactions: 5 } });
+  const path = await freshTarget("sync-sweep", "mark.jsonl");
+  const cases: [Record<string, unknown>, string, RegExp][] = [
+    [{ sortBy: "-creationDate" }, "sortBy", /sortDirection: "DESC"/],
+    [{ query: { sortDirection: "DESC" } }, "query", /as an option/],
+    [{ deletes: "mark", sink: createJsonlSink(path) }, "deletes", /"remove"/],
+    [{ full: true }, "full", /sweep: Infinity/],
+    [{ maxDeletes: 2 }, "maxDeletes", /at most 1/],
+    [{ sweep: -1 }, "sweep", /non-negative/],
+  ];
+  for (const [options, option, says] of cases) {
+    await rejects(
+      syncList(fake.client, "transactions", {
+        id: "transactionID",
+        sink: memorySink<Row>(),
+        ...options,
+      } as never),
+      (error: Error & { option?: string }) =>
+        error.option === option && says.test(error.message),
+      option,
+    );
+  }
+  equal(fake.listRequests, 0);
+});
+
+Deno.test("JSONL: new items are appended between cycles; a completed cycle rewrites the file to exactly the list", async () => {
+  const path = await freshTarget("sync-sweep", "cycle.jsonl");
+  const fake = inProcess({ items: { transactions: 200 } });
+  const options = { ...byDate, sink: createJsonlSink(path), maxDeletes: 1 };
+  await syncList(fake.client, "transactions", options);
+  fake.service.update("transactions", "tx_000003", { amount: 99 });
+  fake.service.remove("transactions", "tx_000004");
+  fake.service.insertTransactions(2);
+  const appended = await syncList(fake.client, "transactions", {
+    ...options,
+    sweep: 0,
+  });
+  equal(appended.inserted, 2);
+  const lines = async () =>
+    (await Deno.readTextFile(path)).trim().split("\n").map((line) =>
+      JSON.parse(line)
+    );
+  equal((await lines()).length, 202);
+  await syncList(fake.client, "transactions", { ...options, sweep: Infinity });
+  const after = await lines();
+  equal(after.length, 201);
+  equal(after.find((item) => item.transactionID === "tx_000003").amount, 99);
+  equal(after.some((item) => item.transactionID === "tx_000004"), false);
+});
