@@ -1,7 +1,9 @@
-// Keeps a SQLite copy of the transactions current: one sync now, then one
+// Keeps a SQLite copy of the transactions true: one sync now, then one
 // every minute. On Deno Deploy (or with --unstable-cron) it is a Deno.cron
-// job; elsewhere a plain loop. Each run reads only what is new; a run that
-// is killed is resumed by the next.
+// job; elsewhere a plain loop. Each run reads what is new, then SWEEP list
+// requests of what the copy holds (changed, back-dated and deleted items
+// reach it within the bound it prints); a run that is killed is resumed by
+// the next.
 //
 //   deno run --env-file=.env --allow-env='PARTNER_API_*' \
 //     --allow-net=<token host>,<api host> \
@@ -13,23 +15,51 @@ import {
   createClient,
   type PartnerClient,
 } from "@partner-api/client";
+import { DatabaseSync } from "node:sqlite";
 import {
   createSqliteSink,
   syncList,
   type SyncResult,
 } from "@partner-api/client/sync";
 
+/** List requests each run spends reading the copy again: 1,000 items each. */
+export const SWEEP = 10;
+
 /** Brings the copy in `database` up to date with the service's transactions. */
 export async function syncTransactions(
   client: PartnerClient,
   database: string,
-): Promise<SyncResult> {
+): Promise<SyncResult & { items: number }> {
   using sink = createSqliteSink(database, { table: "transactions" });
-  return await syncList(client, "transactions", {
+  const result = await syncList(client, "transactions", {
     id: "transactionID",
     sortBy: "creationDate",
     sink,
+    sweep: SWEEP,
   });
+  const db = new DatabaseSync(database, { readOnly: true });
+  try {
+    const { count } = db.prepare(
+      'SELECT count(*) AS count FROM "transactions" WHERE deleted_at IS NULL',
+    ).get() as { count: number };
+    return { ...result, items: count };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Minutes within which every change of a list of `items` reaches the copy,
+ * with runs every `minutes` sweeping `sweep` windows of `window` items: a
+ * change just behind the sweep waits the rest of this cycle and all of the
+ * next, so twice the cycle's runs.
+ */
+export function freshnessBound(
+  items: number,
+  { window = 1000, sweep = SWEEP, minutes = 1 } = {},
+): number {
+  const cycle = Math.max(1, Math.ceil(items / (window * sweep)));
+  return 2 * cycle * minutes;
 }
 
 /** Runs `job` every minute: Deno.cron where the runtime has it, a loop elsewhere. */
@@ -65,7 +95,9 @@ if (import.meta.main) {
       console.log(
         `${
           new Date().toISOString()
-        } ${result.written} new transactions (${result.requests} requests)`,
+        } ${result.inserted} new, ${result.updated} changed, ${result.deleted} removed (${result.requests} requests); ${result.items} transactions, each true within ${
+          freshnessBound(result.items)
+        } min${result.behind > 0 ? `; ${result.behind} known missing` : ""}`,
       );
     } catch (error) {
       // The next minute's run resumes from the last committed batch.

@@ -231,7 +231,12 @@ Deno.test("the sync example keeps a SQLite copy current", async () => {
   const target = await fresh("example.db");
   equal((await syncTransactions(client, target)).written, 40);
   api.insertTransactions(2);
-  equal((await syncTransactions(client, target)).written, 2);
+  const second = await syncTransactions(client, target);
+  equal(second.written, 2);
+  equal(second.items, 42);
+  const { freshnessBound } = await import("../examples/sync_transactions.ts");
+  // 100,000 items, windows of 1,000, 10 a run, a run a minute: 20 minutes.
+  equal(freshnessBound(100_000), 20);
   equal(rows(target), 42);
 });
 

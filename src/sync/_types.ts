@@ -82,13 +82,22 @@ export interface SyncCheckpoint {
  * `upTo` (the newest item committed when the cycle began); rows not seen
  * by the time it gets there are removed.
  *
- * @example A cycle half way
+ * @example Where the sweep stands after a run with a small budget
  * ```ts
- * import type { SweepCursor } from "@partner-api/client/sync";
- * import { ok } from "node:assert/strict";
+ * import { createClient } from "@partner-api/client";
+ * import { createSqliteSink, type SweepCursor, syncList } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
  *
- * const cursor: SweepCursor = { edge: { value: 40, id: "40" }, offset: 40, upTo: { value: 90, id: "90" }, cycle: 3, startedAt: Date.UTC(2026, 0, 1) };
- * ok(cursor.offset < 90); // 50 more items to read again before cycle 3 completes
+ * await using api = await startFakePartnerApi({ items: { organizations: 300 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * using sink = createSqliteSink(":memory:", { table: "organizations" });
+ * const options = { id: "organizationID", sink, maxLimit: 100 };
+ * await syncList(client, "organizations", options); // the first read is a whole cycle
+ * await syncList(client, "organizations", { ...options, sweep: 1 }); // one window of cycle 2
+ * const cursor: SweepCursor | undefined = (await sink.load())?.sweep;
+ * equal(cursor?.cycle, 2);
+ * equal(cursor?.upTo?.id, "org_000300"); // it covers up to the newest item when it began
  * ```
  */
 export interface SweepCursor {
@@ -457,9 +466,10 @@ export interface SyncProgress {
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * using sink = createSqliteSink(":memory:", { table: "organizations" });
  * await syncList(client, "organizations", { id: "organizationID", sink });
- * const again: SyncResult = await syncList(client, "organizations", { id: "organizationID", sink });
+ * const again: SyncResult = await syncList(client, "organizations", { id: "organizationID", sink, sweep: 0 });
  * equal(again.written, 0);
- * ok(again.requests <= 2); // a run with nothing new costs at most 2 requests
+ * ok(again.requests <= 2); // with nothing new and no sweep, at most 2 requests
+ * equal(again.behind, 0); // nothing known to be missing
  * ```
  */
 export interface SyncResult {

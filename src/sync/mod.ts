@@ -15,10 +15,14 @@
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * await Deno.mkdir(".test-tmp", { recursive: true });
  * const path = ".test-tmp/doc-sync-transactions.jsonl";
- * const sink = createJsonlSink(path);
- * const result = await syncList(client, "transactions", { id: "transactionID", sortBy: "creationDate", sink, full: true });
- * equal(result.written, 80);
- * equal((await Deno.readTextFile(path)).trim().split("\n").length, 80);
+ * for (const file of [path, `${path}.checkpoint.json`]) await Deno.remove(file).catch(() => {});
+ * const options = { id: "transactionID", sortBy: "creationDate", sink: createJsonlSink(path) };
+ * equal((await syncList(client, "transactions", options)).written, 80);
+ * api.update("transactions", "tx_000007", { amount: 1 });
+ * api.remove("transactions", "tx_000008");
+ * const result = await syncList(client, "transactions", { ...options, sweep: Infinity });
+ * equal(result.deleted, 1); // a whole cycle now: the copy is the list again
+ * equal((await Deno.readTextFile(path)).trim().split("\n").length, 79);
  * ```
  *
  * @module
@@ -27,6 +31,7 @@
 export { syncList } from "./sync_list.ts";
 export { SyncError, type SyncErrorReason } from "./sync_error.ts";
 export type {
+  SweepCursor,
   SyncCheckpoint,
   SyncEvent,
   SyncOptions,
@@ -34,6 +39,7 @@ export type {
   SyncResult,
   SyncSink,
   SyncSkippedEvent,
+  SyncWriteContext,
   SyncWriteReport,
 } from "./_types.ts";
 export {
