@@ -127,7 +127,12 @@ Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a 
     32,
   ]);
   const begun = sweepStart({ ...resumed.checkpoint, complete: true }, sizes, 7);
-  equal([begun?.begins, begun?.sweep.upTo, begun?.sweep.cycle, begun?.state.offset], [
+  equal([
+    begun?.begins,
+    begun?.sweep.upTo,
+    begun?.sweep.cycle,
+    begun?.state.offset,
+  ], [
     true,
     key(3),
     1,
