@@ -8,7 +8,13 @@
 // - list requests per page (⌈n / limit⌉) without drift (goal ≤ 1.1) and
 //   with 1 insert + 1 delete anywhere per request (goal ≤ 1.5);
 // - the plain client.list crawl (with dedupeBy) under the same churn, with
-//   the items it missed (that existed throughout) and repeated.
+//   the items it missed (that existed throughout) and repeated;
+// - the sweep (issue 41): list requests of a whole cycle against
+//   ⌈n / window⌉ (goal ≤ 1.1, ≤ 1.5 under churn), a run with nothing new and
+//   sweep 0 (goal 1 request), a sweep that finds nothing changed against
+//   client.list of the same list in items/s (goal ≥ 0.5×), and what the
+//   sweep costs the head's crawl of new items (goal: nothing beyond its own
+//   requests).
 // SYNC_BENCH_ITEMS (with --allow-env=SYNC_BENCH_ITEMS) sets a smaller n.
 
 import { createClient } from "../src/client/mod.ts";
@@ -145,6 +151,106 @@ async function underChurn(
   );
 }
 
+/** A whole cycle's requests, a quiet run's, and what the sweep adds to the head. */
+async function sweepCosts(n: number, churn: boolean) {
+  const fake = inProcess({
+    items: { transactions: n },
+    ...(churn ? { churn: { insertAnywhere: 1, remove: 1, update: 1 } } : {}),
+  });
+  const sink = memorySink<Record<string, unknown>>();
+  const options = {
+    id: "transactionID",
+    sortBy: "creationDate",
+    sink,
+    limit: 1000,
+    maxDeletes: 1,
+  };
+  await syncList(fake.client, "transactions", options);
+  const cycle = await syncList(fake.client, "transactions", {
+    ...options,
+    sweep: Infinity,
+  });
+  const window = sink.checkpoint?.accepted ?? 1000;
+  // The cycle's own requests: the run's less its head's (one window, or two).
+  const head = await syncList(fake.client, "transactions", {
+    ...options,
+    sweep: 0,
+  });
+  const sweepRequests = cycle.requests - head.requests;
+  fake.service.insertTransactions(5000);
+  const alone = await syncList(fake.client, "transactions", {
+    ...options,
+    sweep: 0,
+  });
+  fake.service.insertTransactions(5000);
+  const withSweep = await syncList(fake.client, "transactions", {
+    ...options,
+    sweep: 5,
+  });
+  console.log(
+    `sweep of ${n} items${
+      churn ? " (1 insert, 1 delete, 1 change per request)" : ""
+    }: a cycle ${sweepRequests} requests = ${
+      (sweepRequests / Math.ceil(n / window)).toFixed(3)
+    }× ⌈n / ${window}⌉ (goal ≤ ${
+      churn ? "1.5" : "1.1"
+    }); nothing new with sweep 0: ${head.requests} request(s) (goal 1); ` +
+      `5,000 new items: the head alone ${alone.requests} requests, with sweep 5 ${withSweep.requests} (goal: the head's + at most 5)`,
+  );
+}
+
+/** A sweep that finds nothing changed, against client.list of the same list, by items/s. */
+async function sweepThroughput() {
+  const n = Math.min(ITEMS, 200_000);
+  await using api = await startRemoteFake([`--transactions=${n}`]);
+  const client = createClient({
+    environment: api.environment,
+    clientId: api.clientId,
+    clientSecret: api.clientSecret,
+    rateLimit: false,
+  });
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const target = ".test-tmp/sync-sweep-bench.db";
+  for (const suffix of ["", "-wal", "-shm"]) {
+    await Deno.remove(`${target}${suffix}`).catch(() => {});
+  }
+  using sink = createSqliteSink(target, { table: "transactions" });
+  const options = {
+    id: "transactionID",
+    sortBy: "creationDate",
+    sink,
+    limit: 1000,
+  };
+  await syncList(client, "transactions", options);
+  const rates: [number, number][] = [];
+  for (let round = 0; round < 2; round++) {
+    let listed = 0;
+    const listStart = performance.now();
+    const pages = {
+      sortBy: "creationDate",
+      sortDirection: "ASC",
+      limit: 1000,
+    } as const;
+    for await (const _ of client.list("transactions", pages)) listed++;
+    const listRate = listed / ((performance.now() - listStart) / 1000);
+    const start = performance.now();
+    await syncList(client, "transactions", { ...options, sweep: Infinity });
+    rates.push([listRate, n / ((performance.now() - start) / 1000)]);
+  }
+  console.log(
+    `a sweep of ${n} unchanged transactions into SQLite: ${
+      rates.map(([list, sweep]) =>
+        `${Math.round(sweep)} items/s against client.list ${
+          Math.round(list)
+        } = ${(sweep / list).toFixed(2)}×`
+      ).join("; ")
+    } (goal ≥ 0.5×)`,
+  );
+}
+
+await sweepCosts(20_000, false);
+await sweepCosts(20_000, true);
+await sweepThroughput();
 await underChurn(20_000, 1000, false);
 await underChurn(20_000, 1000, true);
 await underChurn(20_000, 100, false);

@@ -141,6 +141,10 @@ export function statements(db: DatabaseSync, table: string) {
     mark: db.prepare(
       `UPDATE ${table} SET deleted_at = ? WHERE seen < ? AND deleted_at IS NULL`,
     ),
+    // Rows a sweep read again unchanged: only seen in this cycle.
+    seen: db.prepare(
+      `UPDATE ${table} SET seen = ? WHERE id IN (SELECT value FROM json_each(?))`,
+    ),
     isLive: db.prepare(
       `SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`,
     ),
@@ -191,17 +195,27 @@ export function classify(
   existing: readonly { id: string; item: string; deleted_at: string | null }[],
   texts: readonly string[],
   ids: readonly string[],
-): { inserted: string[]; updated: string[]; added: number } {
+): {
+  inserted: string[];
+  updated: string[];
+  added: number;
+  /** Indexes of the items to write; the others are only seen again. */
+  changed: number[];
+  unchanged: string[];
+} {
   const held = new Map(existing.map((row) => [row.id, row]));
   const inserted: string[] = [], updated: string[] = [];
+  const changed: number[] = [], unchanged: string[] = [];
   let added = 0;
   ids.forEach((id, i) => {
     const row = held.get(id);
     if (row === undefined) added++;
     if (row === undefined || row.deleted_at !== null) inserted.push(id);
     else if (row.item !== texts[i]) updated.push(id);
+    else return void unchanged.push(id);
+    changed.push(i);
   });
-  return { inserted, updated, added };
+  return { inserted, updated, added, changed, unchanged };
 }
 
 function unquoted(table: string): string {

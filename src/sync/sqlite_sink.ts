@@ -237,7 +237,16 @@ function applyBatch(
     deleted_at: string | null;
   }[];
   const kinds = classify(existing, batch.texts, batch.ids);
-  upsertAll(st, batch.texts, batch.ids, cycle);
+  // Unchanged rows are only marked seen: rewriting them costs the index.
+  upsertAll(
+    st,
+    kinds.changed.map((i) => batch.texts[i]!),
+    kinds.changed.map((i) => batch.ids[i]!),
+    cycle,
+  );
+  if (kinds.unchanged.length > 0) {
+    st.seen.run(cycle, JSON.stringify(kinds.unchanged));
+  }
   const at = new Date().toISOString();
   const record = changes === undefined
     ? undefined
