@@ -1,6 +1,7 @@
 // Internal: writes a run's batches one after another, each while the next
 // window is read, and counts what the sink reports.
 
+import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
 import type {
   SyncCheckpoint,
@@ -157,13 +158,9 @@ export class Committer<T> {
   requests: () => number = () => 0;
 }
 
-/** Tells a listener; what it throws or rejects with is ignored. */
+/** Tells a listener the frozen `event`; what it throws or rejects with is ignored. */
 function hear<E>(listener: (event: E) => unknown, event: E): void {
-  try {
-    Promise.resolve(listener(Object.freeze(event))).catch(() => {});
-  } catch {
-    // A listener's failure must never change what the run does.
-  }
+  callListener(listener, Object.freeze(event));
 }
 
 /**
