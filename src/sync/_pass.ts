@@ -155,15 +155,14 @@ function launch<T>(
     ? controller.signal
     : AbortSignal.any([config.signal, controller.signal]);
   const items = (async () => {
-    const items: T[] = [];
-    const pages = client.list<T>(config.identity.path, {
+    const pages = client.pages<T>(config.identity.path, {
       ...listOptions(config, signal),
       limit: plan.limit,
       page: plan.page,
       maxPages: 1,
     });
-    for await (const item of pages) items.push(item);
-    return items;
+    for await (const page of pages) return page.items;
+    return [];
   })();
   // A window dropped in flight may still reject; nobody waits for it.
   items.catch(() => {});

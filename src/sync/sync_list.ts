@@ -71,8 +71,9 @@ export async function syncList<T>(
   options: SyncOptions<T>,
 ): Promise<SyncResult> {
   const config = syncConfig(path, options);
-  // Path and list options are checked by the client now, before any request.
-  void client.list(config.identity.path, listOptions(config, undefined));
+  // The client checks the path and list options when the pages are asked
+  // for, before any request: here, before the sink is touched.
+  void client.pages(config.identity.path, listOptions(config, undefined));
   // One run at a time: the sink checks the copy, then takes it. (No
   // `await using`: Node 20 cannot parse it.)
   const lock = await config.sink.lock?.(
