@@ -7,7 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import {
   createJsonlSink,
   createSqliteSink,
-  SyncError,
+  type SyncError,
   syncList,
 } from "../src/sync/mod.ts";
 import { seededRandom } from "../src/testing/_list_data.ts";

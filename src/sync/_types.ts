@@ -406,6 +406,7 @@ export interface SyncOptions<T> {
  * ```
  */
 export interface SyncSkippedEvent {
+  /** What happened: items were skipped. */
   readonly type: "sync.skipped";
   /** The ids left out of this batch. */
   readonly ids: readonly string[];

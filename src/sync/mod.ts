@@ -56,7 +56,12 @@ export {
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
 export type { PaginateOptions, SortDirection } from "../client/paginate.ts";
-export type { ListOptions, PartnerClient } from "../client/mod.ts";
+export type {
+  ListOptions,
+  Page,
+  PartnerClient,
+  RequestMetadata,
+} from "../client/mod.ts";
 export type { QuotaBucket } from "../core/quota.ts";
 export type {
   GetTokenOptions,
