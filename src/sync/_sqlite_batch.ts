@@ -1,0 +1,182 @@
+// Internal: what the SQLite sink does inside its transaction, and what it
+// checks before: a batch applied (seen, changed, removed at a cycle's end),
+// a copy judged against what was recorded, and a batch made storable.
+
+import type { DatabaseSync } from "node:sqlite";
+import type { SyncCheckpoint, SyncWriteContext } from "./_types.ts";
+import { isCheckpoint } from "./_checkpoint.ts";
+import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import { fingerprint } from "./_files.ts";
+import {
+  classify,
+  type CopyState,
+  type statements,
+  upsertAll,
+} from "./_sqlite_copy.ts";
+import { SyncError } from "./sync_error.ts";
+
+/** The prepared statements of a sink. */
+export type Statements = ReturnType<typeof statements>;
+
+/**
+ * Upserts a batch, seen in its cycle, and records its changes; when it
+ * ends a cycle, removes (or marks) the rows the cycle did not see, unless
+ * that is more than `maxDeletes` of the copy. Inside the caller's
+ * transaction.
+ *
+ * @throws {SyncError} (`"too-many-deletes"`)
+ */
+export function applyBatch(
+  db: DatabaseSync,
+  st: Statements,
+  batch: Awaited<ReturnType<typeof storable>>,
+  context: SyncWriteContext | undefined,
+  changes: string | undefined,
+  state: Checked,
+  what: string,
+) {
+  const cycle = context?.cycle ?? 0;
+  const existing = st.existing.all(JSON.stringify(batch.ids)) as {
+    id: string;
+    item: string;
+    deleted_at: string | null;
+  }[];
+  const kinds = classify(existing, batch.texts, batch.ids);
+  // Unchanged rows are only marked seen: rewriting them costs the index.
+  upsertAll(
+    st,
+    kinds.changed.map((i) => batch.texts[i]!),
+    kinds.changed.map((i) => batch.ids[i]!),
+    cycle,
+  );
+  if (kinds.unchanged.length > 0) {
+    st.seen.run(cycle, JSON.stringify(kinds.unchanged));
+  }
+  const at = new Date().toISOString();
+  const record = changes === undefined
+    ? undefined
+    : db.prepare(`INSERT INTO ${changes} (id, change, at) VALUES (?, ?, ?)`);
+  for (const id of kinds.inserted) record?.run(id, "insert", at);
+  for (const id of kinds.updated) record?.run(id, "update", at);
+  let rows = state.rows + kinds.added;
+  let last = batch.last ?? state.last;
+  let deleted = 0;
+  const ends = context?.endsCycle;
+  if (ends !== undefined) {
+    deleted = (st.unseen.get(cycle) as { n: number }).n;
+    const live = (st.live.get() as { n: number }).n;
+    if (tooMany(deleted, live, ends.maxDeletes)) {
+      throw tooManyDeletes(deleted, live, ends.maxDeletes, what);
+    }
+    for (const row of record === undefined ? [] : st.unseenIds.all(cycle)) {
+      record?.run((row as { id: string }).id, "delete", at);
+    }
+    if (ends.deletes === "remove") {
+      st.remove.run(cycle);
+      rows -= deleted;
+    } else st.mark.run(at, cycle);
+    const lastId = last?.slice(last.indexOf(":") + 1);
+    if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
+      last = null;
+    }
+  }
+  return {
+    inserted: kinds.inserted.length,
+    updated: kinds.updated.length,
+    deleted,
+    rows,
+    last,
+  };
+}
+
+/** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
+export interface Checked {
+  readonly checkpoint: SyncCheckpoint | undefined;
+  readonly rows: number;
+  readonly last: string | null;
+}
+
+/**
+ * Judges what the copy holds against what was recorded.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`)
+ */
+export async function judgeCopy(
+  state: CopyState,
+  what: string,
+  itemOf: (id: string) => string | undefined,
+): Promise<Checked> {
+  const refuse = (why: string) =>
+    new SyncError(
+      `Cannot sync into ${what}: ${why}. Nothing was changed: sync into another table or database file`,
+      "sink-mismatch",
+      what,
+    );
+  if (state.checkpoint === undefined) {
+    if (state.rows > 0) {
+      throw refuse(
+        `it holds ${state.rows} rows that no checkpoint covers: it was not written by a sync`,
+      );
+    }
+    return { checkpoint: undefined, rows: 0, last: null };
+  }
+  if (state.others > 0) {
+    throw refuse(
+      "checkpoints for several spellings of its name share it (SQLite folds case)",
+    );
+  }
+  let checkpoint: unknown;
+  try {
+    checkpoint = JSON.parse(state.checkpoint);
+  } catch {
+    checkpoint = undefined;
+  }
+  if (!isCheckpoint(checkpoint)) {
+    throw refuse("its checkpoint is damaged or from another version");
+  }
+  const recorded = state.recorded;
+  // 0.3 recorded neither count nor last row: nothing more to compare.
+  if (recorded === undefined) {
+    return { checkpoint, rows: state.rows, last: null };
+  }
+  if (recorded.rows !== state.rows) {
+    throw refuse(
+      `it holds ${state.rows} rows, not the ${recorded.rows} committed`,
+    );
+  }
+  if (recorded.last !== null) {
+    const at = recorded.last.indexOf(":");
+    const text = itemOf(recorded.last.slice(at + 1));
+    const hash = text === undefined
+      ? undefined
+      : await fingerprint(new TextEncoder().encode(text));
+    if (hash !== recorded.last.slice(0, at)) {
+      throw refuse(
+        "its last committed row is not the one recorded: the copy was changed",
+      );
+    }
+  }
+  return { checkpoint, rows: recorded.rows, last: recorded.last };
+}
+
+/**
+ * The batch as the table can hold it: each id once (its last occurrence),
+ * ids that are not well-formed Unicode left out (SQLite would store them
+ * as U+FFFD, and two would collide); the last row's fingerprint.
+ */
+export async function storable<T>(items: readonly T[], ids: readonly string[]) {
+  const at = new Map<string, number>();
+  const skipped: string[] = [];
+  ids.forEach((id, i) => {
+    if (id.isWellFormed()) at.set(id, i);
+    else skipped.push(id);
+  });
+  const order = [...at.values()].sort((a, b) => a - b);
+  const texts = order.map((i) => JSON.stringify(items[i]));
+  const keys = order.map((i) => ids[i]!);
+  const lastText = texts.at(-1);
+  const last = lastText === undefined
+    ? undefined
+    : `${await fingerprint(new TextEncoder().encode(lastText))}:${keys.at(-1)}`;
+  return { texts, ids: keys, skipped, last };
+}
