@@ -2,7 +2,12 @@
 // in any sliding window of `interval` ms. Waiting for a slot is not failing:
 // callers queue in order and go as soon as the window lets them.
 
-import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
+import {
+  checkNumber,
+  MAX_TIMER_MS,
+  optionError,
+  requireFunction,
+} from "../core/_check.ts";
 import {
   emptyWindow,
   type RateLimit,
@@ -56,8 +61,8 @@ const CONTEXT = "Cannot create rate limiter";
  *
  * @param options The limit, and optionally the clock.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
- * @throws {RangeError} When `requests` or `interval` is not a positive
- * integer, or `requests` is over 1,000,000.
+ * @throws {RangeError} When `requests` is not a positive integer up to
+ * 1,000,000, or `interval` not a whole number of ms from 1 to 2,147,483,647.
  *
  * @example Pacing a loop of your own
  * ```ts
@@ -80,7 +85,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   }
   const limit = Object.freeze({
     requests: requestCount(options.requests),
-    interval: positiveInteger(options.interval, "interval"),
+    interval: timeOption(options.interval, "interval"),
   });
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   return new SlidingWindowLimiter(limit, now);
@@ -91,6 +96,23 @@ function positiveInteger(value: number | undefined, option: string): number {
     throw optionError(TypeError, CONTEXT, option, "must be given");
   }
   return checkNumber(value, 0, "positive integer", CONTEXT, option);
+}
+
+/**
+ * A window no timer can wait out (over 2^31 - 1 ms) would make every wait
+ * fire at once: callers would spin instead of waiting.
+ */
+function timeOption(value: number | undefined, option: string): number {
+  if (value === undefined) {
+    throw optionError(TypeError, CONTEXT, option, "must be given");
+  }
+  return checkNumber(
+    value,
+    0,
+    "positive whole time in ms, at most 2147483647",
+    CONTEXT,
+    option,
+  );
 }
 
 /** The window keeps one time per request: 8 MB at most. */
@@ -175,7 +197,11 @@ class SlidingWindowLimiter implements RateLimiter {
       // Infinity: the oldest awaits its answer, and answered() comes back.
       if (wait === Infinity) return;
       if (wait > 0) {
-        this.#timer = setTimeout(() => this.#schedule(), wait);
+        // Never past what a timer can wait: a longer delay fires at once.
+        this.#timer = setTimeout(
+          () => this.#schedule(),
+          Math.min(wait, MAX_TIMER_MS),
+        );
         return;
       }
       this.#queue.shift()!.resolve(recordSend(this.#window, Infinity));

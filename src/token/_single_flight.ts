@@ -1,6 +1,7 @@
 // Internal: one piece of work that any number of callers wait for.
 
 import { raceAbort, unrefTimer } from "../core/_abort.ts";
+import { MAX_TIMER_MS } from "../core/_check.ts";
 
 /** One run of the work, as its callers see it. */
 export interface Flight<T> {
@@ -64,19 +65,18 @@ export class SingleFlight<T> {
         return plan.rejoin(signal);
       },
     };
-    const watchdog = setTimeout(() => {
+    const watchdog = longTimer(() => {
       const error = plan.abandoned();
       flight.failure = { error };
       controller.abort(error);
       this.drop(flight);
       abandon(error);
     }, plan.budget);
-    unrefTimer(watchdog);
     let abandon: (error: unknown) => void = () => {};
     const abandonment = new Promise<never>((_, reject) => abandon = reject);
     abandonment.catch(() => {});
     const work = plan.run(controller.signal).finally(() => {
-      clearTimeout(watchdog);
+      watchdog.clear();
       this.drop(flight);
     });
     work.catch((error) => flight.failure ??= { error });
@@ -108,4 +108,21 @@ export class SingleFlight<T> {
   drop(flight: Flight<T>): void {
     if (this.#current === flight) this.#current = undefined;
   }
+}
+
+/**
+ * Calls `fire` after `ms`, in steps a timer can wait: a budget of several
+ * 2^31 - 1 ms time limits (the largest `timeout` with its retries) would
+ * otherwise fire at once and abandon every flight. Never keeps a process
+ * alive.
+ */
+function longTimer(fire: () => void, ms: number): { clear(): void } {
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = (left: number) => {
+    const step = Math.min(left, MAX_TIMER_MS);
+    timer = setTimeout(() => left > step ? arm(left - step) : fire(), step);
+    unrefTimer(timer);
+  };
+  arm(ms);
+  return { clear: () => clearTimeout(timer) };
 }
