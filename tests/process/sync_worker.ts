@@ -1,6 +1,6 @@
 // A sync run in its own process, for the SIGKILL tests: syncs the fake's
-// transactions into a SQLite file, a JSONL file or PostgreSQL, printing a
-// line per committed batch. Argument: one JSON object (see SyncJob).
+// transactions into a SQLite file, a JSONL file or PostgreSQL (sweeping as
+// the job says), printing a line per committed batch. Argument: one JSON object (see SyncJob).
 
 import pg from "pg";
 import { createClient } from "../../src/client/mod.ts";
@@ -26,6 +26,8 @@ export interface SyncJob {
   };
   readonly clientId: string;
   readonly clientSecret: string;
+  /** List requests each run may spend sweeping (`"all"`: a whole cycle); the default when absent. */
+  readonly sweep?: number | "all";
 }
 
 const job = JSON.parse(Deno.args[0]!) as SyncJob;
@@ -60,6 +62,9 @@ const result = await syncList(client, "transactions", {
   sink,
   limit: 50,
   maxLimit: 100,
+  ...(job.sweep === undefined
+    ? {}
+    : { sweep: job.sweep === "all" ? Infinity : job.sweep }),
   onProgress: (progress) =>
     void Deno.stdout.writeSync(encoder.encode(`${progress.written}\n`)),
 });
