@@ -372,7 +372,8 @@ export type PartnerApiEvent =
   | ApiRenewalEvent
   | RateWaitEvent
   | ApiListEvent
-  | RateDegradedEvent;
+  | RateDegradedEvent
+  | RateRestoredEvent;
 
 /**
  * A listener of events.
@@ -426,4 +427,29 @@ export interface RateDegradedEvent {
   readonly interval: number;
   /** Epoch ms (of the `now` clock) when the store is asked again. */
   readonly retryAt: number;
+}
+
+/**
+ * A fleet rate limiter takes from its store again after `rate.degraded`:
+ * the store answers, and this process has written back what it sent alone
+ * (or, after a store that came back empty, everything it sent in the last
+ * window), so the fleet's window counts it.
+ *
+ * @example A line per change of pace
+ * ```ts
+ * import type { PartnerApiEvent } from "@partner-api/client";
+ * import { equal } from "node:assert/strict";
+ *
+ * function pace(event: PartnerApiEvent): string | undefined {
+ *   if (event.type === "rate.degraded") return `${event.store}: alone, ${event.requests} per window`;
+ *   if (event.type === "rate.restored") return `${event.store}: the fleet's window again`;
+ * }
+ * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
+ * ```
+ */
+export interface RateRestoredEvent {
+  /** Tells events apart. */
+  readonly type: "rate.restored";
+  /** The store that answers again. */
+  readonly store: "redis" | "kv";
 }
