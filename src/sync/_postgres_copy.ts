@@ -429,13 +429,13 @@ export function writeSql(table: string, shape: WriteShape): string {
   WHERE t.seen < ${cycle} AND t.deleted_at IS NULL
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
 )`,
-      `counted AS (
-  SELECT (SELECT count(*) FROM gone) AS unseen,
-    (SELECT count(*) FROM ${table} WHERE deleted_at IS NULL)
-      + (SELECT count(*) FROM kinds WHERE change = 'insert') AS live
-)`,
+      // Each count in FROM, so that each is taken once (in the select
+      // list, one the guard uses twice would be taken twice).
       `guard AS (
-  SELECT unseen, live, unseen > ${maxDeletes} * live AS refused FROM counted
+  SELECT u.n AS unseen, l.n + i.n AS live, u.n > ${maxDeletes} * (l.n + i.n) AS refused
+  FROM (SELECT count(*) AS n FROM gone) AS u,
+    (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
+    (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
 )`,
     );
   }
