@@ -443,6 +443,7 @@ export interface RateDegradedEvent {
  * function pace(event: PartnerApiEvent): string | undefined {
  *   if (event.type === "rate.degraded") return `${event.store}: alone, ${event.requests} per window`;
  *   if (event.type === "rate.restored") return `${event.store}: the fleet's window again`;
+ *   return undefined;
  * }
  * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
  * ```
