@@ -238,10 +238,11 @@ export function createPostgresSink<T>(
     },
     async write(items, checkpoint, ids, context) {
       if (!checked) await check();
-      await touch();
+      // The change table's checks first: a refusal leaves nothing created.
       const changes = context?.changes === true
         ? await changeTable()
         : undefined;
+      await touch();
       const batch = postgresBatch(items, ids);
       const ends = context?.endsCycle;
       const shape: WriteShape = {

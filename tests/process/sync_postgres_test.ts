@@ -792,6 +792,31 @@ const steps: {
       );
       equal(await dump(db, "transactions"), before);
       equal(await dump(db, "transactions_changes"), "");
+      // A name that leaves no room for "_changes" in 63 bytes, before
+      // anything is created.
+      const long = "t".repeat(56);
+      await rejects(
+        createPostgresSink({ query: db.query, table: long }).write(
+          [{ n: 1 }],
+          {
+            version: 1,
+            path: "things",
+            sortBy: null,
+            id: null,
+            query: {},
+            edge: { value: "1", id: "1" },
+            offset: 1,
+            full: false,
+            complete: true,
+          },
+          ["1"],
+          { cycle: 1, phase: "head", changes: true },
+        ),
+        (error: unknown) =>
+          error instanceof TypeError &&
+          (error as TypeError & { option?: string }).option === "table",
+      );
+      equal(await exists(db, long), false);
     },
   },
   {
