@@ -412,7 +412,28 @@ export interface SyncSkippedEvent {
   readonly ids: readonly string[];
 }
 
-/** Every event `SyncOptions.onEvent` hears; `type` tells them apart. */
+/**
+ * Every event `SyncOptions.onEvent` hears; `type` tells them apart.
+ *
+ * @example A log line per event
+ * ```ts
+ * import { syncList, type SyncEvent, type SyncSink } from "@partner-api/client/sync";
+ * import { createClient } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const line = (event: SyncEvent) => `${event.type}: ${event.ids.join(", ")}`;
+ * const sink: SyncSink<unknown> = {
+ *   load: () => Promise.resolve(undefined),
+ *   write: (_items, _checkpoint, ids) => Promise.resolve({ skippedIds: ids.slice(0, 1) }),
+ * };
+ * const lines: string[] = [];
+ * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * await syncList(client, "organizations", { id: "organizationID", sink, onEvent: (event) => lines.push(line(event)) });
+ * deepStrictEqual(lines, ["sync.skipped: org_000001"]);
+ * ```
+ */
 export type SyncEvent = SyncSkippedEvent;
 
 /**
