@@ -5,7 +5,10 @@
 // come from the TypeScript compiler pinned in deno.json (`npm:typescript`),
 // emitted without a type check (the sources are checked by `deno check`;
 // stock tsc does not know Deno's `.ts` imports or its `Deno` namespace) into
-// dist/types/, which the one-line entry files re-export.
+// dist/types/, which the one-line entry files re-export. And a
+// dist/package.json (name, version, `exports` with `types` conditions,
+// `engines`, `sideEffects`), so that `npm install ./dist` then
+// `import "@partner-api/client/sync"` works.
 //
 // Needs --allow-read, --allow-write=dist, --allow-run=deno and --allow-env
 // (the compiler reads its environment).
@@ -19,6 +22,60 @@ function distName(exportPath: string): string {
   return exportPath === "." ? "partner-api" : exportPath.slice(2);
 }
 
+/**
+ * The package.json of dist/: every export as its bundle, with the `types`
+ * condition first (TypeScript reads conditions in order).
+ */
+export function packageJson(config: {
+  name: string;
+  version: string;
+  license: string;
+  exports: Record<string, string>;
+  imports: Record<string, string>;
+}): Record<string, unknown> {
+  const exports: Record<string, unknown> = {};
+  for (const path of Object.keys(config.exports)) {
+    const name = distName(path);
+    exports[path] = { types: `./${name}.d.mts`, default: `./${name}.mjs` };
+  }
+  exports["./package.json"] = "./package.json";
+  const otel = /^npm:@opentelemetry\/api@(.+)$/.exec(
+    config.imports["@opentelemetry/api"] ?? "",
+  )?.[1];
+  return {
+    name: config.name,
+    version: config.version,
+    description:
+      "OAuth 2.0 client-credentials tokens and paged lists of the partner API, without wasting its token quota",
+    license: config.license,
+    type: "module",
+    exports,
+    types: "./partner-api.d.mts",
+    engines: { node: ">=20" },
+    // Each entry is one bundle with no import-time work of its own.
+    sideEffects: false,
+    ...(otel === undefined ? {} : {
+      peerDependencies: { "@opentelemetry/api": `^${otel}` },
+      peerDependenciesMeta: { "@opentelemetry/api": { optional: true } },
+    }),
+  };
+}
+
+/**
+ * `./kv` takes a `Deno.Kv` and runs on Deno only; outside Deno its
+ * declarations name an empty `Deno.Kv`, so that a project with only
+ * @types/node still type-checks (a real `Deno.Kv` merges with it).
+ */
+const DENO_KV_SHIM =
+  `// ./kv runs on Deno only: it takes a Deno.Kv. Declared empty here for
+// projects without Deno's types; Deno's own declaration merges with it.
+declare global {
+  namespace Deno {
+    interface Kv {}
+  }
+}
+`;
+
 async function run(args: string[]): Promise<void> {
   const { code } = await new Deno.Command("deno", {
     args,
@@ -29,6 +86,7 @@ async function run(args: string[]): Promise<void> {
 }
 
 if (import.meta.main) {
+  const config = JSON.parse(await Deno.readTextFile("deno.json"));
   await Deno.remove("dist", { recursive: true }).catch(() => {});
   const entries = Object.entries(exports);
   for (const [path, file] of entries) {
@@ -59,9 +117,19 @@ if (import.meta.main) {
   ]);
   for (const [path, file] of entries) {
     const line = `export * from "./types/${file.replace(/^\.\//, "")}";\n`;
+    const text = path === "./kv" ? DENO_KV_SHIM + line : line;
     for (const extension of [".d.ts", ".d.mts"]) {
-      await Deno.writeTextFile(`dist/${distName(path)}${extension}`, line);
+      await Deno.writeTextFile(`dist/${distName(path)}${extension}`, text);
     }
   }
-  console.log(`dist/: ${entries.length} entries, .mjs and .d.ts each`);
+  await Deno.writeTextFile(
+    "dist/package.json",
+    `${JSON.stringify(packageJson(config), null, 2)}\n`,
+  );
+  for (const file of ["README.md", "LICENSE"]) {
+    await Deno.copyFile(file, `dist/${file}`);
+  }
+  console.log(
+    `dist/: ${entries.length} entries, .mjs and .d.ts each, and package.json`,
+  );
 }

@@ -5,6 +5,7 @@
 
 import type {
   CoordinateOptions,
+  FleetStoreOptions,
   TokenRecord,
   TokenStore,
 } from "../store/mod.ts";
@@ -32,7 +33,7 @@ const LOST: LostLease = Object.freeze({});
 /** The checked options of a {@linkcode KvTokenStore}. */
 export interface KvStoreConfig extends LeaseTiming {
   readonly prefix: readonly (string | number)[];
-  readonly encryptionKey: CryptoKey | undefined;
+  readonly encryptionKey: FleetStoreOptions["encryptionKey"];
   readonly holder: string;
 }
 

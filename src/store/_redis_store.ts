@@ -7,6 +7,7 @@
 
 import type {
   CoordinateOptions,
+  FleetStoreOptions,
   TokenRecord,
   TokenStore,
 } from "../store/mod.ts";
@@ -56,7 +57,7 @@ export interface RedisStoreConfig extends LeaseTiming {
   readonly command: RedisCommand;
   readonly blockingCommand: RedisCommand | undefined;
   readonly prefix: string;
-  readonly encryptionKey: CryptoKey | undefined;
+  readonly encryptionKey: FleetStoreOptions["encryptionKey"];
   readonly holder: string;
   readonly commandTimeout: number;
 }

@@ -332,14 +332,16 @@ export interface FleetStoreOptions {
    */
   pollInterval?: number;
   /**
-   * An AES-GCM key (`crypto.subtle.generateKey({ name: "AES-GCM", length:
-   * 256 }, false, ["encrypt", "decrypt"])`) to seal records at rest with.
-   * Every process of the fleet needs the same key; a record it cannot
-   * open counts as absent.
+   * An AES-GCM `CryptoKey` (`crypto.subtle.generateKey({ name: "AES-GCM",
+   * length: 256 }, false, ["encrypt", "decrypt"])`) to seal records at rest
+   * with. Every process of the fleet needs the same key; a record it cannot
+   * open counts as absent. (Its type names the key through `crypto.subtle`,
+   * not the DOM's `CryptoKey`: Node projects type-check with @types/node
+   * alone.)
    *
    * @default {a key derived (HKDF) from the client secret}
    */
-  encryptionKey?: CryptoKey;
+  encryptionKey?: Awaited<ReturnType<typeof crypto.subtle.importKey>>;
   /**
    * Names this process in the leases it takes, e.g. a host name and pid, so
    * that an operator can see who holds one.
