@@ -157,27 +157,30 @@ test("Redis going away mid-run costs at most one token per process, with no unha
   ok(f.api.tokenRequests <= 1 + processes.length);
 });
 
-Deno.test("a Redis command that never answers counts as a failure after commandTimeout", async () => {
-  // In process on fake time: the fake answers with no socket, and the clock
-  // moves only when nothing else can run (crypto included).
-  await withFakeTimers(async (timers) => {
-    using api = inProcessFake();
-    using io = trackedIo();
-    const provider = createTokenProvider({
-      ...api.environment,
-      ...api.credentials,
-      fetch: api.fetch,
-      retry: false,
-      store: createRedisTokenStore({
-        command: () => new Promise(() => {}), // a client queueing while Redis is away
-        commandTimeout: 1000,
-      }),
+processTest(
+  "a Redis command that never answers counts as a failure after commandTimeout",
+  async () => {
+    // In process on fake time: the fake answers with no socket, and the clock
+    // moves only when nothing else can run (crypto included).
+    await withFakeTimers(async (timers) => {
+      using api = inProcessFake();
+      using io = trackedIo();
+      const provider = createTokenProvider({
+        ...api.environment,
+        ...api.credentials,
+        fetch: api.fetch,
+        retry: false,
+        store: createRedisTokenStore({
+          command: () => new Promise(() => {}), // a client queueing while Redis is away
+          commandTimeout: 1000,
+        }),
+      });
+      const token = await drive(timers, provider.getToken(), io.idle);
+      ok(api.service.isValidToken(token.accessToken));
+      equal(api.service.tokenRequests, 1);
     });
-    const token = await drive(timers, provider.getToken(), io.idle);
-    ok(api.service.isValidToken(token.accessToken));
-    equal(api.service.tokenRequests, 1);
-  });
-});
+  },
+);
 
 processTest(
   "createRedisTokenStore() refuses bad options with the option's name",
