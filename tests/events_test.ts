@@ -73,6 +73,8 @@ Deno.test("a token request and an API request: token.request with the quota, api
     method: "GET",
     base: "api",
     path: "/api/organizations",
+    host: "127.0.0.1",
+    port: Number(h.api.environment.baseUrl.port),
     status: 200,
     attempt: 1,
     durationMs: 0,

@@ -69,8 +69,9 @@ Deno.test("request durations follow the semantic conventions: seconds (unit s), 
   const meter: TelemetryMeter = {
     createCounter: () => nothing,
     createGauge: () => nothing,
-    createHistogram: (_name, { unit }) => ({
+    createHistogram: (name, { unit }) => ({
       record: (value, attributes) =>
+        name === "partner_api.request.duration" &&
         points.push({
           unit,
           value,
@@ -84,6 +85,8 @@ Deno.test("request durations follow the semantic conventions: seconds (unit s), 
     method: "GET",
     base: "api",
     path: "/api/organizations",
+    host: "api.partner.example",
+    port: 443,
     status: 200,
     attempt: 1,
     durationMs: 1250,

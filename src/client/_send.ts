@@ -47,12 +47,16 @@ export function sendExchange<T>(
     attempt: (deadline) => attempt(request, deadline),
     next: (response, deadline, attempts) =>
       afterAttempt(request, response, deadline, attempts),
-    heard: (response, attempt, durationMs) => ({
+    heard: (response, attempt, durationMs, deadline) => ({
       type: "api.request",
       method: request.method,
       base: exchange.kind,
       path: request.target.pathname,
+      ...serverOf(request.target),
       status: response?.status ?? 0,
+      ...(response === undefined
+        ? { reason: deadline.timedOut ? "timeout" : "network" }
+        : {}),
       attempt,
       durationMs,
     }),
@@ -364,4 +368,12 @@ const NO_OPTIONS = Object.freeze({});
 /** An answer not handed back must be read or cancelled, or it leaks. */
 async function discard(response: Response): Promise<void> {
   await response.body?.cancel().catch(() => {});
+}
+
+/** Where a request went, as its event says: host and port. */
+function serverOf(url: URL): { host: string; port: number } {
+  const port = url.port === ""
+    ? (url.protocol === "https:" ? 443 : 80)
+    : Number(url.port);
+  return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
 }

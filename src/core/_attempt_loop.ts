@@ -59,8 +59,13 @@ export interface AttemptPlan<O, R> {
     deadline: Deadline,
     attempt: number,
   ): Next<R> | Promise<Next<R>>;
-  /** The event that tells of an attempt, given how long it took. */
-  heard(outcome: O, attempt: number, durationMs: number): PartnerApiEvent;
+  /** The event that tells of an attempt, given how long it took and its limit. */
+  heard(
+    outcome: O,
+    attempt: number,
+    durationMs: number,
+    deadline: Deadline,
+  ): PartnerApiEvent;
   /** Runs once an attempt is over, whatever came of it (e.g. a rate slot answered). */
   after?(): void;
 }
@@ -81,7 +86,8 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
       const started = listener === undefined ? 0 : plan.now();
       const outcome = await plan.attempt(deadline, attempt);
       if (listener !== undefined) {
-        emit(listener, plan.heard(outcome, attempt, plan.now() - started));
+        const took = plan.now() - started;
+        emit(listener, plan.heard(outcome, attempt, took, deadline));
       }
       const decided = plan.next(outcome, deadline, attempt);
       // A decision made at once (the usual answer) costs no extra turn.

@@ -147,6 +147,7 @@ export interface QuotaBlockedEvent {
  * const [request] = requests;
  * equal(`${request?.base} ${request?.method} ${request?.path}`, "pci GET /api/cards/ch_000001");
  * equal(request?.status, 200);
+ * equal(request?.host, "127.0.0.1");
  * equal(request?.attempt, 1);
  * ```
  */
@@ -159,8 +160,14 @@ export interface ApiRequestEvent {
   readonly base: "api" | "pci";
   /** The URL's path, without the query. */
   readonly path: string;
+  /** The host the request went to (an IPv6 address without brackets). */
+  readonly host: string;
+  /** Its port: the URL's, else 443 for https and 80 for http. */
+  readonly port: number;
   /** The answer's status, or 0 when no answer came. */
   readonly status: number;
+  /** Why no answer came (`status` 0): none, or none within the time limit. */
+  readonly reason?: "network" | "timeout";
   /** Which attempt of the call or page this was, from 1. */
   readonly attempt: number;
   /** From send to answer headers (or failure), in ms of the `now` clock. */

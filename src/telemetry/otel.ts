@@ -14,7 +14,14 @@
  * | `partner_api.list`            | span      | `url.path`, `partner_api.pages`, `partner_api.items`, `partner_api.outcome` |
  * | `partner_api.token.requests`  | counter   | `partner_api.outcome`                          |
  * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket` (`per_hour`, `per_day` only) |
- * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code` (an integer), `partner_api.base`; in seconds (`s`), as the semantic conventions time HTTP requests |
+ * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code` (an integer), `server.address`, `server.port`, `error.type` on failure, `partner_api.base`; in seconds (`s`) |
+ * | `http.client.request.duration`| histogram | the semantic conventions' HTTP client metric, for every API request attempt: `http.request.method`, `server.address`, `server.port`, `http.response.status_code` (when an answer came), `error.type` on failure (the status for 4xx and 5xx, `timeout` or `network` when no answer came); in seconds (`s`) |
+ *
+ * Integers are sent as integers: status codes, ports, and a crawl's page and
+ * item counts (Deno's exporter sends other numbers as doubles). Counters
+ * count in integers where the meter takes `valueType: INT` (Deno's built-in
+ * meter takes only doubles). Durations use the semantic conventions'
+ * bucket boundaries, from 5 ms to 10 s.
  *
  * @example A client whose token requests and crawls show in traces
  * ```ts
@@ -36,7 +43,12 @@
  */
 
 import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
-import type { EventListener, TokenRequestEvent } from "../core/events.ts";
+import { instruments, integerAttributes } from "./_instruments.ts";
+import type {
+  ApiRequestEvent,
+  EventListener,
+  TokenRequestEvent,
+} from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
 
 /**
@@ -126,18 +138,28 @@ export interface TelemetryTracer {
  * ```
  */
 export interface TelemetryMeter {
-  /** A counter, for token requests. */
-  createCounter(name: string, options: { description: string; unit: string }): {
+  /**
+   * A counter, for token requests; asked for integers (`valueType` 0,
+   * `ValueType.INT`) first, and made again without when that throws.
+   */
+  createCounter(
+    name: string,
+    options: { description: string; unit: string; valueType?: number },
+  ): {
     add(value: number, attributes: TelemetryAttributes): void;
   };
   /** A gauge, for the quota left. */
   createGauge(name: string, options: { description: string; unit: string }): {
     record(value: number, attributes: TelemetryAttributes): void;
   };
-  /** A histogram, for request durations. */
+  /** A histogram, for request durations, with the bucket boundaries advised. */
   createHistogram(
     name: string,
-    options: { description: string; unit: string },
+    options: {
+      description: string;
+      unit: string;
+      advice?: { explicitBucketBoundaries?: number[] };
+    },
   ): {
     record(value: number, attributes: TelemetryAttributes): void;
   };
@@ -224,7 +246,10 @@ export function openTelemetry(
   const tracer: TelemetryTracer = options.tracer ??
     trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
-  const integer = integerAttributes(options.meter === undefined);
+  const integer = integerAttributes(
+    options.meter === undefined,
+    options.tracer === undefined,
+  );
   const span = (
     name: string,
     durationMs: number,
@@ -238,57 +263,41 @@ export function openTelemetry(
       case "api.list":
         return span("partner_api.list", event.durationMs, {
           "url.path": event.path,
-          "partner_api.pages": event.pages,
-          "partner_api.items": event.items,
+          "partner_api.pages": integer.span(event.pages),
+          "partner_api.items": integer.span(event.items),
           "partner_api.outcome": event.outcome,
         }, event.outcome === "error");
       case "api.request":
-        // Seconds, as the semantic conventions time HTTP requests.
-        return meter.requestDuration.record(event.durationMs / 1000, {
-          "http.request.method": event.method,
-          "http.response.status_code": integer(event.status),
-          "partner_api.base": event.base,
-        });
+        return apiRequest(event, meter, integer.metric);
     }
   };
 }
 
 /**
- * How an integer attribute is written so that the exporter sends it as one,
- * as the semantic conventions want for `http.response.status_code`. Deno's
- * built-in exporter sends every number as a double and a `BigInt` as an
- * integer; the JavaScript SDK sends integral numbers as integers and drops
- * a `BigInt`. So: a `BigInt` only for Deno's own meter provider.
+ * An API request attempt: the semantic conventions' HTTP client duration
+ * and the module's own, in seconds.
  */
-function integerAttributes(
-  globalMeter: boolean,
-): (value: number) => number {
-  const deno = (globalThis as {
-    Deno?: { telemetry?: { meterProvider?: unknown } };
-  }).Deno;
-  const builtIn = globalMeter && deno?.telemetry?.meterProvider !== undefined &&
-    metrics.getMeterProvider() === deno.telemetry.meterProvider;
-  // The attribute types of @opentelemetry/api know no BigInt; Deno's do.
-  return builtIn ? (value) => BigInt(value) as unknown as number : (v) => v;
-}
-
-/** The metrics the module records, made once per listener. */
-function instruments(meter: TelemetryMeter) {
-  return {
-    tokenRequests: meter.createCounter("partner_api.token.requests", {
-      description: "Requests to the token endpoint, as the quota counts them",
-      unit: "{request}",
-    }),
-    quotaRemaining: meter.createGauge("partner_api.quota.remaining", {
-      description:
-        "Tokens left in each quota bucket, as the token endpoint reported",
-      unit: "{token}",
-    }),
-    requestDuration: meter.createHistogram("partner_api.request.duration", {
-      description: "API requests, each attempt, send to answer",
-      unit: "s",
-    }),
+function apiRequest(
+  event: ApiRequestEvent,
+  meter: ReturnType<typeof instruments>,
+  integer: (value: number) => number,
+): void {
+  const { status } = event;
+  const http: TelemetryAttributes = {
+    "http.request.method": event.method,
+    "server.address": event.host,
+    "server.port": integer(event.port),
   };
+  if (status > 0) http["http.response.status_code"] = integer(status);
+  const failure = status >= 400 ? String(status) : event.reason;
+  if (failure !== undefined) http["error.type"] = failure;
+  const seconds = event.durationMs / 1000;
+  meter.httpDuration.record(seconds, http);
+  meter.requestDuration.record(seconds, {
+    ...http,
+    "http.response.status_code": integer(status),
+    "partner_api.base": event.base,
+  });
 }
 
 /** A span that ended now and lasted `durationMs`. */

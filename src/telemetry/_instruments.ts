@@ -1,0 +1,91 @@
+// Internal: the instruments openTelemetry() records through, and how an
+// integer attribute is written so that each exporter sends it as one.
+
+import { metrics, trace, ValueType } from "@opentelemetry/api";
+import type { TelemetryMeter } from "./otel.ts";
+
+/**
+ * How an integer attribute is written so that the exporter sends it as one,
+ * as the semantic conventions want for `http.response.status_code`. Deno's
+ * built-in exporter sends every number as a double and a `BigInt` as an
+ * integer; the JavaScript SDK sends integral numbers as integers and drops
+ * a `BigInt`. So: a `BigInt` only for Deno's own meter and tracer providers.
+ */
+export function integerAttributes(
+  globalMeter: boolean,
+  globalTracer: boolean,
+): { metric: (value: number) => number; span: (value: number) => number } {
+  const deno = (globalThis as {
+    Deno?: {
+      telemetry?: { meterProvider?: unknown; tracerProvider?: unknown };
+    };
+  }).Deno?.telemetry;
+  const builtInMeter = globalMeter && deno?.meterProvider !== undefined &&
+    metrics.getMeterProvider() === deno.meterProvider;
+  const builtInTracer = globalTracer && deno?.tracerProvider !== undefined &&
+    trace.getTracerProvider() === deno.tracerProvider;
+  // The attribute types of @opentelemetry/api know no BigInt; Deno's do.
+  const big = (value: number) => BigInt(value) as unknown as number;
+  const same = (value: number) => value;
+  return {
+    metric: builtInMeter ? big : same,
+    span: builtInTracer ? big : same,
+  };
+}
+
+/** The semantic conventions' bucket boundaries for HTTP durations, in s. */
+const DURATION_BUCKETS = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.075,
+  0.1,
+  0.25,
+  0.5,
+  0.75,
+  1,
+  2.5,
+  5,
+  7.5,
+  10,
+];
+
+/** The metrics the module records, made once per listener. */
+export function instruments(meter: TelemetryMeter) {
+  const counter = { unit: "{request}", valueType: ValueType.INT };
+  const description =
+    "Requests to the token endpoint, as the quota counts them";
+  let tokenRequests;
+  try {
+    tokenRequests = meter.createCounter("partner_api.token.requests", {
+      description,
+      ...counter,
+    });
+  } catch {
+    // Deno's built-in meter takes doubles only.
+    tokenRequests = meter.createCounter("partner_api.token.requests", {
+      description,
+      unit: counter.unit,
+    });
+  }
+  const advice = { explicitBucketBoundaries: DURATION_BUCKETS };
+  return {
+    tokenRequests,
+    quotaRemaining: meter.createGauge("partner_api.quota.remaining", {
+      description:
+        "Tokens left in each quota bucket, as the token endpoint reported",
+      unit: "{token}",
+    }),
+    requestDuration: meter.createHistogram("partner_api.request.duration", {
+      description: "API requests, each attempt, send to answer",
+      unit: "s",
+      advice,
+    }),
+    httpDuration: meter.createHistogram("http.client.request.duration", {
+      description: "Duration of HTTP client requests.",
+      unit: "s",
+      advice,
+    }),
+  };
+}
