@@ -67,6 +67,11 @@ Deno.test("list --since writes CSV whose every line ends in CRLF, as the help sa
   equal(result.stdout.replaceAll("\r\n", "").includes("\n"), false);
   const help = await run(["list", "--help"]);
   match(help.stdout, /CRLF/);
+  // --limit read like a total: it is the size of each page.
+  match(
+    help.stdout,
+    /--limit N +items per page, the size of each request, not a\s+total/,
+  );
 });
 
 Deno.test("--since is refused with another sort, an ascending order, or no FIELD=VALUE", async () => {
