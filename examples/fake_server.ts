@@ -92,6 +92,41 @@ function number(text: string, flag: string): number {
 
 class UsageError extends Error {}
 
+/** The fake's options from the command line. */
+function fakeOptions(
+  values: ReturnType<typeof options>,
+): Parameters<typeof startFakePartnerApi>[0] {
+  const [requests, interval] = values["rate-limit"]?.split("/") ?? [];
+  const clientId = values["client-id"] ?? variable("PARTNER_API_CLIENT_ID");
+  const clientSecret = values["client-secret"] ??
+    variable("PARTNER_API_CLIENT_SECRET");
+  return {
+    port: number(values.port, "port"),
+    pciPort: pciPort(values.port, values["pci-port"]),
+    credentials: {
+      ...(clientId ? { clientId } : {}),
+      ...(clientSecret ? { clientSecret } : {}),
+    },
+    items: { transactions: number(values.transactions, "transactions") },
+    quota: { perHour: number(values["per-hour"], "per-hour") },
+    tokenLifetime: number(values["token-lifetime"], "token-lifetime"),
+    latency: number(values.latency, "latency"),
+    ...(values.now === undefined ? {} : { now: clockFrom(values.now) }),
+    ...(values["rate-limit"] === undefined ? {} : {
+      apiRateLimit: {
+        requests: number(requests ?? "", "rate-limit"),
+        interval: number(interval ?? "", "rate-limit"),
+      },
+    }),
+    ...(values.quiet ? {} : {
+      onRequest: ({ method, path, status, tokenRequests }) =>
+        console.error(
+          `${method} ${path} ${status} (token requests: ${tokenRequests})`,
+        ),
+    }),
+  };
+}
+
 async function main(args: string[]): Promise<number> {
   let values;
   try {
@@ -110,35 +145,7 @@ async function main(args: string[]): Promise<number> {
   }
   let api;
   try {
-    const [requests, interval] = values["rate-limit"]?.split("/") ?? [];
-    const clientId = values["client-id"] ?? variable("PARTNER_API_CLIENT_ID");
-    const clientSecret = values["client-secret"] ??
-      variable("PARTNER_API_CLIENT_SECRET");
-    api = await startFakePartnerApi({
-      port: number(values.port, "port"),
-      pciPort: pciPort(values.port, values["pci-port"]),
-      credentials: {
-        ...(clientId ? { clientId } : {}),
-        ...(clientSecret ? { clientSecret } : {}),
-      },
-      items: { transactions: number(values.transactions, "transactions") },
-      quota: { perHour: number(values["per-hour"], "per-hour") },
-      tokenLifetime: number(values["token-lifetime"], "token-lifetime"),
-      latency: number(values.latency, "latency"),
-      ...(values.now === undefined ? {} : { now: clockFrom(values.now) }),
-      ...(values["rate-limit"] === undefined ? {} : {
-        apiRateLimit: {
-          requests: number(requests ?? "", "rate-limit"),
-          interval: number(interval ?? "", "rate-limit"),
-        },
-      }),
-      ...(values.quiet ? {} : {
-        onRequest: ({ method, path, status, tokenRequests }) =>
-          console.error(
-            `${method} ${path} ${status} (token requests: ${tokenRequests})`,
-          ),
-      }),
-    });
+    api = await startFakePartnerApi(fakeOptions(values));
   } catch (error) {
     if (
       error instanceof UsageError || error instanceof RangeError ||

@@ -119,15 +119,8 @@ export interface ListSizes {
   cardholders: number;
 }
 
-/**
- * Generates the three lists from `seed`, dated so that each list's newest
- * item is a few minutes old at `now` and the oldest months older.
- */
-export function generateLists(
-  sizes: ListSizes,
-  seed: number,
-  now: number,
-): Map<string, ListResource> {
+/** The three lists as drawn: items, with each item's place in the date range. */
+function drawLists(sizes: ListSizes, seed: number) {
   const random = seededRandom(seed);
   const dates: Record<string, number[]> = {
     organizations: [],
@@ -163,37 +156,72 @@ export function generateLists(
     { length: sizes.transactions },
     (_, i) => transaction(i + 1, drawn("transactions"), random),
   );
+  return { organizations, cardholders, transactions, dates };
+}
+
+/**
+ * Generates the three lists from `seed`, dated so that each list's newest
+ * item is a few minutes old at `now` and the oldest months older.
+ */
+export function generateLists(
+  sizes: ListSizes,
+  seed: number,
+  now: number,
+): Map<string, ListResource> {
+  const { organizations, cardholders, transactions, dates } = drawLists(
+    sizes,
+    seed,
+  );
+  const resource = (
+    name: string,
+    idField: string,
+    sortable: string[],
+    defaultSort: string,
+    items: Item[],
+  ): [string, ListResource] => [name, {
+    name,
+    idField,
+    sortable,
+    defaultSort,
+    items,
+    sorted: new Map(),
+    serial: items.length,
+    epoch: anchor(items, dates[name]!, now),
+  }];
   return new Map([
-    ["organizations", {
-      name: "organizations",
-      idField: "organizationID",
-      sortable: ["organizationID", "companyName", "creationDate"],
-      defaultSort: "companyName",
-      items: organizations,
-      sorted: new Map(),
-      serial: organizations.length,
-      epoch: anchor(organizations, dates.organizations!, now),
-    }],
-    ["transactions", {
-      name: "transactions",
-      idField: "transactionID",
-      sortable: ["transactionID", "creationDate", "amount"],
-      defaultSort: "creationDate",
-      items: transactions,
-      sorted: new Map(),
-      serial: transactions.length,
-      epoch: anchor(transactions, dates.transactions!, now),
-    }],
-    ["cardholders", {
-      name: "cardholders",
-      idField: "cardholderID",
-      sortable: ["cardholderID", "name", "creationDate"],
-      defaultSort: "cardholderID",
-      items: cardholders,
-      sorted: new Map(),
-      serial: cardholders.length,
-      epoch: anchor(cardholders, dates.cardholders!, now),
-    }],
+    resource(
+      "organizations",
+      "organizationID",
+      [
+        "organizationID",
+        "companyName",
+        "creationDate",
+      ],
+      "companyName",
+      organizations,
+    ),
+    resource(
+      "transactions",
+      "transactionID",
+      [
+        "transactionID",
+        "creationDate",
+        "amount",
+      ],
+      "creationDate",
+      transactions,
+    ),
+    resource(
+      "cardholders",
+      "cardholderID",
+      [
+        "cardholderID",
+        "name",
+        "creationDate",
+      ],
+      "cardholderID",
+      cardholders,
+    ),
   ]);
 }
 

@@ -349,23 +349,7 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     retryAfter: options.retryAfter ?? false,
     bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
   });
-  const lists = generateLists(
-    {
-      organizations: count(
-        options.items?.organizations,
-        25,
-        "items.organizations",
-      ),
-      transactions: count(
-        options.items?.transactions,
-        500,
-        "items.transactions",
-      ),
-      cardholders: count(options.items?.cardholders, 120, "items.cardholders"),
-    },
-    options.seed ?? 1,
-    now(),
-  );
+  const lists = generateLists(listSizes(options), options.seed ?? 1, now());
   return {
     now,
     credentials,
@@ -382,6 +366,16 @@ function serviceSetup(options: FakePartnerServiceOptions) {
       "maxLimit",
     ),
     cutAtMax: options.beyondMaxLimit === "cut",
+  };
+}
+
+/** The generated items per list, checked. */
+function listSizes(options: FakePartnerServiceOptions): ListSizes {
+  const { organizations, transactions, cardholders } = options.items ?? {};
+  return {
+    organizations: count(organizations, 25, "items.organizations"),
+    transactions: count(transactions, 500, "items.transactions"),
+    cardholders: count(cardholders, 120, "items.cardholders"),
   };
 }
 
