@@ -70,6 +70,12 @@ export async function openFile(
     : how === "write"
     ? O_RDWR
     : O_WRONLY | O_CREAT | O_EXCL;
+  // Deno under path-scoped permissions opens an existing file through a
+  // link despite O_NOFOLLOW (it resolves the path first): look first. (A
+  // new file's O_EXCL still refuses any link, dangling ones included.)
+  if (how !== "create" && (await lstat(path)).isSymbolicLink()) {
+    throw linkRefused(path);
+  }
   try {
     return await open(path, flags | O_NOFOLLOW, FILE_MODE);
   } catch (error) {
