@@ -306,15 +306,22 @@ function parseFlags(args: readonly string[]) {
       strict: true,
     });
   } catch (error) {
-    throw new UsageError(flagProblem((error as Error).message));
+    throw new UsageError(flagProblem((error as Error).message, args[0]));
   }
 }
 
-/** node:util's words, made one line, with the nearest known flag where one is near. */
-function flagProblem(message: string): string {
+/**
+ * node:util's words, made one line, with the nearest flag where one is
+ * near: among those `command` takes, when it is one.
+ */
+function flagProblem(message: string, command: string | undefined): string {
   const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
   if (unknown) {
-    const near = nearest(unknown[2]!, [...Object.keys(FLAGS), "no-cache"]);
+    const own = command === undefined ? undefined : COMMAND_FLAGS[command];
+    const flags = own === undefined
+      ? Object.keys(FLAGS)
+      : [...own, "help", "version", "env-file"];
+    const near = nearest(unknown[2]!, [...flags, "no-cache"]);
     return `unknown flag ${unknown[1]}${unknown[2]}${
       near ? `; did you mean --${near}?` : ""
     }`;
