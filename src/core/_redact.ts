@@ -272,3 +272,28 @@ export function cleanCause(
   copy.name = error.name;
   return copy;
 }
+
+/**
+ * A copy of `response` fit to keep on an error: status and headers, each
+ * header value redacted like server text in a message (a value that still
+ * holds a run of the secret is dropped whole), and no body (already read).
+ * A server that echoes a credential in a header must not leave it in
+ * `error.response`, which `Deno.inspect(error, { showHidden: true })` shows.
+ */
+export function cleanResponse(
+  response: Response,
+  secrets: readonly Secret[],
+): Response {
+  const headers = new Headers();
+  for (const [name, value] of response.headers) {
+    const clean = redact(value, secrets);
+    const whole = !secrets.some((secret) =>
+      holdsRun(clean, redactorOf(secret).secret)
+    );
+    headers.append(name, whole ? clean : REDACTED);
+  }
+  const { status, statusText } = response;
+  // Response refuses a body-less copy of 101 and a status under 200.
+  if (status < 200) return new Response(null, { headers });
+  return new Response(null, { status, statusText, headers });
+}
