@@ -11,7 +11,7 @@ import { type PageConfig, pageConfig } from "./_page_config.ts";
 import { flatten, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 import { readBounded } from "../core/_read_body.ts";
-import { serverText } from "../core/_redact.ts";
+import { cleanResponse, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
 import type { SendContext } from "./_exchange.ts";
 import { sendExchange } from "./_send.ts";
@@ -299,7 +299,8 @@ function answered(page: Answered, text: string, problem: string): ApiError {
       status: response.status,
       url: url.href,
       bodyExcerpt,
-      response,
+      // Headers are server text too: the token echoed there is redacted.
+      response: cleanResponse(response, [accessToken]),
       reason: response.ok ? "malformed" : "status",
       attempts,
     },
