@@ -12,7 +12,13 @@ import {
 } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
-import { cleanCause, type Secret, serverText } from "../core/_redact.ts";
+import {
+  cleanCause,
+  cleanResponse,
+  CONTROLS,
+  type Secret,
+  serverText,
+} from "../core/_redact.ts";
 import { retryAfterMs } from "../core/_retry.ts";
 import { type Deadline, raceAbort } from "../core/_abort.ts";
 import { readBounded } from "../core/_read_body.ts";
@@ -154,7 +160,7 @@ export function processTokenAnswer(
   text: string,
   sentAt: number,
 ): IssuedToken {
-  const quota = readQuotaBuckets(response.headers.get(endpoint.quotaHeader));
+  const quota = serverBuckets(response.headers.get(endpoint.quotaHeader));
   if (!response.ok) throw refusal(endpoint, response, text, quota);
   const malformed = (problem: string) =>
     failure(
@@ -232,7 +238,10 @@ function refusal(
       quota,
       now,
     );
-    return quotaExceeded(retryAt, quota, { ...oauth, response });
+    return quotaExceeded(retryAt, quota, {
+      ...oauth,
+      response: cleanResponse(response, endpoint.secrets),
+    });
   }
   const said = [oauth.code, oauth.description].filter(Boolean).join(": ");
   return failure(
@@ -254,9 +263,13 @@ function failure(
   init: TokenRequestErrorInit & { reason: TokenFailureReason },
 ): TokenRequestError {
   const hint = tokenHint(endpoint, init);
+  // Its headers are server text too: a credential echoed there is redacted.
+  const cleaned = init.response === undefined
+    ? init
+    : { ...init, response: cleanResponse(init.response, endpoint.secrets) };
   return new TokenRequestError(
     hint === undefined ? message : `${message}: ${hint}`,
-    hint === undefined ? init : { ...init, hint },
+    hint === undefined ? cleaned : { ...cleaned, hint },
   );
 }
 
@@ -305,4 +318,22 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The header's buckets, their names as text from a server: every control
+ * character (C0 and C1, e.g. U+009B, a terminal's CSI) and invisible one
+ * shown as `\uXXXX`, as the CLI shows them, since the names reach events,
+ * errors and `provider.quota` and from there logs and terminals.
+ */
+function serverBuckets(value: string | null): QuotaBucket[] {
+  return readQuotaBuckets(value).map((bucket) => {
+    const name = bucket.bucket.replace(
+      CONTROLS,
+      (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    );
+    return name === bucket.bucket
+      ? bucket
+      : Object.freeze({ ...bucket, bucket: name });
+  });
 }
