@@ -11,7 +11,12 @@ import { createClient } from "../../src/client/mod.ts";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { seededRandom } from "../../src/testing/_list_data.ts";
 import { startCluster } from "./_postgres.ts";
-import { Command, DEADLINE, withinDeadline } from "../_processes.ts";
+import {
+  Command,
+  DEADLINE,
+  processTest,
+  withinDeadline,
+} from "../_processes.ts";
 import { freshTarget } from "../_sync_fake.ts";
 import type { SyncJob } from "./sync_worker.ts";
 
@@ -114,55 +119,65 @@ async function killAndRerun(
 
 const fresh = (name: string) => freshTarget("sync-kill", name);
 
-Deno.test("SIGKILL during a SQLite sync, then a rerun: every item once", async () => {
-  const target = await fresh("kill.db");
-  await killAndRerun("sqlite", target, () => {
-    const database = new DatabaseSync(target);
-    const rows = database.prepare('SELECT id FROM "transactions"').all() as {
-      id: string;
-    }[];
-    database.close();
-    return Promise.resolve(rows.map((row) => row.id));
-  });
-});
+processTest(
+  "SIGKILL during a SQLite sync, then a rerun: every item once",
+  async () => {
+    const target = await fresh("kill.db");
+    await killAndRerun("sqlite", target, () => {
+      const database = new DatabaseSync(target);
+      const rows = database.prepare('SELECT id FROM "transactions"').all() as {
+        id: string;
+      }[];
+      database.close();
+      return Promise.resolve(rows.map((row) => row.id));
+    });
+  },
+);
 
-Deno.test("SIGKILL during a JSONL sync, then a rerun: every item once", async () => {
-  const target = await fresh("kill.jsonl");
-  await killAndRerun(
-    "jsonl",
-    target,
-    async () =>
-      (await Deno.readTextFile(target)).trim().split("\n").map((line) =>
-        JSON.parse(line).transactionID
-      ),
-  );
-});
+processTest(
+  "SIGKILL during a JSONL sync, then a rerun: every item once",
+  async () => {
+    const target = await fresh("kill.jsonl");
+    await killAndRerun(
+      "jsonl",
+      target,
+      async () =>
+        (await Deno.readTextFile(target)).trim().split("\n").map((line) =>
+          JSON.parse(line).transactionID
+        ),
+    );
+  },
+);
 
+// Each rerun waits out the killed run's lease (5 s): two deadlines' room.
 Deno.test({
   name: "SIGKILL during a PostgreSQL sync, then a rerun: every item once",
   sanitizeResources: false,
   sanitizeOps: false,
-  async fn() {
-    const cluster = await startCluster();
-    if (cluster === undefined) return;
-    try {
-      await killAndRerun("postgres", String(cluster.port), async () => {
-        const client = new pg.Client({
-          host: "127.0.0.1",
-          port: cluster.port,
-          user: "postgres",
-          database: "postgres",
-        });
-        await client.connect();
-        const { rows } = await client.query('SELECT id FROM "transactions"');
-        await client.end();
-        return rows.map((row: { id: string }) => row.id);
-      });
-    } finally {
-      await cluster.stop();
-    }
-  },
+  fn: () => withinDeadline(postgresKillAndRerun, 2 * DEADLINE),
 });
+
+/** Three kills and a rerun into PostgreSQL: every item once. */
+async function postgresKillAndRerun() {
+  const cluster = await startCluster();
+  if (cluster === undefined) return;
+  try {
+    await killAndRerun("postgres", String(cluster.port), async () => {
+      const client = new pg.Client({
+        host: "127.0.0.1",
+        port: cluster.port,
+        user: "postgres",
+        database: "postgres",
+      });
+      await client.connect();
+      const { rows } = await client.query('SELECT id FROM "transactions"');
+      await client.end();
+      return rows.map((row: { id: string }) => row.id);
+    });
+  } finally {
+    await cluster.stop();
+  }
+}
 
 /** A copy as the sweep tests read it. */
 interface SweptCopy {

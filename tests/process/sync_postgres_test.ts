@@ -16,6 +16,7 @@ import {
 import { postgresBatch } from "../../src/sync/_postgres_copy.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
 import { type Cluster, startCluster } from "./_postgres.ts";
+import { DEADLINE, withinDeadline } from "../_processes.ts";
 
 /** A connection to one database, as a driver gives it. */
 interface Connection {
@@ -1084,22 +1085,25 @@ const steps: {
   },
 ];
 
+// Every step of a driver on one cluster: a deadline for the whole, with
+// room for the steps that wait out a stale lease.
 for (const driver of drivers) {
   Deno.test({
     name: `PostgreSQL sink through ${driver.name}`,
     sanitizeResources: false,
     sanitizeOps: false,
-    async fn(t) {
-      const cluster = await startCluster();
-      if (cluster === undefined) return;
-      try {
-        for (const step of steps) {
-          await t.step(step.name, () => inDatabase(cluster, driver, step.fn));
+    fn: (t) =>
+      withinDeadline(async () => {
+        const cluster = await startCluster();
+        if (cluster === undefined) return;
+        try {
+          for (const step of steps) {
+            await t.step(step.name, () => inDatabase(cluster, driver, step.fn));
+          }
+        } finally {
+          await cluster.stop();
         }
-      } finally {
-        await cluster.stop();
-      }
-    },
+      }, 3 * DEADLINE),
   });
 }
 

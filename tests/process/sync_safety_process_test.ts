@@ -14,6 +14,7 @@ import {
 import { createClient } from "../../src/client/mod.ts";
 import { freshTarget } from "../_sync_fake.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
+import { Command, processTest } from "../_processes.ts";
 import { configFor } from "../_cli_helpers.ts";
 
 const fresh = (name: string) => freshTarget("sync-safety-process", name);
@@ -45,218 +46,237 @@ async function grown(path: string, bytes: number): Promise<void> {
   throw new Error(`${path} never reached ${bytes} bytes`);
 }
 
-Deno.test("sync CLI: a run paused with Ctrl-Z, a cron run meanwhile, then Ctrl-C: no item lost, none twice, no broken line", async () => {
-  await using api = await startFakePartnerApi({
-    items: { transactions: 4000 },
-    latency: 5,
-  });
-  const target = await fresh("paused.jsonl");
-  const env = configFor(api);
-  const args = [
-    "sync",
-    "transactions",
-    "--to",
-    target,
-    "--no-cache",
-    "--sort-by",
-    "creationDate",
-    "--limit",
-    "50",
-  ];
-  const paused = cliCommand(flagsFor(env), args, env).spawn();
-  await grown(target, 20_000);
-  paused.kill("SIGSTOP");
-  // The cron run waits until the paused run's lock is stale, then takes it.
-  const cron = await cli(flagsFor(env), args, env);
-  equal(cron.code, 0, cron.stderr);
-  paused.kill("SIGCONT");
-  paused.kill("SIGINT");
-  const [status, , stderr] = await Promise.all([
-    paused.status,
-    paused.stdout.cancel(),
-    new Response(paused.stderr).text(),
-  ]);
-  ok(status.code !== 0, "the paused run does not report success");
-  ok(/another run took|interrupted|committed/.test(stderr), stderr);
-  const ids = await jsonlIds(target);
-  equal(ids.length, 4000);
-  equal(new Set(ids).size, 4000);
-  const again = await cli(flagsFor(env), args, env);
-  equal(again.code, 0, again.stderr);
-  deepStrictEqual(await jsonlIds(target), ids, "a later run changes nothing");
-});
+processTest(
+  "sync CLI: a run paused with Ctrl-Z, a cron run meanwhile, then Ctrl-C: no item lost, none twice, no broken line",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { transactions: 4000 },
+      latency: 5,
+    });
+    const target = await fresh("paused.jsonl");
+    const env = configFor(api);
+    const args = [
+      "sync",
+      "transactions",
+      "--to",
+      target,
+      "--no-cache",
+      "--sort-by",
+      "creationDate",
+      "--limit",
+      "50",
+    ];
+    const paused = cliCommand(flagsFor(env), args, env).spawn();
+    await grown(target, 20_000);
+    paused.kill("SIGSTOP");
+    // The cron run waits until the paused run's lock is stale, then takes it.
+    const cron = await cli(flagsFor(env), args, env);
+    equal(cron.code, 0, cron.stderr);
+    paused.kill("SIGCONT");
+    paused.kill("SIGINT");
+    const [status, , stderr] = await Promise.all([
+      paused.status,
+      paused.stdout.cancel(),
+      new Response(paused.stderr).text(),
+    ]);
+    ok(status.code !== 0, "the paused run does not report success");
+    ok(/another run took|interrupted|committed/.test(stderr), stderr);
+    const ids = await jsonlIds(target);
+    equal(ids.length, 4000);
+    equal(new Set(ids).size, 4000);
+    const again = await cli(flagsFor(env), args, env);
+    equal(again.code, 0, again.stderr);
+    deepStrictEqual(await jsonlIds(target), ids, "a later run changes nothing");
+  },
+);
 
-Deno.test("sync CLI: six runs racing for one stale lock: every item once", async () => {
-  await using api = await startFakePartnerApi({
-    items: { transactions: 2000 },
-  });
-  const target = await fresh("race.jsonl");
-  await Deno.writeTextFile(
-    `${target}.lock`,
-    JSON.stringify({ owner: "gone", pid: 12345 }),
-  );
-  const past = new Date(Date.now() - 60_000);
-  await Deno.utime(`${target}.lock`, past, past);
-  const env = configFor(api);
-  const args = [
-    "sync",
-    "transactions",
-    "--to",
-    target,
-    "--no-cache",
-    "--sort-by",
-    "creationDate",
-    "--limit",
-    "50",
-  ];
-  const runs = await Promise.all(
-    Array.from({ length: 6 }, () => cli(flagsFor(env), args, env)),
-  );
-  for (const run of runs) equal(run.code, 0, run.stderr);
-  const ids = await jsonlIds(target);
-  equal(ids.length, 2000);
-  equal(new Set(ids).size, 2000);
-});
+processTest(
+  "sync CLI: six runs racing for one stale lock: every item once",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { transactions: 2000 },
+    });
+    const target = await fresh("race.jsonl");
+    await Deno.writeTextFile(
+      `${target}.lock`,
+      JSON.stringify({ owner: "gone", pid: 12345 }),
+    );
+    const past = new Date(Date.now() - 60_000);
+    await Deno.utime(`${target}.lock`, past, past);
+    const env = configFor(api);
+    const args = [
+      "sync",
+      "transactions",
+      "--to",
+      target,
+      "--no-cache",
+      "--sort-by",
+      "creationDate",
+      "--limit",
+      "50",
+    ];
+    const runs = await Promise.all(
+      Array.from({ length: 6 }, () => cli(flagsFor(env), args, env)),
+    );
+    for (const run of runs) equal(run.code, 0, run.stderr);
+    const ids = await jsonlIds(target);
+    equal(ids.length, 2000);
+    equal(new Set(ids).size, 2000);
+  },
+);
 
-Deno.test("sync CLI: a second run on one target waits for the first, saying which process holds it", async () => {
-  await using api = await startFakePartnerApi({ items: { transactions: 50 } });
-  const target = await fresh("locked.jsonl");
-  const lock = `${target}.lock`;
-  await Deno.writeTextFile(lock, JSON.stringify({ owner: "x", pid: 12345 }));
-  const env = configFor(api);
-  const args = ["sync", "transactions", "--to", target, "--no-cache"];
-  const child = cliCommand(flagsFor(env), args, env).spawn();
-  const reader = child.stderr.getReader();
-  const first = new TextDecoder().decode((await reader.read()).value);
-  ok(first.includes("waiting for the run that holds"), first);
-  ok(first.includes("12345"), first);
-  await Deno.remove(lock);
-  reader.releaseLock();
-  const [status] = await Promise.all([
-    child.status,
-    child.stdout.cancel(),
-    child.stderr.cancel(),
-  ]);
-  equal(status.code, 0);
-});
+processTest(
+  "sync CLI: a second run on one target waits for the first, saying which process holds it",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { transactions: 50 },
+    });
+    const target = await fresh("locked.jsonl");
+    const lock = `${target}.lock`;
+    await Deno.writeTextFile(lock, JSON.stringify({ owner: "x", pid: 12345 }));
+    const env = configFor(api);
+    const args = ["sync", "transactions", "--to", target, "--no-cache"];
+    const child = cliCommand(flagsFor(env), args, env).spawn();
+    const reader = child.stderr.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    ok(first.includes("waiting for the run that holds"), first);
+    ok(first.includes("12345"), first);
+    await Deno.remove(lock);
+    reader.releaseLock();
+    const [status] = await Promise.all([
+      child.status,
+      child.stdout.cancel(),
+      child.stderr.cancel(),
+    ]);
+    equal(status.code, 0);
+  },
+);
 
-Deno.test("no file of a copy is opened through a symbolic link, planted by another user or given as the copy; new files are 0600", async () => {
-  const target = await fresh("elsewhere.txt");
-  await Deno.writeTextFile(target, "another user's file\n");
-  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
-  const client = createClient({
-    environment: api.environment,
-    ...api.credentials,
-  });
-  const options = { id: "transactionID", sortBy: "creationDate" };
-  for (
-    const [name, planted] of [
-      ["link.jsonl", ""],
-      ["side.jsonl", ".checkpoint.json"],
-      ["lock.jsonl", ".lock"],
-      ["rewrite.jsonl", ".rewrite"],
-      ["link.db", ""],
-      ["wal.db", "-wal"],
-    ] as const
-  ) {
-    const path = await fresh(name);
-    await Deno.remove(`${path}${planted}`).catch(() => {});
-    await plantLink(Deno.realPathSync(target), `${path}${planted}`);
-    let reason = "";
-    try {
-      if (name.endsWith(".db")) {
-        using sink = createSqliteSink(path, { table: "transactions" });
-        await syncList(client, "transactions", { ...options, sink });
-      } else {
-        const sink = createJsonlSink(path);
-        await syncList(client, "transactions", { ...options, sink });
-        await syncList(client, "transactions", {
-          ...options,
-          sink,
-          sweep: Infinity,
-        });
+processTest(
+  "no file of a copy is opened through a symbolic link, planted by another user or given as the copy; new files are 0600",
+  async () => {
+    const target = await fresh("elsewhere.txt");
+    await Deno.writeTextFile(target, "another user's file\n");
+    await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+    });
+    const options = { id: "transactionID", sortBy: "creationDate" };
+    for (
+      const [name, planted] of [
+        ["link.jsonl", ""],
+        ["side.jsonl", ".checkpoint.json"],
+        ["lock.jsonl", ".lock"],
+        ["rewrite.jsonl", ".rewrite"],
+        ["link.db", ""],
+        ["wal.db", "-wal"],
+      ] as const
+    ) {
+      const path = await fresh(name);
+      await Deno.remove(`${path}${planted}`).catch(() => {});
+      await plantLink(Deno.realPathSync(target), `${path}${planted}`);
+      let reason = "";
+      try {
+        if (name.endsWith(".db")) {
+          using sink = createSqliteSink(path, { table: "transactions" });
+          await syncList(client, "transactions", { ...options, sink });
+        } else {
+          const sink = createJsonlSink(path);
+          await syncList(client, "transactions", { ...options, sink });
+          await syncList(client, "transactions", {
+            ...options,
+            sink,
+            sweep: Infinity,
+          });
+        }
+      } catch (error) {
+        reason = (error as { reason?: string }).reason ?? String(error);
       }
-    } catch (error) {
-      reason = (error as { reason?: string }).reason ?? String(error);
+      equal(reason, "link", name);
+      equal(await Deno.readTextFile(target), "another user's file\n", name);
     }
-    equal(reason, "link", name);
-    equal(await Deno.readTextFile(target), "another user's file\n", name);
-  }
-  const path = await fresh("mode.jsonl");
-  await syncList(client, "transactions", {
-    ...options,
-    sink: createJsonlSink(path),
-  });
-  for (const file of [path, `${path}.checkpoint.json`]) {
-    equal((await Deno.stat(file)).mode! & 0o777, 0o600, file);
-  }
-  const db = await fresh("mode.db");
-  {
-    using sink = createSqliteSink(db, { table: "transactions" });
-    await syncList(client, "transactions", { ...options, sink });
-  }
-  equal((await Deno.stat(db)).mode! & 0o777, 0o600, db);
-  const rows = new DatabaseSync(db);
-  equal(
-    (rows.prepare('SELECT count(*) AS n FROM "transactions"').get() as {
-      n: number;
-    }).n,
-    5,
-  );
-  rows.close();
-});
+    const path = await fresh("mode.jsonl");
+    await syncList(client, "transactions", {
+      ...options,
+      sink: createJsonlSink(path),
+    });
+    for (const file of [path, `${path}.checkpoint.json`]) {
+      equal((await Deno.stat(file)).mode! & 0o777, 0o600, file);
+    }
+    const db = await fresh("mode.db");
+    {
+      using sink = createSqliteSink(db, { table: "transactions" });
+      await syncList(client, "transactions", { ...options, sink });
+    }
+    equal((await Deno.stat(db)).mode! & 0o777, 0o600, db);
+    const rows = new DatabaseSync(db);
+    equal(
+      (rows.prepare('SELECT count(*) AS n FROM "transactions"').get() as {
+        n: number;
+      }).n,
+      5,
+    );
+    rows.close();
+  },
+);
 
 /** A symbolic link at `path` to `to`, made with `ln` as another user would. */
 async function plantLink(to: string, path: string): Promise<void> {
-  const made = await new Deno.Command("ln", { args: ["-s", to, path] })
+  const made = await new Command("ln", { args: ["-s", to, path] })
     .output();
   if (!made.success) throw new Error(new TextDecoder().decode(made.stderr));
 }
 
-Deno.test("sync CLI: a --to it may not write exits 2 with one line naming it", async () => {
-  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
-  const env = configFor(api);
-  for (const name of ["readonly.db", "readonly.jsonl"]) {
-    const target = await fresh(name);
-    const result = await cli(
-      [
-        "--allow-net=127.0.0.1",
-        "--allow-read=.test-tmp",
-        `--allow-env=${Object.keys(env).join(",")}`,
-      ],
-      ["sync", "transactions", "--to", target, "--no-cache"],
-      env,
-    );
-    equal(result.code, 2, result.stderr);
-    equal(result.stderr.trim().split("\n").length, 1, result.stderr);
-    ok(
-      result.stderr.includes(`--to ${target}: cannot write it`),
-      result.stderr,
-    );
-  }
-});
+processTest(
+  "sync CLI: a --to it may not write exits 2 with one line naming it",
+  async () => {
+    await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+    const env = configFor(api);
+    for (const name of ["readonly.db", "readonly.jsonl"]) {
+      const target = await fresh(name);
+      const result = await cli(
+        [
+          "--allow-net=127.0.0.1",
+          "--allow-read=.test-tmp",
+          `--allow-env=${Object.keys(env).join(",")}`,
+        ],
+        ["sync", "transactions", "--to", target, "--no-cache"],
+        env,
+      );
+      equal(result.code, 2, result.stderr);
+      equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      ok(
+        result.stderr.includes(`--to ${target}: cannot write it`),
+        result.stderr,
+      );
+    }
+  },
+);
 
-Deno.test("./sync loads on Node 20: the JSONL sink works, and createSqliteSink says which runtimes have node:sqlite", async () => {
-  const folder = ".test-tmp/sync-node";
-  await Deno.mkdir(folder, { recursive: true });
-  for (const file of ["copy.jsonl", "copy.jsonl.checkpoint.json"]) {
-    await Deno.remove(`${folder}/${file}`).catch(() => {});
-  }
-  const bundle = await new Deno.Command("deno", {
-    args: [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "node",
-      "-o",
-      `${folder}/sync.mjs`,
-      "src/sync/mod.ts",
-    ],
-  }).output();
-  equal(bundle.code, 0, new TextDecoder().decode(bundle.stderr));
-  await Deno.writeTextFile(
-    `${folder}/run.mjs`,
-    `const sync = await import("./sync.mjs");
+processTest(
+  "./sync loads on Node 20: the JSONL sink works, and createSqliteSink says which runtimes have node:sqlite",
+  async () => {
+    const folder = ".test-tmp/sync-node";
+    await Deno.mkdir(folder, { recursive: true });
+    for (const file of ["copy.jsonl", "copy.jsonl.checkpoint.json"]) {
+      await Deno.remove(`${folder}/${file}`).catch(() => {});
+    }
+    const bundle = await new Command("deno", {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform",
+        "node",
+        "-o",
+        `${folder}/sync.mjs`,
+        "src/sync/mod.ts",
+      ],
+    }).output();
+    equal(bundle.code, 0, new TextDecoder().decode(bundle.stderr));
+    await Deno.writeTextFile(
+      `${folder}/run.mjs`,
+      `const sync = await import("./sync.mjs");
 const sink = sync.createJsonlSink(${JSON.stringify(`${folder}/copy.jsonl`)});
 const lock = await sink.lock();
 await sink.load();
@@ -268,14 +288,15 @@ try { sync.createSqliteSink(":memory:", { table: "t" }).close(); }
 catch (error) { sqlite = error.constructor.name + " " + error.option + " " + /Node 22/.test(error.message); }
 console.log(JSON.stringify({ node: process.versions.node, sqlite }));
 `,
-  );
-  const node = await new Deno.Command("node", { args: [`${folder}/run.mjs`] })
-    .output();
-  const out = new TextDecoder().decode(node.stdout);
-  equal(node.code, 0, new TextDecoder().decode(node.stderr));
-  const { node: version, sqlite } = JSON.parse(out);
-  const [major, minor] = version.split(".").map(Number);
-  const has = major > 22 || (major === 22 && minor >= 13);
-  equal(sqlite, has ? "works" : "TypeError database true", version);
-  equal(await Deno.readTextFile(`${folder}/copy.jsonl`), '{"n":1}\n');
-});
+    );
+    const node = await new Command("node", { args: [`${folder}/run.mjs`] })
+      .output();
+    const out = new TextDecoder().decode(node.stdout);
+    equal(node.code, 0, new TextDecoder().decode(node.stderr));
+    const { node: version, sqlite } = JSON.parse(out);
+    const [major, minor] = version.split(".").map(Number);
+    const has = major > 22 || (major === 22 && minor >= 13);
+    equal(sqlite, has ? "works" : "TypeError database true", version);
+    equal(await Deno.readTextFile(`${folder}/copy.jsonl`), '{"n":1}\n');
+  },
+);
