@@ -6,6 +6,8 @@ import { optionError } from "../core/_check.ts";
 export const CHECKPOINT_TABLE = "partner_api_sync";
 /** Which run holds each synced table (one writer per copy). */
 export const LEASE_TABLE = "partner_api_sync_lease";
+/** The ids each sweep cycle saw, per table: SQLite's log of a cycle under way. */
+export const SEEN_TABLE = "partner_api_sync_seen";
 
 /**
  * `table`, quoted for SQL.

@@ -33,8 +33,9 @@ export function applyBatch(
   context: SyncWriteContext | undefined,
   changes: string | undefined,
   state: Checked,
-  what: string,
+  where: { what: string; target: string },
 ) {
+  const { what, target } = where;
   const cycle = context?.cycle ?? 0;
   const existing = st.existing.all(JSON.stringify(batch.ids)) as {
     id: string;
@@ -42,15 +43,14 @@ export function applyBatch(
     deleted_at: string | null;
   }[];
   const kinds = classify(existing, batch.texts, batch.ids);
-  // Unchanged rows are only marked seen: rewriting them costs the index.
+  // Unchanged rows are left as they are: rewriting them costs the index.
   upsertAll(
     st,
     kinds.changed.map((i) => batch.texts[i]!),
     kinds.changed.map((i) => batch.ids[i]!),
-    cycle,
   );
-  if (kinds.unchanged.length > 0) {
-    st.seen.run(cycle, JSON.stringify(kinds.unchanged));
+  if (batch.ids.length > 0) {
+    st.seen.run(target, cycle, JSON.stringify(batch.ids));
   }
   const at = new Date().toISOString();
   const record = changes === undefined
@@ -63,18 +63,20 @@ export function applyBatch(
   let deleted = 0;
   const ends = context?.endsCycle;
   if (ends !== undefined) {
-    deleted = (st.unseen.get(cycle) as { n: number }).n;
+    deleted = (st.unseen.get(target, cycle) as { n: number }).n;
     const live = (st.live.get() as { n: number }).n;
     if (tooMany(deleted, live, ends.maxDeletes)) {
       throw tooManyDeletes(deleted, live, ends.maxDeletes, what);
     }
-    for (const row of record === undefined ? [] : st.unseenIds.all(cycle)) {
+    const unseen = record === undefined ? [] : st.unseenIds.all(target, cycle);
+    for (const row of unseen) {
       record?.run((row as { id: string }).id, "delete", at);
     }
     if (ends.deletes === "remove") {
-      st.remove.run(cycle);
+      st.remove.run(target, cycle);
       rows -= deleted;
-    } else st.mark.run(at, cycle);
+    } else st.mark.run(target, cycle, at);
+    st.forget.run(target, cycle);
     const lastId = last?.slice(last.indexOf(":") + 1);
     if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
       last = null;

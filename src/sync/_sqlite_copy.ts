@@ -2,7 +2,7 @@
 // copy's state without changing it, the lease, and the batch's upsert.
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { CHECKPOINT_TABLE, LEASE_TABLE } from "./_identifier.ts";
+import { CHECKPOINT_TABLE, LEASE_TABLE, SEEN_TABLE } from "./_identifier.ts";
 
 /** Rows per INSERT statement (200 parameters, far below SQLite's limit). */
 const ROWS = 100;
@@ -75,8 +75,9 @@ export function itemText(
 /** Creates the tables the sink needs (and the columns 0.3 lacked). */
 export function createTables(db: DatabaseSync, table: string): void {
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT, seen INTEGER NOT NULL DEFAULT 0);
+    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
     CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
+    CREATE TABLE IF NOT EXISTS ${SEEN_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL)`,
   );
   const hasMeta = db.prepare(
@@ -87,18 +88,14 @@ export function createTables(db: DatabaseSync, table: string): void {
       `ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN rows INTEGER; ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN last TEXT`,
     );
   }
-  // 0.3's tables had neither: rows never seen by a sweep count as unseen.
-  const has = (column: string) =>
-    db.prepare(
-      `SELECT 1 FROM pragma_table_info('${unquoted(table)}') WHERE name = ?`,
-    ).get(column) !== undefined;
-  if (!has("deleted_at")) {
+  // 0.3's tables had no deleted_at.
+  const hasDeletedAt = db.prepare(
+    `SELECT 1 FROM pragma_table_info('${
+      unquoted(table)
+    }') WHERE name = 'deleted_at'`,
+  ).get() !== undefined;
+  if (!hasDeletedAt) {
     db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
-  }
-  if (!has("seen")) {
-    db.exec(
-      `ALTER TABLE ${table} ADD COLUMN seen INTEGER NOT NULL DEFAULT 0`,
-    );
   }
 }
 
@@ -113,11 +110,13 @@ export function changeTable(db: DatabaseSync, table: string): string {
 
 /** The statements of a sink whose tables exist. */
 export function statements(db: DatabaseSync, table: string) {
+  const cycleLog =
+    `(SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
   const upsert = (rows: number) =>
     db.prepare(
-      `INSERT INTO ${table} (id, item, seen, deleted_at) VALUES ${
-        Array(rows).fill("(?, ?, ?, NULL)").join(", ")
-      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL`,
+      `INSERT INTO ${table} (id, item, deleted_at) VALUES ${
+        Array(rows).fill("(?, ?, NULL)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
     );
   return {
     many: upsert(ROWS),
@@ -129,21 +128,26 @@ export function statements(db: DatabaseSync, table: string) {
     live: db.prepare(
       `SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`,
     ),
+    // What a cycle did not see: live rows whose id its log lacks.
     unseen: db.prepare(
-      `SELECT count(*) AS n FROM ${table} WHERE seen < ? AND deleted_at IS NULL`,
+      `SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL AND id NOT IN ${cycleLog}`,
     ),
     unseenIds: db.prepare(
-      `SELECT id FROM ${table} WHERE seen < ? AND deleted_at IS NULL ORDER BY id`,
+      `SELECT id FROM ${table} WHERE deleted_at IS NULL AND id NOT IN ${cycleLog} ORDER BY id`,
     ),
     remove: db.prepare(
-      `DELETE FROM ${table} WHERE seen < ? AND deleted_at IS NULL`,
+      `DELETE FROM ${table} WHERE deleted_at IS NULL AND id NOT IN ${cycleLog}`,
     ),
     mark: db.prepare(
-      `UPDATE ${table} SET deleted_at = ? WHERE seen < ? AND deleted_at IS NULL`,
+      `UPDATE ${table} SET deleted_at = ?3 WHERE deleted_at IS NULL AND id NOT IN ${cycleLog}`,
     ),
-    // Rows a sweep read again unchanged: only seen in this cycle.
+    // Every id a batch holds is seen in its cycle: appended, in the order
+    // written (rewriting rows in a random key order cost most of a sweep).
     seen: db.prepare(
-      `UPDATE ${table} SET seen = ? WHERE id IN (SELECT value FROM json_each(?))`,
+      `INSERT INTO ${SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
+    ),
+    forget: db.prepare(
+      `DELETE FROM ${SEEN_TABLE} WHERE target = ? AND cycle <= ?`,
     ),
     isLive: db.prepare(
       `SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`,
@@ -174,20 +178,19 @@ export function statements(db: DatabaseSync, table: string) {
   };
 }
 
-/** Upserts the items ROWS at a time, seen in `cycle`: one statement per row costs twice as much. */
+/** Upserts the items ROWS at a time: one statement per row costs twice as much. */
 export function upsertAll(
   prepared: { many: StatementSync; one: StatementSync },
   texts: readonly string[],
   ids: readonly string[],
-  cycle: number,
 ): void {
   let i = 0;
   for (; i + ROWS <= texts.length; i += ROWS) {
-    const values: (string | number)[] = [];
-    for (let j = i; j < i + ROWS; j++) values.push(ids[j]!, texts[j]!, cycle);
+    const values: string[] = [];
+    for (let j = i; j < i + ROWS; j++) values.push(ids[j]!, texts[j]!);
     prepared.many.run(...values);
   }
-  for (; i < texts.length; i++) prepared.one.run(ids[i]!, texts[i]!, cycle);
+  for (; i < texts.length; i++) prepared.one.run(ids[i]!, texts[i]!);
 }
 
 /** What a batch does to each row: a new one, a changed one, or only seen again. */

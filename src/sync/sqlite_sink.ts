@@ -49,7 +49,7 @@ const CONTEXT = "Cannot create SQLite sink";
  * const sink = createSqliteSink(database, options);
  * await (await sink.lock!())[Symbol.asyncDispose](); // creates the tables
  * const tables = database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
- * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "partner_api_sync_lease", "transactions"]);
+ * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "partner_api_sync_lease", "partner_api_sync_seen", "transactions"]);
  * database.close();
  * ```
  */
@@ -195,7 +195,10 @@ export function createSqliteSink<T>(
         if (owner !== undefined && holder?.owner !== owner) {
           throw lockLost(what);
         }
-        const done = applyBatch(db, st, batch, context, changes, state, what);
+        const done = applyBatch(db, st, batch, context, changes, state, {
+          what,
+          target,
+        });
         st.dropOthers.run(target, target);
         st.save.run(target, JSON.stringify(checkpoint), done.rows, done.last);
         db.exec("COMMIT");
