@@ -444,14 +444,24 @@ export interface RateDegradedEvent {
  *
  * @example A line per change of pace
  * ```ts
- * import type { PartnerApiEvent } from "@partner-api/client";
- * import { equal } from "node:assert/strict";
+ * import { createClient, type PartnerApiEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
  *
  * function pace(event: PartnerApiEvent): string | undefined {
  *   if (event.type === "rate.degraded") return `${event.store}: alone, ${event.requests} per window`;
  *   if (event.type === "rate.restored") return `${event.store}: the fleet's window again`;
  *   return undefined;
  * }
+ * const lines: string[] = [];
+ * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => void (pace(event) && lines.push(pace(event)!)),
+ * });
+ * await Array.fromAsync(client.list("organizations"));
+ * deepStrictEqual(lines, []); // a limiter of its own never changes pace
  * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
  * ```
  */
