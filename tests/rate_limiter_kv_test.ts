@@ -14,23 +14,37 @@ import fc from "fast-check";
 import { createKvRateLimiter } from "../src/store/kv.ts";
 import {
   answerSends,
+  emptyState,
   refuseSends,
-  takeTurn,
+  type TakeAsk,
+  takeTurn as take,
   type WindowState,
-} from "../src/store/_kv_rate_limiter.ts";
+} from "../src/store/_window_rules.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { crawlTogether, mostAtOnce, mostInAnyWindow } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
 
-const EMPTY: WindowState = { sends: [], line: [], holders: [], block: 0 };
+const EMPTY: WindowState = emptyState("e");
+
+/** A take by `holder` that knows the window's epoch. */
+function takeTurn(
+  state: WindowState,
+  holder: string,
+  wanted: readonly string[],
+  now: number,
+  limit: { requests: number; interval: number },
+) {
+  const ask: TakeAsk = { holder, wanted, epoch: "e", returning: false };
+  return take(state, ask, now, limit);
+}
 const LIMIT = { requests: 2, interval: 1000 };
 
 Deno.test("takeTurn() grants while the window has room, then names the wait for the oldest send", () => {
   let turn = takeTurn(EMPTY, "a", ["a:0", "a:1", "a:2"], 0, LIMIT);
   equal(turn.granted, 2, "two free slots, nobody in line");
   equal(turn.wait, 1000, "both unanswered: no sooner than an interval");
-  let state = answerSends(turn.state, [["a:0", 100], ["a:1", 300]]);
+  let state = answerSends(turn.state, [["a:0", 100, -1], ["a:1", 300, -1]]);
   turn = takeTurn(state, "a", ["a:2"], 400, LIMIT);
   deepStrictEqual([turn.granted, turn.wait], [0, 700], "until a:0 is 1 s old");
   state = turn.state;
@@ -49,7 +63,7 @@ Deno.test("takeTurn() gives one send per turn while others wait, and drops a pla
   equal(turn.granted, 0, "b's send holds the only slot");
   turn = takeTurn(turn.state, "c", ["c:0"], 20, one);
   deepStrictEqual(turn.state.line.map(([id]) => id), ["a", "c"]);
-  const freed = answerSends(turn.state, [["b:0", 20]]);
+  const freed = answerSends(turn.state, [["b:0", 20, -1]]);
   turn = takeTurn(freed, "a", ["a:0", "a:1"], 1020, { ...one, requests: 3 });
   equal(turn.granted, 1, "c waits: one per turn");
   deepStrictEqual(turn.state.line.map(([id]) => id), ["c", "a"]);
@@ -95,7 +109,7 @@ Deno.test("simulated fleets: never more than the limit in any window, and each p
           const [now, p, kind] = queue.shift()!;
           if (now > end) break;
           if (kind !== "ask") {
-            state = answerSends(state, [[kind, now]]);
+            state = answerSends(state, [[kind, now, -1]]);
             spans.at(Number(kind.split(":")[1]))![1] = now;
             queue.push([now, p, "ask"]);
             continue;

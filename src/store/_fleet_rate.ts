@@ -3,8 +3,13 @@
 // decides each take atomically; here the process's own callers queue in
 // order, one take at a time goes to the store for as many of them as wait,
 // and the store's answer says how long until it is worth asking again, so
-// nobody polls blindly. When the store fails, the process paces itself
-// alone at its last known share of the limit, never unlimited.
+// nobody polls blindly.
+//
+// The process also remembers its own sends of the last window. When the
+// store fails it paces alone at its last known share (never the whole
+// limit); when the store answers again, or comes back without the window
+// (a restart, a key that was not ours), it writes those sends back before
+// it takes, so that the fleet's window counts them.
 
 import type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
 import {
@@ -16,8 +21,20 @@ import {
 } from "../core/_rate_window.ts";
 import { WaitQueue } from "../core/_wait_queue.ts";
 import { emit } from "../core/_emit.ts";
-import { checkNumber, optionError } from "../core/_check.ts";
+import { MAX_TIMER_MS } from "../core/_check.ts";
 import type { EventListener } from "../core/events.ts";
+import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
+export { checkFleetLimit } from "./_fleet_options.ts";
+
+/** What a process asks the store for. */
+export interface TakeRequest {
+  /** The sends wanted, in order. */
+  readonly sends: readonly string[];
+  /** The epoch of the window it knows (`""`: none yet). */
+  readonly epoch: string;
+  /** It paced alone: it writes back its sends before it takes. */
+  readonly returning: boolean;
+}
 
 /** What the store answers to a take. */
 export interface TakeReply {
@@ -27,6 +44,12 @@ export interface TakeReply {
   readonly wait: number;
   /** Processes that took or waited in the last window, this one included (0: unknown). */
   readonly holders: number;
+  /** The window's epoch. */
+  readonly epoch: string;
+  /** Write back your sends first (nothing was granted). */
+  readonly reseed: boolean;
+  /** Sends in the window after the take (-1: unknown). */
+  readonly count: number;
 }
 
 /**
@@ -35,8 +58,10 @@ export interface TakeReply {
  */
 export interface SharedWindow {
   readonly store: "redis" | "kv";
-  /** Takes slots for `sends`, in order, as far as the window and the line allow. */
-  take(sends: readonly string[]): Promise<TakeReply>;
+  /** Takes slots for the sends, in order, as far as the window and the line allow. */
+  take(request: TakeRequest): Promise<TakeReply>;
+  /** Writes back this process's sends of the last window that the window lacks. */
+  reseed(reseed: Reseed): Promise<void>;
   /** The sends were answered: their slots count from now. */
   answer(sends: readonly string[]): Promise<void>;
   /** The service refused a request for its rate: no send for a while. */
@@ -48,55 +73,9 @@ export interface FleetConfig {
   readonly limit: RateLimit;
   /** Names this process's sends in the store. */
   readonly holder: string;
+  /** A clock that never goes back (a step back must not stall callers). */
   readonly now: () => number;
   readonly onEvent: EventListener | undefined;
-}
-
-/** A timer cannot wait longer (2^31 - 1 ms). */
-const LONGEST_INTERVAL = 2_147_483_647;
-
-/**
- * The limit of a fleet limiter's options: the service's by default.
- *
- * @throws {RangeError} When `requests` is not a positive integer up to
- * `most`, or `interval` not one up to 2,147,483,647 ms.
- */
-export function checkFleetLimit(
-  options: { requests?: number; interval?: number },
-  context: string,
-  most: number,
-): RateLimit {
-  const requests = checkNumber(
-    options.requests,
-    900,
-    "positive integer",
-    context,
-    "requests",
-  );
-  const interval = checkNumber(
-    options.interval,
-    300_000,
-    "positive integer",
-    context,
-    "interval",
-  );
-  for (
-    const [option, value, top] of [
-      ["requests", requests, most],
-      ["interval", interval, LONGEST_INTERVAL],
-    ] as const
-  ) {
-    if (value > top) {
-      throw optionError(
-        RangeError,
-        context,
-        option,
-        `must be at most ${top}`,
-        String(value),
-      );
-    }
-  }
-  return Object.freeze({ requests, interval });
 }
 
 /** The first pause after the store failed, doubled on each failure after. */
@@ -118,7 +97,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly limit: RateLimit;
   readonly #shared: SharedWindow;
   readonly #config: FleetConfig;
-  /** This process's own sends: its pace when alone. */
+  /** This process's own sends: its pace alone, and what it writes back. */
   readonly #own: Window;
   readonly #queue = new WaitQueue<Waiter>((waiter, reason) => {
     waiter.reject(reason);
@@ -137,15 +116,25 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #share: number;
   #aloneUntil = -Infinity;
   #failures = 0;
+  /** The window's epoch as the store last said it. */
+  #epoch = "";
+  /** It sent alone since its last take: the store must hear of it first. */
+  #returning = false;
+  /** Between rate.degraded and rate.restored. */
+  #degraded = false;
+  /** When it last took from the store (0: never). */
+  #lastTakeAt = 0;
+  /** Write-backs in a row that the store asked for again at once. */
+  #reseeds = 0;
 
   constructor(shared: SharedWindow, config: FleetConfig) {
     this.limit = config.limit;
     this.#shared = shared;
     this.#config = config;
     this.#own = emptyWindow(config.limit.requests);
-    // Before the store has said how many share it, the whole limit is the
-    // only one known.
-    this.#share = config.limit.requests;
+    // Before the store has said how many share it, a fleet has at least
+    // two members (else why share a store): never the whole limit.
+    this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
   }
 
   take(signal?: AbortSignal): Promise<number> {
@@ -208,7 +197,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
           this.#timer = setTimeout(() => {
             this.#timer = undefined;
             this.#wake();
-          }, wait);
+          }, Math.min(wait, MAX_TIMER_MS));
           return;
         }
       }
@@ -220,11 +209,15 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** One slot from this process's share, or how long until one is free. */
   #takeAlone(): number {
     const { interval } = this.limit;
-    const wait = slotWait(this.#own, interval, this.#config.now(), this.#share);
+    const now = this.#config.now();
+    const wait = slotWait(this.#own, interval, now, this.#share);
     if (wait === 0) {
+      this.#returning = true;
       this.#queue.shift()!.resolve(recordSend(this.#own, Infinity));
+      return 0;
     }
-    return wait;
+    // Back to the store when the pause ends, if that comes first.
+    return Math.min(wait, Math.max(1, this.#aloneUntil - now));
   }
 
   /** Slots from the store for as many as wait, or how long until more. */
@@ -238,15 +231,17 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     );
     let reply: TakeReply;
     try {
-      reply = await this.#shared.take(sends);
+      reply = await this.#shared.take({
+        sends,
+        epoch: this.#epoch,
+        returning: this.#returning,
+      });
+      if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
       this.#goAlone();
       return 0;
     }
-    this.#failures = 0;
-    if (reply.holders > 0) {
-      this.#share = Math.max(1, Math.floor(requests / reply.holders));
-    }
+    this.#taken(reply);
     for (let i = 0; i < reply.granted; i++) {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
       const ticket = recordSend(this.#own, Infinity);
@@ -259,20 +254,93 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return reply.granted === count ? 0 : Math.max(1, reply.wait);
   }
 
+  /** What a take that granted (or named a wait) tells this process. */
+  #taken(reply: TakeReply): void {
+    this.#failures = 0;
+    this.#reseeds = 0;
+    this.#epoch = reply.epoch;
+    if (reply.holders > 0) {
+      this.#share = Math.max(
+        1,
+        Math.floor(this.limit.requests / reply.holders),
+      );
+    }
+    this.#lastTakeAt = this.#config.now();
+    if (this.#degraded) {
+      this.#degraded = false;
+      this.#tellListener({ type: "rate.restored", store: this.#shared.store });
+    }
+  }
+
+  /**
+   * The store lost the window (or this process paced alone): write back its
+   * sends of the last window before taking, then take again at once.
+   */
+  async #reseed(epoch: string): Promise<number> {
+    const now = this.#config.now();
+    const sends = this.#ownSends(now);
+    // Took while the window it knew could still hold sends (a process
+    // waiting in line takes at least that often): what it knew may matter.
+    const recent = this.#lastTakeAt > 0 &&
+      now - this.#lastTakeAt < this.limit.interval + HOLD + GRACE;
+    // A window that came back empty while this process had sends in it is
+    // a fall as much as a store that fails (one that merely expired after
+    // a quiet window is not).
+    if (sends.length > 0 || recent) this.#degrade(now);
+    await this.#shared.reseed({
+      holder: this.#config.holder,
+      epoch: this.#epoch,
+      sends,
+      recent,
+    });
+    this.#epoch = epoch;
+    this.#returning = false;
+    // A window lost again at once (something keeps replacing it): take
+    // again after a moment that grows, not in a loop of round trips.
+    return this.#reseeds++ === 0
+      ? 0
+      : Math.min(LONGEST_PAUSE, 2 ** this.#reseeds);
+  }
+
+  /** This process's sends of the last window, as `[name, ms since answered]` (-1: unanswered). */
+  #ownSends(now: number): [string, number][] {
+    const { times, sent, count } = this.#own;
+    const sends: [string, number][] = [];
+    for (let ticket = sent - count; ticket < sent; ticket++) {
+      const time = times[ticket % times.length]!;
+      const age = time === Infinity ? -1 : Math.max(0, now - time);
+      if (age < this.limit.interval) {
+        sends.push([`${this.#config.holder}:${ticket}`, age]);
+      }
+    }
+    return sends;
+  }
+
   /** The store failed: pace alone at the last known share for a while. */
   #goAlone(): void {
     const now = this.#config.now();
-    const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures);
+    const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
     this.#aloneUntil = now + pause;
-    if (this.#failures++ === 0 && this.#config.onEvent !== undefined) {
-      emit(this.#config.onEvent, {
-        type: "rate.degraded",
-        store: this.#shared.store,
-        requests: this.#share,
-        interval: this.limit.interval,
-        retryAt: this.#aloneUntil,
-      });
-    }
+    this.#degrade(now);
+  }
+
+  /** Says once per fall that this process paces alone. */
+  #degrade(now: number): void {
+    if (this.#degraded) return;
+    this.#degraded = true;
+    this.#tellListener({
+      type: "rate.degraded",
+      store: this.#shared.store,
+      requests: this.#share,
+      interval: this.limit.interval,
+      retryAt: Math.max(now, this.#aloneUntil),
+    });
+  }
+
+  #tellListener(
+    event: Parameters<EventListener>[0],
+  ): void {
+    if (this.#config.onEvent !== undefined) emit(this.#config.onEvent, event);
   }
 
   /**

@@ -1,19 +1,35 @@
 // Internal: the fleet rate limiter on Deno KV. KV runs no script, so the
 // fleet's window rests in one value that each take reads, decides on with
-// the pure functions below (the same rules as the Redis script), and writes
-// back only if nobody wrote it meanwhile (`kv.atomic().check()`). Answers go
+// the pure rules of _window_rules.ts (the same as the Redis scripts'), and
+// writes back only if nobody wrote it meanwhile (`kv.atomic().check()`):
+// a value that is not a window is replaced in that same check. Answers go
 // to keys of their own, which never collide, and the next take folds them
-// in. KV has no clock of its own: the processes' clocks decide.
+// in. KV has no clock of its own: each process dates what others wrote by
+// when it saw it (_kv_view.ts), so members' clocks may differ by any amount.
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
 import { requireFunction } from "../core/_check.ts";
+import { type SteadyClock, steadyClock } from "../core/_steady_clock.ts";
 import {
   checkFleetLimit,
   FleetRateLimiter,
   type SharedWindow,
   type TakeReply,
+  type TakeRequest,
 } from "./_fleet_rate.ts";
+import {
+  answerSends,
+  emptyState,
+  GRACE,
+  HOLD,
+  refuseSends,
+  type Reseed,
+  reseedSends,
+  takeTurn,
+  type WindowState,
+} from "./_window_rules.ts";
+import { ClockView, readState } from "./_kv_view.ts";
 
 /**
  * Options of {@linkcode createKvRateLimiter}.
@@ -54,13 +70,18 @@ export interface KvRateLimiterOptions {
    */
   prefix?: readonly (string | number)[];
   /**
-   * The clock, in epoch ms. Processes on one database must agree on the
-   * time (NTP does it).
+   * The clock, in epoch ms. Processes on one database need not agree on
+   * the time: each dates what the others wrote by when it saw it, and
+   * measures on its own clock only the time that passed since. A clock
+   * stepped back is read as no time passing.
    *
-   * @default {Date.now}
+   * @default {Date.now, read through the runtime's monotone clock}
    */
   now?: () => number;
-  /** Receives `rate.degraded` when KV fails and the process paces alone. */
+  /**
+   * Receives `rate.degraded` when KV fails or the window was lost, and
+   * `rate.restored` when the process takes from it again.
+   */
   onEvent?: EventListener;
 }
 
@@ -81,8 +102,17 @@ const MOST_REQUESTS = 1000;
  *   signal; a process sleeps until the time its turn can come.
  * - Processes take turns in a line kept in the value: under contention
  *   each of `N` processes gets its share (at least `1 / (2N)`).
+ * - Members' clocks need not agree: a process trusts only its own stamps
+ *   and dates the others' sends by when it saw them (and how long each took
+ *   on its owner's clock), so a member minutes behind or ahead sends no
+ *   more than its turns; a block is at most one slot's share of the
+ *   interval from when it was seen. A value that is not a window is
+ *   replaced in the same atomic check.
  * - When KV fails, the process paces itself alone at its last known share
- *   and emits `rate.degraded`.
+ *   (half the limit before KV ever answered, never the whole) and emits
+ *   `rate.degraded`; back, it writes what it sent alone into the window and
+ *   emits `rate.restored`. A window lost (deleted, replaced) is taken back
+ *   from what each process sent in the last window, as on Redis.
  *
  * Deno only. `await using` it before closing the database: it waits for
  * the answers still being written.
@@ -119,7 +149,7 @@ export function createKvRateLimiter(
     );
   }
   const limit = checkFleetLimit(options, CONTEXT, MOST_REQUESTS);
-  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
+  const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
   const holder = crypto.randomUUID().slice(0, 13);
   const prefix = [...(options.prefix ?? ["partner-api", "rate"])];
   return new FleetRateLimiter(new KvWindow(kv, prefix, limit, holder, now), {
@@ -130,10 +160,6 @@ export function createKvRateLimiter(
   });
 }
 
-/** How long an unanswered send counts as taken at most (as on Redis). */
-const HOLD = 60_000;
-/** How long a process keeps its place in line after its turn came. */
-const GRACE = 1000;
 /** Writes lost to other processes before a take gives way for a moment. */
 const MOST_ATTEMPTS = 8;
 /** Answers folded into the window by one take, at most. */
@@ -143,106 +169,6 @@ const MOST_FOLDED = 500;
  * taken for the whole hold.
  */
 const MOST_ANSWER_ATTEMPTS = 100;
-
-/** The fleet's window as one KV value. */
-export interface WindowState {
-  /** Sends, as `[name, ms it counts from]`, a send's name unique. */
-  readonly sends: readonly (readonly [string, number])[];
-  /** Processes waiting for a turn, in order, as `[holder, ms the place lapses]`. */
-  readonly line: readonly (readonly [string, number])[];
-  /** Processes seen, as `[holder, ms last seen]`. */
-  readonly holders: readonly (readonly [string, number])[];
-  /** No send before this (after a refusal). */
-  readonly block: number;
-}
-
-const EMPTY: WindowState = { sends: [], line: [], holders: [], block: 0 };
-
-/** The rules of a take, as the Redis script has them: pure, on `now`. */
-export function takeTurn(
-  state: WindowState,
-  holder: string,
-  wanted: readonly string[],
-  now: number,
-  limit: RateLimit,
-): TakeReply & { state: WindowState } {
-  const { requests, interval } = limit;
-  const sends = state.sends.filter(([, from]) => from > now - interval);
-  const holders = [
-    ...state.holders.filter(([id, seen]) =>
-      seen > now - interval && id !== holder
-    ),
-    [holder, now] as const,
-  ];
-  let line = state.line.filter(([, lapses]) => lapses >= now);
-  const free = state.block > now ? 0 : requests - sends.length;
-  const place = line.findIndex(([id]) => id === holder);
-  const ahead = place < 0 ? line.length : place;
-  // While others wait in line, one send per turn: turns are fair.
-  const most = line.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
-  const granted = Math.max(0, Math.min(most, free - ahead));
-  for (const send of wanted.slice(0, granted)) sends.push([send, now + HOLD]);
-  let wait = 0;
-  if (granted === wanted.length) {
-    line = line.filter(([id]) => id !== holder);
-  } else {
-    if (granted > 0 || place < 0) {
-      line = [...line.filter(([id]) => id !== holder), [holder, Infinity]];
-    }
-    wait = turnWait(sends, line, holder, free - granted, now, state, interval);
-    line = line.map((entry) =>
-      entry[0] === holder ? [holder, now + wait + GRACE] as const : entry
-    );
-  }
-  const next = { sends, line, holders, block: state.block };
-  return { state: next, granted, wait, holders: holders.length };
-}
-
-/** How long until `holder`'s turn can come, in ms. */
-function turnWait(
-  sends: readonly (readonly [string, number])[],
-  line: readonly (readonly [string, number])[],
-  holder: string,
-  free: number,
-  now: number,
-  state: WindowState,
-  interval: number,
-): number {
-  if (state.block > now) return state.block - now;
-  // The turn comes when the (index + 1)-th send leaves.
-  const index = Math.max(0, line.findIndex(([id]) => id === holder) - free);
-  const from = sends.map(([, from]) => from).sort((a, b) => a - b)[index] ??
-    now + 1;
-  // Unanswered: it leaves no sooner than an interval from now.
-  return from > now ? interval : Math.max(1, from + interval - now);
-}
-
-/** Answers, as `[send, ms answered]`: each send counts from its answer. */
-export function answerSends(
-  state: WindowState,
-  answers: readonly (readonly [string, number])[],
-): WindowState {
-  const answered = new Map(answers);
-  return {
-    ...state,
-    sends: state.sends.map((entry) => {
-      const at = answered.get(entry[0]) ?? Infinity;
-      return at < entry[1] ? [entry[0], at] as const : entry;
-    }),
-  };
-}
-
-/** A refusal: a window with room is taken as full for one slot's share. */
-export function refuseSends(
-  state: WindowState,
-  now: number,
-  { requests, interval }: RateLimit,
-): WindowState {
-  const live = state.sends.filter(([, from]) => from > now - interval);
-  if (live.length >= requests) return state;
-  const block = Math.max(state.block, now + Math.ceil(interval / requests));
-  return { ...state, block };
-}
 
 /** The fleet's window in one KV value, changed by atomic check-and-set. */
 class KvWindow implements SharedWindow {
@@ -254,14 +180,17 @@ class KvWindow implements SharedWindow {
   readonly #answers: Deno.KvKey;
   readonly #limit: RateLimit;
   readonly #holder: string;
-  readonly #now: () => number;
+  readonly #now: SteadyClock;
+  readonly #view: ClockView;
+  /** This process's sends not answered yet: when written, on which clock. */
+  readonly #written = new Map<string, { at: number; steps: number }>();
 
   constructor(
     kv: Deno.Kv,
     prefix: Deno.KvKey,
     limit: RateLimit,
     holder: string,
-    now: () => number,
+    now: SteadyClock,
   ) {
     this.#kv = kv;
     this.#key = [...prefix, "window"];
@@ -269,33 +198,69 @@ class KvWindow implements SharedWindow {
     this.#limit = limit;
     this.#holder = holder;
     this.#now = now;
+    this.#view = new ClockView(holder);
   }
 
-  async take(sends: readonly string[]): Promise<TakeReply> {
+  async take(request: TakeRequest): Promise<TakeReply> {
     let reply: TakeReply | undefined;
+    const ask = {
+      holder: this.#holder,
+      wanted: request.sends,
+      epoch: request.epoch,
+      returning: request.returning,
+    };
+    let writtenAt = 0;
     const written = await this.#change((state, now) => {
-      const { state: next, ...turn } = takeTurn(
-        state,
-        this.#holder,
-        sends,
-        now,
-        this.#limit,
-      );
+      const { state: next, ...turn } = takeTurn(state, ask, now, this.#limit);
       reply = turn;
+      writtenAt = now;
       return next;
     });
+    if (written) {
+      const { steps } = this.#now;
+      for (const send of request.sends.slice(0, reply!.granted)) {
+        this.#written.set(send, { at: writtenAt, steps });
+      }
+    }
     // Lost to others each time: ask again in a moment, nothing learned.
-    return written ? reply! : { granted: 0, wait: 5, holders: 0 };
+    return written ? reply! : {
+      granted: 0,
+      wait: 5,
+      holders: 0,
+      epoch: request.epoch,
+      reseed: false,
+      count: -1,
+    };
   }
 
-  /** One write with no check: answers never wait for the window's lock. */
+  async reseed(reseed: Reseed): Promise<void> {
+    await this.#change((state, now) =>
+      reseedSends(state, reseed, now, this.#limit)
+    );
+  }
+
+  /**
+   * One write with no check: answers never wait for the window's lock. Each
+   * says when, and how long after its send was written (what a process on
+   * another clock goes by): not known when this clock was stopped from going
+   * back meanwhile, since the time that cost went unmeasured.
+   */
   async answer(sends: readonly string[]): Promise<void> {
     const now = this.#now();
+    const { steps } = this.#now;
+    const answers = sends.map((send) => {
+      const written = this.#written.get(send);
+      this.#written.delete(send);
+      const span = written?.steps === steps
+        ? Math.max(0, now - written.at)
+        : -1;
+      return [send, [now, span]] as const;
+    });
     const expireIn = this.#limit.interval + HOLD + GRACE;
     for (let attempt = 1; attempt <= MOST_ANSWER_ATTEMPTS; attempt++) {
       const write = this.#kv.atomic();
-      for (const send of sends) {
-        write.set([...this.#answers, send], now, { expireIn });
+      for (const [send, answer] of answers) {
+        write.set([...this.#answers, send], answer, { expireIn });
       }
       try {
         await write.commit();
@@ -311,9 +276,11 @@ class KvWindow implements SharedWindow {
   }
 
   /**
-   * Reads the value and the answers waiting, changes the value, and writes
-   * it back (the answers folded in deleted) if nobody else wrote it
-   * meanwhile; tries again a few times, then gives way (`false`).
+   * Reads the value and the answers waiting, changes the value as this
+   * process's clock sees it, and writes it back (the answers folded in
+   * deleted) if nobody else wrote it meanwhile; tries again a few times,
+   * then gives way (`false`). A value that is not a window is a window the
+   * store lost: a new epoch, written in the same check.
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,
@@ -321,18 +288,19 @@ class KvWindow implements SharedWindow {
     const expireIn = this.#limit.interval + HOLD + GRACE;
     for (let attempt = 1; attempt <= MOST_ATTEMPTS; attempt++) {
       try {
-        const entry = await this.#kv.get<WindowState>(this.#key);
+        const entry = await this.#kv.get(this.#key);
         const answers = await Array.fromAsync(
-          this.#kv.list<number>({ prefix: this.#answers }, {
-            limit: MOST_FOLDED,
-          }),
+          this.#kv.list({ prefix: this.#answers }, { limit: MOST_FOLDED }),
         );
-        const folded = answerSends(
-          readState(entry.value),
-          answers.map((answer) => [String(answer.key.at(-1)), answer.value]),
+        const stored = answerSends(
+          readState(entry.value) ?? emptyState(crypto.randomUUID()),
+          answers.flatMap(({ key, value }) => answerOf(key, value)),
         );
+        const now = this.#now();
+        const seen = this.#view.see(stored, now, this.#limit);
+        const next = this.#view.restore(change(seen, now), stored, seen);
         const write = this.#kv.atomic().check(entry)
-          .set(this.#key, change(folded, this.#now()), { expireIn });
+          .set(this.#key, next, { expireIn });
         for (const answer of answers) write.delete(answer.key);
         if ((await write.commit()).ok) return true;
       } catch (error) {
@@ -352,11 +320,19 @@ class KvWindow implements SharedWindow {
   }
 }
 
-/** The stored value, or an empty window when it is missing or not one. */
-function readState(value: unknown): WindowState {
-  const state = value as Partial<WindowState> | null;
-  return Array.isArray(state?.sends) && Array.isArray(state.line) &&
-      Array.isArray(state.holders) && typeof state.block === "number"
-    ? state as WindowState
-    : EMPTY;
+/** An answer waiting to be folded in: `[send, at, span]`; a number is 0.3's `at`. */
+function answerOf(
+  key: Deno.KvKey,
+  value: unknown,
+): [string, number, number][] {
+  const send = String(key.at(-1));
+  if (typeof value === "number" && Number.isFinite(value)) {
+    return [[send, value, -1]];
+  }
+  if (!Array.isArray(value)) return [];
+  const [at, span] = value;
+  return typeof at === "number" && Number.isFinite(at) &&
+      typeof span === "number" && Number.isFinite(span)
+    ? [[send, at, span]]
+    : [];
 }

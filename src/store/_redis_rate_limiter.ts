@@ -12,12 +12,16 @@ import {
   requireText,
 } from "../core/_check.ts";
 import type { RedisCommand } from "./_redis_store.ts";
+import { steadyClock } from "../core/_steady_clock.ts";
 import {
   checkFleetLimit,
   FleetRateLimiter,
   type SharedWindow,
   type TakeReply,
+  type TakeRequest,
 } from "./_fleet_rate.ts";
+import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
+import { ANSWER, REFUSE, RESEED, TAKE } from "./_redis_rate_scripts.ts";
 
 /**
  * Options of {@linkcode createRedisRateLimiter}.
@@ -76,7 +80,10 @@ export interface RedisRateLimiterOptions {
    * @default {Date.now}
    */
   now?: () => number;
-  /** Receives `rate.degraded` when Redis fails and the process paces alone. */
+  /**
+   * Receives `rate.degraded` when Redis fails or comes back without the
+   * window, and `rate.restored` when the process takes from it again.
+   */
   onEvent?: EventListener;
 }
 
@@ -95,10 +102,21 @@ const CONTEXT = "Cannot create Redis rate limiter";
  *   signal. A process waits for the time the script names, not by polling.
  * - Processes take turns in a line kept in Redis: under contention each of
  *   `N` processes gets its share (at least `1 / (2N)` of the limit).
+ * - What Redis holds is never trusted past the rules: a key of another
+ *   type or a value that does not parse is replaced in the same script, a
+ *   block or a send counted from further ahead than a take writes is cut
+ *   back, so no wait is longer than the interval and the hold (a minute).
  * - When Redis fails or does not answer in `commandTimeout`, the process
- *   paces itself alone at its last known share (`requests / N`), emits
+ *   paces itself alone at its last known share (`requests / N`; half the
+ *   limit before Redis ever said `N`, never the whole), emits
  *   `rate.degraded`, and asks Redis again after a pause (0.5 s, doubling up
- *   to 30 s).
+ *   to 30 s); back, it writes what it sent alone into the window first and
+ *   emits `rate.restored`.
+ * - A restart is not a reset: each process remembers its sends of the last
+ *   window, and a window that came back empty (or was replaced) takes them
+ *   back before anyone takes; for one window after, the fleet sends only as
+ *   many as its processes wrote back, so that the sends of one that has not
+ *   come back yet (or ended) keep their slots.
  *
  * `await using` it (or `await limiter[Symbol.asyncDispose]()`) before
  * closing the Redis connection: it waits for the answers still being
@@ -169,96 +187,16 @@ export function createRedisRateLimiter(
   return new FleetRateLimiter(window, {
     limit,
     holder,
-    now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
+    now: steadyClock(requireFunction(options.now, CONTEXT, "now")),
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
   });
 }
-
-/**
- * How long an unanswered send counts as taken at most, in ms, before its
- * window: longer than any request's time limit, so only a process that died
- * mid-request leaves one, and its slot comes back after this and a window.
- */
-const HOLD = 60_000;
-/** How long a process keeps its place in line after its turn came, in ms. */
-const GRACE = 1000;
-
-// KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted
-// set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
-// 4 holders (sorted set: holder -> ms last seen), 5 turns (counter),
-// 6 block (ms before which nobody sends, after a refusal).
-const CLOCK = `local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-`;
-// ARGV: requests, interval, hold, grace, holder, then the sends wanted.
-const TAKE =
-  `${CLOCK}local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
-local hold, grace, holder = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local want = #ARGV - 5
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
-redis.call('ZADD', KEYS[4], now, holder)
-for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  if tonumber(redis.call('HGET', KEYS[3], other) or '0') < now then
-    redis.call('ZREM', KEYS[2], other)
-    redis.call('HDEL', KEYS[3], other)
-  end
-end
-local block = tonumber(redis.call('GET', KEYS[6]) or '0')
-local free = requests - redis.call('ZCARD', KEYS[1])
-if block > now then free = 0 end
-local place = redis.call('ZRANK', KEYS[2], holder)
-local line = redis.call('ZCARD', KEYS[2])
-local ahead = place or line
--- While others wait in line, one send per turn: turns, not callers, are fair.
-local most = want
-if line > (place and 1 or 0) then most = 1 end
-local granted = math.max(0, math.min(most, free - ahead))
-for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[5 + i]) end
-local wait = 0
-if granted == want then
-  redis.call('ZREM', KEYS[2], holder)
-  redis.call('HDEL', KEYS[3], holder)
-else
-  if granted > 0 or not place then
-    redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), holder)
-  end
-  if block > now then
-    wait = block - now
-  else
-    -- This holder's turn comes when the (index + 1)-th send leaves.
-    local index = redis.call('ZRANK', KEYS[2], holder) - (free - granted)
-    local send = redis.call('ZRANGE', KEYS[1], math.max(index, 0), math.max(index, 0), 'WITHSCORES')
-    local from = tonumber(send[2] or now + 1)
-    -- Unanswered: it leaves no sooner than an interval from now.
-    if from > now then wait = interval else wait = math.max(1, from + interval - now) end
-  end
-  redis.call('HSET', KEYS[3], holder, now + wait + grace)
-end
-for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], interval + hold + grace) end
-return {granted, wait, redis.call('ZCARD', KEYS[4])}`;
-// KEYS: window; ARGV: the sends. Each counts from now, if it still waits.
-const ANSWER = `${CLOCK}for _, send in ipairs(ARGV) do
-  local from = redis.call('ZSCORE', KEYS[1], send)
-  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, send) end
-end
-return 0`;
-// KEYS: window, block; ARGV: requests, interval. A window with room is
-// taken as full for one slot's share of the interval.
-const REFUSE =
-  `${CLOCK}local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
-if redis.call('ZCARD', KEYS[1]) >= requests then return 0 end
-local until_ = now + math.ceil(interval / requests)
-if until_ > tonumber(redis.call('GET', KEYS[2]) or '0') then
-  redis.call('SET', KEYS[2], until_, 'PX', interval)
-end
-return 0`;
 
 /** The fleet's window in Redis, through scripts sent by `EVALSHA`. */
 class RedisWindow implements SharedWindow {
   readonly store = "redis";
   readonly #command: RedisCommand;
+  readonly #holder: string;
   readonly #keys: string[];
   readonly #args: string[];
   readonly #commandTimeout: number;
@@ -273,30 +211,45 @@ class RedisWindow implements SharedWindow {
   ) {
     this.#command = command;
     this.#commandTimeout = commandTimeout;
+    this.#holder = holder;
     // One hash tag: a cluster keeps every key of a script in one slot.
-    this.#keys = ["window", "line", "places", "holders", "turns", "block"]
-      .map((name) => `${prefix}:{rate}:${name}`);
+    this.#keys = [
+      "window",
+      "line",
+      "places",
+      "holders",
+      "turns",
+      "block",
+      "epoch",
+    ].map((name) => `${prefix}:{rate}:${name}`);
     this.#args = [
       String(limit.requests),
       String(limit.interval),
       String(HOLD),
       String(GRACE),
-      holder,
     ];
   }
 
-  async take(sends: readonly string[]): Promise<TakeReply> {
+  async take(request: TakeRequest): Promise<TakeReply> {
     const reply = await this.#script(TAKE, this.#keys, [
       ...this.#args,
-      ...sends,
+      newEpoch(),
+      this.#holder,
+      request.epoch,
+      request.returning ? "1" : "0",
+      ...request.sends,
     ]);
-    const numbers = Array.isArray(reply) ? reply.map(Number) : [];
-    // Anything else is not our script's answer: a failing store, not a spin.
-    if (numbers.length !== 3 || !numbers.every((n) => n >= 0)) {
-      throw new TypeError("Redis answered the rate script with another type");
-    }
-    const [granted, wait, holders] = numbers as [number, number, number];
-    return { granted, wait, holders };
+    return takeReply(reply);
+  }
+
+  async reseed(reseed: Reseed): Promise<void> {
+    await this.#script(RESEED, this.#keys, [
+      ...this.#args,
+      newEpoch(),
+      reseed.epoch,
+      reseed.recent ? "1" : "0",
+      ...reseed.sends.flatMap(([name, age]) => [name, String(age)]),
+    ]);
   }
 
   async answer(sends: readonly string[]): Promise<void> {
@@ -351,4 +304,36 @@ class RedisWindow implements SharedWindow {
     }
     return digest;
   }
+}
+
+/** An id for a new life of the window, used only if the store has none. */
+function newEpoch(): string {
+  return crypto.randomUUID().slice(0, 18);
+}
+
+/**
+ * The take script's answer; anything else is not our script's answer: a
+ * failing store, not a spin.
+ */
+function takeReply(reply: unknown): TakeReply {
+  const parts = Array.isArray(reply) ? reply : [];
+  const [granted, wait, holders, , reseed, count] = parts.map(Number);
+  const epoch = parts[3] instanceof Uint8Array
+    ? new TextDecoder().decode(parts[3])
+    : parts[3];
+  const numbers = [granted, wait, holders, reseed, count];
+  if (
+    parts.length !== 6 || typeof epoch !== "string" ||
+    !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
+  ) {
+    throw new TypeError("Redis answered the rate script with another type");
+  }
+  return {
+    granted: granted!,
+    wait: wait!,
+    holders: holders!,
+    epoch,
+    reseed: reseed === 1,
+    count: count!,
+  };
 }

@@ -1,0 +1,60 @@
+// Internal: a clock for waits that a wall clock stepped back cannot stall.
+// A limiter that recorded its sends at 10:00 and then reads 09:00 would wait
+// an hour for a slot; measured on a monotone reading it waits what is left
+// of the window. The reading stays fakeable: an injected clock (a test's,
+// a user's) is still what is read, only never taken backwards.
+
+/** The platform's monotone clock, as epoch-like ms, where the runtime has one. */
+function monotoneEpoch(): (() => number) | undefined {
+  const performance = (globalThis as {
+    performance?: { now?: () => number; timeOrigin?: number };
+  }).performance;
+  const origin = performance?.timeOrigin;
+  if (
+    typeof performance?.now !== "function" ||
+    !(typeof origin === "number" && origin > 0)
+  ) {
+    return undefined;
+  }
+  return () => origin + performance.now!();
+}
+
+/** A clock that never goes back, and how often it had to stop one that did. */
+export interface SteadyClock {
+  (): number;
+  /**
+   * Steps back seen so far. Each may have cost the time that passed
+   * between the reading before it and the one after, unmeasured: a span
+   * measured across one is not known.
+   */
+  readonly steps: number;
+}
+
+/**
+ * A reading of `now` (default `Date.now`) that never goes back. The system
+ * clock is read through the runtime's monotone clock when it has one
+ * (`performance.timeOrigin + performance.now()`: epoch ms at the start, then
+ * only time that passed), so that neither a step back nor a step forward
+ * moves a wait. Any other clock is read as it is, except that a step back
+ * is taken as no time passing: the readings go on from the last one.
+ */
+export function steadyClock(now?: () => number): SteadyClock {
+  if (now === undefined || now === Date.now) {
+    const monotone = monotoneEpoch();
+    if (monotone !== undefined) return Object.assign(monotone, { steps: 0 });
+  }
+  const read = now ?? Date.now;
+  let last = -Infinity;
+  let offset = 0;
+  const clock = () => {
+    const reading = read() + offset;
+    if (reading < last) {
+      offset += last - reading;
+      steady.steps++;
+      return last;
+    }
+    return last = reading;
+  };
+  const steady = Object.assign(clock, { steps: 0 });
+  return steady;
+}

@@ -1,0 +1,245 @@
+// Internal: the KV limiter's window as one process reads it. KV has no
+// clock, and each member stamps with its own, which may be minutes off
+// another's: a send stamped by a member behind would look long gone to the
+// others, one stamped ahead would hold its slot for as long as the clocks
+// differ. So a process trusts only its own stamps, and dates everything
+// else by when it first saw it: a send answered before this process saw
+// the answer is dated at its sight, which is never too early, whatever the
+// clocks say. Its own clock then measures only time that passed since.
+
+import type { RateLimit } from "../core/_rate_window.ts";
+import {
+  GRACE,
+  HOLD,
+  type Place,
+  type Send,
+  slotShare,
+  type WindowState,
+} from "./_window_rules.ts";
+
+/** The epoch of a window written by a version without epochs (0.3). */
+const FIRST_EPOCH = "v1";
+/** More entries than this in a list is not a window of ours (a 64 KiB value). */
+const MOST_ENTRIES = 4096;
+
+/**
+ * The stored value as a window, its broken entries left out; `undefined`
+ * when it is not a window at all, which counts as a window the store lost.
+ */
+export function readState(value: unknown): WindowState | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const stored = value as Record<string, unknown>;
+  const { sends, line, holders, block } = stored;
+  if (
+    !isList(sends) || !isList(line) || !isList(holders) || !isTime(block)
+  ) return undefined;
+  return {
+    epoch: typeof stored.epoch === "string" ? stored.epoch : FIRST_EPOCH,
+    sends: sends.flatMap((send): Send[] =>
+      Array.isArray(send) && typeof send[0] === "string" && isTime(send[1])
+        // 0.3 wrote no answered flag: dated at sight as if answered.
+        ? [[
+          send[0],
+          send[1],
+          send[2] === 1 || send.length === 2 ? 1 : 0,
+          isTime(send[3]) && send[3] >= 0 ? send[3] : -1,
+        ]]
+        : []
+    ),
+    line: line.flatMap((entry): Place[] =>
+      Array.isArray(entry) && typeof entry[0] === "string" &&
+        isTime(entry[1])
+        ? [[entry[0], entry[1], isTime(entry[2]) ? entry[2] : 0]]
+        : []
+    ),
+    holders: holders.flatMap((entry): [string, number][] =>
+      Array.isArray(entry) && typeof entry[0] === "string" &&
+        isTime(entry[1])
+        ? [[entry[0], entry[1]]]
+        : []
+    ),
+    block,
+    shortUntil: isTime(stored.shortUntil) ? stored.shortUntil : 0,
+    reseeded: count(stored.reseeded),
+  };
+}
+
+function isList(value: unknown): value is unknown[] {
+  return Array.isArray(value) && value.length <= MOST_ENTRIES;
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value);
+}
+
+function count(value: unknown): number {
+  return isTime(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+/** When this process first saw a stamp of another member. */
+interface Sighting {
+  readonly stamp: number;
+  readonly at: number;
+}
+
+/**
+ * One process's reading of the window: its own stamps as they are, the
+ * others' replaced by when it first saw them (a send, its answer, a place
+ * in line, a holder taking again, a block).
+ */
+export class ClockView {
+  readonly #own: string;
+  /** Sends of others: when first seen, and first seen answered. */
+  readonly #sends = new Map<
+    string,
+    { first: number; open: number | undefined; answered?: number }
+  >();
+  readonly #places = new Map<string, Sighting>();
+  readonly #holders = new Map<string, Sighting>();
+  #block: Sighting | undefined;
+  #short: Sighting | undefined;
+
+  constructor(holder: string) {
+    this.#own = holder;
+  }
+
+  /** The window as this process's clock has it, at `now`. */
+  see(state: WindowState, now: number, limit: RateLimit): WindowState {
+    const mine = `${this.#own}:`;
+    const sends = state.sends.map((send): Send => {
+      const [name, from, answered, span] = send;
+      // Its own, on its own clock; a stamp past the hold is not its.
+      if (name.startsWith(mine)) {
+        return [name, Math.min(from, now + HOLD), answered, span];
+      }
+      let seen = this.#sends.get(name);
+      if (seen === undefined) {
+        seen = { first: now, open: answered === 1 ? undefined : now };
+        this.#sends.set(name, seen);
+      }
+      if (answered === 0) return [name, seen.first + HOLD, 0, span];
+      seen.answered ??= now;
+      // Seen written and unanswered at `open`: answered within its span of it.
+      const within = seen.open !== undefined && span >= 0
+        ? seen.open + span
+        : Infinity;
+      return [name, Math.min(seen.answered, within), 1, span];
+    });
+    forgetMissing(this.#sends, state.sends.map(([name]) => name));
+    const longest = limit.interval + HOLD;
+    const line = state.line.map(([holder, lapses, span]): Place => {
+      if (holder === this.#own) return [holder, lapses, span];
+      const at = sighting(this.#places, holder, lapses, now);
+      // A place lasts what its writer gave it, from when it was seen.
+      return [holder, at + Math.min(span > 0 ? span : longest, longest), span];
+    });
+    forgetMissing(this.#places, state.line.map(([holder]) => holder));
+    const holders = state.holders.map(([holder, seen]) =>
+      [
+        holder,
+        holder === this.#own
+          ? seen
+          : sighting(this.#holders, holder, seen, now),
+      ] as const
+    );
+    forgetMissing(this.#holders, state.holders.map(([holder]) => holder));
+    return {
+      ...state,
+      sends,
+      line,
+      holders,
+      block: this.#seeBlock(state, now, limit),
+      shortUntil: this.#seeShort(state, now, limit),
+    };
+  }
+
+  /**
+   * What to write after `next` was worked out on the view of `stored`: the
+   * others' stamps as they wrote them (their own clocks read them), this
+   * process's as it made them.
+   */
+  restore(
+    next: WindowState,
+    stored: WindowState,
+    seen: WindowState,
+  ): WindowState {
+    const sends = new Map(stored.sends.map((send) => [send[0], send]));
+    const places = new Map(stored.line.map((place) => [place[0], place]));
+    const holders = new Map(stored.holders);
+    const mine = `${this.#own}:`;
+    return {
+      ...next,
+      sends: next.sends.map((send) =>
+        send[0].startsWith(mine) ? send : sends.get(send[0]) ?? send
+      ),
+      line: next.line.map((place) =>
+        place[0] === this.#own ? place : places.get(place[0]) ?? place
+      ),
+      holders: next.holders.map(([holder, at]) =>
+        [holder, holder === this.#own ? at : holders.get(holder) ?? at] as const
+      ),
+      // Unchanged by the take: the block as stored while it lasts here.
+      block: next.block !== seen.block
+        ? next.block
+        : seen.block > 0
+        ? stored.block
+        : 0,
+      ...this.#restoreShort(next, stored, seen),
+    };
+  }
+
+  /**
+   * A short window as stored while it lasts here; over here, it is over for
+   * everyone: this process saw it begin after the window was lost, so all
+   * the window held has left by then.
+   */
+  #restoreShort(
+    next: WindowState,
+    stored: WindowState,
+    seen: WindowState,
+  ): Pick<WindowState, "shortUntil" | "reseeded"> {
+    if (next.shortUntil !== seen.shortUntil) return next;
+    return seen.shortUntil > 0
+      ? { shortUntil: stored.shortUntil, reseeded: next.reseeded }
+      : { shortUntil: 0, reseeded: 0 };
+  }
+
+  /** A short window lasts one interval and a moment from when it was seen. */
+  #seeShort(state: WindowState, now: number, limit: RateLimit): number {
+    if (state.shortUntil <= 0) return (this.#short = undefined, 0);
+    if (this.#short?.stamp !== state.shortUntil) {
+      this.#short = { stamp: state.shortUntil, at: now };
+    }
+    const until = this.#short.at + limit.interval + GRACE;
+    return until > now ? until : 0;
+  }
+
+  /** A block lasts at most one slot's share of the interval from when it was seen. */
+  #seeBlock(state: WindowState, now: number, limit: RateLimit): number {
+    if (state.block <= 0) return (this.#block = undefined, 0);
+    if (this.#block?.stamp !== state.block) {
+      this.#block = { stamp: state.block, at: now };
+    }
+    const until = this.#block.at + slotShare(limit);
+    return until > now ? until : 0;
+  }
+}
+
+/** When `holder`'s `stamp` was first seen (now, if it is new). */
+function sighting(
+  sightings: Map<string, Sighting>,
+  holder: string,
+  stamp: number,
+  now: number,
+): number {
+  const last = sightings.get(holder);
+  if (last?.stamp === stamp) return last.at;
+  sightings.set(holder, { stamp, at: now });
+  return now;
+}
+
+function forgetMissing(map: Map<string, unknown>, present: readonly string[]) {
+  if (map.size === 0) return;
+  const kept = new Set(present);
+  for (const key of map.keys()) if (!kept.has(key)) map.delete(key);
+}

@@ -1,0 +1,169 @@
+// Internal: the fleet window's rules (_window_rules.ts) as Lua scripts, on
+// Redis's own clock. Each script first replaces what is not ours, in the
+// same atomic step: a key of another type, a number that does not parse,
+// a block or a send counted from further ahead than the rules ever write.
+// Such a key would otherwise make every take fail (and every process pace
+// alone at the whole limit), or hold the fleet off for as long as it says.
+
+// KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted
+// set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
+// 4 holders (sorted set: holder -> ms last seen), 5 turns (counter),
+// 6 block (ms before which nobody sends, after a refusal), 7 epoch (hash:
+// id of this life of the window; claimed, until, reseeded: slots kept for
+// sends the store lost, see _window_rules.ts).
+// ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
+// with if the window has none; then each script's own.
+const GUARD = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
+local hold, grace = tonumber(ARGV[3]), tonumber(ARGV[4])
+local share = math.ceil(interval / requests)
+local function num(value)
+  local n = tonumber(value)
+  if n and n == n and n > -1e15 and n < 1e15 then return n end
+  return nil
+end
+local kinds = {'zset', 'zset', 'hash', 'zset', 'string', 'string', 'hash'}
+local lost = false
+for i = 1, #KEYS do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'none' and kind ~= kinds[i] then
+    redis.call('DEL', KEYS[i])
+    if i == 1 then lost = true end
+  end
+end
+local turns = redis.call('GET', KEYS[5])
+if turns and not (string.match(turns, '^%d+$') and #turns < 16) then
+  redis.call('DEL', KEYS[5])
+end
+local block = num(redis.call('GET', KEYS[6]) or '0')
+if not block then block = 0; redis.call('DEL', KEYS[6]) end
+if block > now + share then
+  block = now + share
+  redis.call('SET', KEYS[6], block, 'PX', share)
+end
+for _, send in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now + hold), '+inf', 'LIMIT', 0, 1000)) do
+  redis.call('ZADD', KEYS[1], now + hold, send)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '(' .. now, '+inf')
+if redis.call('ZCARD', KEYS[2]) > 1000 then redis.call('DEL', KEYS[2], KEYS[3]) end
+local epoch = redis.call('HGET', KEYS[7], 'id')
+if lost or not epoch or #epoch > 64 then
+  redis.call('DEL', KEYS[7])
+  epoch = ARGV[5]
+  redis.call('HSET', KEYS[7], 'id', epoch)
+end
+-- While the window is short of what it lost: only as many as written back.
+local short = math.min(num(redis.call('HGET', KEYS[7], 'short')) or 0, now + interval + grace)
+local reseeded = num(redis.call('HGET', KEYS[7], 'reseeded')) or 0
+local capacity = requests
+if short > now then capacity = math.min(requests, reseeded) end
+local function keep()
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], interval + hold + grace) end
+end
+`;
+
+// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, then
+// the sends wanted. Answers {granted, wait, holders, epoch, reseed, count}.
+export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
+local want = #ARGV - 8
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
+redis.call('ZADD', KEYS[4], now, holder)
+for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local lapses = num(redis.call('HGET', KEYS[3], other)) or -1
+  if lapses < now or lapses > now + interval + hold + grace then
+    redis.call('ZREM', KEYS[2], other)
+    redis.call('HDEL', KEYS[3], other)
+  end
+end
+keep()
+if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
+  return {0, 0, redis.call('ZCARD', KEYS[4]), epoch, 1, redis.call('ZCARD', KEYS[1])}
+end
+local free = capacity - redis.call('ZCARD', KEYS[1])
+if block > now then free = 0 end
+local place = redis.call('ZRANK', KEYS[2], holder)
+local line = redis.call('ZCARD', KEYS[2])
+local ahead = place or line
+-- While others wait in line, one send per turn: turns, not callers, are fair.
+local most = want
+if line > (place and 1 or 0) then most = 1 end
+local granted = math.max(0, math.min(most, free - ahead))
+for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[8 + i]) end
+local wait = 0
+if granted == want then
+  redis.call('ZREM', KEYS[2], holder)
+  redis.call('HDEL', KEYS[3], holder)
+else
+  if granted > 0 or not place then
+    redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), holder)
+  end
+  if block > now then
+    wait = block - now
+  else
+    -- This holder's turn comes when the (index + 1)-th send leaves.
+    local index = math.max(redis.call('ZRANK', KEYS[2], holder) - (free - granted), 0)
+    local send = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
+    local from = tonumber(send[2] or '-1')
+    if not send[2] then
+      -- Beyond what a short window holds: more may be written back soon.
+      if short > now then wait = math.max(1, math.min(short - now, math.max(share, grace))) else wait = interval end
+    elseif from > now then
+      -- Unanswered: it leaves no sooner than an interval from now.
+      wait = interval
+    else
+      wait = math.max(1, from + interval - now)
+    end
+  end
+  redis.call('HSET', KEYS[3], holder, now + wait + grace)
+end
+keep()
+return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0, redis.call('ZCARD', KEYS[1])}`;
+
+// ARGV: 6 the epoch the process knew, 7 '1' when it took within the last
+// interval and hold, then pairs of a send and the ms since its answer (-1:
+// unanswered). Answers the sends written. The first member back from an
+// older epoch that took recently makes the window short of what it lost.
+export const RESEED = `${GUARD}local known = ARGV[6]
+local added = 0
+for i = 8, #ARGV - 1, 2 do
+  local age = num(ARGV[i + 1])
+  if age and age < interval then
+    local from = now - age
+    if age < 0 then from = now + hold end
+    added = added + redis.call('ZADD', KEYS[1], 'NX', from, ARGV[i])
+  end
+end
+if known ~= '' and known ~= epoch and ARGV[7] == '1' and short == 0 then
+  short = now + interval + grace
+  redis.call('HSET', KEYS[7], 'short', short)
+end
+if short > now then redis.call('HSET', KEYS[7], 'reseeded', reseeded + added) end
+keep()
+return added`;
+
+// KEYS: window; ARGV: the sends. Each counts from now, if it still waits.
+export const ANSWER =
+  `if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+for _, send in ipairs(ARGV) do
+  local from = redis.call('ZSCORE', KEYS[1], send)
+  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, send) end
+end
+return 0`;
+
+// KEYS: window, block; ARGV: requests, interval. A window with room is
+// taken as full for one slot's share of the interval.
+export const REFUSE = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
+if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then redis.call('DEL', KEYS[1]) end
+if redis.call('TYPE', KEYS[2]).ok ~= 'string' then redis.call('DEL', KEYS[2]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
+if redis.call('ZCARD', KEYS[1]) >= requests then return 0 end
+-- (A block further ahead than this is not ours: replaced, not kept.)
+local share = math.ceil(interval / requests)
+redis.call('SET', KEYS[2], now + share, 'PX', share)
+return 0`;

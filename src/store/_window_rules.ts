@@ -1,0 +1,298 @@
+// Internal: the rules of the fleet's window, pure and on one clock. The KV
+// limiter runs them on the value it reads; the Redis scripts
+// (_redis_rate_scripts.ts) are the same rules in Lua, on Redis's clock.
+//
+// What is read from a store is never trusted further than its rules allow:
+// a block, a wait or a place in line lasts at most one interval and the
+// hold, and a value that is not a window counts as a window the store lost
+// (a restart): its members write back what they sent before anyone takes.
+
+import type { RateLimit } from "../core/_rate_window.ts";
+
+/**
+ * How long an unanswered send counts as taken at most, in ms, before its
+ * window: longer than any request's time limit, so only a process that died
+ * mid-request leaves one, and its slot comes back after this and a window.
+ */
+export const HOLD = 60_000;
+/** How long a process keeps its place in line after its turn came, in ms. */
+export const GRACE = 1000;
+
+/**
+ * A send: its name (`<holder>:<ticket>`), the ms it counts from, whether it
+ * was answered, and once answered, how many ms it took from the moment it
+ * was written to its answer on its owner's clock (-1: unknown). That span
+ * needs no clock in common: a process on another clock that saw the send
+ * written knows it was answered within the span of that sight.
+ */
+export type Send = readonly [
+  name: string,
+  from: number,
+  answered: 0 | 1,
+  span: number,
+];
+
+/**
+ * A place in line: the holder, the ms it lapses, and for how long from its
+ * writing it was given (what a process on another clock can go by).
+ */
+export type Place = readonly [holder: string, lapses: number, span: number];
+
+/** The fleet's window, as one KV value holds it. */
+export interface WindowState {
+  /** Names this life of the window: a new one after the store lost it. */
+  readonly epoch: string;
+  /** Sends, a send's name unique. */
+  readonly sends: readonly Send[];
+  /** Processes waiting for a turn, in order. */
+  readonly line: readonly Place[];
+  /** Processes seen, as `[holder, ms last seen]`. */
+  readonly holders: readonly (readonly [string, number])[];
+  /** No send before this (after a refusal). */
+  readonly block: number;
+  /**
+   * Until when the window is short of what it lost (0: it lost nothing).
+   * The store lost the window with sends in it (a restart, a value that was
+   * not ours), and its members wrote theirs back as they came back: until
+   * everything it held has left (one interval and a moment after the first
+   * came back), the fleet sends only as many as were written back, so that
+   * the sends of a member that has not come back keep their slots.
+   */
+  readonly shortUntil: number;
+  /** Sends written back while the window is short. */
+  readonly reseeded: number;
+}
+
+/** A window of epoch `epoch` with nothing in it. */
+export function emptyState(epoch: string): WindowState {
+  return {
+    epoch,
+    sends: [],
+    line: [],
+    holders: [],
+    block: 0,
+    shortUntil: 0,
+    reseeded: 0,
+  };
+}
+
+/** What a process asks of the window. */
+export interface TakeAsk {
+  readonly holder: string;
+  /** The sends it wants, in order. */
+  readonly wanted: readonly string[];
+  /** The epoch it knows (`""`: none yet). */
+  readonly epoch: string;
+  /** It paced alone meanwhile: it writes back what it sent before it takes. */
+  readonly returning: boolean;
+}
+
+/** The answer to a take. */
+export interface TakeOutcome {
+  readonly state: WindowState;
+  readonly granted: number;
+  /** ms until it is worth asking again for the rest. */
+  readonly wait: number;
+  /** Processes seen in the last window, the asker included. */
+  readonly holders: number;
+  /** The window's epoch. */
+  readonly epoch: string;
+  /** The asker must write back its sends first: nothing was granted. */
+  readonly reseed: boolean;
+  /** Sends in the window after this take. */
+  readonly count: number;
+}
+
+/**
+ * Sends the window may hold now: the limit, or while it is short of what
+ * it lost, only as many as its members wrote back (each replaced as it
+ * leaves).
+ */
+function capacity(state: WindowState, now: number, limit: RateLimit): number {
+  return state.shortUntil > now
+    ? Math.min(limit.requests, state.reseeded)
+    : limit.requests;
+}
+
+/** The rules of a take, as the Redis script has them: pure, on `now`. */
+export function takeTurn(
+  state: WindowState,
+  ask: TakeAsk,
+  now: number,
+  limit: RateLimit,
+): TakeOutcome {
+  const { interval } = limit;
+  const { holder, wanted } = ask;
+  const sends = state.sends.filter(([, from]) => from > now - interval);
+  const holders = [
+    ...state.holders.filter(([id, seen]) =>
+      seen > now - interval && id !== holder
+    ),
+    [holder, now] as const,
+  ];
+  let line: Place[] = state.line.filter(([, lapses]) => lapses >= now);
+  const next = { ...state, sends, holders, line };
+  // A member that knew another life of the window, or paced alone, writes
+  // back what it sent before anybody takes what looks free.
+  const stranger = ask.epoch !== "" && ask.epoch !== state.epoch;
+  if (ask.returning || stranger) {
+    return outcome(next, 0, 0, true);
+  }
+  const free = state.block > now
+    ? 0
+    : capacity(state, now, limit) - sends.length;
+  const place = line.findIndex(([id]) => id === holder);
+  const ahead = place < 0 ? line.length : place;
+  // While others wait in line, one send per turn: turns are fair.
+  const most = line.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
+  const granted = Math.max(0, Math.min(most, free - ahead));
+  for (const send of wanted.slice(0, granted)) {
+    sends.push([send, now + HOLD, 0, -1]);
+  }
+  let wait = 0;
+  if (granted === wanted.length) {
+    line = line.filter(([id]) => id !== holder);
+  } else {
+    if (granted > 0 || place < 0) {
+      line = [...line.filter(([id]) => id !== holder), [holder, Infinity, 0]];
+    }
+    wait = turnWait(
+      { ...next, sends, line },
+      holder,
+      free - granted,
+      now,
+      limit,
+    );
+    line = line.map((entry) =>
+      entry[0] === holder ? [holder, now + wait + GRACE, wait + GRACE] : entry
+    );
+  }
+  return outcome({ ...next, sends, line }, granted, wait, false);
+}
+
+function outcome(
+  state: WindowState,
+  granted: number,
+  wait: number,
+  reseed: boolean,
+): TakeOutcome {
+  return {
+    state,
+    granted,
+    wait,
+    holders: state.holders.length,
+    epoch: state.epoch,
+    reseed,
+    count: state.sends.length,
+  };
+}
+
+/** How long until `holder`'s turn can come, in ms: never past an interval and the hold. */
+function turnWait(
+  state: WindowState,
+  holder: string,
+  free: number,
+  now: number,
+  limit: RateLimit,
+): number {
+  const { interval } = limit;
+  if (state.block > now) return state.block - now;
+  // The turn comes when the (index + 1)-th send leaves.
+  const index = Math.max(
+    0,
+    state.line.findIndex(([id]) => id === holder) - free,
+  );
+  const from = state.sends.map(([, from]) => from).sort((a, b) => a - b)[index];
+  if (from === undefined) {
+    // Beyond what a short window holds: more may be written back soon.
+    return state.shortUntil > now
+      ? Math.max(
+        1,
+        Math.min(state.shortUntil - now, Math.max(slotShare(limit), GRACE)),
+      )
+      : interval;
+  }
+  // Unanswered: it leaves no sooner than an interval from now.
+  return from > now ? interval : Math.max(1, from + interval - now);
+}
+
+/**
+ * Answers, as `[send, ms answered, ms from its writing to its answer]`
+ * (-1: not known): each send counts from its answer.
+ */
+export function answerSends(
+  state: WindowState,
+  answers: readonly (readonly [string, number, number])[],
+): WindowState {
+  if (answers.length === 0) return state;
+  const answered = new Map(answers.map(([send, ...answer]) => [send, answer]));
+  return {
+    ...state,
+    sends: state.sends.map((send) => {
+      const answer = answered.get(send[0]);
+      if (answer === undefined || send[2] === 1) return send;
+      return [send[0], answer[0], 1, answer[1]];
+    }),
+  };
+}
+
+/** A refusal: a window with room is taken as full for one slot's share. */
+export function refuseSends(
+  state: WindowState,
+  now: number,
+  { requests, interval }: RateLimit,
+): WindowState {
+  const live = state.sends.filter(([, from]) => from > now - interval);
+  if (live.length >= requests) return state;
+  const block = Math.max(state.block, now + slotShare({ requests, interval }));
+  return { ...state, block };
+}
+
+/** The longest block a refusal writes: one slot's share of the interval. */
+export function slotShare({ requests, interval }: RateLimit): number {
+  return Math.ceil(interval / requests);
+}
+
+/** What a member writes back after the store lost its window, or after pacing alone. */
+export interface Reseed {
+  readonly holder: string;
+  /** The epoch it knew. */
+  readonly epoch: string;
+  /** Its sends of the last window, as `[name, ms since answered]`; -1: unanswered. */
+  readonly sends: readonly (readonly [string, number])[];
+  /**
+   * It took while the window it knew could still hold sends (within an
+   * interval, the hold and a moment): sends may have been lost with it.
+   */
+  readonly recent: boolean;
+}
+
+/**
+ * Writes back a member's sends the window lacks. The first member back
+ * from an older epoch, if it took recently, makes the window short of
+ * what it lost (see {@linkcode WindowState.shortUntil}).
+ */
+export function reseedSends(
+  state: WindowState,
+  reseed: Reseed,
+  now: number,
+  { interval }: RateLimit,
+): WindowState {
+  const known = new Set(state.sends.map(([name]) => name));
+  const added: Send[] = [];
+  for (const [name, age] of reseed.sends) {
+    if (known.has(name) || age >= interval) continue;
+    known.add(name);
+    added.push(age < 0 ? [name, now + HOLD, 0, -1] : [name, now - age, 1, -1]);
+  }
+  const lost = reseed.epoch !== "" && reseed.epoch !== state.epoch;
+  const shortUntil = lost && reseed.recent && state.shortUntil === 0
+    ? now + interval + GRACE
+    : state.shortUntil;
+  return {
+    ...state,
+    sends: [...state.sends, ...added],
+    shortUntil,
+    reseeded: shortUntil > now ? state.reseeded + added.length : state.reseeded,
+  };
+}

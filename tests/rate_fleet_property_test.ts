@@ -1,0 +1,208 @@
+// The fleet rate limiter's property, over fleets of KV limiters on one real
+// database (each limiter a process with its own clock) under fake time: the
+// store misbehaves while they send. Moves: values that are not a window
+// (poisoned keys), blocks and sends stamped years ahead (far blocks),
+// members whose clocks are minutes off or step back a day (skewed
+// members), and the window lost while they send (store restarts).
+//
+// Invariant: never more sends than the limit in any window by the server's
+// clock (from a send's grant to its answer and an interval after, on the
+// fake's own time), and no caller waits past its deadline.
+
+import { ok } from "node:assert/strict";
+import fc from "fast-check";
+import { createKvRateLimiter } from "../src/store/kv.ts";
+import { mostAtOnce } from "./_windows.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { drive, trackedIo } from "./_fast_setup.ts";
+import { runs } from "./_property_runs.ts";
+
+const MINUTE = 60_000;
+/** How long an unanswered send may hold its slot (the limiters' hold). */
+const HOLD = MINUTE;
+const KEY = ["partner-api", "rate", "window"];
+
+/** Something that happens to the store or a member's clock mid-run. */
+type Move =
+  | { kind: "poison"; value: unknown }
+  | { kind: "far-block" }
+  | { kind: "far-sends"; answered: 0 | 1 }
+  | { kind: "restart" }
+  | { kind: "step"; member: number; by: number };
+
+const poisons = fc.constantFrom<unknown>(
+  "not a window",
+  42,
+  null,
+  { sends: "soon", line: [], holders: [], block: 0 },
+  { sends: [[1, 2]], line: [["x", "soon"]], holders: [[null, 1]], block: NaN },
+  [1, 2, 3],
+);
+
+const moves = fc.array(
+  fc.record({
+    at: fc.double({ min: 0, max: 1, noNaN: true }),
+    move: fc.oneof(
+      poisons.map((value): Move => ({ kind: "poison", value })),
+      fc.constant<Move>({ kind: "far-block" }),
+      fc.constantFrom<0 | 1>(0, 1).map((answered): Move => ({
+        kind: "far-sends",
+        answered,
+      })),
+      fc.constant<Move>({ kind: "restart" }),
+      fc.record({
+        member: fc.nat({ max: 5 }),
+        // A clock stepped back between two of its readings by less than the
+        // time between them cannot be told from no step at all (an injected
+        // clock; the default reads the runtime's monotone one): a second
+        // and more is always seen.
+        by: fc.integer({ min: 1000, max: 25 * 60 * MINUTE }),
+      }).map(({ member, by }): Move => ({ kind: "step", member, by })),
+    ),
+  }),
+  { maxLength: 4 },
+);
+
+const fleets = fc.record({
+  requests: fc.integer({ min: 1, max: 8 }),
+  interval: fc.integer({ min: 100, max: 2000 }),
+  // Each member's clock: minutes behind or ahead of the server's.
+  skews: fc.array(fc.integer({ min: -10 * MINUTE, max: 10 * MINUTE }), {
+    minLength: 2,
+    maxLength: 5,
+  }),
+  latencies: fc.array(fc.integer({ min: 0, max: 60 }), {
+    minLength: 1,
+    maxLength: 8,
+  }),
+  moves,
+});
+
+type Fleet = typeof fleets extends fc.Arbitrary<infer T> ? T : never;
+
+/** Writes what `move` makes of the store, or of a member's clock. */
+async function apply(
+  kv: Deno.Kv,
+  move: Move,
+  now: number,
+  offsets: number[],
+): Promise<void> {
+  const far = now + 300 * 365 * 24 * 60 * MINUTE;
+  // What is planted goes into the window as it stands (a check-and-set):
+  // writing back an older copy would be a rollback, another move.
+  const plant = async (change: (value: Record<string, unknown>) => unknown) => {
+    while (true) {
+      const entry = await kv.get<Record<string, unknown>>(KEY);
+      const value = entry.value ??
+        { sends: [], line: [], holders: [], block: 0 };
+      const write = kv.atomic().check(entry).set(KEY, change(value));
+      if ((await write.commit()).ok) return;
+    }
+  };
+  switch (move.kind) {
+    case "poison":
+      return void await kv.set(KEY, move.value);
+    case "restart":
+      return void await kv.delete(KEY);
+    case "far-block":
+      return await plant((value) => ({ ...value, block: far }));
+    case "far-sends":
+      return await plant((value) => ({
+        ...value,
+        sends: [
+          ...(Array.isArray(value.sends) ? value.sends : []),
+          ...Array.from(
+            { length: 3 },
+            (_, i) => [`planted:${i}`, far, move.answered, -1],
+          ),
+        ],
+      }));
+    case "step":
+      offsets[move.member % offsets.length]! -= move.by;
+  }
+}
+
+/** Runs the fleet for a few windows; returns what the server saw and who waited too long. */
+async function run(fleet: Fleet) {
+  const { requests, interval, skews, latencies, moves } = fleet;
+  const limit = { requests, interval };
+  using kv = await Deno.openKv(":memory:");
+  return await withFakeTimers(async (timers) => {
+    timers.setSystemTime(Date.UTC(2026, 10, 21, 10)); // clocks read epoch ms
+    using db = trackedIo(kv, 1);
+    const offsets = [...skews];
+    const limiters = offsets.map((_, m) =>
+      createKvRateLimiter(db.kv, {
+        ...limit,
+        now: () => timers.now + offsets[m]!,
+      })
+    );
+    const start = timers.now;
+    const end = start + 6 * interval;
+    // A caller waits at most this: its turn, a window lost and written
+    // back, a far block clamped to one slot's share.
+    const deadline = 3 * (interval + HOLD) + skews.length * interval;
+    const spans: [number, number][] = [];
+    const late: number[] = [];
+    /** The members granted at least once. */
+    const first = new Set<number>();
+    let step = 0;
+    const member = async (limiter: typeof limiters[number], m: number) => {
+      while (timers.now < end) {
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), deadline);
+        const ticket = await Promise.resolve(limiter.take(controller.signal))
+          .catch(() => {
+            late.push(timers.now);
+            return undefined;
+          });
+        clearTimeout(timer);
+        if (ticket === undefined) return;
+        const granted = timers.now;
+        first.add(m);
+        const latency = latencies[step++ % latencies.length]!;
+        await new Promise((resolve) => setTimeout(resolve, latency));
+        spans.push([granted, timers.now]);
+        limiter.answered(ticket);
+      }
+    };
+    const mover = async () => {
+      // Once every member has taken: a process whose very first take
+      // comes after the store lost the window cannot know what it held.
+      while (first.size < limiters.length && timers.now < end) {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      const from = timers.now;
+      for (const { at, move } of [...moves].sort((a, b) => a.at - b.at)) {
+        const when = from + Math.floor(at * Math.max(0, end - from));
+        await new Promise((resolve) => setTimeout(resolve, when - timers.now));
+        await apply(db.kv, move, timers.now, offsets);
+      }
+    };
+    await drive(
+      timers,
+      Promise.all([...limiters.map(member), mover()]),
+      db.idle,
+    );
+    for (const limiter of limiters) {
+      await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+    return { spans, late, deadline };
+  });
+}
+
+Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up to 10 minutes (or stepped back a day), store restarts: never more sends than the limit in any window by the server's clock, no caller past its deadline", async () => {
+  await fc.assert(
+    fc.asyncProperty(fleets, async (fleet) => {
+      const { spans, late, deadline } = await run(fleet);
+      const most = mostAtOnce(spans, fleet.interval);
+      ok(most <= fleet.requests, `${most} sends held slots in one window`);
+      ok(
+        late.length === 0,
+        `${late.length} callers waited past ${deadline} ms`,
+      );
+      ok(spans.length > 0, "the fleet sent");
+    }),
+    { numRuns: runs(12, 200), seed: 38 },
+  );
+});
