@@ -403,7 +403,10 @@ export type EventListener = (event: PartnerApiEvent) => void;
 /**
  * A fleet rate limiter lost its store (Redis or KV failed or did not answer
  * in time): until the store answers again, this process paces itself alone
- * at its last known share of the limit, never unlimited.
+ * at its last known share of the limit (half the limit before the store
+ * ever answered), never the whole. Also when the store came back without
+ * the window (a restart): the process writes back what it sent before it
+ * takes again.
  *
  * @example The process paces alone while Redis is away
  * ```ts
@@ -420,7 +423,8 @@ export type EventListener = (event: PartnerApiEvent) => void;
  * });
  * limiter.answered(await limiter.take());
  * equal(degraded[0]?.store, "redis");
- * equal(degraded[0]?.requests, 10); // its last known share: never unlimited, never stopped
+ * // Redis never said how many share it: half the limit, never the whole.
+ * equal(degraded[0]?.requests, 5);
  * ```
  */
 export interface RateDegradedEvent {
