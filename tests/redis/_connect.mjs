@@ -40,10 +40,40 @@ export async function connect(bundles, runtime, port, ioredisOptions = {}) {
     };
   }
   const { connectRedis } = await import("./_resp.ts");
-  try {
-    return await connectRedis(Number(port));
-  } catch (error) {
-    // Redis is away: every command fails, as on a dropped connection.
-    return { command: () => Promise.reject(error), close() {} };
-  }
+  return reconnecting(() => connectRedis(Number(port)));
+}
+
+/**
+ * The tests' RESP client, connected again by the first command after the
+ * connection dropped (Redis restarted), as ioredis and node-redis do. While
+ * Redis is away every command fails, as on a dropped connection.
+ */
+function reconnecting(open) {
+  let current;
+  let closed = false;
+  const connection = () =>
+    current ??= open().catch((error) => {
+      current = undefined;
+      throw error;
+    });
+  return {
+    async command(args) {
+      if (closed) throw new Error("connection closed");
+      const opened = connection();
+      const client = await opened;
+      try {
+        return await client.command(args);
+      } catch (error) {
+        if (error?.name !== "ReplyError" && current === opened) {
+          current = undefined;
+          client.close();
+        }
+        throw error;
+      }
+    },
+    close() {
+      closed = true;
+      current?.then((client) => client.close(), () => {});
+    },
+  };
 }

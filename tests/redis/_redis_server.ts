@@ -23,6 +23,11 @@ export interface RedisServer {
   readonly port: number;
   /** Stops it at once (as a crash would: no save, no goodbye). */
   kill(): Promise<void>;
+  /**
+   * Kills it and starts a new one on the same port, empty (no persistence):
+   * what a fleet meets when its Redis restarts. Resolves once it answers.
+   */
+  restart(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -31,6 +36,20 @@ export async function startRedis(): Promise<RedisServer> {
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = probe.addr.port;
   probe.close();
+  let kill = await serve(port);
+  return {
+    port,
+    kill: () => kill(),
+    async restart() {
+      await kill();
+      kill = await serve(port);
+    },
+    [Symbol.asyncDispose]: () => kill(),
+  };
+}
+
+/** Runs redis-server on `port` until it answers; returns how to kill it. */
+async function serve(port: number): Promise<() => Promise<void>> {
   const child = new Command("redis-server", {
     args: [
       "--port",
@@ -57,7 +76,7 @@ export async function startRedis(): Promise<RedisServer> {
       const client = await connectRedis(port);
       await client.command(["PING"]);
       client.close();
-      break;
+      return kill;
     } catch (error) {
       if (attempt > 200) {
         await kill();
@@ -66,5 +85,4 @@ export async function startRedis(): Promise<RedisServer> {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
-  return { port, kill, [Symbol.asyncDispose]: kill };
 }

@@ -62,7 +62,8 @@ class RespReader {
       case "+":
         return rest;
       case "-":
-        throw new Error(rest);
+        // Redis's own answer: the connection is fine (a dropped one is not).
+        throw Object.assign(new Error(rest), { name: "ReplyError" });
       case ":":
         return Number(rest);
       case "$": {

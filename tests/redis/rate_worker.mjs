@@ -18,10 +18,12 @@ const { args, lib, redisLib, runtime, redis, env, options } = await startWorker(
 );
 const [start, count, signal] = args;
 let degraded = 0;
+let restored = 0;
 let afterSignal = 0;
 const statuses = {};
 const onEvent = (event) => {
   if (event.type === "rate.degraded") degraded++;
+  if (event.type === "rate.restored") restored++;
   if (event.type === "api.request") {
     statuses[event.status] = (statuses[event.status] ?? 0) + 1;
   }
@@ -43,7 +45,9 @@ for (let i = 0; i < Number(count); i++) {
 }
 await rateLimit[Symbol.asyncDispose]();
 await redis.close();
-console.log(JSON.stringify({ runtime, statuses, degraded, afterSignal }));
+console.log(
+  JSON.stringify({ runtime, statuses, degraded, restored, afterSignal }),
+);
 // A rejection nobody handled (a command answered after its time limit)
 // would end the process with an error while it waits here.
 await new Promise((done) => setTimeout(done, 300));

@@ -1,0 +1,229 @@
+// Issue 38 on a real redis-server, with fleets of processes on Deno, Node
+// (ioredis) and Bun (node-redis) through the bundles, against the fake's
+// own limit (no Retry-After): what the limiter's keys hold is never trusted
+// past its rules, and a restart is not a reset.
+//
+// - keys of another type, and values that do not parse, are replaced in the
+//   same script: 0 x 429, and no process paces alone (was 120 x 429 with
+//   the window key a string, every process alone at the whole limit);
+// - a block 300 years ahead and sends counted from 10 days ahead are cut
+//   back: every request is sent (was: none, until killed at the deadline);
+// - Redis restarted mid-crawl, empty: 0 x 429 (was 2-12), and each process
+//   that met the fall says so and says when it is back.
+
+import { equal, ok } from "node:assert/strict";
+import {
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../../src/testing/mod.ts";
+import {
+  connectRedis,
+  redisInstalled,
+  type RedisServer,
+  startRedis,
+} from "./_redis_server.ts";
+import {
+  barrier,
+  fakeEnv,
+  runOnEveryRuntime,
+  RUNTIME_NAMES,
+  RUNTIMES,
+  startTogether,
+  until,
+} from "./_runtimes.ts";
+import { checkPacedFleet } from "../_windows.ts";
+import { processTest } from "../_processes.ts";
+
+const PER_RUNTIME = 2;
+const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
+/** The service's 900 per 5 minutes, scaled down. */
+const LIMIT = { requests: 40, interval: 2000 };
+const EACH = 20;
+
+interface WorkerLine {
+  runtime: string;
+  statuses: Record<string, number>;
+  degraded: number;
+  restored: number;
+}
+
+/** The fake, counting what arrives at its API. */
+async function limitedFake() {
+  const arrivals: { at: number; status: number }[] = [];
+  const api = await startFakePartnerApi({
+    apiRateLimit: LIMIT,
+    onRequest: ({ path, status }) => {
+      if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
+    },
+  });
+  return { api, arrivals };
+}
+
+/** The limiter's keys under `prefix`, as the scripts name them. */
+function keysOf(prefix: string) {
+  const key = (name: string) => `${prefix}:{rate}:${name}`;
+  return {
+    window: key("window"),
+    line: key("line"),
+    places: key("places"),
+    holders: key("holders"),
+    turns: key("turns"),
+    block: key("block"),
+    epoch: key("epoch"),
+  };
+}
+
+/** Runs the fleet on `prefix` once every worker is in; returns their lines. */
+async function runFleet(
+  redis: RedisServer,
+  api: FakePartnerApi,
+  prefix: string,
+  duringRun?: () => Promise<void>,
+) {
+  const env = {
+    ...fakeEnv(api),
+    PARTNER_API_RATE_REQUESTS: String(LIMIT.requests),
+    PARTNER_API_RATE_INTERVAL: String(LIMIT.interval),
+    PARTNER_API_RATE_PREFIX: prefix,
+    // A busy machine is no outage.
+    PARTNER_API_RATE_COMMAND_TIMEOUT: "2000",
+  };
+  const { key, start } = barrier();
+  const worker = [
+    "tests/redis/rate_worker.mjs",
+    RUNTIMES,
+    String(redis.port),
+    start,
+    String(EACH),
+  ];
+  const fleet = runOnEveryRuntime<WorkerLine>(worker, env, PER_RUNTIME);
+  await startTogether(redis.port, key, FLEET);
+  await duringRun?.();
+  return await fleet;
+}
+
+/** Plants `commands` before the fleet starts. */
+async function plant(port: number, commands: string[][]): Promise<void> {
+  const admin = await connectRedis(port);
+  try {
+    for (const command of commands) await admin.command(command);
+  } finally {
+    admin.close();
+  }
+}
+
+processTest({
+  name:
+    "poisoned keys: a limiter key of another type, or a value that does not parse, is replaced in the same script: 6 processes on Deno, Node and Bun meet 0 x 429 and none paces alone",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    const poisons: Record<
+      string,
+      (keys: ReturnType<typeof keysOf>) => string[][]
+    > = {
+      "keys of another type": (keys) => [
+        ["SET", keys.window, "not a sorted set"],
+        ["HSET", keys.line, "a", "1"],
+        ["SET", keys.places, "soon"],
+        ["RPUSH", keys.holders, "x"],
+        ["SADD", keys.turns, "x"],
+        ["HSET", keys.block, "a", "1"],
+        ["SET", keys.epoch, "x"],
+      ],
+      "values that do not parse": (keys) => [
+        ["ZADD", keys.line, "1", "ghost"],
+        ["HSET", keys.places, "ghost", "soon"],
+        ["SET", keys.turns, "many"],
+        ["SET", keys.block, "soon"],
+        ["HSET", keys.epoch, "id", "x".repeat(100)],
+      ],
+    };
+    for (const [what, poison] of Object.entries(poisons)) {
+      // A fake of its own: the last run's window is not this one's.
+      const { api, arrivals } = await limitedFake();
+      await using _api = api;
+      const prefix = `poisoned:${crypto.randomUUID()}`;
+      await plant(redis.port, poison(keysOf(prefix)));
+      const lines = await runFleet(redis, api, prefix);
+      checkPacedFleet({
+        what: `${FLEET} processes on Redis, ${what}`,
+        arrivals,
+        sent: FLEET * EACH,
+        limit: LIMIT,
+      });
+      for (const line of lines) {
+        equal(line.degraded, 0, `${line.runtime} ${what}`);
+      }
+    }
+  },
+});
+
+processTest({
+  name:
+    "far blocks: a block 300 years ahead and sends counted from 10 days ahead are cut back to what a take writes: every process on Deno, Node and Bun sends all its requests, 0 x 429",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    const { api, arrivals } = await limitedFake();
+    await using _api = api;
+    const prefix = `far:${crypto.randomUUID()}`;
+    const keys = keysOf(prefix);
+    const day = 86_400_000;
+    const now = Date.now();
+    await plant(redis.port, [
+      ["SET", keys.block, String(now + 300 * 365 * day)],
+      ["ZADD", keys.window, String(now + 10 * day), "ghost:1"],
+      ["ZADD", keys.window, String(now + 10 * day), "ghost:2"],
+    ]);
+    const lines = await runFleet(redis, api, prefix);
+    const refused = arrivals.filter(({ status }) => status === 429).length;
+    equal(refused, 0, "no 429");
+    for (const line of lines) {
+      equal(line.statuses["200"], EACH, `${line.runtime}: all sent`);
+    }
+    const admin = await connectRedis(redis.port);
+    const [seconds] = await admin.command(["TIME"]) as string[];
+    const block = Number(await admin.command(["GET", keys.block]) ?? 0);
+    admin.close();
+    // Never further than one slot's share of the interval from a take.
+    ok(
+      block <= Number(seconds) * 1000 + 1000 + LIMIT.interval / LIMIT.requests,
+    );
+  },
+});
+
+processTest({
+  name:
+    "a restart is not a reset: Redis restarted empty mid-crawl, 6 processes on Deno, Node and Bun meet 0 x 429, and each one that met the fall says rate.degraded, then rate.restored",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    const { api, arrivals } = await limitedFake();
+    await using _api = api;
+    const prefix = `restart:${crypto.randomUUID()}`;
+    const lines = await runFleet(redis, api, prefix, async () => {
+      // Mid-run by count: every process has sends in the window.
+      await until(() => arrivals.length >= FLEET * EACH / 2);
+      await redis.restart();
+    });
+    checkPacedFleet({
+      what: `${FLEET} processes on Redis restarted mid-crawl`,
+      arrivals,
+      sent: FLEET * EACH,
+      limit: LIMIT,
+    });
+    console.log(
+      `(rate.degraded, rate.restored) by process: ${
+        lines.map((line) =>
+          `${line.runtime} ${line.degraded}, ${line.restored}`
+        )
+          .join("; ")
+      }`,
+    );
+    ok(lines.some((line) => line.degraded > 0), "the fall was met");
+    for (const line of lines) {
+      equal(line.restored, line.degraded, `${line.runtime}: back each time`);
+    }
+  },
+});
