@@ -6,7 +6,8 @@
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
 import { syncList } from "../sync/sync_list.ts";
-import type { SyncProgress, SyncSink } from "../sync/_types.ts";
+import type { SyncSink } from "../sync/sink.ts";
+import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { UsageError } from "./_plan.ts";

@@ -4,7 +4,7 @@
 // read again in a rolling cycle).
 
 import { optionError } from "../core/_check.ts";
-import type { SweepCursor, SyncCheckpoint } from "./_types.ts";
+import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   MIN_MARGIN,
   RESUME_MARGIN,

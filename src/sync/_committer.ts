@@ -7,7 +7,7 @@ import type {
   SyncCheckpoint,
   SyncWriteContext,
   SyncWriteReport,
-} from "./_types.ts";
+} from "./sink.ts";
 
 /** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;

@@ -2,12 +2,8 @@
 
 import { checkNumber, optionError, requireText } from "../core/_check.ts";
 import type { SyncIdentity } from "./_checkpoint.ts";
-import type {
-  SyncEvent,
-  SyncOptions,
-  SyncProgress,
-  SyncSink,
-} from "./_types.ts";
+import type { SyncSink } from "./sink.ts";
+import type { SyncEvent, SyncOptions, SyncProgress } from "./sync_options.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
 

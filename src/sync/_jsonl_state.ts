@@ -1,7 +1,7 @@
 // Internal: what the JSONL sink's side file holds, read back only when it
 // is whole and of this format (a legacy 0.3 file is read too).
 
-import type { SyncCheckpoint } from "./_types.ts";
+import type { SyncCheckpoint } from "./sink.ts";
 import { isCheckpoint } from "./_checkpoint.ts";
 
 const FORMAT = "partner-api-jsonl/2";

@@ -3,7 +3,7 @@
 // a copy judged against what was recorded, and a batch made storable.
 
 import type { DatabaseSync } from "node:sqlite";
-import type { SyncCheckpoint, SyncWriteContext } from "./_types.ts";
+import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import { isCheckpoint } from "./_checkpoint.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";

@@ -4,7 +4,7 @@
 // checked before anything is changed; one run at a time holds the copy.
 
 import { rename, unlink } from "node:fs/promises";
-import type { SyncSink } from "./_types.ts";
+import type { SyncSink } from "./sink.ts";
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fingerprint,

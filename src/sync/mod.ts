@@ -33,15 +33,17 @@ export { SyncError, type SyncErrorReason } from "./sync_error.ts";
 export type {
   SweepCursor,
   SyncCheckpoint,
+  SyncSink,
+  SyncWriteContext,
+  SyncWriteReport,
+} from "./sink.ts";
+export type {
   SyncEvent,
   SyncOptions,
   SyncProgress,
   SyncResult,
-  SyncSink,
   SyncSkippedEvent,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./_types.ts";
+} from "./sync_options.ts";
 export {
   createSqliteSink,
   type SqliteSink,

@@ -10,7 +10,7 @@ import type {
   SyncSink,
   SyncWriteContext,
   SyncWriteReport,
-} from "./_types.ts";
+} from "./sink.ts";
 import { quotedTable } from "./_identifier.ts";
 import { isCheckpoint } from "./_checkpoint.ts";
 import {

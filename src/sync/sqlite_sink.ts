@@ -5,7 +5,7 @@
 
 import process from "node:process";
 import type { DatabaseSync } from "node:sqlite";
-import type { SyncSink } from "./_types.ts";
+import type { SyncSink } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
 import { quotedTable } from "./_identifier.ts";
 import { createPrivate, refuseLink } from "./_files.ts";

@@ -17,12 +17,8 @@ import {
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import { type Committed, listOptions, runPass } from "./_pass.ts";
-import type {
-  SyncCheckpoint,
-  SyncOptions,
-  SyncResult,
-  SyncWriteContext,
-} from "./_types.ts";
+import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
+import type { SyncOptions, SyncResult } from "./sync_options.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
