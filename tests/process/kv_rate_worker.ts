@@ -3,7 +3,10 @@
 // paced by createKvRateLimiter, and prints what it saw. With an outage file:
 // before each request it looks for that file, and once the test has created
 // it, closes its database (as a store that fails) and goes on alone; it
-// counts the requests it sent after.
+// counts the requests it sent after. Its clock may be skewed (the limiter's
+// `now` reads Date.now() plus PARTNER_API_SKEW ms), and with
+// PARTNER_API_REFUSED set it tells its limiter of one 429 before it starts,
+// as a process that met another user of the address would.
 //
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
 //     --allow-read=<dir> --allow-write=<dir> kv_rate_worker.ts \
@@ -21,10 +24,14 @@ const kv = await openKv(kvPath!);
 let degraded = 0;
 const onEvent = (event: PartnerApiEvent) => {
   if (event.type === "rate.degraded") degraded++;
+  if (event.type === "api.request" && event.status === 429) refused++;
 };
+const skew = Number(Deno.env.get("PARTNER_API_SKEW") ?? 0);
+let refused = 0;
 const rateLimit = createKvRateLimiter(kv, {
   requests: Number(requests),
   interval: Number(interval),
+  now: () => Date.now() + skew,
   onEvent,
 });
 const client = createClient({
@@ -35,6 +42,7 @@ const client = createClient({
 await new Promise((resolve) =>
   setTimeout(resolve, Math.max(0, Number(startAt) - Date.now()))
 );
+if (Deno.env.get("PARTNER_API_REFUSED") !== undefined) rateLimit.refused();
 /** Whether the test has created the outage file. */
 const outage = () => {
   try {
@@ -56,4 +64,4 @@ for (let i = 0; i < Number(count); i++) {
 }
 await rateLimit[Symbol.asyncDispose]();
 if (!closed) kv.close();
-console.log(JSON.stringify({ degraded, afterOutage }));
+console.log(JSON.stringify({ degraded, afterOutage, refused }));

@@ -1,0 +1,91 @@
+// Issue 38, clocks: real processes on one KV file whose clocks disagree
+// (each limiter's `now` is its process's clock moved by minutes), against
+// the fake's own limit (no Retry-After). KV has no clock of its own, so the
+// KV limiter must not trust another member's stamps: on the previous
+// version a member 10 minutes behind or ahead met 20 x 429 and left the
+// others' last calls to time out, and one an hour ahead that met one 429
+// blocked the whole fleet for the hour.
+
+import { equal } from "node:assert/strict";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
+import { scratchDir, workerCommand } from "./_fleet.ts";
+import { checkPacedFleet } from "../_windows.ts";
+import { processTest } from "../_processes.ts";
+
+const LIMIT = { requests: 20, interval: 1000 };
+const EACH = 15;
+const MINUTE = 60_000;
+
+/**
+ * Runs one process per entry of `skews` (ms its clock is off) on one KV
+ * file, each sending EACH requests; `refuses` tells the first of them one
+ * 429 before it starts. Returns what reached the fake and what each said.
+ */
+async function skewedFleet(skews: number[], refuses = false) {
+  const dir = await scratchDir();
+  const arrivals: { at: number; status: number }[] = [];
+  try {
+    await using api = await startFakePartnerApi({
+      apiRateLimit: LIMIT,
+      onRequest: ({ path, status }) => {
+        if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
+      },
+    });
+    const startAt = Date.now() + 2500;
+    const args = [
+      `${dir}/rate.sqlite`,
+      String(startAt),
+      String(EACH),
+      String(LIMIT.requests),
+      String(LIMIT.interval),
+    ];
+    const runs = skews.map((skew, i) =>
+      workerCommand("tests/process/kv_rate_worker.ts", dir, args, {
+        ...configFor(api),
+        PARTNER_API_SKEW: String(skew),
+        ...(refuses && i === 0 ? { PARTNER_API_REFUSED: "1" } : {}),
+      }).output()
+    );
+    const lines = (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
+      equal(code, 0, new TextDecoder().decode(stderr));
+      return JSON.parse(new TextDecoder().decode(stdout)) as {
+        degraded: number;
+        refused: number;
+      };
+    });
+    return { arrivals, lines };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+processTest(
+  "KV members skewed by up to 10 minutes: 4 processes on one KV file (clocks 10 minutes behind, on time, 3 and 10 minutes ahead) meet 0 x 429 and never more than the limit in a window by the fake's clock",
+  async () => {
+    const skews = [-10 * MINUTE, 0, 3 * MINUTE, 10 * MINUTE];
+    const { arrivals, lines } = await skewedFleet(skews);
+    checkPacedFleet({
+      what: `${skews.length} processes on KV, clocks skewed by up to 10 min`,
+      arrivals,
+      sent: skews.length * EACH,
+      limit: LIMIT,
+    });
+    for (const line of lines) equal(line.degraded, 0, "none paced alone");
+  },
+);
+
+processTest(
+  "KV members skewed: one process an hour ahead that meets a 429 holds the fleet for one slot's share of the interval, not the hour: every request of 3 processes is sent, 0 x 429",
+  async () => {
+    const skews = [60 * MINUTE, 0, -5 * MINUTE];
+    const { arrivals, lines } = await skewedFleet(skews, true);
+    checkPacedFleet({
+      what: `${skews.length} processes on KV, one an hour ahead refused once`,
+      arrivals,
+      sent: skews.length * EACH,
+      limit: LIMIT,
+    });
+    for (const line of lines) equal(line.refused, 0);
+  },
+);
