@@ -18,6 +18,7 @@ import {
   type Window,
 } from "../core/_rate_window.ts";
 import { WaitQueue } from "../core/_wait_queue.ts";
+import { steadyClock } from "../core/_steady_clock.ts";
 
 export type { RateLimit, RateLimiter };
 
@@ -39,7 +40,10 @@ export type { RateLimit, RateLimiter };
  */
 export interface RateLimiterOptions extends RateLimit {
   /**
-   * The clock, in epoch ms.
+   * The clock, in epoch ms. Waits are measured on it as it never goes back:
+   * a step back is read as no time passing (Date.now, the default, is read
+   * through the runtime's monotone clock), so a wall clock stepped back by
+   * hours holds no caller for those hours.
    *
    * @default {Date.now}
    */
@@ -87,7 +91,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     requests: requestCount(options.requests),
     interval: timeOption(options.interval, "interval"),
   });
-  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
+  const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
   return new SlidingWindowLimiter(limit, now);
 }
 

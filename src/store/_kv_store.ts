@@ -63,6 +63,11 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   readonly #config: KvStoreConfig;
   readonly #seals: (key: string) => Promise<CryptoKey>;
   readonly #names = new Map<string, Promise<Names>>();
+  /** Per key, the last lease seen, and when (steady clock). */
+  readonly #leasesSeen = new Map<
+    string,
+    { readonly lease: string; readonly at: number }
+  >();
 
   constructor(kv: Deno.Kv, config: KvStoreConfig) {
     this.#kv = kv;
@@ -128,8 +133,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     return {
       record: await this.#unseal(key, stored.value),
       // A lease of any other shape is not one of ours: taking it replaces it.
-      leaseFree: !isLease(lease.value) ||
-        lease.value.until <= this.#config.now(),
+      leaseFree: !isLease(lease.value) || this.#leaseOver(key, lease.value),
       snapshot: [stored, lease],
     };
   }
@@ -196,6 +200,24 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
       this.#names.set(key, names);
     }
     return names;
+  }
+
+  /**
+   * Whether a lease is over: its time is up by this process's clock, or it
+   * has been seen unchanged (not renewed) for a whole lease. A clock stepped
+   * back (or a holder's clock ahead) cannot make a dead holder's lease hold
+   * the fleet for the hours the clocks differ.
+   */
+  #leaseOver(key: string, lease: Lease): boolean {
+    const { now, steady, leaseDuration } = this.#config;
+    if (lease.until <= now()) return true;
+    const seen = `${lease.holder} ${lease.until}`;
+    let sighting = this.#leasesSeen.get(key);
+    if (sighting?.lease !== seen) {
+      sighting = { lease: seen, at: steady() };
+      this.#leasesSeen.set(key, sighting);
+    }
+    return steady() - sighting.at >= leaseDuration;
   }
 
   #newLease(): Lease {

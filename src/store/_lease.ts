@@ -76,7 +76,13 @@ export interface LeaseTiming {
   readonly leaseDuration: number;
   readonly maxWait: number;
   readonly pollInterval: number;
+  /** Epoch ms, for what the store keeps (records, leases). */
   readonly now: () => number;
+  /**
+   * The same clock never going back, for how long a process waits: a wall
+   * clock stepped back must not hold a waiter for the hours it stepped.
+   */
+  readonly steady: () => number;
 }
 
 /**
@@ -90,7 +96,7 @@ export async function coordinateByLease<Snapshot>(
   key: string,
   { settled, request, signal, requestBudget }: CoordinateOptions,
 ): Promise<TokenRecord> {
-  const { now, maxWait, pollInterval } = timing;
+  const { steady: now, maxWait, pollInterval } = timing;
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
   // Look again soon at first (a token request often takes a few ms), then

@@ -42,6 +42,7 @@
 
 import type { FleetStoreOptions, TokenStore } from "../store/mod.ts";
 import { checkNumber, requireFunction } from "../core/_check.ts";
+import { steadyClock } from "../core/_steady_clock.ts";
 import { KvTokenStore } from "./_kv_store.ts";
 import { checkEncryptionKey } from "./_record.ts";
 
@@ -159,6 +160,7 @@ export function createKvTokenStore(
     encryptionKey,
     holder: options.holderId ?? crypto.randomUUID(),
     now,
+    steady: steadyClock(options.now),
   });
 }
 

@@ -60,6 +60,7 @@ import {
   requireText,
 } from "../core/_check.ts";
 import { checkEncryptionKey } from "./_record.ts";
+import { steadyClock } from "../core/_steady_clock.ts";
 import { type RedisCommand, RedisTokenStore } from "./_redis_store.ts";
 
 export type { RedisCommand };
@@ -210,6 +211,7 @@ export function createRedisTokenStore(
     commandTimeout: duration("commandTimeout", 2000),
     holder: options.holderId ?? crypto.randomUUID(),
     now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
+    steady: steadyClock(options.now),
   });
 }
 
