@@ -114,6 +114,20 @@ export interface Cooldown {
 }
 
 /**
+ * Whether a request at `now` continues a streak of failures (the last one's
+ * cooldown ended less than {@linkcode MAX_COOLDOWN} ago): its flight then
+ * sends one attempt, and the escalating cooldown does the retrying, so that
+ * an hour of a 5xx outage costs what the cooldown allows (12), not three
+ * attempts each time (30).
+ */
+export function continuesStreak(
+  previous: Cooldown | undefined,
+  now: number,
+): boolean {
+  return previous !== undefined && now - previous.until < MAX_COOLDOWN;
+}
+
+/**
  * The cooldown after a failed token request at `now`: 10 s, doubling with
  * each further failure up to 15 minutes. A failure more than 15 minutes
  * after the last cooldown ended starts again at 10 s (a passing fault must
@@ -127,8 +141,8 @@ export function cooldownAfter(
   maxRetryAfter: number,
   now: number,
 ): Cooldown {
-  const failures = previous !== undefined && now - previous.until < MAX_COOLDOWN
-    ? Math.min(previous.failures + 1, 32)
+  const failures = continuesStreak(previous, now)
+    ? Math.min(previous!.failures + 1, 32)
     : 1;
   const escalated = Math.min(
     FIRST_COOLDOWN * 2 ** (failures - 1),

@@ -7,7 +7,7 @@ import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { turnClock } from "../core/_turn_clock.ts";
-import { requestWithRetries } from "./_attempts.ts";
+import { flightSending, requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
 import {
@@ -19,7 +19,11 @@ import {
   type TokenTimes,
   tokenTimes,
 } from "./_policy.ts";
-import { failureRecord, repeatedFailure } from "./_failure.ts";
+import {
+  expiredOnArrival,
+  failureRecord,
+  repeatedFailure,
+} from "./_failure.ts";
 import {
   freshestToken,
   latest,
@@ -78,15 +82,10 @@ export class CachingTokenProvider implements TokenProvider {
     this.#store = new StoreAccess(config.store, config.endpoint);
     this.#turnNow = turnClock(config.endpoint.now);
     this.#now = config.endpoint.now;
-    this.#budget = flightBudget(
-      config.backoff,
-      config.endpoint.timeout,
-      config.store?.coordinate !== undefined,
-    );
-    this.#requestBudget = requestBudget(
-      config.backoff,
-      config.endpoint.timeout,
-    );
+    const { backoff, endpoint } = config;
+    const coordinating = config.store?.coordinate !== undefined;
+    this.#budget = flightBudget(backoff, endpoint.timeout, coordinating);
+    this.#requestBudget = requestBudget(backoff, endpoint.timeout);
   }
 
   get quota(): QuotaSnapshot | undefined {
@@ -234,10 +233,11 @@ export class CachingTokenProvider implements TokenProvider {
     let refusal: QuotaExceededError | undefined;
     let failed: TokenRequestError | undefined;
     const attempt: TokenRequest = async () => {
+      const sending = flightSending(this.#config, this.#failure, this.#now());
       try {
         const token = await requestWithRetries(
           this.#config.endpoint,
-          this.#config,
+          sending,
           signal,
           (now) => {
             const until = this.#blockedUntil;
@@ -307,11 +307,7 @@ export class CachingTokenProvider implements TokenProvider {
     if (failure !== undefined && now < failure.cooldown.until) {
       throw this.#failureError();
     }
-    // "malformed": the answer's lifetime was too short to use it.
-    throw new TokenRequestError(
-      "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
-      { reason: "malformed" },
-    );
+    throw expiredOnArrival();
   }
 
   #takeRecord(record: TokenRecord): void {
