@@ -11,9 +11,10 @@ import type {
 } from "../store/mod.ts";
 import { delay } from "../core/_retry.ts";
 import {
-  openRecord,
+  openVersioned,
   recordLifetime,
   recordSeals,
+  RecordVersions,
   type SealedRecord,
   sealRecord,
 } from "./_record.ts";
@@ -63,6 +64,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   readonly #config: KvStoreConfig;
   readonly #seals: (key: string) => Promise<CryptoKey>;
   readonly #names = new Map<string, Promise<Names>>();
+  readonly #versions = new RecordVersions();
   /** Per key, the last lease seen, and when (steady clock). */
   readonly #leasesSeen = new Map<
     string,
@@ -82,6 +84,8 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
+    // Read first: the version written must be newer than the one stored.
+    await this.get(key).catch(() => {});
     const sealed = await this.#seal(key, record);
     const names = await this.#keysOf(key);
     await unlocked(() =>
@@ -226,7 +230,8 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   async #seal(key: string, record: TokenRecord): Promise<SealedRecord> {
-    return await sealRecord(await this.#seals(key), key, record);
+    const version = this.#versions.next(key);
+    return await sealRecord(await this.#seals(key), key, record, version);
   }
 
   async #unseal(
@@ -239,7 +244,12 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     if (
       !(stored.iv instanceof Uint8Array && stored.sealed instanceof Uint8Array)
     ) return undefined;
-    return await openRecord(await this.#seals(key), key, stored);
+    const opened = await openVersioned(await this.#seals(key), key, stored);
+    // Older than one seen: a replayed copy (a store rolled back), refused.
+    if (opened === undefined) return undefined;
+    return this.#versions.accept(key, opened.version)
+      ? opened.record
+      : undefined;
   }
 }
 

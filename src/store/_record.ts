@@ -20,19 +20,73 @@ const RENEWAL_KEPT = 2 * 3_600_000;
 const MAX_RECORD_LIFETIME = 366 * 86_400_000;
 const encoder = new TextEncoder();
 
-/** Encrypts the record's plain copy, bound to `key`: it cannot be replayed under another. */
+/**
+ * Encrypts the record's plain copy, bound to `key`: it cannot be replayed
+ * under another. A `version` (see {@linkcode RecordVersions}) goes inside
+ * the seal, so that nobody can change it without the key.
+ */
 export async function sealRecord(
   encryptionKey: CryptoKey,
   key: string,
   record: TokenRecord,
+  version?: number,
 ): Promise<SealedRecord> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
+  const plain = version === undefined
+    ? plainRecord(record)
+    : { ...plainRecord(record), version };
   const sealed = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
     encryptionKey,
-    encoder.encode(JSON.stringify(plainRecord(record))),
+    encoder.encode(JSON.stringify(plain)),
   );
   return { iv, sealed: new Uint8Array(sealed) };
+}
+
+/** The bound on a stored record, in bytes: a larger value is a broken record, not read whole. */
+export const MAX_STORED_RECORD = 65_536;
+
+/**
+ * The highest version of each key's record this process has seen. Each
+ * write seals the next one; a record older than one already seen (a
+ * replayed copy, a store rolled back to a backup) is refused, so that a
+ * token the fleet has renewed, or a ledger entry it has written, is never
+ * served again from an older copy. A process that starts after the rollback
+ * cannot tell, and takes what it finds.
+ */
+export class RecordVersions {
+  readonly #highest = new Map<string, number>();
+
+  /** Whether `version` of `key`'s record may be used; it is remembered if so. */
+  accept(key: string, version: number): boolean {
+    if (version < (this.#highest.get(key) ?? 0)) return false;
+    this.#highest.set(key, version);
+    return true;
+  }
+
+  /** The version a write of `key`'s record seals: newer than any seen. */
+  next(key: string): number {
+    const version = (this.#highest.get(key) ?? 0) + 1;
+    this.#highest.set(key, version);
+    return version;
+  }
+}
+
+/** A record and its sealed version (0 when it carries none: 0.3's). */
+export async function openVersioned(
+  encryptionKey: CryptoKey,
+  key: string,
+  sealed: SealedRecord,
+): Promise<{ record: TokenRecord; version: number } | undefined> {
+  const opened = await openRecord(encryptionKey, key, sealed) as
+    | (TokenRecord & { version?: unknown })
+    | undefined;
+  if (typeof opened !== "object" || opened === null) return undefined;
+  const { version, ...record } = opened;
+  return {
+    record,
+    version: Number.isSafeInteger(version) ? version as number : 0,
+  };
 }
 
 /** The record, or `undefined` when another key sealed it or it was tampered with. */

@@ -12,11 +12,15 @@ import type {
   TokenStore,
 } from "../store/mod.ts";
 import {
-  openRecord,
+  MAX_STORED_RECORD,
+  openVersioned,
   recordLifetime,
   recordSeals,
+  RecordVersions,
   sealRecord,
 } from "./_record.ts";
+import { plainScript, type ScriptName, SCRIPTS } from "./_redis_plain.ts";
+import { encodeSealed, entryIn, fromBase64, text } from "./_redis_values.ts";
 import {
   coordinateByLease,
   type HeldLease,
@@ -41,7 +45,7 @@ import { delay } from "../core/_retry.ts";
  * // With ioredis: (args) => redis.call(...args); with node-redis: (args) => client.sendCommand(args).
  * const command: RedisCommand = (args) => (sent.push(args), Promise.resolve(null));
  * equal(await createRedisTokenStore({ command }).get("client"), undefined); // no record yet
- * equal(sent[0]?.[0], "GET");
+ * equal(sent[0]?.[0], "GETRANGE"); // a record is read only as far as it may go (64 KiB)
  * ```
  */
 export type RedisCommand = (args: string[]) => Promise<unknown>;
@@ -62,40 +66,6 @@ export interface RedisStoreConfig extends LeaseTiming {
   readonly commandTimeout: number;
 }
 
-// Each script acts only if a value is still the one this process saw or
-// wrote, so that no process overwrites or deletes another's work.
-// TAKE first drops a record or lease key of another type (WRONGTYPE): it is
-// not ours, and would otherwise hold every process off for good. A record
-// the process could not read (ARGV[4] '1') may be taken over while it still
-// is no sealed record: its bytes may not come back as the text seen (not
-// UTF-8). Taken by another, it answers who holds it, so that a waiter can
-// wait on it.
-const TAKE = `for _, key in ipairs(KEYS) do
-  local kind = redis.call('TYPE', key).ok
-  if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
-end
-local record = redis.call('GET', KEYS[1]) or ''
-if record ~= ARGV[1] and (ARGV[4] ~= '1' or
-  string.find(record, '"sealed"', 1, true)) then return 0 end
-if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
-return redis.call('GET', KEYS[2]) or 0`;
-const SWAP = `if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1`;
-const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
-// PUBLISH and RELEASE let the lease go and tell whoever waits on it (XREAD
-// on KEYS[3], named after the lease) what was published, if anything
-// (ARGV[2], else ''), then leave the stream to expire.
-const RELEASED = `redis.call('DEL', KEYS[2])
-redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
-return 1`;
-const PUBLISH = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-${RELEASED}`;
-const RELEASE = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-${RELEASED}`;
 const UPDATE_ATTEMPTS = 10;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
@@ -107,6 +77,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     Promise<{ record: string; lease: string }>
   >();
 
+  readonly #versions = new RecordVersions();
+  /** Redis refused EVAL: the scripts' steps go by plain commands. */
+  #plain = false;
   /** Whether a wait holds the blocking connection now. */
   #blocked = false;
   /** The last entry a wait read, so that the next waits for a newer one. */
@@ -126,11 +99,13 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   async get(key: string): Promise<TokenRecord | undefined> {
     const { record } = await this.#keysOf(key);
-    return await this.#decode(key, text(await this.#send(["GET", record])));
+    return await this.#decode(key, await this.#read(record));
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
     const keys = await this.#keysOf(key);
+    // Read first: the version written must be newer than the one stored.
+    await this.get(key).catch(() => {});
     await this.#send(["SET", keys.record, ...await this.#value(key, record)]);
   }
 
@@ -141,12 +116,12 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   ): Promise<TokenRecord | undefined> {
     const keys = await this.#keysOf(key);
     for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-      const seen = text(await this.#send(["GET", keys.record]));
+      const seen = await this.#read(keys.record);
       const record = await this.#decode(key, seen);
       const next = change(record);
       if (next === undefined) return record;
       const [value, , lifetime] = await this.#value(key, next);
-      const done = await this.#script(SWAP, [keys.record], [
+      const done = await this.#script("swap", [keys.record], [
         seen ?? "",
         value,
         lifetime,
@@ -162,8 +137,12 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   async look(key: string): Promise<LeaseView<Seen>> {
     const keys = await this.#keysOf(key);
-    const reply = await this.#send(["MGET", keys.record, keys.lease]);
-    const [value, lease] = Array.isArray(reply) ? reply.map(text) : [];
+    // Two reads, not MGET: the record's is bounded. The take checks again
+    // that the record is still the one seen.
+    const value = await this.#read(keys.record);
+    const lease = text(
+      await this.#send(["GET", keys.lease]).catch(noneOfAnotherType),
+    );
     const record = await this.#decode(key, value);
     return {
       record,
@@ -180,7 +159,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const keys = await this.#keysOf(key);
     const { holder, leaseDuration } = this.#config;
     const lease = `${crypto.randomUUID()} ${holder}`;
-    const taken = await this.#script(TAKE, [keys.record, keys.lease], [
+    const taken = await this.#script("take", [keys.record, keys.lease], [
       seen.value,
       lease,
       String(leaseDuration),
@@ -191,11 +170,14 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const toldFor = String(leaseDuration);
     return {
       renew: async () => {
-        await this.#script(RENEW, [keys.lease], [lease, String(leaseDuration)]);
+        await this.#script("renew", [keys.lease], [
+          lease,
+          String(leaseDuration),
+        ]);
       },
       publish: async (record) => {
         const [value, , lifetime] = await this.#value(key, record);
-        const done = await this.#script(PUBLISH, told, [
+        const done = await this.#script("publish", told, [
           lease,
           value,
           lifetime,
@@ -204,7 +186,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
         return done === 1;
       },
       release: async () => {
-        await this.#script(RELEASE, told, [lease, "", "", toldFor]);
+        await this.#script("release", told, [lease, "", "", toldFor]);
       },
     };
   }
@@ -256,8 +238,43 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return await this.#decode(key, entry?.record);
   }
 
-  #script(source: string, keys: string[], args: string[]): Promise<unknown> {
-    return this.#send(["EVAL", source, String(keys.length), ...keys, ...args]);
+  /**
+   * A script by EVAL; a Redis that refuses EVAL (an ACL without scripting,
+   * a renamed command) counts as failing for it, and from then on the same
+   * steps go by plain commands (_redis_plain.ts), which keep the lease.
+   */
+  async #script(
+    name: ScriptName,
+    keys: string[],
+    args: string[],
+  ): Promise<unknown> {
+    const send = (command: string[]) => this.#send(command);
+    if (this.#plain) return await plainScript(name, keys, args, send);
+    const source = SCRIPTS[name];
+    try {
+      return await send([
+        "EVAL",
+        source,
+        String(keys.length),
+        ...keys,
+        ...args,
+      ]);
+    } catch (error) {
+      if (!/NOPERM|unknown command/i.test(String(error))) throw error;
+      this.#plain = true;
+      return await plainScript(name, keys, args, send);
+    }
+  }
+
+  /** The record's text, read only as far as a record may go. */
+  async #read(record: string): Promise<string | undefined> {
+    const value = text(
+      await this.#send(["GETRANGE", record, "0", String(MAX_STORED_RECORD)])
+        .catch(noneOfAnotherType),
+    );
+    // GETRANGE answers "" for a missing key; a value past the bound is a
+    // broken record (answered cut: it cannot open), never read whole.
+    return value === "" ? undefined : value;
   }
 
   /**
@@ -287,7 +304,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   ): Promise<[value: string, px: "PX", lifetime: string]> {
     const { now } = this.#config;
     const sealing = await this.#seals(key);
-    const stored = encodeSealed(await sealRecord(sealing, key, record));
+    const version = this.#versions.next(key);
+    const stored = encodeSealed(
+      await sealRecord(sealing, key, record, version),
+    );
     return [
       JSON.stringify(stored),
       "PX",
@@ -299,14 +319,21 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     key: string,
     value: string | undefined,
   ): Promise<TokenRecord | undefined> {
-    if (value === undefined) return undefined;
+    if (value === undefined || value.length > MAX_STORED_RECORD) {
+      return undefined;
+    }
     try {
       const stored = JSON.parse(value);
       if (typeof stored?.iv !== "string") return undefined;
-      return await openRecord(await this.#seals(key), key, {
+      const opened = await openVersioned(await this.#seals(key), key, {
         iv: fromBase64(stored.iv),
         sealed: fromBase64(stored.sealed),
       });
+      // Older than one seen: a replayed copy, refused like a broken one.
+      if (opened === undefined) return undefined;
+      return this.#versions.accept(key, opened.version)
+        ? opened.record
+        : undefined;
     } catch {
       return undefined; // not ours, or damaged: as if absent
     }
@@ -326,40 +353,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 }
 
 /**
- * The entry of an XREAD reply of one (`[[stream, [[id, ["record", value]]]]]`):
- * its id, and the record published with it (none when the lease was let go
- * without one); `undefined` when the wait ended without an entry.
+ * A key of another type holds no record or lease (as MGET answered it):
+ * the take replaces it. Any other failure is a failing Redis.
  */
-function entryIn(
-  reply: unknown,
-): { id: string; record: string | undefined } | undefined {
-  const entry = (reply as unknown[][][][] | null)?.[0]?.[1]?.[0];
-  const id = Array.isArray(entry) ? text(entry[0]) : undefined;
-  if (id === undefined) return undefined;
-  const fields = entry![1];
-  const value = Array.isArray(fields) ? text(fields[1]) : undefined;
-  return { id, record: value === "" ? undefined : value };
-}
-
-/** A reply as text: clients answer strings, or bytes when asked to. */
-function text(reply: unknown): string | undefined {
-  if (typeof reply === "string") return reply;
-  if (reply instanceof Uint8Array) return new TextDecoder().decode(reply);
-  return undefined;
-}
-
-function encodeSealed(
-  { iv, sealed }: { iv: Uint8Array; sealed: Uint8Array },
-): { iv: string; sealed: string } {
-  return { iv: toBase64(iv), sealed: toBase64(sealed) };
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-function fromBase64(text: string): Uint8Array<ArrayBuffer> {
-  return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+function noneOfAnotherType(error: unknown): undefined {
+  if (/WRONGTYPE/.test(String(error))) return undefined;
+  throw error;
 }

@@ -92,7 +92,9 @@ const CONTEXT = "Cannot create KV token store";
  * - after a 429 the block is stored, and no process asks before it ends.
  *
  * Keys hold a digest of the token endpoint, audience, client id and
- * secret, never the secret. A store that fails while publishing (a value too
+ * secret, never the secret. Each record seals a version; a process refuses
+ * a copy older than one it has seen (a database restored from a backup),
+ * rather than serve an older token again. A store that fails while publishing (a value too
  * large, a closed database) still hands out the token just received and
  * releases its lease: its failure never costs another token.
  *

@@ -142,7 +142,13 @@ const CONTEXT = "Cannot create Redis token store";
  * Keys hold a digest of the token endpoint, audience, client id and secret,
  * never the secret. A Redis that fails or does not answer counts as an
  * empty store: each process then spends at most the token it would have
- * spent alone, and no rejection goes unhandled.
+ * spent alone, and no rejection goes unhandled. A Redis that refuses EVAL
+ * (an ACL without scripting) counts as failing for the scripts: the lease
+ * is then kept with plain commands (`SET NX PX`, read and delete), so the
+ * fleet still spends one token. A record is read only as far as 64 KiB: a
+ * larger value is a broken record, replaced by the next write. Each record
+ * seals a version; a process refuses a copy older than one it has seen (a
+ * store rolled back), rather than serve an older token again.
  *
  * @param options The command function, encryption, prefix and timing.
  * @returns The store.

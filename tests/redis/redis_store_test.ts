@@ -251,7 +251,7 @@ test("stores fail closed: lease and record keys of the wrong type are replaced, 
 });
 
 /**
- * A provider of its own (a process) over `redis`, whose MGETs (looks) are
+ * A provider of its own (a process) over `redis`, whose looks (a read of the lease) are
  * counted, with a second connection to block on when `blocking` is set
  * (and its blocks that ended with nothing to read, a poll's end, counted);
  * its token requests take `requestMs`. A block lasts up to 20 s: a wait
@@ -273,7 +273,10 @@ async function countedProcess(
       return await fetch(input, init);
     },
     store: createRedisTokenStore({
-      command: (args) => (args[0] === "MGET" && looks++, client.command(args)),
+      command: (args) => (
+        args[0] === "GET" && args[1]?.endsWith(":lease") && looks++,
+          client.command(args)
+      ),
       ...(blocker === undefined ? {} : {
         blockingCommand: async (args: string[]) => {
           const reply = await blocker.command(args);

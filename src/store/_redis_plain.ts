@@ -1,0 +1,182 @@
+// Internal: the Redis token store's scripts, and the same steps done with
+// plain commands for a Redis that refuses EVAL (an ACL without @scripting,
+// a managed service, a renamed command). Without them every step of the
+// lease failed, each
+// process counted the store as failing and sent its own token request: five
+// processes spent five tokens. Plain commands keep the lease (SET NX PX),
+// so the fleet still spends one; what they cannot do is check and write in
+// one step, so a process stalled past its lease may let the next holder's
+// go, and two writes of the ledger at the same moment may lose one.
+
+import { MAX_STORED_RECORD } from "./_record.ts";
+
+/** A reply as text: clients answer strings, or bytes when asked to. */
+function text(reply: unknown): string | undefined {
+  if (typeof reply === "string") return reply;
+  if (reply instanceof Uint8Array) return new TextDecoder().decode(reply);
+  return undefined;
+}
+
+/** The store's scripts, by what they do. */
+export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
+
+// Each script acts only if a value is still the one this process saw or
+// wrote, so that no process overwrites or deletes another's work.
+// TAKE first drops a record or lease key of another type (WRONGTYPE): it is
+// not ours, and would otherwise hold every process off for good. A record
+// the process could not read (ARGV[4] '1') may be taken over while it still
+// is no sealed record: its bytes may not come back as the text seen (not
+// UTF-8). Taken by another, it answers who holds it, so that a waiter can
+// wait on it.
+const TAKE = `for _, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
+end
+if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end
+local record = redis.call('GET', KEYS[1]) or ''
+if record ~= ARGV[1] and (ARGV[4] ~= '1' or
+  string.find(record, '"sealed"', 1, true)) then return 0 end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
+return redis.call('GET', KEYS[2]) or 0`;
+const SWAP =
+  `if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
+// PUBLISH and RELEASE let the lease go and tell whoever waits on it (XREAD
+// on KEYS[3], named after the lease) what was published, if anything
+// (ARGV[2], else ''), then leave the stream to expire.
+const RELEASED = `redis.call('DEL', KEYS[2])
+redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1`;
+const PUBLISH = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+${RELEASED}`;
+const RELEASE = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+${RELEASED}`;
+export const SCRIPTS: Record<ScriptName, string> = {
+  take: TAKE,
+  swap: SWAP,
+  renew: RENEW,
+  publish: PUBLISH,
+  release: RELEASE,
+};
+
+/** One Redis command, within the store's time limit. */
+export type Send = (args: string[]) => Promise<unknown>;
+
+/** A script's effect with plain commands: the same KEYS and ARGV, the same answer. */
+export function plainScript(
+  name: ScriptName,
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+): Promise<unknown> {
+  switch (name) {
+    case "take":
+      return take(keys, args, send);
+    case "swap":
+      return swap(keys, args, send);
+    case "renew":
+      return renew(keys, args, send);
+    case "publish":
+      return publish(keys, args, send);
+    case "release":
+      return release(keys, args, send);
+  }
+}
+
+/** The record as the take script compares it: '' when absent or too large. */
+async function recordText(key: string, send: Send): Promise<string> {
+  if (Number(await send(["STRLEN", key])) > MAX_STORED_RECORD) {
+    await send(["DEL", key]);
+    return "";
+  }
+  return text(await send(["GET", key])) ?? "";
+}
+
+/**
+ * KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes
+ * the lease if the record is still the one seen (looked at again after the
+ * lease is ours: a record published meanwhile lets it go).
+ */
+async function take(
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) {
+  const [record, lease] = keys as [string, string];
+  const [seen, value, ms, unreadable] = args as [
+    string,
+    string,
+    string,
+    string,
+  ];
+  for (const key of keys) {
+    const kind = text(await send(["TYPE", key]));
+    if (kind !== "none" && kind !== "string") await send(["DEL", key]);
+  }
+  const changed = (text: string) =>
+    text !== seen && (unreadable !== "1" || text.includes('"sealed"'));
+  if (changed(await recordText(record, send))) return 0;
+  if (await send(["SET", lease, value, "NX", "PX", ms]) === null) {
+    return text(await send(["GET", lease])) ?? 0;
+  }
+  if (!changed(await recordText(record, send))) return 1;
+  await release([record, lease], [value], send);
+  return 0;
+}
+
+/** KEYS record; ARGV seen, value, ms. */
+async function swap(
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) {
+  const [seen, value, ms] = args as [string, string, string];
+  if (await recordText(keys[0]!, send) !== seen) return 0;
+  await send(["SET", keys[0]!, value, "PX", ms]);
+  return 1;
+}
+
+/** KEYS lease; ARGV lease value, ms. */
+async function renew(
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) {
+  if (text(await send(["GET", keys[0]!])) !== args[0]) return 0;
+  return await send(["PEXPIRE", keys[0]!, args[1]!]);
+}
+
+/** KEYS record, lease, stream; ARGV lease value, record value, ms, stream ms. */
+async function publish(
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) {
+  const [record, lease] = keys as [string, string];
+  if (text(await send(["GET", lease])) !== args[0]) return 0;
+  await send(["SET", record, args[1]!, "PX", args[2]!]);
+  return await release(keys, args, send);
+}
+
+/** KEYS record, lease[, stream]; ARGV lease value[, record, ms, stream ms]. */
+async function release(
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) {
+  const [, lease, stream] = keys;
+  if (text(await send(["GET", lease!])) !== args[0]) return 0;
+  await send(["DEL", lease!]);
+  if (stream !== undefined) {
+    // Waiters blocked on the lease's stream are woken as by the script.
+    await send(["XADD", stream, "*", "record", args[1] ?? ""]);
+    await send(["PEXPIRE", stream, args[3] ?? "1000"]);
+  }
+  return 1;
+}

@@ -1,0 +1,141 @@
+// Issue 38, the token store's open items on a real redis-server, with
+// processes on Deno, Node (ioredis) and Bun (node-redis) through the
+// bundles:
+//
+// - a Redis that refuses EVAL counts as failing for the scripts, and the
+//   fleet keeps its lease with plain commands: 6 processes spend one token
+//   (was 6: each counted the store as failing and asked alone);
+// - a record over 64 KiB is a broken record, never read whole: no reply
+//   any process receives is larger (was the whole value, 8 MB a read);
+// - a sealed record carries a version: a process that saw a newer one
+//   refuses a replayed older copy instead of serving its token again.
+
+import { equal, notEqual, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { connectRedis, redisInstalled, startRedis } from "./_redis_server.ts";
+import {
+  barrier,
+  fakeEnv,
+  lineOf,
+  runOnEveryRuntime,
+  RUNTIME_NAMES,
+  runtimeCommand,
+  RUNTIMES,
+  signalFile,
+  startTogether,
+  until,
+} from "./_runtimes.ts";
+import { keysOf } from "./_keys.ts";
+import { processTest } from "../_processes.ts";
+
+const PER_RUNTIME = 2;
+const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
+
+interface TokenLine {
+  runtime: string;
+  token: string;
+  largest: number;
+}
+
+/** PER_RUNTIME processes on each runtime get a token together. */
+async function tokenFleet(port: number, env: Record<string, string>) {
+  const { key, start } = barrier();
+  const worker = ["tests/redis/store_worker.mjs", RUNTIMES, String(port)];
+  const fleet = runOnEveryRuntime<TokenLine>(
+    [...worker, "token", start],
+    env,
+    PER_RUNTIME,
+  );
+  await startTogether(port, key, FLEET);
+  return await fleet;
+}
+
+processTest({
+  name:
+    "EVAL refused: over a Redis whose ACL refuses scripts, 6 processes on Deno, Node and Bun spend one token between them, the lease kept with plain commands",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    await using api = await startFakePartnerApi();
+    const admin = await connectRedis(redis.port);
+    await admin.command(["ACL", "SETUSER", "default", "-@scripting"]);
+    const refused = await admin.command(["EVAL", "return 1", "0"])
+      .then(() => false, (error) => /NOPERM/.test(String(error)));
+    admin.close();
+    ok(refused, "this Redis refuses EVAL");
+    const lines = await tokenFleet(redis.port, fakeEnv(api));
+    equal(api.tokenRequests, 1, "one token for the fleet");
+    equal(new Set(lines.map((line) => line.token)).size, 1);
+  },
+});
+
+processTest({
+  name:
+    "a record over 64 KiB is a broken record, not read whole: 6 processes on Deno, Node and Bun over an 8 MB value receive no reply over 64 KiB, replace it, and spend one token",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    await using api = await startFakePartnerApi();
+    const { record } = await keysOf(api);
+    const admin = await connectRedis(redis.port);
+    await admin.command(["SET", record, "x".repeat(8 * 1024 * 1024)]);
+    const lines = await tokenFleet(redis.port, fakeEnv(api));
+    const stored = Number(await admin.command(["STRLEN", record]));
+    admin.close();
+    for (const line of lines) {
+      ok(
+        line.largest <= 65_537,
+        `${line.runtime}: a reply of ${line.largest} bytes`,
+      );
+    }
+    equal(api.tokenRequests, 1, "one token for the fleet");
+    ok(stored <= 65_536, "the broken record was replaced");
+  },
+});
+
+processTest({
+  name:
+    "a rolled-back sealed record is refused: after the fleet renewed a token, a replayed copy of the older record is not served again by a process of Deno, Node or Bun that saw the newer one",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    for (const runtime of RUNTIME_NAMES) {
+      await using api = await startFakePartnerApi();
+      const { record } = await keysOf(api);
+      const admin = await connectRedis(redis.port);
+      await admin.command(["DEL", record]);
+      const key = `rollback:${crypto.randomUUID()}`;
+      const [copied, replayed] = [signalFile(), signalFile()];
+      try {
+        const worker = runtimeCommand(runtime, [
+          "tests/redis/store_worker.mjs",
+          RUNTIMES,
+          String(redis.port),
+          "rollback",
+          key,
+          copied,
+          replayed,
+        ], fakeEnv(api)).output();
+        await until(async () =>
+          Number(await admin.command(["GET", `${key}:first`])) === 1
+        );
+        const older = await admin.command(["GET", record]) as string;
+        const ttl = await admin.command(["PTTL", record]) as number;
+        await Deno.writeTextFile(copied, "copied");
+        await until(async () =>
+          Number(await admin.command(["GET", `${key}:renewed`])) === 1
+        );
+        // The store rolled back: the older sealed record, replayed whole.
+        await admin.command(["SET", record, older, "PX", String(ttl)]);
+        await Deno.writeTextFile(replayed, "replayed");
+        const line = lineOf<Record<string, string>>(await worker);
+        notEqual(line.first, line.renewed, `${runtime}: renewed`);
+        notEqual(line.after, line.first, `${runtime}: the older token again`);
+      } finally {
+        admin.close();
+        await Deno.remove(copied).catch(() => {});
+        await Deno.remove(replayed).catch(() => {});
+      }
+    }
+  },
+});
