@@ -33,6 +33,7 @@ import {
 } from "./_runtimes.ts";
 import { checkPacedFleet } from "../_windows.ts";
 import { processTest } from "../_processes.ts";
+import { createRedisRateLimiter } from "../../src/store/redis.ts";
 
 const PER_RUNTIME = 2;
 const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
@@ -225,5 +226,62 @@ processTest({
     for (const line of lines) {
       equal(line.restored, line.degraded, `${line.runtime}: back each time`);
     }
+  },
+});
+
+processTest({
+  name:
+    "unusable shared state: over a Redis that answers but refuses the scripts, a limiter paces at half the limit before it ever knew its share, and at its last known share after, never the whole limit",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const prefix = `refused:${crypto.randomUUID()}`;
+    /** A process's limiter; `fell` resolves when it says it paces alone. */
+    const limiter = () => {
+      let fall: () => void;
+      const fell = new Promise<void>((resolve) => fall = resolve);
+      const made = createRedisRateLimiter({
+        command: (args) => client.command(args),
+        prefix,
+        requests: 12,
+        interval: 3_600_000, // no window passes while the test runs
+        onEvent: (event) => event.type === "rate.degraded" && fall(),
+      });
+      return Object.assign(made, { fell });
+    };
+    /** Slots granted once it paces alone, the rest left waiting (then aborted). */
+    const grantedAlone = async (rateLimit: ReturnType<typeof limiter>) => {
+      const leave = new AbortController();
+      let granted = 0;
+      const takes = Array.from(
+        { length: 12 },
+        () =>
+          Promise.resolve(rateLimit.take(leave.signal)).then((ticket) => {
+            granted++;
+            rateLimit.answered(ticket);
+          }, () => {}),
+      );
+      await rateLimit.fell;
+      // Alone, it grants what its share allows in the same round.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      leave.abort();
+      await Promise.all(takes);
+      return granted;
+    };
+    // Three processes took from the window: each knows its share is 4.
+    const fleet = [limiter(), limiter(), limiter()];
+    for (const made of fleet) made.answered(await made.take());
+    for (const made of fleet) made.answered(await made.take());
+    await client.command(["ACL", "SETUSER", "default", "-@scripting"]);
+    const knew = await grantedAlone(fleet[0]!);
+    const fresh = limiter();
+    const never = await grantedAlone(fresh);
+    // Its share, 4, of which it sent 2; half the limit, 6.
+    equal(knew, 2, "the last known share");
+    equal(never, 6, "half the limit, never the whole");
+    await client.command(["ACL", "SETUSER", "default", "+@all"]);
+    for (const made of [...fleet, fresh]) await made[Symbol.asyncDispose]();
+    client.close();
   },
 });
