@@ -13,7 +13,7 @@ import type { QuotaBucket } from "../core/quota.ts";
 import { attemptLimits, sendAttempts } from "../core/_attempt_loop.ts";
 import { type Backoff, backoffDelay, retryAfterMs } from "../core/_retry.ts";
 import { tokenAttempt } from "./_protocol.ts";
-import { continuesStreak, type Cooldown, isRetryable } from "./_policy.ts";
+import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import type { IssuedToken } from "./_value.ts";
@@ -59,21 +59,6 @@ export type TokenSending = Pick<
   ProviderConfig,
   "backoff" | "random" | "onEvent"
 >;
-
-/**
- * How a flight sends: with the configured retries, or after a failed flight
- * (a streak the cooldown escalates) one attempt, the cooldown doing the
- * retrying.
- */
-export function flightSending<T extends TokenSending>(
-  config: T,
-  failure: { readonly cooldown: Cooldown } | undefined,
-  now: number,
-): T {
-  return continuesStreak(failure?.cooldown, now)
-    ? { ...config, backoff: { ...config.backoff, retries: 0 } }
-    : config;
-}
 
 /**
  * One token request with its retries, through the attempt loop. No attempt

@@ -114,13 +114,11 @@ export interface Cooldown {
 }
 
 /**
- * Whether a request at `now` continues a streak of failures (the last one's
- * cooldown ended less than {@linkcode MAX_COOLDOWN} ago): its flight then
- * sends one attempt, and the escalating cooldown does the retrying, so that
- * an hour of a 5xx outage costs what the cooldown allows (12), not three
- * attempts each time (30).
+ * Whether a failure at `now` continues a streak (the last one's cooldown
+ * ended less than {@linkcode MAX_COOLDOWN} ago), so that its cooldown
+ * escalates.
  */
-export function continuesStreak(
+function continuesStreak(
   previous: Cooldown | undefined,
   now: number,
 ): boolean {

@@ -7,7 +7,7 @@ import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { turnClock } from "../core/_turn_clock.ts";
-import { flightSending, requestWithRetries } from "./_attempts.ts";
+import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
 import {
@@ -233,11 +233,10 @@ export class CachingTokenProvider implements TokenProvider {
     let refusal: QuotaExceededError | undefined;
     let failed: TokenRequestError | undefined;
     const attempt: TokenRequest = async () => {
-      const sending = flightSending(this.#config, this.#failure, this.#now());
       try {
         const token = await requestWithRetries(
           this.#config.endpoint,
-          sending,
+          this.#config,
           signal,
           (now) => {
             const until = this.#blockedUntil;

@@ -100,10 +100,10 @@ const ONE_ATTEMPT: TokenSending = {
  * concurrent callers share one request, refreshes in the background ahead of
  * expiry while still serving the valid token, retries network errors,
  * timeouts, 408 and 5xx with backoff, and after a 429 sends no request until
- * the quota resets. After a failed request it sends none for 10 s, doubling
- * up to 15 minutes while failures go on; a request after a failed one is
- * one attempt (the cooldown does the retrying): an hour of a failing
- * endpoint costs at most 12 requests.
+ * the quota resets. After a failed request (with its retries) it sends none
+ * for 10 s, doubling up to 15 minutes while failures go on: an hour of
+ * malformed answers costs at most 12 requests, the first hour of a 5xx
+ * outage 30 (three attempts a cooldown), each hour after 12.
  *
  * Every decision is made from `now()` at the moment `getToken` is called; no
  * timer keeps a process alive. A flight that cannot settle (a runtime that
