@@ -9,7 +9,7 @@
 // clock (from a send's grant to its answer and an interval after, on the
 // fake's own time), and no caller waits past its deadline.
 
-import { ok } from "node:assert/strict";
+import { deepStrictEqual, ok } from "node:assert/strict";
 import fc from "fast-check";
 import { createKvRateLimiter } from "../src/store/kv.ts";
 import { mostAtOnce } from "./_windows.ts";
@@ -80,6 +80,9 @@ const fleets = fc.record({
 
 type Fleet = typeof fleets extends fc.Arbitrary<infer T> ? T : never;
 
+/** The kinds of move the runs made: the few quick runs must reach each. */
+const reached = new Set<Move["kind"]>();
+
 /** Writes what `move` makes of the store, or of a member's clock. */
 async function apply(
   kv: Deno.Kv,
@@ -87,6 +90,7 @@ async function apply(
   now: number,
   offsets: number[],
 ): Promise<void> {
+  reached.add(move.kind);
   const far = now + 300 * 365 * 24 * 60 * MINUTE;
   // What is planted goes into the window as it stands (a check-and-set):
   // writing back an older copy would be a rollback, another move.
@@ -203,6 +207,28 @@ Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up 
       );
       ok(spans.length > 0, "the fleet sent");
     }),
-    { numRuns: runs(12, 200), seed: 38 },
+    {
+      numRuns: runs(8, 200),
+      seed: 38,
+      // One fleet that meets every kind of move, then the drawn ones.
+      examples: [[{
+        requests: 3,
+        interval: 400,
+        skews: [-10 * MINUTE, 0, 10 * MINUTE],
+        latencies: [5, 30],
+        moves: [
+          { at: 0.1, move: { kind: "far-block" } },
+          { at: 0.3, move: { kind: "poison", value: "not a window" } },
+          { at: 0.5, move: { kind: "far-sends", answered: 0 } },
+          { at: 0.7, move: { kind: "step", member: 1, by: 25 * 60 * MINUTE } },
+          { at: 0.9, move: { kind: "restart" } },
+        ],
+      }]],
+    },
+  );
+  deepStrictEqual(
+    [...reached].sort(),
+    ["far-block", "far-sends", "poison", "restart", "step"],
+    "every kind of move was made",
   );
 });
