@@ -27,6 +27,8 @@ import {
 } from "./_runtimes.ts";
 import { keysOf } from "./_keys.ts";
 import { processTest } from "../_processes.ts";
+import { createRedisTokenStore } from "../../src/store/redis.ts";
+import { createTokenProvider } from "../../src/token/mod.ts";
 
 const PER_RUNTIME = 2;
 const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
@@ -137,5 +139,42 @@ processTest({
         await Deno.remove(replayed).catch(() => {});
       }
     }
+  },
+});
+
+processTest({
+  name:
+    "EVAL refused, in one Deno process: stores of their own (as processes) renew, publish and let go of the lease with plain commands, and a 401 renewal is one token for all",
+  ignore: !redisInstalled,
+  async fn() {
+    await using redis = await startRedis();
+    await using api = await startFakePartnerApi();
+    const admin = await connectRedis(redis.port);
+    await admin.command(["ACL", "SETUSER", "default", "-@scripting"]);
+    const connections = await Promise.all(
+      [0, 1, 2].map(() => connectRedis(redis.port)),
+    );
+    const providers = connections.map((connection) =>
+      createTokenProvider({
+        ...api.environment,
+        ...api.credentials,
+        store: createRedisTokenStore({
+          command: (args) => connection.command(args),
+          pollInterval: 5,
+          leaseDuration: 30, // renewed while the request runs
+        }),
+      })
+    );
+    const tokens = await Promise.all(providers.map((p) => p.getToken()));
+    equal(new Set(tokens.map((token) => token.accessToken)).size, 1);
+    equal(api.tokenRequests, 1);
+    // A 401 in every process: the fleet's ledger renews once.
+    await Promise.all(
+      providers.map((p, i) => p.reportUnauthorized?.(tokens[i]!.accessToken)),
+    );
+    const renewed = await Promise.all(providers.map((p) => p.getToken()));
+    ok(api.tokenRequests <= 3, `${api.tokenRequests} token requests`);
+    ok(renewed.every((token) => api.isValidToken(token.accessToken)));
+    for (const connection of [admin, ...connections]) connection.close();
   },
 });
