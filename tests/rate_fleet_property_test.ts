@@ -13,6 +13,8 @@ import { deepStrictEqual, ok } from "node:assert/strict";
 import fc from "fast-check";
 import { createKvRateLimiter } from "../src/store/kv.ts";
 import { mostAtOnce } from "./_windows.ts";
+import type { Clock } from "@sinonjs/fake-timers";
+import type { RateLimiter } from "../src/client/rate_limit.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { drive, trackedIo } from "./_fast_setup.ts";
 import { runs } from "./_property_runs.ts";
@@ -126,10 +128,70 @@ async function apply(
   }
 }
 
+/** What a run shares between its members, the mover and the checks. */
+interface Run {
+  readonly timers: Clock;
+  readonly end: number;
+  /** How long a caller may wait for its slot. */
+  readonly deadline: number;
+  readonly latencies: readonly number[];
+  /** [granted, answered] of every send, on the server's (the fake) clock. */
+  readonly spans: [number, number][];
+  /** When each caller that waited past its deadline gave up. */
+  readonly late: number[];
+  /** The members granted at least once. */
+  readonly first: Set<number>;
+  step: number;
+}
+
+/** One member: a caller at a time, each holding its slot for a latency. */
+async function member(run: Run, limiter: RateLimiter, m: number) {
+  const { timers } = run;
+  while (timers.now < run.end) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), run.deadline);
+    const ticket = await Promise.resolve(limiter.take(controller.signal))
+      .catch(() => {
+        run.late.push(timers.now);
+        return undefined;
+      });
+    clearTimeout(timer);
+    if (ticket === undefined) return;
+    const granted = timers.now;
+    run.first.add(m);
+    const latency = run.latencies[run.step++ % run.latencies.length]!;
+    await new Promise((resolve) => setTimeout(resolve, latency));
+    run.spans.push([granted, timers.now]);
+    limiter.answered(ticket);
+  }
+}
+
+/**
+ * Makes the moves over the run, once every member has taken: a process
+ * whose very first take comes after the store lost the window cannot know
+ * what it held.
+ */
+async function mover(
+  run: Run,
+  kv: Deno.Kv,
+  moves: Fleet["moves"],
+  offsets: number[],
+) {
+  const { timers } = run;
+  while (run.first.size < offsets.length && timers.now < run.end) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  const from = timers.now;
+  for (const { at, move } of [...moves].sort((a, b) => a.at - b.at)) {
+    const when = from + Math.floor(at * Math.max(0, run.end - from));
+    await new Promise((resolve) => setTimeout(resolve, when - timers.now));
+    await apply(kv, move, timers.now, offsets);
+  }
+}
+
 /** Runs the fleet for a few windows; returns what the server saw and who waited too long. */
-async function run(fleet: Fleet) {
+async function runFleet(fleet: Fleet) {
   const { requests, interval, skews, latencies, moves } = fleet;
-  const limit = { requests, interval };
   using kv = await Deno.openKv(":memory:");
   return await withFakeTimers(async (timers) => {
     timers.setSystemTime(Date.UTC(2026, 10, 21, 10)); // clocks read epoch ms
@@ -137,68 +199,37 @@ async function run(fleet: Fleet) {
     const offsets = [...skews];
     const limiters = offsets.map((_, m) =>
       createKvRateLimiter(db.kv, {
-        ...limit,
+        requests,
+        interval,
         now: () => timers.now + offsets[m]!,
       })
     );
-    const start = timers.now;
-    const end = start + 6 * interval;
-    // A caller waits at most this: its turn, a window lost and written
-    // back, a far block clamped to one slot's share.
-    const deadline = 3 * (interval + HOLD) + skews.length * interval;
-    const spans: [number, number][] = [];
-    const late: number[] = [];
-    /** The members granted at least once. */
-    const first = new Set<number>();
-    let step = 0;
-    const member = async (limiter: typeof limiters[number], m: number) => {
-      while (timers.now < end) {
-        const controller = new AbortController();
-        const timer = setTimeout(() => controller.abort(), deadline);
-        const ticket = await Promise.resolve(limiter.take(controller.signal))
-          .catch(() => {
-            late.push(timers.now);
-            return undefined;
-          });
-        clearTimeout(timer);
-        if (ticket === undefined) return;
-        const granted = timers.now;
-        first.add(m);
-        const latency = latencies[step++ % latencies.length]!;
-        await new Promise((resolve) => setTimeout(resolve, latency));
-        spans.push([granted, timers.now]);
-        limiter.answered(ticket);
-      }
-    };
-    const mover = async () => {
-      // Once every member has taken: a process whose very first take
-      // comes after the store lost the window cannot know what it held.
-      while (first.size < limiters.length && timers.now < end) {
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      }
-      const from = timers.now;
-      for (const { at, move } of [...moves].sort((a, b) => a.at - b.at)) {
-        const when = from + Math.floor(at * Math.max(0, end - from));
-        await new Promise((resolve) => setTimeout(resolve, when - timers.now));
-        await apply(db.kv, move, timers.now, offsets);
-      }
-    };
-    await drive(
+    const run: Run = {
       timers,
-      Promise.all([...limiters.map(member), mover()]),
-      db.idle,
-    );
+      end: timers.now + 6 * interval,
+      // Its turn, a window lost and written back, sends planted unanswered
+      // (counted for the hold), a far block cut to one slot's share.
+      deadline: 3 * (interval + HOLD) + skews.length * interval,
+      latencies,
+      spans: [],
+      late: [],
+      first: new Set(),
+      step: 0,
+    };
+    const members = limiters.map((limiter, m) => member(run, limiter, m));
+    const moving = mover(run, db.kv, moves, offsets);
+    await drive(timers, Promise.all([...members, moving]), db.idle);
     for (const limiter of limiters) {
       await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
     }
-    return { spans, late, deadline };
+    return run;
   });
 }
 
 Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up to 10 minutes (or stepped back a day), store restarts: never more sends than the limit in any window by the server's clock, no caller past its deadline", async () => {
   await fc.assert(
     fc.asyncProperty(fleets, async (fleet) => {
-      const { spans, late, deadline } = await run(fleet);
+      const { spans, late, deadline } = await runFleet(fleet);
       const most = mostAtOnce(spans, fleet.interval);
       ok(most <= fleet.requests, `${most} sends held slots in one window`);
       ok(
