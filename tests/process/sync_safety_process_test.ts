@@ -49,9 +49,11 @@ async function grown(path: string, bytes: number): Promise<void> {
 processTest(
   "sync CLI: a run paused with Ctrl-Z, a cron run meanwhile, then Ctrl-C: no item lost, none twice, no broken line",
   async () => {
+    // Answers slow enough that the run is still paging when it is paused
+    // after its first window, however busy the machine (windows of 1,000).
     await using api = await startFakePartnerApi({
-      items: { transactions: 4000 },
-      latency: 5,
+      items: { transactions: 6000 },
+      latency: 300,
     });
     const target = await fresh("paused.jsonl");
     const env = configFor(api);
@@ -82,8 +84,8 @@ processTest(
     ok(status.code !== 0, "the paused run does not report success");
     ok(/another run took|interrupted|committed/.test(stderr), stderr);
     const ids = await jsonlIds(target);
-    equal(ids.length, 4000);
-    equal(new Set(ids).size, 4000);
+    equal(ids.length, 6000);
+    equal(new Set(ids).size, 6000);
     const again = await cli(flagsFor(env), args, env);
     equal(again.code, 0, again.stderr);
     deepStrictEqual(await jsonlIds(target), ids, "a later run changes nothing");
