@@ -205,6 +205,14 @@ function framed(response: Response, signal: AbortSignal): Response {
   return new Response(body, { status, statusText, headers });
 }
 
+/**
+ * Resolves once the fake clock `timers` has moved `ms` on (a timer of that
+ * clock, never of the platform): a test's "later", driven, not waited.
+ */
+export function onFakeClock(timers: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => timers.setTimeout(() => resolve(), ms));
+}
+
 /** One turn of the real event loop: I/O that finished gets to run. */
 export function realTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

@@ -23,7 +23,12 @@ import {
 import { createTokenProvider } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
-import { besideFake, drive, inProcessFake } from "./_fast_setup.ts";
+import {
+  besideFake,
+  drive,
+  inProcessFake,
+  onFakeClock,
+} from "./_fast_setup.ts";
 
 const FAST_RETRY = { initialDelay: 1, maxDelay: 20 };
 
@@ -544,7 +549,7 @@ Deno.test("fetch()'s time limit ends with the headers: a slow body still reads t
       timeout: 20,
     });
     const response = await drive(timers, client.fetch("anything"));
-    setTimeout(release, 120);
+    onFakeClock(timers, 120).then(release);
     equal(await drive(timers, response.text()), "first and last");
   });
 });

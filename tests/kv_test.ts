@@ -23,6 +23,7 @@ import {
   drive,
   inProcessFake,
   type InProcessOptions,
+  onFakeClock,
   trackedIo,
 } from "./_fast_setup.ts";
 import { hexDigest, storeKey } from "../src/store/_key.ts";
@@ -190,7 +191,7 @@ Deno.test("a lease whose holder died runs out and another process takes over", a
     });
     const pending = f.process().getToken();
     // Until the dead holder's lease runs out, nobody asks for a token.
-    await f.run(new Promise((resolve) => setTimeout(resolve, 140)));
+    await f.run(onFakeClock(timers, 140));
     equal(f.api.service.tokenRequests, 0, "waited for the lease to run out");
     const token = await f.run(pending);
     ok(f.api.service.isValidToken(token.accessToken));

@@ -11,7 +11,7 @@ import { createKvRateLimiter, createKvTokenStore } from "../src/store/kv.ts";
 import { hexDigest, storeKey } from "../src/store/_key.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
-import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
+import { drive, inProcessFake, onFakeClock, trackedIo } from "./_fast_setup.ts";
 
 const DAY_AND_HOUR = 25 * 3_600_000;
 
@@ -96,7 +96,7 @@ Deno.test("clock steps: a process waiting for a dead holder's KV lease takes ove
     const pending = provider.getToken();
     await drive(
       timers,
-      new Promise((resolve) => setTimeout(resolve, 100)),
+      onFakeClock(timers, 100),
       io.idle,
     );
     offset -= DAY_AND_HOUR; // NTP steps the clock back while it waits
