@@ -196,7 +196,7 @@ processTest({
 
 processTest({
   name:
-    "a restart is not a reset: Redis restarted empty mid-crawl, 6 processes on Deno, Node and Bun meet 0 x 429, and each one that met the fall says rate.degraded, then rate.restored",
+    "a restart is not a reset: Redis restarted empty mid-crawl, 6 processes on Deno, Node and Bun meet 0 x 429, and each one that met the fall says rate.degraded, then rate.restored once it takes from Redis again",
   ignore: !redisInstalled,
   async fn() {
     await using redis = await startRedis();
@@ -223,8 +223,15 @@ processTest({
       }`,
     );
     ok(lines.some((line) => line.degraded > 0), "the fall was met");
+    ok(lines.some((line) => line.restored > 0), "the fleet came back");
+    // A process goes back to Redis on a take after its pause: one whose
+    // last sends fell within the pause ends alone, with one fall unanswered.
     for (const line of lines) {
-      equal(line.restored, line.degraded, `${line.runtime}: back each time`);
+      const unanswered = line.degraded - line.restored;
+      ok(
+        unanswered === 0 || unanswered === 1,
+        `${line.runtime}: back each time, but perhaps the last`,
+      );
     }
   },
 });
