@@ -114,9 +114,7 @@ function asOfNow(
 async function runQuota(session: Session, json: boolean): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
-  const known = await session.cache?.store.get(session.cache.key).catch(() =>
-    undefined
-  );
+  const known = await session.cache?.record().catch(() => undefined);
   let quota = known?.quota;
   let blockedUntil = known?.blockedUntil;
   let source = quota ? "from the cache: no token request" : "";

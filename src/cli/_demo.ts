@@ -24,7 +24,7 @@ export async function runDemo(io: RunIo): Promise<void> {
     latency: 15,
   });
   // One session for every step, as one long-running service would have.
-  const session = await openSession(io, {
+  const session = openSession(io, {
     environment: api.environment,
     ...api.credentials,
   }, { cache: false, verbose: false, envFile: undefined });

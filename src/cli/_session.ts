@@ -9,8 +9,7 @@ import {
   type PartnerApiConfig,
 } from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import type { TokenStore } from "../store/mod.ts";
-import { storeKey } from "../store/_key.ts";
+import type { FileTokenStore, TokenRecord } from "../store/mod.ts";
 import { verboseListener } from "./_verbose.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { type CliWriter, escapeControls } from "./_render.ts";
@@ -52,7 +51,7 @@ export interface RunIo extends CliIo {
   openCache?: (
     clientSecret: string,
     notify: (line: string) => void,
-  ) => { store?: TokenStore | undefined; notice?: string | undefined };
+  ) => { store?: FileTokenStore | undefined; notice?: string | undefined };
   /** The clock, in epoch ms. */
   now?: () => number;
   /** Reads the file the user named (`--env-file`); by default a regular file of at most 64 KiB. */
@@ -117,8 +116,9 @@ export interface Session {
   readonly io: RunIo;
   readonly provider: TokenProvider;
   readonly client: PartnerClient;
+  /** The cache, if the run has one: its record of this client, read without a request. */
   readonly cache:
-    | { readonly store: TokenStore; readonly key: string }
+    | { readonly record: () => Promise<TokenRecord | undefined> }
     | undefined;
   /** Token requests this run has sent. */
   readonly tokenRequests: () => number;
@@ -134,11 +134,11 @@ export interface Session {
 const SLOW_TOKEN_REQUEST = 1500;
 
 /** Opens a session: a cache if allowed, and a provider that says when it waits. */
-export async function openSession(
+export function openSession(
   io: RunIo,
   config: Config,
   flags: SessionFlags,
-): Promise<Session> {
+): Session {
   const { cache: useCache, verbose } = flags;
   const said = new Set<string>();
   const notify = (line: string) => {
@@ -179,13 +179,12 @@ export async function openSession(
     ...(verbose ? { onEvent: heard } : {}),
   });
   const cache = store && {
-    store,
-    key: await storeKey({
-      url: config.environment.tokenUrl,
-      audience: config.environment.audience,
-      clientId: config.clientId,
-      secret: config.clientSecret,
-    }),
+    record: () =>
+      store.recordFor({
+        tokenUrl: config.environment.tokenUrl,
+        audience: config.environment.audience,
+        clientId: config.clientId,
+      }),
   };
   return {
     io,

@@ -126,7 +126,7 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
       );
       const config = readConfig({ ...run, env });
       await execute(
-        await openSession({ ...run, env }, config, planned),
+        openSession({ ...run, env }, config, planned),
         planned,
       );
       return 0;

@@ -358,6 +358,8 @@ export interface FleetStoreOptions {
   now?: () => number;
 }
 
+export * from "./file_store.ts";
+
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
 export type { QuotaBucket } from "../core/quota.ts";

@@ -1,0 +1,432 @@
+// A token store on encrypted files in one folder (Deno): what the CLI keeps
+// between runs, so that repeated runs cost one token per token lifetime. A
+// file rather than Deno KV: it needs no --unstable-kv and no configuration,
+// so it also works when a tool runs straight from the registry, where the
+// package's deno.json does not apply.
+
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./mod.ts";
+import { delay } from "../core/_retry.ts";
+import { unrefTimer } from "../core/_abort.ts";
+import { requireFunction, requireText } from "../core/_check.ts";
+import { openRecord, sealRecord } from "./_record.ts";
+import { aesKeyFrom, hexDigest, storeKey } from "./_key.ts";
+
+/**
+ * Options of {@linkcode createFileTokenStore}.
+ *
+ * @example Told when a token cannot be kept
+ * ```ts
+ * import { createFileTokenStore, type FileTokenStoreOptions } from "@partner-api/client/store";
+ * import { equal } from "node:assert/strict";
+ *
+ * const notices: string[] = [];
+ * const options: FileTokenStoreOptions = {
+ *   folder: ".test-tmp/doc-file-store-not-a-folder",
+ *   clientSecret: "s3cret",
+ *   onNotice: (line) => void notices.push(line),
+ * };
+ * await Deno.mkdir(".test-tmp", { recursive: true });
+ * await Deno.writeTextFile(options.folder, "a file where the folder should be");
+ * await createFileTokenStore(options).set("a client", {});
+ * equal(notices.length, 1); // "could not write the token cache in ..."
+ * ```
+ */
+export interface FileTokenStoreOptions {
+  /** The folder of the files; created (mode 0700) at the first write. */
+  folder: string;
+  /**
+   * The client secret: each file is sealed (AES-GCM) under a key derived
+   * from it, so the file alone reveals nothing and a changed secret starts
+   * afresh.
+   */
+  clientSecret: string;
+  /**
+   * Told, in one line, when the store skips a file that is not one of its own
+   * (not a regular file of at most 64 KiB) or cannot write one. The store
+   * goes on as if the file were absent.
+   *
+   * @default nothing is told
+   */
+  onNotice?: (line: string) => void;
+}
+
+/**
+ * A {@linkcode TokenStore} on one encrypted file per client in a folder,
+ * with what a tool needs besides: a client's record read without a request.
+ *
+ * @example Reading the quota a run left, without a token request
+ * ```ts
+ * import { createFileTokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+ * const { clientId, clientSecret } = api.credentials;
+ * const folder = ".test-tmp/doc-file-store-record";
+ * const store = createFileTokenStore({ folder, clientSecret });
+ * await createTokenProvider({ ...api.environment, clientId, clientSecret, store }).getToken();
+ * const record = await store.recordFor({ ...api.environment, clientId });
+ * equal(record?.quota?.buckets[0]?.remaining, 9);
+ * equal(api.tokenRequests, 1);
+ * ```
+ */
+export interface FileTokenStore extends TokenStore {
+  /** The folder of the files. */
+  readonly folder: string;
+  /**
+   * Read, change, write: not atomic between processes, so two meeting a
+   * 401 in the same instant may each renew (one after another renew once).
+   */
+  update(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined>;
+  /**
+   * The stored record if `settled` accepts it; else, holding a lock file
+   * beside the record's, the record of one request, written before the lock
+   * is let go. A process that finds the lock waits for it (as long as a
+   * token request may take), takes it over once its owner has stopped
+   * refreshing it, and requests alone if it cannot lock.
+   */
+  coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord>;
+  /**
+   * The record kept for one client of this store's secret, read without any
+   * request: what a provider of that client would find.
+   */
+  recordFor(client: {
+    readonly tokenUrl: string | URL;
+    readonly audience: string;
+    readonly clientId: string;
+  }): Promise<TokenRecord | undefined>;
+}
+
+/**
+ * Creates a token store on encrypted files in `options.folder`, shared by
+ * every process (and run of a tool) that opens the same folder with the same
+ * client secret. Concurrent processes spend one token between them. Needs
+ * read and write permission on the folder.
+ *
+ * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty
+ * string, or `onNotice` is not a function.
+ *
+ * @example Two runs, one token
+ * ```ts
+ * import { createFileTokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const folder = ".test-tmp/doc-file-store";
+ * const run = () => {
+ *   const store = createFileTokenStore({ folder, clientSecret: api.credentials.clientSecret });
+ *   return createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * };
+ * equal((await run()).accessToken, (await run()).accessToken);
+ * equal(api.tokenRequests, 1);
+ * ```
+ */
+export function createFileTokenStore(
+  options: FileTokenStoreOptions,
+): FileTokenStore {
+  const context = "Cannot create file token store";
+  return new EncryptedFileStore(
+    requireText(options.folder, context, "folder"),
+    requireText(options.clientSecret, context, "clientSecret"),
+    requireFunction(options.onNotice, context, "onNotice") ?? (() => {}),
+  );
+}
+
+/**
+ * Removes every token file of a {@linkcode createFileTokenStore} folder,
+ * whatever secret sealed it (e.g. a tool's `logout`). A folder that does not
+ * exist holds none.
+ *
+ * @returns How many files were removed.
+ *
+ * @example Forgetting every token
+ * ```ts
+ * import { clearFileTokenStore, createFileTokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const folder = ".test-tmp/doc-file-store-clear";
+ * const store = createFileTokenStore({ folder, clientSecret: api.credentials.clientSecret });
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * equal(await clearFileTokenStore(folder), 1);
+ * equal(await clearFileTokenStore(folder), 0);
+ * ```
+ */
+export async function clearFileTokenStore(folder: string): Promise<number> {
+  let removed = 0;
+  try {
+    for await (const entry of Deno.readDir(folder)) {
+      if (!entry.isFile || !entry.name.endsWith(".token")) continue;
+      await Deno.remove(`${folder}/${entry.name}`);
+      removed++;
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return removed;
+}
+
+/** A token file is a few hundred bytes; anything larger is not ours. */
+const MAX_FILE = 64 * 1024;
+/** How often a process waiting for another's token request looks again, in ms. */
+const LOCK_POLL = 50;
+/** Slack on top of a token request's budget before a waiting process requests alone, in ms. */
+const LOCK_SLACK = 5_000;
+/** How often a process refreshes the lock it holds (its mtime), in ms. */
+const LOCK_REFRESH = 1_000;
+/**
+ * A lock not refreshed for this long belongs to a process that is gone
+ * (killed, crashed), in ms. Checking the owner's PID would need
+ * --allow-run, which a tool should not ask for: the refresh says the owner
+ * lives instead.
+ */
+const LOCK_STALE = 5_000;
+
+/**
+ * One file per store key, sealed with AES-GCM under a key derived (HKDF)
+ * from the client secret and bound to the store key. Processes that share
+ * the folder take a lock file around read, request and write.
+ */
+class EncryptedFileStore implements FileTokenStore {
+  readonly folder: string;
+  readonly #secret: string;
+  readonly #keys = new Map<string, Promise<CryptoKey>>();
+  readonly #notify: (line: string) => void;
+
+  constructor(folder: string, secret: string, notify: (line: string) => void) {
+    this.folder = folder;
+    this.#secret = secret;
+    this.#notify = notify;
+  }
+
+  async get(key: string): Promise<TokenRecord | undefined> {
+    const sealed = await this.#read(await this.#path(key));
+    if (sealed === undefined) return undefined;
+    return await openRecord(await this.#key(key), key, {
+      iv: sealed.slice(0, 12),
+      sealed: sealed.slice(12),
+    });
+  }
+
+  async set(key: string, record: TokenRecord): Promise<void> {
+    const { iv, sealed } = await sealRecord(await this.#key(key), key, record);
+    const path = await this.#path(key);
+    // Written whole, then renamed: a process killed midway leaves the old file.
+    const partial = `${path}.${crypto.randomUUID()}.partial`;
+    try {
+      await Deno.mkdir(this.folder, { recursive: true, mode: 0o700 });
+      await Deno.writeFile(partial, new Uint8Array([...iv, ...sealed]), {
+        mode: 0o600,
+      });
+      await Deno.rename(partial, path);
+    } catch (error) {
+      await Deno.remove(partial).catch(() => {});
+      this.#notify(
+        `could not write the token cache in ${this.folder} (${
+          (error as Error).name
+        }): the next run will need a new token`,
+      );
+    }
+  }
+
+  async update(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined> {
+    const record = await this.get(key);
+    const next = change(record);
+    if (next === undefined) return record;
+    await this.set(key, next);
+    return next;
+  }
+
+  async coordinate(
+    key: string,
+    { settled, request, signal, requestBudget }: CoordinateOptions,
+  ): Promise<TokenRecord> {
+    const lock = `${await this.#path(key)}.lock`;
+    const giveUpAt = Date.now() + requestBudget + LOCK_SLACK;
+    while (true) {
+      const record = await this.get(key);
+      if (record !== undefined && settled(record)) return record;
+      const locked = await this.#lock(lock);
+      if (typeof locked === "object") {
+        try {
+          // Another process may have written between the read and the lock.
+          const again = await this.get(key);
+          if (again !== undefined && settled(again)) return again;
+          return await this.#requestAndWrite(key, request);
+        } finally {
+          locked.release();
+        }
+      }
+      if (locked === "unlockable" || Date.now() >= giveUpAt) {
+        return await this.#requestAndWrite(key, request);
+      }
+      await delay(LOCK_POLL, signal);
+    }
+  }
+
+  async recordFor(
+    client: Parameters<FileTokenStore["recordFor"]>[0],
+  ): Promise<TokenRecord | undefined> {
+    return await this.get(
+      await storeKey({
+        url: new URL(client.tokenUrl),
+        audience: client.audience,
+        clientId: client.clientId,
+        secret: this.#secret,
+      }),
+    );
+  }
+
+  async #requestAndWrite(
+    key: string,
+    request: () => Promise<TokenRecord>,
+  ): Promise<TokenRecord> {
+    const record = await request();
+    await this.set(key, record);
+    return record;
+  }
+
+  /**
+   * Takes the lock file (its owner's PID inside, refreshed while held), or
+   * says it is `"held"` by a live process, or `"unlockable"` (no folder to
+   * write). A lock its owner stopped refreshing is removed, so the next
+   * look takes it.
+   */
+  async #lock(path: string): Promise<HeldLock | "held" | "unlockable"> {
+    try {
+      await Deno.mkdir(this.folder, { recursive: true, mode: 0o700 });
+    } catch {
+      return "unlockable";
+    }
+    const owner = JSON.stringify({ pid: Deno.pid, id: crypto.randomUUID() });
+    try {
+      await Deno.writeTextFile(path, owner, { createNew: true, mode: 0o600 });
+      return holdLock(path, owner);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
+    }
+    // A process that died holding the lock must not block every later one.
+    const since = await Deno.lstat(path).then(
+      (info) => Date.now() - (info.mtime?.getTime() ?? 0),
+      () => 0,
+    );
+    if (since > LOCK_STALE) await removeStale(path);
+    return "held";
+  }
+
+  /**
+   * The file's bytes, if it is a regular file of at most 64 KiB: a FIFO
+   * would hang the process, a device or a huge file would fill memory.
+   * Anything else is ignored, with one notice.
+   */
+  async #read(path: string): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    try {
+      const info = await Deno.lstat(path);
+      if (!info.isFile || info.size > MAX_FILE) {
+        this.#notify(
+          `ignoring ${path}: not a regular file of at most ${MAX_FILE} bytes`,
+        );
+        return undefined;
+      }
+      using file = await Deno.open(path, { read: true });
+      const buffer = new Uint8Array(MAX_FILE + 1);
+      let size = 0;
+      while (size <= MAX_FILE) {
+        const read = await file.read(buffer.subarray(size));
+        if (read === null) break;
+        size += read;
+      }
+      return size > MAX_FILE ? undefined : buffer.slice(0, size);
+    } catch {
+      return undefined; // none yet, or unreadable: as if absent
+    }
+  }
+
+  async #path(key: string): Promise<string> {
+    return `${this.folder}/${await hexDigest(key, 16)}.token`;
+  }
+
+  /** The file's key, derived (HKDF) from the client secret, once per store key. */
+  #key(key: string): Promise<CryptoKey> {
+    let sealing = this.#keys.get(key);
+    if (sealing === undefined) {
+      // The CLI's name for it: files written by earlier versions still open.
+      sealing = aesKeyFrom(this.#secret, "partner-api cli token cache v1", key);
+      this.#keys.set(key, sealing);
+    }
+    return sealing;
+  }
+}
+
+/** A lock file this process holds: refreshed until released. */
+interface HeldLock {
+  release(): void;
+}
+
+/**
+ * Keeps the lock at `path` fresh (its mtime, every {@linkcode LOCK_REFRESH}
+ * ms) until released, and removes it when the process exits first: Ctrl-C
+ * in a tool may end it with `Deno.exit`, which skips every `finally` but
+ * fires `unload`. Only a lock that still holds `owner` is removed.
+ */
+function holdLock(path: string, owner: string): HeldLock {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const refresh = () => {
+    const next = setTimeout(async () => {
+      const now = new Date();
+      await Deno.utime(path, now, now).catch(() => {});
+      if (timer === next) refresh();
+    }, LOCK_REFRESH);
+    timer = next;
+    unrefTimer(next);
+  };
+  const onExit = () => removeOwnedSync(path, owner);
+  globalThis.addEventListener("unload", onExit);
+  refresh();
+  return {
+    release() {
+      clearTimeout(timer);
+      timer = undefined;
+      globalThis.removeEventListener("unload", onExit);
+      removeOwnedSync(path, owner);
+    },
+  };
+}
+
+/** Removes the lock at `path` if it is still `owner`'s (not taken over since). */
+function removeOwnedSync(path: string, owner: string): void {
+  try {
+    if (Deno.readTextFileSync(path) === owner) Deno.removeSync(path);
+  } catch {
+    // Gone already, or unreadable: nothing of ours to remove.
+  }
+}
+
+/**
+ * Removes a stale lock, unless another process took it over meanwhile:
+ * moved aside first (atomic), then put back if what was moved is fresh.
+ */
+async function removeStale(path: string): Promise<void> {
+  const aside = `${path}.${crypto.randomUUID()}.stale`;
+  try {
+    await Deno.rename(path, aside);
+    const info = await Deno.lstat(aside);
+    if (Date.now() - (info.mtime?.getTime() ?? 0) <= LOCK_STALE) {
+      await Deno.link(aside, path).catch(() => {});
+    }
+  } catch {
+    // Another process removed it first.
+  }
+  await Deno.remove(aside).catch(() => {});
+}

@@ -1,0 +1,140 @@
+// The file token store of ./store (issue 39: the CLI's encrypted cache,
+// behind the store's public door): what it keeps, what it refuses to read,
+// and how it fails. The CLI's runs over it are in cli_test.ts and
+// process/cli_cache_test.ts.
+
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import {
+  clearFileTokenStore,
+  createFileTokenStore,
+  type FileTokenStoreOptions,
+} from "../src/store/mod.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+
+/** A fresh folder under .test-tmp. */
+async function folder(): Promise<string> {
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  return await Deno.makeTempDir({ dir: ".test-tmp", prefix: "file-store-" });
+}
+
+Deno.test("a file token store keeps one sealed file per client, none holding the token in clear", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const dir = await folder();
+  const store = createFileTokenStore({
+    folder: dir,
+    clientSecret: api.credentials.clientSecret,
+  });
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+  });
+  const token = await provider.getToken();
+  const files = [...Deno.readDirSync(dir)].map((entry) => entry.name);
+  equal(files.length, 1);
+  ok(files[0]!.endsWith(".token"));
+  const bytes = await Deno.readFile(`${dir}/${files[0]}`);
+  equal(new TextDecoder().decode(bytes).includes(token.accessToken), false);
+  const record = await store.recordFor({
+    ...api.environment,
+    clientId: api.credentials.clientId,
+  });
+  equal(record?.token?.accessToken, token.accessToken);
+  equal(record?.quota?.buckets[0]?.remaining, 9);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("a file token store opened with another secret starts afresh", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = await folder();
+  const options = { ...api.environment, ...api.credentials };
+  const first = createFileTokenStore({
+    folder: dir,
+    clientSecret: api.credentials.clientSecret,
+  });
+  await createTokenProvider({ ...options, store: first }).getToken();
+  const other = createFileTokenStore({ folder: dir, clientSecret: "other" });
+  const client = { ...api.environment, clientId: api.credentials.clientId };
+  equal(await other.recordFor(client), undefined);
+  ok(await first.recordFor(client));
+});
+
+Deno.test("a file token store ignores a path that is not a small regular file, with a notice", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = await folder();
+  const notices: string[] = [];
+  const store = createFileTokenStore({
+    folder: dir,
+    clientSecret: api.credentials.clientSecret,
+    onNotice: (line) => void notices.push(line),
+  });
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+  });
+  await provider.getToken();
+  const [file] = [...Deno.readDirSync(dir)].map((entry) => entry.name);
+  await Deno.remove(`${dir}/${file}`);
+  await Deno.mkdir(`${dir}/${file}`);
+  const client = { ...api.environment, clientId: api.credentials.clientId };
+  equal(await store.recordFor(client), undefined);
+  equal(notices.length, 1);
+});
+
+Deno.test("a file token store that cannot write says so and still serves", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = `${await folder()}/not-a-folder`;
+  await Deno.writeTextFile(dir, "a file where the folder should be");
+  const notices: string[] = [];
+  const store = createFileTokenStore({
+    folder: dir,
+    clientSecret: api.credentials.clientSecret,
+    onNotice: (line) => void notices.push(line),
+  });
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+  });
+  ok(api.isValidToken((await provider.getToken()).accessToken));
+  ok(notices.length >= 1);
+  equal(
+    notices.some((line) => line.includes(api.credentials.clientSecret)),
+    false,
+  );
+});
+
+Deno.test("clearFileTokenStore removes token files only, and a missing folder holds none", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = await folder();
+  const store = createFileTokenStore({
+    folder: dir,
+    clientSecret: api.credentials.clientSecret,
+  });
+  await createTokenProvider({ ...api.environment, ...api.credentials, store })
+    .getToken();
+  await Deno.writeTextFile(`${dir}/notes.txt`, "not a token");
+  equal(await clearFileTokenStore(dir), 1);
+  deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["notes.txt"]);
+  equal(await clearFileTokenStore(`${dir}/missing`), 0);
+});
+
+Deno.test("createFileTokenStore refuses bad options by name", () => {
+  const cases: [Partial<FileTokenStoreOptions>, string][] = [
+    [{ clientSecret: "s" }, "folder"],
+    [{ folder: "", clientSecret: "s" }, "folder"],
+    [{ folder: ".test-tmp/x" }, "clientSecret"],
+    [
+      { folder: ".test-tmp/x", clientSecret: "s", onNotice: 1 as never },
+      "onNotice",
+    ],
+  ];
+  for (const [options, option] of cases) {
+    throws(
+      () => createFileTokenStore(options as FileTokenStoreOptions),
+      { name: "TypeError", option },
+    );
+  }
+});
