@@ -1,0 +1,114 @@
+// The rate limiters' events: a wait for the window, and a fleet limiter
+// pacing alone while its store is away, then with the fleet again. One of
+// the three families of PartnerApiEvent (./events.ts).
+
+/**
+ * A request waited for a slot in the rate window before it went out.
+ *
+ * @example A request held for the rate window
+ * ```ts
+ * import { createClient, type RateWaitEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
+ *
+ * const waits: RateWaitEvent[] = [];
+ * await using api = await startFakePartnerApi();
+ * api.injectApiFaults({ kind: "delay", ms: 30 }); // the first answer takes 30 ms
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   rateLimit: { requests: 1, interval: 1 }, // one at a time: a slot is free 1 ms after an answer
+ *   onEvent: (event) => event.type === "rate.wait" && waits.push(event),
+ * });
+ * const responses = await Promise.all([client.fetch("organizations"), client.fetch("organizations")]);
+ * await Promise.all(responses.map((response) => response.body?.cancel()));
+ * equal(waits.length, 1); // the second request waited for the first's answer
+ * ok(waits[0]!.delayMs > 0);
+ * ```
+ */
+export interface RateWaitEvent {
+  /** Tells events apart. */
+  readonly type: "rate.wait";
+  /** How long it waited, in ms. */
+  readonly delayMs: number;
+}
+
+/**
+ * A fleet rate limiter lost its store (Redis or KV failed or did not answer
+ * in time): until the store answers again, this process paces itself alone
+ * at its last known share of the limit (half the limit before the store
+ * ever answered), never the whole. Also when the store came back without
+ * the window (a restart): the process writes back what it sent before it
+ * takes again.
+ *
+ * @example The process paces alone while Redis is away
+ * ```ts
+ * import type { RateDegradedEvent } from "@partner-api/client";
+ * import { createRedisRateLimiter } from "@partner-api/client/redis";
+ * import { equal } from "node:assert/strict";
+ *
+ * const degraded: RateDegradedEvent[] = [];
+ * await using limiter = createRedisRateLimiter({
+ *   command: () => Promise.reject(new Error("connection refused")),
+ *   requests: 10,
+ *   interval: 1000,
+ *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event),
+ * });
+ * limiter.answered(await limiter.take());
+ * equal(degraded[0]?.store, "redis");
+ * // Redis never said how many share it: half the limit, never the whole.
+ * equal(degraded[0]?.requests, 5);
+ * ```
+ */
+export interface RateDegradedEvent {
+  /** Tells events apart. */
+  readonly type: "rate.degraded";
+  /**
+   * The store that failed, as its limiter names it: `"redis"` or `"kv"` for
+   * this package's limiters (`./redis`, `./kv`); a limiter of your own names
+   * its own. A plain string: the events belong to no store.
+   */
+  readonly store: string;
+  /** This process's share: requests it sends alone in any window. */
+  readonly requests: number;
+  /** The window's length, in ms. */
+  readonly interval: number;
+  /** Epoch ms (of the `now` clock) when the store is asked again. */
+  readonly retryAt: number;
+}
+
+/**
+ * A fleet rate limiter takes from its store again after `rate.degraded`:
+ * the store answers, and this process has written back what it sent alone
+ * (or, after a store that came back empty, everything it sent in the last
+ * window), so the fleet's window counts it.
+ *
+ * @example A line per change of pace
+ * ```ts
+ * import { createClient, type PartnerApiEvent } from "@partner-api/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual, equal } from "node:assert/strict";
+ *
+ * function pace(event: PartnerApiEvent): string | undefined {
+ *   if (event.type === "rate.degraded") return `${event.store}: alone, ${event.requests} per window`;
+ *   if (event.type === "rate.restored") return `${event.store}: the fleet's window again`;
+ *   return undefined;
+ * }
+ * const lines: string[] = [];
+ * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
+ * const client = createClient({
+ *   environment: api.environment,
+ *   ...api.credentials,
+ *   onEvent: (event) => void (pace(event) && lines.push(pace(event)!)),
+ * });
+ * await Array.fromAsync(client.list("organizations"));
+ * deepStrictEqual(lines, []); // a limiter of its own never changes pace
+ * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
+ * ```
+ */
+export interface RateRestoredEvent {
+  /** Tells events apart. */
+  readonly type: "rate.restored";
+  /** The store that answers again, named as in {@linkcode RateDegradedEvent.store}. */
+  readonly store: string;
+}
