@@ -13,14 +13,8 @@ import { Interrupted, runList } from "./_list.ts";
 import { runGet } from "./_get.ts";
 import { runSync } from "./_sync.ts";
 import type { SessionFlags } from "./_plan.ts";
-import {
-  type CliWriter,
-  duration,
-  gauge,
-  safeJson,
-  table,
-  utcTime,
-} from "./_render.ts";
+import type { CliWriter } from "./io.ts";
+import { duration, gauge, safeJson, table, utcTime } from "./_render.ts";
 import { type Plan, UsageError } from "./_plan.ts";
 
 /** Runs a planned command (not help, version or demo). */

@@ -2,7 +2,7 @@
 // published ./cli does not load the fake service for real runs.
 
 import { startFakePartnerApi } from "../testing/mod.ts";
-import type { CliWriter } from "./_render.ts";
+import type { CliWriter } from "./io.ts";
 import { NAME, plan } from "./_plan.ts";
 import { execute, type SessionPlan } from "./_commands.ts";
 import { openSession, type RunIo } from "./_session.ts";

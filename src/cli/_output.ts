@@ -4,8 +4,8 @@
 // are escaped in every format.
 
 import type { Format } from "./_plan.ts";
+import type { CliWriter } from "./io.ts";
 import {
-  type CliWriter,
   escapeControls,
   firstThenLater,
   type RowSink,

@@ -2,27 +2,7 @@
 
 import type { QuotaBucket } from "../core/quota.ts";
 import { CONTROLS } from "../core/_redact.ts";
-
-/**
- * Where the tool writes: standard output or error, or a test's capture.
- *
- * @example A writer that collects output
- * ```ts
- * import { type CliWriter, main } from "@partner-api/client/cli";
- * import { equal, match } from "node:assert/strict";
- *
- * const lines: string[] = [];
- * const writer: CliWriter = { isTerminal: false, write: (text) => void lines.push(text) };
- * equal(await main(["--version"], { env: () => undefined, stdout: writer, stderr: writer }), 0);
- * match(lines.join(""), /^partner-api \d/);
- * ```
- */
-export interface CliWriter {
-  /** Writes `text` as it is. */
-  write(text: string): void;
-  /** Whether a person is watching (a terminal), which decides formats and progress. */
-  readonly isTerminal: boolean;
-}
+import type { CliWriter } from "./io.ts";
 
 const CELL_LIMIT = 40;
 

@@ -12,35 +12,9 @@ import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { FileTokenStore, TokenRecord } from "../store/mod.ts";
 import { verboseListener } from "./_verbose.ts";
 import type { SessionFlags } from "./_plan.ts";
-import { type CliWriter, escapeControls } from "./_render.ts";
+import { escapeControls } from "./_render.ts";
+import type { CliIo, CliWriter } from "./io.ts";
 import { UsageError } from "./_plan.ts";
-
-/**
- * What the tool reads and writes; {@linkcode main} uses the process's own by default.
- *
- * @example Running the tool with a fixed environment
- * ```ts
- * import { type CliIo, main } from "@partner-api/client/cli";
- * import { equal, match } from "node:assert/strict";
- *
- * let err = "";
- * const io: CliIo = {
- *   env: () => undefined,
- *   stdout: { isTerminal: false, write: () => {} },
- *   stderr: { isTerminal: false, write: (text) => void (err += text) },
- * };
- * equal(await main(["token"], io), 2); // a configuration error, before any request
- * match(err, /PARTNER_API_CLIENT_SECRET/);
- * ```
- */
-export interface CliIo {
-  /** Reads an environment variable; `undefined` when unset. */
-  env(name: string): string | undefined;
-  /** Standard output: results. */
-  stdout: CliWriter;
-  /** Standard error: messages and progress. */
-  stderr: CliWriter;
-}
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {

@@ -4,7 +4,7 @@
 
 import type { Environment } from "../core/environment.ts";
 import type { EventListener } from "../core/events.ts";
-import type { CliWriter } from "./_render.ts";
+import type { CliWriter } from "./io.ts";
 import { escapeControls } from "./_render.ts";
 
 /** Writes one line per `token.request` and `api.request` event. */

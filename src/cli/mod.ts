@@ -48,11 +48,12 @@ import { redact, type Secret } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
 import { CONFIG_VARIABLES, NAME, type Plan, plan } from "./_plan.ts";
 import { execute, failureMessage } from "./_commands.ts";
-import { type CliIo, openSession, readConfig, type RunIo } from "./_session.ts";
+import { openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
-import { type CliWriter, escapeControls } from "./_render.ts";
+import { escapeControls } from "./_render.ts";
+import type { CliIo, CliWriter } from "./io.ts";
 import { causeLines } from "./_verbose.ts";
 
 export type { CliIo, CliWriter };

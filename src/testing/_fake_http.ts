@@ -1,47 +1,7 @@
 // Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
 
 import { delay } from "../core/_retry.ts";
-
-/**
- * A scripted misbehaviour, applied to one request in the order given: token
- * faults to token requests, API faults to API requests (lists and card data).
- *
- * - `status`: answers with that status and an OAuth error body, optionally
- *   with `Retry-After`.
- * - `delay`: waits `ms` milliseconds, then answers normally.
- * - `drop`: starts a 200 answer and cuts the connection mid-body.
- * - `body`: answers 200 (or `status`) with exactly this body, e.g. broken JSON.
- *
- * `headers` are set last, over the quota header if they name it.
- *
- * @example A flaky token endpoint
- * ```ts
- * import { type FakeFault, startFakePartnerApi } from "@partner-api/client/testing";
- * import { createTokenProvider } from "@partner-api/client/token";
- * import { equal } from "node:assert/strict";
- *
- * const faults: FakeFault[] = [{ kind: "drop" }, { kind: "status", status: 503 }];
- * await using api = await startFakePartnerApi({ faults });
- * const provider = createTokenProvider({ ...api.environment, ...api.credentials, retry: { initialDelay: 1 } });
- * await provider.getToken(); // retried past both faults
- * equal(api.tokenRequests, 3);
- * ```
- */
-export type FakeFault =
-  | {
-    readonly kind: "status";
-    readonly status: number;
-    readonly retryAfter?: number;
-    readonly headers?: Readonly<Record<string, string>>;
-  }
-  | { readonly kind: "delay"; readonly ms: number }
-  | { readonly kind: "drop" }
-  | {
-    readonly kind: "body";
-    readonly body: string;
-    readonly status?: number;
-    readonly headers?: Readonly<Record<string, string>>;
-  };
+import type { FakeFault } from "./fake_options.ts";
 
 /** Sets `headers` on `response`, last, so they win. */
 export type Decorate = (

@@ -6,39 +6,7 @@
 
 import { checkNumber } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
-
-/**
- * The limit the fake enforces on API requests.
- *
- * @example The service's published limit, scaled down for a test
- * ```ts
- * import { type FakeRateLimit, startFakePartnerApi } from "@partner-api/client/testing";
- * import { createClient } from "@partner-api/client/client";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * const limit: FakeRateLimit = { requests: 2, interval: 60_000 }; // the service: 900 in 5 minutes
- * await using api = await startFakePartnerApi({ apiRateLimit: limit });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   rateLimit: false, // no pacing and no retry: the fake's 429 comes back
- *   retry: false,
- * });
- * const statuses: number[] = [];
- * for (let i = 0; i < 3; i++) {
- *   const response = await client.fetch("organizations");
- *   await response.body?.cancel();
- *   statuses.push(response.status);
- * }
- * deepStrictEqual(statuses, [200, 200, 429]);
- * ```
- */
-export interface FakeRateLimit {
-  /** Requests allowed in any window. */
-  readonly requests: number;
-  /** The window's length, in ms. */
-  readonly interval: number;
-}
+import type { FakeRateLimit } from "./fake_options.ts";
 
 /**
  * A gate for API requests: `undefined` to let one through (it is counted),

@@ -13,69 +13,7 @@ import {
   seededRandom,
   transaction,
 } from "./_list_data.ts";
-
-/**
- * How a fake list changes on each request for it, before it is answered.
- *
- * @example One item added at the end, one inserted and one removed anywhere, per page
- * ```ts
- * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
- * import { createClient } from "@partner-api/client/client";
- * import { equal } from "node:assert/strict";
- *
- * const churn: FakeChurn = { append: 1, insertAnywhere: 1, remove: 1 };
- * await using api = await startFakePartnerApi({ items: { transactions: 3 }, churn });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const count = async () => (await (await client.fetch("transactions")).json()).transactions.length;
- * equal(await count(), 4); // 3 + 1 + 1 - 1
- * equal(await count(), 5);
- * ```
- *
- * @example Two items changed in place per page, as transactions settle
- * ```ts
- * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
- * import { createClient } from "@partner-api/client/client";
- * import { equal } from "node:assert/strict";
- *
- * type Transaction = { transactionID: string; revision?: number };
- * const churn: FakeChurn = { update: 2 };
- * await using api = await startFakePartnerApi({ items: { transactions: 10 }, churn });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const page = async () => (await (await client.fetch("transactions")).json()).transactions as Transaction[];
- * equal((await page()).filter((t) => t.revision !== undefined).length, 2);
- * equal((await page()).length, 10); // no item added or removed
- * ```
- */
-export interface FakeChurn {
-  /**
-   * Items added at the end of every order that new items end (ids, and
-   * creation dates newer than any other).
-   *
-   * @default {0}
-   */
-  append?: number;
-  /**
-   * Items inserted at random places of every order (an id between existing
-   * ones, a random creation date).
-   *
-   * @default {0}
-   */
-  insertAnywhere?: number;
-  /**
-   * Random items removed.
-   *
-   * @default {0}
-   */
-  remove?: number;
-  /**
-   * Random items changed in place: `revision` counts up (from 1),
-   * `updatedAt` is the fake's clock, and a transaction's `amount` changes
-   * (so an order by amount moves); the id and `creationDate` stay.
-   *
-   * @default {0}
-   */
-  update?: number;
-}
+import type { FakeChurn } from "./fake_options.ts";
 
 const PREFIXES: Record<string, string> = {
   transactionID: "tx",

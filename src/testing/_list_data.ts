@@ -1,5 +1,7 @@
 // Internal: the fake service's generated lists, and how it pages and sorts them.
 
+import type { ListSizes } from "./fake_options.ts";
+
 /** One item of a fake list. */
 export type Item = Record<string, string | number>;
 
@@ -93,30 +95,6 @@ function anchor(items: Item[], offsets: number[], now: number): number {
     item.creationDate = new Date(epoch + offsets[i]!).toISOString();
   });
   return epoch;
-}
-
-/**
- * Counts of generated items per list.
- *
- * @example A small fake
- * ```ts
- * import { type ListSizes, startFakePartnerApi } from "@partner-api/client/testing";
- * import { createClient } from "@partner-api/client/client";
- * import { equal } from "node:assert/strict";
- *
- * const items: ListSizes = { organizations: 2, transactions: 10, cardholders: 1 };
- * await using api = await startFakePartnerApi({ items });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * equal((await Array.fromAsync(client.list("transactions"))).length, 10);
- * ```
- */
-export interface ListSizes {
-  /** Items of `organizations`. */
-  organizations: number;
-  /** Items of `transactions`. */
-  transactions: number;
-  /** Items of `cardholders`. */
-  cardholders: number;
 }
 
 /** The three lists as drawn: items, with each item's place in the date range. */

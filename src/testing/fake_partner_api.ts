@@ -3,11 +3,8 @@
 import type { Environment } from "../core/environment.ts";
 import { checkNumber } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
-import {
-  createFakePartnerService,
-  type FakeControls,
-  type FakePartnerServiceOptions,
-} from "./fake_service.ts";
+import { createFakePartnerService, type FakeControls } from "./fake_service.ts";
+import type { FakePartnerServiceOptions } from "./fake_options.ts";
 
 /**
  * Options of {@linkcode startFakePartnerApi}: those of the service, and

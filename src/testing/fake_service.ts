@@ -6,12 +6,7 @@ import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { checkNumber, requireText } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
-import {
-  generateLists,
-  type Item,
-  type ListSizes,
-  seededRandom,
-} from "./_list_data.ts";
+import { generateLists, type Item, seededRandom } from "./_list_data.ts";
 import {
   appendItems,
   churner,
@@ -20,13 +15,7 @@ import {
   removeItem,
   updateItem,
 } from "./_list_churn.ts";
-import {
-  type FakeFault,
-  faultyAnswer,
-  json,
-  pause,
-  randomText,
-} from "./_fake_http.ts";
+import { faultyAnswer, json, pause, randomText } from "./_fake_http.ts";
 import { FakeTokenEndpoint } from "./_fake_token.ts";
 import {
   answerCard,
@@ -35,19 +24,12 @@ import {
   unauthorized,
 } from "./_fake_answers.ts";
 
-export type {
-  FakeCredentials,
-  FakePartnerServiceOptions,
-} from "./_fake_options.ts";
 import type {
   FakeCredentials,
+  FakeFault,
   FakePartnerServiceOptions,
-} from "./_fake_options.ts";
-export type { FakeFault } from "./_fake_http.ts";
-export type { FakeRateLimit } from "./_fake_rate.ts";
-export type { FakeChurn } from "./_list_churn.ts";
-/** Counts of generated items per list of the fake. */
-export type { ListSizes };
+  ListSizes,
+} from "./fake_options.ts";
 
 /**
  * What a test reads and scripts of a fake, served or not.

@@ -19,6 +19,7 @@
  */
 
 export * from "./fake_service.ts";
+export type * from "./fake_options.ts";
 export {
   type FakePartnerApi,
   type FakePartnerApiOptions,
