@@ -113,18 +113,8 @@ export function openSession(
   config: Config,
   flags: SessionFlags,
 ): Session {
-  const { cache: useCache, verbose } = flags;
-  const said = new Set<string>();
-  const notify = (line: string) => {
-    if (said.has(line)) return;
-    said.add(line);
-    io.stderr.write(`${escapeControls(line)}\n`);
-  };
-  const opening = useCache
-    ? io.openCache?.(config.clientSecret, notify)
-    : undefined;
-  if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
-  const store = opening?.store;
+  const { verbose } = flags;
+  const store = openStore(io, config, flags);
   const status = { clear: () => {} };
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
@@ -168,6 +158,23 @@ export function openSession(
     tokenRequests: watched.count,
     status,
   };
+}
+
+/**
+ * The cache's store, if the flags want one and the run may have it (else
+ * the notice, once); each later problem with it is said once.
+ */
+function openStore(io: RunIo, config: Config, flags: SessionFlags) {
+  if (!flags.cache) return undefined;
+  const said = new Set<string>();
+  const notify = (line: string) => {
+    if (said.has(line)) return;
+    said.add(line);
+    io.stderr.write(`${escapeControls(line)}\n`);
+  };
+  const opening = io.openCache?.(config.clientSecret, notify);
+  if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
+  return opening?.store;
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way. */

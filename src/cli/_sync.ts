@@ -7,7 +7,7 @@ import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
 import { syncList } from "../sync/sync_list.ts";
 import type { SyncSink } from "../sync/sink.ts";
-import type { SyncProgress } from "../sync/sync_options.ts";
+import type { SyncProgress, SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { UsageError } from "./_plan.ts";
@@ -52,22 +52,9 @@ async function syncInto(
     ));
   try {
     const result = await syncList(session.client, request.path, {
-      id: request.id,
-      ...(request.sortBy === undefined ? {} : { sortBy: request.sortBy }),
-      sortDirection: request.sortDirection,
+      ...syncOptions(request),
       sink,
-      ...(request.sweep === undefined ? {} : { sweep: request.sweep }),
-      deletes: request.deletes,
-      ...(request.maxDeletes === undefined
-        ? {}
-        : { maxDeletes: request.maxDeletes }),
-      changes: request.changes,
       signal,
-      query: { ...request.query },
-      ...(request.limit === undefined ? {} : { limit: request.limit }),
-      ...(request.concurrency === undefined
-        ? {}
-        : { concurrency: request.concurrency }),
       onProgress: (step) => {
         committed = step.written;
         progress.update(step);
@@ -75,29 +62,7 @@ async function syncInto(
     });
     progress.end();
     const seconds = Math.max((now() - started) / 1000, 0.001);
-    io.stderr.write(
-      `${request.target}: ${result.inserted} new item${
-        result.inserted === 1 ? "" : "s"
-      }, ${result.updated} changed, ${result.deleted} removed (${result.requests} request${
-        result.requests === 1 ? "" : "s"
-      }, ${Math.round(result.written / seconds)} items/s${
-        result.resumed ? ", resumed" : ""
-      })\n`,
-    );
-    if (result.behind > 0) {
-      io.stderr.write(behindLine(request, result.behind, result.sweepLeft));
-    }
-    if (result.skipped > 0) {
-      io.stderr.write(
-        `${request.target}: ${result.skipped} item${
-          result.skipped === 1 ? "" : "s"
-        } skipped, which it cannot store: ${
-          result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id)).join(
-            ", ",
-          )
-        }${result.skipped > 5 ? ", …" : ""}\n`,
-      );
-    }
+    io.stderr.write(resultLines(request, result, seconds));
     return result.written;
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
@@ -110,6 +75,53 @@ async function syncInto(
     progress.end();
     close();
   }
+}
+
+/** The options of `syncList` the command line gives (all but sink, signal and progress). */
+function syncOptions(request: SyncRequest) {
+  return {
+    id: request.id,
+    ...(request.sortBy === undefined ? {} : { sortBy: request.sortBy }),
+    sortDirection: request.sortDirection,
+    ...(request.sweep === undefined ? {} : { sweep: request.sweep }),
+    deletes: request.deletes,
+    ...(request.maxDeletes === undefined
+      ? {}
+      : { maxDeletes: request.maxDeletes }),
+    changes: request.changes,
+    query: { ...request.query },
+    ...(request.limit === undefined ? {} : { limit: request.limit }),
+    ...(request.concurrency === undefined
+      ? {}
+      : { concurrency: request.concurrency }),
+  };
+}
+
+/** What a finished run says on standard error: its counts, then what it lacks or skipped. */
+function resultLines(
+  request: SyncRequest,
+  result: SyncResult,
+  seconds: number,
+): string {
+  let lines = `${request.target}: ${result.inserted} new item${
+    result.inserted === 1 ? "" : "s"
+  }, ${result.updated} changed, ${result.deleted} removed (${result.requests} request${
+    result.requests === 1 ? "" : "s"
+  }, ${Math.round(result.written / seconds)} items/s${
+    result.resumed ? ", resumed" : ""
+  })\n`;
+  if (result.behind > 0) {
+    lines += behindLine(request, result.behind, result.sweepLeft);
+  }
+  if (result.skipped > 0) {
+    const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id));
+    lines += `${request.target}: ${result.skipped} item${
+      result.skipped === 1 ? "" : "s"
+    } skipped, which it cannot store: ${ids.join(", ")}${
+      result.skipped > 5 ? ", …" : ""
+    }\n`;
+  }
+  return lines;
 }
 
 /** How many items the copy is known to lack, and when the sweep will have them. */

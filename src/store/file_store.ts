@@ -1,8 +1,6 @@
-// A token store on encrypted files in one folder (Deno): what the CLI keeps
-// between runs, so that repeated runs cost one token per token lifetime. A
-// file rather than Deno KV: it needs no --unstable-kv and no configuration,
-// so it also works when a tool runs straight from the registry, where the
-// package's deno.json does not apply.
+// A token store on encrypted files in one folder (Deno), which the CLI keeps
+// between runs. Files rather than Deno KV: no --unstable-kv and no
+// configuration, so it also works for a tool run straight from the registry.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./mod.ts";
 import { delay } from "../core/_retry.ts";
@@ -20,13 +18,10 @@ import { aesKeyFrom, hexDigest, storeKey } from "./_key.ts";
  * import { equal } from "node:assert/strict";
  *
  * const notices: string[] = [];
- * const options: FileTokenStoreOptions = {
- *   folder: ".test-tmp/doc-file-store-not-a-folder",
- *   clientSecret: "s3cret",
- *   onNotice: (line) => void notices.push(line),
- * };
+ * const folder = ".test-tmp/doc-file-store-not-a-folder";
+ * const options: FileTokenStoreOptions = { folder, clientSecret: "s3cret", onNotice: (line) => void notices.push(line) };
  * await Deno.mkdir(".test-tmp", { recursive: true });
- * await Deno.writeTextFile(options.folder, "a file where the folder should be");
+ * await Deno.writeTextFile(folder, "a file where the folder should be");
  * await createFileTokenStore(options).set("a client", {});
  * equal(notices.length, 1); // "could not write the token cache in ..."
  * ```
@@ -75,22 +70,6 @@ export interface FileTokenStore extends TokenStore {
   /** The folder of the files. */
   readonly folder: string;
   /**
-   * Read, change, write: not atomic between processes, so two meeting a
-   * 401 in the same instant may each renew (one after another renew once).
-   */
-  update(
-    key: string,
-    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
-  ): Promise<TokenRecord | undefined>;
-  /**
-   * The stored record if `settled` accepts it; else, holding a lock file
-   * beside the record's, the record of one request, written before the lock
-   * is let go. A process that finds the lock waits for it (as long as a
-   * token request may take), takes it over once its owner has stopped
-   * refreshing it, and requests alone if it cannot lock.
-   */
-  coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord>;
-  /**
    * The record kept for one client of this store's secret, read without any
    * request: what a provider of that client would find.
    */
@@ -104,8 +83,13 @@ export interface FileTokenStore extends TokenStore {
 /**
  * Creates a token store on encrypted files in `options.folder`, shared by
  * every process (and run of a tool) that opens the same folder with the same
- * client secret. Concurrent processes spend one token between them. Needs
- * read and write permission on the folder.
+ * client secret. Needs read and write permission on the folder.
+ *
+ * Processes needing a token take a lock file beside the record's and request
+ * once between them; one that finds the lock waits (as long as a token
+ * request may take), takes it over once its owner stopped refreshing it, and
+ * requests alone if it cannot lock. `update` is read, change, write: two
+ * processes meeting a 401 in the same instant may each renew.
  *
  * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty
  * string, or `onNotice` is not a function.
@@ -182,19 +166,10 @@ const LOCK_POLL = 50;
 const LOCK_SLACK = 5_000;
 /** How often a process refreshes the lock it holds (its mtime), in ms. */
 const LOCK_REFRESH = 1_000;
-/**
- * A lock not refreshed for this long belongs to a process that is gone
- * (killed, crashed), in ms. Checking the owner's PID would need
- * --allow-run, which a tool should not ask for: the refresh says the owner
- * lives instead.
- */
+/** A lock not refreshed for this long is a dead process's, in ms (its PID would need --allow-run). */
 const LOCK_STALE = 5_000;
 
-/**
- * One file per store key, sealed with AES-GCM under a key derived (HKDF)
- * from the client secret and bound to the store key. Processes that share
- * the folder take a lock file around read, request and write.
- */
+/** One file per store key, sealed (AES-GCM) under a key derived from the secret. */
 class EncryptedFileStore implements FileTokenStore {
   readonly folder: string;
   readonly #secret: string;
@@ -276,16 +251,13 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   async recordFor(
-    client: Parameters<FileTokenStore["recordFor"]>[0],
+    { tokenUrl, audience, clientId }: Parameters<
+      FileTokenStore["recordFor"]
+    >[0],
   ): Promise<TokenRecord | undefined> {
-    return await this.get(
-      await storeKey({
-        url: new URL(client.tokenUrl),
-        audience: client.audience,
-        clientId: client.clientId,
-        secret: this.#secret,
-      }),
-    );
+    const url = new URL(tokenUrl);
+    const secret = this.#secret;
+    return await this.get(await storeKey({ url, audience, clientId, secret }));
   }
 
   async #requestAndWrite(
@@ -298,10 +270,9 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   /**
-   * Takes the lock file (its owner's PID inside, refreshed while held), or
-   * says it is `"held"` by a live process, or `"unlockable"` (no folder to
-   * write). A lock its owner stopped refreshing is removed, so the next
-   * look takes it.
+   * Takes the lock file (refreshed while held), or says it is `"held"` by a
+   * live process, or `"unlockable"` (no folder to write). A stale lock is
+   * removed, so the next look takes it.
    */
   async #lock(path: string): Promise<HeldLock | "held" | "unlockable"> {
     try {
@@ -370,9 +341,7 @@ class EncryptedFileStore implements FileTokenStore {
 }
 
 /** A lock file this process holds: refreshed until released. */
-interface HeldLock {
-  release(): void;
-}
+type HeldLock = { release(): void };
 
 /**
  * Keeps the lock at `path` fresh (its mtime, every {@linkcode LOCK_REFRESH}
@@ -413,10 +382,7 @@ function removeOwnedSync(path: string, owner: string): void {
   }
 }
 
-/**
- * Removes a stale lock, unless another process took it over meanwhile:
- * moved aside first (atomic), then put back if what was moved is fresh.
- */
+/** Removes a stale lock: moved aside (atomic), put back if what moved is fresh (taken over). */
 async function removeStale(path: string): Promise<void> {
   const aside = `${path}.${crypto.randomUUID()}.stale`;
   try {
@@ -426,7 +392,7 @@ async function removeStale(path: string): Promise<void> {
       await Deno.link(aside, path).catch(() => {});
     }
   } catch {
-    // Another process removed it first.
+    // Another process removed it first: nothing to put back.
   }
   await Deno.remove(aside).catch(() => {});
 }

@@ -138,6 +138,32 @@ function drawLists(sizes: ListSizes, seed: number) {
 }
 
 /**
+ * Each list's id field, the fields it sorts by, and its order without
+ * `sortBy`: the service's own (organizations by company name, transactions
+ * by creation date, others by id).
+ */
+const SHAPES = [
+  {
+    name: "organizations",
+    idField: "organizationID",
+    sortable: ["organizationID", "companyName", "creationDate"],
+    defaultSort: "companyName",
+  },
+  {
+    name: "transactions",
+    idField: "transactionID",
+    sortable: ["transactionID", "creationDate", "amount"],
+    defaultSort: "creationDate",
+  },
+  {
+    name: "cardholders",
+    idField: "cardholderID",
+    sortable: ["cardholderID", "name", "creationDate"],
+    defaultSort: "cardholderID",
+  },
+] as const;
+
+/**
  * Generates the three lists from `seed`, dated so that each list's newest
  * item is a few minutes old at `now` and the oldest months older.
  */
@@ -146,61 +172,18 @@ export function generateLists(
   seed: number,
   now: number,
 ): Map<string, ListResource> {
-  const { organizations, cardholders, transactions, dates } = drawLists(
-    sizes,
-    seed,
-  );
-  const resource = (
-    name: string,
-    idField: string,
-    sortable: string[],
-    defaultSort: string,
-    items: Item[],
-  ): [string, ListResource] => [name, {
-    name,
-    idField,
-    sortable,
-    defaultSort,
-    items,
-    sorted: new Map(),
-    serial: items.length,
-    epoch: anchor(items, dates[name]!, now),
-  }];
-  return new Map([
-    resource(
-      "organizations",
-      "organizationID",
-      [
-        "organizationID",
-        "companyName",
-        "creationDate",
-      ],
-      "companyName",
-      organizations,
-    ),
-    resource(
-      "transactions",
-      "transactionID",
-      [
-        "transactionID",
-        "creationDate",
-        "amount",
-      ],
-      "creationDate",
-      transactions,
-    ),
-    resource(
-      "cardholders",
-      "cardholderID",
-      [
-        "cardholderID",
-        "name",
-        "creationDate",
-      ],
-      "cardholderID",
-      cardholders,
-    ),
-  ]);
+  const drawn = drawLists(sizes, seed);
+  return new Map(SHAPES.map((shape): [string, ListResource] => {
+    const items = drawn[shape.name];
+    return [shape.name, {
+      ...shape,
+      sortable: [...shape.sortable],
+      items,
+      sorted: new Map(),
+      serial: items.length,
+      epoch: anchor(items, drawn.dates[shape.name]!, now),
+    }];
+  }));
 }
 
 /** A generated transaction number `n`. */
