@@ -27,11 +27,15 @@ export type Figure =
   | "reachesIn"
   | "coreStores";
 
-/** The figures that fail the check, and the most each may be. */
+/**
+ * The figures that fail the check, and the most each may be (DESIGN, round 5,
+ * "A house you can trust"). Each is switched on once the branches that bring
+ * it down have landed; until then it is printed only.
+ */
 export const LIMITS: Partial<Record<Figure, number>> = {
-  reachesIn: 0,
   coreStores: 0,
-  // underscoreDeclarations: 0, // on once token, client, store and sync land
+  // reachesIn: 0, // on once token (store/_key.ts) and client (token/_ledger.ts) land
+  // underscoreDeclarations: 0, // on once token, client, store and core's types land
   // sharedNames: 3, // on once the cross-part re-exports go
 };
 
