@@ -44,11 +44,12 @@ Deno.test("startFakePartnerApi() serves a loopback environment and frozen creden
   equal(api.tokenRequests, 0);
 });
 
-Deno.test("the fake's token endpoint validates the request like the service", async (t) => {
-  await using api = await startFakePartnerApi();
-  const good = tokenBody(api);
-  const url = api.environment.tokenUrl;
-  const cases: [string, () => ReturnType<typeof post>, number, string][] = [
+/** Token requests the service refuses, with the status and OAuth error each gets. */
+function refusedTokenRequests(
+  url: URL,
+  good: ReturnType<typeof tokenBody>,
+): [string, () => ReturnType<typeof post>, number, string][] {
+  return [
     [
       "a form body",
       () => post(url, "a=b", "application/x-www-form-urlencoded"),
@@ -94,6 +95,13 @@ Deno.test("the fake's token endpoint validates the request like the service", as
       "access_denied",
     ],
   ];
+}
+
+Deno.test("the fake's token endpoint validates the request like the service", async (t) => {
+  await using api = await startFakePartnerApi();
+  const good = tokenBody(api);
+  const url = api.environment.tokenUrl;
+  const cases = refusedTokenRequests(url, good);
   for (const [name, send, status, error] of cases) {
     await t.step(`${name} gets ${status} ${error}`, async () => {
       const answer = await send();
