@@ -60,6 +60,29 @@ Deno.test("a file token store opened with another secret starts afresh", async (
   ok(await first.recordFor(client));
 });
 
+Deno.test("providers on two file token stores of one folder spend one token, leaving no lock behind", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = await folder();
+  // A slow token endpoint: the second provider would request meanwhile.
+  api.injectTokenFaults({ kind: "delay", ms: 200 });
+  const providers = [1, 2].map(() =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      store: createFileTokenStore({
+        folder: dir,
+        clientSecret: api.credentials.clientSecret,
+      }),
+    })
+  );
+  const [first, second] = await Promise.all(
+    providers.map((provider) => provider.getToken()),
+  );
+  equal(first!.accessToken, second!.accessToken);
+  equal(api.tokenRequests, 1);
+  equal([...Deno.readDirSync(dir)].length, 1);
+});
+
 Deno.test("a file token store ignores a path that is not a small regular file, with a notice", async () => {
   await using api = await startFakePartnerApi();
   const dir = await folder();
