@@ -6,7 +6,7 @@
 export type * from "../core/events.ts";
 export type { QuotaBucket } from "../core/quota.ts";
 export type { TokenFailureReason } from "../core/errors.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type {
   CoordinateOptions,
   FleetStoreOptions,

@@ -2,7 +2,7 @@
 // record: a plain copy, sealed with AES-GCM, kept as long as it can still
 // serve.
 
-import type { IssuedToken } from "../core/_token_values.ts";
+import type { IssuedToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./mod.ts";
 import { optionError } from "../core/_check.ts";
 import { sealingKey } from "./_key.ts";

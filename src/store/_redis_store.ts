@@ -19,6 +19,7 @@ import {
   RecordVersions,
   sealRecord,
 } from "./_record.ts";
+import type { RedisCommand } from "./redis.ts";
 import { plainScript, type ScriptName, SCRIPTS } from "./_redis_plain.ts";
 import { encodeSealed, entryIn, fromBase64, text } from "./_redis_values.ts";
 import {
@@ -32,23 +33,6 @@ import {
 import { hexDigest } from "./_key.ts";
 import { raceAbort } from "../core/_abort.ts";
 import { delay } from "../core/_retry.ts";
-
-/**
- * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
- *
- * @example With node-redis or ioredis
- * ```ts
- * import { createRedisTokenStore, type RedisCommand } from "@partner-api/client/redis";
- * import { equal } from "node:assert/strict";
- *
- * const sent: string[][] = [];
- * // With ioredis: (args) => redis.call(...args); with node-redis: (args) => client.sendCommand(args).
- * const command: RedisCommand = (args) => (sent.push(args), Promise.resolve(null));
- * equal(await createRedisTokenStore({ command }).get("client"), undefined); // no record yet
- * equal(sent[0]?.[0], "GETRANGE"); // a record is read only as far as it may go (64 KiB)
- * ```
- */
-export type RedisCommand = (args: string[]) => Promise<unknown>;
 
 /** A record as a look saw it: its text, and whether it could be read. */
 interface Seen {

@@ -41,7 +41,7 @@
  */
 
 import type { FleetStoreOptions, TokenStore } from "../store/mod.ts";
-import { checkNumber, requireFunction } from "../core/_check.ts";
+import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_steady_clock.ts";
 import { KvTokenStore } from "./_kv_store.ts";
 import { checkEncryptionKey } from "./_record.ts";
@@ -126,8 +126,11 @@ export function createKvTokenStore(
   options: KvTokenStoreOptions = {},
 ): TokenStore {
   if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
-    throw new TypeError(
-      `${CONTEXT}: Deno KV is needed (this store runs on Deno and Deno Deploy only); elsewhere pass a TokenStore of your own`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "kv",
+      "must be a Deno KV database (this store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own)",
     );
   }
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
@@ -169,7 +172,7 @@ export function createKvTokenStore(
 export {
   createKvRateLimiter,
   type KvRateLimiterOptions,
-} from "./_kv_rate_limiter.ts";
+} from "./kv_rate_limiter.ts";
 
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).

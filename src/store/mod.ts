@@ -20,7 +20,7 @@
  * @module
  */
 
-import type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenFailureReason } from "../core/errors.ts";
 
 /**
@@ -363,5 +363,5 @@ export * from "./file_store.ts";
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
 export type { QuotaBucket } from "../core/quota.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type { TokenFailureReason } from "../core/errors.ts";

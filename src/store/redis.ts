@@ -61,9 +61,24 @@ import {
 } from "../core/_check.ts";
 import { checkEncryptionKey } from "./_record.ts";
 import { steadyClock } from "../core/_steady_clock.ts";
-import { type RedisCommand, RedisTokenStore } from "./_redis_store.ts";
+import { RedisTokenStore } from "./_redis_store.ts";
 
-export type { RedisCommand };
+/**
+ * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
+ *
+ * @example With node-redis or ioredis
+ * ```ts
+ * import { createRedisTokenStore, type RedisCommand } from "@partner-api/client/redis";
+ * import { equal } from "node:assert/strict";
+ *
+ * const sent: string[][] = [];
+ * // With ioredis: (args) => redis.call(...args); with node-redis: (args) => client.sendCommand(args).
+ * const command: RedisCommand = (args) => (sent.push(args), Promise.resolve(null));
+ * equal(await createRedisTokenStore({ command }).get("client"), undefined); // no record yet
+ * equal(sent[0]?.[0], "GETRANGE"); // a record is read only as far as it may go (64 KiB)
+ * ```
+ */
+export type RedisCommand = (args: string[]) => Promise<unknown>;
 
 /**
  * Options of {@linkcode createRedisTokenStore}.
@@ -224,7 +239,7 @@ export function createRedisTokenStore(
 export {
   createRedisRateLimiter,
   type RedisRateLimiterOptions,
-} from "./_redis_rate_limiter.ts";
+} from "./redis_rate_limiter.ts";
 
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).

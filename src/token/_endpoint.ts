@@ -14,97 +14,7 @@ import {
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
 import { type SettingNames, settingNamesOf } from "./_hint.ts";
-
-/**
- * Options of {@linkcode requestToken}.
- *
- * @example A token server that takes form bodies only
- * ```ts
- * import { requestToken, type TokenRequestOptions } from "@partner-api/client/token";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { ok } from "node:assert/strict";
- *
- * await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
- * const options: TokenRequestOptions = {
- *   tokenUrl: api.environment.tokenUrl,
- *   audience: api.environment.audience,
- *   clientId: api.credentials.clientId,
- *   clientSecret: api.credentials.clientSecret,
- *   bodyFormat: "form",
- *   timeout: 10_000,
- * };
- * ok(api.isValidToken((await requestToken(options)).accessToken));
- * ```
- */
-export interface TokenRequestOptions {
-  /** The OAuth 2.0 token endpoint (https, or http on loopback). */
-  tokenUrl: string | URL;
-  /** The `audience` of the environment. */
-  audience: string;
-  /** The client id. */
-  clientId: string;
-  /** The client secret; it never appears in errors or logs. */
-  clientSecret: string;
-  /**
-   * The `fetch` to send the request with; always called as a plain function.
-   *
-   * @default {globalThis.fetch}
-   */
-  fetch?: typeof fetch;
-  /** Aborts the request; the promise then rejects with the signal's reason. */
-  signal?: AbortSignal;
-  /**
-   * The clock, in epoch milliseconds. Every decision reads it.
-   *
-   * @default {Date.now}
-   */
-  now?: () => number;
-  /**
-   * The name of the header carrying the quota.
-   *
-   * @default {"Idp-Client-Quota-Limit"}
-   */
-  quotaHeader?: string;
-  /**
-   * How the four fields are sent: `"json"` as the service specifies, or
-   * `"form"` (`application/x-www-form-urlencoded`, RFC 6749 section 4.4.2)
-   * for OAuth servers that accept only that.
-   *
-   * @default {"json"}
-   */
-  bodyFormat?: "json" | "form";
-  /**
-   * Time limit of one attempt in ms, until the whole answer is read.
-   *
-   * @default {30000}
-   */
-  timeout?: number;
-  /**
-   * How the client authenticates: `"body"` sends `client_id` and
-   * `client_secret` in the body, as the service specifies; `"basic"` sends
-   * them as HTTP Basic (each form-encoded first, RFC 6749 2.3.1) and leaves
-   * them out of the body, for OAuth servers that accept nothing else.
-   *
-   * @default {"body"}
-   */
-  clientAuthentication?: "body" | "basic";
-  /**
-   * What each setting is called where it was configured, so that a failed
-   * request's `hint` names what to check in the reader's own words:
-   * `configFromEnv` sets the variables' names (`PARTNER_API_CLIENT_ID`, …).
-   * A setting left out is named by its option (`clientId`).
-   *
-   * @default {the option names}
-   */
-  settingNames?: {
-    readonly clientId?: string;
-    readonly clientSecret?: string;
-    readonly audience?: string;
-    readonly tokenUrl?: string;
-    readonly bodyFormat?: string;
-    readonly clientAuthentication?: string;
-  };
-}
+import type { TokenRequestOptions } from "./types.ts";
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export interface TokenEndpoint {
@@ -142,7 +52,7 @@ export function tokenEndpoint(
   context: string,
 ): TokenEndpoint {
   if (typeof options !== "object" || options === null) {
-    throw new TypeError(`${context}: expected an options object`);
+    throw optionError(TypeError, context, "options", "must be an object");
   }
   const secret = requireText(options.clientSecret, context, "clientSecret");
   const url = tokenUrlOf(options.tokenUrl, secret, context);
@@ -183,10 +93,17 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
     return secureUrl(value as string | URL, context, "tokenUrl");
   } catch (error) {
     const { message, option, rule } = error as OptionError;
-    throw Object.assign(new TypeError(redact(message, [secret])), {
+    const lead = `${context}: '${option}' ${rule}: received `;
+    const received = message.startsWith(lead)
+      ? message.slice(lead.length)
+      : undefined;
+    throw optionError(
+      TypeError,
+      context,
       option,
       rule,
-    });
+      received && redact(received, [secret]),
+    );
   }
 }
 

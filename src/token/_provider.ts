@@ -41,12 +41,8 @@ import {
 } from "./_value.ts";
 import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
 import { StoreAccess, type TokenRequest } from "./_store_access.ts";
-import type {
-  GetTokenOptions,
-  ProviderConfig,
-  TokenProvider,
-  TokenTarget,
-} from "./_options.ts";
+import type { ProviderConfig } from "./_options.ts";
+import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 
 interface Cached {
   readonly token: IssuedToken;

@@ -3,8 +3,8 @@
 // from JSON.
 
 import type { QuotaBucket } from "../core/quota.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
-import type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
+import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 
 const REDACTED = "[redacted]";
 const INSPECT_DENO = Symbol.for("Deno.customInspect");

@@ -20,30 +20,24 @@
  */
 
 import { requestWithRetries, type TokenSending } from "./_attempts.ts";
-import { tokenEndpoint, type TokenRequestOptions } from "./_endpoint.ts";
-import {
-  providerConfig,
-  type TokenProvider,
-  type TokenProviderOptions,
-} from "./_options.ts";
+import { tokenEndpoint } from "./_endpoint.ts";
+import { providerConfig } from "./_options.ts";
 import { CachingTokenProvider } from "./_provider.ts";
-import type { IssuedToken } from "./_value.ts";
+import type { IssuedToken } from "../core/token_values.ts";
+import type {
+  TokenProvider,
+  TokenProviderOptions,
+  TokenRequestOptions,
+} from "./types.ts";
 
-export type { TokenRequestOptions } from "./_endpoint.ts";
 // The types a provider's options name; the store itself is in ./store.
 export type {
   CoordinateOptions,
   TokenRecord,
   TokenStore,
 } from "../store/mod.ts";
-export type { IssuedToken, QuotaSnapshot } from "./_value.ts";
-export type {
-  GetTokenOptions,
-  RetryOptions,
-  TokenProvider,
-  TokenProviderOptions,
-  TokenTarget,
-} from "./_options.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
+export type * from "./types.ts";
 
 /**
  * Sends one client-credentials token request: no cache, no retry, at most

@@ -1,4 +1,4 @@
-// Internal: the fleet rate limiter on Redis. The fleet's window rests in one
+// The fleet rate limiter on Redis (exported by ./redis). The fleet's window rests in one
 // sorted set (each send scored with the ms it counts from, on Redis's own
 // clock), the line of waiting processes in another; one Lua script per take
 // decides atomically and answers how long until the caller's turn.
@@ -11,7 +11,7 @@ import {
   requireFunction,
   requireText,
 } from "../core/_check.ts";
-import type { RedisCommand } from "./_redis_store.ts";
+import type { RedisCommand } from "./redis.ts";
 import { steadyClock } from "../core/_steady_clock.ts";
 import {
   checkFleetLimit,

@@ -1,4 +1,4 @@
-// Internal: the fleet rate limiter on Deno KV. KV runs no script, so the
+// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script, so the
 // fleet's window rests in one value that each take reads, decides on with
 // the pure rules of _window_rules.ts (the same as the Redis scripts'), and
 // writes back only if nobody wrote it meanwhile (`kv.atomic().check()`):
@@ -9,7 +9,7 @@
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
-import { requireFunction } from "../core/_check.ts";
+import { optionError, requireFunction } from "../core/_check.ts";
 import { type SteadyClock, steadyClock } from "../core/_steady_clock.ts";
 import {
   checkFleetLimit,
@@ -144,8 +144,11 @@ export function createKvRateLimiter(
   options: KvRateLimiterOptions = {},
 ): RateLimiter & AsyncDisposable {
   if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
-    throw new TypeError(
-      `${CONTEXT}: Deno KV is needed (this limiter runs on Deno and Deno Deploy only); elsewhere use createRedisRateLimiter`,
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "kv",
+      "must be a Deno KV database (this limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter)",
     );
   }
   const limit = checkFleetLimit(options, CONTEXT, MOST_REQUESTS);

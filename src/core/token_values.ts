@@ -1,0 +1,67 @@
+// The token and quota values the token provider hands out and the stores
+// keep: here, beside the quota types, so that the stores need nothing of the
+// token provider (the provider needs the stores). Not an entry: ./token and
+// ./store re-export them.
+
+import type { QuotaBucket } from "./quota.ts";
+
+/**
+ * A token as issued: a frozen object. When inspected (`console.log`,
+ * `Deno.inspect`, `node:util` `inspect`) or serialized with `JSON.stringify`
+ * (as structured loggers do), it shows `accessToken` as `[redacted]`; a
+ * spread, `Object.entries` or `structuredClone` leaves it out (it is not
+ * enumerable); reading `token.accessToken` still gives the token.
+ *
+ * @example Sending a token, and logging it safely
+ * ```ts
+ * import { type IssuedToken, requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const token: IssuedToken = await requestToken({ ...api.environment, ...api.credentials });
+ * ok(api.isValidToken(token.accessToken)); // sent as `${token.tokenType} ${token.accessToken}`
+ * equal(JSON.parse(JSON.stringify(token)).accessToken, "[redacted]");
+ * ```
+ */
+export interface IssuedToken {
+  /** The bearer token for the `Authorization` header. */
+  readonly accessToken: string;
+  /** Always `"Bearer"`. */
+  readonly tokenType: "Bearer";
+  /** Lifetime in seconds, as the server said. */
+  readonly expiresIn: number;
+  /** Epoch ms of expiry, counted from when the request was sent. */
+  readonly expiresAt: number;
+  /** The quota the answer reported; `[]` when absent or unreadable. */
+  readonly quota: readonly QuotaBucket[];
+}
+
+/**
+ * The quota as last seen, and when.
+ *
+ * @example How old a quota reading is
+ * ```ts
+ * import { createTokenProvider, type QuotaSnapshot } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * let time = Date.now();
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, now: () => time });
+ * await provider.getToken();
+ * time += 5000;
+ * const seen: QuotaSnapshot | undefined = provider.quota;
+ * equal(time - seen!.observedAt, 5000);
+ * equal(seen!.buckets[0]?.remaining, 9);
+ * ```
+ */
+export interface QuotaSnapshot {
+  /** The buckets, in header order. */
+  readonly buckets: readonly QuotaBucket[];
+  /**
+   * Epoch ms (from the clock of the provider that made the request) when the
+   * token endpoint reported them; kept as is when read back from a store.
+   */
+  readonly observedAt: number;
+}

@@ -1,0 +1,350 @@
+// The token part's public types: what requestToken and createTokenProvider
+// take, and what a provider is. Exported by ./token (src/token/mod.ts).
+
+import type { EventListener } from "../core/events.ts";
+import type { Environment } from "../core/environment.ts";
+import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
+import type { TokenStore } from "../store/mod.ts";
+
+/**
+ * Options of {@linkcode requestToken}.
+ *
+ * @example A token server that takes form bodies only
+ * ```ts
+ * import { requestToken, type TokenRequestOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
+ * const options: TokenRequestOptions = {
+ *   tokenUrl: api.environment.tokenUrl,
+ *   audience: api.environment.audience,
+ *   clientId: api.credentials.clientId,
+ *   clientSecret: api.credentials.clientSecret,
+ *   bodyFormat: "form",
+ *   timeout: 10_000,
+ * };
+ * ok(api.isValidToken((await requestToken(options)).accessToken));
+ * ```
+ */
+export interface TokenRequestOptions {
+  /** The OAuth 2.0 token endpoint (https, or http on loopback). */
+  tokenUrl: string | URL;
+  /** The `audience` of the environment. */
+  audience: string;
+  /** The client id. */
+  clientId: string;
+  /** The client secret; it never appears in errors or logs. */
+  clientSecret: string;
+  /**
+   * The `fetch` to send the request with; always called as a plain function.
+   *
+   * @default {globalThis.fetch}
+   */
+  fetch?: typeof fetch;
+  /** Aborts the request; the promise then rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /**
+   * The clock, in epoch milliseconds. Every decision reads it.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+  /**
+   * The name of the header carrying the quota.
+   *
+   * @default {"Idp-Client-Quota-Limit"}
+   */
+  quotaHeader?: string;
+  /**
+   * How the four fields are sent: `"json"` as the service specifies, or
+   * `"form"` (`application/x-www-form-urlencoded`, RFC 6749 section 4.4.2)
+   * for OAuth servers that accept only that.
+   *
+   * @default {"json"}
+   */
+  bodyFormat?: "json" | "form";
+  /**
+   * Time limit of one attempt in ms, until the whole answer is read.
+   *
+   * @default {30000}
+   */
+  timeout?: number;
+  /**
+   * How the client authenticates: `"body"` sends `client_id` and
+   * `client_secret` in the body, as the service specifies; `"basic"` sends
+   * them as HTTP Basic (each form-encoded first, RFC 6749 2.3.1) and leaves
+   * them out of the body, for OAuth servers that accept nothing else.
+   *
+   * @default {"body"}
+   */
+  clientAuthentication?: "body" | "basic";
+  /**
+   * What each setting is called where it was configured, so that a failed
+   * request's `hint` names what to check in the reader's own words:
+   * `configFromEnv` sets the variables' names (`PARTNER_API_CLIENT_ID`, …).
+   * A setting left out is named by its option (`clientId`).
+   *
+   * @default {the option names}
+   */
+  settingNames?: {
+    readonly clientId?: string;
+    readonly clientSecret?: string;
+    readonly audience?: string;
+    readonly tokenUrl?: string;
+    readonly bodyFormat?: string;
+    readonly clientAuthentication?: string;
+  };
+}
+
+/**
+ * Retry policy, for the token provider and the client alike: the provider
+ * retries network errors, timeouts, 408 and 5xx answers; the client retries
+ * idempotent requests after a network error, a timeout, 408, 429, 500, 502,
+ * 503 or 504.
+ *
+ * @example Retrying harder at start-up
+ * ```ts
+ * import { createTokenProvider, type RetryOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * const unavailable = { kind: "status", status: 503 } as const;
+ * await using api = await startFakePartnerApi({ faults: [unavailable, unavailable, unavailable] });
+ * const retry: RetryOptions = { retries: 5, initialDelay: 1, maxDelay: 10 };
+ * await createTokenProvider({ ...api.environment, ...api.credentials, retry }).getToken();
+ * equal(api.tokenRequests, 4); // three refused, the fourth answered
+ * ```
+ */
+export interface RetryOptions {
+  /**
+   * Retries after the first attempt.
+   *
+   * @default {2}
+   */
+  retries?: number;
+  /**
+   * Delay before the first retry in ms; doubles each time, with jitter.
+   *
+   * @default {500}
+   */
+  initialDelay?: number;
+  /**
+   * Longest backoff wait in ms.
+   *
+   * @default {10000}
+   */
+  maxDelay?: number;
+  /**
+   * Longest `Retry-After` waited for, in ms; an answer asking for longer is
+   * returned (the client) or ends the retries (the provider).
+   *
+   * @default {30000}
+   */
+  maxRetryAfter?: number;
+}
+
+/**
+ * Options of {@linkcode createTokenProvider}.
+ *
+ * @example A provider with a shorter margin and no retries
+ * ```ts
+ * import { createTokenProvider, type TokenProviderOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, rejects } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
+ * const options: TokenProviderOptions = {
+ *   tokenUrl: api.environment.tokenUrl,
+ *   audience: api.environment.audience,
+ *   clientId: api.credentials.clientId,
+ *   clientSecret: api.credentials.clientSecret,
+ *   refreshMargin: 60_000,
+ *   retry: false,
+ * };
+ * const provider = createTokenProvider(options); // sends nothing until getToken()
+ * await rejects(provider.getToken(), { name: "TokenRequestError", status: 503 });
+ * equal(api.tokenRequests, 1);
+ * ```
+ */
+export interface TokenProviderOptions
+  extends Omit<TokenRequestOptions, "signal" | "tokenUrl" | "audience"> {
+  /**
+   * The environment whose token endpoint and audience to use; or give
+   * `tokenUrl` and `audience`.
+   */
+  environment?: Environment;
+  /** The OAuth 2.0 token endpoint, when no `environment` is given. */
+  tokenUrl?: string | URL;
+  /** The `audience`, when no `environment` is given. */
+  audience?: string;
+  /**
+   * Where tokens are kept.
+   *
+   * @default {none: the token lives in this provider only}
+   */
+  store?: TokenStore;
+  /**
+   * How long before expiry, in ms, a new token is fetched in the background
+   * while the old one is still served. Never more than half the lifetime.
+   *
+   * @default {5 minutes, or a tenth of the lifetime when that is less}
+   */
+  refreshMargin?: number;
+  /**
+   * Retries of failed token requests, or `false` for none.
+   *
+   * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
+   */
+  retry?: RetryOptions | false;
+  /**
+   * Called with every quota the token endpoint reports, e.g. to alert when
+   * `remaining` runs low. What it throws is ignored, so that a token already
+   * paid for is not lost.
+   */
+  onQuota?: (quota: QuotaSnapshot) => void;
+  /**
+   * Called with what the provider does: `token.request` (each request to the
+   * token endpoint, retries included), `token.retry` (a request will be sent
+   * again, after `delayMs`), `token.refresh` (a background refresh starts)
+   * and `quota.blocked` (no request before `retryAt`). Events are
+   * frozen and never hold the secret or a token; what the listener throws is
+   * ignored. `openTelemetry()` from `./otel` makes one that records spans and
+   * metrics.
+   *
+   * @default {none: no event is built}
+   */
+  onEvent?: EventListener;
+  /**
+   * For request-scoped runtimes (Cloudflare Workers: `waitUntil` from
+   * `cloudflare:workers`, or a request's `ctx.waitUntil`): background
+   * refreshes are handed to it, so that the runtime lets them finish after
+   * the request that started them has answered.
+   *
+   * @default {none: background refreshes run on their own}
+   */
+  waitUntil?: (promise: Promise<unknown>) => void;
+  /**
+   * The random source for retry jitter, in [0, 1).
+   *
+   * @default {Math.random}
+   */
+  random?: () => number;
+  /**
+   * Allows a provider in a browser page, where anyone can read the client
+   * secret. Never set it for a real secret.
+   *
+   * @default {false}
+   */
+  dangerouslyAllowBrowser?: boolean;
+}
+
+/**
+ * Options of {@linkcode TokenProvider.getToken}.
+ *
+ * @example Giving up when the caller does
+ * ```ts
+ * import { createTokenProvider, type GetTokenOptions } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, rejects } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "delay", ms: 50 }] });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const caller = new AbortController();
+ * const options: GetTokenOptions = { signal: caller.signal };
+ * const leaving = provider.getToken(options);
+ * caller.abort();
+ * await rejects(leaving, { name: "AbortError" });
+ * await provider.getToken(); // the request the first caller left goes on: this one joins it
+ * equal(api.tokenRequests, 1);
+ * ```
+ */
+export interface GetTokenOptions {
+  /** Stops waiting; the token request goes on all the same, and its token is kept for the next caller. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A cache of one client's token. Holds no secret that inspection can see.
+ *
+ * @example Renewing a token the API rejected
+ * ```ts
+ * import { createTokenProvider, type TokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, notEqual } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const provider: TokenProvider = createTokenProvider({ ...api.environment, ...api.credentials });
+ * const first = await provider.getToken();
+ * await provider.invalidate(first.accessToken); // e.g. after a 401
+ * notEqual((await provider.getToken()).accessToken, first.accessToken);
+ * equal(api.tokenRequests, 2);
+ * ```
+ */
+export interface TokenProvider {
+  /**
+   * A token that is valid now: the cached one, or a new one.
+   *
+   * @throws {QuotaExceededError} When a new token is needed before the quota resets.
+   * @throws {TokenRequestError} When the token request fails.
+   */
+  getToken(options?: GetTokenOptions): Promise<IssuedToken>;
+  /**
+   * Drops `accessToken` (or the current token when omitted), e.g. after the
+   * API answered 401. A provider of `createTokenProvider` goes through the
+   * same ledger as {@linkcode TokenProvider.reportUnauthorized}: the first
+   * time in an hour (for the whole fleet, with a shared store) the token is
+   * dropped and the next {@linkcode TokenProvider.getToken} fetches a new
+   * one; every other time in that hour it is kept. A token that was already
+   * replaced is left alone.
+   */
+  invalidate(accessToken?: string): Promise<void>;
+  /**
+   * The 401 ledger: called by a client when the API answered 401 to a
+   * request sent with `accessToken`. Resolves `true` when the request should
+   * be sent once more with a fresh token: for the first 401 in an hour (the
+   * token is invalidated), or when the token was already replaced. Every
+   * other 401 in that hour resolves `false`: the answer is returned and the
+   * token kept, since the service never revokes tokens early and a repeated
+   * 401 is a scope, path or gateway problem. So a 401 costs at most one
+   * token per hour per provider, however many clients share it. Optional for
+   * providers of your own: a client then keeps the same ledger itself.
+   */
+  reportUnauthorized?(accessToken: string): Promise<boolean>;
+  /** The last quota the token endpoint reported, if any. */
+  readonly quota: QuotaSnapshot | undefined;
+  /**
+   * The token endpoint and audience the tokens are for (no secret), so that
+   * a client can refuse a provider of another environment. Optional for
+   * providers of your own.
+   */
+  readonly target?: TokenTarget;
+}
+
+/**
+ * Where a provider's tokens come from and whom they are for.
+ *
+ * @example Checking a provider belongs to an environment
+ * ```ts
+ * import { createTokenProvider, type TokenTarget } from "@partner-api/client/token";
+ * import { defineEnvironment } from "@partner-api/client/environment";
+ * import { equal } from "node:assert/strict";
+ *
+ * const environment = defineEnvironment({
+ *   baseUrl: "https://api.partner.example/api/",
+ *   pciBaseUrl: "https://pci.partner.example/api/",
+ *   tokenUrl: "https://idp.partner.example/oauth/token",
+ *   audience: "https://api.partner.example",
+ * });
+ * const provider = createTokenProvider({ environment, clientId: "my-client", clientSecret: "s3cret" });
+ * const target: TokenTarget | undefined = provider.target;
+ * equal(target?.tokenUrl, environment.tokenUrl.href);
+ * equal(target?.audience, environment.audience);
+ * ```
+ */
+export interface TokenTarget {
+  /** The token endpoint's address, as `URL.href`. */
+  readonly tokenUrl: string;
+  /** The audience tokens are requested for. */
+  readonly audience: string;
+}
