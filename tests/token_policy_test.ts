@@ -17,7 +17,7 @@ import {
   renewedRecord,
   tokenFingerprint,
   unauthorizedVerdict,
-} from "../src/token/_ledger.ts";
+} from "../src/token/ledger.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { issuedToken } from "../src/token/_value.ts";
 import type { QuotaBucket } from "../src/core/quota.ts";

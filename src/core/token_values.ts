@@ -65,3 +65,31 @@ export interface QuotaSnapshot {
    */
   readonly observedAt: number;
 }
+
+/** Longest lifetime accepted, in seconds: a year. */
+export const MAX_EXPIRES_IN = 31_536_000;
+
+/**
+ * Whether `value` has the shape of a token worth using (e.g. read from a
+ * store another version of this module wrote). The access token must be
+ * visible ASCII: anything else cannot go in an `Authorization` header.
+ */
+export function isIssuedToken(value: unknown): value is IssuedToken {
+  if (typeof value !== "object" || value === null) return false;
+  const token = value as Record<string, unknown>;
+  return isAccessToken(token.accessToken) &&
+    typeof token.expiresIn === "number" && token.expiresIn >= 1 &&
+    token.expiresIn <= MAX_EXPIRES_IN &&
+    typeof token.expiresAt === "number" && Number.isFinite(token.expiresAt) &&
+    Array.isArray(token.quota);
+}
+
+/**
+ * Visible ASCII only (RFC 6750 allows less; RFC 6749 no more), and not the
+ * placeholder a serialized token shows: a store that kept one of those holds
+ * no token.
+ */
+export function isAccessToken(value: unknown): value is string {
+  return typeof value === "string" && value !== "[redacted]" &&
+    /^[\x21-\x7e]+$/.test(value);
+}

@@ -16,7 +16,7 @@ import { tokenAttempt } from "./_protocol.ts";
 import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
-import type { IssuedToken } from "./_value.ts";
+import type { IssuedToken } from "../core/token_values.ts";
 
 /** What one token attempt came to. */
 export type TokenOutcome =

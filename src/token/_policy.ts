@@ -7,9 +7,9 @@ import {
   isIssuedToken,
   type IssuedToken,
   type QuotaSnapshot,
-} from "./_value.ts";
+} from "../core/token_values.ts";
 import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
-import { latest } from "./_ledger.ts";
+import { latest } from "./ledger.ts";
 import type { Backoff } from "../core/_retry.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */

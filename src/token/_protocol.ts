@@ -25,12 +25,12 @@ import { readBounded } from "../core/_read_body.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
 import { quotaRetryAt } from "./_policy.ts";
+import { issuedToken } from "./_value.ts";
 import {
   isAccessToken,
   type IssuedToken,
-  issuedToken,
   MAX_EXPIRES_IN,
-} from "./_value.ts";
+} from "../core/token_values.ts";
 
 /** The largest token answer read, in bytes; a token answer is a few hundred. */
 export const MAX_TOKEN_BODY = 64 * 1024;

@@ -31,16 +31,11 @@ import {
   ledgerToken,
   renewedRecord,
   unauthorizedVerdict,
-} from "./_ledger.ts";
-import {
-  type IssuedToken,
-  issuedToken,
-  type QuotaSnapshot,
-  quotaSnapshot,
-  storableToken,
-} from "./_value.ts";
+} from "./ledger.ts";
+import { issuedToken, quotaSnapshot, storableToken } from "./_value.ts";
+import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
-import { StoreAccess, type TokenRequest } from "./_store_access.ts";
+import { StoreAccess, type TokenRequest } from "../store/token_access.ts";
 import type { ProviderConfig } from "./_options.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 

@@ -3,7 +3,6 @@
 // from JSON.
 
 import type { QuotaBucket } from "../core/quota.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 
 const REDACTED = "[redacted]";
@@ -11,9 +10,6 @@ const INSPECT_DENO = Symbol.for("Deno.customInspect");
 const INSPECT_NODE = Symbol.for("nodejs.util.inspect.custom");
 
 type Inspect = (value: unknown, options?: unknown) => string;
-
-/** Longest lifetime accepted, in seconds: a year. */
-export const MAX_EXPIRES_IN = 31_536_000;
 
 function redactedView(token: IssuedToken): Record<string, unknown> {
   const { tokenType, expiresIn, expiresAt, quota } = token;
@@ -53,31 +49,6 @@ export function issuedToken(fields: IssuedToken): IssuedToken {
 
 /** The tokens {@linkcode issuedToken} made, so that none is built twice. */
 const built = new WeakSet<IssuedToken>();
-
-/**
- * Whether `value` has the shape of a token worth using (e.g. read from a
- * store another version of this module wrote). The access token must be
- * visible ASCII: anything else cannot go in an `Authorization` header.
- */
-export function isIssuedToken(value: unknown): value is IssuedToken {
-  if (typeof value !== "object" || value === null) return false;
-  const token = value as Record<string, unknown>;
-  return isAccessToken(token.accessToken) &&
-    typeof token.expiresIn === "number" && token.expiresIn >= 1 &&
-    token.expiresIn <= MAX_EXPIRES_IN &&
-    typeof token.expiresAt === "number" && Number.isFinite(token.expiresAt) &&
-    Array.isArray(token.quota);
-}
-
-/**
- * Visible ASCII only (RFC 6750 allows less; RFC 6749 no more), and not the
- * placeholder a serialized token shows: a store that kept one of those holds
- * no token.
- */
-export function isAccessToken(value: unknown): value is string {
-  return typeof value === "string" && value !== REDACTED &&
-    /^[\x21-\x7e]+$/.test(value);
-}
 
 /**
  * A plain copy of `token` for a store: its data properties only, so that a

@@ -1,11 +1,21 @@
-// Internal: the provider's way to its token store: the key, one read or a
-// coordinated request per flight, atomic changes of the record, writes. A
-// failing store counts as empty and never costs a token.
+// A token provider's way to its token store (for src/token, not an entry):
+// the key, one read or a coordinated request per flight, atomic changes of
+// the record, writes. A failing store counts as empty and never costs a
+// token. The store side owns it: what a record may be trusted with, and
+// under which key it lives, are the store contract's business.
 
-import type { TokenRecord, TokenStore } from "../store/mod.ts";
-import { storeKey } from "../store/_key.ts";
-import type { TokenEndpoint } from "./_endpoint.ts";
+import type { TokenRecord, TokenStore } from "./mod.ts";
+import { storeKey } from "./_key.ts";
 import { trustedRecord } from "./_record_check.ts";
+
+/** What the key of a client's record is made of; it holds the secret. */
+export interface StoreClient {
+  readonly url: URL;
+  readonly audience: string;
+  readonly clientId: string;
+  readonly secret: string;
+  readonly now: () => number;
+}
 
 /** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
 export type TokenRequest = () => Promise<TokenRecord>;
@@ -29,11 +39,11 @@ export interface Need {
 /** One provider's access to its store (or to none). */
 export class StoreAccess {
   readonly #store: TokenStore | undefined;
-  readonly #endpoint: TokenEndpoint;
+  readonly #endpoint: StoreClient;
   readonly #now: () => number;
   #key: Promise<string> | undefined;
 
-  constructor(store: TokenStore | undefined, endpoint: TokenEndpoint) {
+  constructor(store: TokenStore | undefined, endpoint: StoreClient) {
     this.#store = store;
     this.#endpoint = endpoint;
     this.#now = endpoint.now;

@@ -1,7 +1,7 @@
 // Internal: what a provider believes of a record read from a store.
 
-import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
-import { isIssuedToken, type QuotaSnapshot } from "./_value.ts";
+import type { TokenFailure, TokenRecord, TokenRenewal } from "./mod.ts";
+import { isIssuedToken, type QuotaSnapshot } from "../core/token_values.ts";
 
 /** How far the clocks of a fleet's processes may differ, in ms. */
 const FLEET_CLOCK_SLACK = 5 * 60_000;

@@ -1,0 +1,159 @@
+// The 401 ledger (for src/token and src/client, not an entry), as pure
+// decisions over the record where the token lives (shared by a fleet
+// through its store), and the small ledger a client keeps for a
+// hand-written provider without one.
+
+import type { TokenRecord, TokenRenewal } from "../store/mod.ts";
+
+/** A 401 from the API costs at most one fresh token per this window. */
+export const RENEWAL_WINDOW = 3_600_000;
+
+/**
+ * After the API answered 401: `"renew"` (invalidate the token and retry once
+ * with a fresh one) for the first 401 in {@linkcode RENEWAL_WINDOW}, else
+ * `"keep"` (return the answer, keep the token). The service never revokes
+ * tokens early, so a repeated 401 is a scope, path or gateway problem that a
+ * new token would not mend; only a token revoked for real needs one.
+ */
+export function onUnauthorized(
+  lastRenewal: number | undefined,
+  now: number,
+): "renew" | "keep" {
+  return lastRenewal === undefined || now - lastRenewal >= RENEWAL_WINDOW
+    ? "renew"
+    : "keep";
+}
+
+/** A token as the ledger compares it: by its value and its age. */
+export interface LedgerToken {
+  readonly accessToken: string;
+  /** Epoch ms; later means issued later. `undefined` when unknown. */
+  readonly expiresAt: number | undefined;
+}
+
+/**
+ * A short fingerprint of a token (FNV-1a, 64 bits, in hex) for the ledger
+ * to recognise the token it renewed: it tells nothing of the token, and the
+ * stores seal it with the rest of the record.
+ */
+export function tokenFingerprint(accessToken: string): string {
+  let low = 0x84222325;
+  let high = 0xcbf29ce4;
+  for (let i = 0; i < accessToken.length; i++) {
+    low = (low ^ accessToken.charCodeAt(i)) >>> 0;
+    // Multiply by the FNV prime 0x100000001b3 in two 32-bit halves.
+    const lowProduct = low * 0x1b3;
+    high = (Math.imul(high, 0x1b3) + Math.imul(low, 0x100) +
+      Math.floor(lowProduct / 0x100000000)) >>> 0;
+    low = lowProduct >>> 0;
+  }
+  return high.toString(16).padStart(8, "0") + low.toString(16).padStart(8, "0");
+}
+
+/** What the ledger knows when a token met a 401. */
+export interface LedgerState {
+  /** The fleet's last renewal (the store's record, or this provider's own). */
+  readonly renewal?: TokenRenewal | undefined;
+  /** The freshest token known (stored or cached), if any. */
+  readonly current?: LedgerToken | undefined;
+}
+
+/**
+ * The fleet-wide 401 ledger, over the record where the token lives:
+ * - `"retry"`: another token than the one refused is already there, or the
+ *   fleet has renewed this very token: retry with the current one, at no cost;
+ * - `"renew"`: drop the token and retry with a fresh one: only a token newer
+ *   than the last one renewed, and only once per {@linkcode RENEWAL_WINDOW}
+ *   for the whole fleet;
+ * - `"keep"`: return the 401 and keep the token.
+ */
+export function unauthorizedVerdict(
+  state: LedgerState,
+  refused: LedgerToken,
+  now: number,
+): "retry" | "renew" | "keep" {
+  const { renewal, current } = state;
+  if (
+    current !== undefined && current.accessToken !== refused.accessToken &&
+    (current.expiresAt ?? Infinity) >= (refused.expiresAt ?? -Infinity)
+  ) return "retry";
+  if (renewal === undefined) return "renew";
+  // The fleet renewed this very token, or a later one: one is on its way.
+  if (
+    renewal.token === tokenFingerprint(refused.accessToken) ||
+    (refused.expiresAt ?? -Infinity) < renewal.expiresAt
+  ) return "retry";
+  return onUnauthorized(renewal.at, now);
+}
+
+/** The later of two renewals. */
+export function latest(
+  a: TokenRenewal | undefined,
+  b: TokenRenewal | undefined,
+): TokenRenewal | undefined {
+  if (a === undefined) return b;
+  return b === undefined || a.at > b.at ? a : b;
+}
+
+/** The record after the fleet renews `refused`: that token dropped, the renewal noted. */
+export function renewedRecord(
+  record: TokenRecord | undefined,
+  refused: LedgerToken,
+  now: number,
+): TokenRecord {
+  const { token, ...rest } = record ?? {};
+  const kept = token !== undefined && token.accessToken !== refused.accessToken;
+  return {
+    ...rest,
+    ...(kept ? { token } : {}),
+    renewal: {
+      at: now,
+      expiresAt: refused.expiresAt ?? now,
+      token: tokenFingerprint(refused.accessToken),
+    },
+  };
+}
+
+/**
+ * A 401 ledger over any provider: the first 401 in an hour (of `now`)
+ * invalidates its token and answers `true` (retry once with a fresh one);
+ * every other one in that hour answers `false` (return the 401, keep the
+ * token). A client keeps one for a hand-written provider without
+ * `reportUnauthorized`; providers of this module keep their ledger in the
+ * token record instead ({@linkcode unauthorizedVerdict}).
+ */
+export function renewalLedger(
+  now: () => number,
+  invalidate: (accessToken: string) => Promise<void>,
+): (accessToken: string) => Promise<boolean> {
+  let renewedAt: number | undefined;
+  return async (accessToken) => {
+    const at = now();
+    if (onUnauthorized(renewedAt, at) === "keep") return false;
+    renewedAt = at;
+    await invalidate(accessToken);
+    return true;
+  };
+}
+
+/** The freshest usable token: the stored one when it is newer than the cached one and not refused. */
+export function freshestToken(
+  stored: LedgerToken | undefined,
+  cached: LedgerToken | undefined,
+  refused: LedgerToken | undefined,
+): LedgerToken | undefined {
+  if (
+    stored !== undefined && stored.accessToken !== refused?.accessToken &&
+    (stored.expiresAt ?? -Infinity) > (cached?.expiresAt ?? -Infinity)
+  ) return stored;
+  return cached;
+}
+
+/** A refused token as the ledger compares it: its age, when one of `known` is it. */
+export function ledgerToken(
+  accessToken: string,
+  ...known: (LedgerToken | undefined)[]
+): LedgerToken {
+  const same = known.find((token) => token?.accessToken === accessToken);
+  return { accessToken, expiresAt: same?.expiresAt };
+}
