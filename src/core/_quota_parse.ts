@@ -1,7 +1,7 @@
 // Internal: the quota header's grammar, shared by the strict public parser
 // and the lenient reader of the token path.
 
-import type { QuotaBucket, QuotaSyntaxReason } from "./quota.ts";
+import type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
 
 const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
 type Key = keyof typeof KEY_NAMES;

@@ -19,7 +19,7 @@ import {
   RecordVersions,
   sealRecord,
 } from "./_record.ts";
-import type { RedisCommand } from "./redis.ts";
+import type { RedisCommand } from "./redis_command.ts";
 import { plainScript, type ScriptName, SCRIPTS } from "./_redis_plain.ts";
 import { encodeSealed, entryIn, fromBase64, text } from "./_redis_values.ts";
 import {

@@ -11,7 +11,7 @@ import {
   requireFunction,
   requireText,
 } from "../core/_check.ts";
-import type { RedisCommand } from "./redis.ts";
+import type { RedisCommand } from "./redis_command.ts";
 import { steadyClock } from "../core/_steady_clock.ts";
 import {
   checkFleetLimit,

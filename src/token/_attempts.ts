@@ -96,11 +96,14 @@ export function requestWithRetries(
       if (step.do === "done") return { do: "done", value: outcome.token! };
       if (step.do === "fail") return { do: "fail", error: outcome.error };
       retries++;
-      return {
-        do: "again",
-        wait: step.wait,
-        retry: retryEvent(outcome.error as TokenRequestError, step.wait),
-      };
+      // The event is built only for a listener: nobody else reads it.
+      return sending.onEvent === undefined
+        ? { do: "again", wait: step.wait }
+        : {
+          do: "again",
+          wait: step.wait,
+          retry: retryEvent(outcome.error as TokenRequestError, step.wait),
+        };
     },
     heard: (outcome, _attempt, durationMs) => requestEvent(outcome, durationMs),
   });

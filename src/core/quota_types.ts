@@ -1,0 +1,51 @@
+// The quota header's types (not an entry: ./quota exports them), apart from
+// the parser so that the parser and the entry both name them without a
+// circle.
+
+/**
+ * One quota bucket of the header, e.g. the hourly one.
+ *
+ * @example Saying how much is left
+ * ```ts
+ * import { parseQuotaHeader, type QuotaBucket } from "@partner-api/client/quota";
+ * import { equal } from "node:assert/strict";
+ *
+ * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
+ *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
+ * }
+ * const [hourly] = parseQuotaHeader("b=per_hour;q=10;r=2;t=60");
+ * equal(describe(hourly!), "per_hour: 2/10, resets in 60 s");
+ * ```
+ */
+export interface QuotaBucket {
+  /** Bucket type as sent (`per_hour`, `per_day`, or any other name). */
+  readonly bucket: string;
+  /** Token requests the bucket allows (`q`). */
+  readonly limit: number;
+  /** Token requests left in the bucket (`r`). */
+  readonly remaining: number;
+  /** Seconds until the bucket resets (`t`). */
+  readonly resetAfter: number;
+}
+
+/**
+ * What is wrong with a quota header, as the `reason` of the `SyntaxError`
+ * that `parseQuotaHeader` throws: a bucket lacks one of `b`, `q`, `r`, `t`
+ * (`"missing-key"`), a pair has no `=` (`"missing-equals"`), a number is not
+ * a non-negative safe integer (`"bad-number"`), a key appears twice
+ * (`"repeated-key"`).
+ *
+ * @example Deciding on the reason
+ * ```ts
+ * import { parseQuotaHeader, type QuotaSyntaxReason } from "@partner-api/client/quota";
+ * import { throws } from "node:assert/strict";
+ *
+ * const reason: QuotaSyntaxReason = "missing-key"; // the bucket has no `t`
+ * throws(() => parseQuotaHeader("b=per_hour;q=10;r=7"), { name: "SyntaxError", reason });
+ * ```
+ */
+export type QuotaSyntaxReason =
+  | "missing-key"
+  | "missing-equals"
+  | "bad-number"
+  | "repeated-key";

@@ -1,0 +1,19 @@
+// How the Redis store and limiter send a command (not an entry: ./redis
+// exports it).
+
+/**
+ * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
+ *
+ * @example With node-redis or ioredis
+ * ```ts
+ * import { createRedisTokenStore, type RedisCommand } from "@partner-api/client/redis";
+ * import { equal } from "node:assert/strict";
+ *
+ * const sent: string[][] = [];
+ * // With ioredis: (args) => redis.call(...args); with node-redis: (args) => client.sendCommand(args).
+ * const command: RedisCommand = (args) => (sent.push(args), Promise.resolve(null));
+ * equal(await createRedisTokenStore({ command }).get("client"), undefined); // no record yet
+ * equal(sent[0]?.[0], "GETRANGE"); // a record is read only as far as it may go (64 KiB)
+ * ```
+ */
+export type RedisCommand = (args: string[]) => Promise<unknown>;
