@@ -92,9 +92,16 @@ export class CachingTokenProvider implements TokenProvider {
     const signal = options?.signal;
     const cached = this.#cached;
     const now = this.#turnNow();
-    if (
-      cached !== undefined && now < cached.times.refreshAt && !signal?.aborted
-    ) {
+    if (cached === undefined) {
+      // A burst of cold callers while a flight runs: what #carryOut would
+      // answer ("join"), without another call per caller.
+      const flight = this.#flights.current;
+      if (
+        signal === undefined && flight !== undefined && now < flight.deadline
+      ) {
+        return this.#flights.join(flight, undefined);
+      }
+    } else if (now < cached.times.refreshAt && !signal?.aborted) {
       return cached.ready;
     }
     return this.#carryOut(signal, now);
