@@ -79,7 +79,8 @@ export async function requestToken(
 
 /** `requestToken` sends one attempt: no retry, nobody listening. */
 const ONE_ATTEMPT: TokenSending = {
-  backoff: Object.freeze({
+  // Pure: a bundle with the provider alone leaves it out.
+  backoff: /* @__PURE__ */ Object.freeze({
     retries: 0,
     initialDelay: 0,
     maxDelay: 0,
