@@ -22,6 +22,7 @@ import {
 import { parseQuotaHeader } from "../src/core/quota.ts";
 import { manualClock } from "./_helpers.ts";
 import { runs } from "./_property_runs.ts";
+import { type Action, action } from "./_quota_actions.ts";
 
 const HOUR = 3_600_000;
 const LIFETIME = 3_600; // seconds
@@ -29,105 +30,6 @@ const FIRST_COOLDOWN = 10_000;
 const MAX_COOLDOWN = 15 * 60_000;
 /** The provider's default: a longer Retry-After on a 5xx or 403 sets the cooldown. */
 const MAX_RETRY_AFTER = 30_000;
-
-type Action =
-  | { readonly kind: "advance"; readonly ms: number }
-  | { readonly kind: "token fault"; readonly fault: FakeFault }
-  | {
-    readonly kind: "calls";
-    readonly count: number;
-    readonly unauthorized: boolean;
-    /** Callers that hang up as soon as they have asked. */
-    readonly hangUps: number;
-  }
-  | { readonly kind: "revoke" }
-  /** A new provider and client over the same store: a new process or isolate. */
-  | { readonly kind: "new process" }
-  /** The token endpoint answers `fault` for `minutes`, called every 5 minutes. */
-  | {
-    readonly kind: "outage";
-    readonly fault: FakeFault;
-    readonly minutes: number;
-  };
-
-const retryAfters = fc.constantFrom(
-  undefined,
-  "1.5",
-  "-5",
-  "+60",
-  "0",
-  "30",
-  "7200",
-  "soon",
-  "Tue, 01 Jan 2019 00:00:00 GMT",
-  "Fri, 31 Dec 2999 23:59:59 GMT",
-);
-
-const tokenFault: fc.Arbitrary<FakeFault> = fc.oneof(
-  fc.tuple(retryAfters, fc.integer({ min: 0, max: 4000 })).map((
-    [retryAfter, reset],
-  ) => ({
-    kind: "status" as const,
-    status: 429,
-    headers: {
-      "idp-client-quota-limit": `b=per_hour;q=10;r=0;t=${reset}`,
-      ...(retryAfter === undefined ? {} : { "retry-after": retryAfter }),
-    },
-  })),
-  fc.constant<FakeFault>({
-    kind: "body",
-    body: '{"access_token":"a b","expires_in":60,"token_type":"Bearer"}',
-  }),
-  fc.constant<FakeFault>({
-    kind: "body",
-    body: '{"access_token":"abc","expires_in":0,"token_type":"Bearer"}',
-  }),
-  fc.constant<FakeFault>({ kind: "status", status: 500 }),
-  fc.constant<FakeFault>({ kind: "status", status: 401 }),
-  fc.constant<FakeFault>({ kind: "drop" }),
-  fc.constantFrom(3600, 7200, 20).map((retryAfter): FakeFault => ({
-    kind: "status",
-    status: 503,
-    retryAfter,
-  })),
-  fc.constant<FakeFault>({ kind: "status", status: 403, retryAfter: 3600 }),
-);
-
-const action: fc.Arbitrary<Action> = fc.oneof(
-  {
-    weight: 2,
-    arbitrary: fc.integer({ min: 0, max: 40 * 60_000 }).map((ms) => ({
-      kind: "advance" as const,
-      ms,
-    })),
-  },
-  {
-    weight: 2,
-    arbitrary: tokenFault.map((fault) => ({
-      kind: "token fault" as const,
-      fault,
-    })),
-  },
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      kind: fc.constant("calls" as const),
-      count: fc.integer({ min: 1, max: 5 }),
-      unauthorized: fc.boolean(),
-      hangUps: fc.integer({ min: 0, max: 3 }),
-    }),
-  },
-  { weight: 1, arbitrary: fc.constant({ kind: "revoke" as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: "new process" as const }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant("outage" as const),
-      fault: tokenFault,
-      minutes: fc.integer({ min: 5, max: 240 }),
-    }),
-  },
-);
 
 /** What the fake answered a token request, as the test reads it. */
 interface Seen {

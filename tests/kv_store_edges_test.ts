@@ -1,0 +1,153 @@
+// The KV token store's edges: atomic updates, failed and closed writes,
+// clocks in another year, records of a foreign shape (moved from
+// kv_test.ts, which had grown past 400 lines).
+
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { createKvTokenStore } from "../src/store/kv.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { manualClock } from "./_helpers.ts";
+import { fleet, keyOf } from "./_kv_fleet.ts";
+
+Deno.test("update() changes the record only as it was read: a concurrent write makes the change run again", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const store = createKvTokenStore(kv);
+  const token = (accessToken: string) => ({
+    accessToken,
+    tokenType: "Bearer" as const,
+    expiresIn: 60,
+    expiresAt: Date.now() + 60_000,
+    quota: [],
+  });
+  await store.set("k", { token: token("first"), blockedUntil: 1 });
+  // Another process writes just before the first commit.
+  const atomic = kv.atomic.bind(kv);
+  let raced = false;
+  kv.atomic = () => {
+    const operation = atomic();
+    const commit = operation.commit.bind(operation);
+    operation.commit = async () => {
+      if (!raced) await store.set("k", { token: token("second") });
+      raced = true;
+      return await commit();
+    };
+    return operation;
+  };
+  let runs = 0;
+  const written = await store.update!("k", (record) => {
+    runs++;
+    const { token: _dropped, ...rest } = record ?? {};
+    return { ...rest, renewal: { at: 5, expiresAt: 6, token: "f" } };
+  });
+  equal(runs, 2, "ran again on what the other process wrote");
+  deepStrictEqual(written, { renewal: { at: 5, expiresAt: 6, token: "f" } });
+  deepStrictEqual(await store.get("k"), {
+    renewal: { at: 5, expiresAt: 6, token: "f" },
+  });
+  deepStrictEqual(
+    await store.update!("k", () => undefined),
+    written,
+    "no change: the record as read",
+  );
+});
+
+/** Makes every atomic commit that writes the record fail, as a value too large would. */
+function refusePublish(kv: Deno.Kv, error = new TypeError("Value too large")) {
+  const atomic = kv.atomic.bind(kv);
+  kv.atomic = () => {
+    const operation = atomic();
+    const set = operation.set.bind(operation);
+    const commit = operation.commit.bind(operation);
+    let publishing = false;
+    operation.set = (key, value, options) => {
+      if (key.at(-1) === "record") publishing = true;
+      return set(key, value, options);
+    };
+    operation.commit = () => publishing ? Promise.reject(error) : commit();
+    return operation;
+  };
+}
+
+Deno.test("a failed publish hands out the token, releases the lease and costs no second token", async () => {
+  await using f = await fleet();
+  refusePublish(f.kv);
+  const provider = f.process();
+  const token = await provider.getToken();
+  ok(f.api.isValidToken(token.accessToken));
+  equal(f.api.tokenRequests, 1);
+  const leases: Deno.KvKey[] = [];
+  for await (const entry of f.kv.list({ prefix: [] })) leases.push(entry.key);
+  deepStrictEqual(leases, [], "the lease is released, nothing is left");
+  equal(await provider.getToken(), token, "cached, no new request");
+  equal(f.api.tokenRequests, 1);
+});
+
+Deno.test("a closed database never costs a token: the token just received is handed out", async () => {
+  await using api = await startFakePartnerApi();
+  const kv = await Deno.openKv(":memory:");
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store: createKvTokenStore(kv),
+    retry: false,
+    // The database closes while the token request is in flight, after the
+    // lease was taken and before the token can be published.
+    fetch: (input, init) => (kv.close(), fetch(input, init)),
+  });
+  const token = await provider.getToken();
+  ok(api.isValidToken(token.accessToken));
+  equal(await provider.getToken(), token);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("a fleet whose clock reads 2031 behaves like one in 2026", async () => {
+  const clock = manualClock(Date.UTC(2031, 2, 4, 8));
+  await using f = await fleet({ now: clock });
+  const key = await keyOf(f.api);
+  // A holder that died a moment ago by the fleet's clock: its lease is over.
+  await f.kv.set(["partner-api", "token", key, "lease"], {
+    holder: "dead",
+    until: clock() - 1,
+  });
+  const tokens = await Promise.all(
+    Array.from(
+      { length: 4 },
+      () => f.process({ now: clock }, clock).getToken(),
+    ),
+  );
+  equal(new Set(tokens.map((t) => t.accessToken)).size, 1);
+  equal(f.api.tokenRequests, 1);
+  ok(tokens[0]!.expiresAt > clock(), "expiry is counted on the same clock");
+  const record = await f.kv.get(["partner-api", "token", key, "record"]);
+  ok(record.value !== null, "stored, with an expireIn KV accepts");
+});
+
+Deno.test("createKvTokenStore() outside Deno fails at once with a TypeError", () => {
+  const deno = Object.getOwnPropertyDescriptor(globalThis, "Deno")!;
+  // deno-lint-ignore no-explicit-any
+  const kv = {} as any;
+  delete (globalThis as { Deno?: unknown }).Deno;
+  try {
+    throws(() => createKvTokenStore(kv), TypeError);
+  } finally {
+    Object.defineProperty(globalThis, "Deno", deno);
+  }
+});
+
+Deno.test("stores fail closed: a KV record or lease of a foreign shape counts as absent and is replaced", async () => {
+  await using api = await startFakePartnerApi();
+  using kv = await Deno.openKv(":memory:");
+  const key = await keyOf(api);
+  await kv.set(["partner-api", "token", key, "record"], "not a record");
+  await kv.set(["partner-api", "token", key, "lease"], ["not", "a lease"]);
+  const provider = () =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      store: createKvTokenStore(kv, { maxWait: 60_000 }),
+    });
+  const token = await provider().getToken();
+  ok(api.isValidToken(token.accessToken));
+  equal((await provider().getToken()).accessToken, token.accessToken);
+  equal(api.tokenRequests, 1, "replaced at once, then shared");
+});

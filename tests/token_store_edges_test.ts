@@ -1,0 +1,295 @@
+// Edges of the token core with a store, flights that never settle, and the
+// token's own value (moved from token_edges_test.ts, which had grown past
+// 400 lines). Time is driven, never waited for.
+
+import { equal, notEqual, ok, rejects } from "node:assert/strict";
+import { TokenRequestError } from "../src/core/errors.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
+import {
+  type CoordinateOptions,
+  createMemoryTokenStore,
+  type TokenRecord,
+  type TokenStore,
+} from "../src/store/mod.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { inProcessFake } from "./_fast_setup.ts";
+
+const HOUR = 3_600_000;
+
+Deno.test("a store never gives a token to a provider with another secret", async () => {
+  await using api = await startFakePartnerApi();
+  const store = createMemoryTokenStore();
+  const right = {
+    ...api.environment,
+    ...api.credentials,
+    store,
+    retry: false as const,
+  };
+  await createTokenProvider(right).getToken();
+  const wrong = createTokenProvider({
+    ...right,
+    clientSecret: "not-the-secret",
+  });
+  await rejects(wrong.getToken(), (error: unknown) => {
+    ok(error instanceof TokenRequestError);
+    equal(error.status, 401);
+    return true;
+  });
+  equal(api.tokenRequests, 2, "the wrong secret had to ask, and was refused");
+});
+
+Deno.test("a quota snapshot read from a store keeps the time it was reported", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({ now: clock });
+  const store = createMemoryTokenStore();
+  const options = { ...api.environment, ...api.credentials, store, now: clock };
+  const first = createTokenProvider(options);
+  await first.getToken();
+  const reportedAt = first.quota?.observedAt;
+  equal(reportedAt, clock());
+  clock.advance(HOUR / 2);
+  const later = createTokenProvider(options);
+  await later.getToken();
+  equal(later.quota?.observedAt, reportedAt);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("the store is read once per flight, not on every call during a failed refresh", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({
+    now: clock,
+    tokenLifetime: 3_600_000,
+  });
+  const memory = createMemoryTokenStore();
+  let reads = 0;
+  const store: TokenStore = {
+    ...memory,
+    get: (key) => (reads++, memory.get(key)),
+  };
+  const background: Promise<unknown>[] = [];
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+    now: clock,
+    retry: false,
+    waitUntil: (promise) => background.push(promise),
+  });
+  const token = await provider.getToken();
+  equal(reads, 1, "the cold start reads once");
+  clock.set(token.expiresAt - 60_000);
+  api.injectTokenFaults({ kind: "status", status: 503 });
+  equal(await provider.getToken(), token);
+  equal(background.length, 1, "the background refresh went to waitUntil");
+  await Promise.all(background);
+  equal(api.tokenRequests, 2);
+  for (let i = 0; i < 50; i++) equal(await provider.getToken(), token);
+  equal(reads, 2, "one read for the refresh flight, none in the cooldown");
+  equal(background.length, 1, "no refresh during the cooldown");
+});
+
+Deno.test("invalidate() keeps a fresh token another process stored meanwhile", async () => {
+  await using api = await startFakePartnerApi();
+  const memory = createMemoryTokenStore();
+  let key = "";
+  let race: (() => Promise<void>) | undefined;
+  const raceOnce = async () => {
+    const run = race;
+    race = undefined;
+    await run?.();
+  };
+  // Another process stores its token at the first store access of invalidate.
+  const store: TokenStore = {
+    ...memory,
+    set: (k, record) => (key = k, memory.set(k, record)),
+    get: async (k) => {
+      const record = await memory.get(k);
+      await raceOnce();
+      return record;
+    },
+    update: async (k, change) => {
+      await raceOnce();
+      return await memory.update!(k, change);
+    },
+  };
+  const a = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+  });
+  const stale = await a.getToken();
+  const fresh = await requestToken({ ...api.environment, ...api.credentials });
+  race = () => memory.set(key, { token: fresh });
+  await a.invalidate(stale.accessToken);
+  equal((await memory.get(key))?.token?.accessToken, fresh.accessToken);
+  equal((await a.getToken()).accessToken, fresh.accessToken);
+  equal(api.tokenRequests, 2, "the fresh token is used, not a third");
+});
+
+/** A store whose coordination hangs for good the first `hangs` times, like work a runtime dropped. */
+function hangingStore(hangs: number): TokenStore & { calls: number } {
+  const store = {
+    ...createMemoryTokenStore(),
+    calls: 0,
+    coordinate(_key: string, { request }: CoordinateOptions) {
+      return store.calls++ < hangs
+        ? new Promise<TokenRecord>(() => {})
+        : request();
+    },
+  };
+  return store;
+}
+
+Deno.test("a flight that never settles is given up on once its timeouts and retries are spent", async () => {
+  await withFakeTimers(async (timers) => {
+    // In process: no socket beside the fake timers.
+    using api = inProcessFake();
+    const store = hangingStore(1);
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      store,
+      retry: false,
+      timeout: 1_000,
+    });
+    const waiting = Promise.allSettled([
+      provider.getToken(),
+      provider.getToken(),
+    ]);
+    // A coordinating store may first wait for another process's attempt of
+    // 1 s, then make its own, plus a minute of slack.
+    await timers.tickAsync(62_000);
+    for (const result of await waiting) {
+      equal(result.status, "rejected");
+      const error = (result as PromiseRejectedResult).reason;
+      ok(error instanceof TokenRequestError);
+      equal(error.reason, "timeout");
+    }
+    ok(api.service.isValidToken((await provider.getToken()).accessToken));
+    equal(store.calls, 2);
+    equal(api.service.tokenRequests, 1);
+  });
+});
+
+Deno.test("a caller after a flight's deadline starts a new flight at once instead of joining", async () => {
+  await withFakeTimers(async (timers) => {
+    using api = inProcessFake();
+    const clock = manualClock();
+    const store = hangingStore(1);
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      store,
+      now: clock,
+      retry: false,
+      timeout: 1_000,
+    });
+    const trapped = provider.getToken().catch((error) => error);
+    clock.advance(62_000); // by the provider's clock the flight is overdue
+    const token = await provider.getToken();
+    ok(api.service.isValidToken(token.accessToken));
+    equal(store.calls, 2);
+    await timers.tickAsync(62_000); // let the first caller's watchdog end it
+    ok((await trapped) instanceof TokenRequestError);
+  });
+});
+
+Deno.test("waitUntil receives each background refresh, and a throwing one changes nothing", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({
+    now: clock,
+    tokenLifetime: 600_000,
+  });
+  const handed: Promise<unknown>[] = [];
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    now: clock,
+    waitUntil: (promise) => {
+      handed.push(promise);
+      throw new Error("this runtime refuses");
+    },
+  });
+  const first = await provider.getToken();
+  equal(handed.length, 0, "a cold start is awaited by its caller");
+  clock.set(first.expiresAt - 30_000);
+  equal(await provider.getToken(), first, "the old token while refreshing");
+  equal(handed.length, 1);
+  await handed[0];
+  notEqual((await provider.getToken()).accessToken, first.accessToken);
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("a store that serializes records with JSON.stringify keeps a usable token", async () => {
+  await using api = await startFakePartnerApi();
+  const texts = new Map<string, string>();
+  const store: TokenStore = {
+    get: (key) =>
+      Promise.resolve(texts.has(key) ? JSON.parse(texts.get(key)!) : undefined),
+    set: (key, record) =>
+      Promise.resolve(void texts.set(key, JSON.stringify(record))),
+  };
+  const options = { ...api.environment, ...api.credentials, store };
+  const first = await createTokenProvider(options).getToken();
+  const again = await createTokenProvider(options).getToken();
+  equal(again.accessToken, first.accessToken);
+  equal(api.tokenRequests, 1);
+  equal(
+    JSON.stringify(again).includes(again.accessToken),
+    false,
+    "still redacted when handed out",
+  );
+  // A store written by a version that kept the placeholder holds no token.
+  const [key] = texts.keys();
+  texts.set(
+    key!,
+    JSON.stringify({ token: { ...JSON.parse(JSON.stringify(first)) } }),
+  );
+  ok(
+    api.isValidToken(
+      (await createTokenProvider(options).getToken()).accessToken,
+    ),
+  );
+  equal(api.tokenRequests, 2);
+});
+
+Deno.test("a refusal that reports the quota carries it on the error, and the provider keeps it", async () => {
+  await using api = await startFakePartnerApi();
+  api.injectTokenFaults({
+    kind: "status",
+    status: 401,
+    headers: { "Idp-Client-Quota-Limit": "b=per_hour;q=10;r=3;t=60" },
+  });
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    retry: false,
+  });
+  await rejects(provider.getToken(), (error: unknown) => {
+    ok(error instanceof TokenRequestError);
+    equal(error.quota?.[0]?.remaining, 3);
+    return true;
+  });
+  equal(provider.quota?.buckets[0]?.remaining, 3);
+});
+
+Deno.test("a token is built once: building it again gives the same object", async () => {
+  const { issuedToken } = await import("../src/token/_value.ts");
+  const token = issuedToken({
+    accessToken: "abc",
+    tokenType: "Bearer",
+    expiresIn: 60,
+    expiresAt: 1,
+    quota: [],
+  });
+  equal(issuedToken(token), token);
+  await using api = await startFakePartnerApi();
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+  });
+  equal(await provider.getToken(), await provider.getToken());
+});
