@@ -16,32 +16,27 @@ export function repeatedFailure(
   original: TokenRequestError | undefined,
   endpoint: HintSource,
 ): TokenRequestError {
-  const { reason, status, code } = original ?? failure;
-  const hint = original === undefined
-    ? tokenHint(endpoint, failure)
-    : original.hint;
-  const fields = {
-    reason,
-    ...(status === undefined ? {} : { status }),
-    ...(code === undefined ? {} : { code }),
-    ...(hint === undefined ? {} : { hint }),
-  };
+  // Its own fields (name and reason included, which the class sets anyway)
+  // and its cause; not its response, which stays with the first caller.
   if (original !== undefined) {
     return new TokenRequestError(original.message, {
-      ...fields,
-      ...(original.description === undefined
-        ? {}
-        : { description: original.description }),
-      ...(original.quota === undefined ? {} : { quota: original.quota }),
-      ...(original.cause === undefined ? {} : { cause: original.cause }),
+      ...original,
+      cause: original.cause,
     });
   }
+  const { reason, status, code } = failure;
+  const hint = tokenHint(endpoint, failure);
   const answer = status === undefined ? reason : `${reason}, status ${status}`;
   return new TokenRequestError(
     `Cannot get token: a token request of this client failed (${answer}); none is sent before ${
       new Date(failure.until).toISOString()
     }${hint === undefined ? "" : `: ${hint}`}`,
-    fields,
+    {
+      reason,
+      ...(status === undefined ? {} : { status }),
+      ...(code === undefined ? {} : { code }),
+      ...(hint === undefined ? {} : { hint }),
+    },
   );
 }
 
