@@ -35,7 +35,7 @@ import {
 import { issuedToken, quotaSnapshot, storableToken } from "./_value.ts";
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
-import { StoreAccess, type TokenRequest } from "../store/token_access.ts";
+import type { StoreAccess, TokenRequest } from "../store/token_access.ts";
 import type { ProviderConfig } from "./_options.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 
@@ -68,9 +68,10 @@ export class CachingTokenProvider implements TokenProvider {
   /** The clock for getToken's first decision: read once per turn. */
   readonly #turnNow: () => number;
 
-  constructor(config: ProviderConfig) {
+  /** `store` is the way to the configured store (or to none), given by the caller. */
+  constructor(config: ProviderConfig, store: StoreAccess) {
     this.#config = config;
-    this.#store = new StoreAccess(config.store, config.endpoint);
+    this.#store = store;
     this.#turnNow = turnClock(config.endpoint.now);
     this.#now = config.endpoint.now;
     const { backoff, endpoint } = config;

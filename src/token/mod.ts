@@ -23,6 +23,7 @@ import { requestWithRetries, type TokenSending } from "./_attempts.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
 import { providerConfig } from "./_options.ts";
 import { CachingTokenProvider } from "./_provider.ts";
+import { StoreAccess } from "../store/token_access.ts";
 import type { IssuedToken } from "../core/token_values.ts";
 import type {
   TokenProvider,
@@ -135,7 +136,14 @@ const ONE_ATTEMPT: TokenSending = {
 export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
-  return new CachingTokenProvider(providerConfig(options));
+  const config = providerConfig(options);
+  // The provider reaches its store only through this: a plain TokenStore
+  // (get and set) is part of the contract, so the access that keys, checks
+  // and coordinates records comes with every provider.
+  return new CachingTokenProvider(
+    config,
+    new StoreAccess(config.store, config.endpoint),
+  );
 }
 
 // Types this entry's signatures name, defined and documented in their own
