@@ -1,9 +1,10 @@
 // The token and quota values the token provider hands out and the stores
-// keep: here, beside the quota types, so that the stores need nothing of the
-// token provider (the provider needs the stores). Not an entry: ./token and
-// ./store re-export them.
+// keep, and the check of a token's shape that both apply: here, beside the
+// quota types, so that the stores need nothing of the token provider (the
+// provider needs the stores). Not an entry: ./token and ./store re-export
+// the types.
 
-import type { QuotaBucket } from "./quota.ts";
+import type { QuotaBucket } from "./quota_types.ts";
 
 /**
  * A token as issued: a frozen object. When inspected (`console.log`,
