@@ -192,7 +192,6 @@ export function clientConfig(
       tokenProvider,
       fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
         ((input, init) => fetch(input, init)),
-      ownFetch: options.fetch === undefined,
       retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
       deadlines: new SharedDeadlines(timeout, now),
       renewAfterUnauthorized: renewalOf(tokenProvider, now),

@@ -11,8 +11,6 @@ import type { RetryPolicy } from "./_policy.ts";
 export interface SendContext {
   readonly tokenProvider: TokenProvider;
   readonly fetch: typeof fetch;
-  /** Whether `fetch` is the runtime's own, which stops when its signal aborts. */
-  readonly ownFetch: boolean;
   readonly retry: RetryPolicy;
   /** Time limits of attempts. */
   readonly deadlines: AttemptLimits;

@@ -1,16 +1,9 @@
 // Internal: what the client does after each API attempt, as pure functions.
 
-import { type Backoff, backoffDelay } from "../core/_retry.ts";
+import { type Backoff, isRetryStatus, retryDelay } from "../core/_retry.ts";
 
 /** Methods that may be sent twice: the same effect either way. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
-/** Answers worth another attempt of an idempotent request. */
-const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
-
-/** Whether an answer with `status` may be worth another attempt (then its `Retry-After` is read). */
-export function mayRetry(status: number): boolean {
-  return RETRY_STATUSES.has(status);
-}
 
 /** What one attempt came to. */
 export type Attempted =
@@ -91,26 +84,25 @@ export interface RetryPolicy {
 /**
  * How long to wait before retrying, or `undefined` to stop: idempotent,
  * replayable requests are retried after no answer (a network error or a
- * timeout) and after 408, 429, 500, 502, 503 and 504, honouring
- * `Retry-After` up to `maxRetryAfter`, with exponential backoff and jitter
- * otherwise.
+ * timeout) and after the statuses of `isRetryStatus` (408, 429, 500, 502,
+ * 503, 504), by the module's one rule, `retryDelay`: `Retry-After` up to
+ * `maxRetryAfter`, else exponential backoff and jitter.
  */
 export function retryWait(
   attempted: Attempted,
   context: RetryContext,
   policy: RetryPolicy,
 ): number | undefined {
-  if (
-    !IDEMPOTENT.has(context.method) || !context.replayable ||
-    context.retries >= policy.backoff.retries
-  ) return undefined;
-  const backoff = () =>
-    backoffDelay(policy.backoff, context.retries, policy.random);
-  if (attempted.kind === "no answer") return backoff();
-  if (!RETRY_STATUSES.has(attempted.status)) return undefined;
-  const asked = attempted.retryAfter;
-  if (asked === undefined) return backoff();
-  return asked <= policy.backoff.maxRetryAfter ? asked : undefined;
+  if (!IDEMPOTENT.has(context.method) || !context.replayable) return undefined;
+  if (attempted.kind === "answer" && !isRetryStatus(attempted.status)) {
+    return undefined;
+  }
+  return retryDelay(
+    policy.backoff,
+    context.retries,
+    policy.random,
+    attempted.kind === "answer" ? attempted.retryAfter : undefined,
+  );
 }
 
 /**

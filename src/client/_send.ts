@@ -5,10 +5,16 @@
 // the same base. The decisions are `nextStep` in _policy.ts.
 
 import { ApiError } from "../core/errors.ts";
-import { retryAfterMs } from "../core/_retry.ts";
-import { type Deadline, raceAbort } from "../core/_abort.ts";
-import type { Next } from "../core/_attempt_loop.ts";
-import { sendAttempts } from "../core/_attempt_loop.ts";
+import type { ApiRequestEvent } from "../core/events.ts";
+import { isRetryStatus, retryAfterMs } from "../core/_retry.ts";
+import type { Deadline } from "../core/_abort.ts";
+import {
+  type AttemptLimits,
+  type AttemptPlan,
+  type Next,
+  retryEvent,
+  sendAttempts,
+} from "../core/_attempt_loop.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import { describeCause } from "../core/_cause.ts";
@@ -18,9 +24,7 @@ import type { Exchange, SendContext } from "./_exchange.ts";
 import {
   type Attempted,
   isReplayable,
-  mayRetry,
   nextStep,
-  type Progress,
   type Step,
 } from "./_policy.ts";
 
@@ -37,148 +41,168 @@ export function sendExchange<T>(
   context: SendContext,
   exchange: Exchange<T>,
 ): Promise<T> {
-  const request = requestOf(context, exchange);
-  return sendAttempts<Response | undefined, T>({
-    signal: request.signal,
-    limits: context.deadlines,
-    listener: context.onEvent,
-    now: context.now,
-    before: () => prepare(request),
-    attempt: (deadline) => attempt(request, deadline),
-    next: (response, deadline, attempts) =>
-      afterAttempt(request, response, deadline, attempts),
-    heard: (response, attempt, durationMs, deadline) => ({
+  return sendAttempts(new ApiRequest(context, exchange));
+}
+
+/**
+ * One request under way: the plan the attempt loop carries out, with what
+ * it is sent through and for. Local to its call; its methods are the
+ * loop's steps (one object per call, no closures).
+ */
+class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
+  readonly signal: AbortSignal | undefined;
+  readonly limits: AttemptLimits;
+  readonly listener: SendContext["onEvent"];
+  readonly now: () => number;
+  readonly context: SendContext;
+  readonly exchange: Exchange<T>;
+  readonly method: string;
+  readonly replayable: boolean;
+  retries = 0;
+  redirects = 0;
+  renewed = false;
+  /** Where the next attempt goes (redirects move it). */
+  target: URL;
+  /** The token of the current attempt. */
+  accessToken = "";
+  /** The current attempt's slot in the rate window. */
+  ticket: number | undefined = undefined;
+  /** Why the last attempt got no answer. */
+  failure: unknown = undefined;
+
+  constructor(context: SendContext, exchange: Exchange<T>) {
+    const { init } = exchange;
+    this.signal = init.signal ?? undefined;
+    this.limits = context.deadlines;
+    this.listener = context.onEvent;
+    this.now = context.now;
+    this.context = context;
+    this.exchange = exchange;
+    this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
+    this.replayable = isReplayable(init.body);
+    this.target = exchange.url;
+  }
+
+  /**
+   * Before each attempt, outside its time limit: the token before the slot
+   * (a call that fails without one sends nothing, and must not hold a slot
+   * of the window for an interval), then a slot in the rate window
+   * (waiting for the window is not failing).
+   */
+  async before(): Promise<void> {
+    const { signal, context } = this;
+    ({ accessToken: this.accessToken } = await context.tokenProvider
+      .getToken(signal === undefined ? NO_OPTIONS : { signal }));
+    const slot = context.rateLimiter?.take(signal);
+    this.ticket = typeof slot === "object"
+      ? await waitFor(context, slot)
+      : slot;
+  }
+
+  /**
+   * One attempt with the bearer token, under `deadline`: the answer, or
+   * `undefined` (and `failure`) when none came. A `fetch` of the caller's
+   * might not stop at its signal, and must not hold an attempt past its
+   * time limit: the answer is raced against it (a late one cancelled).
+   */
+  async attempt(deadline: Deadline): Promise<Response | undefined> {
+    try {
+      const { init } = this.exchange;
+      return await deadline.race(
+        this.context.fetch(this.target.href, {
+          ...init,
+          headers: withBearer(init.headers, this.accessToken),
+          redirect: "manual",
+          signal: deadline.signal,
+        }),
+        discard,
+      );
+    } catch (error) {
+      this.signal?.throwIfAborted();
+      this.failure = error;
+      return undefined;
+    }
+  }
+
+  /**
+   * Decides with {@linkcode nextStep} and carries the step out: at once for
+   * an answer handed back as it is (the usual case), else after the awaits
+   * the step needs.
+   */
+  next(
+    response: Response | undefined,
+    deadline: Deadline,
+    attempts: number,
+  ): Next<T> | Promise<Next<T>> {
+    if (response === undefined) this.signal?.throwIfAborted();
+    // The service counts more than this limiter saw (other processes on the
+    // same address): no request before the window has room. A Retry-After
+    // is the retry's own wait.
+    else if (response.status === 429) this.context.rateLimiter?.refused();
+    const step = nextStep(attempted(this, response), this, this.context.retry);
+    if (step.do === "deliver") {
+      return deliver(this, response!, deadline, attempts);
+    }
+    return carryOut(this, response, deadline, attempts, step);
+  }
+
+  heard(
+    response: Response | undefined,
+    attempt: number,
+    durationMs: number,
+    deadline: Deadline,
+  ): ApiRequestEvent {
+    const target = this.target;
+    return {
       type: "api.request",
-      method: request.method,
-      base: exchange.kind,
-      path: request.target.pathname,
-      ...serverOf(request.target),
+      method: this.method,
+      base: this.exchange.kind,
+      path: target.pathname,
+      ...serverOf(target),
       status: response?.status ?? 0,
       ...(response === undefined
         ? { reason: deadline.timedOut ? "timeout" : "network" }
         : {}),
       attempt,
       durationMs,
-    }),
-    // The limit ends with the attempt: for fetch once the headers are in,
-    // for a list page once its body is read. The rate window counts the
-    // request from here: the service has it by now.
-    after: () => {
-      if (request.ticket !== undefined) {
-        context.rateLimiter!.answered(request.ticket);
-      }
-      request.ticket = undefined;
-    },
-  });
-}
+    };
+  }
 
-/**
- * One request under way, with what it is sent through and for: local to
- * its call, changed only by the steps below.
- */
-interface ApiRequest<T = unknown> extends Progress {
-  readonly context: SendContext;
-  readonly exchange: Exchange<T>;
-  readonly signal: AbortSignal | undefined;
-  retries: number;
-  redirects: number;
-  renewed: boolean;
-  /** Where the next attempt goes (redirects move it). */
-  target: URL;
-  /** The token of the current attempt. */
-  accessToken: string;
-  /** The current attempt's slot in the rate window. */
-  ticket: number | undefined;
-  /** Why the last attempt got no answer. */
-  failure: unknown;
-}
-
-function requestOf<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-): ApiRequest<T> {
-  return {
-    context,
-    exchange,
-    signal: exchange.init.signal ?? undefined,
-    method: (exchange.init.method ?? "GET").toUpperCase(),
-    replayable: isReplayable(exchange.init.body),
-    retries: 0,
-    redirects: 0,
-    renewed: false,
-    target: exchange.url,
-    accessToken: "",
-    ticket: undefined,
-    failure: undefined,
-  };
-}
-
-/**
- * Before each attempt, outside its time limit: the token before the slot
- * (a call that fails without one sends nothing, and must not hold a slot of
- * the window for an interval), then a slot in the rate window (waiting for
- * the window is not failing).
- */
-async function prepare(
-  request: ApiRequest,
-): Promise<void> {
-  const { signal } = request;
-  ({ accessToken: request.accessToken } = await request.context.tokenProvider
-    .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-  const slot = request.context.rateLimiter?.take(signal);
-  request.ticket = typeof slot === "object"
-    ? await waitFor(request.context, slot)
-    : slot;
-}
-
-/**
- * One attempt with the bearer token, under `deadline`: the answer, or
- * `undefined` (and `failure`) when none came.
- */
-async function attempt<T>(
-  request: ApiRequest<T>,
-  deadline: Deadline,
-): Promise<Response | undefined> {
-  try {
-    const { context, exchange } = request;
-    const sent = context.fetch(request.target.href, {
-      ...exchange.init,
-      headers: withBearer(exchange.init.headers, request.accessToken),
-      redirect: "manual",
-      signal: deadline.signal,
-    });
-    // The runtime's own fetch stops at its signal; a fetch of the caller's
-    // might not, and must not hold an attempt past its time limit.
-    return await (context.ownFetch
-      ? sent
-      : raceAbort(sent, deadline.signal, discard));
-  } catch (error) {
-    request.signal?.throwIfAborted();
-    request.failure = error;
-    return undefined;
+  /**
+   * The attempt is over: for fetch once the headers are in, for a list page
+   * once its body is read. The rate window counts the request from here:
+   * the service has it by now.
+   */
+  after(): void {
+    if (this.ticket !== undefined) {
+      this.context.rateLimiter!.answered(this.ticket);
+      this.ticket = undefined;
+    }
   }
 }
 
-/**
- * Decides with {@linkcode nextStep} and carries the step out: at once for
- * an answer handed back as it is (the usual case), else after the awaits
- * the step needs.
- */
-function afterAttempt<T>(
-  request: ApiRequest<T>,
+/** What the attempt came to, for {@linkcode nextStep}. */
+function attempted(
+  request: ApiRequest<unknown>,
   response: Response | undefined,
-  deadline: Deadline,
-  attempts: number,
-): Next<T> | Promise<Next<T>> {
-  const step = nextStep(
-    attempted(request, response),
-    request,
-    request.context.retry,
-  );
-  if (step.do === "deliver") {
-    return deliver(request, response!, deadline, attempts);
-  }
-  return carryOut(request, response, deadline, attempts, step);
+): Attempted {
+  if (response === undefined) return NO_ANSWER;
+  const status = response.status;
+  return {
+    kind: "answer",
+    status,
+    retryAfter: isRetryStatus(status)
+      ? retryAfterMs(response.headers, request.now())
+      : undefined,
+    redirect: status >= 300 && status < 400
+      ? followable(
+        response,
+        request.target,
+        request.exchange.base,
+        request.method,
+      )
+      : undefined,
+  };
 }
 
 /** Hands the answer back through `finish`, within the attempt's time limit. */
@@ -204,7 +228,7 @@ function deliver<T>(
       attempts,
     );
     if (!(done instanceof Promise)) return { do: "done", value: done };
-    return raceAbort(done, deadline.signal).then(
+    return deadline.race(done).then(
       (value): Next<T> => ({ do: "done", value }),
       bodyFailed,
     );
@@ -227,10 +251,7 @@ async function carryOut<T>(
   }
   // No answer is never delivered: after one, it is retry or fail.
   if (step.do !== "retry" && step.do !== "follow") {
-    return {
-      do: "fail",
-      error: noAnswer(request, deadline, attempts),
-    };
+    return { do: "fail", error: noAnswer(request, deadline, attempts) };
   }
   if (response !== undefined) await discard(response);
   if (step.do === "follow") {
@@ -239,60 +260,16 @@ async function carryOut<T>(
     return AGAIN;
   }
   request.retries++;
-  return retryStep(step.wait, response, deadline);
-}
-
-/** What the attempt came to, for {@linkcode nextStep}. */
-function attempted<T>(
-  request: ApiRequest<T>,
-  response: Response | undefined,
-): Attempted {
-  if (response === undefined) {
-    request.signal?.throwIfAborted();
-    return NO_ANSWER;
-  }
-  const status = response.status;
-  // The service counts more than this limiter saw (other processes on the
-  // same address): no request before the window has room. A Retry-After
-  // is the retry's own wait.
-  if (status === 429) request.context.rateLimiter?.refused();
-  return {
-    kind: "answer",
-    status,
-    retryAfter: mayRetry(status)
-      ? retryAfterMs(response.headers, request.context.now())
-      : undefined,
-    redirect: status >= 300 && status < 400
-      ? followable(
-        response,
-        request.target,
-        request.exchange.base,
-        request.method,
-      )
-      : undefined,
-  };
-}
-
-/** A retry after `wait` ms, and the event that tells of it. */
-function retryStep(
-  wait: number,
-  response: Response | undefined,
-  deadline: Deadline,
-): Next<never> {
   const status = response?.status ?? 0;
+  const reason = status !== 0
+    ? "status"
+    : deadline.timedOut
+    ? "timeout"
+    : "network";
   return {
     do: "again",
-    wait,
-    retry: {
-      type: "api.retry",
-      reason: status !== 0
-        ? "status"
-        : deadline.timedOut
-        ? "timeout"
-        : "network",
-      status,
-      delayMs: wait,
-    },
+    wait: step.wait,
+    retry: retryEvent("api.retry", reason, status, step.wait),
   };
 }
 
@@ -305,10 +282,7 @@ async function waitFor(
   if (listener === undefined) return await slot;
   const started = context.now();
   const ticket = await slot;
-  emit(listener, {
-    type: "rate.wait",
-    delayMs: context.now() - started,
-  });
+  emit(listener, { type: "rate.wait", delayMs: context.now() - started });
   return ticket;
 }
 
@@ -317,14 +291,14 @@ async function waitFor(
  * it may, the answer is cleaned up for the next attempt.
  */
 async function renew(
-  request: ApiRequest,
+  request: ApiRequest<unknown>,
   response: Response,
 ): Promise<boolean> {
   if (!await request.context.renewAfterUnauthorized(request.accessToken)) {
     return false;
   }
   request.renewed = true;
-  const listener = request.context.onEvent;
+  const listener = request.listener;
   if (listener !== undefined) {
     emit(listener, { type: "api.renewal", path: request.target.pathname });
   }
@@ -334,14 +308,14 @@ async function renew(
 
 /** The error for a request that got no answer after its retries. */
 function noAnswer(
-  request: ApiRequest,
+  request: ApiRequest<unknown>,
   deadline: Deadline,
   attempts: number,
 ): ApiError {
   const { timedOut } = deadline;
   const cause = timedOut
     ? new DOMException(
-      `no answer within ${request.context.deadlines.ms} ms`,
+      `no answer within ${request.limits.ms} ms`,
       "TimeoutError",
     )
     : request.failure;

@@ -152,6 +152,8 @@ class SlidingWindowLimiter implements RateLimiter {
     if (this.#queue.size === 0) this.#stop();
   });
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The clock's last reading (none yet: a time before any). */
+  #last = -Number.MAX_VALUE;
 
   constructor(limit: RateLimit, now: () => number) {
     this.limit = limit;
@@ -161,10 +163,7 @@ class SlidingWindowLimiter implements RateLimiter {
 
   take(signal?: AbortSignal): number | Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (
-      this.#queue.size === 0 &&
-      slotWait(this.#window, this.limit.interval, this.#now()) === 0
-    ) {
+    if (this.#queue.size === 0 && this.#free()) {
       return recordSend(this.#window, Infinity);
     }
     return new Promise<number>((resolve, reject) => {
@@ -173,15 +172,31 @@ class SlidingWindowLimiter implements RateLimiter {
     });
   }
 
+  /**
+   * Whether a slot is free now. The clock never goes back, so its last
+   * reading is a time it is at least: a slot free then is free now, and
+   * the clock is read only when that is not enough (a limit far away costs
+   * no reading per request).
+   */
+  #free(): boolean {
+    const { interval } = this.limit;
+    return slotWait(this.#window, interval, this.#last) === 0 ||
+      slotWait(this.#window, interval, this.#read()) === 0;
+  }
+
+  #read(): number {
+    return this.#last = this.#now();
+  }
+
   answered(ticket: number): void {
-    recordAnswer(this.#window, ticket, this.#now());
+    recordAnswer(this.#window, ticket, this.#read());
     if (this.#queue.size > 0) this.#schedule();
   }
 
   refused(): void {
     const window = this.#window;
     const { requests, interval } = this.limit;
-    const now = this.#now();
+    const now = this.#read();
     const oldest = window.times[window.head]!;
     // Full of answered requests: room when the oldest leaves. Else (room
     // left, or the oldest unanswered) one slot's share of the interval.
@@ -197,7 +212,7 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#stop();
     const { interval } = this.limit;
     while (this.#queue.size > 0) {
-      const wait = slotWait(this.#window, interval, this.#now());
+      const wait = slotWait(this.#window, interval, this.#read());
       // Infinity: the oldest awaits its answer, and answered() comes back.
       if (wait === Infinity) return;
       if (wait > 0) {

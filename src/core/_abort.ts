@@ -1,5 +1,5 @@
-// Internal: the one place that races work against an AbortSignal, and the
-// per-attempt deadline built on it.
+// Internal: the one place that races work against an AbortSignal, and what
+// an attempt's time limit is.
 
 /**
  * Settles like `promise`, or rejects with `signal.reason` as soon as
@@ -34,45 +34,22 @@ export function raceAbort<T>(
   });
 }
 
-/** A signal that aborts with a `TimeoutError` after `ms`, or with `outer`'s reason. */
+/**
+ * One attempt's time limit (see `SharedDeadlines` in _deadlines.ts): a
+ * signal that aborts with a `TimeoutError` when the limit passes, or with
+ * the caller's signal's reason.
+ */
 export interface Deadline {
   readonly signal: AbortSignal;
-  /** Whether the time ran out (as opposed to `outer` aborting). */
+  /** Whether the time ran out (as opposed to the caller's signal aborting). */
   readonly timedOut: boolean;
-  /** Stops the timer and stops following `outer`. */
+  /**
+   * {@linkcode raceAbort} against `signal`, one race at a time: settles
+   * like `work`, or rejects as soon as `signal` aborts.
+   */
+  race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T>;
+  /** Ends the limit: the attempt is over. */
   clear(): void;
-}
-
-/**
- * Starts a deadline of `ms` that also follows `outer`.
- *
- * Not the platform's timeout signal: its timer cannot be cleared when the
- * attempt ends early, and fake timers cannot drive it in tests. Not `using` either:
- * Node 20 cannot parse it, and the core runs there.
- */
-export function startDeadline(ms: number, outer?: AbortSignal): Deadline {
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(
-      new DOMException(`no answer within ${ms} ms`, "TimeoutError"),
-    );
-  }, ms);
-  unrefTimer(timer);
-  const follow = () => controller.abort(outer?.reason);
-  if (outer?.aborted) follow();
-  else outer?.addEventListener("abort", follow, { once: true });
-  return {
-    signal: controller.signal,
-    get timedOut() {
-      return timedOut;
-    },
-    clear() {
-      clearTimeout(timer);
-      outer?.removeEventListener("abort", follow);
-    },
-  };
 }
 
 /** Lets a timer run without keeping the process alive, where the runtime can. */

@@ -6,10 +6,16 @@
 // with a pure function of its own (the client's `nextStep`, the token
 // side's `nextTokenStep`).
 
-import type { EventListener, PartnerApiEvent } from "./events.ts";
+import type {
+  ApiRetryEvent,
+  EventListener,
+  PartnerApiEvent,
+  TokenRetryEvent,
+} from "./events.ts";
 import { emit } from "./_emit.ts";
 import { delay } from "./_retry.ts";
-import { type Deadline, startDeadline } from "./_abort.ts";
+import type { Deadline } from "./_abort.ts";
+import { SharedDeadlines } from "./_deadlines.ts";
 
 /** Where attempts get their time limits. */
 export interface AttemptLimits {
@@ -106,10 +112,27 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
 }
 
 /**
- * Time limits of one timer each: for requests that are few (token
- * requests). Not the platform's timeout signal: its timer cannot be cleared
- * when the attempt ends early, and fake timers cannot drive it.
+ * Time limits of exactly `ms` for requests that are few (token requests):
+ * the module's one kind, {@linkcode SharedDeadlines}, each attempt in a
+ * window of its own. Not the platform's timeout signal: its timer cannot
+ * be cleared when the attempt ends early, and fake timers cannot drive it.
  */
 export function attemptLimits(ms: number): AttemptLimits {
-  return { ms, start: (outer) => startDeadline(ms, outer) };
+  return new SharedDeadlines(ms, Date.now, 0);
+}
+
+/**
+ * The one builder of retry events, for both sides: what went wrong (no
+ * answer, or an answer to retry with its `status`; 0 when none came) and
+ * the wait before the next attempt.
+ */
+export function retryEvent<K extends "api.retry" | "token.retry">(
+  type: K,
+  reason: "network" | "timeout" | "status",
+  status: number,
+  delayMs: number,
+): (ApiRetryEvent | TokenRetryEvent) & { readonly type: K } {
+  return { type, reason, status, delayMs } as
+    & (ApiRetryEvent | TokenRetryEvent)
+    & { readonly type: K };
 }

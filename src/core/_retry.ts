@@ -69,6 +69,39 @@ export function backoffFrom(
 }
 
 /**
+ * Answers worth another attempt, on both sides: the server could not answer
+ * for now (408, 500, 502, 503, 504), or its rate window was full (429).
+ * Other statuses say something a retry cannot change. The token side never
+ * meets a 429 here: from the token endpoint it is the quota (DESIGN, "Token":
+ * no token request until the bucket resets), a `QuotaExceededError`, not a
+ * status to retry.
+ */
+const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+
+/** Whether an answer with `status` is worth another attempt. */
+export function isRetryStatus(status: number): boolean {
+  return RETRY_STATUSES.has(status);
+}
+
+/**
+ * The one retry rule of both sides, for a failure worth another attempt:
+ * `undefined` when no retry is left (`retries` made so far) or the server
+ * asked for a longer wait than `maxRetryAfter` (the answer is then final:
+ * the client hands it back, the provider fails with it); else the
+ * `Retry-After` asked for, or a backoff with jitter.
+ */
+export function retryDelay(
+  backoff: Backoff,
+  retries: number,
+  random: () => number,
+  retryAfter: number | undefined,
+): number | undefined {
+  if (retries >= backoff.retries) return undefined;
+  if (retryAfter === undefined) return backoffDelay(backoff, retries, random);
+  return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
+}
+
+/**
  * The wait before retry number `attempt` (0-based): exponential, with jitter
  * between half and all of it so that a fleet does not retry in step.
  */
