@@ -6,6 +6,7 @@
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
+import { optionError } from "../core/_check.ts";
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { type PageConfig, pageConfig } from "./_page_config.ts";
 import { flatten, type Walked, walkPages } from "./_walk.ts";
@@ -16,6 +17,7 @@ import { resolveUnder } from "./_path.ts";
 import type { SendContext } from "./_exchange.ts";
 import { sendExchange } from "./_send.ts";
 
+const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;
 /** The largest page body read; a larger one is refused without reading the rest. */
 export const MAX_PAGE_BODY = 32 * 1024 * 1024;
@@ -42,10 +44,16 @@ function walkUnder<T>(
   options: ListOptions<T>,
 ): Walk<T> {
   const { items: pick, query, ...pageOptions } = options;
-  const url = resolveUnder(base, path, "Cannot list");
+  const url = resolveUnder(base, path, CONTEXT);
   const extra = checkQuery(query);
   if (pick !== undefined && typeof pick !== "function") {
-    throw new TypeError("Cannot list: 'items' must be a function");
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "items",
+      "must be a function",
+      typeof pick,
+    );
   }
   const config = pageConfig(pageOptions);
   const addressOf = pageAddresses(url, extra);
@@ -211,7 +219,7 @@ async function listPage<T>(
       headers: { accept: "application/json" },
       ...(signal === undefined ? {} : { signal }),
     },
-    context: "Cannot list",
+    context: CONTEXT,
     finish: async (response, accessToken, attempts) => {
       const page: Answered = { url, response, accessToken, attempts };
       const text = await readBounded(response, MAX_PAGE_BODY);
@@ -310,17 +318,30 @@ function answered(page: Answered, text: string, problem: string): ApiError {
 function checkQuery(query: unknown): Record<string, string> {
   if (query === undefined) return {};
   if (typeof query !== "object" || query === null) {
-    throw new TypeError("Cannot list: 'query' must be an object of strings");
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "query",
+      "must be an object of strings",
+      String(query),
+    );
   }
   for (const [name, value] of Object.entries(query)) {
     if (typeof value !== "string") {
-      throw new TypeError(
-        `Cannot list: query parameter '${name}' must be a string: received ${typeof value}`,
+      throw optionError(
+        TypeError,
+        CONTEXT,
+        `query.${name}`,
+        "must be a string",
+        typeof value,
       );
     }
     if (PAGE_PARAMETERS.includes(name)) {
-      throw new TypeError(
-        `Cannot list: give '${name}' as an option of its own, not in 'query'`,
+      throw optionError(
+        TypeError,
+        CONTEXT,
+        `query.${name}`,
+        `must be given as the option '${name}', not in 'query'`,
       );
     }
   }

@@ -2,7 +2,7 @@
 // requested.
 
 import { checkNumber, optionError } from "../core/_check.ts";
-import type { PaginateOptions, SortDirection } from "./_page_types.ts";
+import type { PaginateOptions, SortDirection } from "./page_types.ts";
 
 const CONTEXT = "Cannot paginate";
 

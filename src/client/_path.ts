@@ -2,6 +2,7 @@
 // client sends a token to, redirects included, passes through here.
 
 import { displayUrl } from "../core/_url.ts";
+import { optionError } from "../core/_check.ts";
 
 /**
  * Path forms a server may read as a path outside the base, though the URL
@@ -36,26 +37,25 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    throw Object.assign(
-      new TypeError(
-        `${context}: ${
-          displayUrl(url)
-        } is outside ${base.href}; the token is only sent under it`,
-      ),
-      { option: "path", rule: "must stay under the base" },
+    throw optionError(
+      TypeError,
+      context,
+      "path",
+      "must stay under the base",
+      `${
+        displayUrl(url)
+      }, outside ${base.href}; the token is only sent under it`,
     );
   }
   if (isRiskyPath(url.pathname)) {
-    throw Object.assign(
-      new TypeError(
-        `${context}: ${
-          displayUrl(url)
-        } holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), an overlong UTF-8 escape (%C0%AE), a ';', a backslash, or a character that reads as '.', '/' or '\\', which a server may take for a path outside ${base.href}; the token is only sent under it`,
-      ),
-      {
-        option: "path",
-        rule: "must not hold a form a server may read as outside the base",
-      },
+    throw optionError(
+      TypeError,
+      context,
+      "path",
+      "must not hold a form a server may read as outside the base",
+      `${
+        displayUrl(url)
+      }, which holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), an overlong UTF-8 escape (%C0%AE), a ';', a backslash, or a character that reads as '.', '/' or '\\', outside ${base.href} to some servers; the token is only sent under it`,
     );
   }
   return url;
@@ -150,8 +150,12 @@ export function followable(
 function parsePath(base: URL, path: string | URL, context: string): URL {
   if (path instanceof URL) return new URL(path.href);
   if (typeof path !== "string") {
-    throw new TypeError(
-      `${context}: 'path' must be a string or URL: received ${typeof path}`,
+    throw optionError(
+      TypeError,
+      context,
+      "path",
+      "must be a string or URL",
+      typeof path,
     );
   }
   return /^[a-z][a-z\d+.-]*:/i.test(path)

@@ -6,7 +6,7 @@
 
 import { raceAbort } from "../core/_abort.ts";
 import type { PageConfig } from "./_page_config.ts";
-import type { PageRequest } from "./_page_types.ts";
+import type { PageRequest } from "./page_types.ts";
 
 const CONTEXT = "Cannot paginate";
 

@@ -31,10 +31,11 @@ import type { TokenProvider } from "../token/mod.ts";
 import { PathCache } from "./_path.ts";
 import { listUnder, pagesUnder } from "./_list.ts";
 import type { ListOptions, Page } from "./pages.ts";
-import { clientConfig, type ClientOptions } from "./_config.ts";
+import { clientConfig } from "./_config.ts";
+import type { ClientOptions } from "./options.ts";
 import { sendExchange } from "./_send.ts";
 
-export type { ClientOptions, ProviderSettings } from "./_config.ts";
+export type { ClientOptions, ProviderSettings } from "./options.ts";
 
 export {
   createRateLimiter,

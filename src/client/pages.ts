@@ -1,7 +1,7 @@
 // The public types of a client's lists: the options of `list` and `pages`,
 // and the pages `pages` yields. Re-exported by the client's entry.
 
-import type { PaginateOptions } from "./_page_types.ts";
+import type { PaginateOptions } from "./page_types.ts";
 
 /**
  * Options of `PartnerClient.list` and `PartnerClient.pages`.

@@ -29,14 +29,14 @@ import type {
   CollectOptions,
   PageRequest,
   PaginateOptions,
-} from "./_page_types.ts";
+} from "./page_types.ts";
 
 export type {
   CollectOptions,
   PageRequest,
   PaginateOptions,
   SortDirection,
-} from "./_page_types.ts";
+} from "./page_types.ts";
 
 const CONTEXT = "Cannot paginate";
 

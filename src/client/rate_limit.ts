@@ -8,10 +8,9 @@ import {
   optionError,
   requireFunction,
 } from "../core/_check.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
   emptyWindow,
-  type RateLimit,
-  type RateLimiter,
   recordAnswer,
   recordSend,
   slotWait,
@@ -85,7 +84,13 @@ const CONTEXT = "Cannot create rate limiter";
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   if (typeof options !== "object" || options === null) {
-    throw new TypeError(`${CONTEXT}: expected an options object`);
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "options",
+      "must be an object",
+      String(options),
+    );
   }
   const limit = Object.freeze({
     requests: requestCount(options.requests),

@@ -1,76 +1,9 @@
-// Internal: what a rate limiter is (the contract the client paces by, which
-// the fleet limiters of src/store keep too) and the sliding window's pure
-// arithmetic. Re-exported with its docs from "./client".
+// Internal: the sliding window's pure arithmetic, for the client's limiter
+// and the fleet limiters of src/store.
 
-/**
- * A rate limit: at most `requests` in any sliding window of `interval` ms.
- *
- * @example The service's published limit
- * ```ts
- * import { createRateLimiter, type RateLimit } from "@partner-api/client/client";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * const published: RateLimit = { requests: 900, interval: 300_000 };
- * deepStrictEqual(createRateLimiter(published).limit, published);
- * ```
- */
-export interface RateLimit {
-  /** Requests allowed in any window. */
-  readonly requests: number;
-  /** The window's length, in ms. */
-  readonly interval: number;
-}
-
-/**
- * Paces requests; one limiter can be shared by several clients of a
- * process, which then share the limit.
- *
- * @example Two clients sharing one limit
- * ```ts
- * import { createClient, createRateLimiter } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { rejects } from "node:assert/strict";
- *
- * await using api = await startFakePartnerApi();
- * const rateLimit = createRateLimiter({ requests: 2, interval: 60_000 });
- * const a = createClient({ environment: api.environment, ...api.credentials, rateLimit });
- * const b = createClient({ environment: api.environment, ...api.credentials, rateLimit });
- * await (await a.fetch("organizations")).body?.cancel();
- * await (await b.fetch("organizations")).body?.cancel();
- * const third = new AbortController();
- * const waiting = rateLimit.take(third.signal); // the shared window is full: it waits
- * third.abort();
- * await rejects(Promise.resolve(waiting), { name: "AbortError" });
- * ```
- */
-export interface RateLimiter {
-  /** The limit it keeps. */
-  readonly limit: RateLimit;
-  /**
-   * Takes a slot for one request: its ticket (a number) when a slot is free
-   * now, else a promise of it that resolves when the caller's turn comes
-   * (callers go in the order they came), or rejects with the signal's
-   * reason when it aborts first. Hand the ticket to
-   * {@linkcode RateLimiter.answered} once the request is answered or failed.
-   */
-  take(signal?: AbortSignal): number | Promise<number>;
-  /**
-   * Tells the limiter the request of `ticket` was answered (or failed, or
-   * was never sent). The service counts a request when it arrives, which
-   * may be any time until the answer: so a slot counts from the answer,
-   * and is not free again before an interval after it. Until then the
-   * slot stays taken: a ticket never answered keeps its slot.
-   */
-  answered(ticket: number): void;
-  /**
-   * Tells the limiter the service refused a request for its rate (a 429):
-   * others on the same address count too, so the window is taken as full.
-   * The next slot is when the oldest send leaves a full window, or one
-   * slot's share of the interval (`interval / requests`) from now when this
-   * limiter has sent less; never before a slot is free anyway.
-   */
-  refused(): void;
-}
+// The contract they keep lives in rate_limiter.ts; named here too for the
+// store's files, which import it from this module.
+export type { RateLimit, RateLimiter } from "./rate_limiter.ts";
 
 /**
  * The requests of the last window: a ring of the latest `requests` times,

@@ -128,7 +128,13 @@ function baseUrl(value: string | URL, field: string): URL {
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {
   if (typeof init !== "object" || init === null) {
-    throw new TypeError(`${CONTEXT}: expected an object: received ${init}`);
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "init",
+      "must be an object",
+      String(init),
+    );
   }
   const api = baseUrl(init.baseUrl, "baseUrl");
   if (!api.pathname.endsWith("/api/")) {

@@ -1,5 +1,5 @@
-// Internal: the paginator's public types, apart so that its entry and its
-// option checks can both name them.
+// The paginator's public types, apart so that its entry (paginate.ts) and
+// its option checks can both name them. Re-exported by "./paginate".
 
 /**
  * The two sort directions the service knows.
