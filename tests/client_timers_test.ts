@@ -1,0 +1,78 @@
+// What the client's time limits cost in timers (counted, never timed): calls
+// that follow one another share one timer, and none is left once they stop.
+// And the module's one retry rule, as the pure functions both sides decide by.
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { createClient } from "../src/client/mod.ts";
+import { isRetryStatus, retryDelay } from "../src/core/_retry.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { besideFake, inProcessFake } from "./_fast_setup.ts";
+
+Deno.test("client.fetch: 200 calls one after another against an in-memory fetch set one time-limit timer, and leave none once they stop", async () => {
+  using fake = inProcessFake();
+  const origin = besideFake(fake, () => new Response(null, { status: 204 }));
+  const client = createClient({
+    environment: origin.environment,
+    ...fake.credentials,
+    fetch: origin.fetch,
+    rateLimit: false,
+    now: () => Date.UTC(2026, 10, 25), // one window of attempts for them all
+  });
+  await client.tokenProvider.getToken();
+  await withFakeTimers(async (timers) => {
+    const platform = globalThis.setTimeout;
+    let set = 0;
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+      set++;
+      return platform(...args);
+    }) as typeof setTimeout;
+    try {
+      for (let call = 0; call < 200; call++) {
+        equal((await client.fetch("organizations")).status, 204);
+      }
+    } finally {
+      globalThis.setTimeout = platform;
+    }
+    equal(set, 1);
+    await timers.tickAsync(0); // the turn after the last call
+    equal(timers.countTimers(), 0);
+  });
+});
+
+Deno.test("retry rule: 408, 429, 500, 502, 503 and 504 are worth another attempt; no other status", () => {
+  const retried = [
+    200,
+    301,
+    400,
+    401,
+    403,
+    404,
+    408,
+    429,
+    500,
+    501,
+    502,
+    503,
+    504,
+    505,
+  ]
+    .filter(isRetryStatus);
+  deepStrictEqual(retried, [408, 429, 500, 502, 503, 504]);
+});
+
+Deno.test("retry rule: Retry-After up to maxRetryAfter, else none; a backoff with jitter without it; nothing once the retries are spent", () => {
+  const backoff = {
+    retries: 2,
+    initialDelay: 500,
+    maxDelay: 10_000,
+    maxRetryAfter: 30_000,
+  };
+  const half = () => 0;
+  equal(retryDelay(backoff, 0, half, 30_000), 30_000);
+  equal(retryDelay(backoff, 0, half, 30_001), undefined);
+  equal(retryDelay(backoff, 0, half, undefined), 250);
+  equal(retryDelay(backoff, 1, () => 0.999, undefined)! <= 1000, true);
+  ok(retryDelay(backoff, 1, half, undefined)! >= 500);
+  equal(retryDelay(backoff, 2, half, undefined), undefined);
+  equal(retryDelay(backoff, 2, half, 1), undefined);
+});
