@@ -1,9 +1,10 @@
 // What the client's time limits cost in timers (counted, never timed): calls
-// that follow one another share one timer, and none is left once they stop.
+// that follow one another share one timer, and none is left once they stop;
+// the limiter reads its clock once per request while its limit is far away.
 // And the module's one retry rule, as the pure functions both sides decide by.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { createClient } from "../src/client/mod.ts";
+import { createClient, createRateLimiter } from "../src/client/mod.ts";
 import { isRetryStatus, retryDelay } from "../src/core/_retry.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { besideFake, inProcessFake } from "./_fast_setup.ts";
@@ -75,4 +76,17 @@ Deno.test("retry rule: Retry-After up to maxRetryAfter, else none; a backoff wit
   ok(retryDelay(backoff, 1, half, undefined)! >= 500);
   equal(retryDelay(backoff, 2, half, undefined), undefined);
   equal(retryDelay(backoff, 2, half, 1), undefined);
+});
+
+Deno.test("rate limiter: with the limit far away, a request costs one clock reading (at its answer), not one more to take its slot", () => {
+  let readings = 0;
+  const limiter = createRateLimiter({
+    requests: 1000,
+    interval: 60_000,
+    now: () => (readings++, Date.UTC(2026, 10, 25)),
+  });
+  for (let request = 0; request < 100; request++) {
+    limiter.answered(limiter.take() as number);
+  }
+  equal(readings, 100); // one per answer: the window had room all along
 });

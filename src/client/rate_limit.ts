@@ -168,7 +168,13 @@ class SlidingWindowLimiter implements RateLimiter {
 
   take(signal?: AbortSignal): number | Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.#queue.size === 0 && this.#free()) {
+    // The clock never goes back, so its last reading is a time it is at
+    // least: a slot free then is free now, and the clock is read only when
+    // that is not enough (a limit far away costs no reading per request).
+    if (
+      this.#queue.size === 0 &&
+      (this.#freeAt(this.#last) || this.#freeAt(this.#read()))
+    ) {
       return recordSend(this.#window, Infinity);
     }
     return new Promise<number>((resolve, reject) => {
@@ -177,18 +183,12 @@ class SlidingWindowLimiter implements RateLimiter {
     });
   }
 
-  /**
-   * Whether a slot is free now. The clock never goes back, so its last
-   * reading is a time it is at least: a slot free then is free now, and
-   * the clock is read only when that is not enough (a limit far away costs
-   * no reading per request).
-   */
-  #free(): boolean {
-    const { interval } = this.limit;
-    return slotWait(this.#window, interval, this.#last) === 0 ||
-      slotWait(this.#window, interval, this.#read()) === 0;
+  /** Whether a slot is free at `now`. */
+  #freeAt(now: number): boolean {
+    return slotWait(this.#window, this.limit.interval, now) === 0;
   }
 
+  /** Reads the clock, and keeps the reading. */
   #read(): number {
     return this.#last = this.#now();
   }
