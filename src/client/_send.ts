@@ -260,6 +260,7 @@ async function carryOut<T>(
     return AGAIN;
   }
   request.retries++;
+  if (request.listener === undefined) return { do: "again", wait: step.wait };
   const status = response?.status ?? 0;
   const reason = status !== 0
     ? "status"
