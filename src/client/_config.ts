@@ -4,7 +4,7 @@
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import { backoffFrom } from "../core/_retry.ts";
-import { renewalLedger } from "../token/_ledger.ts";
+import { renewalLedger } from "../token/ledger.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import { createRateLimiter, SERVICE_RATE_LIMIT } from "./rate_limit.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";

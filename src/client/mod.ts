@@ -199,6 +199,6 @@ export type {
   TokenRequestOptions,
   TokenTarget,
 } from "../token/mod.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type { PaginateOptions, SortDirection } from "./paginate.ts";
 export type { Environment } from "../core/environment.ts";

@@ -1,10 +1,6 @@
 // Internal: the sliding window's pure arithmetic, for the client's limiter
 // and the fleet limiters of src/store.
 
-// The contract they keep lives in rate_limiter.ts; named here too for the
-// store's files, which import it from this module.
-export type { RateLimit, RateLimiter } from "./rate_limiter.ts";
-
 /**
  * The requests of the last window: a ring of the latest `requests` times,
  * each the time a request counts from. A request still waiting for its

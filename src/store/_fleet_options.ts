@@ -1,6 +1,6 @@
 // Internal: the checked limit of a fleet limiter's options.
 
-import type { RateLimit } from "../core/_rate_window.ts";
+import type { RateLimit } from "../core/rate_limiter.ts";
 import { checkNumber, optionError } from "../core/_check.ts";
 
 /**

@@ -11,7 +11,7 @@
 // (a restart, a key that was not ours), it writes those sends back before
 // it takes, so that the fleet's window counts them.
 
-import type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
   emptyWindow,
   recordAnswer,

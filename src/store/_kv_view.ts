@@ -7,7 +7,7 @@
 // the answer is dated at its sight, which is never too early, whatever the
 // clocks say. Its own clock then measures only time that passed since.
 
-import type { RateLimit } from "../core/_rate_window.ts";
+import type { RateLimit } from "../core/rate_limiter.ts";
 import {
   GRACE,
   HOLD,

@@ -7,7 +7,7 @@
 // hold, and a value that is not a window counts as a window the store lost
 // (a restart): its members write back what they sent before anyone takes.
 
-import type { RateLimit } from "../core/_rate_window.ts";
+import type { RateLimit } from "../core/rate_limiter.ts";
 
 /**
  * How long an unanswered send counts as taken at most, in ms, before its

@@ -176,4 +176,4 @@ export {
 
 // Types this entry's signatures name, defined and documented in their own
 // entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type * from "./_fleet_entry_types.ts";
+export type * from "./fleet_types.ts";

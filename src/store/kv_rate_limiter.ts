@@ -8,7 +8,7 @@
 // when it saw it (_kv_view.ts), so members' clocks may differ by any amount.
 
 import type { EventListener } from "../core/events.ts";
-import type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import { optionError, requireFunction } from "../core/_check.ts";
 import { type SteadyClock, steadyClock } from "../core/_steady_clock.ts";
 import {

@@ -4,7 +4,7 @@
 // decides atomically and answers how long until the caller's turn.
 
 import type { EventListener } from "../core/events.ts";
-import type { RateLimiter } from "../core/_rate_window.ts";
+import type { RateLimiter } from "../core/rate_limiter.ts";
 import {
   checkNumber,
   optionError,

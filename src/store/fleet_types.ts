@@ -1,4 +1,4 @@
-// Internal: the types the fleet entries (./kv, ./redis) name in their
+// The types the fleet entries (./kv, ./redis) name in their
 // signatures, each defined and documented in its own entry: both entries
 // re-export them from here, so that each reads whole on its own (JSR,
 // deno doc --lint).
@@ -15,4 +15,4 @@ export type {
   TokenRenewal,
   TokenStore,
 } from "./mod.ts";
-export type { RateLimit, RateLimiter } from "../core/_rate_window.ts";
+export type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
