@@ -19,6 +19,7 @@ import {
   unauthorizedVerdict,
 } from "../src/token/ledger.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { isRetryStatus } from "../src/core/_retry.ts";
 import { issuedToken } from "../src/token/_value.ts";
 import type { QuotaBucket } from "../src/core/quota.ts";
 
@@ -137,7 +138,7 @@ Deno.test("quotaRetryAt() never blocks for more than 25 hours", () => {
   ok(Number.isFinite(new Date(quotaRetryAt(Infinity, [], NOW)).getTime()));
 });
 
-Deno.test("isRetryable() retries network, timeout, 408 and 5xx only", () => {
+Deno.test("isRetryable() retries network, timeout and the statuses of the one rule the client keeps too", () => {
   const error = (init: ConstructorParameters<typeof TokenRequestError>[1]) =>
     new TokenRequestError("x", init);
   ok(isRetryable(error({ reason: "network" })));
@@ -150,6 +151,12 @@ Deno.test("isRetryable() retries network, timeout, 408 and 5xx only", () => {
   const denied = Object.assign(new Error("denied"), { name: "NotCapable" });
   ok(!isRetryable(error({ reason: "network", cause: denied })));
   ok(!isRetryable(new TypeError("not a token error")));
+  // The same statuses as the client's, but 429 (the quota, never a retry).
+  const statuses = [400, 408, 429, 500, 501, 502, 503, 504, 505, 599];
+  deepStrictEqual(
+    statuses.filter((status) => isRetryable(error({ status }))),
+    statuses.filter((status) => status !== 429 && isRetryStatus(status)),
+  );
 });
 
 Deno.test("settles() accepts a block in force or a token before its refresh time", () => {

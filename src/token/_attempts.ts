@@ -1,7 +1,7 @@
 // Internal: token requests through the module's one attempt loop: the token
-// side's decision after each attempt (retry network errors, timeouts, 408
-// and 5xx after a backoff or the answer's Retry-After; never while a quota
-// block is in force), and the events that tell of attempts and retries.
+// side's decision after each attempt (retry network errors, timeouts and
+// the statuses of the one rule in core/_retry.ts after a backoff or the
+// answer's Retry-After; never while a quota block is in force), and the events that tell of attempts and retries.
 
 import {
   PartnerApiError,
@@ -10,8 +10,12 @@ import {
 } from "../core/errors.ts";
 import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
-import { attemptLimits, sendAttempts } from "../core/_attempt_loop.ts";
-import { type Backoff, backoffDelay, retryAfterMs } from "../core/_retry.ts";
+import {
+  attemptLimits,
+  retryEvent,
+  sendAttempts,
+} from "../core/_attempt_loop.ts";
+import { type Backoff, retryAfterMs, retryDelay } from "../core/_retry.ts";
 import { tokenAttempt } from "./_protocol.ts";
 import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";
@@ -31,7 +35,7 @@ export type TokenStep =
 
 /**
  * The token side's one decision after each attempt: a token is done; a
- * failure worth another attempt (network, timeout, 408, 5xx) is retried
+ * failure worth another attempt (network, timeout, 408, 500, 502-504) is retried
  * while retries are left, after the answer's `Retry-After` if it asked for
  * no more than `maxRetryAfter`, else after a backoff with jitter; anything
  * else fails. `retryAfter` is the answer's `Retry-After` in ms, if any.
@@ -42,16 +46,14 @@ export function nextTokenStep(
   policy: { readonly backoff: Backoff; readonly random: () => number },
 ): TokenStep {
   if (outcome.token !== undefined) return DONE;
-  const { backoff } = policy;
-  if (!isRetryable(outcome.error) || progress.retries >= backoff.retries) {
-    return FAIL;
-  }
-  const asked = progress.retryAfter;
-  if (asked !== undefined && asked > backoff.maxRetryAfter) return FAIL;
-  return {
-    do: "retry",
-    wait: asked ?? backoffDelay(backoff, progress.retries, policy.random),
-  };
+  if (!isRetryable(outcome.error)) return FAIL;
+  const wait = retryDelay(
+    policy.backoff,
+    progress.retries,
+    policy.random,
+    progress.retryAfter,
+  );
+  return wait === undefined ? FAIL : { do: "retry", wait };
 }
 
 /** What a token request needs besides the endpoint. */
@@ -97,13 +99,18 @@ export function requestWithRetries(
       if (step.do === "fail") return { do: "fail", error: outcome.error };
       retries++;
       // The event is built only for a listener: nobody else reads it.
-      return sending.onEvent === undefined
-        ? { do: "again", wait: step.wait }
-        : {
-          do: "again",
-          wait: step.wait,
-          retry: retryEvent(outcome.error as TokenRequestError, step.wait),
-        };
+      if (sending.onEvent === undefined) {
+        return { do: "again", wait: step.wait };
+      }
+      // Only network, timeout and status failures are retried.
+      const { reason, status } = outcome.error as TokenRequestError & {
+        reason: TokenRetryEvent["reason"];
+      };
+      return {
+        do: "again",
+        wait: step.wait,
+        retry: retryEvent("token.retry", reason, status ?? 0, step.wait),
+      };
     },
     heard: (outcome, _attempt, durationMs) => requestEvent(outcome, durationMs),
   });
@@ -137,18 +144,6 @@ function requestEvent(
     reason: error instanceof PartnerApiError ? error.reason : "aborted",
     durationMs,
     ...(error instanceof QuotaExceededError ? quotaOf(error.buckets) : {}),
-  };
-}
-
-function retryEvent(
-  error: TokenRequestError,
-  delayMs: number,
-): TokenRetryEvent {
-  return {
-    type: "token.retry",
-    reason: error.reason as TokenRetryEvent["reason"],
-    status: error.status ?? 0,
-    delayMs,
   };
 }
 

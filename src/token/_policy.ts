@@ -10,7 +10,7 @@ import {
 } from "../core/token_values.ts";
 import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
 import { latest } from "./ledger.ts";
-import type { Backoff } from "../core/_retry.ts";
+import { type Backoff, isRetryStatus } from "../core/_retry.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
 export const MAX_QUOTA_BLOCK = 25 * 3_600_000;
@@ -202,7 +202,12 @@ export function quotaRetryAt(
 /** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
 const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
 
-/** Whether a failed attempt is worth another: network, timeout, 408 and 5xx. */
+/**
+ * Whether a failed attempt is worth another: network, timeout, or a status
+ * of the module's one rule (`isRetryStatus`: 408, 500, 502, 503, 504) but
+ * its 429: from the token endpoint a 429 is the quota (DESIGN, "Token": no
+ * request until the bucket resets), met as a `QuotaExceededError`.
+ */
 export function isRetryable(error: unknown): error is TokenRequestError {
   if (!(error instanceof TokenRequestError)) return false;
   switch (error.reason) {
@@ -213,7 +218,7 @@ export function isRetryable(error: unknown): error is TokenRequestError {
     case "timeout":
       return true;
     case "status":
-      return error.status === 408 || (error.status ?? 0) >= 500;
+      return error.status !== 429 && isRetryStatus(error.status ?? 0);
     default:
       return false;
   }

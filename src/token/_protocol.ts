@@ -20,7 +20,7 @@ import {
   serverText,
 } from "../core/_redact.ts";
 import { retryAfterMs } from "../core/_retry.ts";
-import { type Deadline, raceAbort } from "../core/_abort.ts";
+import type { Deadline } from "../core/_abort.ts";
 import { readBounded } from "../core/_read_body.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
@@ -53,15 +53,11 @@ export async function tokenAttempt(
 ): Promise<IssuedToken> {
   try {
     const sentAt = endpoint.now();
-    const response = await raceAbort(
+    const response = await deadline.race(
       sendTokenRequest(endpoint, deadline.signal),
-      deadline.signal,
       discardBody,
     );
-    const text = await raceAbort(
-      readTokenBody(endpoint, response),
-      deadline.signal,
-    );
+    const text = await deadline.race(readTokenBody(endpoint, response));
     return processTokenAnswer(endpoint, response, text, sentAt);
   } catch (error) {
     signal?.throwIfAborted();
