@@ -91,7 +91,12 @@ export async function runPass<T>(
       }
       idle = judged.advanced || judged.ended ? 0 : idle + 1;
       if (idle === IDLE_WINDOWS) throw repeatedPages(config, flight.plan);
-      if (!judged.ended) width = config.concurrency;
+      if (!judged.ended) {
+        width = config.concurrency;
+        // The next windows go out before this one is written: the service
+        // works while the sink does.
+        fill();
+      }
       await commit(judged.window);
       if (judged.ended) return { state, ended: true };
     }

@@ -30,6 +30,7 @@ export function applyBatch(
   db: DatabaseSync,
   st: Statements,
   batch: Awaited<ReturnType<typeof storable>>,
+  checkpoint: SyncCheckpoint,
   context: SyncWriteContext | undefined,
   changes: string | undefined,
   state: Checked,
@@ -37,27 +38,29 @@ export function applyBatch(
 ) {
   const { what, target } = where;
   const cycle = context?.cycle ?? 0;
-  const existing = st.existing.all(JSON.stringify(batch.ids)) as {
-    id: string;
-    item: string;
-    deleted_at: string | null;
-  }[];
-  const kinds = classify(existing, batch.texts, batch.ids);
-  // Unchanged rows are left as they are: rewriting them costs the index.
-  upsertAll(
-    st,
-    kinds.changed.map((i) => batch.texts[i]!),
-    kinds.changed.map((i) => batch.ids[i]!),
+  const marked = new Set(
+    batch.ids.length > 0 && st.anyMarked.get() !== undefined
+      ? st.marked.all(JSON.stringify(batch.ids)).map((row) =>
+        (row as { id: string }).id
+      )
+      : [],
   );
-  if (batch.ids.length > 0) {
+  const kinds = upsertAll(
+    st,
+    batch.texts,
+    batch.ids,
+    marked,
+    changes !== undefined,
+  );
+  if (batch.ids.length > 0 && logsSeen(checkpoint, context)) {
     st.seen.run(target, cycle, JSON.stringify(batch.ids));
   }
   const at = new Date().toISOString();
   const record = changes === undefined
     ? undefined
     : db.prepare(`INSERT INTO ${changes} (id, change, at) VALUES (?, ?, ?)`);
-  for (const id of kinds.inserted) record?.run(id, "insert", at);
-  for (const id of kinds.updated) record?.run(id, "update", at);
+  for (const id of kinds.ids?.inserted ?? []) record?.run(id, "insert", at);
+  for (const id of kinds.ids?.updated ?? []) record?.run(id, "update", at);
   let rows = state.rows + kinds.added;
   let last = batch.last ?? state.last;
   let deleted = 0;
@@ -83,12 +86,25 @@ export function applyBatch(
     }
   }
   return {
-    inserted: kinds.inserted.length,
-    updated: kinds.updated.length,
+    inserted: kinds.inserted,
+    updated: kinds.updated,
     deleted,
     rows,
     last,
   };
+}
+
+/**
+ * Whether a batch's ids go to its cycle's log: only while a cycle is under
+ * way (the checkpoint has a sweep cursor) or when the batch ends one. A
+ * first read, or a head between cycles, is followed by a cycle that reads
+ * the whole copy again, and judges rows by its own log alone.
+ */
+export function logsSeen(
+  checkpoint: SyncCheckpoint,
+  context: SyncWriteContext | undefined,
+): boolean {
+  return checkpoint.sweep !== undefined || context?.endsCycle !== undefined;
 }
 
 /** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */

@@ -97,6 +97,18 @@ export function createTables(db: DatabaseSync, table: string): void {
   if (!hasDeletedAt) {
     db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
   }
+  // Marked rows only (empty unless deletes: "mark"): a batch learns which
+  // of its ids come back from the dead without a look-up of every id.
+  db.exec(
+    `CREATE INDEX IF NOT EXISTS ${
+      markedIndex(table)
+    } ON ${table} (id) WHERE deleted_at IS NOT NULL`,
+  );
+}
+
+/** The partial index of a table's marked rows. */
+function markedIndex(table: string): string {
+  return `"${unquoted(table)}_marked"`;
 }
 
 /** The change table of `table`, created if missing. */
@@ -112,18 +124,36 @@ export function changeTable(db: DatabaseSync, table: string): string {
 export function statements(db: DatabaseSync, table: string) {
   const cycleLog =
     `(SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
-  const upsert = (rows: number) =>
+  // A row is written only when it is new, changed or marked (an unchanged
+  // one dirties no page): one descent of the primary key per item, not a
+  // look-up and then an upsert. A new row's rowid is above the largest
+  // before the batch; a rewritten one keeps its own.
+  const upsert = (rows: number, returning: string) =>
     db.prepare(
       `INSERT INTO ${table} (id, item, deleted_at) VALUES ${
         Array(rows).fill("(?, ?, NULL)").join(", ")
-      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL
+      WHERE item IS NOT excluded.item OR deleted_at IS NOT NULL${returning}`,
     );
+  // Which rows were written, for a change table; without one, counts do
+  // (returning the rows costs as much as writing them).
+  const back = " RETURNING id, rowid AS at";
   return {
-    many: upsert(ROWS),
-    one: upsert(1),
-    // The rows a batch's ids (a JSON array) already have.
-    existing: db.prepare(
-      `SELECT id, item, deleted_at FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`,
+    many: upsert(ROWS, ""),
+    one: upsert(1, ""),
+    manyBack: upsert(ROWS, back),
+    oneBack: upsert(1, back),
+    lastRowid: db.prepare(`SELECT max(rowid) AS at FROM ${table}`),
+    anyMarked: db.prepare(
+      `SELECT 1 FROM ${table} INDEXED BY ${
+        markedIndex(table)
+      } WHERE deleted_at IS NOT NULL LIMIT 1`,
+    ),
+    // Which of a batch's ids (a JSON array) are marked deleted.
+    marked: db.prepare(
+      `SELECT id FROM ${table} INDEXED BY ${
+        markedIndex(table)
+      } WHERE deleted_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))`,
     ),
     live: db.prepare(
       `SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`,
@@ -178,47 +208,92 @@ export function statements(db: DatabaseSync, table: string) {
   };
 }
 
-/** Upserts the items ROWS at a time: one statement per row costs twice as much. */
-export function upsertAll(
-  prepared: { many: StatementSync; one: StatementSync },
-  texts: readonly string[],
-  ids: readonly string[],
-): void {
-  let i = 0;
-  for (; i + ROWS <= texts.length; i += ROWS) {
-    const values: string[] = [];
-    for (let j = i; j < i + ROWS; j++) values.push(ids[j]!, texts[j]!);
-    prepared.many.run(...values);
-  }
-  for (; i < texts.length; i++) prepared.one.run(ids[i]!, texts[i]!);
+/** What a batch did: rows new to the table, inserts (marked rows back included), updates. */
+export interface Written {
+  added: number;
+  inserted: number;
+  updated: number;
+  /** The ids inserted and updated, in the batch's order, when asked for. */
+  ids?: { inserted: string[]; updated: string[] };
 }
 
-/** What a batch does to each row: a new one, a changed one, or only seen again. */
-export function classify(
-  existing: readonly { id: string; item: string; deleted_at: string | null }[],
+/**
+ * Upserts the items ROWS at a time (one statement per row costs twice as
+ * much). A row above the rowid that was largest before is new, a marked
+ * one is back from the dead (both inserts), any other written one is an
+ * update; rows not written were unchanged.
+ */
+export function upsertAll(
+  st: ReturnType<typeof statements>,
   texts: readonly string[],
   ids: readonly string[],
-): {
-  inserted: string[];
-  updated: string[];
-  added: number;
-  /** Indexes of the items to write; the others are only seen again. */
-  changed: number[];
-  unchanged: string[];
-} {
-  const held = new Map(existing.map((row) => [row.id, row]));
+  marked: ReadonlySet<string>,
+  named: boolean,
+): Written {
+  const before = lastRowid(st);
+  const rows: { id: string; at: number }[] = [];
+  let changed = 0;
+  const send = (statement: StatementSync, values: string[]) => {
+    if (!named) {
+      return void (changed += Number(statement.run(...values).changes));
+    }
+    for (const row of statement.all(...values)) {
+      rows.push(row as { id: string; at: number });
+    }
+  };
+  // In key order: each descent of the index starts near the last one.
+  const order = ids.map((_, i) => i).sort((a, b) =>
+    ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0
+  );
+  let i = 0;
+  for (; i + ROWS <= order.length; i += ROWS) {
+    const values: string[] = [];
+    for (let j = i; j < i + ROWS; j++) {
+      values.push(ids[order[j]!]!, texts[order[j]!]!);
+    }
+    send(named ? st.manyBack : st.many, values);
+  }
+  for (; i < order.length; i++) {
+    send(named ? st.oneBack : st.one, [ids[order[i]!]!, texts[order[i]!]!]);
+  }
+  if (named) return classify(rows, ids, before, marked);
+  const added = lastRowid(st) - before;
+  const inserted = added + marked.size;
+  return { added, inserted, updated: changed - inserted };
+}
+
+function lastRowid(st: ReturnType<typeof statements>): number {
+  return (st.lastRowid.get() as { at: number | null }).at ?? 0;
+}
+
+/** The rows a batch wrote, told apart by rowid, with their ids. */
+export function classify(
+  written: readonly { id: string; at: number }[],
+  ids: readonly string[],
+  before: number,
+  marked: ReadonlySet<string>,
+): Written {
+  const kind = new Map<string, "new" | "back" | "update">();
+  for (const row of written) {
+    kind.set(
+      row.id,
+      row.at > before ? "new" : marked.has(row.id) ? "back" : "update",
+    );
+  }
   const inserted: string[] = [], updated: string[] = [];
-  const changed: number[] = [], unchanged: string[] = [];
   let added = 0;
-  ids.forEach((id, i) => {
-    const row = held.get(id);
-    if (row === undefined) added++;
-    if (row === undefined || row.deleted_at !== null) inserted.push(id);
-    else if (row.item !== texts[i]) updated.push(id);
-    else return void unchanged.push(id);
-    changed.push(i);
-  });
-  return { inserted, updated, added, changed, unchanged };
+  for (const id of ids) {
+    const k = kind.get(id);
+    if (k === "new") added++;
+    if (k === "new" || k === "back") inserted.push(id);
+    else if (k === "update") updated.push(id);
+  }
+  return {
+    added,
+    inserted: inserted.length,
+    updated: updated.length,
+    ids: { inserted, updated },
+  };
 }
 
 function unquoted(table: string): string {

@@ -25,6 +25,7 @@ import {
   readCopy,
   statements,
 } from "./_sqlite_copy.ts";
+import { SqliteCommits } from "./_sqlite_commits.ts";
 import {
   applyBatch,
   type Checked,
@@ -138,7 +139,9 @@ export function createSqliteSink<T>(
   const owned = typeof database === "string";
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;
+  const commits = new SqliteCommits(db);
   const close = () => {
+    commits.commit();
     if (owned && db.isOpen) db.close();
   };
   let checked: Checked | undefined;
@@ -172,9 +175,12 @@ export function createSqliteSink<T>(
         if (db.isOpen) st.refresh.run(Date.now(), target, token);
         return Promise.resolve();
       });
+      commits.grouping = true;
       return {
         [Symbol.asyncDispose]() {
           stop();
+          commits.grouping = false;
+          commits.commit();
           if (db.isOpen) st.release.run(target, token);
           owner = undefined;
           return Promise.resolve();
@@ -189,26 +195,32 @@ export function createSqliteSink<T>(
       await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
       const st = touch();
       const changes = context?.changes ? changeTable(db, table) : undefined;
-      db.exec("BEGIN IMMEDIATE");
-      try {
+      const done = commits.batch(() => {
         const holder = st.holder.get(target) as { owner: string } | undefined;
         if (owner !== undefined && holder?.owner !== owner) {
           throw lockLost(what);
         }
-        const done = applyBatch(db, st, batch, context, changes, state, {
-          what,
-          target,
-        });
+        const done = applyBatch(
+          db,
+          st,
+          batch,
+          checkpoint,
+          context,
+          changes,
+          state,
+          {
+            what,
+            target,
+          },
+        );
         st.dropOthers.run(target, target);
         st.save.run(target, JSON.stringify(checkpoint), done.rows, done.last);
-        db.exec("COMMIT");
-        checked = { checkpoint, rows: done.rows, last: done.last };
-        const { inserted, updated, deleted } = done;
-        return { skippedIds: batch.skipped, inserted, updated, deleted };
-      } catch (error) {
-        db.exec("ROLLBACK");
-        throw error;
-      }
+        return done;
+      });
+      checked = { checkpoint, rows: done.rows, last: done.last };
+      commits.rows = done.rows;
+      const { inserted, updated, deleted } = done;
+      return { skippedIds: batch.skipped, inserted, updated, deleted };
     },
     close,
     [Symbol.dispose]: close,
@@ -277,7 +289,7 @@ function openDatabase(path: string): DatabaseSync {
  */
 function setJournal(db: DatabaseSync): void {
   db.exec(
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384",
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
   );
 }
 
