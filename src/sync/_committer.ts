@@ -15,6 +15,7 @@ const SKIPPED_IDS_SHOWN = 100;
 /** What a run wrote, as the sink reported it. */
 export interface Tally {
   written: number;
+  read: number;
   pages: number;
   inserted: number;
   updated: number;
@@ -32,6 +33,7 @@ export interface Tally {
 export class Committer<T> {
   readonly tally: Tally = {
     written: 0,
+    read: 0,
     pages: 0,
     inserted: 0,
     updated: 0,
@@ -132,6 +134,7 @@ export class Committer<T> {
     const updated = report.updated ?? 0;
     // The head writes new items; the sweep, what changed (it reads all).
     tally.written += phase === "head" ? stored : inserted + updated;
+    tally.read += handed;
     tally.inserted += inserted;
     tally.updated += updated;
     tally.deleted += report.deleted ?? 0;
@@ -142,9 +145,10 @@ export class Committer<T> {
       hear(onEvent, { type: "sync.skipped", ids: [...skippedIds] });
     }
     if (onProgress !== undefined) {
-      const { written, pages, inserted, updated, deleted } = tally;
+      const { written, read, pages, inserted, updated, deleted } = tally;
       hear(onProgress, {
         written,
+        read,
         pages,
         requests: this.requests(),
         inserted,

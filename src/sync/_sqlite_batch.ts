@@ -2,17 +2,12 @@
 // checks before: a batch applied (seen, changed, removed at a cycle's end),
 // a copy judged against what was recorded, and a batch made storable.
 
-import type { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import { isCheckpoint } from "./_checkpoint.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
-import {
-  classify,
-  type CopyState,
-  type statements,
-  upsertAll,
-} from "./_sqlite_copy.ts";
+import { type CopyState, type statements, upsertAll } from "./_sqlite_copy.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** The prepared statements of a sink. */
@@ -21,22 +16,24 @@ export type Statements = ReturnType<typeof statements>;
 /**
  * Upserts a batch, seen in its cycle, and records its changes; when it
  * ends a cycle, removes (or marks) the rows the cycle did not see, unless
- * that is more than `maxDeletes` of the copy. Inside the caller's
- * transaction.
+ * that is more than `maxDeletes` of the copy; saves the checkpoint. Inside
+ * the caller's transaction.
  *
  * @throws {SyncError} (`"too-many-deletes"`)
  */
 export function applyBatch(
   db: DatabaseSync,
   st: Statements,
-  batch: Awaited<ReturnType<typeof storable>>,
-  checkpoint: SyncCheckpoint,
-  context: SyncWriteContext | undefined,
-  changes: string | undefined,
-  state: Checked,
-  where: { what: string; target: string },
+  written: {
+    batch: Awaited<ReturnType<typeof storable>>;
+    checkpoint: SyncCheckpoint;
+    context: SyncWriteContext | undefined;
+    changes: string | undefined;
+  },
+  where: { state: Checked; what: string; target: string },
 ) {
-  const { what, target } = where;
+  const { batch, checkpoint, context, changes } = written;
+  const { state, what, target } = where;
   const cycle = context?.cycle ?? 0;
   const marked = new Set(
     batch.ids.length > 0 && st.anyMarked.get() !== undefined
@@ -61,36 +58,57 @@ export function applyBatch(
     : db.prepare(`INSERT INTO ${changes} (id, change, at) VALUES (?, ?, ?)`);
   for (const id of kinds.ids?.inserted ?? []) record?.run(id, "insert", at);
   for (const id of kinds.ids?.updated ?? []) record?.run(id, "update", at);
-  let rows = state.rows + kinds.added;
-  let last = batch.last ?? state.last;
-  let deleted = 0;
+  const rows = state.rows + kinds.added;
+  const last = batch.last ?? state.last;
   const ends = context?.endsCycle;
-  if (ends !== undefined) {
-    deleted = (st.unseen.get(target, cycle) as { n: number }).n;
-    const live = (st.live.get() as { n: number }).n;
-    if (tooMany(deleted, live, ends.maxDeletes)) {
-      throw tooManyDeletes(deleted, live, ends.maxDeletes, what);
-    }
-    const unseen = record === undefined ? [] : st.unseenIds.all(target, cycle);
-    for (const row of unseen) {
-      record?.run((row as { id: string }).id, "delete", at);
-    }
-    if (ends.deletes === "remove") {
-      st.remove.run(target, cycle);
-      rows -= deleted;
-    } else st.mark.run(target, cycle, at);
-    st.forget.run(target, cycle);
-    const lastId = last?.slice(last.indexOf(":") + 1);
-    if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
-      last = null;
-    }
+  const end = ends === undefined
+    ? { deleted: 0, rows, last }
+    : endCycle(st, ends, { cycle, target, what, at, record }, rows, last);
+  st.dropOthers.run(target, target);
+  st.save.run(target, JSON.stringify(checkpoint), end.rows, end.last);
+  return { inserted: kinds.inserted, updated: kinds.updated, ...end };
+}
+
+/**
+ * A cycle's end: the live rows its log lacks are removed (or marked), and
+ * recorded as deletes, unless that is more than `maxDeletes` of the copy;
+ * its log is dropped. The rows left, and the last committed row (null if
+ * it went).
+ *
+ * @throws {SyncError} (`"too-many-deletes"`)
+ */
+function endCycle(
+  st: Statements,
+  ends: NonNullable<SyncWriteContext["endsCycle"]>,
+  at: {
+    cycle: number;
+    target: string;
+    what: string;
+    at: string;
+    record: StatementSync | undefined;
+  },
+  rows: number,
+  last: string | null,
+): { deleted: number; rows: number; last: string | null } {
+  const { cycle, target, record } = at;
+  const deleted = (st.unseen.get(target, cycle) as { n: number }).n;
+  const live = (st.live.get() as { n: number }).n;
+  if (tooMany(deleted, live, ends.maxDeletes)) {
+    throw tooManyDeletes(deleted, live, ends.maxDeletes, at.what);
   }
+  const unseen = record === undefined ? [] : st.unseenIds.all(target, cycle);
+  for (const row of unseen) {
+    record?.run((row as { id: string }).id, "delete", at.at);
+  }
+  if (ends.deletes === "remove") st.remove.run(target, cycle);
+  else st.mark.run(target, cycle, at.at);
+  st.forget.run(target, cycle);
+  const lastId = last?.slice(last.indexOf(":") + 1);
+  const gone = lastId !== undefined && st.isLive.get(lastId) === undefined;
   return {
-    inserted: kinds.inserted,
-    updated: kinds.updated,
     deleted,
-    rows,
-    last,
+    rows: ends.deletes === "remove" ? rows - deleted : rows,
+    last: gone ? null : last,
   };
 }
 

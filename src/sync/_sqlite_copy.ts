@@ -267,7 +267,7 @@ function lastRowid(st: ReturnType<typeof statements>): number {
 }
 
 /** The rows a batch wrote, told apart by rowid, with their ids. */
-export function classify(
+function classify(
   written: readonly { id: string; at: number }[],
   ids: readonly string[],
   before: number,

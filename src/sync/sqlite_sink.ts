@@ -200,22 +200,11 @@ export function createSqliteSink<T>(
         if (owner !== undefined && holder?.owner !== owner) {
           throw lockLost(what);
         }
-        const done = applyBatch(
-          db,
-          st,
-          batch,
-          checkpoint,
-          context,
-          changes,
+        return applyBatch(db, st, { batch, checkpoint, context, changes }, {
           state,
-          {
-            what,
-            target,
-          },
-        );
-        st.dropOthers.run(target, target);
-        st.save.run(target, JSON.stringify(checkpoint), done.rows, done.last);
-        return done;
+          what,
+          target,
+        });
       });
       checked = { checkpoint, rows: done.rows, last: done.last };
       commits.rows = done.rows;

@@ -92,30 +92,12 @@ async function runFrom<T>(
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint);
   committer.requests = () => requests.count;
-  let shift: number | undefined;
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const first = start.checkpoint.edge === null &&
     start.checkpoint.head === undefined &&
     start.checkpoint.cycles === undefined;
-  const startedAt = Date.now();
   try {
-    await runPass(client, config, start.head, Infinity, async (window) => {
-      shift ??= shiftOf(start.checkpoint, window);
-      const after = afterHeadWindow(
-        committer.latest,
-        window.state,
-        window.ended,
-        window.items.length === 0 ? undefined : config.keyOf(window.items[0]!),
-      );
-      const checkpoint = first && window.ended
-        ? { ...after, cycles: 1, verifiedAt: startedAt }
-        : after;
-      await committer.commit(
-        window.items,
-        checkpoint,
-        context(config, checkpoint, "head"),
-      );
-    }, requests);
+    const shift = await head(client, config, committer, start, first, requests);
     const inserted = committer.tally.inserted;
     if (!first) await sweep(client, config, committer, requests);
     const sweepInserted = committer.tally.inserted - inserted;
@@ -137,6 +119,40 @@ async function runFrom<T>(
   } finally {
     await committer.settle();
   }
+}
+
+/**
+ * The head pass: what is new since the checkpoint, committed window by
+ * window. How far the last item committed moved, when a window showed it.
+ */
+async function head<T>(
+  client: PartnerClient,
+  config: SyncConfig<T>,
+  committer: Committer<T>,
+  start: RunStart,
+  first: boolean,
+  requests: { count: number },
+): Promise<number | undefined> {
+  let shift: number | undefined;
+  const startedAt = Date.now();
+  await runPass(client, config, start.head, Infinity, async (window) => {
+    shift ??= shiftOf(start.checkpoint, window);
+    const after = afterHeadWindow(
+      committer.latest,
+      window.state,
+      window.ended,
+      window.items.length === 0 ? undefined : config.keyOf(window.items[0]!),
+    );
+    const checkpoint = first && window.ended
+      ? { ...after, cycles: 1, verifiedAt: startedAt }
+      : after;
+    await committer.commit(
+      window.items,
+      checkpoint,
+      context(config, checkpoint, "head"),
+    );
+  }, requests);
+  return shift;
 }
 
 /** Spends the run's sweep budget on the cycle under way (or a new one). */

@@ -197,6 +197,11 @@ export type SyncEvent = SyncSkippedEvent;
 export interface SyncProgress {
   /** Items written in this run. */
   readonly written: number;
+  /**
+   * Items read and committed in this run, written or not: a sweep that
+   * finds nothing changed reads many and writes none.
+   */
+  readonly read: number;
   /** Windows committed in this run. */
   readonly pages: number;
   /** List requests made in this run. */
@@ -232,6 +237,11 @@ export interface SyncProgress {
 export interface SyncResult {
   /** Items written in this run. */
   readonly written: number;
+  /**
+   * Items read and committed in this run, written or not: a sweep that
+   * finds nothing changed reads many and writes none.
+   */
+  readonly read: number;
   /** Windows committed in this run. */
   readonly pages: number;
   /** List requests made in this run (refused, mended and verifying ones included). */
