@@ -8,6 +8,7 @@ import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
+import { syncArgs } from "./sync_cli_args.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {
@@ -28,15 +29,7 @@ function rows(path: string): number {
 Deno.test("sync into SQLite: a copy, then only what is new; progress on standard error", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 230 } });
   const target = await fresh("copy.db");
-  const args = [
-    "sync",
-    "transactions",
-    "--to",
-    target,
-    "--no-cache",
-    "--limit",
-    "40",
-  ];
+  const args = syncArgs(target, ["--limit", "40"]);
   const first = await run(args, configFor(api), {
     stdout: false,
     stderr: true,
@@ -56,17 +49,7 @@ Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exit
     items: { transactions: 3000 },
   });
   const target = await fresh("copy.jsonl");
-  const args = [
-    "sync",
-    "transactions",
-    "--to",
-    target,
-    "--sort-by",
-    "creationDate",
-    "--no-cache",
-    "--limit",
-    "25",
-  ];
+  const args = syncArgs(target, ["--sort-by", "creationDate", "--limit", "25"]);
   let stop = () => {};
   let batches = 0;
   let said = "";
@@ -162,13 +145,7 @@ Deno.test("sync's flags are checked before anything is read", () => {
 Deno.test("sync CLI: a --to in a missing folder, a copy it did not make, a file it may not write: exit 2 and one line about --to", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 5 } });
   const missing = await run(
-    [
-      "sync",
-      "transactions",
-      "--to",
-      ".test-tmp/no/such/folder/copy.db",
-      "--no-cache",
-    ],
+    syncArgs(".test-tmp/no/such/folder/copy.db"),
     configFor(api),
   );
   equal(missing.code, 2, missing.stderr);
@@ -181,7 +158,7 @@ Deno.test("sync CLI: a --to in a missing folder, a copy it did not make, a file 
   const own = await fresh("own.jsonl");
   await Deno.writeTextFile(own, '{"mine":1}\n');
   const foreign = await run(
-    ["sync", "transactions", "--to", own, "--no-cache"],
+    syncArgs(own),
     configFor(api),
   );
   equal(foreign.code, 2, foreign.stderr);
@@ -190,31 +167,21 @@ Deno.test("sync CLI: a --to in a missing folder, a copy it did not make, a file 
   equal(await Deno.readTextFile(own), '{"mine":1}\n');
   const other = await fresh("other.db");
   equal(
-    (await run([
-      "sync",
-      "organizations",
-      "--to",
-      other,
-      "--no-cache",
-      "--id",
-      "organizationID",
-    ], configFor(api))).code,
+    (await run(
+      syncArgs(other, ["--id", "organizationID"], "organizations"),
+      configFor(api),
+    )).code,
     0,
   );
   const mixed = await run(
-    ["sync", "transactions", "--to", other, "--no-cache"],
+    syncArgs(other),
     configFor(api),
   );
   equal(mixed.code, 0, mixed.stderr); // another table in the same file
-  const sorted = await run([
-    "sync",
-    "transactions",
-    "--to",
-    other,
-    "--no-cache",
-    "--sort-by",
-    "creationDate",
-  ], configFor(api));
+  const sorted = await run(
+    syncArgs(other, ["--sort-by", "creationDate"]),
+    configFor(api),
+  );
   equal(sorted.code, 2, sorted.stderr);
   equal(sorted.stderr.includes("give --to another file"), true, sorted.stderr);
   equal(/sink|table/.test(sorted.stderr), false, sorted.stderr);
@@ -280,15 +247,7 @@ Deno.test("the sync lock: taken and released, a live one waited for (until abort
 Deno.test("sync CLI: an item added behind the copy's end is reported known missing, and --sweep all brings it in with what changed and was removed", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 60 } });
   const target = await fresh("sweep.db");
-  const args = [
-    "sync",
-    "transactions",
-    "--to",
-    target,
-    "--no-cache",
-    "--sort-by",
-    "creationDate",
-  ];
+  const args = syncArgs(target, ["--sort-by", "creationDate"]);
   equal((await run(args, configFor(api))).code, 0);
   api.insert("transactions", {
     transactionID: "tx_back",

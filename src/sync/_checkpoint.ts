@@ -298,3 +298,12 @@ function isSweep(value: unknown): boolean {
     isKeyOrNull(sweep.upTo) && isCount(sweep.cycle) &&
     isCount(sweep.startedAt);
 }
+
+/** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
+export function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -4,7 +4,7 @@
 
 import type { SyncCheckpoint } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
-import { isCheckpoint } from "./_checkpoint.ts";
+import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
   catalogSql,
   CHANGES_CATALOG_SQL,
@@ -83,12 +83,7 @@ export async function readCopy(
     }
     return undefined;
   }
-  let checkpoint: unknown;
-  try {
-    checkpoint = JSON.parse(state.checkpoint);
-  } catch {
-    checkpoint = undefined;
-  }
+  const checkpoint = parsedJson(state.checkpoint);
   if (!isCheckpoint(checkpoint)) {
     throw refuse(
       typeof checkpoint === "string"

@@ -4,7 +4,7 @@
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
-import { isCheckpoint } from "./_checkpoint.ts";
+import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
 import { type CopyState, type statements, upsertAll } from "./_sqlite_copy.ts";
@@ -161,12 +161,7 @@ export async function judgeCopy(
       "checkpoints for several spellings of its name share it (SQLite folds case)",
     );
   }
-  let checkpoint: unknown;
-  try {
-    checkpoint = JSON.parse(state.checkpoint);
-  } catch {
-    checkpoint = undefined;
-  }
+  const checkpoint = parsedJson(state.checkpoint);
   if (!isCheckpoint(checkpoint)) {
     throw refuse("its checkpoint is damaged or from another version");
   }

@@ -31,6 +31,25 @@ function equal<T>(actual: T, expected: T, message = "values differ"): void {
   }
 }
 
+/** The worker's job: a sync of the fake's transactions into `target`. */
+function jobFor(
+  api: Awaited<ReturnType<typeof startFakePartnerApi>>,
+  kind: SyncJob["kind"],
+  target: string,
+): SyncJob {
+  return {
+    kind,
+    target,
+    environment: {
+      baseUrl: api.environment.baseUrl.href,
+      pciBaseUrl: api.environment.pciBaseUrl.href,
+      tokenUrl: api.environment.tokenUrl.href,
+      audience: api.environment.audience,
+    },
+    ...api.credentials,
+  };
+}
+
 /** Runs the worker; with `killAfter`, kills it after that many batch lines. */
 async function runWorker(job: SyncJob, killAfter?: number): Promise<string> {
   const child = new Command("deno", {
@@ -88,17 +107,7 @@ async function killAndRerun(
       if (api.remove("transactions", id)) removed.add(id);
     },
   });
-  const job: SyncJob = {
-    kind,
-    target,
-    environment: {
-      baseUrl: api.environment.baseUrl.href,
-      pciBaseUrl: api.environment.pciBaseUrl.href,
-      tokenUrl: api.environment.tokenUrl.href,
-      audience: api.environment.audience,
-    },
-    ...api.credentials,
-  };
+  const job = jobFor(api, kind, target);
   for (let kill = 0; kill < 3; kill++) {
     await runWorker(job, 1 + Math.floor(random() * 12));
   }
@@ -264,18 +273,7 @@ async function killDuringSweeps(
       if (requests % 2 === 0) api.remove("transactions", pick());
     },
   });
-  const job: SyncJob = {
-    kind,
-    target,
-    environment: {
-      baseUrl: api.environment.baseUrl.href,
-      pciBaseUrl: api.environment.pciBaseUrl.href,
-      tokenUrl: api.environment.tokenUrl.href,
-      audience: api.environment.audience,
-    },
-    ...api.credentials,
-    sweep: "all",
-  };
+  const job = { ...jobFor(api, kind, target), sweep: "all" as const };
   await runWorker(job);
   changing = true;
   // Until three kills left a cycle under way (a run that resumes one may

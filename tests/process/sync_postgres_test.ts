@@ -386,22 +386,9 @@ const steps: {
       "a batch handed to the sink with an id twice keeps its last occurrence",
     async fn(db) {
       // 0.3: "ON CONFLICT DO UPDATE command cannot affect row a second time".
-      const sink = createPostgresSink<{ n: number }>({
-        query: db.query,
-        table: "direct",
-      });
-      const checkpoint = {
-        version: 1 as const,
-        path: "direct",
-        sortBy: null,
-        id: null,
-        query: {},
-        edge: { value: "8", id: "8" },
-        offset: 2,
-        full: false,
-        complete: true,
-      };
-      await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], checkpoint, [
+      const sink = directSink(db);
+      const saved = { ...checkpoint(8), offset: 2 };
+      await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], saved, [
         "7",
         "8",
         "7",
@@ -410,7 +397,7 @@ const steps: {
         await db.rows(`SELECT id, item ->> 'n' AS n FROM "direct" ORDER BY id`),
         [{ id: "7", n: "3" }, { id: "8", n: "2" }],
       );
-      deepStrictEqual(await sink.load(), checkpoint);
+      deepStrictEqual(await sink.load(), saved);
     },
   },
   {
@@ -577,21 +564,7 @@ const steps: {
     name:
       "the batch that ends a cycle with too many deletes changes nothing at all: rows, checkpoint, change table",
     async fn(db) {
-      const sink = createPostgresSink<{ n: number }>({
-        query: db.query,
-        table: "direct",
-      });
-      const checkpoint = (n: number) => ({
-        version: 1 as const,
-        path: "direct",
-        sortBy: null,
-        id: null,
-        query: {},
-        edge: { value: String(n), id: String(n) },
-        offset: n,
-        full: false,
-        complete: true,
-      });
+      const sink = directSink(db);
       const ids = Array.from({ length: 10 }, (_, i) => String(i + 1));
       await sink.write(
         ids.map((id) => ({ n: Number(id) })),
@@ -647,21 +620,7 @@ const steps: {
     name:
       "the recorded row count and last row stay right when a cycle removes or marks rows, the last one committed among them",
     async fn(db) {
-      const sink = createPostgresSink<{ n: number }>({
-        query: db.query,
-        table: "direct",
-      });
-      const checkpoint = (n: number) => ({
-        version: 1 as const,
-        path: "direct",
-        sortBy: null,
-        id: null,
-        query: {},
-        edge: { value: String(n), id: String(n) },
-        offset: n,
-        full: false,
-        complete: true,
-      });
+      const sink = directSink(db);
       const write = (
         ids: string[],
         cycle: number,
@@ -1151,3 +1110,28 @@ Deno.test("what PostgreSQL cannot hold is decided before sending: ids as strings
   );
   deepStrictEqual(postgresBatch([], []).json, "[]");
 });
+
+/** A sink written to directly (no syncList) in the table "direct". */
+function directSink(
+  db: { query: Parameters<typeof createPostgresSink>[0]["query"] },
+) {
+  return createPostgresSink<{ n: number }>({
+    query: db.query,
+    table: "direct",
+  });
+}
+
+/** The checkpoint of a direct write that ends at item `n` of "direct". */
+function checkpoint(n: number) {
+  return {
+    version: 1 as const,
+    path: "direct",
+    sortBy: null,
+    id: null,
+    query: {},
+    edge: { value: String(n), id: String(n) },
+    offset: n,
+    full: false,
+    complete: true,
+  };
+}

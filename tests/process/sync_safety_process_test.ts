@@ -16,6 +16,7 @@ import { freshTarget } from "../_sync_fake.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
 import { Command, processTest } from "../_processes.ts";
 import { configFor } from "../_cli_helpers.ts";
+import { syncArgs } from "../sync_cli_args.ts";
 
 const fresh = (name: string) => freshTarget("sync-safety-process", name);
 
@@ -57,17 +58,12 @@ processTest(
     });
     const target = await fresh("paused.jsonl");
     const env = configFor(api);
-    const args = [
-      "sync",
-      "transactions",
-      "--to",
-      target,
-      "--no-cache",
+    const args = syncArgs(target, [
       "--sort-by",
       "creationDate",
       "--limit",
       "50",
-    ];
+    ]);
     const paused = cliCommand(flagsFor(env), args, env).spawn();
     await grown(target, 20_000);
     paused.kill("SIGSTOP");
@@ -106,17 +102,12 @@ processTest(
     const past = new Date(Date.now() - 60_000);
     await Deno.utime(`${target}.lock`, past, past);
     const env = configFor(api);
-    const args = [
-      "sync",
-      "transactions",
-      "--to",
-      target,
-      "--no-cache",
+    const args = syncArgs(target, [
       "--sort-by",
       "creationDate",
       "--limit",
       "50",
-    ];
+    ]);
     const runs = await Promise.all(
       Array.from({ length: 6 }, () => cli(flagsFor(env), args, env)),
     );
@@ -137,7 +128,7 @@ processTest(
     const lock = `${target}.lock`;
     await Deno.writeTextFile(lock, JSON.stringify({ owner: "x", pid: 12345 }));
     const env = configFor(api);
-    const args = ["sync", "transactions", "--to", target, "--no-cache"];
+    const args = syncArgs(target);
     const child = cliCommand(flagsFor(env), args, env).spawn();
     const reader = child.stderr.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
@@ -243,7 +234,7 @@ processTest(
           "--allow-read=.test-tmp",
           `--allow-env=${Object.keys(env).join(",")}`,
         ],
-        ["sync", "transactions", "--to", target, "--no-cache"],
+        syncArgs(target),
         env,
       );
       equal(result.code, 2, result.stderr);
