@@ -7,6 +7,7 @@ import {
   createJsonlSink,
   createPostgresSink,
   createSqliteSink,
+  SyncError,
   syncList,
 } from "../src/sync/mod.ts";
 import { freshTarget, inProcess } from "./_sync_fake.ts";
@@ -172,4 +173,56 @@ Deno.test("sinks refuse a table name that is not a plain identifier", () => {
     }
     equal(typeof option, "string");
   }
+});
+
+Deno.test("SQLite sink: on a large table a run's batches may share a transaction, each with its checkpoint; another run of this process is told the table is held, and the release commits", async () => {
+  const path = await fresh("grouped.db");
+  const checkpoint = (n: number) => ({
+    version: 1 as const,
+    path: "numbers",
+    sortBy: null,
+    id: null,
+    query: {},
+    edge: { value: String(n), id: String(n) },
+    offset: n,
+    full: false,
+    complete: true,
+  });
+  const ids = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, i) => String(from + i + 1));
+  using sink = createSqliteSink<{ n: number }>(path, { table: "numbers" });
+  const lease = await sink.lock!();
+  const first = ids(0, 20_000);
+  await sink.write(
+    first.map((id) => ({ n: Number(id) })),
+    checkpoint(20_000),
+    first,
+  );
+  // From here on the table is large: this batch may wait for the next.
+  const second = ids(20_000, 20_010);
+  await sink.write(
+    second.map((id) => ({ n: Number(id) })),
+    checkpoint(20_010),
+    second,
+  );
+  // A second run's sink in this same process asks for the lease without a
+  // busy wait: told the table is held, not stopped by a locked database.
+  using other = createSqliteSink(path, { table: "numbers", lockWait: 0 });
+  const refused = await other.lock!().then(
+    () => undefined,
+    (error) => error,
+  );
+  equal(refused instanceof SyncError, true, String(refused));
+  equal((refused as SyncError).reason, "locked");
+  await lease[Symbol.asyncDispose]();
+  const reader = new DatabaseSync(path);
+  const rows = reader.prepare('SELECT count(*) AS n FROM "numbers"').get() as {
+    n: number;
+  };
+  const saved = reader.prepare(
+    "SELECT checkpoint FROM partner_api_sync WHERE target = 'numbers'",
+  ).get() as { checkpoint: string };
+  reader.close();
+  equal(rows.n, 20_010);
+  equal(JSON.parse(saved.checkpoint).offset, 20_010);
 });

@@ -169,7 +169,14 @@ export function createSqliteSink<T>(
     async lock(run = {}) {
       await check();
       const st = touch();
-      const token = await takeLease(st, target, what, options, run.signal);
+      const token = await takeLease(
+        db,
+        st,
+        target,
+        what,
+        options,
+        run.signal,
+      );
       owner = token;
       const stop = keepRefreshed(() => {
         if (db.isOpen) st.refresh.run(Date.now(), target, token);
@@ -218,6 +225,7 @@ export function createSqliteSink<T>(
 
 /** Takes the table's lease for a new run, waiting as `options` say. */
 function takeLease(
+  db: DatabaseSync,
   st: Statements,
   target: string,
   what: string,
@@ -231,9 +239,11 @@ function takeLease(
     onWait: options.onLockWait,
   }, () => {
     const now = Date.now();
-    if (st.take.get(target, token, now, now - STALE_AFTER) !== undefined) {
-      return Promise.resolve({ taken: token });
-    }
+    const taken = withoutBusyWait(
+      db,
+      () => st.take.get(target, token, now, now - STALE_AFTER) !== undefined,
+    );
+    if (taken === true) return Promise.resolve({ taken: token });
     const holder = st.holder.get(target) as
       | { refreshed_at: number }
       | undefined;
@@ -243,6 +253,29 @@ function takeLease(
         : "another run",
     });
   });
+}
+
+/**
+ * Runs `write` without waiting for the database's write lock: undefined
+ * when another connection holds it. A connection of this process that
+ * holds it (a run whose batches share a transaction) commits from a timer,
+ * which a busy wait on this thread would keep from running.
+ */
+function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
+  const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {
+    timeout: number;
+  };
+  db.exec("PRAGMA busy_timeout = 0");
+  try {
+    return write();
+  } catch (error) {
+    if (db.isTransaction || !/database is locked/.test(String(error))) {
+      throw error;
+    }
+    return undefined;
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${timeout}`);
+  }
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
