@@ -63,6 +63,7 @@ export class Committer<T> {
     items: readonly T[],
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext,
+    ids: readonly string[] = items.map((item) => this.#config.keyOf(item).id),
   ): Promise<void> {
     await this.#writing;
     this.#latest = checkpoint;
@@ -71,7 +72,7 @@ export class Committer<T> {
       context.endsCycle !== undefined ||
       (checkpoint.complete && !this.#written.complete);
     if (items.length === 0 && !news) return;
-    this.#start(items, checkpoint, context);
+    this.#start(items, ids, checkpoint, context);
   }
 
   /** Makes `checkpoint` the latest and writes it, if it was not written yet. */
@@ -82,7 +83,7 @@ export class Committer<T> {
     await this.#writing;
     this.#latest = checkpoint;
     if (JSON.stringify(this.#latest) === JSON.stringify(this.#written)) return;
-    this.#start([], this.#latest, context);
+    this.#start([], [], this.#latest, context);
     await this.#writing;
   }
 
@@ -98,10 +99,11 @@ export class Committer<T> {
 
   #start(
     items: readonly T[],
+    ids: readonly string[],
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext,
   ): void {
-    const batch = lastOfEachId(items, this.#config.keyOf);
+    const batch = lastOfEachId(items, ids);
     this.#writing = (async () => {
       const report = await this.#config.sink.write(
         batch.items,
@@ -173,12 +175,11 @@ function hear<E>(listener: (event: E) => unknown, event: E): void {
  */
 function lastOfEachId<T>(
   items: readonly T[],
-  keyOf: (item: T) => { readonly id: string },
-): { items: T[]; ids: string[] } {
-  const ids = items.map((item) => keyOf(item).id);
+  ids: readonly string[],
+): { items: readonly T[]; ids: readonly string[] } {
   const last = new Map<string, number>();
   ids.forEach((id, i) => last.set(id, i));
-  if (last.size === ids.length) return { items: [...items], ids };
+  if (last.size === ids.length) return { items, ids };
   const kept = ids.flatMap((id, i) => last.get(id) === i ? [i] : []);
   return { items: kept.map((i) => items[i]!), ids: kept.map((i) => ids[i]!) };
 }

@@ -20,6 +20,8 @@ import { SyncError } from "./sync_error.ts";
 /** A window the pass committed: its items to write, and the state after it. */
 export interface Committed<T> {
   readonly items: readonly T[];
+  /** The items' ids, in order (read once, when the window was judged). */
+  readonly ids: readonly string[];
   readonly state: WindowState;
   /** The pass is complete. */
   readonly ended: boolean;
@@ -142,6 +144,7 @@ async function judge<T>(
     : keys.findIndex((key) => key.id === firstEdge.id);
   const window: Committed<T> = {
     items: items.slice(verdict.fresh.from, verdict.fresh.to),
+    ids: keys.slice(verdict.fresh.from, verdict.fresh.to).map((key) => key.id),
     state: verdict.next,
     ended: verdict.ended,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),

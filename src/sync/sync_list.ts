@@ -150,6 +150,7 @@ async function head<T>(
       window.items,
       checkpoint,
       context(config, checkpoint, "head"),
+      window.ids,
     );
   }, requests);
   return shift;
@@ -196,7 +197,7 @@ async function sweep<T>(
             },
           }
           : {}),
-      });
+      }, window.ids);
     },
     requests,
   );
