@@ -199,7 +199,7 @@ export function createSqliteSink<T>(
       const batch = await storable(items, ids);
       // node:sqlite blocks the thread: first let the requests in flight
       // (the next window) go out, so that the service works meanwhile.
-      await new Promise((resolve) => globalThis.setTimeout(resolve, 0));
+      await nextTurn();
       const st = touch();
       const changes = context?.changes ? changeTable(db, table) : undefined;
       const done = commits.batch(() => {
@@ -221,6 +221,21 @@ export function createSqliteSink<T>(
     close,
     [Symbol.dispose]: close,
   };
+}
+
+/**
+ * One turn of the event loop, in which requests started go out. A chain of
+ * `setTimeout(0)` is clamped (about 2 ms a turn in Deno: 2 s of a million
+ * items' sync); `setImmediate` is not, where the runtime has it.
+ */
+function nextTurn(): Promise<void> {
+  const immediate = (globalThis as {
+    setImmediate?: (callback: () => void) => unknown;
+  }).setImmediate;
+  return new Promise((resolve) => {
+    if (typeof immediate === "function") immediate(resolve);
+    else globalThis.setTimeout(resolve, 0);
+  });
 }
 
 /** Takes the table's lease for a new run, waiting as `options` say. */
