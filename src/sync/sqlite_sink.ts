@@ -169,28 +169,13 @@ export function createSqliteSink<T>(
     async lock(run = {}) {
       await check();
       const st = touch();
-      const token = await takeLease(
-        db,
-        st,
-        target,
-        what,
-        options,
-        run.signal,
-      );
+      const token = await takeLease(db, st, target, what, options, run.signal);
       owner = token;
-      const stop = keepRefreshed(() => {
-        if (db.isOpen) st.refresh.run(Date.now(), target, token);
-        return Promise.resolve();
-      });
-      commits.grouping = true;
+      const lease = holdLease(db, st, commits, target, token);
       return {
-        [Symbol.asyncDispose]() {
-          stop();
-          commits.grouping = false;
-          commits.commit();
-          if (db.isOpen) st.release.run(target, token);
+        async [Symbol.asyncDispose]() {
+          await lease[Symbol.asyncDispose]();
           owner = undefined;
-          return Promise.resolve();
         },
       };
     },
@@ -236,6 +221,34 @@ function nextTurn(): Promise<void> {
     if (typeof immediate === "function") immediate(resolve);
     else globalThis.setTimeout(resolve, 0);
   });
+}
+
+/**
+ * Keeps a lease taken: refreshed every second, batches sharing
+ * transactions, and on release the open one committed, then the lease
+ * dropped.
+ */
+function holdLease(
+  db: DatabaseSync,
+  st: Statements,
+  commits: SqliteCommits,
+  target: string,
+  token: string,
+): AsyncDisposable {
+  const stop = keepRefreshed(() => {
+    if (db.isOpen) st.refresh.run(Date.now(), target, token);
+    return Promise.resolve();
+  });
+  commits.grouping = true;
+  return {
+    [Symbol.asyncDispose]() {
+      stop();
+      commits.grouping = false;
+      commits.commit();
+      if (db.isOpen) st.release.run(target, token);
+      return Promise.resolve();
+    },
+  };
 }
 
 /** Takes the table's lease for a new run, waiting as `options` say. */
