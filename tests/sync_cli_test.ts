@@ -8,7 +8,7 @@ import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
-import { syncArgs } from "./sync_cli_args.ts";
+import { syncArgs } from "./sync_fixtures.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {

@@ -11,6 +11,7 @@ import {
   syncList,
 } from "../src/sync/mod.ts";
 import { freshTarget, inProcess } from "./_sync_fake.ts";
+import { checkpointAt } from "./sync_fixtures.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {
@@ -177,17 +178,7 @@ Deno.test("sinks refuse a table name that is not a plain identifier", () => {
 
 Deno.test("SQLite sink: on a large table a run's batches may share a transaction, each with its checkpoint; another run of this process is told the table is held, and the release commits", async () => {
   const path = await fresh("grouped.db");
-  const checkpoint = (n: number) => ({
-    version: 1 as const,
-    path: "numbers",
-    sortBy: null,
-    id: null,
-    query: {},
-    edge: { value: String(n), id: String(n) },
-    offset: n,
-    full: false,
-    complete: true,
-  });
+  const checkpoint = (n: number) => checkpointAt("numbers", n);
   const ids = (from: number, to: number) =>
     Array.from({ length: to - from }, (_, i) => String(from + i + 1));
   using sink = createSqliteSink<{ n: number }>(path, { table: "numbers" });

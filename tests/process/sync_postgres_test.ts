@@ -17,6 +17,7 @@ import { postgresBatch } from "../../src/sync/_postgres_batch.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
 import { type Cluster, startCluster } from "./_postgres.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
+import { checkpointAt } from "../sync_fixtures.ts";
 
 /** A connection to one database, as a driver gives it. */
 interface Connection {
@@ -287,10 +288,7 @@ const steps: {
           creationDate: new Date(Date.UTC(2025, 0, 1 + n)).toISOString(),
         });
       };
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       const options = { ...byDate, sink, limit: 100, maxLimit: 200 };
       await syncList(fake.client, "transactions", options);
       const first = await count(db);
@@ -387,7 +385,7 @@ const steps: {
     async fn(db) {
       // 0.3: "ON CONFLICT DO UPDATE command cannot affect row a second time".
       const sink = directSink(db);
-      const saved = { ...checkpoint(8), offset: 2 };
+      const saved = { ...checkpointAt("direct", 8), offset: 2 };
       await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], saved, [
         "7",
         "8",
@@ -405,10 +403,7 @@ const steps: {
       "a cycle (sweep: Infinity) after updates, removals and back-dated inserts leaves the table equal to the list, counts what it did, and the change table replayed by seq gives exactly the live rows",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 300 } });
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       const options = { ...byDate, sink, limit: 50, changes: true };
       const first = await syncList(fake.client, "transactions", options);
       equal(first.inserted, 300);
@@ -468,10 +463,7 @@ const steps: {
       "with deletes: 'mark', rows the cycle did not see get deleted_at and stay; the live rows equal the list, and an item that comes back is live again",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 300 } });
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       const options = {
         ...byDate,
         sink,
@@ -513,10 +505,7 @@ const steps: {
       "a cycle that would remove more than maxDeletes of the copy removes nothing, records no change and rejects with 'too-many-deletes'; a larger maxDeletes then removes them",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 200 } });
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       const options = {
         ...byDate,
         sink,
@@ -568,7 +557,7 @@ const steps: {
       const ids = Array.from({ length: 10 }, (_, i) => String(i + 1));
       await sink.write(
         ids.map((id) => ({ n: Number(id) })),
-        checkpoint(10),
+        checkpointAt("direct", 10),
         ids,
         {
           cycle: 1,
@@ -587,7 +576,12 @@ const steps: {
       });
       const items = [{ n: 2 }, { n: 3 }, { n: 40 }];
       await rejects(
-        sink.write(items, checkpoint(4), ["2", "3", "4"], ends(0.5)),
+        sink.write(
+          items,
+          checkpointAt("direct", 4),
+          ["2", "3", "4"],
+          ends(0.5),
+        ),
         (error: unknown) => {
           ok(error instanceof SyncError, String(error));
           equal(error.reason, "too-many-deletes");
@@ -601,7 +595,12 @@ const steps: {
       );
       // 7 > 0.7 × 10 is false: allowed, and told.
       deepStrictEqual(
-        await sink.write(items, checkpoint(4), ["2", "3", "4"], ends(0.7)),
+        await sink.write(
+          items,
+          checkpointAt("direct", 4),
+          ["2", "3", "4"],
+          ends(0.7),
+        ),
         { skippedIds: [], inserted: 0, updated: 1, deleted: 7 },
       );
       deepStrictEqual([...(await copied(db, "direct")).keys()], [
@@ -628,7 +627,7 @@ const steps: {
       ) =>
         sink.write(
           ids.map((id) => ({ n: Number(id) })),
-          checkpoint(ids.length),
+          checkpointAt("direct", ids.length),
           ids,
           {
             cycle,
@@ -687,10 +686,7 @@ const steps: {
       "a table made before deleted_at and seen (this round's, or 0.3's) loads unchanged, gets both columns at the first touch, and a cycle removes what the list lost",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 60 } });
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       await syncList(fake.client, "transactions", {
         ...byDate,
         sink,
@@ -704,10 +700,7 @@ const steps: {
           "SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'transactions' ORDER BY column_name",
         )).map((row) => row.name);
       deepStrictEqual(await columns(), ["id", "item"]);
-      const fresh = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const fresh = tableSink(db);
       equal((await fresh.load())?.complete, true);
       deepStrictEqual(await columns(), ["id", "item"]); // load() only reads
       fake.service.remove("transactions", "tx_000030");
@@ -734,10 +727,7 @@ const steps: {
         createPostgresSink({ query: db.query, table: "odd" }).load(),
         reason("sink-mismatch"),
       );
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       await syncList(fake.client, "transactions", { ...byDate, sink });
       await db.rows(`CREATE TABLE "transactions_changes" (seq int, note text)`);
       const before = await dump(db, "transactions");
@@ -841,10 +831,7 @@ const steps: {
       "a second run waits for the run that holds the table, and gives up with 'locked' when it holds on",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 40 } });
-      const first = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const first = tableSink(db);
       const held = await first.lock!();
       const waits: string[] = [];
       const second = createPostgresSink({
@@ -950,10 +937,7 @@ const steps: {
       "a copy made by 0.3 (checkpoint jsonb, no row count) loads and resumes",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 50 } });
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       await syncList(fake.client, "transactions", { ...byDate, sink });
       // What 0.3 left: no lease table, no count, the checkpoint as jsonb.
       await db.rows("DROP TABLE partner_api_sync_lease");
@@ -963,7 +947,7 @@ const steps: {
       fake.service.insertTransactions(7);
       const later = await syncList(fake.client, "transactions", {
         ...byDate,
-        sink: createPostgresSink({ query: db.query, table: "transactions" }),
+        sink: tableSink(db),
       });
       equal(later.written, 7);
       equal(await count(db), 57);
@@ -978,10 +962,7 @@ const steps: {
       "a 0.3 copy made through postgres.js (every item a JSON string) is refused, and resumes once converted as docs/sync.md says",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 40 } });
-      const sink = createPostgresSink({
-        query: db.query,
-        table: "transactions",
-      });
+      const sink = tableSink(db);
       await syncList(fake.client, "transactions", { ...byDate, sink });
       // What 0.3 left through postgres.js: the JSON text of each item and
       // of the checkpoint stored as a JSON string.
@@ -1024,7 +1005,7 @@ const steps: {
       });
       await syncList(fake.client, "organizations", {
         id: "organizationID",
-        sink: createPostgresSink({ query: db.query, table: "transactions" }),
+        sink: tableSink(db),
       });
       const targets = await db.rows<{ target: string }>(
         "SELECT target FROM partner_api_sync ORDER BY target",
@@ -1111,27 +1092,17 @@ Deno.test("what PostgreSQL cannot hold is decided before sending: ids as strings
   deepStrictEqual(postgresBatch([], []).json, "[]");
 });
 
+/** A sink of the test's database in `table` ("transactions" unless told). */
+function tableSink<T = unknown>(
+  db: { query: Parameters<typeof createPostgresSink>[0]["query"] },
+  table = "transactions",
+) {
+  return createPostgresSink<T>({ query: db.query, table });
+}
+
 /** A sink written to directly (no syncList) in the table "direct". */
 function directSink(
   db: { query: Parameters<typeof createPostgresSink>[0]["query"] },
 ) {
-  return createPostgresSink<{ n: number }>({
-    query: db.query,
-    table: "direct",
-  });
-}
-
-/** The checkpoint of a direct write that ends at item `n` of "direct". */
-function checkpoint(n: number) {
-  return {
-    version: 1 as const,
-    path: "direct",
-    sortBy: null,
-    id: null,
-    query: {},
-    edge: { value: String(n), id: String(n) },
-    offset: n,
-    full: false,
-    complete: true,
-  };
+  return tableSink<{ n: number }>(db, "direct");
 }

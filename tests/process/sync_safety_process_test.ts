@@ -16,7 +16,7 @@ import { freshTarget } from "../_sync_fake.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
 import { Command, processTest } from "../_processes.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { syncArgs } from "../sync_cli_args.ts";
+import { syncArgs } from "../sync_fixtures.ts";
 
 const fresh = (name: string) => freshTarget("sync-safety-process", name);
 
