@@ -70,5 +70,5 @@ export type {
   TokenProvider,
   TokenTarget,
 } from "../token/mod.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/_token_values.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type { PartnerApiError } from "../core/errors.ts";
