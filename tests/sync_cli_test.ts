@@ -42,6 +42,10 @@ Deno.test("sync into SQLite: a copy, then only what is new; progress on standard
   equal(second.code, 0, second.stderr);
   equal(rows(target), 233);
   equal(second.stderr.includes("3 new items"), true, second.stderr);
+  // A sweep that finds nothing changed still reads: its rate is not 0.
+  const third = await run([...args, "--sweep", "all"], configFor(api));
+  equal(third.code, 0, third.stderr);
+  equal(/[1-9]\d* items\/s read/.test(third.stderr), true, third.stderr);
 });
 
 Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exits 130, a rerun completes", async () => {

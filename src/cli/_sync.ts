@@ -107,7 +107,7 @@ function resultLines(
     result.inserted === 1 ? "" : "s"
   }, ${result.updated} changed, ${result.deleted} removed (${result.requests} request${
     result.requests === 1 ? "" : "s"
-  }, ${Math.round(result.written / seconds)} items/s${
+  }, ${Math.round(result.read / seconds)} items/s read${
     result.resumed ? ", resumed" : ""
   })\n`;
   if (result.behind > 0) {
@@ -214,7 +214,10 @@ function openSink(
   return { sink, close: () => sink.close() };
 }
 
-/** Items written and items/s: one line kept current on a terminal, else a line a second. */
+/**
+ * Items read (a sweep that finds nothing changed still reads) and items/s:
+ * one line kept current on a terminal, else a line a second.
+ */
 function progressLine(
   out: Session["io"]["stderr"],
   now: () => number,
@@ -229,8 +232,8 @@ function progressLine(
       lastLine = at;
       const seconds = Math.max((at - started) / 1000, 0.001);
       const line =
-        `${progress.written} items (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${
-          Math.round(progress.written / seconds)
+        `${progress.read} items read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${
+          Math.round(progress.read / seconds)
         } items/s, ${progress.requests} requests`;
       if (out.isTerminal) {
         out.write(`\r\x1b[K${line}`);
