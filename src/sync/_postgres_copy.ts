@@ -1,5 +1,6 @@
 // Internal: the PostgreSQL sink's SQL, kept apart from its flow (what
-// PostgreSQL can hold of a batch is _postgres_batch.ts).
+// PostgreSQL can hold of a batch is _postgres_batch.ts, a batch's one
+// statement _postgres_write.ts).
 //
 // Every parameter is text and cast in the SQL ($1::text, $2::text::json):
 // a driver that asks the server for parameter types (postgres.js) then
@@ -42,7 +43,7 @@ export async function rowsOf(
 }
 
 /** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
-function fingerprintOf(item: string): string {
+export function fingerprintOf(item: string): string {
   return `left(encode(sha256(convert_to((${item})::text, 'UTF8')), 'hex'), 32)`;
 }
 
@@ -190,180 +191,4 @@ BEGIN
   END IF;
 END
 $partner_api$`;
-}
-
-/** What a batch statement does besides its upsert. */
-export interface WriteShape {
-  /** Commit only while the lease row is the run's (`owner` is sent). */
-  readonly leased: boolean;
-  /** The batch ends a cycle: what becomes of the rows it did not see. */
-  readonly ends?: "remove" | "mark";
-  /** The change table (quoted) to append to, if kept. */
-  readonly changes?: string;
-}
-
-/** The parameters of a batch statement, in the order writeSql numbers them. */
-export interface WriteParams {
-  readonly target: string;
-  /** The batch's JSON (postgresBatch). */
-  readonly batch: string;
-  readonly checkpoint: string;
-  readonly cycle: number;
-  readonly owner?: string;
-  readonly maxDeletes?: number;
-}
-
-/** The statement's parameters, every one a string (see the file's head). */
-export function writeParams(shape: WriteShape, values: WriteParams): string[] {
-  const params = [
-    values.target,
-    values.batch,
-    values.checkpoint,
-    String(values.cycle),
-  ];
-  if (shape.ends !== undefined) params.push(String(values.maxDeletes));
-  if (shape.leased) params.push(values.owner ?? "");
-  return params;
-}
-
-/**
- * One batch in one statement, so that it commits whole on any connection
- * of a pool ($1 target, $2 the batch `[[id, item], ...]` (see
- * postgresBatch), $3 the checkpoint's JSON, $4 the cycle; then, as
- * writeParams orders them, maxDeletes and the owner). Every part reads
- * the table as it was before the statement, and each writes only when:
- *
- * - leased, the lease row is still this run's (the UPDATE holds that row
- *   until the commit, so no take-over slips between the look and the
- *   commit);
- * - ending a cycle, the rows it did not see (live, seen before this
- *   cycle, not in the batch) are at most maxDeletes of the live rows
- *   after the batch: else nothing is written and `refused` says so.
- *
- * The batch's rows are upserted seen in the cycle and live; `insert` is a
- * row absent or marked, `update` one whose jsonb differs. Ending a cycle,
- * the unseen rows are removed or given `deleted_at`. With a change table,
- * each of those is a row of it, in the same statement. The row count and
- * the last row's fingerprint are recorded beside the checkpoint (no last
- * row when the one recorded was removed or marked).
- *
- * The answer is one row: `leased` (0 when the lease was lost), `refused`,
- * `unseen` and `live` (ending a cycle), `written`, `inserted`, `updated`,
- * `deleted`; every column text.
- */
-export function writeSql(table: string, shape: WriteShape): string {
-  // $1 to $4 always; the others numbered in writeParams's order.
-  let numbered = 4;
-  const maxDeletes = shape.ends === undefined
-    ? undefined
-    : `$${++numbered}::text::float8`;
-  const owner = shape.leased ? `$${++numbered}::text` : undefined;
-  const gates = [
-    ...(shape.leased ? ["EXISTS (SELECT 1 FROM lease)"] : []),
-    ...(shape.ends === undefined ? [] : ["(SELECT NOT refused FROM guard)"]),
-  ];
-  const when = (word: "WHERE" | "AND") =>
-    gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
-  const cycle = "$4::text::bigint";
-  const before = (column: string) =>
-    `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;
-  const parts: string[] = [];
-  if (owner !== undefined) {
-    parts.push(`lease AS (
-  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
-  WHERE target = $1::text AND owner = ${owner} RETURNING 1
-)`);
-  }
-  parts.push(
-    `batch AS (
-  SELECT e.ord, e.value ->> 0 AS id, (e.value -> 1)::jsonb AS item
-  FROM json_array_elements($2::text::json) WITH ORDINALITY AS e (value, ord)
-)`,
-    `kinds AS (
-  SELECT b.ord, b.id, t.id IS NULL AS added,
-    CASE WHEN t.id IS NULL OR t.deleted_at IS NOT NULL THEN 'insert'
-      WHEN t.item IS DISTINCT FROM b.item THEN 'update' END AS change
-  FROM batch b LEFT JOIN ${table} t ON t.id = b.id
-)`,
-  );
-  if (shape.ends !== undefined) {
-    parts.push(
-      `gone AS (
-  SELECT t.id FROM ${table} t
-  WHERE t.seen < ${cycle} AND t.deleted_at IS NULL
-    AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
-)`,
-      // Each count in FROM, so that each is taken once (in the select
-      // list, one the guard uses twice would be taken twice).
-      `guard AS (
-  SELECT u.n AS unseen, l.n + i.n AS live, u.n > ${maxDeletes} * (l.n + i.n) AS refused
-  FROM (SELECT count(*) AS n FROM gone) AS u,
-    (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
-    (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
-)`,
-    );
-  }
-  parts.push(`written AS (
-  INSERT INTO ${table} AS t (id, item, seen, deleted_at)
-  SELECT id, item, ${cycle}, NULL FROM batch ${when("WHERE")}
-  ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
-  RETURNING 1
-)`);
-  if (shape.ends === "remove") {
-    parts.push(`removed AS (
-  DELETE FROM ${table} t USING gone g WHERE t.id = g.id ${when("AND")}
-  RETURNING 1
-)`);
-  } else if (shape.ends === "mark") {
-    parts.push(`removed AS (
-  UPDATE ${table} t SET deleted_at = now() FROM gone g WHERE t.id = g.id ${
-      when("AND")
-    }
-  RETURNING 1
-)`);
-  }
-  if (shape.changes !== undefined) {
-    const deletes = shape.ends === undefined
-      ? ""
-      : " UNION ALL SELECT 1, 0, id, 'delete' FROM gone";
-    parts.push(`recorded AS (
-  INSERT INTO ${shape.changes} (id, change, at)
-  SELECT id, change, now() FROM (
-    SELECT 0 AS part, ord, id, change FROM kinds WHERE change IS NOT NULL${deletes}
-  ) AS c ${when("WHERE")}
-  ORDER BY part, ord, id
-  RETURNING 1
-)`);
-  }
-  const lastBefore = before("last");
-  const keptLast = shape.ends === undefined ? lastBefore : `(SELECT l.last
-    FROM (SELECT ${lastBefore} AS last) AS l
-    WHERE NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = substr(l.last, strpos(l.last, ':') + 1)))`;
-  parts.push(`saved AS (
-  INSERT INTO ${CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
-  SELECT $1::text, $3::text,
-    coalesce(${before("rows")}, (SELECT count(*) FROM ${table}))
-      + (SELECT count(*) FROM kinds WHERE added)${
-    shape.ends === "remove" ? " - (SELECT count(*) FROM gone)" : ""
-  },
-    coalesce(
-      (SELECT ${
-    fingerprintOf("b.item")
-  } || ':' || b.id FROM batch b ORDER BY b.ord DESC LIMIT 1),
-      ${keptLast})
-  ${when("WHERE")}
-  ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last
-  RETURNING 1
-)`);
-  const ends = shape.ends !== undefined;
-  return `WITH ${parts.join(", ")}
-SELECT ${shape.leased ? "(SELECT count(*) FROM lease)::text" : "'1'"} AS leased,
-  ${ends ? "(SELECT refused FROM guard)::text" : "'false'"} AS refused,
-  ${ends ? "(SELECT unseen FROM guard)::text" : "'0'"} AS unseen,
-  ${ends ? "(SELECT live FROM guard)::text" : "'0'"} AS live,
-  (SELECT count(*) FROM saved)::text AS saved,
-  (SELECT count(*) FROM written)::text AS written,
-  (SELECT count(*) FROM kinds WHERE change = 'insert')::text AS inserted,
-  (SELECT count(*) FROM kinds WHERE change = 'update')::text AS updated,
-  ${ends ? "(SELECT count(*) FROM removed)::text" : "'0'"} AS deleted`;
 }

@@ -22,10 +22,8 @@ import {
   type Row,
   rowsOf,
   TAKE_SQL,
-  writeParams,
-  type WriteShape,
-  writeSql,
 } from "./_postgres_copy.ts";
+import { writeParams, type WriteShape, writeSql } from "./_postgres_write.ts";
 import { postgresBatch } from "./_postgres_batch.ts";
 import { makeChangeTable, readCopy } from "./_postgres_state.ts";
 import { tooManyDeletes } from "./_deletes.ts";
