@@ -44,10 +44,37 @@ export function syncConfig<T>(
   }
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
-  const sortBy = options.sortBy === undefined
-    ? undefined
-    : requireText(options.sortBy, CONTEXT, "sortBy");
-  if (sortBy?.startsWith("-")) {
+  const sortBy = checkSortBy(options.sortBy);
+  refuseFull(options);
+  for (const name of ["items", "onProgress", "onEvent"] as const) {
+    if (options[name] !== undefined && typeof options[name] !== "function") {
+      throw optionError(TypeError, CONTEXT, name, "must be a function");
+    }
+  }
+  return {
+    identity: {
+      path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),
+      sortBy: sortBy ?? (typeof id === "string" ? id : null),
+      id: typeof id === "string" ? id : null,
+      query: { ...checkQuery(options.query) },
+      sortDirection: checkDirection(options.sortDirection),
+    },
+    ...sweepOptions(options),
+    ...pagingOptions(options),
+    sink: checkSink(options.sink),
+    signal: options.signal,
+    items: options.items,
+    onProgress: options.onProgress,
+    onEvent: options.onEvent,
+    keyOf: keyReader(id, sortBy),
+  };
+}
+
+/** A field name to sort by; `-field` is refused with what to write instead. */
+function checkSortBy(given: unknown): string | undefined {
+  if (given === undefined) return undefined;
+  const sortBy = requireText(given, CONTEXT, "sortBy");
+  if (sortBy.startsWith("-")) {
     throw optionError(
       TypeError,
       CONTEXT,
@@ -58,7 +85,23 @@ export function syncConfig<T>(
       JSON.stringify(sortBy.slice(0, 40)),
     );
   }
-  const sink = options.sink;
+  return sortBy;
+}
+
+/** 0.3's `full` is refused with what replaced it. */
+function refuseFull(options: object): void {
+  if ("full" in options && (options as { full?: unknown }).full !== undefined) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "full",
+      "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
+    );
+  }
+}
+
+/** A sink with `load` and `write`, and `lock` a function if it has one. */
+function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
   if (
     typeof sink?.load !== "function" || typeof sink?.write !== "function" ||
     (sink.lock !== undefined && typeof sink.lock !== "function")
@@ -70,6 +113,11 @@ export function syncConfig<T>(
       "must have load and write (and lock, if any, a function)",
     );
   }
+  return sink;
+}
+
+/** Page size, the largest a resumed run may meet, and pages in flight. */
+function pagingOptions<T>(options: SyncOptions<T>) {
   const limit = checkNumber(
     options.limit,
     50,
@@ -87,37 +135,10 @@ export function syncConfig<T>(
   if (concurrency > 64) {
     throw optionError(RangeError, CONTEXT, "concurrency", "must be at most 64");
   }
-  if ("full" in options && (options as { full?: unknown }).full !== undefined) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "full",
-      "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
-    );
-  }
-  for (const name of ["items", "onProgress", "onEvent"] as const) {
-    if (options[name] !== undefined && typeof options[name] !== "function") {
-      throw optionError(TypeError, CONTEXT, name, "must be a function");
-    }
-  }
   return {
-    identity: {
-      path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),
-      sortBy: sortBy ?? (typeof id === "string" ? id : null),
-      id: typeof id === "string" ? id : null,
-      query: { ...checkQuery(options.query) },
-      sortDirection: checkDirection(options.sortDirection),
-    },
-    ...sweepOptions(options),
-    sink,
     limit,
     maxLimit: Math.max(limit, checkMaxLimit(options.maxLimit)),
     concurrency,
-    signal: options.signal,
-    items: options.items,
-    onProgress: options.onProgress,
-    onEvent: options.onEvent,
-    keyOf: keyReader(id, sortBy),
   };
 }
 
