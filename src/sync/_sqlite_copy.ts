@@ -122,8 +122,16 @@ export function changeTable(db: DatabaseSync, table: string): string {
 
 /** The statements of a sink whose tables exist. */
 export function statements(db: DatabaseSync, table: string) {
-  const cycleLog =
-    `(SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
+  return {
+    ...writeStatements(db, table),
+    ...cycleStatements(db, table),
+    ...checkpointStatements(db),
+    ...leaseStatements(db),
+  };
+}
+
+/** A batch's upserts, and what they tell of marked rows. */
+function writeStatements(db: DatabaseSync, table: string) {
   // A row is written only when it is new, changed or marked (an unchanged
   // one dirties no page): one descent of the primary key per item, not a
   // look-up and then an upsert. A new row's rowid is above the largest
@@ -155,6 +163,17 @@ export function statements(db: DatabaseSync, table: string) {
         markedIndex(table)
       } WHERE deleted_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))`,
     ),
+    isLive: db.prepare(
+      `SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`,
+    ),
+  };
+}
+
+/** A sweep cycle's log of seen ids, and what its end removes or marks. */
+function cycleStatements(db: DatabaseSync, table: string) {
+  const cycleLog =
+    `(SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
+  return {
     live: db.prepare(
       `SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`,
     ),
@@ -179,9 +198,12 @@ export function statements(db: DatabaseSync, table: string) {
     forget: db.prepare(
       `DELETE FROM ${SEEN_TABLE} WHERE target = ? AND cycle <= ?`,
     ),
-    isLive: db.prepare(
-      `SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`,
-    ),
+  };
+}
+
+/** The checkpoint beside the copy. */
+function checkpointStatements(db: DatabaseSync) {
+  return {
     save: db.prepare(
       `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?, ?, ?, ?)
       ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
@@ -190,6 +212,12 @@ export function statements(db: DatabaseSync, table: string) {
     dropOthers: db.prepare(
       `DELETE FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ? AND target <> ?`,
     ),
+  };
+}
+
+/** The lease that keeps one writer per copy. */
+function leaseStatements(db: DatabaseSync) {
+  return {
     take: db.prepare(
       `INSERT INTO ${LEASE_TABLE} (target, owner, refreshed_at) VALUES (?1, ?2, ?3)
       ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
