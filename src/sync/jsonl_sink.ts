@@ -4,7 +4,12 @@
 // checked before anything is changed; one run at a time holds the copy.
 
 import { rename, unlink } from "node:fs/promises";
-import type { SyncSink } from "./sink.ts";
+import type {
+  SyncCheckpoint,
+  SyncSink,
+  SyncWriteContext,
+  SyncWriteReport,
+} from "./sink.ts";
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fingerprint,
@@ -91,83 +96,142 @@ export function createJsonlSink<T>(
   path: string,
   options: JsonlSinkOptions = {},
 ): SyncSink<T> {
-  const files = { copy: path, side: `${path}.checkpoint.json` };
-  const rewritePath = `${path}.rewrite`;
-  let committed: Committed | undefined;
-  let loaded = false;
-  let lock: FileLock | undefined;
-  const token = runToken();
+  const copy = new JsonlCopy(path, options);
+  // A plain object, as before: a user may spread it to wrap a method.
+  return {
+    load: () => copy.load(),
+    lock: (run = {}) => copy.lock(run.signal),
+    marksDeletes: false,
+    write: (items, checkpoint, _ids, context) =>
+      copy.write(items, checkpoint, context),
+  };
+}
+
+/** One JSONL copy, its side file and its lock, as one run sees them. */
+class JsonlCopy {
+  readonly #path: string;
+  readonly #files: { copy: string; side: string };
+  readonly #rewritePath: string;
+  readonly #options: JsonlSinkOptions;
+  readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
-  const ours = new Set<string>();
-  const load = async () => {
-    committed = await checkCopy(files, rewritePath);
-    loaded = true;
-    return committed?.checkpoint ?? undefined;
-  };
+  readonly #ours = new Set<string>();
+  #committed: Committed | undefined;
+  #loaded = false;
+  #lock: FileLock | undefined;
+
+  constructor(path: string, options: JsonlSinkOptions) {
+    this.#path = path;
+    this.#files = { copy: path, side: `${path}.checkpoint.json` };
+    this.#rewritePath = `${path}.rewrite`;
+    this.#options = options;
+  }
+
+  async load(): Promise<SyncCheckpoint | undefined> {
+    this.#committed = await checkCopy(this.#files, this.#rewritePath);
+    this.#loaded = true;
+    return this.#committed?.checkpoint ?? undefined;
+  }
+
+  async lock(signal: AbortSignal | undefined): Promise<FileLock> {
+    this.#lock = await takeFileLock(`${this.#path}.lock`, {
+      signal,
+      wait: this.#options.lockWait ?? DEFAULT_LOCK_WAIT,
+      onWait: this.#options.onLockWait,
+    });
+    return this.#lock;
+  }
+
+  async write(
+    items: readonly unknown[],
+    checkpoint: SyncCheckpoint,
+    context: SyncWriteContext | undefined,
+  ): Promise<SyncWriteReport> {
+    const now = await this.#ready();
+    const lines = linesOf(items);
+    if (context?.phase !== "sweep") {
+      const end = await this.#append(this.#path, now.end, lines);
+      await this.#save({ ...now, checkpoint, end, renaming: false });
+      return { inserted: items.length };
+    }
+    const under = now.rewrite?.cycle === context.cycle
+      ? now.rewrite
+      : await startCycle(this.#path, this.#rewritePath, now.end, context.cycle);
+    const end = await this.#append(this.#rewritePath, under.end, lines);
+    const rewrite = { ...under, end, lines: under.lines + items.length };
+    if (context.endsCycle === undefined) {
+      await this.#save({ ...now, checkpoint, rewrite });
+      // Counted when the cycle completes: a JSONL copy has no index.
+      return { inserted: 0, updated: 0 };
+    }
+    const counts = cycleCounts(
+      rewrite,
+      context.endsCycle.maxDeletes,
+      this.#path,
+    );
+    await this.#endCycle(now, rewrite, checkpoint);
+    return counts;
+  }
+
+  /** What was committed, once the copy was checked and left consistent. */
+  async #ready(): Promise<Committed> {
+    if (!this.#loaded) await this.load();
+    // A new copy's side file comes first: a run killed in its first
+    // batch leaves a copy that the next run recognises as begun.
+    if (this.#committed === undefined) {
+      await this.#save({ checkpoint: null, end: EMPTY });
+    }
+    const committed = this.#committed!;
+    if (committed.renaming) {
+      // A run killed between recording a finished rewrite and renaming it.
+      await renameOver(this.#rewritePath, this.#path);
+      await this.#save({
+        checkpoint: committed.checkpoint,
+        end: committed.end,
+      });
+    }
+    return this.#committed!;
+  }
+
+  /** A cycle's rewrite, with the head's lines since it began, over the copy. */
+  async #endCycle(
+    now: Committed,
+    rewrite: Rewrite,
+    checkpoint: SyncCheckpoint,
+  ): Promise<void> {
+    // The head's lines since the cycle began follow the sweep's.
+    const tail = await readRange(this.#path, rewrite.mainAt, now.end.length);
+    const whole = await this.#append(
+      this.#rewritePath,
+      rewrite.end,
+      tailLines(tail),
+    );
+    await this.#save({ checkpoint, end: whole, renaming: true });
+    await renameOver(this.#rewritePath, this.#path);
+    this.#ours.delete(this.#path);
+    await this.#save({ checkpoint, end: whole });
+  }
+
   /** The commit point: only while this run still holds the copy. */
-  const save = async (next: Committed) => {
-    await lock?.assertHeld();
-    await replaceFile(files.side, sideFileText(next), lock?.token ?? token);
-    committed = next;
-  };
-  const append = async (file: string, from: FileEnd, lines: Lines) => {
+  async #save(next: Committed): Promise<void> {
+    await this.#lock?.assertHeld();
+    await replaceFile(
+      this.#files.side,
+      sideFileText(next),
+      this.#lock?.token ?? this.#token,
+    );
+    this.#committed = next;
+  }
+
+  async #append(file: string, from: FileEnd, lines: Lines): Promise<FileEnd> {
     const end = await appendLines(file, from, lines, async (size) => {
       // Another writer's lines past ours: this run lost the copy.
-      if (ours.has(file) && size !== from.length) throw lockLost(file);
-      await lock?.assertHeld();
+      if (this.#ours.has(file) && size !== from.length) throw lockLost(file);
+      await this.#lock?.assertHeld();
     });
-    ours.add(file);
+    this.#ours.add(file);
     return end;
-  };
-  return {
-    load,
-    async lock(run = {}) {
-      lock = await takeFileLock(`${path}.lock`, {
-        signal: run.signal,
-        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
-        onWait: options.onLockWait,
-      });
-      return lock;
-    },
-    marksDeletes: false,
-    async write(items, checkpoint, _ids, context) {
-      if (!loaded) await load();
-      // A new copy's side file comes first: a run killed in its first
-      // batch leaves a copy that the next run recognises as begun.
-      if (committed === undefined) await save({ checkpoint: null, end: EMPTY });
-      if (committed?.renaming) {
-        // A run killed between recording a finished rewrite and renaming it.
-        await renameOver(rewritePath, path);
-        await save({ checkpoint: committed.checkpoint, end: committed.end });
-      }
-      const now = committed!;
-      const lines = linesOf(items);
-      if (context?.phase !== "sweep") {
-        const end = await append(path, now.end, lines);
-        await save({ ...now, checkpoint, end, renaming: false });
-        return { inserted: items.length };
-      }
-      const under = now.rewrite?.cycle === context.cycle
-        ? now.rewrite
-        : await startCycle(path, rewritePath, now.end, context.cycle);
-      const end = await append(rewritePath, under.end, lines);
-      const rewrite = { ...under, end, lines: under.lines + items.length };
-      if (context.endsCycle === undefined) {
-        await save({ ...now, checkpoint, rewrite });
-        // Counted when the cycle completes: a JSONL copy has no index.
-        return { inserted: 0, updated: 0 };
-      }
-      const counts = cycleCounts(rewrite, context.endsCycle.maxDeletes, path);
-      // The head's lines since the cycle began follow the sweep's.
-      const tail = await readRange(path, rewrite.mainAt, now.end.length);
-      const whole = await append(rewritePath, end, tailLines(tail));
-      await save({ checkpoint, end: whole, renaming: true });
-      await renameOver(rewritePath, path);
-      ours.delete(path);
-      await save({ checkpoint, end: whole });
-      return counts;
-    },
-  };
+  }
 }
 
 const EMPTY: FileEnd = { length: 0, last: null };

@@ -194,31 +194,16 @@ export function createPostgresSink<T>(
       created = undefined;
       changesMade = undefined;
       await touch();
-      const token = runToken();
-      await waitForLock(what, {
+      const lease = await holdLease(read, target, what, {
         signal: run.signal,
         wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
         onWait: options.onLockWait,
-      }, async () => {
-        const row = (await read(TAKE_SQL, [target, token]))[0];
-        if (row?.taken === token) return { taken: token };
-        return {
-          holder: row?.stale === "true" ? "a run that stopped" : "another run",
-        };
       });
-      owner = token;
-      let refreshing: Promise<unknown> = Promise.resolve();
-      const stop = keepRefreshed(() =>
-        refreshing = read(REFRESH_SQL, [target, token])
-      );
+      owner = lease.owner;
       return {
         async [Symbol.asyncDispose]() {
-          stop();
           owner = undefined;
-          await refreshing.catch(() => {});
-          // A lease left behind (the server gone) is stale in 5 s: the
-          // run's outcome stands either way.
-          await read(RELEASE_SQL, [target, token]).catch(() => {});
+          await lease.release();
         },
       };
     },
@@ -246,6 +231,39 @@ export function createPostgresSink<T>(
       });
       const row = (await read(writeSql(table, shape), params))[0] ?? {};
       return judgeWrite(row, batch, ends, what);
+    },
+  };
+}
+
+/**
+ * Takes the lease row of `target` for a run, kept fresh until released. A
+ * lease left behind (the server gone) is stale in 5 s: the run's outcome
+ * stands either way.
+ */
+async function holdLease(
+  read: (sql: string, params: string[]) => Promise<readonly Row[]>,
+  target: string,
+  what: string,
+  wait: Parameters<typeof waitForLock>[1],
+): Promise<{ owner: string; release(): Promise<void> }> {
+  const token = runToken();
+  await waitForLock(what, wait, async () => {
+    const row = (await read(TAKE_SQL, [target, token]))[0];
+    if (row?.taken === token) return { taken: token };
+    return {
+      holder: row?.stale === "true" ? "a run that stopped" : "another run",
+    };
+  });
+  let refreshing: Promise<unknown> = Promise.resolve();
+  const stop = keepRefreshed(() =>
+    refreshing = read(REFRESH_SQL, [target, token])
+  );
+  return {
+    owner: token,
+    async release() {
+      stop();
+      await refreshing.catch(() => {});
+      await read(RELEASE_SQL, [target, token]).catch(() => {});
     },
   };
 }
