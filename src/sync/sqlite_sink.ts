@@ -5,19 +5,16 @@
 
 import process from "node:process";
 import type { DatabaseSync } from "node:sqlite";
-import type { SyncSink } from "./sink.ts";
+import type {
+  SyncCheckpoint,
+  SyncSink,
+  SyncWriteContext,
+  SyncWriteReport,
+} from "./sink.ts";
 import { optionError } from "../core/_check.ts";
 import { quotedTable } from "./_identifier.ts";
 import { createPrivate, refuseLink } from "./_files.ts";
-import {
-  DEFAULT_LOCK_WAIT,
-  isStale,
-  keepRefreshed,
-  lockLost,
-  runToken,
-  STALE_AFTER,
-  waitForLock,
-} from "./_lease.ts";
+import { DEFAULT_LOCK_WAIT, lockLost } from "./_lease.ts";
 import {
   changeTable,
   createTables,
@@ -26,6 +23,7 @@ import {
   statements,
 } from "./_sqlite_copy.ts";
 import { SqliteCommits } from "./_sqlite_commits.ts";
+import { holdLease, takeLease } from "./_sqlite_lease.ts";
 import {
   applyBatch,
   type Checked,
@@ -134,78 +132,125 @@ export function createSqliteSink<T>(
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
   const table = quotedTable(options?.table, CONTEXT);
-  const target = options.table.toLowerCase();
-  const what = `the table ${options.table}`;
-  const owned = typeof database === "string";
-  const file = owned && database !== ":memory:" ? database : undefined;
-  const db = owned ? openDatabase(database) : database;
-  const commits = new SqliteCommits(db);
-  const close = () => {
-    commits.commit();
-    if (owned && db.isOpen) db.close();
-  };
-  let checked: Checked | undefined;
-  let prepared: Statements | undefined;
-  let owner: string | undefined;
-  /** Checks the copy, reading only: what load() and lock() do first. */
-  const check = async () => {
-    if (file !== undefined) await refuseLinks(file);
-    const state = readCopy(db, table, target);
-    return checked = await judgeCopy(
-      state,
-      what,
-      (id) => itemText(db, table, id),
-    );
-  };
-  /** The first change, once the copy passed: journal mode and tables. */
-  const touch = () => {
-    if (prepared !== undefined) return prepared;
-    if (file !== undefined) setJournal(db);
-    createTables(db, table);
-    return prepared = statements(db, table);
-  };
+  const copy = new SqliteCopy(database, table, options);
+  const close = () => copy.close();
+  // A plain object, as before: a user may spread it to wrap a method.
   return {
-    load: async () => (await check()).checkpoint,
-    async lock(run = {}) {
-      await check();
-      const st = touch();
-      const token = await takeLease(db, st, target, what, options, run.signal);
-      owner = token;
-      const lease = holdLease(db, st, commits, target, token);
-      return {
-        async [Symbol.asyncDispose]() {
-          await lease[Symbol.asyncDispose]();
-          owner = undefined;
-        },
-      };
-    },
-    async write(items, checkpoint, ids, context) {
-      const state = checked ?? await check();
-      const batch = await storable(items, ids);
-      // node:sqlite blocks the thread: first let the requests in flight
-      // (the next window) go out, so that the service works meanwhile.
-      await nextTurn();
-      const st = touch();
-      const changes = context?.changes ? changeTable(db, table) : undefined;
-      const done = commits.batch(() => {
-        const holder = st.holder.get(target) as { owner: string } | undefined;
-        if (owner !== undefined && holder?.owner !== owner) {
-          throw lockLost(what);
-        }
-        return applyBatch(db, st, { batch, checkpoint, context, changes }, {
-          state,
-          what,
-          target,
-        });
-      });
-      checked = { checkpoint, rows: done.rows, last: done.last };
-      commits.rows = done.rows;
-      const { inserted, updated, deleted } = done;
-      return { skippedIds: batch.skipped, inserted, updated, deleted };
-    },
+    load: async () => (await copy.check()).checkpoint,
+    lock: (run = {}) => copy.lock(run.signal),
+    write: (items, checkpoint, ids, context) =>
+      copy.write(items, checkpoint, ids, context),
     close,
     [Symbol.dispose]: close,
   };
+}
+
+/** One table's copy in SQLite, its checkpoint and its lease, for one sink. */
+class SqliteCopy {
+  readonly #table: string;
+  readonly #target: string;
+  readonly #what: string;
+  readonly #options: SqliteSinkOptions;
+  readonly #owned: boolean;
+  /** The database's file, when the sink opened one. */
+  readonly #file: string | undefined;
+  readonly #db: DatabaseSync;
+  readonly #commits: SqliteCommits;
+  #checked: Checked | undefined;
+  #prepared: Statements | undefined;
+  #owner: string | undefined;
+
+  constructor(
+    database: string | DatabaseSync,
+    table: string,
+    options: SqliteSinkOptions,
+  ) {
+    this.#table = table;
+    this.#target = options.table.toLowerCase();
+    this.#what = `the table ${options.table}`;
+    this.#options = options;
+    this.#owned = typeof database === "string";
+    this.#file = typeof database === "string" && database !== ":memory:"
+      ? database
+      : undefined;
+    this.#db = typeof database === "string" ? openDatabase(database) : database;
+    this.#commits = new SqliteCommits(this.#db);
+  }
+
+  close(): void {
+    this.#commits.commit();
+    if (this.#owned && this.#db.isOpen) this.#db.close();
+  }
+
+  /** Checks the copy, reading only: what load() and lock() do first. */
+  async check(): Promise<Checked> {
+    if (this.#file !== undefined) await refuseLinks(this.#file);
+    const state = readCopy(this.#db, this.#table, this.#target);
+    return this.#checked = await judgeCopy(
+      state,
+      this.#what,
+      (id) => itemText(this.#db, this.#table, id),
+    );
+  }
+
+  async lock(signal: AbortSignal | undefined): Promise<AsyncDisposable> {
+    await this.check();
+    const st = this.#touch();
+    const token = await takeLease(this.#db, st, this.#target, this.#what, {
+      signal,
+      wait: this.#options.lockWait ?? DEFAULT_LOCK_WAIT,
+      onWait: this.#options.onLockWait,
+    });
+    this.#owner = token;
+    const lease = holdLease(this.#db, st, this.#commits, this.#target, token);
+    return {
+      [Symbol.asyncDispose]: async () => {
+        await lease[Symbol.asyncDispose]();
+        this.#owner = undefined;
+      },
+    };
+  }
+
+  async write(
+    items: readonly unknown[],
+    checkpoint: SyncCheckpoint,
+    ids: readonly string[],
+    context: SyncWriteContext | undefined,
+  ): Promise<SyncWriteReport> {
+    const state = this.#checked ?? await this.check();
+    const batch = await storable(items, ids);
+    // node:sqlite blocks the thread: first let the requests in flight
+    // (the next window) go out, so that the service works meanwhile.
+    await nextTurn();
+    const st = this.#touch();
+    const db = this.#db;
+    const what = this.#what;
+    const target = this.#target;
+    const changes = context?.changes ? changeTable(db, this.#table) : undefined;
+    const done = this.#commits.batch(() => {
+      const holder = st.holder.get(target) as { owner: string } | undefined;
+      if (this.#owner !== undefined && holder?.owner !== this.#owner) {
+        throw lockLost(what);
+      }
+      return applyBatch(db, st, { batch, checkpoint, context, changes }, {
+        state,
+        what,
+        target,
+      });
+    });
+    this.#checked = { checkpoint, rows: done.rows, last: done.last };
+    this.#commits.rows = done.rows;
+    const { inserted, updated, deleted } = done;
+    return { skippedIds: batch.skipped, inserted, updated, deleted };
+  }
+
+  /** The first change, once the copy passed: journal mode and tables. */
+  #touch(): Statements {
+    if (this.#prepared !== undefined) return this.#prepared;
+    if (this.#file !== undefined) setJournal(this.#db);
+    createTables(this.#db, this.#table);
+    return this.#prepared = statements(this.#db, this.#table);
+  }
 }
 
 /**
@@ -221,89 +266,6 @@ function nextTurn(): Promise<void> {
     if (typeof immediate === "function") immediate(resolve);
     else globalThis.setTimeout(resolve, 0);
   });
-}
-
-/**
- * Keeps a lease taken: refreshed every second, batches sharing
- * transactions, and on release the open one committed, then the lease
- * dropped.
- */
-function holdLease(
-  db: DatabaseSync,
-  st: Statements,
-  commits: SqliteCommits,
-  target: string,
-  token: string,
-): AsyncDisposable {
-  const stop = keepRefreshed(() => {
-    if (db.isOpen) st.refresh.run(Date.now(), target, token);
-    return Promise.resolve();
-  });
-  commits.grouping = true;
-  return {
-    [Symbol.asyncDispose]() {
-      stop();
-      commits.grouping = false;
-      commits.commit();
-      if (db.isOpen) st.release.run(target, token);
-      return Promise.resolve();
-    },
-  };
-}
-
-/** Takes the table's lease for a new run, waiting as `options` say. */
-function takeLease(
-  db: DatabaseSync,
-  st: Statements,
-  target: string,
-  what: string,
-  options: SqliteSinkOptions,
-  signal: AbortSignal | undefined,
-): Promise<string> {
-  const token = runToken();
-  return waitForLock(what, {
-    signal,
-    wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
-    onWait: options.onLockWait,
-  }, () => {
-    const now = Date.now();
-    const taken = withoutBusyWait(
-      db,
-      () => st.take.get(target, token, now, now - STALE_AFTER) !== undefined,
-    );
-    if (taken === true) return Promise.resolve({ taken: token });
-    const holder = st.holder.get(target) as
-      | { refreshed_at: number }
-      | undefined;
-    return Promise.resolve({
-      holder: holder !== undefined && isStale(holder.refreshed_at, now)
-        ? "a run that stopped"
-        : "another run",
-    });
-  });
-}
-
-/**
- * Runs `write` without waiting for the database's write lock: undefined
- * when another connection holds it. A connection of this process that
- * holds it (a run whose batches share a transaction) commits from a timer,
- * which a busy wait on this thread would keep from running.
- */
-function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
-  const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {
-    timeout: number;
-  };
-  db.exec("PRAGMA busy_timeout = 0");
-  try {
-    return write();
-  } catch (error) {
-    if (db.isTransaction || !/database is locked/.test(String(error))) {
-      throw error;
-    }
-    return undefined;
-  } finally {
-    db.exec(`PRAGMA busy_timeout = ${timeout}`);
-  }
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
