@@ -5,7 +5,12 @@
 // same reason the lock is a lease row, not a session or advisory lock.
 
 import { optionError } from "../core/_check.ts";
-import type { SyncSink, SyncWriteContext, SyncWriteReport } from "./sink.ts";
+import type {
+  SyncCheckpoint,
+  SyncSink,
+  SyncWriteContext,
+  SyncWriteReport,
+} from "./sink.ts";
 import { quotedTable } from "./_identifier.ts";
 import {
   DEFAULT_LOCK_WAIT,
@@ -155,17 +160,10 @@ export interface PostgresSinkOptions {
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  const query = options?.query as Query | undefined;
-  if (typeof query !== "function") {
-    throw optionError(TypeError, CONTEXT, "query", "must be a function");
-  }
+  const read = readerOf(options?.query);
   const table = quotedTable(options.table, CONTEXT);
-  const target = options.table;
   const what = `the table ${table}`;
-  const read = (sql: string, params: string[]) => rowsOf(query, sql, params);
   let checked = false;
-  let created: Promise<unknown> | undefined;
-  let changesMade: Promise<string> | undefined;
   let owner: string | undefined;
   /** Checks the copy, reading only: what load() and lock() do first. */
   const check = async () => {
@@ -174,27 +172,19 @@ export function createPostgresSink<T>(
     return checkpoint;
   };
   /** The first change, once the copy passed: the tables. */
-  const touch = () =>
-    created ??= read(createSql(table), []).catch((error) => {
-      created = undefined;
-      throw error;
-    });
+  const tables = once(() => read(createSql(table), []));
   /** The change table, checked and created when first kept. */
-  const changeTable = () =>
-    changesMade ??= makeChangeTable(read, table, what).catch((error) => {
-      changesMade = undefined;
-      throw error;
-    });
+  const changeTable = once(() => makeChangeTable(read, table, what));
   return {
     load: check,
     async lock(run = {}) {
       await check();
       // Once per run: the tables may have changed since the last (a
       // long-lived sink outlives a migration or a dropped table).
-      created = undefined;
-      changesMade = undefined;
-      await touch();
-      const lease = await holdLease(read, target, what, {
+      tables.reset();
+      changeTable.reset();
+      await tables.get();
+      const lease = await holdLease(read, options.table, what, {
         signal: run.signal,
         wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
         onWait: options.onLockWait,
@@ -211,28 +201,74 @@ export function createPostgresSink<T>(
       if (!checked) await check();
       // The change table's checks first: a refusal leaves nothing created.
       const changes = context?.changes === true
-        ? await changeTable()
+        ? await changeTable.get()
         : undefined;
-      await touch();
+      await tables.get();
       const batch = postgresBatch(items, ids);
-      const ends = context?.endsCycle;
-      const shape: WriteShape = {
-        leased: owner !== undefined,
-        ...(ends === undefined ? {} : { ends: ends.deletes }),
-        ...(changes === undefined ? {} : { changes }),
-      };
-      const params = writeParams(shape, {
-        target,
-        batch: batch.json,
-        checkpoint: JSON.stringify(checkpoint),
-        cycle: context?.cycle ?? 0,
-        ...(owner === undefined ? {} : { owner }),
-        ...(ends === undefined ? {} : { maxDeletes: ends.maxDeletes }),
+      const { sql, params } = batchStatement(table, batch.json, {
+        target: options.table,
+        checkpoint,
+        context,
+        owner,
+        changes,
       });
-      const row = (await read(writeSql(table, shape), params))[0] ?? {};
-      return judgeWrite(row, batch, ends, what);
+      const row = (await read(sql, params))[0] ?? {};
+      return judgeWrite(row, batch, context?.endsCycle, what);
     },
   };
+}
+
+/** The user's `query`, checked, as the sink reads rows through it. */
+function readerOf(
+  query: unknown,
+): (sql: string, params: string[]) => Promise<readonly Row[]> {
+  if (typeof query !== "function") {
+    throw optionError(TypeError, CONTEXT, "query", "must be a function");
+  }
+  return (sql, params) => rowsOf(query as Query, sql, params);
+}
+
+/** `make`'s promise, made once, and again after it failed or a reset. */
+function once<R>(make: () => Promise<R>) {
+  let made: Promise<R> | undefined;
+  return {
+    get: () =>
+      made ??= make().catch((error) => {
+        made = undefined;
+        throw error;
+      }),
+    reset: () => made = undefined,
+  };
+}
+
+/** A batch's one statement and its parameters. */
+function batchStatement(
+  table: string,
+  batch: string,
+  run: {
+    target: string;
+    checkpoint: SyncCheckpoint;
+    context: SyncWriteContext | undefined;
+    owner: string | undefined;
+    changes: string | undefined;
+  },
+): { sql: string; params: string[] } {
+  const { owner, changes } = run;
+  const ends = run.context?.endsCycle;
+  const shape: WriteShape = {
+    leased: owner !== undefined,
+    ...(ends === undefined ? {} : { ends: ends.deletes }),
+    ...(changes === undefined ? {} : { changes }),
+  };
+  const params = writeParams(shape, {
+    target: run.target,
+    batch,
+    checkpoint: JSON.stringify(run.checkpoint),
+    cycle: run.context?.cycle ?? 0,
+    ...(owner === undefined ? {} : { owner }),
+    ...(ends === undefined ? {} : { maxDeletes: ends.maxDeletes }),
+  });
+  return { sql: writeSql(table, shape), params };
 }
 
 /**
