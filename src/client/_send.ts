@@ -7,9 +7,8 @@
 import { ApiError } from "../core/errors.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
 import { isRetryStatus, retryAfterMs } from "../core/_retry.ts";
-import type { Deadline } from "../core/_abort.ts";
+import type { AttemptLimits, Deadline } from "../core/_abort.ts";
 import {
-  type AttemptLimits,
   type AttemptPlan,
   type Next,
   retryEvent,

@@ -52,6 +52,14 @@ export interface Deadline {
   clear(): void;
 }
 
+/** Where attempts get their time limits. */
+export interface AttemptLimits {
+  /** The limit, in ms. */
+  readonly ms: number;
+  /** Starts one attempt's limit, following the caller's `outer` signal. */
+  start(outer: AbortSignal | undefined): Deadline;
+}
+
 /** Lets a timer run without keeping the process alive, where the runtime can. */
 export function unrefTimer(timer: number | { unref?: () => void }): void {
   const deno = (globalThis as { Deno?: { unrefTimer?(id: number): void } })

@@ -14,16 +14,8 @@ import type {
 } from "./events.ts";
 import { emit } from "./_emit.ts";
 import { delay } from "./_retry.ts";
-import type { Deadline } from "./_abort.ts";
+import type { AttemptLimits, Deadline } from "./_abort.ts";
 import { SharedDeadlines } from "./_deadlines.ts";
-
-/** Where attempts get their time limits. */
-export interface AttemptLimits {
-  /** The limit, in ms. */
-  readonly ms: number;
-  /** Starts one attempt's limit, following the caller's `outer` signal. */
-  start(outer: AbortSignal | undefined): Deadline;
-}
 
 /** What comes after an attempt. */
 export type Next<R> =

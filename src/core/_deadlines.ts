@@ -2,8 +2,12 @@
 // token requests and API requests alike: one timer per short window of
 // attempts, set only while the window is in use.
 
-import { type Deadline, raceAbort, unrefTimer } from "./_abort.ts";
-import type { AttemptLimits } from "./_attempt_loop.ts";
+import {
+  type AttemptLimits,
+  type Deadline,
+  raceAbort,
+  unrefTimer,
+} from "./_abort.ts";
 
 /**
  * Time limits shared by the attempts that start within the same short
