@@ -1,10 +1,11 @@
 // Internal: a lock file beside a copy (`<path>.lock`), holding the token of
 // the run that owns it. Created exclusively; refreshed (its mtime) while
-// held; taken over only once stale, by renaming that very file away first,
-// so two runs that both judged it stale cannot both take it; removed on
-// release only while it is still this run's.
+// held; taken over only once stale, by one run at a time (a guard file),
+// which looks again before it removes the stale lock, so that two runs that
+// both judged it stale cannot both take it and a fresh lock is never
+// touched; removed on release only while it is still this run's.
 
-import { link, lstat, rename, unlink } from "node:fs/promises";
+import { lstat, unlink } from "node:fs/promises";
 import process from "node:process";
 import { isMissing, openFile, readText } from "./_files.ts";
 import {
@@ -123,31 +124,39 @@ async function look(
 }
 
 /**
- * Takes over the stale lock of `stale`: renames the file away (only one run
- * can rename that file), and only if it still is `stale`'s, creates a new
- * one. A fresh lock renamed by mistake is put back.
+ * Takes over the stale lock of `stale`. Only the run that holds the guard
+ * file beside it (`<path>.takeover`, created exclusively) may touch the
+ * lock, and it looks again under the guard: a fresh lock is never moved,
+ * even for a moment (renaming it away and back made its holder see it
+ * gone, and stop with "lock-lost"). A guard left by a run that died while
+ * taking over is stale like a lock and removed.
  */
 async function takeOver(
   path: string,
   token: string,
   stale: string,
 ): Promise<boolean> {
-  const claimed = `${path}.${token}.stale`;
-  try {
-    await rename(path, claimed);
-  } catch (error) {
-    if (isMissing(error)) return false;
-    throw error;
-  }
-  const owner = parse(await readText(claimed).catch(() => undefined))?.owner ??
-    "";
-  if (owner !== stale) {
-    await link(claimed, path).catch(() => {});
-    await unlink(claimed).catch(() => {});
+  const guard = `${path}.takeover`;
+  if (!await create(guard, token)) {
+    const other = await look(guard);
+    if (other !== undefined && isStale(other.refreshedAt, Date.now())) {
+      await unlink(guard).catch(() => {});
+    }
     return false;
   }
-  await unlink(claimed).catch(() => {});
-  return await create(path, token);
+  try {
+    const current = await look(path);
+    if (current !== undefined) {
+      // Another run's by now, or refreshed by its owner since: not stale.
+      if (
+        current.owner !== stale || !isStale(current.refreshedAt, Date.now())
+      ) return false;
+      await unlink(path);
+    }
+    return await create(path, token);
+  } finally {
+    await unlink(guard).catch(() => {});
+  }
 }
 
 function parse(text: string | undefined): LockContent | undefined {
