@@ -7,6 +7,8 @@
 //   under AbortSignal.timeout, both against an in-memory fetch (goal
 //   ≤ +2 µs); and the fetch wrappers
 //   a user would pick instead (ky, ofetch, wretch) against the same floor;
+// - client.fetch() against a bare fetch() with the token and no time limit
+//   (goal ≤ 1.10×);
 // - 100,000 transactions through client.list (limit 1,000, concurrency 4)
 //   against a hand-written ordered pool over the same pages, every item
 //   handed out in order by both (goal ≤ 1.05×);
@@ -93,6 +95,27 @@ for (const [name, label] of Object.entries(PEERS)) {
     }`,
   );
 }
+
+// The same against a bare fetch() with the token and no time limit: what the
+// client's time limit, retries and pacing cost over the least a user writes
+// (goal ≤ 1.10×, issue 40).
+const bare = async () => {
+  const response = await fetch(one, {
+    headers: { authorization: `Bearer ${accessToken}` },
+  });
+  await response.arrayBuffer();
+};
+const overBare = await ratiosToFloor(
+  { bare, client: viaClient },
+  "bare",
+  61,
+  100,
+);
+console.log(
+  `client.fetch() ÷ a bare fetch() with the same token and no time limit (the floor; the fake in another process), interleaved: ${
+    showRatio(overBare.client!)
+  } (goal ≤ 1.10×)`,
+);
 
 Deno.bench({
   name: "raw fetch() with a bearer token and AbortSignal.timeout",
