@@ -13,9 +13,9 @@ import { TIMED } from "../tools/timed_assertions_samples.ts";
 const lines = (source: string) =>
   findTimedAssertions(source).map(({ line }) => line);
 
-Deno.test("timed assertions: a duration or a ratio of the platform's clock is caught", () => {
+Deno.test("timed assertions: a duration, a ratio of the platform's clock, or a bound written as a ratio (1.1 * n) is caught", () => {
   const source = TIMED;
-  deepStrictEqual(lines(source), [5, 7, 8, 11, 12, 16, 17, 20]);
+  deepStrictEqual(lines(source), [5, 7, 8, 11, 12, 16, 17, 20, 21, 22]);
 });
 
 Deno.test("timed assertions: counts, instants of a fake clock and messages are left alone", () => {
@@ -34,6 +34,8 @@ const fleet = runFleet(port, api, startAt);
 const lines = await fleet;
 ok(lines.length <= 9, \`took \${took} ms\`);
 ok(Math.floor(x) < limit);
+ok(result.requests <= 47, "1.5 requests a page");
+equal(amount, 0.01 * 3);
 `;
   deepStrictEqual(findTimedAssertions(source), []);
 });

@@ -9,7 +9,7 @@
 // each assertion (ok, equal, assert…) whose arguments compare or subtract a
 // reading of a clock (Date.now(), performance.now(), a fake clock's now) or a
 // value derived from one, or a duration by its name (elapsed, took, waited,
-// duration), or compare with a rate's floor. It reads the text, not the types:
+// duration), or compare with a rate's floor or a ratio. It reads the text, not the types:
 // a value derived through a function call is not followed.
 
 /** One assertion that asserts time. */
@@ -39,6 +39,13 @@ const DURATION_NAME = /(?<![\w.$])(elapsed|took|waited|duration)(?![\w$])/;
 
 /** A rate's floor (not Math.floor). */
 const FLOOR = /(?<![\w.$])floor(?![\w$(])/;
+
+/**
+ * A bound written as a ratio: a decimal factor times a value (`1.1 * n`,
+ * `sent * 1.5`). A test asserts a count it can state (`<= 7`), so that the
+ * bound reads as the number it is; a ratio belongs to a bench.
+ */
+const RATIO = /(?<![\w.$])\d+\.\d+\s*\*|\*\s*\d+\.\d+(?![\w.$])/;
 
 /** A comparison: <, <=, >, >= (not =>, <<, >>). */
 const RELATION = /(?<![<=>!])(?:<=?|>=?)(?![<>=])/;
@@ -233,6 +240,8 @@ export function findTimedAssertions(source: string): TimedAssertion[] {
     } else if (clock && subtraction) why = "subtracts clock readings";
     else if (FLOOR.test(args) && relation) {
       why = "compares with a rate's floor";
+    } else if (RATIO.test(args) && relation) {
+      why = "compares with a ratio (a decimal factor): assert the count";
     }
     if (why === undefined) continue;
     const line = text.slice(0, match.index).split("\n").length;

@@ -3,7 +3,7 @@
 // tests/ holds none, not even as a sample. Read by
 // tests/timed_assertions_test.ts, which knows their line numbers.
 
-/** A test's text with a duration or a clock ratio asserted on lines 5, 7, 8, 11, 12, 16, 17 and 20. */
+/** A test's text with a duration or a ratio asserted on lines 5, 7, 8, 11, 12, 16, 17, 20, 21 and 22. */
 export const TIMED = `
 const started = Date.now();
 await crawl();
@@ -24,4 +24,6 @@ ok(sent / floor <= 1.1);
 const killAt = startAt + 1000;
 const startAt = Date.now() + 3000;
 ok(refused.every(({ at }) => at < killAt + interval));
+ok(first.requests <= 1.1 * 5 + 2);
+ok(sent * 1.5 > expected);
 `;
