@@ -5,8 +5,14 @@ import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import { backoffFrom } from "../core/_retry.ts";
 import { renewalLedger } from "../token/ledger.ts";
-import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
-import { createRateLimiter, SERVICE_RATE_LIMIT } from "./rate_limit.ts";
+import {
+  checkNumber,
+  optionError,
+  requireFunction,
+  requireOptions,
+} from "../core/_check.ts";
+import { createRateLimiter } from "./rate_limit.ts";
+import { SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import type { SendContext } from "./_exchange.ts";
@@ -24,15 +30,7 @@ const RENAMED: Record<string, string> = {
 export function clientConfig(
   options: ClientOptions,
 ): { environment: Environment; context: SendContext } {
-  if (typeof options !== "object" || options === null) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "options",
-      "must be an object",
-      String(options),
-    );
-  }
+  requireOptions(options, CONTEXT);
   for (const [old, now] of Object.entries(RENAMED)) {
     if (old in options) {
       throw optionError(TypeError, CONTEXT, old, `is now '${now}'`);

@@ -3,12 +3,12 @@
 // callers queue in order and go as soon as the window lets them.
 
 import {
-  checkNumber,
   MAX_TIMER_MS,
-  optionError,
   requireFunction,
+  requireOptions,
 } from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
+import { checkRateLimit } from "../core/_rate_options.ts";
 import {
   emptyWindow,
   recordAnswer,
@@ -49,12 +49,6 @@ export interface RateLimiterOptions extends RateLimit {
   now?: () => number;
 }
 
-/** The service's published limit: 900 requests per 5 minutes per IP. */
-export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
-  requests: 900,
-  interval: 300_000,
-});
-
 const CONTEXT = "Cannot create rate limiter";
 
 /**
@@ -83,62 +77,11 @@ const CONTEXT = "Cannot create rate limiter";
  * ```
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  if (typeof options !== "object" || options === null) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "options",
-      "must be an object",
-      String(options),
-    );
-  }
-  const limit = Object.freeze({
-    requests: requestCount(options.requests),
-    interval: timeOption(options.interval, "interval"),
-  });
+  requireOptions(options, CONTEXT);
+  // The window keeps one time per request: 8 MB at most.
+  const limit = checkRateLimit(options, CONTEXT, 1_000_000);
   const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
   return new SlidingWindowLimiter(limit, now);
-}
-
-function positiveInteger(value: number | undefined, option: string): number {
-  if (value === undefined) {
-    throw optionError(TypeError, CONTEXT, option, "must be given");
-  }
-  return checkNumber(value, 0, "positive integer", CONTEXT, option);
-}
-
-/**
- * A window no timer can wait out (over 2^31 - 1 ms) would make every wait
- * fire at once: callers would spin instead of waiting.
- */
-function timeOption(value: number | undefined, option: string): number {
-  if (value === undefined) {
-    throw optionError(TypeError, CONTEXT, option, "must be given");
-  }
-  return checkNumber(
-    value,
-    0,
-    "positive whole time in ms, at most 2147483647",
-    CONTEXT,
-    option,
-  );
-}
-
-/** The window keeps one time per request: 8 MB at most. */
-const MAX_REQUESTS = 1_000_000;
-
-function requestCount(value: number | undefined): number {
-  const requests = positiveInteger(value, "requests");
-  if (requests > MAX_REQUESTS) {
-    throw optionError(
-      RangeError,
-      CONTEXT,
-      "requests",
-      `must be at most ${MAX_REQUESTS}`,
-      String(requests),
-    );
-  }
-  return requests;
 }
 
 interface Waiter {

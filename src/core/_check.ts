@@ -80,6 +80,27 @@ export function checkNumber(
   return value;
 }
 
+/**
+ * Asserts that `value` is an options object (`option` names it).
+ *
+ * @throws {TypeError} (`option`) For anything else, null included.
+ */
+export function requireOptions(
+  value: unknown,
+  context: string,
+  option = "options",
+): asserts value is object {
+  if (typeof value !== "object" || value === null) {
+    throw optionError(
+      TypeError,
+      context,
+      option,
+      "must be an object",
+      String(value),
+    );
+  }
+}
+
 /** A non-empty string option. */
 export function requireText(
   value: unknown,

@@ -20,7 +20,7 @@
  */
 
 import { displayUrl, secureUrl } from "./_url.ts";
-import { optionError } from "./_check.ts";
+import { optionError, requireOptions } from "./_check.ts";
 
 /**
  * The four values that make an environment, as a user writes them.
@@ -127,15 +127,7 @@ function baseUrl(value: string | URL, field: string): URL {
  * ```
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {
-  if (typeof init !== "object" || init === null) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "init",
-      "must be an object",
-      String(init),
-    );
-  }
+  requireOptions(init, CONTEXT, "init");
   const api = baseUrl(init.baseUrl, "baseUrl");
   if (!api.pathname.endsWith("/api/")) {
     throw optionError(

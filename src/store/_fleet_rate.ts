@@ -24,7 +24,6 @@ import { emit } from "../core/_emit.ts";
 import { MAX_TIMER_MS } from "../core/_check.ts";
 import type { EventListener } from "../core/events.ts";
 import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
-export { checkFleetLimit } from "./_fleet_options.ts";
 
 /** What a process asks the store for. */
 export interface TakeRequest {

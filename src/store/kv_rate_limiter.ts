@@ -11,8 +11,8 @@ import type { EventListener } from "../core/events.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import { optionError, requireFunction } from "../core/_check.ts";
 import { type SteadyClock, steadyClock } from "../core/_steady_clock.ts";
+import { checkRateLimit, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import {
-  checkFleetLimit,
   FleetRateLimiter,
   type SharedWindow,
   type TakeReply,
@@ -151,7 +151,12 @@ export function createKvRateLimiter(
       "must be a Deno KV database (this limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter)",
     );
   }
-  const limit = checkFleetLimit(options, CONTEXT, MOST_REQUESTS);
+  const limit = checkRateLimit(
+    options,
+    CONTEXT,
+    MOST_REQUESTS,
+    SERVICE_RATE_LIMIT,
+  );
   const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
   const holder = crypto.randomUUID().slice(0, 13);
   const prefix = [...(options.prefix ?? ["partner-api", "rate"])];

@@ -13,8 +13,8 @@ import {
 } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import { steadyClock } from "../core/_steady_clock.ts";
+import { checkRateLimit, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import {
-  checkFleetLimit,
   FleetRateLimiter,
   type SharedWindow,
   type TakeReply,
@@ -165,7 +165,7 @@ export function createRedisRateLimiter(
   if (command === undefined) {
     throw optionError(TypeError, CONTEXT, "command", "must be given");
   }
-  const limit = checkFleetLimit(options, CONTEXT, 1_000_000);
+  const limit = checkRateLimit(options, CONTEXT, 1_000_000, SERVICE_RATE_LIMIT);
   const prefix = options.prefix === undefined
     ? "partner-api:rate"
     : requireText(options.prefix, CONTEXT, "prefix");

@@ -1,6 +1,11 @@
 // Internal: syncList's options, checked before anything is read or sent.
 
-import { checkNumber, optionError, requireText } from "../core/_check.ts";
+import {
+  checkNumber,
+  optionError,
+  requireOptions,
+  requireText,
+} from "../core/_check.ts";
 import type { SyncIdentity } from "./_checkpoint.ts";
 import type { SyncSink } from "./sink.ts";
 import type { SyncEvent, SyncOptions, SyncProgress } from "./sync_options.ts";
@@ -39,9 +44,7 @@ export function syncConfig<T>(
   path: string,
   options: SyncOptions<T>,
 ): SyncConfig<T> {
-  if (typeof options !== "object" || options === null) {
-    throw optionError(TypeError, CONTEXT, "options", "must be an object");
-  }
+  requireOptions(options, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
   const sortBy = checkSortBy(options.sortBy);

@@ -10,6 +10,7 @@ import {
   type OptionError,
   optionError,
   requireFunction,
+  requireOptions,
   requireText,
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
@@ -51,9 +52,7 @@ export function tokenEndpoint(
   options: Omit<TokenRequestOptions, "signal">,
   context: string,
 ): TokenEndpoint {
-  if (typeof options !== "object" || options === null) {
-    throw optionError(TypeError, context, "options", "must be an object");
-  }
+  requireOptions(options, context);
   const secret = requireText(options.clientSecret, context, "clientSecret");
   const url = tokenUrlOf(options.tokenUrl, secret, context);
   const audience = requireText(options.audience, context, "audience");

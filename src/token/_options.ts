@@ -1,7 +1,12 @@
 // Internal: the checks that turn a provider's options into a configuration.
 
 import type { EventListener } from "../core/events.ts";
-import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
+import {
+  checkNumber,
+  optionError,
+  requireFunction,
+  requireOptions,
+} from "../core/_check.ts";
 import { type Backoff, backoffFrom } from "../core/_retry.ts";
 import { type TokenEndpoint, tokenEndpoint } from "./_endpoint.ts";
 import type { QuotaSnapshot } from "../core/token_values.ts";
@@ -64,9 +69,7 @@ export function providerConfig(options: TokenProviderOptions): ProviderConfig {
 function withTarget(
   options: TokenProviderOptions,
 ): Omit<TokenRequestOptions, "signal"> {
-  if (typeof options !== "object" || options === null) {
-    throw optionError(TypeError, CONTEXT, "options", "must be an object");
-  }
+  requireOptions(options, CONTEXT);
   const { environment, ...rest } = options;
   if (environment === undefined) {
     return rest as Omit<TokenRequestOptions, "signal">;

@@ -1,0 +1,58 @@
+// Internal: the one check of a rate limit's options, for the client's
+// limiter and the fleet limiters of src/store.
+
+import type { RateLimit } from "./rate_limiter.ts";
+import { checkNumber, optionError } from "./_check.ts";
+
+/** The service's published limit: 900 requests per 5 minutes per IP. */
+export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
+  requests: 900,
+  interval: 300_000,
+});
+
+/**
+ * The checked `{ requests, interval }` of a limiter's options: each given,
+ * or its value in `defaults` (a limiter without defaults needs both).
+ *
+ * @throws {TypeError} When a value without a default is missing.
+ * @throws {RangeError} When `requests` is not a positive integer up to
+ * `most`, or `interval` not a whole number of ms up to 2,147,483,647 (what a
+ * timer can wait: a longer window would make every wait fire at once, and
+ * callers spin instead of waiting).
+ */
+export function checkRateLimit(
+  options: { requests?: number | undefined; interval?: number | undefined },
+  context: string,
+  most: number,
+  defaults?: RateLimit,
+): RateLimit {
+  const given = (name: keyof RateLimit): number => {
+    const value = defaults?.[name];
+    if (value !== undefined || options[name] !== undefined) return value ?? 0;
+    throw optionError(TypeError, context, name, "must be given");
+  };
+  const requests = checkNumber(
+    options.requests,
+    given("requests"),
+    "positive integer",
+    context,
+    "requests",
+  );
+  const interval = checkNumber(
+    options.interval,
+    given("interval"),
+    "positive whole time in ms, at most 2147483647",
+    context,
+    "interval",
+  );
+  if (requests > most) {
+    throw optionError(
+      RangeError,
+      context,
+      "requests",
+      `must be at most ${most}`,
+      String(requests),
+    );
+  }
+  return Object.freeze({ requests, interval });
+}
