@@ -178,27 +178,3 @@ export function createClient(options: ClientOptions): PartnerClient {
       pagesUnder(context, environment.baseUrl, path, listOptions),
   };
 }
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type * from "../core/events.ts";
-export type { TokenFailureReason } from "../core/errors.ts";
-export type {
-  CoordinateOptions,
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "../store/mod.ts";
-export type { QuotaBucket } from "../core/quota.ts";
-export type {
-  GetTokenOptions,
-  RetryOptions,
-  TokenProvider,
-  TokenProviderOptions,
-  TokenRequestOptions,
-  TokenTarget,
-} from "../token/mod.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-export type { PaginateOptions, SortDirection } from "./paginate.ts";
-export type { Environment } from "../core/environment.ts";

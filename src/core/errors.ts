@@ -291,7 +291,3 @@ export class ApiError extends PartnerApiError {
     hideResponse(this, init.response);
   }
 }
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type { QuotaBucket } from "./quota.ts";

@@ -1,8 +1,8 @@
 // The token and quota values the token provider hands out and the stores
 // keep, and the check of a token's shape that both apply: here, beside the
 // quota types, so that the stores need nothing of the token provider (the
-// provider needs the stores). Not an entry: ./token and ./store re-export
-// the types.
+// provider needs the stores). Not an entry: ./token is the types' home,
+// and ./store's record names them there.
 
 import type { QuotaBucket } from "./quota_types.ts";
 

@@ -359,9 +359,3 @@ export interface FleetStoreOptions {
 }
 
 export * from "./file_store.ts";
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type { QuotaBucket } from "../core/quota.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-export type { TokenFailureReason } from "../core/errors.ts";

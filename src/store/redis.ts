@@ -226,7 +226,3 @@ export {
   createRedisRateLimiter,
   type RedisRateLimiterOptions,
 } from "./redis_rate_limiter.ts";
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type * from "./fleet_types.ts";

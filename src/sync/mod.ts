@@ -54,21 +54,3 @@ export {
   createPostgresSink,
   type PostgresSinkOptions,
 } from "./postgres_sink.ts";
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type { PaginateOptions, SortDirection } from "../client/paginate.ts";
-export type {
-  ListOptions,
-  Page,
-  PartnerClient,
-  RequestMetadata,
-} from "../client/mod.ts";
-export type { QuotaBucket } from "../core/quota.ts";
-export type {
-  GetTokenOptions,
-  TokenProvider,
-  TokenTarget,
-} from "../token/mod.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-export type { PartnerApiError } from "../core/errors.ts";

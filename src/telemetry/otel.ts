@@ -345,8 +345,3 @@ function tokenRequest(
     });
   }
 }
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type { QuotaBucket } from "../core/quota.ts";
-export type * from "../core/events.ts";

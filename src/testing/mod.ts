@@ -26,7 +26,3 @@ export {
   type FakeRequestLog,
   startFakePartnerApi,
 } from "./fake_partner_api.ts";
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type { Environment } from "../core/environment.ts";

@@ -32,11 +32,6 @@ import type {
 } from "./types.ts";
 
 // The types a provider's options name; the store itself is in ./store.
-export type {
-  CoordinateOptions,
-  TokenRecord,
-  TokenStore,
-} from "../store/mod.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type * from "./types.ts";
 
@@ -145,11 +140,3 @@ export function createTokenProvider(
     new StoreAccess(config.store, config.endpoint),
   );
 }
-
-// Types this entry's signatures name, defined and documented in their own
-// entries: re-exported so that the entry reads whole on its own (JSR, deno doc).
-export type * from "../core/events.ts";
-export type { TokenFailureReason } from "../core/errors.ts";
-export type { Environment } from "../core/environment.ts";
-export type { QuotaBucket } from "../core/quota.ts";
-export type { TokenFailure, TokenRenewal } from "../store/mod.ts";
