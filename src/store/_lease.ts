@@ -5,7 +5,7 @@
 // step: woken by it where the database can tell them (Redis with a
 // connection to block on), else looking again now and then.
 
-import type { CoordinateOptions, TokenRecord } from "./mod.ts";
+import type { CoordinateOptions, TokenRecord } from "./types.ts";
 import { published } from "./_record.ts";
 import { delay } from "../core/_retry.ts";
 import { unrefTimer } from "../core/_abort.ts";

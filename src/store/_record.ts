@@ -3,7 +3,7 @@
 // serve.
 
 import type { IssuedToken } from "../core/token_values.ts";
-import type { TokenRecord } from "./mod.ts";
+import type { TokenRecord } from "./types.ts";
 import { optionError } from "../core/_check.ts";
 import { sealingKey } from "./_key.ts";
 

@@ -1,6 +1,6 @@
 // Internal: what a provider believes of a record read from a store.
 
-import type { TokenFailure, TokenRecord, TokenRenewal } from "./mod.ts";
+import type { TokenFailure, TokenRecord, TokenRenewal } from "./types.ts";
 import { isIssuedToken, type QuotaSnapshot } from "../core/token_values.ts";
 
 /** How far the clocks of a fleet's processes may differ, in ms. */

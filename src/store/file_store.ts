@@ -2,7 +2,7 @@
 // between runs. Files rather than Deno KV: no --unstable-kv and no
 // configuration, so it also works for a tool run straight from the registry.
 
-import type { CoordinateOptions, TokenRecord, TokenStore } from "./mod.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay } from "../core/_retry.ts";
 import { unrefTimer } from "../core/_abort.ts";
 import { requireFunction, requireText } from "../core/_check.ts";

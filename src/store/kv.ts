@@ -40,7 +40,7 @@
  * @module
  */
 
-import type { FleetStoreOptions, TokenStore } from "../store/mod.ts";
+import type { FleetStoreOptions, TokenStore } from "../store/types.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_steady_clock.ts";
 import { KvTokenStore } from "./_kv_store.ts";

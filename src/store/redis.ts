@@ -52,7 +52,7 @@
  * @module
  */
 
-import type { FleetStoreOptions, TokenStore } from "./mod.ts";
+import type { FleetStoreOptions, TokenStore } from "./types.ts";
 import {
   checkNumber,
   optionError,

@@ -4,7 +4,7 @@
 // token. The store side owns it: what a record may be trusted with, and
 // under which key it lives, are the store contract's business.
 
-import type { TokenRecord, TokenStore } from "./mod.ts";
+import type { TokenRecord, TokenStore } from "./types.ts";
 import { storeKey } from "./_key.ts";
 import { trustedRecord } from "./_record_check.ts";
 

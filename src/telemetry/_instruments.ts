@@ -2,7 +2,7 @@
 // integer attribute is written so that each exporter sends it as one.
 
 import { metrics, trace, ValueType } from "@opentelemetry/api";
-import type { TelemetryMeter } from "./otel.ts";
+import type { TelemetryMeter } from "./types.ts";
 
 /**
  * How an integer attribute is written so that the exporter sends it as one,

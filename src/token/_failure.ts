@@ -2,7 +2,7 @@
 
 import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_retry.ts";
-import type { TokenFailure } from "../store/mod.ts";
+import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
 import { type HintSource, tokenHint } from "./_hint.ts";
 

@@ -10,7 +10,7 @@ import {
 import { type Backoff, backoffFrom } from "../core/_retry.ts";
 import { type TokenEndpoint, tokenEndpoint } from "./_endpoint.ts";
 import type { QuotaSnapshot } from "../core/token_values.ts";
-import type { TokenStore } from "../store/mod.ts";
+import type { TokenStore } from "../store/types.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 
 /** A provider's checked options. */

@@ -8,7 +8,11 @@ import {
   type IssuedToken,
   type QuotaSnapshot,
 } from "../core/token_values.ts";
-import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
+import type {
+  TokenFailure,
+  TokenRecord,
+  TokenRenewal,
+} from "../store/types.ts";
 import { latest } from "./ledger.ts";
 import { type Backoff, isRetryStatus } from "../core/_retry.ts";
 

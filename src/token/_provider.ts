@@ -34,7 +34,11 @@ import {
 } from "./ledger.ts";
 import { issuedToken, quotaSnapshot, storableToken } from "./_value.ts";
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-import type { TokenFailure, TokenRecord, TokenRenewal } from "../store/mod.ts";
+import type {
+  TokenFailure,
+  TokenRecord,
+  TokenRenewal,
+} from "../store/types.ts";
 import type { StoreAccess, TokenRequest } from "../store/token_access.ts";
 import type { ProviderConfig } from "./_options.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";

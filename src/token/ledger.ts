@@ -3,7 +3,7 @@
 // through its store), and the small ledger a client keeps for a
 // hand-written provider without one.
 
-import type { TokenRecord, TokenRenewal } from "../store/mod.ts";
+import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 
 /** A 401 from the API costs at most one fresh token per this window. */
 export const RENEWAL_WINDOW = 3_600_000;

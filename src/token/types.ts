@@ -4,7 +4,7 @@
 import type { EventListener } from "../core/events.ts";
 import type { Environment } from "../core/environment.ts";
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-import type { TokenStore } from "../store/mod.ts";
+import type { TokenStore } from "../store/types.ts";
 
 /**
  * Options of {@linkcode requestToken}.

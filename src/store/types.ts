@@ -1,0 +1,305 @@
+// The store contract: the record a token provider keeps, the store it keeps
+// it in, and the options the fleet stores share. Public through ./store (the
+// root names the contract's types too); stores of this part and the token
+// provider read them from here.
+
+import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
+import type { TokenFailureReason } from "../core/errors.ts";
+
+/**
+ * What a {@linkcode TokenStore} keeps for one client: a frozen object.
+ *
+ * @example A record after a 429
+ * ```ts
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok, rejects } from "node:assert/strict";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store });
+ * await provider.invalidate((await provider.getToken()).accessToken); // the hour's only token
+ * await rejects(provider.getToken(), { name: "QuotaExceededError" });
+ * const [record] = records.values();
+ * ok(record!.blockedUntil! > Date.now()); // every provider on the store waits for it
+ * ```
+ */
+export interface TokenRecord {
+  /** The current token, if any. */
+  readonly token?: IssuedToken;
+  /** The last quota seen, stamped when the token endpoint reported it. */
+  readonly quota?: QuotaSnapshot;
+  /** Epoch ms before which no token request may be sent (after a 429). */
+  readonly blockedUntil?: number;
+  /**
+   * The last failed token request (any reason but the quota) and its
+   * cooldown: the whole fleet sends nothing before `until`.
+   */
+  readonly failure?: TokenFailure;
+  /** The fleet's last 401 renewal: at most one an hour, for the whole fleet. */
+  readonly renewal?: TokenRenewal;
+}
+
+/**
+ * A failed token request as a {@linkcode TokenRecord} keeps it, so that
+ * every process of a fleet keeps its cooldown.
+ *
+ * @example A cooldown after a malformed answer
+ * ```ts
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, ok, rejects } from "node:assert/strict";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi({ faults: [{ kind: "body", body: "{}" }] });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store, retry: false });
+ * await rejects(provider.getToken(), { reason: "malformed" });
+ * const failure = [...records.values()][0]?.failure;
+ * equal(`${failure?.reason} ${failure?.failures}`, "malformed 1");
+ * ok(failure!.until > Date.now()); // no provider on the store asks before
+ * ```
+ */
+export interface TokenFailure {
+  /** Epoch ms before which no token request may be sent. */
+  readonly until: number;
+  /** Failures in a row: the cooldown doubles with each (10 s up to 15 min). */
+  readonly failures: number;
+  /** Why the last request failed. */
+  readonly reason: Exclude<TokenFailureReason, "quota">;
+  /** The token endpoint's status, when it answered. */
+  readonly status?: number;
+  /** The OAuth `error` code it answered, e.g. `invalid_client`. */
+  readonly code?: string;
+}
+
+/**
+ * A 401 renewal as a {@linkcode TokenRecord} keeps it: the fleet renews at
+ * most once an hour, and only a token newer than the one it renewed last.
+ *
+ * @example The ledger after a renewal
+ * ```ts
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal, notEqual } from "node:assert/strict";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi();
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store });
+ * const rejected = await provider.getToken();
+ * equal(await provider.reportUnauthorized?.(rejected.accessToken), true); // the API said 401: renew
+ * const renewal = [...records.values()][0]?.renewal;
+ * equal(renewal?.expiresAt, rejected.expiresAt);
+ * notEqual(renewal?.token, rejected.accessToken); // a fingerprint, not the token
+ * ```
+ */
+export interface TokenRenewal {
+  /** When the fleet renewed, in epoch ms. */
+  readonly at: number;
+  /** When the token it renewed expired (epoch ms): it tells that token's age. */
+  readonly expiresAt: number;
+  /** A fingerprint of the token it renewed (not the token). */
+  readonly token: string;
+}
+
+/**
+ * Where a provider keeps its token, so that several providers (or processes,
+ * with a shared store) use one token. Keys hold the token endpoint, audience,
+ * client id and a digest of the secret, never the secret itself: a provider
+ * with another secret never sees a token this one paid for.
+ *
+ * A provider reads the store at most once per token flight (a cold start, a
+ * refresh, a retry after a failed one), never on calls its cache answers.
+ * The records a provider hands a store hold plain data, so a store may
+ * serialize them with `JSON.stringify`; a token read back as `[redacted]`
+ * (a token serialized as it was handed out) counts as no token.
+ *
+ * A store that fails is treated as empty: reads that throw count as misses,
+ * writes that throw are ignored, so a paid-for token is never lost to it and
+ * its failure never turns into another token request.
+ *
+ * @example A store on a Map, as one on Redis would look
+ * ```ts
+ * import type { TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ * };
+ * await using api = await startFakePartnerApi();
+ * const token = await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * const [key] = records.keys();
+ * equal(key!.includes(api.credentials.clientSecret), false); // a digest of the secret, never the secret
+ * equal(records.get(key!)?.token?.accessToken, token.accessToken);
+ * ```
+ */
+export interface TokenStore {
+  /** Reads the record under `key`. */
+  get(key: string): Promise<TokenRecord | undefined>;
+  /** Replaces the record under `key`. */
+  set(key: string, record: TokenRecord): Promise<void>;
+  /**
+   * Optional: replaces the record under `key` with `change(record)` in one
+   * atomic step (compare-and-set: `change` runs again when another process
+   * wrote between), and resolves with the record now stored; `change`
+   * returning `undefined` writes nothing. The provider keeps the fleet's 401
+   * ledger with it, so that processes meeting a 401 at once renew once
+   * between them. Without it, the provider reads with `get` and writes with
+   * `set`.
+   */
+  update?(
+    key: string,
+    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
+  ): Promise<TokenRecord | undefined>;
+  /**
+   * Optional: makes the processes sharing the store send one token request
+   * between them. The provider calls it when it needs a new token; it returns
+   * a stored record that `settled` accepts (another process's token, or its
+   * quota block), or else the record of `request()`, which it stores before
+   * letting any other process look. Without it, the provider reads the store,
+   * requests when the record does not do, and stores the result with `set`.
+   */
+  coordinate?(key: string, options: CoordinateOptions): Promise<TokenRecord>;
+}
+
+/**
+ * What {@linkcode TokenStore.coordinate} is given.
+ *
+ * @example Coordinating through a Map
+ * ```ts
+ * import type { CoordinateOptions, TokenRecord, TokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * const records = new Map<string, TokenRecord>();
+ * const store: TokenStore = {
+ *   get: (key) => Promise.resolve(records.get(key)),
+ *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ *   async coordinate(key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
+ *     const stored = records.get(key);
+ *     if (stored !== undefined && settled(stored)) return stored; // another's token will do
+ *     const record = await request(); // a real store holds a lease meanwhile
+ *     records.set(key, record);
+ *     return record;
+ *   },
+ * };
+ * await using api = await startFakePartnerApi();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * equal(api.tokenRequests, 1);
+ * ```
+ */
+export interface CoordinateOptions {
+  /** Whether a record answers the need: a token fresh enough, or a quota block in force. */
+  settled(record: TokenRecord): boolean;
+  /**
+   * Sends one token request (with the provider's retries). Resolves with the
+   * token's record, or after a 429 with a record of the quota block.
+   */
+  request(): Promise<TokenRecord>;
+  /**
+   * Aborts when the flight is given up on (its budget ran out); callers that
+   * leave do not abort it, since a request that has started has been counted.
+   */
+  signal: AbortSignal;
+  /**
+   * The longest one token request may take with its retries and backoff, in
+   * ms. A process waiting for another's request waits at least this long
+   * before sending its own: a slow token endpoint must not make every
+   * waiting process send a request.
+   */
+  requestBudget: number;
+}
+
+/**
+ * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting,
+ * the encryption at rest and the clock.
+ *
+ * @example Settings for a fleet of short-lived functions
+ * ```ts
+ * import type { FleetStoreOptions } from "@partner-api/client/store";
+ * import { createKvTokenStore } from "@partner-api/client/kv";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { ok, throws } from "node:assert/strict";
+ *
+ * const options: FleetStoreOptions = { leaseDuration: 5000, maxWait: 20_000 };
+ * using kv = await Deno.openKv(":memory:");
+ * await using api = await startFakePartnerApi();
+ * const store = createKvTokenStore(kv, options);
+ * const token = await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * ok(api.isValidToken(token.accessToken));
+ * throws(() => createKvTokenStore(kv, { leaseDuration: 0 }), { name: "RangeError", option: "leaseDuration" });
+ * ```
+ */
+export interface FleetStoreOptions {
+  /**
+   * How long a lease lasts without renewal, in ms. The holder renews it while
+   * its request runs; a holder that dies blocks the others this long at most.
+   *
+   * @default {10000}
+   */
+  leaseDuration?: number;
+  /**
+   * How long a process waits for another's token, in ms, before it sends a
+   * request of its own (a token endpoint that takes this long is stuck). It
+   * always waits at least as long as the holder's request may take with its
+   * retries and backoff (150 s with the provider's defaults), so a slow
+   * token endpoint does not make every waiting process send a request.
+   *
+   * @default {45000}
+   */
+  maxWait?: number;
+  /**
+   * How often, at most, a waiting process looks for the token, in ms. It
+   * looks again after 1 ms at first, then twice as long each time, up to
+   * this.
+   *
+   * @default {50}
+   */
+  pollInterval?: number;
+  /**
+   * An AES-GCM `CryptoKey` (`crypto.subtle.generateKey({ name: "AES-GCM",
+   * length: 256 }, false, ["encrypt", "decrypt"])`) to seal records at rest
+   * with. Every process of the fleet needs the same key; a record it cannot
+   * open counts as absent. (Its type names the key through `crypto.subtle`,
+   * not the DOM's `CryptoKey`: Node projects type-check with @types/node
+   * alone.)
+   *
+   * @default {a key derived (HKDF) from the client secret}
+   */
+  encryptionKey?: Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+  /**
+   * Names this process in the leases it takes, e.g. a host name and pid, so
+   * that an operator can see who holds one.
+   *
+   * @default {a random UUID}
+   */
+  holderId?: string;
+  /**
+   * The clock for lease and record deadlines, in epoch ms. Give it the same
+   * clock as the providers that use the store.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+}
