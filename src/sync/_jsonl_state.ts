@@ -1,8 +1,11 @@
 // Internal: what the JSONL sink's side file holds, read back only when it
-// is whole and of this format (a legacy 0.3 file is read too).
+// is whole and of this format (a legacy 0.3 file is read too), and the check
+// of a copy against it that comes before any write.
 
 import type { SyncCheckpoint } from "./sink.ts";
 import { isCheckpoint } from "./_checkpoint.ts";
+import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
+import { SyncError } from "./sync_error.ts";
 
 const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
@@ -107,4 +110,70 @@ function isRewrite(value: unknown): boolean {
   return isEnd(rewrite.end) && isLength(rewrite.cycle) &&
     isLength(rewrite.mainAt) && isLength(rewrite.mainLines) &&
     isLength(rewrite.lines);
+}
+
+/**
+ * Reads the side file and checks the copy (and a rewrite under way)
+ * against it. Reads only.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
+ */
+export async function checkCopy(
+  files: { copy: string; side: string },
+  rewritePath: string,
+): Promise<Committed | undefined> {
+  const side = await readText(files.side);
+  const size = await sizeOf(files.copy);
+  if (side === undefined) {
+    if ((size ?? 0) === 0) return undefined;
+    throw mismatch(
+      files,
+      `${files.copy} holds ${size} bytes but ${files.side} is missing: it was not written by a sync, or its side file was lost`,
+    );
+  }
+  const committed = readSideFile(side);
+  if (committed === undefined) {
+    throw mismatch(files, `${files.side} is damaged or from another version`);
+  }
+  if (committed.renaming && await sizeOf(rewritePath) !== undefined) {
+    // Killed between its last save and the rename: the rewrite is the copy.
+    await expectEnd(files, rewritePath, committed.end);
+    return committed;
+  }
+  await expectEnd(files, files.copy, committed.end);
+  if (committed.rewrite !== undefined && !committed.renaming) {
+    await expectEnd(files, rewritePath, committed.rewrite.end);
+  }
+  return committed;
+}
+
+/** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
+async function expectEnd(
+  files: { copy: string; side: string },
+  path: string,
+  end: FileEnd,
+): Promise<void> {
+  const size = await sizeOf(path) ?? 0;
+  if (size < end.length) {
+    throw mismatch(
+      files,
+      `${path} holds ${size} bytes, fewer than the ${end.length} that ${files.side} says were committed`,
+    );
+  }
+  if (end.last === null) return;
+  const bytes = await readRange(path, end.last.start, end.length);
+  if (bytes === undefined || await fingerprint(bytes) !== end.last.hash) {
+    throw mismatch(
+      files,
+      `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,
+    );
+  }
+}
+
+function mismatch(files: { copy: string; side: string }, what: string) {
+  return new SyncError(
+    `Cannot sync into ${files.copy}: ${what}. Nothing was changed: sync into a new file, or restore ${files.copy} and ${files.side} together`,
+    "sink-mismatch",
+    files.copy,
+  );
 }

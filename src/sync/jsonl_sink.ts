@@ -15,20 +15,18 @@ import {
   fingerprint,
   openFile,
   readRange,
-  readText,
   refuseLink,
   replaceFile,
   sizeOf,
 } from "./_files.ts";
 import { DEFAULT_LOCK_WAIT, lockLost, runToken } from "./_lease.ts";
 import {
+  checkCopy,
   type Committed,
   type FileEnd,
-  readSideFile,
   type Rewrite,
   sideFileText,
 } from "./_jsonl_state.ts";
-import { SyncError } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 
 /**
@@ -246,72 +244,6 @@ interface Lines {
 function linesOf<T>(items: readonly T[]): Lines {
   const lines = items.map((item) => `${JSON.stringify(item)}\n`);
   return { text: lines.join(""), last: lines.at(-1) };
-}
-
-/**
- * Reads the side file and checks the copy (and a rewrite under way)
- * against it. Reads only.
- *
- * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
- */
-async function checkCopy(
-  files: { copy: string; side: string },
-  rewritePath: string,
-): Promise<Committed | undefined> {
-  const side = await readText(files.side);
-  const size = await sizeOf(files.copy);
-  if (side === undefined) {
-    if ((size ?? 0) === 0) return undefined;
-    throw mismatch(
-      files,
-      `${files.copy} holds ${size} bytes but ${files.side} is missing: it was not written by a sync, or its side file was lost`,
-    );
-  }
-  const committed = readSideFile(side);
-  if (committed === undefined) {
-    throw mismatch(files, `${files.side} is damaged or from another version`);
-  }
-  if (committed.renaming && await sizeOf(rewritePath) !== undefined) {
-    // Killed between its last save and the rename: the rewrite is the copy.
-    await expectEnd(files, rewritePath, committed.end);
-    return committed;
-  }
-  await expectEnd(files, files.copy, committed.end);
-  if (committed.rewrite !== undefined && !committed.renaming) {
-    await expectEnd(files, rewritePath, committed.rewrite.end);
-  }
-  return committed;
-}
-
-/** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
-async function expectEnd(
-  files: { copy: string; side: string },
-  path: string,
-  end: FileEnd,
-): Promise<void> {
-  const size = await sizeOf(path) ?? 0;
-  if (size < end.length) {
-    throw mismatch(
-      files,
-      `${path} holds ${size} bytes, fewer than the ${end.length} that ${files.side} says were committed`,
-    );
-  }
-  if (end.last === null) return;
-  const bytes = await readRange(path, end.last.start, end.length);
-  if (bytes === undefined || await fingerprint(bytes) !== end.last.hash) {
-    throw mismatch(
-      files,
-      `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,
-    );
-  }
-}
-
-function mismatch(files: { copy: string; side: string }, what: string) {
-  return new SyncError(
-    `Cannot sync into ${files.copy}: ${what}. Nothing was changed: sync into a new file, or restore ${files.copy} and ${files.side} together`,
-    "sink-mismatch",
-    files.copy,
-  );
 }
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */

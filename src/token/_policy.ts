@@ -41,6 +41,14 @@ export interface TokenTimes {
   readonly refreshAt: number;
 }
 
+/** The token a provider holds, with its times. */
+export interface CachedToken {
+  readonly token: IssuedToken;
+  readonly times: TokenTimes;
+  /** One settled promise per token keeps the warm path allocation-free. */
+  readonly ready: Promise<IssuedToken>;
+}
+
 /**
  * Refresh ahead of expiry by `refreshMargin` (default five minutes, or a
  * tenth of the lifetime when less), never by more than half the lifetime;

@@ -11,12 +11,12 @@ import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
 import {
+  type CachedToken,
   decide,
   flightBudget,
   newerFromRecord,
   requestBudget,
   settles,
-  type TokenTimes,
   tokenTimes,
 } from "./_policy.ts";
 import {
@@ -43,13 +43,6 @@ import type { StoreAccess, TokenRequest } from "../store/token_access.ts";
 import type { ProviderConfig } from "./_options.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 
-interface Cached {
-  readonly token: IssuedToken;
-  readonly times: TokenTimes;
-  /** One settled promise per token keeps the warm path allocation-free. */
-  readonly ready: Promise<IssuedToken>;
-}
-
 /** The provider behind {@linkcode createTokenProvider}. */
 export class CachingTokenProvider implements TokenProvider {
   readonly #config: ProviderConfig;
@@ -57,7 +50,7 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #budget: number;
   readonly #requestBudget: number;
   readonly #flights = new SingleFlight<IssuedToken>();
-  #cached: Cached | undefined;
+  #cached: CachedToken | undefined;
   #quota: QuotaSnapshot | undefined;
   #blockedUntil: number | undefined;
   /** The last failed token request (not a 429): its cooldown, and its error when it was ours. */
