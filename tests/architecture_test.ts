@@ -21,6 +21,7 @@ import {
   withoutComments,
 } from "../tools/doors.ts";
 import { diagnostics } from "../tools/doc_lint.ts";
+import { oversized } from "../tools/shape.ts";
 
 /** Each backticked path or entry of `text`, with its line. */
 function named(text: string): { name: string; line: number }[] {
@@ -204,4 +205,32 @@ Deno.test("doc lint alone: a name homed in another entry is a link, anything els
       "error[missing-jsdoc]: exported symbol is missing JSDoc documentation",
     ],
   });
+});
+
+const envAllowed =
+  Deno.permissions.querySync({ name: "env" }).state === "granted";
+
+Deno.test({
+  name:
+    `shape: a file over 400 lines and a function over 60 count, each once, by name${
+      envAllowed
+        ? ""
+        : " (skipped: TypeScript needs --allow-env, run by deno task check)"
+    }`,
+  ignore: !envAllowed,
+  async fn() {
+    const body = (lines: number) => "  x();\n".repeat(lines - 2);
+    const text = [
+      `export function long() {\n${body(61)}}`,
+      `export function fits() {\n${body(60)}}`,
+      `class A {\n  #method() {\n${body(61)}  }\n}`,
+      `const arrow = () => {\n${body(61)}};`,
+    ].join("\n") + "\n" + "// filler\n".repeat(160);
+    deepStrictEqual(await oversized("src/x.ts", text), [
+      { where: "src/x.ts", lines: 405 },
+      { where: "src/x.ts:1 long", lines: 61 },
+      { where: "src/x.ts:123 #method", lines: 61 },
+      { where: "src/x.ts:185 arrow", lines: 61 },
+    ]);
+  },
 });
