@@ -5,7 +5,8 @@
 // counts as integers.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { Command, processTest } from "../_processes.ts";
+import { processTest } from "../_processes.ts";
+import { metricsOf, runExporting, spansOf } from "./_otel.ts";
 
 type Attribute = { key: string; value: Record<string, unknown> };
 type Point = {
@@ -17,10 +18,11 @@ type Point = {
 processTest(
   "under OTEL_DENO=true, http.client.request.duration follows the semantic conventions, and counts are integers",
   async () => {
-    const { payloads, port, closed } = await runExporting();
-    const metrics = payloads.filter((p) => p.path === "/v1/metrics")
-      .flatMap((p) => JSON.parse(p.body).resourceMetrics)
-      .flatMap((r) => r.scopeMetrics).flatMap((s) => s.metrics);
+    // The ports of the fake and of a closed one.
+    const { payloads, printed: { port, closed } } = await runExporting<
+      { port: number; closed: number }
+    >("tests/process/otel_http_script.ts", "otel-http-test");
+    const metrics = metricsOf(payloads);
     const http = metrics.filter((m) =>
       m.name === "http.client.request.duration"
     );
@@ -34,52 +36,13 @@ processTest(
       "none network": 1,
     });
 
-    const spans = payloads.filter((p) => p.path === "/v1/traces")
-      .flatMap((p) => JSON.parse(p.body).resourceSpans)
-      .flatMap((r) => r.scopeSpans).flatMap((s) => s.spans);
+    const spans = spansOf(payloads);
     const list = spans.find((span) => span.name === "partner_api.list");
     const counts = attributesOf(list);
     deepStrictEqual(counts["partner_api.pages"], { intValue: "3" });
     deepStrictEqual(counts["partner_api.items"], { intValue: "25" });
   },
 );
-
-/**
- * Runs otel_http_script.ts under OTEL_DENO=true, exporting to a receiver
- * here: what it exported, and the ports of the fake and of a closed one.
- */
-async function runExporting() {
-  const payloads: { path: string; body: string }[] = [];
-  await using receiver = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    async (request) => {
-      payloads.push({
-        path: new URL(request.url).pathname,
-        body: await request.text(),
-      });
-      return Response.json({});
-    },
-  );
-  const { code, stdout, stderr } = await new Command("deno", {
-    args: [
-      "run",
-      "--no-prompt",
-      "--allow-net=127.0.0.1",
-      "tests/process/otel_http_script.ts",
-    ],
-    env: {
-      OTEL_DENO: "true",
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.addr.port}`,
-      OTEL_SERVICE_NAME: "otel-http-test",
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  equal(code, 0, new TextDecoder().decode(stderr));
-  const { port, closed } = JSON.parse(new TextDecoder().decode(stdout));
-  return { payloads, port, closed };
-}
 
 function attributesOf(point: { attributes: Attribute[] }) {
   return Object.fromEntries(

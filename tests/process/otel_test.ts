@@ -3,47 +3,20 @@
 // receiver on loopback that keeps every payload.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { Command, processTest } from "../_processes.ts";
+import { processTest } from "../_processes.ts";
+import { metricsOf, type Payload, runExporting, spansOf } from "./_otel.ts";
 
 processTest(
   "under OTEL_DENO=true, spans and metrics reach an OTLP receiver, with no secret or token",
   async () => {
-    const payloads: { path: string; body: string }[] = [];
-    await using receiver = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      async (request) => {
-        payloads.push({
-          path: new URL(request.url).pathname,
-          body: await request.text(),
-        });
-        return Response.json({});
-      },
-    );
-    const { code, stdout, stderr } = await new Command("deno", {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net=127.0.0.1",
-        "tests/process/otel_script.ts",
-      ],
-      env: {
-        OTEL_DENO: "true",
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.addr.port}`,
-        OTEL_SERVICE_NAME: "otel-test",
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    equal(code, 0, new TextDecoder().decode(stderr));
-    const { secret, token } = JSON.parse(new TextDecoder().decode(stdout));
+    const { payloads, printed: { secret, token } } = await runExporting<
+      { secret: string; token: string }
+    >("tests/process/otel_script.ts", "otel-test");
     for (const { body } of payloads) {
       ok(!body.includes(secret), "no payload holds the secret");
       ok(!body.includes(token), "no payload holds a token");
     }
-    const spans = payloads.filter((p) => p.path === "/v1/traces")
-      .flatMap((p) => JSON.parse(p.body).resourceSpans)
-      .flatMap((r) => r.scopeSpans).flatMap((s) => s.spans);
+    const spans = spansOf(payloads);
     const names = new Set(spans.map((span) => span.name));
     ok(names.has("partner_api.token.request"), [...names].join(", "));
     ok(names.has("partner_api.list"));
@@ -70,7 +43,7 @@ processTest(
 );
 
 function metricsNamed(
-  payloads: { path: string; body: string }[],
+  payloads: Payload[],
   name: string,
 ): {
   unit: string;
@@ -78,17 +51,12 @@ function metricsNamed(
     dataPoints: { attributes: { key: string; value: unknown }[] }[];
   };
 }[] {
-  return payloads.filter((p) => p.path === "/v1/metrics")
-    .flatMap((p) => JSON.parse(p.body).resourceMetrics)
-    .flatMap((r) => r.scopeMetrics).flatMap((s) => s.metrics)
-    .filter((m) => m.name === name);
+  return metricsOf(payloads).filter((m) => m.name === name);
 }
 
 /** The last value of each data point of metric `name`, keyed by one attribute. */
-function metricPoints(payloads: { path: string; body: string }[]) {
-  const metrics = payloads.filter((p) => p.path === "/v1/metrics")
-    .flatMap((p) => JSON.parse(p.body).resourceMetrics)
-    .flatMap((r) => r.scopeMetrics).flatMap((s) => s.metrics);
+function metricPoints(payloads: Payload[]) {
+  const metrics = metricsOf(payloads);
   return (name: string, key: string): Record<string, number> => {
     const values: Record<string, number> = {};
     for (const metric of metrics.filter((m) => m.name === name)) {
