@@ -402,10 +402,10 @@ const steps: {
     name:
       "a cycle (sweep: Infinity) after updates, removals and back-dated inserts leaves the table equal to the list, counts what it did, and the change table replayed by seq gives exactly the live rows",
     async fn(db) {
-      const fake = inProcess({ items: { transactions: 300 } });
-      const sink = tableSink(db);
-      const options = { ...byDate, sink, limit: 50, changes: true };
-      const first = await syncList(fake.client, "transactions", options);
+      const { fake, sink, options, first } = await copiedOnce(db, 300, {
+        limit: 50,
+        changes: true,
+      });
       equal(first.inserted, 300);
       deepStrictEqual(await changeCounts(db), { insert: 300 });
       const { updated, removed, inserted } = await change(fake);
@@ -462,17 +462,12 @@ const steps: {
     name:
       "with deletes: 'mark', rows the cycle did not see get deleted_at and stay; the live rows equal the list, and an item that comes back is live again",
     async fn(db) {
-      const fake = inProcess({ items: { transactions: 300 } });
-      const sink = tableSink(db);
-      const options = {
-        ...byDate,
-        sink,
+      const { fake, options } = await copiedOnce(db, 300, {
         limit: 50,
         changes: true,
         deletes: "mark" as const,
         sweep: Infinity,
-      };
-      await syncList(fake.client, "transactions", options);
+      });
       const { removed } = await change(fake);
       equal(
         (await syncList(fake.client, "transactions", options)).deleted,
@@ -504,16 +499,11 @@ const steps: {
     name:
       "a cycle that would remove more than maxDeletes of the copy removes nothing, records no change and rejects with 'too-many-deletes'; a larger maxDeletes then removes them",
     async fn(db) {
-      const fake = inProcess({ items: { transactions: 200 } });
-      const sink = tableSink(db);
-      const options = {
-        ...byDate,
-        sink,
+      const { fake, sink, options } = await copiedOnce(db, 200, {
         limit: 50,
         changes: true,
         sweep: Infinity,
-      };
-      await syncList(fake.client, "transactions", options);
+      });
       const before = await copied(db, "transactions", "true");
       const seq = await lastSeq(db);
       // 21 of 200: more than 10 %.
@@ -936,14 +926,8 @@ const steps: {
     name:
       "a copy made by 0.3 (checkpoint jsonb, no row count) loads and resumes",
     async fn(db) {
-      const fake = inProcess({ items: { transactions: 50 } });
-      const sink = tableSink(db);
-      await syncList(fake.client, "transactions", { ...byDate, sink });
-      // What 0.3 left: no lease table, no count, the checkpoint as jsonb.
-      await db.rows("DROP TABLE partner_api_sync_lease");
-      await db.rows(
-        "ALTER TABLE partner_api_sync DROP COLUMN rows, DROP COLUMN last, ALTER COLUMN checkpoint TYPE jsonb USING checkpoint::jsonb",
-      );
+      const { fake } = await copiedOnce(db, 50, {});
+      await madeBy03(db, "checkpoint::jsonb");
       fake.service.insertTransactions(7);
       const later = await syncList(fake.client, "transactions", {
         ...byDate,
@@ -961,15 +945,10 @@ const steps: {
     name:
       "a 0.3 copy made through postgres.js (every item a JSON string) is refused, and resumes once converted as docs/sync.md says",
     async fn(db) {
-      const fake = inProcess({ items: { transactions: 40 } });
-      const sink = tableSink(db);
-      await syncList(fake.client, "transactions", { ...byDate, sink });
+      const { fake, sink } = await copiedOnce(db, 40, {});
       // What 0.3 left through postgres.js: the JSON text of each item and
       // of the checkpoint stored as a JSON string.
-      await db.rows("DROP TABLE partner_api_sync_lease");
-      await db.rows(
-        "ALTER TABLE partner_api_sync DROP COLUMN rows, DROP COLUMN last, ALTER COLUMN checkpoint TYPE jsonb USING to_jsonb(checkpoint)",
-      );
+      await madeBy03(db, "to_jsonb(checkpoint)");
       await db.rows(`UPDATE "transactions" SET item = to_jsonb(item::text)`);
       fake.service.insertTransactions(6);
       await rejects(
@@ -1098,6 +1077,34 @@ function tableSink<T = unknown>(
   table = "transactions",
 ) {
   return createPostgresSink<T>({ query: db.query, table });
+}
+
+/**
+ * A fake of `transactions` items, copied once into "transactions" by date
+ * with `extra` options: the fake, the sink, the options the copy took, and
+ * what it did.
+ */
+async function copiedOnce<Extra extends object>(
+  db: Connection,
+  transactions: number,
+  extra: Extra,
+) {
+  const fake = inProcess({ items: { transactions } });
+  const sink = tableSink(db);
+  const options = { ...byDate, sink, ...extra };
+  const first = await syncList(fake.client, "transactions", options);
+  return { fake, sink, options, first };
+}
+
+/**
+ * What 0.3 left: no lease table, no row count or last row, and the
+ * checkpoint as jsonb, made from the text by the SQL `checkpoint`.
+ */
+async function madeBy03(db: Connection, checkpoint: string): Promise<void> {
+  await db.rows("DROP TABLE partner_api_sync_lease");
+  await db.rows(
+    `ALTER TABLE partner_api_sync DROP COLUMN rows, DROP COLUMN last, ALTER COLUMN checkpoint TYPE jsonb USING ${checkpoint}`,
+  );
 }
 
 /** A sink written to directly (no syncList) in the table "direct". */
