@@ -50,3 +50,22 @@ export async function run(
   result.code = await main(args, io);
   return result;
 }
+
+/**
+ * Runs `list transactions --since creationDate=<since>` against `api`
+ * (in this process, with no cache), with `flags` besides.
+ */
+export function listSince(
+  api: Pick<FakePartnerApi, "environment" | "credentials">,
+  since: string,
+  flags: string[],
+): Promise<Run> {
+  return run([
+    "list",
+    "transactions",
+    "--since",
+    `creationDate=${since}`,
+    ...flags,
+    "--no-cache",
+  ], configFor(api));
+}

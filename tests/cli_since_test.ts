@@ -5,7 +5,7 @@
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { createClient } from "../src/client/mod.ts";
-import { configFor, run } from "./_cli_helpers.ts";
+import { configFor, listSince, run } from "./_cli_helpers.ts";
 import { since } from "../src/cli/_list_plan.ts";
 
 type Transaction = { transactionID: string; creationDate: string };
@@ -25,17 +25,12 @@ Deno.test("list --since FIELD=VALUE prints the newer items, newest first, and st
   );
   const cut = newest[119]!.creationDate; // 120 items at or after it
   const before = api.apiRequests;
-  const result = await run([
-    "list",
-    "transactions",
-    "--since",
-    `creationDate=${cut}`,
+  const result = await listSince(api, cut, [
     "--limit",
     "50",
     "--format",
     "jsonl",
-    "--no-cache",
-  ], configFor(api));
+  ]);
   equal(result.code, 0, result.stderr);
   const ids = result.stdout.trim().split("\n").map((line) =>
     (JSON.parse(line) as Transaction).transactionID
@@ -46,17 +41,12 @@ Deno.test("list --since FIELD=VALUE prints the newer items, newest first, and st
 
 Deno.test("list --since writes CSV whose every line ends in CRLF, as the help says", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 30 } });
-  const result = await run([
-    "list",
-    "transactions",
-    "--since",
-    "creationDate=2000-01-01",
+  const result = await listSince(api, "2000-01-01", [
     "--format",
     "csv",
     "--fields",
     "transactionID,creationDate",
-    "--no-cache",
-  ], configFor(api));
+  ]);
   equal(result.code, 0, result.stderr);
   ok(result.stdout.endsWith("\r\n"));
   equal(

@@ -6,7 +6,7 @@
 import { deepStrictEqual, equal } from "node:assert/strict";
 import { createClient } from "../src/client/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { configFor, run } from "./_cli_helpers.ts";
+import { listSince } from "./_cli_helpers.ts";
 import { manualClock } from "./_helpers.ts";
 
 type Transaction = { transactionID: string; creationDate: string };
@@ -59,19 +59,14 @@ Deno.test("since yesterday, from the CLI: the same rows as CSV, 1 request per 1,
   const { api, since, lastDay } = await busyDay();
   await using _ = api;
   const before = api.apiRequests;
-  const result = await run([
-    "list",
-    "transactions",
-    "--since",
-    `creationDate=${since}`,
+  const result = await listSince(api, since, [
     "--limit",
     String(LIMIT),
     "--format",
     "csv",
     "--fields",
     "transactionID,creationDate",
-    "--no-cache",
-  ], configFor(api));
+  ]);
   equal(result.code, 0, result.stderr);
   const [header, ...rows] = result.stdout.split("\r\n").filter((line) =>
     line !== ""
