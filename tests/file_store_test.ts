@@ -10,7 +10,10 @@ import {
   type FileTokenStoreOptions,
 } from "../src/store/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
-import { startFakePartnerApi } from "../src/testing/mod.ts";
+import {
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
 
 /** A fresh folder under .test-tmp. */
 async function folder(): Promise<string> {
@@ -18,18 +21,29 @@ async function folder(): Promise<string> {
   return await Deno.makeTempDir({ dir: ".test-tmp", prefix: "file-store-" });
 }
 
-Deno.test("a file token store keeps one sealed file per client, none holding the token in clear", async () => {
-  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
-  const dir = await folder();
+/**
+ * A file token store in `dir` for `api`'s client, the notices it gives,
+ * and a provider over it.
+ */
+function storeIn(api: FakePartnerApi, dir: string) {
+  const notices: string[] = [];
   const store = createFileTokenStore({
     folder: dir,
     clientSecret: api.credentials.clientSecret,
+    onNotice: (line) => void notices.push(line),
   });
   const provider = createTokenProvider({
     ...api.environment,
     ...api.credentials,
     store,
   });
+  return { store, notices, provider };
+}
+
+Deno.test("a file token store keeps one sealed file per client, none holding the token in clear", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const dir = await folder();
+  const { store, provider } = storeIn(api, dir);
   const token = await provider.getToken();
   const files = [...Deno.readDirSync(dir)].map((entry) => entry.name);
   equal(files.length, 1);
@@ -86,17 +100,7 @@ Deno.test("providers on two file token stores of one folder spend one token, lea
 Deno.test("a file token store ignores a path that is not a small regular file, with a notice", async () => {
   await using api = await startFakePartnerApi();
   const dir = await folder();
-  const notices: string[] = [];
-  const store = createFileTokenStore({
-    folder: dir,
-    clientSecret: api.credentials.clientSecret,
-    onNotice: (line) => void notices.push(line),
-  });
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    store,
-  });
+  const { store, notices, provider } = storeIn(api, dir);
   await provider.getToken();
   const [file] = [...Deno.readDirSync(dir)].map((entry) => entry.name);
   await Deno.remove(`${dir}/${file}`);
@@ -110,17 +114,7 @@ Deno.test("a file token store that cannot write says so and still serves", async
   await using api = await startFakePartnerApi();
   const dir = `${await folder()}/not-a-folder`;
   await Deno.writeTextFile(dir, "a file where the folder should be");
-  const notices: string[] = [];
-  const store = createFileTokenStore({
-    folder: dir,
-    clientSecret: api.credentials.clientSecret,
-    onNotice: (line) => void notices.push(line),
-  });
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    store,
-  });
+  const { notices, provider } = storeIn(api, dir);
   ok(api.isValidToken((await provider.getToken()).accessToken));
   ok(notices.length >= 1);
   equal(
@@ -132,12 +126,7 @@ Deno.test("a file token store that cannot write says so and still serves", async
 Deno.test("clearFileTokenStore removes token files only, and a missing folder holds none", async () => {
   await using api = await startFakePartnerApi();
   const dir = await folder();
-  const store = createFileTokenStore({
-    folder: dir,
-    clientSecret: api.credentials.clientSecret,
-  });
-  await createTokenProvider({ ...api.environment, ...api.credentials, store })
-    .getToken();
+  await storeIn(api, dir).provider.getToken();
   await Deno.writeTextFile(`${dir}/notes.txt`, "not a token");
   equal(await clearFileTokenStore(dir), 1);
   deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["notes.txt"]);
