@@ -1,8 +1,8 @@
 // A real redis-server for tests, on a free loopback port. Debian's package:
 // apt-get install -y redis-server.
 
-import { connectRedis } from "./_resp.ts";
-import { Command } from "../_processes.ts";
+import { connectRedis, type RedisClient } from "./_resp.ts";
+import { Command, processTest } from "../_processes.ts";
 export { connectRedis, type RedisClient } from "./_resp.ts";
 
 /** Whether redis-server is installed; tests are skipped with one line when not. */
@@ -15,6 +15,27 @@ export const redisInstalled: boolean = await new Command("redis-server", {
 if (!redisInstalled) {
   console.log(
     "Redis tests skipped: redis-server is not on PATH (apt-get install -y redis-server)",
+  );
+}
+
+/**
+ * A process test (tests/_processes.ts: its own deadline) that is skipped
+ * when redis-server is not installed.
+ */
+export function redisTest(name: string, fn: () => Promise<void>): void {
+  processTest({ name, ignore: !redisInstalled, fn });
+}
+
+/**
+ * Lets the default user run scripts, or refuses them (an ACL without
+ * `@scripting`, as some managed Redis services have it): through `client`.
+ */
+export async function allowScripts(
+  client: RedisClient,
+  allowed: boolean,
+): Promise<void> {
+  await client.command(
+    ["ACL", "SETUSER", "default", allowed ? "+@all" : "-@scripting"],
   );
 }
 

@@ -66,3 +66,15 @@ export function signalled(path) {
     return false;
   }
 }
+
+/** A short hash of a token: never the token. */
+export async function hashOf(accessToken) {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(accessToken),
+  );
+  return Array.from(
+    new Uint8Array(digest).slice(0, 8),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+}

@@ -11,7 +11,7 @@
 //
 // Credentials come from PARTNER_API_* variables (_worker.mjs).
 
-import { signalled, startWorker, waitForStart } from "./_worker.mjs";
+import { hashOf, signalled, startWorker, waitForStart } from "./_worker.mjs";
 
 const { args, lib, redisLib, runtime, redis, options } = await startWorker();
 const [start, key, signal] = args;
@@ -42,15 +42,3 @@ await redis.close();
 // A rejection nobody handled (a command answered after its time limit)
 // would end the process with an error while it waits here.
 await new Promise((done) => setTimeout(done, 200));
-
-/** A short hash of a token: never the token. */
-async function hashOf(accessToken) {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(accessToken),
-  );
-  return Array.from(
-    new Uint8Array(digest).slice(0, 8),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
-}

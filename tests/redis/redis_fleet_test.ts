@@ -6,22 +6,20 @@ import {
   type FakePartnerApi,
   startFakePartnerApi,
 } from "../../src/testing/mod.ts";
-import { connectRedis, redisInstalled, startRedis } from "./_redis_server.ts";
+import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
 import {
-  barrier,
   fakeEnv,
   lineOf,
-  runOnEveryRuntime,
   RUNTIME_NAMES,
   runtimeCommand,
   RUNTIMES,
   signalFile,
-  startTogether,
   until,
 } from "./_runtimes.ts";
-import { processTest } from "../_processes.ts";
+import { type DuringRun, runTogether } from "./_fleet.ts";
 
 const PER_RUNTIME = 3;
+const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
 
 interface FleetLine {
   runtime: string;
@@ -30,64 +28,56 @@ interface FleetLine {
 }
 
 /**
- * Runs PER_RUNTIME workers on each runtime from `start` (_worker.mjs);
- * returns what each printed. With `outage`, each waits after its first
- * token for the signal file, then gets a second one.
+ * Runs PER_RUNTIME workers on each runtime together (_fleet.ts); returns
+ * what each printed. With `signal`, each waits after its first token for
+ * the signal file, then gets a second one.
  */
 function runFleet(
   port: number,
   api: FakePartnerApi,
-  start: string,
-  outage?: { key: string; signal: string },
+  { signal, duringRun }: { signal?: string; duringRun?: DuringRun } = {},
 ): Promise<FleetLine[]> {
-  const worker = [
+  const worker = (start: string, key: string) => [
     "tests/redis/fleet_worker.mjs",
     RUNTIMES,
     String(port),
     start,
-    ...(outage === undefined ? [] : [outage.key, outage.signal]),
+    ...(signal === undefined ? [] : [key, signal]),
   ];
-  return runOnEveryRuntime<FleetLine>(worker, fakeEnv(api), PER_RUNTIME);
+  return runTogether(port, worker, fakeEnv(api), PER_RUNTIME, duringRun);
 }
 
-const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
-
-processTest({
-  name: "a fleet on Deno, Node and Bun sharing Redis makes one token request",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "a fleet on Deno, Node and Bun sharing Redis makes one token request",
+  async () => {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
-    const { key, start } = barrier();
-    const fleet = runFleet(redis.port, api, start);
-    await startTogether(redis.port, key, FLEET);
-    const lines = await fleet;
+    const lines = await runFleet(redis.port, api);
     equal(new Set(lines.map((line) => line.token)).size, 1);
     equal(api.tokenRequests, 1, "one token request for the fleet");
   },
-});
+);
 
-processTest({
-  name:
-    "Redis going away mid-run costs each process at most one token, and no process an unhandled rejection",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "Redis going away mid-run costs each process at most one token, and no process an unhandled rejection",
+  async () => {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
-    const { key, start } = barrier();
     const signal = signalFile();
     try {
-      const fleet = runFleet(redis.port, api, start, { key, signal });
-      await startTogether(redis.port, key, FLEET);
-      // Once every process holds its first token, Redis goes away.
-      const admin = await connectRedis(redis.port);
-      await until(async () =>
-        Number(await admin.command(["GET", `${key}:tokens`])) >= FLEET
-      );
-      admin.close();
-      await redis.kill();
-      await Deno.writeTextFile(signal, "Redis is gone");
-      const lines = await fleet;
+      const lines = await runFleet(redis.port, api, {
+        signal,
+        async duringRun(key) {
+          // Once every process holds its first token, Redis goes away.
+          const admin = await connectRedis(redis.port);
+          await until(async () =>
+            Number(await admin.command(["GET", `${key}:tokens`])) >= FLEET
+          );
+          admin.close();
+          await redis.kill();
+          await Deno.writeTextFile(signal, "Redis is gone");
+        },
+      });
       ok(lines.every((line) => line.second !== undefined));
       console.log(
         `${lines.length} processes, Redis killed mid-run: ${api.tokenRequests} token requests`,
@@ -100,13 +90,11 @@ processTest({
       await Deno.remove(signal).catch(() => {});
     }
   },
-});
+);
 
-processTest({
-  name:
-    "the 401 ledger is the fleet's: five processes on Deno, Node and Bun over one Redis store, one after another on a 401 path, spend at most 2 token requests",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "the 401 ledger is the fleet's: five processes on Deno, Node and Bun over one Redis store, one after another on a 401 path, spend at most 2 token requests",
+  async () => {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
     const worker = ["tests/redis/ledger_worker.mjs", RUNTIMES, `${redis.port}`];
@@ -120,4 +108,4 @@ processTest({
     }
     ok(api.tokenRequests <= 2, `${api.tokenRequests} token requests`);
   },
-});
+);

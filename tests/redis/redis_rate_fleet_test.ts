@@ -10,96 +10,19 @@
 // the floor a fleet ends is fleet_rate_bench.ts's measure.
 
 import { equal, ok } from "node:assert/strict";
-import {
-  type FakePartnerApi,
-  startFakePartnerApi,
-} from "../../src/testing/mod.ts";
-import { redisInstalled, startRedis } from "./_redis_server.ts";
-import {
-  barrier,
-  fakeEnv,
-  runOnEveryRuntime,
-  RUNTIME_NAMES,
-  RUNTIMES,
-  signalFile,
-  startTogether,
-  until,
-} from "./_runtimes.ts";
+import { redisTest, startRedis } from "./_redis_server.ts";
+import { signalFile, until } from "./_runtimes.ts";
+import { EACH, FLEET, LIMIT, limitedFake, runRateFleet } from "./_fleet.ts";
 import { checkPacedFleet } from "../_windows.ts";
-import { processTest } from "../_processes.ts";
 
-const PER_RUNTIME = 2;
-const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
-/** The service's 900 per 5 minutes, scaled down. */
-const LIMIT = { requests: 40, interval: 2000 };
-const EACH = 20;
-
-interface WorkerLine {
-  runtime: string;
-  statuses: Record<string, number>;
-  degraded: number;
-  /** Requests begun after the signal file appeared. */
-  afterSignal: number;
-}
-
-/** The fake, counting what arrives at its API. */
-async function limitedFake() {
-  const arrivals: { at: number; status: number }[] = [];
-  const api = await startFakePartnerApi({
-    apiRateLimit: LIMIT,
-    onRequest: ({ path, status }) => {
-      if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
-    },
-  });
-  return { api, arrivals };
-}
-
-/**
- * Runs `perRuntime` workers on each runtime, each sending `each` requests;
- * returns what each printed. A Redis command may take `commandTimeout` ms.
- */
-function runFleet(
-  port: number,
-  api: FakePartnerApi,
-  { start, perRuntime = PER_RUNTIME, each = EACH, commandTimeout, signal }: {
-    start: string;
-    perRuntime?: number;
-    each?: number;
-    commandTimeout: number;
-    signal?: string;
-  },
-) {
-  const env = {
-    ...fakeEnv(api),
-    PARTNER_API_RATE_REQUESTS: String(LIMIT.requests),
-    PARTNER_API_RATE_INTERVAL: String(LIMIT.interval),
-    PARTNER_API_RATE_PREFIX: `fleet:${crypto.randomUUID()}`,
-    PARTNER_API_RATE_COMMAND_TIMEOUT: String(commandTimeout),
-  };
-  const worker = [
-    "tests/redis/rate_worker.mjs",
-    RUNTIMES,
-    String(port),
-    start,
-    String(each),
-    ...(signal === undefined ? [] : [signal]),
-  ];
-  return runOnEveryRuntime<WorkerLine>(worker, env, perRuntime);
-}
-
-processTest({
-  name:
-    "6 processes on Deno, Node and Bun share one Redis limit: no 429, never more than the limit in a window",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "6 processes on Deno, Node and Bun share one Redis limit: no 429, never more than the limit in a window",
+  async () => {
     await using redis = await startRedis();
     const { api, arrivals } = await limitedFake();
     await using _api = api;
-    const { key, start } = barrier();
     // The default time limit of a command: a busy machine is no outage.
-    const fleet = runFleet(redis.port, api, { start, commandTimeout: 2000 });
-    await startTogether(redis.port, key, FLEET);
-    const lines = await fleet;
+    const lines = await runRateFleet(redis.port, api);
     checkPacedFleet({
       what: `${lines.length} processes on Redis`,
       arrivals,
@@ -108,31 +31,27 @@ processTest({
     });
     ok(lines.every((line) => line.degraded === 0));
   },
-});
+);
 
-processTest({
-  name:
-    "Redis killed mid-run: every process finishes, those still sending pace alone, no crash, no unhandled rejection, no more than a window's worth past the limit",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "Redis killed mid-run: every process finishes, those still sending pace alone, no crash, no unhandled rejection, no more than a window's worth past the limit",
+  async () => {
     await using redis = await startRedis();
     const { api, arrivals } = await limitedFake();
     await using _api = api;
-    const { key, start } = barrier();
     const signal = signalFile();
     try {
-      const fleet = runFleet(redis.port, api, {
-        start,
+      const lines = await runRateFleet(redis.port, api, {
         commandTimeout: 300,
         signal,
+        async duringRun() {
+          // Mid-run by count: half the fleet's requests have arrived, so
+          // every process knows its share, and most have requests left.
+          await until(() => arrivals.length >= FLEET * EACH / 2);
+          await redis.kill();
+          await Deno.writeTextFile(signal, "Redis is gone");
+        },
       });
-      await startTogether(redis.port, key, FLEET);
-      // Mid-run by count: half the fleet's requests have arrived, so every
-      // process knows its share, and most have requests left.
-      await until(() => arrivals.length >= FLEET * EACH / 2);
-      await redis.kill();
-      await Deno.writeTextFile(signal, "Redis is gone");
-      const lines = await fleet;
       const refused = arrivals.filter(({ status }) => status === 429);
       const accepted = arrivals.filter(({ status }) => status !== 429);
       console.log(
@@ -159,20 +78,18 @@ processTest({
       await Deno.remove(signal).catch(() => {});
     }
   },
-});
+);
 
-processTest({
-  name:
-    "Redis gone before the processes connect: each on Deno, Node (ioredis) and Bun (node-redis) paces alone, says so once and exits",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "Redis gone before the processes connect: each on Deno, Node (ioredis) and Bun (node-redis) paces alone, says so once and exits",
+  async () => {
     const redis = await startRedis();
     await redis.kill(); // its port now refuses every connection
     const { api, arrivals } = await limitedFake();
     await using _api = api;
     // One each, 5 requests: 15 in all, within one window of the limit.
-    const lines = await runFleet(redis.port, api, {
-      start: "now",
+    const lines = await runRateFleet(redis.port, api, {
+      together: false,
       perRuntime: 1,
       each: 5,
       commandTimeout: 300,
@@ -183,4 +100,4 @@ processTest({
     }
     equal(arrivals.length, 15);
   },
-});
+);

@@ -13,52 +13,15 @@
 
 import { equal, ok } from "node:assert/strict";
 import {
-  type FakePartnerApi,
-  startFakePartnerApi,
-} from "../../src/testing/mod.ts";
-import {
+  allowScripts,
   connectRedis,
-  redisInstalled,
-  type RedisServer,
+  redisTest,
   startRedis,
 } from "./_redis_server.ts";
-import {
-  barrier,
-  fakeEnv,
-  runOnEveryRuntime,
-  RUNTIME_NAMES,
-  RUNTIMES,
-  startTogether,
-  until,
-} from "./_runtimes.ts";
+import { until } from "./_runtimes.ts";
+import { EACH, FLEET, LIMIT, limitedFake, runRateFleet } from "./_fleet.ts";
 import { checkPacedFleet } from "../_windows.ts";
-import { processTest } from "../_processes.ts";
 import { createRedisRateLimiter } from "../../src/store/redis.ts";
-
-const PER_RUNTIME = 2;
-const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
-/** The service's 900 per 5 minutes, scaled down. */
-const LIMIT = { requests: 40, interval: 2000 };
-const EACH = 20;
-
-interface WorkerLine {
-  runtime: string;
-  statuses: Record<string, number>;
-  degraded: number;
-  restored: number;
-}
-
-/** The fake, counting what arrives at its API. */
-async function limitedFake() {
-  const arrivals: { at: number; status: number }[] = [];
-  const api = await startFakePartnerApi({
-    apiRateLimit: LIMIT,
-    onRequest: ({ path, status }) => {
-      if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
-    },
-  });
-  return { api, arrivals };
-}
 
 /** The limiter's keys under `prefix`, as the scripts name them. */
 function keysOf(prefix: string) {
@@ -74,35 +37,6 @@ function keysOf(prefix: string) {
   };
 }
 
-/** Runs the fleet on `prefix` once every worker is in; returns their lines. */
-async function runFleet(
-  redis: RedisServer,
-  api: FakePartnerApi,
-  prefix: string,
-  duringRun?: () => Promise<void>,
-) {
-  const env = {
-    ...fakeEnv(api),
-    PARTNER_API_RATE_REQUESTS: String(LIMIT.requests),
-    PARTNER_API_RATE_INTERVAL: String(LIMIT.interval),
-    PARTNER_API_RATE_PREFIX: prefix,
-    // A busy machine is no outage.
-    PARTNER_API_RATE_COMMAND_TIMEOUT: "2000",
-  };
-  const { key, start } = barrier();
-  const worker = [
-    "tests/redis/rate_worker.mjs",
-    RUNTIMES,
-    String(redis.port),
-    start,
-    String(EACH),
-  ];
-  const fleet = runOnEveryRuntime<WorkerLine>(worker, env, PER_RUNTIME);
-  await startTogether(redis.port, key, FLEET);
-  await duringRun?.();
-  return await fleet;
-}
-
 /** Plants `commands` before the fleet starts. */
 async function plant(port: number, commands: string[][]): Promise<void> {
   const admin = await connectRedis(port);
@@ -113,11 +47,9 @@ async function plant(port: number, commands: string[][]): Promise<void> {
   }
 }
 
-processTest({
-  name:
-    "poisoned keys: a limiter key of another type, or a value that does not parse, is replaced in the same script: 6 processes on Deno, Node and Bun meet 0 x 429 and none paces alone",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "poisoned keys: a limiter key of another type, or a value that does not parse, is replaced in the same script: 6 processes on Deno, Node and Bun meet 0 x 429 and none paces alone",
+  async () => {
     await using redis = await startRedis();
     const poisons: Record<
       string,
@@ -146,7 +78,7 @@ processTest({
       await using _api = api;
       const prefix = `poisoned:${crypto.randomUUID()}`;
       await plant(redis.port, poison(keysOf(prefix)));
-      const lines = await runFleet(redis, api, prefix);
+      const lines = await runRateFleet(redis.port, api, { prefix });
       checkPacedFleet({
         what: `${FLEET} processes on Redis, ${what}`,
         arrivals,
@@ -158,13 +90,11 @@ processTest({
       }
     }
   },
-});
+);
 
-processTest({
-  name:
-    "far blocks: a block 300 years ahead and sends counted from 10 days ahead are cut back to what a take writes: every process on Deno, Node and Bun sends all its requests, 0 x 429",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "far blocks: a block 300 years ahead and sends counted from 10 days ahead are cut back to what a take writes: every process on Deno, Node and Bun sends all its requests, 0 x 429",
+  async () => {
     await using redis = await startRedis();
     const { api, arrivals } = await limitedFake();
     await using _api = api;
@@ -177,7 +107,7 @@ processTest({
       ["ZADD", keys.window, String(now + 10 * day), "ghost:1"],
       ["ZADD", keys.window, String(now + 10 * day), "ghost:2"],
     ]);
-    const lines = await runFleet(redis, api, prefix);
+    const lines = await runRateFleet(redis.port, api, { prefix });
     const refused = arrivals.filter(({ status }) => status === 429).length;
     equal(refused, 0, "no 429");
     for (const line of lines) {
@@ -192,21 +122,22 @@ processTest({
       block <= Number(seconds) * 1000 + 1000 + LIMIT.interval / LIMIT.requests,
     );
   },
-});
+);
 
-processTest({
-  name:
-    "a restart is not a reset: Redis restarted empty mid-crawl, 6 processes on Deno, Node and Bun meet 0 x 429, and each one that met the fall says rate.degraded, then rate.restored once it takes from Redis again",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "a restart is not a reset: Redis restarted empty mid-crawl, 6 processes on Deno, Node and Bun meet 0 x 429, and each one that met the fall says rate.degraded, then rate.restored once it takes from Redis again",
+  async () => {
     await using redis = await startRedis();
     const { api, arrivals } = await limitedFake();
     await using _api = api;
     const prefix = `restart:${crypto.randomUUID()}`;
-    const lines = await runFleet(redis, api, prefix, async () => {
-      // Mid-run by count: every process has sends in the window.
-      await until(() => arrivals.length >= FLEET * EACH / 2);
-      await redis.restart();
+    const lines = await runRateFleet(redis.port, api, {
+      prefix,
+      async duringRun() {
+        // Mid-run by count: every process has sends in the window.
+        await until(() => arrivals.length >= FLEET * EACH / 2);
+        await redis.restart();
+      },
     });
     checkPacedFleet({
       what: `${FLEET} processes on Redis restarted mid-crawl`,
@@ -234,13 +165,11 @@ processTest({
       );
     }
   },
-});
+);
 
-processTest({
-  name:
-    "unusable shared state: over a Redis that answers but refuses the scripts, a limiter paces at half the limit before it ever knew its share, and at its last known share after, never the whole limit",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "unusable shared state: over a Redis that answers but refuses the scripts, a limiter paces at half the limit before it ever knew its share, and at its last known share after, never the whole limit",
+  async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
     const prefix = `refused:${crypto.randomUUID()}`;
@@ -280,15 +209,15 @@ processTest({
     const fleet = [limiter(), limiter(), limiter()];
     for (const made of fleet) made.answered(await made.take());
     for (const made of fleet) made.answered(await made.take());
-    await client.command(["ACL", "SETUSER", "default", "-@scripting"]);
+    await allowScripts(client, false);
     const knew = await grantedAlone(fleet[0]!);
     const fresh = limiter();
     const never = await grantedAlone(fresh);
     // Its share, 4, of which it sent 2; half the limit, 6.
     equal(knew, 2, "the last known share");
     equal(never, 6, "half the limit, never the whole");
-    await client.command(["ACL", "SETUSER", "default", "+@all"]);
+    await allowScripts(client, true);
     for (const made of [...fleet, fresh]) await made[Symbol.asyncDispose]();
     client.close();
   },
-});
+);

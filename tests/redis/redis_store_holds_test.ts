@@ -12,26 +12,25 @@
 
 import { equal, notEqual, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
-import { connectRedis, redisInstalled, startRedis } from "./_redis_server.ts";
 import {
-  barrier,
+  allowScripts,
+  connectRedis,
+  redisTest,
+  startRedis,
+} from "./_redis_server.ts";
+import {
   fakeEnv,
   lineOf,
-  runOnEveryRuntime,
   RUNTIME_NAMES,
   runtimeCommand,
   RUNTIMES,
   signalFile,
-  startTogether,
   until,
 } from "./_runtimes.ts";
+import { runTogether } from "./_fleet.ts";
 import { keysOf } from "./_keys.ts";
-import { processTest } from "../_processes.ts";
 import { createRedisTokenStore } from "../../src/store/redis.ts";
 import { createTokenProvider } from "../../src/token/mod.ts";
-
-const PER_RUNTIME = 2;
-const FLEET = PER_RUNTIME * RUNTIME_NAMES.length;
 
 interface TokenLine {
   runtime: string;
@@ -39,28 +38,25 @@ interface TokenLine {
   largest: number;
 }
 
-/** PER_RUNTIME processes on each runtime get a token together. */
-async function tokenFleet(port: number, env: Record<string, string>) {
-  const { key, start } = barrier();
-  const worker = ["tests/redis/store_worker.mjs", RUNTIMES, String(port)];
-  const fleet = runOnEveryRuntime<TokenLine>(
-    [...worker, "token", start],
-    env,
-    PER_RUNTIME,
-  );
-  await startTogether(port, key, FLEET);
-  return await fleet;
+/** 2 processes on each runtime (6 in all) get a token together. */
+function tokenFleet(port: number, env: Record<string, string>) {
+  const worker = (start: string) => [
+    "tests/redis/store_worker.mjs",
+    RUNTIMES,
+    String(port),
+    "token",
+    start,
+  ];
+  return runTogether<TokenLine>(port, worker, env, 2);
 }
 
-processTest({
-  name:
-    "EVAL refused: over a Redis whose ACL refuses scripts, 6 processes on Deno, Node and Bun spend one token between them, the lease kept with plain commands",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "EVAL refused: over a Redis whose ACL refuses scripts, 6 processes on Deno, Node and Bun spend one token between them, the lease kept with plain commands",
+  async () => {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
     const admin = await connectRedis(redis.port);
-    await admin.command(["ACL", "SETUSER", "default", "-@scripting"]);
+    await allowScripts(admin, false);
     const refused = await admin.command(["EVAL", "return 1", "0"])
       .then(() => false, (error) => /NOPERM/.test(String(error)));
     admin.close();
@@ -69,13 +65,11 @@ processTest({
     equal(api.tokenRequests, 1, "one token for the fleet");
     equal(new Set(lines.map((line) => line.token)).size, 1);
   },
-});
+);
 
-processTest({
-  name:
-    "a record over 64 KiB is a broken record, not read whole: 6 processes on Deno, Node and Bun over an 8 MB value receive no reply over 64 KiB, replace it, and spend one token",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "a record over 64 KiB is a broken record, not read whole: 6 processes on Deno, Node and Bun over an 8 MB value receive no reply over 64 KiB, replace it, and spend one token",
+  async () => {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
     const { record } = await keysOf(api);
@@ -93,13 +87,11 @@ processTest({
     equal(api.tokenRequests, 1, "one token for the fleet");
     ok(stored <= 65_536, "the broken record was replaced");
   },
-});
+);
 
-processTest({
-  name:
-    "a rolled-back sealed record is refused: after the fleet renewed a token, a replayed copy of the older record is not served again by a process of Deno, Node or Bun that saw the newer one",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "a rolled-back sealed record is refused: after the fleet renewed a token, a replayed copy of the older record is not served again by a process of Deno, Node or Bun that saw the newer one",
+  async () => {
     await using redis = await startRedis();
     for (const runtime of RUNTIME_NAMES) {
       await using api = await startFakePartnerApi();
@@ -140,17 +132,15 @@ processTest({
       }
     }
   },
-});
+);
 
-processTest({
-  name:
-    "EVAL refused, in one Deno process: stores of their own (as processes) renew, publish and let go of the lease with plain commands, and a 401 renewal is one token for all",
-  ignore: !redisInstalled,
-  async fn() {
+redisTest(
+  "EVAL refused, in one Deno process: stores of their own (as processes) renew, publish and let go of the lease with plain commands, and a 401 renewal is one token for all",
+  async () => {
     await using redis = await startRedis();
     await using api = await startFakePartnerApi();
     const admin = await connectRedis(redis.port);
-    await admin.command(["ACL", "SETUSER", "default", "-@scripting"]);
+    await allowScripts(admin, false);
     const connections = await Promise.all(
       [0, 1, 2].map(() => connectRedis(redis.port)),
     );
@@ -177,4 +167,4 @@ processTest({
     ok(renewed.every((token) => api.isValidToken(token.accessToken)));
     for (const connection of [admin, ...connections]) connection.close();
   },
-});
+);

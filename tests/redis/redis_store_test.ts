@@ -17,14 +17,12 @@ import { keysOf } from "./_keys.ts";
 import {
   connectRedis,
   type RedisClient,
-  redisInstalled,
+  redisTest as test,
   startRedis,
 } from "./_redis_server.ts";
 import { processTest } from "../_processes.ts";
 
 const realSetTimeout = setTimeout;
-const test = (name: string, fn: () => Promise<void>) =>
-  processTest({ name, ignore: !redisInstalled, fn });
 
 /** A redis-server, the fake, and providers that stand for processes. */
 async function fleet(fake: FakePartnerApiOptions = {}) {

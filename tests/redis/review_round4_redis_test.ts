@@ -16,13 +16,10 @@ import { keysOf } from "./_keys.ts";
 import {
   connectRedis,
   type RedisClient,
-  redisInstalled,
+  redisTest as test,
   startRedis,
 } from "./_redis_server.ts";
-import { processTest } from "../_processes.ts";
 
-const test = (name: string, fn: () => Promise<void>) =>
-  processTest({ name, ignore: !redisInstalled, fn });
 /** A finding of the review: failed before its fix. */
 const finding = (name: string, fn: () => Promise<void>) => test(name, fn);
 

@@ -15,7 +15,7 @@
 //
 // Credentials come from PARTNER_API_* variables (_worker.mjs).
 
-import { signalled, startWorker, waitForStart } from "./_worker.mjs";
+import { hashOf, signalled, startWorker, waitForStart } from "./_worker.mjs";
 
 const { args, lib, redisLib, runtime, redis, options } = await startWorker();
 const [mode, ...rest] = args;
@@ -70,16 +70,4 @@ function sizeOf(reply) {
   if (reply instanceof Uint8Array) return reply.length;
   if (Array.isArray(reply)) return reply.reduce((sum, r) => sum + sizeOf(r), 0);
   return 0;
-}
-
-/** A short hash of a token: never the token. */
-async function hashOf(accessToken) {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(accessToken),
-  );
-  return Array.from(
-    new Uint8Array(digest).slice(0, 8),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
 }
