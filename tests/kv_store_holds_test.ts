@@ -6,22 +6,14 @@
 
 import { notEqual, ok } from "node:assert/strict";
 import { createKvTokenStore } from "../src/store/kv.ts";
-import { hexDigest, storeKey } from "../src/store/_key.ts";
+import { clientDigest } from "./_store_keys.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { inProcessFake } from "./_fast_setup.ts";
 
 Deno.test("a rolled-back sealed KV record is refused: after a 401 renewed the token, a replayed copy of the older record is not served by a process that saw the newer one", async () => {
   using api = inProcessFake();
   using kv = await Deno.openKv(":memory:");
-  const digest = await hexDigest(
-    await storeKey({
-      url: api.environment.tokenUrl,
-      audience: api.environment.audience,
-      clientId: api.credentials.clientId,
-      secret: api.credentials.clientSecret,
-    }),
-    16,
-  );
+  const digest = await clientDigest(api);
   const recordKey = ["partner-api", "token", digest, "record"];
   const store = createKvTokenStore(kv);
   const provider = () =>

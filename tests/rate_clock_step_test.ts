@@ -8,7 +8,7 @@
 import { equal, ok } from "node:assert/strict";
 import { createRateLimiter } from "../src/client/rate_limit.ts";
 import { createKvRateLimiter, createKvTokenStore } from "../src/store/kv.ts";
-import { hexDigest, storeKey } from "../src/store/_key.ts";
+import { clientDigest } from "./_store_keys.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 import { drive, inProcessFake, onFakeClock, trackedIo } from "./_fast_setup.ts";
@@ -71,15 +71,7 @@ Deno.test("clock steps: a process waiting for a dead holder's KV lease takes ove
     using api = inProcessFake({ now: () => timers.now });
     using kv = await Deno.openKv(":memory:");
     using io = trackedIo(kv);
-    const key = await hexDigest(
-      await storeKey({
-        url: api.environment.tokenUrl,
-        audience: api.environment.audience,
-        clientId: api.credentials.clientId,
-        secret: api.credentials.clientSecret,
-      }),
-      16,
-    );
+    const key = await clientDigest(api);
     // A holder that died: its lease says it runs for 10 more seconds.
     await kv.set(["partner-api", "token", key, "lease"], {
       holder: "dead",

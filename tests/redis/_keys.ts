@@ -2,21 +2,13 @@
 // something there before any provider runs.
 
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
-import { hexDigest, storeKey } from "../../src/store/_key.ts";
+import { clientDigest } from "../_store_keys.ts";
 
 /** The Redis key names of `api`'s record and lease under the default prefix. */
 export async function keysOf(
   api: FakePartnerApi,
 ): Promise<{ record: string; lease: string }> {
-  const digest = await hexDigest(
-    await storeKey({
-      url: api.environment.tokenUrl,
-      audience: api.environment.audience,
-      clientId: api.credentials.clientId,
-      secret: api.credentials.clientSecret,
-    }),
-    16,
-  );
+  const digest = await clientDigest(api);
   return {
     record: `partner-api:token:{${digest}}:record`,
     lease: `partner-api:token:{${digest}}:lease`,
