@@ -1,7 +1,9 @@
 // Starts a fleet of deno processes that get a token at the same moment,
 // with or without a shared KV file. Used by the fleet test and kv_bench.ts;
-// the KV rate limiter's test runs its workers the same way.
+// the KV rate limiter's tests run their workers the same way
+// (runKvRateWorkers).
 
+import { equal } from "node:assert/strict";
 import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { Command } from "../_processes.ts";
@@ -55,6 +57,41 @@ export function workerCommand(
     env,
     stdout: "piped",
     stderr: "piped",
+  });
+}
+
+/**
+ * Runs kv_rate_worker.ts once per entry of `envs` (its PARTNER_API_*
+ * variables) on the KV file `dir`/rate.sqlite: each starts at `startAt`
+ * and sends `each` requests under `limit`; with `outageFile`, it closes its
+ * database once that file exists. Returns the line each printed, once it
+ * exited 0: no rejection went unhandled.
+ */
+export async function runKvRateWorkers<Line>(
+  dir: string,
+  { startAt, each, limit, outageFile }: {
+    startAt: number;
+    each: number;
+    limit: { requests: number; interval: number };
+    outageFile?: string | undefined;
+  },
+  envs: Record<string, string>[],
+): Promise<Line[]> {
+  const args = [
+    `${dir}/rate.sqlite`,
+    String(startAt),
+    String(each),
+    String(limit.requests),
+    String(limit.interval),
+    ...(outageFile === undefined ? [] : [outageFile]),
+  ];
+  const worker = "tests/process/kv_rate_worker.ts";
+  const runs = envs.map((env) =>
+    workerCommand(worker, dir, args, env).output()
+  );
+  return (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
+    equal(code, 0, new TextDecoder().decode(stderr));
+    return JSON.parse(new TextDecoder().decode(stdout)) as Line;
   });
 }
 

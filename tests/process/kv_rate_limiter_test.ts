@@ -9,7 +9,7 @@
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { scratchDir, workerCommand } from "./_fleet.ts";
+import { runKvRateWorkers, scratchDir } from "./_fleet.ts";
 import { checkPacedFleet } from "../_windows.ts";
 import { processTest } from "../_processes.ts";
 
@@ -17,35 +17,11 @@ const FLEET = 4;
 const LIMIT = { requests: 40, interval: 2000 };
 const EACH = 30;
 
-/** Runs the fleet on one KV file; returns each process's line. */
-async function runFleet(
-  env: Record<string, string>,
-  dir: string,
-  startAt: number,
-  outageFile?: string,
-) {
-  const args = [
-    `${dir}/rate.sqlite`,
-    String(startAt),
-    String(EACH),
-    String(LIMIT.requests),
-    String(LIMIT.interval),
-    ...(outageFile === undefined ? [] : [outageFile]),
-  ];
-  const worker = "tests/process/kv_rate_worker.ts";
-  const runs = Array.from(
-    { length: FLEET },
-    () => workerCommand(worker, dir, args, env).output(),
-  );
-  return (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
-    // Exit 0: no rejection went unhandled.
-    equal(code, 0, new TextDecoder().decode(stderr));
-    return JSON.parse(new TextDecoder().decode(stdout)) as {
-      degraded: number;
-      /** Requests sent after it closed its database. */
-      afterOutage: number;
-    };
-  });
+/** What a kv_rate_worker.ts printed. */
+interface WorkerLine {
+  degraded: number;
+  /** Requests sent after it closed its database. */
+  afterOutage: number;
 }
 
 /**
@@ -68,8 +44,12 @@ async function fleetRun(outage: boolean) {
         }
       },
     });
-    const startAt = Date.now() + 2500;
-    const lines = await runFleet(configFor(api), dir, startAt, outageFile);
+    const lines = await runKvRateWorkers<WorkerLine>(dir, {
+      startAt: Date.now() + 2500,
+      each: EACH,
+      limit: LIMIT,
+      outageFile,
+    }, Array(FLEET).fill(configFor(api)));
     return { arrivals, lines };
   } finally {
     await Deno.remove(dir, { recursive: true });

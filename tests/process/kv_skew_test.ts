@@ -9,7 +9,7 @@
 import { equal } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { scratchDir, workerCommand } from "./_fleet.ts";
+import { runKvRateWorkers, scratchDir } from "./_fleet.ts";
 import { checkPacedFleet } from "../_windows.ts";
 import { processTest } from "../_processes.ts";
 
@@ -32,28 +32,14 @@ async function skewedFleet(skews: number[], refuses = false) {
         if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
       },
     });
-    const startAt = Date.now() + 2500;
-    const args = [
-      `${dir}/rate.sqlite`,
-      String(startAt),
-      String(EACH),
-      String(LIMIT.requests),
-      String(LIMIT.interval),
-    ];
-    const runs = skews.map((skew, i) =>
-      workerCommand("tests/process/kv_rate_worker.ts", dir, args, {
-        ...configFor(api),
-        PARTNER_API_SKEW: String(skew),
-        ...(refuses && i === 0 ? { PARTNER_API_REFUSED: "1" } : {}),
-      }).output()
-    );
-    const lines = (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
-      equal(code, 0, new TextDecoder().decode(stderr));
-      return JSON.parse(new TextDecoder().decode(stdout)) as {
-        degraded: number;
-        refused: number;
-      };
-    });
+    const envs = skews.map((skew, i) => ({
+      ...configFor(api),
+      PARTNER_API_SKEW: String(skew),
+      ...(refuses && i === 0 ? { PARTNER_API_REFUSED: "1" } : {}),
+    }));
+    const lines = await runKvRateWorkers<
+      { degraded: number; refused: number }
+    >(dir, { startAt: Date.now() + 2500, each: EACH, limit: LIMIT }, envs);
     return { arrivals, lines };
   } finally {
     await Deno.remove(dir, { recursive: true });
