@@ -141,19 +141,32 @@ function hangingStore(hangs: number): TokenStore & { calls: number } {
   return store;
 }
 
+/**
+ * A provider of the in-process fake, with no retries and a 1 s time limit,
+ * over a store that hangs the first time: both.
+ */
+function overHangingStore(
+  api: ReturnType<typeof inProcessFake>,
+  extra: { now?: () => number },
+) {
+  const store = hangingStore(1);
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    fetch: api.fetch,
+    store,
+    ...extra,
+    retry: false,
+    timeout: 1_000,
+  });
+  return { store, provider };
+}
+
 Deno.test("a flight that never settles is given up on once its timeouts and retries are spent", async () => {
   await withFakeTimers(async (timers) => {
     // In process: no socket beside the fake timers.
     using api = inProcessFake();
-    const store = hangingStore(1);
-    const provider = createTokenProvider({
-      ...api.environment,
-      ...api.credentials,
-      fetch: api.fetch,
-      store,
-      retry: false,
-      timeout: 1_000,
-    });
+    const { store, provider } = overHangingStore(api, {});
     const waiting = Promise.allSettled([
       provider.getToken(),
       provider.getToken(),
@@ -177,16 +190,7 @@ Deno.test("a caller after a flight's deadline starts a new flight at once instea
   await withFakeTimers(async (timers) => {
     using api = inProcessFake();
     const clock = manualClock();
-    const store = hangingStore(1);
-    const provider = createTokenProvider({
-      ...api.environment,
-      ...api.credentials,
-      fetch: api.fetch,
-      store,
-      now: clock,
-      retry: false,
-      timeout: 1_000,
-    });
+    const { store, provider } = overHangingStore(api, { now: clock });
     const trapped = provider.getToken().catch((error) => error);
     clock.advance(62_000); // by the provider's clock the flight is overdue
     const token = await provider.getToken();
