@@ -20,6 +20,16 @@ import { syncArgs } from "../sync_fixtures.ts";
 
 const fresh = (name: string) => freshTarget("sync-safety-process", name);
 
+/** A fresh target `name`, and beside it a lock of `owner`, process 12345. */
+async function lockedBy(name: string, owner: string): Promise<string> {
+  const target = await fresh(name);
+  await Deno.writeTextFile(
+    `${target}.lock`,
+    JSON.stringify({ owner, pid: 12345 }),
+  );
+  return target;
+}
+
 function flagsFor(env: Record<string, string>): string[] {
   return [
     "--allow-net=127.0.0.1",
@@ -94,11 +104,7 @@ processTest(
     await using api = await startFakePartnerApi({
       items: { transactions: 2000 },
     });
-    const target = await fresh("race.jsonl");
-    await Deno.writeTextFile(
-      `${target}.lock`,
-      JSON.stringify({ owner: "gone", pid: 12345 }),
-    );
+    const target = await lockedBy("race.jsonl", "gone");
     const past = new Date(Date.now() - 60_000);
     await Deno.utime(`${target}.lock`, past, past);
     const env = configFor(api);
@@ -124,9 +130,8 @@ processTest(
     await using api = await startFakePartnerApi({
       items: { transactions: 50 },
     });
-    const target = await fresh("locked.jsonl");
+    const target = await lockedBy("locked.jsonl", "x");
     const lock = `${target}.lock`;
-    await Deno.writeTextFile(lock, JSON.stringify({ owner: "x", pid: 12345 }));
     const env = configFor(api);
     const args = syncArgs(target);
     const child = cliCommand(flagsFor(env), args, env).spawn();
