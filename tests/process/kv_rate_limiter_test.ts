@@ -44,8 +44,9 @@ async function fleetRun(outage: boolean) {
         }
       },
     });
-    const lines = await runKvRateWorkers<WorkerLine>(dir, {
-      startAt: Date.now() + 2500,
+    const startAt = Date.now() + 2500;
+    const lines: WorkerLine[] = await runKvRateWorkers(dir, {
+      startAt,
       each: EACH,
       limit: LIMIT,
       outageFile,

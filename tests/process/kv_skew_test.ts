@@ -32,6 +32,7 @@ async function skewedFleet(skews: number[], refuses = false) {
         if (path.startsWith("/api/")) arrivals.push({ at: Date.now(), status });
       },
     });
+    const startAt = Date.now() + 2500;
     const envs = skews.map((skew, i) => ({
       ...configFor(api),
       PARTNER_API_SKEW: String(skew),
@@ -39,7 +40,7 @@ async function skewedFleet(skews: number[], refuses = false) {
     }));
     const lines = await runKvRateWorkers<
       { degraded: number; refused: number }
-    >(dir, { startAt: Date.now() + 2500, each: EACH, limit: LIMIT }, envs);
+    >(dir, { startAt, each: EACH, limit: LIMIT }, envs);
     return { arrivals, lines };
   } finally {
     await Deno.remove(dir, { recursive: true });
