@@ -5,7 +5,7 @@
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { createClient, createRateLimiter } from "../src/client/mod.ts";
-import { isRetryStatus, retryDelay } from "../src/core/_retry.ts";
+import { isRetryStatus, retryDelay } from "../src/core/_attempt_loop.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { besideFake, inProcessFake } from "./_fast_setup.ts";
 

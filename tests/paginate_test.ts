@@ -14,7 +14,7 @@ import {
   type PaginateOptions,
 } from "../src/client/paginate.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { delay } from "../src/core/_retry.ts";
+import { delay } from "../src/core/_deadlines.ts";
 
 /** A paged list in memory that records every request it gets. */
 function pagedList(total: number, pageDelay = 0) {

@@ -8,8 +8,7 @@
 import { deepStrictEqual, equal, rejects } from "node:assert/strict";
 import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { type ClientOptions, createClient } from "../src/client/mod.ts";
-import { collect, paginate } from "../src/client/paginate.ts";
-import { pageSearchParams } from "../src/client/paginate.ts";
+import { collect, pageSearchParams, paginate } from "../src/client/paginate.ts";
 import { resolveUnder } from "../src/client/_path.ts";
 import { requestToken } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
@@ -197,7 +196,7 @@ Deno.test("deadlines: the limit of client.fetch ends at the headers on fake time
 });
 
 // ---------------------------------------------------------------------------
-// 3. src/core/_read_body.ts
+// 3. readBounded (src/core/_attempt_loop.ts)
 
 /**
  * A raw HTTP/1.1 server on loopback: each connection's request is read

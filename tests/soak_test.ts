@@ -18,7 +18,7 @@ import { createTokenProvider, type IssuedToken } from "../src/token/mod.ts";
 import type { FakeFault } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 import { clientOf, drive, fetchOver, inProcessFake } from "./_fast_setup.ts";
-import { delay as sleep } from "../src/core/_retry.ts";
+import { delay as sleep } from "../src/core/_deadlines.ts";
 import { seededRandom as seeded } from "../src/testing/_list_data.ts";
 
 const SEED = 20261122;

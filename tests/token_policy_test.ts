@@ -19,7 +19,7 @@ import {
   unauthorizedVerdict,
 } from "../src/token/ledger.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
-import { isRetryStatus } from "../src/core/_retry.ts";
+import { isRetryStatus } from "../src/core/_attempt_loop.ts";
 import { issuedToken } from "../src/token/_value.ts";
 import type { QuotaBucket } from "../src/core/quota.ts";
 

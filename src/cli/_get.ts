@@ -2,7 +2,7 @@
 // card-data base with --pci), its body on standard output.
 
 import type { Session } from "./_session.ts";
-import { readBounded } from "../core/_read_body.ts";
+import { readBounded } from "../core/_attempt_loop.ts";
 import { serverText } from "../core/_redact.ts";
 import { escapeControls } from "./_render.ts";
 

@@ -3,7 +3,7 @@
 
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import { backoffFrom } from "../core/_retry.ts";
+import { backoffFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
   checkNumber,

@@ -2,7 +2,7 @@
 // shares, and one request to send.
 
 import type { TokenProvider } from "../token/mod.ts";
-import type { AttemptLimits } from "../core/_abort.ts";
+import type { AttemptLimits } from "../core/_deadlines.ts";
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "./rate_limit.ts";
 import type { RetryPolicy } from "./_policy.ts";

@@ -11,7 +11,7 @@ import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { type PageConfig, pageConfig } from "./_page_config.ts";
 import { flatten, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
-import { readBounded } from "../core/_read_body.ts";
+import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
 import type { SendContext } from "./_exchange.ts";

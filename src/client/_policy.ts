@@ -1,6 +1,10 @@
 // Internal: what the client does after each API attempt, as pure functions.
 
-import { type Backoff, isRetryStatus, retryDelay } from "../core/_retry.ts";
+import {
+  type Backoff,
+  isRetryStatus,
+  retryDelay,
+} from "../core/_attempt_loop.ts";
 
 /** Methods that may be sent twice: the same effect either way. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);

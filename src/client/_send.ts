@@ -2,23 +2,24 @@
 // module's one attempt loop (core/_attempt_loop.ts, which owns the time
 // limits, waits and events): a token and a rate slot before each attempt,
 // retries of idempotent requests, one renewal after a 401, redirects under
-// the same base. The decisions are `nextStep` in _policy.ts.
+// the same base, with the caller's headers and the token's in one record.
+// The decisions are `nextStep` in _policy.ts.
 
 import { ApiError } from "../core/errors.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
-import { isRetryStatus, retryAfterMs } from "../core/_retry.ts";
-import type { AttemptLimits, Deadline } from "../core/_abort.ts";
 import {
   type AttemptPlan,
+  isRetryStatus,
   type Next,
+  retryAfterMs,
   retryEvent,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
+import type { AttemptLimits, Deadline } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import { describeCause } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
-import { withBearer } from "./_bearer.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
 import {
   type Attempted,
@@ -350,4 +351,27 @@ function serverOf(url: URL): { host: string; port: number } {
     ? (url.protocol === "https:" ? 443 : 80)
     : Number(url.port);
   return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+/**
+ * The caller's headers with `Authorization: Bearer <token>` in place of any
+ * the caller set. A plain record stays one: a `Headers` object per request
+ * costs more than the rest of the client's work.
+ */
+function withBearer(
+  headers: HeadersInit | undefined,
+  accessToken: string,
+): HeadersInit {
+  const authorization = `Bearer ${accessToken}`;
+  if (headers === undefined) return { authorization };
+  if (headers instanceof Headers || Array.isArray(headers)) {
+    const copy = new Headers(headers);
+    copy.set("authorization", authorization);
+    return copy;
+  }
+  const record: Record<string, string> = { authorization };
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() !== "authorization") record[name] = value;
+  }
+  return record;
 }

@@ -4,7 +4,7 @@
 // and the client's `list` flatten what it yields; the client's `pages`
 // yields it as it is.
 
-import { raceAbort } from "../core/_abort.ts";
+import { raceAbort } from "../core/_deadlines.ts";
 import type { PageConfig } from "./_page_config.ts";
 import type { PageRequest } from "./page_types.ts";
 

@@ -14,10 +14,10 @@ import {
   recordAnswer,
   recordSend,
   slotWait,
+  WaitQueue,
   type Window,
 } from "../core/_rate_window.ts";
-import { WaitQueue } from "../core/_wait_queue.ts";
-import { steadyClock } from "../core/_steady_clock.ts";
+import { steadyClock } from "../core/_clock.ts";
 
 export type { RateLimit, RateLimiter };
 

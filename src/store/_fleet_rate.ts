@@ -17,9 +17,9 @@ import {
   recordAnswer,
   recordSend,
   slotWait,
+  WaitQueue,
   type Window,
 } from "../core/_rate_window.ts";
-import { WaitQueue } from "../core/_wait_queue.ts";
 import { emit } from "../core/_emit.ts";
 import { MAX_TIMER_MS } from "../core/_check.ts";
 import type { EventListener } from "../core/events.ts";

@@ -9,7 +9,7 @@ import type {
   TokenRecord,
   TokenStore,
 } from "../store/mod.ts";
-import { delay } from "../core/_retry.ts";
+import { delay } from "../core/_deadlines.ts";
 import {
   openVersioned,
   recordLifetime,

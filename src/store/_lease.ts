@@ -7,8 +7,7 @@
 
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
 import { published } from "./_record.ts";
-import { delay } from "../core/_retry.ts";
-import { unrefTimer } from "../core/_abort.ts";
+import { delay, unrefTimer } from "../core/_deadlines.ts";
 
 /** The first wait before looking again for another process's token, in ms. */
 const FIRST_POLL = 1;

@@ -31,8 +31,7 @@ import {
   type LostLease,
 } from "./_lease.ts";
 import { hexDigest } from "./_key.ts";
-import { raceAbort } from "../core/_abort.ts";
-import { delay } from "../core/_retry.ts";
+import { delay, raceAbort } from "../core/_deadlines.ts";
 
 /** A record as a look saw it: its text, and whether it could be read. */
 interface Seen {

@@ -3,8 +3,7 @@
 // configuration, so it also works for a tool run straight from the registry.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { delay } from "../core/_retry.ts";
-import { unrefTimer } from "../core/_abort.ts";
+import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, storeKey } from "./_key.ts";

@@ -42,7 +42,7 @@
 
 import type { FleetStoreOptions, TokenStore } from "../store/types.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
-import { steadyClock } from "../core/_steady_clock.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { KvTokenStore } from "./_kv_store.ts";
 import { checkEncryptionKey } from "./_record.ts";
 

@@ -10,7 +10,7 @@
 import type { EventListener } from "../core/events.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import { optionError, requireFunction } from "../core/_check.ts";
-import { type SteadyClock, steadyClock } from "../core/_steady_clock.ts";
+import { type SteadyClock, steadyClock } from "../core/_clock.ts";
 import { checkRateLimit, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import {
   FleetRateLimiter,

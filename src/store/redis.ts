@@ -60,7 +60,7 @@ import {
   requireText,
 } from "../core/_check.ts";
 import { checkEncryptionKey } from "./_record.ts";
-import { steadyClock } from "../core/_steady_clock.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
 import type { RedisCommand } from "./redis_command.ts";
 

@@ -12,7 +12,7 @@ import {
   requireText,
 } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
-import { steadyClock } from "../core/_steady_clock.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { checkRateLimit, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import {
   FleetRateLimiter,

@@ -3,7 +3,7 @@
 // held, is taken over only once stale, and a run waits a bounded time for
 // one that is not.
 
-import { unrefTimer } from "../core/_abort.ts";
+import { unrefTimer } from "../core/_deadlines.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** Not refreshed for this long, a lock's run is gone (or paused). */

@@ -6,7 +6,7 @@
 // page touched by eight batches is written once, not eight times.
 
 import type { DatabaseSync } from "node:sqlite";
-import { unrefTimer } from "../core/_abort.ts";
+import { unrefTimer } from "../core/_deadlines.ts";
 
 /** Batches that may share a transaction. */
 export const GROUP_BATCHES = 8;

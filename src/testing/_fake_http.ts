@@ -1,6 +1,6 @@
 // Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
 
-import { delay } from "../core/_retry.ts";
+import { delay } from "../core/_deadlines.ts";
 import type { FakeFault } from "./fake_options.ts";
 
 /** Sets `headers` on `response`, last, so they win. */

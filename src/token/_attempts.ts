@@ -1,7 +1,8 @@
 // Internal: token requests through the module's one attempt loop: the token
 // side's decision after each attempt (retry network errors, timeouts and
-// the statuses of the one rule in core/_retry.ts after a backoff or the
-// answer's Retry-After; never while a quota block is in force), and the events that tell of attempts and retries.
+// the statuses of the loop's one rule after a backoff or the answer's
+// Retry-After; never while a quota block is in force), and the events that
+// tell of attempts and retries.
 
 import {
   PartnerApiError,
@@ -12,10 +13,12 @@ import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import {
   attemptLimits,
+  type Backoff,
+  retryAfterMs,
+  retryDelay,
   retryEvent,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
-import { type Backoff, retryAfterMs, retryDelay } from "../core/_retry.ts";
 import { tokenAttempt } from "./_protocol.ts";
 import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";

@@ -1,7 +1,7 @@
 // Internal: a failed token request as the cooldown repeats it to callers.
 
 import { TokenRequestError } from "../core/errors.ts";
-import { retryAfterMs } from "../core/_retry.ts";
+import { retryAfterMs } from "../core/_attempt_loop.ts";
 import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
 import { type HintSource, tokenHint } from "./_hint.ts";

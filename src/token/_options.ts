@@ -7,7 +7,7 @@ import {
   requireFunction,
   requireOptions,
 } from "../core/_check.ts";
-import { type Backoff, backoffFrom } from "../core/_retry.ts";
+import { type Backoff, backoffFrom } from "../core/_attempt_loop.ts";
 import { type TokenEndpoint, tokenEndpoint } from "./_endpoint.ts";
 import type { QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenStore } from "../store/types.ts";

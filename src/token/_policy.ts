@@ -14,7 +14,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
-import { type Backoff, isRetryStatus } from "../core/_retry.ts";
+import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
 export const MAX_QUOTA_BLOCK = 25 * 3_600_000;

@@ -19,9 +19,8 @@ import {
   type Secret,
   serverText,
 } from "../core/_redact.ts";
-import { retryAfterMs } from "../core/_retry.ts";
-import type { Deadline } from "../core/_abort.ts";
-import { readBounded } from "../core/_read_body.ts";
+import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
+import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
 import { quotaRetryAt } from "./_policy.ts";

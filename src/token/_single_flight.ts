@@ -1,6 +1,6 @@
 // Internal: one piece of work that any number of callers wait for.
 
-import { raceAbort, unrefTimer } from "../core/_abort.ts";
+import { raceAbort, unrefTimer } from "../core/_deadlines.ts";
 import { MAX_TIMER_MS } from "../core/_check.ts";
 
 /** One run of the work, as its callers see it. */

@@ -1,8 +1,10 @@
-// Internal: a clock for waits that a wall clock stepped back cannot stall.
-// A limiter that recorded its sends at 10:00 and then reads 09:00 would wait
-// an hour for a slot; measured on a monotone reading it waits what is left
-// of the window. The reading stays fakeable: an injected clock (a test's,
-// a user's) is still what is read, only never taken backwards.
+// Internal: the clocks decisions read.
+// - A steady clock, for waits that a wall clock stepped back cannot stall.
+//   A limiter that recorded its sends at 10:00 and then reads 09:00 would
+//   wait an hour for a slot; measured on a monotone reading it waits what is
+//   left of the window. The reading stays fakeable: an injected clock (a
+//   test's, a user's) is still what is read, only never taken backwards.
+// - A turn clock: the system clock read once per synchronous turn.
 
 /** The platform's monotone clock, as epoch-like ms, where the runtime has one. */
 function monotoneEpoch(): (() => number) | undefined {
@@ -57,4 +59,26 @@ export function steadyClock(now?: () => number): SteadyClock {
   };
   const steady = Object.assign(clock, { steps: 0 });
   return steady;
+}
+
+/**
+ * `now`, read once in each synchronous turn: a burst of 100,000 callers
+ * reads it once, not 100,000 times (57-94 ns each); the reading is
+ * forgotten at the turn's end. Only for the system clock, which moves by
+ * microseconds within a turn: an injected clock (a test's) may jump between
+ * two calls of one turn, and is returned as it is.
+ */
+export function turnClock(now: () => number): () => number {
+  if (now !== Date.now) return now;
+  let reading: number | undefined;
+  const forget = () => {
+    reading = undefined;
+  };
+  return () => {
+    if (reading === undefined) {
+      reading = now();
+      queueMicrotask(forget);
+    }
+    return reading;
+  };
 }
