@@ -20,7 +20,7 @@ import {
 } from "../src/token/ledger.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { isRetryStatus } from "../src/core/_attempt_loop.ts";
-import { issuedToken } from "../src/token/_value.ts";
+import { issuedToken } from "../src/core/token_values.ts";
 import type { QuotaBucket } from "../src/core/quota.ts";
 
 const NOW = Date.UTC(2031, 0, 1, 12);

@@ -281,7 +281,7 @@ Deno.test("a refusal that reports the quota carries it on the error, and the pro
 });
 
 Deno.test("a token is built once: building it again gives the same object", async () => {
-  const { issuedToken } = await import("../src/token/_value.ts");
+  const { issuedToken } = await import("../src/core/token_values.ts");
   const token = issuedToken({
     accessToken: "abc",
     tokenType: "Bearer",

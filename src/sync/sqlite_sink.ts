@@ -22,8 +22,7 @@ import {
   readCopy,
   statements,
 } from "./_sqlite_copy.ts";
-import { SqliteCommits } from "./_sqlite_commits.ts";
-import { holdLease, takeLease } from "./_sqlite_lease.ts";
+import { holdLease, SqliteCommits, takeLease } from "./_sqlite_commits.ts";
 import {
   applyBatch,
   type Checked,

@@ -14,9 +14,8 @@ import {
   runStart,
   sweepStart,
 } from "./_checkpoint.ts";
-import { Committer } from "./_committer.ts";
+import { type Committed, Committer, listOptions, runPass } from "./_pass.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
-import { type Committed, listOptions, runPass } from "./_pass.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import type { SyncOptions, SyncResult } from "./sync_options.ts";
 

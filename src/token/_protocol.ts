@@ -24,10 +24,10 @@ import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
 import { quotaRetryAt } from "./_policy.ts";
-import { issuedToken } from "./_value.ts";
 import {
   isAccessToken,
   type IssuedToken,
+  issuedToken,
   MAX_EXPIRES_IN,
 } from "../core/token_values.ts";
 

@@ -32,8 +32,13 @@ import {
   renewedRecord,
   unauthorizedVerdict,
 } from "./ledger.ts";
-import { issuedToken, quotaSnapshot, storableToken } from "./_value.ts";
-import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
+import {
+  type IssuedToken,
+  issuedToken,
+  type QuotaSnapshot,
+  quotaSnapshot,
+  storableToken,
+} from "../core/token_values.ts";
 import type {
   TokenFailure,
   TokenRecord,
