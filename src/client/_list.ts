@@ -8,8 +8,13 @@ import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
 import { optionError } from "../core/_check.ts";
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
-import { type PageConfig, pageConfig } from "./_page_config.ts";
-import { flatten, type Walked, walkPages } from "./_walk.ts";
+import {
+  flatten,
+  type PageConfig,
+  pageConfig,
+  type Walked,
+  walkPages,
+} from "./_walk.ts";
 import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, serverText } from "../core/_redact.ts";

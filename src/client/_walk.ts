@@ -2,11 +2,16 @@
 // order (several in flight if asked), and decides where the list ends: a
 // short page, `maxPages`, `maxItems`, `until`, a repeated page. `paginate`
 // and the client's `list` flatten what it yields; the client's `pages`
-// yields it as it is.
+// yields it as it is. And a paginator's options, checked all at once before
+// any page is requested: what the walk runs by.
 
 import { raceAbort } from "../core/_deadlines.ts";
-import type { PageConfig } from "./_page_config.ts";
-import type { PageRequest } from "./page_types.ts";
+import type {
+  PageRequest,
+  PaginateOptions,
+  SortDirection,
+} from "./page_types.ts";
+import { checkNumber, optionError } from "../core/_check.ts";
 
 const CONTEXT = "Cannot paginate";
 
@@ -244,4 +249,112 @@ export async function* flatten<T>(
     // A break or a failure ends the pages (and aborts those in flight).
     await pages.return?.();
   }
+}
+
+/** A paginator's checked options. */
+export interface PageConfig<T> {
+  readonly limit: number;
+  readonly firstPage: number;
+  readonly lastPage: number;
+  readonly maxItems: number;
+  readonly concurrency: number;
+  readonly sort: { sortBy?: string; sortDirection?: SortDirection };
+  readonly dedupeBy: ((item: T) => unknown) | undefined;
+  readonly until: ((item: T) => boolean) | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+function positiveInteger(
+  value: number | undefined,
+  fallback: number,
+  field: string,
+): number {
+  return checkNumber(value, fallback, "positive integer", CONTEXT, field);
+}
+
+/** More pages in flight than this gain nothing and can exhaust memory. */
+const MAX_CONCURRENCY = 64;
+
+function concurrencyOf(value: number | undefined): number {
+  const concurrency = positiveInteger(value, 1, "concurrency");
+  if (concurrency > MAX_CONCURRENCY) {
+    throw optionError(
+      RangeError,
+      CONTEXT,
+      "concurrency",
+      `must be at most ${MAX_CONCURRENCY}`,
+      String(value),
+    );
+  }
+  return concurrency;
+}
+
+function countLimit(value: number | undefined, field: string): number {
+  if (value === Infinity) return Infinity;
+  return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
+}
+
+function sortOptions(
+  sortBy: unknown,
+  sortDirection: unknown,
+): PageConfig<unknown>["sort"] {
+  if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "sortBy",
+      "must be a non-empty string",
+      JSON.stringify(sortBy),
+    );
+  }
+  if (
+    sortDirection !== undefined && sortDirection !== "ASC" &&
+    sortDirection !== "DESC"
+  ) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "sortDirection",
+      'must be "ASC" or "DESC"',
+      JSON.stringify(sortDirection),
+    );
+  }
+  return {
+    ...(sortBy === undefined ? {} : { sortBy }),
+    ...(sortDirection === undefined ? {} : { sortDirection }),
+  };
+}
+
+export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
+  const { dedupeBy, until, signal } = options;
+  for (const [name, value] of [["dedupeBy", dedupeBy], ["until", until]]) {
+    if (value !== undefined && typeof value !== "function") {
+      throw optionError(
+        TypeError,
+        CONTEXT,
+        name as string,
+        "must be a function",
+      );
+    }
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "signal",
+      "must be an AbortSignal",
+    );
+  }
+  const firstPage = positiveInteger(options.page, 1, "page");
+  return {
+    limit: positiveInteger(options.limit, 50, "limit"),
+    firstPage,
+    lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
+    maxItems: countLimit(options.maxItems, "maxItems"),
+    concurrency: concurrencyOf(options.concurrency),
+    sort: sortOptions(options.sortBy, options.sortDirection),
+    dedupeBy,
+    until,
+    signal,
+  };
 }

@@ -23,8 +23,7 @@
  */
 
 import { optionError } from "../core/_check.ts";
-import { pageConfig } from "./_page_config.ts";
-import { flatten, walkPages } from "./_walk.ts";
+import { flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
   PageRequest,
