@@ -2,8 +2,9 @@
 // module's one attempt loop (core/_attempt_loop.ts, which owns the time
 // limits, waits and events): a token and a rate slot before each attempt,
 // retries of idempotent requests, one renewal after a 401, redirects under
-// the same base, with the caller's headers and the token's in one record.
-// The decisions are `nextStep` in _policy.ts.
+// the same base, each with the caller's headers and the bearer token in
+// place of any Authorization they set. The decisions are `nextStep` in
+// _policy.ts.
 
 import { ApiError } from "../core/errors.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
