@@ -137,7 +137,7 @@ Deno.test("doors: a core file naming a store in code counts, in a comment or exa
   equal(withoutComments(`a; // b\n/* c */ "// d"`), `a;     \n        "// d"`);
 });
 
-Deno.test("doors: public names placed in _ files, and names in three or more entries", () => {
+Deno.test("doors: public names placed in _ files, and names in more than one entry besides the root", () => {
   const root = "file:///house/";
   const symbol = (name: string, file: string, line = 1) => ({
     name,
@@ -160,6 +160,12 @@ Deno.test("doors: public names placed in _ files, and names in three or more ent
       [`${root}src/client/mod.ts`]: {
         symbols: [symbol("Shared", "src/core/shared.ts")],
       },
+      [`${root}src/store/mod.ts`]: {
+        symbols: [symbol("Fleet", "src/store/types.ts")],
+      },
+      [`${root}src/store/kv.ts`]: {
+        symbols: [symbol("Fleet", "src/store/types.ts")],
+      },
     },
   };
   deepStrictEqual(underscoreDeclarations(doc, root), [
@@ -169,8 +175,13 @@ Deno.test("doors: public names placed in _ files, and names in three or more ent
     ".": "./mod.ts",
     "./token": "./src/token/mod.ts",
     "./client": "./src/client/mod.ts",
+    "./store": "./src/store/mod.ts",
+    "./kv": "./src/store/kv.ts",
   };
+  // Hidden is in the root and one entry: its home. Fleet is in two entries,
+  // neither of them the root.
   deepStrictEqual(sharedNames(doc, entries, root), [
+    { what: "Fleet", where: "./kv ./store" },
     { what: "Shared", where: ". ./client ./token" },
   ]);
 });
@@ -199,6 +210,10 @@ Deno.test("doc lint alone: a name homed in another entry is a link, anything els
     "error[missing-jsdoc]: exported symbol is missing JSDoc documentation",
     "error: Found 3 documentation lint errors.",
   ].join("\n");
+  deepStrictEqual(
+    diagnostics(`error: Module not found "file:///house/x.ts".\n`).others,
+    [`error: Module not found "file:///house/x.ts".`],
+  );
   deepStrictEqual(diagnostics(text), {
     links: ["PartnerClient"],
     others: [

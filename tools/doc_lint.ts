@@ -73,7 +73,13 @@ export function diagnostics(
   const others: string[] = [];
   for (const line of text.split("\n")) {
     const kind = /^error\[([a-z-]+)\]: (.*)$/.exec(line);
-    if (kind === null) continue;
+    if (kind === null) {
+      // Any other error line (a module that does not resolve, say) fails,
+      // but for the summary that counts the diagnostics above it.
+      const summary = /^error: Found \d+ documentation lint errors?\.$/;
+      if (line.startsWith("error") && !summary.test(line)) others.push(line);
+      continue;
+    }
     const name = /references private type '([^']+)'/.exec(kind[2] ?? "");
     if (kind[1] === "private-type-ref" && name?.[1] !== undefined) {
       links.add(name[1]);

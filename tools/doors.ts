@@ -7,7 +7,7 @@
 // - public declarations in `_` files: a name an entry of deno.json exports
 //   (as `deno doc --json` of all entries together sees it) whose declaration
 //   sits in a file whose name starts with `_`;
-// - names exported from three or more entries, the root (`.`) counted;
+// - names exported from more than one entry besides the root (`.`);
 // - modules that reach into another part's `_` files. A part is a folder of
 //   src/ (src/token, src/client, ...); the root mod.ts is a part of its own.
 //   src/core's `_` files are the shared kernel every part may use (redaction,
@@ -100,12 +100,15 @@ export function underscoreDeclarations(
   })).sort(byWhere);
 }
 
-/** Names exported from `least` or more entries, with the entries that export each. */
+/**
+ * Names exported from more than one entry besides the root (DESIGN, round 5:
+ * "a name in at most one entry besides the root"), with the entries that
+ * export each.
+ */
 export function sharedNames(
   doc: DocJson,
   entries: Record<string, string>,
   root: string,
-  least = 3,
 ): Finding[] {
   const byFile = new Map(
     Object.entries(entries).map(([entry, file]) => [
@@ -121,7 +124,8 @@ export function sharedNames(
       homes.get(name)!.add(entry);
     }
   }
-  return [...homes].filter(([, at]) => at.size >= least)
+  const besidesRoot = (at: Set<string>) => at.size - (at.has(".") ? 1 : 0);
+  return [...homes].filter(([, at]) => besidesRoot(at) > 1)
     .map(([name, at]) => ({ what: name, where: [...at].sort().join(" ") }))
     .sort((a, b) => a.what.localeCompare(b.what));
 }
@@ -231,7 +235,7 @@ async function readSources(paths: string[]): Promise<Map<string, string>> {
 
 const TITLES: Record<Figure, string> = {
   underscoreDeclarations: "public declarations in `_` files",
-  sharedNames: "names exported from 3+ entries (root counted)",
+  sharedNames: "names exported from more than one entry besides the root",
   reachesIn:
     "modules reaching into another part's `_` files (src/core's `_` files are the shared kernel: not counted)",
   coreStores: "core/ files naming a store",
