@@ -118,6 +118,16 @@ function argumentsFrom(text: string, open: number): string {
   return text.slice(open);
 }
 
+/**
+ * Whether a `(` after `before` opens a call's arguments: after a name, a
+ * `)` or a `]`, or after a call's type arguments (`f<T>(`), which hold no
+ * parentheses. A `>` that ends a comparison (`a > (b)`) is not one.
+ */
+function isCall(before: string): boolean {
+  return /[\w$)\]]\s*$/.test(before) ||
+    /[\w$]\s*<[^<>()=]*(?:<[^<>()=]*>[^<>()=]*)*>\s*$/.test(before);
+}
+
 /** `text` with the arguments of every call dropped: `f(a, b)` reads `f()`. */
 function withoutCallArguments(text: string): string {
   let out = "";
@@ -129,7 +139,7 @@ function withoutCallArguments(text: string): string {
       else if (c === ")" && --depth === 0) out += ")";
     } else {
       out += c;
-      if (c === "(" && /[\w$)\]]\s*$/.test(text.slice(0, i))) depth = 1;
+      if (c === "(" && isCall(text.slice(0, i))) depth = 1;
     }
   }
   return out;
