@@ -1,7 +1,8 @@
 // Shared by the CLI tests: the fake's configuration as PARTNER_API_*
 // variables, and the CLI run in-process with its output captured.
 
-import { type CliIo, CONFIG_VARIABLES, main } from "../src/cli/mod.ts";
+import { type CliIo, main } from "../src/cli/mod.ts";
+import { CONFIG_VARIABLES } from "../src/core/config.ts";
 import type { FakePartnerApi } from "../src/testing/mod.ts";
 
 /** The environment variables that point the tool at `api`. */

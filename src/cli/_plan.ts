@@ -10,24 +10,6 @@ import { type ListRequest, listRequest } from "./_list_plan.ts";
 
 export { NAME };
 
-/**
- * The environment variables the tool reads.
- *
- * @example Listing what to put in .env
- * ```ts
- * import { CONFIG_VARIABLES, main } from "@partner-api/client/cli";
- * import { ok } from "node:assert/strict";
- *
- * let err = "";
- * const writer = { isTerminal: false, write: (text: string) => void (err += text) };
- * await main(["token"], { env: () => undefined, stdout: writer, stderr: writer });
- * ok(Object.values(CONFIG_VARIABLES).every((name) => err.includes(name))); // all named at once
- * ```
- */
-import { CONFIG_VARIABLES } from "../core/config.ts";
-
-export { CONFIG_VARIABLES };
-
 /** Where the token cache goes, first found wins. */
 export const CACHE_VARIABLES = [
   "PARTNER_API_CACHE_DIR",

@@ -1,0 +1,214 @@
+// The command-line tool: `main` plans a command line, carries it out, and
+// reports a failure in one line; and the process it runs in as a program.
+// Public through ./cli.
+
+import { redact, type Secret } from "../core/_redact.ts";
+import { VERSION } from "../core/_version.ts";
+import { NAME, type Plan, plan } from "./_plan.ts";
+import { CONFIG_VARIABLES } from "../core/config.ts";
+import { execute, failureMessage } from "./_commands.ts";
+import { openSession, readConfig, type RunIo } from "./_session.ts";
+import { clearCache, openCache } from "./_cache.ts";
+import { completionScript } from "./_completion.ts";
+import { readEnvFile, withEnvFile } from "./_env_file.ts";
+import { escapeControls } from "./_render.ts";
+import type { CliIo, CliWriter } from "./io.ts";
+import { causeLines } from "./_verbose.ts";
+
+/**
+ * Runs the tool with `args` (the words after the program name).
+ *
+ * All flags are parsed and checked before any configuration is read or any
+ * request is sent. Errors are one line on standard error, never a stack trace.
+ *
+ * @param args The command line, e.g. `["list", "transactions", "--limit", "10"]`.
+ * @param io Environment and output; the process's own by default.
+ * @returns The exit code: 0 done, 1 the service or network failed, 2 bad
+ * flags or configuration, 130 stopped with Ctrl-C.
+ *
+ * @example Showing the help of a command
+ * ```ts
+ * import { main } from "@partner-api/client/cli";
+ * import { equal, match } from "node:assert/strict";
+ *
+ * let out = "";
+ * const writer = { isTerminal: false, write: (text: string) => void (out += text) };
+ * equal(await main(["list", "--help"], { env: () => undefined, stdout: writer, stderr: writer }), 0);
+ * match(out, /--sort-direction/);
+ * ```
+ *
+ * @example Listing what to put in .env: every missing variable, at once
+ * ```ts
+ * import { CONFIG_VARIABLES } from "@partner-api/client";
+ * import { main } from "@partner-api/client/cli";
+ * import { equal, ok } from "node:assert/strict";
+ *
+ * let err = "";
+ * const writer = { isTerminal: false, write: (text: string) => void (err += text) };
+ * equal(await main(["token"], { env: () => undefined, stdout: writer, stderr: writer }), 2);
+ * ok(Object.values(CONFIG_VARIABLES).every((name) => err.includes(name)));
+ * ```
+ */
+export async function main(
+  args: string[],
+  io: CliIo = processIo(),
+): Promise<number> {
+  let verbose = false;
+  // The process gives more than CliIo (a cache, Ctrl-C, files); tests may.
+  const run = io as RunIo;
+  try {
+    const planned = plan(args);
+    verbose = "verbose" in planned && planned.verbose === true;
+    return await carryOut(planned, run);
+  } catch (error) {
+    return reportFailure(error, run, verbose);
+  }
+}
+
+/** Runs one planned command; returns its exit code. */
+async function carryOut(planned: Plan, run: RunIo): Promise<number> {
+  switch (planned.command) {
+    case "version":
+      run.stdout.write(`${NAME} ${VERSION}\n`);
+      return 0;
+    case "help":
+      run.stdout.write(planned.text);
+      return planned.code;
+    case "demo": {
+      const { runDemo } = await import("./_demo.ts");
+      await runDemo(run);
+      return 0;
+    }
+    case "completion":
+      run.stdout.write(completionScript(planned.shell, NAME));
+      return 0;
+    case "cache clear":
+      run.stdout.write(
+        `${await (run.clearCache?.() ?? "no token cache: nothing to clear")}\n`,
+      );
+      return 0;
+    default: {
+      const env = planned.envFile === undefined ? run.env : await withEnvFile(
+        run.env,
+        planned.envFile,
+        run.readTextFile ?? readEnvFile,
+      );
+      const config = readConfig({ ...run, env });
+      await execute(
+        openSession({ ...run, env }, config, planned),
+        planned,
+      );
+      return 0;
+    }
+  }
+}
+
+/** Tells what failed, in one line (and its causes, verbose); returns the exit code. */
+function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
+  // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
+  if ((error as Error)?.name === "BrokenPipe") return 0;
+  const { message, code } = failureMessage(error);
+  const secrets = secretsOf(run);
+  run.stderr.write(
+    `${NAME}: ${escapeControls(redact(message, secrets))}${
+      code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : ""
+    }\n`,
+  );
+  if (verbose) {
+    for (const line of causeLines(error)) {
+      run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
+    }
+  }
+  return code;
+}
+
+/**
+ * The configured credentials, each kept out of what is printed by value:
+ * a secret pasted into the client id or audience variable is never shown
+ * either, when the IdP quotes it back.
+ */
+function secretsOf(io: CliIo): Secret[] {
+  const read = (name: string) => {
+    try {
+      return io.env(name)?.trim() ?? "";
+    } catch {
+      return ""; // not allowed to read it: not what failed here
+    }
+  };
+  const credentials = {
+    secret: read(CONFIG_VARIABLES.clientSecret),
+    clientId: read(CONFIG_VARIABLES.clientId),
+    audience: read(CONFIG_VARIABLES.audience),
+  };
+  return Object.values(credentials).some((value) => value !== "")
+    ? [credentials]
+    : [];
+}
+
+function processWriter(stream: typeof Deno.stdout): CliWriter {
+  const encoder = new TextEncoder();
+  return {
+    isTerminal: stream.isTerminal(),
+    write(text: string) {
+      const bytes = encoder.encode(text);
+      for (let done = 0; done < bytes.length;) {
+        done += stream.writeSync(bytes.subarray(done));
+      }
+    },
+  };
+}
+
+/**
+ * A variable of the process, if this run may read it; a name it may not read
+ * throws instead of prompting (the tool looks up typos of the names it
+ * needs, and never asks for them on a terminal).
+ */
+function readAllowed(name: string): string | undefined {
+  const { state } = Deno.permissions.querySync({ name: "env", variable: name });
+  if (state !== "granted") {
+    throw new Deno.errors.NotCapable(`no permission to read ${name}`);
+  }
+  return Deno.env.get(name);
+}
+
+function processIo(): RunIo {
+  return {
+    env: readAllowed,
+    stdout: processWriter(Deno.stdout),
+    stderr: processWriter(Deno.stderr),
+    openCache,
+    clearCache,
+    readTextFile: readEnvFile,
+    onInterrupt(stop) {
+      interruptions.add(stop);
+      return () => interruptions.delete(stop);
+    },
+    // From a checkout (a file: URL) the task is the way in; installed, the name.
+    helpHint: import.meta.url.startsWith("file:")
+      ? "deno task cli --help"
+      : `${NAME} --help`,
+  };
+}
+
+/** What Ctrl-C stops before the process ends (a list closing its output). */
+const interruptions = new Set<() => void>();
+
+/**
+ * Runs the tool as the program: the process's own I/O and arguments, Ctrl-C,
+ * and its exit code.
+ */
+export async function runAsProgram(): Promise<never> {
+  // Ctrl-C: a command that can end cleanly does (and main returns 130);
+  // otherwise end the line progress was on, so the prompt starts clean.
+  Deno.addSignalListener("SIGINT", () => {
+    if (interruptions.size > 0) {
+      for (const stop of interruptions) stop();
+      return;
+    }
+    if (Deno.stderr.isTerminal()) {
+      Deno.stderr.writeSync(new TextEncoder().encode("\n"));
+    }
+    Deno.exit(130);
+  });
+  Deno.exit(await main(Deno.args));
+}
