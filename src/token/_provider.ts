@@ -1,6 +1,6 @@
 // Internal: the token provider. Every decision is a pure function over its
 // state and `now()` (`decide()` of _policy.ts for getToken,
-// `unauthorizedVerdict()` of _ledger.ts for a 401); this class only carries
+// `unauthorizedVerdict()` of ledger.ts for a 401); this class only carries
 // them out.
 
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";

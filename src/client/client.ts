@@ -1,0 +1,143 @@
+// The client: one environment, one token provider, and the calls that send
+// with its token. Public through ./client (and the root).
+
+import type { TokenProvider } from "../token/mod.ts";
+import { PathCache } from "./_path.ts";
+import { listUnder, pagesUnder } from "./_list.ts";
+import type { ListOptions, Page } from "./pages.ts";
+import { clientConfig } from "./_config.ts";
+import type { ClientOptions } from "./options.ts";
+import { sendExchange } from "./_send.ts";
+
+/**
+ * A client bound to one environment and one token provider.
+ *
+ * @example Passing a client to code that needs the API
+ * ```ts
+ * import { createClient, type PartnerClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * async function countOrganizations(client: PartnerClient): Promise<number> {
+ *   let count = 0;
+ *   for await (const _ of client.list("organizations")) count++;
+ *   return count;
+ * }
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+ * equal(await countOrganizations(createClient({ environment: api.environment, ...api.credentials })), 3);
+ * ```
+ */
+export interface PartnerClient {
+  /** The provider whose tokens the client sends. */
+  readonly tokenProvider: TokenProvider;
+  /**
+   * Sends a request under the API base (`"x"` and `"/x"` both mean
+   * `{baseUrl}x`) with the bearer token, retrying idempotent requests.
+   * Rejects with `TypeError` for an address outside the base, before
+   * anything is sent; with `ApiError` (`status` 0, the failure as `cause`)
+   * when no answer arrives after the retries; with the signal's reason when
+   * the caller aborts.
+   */
+  fetch(path: string | URL, init?: RequestInit): Promise<Response>;
+  /** Like {@linkcode PartnerClient.fetch}, under the card-data (PCI) base. */
+  pciFetch(path: string | URL, init?: RequestInit): Promise<Response>;
+  /**
+   * Iterates over a paged list under the API base.
+   *
+   * @throws {TypeError} At once, for a path outside the base or bad options.
+   * @throws {ApiError} While iterating, for a page answered with an error, a
+   * page that is not JSON or holds no items, or no answer after the retries.
+   */
+  list<T = unknown>(
+    path: string,
+    options?: ListOptions<T>,
+  ): AsyncIterableIterator<T>;
+  /**
+   * Iterates over the pages of a paged list under the API base: each a
+   * frozen {@linkcode Page} with its items, its number, `limit` and the
+   * request that fetched it. The same walk as `list`, which yields the
+   * items of these pages: every page answered is yielded once, also an
+   * empty one, and the last one is cut where `until` or `maxItems` ends the
+   * list; no page past it is requested.
+   *
+   * @throws {TypeError} At once, for a path outside the base or bad options.
+   * @throws {ApiError} While iterating, as `list` does.
+   */
+  pages<T = unknown>(
+    path: string,
+    options?: ListOptions<T>,
+  ): AsyncIterableIterator<Page<T>>;
+}
+
+/**
+ * Creates a client for one environment. It sends every request with
+ * `Authorization: Bearer <token>` (replacing any the caller set), keeps the
+ * caller's other headers, and:
+ *
+ * - refuses addresses outside the environment's bases before sending,
+ *   encoded separators (`%2F`, `%5C`) and climbing paths included;
+ * - gives every attempt `timeout` and retries idempotent requests after a
+ *   network error, a timeout, 408, 429, 500, 502, 503 or 504, with backoff
+ *   and jitter, honouring `Retry-After` up to `retry.maxRetryAfter`;
+ * - on a 401 asks the provider's ledger: the first 401 in an hour (per
+ *   provider, whatever the client, path or base) invalidates that token and
+ *   the request is sent once more with a fresh one, when its body can be
+ *   sent again; every other 401 in that hour is returned as it is and the
+ *   token kept, so a path that always answers 401 cannot drain the quota;
+ * - follows redirects only for GET and HEAD and only under the same base.
+ *
+ * @param options Environment, token provider or credentials, time limit,
+ * retries and `fetch`.
+ * @returns The client.
+ * @throws {TypeError} When the environment breaks the rules of
+ * `defineEnvironment`, the provider is for another token URL or audience, or
+ * neither or both of a provider and credentials are given.
+ * @throws {RangeError} When a time limit or retry option is out of range.
+ *
+ * @example Reading card data from the PCI origin
+ * ```ts
+ * import { createClient } from "@partner-api/client/client";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const client = createClient({ environment: api.environment, ...api.credentials });
+ * const response = await client.pciFetch("cards/ch_000001");
+ * const card = await response.json();
+ * equal(card.cardholderID, "ch_000001");
+ * ```
+ */
+export function createClient(options: ClientOptions): PartnerClient {
+  const { environment, context } = clientConfig(options);
+  const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
+    const paths = new PathCache(base, what);
+    return (path: string | URL, init: RequestInit = {}): Promise<Response> => {
+      try {
+        return sendExchange(context, {
+          base,
+          kind,
+          url: paths.resolve(path),
+          init,
+          context: what,
+          finish: (response) => response,
+        });
+      } catch (error) {
+        // A bad address is a rejection, like every other failure of fetch.
+        return Promise.reject(error);
+      }
+    };
+  };
+  return {
+    tokenProvider: context.tokenProvider,
+    fetch: fetchUnder(environment.baseUrl, "api", "Cannot fetch"),
+    pciFetch: fetchUnder(
+      environment.pciBaseUrl,
+      "pci",
+      "Cannot fetch card data",
+    ),
+    list: <T>(path: string, listOptions: ListOptions<T> = {}) =>
+      listUnder(context, environment.baseUrl, path, listOptions),
+    pages: <T>(path: string, listOptions: ListOptions<T> = {}) =>
+      pagesUnder(context, environment.baseUrl, path, listOptions),
+  };
+}

@@ -1,0 +1,120 @@
+// The token side's two functions: one token request, and the caching
+// provider built on the same sending. Public through ./token (and the root).
+
+import { requestWithRetries, type TokenSending } from "./_attempts.ts";
+import { tokenEndpoint } from "./_endpoint.ts";
+import { providerConfig } from "./_options.ts";
+import { CachingTokenProvider } from "./_provider.ts";
+import { StoreAccess } from "../store/token_access.ts";
+import type { IssuedToken } from "../core/token_values.ts";
+import type {
+  TokenProvider,
+  TokenProviderOptions,
+  TokenRequestOptions,
+} from "./types.ts";
+
+/**
+ * Sends one client-credentials token request: no cache, no retry, at most
+ * `timeout` (30 s) to get the whole answer.
+ *
+ * @param options Token endpoint, audience, credentials, and optionally
+ * `fetch`, `signal`, `now`, `timeout`, `bodyFormat`, `clientAuthentication`
+ * and the quota header's name.
+ * @returns The token, with its expiry and the quota the answer reported.
+ * @throws {TypeError} Before any request, when an option is invalid (e.g. a
+ * plain-http `tokenUrl` outside loopback).
+ * @throws {RangeError} Before any request, for a `timeout` that is not positive.
+ * @throws {QuotaExceededError} When the endpoint answers 429.
+ * @throws {TokenRequestError} For any other failure, with `reason`
+ * `"network"`, `"timeout"`, `"status"` or `"malformed"`.
+ *
+ * @example Requesting a token from the fake service
+ * ```ts
+ * import { requestToken } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+ * const token = await requestToken({ ...api.environment, ...api.credentials });
+ * equal(token.quota[0]?.remaining, 9);
+ * ```
+ */
+export async function requestToken(
+  options: TokenRequestOptions,
+): Promise<IssuedToken> {
+  const endpoint = tokenEndpoint(options, "Cannot request token");
+  return await requestWithRetries(
+    endpoint,
+    ONE_ATTEMPT,
+    options.signal,
+    () => undefined,
+  );
+}
+
+/** `requestToken` sends one attempt: no retry, nobody listening. */
+const ONE_ATTEMPT: TokenSending = {
+  // Pure: a bundle with the provider alone leaves it out.
+  backoff: /* @__PURE__ */ Object.freeze({
+    retries: 0,
+    initialDelay: 0,
+    maxDelay: 0,
+    maxRetryAfter: 0,
+  }),
+  random: Math.random,
+  onEvent: undefined,
+};
+
+/**
+ * Creates a token provider: it caches the token, lets any number of
+ * concurrent callers share one request, refreshes in the background ahead of
+ * expiry while still serving the valid token, retries network errors,
+ * timeouts, 408 and 5xx with backoff, and after a 429 sends no request until
+ * the quota resets. After a failed request (with its retries) it sends none
+ * for 10 s, doubling up to 15 minutes while failures go on: an hour of
+ * malformed answers costs at most 12 requests, the first hour of a 5xx
+ * outage 30 (three attempts a cooldown), each hour after 12.
+ *
+ * Every decision is made from `now()` at the moment `getToken` is called; no
+ * timer keeps a process alive. A flight that cannot settle (a runtime that
+ * drops its work) is given up on once its timeouts and retries are spent.
+ * The secret stays in private fields: inspecting or serializing the provider
+ * shows none of it.
+ *
+ * @param options Token endpoint, audience, credentials and policies.
+ * @returns The provider.
+ * @throws {TypeError} When an option is invalid (e.g. a plain-http
+ * `tokenUrl` outside loopback), or in a browser page without
+ * `dangerouslyAllowBrowser`.
+ * @throws {RangeError} When a duration or retry count is out of range.
+ *
+ * @example Alerting when the quota runs low
+ * ```ts
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ quota: { perHour: 3 } });
+ * const alerts: string[] = [];
+ * const provider = createTokenProvider({
+ *   ...api.environment,
+ *   ...api.credentials,
+ *   onQuota: ({ buckets }) => {
+ *     for (const b of buckets) if (b.remaining < 3) alerts.push(`${b.bucket}: ${b.remaining} left`);
+ *   },
+ * });
+ * await provider.getToken();
+ * deepStrictEqual(alerts, ["per_hour: 2 left"]);
+ * ```
+ */
+export function createTokenProvider(
+  options: TokenProviderOptions,
+): TokenProvider {
+  const config = providerConfig(options);
+  // The provider reaches its store only through this: a plain TokenStore
+  // (get and set) is part of the contract, so the access that keys, checks
+  // and coordinates records comes with every provider.
+  return new CachingTokenProvider(
+    config,
+    new StoreAccess(config.store, config.endpoint),
+  );
+}
