@@ -8,7 +8,7 @@ import type {
   FleetStoreOptions,
   TokenRecord,
   TokenStore,
-} from "../store/mod.ts";
+} from "./types.ts";
 import { delay } from "../core/_deadlines.ts";
 import {
   openVersioned,

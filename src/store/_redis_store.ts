@@ -10,7 +10,7 @@ import type {
   FleetStoreOptions,
   TokenRecord,
   TokenStore,
-} from "../store/mod.ts";
+} from "./types.ts";
 import {
   MAX_STORED_RECORD,
   openVersioned,
