@@ -11,7 +11,7 @@ import type {
   PaginateOptions,
   SortDirection,
 } from "./page_types.ts";
-import { checkNumber, optionError } from "../core/_check.ts";
+import { checkAtMost, checkNumber, optionError } from "../core/_check.ts";
 
 const CONTEXT = "Cannot paginate";
 
@@ -277,16 +277,7 @@ const MAX_CONCURRENCY = 64;
 
 function concurrencyOf(value: number | undefined): number {
   const concurrency = positiveInteger(value, 1, "concurrency");
-  if (concurrency > MAX_CONCURRENCY) {
-    throw optionError(
-      RangeError,
-      CONTEXT,
-      "concurrency",
-      `must be at most ${MAX_CONCURRENCY}`,
-      String(value),
-    );
-  }
-  return concurrency;
+  return checkAtMost(concurrency, MAX_CONCURRENCY, CONTEXT, "concurrency");
 }
 
 function countLimit(value: number | undefined, field: string): number {

@@ -81,6 +81,29 @@ export function checkNumber(
 }
 
 /**
+ * Returns `value` when it is at most `most`.
+ *
+ * @throws {RangeError} (`option`) When it is more.
+ */
+export function checkAtMost(
+  value: number,
+  most: number,
+  context: string,
+  field: string,
+): number {
+  if (value > most) {
+    throw optionError(
+      RangeError,
+      context,
+      field,
+      `must be at most ${most}`,
+      String(value),
+    );
+  }
+  return value;
+}
+
+/**
  * Asserts that `value` is an options object (`option` names it).
  *
  * @throws {TypeError} (`option`) For anything else, null included.

@@ -2,7 +2,7 @@
 // limiter and the fleet limiters of src/store.
 
 import type { RateLimit } from "./rate_limiter.ts";
-import { checkNumber, optionError } from "./_check.ts";
+import { checkAtMost, checkNumber, optionError } from "./_check.ts";
 
 /** The service's published limit: 900 requests per 5 minutes per IP. */
 export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
@@ -45,14 +45,6 @@ export function checkRateLimit(
     context,
     "interval",
   );
-  if (requests > most) {
-    throw optionError(
-      RangeError,
-      context,
-      "requests",
-      `must be at most ${most}`,
-      String(requests),
-    );
-  }
+  checkAtMost(requests, most, context, "requests");
   return Object.freeze({ requests, interval });
 }
