@@ -27,3 +27,15 @@ ok(refused.every(({ at }) => at < killAt + interval));
 ok(first.requests <= 1.1 * 5 + 2);
 ok(sent * 1.5 > expected);
 `;
+
+/**
+ * Counts read from generic calls given a clock reading (a fleet's start):
+ * none is a timing. Kept here too, so that tests/ holds no clock reading
+ * beside an assertion even as a sample.
+ */
+export const GENERIC_CALLS = `
+const fleetLines = runWorkers<{ n: number }>(port, Date.now() + 3000);
+ok((await fleetLines).length <= 9);
+const skewLines = runWorkers<{ n: number; m: number }>(port, Date.now() + 3000);
+ok((await skewLines).length <= 9);
+`;
