@@ -20,7 +20,6 @@ import {
   underscoreDeclarations,
   withoutComments,
 } from "../tools/doors.ts";
-import { diagnostics } from "../tools/doc_lint.ts";
 import { oversized } from "../tools/shape.ts";
 
 /** Each backticked path or entry of `text`, with its line. */
@@ -200,26 +199,6 @@ Deno.test("doors: only a switched-on figure above its limit fails the check", ()
   ok(
     report(figures, {}).lines.some((line) => line.includes("not checked yet")),
   );
-});
-
-Deno.test("doc lint alone: a name homed in another entry is a link, anything else fails", () => {
-  const text = [
-    "error[private-type-ref]: public type 'syncList' references private type 'PartnerClient'",
-    "    at file:///house/src/sync/sync_list.ts:40:1",
-    "error[private-type-ref]: public type 'SyncOptions' references private type 'PartnerClient'",
-    "error[missing-jsdoc]: exported symbol is missing JSDoc documentation",
-    "error: Found 3 documentation lint errors.",
-  ].join("\n");
-  deepStrictEqual(
-    diagnostics(`error: Module not found "file:///house/x.ts".\n`).others,
-    [`error: Module not found "file:///house/x.ts".`],
-  );
-  deepStrictEqual(diagnostics(text), {
-    links: ["PartnerClient"],
-    others: [
-      "error[missing-jsdoc]: exported symbol is missing JSDoc documentation",
-    ],
-  });
 });
 
 const envAllowed =

@@ -36,7 +36,12 @@ export const LIMITS: Partial<Record<Figure, number>> = {
   coreStores: 0,
   reachesIn: 0,
   underscoreDeclarations: 0,
-  sharedNames: 0,
+  // Not 0: every entry must pass `deno doc --lint` alone, so it re-exports
+  // the types its signatures name, and DESIGN fixes signatures that name one
+  // vocabulary in several entries (the provider's and the client's onEvent,
+  // every store's TokenStore, the fleet limiters' RateLimiter). A ratchet:
+  // a new shared name fails the check.
+  sharedNames: 35,
 };
 
 /** The part of the house a module belongs to: `core`, `token`, ..., or `root`. */

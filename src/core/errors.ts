@@ -291,3 +291,7 @@ export class ApiError extends PartnerApiError {
     hideResponse(this, init.response);
   }
 }
+
+// Types this entry's signatures name, homed in other entries: re-exported
+// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+export type { QuotaBucket } from "./quota_types.ts";

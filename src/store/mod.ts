@@ -30,3 +30,9 @@ export type {
 } from "./types.ts";
 export { createMemoryTokenStore } from "./memory_store.ts";
 export * from "./file_store.ts";
+
+// Types this entry's signatures name, homed in other entries: re-exported
+// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+export type { TokenFailureReason } from "../core/error_types.ts";
+export type { QuotaBucket } from "../core/quota_types.ts";
+export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";

@@ -5,7 +5,7 @@
 // pass hands on: one batch after another, each while the next window is
 // read, counting what the sink reports.
 
-import type { PartnerClient } from "../client/mod.ts";
+import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
 import {
@@ -65,7 +65,7 @@ interface Flight<T> {
  * meanwhile). `requests` counts each request sent.
  */
 export async function runPass<T>(
-  client: PartnerClient,
+  client: SyncSource,
   config: SyncConfig<T>,
   start: WindowState,
   budget: number,
@@ -162,7 +162,7 @@ async function judge<T>(
 
 /** Starts reading one window. */
 function launch<T>(
-  client: PartnerClient,
+  client: SyncSource,
   config: SyncConfig<T>,
   plan: WindowPlan,
 ): Flight<T> {

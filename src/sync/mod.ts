@@ -43,6 +43,7 @@ export type {
   SyncProgress,
   SyncResult,
   SyncSkippedEvent,
+  SyncSource,
 } from "./sync_options.ts";
 export {
   createSqliteSink,
@@ -54,3 +55,7 @@ export {
   createPostgresSink,
   type PostgresSinkOptions,
 } from "./postgres_sink.ts";
+
+// Types this entry's signatures name, homed in other entries: re-exported
+// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+export type { PartnerApiError } from "../core/errors.ts";

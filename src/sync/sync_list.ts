@@ -5,7 +5,6 @@
 // pass starts and what each window leaves in the checkpoint are pure
 // functions in _checkpoint.ts.
 
-import type { PartnerClient } from "../client/mod.ts";
 import {
   afterHeadWindow,
   afterSweepWindow,
@@ -17,7 +16,7 @@ import {
 import { type Committed, Committer, listOptions, runPass } from "./_pass.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
-import type { SyncOptions, SyncResult } from "./sync_options.ts";
+import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
@@ -61,7 +60,7 @@ import type { SyncOptions, SyncResult } from "./sync_options.ts";
  * ```
  */
 export async function syncList<T>(
-  client: PartnerClient,
+  client: SyncSource,
   path: string,
   options: SyncOptions<T>,
 ): Promise<SyncResult> {
@@ -84,7 +83,7 @@ export async function syncList<T>(
 
 /** The head pass, then the sweep, from `start`; what the run did. */
 async function runFrom<T>(
-  client: PartnerClient,
+  client: SyncSource,
   config: SyncConfig<T>,
   start: RunStart,
 ): Promise<SyncResult> {
@@ -125,7 +124,7 @@ async function runFrom<T>(
  * window. How far the last item committed moved, when a window showed it.
  */
 async function head<T>(
-  client: PartnerClient,
+  client: SyncSource,
   config: SyncConfig<T>,
   committer: Committer<T>,
   start: RunStart,
@@ -157,7 +156,7 @@ async function head<T>(
 
 /** Spends the run's sweep budget on the cycle under way (or a new one). */
 async function sweep<T>(
-  client: PartnerClient,
+  client: SyncSource,
   config: SyncConfig<T>,
   committer: Committer<T>,
   requests: { count: number },

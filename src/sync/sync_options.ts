@@ -3,6 +3,37 @@
 import type { SyncSink } from "./sink.ts";
 
 /**
+ * What `syncList` reads a list through: the `pages` of a client, and
+ * nothing else of it. A `PartnerClient` of `./client` is one; so is a
+ * wrapper of your own around it.
+ *
+ * @example A client is a source
+ * ```ts
+ * import { createClient } from "@partner-api/client/client";
+ * import type { SyncSource } from "@partner-api/client/sync";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
+ * const source: SyncSource = createClient({ environment: api.environment, ...api.credentials });
+ * let items = 0;
+ * for await (const page of source.pages("organizations", {})) items += page.items.length;
+ * equal(items, 3);
+ * ```
+ */
+export interface SyncSource {
+  /**
+   * The pages of the list at `path`, in order, as `PartnerClient.pages`
+   * yields them. `options` are the list options `syncList` builds from its
+   * own (`limit`, `page`, `maxPages`, sort, `query`, `items`, `signal`).
+   */
+  pages<T>(
+    path: string,
+    options: object,
+  ): AsyncIterable<{ readonly items: readonly T[] }>;
+}
+
+/**
  * Options of `syncList`.
  *
  * @example Transactions in creation order, into SQLite
