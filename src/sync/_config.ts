@@ -1,6 +1,7 @@
 // Internal: syncList's options, checked before anything is read or sent.
 
 import {
+  checkAtMost,
   checkNumber,
   optionError,
   requireOptions,
@@ -128,16 +129,18 @@ function pagingOptions<T>(options: SyncOptions<T>) {
     CONTEXT,
     "limit",
   );
-  const concurrency = checkNumber(
-    options.concurrency,
-    1,
-    "positive integer",
+  const concurrency = checkAtMost(
+    checkNumber(
+      options.concurrency,
+      1,
+      "positive integer",
+      CONTEXT,
+      "concurrency",
+    ),
+    64,
     CONTEXT,
     "concurrency",
   );
-  if (concurrency > 64) {
-    throw optionError(RangeError, CONTEXT, "concurrency", "must be at most 64");
-  }
   return {
     limit,
     maxLimit: Math.max(limit, checkMaxLimit(options.maxLimit)),
