@@ -93,12 +93,3 @@ export * from "./src/core/quota.ts";
 export * from "./src/token/mod.ts";
 export * from "./src/client/paginate.ts";
 export * from "./src/client/mod.ts";
-// The store contract's types, which the provider's `store` option names; the
-// functions that make stores stay in ./store, ./kv and ./redis.
-export type {
-  CoordinateOptions,
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "./src/store/mod.ts";

@@ -3,12 +3,8 @@
 // where digest is a SHA-256 digest of the store key: the key itself holds a
 // part derived from the secret, from which the records' seal derives.
 
-import type {
-  CoordinateOptions,
-  FleetStoreOptions,
-  TokenRecord,
-  TokenStore,
-} from "./types.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
+import type { FleetStoreOptions } from "./fleet_options.ts";
 import { delay } from "../core/_deadlines.ts";
 import {
   openVersioned,

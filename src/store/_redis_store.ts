@@ -5,12 +5,8 @@
 // tag, so a cluster keeps them in one slot for the scripts). Values are JSON
 // text: the sealed record, its nonce and ciphertext in base64.
 
-import type {
-  CoordinateOptions,
-  FleetStoreOptions,
-  TokenRecord,
-  TokenStore,
-} from "./types.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
+import type { FleetStoreOptions } from "./fleet_options.ts";
 import {
   MAX_STORED_RECORD,
   openVersioned,

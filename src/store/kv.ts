@@ -40,7 +40,8 @@
  * @module
  */
 
-import type { FleetStoreOptions, TokenStore } from "../store/types.ts";
+import type { TokenStore } from "./types.ts";
+import type { FleetStoreOptions } from "./fleet_options.ts";
 import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { KvTokenStore } from "./_kv_store.ts";
@@ -174,35 +175,5 @@ export {
   type KvRateLimiterOptions,
 } from "./kv_rate_limiter.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
-export type {
-  ApiListEvent,
-  ApiRenewalEvent,
-  ApiRequestEvent,
-  ApiRetryEvent,
-} from "../core/api_events.ts";
-export type { TokenFailureReason } from "../core/error_types.ts";
-export type { EventListener, PartnerApiEvent } from "../core/events.ts";
-export type { QuotaBucket } from "../core/quota_types.ts";
-export type {
-  RateDegradedEvent,
-  RateRestoredEvent,
-  RateWaitEvent,
-} from "../core/rate_events.ts";
-export type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-export type {
-  QuotaBlockedEvent,
-  TokenRefreshEvent,
-  TokenRequestEvent,
-  TokenRetryEvent,
-} from "../core/token_events.ts";
-export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-export type {
-  CoordinateOptions,
-  FleetStoreOptions,
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "./types.ts";
+// The types its signatures name, homed in other entries (see fleet_types.ts).
+export type * from "./fleet_types.ts";

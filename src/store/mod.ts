@@ -20,14 +20,8 @@
  * @module
  */
 
-export type {
-  CoordinateOptions,
-  FleetStoreOptions,
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "./types.ts";
+export type * from "./types.ts";
+export type { FleetStoreOptions } from "./fleet_options.ts";
 export { createMemoryTokenStore } from "./memory_store.ts";
 export * from "./file_store.ts";
 

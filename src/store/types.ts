@@ -1,7 +1,6 @@
-// The store contract: the record a token provider keeps, the store it keeps
-// it in, and the options the fleet stores share. Public through ./store (the
-// root names the contract's types too); stores of this part and the token
-// provider read them from here.
+// The store contract: the record a token provider keeps and the store it
+// keeps it in. Public through ./store; the entries whose signatures name it
+// (the root, ./token, ./client, ./kv, ./redis) re-export this file whole.
 
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenFailureReason } from "../core/errors.ts";
@@ -228,78 +227,4 @@ export interface CoordinateOptions {
    * waiting process send a request.
    */
   requestBudget: number;
-}
-
-/**
- * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting,
- * the encryption at rest and the clock.
- *
- * @example Settings for a fleet of short-lived functions
- * ```ts
- * import type { FleetStoreOptions } from "@partner-api/client/store";
- * import { createKvTokenStore } from "@partner-api/client/kv";
- * import { createTokenProvider } from "@partner-api/client/token";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { ok, throws } from "node:assert/strict";
- *
- * const options: FleetStoreOptions = { leaseDuration: 5000, maxWait: 20_000 };
- * using kv = await Deno.openKv(":memory:");
- * await using api = await startFakePartnerApi();
- * const store = createKvTokenStore(kv, options);
- * const token = await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
- * ok(api.isValidToken(token.accessToken));
- * throws(() => createKvTokenStore(kv, { leaseDuration: 0 }), { name: "RangeError", option: "leaseDuration" });
- * ```
- */
-export interface FleetStoreOptions {
-  /**
-   * How long a lease lasts without renewal, in ms. The holder renews it while
-   * its request runs; a holder that dies blocks the others this long at most.
-   *
-   * @default {10000}
-   */
-  leaseDuration?: number;
-  /**
-   * How long a process waits for another's token, in ms, before it sends a
-   * request of its own (a token endpoint that takes this long is stuck). It
-   * always waits at least as long as the holder's request may take with its
-   * retries and backoff (150 s with the provider's defaults), so a slow
-   * token endpoint does not make every waiting process send a request.
-   *
-   * @default {45000}
-   */
-  maxWait?: number;
-  /**
-   * How often, at most, a waiting process looks for the token, in ms. It
-   * looks again after 1 ms at first, then twice as long each time, up to
-   * this.
-   *
-   * @default {50}
-   */
-  pollInterval?: number;
-  /**
-   * An AES-GCM `CryptoKey` (`crypto.subtle.generateKey({ name: "AES-GCM",
-   * length: 256 }, false, ["encrypt", "decrypt"])`) to seal records at rest
-   * with. Every process of the fleet needs the same key; a record it cannot
-   * open counts as absent. (Its type names the key through `crypto.subtle`,
-   * not the DOM's `CryptoKey`: Node projects type-check with @types/node
-   * alone.)
-   *
-   * @default {a key derived (HKDF) from the client secret}
-   */
-  encryptionKey?: Awaited<ReturnType<typeof crypto.subtle.importKey>>;
-  /**
-   * Names this process in the leases it takes, e.g. a host name and pid, so
-   * that an operator can see who holds one.
-   *
-   * @default {a random UUID}
-   */
-  holderId?: string;
-  /**
-   * The clock for lease and record deadlines, in epoch ms. Give it the same
-   * clock as the providers that use the store.
-   *
-   * @default {Date.now}
-   */
-  now?: () => number;
 }

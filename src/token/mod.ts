@@ -28,31 +28,8 @@ export type * from "./types.ts";
 
 // Types this entry's signatures name, homed in other entries: re-exported
 // so that this entry passes `deno doc --lint` alone, as JSR users meet it.
-export type {
-  ApiListEvent,
-  ApiRenewalEvent,
-  ApiRequestEvent,
-  ApiRetryEvent,
-} from "../core/api_events.ts";
+export type * from "../core/events.ts";
 export type { Environment } from "../core/environment.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";
-export type { EventListener, PartnerApiEvent } from "../core/events.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";
-export type {
-  RateDegradedEvent,
-  RateRestoredEvent,
-  RateWaitEvent,
-} from "../core/rate_events.ts";
-export type {
-  QuotaBlockedEvent,
-  TokenRefreshEvent,
-  TokenRequestEvent,
-  TokenRetryEvent,
-} from "../core/token_events.ts";
-export type {
-  CoordinateOptions,
-  TokenFailure,
-  TokenRecord,
-  TokenRenewal,
-  TokenStore,
-} from "../store/types.ts";
+export type * from "../store/types.ts";
