@@ -152,7 +152,13 @@ export async function freshTarget(
  */
 export function listOf(
   items: () => readonly unknown[],
-  options: { ignorePage?: boolean } = {},
+  options: {
+    ignorePage?: boolean;
+    /** The largest page the service answers: longer ones are cut to it. */
+    maxLimit?: number;
+    /** Changes the page answered to request `n` (from 1), e.g. cuts it. */
+    answer?: (page: readonly unknown[], n: number) => readonly unknown[];
+  } = {},
 ): { client: PartnerClient; readonly requests: number } {
   const fake = inProcess();
   let requests = 0;
@@ -161,11 +167,16 @@ export function listOf(
     const url = new URL(request.url);
     if (url.pathname !== "/api/things") return fake.service.handle(request);
     requests++;
-    const limit = Number(url.searchParams.get("limit") ?? 50);
+    const limit = Math.min(
+      Number(url.searchParams.get("limit") ?? 50),
+      options.maxLimit ?? Infinity,
+    );
     const page = options.ignorePage ? 1 : Number(url.searchParams.get("page"));
     const all = items();
     const body = all.slice((page - 1) * limit, page * limit);
-    return Promise.resolve(Response.json(body));
+    return Promise.resolve(
+      Response.json(options.answer?.(body, requests) ?? body),
+    );
   };
   const environment = fake.service.environmentAt(
     "http://127.0.0.1:9",

@@ -44,12 +44,12 @@ export interface PassEnd {
 }
 
 /**
- * Windows in a row that may leave the edge where it was before the pass
- * gives up: a service that ignores `page` answers every window with the
- * first page. Drift alone does so only when a window's worth was inserted
- * before each window.
+ * Windows in a row at different pages answering with the same first item
+ * before the pass gives up: a service that ignores `page` answers every
+ * window with the first page. A list that moves (however far) shows other
+ * items at other pages, and is followed.
  */
-const IDLE_WINDOWS = 3;
+const REPEATS = 3;
 
 /** A window requested and not yet judged. */
 interface Flight<T> {
@@ -74,7 +74,9 @@ export async function runPass<T>(
 ): Promise<PassEnd> {
   let state = start;
   let spent = 0;
-  let idle = 0;
+  let repeated:
+    | { readonly start: number; readonly first: string; n: number }
+    | undefined;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
@@ -95,13 +97,14 @@ export async function runPass<T>(
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, config, start.edge);
       state = judged.next;
-      if (judged.kind !== "commit") {
+      if (judged.kind !== "commit" || state.seek !== undefined) {
         land(flights); // windows planned on a wrong guess are not worth reading
-        continue;
+        width = 1;
+        if (judged.kind !== "commit") continue;
       }
-      idle = judged.advanced || judged.ended ? 0 : idle + 1;
-      if (idle === IDLE_WINDOWS) throw repeatedPages(config, flight.plan);
-      if (!judged.ended) {
+      repeated = sameFirst(repeated, flight.plan, judged.first);
+      if (repeated?.n === REPEATS) throw repeatedPages(config, flight.plan);
+      if (!judged.ended && state.seek === undefined) {
         width = config.concurrency;
         // The next windows go out before this one is written: the service
         // works while the sink does.
@@ -115,9 +118,23 @@ export async function runPass<T>(
   }
 }
 
+/** Counts windows in a row at different starts whose first item is the same. */
+function sameFirst(
+  before:
+    | { readonly start: number; readonly first: string; n: number }
+    | undefined,
+  plan: WindowPlan,
+  first: string | undefined,
+) {
+  if (first === undefined) return undefined;
+  const again = before !== undefined && before.first === first &&
+    before.start !== plan.start;
+  return { start: plan.start, first, n: again ? before.n + 1 : 1 };
+}
+
 function repeatedPages<T>(config: SyncConfig<T>, plan: WindowPlan): SyncError {
   return new SyncError(
-    `Cannot sync ${config.identity.path}: ${IDLE_WINDOWS} windows in a row, the last page ${plan.page} of ${plan.limit}, held only items already read: the service seems to ignore 'page'; what was committed stays`,
+    `Cannot sync ${config.identity.path}: ${REPEATS} windows in a row at different pages, the last page ${plan.page} of ${plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
     "repeated-page",
   );
 }
@@ -157,7 +174,7 @@ async function judge<T>(
     ended: verdict.ended,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
   };
-  return { ...verdict, window };
+  return { ...verdict, window, first: keys[0]?.id };
 }
 
 /** Starts reading one window. */

@@ -31,6 +31,26 @@ export interface WindowState {
   readonly descending?: boolean;
   /** The keys this pass commits (every key when absent). */
   readonly domain?: Domain;
+  /**
+   * While the edge is looked for (a window missed it): what is known of
+   * where it stands. Absent once a window holds it.
+   */
+  readonly seek?: Seek;
+}
+
+/**
+ * Where the edge stands, as far as windows that missed it tell: at or after
+ * `low` (a whole window before it held only older items), before `high` (a
+ * window starting there began past it, or found the list's end). Probes go
+ * out twice as far each time until both are known, then halve the gap: a
+ * list that lost or gained `d` items before the edge costs about
+ * 2 × log2(d / window) requests, not d / window.
+ */
+export interface Seek {
+  readonly low?: number;
+  readonly high?: number;
+  /** Windows that missed the edge so far. */
+  readonly probes: number;
 }
 
 /**
@@ -150,11 +170,24 @@ function placed(limit: number, index: number): WindowPlan {
 
 /** The first window after `state`, overlapping its edge by its margin. */
 export function nextWindow(state: WindowState): WindowPlan {
-  return planWindow(
-    state.edge === null ? 0 : state.offset,
-    state.margin,
-    windowCap(state),
-  );
+  const cap = windowCap(state);
+  const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
+  if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
+  return planWindow(state.edge === null ? 0 : state.offset, state.margin, cap);
+}
+
+/**
+ * Where the next probe for the edge starts: further out each time until the
+ * edge is bracketed, then halfway; undefined once the bracket fits in a
+ * window (the ordinary plan then reads it, overlapping its low end).
+ */
+export function probeAt(seek: Seek, cap: number): number | undefined {
+  const { low, high, probes } = seek;
+  const reach = cap * 2 ** probes;
+  if (high === undefined) return low === undefined ? undefined : low + reach;
+  if (low === undefined) return Math.max(0, high - reach);
+  if (high - low <= cap) return undefined;
+  return Math.floor((low + high) / 2);
 }
 
 /**
@@ -203,14 +236,16 @@ export function judgeWindow(
     (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
   if (!overlaps) {
+    // The window began after every item up to the edge: the item after
+    // the edge stands at or before its start now.
+    const high = Math.min(state.seek?.high ?? Infinity, plan.start);
     return {
       kind: "gap",
       next: {
         ...learnt,
-        // The window began after every item up to the edge: the item after
-        // the edge stands at or before its start now.
         offset: Math.min(state.offset, plan.start),
         margin: Math.max(8, state.margin * 2),
+        seek: sought(state.seek, { high }, plan.start),
       },
     };
   }
@@ -219,19 +254,50 @@ export function judgeWindow(
   const advanced = last !== undefined && count > older;
   const fresh = inDomain(state, keys, older);
   const edge = advanced ? last : state.edge;
+  const short = provesEnd(state, plan.limit, count);
+  const { seek: _, ...rest } = learnt;
+  // A whole window of older items: the edge stands further on.
+  const seek = !advanced && !short && count > 0
+    ? sought(state.seek, { low: plan.start + count }, plan.start)
+    : undefined;
   return {
     kind: "commit",
     fresh,
     advanced,
-    ended: provesEnd(state, plan.limit, count) || fresh.to < count ||
+    // Inside a sweep the end is known (its domain's far end): a short page
+    // that brought news is read again from its last item, and ends the
+    // pass only when that read brings nothing past it.
+    ended: (short && !(advanced && sweeping(state))) || fresh.to < count ||
       reachedFarEnd(state, edge),
     next: {
-      ...learnt,
+      ...rest,
       edge,
       offset: plan.start + count,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
+      ...(seek === undefined ? {} : { seek }),
     },
   };
+}
+
+/** What `seek` knows once a window at `start` added `found`. */
+function sought(
+  seek: Seek | undefined,
+  found: { low?: number; high?: number },
+  start: number,
+): Seek {
+  const low = Math.max(seek?.low ?? -Infinity, found.low ?? -Infinity);
+  const high = Math.min(seek?.high ?? Infinity, found.high ?? Infinity);
+  return {
+    ...(low === -Infinity ? {} : { low }),
+    // A start at the list's head brackets nothing further.
+    ...(high === Infinity || start === 0 && high === 0 ? {} : { high }),
+    probes: (seek?.probes ?? 0) + 1,
+  };
+}
+
+/** Whether the pass is a sweep: it covers keys up to a known last one. */
+function sweeping(state: WindowState): boolean {
+  return (state.domain?.upTo ?? null) !== null;
 }
 
 /** The pass's order: ascending keys, or descending. */

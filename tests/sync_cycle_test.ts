@@ -1,0 +1,115 @@
+// The cycle decided once (issue 45), case by case: each test is named after
+// the promise it keeps and fails on the code before its fix. The general
+// invariant is sync_sweep_property_test.ts's.
+
+import { equal, ok } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  syncList,
+  type SyncSink,
+} from "../src/sync/mod.ts";
+import { seededRandom } from "../src/testing/_list_data.ts";
+import { freshTarget, listOf, memorySink } from "./_sync_fake.ts";
+
+type Thing = { thingID: string };
+
+/** `n` things with ids spread out, so that inserts can land between them. */
+function things(n: number, step = 1000): Thing[] {
+  return Array.from(
+    { length: n },
+    (_, i) => ({ thingID: `t${String(i * step).padStart(9, "0")}` }),
+  );
+}
+
+/** Each kind of sink, new, with a way to count its rows. */
+async function sinks(name: string) {
+  const database = new DatabaseSync(":memory:");
+  const path = await freshTarget("sync-cycle", `${name}.jsonl`);
+  const memory = memorySink<Thing>();
+  const count = async (path: string) =>
+    (await Deno.readTextFile(path)).split("\n").filter(Boolean).length;
+  return [
+    {
+      kind: "memory",
+      sink: memory as SyncSink<Thing>,
+      rows: () => Promise.resolve(memory.rows.size),
+      close() {},
+    },
+    {
+      kind: "sqlite",
+      sink: createSqliteSink<Thing>(database, { table: "things" }),
+      rows: () =>
+        Promise.resolve(
+          (database.prepare('SELECT count(*) AS n FROM "things"').get() as {
+            n: number;
+          }).n,
+        ),
+      close: () => database.close(),
+    },
+    {
+      kind: "jsonl",
+      sink: createJsonlSink<Thing>(path),
+      rows: () => count(path),
+      close() {},
+    },
+  ];
+}
+
+Deno.test("a page cut short inside a sweep is read again, never taken as the end: nothing that exists is removed", async () => {
+  for (const copy of await sinks("short-page")) {
+    const items = things(1000);
+    let cutAt = -1;
+    const service = listOf(() => items, {
+      answer: (page, n) => n === cutAt ? page.slice(0, 7) : page,
+    });
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    cutAt = service.requests + 8; // late in the next run's cycle
+    const run = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    equal(run.deleted, 0, copy.kind);
+    equal(await copy.rows(), 1000, copy.kind);
+    copy.close();
+  }
+});
+
+Deno.test("a list that moved is followed, however far: 300 inserts spread over the range of a service whose largest page is 50 never end a run with 'repeated-page'", async () => {
+  const random = seededRandom(45);
+  const items = things(1000);
+  const sorted = () =>
+    [...items].sort((a, b) => a.thingID < b.thingID ? -1 : 1);
+  const service = listOf(sorted, { maxLimit: 50 });
+  const sink = memorySink<Thing>();
+  const options = { id: "thingID", sink };
+  await syncList(service.client, "things", options);
+  for (let i = 0; i < 300; i++) {
+    const id = Math.floor(random() * 999_000);
+    items.push({ thingID: `t${String(id).padStart(9, "0")}x` });
+  }
+  for (let run = 0; run < 3; run++) {
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+  }
+  equal(sink.rows.size, 1300);
+});
+
+for (const share of [0.01, 0.1, 0.3]) {
+  Deno.test(`finding the edge after ${share * 100} % of 100,000 items were removed behind it costs at most 12 list requests`, async () => {
+    let items = things(100_000, 10);
+    const service = listOf(() => items);
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, maxLimit: 1000, sweep: 0 };
+    await syncList(service.client, "things", options);
+    const removed = share * 100_000;
+    // The items just behind the copy's end go: the edge shifts back the most.
+    items = [...items.slice(0, 99_000 - removed), ...items.slice(99_000)];
+    const before = service.requests;
+    const run = await syncList(service.client, "things", options);
+    const spent = service.requests - before;
+    ok(spent <= 12, `${spent} list requests`);
+    equal(run.written, 0);
+  });
+}
