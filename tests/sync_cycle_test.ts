@@ -2,10 +2,17 @@
 // the promise it keeps and fails on the code before its fix. The general
 // invariant is sync_sweep_property_test.ts's.
 
-import { equal, ok } from "node:assert/strict";
+import {
+  deepStrictEqual,
+  equal,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import {
   createJsonlSink,
+  createPostgresSink,
   createSqliteSink,
   syncList,
   type SyncSink,
@@ -113,3 +120,115 @@ for (const share of [0.01, 0.1, 0.3]) {
     equal(run.written, 0);
   });
 }
+
+Deno.test("an abort from onProgress stops the run before its next commit", async () => {
+  const service = listOf(() => things(500));
+  const sink = memorySink<Thing>();
+  let writes = 0;
+  const controller = new AbortController();
+  const counted: SyncSink<Thing> = {
+    ...sink,
+    // A slow sink: the next window is read and judged while it writes.
+    write: async (...args) => {
+      writes++;
+      while (service.requests < writes + 2 && !controller.signal.aborted) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      return await sink.write(...args);
+    },
+  };
+  let heard = 0;
+  await rejects(
+    syncList(service.client, "things", {
+      id: "thingID",
+      sink: counted,
+      maxLimit: 50,
+      concurrency: 4,
+      signal: controller.signal,
+      onProgress: () => {
+        heard++;
+        controller.abort(new Error("stop"));
+      },
+    }),
+    /stop/,
+  );
+  equal(heard, 1);
+  equal(writes, 1);
+});
+
+Deno.test("sweep: Infinity leaves the copy equal to the list as it stood when the run began, also with a cycle under way whose cursor passed changes", async () => {
+  for (const copy of await sinks("sweep-all")) {
+    let items: (Thing & { v?: number })[] = things(2000);
+    const service = listOf(() => items);
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    await syncList(service.client, "things", { ...options, sweep: 5 });
+    // Behind the cycle's cursor (about 500 items in): changes of every kind.
+    items = items.filter((_, i) => i % 50 !== 3);
+    items = items.map((item, i) => i % 40 === 7 ? { ...item, v: 1 } : item);
+    items.push({ thingID: "t000000001x" }, { thingID: "t000100001x" });
+    items.sort((a, b) => a.thingID < b.thingID ? -1 : 1);
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    equal(await copy.rows(), items.length, copy.kind);
+    if (copy.kind === "memory") {
+      const rows = (copy.sink as ReturnType<typeof memorySink<Thing>>).rows;
+      for (const item of items) {
+        equal(JSON.stringify(rows.get(item.thingID)), JSON.stringify(item));
+      }
+    }
+    copy.close();
+  }
+});
+
+Deno.test("every sink refuses a lockWait that is negative, above 2147483647 or not a number, before anything is opened", async () => {
+  const path = await freshTarget("sync-cycle", "lock-wait.jsonl");
+  const query = () => Promise.resolve([]);
+  for (const lockWait of [-1, 2 ** 31, Number.NaN, "5" as unknown as number]) {
+    for (
+      const make of [
+        () => createSqliteSink(":memory:", { table: "t", lockWait }),
+        () => createJsonlSink(path, { lockWait }),
+        () => createPostgresSink({ query, table: "t", lockWait }),
+      ]
+    ) {
+      throws(
+        make,
+        (error: RangeError) =>
+          error instanceof RangeError &&
+          (error as { option?: string }).option ===
+            "lockWait",
+      );
+    }
+  }
+  createSqliteSink(":memory:", { table: "t", lockWait: Infinity }).close();
+});
+
+Deno.test("the run's and the sinks' clocks are the now options: verifiedAt, the change table's at and deleted_at", async () => {
+  const database = new DatabaseSync(":memory:");
+  const clock = Date.UTC(2030, 0, 2, 3, 4, 5);
+  const sink = createSqliteSink<Thing>(database, {
+    table: "things",
+    now: () => clock,
+  });
+  let items = things(60);
+  const service = listOf(() => items);
+  const options = {
+    id: "thingID",
+    sink,
+    changes: true,
+    deletes: "mark" as const,
+    now: () => clock - 1000,
+  };
+  await syncList(service.client, "things", options);
+  items = items.slice(1);
+  const run = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+  });
+  equal(run.verifiedAt, clock - 1000);
+  const stamps = database.prepare(
+    `SELECT DISTINCT at FROM "things_changes" UNION SELECT DISTINCT deleted_at FROM "things" WHERE deleted_at IS NOT NULL`,
+  ).all().map((row) => row.at);
+  deepStrictEqual(stamps, [new Date(clock).toISOString()]);
+  database.close();
+});

@@ -126,7 +126,11 @@ Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a 
     3,
     32,
   ]);
-  const begun = sweepStart({ ...resumed.checkpoint, complete: true }, sizes, 7);
+  const begun = sweepStart(
+    { ...resumed.checkpoint, complete: true },
+    sizes,
+    at(7),
+  );
   equal([
     begun?.begins,
     begun?.sweep.upTo,
@@ -139,13 +143,13 @@ Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a 
     0,
   ]);
   const cursor = { ...begun!.sweep, edge: key(1), offset: 1 };
-  const going = sweepStart({ ...saved, sweep: cursor }, sizes, 9);
+  const going = sweepStart({ ...saved, sweep: cursor }, sizes, at(9));
   equal([going?.begins, going?.sweep.startedAt, going?.state.edge], [
     false,
     7,
     key(1),
   ]);
-  equal(sweepStart({ ...saved, edge: null }, sizes, 9), undefined);
+  equal(sweepStart({ ...saved, edge: null }, sizes, at(9)), undefined);
   for (
     const bad of [
       {},
@@ -164,3 +168,8 @@ Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a 
     equal(option, "sink");
   }
 });
+
+/** A sweep's start at `now`, continuing any cycle under way. */
+function at(now: number) {
+  return { now, freshBefore: -Infinity };
+}

@@ -103,12 +103,12 @@ export function afterHeadWindow(
 export function sweepStart(
   checkpoint: SyncCheckpoint,
   sizes: Sizes,
-  now: number,
+  at: { readonly now: number; readonly freshBefore: number },
 ): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
   const descending = checkpoint.sortDirection === "DESC";
   const base = sizing(checkpoint, sizes, descending);
   const under = checkpoint.sweep;
-  if (under !== undefined) {
+  if (under !== undefined && under.startedAt >= at.freshBefore) {
     return {
       state: {
         ...base,
@@ -127,8 +127,9 @@ export function sweepStart(
     edge: null,
     offset: 0,
     upTo: checkpoint.edge,
-    cycle: (checkpoint.cycles ?? 0) + 1,
-    startedAt: now,
+    // A cycle given up for a fresh one leaves its number behind.
+    cycle: Math.max(checkpoint.cycles ?? 0, under?.cycle ?? 0) + 1,
+    startedAt: at.now,
   };
   return {
     state: {

@@ -28,6 +28,8 @@ export interface SyncConfig<T> {
   readonly maxDeletes: number;
   readonly changes: boolean;
   readonly signal: AbortSignal | undefined;
+  /** The wall clock of the run's decisions. */
+  readonly now: () => number;
   readonly items: ((body: unknown) => readonly T[]) | undefined;
   readonly onProgress: ((progress: SyncProgress) => void) | undefined;
   readonly onEvent: ((event: SyncEvent) => void) | undefined;
@@ -50,7 +52,7 @@ export function syncConfig<T>(
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
   const sortBy = checkSortBy(options.sortBy);
   refuseFull(options);
-  for (const name of ["items", "onProgress", "onEvent"] as const) {
+  for (const name of ["items", "onProgress", "onEvent", "now"] as const) {
     if (options[name] !== undefined && typeof options[name] !== "function") {
       throw optionError(TypeError, CONTEXT, name, "must be a function");
     }
@@ -67,6 +69,7 @@ export function syncConfig<T>(
     ...pagingOptions(options),
     sink: checkSink(options.sink),
     signal: options.signal,
+    now: options.now ?? Date.now,
     items: options.items,
     onProgress: options.onProgress,
     onEvent: options.onEvent,

@@ -40,22 +40,23 @@ interface LockContent {
 export function takeFileLock(
   path: string,
   options: LockWait,
+  now: () => number = Date.now,
 ): Promise<FileLock> {
   const token = runToken();
-  return waitForLock(path, options, async () => {
-    if (await create(path, token)) return { taken: held(path, token) };
+  return waitForLock<FileLock>(path, options, async () => {
+    if (await create(path, token)) return { taken: held(path, token, now) };
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
-    if (isStale(current.refreshedAt, Date.now())) {
-      if (await takeOver(path, token, current.owner)) {
-        return { taken: held(path, token) };
+    if (isStale(current.refreshedAt, now())) {
+      if (await takeOver(path, token, current.owner, now)) {
+        return { taken: held(path, token, now) };
       }
     }
     return { holder: `pid ${current.pid}` };
   });
 }
 
-function held(path: string, token: string): FileLock {
+function held(path: string, token: string, clock: () => number): FileLock {
   let lost = false;
   const stop = keepRefreshed(async () => {
     const file = await openFile(path, "write").catch(() => undefined);
@@ -63,7 +64,7 @@ function held(path: string, token: string): FileLock {
     try {
       const content = parse(await file.readFile("utf8"));
       if (content?.owner !== token) return void (lost = true);
-      const now = new Date();
+      const now = new Date(clock());
       await file.utimes(now, now);
     } finally {
       await file.close();
@@ -135,11 +136,12 @@ async function takeOver(
   path: string,
   token: string,
   stale: string,
+  now: () => number,
 ): Promise<boolean> {
   const guard = `${path}.takeover`;
   if (!await create(guard, token)) {
     const other = await look(guard);
-    if (other !== undefined && isStale(other.refreshedAt, Date.now())) {
+    if (other !== undefined && isStale(other.refreshedAt, now())) {
       await unlink(guard).catch(() => {});
     }
     return false;
@@ -149,7 +151,7 @@ async function takeOver(
     if (current !== undefined) {
       // Another run's by now, or refreshed by its owner since: not stale.
       if (
-        current.owner !== stale || !isStale(current.refreshedAt, Date.now())
+        current.owner !== stale || !isStale(current.refreshedAt, now())
       ) return false;
       await unlink(path);
     }

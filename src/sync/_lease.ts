@@ -4,6 +4,8 @@
 // one that is not.
 
 import { unrefTimer } from "../core/_deadlines.ts";
+import { optionError } from "../core/_check.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** Not refreshed for this long, a lock's run is gone (or paused). */
@@ -24,6 +26,27 @@ export function isStale(refreshedAt: number, now: number): boolean {
 /** A new run's token: what its lock holds, so that it removes only its own. */
 export function runToken(): string {
   return crypto.randomUUID();
+}
+
+/**
+ * A sink's `lockWait`, checked when the sink is made: a time in ms up to
+ * what a timer can wait, or Infinity.
+ *
+ * @throws {RangeError} (`option: "lockWait"`)
+ */
+export function checkLockWait(value: unknown, context: string): number {
+  if (value === undefined) return DEFAULT_LOCK_WAIT;
+  if (
+    value === Infinity ||
+    (typeof value === "number" && value >= 0 && value <= 2_147_483_647)
+  ) return value as number;
+  throw optionError(
+    RangeError,
+    context,
+    "lockWait",
+    "must be a non-negative time in ms, at most 2147483647, or Infinity",
+    String(value),
+  );
 }
 
 /** How a sink waits for a lock. */
@@ -47,7 +70,9 @@ export async function waitForLock<L>(
   options: LockWait,
   attempt: () => Promise<{ taken: L } | { holder: string }>,
 ): Promise<L> {
-  const started = Date.now();
+  // A wait, so on the steady clock: a wall clock stepped back holds nobody.
+  const clock = steadyClock();
+  const started = clock();
   let told = false;
   while (true) {
     options.signal?.throwIfAborted();
@@ -57,7 +82,7 @@ export async function waitForLock<L>(
       told = true;
       options.onWait?.(result.holder);
     }
-    const left = started + options.wait - Date.now();
+    const left = started + options.wait - clock();
     if (left <= 0) {
       throw new SyncError(
         `Cannot sync: another run (${result.holder}) holds ${what}; it is still running or was stopped less than ${

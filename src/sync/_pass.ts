@@ -279,6 +279,8 @@ export class Committer<T> {
     ids: readonly string[] = items.map((item) => this.#config.keyOf(item).id),
   ): Promise<void> {
     await this.#writing;
+    // An abort (Ctrl-C, onProgress) stops the run before the next commit.
+    this.#config.signal?.throwIfAborted();
     this.#latest = checkpoint;
     this.tally.pages++;
     const news = context.beginsCycle === true ||
@@ -294,6 +296,7 @@ export class Committer<T> {
     context: SyncWriteContext,
   ): Promise<void> {
     await this.#writing;
+    this.#config.signal?.throwIfAborted();
     this.#latest = checkpoint;
     if (JSON.stringify(this.#latest) === JSON.stringify(this.#written)) return;
     this.#start([], [], this.#latest, context);

@@ -30,7 +30,7 @@ export function applyBatch(
     context: SyncWriteContext | undefined;
     changes: string | undefined;
   },
-  where: { state: Checked; what: string; target: string },
+  where: { state: Checked; what: string; target: string; at: string },
 ) {
   const { batch, checkpoint, context, changes } = written;
   const { state, what, target } = where;
@@ -52,7 +52,7 @@ export function applyBatch(
   if (batch.ids.length > 0 && logsSeen(checkpoint, context)) {
     st.seen.run(target, cycle, JSON.stringify(batch.ids));
   }
-  const at = new Date().toISOString();
+  const at = where.at;
   const record = changes === undefined
     ? undefined
     : db.prepare(`INSERT INTO ${changes} (id, change, at) VALUES (?, ?, ?)`);

@@ -122,11 +122,11 @@ export function holdLease(
   db: DatabaseSync,
   st: Statements,
   commits: SqliteCommits,
-  target: string,
-  token: string,
+  { target, token }: { target: string; token: string },
+  now: () => number,
 ): AsyncDisposable {
   const stop = keepRefreshed(() => {
-    if (db.isOpen) st.refresh.run(Date.now(), target, token);
+    if (db.isOpen) st.refresh.run(now(), target, token);
     return Promise.resolve();
   });
   commits.grouping = true;
@@ -148,10 +148,11 @@ export function takeLease(
   target: string,
   what: string,
   wait: Parameters<typeof waitForLock>[1],
+  clock: () => number,
 ): Promise<string> {
   const token = runToken();
-  return waitForLock(what, wait, () => {
-    const now = Date.now();
+  return waitForLock<string>(what, wait, () => {
+    const now = clock();
     const taken = withoutBusyWait(
       db,
       () => st.take.get(target, token, now, now - STALE_AFTER) !== undefined,

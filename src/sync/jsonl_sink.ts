@@ -5,6 +5,7 @@
 
 import { rename, unlink } from "node:fs/promises";
 import type {
+  SinkLockOptions,
   SyncCheckpoint,
   SyncSink,
   SyncWriteContext,
@@ -19,7 +20,12 @@ import {
   replaceFile,
   sizeOf,
 } from "./_files.ts";
-import { DEFAULT_LOCK_WAIT, lockLost, runToken } from "./_lease.ts";
+import {
+  checkLockWait,
+  DEFAULT_LOCK_WAIT,
+  lockLost,
+  runToken,
+} from "./_lease.ts";
 import {
   checkCopy,
   type Committed,
@@ -42,18 +48,7 @@ import { tooMany, tooManyDeletes } from "./_deletes.ts";
  * equal(typeof sink.lock, "function");
  * ```
  */
-export interface JsonlSinkOptions {
-  /**
-   * How long a run waits for another that holds the copy, in ms, before it
-   * gives up with `SyncError` (`"locked"`). `Infinity` waits until the
-   * run's signal aborts.
-   *
-   * @default {30000}
-   */
-  lockWait?: number;
-  /** Hears once that a run waits, with who holds the copy (e.g. `pid 42`). */
-  onLockWait?: (holder: string) => void;
-}
+export type JsonlSinkOptions = SinkLockOptions;
 
 /**
  * A sink that appends items to a JSONL file, one JSON object per line.
@@ -94,6 +89,7 @@ export function createJsonlSink<T>(
   path: string,
   options: JsonlSinkOptions = {},
 ): SyncSink<T> {
+  checkLockWait(options.lockWait, "Cannot create JSONL sink");
   const copy = new JsonlCopy(path, options);
   // A plain object, as before: a user may spread it to wrap a method.
   return {
@@ -136,7 +132,7 @@ class JsonlCopy {
       signal,
       wait: this.#options.lockWait ?? DEFAULT_LOCK_WAIT,
       onWait: this.#options.onLockWait,
-    });
+    }, this.#options.now ?? Date.now);
     return this.#lock;
   }
 

@@ -31,6 +31,7 @@
 export { syncList } from "./sync_list.ts";
 export { SyncError, type SyncErrorReason } from "./sync_error.ts";
 export type {
+  SinkLockOptions,
   SweepCursor,
   SyncCheckpoint,
   SyncSink,

@@ -6,6 +6,7 @@
 
 import { optionError } from "../core/_check.ts";
 import type {
+  SinkLockOptions,
   SyncCheckpoint,
   SyncSink,
   SyncWriteContext,
@@ -13,6 +14,7 @@ import type {
 } from "./sink.ts";
 import { quotedTable } from "./_identifier.ts";
 import {
+  checkLockWait,
   DEFAULT_LOCK_WAIT,
   keepRefreshed,
   lockLost,
@@ -60,7 +62,8 @@ const CONTEXT = "Cannot create PostgreSQL sink";
  * deepStrictEqual(sent.filter((text) => !text.startsWith("SELECT")), []); // load() only reads
  * ```
  */
-export interface PostgresSinkOptions {
+export interface PostgresSinkOptions
+  extends Pick<SinkLockOptions, "lockWait" | "onLockWait"> {
   /**
    * Sends one statement with `$1`-style parameters, all strings (each is
    * cast in the SQL); resolves with its rows, or with an object holding
@@ -79,16 +82,6 @@ export interface PostgresSinkOptions {
    * `changes: true`, `<table>_changes` too (so at most 55 characters then).
    */
   table: string;
-  /**
-   * How long a run waits for another that holds the table, in ms, before
-   * it gives up with `SyncError` (`"locked"`). `Infinity` waits until the
-   * run's signal aborts.
-   *
-   * @default {30000}
-   */
-  lockWait?: number;
-  /** Hears once that a run waits, with who holds the table. */
-  onLockWait?: (holder: string) => void;
 }
 
 /**
@@ -162,6 +155,7 @@ export function createPostgresSink<T>(
 ): SyncSink<T> {
   const read = readerOf(options?.query);
   const table = quotedTable(options.table, CONTEXT);
+  checkLockWait(options.lockWait, CONTEXT);
   const what = `the table ${table}`;
   let checked = false;
   let owner: string | undefined;

@@ -178,6 +178,40 @@ export interface SyncSink<T> {
 }
 
 /**
+ * What every sink of this module takes about its lock and its clock.
+ *
+ * @example Waiting at most 5 s for another run, on a test's clock
+ * ```ts
+ * import { createJsonlSink, type SinkLockOptions } from "@partner-api/client/sync";
+ * import { equal } from "node:assert/strict";
+ *
+ * const options: SinkLockOptions = { lockWait: 5_000, now: () => Date.UTC(2026, 0, 1) };
+ * const sink = createJsonlSink(".test-tmp/doc-sink-lock-options.jsonl", options);
+ * equal(typeof sink.lock, "function");
+ * ```
+ */
+export interface SinkLockOptions {
+  /**
+   * How long a run waits for another that holds the copy, in ms, before it
+   * gives up with `SyncError` (`"locked"`); up to 2147483647, or
+   * `Infinity` to wait until the run's signal aborts. Measured on a steady
+   * clock: a wall clock stepped back does not stretch it.
+   *
+   * @default {30000}
+   */
+  lockWait?: number;
+  /** Hears once that a run waits, with who holds the copy (e.g. `pid 42`). */
+  onLockWait?: (holder: string) => void;
+  /**
+   * The wall clock (epoch ms) of the copy's records: the lock's refresh
+   * stamps and staleness, and the change table's `at` and `deleted_at`.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+}
+
+/**
  * What a batch is, for sinks that follow the sweep: the cycle its rows are
  * seen in, and whether it begins or ends one. A sink that ignores it still
  * keeps every item; it just never removes deleted ones.

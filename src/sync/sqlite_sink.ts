@@ -6,6 +6,7 @@
 import process from "node:process";
 import type { DatabaseSync } from "node:sqlite";
 import type {
+  SinkLockOptions,
   SyncCheckpoint,
   SyncSink,
   SyncWriteContext,
@@ -14,7 +15,7 @@ import type {
 import { optionError } from "../core/_check.ts";
 import { quotedTable } from "./_identifier.ts";
 import { createPrivate, refuseLink } from "./_files.ts";
-import { DEFAULT_LOCK_WAIT, lockLost } from "./_lease.ts";
+import { checkLockWait, DEFAULT_LOCK_WAIT, lockLost } from "./_lease.ts";
 import {
   changeTable,
   createTables,
@@ -51,22 +52,12 @@ const CONTEXT = "Cannot create SQLite sink";
  * database.close();
  * ```
  */
-export interface SqliteSinkOptions {
+export interface SqliteSinkOptions extends SinkLockOptions {
   /**
    * The table of items (`id TEXT PRIMARY KEY, item TEXT`), created if
    * missing. SQLite folds case: `Transactions` is `transactions`.
    */
   table: string;
-  /**
-   * How long a run waits for another that holds the table, in ms, before
-   * it gives up with `SyncError` (`"locked"`). `Infinity` waits until the
-   * run's signal aborts.
-   *
-   * @default {30000}
-   */
-  lockWait?: number;
-  /** Hears once that a run waits, with who holds the table. */
-  onLockWait?: (holder: string) => void;
 }
 
 /**
@@ -131,6 +122,7 @@ export function createSqliteSink<T>(
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
   const table = quotedTable(options?.table, CONTEXT);
+  checkLockWait(options.lockWait, CONTEXT);
   const copy = new SqliteCopy(database, table, options);
   const close = () => copy.close();
   // A plain object, as before: a user may spread it to wrap a method.
@@ -158,6 +150,7 @@ class SqliteCopy {
   #checked: Checked | undefined;
   #prepared: Statements | undefined;
   #owner: string | undefined;
+  readonly #now: () => number;
 
   constructor(
     database: string | DatabaseSync,
@@ -168,6 +161,7 @@ class SqliteCopy {
     this.#target = options.table.toLowerCase();
     this.#what = `the table ${options.table}`;
     this.#options = options;
+    this.#now = options.now ?? Date.now;
     this.#owned = typeof database === "string";
     this.#file = typeof database === "string" && database !== ":memory:"
       ? database
@@ -199,9 +193,15 @@ class SqliteCopy {
       signal,
       wait: this.#options.lockWait ?? DEFAULT_LOCK_WAIT,
       onWait: this.#options.onLockWait,
-    });
+    }, this.#now);
     this.#owner = token;
-    const lease = holdLease(this.#db, st, this.#commits, this.#target, token);
+    const lease = holdLease(
+      this.#db,
+      st,
+      this.#commits,
+      { target: this.#target, token },
+      this.#now,
+    );
     return {
       [Symbol.asyncDispose]: async () => {
         await lease[Symbol.asyncDispose]();
@@ -235,6 +235,7 @@ class SqliteCopy {
         state,
         what,
         target,
+        at: new Date(this.#now()).toISOString(),
       });
     });
     this.#checked = { checkpoint, rows: done.rows, last: done.last };

@@ -88,6 +88,7 @@ async function runFrom<T>(
   start: RunStart,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
+  const startedAt = config.now();
   const committer = new Committer(config, start.checkpoint);
   committer.requests = () => requests.count;
   // A first read of the whole list is a cycle of its own: no sweep after it.
@@ -95,9 +96,12 @@ async function runFrom<T>(
     start.checkpoint.head === undefined &&
     start.checkpoint.cycles === undefined;
   try {
-    const shift = await head(client, config, committer, start, first, requests);
+    const shift = await head(client, config, committer, start, {
+      first,
+      startedAt,
+    }, requests);
     const inserted = committer.tally.inserted;
-    if (!first) await sweep(client, config, committer, requests);
+    if (!first) await sweep(client, config, committer, startedAt, requests);
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
     const { pages: _, ...tally } = committer.tally;
@@ -128,11 +132,10 @@ async function head<T>(
   config: SyncConfig<T>,
   committer: Committer<T>,
   start: RunStart,
-  first: boolean,
+  { first, startedAt }: { first: boolean; startedAt: number },
   requests: { count: number },
 ): Promise<number | undefined> {
   let shift: number | undefined;
-  const startedAt = Date.now();
   await runPass(client, config, start.head, Infinity, async (window) => {
     shift ??= shiftOf(start.checkpoint, window);
     const after = afterHeadWindow(
@@ -154,15 +157,24 @@ async function head<T>(
   return shift;
 }
 
-/** Spends the run's sweep budget on the cycle under way (or a new one). */
+/**
+ * Spends the run's sweep budget on the cycle under way (or a new one).
+ * `sweep: Infinity` leaves the copy equal to the list as it stood when the
+ * run began (`startedAt`): a cycle begun before then is given up, since
+ * what changed behind its cursor would wait for the next.
+ */
 async function sweep<T>(
   client: SyncSource,
   config: SyncConfig<T>,
   committer: Committer<T>,
+  startedAt: number,
   requests: { count: number },
 ): Promise<void> {
   if (config.sweep === 0) return;
-  const begun = sweepStart(committer.latest, config, Date.now());
+  const begun = sweepStart(committer.latest, config, {
+    now: config.now(),
+    freshBefore: config.sweep === Infinity ? startedAt : -Infinity,
+  });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
   if (begun.begins) {

@@ -140,6 +140,14 @@ export interface SyncOptions<T> {
    * @default {false}
    */
   changes?: boolean;
+  /**
+   * The wall clock (epoch ms) of the run's decisions: when a cycle began
+   * (`verifiedAt`) and what `sweep: Infinity` counts as begun before the
+   * run. Give a sink its own `now` for its records.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
   /** Hears each committed batch. What it throws is ignored. */
   onProgress?: (progress: SyncProgress) => void;
   /** Hears what the run wants known, such as items skipped. What it throws is ignored. */
