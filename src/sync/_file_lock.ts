@@ -42,7 +42,7 @@ export function takeFileLock(
   options: LockWait,
 ): Promise<FileLock> {
   const token = runToken();
-  return waitForLock(path, options, async () => {
+  return waitForLock<FileLock>(path, options, async () => {
     if (await create(path, token)) return { taken: held(path, token) };
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
