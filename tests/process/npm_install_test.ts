@@ -9,7 +9,7 @@
 // declarations check under tsc --strict with @types/node alone (no DOM lib,
 // no skipLibCheck) for node16, nodenext and bundler resolution.
 // Needs --allow-run=deno,node,npm and the Node 22 binary it installs,
-// --allow-read=deno.json,dist,.test-tmp, --allow-write=.test-tmp and
+// --allow-read=deno.json,docs,dist,.test-tmp, --allow-write=.test-tmp and
 // --allow-sys=loadavg (the tests' deadline scales with the load).
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
@@ -306,3 +306,14 @@ cpuBoundTest(
     }
   },
 );
+
+Deno.test("docs/runtimes.md says what every entry needs: one row per export path", async () => {
+  const text = await Deno.readTextFile("docs/runtimes.md");
+  const table = text.slice(text.indexOf("## What each entry needs"));
+  const named = table.split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .flatMap((line) =>
+      [...line.split("|")[1]!.matchAll(/`([^`]+)`/g)].map((match) => match[1])
+    );
+  deepStrictEqual(named.sort(), Object.keys(exports).sort());
+});
