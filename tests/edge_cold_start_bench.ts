@@ -14,6 +14,7 @@
 import { CONFIG_VARIABLES } from "../mod.ts";
 import { requestToken } from "../src/token/mod.ts";
 import { startRemoteFake } from "./_bench_server.ts";
+import { denoServeArgs, freePort } from "./_deno_serve.ts";
 
 const ROUNDS = 11;
 const GOAL = 1.5;
@@ -36,13 +37,6 @@ const env = {
   PARTNER_API_KV_PATH: ":memory:",
 };
 
-function freePort(): number {
-  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = probe.addr.port;
-  probe.close();
-  return port;
-}
-
 /**
  * Milliseconds from starting `deno serve` of `module` to its first answer
  * at `path` (polled every 2 ms until it listens); the server is stopped.
@@ -51,17 +45,7 @@ async function coldStart(module: string, path: string): Promise<number> {
   const port = freePort();
   const started = performance.now();
   const server = new Deno.Command("deno", {
-    args: [
-      "serve",
-      "--quiet",
-      "--unstable-kv",
-      "--unstable-no-legacy-abort",
-      "--host=127.0.0.1",
-      `--port=${port}`,
-      "--allow-env=PARTNER_API_*",
-      "--allow-net=127.0.0.1",
-      module,
-    ],
+    args: denoServeArgs(module, port),
     env,
     stdout: "null",
     stderr: "null",

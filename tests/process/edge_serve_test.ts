@@ -10,13 +10,7 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { Command, processTest } from "../_processes.ts";
-
-function freePort(): number {
-  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = probe.addr.port;
-  probe.close();
-  return port;
-}
+import { denoServeArgs, freePort } from "../_deno_serve.ts";
 
 /** A running `deno serve` of the example, once it has said it listens. */
 interface Served extends AsyncDisposable {
@@ -29,17 +23,7 @@ interface Served extends AsyncDisposable {
 async function serveExample(env: Record<string, string>): Promise<Served> {
   const port = freePort();
   const server = new Command("deno", {
-    args: [
-      "serve",
-      "--quiet",
-      "--unstable-kv",
-      "--unstable-no-legacy-abort",
-      "--host=127.0.0.1",
-      `--port=${port}`,
-      "--allow-env=PARTNER_API_*",
-      "--allow-net=127.0.0.1",
-      "examples/edge_function.ts",
-    ],
+    args: denoServeArgs("examples/edge_function.ts", port),
     env: { ...env, PARTNER_API_KV_PATH: ":memory:" },
     stdout: "piped",
     stderr: "piped",

@@ -28,6 +28,8 @@ const { exports, imports, name, version } = JSON.parse(
 const PROJECT = ".test-tmp/npm-project";
 const NODE22_VERSION = "22.23.3";
 const NODE22 = ".test-tmp/node22/node_modules/node/bin/node";
+/** npm, quietly: errors only. */
+const QUIET = ["--no-audit", "--no-fund", "--loglevel=error"];
 const OTEL = imports["@opentelemetry/api"]!.replace(/^npm:/, "");
 /** Every entry by package name, but the CLI, which runs on Deno only. */
 const FOR_NODE = Object.keys(exports).filter((path) => path !== "./cli")
@@ -61,11 +63,10 @@ async function project(): Promise<void> {
     `${PROJECT}/package.json`,
     '{ "name": "a-partner", "private": true, "type": "module" }\n',
   );
-  const npm = ["--no-audit", "--no-fund", "--loglevel=error"];
   const pack = await run("npm", [
     "pack",
     "--json",
-    ...npm,
+    ...QUIET,
     "--pack-destination",
     ".",
     await Deno.realPath("dist"),
@@ -74,7 +75,7 @@ async function project(): Promise<void> {
   const [{ filename }] = JSON.parse(pack.out) as [{ filename: string }];
   const install = await run("npm", [
     "install",
-    ...npm,
+    ...QUIET,
     `./${filename}`,
     OTEL,
   ], PROJECT);
@@ -91,9 +92,7 @@ async function node22(): Promise<string> {
     const install = await run("npm", [
       "install",
       "--no-save",
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error",
+      ...QUIET,
       "--prefix",
       ".test-tmp/node22",
       `node@${NODE22_VERSION}`,
