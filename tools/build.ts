@@ -10,7 +10,6 @@
 // `engines`, `sideEffects`), so that `npm install ./dist` then
 // `import "@partner-api/client/sync"` works.
 //
-//
 // Node 20 and 22 cannot parse `using` (V8 supports it from Node 24), which
 // the sources may use, and `deno bundle` has no target: each bundle goes
 // through the same pinned compiler (target ES2022, as the declarations),
