@@ -10,12 +10,16 @@
 // `engines`, `sideEffects`), so that `npm install ./dist` then
 // `import "@partner-api/client/sync"` works.
 //
+// Node 20 and 22 cannot parse `using` (V8 supports it from Node 24), which
+// the sources may use, and `deno bundle` has no target: each bundle goes
+// through the same pinned compiler (target ES2022, as the declarations),
+// which rewrites `using` and `await using` into try/finally blocks with its
+// disposal helpers; and the build fails if a `using` is left in any bundle.
+//
 // Needs --allow-read, --allow-write=dist, --allow-run=deno and --allow-env
 // (the compiler reads its environment).
 
-const { exports, imports } = JSON.parse(
-  await Deno.readTextFile("deno.json"),
-) as { exports: Record<string, string>; imports: Record<string, string> };
+import ts from "typescript";
 
 /** The file name of an export: "." is partner-api, "./otel" is otel. */
 function distName(exportPath: string): string {
@@ -76,6 +80,66 @@ declare global {
 }
 `;
 
+/**
+ * `code` (a bundle) in syntax Node 20 parses: the compiler's ES2022 output,
+ * with `using` declarations lowered and every import kept as written.
+ */
+export function forNode20(code: string): string {
+  return ts.transpileModule(code, {
+    fileName: "bundle.mjs",
+    compilerOptions: {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      verbatimModuleSyntax: true,
+    },
+  }).outputText;
+}
+
+/**
+ * Each `using` or `await using` declaration in `code`, as `line:column`;
+ * found by parsing, so a `using` in a comment, a string or a name is none.
+ */
+export function usingDeclarations(code: string): string[] {
+  const source = ts.createSourceFile(
+    "bundle.mjs",
+    code,
+    ts.ScriptTarget.Latest,
+    true,
+    ts.ScriptKind.JS,
+  );
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    const kind = node.flags & ts.NodeFlags.BlockScoped;
+    if (
+      ts.isVariableDeclarationList(node) &&
+      (kind === ts.NodeFlags.Using || kind === ts.NodeFlags.AwaitUsing)
+    ) {
+      const at = source.getLineAndCharacterOfPosition(node.getStart(source));
+      found.push(`${at.line + 1}:${at.character + 1}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/**
+ * Throws, naming each place, if a bundle of `bundles` (path → code) holds
+ * a `using` declaration, which Node 20 and 22 reject with a SyntaxError.
+ */
+export function assertNode20Syntax(bundles: Record<string, string>): void {
+  const places = Object.entries(bundles).flatMap(([path, code]) =>
+    usingDeclarations(code).map((at) => `${path}:${at}`)
+  );
+  if (places.length > 0) {
+    throw new Error(
+      `a bundle holds \`using\`, which Node 20 cannot parse: ${
+        places.join(", ")
+      }`,
+    );
+  }
+}
+
 async function run(args: string[]): Promise<void> {
   const { code } = await new Deno.Command("deno", {
     args,
@@ -87,9 +151,15 @@ async function run(args: string[]): Promise<void> {
 
 if (import.meta.main) {
   const config = JSON.parse(await Deno.readTextFile("deno.json"));
+  const { exports, imports } = config as {
+    exports: Record<string, string>;
+    imports: Record<string, string>;
+  };
   await Deno.remove("dist", { recursive: true }).catch(() => {});
   const entries = Object.entries(exports);
+  const bundles: Record<string, string> = {};
   for (const [path, file] of entries) {
+    const output = `dist/${distName(path)}.mjs`;
     // npm packages (OpenTelemetry's API) stay imports: the user's own copy
     // is the one its SDK registers with.
     await run([
@@ -97,10 +167,13 @@ if (import.meta.main) {
       "--quiet",
       "--platform=browser",
       "--external=@opentelemetry/api",
-      `--output=dist/${distName(path)}.mjs`,
+      `--output=${output}`,
       file,
     ]);
+    bundles[output] = forNode20(await Deno.readTextFile(output));
+    await Deno.writeTextFile(output, bundles[output]);
   }
+  assertNode20Syntax(bundles);
   await run([
     "run",
     "--allow-read",

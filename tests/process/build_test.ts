@@ -1,13 +1,15 @@
 // README › Install (On Node and Bun without JSR): `deno task build` as
 // written, then what a Node TypeScript user does with dist/: tsc --strict
 // with @types/node (no Deno types) over a file that imports every entry but
-// the Deno-only ./kv.
-// Needs --allow-run=deno,node, --allow-read=deno.json and
-// --allow-write=.test-tmp.
+// the Deno-only ./kv. And the build's own check that no bundle holds a
+// `using`, which Node 20 and 22 cannot parse, on a sample.
+// Needs --allow-run=deno,node, --allow-read=deno.json,
+// --allow-write=.test-tmp and --allow-sys=loadavg.
 
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { textOf } from "./_cli_process.ts";
-import { Command, processTest } from "../_processes.ts";
+import { cpuBoundTest } from "./_scaled_deadline.ts";
+import { Command } from "../_processes.ts";
 
 const { exports, imports } = JSON.parse(
   await Deno.readTextFile("deno.json"),
@@ -64,10 +66,10 @@ export const used = [left, syncList, ${
 }];
 `;
 
-// Two tests, each well within the process tests' deadline on a busy
-// machine (the build and both type-checks in one took up to 59 s there);
-// the second uses the first's dist/.
-processTest(
+// Two tests, under a deadline that scales with the load (the build and
+// both type-checks in one took up to 59 s on a busy machine); the second
+// uses the first's dist/.
+cpuBoundTest(
   "README › Install: `deno task build` writes .mjs and .d.ts for every entry, and the README's Node line loads the root",
   async () => {
     const build = await run("deno", ["task", "build"]);
@@ -87,7 +89,7 @@ processTest(
   },
 );
 
-processTest(
+cpuBoundTest(
   "README › Install: a Node TypeScript consumer of dist/ type-checks with tsc --strict, and a wrong call is caught",
   async () => {
     await Deno.mkdir(".test-tmp/node-consumer", { recursive: true });
@@ -108,5 +110,60 @@ createClient({ environment: "https://partner.example/api/", clientId: 1 });
     const wrong = await tsc(".test-tmp/node-consumer/wrong.ts");
     equal(wrong.code, 2, wrong.out);
     match(wrong.out, /wrong\.ts\(2,\d+\): error TS2322/);
+  },
+);
+
+/**
+ * Every kind of `using` declaration, and `using` where it declares nothing;
+ * `main` logs the order in which the resources are disposed.
+ */
+const SAMPLE = `// using comment = "none";
+const using = "using text"; // a name, and a string
+export async function main(log) {
+  {
+    using a = resource("a", log);
+    await using b = resource("b", log);
+    for (using c of [resource("c", log)]) log.push("loop " + using);
+    log.push("block end");
+  }
+  return log;
+}
+function resource(name, log) {
+  return { [Symbol.dispose]: () => void log.push("dispose " + name) };
+}
+`;
+
+cpuBoundTest(
+  "the build fails on a bundle that holds a using declaration, and its rewrite for Node 20 leaves none and disposes in the same order",
+  async () => {
+    await Deno.mkdir(".test-tmp", { recursive: true });
+    await Deno.writeTextFile(".test-tmp/using_sample.mjs", SAMPLE);
+    const checked = await run("deno", [
+      "run",
+      "--allow-env",
+      "--allow-read=.test-tmp",
+      "tests/process/node20_syntax_script.ts",
+      ".test-tmp/using_sample.mjs",
+    ]);
+    equal(checked.code, 0, checked.out);
+    const { lowered, ...verdicts } = JSON.parse(checked.out);
+    deepStrictEqual(verdicts, {
+      found: ["5:5", "6:5", "7:10"],
+      refused: true,
+      foundAfter: [],
+      refusedAfter: false,
+    });
+    const { main } = await import(
+      `data:text/javascript,${encodeURIComponent(SAMPLE)}`
+    );
+    const onDeno = await main([]);
+    equal(onDeno.length, 5);
+    const onNode = await run("node", [
+      "--input-type=module",
+      "-e",
+      `${lowered}\nconsole.log(JSON.stringify(await main([])));`,
+    ]);
+    equal(onNode.code, 0, onNode.out);
+    deepStrictEqual(JSON.parse(onNode.out), onDeno);
   },
 );

@@ -1,15 +1,21 @@
-// Issue 37, Node as a first-class user: `deno task build` writes a
-// dist/package.json, so `npm install ./dist` in a Node project gives
-// `import "@partner-api/client/sync"`; a script there gets a token, a page
-// and a JSONL sync on Node 20 (the machine's) and Node 22 (npm's `node`
-// package, pinned); and every entry's declarations check under
-// tsc --strict with @types/node alone (no DOM lib, no skipLibCheck) for
-// node16, nodenext and bundler resolution.
-// Needs --allow-run=deno,node,npm and the Node 22 binary it installs.
+// Issue 37, Node as a first-class user, and issue 46, every entry on Node
+// 20+: `deno task build` writes a dist/package.json; the test packs dist/
+// as npm publishes it (`npm pack`) and installs the tarball, with
+// `@opentelemetry/api` beside it, into an npm project, as from a registry.
+// There, on Node 20 (the machine's) and Node 22 (npm's `node` package,
+// pinned): every entry but the Deno-only `./cli` imports by package name,
+// `./kv` says it is Deno-only when used (a TypeError, not at import); a
+// script gets a token, a page and a JSONL sync; and every entry's
+// declarations check under tsc --strict with @types/node alone (no DOM lib,
+// no skipLibCheck) for node16, nodenext and bundler resolution.
+// Needs --allow-run=deno,node,npm and the Node 22 binary it installs,
+// --allow-read=deno.json,docs,dist,.test-tmp, --allow-write=.test-tmp and
+// --allow-sys=loadavg (the tests' deadline scales with the load).
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { textOf } from "./_cli_process.ts";
-import { Command, processTest } from "../_processes.ts";
+import { cpuBoundTest } from "./_scaled_deadline.ts";
+import { Command } from "../_processes.ts";
 
 const { exports, imports, name, version } = JSON.parse(
   await Deno.readTextFile("deno.json"),
@@ -22,6 +28,12 @@ const { exports, imports, name, version } = JSON.parse(
 const PROJECT = ".test-tmp/npm-project";
 const NODE22_VERSION = "22.23.3";
 const NODE22 = ".test-tmp/node22/node_modules/node/bin/node";
+/** npm, quietly: errors only. */
+const QUIET = ["--no-audit", "--no-fund", "--loglevel=error"];
+const OTEL = imports["@opentelemetry/api"]!.replace(/^npm:/, "");
+/** Every entry by package name, but the CLI, which runs on Deno only. */
+const FOR_NODE = Object.keys(exports).filter((path) => path !== "./cli")
+  .map((path) => path === "." ? name : `${name}/${path.slice(2)}`);
 
 async function run(command: string, args: string[], cwd = ".") {
   const result = textOf(
@@ -31,24 +43,109 @@ async function run(command: string, args: string[], cwd = ".") {
   return { code: result.code, out: result.stdout, err: result.stderr };
 }
 
-/** The project: dist/ installed by npm, and a script that uses it. */
+let installed: Promise<void> | undefined;
+
+/** The project of this run (built, packed and installed once). */
+function installedProject(): Promise<void> {
+  return installed ??= project();
+}
+
+/**
+ * `deno task build`, `npm pack` of dist/, and a fresh npm project with the
+ * tarball and `@opentelemetry/api` installed, as from a registry.
+ */
 async function project(): Promise<void> {
+  const build = await run("deno", ["task", "build"]);
+  equal(build.code, 0, build.err);
   await Deno.remove(PROJECT, { recursive: true }).catch(() => {});
   await Deno.mkdir(PROJECT, { recursive: true });
   await Deno.writeTextFile(
     `${PROJECT}/package.json`,
     '{ "name": "a-partner", "private": true, "type": "module" }\n',
   );
+  const pack = await run("npm", [
+    "pack",
+    "--json",
+    ...QUIET,
+    "--pack-destination",
+    ".",
+    await Deno.realPath("dist"),
+  ], PROJECT);
+  equal(pack.code, 0, pack.err);
+  const [{ filename }] = JSON.parse(pack.out) as [{ filename: string }];
   const install = await run("npm", [
     "install",
-    "--no-audit",
-    "--no-fund",
-    "--loglevel=error",
-    await Deno.realPath("dist"),
+    ...QUIET,
+    `./${filename}`,
+    OTEL,
   ], PROJECT);
   equal(install.code, 0, install.err);
   await Deno.writeTextFile(`${PROJECT}/main.mjs`, SCRIPT);
+  await Deno.writeTextFile(`${PROJECT}/entries.mjs`, ENTRIES);
 }
+
+/** Node 22 from npm's `node` package, pinned, once per checkout. */
+async function node22(): Promise<string> {
+  const found = await Deno.stat(NODE22).then(() => true, () => false);
+  if (!found) {
+    await Deno.mkdir(".test-tmp/node22", { recursive: true });
+    const install = await run("npm", [
+      "install",
+      "--no-save",
+      ...QUIET,
+      "--prefix",
+      ".test-tmp/node22",
+      `node@${NODE22_VERSION}`,
+    ]);
+    equal(install.code, 0, install.err);
+  }
+  return NODE22;
+}
+
+/**
+ * Runs `script` of the project on Node 20 (the machine's) and Node 22;
+ * what each printed, as JSON, after checking which Node ran it.
+ */
+async function onEachNode(script: string): Promise<unknown[]> {
+  const said: unknown[] = [];
+  const majors: string[] = [];
+  for (const node of ["node", await node22()]) {
+    const result = await run(await Deno.realPath(node).catch(() => node), [
+      script,
+    ], PROJECT);
+    equal(result.code, 0, `${node}: ${result.err}`);
+    const { node: major, ...rest } = JSON.parse(result.out);
+    majors.push(major);
+    said.push(rest);
+  }
+  equal(majors[1], "22", "npm's node package");
+  ok(Number(majors[0]) >= 20, `the machine's node: ${majors[0]}`);
+  return said;
+}
+
+/**
+ * Imports every entry but the CLI by package name: for each, "loaded" or
+ * the error; and what `./kv`'s two functions throw when used outside Deno
+ * (given an object that looks like a KV database).
+ */
+const ENTRIES = `const imported = {};
+for (const name of ${JSON.stringify(FOR_NODE)}) {
+  imported[name] = await import(name).then(
+    (module) => Object.keys(module).length > 0 ? "loaded" : "empty",
+    (error) => \`\${error.name}: \${error.message}\`,
+  );
+}
+const kv = await import("${name}/kv");
+const used = [kv.createKvTokenStore, kv.createKvRateLimiter].map((create) => {
+  try {
+    create({ atomic() {} });
+    return "no error";
+  } catch (error) {
+    return { name: error.name, option: error.option, denoOnly: /Deno.*only/.test(error.rule) };
+  }
+});
+console.log(JSON.stringify({ node: process.versions.node.split(".")[0], imported, used }));
+`;
 
 /** A token, a page and a JSONL sync, by package name, against the fake on node:http. */
 const SCRIPT = `import { createServer } from "node:http";
@@ -107,40 +204,16 @@ for (const server of [main, pci]) {
 }
 `;
 
-/** Node 22 from npm's `node` package, pinned, once per checkout. */
-async function node22(): Promise<string> {
-  const found = await Deno.stat(NODE22).then(() => true, () => false);
-  if (!found) {
-    await Deno.mkdir(".test-tmp/node22", { recursive: true });
-    const install = await run("npm", [
-      "install",
-      "--no-save",
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error",
-      "--prefix",
-      ".test-tmp/node22",
-      `node@${NODE22_VERSION}`,
-    ]);
-    equal(install.code, 0, install.err);
-  }
-  return NODE22;
-}
-
-processTest(
-  "npm install ./dist, then a token, a page and a JSONL sync by package name on Node 20 and Node 22",
+cpuBoundTest(
+  "deno task build, npm pack of dist/ and npm install of the tarball: a package.json naming every entry with its types",
   async () => {
-    const build = await run("deno", ["task", "build"]);
-    equal(build.code, 0, build.err);
+    await installedProject();
     const manifest = JSON.parse(await Deno.readTextFile("dist/package.json"));
     equal(manifest.name, name);
     equal(manifest.version, version);
     deepStrictEqual(
       Object.keys(manifest.exports).sort(),
-      [
-        ...Object.keys(exports),
-        "./package.json",
-      ].sort(),
+      [...Object.keys(exports), "./package.json"].sort(),
     );
     for (const [path, target] of Object.entries(manifest.exports)) {
       if (path === "./package.json") continue;
@@ -148,29 +221,36 @@ processTest(
     }
     ok(manifest.engines.node);
     equal(manifest.sideEffects, false);
-    await project();
-    const majors: string[] = [];
-    for (const node of ["node", await node22()]) {
-      const result = await run(await Deno.realPath(node).catch(() => node), [
-        "main.mjs",
-      ], PROJECT);
-      equal(result.code, 0, `${node}: ${result.err}`);
-      const said = JSON.parse(result.out);
-      majors.push(said.node);
-      deepStrictEqual(
-        { ...said, node: undefined },
-        {
-          node: undefined,
-          token: true,
-          page: 50,
-          inserted: 120,
-          lines: 120,
-          tokenRequests: 1,
-        },
-      );
-    }
-    equal(majors[1], "22", "npm's node package");
-    ok(Number(majors[0]) >= 20, `the machine's node: ${majors[0]}`);
+    // Installed from the tarball: a copy, not a link to dist/.
+    const copy = await Deno.lstat(`${PROJECT}/node_modules/${name}`);
+    equal(copy.isSymlink, false);
+  },
+);
+
+cpuBoundTest(
+  "every entry but ./cli imports by package name on Node 20 and Node 22, and ./kv says it is Deno-only when used",
+  async () => {
+    await installedProject();
+    const expected = {
+      imported: Object.fromEntries(FOR_NODE.map((entry) => [entry, "loaded"])),
+      used: Array(2).fill({ name: "TypeError", option: "kv", denoOnly: true }),
+    };
+    deepStrictEqual(await onEachNode("entries.mjs"), [expected, expected]);
+  },
+);
+
+cpuBoundTest(
+  "a token, a page and a JSONL sync by package name on Node 20 and Node 22",
+  async () => {
+    await installedProject();
+    const expected = {
+      token: true,
+      page: 50,
+      inserted: 120,
+      lines: 120,
+      tokenRequests: 1,
+    };
+    deepStrictEqual(await onEachNode("main.mjs"), [expected, expected]);
   },
 );
 
@@ -194,14 +274,10 @@ export const pages: AsyncIterable<Page<{ id: string }>> = client.pages("x");
 export const all = [${Object.keys(exports).map((_, i) => `m${i}`).join(", ")}];
 `;
 
-processTest(
+cpuBoundTest(
   "every entry's declarations check by package name under tsc --strict with @types/node alone: node16, nodenext, bundler",
   async () => {
-    if (!(await Deno.stat(`${PROJECT}/node_modules/${name}`).catch(() => 0))) {
-      const build = await run("deno", ["task", "build"]);
-      equal(build.code, 0, build.err);
-      await project();
-    }
+    await installedProject();
     await Deno.writeTextFile(`${PROJECT}/consumer.ts`, CONSUMER);
     for (
       const [module, resolution] of [
@@ -229,3 +305,14 @@ processTest(
     }
   },
 );
+
+Deno.test("docs/runtimes.md says what every entry needs: one row per export path", async () => {
+  const text = await Deno.readTextFile("docs/runtimes.md");
+  const table = text.slice(text.indexOf("## What each entry needs"));
+  const named = table.split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .flatMap((line) =>
+      [...line.split("|")[1]!.matchAll(/`([^`]+)`/g)].map((match) => match[1])
+    );
+  deepStrictEqual(named.sort(), Object.keys(exports).sort());
+});
