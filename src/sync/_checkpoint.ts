@@ -4,6 +4,7 @@
 // read again in a rolling cycle).
 
 import { optionError } from "../core/_check.ts";
+import { type DeleteRecord, withDeletes } from "./_deletes.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   MIN_MARGIN,
@@ -127,8 +128,12 @@ export function sweepStart(
     edge: null,
     offset: 0,
     upTo: checkpoint.edge,
-    // A cycle given up for a fresh one leaves its number behind.
-    cycle: Math.max(checkpoint.cycles ?? 0, under?.cycle ?? 0) + 1,
+    // A cycle given up for a fresh one, or refused, leaves its number behind.
+    cycle: Math.max(
+      checkpoint.cycles ?? 0,
+      under?.cycle ?? 0,
+      checkpoint.refused?.cycle ?? 0,
+    ) + 1,
     startedAt: at.now,
   };
   return {
@@ -149,7 +154,7 @@ export function afterSweepWindow(
   state: WindowState,
   ended: boolean,
 ): SyncCheckpoint {
-  const { sweep: _, ...rest } = base;
+  const { sweep: _, refused: __, ...rest } = base;
   const accepted = state.accepted > 0 ? { accepted: state.accepted } : {};
   return ended
     ? { ...rest, ...accepted, cycles: sweep.cycle, verifiedAt: sweep.startedAt }
@@ -158,6 +163,30 @@ export function afterSweepWindow(
       ...accepted,
       sweep: { ...sweep, edge: state.edge, offset: state.offset },
     };
+}
+
+/**
+ * The checkpoint once the guard refused cycle `cycle` (at `now`): the cycle
+ * is given up, and the refusal recorded; the next run begins a new one.
+ */
+export function afterRefusal(
+  base: SyncCheckpoint,
+  cycle: number,
+  maxDeletes: number,
+  now: number,
+): SyncCheckpoint {
+  const { sweep: _, ...rest } = base;
+  return { ...rest, refused: { cycle, at: now, maxDeletes } };
+}
+
+/** The checkpoint once a completed cycle's deletes are on record. */
+export function afterDeletes(
+  base: SyncCheckpoint,
+  record: DeleteRecord,
+): SyncCheckpoint {
+  const { deletions: _, ...rest } = base;
+  const deletions = withDeletes(base.deletions, record);
+  return deletions.length === 0 ? rest : { ...rest, deletions };
 }
 
 /** The cycle whose rows a batch written now is seen in. */
@@ -267,7 +296,23 @@ export function isCheckpoint(value: unknown): value is SyncCheckpoint {
     typeof c.full === "boolean" && typeof c.complete === "boolean" &&
     optional(c.accepted, isCount) && optional(c.cycles, isCount) &&
     optional(c.verifiedAt, isCount) && optional(c.head, isHead) &&
-    optional(c.sweep, isSweep);
+    optional(c.sweep, isSweep) && optional(c.deletions, isDeletions) &&
+    optional(c.refused, isRefused);
+}
+
+function isDeletions(value: unknown): boolean {
+  return Array.isArray(value) &&
+    value.every((record) =>
+      typeof record === "object" && record !== null &&
+      isCount(record.at) && isCount(record.deleted) && isCount(record.held)
+    );
+}
+
+function isRefused(value: unknown): boolean {
+  const refused = value as Record<string, unknown> | null;
+  return typeof refused === "object" && refused !== null &&
+    isCount(refused.cycle) && isCount(refused.at) &&
+    typeof refused.maxDeletes === "number";
 }
 
 function optional(value: unknown, check: (v: unknown) => boolean): boolean {

@@ -1,28 +1,101 @@
-// Internal: the mass-delete guard every sink applies when a sweep cycle
-// completes, so that a service answering an empty or filtered list by
-// mistake cannot empty the copy.
+// Internal: the mass-delete guard, as pure functions: a cycle's deletes are
+// judged against `maxDeletes` of the largest size the copy had in the last
+// 24 hours, less what was deleted in them, so that a service answering an
+// empty, filtered or foreign list cannot empty the copy, at once or by
+// slices.
 
 import { SyncError } from "./sync_error.ts";
 
-/** Whether removing `deleted` of `held` rows breaks the `maxDeletes` share. */
-export function tooMany(
-  deleted: number,
-  held: number,
-  maxDeletes: number,
-): boolean {
-  return deleted > maxDeletes * held;
+/** How far back deletes count against `maxDeletes`: 24 hours. */
+export const DELETE_WINDOW = 86_400_000;
+
+/** A completed cycle's deletes, as the checkpoint keeps them. */
+export interface DeleteRecord {
+  /** When (epoch ms) the cycle completed. */
+  readonly at: number;
+  /** Rows it removed or marked. */
+  readonly deleted: number;
+  /** Live rows before it removed them. */
+  readonly held: number;
 }
 
-/** The refusal of a cycle that would remove `deleted` of `held` rows. */
+/** What the last 24 hours add to a cycle's judgement. */
+export interface RecentDeletes {
+  /** Rows removed or marked in them. */
+  readonly deleted: number;
+  /** The largest size the copy had in them. */
+  readonly largest: number;
+}
+
+/** The deletes of `history` within the window that ends at `now`. */
+export function recentDeletes(
+  history: readonly DeleteRecord[] | undefined,
+  now: number,
+): RecentDeletes {
+  let deleted = 0, largest = 0;
+  for (const record of history ?? []) {
+    if (record.at <= now - DELETE_WINDOW || record.at > now) continue;
+    deleted += record.deleted;
+    largest = Math.max(largest, record.held);
+  }
+  return { deleted, largest };
+}
+
+/** `history` within the window at `now`, with `record` added. */
+export function withDeletes(
+  history: readonly DeleteRecord[] | undefined,
+  record: DeleteRecord,
+): DeleteRecord[] {
+  const kept = (history ?? []).filter((old) =>
+    old.at > record.at - DELETE_WINDOW && old.at <= record.at
+  );
+  return record.deleted === 0 ? kept : [...kept, record];
+}
+
+/**
+ * Whether removing `unseen` of `held` live rows breaks the `maxDeletes`
+ * share, counting what the last 24 hours removed (`recent`) against the
+ * largest size the copy had in them.
+ */
+export function tooMany(
+  unseen: number,
+  held: number,
+  maxDeletes: number,
+  recent?: RecentDeletes,
+): boolean {
+  return unseen > allowance(held, maxDeletes, recent);
+}
+
+function allowance(
+  held: number,
+  maxDeletes: number,
+  recent: RecentDeletes | undefined,
+): number {
+  return maxDeletes * Math.max(held, recent?.largest ?? 0) -
+    (recent?.deleted ?? 0);
+}
+
+/**
+ * The refusal of a cycle that would remove `unseen` of `held` rows; it
+ * names the `maxDeletes` that would allow it (`maxDeletesNeeded`).
+ */
 export function tooManyDeletes(
-  deleted: number,
+  unseen: number,
   held: number,
   maxDeletes: number,
   what: string,
+  recent?: RecentDeletes,
 ): SyncError {
-  return new SyncError(
-    `Cannot sync into ${what}: the sweep cycle would remove ${deleted} of ${held} rows, more than maxDeletes (${maxDeletes}) allows; nothing was removed. If the list really lost them, run again with a larger maxDeletes (CLI: --max-deletes)`,
-    "too-many-deletes",
-    what,
+  const base = Math.max(held, recent?.largest ?? 0, 1);
+  const before = recent?.deleted ?? 0;
+  const needed = Math.min(1, Math.ceil((unseen + before) / base * 100) / 100);
+  const earlier = before === 0 ? "" : ` (after ${before} in the last 24 hours)`;
+  return Object.assign(
+    new SyncError(
+      `Cannot sync into ${what}: the sweep cycle would remove ${unseen} of ${held} rows${earlier}, more than maxDeletes (${maxDeletes}) allows; nothing of the cycle was removed or inserted. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`,
+      "too-many-deletes",
+      what,
+    ),
+    { maxDeletesNeeded: needed },
   );
 }

@@ -258,12 +258,37 @@ export class Committer<T> {
   readonly #skipped = new Set<string>();
   #written: SyncCheckpoint;
   #latest: SyncCheckpoint;
+  #report: SyncWriteReport = {};
   readonly #config: SyncConfig<T>;
 
   constructor(config: SyncConfig<T>, saved: SyncCheckpoint) {
     this.#config = config;
     this.#written = saved;
     this.#latest = saved;
+  }
+
+  /** The checkpoint of the last batch committed. */
+  get written(): SyncCheckpoint {
+    return this.#written;
+  }
+
+  /** What the sink reported of the last batch committed. */
+  get lastReport(): SyncWriteReport {
+    return this.#report;
+  }
+
+  /**
+   * After a batch failed: writes `checkpoint` (with no item) as the next
+   * commit, once the failed one has settled.
+   */
+  async restart(
+    checkpoint: SyncCheckpoint,
+    context: SyncWriteContext,
+  ): Promise<void> {
+    await this.settle();
+    this.#latest = checkpoint;
+    this.#start([], [], checkpoint, context);
+    await this.#writing;
   }
 
   /** The checkpoint handed on last: what the next one builds on. */
@@ -328,7 +353,8 @@ export class Committer<T> {
         context,
       );
       this.#written = checkpoint;
-      this.#count(batch.items.length, report ?? {}, context.phase);
+      this.#report = report ?? {};
+      this.#count(batch.items.length, this.#report, context.phase);
     })();
     this.#writing.catch(() => {});
   }

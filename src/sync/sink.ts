@@ -75,6 +75,25 @@ export interface SyncCheckpoint {
   readonly cycles?: number;
   /** When (epoch ms) the last completed cycle started: every item of the copy was true then or later. */
   readonly verifiedAt?: number;
+  /**
+   * The deletes of cycles completed in the last 24 hours: what the guard
+   * counts against `maxDeletes` of the largest size the copy had in them.
+   */
+  readonly deletions?: readonly {
+    readonly at: number;
+    readonly deleted: number;
+    readonly held: number;
+  }[];
+  /**
+   * The last cycle the guard refused, when no cycle completed since: it
+   * committed none of its inserts or deletes; the next run begins a new
+   * one. `maxDeletes` is what would have let it.
+   */
+  readonly refused?: {
+    readonly cycle: number;
+    readonly at: number;
+    readonly maxDeletes: number;
+  };
 }
 
 /**
@@ -261,7 +280,20 @@ export interface SyncWriteContext {
   readonly endsCycle?: {
     readonly deletes: "remove" | "mark";
     readonly maxDeletes: number;
+    /**
+     * What cycles of the last 24 hours removed, and the largest size the
+     * copy had then: the share counts against that size, less those
+     * deletes (so that no sequence of runs slices a mass delete).
+     */
+    readonly recent?: { readonly deleted: number; readonly largest: number };
   };
+  /**
+   * An item's place in the list's order and its id, for a sink that needs
+   * them (the JSONL sink, to tell a cycle's changes apart).
+   */
+  readonly keyOf?: (
+    item: unknown,
+  ) => { readonly value: string | number; readonly id: string };
   /** Keep the change table (SQL sinks). */
   readonly changes: boolean;
 }
@@ -300,4 +332,6 @@ export interface SyncWriteReport {
   readonly updated?: number;
   /** Rows the cycle it ended removed (or marked). */
   readonly deleted?: number;
+  /** Ending a cycle: the live rows before its deletes. */
+  readonly held?: number;
 }

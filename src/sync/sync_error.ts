@@ -80,6 +80,12 @@ export class SyncError extends PartnerApiError {
   declare readonly reason: SyncErrorReason;
   /** The file or table concerned, where there is one. */
   readonly path?: string;
+  /**
+   * `"too-many-deletes"`: the `maxDeletes` that would let the refused cycle
+   * remove what it found missing (what a user confirms a real mass delete
+   * with).
+   */
+  readonly maxDeletesNeeded?: number;
 
   /**
    * Creates the error.

@@ -6,7 +6,9 @@
 // functions in _checkpoint.ts.
 
 import {
+  afterDeletes,
   afterHeadWindow,
+  afterRefusal,
   afterSweepWindow,
   cycleOf,
   type RunStart,
@@ -17,6 +19,9 @@ import { type Committed, Committer, listOptions, runPass } from "./_pass.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
+import { recentDeletes } from "./_deletes.ts";
+import { SyncError } from "./sync_error.ts";
+import type { SyncKey } from "./_window.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
@@ -204,6 +209,7 @@ async function sweep<T>(
             endsCycle: {
               deletes: config.deletes,
               maxDeletes: config.maxDeletes,
+              recent: recentDeletes(committer.latest.deletions, config.now()),
             },
           }
           : {}),
@@ -211,18 +217,50 @@ async function sweep<T>(
     },
     requests,
   );
+  if (end.ended) return await endCycle(config, committer, cursor.cycle);
   // Out of budget mid-cycle: where the sweep stands is saved for the next
   // run, also where a window that found a gap moved it back to.
-  if (!end.ended) {
-    const latest = committer.latest;
-    const moved = afterSweepWindow(
-      latest,
-      latest.sweep ?? cursor,
-      end.state,
-      false,
+  const latest = committer.latest;
+  const moved = afterSweepWindow(
+    latest,
+    latest.sweep ?? cursor,
+    end.state,
+    false,
+  );
+  await committer.flush(moved, context(config, latest, "sweep"));
+}
+
+/**
+ * A completed cycle: its deletes go on record for the 24-hour guard; or,
+ * refused by the guard (nothing of its end committed), the cycle is given
+ * up and the refusal recorded before the run fails with it.
+ */
+async function endCycle<T>(
+  config: SyncConfig<T>,
+  committer: Committer<T>,
+  cycle: number,
+): Promise<void> {
+  try {
+    await committer.done();
+  } catch (error) {
+    if (!(error instanceof SyncError) || error.reason !== "too-many-deletes") {
+      throw error;
+    }
+    const refused = afterRefusal(
+      committer.written,
+      cycle,
+      error.maxDeletesNeeded ?? 1,
+      config.now(),
     );
-    await committer.flush(moved, context(config, latest, "sweep"));
+    await committer.restart(refused, context(config, refused, "sweep"));
+    throw error;
   }
+  const { deleted = 0, held = 0 } = committer.lastReport;
+  const latest = committer.latest;
+  await committer.flush(
+    afterDeletes(latest, { at: config.now(), deleted, held }),
+    context(config, latest, "sweep"),
+  );
 }
 
 /** The context of a batch that `checkpoint` covers. */
@@ -231,7 +269,12 @@ function context<T>(
   checkpoint: SyncCheckpoint,
   phase: "head" | "sweep",
 ): SyncWriteContext {
-  return { cycle: cycleOf(checkpoint), phase, changes: config.changes };
+  return {
+    cycle: cycleOf(checkpoint),
+    phase,
+    changes: config.changes,
+    keyOf: config.keyOf as (item: unknown) => SyncKey,
+  };
 }
 
 /**
