@@ -16,6 +16,7 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { clientDigest } from "./_store_keys.ts";
+import { systemClockReads, systemNow } from "./_system_clock.ts";
 
 /** A fresh folder under .test-tmp. */
 async function folder(): Promise<string> {
@@ -155,7 +156,6 @@ Deno.test("createFileTokenStore refuses bad options by name", () => {
 });
 
 Deno.test("a file token store reads the time only through its `now`: a lock stale by that clock is taken over at once", async () => {
-  const systemNow = Date.now;
   // A minute ahead of the system clock: a lock stamped just now by the
   // system's is stale by this one (5 s), and only this one is read.
   const clock = () => systemNow() + 60_000;
@@ -186,18 +186,8 @@ Deno.test("a file token store reads the time only through its `now`: a lock stal
       now: clock,
     }),
   });
-  let systemReads = 0;
-  Date.now = () => {
-    systemReads++;
-    return systemNow();
-  };
-  try {
-    await provider.getToken();
-  } finally {
-    Date.now = systemNow;
-  }
+  equal(await systemClockReads(() => provider.getToken()), 0);
   equal(service.tokenRequests, 1);
-  equal(systemReads, 0);
   // Taken over and released: a store that waited it out would leave it.
   deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name.slice(-6)), [
     ".token",

@@ -15,6 +15,7 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { systemClockReads } from "./_system_clock.ts";
 
 const HOUR = 3_600_000;
 
@@ -363,21 +364,13 @@ Deno.test("a provider reads the time only through its `now`: its decisions and i
     fetch: (input, init) => service.handle(new Request(input, init)),
     now: clock,
   });
-  const systemNow = Date.now;
-  let systemReads = 0;
-  Date.now = () => {
-    systemReads++;
-    return systemNow();
-  };
-  try {
+  const reads = await systemClockReads(async () => {
     await provider.getToken();
     clock.advance(120_000);
     await provider.getToken(); // expired: a second request, timed again
-  } finally {
-    Date.now = systemNow;
-  }
+  });
   equal(service.tokenRequests, 2);
-  equal(systemReads, 0);
+  equal(reads, 0);
 });
 
 Deno.test("a provider of your own may invalidate synchronously (void | Promise<void>): a client renews after a 401 all the same", async () => {

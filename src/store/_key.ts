@@ -89,43 +89,37 @@ async function stretched(secret: string): Promise<string> {
   return await result;
 }
 
-async function pbkdf2(secret: string): Promise<string> {
-  const material = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    "PBKDF2",
-    false,
-    ["deriveBits"],
-  );
-  const bits = await crypto.subtle.deriveBits(
-    {
-      name: "PBKDF2",
-      hash: "SHA-256",
-      salt: encoder.encode("partner-api token store key v2"),
-      iterations: KEY_ROUNDS,
-    },
-    material,
-    128,
-  );
-  return hex(new Uint8Array(bits));
+function pbkdf2(secret: string): Promise<string> {
+  return derivedBits(secret, {
+    name: "PBKDF2",
+    salt: encoder.encode("partner-api token store key v2"),
+    iterations: KEY_ROUNDS,
+  });
 }
 
 /** A long secret's part: HKDF (SHA-256), unstretched, salted apart from the seal's. */
-async function hkdf(secret: string): Promise<string> {
+function hkdf(secret: string): Promise<string> {
+  return derivedBits(secret, {
+    name: "HKDF",
+    salt: encoder.encode("partner-api token store key v3"),
+    info: new Uint8Array(),
+  });
+}
+
+/** 16 bytes derived (SHA-256) from `secret` by `algorithm`, in hex. */
+async function derivedBits(
+  secret: string,
+  algorithm: Omit<Pbkdf2Params, "hash"> | Omit<HkdfParams, "hash">,
+): Promise<string> {
   const material = await crypto.subtle.importKey(
     "raw",
     encoder.encode(secret),
-    "HKDF",
+    algorithm.name,
     false,
     ["deriveBits"],
   );
   const bits = await crypto.subtle.deriveBits(
-    {
-      name: "HKDF",
-      hash: "SHA-256",
-      salt: encoder.encode("partner-api token store key v3"),
-      info: new Uint8Array(),
-    },
+    { ...algorithm, hash: "SHA-256" },
     material,
     128,
   );

@@ -181,74 +181,61 @@ function namedFlag(line: string, kind: "net" | "env"): string {
   return `--allow-${kind}=${flags.at(-1)![1]}`;
 }
 
-type ToolRun = { code: number; stderr: string; fixed: number };
+/** One run of the tool: its permissions, arguments and variables besides the fake's. */
+type Invocation = {
+  flags: string[];
+  args: string[];
+  env?: Record<string, string>;
+};
 
-const TOOL_RUNS: Record<string, (api: FakePartnerApi) => Promise<ToolRun>> = {
-  "a list path the API does not have": async (api) => {
-    const folder = await scratchDir();
-    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-    const run = await cli(flags(folder, "--allow-net=127.0.0.1"), [
-      "list",
-      "transaction",
-    ], env);
-    const fixed = await cli(flags(folder, "--allow-net=127.0.0.1"), [
-      "list",
-      "transactions",
-      "--max-items",
-      "1",
-    ], env);
-    return { ...run, fixed: fixed.code };
-  },
-  "a host `--allow-net` does not name": async (api) => {
-    const folder = await scratchDir();
-    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-    // Another host allowed than the token URL's.
-    const run = await cli(
-      flags(folder, "--allow-net=localhost"),
-      ["token"],
-      env,
-    );
-    const add = namedFlag(run.stderr, "net");
-    const fixed = await cli(flags(folder, "--allow-net=localhost", add), [
-      "token",
-    ], env);
-    return { ...run, fixed: fixed.code };
-  },
-  "a variable `--allow-env` does not name": async (api) => {
-    const folder = await scratchDir();
-    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-    const base = ["--allow-net=127.0.0.1", `--allow-read=${folder}`];
-    // A prefix without its `*` names one variable, PARTNER_API_.
-    const run = await cli([...base, "--allow-env=PARTNER_API_"], [
-      "token",
-      "--no-cache",
-    ], env);
-    const fixed = await cli([...base, namedFlag(run.stderr, "env")], [
-      "token",
-      "--no-cache",
-    ], env);
-    return { ...run, fixed: fixed.code };
-  },
-  "a cache folder that is not yours alone": async (api) => {
-    const folder = await scratchDir();
-    await Deno.mkdir(`${folder}/shared`);
-    await Deno.chmod(`${folder}/shared`, 0o777);
-    const env = {
-      ...configFor(api),
-      PARTNER_API_CACHE_DIR: `${folder}/shared`,
-    };
-    const run = await cli(
-      flags(folder, "--allow-net=127.0.0.1"),
-      ["token"],
-      env,
-    );
+/** A row's run, in `folder`, and the run its line says will work. */
+type ToolCase = (folder: string) => {
+  run: Invocation;
+  fix: (stderr: string) => Invocation | Promise<Invocation>;
+};
+
+const NET = "--allow-net=127.0.0.1";
+
+const TOOL_RUNS: Record<string, ToolCase> = {
+  "a list path the API does not have": (folder) => ({
+    run: { flags: flags(folder, NET), args: ["list", "transaction"] },
+    fix: () => ({
+      flags: flags(folder, NET),
+      args: ["list", "transactions", "--max-items", "1"],
+    }),
+  }),
+  // Another host allowed than the token URL's.
+  "a host `--allow-net` does not name": (folder) => ({
+    run: { flags: flags(folder, "--allow-net=localhost"), args: ["token"] },
+    fix: (stderr) => ({
+      flags: flags(folder, "--allow-net=localhost", namedFlag(stderr, "net")),
+      args: ["token"],
+    }),
+  }),
+  // A prefix without its `*` names one variable, PARTNER_API_.
+  "a variable `--allow-env` does not name": (folder) => ({
+    run: {
+      flags: [NET, `--allow-read=${folder}`, "--allow-env=PARTNER_API_"],
+      args: ["token", "--no-cache"],
+    },
+    fix: (stderr) => ({
+      flags: [NET, `--allow-read=${folder}`, namedFlag(stderr, "env")],
+      args: ["token", "--no-cache"],
+    }),
+  }),
+  "a cache folder that is not yours alone": (folder) => ({
+    run: {
+      flags: flags(folder, NET),
+      args: ["token"],
+      env: { PARTNER_API_CACHE_DIR: `${folder}/shared` },
+    },
     // As it says: another folder, of one's own.
-    const fixed = await cli(flags(folder, "--allow-net=127.0.0.1"), ["token"], {
-      ...env,
-      PARTNER_API_CACHE_DIR: `${folder}/own`,
-    });
-    return { ...run, fixed: fixed.code };
-  },
+    fix: () => ({
+      flags: flags(folder, NET),
+      args: ["token"],
+      env: { PARTNER_API_CACHE_DIR: `${folder}/own` },
+    }),
+  }),
 };
 
 processTest(
@@ -260,8 +247,20 @@ processTest(
       rows.map(([met]) => met).sort(),
       Object.keys(TOOL_RUNS).sort(),
     );
+    const go = (folder: string, { flags, args, env }: Invocation) =>
+      cli(flags, args, {
+        ...configFor(api),
+        PARTNER_API_CACHE_DIR: `${folder}/cache`,
+        ...env,
+      });
     for (const [met, says, exit] of rows) {
-      const { code, stderr, fixed } = await TOOL_RUNS[met!]!(api);
+      const folder = await scratchDir();
+      // Shared with every user: what the cache row refuses.
+      await Deno.mkdir(`${folder}/shared`, { mode: 0o777 });
+      await Deno.chmod(`${folder}/shared`, 0o777);
+      const { run, fix } = TOOL_RUNS[met!]!(folder);
+      const { code, stderr } = await go(folder, run);
+      const fixed = (await go(folder, await fix(stderr))).code;
       equal(code, Number(exit), `${met}: ${stderr}`);
       equal(stderr.trimEnd().split("\n").length, 1, stderr);
       const fragments = says!.replaceAll("`", "").split(/…|<[^>]+>/)
