@@ -7,7 +7,9 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
+import { createFileTokenStore } from "../src/store/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { manualClock } from "./_helpers.ts";
 
 const untouchable = () => {
   throw new Error("configuration must not be read");
@@ -276,4 +278,40 @@ Deno.test("`demo` runs token, quota and list on one token", async () => {
     result.stdout,
   );
   ok(result.stderr.includes("6 pages, 240 items"), result.stderr);
+});
+
+Deno.test("a refused token request is remembered across runs through the cache: none within its 10 s cooldown, one after (the clock driven)", async () => {
+  // A server that takes form bodies only, asked with JSON: refused (400).
+  await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const clock = manualClock();
+  // Each run opens the cache afresh, as a process would, on the run's clock.
+  const extra = {
+    now: clock,
+    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
+      store: createFileTokenStore({
+        folder,
+        clientSecret,
+        onNotice,
+        now: clock,
+      }),
+    }),
+  };
+  const requests: number[] = [];
+  // 0 s: refused; 9.9 s: within the cooldown; 10.1 s: after it (refused
+  // again, 20 s now); 30 s: within the second.
+  for (const at of [0, 9_900, 10_100, 30_000]) {
+    clock.set(Date.UTC(2026, 10, 21, 10) + at);
+    const { code, stderr } = await run(
+      ["token"],
+      configFor(api),
+      undefined,
+      extra,
+    );
+    equal(code, 1, stderr);
+    requests.push(api.tokenRequests);
+  }
+  deepStrictEqual(requests, [1, 1, 2, 2]);
+  await Deno.remove(folder, { recursive: true });
 });

@@ -11,9 +11,12 @@ import {
 } from "../src/store/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import {
+  createFakePartnerService,
   type FakePartnerApi,
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
+import { clientDigest } from "./_store_keys.ts";
+import { systemClockReads, systemNow } from "./_system_clock.ts";
 
 /** A fresh folder under .test-tmp. */
 async function folder(): Promise<string> {
@@ -142,6 +145,7 @@ Deno.test("createFileTokenStore refuses bad options by name", () => {
       { folder: ".test-tmp/x", clientSecret: "s", onNotice: 1 as never },
       "onNotice",
     ],
+    [{ folder: ".test-tmp/x", clientSecret: "s", now: 1 as never }, "now"],
   ];
   for (const [options, option] of cases) {
     throws(
@@ -149,4 +153,43 @@ Deno.test("createFileTokenStore refuses bad options by name", () => {
       { name: "TypeError", option },
     );
   }
+});
+
+Deno.test("a file token store reads the time only through its `now`: a lock stale by that clock is taken over at once", async () => {
+  // A minute ahead of the system clock: a lock stamped just now by the
+  // system's is stale by this one (5 s), and only this one is read.
+  const clock = () => systemNow() + 60_000;
+  const service = createFakePartnerService({ now: clock });
+  const environment = service.environmentAt(
+    "https://partner.test",
+    "https://pci.test",
+  );
+  const { credentials } = service;
+  const dir = await folder();
+  const lock = `${dir}/${await clientDigest({
+    environment,
+    credentials,
+  })}.token.lock`;
+  await Deno.writeTextFile(lock, JSON.stringify({ pid: 1, id: "another" }));
+  const provider = createTokenProvider({
+    ...environment,
+    ...credentials,
+    fetch: (input, init) => service.handle(new Request(input, init)),
+    now: clock,
+    // A short request budget: a store that waited the lock out would stop
+    // waiting after it and 5 s.
+    timeout: 1_000,
+    retry: false,
+    store: createFileTokenStore({
+      folder: dir,
+      clientSecret: credentials.clientSecret,
+      now: clock,
+    }),
+  });
+  equal(await systemClockReads(() => provider.getToken()), 0);
+  equal(service.tokenRequests, 1);
+  // Taken over and released: a store that waited it out would leave it.
+  deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name.slice(-6)), [
+    ".token",
+  ]);
 });

@@ -3,9 +3,19 @@
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
-import { createTokenProvider, requestToken } from "../src/token/mod.ts";
-import { startFakePartnerApi } from "../src/testing/mod.ts";
+import {
+  createTokenProvider,
+  type IssuedToken,
+  requestToken,
+  type TokenProvider,
+} from "../src/token/mod.ts";
+import { createClient } from "../src/client/mod.ts";
+import {
+  createFakePartnerService,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { systemClockReads } from "./_system_clock.ts";
 
 const HOUR = 3_600_000;
 
@@ -339,4 +349,55 @@ Deno.test("Retry-After dates are measured against the injected clock (2031 behav
   });
   clock.advance(120_000);
   ok(api.isValidToken((await provider.getToken()).accessToken));
+});
+
+Deno.test("a provider reads the time only through its `now`: its decisions and its attempts' time limits (one time model)", async () => {
+  const clock = manualClock();
+  const service = createFakePartnerService({
+    now: clock,
+    tokenLifetime: 60_000,
+  });
+  // In memory: no socket, no other clock.
+  const provider = createTokenProvider({
+    ...service.environmentAt("https://partner.test", "https://pci.test"),
+    ...service.credentials,
+    fetch: (input, init) => service.handle(new Request(input, init)),
+    now: clock,
+  });
+  const reads = await systemClockReads(async () => {
+    await provider.getToken();
+    clock.advance(120_000);
+    await provider.getToken(); // expired: a second request, timed again
+  });
+  equal(service.tokenRequests, 2);
+  equal(reads, 0);
+});
+
+Deno.test("a provider of your own may invalidate synchronously (void | Promise<void>): a client renews after a 401 all the same", async () => {
+  await using api = await startFakePartnerApi();
+  let current: IssuedToken | undefined;
+  let dropped = 0;
+  const provider: TokenProvider = {
+    getToken: async () =>
+      current ??= await requestToken({
+        ...api.environment,
+        ...api.credentials,
+      }),
+    // Returns nothing: DESIGN types it `void | Promise<void>`.
+    invalidate() {
+      dropped++;
+      current = undefined;
+    },
+    quota: undefined,
+  };
+  const client = createClient({
+    environment: api.environment,
+    tokenProvider: provider,
+  });
+  api.injectApiFaults({ kind: "status", status: 401 });
+  const answer = await client.fetch("organizations");
+  await answer.body?.cancel();
+  equal(answer.status, 200);
+  equal(dropped, 1);
+  equal(api.tokenRequests, 2);
 });

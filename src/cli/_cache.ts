@@ -6,7 +6,7 @@ import {
   createFileTokenStore,
   type FileTokenStore,
 } from "../store/mod.ts";
-import { CACHE_VARIABLES } from "./_plan.ts";
+import { CACHE_VARIABLES, UsageError } from "./_plan.ts";
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
@@ -18,6 +18,9 @@ export type CacheOpening =
  * may read and write it. Never prompts for a permission: a permission not
  * granted means running uncached, said once. Later problems (a file that is
  * not the cache's, a write that fails) go to `notify`, which says each once.
+ *
+ * @throws {UsageError} When the folder is not the user's alone (see
+ * {@linkcode notOwnFolder}): before any token is requested or waited for.
  */
 export function openCache(
   clientSecret: string,
@@ -40,6 +43,8 @@ export function openCache(
       };
     }
   }
+  const refusal = notOwnFolder(folder);
+  if (refusal !== undefined) throw new UsageError(refusal);
   return {
     store: createFileTokenStore({
       folder,
@@ -47,6 +52,93 @@ export function openCache(
       onNotice: notify,
     }),
   };
+}
+
+/**
+ * Why `folder` is not this user's alone, in one line, or `undefined` when it
+ * is. It is created 0700 if absent; then it and every entry in it must be
+ * no link, owned by this user (the owner of a file this process creates
+ * there: `Deno.uid()` would need --allow-sys) and writable by nobody else.
+ * Another local user who made it first could otherwise read or plant the
+ * token files, or hold their lock. A file where the folder goes is refused
+ * too, whoever made it: no token could be kept.
+ */
+export function notOwnFolder(folder: string): string | undefined {
+  try {
+    Deno.mkdirSync(folder, { recursive: true, mode: 0o700 });
+  } catch {
+    // It exists (checked below), or cannot be made.
+  }
+  const info = lstatOrUndefined(folder);
+  if (info === undefined) return undefined; // none could be made: the first write says so
+  if (!info.isDirectory && !info.isSymlink) {
+    // Whoever made it, no token could be kept there: each run would pay one.
+    return refusal(folder, "is not a folder", folder);
+  }
+  // No probe through a link or into a folder others may write: refused anyway.
+  const own = info.isSymlink || othersMayWrite(info)
+    ? undefined
+    : ownerOfNewFile(folder);
+  const problem = problemOf(info, own);
+  if (problem !== undefined) return refusal(folder, problem, folder);
+  for (const entry of Deno.readDirSync(folder)) {
+    const path = `${folder}/${entry.name}`;
+    const found = lstatOrUndefined(path);
+    const trouble = found && problemOf(found, own);
+    if (trouble !== undefined) return refusal(path, trouble, folder);
+  }
+  return undefined;
+}
+
+/** What makes a cache path another's to control, if anything. */
+function problemOf(
+  info: Deno.FileInfo,
+  own: number | null | undefined,
+): string | undefined {
+  if (info.isSymlink) return "is a link";
+  if (othersMayWrite(info)) return "is writable by other users";
+  // `null`: a system without owners (Windows); `undefined`: none could be made.
+  if (own === undefined) return "is not writable by you";
+  if (own !== null && info.uid !== own) {
+    return `is owned by another user (uid ${info.uid})`;
+  }
+  return undefined;
+}
+
+function othersMayWrite(info: Deno.FileInfo): boolean {
+  return info.mode !== null && (info.mode & 0o022) !== 0;
+}
+
+/** The one line of a refused cache: what to remove, or which folder to name instead. */
+function refusal(path: string, problem: string, folder: string): string {
+  const what = path === folder ? "" : " in the token cache folder";
+  return `refusing the token cache: ${path}${what} ${problem}; remove it, or set PARTNER_API_CACHE_DIR (or XDG_CACHE_HOME) to a folder of your own, or run with --no-cache`;
+}
+
+/** The owner of a file this process creates in `folder`, removed at once. */
+function ownerOfNewFile(folder: string): number | null | undefined {
+  const probe = `${folder}/.owner-${crypto.randomUUID()}.probe`;
+  try {
+    Deno.writeFileSync(probe, new Uint8Array(), {
+      createNew: true,
+      mode: 0o600,
+    });
+  } catch {
+    return undefined;
+  }
+  try {
+    return Deno.lstatSync(probe).uid;
+  } finally {
+    Deno.removeSync(probe);
+  }
+}
+
+function lstatOrUndefined(path: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.lstatSync(path);
+  } catch {
+    return undefined; // gone meanwhile, or unreadable: nothing found
+  }
 }
 
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */

@@ -174,6 +174,9 @@ function writeQuotaTable(
   );
 }
 
+/** What Deno throws for a permission it was not given. */
+const PERMISSION_ERRORS = new Set<unknown>(["NotCapable", "PermissionDenied"]);
+
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
 export function failureMessage(
   error: unknown,
@@ -190,7 +193,18 @@ export function failureMessage(
   // A token failure's message ends with its hint (what to check), which
   // names the variables: the library says it, as it does to a service.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
-    const cause = error.cause instanceof Error &&
+    // Refused by Deno: the flag to add, never its words ("run again with
+    // the --allow-net flag"), which name no host.
+    const refused = PERMISSION_ERRORS.has((error.cause as Error)?.name);
+    if (refused && error instanceof ApiError) {
+      const { host } = new URL(error.url);
+      return {
+        message:
+          `no net permission for ${host} (${error.url}): add --allow-net=${host}`,
+        code: 1,
+      };
+    }
+    const cause = error.cause instanceof Error && !refused &&
         !error.message.includes(error.cause.message)
       ? `: ${error.cause.message}`
       : "";

@@ -52,7 +52,8 @@ Optional (the flags above win):
 The token, the quota and any quota block are cached between runs, encrypted
 with a key derived from the client secret, in $PARTNER_API_CACHE_DIR, else
 $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. Without read and
-write permission there, the tool runs uncached and says so.
+write permission there, the tool runs uncached and says so. A folder that is
+not yours alone (a link, another user's, writable by others) is refused.
 
 ${COSTS}
 

@@ -4,6 +4,8 @@
 import { createClient, type PartnerClient } from "../client/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import {
+  CONFIG_OPTIONAL_VARIABLES,
+  CONFIG_VARIABLES,
   type ConfigError,
   configFromEnv,
   type PartnerApiConfig,
@@ -79,8 +81,10 @@ export function readVariable(io: CliIo, name: string): string | undefined {
   try {
     return io.env(name);
   } catch {
+    const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
+      .flatMap(Object.values).join(",");
     throw new UsageError(
-      `cannot read ${name}: run with --allow-env='PARTNER_API_*' (or name each variable)`,
+      `cannot read ${name}: add --allow-env='PARTNER_API_*' (or --allow-env=${every})`,
     );
   }
 }

@@ -262,12 +262,21 @@ interface Answered {
 
 /** The page's JSON body, or the ApiError that says what the service did. */
 function pageBody(page: Answered, text: string): unknown {
-  if (!page.response.ok) throw answered(page, text, "");
+  if (!page.response.ok) throw answered(page, text, notAList(page));
   try {
     return JSON.parse(text);
   } catch {
     throw answered(page, text, "with a body that is not JSON");
   }
+}
+
+/** The partner API's lists, named when a list's path answers 404. */
+const LISTS = "organizations, transactions and cardholders";
+
+/** For a 404: the path to check, beside the lists the service has. */
+function notAList({ url, response }: Answered): string {
+  if (response.status !== 404) return "";
+  return `(no list at ${url.pathname}: the partner API's lists are ${LISTS})`;
 }
 
 /** The items of a page body: an array, or the body's only array-valued property. */

@@ -113,11 +113,12 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
 /**
  * Time limits of exactly `ms` for requests that are few (token requests):
  * the module's one kind, {@linkcode SharedDeadlines}, each attempt in a
- * window of its own. Not the platform's timeout signal: its timer cannot
- * be cleared when the attempt ends early, and fake timers cannot drive it.
+ * window of its own, read on `now` (the provider's clock, as every time
+ * reading). Not the platform's timeout signal: its timer cannot be cleared
+ * when the attempt ends early, and fake timers cannot drive it.
  */
-export function attemptLimits(ms: number): AttemptLimits {
-  return new SharedDeadlines(ms, Date.now, 0);
+export function attemptLimits(ms: number, now: () => number): AttemptLimits {
+  return new SharedDeadlines(ms, now, 0);
 }
 
 /**

@@ -386,7 +386,10 @@ function processEnv(): EnvSource {
           variable: name,
         });
         if (state === "granted") return deno.env.get(name);
-        const rule = "cannot be read: allow it with --allow-env";
+        // The exact flag: every variable configFromEnv reads, by name.
+        const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
+          .flatMap(Object.values).join(",");
+        const rule = `cannot be read: add --allow-env=${every}`;
         throw configError(`${name} ${rule}`, name, rule, []);
       };
     }

@@ -1,17 +1,26 @@
 // Internal: the key a provider keeps its record under in any store, and the
 // key that seals the record by default. Both derive from the client secret.
 
-/** PBKDF2 rounds for the secret's part of a store key: about 50 ms, once per process. */
+/** PBKDF2 rounds for a short secret's part of a store key: about 50 ms, once per process. */
 const KEY_ROUNDS = 210_000;
+/**
+ * From this length on a secret is keyed by HKDF, unstretched: a secret the
+ * service issues (long and random) cannot be guessed however fast a guess
+ * is tested, and a cold start (an edge isolate) should not pay 50 ms for it.
+ */
+const LONG_SECRET = 32;
 const encoder = new TextEncoder();
-/** One derivation per secret and process: every later provider reuses it. */
+/** One PBKDF2 derivation per secret and process: every later provider reuses it. */
 const derived = new Map<string, Promise<string>>();
 
 /**
  * The key of one client's record: endpoint, audience, client id and the
- * secret stretched with PBKDF2 (so that a key name seen in a store does not
- * let anyone test guesses of a weak secret quickly), so that a wrong secret
- * never shares a right one's token.
+ * secret's part, so that a wrong secret never shares a right one's token.
+ * A secret under {@linkcode LONG_SECRET} characters is stretched with PBKDF2
+ * (so that a key name seen in a store does not let anyone test guesses of a
+ * weak secret quickly), a longer one derived by HKDF (microseconds). Keys of
+ * short secrets are those of 0.3; a long secret's key changed, so its first
+ * provider after the upgrade finds no record and requests one token.
  */
 export async function storeKey(endpoint: {
   readonly url: URL;
@@ -70,6 +79,7 @@ export async function hexDigest(text: string, bytes: number): Promise<string> {
 }
 
 async function stretched(secret: string): Promise<string> {
+  if (secret.length >= LONG_SECRET) return await hkdf(secret);
   const id = await hexDigest(`partner-api secret id\n${secret}`, 32);
   let result = derived.get(id);
   if (result === undefined) {
@@ -79,21 +89,37 @@ async function stretched(secret: string): Promise<string> {
   return await result;
 }
 
-async function pbkdf2(secret: string): Promise<string> {
+function pbkdf2(secret: string): Promise<string> {
+  return derivedBits(secret, {
+    name: "PBKDF2",
+    salt: encoder.encode("partner-api token store key v2"),
+    iterations: KEY_ROUNDS,
+  });
+}
+
+/** A long secret's part: HKDF (SHA-256), unstretched, salted apart from the seal's. */
+function hkdf(secret: string): Promise<string> {
+  return derivedBits(secret, {
+    name: "HKDF",
+    salt: encoder.encode("partner-api token store key v3"),
+    info: new Uint8Array(),
+  });
+}
+
+/** 16 bytes derived (SHA-256) from `secret` by `algorithm`, in hex. */
+async function derivedBits(
+  secret: string,
+  algorithm: Omit<Pbkdf2Params, "hash"> | Omit<HkdfParams, "hash">,
+): Promise<string> {
   const material = await crypto.subtle.importKey(
     "raw",
     encoder.encode(secret),
-    "PBKDF2",
+    algorithm.name,
     false,
     ["deriveBits"],
   );
   const bits = await crypto.subtle.deriveBits(
-    {
-      name: "PBKDF2",
-      hash: "SHA-256",
-      salt: encoder.encode("partner-api token store key v2"),
-      iterations: KEY_ROUNDS,
-    },
+    { ...algorithm, hash: "SHA-256" },
     material,
     128,
   );

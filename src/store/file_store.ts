@@ -4,6 +4,7 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, storeKey } from "./_key.ts";
@@ -42,6 +43,13 @@ export interface FileTokenStoreOptions {
    * @default nothing is told
    */
   onNotice?: (line: string) => void;
+  /**
+   * The clock (epoch ms) that stamps a lock and judges it stale: give it the
+   * providers' `now`. Waits for a lock run on a steady reading of it.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
 }
 
 /**
@@ -91,7 +99,7 @@ export interface FileTokenStore extends TokenStore {
  * processes meeting a 401 in the same instant may each renew.
  *
  * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty
- * string, or `onNotice` is not a function.
+ * string, or `onNotice` or `now` is not a function.
  *
  * @example Two runs, one token
  * ```ts
@@ -114,11 +122,13 @@ export function createFileTokenStore(
   options: FileTokenStoreOptions,
 ): FileTokenStore {
   const context = "Cannot create file token store";
-  return new EncryptedFileStore(
-    requireText(options.folder, context, "folder"),
-    requireText(options.clientSecret, context, "clientSecret"),
-    requireFunction(options.onNotice, context, "onNotice") ?? (() => {}),
-  );
+  return new EncryptedFileStore({
+    folder: requireText(options.folder, context, "folder"),
+    clientSecret: requireText(options.clientSecret, context, "clientSecret"),
+    onNotice: requireFunction(options.onNotice, context, "onNotice") ??
+      (() => {}),
+    now: requireFunction(options.now, context, "now") ?? Date.now,
+  });
 }
 
 /**
@@ -171,14 +181,12 @@ const LOCK_STALE = 5_000;
 /** One file per store key, sealed (AES-GCM) under a key derived from the secret. */
 class EncryptedFileStore implements FileTokenStore {
   readonly folder: string;
-  readonly #secret: string;
   readonly #keys = new Map<string, Promise<CryptoKey>>();
-  readonly #notify: (line: string) => void;
+  readonly #options: Required<FileTokenStoreOptions>;
 
-  constructor(folder: string, secret: string, notify: (line: string) => void) {
-    this.folder = folder;
-    this.#secret = secret;
-    this.#notify = notify;
+  constructor(options: Required<FileTokenStoreOptions>) {
+    this.folder = options.folder;
+    this.#options = options;
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
@@ -197,16 +205,14 @@ class EncryptedFileStore implements FileTokenStore {
     const partial = `${path}.${crypto.randomUUID()}.partial`;
     try {
       await Deno.mkdir(this.folder, { recursive: true, mode: 0o700 });
-      await Deno.writeFile(partial, new Uint8Array([...iv, ...sealed]), {
-        mode: 0o600,
-      });
+      const bytes = new Uint8Array([...iv, ...sealed]);
+      await Deno.writeFile(partial, bytes, { mode: 0o600 });
       await Deno.rename(partial, path);
     } catch (error) {
       await Deno.remove(partial).catch(() => {});
-      this.#notify(
-        `could not write the token cache in ${this.folder} (${
-          (error as Error).name
-        }): the next run will need a new token`,
+      const { name } = error as Error;
+      this.#options.onNotice(
+        `could not write the token cache in ${this.folder} (${name}): the next run will need a new token`,
       );
     }
   }
@@ -217,9 +223,8 @@ class EncryptedFileStore implements FileTokenStore {
   ): Promise<TokenRecord | undefined> {
     const record = await this.get(key);
     const next = change(record);
-    if (next === undefined) return record;
-    await this.set(key, next);
-    return next;
+    if (next !== undefined) await this.set(key, next);
+    return next ?? record;
   }
 
   async coordinate(
@@ -227,7 +232,13 @@ class EncryptedFileStore implements FileTokenStore {
     { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const lock = `${await this.#path(key)}.lock`;
-    const giveUpAt = Date.now() + requestBudget + LOCK_SLACK;
+    const requestAndWrite = async () => {
+      const record = await request();
+      await this.set(key, record);
+      return record;
+    };
+    const steady = steadyClock(this.#options.now);
+    const giveUpAt = steady() + requestBudget + LOCK_SLACK;
     while (true) {
       const record = await this.get(key);
       if (record !== undefined && settled(record)) return record;
@@ -237,35 +248,25 @@ class EncryptedFileStore implements FileTokenStore {
           // Another process may have written between the read and the lock.
           const again = await this.get(key);
           if (again !== undefined && settled(again)) return again;
-          return await this.#requestAndWrite(key, request);
+          return await requestAndWrite();
         } finally {
           locked.release();
         }
       }
-      if (locked === "unlockable" || Date.now() >= giveUpAt) {
-        return await this.#requestAndWrite(key, request);
+      if (locked === "unlockable" || steady() >= giveUpAt) {
+        return await requestAndWrite();
       }
       await delay(LOCK_POLL, signal);
     }
   }
 
   async recordFor(
-    { tokenUrl, audience, clientId }: Parameters<
-      FileTokenStore["recordFor"]
-    >[0],
+    client: Parameters<FileTokenStore["recordFor"]>[0],
   ): Promise<TokenRecord | undefined> {
-    const url = new URL(tokenUrl);
-    const secret = this.#secret;
+    const { audience, clientId } = client;
+    const url = new URL(client.tokenUrl);
+    const secret = this.#options.clientSecret;
     return await this.get(await storeKey({ url, audience, clientId, secret }));
-  }
-
-  async #requestAndWrite(
-    key: string,
-    request: () => Promise<TokenRecord>,
-  ): Promise<TokenRecord> {
-    const record = await request();
-    await this.set(key, record);
-    return record;
   }
 
   /**
@@ -282,16 +283,14 @@ class EncryptedFileStore implements FileTokenStore {
     const owner = JSON.stringify({ pid: Deno.pid, id: crypto.randomUUID() });
     try {
       await Deno.writeTextFile(path, owner, { createNew: true, mode: 0o600 });
-      return holdLock(path, owner);
+      return holdLock(path, owner, this.#options.now);
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
     }
     // A process that died holding the lock must not block every later one.
-    const since = await Deno.lstat(path).then(
-      (info) => Date.now() - (info.mtime?.getTime() ?? 0),
-      () => 0,
-    );
-    if (since > LOCK_STALE) await removeStale(path);
+    const { now } = this.#options;
+    const info = await Deno.lstat(path).catch(() => undefined);
+    if (info && stale(info, now)) await removeStale(path, now);
     return "held";
   }
 
@@ -304,7 +303,7 @@ class EncryptedFileStore implements FileTokenStore {
     try {
       const info = await Deno.lstat(path);
       if (!info.isFile || info.size > MAX_FILE) {
-        this.#notify(
+        this.#options.onNotice(
           `ignoring ${path}: not a regular file of at most ${MAX_FILE} bytes`,
         );
         return undefined;
@@ -332,7 +331,8 @@ class EncryptedFileStore implements FileTokenStore {
     let sealing = this.#keys.get(key);
     if (sealing === undefined) {
       // The CLI's name for it: files written by earlier versions still open.
-      sealing = aesKeyFrom(this.#secret, "partner-api cli token cache v1", key);
+      const salt = "partner-api cli token cache v1";
+      sealing = aesKeyFrom(this.#options.clientSecret, salt, key);
       this.#keys.set(key, sealing);
     }
     return sealing;
@@ -348,12 +348,12 @@ type HeldLock = { release(): void };
  * in a tool may end it with `Deno.exit`, which skips every `finally` but
  * fires `unload`. Only a lock that still holds `owner` is removed.
  */
-function holdLock(path: string, owner: string): HeldLock {
+function holdLock(path: string, owner: string, now: () => number): HeldLock {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const refresh = () => {
     const next = setTimeout(async () => {
-      const now = new Date();
-      await Deno.utime(path, now, now).catch(() => {});
+      const stamp = new Date(now());
+      await Deno.utime(path, stamp, stamp).catch(() => {});
       if (timer === next) refresh();
     }, LOCK_REFRESH);
     timer = next;
@@ -381,15 +381,18 @@ function removeOwnedSync(path: string, owner: string): void {
   }
 }
 
+/** Whether a lock was last stamped more than {@linkcode LOCK_STALE} ms ago, by `now`. */
+function stale(info: Deno.FileInfo, now: () => number): boolean {
+  return now() - (info.mtime?.getTime() ?? 0) > LOCK_STALE;
+}
+
 /** Removes a stale lock: moved aside (atomic), put back if what moved is fresh (taken over). */
-async function removeStale(path: string): Promise<void> {
+async function removeStale(path: string, now: () => number): Promise<void> {
   const aside = `${path}.${crypto.randomUUID()}.stale`;
   try {
     await Deno.rename(path, aside);
     const info = await Deno.lstat(aside);
-    if (Date.now() - (info.mtime?.getTime() ?? 0) <= LOCK_STALE) {
-      await Deno.link(aside, path).catch(() => {});
-    }
+    if (!stale(info, now)) await Deno.link(aside, path).catch(() => {});
   } catch {
     // Another process removed it first: nothing to put back.
   }

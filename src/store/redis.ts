@@ -12,9 +12,9 @@
  *
  * Records rest in Redis sealed with AES-GCM under a key derived (HKDF) from
  * the client secret, which every process of the fleet holds, and under
- * names that derive from the secret through PBKDF2: whoever reads the
- * database sees neither a token nor a way to test guesses of the secret
- * quickly. Pass your own `encryptionKey` to seal with that instead.
+ * names that derive from the secret (HKDF for a secret of 32 characters or
+ * more, PBKDF2 for a shorter one): whoever reads the database sees neither a
+ * token nor a way to test guesses of the secret quickly. Pass your own `encryptionKey` to seal with that instead.
  *
  * The same Redis paces the fleet: `createRedisRateLimiter` keeps every
  * process under one limit (the service counts 900 requests per 5 minutes

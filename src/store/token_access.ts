@@ -47,9 +47,9 @@ export class StoreAccess {
     this.#store = store;
     this.#endpoint = endpoint;
     this.#now = endpoint.now;
-    // The key's slow part (PBKDF2, tens of ms) starts now, beside whatever
-    // the process does before its first call: a cold start's first answer
-    // waits for what is left of it, not for all of it.
+    // The key's slow part (PBKDF2 for a secret under 32 characters, tens of
+    // ms) starts now, beside whatever the process does before its first
+    // call: a cold start's first answer waits for what is left of it.
     if (store !== undefined) this.key().catch(() => {});
   }
 

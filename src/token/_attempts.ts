@@ -79,7 +79,7 @@ export function requestWithRetries(
   let retries = 0;
   return sendAttempts<TokenOutcome, IssuedToken>({
     signal,
-    limits: attemptLimits(endpoint.timeout),
+    limits: attemptLimits(endpoint.timeout, endpoint.now),
     listener: sending.onEvent,
     now: endpoint.now,
     attempt: async (deadline) => {

@@ -4,7 +4,7 @@ import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_attempt_loop.ts";
 import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
-import { type HintSource, tokenHint } from "./_hint.ts";
+import { type HintSource, isPermissionError, tokenHint } from "./_hint.ts";
 
 /**
  * The error a caller in a cooldown gets: its own copy of the failure (no
@@ -40,13 +40,19 @@ export function repeatedFailure(
   );
 }
 
-/** The failure to keep after `error`: its cooldown escalated from `previous`, and why. */
+/**
+ * The failure to keep after `error`: its cooldown escalated from `previous`,
+ * and why. None for a request the runtime refused (no permission): it was
+ * never sent, so the endpoint needs no rest, and a fleet sharing the record
+ * must not wait for one process's missing flag.
+ */
 export function failureRecord(
   error: TokenRequestError,
   previous: TokenFailure | undefined,
   maxRetryAfter: number,
   now: number,
-): TokenFailure {
+): TokenFailure | undefined {
+  if (isPermissionError(error.cause)) return undefined;
   const { until, failures } = cooldownAfter(
     previous,
     retryAfterOf(error, now),

@@ -58,16 +58,32 @@ export interface HintSource {
   readonly audience: string;
 }
 
+/** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
+const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
+
+/** Whether `error` is the runtime refusing a permission (Deno without `--allow-net`). */
+export function isPermissionError(error: unknown): boolean {
+  return PERMISSION_ERRORS.has((error as Error | undefined)?.name ?? "");
+}
+
 /**
  * What to check after a token request failed this way; `undefined` when
  * nothing the reader configured can help (a 5xx, a timeout, the quota).
+ * A permission the runtime refused comes first, as the exact flag to add.
  */
 export function tokenHint(
   source: HintSource,
-  failure: { readonly reason: TokenFailureReason; readonly status?: number },
+  failure: {
+    readonly reason: TokenFailureReason;
+    readonly status?: number;
+    readonly cause?: unknown;
+  },
 ): string | undefined {
   const { names, where } = source;
   const { reason, status } = failure;
+  if (reason === "network" && isPermissionError(failure.cause)) {
+    return `add --allow-net=${source.url.host} (the net permission for ${names.tokenUrl}'s host)`;
+  }
   if (reason === "network") {
     return `check ${names.tokenUrl} (${where}) and the network`;
   }

@@ -14,6 +14,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
+import { isPermissionError } from "./_hint.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
@@ -211,9 +212,6 @@ export function quotaRetryAt(
   return now + Math.min(wait, MAX_QUOTA_BLOCK);
 }
 
-/** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
-const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
-
 /**
  * Whether a failed attempt is worth another: network, timeout, or a status
  * of the module's one rule (`isRetryStatus`: 408, 500, 502, 503, 504) but
@@ -224,9 +222,7 @@ export function isRetryable(error: unknown): error is TokenRequestError {
   if (!(error instanceof TokenRequestError)) return false;
   switch (error.reason) {
     case "network":
-      return !PERMISSION_ERRORS.has(
-        (error.cause as Error | undefined)?.name ?? "",
-      );
+      return !isPermissionError(error.cause);
     case "timeout":
       return true;
     case "status":

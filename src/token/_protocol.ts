@@ -22,7 +22,7 @@ import {
 import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
-import { tokenHint } from "./_hint.ts";
+import { isPermissionError, tokenHint } from "./_hint.ts";
 import { quotaRetryAt } from "./_policy.ts";
 import {
   isAccessToken,
@@ -95,13 +95,15 @@ export async function sendTokenRequest(
     });
   } catch (error) {
     signal.throwIfAborted();
-    throw failure(
-      endpoint,
-      `${CONTEXT}: no answer from ${endpoint.where}${
-        causeText(error, endpoint)
-      }`,
-      { reason: "network", cause: cleanCause(error, endpoint.secrets) },
-    );
+    // Refused by the runtime: its own words ("run again with the
+    // --allow-net flag") name no host; the hint names the exact flag.
+    const what = isPermissionError(error)
+      ? `no net permission for ${endpoint.url.host}`
+      : `no answer from ${endpoint.where}${causeText(error, endpoint)}`;
+    throw failure(endpoint, `${CONTEXT}: ${what}`, {
+      reason: "network",
+      cause: cleanCause(error, endpoint.secrets),
+    });
   }
 }
 

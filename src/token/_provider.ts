@@ -258,8 +258,7 @@ export class CachingTokenProvider implements TokenProvider {
         }
         this.#observeFailure(error);
         if (!(error instanceof TokenRequestError)) throw error;
-        // Recorded before the flight settles (no caller can slip a request
-        // in between), and stored for the fleet.
+        // Recorded before the flight settles (none slips in), and for the fleet.
         failed = error;
         const cooldown = failureRecord(
           error,
@@ -267,6 +266,7 @@ export class CachingTokenProvider implements TokenProvider {
           this.#config.backoff.maxRetryAfter,
           this.#now(),
         );
+        if (cooldown === undefined) throw error; // never sent: no permission
         this.#failure = { cooldown, error };
         return { failure: cooldown };
       }

@@ -124,7 +124,7 @@ export function renewedRecord(
  */
 export function renewalLedger(
   now: () => number,
-  invalidate: (accessToken: string) => Promise<void>,
+  invalidate: (accessToken: string) => void | Promise<void>,
 ): (accessToken: string) => Promise<boolean> {
   let renewedAt: number | undefined;
   return async (accessToken) => {

@@ -296,9 +296,10 @@ export interface TokenProvider {
    * time in an hour (for the whole fleet, with a shared store) the token is
    * dropped and the next {@linkcode TokenProvider.getToken} fetches a new
    * one; every other time in that hour it is kept. A token that was already
-   * replaced is left alone.
+   * replaced is left alone. A provider of your own may drop it at once and
+   * return nothing, or return a promise: a client waits for it either way.
    */
-  invalidate(accessToken?: string): Promise<void>;
+  invalidate(accessToken?: string): void | Promise<void>;
   /**
    * The 401 ledger: called by a client when the API answered 401 to a
    * request sent with `accessToken`. Resolves `true` when the request should

@@ -1,6 +1,7 @@
 // Issue 22, the CLI's token cache as runs share it: one token for runs
 // started together, and nothing at the cache's path can hang a run, fill its
-// memory or leave a partial file behind.
+// memory or leave a partial file behind. Issue 46: the folder is the user's
+// alone, or the run is refused before it spends or waits for anything.
 
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
@@ -67,7 +68,6 @@ processTest(
     const makers: [string, (path: string) => Promise<void>][] = [
       ["a folder", (path) => Deno.mkdir(path)],
       ["a huge file", (path) => Deno.writeFile(path, new Uint8Array(1 << 20))],
-      ["a link to /dev/zero", (path) => run("ln", "-s", "/dev/zero", path)],
       ["a FIFO", (path) => run("mkfifo", path)],
     ];
     for (const [name, make] of makers) {
@@ -88,15 +88,113 @@ processTest(
   },
 );
 
+/**
+ * Runs `script` (sh) as another local user, `nobody`; false when this
+ * process cannot (only root may, and never with a password prompt).
+ */
+async function asAnotherUser(script: string): Promise<boolean> {
+  try {
+    const output = await new Command("su", {
+      args: ["nobody", "-s", "/bin/sh", "-c", script],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return output.success;
+  } catch {
+    return false;
+  }
+}
+
+/** The ways a cache path can be another's to control, each set up in `parent` (mode 1777, as /tmp). */
+const FOREIGN: [
+  string,
+  (parent: string, api: FakePartnerApi) => Promise<void>,
+][] = [
+  ["a folder another local user created first", async (parent) => {
+    ok(await asAnotherUser(`mkdir '${parent}/cache'`));
+  }],
+  [
+    "a file another local user created where the folder goes",
+    async (parent) => {
+      ok(await asAnotherUser(`touch '${parent}/cache'`));
+    },
+  ],
+  ["a folder other users may write", async (parent) => {
+    await Deno.mkdir(`${parent}/cache`);
+    await Deno.chmod(`${parent}/cache`, 0o777);
+  }],
+  ["a link to a folder", async (parent) => {
+    await Deno.mkdir(`${parent}/elsewhere`, { mode: 0o700 });
+    await run("ln", "-s", `${parent}/elsewhere`, `${parent}/cache`);
+  }],
+  ["a token file another local user owns", async (parent, api) => {
+    await Deno.mkdir(`${parent}/cache`, { mode: 0o700 });
+    const file = await cacheFile(api, `${parent}/cache`);
+    await Deno.writeFile(file, new Uint8Array(16), { mode: 0o600 });
+    await Deno.chown(file, 65534, 65534);
+  }],
+  ["a link to /dev/zero as the token file", async (parent, api) => {
+    await Deno.mkdir(`${parent}/cache`, { mode: 0o700 });
+    await run("ln", "-s", "/dev/zero", await cacheFile(api, `${parent}/cache`));
+  }],
+];
+
+processTest(
+  "a cache folder or file another user made or may write, or a link, is refused in one line: 3 runs spend 0 tokens",
+  async (t) => {
+    if (!(await asAnotherUser("true"))) {
+      console.warn("skipped: only root can act as a second local user here");
+      return;
+    }
+    for (const [name, setUp] of FOREIGN) {
+      await t.step(name, async () => {
+        await using api = await startFakePartnerApi();
+        // Absolute: the other user's shell starts elsewhere.
+        const parent = `${Deno.cwd()}/${await scratchDir()}`;
+        await Deno.chmod(parent, 0o1777);
+        await setUp(parent, api);
+        const env = {
+          ...configFor(api),
+          PARTNER_API_CACHE_DIR: `${parent}/cache`,
+        };
+        for (let i = 0; i < 3; i++) {
+          // Before the fix: 1 token, or one a run where no file could be
+          // written (measured: 10 runs, 10 tokens), or a wait on a lock.
+          const { code, stderr } = await cli(flags(parent), ["token"], env);
+          equal(code, 2, stderr);
+          equal(stderr.trimEnd().split("\n").length, 1, stderr);
+          ok(stderr.includes(`${parent}/cache`), stderr);
+        }
+        equal(api.tokenRequests, 0);
+      });
+    }
+  },
+);
+
+processTest(
+  "the cache folder the tool creates is its user's alone (0700)",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const parent = await scratchDir();
+    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: `${parent}/cache` };
+    const { code, stderr } = await cli(flags(parent), ["token"], env);
+    equal(code, 0, stderr);
+    equal((await Deno.lstat(`${parent}/cache`)).mode! & 0o777, 0o700);
+    equal(api.tokenRequests, 1);
+  },
+);
+
 processTest(
   "a cache write that cannot finish is reported once and leaves no partial file",
   async () => {
     await using api = await startFakePartnerApi();
     const folder = await scratchDir();
-    // The cache folder is a file: nothing can be written under it. (Tests run
-    // as root, so a read-only mode would not stop a write.)
-    await Deno.writeTextFile(`${folder}/cache`, "");
-    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: `${folder}/cache` };
+    // A folder where the token file goes: the finished file cannot be moved
+    // there. (Tests run as root, so a read-only mode would not stop a write.)
+    const file = await cacheFile(api, folder);
+    await Deno.mkdir(file);
+    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
     const run = await cli(flags(folder), ["token"], env);
     equal(run.code, 0, run.stderr);
     const notices = run.stderr.split("\n").filter((l) =>
@@ -104,7 +202,7 @@ processTest(
     );
     equal(notices.length, 1, run.stderr);
     const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
-    equal(left.join(), "cache", "no partial file");
+    equal(`${folder}/${left.join()}`, file, "no partial file");
   },
 );
 
@@ -149,15 +247,15 @@ processTest(
 );
 
 processTest(
-  "a refused token request is remembered across runs: the next run within the cooldown sends nothing",
+  "a refused token request is remembered across runs: the next runs within the cooldown send nothing, under any load",
   async () => {
     await using api = await startFakePartnerApi();
     const folder = await scratchDir();
     const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
-    api.injectTokenFaults({
-      kind: "body",
-      body: '{"access_token":"a b","expires_in":60,"token_type":"Bearer"}',
-    });
+    // Refused once, asking an hour: however slow the runs, the next ones
+    // come within it. (The 10 s default, clock driven: cli_test.ts.) Only
+    // the first request is refused: a run that forgot would get a token.
+    api.injectTokenFaults({ kind: "status", status: 403, retryAfter: 3600 });
     for (let run = 0; run < 3; run++) {
       const { code, stderr } = await cli(flags(folder), ["token"], env);
       equal(code, 1, stderr);

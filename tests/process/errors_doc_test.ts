@@ -1,0 +1,274 @@
+// Issue 46: every row of docs/errors.md is produced by a test as written.
+// The rows are read from the page: each class row names a producer here,
+// which must give an error of that class holding every field the row puts in
+// parentheses, and naming what its last column says; each row of the tool's
+// table is run as a subprocess, its fragments found in what the tool says,
+// with its exit code, and the flag or folder it names then makes the run
+// succeed. A row without a producer, or a producer without a row, fails.
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { configFromEnv } from "../../src/core/config.ts";
+import { parseQuotaHeader } from "../../src/core/quota.ts";
+import { createClient } from "../../src/client/mod.ts";
+import { paginate } from "../../src/client/paginate.ts";
+import { createTokenProvider, requestToken } from "../../src/token/mod.ts";
+import {
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
+import { cli } from "./_cli_process.ts";
+import { scratchDir } from "./_fleet.ts";
+import { processTest } from "../_processes.ts";
+
+/** The rows of the table that starts with `header`: its cells, trimmed. */
+async function tableRows(header: string): Promise<string[][]> {
+  const text = await Deno.readTextFile("docs/errors.md");
+  const table = text.slice(text.indexOf(header)).split("\n\n")[0]!;
+  return table.split("\n").slice(2).filter((line) => line.startsWith("|")).map((
+    line,
+  ) => line.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.trim()));
+}
+
+/** What a producer's error must name, besides its class and fields. */
+type Produced = { errors: unknown[]; names?: string[] };
+
+/** The error thrown or rejected by `work`. */
+async function caught(work: () => unknown): Promise<unknown> {
+  try {
+    await work();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("nothing was thrown");
+}
+
+/** A port nothing listens on now. */
+function closedPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+const PRODUCERS: Record<string, (api: FakePartnerApi) => Promise<Produced>> = {
+  TypeError: async (api) => ({
+    errors: [
+      await caught(() =>
+        createTokenProvider({
+          ...api.environment,
+          clientId: "c",
+          clientSecret: "",
+        })
+      ),
+    ],
+  }),
+  ConfigError: async () => ({
+    errors: [await caught(() => configFromEnv({}))],
+  }),
+  RangeError: async (api) => ({
+    errors: [
+      await caught(() =>
+        createClient({
+          environment: api.environment,
+          ...api.credentials,
+          timeout: -1,
+        })
+      ),
+    ],
+  }),
+  TokenRequestError: async (api) => {
+    const wrong = { ...api.environment, clientId: api.credentials.clientId };
+    return {
+      errors: [
+        // 401: status, code, quota and hint; no answer at all: the cause.
+        await caught(() => requestToken({ ...wrong, clientSecret: "not-it" })),
+        await caught(() =>
+          requestToken({
+            ...api.credentials,
+            audience: api.environment.audience,
+            tokenUrl: `http://127.0.0.1:${closedPort()}/oauth/token`,
+          })
+        ),
+      ],
+    };
+  },
+  QuotaExceededError: async () => {
+    await using limited = await startFakePartnerApi({ quota: { perHour: 1 } });
+    const request = () =>
+      requestToken({ ...limited.environment, ...limited.credentials });
+    await request();
+    return { errors: [await caught(request)] };
+  },
+  ApiError: async (api) => {
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+    });
+    return {
+      errors: [await caught(() => client.list("transaction").next())],
+      names: [
+        "/api/transaction",
+        "organizations",
+        "transactions",
+        "cardholders",
+      ],
+    };
+  },
+  Error: async () => {
+    const full = [1, 2];
+    const pages = paginate(() => Promise.resolve(full), { limit: 2 });
+    return { errors: [await caught(() => Array.fromAsync(pages))] };
+  },
+  SyntaxError: async () => ({
+    errors: [await caught(() => parseQuotaHeader("h=x"))],
+  }),
+};
+
+processTest(
+  "docs/errors.md: every class row is produced as written: its class, every field in parentheses, and what it names",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const rows = await tableRows("| error ");
+    deepStrictEqual(
+      rows.map(([name]) => name!.replaceAll("`", "")).sort(),
+      Object.keys(PRODUCERS).sort(),
+    );
+    for (const [cell, when] of rows) {
+      const name = cell!.replaceAll("`", "");
+      const { errors, names = [] } = await PRODUCERS[name]!(api);
+      for (const error of errors) {
+        ok(error instanceof Error, `${name}: ${error}`);
+        // ConfigError is a TypeError with `missing`; the rest, their class.
+        const actual = (error as { missing?: unknown }).missing !== undefined
+          ? "ConfigError"
+          : error.constructor.name;
+        equal(actual, name, `${name}: ${error.message}`);
+        for (const part of names) ok(error.message.includes(part), part);
+      }
+      const parenthesized = [...when!.matchAll(/\(([^)]*`[^)]*)\)/g)]
+        .flatMap((group) => [...group[1]!.matchAll(/`(\w+)`/g)])
+        .map((field) => field[1]!);
+      for (const field of new Set(parenthesized)) {
+        ok(
+          errors.some((error) =>
+            (error as object)[field as never] !== undefined
+          ),
+          `${name} has no '${field}'`,
+        );
+      }
+    }
+  },
+);
+
+/** The tool's permissions for a run against the fake, with the cache in `folder`. */
+function flags(folder: string, ...more: string[]): string[] {
+  return [
+    "--allow-env=PARTNER_API_*",
+    `--allow-read=${folder}`,
+    `--allow-write=${folder}`,
+    ...more,
+  ];
+}
+
+/** The first `--allow-<kind>=…` flag a line names, as an argument. */
+function namedFlag(line: string, kind: "net" | "env"): string {
+  const flags = [
+    ...line.matchAll(new RegExp(`--allow-${kind}=([^\\s)']+)`, "g")),
+  ];
+  ok(flags.length > 0, line);
+  // The exact list, not a pattern to quote: the last one a line names.
+  return `--allow-${kind}=${flags.at(-1)![1]}`;
+}
+
+/** One run of the tool: its permissions, arguments and variables besides the fake's. */
+type Invocation = {
+  flags: string[];
+  args: string[];
+  env?: Record<string, string>;
+};
+
+/** A row's run, in `folder`, and the run its line says will work. */
+type ToolCase = (folder: string) => {
+  run: Invocation;
+  fix: (stderr: string) => Invocation | Promise<Invocation>;
+};
+
+const NET = "--allow-net=127.0.0.1";
+
+const TOOL_RUNS: Record<string, ToolCase> = {
+  "a list path the API does not have": (folder) => ({
+    run: { flags: flags(folder, NET), args: ["list", "transaction"] },
+    fix: () => ({
+      flags: flags(folder, NET),
+      args: ["list", "transactions", "--max-items", "1"],
+    }),
+  }),
+  // Another host allowed than the token URL's.
+  "a host `--allow-net` does not name": (folder) => ({
+    run: { flags: flags(folder, "--allow-net=localhost"), args: ["token"] },
+    fix: (stderr) => ({
+      flags: flags(folder, "--allow-net=localhost", namedFlag(stderr, "net")),
+      args: ["token"],
+    }),
+  }),
+  // A prefix without its `*` names one variable, PARTNER_API_.
+  "a variable `--allow-env` does not name": (folder) => ({
+    run: {
+      flags: [NET, `--allow-read=${folder}`, "--allow-env=PARTNER_API_"],
+      args: ["token", "--no-cache"],
+    },
+    fix: (stderr) => ({
+      flags: [NET, `--allow-read=${folder}`, namedFlag(stderr, "env")],
+      args: ["token", "--no-cache"],
+    }),
+  }),
+  "a cache folder that is not yours alone": (folder) => ({
+    run: {
+      flags: flags(folder, NET),
+      args: ["token"],
+      env: { PARTNER_API_CACHE_DIR: `${folder}/shared` },
+    },
+    // As it says: another folder, of one's own.
+    fix: () => ({
+      flags: flags(folder, NET),
+      args: ["token"],
+      env: { PARTNER_API_CACHE_DIR: `${folder}/own` },
+    }),
+  }),
+};
+
+processTest(
+  "docs/errors.md: every row of what the tool says is run as written, and the fix it names works",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const rows = await tableRows("| the tool met ");
+    deepStrictEqual(
+      rows.map(([met]) => met).sort(),
+      Object.keys(TOOL_RUNS).sort(),
+    );
+    const go = (folder: string, { flags, args, env }: Invocation) =>
+      cli(flags, args, {
+        ...configFor(api),
+        PARTNER_API_CACHE_DIR: `${folder}/cache`,
+        ...env,
+      });
+    for (const [met, says, exit] of rows) {
+      const folder = await scratchDir();
+      // Shared with every user: what the cache row refuses.
+      await Deno.mkdir(`${folder}/shared`, { mode: 0o777 });
+      await Deno.chmod(`${folder}/shared`, 0o777);
+      const { run, fix } = TOOL_RUNS[met!]!(folder);
+      const { code, stderr } = await go(folder, run);
+      const fixed = (await go(folder, await fix(stderr))).code;
+      equal(code, Number(exit), `${met}: ${stderr}`);
+      equal(stderr.trimEnd().split("\n").length, 1, stderr);
+      const fragments = says!.replaceAll("`", "").split(/…|<[^>]+>/)
+        .map((fragment) => fragment.trim()).filter((f) => f.length > 1);
+      for (const fragment of fragments) {
+        ok(stderr.includes(fragment), `${met}: '${fragment}' in ${stderr}`);
+      }
+      equal(fixed, 0, `${met}: the fix it names`);
+    }
+  },
+);
