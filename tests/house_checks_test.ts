@@ -23,6 +23,7 @@ import {
   MAX_EXCEPTIONS,
   oversized,
 } from "../tools/shape.ts";
+import { latestRelease, versionProblems } from "../tools/versions.ts";
 
 Deno.test("doors: a module reaching into another part's _ file counts, core's kernel and its own part's do not", () => {
   const sources = new Map([
@@ -304,4 +305,38 @@ Deno.test("shape: more than 3 exceptions, one without a reason, or one that need
     1,
   );
   equal(exceptionProblems(listed(["src/a.ts"]), () => 400).length, 1);
+});
+
+Deno.test("versions: a changelog's latest release is its first numbered section, Unreleased or not", () => {
+  equal(
+    latestRelease(
+      "# Changelog\n\n## [Unreleased]\n\n## [0.4.0] - Unreleased\n\n## [0.3.0] - 2026-11-24\n",
+    ),
+    "0.4.0",
+  );
+  equal(latestRelease("## [1.0.0-rc.1] - 2027-01-01\n"), "1.0.0-rc.1");
+  equal(latestRelease("# Changelog\n\nNothing yet.\n"), undefined);
+});
+
+Deno.test("versions: a place whose version differs from deno.json's fails the check", () => {
+  deepStrictEqual(
+    versionProblems({
+      "deno.json": "0.4.0",
+      "dist/package.json": "0.4.0",
+      "CHANGELOG.md": "0.4.0",
+    }),
+    [],
+  );
+  deepStrictEqual(
+    versionProblems({
+      "deno.json": "0.4.0",
+      "dist/package.json": "0.3.0",
+      "CHANGELOG.md": undefined,
+    }),
+    [
+      "dist/package.json: 0.3.0, deno.json: 0.4.0",
+      "CHANGELOG.md: no version, deno.json: 0.4.0",
+    ],
+  );
+  equal(versionProblems({ "deno.json": undefined }).length, 1);
 });
