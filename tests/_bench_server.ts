@@ -74,16 +74,18 @@ export const cpuTime: BenchClock = () => {
 /**
  * Runs `rounds` rounds, each running every function `batch` times, in
  * rotating order, so that drift (other load, CPU frequency) falls on every
- * side alike; hands each round's total time per function to `record`.
+ * side alike. Each round gives every function one sample, `sample(times,
+ * name)` of that round's total times; the samples by function.
  */
 async function inRounds(
   fns: Record<string, () => Promise<unknown>>,
   rounds: number,
   batch: number,
   clock: BenchClock,
-  record: (times: Record<string, number>) => void,
-): Promise<void> {
+  sample: (times: Record<string, number>, name: string) => number,
+): Promise<Record<string, number[]>> {
   const names = Object.keys(fns);
+  const samples: Record<string, number[]> = {};
   for (let round = 0; round < rounds; round++) {
     const times: Record<string, number> = {};
     for (let i = 0; i < names.length; i++) {
@@ -92,8 +94,9 @@ async function inRounds(
       for (let n = 0; n < batch; n++) await fns[name]!();
       times[name] = clock() - started;
     }
-    record(times);
+    for (const name of names) (samples[name] ??= []).push(sample(times, name));
   }
+  return samples;
 }
 
 /** The median of `values`. */
@@ -108,12 +111,13 @@ export async function interleaved(
   batch = 200,
   clock: BenchClock = wallTime,
 ): Promise<Record<string, number>> {
-  const samples: Record<string, number[]> = {};
-  await inRounds(fns, rounds, batch, clock, (times) => {
-    for (const [name, ms] of Object.entries(times)) {
-      (samples[name] ??= []).push(ms / batch);
-    }
-  });
+  const samples = await inRounds(
+    fns,
+    rounds,
+    batch,
+    clock,
+    (times, name) => times[name]! / batch,
+  );
   return Object.fromEntries(
     Object.entries(samples).map(([name, values]) => [name, median(values)]),
   );
@@ -138,12 +142,13 @@ export async function ratiosToFloor(
   batch = 200,
   clock: BenchClock = wallTime,
 ): Promise<Record<string, Ratio>> {
-  const ratios: Record<string, number[]> = {};
-  await inRounds(fns, rounds, batch, clock, (times) => {
-    for (const [name, ms] of Object.entries(times)) {
-      (ratios[name] ??= []).push(ms / times[floor]!);
-    }
-  });
+  const ratios = await inRounds(
+    fns,
+    rounds,
+    batch,
+    clock,
+    (times, name) => times[name]! / times[floor]!,
+  );
   return Object.fromEntries(
     Object.entries(ratios).map(([name, values]) => [name, {
       median: median(values),
