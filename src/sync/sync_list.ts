@@ -248,7 +248,8 @@ async function endCycle<T>(
       error.maxDeletesNeeded ?? 1,
       config.now(),
     );
-    await committer.restart(refused, context(config, refused, "sweep"));
+    // Recorded as a head's batch: no row is seen or written.
+    await committer.restart(refused, context(config, refused, "head"));
     throw error;
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
