@@ -277,6 +277,69 @@ const steps: {
 }[] = [
   {
     name:
+      "the guard (issue 45): a sweep answered with another list commits nothing and the next healthy run goes on; deletes sliced an hour apart stop at maxDeletes of the day's largest size",
+    async fn(db) {
+      const spread = (n: number, suffix: string) =>
+        Array.from({ length: n }, (_, i) => ({
+          id: `t${String(i * 1000).padStart(9, "0")}${suffix}`,
+        }));
+      let items = spread(1000, "");
+      let foreignFrom = Infinity;
+      const service = listOf(() =>
+        service.requests >= foreignFrom ? spread(1000, "x") : items
+      );
+      let clock = Date.UTC(2026, 10, 28);
+      const options = {
+        id: "id",
+        sink: createPostgresSink<{ id: string }>({
+          query: db.query,
+          table: "guarded",
+        }),
+        maxLimit: 100,
+        changes: true,
+        now: () => clock,
+      };
+      const live = async () =>
+        Number(
+          (await db.rows<{ n: string }>(
+            `SELECT count(*)::text AS n FROM "guarded" WHERE deleted_at IS NULL`,
+          ))[0]!.n,
+        );
+      await syncList(service.client, "things", options);
+      const before = await dump(db, "guarded");
+      const seq = await lastSeq(db, "guarded");
+      foreignFrom = service.requests + 2;
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep: Infinity }),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      equal(await dump(db, "guarded"), before);
+      equal(await lastSeq(db, "guarded"), seq);
+      foreignFrom = Infinity;
+      const healthy = await syncList(service.client, "things", {
+        ...options,
+        sweep: Infinity,
+      });
+      deepStrictEqual([healthy.inserted, healthy.deleted], [0, 0]);
+      let refused = 0;
+      for (let run = 0; run < 6; run++) {
+        clock += 3_600_000;
+        items = items.filter((_, i) => i % 11 !== 5);
+        await syncList(service.client, "things", {
+          ...options,
+          sweep: Infinity,
+        })
+          .catch((error: SyncError) => {
+            equal(error.reason, "too-many-deletes");
+            refused++;
+          });
+        ok(1000 - await live() <= 100, String(await live()));
+      }
+      ok(refused > 0);
+    },
+  },
+  {
+    name:
       "a sync stores every item once, as a JSON object, under drift; a second run resumes and writes only the new ones",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 1000 } });
