@@ -106,24 +106,24 @@ export class ClockView {
   /** The window as this process's clock has it, at `now`. */
   see(state: WindowState, now: number, limit: RateLimit): WindowState {
     const mine = `${this.#own}:`;
-    const sends = state.sends.map((send): Send => {
+    // Its own, on its own clock: a stamp past the hold is not its, and is
+    // dropped (kept for the hold, 90 of them held a fleet for a minute).
+    // The others' are dated by sight, which no stamp can push further.
+    const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
-      // Its own, on its own clock; a stamp past the hold is not its.
-      if (name.startsWith(mine)) {
-        return [name, Math.min(from, now + HOLD), answered, span];
-      }
+      if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];
       let seen = this.#sends.get(name);
       if (seen === undefined) {
         seen = { first: now, open: answered === 1 ? undefined : now };
         this.#sends.set(name, seen);
       }
-      if (answered === 0) return [name, seen.first + HOLD, 0, span];
+      if (answered === 0) return [[name, seen.first + HOLD, 0, span]];
       seen.answered ??= now;
       // Seen written and unanswered at `open`: answered within its span of it.
       const within = seen.open !== undefined && span >= 0
         ? seen.open + span
         : Infinity;
-      return [name, Math.min(seen.answered, within), 1, span];
+      return [[name, Math.min(seen.answered, within), 1, span]];
     });
     forgetMissing(this.#sends, state.sends.map(([name]) => name));
     const longest = limit.interval + HOLD;

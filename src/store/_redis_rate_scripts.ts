@@ -1,7 +1,8 @@
 // Internal: the fleet window's rules (_window_rules.ts) as Lua scripts, on
 // Redis's own clock. Each script first replaces what is not ours, in the
 // same atomic step: a key of another type, a number that does not parse,
-// a block or a send counted from further ahead than the rules ever write.
+// a block further ahead than the rules ever write (cut back), a send dated
+// past the hold (dropped).
 // Such a key would otherwise make every take fail (and every process pace
 // alone at the whole limit), or hold the fleet off for as long as it says.
 
@@ -9,10 +10,22 @@
 // set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
 // 4 holders (sorted set: holder -> ms last seen), 5 turns (counter),
 // 6 block (ms before which nobody sends, after a refusal), 7 epoch (hash:
-// id of this life of the window; claimed, until, reseeded: slots kept for
-// sends the store lost, see _window_rules.ts).
+// id of this life of the window; short, reseeded: slots kept for sends the
+// store lost, see _window_rules.ts; until: when the window's last send
+// leaves).
 // ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
 // with if the window has none; then each script's own.
+
+// Writes down in the epoch hash until when the window holds a send: the
+// latest send's time (none past the hold is ours) and an interval. Before
+// then the window cannot have emptied by itself.
+const mark = (window: string, epoch: string) =>
+  `local function mark()
+  local last = redis.call('ZREVRANGEBYSCORE', ${window}, now + hold, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+  if last then redis.call('HSET', ${epoch}, 'until', tonumber(last) + interval) end
+end
+`;
+
 const GUARD = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -42,12 +55,18 @@ if block > now + share then
   block = now + share
   redis.call('SET', KEYS[6], block, 'PX', share)
 end
-for _, send in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now + hold), '+inf', 'LIMIT', 0, 1000)) do
-  redis.call('ZADD', KEYS[1], now + hold, send)
-end
+-- A send dated past the hold was never written by a take: dropped, not
+-- kept for the hold (90 of them held a fleet for a minute).
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + hold), '+inf')
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '(' .. now, '+inf')
 if redis.call('ZCARD', KEYS[2]) > 1000 then redis.call('DEL', KEYS[2], KEYS[3]) end
 local epoch = redis.call('HGET', KEYS[7], 'id')
+-- The window and its epoch are judged together: a window gone while its
+-- epoch says a send is still in it was lost (an eviction can pick one key
+-- of two), as in a restart; one that emptied as its sends left was not.
+if epoch and redis.call('EXISTS', KEYS[1]) == 0 and (num(redis.call('HGET', KEYS[7], 'until')) or 0) > now then
+  lost = true
+end
 if lost or not epoch or #epoch > 64 then
   redis.call('DEL', KEYS[7])
   epoch = ARGV[5]
@@ -58,7 +77,8 @@ local short = math.min(num(redis.call('HGET', KEYS[7], 'short')) or 0, now + int
 local reseeded = num(redis.call('HGET', KEYS[7], 'reseeded')) or 0
 local capacity = requests
 if short > now then capacity = math.min(requests, reseeded) end
-local function keep()
+${mark("KEYS[1]", "KEYS[7]")}local function keep()
+  mark()
   for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], interval + hold + grace) end
 end
 `;
@@ -143,15 +163,18 @@ if short > now then redis.call('HSET', KEYS[7], 'reseeded', reseeded + added) en
 keep()
 return added`;
 
-// KEYS: window; ARGV: the sends. Each counts from now, if it still waits.
+// KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts
+// from now, if it still waits.
 export const ANSWER =
   `if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-for _, send in ipairs(ARGV) do
-  local from = redis.call('ZSCORE', KEYS[1], send)
-  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, send) end
+local interval, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
+${mark("KEYS[1]", "KEYS[2]")}for i = 3, #ARGV do
+  local from = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, ARGV[i]) end
 end
+if redis.call('TYPE', KEYS[2]).ok == 'hash' then mark() end
 return 0`;
 
 // KEYS: window, block; ARGV: requests, interval. A window with room is

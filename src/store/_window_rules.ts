@@ -3,9 +3,10 @@
 // (_redis_rate_scripts.ts) are the same rules in Lua, on Redis's clock.
 //
 // What is read from a store is never trusted further than its rules allow:
-// a block, a wait or a place in line lasts at most one interval and the
-// hold, and a value that is not a window counts as a window the store lost
-// (a restart): its members write back what they sent before anyone takes.
+// a send dated past the store's time plus the hold is dropped, a block, a
+// wait or a place in line lasts at most one interval and the hold, and a
+// value that is not a window counts as a window the store lost (a
+// restart): its members write back what they sent before anyone takes.
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 
@@ -123,7 +124,10 @@ export function takeTurn(
 ): TakeOutcome {
   const { interval } = limit;
   const { holder, wanted } = ask;
-  const sends = state.sends.filter(([, from]) => from > now - interval);
+  // A send dated past the hold was never written by a take: dropped.
+  const sends = state.sends.filter(([, from]) =>
+    from > now - interval && from <= now + HOLD
+  );
   const holders = [
     ...state.holders.filter(([id, seen]) =>
       seen > now - interval && id !== holder

@@ -104,8 +104,10 @@ const CONTEXT = "Cannot create Redis rate limiter";
  *   `N` processes gets its share (at least `1 / (2N)` of the limit).
  * - What Redis holds is never trusted past the rules: a key of another
  *   type or a value that does not parse is replaced in the same script, a
- *   block or a send counted from further ahead than a take writes is cut
- *   back, so no wait is longer than the interval and the hold (a minute).
+ *   send dated beyond Redis's time plus the hold is dropped and a block
+ *   further ahead than a refusal writes is cut back, so no wait is longer
+ *   than the interval and the hold (a minute). A window lost while its
+ *   epoch survives (an eviction picked one key) counts as a restart.
  * - When Redis fails or does not answer in `commandTimeout`, the process
  *   paces itself alone at its last known share (`requests / N`; half the
  *   limit before Redis ever said `N`, never the whole), emits
@@ -253,7 +255,11 @@ class RedisWindow implements SharedWindow {
   }
 
   async answer(sends: readonly string[]): Promise<void> {
-    await this.#script(ANSWER, [this.#keys[0]!], [...sends]);
+    await this.#script(ANSWER, [this.#keys[0]!, this.#keys[6]!], [
+      this.#args[1]!,
+      this.#args[2]!,
+      ...sends,
+    ]);
   }
 
   async refuse(): Promise<void> {
