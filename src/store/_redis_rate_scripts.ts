@@ -64,13 +64,15 @@ local epoch = redis.call('HGET', KEYS[7], 'id')
 -- The window and its epoch are judged together: a window gone while its
 -- epoch says a send is still in it was lost (an eviction can pick one key
 -- of two), as in a restart; one that emptied as its sends left was not.
-if epoch and redis.call('EXISTS', KEYS[1]) == 0 and (num(redis.call('HGET', KEYS[7], 'until')) or 0) > now then
-  lost = true
-end
-if lost or not epoch or #epoch > 64 then
+-- Sends were lost for sure, so the window is short of them at once: a
+-- process that never knew the old epoch takes nothing before the others
+-- wrote theirs back.
+local fell = epoch and redis.call('EXISTS', KEYS[1]) == 0 and (num(redis.call('HGET', KEYS[7], 'until')) or 0) > now
+if fell or lost or not epoch or #epoch > 64 then
   redis.call('DEL', KEYS[7])
   epoch = ARGV[5]
   redis.call('HSET', KEYS[7], 'id', epoch)
+  if fell then redis.call('HSET', KEYS[7], 'short', now + interval + grace) end
 end
 -- While the window is short of what it lost: only as many as written back.
 local short = math.min(num(redis.call('HGET', KEYS[7], 'short')) or 0, now + interval + grace)
@@ -122,11 +124,15 @@ else
   if block > now then
     wait = block - now
   else
-    -- This holder's turn comes when the (index + 1)-th send leaves.
-    local index = math.max(redis.call('ZRANK', KEYS[2], holder) - (free - granted), 0)
+    -- Slots free beyond those of the places ahead: its turn is now, once
+    -- those ahead took theirs. Else it comes when the (index + 1)-th send
+    -- leaves.
+    local index = redis.call('ZRANK', KEYS[2], holder) - (free - granted)
     local send = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
     local from = tonumber(send[2] or '-1')
-    if not send[2] then
+    if index < 0 then
+      wait = 1
+    elseif not send[2] then
       -- Beyond what a short window holds: more may be written back soon.
       if short > now then wait = math.max(1, math.min(short - now, math.max(share, grace))) else wait = interval end
     elseif from > now then

@@ -201,11 +201,13 @@ function turnWait(
 ): number {
   const { interval } = limit;
   if (state.block > now) return state.block - now;
+  // Slots free beyond those of the places ahead: its next turn is now,
+  // once those ahead took theirs (slots a burst of answers freed together
+  // were left unused until the oldest send left, an interval on).
+  const place = state.line.findIndex(([id]) => id === holder);
+  if (place < free) return 1;
   // The turn comes when the (index + 1)-th send leaves.
-  const index = Math.max(
-    0,
-    state.line.findIndex(([id]) => id === holder) - free,
-  );
+  const index = place - free;
   const from = state.sends.map(([, from]) => from).sort((a, b) => a - b)[index];
   if (from === undefined) {
     // Beyond what a short window holds: more may be written back soon.

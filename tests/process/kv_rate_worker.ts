@@ -6,7 +6,8 @@
 // counts the requests it sent after. Its clock may be skewed (the limiter's
 // `now` reads Date.now() plus PARTNER_API_SKEW ms), and with
 // PARTNER_API_REFUSED set it tells its limiter of one 429 before it starts,
-// as a process that met another user of the address would.
+// as a process that met another user of the address would. With
+// PARTNER_API_PARALLEL set, that many callers send at once.
 //
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
 //     --allow-read=<dir> --allow-write=<dir> kv_rate_worker.ts \
@@ -53,15 +54,19 @@ const outage = () => {
 };
 let closed = false;
 let afterOutage = 0;
-for (let i = 0; i < Number(count); i++) {
-  if (!closed && outage()) {
-    kv.close();
-    closed = true;
+const parallel = Number(Deno.env.get("PARTNER_API_PARALLEL") ?? 1);
+let next = 0;
+await Promise.all(Array.from({ length: parallel }, async () => {
+  while (next++ < Number(count)) {
+    if (!closed && outage()) {
+      kv.close();
+      closed = true;
+    }
+    if (closed) afterOutage++;
+    const response = await client.fetch("organizations");
+    await response.body?.cancel();
   }
-  if (closed) afterOutage++;
-  const response = await client.fetch("organizations");
-  await response.body?.cancel();
-}
+}));
 await rateLimit[Symbol.asyncDispose]();
 if (!closed) kv.close();
 console.log(JSON.stringify({ degraded, afterOutage, refused }));
