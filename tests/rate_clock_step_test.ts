@@ -4,10 +4,13 @@
 // the runtime's monotone one), and a KV token store waits for a lease no
 // longer than it has seen it unchanged. Fake timers and an injected clock
 // moved by hand; the database is real, the fake in process (no socket).
+// The fleet limiters too: pacing alone while their Redis is away, and with
+// a caller already waiting when the clock steps.
 
 import { equal, ok } from "node:assert/strict";
 import { createRateLimiter } from "../src/client/rate_limit.ts";
 import { createKvRateLimiter, createKvTokenStore } from "../src/store/kv.ts";
+import { createRedisRateLimiter } from "../src/store/redis.ts";
 import { clientDigest } from "./_store_keys.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
@@ -107,5 +110,56 @@ Deno.test("clock steps: a process waiting for a dead holder's KV lease takes ove
     const token = await pending;
     ok(api.service.isValidToken(token.accessToken));
     equal(api.service.tokenRequests, 1);
+  });
+});
+
+Deno.test("clock steps: a Redis fleet limiter pacing alone (its Redis away) whose clock steps back 25 h grants the next send once the window passed", async () => {
+  await withFakeTimers(async (timers) => {
+    let offset = 0;
+    const limiter = createRedisRateLimiter({
+      command: () => Promise.reject(new Error("connection refused")),
+      requests: 2, // alone: half the limit, 1
+      interval: 1000,
+      now: () => timers.now + offset,
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work);
+    limiter.answered(await run(limiter.take()));
+    offset -= DAY_AND_HOUR;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), 60_000);
+    const ticket = await run(
+      Promise.resolve(limiter.take(deadline.signal)).catch(() => undefined),
+    );
+    clearTimeout(timer);
+    ok(ticket !== undefined, "granted before its deadline");
+    limiter.answered(ticket);
+    await run(limiter[Symbol.asyncDispose]());
+  });
+});
+
+Deno.test("clock steps: a KV fleet limiter whose clock steps back 25 h while a caller waits for the window grants it once the window passed", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    timers.setSystemTime(Date.UTC(2026, 10, 21, 10));
+    using db = trackedIo(kv, 1);
+    let offset = 0;
+    const limiter = createKvRateLimiter(db.kv, {
+      requests: 1,
+      interval: 1000,
+      now: () => timers.now + offset,
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    limiter.answered(await run(limiter.take()));
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), 60_000);
+    const waiting = Promise.resolve(limiter.take(deadline.signal))
+      .catch(() => undefined);
+    await run(onFakeClock(timers, 100)); // it waits for the window
+    offset -= DAY_AND_HOUR;
+    const ticket = await run(waiting);
+    clearTimeout(timer);
+    ok(ticket !== undefined, "granted before its deadline");
+    limiter.answered(ticket);
+    await run(limiter[Symbol.asyncDispose]());
   });
 });
