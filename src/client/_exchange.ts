@@ -4,7 +4,7 @@
 import type { TokenProvider } from "../token/mod.ts";
 import type { AttemptLimits } from "../core/_deadlines.ts";
 import type { EventListener } from "../core/events.ts";
-import type { RateLimiter } from "./rate_limit.ts";
+import type { RateLimiter, RatePriority } from "./rate_limit.ts";
 import type { RetryPolicy } from "./_policy.ts";
 
 /** What every request of one client shares. */
@@ -21,6 +21,8 @@ export interface SendContext {
   readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
   /** Paces every attempt; `undefined` when pacing is off. */
   readonly rateLimiter: RateLimiter | undefined;
+  /** The priority of calls that give none. */
+  readonly priority: RatePriority;
   /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
   readonly onEvent: EventListener | undefined;
   readonly now: () => number;

@@ -35,6 +35,7 @@ export {
   type RateLimit,
   type RateLimiter,
   type RateLimiterOptions,
+  type RatePriority,
 } from "./rate_limit.ts";
 
 export type { ListOptions, Page, RequestMetadata } from "./pages.ts";

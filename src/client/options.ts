@@ -8,7 +8,11 @@ import type {
   TokenProvider,
   TokenProviderOptions,
 } from "../token/mod.ts";
-import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
+import type {
+  RateLimit,
+  RateLimiter,
+  RatePriority,
+} from "../core/rate_limiter.ts";
 
 /**
  * Options of `createClient`.
@@ -97,6 +101,16 @@ export interface ClientOptions extends ProviderSettings {
    * @default {{ requests: 900, interval: 300000 }: the service's published limit per IP}
    */
   rateLimit?: RateLimit | RateLimiter | false;
+  /**
+   * The priority of the client's calls that give none of their own
+   * (Fetch's `RequestInit.priority`, passed on to `fetch`): `"low"` makes
+   * them background, which the rate limiter sends only when nothing else
+   * waits and its window keeps `reserve` slots free; any other value is
+   * live. A call's `init.priority` (or a list's `priority`) overrides it.
+   *
+   * @default {"auto"}
+   */
+  priority?: RatePriority;
   /**
    * Called with what the client does: `api.request` (each attempt),
    * `api.retry`, `api.renewal` (a 401, sent again with a newer token),

@@ -36,6 +36,7 @@ export type {
   PaginateOptions,
   SortDirection,
 } from "./page_types.ts";
+export type { RatePriority } from "../core/rate_limiter.ts";
 
 const CONTEXT = "Cannot paginate";
 

@@ -45,11 +45,28 @@ export function slotWait(
   share: number = window.times.length,
 ): number {
   const { times, head } = window;
-  // The share-th latest send must leave before another may go.
-  const freedAt = window.count >= share
-    ? times[(head - share + times.length) % times.length]! + interval
-    : -Infinity;
+  // The whole ring: the oldest send must leave before another may go (or,
+  // answered out of order, a send after it: waiting for it is safe).
+  // A share of it: the share-th latest time must leave, which answers out
+  // of order may have put anywhere in the ring.
+  const freedAt = window.count < share
+    ? -Infinity
+    : share === times.length
+    ? times[head]! + interval
+    : latest(window, share, now - interval) + interval;
   return Math.max(0, freedAt - now, window.blockedUntil - now);
+}
+
+/** The `nth` latest time of the window after `since` (`-Infinity`: fewer). */
+function latest(window: Window, nth: number, since: number): number {
+  const { times, head, count } = window;
+  const recent: number[] = [];
+  for (let i = 1; i <= count; i++) {
+    const time = times[(head - i + times.length) % times.length]!;
+    if (time > since) recent.push(time);
+  }
+  if (recent.length < nth) return -Infinity;
+  return recent.sort((a, b) => b - a)[nth - 1]!;
 }
 
 /**
