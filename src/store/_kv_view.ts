@@ -49,7 +49,12 @@ export function readState(value: unknown): WindowState | undefined {
     line: line.flatMap((entry): Place[] =>
       Array.isArray(entry) && typeof entry[0] === "string" &&
         isTime(entry[1])
-        ? [[entry[0], entry[1], isTime(entry[2]) ? entry[2] : 0]]
+        ? [[
+          entry[0],
+          entry[1],
+          isTime(entry[2]) ? entry[2] : 0,
+          entry[3] === 0 ? 0 : 1,
+        ]]
         : []
     ),
     holders: holders.flatMap((entry): [string, number][] =>
@@ -127,11 +132,13 @@ export class ClockView {
     });
     forgetMissing(this.#sends, state.sends.map(([name]) => name));
     const longest = limit.interval + HOLD;
-    const line = state.line.map(([holder, lapses, span]): Place => {
-      if (holder === this.#own) return [holder, lapses, span];
+    const line = state.line.map((place): Place => {
+      const [holder, lapses, span, live] = place;
+      if (holder === this.#own) return place;
       const at = sighting(this.#places, holder, lapses, now);
       // A place lasts what its writer gave it, from when it was seen.
-      return [holder, at + Math.min(span > 0 ? span : longest, longest), span];
+      const until = at + Math.min(span > 0 ? span : longest, longest);
+      return [holder, until, span, live === 0 ? 0 : 1];
     });
     forgetMissing(this.#places, state.line.map(([holder]) => holder));
     const holders = state.holders.map(([holder, seen]) =>

@@ -85,10 +85,16 @@ ${mark("KEYS[1]", "KEYS[7]")}local function keep()
 end
 `;
 
-// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, then
-// the sends wanted. Answers {granted, wait, holders, epoch, reseed, count}.
+// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, 9 '1'
+// when the sends are background ones, 10 the reserve, then the sends
+// wanted. Answers {granted, wait, holders, epoch, reseed, count}. A place
+// in line waiting for background sends only is marked in the places hash
+// (`<holder>|low`): ahead of a live take stand live places only, and a
+// background take gets nothing while a live place waits elsewhere, nor
+// the last `reserve` slots.
 export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
-local want = #ARGV - 8
+local low, reserve = ARGV[9] == '1', tonumber(ARGV[10]) or 0
+local want = #ARGV - 10
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
 redis.call('ZADD', KEYS[4], now, holder)
@@ -96,7 +102,7 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local lapses = num(redis.call('HGET', KEYS[3], other)) or -1
   if lapses < now or lapses > now + interval + hold + grace then
     redis.call('ZREM', KEYS[2], other)
-    redis.call('HDEL', KEYS[3], other)
+    redis.call('HDEL', KEYS[3], other, other .. '|low')
   end
 end
 keep()
@@ -105,29 +111,47 @@ if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
-local place = redis.call('ZRANK', KEYS[2], holder)
-local line = redis.call('ZCARD', KEYS[2])
+-- Those who may stand ahead: every place for a background take, live
+-- places (and its own) for a live one.
+local line, place, liveElsewhere = 0, nil, false
+for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
+  if other ~= holder and not otherLow then liveElsewhere = true end
+  if low or not otherLow or other == holder then
+    if other == holder then place = line end
+    line = line + 1
+  end
+end
+if low then
+  if liveElsewhere then free = 0 else free = free - reserve end
+end
 local ahead = place or line
 -- While others wait in line, one send per turn: turns, not callers, are fair.
 local most = want
 if line > (place and 1 or 0) then most = 1 end
 local granted = math.max(0, math.min(most, free - ahead))
-for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[8 + i]) end
+for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[10 + i]) end
 local wait = 0
 if granted == want then
   redis.call('ZREM', KEYS[2], holder)
-  redis.call('HDEL', KEYS[3], holder)
+  redis.call('HDEL', KEYS[3], holder, holder .. '|low')
 else
+  local position = place
   if granted > 0 or not place then
     redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), holder)
+    position = line - (place and 1 or 0)
   end
+  if low then redis.call('HSET', KEYS[3], holder .. '|low', '1') else redis.call('HDEL', KEYS[3], holder .. '|low') end
   if block > now then
     wait = block - now
+  elseif low and liveElsewhere then
+    -- The live ones go first: ask again soon.
+    wait = math.max(1, share)
   else
     -- Slots free beyond those of the places ahead: its turn is now, once
     -- those ahead took theirs. Else it comes when the (index + 1)-th send
     -- leaves.
-    local index = redis.call('ZRANK', KEYS[2], holder) - (free - granted)
+    local index = position - (free - granted)
     local send = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
     local from = tonumber(send[2] or '-1')
     if index < 0 then
