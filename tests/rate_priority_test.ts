@@ -6,13 +6,17 @@
 
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import fc from "fast-check";
-import { createRateLimiter } from "../src/client/rate_limit.ts";
+import {
+  createRateLimiter,
+  type RateLimiter,
+} from "../src/client/rate_limit.ts";
+import { createKvRateLimiter } from "../src/store/kv.ts";
 import type { RatePriority } from "../src/core/rate_limiter.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { collect } from "../src/client/paginate.ts";
 import { mostInAnyWindow } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { clientOf, drive, inProcessFake } from "./_fast_setup.ts";
+import { clientOf, drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
 import { runs } from "./_property_runs.ts";
 
 /** One caller of a schedule: when it comes, its priority, how long its request takes. */
@@ -250,4 +254,65 @@ Deno.test("createRateLimiter() checks reserve: a whole number from 0 to requests
   // A limit of 1 reserves none by default: background requests still go.
   const one = createRateLimiter({ requests: 1, interval: 1000 });
   equal(typeof one.take(undefined, "low"), "number");
+});
+
+Deno.test("priorities across 3 KV limiters (as 3 processes): the crawl of one never holds the last reserve slots of a window by the fake's count, and live calls of the other two, issued while it waits, arrive before its next page", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    timers.setSystemTime(Date.UTC(2026, 10, 28));
+    using db = trackedIo(kv, 1);
+    const limit = { requests: 10, interval: 1000 }; // reserve: 1
+    using api = inProcessFake({
+      now: () => timers.now,
+      items: { transactions: 200 },
+    });
+    const arrivals: { at: number; live: boolean }[] = [];
+    const fetch: typeof globalThis.fetch = async (input, init) => {
+      const path = new URL(new Request(input, init).url).pathname;
+      if (path.startsWith("/api/")) {
+        arrivals.push({ at: timers.now, live: init?.priority !== "low" });
+      }
+      return await api.fetch(input, init);
+    };
+    const [a, b, c] = [0, 1, 2].map(() =>
+      createKvRateLimiter(db.kv, { ...limit, now: () => timers.now })
+    );
+    const clientWith = (rateLimit: RateLimiter) =>
+      clientOf({ ...api, fetch }, { rateLimit, now: () => timers.now });
+    const crawl = collect(
+      clientWith(a!).list("transactions", { limit: 10, priority: "low" }),
+      { maxItems: 1000 },
+    );
+    await drive(
+      timers,
+      new Promise((done) => setTimeout(done, 500)),
+      db.idle,
+    );
+    equal(arrivals.length, 9, "the crawl took all but the reserve, and waits");
+    const before = arrivals.length;
+    const live = Promise.all(
+      [b!, c!].map((rateLimit) =>
+        clientWith(rateLimit).fetch("organizations").then((r) =>
+          r.body?.cancel()
+        )
+      ),
+    );
+    await drive(timers, live, db.idle);
+    deepStrictEqual(
+      arrivals.slice(before, before + 2).map(({ live }) => live),
+      [true, true],
+      "the live calls first",
+    );
+    equal((await drive(timers, crawl, db.idle)).length, 200);
+    ok(
+      mostInAnyWindow(
+        arrivals.filter(({ live }) => !live).map(({ at }) => at),
+        limit.interval,
+      ) <= limit.requests - 1,
+      "never more than requests - reserve background calls in a window",
+    );
+    for (const limiter of [a!, b!, c!]) {
+      await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+  });
 });

@@ -1,0 +1,98 @@
+// Issue 47 on a real redis-server: live traffic first across a fleet. One
+// process crawls in the background (`priority: "low"`), two send live calls
+// once the crawl fills its share of the window. By the fake's count: the
+// crawl never holds the last `reserve` slots of any window, the live calls
+// are all served while the crawl still has requests to send (none queued
+// behind it), and 0 x 429.
+
+import { equal, ok } from "node:assert/strict";
+import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { fakeEnv, until } from "./_runtimes.ts";
+import { Command } from "../_processes.ts";
+import { mostInAnyWindow } from "../_windows.ts";
+
+const LIMIT = { requests: 20, interval: 1000 };
+/** The limiters' default reserve for that limit. */
+const RESERVE = 2;
+const CRAWL = 70;
+const LIVE_EACH = 8;
+
+redisTest(
+  "priorities across 3 processes on Redis: a background crawl never holds the last reserve slots of a window, and live calls of two other processes are served before the crawl ends, 0 x 429, by the fake's count",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const arrivals: { at: number; live: boolean; status: number }[] = [];
+    await using api = await startFakePartnerApi({
+      apiRateLimit: LIMIT,
+      items: { transactions: 10 },
+      onRequest: ({ path, status }) => {
+        if (!path.startsWith("/api/")) return;
+        arrivals.push({
+          at: Date.now(),
+          live: path.startsWith("/api/organizations"),
+          status,
+        });
+      },
+    });
+    const run = `priority:${crypto.randomUUID()}`;
+    const worker = (role: string, count: number) =>
+      new Command("deno", {
+        args: [
+          "run",
+          "--no-lock",
+          "--allow-net=127.0.0.1",
+          "--allow-env=PARTNER_API_*",
+          "tests/redis/priority_worker.ts",
+          String(redis.port),
+          run,
+          role,
+          String(count),
+          String(LIMIT.requests),
+          String(LIMIT.interval),
+        ],
+        env: fakeEnv(api),
+        stdout: "null",
+        stderr: "inherit",
+      }).spawn();
+    const children = [
+      worker("low", CRAWL),
+      worker("live", LIVE_EACH),
+      worker("live", LIVE_EACH),
+    ];
+    try {
+      await client.command(["SET", `${run}:go:low`, "1"]);
+      // The crawl has taken its share of the first window: now live calls.
+      await until(() => arrivals.length >= LIMIT.requests - RESERVE);
+      await client.command(["SET", `${run}:go:live`, "1"]);
+      await until(async () =>
+        Number(await client.command(["GET", `${run}:done`])) === 3
+      );
+    } finally {
+      for (const child of children) await child.status;
+      client.close();
+    }
+    const low = arrivals.filter(({ live }) => !live);
+    const live = arrivals.filter(({ live }) => live);
+    const refused = arrivals.filter(({ status }) => status === 429).length;
+    const lastLive = arrivals.lastIndexOf(live.at(-1)!);
+    const crawlAfter = arrivals.slice(lastLive).filter(({ live }) => !live);
+    console.log(
+      `${low.length} background and ${live.length} live calls; at most ${
+        mostInAnyWindow(low.map(({ at }) => at), LIMIT.interval)
+      } background in a window; ${crawlAfter.length} background calls after the last live one`,
+    );
+    equal(refused, 0, "no 429");
+    equal(live.length, 2 * LIVE_EACH);
+    ok(
+      mostInAnyWindow(low.map(({ at }) => at), LIMIT.interval) <=
+        LIMIT.requests - RESERVE,
+      "the crawl left the reserve free in every window",
+    );
+    ok(
+      crawlAfter.length > 0,
+      "every live call was served while the crawl had calls left",
+    );
+  },
+);
