@@ -94,3 +94,28 @@ Deno.test("request durations follow the semantic conventions: seconds (unit s), 
   deepStrictEqual(points, [{ unit: "s", value: 1.25, status: 200 }]);
   ok(Number.isInteger(points[0]!.status));
 });
+
+Deno.test("rate waits are a histogram by priority: partner_api.rate.wait.duration in seconds, attribute partner_api.priority", () => {
+  const points: { unit: string; value: number; priority: unknown }[] = [];
+  const nothing = { add() {}, record() {} };
+  const meter: TelemetryMeter = {
+    createCounter: () => nothing,
+    createGauge: () => nothing,
+    createHistogram: (name, { unit }) => ({
+      record: (value, attributes) =>
+        name === "partner_api.rate.wait.duration" &&
+        points.push({
+          unit,
+          value,
+          priority: attributes["partner_api.priority"],
+        }),
+    }),
+  };
+  const listener = openTelemetry({ meter, tracer: recorder().tracer });
+  listener({ type: "rate.wait", delayMs: 2500, priority: "low" });
+  listener({ type: "rate.wait", delayMs: 40, priority: "auto" });
+  deepStrictEqual(points, [
+    { unit: "s", value: 2.5, priority: "low" },
+    { unit: "s", value: 0.04, priority: "auto" },
+  ]);
+});
