@@ -57,16 +57,20 @@ export function slotWait(
   return Math.max(0, freedAt - now, window.blockedUntil - now);
 }
 
-/** The `nth` latest time of the window after `since` (`-Infinity`: fewer). */
+/**
+ * The `nth` latest time of the window after `since` (`-Infinity`: fewer):
+ * counted first, newest first, stopping at `nth`; sorted only when there
+ * are that many (a wait, then: once per timer, not per request).
+ */
 function latest(window: Window, nth: number, since: number): number {
   const { times, head, count } = window;
-  const recent: number[] = [];
-  for (let i = 1; i <= count; i++) {
-    const time = times[(head - i + times.length) % times.length]!;
-    if (time > since) recent.push(time);
-  }
-  if (recent.length < nth) return -Infinity;
-  return recent.sort((a, b) => b - a)[nth - 1]!;
+  const at = (i: number) => times[(head - i + times.length) % times.length]!;
+  let recent = 0;
+  for (let i = 1; i <= count && recent < nth; i++) if (at(i) > since) recent++;
+  if (recent < nth) return -Infinity;
+  const all: number[] = [];
+  for (let i = 1; i <= count; i++) if (at(i) > since) all.push(at(i));
+  return all.sort((a, b) => b - a)[nth - 1]!;
 }
 
 /**
