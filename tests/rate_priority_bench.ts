@@ -15,11 +15,8 @@
 
 import { createClient } from "../src/client/mod.ts";
 import { createRateLimiter } from "../src/client/rate_limit.ts";
-import type {
-  RateLimit,
-  RateLimiter,
-  RatePriority,
-} from "../src/core/rate_limiter.ts";
+import type { RateLimit, RateLimiter } from "../src/core/rate_limiter.ts";
+import type { RatePriority } from "../src/core/_rate_options.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 const LIMIT: RateLimit = { requests: 60, interval: 5000 };
@@ -166,11 +163,10 @@ console.log(
   `429s: ${alone.refused} alone, ${beside.refused} beside the crawl, ${floor.refused} with the floor (goal 0)`,
 );
 
-// take() and answered() of a live call while background callers wait (a
-// window the crawl filled to its share, one that frees a slot at once).
+// take() and answered() of a live call: the path every paced call takes.
 const shared = createRateLimiter({ requests: 100_000, interval: 1 });
 Deno.bench({
-  name: "take() and answered() of a live call, background callers waiting",
+  name: "take() and answered() of a live call",
   fn: () => {
     shared.answered(shared.take(undefined, "high") as number);
   },

@@ -11,7 +11,7 @@ import {
   type RateLimiter,
 } from "../src/client/rate_limit.ts";
 import { createKvRateLimiter } from "../src/store/kv.ts";
-import type { RatePriority } from "../src/core/rate_limiter.ts";
+import type { RatePriority } from "../src/core/_rate_options.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { collect } from "../src/client/paginate.ts";
 import { mostInAnyWindow } from "./_windows.ts";

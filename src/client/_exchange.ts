@@ -4,7 +4,8 @@
 import type { TokenProvider } from "../token/mod.ts";
 import type { AttemptLimits } from "../core/_deadlines.ts";
 import type { EventListener } from "../core/events.ts";
-import type { RateLimiter, RatePriority } from "./rate_limit.ts";
+import type { RateLimiter } from "./rate_limit.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import type { RetryPolicy } from "./_policy.ts";
 
 /** What every request of one client shares. */

@@ -22,7 +22,7 @@ import { displayUrl } from "../core/_url.ts";
 import { describeCause } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import type { RatePriority } from "../core/rate_limiter.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,

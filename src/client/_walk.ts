@@ -13,7 +13,7 @@ import type {
 } from "./page_types.ts";
 import { checkAtMost, checkNumber, optionError } from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
-import type { RatePriority } from "../core/rate_limiter.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot paginate";
 

@@ -35,7 +35,6 @@ export {
   type RateLimit,
   type RateLimiter,
   type RateLimiterOptions,
-  type RatePriority,
 } from "./rate_limit.ts";
 
 export type { ListOptions, Page, RequestMetadata } from "./pages.ts";

@@ -8,11 +8,7 @@ import type {
   TokenProvider,
   TokenProviderOptions,
 } from "../token/mod.ts";
-import type {
-  RateLimit,
-  RateLimiter,
-  RatePriority,
-} from "../core/rate_limiter.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 
 /**
  * Options of `createClient`.
@@ -110,7 +106,7 @@ export interface ClientOptions extends ProviderSettings {
    *
    * @default {"auto"}
    */
-  priority?: RatePriority;
+  priority?: "high" | "low" | "auto";
   /**
    * Called with what the client does: `api.request` (each attempt),
    * `api.retry`, `api.renewal` (a 401, sent again with a newer token),

@@ -1,8 +1,6 @@
 // The paginator's public types, apart so that its entry (paginate.ts) and
 // its option checks can both name them. Re-exported by "./paginate".
 
-import type { RatePriority } from "../core/rate_limiter.ts";
-
 /**
  * The two sort directions the service knows.
  *
@@ -59,7 +57,7 @@ export interface PageRequest {
    * the caller gave one: pass it to `fetch` (a client's list does, and its
    * rate limiter reads it).
    */
-  readonly priority?: RatePriority;
+  readonly priority?: "high" | "low" | "auto";
 }
 
 /**
@@ -159,7 +157,7 @@ export interface PaginateOptions<T> {
    *
    * @default {none: a client's list takes the client's own priority}
    */
-  priority?: RatePriority;
+  priority?: "high" | "low" | "auto";
 }
 
 /**

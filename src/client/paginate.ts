@@ -36,7 +36,6 @@ export type {
   PaginateOptions,
   SortDirection,
 } from "./page_types.ts";
-export type { RatePriority } from "../core/rate_limiter.ts";
 
 const CONTEXT = "Cannot paginate";
 

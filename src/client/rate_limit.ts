@@ -7,23 +7,20 @@ import {
   requireFunction,
   requireOptions,
 } from "../core/_check.ts";
-import type {
-  RateLimit,
-  RateLimiter,
-  RatePriority,
-} from "../core/rate_limiter.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import { checkRateLimit, checkReserve } from "../core/_rate_options.ts";
 import {
   emptyWindow,
+  PriorityLines,
   recordAnswer,
   recordSend,
   slotWait,
-  WaitQueue,
   type Window,
 } from "../core/_rate_window.ts";
 import { steadyClock } from "../core/_clock.ts";
 
-export type { RateLimit, RateLimiter, RatePriority };
+export type { RateLimit, RateLimiter };
 
 /**
  * Options of {@linkcode createRateLimiter}.
@@ -113,8 +110,13 @@ class SlidingWindowLimiter implements RateLimiter {
   readonly #window: Window;
   /** Sends a background request may find in the window: the rest is reserved. */
   readonly #lowShare: number;
-  readonly #live = this.#line();
-  readonly #low = this.#line();
+  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
+    waiter.reject(reason);
+    // Leaving changes no slot: an empty limiter stops its timer, and a
+    // live caller leaving may let background ones go.
+    if (this.#lines.size === 0) this.#stop();
+    else if (this.#lines.live.size === 0) this.#schedule();
+  });
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** The clock's last reading (none yet: a time before any). */
   #last = -Number.MAX_VALUE;
@@ -131,16 +133,16 @@ class SlidingWindowLimiter implements RateLimiter {
     priority?: RatePriority,
   ): number | Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const low = priority === "low";
+    const line = this.#lines.of(priority);
+    const low = line === this.#lines.low;
     // Live: ahead of any background caller, behind live ones. Background:
     // behind everyone, and within its share of the window.
-    const line = low ? this.#low : this.#live;
     const share = low ? this.#lowShare : this.limit.requests;
     // The clock never goes back, so its last reading is a time it is at
     // least: a slot free then is free now, and the clock is read only when
     // that is not enough (a limit far away costs no reading per request).
     if (
-      line.size === 0 && (!low || this.#live.size === 0) &&
+      line.size === 0 && (!low || this.#lines.live.size === 0) &&
       (this.#freeAt(this.#last, share) || this.#freeAt(this.#read(), share))
     ) {
       return recordSend(this.#window, Infinity);
@@ -148,16 +150,6 @@ class SlidingWindowLimiter implements RateLimiter {
     return new Promise<number>((resolve, reject) => {
       line.push({ resolve, reject }, signal);
       if (line.size === 1) this.#schedule();
-    });
-  }
-
-  /** A line of waiters; one leaving changes no slot, so only an empty limiter stops the timer. */
-  #line(): WaitQueue<Waiter> {
-    return new WaitQueue<Waiter>((waiter, reason) => {
-      waiter.reject(reason);
-      if (this.#live.size + this.#low.size === 0) this.#stop();
-      // A live caller leaving may let background ones go.
-      else if (this.#live.size === 0) this.#schedule();
     });
   }
 
@@ -173,7 +165,7 @@ class SlidingWindowLimiter implements RateLimiter {
 
   answered(ticket: number): void {
     recordAnswer(this.#window, ticket, this.#read());
-    if (this.#live.size + this.#low.size > 0) this.#schedule();
+    if (this.#lines.size > 0) this.#schedule();
   }
 
   refused(): void {
@@ -197,9 +189,9 @@ class SlidingWindowLimiter implements RateLimiter {
   #schedule(): void {
     this.#stop();
     const { interval, requests } = this.limit;
-    while (this.#live.size + this.#low.size > 0) {
-      const live = this.#live.size > 0;
-      const share = live ? requests : this.#lowShare;
+    while (this.#lines.size > 0) {
+      const line = this.#lines.next;
+      const share = line === this.#lines.live ? requests : this.#lowShare;
       const wait = slotWait(this.#window, interval, this.#read(), share);
       // Infinity: the send to leave first awaits its answer, and
       // answered() comes back.
@@ -212,7 +204,6 @@ class SlidingWindowLimiter implements RateLimiter {
         );
         return;
       }
-      const line = live ? this.#live : this.#low;
       line.shift()!.resolve(recordSend(this.#window, Infinity));
     }
   }

@@ -1,7 +1,10 @@
 // Internal: the one check of a rate limit's options, for the client's
 // limiter and the fleet limiters of src/store.
 
-import type { RateLimit, RatePriority } from "./rate_limiter.ts";
+import type { RateLimit } from "./rate_limiter.ts";
+
+/** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
+export type RatePriority = "high" | "low" | "auto";
 import { checkAtMost, checkNumber, optionError } from "./_check.ts";
 
 /** The service's published limit: 900 requests per 5 minutes per IP. */

@@ -195,3 +195,33 @@ export class WaitQueue<T> {
     this.#size--;
   }
 }
+
+/**
+ * Two lines of callers, each in order: live ones, served first, and
+ * background ones (`priority: "low"`), served only while no live one waits.
+ */
+export class PriorityLines<T> {
+  readonly live: WaitQueue<T>;
+  readonly low: WaitQueue<T>;
+
+  /** `onAbort` hears of each caller whose signal aborted, once it has left. */
+  constructor(onAbort: (item: T, reason: unknown) => void) {
+    this.live = new WaitQueue(onAbort);
+    this.low = new WaitQueue(onAbort);
+  }
+
+  /** How many wait in both. */
+  get size(): number {
+    return this.live.size + this.low.size;
+  }
+
+  /** The line a caller of `priority` joins. */
+  of(priority: string | undefined): WaitQueue<T> {
+    return priority === "low" ? this.low : this.live;
+  }
+
+  /** The line served next: the live one while anybody waits in it. */
+  get next(): WaitQueue<T> {
+    return this.live.size > 0 ? this.live : this.low;
+  }
+}

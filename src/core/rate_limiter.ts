@@ -21,30 +21,6 @@ export interface RateLimit {
 }
 
 /**
- * How urgent a request is, in the Fetch standard's own words
- * (`RequestInit.priority`): `"low"` is background (a sync, a crawl), any
- * other value live. A limiter serves live requests first, and sends a
- * background one only when no other request waits for it and its window
- * keeps `reserve` slots free after it.
- *
- * @example A background crawl and a live call on one limiter
- * ```ts
- * import { createRateLimiter, type RatePriority } from "@partner-api/client/client";
- * import { equal } from "node:assert/strict";
- *
- * const limiter = createRateLimiter({ requests: 10, interval: 60_000 }); // reserve: 1
- * const background: RatePriority = "low";
- * for (let i = 0; i < 9; i++) limiter.take(undefined, background); // 9 of 10: one left
- * const crawl = new AbortController();
- * const held = Promise.resolve(limiter.take(crawl.signal, background)).catch(() => "held");
- * equal(typeof limiter.take(undefined, "high"), "number"); // the reserve is a live call's
- * crawl.abort();
- * equal(await held, "held");
- * ```
- */
-export type RatePriority = "high" | "low" | "auto";
-
-/**
  * Paces requests; one limiter can be shared by several clients of a
  * process, which then share the limit.
  *
@@ -82,7 +58,10 @@ export interface RateLimiter {
    * limiter of your own may leave the parameter out: the client passes it,
    * and a `take(signal)` just does not read it.
    */
-  take(signal?: AbortSignal, priority?: RatePriority): number | Promise<number>;
+  take(
+    signal?: AbortSignal,
+    priority?: "high" | "low" | "auto",
+  ): number | Promise<number>;
   /**
    * Tells the limiter the request of `ticket` was answered (or failed, or
    * was never sent). The service counts a request when it arrives, which

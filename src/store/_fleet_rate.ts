@@ -11,17 +11,14 @@
 // (a restart, a key that was not ours), it writes those sends back before
 // it takes, so that the fleet's window counts them.
 
-import type {
-  RateLimit,
-  RateLimiter,
-  RatePriority,
-} from "../core/rate_limiter.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import {
   emptyWindow,
+  PriorityLines,
   recordAnswer,
   recordSend,
   slotWait,
-  WaitQueue,
   type Window,
 } from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
@@ -109,9 +106,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
   readonly #own: Window;
-  /** Live callers, then background ones: a line each, in order. */
-  readonly #live = this.#line();
-  readonly #low = this.#line();
+  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
+    waiter.reject(reason);
+    if (this.#lines.size === 0) this.#stop();
+  });
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
   readonly #writes = new Set<Promise<void>>();
@@ -148,27 +146,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const line = priority === "low" ? this.#low : this.#live;
+    const { live, low } = this.#lines;
+    const line = this.#lines.of(priority);
     return new Promise<number>((resolve, reject) => {
       line.push({ resolve, reject }, signal);
       // The first live caller behind a background wait asks at once.
-      if (line === this.#live && line.size === 1 && this.#low.size > 0) {
-        this.#stop();
-      }
+      if (line === live && live.size === 1 && low.size > 0) this.#stop();
       this.#wake();
-    });
-  }
-
-  /** Callers waiting, of both priorities. */
-  get #waiting(): number {
-    return this.#live.size + this.#low.size;
-  }
-
-  /** A line of callers; the timer stops when nobody waits any more. */
-  #line(): WaitQueue<Waiter> {
-    return new WaitQueue<Waiter>((waiter, reason) => {
-      waiter.reject(reason);
-      if (this.#waiting === 0) this.#stop();
     });
   }
 
@@ -204,7 +188,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Starts handing out slots, unless that is under way or timed already. */
   #wake(): void {
     if (this.#busy || this.#timer !== undefined) return;
-    if (this.#waiting === 0) return;
+    if (this.#lines.size === 0) return;
     this.#busy = true;
     this.#pumping = this.#pump();
   }
@@ -213,14 +197,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // The flag drops in the same step as the last look at the line (no
     // await between): a caller queued after it starts the next round.
     try {
-      while (this.#waiting > 0) {
+      while (this.#lines.size > 0) {
         const wait = this.#config.now() < this.#aloneUntil
           ? this.#takeAlone()
           : await this.#takeShared();
         // Infinity: alone, with the send to leave first unanswered:
         // answered() wakes the line again.
         if (wait === Infinity) return;
-        if (wait > 0 && this.#waiting > 0) {
+        if (wait > 0 && this.#lines.size > 0) {
           this.#timer = setTimeout(() => {
             this.#timer = undefined;
             this.#wake();
@@ -241,15 +225,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #takeAlone(): number {
     const { interval, requests } = this.limit;
     const now = this.#config.now();
-    const live = this.#live.size > 0;
-    const share = live ? this.#share : Math.max(
-      1,
-      this.#share - Math.ceil(this.#config.reserve * this.#share / requests),
-    );
+    const line = this.#lines.next;
+    const reserve = line === this.#lines.low
+      ? Math.ceil(this.#config.reserve * this.#share / requests)
+      : 0;
+    const share = Math.max(1, this.#share - reserve);
     const wait = slotWait(this.#own, interval, now, share);
     if (wait === 0) {
       this.#returning = true;
-      const line = live ? this.#live : this.#low;
       line.shift()!.resolve(recordSend(this.#own, Infinity));
       return 0;
     }
@@ -263,8 +246,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
    */
   async #takeShared(): Promise<number> {
     const { requests } = this.limit;
-    const low = this.#live.size === 0;
-    const line = low ? this.#low : this.#live;
+    const line = this.#lines.next;
+    const low = line === this.#lines.low;
     const count = Math.min(line.size, MOST_PER_TAKE, requests);
     const first = this.#own.sent;
     const sends = Array.from(
@@ -295,7 +278,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       else waiter.resolve(ticket);
     }
     // A live caller came while background slots were asked for: at once.
-    if (low && this.#live.size > 0) return 0;
+    if (low && this.#lines.live.size > 0) return 0;
     return reply.granted === count ? 0 : Math.max(1, reply.wait);
   }
 

@@ -180,25 +180,56 @@ export function takeTurn(
     line = line.filter(([id]) => id !== holder);
     return outcome({ ...next, sends, line }, granted, 0, false);
   }
-  const mark = low ? 0 : 1;
-  line = granted > 0 || line.every(([id]) => id !== holder)
-    ? [...line.filter(([id]) => id !== holder), [holder, Infinity, 0, mark]]
-    : line.map((p) => p[0] === holder ? [holder, p[1], p[2], mark] : p);
+  const waiting = { ...next, sends, line };
+  const { wait, line: after } = waitInLine(waiting, ask, granted, {
+    free,
+    liveElsewhere,
+    now,
+    limit,
+  });
+  return outcome({ ...waiting, line: after }, granted, wait, false);
+}
+
+/**
+ * Where a take that did not get all it asked for stands in line (at the
+ * end when it got some, else where it stood, marked live or background),
+ * and how long until its turn.
+ */
+function waitInLine(
+  state: WindowState,
+  { holder, low }: TakeAsk,
+  granted: number,
+  { free, liveElsewhere, now, limit }: {
+    free: number;
+    liveElsewhere: boolean;
+    now: number;
+    limit: RateLimit;
+  },
+): { wait: number; line: Place[] } {
+  const mark = low === true ? 0 : 1;
+  let line = granted > 0 || state.line.every(([id]) => id !== holder)
+    ? [
+      ...state.line.filter(([id]) => id !== holder),
+      [holder, Infinity, 0, mark] as const,
+    ]
+    : state.line.map((p): Place =>
+      p[0] === holder ? [holder, p[1], p[2], mark] : p
+    );
   const wait = low && liveElsewhere
     ? Math.max(1, slotShare(limit)) // the live ones go first: ask again soon
     : turnWait(
-      { ...next, sends },
+      state,
       (low ? line : line.filter(isLive)).findIndex(([id]) => id === holder),
       free - granted,
       now,
       limit,
     );
-  line = line.map((entry) =>
+  line = line.map((entry): Place =>
     entry[0] === holder
       ? [holder, now + wait + GRACE, wait + GRACE, mark]
       : entry
   );
-  return outcome({ ...next, sends, line }, granted, wait, false);
+  return { wait, line };
 }
 
 function outcome(
