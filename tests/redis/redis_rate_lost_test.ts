@@ -13,9 +13,8 @@ import { equal } from "node:assert/strict";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
 import { createRedisRateLimiter } from "../../src/store/redis.ts";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
-import { fakeEnv } from "./_runtimes.ts";
-import { Command } from "../_processes.ts";
 import { until } from "./_runtimes.ts";
+import { spawnDenoWorker } from "./_deno_worker.ts";
 
 /** The limiter's key `name` under `prefix`, as the scripts name it. */
 const keyOf = (prefix: string, name: string) => `${prefix}:{rate}:${name}`;
@@ -94,24 +93,14 @@ redisTest(
     const children = Array.from(
       { length: PROCESSES },
       () =>
-        new Command("deno", {
-          args: [
-            "run",
-            "--no-lock",
-            "--allow-net=127.0.0.1",
-            "--allow-env=PARTNER_API_*",
-            "tests/redis/lost_window_worker.ts",
-            String(redis.port),
-            run,
-            String(TRIALS),
-            String(EACH),
-            String(LIMIT.requests),
-            String(LIMIT.interval),
-          ],
-          env: fakeEnv(api),
-          stdout: "null",
-          stderr: "inherit",
-        }).spawn(),
+        spawnDenoWorker("lost_window_worker.ts", [
+          String(redis.port),
+          run,
+          String(TRIALS),
+          String(EACH),
+          String(LIMIT.requests),
+          String(LIMIT.interval),
+        ], api),
     );
     const refused: number[] = [];
     try {

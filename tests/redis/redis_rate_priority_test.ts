@@ -8,8 +8,8 @@
 import { equal, ok } from "node:assert/strict";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
-import { fakeEnv, until } from "./_runtimes.ts";
-import { Command } from "../_processes.ts";
+import { until } from "./_runtimes.ts";
+import { spawnDenoWorker } from "./_deno_worker.ts";
 import { mostInAnyWindow } from "../_windows.ts";
 
 const LIMIT = { requests: 20, interval: 1000 };
@@ -38,24 +38,14 @@ redisTest(
     });
     const run = `priority:${crypto.randomUUID()}`;
     const worker = (role: string, count: number) =>
-      new Command("deno", {
-        args: [
-          "run",
-          "--no-lock",
-          "--allow-net=127.0.0.1",
-          "--allow-env=PARTNER_API_*",
-          "tests/redis/priority_worker.ts",
-          String(redis.port),
-          run,
-          role,
-          String(count),
-          String(LIMIT.requests),
-          String(LIMIT.interval),
-        ],
-        env: fakeEnv(api),
-        stdout: "null",
-        stderr: "inherit",
-      }).spawn();
+      spawnDenoWorker("priority_worker.ts", [
+        String(redis.port),
+        run,
+        role,
+        String(count),
+        String(LIMIT.requests),
+        String(LIMIT.interval),
+      ], api);
     const children = [
       worker("low", CRAWL),
       worker("live", LIVE_EACH),
