@@ -7,7 +7,10 @@
 // `now` reads Date.now() plus PARTNER_API_SKEW ms), and with
 // PARTNER_API_REFUSED set it tells its limiter of one 429 before it starts,
 // as a process that met another user of the address would. With
-// PARTNER_API_PARALLEL set, that many callers send at once.
+// PARTNER_API_PARALLEL set, that many callers send at once; with
+// PARTNER_API_PRIORITY=low the process crawls transactions in the background
+// (`priority: "low"`); it begins PARTNER_API_DELAY ms after the start, and
+// PARTNER_API_EACH overrides how many requests it sends.
 //
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
 //     --allow-read=<dir> --allow-write=<dir> kv_rate_worker.ts \
@@ -35,13 +38,17 @@ const rateLimit = createKvRateLimiter(kv, {
   now: () => Date.now() + skew,
   onEvent,
 });
+const low = Deno.env.get("PARTNER_API_PRIORITY") === "low";
 const client = createClient({
   ...configFromEnv(),
   rateLimit,
   onEvent,
+  ...(low ? { priority: "low" as const } : {}),
 });
+const delay = Number(Deno.env.get("PARTNER_API_DELAY") ?? 0);
+const total = Number(Deno.env.get("PARTNER_API_EACH") ?? count);
 await new Promise((resolve) =>
-  setTimeout(resolve, Math.max(0, Number(startAt) - Date.now()))
+  setTimeout(resolve, Math.max(0, Number(startAt) + delay - Date.now()))
 );
 if (Deno.env.get("PARTNER_API_REFUSED") !== undefined) rateLimit.refused();
 /** Whether the test has created the outage file. */
@@ -57,13 +64,13 @@ let afterOutage = 0;
 const parallel = Number(Deno.env.get("PARTNER_API_PARALLEL") ?? 1);
 let next = 0;
 await Promise.all(Array.from({ length: parallel }, async () => {
-  while (next++ < Number(count)) {
+  while (next++ < total) {
     if (!closed && outage()) {
       kv.close();
       closed = true;
     }
     if (closed) afterOutage++;
-    const response = await client.fetch("organizations");
+    const response = await client.fetch(low ? "transactions" : "organizations");
     await response.body?.cancel();
   }
 }));
