@@ -11,6 +11,7 @@ import {
   type RateLimiter,
 } from "../src/client/rate_limit.ts";
 import { createKvRateLimiter } from "../src/store/kv.ts";
+import { createRedisRateLimiter } from "../src/store/redis.ts";
 import type { RatePriority } from "../src/core/_rate_options.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { collect } from "../src/client/paginate.ts";
@@ -314,5 +315,36 @@ Deno.test("priorities across 3 KV limiters (as 3 processes): the crawl of one ne
     for (const limiter of [a!, b!, c!]) {
       await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
     }
+  });
+});
+
+Deno.test("a fleet limiter whose store fails keeps the rule within its process: background sends leave its part of the reserve in its share, live ones take it", async () => {
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    // Redis never answered: half the limit, 10, of which 1 (its part of
+    // the reserve of 2) is kept for live calls.
+    const limiter = createRedisRateLimiter({
+      command: () => Promise.reject(new Error("connection refused")),
+      requests: 20,
+      interval: 60_000,
+      now: () => timers.now,
+    });
+    const leave = new AbortController();
+    let low = 0;
+    const background = Array.from(
+      { length: 10 },
+      () =>
+        Promise.resolve(limiter.take(leave.signal, "low")).then(
+          () => low++,
+          () => {},
+        ),
+    );
+    await drive(timers, new Promise((done) => setTimeout(done, 100)), io.idle);
+    equal(low, 9, "all but its part of the reserve");
+    const live = await drive(timers, limiter.take(undefined, "high"), io.idle);
+    equal(typeof live, "number", "the reserve's slot, for a live call");
+    leave.abort();
+    await Promise.all(background);
+    await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
   });
 });
