@@ -18,11 +18,14 @@
 
 // Writes down in the epoch hash until when the window holds a send: the
 // latest send's time (none past the hold is ours) and an interval. Before
-// then the window cannot have emptied by itself.
+// then the window cannot have emptied by itself; once it is empty, nothing
+// is written down (an answer of a version that did not write it cannot
+// leave a mark that would take an emptied window for a lost one).
 const mark = (window: string, epoch: string) =>
   `local function mark()
   local last = redis.call('ZREVRANGEBYSCORE', ${window}, now + hold, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
-  if last then redis.call('HSET', ${epoch}, 'until', tonumber(last) + interval) end
+  if last then redis.call('HSET', ${epoch}, 'until', tonumber(last) + interval)
+  else redis.call('HDEL', ${epoch}, 'until') end
 end
 `;
 

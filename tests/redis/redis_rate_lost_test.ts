@@ -131,3 +131,27 @@ redisTest(
     );
   },
 );
+
+redisTest(
+  "a window that emptied as its sends left is no loss: a limiter back after a quiet window takes at once, without rate.degraded",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const events: string[] = [];
+    const limiter = createRedisRateLimiter({
+      command: (args) => client.command(args),
+      prefix: `quiet:${crypto.randomUUID()}`,
+      requests: 2,
+      interval: 50,
+      onEvent: (event) => events.push(event.type),
+    });
+    limiter.answered(await limiter.take());
+    limiter.answered(await limiter.take());
+    // Both sends leave the window (an interval after their answers).
+    await new Promise((done) => setTimeout(done, 80));
+    limiter.answered(await limiter.take());
+    await limiter[Symbol.asyncDispose]();
+    client.close();
+    equal(events.length, 0, `events: ${events}`);
+  },
+);
