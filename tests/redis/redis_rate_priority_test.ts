@@ -5,16 +5,17 @@
 // are all served while the crawl still has requests to send (none queued
 // behind it), and 0 x 429.
 
-import { equal, ok } from "node:assert/strict";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { until } from "./_runtimes.ts";
 import { spawnDenoWorker } from "./_deno_worker.ts";
-import { mostInAnyWindow } from "../_windows.ts";
+import {
+  checkLiveFirst,
+  PRIORITY_FLEET,
+  type PriorityArrival,
+} from "../_windows.ts";
 
-const LIMIT = { requests: 20, interval: 1000 };
-/** The limiters' default reserve for that limit. */
-const RESERVE = 2;
+const { limit: LIMIT, reserve: RESERVE } = PRIORITY_FLEET;
 const CRAWL = 70;
 const LIVE_EACH = 8;
 
@@ -23,7 +24,7 @@ redisTest(
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
-    const arrivals: { at: number; live: boolean; status: number }[] = [];
+    const arrivals: PriorityArrival[] = [];
     await using api = await startFakePartnerApi({
       apiRateLimit: LIMIT,
       items: { transactions: 10 },
@@ -63,26 +64,6 @@ redisTest(
       for (const child of children) await child.status;
       client.close();
     }
-    const low = arrivals.filter(({ live }) => !live);
-    const live = arrivals.filter(({ live }) => live);
-    const refused = arrivals.filter(({ status }) => status === 429).length;
-    const lastLive = arrivals.lastIndexOf(live.at(-1)!);
-    const crawlAfter = arrivals.slice(lastLive).filter(({ live }) => !live);
-    console.log(
-      `${low.length} background and ${live.length} live calls; at most ${
-        mostInAnyWindow(low.map(({ at }) => at), LIMIT.interval)
-      } background in a window; ${crawlAfter.length} background calls after the last live one`,
-    );
-    equal(refused, 0, "no 429");
-    equal(live.length, 2 * LIVE_EACH);
-    ok(
-      mostInAnyWindow(low.map(({ at }) => at), LIMIT.interval) <=
-        LIMIT.requests - RESERVE,
-      "the crawl left the reserve free in every window",
-    );
-    ok(
-      crawlAfter.length > 0,
-      "every live call was served while the crawl had calls left",
-    );
+    checkLiveFirst(arrivals, LIMIT, RESERVE, 2 * LIVE_EACH);
   },
 );
