@@ -106,3 +106,42 @@ export function checkPacedFleet(
   equal(arrivals.length, sent);
   ok(most <= limit.requests, `${most} arrivals in one window`);
 }
+
+/** An arrival at the fake of a fleet with priorities. */
+export interface PriorityArrival {
+  readonly at: number;
+  readonly live: boolean;
+  readonly status: number;
+}
+
+/**
+ * Checks a fleet where one process crawls in the background and others
+ * send `live` calls, by the fake's count: 0 x 429, every live call arrived,
+ * the crawl never held more than `requests - reserve` slots of a window,
+ * and the last live call arrived while the crawl still had calls to send.
+ */
+export function checkLiveFirst(
+  arrivals: readonly PriorityArrival[],
+  limit: { requests: number; interval: number },
+  reserve: number,
+  live: number,
+): void {
+  const background = arrivals.filter((arrival) => !arrival.live);
+  const calls = arrivals.filter((arrival) => arrival.live);
+  const lastLive = arrivals.lastIndexOf(calls.at(-1)!);
+  const crawlAfter = arrivals.slice(lastLive).filter((a) => !a.live).length;
+  const most = mostInAnyWindow(background.map(({ at }) => at), limit.interval);
+  console.log(
+    `${background.length} background and ${calls.length} live calls; at most ${most} background in a window; ${crawlAfter} background calls after the last live one`,
+  );
+  equal(arrivals.filter(({ status }) => status === 429).length, 0, "no 429");
+  equal(calls.length, live);
+  ok(most <= limit.requests - reserve, "the crawl left the reserve free");
+  ok(crawlAfter > 0, "every live call served while the crawl had calls left");
+}
+
+/** The limit of the fleets with priorities, and the limiters' default reserve for it. */
+export const PRIORITY_FLEET = {
+  limit: { requests: 20, interval: 1000 },
+  reserve: 2,
+} as const;

@@ -48,7 +48,7 @@ Deno.test("the observe example describes every kind of event in one line", async
       delayMs: 5,
     }),
     describeEvent({ type: "api.renewal", path: "/api/x" }),
-    describeEvent({ type: "rate.wait", delayMs: 7 }),
+    describeEvent({ type: "rate.wait", delayMs: 7, priority: "auto" }),
     describeEvent({
       type: "api.list",
       path: "/api/x",

@@ -84,6 +84,24 @@ Deno.test("paginate() sends sort options only when given", async () => {
   equal(list.requests[1]?.sortDirection, "DESC");
 });
 
+Deno.test("paginate() hands its priority to every page request, only when given, and refuses one Fetch does not know", async () => {
+  const list = pagedList(25);
+  await all(paginate(list.fetchPage, { limit: 10 }));
+  ok(list.requests.every((request) => !("priority" in request)));
+  await all(paginate(list.fetchPage, { limit: 10, priority: "low" }));
+  deepStrictEqual(
+    list.requests.slice(3).map((request) => request.priority),
+    ["low", "low", "low"],
+  );
+  throws(
+    () =>
+      paginate(list.fetchPage, {
+        priority: "background" as "low",
+      }),
+    { name: "TypeError", option: "priority" },
+  );
+});
+
 Deno.test("paginate() starts at the given page", async () => {
   const list = pagedList(25);
   deepStrictEqual(

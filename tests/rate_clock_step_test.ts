@@ -4,16 +4,53 @@
 // the runtime's monotone one), and a KV token store waits for a lease no
 // longer than it has seen it unchanged. Fake timers and an injected clock
 // moved by hand; the database is real, the fake in process (no socket).
+// The fleet limiters too: pacing alone while their Redis is away, and with
+// a caller already waiting when the clock steps.
 
 import { equal, ok } from "node:assert/strict";
 import { createRateLimiter } from "../src/client/rate_limit.ts";
 import { createKvRateLimiter, createKvTokenStore } from "../src/store/kv.ts";
+import { createRedisRateLimiter } from "../src/store/redis.ts";
 import { clientDigest } from "./_store_keys.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
+import type { Clock } from "@sinonjs/fake-timers";
+import type { RateLimiter } from "../src/client/rate_limit.ts";
 import { drive, inProcessFake, onFakeClock, trackedIo } from "./_fast_setup.ts";
 
 const DAY_AND_HOUR = 25 * 3_600_000;
+
+/**
+ * A fleet limiter of 1 request per second on `timers`, its clock `offset`
+ * ms off: one send, then `step` (the clock stepped back 25 h, before or
+ * while the next caller waits), and whether that caller is granted within
+ * a minute of the test's time, not the hours stepped.
+ */
+async function grantedAfterStep(
+  timers: Clock,
+  make: (now: () => number) => RateLimiter & AsyncDisposable,
+  whileWaiting: boolean,
+  idle?: () => Promise<void>,
+): Promise<boolean> {
+  let offset = 0;
+  const limiter = make(() => timers.now + offset);
+  const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, idle);
+  limiter.answered(await run(limiter.take()));
+  if (!whileWaiting) offset -= DAY_AND_HOUR;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), 60_000);
+  const waiting = Promise.resolve(limiter.take(deadline.signal))
+    .catch(() => undefined);
+  if (whileWaiting) {
+    await run(onFakeClock(timers, 100)); // it waits for the window
+    offset -= DAY_AND_HOUR;
+  }
+  const ticket = await run(waiting);
+  clearTimeout(timer);
+  if (ticket !== undefined) limiter.answered(ticket);
+  await run(limiter[Symbol.asyncDispose]());
+  return ticket !== undefined;
+}
 
 Deno.test("clock steps: the in-process limiter's caller waits out what is left of the window, not the 25 h the wall clock stepped back", async () => {
   await withFakeTimers(async (timers) => {
@@ -42,25 +79,9 @@ Deno.test("clock steps: a KV fleet limiter whose clock steps back 25 h between t
   using kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv, 1);
-    let offset = 0;
-    const limiter = createKvRateLimiter(db.kv, {
-      requests: 1,
-      interval: 1000,
-      now: () => timers.now + offset,
-    });
-    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
-    limiter.answered(await run(limiter.take()));
-    offset -= DAY_AND_HOUR;
-    // Its deadline: a minute of the test's time, not the hours stepped.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), 60_000);
-    const ticket = await run(
-      Promise.resolve(limiter.take(deadline.signal)).catch(() => undefined),
-    );
-    clearTimeout(timer);
-    ok(ticket !== undefined, "granted before its deadline");
-    limiter.answered(ticket);
-    await run(limiter[Symbol.asyncDispose]());
+    const make = (now: () => number) =>
+      createKvRateLimiter(db.kv, { requests: 1, interval: 1000, now });
+    ok(await grantedAfterStep(timers, make, false, db.idle));
   });
 });
 
@@ -107,5 +128,30 @@ Deno.test("clock steps: a process waiting for a dead holder's KV lease takes ove
     const token = await pending;
     ok(api.service.isValidToken(token.accessToken));
     equal(api.service.tokenRequests, 1);
+  });
+});
+
+Deno.test("clock steps: a Redis fleet limiter pacing alone (its Redis away) whose clock steps back 25 h grants the next send once the window passed", async () => {
+  await withFakeTimers(async (timers) => {
+    const make = (now: () => number) =>
+      createRedisRateLimiter({
+        command: () => Promise.reject(new Error("connection refused")),
+        requests: 2, // alone: half the limit, 1
+        interval: 1000,
+        now,
+      });
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    ok(await grantedAfterStep(timers, make, false, io.idle));
+  });
+});
+
+Deno.test("clock steps: a KV fleet limiter whose clock steps back 25 h while a caller waits for the window grants it once the window passed", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    timers.setSystemTime(Date.UTC(2026, 10, 21, 10));
+    using db = trackedIo(kv, 1);
+    const make = (now: () => number) =>
+      createKvRateLimiter(db.kv, { requests: 1, interval: 1000, now });
+    ok(await grantedAfterStep(timers, make, true, db.idle));
   });
 });

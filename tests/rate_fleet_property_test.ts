@@ -7,7 +7,10 @@
 //
 // Invariant: never more sends than the limit in any window by the server's
 // clock (from a send's grant to its answer and an interval after, on the
-// fake's own time), and no caller waits past its deadline.
+// fake's own time), and no live caller waits past its deadline. Members
+// send live or in the background (`priority: "low"`): no background send
+// leaves fewer than the reserve free while a live caller waits (issue 47).
+// A background caller may wait as long as live ones keep the window busy.
 
 import { deepStrictEqual, ok } from "node:assert/strict";
 import fc from "fast-check";
@@ -77,6 +80,8 @@ const fleets = fc.record({
     minLength: 1,
     maxLength: 8,
   }),
+  // Which members send in the background.
+  lows: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
   moves,
 });
 
@@ -142,25 +147,51 @@ interface Run {
   /** The members granted at least once. */
   readonly first: Set<number>;
   step: number;
+  readonly requests: number;
+  readonly interval: number;
+  /** Slots a background send leaves free. */
+  readonly reserve: number;
+  /** Live callers waiting now, sends granted and not answered yet. */
+  liveWaiting: number;
+  inFlight: number;
+  /** Background sends that left less than the reserve while a live caller waited. */
+  readonly past: string[];
 }
 
 /** One member: a caller at a time, each holding its slot for a latency. */
-async function member(run: Run, limiter: RateLimiter, m: number) {
+async function member(
+  run: Run,
+  limiter: RateLimiter,
+  m: number,
+  low: boolean,
+) {
   const { timers } = run;
   while (timers.now < run.end) {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), run.deadline);
-    const ticket = await Promise.resolve(limiter.take(controller.signal))
-      .catch(() => {
-        run.late.push(timers.now);
-        return undefined;
-      });
+    if (!low) run.liveWaiting++;
+    const ticket = await Promise.resolve(
+      limiter.take(controller.signal, low ? "low" : "auto"),
+    ).catch(() => {
+      if (!low) run.late.push(timers.now);
+      return undefined;
+    });
+    if (!low) run.liveWaiting--;
     clearTimeout(timer);
     if (ticket === undefined) return;
     const granted = timers.now;
     run.first.add(m);
+    run.inFlight++;
+    if (low && run.liveWaiting > 0) {
+      const held = run.inFlight +
+        run.spans.filter(([, to]) => to > granted - run.interval).length;
+      if (held > run.requests - run.reserve) {
+        run.past.push(`slot ${held} of ${run.requests} at ${granted}`);
+      }
+    }
     const latency = run.latencies[run.step++ % run.latencies.length]!;
     await new Promise((resolve) => setTimeout(resolve, latency));
+    run.inFlight--;
     run.spans.push([granted, timers.now]);
     limiter.answered(ticket);
   }
@@ -191,7 +222,7 @@ async function mover(
 
 /** Runs the fleet for a few windows; returns what the server saw and who waited too long. */
 async function runFleet(fleet: Fleet) {
-  const { requests, interval, skews, latencies, moves } = fleet;
+  const { requests, interval, skews, latencies, moves, lows } = fleet;
   using kv = await Deno.openKv(":memory:");
   return await withFakeTimers(async (timers) => {
     timers.setSystemTime(Date.UTC(2026, 10, 21, 10)); // clocks read epoch ms
@@ -215,8 +246,16 @@ async function runFleet(fleet: Fleet) {
       late: [],
       first: new Set(),
       step: 0,
+      requests,
+      interval,
+      reserve: Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10))),
+      liveWaiting: 0,
+      inFlight: 0,
+      past: [],
     };
-    const members = limiters.map((limiter, m) => member(run, limiter, m));
+    const members = limiters.map((limiter, m) =>
+      member(run, limiter, m, lows[m]!)
+    );
     const moving = mover(run, db.kv, moves, offsets);
     await drive(timers, Promise.all([...members, moving]), db.idle);
     for (const limiter of limiters) {
@@ -226,12 +265,13 @@ async function runFleet(fleet: Fleet) {
   });
 }
 
-Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up to 10 minutes (or stepped back a day), store restarts: never more sends than the limit in any window by the server's clock, no caller past its deadline", async () => {
+Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up to 10 minutes (or stepped back a day), store restarts, live and background members: never more sends than the limit in any window by the server's clock, no background send past the reserve while a live caller waits, no live caller past its deadline", async () => {
   await fc.assert(
     fc.asyncProperty(fleets, async (fleet) => {
-      const { spans, late, deadline } = await runFleet(fleet);
+      const { spans, late, deadline, past } = await runFleet(fleet);
       const most = mostAtOnce(spans, fleet.interval);
       ok(most <= fleet.requests, `${most} sends held slots in one window`);
+      deepStrictEqual(past, [], "background sends past the reserve");
       ok(
         late.length === 0,
         `${late.length} callers waited past ${deadline} ms`,
@@ -247,6 +287,7 @@ Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up 
         interval: 400,
         skews: [-10 * MINUTE, 0, 10 * MINUTE],
         latencies: [5, 30],
+        lows: [true, false, false, true, false],
         moves: [
           { at: 0.1, move: { kind: "far-block" } },
           { at: 0.3, move: { kind: "poison", value: "not a window" } },

@@ -75,6 +75,28 @@ Deno.test("takeTurn() gives one send per turn while others wait, and drops a pla
   );
 });
 
+Deno.test("takeTurn() drops a send dated past the hold (never written by a take), and keeps one dated at it", () => {
+  const hold = 60_000;
+  const sends = Array.from(
+    { length: 90 },
+    (_, i) => [`ghost:${i}`, 3_600_000, 0, -1] as const,
+  );
+  const state: WindowState = {
+    ...EMPTY,
+    sends: [...sends, ["b:0", hold, 0, -1]],
+  };
+  const turn = takeTurn(state, "a", ["a:0", "a:1"], 0, {
+    requests: 3,
+    interval: 1000,
+  });
+  equal(turn.granted, 2, "the 90 entries an hour ahead hold no slot");
+  deepStrictEqual(turn.state.sends.map(([name]) => name), [
+    "b:0",
+    "a:0",
+    "a:1",
+  ]);
+});
+
 Deno.test("refuseSends() blocks a window with room for one slot's share", () => {
   const state = refuseSends(EMPTY, 0, LIMIT);
   const turn = takeTurn(state, "a", ["a:0"], 100, LIMIT);

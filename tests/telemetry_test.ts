@@ -63,22 +63,27 @@ Deno.test("the quota gauge records only the buckets the service documents: a ser
   );
 });
 
-Deno.test("request durations follow the semantic conventions: seconds (unit s), status codes integers", () => {
-  const points: { unit: string; value: number; status: unknown }[] = [];
+/** A meter keeping each point of the histogram `name`: its unit, value and `attribute`. */
+function histogram(name: string, attribute: string) {
+  const points: { unit: string; value: number; attribute: unknown }[] = [];
   const nothing = { add() {}, record() {} };
   const meter: TelemetryMeter = {
     createCounter: () => nothing,
     createGauge: () => nothing,
-    createHistogram: (name, { unit }) => ({
+    createHistogram: (created, { unit }) => ({
       record: (value, attributes) =>
-        name === "partner_api.request.duration" &&
-        points.push({
-          unit,
-          value,
-          status: attributes["http.response.status_code"],
-        }),
+        created === name &&
+        points.push({ unit, value, attribute: attributes[attribute] }),
     }),
   };
+  return { meter, points };
+}
+
+Deno.test("request durations follow the semantic conventions: seconds (unit s), status codes integers", () => {
+  const { meter, points } = histogram(
+    "partner_api.request.duration",
+    "http.response.status_code",
+  );
   const listener = openTelemetry({ meter, tracer: recorder().tracer });
   listener({
     type: "api.request",
@@ -91,6 +96,20 @@ Deno.test("request durations follow the semantic conventions: seconds (unit s), 
     attempt: 1,
     durationMs: 1250,
   });
-  deepStrictEqual(points, [{ unit: "s", value: 1.25, status: 200 }]);
-  ok(Number.isInteger(points[0]!.status));
+  deepStrictEqual(points, [{ unit: "s", value: 1.25, attribute: 200 }]);
+  ok(Number.isInteger(points[0]!.attribute));
+});
+
+Deno.test("rate waits are a histogram by priority: partner_api.rate.wait.duration in seconds, attribute partner_api.priority", () => {
+  const { meter, points } = histogram(
+    "partner_api.rate.wait.duration",
+    "partner_api.priority",
+  );
+  const listener = openTelemetry({ meter, tracer: recorder().tracer });
+  listener({ type: "rate.wait", delayMs: 2500, priority: "low" });
+  listener({ type: "rate.wait", delayMs: 40, priority: "auto" });
+  deepStrictEqual(points, [
+    { unit: "s", value: 2.5, attribute: "low" },
+    { unit: "s", value: 0.04, attribute: "auto" },
+  ]);
 });

@@ -12,7 +12,7 @@ import {
   requireOptions,
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
-import { SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
+import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import type { SendContext } from "./_exchange.ts";
@@ -58,6 +58,7 @@ export function clientConfig(
       deadlines: new SharedDeadlines(timeout, now),
       renewAfterUnauthorized: renewalOf(tokenProvider, now),
       rateLimiter: rateLimiterOf(options.rateLimit, now),
+      priority: checkPriority(options.priority, "auto", CONTEXT),
       onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
     },
@@ -94,6 +95,7 @@ function tokenProviderOf(
   const {
     environment: _,
     rateLimit: _pacing,
+    priority: _priority,
     tokenProvider,
     clientId,
     clientSecret,
@@ -146,6 +148,7 @@ const CLIENT_OWN = new Set([
   "random",
   "now",
   "rateLimit",
+  "priority",
   "onEvent",
 ]);
 

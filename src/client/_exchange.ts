@@ -5,6 +5,7 @@ import type { TokenProvider } from "../token/mod.ts";
 import type { AttemptLimits } from "../core/_deadlines.ts";
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "./rate_limit.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import type { RetryPolicy } from "./_policy.ts";
 
 /** What every request of one client shares. */
@@ -21,6 +22,8 @@ export interface SendContext {
   readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
   /** Paces every attempt; `undefined` when pacing is off. */
   readonly rateLimiter: RateLimiter | undefined;
+  /** The priority of calls that give none. */
+  readonly priority: RatePriority;
   /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
   readonly onEvent: EventListener | undefined;
   readonly now: () => number;

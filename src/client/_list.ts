@@ -213,7 +213,7 @@ async function listPage<T>(
   context: SendContext,
   base: URL,
   url: URL,
-  { signal, limit }: PageRequest,
+  { signal, limit, priority }: PageRequest,
   pick: ((body: unknown) => readonly T[]) | undefined,
 ): Promise<FetchedPage<T>> {
   return await sendExchange(context, {
@@ -223,6 +223,12 @@ async function listPage<T>(
     init: {
       headers: { accept: "application/json" },
       ...(signal === undefined ? {} : { signal }),
+      // The list's priority, else the client's (fetch hears it too).
+      ...(priority !== undefined
+        ? { priority }
+        : context.priority === "auto"
+        ? {}
+        : { priority: context.priority }),
     },
     context: CONTEXT,
     finish: async (response, accessToken, attempts) => {

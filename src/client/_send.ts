@@ -22,6 +22,7 @@ import { displayUrl } from "../core/_url.ts";
 import { describeCause } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -94,9 +95,10 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     const { signal, context } = this;
     ({ accessToken: this.accessToken } = await context.tokenProvider
       .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-    const slot = context.rateLimiter?.take(signal);
+    const priority = this.exchange.init.priority ?? context.priority;
+    const slot = context.rateLimiter?.take(signal, priority);
     this.ticket = typeof slot === "object"
-      ? await waitFor(context, slot)
+      ? await waitFor(context, slot, priority)
       : slot;
   }
 
@@ -275,16 +277,21 @@ async function carryOut<T>(
   };
 }
 
-/** Waits for a slot in the rate window; a listener hears how long. */
+/** Waits for a slot in the rate window; a listener hears how long, and for what priority. */
 async function waitFor(
   context: SendContext,
   slot: Promise<number>,
+  priority: RatePriority,
 ): Promise<number> {
   const listener = context.onEvent;
   if (listener === undefined) return await slot;
   const started = context.now();
   const ticket = await slot;
-  emit(listener, { type: "rate.wait", delayMs: context.now() - started });
+  emit(listener, {
+    type: "rate.wait",
+    delayMs: context.now() - started,
+    priority,
+  });
   return ticket;
 }
 

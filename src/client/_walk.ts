@@ -12,6 +12,8 @@ import type {
   SortDirection,
 } from "./page_types.ts";
 import { checkAtMost, checkNumber, optionError } from "../core/_check.ts";
+import { checkPriority } from "../core/_rate_options.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot paginate";
 
@@ -50,9 +52,14 @@ function requestPage<T, F>(
   const signal = config.signal === undefined
     ? controller.signal
     : AbortSignal.any([config.signal, controller.signal]);
-  const result =
-    (async () =>
-      await fetchPage({ page, limit: config.limit, ...config.sort, signal }))();
+  const result = (async () =>
+    await fetchPage({
+      page,
+      limit: config.limit,
+      ...config.sort,
+      ...config.priority,
+      signal,
+    }))();
   // A page abandoned in flight may still reject; nobody is waiting for it.
   result.catch(() => {});
   return { page, controller, result };
@@ -262,6 +269,8 @@ export interface PageConfig<T> {
   readonly dedupeBy: ((item: T) => unknown) | undefined;
   readonly until: ((item: T) => boolean) | undefined;
   readonly signal: AbortSignal | undefined;
+  /** Handed to each page request, when given. */
+  readonly priority: { priority?: RatePriority };
 }
 
 function positiveInteger(
@@ -347,5 +356,8 @@ export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
     dedupeBy,
     until,
     signal,
+    priority: options.priority === undefined
+      ? {}
+      : { priority: checkPriority(options.priority, "auto", CONTEXT) },
   };
 }

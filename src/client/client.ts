@@ -117,7 +117,10 @@ export function createClient(options: ClientOptions): PartnerClient {
           base,
           kind,
           url: paths.resolve(path),
-          init,
+          // The client's priority reaches fetch too, as the call's would.
+          init: init.priority === undefined && context.priority !== "auto"
+            ? { ...init, priority: context.priority }
+            : init,
           context: what,
           finish: (response) => response,
         });

@@ -98,6 +98,16 @@ export interface ClientOptions extends ProviderSettings {
    */
   rateLimit?: RateLimit | RateLimiter | false;
   /**
+   * The priority of the client's calls that give none of their own
+   * (Fetch's `RequestInit.priority`, passed on to `fetch`): `"low"` makes
+   * them background, which the rate limiter sends only when nothing else
+   * waits and its window keeps `reserve` slots free; any other value is
+   * live. A call's `init.priority` (or a list's `priority`) overrides it.
+   *
+   * @default {"auto"}
+   */
+  priority?: "high" | "low" | "auto";
+  /**
    * Called with what the client does: `api.request` (each attempt),
    * `api.retry`, `api.renewal` (a 401, sent again with a newer token),
    * `rate.wait` and `api.list` (a crawl ended); and, for the provider the

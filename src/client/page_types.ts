@@ -52,6 +52,12 @@ export interface PageRequest {
    * needed. Always present when {@linkcode paginate} calls.
    */
   readonly signal?: AbortSignal;
+  /**
+   * The priority to fetch the page at (`RequestInit.priority`), only when
+   * the caller gave one: pass it to `fetch` (a client's list does, and its
+   * rate limiter reads it).
+   */
+  readonly priority?: "high" | "low" | "auto";
 }
 
 /**
@@ -142,6 +148,16 @@ export interface PaginateOptions<T> {
    * after every answer and warns each time a handler reads it.
    */
   signal?: AbortSignal;
+  /**
+   * The priority of every page request (Fetch's `RequestInit.priority`),
+   * handed to `fetchPage` with each page. A client's `list` and `pages`
+   * send their pages with it: `"low"` makes the crawl background, which
+   * its rate limiter sends only when nothing else waits and the window
+   * keeps its reserve free; any other value is live.
+   *
+   * @default {none: a client's list takes the client's own priority}
+   */
+  priority?: "high" | "low" | "auto";
 }
 
 /**

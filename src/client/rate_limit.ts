@@ -8,13 +8,14 @@ import {
   requireOptions,
 } from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import { checkRateLimit } from "../core/_rate_options.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
+import { checkRateLimit, checkReserve } from "../core/_rate_options.ts";
 import {
   emptyWindow,
+  PriorityLines,
   recordAnswer,
   recordSend,
   slotWait,
-  WaitQueue,
   type Window,
 } from "../core/_rate_window.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -47,6 +48,14 @@ export interface RateLimiterOptions extends RateLimit {
    * @default {Date.now}
    */
   now?: () => number;
+  /**
+   * Slots of any window a background request (`priority: "low"`) leaves
+   * free for live ones: it is sent only when no other request waits and at
+   * least this many slots stay free after it. From 0 to `requests - 1`.
+   *
+   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
+   */
+  reserve?: number;
 }
 
 const CONTEXT = "Cannot create rate limiter";
@@ -80,8 +89,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   requireOptions(options, CONTEXT);
   // The window keeps one time per request: 8 MB at most.
   const limit = checkRateLimit(options, CONTEXT, 1_000_000);
+  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
   const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
-  return new SlidingWindowLimiter(limit, now);
+  return new SlidingWindowLimiter(limit, reserve, now);
 }
 
 interface Waiter {
@@ -89,46 +99,63 @@ interface Waiter {
   readonly reject: (reason: unknown) => void;
 }
 
-/** A limiter over one window, with callers queued in order. */
+/**
+ * A limiter over one window, with callers queued in order: live ones in
+ * one line, background ones in another that moves only while the first is
+ * empty and the window keeps the reserve free.
+ */
 class SlidingWindowLimiter implements RateLimiter {
   readonly limit: RateLimit;
   readonly #now: () => number;
   readonly #window: Window;
-  readonly #queue = new WaitQueue<Waiter>((waiter, reason) => {
+  /** Sends a background request may find in the window: the rest is reserved. */
+  readonly #lowShare: number;
+  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
     waiter.reject(reason);
-    // Leaving changes no slot: only an empty line stops the timer.
-    if (this.#queue.size === 0) this.#stop();
+    // Leaving changes no slot: an empty limiter stops its timer, and a
+    // live caller leaving may let background ones go.
+    if (this.#lines.size === 0) this.#stop();
+    else if (this.#lines.live.size === 0) this.#schedule();
   });
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** The clock's last reading (none yet: a time before any). */
   #last = -Number.MAX_VALUE;
 
-  constructor(limit: RateLimit, now: () => number) {
+  constructor(limit: RateLimit, reserve: number, now: () => number) {
     this.limit = limit;
     this.#now = now;
     this.#window = emptyWindow(limit.requests);
+    this.#lowShare = limit.requests - reserve;
   }
 
-  take(signal?: AbortSignal): number | Promise<number> {
+  take(
+    signal?: AbortSignal,
+    priority?: RatePriority,
+  ): number | Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const line = this.#lines.of(priority);
+    const low = line === this.#lines.low;
+    // Live: ahead of any background caller, behind live ones. Background:
+    // behind everyone, and within its share of the window.
+    const share = low ? this.#lowShare : this.limit.requests;
     // The clock never goes back, so its last reading is a time it is at
     // least: a slot free then is free now, and the clock is read only when
     // that is not enough (a limit far away costs no reading per request).
     if (
-      this.#queue.size === 0 &&
-      (this.#freeAt(this.#last) || this.#freeAt(this.#read()))
+      line.size === 0 && (!low || this.#lines.live.size === 0) &&
+      (this.#freeAt(this.#last, share) || this.#freeAt(this.#read(), share))
     ) {
       return recordSend(this.#window, Infinity);
     }
     return new Promise<number>((resolve, reject) => {
-      this.#queue.push({ resolve, reject }, signal);
-      if (this.#queue.size === 1) this.#schedule();
+      line.push({ resolve, reject }, signal);
+      if (line.size === 1) this.#schedule();
     });
   }
 
-  /** Whether a slot is free at `now`. */
-  #freeAt(now: number): boolean {
-    return slotWait(this.#window, this.limit.interval, now) === 0;
+  /** Whether a slot is free at `now` for a caller allowed `share` sends in the window. */
+  #freeAt(now: number, share: number): boolean {
+    return slotWait(this.#window, this.limit.interval, now, share) === 0;
   }
 
   /** Reads the clock, and keeps the reading. */
@@ -138,7 +165,7 @@ class SlidingWindowLimiter implements RateLimiter {
 
   answered(ticket: number): void {
     recordAnswer(this.#window, ticket, this.#read());
-    if (this.#queue.size > 0) this.#schedule();
+    if (this.#lines.size > 0) this.#schedule();
   }
 
   refused(): void {
@@ -155,13 +182,19 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#schedule();
   }
 
-  /** Lets waiters through in order while slots are free; then waits for the next. */
+  /**
+   * Lets waiters through while slots are free, live ones first, then
+   * background ones within their share; then waits for the next slot.
+   */
   #schedule(): void {
     this.#stop();
-    const { interval } = this.limit;
-    while (this.#queue.size > 0) {
-      const wait = slotWait(this.#window, interval, this.#read());
-      // Infinity: the oldest awaits its answer, and answered() comes back.
+    const { interval, requests } = this.limit;
+    while (this.#lines.size > 0) {
+      const line = this.#lines.next;
+      const share = line === this.#lines.live ? requests : this.#lowShare;
+      const wait = slotWait(this.#window, interval, this.#read(), share);
+      // Infinity: the send to leave first awaits its answer, and
+      // answered() comes back.
       if (wait === Infinity) return;
       if (wait > 0) {
         // Never past what a timer can wait: a longer delay fires at once.
@@ -171,7 +204,7 @@ class SlidingWindowLimiter implements RateLimiter {
         );
         return;
       }
-      this.#queue.shift()!.resolve(recordSend(this.#window, Infinity));
+      line.shift()!.resolve(recordSend(this.#window, Infinity));
     }
   }
 

@@ -2,6 +2,9 @@
 // limiter and the fleet limiters of src/store.
 
 import type { RateLimit } from "./rate_limiter.ts";
+
+/** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
+export type RatePriority = "high" | "low" | "auto";
 import { checkAtMost, checkNumber, optionError } from "./_check.ts";
 
 /** The service's published limit: 900 requests per 5 minutes per IP. */
@@ -47,4 +50,57 @@ export function checkRateLimit(
   );
   checkAtMost(requests, most, context, "requests");
   return Object.freeze({ requests, interval });
+}
+
+/**
+ * The checked `reserve`: slots of a window a background (`priority: "low"`)
+ * request leaves free for live ones. By default a tenth of the limit, at
+ * least 1; never the whole window (a limit of 1 reserves none), or
+ * background requests would never go.
+ *
+ * @throws {RangeError} When it is not a whole number from 0 to `requests - 1`.
+ */
+export function checkReserve(
+  value: number | undefined,
+  requests: number,
+  context: string,
+): number {
+  const fallback = Math.min(
+    requests - 1,
+    Math.max(1, Math.ceil(requests / 10)),
+  );
+  const reserve = checkNumber(
+    value,
+    fallback,
+    "non-negative integer",
+    context,
+    "reserve",
+  );
+  return checkAtMost(reserve, requests - 1, context, "reserve");
+}
+
+const PRIORITIES: readonly unknown[] = ["high", "low", "auto"];
+
+/**
+ * The checked `priority` option (Fetch's `RequestInit.priority`), or
+ * `fallback` when it is not given.
+ *
+ * @throws {TypeError} When it is not `"high"`, `"low"` or `"auto"`.
+ */
+export function checkPriority<F extends RatePriority | undefined>(
+  value: unknown,
+  fallback: F,
+  context: string,
+): RatePriority | F {
+  if (value === undefined) return fallback;
+  if (!PRIORITIES.includes(value)) {
+    throw optionError(
+      TypeError,
+      context,
+      "priority",
+      'must be "high", "low" or "auto"',
+      String(value),
+    );
+  }
+  return value as RatePriority;
 }

@@ -45,11 +45,32 @@ export function slotWait(
   share: number = window.times.length,
 ): number {
   const { times, head } = window;
-  // The share-th latest send must leave before another may go.
-  const freedAt = window.count >= share
-    ? times[(head - share + times.length) % times.length]! + interval
-    : -Infinity;
+  // The whole ring: the oldest send must leave before another may go (or,
+  // answered out of order, a send after it: waiting for it is safe).
+  // A share of it: the share-th latest time must leave, which answers out
+  // of order may have put anywhere in the ring.
+  const freedAt = window.count < share
+    ? -Infinity
+    : share === times.length
+    ? times[head]! + interval
+    : latest(window, share, now - interval) + interval;
   return Math.max(0, freedAt - now, window.blockedUntil - now);
+}
+
+/**
+ * The `nth` latest time of the window after `since` (`-Infinity`: fewer):
+ * counted first, newest first, stopping at `nth`; sorted only when there
+ * are that many (a wait, then: once per timer, not per request).
+ */
+function latest(window: Window, nth: number, since: number): number {
+  const { times, head, count } = window;
+  const at = (i: number) => times[(head - i + times.length) % times.length]!;
+  let recent = 0;
+  for (let i = 1; i <= count && recent < nth; i++) if (at(i) > since) recent++;
+  if (recent < nth) return -Infinity;
+  const all: number[] = [];
+  for (let i = 1; i <= count; i++) if (at(i) > since) all.push(at(i));
+  return all.sort((a, b) => b - a)[nth - 1]!;
 }
 
 /**
@@ -172,5 +193,35 @@ export class WaitQueue<T> {
     else node.next.previous = node.previous;
     node.previous = node.next = undefined;
     this.#size--;
+  }
+}
+
+/**
+ * Two lines of callers, each in order: live ones, served first, and
+ * background ones (`priority: "low"`), served only while no live one waits.
+ */
+export class PriorityLines<T> {
+  readonly live: WaitQueue<T>;
+  readonly low: WaitQueue<T>;
+
+  /** `onAbort` hears of each caller whose signal aborted, once it has left. */
+  constructor(onAbort: (item: T, reason: unknown) => void) {
+    this.live = new WaitQueue(onAbort);
+    this.low = new WaitQueue(onAbort);
+  }
+
+  /** How many wait in both. */
+  get size(): number {
+    return this.live.size + this.low.size;
+  }
+
+  /** The line a caller of `priority` joins. */
+  of(priority: string | undefined): WaitQueue<T> {
+    return priority === "low" ? this.low : this.live;
+  }
+
+  /** The line served next: the live one while anybody waits in it. */
+  get next(): WaitQueue<T> {
+    return this.live.size > 0 ? this.live : this.low;
   }
 }

@@ -48,11 +48,20 @@ export interface RateLimiter {
   /**
    * Takes a slot for one request: its ticket (a number) when a slot is free
    * now, else a promise of it that resolves when the caller's turn comes
-   * (callers go in the order they came), or rejects with the signal's
-   * reason when it aborts first. Hand the ticket to
-   * {@linkcode RateLimiter.answered} once the request is answered or failed.
+   * (callers of one priority go in the order they came, live ones before
+   * background ones), or rejects with the signal's reason when it aborts
+   * first. Hand the ticket to {@linkcode RateLimiter.answered} once the
+   * request is answered or failed.
+   *
+   * `priority` is the request's own (`RequestInit.priority`, the client's
+   * default when the call gives none); `undefined` is live, as `"auto"`. A
+   * limiter of your own may leave the parameter out: the client passes it,
+   * and a `take(signal)` just does not read it.
    */
-  take(signal?: AbortSignal): number | Promise<number>;
+  take(
+    signal?: AbortSignal,
+    priority?: "high" | "low" | "auto",
+  ): number | Promise<number>;
   /**
    * Tells the limiter the request of `ticket` was answered (or failed, or
    * was never sent). The service counts a request when it arrives, which

@@ -12,12 +12,13 @@
 // it takes, so that the fleet's window counts them.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import {
   emptyWindow,
+  PriorityLines,
   recordAnswer,
   recordSend,
   slotWait,
-  WaitQueue,
   type Window,
 } from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
@@ -33,6 +34,11 @@ export interface TakeRequest {
   readonly epoch: string;
   /** It paced alone: it writes back its sends before it takes. */
   readonly returning: boolean;
+  /**
+   * The sends are background ones: granted only while no live request
+   * waits anywhere in the fleet, and the window keeps the reserve free.
+   */
+  readonly low: boolean;
 }
 
 /** What the store answers to a take. */
@@ -70,6 +76,8 @@ export interface SharedWindow {
 /** What a fleet limiter needs besides its store. */
 export interface FleetConfig {
   readonly limit: RateLimit;
+  /** Slots a background send leaves free in the window. */
+  readonly reserve: number;
   /** Names this process's sends in the store. */
   readonly holder: string;
   /** A clock that never goes back (a step back must not stall callers). */
@@ -98,9 +106,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
   readonly #own: Window;
-  readonly #queue = new WaitQueue<Waiter>((waiter, reason) => {
+  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
     waiter.reject(reason);
-    if (this.#queue.size === 0) this.#stop();
+    if (this.#lines.size === 0) this.#stop();
   });
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
@@ -136,10 +144,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
   }
 
-  take(signal?: AbortSignal): Promise<number> {
+  take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const { live, low } = this.#lines;
+    const line = this.#lines.of(priority);
     return new Promise<number>((resolve, reject) => {
-      this.#queue.push({ resolve, reject }, signal);
+      line.push({ resolve, reject }, signal);
+      // The first live caller behind a background wait asks at once.
+      if (line === live && live.size === 1 && low.size > 0) this.#stop();
       this.#wake();
     });
   }
@@ -176,7 +188,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Starts handing out slots, unless that is under way or timed already. */
   #wake(): void {
     if (this.#busy || this.#timer !== undefined) return;
-    if (this.#queue.size === 0) return;
+    if (this.#lines.size === 0) return;
     this.#busy = true;
     this.#pumping = this.#pump();
   }
@@ -185,14 +197,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // The flag drops in the same step as the last look at the line (no
     // await between): a caller queued after it starts the next round.
     try {
-      while (this.#queue.size > 0) {
+      while (this.#lines.size > 0) {
         const wait = this.#config.now() < this.#aloneUntil
           ? this.#takeAlone()
           : await this.#takeShared();
         // Infinity: alone, with the send to leave first unanswered:
         // answered() wakes the line again.
         if (wait === Infinity) return;
-        if (wait > 0 && this.#queue.size > 0) {
+        if (wait > 0 && this.#lines.size > 0) {
           this.#timer = setTimeout(() => {
             this.#timer = undefined;
             this.#wake();
@@ -205,24 +217,38 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
-  /** One slot from this process's share, or how long until one is free. */
+  /**
+   * One slot from this process's share, or how long until one is free:
+   * live callers first, background ones within the share less its part of
+   * the reserve.
+   */
   #takeAlone(): number {
-    const { interval } = this.limit;
+    const { interval, requests } = this.limit;
     const now = this.#config.now();
-    const wait = slotWait(this.#own, interval, now, this.#share);
+    const line = this.#lines.next;
+    const reserve = line === this.#lines.low
+      ? Math.ceil(this.#config.reserve * this.#share / requests)
+      : 0;
+    const share = Math.max(1, this.#share - reserve);
+    const wait = slotWait(this.#own, interval, now, share);
     if (wait === 0) {
       this.#returning = true;
-      this.#queue.shift()!.resolve(recordSend(this.#own, Infinity));
+      line.shift()!.resolve(recordSend(this.#own, Infinity));
       return 0;
     }
     // Back to the store when the pause ends, if that comes first.
     return Math.min(wait, Math.max(1, this.#aloneUntil - now));
   }
 
-  /** Slots from the store for as many as wait, or how long until more. */
+  /**
+   * Slots from the store for as many as wait of one priority (live ones
+   * first), or how long until more.
+   */
   async #takeShared(): Promise<number> {
     const { requests } = this.limit;
-    const count = Math.min(this.#queue.size, MOST_PER_TAKE, requests);
+    const line = this.#lines.next;
+    const low = line === this.#lines.low;
+    const count = Math.min(line.size, MOST_PER_TAKE, requests);
     const first = this.#own.sent;
     const sends = Array.from(
       { length: count },
@@ -234,6 +260,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
         sends,
         epoch: this.#epoch,
         returning: this.#returning,
+        low,
       });
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
@@ -245,11 +272,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
       const ticket = recordSend(this.#own, Infinity);
       this.#inStore.add(ticket);
-      const waiter = this.#queue.shift();
+      const waiter = line.shift();
       // A caller who left while the store answered: its slot is spent.
       if (waiter === undefined) this.answered(ticket);
       else waiter.resolve(ticket);
     }
+    // A live caller came while background slots were asked for: at once.
+    if (low && this.#lines.live.size > 0) return 0;
     return reply.granted === count ? 0 : Math.max(1, reply.wait);
   }
 

@@ -49,7 +49,12 @@ export function readState(value: unknown): WindowState | undefined {
     line: line.flatMap((entry): Place[] =>
       Array.isArray(entry) && typeof entry[0] === "string" &&
         isTime(entry[1])
-        ? [[entry[0], entry[1], isTime(entry[2]) ? entry[2] : 0]]
+        ? [[
+          entry[0],
+          entry[1],
+          isTime(entry[2]) ? entry[2] : 0,
+          entry[3] === 0 ? 0 : 1,
+        ]]
         : []
     ),
     holders: holders.flatMap((entry): [string, number][] =>
@@ -106,32 +111,34 @@ export class ClockView {
   /** The window as this process's clock has it, at `now`. */
   see(state: WindowState, now: number, limit: RateLimit): WindowState {
     const mine = `${this.#own}:`;
-    const sends = state.sends.map((send): Send => {
+    // Its own, on its own clock: a stamp past the hold is not its, and is
+    // dropped (kept for the hold, 90 of them held a fleet for a minute).
+    // The others' are dated by sight, which no stamp can push further.
+    const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
-      // Its own, on its own clock; a stamp past the hold is not its.
-      if (name.startsWith(mine)) {
-        return [name, Math.min(from, now + HOLD), answered, span];
-      }
+      if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];
       let seen = this.#sends.get(name);
       if (seen === undefined) {
         seen = { first: now, open: answered === 1 ? undefined : now };
         this.#sends.set(name, seen);
       }
-      if (answered === 0) return [name, seen.first + HOLD, 0, span];
+      if (answered === 0) return [[name, seen.first + HOLD, 0, span]];
       seen.answered ??= now;
       // Seen written and unanswered at `open`: answered within its span of it.
       const within = seen.open !== undefined && span >= 0
         ? seen.open + span
         : Infinity;
-      return [name, Math.min(seen.answered, within), 1, span];
+      return [[name, Math.min(seen.answered, within), 1, span]];
     });
     forgetMissing(this.#sends, state.sends.map(([name]) => name));
     const longest = limit.interval + HOLD;
-    const line = state.line.map(([holder, lapses, span]): Place => {
-      if (holder === this.#own) return [holder, lapses, span];
+    const line = state.line.map((place): Place => {
+      const [holder, lapses, span, live] = place;
+      if (holder === this.#own) return place;
       const at = sighting(this.#places, holder, lapses, now);
       // A place lasts what its writer gave it, from when it was seen.
-      return [holder, at + Math.min(span > 0 ? span : longest, longest), span];
+      const until = at + Math.min(span > 0 ? span : longest, longest);
+      return [holder, until, span, live === 0 ? 0 : 1];
     });
     forgetMissing(this.#places, state.line.map(([holder]) => holder));
     const holders = state.holders.map(([holder, seen]) =>

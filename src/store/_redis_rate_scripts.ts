@@ -1,7 +1,8 @@
 // Internal: the fleet window's rules (_window_rules.ts) as Lua scripts, on
 // Redis's own clock. Each script first replaces what is not ours, in the
 // same atomic step: a key of another type, a number that does not parse,
-// a block or a send counted from further ahead than the rules ever write.
+// a block further ahead than the rules ever write (cut back), a send dated
+// past the hold (dropped).
 // Such a key would otherwise make every take fail (and every process pace
 // alone at the whole limit), or hold the fleet off for as long as it says.
 
@@ -9,10 +10,25 @@
 // set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
 // 4 holders (sorted set: holder -> ms last seen), 5 turns (counter),
 // 6 block (ms before which nobody sends, after a refusal), 7 epoch (hash:
-// id of this life of the window; claimed, until, reseeded: slots kept for
-// sends the store lost, see _window_rules.ts).
+// id of this life of the window; short, reseeded: slots kept for sends the
+// store lost, see _window_rules.ts; until: when the window's last send
+// leaves).
 // ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
 // with if the window has none; then each script's own.
+
+// Writes down in the epoch hash until when the window holds a send: the
+// latest send's time (none past the hold is ours) and an interval. Before
+// then the window cannot have emptied by itself; once it is empty, nothing
+// is written down (an answer of a version that did not write it cannot
+// leave a mark that would take an emptied window for a lost one).
+const mark = (window: string, epoch: string) =>
+  `local function mark()
+  local last = redis.call('ZREVRANGEBYSCORE', ${window}, now + hold, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+  if last then redis.call('HSET', ${epoch}, 'until', tonumber(last) + interval)
+  else redis.call('HDEL', ${epoch}, 'until') end
+end
+`;
+
 const GUARD = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -42,31 +58,46 @@ if block > now + share then
   block = now + share
   redis.call('SET', KEYS[6], block, 'PX', share)
 end
-for _, send in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now + hold), '+inf', 'LIMIT', 0, 1000)) do
-  redis.call('ZADD', KEYS[1], now + hold, send)
-end
+-- A send dated past the hold was never written by a take: dropped, not
+-- kept for the hold (90 of them held a fleet for a minute).
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + hold), '+inf')
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '(' .. now, '+inf')
 if redis.call('ZCARD', KEYS[2]) > 1000 then redis.call('DEL', KEYS[2], KEYS[3]) end
 local epoch = redis.call('HGET', KEYS[7], 'id')
-if lost or not epoch or #epoch > 64 then
+-- The window and its epoch are judged together: a window gone while its
+-- epoch says a send is still in it was lost (an eviction can pick one key
+-- of two), as in a restart; one that emptied as its sends left was not.
+-- Sends were lost for sure, so the window is short of them at once: a
+-- process that never knew the old epoch takes nothing before the others
+-- wrote theirs back.
+local fell = epoch and redis.call('EXISTS', KEYS[1]) == 0 and (num(redis.call('HGET', KEYS[7], 'until')) or 0) > now
+if fell or lost or not epoch or #epoch > 64 then
   redis.call('DEL', KEYS[7])
   epoch = ARGV[5]
   redis.call('HSET', KEYS[7], 'id', epoch)
+  if fell then redis.call('HSET', KEYS[7], 'short', now + interval + grace) end
 end
 -- While the window is short of what it lost: only as many as written back.
 local short = math.min(num(redis.call('HGET', KEYS[7], 'short')) or 0, now + interval + grace)
 local reseeded = num(redis.call('HGET', KEYS[7], 'reseeded')) or 0
 local capacity = requests
 if short > now then capacity = math.min(requests, reseeded) end
-local function keep()
+${mark("KEYS[1]", "KEYS[7]")}local function keep()
+  mark()
   for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], interval + hold + grace) end
 end
 `;
 
-// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, then
-// the sends wanted. Answers {granted, wait, holders, epoch, reseed, count}.
+// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, 9 '1'
+// when the sends are background ones, 10 the reserve, then the sends
+// wanted. Answers {granted, wait, holders, epoch, reseed, count}. A place
+// in line waiting for background sends only is marked in the places hash
+// (`<holder>|low`): ahead of a live take stand live places only, and a
+// background take gets nothing while a live place waits elsewhere, nor
+// the last `reserve` slots.
 export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
-local want = #ARGV - 8
+local low, reserve = ARGV[9] == '1', tonumber(ARGV[10]) or 0
+local want = #ARGV - 10
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
 redis.call('ZADD', KEYS[4], now, holder)
@@ -74,7 +105,7 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local lapses = num(redis.call('HGET', KEYS[3], other)) or -1
   if lapses < now or lapses > now + interval + hold + grace then
     redis.call('ZREM', KEYS[2], other)
-    redis.call('HDEL', KEYS[3], other)
+    redis.call('HDEL', KEYS[3], other, other .. '|low')
   end
 end
 keep()
@@ -83,30 +114,52 @@ if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
-local place = redis.call('ZRANK', KEYS[2], holder)
-local line = redis.call('ZCARD', KEYS[2])
+-- Those who may stand ahead: every place for a background take, live
+-- places (and its own) for a live one.
+local line, place, liveElsewhere = 0, nil, false
+for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
+  if other ~= holder and not otherLow then liveElsewhere = true end
+  if low or not otherLow or other == holder then
+    if other == holder then place = line end
+    line = line + 1
+  end
+end
+if low then
+  if liveElsewhere then free = 0 else free = free - reserve end
+end
 local ahead = place or line
 -- While others wait in line, one send per turn: turns, not callers, are fair.
 local most = want
 if line > (place and 1 or 0) then most = 1 end
 local granted = math.max(0, math.min(most, free - ahead))
-for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[8 + i]) end
+for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[10 + i]) end
 local wait = 0
 if granted == want then
   redis.call('ZREM', KEYS[2], holder)
-  redis.call('HDEL', KEYS[3], holder)
+  redis.call('HDEL', KEYS[3], holder, holder .. '|low')
 else
+  local position = place
   if granted > 0 or not place then
     redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), holder)
+    position = line - (place and 1 or 0)
   end
+  if low then redis.call('HSET', KEYS[3], holder .. '|low', '1') else redis.call('HDEL', KEYS[3], holder .. '|low') end
   if block > now then
     wait = block - now
+  elseif low and liveElsewhere then
+    -- The live ones go first: ask again soon.
+    wait = math.max(1, share)
   else
-    -- This holder's turn comes when the (index + 1)-th send leaves.
-    local index = math.max(redis.call('ZRANK', KEYS[2], holder) - (free - granted), 0)
+    -- Slots free beyond those of the places ahead: its turn is now, once
+    -- those ahead took theirs. Else it comes when the (index + 1)-th send
+    -- leaves.
+    local index = position - (free - granted)
     local send = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
     local from = tonumber(send[2] or '-1')
-    if not send[2] then
+    if index < 0 then
+      wait = 1
+    elseif not send[2] then
       -- Beyond what a short window holds: more may be written back soon.
       if short > now then wait = math.max(1, math.min(short - now, math.max(share, grace))) else wait = interval end
     elseif from > now then
@@ -143,15 +196,18 @@ if short > now then redis.call('HSET', KEYS[7], 'reseeded', reseeded + added) en
 keep()
 return added`;
 
-// KEYS: window; ARGV: the sends. Each counts from now, if it still waits.
+// KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts
+// from now, if it still waits.
 export const ANSWER =
   `if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-for _, send in ipairs(ARGV) do
-  local from = redis.call('ZSCORE', KEYS[1], send)
-  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, send) end
+local interval, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
+${mark("KEYS[1]", "KEYS[2]")}for i = 3, #ARGV do
+  local from = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, ARGV[i]) end
 end
+if redis.call('TYPE', KEYS[2]).ok == 'hash' then mark() end
 return 0`;
 
 // KEYS: window, block; ARGV: requests, interval. A window with room is

@@ -3,9 +3,10 @@
 // (_redis_rate_scripts.ts) are the same rules in Lua, on Redis's clock.
 //
 // What is read from a store is never trusted further than its rules allow:
-// a block, a wait or a place in line lasts at most one interval and the
-// hold, and a value that is not a window counts as a window the store lost
-// (a restart): its members write back what they sent before anyone takes.
+// a send dated past the store's time plus the hold is dropped, a block, a
+// wait or a place in line lasts at most one interval and the hold, and a
+// value that is not a window counts as a window the store lost (a
+// restart): its members write back what they sent before anyone takes.
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 
@@ -36,7 +37,18 @@ export type Send = readonly [
  * A place in line: the holder, the ms it lapses, and for how long from its
  * writing it was given (what a process on another clock can go by).
  */
-export type Place = readonly [holder: string, lapses: number, span: number];
+export type Place = readonly [
+  holder: string,
+  lapses: number,
+  span: number,
+  /** 0: it waits for background sends only; absent or 1: live ones. */
+  live?: 0 | 1,
+];
+
+/** Whether a place waits for live sends (a place of 0.3 did). */
+function isLive(place: Place): boolean {
+  return place[3] !== 0;
+}
 
 /** The fleet's window, as one KV value holds it. */
 export interface WindowState {
@@ -85,6 +97,10 @@ export interface TakeAsk {
   readonly epoch: string;
   /** It paced alone meanwhile: it writes back what it sent before it takes. */
   readonly returning: boolean;
+  /** Background sends: only while no live one waits, leaving `reserve` free. */
+  readonly low?: boolean;
+  /** Slots a background send leaves free in the window. */
+  readonly reserve?: number;
 }
 
 /** The answer to a take. */
@@ -123,7 +139,10 @@ export function takeTurn(
 ): TakeOutcome {
   const { interval } = limit;
   const { holder, wanted } = ask;
-  const sends = state.sends.filter(([, from]) => from > now - interval);
+  // A send dated past the hold was never written by a take: dropped.
+  const sends = state.sends.filter(([, from]) =>
+    from > now - interval && from <= now + HOLD
+  );
   const holders = [
     ...state.holders.filter(([id, seen]) =>
       seen > now - interval && id !== holder
@@ -138,36 +157,79 @@ export function takeTurn(
   if (ask.returning || stranger) {
     return outcome(next, 0, 0, true);
   }
-  const free = state.block > now
+  const low = ask.low === true;
+  // Ahead of a live take stand live places only: a background crawl in
+  // another process does not hold a live request up.
+  const order = low ? line : line.filter(isLive);
+  const room = state.block > now
     ? 0
     : capacity(state, now, limit) - sends.length;
-  const place = line.findIndex(([id]) => id === holder);
-  const ahead = place < 0 ? line.length : place;
+  // A background send leaves the reserve free, and waits while a live one
+  // waits anywhere in the fleet.
+  const liveElsewhere = line.some((p) => isLive(p) && p[0] !== holder);
+  const free = !low ? room : liveElsewhere ? 0 : room - (ask.reserve ?? 0);
+  const place = order.findIndex(([id]) => id === holder);
+  const ahead = place < 0 ? order.length : place;
   // While others wait in line, one send per turn: turns are fair.
-  const most = line.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
+  const most = order.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
   const granted = Math.max(0, Math.min(most, free - ahead));
   for (const send of wanted.slice(0, granted)) {
     sends.push([send, now + HOLD, 0, -1]);
   }
-  let wait = 0;
   if (granted === wanted.length) {
     line = line.filter(([id]) => id !== holder);
-  } else {
-    if (granted > 0 || place < 0) {
-      line = [...line.filter(([id]) => id !== holder), [holder, Infinity, 0]];
-    }
-    wait = turnWait(
-      { ...next, sends, line },
-      holder,
+    return outcome({ ...next, sends, line }, granted, 0, false);
+  }
+  const waiting = { ...next, sends, line };
+  const { wait, line: after } = waitInLine(waiting, ask, granted, {
+    free,
+    liveElsewhere,
+    now,
+    limit,
+  });
+  return outcome({ ...waiting, line: after }, granted, wait, false);
+}
+
+/**
+ * Where a take that did not get all it asked for stands in line (at the
+ * end when it got some, else where it stood, marked live or background),
+ * and how long until its turn.
+ */
+function waitInLine(
+  state: WindowState,
+  { holder, low }: TakeAsk,
+  granted: number,
+  { free, liveElsewhere, now, limit }: {
+    free: number;
+    liveElsewhere: boolean;
+    now: number;
+    limit: RateLimit;
+  },
+): { wait: number; line: Place[] } {
+  const mark = low === true ? 0 : 1;
+  let line = granted > 0 || state.line.every(([id]) => id !== holder)
+    ? [
+      ...state.line.filter(([id]) => id !== holder),
+      [holder, Infinity, 0, mark] as const,
+    ]
+    : state.line.map((p): Place =>
+      p[0] === holder ? [holder, p[1], p[2], mark] : p
+    );
+  const wait = low && liveElsewhere
+    ? Math.max(1, slotShare(limit)) // the live ones go first: ask again soon
+    : turnWait(
+      state,
+      (low ? line : line.filter(isLive)).findIndex(([id]) => id === holder),
       free - granted,
       now,
       limit,
     );
-    line = line.map((entry) =>
-      entry[0] === holder ? [holder, now + wait + GRACE, wait + GRACE] : entry
-    );
-  }
-  return outcome({ ...next, sends, line }, granted, wait, false);
+  line = line.map((entry): Place =>
+    entry[0] === holder
+      ? [holder, now + wait + GRACE, wait + GRACE, mark]
+      : entry
+  );
+  return { wait, line };
 }
 
 function outcome(
@@ -190,18 +252,20 @@ function outcome(
 /** How long until `holder`'s turn can come, in ms: never past an interval and the hold. */
 function turnWait(
   state: WindowState,
-  holder: string,
+  place: number,
   free: number,
   now: number,
   limit: RateLimit,
 ): number {
   const { interval } = limit;
   if (state.block > now) return state.block - now;
+  // Slots free beyond those of the places ahead (`place` among those that
+  // may be ahead of it): its next turn is now, once those ahead took
+  // theirs (slots a burst of answers freed together were left unused
+  // until the oldest send left, an interval on).
+  if (place < free) return 1;
   // The turn comes when the (index + 1)-th send leaves.
-  const index = Math.max(
-    0,
-    state.line.findIndex(([id]) => id === holder) - free,
-  );
+  const index = place - free;
   const from = state.sends.map(([, from]) => from).sort((a, b) => a - b)[index];
   if (from === undefined) {
     // Beyond what a short window holds: more may be written back soon.

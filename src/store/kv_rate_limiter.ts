@@ -11,7 +11,11 @@ import type { EventListener } from "../core/events.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import { optionError, requireFunction } from "../core/_check.ts";
 import { type SteadyClock, steadyClock } from "../core/_clock.ts";
-import { checkRateLimit, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
+import {
+  checkRateLimit,
+  checkReserve,
+  SERVICE_RATE_LIMIT,
+} from "../core/_rate_options.ts";
 import {
   FleetRateLimiter,
   type SharedWindow,
@@ -83,6 +87,16 @@ export interface KvRateLimiterOptions {
    * `rate.restored` when the process takes from it again.
    */
   onEvent?: EventListener;
+  /**
+   * Slots of any window a background request (`priority: "low"`) leaves
+   * free for live ones, across the fleet: it is sent only when no live
+   * request waits in any process and at least this many slots stay free
+   * after it. From 0 to `requests - 1`; every process sharing the prefix
+   * should give the same.
+   *
+   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
+   */
+  reserve?: number;
 }
 
 const CONTEXT = "Cannot create KV rate limiter";
@@ -157,11 +171,14 @@ export function createKvRateLimiter(
     MOST_REQUESTS,
     SERVICE_RATE_LIMIT,
   );
+  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
   const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
   const holder = crypto.randomUUID().slice(0, 13);
   const prefix = [...(options.prefix ?? ["partner-api", "rate"])];
-  return new FleetRateLimiter(new KvWindow(kv, prefix, limit, holder, now), {
+  const window = new KvWindow(kv, prefix, { ...limit, reserve }, holder, now);
+  return new FleetRateLimiter(window, {
     limit,
+    reserve,
     holder,
     now,
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
@@ -187,6 +204,7 @@ class KvWindow implements SharedWindow {
   /** Where answers wait to be folded in, one key each. */
   readonly #answers: Deno.KvKey;
   readonly #limit: RateLimit;
+  readonly #reserve: number;
   readonly #holder: string;
   readonly #now: SteadyClock;
   readonly #view: ClockView;
@@ -196,7 +214,7 @@ class KvWindow implements SharedWindow {
   constructor(
     kv: Deno.Kv,
     prefix: Deno.KvKey,
-    limit: RateLimit,
+    { reserve, ...limit }: RateLimit & { reserve: number },
     holder: string,
     now: SteadyClock,
   ) {
@@ -204,6 +222,7 @@ class KvWindow implements SharedWindow {
     this.#key = [...prefix, "window"];
     this.#answers = [...prefix, "answers"];
     this.#limit = limit;
+    this.#reserve = reserve;
     this.#holder = holder;
     this.#now = now;
     this.#view = new ClockView(holder);
@@ -216,6 +235,8 @@ class KvWindow implements SharedWindow {
       wanted: request.sends,
       epoch: request.epoch,
       returning: request.returning,
+      low: request.low,
+      reserve: this.#reserve,
     };
     let writtenAt = 0;
     const written = await this.#change((state, now) => {

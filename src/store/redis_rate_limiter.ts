@@ -13,7 +13,11 @@ import {
 } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import { steadyClock } from "../core/_clock.ts";
-import { checkRateLimit, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
+import {
+  checkRateLimit,
+  checkReserve,
+  SERVICE_RATE_LIMIT,
+} from "../core/_rate_options.ts";
 import {
   FleetRateLimiter,
   type SharedWindow,
@@ -85,6 +89,16 @@ export interface RedisRateLimiterOptions {
    * window, and `rate.restored` when the process takes from it again.
    */
   onEvent?: EventListener;
+  /**
+   * Slots of any window a background request (`priority: "low"`) leaves
+   * free for live ones, across the fleet: it is sent only when no live
+   * request waits in any process and at least this many slots stay free
+   * after it. From 0 to `requests - 1`; every process sharing the prefix
+   * should give the same.
+   *
+   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
+   */
+  reserve?: number;
 }
 
 const CONTEXT = "Cannot create Redis rate limiter";
@@ -104,8 +118,10 @@ const CONTEXT = "Cannot create Redis rate limiter";
  *   `N` processes gets its share (at least `1 / (2N)` of the limit).
  * - What Redis holds is never trusted past the rules: a key of another
  *   type or a value that does not parse is replaced in the same script, a
- *   block or a send counted from further ahead than a take writes is cut
- *   back, so no wait is longer than the interval and the hold (a minute).
+ *   send dated beyond Redis's time plus the hold is dropped and a block
+ *   further ahead than a refusal writes is cut back, so no wait is longer
+ *   than the interval and the hold (a minute). A window lost while its
+ *   epoch survives (an eviction picked one key) counts as a restart.
  * - When Redis fails or does not answer in `commandTimeout`, the process
  *   paces itself alone at its last known share (`requests / N`; half the
  *   limit before Redis ever said `N`, never the whole), emits
@@ -176,16 +192,18 @@ export function createRedisRateLimiter(
     CONTEXT,
     "commandTimeout",
   );
+  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
   const holder = crypto.randomUUID().slice(0, 13);
   const window = new RedisWindow(
     command,
     prefix,
-    limit,
+    { ...limit, reserve },
     holder,
     commandTimeout,
   );
   return new FleetRateLimiter(window, {
     limit,
+    reserve,
     holder,
     now: steadyClock(requireFunction(options.now, CONTEXT, "now")),
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
@@ -199,17 +217,19 @@ class RedisWindow implements SharedWindow {
   readonly #holder: string;
   readonly #keys: string[];
   readonly #args: string[];
+  readonly #reserve: string;
   readonly #commandTimeout: number;
   readonly #digests = new Map<string, Promise<string>>();
 
   constructor(
     command: RedisCommand,
     prefix: string,
-    limit: { requests: number; interval: number },
+    limit: { requests: number; interval: number; reserve: number },
     holder: string,
     commandTimeout: number,
   ) {
     this.#command = command;
+    this.#reserve = String(limit.reserve);
     this.#commandTimeout = commandTimeout;
     this.#holder = holder;
     // One hash tag: a cluster keeps every key of a script in one slot.
@@ -237,6 +257,8 @@ class RedisWindow implements SharedWindow {
       this.#holder,
       request.epoch,
       request.returning ? "1" : "0",
+      request.low ? "1" : "0",
+      this.#reserve,
       ...request.sends,
     ]);
     return takeReply(reply);
@@ -253,7 +275,11 @@ class RedisWindow implements SharedWindow {
   }
 
   async answer(sends: readonly string[]): Promise<void> {
-    await this.#script(ANSWER, [this.#keys[0]!], [...sends]);
+    await this.#script(ANSWER, [this.#keys[0]!, this.#keys[6]!], [
+      this.#args[1]!,
+      this.#args[2]!,
+      ...sends,
+    ]);
   }
 
   async refuse(): Promise<void> {

@@ -51,6 +51,12 @@ const DURATION_BUCKETS = [
   10,
 ];
 
+/**
+ * A wait for the rate window lasts up to an interval and the hold (the
+ * service's interval is 5 minutes): the request buckets, then on to 5 min.
+ */
+const WAIT_BUCKETS = [...DURATION_BUCKETS, 30, 60, 120, 300];
+
 /** The metrics the module records, made once per listener. */
 export function instruments(meter: TelemetryMeter) {
   const counter = { unit: "{request}", valueType: ValueType.INT };
@@ -86,6 +92,11 @@ export function instruments(meter: TelemetryMeter) {
       description: "Duration of HTTP client requests.",
       unit: "s",
       advice,
+    }),
+    rateWait: meter.createHistogram("partner_api.rate.wait.duration", {
+      description: "Waits of API requests for a slot in the rate window",
+      unit: "s",
+      advice: { explicitBucketBoundaries: WAIT_BUCKETS },
     }),
   };
 }

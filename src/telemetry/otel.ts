@@ -16,6 +16,7 @@
  * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket` (`per_hour`, `per_day` only) |
  * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code` (an integer), `server.address`, `server.port`, `error.type` on failure, `partner_api.base`; in seconds (`s`) |
  * | `http.client.request.duration`| histogram | the semantic conventions' HTTP client metric, for every API request attempt: `http.request.method`, `server.address`, `server.port`, `http.response.status_code` (when an answer came), `error.type` on failure (the status for 4xx and 5xx, `timeout` or `network` when no answer came); in seconds (`s`) |
+ * | `partner_api.rate.wait.duration` | histogram | `partner_api.priority` (`high`, `low`, `auto`): each wait of a request for a slot in the rate window; in seconds (`s`), buckets up to 5 minutes |
  *
  * Integers are sent as integers: status codes, ports, and a crawl's page and
  * item counts (Deno's exporter sends other numbers as doubles). Counters
@@ -129,6 +130,10 @@ export function openTelemetry(
         }, event.outcome === "error");
       case "api.request":
         return apiRequest(event, meter, integer.metric);
+      case "rate.wait":
+        return meter.rateWait.record(event.delayMs / 1000, {
+          "partner_api.priority": event.priority,
+        });
     }
   };
 }

@@ -6,7 +6,11 @@
 // counts the requests it sent after. Its clock may be skewed (the limiter's
 // `now` reads Date.now() plus PARTNER_API_SKEW ms), and with
 // PARTNER_API_REFUSED set it tells its limiter of one 429 before it starts,
-// as a process that met another user of the address would.
+// as a process that met another user of the address would. With
+// PARTNER_API_PARALLEL set, that many callers send at once; with
+// PARTNER_API_PRIORITY=low the process crawls transactions in the background
+// (`priority: "low"`); it begins PARTNER_API_DELAY ms after the start, and
+// PARTNER_API_EACH overrides how many requests it sends.
 //
 //   deno run --allow-net=127.0.0.1 --allow-env='PARTNER_API_*' \
 //     --allow-read=<dir> --allow-write=<dir> kv_rate_worker.ts \
@@ -34,13 +38,17 @@ const rateLimit = createKvRateLimiter(kv, {
   now: () => Date.now() + skew,
   onEvent,
 });
+const low = Deno.env.get("PARTNER_API_PRIORITY") === "low";
 const client = createClient({
   ...configFromEnv(),
   rateLimit,
   onEvent,
+  ...(low ? { priority: "low" as const } : {}),
 });
+const delay = Number(Deno.env.get("PARTNER_API_DELAY") ?? 0);
+const total = Number(Deno.env.get("PARTNER_API_EACH") ?? count);
 await new Promise((resolve) =>
-  setTimeout(resolve, Math.max(0, Number(startAt) - Date.now()))
+  setTimeout(resolve, Math.max(0, Number(startAt) + delay - Date.now()))
 );
 if (Deno.env.get("PARTNER_API_REFUSED") !== undefined) rateLimit.refused();
 /** Whether the test has created the outage file. */
@@ -53,15 +61,19 @@ const outage = () => {
 };
 let closed = false;
 let afterOutage = 0;
-for (let i = 0; i < Number(count); i++) {
-  if (!closed && outage()) {
-    kv.close();
-    closed = true;
+const parallel = Number(Deno.env.get("PARTNER_API_PARALLEL") ?? 1);
+let next = 0;
+await Promise.all(Array.from({ length: parallel }, async () => {
+  while (next++ < total) {
+    if (!closed && outage()) {
+      kv.close();
+      closed = true;
+    }
+    if (closed) afterOutage++;
+    const response = await client.fetch(low ? "transactions" : "organizations");
+    await response.body?.cancel();
   }
-  if (closed) afterOutage++;
-  const response = await client.fetch("organizations");
-  await response.body?.cancel();
-}
+}));
 await rateLimit[Symbol.asyncDispose]();
 if (!closed) kv.close();
 console.log(JSON.stringify({ degraded, afterOutage, refused }));

@@ -1,0 +1,56 @@
+// Issue 47 on one KV file: live traffic first across real processes. One
+// process crawls in the background (`priority: "low"`, 4 callers at once),
+// two send live calls once the crawl fills its share of the window. By the
+// fake's count: the crawl never holds the last `reserve` slots of any
+// window, every live call is served while the crawl still has calls to
+// send (none queued behind it), and 0 x 429.
+
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { configFor } from "../_cli_helpers.ts";
+import { runKvRateWorkers, scratchDir } from "./_fleet.ts";
+import {
+  checkLiveFirst,
+  PRIORITY_FLEET,
+  type PriorityArrival,
+} from "../_windows.ts";
+import { processTest } from "../_processes.ts";
+
+const { limit: LIMIT, reserve: RESERVE } = PRIORITY_FLEET;
+/** Live calls of each live process, and the crawl's calls. */
+const EACH = 8;
+const CRAWL = 80;
+
+processTest(
+  "priorities across 3 processes on KV: a background crawl never holds the last reserve slots of a window, and live calls of two other processes are served before the crawl ends, 0 x 429, by the fake's count",
+  async () => {
+    const dir = await scratchDir();
+    const arrivals: PriorityArrival[] = [];
+    try {
+      await using api = await startFakePartnerApi({
+        apiRateLimit: LIMIT,
+        items: { transactions: 10 },
+        onRequest: ({ path, status }) => {
+          if (!path.startsWith("/api/")) return;
+          const live = path.startsWith("/api/organizations");
+          arrivals.push({ at: Date.now(), live, status });
+        },
+      });
+      const startAt = Date.now() + 2500;
+      const low = {
+        ...configFor(api),
+        PARTNER_API_PRIORITY: "low",
+        PARTNER_API_PARALLEL: "4",
+      };
+      // The live ones start once the crawl has filled its first window.
+      const live = { ...configFor(api), PARTNER_API_DELAY: "1200" };
+      await runKvRateWorkers(dir, { startAt, each: EACH, limit: LIMIT }, [
+        { ...low, PARTNER_API_EACH: String(CRAWL) },
+        live,
+        live,
+      ]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+    checkLiveFirst(arrivals, LIMIT, RESERVE, 2 * EACH);
+  },
+);

@@ -1,0 +1,350 @@
+// Issue 47, live traffic first, in one process: a limiter serves live
+// requests before background ones (`priority: "low"`), and a background
+// request leaves `reserve` slots of the window free. Counted on fake timers,
+// by the limiter's grants and by the in-process fake's own count; never a
+// duration.
+
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import fc from "fast-check";
+import {
+  createRateLimiter,
+  type RateLimiter,
+} from "../src/client/rate_limit.ts";
+import { createKvRateLimiter } from "../src/store/kv.ts";
+import { createRedisRateLimiter } from "../src/store/redis.ts";
+import type { RatePriority } from "../src/core/_rate_options.ts";
+import type { PartnerApiEvent } from "../src/core/events.ts";
+import { collect } from "../src/client/paginate.ts";
+import { mostInAnyWindow } from "./_windows.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { clientOf, drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
+import { runs } from "./_property_runs.ts";
+
+/** One caller of a schedule: when it comes, its priority, how long its request takes. */
+interface Caller {
+  readonly at: number;
+  readonly low: boolean;
+  readonly latency: number;
+}
+
+const schedules = fc.record({
+  requests: fc.integer({ min: 1, max: 12 }),
+  interval: fc.integer({ min: 50, max: 1000 }),
+  reserve: fc.option(fc.integer({ min: 0, max: 11 }), { nil: undefined }),
+  callers: fc.array(
+    fc.record({
+      at: fc.integer({ min: 0, max: 3000 }),
+      low: fc.boolean(),
+      latency: fc.integer({ min: 0, max: 200 }),
+    }),
+    { minLength: 1, maxLength: 40 },
+  ),
+});
+
+Deno.test("priorities, any schedule: never more than the limit in a window; a background send leaves the reserve free and goes only when no live caller waits; order is kept within a priority", async () => {
+  await fc.assert(
+    fc.asyncProperty(schedules, async (schedule) => {
+      const { requests, interval, callers } = schedule;
+      const reserve = schedule.reserve === undefined
+        ? undefined
+        : Math.min(schedule.reserve, requests - 1);
+      await withFakeTimers(async (timers) => {
+        const limiter = createRateLimiter({
+          requests,
+          interval,
+          now: () => timers.now,
+          ...(reserve === undefined ? {} : { reserve }),
+        });
+        const kept = reserve ??
+          Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
+        /** [granted, answered] of every send, and the live callers waiting. */
+        const spans: [number, number][] = [];
+        const granted: { index: number; low: boolean }[] = [];
+        let liveWaiting = 0;
+        const violations: string[] = [];
+        const run = async (caller: Caller, index: number) => {
+          await new Promise((done) => setTimeout(done, caller.at));
+          const priority: RatePriority = caller.low ? "low" : "high";
+          const slot = limiter.take(undefined, priority);
+          const waited = typeof slot !== "number";
+          if (waited && !caller.low) liveWaiting++;
+          const ticket = await slot;
+          if (waited && !caller.low) liveWaiting--;
+          const now = timers.now;
+          if (caller.low) {
+            if (liveWaiting > 0) {
+              violations.push(`low sent past live at ${now}`);
+            }
+            // Slots held now (granted, answered less than an interval ago), this one included.
+            const held = spans.filter(([, to]) => to > now - interval).length +
+              inFlight + 1;
+            if (held > requests - kept) {
+              violations.push(`low took slot ${held} of ${requests} at ${now}`);
+            }
+          }
+          granted.push({ index, low: caller.low });
+          inFlight++;
+          const from = now;
+          await new Promise((done) => setTimeout(done, caller.latency));
+          inFlight--;
+          spans.push([from, timers.now]);
+          limiter.answered(ticket);
+        };
+        let inFlight = 0;
+        await drive(timers, Promise.all(callers.map(run)));
+        deepStrictEqual(violations, []);
+        equal(timers.countTimers(), 0, "no timer left");
+        // Within a priority, in the order they came (ties by index).
+        for (const low of [false, true]) {
+          const order = callers.map((caller, index) => ({ ...caller, index }))
+            .filter((caller) => caller.low === low)
+            .sort((a, b) => a.at - b.at || a.index - b.index)
+            .map(({ index }) => index);
+          deepStrictEqual(
+            granted.filter((grant) => grant.low === low).map(({ index }) =>
+              index
+            ),
+            order,
+          );
+        }
+        // Never more than the limit held at once, from grant to answer + interval.
+        const edges = spans.flatMap(([from, to]) => [[from, 1], [
+          to + interval,
+          -1,
+        ]]).sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+        let held = 0;
+        for (const [, step] of edges) {
+          held += step!;
+          ok(held <= requests, `${held} of ${requests} held`);
+        }
+      });
+    }),
+    { numRuns: runs(60, 500), seed: 47 },
+  );
+});
+
+Deno.test("a background crawl never holds the last reserve slots of any window, by the fake's count; a live call issued while the crawl waits is sent before the crawl's next page", async () => {
+  await withFakeTimers(async (timers) => {
+    const limit = { requests: 10, interval: 1000 }; // reserve: 1
+    using api = inProcessFake({
+      now: () => timers.now,
+      items: { transactions: 300 },
+    });
+    const lowArrivals: number[] = [];
+    const order: string[] = [];
+    const fetch: typeof globalThis.fetch = async (input, init) => {
+      const request = new Request(input, init);
+      const path = new URL(request.url).pathname;
+      if (path.startsWith("/api/")) {
+        if (init?.priority === "low") lowArrivals.push(timers.now);
+        order.push(init?.priority === "low" ? "low" : "live");
+      }
+      return await api.fetch(input, init);
+    };
+    const rateLimit = createRateLimiter({ ...limit, now: () => timers.now });
+    const client = clientOf({ ...api, fetch }, {
+      rateLimit,
+      now: () => timers.now,
+    });
+    const crawl = collect(
+      client.list("transactions", { limit: 10, priority: "low" }),
+      { maxItems: 1000 },
+    );
+    // Once the crawl waits (its 9 slots of the window taken), a live call.
+    await drive(timers, new Promise((done) => setTimeout(done, 500)));
+    equal(order.length, 9, "the crawl took all but the reserve");
+    const live = drive(
+      timers,
+      client.fetch("organizations").then((r) => r.body?.cancel()),
+    );
+    await live;
+    equal(order.at(-1), "live", "sent before any page after it");
+    equal(order.length, 10, "the reserve's slot");
+    const items = await drive(timers, crawl);
+    equal(items.length, 300);
+    equal(
+      mostInAnyWindow(lowArrivals, limit.interval),
+      limit.requests - 1,
+      "never more than requests - reserve background calls in a window",
+    );
+  });
+});
+
+Deno.test("priority reaches fetch and the limiter: the call's own, else the list's, else the client's (default auto); rate.wait carries it", async () => {
+  using api = inProcessFake();
+  const seen: (RequestPriority | undefined)[] = [];
+  const takes: (RatePriority | undefined)[] = [];
+  const fetch: typeof globalThis.fetch = (input, init) => {
+    if (new URL(new Request(input, init).url).pathname.startsWith("/api/")) {
+      seen.push(init?.priority);
+    }
+    return api.fetch(input, init);
+  };
+  const rateLimit = {
+    limit: { requests: 10, interval: 1000 },
+    take: (_signal?: AbortSignal, priority?: RatePriority) => {
+      takes.push(priority);
+      return takes.length;
+    },
+    answered() {},
+    refused() {},
+  };
+  const plain = clientOf({ ...api, fetch }, { rateLimit });
+  await (await plain.fetch("organizations")).body?.cancel();
+  await (await plain.fetch("organizations", { priority: "low" })).body
+    ?.cancel();
+  const background = clientOf({ ...api, fetch }, {
+    rateLimit,
+    priority: "low",
+  });
+  await (await background.fetch("organizations")).body?.cancel();
+  await (await background.fetch("organizations", { priority: "high" })).body
+    ?.cancel();
+  const few = { maxItems: 10 };
+  await collect(background.list("organizations", { maxItems: 1 }), few);
+  await collect(
+    plain.list("organizations", { maxItems: 1, priority: "low" }),
+    few,
+  );
+  await collect(
+    background.pages("organizations", { maxItems: 1, priority: "auto" }),
+    few,
+  );
+  deepStrictEqual(takes, ["auto", "low", "low", "high", "low", "low", "auto"]);
+  deepStrictEqual(seen, [
+    undefined,
+    "low",
+    "low",
+    "high",
+    "low",
+    "low",
+    "auto",
+  ]);
+  throws(
+    () => clientOf(api, { priority: "urgent" as RatePriority }),
+    { name: "TypeError", option: "priority" },
+  );
+  throws(
+    () => plain.list("organizations", { priority: "none" as RatePriority }),
+    { name: "TypeError", option: "priority" },
+  );
+  await withFakeTimers(async (timers) => {
+    const events: PartnerApiEvent[] = [];
+    const client = clientOf({ ...api, fetch }, {
+      rateLimit: createRateLimiter({ requests: 1, interval: 100 }),
+      now: () => timers.now,
+      onEvent: (event) => event.type === "rate.wait" && events.push(event),
+    });
+    const send = (priority: RatePriority) =>
+      client.fetch("organizations", { priority }).then((r) => r.body?.cancel());
+    await drive(timers, Promise.all([send("high"), send("low")]));
+    deepStrictEqual(
+      events.map((event) => event.type === "rate.wait" && event.priority),
+      ["low"],
+    );
+  });
+});
+
+Deno.test("createRateLimiter() checks reserve: a whole number from 0 to requests - 1", () => {
+  for (const reserve of [-1, 1.5, 10, Number.NaN]) {
+    throws(() => createRateLimiter({ requests: 10, interval: 1, reserve }), {
+      name: "RangeError",
+      option: "reserve",
+    });
+  }
+  // A limit of 1 reserves none by default: background requests still go.
+  const one = createRateLimiter({ requests: 1, interval: 1000 });
+  equal(typeof one.take(undefined, "low"), "number");
+});
+
+Deno.test("priorities across 3 KV limiters (as 3 processes): the crawl of one never holds the last reserve slots of a window by the fake's count, and live calls of the other two, issued while it waits, arrive before its next page", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    timers.setSystemTime(Date.UTC(2026, 10, 28));
+    using db = trackedIo(kv, 1);
+    const limit = { requests: 10, interval: 1000 }; // reserve: 1
+    using api = inProcessFake({
+      now: () => timers.now,
+      items: { transactions: 200 },
+    });
+    const arrivals: { at: number; live: boolean }[] = [];
+    const fetch: typeof globalThis.fetch = async (input, init) => {
+      const path = new URL(new Request(input, init).url).pathname;
+      if (path.startsWith("/api/")) {
+        arrivals.push({ at: timers.now, live: init?.priority !== "low" });
+      }
+      return await api.fetch(input, init);
+    };
+    const [a, b, c] = [0, 1, 2].map(() =>
+      createKvRateLimiter(db.kv, { ...limit, now: () => timers.now })
+    );
+    const clientWith = (rateLimit: RateLimiter) =>
+      clientOf({ ...api, fetch }, { rateLimit, now: () => timers.now });
+    const crawl = collect(
+      clientWith(a!).list("transactions", { limit: 10, priority: "low" }),
+      { maxItems: 1000 },
+    );
+    await drive(
+      timers,
+      new Promise((done) => setTimeout(done, 500)),
+      db.idle,
+    );
+    equal(arrivals.length, 9, "the crawl took all but the reserve, and waits");
+    const before = arrivals.length;
+    const live = Promise.all(
+      [b!, c!].map((rateLimit) =>
+        clientWith(rateLimit).fetch("organizations").then((r) =>
+          r.body?.cancel()
+        )
+      ),
+    );
+    await drive(timers, live, db.idle);
+    deepStrictEqual(
+      arrivals.slice(before, before + 2).map(({ live }) => live),
+      [true, true],
+      "the live calls first",
+    );
+    equal((await drive(timers, crawl, db.idle)).length, 200);
+    ok(
+      mostInAnyWindow(
+        arrivals.filter(({ live }) => !live).map(({ at }) => at),
+        limit.interval,
+      ) <= limit.requests - 1,
+      "never more than requests - reserve background calls in a window",
+    );
+    for (const limiter of [a!, b!, c!]) {
+      await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+  });
+});
+
+Deno.test("a fleet limiter whose store fails keeps the rule within its process: background sends leave its part of the reserve in its share, live ones take it", async () => {
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    // Redis never answered: half the limit, 10, of which 1 (its part of
+    // the reserve of 2) is kept for live calls.
+    const limiter = createRedisRateLimiter({
+      command: () => Promise.reject(new Error("connection refused")),
+      requests: 20,
+      interval: 60_000,
+      now: () => timers.now,
+    });
+    const leave = new AbortController();
+    let low = 0;
+    const background = Array.from(
+      { length: 10 },
+      () =>
+        Promise.resolve(limiter.take(leave.signal, "low")).then(
+          () => low++,
+          () => {},
+        ),
+    );
+    await drive(timers, new Promise((done) => setTimeout(done, 100)), io.idle);
+    equal(low, 9, "all but its part of the reserve");
+    const live = await drive(timers, limiter.take(undefined, "high"), io.idle);
+    equal(typeof live, "number", "the reserve's slot, for a live call");
+    leave.abort();
+    await Promise.all(background);
+    await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+  });
+});

@@ -1,0 +1,69 @@
+// Issue 47 on a real redis-server: live traffic first across a fleet. One
+// process crawls in the background (`priority: "low"`), two send live calls
+// once the crawl fills its share of the window. By the fake's count: the
+// crawl never holds the last `reserve` slots of any window, the live calls
+// are all served while the crawl still has requests to send (none queued
+// behind it), and 0 x 429.
+
+import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
+import { startFakePartnerApi } from "../../src/testing/mod.ts";
+import { until } from "./_runtimes.ts";
+import { spawnDenoWorker } from "./_deno_worker.ts";
+import {
+  checkLiveFirst,
+  PRIORITY_FLEET,
+  type PriorityArrival,
+} from "../_windows.ts";
+
+const { limit: LIMIT, reserve: RESERVE } = PRIORITY_FLEET;
+const CRAWL = 70;
+const LIVE_EACH = 8;
+
+redisTest(
+  "priorities across 3 processes on Redis: a background crawl never holds the last reserve slots of a window, and live calls of two other processes are served before the crawl ends, 0 x 429, by the fake's count",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const arrivals: PriorityArrival[] = [];
+    await using api = await startFakePartnerApi({
+      apiRateLimit: LIMIT,
+      items: { transactions: 10 },
+      onRequest: ({ path, status }) => {
+        if (!path.startsWith("/api/")) return;
+        arrivals.push({
+          at: Date.now(),
+          live: path.startsWith("/api/organizations"),
+          status,
+        });
+      },
+    });
+    const run = `priority:${crypto.randomUUID()}`;
+    const worker = (role: string, count: number) =>
+      spawnDenoWorker("priority_worker.ts", [
+        String(redis.port),
+        run,
+        role,
+        String(count),
+        String(LIMIT.requests),
+        String(LIMIT.interval),
+      ], api);
+    const children = [
+      worker("low", CRAWL),
+      worker("live", LIVE_EACH),
+      worker("live", LIVE_EACH),
+    ];
+    try {
+      await client.command(["SET", `${run}:go:low`, "1"]);
+      // The crawl has taken its share of the first window: now live calls.
+      await until(() => arrivals.length >= LIMIT.requests - RESERVE);
+      await client.command(["SET", `${run}:go:live`, "1"]);
+      await until(async () =>
+        Number(await client.command(["GET", `${run}:done`])) === 3
+      );
+    } finally {
+      for (const child of children) await child.status;
+      client.close();
+    }
+    checkLiveFirst(arrivals, LIMIT, RESERVE, 2 * LIVE_EACH);
+  },
+);
