@@ -220,9 +220,13 @@ processTest(
 );
 
 /** A symbolic link at `path` to `to`, made with `ln` as another user would. */
-async function plantLink(to: string, path: string): Promise<void> {
-  const made = await new Command("ln", { args: ["-s", to, path] })
-    .output();
+function plantLink(to: string, path: string): Promise<void> {
+  return runOrThrow("ln", ["-s", to, path]);
+}
+
+/** Runs `program`; throws with what it said unless it succeeds. */
+async function runOrThrow(program: string, args: string[]): Promise<void> {
+  const made = await new Command(program, { args, stdin: "null" }).output();
   if (!made.success) throw new Error(new TextDecoder().decode(made.stderr));
 }
 
@@ -360,12 +364,8 @@ processTest(
 );
 
 /** Runs `script` (sh) as the local user nobody (uid 65534); root only. */
-async function asNobody(script: string): Promise<void> {
-  const made = await new Command("su", {
-    args: ["nobody", "-s", "/bin/sh", "-c", script],
-    stdin: "null",
-  }).output();
-  if (!made.success) throw new Error(new TextDecoder().decode(made.stderr));
+function asNobody(script: string): Promise<void> {
+  return runOrThrow("su", ["nobody", "-s", "/bin/sh", "-c", script]);
 }
 
 processTest(
