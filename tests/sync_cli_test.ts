@@ -5,6 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { plan } from "../src/cli/_plan.ts";
 import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
+import { confirmArgs } from "../src/cli/_sync.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
@@ -333,4 +334,15 @@ Deno.test("sync CLI: with nothing known missing, a copy not verified whole withi
   equal(later.code, 0, later.stderr);
   equal(later.stderr.includes("last verified whole"), true, later.stderr);
   equal(later.stderr.includes("(48 h ago)"), true, later.stderr);
+});
+
+Deno.test("the confirming command is the same command line with one --max-deletes, quoted for a shell", () => {
+  equal(
+    confirmArgs(["sync", "t", "--to", "my copy.db", "--max-deletes=0.2"], 0.35),
+    "sync t --to 'my copy.db' --max-deletes 0.35",
+  );
+  equal(
+    confirmArgs(["sync", "t", "--max-deletes", "0.2", "--to", "it's.db"], 1),
+    "sync t --to 'it'\\''s.db' --max-deletes 1",
+  );
 });

@@ -254,7 +254,7 @@ function confirmHint(
   const command = needed === undefined
     ? "the same command with a larger --max-deletes"
     : `${program} ${confirmArgs(request.args ?? [], needed)}`;
-  const what = error.message.replace(/^Cannot sync into \S+: /, "")
+  const what = error.message.replace(/^Cannot sync into [^:]+: /, "")
     .replace(/ If the list really lost them.*$/, "");
   return Object.assign(
     new SyncError(
