@@ -390,15 +390,20 @@ processTest(
       }
       const link = `${target}${planted}`;
       await asNobody(`ln -s '${Deno.realPathSync(elsewhere)}' '${link}'`);
+      // The user's name where the run may read /etc/passwd, else the uid.
+      const passwd = planted === ".lock" ? ",/etc/passwd" : "";
       const again = await cli(
-        flagsFor(env),
+        flagsFor(env).map((flag) =>
+          flag.startsWith("--allow-read") ? `${flag}${passwd}` : flag
+        ),
         syncArgs(target, ["--sweep", "all"]),
         env,
       );
       equal(again.code, 2, again.stderr);
       const lines = again.stderr.trim().split("\n");
       equal(lines.length, 1, again.stderr);
-      ok(lines[0]!.includes("uid 65534"), lines[0]);
+      const owner = passwd === "" ? "uid 65534;" : "uid 65534 (nobody)";
+      ok(lines[0]!.includes(owner), lines[0]);
       ok(lines[0]!.includes(`remove ${link}`), lines[0]);
       equal(await Deno.readTextFile(elsewhere), bytes);
     }
@@ -427,5 +432,11 @@ processTest(
       equal(reason, "link", how);
       equal(await Deno.readTextFile(outside), "another file\n");
     }
+    // A FIFO planted as a side file: refused at once, never waited on.
+    const fifo = await fresh("fifo.jsonl.checkpoint.json");
+    await runOrThrow("mkfifo", [fifo]);
+    let reason = "";
+    await openFile(fifo, "read").catch((error) => reason = error.reason);
+    equal(reason, "file");
   },
 );
