@@ -2,6 +2,7 @@
 // work does not share this process's CPU time and heap), started through
 // `deno task fake`'s script, and its PARTNER_API_* lines read back.
 
+import process from "node:process";
 import {
   defineEnvironment,
   type Environment,
@@ -56,28 +57,46 @@ export async function startRemoteFake(args: string[]): Promise<RemoteFake> {
   };
 }
 
+/** A clock in ms: the wall clock, or {@linkcode cpuTime}. */
+export type BenchClock = () => number;
+
+const wallTime: BenchClock = () => performance.now();
+
+/**
+ * This process's CPU time (user and system), in ms: time other processes
+ * take from this one counts for none of the sides.
+ */
+export const cpuTime: BenchClock = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
 /**
  * Runs `rounds` rounds, each running every function `batch` times, in
  * rotating order, so that drift (other load, CPU frequency) falls on every
- * side alike; hands each round's total time per function to `record`.
+ * side alike. Each round gives every function one sample, `sample(times,
+ * name)` of that round's total times; the samples by function.
  */
 async function inRounds(
   fns: Record<string, () => Promise<unknown>>,
   rounds: number,
   batch: number,
-  record: (times: Record<string, number>) => void,
-): Promise<void> {
+  clock: BenchClock,
+  sample: (times: Record<string, number>, name: string) => number,
+): Promise<Record<string, number[]>> {
   const names = Object.keys(fns);
+  const samples: Record<string, number[]> = {};
   for (let round = 0; round < rounds; round++) {
     const times: Record<string, number> = {};
     for (let i = 0; i < names.length; i++) {
       const name = names[(round + i) % names.length]!;
-      const started = performance.now();
+      const started = clock();
       for (let n = 0; n < batch; n++) await fns[name]!();
-      times[name] = performance.now() - started;
+      times[name] = clock() - started;
     }
-    record(times);
+    for (const name of names) (samples[name] ??= []).push(sample(times, name));
   }
+  return samples;
 }
 
 /** The median of `values`. */
@@ -85,18 +104,20 @@ function median(values: number[]): number {
   return values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
 }
 
-/** Median time per call of each function, measured in rounds ({@linkcode inRounds}). */
+/** Median time per call of each function in ms of `clock`, measured in rounds ({@linkcode inRounds}). */
 export async function interleaved(
   fns: Record<string, () => Promise<unknown>>,
   rounds = 21,
   batch = 200,
+  clock: BenchClock = wallTime,
 ): Promise<Record<string, number>> {
-  const samples: Record<string, number[]> = {};
-  await inRounds(fns, rounds, batch, (times) => {
-    for (const [name, ms] of Object.entries(times)) {
-      (samples[name] ??= []).push(ms / batch);
-    }
-  });
+  const samples = await inRounds(
+    fns,
+    rounds,
+    batch,
+    clock,
+    (times, name) => times[name]! / batch,
+  );
   return Object.fromEntries(
     Object.entries(samples).map(([name, values]) => [name, median(values)]),
   );
@@ -119,13 +140,15 @@ export async function ratiosToFloor(
   floor: string,
   rounds = 21,
   batch = 200,
+  clock: BenchClock = wallTime,
 ): Promise<Record<string, Ratio>> {
-  const ratios: Record<string, number[]> = {};
-  await inRounds(fns, rounds, batch, (times) => {
-    for (const [name, ms] of Object.entries(times)) {
-      (ratios[name] ??= []).push(ms / times[floor]!);
-    }
-  });
+  const ratios = await inRounds(
+    fns,
+    rounds,
+    batch,
+    clock,
+    (times, name) => times[name]! / times[floor]!,
+  );
   return Object.fromEntries(
     Object.entries(ratios).map(([name, values]) => [name, {
       median: median(values),

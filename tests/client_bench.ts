@@ -18,11 +18,12 @@
 import ky from "npm:ky@2.1.0";
 import { ofetch } from "npm:ofetch@1.5.1";
 import wretch from "npm:wretch@3.0.9";
-import process from "node:process";
 import { createClient } from "../src/client/mod.ts";
 import {
   consume,
+  cpuTime,
   handOrderedPool,
+  interleaved,
   ratiosToFloor,
   showRatio,
   startRemoteFake,
@@ -144,7 +145,9 @@ const overClient = createClient({
   rateLimit,
   fetch: instant,
 });
-const js = await inCpuTime(
+// Median CPU time per call, in ms: time other processes take from this one
+// counts for none of the sides.
+const js = await interleaved(
   {
     bare: () => instant(one),
     timed: () => instant(one, { headers, signal: AbortSignal.timeout(30_000) }),
@@ -152,8 +155,9 @@ const js = await inCpuTime(
   },
   41,
   5_000,
+  cpuTime,
 );
-const µs = (value: number) => `${value.toFixed(2)} µs`;
+const µs = (ms: number) => `${(ms * 1000).toFixed(2)} µs`;
 console.log(
   `JavaScript per call against an in-memory fetch, CPU time, interleaved medians: client.fetch ${
     µs(js.client!)
@@ -163,36 +167,6 @@ console.log(
     µs(js.client! - js.timed!)
   } to the floor (goal ≤ 2 µs), ${µs(js.client! - js.bare!)} to a bare call.`,
 );
-
-/**
- * Median CPU time per call of each function, in µs, in rounds of `batch`
- * calls, the sides in rotating order: time other processes take from this
- * one counts for none of them.
- */
-async function inCpuTime(
-  fns: Record<string, () => Promise<unknown>>,
-  rounds: number,
-  batch: number,
-): Promise<Record<string, number>> {
-  const samples: Record<string, number[]> = {};
-  const names = Object.keys(fns);
-  for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(round + i) % names.length]!;
-      const fn = fns[name]!;
-      const started = process.cpuUsage();
-      for (let n = 0; n < batch; n++) await fn();
-      const { user, system } = process.cpuUsage(started);
-      (samples[name] ??= []).push((user + system) / batch);
-    }
-  }
-  return Object.fromEntries(
-    names.map((name) => [
-      name,
-      samples[name]!.toSorted((a, b) => a - b)[rounds >> 1]!,
-    ]),
-  );
-}
 
 const list = await ratiosToFloor(
   {

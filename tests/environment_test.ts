@@ -13,19 +13,26 @@ const SANDBOX: EnvironmentInit = {
   audience: "https://sandbox.partner.example",
 };
 
-/** Refused with a `TypeError` naming the field and the rule it broke. */
-function throwsNaming(init: EnvironmentInit, option: string, rule: string) {
-  throws(() => defineEnvironment(init), (error: unknown) => {
-    equal(error instanceof TypeError, true);
-    deepStrictEqual(
-      {
-        option: (error as OptionError).option,
-        rule: (error as OptionError).rule,
-      },
-      { option, rule },
-    );
-    return true;
-  });
+/**
+ * Each change of SANDBOX refused with a `TypeError` naming the field and the
+ * rule it broke.
+ */
+function throwsNaming(
+  cases: readonly (readonly [Record<string, unknown>, string, string])[],
+) {
+  for (const [change, option, rule] of cases) {
+    throws(() => defineEnvironment({ ...SANDBOX, ...change }), (error) => {
+      equal(error instanceof TypeError, true);
+      deepStrictEqual(
+        {
+          option: (error as OptionError).option,
+          rule: (error as OptionError).rule,
+        },
+        { option, rule },
+      );
+      return true;
+    });
+  }
 }
 
 Deno.test("defineEnvironment() parses and freezes the four values", () => {
@@ -70,54 +77,42 @@ Deno.test("defineEnvironment() accepts http on loopback hosts only", () => {
       audience: "a",
     });
   }
-  throwsNaming(
-    { ...SANDBOX, tokenUrl: "http://idp.example.com/token" },
-    "tokenUrl",
-    "must use https",
-  );
-  throwsNaming(
-    { ...SANDBOX, pciBaseUrl: "http://10.0.0.1/api/" },
-    "pciBaseUrl",
-    "must use https",
-  );
-  throwsNaming(
-    { ...SANDBOX, baseUrl: "http://localhost.example.com/api/" },
-    "baseUrl",
-    "must use https",
-  );
+  throwsNaming([
+    [
+      { tokenUrl: "http://idp.example.com/token" },
+      "tokenUrl",
+      "must use https",
+    ],
+    [{ pciBaseUrl: "http://10.0.0.1/api/" }, "pciBaseUrl", "must use https"],
+    [
+      { baseUrl: "http://localhost.example.com/api/" },
+      "baseUrl",
+      "must use https",
+    ],
+  ]);
 });
 
 Deno.test("defineEnvironment() names the field of every other bad value", () => {
-  throwsNaming(
-    { ...SANDBOX, baseUrl: "https://sandbox.partner.example/v2/" },
-    "baseUrl",
-    "must end with /api/",
-  );
-  throwsNaming(
-    { ...SANDBOX, tokenUrl: "not a url" },
-    "tokenUrl",
-    "must be an absolute URL",
-  );
-  throwsNaming(
-    { ...SANDBOX, tokenUrl: "ftp://idp.example.com/token" },
-    "tokenUrl",
-    "must use https",
-  );
-  throwsNaming(
-    { ...SANDBOX, audience: "" },
-    "audience",
-    "must be a non-empty string",
-  );
-  throwsNaming(
-    { ...SANDBOX, baseUrl: "https://sandbox.partner.example/api/?x=1" },
-    "baseUrl",
-    "must not have a query or fragment",
-  );
-  throwsNaming(
-    { ...SANDBOX, tokenUrl: "https://user:pw@idp.example.com/token" },
-    "tokenUrl",
-    "must not hold credentials",
-  );
+  throwsNaming([
+    [
+      { baseUrl: "https://sandbox.partner.example/v2/" },
+      "baseUrl",
+      "must end with /api/",
+    ],
+    [{ tokenUrl: "not a url" }, "tokenUrl", "must be an absolute URL"],
+    [{ tokenUrl: "ftp://idp.example.com/token" }, "tokenUrl", "must use https"],
+    [{ audience: "" }, "audience", "must be a non-empty string"],
+    [
+      { baseUrl: "https://sandbox.partner.example/api/?x=1" },
+      "baseUrl",
+      "must not have a query or fragment",
+    ],
+    [
+      { tokenUrl: "https://user:pw@idp.example.com/token" },
+      "tokenUrl",
+      "must not hold credentials",
+    ],
+  ]);
   // The message's format is the contract here (context, option, rule, what
   // was received), and what it shows of an address leaves credentials out.
   throws(
@@ -135,11 +130,13 @@ Deno.test("defineEnvironment() names the field of every other bad value", () => 
     () => defineEnvironment(null as unknown as EnvironmentInit),
     TypeError,
   );
-  throwsNaming(
-    { ...SANDBOX, baseUrl: 42 as unknown as string },
-    "baseUrl",
-    "must be a string or URL",
-  );
+  throwsNaming([
+    [
+      { baseUrl: 42 as unknown as string },
+      "baseUrl",
+      "must be a string or URL",
+    ],
+  ]);
 });
 
 Deno.test("defineEnvironment() accepts only https or loopback http, for any URL", () => {

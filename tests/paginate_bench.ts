@@ -9,13 +9,12 @@
 //   generator over the same pages (goal ≤ 1.10×), in CPU time;
 // and, measured once: heap growth while paging 1,000,000 items (goal < 16 MB).
 
-import process from "node:process";
 import { createClient } from "../src/client/mod.ts";
 import { type PageRequest, paginate } from "../src/client/paginate.ts";
 import {
   consume,
+  cpuTime,
   handOrderedPool,
-  type Ratio,
   ratiosToFloor,
   showRatio,
   startRemoteFake,
@@ -115,43 +114,11 @@ Deno.bench({
   fn: perItem.paginate,
 });
 
-/**
- * Each side's CPU time ÷ the floor's, round by round, the sides in
- * rotating order: the median and the spread. CPU time, because other load
- * on the machine does not stretch it; in rounds, because a bench that runs
- * one side after the other measured the same code 0.8-1.5× apart.
- */
-async function cpuRatios(
-  fns: Record<string, () => Promise<void>>,
-  floor: string,
-  rounds: number,
-): Promise<Record<string, Ratio>> {
-  const ratios: Record<string, number[]> = {};
-  const names = Object.keys(fns);
-  for (let round = 0; round < rounds; round++) {
-    const times: Record<string, number> = {};
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(round + i) % names.length]!;
-      const started = process.cpuUsage();
-      await fns[name]!();
-      const { user, system } = process.cpuUsage(started);
-      times[name] = user + system;
-    }
-    for (const name of names) {
-      (ratios[name] ??= []).push(times[name]! / times[floor]!);
-    }
-  }
-  return Object.fromEntries(names.map((name) => {
-    const values = ratios[name]!.toSorted((a, b) => a - b);
-    return [name, {
-      median: values[rounds >> 1]!,
-      min: values[0]!,
-      max: values.at(-1)!,
-    }];
-  }));
-}
-
-const items = await cpuRatios(perItem, "plain", 31);
+// Each side's CPU time ÷ the floor's, round by round, the sides in rotating
+// order: CPU time, because other load on the machine does not stretch it; in
+// rounds, because a bench that runs one side after the other measured the
+// same code 0.8-1.5× apart.
+const items = await ratiosToFloor(perItem, "plain", 31, 1, cpuTime);
 console.log(
   `100,000 items through paginate() ÷ a hand-written async generator over the same in-memory pages (the floor), CPU time, interleaved: ${
     showRatio(items.paginate!)

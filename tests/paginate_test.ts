@@ -94,27 +94,24 @@ Deno.test("paginate() starts at the given page", async () => {
 });
 
 Deno.test("paginate() requests no page beyond maxItems or maxPages", async () => {
-  let list = pagedList(1000);
+  const list = pagedList(1000);
   deepStrictEqual(
     await all(paginate(list.fetchPage, { limit: 50, maxItems: 60 })),
     range(0, 60),
   );
   equal(list.requests.length, 2);
-  list = pagedList(1000);
-  equal(
-    (await all(paginate(list.fetchPage, { limit: 50, maxItems: 50 }))).length,
-    50,
-  );
-  equal(list.requests.length, 1);
-  list = pagedList(1000);
-  equal((await all(paginate(list.fetchPage, { maxItems: 0 }))).length, 0);
-  equal(list.requests.length, 0);
-  list = pagedList(1000);
-  equal(
-    (await all(paginate(list.fetchPage, { limit: 10, maxPages: 3 }))).length,
-    30,
-  );
-  equal(list.requests.length, 3);
+  // [options, items, pages requested]
+  for (
+    const [options, items, pages] of [
+      [{ limit: 50, maxItems: 50 }, 50, 1],
+      [{ maxItems: 0 }, 0, 0],
+      [{ limit: 10, maxPages: 3 }, 30, 3],
+    ] as const
+  ) {
+    const list = pagedList(1000);
+    equal((await all(paginate(list.fetchPage, options))).length, items);
+    equal(list.requests.length, pages, JSON.stringify(options));
+  }
 });
 
 Deno.test("paginate() stops without a further request when the caller breaks", async () => {

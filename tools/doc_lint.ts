@@ -4,8 +4,9 @@
 // --allow-read=deno.json and --allow-run=deno.
 //
 // Alone, an entry must export every type its signatures name, so it
-// re-exports the ones whose home is another entry; tools/doors.ts counts
-// the names that end up in more than one entry besides the root.
+// re-exports (`export type`) the ones whose home is another entry;
+// tools/doors.ts fails on a value in two entries besides the root, and on a
+// type an entry exports that nothing of its own names.
 
 const config = JSON.parse(await Deno.readTextFile("deno.json"));
 const entries = Object.values(config.exports as Record<string, string>);

@@ -7,7 +7,15 @@
 // - public declarations in `_` files: a name an entry of deno.json exports
 //   (as `deno doc --json` of all entries together sees it) whose declaration
 //   sits in a file whose name starts with `_`;
-// - names exported from more than one entry besides the root (`.`);
+// - values (functions, classes, constants) exported from more than one entry
+//   besides the root (`.`): a value has one home entry. A type may be in
+//   several, re-exported (`export type`) by an entry whose own signatures
+//   name it, so that the entry passes `deno doc --lint` alone; a class
+//   re-exported with `export type` is a type there (no `new`, no
+//   `instanceof`);
+// - types an entry re-exports that none of its own declarations names
+//   (followed through the types they name): such a type has no business in
+//   that entry;
 // - modules that reach into another part's `_` files. A part is a folder of
 //   src/ (src/token, src/client, ...); the root mod.ts is a part of its own.
 //   src/core's `_` files are the shared kernel every part may use (redaction,
@@ -23,7 +31,8 @@
 /** The figures this check prints. */
 export type Figure =
   | "underscoreDeclarations"
-  | "sharedNames"
+  | "sharedValues"
+  | "strayTypes"
   | "reachesIn"
   | "coreStores";
 
@@ -36,12 +45,8 @@ export const LIMITS: Partial<Record<Figure, number>> = {
   coreStores: 0,
   reachesIn: 0,
   underscoreDeclarations: 0,
-  // Not 0: every entry must pass `deno doc --lint` alone, so it re-exports
-  // the types its signatures name, and DESIGN fixes signatures that name one
-  // vocabulary in several entries (the provider's and the client's onEvent,
-  // every store's TokenStore, the fleet limiters' RateLimiter). A ratchet:
-  // a new shared name fails the check.
-  sharedNames: 35,
+  sharedValues: 0,
+  strayTypes: 0,
 };
 
 /** The part of the house a module belongs to: `core`, `token`, ..., or `root`. */
@@ -63,19 +68,23 @@ export interface Finding {
   readonly where: string;
 }
 
+/** One exported symbol as `deno doc --json` gives it. */
+export interface DocSymbol {
+  readonly name: string;
+  readonly declarations?: readonly {
+    readonly kind?: string;
+    readonly location?: {
+      readonly filename: string;
+      readonly line: number;
+    };
+    /** The declaration's signature, searched for the type names it uses. */
+    readonly def?: unknown;
+  }[];
+}
+
 /** The shape of `deno doc --json` this check reads. */
 export interface DocJson {
-  readonly nodes: Record<string, {
-    readonly symbols?: readonly {
-      readonly name: string;
-      readonly declarations?: readonly {
-        readonly location?: {
-          readonly filename: string;
-          readonly line: number;
-        };
-      }[];
-    }[];
-  }>;
+  readonly nodes: Record<string, { readonly symbols?: readonly DocSymbol[] }>;
 }
 
 /**
@@ -105,34 +114,157 @@ export function underscoreDeclarations(
   })).sort(byWhere);
 }
 
-/**
- * Names exported from more than one entry besides the root (DESIGN, round 5:
- * "a name in at most one entry besides the root"), with the entries that
- * export each.
- */
-export function sharedNames(
-  doc: DocJson,
+/** The entry (`./token`, ...) each module of `doc` is, by deno.json's exports. */
+function entryOf(
   entries: Record<string, string>,
   root: string,
-): Finding[] {
+): (url: string) => string {
   const byFile = new Map(
     Object.entries(entries).map(([entry, file]) => [
       file.replace(/^\.\//, ""),
       entry,
     ]),
   );
-  const homes = new Map<string, Set<string>>();
-  for (const [url, node] of Object.entries(doc.nodes)) {
-    const entry = byFile.get(relative(url, root)) ?? relative(url, root);
-    for (const { name } of node.symbols ?? []) {
-      if (!homes.has(name)) homes.set(name, new Set());
-      homes.get(name)!.add(entry);
+  return (url) => byFile.get(relative(url, root)) ?? relative(url, root);
+}
+
+/**
+ * Values exported from more than one entry besides the root (DESIGN §2: "a
+ * value (function, class, constant) has one home entry, and may also be in
+ * the root"), with the entries that export each. `values` maps an entry to
+ * the names it exports as values (see {@linkcode valueNames}).
+ */
+export function sharedValues(
+  values: Record<string, ReadonlySet<string>>,
+): Finding[] {
+  const homes = new Map<string, string[]>();
+  for (const [entry, names] of Object.entries(values)) {
+    if (entry === ".") continue;
+    for (const name of names) {
+      homes.set(name, [...homes.get(name) ?? [], entry]);
     }
   }
-  const besidesRoot = (at: Set<string>) => at.size - (at.has(".") ? 1 : 0);
-  return [...homes].filter(([, at]) => besidesRoot(at) > 1)
-    .map(([name, at]) => ({ what: name, where: [...at].sort().join(" ") }))
+  return [...homes].filter(([, at]) => at.length > 1)
+    .map(([name, at]) => ({ what: name, where: at.sort().join(" ") }))
     .sort((a, b) => a.what.localeCompare(b.what));
+}
+
+/**
+ * Types an entry besides the root exports that its own declarations do not
+ * name (DESIGN §2: "a type may be re-exported by any entry whose own
+ * signatures name it"). An entry's own declarations are its values, what its
+ * part declares, and the names no other entry besides the root exports; what
+ * they name, and what that names in turn, may be there; anything else is
+ * stray.
+ */
+export function strayTypes(
+  doc: DocJson,
+  entries: Record<string, string>,
+  root: string,
+): Finding[] {
+  const entry = entryOf(entries, root);
+  const symbolsOf = new Map<string, DocSymbol[]>();
+  const count = new Map<string, number>();
+  for (const [url, node] of Object.entries(doc.nodes)) {
+    const name = entry(url);
+    if (name === ".") continue;
+    symbolsOf.set(name, [...node.symbols ?? []]);
+    for (const { name: symbol } of node.symbols ?? []) {
+      count.set(symbol, (count.get(symbol) ?? 0) + 1);
+    }
+  }
+  const found: Finding[] = [];
+  for (const [name, symbols] of symbolsOf) {
+    const byName = new Map(symbols.map((symbol) => [symbol.name, symbol]));
+    const reached = new Set<string>();
+    const visit = (symbol: DocSymbol) => {
+      if (reached.has(symbol.name)) return;
+      reached.add(symbol.name);
+      for (const ref of typeNames(symbol)) {
+        const next = byName.get(ref);
+        if (next !== undefined) visit(next);
+      }
+    };
+    const part = partOf(relative(entries[name] ?? name, "./"));
+    for (const symbol of symbols) {
+      const own = symbol.declarations?.some(({ kind, location }) =>
+        (kind !== undefined && VALUE_KINDS.has(kind)) ||
+        (location !== undefined &&
+          partOf(relative(location.filename, root)) === part)
+      );
+      if (own || count.get(symbol.name) === 1) visit(symbol);
+    }
+    for (const symbol of symbols) {
+      if (!reached.has(symbol.name)) {
+        found.push({ what: symbol.name, where: name });
+      }
+    }
+  }
+  return found.sort(byWhere);
+}
+
+/** Kinds of `deno doc` declarations that are values. */
+const VALUE_KINDS = new Set(["function", "class", "variable", "enum"]);
+
+/** The type names a symbol's documentation refers to (`typeName`, a class's `extends`). */
+function typeNames(symbol: DocSymbol): Set<string> {
+  const names = new Set<string>();
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(walk);
+    if (value === null || typeof value !== "object") return;
+    for (const [key, inner] of Object.entries(value)) {
+      if (
+        typeof inner === "string" && /^(typeName|extends|typeQuery)$/.test(key)
+      ) {
+        names.add(inner.split(".")[0]!);
+      } else walk(inner);
+    }
+  };
+  for (const declaration of symbol.declarations ?? []) walk(declaration.def);
+  return names;
+}
+
+/**
+ * The names a module exports as values: `export function|class|const|enum`,
+ * `export { a, b as c }` (not `type`-marked), and `export *`, followed
+ * through re-exports (`read` gives a module's text, or `undefined` for one
+ * outside the repository). `export type` exports no value.
+ */
+export function valueNames(
+  path: string,
+  read: (path: string) => string | undefined,
+): Set<string> {
+  const text = read(path);
+  const names = new Set<string>();
+  if (text === undefined) return names;
+  const code = withoutComments(text);
+  const target = (specifier: string) =>
+    new URL(specifier, new URL(path, "file:///")).pathname.slice(1);
+  for (
+    const [, name] of code.matchAll(
+      /\bexport\s+(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g,
+    )
+  ) names.add(name!);
+  for (
+    const [, list, from] of code.matchAll(
+      /\bexport\s*\{([^}]*)\}(?:\s*from\s*["']([^"']+)["'])?/g,
+    )
+  ) {
+    const inner = from === undefined
+      ? undefined
+      : valueNames(target(from), read);
+    for (const specifier of list!.split(",").map((part) => part.trim())) {
+      if (specifier === "" || /^type\s/.test(specifier)) continue;
+      const [local, exported = local] = specifier.split(/\s+as\s+/);
+      if (inner === undefined || inner.has(local!)) names.add(exported!);
+    }
+  }
+  for (
+    const [, from] of code.matchAll(/\bexport\s*\*\s*from\s*["']([^"']+)["']/g)
+  ) {
+    for (const name of valueNames(target(from!), read)) names.add(name);
+  }
+  return names;
 }
 
 /**
@@ -203,21 +335,38 @@ function byWhere(a: Finding, b: Finding): number {
 export async function measure(): Promise<Record<Figure, Finding[]>> {
   const entries = JSON.parse(await Deno.readTextFile("deno.json"))
     .exports as Record<string, string>;
-  const { stdout, success } = await new Deno.Command("deno", {
-    args: ["doc", "--json", ...new Set(Object.values(entries))],
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  if (!success) throw new Error("deno doc --json failed");
-  const doc = JSON.parse(new TextDecoder().decode(stdout)) as DocJson;
+  const doc = await docJson([...new Set(Object.values(entries))]);
+  // Each entry alone, as a user meets it: documented together, a name one
+  // entry re-exports from another is only a reference to it there.
+  const alone: DocJson = { nodes: {} };
+  for (const file of new Set(Object.values(entries))) {
+    Object.assign(alone.nodes, (await docJson([file])).nodes);
+  }
   const root = `${new URL(`file://${Deno.cwd()}/`).href}`;
   const sources = await readSources(["mod.ts", "src"]);
+  const values = Object.fromEntries(
+    Object.entries(entries).map(([entry, file]) => [
+      entry,
+      valueNames(file.replace(/^\.\//, ""), (path) => sources.get(path)),
+    ]),
+  );
   return {
     underscoreDeclarations: underscoreDeclarations(doc, root),
-    sharedNames: sharedNames(doc, entries, root),
+    sharedValues: sharedValues(values),
+    strayTypes: strayTypes(alone, entries, root),
     reachesIn: reachesIn(sources),
     coreStores: coreStores(sources),
   };
+}
+
+async function docJson(files: string[]): Promise<DocJson> {
+  const { stdout, success } = await new Deno.Command("deno", {
+    args: ["doc", "--json", ...files],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!success) throw new Error(`deno doc --json ${files.join(" ")} failed`);
+  return JSON.parse(new TextDecoder().decode(stdout)) as DocJson;
 }
 
 async function readSources(paths: string[]): Promise<Map<string, string>> {
@@ -240,7 +389,10 @@ async function readSources(paths: string[]): Promise<Map<string, string>> {
 
 const TITLES: Record<Figure, string> = {
   underscoreDeclarations: "public declarations in `_` files",
-  sharedNames: "names exported from more than one entry besides the root",
+  sharedValues:
+    "values (functions, classes, constants) exported from more than one entry besides the root",
+  strayTypes:
+    "types an entry besides the root exports that its own declarations do not name",
   reachesIn:
     "modules reaching into another part's `_` files (src/core's `_` files are the shared kernel: not counted)",
   coreStores: "core/ files naming a store",

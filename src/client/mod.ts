@@ -46,13 +46,19 @@ export type { Environment } from "../core/environment.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-export type * from "../store/types.ts";
+// The store contract comes through token's door: the client may import core
+// and token, not the store (DESIGN §2).
 export type {
+  CoordinateOptions,
   GetTokenOptions,
   RetryOptions,
+  TokenFailure,
   TokenProvider,
   TokenProviderOptions,
+  TokenRecord,
+  TokenRenewal,
   TokenRequestOptions,
+  TokenStore,
   TokenTarget,
-} from "../token/types.ts";
+} from "../token/mod.ts";
 export type { PaginateOptions, SortDirection } from "./page_types.ts";

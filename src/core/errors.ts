@@ -38,13 +38,7 @@ import type {
   TokenRequestErrorInit,
 } from "./error_types.ts";
 
-export type {
-  ApiErrorInit,
-  ApiFailureReason,
-  QuotaExceededErrorInit,
-  TokenFailureReason,
-  TokenRequestErrorInit,
-} from "./error_types.ts";
+export type * from "./error_types.ts";
 
 /** The longest message an error of this module carries, whatever the service sent. */
 const MAX_MESSAGE = 2000;

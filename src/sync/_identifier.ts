@@ -8,6 +8,12 @@ export const CHECKPOINT_TABLE = "partner_api_sync";
 export const LEASE_TABLE = "partner_api_sync_lease";
 /** The ids each sweep cycle saw, per table: SQLite's log of a cycle under way. */
 export const SEEN_TABLE = "partner_api_sync_seen";
+/**
+ * Items a sweep cycle found that the copy lacks, per table, held until the
+ * cycle completes and its guard passes: a cycle the guard refuses inserts
+ * nothing.
+ */
+export const STAGE_TABLE = "partner_api_sync_stage";
 
 /**
  * `table`, quoted for SQL.

@@ -1,29 +1,21 @@
 // Internal: one pass over the list: windows read in a pipeline, each judged
 // by the pure rules of _window.ts, what they prove handed on in order. A
 // sync runs a head pass (what is new) and a sweep pass (what the copy
-// holds, read again) with this same machinery. The committer writes what a
-// pass hands on: one batch after another, each while the next window is
-// read, counting what the sink reports.
+// holds, read again) with this same machinery; _committer.ts writes what a
+// pass hands on.
 
 import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
+import { followingWindow, nextWindow } from "./_window_plan.ts";
 import {
-  followingWindow,
   judgeWindow,
-  nextWindow,
   refusedWindow,
   type SyncKey,
   type WindowPlan,
   type WindowState,
 } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
-import { callListener } from "../core/_emit.ts";
-import type {
-  SyncCheckpoint,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./sink.ts";
 
 /** A window the pass committed: its items to write, and the state after it. */
 export interface Committed<T> {
@@ -220,208 +212,4 @@ export function listOptions<T>(
     ...(config.items === undefined ? {} : { items: config.items }),
     ...(signal === undefined ? {} : { signal }),
   };
-}
-
-/** How many skipped ids a result names. */
-const SKIPPED_IDS_SHOWN = 100;
-
-/** What a run wrote, as the sink reported it. */
-export interface Tally {
-  written: number;
-  read: number;
-  pages: number;
-  inserted: number;
-  updated: number;
-  deleted: number;
-  skipped: number;
-  readonly skippedIds: string[];
-}
-
-/**
- * Writes batches in order: a batch starts once the one before is
- * committed, and a failed write stops the run at the batch before. Empty
- * batches are written only when they carry news the next run needs (a
- * pass's or a cycle's end or start), or by `flush`.
- */
-export class Committer<T> {
-  readonly tally: Tally = {
-    written: 0,
-    read: 0,
-    pages: 0,
-    inserted: 0,
-    updated: 0,
-    deleted: 0,
-    skipped: 0,
-    skippedIds: [],
-  };
-  #writing: Promise<void> = Promise.resolve();
-  readonly #skipped = new Set<string>();
-  #written: SyncCheckpoint;
-  #latest: SyncCheckpoint;
-  #report: SyncWriteReport = {};
-  readonly #config: SyncConfig<T>;
-
-  constructor(config: SyncConfig<T>, saved: SyncCheckpoint) {
-    this.#config = config;
-    this.#written = saved;
-    this.#latest = saved;
-  }
-
-  /** The checkpoint of the last batch committed. */
-  get written(): SyncCheckpoint {
-    return this.#written;
-  }
-
-  /** What the sink reported of the last batch committed. */
-  get lastReport(): SyncWriteReport {
-    return this.#report;
-  }
-
-  /**
-   * After a batch failed: writes `checkpoint` (with no item) as the next
-   * commit, once the failed one has settled.
-   */
-  async restart(
-    checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-  ): Promise<void> {
-    await this.settle();
-    this.#latest = checkpoint;
-    this.#start([], [], checkpoint, context);
-    await this.#writing;
-  }
-
-  /** The checkpoint handed on last: what the next one builds on. */
-  get latest(): SyncCheckpoint {
-    return this.#latest;
-  }
-
-  /** Starts writing `items` with `checkpoint` once the batch before is committed. */
-  async commit(
-    items: readonly T[],
-    checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-    ids: readonly string[] = items.map((item) => this.#config.keyOf(item).id),
-  ): Promise<void> {
-    await this.#writing;
-    // An abort (Ctrl-C, onProgress) stops the run before the next commit.
-    this.#config.signal?.throwIfAborted();
-    this.#latest = checkpoint;
-    this.tally.pages++;
-    const news = context.beginsCycle === true ||
-      context.endsCycle !== undefined ||
-      (checkpoint.complete && !this.#written.complete);
-    if (items.length === 0 && !news) return;
-    this.#start(items, ids, checkpoint, context);
-  }
-
-  /** Makes `checkpoint` the latest and writes it, if it was not written yet. */
-  async flush(
-    checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-  ): Promise<void> {
-    await this.#writing;
-    this.#config.signal?.throwIfAborted();
-    this.#latest = checkpoint;
-    if (JSON.stringify(this.#latest) === JSON.stringify(this.#written)) return;
-    this.#start([], [], this.#latest, context);
-    await this.#writing;
-  }
-
-  /** Waits for the batch being written, whatever its outcome. */
-  async settle(): Promise<void> {
-    await this.#writing.catch(() => {});
-  }
-
-  /** Waits for the batch being written; rejects if it failed. */
-  async done(): Promise<void> {
-    await this.#writing;
-  }
-
-  #start(
-    items: readonly T[],
-    ids: readonly string[],
-    checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-  ): void {
-    const batch = lastOfEachId(items, ids);
-    this.#writing = (async () => {
-      const report = await this.#config.sink.write(
-        batch.items,
-        checkpoint,
-        batch.ids,
-        context,
-      );
-      this.#written = checkpoint;
-      this.#report = report ?? {};
-      this.#count(batch.items.length, this.#report, context.phase);
-    })();
-    this.#writing.catch(() => {});
-  }
-
-  /** Counts a committed batch, and tells the listeners. */
-  #count(
-    handed: number,
-    report: SyncWriteReport,
-    phase: SyncWriteContext["phase"],
-  ): void {
-    const tally = this.tally;
-    const { onProgress, onEvent } = this.#config;
-    const reported = report.skippedIds ?? [];
-    const stored = handed - reported.length;
-    // The sweep reads a skipped item again: it counts once per run.
-    const skippedIds = reported.filter((id) => !this.#skipped.has(id));
-    for (const id of skippedIds) this.#skipped.add(id);
-    // A sink that does not tell inserts from updates: all were new to it.
-    const inserted = report.inserted ??
-      (report.updated === undefined ? stored : 0);
-    const updated = report.updated ?? 0;
-    // The head writes new items; the sweep, what changed (it reads all).
-    tally.written += phase === "head" ? stored : inserted + updated;
-    tally.read += handed;
-    tally.inserted += inserted;
-    tally.updated += updated;
-    tally.deleted += report.deleted ?? 0;
-    tally.skipped += skippedIds.length;
-    const room = SKIPPED_IDS_SHOWN - tally.skippedIds.length;
-    tally.skippedIds.push(...skippedIds.slice(0, Math.max(0, room)));
-    if (skippedIds.length > 0 && onEvent !== undefined) {
-      hear(onEvent, { type: "sync.skipped", ids: [...skippedIds] });
-    }
-    if (onProgress !== undefined) {
-      const { written, read, pages, inserted, updated, deleted } = tally;
-      hear(onProgress, {
-        written,
-        read,
-        pages,
-        requests: this.requests(),
-        inserted,
-        updated,
-        deleted,
-      });
-    }
-  }
-
-  /** List requests so far: set by the run. */
-  requests: () => number = () => 0;
-}
-
-/** Tells a listener the frozen `event`; what it throws or rejects with is ignored. */
-function hear<E>(listener: (event: E) => unknown, event: E): void {
-  callListener(listener, Object.freeze(event));
-}
-
-/**
- * The batch with each id once, where it last occurs (the service's latest
- * word on that item), in order.
- */
-function lastOfEachId<T>(
-  items: readonly T[],
-  ids: readonly string[],
-): { items: readonly T[]; ids: readonly string[] } {
-  const last = new Map<string, number>();
-  ids.forEach((id, i) => last.set(id, i));
-  if (last.size === ids.length) return { items, ids };
-  const kept = ids.flatMap((id, i) => last.get(id) === i ? [i] : []);
-  return { items: kept.map((i) => items[i]!), ids: kept.map((i) => ids[i]!) };
 }

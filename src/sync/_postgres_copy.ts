@@ -9,7 +9,7 @@
 // driver's array encoding matters.
 
 import { optionError } from "../core/_check.ts";
-import { CHECKPOINT_TABLE, LEASE_TABLE } from "./_identifier.ts";
+import { CHECKPOINT_TABLE, LEASE_TABLE, STAGE_TABLE } from "./_identifier.ts";
 import { STALE_AFTER } from "./_lease.ts";
 
 /** Sends one statement with text parameters; resolves with its rows. */
@@ -131,6 +131,9 @@ BEGIN
   }) AND attname = 'checkpoint' AND NOT attisdropped) <> 'text'::regtype THEN
     ALTER TABLE ${CHECKPOINT_TABLE} ALTER COLUMN checkpoint TYPE text USING checkpoint::text;
   END IF;
+  IF to_regclass(${text(STAGE_TABLE)}) IS NULL THEN
+    CREATE TABLE ${STAGE_TABLE} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, item jsonb NOT NULL, PRIMARY KEY (target, id));
+  END IF;
   IF to_regclass(${text(LEASE_TABLE)}) IS NULL THEN
     CREATE TABLE ${LEASE_TABLE} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL);
   END IF;
@@ -178,6 +181,10 @@ export const CHANGES_CATALOG_SQL =
 
 /** The columns of a change table the sink made, as CHANGES_CATALOG_SQL reads them. */
 export const CHANGES_COLUMNS =
+  "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
+
+/** The columns of a change table 0.3 made: `item` is added to it. */
+export const CHANGES_COLUMNS_0_3 =
   "seq bigint, id text, change text, at timestamp with time zone";
 
 /** Creates the change table (quoted) if missing, under the tables' advisory lock. */
@@ -187,8 +194,9 @@ export function createChangesSql(changes: string): string {
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext(${text(CHECKPOINT_TABLE)}));
   IF to_regclass(${text(changes)}) IS NULL THEN
-    CREATE TABLE ${changes} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (change IN ('insert', 'update', 'delete')), at timestamptz NOT NULL);
+    CREATE TABLE ${changes} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (change IN ('insert', 'update', 'delete')), at timestamptz NOT NULL, item jsonb);
   END IF;
+  ALTER TABLE ${changes} ADD COLUMN IF NOT EXISTS item jsonb;
 END
 $partner_api$`;
 }

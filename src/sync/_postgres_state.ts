@@ -9,6 +9,7 @@ import {
   catalogSql,
   CHANGES_CATALOG_SQL,
   CHANGES_COLUMNS,
+  CHANGES_COLUMNS_0_3,
   changeTableOf,
   copySql,
   createChangesSql,
@@ -39,14 +40,17 @@ export async function makeChangeTable(
   }
   const changes = changeTableOf(table);
   const found = (await read(CHANGES_CATALOG_SQL, [changes]))[0] ?? {};
-  if (found.found === "true" && found.columns !== CHANGES_COLUMNS) {
+  const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
+  if (found.found === "true" && !known.includes(String(found.columns))) {
     throw new SyncError(
       `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
       "sink-mismatch",
       what,
     );
   }
-  if (found.found !== "true") await read(createChangesSql(changes), []);
+  if (found.columns !== CHANGES_COLUMNS) {
+    await read(createChangesSql(changes), []);
+  }
   return changes;
 }
 

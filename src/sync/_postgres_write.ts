@@ -3,7 +3,7 @@
 // it the lease, the end of a cycle, the change table and the checkpoint, each
 // a step of one WITH, so that they commit together or not at all.
 
-import { CHECKPOINT_TABLE, LEASE_TABLE } from "./_identifier.ts";
+import { CHECKPOINT_TABLE, LEASE_TABLE, STAGE_TABLE } from "./_identifier.ts";
 import { fingerprintOf } from "./_postgres_copy.ts";
 
 /** What a batch statement does besides its upsert. */
@@ -12,6 +12,11 @@ export interface WriteShape {
   readonly leased: boolean;
   /** The batch ends a cycle: what becomes of the rows it did not see. */
   readonly ends?: "remove" | "mark";
+  /**
+   * A sweep's batch before its cycle ends: rows the table lacks are staged
+   * (inserted when the cycle passes its guard), the others written.
+   */
+  readonly stages?: boolean;
   /** The change table (quoted) to append to, if kept. */
   readonly changes?: string;
 }
@@ -25,6 +30,8 @@ export interface WriteParams {
   readonly cycle: number;
   readonly owner?: string;
   readonly maxDeletes?: number;
+  /** The last 24 hours' deletes and largest size (ending a cycle). */
+  readonly recent?: { readonly deleted: number; readonly largest: number };
 }
 
 /** The statement's parameters, every one a string (see the file's head). */
@@ -35,7 +42,13 @@ export function writeParams(shape: WriteShape, values: WriteParams): string[] {
     values.checkpoint,
     String(values.cycle),
   ];
-  if (shape.ends !== undefined) params.push(String(values.maxDeletes));
+  if (shape.ends !== undefined) {
+    params.push(
+      String(values.maxDeletes),
+      String(values.recent?.deleted ?? 0),
+      String(values.recent?.largest ?? 0),
+    );
+  }
   if (shape.leased) params.push(values.owner ?? "");
   return params;
 }
@@ -68,9 +81,11 @@ export function writeParams(shape: WriteShape, values: WriteParams): string[] {
 export function writeSql(table: string, shape: WriteShape): string {
   // $1 to $4 always; the others numbered in writeParams's order.
   let numbered = 4;
-  const maxDeletes = shape.ends === undefined
-    ? undefined
-    : `$${++numbered}::text::float8`;
+  const guardParams = shape.ends === undefined ? undefined : {
+    maxDeletes: `$${++numbered}::text::float8`,
+    deleted: `$${++numbered}::text::bigint`,
+    largest: `$${++numbered}::text::bigint`,
+  };
   const owner = shape.leased ? `$${++numbered}::text` : undefined;
   const gates = [
     ...(shape.leased ? ["EXISTS (SELECT 1 FROM lease)"] : []),
@@ -78,21 +93,26 @@ export function writeSql(table: string, shape: WriteShape): string {
   ];
   const when = (word: "WHERE" | "AND") =>
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
+  // A staged row is one the table lacks; a written one, any other.
+  const held = `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
+  const writes = shape.stages === true ? `WHERE ${held}` : "WHERE true";
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
-    ...batchSteps(table),
-    ...(maxDeletes === undefined ? [] : cycleEndSteps(table, maxDeletes)),
+    ...batchSteps(table, shape.stages === true),
+    ...(guardParams === undefined ? [] : cycleEndSteps(table, guardParams)),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
-  SELECT id, item, ${CYCLE}, NULL FROM batch ${when("WHERE")}
+  SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${when("AND")}
   ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
   RETURNING 1
 )`,
+    ...(shape.stages === true ? [stagedStep(held, when("AND"))] : []),
+    ...(shape.ends === undefined ? [] : appliedSteps(table, when("AND"))),
     ...removalSteps(table, shape.ends, when("AND")),
     ...(shape.changes === undefined
       ? []
       : [changesStep(shape.changes, shape.ends !== undefined, when("WHERE"))]),
-    savedStep(table, shape.ends, when("WHERE")),
+    savedStep(table, shape, when("WHERE")),
   ];
   return `WITH ${parts.join(", ")}\n${answerSelect(shape)}`;
 }
@@ -108,24 +128,61 @@ function leaseStep(owner: string): string {
 )`;
 }
 
-/** The batch's rows, and what each is to the table: new, changed or neither. */
-function batchSteps(table: string): string[] {
+/**
+ * The batch's rows, and what each is to the table now: new (an insert,
+ * unless staged), changed (a row back after "mark" too), or neither.
+ */
+function batchSteps(table: string, stages: boolean): string[] {
   return [
     `batch AS (
   SELECT e.ord, e.value ->> 0 AS id, (e.value -> 1)::jsonb AS item
   FROM json_array_elements($2::text::json) WITH ORDINALITY AS e (value, ord)
 )`,
     `kinds AS (
-  SELECT b.ord, b.id, t.id IS NULL AS added,
-    CASE WHEN t.id IS NULL OR t.deleted_at IS NOT NULL THEN 'insert'
-      WHEN t.item IS DISTINCT FROM b.item THEN 'update' END AS change
+  SELECT b.ord, b.id, b.item, t.id IS NULL AS added,
+    CASE WHEN t.id IS NULL THEN ${stages ? "NULL" : "'insert'"}
+      WHEN t.deleted_at IS NOT NULL OR t.item IS DISTINCT FROM b.item THEN 'update' END AS change
   FROM batch b LEFT JOIN ${table} t ON t.id = b.id
 )`,
   ];
 }
 
+/** A sweep's rows the table lacks, held until the cycle passes its guard. */
+function stagedStep(held: string, gated: string): string {
+  return `staged AS (
+  INSERT INTO ${STAGE_TABLE} AS s (target, cycle, id, item)
+  SELECT $1::text, ${CYCLE}, b.id, b.item FROM batch b WHERE NOT ${held} ${gated}
+  ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item
+  RETURNING 1
+)`;
+}
+
+/**
+ * Ending a cycle that passed its guard: what it staged is inserted (not
+ * what the batch itself writes, which is newer), and the stage cleared.
+ */
+function appliedSteps(table: string, gated: string): string[] {
+  return [
+    `applied AS (
+  INSERT INTO ${table} AS t (id, item, seen, deleted_at)
+  SELECT s.id, s.item, ${CYCLE}, NULL FROM ${STAGE_TABLE} s
+  WHERE s.target = $1::text AND s.cycle = ${CYCLE}
+    AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = s.id) ${gated}
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id, item
+)`,
+    `cleared AS (
+  DELETE FROM ${STAGE_TABLE} WHERE target = $1::text AND cycle <= ${CYCLE} ${gated}
+  RETURNING 1
+)`,
+  ];
+}
+
 /** Ending a cycle: the rows it did not see, and the guard on their count. */
-function cycleEndSteps(table: string, maxDeletes: string): string[] {
+function cycleEndSteps(
+  table: string,
+  guard: { maxDeletes: string; deleted: string; largest: string },
+): string[] {
   return [
     `gone AS (
   SELECT t.id FROM ${table} t
@@ -135,7 +192,8 @@ function cycleEndSteps(table: string, maxDeletes: string): string[] {
     // Each count in FROM, so that each is taken once (in the select
     // list, one the guard uses twice would be taken twice).
     `guard AS (
-  SELECT u.n AS unseen, l.n + i.n AS live, u.n > ${maxDeletes} * (l.n + i.n) AS refused
+  SELECT u.n AS unseen, l.n + i.n AS live,
+    u.n > ${guard.maxDeletes} * greatest(l.n + i.n, ${guard.largest}) - ${guard.deleted} AS refused
   FROM (SELECT count(*) AS n FROM gone) AS u,
     (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
     (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
@@ -166,11 +224,14 @@ function removalSteps(
 
 /** Each insert, update and (ending a cycle) delete as a row of `changes`. */
 function changesStep(changes: string, ends: boolean, gated: string): string {
-  const deletes = ends ? " UNION ALL SELECT 1, 0, id, 'delete' FROM gone" : "";
+  const cycle = ends
+    ? ` UNION ALL SELECT 1, 0, id, 'insert', item FROM applied
+    UNION ALL SELECT 2, 0, id, 'delete', NULL FROM gone`
+    : "";
   return `recorded AS (
-  INSERT INTO ${changes} (id, change, at)
-  SELECT id, change, now() FROM (
-    SELECT 0 AS part, ord, id, change FROM kinds WHERE change IS NOT NULL${deletes}
+  INSERT INTO ${changes} (id, change, at, item)
+  SELECT id, change, now(), item FROM (
+    SELECT 0 AS part, ord, id, change, item FROM kinds WHERE change IS NOT NULL${cycle}
   ) AS c ${gated}
   ORDER BY part, ord, id
   RETURNING 1
@@ -178,11 +239,11 @@ function changesStep(changes: string, ends: boolean, gated: string): string {
 }
 
 /** The checkpoint saved with the row count and the last row's fingerprint. */
-function savedStep(
-  table: string,
-  ends: WriteShape["ends"],
-  gated: string,
-): string {
+function savedStep(table: string, shape: WriteShape, gated: string): string {
+  const ends = shape.ends;
+  const written = shape.stages === true
+    ? ` WHERE EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`
+    : "";
   const before = (column: string) =>
     `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;
   const lastBefore = before("last");
@@ -193,13 +254,13 @@ function savedStep(
   INSERT INTO ${CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
   SELECT $1::text, $3::text,
     coalesce(${before("rows")}, (SELECT count(*) FROM ${table}))
-      + (SELECT count(*) FROM kinds WHERE added)${
-    ends === "remove" ? " - (SELECT count(*) FROM gone)" : ""
-  },
+      + (SELECT count(*) FROM kinds WHERE change = 'insert')${
+    ends === undefined ? "" : " + (SELECT count(*) FROM applied)"
+  }${ends === "remove" ? " - (SELECT count(*) FROM gone)" : ""},
     coalesce(
       (SELECT ${
     fingerprintOf("b.item")
-  } || ':' || b.id FROM batch b ORDER BY b.ord DESC LIMIT 1),
+  } || ':' || b.id FROM batch b${written} ORDER BY b.ord DESC LIMIT 1),
       ${keptLast})
   ${gated}
   ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last
@@ -218,7 +279,14 @@ function answerSelect(shape: WriteShape): string {
   ${ends ? "(SELECT live FROM guard)::text" : "'0'"} AS live,
   (SELECT count(*) FROM saved)::text AS saved,
   (SELECT count(*) FROM written)::text AS written,
-  (SELECT count(*) FROM kinds WHERE change = 'insert')::text AS inserted,
+  ${
+    shape.stages === true
+      ? "(SELECT count(*) FROM staged)"
+      : "0"
+  }::text AS staged,
+  ((SELECT count(*) FROM kinds WHERE change = 'insert')${
+    ends ? " + (SELECT count(*) FROM applied)" : ""
+  })::text AS inserted,
   (SELECT count(*) FROM kinds WHERE change = 'update')::text AS updated,
   ${ends ? "(SELECT count(*) FROM removed)::text" : "'0'"} AS deleted`;
 }

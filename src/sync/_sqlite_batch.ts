@@ -13,60 +13,73 @@ import { SyncError } from "./sync_error.ts";
 /** The prepared statements of a sink. */
 export type Statements = ReturnType<typeof statements>;
 
+/** A batch as the SQLite sink applies it. */
+export interface SqliteBatch {
+  /** The items written to the table now. */
+  readonly batch: Stored;
+  /** A sweep's items the table lacks: held until the cycle completes. */
+  readonly staged: Stored;
+  readonly checkpoint: SyncCheckpoint;
+  readonly context: SyncWriteContext | undefined;
+  /** The change table (quoted), when kept. */
+  readonly changes: string | undefined;
+}
+
 /**
- * Upserts a batch, seen in its cycle, and records its changes; when it
- * ends a cycle, removes (or marks) the rows the cycle did not see, unless
- * that is more than `maxDeletes` of the copy; saves the checkpoint. Inside
- * the caller's transaction.
+ * Upserts a batch (a sweep's new items staged), seen in its cycle, and
+ * records its changes with the items as written; when it ends a cycle,
+ * judges the guard (a refusal rolls the batch back), inserts what the
+ * cycle staged, removes (or marks) the rows it did not see; saves the
+ * checkpoint. Inside the caller's transaction.
  *
  * @throws {SyncError} (`"too-many-deletes"`)
  */
 export function applyBatch(
   db: DatabaseSync,
   st: Statements,
-  written: {
-    batch: Awaited<ReturnType<typeof storable>>;
-    checkpoint: SyncCheckpoint;
-    context: SyncWriteContext | undefined;
-    changes: string | undefined;
-  },
+  written: SqliteBatch,
   where: { state: Checked; what: string; target: string; at: string },
 ) {
-  const { batch, checkpoint, context, changes } = written;
-  const { state, what, target } = where;
+  const { batch, staged, checkpoint, context, changes } = written;
+  const { state, what, target, at } = where;
   const cycle = context?.cycle ?? 0;
-  const marked = new Set(
-    batch.ids.length > 0 && st.anyMarked.get() !== undefined
-      ? st.marked.all(JSON.stringify(batch.ids)).map((row) =>
-        (row as { id: string }).id
-      )
-      : [],
-  );
-  const kinds = upsertAll(
-    st,
-    batch.texts,
-    batch.ids,
-    marked,
-    changes !== undefined,
-  );
-  if (batch.ids.length > 0 && logsSeen(checkpoint, context)) {
-    st.seen.run(target, cycle, JSON.stringify(batch.ids));
+  const kinds = upsertAll(st, batch.texts, batch.ids, changes !== undefined);
+  if (staged.ids.length > 0) {
+    const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
+    st.stage.run(target, cycle, JSON.stringify(pairs));
   }
-  const at = where.at;
-  const record = changes === undefined
-    ? undefined
-    : db.prepare(`INSERT INTO ${changes} (id, change, at) VALUES (?, ?, ?)`);
-  for (const id of kinds.ids?.inserted ?? []) record?.run(id, "insert", at);
-  for (const id of kinds.ids?.updated ?? []) record?.run(id, "update", at);
+  const seen = [...batch.ids, ...staged.ids];
+  if (seen.length > 0 && logsSeen(checkpoint, context)) {
+    st.seen.run(target, cycle, JSON.stringify(seen));
+  }
+  const record = changes === undefined ? undefined : db.prepare(
+    `INSERT INTO ${changes} (id, change, at, item) VALUES (?, ?, ?, ?)`,
+  );
+  if (record !== undefined) {
+    const text = new Map(batch.ids.map((id, i) => [id, batch.texts[i]!]));
+    const { inserted = [], updated = [] } = kinds.ids ?? {};
+    for (const id of inserted) record.run(id, "insert", at, text.get(id)!);
+    for (const id of updated) record.run(id, "update", at, text.get(id)!);
+  }
   const rows = state.rows + kinds.added;
   const last = batch.last ?? state.last;
   const ends = context?.endsCycle;
   const end = ends === undefined
-    ? { deleted: 0, rows, last }
-    : endCycle(st, ends, { cycle, target, what, at, record }, rows, last);
+    ? { deleted: 0, inserted: 0, held: undefined, rows, last }
+    : endCycle(
+      st,
+      ends,
+      { cycle, target, what, at, record, changes },
+      rows,
+      last,
+    );
   st.dropOthers.run(target, target);
   st.save.run(target, JSON.stringify(checkpoint), end.rows, end.last);
-  return { inserted: kinds.inserted, updated: kinds.updated, ...end };
+  return {
+    ...end,
+    inserted: kinds.inserted + end.inserted,
+    updated: kinds.updated,
+  };
 }
 
 /**
@@ -86,19 +99,25 @@ function endCycle(
     what: string;
     at: string;
     record: StatementSync | undefined;
+    changes: string | undefined;
   },
   rows: number,
   last: string | null,
-): { deleted: number; rows: number; last: string | null } {
+) {
   const { cycle, target, record } = at;
   const deleted = (st.unseen.get(target, cycle) as { n: number }).n;
-  const live = (st.live.get() as { n: number }).n;
-  if (tooMany(deleted, live, ends.maxDeletes)) {
-    throw tooManyDeletes(deleted, live, ends.maxDeletes, at.what);
+  const held = (st.live.get() as { n: number }).n;
+  if (tooMany(deleted, held, ends.maxDeletes, ends.recent)) {
+    throw tooManyDeletes(deleted, held, ends.maxDeletes, at.what, ends.recent);
   }
+  if (at.changes !== undefined) {
+    st.stagedChanges(at.changes).run(target, cycle, at.at);
+  }
+  const inserted = Number(st.applyStaged.run(target, cycle).changes);
+  st.clearStage.run(target, cycle);
   const unseen = record === undefined ? [] : st.unseenIds.all(target, cycle);
   for (const row of unseen) {
-    record?.run((row as { id: string }).id, "delete", at.at);
+    record?.run((row as { id: string }).id, "delete", at.at, null);
   }
   if (ends.deletes === "remove") st.remove.run(target, cycle);
   else st.mark.run(target, cycle, at.at);
@@ -107,7 +126,9 @@ function endCycle(
   const gone = lastId !== undefined && st.isLive.get(lastId) === undefined;
   return {
     deleted,
-    rows: ends.deletes === "remove" ? rows - deleted : rows,
+    held,
+    inserted,
+    rows: (ends.deletes === "remove" ? rows - deleted : rows) + inserted,
     last: gone ? null : last,
   };
 }
@@ -190,12 +211,25 @@ export async function judgeCopy(
   return { checkpoint, rows: recorded.rows, last: recorded.last };
 }
 
+/** A batch as the table can hold it. */
+export interface Stored {
+  readonly texts: readonly string[];
+  readonly ids: readonly string[];
+  /** Ids left out: the table cannot key them. */
+  readonly skipped: readonly string[];
+  /** The last row's fingerprint and id. */
+  readonly last: string | undefined;
+}
+
 /**
  * The batch as the table can hold it: each id once (its last occurrence),
  * ids that are not well-formed Unicode left out (SQLite would store them
  * as U+FFFD, and two would collide); the last row's fingerprint.
  */
-export async function storable<T>(items: readonly T[], ids: readonly string[]) {
+export async function storable<T>(
+  items: readonly T[],
+  ids: readonly string[],
+): Promise<Stored> {
   const at = new Map<string, number>();
   const skipped: string[] = [];
   ids.forEach((id, i) => {
@@ -205,9 +239,15 @@ export async function storable<T>(items: readonly T[], ids: readonly string[]) {
   const order = [...at.values()].sort((a, b) => a - b);
   const texts = order.map((i) => JSON.stringify(items[i]));
   const keys = order.map((i) => ids[i]!);
-  const lastText = texts.at(-1);
-  const last = lastText === undefined
-    ? undefined
-    : `${await fingerprint(new TextEncoder().encode(lastText))}:${keys.at(-1)}`;
-  return { texts, ids: keys, skipped, last };
+  return { texts, ids: keys, skipped, last: await lastRow(texts, keys) };
+}
+
+/** The fingerprint and id of the last of `texts`, what the checkpoint records. */
+export async function lastRow(
+  texts: readonly string[],
+  ids: readonly string[],
+): Promise<string | undefined> {
+  const text = texts.at(-1);
+  if (text === undefined) return undefined;
+  return `${await fingerprint(new TextEncoder().encode(text))}:${ids.at(-1)}`;
 }

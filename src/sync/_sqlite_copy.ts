@@ -2,7 +2,12 @@
 // copy's state without changing it, the lease, and the batch's upsert.
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { CHECKPOINT_TABLE, LEASE_TABLE, SEEN_TABLE } from "./_identifier.ts";
+import {
+  CHECKPOINT_TABLE,
+  LEASE_TABLE,
+  SEEN_TABLE,
+  STAGE_TABLE,
+} from "./_identifier.ts";
 
 /** Rows per INSERT statement (200 parameters, far below SQLite's limit). */
 const ROWS = 100;
@@ -78,7 +83,8 @@ export function createTables(db: DatabaseSync, table: string): void {
     `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
     CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
     CREATE TABLE IF NOT EXISTS ${SEEN_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL)`,
+    CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
   );
   const hasMeta = db.prepare(
     `SELECT 1 FROM pragma_table_info('${CHECKPOINT_TABLE}') WHERE name = 'rows'`,
@@ -97,26 +103,21 @@ export function createTables(db: DatabaseSync, table: string): void {
   if (!hasDeletedAt) {
     db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
   }
-  // Marked rows only (empty unless deletes: "mark"): a batch learns which
-  // of its ids come back from the dead without a look-up of every id.
-  db.exec(
-    `CREATE INDEX IF NOT EXISTS ${
-      markedIndex(table)
-    } ON ${table} (id) WHERE deleted_at IS NOT NULL`,
-  );
-}
-
-/** The partial index of a table's marked rows. */
-function markedIndex(table: string): string {
-  return `"${unquoted(table)}_marked"`;
 }
 
 /** The change table of `table`, created if missing. */
 export function changeTable(db: DatabaseSync, table: string): string {
   const changes = `"${unquoted(table)}_changes"`;
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (change IN ('insert', 'update', 'delete')), at TEXT NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (change IN ('insert', 'update', 'delete')), at TEXT NOT NULL, item TEXT)`,
   );
+  // Change tables before 0.4 had no item.
+  const hasItem = db.prepare(
+    `SELECT 1 FROM pragma_table_info('${
+      changes.slice(1, -1)
+    }') WHERE name = 'item'`,
+  ).get() !== undefined;
+  if (!hasItem) db.exec(`ALTER TABLE ${changes} ADD COLUMN item TEXT`);
   return changes;
 }
 
@@ -125,12 +126,13 @@ export function statements(db: DatabaseSync, table: string) {
   return {
     ...writeStatements(db, table),
     ...cycleStatements(db, table),
+    ...stageStatements(db, table),
     ...checkpointStatements(db),
     ...leaseStatements(db),
   };
 }
 
-/** A batch's upserts, and what they tell of marked rows. */
+/** A batch's upserts. */
 function writeStatements(db: DatabaseSync, table: string) {
   // A row is written only when it is new, changed or marked (an unchanged
   // one dirties no page): one descent of the primary key per item, not a
@@ -152,17 +154,6 @@ function writeStatements(db: DatabaseSync, table: string) {
     manyBack: upsert(ROWS, back),
     oneBack: upsert(1, back),
     lastRowid: db.prepare(`SELECT max(rowid) AS at FROM ${table}`),
-    anyMarked: db.prepare(
-      `SELECT 1 FROM ${table} INDEXED BY ${
-        markedIndex(table)
-      } WHERE deleted_at IS NOT NULL LIMIT 1`,
-    ),
-    // Which of a batch's ids (a JSON array) are marked deleted.
-    marked: db.prepare(
-      `SELECT id FROM ${table} INDEXED BY ${
-        markedIndex(table)
-      } WHERE deleted_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))`,
-    ),
     isLive: db.prepare(
       `SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`,
     ),
@@ -197,6 +188,32 @@ function cycleStatements(db: DatabaseSync, table: string) {
     ),
     forget: db.prepare(
       `DELETE FROM ${SEEN_TABLE} WHERE target = ? AND cycle <= ?`,
+    ),
+  };
+}
+
+/** The items a cycle found that the copy lacks, held until it completes. */
+function stageStatements(db: DatabaseSync, table: string) {
+  return {
+    // Which of a batch's ids (a JSON array) the table holds.
+    held: db.prepare(
+      `SELECT id FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`,
+    ),
+    stage: db.prepare(
+      `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
+      ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item`,
+    ),
+    stagedChanges: (changes: string) =>
+      db.prepare(
+        `INSERT INTO ${changes} (id, change, at, item) SELECT id, 'insert', ?3, item FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2 ORDER BY id`,
+      ),
+    applyStaged: db.prepare(
+      `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2
+      ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
+    ),
+    // A cycle's stage, and what refused or given-up cycles left.
+    clearStage: db.prepare(
+      `DELETE FROM ${STAGE_TABLE} WHERE target = ? AND cycle <= ?`,
     ),
   };
 }
@@ -236,7 +253,7 @@ function leaseStatements(db: DatabaseSync) {
   };
 }
 
-/** What a batch did: rows new to the table, inserts (marked rows back included), updates. */
+/** What a batch did: rows new to the table, inserts, updates (marked rows back included). */
 export interface Written {
   added: number;
   inserted: number;
@@ -247,15 +264,15 @@ export interface Written {
 
 /**
  * Upserts the items ROWS at a time (one statement per row costs twice as
- * much). A row above the rowid that was largest before is new, a marked
- * one is back from the dead (both inserts), any other written one is an
- * update; rows not written were unchanged.
+ * much). A row above the rowid that was largest before is new (an
+ * insert); any other written one, a marked row back from the dead
+ * included, is an update (it was a row of the copy); rows not written were
+ * unchanged.
  */
 export function upsertAll(
   st: ReturnType<typeof statements>,
   texts: readonly string[],
   ids: readonly string[],
-  marked: ReadonlySet<string>,
   named: boolean,
 ): Written {
   const before = lastRowid(st);
@@ -284,10 +301,9 @@ export function upsertAll(
   for (; i < order.length; i++) {
     send(named ? st.oneBack : st.one, [ids[order[i]!]!, texts[order[i]!]!]);
   }
-  if (named) return classify(rows, ids, before, marked);
+  if (named) return classify(rows, ids, before);
   const added = lastRowid(st) - before;
-  const inserted = added + marked.size;
-  return { added, inserted, updated: changed - inserted };
+  return { added, inserted: added, updated: changed - added };
 }
 
 function lastRowid(st: ReturnType<typeof statements>): number {
@@ -299,22 +315,18 @@ function classify(
   written: readonly { id: string; at: number }[],
   ids: readonly string[],
   before: number,
-  marked: ReadonlySet<string>,
 ): Written {
-  const kind = new Map<string, "new" | "back" | "update">();
+  const kind = new Map<string, "new" | "update">();
   for (const row of written) {
-    kind.set(
-      row.id,
-      row.at > before ? "new" : marked.has(row.id) ? "back" : "update",
-    );
+    kind.set(row.id, row.at > before ? "new" : "update");
   }
   const inserted: string[] = [], updated: string[] = [];
   let added = 0;
   for (const id of ids) {
     const k = kind.get(id);
     if (k === "new") added++;
-    if (k === "new" || k === "back") inserted.push(id);
-    else if (k === "update") updated.push(id);
+    if (k === "new") inserted.push(id);
+    else if (k !== undefined) updated.push(id);
   }
   return {
     added,

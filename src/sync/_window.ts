@@ -1,5 +1,5 @@
-// Internal: the decisions of a sync as pure functions over its state: where
-// the next window goes, and what a window that came back proves. The
+// Internal: the decisions of a sync as pure functions over its state: what
+// a window that came back proves (where the next one goes: _window_plan.ts). The
 // invariant they keep (docs/sync.md): every item with a key up to `edge`
 // that existed for the whole run is in the sink, once.
 
@@ -114,93 +114,6 @@ export function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
 
-/** The largest size the next window may ask for. */
-export function windowCap(state: WindowState): number {
-  if (state.refused === Infinity) return state.maxLimit;
-  return Math.max(
-    state.accepted,
-    Math.min(state.maxLimit, Math.floor((state.accepted + state.refused) / 2)),
-  );
-}
-
-/**
- * The window that overlaps the item before `offset` by at least `margin + 1`
- * items and reaches furthest past it. A page size `limit` places a window
- * only at a multiple of `limit`, so every size up to `cap` is tried. When
- * the margin leaves no window that reaches past `offset`, the margin is
- * dropped; when no size does (every size up to `cap` divides `offset`,
- * which takes a cap under 25), the largest window is read and the run
- * moves only if the list does.
- */
-export function planWindow(
-  offset: number,
-  margin: number,
-  cap: number,
-): WindowPlan {
-  if (offset <= 0) return { start: 0, limit: cap, page: 1 };
-  return reaching(offset, offset - 1 - margin, cap) ??
-    reaching(offset, offset - 1, cap) ??
-    placed(cap, Math.floor((offset - 1) / cap));
-}
-
-/** The furthest-reaching window starting at or before `target` and past `offset`. */
-function reaching(
-  offset: number,
-  target: number,
-  cap: number,
-): WindowPlan | undefined {
-  const from = Math.max(0, target);
-  let best: WindowPlan | undefined;
-  let bestEnd = offset;
-  for (let limit = cap; limit >= 1; limit--) {
-    const index = Math.floor(from / limit);
-    const end = (index + 1) * limit;
-    // Ties go to the smaller page: the same items for fewer bytes.
-    if (end > bestEnd || (end === bestEnd && best !== undefined)) {
-      best = placed(limit, index);
-      bestEnd = end;
-    }
-  }
-  return best;
-}
-
-function placed(limit: number, index: number): WindowPlan {
-  return { start: index * limit, limit, page: index + 1 };
-}
-
-/** The first window after `state`, overlapping its edge by its margin. */
-export function nextWindow(state: WindowState): WindowPlan {
-  const cap = windowCap(state);
-  const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
-  if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
-  return planWindow(state.edge === null ? 0 : state.offset, state.margin, cap);
-}
-
-/**
- * Where the next probe for the edge starts: further out each time until the
- * edge is bracketed, then halfway; undefined once the bracket fits in a
- * window (the ordinary plan then reads it, overlapping its low end).
- */
-export function probeAt(seek: Seek, cap: number): number | undefined {
-  const { low, high, probes } = seek;
-  const reach = cap * 2 ** probes;
-  if (high === undefined) return low === undefined ? undefined : low + reach;
-  if (low === undefined) return Math.max(0, high - reach);
-  if (high - low <= cap) return undefined;
-  return Math.floor((low + high) / 2);
-}
-
-/**
- * The window after `plan` if the list does not move: the pipeline's guess,
- * checked like any window when it comes back.
- */
-export function followingWindow(
-  plan: WindowPlan,
-  state: WindowState,
-): WindowPlan {
-  return planWindow(plan.start + plan.limit, state.margin, windowCap(state));
-}
-
 /**
  * Judges a window of `keys` read at `plan`. It may be committed when it
  * starts at the head of the list or at or before `edge`: a page is a
@@ -216,19 +129,7 @@ export function judgeWindow(
   keys: readonly SyncKey[],
 ): WindowVerdict {
   const order = passOrder(state);
-  for (let i = 1; i < keys.length; i++) {
-    // Equal keys are the same item twice: kept once, by its last occurrence.
-    if (order(keys[i - 1]!, keys[i]!) > 0) {
-      throw new SyncError(
-        `Cannot sync: the list is not in the asked order: '${
-          keys[i]!.id
-        }' came after '${
-          keys[i - 1]!.id
-        }' (page ${plan.page}, limit ${plan.limit})`,
-        "unordered",
-      );
-    }
-  }
+  checkOrder(keys, order, plan);
   const count = keys.length;
   const learnt = learnLimit(state, plan.limit, count);
   const first = keys[0];
@@ -238,14 +139,13 @@ export function judgeWindow(
   if (!overlaps) {
     // The window began after every item up to the edge: the item after
     // the edge stands at or before its start now.
-    const high = Math.min(state.seek?.high ?? Infinity, plan.start);
     return {
       kind: "gap",
       next: {
         ...learnt,
         offset: Math.min(state.offset, plan.start),
         margin: Math.max(8, state.margin * 2),
-        seek: sought(state.seek, { high }, plan.start),
+        seek: sought(state.seek, { high: plan.start }),
       },
     };
   }
@@ -258,7 +158,7 @@ export function judgeWindow(
   const { seek: _, ...rest } = learnt;
   // A whole window of older items: the edge stands further on.
   const seek = !advanced && !short && count > 0
-    ? sought(state.seek, { low: plan.start + count }, plan.start)
+    ? sought(state.seek, { low: plan.start + count })
     : undefined;
   return {
     kind: "commit",
@@ -279,20 +179,39 @@ export function judgeWindow(
   };
 }
 
-/** What `seek` knows once a window at `start` added `found`. */
+/** What `seek` knows once a window added `found`. */
 function sought(
   seek: Seek | undefined,
   found: { low?: number; high?: number },
-  start: number,
 ): Seek {
   const low = Math.max(seek?.low ?? -Infinity, found.low ?? -Infinity);
   const high = Math.min(seek?.high ?? Infinity, found.high ?? Infinity);
   return {
     ...(low === -Infinity ? {} : { low }),
-    // A start at the list's head brackets nothing further.
-    ...(high === Infinity || start === 0 && high === 0 ? {} : { high }),
+    ...(high === Infinity ? {} : { high }),
     probes: (seek?.probes ?? 0) + 1,
   };
+}
+
+/**
+ * @throws {SyncError} (`"unordered"`) When `keys` break `order`. Equal keys
+ * are the same item twice (kept once, by its last occurrence).
+ */
+function checkOrder(
+  keys: readonly SyncKey[],
+  order: (a: SyncKey, b: SyncKey) => number,
+  plan: WindowPlan,
+): void {
+  const at = keys.findIndex((key, i) => i > 0 && order(keys[i - 1]!, key) > 0);
+  if (at < 0) return;
+  throw new SyncError(
+    `Cannot sync: the list is not in the asked order: '${
+      keys[at]!.id
+    }' came after '${
+      keys[at - 1]!.id
+    }' (page ${plan.page}, limit ${plan.limit})`,
+    "unordered",
+  );
 }
 
 /** Whether the pass is a sweep: it covers keys up to a known last one. */

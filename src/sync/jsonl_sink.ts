@@ -34,7 +34,7 @@ import {
   type Rewrite,
   sideFileText,
 } from "./_jsonl_state.ts";
-import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import { countLines, cycleChanges } from "./_jsonl_changes.ts";
 
 /**
  * Options of {@linkcode createJsonlSink}.
@@ -159,10 +159,10 @@ class JsonlCopy {
       // Counted when the cycle completes: a JSONL copy has no index.
       return { inserted: 0, updated: 0 };
     }
-    const counts = cycleCounts(
-      rewrite,
-      context.endsCycle.maxDeletes,
-      this.#path,
+    const counts = await cycleChanges(
+      { path: this.#path, length: rewrite.mainAt },
+      { path: this.#rewritePath, length: rewrite.end.length },
+      context,
     );
     await this.#endCycle(now, rewrite, checkpoint);
     return counts;
@@ -262,42 +262,12 @@ async function startCycle(
   };
 }
 
-/**
- * What a completed cycle changes, in lines: the sweep read `lines` where the
- * copy held `mainLines`. A JSONL copy has no index, so these are net counts.
- *
- * @throws {SyncError} (`"too-many-deletes"`) When more than `maxDeletes` of
- * the copy would go.
- */
-function cycleCounts(rewrite: Rewrite, maxDeletes: number, path: string) {
-  const deleted = Math.max(0, rewrite.mainLines - rewrite.lines);
-  if (tooMany(deleted, rewrite.mainLines, maxDeletes)) {
-    throw tooManyDeletes(deleted, rewrite.mainLines, maxDeletes, path);
-  }
-  return {
-    deleted,
-    inserted: Math.max(0, rewrite.lines - rewrite.mainLines),
-    updated: 0,
-  };
-}
-
 /** Lines already written elsewhere, as a batch to append. */
 function tailLines(bytes: Uint8Array | undefined): Lines {
   const text = new TextDecoder().decode(bytes ?? new Uint8Array());
   if (text === "") return { text, last: undefined };
   const start = text.lastIndexOf("\n", text.length - 2) + 1;
   return { text, last: text.slice(start) };
-}
-
-/** The lines in the first `length` bytes of `path`. */
-async function countLines(path: string, length: number): Promise<number> {
-  const CHUNK = 1 << 20;
-  let lines = 0;
-  for (let at = 0; at < length; at += CHUNK) {
-    const bytes = await readRange(path, at, Math.min(length, at + CHUNK));
-    for (const byte of bytes ?? []) if (byte === 10) lines++;
-  }
-  return lines;
 }
 
 /** Renames the finished rewrite over the copy, if it is still there. */

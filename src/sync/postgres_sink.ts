@@ -153,9 +153,8 @@ export interface PostgresSinkOptions
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  const read = readerOf(options?.query);
+  const read = readerOf(options?.query, options?.lockWait);
   const table = quotedTable(options.table, CONTEXT);
-  checkLockWait(options.lockWait, CONTEXT);
   const what = `the table ${table}`;
   let checked = false;
   let owner: string | undefined;
@@ -212,10 +211,12 @@ export function createPostgresSink<T>(
   };
 }
 
-/** The user's `query`, checked, as the sink reads rows through it. */
+/** The user's `query`, checked (and `lockWait`), as the sink reads rows through it. */
 function readerOf(
   query: unknown,
+  lockWait: unknown,
 ): (sql: string, params: string[]) => Promise<readonly Row[]> {
+  checkLockWait(lockWait, CONTEXT);
   if (typeof query !== "function") {
     throw optionError(TypeError, CONTEXT, "query", "must be a function");
   }
@@ -253,6 +254,9 @@ function batchStatement(
     leased: owner !== undefined,
     ...(ends === undefined ? {} : { ends: ends.deletes }),
     ...(changes === undefined ? {} : { changes }),
+    ...(run.context?.phase === "sweep" && ends === undefined
+      ? { stages: true }
+      : {}),
   };
   const params = writeParams(shape, {
     target: run.target,
@@ -261,6 +265,7 @@ function batchStatement(
     cycle: run.context?.cycle ?? 0,
     ...(owner === undefined ? {} : { owner }),
     ...(ends === undefined ? {} : { maxDeletes: ends.maxDeletes }),
+    ...(ends?.recent === undefined ? {} : { recent: ends.recent }),
   });
   return { sql: writeSql(table, shape), params };
 }
@@ -320,11 +325,13 @@ function judgeWrite(
       Number(row.live),
       ends?.maxDeletes ?? 0,
       what,
+      ends?.recent,
     );
   }
-  if (row.saved !== "1" || Number(row.written) !== batch.ids.length) {
+  const stored = Number(row.written) + Number(row.staged);
+  if (row.saved !== "1" || stored !== batch.ids.length) {
     throw new Error(
-      `Cannot sync into ${what}: the statement wrote ${row.written} of ${batch.ids.length} rows`,
+      `Cannot sync into ${what}: the statement wrote ${stored} of ${batch.ids.length} rows`,
     );
   }
   return {
@@ -332,5 +339,6 @@ function judgeWrite(
     inserted: Number(row.inserted),
     updated: Number(row.updated),
     deleted: Number(row.deleted),
+    ...(ends === undefined ? {} : { held: Number(row.live) }),
   };
 }

@@ -28,8 +28,10 @@ import {
   applyBatch,
   type Checked,
   judgeCopy,
+  lastRow,
   type Statements,
   storable,
+  type Stored,
 } from "./_sqlite_batch.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
@@ -217,11 +219,12 @@ class SqliteCopy {
     context: SyncWriteContext | undefined,
   ): Promise<SyncWriteReport> {
     const state = this.#checked ?? await this.check();
-    const batch = await storable(items, ids);
+    const whole = await storable(items, ids);
+    const st = this.#touch();
+    const { batch, staged } = await this.#split(whole, context);
     // node:sqlite blocks the thread: first let the requests in flight
     // (the next window) go out, so that the service works meanwhile.
     await nextTurn();
-    const st = this.#touch();
     const db = this.#db;
     const what = this.#what;
     const target = this.#target;
@@ -231,7 +234,13 @@ class SqliteCopy {
       if (this.#owner !== undefined && holder?.owner !== this.#owner) {
         throw lockLost(what);
       }
-      return applyBatch(db, st, { batch, checkpoint, context, changes }, {
+      return applyBatch(db, st, {
+        batch,
+        staged,
+        checkpoint,
+        context,
+        changes,
+      }, {
         state,
         what,
         target,
@@ -240,8 +249,51 @@ class SqliteCopy {
     });
     this.#checked = { checkpoint, rows: done.rows, last: done.last };
     this.#commits.rows = done.rows;
-    const { inserted, updated, deleted } = done;
-    return { skippedIds: batch.skipped, inserted, updated, deleted };
+    const { inserted, updated, deleted, held } = done;
+    return {
+      skippedIds: whole.skipped,
+      inserted,
+      updated,
+      deleted,
+      ...(held === undefined ? {} : { held }),
+    };
+  }
+
+  /**
+   * A sweep's batch before its cycle ends: the items the table holds are
+   * written now, the others staged until the cycle passes its guard.
+   */
+  async #split(
+    whole: Stored,
+    context: SyncWriteContext | undefined,
+  ): Promise<{ batch: Stored; staged: Stored }> {
+    const none = { texts: [], ids: [], skipped: [], last: undefined };
+    if (
+      context?.phase !== "sweep" || context.endsCycle !== undefined ||
+      whole.ids.length === 0
+    ) return { batch: whole, staged: none };
+    const held = new Set(
+      this.#touch().held.all(JSON.stringify(whole.ids)).map((row) =>
+        (row as { id: string }).id
+      ),
+    );
+    if (held.size === whole.ids.length) return { batch: whole, staged: none };
+    const part = (keep: boolean) => {
+      const at = whole.ids.flatMap((id, i) => held.has(id) === keep ? [i] : []);
+      return {
+        ids: at.map((i) => whole.ids[i]!),
+        texts: at.map((i) => whole.texts[i]!),
+      };
+    };
+    const kept = part(true);
+    return {
+      batch: {
+        ...kept,
+        skipped: [],
+        last: await lastRow(kept.texts, kept.ids),
+      },
+      staged: { ...part(false), skipped: [], last: undefined },
+    };
   }
 
   /** The first change, once the copy passed: journal mode and tables. */

@@ -15,7 +15,8 @@ import {
   runStart,
   sweepStart,
 } from "./_checkpoint.ts";
-import { type Committed, Committer, listOptions, runPass } from "./_pass.ts";
+import { type Committed, listOptions, runPass } from "./_pass.ts";
+import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
@@ -202,17 +203,12 @@ async function sweep<T>(
         window.state,
         window.ended,
       );
+      const ends = window.ended
+        ? { endsCycle: cycleEnd(config, checkpoint) }
+        : {};
       await committer.commit(window.items, checkpoint, {
         ...context(config, committer.latest, "sweep"),
-        ...(window.ended
-          ? {
-            endsCycle: {
-              deletes: config.deletes,
-              maxDeletes: config.maxDeletes,
-              recent: recentDeletes(committer.latest.deletions, config.now()),
-            },
-          }
-          : {}),
+        ...ends,
       }, window.ids);
     },
     requests,
@@ -252,7 +248,8 @@ async function endCycle<T>(
       error.maxDeletesNeeded ?? 1,
       config.now(),
     );
-    await committer.restart(refused, context(config, refused, "sweep"));
+    // Recorded as a head's batch: no row is seen or written.
+    await committer.restart(refused, context(config, refused, "head"));
     throw error;
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
@@ -261,6 +258,15 @@ async function endCycle<T>(
     afterDeletes(latest, { at: config.now(), deleted, held }),
     context(config, latest, "sweep"),
   );
+}
+
+/** What the batch that completes a cycle asks of the sink. */
+function cycleEnd<T>(config: SyncConfig<T>, checkpoint: SyncCheckpoint) {
+  return {
+    deletes: config.deletes,
+    maxDeletes: config.maxDeletes,
+    recent: recentDeletes(checkpoint.deletions, config.now()),
+  };
 }
 
 /** The context of a batch that `checkpoint` covers. */

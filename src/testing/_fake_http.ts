@@ -1,5 +1,6 @@
 // Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
 
+import { checkNumber } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import type { FakeFault } from "./fake_options.ts";
 
@@ -8,6 +9,29 @@ export type Decorate = (
   response: Response,
   headers?: Readonly<Record<string, string>>,
 ) => Response;
+
+/**
+ * `faults`, each `delay` bounded like every wait (a timer takes a longer one
+ * as 1 ms).
+ */
+export function checkedFaults(
+  faults: readonly FakeFault[],
+  context: string,
+  option: string,
+): FakeFault[] {
+  faults.forEach((fault, i) => {
+    if (fault?.kind === "delay") {
+      checkNumber(
+        fault.ms,
+        0,
+        "non-negative whole time in ms, at most 2147483647",
+        context,
+        `${option}[${i}].ms`,
+      );
+    }
+  });
+  return [...faults];
+}
 
 /** A JSON answer that no cache keeps. */
 export function json(

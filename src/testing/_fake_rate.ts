@@ -28,7 +28,7 @@ export function rateGate(
   const interval = checkNumber(
     limit.interval,
     0,
-    "positive integer",
+    "positive whole time in ms, at most 2147483647",
     context,
     "apiRateLimit.interval",
   );

@@ -3,7 +3,7 @@
 // cached order stays sorted (one binary search and splice per order), so
 // churn on a large list costs no re-sort per request.
 
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, optionError } from "../core/_check.ts";
 import {
   id,
   isoDate,
@@ -114,18 +114,27 @@ export function appendItems(
 /**
  * Puts `item` into the list and into every cached order.
  *
- * @throws {TypeError} When it has no id or its id is taken.
+ * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
  */
 export function insertItem(resource: ListResource, item: Item): void {
-  const key = item[resource.idField];
+  const context = `Cannot insert into ${resource.name}`;
+  const key = item?.[resource.idField];
   if (typeof key !== "string" && typeof key !== "number") {
-    throw new TypeError(
-      `Cannot insert into ${resource.name}: the item has no '${resource.idField}'`,
+    throw optionError(
+      TypeError,
+      context,
+      "item",
+      `must have a string or number '${resource.idField}'`,
+      typeof key,
     );
   }
   if (resource.items.some((other) => other[resource.idField] === key)) {
-    throw new TypeError(
-      `Cannot insert into ${resource.name}: '${key}' is already there`,
+    throw optionError(
+      TypeError,
+      context,
+      "item",
+      `must have a '${resource.idField}' the list does not hold`,
+      String(key),
     );
   }
   const copy = { ...item };
@@ -140,8 +149,8 @@ export function insertItem(resource: ListResource, item: Item): void {
  * in every cached order its new values place it elsewhere in. Whether it
  * was there.
  *
- * @throws {TypeError} When `fields` is not an object of strings and
- * numbers, or would change the id.
+ * @throws {TypeError} (`option: "fields"`) When `fields` is not an object
+ * of strings and numbers, or would change the id.
  */
 export function updateItem(
   resource: ListResource,
@@ -171,18 +180,24 @@ function checkFields(
   id: string,
   fields: unknown,
 ): void {
-  const problem = typeof fields !== "object" || fields === null
-    ? "the fields must be an object"
+  const rule = typeof fields !== "object" || fields === null
+    ? "must be an object"
     : Object.entries(fields).some(([, value]) =>
         typeof value !== "string" && typeof value !== "number"
       )
-    ? "each field must be a string or a number"
+    ? "must hold only strings and numbers"
     : resource.idField in fields &&
         String((fields as Item)[resource.idField]) !== id
-    ? `'${resource.idField}' cannot change`
+    ? `must not change '${resource.idField}'`
     : undefined;
-  if (problem !== undefined) {
-    throw new TypeError(`Cannot update ${resource.name}: ${problem}`);
+  if (rule !== undefined) {
+    throw optionError(
+      TypeError,
+      `Cannot update ${resource.name}`,
+      "fields",
+      rule,
+      fields === null ? "null" : typeof fields,
+    );
   }
 }
 
@@ -224,7 +239,8 @@ function pickItem(
 /**
  * The list named `name`.
  *
- * @throws {TypeError} For an unknown list, naming the lists there are.
+ * @throws {TypeError} (`option: "list"`) For an unknown list, naming the
+ * lists there are.
  */
 export function listNamed(
   lists: Map<string, ListResource>,
@@ -232,10 +248,12 @@ export function listNamed(
 ): ListResource {
   const resource = lists.get(name);
   if (resource === undefined) {
-    throw new TypeError(
-      `Cannot change the fake's lists: no list named '${name}' (${
-        [...lists.keys()].join(", ")
-      })`,
+    throw optionError(
+      TypeError,
+      "Cannot change the fake's lists",
+      "list",
+      `must be one of ${[...lists.keys()].join(", ")}`,
+      String(name),
     );
   }
   return resource;

@@ -4,7 +4,7 @@
 
 import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
-import { checkNumber, requireText } from "../core/_check.ts";
+import { checkNumber, requireFunction, requireText } from "../core/_check.ts";
 import { QuotaCounter } from "./_quota_counter.ts";
 import { generateLists, type Item, seededRandom } from "./_list_data.ts";
 import {
@@ -15,7 +15,13 @@ import {
   removeItem,
   updateItem,
 } from "./_list_churn.ts";
-import { faultyAnswer, json, pause, randomText } from "./_fake_http.ts";
+import {
+  checkedFaults,
+  faultyAnswer,
+  json,
+  pause,
+  randomText,
+} from "./_fake_http.ts";
 import { FakeTokenEndpoint } from "./_fake_token.ts";
 import {
   answerCard,
@@ -57,9 +63,19 @@ export interface FakeControls {
   readonly tokensIssued: number;
   /** Requests to the API and card-data origins so far, answered or rejected. */
   readonly apiRequests: number;
-  /** Queues faults for the next token requests, after those already queued. */
+  /**
+   * Queues faults for the next token requests, after those already queued.
+   *
+   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay a timer
+   * cannot wait (over 2,147,483,647 ms).
+   */
   injectTokenFaults(...faults: FakeFault[]): void;
-  /** Queues faults for the next API requests, after those already queued. */
+  /**
+   * Queues faults for the next API requests, after those already queued.
+   *
+   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay a timer
+   * cannot wait (over 2,147,483,647 ms).
+   */
   injectApiFaults(...faults: FakeFault[]): void;
   /**
    * Adds `count` transactions newer than all others, as if created now: the
@@ -71,15 +87,15 @@ export interface FakeControls {
    * its fields place it in each order: to rehearse an insert behind a
    * crawl or a sync.
    *
-   * @throws {TypeError} For an unknown list, an item without the list's id
-   * field, or an id already there.
+   * @throws {TypeError} For an unknown list (`option: "list"`), an item
+   * without the list's id field, or an id already there (`option: "item"`).
    */
   insert(list: string, item: Readonly<Record<string, string | number>>): void;
   /**
    * Takes the item with `id` out of the list named `list`.
    *
    * @returns Whether it was there.
-   * @throws {TypeError} For an unknown list.
+   * @throws {TypeError} (`option: "list"`) For an unknown list.
    */
   remove(list: string, id: string): boolean;
   /**
@@ -89,8 +105,8 @@ export interface FakeControls {
    * that change after a crawl or a sync read them.
    *
    * @returns Whether it was there.
-   * @throws {TypeError} For an unknown list, fields that are not strings or
-   * numbers, or a change of the id.
+   * @throws {TypeError} For an unknown list (`option: "list"`), fields that
+   * are not strings or numbers, or a change of the id (`option: "fields"`).
    */
   update(
     list: string,
@@ -147,7 +163,10 @@ const AUDIENCE = "https://partner-api.fake";
  *
  * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
- * @throws {RangeError} When a lifetime, quota, size or latency is out of range.
+ * @throws {RangeError} (`option`) When a lifetime, quota, size or time
+ * option is out of range (time options at most 2,147,483,647 ms).
+ * @throws {TypeError} (`option`) When `now` is not a function, or a
+ * credential not a non-empty string.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
@@ -173,7 +192,7 @@ export function createFakePartnerService(
   const state: ServiceState = {
     ...setup,
     rateLimited: rateGate(options.apiRateLimit, now, CONTEXT),
-    tokenFaults: [...(options.faults ?? [])],
+    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT, "faults"),
     apiFaults: [],
     closing: new AbortController(),
     decorate: endpoint.withQuota.bind(endpoint),
@@ -190,8 +209,14 @@ export function createFakePartnerService(
     get apiRequests() {
       return state.counts.apiRequests;
     },
-    injectTokenFaults: (...more) => void state.tokenFaults.push(...more),
-    injectApiFaults: (...more) => void state.apiFaults.push(...more),
+    injectTokenFaults: (...more) =>
+      void state.tokenFaults.push(
+        ...checkedFaults(more, "Cannot inject token faults", "faults"),
+      ),
+    injectApiFaults: (...more) =>
+      void state.apiFaults.push(
+        ...checkedFaults(more, "Cannot inject API faults", "faults"),
+      ),
     insertTransactions: (added) => {
       const transactions = lists.get("transactions")!;
       appendItems(
@@ -301,7 +326,7 @@ async function answerApi(
 
 /** The service's parts, from its checked options. */
 function serviceSetup(options: FakePartnerServiceOptions) {
-  const now = options.now ?? Date.now;
+  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const given = (field: "clientId" | "clientSecret", made: string) => {
     const value = options.credentials?.[field];
     return value === undefined
@@ -313,6 +338,8 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     clientSecret: given("clientSecret", `fake-secret-${randomText(24)}`),
   });
   const endpoint = new FakeTokenEndpoint({
+    // What the fake says in expires_in, not a wait: a year (more than a
+    // timer holds) rehearses a long-lived token.
     lifetime: checkNumber(
       options.tokenLifetime,
       86_400_000,
@@ -337,7 +364,13 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     credentials,
     endpoint,
     lists,
-    latency: count(options.latency, 0, "latency"),
+    latency: checkNumber(
+      options.latency,
+      0,
+      "non-negative whole time in ms, at most 2147483647",
+      CONTEXT,
+      "latency",
+    ),
     listEnvelope: options.listEnvelope ?? "object",
     churn: churner(options.churn, options.seed ?? 1, now),
     maxLimit: checkNumber(

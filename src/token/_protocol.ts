@@ -1,7 +1,9 @@
-// Internal: the token endpoint's wire protocol, oauth4webapi-style: build the
-// endpoint once, *send* one request, *process* one answer. Processing is
-// synchronous over a read body, so every answer shape is testable without a
-// server.
+// Internal: the token endpoint's wire protocol, oauth4webapi-style: the
+// endpoint is built once (_endpoint.ts); each attempt (tokenAttempt, the one
+// path every token request takes) *sends* one request, reads its body within
+// the deadline, and *processes* the answer. Processing is synchronous over
+// the read body, so tests/token_answers_test.ts drives every answer shape
+// through processTokenAnswer without a server.
 
 import { describeCause } from "../core/_cause.ts";
 import {
@@ -32,7 +34,7 @@ import {
 } from "../core/token_values.ts";
 
 /** The largest token answer read, in bytes; a token answer is a few hundred. */
-export const MAX_TOKEN_BODY = 64 * 1024;
+const MAX_TOKEN_BODY = 64 * 1024;
 /** The lifetime of a token whose answer has no `expires_in`, in seconds. */
 const DEFAULT_EXPIRES_IN = 3600;
 const CONTEXT = "Cannot request token";
@@ -74,7 +76,7 @@ export async function tokenAttempt(
  *
  * @throws {TokenRequestError} `reason: "network"` when no answer arrives.
  */
-export async function sendTokenRequest(
+async function sendTokenRequest(
   endpoint: TokenEndpoint,
   signal: AbortSignal,
 ): Promise<Response> {
@@ -113,7 +115,7 @@ export async function sendTokenRequest(
  *
  * @throws {TokenRequestError} `"malformed"` when too large, `"network"` when cut off.
  */
-export async function readTokenBody(
+async function readTokenBody(
   endpoint: TokenEndpoint,
   response: Response,
 ): Promise<string> {

@@ -1,8 +1,12 @@
-// Issue 18: the fake as a tool (`deno task fake`): help, one-line errors,
-// stable credentials and ports, a log line per request.
+// Issues 18 and 37: the fake as a tool (`deno task fake`): help, one-line
+// errors, stable credentials and ports, a log line per request, and a clock
+// (--now) its data end minutes before; --help says exactly what --latency
+// delays (token answers are not).
 
-import { equal, ok } from "node:assert/strict";
+import { equal, match, ok } from "node:assert/strict";
 import { Command, processTest } from "../_processes.ts";
+import { createClient } from "../../src/client/mod.ts";
+import { defineEnvironment } from "../../src/core/environment.ts";
 
 /** Runs examples/fake_server.ts with `args` until it exits (or is stopped). */
 function fake(args: string[]) {
@@ -21,8 +25,23 @@ function fake(args: string[]) {
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
+/** The PARTNER_API_* lines the fake prints first. */
+async function variables(stdout: ReadableStream<Uint8Array>) {
+  const lines: Record<string, string> = {};
+  let buffer = "";
+  for await (const chunk of stdout.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk;
+    for (const line of buffer.split("\n").slice(0, -1)) {
+      const [name, value] = line.split("=", 2);
+      lines[name!] = value!;
+    }
+    if (Object.keys(lines).length >= 6) break;
+  }
+  return lines;
+}
+
 processTest(
-  "the fake tool's --help lists every option; a bad flag is one line and exit 2",
+  "the fake tool's --help lists every option and what --latency delays; a bad flag or value is one line and exit 2",
   async () => {
     const help = await fake(["--help"]).output();
     equal(help.code, 0);
@@ -34,16 +53,23 @@ processTest(
         "--client-secret",
         "--rate-limit",
         "--latency",
+        "--now TIME",
       ]
     ) {
       ok(text(help.stdout).includes(flag), flag);
     }
-    const bad = await fake(["--prot", "1"]).output();
-    equal(bad.code, 2);
-    equal(text(bad.stderr).trim().split("\n").length, 1, text(bad.stderr));
-    const notNumber = await fake(["--port", "eighty"]).output();
-    equal(notNumber.code, 2);
-    equal(text(notNumber.stderr).trim().split("\n").length, 1);
+    match(text(help.stdout), /--latency MS +added to every API answer/);
+    match(text(help.stdout), /token answers are not delayed/);
+    for (
+      const args of [["--prot", "1"], ["--port", "eighty"], [
+        "--now",
+        "yesterday",
+      ]]
+    ) {
+      const bad = await fake(args).output();
+      equal(bad.code, 2, args.join(" "));
+      equal(text(bad.stderr).trim().split("\n").length, 1, text(bad.stderr));
+    }
   },
 );
 
@@ -80,30 +106,58 @@ processTest(
       "--client-secret",
       "stable-secret-123",
     ]).spawn();
-    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let out = "";
-    while (!out.includes("PARTNER_API_CLIENT_SECRET=")) {
-      const { value, done } = await lines.read();
-      if (done) break;
-      out += value;
-    }
-    const vars = Object.fromEntries(
-      out.trim().split("\n").map((line) => line.split(/=(.*)/s).slice(0, 2)),
-    );
+    const vars = await variables(child.stdout);
     equal(vars.PARTNER_API_CLIENT_ID, "me");
     equal(vars.PARTNER_API_CLIENT_SECRET, "stable-secret-123");
-    ok(vars.PARTNER_API_BASE_URL.includes(`:${ports[0]}/`));
-    ok(vars.PARTNER_API_PCI_BASE_URL.includes(`:${ports[1]}/`));
+    ok(vars.PARTNER_API_BASE_URL!.includes(`:${ports[0]}/`));
+    ok(vars.PARTNER_API_PCI_BASE_URL!.includes(`:${ports[1]}/`));
     const answer = await fetch(
       new URL("organizations", vars.PARTNER_API_BASE_URL),
     );
     await answer.body?.cancel();
     child.kill("SIGINT");
-    await lines.cancel();
     const { code } = await child.status;
     const log = await new Response(child.stderr).text();
     equal(code, 0);
     ok(log.includes("GET /api/organizations 401 (token requests: 0)"), log);
     ok(!log.includes("stable-secret-123"));
+  },
+);
+
+processTest(
+  "deno task fake --now TIME serves data whose newest item is minutes before TIME",
+  async () => {
+    const child = fake([
+      "--port",
+      "0",
+      "--quiet",
+      "--now",
+      "2026-01-01T00:00:00Z",
+    ]).spawn();
+    try {
+      const env = await variables(child.stdout);
+      const client = createClient({
+        environment: defineEnvironment({
+          baseUrl: env.PARTNER_API_BASE_URL!,
+          pciBaseUrl: env.PARTNER_API_PCI_BASE_URL!,
+          tokenUrl: env.PARTNER_API_TOKEN_URL!,
+          audience: env.PARTNER_API_AUDIENCE!,
+        }),
+        clientId: env.PARTNER_API_CLIENT_ID!,
+        clientSecret: env.PARTNER_API_CLIENT_SECRET!,
+      });
+      const [newest] = await Array.fromAsync(
+        client.list<{ creationDate: string }>("transactions", {
+          sortBy: "creationDate",
+          sortDirection: "DESC",
+          maxItems: 1,
+        }),
+      );
+      match(newest!.creationDate, /^2025-12-31T23:5\d:/);
+    } finally {
+      child.kill("SIGINT");
+      await child.status;
+      await child.stderr.cancel();
+    }
   },
 );

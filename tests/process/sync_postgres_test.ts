@@ -175,25 +175,28 @@ async function copied(
   return new Map(rows.map((row) => [row.id, JSON.parse(row.item)]));
 }
 
-/** The ids a consumer holds after replaying `<table>_changes` by seq. */
+/**
+ * The ids a consumer holds after replaying `<table>_changes` by seq, from
+ * the items the rows carry (an update may bring back a row deleted before,
+ * as `deletes: "mark"` does).
+ */
 async function replayed(
   db: Connection,
   table = "transactions",
 ): Promise<Set<string>> {
-  const rows = await db.rows<{ id: string; change: string }>(
-    `SELECT id, change FROM "${table}_changes" ORDER BY seq`,
+  const rows = await db.rows<{ id: string; change: string; item: unknown }>(
+    `SELECT id, change, item FROM "${table}_changes" ORDER BY seq`,
   );
   const held = new Set<string>();
-  for (const { id, change } of rows) {
-    if (change === "insert") {
-      ok(!held.has(id), `insert of ${id}, held already`);
-      held.add(id);
-    } else if (change === "update") {
-      ok(held.has(id), `update of ${id}, not held`);
-    } else {
-      equal(change, "delete");
+  for (const { id, change, item } of rows) {
+    if (change === "delete") {
+      equal(item, null);
       ok(held.delete(id), `delete of ${id}, not held`);
+      continue;
     }
+    ok(item !== null, `${change} of ${id} without its item`);
+    if (change === "insert") ok(!held.has(id), `insert of ${id}, held already`);
+    held.add(id);
   }
   return held;
 }
@@ -272,6 +275,69 @@ const steps: {
   name: string;
   fn: (db: Connection) => Promise<void>;
 }[] = [
+  {
+    name:
+      "the guard (issue 45): a sweep answered with another list commits nothing and the next healthy run goes on; deletes sliced an hour apart stop at maxDeletes of the day's largest size",
+    async fn(db) {
+      const spread = (n: number, suffix: string) =>
+        Array.from({ length: n }, (_, i) => ({
+          id: `t${String(i * 1000).padStart(9, "0")}${suffix}`,
+        }));
+      let items = spread(1000, "");
+      let foreignFrom = Infinity;
+      const service = listOf(() =>
+        service.requests >= foreignFrom ? spread(1000, "x") : items
+      );
+      let clock = Date.UTC(2026, 10, 28);
+      const options = {
+        id: "id",
+        sink: createPostgresSink<{ id: string }>({
+          query: db.query,
+          table: "guarded",
+        }),
+        maxLimit: 100,
+        changes: true,
+        now: () => clock,
+      };
+      const live = async () =>
+        Number(
+          (await db.rows<{ n: string }>(
+            `SELECT count(*)::text AS n FROM "guarded" WHERE deleted_at IS NULL`,
+          ))[0]!.n,
+        );
+      await syncList(service.client, "things", options);
+      const before = await dump(db, "guarded");
+      const seq = await lastSeq(db, "guarded");
+      foreignFrom = service.requests + 2;
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep: Infinity }),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      equal(await dump(db, "guarded"), before);
+      equal(await lastSeq(db, "guarded"), seq);
+      foreignFrom = Infinity;
+      const healthy = await syncList(service.client, "things", {
+        ...options,
+        sweep: Infinity,
+      });
+      deepStrictEqual([healthy.inserted, healthy.deleted], [0, 0]);
+      let refused = 0;
+      for (let run = 0; run < 6; run++) {
+        clock += 3_600_000;
+        items = items.filter((_, i) => i % 11 !== 5);
+        await syncList(service.client, "things", {
+          ...options,
+          sweep: Infinity,
+        })
+          .catch((error: SyncError) => {
+            equal(error.reason, "too-many-deletes");
+            refused++;
+          });
+        ok(1000 - await live() <= 100, String(await live()));
+      }
+      ok(refused > 0);
+    },
+  },
   {
     name:
       "a sync stores every item once, as a JSON object, under drift; a second run resumes and writes only the new ones",
@@ -485,13 +551,14 @@ const steps: {
       const seq = await lastSeq(db);
       equal((await syncList(fake.client, "transactions", options)).deleted, 0);
       equal(await lastSeq(db), seq);
-      // One comes back as it was: live again, an insert to a consumer.
+      // One comes back as it was: live again, an update (it was a row of
+      // the copy).
       fake.service.insert("transactions", removed[0]!);
       const back = await syncList(fake.client, "transactions", options);
-      deepStrictEqual([back.inserted, back.deleted], [1, 0]);
+      deepStrictEqual([back.inserted, back.updated, back.deleted], [0, 1, 0]);
       deepStrictEqual(await copied(db), await listed(fake));
       equal(await count(db, "deleted_at IS NOT NULL"), removed.length - 1);
-      deepStrictEqual(await changeCounts(db, seq), { insert: 1 });
+      deepStrictEqual(await changeCounts(db, seq), { update: 1 });
       deepStrictEqual(await replayed(db), new Set((await listed(fake)).keys()));
     },
   },
@@ -591,7 +658,7 @@ const steps: {
           ["2", "3", "4"],
           ends(0.7),
         ),
-        { skippedIds: [], inserted: 0, updated: 1, deleted: 7 },
+        { skippedIds: [], inserted: 0, updated: 1, deleted: 7, held: 10 },
       );
       deepStrictEqual([...(await copied(db, "direct")).keys()], [
         "2",
@@ -621,7 +688,8 @@ const steps: {
           ids,
           {
             cycle,
-            phase: "sweep",
+            // The first read is the head's: a sweep stages what is new.
+            phase: cycle === 1 ? "head" : "sweep",
             changes: false,
             ...(ends === undefined ? {} : { endsCycle: ends }),
           },
@@ -651,7 +719,8 @@ const steps: {
       );
       deepStrictEqual(await recorded(), [20, null]);
       // Cycle 4 sees 5 and 6 again (live again), cycle 5 nothing: both go.
-      equal((await write(["5", "6"], 4))?.inserted, 2);
+      // (Marked rows back are updates: they were rows of the copy.)
+      equal((await write(["5", "6"], 4))?.updated, 2);
       equal(
         (await write([], 4, { deletes: "remove", maxDeletes: 1 }))?.deleted,
         0,

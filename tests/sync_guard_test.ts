@@ -1,0 +1,251 @@
+// The guard (issue 45), case by case on every sink kind of this process
+// (PostgreSQL's are in tests/process/sync_postgres_test.ts): a refused
+// cycle changes nothing, deletes cannot be sliced over a day, counts are
+// exact, and while the guard blocks the head still commits.
+
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  SyncError,
+  syncList,
+  type SyncSink,
+} from "../src/sync/mod.ts";
+import { freshTarget, listOf } from "./_sync_fake.ts";
+
+type Thing = { thingID: string; v?: number };
+
+/** `n` things with ids spread out, so that others can land between them. */
+function things(n: number, suffix = ""): Thing[] {
+  return Array.from(
+    { length: n },
+    (_, i) => ({ thingID: `t${String(i * 1000).padStart(9, "0")}${suffix}` }),
+  );
+}
+
+const byId = (a: Thing, b: Thing) => a.thingID < b.thingID ? -1 : 1;
+
+/** A SQLite and a JSONL copy, each with a look at what it holds, byte for byte. */
+async function copies(name: string) {
+  const database = new DatabaseSync(":memory:");
+  const path = await freshTarget("sync-guard", `${name}.jsonl`);
+  const sqlite = createSqliteSink<Thing>(database, { table: "things" });
+  const dump = (sql: string) => JSON.stringify(database.prepare(sql).all());
+  return [
+    {
+      kind: "sqlite",
+      sink: sqlite as SyncSink<Thing>,
+      snapshot: () =>
+        Promise.resolve(
+          dump('SELECT * FROM "things" ORDER BY id') +
+            dump(
+              "SELECT name FROM sqlite_master WHERE name = 'things_changes'",
+            ),
+        ),
+      ids: () =>
+        (database.prepare('SELECT id FROM "things" WHERE deleted_at IS NULL')
+          .all() as { id: string }[]).map((row) => row.id).sort(),
+      database,
+    },
+    {
+      kind: "jsonl",
+      sink: createJsonlSink<Thing>(path),
+      snapshot: () => Deno.readTextFile(path),
+      ids: () =>
+        Deno.readTextFileSync(path).split("\n").filter(Boolean).map((line) =>
+          (JSON.parse(line) as Thing).thingID
+        ).sort(),
+      database: undefined,
+    },
+  ];
+}
+
+Deno.test("a sweep answered with another list commits nothing (no row, no change row, the JSONL file byte for byte) and fails 'too-many-deletes'; healthy again, the next run goes on with no option changed", async () => {
+  for (const copy of await copies("foreign")) {
+    const real = things(1000);
+    const foreign = things(1000, "x"); // same id field, other ids, interleaved
+    let foreignFrom = Infinity;
+    const service = listOf(() =>
+      service.requests >= foreignFrom ? foreign : real
+    );
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      maxLimit: 100,
+      changes: copy.kind === "sqlite",
+    };
+    await syncList(service.client, "things", options);
+    const before = await copy.snapshot();
+    foreignFrom = service.requests + 2; // the head's window is the list's own
+    await rejects(
+      syncList(service.client, "things", { ...options, sweep: Infinity }),
+      (error: SyncError) =>
+        error instanceof SyncError && error.reason === "too-many-deletes" &&
+        (error.maxDeletesNeeded ?? 0) > 0.9,
+    );
+    equal(await copy.snapshot(), before, copy.kind);
+    foreignFrom = Infinity;
+    const healthy = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    deepStrictEqual(
+      [healthy.inserted, healthy.updated, healthy.deleted],
+      [0, 0, 0],
+      copy.kind,
+    );
+    equal(copy.ids().length, 1000, copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("deletes cannot be sliced: runs an hour apart removing 9 % each remove at most maxDeletes of the largest size within 24 hours; a day later, more may go", async () => {
+  for (const copy of await copies("sliced")) {
+    let items = things(1000);
+    const service = listOf(() => items);
+    let clock = Date.UTC(2026, 10, 28);
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      maxLimit: 100,
+      sweep: Infinity,
+      now: () => clock,
+    };
+    await syncList(service.client, "things", options);
+    let refused = 0;
+    for (let run = 0; run < 10; run++) {
+      clock += 3_600_000;
+      const keep = Math.round(items.length * 0.91);
+      items = items.filter((_, i) => i % 11 !== 5).slice(0, keep);
+      await syncList(service.client, "things", options).catch(
+        (error: SyncError) => {
+          equal(error.reason, "too-many-deletes");
+          refused++;
+        },
+      );
+      ok(1000 - copy.ids().length <= 100, `${copy.kind}: ${copy.ids().length}`);
+    }
+    ok(refused > 0, copy.kind);
+    clock += 86_400_000;
+    await syncList(service.client, "things", { ...options, maxDeletes: 0.7 });
+    equal(copy.ids().length, items.length, copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("inserted, updated and deleted are exact on every sink: 89 changed, 104 added behind the edge and 111 removed in one cycle", async () => {
+  for (const copy of await copies("counts")) {
+    let items = things(1000);
+    const service = listOf(() => items);
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      maxLimit: 100,
+      maxDeletes: 0.5,
+    };
+    await syncList(service.client, "things", options);
+    items = items.filter((_, i) => i % 9 !== 4 || i >= 999); // 111 removed
+    items = items.map((item, i) =>
+      i < 890 && i % 10 === 0 ? { ...item, v: 1 } : item
+    ); // 89
+    for (let i = 0; i < 104; i++) {
+      items.push({ thingID: `t${String(i * 9000 + 7).padStart(9, "0")}` });
+    }
+    items.sort(byId);
+    const run = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    deepStrictEqual(
+      [run.inserted, run.updated, run.deleted],
+      [104, 89, 111],
+      copy.kind,
+    );
+    deepStrictEqual(copy.ids(), items.map((item) => item.thingID), copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the default maxDeletes", async () => {
+  for (const copy of await copies("churn")) {
+    let items = things(1000);
+    const service = listOf(() => items);
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    const before = await copy.snapshot();
+    items = [
+      ...items.filter((_, i) => i % 5 !== 1),
+      ...things(200, "y"),
+    ].sort(byId);
+    await rejects(
+      syncList(service.client, "things", { ...options, sweep: Infinity }),
+      (error: SyncError) => error.reason === "too-many-deletes",
+    );
+    equal(await copy.snapshot(), before, copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("while the guard blocks, the head still commits new items every run and updates still arrive; the change table carries each item as written", async () => {
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink<Thing>(database, { table: "things" });
+  let items = things(500);
+  const service = listOf(() => items);
+  const options = {
+    id: "thingID",
+    sink,
+    maxLimit: 100,
+    changes: true,
+    deletes: "mark" as const,
+  };
+  await syncList(service.client, "things", options);
+  items = items.slice(0, 300).map((item, i) =>
+    i === 10 ? { ...item, v: 2 } : item
+  );
+  items.push({ thingID: "u1" }, { thingID: "u2" });
+  for (let run = 0; run < 2; run++) {
+    await rejects(
+      syncList(service.client, "things", { ...options, sweep: Infinity }),
+      (error: SyncError) => error.reason === "too-many-deletes",
+    );
+  }
+  const held = (id: string) =>
+    database.prepare('SELECT item FROM "things" WHERE id = ?').get(id) as
+      | { item: string }
+      | undefined;
+  equal(held("u2")?.item, '{"thingID":"u2"}');
+  equal(held(items[10]!.thingID)?.item, JSON.stringify(items[10]));
+  // Confirmed: the marks go in, and one comes back (an update).
+  await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+    maxDeletes: 0.5,
+  });
+  items.push({ thingID: things(500)[400]!.thingID });
+  items.sort(byId);
+  const back = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+    maxDeletes: 0.5,
+  });
+  deepStrictEqual([back.inserted, back.updated, back.deleted], [0, 1, 0]);
+  // A consumer replaying the feed with the items it carries has the copy.
+  const replay = new Map<string, string>();
+  const feed = database.prepare(
+    'SELECT id, change, item FROM "things_changes" ORDER BY seq',
+  ).all() as { id: string; change: string; item: string | null }[];
+  for (const { id, change, item } of feed) {
+    if (change === "delete") equal(item, null);
+    if (change === "delete") replay.delete(id);
+    else replay.set(id, item!);
+  }
+  const live = database.prepare(
+    'SELECT id, item FROM "things" WHERE deleted_at IS NULL ORDER BY id',
+  ).all() as { id: string; item: string }[];
+  deepStrictEqual(
+    [...replay].sort(([a], [b]) => a < b ? -1 : 1),
+    live.map((row) => [row.id, row.item]),
+  );
+  database.close();
+});
