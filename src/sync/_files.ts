@@ -346,7 +346,7 @@ function refused(
 }
 
 /** `uid N (name)`, the name from /etc/passwd where it may be read without asking. */
-export function ownerOf(uid: number): string {
+function ownerOf(uid: number): string {
   const name = userName(uid);
   return name === undefined ? `uid ${uid}` : `uid ${uid} (${name})`;
 }
