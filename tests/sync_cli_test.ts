@@ -5,6 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { plan } from "../src/cli/_plan.ts";
 import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
+import { confirmArgs } from "../src/cli/_sync.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
@@ -278,4 +279,70 @@ Deno.test("sync CLI: an item added behind the copy's end is reported known missi
     swept.stderr,
   );
   equal(rows(target), 60);
+});
+
+Deno.test("sync CLI: --changes with a JSONL copy exits 2 in one line, before any request (issue 45)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const target = await fresh("changes.jsonl");
+  const result = await run(syncArgs(target, ["--changes"]), configFor(api));
+  equal(result.code, 2, result.stderr);
+  equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+  equal(result.stderr.includes("SQLite"), true, result.stderr);
+  equal(api.apiRequests, 0);
+});
+
+Deno.test("sync CLI: a mass delete the guard holds back exits 1 naming the command that confirms it, and that command goes through (issue 45)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 40 } });
+  const target = await fresh("mass.db");
+  const args = syncArgs(target, ["--sort-by", "creationDate"]);
+  equal((await run(args, configFor(api))).code, 0);
+  for (let i = 1; i <= 14; i++) {
+    api.remove("transactions", `tx_${String(i).padStart(6, "0")}`);
+  }
+  const held = await run(
+    [...args, "--sweep", "all", "--max-deletes", "0.2"],
+    configFor(api),
+  );
+  equal(held.code, 1, held.stderr);
+  equal(rows(target), 40, "nothing removed");
+  const line = held.stderr.trim().split("\n").at(-1)!;
+  const command = line.slice(line.indexOf("confirm with: ") + 14).split(" ");
+  equal(command.slice(0, 3).join(" "), "partner-api sync transactions", line);
+  equal(command.filter((arg) => arg === "--max-deletes").length, 1, line);
+  const confirmed = await run(command.slice(1), configFor(api));
+  equal(confirmed.code, 0, confirmed.stderr);
+  equal(rows(target), 26);
+});
+
+Deno.test("sync CLI: with nothing known missing, a copy not verified whole within a day says when it last was (issue 45)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 30 } });
+  const target = await fresh("checked.db");
+  const args = syncArgs(target, ["--sweep", "all"]);
+  const day = 86_400_000;
+  let at = Date.now();
+  const now = { now: () => at };
+  const first = await run(args, configFor(api), undefined, now);
+  equal(first.code, 0, first.stderr);
+  equal(first.stderr.includes("verified"), false, first.stderr);
+  at += 2 * day;
+  const later = await run(
+    syncArgs(target, ["--sweep", "0"]),
+    configFor(api),
+    undefined,
+    now,
+  );
+  equal(later.code, 0, later.stderr);
+  equal(later.stderr.includes("last verified whole"), true, later.stderr);
+  equal(later.stderr.includes("(48 h ago)"), true, later.stderr);
+});
+
+Deno.test("the confirming command is the same command line with one --max-deletes, quoted for a shell", () => {
+  equal(
+    confirmArgs(["sync", "t", "--to", "my copy.db", "--max-deletes=0.2"], 0.35),
+    "sync t --to 'my copy.db' --max-deletes 0.35",
+  );
+  equal(
+    confirmArgs(["sync", "t", "--max-deletes", "0.2", "--to", "it's.db"], 1),
+    "sync t --to 'it'\\''s.db' --max-deletes 1",
+  );
 });

@@ -7,6 +7,7 @@
 
 import { equal } from "node:assert/strict";
 import { takeFileLock } from "../src/sync/_file_lock.ts";
+import { SyncError } from "../src/sync/mod.ts";
 
 const DIR = ".test-tmp/sync-file-lock";
 
@@ -36,4 +37,30 @@ Deno.test("racing runs take over one stale lock one at a time, and no holder eve
     equal(lost, 0, `round ${round}: a holder lost its lock`);
     equal(most, 1, `round ${round}: two runs held the lock at once`);
   }
+});
+
+Deno.test("a takeover racing the stale holder's own release fails, if at all, with a SyncError naming the file, never a bare ENOENT (issue 45)", async () => {
+  await Deno.mkdir(DIR, { recursive: true });
+  const raw: string[] = [];
+  // 16 of 300 rounds met a bare ENOENT before (the takeover's unlink).
+  for (let round = 0; round < 150; round++) {
+    const path = `${DIR}/release-${round}.lock`;
+    await Deno.remove(path).catch(() => {});
+    const stale = await takeFileLock(path, { wait: 0 });
+    const past = new Date(Date.now() - 60_000);
+    await Deno.utime(path, past, past);
+    const results = await Promise.allSettled([
+      takeFileLock(path, { wait: 1000 }).then((lock) =>
+        lock[Symbol.asyncDispose]()
+      ),
+      stale[Symbol.asyncDispose](),
+    ]);
+    for (const result of results) {
+      if (result.status === "fulfilled") continue;
+      if (!(result.reason instanceof SyncError)) {
+        raw.push(String(result.reason));
+      } else equal(result.reason.path?.startsWith(path), true);
+    }
+  }
+  equal(raw.length, 0, raw.slice(0, 3).join("\n"));
 });

@@ -124,6 +124,11 @@ export function since(
   }
   const field = text.slice(0, equals);
   const value = text.slice(equals + 1);
+  if (writtenAsDate(value) && !isRealDate(value)) {
+    throw new UsageError(
+      `--since ${field}=…: ${value} is not a date that exists (a real day of a year from 0000 to 9999, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
+    );
+  }
   const older = olderThan(value);
   return {
     field,
@@ -137,6 +142,25 @@ export function since(
 }
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** Whether `value` is written as a date (`2026-13-01`, `+275760-09-13`). */
+function writtenAsDate(value: string): boolean {
+  return /^[+-]?\d{4,}-\d/.test(value);
+}
+
+/**
+ * Whether `value` is an ISO 8601 date that exists: year 0000 to 9999, a
+ * month of it, a day of that month (Date.parse takes Feb 30 for Mar 2).
+ */
+function isRealDate(value: string): boolean {
+  if (Number.isNaN(instantOf(value))) return false;
+  const [year = 0, month = 0, day = 0] = value.slice(0, 10).split("-").map(
+    Number,
+  );
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  return day >= 1 && day <= (days[month - 1] ?? 0);
+}
 
 /** An ISO 8601 date as epoch ms, UTC unless it names a zone; else NaN. */
 function instantOf(text: string): number {

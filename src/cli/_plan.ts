@@ -174,7 +174,11 @@ export function plan(args: readonly string[]): Plan {
       "basic",
     ]),
   };
-  return commandPlan(command, rest, values, flags);
+  const planned = commandPlan(command, rest, values, flags);
+  // sync's messages give the command line back (to confirm a mass delete).
+  return planned.command === "sync"
+    ? { ...planned, sync: { ...planned.sync, args } }
+    : planned;
 }
 
 /** The plan of one command, its flags checked against it already. */

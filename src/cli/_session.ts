@@ -3,6 +3,7 @@
 
 import { createClient, type PartnerClient } from "../client/mod.ts";
 import type { Environment } from "../core/environment.ts";
+import type { EventListener } from "../core/events.ts";
 import {
   CONFIG_OPTIONAL_VARIABLES,
   CONFIG_VARIABLES,
@@ -106,6 +107,8 @@ export interface Session {
    * a slow token request), so no line is ever glued to it.
    */
   readonly status: { clear: () => void };
+  /** A command's own listener to the client's events (sync: the rate limit's holds). */
+  readonly clientEvents: { listener?: EventListener };
 }
 
 /** How long a token request may take before the tool says it is waiting. */
@@ -120,6 +123,7 @@ export function openSession(
   const { verbose } = flags;
   const store = openStore(io, config, flags);
   const status = { clear: () => {} };
+  const clientEvents: Session["clientEvents"] = {};
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
     write(text) {
@@ -144,7 +148,10 @@ export function openSession(
     environment: config.environment,
     tokenProvider: provider,
     ...(io.now ? { now: io.now } : {}),
-    ...(verbose ? { onEvent: heard } : {}),
+    onEvent: (event) => {
+      if (verbose) heard(event);
+      clientEvents.listener?.(event);
+    },
   });
   const cache = store && {
     record: () =>
@@ -161,6 +168,7 @@ export function openSession(
     cache,
     tokenRequests: watched.count,
     status,
+    clientEvents,
   };
 }
 

@@ -7,12 +7,13 @@ import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
 import { syncList } from "../sync/sync_list.ts";
 import type { SyncSink } from "../sync/sink.ts";
-import type { SyncProgress, SyncResult } from "../sync/sync_options.ts";
+import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { UsageError } from "./_plan.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
+import { progressLine } from "./_sync_progress.ts";
 
 /** Brings the copy up to date; returns the items written. */
 export async function runSync(
@@ -28,7 +29,7 @@ export async function runSync(
     await checkFolder(request.target);
     return await syncInto(session, request, interrupt.signal);
   } catch (error) {
-    throw explained(error, request.target);
+    throw explained(error, request.target, request, io.helpHint);
   } finally {
     stopListening?.();
   }
@@ -45,6 +46,7 @@ async function syncInto(
   const progress = progressLine(io.stderr, now, started);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.end;
+  session.clientEvents.listener = progress.heard;
   let committed = 0;
   const { sink, close } = openSink(request, (holder) =>
     io.stderr.write(
@@ -55,6 +57,7 @@ async function syncInto(
       ...syncOptions(request),
       sink,
       signal,
+      now,
       onProgress: (step) => {
         committed = step.written;
         progress.update(step);
@@ -62,7 +65,7 @@ async function syncInto(
     });
     progress.end();
     const seconds = Math.max((now() - started) / 1000, 0.001);
-    io.stderr.write(resultLines(request, result, seconds));
+    io.stderr.write(resultLines(request, result, seconds, now()));
     return result.written;
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
@@ -72,6 +75,7 @@ async function syncInto(
       } to ${request.target}; run the same command again to resume`,
     );
   } finally {
+    delete session.clientEvents.listener;
     progress.end();
     close();
   }
@@ -102,6 +106,7 @@ function resultLines(
   request: SyncRequest,
   result: SyncResult,
   seconds: number,
+  now: number,
 ): string {
   let lines = `${request.target}: ${result.inserted} new item${
     result.inserted === 1 ? "" : "s"
@@ -112,6 +117,8 @@ function resultLines(
   })\n`;
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
+  } else if (!verifiedRecently(result.verifiedAt, now)) {
+    lines += verifiedLine(request.target, result.verifiedAt, now);
   }
   if (result.skipped > 0) {
     const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id));
@@ -144,6 +151,35 @@ function behindLine(
   } known to be missing (added behind the copy's last item); ${when}\n`;
 }
 
+/** How long a whole copy's verification counts as recent: a day. */
+const RECENT = 86_400_000;
+
+/** Whether every item of the copy was checked against the list within a day of `now`. */
+export function verifiedRecently(
+  verifiedAt: number | undefined,
+  now: number,
+): boolean {
+  return verifiedAt !== undefined && now - verifiedAt <= RECENT;
+}
+
+/**
+ * Nothing is known to be missing, but the copy was not checked whole of
+ * late: when it last was (by creation date alone, an item added back-dated
+ * would not show), and how to check it now.
+ */
+function verifiedLine(
+  target: string,
+  verifiedAt: number | undefined,
+  now: number,
+): string {
+  const when = verifiedAt === undefined
+    ? "never verified whole yet"
+    : `last verified whole ${new Date(verifiedAt).toISOString()} (${
+      Math.floor((now - verifiedAt) / 3_600_000)
+    } h ago)`;
+  return `${target}: ${when}; --sweep all verifies it now\n`;
+}
+
 /** A missing folder is the caller's to create: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
   const folder = target.includes("/")
@@ -161,7 +197,18 @@ async function checkFolder(target: string): Promise<void> {
  * The error as one line about `--to` where it is about the target: a copy
  * this run cannot use, or cannot write, is the caller's to fix (exit 2).
  */
-function explained(error: unknown, target: string): unknown {
+function explained(
+  error: unknown,
+  target: string,
+  request: SyncRequest,
+  helpHint: string | undefined,
+): unknown {
+  if (error instanceof SyncError && error.reason === "too-many-deletes") {
+    return confirmHint(error, request, helpHint);
+  }
+  if (error instanceof SyncError && error.reason === "file") {
+    return cannotWrite(error.cause) ? usageCannotWrite(error, target) : error;
+  }
   if (error instanceof SyncError) {
     if (error.reason === "sink-mismatch" || error.reason === "link") {
       const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
@@ -180,14 +227,59 @@ function explained(error: unknown, target: string): unknown {
       }); give --to another file, or the same --sort-by and filters`,
     );
   }
-  if (cannotWrite(error)) {
-    return new UsageError(
-      `--to ${target}: cannot write it (${
-        (error as Error).message.split("\n")[0]
-      }); give --to a file you can write, with --allow-write for it`,
-    );
-  }
+  if (cannotWrite(error)) return usageCannotWrite(error, target);
   return error;
+}
+
+function usageCannotWrite(error: unknown, target: string): UsageError {
+  return new UsageError(
+    `--to ${target}: cannot write it (${
+      (error as Error).message.split("\n")[0]
+    }); give --to a file you can write, with --allow-write for it`,
+  );
+}
+
+/**
+ * The guard held a mass delete back: the same command with the
+ * `--max-deletes` that lets it through, for the user who knows the list
+ * really lost those items.
+ */
+function confirmHint(
+  error: SyncError,
+  request: SyncRequest,
+  helpHint: string | undefined,
+): SyncError {
+  const needed = error.maxDeletesNeeded;
+  const program = (helpHint ?? "partner-api --help").replace(/ --help$/, "");
+  const command = needed === undefined
+    ? "the same command with a larger --max-deletes"
+    : `${program} ${confirmArgs(request.args ?? [], needed)}`;
+  const what = error.message.replace(/^Cannot sync into [^:]+: /, "")
+    .replace(/ If the list really lost them.*$/, "");
+  return Object.assign(
+    new SyncError(
+      `${request.target}: ${what} If the list really lost them, confirm with: ${command}`,
+      "too-many-deletes",
+      error.path,
+      { cause: error },
+    ),
+    needed === undefined ? {} : { maxDeletesNeeded: needed },
+  );
+}
+
+/** `args` with `--max-deletes` set to `share`, each quoted for a shell where needed. */
+export function confirmArgs(args: readonly string[], share: number): string {
+  const kept: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--max-deletes") i++;
+    else if (!arg.startsWith("--max-deletes=")) kept.push(arg);
+  }
+  return [...kept, "--max-deletes", String(share)]
+    .map((arg) =>
+      /^[\w./:=@,+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`
+    )
+    .join(" ");
 }
 
 function cannotWrite(error: unknown): boolean {
@@ -212,37 +304,4 @@ function openSink(
     ...lock,
   });
   return { sink, close: () => sink.close() };
-}
-
-/**
- * Items read (a sweep that finds nothing changed still reads) and items/s:
- * one line kept current on a terminal, else a line a second.
- */
-function progressLine(
-  out: Session["io"]["stderr"],
-  now: () => number,
-  started: number,
-) {
-  let shown = false;
-  let lastLine = 0;
-  return {
-    update(progress: SyncProgress) {
-      const at = now();
-      if (!out.isTerminal && at - lastLine < 1000) return;
-      lastLine = at;
-      const seconds = Math.max((at - started) / 1000, 0.001);
-      const line =
-        `${progress.read} items read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${
-          Math.round(progress.read / seconds)
-        } items/s, ${progress.requests} requests`;
-      if (out.isTerminal) {
-        out.write(`\r\x1b[K${line}`);
-        shown = true;
-      } else out.write(`${line}\n`);
-    },
-    end() {
-      if (shown) out.write("\r\x1b[K");
-      shown = false;
-    },
-  };
 }

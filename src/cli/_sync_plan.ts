@@ -19,6 +19,8 @@ export interface SyncRequest {
   readonly limit: number | undefined;
   readonly concurrency: number | undefined;
   readonly query: Readonly<Record<string, string>>;
+  /** The command line as given, for the command a message shows. */
+  readonly args?: readonly string[];
 }
 
 /** The flags `sync` reads, as node:util parsed them. */
@@ -77,6 +79,11 @@ export function syncRequest(
   if (deletes === "mark" && kind === "jsonl") {
     throw usage(
       "--deletes mark needs a SQLite --to (a JSONL file keeps no deleted_at)",
+    );
+  }
+  if (values.changes === true && kind === "jsonl") {
+    throw usage(
+      "--changes needs a SQLite --to (.db, .sqlite, .sqlite3): a JSONL file keeps no change table",
     );
   }
   return {

@@ -5,9 +5,17 @@
 // both judged it stale cannot both take it and a fresh lock is never
 // touched; removed on release only while it is still this run's.
 
-import { lstat, unlink } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import process from "node:process";
-import { isMissing, openFile, readText } from "./_files.ts";
+import {
+  fileError,
+  isMissing,
+  isTaken,
+  openFile,
+  readText,
+  refuseLink,
+  removeFile,
+} from "./_files.ts";
 import {
   isStale,
   keepRefreshed,
@@ -82,7 +90,7 @@ function held(path: string, token: string, clock: () => number): FileLock {
     async [Symbol.asyncDispose]() {
       stop();
       const content = parse(await readText(path).catch(() => undefined));
-      if (content?.owner === token) await unlink(path).catch(() => {});
+      if (content?.owner === token) await removeFile(path).catch(() => {});
     },
   };
 }
@@ -93,7 +101,7 @@ async function create(path: string, token: string): Promise<boolean> {
   try {
     file = await openFile(path, "create");
   } catch (error) {
-    if ((error as { code?: string }).code === "EEXIST") return false;
+    if (isTaken(error)) return false;
     throw error;
   }
   try {
@@ -109,19 +117,22 @@ async function create(path: string, token: string): Promise<boolean> {
 async function look(
   path: string,
 ): Promise<LockContent & { refreshedAt: number } | undefined> {
+  let info;
   try {
-    const info = await lstat(path);
-    // A dangling link or a foreign file never passes for a held lock.
-    const content = parse(await readText(path));
-    return {
-      owner: content?.owner ?? "",
-      pid: content?.pid ?? 0,
-      refreshedAt: info.mtime.getTime(),
-    };
+    info = await lstat(path);
   } catch (error) {
     if (isMissing(error)) return undefined;
-    throw error;
+    throw fileError(path, "look at", error);
   }
+  // A link (planted, dangling or not) is refused, naming its owner; a
+  // foreign file never passes for a held lock.
+  if (info.isSymbolicLink()) await refuseLink(path);
+  const content = parse(await readText(path));
+  return {
+    owner: content?.owner ?? "",
+    pid: content?.pid ?? 0,
+    refreshedAt: info.mtime.getTime(),
+  };
 }
 
 /**
@@ -142,7 +153,7 @@ async function takeOver(
   if (!await create(guard, token)) {
     const other = await look(guard);
     if (other !== undefined && isStale(other.refreshedAt, now())) {
-      await unlink(guard).catch(() => {});
+      await removeFile(guard).catch(() => {});
     }
     return false;
   }
@@ -153,11 +164,12 @@ async function takeOver(
       if (
         current.owner !== stale || !isStale(current.refreshedAt, now())
       ) return false;
-      await unlink(path);
+      // Gone already (its run released it meanwhile): create decides.
+      await removeFile(path);
     }
     return await create(path, token);
   } finally {
-    await unlink(guard).catch(() => {});
+    await removeFile(guard).catch(() => {});
   }
 }
 

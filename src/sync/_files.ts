@@ -1,15 +1,20 @@
 // Internal: the files of a copy, opened the one safe way: never through a
 // symbolic link (another user's link beside the copy must not redirect a
-// write), created 0600, and replaced whole only through a temporary file of
-// this run's own and a rename. node:fs, so it runs wherever node:fs does.
+// write), an existing file never with truncation, a new one created
+// exclusively and 0600, and replaced whole only through a temporary file of
+// this run's own and a rename. Every failure is a SyncError naming the file.
+// node:fs, so it runs wherever node:fs does.
 
 import { createHash } from "node:crypto";
-import { closeSync, lstatSync, openSync } from "node:fs";
+import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { SyncError } from "./sync_error.ts";
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
+// A FIFO swapped in answers at once instead of holding the run (0 where the
+// platform has no such flag).
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 
 /** The mode of every file a sink creates: the owner's alone. */
 export const FILE_MODE = 0o600;
@@ -17,16 +22,17 @@ export const FILE_MODE = 0o600;
 /**
  * The size of the file at `path`, or undefined when there is none.
  *
- * @throws {SyncError} (`"link"`) When it is a symbolic link.
+ * @throws {SyncError} (`"link"`) When it is a symbolic link; (`"file"`)
+ * when it cannot be looked at.
  */
 export async function sizeOf(path: string): Promise<number | undefined> {
   try {
     const info = await lstat(path);
-    if (info.isSymbolicLink()) throw linkRefused(path);
+    if (info.isSymbolicLink()) throw linkRefused(path, info);
     return info.size;
   } catch (error) {
     if (isMissing(error)) return undefined;
-    throw error;
+    throw fileError(path, "look at", error);
   }
 }
 
@@ -34,22 +40,24 @@ export async function sizeOf(path: string): Promise<number | undefined> {
  * Creates an empty file at `path`, 0600, unless one is there; for a library
  * (SQLite) that opens the path itself. Synchronous, like its caller.
  *
- * @throws {SyncError} (`"link"`) When `path` is a symbolic link.
+ * @throws {SyncError} (`"link"`) When `path` is a symbolic link; (`"file"`)
+ * when it cannot be created (its folder is missing, say).
  */
 export function createPrivate(path: string): void {
   try {
-    if (lstatSync(path).isSymbolicLink()) throw linkRefused(path);
+    const info = lstatSync(path);
+    if (info.isSymbolicLink()) throw linkRefused(path, info);
     return;
   } catch (error) {
-    if (!isMissing(error)) throw error;
+    if (!isMissing(error)) throw fileError(path, "look at", error);
   }
   try {
     closeSync(
       openSync(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, FILE_MODE),
     );
   } catch (error) {
-    if (code(error) === "ELOOP") throw linkRefused(path);
-    if (code(error) !== "EEXIST") throw error;
+    if (code(error) === "EEXIST") return createPrivate(path);
+    throw fileError(path, "create", error);
   }
 }
 
@@ -59,8 +67,15 @@ export async function refuseLink(path: string): Promise<void> {
 }
 
 /**
- * Opens `path` without following a link: `"read"`, `"write"` (an existing
- * file), or `"create"` (a new file, 0600, failing if one exists).
+ * Opens `path`: `"read"`, `"write"` (an existing file, never truncated), or
+ * `"create"` (a new file, 0600, failing with EEXIST, as the cause of a
+ * `"file"` SyncError, if one exists). The handle is checked to be the
+ * path's own file before it is returned, and its failures are SyncErrors
+ * naming the path.
+ *
+ * @throws {SyncError} (`"link"`) When the path is a link, another name of
+ * its file, or was swapped while it was opened; (`"file"`) when it cannot
+ * be opened.
  */
 export async function openFile(
   path: string,
@@ -71,18 +86,78 @@ export async function openFile(
     : how === "write"
     ? O_RDWR
     : O_WRONLY | O_CREAT | O_EXCL;
-  // Deno under path-scoped permissions opens an existing file through a
-  // link despite O_NOFOLLOW (it resolves the path first): look first. (A
-  // new file's O_EXCL still refuses any link, dangling ones included.)
-  if (how !== "create" && (await lstat(path)).isSymbolicLink()) {
-    throw linkRefused(path);
+  let file: FileHandle;
+  try {
+    // Deno's node:fs ignores O_NOFOLLOW: a link is followed, and a link
+    // swapped in after a look would be too. Hence no look first, and the
+    // check of the handle below, before anyone writes through it.
+    file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE);
+  } catch (error) {
+    // A link that the open could not follow (dangling, or O_EXCL met it).
+    const info = lstatOrNot(path);
+    if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
+      throw linkRefused(path, info);
+    }
+    throw fileError(path, how === "create" ? "create" : "open", error);
   }
   try {
-    return await open(path, flags | O_NOFOLLOW, FILE_MODE);
+    await assertOwnFile(file, path, how);
   } catch (error) {
-    if (code(error) === "ELOOP") throw linkRefused(path);
+    await file.close().catch(() => {});
     throw error;
   }
+  return guarded(file, path);
+}
+
+/**
+ * Refuses a handle that is not the file `path` names now: a link (followed
+ * by the open, or swapped in after it), a file swapped in between, another
+ * name of the file (a hard link another user made to theirs), or not a
+ * plain file (a FIFO, a device).
+ */
+async function assertOwnFile(
+  file: FileHandle,
+  path: string,
+  how: "read" | "write" | "create",
+): Promise<void> {
+  const opened = await file.stat().catch((error) => {
+    throw fileError(path, "open", error);
+  });
+  const named = await lstat(path).catch((error) => {
+    throw fileError(path, "open", error);
+  });
+  if (named.isSymbolicLink()) throw linkRefused(path, named);
+  if (opened.dev !== named.dev || opened.ino !== named.ino) {
+    throw refused(path, named, "was replaced while this run opened it");
+  }
+  if (!opened.isFile()) {
+    throw new SyncError(
+      `Cannot sync: ${path} is not a plain file: remove it, or give another path`,
+      "file",
+      path,
+    );
+  }
+  if (how !== "read" && opened.nlink > 1) {
+    throw refused(path, named, "is another name of a file (a hard link)");
+  }
+}
+
+/** `file`, whose failures are SyncErrors (`"file"`) naming `path`. */
+function guarded(file: FileHandle, path: string): FileHandle {
+  return new Proxy(file, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const result: unknown = value.apply(target, args);
+        return result instanceof Promise
+          ? result.catch((error) => {
+            throw fileError(path, key === "close" ? "close" : "write", error);
+          })
+          : result;
+      };
+    },
+  });
 }
 
 /** The bytes of `path` from `start` to `end`, or undefined when it is missing. */
@@ -159,7 +234,33 @@ export async function replaceFile(
   }
   await file.close();
   await refuseLink(path);
-  await rename(temporary, path);
+  await renameFile(temporary, path);
+}
+
+/**
+ * Renames `from` over `to` (a link at `to` is replaced, never followed).
+ *
+ * @throws {SyncError} (`"file"`) Naming `from` when it cannot.
+ */
+export async function renameFile(from: string, to: string): Promise<void> {
+  await rename(from, to).catch((error) => {
+    throw fileError(from, `rename to ${to}`, error);
+  });
+}
+
+/**
+ * Removes `path`; false when it was gone already.
+ *
+ * @throws {SyncError} (`"file"`) When it cannot.
+ */
+export async function removeFile(path: string): Promise<boolean> {
+  try {
+    await unlink(path);
+    return true;
+  } catch (error) {
+    if (isMissing(error)) return false;
+    throw fileError(path, "remove", error);
+  }
 }
 
 /**
@@ -173,19 +274,104 @@ export function fingerprint(bytes: Uint8Array): Promise<string> {
   );
 }
 
-/** Whether `error` says the file does not exist. */
+/** Whether `error` says the file does not exist (as it is, or as a cause). */
 export function isMissing(error: unknown): boolean {
   return code(error) === "ENOENT";
 }
 
+/** Whether `error` says the file exists (as it is, or as a cause). */
+export function isTaken(error: unknown): boolean {
+  return code(error) === "EEXIST";
+}
+
+/** The system's code of `error`, or of the cause of a file SyncError. */
 function code(error: unknown): unknown {
+  if (error instanceof SyncError) {
+    return error.reason === "file" ? code(error.cause) : undefined;
+  }
   return (error as { code?: unknown } | null)?.code;
 }
 
-function linkRefused(path: string): SyncError {
+/**
+ * `error` from the file system as a SyncError (`"file"`) naming `path`, the
+ * system's error as its cause; a SyncError as it is.
+ */
+export function fileError(
+  path: string,
+  doing: string,
+  error: unknown,
+): SyncError {
+  if (error instanceof SyncError) return error;
+  const why = code(error) === "ENOENT" && doing !== "remove"
+    ? "it or its folder does not exist"
+    : String((error as Error | null)?.message ?? error).split("\n")[0];
   return new SyncError(
-    `Cannot sync: ${path} is a symbolic link; a copy's files are never opened through one: give the real path`,
+    `Cannot sync: cannot ${doing} ${path} (${why})`,
+    "file",
+    path,
+    { cause: error },
+  );
+}
+
+/** What `path` is now, if anything (for the message only). */
+function lstatOrNot(
+  path: string,
+): { uid: number; isSymbolicLink(): boolean } | undefined {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function linkRefused(path: string, info: { uid: number } | undefined) {
+  return refused(path, info, "is a symbolic link");
+}
+
+/**
+ * The refusal of a planted file: whose it is, and what to remove. A copy's
+ * files are never opened through a link, and nothing was written.
+ */
+function refused(
+  path: string,
+  info: { uid: number } | undefined,
+  what: string,
+): SyncError {
+  const whose = info === undefined ? "" : `, owned by ${ownerOf(info.uid)}`;
+  return new SyncError(
+    `Cannot sync: ${path} ${what}${whose}; a copy's files are never opened through a link and nothing was written to it: remove ${path} (check first what it is and who made it), or give the copy's real path`,
     "link",
     path,
   );
+}
+
+/** `uid N (name)`, the name from /etc/passwd where it may be read without asking. */
+function ownerOf(uid: number): string {
+  const name = userName(uid);
+  return name === undefined ? `uid ${uid}` : `uid ${uid} (${name})`;
+}
+
+function userName(uid: number): string | undefined {
+  const deno = (globalThis as {
+    Deno?: {
+      permissions?: {
+        querySync?: (d: { name: "read"; path: string }) => { state: string };
+      };
+    };
+  }).Deno;
+  try {
+    // Deno would prompt for a path it may not read: ask first, never prompt.
+    const may = deno?.permissions?.querySync?.({
+      name: "read",
+      path: "/etc/passwd",
+    });
+    if (deno !== undefined && may?.state !== "granted") return undefined;
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const [name, , id] = line.split(":");
+      if (id === String(uid) && name !== undefined) return name;
+    }
+  } catch {
+    // No /etc/passwd (Windows, a container without one): the uid alone.
+  }
+  return undefined;
 }

@@ -3,7 +3,7 @@
 // side file, replaced atomically after the lines are on disk. Everything is
 // checked before anything is changed; one run at a time holds the copy.
 
-import { rename, unlink } from "node:fs/promises";
+import { unlink } from "node:fs/promises";
 import type {
   SinkLockOptions,
   SyncCheckpoint,
@@ -17,6 +17,7 @@ import {
   openFile,
   readRange,
   refuseLink,
+  renameFile,
   replaceFile,
   sizeOf,
 } from "./_files.ts";
@@ -273,7 +274,7 @@ function tailLines(bytes: Uint8Array | undefined): Lines {
 async function renameOver(rewritePath: string, path: string): Promise<void> {
   if (await sizeOf(rewritePath) === undefined) return;
   await refuseLink(path);
-  await rename(rewritePath, path);
+  await renameFile(rewritePath, path);
 }
 
 /**

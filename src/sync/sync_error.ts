@@ -17,8 +17,12 @@ import { PartnerApiError } from "../core/errors.ts";
  *   longer than the sink waits;
  * - `"lock-lost"`: another run took the copy over while this one was
  *   paused; this run stopped before writing;
- * - `"link"`: a file of the copy is a symbolic link, which is never
- *   followed;
+ * - `"link"`: a file of the copy is a symbolic link (or another name of
+ *   the file, or was swapped while it was opened), which is never followed:
+ *   the message says whose it is and what to remove;
+ * - `"file"`: a file of the copy cannot be created, read or written (its
+ *   folder is missing, no permission, the disk is full, another process
+ *   removed it); `path` names it, `cause` is the system's error;
  * - `"repeated-page"`: the service answered different pages with the same
  *   items (it ignores `page`), or windows stopped adding anything;
  * - `"too-many-deletes"`: a sweep cycle would remove more of the copy than
@@ -38,6 +42,7 @@ import { PartnerApiError } from "../core/errors.ts";
  *   locked: "wait for the other run",
  *   "lock-lost": "run again",
  *   link: "use a plain file",
+ *   file: "check the folder and its permissions",
  *   "repeated-page": "ask the service about paging",
  *   "too-many-deletes": "check the list, then raise maxDeletes",
  * };
@@ -57,6 +62,7 @@ export type SyncErrorReason =
   | "locked"
   | "lock-lost"
   | "link"
+  | "file"
   | "repeated-page"
   | "too-many-deletes";
 
@@ -93,9 +99,15 @@ export class SyncError extends PartnerApiError {
    * @param message What is wrong, and where.
    * @param reason Why the list cannot be copied.
    * @param path The file or table concerned.
+   * @param options The cause, if any (a file error: the system's).
    */
-  constructor(message: string, reason: SyncErrorReason, path?: string) {
-    super(message, reason);
+  constructor(
+    message: string,
+    reason: SyncErrorReason,
+    path?: string,
+    options: ErrorOptions = {},
+  ) {
+    super(message, reason, options);
     this.name = "SyncError";
     if (path !== undefined) this.path = path;
   }

@@ -12,6 +12,7 @@ import { parseQuotaHeader } from "../../src/core/quota.ts";
 import { createClient } from "../../src/client/mod.ts";
 import { paginate } from "../../src/client/paginate.ts";
 import { createTokenProvider, requestToken } from "../../src/token/mod.ts";
+import { createJsonlSink, syncList } from "../../src/sync/mod.ts";
 import {
   type FakePartnerApi,
   startFakePartnerApi,
@@ -123,6 +124,16 @@ const PRODUCERS: Record<string, (api: FakePartnerApi) => Promise<Produced>> = {
   SyntaxError: async () => ({
     errors: [await caught(() => parseQuotaHeader("h=x"))],
   }),
+  SyncError: async (api) => {
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+    });
+    const path = ".test-tmp/no-such-folder/copy.jsonl";
+    const sink = createJsonlSink(path);
+    const sync = () => syncList(client, "transactions", { id: "id", sink });
+    return { errors: [await caught(sync)], names: [path] };
+  },
 };
 
 processTest(
@@ -236,6 +247,23 @@ const TOOL_RUNS: Record<string, ToolCase> = {
       env: { PARTNER_API_CACHE_DIR: `${folder}/own` },
     }),
   }),
+  "`--changes` with a `.jsonl` copy": (folder) => ({
+    run: {
+      flags: flags(folder, NET),
+      args: ["sync", "transactions", "--to", `${folder}/c.jsonl`, "--changes"],
+    },
+    fix: () => ({
+      flags: flags(folder, NET),
+      args: ["sync", "transactions", "--to", `${folder}/c.db`, "--changes"],
+    }),
+  }),
+  "a `--since` date that does not exist": (folder) => {
+    const since = (date: string) => ({
+      flags: flags(folder, NET),
+      args: ["list", "transactions", "--since", `creationDate=${date}`],
+    });
+    return { run: since("2026-02-30"), fix: () => since("2026-02-28") };
+  },
 };
 
 processTest(

@@ -220,9 +220,13 @@ processTest(
 );
 
 /** A symbolic link at `path` to `to`, made with `ln` as another user would. */
-async function plantLink(to: string, path: string): Promise<void> {
-  const made = await new Command("ln", { args: ["-s", to, path] })
-    .output();
+function plantLink(to: string, path: string): Promise<void> {
+  return runOrThrow("ln", ["-s", to, path]);
+}
+
+/** Runs `program`; throws with what it said unless it succeeds. */
+async function runOrThrow(program: string, args: string[]): Promise<void> {
+  const made = await new Command(program, { args, stdin: "null" }).output();
   if (!made.success) throw new Error(new TextDecoder().decode(made.stderr));
 }
 
@@ -296,5 +300,143 @@ console.log(JSON.stringify({ node: process.versions.node, sqlite }));
     const has = major > 22 || (major === 22 && minor >= 13);
     equal(sqlite, has ? "works" : "TypeError database true", version);
     equal(await Deno.readTextFile(`${folder}/copy.jsonl`), '{"n":1}\n');
+  },
+);
+
+processTest(
+  "a link swapped in for a copy's file between any look and the open never gets a byte written through it (issue 45)",
+  async () => {
+    const { openFile } = await import("../../src/sync/_files.ts");
+    const { SyncError } = await import("../../src/sync/mod.ts");
+    const copy = await fresh("swapped.jsonl");
+    const outside = ".test-tmp/sync-safety-outside";
+    await Deno.mkdir(outside, { recursive: true });
+    const secret = `${outside}/root-only`;
+    const bytes = "x".repeat(320);
+    await Deno.writeTextFile(secret, bytes, { mode: 0o600 });
+    await Deno.writeTextFile(copy, "the copy's own line\n");
+    await Deno.remove(`${copy}.swap-link`).catch(() => {});
+    await plantLink(Deno.realPathSync(secret), `${copy}.swap-link`);
+    const swapper = new Command("deno", {
+      args: [
+        "run",
+        "--allow-read=.test-tmp",
+        "--allow-write=.test-tmp",
+        "tests/process/link_swapper.ts",
+        copy,
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const reader = swapper.stdout.getReader();
+    await reader.read(); // "swapping"
+    let wrote = 0, refused = 0;
+    const raw: string[] = [];
+    const line = new TextEncoder().encode("written by the sink\n".repeat(160));
+    try {
+      for (let i = 0; i < 3000; i++) {
+        try {
+          const file = await openFile(copy, "write");
+          try {
+            await file.truncate(0);
+            await file.write(line, 0, line.length, 0);
+          } finally {
+            await file.close();
+          }
+          wrote++;
+        } catch (error) {
+          if (!(error instanceof SyncError)) raw.push(String(error));
+          refused++;
+        }
+      }
+    } finally {
+      swapper.kill();
+      reader.releaseLock();
+      await Promise.all([swapper.status, swapper.stdout.cancel()]);
+    }
+    equal(await Deno.readTextFile(secret), bytes, `after ${wrote} writes`);
+    deepStrictEqual(raw.slice(0, 3), [], "every refusal is a SyncError");
+    ok(
+      wrote > 0 && refused > 0,
+      `the race ran: ${wrote} written, ${refused} refused`,
+    );
+  },
+);
+
+/** Runs `script` (sh) as the local user nobody (uid 65534); root only. */
+function asNobody(script: string): Promise<void> {
+  return runOrThrow("su", ["nobody", "-s", "/bin/sh", "-c", script]);
+}
+
+processTest(
+  "sync CLI: a .rewrite, .lock or .lock.takeover link another user planted is refused in one line saying whose it is and what to remove (issue 45)",
+  async () => {
+    await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+    const env = configFor(api);
+    const shared = ".test-tmp/sync-safety-shared";
+    await Deno.remove(shared, { recursive: true }).catch(() => {});
+    await Deno.mkdir(shared, { mode: 0o777 });
+    await Deno.chmod(shared, 0o777); // a folder other users write, as /srv/data
+    const [elsewhere, bytes] = [`${shared}/elsewhere`, "root's own file\n"];
+    await Deno.writeTextFile(elsewhere, bytes, { mode: 0o600 });
+    for (const planted of [".rewrite", ".lock", ".lock.takeover"]) {
+      const target = `${shared}/copy${planted.replaceAll(".", "-")}.jsonl`;
+      equal((await cli(flagsFor(env), syncArgs(target), env)).code, 0);
+      if (planted === ".lock.takeover") {
+        // A stale lock: the next run takes it over through the guard file.
+        await Deno.writeTextFile(`${target}.lock`, '{"owner":"gone","pid":1}');
+        const past = new Date(Date.now() - 60_000);
+        await Deno.utime(`${target}.lock`, past, past);
+      }
+      const link = `${target}${planted}`;
+      await asNobody(`ln -s '${Deno.realPathSync(elsewhere)}' '${link}'`);
+      // The user's name where the run may read /etc/passwd, else the uid.
+      const passwd = planted === ".lock" ? ",/etc/passwd" : "";
+      const again = await cli(
+        flagsFor(env).map((flag) =>
+          flag.startsWith("--allow-read") ? `${flag}${passwd}` : flag
+        ),
+        syncArgs(target, ["--sweep", "all"]),
+        env,
+      );
+      equal(again.code, 2, again.stderr);
+      const lines = again.stderr.trim().split("\n");
+      equal(lines.length, 1, again.stderr);
+      const owner = passwd === "" ? "uid 65534;" : "uid 65534 (nobody)";
+      ok(lines[0]!.includes(owner), lines[0]);
+      ok(lines[0]!.includes(`remove ${link}`), lines[0]);
+      equal(await Deno.readTextFile(elsewhere), bytes);
+    }
+  },
+);
+
+processTest(
+  "a symbolic link at a copy's file when it is opened (swapped in after any look) is refused before a byte is written through it",
+  async () => {
+    const { openFile } = await import("../../src/sync/_files.ts");
+    const { SyncError } = await import("../../src/sync/mod.ts");
+    for (const how of ["write", "read"] as const) {
+      const outside = await fresh(`outside-${how}`);
+      await Deno.writeTextFile(outside, "another file\n", { mode: 0o600 });
+      const path = await fresh(`at-open-${how}.jsonl`);
+      await plantLink(Deno.realPathSync(outside), path);
+      let reason = "";
+      try {
+        const file = await openFile(path, how);
+        await file.write(new TextEncoder().encode("through the link\n"));
+        await file.close();
+      } catch (error) {
+        ok(error instanceof SyncError, String(error));
+        reason = error.reason;
+      }
+      equal(reason, "link", how);
+      equal(await Deno.readTextFile(outside), "another file\n");
+    }
+    // A FIFO planted as a side file: refused at once, never waited on.
+    const fifo = await fresh("fifo.jsonl.checkpoint.json");
+    await runOrThrow("mkfifo", [fifo]);
+    let reason = "";
+    await openFile(fifo, "read").catch((error) => reason = error.reason);
+    equal(reason, "file");
   },
 );
