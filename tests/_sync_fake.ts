@@ -25,6 +25,13 @@ export interface InProcess {
    * promise it returns holds the answer until it settles.
    */
   beforeList: ((request: number) => void | Promise<void>) | undefined;
+  /** Changes the items answered to list request `n` (a fault the test plants). */
+  afterList:
+    | ((
+      items: readonly Record<string, unknown>[],
+      request: number,
+    ) => unknown[])
+    | undefined;
 }
 
 /** The fake in process, with a client that neither retries nor paces. */
@@ -43,12 +50,26 @@ export function inProcess(options: FakePartnerServiceOptions = {}): InProcess {
       return listRequests;
     },
     beforeList: undefined,
+    afterList: undefined,
   };
   const serve: typeof fetch = async (input, init) => {
     const request = new Request(input, init);
     if (new URL(request.url).pathname.startsWith("/api/")) {
       listRequests++;
       await state.beforeList?.(listRequests);
+      const answer = await service.handle(request);
+      const change = state.afterList;
+      if (change === undefined || !answer.ok) return answer;
+      // The items: the body, or its one array (the fake's envelope).
+      const body = await answer.json();
+      if (Array.isArray(body)) return Response.json(change(body, listRequests));
+      const [key, items] = Object.entries(body).find(([, v]) =>
+        Array.isArray(v)
+      )!;
+      return Response.json({
+        ...body,
+        [key]: change(items as Record<string, unknown>[], listRequests),
+      });
     }
     return await service.handle(request);
   };
@@ -83,6 +104,7 @@ export function memorySink<T>(): MemorySink<T> {
   let saved: SyncCheckpoint | undefined;
   let count = 0;
   const seen = new Map<string, number>();
+  const staged = new Map<string, { cycle: number; item: T }>();
   const sink: MemorySink<T> = {
     rows: new Map(),
     writes: new Map(),
@@ -101,28 +123,48 @@ export function memorySink<T>(): MemorySink<T> {
       const gone = ends === undefined ? [] : [...sink.rows.keys()].filter(
         (id) => !batch.has(id) && (seen.get(id) ?? 0) < cycle,
       );
+      const held = sink.rows.size;
+      const { deleted: before = 0, largest = 0 } = ends?.recent ?? {};
       if (
-        ends !== undefined && gone.length > ends.maxDeletes * sink.rows.size
+        ends !== undefined &&
+        gone.length > ends.maxDeletes * Math.max(held, largest) - before
       ) {
         return Promise.reject(new SyncError("too many", "too-many-deletes"));
       }
+      // A sweep's new items wait for the cycle to pass its guard.
+      const stages = context?.phase === "sweep" && ends === undefined;
       let inserted = 0, updated = 0;
-      items.forEach((item, i) => {
-        const id = ids[i]!;
-        const held = sink.rows.get(id);
-        seen.set(id, cycle);
-        if (
-          held !== undefined && JSON.stringify(held) === JSON.stringify(item)
-        ) return;
-        if (held === undefined) inserted++;
+      const put = (id: string, item: T) => {
+        const was = sink.rows.get(id);
+        if (was !== undefined && JSON.stringify(was) === JSON.stringify(item)) {
+          return;
+        }
+        if (was === undefined) inserted++;
         else updated++;
         sink.rows.set(id, structuredClone(item));
         sink.writes.set(id, (sink.writes.get(id) ?? 0) + 1);
+      };
+      items.forEach((item, i) => {
+        const id = ids[i]!;
+        seen.set(id, cycle);
+        if (stages && !sink.rows.has(id)) staged.set(id, { cycle, item });
+        else put(id, item);
       });
+      if (ends !== undefined) {
+        for (const [id, { cycle: at, item }] of staged) {
+          if (at === cycle && !sink.rows.has(id)) put(id, item);
+        }
+        staged.clear();
+      }
       for (const id of gone) sink.rows.delete(id);
       const deleted = gone.length;
       saved = structuredClone(checkpoint);
-      return Promise.resolve({ inserted, updated, deleted });
+      return Promise.resolve({
+        inserted,
+        updated,
+        deleted,
+        ...(ends === undefined ? {} : { held }),
+      });
     },
   };
   return sink;

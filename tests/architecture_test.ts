@@ -193,16 +193,11 @@ export function clockReadings(sources: ReadonlyMap<string, string>): string[] {
  * until it is removed, so the list only shrinks.
  */
 const CLOCK_PENDING = new Set([
-  "src/store/file_store.ts",
-  "src/sync/",
   // A span's end is the wall clock a tracing backend reads; a `now` for
   // openTelemetry is not in DESIGN yet.
   "src/telemetry/otel.ts",
   // The demo prints how long it took, for a person.
   "src/cli/_demo.ts",
-  // The attempt limits' deadlines read Date.now, not the provider's now
-  // (issue 48; the branch that gives them the provider's now removes it).
-  "src/core/_attempt_loop.ts",
   // The list command's progress rate reads the wall clock beside io.now.
   "src/cli/_list.ts",
 ]);

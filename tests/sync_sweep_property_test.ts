@@ -1,16 +1,21 @@
-// The copy stays true (issue 41): over random schedules of appends, inserts
-// anywhere (back-dated), field changes and deletes, crashes at random
-// requests, and reruns with random sweep budgets, in either direction and
-// into any sink (memory, SQLite, JSONL): once changes stop, at most
-// 2 × ⌈pages / sweep⌉ + 2 further runs make the copy equal to the list
-// (same ids, same contents, none twice, deleted rows gone), and a SQLite
-// change table replayed gives exactly the copy.
+// The copy stays true (issues 41, 45): over random schedules of appends,
+// inserts anywhere (back-dated), field changes and deletes, crashes at
+// random requests, and reruns with random sweep budgets, in either
+// direction and into any sink (memory, SQLite, JSONL), with faults planted
+// in runs (a page cut short, the sweep answered with another list, a mass
+// delete, the guard at 0.1 or 1): no run removes an item that existed
+// throughout it (a foreign answer: no more than the guard allows), no
+// foreign item ever enters the copy, a refused cycle removes nothing; once
+// changes stop, at most 2 × ⌈pages / sweep⌉ + 2 further runs make the copy
+// equal to the list (same ids, same contents, none twice, deleted rows
+// gone), and a SQLite change table replayed gives exactly the copy.
 
 import fc from "fast-check";
 import { DatabaseSync } from "node:sqlite";
 import {
   createJsonlSink,
   createSqliteSink,
+  SyncError,
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
@@ -33,8 +38,14 @@ interface Schedule {
     update: number;
     remove: number;
   };
-  /** Runs while the list changes: each a sweep budget and a crash point. */
-  readonly runs: readonly { sweep: number; crashAt: number | null }[];
+  /** Runs while the list changes: each a sweep budget, a crash point, a fault. */
+  readonly runs: readonly {
+    sweep: number;
+    crashAt: number | null;
+    fault: "none" | "short" | "foreign" | "mass";
+    faultAt: number;
+    maxDeletes: number;
+  }[];
   /** The sweep budget of the runs after changes stop. */
   readonly sweep: number;
   readonly seed: number;
@@ -56,6 +67,14 @@ const schedules = fc.record({
     fc.record({
       sweep: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.constant(Infinity)),
       crashAt: fc.option(fc.integer({ min: 1, max: 8 })),
+      fault: fc.constantFrom(
+        "none" as const,
+        "short" as const,
+        "foreign" as const,
+        "mass" as const,
+      ),
+      faultAt: fc.integer({ min: 1, max: 6 }),
+      maxDeletes: fc.constantFrom(1, 0.1),
     }),
     { minLength: 1, maxLength: 5 },
   ),
@@ -87,17 +106,22 @@ async function runSchedule(schedule: Schedule): Promise<void> {
     maxDeletes: 1,
     changes: true,
   };
-  const sync = (sweep: number, signal?: AbortSignal) =>
+  let sweeping = false;
+  const sync = (
+    sweep: number,
+    run: { signal?: AbortSignal; maxDeletes?: number } = {},
+  ) =>
     copy.with((sink) =>
       syncList(fake.client, "transactions", {
         ...options,
-        sink,
+        ...run,
+        sink: watched(sink, () => sweeping = true),
         sweep,
-        ...(signal === undefined ? {} : { signal }),
       })
     );
   for (const run of schedule.runs) {
     const controller = new AbortController();
+    if (run.fault === "mass") massDelete(fake, random, present);
     const first = fake.listRequests;
     // Items in the copy and the list for the whole run: no cycle may drop one.
     const held = new Set((await copy.rows()).map(([id]) => id));
@@ -110,21 +134,37 @@ async function runSchedule(schedule: Schedule): Promise<void> {
         controller.abort(new Error("crash"));
       }
     };
-    await sync(run.sweep, controller.signal).catch((error) => {
-      if (!controller.signal.aborted) throw error;
-      reached.add("crash");
+    sweeping = false;
+    fake.afterList = (items, n) => fault(run, items, n - first, sweeping);
+    await sync(run.sweep, {
+      signal: controller.signal,
+      maxDeletes: run.maxDeletes,
+    }).catch((error) => {
+      if (error instanceof SyncError && error.reason === "too-many-deletes") {
+        reached.add(`refused (${run.fault})`);
+      } else if (controller.signal.aborted) reached.add("crash");
+      else throw error;
     });
     const after = new Set((await copy.rows()).map(([id]) => id));
-    for (const id of throughout) {
-      if (!after.has(id)) {
-        throw new Error(`${id} existed throughout, and the run removed it`);
-      }
+    const lost = [...throughout].filter((id) => !after.has(id));
+    // A foreign answer of a sweep's last windows is, to the guard, a
+    // delete within its share: it may remove no more than that.
+    const allowed = run.fault === "foreign"
+      ? Math.floor(run.maxDeletes * Math.max(held.size, 1))
+      : 0;
+    if (lost.length > allowed) {
+      throw new Error(`${lost[0]} existed throughout, and the run removed it`);
     }
+    const foreign = [...after].find((id) => id.startsWith("f"));
+    if (foreign !== undefined) throw new Error(`${foreign} entered the copy`);
   }
   fake.beforeList = undefined;
+  fake.afterList = undefined;
   // Changes stop: the copy must be equal within the bound.
   const n = (await source(fake)).length;
-  const pages = Math.ceil(Math.max(n, 1) / (schedule.maxLimit - 4));
+  // A cycle's pages, and the read that confirms a short last one (its end
+  // is known only by the newest item committed when it began).
+  const pages = Math.ceil(Math.max(n, 1) / (schedule.maxLimit - 4)) + 1;
   const bound = 2 * Math.ceil(pages / schedule.sweep) + 2;
   let equalAfter = -1;
   for (let i = 1; i <= bound; i++) {
@@ -141,6 +181,57 @@ async function runSchedule(schedule: Schedule): Promise<void> {
   }
   reached.add(equalAfter > 1 ? "several runs" : "one run");
   await copy.checkChanges?.();
+}
+
+/** A sink that says when the run writes its first sweep batch. */
+function watched(sink: SyncSink<Row>, onSweep: () => void): SyncSink<Row> {
+  return {
+    ...sink,
+    write(items, checkpoint, ids, context) {
+      if (context?.phase === "sweep") onSweep();
+      return sink.write(items, checkpoint, ids, context);
+    },
+  };
+}
+
+/**
+ * A run's planted fault on the items answered to its request `n`: a page
+ * cut to 7 items, or, once the sweep writes, another list (same fields,
+ * every id prefixed, so in the same order).
+ */
+function fault(
+  run: Schedule["runs"][number],
+  items: readonly Row[],
+  n: number,
+  sweeping: boolean,
+): Row[] {
+  if (run.fault === "short" && n === run.faultAt && items.length > 7) {
+    reached.add("short page");
+    return items.slice(0, 7);
+  }
+  if (run.fault === "foreign" && sweeping && n >= run.faultAt) {
+    reached.add("foreign answer");
+    return items.map((item) => ({
+      ...item,
+      transactionID: `f${item.transactionID}`,
+    }));
+  }
+  return [...items];
+}
+
+/** Removes 30 % of the list at random places, behind the copy's edge mostly. */
+function massDelete(
+  fake: ReturnType<typeof inProcess>,
+  random: () => number,
+  present: Present,
+): void {
+  const count = Math.floor(present.ids.length * 0.3);
+  for (let i = 0; i < count; i++) {
+    const at = Math.floor(random() * present.ids.length);
+    const [id] = present.ids.splice(at, 1) as [string];
+    fake.service.remove("transactions", id);
+  }
+  if (count > 0) reached.add("mass delete");
 }
 
 /** The ids the list holds, as the schedule changed it. */
@@ -347,6 +438,11 @@ const KINDS = [
   "delete",
   "several runs",
   "change table",
+  "short page",
+  "foreign answer",
+  "mass delete",
+  "refused (foreign)",
+  "refused (mass)",
 ];
 
 Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + 2 runs after changes stop, across appends, back-dated inserts, changes, deletes, crashes and sweep budgets, in both directions and every sink", async () => {

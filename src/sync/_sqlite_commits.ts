@@ -9,6 +9,7 @@
 
 import type { DatabaseSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
+import { steadyClock } from "../core/_clock.ts";
 import {
   isStale,
   keepRefreshed,
@@ -34,6 +35,8 @@ export const GROUP_WAIT = 100;
 /** The transaction of a sink's connection, and when it commits. */
 export class SqliteCommits {
   readonly #db: DatabaseSync;
+  /** How long a transaction has been open is a span: the steady clock's. */
+  readonly #clock = steadyClock();
   #batches = 0;
   #opened = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -59,7 +62,7 @@ export class SqliteCommits {
     if (!db.isTransaction) {
       db.exec("BEGIN IMMEDIATE");
       this.#batches = 0;
-      this.#opened = Date.now();
+      this.#opened = this.#clock();
     }
     db.exec("SAVEPOINT partner_api_batch");
     let result: R;
@@ -87,7 +90,7 @@ export class SqliteCommits {
   /** After a batch: commit now, unless more may join it soon. */
   #after(): void {
     this.#batches++;
-    const age = Date.now() - this.#opened;
+    const age = this.#clock() - this.#opened;
     if (
       !this.grouping || this.rows < GROUP_FROM ||
       this.#batches >= GROUP_BATCHES || age >= GROUP_WAIT

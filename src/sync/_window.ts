@@ -36,6 +36,8 @@ export interface WindowState {
    * where it stands. Absent once a window holds it.
    */
   readonly seek?: Seek;
+  /** A sweep: the window before was short; another short one ends the pass. */
+  readonly short?: boolean;
 }
 
 /**
@@ -155,7 +157,11 @@ export function judgeWindow(
   const fresh = inDomain(state, keys, older);
   const edge = advanced ? last : state.edge;
   const short = provesEnd(state, plan.limit, count);
-  const { seek: _, ...rest } = learnt;
+  const { seek: _, short: __, ...rest } = learnt;
+  // Inside a sweep the end is known (its domain's far end): a short page
+  // that brought news is read again, and ends the pass only when that read
+  // is short too (a list still growing there is followed no further).
+  const again = short && advanced && sweeping(state) && !state.short;
   // A whole window of older items: the edge stands further on.
   const seek = !advanced && !short && count > 0
     ? sought(state.seek, { low: plan.start + count })
@@ -164,17 +170,14 @@ export function judgeWindow(
     kind: "commit",
     fresh,
     advanced,
-    // Inside a sweep the end is known (its domain's far end): a short page
-    // that brought news is read again from its last item, and ends the
-    // pass only when that read brings nothing past it.
-    ended: (short && !(advanced && sweeping(state))) || fresh.to < count ||
-      reachedFarEnd(state, edge),
+    ended: (short && !again) || fresh.to < count || reachedFarEnd(state, edge),
     next: {
       ...rest,
       edge,
       offset: plan.start + count,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
+      ...(again ? { short: true } : {}),
     },
   };
 }
