@@ -2,7 +2,11 @@
 // client over it that counts list requests, and an in-memory sink that
 // commits like the real ones and counts every write of every id.
 
-import { createClient, type PartnerClient } from "../src/client/mod.ts";
+import {
+  createClient,
+  type PartnerClient,
+  type RateLimiter,
+} from "../src/client/mod.ts";
 import {
   createFakePartnerService,
   type FakePartnerService,
@@ -126,7 +130,7 @@ export function memorySink<T>(): MemorySink<T> {
       const held = sink.rows.size;
       const { deleted: before = 0, largest = 0 } = ends?.recent ?? {};
       if (
-        ends !== undefined &&
+        ends !== undefined && ends.maxDeletes < 1 &&
         gone.length > ends.maxDeletes * Math.max(held, largest) - before
       ) {
         return Promise.reject(new SyncError("too many", "too-many-deletes"));
@@ -200,6 +204,8 @@ export function listOf(
     maxLimit?: number;
     /** Changes the page answered to request `n` (from 1), e.g. cuts it. */
     answer?: (page: readonly unknown[], n: number) => readonly unknown[];
+    /** The client's limiter (none by default). */
+    rateLimit?: RateLimiter;
   } = {},
 ): { client: PartnerClient; readonly requests: number } {
   const fake = inProcess();
@@ -229,7 +235,7 @@ export function listOf(
     ...fake.service.credentials,
     fetch: serve,
     retry: false,
-    rateLimit: false,
+    rateLimit: options.rateLimit ?? false,
   });
   return {
     client,

@@ -106,6 +106,9 @@ Deno.test("sync's flags are checked before anything is read", () => {
       ["sync", "transactions", "--to", "a.jsonl", "--deletes", "mark"],
       ["sync", "transactions", "--to", "a.db", "--max-deletes", "2"],
       ["sync", "transactions", "--to", "a.db", "--sort-direction", "up"],
+      ["sync", "transactions", "--to", "a.db", "--priority", "urgent"],
+      ["sync", "transactions", "--to", "a.db", "--max-duration", "10"],
+      ["sync", "transactions", "--to", "a.db", "--max-duration", "9999999h"],
     ]
   ) {
     let name = "";
@@ -130,6 +133,10 @@ Deno.test("sync's flags are checked before anything is read", () => {
     "--changes",
     "--sort-direction",
     "desc",
+    "--priority",
+    "high",
+    "--max-duration",
+    "10m",
   ]);
   equal(planned.command === "sync" && planned.sync.kind, "sqlite");
   if (planned.command === "sync") {
@@ -138,6 +145,8 @@ Deno.test("sync's flags are checked before anything is read", () => {
       JSON.stringify([sweep, deletes, maxDeletes, changes, sortDirection]),
       JSON.stringify([null, "mark", 0.5, true, "DESC"]), // Infinity is null in JSON
     );
+    equal(planned.sync.priority, "high");
+    equal(planned.sync.maxDuration, 600_000);
   }
   equal(idFieldOf("transactions"), "transactionID");
   equal(idFieldOf("companies"), "companyID");

@@ -232,3 +232,55 @@ Deno.test("the run's and the sinks' clocks are the now options: verifiedAt, the 
   deepStrictEqual(stamps, [new Date(clock).toISOString()]);
   database.close();
 });
+
+Deno.test("a sync's list requests are low priority by default, and take the priority given", async () => {
+  const items = things(120);
+  const seen: (string | undefined)[] = [];
+  const limiter = {
+    limit: { requests: 1000, interval: 1000 },
+    take: (
+      _signal?: AbortSignal,
+      priority?: string,
+    ) => (seen.push(priority), 0),
+    answered() {},
+    refused() {},
+  };
+  const paced = listOf(() => items, { rateLimit: limiter }).client;
+  const sink = memorySink<Thing>();
+  await syncList(paced, "things", { id: "thingID", sink, maxLimit: 50 });
+  ok(seen.length >= 3);
+  deepStrictEqual(new Set(seen), new Set(["low"]));
+  seen.length = 0;
+  await syncList(paced, "things", { id: "thingID", sink, priority: "high" });
+  deepStrictEqual(new Set(seen), new Set(["high"]));
+});
+
+Deno.test("maxDuration: without a sweep count the run sweeps until its time is up, then says when the copy will next be verified at that rate", async () => {
+  let clock = Date.UTC(2026, 10, 28);
+  const items = things(2000);
+  const service = listOf(() => items, {
+    answer: (page) => (clock += 1000, page), // each request takes a second
+  });
+  const sink = memorySink<Thing>();
+  const options = { id: "thingID", sink, maxLimit: 100, now: () => clock };
+  await syncList(service.client, "things", options);
+  const before = service.requests;
+  const run = await syncList(service.client, "things", {
+    ...options,
+    maxDuration: 5_000,
+  });
+  const spent = service.requests - before;
+  ok(spent >= 5 && spent <= 7, `${spent} requests`); // the head's, then 5 s
+  ok(run.sweepLeft > 10, `${run.sweepLeft} left`);
+  // About a second a request: the rest of the cycle, from now.
+  ok(
+    run.nextVerifiedAt! >= clock + run.sweepLeft * 900,
+    String(run.nextVerifiedAt),
+  );
+  const rest = await syncList(service.client, "things", {
+    ...options,
+    maxDuration: 1_000_000,
+  });
+  equal(rest.sweepLeft, 0);
+  ok(rest.verifiedAt !== undefined);
+});

@@ -47,6 +47,8 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
     "--deletes",
     "--max-deletes",
     "--changes",
+    "--priority",
+    "--max-duration",
     "--limit",
     "--concurrency",
     "--query",

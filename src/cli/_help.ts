@@ -128,6 +128,10 @@ copy waits for the first.
   --max-deletes SHARE    a cycle removes nothing, and fails, if it would
                          remove more than this share of the copy (default 0.1)
   --changes              SQLite: keep <table>_changes, one row per change
+  --priority P           high, low or auto (default low: live calls on the
+                         same limiter go first)
+  --max-duration T       sweep at the limiter's spare rate for at most T
+                         (90s, 10m, 1h); with no --sweep, until the cycle ends
   --limit N              items per page; sets the request budget (default
                          50); pages may be larger, up to what the service
                          accepts

@@ -45,6 +45,8 @@ const FLAGS = {
   deletes: { type: "string" },
   "max-deletes": { type: "string" },
   changes: { type: "boolean" },
+  priority: { type: "string" },
+  "max-duration": { type: "string" },
   "token-body": { type: "string" },
   "client-authentication": { type: "string" },
 } as const;
@@ -88,6 +90,8 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     "deletes",
     "max-deletes",
     "changes",
+    "priority",
+    "max-duration",
     "limit",
     "concurrency",
     "query",

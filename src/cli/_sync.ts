@@ -93,6 +93,10 @@ function syncOptions(request: SyncRequest) {
       ? {}
       : { maxDeletes: request.maxDeletes }),
     changes: request.changes,
+    ...(request.priority === undefined ? {} : { priority: request.priority }),
+    ...(request.maxDuration === undefined
+      ? {}
+      : { maxDuration: request.maxDuration }),
     query: { ...request.query },
     ...(request.limit === undefined ? {} : { limit: request.limit }),
     ...(request.concurrency === undefined
@@ -119,6 +123,12 @@ function resultLines(
     lines += behindLine(request, result.behind, result.sweepLeft);
   } else if (!verifiedRecently(result.verifiedAt, now)) {
     lines += verifiedLine(request.target, result.verifiedAt, now);
+  }
+  if (result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
+    lines +=
+      `${request.target}: at this run's rate the whole copy is next verified by ${
+        new Date(result.nextVerifiedAt).toISOString()
+      }\n`;
   }
   if (result.skipped > 0) {
     const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id));

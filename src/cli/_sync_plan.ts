@@ -16,6 +16,10 @@ export interface SyncRequest {
   readonly deletes: "remove" | "mark";
   readonly maxDeletes: number | undefined;
   readonly changes: boolean;
+  /** The list requests' priority: `low` (the default) yields to live calls. */
+  readonly priority: "high" | "low" | "auto" | undefined;
+  /** How long the sweep may read, in ms (`--max-duration 90s`, `10m`, `1h`). */
+  readonly maxDuration: number | undefined;
   readonly limit: number | undefined;
   readonly concurrency: number | undefined;
   readonly query: Readonly<Record<string, string>>;
@@ -34,6 +38,8 @@ export interface SyncValues {
   readonly deletes?: string | undefined;
   readonly "max-deletes"?: string | undefined;
   readonly changes?: boolean | undefined;
+  readonly priority?: string | undefined;
+  readonly "max-duration"?: string | undefined;
 }
 
 /**
@@ -97,8 +103,35 @@ export function syncRequest(
     deletes,
     maxDeletes: shareOf(values["max-deletes"], usage),
     changes: values.changes === true,
+    priority: priorityOf(values.priority, usage),
+    maxDuration: durationOf(values["max-duration"], usage),
     ...shared,
   };
+}
+
+function priorityOf(
+  value: string | undefined,
+  usage: (message: string) => Error,
+): SyncRequest["priority"] {
+  if (value === undefined) return undefined;
+  if (value === "high" || value === "low" || value === "auto") return value;
+  throw usage(`--priority must be high, low or auto: received ${value}`);
+}
+
+const UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** A duration such as `90s`, `10m` or `1h`, in ms (at most 24 days). */
+function durationOf(
+  value: string | undefined,
+  usage: (message: string) => Error,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const [, count, unit] = /^(\d{1,7})(s|m|h)$/.exec(value) ?? [];
+  const ms = Number(count) * (UNITS[unit ?? ""] ?? NaN);
+  if (ms > 0 && ms <= 2_147_483_647) return ms;
+  throw usage(
+    `--max-duration must be a time such as 90s, 10m or 1h, up to 596h: received ${value}`,
+  );
 }
 
 function direction(

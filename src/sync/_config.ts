@@ -24,6 +24,12 @@ export interface SyncConfig<T> {
   readonly concurrency: number;
   /** List requests a run may spend on the sweep (Infinity: a whole cycle). */
   readonly sweep: number;
+  /** `sweep: Infinity` was asked for: the copy equal to the list now. */
+  readonly fresh: boolean;
+  /** How long the sweep may read, in ms (Infinity: no bound). */
+  readonly maxDuration: number;
+  /** The list requests' priority (`"low"`: they yield to live calls). */
+  readonly priority: "high" | "low" | "auto";
   readonly deletes: "remove" | "mark";
   readonly maxDeletes: number;
   readonly changes: boolean;
@@ -153,13 +159,32 @@ function pagingOptions<T>(options: SyncOptions<T>) {
 
 /** The sweep's options: budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
+  const maxDuration = checkNumber(
+    options.maxDuration,
+    Infinity,
+    "positive time in ms, at most 2147483647",
+    CONTEXT,
+    "maxDuration",
+  );
+  // With a time bound and no count, the sweep spends what the limiter
+  // leaves it (at low priority) until the cycle completes or time is up.
   const sweep = options.sweep === Infinity ? Infinity : checkNumber(
     options.sweep,
-    10,
+    maxDuration === Infinity ? 10 : Infinity,
     "non-negative integer",
     CONTEXT,
     "sweep",
   );
+  const priority = options.priority ?? "low";
+  if (priority !== "low" && priority !== "high" && priority !== "auto") {
+    throw optionError(
+      TypeError,
+      CONTEXT,
+      "priority",
+      'must be "high", "low" or "auto" (Fetch\'s RequestInit.priority)',
+      String(priority),
+    );
+  }
   const deletes = options.deletes ?? "remove";
   if (deletes !== "remove" && deletes !== "mark") {
     throw optionError(
@@ -197,7 +222,15 @@ function sweepOptions<T>(options: SyncOptions<T>) {
       'cannot be "mark" for this sink (a JSONL file keeps no deleted_at): use "remove", or a SQL sink',
     );
   }
-  return { sweep, deletes, maxDeletes, changes: options.changes === true };
+  return {
+    sweep,
+    fresh: options.sweep === Infinity,
+    maxDuration,
+    priority,
+    deletes,
+    maxDeletes,
+    changes: options.changes === true,
+  };
 }
 
 /** The direction read; `sortDirection` in `query` is refused with what to write. */

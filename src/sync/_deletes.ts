@@ -55,7 +55,7 @@ export function withDeletes(
 /**
  * Whether removing `unseen` of `held` live rows breaks the `maxDeletes`
  * share, counting what the last 24 hours removed (`recent`) against the
- * largest size the copy had in them.
+ * largest size the copy had in them. `maxDeletes` 1 turns the guard off.
  */
 export function tooMany(
   unseen: number,
@@ -63,7 +63,7 @@ export function tooMany(
   maxDeletes: number,
   recent?: RecentDeletes,
 ): boolean {
-  return unseen > allowance(held, maxDeletes, recent);
+  return maxDeletes < 1 && unseen > allowance(held, maxDeletes, recent);
 }
 
 function allowance(

@@ -80,6 +80,7 @@ export async function refuseLink(path: string): Promise<void> {
 export async function openFile(
   path: string,
   how: "read" | "write" | "create",
+  tries = 3,
 ): Promise<FileHandle> {
   const flags = how === "read"
     ? O_RDONLY
@@ -104,10 +105,22 @@ export async function openFile(
     await assertOwnFile(file, path, how);
   } catch (error) {
     await file.close().catch(() => {});
+    // A side file another run replaced (write, rename) as this one opened
+    // it: reading the new one is right; a swap that goes on is refused.
+    if (how === "read" && tries > 1 && isReplaced(error)) {
+      return await openFile(path, how, tries - 1);
+    }
     throw error;
   }
   return guarded(file, path);
 }
+
+function isReplaced(error: unknown): boolean {
+  return error instanceof SyncError && error.reason === "link" &&
+    error.message.includes(REPLACED);
+}
+
+const REPLACED = "was replaced while this run opened it";
 
 /**
  * Refuses a handle that is not the file `path` names now: a link (followed
@@ -128,7 +141,7 @@ async function assertOwnFile(
   });
   if (named.isSymbolicLink()) throw linkRefused(path, named);
   if (opened.dev !== named.dev || opened.ino !== named.ino) {
-    throw refused(path, named, "was replaced while this run opened it");
+    throw refused(path, named, REPLACED);
   }
   if (!opened.isFile()) {
     throw new SyncError(

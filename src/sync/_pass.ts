@@ -63,6 +63,7 @@ export async function runPass<T>(
   budget: number,
   commit: (window: Committed<T>) => Promise<void>,
   requests: { count: number },
+  timeUp: () => boolean = () => false,
 ): Promise<PassEnd> {
   let state = start;
   let spent = 0;
@@ -72,7 +73,7 @@ export async function runPass<T>(
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
-    while (flights.length < width && spent < budget) {
+    while (flights.length < width && spent < budget && !timeUp()) {
       const last = flights.at(-1);
       const plan = last === undefined
         ? nextWindow(state)
@@ -209,6 +210,7 @@ export function listOptions<T>(
     sortDirection,
     ...(sortBy === null ? {} : { sortBy }),
     ...(Object.keys(query).length === 0 ? {} : { query: { ...query } }),
+    priority: config.priority,
     ...(config.items === undefined ? {} : { items: config.items }),
     ...(signal === undefined ? {} : { signal }),
   };

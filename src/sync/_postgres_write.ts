@@ -193,7 +193,8 @@ function cycleEndSteps(
     // list, one the guard uses twice would be taken twice).
     `guard AS (
   SELECT u.n AS unseen, l.n + i.n AS live,
-    u.n > ${guard.maxDeletes} * greatest(l.n + i.n, ${guard.largest}) - ${guard.deleted} AS refused
+    ${guard.maxDeletes} < 1 AND
+      u.n > ${guard.maxDeletes} * greatest(l.n + i.n, ${guard.largest}) - ${guard.deleted} AS refused
   FROM (SELECT count(*) AS n FROM gone) AS u,
     (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
     (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i

@@ -21,6 +21,7 @@ import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { recentDeletes } from "./_deletes.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 import type { SyncKey } from "./_window.ts";
 
@@ -107,7 +108,12 @@ async function runFrom<T>(
       startedAt,
     }, requests);
     const inserted = committer.tally.inserted;
-    if (!first) await sweep(client, config, committer, startedAt, requests);
+    const read = { from: requests.count, clock: steadyClock(config.now) };
+    const began = read.clock();
+    const timeUp = () => read.clock() - began >= config.maxDuration;
+    if (!first) {
+      await sweep(client, config, committer, { startedAt, timeUp }, requests);
+    }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
     const { pages: _, ...tally } = committer.tally;
@@ -123,6 +129,11 @@ async function runFrom<T>(
         ? {}
         : { verifiedAt: latest.verifiedAt }),
       sweepLeft: sweepLeft(latest),
+      ...nextVerified(latest, {
+        requests: requests.count - read.from,
+        span: read.clock() - began,
+        now: config.now(),
+      }),
     };
   } finally {
     await committer.settle();
@@ -173,13 +184,13 @@ async function sweep<T>(
   client: SyncSource,
   config: SyncConfig<T>,
   committer: Committer<T>,
-  startedAt: number,
+  run: { startedAt: number; timeUp: () => boolean },
   requests: { count: number },
 ): Promise<void> {
   if (config.sweep === 0) return;
   const begun = sweepStart(committer.latest, config, {
     now: config.now(),
-    freshBefore: config.sweep === Infinity ? startedAt : -Infinity,
+    freshBefore: config.fresh ? run.startedAt : -Infinity,
   });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
@@ -212,6 +223,7 @@ async function sweep<T>(
       }, window.ids);
     },
     requests,
+    run.timeUp,
   );
   if (end.ended) return await endCycle(config, committer, cursor.cycle);
   // Out of budget mid-cycle: where the sweep stands is saved for the next
@@ -305,4 +317,22 @@ function sweepLeft(checkpoint: SyncCheckpoint): number {
   const window = Math.max(1, checkpoint.accepted ?? 1);
   if (checkpoint.sortDirection === "DESC") return 1;
   return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
+}
+
+/**
+ * When the whole copy will next have been verified, at the rate this run's
+ * sweep read (`requests` in `span` ms of the steady clock): the cycle under
+ * way's rest, or a whole cycle (⌈n / window⌉ + 1 requests) after one ended.
+ */
+function nextVerified(
+  checkpoint: SyncCheckpoint,
+  sweep: { requests: number; span: number; now: number },
+): { nextVerifiedAt?: number } {
+  if (sweep.requests === 0 || sweep.span <= 0) return {};
+  const window = Math.max(1, checkpoint.accepted ?? 1);
+  const left = sweepLeft(checkpoint) ||
+    Math.ceil(checkpoint.offset / window) + 1;
+  return {
+    nextVerifiedAt: Math.round(sweep.now + left * sweep.span / sweep.requests),
+  };
 }

@@ -148,6 +148,23 @@ export interface SyncOptions<T> {
    * @default {Date.now}
    */
   now?: () => number;
+  /**
+   * The priority of the run's list requests (Fetch's `RequestInit.priority`),
+   * which the client's limiter reads: `"low"` waits while live calls wait
+   * and leaves the limiter's reserve to them.
+   *
+   * @default {"low"}
+   */
+  priority?: "high" | "low" | "auto";
+  /**
+   * How long the sweep may read, in ms. Without `sweep`, the run keeps
+   * sweeping the cycle under way at its priority while the limiter has
+   * spare slots, until the cycle completes or this time is up: a copy as
+   * fresh as the budget allows (`nextVerifiedAt` says when).
+   *
+   * @default {unbounded}
+   */
+  maxDuration?: number;
   /** Hears each committed batch. What it throws is ignored. */
   onProgress?: (progress: SyncProgress) => void;
   /** Hears what the run wants known, such as items skipped. What it throws is ignored. */
@@ -307,4 +324,10 @@ export interface SyncResult {
   readonly verifiedAt?: number;
   /** List requests the cycle under way still needs, about (0 when none is). */
   readonly sweepLeft: number;
+  /**
+   * When (epoch ms) the whole copy will next have been verified, at the
+   * rate this run's sweep read (its share of the limiter); undefined when
+   * it read nothing.
+   */
+  readonly nextVerifiedAt?: number;
 }
