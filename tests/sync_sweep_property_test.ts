@@ -107,6 +107,7 @@ async function runSchedule(schedule: Schedule): Promise<void> {
     changes: true,
   };
   let sweeping = false;
+  let trusted = false;
   const sync = (
     sweep: number,
     run: { signal?: AbortSignal; maxDeletes?: number } = {},
@@ -151,9 +152,11 @@ async function runSchedule(schedule: Schedule): Promise<void> {
     const after = new Set((await copy.rows()).map(([id]) => id));
     const lost = [...throughout].filter((id) => !after.has(id));
     // A foreign answer the guard lets through (within its share, or at
-    // maxDeletes 1) is to it a delete like any other: it may remove no
-    // more than that share, and its items enter until the next cycle.
-    const accepted = run.fault === "foreign" && !refused;
+    // maxDeletes 1), in this run or staged by one before in the same cycle,
+    // is to it a delete like any other: a run may then remove no more than
+    // that share, and foreign items enter until a later cycle.
+    trusted ||= run.fault === "foreign" && !refused;
+    const accepted = trusted;
     const allowed = accepted
       ? Math.floor(run.maxDeletes * Math.max(held.size, 1))
       : 0;
@@ -177,7 +180,7 @@ async function runSchedule(schedule: Schedule): Promise<void> {
   const bound = 2 * Math.ceil(pages / schedule.sweep) + 2;
   let equalAfter = -1;
   for (let i = 1; i <= bound; i++) {
-    await sync(schedule.sweep);
+    const r = await sync(schedule.sweep);
     if (await same(copy, fake)) {
       equalAfter = i;
       break;

@@ -117,6 +117,7 @@ export function sweepStart(
         // cycle within about ⌈n / window⌉ requests; a delete more than it
         // behind the cursor costs one window read again.
         ...resumeAt(under.edge, under.offset, MIN_MARGIN),
+        ...(under.seek === undefined ? {} : { seek: under.seek }),
         domain: { above: null, upTo: under.upTo },
       },
       sweep: under,
@@ -156,12 +157,20 @@ export function afterSweepWindow(
 ): SyncCheckpoint {
   const { sweep: _, refused: __, ...rest } = base;
   const accepted = state.accepted > 0 ? { accepted: state.accepted } : {};
+  const { seek: _seek, ...cursor } = sweep;
   return ended
     ? { ...rest, ...accepted, cycles: sweep.cycle, verifiedAt: sweep.startedAt }
     : {
       ...rest,
       ...accepted,
-      sweep: { ...sweep, edge: state.edge, offset: state.offset },
+      sweep: {
+        ...cursor,
+        edge: state.edge,
+        offset: state.offset,
+        // A run out of budget while it looked for the edge: the next
+        // goes on looking from what this one bracketed.
+        ...(state.seek === undefined ? {} : { seek: state.seek }),
+      },
     };
 }
 
@@ -342,7 +351,13 @@ function isSweep(value: unknown): boolean {
   return typeof sweep === "object" && sweep !== null &&
     isKeyOrNull(sweep.edge) && isCount(sweep.offset) &&
     isKeyOrNull(sweep.upTo) && isCount(sweep.cycle) &&
-    isCount(sweep.startedAt);
+    isCount(sweep.startedAt) && optional(sweep.seek, isSeek);
+}
+
+function isSeek(value: unknown): boolean {
+  const seek = value as Record<string, unknown> | null;
+  return typeof seek === "object" && seek !== null && isCount(seek.probes) &&
+    optional(seek.low, isCount) && optional(seek.high, isCount);
 }
 
 /** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */

@@ -135,6 +135,15 @@ export interface SweepCursor {
   readonly cycle: number;
   /** When (epoch ms) the cycle began. */
   readonly startedAt: number;
+  /**
+   * While the sweep looks for its edge (items before it were removed):
+   * where windows bracketed it, and how many missed it.
+   */
+  readonly seek?: {
+    readonly low?: number;
+    readonly high?: number;
+    readonly probes: number;
+  };
 }
 
 /**
