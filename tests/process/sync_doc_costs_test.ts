@@ -1,0 +1,99 @@
+// docs/sync.md's freshness table, as its cost function says: a cycle of n
+// items costs ⌈n / window⌉ + 1 list requests, one more when its last page
+// comes back short and is read again. The table's figures were written by
+// hand before and drifted from that function (a cycle of 10,000 items was
+// "10 requests", not 11 or 12); this test computes every cell from the
+// function and holds the doc's table to it, header included. It lives here
+// because the process tests may read docs/.
+
+import { deepEqual } from "node:assert/strict";
+
+/** The service's limit: 900 requests per 5 minutes. */
+const LIMIT = 900;
+/** The page size the service accepts. */
+const WINDOW = 1000;
+/** Minutes between runs. */
+const EVERY = 5;
+/** The copies' sizes, one row each. */
+const SIZES = [10_000, 100_000, 1_000_000];
+/** The `sweep` budgets of the table's columns. */
+const SWEEPS = [10, 50];
+
+/** Requests of a cycle of `n` items: at least, and with its short last page confirmed. */
+function cycleCost(n: number): { least: number; most: number } {
+  const least = Math.ceil(n / WINDOW) + 1;
+  return { least, most: least + 1 };
+}
+
+/** The table as docs/sync.md should show it: header, then a row per size. */
+function freshnessTable(): string[][] {
+  const header = [
+    "items",
+    "one cycle (requests)",
+    ...SWEEPS.map((sweep) =>
+      `\`sweep\` ${sweep} (${share(sweep)} of the limit)`
+    ),
+    "`sweep: Infinity`",
+  ];
+  return [header, ...SIZES.map(row)];
+}
+
+function row(n: number): string[] {
+  const { least, most } = cycleCost(n);
+  const runs = (sweep: number) => Math.ceil(most / sweep);
+  return [
+    count(n),
+    `${count(least)} or ${count(most)}`,
+    ...SWEEPS.map((sweep) =>
+      `${runs(sweep)} ${runs(sweep) === 1 ? "run" : "runs"}: within ${
+        minutes(2 * EVERY * runs(sweep))
+      }`
+    ),
+    most <= LIMIT
+      ? `${count(most)} a run at most (${share(most)} of the limit)`
+      : `${count(most)} a run: more than the limit allows in 5 min`,
+  ];
+}
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+function share(requests: number): string {
+  return `${(requests / LIMIT * 100).toFixed(1)} %`;
+}
+
+function minutes(total: number): string {
+  return total <= 120 ? `${total} min` : `${(total / 60).toFixed(1)} h`;
+}
+
+/** The cells of the first table after `heading` in `markdown`, without its rule line. */
+function tableAfter(markdown: string, heading: string): string[][] {
+  const lines = markdown.split("\n");
+  const from = lines.indexOf(heading);
+  if (from < 0) throw new Error(`no heading ${heading}`);
+  const rows: string[][] = [];
+  for (const line of lines.slice(from + 1)) {
+    if (!line.startsWith("|")) {
+      if (rows.length > 0) break;
+      continue;
+    }
+    const cells = line.slice(1, -1).split("|").map((cell) => cell.trim());
+    if (cells.every((cell) => /^:?-+:?$/.test(cell))) continue;
+    rows.push(cells);
+  }
+  return rows;
+}
+
+Deno.test("docs/sync.md's freshness table is the cost function's: ⌈n / window⌉ + 1 requests a cycle, + 1 for a short last page confirmed", async () => {
+  const doc = await Deno.readTextFile("docs/sync.md");
+  deepEqual(
+    tableAfter(doc, "### The freshness bound, with figures"),
+    freshnessTable(),
+  );
+});
+
+// `deno run tests/process/sync_doc_costs_test.ts` prints the table to paste.
+if (import.meta.main) {
+  for (const cells of freshnessTable()) console.log(`| ${cells.join(" | ")} |`);
+}
