@@ -51,14 +51,16 @@ export async function syncTransactions(
 /**
  * Minutes within which every change of a list of `items` reaches the copy,
  * with runs every `minutes` sweeping `sweep` windows of `window` items: a
- * change just behind the sweep waits the rest of this cycle and all of the
- * next, so twice the cycle's runs.
+ * cycle is ⌈items / window⌉ + 2 requests at most (one more overlaps, one
+ * confirms a short last page: docs/sync.md), and a change just behind the
+ * sweep waits the rest of this cycle and all of the next, so twice the
+ * cycle's runs.
  */
 export function freshnessBound(
   items: number,
   { window = 1000, sweep = SWEEP, minutes = 1 } = {},
 ): number {
-  const cycle = Math.max(1, Math.ceil(items / (window * sweep)));
+  const cycle = Math.ceil((Math.ceil(items / window) + 2) / sweep);
   return 2 * cycle * minutes;
 }
 

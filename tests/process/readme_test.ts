@@ -30,14 +30,20 @@ processTest(
   async () => {
     const ignored = blocks(/^ts ignore$/);
     const examples = await Promise.all(
-      ["quick_start.ts", "redis_fleet.ts", "redis_rate_limit.ts"].map(
+      [
+        "quick_start.ts",
+        "live_and_nightly.ts",
+        "redis_fleet.ts",
+        "redis_rate_limit.ts",
+      ].map(
         async (name) => {
           const example = await Deno.readTextFile(`examples/${name}`);
           return example.slice(example.indexOf("import "));
         },
       ),
     );
-    // The quick start, and the Redis fleet and limiter (they need a Redis server).
+    // The quick start, live traffic first, and the Redis fleet and limiter
+    // (they need a Redis server).
     deepStrictEqual(ignored, examples);
   },
 );
