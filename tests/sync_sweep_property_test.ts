@@ -180,7 +180,7 @@ async function runSchedule(schedule: Schedule): Promise<void> {
   const bound = 2 * Math.ceil(pages / schedule.sweep) + 2;
   let equalAfter = -1;
   for (let i = 1; i <= bound; i++) {
-    const r = await sync(schedule.sweep);
+    await sync(schedule.sweep);
     if (await same(copy, fake)) {
       equalAfter = i;
       break;
