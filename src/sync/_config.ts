@@ -158,6 +158,21 @@ function pagingOptions<T>(options: SyncOptions<T>) {
 }
 
 /** The sweep's options: budget, what deletes do, and the guard. */
+/** A sync's list requests' priority: Fetch's own values, `"low"` by default. */
+function checkPriority(given: unknown): "high" | "low" | "auto" {
+  const priority = given ?? "low";
+  if (priority === "low" || priority === "high" || priority === "auto") {
+    return priority;
+  }
+  throw optionError(
+    TypeError,
+    CONTEXT,
+    "priority",
+    'must be "high", "low" or "auto" (Fetch\'s RequestInit.priority)',
+    String(priority),
+  );
+}
+
 function sweepOptions<T>(options: SyncOptions<T>) {
   const maxDuration = checkNumber(
     options.maxDuration,
@@ -175,16 +190,6 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     CONTEXT,
     "sweep",
   );
-  const priority = options.priority ?? "low";
-  if (priority !== "low" && priority !== "high" && priority !== "auto") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "priority",
-      'must be "high", "low" or "auto" (Fetch\'s RequestInit.priority)',
-      String(priority),
-    );
-  }
   const deletes = options.deletes ?? "remove";
   if (deletes !== "remove" && deletes !== "mark") {
     throw optionError(
@@ -195,22 +200,18 @@ function sweepOptions<T>(options: SyncOptions<T>) {
       String(deletes),
     );
   }
-  const maxDeletes = checkNumber(
-    options.maxDeletes,
-    0.1,
-    "non-negative finite number",
+  const maxDeletes = checkAtMost(
+    checkNumber(
+      options.maxDeletes,
+      0.1,
+      "non-negative finite number",
+      CONTEXT,
+      "maxDeletes",
+    ),
+    1,
     CONTEXT,
     "maxDeletes",
   );
-  if (maxDeletes > 1) {
-    throw optionError(
-      RangeError,
-      CONTEXT,
-      "maxDeletes",
-      "must be at most 1 (a share of the copy)",
-      String(maxDeletes),
-    );
-  }
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
     throw optionError(TypeError, CONTEXT, "changes", "must be a boolean");
   }
@@ -226,7 +227,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     sweep,
     fresh: options.sweep === Infinity,
     maxDuration,
-    priority,
+    priority: checkPriority(options.priority),
     deletes,
     maxDeletes,
     changes: options.changes === true,
