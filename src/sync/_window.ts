@@ -162,8 +162,10 @@ export function judgeWindow(
   // that brought news is read again, and ends the pass only when that read
   // is short too (a list still growing there is followed no further).
   const again = short && advanced && sweeping(state) && !state.short;
-  // A whole window of older items: the edge stands further on.
-  const seek = !advanced && !short && count > 0
+  // A whole window of items before the edge: it stands further on.
+  const before = last !== undefined && state.edge !== null &&
+    order(last, state.edge) < 0;
+  const seek = before && !short
     ? sought(state.seek, { low: plan.start + count })
     : undefined;
   return {

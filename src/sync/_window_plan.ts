@@ -74,7 +74,10 @@ export function nextWindow(state: WindowState): WindowPlan {
  */
 export function probeAt(seek: Seek, cap: number): number | undefined {
   const { low, high, probes } = seek;
-  const reach = cap * 2 ** probes;
+  // One miss is the ordinary drift a margin covers: the plan steps back by
+  // it (or on by a window). From the second, probes go out.
+  if (probes < 2) return undefined;
+  const reach = cap * 2 ** (probes - 2);
   if (high === undefined) return low === undefined ? undefined : low + reach;
   if (low === undefined) return Math.max(0, high - reach);
   if (high - low <= cap) return undefined;

@@ -50,7 +50,7 @@ const CONTEXT = "Cannot create SQLite sink";
  * const sink = createSqliteSink(database, options);
  * await (await sink.lock!())[Symbol.asyncDispose](); // creates the tables
  * const tables = database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
- * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "partner_api_sync_lease", "partner_api_sync_seen", "transactions"]);
+ * deepStrictEqual(tables.map((row) => row.name), ["partner_api_sync", "partner_api_sync_lease", "partner_api_sync_seen", "partner_api_sync_stage", "transactions"]);
  * database.close();
  * ```
  */
