@@ -36,10 +36,11 @@ export interface PassEnd {
 }
 
 /**
- * Windows in a row at different pages answering with the same first item
- * before the pass gives up: a service that ignores `page` answers every
- * window with the first page. A list that moves (however far) shows other
- * items at other pages, and is followed.
+ * Windows in a row answering with the same first item, spread over at
+ * least two windows' worth of the list, before the pass gives up: a
+ * service that ignores `page` answers every window with the first page. A
+ * list that moves shifts items by what was inserted or deleted between two
+ * requests, and is followed, however far.
  */
 const REPEATS = 3;
 
@@ -67,9 +68,7 @@ export async function runPass<T>(
 ): Promise<PassEnd> {
   let state = start;
   let spent = 0;
-  let repeated:
-    | { readonly start: number; readonly first: string; n: number }
-    | undefined;
+  let repeated: Repeats | undefined;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
@@ -96,7 +95,9 @@ export async function runPass<T>(
         if (judged.kind !== "commit") continue;
       }
       repeated = sameFirst(repeated, flight.plan, judged.first);
-      if (repeated?.n === REPEATS) throw repeatedPages(config, flight.plan);
+      if (repeated !== undefined && ignoresPage(repeated, flight.plan)) {
+        throw repeatedPages(config, flight.plan);
+      }
       if (!judged.ended && state.seek === undefined) {
         width = config.concurrency;
         // The next windows go out before this one is written: the service
@@ -111,23 +112,39 @@ export async function runPass<T>(
   }
 }
 
-/** Counts windows in a row at different starts whose first item is the same. */
+/** Windows in a row whose first item is the same: how many, and how far apart. */
+interface Repeats {
+  readonly first: string;
+  readonly low: number;
+  readonly high: number;
+  readonly n: number;
+}
+
 function sameFirst(
-  before:
-    | { readonly start: number; readonly first: string; n: number }
-    | undefined,
+  before: Repeats | undefined,
   plan: WindowPlan,
   first: string | undefined,
-) {
+): Repeats | undefined {
   if (first === undefined) return undefined;
-  const again = before !== undefined && before.first === first &&
-    before.start !== plan.start;
-  return { start: plan.start, first, n: again ? before.n + 1 : 1 };
+  if (before?.first !== first) {
+    return { first, low: plan.start, high: plan.start, n: 1 };
+  }
+  return {
+    first,
+    low: Math.min(before.low, plan.start),
+    high: Math.max(before.high, plan.start),
+    n: before.n + 1,
+  };
+}
+
+/** Whether `repeats` show a service answering every page with the same one. */
+function ignoresPage(repeats: Repeats, plan: WindowPlan): boolean {
+  return repeats.n >= REPEATS && repeats.high - repeats.low >= 2 * plan.limit;
 }
 
 function repeatedPages<T>(config: SyncConfig<T>, plan: WindowPlan): SyncError {
   return new SyncError(
-    `Cannot sync ${config.identity.path}: ${REPEATS} windows in a row at different pages, the last page ${plan.page} of ${plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
+    `Cannot sync ${config.identity.path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
     "repeated-page",
   );
 }
