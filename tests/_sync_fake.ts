@@ -244,3 +244,20 @@ export function listOf(
     },
   };
 }
+
+/** An item of a list of things (`listOf`'s tests): its id, and a field to change. */
+export type Thing = { thingID: string; v?: number };
+
+/**
+ * `n` things with ids spread out (`step` apart, `suffix` after), so that
+ * inserts can land between them and another list can interleave them.
+ */
+export function things(
+  n: number,
+  { step = 1000, suffix = "" }: { step?: number; suffix?: string } = {},
+): Thing[] {
+  return Array.from(
+    { length: n },
+    (_, i) => ({ thingID: `t${String(i * step).padStart(9, "0")}${suffix}` }),
+  );
+}

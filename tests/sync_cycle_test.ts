@@ -18,17 +18,13 @@ import {
   type SyncSink,
 } from "../src/sync/mod.ts";
 import { seededRandom } from "../src/testing/_list_data.ts";
-import { freshTarget, listOf, memorySink } from "./_sync_fake.ts";
-
-type Thing = { thingID: string };
-
-/** `n` things with ids spread out, so that inserts can land between them. */
-function things(n: number, step = 1000): Thing[] {
-  return Array.from(
-    { length: n },
-    (_, i) => ({ thingID: `t${String(i * step).padStart(9, "0")}` }),
-  );
-}
+import {
+  freshTarget,
+  listOf,
+  memorySink,
+  type Thing,
+  things,
+} from "./_sync_fake.ts";
 
 /** Each kind of sink, new, with a way to count its rows. */
 async function sinks(name: string) {
@@ -105,7 +101,7 @@ Deno.test("a list that moved is followed, however far: 300 inserts spread over t
 
 for (const share of [0.01, 0.1, 0.3]) {
   Deno.test(`finding the edge after ${share * 100} % of 100,000 items were removed behind it costs at most 12 list requests`, async () => {
-    let items = things(100_000, 10);
+    let items = things(100_000, { step: 10 });
     const service = listOf(() => items);
     const sink = memorySink<Thing>();
     const options = { id: "thingID", sink, maxLimit: 1000, sweep: 0 };
@@ -158,7 +154,7 @@ Deno.test("an abort from onProgress stops the run before its next commit", async
 
 Deno.test("sweep: Infinity leaves the copy equal to the list as it stood when the run began, also with a cycle under way whose cursor passed changes", async () => {
   for (const copy of await sinks("sweep-all")) {
-    let items: (Thing & { v?: number })[] = things(2000);
+    let items: Thing[] = things(2000);
     const service = listOf(() => items);
     const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
     await syncList(service.client, "things", options);

@@ -9,18 +9,13 @@
 
 import { syncList } from "../src/sync/mod.ts";
 import { probeAt } from "../src/sync/_window_plan.ts";
-import { listOf, memorySink } from "./_sync_fake.ts";
-
-type Thing = { thingID: string };
+import { listOf, memorySink, type Thing, things } from "./_sync_fake.ts";
 
 const ITEMS = 100_000;
 const WINDOW = 1000;
 
 for (const share of [0.01, 0.1, 0.3]) {
-  let items: Thing[] = Array.from(
-    { length: ITEMS },
-    (_, i) => ({ thingID: `t${String(i * 10).padStart(9, "0")}` }),
-  );
+  let items = things(ITEMS, { step: 10 });
   const service = listOf(() => items);
   const sink = memorySink<Thing>();
   const options = { id: "thingID", sink, maxLimit: WINDOW, sweep: 0 };

@@ -12,17 +12,7 @@ import {
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
-import { freshTarget, listOf } from "./_sync_fake.ts";
-
-type Thing = { thingID: string; v?: number };
-
-/** `n` things with ids spread out, so that others can land between them. */
-function things(n: number, suffix = ""): Thing[] {
-  return Array.from(
-    { length: n },
-    (_, i) => ({ thingID: `t${String(i * 1000).padStart(9, "0")}${suffix}` }),
-  );
-}
+import { freshTarget, listOf, type Thing, things } from "./_sync_fake.ts";
 
 const byId = (a: Thing, b: Thing) => a.thingID < b.thingID ? -1 : 1;
 
@@ -64,7 +54,7 @@ async function copies(name: string) {
 Deno.test("a sweep answered with another list commits nothing (no row, no change row, the JSONL file byte for byte) and fails 'too-many-deletes'; healthy again, the next run goes on with no option changed", async () => {
   for (const copy of await copies("foreign")) {
     const real = things(1000);
-    const foreign = things(1000, "x"); // same id field, other ids, interleaved
+    const foreign = things(1000, { suffix: "x" }); // same id field, other ids, interleaved
     let foreignFrom = Infinity;
     const service = listOf(() =>
       service.requests >= foreignFrom ? foreign : real
@@ -176,7 +166,7 @@ Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the
     const before = await copy.snapshot();
     items = [
       ...items.filter((_, i) => i % 5 !== 1),
-      ...things(200, "y"),
+      ...things(200, { suffix: "y" }),
     ].sort(byId);
     await rejects(
       syncList(service.client, "things", { ...options, sweep: Infinity }),
