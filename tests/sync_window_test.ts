@@ -2,10 +2,10 @@
 
 import {
   judgeWindow,
+  planWindow,
   type SyncKey,
   type WindowState,
 } from "../src/sync/_window.ts";
-import { planWindow } from "../src/sync/_window_plan.ts";
 import { runStart, sweepStart } from "../src/sync/_checkpoint.ts";
 import { SyncError } from "../src/sync/mod.ts";
 

@@ -1,6 +1,5 @@
-// Internal: the committer of a run: it writes what a pass hands on, one
-// batch after another, each while the next window is read, and counts what
-// the sink reports.
+// Internal: writes what a pass hands on, one batch after another (each
+// while the next window is read), and counts what the sink reports.
 
 import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
@@ -13,8 +12,7 @@ import type {
 /** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;
 
-/** What a run wrote, as the sink reported it. */
-export interface Tally {
+interface Tally {
   written: number;
   read: number;
   pages: number;
@@ -26,62 +24,46 @@ export interface Tally {
 }
 
 /**
- * Writes batches in order: a batch starts once the one before is
- * committed, and a failed write stops the run at the batch before. Empty
- * batches are written only when they carry news the next run needs (a
- * pass's or a cycle's end or start), or by `flush`.
+ * Writes batches in order: a batch starts once the one before is committed;
+ * a failed write stops the run at the batch before. An empty batch is
+ * written only with news the next run needs (a pass's or a cycle's end or
+ * start), or by `flush`.
  */
 export class Committer<T> {
   readonly tally: Tally = {
-    written: 0,
-    read: 0,
-    pages: 0,
-    inserted: 0,
-    updated: 0,
-    deleted: 0,
-    skipped: 0,
-    skippedIds: [],
+    ...{ written: 0, read: 0, pages: 0, inserted: 0, updated: 0, deleted: 0 },
+    ...{ skipped: 0, skippedIds: [] },
   };
+  /** The checkpoint of the last batch committed. */
+  written: SyncCheckpoint;
+  /** The checkpoint handed on last: what the next one builds on. */
+  latest: SyncCheckpoint;
+  /** What the sink reported of the last batch committed. */
+  lastReport: SyncWriteReport = {};
   #writing: Promise<void> = Promise.resolve();
   readonly #skipped = new Set<string>();
-  #written: SyncCheckpoint;
-  #latest: SyncCheckpoint;
-  #report: SyncWriteReport = {};
   readonly #config: SyncConfig<T>;
+  readonly #requests: () => number;
 
-  constructor(config: SyncConfig<T>, saved: SyncCheckpoint) {
+  constructor(
+    config: SyncConfig<T>,
+    saved: SyncCheckpoint,
+    requests: () => number,
+  ) {
     this.#config = config;
-    this.#written = saved;
-    this.#latest = saved;
+    this.written = this.latest = saved;
+    this.#requests = requests;
   }
 
-  /** The checkpoint of the last batch committed. */
-  get written(): SyncCheckpoint {
-    return this.#written;
-  }
-
-  /** What the sink reported of the last batch committed. */
-  get lastReport(): SyncWriteReport {
-    return this.#report;
-  }
-
-  /**
-   * After a batch failed: writes `checkpoint` (with no item) as the next
-   * commit, once the failed one has settled.
-   */
+  /** After a batch failed: writes `checkpoint` alone, once the failed one settled. */
   async restart(
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext,
   ): Promise<void> {
     await this.settle();
-    this.#latest = checkpoint;
+    this.latest = checkpoint;
     this.#start([], [], checkpoint, context);
     await this.#writing;
-  }
-
-  /** The checkpoint handed on last: what the next one builds on. */
-  get latest(): SyncCheckpoint {
-    return this.#latest;
   }
 
   /** Starts writing `items` with `checkpoint` once the batch before is committed. */
@@ -94,11 +76,11 @@ export class Committer<T> {
     await this.#writing;
     // An abort (Ctrl-C, onProgress) stops the run before the next commit.
     this.#config.signal?.throwIfAborted();
-    this.#latest = checkpoint;
+    this.latest = checkpoint;
     this.tally.pages++;
     const news = context.beginsCycle === true ||
       context.endsCycle !== undefined ||
-      (checkpoint.complete && !this.#written.complete);
+      (checkpoint.complete && !this.written.complete);
     if (items.length === 0 && !news) return;
     this.#start(items, ids, checkpoint, context);
   }
@@ -110,9 +92,9 @@ export class Committer<T> {
   ): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();
-    this.#latest = checkpoint;
-    if (JSON.stringify(this.#latest) === JSON.stringify(this.#written)) return;
-    this.#start([], [], this.#latest, context);
+    this.latest = checkpoint;
+    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
+    this.#start([], [], checkpoint, context);
     await this.#writing;
   }
 
@@ -133,26 +115,23 @@ export class Committer<T> {
     context: SyncWriteContext,
   ): void {
     const batch = lastOfEachId(items, ids);
+    const { sink } = this.#config;
     this.#writing = (async () => {
-      const report = await this.#config.sink.write(
+      const report = await sink.write(
         batch.items,
         checkpoint,
         batch.ids,
         context,
       );
-      this.#written = checkpoint;
-      this.#report = report ?? {};
-      this.#count(batch.items.length, this.#report, context.phase);
+      this.written = checkpoint;
+      this.lastReport = report ?? {};
+      this.#count(batch.items.length, this.lastReport, context.phase);
     })();
     this.#writing.catch(() => {});
   }
 
   /** Counts a committed batch, and tells the listeners. */
-  #count(
-    handed: number,
-    report: SyncWriteReport,
-    phase: SyncWriteContext["phase"],
-  ): void {
+  #count(handed: number, report: SyncWriteReport, phase: string): void {
     const tally = this.tally;
     const { onProgress, onEvent } = this.#config;
     const reported = report.skippedIds ?? [];
@@ -177,21 +156,10 @@ export class Committer<T> {
       hear(onEvent, { type: "sync.skipped", ids: [...skippedIds] });
     }
     if (onProgress !== undefined) {
-      const { written, read, pages, inserted, updated, deleted } = tally;
-      hear(onProgress, {
-        written,
-        read,
-        pages,
-        requests: this.requests(),
-        inserted,
-        updated,
-        deleted,
-      });
+      const { skipped: _, skippedIds: __, ...counts } = tally;
+      hear(onProgress, { ...counts, requests: this.#requests() });
     }
   }
-
-  /** List requests so far: set by the run. */
-  requests: () => number = () => 0;
 }
 
 /** Tells a listener the frozen `event`; what it throws or rejects with is ignored. */
@@ -199,10 +167,7 @@ function hear<E>(listener: (event: E) => unknown, event: E): void {
   callListener(listener, Object.freeze(event));
 }
 
-/**
- * The batch with each id once, where it last occurs (the service's latest
- * word on that item), in order.
- */
+/** The batch with each id once, where it last occurs (the service's latest word). */
 function lastOfEachId<T>(
   items: readonly T[],
   ids: readonly string[],

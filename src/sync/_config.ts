@@ -4,6 +4,7 @@ import {
   checkAtMost,
   checkNumber,
   optionError,
+  requireFunction,
   requireOptions,
   requireText,
 } from "../core/_check.ts";
@@ -22,19 +23,17 @@ export interface SyncConfig<T> {
   readonly limit: number;
   readonly maxLimit: number;
   readonly concurrency: number;
-  /** List requests a run may spend on the sweep (Infinity: a whole cycle). */
+  /** List requests the sweep may spend (Infinity: a whole cycle). */
   readonly sweep: number;
   /** `sweep: Infinity` was asked for: the copy equal to the list now. */
   readonly fresh: boolean;
   /** How long the sweep may read, in ms (Infinity: no bound). */
   readonly maxDuration: number;
-  /** The list requests' priority (`"low"`: they yield to live calls). */
   readonly priority: "high" | "low" | "auto";
   readonly deletes: "remove" | "mark";
   readonly maxDeletes: number;
   readonly changes: boolean;
   readonly signal: AbortSignal | undefined;
-  /** The wall clock of the run's decisions. */
   readonly now: () => number;
   readonly items: ((body: unknown) => readonly T[]) | undefined;
   readonly onProgress: ((progress: SyncProgress) => void) | undefined;
@@ -47,7 +46,7 @@ export interface SyncConfig<T> {
  * The options of a run.
  *
  * @throws {TypeError} (`option`) For a bad id, sort field, sink, query or callback.
- * @throws {RangeError} (`option`) For a bad limit, maxLimit or concurrency.
+ * @throws {RangeError} (`option`) For a bad size, budget or share.
  */
 export function syncConfig<T>(
   path: string,
@@ -57,11 +56,14 @@ export function syncConfig<T>(
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
   const sortBy = checkSortBy(options.sortBy);
-  refuseFull(options);
+  if ((options as { full?: unknown }).full !== undefined) {
+    throw bad(
+      "full",
+      "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
+    );
+  }
   for (const name of ["items", "onProgress", "onEvent", "now"] as const) {
-    if (options[name] !== undefined && typeof options[name] !== "function") {
-      throw optionError(TypeError, CONTEXT, name, "must be a function");
-    }
+    requireFunction(options[name], CONTEXT, name);
   }
   return {
     identity: {
@@ -69,7 +71,11 @@ export function syncConfig<T>(
       sortBy: sortBy ?? (typeof id === "string" ? id : null),
       id: typeof id === "string" ? id : null,
       query: { ...checkQuery(options.query) },
-      sortDirection: checkDirection(options.sortDirection),
+      sortDirection: oneOf(
+        options.sortDirection,
+        ["ASC", "DESC"],
+        "sortDirection",
+      ),
     },
     ...sweepOptions(options),
     ...pagingOptions(options),
@@ -83,45 +89,43 @@ export function syncConfig<T>(
   };
 }
 
+function bad(option: string, rule: string, received?: string): TypeError {
+  return optionError(TypeError, CONTEXT, option, rule, received);
+}
+
+/** `value` if it is one of `allowed` (the first by default). */
+function oneOf<V extends string>(
+  value: unknown,
+  allowed: readonly V[],
+  option: string,
+  more = "",
+): V {
+  if (value === undefined) return allowed[0]!;
+  if (allowed.includes(value as V)) return value as V;
+  const names = allowed.map((name) => `"${name}"`);
+  const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
+  throw bad(option, rule + more, JSON.stringify(String(value).slice(0, 40)));
+}
+
 /** A field name to sort by; `-field` is refused with what to write instead. */
 function checkSortBy(given: unknown): string | undefined {
   if (given === undefined) return undefined;
   const sortBy = requireText(given, CONTEXT, "sortBy");
-  if (sortBy.startsWith("-")) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "sortBy",
-      `must be a field name: write sortBy: ${
-        JSON.stringify(sortBy.slice(1))
-      }, sortDirection: "DESC"`,
-      JSON.stringify(sortBy.slice(0, 40)),
-    );
-  }
-  return sortBy;
+  if (!sortBy.startsWith("-")) return sortBy;
+  const field = JSON.stringify(sortBy.slice(1));
+  throw bad(
+    "sortBy",
+    `must be a field name: write sortBy: ${field}, sortDirection: "DESC"`,
+    JSON.stringify(sortBy.slice(0, 40)),
+  );
 }
 
-/** 0.3's `full` is refused with what replaced it. */
-function refuseFull(options: object): void {
-  if ("full" in options && (options as { full?: unknown }).full !== undefined) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "full",
-      "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
-    );
-  }
-}
-
-/** A sink with `load` and `write`, and `lock` a function if it has one. */
 function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
   if (
     typeof sink?.load !== "function" || typeof sink?.write !== "function" ||
     (sink.lock !== undefined && typeof sink.lock !== "function")
   ) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
+    throw bad(
       "sink",
       "must have load and write (and lock, if any, a function)",
     );
@@ -129,50 +133,43 @@ function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
   return sink;
 }
 
-/** Page size, the largest a resumed run may meet, and pages in flight. */
+/** The paging and order parameters belong to their own options. */
+function checkQuery(query: Record<string, string> | undefined) {
+  for (const name of ["sortDirection", "sortBy", "limit", "page"]) {
+    if (query !== undefined && name in query) {
+      const value = JSON.stringify(query[name]);
+      throw bad(
+        "query",
+        `must not hold '${name}': write ${name}: ${value} as an option of syncList`,
+      );
+    }
+  }
+  return query;
+}
+
 function pagingOptions<T>(options: SyncOptions<T>) {
-  const limit = checkNumber(
-    options.limit,
-    50,
-    "positive integer",
-    CONTEXT,
-    "limit",
-  );
-  const concurrency = checkAtMost(
-    checkNumber(
-      options.concurrency,
-      1,
-      "positive integer",
+  const number = (value: number | undefined, fallback: number, name: string) =>
+    checkNumber(value, fallback, "positive integer", CONTEXT, name);
+  const limit = number(options.limit, 50, "limit");
+  const maxLimit = number(options.maxLimit, 1000, "maxLimit");
+  if (maxLimit < MIN_WINDOW) {
+    throw optionError(
+      RangeError,
       CONTEXT,
-      "concurrency",
-    ),
-    64,
-    CONTEXT,
-    "concurrency",
-  );
+      "maxLimit",
+      `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`,
+      String(maxLimit),
+    );
+  }
+  const concurrency = number(options.concurrency, 1, "concurrency");
   return {
     limit,
-    maxLimit: Math.max(limit, checkMaxLimit(options.maxLimit)),
-    concurrency,
+    maxLimit: Math.max(limit, maxLimit),
+    concurrency: checkAtMost(concurrency, 64, CONTEXT, "concurrency"),
   };
 }
 
-/** The sweep's options: budget, what deletes do, and the guard. */
-/** A sync's list requests' priority: Fetch's own values, `"low"` by default. */
-function checkPriority(given: unknown): "high" | "low" | "auto" {
-  const priority = given ?? "low";
-  if (priority === "low" || priority === "high" || priority === "auto") {
-    return priority;
-  }
-  throw optionError(
-    TypeError,
-    CONTEXT,
-    "priority",
-    'must be "high", "low" or "auto" (Fetch\'s RequestInit.priority)',
-    String(priority),
-  );
-}
-
+/** The sweep's budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
   const maxDuration = checkNumber(
     options.maxDuration,
@@ -190,16 +187,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     CONTEXT,
     "sweep",
   );
-  const deletes = options.deletes ?? "remove";
-  if (deletes !== "remove" && deletes !== "mark") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "deletes",
-      'must be "remove" or "mark"',
-      String(deletes),
-    );
-  }
+  const deletes = oneOf(options.deletes, ["remove", "mark"], "deletes");
   const maxDeletes = checkAtMost(
     checkNumber(
       options.maxDeletes,
@@ -213,75 +201,29 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     "maxDeletes",
   );
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
-    throw optionError(TypeError, CONTEXT, "changes", "must be a boolean");
+    throw bad("changes", "must be a boolean");
   }
   if (deletes === "mark" && options.sink?.marksDeletes === false) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
+    throw bad(
       "deletes",
       'cannot be "mark" for this sink (a JSONL file keeps no deleted_at): use "remove", or a SQL sink',
     );
   }
+  const priority = oneOf(
+    options.priority,
+    ["low", "high", "auto"],
+    "priority",
+    " (Fetch's RequestInit.priority)",
+  );
   return {
     sweep,
     fresh: options.sweep === Infinity,
     maxDuration,
-    priority: checkPriority(options.priority),
+    priority,
     deletes,
     maxDeletes,
     changes: options.changes === true,
   };
-}
-
-/** The direction read; `sortDirection` in `query` is refused with what to write. */
-function checkDirection(value: unknown): "ASC" | "DESC" {
-  if (value === undefined) return "ASC";
-  if (value === "ASC" || value === "DESC") return value;
-  throw optionError(
-    TypeError,
-    CONTEXT,
-    "sortDirection",
-    'must be "ASC" or "DESC"',
-    JSON.stringify(String(value).slice(0, 40)),
-  );
-}
-
-/** The query; the paging and order parameters belong to their own options. */
-function checkQuery(query: Record<string, string> | undefined) {
-  for (const name of ["sortDirection", "sortBy", "limit", "page"]) {
-    if (query !== undefined && name in query) {
-      throw optionError(
-        TypeError,
-        CONTEXT,
-        "query",
-        `must not hold '${name}': write ${name}: ${
-          JSON.stringify(query[name])
-        } as an option of syncList`,
-      );
-    }
-  }
-  return query;
-}
-
-function checkMaxLimit(value: number | undefined): number {
-  const maxLimit = checkNumber(
-    value,
-    1000,
-    "positive integer",
-    CONTEXT,
-    "maxLimit",
-  );
-  if (maxLimit < MIN_WINDOW) {
-    throw optionError(
-      RangeError,
-      CONTEXT,
-      "maxLimit",
-      `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`,
-      String(maxLimit),
-    );
-  }
-  return maxLimit;
 }
 
 /** Reads an item's key: its id, and its sort value (the raw id by default). */
@@ -297,10 +239,11 @@ function keyReader<T>(
   return (item) => {
     const raw = rawId(item);
     if (!isValue(raw)) {
+      const where = typeof id === "string" ? ` in '${id}'` : "";
       throw new SyncError(
-        `Cannot sync: an item has no id${
-          typeof id === "string" ? ` in '${id}'` : ""
-        }: received ${raw === null ? "null" : typeof raw}`,
+        `Cannot sync: an item has no id${where}: received ${
+          raw === null ? "null" : typeof raw
+        }`,
         "missing-id",
       );
     }

@@ -1,15 +1,14 @@
 // Internal: one pass over the list: windows read in a pipeline, each judged
-// by the pure rules of _window.ts, what they prove handed on in order. A
-// sync runs a head pass (what is new) and a sweep pass (what the copy
-// holds, read again) with this same machinery; _committer.ts writes what a
-// pass hands on.
+// by _window.ts, what they prove handed on in order. The head pass (what is
+// new) and the sweep (what the copy holds, read again) both run on it.
 
 import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
-import { followingWindow, nextWindow } from "./_window_plan.ts";
 import {
+  followingWindow,
   judgeWindow,
+  nextWindow,
   refusedWindow,
   type SyncKey,
   type WindowPlan,
@@ -17,10 +16,9 @@ import {
 } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
 
-/** A window the pass committed: its items to write, and the state after it. */
+/** A window the pass committed: its items and their ids, and the state after it. */
 export interface Committed<T> {
   readonly items: readonly T[];
-  /** The items' ids, in order (read once, when the window was judged). */
   readonly ids: readonly string[];
   readonly state: WindowState;
   /** The pass is complete. */
@@ -29,18 +27,11 @@ export interface Committed<T> {
   readonly edgeAt?: number;
 }
 
-/** How a pass ended: its last state, and whether it completed. */
-export interface PassEnd {
-  readonly state: WindowState;
-  readonly ended: boolean;
-}
-
 /**
- * Windows in a row answering with the same first item, spread over at
- * least two windows' worth of the list, before the pass gives up: a
- * service that ignores `page` answers every window with the first page. A
- * list that moves shifts items by what was inserted or deleted between two
- * requests, and is followed, however far.
+ * Windows in a row answering with the same first item, spread over at least
+ * two windows' worth of the list, before the pass gives up: a service that
+ * ignores `page` answers every window with the first page. A list that
+ * moves shifts its items by what was inserted or deleted, and is followed.
  */
 const REPEATS = 3;
 
@@ -51,21 +42,25 @@ interface Flight<T> {
   readonly items: Promise<readonly T[]>;
 }
 
+/** What every pass of a run shares; `requests` counts each request sent. */
+export interface PassRun<T> {
+  readonly client: SyncSource;
+  readonly config: SyncConfig<T>;
+  readonly requests: { count: number };
+}
+
 /**
- * Reads windows from `start` until the pass completes or `budget` list
- * requests are spent, handing each committed window to `commit` in order
- * (awaited before the next is handed on; the next window is read
- * meanwhile). `requests` counts each request sent.
+ * Reads windows from `start` until the pass completes or `budget` requests
+ * are spent, handing each committed window to `commit` in order (the next
+ * is read meanwhile).
  */
 export async function runPass<T>(
-  client: SyncSource,
-  config: SyncConfig<T>,
+  { client, config, requests }: PassRun<T>,
   start: WindowState,
   budget: number,
   commit: (window: Committed<T>) => Promise<void>,
-  requests: { count: number },
   timeUp: () => boolean = () => false,
-): Promise<PassEnd> {
+): Promise<{ state: WindowState; ended: boolean }> {
   let state = start;
   let spent = 0;
   let repeated: Repeats | undefined;
@@ -95,14 +90,18 @@ export async function runPass<T>(
         if (judged.kind !== "commit") continue;
       }
       repeated = sameFirst(repeated, flight.plan, judged.first);
-      if (repeated !== undefined && ignoresPage(repeated, flight.plan)) {
-        throw repeatedPages(config, flight.plan);
+      if (
+        repeated !== undefined && repeated.n >= REPEATS &&
+        repeated.high - repeated.low >= 2 * flight.plan.limit
+      ) {
+        throw new SyncError(
+          `Cannot sync ${config.identity.path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${flight.plan.page} of ${flight.plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
+          "repeated-page",
+        );
       }
       if (!judged.ended && state.seek === undefined) {
         width = config.concurrency;
-        // The next windows go out before this one is written: the service
-        // works while the sink does.
-        fill();
+        fill(); // the service works while the sink writes
       }
       await commit(judged.window);
       if (judged.ended) return { state, ended: true };
@@ -137,18 +136,6 @@ function sameFirst(
   };
 }
 
-/** Whether `repeats` show a service answering every page with the same one. */
-function ignoresPage(repeats: Repeats, plan: WindowPlan): boolean {
-  return repeats.n >= REPEATS && repeats.high - repeats.low >= 2 * plan.limit;
-}
-
-function repeatedPages<T>(config: SyncConfig<T>, plan: WindowPlan): SyncError {
-  return new SyncError(
-    `Cannot sync ${config.identity.path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
-    "repeated-page",
-  );
-}
-
 /** A window's verdict; a refused size is a verdict too (read smaller). */
 async function judge<T>(
   flight: Flight<T>,
@@ -164,10 +151,8 @@ async function judge<T>(
       error instanceof ApiError && error.status === 400 &&
       flight.plan.limit > Math.max(state.accepted, config.limit)
     ) {
-      return {
-        kind: "refused" as const,
-        next: refusedWindow(state, flight.plan.limit),
-      };
+      const next = refusedWindow(state, flight.plan.limit);
+      return { kind: "refused" as const, next };
     }
     throw error;
   }
@@ -177,9 +162,10 @@ async function judge<T>(
   const at = firstEdge === null || state.edge !== firstEdge
     ? -1
     : keys.findIndex((key) => key.id === firstEdge.id);
+  const { from, to } = verdict.fresh;
   const window: Committed<T> = {
-    items: items.slice(verdict.fresh.from, verdict.fresh.to),
-    ids: keys.slice(verdict.fresh.from, verdict.fresh.to).map((key) => key.id),
+    items: items.slice(from, to),
+    ids: keys.slice(from, to).map((key) => key.id),
     state: verdict.next,
     ended: verdict.ended,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
@@ -187,16 +173,15 @@ async function judge<T>(
   return { ...verdict, window, first: keys[0]?.id };
 }
 
-/** Starts reading one window. */
 function launch<T>(
   client: SyncSource,
   config: SyncConfig<T>,
   plan: WindowPlan,
 ): Flight<T> {
   const controller = new AbortController();
-  const signal = config.signal === undefined
-    ? controller.signal
-    : AbortSignal.any([config.signal, controller.signal]);
+  const signal = AbortSignal.any(
+    [config.signal, controller.signal].filter((s) => s !== undefined),
+  );
   const items = (async () => {
     const pages = client.pages<T>(config.identity.path, {
       ...listOptions(config, signal),
@@ -207,8 +192,7 @@ function launch<T>(
     for await (const page of pages) return page.items;
     return [];
   })();
-  // A window dropped in flight may still reject; nobody waits for it.
-  items.catch(() => {});
+  items.catch(() => {}); // a window dropped in flight may still reject
   return { plan, controller, items };
 }
 

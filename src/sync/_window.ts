@@ -1,19 +1,17 @@
-// Internal: the decisions of a sync as pure functions over its state: what
-// a window that came back proves (where the next one goes: _window_plan.ts). The
-// invariant they keep (docs/sync.md): every item with a key up to `edge`
-// that existed for the whole run is in the sink, once.
+// Internal: the decisions of a pass as pure functions over its state: what a
+// window that came back proves, and where the next one goes. The invariant
+// they keep (docs/sync.md): every item with a key up to `edge` that existed
+// for the whole run is in the sink, once.
 
 import { SyncError } from "./sync_error.ts";
 
-/** An item's place in the order: its sort value, then its id. */
+/** An item's place in the order: its sort value (the id by default), then its id. */
 export interface SyncKey {
-  /** The value of the sort field (the id itself when the order is by id). */
   readonly value: string | number;
-  /** The item's id. */
   readonly id: string;
 }
 
-/** Where a sync stands between windows. */
+/** Where a pass stands between windows. */
 export interface WindowState {
   /** The key of the last item committed; null before the first. */
   readonly edge: SyncKey | null;
@@ -25,16 +23,11 @@ export interface WindowState {
   readonly accepted: number;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
-  /** The largest size the run asks for. */
   readonly maxLimit: number;
-  /** The pass reads the list in descending key order. @default {false} */
   readonly descending?: boolean;
   /** The keys this pass commits (every key when absent). */
   readonly domain?: Domain;
-  /**
-   * While the edge is looked for (a window missed it): what is known of
-   * where it stands. Absent once a window holds it.
-   */
+  /** While a window missed the edge: what is known of where it stands. */
   readonly seek?: Seek;
   /** A sweep: the window before was short; another short one ends the pass. */
   readonly short?: boolean;
@@ -43,10 +36,9 @@ export interface WindowState {
 /**
  * Where the edge stands, as far as windows that missed it tell: at or after
  * `low` (a whole window before it held only older items), before `high` (a
- * window starting there began past it, or found the list's end). Probes go
- * out twice as far each time until both are known, then halve the gap: a
- * list that lost or gained `d` items before the edge costs about
- * 2 × log2(d / window) requests, not d / window.
+ * window starting there began past it). Probes go out twice as far each
+ * time until both are known, then halve the gap: `d` items lost or gained
+ * before the edge cost about 2 × log2(d / window) requests, not d / window.
  */
 export interface Seek {
   readonly low?: number;
@@ -56,10 +48,9 @@ export interface Seek {
 }
 
 /**
- * The keys a pass commits, in ascending key order: above `above`
- * (exclusive) and up to `upTo` (inclusive). A pass ends once it reads a key
- * past the domain's far end in its direction (above `upTo` ascending, at or
- * below `above` descending): what follows is another pass's.
+ * The keys a pass commits, ascending: above `above` (exclusive), up to
+ * `upTo` (inclusive). A pass ends once it reads a key past the far end in
+ * its direction: what follows is another pass's.
  */
 export interface Domain {
   readonly above: SyncKey | null;
@@ -76,19 +67,17 @@ export interface WindowPlan {
 /** What a window proves, given the state before it. */
 export type WindowVerdict =
   | {
-    /** It overlaps what is committed: its newer items can be committed. */
+    /** It overlaps what is committed: `keys.slice(fresh.from, fresh.to)` commit. */
     readonly kind: "commit";
-    /** The items to commit: `keys.slice(from, to)`, after the edge and in the domain. */
     readonly fresh: { readonly from: number; readonly to: number };
-    /** The state once the window is committed. */
     readonly next: WindowState;
-    /** Nothing followed its last item, or it reached the domain's far end: the pass is complete. */
+    /** The pass is complete. */
     readonly ended: boolean;
-    /** The edge moved: the window read something past what was committed. */
+    /** The window read something past what was committed. */
     readonly advanced: boolean;
   }
   | {
-    /** It may have skipped items (it starts after `edge`): read again earlier. */
+    /** It starts after `edge`, so it may have skipped items: read again earlier. */
     readonly kind: "gap";
     readonly next: WindowState;
   };
@@ -99,8 +88,8 @@ export const MIN_MARGIN = 2;
 export const RESUME_MARGIN = 32;
 /**
  * The smallest `maxLimit`: below it, a window that overlaps the edge and
- * reaches past it may not exist (when every size up to it divides the
- * offset; lcm(2..25) exceeds any offset).
+ * reaches past it may not exist (every size up to it may divide the offset;
+ * lcm(2..25) exceeds any offset).
  */
 export const MIN_WINDOW = 25;
 
@@ -111,7 +100,6 @@ export function compareValues(a: string | number, b: string | number): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/** Orders two keys: by sort value, then by id. */
 export function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
@@ -119,11 +107,10 @@ export function compareKeys(a: SyncKey, b: SyncKey): number {
 /**
  * Judges a window of `keys` read at `plan`. It may be committed when it
  * starts at the head of the list or at or before `edge`: a page is a
- * contiguous run of the list as it stood when it was read, so it then holds
- * every item between `edge` and its last item that existed at that moment
- * (and so every one that existed for the whole run).
+ * contiguous run of the list as it stood when read, so it holds every item
+ * between `edge` and its last that existed then (and so for the whole run).
  *
- * @throws {SyncError} (`"unordered"`) When the keys do not ascend.
+ * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
  */
 export function judgeWindow(
   state: WindowState,
@@ -139,8 +126,7 @@ export function judgeWindow(
     (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
   if (!overlaps) {
-    // The window began after every item up to the edge: the item after
-    // the edge stands at or before its start now.
+    // The item after the edge stands at or before this window's start now.
     return {
       kind: "gap",
       next: {
@@ -161,7 +147,8 @@ export function judgeWindow(
   // Inside a sweep the end is known (its domain's far end): a short page
   // that brought news is read again, and ends the pass only when that read
   // is short too (a list still growing there is followed no further).
-  const again = short && advanced && sweeping(state) && !state.short;
+  const again = short && advanced && (state.domain?.upTo ?? null) !== null &&
+    !state.short;
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
@@ -198,10 +185,7 @@ function sought(
   };
 }
 
-/**
- * @throws {SyncError} (`"unordered"`) When `keys` break `order`. Equal keys
- * are the same item twice (kept once, by its last occurrence).
- */
+/** Equal keys are the same item twice (kept once, by its last occurrence). */
 function checkOrder(
   keys: readonly SyncKey[],
   order: (a: SyncKey, b: SyncKey) => number,
@@ -219,12 +203,6 @@ function checkOrder(
   );
 }
 
-/** Whether the pass is a sweep: it covers keys up to a known last one. */
-function sweeping(state: WindowState): boolean {
-  return (state.domain?.upTo ?? null) !== null;
-}
-
-/** The pass's order: ascending keys, or descending. */
 export function passOrder(
   state: Pick<WindowState, "descending">,
 ): (a: SyncKey, b: SyncKey) => number {
@@ -233,8 +211,8 @@ export function passOrder(
 
 /**
  * Which of `keys` (in pass order, the first `older` at or before the edge)
- * the pass commits: a contiguous run, from the first in the domain to the
- * last before its far end.
+ * the pass commits: from the first in the domain to the last before its far
+ * end.
  */
 function inDomain(
   state: WindowState,
@@ -245,43 +223,34 @@ function inDomain(
   const isIn = (key: SyncKey) =>
     (above === null || compareKeys(key, above) > 0) &&
     (upTo === null || compareKeys(key, upTo) <= 0);
+  // Past the far end in the pass's direction: at or below `above` read
+  // descending, above `upTo` ascending.
+  const isPast = (key: SyncKey) =>
+    state.descending === true
+      ? above !== null && compareKeys(key, above) <= 0
+      : upTo !== null && compareKeys(key, upTo) > 0;
   let from = older;
   let to = keys.length;
-  // Before the domain (in pass order): newer than `upTo` read descending.
-  while (from < to && !isIn(keys[from]!) && !isPastFarEnd(state, keys[from]!)) {
-    from++;
-  }
-  for (let i = from; i < to; i++) {
-    if (!isIn(keys[i]!)) to = i;
-  }
+  while (from < to && !isIn(keys[from]!) && !isPast(keys[from]!)) from++;
+  for (let i = from; i < to; i++) if (!isIn(keys[i]!)) to = i;
   return { from, to };
 }
 
-/** Whether the pass committed the last key of its domain (ascending, up to `upTo`). */
+/** Whether an ascending pass committed the last key of its domain. */
 function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
   const upTo = state.domain?.upTo ?? null;
   return state.descending !== true && upTo !== null && edge !== null &&
     compareKeys(edge, upTo) >= 0;
 }
 
-/** Whether `key` lies past the domain's far end in the pass's direction. */
-function isPastFarEnd(state: WindowState, key: SyncKey): boolean {
-  const { above = null, upTo = null } = state.domain ?? {};
-  return state.descending === true
-    ? above !== null && compareKeys(key, above) <= 0
-    : upTo !== null && compareKeys(key, upTo) > 0;
-}
-
 /**
- * Whether a window of `count` items for `limit` proves the end of the list.
- * A service either refuses a size above its largest (400) or cuts the page
- * to it, and nothing says which. A short answer proves the end when its
- * size is known to be honoured (a full page of that size or larger came
- * back, now or in an earlier run), or when it is shorter than MIN_WINDOW (no
- * service is taken to cut pages that small: the same floor as `maxLimit`'s).
- * The user's `limit` proves nothing: a service may cut below it. Otherwise
- * the next window asks at most `count`, a size honoured either way, and
- * settles it.
+ * Whether `count` items for `limit` prove the end of the list. A service
+ * refuses a size above its largest (400) or cuts the page to it, and nothing
+ * says which: a short answer proves the end when its size is known to be
+ * honoured (a full page that large came back, in this run or before), or
+ * when it is under MIN_WINDOW (no service is taken to cut pages that small).
+ * The user's `limit` proves nothing. Otherwise the next window asks at most
+ * `count`, a size honoured either way, and settles it.
  */
 export function provesEnd(
   state: WindowState,
@@ -291,7 +260,6 @@ export function provesEnd(
   return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
 }
 
-/** What an answer of `count` items for `limit` says of the sizes honoured. */
 function learnLimit(
   state: WindowState,
   limit: number,
@@ -327,4 +295,89 @@ function countUpTo(
     else high = middle;
   }
   return low;
+}
+
+/** The largest size the next window may ask for. */
+export function windowCap(state: WindowState): number {
+  if (state.refused === Infinity) return state.maxLimit;
+  return Math.max(
+    state.accepted,
+    Math.min(state.maxLimit, Math.floor((state.accepted + state.refused) / 2)),
+  );
+}
+
+/** The first window after `state`, overlapping its edge by its margin. */
+export function nextWindow(state: WindowState): WindowPlan {
+  const cap = windowCap(state);
+  const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
+  if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
+  return planWindow(state.edge === null ? 0 : state.offset, state.margin, cap);
+}
+
+/** The window after `plan` if the list does not move: the pipeline's guess. */
+export function followingWindow(
+  plan: WindowPlan,
+  state: WindowState,
+): WindowPlan {
+  return planWindow(plan.start + plan.limit, state.margin, windowCap(state));
+}
+
+/**
+ * The window that overlaps the item before `offset` by at least `margin + 1`
+ * items and reaches furthest past it. A size `limit` places a window only at
+ * a multiple of `limit`, so every size up to `cap` is tried. Without such a
+ * window the margin is dropped; without any (every size up to `cap` divides
+ * `offset`: a cap under 25), the largest is read and the run moves only if
+ * the list does.
+ */
+export function planWindow(
+  offset: number,
+  margin: number,
+  cap: number,
+): WindowPlan {
+  if (offset <= 0) return { start: 0, limit: cap, page: 1 };
+  return reaching(offset, offset - 1 - margin, cap) ??
+    reaching(offset, offset - 1, cap) ??
+    placed(cap, Math.floor((offset - 1) / cap));
+}
+
+/** The furthest-reaching window starting at or before `target` and past `offset`. */
+function reaching(
+  offset: number,
+  target: number,
+  cap: number,
+): WindowPlan | undefined {
+  const from = Math.max(0, target);
+  let best: WindowPlan | undefined;
+  let bestEnd = offset;
+  for (let limit = cap; limit >= 1; limit--) {
+    const index = Math.floor(from / limit);
+    const end = (index + 1) * limit;
+    // Ties go to the smaller page: the same items for fewer bytes.
+    if (end > bestEnd || (end === bestEnd && best !== undefined)) {
+      best = placed(limit, index);
+      bestEnd = end;
+    }
+  }
+  return best;
+}
+
+function placed(limit: number, index: number): WindowPlan {
+  return { start: index * limit, limit, page: index + 1 };
+}
+
+/**
+ * Where the next probe for the edge starts: further out each time until the
+ * edge is bracketed, then halfway; undefined once the bracket fits in a
+ * window (the ordinary plan reads it). One miss is the ordinary drift a
+ * margin covers: probes go out from the second.
+ */
+export function probeAt(seek: Seek, cap: number): number | undefined {
+  const { low, high, probes } = seek;
+  if (probes < 2) return undefined;
+  const reach = cap * 2 ** (probes - 2);
+  if (high === undefined) return low === undefined ? undefined : low + reach;
+  if (low === undefined) return Math.max(0, high - reach);
+  if (high - low <= cap) return undefined;
+  return Math.floor((low + high) / 2);
 }

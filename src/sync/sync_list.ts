@@ -1,9 +1,8 @@
 // syncList: a copy of a list that stays true while the list moves under
 // offset paging. Each run reads what is new (the head pass), then spends its
-// sweep budget reading again what the copy holds (the rolling cycle), with
-// the same overlapping windows (_pass.ts, decided by _window.ts); where each
-// pass starts and what each window leaves in the checkpoint are pure
-// functions in _checkpoint.ts.
+// sweep budget reading again what the copy holds (the rolling cycle), both
+// with the overlapping windows of _pass.ts; where each pass starts and what
+// each window leaves in the checkpoint are _checkpoint.ts's pure functions.
 
 import {
   afterDeletes,
@@ -15,7 +14,7 @@ import {
   runStart,
   sweepStart,
 } from "./_checkpoint.ts";
-import { type Committed, listOptions, runPass } from "./_pass.ts";
+import { type Committed, listOptions, type PassRun, runPass } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
@@ -28,12 +27,9 @@ import type { SyncKey } from "./_window.ts";
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
  * once, also when items are inserted or deleted anywhere while it pages.
- *
- * Each window overlaps the items already committed; a window that starts
- * after them may have skipped items and is read again earlier. Items and
- * the checkpoint commit together, so a run killed at any point resumes
- * where it stopped (reading at most one window again), and a later run
- * reads only what was added at the end. See docs/sync.md.
+ * Items and the checkpoint commit together, so a run killed at any point
+ * resumes where it stopped, and a later run reads what was added, then
+ * sweeps part of the copy again. See docs/sync.md.
  *
  * @param client The client: its pacing, retries and token.
  * @param path The list, e.g. `"transactions"`.
@@ -72,11 +68,10 @@ export async function syncList<T>(
   options: SyncOptions<T>,
 ): Promise<SyncResult> {
   const config = syncConfig(path, options);
-  // The client checks the path and list options when the pages are asked
-  // for, before any request: here, before the sink is touched.
+  // The client checks the list options when pages are asked for, before
+  // any request: here, before the sink is touched.
   void client.pages(config.identity.path, listOptions(config, undefined));
-  // One run at a time: the sink checks the copy, then takes it. (No
-  // `await using`: Node 20 cannot parse it.)
+  // No `await using`: Node 20 cannot parse it.
   const lock = await config.sink.lock?.(
     config.signal === undefined ? {} : { signal: config.signal },
   );
@@ -88,6 +83,13 @@ export async function syncList<T>(
   }
 }
 
+/** What the passes of a run share. */
+interface Run<T> extends PassRun<T> {
+  readonly committer: Committer<T>;
+  /** When the run began (`config.now`). */
+  readonly startedAt: number;
+}
+
 /** The head pass, then the sweep, from `start`; what the run did. */
 async function runFrom<T>(
   client: SyncSource,
@@ -95,43 +97,38 @@ async function runFrom<T>(
   start: RunStart,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
-  const startedAt = config.now();
-  const committer = new Committer(config, start.checkpoint);
-  committer.requests = () => requests.count;
+  const committer = new Committer(
+    config,
+    start.checkpoint,
+    () => requests.count,
+  );
+  const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
-  const first = start.checkpoint.edge === null &&
-    start.checkpoint.head === undefined &&
-    start.checkpoint.cycles === undefined;
+  const { edge, head: under, cycles } = start.checkpoint;
+  const first = edge === null && under === undefined && cycles === undefined;
   try {
-    const shift = await head(client, config, committer, start, {
-      first,
-      startedAt,
-    }, requests);
+    const shift = await head(run, start, first);
     const inserted = committer.tally.inserted;
-    const read = { from: requests.count, clock: steadyClock(config.now) };
-    const began = read.clock();
-    const timeUp = () => read.clock() - began >= config.maxDuration;
+    const clock = steadyClock(config.now);
+    const read = { from: requests.count, began: clock() };
     if (!first) {
-      await sweep(client, config, committer, { startedAt, timeUp }, requests);
+      await sweep(run, () => clock() - read.began >= config.maxDuration);
     }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
-    const { pages: _, ...tally } = committer.tally;
-    const latest = committer.latest;
+    const { tally, latest } = committer;
+    const { verifiedAt } = latest;
     return {
       ...tally,
-      pages: committer.tally.pages,
       skippedIds: [...tally.skippedIds],
       requests: requests.count,
       resumed: start.resumed,
       behind: Math.max(0, (shift ?? 0) - sweepInserted),
-      ...(latest.verifiedAt === undefined
-        ? {}
-        : { verifiedAt: latest.verifiedAt }),
+      ...(verifiedAt === undefined ? {} : { verifiedAt }),
       sweepLeft: sweepLeft(latest),
       ...nextVerified(latest, {
         requests: requests.count - read.from,
-        span: read.clock() - began,
+        span: clock() - read.began,
         now: config.now(),
       }),
     };
@@ -140,53 +137,39 @@ async function runFrom<T>(
   }
 }
 
-/**
- * The head pass: what is new since the checkpoint, committed window by
- * window. How far the last item committed moved, when a window showed it.
- */
+/** The head pass: what is new; how far the last item committed moved, if seen. */
 async function head<T>(
-  client: SyncSource,
-  config: SyncConfig<T>,
-  committer: Committer<T>,
+  run: Run<T>,
   start: RunStart,
-  { first, startedAt }: { first: boolean; startedAt: number },
-  requests: { count: number },
+  first: boolean,
 ): Promise<number | undefined> {
+  const { config, committer } = run;
   let shift: number | undefined;
-  await runPass(client, config, start.head, Infinity, async (window) => {
+  await runPass(run, start.head, Infinity, async (window) => {
     shift ??= shiftOf(start.checkpoint, window);
+    const top = window.items[0];
     const after = afterHeadWindow(
       committer.latest,
       window.state,
       window.ended,
-      window.items.length === 0 ? undefined : config.keyOf(window.items[0]!),
+      top === undefined ? undefined : config.keyOf(top),
     );
     const checkpoint = first && window.ended
-      ? { ...after, cycles: 1, verifiedAt: startedAt }
+      ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
-    await committer.commit(
-      window.items,
-      checkpoint,
-      context(config, checkpoint, "head"),
-      window.ids,
-    );
-  }, requests);
+    const batch = context(config, checkpoint, "head");
+    await committer.commit(window.items, checkpoint, batch, window.ids);
+  });
   return shift;
 }
 
 /**
- * Spends the run's sweep budget on the cycle under way (or a new one).
- * `sweep: Infinity` leaves the copy equal to the list as it stood when the
- * run began (`startedAt`): a cycle begun before then is given up, since
- * what changed behind its cursor would wait for the next.
+ * Spends the sweep budget on the cycle under way (or a new one). Under
+ * `sweep: Infinity` a cycle begun before the run is given up: what changed
+ * behind its cursor would wait for the next.
  */
-async function sweep<T>(
-  client: SyncSource,
-  config: SyncConfig<T>,
-  committer: Committer<T>,
-  run: { startedAt: number; timeUp: () => boolean },
-  requests: { count: number },
-): Promise<void> {
+async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
+  const { config, committer } = run;
   if (config.sweep === 0) return;
   const begun = sweepStart(committer.latest, config, {
     now: config.now(),
@@ -202,62 +185,41 @@ async function sweep<T>(
     });
     committer.tally.pages--; // not a window
   }
-  const end = await runPass(
-    client,
-    config,
-    begun.state,
-    config.sweep,
-    async (window: Committed<T>) => {
-      const checkpoint = afterSweepWindow(
-        committer.latest,
-        cursor,
-        window.state,
-        window.ended,
-      );
-      const ends = window.ended
-        ? { endsCycle: cycleEnd(config, checkpoint) }
-        : {};
-      await committer.commit(window.items, checkpoint, {
-        ...context(config, committer.latest, "sweep"),
-        ...ends,
-      }, window.ids);
-    },
-    requests,
-    run.timeUp,
-  );
-  if (end.ended) return await endCycle(config, committer, cursor.cycle);
-  // Out of budget mid-cycle: where the sweep stands is saved for the next
-  // run, also where a window that found a gap moved it back to.
+  const commit = async ({ items, ids, state, ended }: Committed<T>) => {
+    const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
+    await committer.commit(items, checkpoint, {
+      ...context(config, committer.latest, "sweep"),
+      ...(ended ? { endsCycle: cycleEnd(config, checkpoint) } : {}),
+    }, ids);
+  };
+  const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
+  if (end.ended) return await endCycle(run, cursor.cycle);
+  // Out of budget mid-cycle: where the sweep stands (also where a window
+  // that found a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
-  const moved = afterSweepWindow(
-    latest,
-    latest.sweep ?? cursor,
-    end.state,
-    false,
-  );
+  const at = latest.sweep ?? cursor;
+  const moved = afterSweepWindow(latest, at, end.state, false);
   await committer.flush(moved, context(config, latest, "sweep"));
 }
 
 /**
  * A completed cycle: its deletes go on record for the 24-hour guard; or,
- * refused by the guard (nothing of its end committed), the cycle is given
- * up and the refusal recorded before the run fails with it.
+ * refused by the guard (nothing of its end committed), the cycle is given up
+ * and the refusal recorded before the run fails with it.
  */
-async function endCycle<T>(
-  config: SyncConfig<T>,
-  committer: Committer<T>,
-  cycle: number,
-): Promise<void> {
+async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
+  const { config, committer } = run;
   try {
     await committer.done();
   } catch (error) {
     if (!(error instanceof SyncError) || error.reason !== "too-many-deletes") {
       throw error;
     }
+    const needed = error.maxDeletesNeeded ?? 1;
     const refused = afterRefusal(
       committer.written,
       cycle,
-      error.maxDeletesNeeded ?? 1,
+      needed,
       config.now(),
     );
     // Recorded as a head's batch: no row is seen or written.
@@ -310,12 +272,12 @@ function shiftOf<T>(
     : window.edgeAt - (saved.offset - 1);
 }
 
-/** List requests the cycle under way still needs, about: what is left over the window size. */
+/** List requests the cycle under way still needs, about. */
 function sweepLeft(checkpoint: SyncCheckpoint): number {
   const sweep = checkpoint.sweep;
   if (sweep === undefined) return 0;
-  const window = Math.max(1, checkpoint.accepted ?? 1);
   if (checkpoint.sortDirection === "DESC") return 1;
+  const window = Math.max(1, checkpoint.accepted ?? 1);
   return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
 }
 
