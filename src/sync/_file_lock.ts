@@ -1,21 +1,10 @@
 // Internal: a lock file beside a copy (`<path>.lock`), holding the token of
 // the run that owns it. Created exclusively; refreshed (its mtime) while
-// held; taken over only once stale, by one run at a time (a guard file),
-// which looks again before it removes the stale lock, so that two runs that
-// both judged it stale cannot both take it and a fresh lock is never
-// touched; removed on release only while it is still this run's.
+// held; taken over only once stale, by one run at a time (a guard file);
+// removed on release only while it is still this run's.
 
-import { lstat } from "node:fs/promises";
 import process from "node:process";
-import {
-  fileError,
-  isMissing,
-  isTaken,
-  openFile,
-  readText,
-  refuseLink,
-  removeFile,
-} from "./_files.ts";
+import { isTaken, openFile, readText, removeFile, statOf } from "./_files.ts";
 import {
   isStale,
   keepRefreshed,
@@ -113,20 +102,15 @@ async function create(path: string, token: string): Promise<boolean> {
   return true;
 }
 
-/** The lock's owner and last refresh, or undefined once it is gone. */
+/**
+ * The lock's owner and last refresh, or undefined once it is gone. A link
+ * (planted, dangling or not) is refused, naming its owner.
+ */
 async function look(
   path: string,
 ): Promise<LockContent & { refreshedAt: number } | undefined> {
-  let info;
-  try {
-    info = await lstat(path);
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw fileError(path, "look at", error);
-  }
-  // A link (planted, dangling or not) is refused, naming its owner; a
-  // foreign file never passes for a held lock.
-  if (info.isSymbolicLink()) await refuseLink(path);
+  const info = await statOf(path);
+  if (info === undefined) return undefined;
   const content = parse(await readText(path));
   return {
     owner: content?.owner ?? "",
@@ -138,10 +122,10 @@ async function look(
 /**
  * Takes over the stale lock of `stale`. Only the run that holds the guard
  * file beside it (`<path>.takeover`, created exclusively) may touch the
- * lock, and it looks again under the guard: a fresh lock is never moved,
- * even for a moment (renaming it away and back made its holder see it
- * gone, and stop with "lock-lost"). A guard left by a run that died while
- * taking over is stale like a lock and removed.
+ * lock, and it looks again under the guard, so that two runs that both
+ * judged it stale cannot both take it, and a fresh lock is never moved,
+ * even for a moment (renaming it away and back made its holder stop with
+ * "lock-lost"). A guard left by a run that died is stale like a lock.
  */
 async function takeOver(
   path: string,
@@ -161,10 +145,9 @@ async function takeOver(
     const current = await look(path);
     if (current !== undefined) {
       // Another run's by now, or refreshed by its owner since: not stale.
-      if (
-        current.owner !== stale || !isStale(current.refreshedAt, now())
-      ) return false;
-      // Gone already (its run released it meanwhile): create decides.
+      if (current.owner !== stale || !isStale(current.refreshedAt, now())) {
+        return false;
+      }
       await removeFile(path);
     }
     return await create(path, token);

@@ -1,14 +1,14 @@
 // Internal: the files of a copy, opened the one safe way: never through a
 // symbolic link (another user's link beside the copy must not redirect a
 // write), an existing file never with truncation, a new one created
-// exclusively and 0600, and replaced whole only through a temporary file of
-// this run's own and a rename. Every failure is a SyncError naming the file.
-// node:fs, so it runs wherever node:fs does.
+// exclusively and 0600, replaced whole only through a temporary file of this
+// run's own and a rename. Every failure is a SyncError naming the file.
 
 import { createHash } from "node:crypto";
 import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { SyncError } from "./sync_error.ts";
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
@@ -17,31 +17,35 @@ const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 
 /** The mode of every file a sink creates: the owner's alone. */
-export const FILE_MODE = 0o600;
+const FILE_MODE = 0o600;
 
 /**
- * The size of the file at `path`, or undefined when there is none.
+ * What is at `path`, or undefined when nothing is.
  *
- * @throws {SyncError} (`"link"`) When it is a symbolic link; (`"file"`)
- * when it cannot be looked at.
+ * @throws {SyncError} (`"link"`) When it is a symbolic link (dangling ones
+ * too); (`"file"`) when it cannot be looked at.
  */
-export async function sizeOf(path: string): Promise<number | undefined> {
+export async function statOf(path: string): Promise<Stats | undefined> {
   try {
     const info = await lstat(path);
     if (info.isSymbolicLink()) throw linkRefused(path, info);
-    return info.size;
+    return info;
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw fileError(path, "look at", error);
   }
 }
 
+/** The size of the file at `path`, or undefined when there is none. */
+export async function sizeOf(path: string): Promise<number | undefined> {
+  return (await statOf(path))?.size;
+}
+
 /**
  * Creates an empty file at `path`, 0600, unless one is there; for a library
  * (SQLite) that opens the path itself. Synchronous, like its caller.
  *
- * @throws {SyncError} (`"link"`) When `path` is a symbolic link; (`"file"`)
- * when it cannot be created (its folder is missing, say).
+ * @throws {SyncError} (`"link"`, `"file"`)
  */
 export function createPrivate(path: string): void {
   try {
@@ -63,19 +67,17 @@ export function createPrivate(path: string): void {
 
 /** Refuses `path` if it is a symbolic link (dangling ones too). */
 export async function refuseLink(path: string): Promise<void> {
-  await sizeOf(path);
+  await statOf(path);
 }
 
 /**
  * Opens `path`: `"read"`, `"write"` (an existing file, never truncated), or
- * `"create"` (a new file, 0600, failing with EEXIST, as the cause of a
- * `"file"` SyncError, if one exists). The handle is checked to be the
- * path's own file before it is returned, and its failures are SyncErrors
- * naming the path.
+ * `"create"` (a new file, 0600; EEXIST, as the cause of a `"file"`
+ * SyncError, if one exists). The handle is checked to be the path's own
+ * file; its failures are SyncErrors naming the path.
  *
  * @throws {SyncError} (`"link"`) When the path is a link, another name of
- * its file, or was swapped while it was opened; (`"file"`) when it cannot
- * be opened.
+ * its file, or was swapped while it was opened; (`"file"`) otherwise.
  */
 export async function openFile(
   path: string,
@@ -115,12 +117,12 @@ export async function openFile(
   return guarded(file, path);
 }
 
+const REPLACED = "was replaced while this run opened it";
+
 function isReplaced(error: unknown): boolean {
   return error instanceof SyncError && error.reason === "link" &&
     error.message.includes(REPLACED);
 }
-
-const REPLACED = "was replaced while this run opened it";
 
 /**
  * Refuses a handle that is not the file `path` names now: a link (followed
@@ -133,12 +135,11 @@ async function assertOwnFile(
   path: string,
   how: "read" | "write" | "create",
 ): Promise<void> {
-  const opened = await file.stat().catch((error) => {
+  const failed = (error: unknown) => {
     throw fileError(path, "open", error);
-  });
-  const named = await lstat(path).catch((error) => {
-    throw fileError(path, "open", error);
-  });
+  };
+  const opened = await file.stat().catch(failed);
+  const named = await lstat(path).catch(failed);
   if (named.isSymbolicLink()) throw linkRefused(path, named);
   if (opened.dev !== named.dev || opened.ino !== named.ino) {
     throw refused(path, named, REPLACED);
@@ -174,43 +175,37 @@ function guarded(file: FileHandle, path: string): FileHandle {
 }
 
 /** The bytes of `path` from `start` to `end`, or undefined when it is missing. */
-export async function readRange(
+export function readRange(
   path: string,
   start: number,
   end: number,
 ): Promise<Uint8Array | undefined> {
-  let file: FileHandle;
-  try {
-    file = await openFile(path, "read");
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw error;
-  }
-  try {
+  return reading(path, async (file) => {
     const bytes = new Uint8Array(Math.max(0, end - start));
     let read = 0;
     while (read < bytes.length) {
-      const { bytesRead } = await file.read(
-        bytes,
-        read,
-        bytes.length - read,
-        start + read,
-      );
+      const left = bytes.length - read;
+      const { bytesRead } = await file.read(bytes, read, left, start + read);
       if (bytesRead === 0) break;
       read += bytesRead;
     }
     return bytes.subarray(0, read);
-  } finally {
-    await file.close();
-  }
+  });
 }
 
 /**
- * The whole text of `path` (not a link), or undefined when it is missing:
- * its size read from the open file, so a file renamed over it meanwhile is
- * read whole, old or new.
+ * The whole text of `path`, or undefined when it is missing: its size read
+ * from the open file, so a file renamed over it meanwhile is read whole.
  */
-export async function readText(path: string): Promise<string | undefined> {
+export function readText(path: string): Promise<string | undefined> {
+  return reading(path, (file) => file.readFile("utf8"));
+}
+
+/** `read` of the file at `path`, or undefined when it is missing. */
+async function reading<R>(
+  path: string,
+  read: (file: FileHandle) => Promise<R>,
+): Promise<R | undefined> {
   let file: FileHandle;
   try {
     file = await openFile(path, "read");
@@ -219,7 +214,7 @@ export async function readText(path: string): Promise<string | undefined> {
     throw error;
   }
   try {
-    return await file.readFile("utf8");
+    return await read(file);
   } finally {
     await file.close();
   }
@@ -227,8 +222,8 @@ export async function readText(path: string): Promise<string | undefined> {
 
 /**
  * Replaces `path` with `text`: written to `<path>.<run>.tmp` (a name no
- * other run uses), synced, then renamed over it, so a reader sees the old
- * file or the new one, never part of either.
+ * other run uses), synced, renamed over it: a reader sees the old file or
+ * the new one.
  */
 export async function replaceFile(
   path: string,
@@ -250,36 +245,25 @@ export async function replaceFile(
   await renameFile(temporary, path);
 }
 
-/**
- * Renames `from` over `to` (a link at `to` is replaced, never followed).
- *
- * @throws {SyncError} (`"file"`) Naming `from` when it cannot.
- */
+/** Renames `from` over `to` (a link at `to` is replaced, never followed). */
 export async function renameFile(from: string, to: string): Promise<void> {
   await rename(from, to).catch((error) => {
     throw fileError(from, `rename to ${to}`, error);
   });
 }
 
-/**
- * Removes `path`; false when it was gone already.
- *
- * @throws {SyncError} (`"file"`) When it cannot.
- */
-export async function removeFile(path: string): Promise<boolean> {
+/** Removes `path`, if it is there. */
+export async function removeFile(path: string): Promise<void> {
   try {
     await unlink(path);
-    return true;
   } catch (error) {
-    if (isMissing(error)) return false;
-    throw fileError(path, "remove", error);
+    if (!isMissing(error)) throw fileError(path, "remove", error);
   }
 }
 
 /**
- * A fingerprint of `bytes`: the hex SHA-256, cut to 32 digits. Hashed at
- * once (node:crypto): WebCrypto's digest cost a trip through the event
- * loop per batch.
+ * A fingerprint of `bytes`: the hex SHA-256, cut to 32 digits. node:crypto:
+ * WebCrypto's digest cost a trip through the event loop per batch.
  */
 export function fingerprint(bytes: Uint8Array): Promise<string> {
   return Promise.resolve(
@@ -288,7 +272,7 @@ export function fingerprint(bytes: Uint8Array): Promise<string> {
 }
 
 /** Whether `error` says the file does not exist (as it is, or as a cause). */
-export function isMissing(error: unknown): boolean {
+function isMissing(error: unknown): boolean {
   return code(error) === "ENOENT";
 }
 
@@ -305,11 +289,8 @@ function code(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
 }
 
-/**
- * `error` from the file system as a SyncError (`"file"`) naming `path`, the
- * system's error as its cause; a SyncError as it is.
- */
-export function fileError(
+/** `error` as a SyncError (`"file"`) naming `path`; a SyncError as it is. */
+function fileError(
   path: string,
   doing: string,
   error: unknown,
@@ -341,10 +322,7 @@ function linkRefused(path: string, info: { uid: number } | undefined) {
   return refused(path, info, "is a symbolic link");
 }
 
-/**
- * The refusal of a planted file: whose it is, and what to remove. A copy's
- * files are never opened through a link, and nothing was written.
- */
+/** The refusal of a planted file: whose it is, and what to remove. */
 function refused(
   path: string,
   info: { uid: number } | undefined,
