@@ -1,15 +1,28 @@
 // Internal: what the JSONL sink's side file holds, read back only when it
-// is whole and of this format (a legacy 0.3 file is read too), and the check
-// of a copy against it that comes before any write.
+// is whole and of this format (a legacy 0.3 file is read too); the check of
+// a copy against it that comes before any write; and what a completed cycle
+// changed, counted by id.
 
-import type { SyncCheckpoint } from "./sink.ts";
-import { isCheckpoint } from "./_checkpoint.ts";
+import type {
+  SyncCheckpoint,
+  SyncWriteContext,
+  SyncWriteReport,
+} from "./sink.ts";
+import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
 import { SyncError } from "./sync_error.ts";
+import { tooMany, tooManyDeletes } from "./_deletes.ts";
 
 const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
 const NEWLINE_HASH = "01ba4719c80b6fe911b091a7c05124b6";
+
+/** The copy, its side file, and a sweep cycle's rewrite. */
+export interface CopyFiles {
+  readonly copy: string;
+  readonly side: string;
+  readonly rewrite: string;
+}
 
 /** The committed end of a file: its length, and its last line's place and fingerprint. */
 export interface FileEnd {
@@ -30,10 +43,9 @@ export interface Committed {
 }
 
 /**
- * A cycle's rewrite under way: the items the sweep read again, in their
- * own file; when the cycle completes, the copy's lines since `mainAt` (the
- * head's, all past what the sweep covers) follow them and the file
- * replaces the copy.
+ * A cycle's rewrite under way: the items the sweep read again, in their own
+ * file; when the cycle completes, the copy's lines since `mainAt` (the
+ * head's, past what the sweep covers) follow them and it replaces the copy.
  */
 export interface Rewrite {
   readonly end: FileEnd;
@@ -46,19 +58,13 @@ export interface Rewrite {
   readonly lines: number;
 }
 
-/** The side file's text. */
 export function sideFileText(committed: Committed): string {
   return JSON.stringify({ format: FORMAT, ...committed });
 }
 
 /** The side file's content, or undefined when it is not a whole one. */
-export function readSideFile(text: string): Committed | undefined {
-  let value: Record<string, unknown>;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+function readSideFile(text: string): Committed | undefined {
+  const value = parsedJson(text) as Record<string, unknown> | null;
   if (typeof value !== "object" || value === null) return undefined;
   if (value.format === FORMAT && value.checkpoint === null) {
     return isEnd(value.end) && value.end.length === 0
@@ -77,17 +83,14 @@ export function readSideFile(text: string): Committed | undefined {
       },
     };
   }
-  if (value.format !== FORMAT || !isEnd(value.end)) return undefined;
-  if (value.rewrite !== undefined && !isRewrite(value.rewrite)) {
-    return undefined;
-  }
+  const { end, rewrite, renaming } = value;
+  if (value.format !== FORMAT || !isEnd(end)) return undefined;
+  if (rewrite !== undefined && !isRewrite(rewrite)) return undefined;
   return {
     checkpoint: value.checkpoint,
-    end: value.end,
-    ...(value.rewrite === undefined
-      ? {}
-      : { rewrite: value.rewrite as Rewrite }),
-    ...(value.renaming === true ? { renaming: true } : {}),
+    end,
+    ...(rewrite === undefined ? {} : { rewrite: rewrite as Rewrite }),
+    ...(renaming === true ? { renaming: true } : {}),
   };
 }
 
@@ -106,21 +109,18 @@ function isEnd(value: unknown): value is FileEnd {
 
 function isRewrite(value: unknown): boolean {
   if (typeof value !== "object" || value === null) return false;
-  const rewrite = value as Record<string, unknown>;
-  return isEnd(rewrite.end) && isLength(rewrite.cycle) &&
-    isLength(rewrite.mainAt) && isLength(rewrite.mainLines) &&
-    isLength(rewrite.lines);
+  const { end, cycle, mainAt, mainLines, lines } = value as Rewrite;
+  return isEnd(end) && [cycle, mainAt, mainLines, lines].every(isLength);
 }
 
 /**
- * Reads the side file and checks the copy (and a rewrite under way)
- * against it. Reads only.
+ * Reads the side file and checks the copy (and a rewrite under way) against
+ * it. Reads only.
  *
  * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
  */
 export async function checkCopy(
-  files: { copy: string; side: string },
-  rewritePath: string,
+  files: CopyFiles,
 ): Promise<Committed | undefined> {
   const side = await readText(files.side);
   const size = await sizeOf(files.copy);
@@ -135,21 +135,21 @@ export async function checkCopy(
   if (committed === undefined) {
     throw mismatch(files, `${files.side} is damaged or from another version`);
   }
-  if (committed.renaming && await sizeOf(rewritePath) !== undefined) {
+  if (committed.renaming && await sizeOf(files.rewrite) !== undefined) {
     // Killed between its last save and the rename: the rewrite is the copy.
-    await expectEnd(files, rewritePath, committed.end);
+    await expectEnd(files, files.rewrite, committed.end);
     return committed;
   }
   await expectEnd(files, files.copy, committed.end);
   if (committed.rewrite !== undefined && !committed.renaming) {
-    await expectEnd(files, rewritePath, committed.rewrite.end);
+    await expectEnd(files, files.rewrite, committed.rewrite.end);
   }
   return committed;
 }
 
 /** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
 async function expectEnd(
-  files: { copy: string; side: string },
+  files: CopyFiles,
   path: string,
   end: FileEnd,
 ): Promise<void> {
@@ -170,10 +170,93 @@ async function expectEnd(
   }
 }
 
-function mismatch(files: { copy: string; side: string }, what: string) {
+function mismatch(files: CopyFiles, what: string) {
   return new SyncError(
     `Cannot sync into ${files.copy}: ${what}. Nothing was changed: sync into a new file, or restore ${files.copy} and ${files.side} together`,
     "sink-mismatch",
     files.copy,
   );
+}
+
+/**
+ * Counts a cycle's changes by id, the copy's lines when it began against
+ * the lines the sweep wrote, and judges its guard, before anything of it
+ * replaces the copy. A JSONL copy has no index: the old lines' ids are held
+ * in memory (each with a 53-bit digest of its line) while the new are read.
+ *
+ * @throws {SyncError} (`"too-many-deletes"`)
+ */
+export async function cycleChanges(
+  before: { readonly path: string; readonly length: number },
+  after: { readonly path: string; readonly length: number },
+  context: SyncWriteContext,
+): Promise<SyncWriteReport> {
+  const idOf = lineId(context);
+  const old = new Map<string, number>();
+  for await (const line of linesOf(before.path, before.length)) {
+    old.set(idOf(line), digest(line));
+  }
+  const held = old.size;
+  let inserted = 0, updated = 0;
+  for await (const line of linesOf(after.path, after.length)) {
+    const id = idOf(line);
+    const was = old.get(id);
+    if (was === undefined) inserted++;
+    else if (was !== digest(line)) updated++;
+    old.delete(id);
+  }
+  const deleted = old.size;
+  const ends = context.endsCycle!;
+  const { maxDeletes, recent } = ends;
+  if (tooMany(deleted, held, maxDeletes, recent)) {
+    throw tooManyDeletes(deleted, held, maxDeletes, before.path, recent);
+  }
+  return { inserted, updated, deleted, held };
+}
+
+/**
+ * A line's id by the run's own reading of items; a sink written to
+ * directly, without `keyOf`, takes a line as its own id (a changed line
+ * counts as a delete and an insert).
+ */
+function lineId(context: SyncWriteContext): (line: string) => string {
+  const keyOf = context.keyOf;
+  return keyOf === undefined
+    ? (line) => line
+    : (line) => keyOf(JSON.parse(line)).id;
+}
+
+/** A 53-bit digest of `text`: a 32-bit FNV-1a beside its length. */
+function digest(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  }
+  return hash * 0x200000 + (text.length & 0x1fffff);
+}
+
+/** The lines of the first `length` bytes of `path`, without their ends. */
+async function* linesOf(path: string, length: number): AsyncGenerator<string> {
+  const CHUNK = 1 << 20;
+  const decoder = new TextDecoder();
+  let rest = "";
+  for (let at = 0; at < length; at += CHUNK) {
+    const bytes = await readRange(path, at, Math.min(length, at + CHUNK));
+    rest += decoder.decode(bytes, { stream: true });
+    const lines = rest.split("\n");
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  rest += decoder.decode();
+  if (rest !== "") yield rest;
+}
+
+/** The lines in the first `length` bytes of `path`. */
+export async function countLines(
+  path: string,
+  length: number,
+): Promise<number> {
+  let lines = 0;
+  for await (const _ of linesOf(path, length)) lines++;
+  return lines;
 }

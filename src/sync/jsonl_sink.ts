@@ -1,8 +1,3 @@
-// A sync sink on a JSONL file: one item per line, appended; the checkpoint,
-// the committed length and a fingerprint of the last committed line in a
-// side file, replaced atomically after the lines are on disk. Everything is
-// checked before anything is changed; one run at a time holds the copy.
-
 import { unlink } from "node:fs/promises";
 import type {
   SinkLockOptions,
@@ -30,11 +25,13 @@ import {
 import {
   checkCopy,
   type Committed,
+  type CopyFiles,
+  countLines,
+  cycleChanges,
   type FileEnd,
   type Rewrite,
   sideFileText,
 } from "./_jsonl_state.ts";
-import { countLines, cycleChanges } from "./_jsonl_changes.ts";
 
 /**
  * Options of {@linkcode createJsonlSink}.
@@ -55,16 +52,15 @@ export type JsonlSinkOptions = SinkLockOptions;
  * A sink that appends items to a JSONL file, one JSON object per line.
  *
  * Beside it, `<path>.checkpoint.json` holds the checkpoint, the committed
- * length and a fingerprint of the last committed line; it is replaced
- * (write, sync, rename) only after the lines are synced. `load()` checks
- * the copy against it and changes nothing: a file the sink did not make,
- * a side file that is damaged, or a copy cut or changed is refused with
- * `SyncError` (`"sink-mismatch"`). Lines past the committed length (a run
- * killed mid-batch) are cut at the next write. A `full` pass writes
- * `<path>.rewrite` and renames it over the copy when it completes, so the
- * copy stays whole until then. `<path>.lock` keeps runs apart. No file is
- * opened through a symbolic link (`SyncError` `"link"`); new files are
- * 0600. Needs read and write permission on the path and on `<path>.*`.
+ * length and a fingerprint of the last committed line, replaced (write,
+ * sync, rename) after the lines are synced. `load()` checks the copy against
+ * it and changes nothing: a file the sink did not make, a damaged side file
+ * or a copy cut or changed is refused (`SyncError` `"sink-mismatch"`). Lines
+ * past the committed length (a run killed mid-batch) are cut at the next
+ * write. A sweep cycle writes `<path>.rewrite`, renamed over the copy when
+ * the cycle completes. `<path>.lock` keeps runs apart. No file is opened
+ * through a link (`"link"`); new files are 0600. Needs read and write
+ * permission on the path and on `<path>.*`.
  *
  * @param path The file.
  * @param options How long to wait for another run.
@@ -104,9 +100,7 @@ export function createJsonlSink<T>(
 
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
-  readonly #path: string;
-  readonly #files: { copy: string; side: string };
-  readonly #rewritePath: string;
+  readonly #files: CopyFiles;
   readonly #options: JsonlSinkOptions;
   readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
@@ -116,24 +110,21 @@ class JsonlCopy {
   #lock: FileLock | undefined;
 
   constructor(path: string, options: JsonlSinkOptions) {
-    this.#path = path;
-    this.#files = { copy: path, side: `${path}.checkpoint.json` };
-    this.#rewritePath = `${path}.rewrite`;
+    const side = `${path}.checkpoint.json`;
+    this.#files = { copy: path, side, rewrite: `${path}.rewrite` };
     this.#options = options;
   }
 
   async load(): Promise<SyncCheckpoint | undefined> {
-    this.#committed = await checkCopy(this.#files, this.#rewritePath);
+    this.#committed = await checkCopy(this.#files);
     this.#loaded = true;
     return this.#committed?.checkpoint ?? undefined;
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
-    this.#lock = await takeFileLock(`${this.#path}.lock`, {
-      signal,
-      wait: this.#options.lockWait ?? DEFAULT_LOCK_WAIT,
-      onWait: this.#options.onLockWait,
-    }, this.#options.now ?? Date.now);
+    const { lockWait = DEFAULT_LOCK_WAIT, onLockWait, now } = this.#options;
+    const wait = { signal, wait: lockWait, onWait: onLockWait };
+    this.#lock = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
     return this.#lock;
   }
 
@@ -142,17 +133,18 @@ class JsonlCopy {
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext | undefined,
   ): Promise<SyncWriteReport> {
+    const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const lines = linesOf(items);
     if (context?.phase !== "sweep") {
-      const end = await this.#append(this.#path, now.end, lines);
+      const end = await this.#append(copy, now.end, lines);
       await this.#save({ ...now, checkpoint, end, renaming: false });
       return { inserted: items.length };
     }
     const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
-      : await startCycle(this.#path, this.#rewritePath, now.end, context.cycle);
-    const end = await this.#append(this.#rewritePath, under.end, lines);
+      : await startCycle(this.#files, now.end, context.cycle);
+    const end = await this.#append(rewritePath, under.end, lines);
     const rewrite = { ...under, end, lines: under.lines + items.length };
     if (context.endsCycle === undefined) {
       await this.#save({ ...now, checkpoint, rewrite });
@@ -160,61 +152,42 @@ class JsonlCopy {
       return { inserted: 0, updated: 0 };
     }
     const counts = await cycleChanges(
-      { path: this.#path, length: rewrite.mainAt },
-      { path: this.#rewritePath, length: rewrite.end.length },
+      { path: copy, length: rewrite.mainAt },
+      { path: rewritePath, length: rewrite.end.length },
       context,
     );
-    await this.#endCycle(now, rewrite, checkpoint);
+    // The head's lines since the cycle began follow the sweep's.
+    const tail = await readRange(copy, rewrite.mainAt, now.end.length);
+    const whole = await this.#append(rewritePath, rewrite.end, tailLines(tail));
+    await this.#save({ checkpoint, end: whole, renaming: true });
+    await renameOver(this.#files);
+    this.#ours.delete(copy);
+    await this.#save({ checkpoint, end: whole });
     return counts;
   }
 
   /** What was committed, once the copy was checked and left consistent. */
   async #ready(): Promise<Committed> {
     if (!this.#loaded) await this.load();
-    // A new copy's side file comes first: a run killed in its first
-    // batch leaves a copy that the next run recognises as begun.
+    // A new copy's side file comes first: a run killed in its first batch
+    // leaves a copy that the next run recognises as begun.
     if (this.#committed === undefined) {
       await this.#save({ checkpoint: null, end: EMPTY });
     }
-    const committed = this.#committed!;
-    if (committed.renaming) {
+    const { checkpoint, end, renaming } = this.#committed!;
+    if (renaming) {
       // A run killed between recording a finished rewrite and renaming it.
-      await renameOver(this.#rewritePath, this.#path);
-      await this.#save({
-        checkpoint: committed.checkpoint,
-        end: committed.end,
-      });
+      await renameOver(this.#files);
+      await this.#save({ checkpoint, end });
     }
     return this.#committed!;
-  }
-
-  /** A cycle's rewrite, with the head's lines since it began, over the copy. */
-  async #endCycle(
-    now: Committed,
-    rewrite: Rewrite,
-    checkpoint: SyncCheckpoint,
-  ): Promise<void> {
-    // The head's lines since the cycle began follow the sweep's.
-    const tail = await readRange(this.#path, rewrite.mainAt, now.end.length);
-    const whole = await this.#append(
-      this.#rewritePath,
-      rewrite.end,
-      tailLines(tail),
-    );
-    await this.#save({ checkpoint, end: whole, renaming: true });
-    await renameOver(this.#rewritePath, this.#path);
-    this.#ours.delete(this.#path);
-    await this.#save({ checkpoint, end: whole });
   }
 
   /** The commit point: only while this run still holds the copy. */
   async #save(next: Committed): Promise<void> {
     await this.#lock?.assertHeld();
-    await replaceFile(
-      this.#files.side,
-      sideFileText(next),
-      this.#lock?.token ?? this.#token,
-    );
+    const run = this.#lock?.token ?? this.#token;
+    await replaceFile(this.#files.side, sideFileText(next), run);
     this.#committed = next;
   }
 
@@ -237,7 +210,6 @@ interface Lines {
   readonly last: string | undefined;
 }
 
-/** The lines of a batch, and the last one. */
 function linesOf<T>(items: readonly T[]): Lines {
   const lines = items.map((item) => `${JSON.stringify(item)}\n`);
   return { text: lines.join(""), last: lines.at(-1) };
@@ -245,21 +217,15 @@ function linesOf<T>(items: readonly T[]): Lines {
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(
-  path: string,
-  rewritePath: string,
+  files: CopyFiles,
   main: FileEnd,
   cycle: number,
 ): Promise<Rewrite> {
-  await refuseLink(rewritePath);
-  await unlink(rewritePath).catch(() => {});
-  await (await openFile(rewritePath, "create")).close();
-  return {
-    end: EMPTY,
-    cycle,
-    mainAt: main.length,
-    mainLines: await countLines(path, main.length),
-    lines: 0,
-  };
+  await refuseLink(files.rewrite);
+  await unlink(files.rewrite).catch(() => {});
+  await (await openFile(files.rewrite, "create")).close();
+  const mainLines = await countLines(files.copy, main.length);
+  return { end: EMPTY, cycle, mainAt: main.length, mainLines, lines: 0 };
 }
 
 /** Lines already written elsewhere, as a batch to append. */
@@ -271,10 +237,10 @@ function tailLines(bytes: Uint8Array | undefined): Lines {
 }
 
 /** Renames the finished rewrite over the copy, if it is still there. */
-async function renameOver(rewritePath: string, path: string): Promise<void> {
-  if (await sizeOf(rewritePath) === undefined) return;
-  await refuseLink(path);
-  await renameFile(rewritePath, path);
+async function renameOver(files: CopyFiles): Promise<void> {
+  if (await sizeOf(files.rewrite) === undefined) return;
+  await refuseLink(files.copy);
+  await renameFile(files.rewrite, files.copy);
 }
 
 /**
@@ -302,11 +268,9 @@ async function appendLines(
   }
   const lastBytes = new TextEncoder().encode(lines.last);
   const length = from.length + bytes.length;
-  return {
-    length,
-    last: {
-      start: length - lastBytes.length,
-      hash: await fingerprint(lastBytes),
-    },
+  const last = {
+    start: length - lastBytes.length,
+    hash: await fingerprint(lastBytes),
   };
+  return { length, last };
 }
