@@ -1,7 +1,7 @@
-// Internal: a checkpoint's identity and validation, and, as pure functions,
-// where a run's passes start and the checkpoint each committed window
-// leaves: the head pass (what is new) and the sweep (what the copy holds,
-// read again in a rolling cycle).
+// Internal: as pure functions, where a run's passes start and the
+// checkpoint each committed window leaves: the head pass (what is new) and
+// the sweep (what the copy holds, read again in a rolling cycle); and the
+// check of a saved checkpoint.
 
 import { optionError } from "../core/_check.ts";
 import { type DeleteRecord, withDeletes } from "./_deletes.ts";
@@ -30,10 +30,7 @@ export interface RunStart {
   readonly resumed: boolean;
 }
 
-const CONTEXT = "Cannot sync";
-
-/** The sizes every pass of a run shares. */
-type Sizes = { readonly limit: number; readonly maxLimit: number };
+type Sizes = { readonly maxLimit: number };
 
 /**
  * Where a run starts: the saved checkpoint (a new one without), and the
@@ -52,17 +49,16 @@ export function runStart(
     ? newCheckpoint(identity)
     : checkCheckpoint(saved, identity);
   const descending = identity.sortDirection === "DESC";
-  const base = sizing(checkpoint, sizes, descending);
   const cursor = descending ? checkpoint.head ?? null : checkpoint;
   return {
     checkpoint,
     head: {
-      ...base,
+      ...sizing(checkpoint, sizes),
       ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, headMargin(sizes)),
       ...(descending ? { domain: { above: checkpoint.edge, upTo: null } } : {}),
     },
-    resumed: !checkpoint.complete && (checkpoint.edge !== null ||
-      checkpoint.head !== undefined),
+    resumed: !checkpoint.complete &&
+      (checkpoint.edge !== null || checkpoint.head !== undefined),
   };
 }
 
@@ -73,78 +69,60 @@ export function afterHeadWindow(
   ended: boolean,
   top: SyncKey | undefined,
 ): SyncCheckpoint {
-  const accepted = state.accepted > 0 ? { accepted: state.accepted } : {};
+  const { edge, offset } = state;
   if (base.sortDirection !== "DESC") {
-    return {
-      ...base,
-      ...accepted,
-      edge: state.edge,
-      offset: state.offset,
-      complete: ended,
-    };
+    return { ...base, ...accepted(state), edge, offset, complete: ended };
   }
   // Descending, the newest item becomes the edge once the pass is whole.
   const newest = base.head?.top ?? top ?? null;
   const { head: _, ...rest } = base;
   return ended
-    ? { ...rest, ...accepted, edge: newest ?? base.edge, complete: true }
+    ? { ...rest, ...accepted(state), edge: newest ?? base.edge, complete: true }
     : {
       ...rest,
-      ...accepted,
+      ...accepted(state),
       complete: false,
-      head: { edge: state.edge, offset: state.offset, top: newest },
+      head: { edge, offset, top: newest },
     };
 }
 
 /**
  * The sweep's start: the cycle under way, or a new one over everything up
- * to the newest item committed; undefined when there is nothing to sweep.
- * `begins` is set when a new cycle starts (its checkpoint is written first).
+ * to the newest item committed (`begins`: its checkpoint is written first);
+ * undefined when there is nothing to sweep.
  */
 export function sweepStart(
   checkpoint: SyncCheckpoint,
   sizes: Sizes,
   at: { readonly now: number; readonly freshBefore: number },
 ): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
-  const descending = checkpoint.sortDirection === "DESC";
-  const base = sizing(checkpoint, sizes, descending);
   const under = checkpoint.sweep;
-  if (under !== undefined && under.startedAt >= at.freshBefore) {
-    return {
-      state: {
-        ...base,
-        // The sweep pays its margin on every run: the narrowest keeps a
-        // cycle within about ⌈n / window⌉ requests; a delete more than it
-        // behind the cursor costs one window read again.
-        ...resumeAt(under.edge, under.offset, MIN_MARGIN),
-        ...(under.seek === undefined ? {} : { seek: under.seek }),
-        domain: { above: null, upTo: under.upTo },
-      },
-      sweep: under,
-      begins: false,
-    };
-  }
-  if (checkpoint.edge === null) return undefined;
-  const sweep: SweepCursor = {
+  const goesOn = under !== undefined && under.startedAt >= at.freshBefore;
+  if (!goesOn && checkpoint.edge === null) return undefined;
+  const sweep: SweepCursor = goesOn ? under : {
     edge: null,
     offset: 0,
     upTo: checkpoint.edge,
     // A cycle given up for a fresh one, or refused, leaves its number behind.
-    cycle: Math.max(
+    cycle: 1 + Math.max(
       checkpoint.cycles ?? 0,
       under?.cycle ?? 0,
       checkpoint.refused?.cycle ?? 0,
-    ) + 1,
+    ),
     startedAt: at.now,
   };
   return {
     state: {
-      ...base,
-      ...resumeAt(null, 0, MIN_MARGIN),
+      ...sizing(checkpoint, sizes),
+      // The sweep pays the narrowest margin on every run: a cycle costs
+      // about ⌈n / window⌉ requests; a delete more than it behind the
+      // cursor costs one window read again.
+      ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),
+      ...(sweep.seek === undefined ? {} : { seek: sweep.seek }),
       domain: { above: null, upTo: sweep.upTo },
     },
     sweep,
-    begins: true,
+    begins: !goesOn,
   };
 }
 
@@ -156,28 +134,23 @@ export function afterSweepWindow(
   ended: boolean,
 ): SyncCheckpoint {
   const { sweep: _, refused: __, ...rest } = base;
-  const accepted = state.accepted > 0 ? { accepted: state.accepted } : {};
+  if (ended) {
+    const { cycle: cycles, startedAt: verifiedAt } = sweep;
+    return { ...rest, ...accepted(state), cycles, verifiedAt };
+  }
   const { seek: _seek, ...cursor } = sweep;
-  return ended
-    ? { ...rest, ...accepted, cycles: sweep.cycle, verifiedAt: sweep.startedAt }
-    : {
-      ...rest,
-      ...accepted,
-      sweep: {
-        ...cursor,
-        edge: state.edge,
-        offset: state.offset,
-        // A run out of budget while it looked for the edge: the next
-        // goes on looking from what this one bracketed.
-        ...(state.seek === undefined ? {} : { seek: state.seek }),
-      },
-    };
+  // A run out of budget while it looked for the edge: the next goes on
+  // looking from what this one bracketed.
+  const seek = state.seek === undefined ? {} : { seek: state.seek };
+  const { edge, offset } = state;
+  return {
+    ...rest,
+    ...accepted(state),
+    sweep: { ...cursor, edge, offset, ...seek },
+  };
 }
 
-/**
- * The checkpoint once the guard refused cycle `cycle` (at `now`): the cycle
- * is given up, and the refusal recorded; the next run begins a new one.
- */
+/** The checkpoint once the guard refused cycle `cycle`: the next run begins a new one. */
 export function afterRefusal(
   base: SyncCheckpoint,
   cycle: number,
@@ -216,16 +189,16 @@ function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
   };
 }
 
-function sizing(
-  checkpoint: SyncCheckpoint,
-  sizes: Sizes,
-  descending: boolean,
-) {
+function accepted(state: WindowState): { accepted?: number } {
+  return state.accepted > 0 ? { accepted: state.accepted } : {};
+}
+
+function sizing(checkpoint: SyncCheckpoint, sizes: Sizes) {
   return {
     accepted: checkpoint.accepted ?? 0,
     refused: Infinity,
     maxLimit: sizes.maxLimit,
-    descending,
+    descending: checkpoint.sortDirection === "DESC",
   };
 }
 
@@ -248,10 +221,12 @@ function headMargin(sizes: Sizes): number {
 }
 
 /** `saved` as a checkpoint of this copy, or the TypeError that refuses it. */
-export function checkCheckpoint(
+function checkCheckpoint(
   saved: unknown,
   identity: SyncIdentity,
 ): SyncCheckpoint {
+  const refusal = (rule: string) =>
+    optionError(TypeError, "Cannot sync", "sink", rule);
   if (!isCheckpoint(saved)) {
     throw refusal("holds a checkpoint this version cannot read");
   }
@@ -262,15 +237,20 @@ export function checkCheckpoint(
     );
   }
   for (const field of ["path", "sortBy", "id"] as const) {
-    if (saved[field] !== identity[field]) {
+    const [was, is] = [saved[field], identity[field]].map((v) =>
+      JSON.stringify(v)
+    );
+    if (was !== is) {
       throw refusal(
-        `holds a checkpoint for ${field} ${JSON.stringify(saved[field])}, not ${
-          JSON.stringify(identity[field])
-        }; sync into another copy`,
+        `holds a checkpoint for ${field} ${was}, not ${is}; sync into another copy`,
       );
     }
   }
-  if (!sameQuery(saved.query, identity.query)) {
+  const keys = Object.keys(saved.query);
+  if (
+    keys.length !== Object.keys(identity.query).length ||
+    keys.some((key) => saved.query[key] !== identity.query[key])
+  ) {
     throw refusal(
       "holds a checkpoint for another query; sync into another copy",
     );
@@ -278,86 +258,60 @@ export function checkCheckpoint(
   return saved;
 }
 
-function refusal(rule: string): TypeError {
-  return optionError(TypeError, CONTEXT, "sink", rule);
-}
-
-function sameQuery(
-  a: Readonly<Record<string, string>>,
-  b: Readonly<Record<string, string>>,
-): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length &&
-    keys.every((key) => a[key] === b[key]);
-}
+type Check = (value: unknown) => boolean;
+const text: Check = (v) => typeof v === "string";
+const count: Check = (v) => Number.isSafeInteger(v) && (v as number) >= 0;
+const optional = (check: Check): Check => (v) => v === undefined || check(v);
+const textOrNull: Check = (v) => v === null || text(v);
+const shape = (fields: Record<string, Check>): Check => (v) =>
+  typeof v === "object" && v !== null &&
+  Object.entries(fields).every(([name, check]) =>
+    check((v as Record<string, unknown>)[name])
+  );
+const keyOrNull: Check = (v) =>
+  v === null ||
+  shape({ id: text, value: (x) => text(x) || Number.isFinite(x) })(v);
+const CHECKPOINT = shape({
+  version: (v) => v === 1,
+  path: text,
+  sortBy: textOrNull,
+  id: textOrNull,
+  query: (v) => shape({})(v) && Object.values(v as object).every(text),
+  sortDirection: (v) => v === undefined || v === "DESC",
+  edge: keyOrNull,
+  offset: count,
+  full: (v) => typeof v === "boolean",
+  complete: (v) => typeof v === "boolean",
+  accepted: optional(count),
+  cycles: optional(count),
+  verifiedAt: optional(count),
+  head: optional(shape({ edge: keyOrNull, offset: count, top: keyOrNull })),
+  sweep: optional(shape({
+    edge: keyOrNull,
+    offset: count,
+    upTo: keyOrNull,
+    cycle: count,
+    startedAt: count,
+    seek: optional(
+      shape({ probes: count, low: optional(count), high: optional(count) }),
+    ),
+  })),
+  deletions: optional((v) =>
+    Array.isArray(v) &&
+    v.every(shape({ at: count, deleted: count, held: count }))
+  ),
+  refused: optional(
+    shape({
+      cycle: count,
+      at: count,
+      maxDeletes: (v) => typeof v === "number",
+    }),
+  ),
+});
 
 /** Whether `value` has the shape of a checkpoint this version writes (or 0.3 wrote). */
 export function isCheckpoint(value: unknown): value is SyncCheckpoint {
-  if (typeof value !== "object" || value === null) return false;
-  const c = value as Record<string, unknown>;
-  const text = (v: unknown) => typeof v === "string";
-  return c.version === 1 && text(c.path) &&
-    (c.sortBy === null || text(c.sortBy)) && (c.id === null || text(c.id)) &&
-    typeof c.query === "object" && c.query !== null &&
-    Object.values(c.query).every(text) &&
-    (c.sortDirection === undefined || c.sortDirection === "DESC") &&
-    isKeyOrNull(c.edge) && isCount(c.offset) &&
-    typeof c.full === "boolean" && typeof c.complete === "boolean" &&
-    optional(c.accepted, isCount) && optional(c.cycles, isCount) &&
-    optional(c.verifiedAt, isCount) && optional(c.head, isHead) &&
-    optional(c.sweep, isSweep) && optional(c.deletions, isDeletions) &&
-    optional(c.refused, isRefused);
-}
-
-function isDeletions(value: unknown): boolean {
-  return Array.isArray(value) &&
-    value.every((record) =>
-      typeof record === "object" && record !== null &&
-      isCount(record.at) && isCount(record.deleted) && isCount(record.held)
-    );
-}
-
-function isRefused(value: unknown): boolean {
-  const refused = value as Record<string, unknown> | null;
-  return typeof refused === "object" && refused !== null &&
-    isCount(refused.cycle) && isCount(refused.at) &&
-    typeof refused.maxDeletes === "number";
-}
-
-function optional(value: unknown, check: (v: unknown) => boolean): boolean {
-  return value === undefined || check(value);
-}
-
-function isCount(value: unknown): boolean {
-  return Number.isSafeInteger(value) && (value as number) >= 0;
-}
-
-function isKeyOrNull(value: unknown): boolean {
-  if (value === null) return true;
-  if (typeof value !== "object") return false;
-  const key = value as Record<string, unknown>;
-  return typeof key.id === "string" &&
-    (typeof key.value === "string" || Number.isFinite(key.value));
-}
-
-function isHead(value: unknown): boolean {
-  const head = value as Record<string, unknown> | null;
-  return typeof head === "object" && head !== null &&
-    isKeyOrNull(head.edge) && isCount(head.offset) && isKeyOrNull(head.top);
-}
-
-function isSweep(value: unknown): boolean {
-  const sweep = value as Record<string, unknown> | null;
-  return typeof sweep === "object" && sweep !== null &&
-    isKeyOrNull(sweep.edge) && isCount(sweep.offset) &&
-    isKeyOrNull(sweep.upTo) && isCount(sweep.cycle) &&
-    isCount(sweep.startedAt) && optional(sweep.seek, isSeek);
-}
-
-function isSeek(value: unknown): boolean {
-  const seek = value as Record<string, unknown> | null;
-  return typeof seek === "object" && seek !== null && isCount(seek.probes) &&
-    optional(seek.low, isCount) && optional(seek.high, isCount);
+  return CHECKPOINT(value);
 }
 
 /** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */

@@ -1,6 +1,5 @@
-// The sink contract of a sync: what a sink stores (the checkpoint, with the
-// sweep's cursor), what it must do (load, write, lock), and what it hears
-// and reports of each batch. Any store that keeps this contract is a sink.
+// The sink contract: what a sink stores (the checkpoint), what it must do
+// (load, write, lock), and what it hears and reports of each batch.
 
 /**
  * Where a sync stands, saved with the items it covers. Plain JSON: a sink
@@ -34,10 +33,7 @@ export interface SyncCheckpoint {
   readonly id: string | null;
   /** Further query parameters (filters) of the list. */
   readonly query: Readonly<Record<string, string>>;
-  /**
-   * The last item committed, by sort value and id: every item up to it that
-   * existed for the whole run is in the sink. `null` before the first.
-   */
+  /** The last item committed: every item up to it that existed for the whole run is in the sink. */
   readonly edge:
     | { readonly value: string | number; readonly id: string }
     | null;
@@ -45,29 +41,20 @@ export interface SyncCheckpoint {
   readonly offset: number;
   /** Always false now: 0.3's `full` pass (replaced by the sweep). */
   readonly full: boolean;
-  /** The head pass reached its end: the copy has everything new it saw. */
+  /** The head pass reached its end. */
   readonly complete: boolean;
   /** `"DESC"` when the list is read newest first; absent for ascending. */
   readonly sortDirection?: "DESC";
-  /**
-   * The largest page size the service was seen to honour (a full page of
-   * it came back): a shorter page of at most that size is the list's end.
-   * Absent before the first such page (and in 0.3's checkpoints).
-   */
+  /** The largest page size the service was seen to honour: a shorter page of at most it is the end. */
   readonly accepted?: number;
   /**
-   * Descending only: the head pass under way (read from the top down to
-   * `edge`, the newest item committed before it): where it stands, and the
-   * newest item it committed, which becomes `edge` when it ends.
+   * Descending only: the head pass under way (from the top down to `edge`):
+   * where it stands, and the newest item it committed (`edge` once it ends).
    */
   readonly head?: {
-    readonly edge:
-      | { readonly value: string | number; readonly id: string }
-      | null;
+    readonly edge: SyncCheckpoint["edge"];
     readonly offset: number;
-    readonly top:
-      | { readonly value: string | number; readonly id: string }
-      | null;
+    readonly top: SyncCheckpoint["edge"];
   };
   /** The sweep cycle under way, if any. */
   readonly sweep?: SweepCursor;
@@ -75,20 +62,13 @@ export interface SyncCheckpoint {
   readonly cycles?: number;
   /** When (epoch ms) the last completed cycle started: every item of the copy was true then or later. */
   readonly verifiedAt?: number;
-  /**
-   * The deletes of cycles completed in the last 24 hours: what the guard
-   * counts against `maxDeletes` of the largest size the copy had in them.
-   */
+  /** The deletes of cycles completed in the last 24 hours, which the guard counts. */
   readonly deletions?: readonly {
     readonly at: number;
     readonly deleted: number;
     readonly held: number;
   }[];
-  /**
-   * The last cycle the guard refused, when no cycle completed since: it
-   * committed none of its inserts or deletes; the next run begins a new
-   * one. `maxDeletes` is what would have let it.
-   */
+  /** The last cycle the guard refused, if none completed since; `maxDeletes` would have let it. */
   readonly refused?: {
     readonly cycle: number;
     readonly at: number;
@@ -98,9 +78,8 @@ export interface SyncCheckpoint {
 
 /**
  * Where the sweep stands in its cycle: it reads the list again from the
- * start, with the head's overlapping windows, over every item up to
- * `upTo` (the newest item committed when the cycle began); rows not seen
- * by the time it gets there are removed.
+ * start up to `upTo` (the newest item committed when the cycle began); rows
+ * not seen by then are removed.
  *
  * @example Where the sweep stands after a run with a small budget
  * ```ts
@@ -122,23 +101,16 @@ export interface SyncCheckpoint {
  */
 export interface SweepCursor {
   /** The last item the sweep committed; null at the cycle's start. */
-  readonly edge:
-    | { readonly value: string | number; readonly id: string }
-    | null;
+  readonly edge: SyncCheckpoint["edge"];
   /** Where the item after `edge` stood. */
   readonly offset: number;
-  /** The last item the cycle covers: the newest committed when it began. */
-  readonly upTo:
-    | { readonly value: string | number; readonly id: string }
-    | null;
+  /** The last item the cycle covers. */
+  readonly upTo: SyncCheckpoint["edge"];
   /** The cycle's number (from 1). */
   readonly cycle: number;
   /** When (epoch ms) the cycle began. */
   readonly startedAt: number;
-  /**
-   * While the sweep looks for its edge (items before it were removed):
-   * where windows bracketed it, and how many missed it.
-   */
+  /** While the sweep looks for its edge: where windows bracketed it, and how many missed it. */
   readonly seek?: {
     readonly low?: number;
     readonly high?: number;
@@ -147,9 +119,8 @@ export interface SweepCursor {
 }
 
 /**
- * Where a sync writes: the items and the checkpoint that covers them, in
- * one atomic step, so that a run killed at any point resumes without loss
- * or duplicates.
+ * Where a sync writes: the items and the checkpoint that covers them, in one
+ * atomic step, so that a run killed at any point resumes without loss.
  *
  * @example An in-memory sink for a test
  * ```ts
@@ -176,16 +147,11 @@ export interface SweepCursor {
  * ```
  */
 export interface SyncSink<T> {
-  /**
-   * The checkpoint saved last, if any, once the copy is checked against it.
-   * Changes nothing.
-   */
+  /** The checkpoint saved last, if any, once the copy is checked against it. Changes nothing. */
   load(): Promise<SyncCheckpoint | undefined>;
   /**
-   * Saves `items` (with their `ids`, in the same order, each id once) and
-   * `checkpoint` atomically: after a crash, either both are there or
-   * neither. Items the store cannot hold are left out and named in the
-   * report.
+   * Saves `items` (with their `ids`, each once) and `checkpoint` atomically.
+   * Items the store cannot hold are left out and named in the report.
    */
   write(
     items: readonly T[],
@@ -194,11 +160,8 @@ export interface SyncSink<T> {
     context?: SyncWriteContext,
   ): Promise<void | SyncWriteReport>;
   /**
-   * Takes the copy for one run, so that two runs never interleave: checks
-   * the copy first (changing nothing when it is refused), then waits for a
-   * run that holds it. While held, `write` commits only if the lock is
-   * still this run's. Disposing releases it. A sink without it has one
-   * writer by the caller's care.
+   * Takes the copy for one run (checking it first), waiting for a run that
+   * holds it; `write` commits only while it is held. Disposing releases it.
    */
   lock?(options?: { signal?: AbortSignal }): Promise<AsyncDisposable>;
   /** False for a sink that cannot mark deleted rows (`deletes: "mark"` is refused for it). */
@@ -220,10 +183,9 @@ export interface SyncSink<T> {
  */
 export interface SinkLockOptions {
   /**
-   * How long a run waits for another that holds the copy, in ms, before it
-   * gives up with `SyncError` (`"locked"`); up to 2147483647, or
-   * `Infinity` to wait until the run's signal aborts. Measured on a steady
-   * clock: a wall clock stepped back does not stretch it.
+   * How long a run waits for another that holds the copy, in ms (on a steady
+   * clock), before `SyncError` (`"locked"`); up to 2147483647, or `Infinity`
+   * to wait until the run's signal aborts.
    *
    * @default {30000}
    */
@@ -231,8 +193,8 @@ export interface SinkLockOptions {
   /** Hears once that a run waits, with who holds the copy (e.g. `pid 42`). */
   onLockWait?: (holder: string) => void;
   /**
-   * The wall clock (epoch ms) of the copy's records: the lock's refresh
-   * stamps and staleness, and the change table's `at` and `deleted_at`.
+   * The wall clock (epoch ms) of the copy's records: the lock's staleness,
+   * the change table's `at` and `deleted_at`.
    *
    * @default {Date.now}
    */
@@ -240,9 +202,8 @@ export interface SinkLockOptions {
 }
 
 /**
- * What a batch is, for sinks that follow the sweep: the cycle its rows are
- * seen in, and whether it begins or ends one. A sink that ignores it still
- * keeps every item; it just never removes deleted ones.
+ * What a batch is: the cycle its rows are seen in, and whether it begins or
+ * ends one. A sink that ignores it never removes deleted rows.
  *
  * @example A sink that removes what a cycle did not see
  * ```ts
@@ -283,23 +244,16 @@ export interface SyncWriteContext {
   readonly beginsCycle?: boolean;
   /**
    * The batch completes cycle `cycle`: rows not seen in it are removed, or
-   * marked, unless they are more than `maxDeletes` of the copy (then
-   * nothing is, and the write rejects with SyncError "too-many-deletes").
+   * marked, unless more than `maxDeletes` of the copy, less what the last 24
+   * hours removed (`recent`); then none is, and the write rejects with
+   * SyncError `"too-many-deletes"`.
    */
   readonly endsCycle?: {
     readonly deletes: "remove" | "mark";
     readonly maxDeletes: number;
-    /**
-     * What cycles of the last 24 hours removed, and the largest size the
-     * copy had then: the share counts against that size, less those
-     * deletes (so that no sequence of runs slices a mass delete).
-     */
     readonly recent?: { readonly deleted: number; readonly largest: number };
   };
-  /**
-   * An item's place in the list's order and its id, for a sink that needs
-   * them (the JSONL sink, to tell a cycle's changes apart).
-   */
+  /** An item's place in the order and its id (the JSONL sink tells a cycle's changes apart by it). */
   readonly keyOf?: (
     item: unknown,
   ) => { readonly value: string | number; readonly id: string };
@@ -308,8 +262,8 @@ export interface SyncWriteContext {
 }
 
 /**
- * What a sink did with one batch: what it could not store, and how many
- * rows it inserted, changed and removed.
+ * What a sink did with one batch: what it could not store, and the rows it
+ * inserted, changed and removed.
  *
  * @example Counting what a batch changed
  * ```ts

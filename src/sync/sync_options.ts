@@ -3,9 +3,8 @@
 import type { SyncSink } from "./sink.ts";
 
 /**
- * What `syncList` reads a list through: the `pages` of a client, and
- * nothing else of it. A `PartnerClient` of `./client` is one; so is a
- * wrapper of your own around it.
+ * What `syncList` reads a list through: the `pages` of a client. A
+ * `PartnerClient` of `./client` is one; so is a wrapper of your own.
  *
  * @example A client is a source
  * ```ts
@@ -22,11 +21,7 @@ import type { SyncSink } from "./sink.ts";
  * ```
  */
 export interface SyncSource {
-  /**
-   * The pages of the list at `path`, in order, as `PartnerClient.pages`
-   * yields them. `options` are the list options `syncList` builds from its
-   * own (`limit`, `page`, `maxPages`, sort, `query`, `items`, `signal`).
-   */
+  /** The pages of the list at `path`, as `PartnerClient.pages` yields them, for `syncList`'s list options. */
   pages<T>(
     path: string,
     options: object,
@@ -57,8 +52,8 @@ export interface SyncOptions<T> {
   /** The unique id: a field name (e.g. `"transactionID"`), or a function of the item. */
   id: string | ((item: T) => string);
   /**
-   * A field the service sorts by, in whose order new items come last, read
-   * ascending (e.g. `"creationDate"`). Ties must be ordered by id.
+   * A field the service sorts by, in whose order new items come last (e.g.
+   * `"creationDate"`). Ties must be ordered by id.
    *
    * @default {the id field (sent as sortBy); the service's default order when `id` is a function}
    */
@@ -67,22 +62,21 @@ export interface SyncOptions<T> {
   sink: SyncSink<T>;
   /**
    * Sets the cost: a first run of `n` items makes at most about
-   * `1.1 × ⌈n / limit⌉ + 2` list requests. Windows may be larger (up to
-   * `maxLimit`); the service must honour this size.
+   * `1.1 × ⌈n / limit⌉ + 2` list requests. The service must honour it.
    *
    * @default {50}
    */
   limit?: number;
   /**
-   * The largest window asked for. The run finds the service's largest
-   * accepted size at or below it (refused or cut pages shrink it).
+   * The largest window asked for; refused or cut pages shrink it to the
+   * service's largest.
    *
    * @default {1000, or limit when larger}
    */
   maxLimit?: number;
   /**
-   * Windows in flight at once (1 to 64). The window after the last may be
-   * read for nothing: up to `concurrency - 1` extra requests per run.
+   * Windows in flight at once (1 to 64): up to `concurrency - 1` requests
+   * per run may be read for nothing.
    *
    * @default {1}
    */
@@ -98,20 +92,17 @@ export interface SyncOptions<T> {
    */
   items?: (body: unknown) => readonly T[];
   /**
-   * The order read: `"ASC"`, in which new items come last, or `"DESC"`
-   * (newest first), in which a run reads from the top until it meets the
-   * newest item it committed before.
+   * `"ASC"`, new items last, or `"DESC"`, newest first (a run reads from the
+   * top down to the newest item it committed before).
    *
    * @default {"ASC"}
    */
   sortDirection?: "ASC" | "DESC";
   /**
-   * List requests a run may spend reading again what the copy holds,
-   * continuing the rolling cycle where the last run stopped: it brings in
-   * changed items, items inserted behind the copy's end, and (when a cycle
-   * completes) removes deleted ones. `Infinity` completes a whole cycle
-   * now (0.3's `full: true`); `0` never sweeps. Every change reaches the
-   * copy within about `⌈n / (window × sweep)⌉` runs.
+   * List requests a run spends reading again what the copy holds, going on
+   * with the rolling cycle: changed items and items inserted behind the end
+   * come in, and a completed cycle removes deleted ones. `Infinity`: the
+   * copy equal to the list as it stood when the run began; `0`: no sweep.
    *
    * @default {10}
    */
@@ -124,43 +115,39 @@ export interface SyncOptions<T> {
    */
   deletes?: "remove" | "mark";
   /**
-   * The share of the copy (0 to 1) one cycle may remove. A cycle that would
-   * remove more removes nothing and ends with `SyncError`
-   * (`"too-many-deletes"`): a service answering an empty or filtered list
-   * by mistake must not empty the copy.
+   * The share of the copy (0 to 1) cycles may remove in 24 hours. A cycle
+   * that would remove more commits nothing and ends with `SyncError`
+   * (`"too-many-deletes"`): a service answering an empty or foreign list
+   * must not empty the copy.
    *
    * @default {0.1}
    */
   maxDeletes?: number;
   /**
-   * SQL sinks: keep `<table>_changes` (`seq` rising, `id`, `change`
-   * `insert | update | delete`, `at`), written in each row's transaction,
-   * so that a consumer reading by `seq` sees each change once.
+   * SQL sinks: keep `<table>_changes` (`seq`, `id`, `change`, `at`, `item`)
+   * in each row's transaction: read by `seq`, each change is seen once.
    *
    * @default {false}
    */
   changes?: boolean;
   /**
-   * The wall clock (epoch ms) of the run's decisions: when a cycle began
-   * (`verifiedAt`) and what `sweep: Infinity` counts as begun before the
-   * run. Give a sink its own `now` for its records.
+   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the
+   * 24-hour delete window). A sink takes its own `now` for its records.
    *
    * @default {Date.now}
    */
   now?: () => number;
   /**
-   * The priority of the run's list requests (Fetch's `RequestInit.priority`),
-   * which the client's limiter reads: `"low"` waits while live calls wait
-   * and leaves the limiter's reserve to them.
+   * The list requests' priority (Fetch's `RequestInit.priority`): `"low"`
+   * yields to live calls on the client's limiter.
    *
    * @default {"low"}
    */
   priority?: "high" | "low" | "auto";
   /**
-   * How long the sweep may read, in ms. Without `sweep`, the run keeps
-   * sweeping the cycle under way at its priority while the limiter has
-   * spare slots, until the cycle completes or this time is up: a copy as
-   * fresh as the budget allows (`nextVerifiedAt` says when).
+   * How long the sweep may read, in ms. Without `sweep`, the run sweeps
+   * while the limiter has spare slots, until the cycle completes or this
+   * time is up (`nextVerifiedAt` says when the copy will be verified).
    *
    * @default {unbounded}
    */
@@ -172,8 +159,8 @@ export interface SyncOptions<T> {
 }
 
 /**
- * Items the sink could not store in one batch, left out of the copy: the
- * run goes on, and counts them in `SyncResult.skipped`.
+ * Items the sink could not store in one batch, left out: the run goes on,
+ * and counts them in `SyncResult.skipped`.
  *
  * @example Logging skipped items
  * ```ts
@@ -253,14 +240,11 @@ export type SyncEvent = SyncSkippedEvent;
 export interface SyncProgress {
   /** Items written in this run. */
   readonly written: number;
-  /**
-   * Items read and committed in this run, written or not: a sweep that
-   * finds nothing changed reads many and writes none.
-   */
+  /** Items read and committed in this run, written or not. */
   readonly read: number;
   /** Windows committed in this run. */
   readonly pages: number;
-  /** List requests made in this run. */
+  /** List requests made in this run (refused, mended and verifying ones included). */
   readonly requests: number;
   /** Items the copy did not hold, written in this run. */
   readonly inserted: number;
@@ -290,44 +274,22 @@ export interface SyncProgress {
  * equal(again.behind, 0); // nothing known to be missing
  * ```
  */
-export interface SyncResult {
-  /** Items written in this run. */
-  readonly written: number;
-  /**
-   * Items read and committed in this run, written or not: a sweep that
-   * finds nothing changed reads many and writes none.
-   */
-  readonly read: number;
-  /** Windows committed in this run. */
-  readonly pages: number;
-  /** List requests made in this run (refused, mended and verifying ones included). */
-  readonly requests: number;
+export interface SyncResult extends SyncProgress {
   /** The run continued a pass that an earlier run left unfinished. */
   readonly resumed: boolean;
   /** Items the sink could not store, left out and reported (never silently). */
   readonly skipped: number;
   /** The ids of the first 100 items skipped. */
   readonly skippedIds: readonly string[];
-  /** Items the copy did not hold, written in this run. */
-  readonly inserted: number;
-  /** Items whose content changed, written in this run. */
-  readonly updated: number;
-  /** Rows removed (or marked) by a cycle completed in this run. */
-  readonly deleted: number;
   /**
-   * Items the run knows the list has and the copy lacks (0: none known):
-   * for example items inserted behind the copy's end, seen as a shift of
-   * its last item. The sweep brings them in.
+   * Items the run knows the list has and the copy lacks (0: none known),
+   * e.g. inserted behind the copy's end (a shift of its last item).
    */
   readonly behind: number;
   /** When (epoch ms) the last complete cycle started; undefined before one completes. */
   readonly verifiedAt?: number;
   /** List requests the cycle under way still needs, about (0 when none is). */
   readonly sweepLeft: number;
-  /**
-   * When (epoch ms) the whole copy will next have been verified, at the
-   * rate this run's sweep read (its share of the limiter); undefined when
-   * it read nothing.
-   */
+  /** When (epoch ms) the whole copy will next be verified at this run's sweep rate; undefined if it read nothing. */
   readonly nextVerifiedAt?: number;
 }
