@@ -9,21 +9,16 @@ import { SyncError } from "./sync_error.ts";
 /** How far back deletes count against `maxDeletes`: 24 hours. */
 export const DELETE_WINDOW = 86_400_000;
 
-/** A completed cycle's deletes, as the checkpoint keeps them. */
+/** A completed cycle's deletes: when (epoch ms), how many, of how many live rows. */
 export interface DeleteRecord {
-  /** When (epoch ms) the cycle completed. */
   readonly at: number;
-  /** Rows it removed or marked. */
   readonly deleted: number;
-  /** Live rows before it removed them. */
   readonly held: number;
 }
 
-/** What the last 24 hours add to a cycle's judgement. */
+/** What the last 24 hours removed, and the largest size the copy had in them. */
 export interface RecentDeletes {
-  /** Rows removed or marked in them. */
   readonly deleted: number;
-  /** The largest size the copy had in them. */
   readonly largest: number;
 }
 
@@ -63,16 +58,9 @@ export function tooMany(
   maxDeletes: number,
   recent?: RecentDeletes,
 ): boolean {
-  return maxDeletes < 1 && unseen > allowance(held, maxDeletes, recent);
-}
-
-function allowance(
-  held: number,
-  maxDeletes: number,
-  recent: RecentDeletes | undefined,
-): number {
-  return maxDeletes * Math.max(held, recent?.largest ?? 0) -
-    (recent?.deleted ?? 0);
+  const base = Math.max(held, recent?.largest ?? 0);
+  return maxDeletes < 1 &&
+    unseen > maxDeletes * base - (recent?.deleted ?? 0);
 }
 
 /**

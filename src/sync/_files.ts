@@ -6,17 +6,14 @@
 
 import { createHash } from "node:crypto";
 import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
+import type { Stats } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import type { Stats } from "node:fs";
 import { SyncError } from "./sync_error.ts";
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
-// A FIFO swapped in answers at once instead of holding the run (0 where the
-// platform has no such flag).
+// A FIFO swapped in answers at once instead of holding the run.
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
-
-/** The mode of every file a sink creates: the owner's alone. */
 const FILE_MODE = 0o600;
 
 /**
@@ -84,11 +81,8 @@ export async function openFile(
   how: "read" | "write" | "create",
   tries = 3,
 ): Promise<FileHandle> {
-  const flags = how === "read"
-    ? O_RDONLY
-    : how === "write"
-    ? O_RDWR
-    : O_WRONLY | O_CREAT | O_EXCL;
+  const create = O_WRONLY | O_CREAT | O_EXCL;
+  const flags = { read: O_RDONLY, write: O_RDWR, create }[how];
   let file: FileHandle;
   try {
     // Deno's node:fs ignores O_NOFOLLOW: a link is followed, and a link
@@ -290,27 +284,17 @@ function code(error: unknown): unknown {
 }
 
 /** `error` as a SyncError (`"file"`) naming `path`; a SyncError as it is. */
-function fileError(
-  path: string,
-  doing: string,
-  error: unknown,
-): SyncError {
+function fileError(path: string, doing: string, error: unknown): SyncError {
   if (error instanceof SyncError) return error;
   const why = code(error) === "ENOENT" && doing !== "remove"
     ? "it or its folder does not exist"
     : String((error as Error | null)?.message ?? error).split("\n")[0];
-  return new SyncError(
-    `Cannot sync: cannot ${doing} ${path} (${why})`,
-    "file",
-    path,
-    { cause: error },
-  );
+  const message = `Cannot sync: cannot ${doing} ${path} (${why})`;
+  return new SyncError(message, "file", path, { cause: error });
 }
 
 /** What `path` is now, if anything (for the message only). */
-function lstatOrNot(
-  path: string,
-): { uid: number; isSymbolicLink(): boolean } | undefined {
+function lstatOrNot(path: string): Stats | undefined {
   try {
     return lstatSync(path);
   } catch {
@@ -338,17 +322,9 @@ function refused(
 
 /** `uid N (name)`, the name from /etc/passwd where it may be read without asking. */
 function ownerOf(uid: number): string {
-  const name = userName(uid);
-  return name === undefined ? `uid ${uid}` : `uid ${uid} (${name})`;
-}
-
-function userName(uid: number): string | undefined {
+  type Query = { state: string };
   const deno = (globalThis as {
-    Deno?: {
-      permissions?: {
-        querySync?: (d: { name: "read"; path: string }) => { state: string };
-      };
-    };
+    Deno?: { permissions?: { querySync?: (d: object) => Query } };
   }).Deno;
   try {
     // Deno would prompt for a path it may not read: ask first, never prompt.
@@ -356,13 +332,15 @@ function userName(uid: number): string | undefined {
       name: "read",
       path: "/etc/passwd",
     });
-    if (deno !== undefined && may?.state !== "granted") return undefined;
+    if (deno !== undefined && may?.state !== "granted") return `uid ${uid}`;
     for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
       const [name, , id] = line.split(":");
-      if (id === String(uid) && name !== undefined) return name;
+      if (id === String(uid) && name !== undefined) {
+        return `uid ${uid} (${name})`;
+      }
     }
   } catch {
     // No /etc/passwd (Windows, a container without one): the uid alone.
   }
-  return undefined;
+  return `uid ${uid}`;
 }

@@ -2,24 +2,16 @@
 
 import { optionError } from "../core/_check.ts";
 
-/** The checkpoints of every synced table, next to them. */
+/** The checkpoints of every synced table. */
 export const CHECKPOINT_TABLE = "partner_api_sync";
-/** Which run holds each synced table (one writer per copy). */
+/** Which run holds each synced table. */
 export const LEASE_TABLE = "partner_api_sync_lease";
-/** The ids each sweep cycle saw, per table: SQLite's log of a cycle under way. */
+/** The ids each sweep cycle saw, per table (SQLite). */
 export const SEEN_TABLE = "partner_api_sync_seen";
-/**
- * Items a sweep cycle found that the copy lacks, per table, held until the
- * cycle completes and its guard passes: a cycle the guard refuses inserts
- * nothing.
- */
+/** Items a cycle found the copy lacks, held until its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
 
-/**
- * `table`, quoted for SQL.
- *
- * @throws {TypeError} (`option: "table"`) Unless it is a plain identifier.
- */
+/** `table`, quoted for SQL. @throws {TypeError} (`option: "table"`) */
 export function quotedTable(table: unknown, context: string): string {
   if (
     typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)

@@ -1,32 +1,17 @@
-// The one failure kind of a sync that is neither the service's (ApiError)
-// nor the caller's (TypeError, RangeError): a list that cannot be copied.
-
 import { PartnerApiError } from "../core/errors.ts";
 
 /**
  * Why a list cannot be copied:
  *
- * - `"missing-id"`: an item has no id (the `id` field is absent, or is
- *   neither a string nor a finite number), so it cannot be told apart;
- * - `"unordered"`: items came out of the asked order (or without the sort
- *   field), so no window can prove what lies between two others;
- * - `"sink-mismatch"`: the copy is not the one its checkpoint describes (a
- *   file the sink did not make, a damaged side file, a copy cut or
- *   changed); nothing was changed;
- * - `"locked"`: another run holds the copy, and went on holding it for
- *   longer than the sink waits;
- * - `"lock-lost"`: another run took the copy over while this one was
- *   paused; this run stopped before writing;
- * - `"link"`: a file of the copy is a symbolic link (or another name of
- *   the file, or was swapped while it was opened), which is never followed:
- *   the message says whose it is and what to remove;
- * - `"file"`: a file of the copy cannot be created, read or written (its
- *   folder is missing, no permission, the disk is full, another process
- *   removed it); `path` names it, `cause` is the system's error;
- * - `"repeated-page"`: the service answered different pages with the same
- *   items (it ignores `page`), or windows stopped adding anything;
- * - `"too-many-deletes"`: a sweep cycle would remove more of the copy than
- *   `maxDeletes` allows; nothing was removed.
+ * - `"missing-id"`: an item has no id (neither a string nor a finite number);
+ * - `"unordered"`: items came out of the asked order, or without the sort field;
+ * - `"sink-mismatch"`: the copy is not the one its checkpoint describes; nothing was changed;
+ * - `"locked"`: another run held the copy for longer than the sink waits;
+ * - `"lock-lost"`: another run took the copy over; this run stopped before writing;
+ * - `"link"`: a file of the copy is a link or was swapped; the message says whose and what to remove;
+ * - `"file"`: a file of the copy cannot be created, read or written (`path`, `cause`);
+ * - `"repeated-page"`: windows at different pages answered the same items (the service ignores `page`);
+ * - `"too-many-deletes"`: a sweep cycle would remove more than `maxDeletes` allows; it committed nothing.
  *
  * @example Telling the two apart
  * ```ts
@@ -67,8 +52,8 @@ export type SyncErrorReason =
   | "too-many-deletes";
 
 /**
- * A sync stopped because of the list itself: nothing past the last good
- * batch was written, and the checkpoint stays at that batch.
+ * A sync stopped because of the list or the copy: nothing past the last
+ * good batch was written, and the checkpoint stays at that batch.
  *
  * @example Reading the reason
  * ```ts
@@ -86,11 +71,7 @@ export class SyncError extends PartnerApiError {
   declare readonly reason: SyncErrorReason;
   /** The file or table concerned, where there is one. */
   readonly path?: string;
-  /**
-   * `"too-many-deletes"`: the `maxDeletes` that would let the refused cycle
-   * remove what it found missing (what a user confirms a real mass delete
-   * with).
-   */
+  /** `"too-many-deletes"`: the `maxDeletes` that confirms the refused cycle's deletes. */
   readonly maxDeletesNeeded?: number;
 
   /**
@@ -99,7 +80,7 @@ export class SyncError extends PartnerApiError {
    * @param message What is wrong, and where.
    * @param reason Why the list cannot be copied.
    * @param path The file or table concerned.
-   * @param options The cause, if any (a file error: the system's).
+   * @param options The cause, if any.
    */
   constructor(
     message: string,
