@@ -3,11 +3,21 @@
 
 import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
+import { cycleOf } from "./_checkpoint.ts";
+import type { SyncKey } from "./_window.ts";
 import type {
   SyncCheckpoint,
   SyncWriteContext,
   SyncWriteReport,
 } from "./sink.ts";
+
+type Phase = SyncWriteContext["phase"];
+/** A batch's items and their ids, in order. */
+type Batch<T> = {
+  readonly items: readonly T[];
+  readonly ids: readonly string[];
+};
+const NOTHING = { items: [], ids: [] };
 
 /** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;
@@ -56,45 +66,41 @@ export class Committer<T> {
   }
 
   /** After a batch failed: writes `checkpoint` alone, once the failed one settled. */
-  async restart(
-    checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-  ): Promise<void> {
+  async restart(checkpoint: SyncCheckpoint): Promise<void> {
     await this.settle();
     this.latest = checkpoint;
-    this.#start([], [], checkpoint, context);
+    // A head's batch: no row is seen or written.
+    this.#start(NOTHING, checkpoint, this.#context("head", checkpoint));
     await this.#writing;
   }
 
-  /** Starts writing `items` with `checkpoint` once the batch before is committed. */
+  /** Starts writing `batch` with `checkpoint` once the batch before is committed. */
   async commit(
-    items: readonly T[],
+    phase: Phase,
     checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-    ids: readonly string[] = items.map((item) => this.#config.keyOf(item).id),
+    batch: Batch<T> = NOTHING,
+    more: Partial<SyncWriteContext> = {},
   ): Promise<void> {
     await this.#writing;
     // An abort (Ctrl-C, onProgress) stops the run before the next commit.
     this.#config.signal?.throwIfAborted();
     this.latest = checkpoint;
     this.tally.pages++;
+    const context = this.#context(phase, checkpoint, more);
     const news = context.beginsCycle === true ||
       context.endsCycle !== undefined ||
       (checkpoint.complete && !this.written.complete);
-    if (items.length === 0 && !news) return;
-    this.#start(items, ids, checkpoint, context);
+    if (batch.items.length === 0 && !news) return;
+    this.#start(batch, checkpoint, context);
   }
 
   /** Makes `checkpoint` the latest and writes it, if it was not written yet. */
-  async flush(
-    checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
-  ): Promise<void> {
+  async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();
     this.latest = checkpoint;
     if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    this.#start([], [], checkpoint, context);
+    this.#start(NOTHING, checkpoint, this.#context(phase, checkpoint));
     await this.#writing;
   }
 
@@ -108,9 +114,24 @@ export class Committer<T> {
     await this.#writing;
   }
 
+  /** What the sink hears of a batch that `checkpoint` covers. */
+  #context(
+    phase: Phase,
+    checkpoint: SyncCheckpoint,
+    more: Partial<SyncWriteContext> = {},
+  ): SyncWriteContext {
+    const { changes, keyOf } = this.#config;
+    return {
+      cycle: cycleOf(checkpoint),
+      phase,
+      changes,
+      keyOf: keyOf as (item: unknown) => SyncKey,
+      ...more,
+    };
+  }
+
   #start(
-    items: readonly T[],
-    ids: readonly string[],
+    { items, ids }: Batch<T>,
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext,
   ): void {

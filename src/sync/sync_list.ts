@@ -9,7 +9,6 @@ import {
   afterHeadWindow,
   afterRefusal,
   afterSweepWindow,
-  cycleOf,
   type RunStart,
   runStart,
   sweepStart,
@@ -17,12 +16,11 @@ import {
 import { type Committed, listOptions, type PassRun, runPass } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
-import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
+import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { recentDeletes } from "./_deletes.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
-import type { SyncKey } from "./_window.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and
@@ -157,8 +155,7 @@ async function head<T>(
     const checkpoint = first && window.ended
       ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
-    const batch = context(config, checkpoint, "head");
-    await committer.commit(window.items, checkpoint, batch, window.ids);
+    await committer.commit("head", checkpoint, window);
   });
   return shift;
 }
@@ -179,18 +176,25 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const { sweep: cursor } = begun;
   if (begun.begins) {
     const checkpoint = { ...committer.latest, sweep: cursor };
-    await committer.commit([], checkpoint, {
-      ...context(config, checkpoint, "sweep"),
+    await committer.commit("sweep", checkpoint, undefined, {
       beginsCycle: true,
     });
     committer.tally.pages--; // not a window
   }
-  const commit = async ({ items, ids, state, ended }: Committed<T>) => {
+  const commit = async (window: Committed<T>) => {
+    const { state, ended } = window;
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
-    await committer.commit(items, checkpoint, {
-      ...context(config, committer.latest, "sweep"),
-      ...(ended ? { endsCycle: cycleEnd(config, checkpoint) } : {}),
-    }, ids);
+    const endsCycle = {
+      deletes: config.deletes,
+      maxDeletes: config.maxDeletes,
+      recent: recentDeletes(checkpoint.deletions, config.now()),
+    };
+    await committer.commit(
+      "sweep",
+      checkpoint,
+      window,
+      ended ? { endsCycle } : {},
+    );
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (end.ended) return await endCycle(run, cursor.cycle);
@@ -198,8 +202,10 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   // that found a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
-  const moved = afterSweepWindow(latest, at, end.state, false);
-  await committer.flush(moved, context(config, latest, "sweep"));
+  await committer.flush(
+    "sweep",
+    afterSweepWindow(latest, at, end.state, false),
+  );
 }
 
 /**
@@ -222,39 +228,12 @@ async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
       needed,
       config.now(),
     );
-    // Recorded as a head's batch: no row is seen or written.
-    await committer.restart(refused, context(config, refused, "head"));
+    await committer.restart(refused);
     throw error;
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
-  const latest = committer.latest;
-  await committer.flush(
-    afterDeletes(latest, { at: config.now(), deleted, held }),
-    context(config, latest, "sweep"),
-  );
-}
-
-/** What the batch that completes a cycle asks of the sink. */
-function cycleEnd<T>(config: SyncConfig<T>, checkpoint: SyncCheckpoint) {
-  return {
-    deletes: config.deletes,
-    maxDeletes: config.maxDeletes,
-    recent: recentDeletes(checkpoint.deletions, config.now()),
-  };
-}
-
-/** The context of a batch that `checkpoint` covers. */
-function context<T>(
-  config: SyncConfig<T>,
-  checkpoint: SyncCheckpoint,
-  phase: "head" | "sweep",
-): SyncWriteContext {
-  return {
-    cycle: cycleOf(checkpoint),
-    phase,
-    changes: config.changes,
-    keyOf: config.keyOf as (item: unknown) => SyncKey,
-  };
+  const record = { at: config.now(), deleted, held };
+  await committer.flush("sweep", afterDeletes(committer.latest, record));
 }
 
 /**
