@@ -52,10 +52,6 @@ export interface Rewrite {
   readonly cycle: number;
   /** The copy's committed length when the cycle began. */
   readonly mainAt: number;
-  /** The copy's lines then. */
-  readonly mainLines: number;
-  /** Lines the sweep has written to the rewrite. */
-  readonly lines: number;
 }
 
 export function sideFileText(committed: Committed): string {
@@ -109,8 +105,8 @@ function isEnd(value: unknown): value is FileEnd {
 
 function isRewrite(value: unknown): boolean {
   if (typeof value !== "object" || value === null) return false;
-  const { end, cycle, mainAt, mainLines, lines } = value as Rewrite;
-  return isEnd(end) && [cycle, mainAt, mainLines, lines].every(isLength);
+  const { end, cycle, mainAt } = value as Rewrite;
+  return isEnd(end) && isLength(cycle) && isLength(mainAt);
 }
 
 /**
@@ -249,14 +245,4 @@ async function* linesOf(path: string, length: number): AsyncGenerator<string> {
   }
   rest += decoder.decode();
   if (rest !== "") yield rest;
-}
-
-/** The lines in the first `length` bytes of `path`. */
-export async function countLines(
-  path: string,
-  length: number,
-): Promise<number> {
-  let lines = 0;
-  for await (const _ of linesOf(path, length)) lines++;
-  return lines;
 }

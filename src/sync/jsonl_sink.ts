@@ -26,7 +26,6 @@ import {
   checkCopy,
   type Committed,
   type CopyFiles,
-  countLines,
   cycleChanges,
   type FileEnd,
   type Rewrite,
@@ -145,7 +144,7 @@ class JsonlCopy {
       ? now.rewrite
       : await startCycle(this.#files, now.end, context.cycle);
     const end = await this.#append(rewritePath, under.end, lines);
-    const rewrite = { ...under, end, lines: under.lines + items.length };
+    const rewrite = { ...under, end };
     if (context.endsCycle === undefined) {
       await this.#save({ ...now, checkpoint, rewrite });
       // Counted when the cycle completes: a JSONL copy has no index.
@@ -224,8 +223,7 @@ async function startCycle(
   await refuseLink(files.rewrite);
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();
-  const mainLines = await countLines(files.copy, main.length);
-  return { end: EMPTY, cycle, mainAt: main.length, mainLines, lines: 0 };
+  return { end: EMPTY, cycle, mainAt: main.length };
 }
 
 /** Lines already written elsewhere, as a batch to append. */

@@ -254,9 +254,7 @@ export interface SyncWriteContext {
     readonly recent?: { readonly deleted: number; readonly largest: number };
   };
   /** An item's place in the order and its id (the JSONL sink tells a cycle's changes apart by it). */
-  readonly keyOf?: (
-    item: unknown,
-  ) => { readonly value: string | number; readonly id: string };
+  readonly keyOf?: (item: unknown) => NonNullable<SyncCheckpoint["edge"]>;
   /** Keep the change table (SQL sinks). */
   readonly changes: boolean;
 }
