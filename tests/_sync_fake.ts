@@ -15,8 +15,10 @@ import {
 import {
   type SyncCheckpoint,
   SyncError,
+  type SyncResult,
   type SyncSink,
 } from "../src/sync/mod.ts";
+import fc from "fast-check";
 
 /** A fake in process and a client over it. */
 export interface InProcess {
@@ -260,4 +262,26 @@ export function things(
     { length: n },
     (_, i) => ({ thingID: `t${String(i * step).padStart(9, "0")}${suffix}` }),
   );
+}
+
+/** A run's inserted, updated and deleted counts, to compare in one assertion. */
+export function counts(result: SyncResult): [number, number, number] {
+  return [result.inserted, result.updated, result.deleted];
+}
+
+/**
+ * Checks `run` on the schedules fast-check draws (`options`: `numRuns`,
+ * `seed`), then that they reached every one of `kinds`: `run` notes what it
+ * reached in `reached`.
+ */
+export async function checkSchedules<S>(
+  schedules: fc.Arbitrary<S>,
+  run: (schedule: S) => Promise<void>,
+  options: { numRuns: number; seed: number },
+  kinds: readonly string[],
+  reached: ReadonlySet<string>,
+): Promise<void> {
+  await fc.assert(fc.asyncProperty(schedules, run), options);
+  const missed = kinds.filter((kind) => !reached.has(kind));
+  if (missed.length > 0) throw new Error(`never reached: ${missed.join(", ")}`);
 }

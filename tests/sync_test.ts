@@ -1,8 +1,13 @@
 // syncList's promises one by one, against the fake in process: costs,
 // refusals, errors, resumption, and the fake's churn.
 
-import { SyncError, syncList } from "../src/sync/mod.ts";
-import { inProcess, memorySink } from "./_sync_fake.ts";
+import {
+  SyncError,
+  syncList,
+  type SyncOptions,
+  type SyncSink,
+} from "../src/sync/mod.ts";
+import { type InProcess, inProcess, memorySink } from "./_sync_fake.ts";
 
 type Row = Record<string, unknown>;
 
@@ -31,24 +36,24 @@ async function rejects<E extends Error>(
 
 const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
 
+/** A run over the fake's transactions by creation date into `sink`, with `more`. */
+function syncByDate(
+  fake: InProcess,
+  sink: SyncSink<Row>,
+  more: Partial<SyncOptions<Row>> = {},
+) {
+  return syncList(fake.client, "transactions", { ...byDate, sink, ...more });
+}
+
 Deno.test("syncList without drift: about one request per 1,000 items, then 1 request when nothing is new", async () => {
   const fake = inProcess({ items: { transactions: 5000 } });
   const sink = memorySink<Row>();
-  const first = await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink,
-    limit: 1000,
-  });
+  const first = await syncByDate(fake, sink, { limit: 1000 });
   equal(first.written, 5000);
   // 5 pages of 1,000, a tenth more for the windows' overlap, and 2 to see
   // the end: at most 7 requests.
   ok(first.requests <= 7, `${first.requests} requests`);
-  const idle = await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink,
-    limit: 1000,
-    sweep: 0,
-  });
+  const idle = await syncByDate(fake, sink, { limit: 1000, sweep: 0 });
   equal(idle.written, 0);
   ok(idle.requests <= 2, `${idle.requests} requests for nothing new`);
   equal(idle.resumed, false);
@@ -60,12 +65,7 @@ Deno.test("syncList with one insert, one delete and one append per request stays
     churn: { append: 1, insertAnywhere: 1, remove: 1 },
   });
   const sink = memorySink<Row>();
-  const result = await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink,
-    limit: 100,
-    maxLimit: 100,
-  });
+  const result = await syncByDate(fake, sink, { limit: 100, maxLimit: 100 });
   // 30 pages of 100, half as many again for the drift, and 2 to see the
   // end: at most 47 requests.
   ok(result.requests <= 47, `${result.requests} requests`);
@@ -75,11 +75,7 @@ Deno.test("syncList with one insert, one delete and one append per request stays
 Deno.test("syncList finds the largest size the service accepts by its refusals", async () => {
   const fake = inProcess({ items: { transactions: 700 }, maxLimit: 120 });
   const sink = memorySink<Row>();
-  const result = await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink,
-    limit: 50,
-  });
+  const result = await syncByDate(fake, sink, { limit: 50 });
   equal(result.written, 700);
   ok(result.requests <= 14, `${result.requests} requests`);
 });
@@ -92,11 +88,7 @@ Deno.test("syncList copies a list whose service cuts pages to its largest size i
       beyondMaxLimit: "cut",
     });
     const sink = memorySink<Row>();
-    const result = await syncList(fake.client, "transactions", {
-      ...byDate,
-      sink,
-      limit: 50,
-    });
+    const result = await syncByDate(fake, sink, { limit: 50 });
     equal(sink.rows.size, items);
     ok(
       result.requests <= Math.ceil(items / 50) + 2,
@@ -108,7 +100,7 @@ Deno.test("syncList copies a list whose service cuts pages to its largest size i
 Deno.test("syncList refuses a checkpoint of another list, order or id field before any request", async () => {
   const fake = inProcess({ items: { transactions: 10 } });
   const sink = memorySink<Row>();
-  await syncList(fake.client, "transactions", { ...byDate, sink });
+  await syncByDate(fake, sink);
   const before = fake.listRequests;
   for (
     const other of [
@@ -204,21 +196,15 @@ Deno.test("syncList resumes after a failed write from the last committed batch, 
 Deno.test("syncList with sweep: Infinity reads the list again and picks up items inserted behind the checkpoint", async () => {
   const fake = inProcess({ items: { transactions: 60 } });
   const sink = memorySink<Row>();
-  await syncList(fake.client, "transactions", { ...byDate, sink });
+  await syncByDate(fake, sink);
   fake.service.insert("transactions", {
     transactionID: "tx_000001_1",
     creationDate: "2025-01-01T00:00:00.000Z",
   });
-  const incremental = await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink,
-    sweep: 0,
-  });
+  const incremental = await syncByDate(fake, sink, { sweep: 0 });
   equal(incremental.written, 0);
   const progress: number[] = [];
-  const full = await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink,
+  const full = await syncByDate(fake, sink, {
     sweep: Infinity,
     onProgress: (p) => {
       progress.push(p.written);
@@ -240,9 +226,7 @@ Deno.test("syncList stops on its signal, keeping what is committed", async () =>
     if (n === 3) controller.abort(new Error("stop"));
   };
   const error = await rejects(
-    syncList(fake.client, "transactions", {
-      ...byDate,
-      sink,
+    syncByDate(fake, sink, {
       limit: 25,
       maxLimit: 50,
       concurrency: 2,

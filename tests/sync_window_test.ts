@@ -4,6 +4,7 @@ import {
   judgeWindow,
   planWindow,
   type SyncKey,
+  type WindowPlan,
   type WindowState,
 } from "../src/sync/_window.ts";
 import { runStart, sweepStart } from "../src/sync/_checkpoint.ts";
@@ -20,6 +21,8 @@ function equal<T>(actual: T, expected: T, message = "values differ"): void {
 const key = (n: number): SyncKey => ({ value: n, id: `id${n}` });
 const keys = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => key(from + i));
+/** A window of 10 from `start` (page 1: the page number plays no part here). */
+const window10 = (start: number): WindowPlan => ({ start, limit: 10, page: 1 });
 const state = (edge: number | null, offset: number): WindowState => ({
   edge: edge === null ? null : key(edge),
   offset,
@@ -42,11 +45,7 @@ Deno.test("planWindow overlaps the edge by the margin and reaches furthest past 
 });
 
 Deno.test("judgeWindow commits a window that starts at or before the edge, and only what follows the edge", () => {
-  const verdict = judgeWindow(
-    state(5, 6),
-    { start: 3, limit: 10, page: 1 },
-    keys(4, 13),
-  );
+  const verdict = judgeWindow(state(5, 6), window10(3), keys(4, 13));
   equal(verdict.kind, "commit");
   if (verdict.kind !== "commit") return;
   equal(verdict.fresh, { from: 2, to: 10 });
@@ -56,11 +55,7 @@ Deno.test("judgeWindow commits a window that starts at or before the edge, and o
 });
 
 Deno.test("judgeWindow sees a gap when the window starts after the edge, and moves back", () => {
-  const verdict = judgeWindow(
-    state(5, 6),
-    { start: 4, limit: 10, page: 1 },
-    keys(7, 16),
-  );
+  const verdict = judgeWindow(state(5, 6), window10(4), keys(7, 16));
   equal(verdict.kind, "gap");
   equal(verdict.next.offset, 4);
   equal(verdict.next.margin, 8);
@@ -68,17 +63,9 @@ Deno.test("judgeWindow sees a gap when the window starts after the edge, and mov
 });
 
 Deno.test("judgeWindow: a short window ends the pass; a window from the head always commits", () => {
-  const short = judgeWindow(
-    state(5, 6),
-    { start: 4, limit: 10, page: 1 },
-    keys(5, 7),
-  );
+  const short = judgeWindow(state(5, 6), window10(4), keys(5, 7));
   equal(short.kind === "commit" && short.ended, true);
-  const head = judgeWindow(
-    state(null, 0),
-    { start: 0, limit: 10, page: 1 },
-    [],
-  );
+  const head = judgeWindow(state(null, 0), window10(0), []);
   equal(
     head.kind === "commit" && head.ended && head.fresh.to === head.fresh.from,
     true,
@@ -88,10 +75,7 @@ Deno.test("judgeWindow: a short window ends the pass; a window from the head alw
 Deno.test("judgeWindow refuses keys out of order", () => {
   let reason: unknown;
   try {
-    judgeWindow(state(null, 0), { start: 0, limit: 10, page: 1 }, [
-      key(2),
-      key(1),
-    ]);
+    judgeWindow(state(null, 0), window10(0), [key(2), key(1)]);
   } catch (error) {
     reason = error instanceof SyncError ? error.reason : error;
   }

@@ -7,7 +7,7 @@
 import { SyncError } from "./sync_error.ts";
 
 /** How far back deletes count against `maxDeletes`: 24 hours. */
-export const DELETE_WINDOW = 86_400_000;
+const DELETE_WINDOW = 86_400_000;
 
 /** A completed cycle's deletes: when (epoch ms), how many, of how many live rows. */
 export interface DeleteRecord {
@@ -17,7 +17,7 @@ export interface DeleteRecord {
 }
 
 /** What the last 24 hours removed, and the largest size the copy had in them. */
-export interface RecentDeletes {
+interface RecentDeletes {
   readonly deleted: number;
   readonly largest: number;
 }

@@ -94,13 +94,13 @@ export const RESUME_MARGIN = 32;
 export const MIN_WINDOW = 25;
 
 /** Orders two sort values: numbers by value, anything else as strings. */
-export function compareValues(a: string | number, b: string | number): number {
+function compareValues(a: string | number, b: string | number): number {
   if (typeof a === "number" && typeof b === "number") return a - b;
   const x = String(a), y = String(b);
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-export function compareKeys(a: SyncKey, b: SyncKey): number {
+function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
 
@@ -203,7 +203,7 @@ function checkOrder(
   );
 }
 
-export function passOrder(
+function passOrder(
   state: Pick<WindowState, "descending">,
 ): (a: SyncKey, b: SyncKey) => number {
   return state.descending === true ? (a, b) => compareKeys(b, a) : compareKeys;
@@ -252,7 +252,7 @@ function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
  * The user's `limit` proves nothing. Otherwise the next window asks at most
  * `count`, a size honoured either way, and settles it.
  */
-export function provesEnd(
+function provesEnd(
   state: WindowState,
   limit: number,
   count: number,
@@ -298,7 +298,7 @@ function countUpTo(
 }
 
 /** The largest size the next window may ask for. */
-export function windowCap(state: WindowState): number {
+function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
   return Math.max(
     state.accepted,
