@@ -4,7 +4,7 @@
 // removed on release only while it is still this run's.
 
 import process from "node:process";
-import { isTaken, openFile, readText, removeFile, statOf } from "./_files.ts";
+import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import {
   isStale,
   keepRefreshed,
@@ -86,20 +86,13 @@ function held(path: string, token: string, clock: () => number): FileLock {
 
 /** Creates the lock file with this run's token; false when one exists. */
 async function create(path: string, token: string): Promise<boolean> {
-  let file;
-  try {
-    file = await openFile(path, "create");
-  } catch (error) {
-    if (isTaken(error)) return false;
-    throw error;
-  }
-  try {
-    const content: LockContent = { owner: token, pid: process.pid };
-    await file.writeFile(JSON.stringify(content));
-  } finally {
-    await file.close();
-  }
-  return true;
+  const content: LockContent = { owner: token, pid: process.pid };
+  const text = JSON.stringify(content);
+  const made = await withFile(path, "create", async (file) => {
+    await file.writeFile(text);
+    return true;
+  });
+  return made ?? false;
 }
 
 /**

@@ -174,7 +174,7 @@ export function readRange(
   start: number,
   end: number,
 ): Promise<Uint8Array | undefined> {
-  return reading(path, async (file) => {
+  return withFile(path, "read", async (file) => {
     const bytes = new Uint8Array(Math.max(0, end - start));
     let read = 0;
     while (read < bytes.length) {
@@ -192,23 +192,27 @@ export function readRange(
  * from the open file, so a file renamed over it meanwhile is read whole.
  */
 export function readText(path: string): Promise<string | undefined> {
-  return reading(path, (file) => file.readFile("utf8"));
+  return withFile(path, "read", (file) => file.readFile("utf8"));
 }
 
-/** `read` of the file at `path`, or undefined when it is missing. */
-async function reading<R>(
+/**
+ * `use` of the file at `path` opened `how`, closed after; undefined when
+ * there is no file to open (or, to create, one is there already).
+ */
+export async function withFile<R>(
   path: string,
-  read: (file: FileHandle) => Promise<R>,
+  how: "read" | "write" | "create",
+  use: (file: FileHandle) => Promise<R>,
 ): Promise<R | undefined> {
   let file: FileHandle;
   try {
-    file = await openFile(path, "read");
+    file = await openFile(path, how);
   } catch (error) {
-    if (isMissing(error)) return undefined;
+    if (code(error) === (how === "create" ? "EEXIST" : "ENOENT")) return;
     throw error;
   }
   try {
-    return await read(file);
+    return await use(file);
   } finally {
     await file.close();
   }
@@ -268,11 +272,6 @@ export function fingerprint(bytes: Uint8Array): Promise<string> {
 /** Whether `error` says the file does not exist (as it is, or as a cause). */
 function isMissing(error: unknown): boolean {
   return code(error) === "ENOENT";
-}
-
-/** Whether `error` says the file exists (as it is, or as a cause). */
-export function isTaken(error: unknown): boolean {
-  return code(error) === "EEXIST";
 }
 
 /** The system's code of `error`, or of the cause of a file SyncError. */

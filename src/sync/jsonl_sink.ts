@@ -1,3 +1,6 @@
+// A sync sink on a JSONL file: lines appended, a side file as the commit
+// point, everything checked before anything is changed.
+
 import { unlink } from "node:fs/promises";
 import type {
   SinkLockOptions,
