@@ -22,17 +22,6 @@ const NOTHING = { items: [], ids: [] };
 /** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;
 
-interface Tally {
-  written: number;
-  read: number;
-  pages: number;
-  inserted: number;
-  updated: number;
-  deleted: number;
-  skipped: number;
-  readonly skippedIds: string[];
-}
-
 /**
  * Writes batches in order: a batch starts once the one before is committed;
  * a failed write stops the run at the batch before. An empty batch is
@@ -40,9 +29,10 @@ interface Tally {
  * start), or by `flush`.
  */
 export class Committer<T> {
-  readonly tally: Tally = {
+  /** What the run wrote, as the sink reported it. */
+  readonly tally = {
     ...{ written: 0, read: 0, pages: 0, inserted: 0, updated: 0, deleted: 0 },
-    ...{ skipped: 0, skippedIds: [] },
+    ...{ skipped: 0, skippedIds: [] as string[] },
   };
   /** The checkpoint of the last batch committed. */
   written: SyncCheckpoint;
@@ -192,7 +182,7 @@ function hear<E>(listener: (event: E) => unknown, event: E): void {
 function lastOfEachId<T>(
   items: readonly T[],
   ids: readonly string[],
-): { items: readonly T[]; ids: readonly string[] } {
+): Batch<T> {
   const last = new Map<string, number>();
   ids.forEach((id, i) => last.set(id, i));
   if (last.size === ids.length) return { items, ids };
