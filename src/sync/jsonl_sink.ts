@@ -7,7 +7,6 @@ import type {
   SyncCheckpoint,
   SyncSink,
   SyncWriteContext,
-  SyncWriteReport,
 } from "./sink.ts";
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
@@ -134,7 +133,7 @@ class JsonlCopy {
     items: readonly unknown[],
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext | undefined,
-  ): Promise<SyncWriteReport> {
+  ) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const lines = linesOf(items);
