@@ -19,8 +19,6 @@ import { configFor } from "../_cli_helpers.ts";
 import { syncArgs } from "../sync_fixtures.ts";
 
 const fresh = (name: string) => freshTarget("sync-safety-process", name);
-/** Windows of 50 by creation date: many commits, so that runs overlap. */
-const BY_DATE = ["--sort-by", "creationDate", "--limit", "50"];
 
 /** A fresh target `name`, and beside it a lock of `owner`, process 12345. */
 async function lockedBy(name: string, owner: string): Promise<string> {
@@ -70,7 +68,12 @@ processTest(
     });
     const target = await fresh("paused.jsonl");
     const env = configFor(api);
-    const args = syncArgs(target, BY_DATE);
+    const args = syncArgs(target, [
+      "--sort-by",
+      "creationDate",
+      "--limit",
+      "50",
+    ]);
     const paused = cliCommand(flagsFor(env), args, env).spawn();
     await grown(target, 20_000);
     paused.kill("SIGSTOP");
@@ -105,7 +108,12 @@ processTest(
     const past = new Date(Date.now() - 60_000);
     await Deno.utime(`${target}.lock`, past, past);
     const env = configFor(api);
-    const args = syncArgs(target, BY_DATE);
+    const args = syncArgs(target, [
+      "--sort-by",
+      "creationDate",
+      "--limit",
+      "50",
+    ]);
     const runs = await Promise.all(
       Array.from({ length: 6 }, () => cli(flagsFor(env), args, env)),
     );
