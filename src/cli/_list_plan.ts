@@ -2,7 +2,7 @@
 
 import type { ListOptions } from "../client/mod.ts";
 import { MAX_CONCURRENCY } from "./_help.ts";
-import { count, queryOf, UsageError } from "./_flag_values.ts";
+import { count, queryOf, UsageError, type Values } from "./_flag_values.ts";
 
 export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
@@ -17,20 +17,6 @@ export interface ListRequest {
   readonly limit: number;
 }
 
-/** The flags `list` reads, as node:util parsed them. */
-export interface ListValues {
-  readonly limit?: string | undefined;
-  readonly page?: string | undefined;
-  readonly "max-items"?: string | undefined;
-  readonly concurrency?: string | undefined;
-  readonly "sort-by"?: string | undefined;
-  readonly "sort-direction"?: string | undefined;
-  readonly since?: string | undefined;
-  readonly format?: string | undefined;
-  readonly fields?: string | undefined;
-  readonly query?: string[] | undefined;
-}
-
 /**
  * Checks `list <path> [options]`.
  *
@@ -38,7 +24,7 @@ export interface ListValues {
  */
 export function listRequest(
   positionals: readonly string[],
-  values: ListValues,
+  values: Values,
 ): ListRequest {
   const [path, ...extra] = positionals;
   if (path === undefined) {
@@ -77,7 +63,7 @@ export function listRequest(
 
 /** The sort, and with `--since` the item the list stops before. */
 function orderOf(
-  values: ListValues,
+  values: Values,
 ): Pick<ListOptions<unknown>, "sortBy" | "sortDirection" | "until"> {
   const given = values["sort-direction"];
   const direction = given?.toUpperCase();

@@ -2,7 +2,6 @@
 // configuration, and a session (provider, client, cache).
 
 import { createClient, type PartnerClient } from "../client/mod.ts";
-import type { Environment } from "../core/environment.ts";
 import type { EventListener } from "../core/events.ts";
 import {
   CONFIG_OPTIONAL_VARIABLES,
@@ -41,24 +40,13 @@ export interface RunIo extends CliIo {
   helpHint?: string;
 }
 
-/** The configuration the variables give. */
-export interface Config {
-  readonly environment: Environment;
-  readonly clientId: string;
-  readonly clientSecret: string;
-  readonly bodyFormat?: "json" | "form";
-  readonly clientAuthentication?: "body" | "basic";
-  /** The variable each setting came from, for the hints of token errors. */
-  readonly settingNames?: PartnerApiConfig["settingNames"];
-}
-
 /**
  * Reads every variable and names all that are missing at once.
  *
  * @throws {UsageError} For missing or unreadable variables, or values
  * `defineEnvironment` refuses (named by variable).
  */
-export function readConfig(io: CliIo): Config {
+export function readConfig(io: CliIo): PartnerApiConfig {
   try {
     return configFromEnv((name) => readVariable(io, name));
   } catch (error) {
@@ -117,7 +105,7 @@ const SLOW_TOKEN_REQUEST = 1500;
 /** Opens a session: a cache if allowed, and a provider that says when it waits. */
 export function openSession(
   io: RunIo,
-  config: Config,
+  config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
   const { verbose } = flags;
@@ -176,7 +164,7 @@ export function openSession(
  * The cache's store, if the flags want one and the run may have it (else
  * the notice, once); each later problem with it is said once.
  */
-function openStore(io: RunIo, config: Config, flags: SessionFlags) {
+function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   if (!flags.cache) return undefined;
   const said = new Set<string>();
   const notify = (line: string) => {
@@ -190,7 +178,7 @@ function openStore(io: RunIo, config: Config, flags: SessionFlags) {
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way. */
-function tokenRequestShape(config: Config, flags: SessionFlags) {
+function tokenRequestShape(config: PartnerApiConfig, flags: SessionFlags) {
   const bodyFormat = flags.tokenBody ?? config.bodyFormat;
   const clientAuthentication = flags.clientAuthentication ??
     config.clientAuthentication;
