@@ -6,7 +6,7 @@
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import { optionError } from "../core/_check.ts";
+import { optionError, requireOptions } from "../core/_check.ts";
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import {
   flatten,
@@ -337,15 +337,7 @@ function answered(page: Answered, text: string, problem: string): ApiError {
 
 function checkQuery(query: unknown): Record<string, string> {
   if (query === undefined) return {};
-  if (typeof query !== "object" || query === null) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "query",
-      "must be an object of strings",
-      String(query),
-    );
-  }
+  requireOptions(query, CONTEXT, "query");
   for (const [name, value] of Object.entries(query)) {
     if (typeof value !== "string") {
       throw optionError(

@@ -1,9 +1,6 @@
-// Internal: the one place where page boundaries live. Requests pages in
-// order (several in flight if asked), and decides where the list ends: a
-// short page, `maxPages`, `maxItems`, `until`, a repeated page. `paginate`
-// and the client's `list` flatten what it yields; the client's `pages`
-// yields it as it is. And a paginator's options, checked all at once before
-// any page is requested: what the walk runs by.
+// Internal: the one place where page boundaries live: pages requested in
+// order (several in flight if asked), where the list ends, and the
+// paginator's options, checked before any page is requested.
 
 import { raceAbort } from "../core/_deadlines.ts";
 import type {
@@ -11,7 +8,13 @@ import type {
   PaginateOptions,
   SortDirection,
 } from "./page_types.ts";
-import { checkAtMost, checkNumber, optionError } from "../core/_check.ts";
+import {
+  checkAtMost,
+  checkNumber,
+  optionError,
+  requireFunction,
+  requireText,
+} from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
 
@@ -49,17 +52,13 @@ function requestPage<T, F>(
   page: number,
 ): PendingPage<F> {
   const controller = new AbortController();
-  const signal = config.signal === undefined
-    ? controller.signal
-    : AbortSignal.any([config.signal, controller.signal]);
-  const result = (async () =>
-    await fetchPage({
-      page,
-      limit: config.limit,
-      ...config.sort,
-      ...config.priority,
-      signal,
-    }))();
+  const { limit, sort, priority, signal: caller } = config;
+  const signal = caller
+    ? AbortSignal.any([caller, controller.signal])
+    : controller.signal;
+  const result =
+    (async () =>
+      await fetchPage({ page, limit, ...sort, ...priority, signal }))();
   // A page abandoned in flight may still reject; nobody is waiting for it.
   result.catch(() => {});
   return { page, controller, result };
@@ -298,15 +297,6 @@ function sortOptions(
   sortBy: unknown,
   sortDirection: unknown,
 ): PageConfig<unknown>["sort"] {
-  if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "sortBy",
-      "must be a non-empty string",
-      JSON.stringify(sortBy),
-    );
-  }
   if (
     sortDirection !== undefined && sortDirection !== "ASC" &&
     sortDirection !== "DESC"
@@ -320,23 +310,17 @@ function sortOptions(
     );
   }
   return {
-    ...(sortBy === undefined ? {} : { sortBy }),
+    ...(sortBy === undefined
+      ? {}
+      : { sortBy: requireText(sortBy, CONTEXT, "sortBy") }),
     ...(sortDirection === undefined ? {} : { sortDirection }),
   };
 }
 
 export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
   const { dedupeBy, until, signal } = options;
-  for (const [name, value] of [["dedupeBy", dedupeBy], ["until", until]]) {
-    if (value !== undefined && typeof value !== "function") {
-      throw optionError(
-        TypeError,
-        CONTEXT,
-        name as string,
-        "must be a function",
-      );
-    }
-  }
+  requireFunction(dedupeBy, CONTEXT, "dedupeBy");
+  requireFunction(until, CONTEXT, "until");
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw optionError(
       TypeError,
