@@ -12,7 +12,7 @@ import {
 } from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { FileTokenStore, TokenRecord } from "../store/mod.ts";
-import { verboseListener } from "./_verbose.ts";
+import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
@@ -216,4 +216,41 @@ function watchTokenRequests(err: CliWriter) {
     }
   };
   return { fetch: fetchWatched, count: () => count };
+}
+
+/**
+ * `--verbose`: one line per `token.request` and `api.request` event (events
+ * never hold the secret or a token).
+ */
+export function verboseListener(
+  err: CliWriter,
+  environment: Environment,
+): EventListener {
+  let tokenRequests = 0;
+  return (event) => {
+    if (event.type === "token.request") {
+      tokenRequests++;
+      const outcome = event.outcome === "ok" ? "ok" : `error (${event.reason})`;
+      write(
+        err,
+        `POST ${environment.tokenUrl.origin}${environment.tokenUrl.pathname} ${outcome}, ${
+          Math.round(event.durationMs)
+        } ms, token request ${tokenRequests}`,
+      );
+    } else if (event.type === "api.request") {
+      const base = event.base === "pci"
+        ? environment.pciBaseUrl
+        : environment.baseUrl;
+      write(
+        err,
+        `${event.method} ${base.origin}${event.path} ${
+          event.status || "no answer"
+        }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`,
+      );
+    }
+  };
+}
+
+function write(err: CliWriter, line: string): void {
+  err.write(`${escapeControls(line)}\n`);
 }
