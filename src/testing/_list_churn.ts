@@ -220,13 +220,13 @@ function placeOf(
   item: Item,
   order: (a: Item, b: Item) => number,
 ): number {
-  let low = 0, high = sorted.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (order(sorted[middle]!, item) < 0) low = middle + 1;
-    else high = middle;
+  let low = 0; // how many are known to come before `item`
+  for (let step = 2 ** 31; step >= 1; step /= 2) {
+    const next = sorted[low + step - 1];
+    if (next !== undefined && order(next, item) < 0) low += step;
   }
   return low;
+
 }
 
 function pickItem(
