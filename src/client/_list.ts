@@ -6,7 +6,12 @@
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import { optionError, requireOptions } from "../core/_check.ts";
+import {
+  optionError,
+  requireFunction,
+  requireOptions,
+} from "../core/_check.ts";
+
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import {
   flatten,
@@ -51,15 +56,7 @@ function walkUnder<T>(
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
   const extra = checkQuery(query);
-  if (pick !== undefined && typeof pick !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "items",
-      "must be a function",
-      typeof pick,
-    );
-  }
+  requireFunction(pick, CONTEXT, "items");
   const config = pageConfig(pageOptions);
   const addressOf = pageAddresses(url, extra);
   const walk = walkPages<T, FetchedPage<T>>(
