@@ -226,7 +226,6 @@ function placeOf(
     if (next !== undefined && order(next, item) < 0) low += step;
   }
   return low;
-
 }
 
 function pickItem(
