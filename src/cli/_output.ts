@@ -6,8 +6,10 @@
 import type { Format } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
 import {
+  columnsOf,
   escapeControls,
   firstThenLater,
+  keyNotice,
   type RowSink,
   safeJson,
   tableWriter,
@@ -89,21 +91,15 @@ function csvWriter(
   notify: (line: string) => void,
 ): RowSink {
   let columns: readonly string[] = fields ?? [];
-  const reported = new Set<string>();
+  const unseen = keyNotice(notify, "after the header and is not in the CSV");
   const line = (values: readonly unknown[]) =>
     out.write(`${values.map(csvField).join(",")}\r\n`);
   const writeRow = (item: Record<string, unknown>) => {
-    for (const key of Object.keys(item)) {
-      if (columns.includes(key) || reported.has(key)) continue;
-      reported.add(key);
-      notify(
-        `column '${key}' first appeared after the header and is not in the CSV; name the columns with --fields`,
-      );
-    }
+    unseen(columns, item);
     line(columns.map((column) => item[column]));
   };
   const firstPage = (rows: readonly Record<string, unknown>[]) => {
-    columns = fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
+    columns = columnsOf(fields, rows);
     if (columns.length > 0) line(columns);
     for (const item of rows) writeRow(item);
   };
