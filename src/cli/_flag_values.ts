@@ -73,8 +73,18 @@ export function count(
   return value;
 }
 
+/** `values` without the keys left undefined: an option is given or absent. */
+export function given<T extends object>(
+  values: T,
+): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(
+    Object.entries(values).filter(([, value]) => value !== undefined),
+  ) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
 /**
  * `--query k=v` pairs as query parameters.
+
  *
  * @throws {UsageError} For a pair without a name and `=`.
  */

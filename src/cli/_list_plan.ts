@@ -2,7 +2,13 @@
 
 import type { ListOptions } from "../client/mod.ts";
 import { MAX_CONCURRENCY } from "./_help.ts";
-import { count, queryOf, UsageError, type Values } from "./_flag_values.ts";
+import {
+  count,
+  given,
+  queryOf,
+  UsageError,
+  type Values,
+} from "./_flag_values.ts";
 
 export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
@@ -48,10 +54,8 @@ export function listRequest(
   const options: ListOptions<unknown> = {
     query: queryOf(values.query ?? []),
     ...orderOf(values),
+    ...given(numbers),
   };
-  for (const [key, value] of Object.entries(numbers)) {
-    if (value !== undefined) Object.assign(options, { [key]: value });
-  }
   return {
     path,
     format: format as Format | undefined,
@@ -65,11 +69,11 @@ export function listRequest(
 function orderOf(
   values: Values,
 ): Pick<ListOptions<unknown>, "sortBy" | "sortDirection" | "until"> {
-  const given = values["sort-direction"];
-  const direction = given?.toUpperCase();
+  const asked = values["sort-direction"];
+  const direction = asked?.toUpperCase();
   if (direction !== undefined && direction !== "ASC" && direction !== "DESC") {
     throw new UsageError(
-      `--sort-direction must be ASC or DESC: received ${given}`,
+      `--sort-direction must be ASC or DESC: received ${asked}`,
     );
   }
   const sortBy = values["sort-by"];
@@ -87,10 +91,7 @@ function orderOf(
     }
     return { sortBy: field, sortDirection: "DESC", until };
   }
-  return {
-    ...(sortBy === undefined ? {} : { sortBy }),
-    ...(direction === undefined ? {} : { sortDirection: direction }),
-  };
+  return given({ sortBy, sortDirection: direction });
 }
 
 /**

@@ -11,6 +11,8 @@ import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { UsageError } from "./_plan.ts";
+import { given } from "./_flag_values.ts";
+
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
@@ -83,25 +85,17 @@ async function syncInto(
 
 /** The options of `syncList` the command line gives (all but sink, signal and progress). */
 function syncOptions(request: SyncRequest) {
+  const { id, sortDirection, deletes, changes, query } = request;
+  const { sortBy, sweep, maxDeletes, priority, maxDuration } = request;
+  const { limit, concurrency } = request;
   return {
-    id: request.id,
-    ...(request.sortBy === undefined ? {} : { sortBy: request.sortBy }),
-    sortDirection: request.sortDirection,
-    ...(request.sweep === undefined ? {} : { sweep: request.sweep }),
-    deletes: request.deletes,
-    ...(request.maxDeletes === undefined
-      ? {}
-      : { maxDeletes: request.maxDeletes }),
-    changes: request.changes,
-    ...(request.priority === undefined ? {} : { priority: request.priority }),
-    ...(request.maxDuration === undefined
-      ? {}
-      : { maxDuration: request.maxDuration }),
-    query: { ...request.query },
-    ...(request.limit === undefined ? {} : { limit: request.limit }),
-    ...(request.concurrency === undefined
-      ? {}
-      : { concurrency: request.concurrency }),
+    id,
+    sortDirection,
+    deletes,
+    changes,
+    query: { ...query },
+    ...given({ sortBy, sweep, maxDeletes, priority, maxDuration }),
+    ...given({ limit, concurrency }),
   };
 }
 
