@@ -26,10 +26,8 @@ export interface Fetched<T> {
 }
 
 /**
- * One page as the walk yields it: the page as fetched, and the items it
- * keeps, read lazily: `dedupeBy` and `until` run only as far as the caller
- * reads (a `break` after the first item stops them there). Read them all
- * before asking for the next page.
+ * One page as the walk yields it. Its items are read lazily (`dedupeBy` and
+ * `until` run only as far as the caller reads): read them all before the next.
  */
 export interface Walked<T, F extends Fetched<T>> {
   /** The page number. */
@@ -65,10 +63,8 @@ function requestPage<T, F>(
 }
 
 /**
- * The `Error` that ends a list when a full page repeats the one before (or,
- * with `dedupeBy`, holds only items seen before): the server seems to
- * ignore `page`, and paging on would never end. (`RepeatedPageError` in
- * paginate.ts describes it.)
+ * The `Error` (`RepeatedPageError`) when a full page repeats the one before,
+ * or holds only items seen: the server seems to ignore `page`.
  */
 function repeatedPage(
   page: number,
@@ -81,11 +77,7 @@ function repeatedPage(
   );
 }
 
-/**
- * Whether `items` equals `previous`, item by item as JSON. The first and last
- * items are compared first: pages that differ (all but a broken server's)
- * cost two comparisons.
- */
+/** Whether `items` equals `previous` as JSON; pages that differ cost two comparisons. */
 function sameItems<T>(
   items: readonly T[],
   previous: readonly T[] | undefined,
@@ -169,11 +161,9 @@ function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
 }
 
 /**
- * Yields the list's pages in order, each once, also an empty one; the last
- * one is cut where `until` or `maxItems` ends the list. The caller reads
- * each page's items before it asks for the next page. Never requests a
- * page the items already on their way could make unnecessary; aborts the
- * requests in flight once it ends, however it ends.
+ * Yields the list's pages in order, each once, also an empty one. Never
+ * requests a page the items already on their way could make unnecessary;
+ * aborts the requests in flight once it ends, however it ends.
  */
 export async function* walkPages<T, F extends Fetched<T>>(
   fetchPage: (request: PageRequest) => Promise<F>,
@@ -224,12 +214,10 @@ export async function* walkPages<T, F extends Fetched<T>>(
 }
 
 /**
- * The items of `pages`, one by one; a `break` ends the pages too. After
- * each item the signal is looked at, so an abort while the caller works on
- * one ends the iteration. An array page is read by index: a `for...of`
- * over it cost this generator a fifth more per item than the plain loop a
- * user would write; by index it costs a tenth less.
+ * The items of `pages`; the signal is looked at after each item. An array
+ * is read by index: `for...of` cost a fifth more per item than a user's loop.
  */
+
 export async function* flatten<T>(
   pages: AsyncIterator<{ readonly items: Iterable<T> }>,
   signal: AbortSignal | undefined,
