@@ -191,12 +191,8 @@ export class GetFailed extends Error {
   override readonly name = "GetFailed";
 }
 
-/**
- * Prints the body: pretty JSON on a terminal (raw text when it is not
- * JSON), the bytes as they came otherwise.
- *
- * @throws {GetFailed} For an answer that is not 2xx.
- */
+/** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: GetFailed. */
+
 export async function runGet(
   session: Session,
   path: string,

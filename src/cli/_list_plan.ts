@@ -23,11 +23,8 @@ export interface ListRequest {
   readonly limit: number;
 }
 
-/**
- * Checks `list <path> [options]`.
- *
- * @throws {UsageError} With what is wrong.
- */
+/** Checks `list <path> [options]`: a UsageError says what is wrong. */
+
 export function listRequest(
   positionals: readonly string[],
   values: Values,

@@ -1,7 +1,5 @@
-// Internal: how `list` writes items: JSON lines, one JSON array, CSV (RFC
-// 4180, one header) or a table; `--fields` picks the columns in every
-// format. Nothing a terminal acts on is ever written: control characters
-// are escaped in every format.
+// Internal: how `list` writes items: JSON lines, one JSON array, CSV or a
+// table, control characters escaped in every format.
 
 import type { Format } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
@@ -79,12 +77,8 @@ function pick(
   return picked;
 }
 
-/**
- * CSV (RFC 4180: fields separated by commas, quoted when they hold a comma,
- * a quote or a line break, and every line ending in CRLF, `\r\n`) with one
- * header: the columns are `fields`, or the keys of the first page's items;
- * a key first seen later is reported once.
- */
+/** CSV (RFC 4180: CRLF line ends) with one header. */
+
 function csvWriter(
   out: CliWriter,
   fields: readonly string[] | undefined,

@@ -182,11 +182,8 @@ export interface RowSink {
   end(): void;
 }
 
-/**
- * Hands the first page that holds rows to `first` (so it can fix columns
- * from them), and every later row to `later`; `first` hears of an empty
- * list at the end.
- */
+/** The first page with rows to `first` (an empty list's `[]` at the end), every later row to `later`. */
+
 export function firstThenLater(
   first: (rows: readonly Record<string, unknown>[]) => void,
   later: (item: Record<string, unknown>) => void,

@@ -1,7 +1,5 @@
 // Internal: the `sync` command: a copy of a list in a SQLite or JSONL file,
-// resumed by itself, with a progress line on standard error; Ctrl-C commits
-// what it has and ends with 130; the sink's own lock keeps two runs apart
-// (a second run waits for the first, saying so).
+// a progress line on standard error; Ctrl-C commits what it has (130).
 
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
@@ -243,11 +241,8 @@ function usageCannotWrite(error: unknown, target: string): UsageError {
   );
 }
 
-/**
- * The guard held a mass delete back: the same command with the
- * `--max-deletes` that lets it through, for the user who knows the list
- * really lost those items.
- */
+/** The guard held a mass delete back: the command with the `--max-deletes` that lets it through. */
+
 function confirmHint(
   error: SyncError,
   request: SyncRequest,
