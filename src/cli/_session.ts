@@ -222,7 +222,7 @@ function watchTokenRequests(err: CliWriter) {
  * `--verbose`: one line per `token.request` and `api.request` event (events
  * never hold the secret or a token).
  */
-export function verboseListener(
+function verboseListener(
   err: CliWriter,
   environment: Environment,
 ): EventListener {

@@ -213,7 +213,7 @@ export async function runAsProgram(): Promise<never> {
 }
 
 /** The causes under a failure, one line each, outermost first (at most 8). */
-export function causeLines(error: unknown): string[] {
+function causeLines(error: unknown): string[] {
   const lines: string[] = [];
   let cause = error instanceof Error ? error.cause : undefined;
   for (let depth = 0; cause !== undefined && depth < 8; depth++) {
