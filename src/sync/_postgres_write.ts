@@ -1,13 +1,18 @@
-// Internal: the PostgreSQL sink's one statement per batch (see
-// _postgres_copy.ts for why every parameter is text): the upsert, and around
-// it the lease, the end of a cycle, the change table and the checkpoint, each
-// a step of one WITH, so that they commit together or not at all.
+// Internal: the PostgreSQL dialect's one statement per batch (see
+// _postgres_sql.ts for why every parameter is text): the upsert, and around
+// it the lease, the end of a cycle, the change table and the checkpoint,
+// each a step of one WITH, so that they commit together or not at all.
 
-import { CHECKPOINT_TABLE, LEASE_TABLE, STAGE_TABLE } from "./_identifier.ts";
-import { fingerprintOf } from "./_postgres_copy.ts";
+import {
+  CHECKPOINT_TABLE,
+  LEASE_TABLE,
+  type SqlBatch,
+  STAGE_TABLE,
+} from "./_sql_sink.ts";
+import { fingerprintOf } from "./_postgres_sql.ts";
 
 /** What a batch statement does besides its upsert. */
-export interface WriteShape {
+interface WriteShape {
   /** Commit only while the lease row is the run's (`owner` is sent). */
   readonly leased: boolean;
   /** The batch ends a cycle: what becomes of the rows it did not see. */
@@ -21,43 +26,48 @@ export interface WriteShape {
   readonly changes?: string;
 }
 
-/** The parameters of a batch statement, in the order writeSql numbers them. */
-export interface WriteParams {
-  readonly target: string;
-  /** The batch's JSON (postgresBatch). */
-  readonly batch: string;
-  readonly checkpoint: string;
-  readonly cycle: number;
-  readonly owner?: string;
-  readonly maxDeletes?: number;
-  /** The last 24 hours' deletes and largest size (ending a cycle). */
-  readonly recent?: { readonly deleted: number; readonly largest: number };
-}
-
-/** The statement's parameters, every one a string (see the file's head). */
-export function writeParams(shape: WriteShape, values: WriteParams): string[] {
-  const params = [
-    values.target,
-    values.batch,
-    values.checkpoint,
-    String(values.cycle),
-  ];
-  if (shape.ends !== undefined) {
+/**
+ * A batch's one statement and its parameters, every one a string (see the
+ * file's head), in the order writeSql numbers them.
+ */
+export function writeStatement(
+  table: string,
+  write: SqlBatch,
+  { target, json, changes }: {
+    target: string;
+    json: string;
+    changes: string | undefined;
+  },
+): { sql: string; params: string[] } {
+  const { owner, context } = write;
+  const ends = context?.endsCycle;
+  const params = [target, json, JSON.stringify(write.checkpoint)];
+  params.push(String(context?.cycle ?? 0));
+  if (ends !== undefined) {
+    const { maxDeletes, recent } = ends;
     params.push(
-      String(values.maxDeletes),
-      String(values.recent?.deleted ?? 0),
-      String(values.recent?.largest ?? 0),
+      `${maxDeletes}`,
+      `${recent?.deleted ?? 0}`,
+      `${recent?.largest ?? 0}`,
     );
   }
-  if (shape.leased) params.push(values.owner ?? "");
-  return params;
+  if (owner !== undefined) params.push(owner);
+  const shape: WriteShape = {
+    leased: owner !== undefined,
+    ...(ends === undefined ? {} : { ends: ends.deletes }),
+    ...(changes === undefined ? {} : { changes }),
+    ...(context?.phase === "sweep" && ends === undefined
+      ? { stages: true }
+      : {}),
+  };
+  return { sql: writeSql(table, shape), params };
 }
 
 /**
  * One batch in one statement, so that it commits whole on any connection
  * of a pool ($1 target, $2 the batch `[[id, item], ...]` (see
- * postgresBatch), $3 the checkpoint's JSON, $4 the cycle; then, as
- * writeParams orders them, maxDeletes and the owner). Every part reads
+ * postgresJson), $3 the checkpoint's JSON, $4 the cycle; then, as
+ * writeStatement orders them, maxDeletes and the owner). Every part reads
  * the table as it was before the statement, and each writes only when:
  *
  * - leased, the lease row is still this run's (the UPDATE holds that row
@@ -78,7 +88,7 @@ export function writeParams(shape: WriteShape, values: WriteParams): string[] {
  * `unseen` and `live` (ending a cycle), `written`, `inserted`, `updated`,
  * `deleted`; every column text.
  */
-export function writeSql(table: string, shape: WriteShape): string {
+function writeSql(table: string, shape: WriteShape): string {
   // $1 to $4 always; the others numbered in writeParams's order.
   let numbered = 4;
   const guardParams = shape.ends === undefined ? undefined : {

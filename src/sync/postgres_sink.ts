@@ -1,39 +1,41 @@
 // A sync sink on PostgreSQL through a query function the user passes, so
 // the module needs no driver and works with any (node-postgres,
-// postgres.js). Each batch is ONE statement: a pool may send statements on
-// different connections, and one statement is one transaction. For the
-// same reason the lock is a lease row, not a session or advisory lock.
+// postgres.js): the PostgreSQL dialect of the SQL kit (_sql_sink.ts holds
+// the flow, _postgres_sql.ts the statements). Each batch is ONE statement:
+// a pool may send statements on different connections, and one statement
+// is one transaction. For the same reason the lock is a lease row, not a
+// session or advisory lock.
 
 import { optionError } from "../core/_check.ts";
-import type {
-  SinkLockOptions,
-  SyncCheckpoint,
-  SyncSink,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./sink.ts";
-import { quotedTable } from "./_identifier.ts";
+import type { SinkLockOptions, SyncSink } from "./sink.ts";
+import { lockLost } from "./_lease.ts";
+import { tooManyDeletes } from "./_deletes.ts";
 import {
-  checkLockWait,
-  DEFAULT_LOCK_WAIT,
-  keepRefreshed,
-  lockLost,
-  runToken,
-  waitForLock,
-} from "./_lease.ts";
+  changeTableOf,
+  type CopyState,
+  sinkOptions,
+  type SqlDialect,
+  sqlSink,
+} from "./_sql_sink.ts";
 import {
+  catalogSql,
+  CHANGES_CATALOG_SQL,
+  CHANGES_COLUMNS,
+  CHANGES_COLUMNS_0_3,
+  copySql,
+  createChangesSql,
   createSql,
-  type Query,
+  idFits,
+  itemJson,
+  POSTGRES_LIMITS,
+  postgresJson,
+  type PostgresLimits,
   REFRESH_SQL,
   RELEASE_SQL,
-  type Row,
-  rowsOf,
   TAKE_SQL,
-} from "./_postgres_copy.ts";
-import { writeParams, type WriteShape, writeSql } from "./_postgres_write.ts";
-import { postgresBatch } from "./_postgres_batch.ts";
-import { makeChangeTable, readCopy } from "./_postgres_state.ts";
-import { tooManyDeletes } from "./_deletes.ts";
+} from "./_postgres_sql.ts";
+import { writeStatement } from "./_postgres_write.ts";
+import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
 
@@ -153,74 +155,108 @@ export interface PostgresSinkOptions
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  const read = readerOf(options?.query, options?.lockWait);
-  const table = quotedTable(options.table, CONTEXT);
+  const query = options?.query;
+  if (typeof query !== "function") {
+    throw optionError(TypeError, CONTEXT, "query", "must be a function");
+  }
+  const table = sinkOptions(options, CONTEXT);
+  return sqlSink<T>(postgresDialect(query, table, options.table), options);
+}
+
+/** A row as the sink's statements return it: every column text. */
+type Row = Readonly<Record<string, string | null | undefined>>;
+
+/** The PostgreSQL dialect of the kit, over the user's query function. */
+function postgresDialect(
+  query: PostgresSinkOptions["query"],
+  table: string,
+  target: string,
+  limits: PostgresLimits = POSTGRES_LIMITS,
+): SqlDialect {
   const what = `the table ${table}`;
-  let checked = false;
-  let owner: string | undefined;
-  /** Checks the copy, reading only: what load() and lock() do first. */
-  const check = async () => {
-    const checkpoint = await readCopy(read, table, what);
-    checked = true;
-    return checkpoint;
+  /** The rows of one statement, whether the driver gives `{ rows }` or an array. */
+  const read = async (
+    sql: string,
+    params: string[],
+  ): Promise<readonly Row[]> => {
+    const result = await query(sql, params);
+    const rows = Array.isArray(result)
+      ? result
+      : (result as { rows?: unknown }).rows;
+    if (Array.isArray(rows)) return rows as readonly Row[];
+    throw optionError(
+      TypeError,
+      "Cannot sync into PostgreSQL",
+      "query",
+      "must resolve with the rows, or with an object holding them as `rows`",
+    );
   };
+  const first = async (sql: string, params: string[]) =>
+    (await read(sql, params))[0] ?? {};
   /** The first change, once the copy passed: the tables. */
   const tables = once(() => read(createSql(table), []));
   /** The change table, checked and created when first kept. */
-  const changeTable = once(() => makeChangeTable(read, table, what));
+  const changeTable = once(() => makeChangeTable(first, table, what));
   return {
-    load: check,
-    async lock(run = {}) {
-      await check();
+    what,
+    instead: "give another table",
+    read: () => readCopy(first, table),
+    prepare: async () => {
       // Once per run: the tables may have changed since the last (a
       // long-lived sink outlives a migration or a dropped table).
       tables.reset();
       changeTable.reset();
       await tables.get();
-      const lease = await holdLease(read, options.table, what, {
-        signal: run.signal,
-        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
-        onWait: options.onLockWait,
-      });
-      owner = lease.owner;
+    },
+    async take(token) {
+      const row = await first(TAKE_SQL, [target, token]);
+      if (row.taken === token) return { taken: token };
       return {
-        async [Symbol.asyncDispose]() {
-          owner = undefined;
-          await lease.release();
-        },
+        holder: row.stale === "true" ? "a run that stopped" : "another run",
       };
     },
-    async write(items, checkpoint, ids, context) {
-      if (!checked) await check();
+    refresh: (token) => read(REFRESH_SQL, [target, token]),
+    release: async (token) =>
+      void await read(RELEASE_SQL, [target, token]).catch(() => {}),
+    text: (item, id) => idFits(id, limits) ? itemJson(item, limits) : undefined,
+    async apply(write) {
       // The change table's checks first: a refusal leaves nothing created.
-      const changes = context?.changes === true
+      const changes = write.context?.changes === true
         ? await changeTable.get()
         : undefined;
       await tables.get();
-      const batch = postgresBatch(items, ids);
-      const { sql, params } = batchStatement(table, batch.json, {
-        target: options.table,
-        checkpoint,
-        context,
-        owner,
+      const json = postgresJson(write.rows);
+      const { sql, params } = writeStatement(table, write, {
+        target,
+        json,
         changes,
       });
-      const row = (await read(sql, params))[0] ?? {};
-      return judgeWrite(row, batch, context?.endsCycle, what);
+      const row = await first(sql, params);
+      const ends = write.context?.endsCycle;
+      if (row.leased !== "1") throw lockLost(what);
+      if (row.refused === "true") {
+        throw tooManyDeletes(
+          Number(row.unseen),
+          Number(row.live),
+          ends?.maxDeletes ?? 0,
+          what,
+          ends?.recent,
+        );
+      }
+      const stored = Number(row.written) + Number(row.staged);
+      if (row.saved !== "1" || stored !== write.rows.ids.length) {
+        throw new Error(
+          `Cannot sync into ${what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
+        );
+      }
+      return {
+        inserted: Number(row.inserted),
+        updated: Number(row.updated),
+        deleted: Number(row.deleted),
+        ...(ends === undefined ? {} : { held: Number(row.live) }),
+      };
     },
   };
-}
-
-/** The user's `query`, checked (and `lockWait`), as the sink reads rows through it. */
-function readerOf(
-  query: unknown,
-  lockWait: unknown,
-): (sql: string, params: string[]) => Promise<readonly Row[]> {
-  checkLockWait(lockWait, CONTEXT);
-  if (typeof query !== "function") {
-    throw optionError(TypeError, CONTEXT, "query", "must be a function");
-  }
-  return (sql, params) => rowsOf(query as Query, sql, params);
 }
 
 /** `make`'s promise, made once, and again after it failed or a reset. */
@@ -236,109 +272,90 @@ function once<R>(make: () => Promise<R>) {
   };
 }
 
-/** A batch's one statement and its parameters. */
-function batchStatement(
+/**
+ * Reads the copy's state, changing nothing: the catalog first (a table of
+ * another shape is foreign), then the count, checkpoint and last row.
+ */
+async function readCopy(
+  first: (sql: string, params: string[]) => Promise<Row>,
   table: string,
-  batch: string,
-  run: {
-    target: string;
-    checkpoint: SyncCheckpoint;
-    context: SyncWriteContext | undefined;
-    owner: string | undefined;
-    changes: string | undefined;
-  },
-): { sql: string; params: string[] } {
-  const { owner, changes } = run;
-  const ends = run.context?.endsCycle;
-  const shape: WriteShape = {
-    leased: owner !== undefined,
-    ...(ends === undefined ? {} : { ends: ends.deletes }),
-    ...(changes === undefined ? {} : { changes }),
-    ...(run.context?.phase === "sweep" && ends === undefined
-      ? { stages: true }
-      : {}),
+): Promise<CopyState> {
+  const catalog = await first(catalogSql(), [table]);
+  const has = {
+    items: catalog.items === "true",
+    checkpoints: catalog.checkpoints === "true",
+    recorded: catalog.rows_type !== null && catalog.rows_type !== undefined,
   };
-  const params = writeParams(shape, {
-    target: run.target,
-    batch,
-    checkpoint: JSON.stringify(run.checkpoint),
-    cycle: run.context?.cycle ?? 0,
-    ...(owner === undefined ? {} : { owner }),
-    ...(ends === undefined ? {} : { maxDeletes: ends.maxDeletes }),
-    ...(ends?.recent === undefined ? {} : { recent: ends.recent }),
-  });
-  return { sql: writeSql(table, shape), params };
-}
-
-/**
- * Takes the lease row of `target` for a run, kept fresh until released. A
- * lease left behind (the server gone) is stale in 5 s: the run's outcome
- * stands either way.
- */
-async function holdLease(
-  read: (sql: string, params: string[]) => Promise<readonly Row[]>,
-  target: string,
-  what: string,
-  wait: Parameters<typeof waitForLock>[1],
-): Promise<{ owner: string; release(): Promise<void> }> {
-  const token = runToken();
-  await waitForLock(what, wait, async () => {
-    const row = (await read(TAKE_SQL, [target, token]))[0];
-    if (row?.taken === token) return { taken: token };
-    return {
-      holder: row?.stale === "true" ? "a run that stopped" : "another run",
-    };
-  });
-  let refreshing: Promise<unknown> = Promise.resolve();
-  const stop = keepRefreshed(() =>
-    refreshing = read(REFRESH_SQL, [target, token])
-  );
+  const foreign = foreignColumns(catalog);
+  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
+  if (!has.items && !has.checkpoints) return { checkpoint: undefined, rows: 0 };
+  const state = await first(copySql(table, has), [table.slice(1, -1)]);
+  const recorded = state.recorded;
   return {
-    owner: token,
-    async release() {
-      stop();
-      await refreshing.catch(() => {});
-      await read(RELEASE_SQL, [target, token]).catch(() => {});
-    },
+    checkpoint: state.checkpoint,
+    rows: Number(state.count ?? 0),
+    ...(recorded === null || recorded === undefined
+      ? {}
+      : { recorded: { rows: Number(recorded), last: state.last ?? null } }),
+    found: state.found,
   };
 }
 
+/** Why the table's columns are not the sink's, if they are not. */
+function foreignColumns(catalog: Row): string | undefined {
+  if (catalog.items !== "true") return undefined;
+  if (
+    catalog.id_type !== "text" || catalog.item_type !== "jsonb" ||
+    catalog.id_unique !== "true"
+  ) {
+    return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
+  }
+  const deletedAt = catalog.deleted_at_type ?? null;
+  const seen = catalog.seen_type ?? null;
+  if (
+    (deletedAt !== null && deletedAt !== "timestamp with time zone") ||
+    (seen !== null && seen !== "bigint")
+  ) {
+    return `its columns deleted_at (${deletedAt ?? "none"}) and seen (${
+      seen ?? "none"
+    }) are not the sink's (timestamptz, bigint): it was not made by this sink`;
+  }
+  return undefined;
+}
+
 /**
- * What the batch statement answered, as the sink reports it.
+ * Checks `<table>_changes` (one of the user's own, or of another shape,
+ * is refused) and creates it if missing; its quoted name.
  *
- * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) When it wrote
- * nothing because the lease was lost or the cycle would remove too much.
+ * @throws {SyncError} (`"sink-mismatch"`)
+ * @throws {TypeError} (`option: "table"`) For a name too long to take
+ * `_changes` within PostgreSQL's 63 bytes.
  */
-function judgeWrite(
-  row: Row,
-  batch: {
-    readonly ids: readonly string[];
-    readonly skipped: readonly string[];
-  },
-  ends: SyncWriteContext["endsCycle"],
+async function makeChangeTable(
+  first: (sql: string, params: string[]) => Promise<Row>,
+  table: string,
   what: string,
-): SyncWriteReport {
-  if (row.leased !== "1") throw lockLost(what);
-  if (row.refused === "true") {
-    throw tooManyDeletes(
-      Number(row.unseen),
-      Number(row.live),
-      ends?.maxDeletes ?? 0,
+): Promise<string> {
+  if (table.length - 2 + "_changes".length > 63) {
+    throw optionError(
+      TypeError,
+      `Cannot sync into ${what}`,
+      "table",
+      "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
+    );
+  }
+  const changes = changeTableOf(table);
+  const found = await first(CHANGES_CATALOG_SQL, [changes]);
+  const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
+  if (found.found === "true" && !known.includes(String(found.columns))) {
+    throw new SyncError(
+      `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
+      "sink-mismatch",
       what,
-      ends?.recent,
     );
   }
-  const stored = Number(row.written) + Number(row.staged);
-  if (row.saved !== "1" || stored !== batch.ids.length) {
-    throw new Error(
-      `Cannot sync into ${what}: the statement wrote ${stored} of ${batch.ids.length} rows`,
-    );
+  if (found.columns !== CHANGES_COLUMNS) {
+    await first(createChangesSql(changes), []);
   }
-  return {
-    skippedIds: batch.skipped,
-    inserted: Number(row.inserted),
-    updated: Number(row.updated),
-    deleted: Number(row.deleted),
-    ...(ends === undefined ? {} : { held: Number(row.live) }),
-  };
+  return changes;
 }

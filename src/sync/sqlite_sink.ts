@@ -180,15 +180,20 @@ function sqliteDialect(
           : "another run",
       });
     },
-    refresh: async (token) => {
-      if (db.isOpen) touch().refresh.run(now(), target, token);
-    },
-    release: async (token) => {
-      owner = undefined;
-      commits.grouping = false;
-      commits.commit();
-      if (db.isOpen) touch().release.run(target, token);
-    },
+    // node:sqlite is synchronous: a throw becomes the promise's rejection.
+    refresh: (token) =>
+      new Promise((done) => {
+        if (db.isOpen) touch().refresh.run(now(), target, token);
+        done(undefined);
+      }),
+    release: (token) =>
+      new Promise((done) => {
+        owner = undefined;
+        commits.grouping = false;
+        commits.commit();
+        if (db.isOpen) touch().release.run(target, token);
+        done();
+      }),
     text: jsonText,
     async apply(write) {
       const st = touch();
