@@ -15,6 +15,7 @@ import {
   CHANGE_KINDS,
   CHECKPOINT_TABLE,
   LEASE_TABLE,
+  leaseSql,
   STAGE_TABLE,
   storable,
 } from "./_sql_sink.ts";
@@ -137,28 +138,21 @@ const lacks = (table: string, column: string) =>
   }) AND attname = '${column}' AND NOT attisdropped)`;
 
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
+const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
 /**
- * Takes the lease ($1 target, $2 owner) if it is free, this run's, or
- * stale, by the server's clock: `taken` is the owner when it was taken;
- * `stale` says whether the holder's lease had gone stale.
+ * Takes the lease ($1 target, $2 owner) by the server's clock: `taken` is
+ * the owner when it was taken; `stale`, whether the holder's had gone stale.
  */
-export const TAKE_SQL = `WITH taken AS (
-  INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES ($1::text, $2::text, clock_timestamp())
-  ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
-  WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${STALE}
-  RETURNING owner
-)
+export const TAKE_SQL = `WITH taken AS (${LEASE.take})
 SELECT (SELECT owner FROM taken) AS taken,
   (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`;
 
 /** Refreshes the lease ($1 target) while it is still this run's ($2). */
-export const REFRESH_SQL =
-  `UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp() WHERE target = $1::text AND owner = $2::text`;
+export const REFRESH_SQL = LEASE.refresh;
 
 /** Releases the lease ($1 target) if it is still this run's ($2). */
-export const RELEASE_SQL =
-  `DELETE FROM ${LEASE_TABLE} WHERE target = $1::text AND owner = $2::text`;
+export const RELEASE_SQL = LEASE.release;
 
 /**
  * What the catalog says of the change table `$1` (quoted), read without

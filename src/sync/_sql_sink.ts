@@ -272,6 +272,29 @@ export function logsSeen(batch: SqlBatch): boolean {
     batch.context?.endsCycle !== undefined;
 }
 
+/**
+ * The lease's statements in a dialect's placeholders (`p(1)` the target,
+ * `p(2)` the owner) and clock (`now`; `stale`, before which a lease is
+ * stale): taken if free, the run's own, or stale (answers the owner).
+ */
+export function leaseSql(
+  p: (n: number) => string,
+  now: string,
+  stale: string,
+): { take: string; refresh: string; release: string } {
+  const where = `target = ${p(1)} AND owner = ${p(2)}`;
+  return {
+    take:
+      `INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES (${
+        p(1)
+      }, ${p(2)}, ${now})
+  ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
+  WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${stale} RETURNING owner`,
+    refresh: `UPDATE ${LEASE_TABLE} SET refreshed_at = ${now} WHERE ${where}`,
+    release: `DELETE FROM ${LEASE_TABLE} WHERE ${where}`,
+  };
+}
+
 /** `"<table>_changes"`, the change table of a quoted table. */
 export function changeTableOf(table: string): string {
   return `"${table.slice(1, -1)}_changes"`;

@@ -9,10 +9,12 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import { fingerprint } from "./_files.ts";
 import {
   CHANGE_KINDS,
   CHECKPOINT_TABLE,
   LEASE_TABLE,
+  leaseSql,
   logsSeen,
   type Rows,
   SEEN_TABLE,
@@ -20,27 +22,20 @@ import {
   STAGE_TABLE,
 } from "./_sql_sink.ts";
 
-/** Rows per INSERT statement (200 parameters, far below SQLite's limit). */
-const ROWS = 100;
-/** Batches that may share a transaction, from a table of GROUP_FROM rows on. */
-const GROUP_BATCHES = 8;
-const GROUP_FROM = 20_000;
-/** How long a transaction stays open for more batches, in ms: what a killed run reads again. */
-const GROUP_WAIT = 100;
+// Rows per INSERT (200 parameters, far below SQLite's limit); batches that
+// may share a transaction, from a table of GROUP_FROM rows on (in a smaller
+// one a commit per batch costs little), for at most GROUP_WAIT ms: what a
+// killed run reads again.
+const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
 /** Whether `table` (or a quoted name) has `column`. */
-export function hasColumn(
-  db: DatabaseSync,
-  table: string,
-  column: string,
-): boolean {
-  return db.prepare(
-    "SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
-  ).get(table.replaceAll('"', ""), column) !== undefined;
+export function hasColumn(db: DatabaseSync, table: string, column: string) {
+  const sql = "SELECT 1 FROM pragma_table_info(?) WHERE name = ?";
+  return db.prepare(sql).get(table.replaceAll('"', ""), column) !== undefined;
 }
 
-/** Creates the tables (and the columns earlier versions lacked); the statements. */
-export function statements(db: DatabaseSync, table: string) {
+/** Creates the tables (and the columns earlier versions lacked). */
+function createTables(db: DatabaseSync, table: string): void {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
     CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
@@ -57,28 +52,19 @@ export function statements(db: DatabaseSync, table: string) {
   if (!hasColumn(db, table, "deleted_at")) {
     db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
   }
+}
+
+/** Creates the tables if need be; the statements. */
+export function statements(db: DatabaseSync, table: string) {
+  createTables(db, table);
   const q = (sql: string) => db.prepare(sql);
-  // A row is written only when new, changed or marked (an unchanged one
-  // dirties no page): one descent of the key per item. A new row's rowid
-  // is above the largest before the batch; a rewritten one keeps its own.
-  // Rows come back only for a change table (returning costs a write).
-  const upsert = (rows: number, back: string) =>
-    q(`INSERT INTO ${table} (id, item, deleted_at) VALUES ${
-      Array(rows).fill("(?, ?, NULL)").join(", ")
-    } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL
-      WHERE item IS NOT excluded.item OR deleted_at IS NOT NULL${back}`);
-  const back = " RETURNING id, rowid AS at";
+  const lease = leaseSql((n) => `?${n}`, "?3", "?4");
   // What a cycle did not see: live rows whose id its log lacks.
   const unseen = `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN
     (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
   const staged = `FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
   return {
-    upsert: [
-      upsert(ROWS, ""),
-      upsert(1, ""),
-      upsert(ROWS, back),
-      upsert(1, back),
-    ],
+    upsert: upserts(q, table),
     lastRowid: q(`SELECT max(rowid) AS at FROM ${table}`),
     isLive: q(`SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`),
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
@@ -101,6 +87,8 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
       ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item`,
     ),
+    record: (changes: string) =>
+      q(`INSERT INTO ${changes} (id, change, at, item) VALUES (?, ?, ?, ?)`),
     stagedChanges: (changes: string) =>
       q(`INSERT INTO ${changes} (id, change, at, item) SELECT id, 'insert', ?3, item ${staged} ORDER BY id`),
     applyStaged: q(
@@ -117,19 +105,32 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
       ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
     ),
-    take: q(
-      `INSERT INTO ${LEASE_TABLE} (target, owner, refreshed_at) VALUES (?1, ?2, ?3)
-      ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
-      WHERE ${LEASE_TABLE}.owner = excluded.owner OR ${LEASE_TABLE}.refreshed_at < ?4 RETURNING owner`,
-    ),
+    // The lease, by the run's clock (?3 now, ?4 the stale bound).
+    take: q(lease.take),
+    refresh: q(lease.refresh),
+    release: q(lease.release),
     holder: q(
       `SELECT owner, refreshed_at FROM ${LEASE_TABLE} WHERE target = ?`,
     ),
-    refresh: q(
-      `UPDATE ${LEASE_TABLE} SET refreshed_at = ? WHERE target = ? AND owner = ?`,
-    ),
-    release: q(`DELETE FROM ${LEASE_TABLE} WHERE target = ? AND owner = ?`),
   };
+}
+
+/**
+ * The upserts: of ROWS rows and of one, each without and with the rows
+ * written coming back (only for a change table: returning costs a write).
+ * A row is written only when new, changed or marked (an unchanged one
+ * dirties no page): one descent of the key per item. A new row's rowid is
+ * above the largest before the batch; a rewritten one keeps its own.
+ */
+function upserts(q: (sql: string) => StatementSync, table: string) {
+  return [ROWS, 1].flatMap((rows) =>
+    ["", " RETURNING id, rowid AS at"].map((back) =>
+      q(`INSERT INTO ${table} (id, item, deleted_at) VALUES ${
+        Array(rows).fill("(?, ?, NULL)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL
+      WHERE item IS NOT excluded.item OR deleted_at IS NOT NULL${back}`)
+    )
+  );
 }
 
 /** The prepared statements of a copy whose tables exist. */
@@ -146,15 +147,50 @@ export function changeTable(db: DatabaseSync, changes: string): string {
   return changes;
 }
 
-/** Where a batch goes: the database, its statements, the change table. */
+/** Where a batch goes: the statements, the copy, the time, the change table. */
 export interface Place {
   readonly st: Statements;
   readonly target: string;
   readonly what: string;
   readonly at: string;
-  /** The change table's insert, when kept. */
-  readonly record: StatementSync | undefined;
   readonly changes: string | undefined;
+}
+
+/**
+ * A sweep's batch before its cycle ends: the items the table holds are
+ * written now, the others staged until the cycle passes its guard.
+ */
+export function split(
+  st: Statements,
+  write: SqlBatch,
+): { rows: Rows; staged: Rows } {
+  const { rows, context } = write;
+  const none = { ids: [], texts: [] };
+  if (
+    context?.phase !== "sweep" || context.endsCycle !== undefined ||
+    rows.ids.length === 0
+  ) return { rows, staged: none };
+  const held = new Set(
+    st.held.all(JSON.stringify(rows.ids)).map((row) => row.id as string),
+  );
+  if (held.size === rows.ids.length) return { rows, staged: none };
+  const part = (keep: boolean) => {
+    const at = rows.ids.flatMap((id, i) => held.has(id) === keep ? [i] : []);
+    return {
+      ids: at.map((i) => rows.ids[i]!),
+      texts: at.map((i) => rows.texts[i]!),
+    };
+  };
+  return { rows: part(true), staged: part(false) };
+}
+
+/** The fingerprint and id of the batch's last row, what the checkpoint records. */
+export async function lastRow(rows: Rows): Promise<string | undefined> {
+  const text = rows.texts.at(-1);
+  if (text === undefined) return undefined;
+  return `${await fingerprint(new TextEncoder().encode(text))}:${
+    rows.ids.at(-1)
+  }`;
 }
 
 /**
@@ -170,8 +206,9 @@ export function applyBatch(
   place: Place,
   write: SqlBatch & { staged: Rows; last: string | undefined },
 ) {
-  const { st, target, record } = place;
+  const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
+  const record = changes === undefined ? undefined : st.record(changes);
   const cycle = context?.cycle ?? 0;
   const kinds = upsertAll(st, batch, record !== undefined);
   if (staged.ids.length > 0) {
@@ -194,7 +231,7 @@ export function applyBatch(
   let last = write.last ?? copy.last;
   const ends = context?.endsCycle;
   if (ends !== undefined) {
-    end = endCycle(place, ends, cycle);
+    end = endCycle(place, ends, cycle, record);
     rows += end.inserted - (ends.deletes === "remove" ? end.deleted : 0);
     const lastId = last?.slice(last.indexOf(":") + 1);
     if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
@@ -221,18 +258,14 @@ function endCycle(
   place: Place,
   ends: NonNullable<NonNullable<SqlBatch["context"]>["endsCycle"]>,
   cycle: number,
+  record: StatementSync | undefined,
 ) {
-  const { st, target, record, at } = place;
+  const { st, target, at } = place;
   const deleted = (st.unseen.get(target, cycle) as { n: number }).n;
   const held = (st.live.get() as { n: number }).n;
   if (tooMany(deleted, held, ends.maxDeletes, ends.recent)) {
-    throw tooManyDeletes(
-      deleted,
-      held,
-      ends.maxDeletes,
-      place.what,
-      ends.recent,
-    );
+    const { maxDeletes, recent } = ends;
+    throw tooManyDeletes(deleted, held, maxDeletes, place.what, recent);
   }
   if (place.changes !== undefined) {
     st.stagedChanges(place.changes).run(target, cycle, at);
@@ -268,22 +301,19 @@ function upsertAll(st: Statements, batch: Rows, named: boolean) {
   for (let i = 0; i < order.length;) {
     const n = i + ROWS <= order.length ? ROWS : 1;
     const values = order.slice(i, i += n).flatMap((k) => [ids[k]!, texts[k]!]);
-    const statement = st.upsert[(n === ROWS ? 0 : 1) + (named ? 2 : 0)]!;
+    const statement = st.upsert[(n === ROWS ? 0 : 2) + (named ? 1 : 0)]!;
     if (!named) changed += Number(statement.run(...values).changes);
-    else {
-      for (
-        const row of statement.all(...values) as { id: string; at: number }[]
-      ) {
-        kind.set(row.id, row.at > before);
-      }
-    }
+    else {for (const { id, at } of statement.all(...values)) {
+        kind.set(id as string, (at as number) > before);
+      }}
   }
   const inserted = ids.filter((id) => kind.get(id) === true);
   const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
-  const count = named
-    ? { inserted: added, updated: updated.length }
-    : { inserted: added, updated: changed - added };
+  const count = {
+    inserted: added,
+    updated: named ? updated.length : changed - added,
+  };
   return { added, count, inserted, updated };
 }
 

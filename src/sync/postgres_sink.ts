@@ -11,9 +11,11 @@ import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
 import {
+  type Applied,
   changeTableOf,
   type CopyState,
   sinkOptions,
+  type SqlBatch,
   type SqlDialect,
   sqlSink,
 } from "./_sql_sink.ts";
@@ -160,26 +162,114 @@ export function createPostgresSink<T>(
     throw optionError(TypeError, CONTEXT, "query", "must be a function");
   }
   const table = sinkOptions(options, CONTEXT);
-  return sqlSink<T>(postgresDialect(query, table, options.table), options);
+  return sqlSink<T>(new PostgresDialect(query, table, options.table), options);
 }
 
 /** A row as the sink's statements return it: every column text. */
 type Row = Readonly<Record<string, string | null | undefined>>;
 
 /** The PostgreSQL dialect of the kit, over the user's query function. */
-function postgresDialect(
-  query: PostgresSinkOptions["query"],
-  table: string,
-  target: string,
-  limits: PostgresLimits = POSTGRES_LIMITS,
-): SqlDialect {
-  const what = `the table ${table}`;
+class PostgresDialect implements SqlDialect {
+  readonly what: string;
+  readonly instead = "give another table";
+  readonly #query: PostgresSinkOptions["query"];
+  readonly #table: string;
+  readonly #target: string;
+  readonly #limits: PostgresLimits = POSTGRES_LIMITS;
+  readonly #first = (sql: string, params: string[]) => this.#row(sql, params);
+  /** The first change, once the copy passed: the tables. */
+  readonly #tables = once(() => this.#read(createSql(this.#table), []));
+  /** The change table, checked and created when first kept. */
+  readonly #changeTable = once(() =>
+    makeChangeTable(this.#first, this.#table, this.what)
+  );
+
+  constructor(
+    query: PostgresSinkOptions["query"],
+    table: string,
+    target: string,
+  ) {
+    this.#query = query;
+    this.#table = table;
+    this.#target = target;
+    this.what = `the table ${table}`;
+  }
+
+  read(): Promise<CopyState> {
+    return readCopy(this.#first, this.#table);
+  }
+
+  async prepare(): Promise<void> {
+    // Once per run: the tables may have changed since the last (a
+    // long-lived sink outlives a migration or a dropped table).
+    this.#tables.reset();
+    this.#changeTable.reset();
+    await this.#tables.get();
+  }
+
+  async take(token: string): Promise<{ taken: string } | { holder: string }> {
+    const row = await this.#row(TAKE_SQL, [this.#target, token]);
+    if (row.taken === token) return { taken: token };
+    return {
+      holder: row.stale === "true" ? "a run that stopped" : "another run",
+    };
+  }
+
+  refresh(token: string): Promise<unknown> {
+    return this.#read(REFRESH_SQL, [this.#target, token]);
+  }
+
+  async release(token: string): Promise<void> {
+    await this.#read(RELEASE_SQL, [this.#target, token]).catch(() => {});
+  }
+
+  text(item: unknown, id: string): string | undefined {
+    const limits = this.#limits;
+    return idFits(id, limits) ? itemJson(item, limits) : undefined;
+  }
+
+  async apply(write: SqlBatch): Promise<Applied> {
+    // The change table's checks first: a refusal leaves nothing created.
+    const changes = write.context?.changes === true
+      ? await this.#changeTable.get()
+      : undefined;
+    await this.#tables.get();
+    const json = postgresJson(write.rows);
+    const { sql, params } = writeStatement(this.#table, write, {
+      target: this.#target,
+      json,
+      changes,
+    });
+    const row = await this.#row(sql, params);
+    const ends = write.context?.endsCycle, what = this.what;
+    if (row.leased !== "1") throw lockLost(what);
+    if (row.refused === "true") {
+      const [unseen, live] = [Number(row.unseen), Number(row.live)];
+      throw tooManyDeletes(
+        unseen,
+        live,
+        ends?.maxDeletes ?? 0,
+        what,
+        ends?.recent,
+      );
+    }
+    const stored = Number(row.written) + Number(row.staged);
+    if (row.saved !== "1" || stored !== write.rows.ids.length) {
+      throw new Error(
+        `Cannot sync into ${what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
+      );
+    }
+    return {
+      inserted: Number(row.inserted),
+      updated: Number(row.updated),
+      deleted: Number(row.deleted),
+      ...(ends === undefined ? {} : { held: Number(row.live) }),
+    };
+  }
+
   /** The rows of one statement, whether the driver gives `{ rows }` or an array. */
-  const read = async (
-    sql: string,
-    params: string[],
-  ): Promise<readonly Row[]> => {
-    const result = await query(sql, params);
+  async #read(sql: string, params: string[]): Promise<readonly Row[]> {
+    const result = await this.#query(sql, params);
     const rows = Array.isArray(result)
       ? result
       : (result as { rows?: unknown }).rows;
@@ -190,73 +280,11 @@ function postgresDialect(
       "query",
       "must resolve with the rows, or with an object holding them as `rows`",
     );
-  };
-  const first = async (sql: string, params: string[]) =>
-    (await read(sql, params))[0] ?? {};
-  /** The first change, once the copy passed: the tables. */
-  const tables = once(() => read(createSql(table), []));
-  /** The change table, checked and created when first kept. */
-  const changeTable = once(() => makeChangeTable(first, table, what));
-  return {
-    what,
-    instead: "give another table",
-    read: () => readCopy(first, table),
-    prepare: async () => {
-      // Once per run: the tables may have changed since the last (a
-      // long-lived sink outlives a migration or a dropped table).
-      tables.reset();
-      changeTable.reset();
-      await tables.get();
-    },
-    async take(token) {
-      const row = await first(TAKE_SQL, [target, token]);
-      if (row.taken === token) return { taken: token };
-      return {
-        holder: row.stale === "true" ? "a run that stopped" : "another run",
-      };
-    },
-    refresh: (token) => read(REFRESH_SQL, [target, token]),
-    release: async (token) =>
-      void await read(RELEASE_SQL, [target, token]).catch(() => {}),
-    text: (item, id) => idFits(id, limits) ? itemJson(item, limits) : undefined,
-    async apply(write) {
-      // The change table's checks first: a refusal leaves nothing created.
-      const changes = write.context?.changes === true
-        ? await changeTable.get()
-        : undefined;
-      await tables.get();
-      const json = postgresJson(write.rows);
-      const { sql, params } = writeStatement(table, write, {
-        target,
-        json,
-        changes,
-      });
-      const row = await first(sql, params);
-      const ends = write.context?.endsCycle;
-      if (row.leased !== "1") throw lockLost(what);
-      if (row.refused === "true") {
-        throw tooManyDeletes(
-          Number(row.unseen),
-          Number(row.live),
-          ends?.maxDeletes ?? 0,
-          what,
-          ends?.recent,
-        );
-      }
-      const stored = Number(row.written) + Number(row.staged);
-      if (row.saved !== "1" || stored !== write.rows.ids.length) {
-        throw new Error(
-          `Cannot sync into ${what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
-        );
-      }
-      return {
-        inserted: Number(row.inserted),
-        updated: Number(row.updated),
-        deleted: Number(row.deleted),
-        ...(ends === undefined ? {} : { held: Number(row.live) }),
-      };
-    },
-  };
+  }
+
+  async #row(sql: string, params: string[]): Promise<Row> {
+    return (await this.#read(sql, params))[0] ?? {};
+  }
 }
 
 /** `make`'s promise, made once, and again after it failed or a reset. */

@@ -11,11 +11,11 @@ import { optionError } from "../core/_check.ts";
 import { createPrivate, fingerprint, refuseLink } from "./_files.ts";
 import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import {
+  type Applied,
   changeTableOf,
   CHECKPOINT_TABLE,
   type CopyState,
   jsonText,
-  type Rows,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -26,6 +26,8 @@ import {
   changeTable,
   Commits,
   hasColumn,
+  lastRow,
+  split,
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
@@ -128,136 +130,127 @@ export function createSqliteSink<T>(
     commits.commit();
     if (owned && db.isOpen) db.close();
   };
-  const dialect = sqliteDialect(db, table, options, { file, commits });
+  const dialect = new SqliteDialect(db, table, options, { file, commits });
   // A plain object, as before: a user may spread it to wrap a method.
   return { ...sqlSink<T>(dialect, options), close, [Symbol.dispose]: close };
 }
 
 /** The SQLite dialect of the kit, over one connection and table. */
-function sqliteDialect(
-  db: DatabaseSync,
-  table: string,
-  options: SqliteSinkOptions,
-  { file, commits }: { file: string | undefined; commits: Commits },
-): SqlDialect {
-  const target = options.table.toLowerCase();
-  const what = `the table ${options.table}`;
-  const now = options.now ?? Date.now;
-  let prepared: Statements | undefined;
+class SqliteDialect implements SqlDialect {
+  readonly what: string;
+  readonly instead = "sync into another table or database file";
+  readonly #db: DatabaseSync;
+  readonly #table: string;
+  readonly #target: string;
+  readonly #now: () => number;
+  readonly #file: string | undefined;
+  readonly #commits: Commits;
+  #prepared: Statements | undefined;
+  #owner: string | undefined;
+
+  constructor(
+    db: DatabaseSync,
+    table: string,
+    options: SqliteSinkOptions,
+    { file, commits }: { file: string | undefined; commits: Commits },
+  ) {
+    this.#db = db;
+    this.#table = table;
+    this.#target = options.table.toLowerCase();
+    this.what = `the table ${options.table}`;
+    this.#now = options.now ?? Date.now;
+    this.#file = file;
+    this.#commits = commits;
+  }
+
   /** The first change, once the copy passed: journal mode and tables. */
-  const touch = () => {
-    if (prepared !== undefined) return prepared;
-    if (file !== undefined) setJournal(db);
-    return prepared = statements(db, table);
-  };
-  let owner: string | undefined;
-  return {
-    what,
-    instead: "sync into another table or database file",
-    async read() {
-      if (file !== undefined) await refuseLinks(file);
-      return await readCopy(db, table, target);
-    },
-    prepare: () => Promise.resolve(void touch()),
-    take(token) {
-      const st = touch();
-      const at = now();
+  #touch(): Statements {
+    if (this.#prepared !== undefined) return this.#prepared;
+    if (this.#file !== undefined) setJournal(this.#db);
+    return this.#prepared = statements(this.#db, this.#table);
+  }
+
+  async read(): Promise<CopyState> {
+    if (this.#file !== undefined) await refuseLinks(this.#file);
+    return await readCopy(this.#db, this.#table, this.#target);
+  }
+
+  prepare(): Promise<void> {
+    return this.#sync(() => void this.#touch());
+  }
+
+  take(token: string): Promise<{ taken: string } | { holder: string }> {
+    return this.#sync(() => {
+      const st = this.#touch();
+      const at = this.#now();
       const taken = withoutBusyWait(
-        db,
-        () => st.take.get(target, token, at, at - STALE_AFTER) !== undefined,
+        this.#db,
+        () => st.take.get(this.#target, token, at, at - STALE_AFTER),
       );
-      if (taken === true) {
-        owner = token;
-        commits.grouping = true;
-        return Promise.resolve({ taken: token });
+      if (taken !== undefined) {
+        this.#owner = token;
+        this.#commits.grouping = true;
+        return { taken: token };
       }
-      const holder = st.holder.get(target) as
+      const holder = st.holder.get(this.#target) as
         | { refreshed_at: number }
         | undefined;
-      return Promise.resolve({
-        holder: holder !== undefined && isStale(holder.refreshed_at, at)
-          ? "a run that stopped"
-          : "another run",
-      });
-    },
-    // node:sqlite is synchronous: a throw becomes the promise's rejection.
-    refresh: (token) =>
-      new Promise((done) => {
-        if (db.isOpen) touch().refresh.run(now(), target, token);
-        done(undefined);
-      }),
-    release: (token) =>
-      new Promise((done) => {
-        owner = undefined;
-        commits.grouping = false;
-        commits.commit();
-        if (db.isOpen) touch().release.run(target, token);
-        done();
-      }),
-    text: jsonText,
-    async apply(write) {
-      const st = touch();
-      const { rows, staged } = split(st, write);
-      const last = await lastRow(rows);
-      // node:sqlite blocks the thread: first let the requests in flight
-      // (the next window) go out, so that the service works meanwhile.
-      await nextTurn();
-      const changes = write.context?.changes
-        ? changeTable(db, changeTableOf(table))
-        : undefined;
-      const record = changes === undefined ? undefined : db.prepare(
-        `INSERT INTO ${changes} (id, change, at, item) VALUES (?, ?, ?, ?)`,
+      const stale = holder !== undefined && isStale(holder.refreshed_at, at);
+      return { holder: stale ? "a run that stopped" : "another run" };
+    });
+  }
+
+  refresh(token: string): Promise<void> {
+    return this.#sync(() => {
+      if (this.#db.isOpen) {
+        this.#touch().refresh.run(this.#target, token, this.#now());
+      }
+    });
+  }
+
+  release(token: string): Promise<void> {
+    return this.#sync(() => {
+      this.#owner = undefined;
+      this.#commits.grouping = false;
+      this.#commits.commit();
+      if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
+    });
+  }
+
+  text(item: unknown): string | undefined {
+    return jsonText(item);
+  }
+
+  async apply(write: SqlBatch): Promise<Applied> {
+    const st = this.#touch();
+    const { rows, staged } = split(st, write);
+    const last = await lastRow(rows);
+    // node:sqlite blocks the thread: first let the requests in flight
+    // (the next window) go out, so that the service works meanwhile.
+    await nextTurn();
+    const db = this.#db;
+    const changes = write.context?.changes
+      ? changeTable(db, changeTableOf(this.#table))
+      : undefined;
+    const at = new Date(this.#now()).toISOString();
+    const { what } = this, target = this.#target, owner = this.#owner;
+    const done = this.#commits.batch(() => {
+      const holder = st.holder.get(target) as { owner: string } | undefined;
+      if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
+      return applyBatch(
+        { st, target, what, at, changes },
+        { ...write, rows, staged, last },
       );
-      const at = new Date(now()).toISOString();
-      const done = commits.batch(() => {
-        const holder = st.holder.get(target) as { owner: string } | undefined;
-        if (owner !== undefined && holder?.owner !== owner) {
-          throw lockLost(what);
-        }
-        return applyBatch(
-          { st, target, what, at, record, changes },
-          { ...write, rows, staged, last },
-        );
-      });
-      commits.rows = done.rows;
-      const { held, ...report } = done;
-      return held === undefined ? report : { ...report, held };
-    },
-  };
-}
+    });
+    this.#commits.rows = done.rows;
+    const { held, ...report } = done;
+    return held === undefined ? report : { ...report, held };
+  }
 
-/**
- * A sweep's batch before its cycle ends: the items the table holds are
- * written now, the others staged until the cycle passes its guard.
- */
-function split(st: Statements, write: SqlBatch): { rows: Rows; staged: Rows } {
-  const { rows, context } = write;
-  const none = { ids: [], texts: [] };
-  if (
-    context?.phase !== "sweep" || context.endsCycle !== undefined ||
-    rows.ids.length === 0
-  ) return { rows, staged: none };
-  const held = new Set(
-    st.held.all(JSON.stringify(rows.ids)).map((row) => row.id as string),
-  );
-  if (held.size === rows.ids.length) return { rows, staged: none };
-  const part = (keep: boolean) => {
-    const at = rows.ids.flatMap((id, i) => held.has(id) === keep ? [i] : []);
-    return {
-      ids: at.map((i) => rows.ids[i]!),
-      texts: at.map((i) => rows.texts[i]!),
-    };
-  };
-  return { rows: part(true), staged: part(false) };
-}
-
-/** The fingerprint and id of the batch's last row, what the checkpoint records. */
-async function lastRow(rows: Rows): Promise<string | undefined> {
-  const text = rows.texts.at(-1);
-  if (text === undefined) return undefined;
-  return `${await fingerprint(new TextEncoder().encode(text))}:${
-    rows.ids.at(-1)
-  }`;
+  /** node:sqlite is synchronous: what `work` throws, the promise rejects with. */
+  #sync<R>(work: () => R): Promise<R> {
+    return new Promise((resolve) => resolve(work()));
+  }
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing. */
