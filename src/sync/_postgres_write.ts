@@ -11,24 +11,23 @@ import {
 } from "./_sql_sink.ts";
 import { fingerprintOf } from "./_postgres_sql.ts";
 
-/** What a batch statement does besides its upsert. */
-interface WriteShape {
-  /** Commit only while the lease row is the run's (`owner` is sent). */
+/**
+ * What a batch statement does besides its upsert: commit only while the
+ * lease row is the run's (`owner` is sent); end a cycle (what becomes of
+ * the rows it did not see); stage (a sweep's batch before its cycle ends:
+ * rows the table lacks wait until the cycle passes its guard); append to
+ * a change table (quoted).
+ */
+interface Shape {
   readonly leased: boolean;
-  /** The batch ends a cycle: what becomes of the rows it did not see. */
-  readonly ends?: "remove" | "mark";
-  /**
-   * A sweep's batch before its cycle ends: rows the table lacks are staged
-   * (inserted when the cycle passes its guard), the others written.
-   */
-  readonly stages?: boolean;
-  /** The change table (quoted) to append to, if kept. */
-  readonly changes?: string;
+  readonly ends: "remove" | "mark" | undefined;
+  readonly stages: boolean;
+  readonly changes: string | undefined;
 }
 
 /**
- * A batch's one statement and its parameters, every one a string (see the
- * file's head), in the order writeSql numbers them.
+ * A batch's one statement and its parameters, every one a string (see
+ * _postgres_sql.ts), in the order writeSql numbers them.
  */
 export function writeStatement(
   table: string,
@@ -42,25 +41,20 @@ export function writeStatement(
   const { owner, context } = write;
   const ends = context?.endsCycle;
   const params = [target, json, JSON.stringify(write.checkpoint)];
-  params.push(String(context?.cycle ?? 0));
+  params.push(`${context?.cycle ?? 0}`);
   if (ends !== undefined) {
     const { maxDeletes, recent } = ends;
-    params.push(
-      `${maxDeletes}`,
-      `${recent?.deleted ?? 0}`,
-      `${recent?.largest ?? 0}`,
-    );
+    params.push(`${maxDeletes}`, `${recent?.deleted ?? 0}`);
+    params.push(`${recent?.largest ?? 0}`);
   }
   if (owner !== undefined) params.push(owner);
-  const shape: WriteShape = {
+  const sql = writeSql(table, {
     leased: owner !== undefined,
-    ...(ends === undefined ? {} : { ends: ends.deletes }),
-    ...(changes === undefined ? {} : { changes }),
-    ...(context?.phase === "sweep" && ends === undefined
-      ? { stages: true }
-      : {}),
-  };
-  return { sql: writeSql(table, shape), params };
+    ends: ends?.deletes,
+    stages: context?.phase === "sweep" && ends === undefined,
+    changes,
+  });
+  return { sql, params };
 }
 
 /**
@@ -88,8 +82,8 @@ export function writeStatement(
  * `unseen` and `live` (ending a cycle), `written`, `inserted`, `updated`,
  * `deleted`; every column text.
  */
-function writeSql(table: string, shape: WriteShape): string {
-  // $1 to $4 always; the others numbered in writeParams's order.
+function writeSql(table: string, shape: Shape): string {
+  // $1 to $4 always; the others numbered in writeStatement's order.
   let numbered = 4;
   const guardParams = shape.ends === undefined ? undefined : {
     maxDeletes: `$${++numbered}::text::float8`,
@@ -105,10 +99,10 @@ function writeSql(table: string, shape: WriteShape): string {
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
   // A staged row is one the table lacks; a written one, any other.
   const held = `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
-  const writes = shape.stages === true ? `WHERE ${held}` : "WHERE true";
+  const writes = shape.stages ? `WHERE ${held}` : "WHERE true";
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
-    ...batchSteps(table, shape.stages === true),
+    ...batchSteps(table, shape.stages),
     ...(guardParams === undefined ? [] : cycleEndSteps(table, guardParams)),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
@@ -116,7 +110,7 @@ function writeSql(table: string, shape: WriteShape): string {
   ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
   RETURNING 1
 )`,
-    ...(shape.stages === true ? [stagedStep(held, when("AND"))] : []),
+    ...(shape.stages ? [stagedStep(held, when("AND"))] : []),
     ...(shape.ends === undefined ? [] : appliedSteps(table, when("AND"))),
     ...removalSteps(table, shape.ends, when("AND")),
     ...(shape.changes === undefined
@@ -215,7 +209,7 @@ function cycleEndSteps(
 /** The unseen rows removed, or marked, when a cycle ends. */
 function removalSteps(
   table: string,
-  ends: WriteShape["ends"],
+  ends: Shape["ends"],
   gated: string,
 ): string[] {
   if (ends === "remove") {
@@ -250,9 +244,9 @@ function changesStep(changes: string, ends: boolean, gated: string): string {
 }
 
 /** The checkpoint saved with the row count and the last row's fingerprint. */
-function savedStep(table: string, shape: WriteShape, gated: string): string {
+function savedStep(table: string, shape: Shape, gated: string): string {
   const ends = shape.ends;
-  const written = shape.stages === true
+  const written = shape.stages
     ? ` WHERE EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`
     : "";
   const before = (column: string) =>
@@ -280,7 +274,7 @@ function savedStep(table: string, shape: WriteShape, gated: string): string {
 }
 
 /** The statement's one answer row, every column text. */
-function answerSelect(shape: WriteShape): string {
+function answerSelect(shape: Shape): string {
   const ends = shape.ends !== undefined;
   return `SELECT ${
     shape.leased ? "(SELECT count(*) FROM lease)::text" : "'1'"
@@ -290,11 +284,7 @@ function answerSelect(shape: WriteShape): string {
   ${ends ? "(SELECT live FROM guard)::text" : "'0'"} AS live,
   (SELECT count(*) FROM saved)::text AS saved,
   (SELECT count(*) FROM written)::text AS written,
-  ${
-    shape.stages === true
-      ? "(SELECT count(*) FROM staged)"
-      : "0"
-  }::text AS staged,
+  ${shape.stages ? "(SELECT count(*) FROM staged)" : "0"}::text AS staged,
   ((SELECT count(*) FROM kinds WHERE change = 'insert')${
     ends ? " + (SELECT count(*) FROM applied)" : ""
   })::text AS inserted,

@@ -5,13 +5,7 @@
 // reads the copy's state, creates its tables, takes and keeps a lease row,
 // which ids and items it can hold, and the batch's statements.
 
-import type {
-  SinkLockOptions,
-  SyncCheckpoint,
-  SyncSink,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./sink.ts";
+import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
@@ -103,8 +97,13 @@ export interface SqlBatch {
   readonly copy: Checked;
 }
 
-/** What a batch did; `rows` and `last` when the dialect tracks them. */
-export interface Applied extends Omit<SyncWriteReport, "skippedIds"> {
+/** What a batch did (its counts); `rows` and `last` when the dialect tracks them. */
+export interface Applied {
+  readonly inserted: number;
+  readonly updated: number;
+  readonly deleted: number;
+  /** Ending a cycle: the live rows before its deletes. */
+  readonly held?: number;
   readonly rows?: number;
   readonly last?: string | null;
 }
@@ -112,7 +111,7 @@ export interface Applied extends Omit<SyncWriteReport, "skippedIds"> {
 /** The sink the kit makes of a dialect. */
 export function sqlSink<T>(
   dialect: SqlDialect,
-  options: SinkLockOptions | undefined,
+  options: { lockWait?: number; onLockWait?: (holder: string) => void },
 ): SyncSink<T> {
   let checked: Checked | undefined;
   let owner: string | undefined;
@@ -125,8 +124,8 @@ export function sqlSink<T>(
       const token = runToken();
       owner = await waitForLock(dialect.what, {
         signal: run.signal,
-        wait: options?.lockWait ?? DEFAULT_LOCK_WAIT,
-        onWait: options?.onLockWait,
+        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+        onWait: options.onLockWait,
       }, () => dialect.take(token));
       let refreshing: Promise<unknown> = Promise.resolve();
       const stop = keepRefreshed(() => refreshing = dialect.refresh(token));

@@ -146,7 +146,6 @@ class SqliteDialect implements SqlDialect {
   readonly #file: string | undefined;
   readonly #commits: Commits;
   #prepared: Statements | undefined;
-  #owner: string | undefined;
 
   constructor(
     db: DatabaseSync,
@@ -188,7 +187,6 @@ class SqliteDialect implements SqlDialect {
         () => st.take.get(this.#target, token, at, at - STALE_AFTER),
       );
       if (taken !== undefined) {
-        this.#owner = token;
         this.#commits.grouping = true;
         return { taken: token };
       }
@@ -210,7 +208,6 @@ class SqliteDialect implements SqlDialect {
 
   release(token: string): Promise<void> {
     return this.#sync(() => {
-      this.#owner = undefined;
       this.#commits.grouping = false;
       this.#commits.commit();
       if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
@@ -233,7 +230,7 @@ class SqliteDialect implements SqlDialect {
       ? changeTable(db, changeTableOf(this.#table))
       : undefined;
     const at = new Date(this.#now()).toISOString();
-    const { what } = this, target = this.#target, owner = this.#owner;
+    const { what } = this, target = this.#target, owner = write.owner;
     const done = this.#commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
