@@ -98,33 +98,21 @@ export interface PostgresSinkOptions
  * connection of a pool runs it. Works with any driver: every parameter is
  * a string cast in the SQL.
  *
- * It follows the sweep: each row keeps the cycle it was last `seen` in
- * (and is live again, `deleted_at` NULL, when seen). The batch that
- * completes a cycle also removes the live rows the cycle did not see, or
- * sets their `deleted_at` (`deletes: "mark"`); when they are more than
- * `maxDeletes` of the live rows, that statement writes nothing at all and
- * the run ends with `SyncError` (`"too-many-deletes"`). With `changes:
- * true`, each row inserted (or live again), changed (its jsonb differs) or
- * removed (or marked) is also a row of `<table>_changes(seq bigserial,
- * id, change, at)`, written by the same statement: read by `seq`, it
- * replays to the live rows.
- *
- * One writer per table: `lock()` takes a lease row (table
- * `partner_api_sync_lease`, by the server's clock; a lease not refreshed
- * for 5 s is taken over), and a batch commits only while the lease is
- * still the run's: a run whose lease was taken over stops with
- * `SyncError` (`"lock-lost"`), writing nothing.
- *
- * `load()` only reads: a table with rows but no checkpoint (not made by
- * this sink), one without the columns `id text` (unique) and `item
- * jsonb`, a checkpoint this version cannot read, or a row count or last
- * row that differs from what was recorded is refused with `SyncError`
- * (`"sink-mismatch"`), and nothing is changed; so is a `deleted_at` or
- * `seen` column of another type, or (at the first write that keeps
- * changes) a `<table>_changes` the sink did not make. The tables are
- * created (and earlier versions' tables given their new columns:
- * `deleted_at`, `seen`, and 0.3's checkpoint's row count) by `lock()` or
- * the first write, once the copy passed.
+ * Like every SQL sink (docs/sync.md, PostgreSQL): each row keeps the cycle
+ * it was last `seen` in; the batch that completes a cycle removes the live
+ * rows it did not see, or sets their `deleted_at` (`deletes: "mark"`),
+ * unless they are more than `maxDeletes` of the live rows: then it writes
+ * nothing and the run ends with `SyncError` (`"too-many-deletes"`). With
+ * `changes: true`, each row inserted, changed or removed is also a row of
+ * `<table>_changes(seq bigserial, id, change, at, item)`, written by the
+ * same statement. One writer per table: `lock()` takes a lease row
+ * (`partner_api_sync_lease`, by the server's clock, taken over after 5 s),
+ * and a batch commits only while it is the run's (else `"lock-lost"`).
+ * `load()` only reads: a table the sink did not make (rows without a
+ * checkpoint, other columns, or a `<table>_changes` of another shape), a
+ * checkpoint this version cannot read, or a row count or last row other
+ * than recorded is refused (`"sink-mismatch"`), nothing changed. The
+ * tables (and earlier versions' new columns) are created once it passed.
  *
  * Ids compare as strings: the last occurrence in a batch wins. What
  * PostgreSQL cannot hold is skipped and reported (`SyncResult.skippedIds`),
