@@ -59,55 +59,6 @@ export interface SqlDialect {
   apply(batch: SqlBatch): Promise<Applied>;
 }
 
-/** What a copy holds, as a dialect reads it. */
-export interface CopyState {
-  /** The checkpoint row's text, if there is one. */
-  readonly checkpoint: string | null | undefined;
-  /** Rows in the table now (0 without one). */
-  readonly rows: number;
-  /** Rows and last row (`fingerprint:id`) recorded; undefined as 0.3 kept none. */
-  readonly recorded?: { rows: number; last: string | null } | undefined;
-  /** The fingerprint of the row `recorded.last` names, as it is now. */
-  readonly found?: string | null | undefined;
-  /** Why the copy is not this sink's, seen before its rows are. */
-  readonly foreign?: string | undefined;
-}
-
-/** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
-export interface Checked {
-  readonly checkpoint: SyncCheckpoint | undefined;
-  readonly rows: number;
-  readonly last: string | null;
-}
-
-/** A batch as the database can hold it: each id once, at its last occurrence. */
-export interface Rows {
-  readonly ids: readonly string[];
-  readonly texts: readonly string[];
-}
-
-/** What the dialect applies. */
-export interface SqlBatch {
-  readonly rows: Rows;
-  readonly checkpoint: SyncCheckpoint;
-  readonly context: SyncWriteContext | undefined;
-  /** The run's lease token (undefined: a write without lock()). */
-  readonly owner: string | undefined;
-  /** The copy as it was before the batch. */
-  readonly copy: Checked;
-}
-
-/** What a batch did (its counts); `rows` and `last` when the dialect tracks them. */
-export interface Applied {
-  readonly inserted: number;
-  readonly updated: number;
-  readonly deleted: number;
-  /** Ending a cycle: the live rows before its deletes. */
-  readonly held?: number;
-  readonly rows?: number;
-  readonly last?: string | null;
-}
-
 /** The sink the kit makes of a dialect. */
 export function sqlSink<T>(
   dialect: SqlDialect,
@@ -297,4 +248,53 @@ export function leaseSql(
 /** `"<table>_changes"`, the change table of a quoted table. */
 export function changeTableOf(table: string): string {
   return `"${table.slice(1, -1)}_changes"`;
+}
+
+/** What a copy holds, as a dialect reads it. */
+export interface CopyState {
+  /** The checkpoint row's text, if there is one. */
+  readonly checkpoint: string | null | undefined;
+  /** Rows in the table now (0 without one). */
+  readonly rows: number;
+  /** Rows and last row (`fingerprint:id`) recorded; undefined as 0.3 kept none. */
+  readonly recorded?: { rows: number; last: string | null } | undefined;
+  /** The fingerprint of the row `recorded.last` names, as it is now. */
+  readonly found?: string | null | undefined;
+  /** Why the copy is not this sink's, seen before its rows are. */
+  readonly foreign?: string | undefined;
+}
+
+/** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
+export interface Checked {
+  readonly checkpoint: SyncCheckpoint | undefined;
+  readonly rows: number;
+  readonly last: string | null;
+}
+
+/** A batch as the database can hold it: each id once, at its last occurrence. */
+export interface Rows {
+  readonly ids: readonly string[];
+  readonly texts: readonly string[];
+}
+
+/** What the dialect applies. */
+export interface SqlBatch {
+  readonly rows: Rows;
+  readonly checkpoint: SyncCheckpoint;
+  readonly context: SyncWriteContext | undefined;
+  /** The run's lease token (undefined: a write without lock()). */
+  readonly owner: string | undefined;
+  /** The copy as it was before the batch. */
+  readonly copy: Checked;
+}
+
+/** What a batch did (its counts); `rows` and `last` when the dialect tracks them. */
+export interface Applied {
+  readonly inserted: number;
+  readonly updated: number;
+  readonly deleted: number;
+  /** Ending a cycle: the live rows before its deletes. */
+  readonly held?: number;
+  readonly rows?: number;
+  readonly last?: string | null;
 }
