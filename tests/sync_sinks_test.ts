@@ -9,6 +9,7 @@ import {
   createSqliteSink,
   SyncError,
   syncList,
+  type SyncOptions,
 } from "../src/sync/mod.ts";
 import { freshTarget, inProcess } from "./_sync_fake.ts";
 import { checkpointAt } from "./sync_fixtures.ts";
@@ -22,6 +23,19 @@ function equal<T>(actual: T, expected: T, message = "values differ"): void {
 const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
 
 const fresh = (name: string) => freshTarget("sync-sinks", name);
+
+/** Syncs the fake's transactions into the JSONL file `path`. */
+function syncJsonl(
+  fake: ReturnType<typeof inProcess>,
+  path: string,
+  more: Omit<SyncOptions<unknown>, "id" | "sink"> = {},
+) {
+  return syncList(fake.client, "transactions", {
+    ...byDate,
+    ...more,
+    sink: createJsonlSink(path),
+  });
+}
 
 function jsonlIds(text: string): string[] {
   return text.split("\n").filter((line) => line !== "").map((line) =>
@@ -98,20 +112,15 @@ Deno.test("JSONL sink: a batch cut off mid-line is cut back, and the rerun write
   fake.beforeList = (n) => {
     if (n === 4) controller.abort(new Error("crash"));
   };
-  await syncList(fake.client, "transactions", {
-    ...options,
-    sink: createJsonlSink(path),
-    signal: controller.signal,
-  }).catch(() => {});
+  await syncJsonl(fake, path, { ...options, signal: controller.signal }).catch(
+    () => {},
+  );
   fake.beforeList = undefined;
   // What a kill in the middle of a batch leaves: lines past the checkpoint.
   await Deno.writeTextFile(path, '{"transactionID":"tx_000001"}\n{"trans', {
     append: true,
   });
-  await syncList(fake.client, "transactions", {
-    ...options,
-    sink: createJsonlSink(path),
-  });
+  await syncJsonl(fake, path, options);
   const ids = jsonlIds(await Deno.readTextFile(path));
   equal(ids.length, 300);
   equal(new Set(ids).size, 300);
@@ -120,20 +129,13 @@ Deno.test("JSONL sink: a batch cut off mid-line is cut back, and the rerun write
 Deno.test("JSONL sink: a completed sweep cycle rewrites the file, with items inserted behind the checkpoint and without deleted ones", async () => {
   const path = await fresh("full.jsonl");
   const fake = inProcess({ items: { transactions: 90 } });
-  await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink: createJsonlSink(path),
-  });
+  await syncJsonl(fake, path);
   fake.service.insert("transactions", {
     transactionID: "tx_000001_1",
     creationDate: "2025-01-01T00:00:00.000Z",
   });
   fake.service.remove("transactions", "tx_000002");
-  await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink: createJsonlSink(path),
-    sweep: Infinity,
-  });
+  await syncJsonl(fake, path, { sweep: Infinity });
   const ids = jsonlIds(await Deno.readTextFile(path));
   equal(ids.includes("tx_000002"), false);
   equal(ids.length, 90);
@@ -144,10 +146,7 @@ Deno.test("JSONL sink: a completed sweep cycle rewrites the file, with items ins
 Deno.test("JSONL sink: a file shorter than its checkpoint is refused, never padded", async () => {
   const path = await fresh("short.jsonl");
   const fake = inProcess({ items: { transactions: 20 } });
-  await syncList(fake.client, "transactions", {
-    ...byDate,
-    sink: createJsonlSink(path),
-  });
+  await syncJsonl(fake, path);
   await Deno.writeTextFile(path, "");
   let refused = false;
   await createJsonlSink(path).load().catch(() => refused = true);

@@ -14,13 +14,11 @@ export type CacheOpening =
   | { readonly store?: undefined; readonly notice: string };
 
 /**
- * Opens the cache folder for a client with `clientSecret`, if this process
- * may read and write it. Never prompts for a permission: a permission not
- * granted means running uncached, said once. Later problems (a file that is
- * not the cache's, a write that fails) go to `notify`, which says each once.
+ * Opens the cache folder, if this process may read and write it: never
+ * prompts (a permission not granted means running uncached, said once).
  *
- * @throws {UsageError} When the folder is not the user's alone (see
- * {@linkcode notOwnFolder}): before any token is requested or waited for.
+ * @throws {UsageError} When the folder is not the user's alone, before any
+ * token is requested or waited for.
  */
 export function openCache(
   clientSecret: string,
@@ -156,10 +154,8 @@ function readable(variable: string): string | undefined {
   return allowed ? Deno.env.get(variable) || undefined : undefined;
 }
 
-/**
- * Removes every cached token of the cache folder (`cache clear`, `logout`);
- * returns the line that says what happened.
- */
+/** `cache clear`, `logout`: the line that says what was removed. */
+
 export async function clearCache(): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";

@@ -1,5 +1,5 @@
-// Internal: what the tool's commands do, over one session (a provider, a
-// client and the cache), writing through CliWriters.
+// Internal: what the tool's commands but list and sync do, over one session
+// (a provider, a client and the cache), writing through CliWriters.
 
 import {
   ApiError,
@@ -10,11 +10,19 @@ import type { QuotaBucket } from "../core/quota.ts";
 import type { QuotaSnapshot } from "../token/mod.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
-import { runGet } from "./_get.ts";
+import { readBounded } from "../core/_attempt_loop.ts";
+import { serverText } from "../core/_redact.ts";
 import { runSync } from "./_sync.ts";
 import type { SessionFlags } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
-import { duration, gauge, safeJson, table, utcTime } from "./_render.ts";
+import {
+  duration,
+  escapeControls,
+  gauge,
+  safeJson,
+  table,
+  utcTime,
+} from "./_render.ts";
 import { type Plan, UsageError } from "./_plan.ts";
 
 /** Runs a planned command (not help, version or demo). */
@@ -172,6 +180,51 @@ function writeQuotaTable(
       ? "the token endpoint reported no quota\n"
       : table(["bucket", "limit", "remaining", "resets in", "resets at"], rows),
   );
+}
+
+/** The largest body `get` prints. */
+const MAX_BODY = 32 * 1024 * 1024;
+const EXCERPT = 300;
+
+/** An answer that is not 2xx: exit code 1, with the status and an excerpt. */
+export class GetFailed extends Error {
+  override readonly name = "GetFailed";
+}
+
+/** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: GetFailed. */
+
+export async function runGet(
+  session: Session,
+  path: string,
+  pci: boolean,
+): Promise<void> {
+  const { client, io } = session;
+  const response = await (pci ? client.pciFetch(path) : client.fetch(path));
+  const text = await readBounded(response, MAX_BODY);
+  if (text === undefined) {
+    throw new GetFailed(`the answer is over ${MAX_BODY} bytes`);
+  }
+  const where = new URL(response.url || path, "http://x").pathname;
+  if (!response.ok) {
+    const excerpt = serverText(text, []).slice(0, EXCERPT);
+    throw new GetFailed(
+      `GET ${where} answered ${response.status}${
+        excerpt ? `: ${excerpt}` : ""
+      }`,
+    );
+  }
+  if (!io.stdout.isTerminal) return io.stdout.write(text);
+  // Escaped line by line: the layout's line breaks stay.
+  const lines = pretty(text).split("\n").map(escapeControls);
+  io.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
 }
 
 /** What Deno throws for a permission it was not given. */

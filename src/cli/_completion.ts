@@ -1,72 +1,31 @@
 // Internal: `completion bash|zsh|fish`: scripts that complete the commands
 // and each command's flags.
 
-import type { Shell } from "./_plan.ts";
+import { COMMAND_FLAGS, type Shell, SHELLS } from "./_plan.ts";
 
-const COMMANDS = [
-  "token",
-  "quota",
-  "list",
-  "get",
-  "sync",
-  "demo",
-  "cache",
-  "logout",
-  "completion",
+const COMMANDS = "token quota list get sync demo cache logout completion";
+// The commands that take flags, each with _plan's list (all but the old
+// --full, which is refused), then the words `cache` and `completion` take.
+const FLAGS: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ...["token", "quota", "list", "get", "sync"].map((command) =>
+    [
+      command,
+      COMMAND_FLAGS[command]!.filter((flag) => flag !== "full").map((flag) =>
+        flag === "cache" ? "--no-cache" : `--${flag}`
+      ),
+    ] as const
+  ),
+  ["cache", ["clear"]],
+  ["completion", SHELLS],
 ];
-const SESSION = [
-  "--no-cache",
-  "--verbose",
-  "--env-file",
-  "--token-body",
-  "--client-authentication",
-];
-const FLAGS: Readonly<Record<string, readonly string[]>> = {
-  token: ["--show-token", "--format", ...SESSION],
-  quota: ["--format", ...SESSION],
-  list: [
-    "--limit",
-    "--page",
-    "--sort-by",
-    "--sort-direction",
-    "--since",
-    "--max-items",
-    "--concurrency",
-    "--query",
-    "--format",
-    "--fields",
-    ...SESSION,
-  ],
-  get: ["--pci", ...SESSION],
-  sync: [
-    "--to",
-    "--id",
-    "--sort-by",
-    "--sort-direction",
-    "--sweep",
-    "--deletes",
-    "--max-deletes",
-    "--changes",
-    "--priority",
-    "--max-duration",
-    "--limit",
-    "--concurrency",
-    "--query",
-    ...SESSION,
-  ],
-  cache: ["clear"],
-  completion: ["bash", "zsh", "fish"],
-};
 
 /** The completion script for `shell`, for a tool called `name`. */
 export function completionScript(shell: Shell, name: string): string {
   const fn = `_${name.replace(/[^A-Za-z0-9]/g, "_")}`;
   if (shell === "fish") {
     const lines = [
-      `complete -c ${name} -f -n __fish_use_subcommand -a '${
-        COMMANDS.join(" ")
-      }'`,
-      ...Object.entries(FLAGS).map(([command, flags]) =>
+      `complete -c ${name} -f -n __fish_use_subcommand -a '${COMMANDS}'`,
+      ...FLAGS.map(([command, flags]) =>
         `complete -c ${name} -f -n '__fish_seen_subcommand_from ${command}' -a '${
           flags.join(" ")
         }'`
@@ -74,13 +33,13 @@ export function completionScript(shell: Shell, name: string): string {
     ];
     return `${lines.join("\n")}\n`;
   }
-  const cases = Object.entries(FLAGS).map(([command, flags]) =>
+  const cases = FLAGS.map(([command, flags]) =>
     `    ${command}) words="${flags.join(" ")}" ;;`
   ).join("\n");
   const body = `${fn}() {
   local current="\${COMP_WORDS[COMP_CWORD]}" words
   if [ "$COMP_CWORD" -eq 1 ]; then
-    words="${COMMANDS.join(" ")} --help --version"
+    words="${COMMANDS} --help --version"
   else
     case "\${COMP_WORDS[1]}" in
 ${cases}

@@ -35,12 +35,8 @@ function unquote(value: string): string {
   return value.replace(/\s+#.*$/, "");
 }
 
-/**
- * `env` with the file's variables under it.
- *
- * @throws {UsageError} When the file cannot be read (named, with the
- * permission to add when that is why).
- */
+/** `env` with the file's variables under it; a file it cannot read is a UsageError. */
+
 export async function withEnvFile(
   env: (name: string) => string | undefined,
   path: string,

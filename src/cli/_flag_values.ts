@@ -1,6 +1,48 @@
 // Internal: the values of flags that several commands take, checked, and
 // the error for a caller's mistake. Pure.
 
+/** Every flag, as node:util parses them. */
+export const FLAGS = {
+  "env-file": { type: "string" },
+  fields: { type: "string" },
+  pci: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+  cache: { type: "boolean", default: true },
+  "show-token": { type: "boolean" },
+  limit: { type: "string" },
+  page: { type: "string" },
+  "sort-by": { type: "string" },
+  "sort-direction": { type: "string" },
+  since: { type: "string" },
+  "max-items": { type: "string" },
+  concurrency: { type: "string" },
+  query: { type: "string", multiple: true },
+  format: { type: "string" },
+  verbose: { type: "boolean", short: "v" },
+  to: { type: "string" },
+  id: { type: "string" },
+  full: { type: "boolean" },
+  sweep: { type: "string" },
+  deletes: { type: "string" },
+  "max-deletes": { type: "string" },
+  changes: { type: "boolean" },
+  priority: { type: "string" },
+  "max-duration": { type: "string" },
+  "token-body": { type: "string" },
+  "client-authentication": { type: "string" },
+} as const;
+
+type Flags = typeof FLAGS;
+/** The flags given, as node:util parsed them. */
+export type Values = {
+  readonly [K in keyof Flags]?:
+    | (Flags[K] extends { type: "boolean" } ? boolean
+      : Flags[K] extends { multiple: true } ? string[]
+      : string)
+    | undefined;
+};
+
 /** A mistake of the caller (flags, configuration): exit code 2. */
 export class UsageError extends Error {}
 
@@ -31,8 +73,18 @@ export function count(
   return value;
 }
 
+/** `values` without the keys left undefined: an option is given or absent. */
+export function given<T extends object>(
+  values: T,
+): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(
+    Object.entries(values).filter(([, value]) => value !== undefined),
+  ) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
 /**
  * `--query k=v` pairs as query parameters.
+
  *
  * @throws {UsageError} For a pair without a name and `=`.
  */

@@ -2,7 +2,13 @@
 
 import type { ListOptions } from "../client/mod.ts";
 import { MAX_CONCURRENCY } from "./_help.ts";
-import { count, queryOf, UsageError } from "./_flag_values.ts";
+import {
+  count,
+  given,
+  queryOf,
+  UsageError,
+  type Values,
+} from "./_flag_values.ts";
 
 export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
@@ -17,28 +23,11 @@ export interface ListRequest {
   readonly limit: number;
 }
 
-/** The flags `list` reads, as node:util parsed them. */
-export interface ListValues {
-  readonly limit?: string | undefined;
-  readonly page?: string | undefined;
-  readonly "max-items"?: string | undefined;
-  readonly concurrency?: string | undefined;
-  readonly "sort-by"?: string | undefined;
-  readonly "sort-direction"?: string | undefined;
-  readonly since?: string | undefined;
-  readonly format?: string | undefined;
-  readonly fields?: string | undefined;
-  readonly query?: string[] | undefined;
-}
+/** Checks `list <path> [options]`: a UsageError says what is wrong. */
 
-/**
- * Checks `list <path> [options]`.
- *
- * @throws {UsageError} With what is wrong.
- */
 export function listRequest(
   positionals: readonly string[],
-  values: ListValues,
+  values: Values,
 ): ListRequest {
   const [path, ...extra] = positionals;
   if (path === undefined) {
@@ -62,10 +51,8 @@ export function listRequest(
   const options: ListOptions<unknown> = {
     query: queryOf(values.query ?? []),
     ...orderOf(values),
+    ...given(numbers),
   };
-  for (const [key, value] of Object.entries(numbers)) {
-    if (value !== undefined) Object.assign(options, { [key]: value });
-  }
   return {
     path,
     format: format as Format | undefined,
@@ -77,13 +64,13 @@ export function listRequest(
 
 /** The sort, and with `--since` the item the list stops before. */
 function orderOf(
-  values: ListValues,
+  values: Values,
 ): Pick<ListOptions<unknown>, "sortBy" | "sortDirection" | "until"> {
-  const given = values["sort-direction"];
-  const direction = given?.toUpperCase();
+  const asked = values["sort-direction"];
+  const direction = asked?.toUpperCase();
   if (direction !== undefined && direction !== "ASC" && direction !== "DESC") {
     throw new UsageError(
-      `--sort-direction must be ASC or DESC: received ${given}`,
+      `--sort-direction must be ASC or DESC: received ${asked}`,
     );
   }
   const sortBy = values["sort-by"];
@@ -101,10 +88,7 @@ function orderOf(
     }
     return { sortBy: field, sortDirection: "DESC", until };
   }
-  return {
-    ...(sortBy === undefined ? {} : { sortBy }),
-    ...(direction === undefined ? {} : { sortDirection: direction }),
-  };
+  return given({ sortBy, sortDirection: direction });
 }
 
 /**

@@ -1,13 +1,13 @@
-// Internal: how `list` writes items: JSON lines, one JSON array, CSV (RFC
-// 4180, one header) or a table; `--fields` picks the columns in every
-// format. Nothing a terminal acts on is ever written: control characters
-// are escaped in every format.
+// Internal: how `list` writes items: JSON lines, one JSON array, CSV or a
+// table, control characters escaped in every format.
 
 import type { Format } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
 import {
+  columnsOf,
   escapeControls,
   firstThenLater,
+  keyNotice,
   type RowSink,
   safeJson,
   tableWriter,
@@ -77,33 +77,23 @@ function pick(
   return picked;
 }
 
-/**
- * CSV (RFC 4180: fields separated by commas, quoted when they hold a comma,
- * a quote or a line break, and every line ending in CRLF, `\r\n`) with one
- * header: the columns are `fields`, or the keys of the first page's items;
- * a key first seen later is reported once.
- */
+/** CSV (RFC 4180: CRLF line ends) with one header. */
+
 function csvWriter(
   out: CliWriter,
   fields: readonly string[] | undefined,
   notify: (line: string) => void,
 ): RowSink {
   let columns: readonly string[] = fields ?? [];
-  const reported = new Set<string>();
+  const unseen = keyNotice(notify, "after the header and is not in the CSV");
   const line = (values: readonly unknown[]) =>
     out.write(`${values.map(csvField).join(",")}\r\n`);
   const writeRow = (item: Record<string, unknown>) => {
-    for (const key of Object.keys(item)) {
-      if (columns.includes(key) || reported.has(key)) continue;
-      reported.add(key);
-      notify(
-        `column '${key}' first appeared after the header and is not in the CSV; name the columns with --fields`,
-      );
-    }
+    unseen(columns, item);
     line(columns.map((column) => item[column]));
   };
   const firstPage = (rows: readonly Record<string, unknown>[]) => {
-    columns = fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
+    columns = columnsOf(fields, rows);
     if (columns.length > 0) line(columns);
     for (const item of rows) writeRow(item);
   };

@@ -5,7 +5,13 @@ import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
 import { HELP, MAX_CONCURRENCY, NAME } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
-import { count, queryOf, UsageError } from "./_flag_values.ts";
+import {
+  count,
+  FLAGS,
+  queryOf,
+  UsageError,
+  type Values,
+} from "./_flag_values.ts";
 import { type ListRequest, listRequest } from "./_list_plan.ts";
 
 export { NAME };
@@ -20,37 +26,6 @@ export const CACHE_VARIABLES = [
 export { type Format, FORMATS, type ListRequest } from "./_list_plan.ts";
 export { UsageError };
 
-const FLAGS = {
-  "env-file": { type: "string" },
-  fields: { type: "string" },
-  pci: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-  version: { type: "boolean" },
-  cache: { type: "boolean", default: true },
-  "show-token": { type: "boolean" },
-  limit: { type: "string" },
-  page: { type: "string" },
-  "sort-by": { type: "string" },
-  "sort-direction": { type: "string" },
-  since: { type: "string" },
-  "max-items": { type: "string" },
-  concurrency: { type: "string" },
-  query: { type: "string", multiple: true },
-  format: { type: "string" },
-  verbose: { type: "boolean", short: "v" },
-  to: { type: "string" },
-  id: { type: "string" },
-  full: { type: "boolean" },
-  sweep: { type: "string" },
-  deletes: { type: "string" },
-  "max-deletes": { type: "string" },
-  changes: { type: "boolean" },
-  priority: { type: "string" },
-  "max-duration": { type: "string" },
-  "token-body": { type: "string" },
-  "client-authentication": { type: "string" },
-} as const;
-
 const SESSION_FLAGS = [
   "cache",
   "verbose",
@@ -59,7 +34,8 @@ const SESSION_FLAGS = [
   "client-authentication",
 ];
 
-const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
+/** The flags each command takes, by node:util's names (`cache` is `--no-cache`). */
+export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   token: ["show-token", "format", ...SESSION_FLAGS],
   quota: ["format", ...SESSION_FLAGS],
   get: ["pci", ...SESSION_FLAGS],
@@ -98,8 +74,6 @@ const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     ...SESSION_FLAGS,
   ],
 };
-
-type Values = Partial<ReturnType<typeof parseFlags>["values"]>;
 
 /** A checked command line: what to run. */
 export type Plan =

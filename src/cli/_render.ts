@@ -135,28 +135,45 @@ export function tableWriter(
   notify: (line: string) => void = () => {},
 ): RowSink {
   let layout: Layout | undefined;
-  const reported = new Set<string>();
+  const unseen = keyNotice(notify, "after the first page and is not shown");
   const firstPage = (rows: readonly Record<string, unknown>[]) => {
     if (rows.length === 0) return;
-    const columns = fields ??
-      [...new Set(rows.flatMap((item) => Object.keys(item)))];
+    const columns = columnsOf(fields, rows);
     out.write(table(columns, rows));
     layout = layOut(columns, rows);
   };
-  const later = (item: Record<string, unknown>) => {
+  return firstThenLater(firstPage, (item) => {
+    unseen(layout!.columns, item);
+    // The first page fixed the widths: a longer value is cut, never spilled.
+    out.write(row(layout!, item, true));
+  });
+}
+
+/** The columns: `fields`, else every key of the first page's rows. */
+export function columnsOf(
+  fields: readonly string[] | undefined,
+  rows: readonly Record<string, unknown>[],
+): readonly string[] {
+  return fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
+}
+
+/** Tells `notify`, once a key, of a key first seen after the columns were fixed. */
+export function keyNotice(
+  notify: (line: string) => void,
+  where: string,
+): (columns: readonly string[], item: Record<string, unknown>) => void {
+  const reported = new Set<string>();
+  return (columns, item) => {
     for (const key of Object.keys(item)) {
-      if (layout!.columns.includes(key) || reported.has(key)) continue;
+      if (columns.includes(key) || reported.has(key)) continue;
       reported.add(key);
       notify(
         `column '${
           escapeControls(key)
-        }' first appeared after the first page and is not shown; name the columns with --fields`,
+        }' first appeared ${where}; name the columns with --fields`,
       );
     }
-    // The first page fixed the widths: a longer value is cut, never spilled.
-    out.write(row(layout!, item, true));
   };
-  return firstThenLater(firstPage, later);
 }
 
 /** Where rows go, a page at a time, and the end of them. */
@@ -165,11 +182,8 @@ export interface RowSink {
   end(): void;
 }
 
-/**
- * Hands the first page that holds rows to `first` (so it can fix columns
- * from them), and every later row to `later`; `first` hears of an empty
- * list at the end.
- */
+/** The first page with rows to `first` (an empty list's `[]` at the end), every later row to `later`. */
+
 export function firstThenLater(
   first: (rows: readonly Record<string, unknown>[]) => void,
   later: (item: Record<string, unknown>) => void,

@@ -2,7 +2,6 @@
 // configuration, and a session (provider, client, cache).
 
 import { createClient, type PartnerClient } from "../client/mod.ts";
-import type { Environment } from "../core/environment.ts";
 import type { EventListener } from "../core/events.ts";
 import {
   CONFIG_OPTIONAL_VARIABLES,
@@ -13,7 +12,7 @@ import {
 } from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { FileTokenStore, TokenRecord } from "../store/mod.ts";
-import { verboseListener } from "./_verbose.ts";
+import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
@@ -41,24 +40,13 @@ export interface RunIo extends CliIo {
   helpHint?: string;
 }
 
-/** The configuration the variables give. */
-export interface Config {
-  readonly environment: Environment;
-  readonly clientId: string;
-  readonly clientSecret: string;
-  readonly bodyFormat?: "json" | "form";
-  readonly clientAuthentication?: "body" | "basic";
-  /** The variable each setting came from, for the hints of token errors. */
-  readonly settingNames?: PartnerApiConfig["settingNames"];
-}
-
 /**
  * Reads every variable and names all that are missing at once.
  *
  * @throws {UsageError} For missing or unreadable variables, or values
  * `defineEnvironment` refuses (named by variable).
  */
-export function readConfig(io: CliIo): Config {
+export function readConfig(io: CliIo): PartnerApiConfig {
   try {
     return configFromEnv((name) => readVariable(io, name));
   } catch (error) {
@@ -117,7 +105,7 @@ const SLOW_TOKEN_REQUEST = 1500;
 /** Opens a session: a cache if allowed, and a provider that says when it waits. */
 export function openSession(
   io: RunIo,
-  config: Config,
+  config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
   const { verbose } = flags;
@@ -176,7 +164,7 @@ export function openSession(
  * The cache's store, if the flags want one and the run may have it (else
  * the notice, once); each later problem with it is said once.
  */
-function openStore(io: RunIo, config: Config, flags: SessionFlags) {
+function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   if (!flags.cache) return undefined;
   const said = new Set<string>();
   const notify = (line: string) => {
@@ -190,7 +178,7 @@ function openStore(io: RunIo, config: Config, flags: SessionFlags) {
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way. */
-function tokenRequestShape(config: Config, flags: SessionFlags) {
+function tokenRequestShape(config: PartnerApiConfig, flags: SessionFlags) {
   const bodyFormat = flags.tokenBody ?? config.bodyFormat;
   const clientAuthentication = flags.clientAuthentication ??
     config.clientAuthentication;
@@ -228,4 +216,41 @@ function watchTokenRequests(err: CliWriter) {
     }
   };
   return { fetch: fetchWatched, count: () => count };
+}
+
+/**
+ * `--verbose`: one line per `token.request` and `api.request` event (events
+ * never hold the secret or a token).
+ */
+function verboseListener(
+  err: CliWriter,
+  environment: Environment,
+): EventListener {
+  let tokenRequests = 0;
+  return (event) => {
+    if (event.type === "token.request") {
+      tokenRequests++;
+      const outcome = event.outcome === "ok" ? "ok" : `error (${event.reason})`;
+      write(
+        err,
+        `POST ${environment.tokenUrl.origin}${environment.tokenUrl.pathname} ${outcome}, ${
+          Math.round(event.durationMs)
+        } ms, token request ${tokenRequests}`,
+      );
+    } else if (event.type === "api.request") {
+      const base = event.base === "pci"
+        ? environment.pciBaseUrl
+        : environment.baseUrl;
+      write(
+        err,
+        `${event.method} ${base.origin}${event.path} ${
+          event.status || "no answer"
+        }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`,
+      );
+    }
+  };
+}
+
+function write(err: CliWriter, line: string): void {
+  err.write(`${escapeControls(line)}\n`);
 }

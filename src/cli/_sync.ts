@@ -1,7 +1,5 @@
 // Internal: the `sync` command: a copy of a list in a SQLite or JSONL file,
-// resumed by itself, with a progress line on standard error; Ctrl-C commits
-// what it has and ends with 130; the sink's own lock keeps two runs apart
-// (a second run waits for the first, saying so).
+// a progress line on standard error; Ctrl-C commits what it has (130).
 
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
@@ -11,6 +9,8 @@ import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { UsageError } from "./_plan.ts";
+import { given } from "./_flag_values.ts";
+
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
@@ -83,25 +83,17 @@ async function syncInto(
 
 /** The options of `syncList` the command line gives (all but sink, signal and progress). */
 function syncOptions(request: SyncRequest) {
+  const { id, sortDirection, deletes, changes, query } = request;
+  const { sortBy, sweep, maxDeletes, priority, maxDuration } = request;
+  const { limit, concurrency } = request;
   return {
-    id: request.id,
-    ...(request.sortBy === undefined ? {} : { sortBy: request.sortBy }),
-    sortDirection: request.sortDirection,
-    ...(request.sweep === undefined ? {} : { sweep: request.sweep }),
-    deletes: request.deletes,
-    ...(request.maxDeletes === undefined
-      ? {}
-      : { maxDeletes: request.maxDeletes }),
-    changes: request.changes,
-    ...(request.priority === undefined ? {} : { priority: request.priority }),
-    ...(request.maxDuration === undefined
-      ? {}
-      : { maxDuration: request.maxDuration }),
-    query: { ...request.query },
-    ...(request.limit === undefined ? {} : { limit: request.limit }),
-    ...(request.concurrency === undefined
-      ? {}
-      : { concurrency: request.concurrency }),
+    id,
+    sortDirection,
+    deletes,
+    changes,
+    query: { ...query },
+    ...given({ sortBy, sweep, maxDeletes, priority, maxDuration }),
+    ...given({ limit, concurrency }),
   };
 }
 
@@ -249,11 +241,8 @@ function usageCannotWrite(error: unknown, target: string): UsageError {
   );
 }
 
-/**
- * The guard held a mass delete back: the same command with the
- * `--max-deletes` that lets it through, for the user who knows the list
- * really lost those items.
- */
+/** The guard held a mass delete back: the command with the `--max-deletes` that lets it through. */
+
 function confirmHint(
   error: SyncError,
   request: SyncRequest,

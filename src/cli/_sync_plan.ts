@@ -1,5 +1,7 @@
 // Internal: the `sync` command line, checked into a request. Pure.
 
+import type { Values } from "./_flag_values.ts";
+
 /** What `sync` was asked for. */
 export interface SyncRequest {
   /** The list, e.g. `transactions`. */
@@ -27,21 +29,6 @@ export interface SyncRequest {
   readonly args?: readonly string[];
 }
 
-/** The flags `sync` reads, as node:util parsed them. */
-export interface SyncValues {
-  readonly to?: string | undefined;
-  readonly id?: string | undefined;
-  readonly "sort-by"?: string | undefined;
-  readonly "sort-direction"?: string | undefined;
-  readonly full?: boolean | undefined;
-  readonly sweep?: string | undefined;
-  readonly deletes?: string | undefined;
-  readonly "max-deletes"?: string | undefined;
-  readonly changes?: boolean | undefined;
-  readonly priority?: string | undefined;
-  readonly "max-duration"?: string | undefined;
-}
-
 /**
  * Checks `sync <list> --to FILE [--id F] [--sort-by F] [--sort-direction D]
  * [--sweep N|all] [--deletes remove|mark] [--max-deletes SHARE] [--changes]`.
@@ -50,7 +37,7 @@ export interface SyncValues {
  */
 export function syncRequest(
   positionals: readonly string[],
-  values: SyncValues,
+  values: Values,
   shared: Pick<SyncRequest, "limit" | "concurrency" | "query">,
   usage: (message: string) => Error,
 ): SyncRequest {

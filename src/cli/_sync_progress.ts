@@ -1,7 +1,5 @@
-// Internal: the `sync` command's progress line on standard error: items
-// read, items/s, requests, and, while the rate limit holds the run, for how
-// much longer. The hold is judged from the client's events, by a pure
-// function over what was sent and the time.
+// Internal: the `sync` command's progress line, and how long the rate limit
+// holds the run, judged from the client's events by a pure function.
 
 import type { PartnerApiEvent } from "../core/events.ts";
 import type { RateLimit } from "../core/rate_limiter.ts";
@@ -35,11 +33,8 @@ export function heard(
   }
 }
 
-/**
- * How long (ms) the rate limit still holds the run at `now`: until the
- * oldest send of a full window leaves it, or a 429's wait ends; 0 when
- * nothing holds it.
- */
+/** How long (ms) the rate limit holds the run at `now`: a full window, or a 429's wait. */
+
 export function rateHold(
   state: RateState,
   now: number,

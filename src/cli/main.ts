@@ -13,7 +13,6 @@ import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
-import { causeLines } from "./_verbose.ts";
 
 /**
  * Runs the tool with `args` (the words after the program name).
@@ -211,4 +210,18 @@ export async function runAsProgram(): Promise<never> {
     Deno.exit(130);
   });
   Deno.exit(await main(Deno.args));
+}
+
+/** The causes under a failure, one line each, outermost first (at most 8). */
+function causeLines(error: unknown): string[] {
+  const lines: string[] = [];
+  let cause = error instanceof Error ? error.cause : undefined;
+  for (let depth = 0; cause !== undefined && depth < 8; depth++) {
+    const line = cause instanceof Error
+      ? `${cause.name}: ${cause.message}`
+      : String(cause);
+    lines.push(`  caused by ${line}`);
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return lines;
 }

@@ -40,12 +40,10 @@ export interface Exchange<T> {
   /** Start of error messages, e.g. "Cannot fetch". */
   readonly context: string;
   /**
-   * What must finish within the attempt's time limit once the answer is the
-   * one to hand back: nothing for `fetch` (the answer itself), reading the
-   * body for a list page. An `ApiError` thrown here (the page as the service
-   * answered it) is final; any other failure (a body cut off or too slow)
-   * counts as no answer, and is retried like one.
+   * What must finish within the attempt's time limit (a list page's body).
+   * An `ApiError` thrown here is final; any other failure counts as no answer.
    */
+
   readonly finish: (
     response: Response,
     accessToken: string,

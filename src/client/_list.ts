@@ -1,12 +1,16 @@
 // Internal: a client's paged lists: each page one exchange, retried on its
-// own, its body read within the attempt, its items picked out; whatever the
-// service gets wrong is an ApiError with the page's status. `pages` yields
-// the walk's pages as values, `list` their items.
+// own, its body read within the attempt; what the service gets wrong is an
+// ApiError with the page's status.
 
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import { optionError } from "../core/_check.ts";
+import {
+  optionError,
+  requireFunction,
+  requireOptions,
+} from "../core/_check.ts";
+
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import {
   flatten,
@@ -51,15 +55,7 @@ function walkUnder<T>(
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
   const extra = checkQuery(query);
-  if (pick !== undefined && typeof pick !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "items",
-      "must be a function",
-      typeof pick,
-    );
-  }
+  requireFunction(pick, CONTEXT, "items");
   const config = pageConfig(pageOptions);
   const addressOf = pageAddresses(url, extra);
   const walk = walkPages<T, FetchedPage<T>>(
@@ -155,10 +151,7 @@ function listHead(
   return `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
 }
 
-/**
- * `source` as it is; the client's listener, if any, hears how the crawl
- * ended: its pages and items (`count` of each value yielded).
- */
+/** `source`; the client's listener, if any, hears how the crawl ended. */
 function heard<X>(
   source: AsyncIterableIterator<X>,
   context: SendContext,
@@ -204,11 +197,7 @@ async function* heardCrawl<X>(
   }
 }
 
-/**
- * One page of a list, retried on its own. Whatever goes wrong with the API
- * is an ApiError with the page's status (0 when no answer arrived); a token
- * failure stays what it is, and an abort is the signal's reason.
- */
+/** One page of a list, retried on its own; a token failure stays what it is. */
 async function listPage<T>(
   context: SendContext,
   base: URL,
@@ -311,11 +300,8 @@ function itemsOf(
   );
 }
 
-/**
- * An ApiError for an answer: the status, what was wrong (`reason` "status"
- * for a non-2xx answer, else "malformed"), and the start of the body, with
- * the token removed before anything is cut.
- */
+/** An ApiError for an answer: its status, the problem, the start of the body (token removed first). */
+
 function answered(page: Answered, text: string, problem: string): ApiError {
   const { url, response, accessToken, attempts } = page;
   const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
@@ -337,15 +323,7 @@ function answered(page: Answered, text: string, problem: string): ApiError {
 
 function checkQuery(query: unknown): Record<string, string> {
   if (query === undefined) return {};
-  if (typeof query !== "object" || query === null) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "query",
-      "must be an object of strings",
-      String(query),
-    );
-  }
+  requireOptions(query, CONTEXT, "query");
   for (const [name, value] of Object.entries(query)) {
     if (typeof value !== "string") {
       throw optionError(

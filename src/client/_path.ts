@@ -63,9 +63,7 @@ export function resolveUnder(
 
 /**
  * Resolved string paths of one base, checked once and kept (the last 256):
- * a service calls the same few paths over and over, and parsing and checking
- * each call again is most of a client's own cost per request. Never hands
- * out the URLs it keeps, so nobody can change them.
+ * parsing and checking each call again is most of a client's own cost.
  */
 export class PathCache {
   readonly #base: URL;
@@ -77,12 +75,7 @@ export class PathCache {
     this.#context = context;
   }
 
-  /**
-   * `path` resolved under the base, from the cache when it is a string seen
-   * before.
-   *
-   * @throws {TypeError} As {@linkcode resolveUnder}.
-   */
+  /** @throws {TypeError} As {@linkcode resolveUnder}. */
   resolve(path: string | URL): URL {
     if (typeof path !== "string") {
       return resolveUnder(this.#base, path, this.#context);
@@ -104,11 +97,8 @@ export function isUnder(url: URL, base: URL): boolean {
     !isRiskyPath(url.pathname);
 }
 
-/**
- * Whether a (percent-encoded) path holds a form listed at
- * {@linkcode RISKY_PATH}, overlong UTF-8, or a lookalike (also beside an
- * escape that is not UTF-8, such as `%ff`).
- */
+/** Whether a path holds a {@linkcode RISKY_PATH} form, overlong UTF-8, or a lookalike. */
+
 function isRiskyPath(pathname: string): boolean {
   if (RISKY_PATH.test(pathname) || OVERLONG.test(pathname)) return true;
   if (!pathname.includes("%")) return false;

@@ -86,12 +86,10 @@ export interface RetryPolicy {
 }
 
 /**
- * How long to wait before retrying, or `undefined` to stop: idempotent,
- * replayable requests are retried after no answer (a network error or a
- * timeout) and after the statuses of `isRetryStatus` (408, 429, 500, 502,
- * 503, 504), by the module's one rule, `retryDelay`: `Retry-After` up to
- * `maxRetryAfter`, else exponential backoff and jitter.
+ * How long to wait before retrying an idempotent, replayable request after
+ * no answer or an `isRetryStatus` status (by `retryDelay`), or `undefined`.
  */
+
 export function retryWait(
   attempted: Attempted,
   context: RetryContext,

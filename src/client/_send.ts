@@ -1,10 +1,6 @@
-// Internal: sending one API request with the bearer token, through the
-// module's one attempt loop (core/_attempt_loop.ts, which owns the time
-// limits, waits and events): a token and a rate slot before each attempt,
-// retries of idempotent requests, one renewal after a 401, redirects under
-// the same base, each with the caller's headers and the bearer token in
-// place of any Authorization they set. The decisions are `nextStep` in
-// _policy.ts.
+// Internal: one API request with the bearer token, through core's attempt
+// loop: a token and a rate slot before each attempt; retries, one renewal
+// after a 401 and redirects as `nextStep` (_policy.ts) decides.
 
 import { ApiError } from "../core/errors.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
@@ -31,13 +27,10 @@ import {
 } from "./_policy.ts";
 
 /**
- * Sends `exchange` until it has an answer to hand back, and returns what
+ * Sends `exchange` until it has an answer to hand back; returns what
  * `finish` made of it.
  *
- * @throws {ApiError} `status` 0 with the last failure as `cause` when no
- * answer arrived after the retries.
- * @throws {TokenRequestError} When no token could be had.
- * @throws The caller's signal's reason when it aborts.
+ * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
  */
 export function sendExchange<T>(
   context: SendContext,
@@ -46,11 +39,7 @@ export function sendExchange<T>(
   return sendAttempts(new ApiRequest(context, exchange));
 }
 
-/**
- * One request under way: the plan the attempt loop carries out, with what
- * it is sent through and for. Local to its call; its methods are the
- * loop's steps (one object per call, no closures).
- */
+/** One request under way: its methods are the loop's steps (one object per call, no closures). */
 class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   readonly signal: AbortSignal | undefined;
   readonly limits: AttemptLimits;
@@ -65,9 +54,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   renewed = false;
   /** Where the next attempt goes (redirects move it). */
   target: URL;
-  /** The token of the current attempt. */
   accessToken = "";
-  /** The current attempt's slot in the rate window. */
   ticket: number | undefined = undefined;
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
@@ -87,9 +74,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
 
   /**
    * Before each attempt, outside its time limit: the token before the slot
-   * (a call that fails without one sends nothing, and must not hold a slot
-   * of the window for an interval), then a slot in the rate window
-   * (waiting for the window is not failing).
+   * (a call that fails without one must not hold a slot for an interval).
    */
   async before(): Promise<void> {
     const { signal, context } = this;
@@ -103,10 +88,8 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   }
 
   /**
-   * One attempt with the bearer token, under `deadline`: the answer, or
-   * `undefined` (and `failure`) when none came. A `fetch` of the caller's
-   * might not stop at its signal, and must not hold an attempt past its
-   * time limit: the answer is raced against it (a late one cancelled).
+   * One attempt: the answer, or `undefined` (and `failure`). Raced against
+   * the deadline: a caller's `fetch` might not stop at its signal.
    */
   async attempt(deadline: Deadline): Promise<Response | undefined> {
     try {
@@ -127,11 +110,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     }
   }
 
-  /**
-   * Decides with {@linkcode nextStep} and carries the step out: at once for
-   * an answer handed back as it is (the usual case), else after the awaits
-   * the step needs.
-   */
+  /** Decides with {@linkcode nextStep}; delivering (the usual case) needs no await. */
   next(
     response: Response | undefined,
     deadline: Deadline,
@@ -171,11 +150,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     };
   }
 
-  /**
-   * The attempt is over: for fetch once the headers are in, for a list page
-   * once its body is read. The rate window counts the request from here:
-   * the service has it by now.
-   */
+  /** The attempt is over (headers in, or a page's body read): the window counts it from here. */
   after(): void {
     if (this.ticket !== undefined) {
       this.context.rateLimiter!.answered(this.ticket);
@@ -295,10 +270,7 @@ async function waitFor(
   return ticket;
 }
 
-/**
- * Asks the provider's ledger whether this 401 may cost a fresh token; when
- * it may, the answer is cleaned up for the next attempt.
- */
+/** Asks the provider's ledger whether this 401 may cost a fresh token. */
 async function renew(
   request: ApiRequest<unknown>,
   response: Response,
@@ -345,7 +317,6 @@ function noAnswer(
 
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
-/** Options for a getToken without a signal: one object, not one per call. */
 const NO_OPTIONS = Object.freeze({});
 
 /** An answer not handed back must be read or cancelled, or it leaks. */
@@ -362,10 +333,10 @@ function serverOf(url: URL): { host: string; port: number } {
 }
 
 /**
- * The caller's headers with `Authorization: Bearer <token>` in place of any
- * the caller set. A plain record stays one: a `Headers` object per request
- * costs more than the rest of the client's work.
+ * The caller's headers with the bearer token in place of any Authorization.
+ * A record stays one: a `Headers` per request costs more than the rest.
  */
+
 function withBearer(
   headers: HeadersInit | undefined,
   accessToken: string,

@@ -1,9 +1,6 @@
-// Internal: the one place where page boundaries live. Requests pages in
-// order (several in flight if asked), and decides where the list ends: a
-// short page, `maxPages`, `maxItems`, `until`, a repeated page. `paginate`
-// and the client's `list` flatten what it yields; the client's `pages`
-// yields it as it is. And a paginator's options, checked all at once before
-// any page is requested: what the walk runs by.
+// Internal: the one place where page boundaries live: pages requested in
+// order (several in flight if asked), where the list ends, and the
+// paginator's options, checked before any page is requested.
 
 import { raceAbort } from "../core/_deadlines.ts";
 import type {
@@ -11,7 +8,13 @@ import type {
   PaginateOptions,
   SortDirection,
 } from "./page_types.ts";
-import { checkAtMost, checkNumber, optionError } from "../core/_check.ts";
+import {
+  checkAtMost,
+  checkNumber,
+  optionError,
+  requireFunction,
+  requireText,
+} from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
 
@@ -23,10 +26,8 @@ export interface Fetched<T> {
 }
 
 /**
- * One page as the walk yields it: the page as fetched, and the items it
- * keeps, read lazily: `dedupeBy` and `until` run only as far as the caller
- * reads (a `break` after the first item stops them there). Read them all
- * before asking for the next page.
+ * One page as the walk yields it. Its items are read lazily (`dedupeBy` and
+ * `until` run only as far as the caller reads): read them all before the next.
  */
 export interface Walked<T, F extends Fetched<T>> {
   /** The page number. */
@@ -49,27 +50,21 @@ function requestPage<T, F>(
   page: number,
 ): PendingPage<F> {
   const controller = new AbortController();
-  const signal = config.signal === undefined
-    ? controller.signal
-    : AbortSignal.any([config.signal, controller.signal]);
-  const result = (async () =>
-    await fetchPage({
-      page,
-      limit: config.limit,
-      ...config.sort,
-      ...config.priority,
-      signal,
-    }))();
+  const { limit, sort, priority, signal: caller } = config;
+  const signal = caller
+    ? AbortSignal.any([caller, controller.signal])
+    : controller.signal;
+  const result =
+    (async () =>
+      await fetchPage({ page, limit, ...sort, ...priority, signal }))();
   // A page abandoned in flight may still reject; nobody is waiting for it.
   result.catch(() => {});
   return { page, controller, result };
 }
 
 /**
- * The `Error` that ends a list when a full page repeats the one before (or,
- * with `dedupeBy`, holds only items seen before): the server seems to
- * ignore `page`, and paging on would never end. (`RepeatedPageError` in
- * paginate.ts describes it.)
+ * The `Error` (`RepeatedPageError`) when a full page repeats the one before,
+ * or holds only items seen: the server seems to ignore `page`.
  */
 function repeatedPage(
   page: number,
@@ -82,11 +77,7 @@ function repeatedPage(
   );
 }
 
-/**
- * Whether `items` equals `previous`, item by item as JSON. The first and last
- * items are compared first: pages that differ (all but a broken server's)
- * cost two comparisons.
- */
+/** Whether `items` equals `previous` as JSON; pages that differ cost two comparisons. */
 function sameItems<T>(
   items: readonly T[],
   previous: readonly T[] | undefined,
@@ -170,11 +161,9 @@ function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
 }
 
 /**
- * Yields the list's pages in order, each once, also an empty one; the last
- * one is cut where `until` or `maxItems` ends the list. The caller reads
- * each page's items before it asks for the next page. Never requests a
- * page the items already on their way could make unnecessary; aborts the
- * requests in flight once it ends, however it ends.
+ * Yields the list's pages in order, each once, also an empty one. Never
+ * requests a page the items already on their way could make unnecessary;
+ * aborts the requests in flight once it ends, however it ends.
  */
 export async function* walkPages<T, F extends Fetched<T>>(
   fetchPage: (request: PageRequest) => Promise<F>,
@@ -225,12 +214,10 @@ export async function* walkPages<T, F extends Fetched<T>>(
 }
 
 /**
- * The items of `pages`, one by one; a `break` ends the pages too. After
- * each item the signal is looked at, so an abort while the caller works on
- * one ends the iteration. An array page is read by index: a `for...of`
- * over it cost this generator a fifth more per item than the plain loop a
- * user would write; by index it costs a tenth less.
+ * The items of `pages`; the signal is looked at after each item. An array
+ * is read by index: `for...of` cost a fifth more per item than a user's loop.
  */
+
 export async function* flatten<T>(
   pages: AsyncIterator<{ readonly items: Iterable<T> }>,
   signal: AbortSignal | undefined,
@@ -298,15 +285,6 @@ function sortOptions(
   sortBy: unknown,
   sortDirection: unknown,
 ): PageConfig<unknown>["sort"] {
-  if (sortBy !== undefined && (typeof sortBy !== "string" || sortBy === "")) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "sortBy",
-      "must be a non-empty string",
-      JSON.stringify(sortBy),
-    );
-  }
   if (
     sortDirection !== undefined && sortDirection !== "ASC" &&
     sortDirection !== "DESC"
@@ -320,23 +298,17 @@ function sortOptions(
     );
   }
   return {
-    ...(sortBy === undefined ? {} : { sortBy }),
+    ...(sortBy === undefined
+      ? {}
+      : { sortBy: requireText(sortBy, CONTEXT, "sortBy") }),
     ...(sortDirection === undefined ? {} : { sortDirection }),
   };
 }
 
 export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
   const { dedupeBy, until, signal } = options;
-  for (const [name, value] of [["dedupeBy", dedupeBy], ["until", until]]) {
-    if (value !== undefined && typeof value !== "function") {
-      throw optionError(
-        TypeError,
-        CONTEXT,
-        name as string,
-        "must be a function",
-      );
-    }
-  }
+  requireFunction(dedupeBy, CONTEXT, "dedupeBy");
+  requireFunction(until, CONTEXT, "until");
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw optionError(
       TypeError,

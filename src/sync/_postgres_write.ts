@@ -1,63 +1,67 @@
-// Internal: the PostgreSQL sink's one statement per batch (see
-// _postgres_copy.ts for why every parameter is text): the upsert, and around
-// it the lease, the end of a cycle, the change table and the checkpoint, each
-// a step of one WITH, so that they commit together or not at all.
+// Internal: the PostgreSQL dialect's one statement per batch (see
+// _postgres_sql.ts for why every parameter is text): the upsert, and around
+// it the lease, the end of a cycle, the change table and the checkpoint,
+// each a step of one WITH, so that they commit together or not at all.
 
-import { CHECKPOINT_TABLE, LEASE_TABLE, STAGE_TABLE } from "./_identifier.ts";
-import { fingerprintOf } from "./_postgres_copy.ts";
+import {
+  CHECKPOINT_TABLE,
+  LEASE_TABLE,
+  type SqlBatch,
+  STAGE_TABLE,
+} from "./_sql_sink.ts";
+import { fingerprintOf } from "./_postgres_sql.ts";
 
-/** What a batch statement does besides its upsert. */
-export interface WriteShape {
-  /** Commit only while the lease row is the run's (`owner` is sent). */
+/**
+ * What a batch statement does besides its upsert: commit only while the
+ * lease row is the run's (`owner` is sent); end a cycle (what becomes of
+ * the rows it did not see); stage (a sweep's batch before its cycle ends:
+ * rows the table lacks wait until the cycle passes its guard); append to
+ * a change table (quoted).
+ */
+interface Shape {
   readonly leased: boolean;
-  /** The batch ends a cycle: what becomes of the rows it did not see. */
-  readonly ends?: "remove" | "mark";
-  /**
-   * A sweep's batch before its cycle ends: rows the table lacks are staged
-   * (inserted when the cycle passes its guard), the others written.
-   */
-  readonly stages?: boolean;
-  /** The change table (quoted) to append to, if kept. */
-  readonly changes?: string;
+  readonly ends: "remove" | "mark" | undefined;
+  readonly stages: boolean;
+  readonly changes: string | undefined;
 }
 
-/** The parameters of a batch statement, in the order writeSql numbers them. */
-export interface WriteParams {
-  readonly target: string;
-  /** The batch's JSON (postgresBatch). */
-  readonly batch: string;
-  readonly checkpoint: string;
-  readonly cycle: number;
-  readonly owner?: string;
-  readonly maxDeletes?: number;
-  /** The last 24 hours' deletes and largest size (ending a cycle). */
-  readonly recent?: { readonly deleted: number; readonly largest: number };
-}
-
-/** The statement's parameters, every one a string (see the file's head). */
-export function writeParams(shape: WriteShape, values: WriteParams): string[] {
-  const params = [
-    values.target,
-    values.batch,
-    values.checkpoint,
-    String(values.cycle),
-  ];
-  if (shape.ends !== undefined) {
-    params.push(
-      String(values.maxDeletes),
-      String(values.recent?.deleted ?? 0),
-      String(values.recent?.largest ?? 0),
-    );
+/**
+ * A batch's one statement and its parameters, every one a string (see
+ * _postgres_sql.ts), in the order writeSql numbers them.
+ */
+export function writeStatement(
+  table: string,
+  write: SqlBatch,
+  { target, json, changes }: {
+    target: string;
+    json: string;
+    changes: string | undefined;
+  },
+): { sql: string; params: string[] } {
+  const { owner, context } = write;
+  const ends = context?.endsCycle;
+  const params = [target, json, JSON.stringify(write.checkpoint)];
+  params.push(`${context?.cycle ?? 0}`);
+  if (ends !== undefined) {
+    const { maxDeletes, recent } = ends;
+    params.push(`${maxDeletes}`, `${recent?.deleted ?? 0}`);
+    params.push(`${recent?.largest ?? 0}`);
   }
-  if (shape.leased) params.push(values.owner ?? "");
-  return params;
+  if (owner !== undefined) params.push(owner);
+  const sql = writeSql(table, {
+    leased: owner !== undefined,
+    ends: ends?.deletes,
+    stages: context?.phase === "sweep" && ends === undefined,
+    changes,
+  });
+  return { sql, params };
 }
 
 /**
  * One batch in one statement, so that it commits whole on any connection
  * of a pool ($1 target, $2 the batch `[[id, item], ...]` (see
- * postgresBatch), $3 the checkpoint's JSON, $4 the cycle; then, as
- * writeParams orders them, maxDeletes and the owner). Every part reads
+ * postgresJson), $3 the checkpoint's JSON, $4 the cycle; then, as
+ * writeStatement orders them, maxDeletes and the owner). Every part reads
  * the table as it was before the statement, and each writes only when:
  *
  * - leased, the lease row is still this run's (the UPDATE holds that row
@@ -78,8 +82,8 @@ export function writeParams(shape: WriteShape, values: WriteParams): string[] {
  * `unseen` and `live` (ending a cycle), `written`, `inserted`, `updated`,
  * `deleted`; every column text.
  */
-export function writeSql(table: string, shape: WriteShape): string {
-  // $1 to $4 always; the others numbered in writeParams's order.
+function writeSql(table: string, shape: Shape): string {
+  // $1 to $4 always; the others numbered in writeStatement's order.
   let numbered = 4;
   const guardParams = shape.ends === undefined ? undefined : {
     maxDeletes: `$${++numbered}::text::float8`,
@@ -95,10 +99,10 @@ export function writeSql(table: string, shape: WriteShape): string {
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
   // A staged row is one the table lacks; a written one, any other.
   const held = `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
-  const writes = shape.stages === true ? `WHERE ${held}` : "WHERE true";
+  const writes = shape.stages ? `WHERE ${held}` : "WHERE true";
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
-    ...batchSteps(table, shape.stages === true),
+    ...batchSteps(table, shape.stages),
     ...(guardParams === undefined ? [] : cycleEndSteps(table, guardParams)),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
@@ -106,7 +110,7 @@ export function writeSql(table: string, shape: WriteShape): string {
   ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
   RETURNING 1
 )`,
-    ...(shape.stages === true ? [stagedStep(held, when("AND"))] : []),
+    ...(shape.stages ? [stagedStep(held, when("AND"))] : []),
     ...(shape.ends === undefined ? [] : appliedSteps(table, when("AND"))),
     ...removalSteps(table, shape.ends, when("AND")),
     ...(shape.changes === undefined
@@ -205,7 +209,7 @@ function cycleEndSteps(
 /** The unseen rows removed, or marked, when a cycle ends. */
 function removalSteps(
   table: string,
-  ends: WriteShape["ends"],
+  ends: Shape["ends"],
   gated: string,
 ): string[] {
   if (ends === "remove") {
@@ -240,9 +244,9 @@ function changesStep(changes: string, ends: boolean, gated: string): string {
 }
 
 /** The checkpoint saved with the row count and the last row's fingerprint. */
-function savedStep(table: string, shape: WriteShape, gated: string): string {
+function savedStep(table: string, shape: Shape, gated: string): string {
   const ends = shape.ends;
-  const written = shape.stages === true
+  const written = shape.stages
     ? ` WHERE EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`
     : "";
   const before = (column: string) =>
@@ -270,7 +274,7 @@ function savedStep(table: string, shape: WriteShape, gated: string): string {
 }
 
 /** The statement's one answer row, every column text. */
-function answerSelect(shape: WriteShape): string {
+function answerSelect(shape: Shape): string {
   const ends = shape.ends !== undefined;
   return `SELECT ${
     shape.leased ? "(SELECT count(*) FROM lease)::text" : "'1'"
@@ -280,11 +284,7 @@ function answerSelect(shape: WriteShape): string {
   ${ends ? "(SELECT live FROM guard)::text" : "'0'"} AS live,
   (SELECT count(*) FROM saved)::text AS saved,
   (SELECT count(*) FROM written)::text AS written,
-  ${
-    shape.stages === true
-      ? "(SELECT count(*) FROM staged)"
-      : "0"
-  }::text AS staged,
+  ${shape.stages ? "(SELECT count(*) FROM staged)" : "0"}::text AS staged,
   ((SELECT count(*) FROM kinds WHERE change = 'insert')${
     ends ? " + (SELECT count(*) FROM applied)" : ""
   })::text AS inserted,

@@ -1,39 +1,43 @@
 // A sync sink on PostgreSQL through a query function the user passes, so
 // the module needs no driver and works with any (node-postgres,
-// postgres.js). Each batch is ONE statement: a pool may send statements on
-// different connections, and one statement is one transaction. For the
-// same reason the lock is a lease row, not a session or advisory lock.
+// postgres.js): the PostgreSQL dialect of the SQL kit (_sql_sink.ts holds
+// the flow, _postgres_sql.ts the statements). Each batch is ONE statement:
+// a pool may send statements on different connections, and one statement
+// is one transaction. For the same reason the lock is a lease row, not a
+// session or advisory lock.
 
 import { optionError } from "../core/_check.ts";
-import type {
-  SinkLockOptions,
-  SyncCheckpoint,
-  SyncSink,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./sink.ts";
-import { quotedTable } from "./_identifier.ts";
+import type { SinkLockOptions, SyncSink } from "./sink.ts";
+import { lockLost } from "./_lease.ts";
+import { tooManyDeletes } from "./_deletes.ts";
 import {
-  checkLockWait,
-  DEFAULT_LOCK_WAIT,
-  keepRefreshed,
-  lockLost,
-  runToken,
-  waitForLock,
-} from "./_lease.ts";
+  type Applied,
+  changeTableOf,
+  type CopyState,
+  sinkOptions,
+  type SqlBatch,
+  type SqlDialect,
+  sqlSink,
+} from "./_sql_sink.ts";
 import {
+  catalogSql,
+  CHANGES_CATALOG_SQL,
+  CHANGES_COLUMNS,
+  CHANGES_COLUMNS_0_3,
+  copySql,
+  createChangesSql,
   createSql,
-  type Query,
+  idFits,
+  itemJson,
+  POSTGRES_LIMITS,
+  postgresJson,
+  type PostgresLimits,
   REFRESH_SQL,
   RELEASE_SQL,
-  type Row,
-  rowsOf,
   TAKE_SQL,
-} from "./_postgres_copy.ts";
-import { writeParams, type WriteShape, writeSql } from "./_postgres_write.ts";
-import { postgresBatch } from "./_postgres_batch.ts";
-import { makeChangeTable, readCopy } from "./_postgres_state.ts";
-import { tooManyDeletes } from "./_deletes.ts";
+} from "./_postgres_sql.ts";
+import { writeStatement } from "./_postgres_write.ts";
+import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
 
@@ -94,33 +98,21 @@ export interface PostgresSinkOptions
  * connection of a pool runs it. Works with any driver: every parameter is
  * a string cast in the SQL.
  *
- * It follows the sweep: each row keeps the cycle it was last `seen` in
- * (and is live again, `deleted_at` NULL, when seen). The batch that
- * completes a cycle also removes the live rows the cycle did not see, or
- * sets their `deleted_at` (`deletes: "mark"`); when they are more than
- * `maxDeletes` of the live rows, that statement writes nothing at all and
- * the run ends with `SyncError` (`"too-many-deletes"`). With `changes:
- * true`, each row inserted (or live again), changed (its jsonb differs) or
- * removed (or marked) is also a row of `<table>_changes(seq bigserial,
- * id, change, at)`, written by the same statement: read by `seq`, it
- * replays to the live rows.
- *
- * One writer per table: `lock()` takes a lease row (table
- * `partner_api_sync_lease`, by the server's clock; a lease not refreshed
- * for 5 s is taken over), and a batch commits only while the lease is
- * still the run's: a run whose lease was taken over stops with
- * `SyncError` (`"lock-lost"`), writing nothing.
- *
- * `load()` only reads: a table with rows but no checkpoint (not made by
- * this sink), one without the columns `id text` (unique) and `item
- * jsonb`, a checkpoint this version cannot read, or a row count or last
- * row that differs from what was recorded is refused with `SyncError`
- * (`"sink-mismatch"`), and nothing is changed; so is a `deleted_at` or
- * `seen` column of another type, or (at the first write that keeps
- * changes) a `<table>_changes` the sink did not make. The tables are
- * created (and earlier versions' tables given their new columns:
- * `deleted_at`, `seen`, and 0.3's checkpoint's row count) by `lock()` or
- * the first write, once the copy passed.
+ * Like every SQL sink (docs/sync.md, PostgreSQL): each row keeps the cycle
+ * it was last `seen` in; the batch that completes a cycle removes the live
+ * rows it did not see, or sets their `deleted_at` (`deletes: "mark"`),
+ * unless they are more than `maxDeletes` of the live rows: then it writes
+ * nothing and the run ends with `SyncError` (`"too-many-deletes"`). With
+ * `changes: true`, each row inserted, changed or removed is also a row of
+ * `<table>_changes(seq bigserial, id, change, at, item)`, written by the
+ * same statement. One writer per table: `lock()` takes a lease row
+ * (`partner_api_sync_lease`, by the server's clock, taken over after 5 s),
+ * and a batch commits only while it is the run's (else `"lock-lost"`).
+ * `load()` only reads: a table the sink did not make (rows without a
+ * checkpoint, other columns, or a `<table>_changes` of another shape), a
+ * checkpoint this version cannot read, or a row count or last row other
+ * than recorded is refused (`"sink-mismatch"`), nothing changed. The
+ * tables (and earlier versions' new columns) are created once it passed.
  *
  * Ids compare as strings: the last occurrence in a batch wins. What
  * PostgreSQL cannot hold is skipped and reported (`SyncResult.skippedIds`),
@@ -153,74 +145,134 @@ export interface PostgresSinkOptions
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  const read = readerOf(options?.query, options?.lockWait);
-  const table = quotedTable(options.table, CONTEXT);
-  const what = `the table ${table}`;
-  let checked = false;
-  let owner: string | undefined;
-  /** Checks the copy, reading only: what load() and lock() do first. */
-  const check = async () => {
-    const checkpoint = await readCopy(read, table, what);
-    checked = true;
-    return checkpoint;
-  };
-  /** The first change, once the copy passed: the tables. */
-  const tables = once(() => read(createSql(table), []));
-  /** The change table, checked and created when first kept. */
-  const changeTable = once(() => makeChangeTable(read, table, what));
-  return {
-    load: check,
-    async lock(run = {}) {
-      await check();
-      // Once per run: the tables may have changed since the last (a
-      // long-lived sink outlives a migration or a dropped table).
-      tables.reset();
-      changeTable.reset();
-      await tables.get();
-      const lease = await holdLease(read, options.table, what, {
-        signal: run.signal,
-        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
-        onWait: options.onLockWait,
-      });
-      owner = lease.owner;
-      return {
-        async [Symbol.asyncDispose]() {
-          owner = undefined;
-          await lease.release();
-        },
-      };
-    },
-    async write(items, checkpoint, ids, context) {
-      if (!checked) await check();
-      // The change table's checks first: a refusal leaves nothing created.
-      const changes = context?.changes === true
-        ? await changeTable.get()
-        : undefined;
-      await tables.get();
-      const batch = postgresBatch(items, ids);
-      const { sql, params } = batchStatement(table, batch.json, {
-        target: options.table,
-        checkpoint,
-        context,
-        owner,
-        changes,
-      });
-      const row = (await read(sql, params))[0] ?? {};
-      return judgeWrite(row, batch, context?.endsCycle, what);
-    },
-  };
-}
-
-/** The user's `query`, checked (and `lockWait`), as the sink reads rows through it. */
-function readerOf(
-  query: unknown,
-  lockWait: unknown,
-): (sql: string, params: string[]) => Promise<readonly Row[]> {
-  checkLockWait(lockWait, CONTEXT);
+  const query = options?.query;
   if (typeof query !== "function") {
     throw optionError(TypeError, CONTEXT, "query", "must be a function");
   }
-  return (sql, params) => rowsOf(query as Query, sql, params);
+  const table = sinkOptions(options, CONTEXT);
+  return sqlSink<T>(new PostgresDialect(query, table, options.table), options);
+}
+
+/** A row as the sink's statements return it: every column text. */
+type Row = Readonly<Record<string, string | null | undefined>>;
+
+/** The PostgreSQL dialect of the kit, over the user's query function. */
+class PostgresDialect implements SqlDialect {
+  readonly what: string;
+  readonly instead = "give another table";
+  readonly #query: PostgresSinkOptions["query"];
+  readonly #table: string;
+  readonly #target: string;
+  readonly #limits: PostgresLimits = POSTGRES_LIMITS;
+  readonly #first = (sql: string, params: string[]) => this.#row(sql, params);
+  /** The first change, once the copy passed: the tables. */
+  readonly #tables = once(() => this.#read(createSql(this.#table), []));
+  /** The change table, checked and created when first kept. */
+  readonly #changeTable = once(() =>
+    makeChangeTable(this.#first, this.#table, this.what)
+  );
+
+  constructor(
+    query: PostgresSinkOptions["query"],
+    table: string,
+    target: string,
+  ) {
+    this.#query = query;
+    this.#table = table;
+    this.#target = target;
+    this.what = `the table ${table}`;
+  }
+
+  read(): Promise<CopyState> {
+    return readCopy(this.#first, this.#table);
+  }
+
+  async prepare(): Promise<void> {
+    // Once per run: the tables may have changed since the last (a
+    // long-lived sink outlives a migration or a dropped table).
+    this.#tables.reset();
+    this.#changeTable.reset();
+    await this.#tables.get();
+  }
+
+  async take(token: string): Promise<{ taken: string } | { holder: string }> {
+    const row = await this.#row(TAKE_SQL, [this.#target, token]);
+    if (row.taken === token) return { taken: token };
+    return {
+      holder: row.stale === "true" ? "a run that stopped" : "another run",
+    };
+  }
+
+  refresh(token: string): Promise<unknown> {
+    return this.#read(REFRESH_SQL, [this.#target, token]);
+  }
+
+  async release(token: string): Promise<void> {
+    await this.#read(RELEASE_SQL, [this.#target, token]).catch(() => {});
+  }
+
+  text(item: unknown, id: string): string | undefined {
+    const limits = this.#limits;
+    return idFits(id, limits) ? itemJson(item, limits) : undefined;
+  }
+
+  async apply(write: SqlBatch): Promise<Applied> {
+    // The change table's checks first: a refusal leaves nothing created.
+    const changes = write.context?.changes === true
+      ? await this.#changeTable.get()
+      : undefined;
+    await this.#tables.get();
+    const json = postgresJson(write.rows);
+    const { sql, params } = writeStatement(this.#table, write, {
+      target: this.#target,
+      json,
+      changes,
+    });
+    const row = await this.#row(sql, params);
+    const ends = write.context?.endsCycle, what = this.what;
+    if (row.leased !== "1") throw lockLost(what);
+    if (row.refused === "true") {
+      const [unseen, live] = [Number(row.unseen), Number(row.live)];
+      throw tooManyDeletes(
+        unseen,
+        live,
+        ends?.maxDeletes ?? 0,
+        what,
+        ends?.recent,
+      );
+    }
+    const stored = Number(row.written) + Number(row.staged);
+    if (row.saved !== "1" || stored !== write.rows.ids.length) {
+      throw new Error(
+        `Cannot sync into ${what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
+      );
+    }
+    return {
+      inserted: Number(row.inserted),
+      updated: Number(row.updated),
+      deleted: Number(row.deleted),
+      ...(ends === undefined ? {} : { held: Number(row.live) }),
+    };
+  }
+
+  /** The rows of one statement, whether the driver gives `{ rows }` or an array. */
+  async #read(sql: string, params: string[]): Promise<readonly Row[]> {
+    const result = await this.#query(sql, params);
+    const rows = Array.isArray(result)
+      ? result
+      : (result as { rows?: unknown }).rows;
+    if (Array.isArray(rows)) return rows as readonly Row[];
+    throw optionError(
+      TypeError,
+      "Cannot sync into PostgreSQL",
+      "query",
+      "must resolve with the rows, or with an object holding them as `rows`",
+    );
+  }
+
+  async #row(sql: string, params: string[]): Promise<Row> {
+    return (await this.#read(sql, params))[0] ?? {};
+  }
 }
 
 /** `make`'s promise, made once, and again after it failed or a reset. */
@@ -236,109 +288,90 @@ function once<R>(make: () => Promise<R>) {
   };
 }
 
-/** A batch's one statement and its parameters. */
-function batchStatement(
+/**
+ * Reads the copy's state, changing nothing: the catalog first (a table of
+ * another shape is foreign), then the count, checkpoint and last row.
+ */
+async function readCopy(
+  first: (sql: string, params: string[]) => Promise<Row>,
   table: string,
-  batch: string,
-  run: {
-    target: string;
-    checkpoint: SyncCheckpoint;
-    context: SyncWriteContext | undefined;
-    owner: string | undefined;
-    changes: string | undefined;
-  },
-): { sql: string; params: string[] } {
-  const { owner, changes } = run;
-  const ends = run.context?.endsCycle;
-  const shape: WriteShape = {
-    leased: owner !== undefined,
-    ...(ends === undefined ? {} : { ends: ends.deletes }),
-    ...(changes === undefined ? {} : { changes }),
-    ...(run.context?.phase === "sweep" && ends === undefined
-      ? { stages: true }
-      : {}),
+): Promise<CopyState> {
+  const catalog = await first(catalogSql(), [table]);
+  const has = {
+    items: catalog.items === "true",
+    checkpoints: catalog.checkpoints === "true",
+    recorded: catalog.rows_type !== null && catalog.rows_type !== undefined,
   };
-  const params = writeParams(shape, {
-    target: run.target,
-    batch,
-    checkpoint: JSON.stringify(run.checkpoint),
-    cycle: run.context?.cycle ?? 0,
-    ...(owner === undefined ? {} : { owner }),
-    ...(ends === undefined ? {} : { maxDeletes: ends.maxDeletes }),
-    ...(ends?.recent === undefined ? {} : { recent: ends.recent }),
-  });
-  return { sql: writeSql(table, shape), params };
-}
-
-/**
- * Takes the lease row of `target` for a run, kept fresh until released. A
- * lease left behind (the server gone) is stale in 5 s: the run's outcome
- * stands either way.
- */
-async function holdLease(
-  read: (sql: string, params: string[]) => Promise<readonly Row[]>,
-  target: string,
-  what: string,
-  wait: Parameters<typeof waitForLock>[1],
-): Promise<{ owner: string; release(): Promise<void> }> {
-  const token = runToken();
-  await waitForLock(what, wait, async () => {
-    const row = (await read(TAKE_SQL, [target, token]))[0];
-    if (row?.taken === token) return { taken: token };
-    return {
-      holder: row?.stale === "true" ? "a run that stopped" : "another run",
-    };
-  });
-  let refreshing: Promise<unknown> = Promise.resolve();
-  const stop = keepRefreshed(() =>
-    refreshing = read(REFRESH_SQL, [target, token])
-  );
+  const foreign = foreignColumns(catalog);
+  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
+  if (!has.items && !has.checkpoints) return { checkpoint: undefined, rows: 0 };
+  const state = await first(copySql(table, has), [table.slice(1, -1)]);
+  const recorded = state.recorded;
   return {
-    owner: token,
-    async release() {
-      stop();
-      await refreshing.catch(() => {});
-      await read(RELEASE_SQL, [target, token]).catch(() => {});
-    },
+    checkpoint: state.checkpoint,
+    rows: Number(state.count ?? 0),
+    ...(recorded === null || recorded === undefined
+      ? {}
+      : { recorded: { rows: Number(recorded), last: state.last ?? null } }),
+    found: state.found,
   };
 }
 
+/** Why the table's columns are not the sink's, if they are not. */
+function foreignColumns(catalog: Row): string | undefined {
+  if (catalog.items !== "true") return undefined;
+  if (
+    catalog.id_type !== "text" || catalog.item_type !== "jsonb" ||
+    catalog.id_unique !== "true"
+  ) {
+    return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
+  }
+  const deletedAt = catalog.deleted_at_type ?? null;
+  const seen = catalog.seen_type ?? null;
+  if (
+    (deletedAt !== null && deletedAt !== "timestamp with time zone") ||
+    (seen !== null && seen !== "bigint")
+  ) {
+    return `its columns deleted_at (${deletedAt ?? "none"}) and seen (${
+      seen ?? "none"
+    }) are not the sink's (timestamptz, bigint): it was not made by this sink`;
+  }
+  return undefined;
+}
+
 /**
- * What the batch statement answered, as the sink reports it.
+ * Checks `<table>_changes` (one of the user's own, or of another shape,
+ * is refused) and creates it if missing; its quoted name.
  *
- * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) When it wrote
- * nothing because the lease was lost or the cycle would remove too much.
+ * @throws {SyncError} (`"sink-mismatch"`)
+ * @throws {TypeError} (`option: "table"`) For a name too long to take
+ * `_changes` within PostgreSQL's 63 bytes.
  */
-function judgeWrite(
-  row: Row,
-  batch: {
-    readonly ids: readonly string[];
-    readonly skipped: readonly string[];
-  },
-  ends: SyncWriteContext["endsCycle"],
+async function makeChangeTable(
+  first: (sql: string, params: string[]) => Promise<Row>,
+  table: string,
   what: string,
-): SyncWriteReport {
-  if (row.leased !== "1") throw lockLost(what);
-  if (row.refused === "true") {
-    throw tooManyDeletes(
-      Number(row.unseen),
-      Number(row.live),
-      ends?.maxDeletes ?? 0,
+): Promise<string> {
+  if (table.length - 2 + "_changes".length > 63) {
+    throw optionError(
+      TypeError,
+      `Cannot sync into ${what}`,
+      "table",
+      "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
+    );
+  }
+  const changes = changeTableOf(table);
+  const found = await first(CHANGES_CATALOG_SQL, [changes]);
+  const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
+  if (found.found === "true" && !known.includes(String(found.columns))) {
+    throw new SyncError(
+      `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
+      "sink-mismatch",
       what,
-      ends?.recent,
     );
   }
-  const stored = Number(row.written) + Number(row.staged);
-  if (row.saved !== "1" || stored !== batch.ids.length) {
-    throw new Error(
-      `Cannot sync into ${what}: the statement wrote ${stored} of ${batch.ids.length} rows`,
-    );
+  if (found.columns !== CHANGES_COLUMNS) {
+    await first(createChangesSql(changes), []);
   }
-  return {
-    skippedIds: batch.skipped,
-    inserted: Number(row.inserted),
-    updated: Number(row.updated),
-    deleted: Number(row.deleted),
-    ...(ends === undefined ? {} : { held: Number(row.live) }),
-  };
+  return changes;
 }

@@ -1,38 +1,36 @@
 // A sync sink on SQLite through node:sqlite (built into Deno, and Node 22.5
-// and later): items upserted by id and the checkpoint in the same
-// transaction, which commits only while the run still holds the copy's
-// lease. The copy is checked before anything is changed.
+// and later): the SQLite dialect of the SQL kit (_sql_sink.ts holds the
+// flow, _sqlite_sql.ts the statements). Items upserted by id and the
+// checkpoint commit in one transaction, only while the run holds the copy's
+// lease; the copy is checked before anything is changed.
 
 import process from "node:process";
 import type { DatabaseSync } from "node:sqlite";
-import type {
-  SinkLockOptions,
-  SyncCheckpoint,
-  SyncSink,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./sink.ts";
+import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
-import { quotedTable } from "./_identifier.ts";
-import { createPrivate, refuseLink } from "./_files.ts";
-import { checkLockWait, DEFAULT_LOCK_WAIT, lockLost } from "./_lease.ts";
+import { createPrivate, fingerprint, refuseLink } from "./_files.ts";
+import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import {
-  changeTable,
-  createTables,
-  itemText,
-  readCopy,
-  statements,
-} from "./_sqlite_copy.ts";
-import { holdLease, SqliteCommits, takeLease } from "./_sqlite_commits.ts";
+  type Applied,
+  changeTableOf,
+  CHECKPOINT_TABLE,
+  type CopyState,
+  jsonText,
+  sinkOptions,
+  type SqlBatch,
+  type SqlDialect,
+  sqlSink,
+} from "./_sql_sink.ts";
 import {
   applyBatch,
-  type Checked,
-  judgeCopy,
+  changeTable,
+  Commits,
+  hasColumn,
   lastRow,
+  split,
   type Statements,
-  storable,
-  type Stored,
-} from "./_sqlite_batch.ts";
+  statements,
+} from "./_sqlite_sql.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
 
@@ -123,186 +121,182 @@ export function createSqliteSink<T>(
   database: string | DatabaseSync,
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
-  const table = quotedTable(options?.table, CONTEXT);
-  checkLockWait(options.lockWait, CONTEXT);
-  const copy = new SqliteCopy(database, table, options);
-  const close = () => copy.close();
-  // A plain object, as before: a user may spread it to wrap a method.
-  return {
-    load: async () => (await copy.check()).checkpoint,
-    lock: (run = {}) => copy.lock(run.signal),
-    write: (items, checkpoint, ids, context) =>
-      copy.write(items, checkpoint, ids, context),
-    close,
-    [Symbol.dispose]: close,
+  const table = sinkOptions(options, CONTEXT);
+  const owned = typeof database === "string";
+  const file = owned && database !== ":memory:" ? database : undefined;
+  const db = owned ? openDatabase(database) : database;
+  const commits = new Commits(db);
+  const close = () => {
+    commits.commit();
+    if (owned && db.isOpen) db.close();
   };
+  const dialect = new SqliteDialect(db, table, options, { file, commits });
+  // A plain object, as before: a user may spread it to wrap a method.
+  return { ...sqlSink<T>(dialect, options), close, [Symbol.dispose]: close };
 }
 
-/** One table's copy in SQLite, its checkpoint and its lease, for one sink. */
-class SqliteCopy {
+/** The SQLite dialect of the kit, over one connection and table. */
+class SqliteDialect implements SqlDialect {
+  readonly what: string;
+  readonly instead = "sync into another table or database file";
+  readonly #db: DatabaseSync;
   readonly #table: string;
   readonly #target: string;
-  readonly #what: string;
-  readonly #options: SqliteSinkOptions;
-  readonly #owned: boolean;
-  /** The database's file, when the sink opened one. */
-  readonly #file: string | undefined;
-  readonly #db: DatabaseSync;
-  readonly #commits: SqliteCommits;
-  #checked: Checked | undefined;
-  #prepared: Statements | undefined;
-  #owner: string | undefined;
   readonly #now: () => number;
+  readonly #file: string | undefined;
+  readonly #commits: Commits;
+  #prepared: Statements | undefined;
 
   constructor(
-    database: string | DatabaseSync,
+    db: DatabaseSync,
     table: string,
     options: SqliteSinkOptions,
+    { file, commits }: { file: string | undefined; commits: Commits },
   ) {
+    this.#db = db;
     this.#table = table;
     this.#target = options.table.toLowerCase();
-    this.#what = `the table ${options.table}`;
-    this.#options = options;
+    this.what = `the table ${options.table}`;
     this.#now = options.now ?? Date.now;
-    this.#owned = typeof database === "string";
-    this.#file = typeof database === "string" && database !== ":memory:"
-      ? database
-      : undefined;
-    this.#db = typeof database === "string" ? openDatabase(database) : database;
-    this.#commits = new SqliteCommits(this.#db);
-  }
-
-  close(): void {
-    this.#commits.commit();
-    if (this.#owned && this.#db.isOpen) this.#db.close();
-  }
-
-  /** Checks the copy, reading only: what load() and lock() do first. */
-  async check(): Promise<Checked> {
-    if (this.#file !== undefined) await refuseLinks(this.#file);
-    const state = readCopy(this.#db, this.#table, this.#target);
-    return this.#checked = await judgeCopy(
-      state,
-      this.#what,
-      (id) => itemText(this.#db, this.#table, id),
-    );
-  }
-
-  async lock(signal: AbortSignal | undefined): Promise<AsyncDisposable> {
-    await this.check();
-    const st = this.#touch();
-    const token = await takeLease(this.#db, st, this.#target, this.#what, {
-      signal,
-      wait: this.#options.lockWait ?? DEFAULT_LOCK_WAIT,
-      onWait: this.#options.onLockWait,
-    }, this.#now);
-    this.#owner = token;
-    const lease = holdLease(
-      this.#db,
-      st,
-      this.#commits,
-      { target: this.#target, token },
-      this.#now,
-    );
-    return {
-      [Symbol.asyncDispose]: async () => {
-        await lease[Symbol.asyncDispose]();
-        this.#owner = undefined;
-      },
-    };
-  }
-
-  async write(
-    items: readonly unknown[],
-    checkpoint: SyncCheckpoint,
-    ids: readonly string[],
-    context: SyncWriteContext | undefined,
-  ): Promise<SyncWriteReport> {
-    const state = this.#checked ?? await this.check();
-    const whole = await storable(items, ids);
-    const st = this.#touch();
-    const { batch, staged } = await this.#split(whole, context);
-    // node:sqlite blocks the thread: first let the requests in flight
-    // (the next window) go out, so that the service works meanwhile.
-    await nextTurn();
-    const db = this.#db;
-    const what = this.#what;
-    const target = this.#target;
-    const changes = context?.changes ? changeTable(db, this.#table) : undefined;
-    const done = this.#commits.batch(() => {
-      const holder = st.holder.get(target) as { owner: string } | undefined;
-      if (this.#owner !== undefined && holder?.owner !== this.#owner) {
-        throw lockLost(what);
-      }
-      return applyBatch(db, st, {
-        batch,
-        staged,
-        checkpoint,
-        context,
-        changes,
-      }, {
-        state,
-        what,
-        target,
-        at: new Date(this.#now()).toISOString(),
-      });
-    });
-    this.#checked = { checkpoint, rows: done.rows, last: done.last };
-    this.#commits.rows = done.rows;
-    const { inserted, updated, deleted, held } = done;
-    return {
-      skippedIds: whole.skipped,
-      inserted,
-      updated,
-      deleted,
-      ...(held === undefined ? {} : { held }),
-    };
-  }
-
-  /**
-   * A sweep's batch before its cycle ends: the items the table holds are
-   * written now, the others staged until the cycle passes its guard.
-   */
-  async #split(
-    whole: Stored,
-    context: SyncWriteContext | undefined,
-  ): Promise<{ batch: Stored; staged: Stored }> {
-    const none = { texts: [], ids: [], skipped: [], last: undefined };
-    if (
-      context?.phase !== "sweep" || context.endsCycle !== undefined ||
-      whole.ids.length === 0
-    ) return { batch: whole, staged: none };
-    const held = new Set(
-      this.#touch().held.all(JSON.stringify(whole.ids)).map((row) =>
-        (row as { id: string }).id
-      ),
-    );
-    if (held.size === whole.ids.length) return { batch: whole, staged: none };
-    const part = (keep: boolean) => {
-      const at = whole.ids.flatMap((id, i) => held.has(id) === keep ? [i] : []);
-      return {
-        ids: at.map((i) => whole.ids[i]!),
-        texts: at.map((i) => whole.texts[i]!),
-      };
-    };
-    const kept = part(true);
-    return {
-      batch: {
-        ...kept,
-        skipped: [],
-        last: await lastRow(kept.texts, kept.ids),
-      },
-      staged: { ...part(false), skipped: [], last: undefined },
-    };
+    this.#file = file;
+    this.#commits = commits;
   }
 
   /** The first change, once the copy passed: journal mode and tables. */
   #touch(): Statements {
     if (this.#prepared !== undefined) return this.#prepared;
     if (this.#file !== undefined) setJournal(this.#db);
-    createTables(this.#db, this.#table);
     return this.#prepared = statements(this.#db, this.#table);
   }
+
+  async read(): Promise<CopyState> {
+    if (this.#file !== undefined) await refuseLinks(this.#file);
+    return await readCopy(this.#db, this.#table, this.#target);
+  }
+
+  prepare(): Promise<void> {
+    return this.#sync(() => void this.#touch());
+  }
+
+  take(token: string): Promise<{ taken: string } | { holder: string }> {
+    return this.#sync(() => {
+      const st = this.#touch();
+      const at = this.#now();
+      const taken = withoutBusyWait(
+        this.#db,
+        () => st.take.get(this.#target, token, at, at - STALE_AFTER),
+      );
+      if (taken !== undefined) {
+        this.#commits.grouping = true;
+        return { taken: token };
+      }
+      const holder = st.holder.get(this.#target) as
+        | { refreshed_at: number }
+        | undefined;
+      const stale = holder !== undefined && isStale(holder.refreshed_at, at);
+      return { holder: stale ? "a run that stopped" : "another run" };
+    });
+  }
+
+  refresh(token: string): Promise<void> {
+    return this.#sync(() => {
+      if (this.#db.isOpen) {
+        this.#touch().refresh.run(this.#target, token, this.#now());
+      }
+    });
+  }
+
+  release(token: string): Promise<void> {
+    return this.#sync(() => {
+      this.#commits.grouping = false;
+      this.#commits.commit();
+      if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
+    });
+  }
+
+  text(item: unknown): string | undefined {
+    return jsonText(item);
+  }
+
+  async apply(write: SqlBatch): Promise<Applied> {
+    const st = this.#touch();
+    const { rows, staged } = split(st, write);
+    const last = await lastRow(rows);
+    // node:sqlite blocks the thread: first let the requests in flight
+    // (the next window) go out, so that the service works meanwhile.
+    await nextTurn();
+    const db = this.#db;
+    const changes = write.context?.changes
+      ? changeTable(db, changeTableOf(this.#table))
+      : undefined;
+    const at = new Date(this.#now()).toISOString();
+    const { what } = this, target = this.#target, owner = write.owner;
+    const done = this.#commits.batch(() => {
+      const holder = st.holder.get(target) as { owner: string } | undefined;
+      if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
+      return applyBatch(
+        { st, target, what, at, changes },
+        { ...write, rows, staged, last },
+      );
+    });
+    this.#commits.rows = done.rows;
+    const { held, ...report } = done;
+    return held === undefined ? report : { ...report, held };
+  }
+
+  /** node:sqlite is synchronous: what `work` throws, the promise rejects with. */
+  #sync<R>(work: () => R): Promise<R> {
+    return new Promise((resolve) => resolve(work()));
+  }
+}
+
+/** Reads what `table` and its checkpoint hold, creating nothing. */
+async function readCopy(
+  db: DatabaseSync,
+  table: string,
+  target: string,
+): Promise<CopyState> {
+  const exists = (name: string) =>
+    db.prepare(
+      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
+    ).get(name) !== undefined;
+  const rows = exists(table.slice(1, -1))
+    ? (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number })
+      .n
+    : 0;
+  if (!exists(CHECKPOINT_TABLE)) return { checkpoint: undefined, rows };
+  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows");
+  const found = db.prepare(
+    `SELECT target, checkpoint${
+      meta ? ", rows, last" : ""
+    } FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
+  ).all(target) as {
+    target: string;
+    checkpoint: string;
+    rows?: number | null;
+    last?: string | null;
+  }[];
+  const own = found.find((row) => row.target === target) ?? found[0];
+  const last = own?.last ?? null;
+  const item = last === null ? undefined : db.prepare(
+    `SELECT item FROM ${table} WHERE id = ?`,
+  ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
+  return {
+    checkpoint: own?.checkpoint,
+    rows,
+    ...(own?.rows === undefined || own.rows === null
+      ? {}
+      : { recorded: { rows: own.rows, last } }),
+    found: item === undefined
+      ? undefined
+      : await fingerprint(new TextEncoder().encode(item.item)),
+    ...(found.length > 1
+      ? {
+        foreign:
+          "checkpoints for several spellings of its name share it (SQLite folds case)",
+      }
+      : {}),
+  };
 }
 
 /**
@@ -361,5 +355,28 @@ function setJournal(db: DatabaseSync): void {
 async function refuseLinks(path: string): Promise<void> {
   for (const suffix of ["", "-wal", "-shm", "-journal"]) {
     await refuseLink(`${path}${suffix}`);
+  }
+}
+
+/**
+ * Runs `write` without waiting for the database's write lock: undefined
+ * when another connection holds it. A connection of this process that
+ * holds it (a run whose batches share a transaction) commits from a timer,
+ * which a busy wait on this thread would keep from running.
+ */
+function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
+  const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {
+    timeout: number;
+  };
+  db.exec("PRAGMA busy_timeout = 0");
+  try {
+    return write();
+  } catch (error) {
+    if (db.isTransaction || !/database is locked/.test(String(error))) {
+      throw error;
+    }
+    return undefined;
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${timeout}`);
   }
 }

@@ -10,10 +10,8 @@ export type Decorate = (
   headers?: Readonly<Record<string, string>>,
 ) => Response;
 
-/**
- * `faults`, each `delay` bounded like every wait (a timer takes a longer one
- * as 1 ms).
- */
+/** `faults`, each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
+
 export function checkedFaults(
   faults: readonly FakeFault[],
   context: string,

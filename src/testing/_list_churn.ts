@@ -1,7 +1,5 @@
-// Internal: the fake's lists changing while they are paged: items appended
-// at the end, inserted anywhere, removed anywhere, changed in place. Every
-// cached order stays sorted (one binary search and splice per order), so
-// churn on a large list costs no re-sort per request.
+// Internal: the fake's lists changing while they are paged. Every cached
+// order stays sorted (a binary search and a splice per order): no re-sort.
 
 import { checkNumber, optionError } from "../core/_check.ts";
 import {
@@ -23,12 +21,7 @@ const PREFIXES: Record<string, string> = {
 
 const CONTEXT = "Cannot start fake partner API";
 
-/**
- * The change each list request makes, if churn is configured (from `seed`,
- * so a run repeats).
- *
- * @throws {RangeError} For a count that is not a non-negative integer.
- */
+/** The change each list request makes, if churn is configured (from `seed`, so a run repeats). */
 export function churner(
   churn: FakeChurn | undefined,
   seed: number,
@@ -144,14 +137,7 @@ export function insertItem(resource: ListResource, item: Item): void {
   }
 }
 
-/**
- * Changes the item with `id` in place: `fields` are set on it, and it moves
- * in every cached order its new values place it elsewhere in. Whether it
- * was there.
- *
- * @throws {TypeError} (`option: "fields"`) When `fields` is not an object
- * of strings and numbers, or would change the id.
- */
+/** Sets `fields` on the item with `id`, moving it in every cached order; whether it was there. */
 export function updateItem(
   resource: ListResource,
   id: string,
@@ -220,11 +206,10 @@ function placeOf(
   item: Item,
   order: (a: Item, b: Item) => number,
 ): number {
-  let low = 0, high = sorted.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (order(sorted[middle]!, item) < 0) low = middle + 1;
-    else high = middle;
+  let low = 0; // how many are known to come before `item`
+  for (let step = 2 ** 31; step >= 1; step /= 2) {
+    const next = sorted[low + step - 1];
+    if (next !== undefined && order(next, item) < 0) low += step;
   }
   return low;
 }
@@ -236,12 +221,8 @@ function pickItem(
   return resource.items[Math.floor(random() * resource.items.length)];
 }
 
-/**
- * The list named `name`.
- *
- * @throws {TypeError} (`option: "list"`) For an unknown list, naming the
- * lists there are.
- */
+/** The list named `name`; an unknown one is a TypeError naming those there are. */
+
 export function listNamed(
   lists: Map<string, ListResource>,
   name: string,

@@ -163,10 +163,8 @@ const SHAPES = [
   },
 ] as const;
 
-/**
- * Generates the three lists from `seed`, dated so that each list's newest
- * item is a few minutes old at `now` and the oldest months older.
- */
+/** The three lists from `seed`, the newest item of each a few minutes old at `now`. */
+
 export function generateLists(
   sizes: ListSizes,
   seed: number,

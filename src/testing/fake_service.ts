@@ -5,7 +5,6 @@
 import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { checkNumber, requireFunction, requireText } from "../core/_check.ts";
-import { QuotaCounter } from "./_quota_counter.ts";
 import { generateLists, type Item, seededRandom } from "./_list_data.ts";
 import {
   appendItems,
@@ -22,7 +21,7 @@ import {
   pause,
   randomText,
 } from "./_fake_http.ts";
-import { FakeTokenEndpoint } from "./_fake_token.ts";
+import { FakeTokenEndpoint, QuotaCounter } from "./_fake_token.ts";
 import {
   answerCard,
   answerList,

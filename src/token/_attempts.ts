@@ -1,8 +1,5 @@
 // Internal: token requests through the module's one attempt loop: the token
-// side's decision after each attempt (retry network errors, timeouts and
-// the statuses of the loop's one rule after a backoff or the answer's
-// Retry-After; never while a quota block is in force), and the events that
-// tell of attempts and retries.
+// side's decision after each attempt, and the events of attempts and retries.
 
 import {
   PartnerApiError,
@@ -37,12 +34,11 @@ export type TokenStep =
   | { readonly do: "fail" };
 
 /**
- * The token side's one decision after each attempt: a token is done; a
- * failure worth another attempt (network, timeout, 408, 500, 502-504) is retried
- * while retries are left, after the answer's `Retry-After` if it asked for
- * no more than `maxRetryAfter`, else after a backoff with jitter; anything
- * else fails. `retryAfter` is the answer's `Retry-After` in ms, if any.
+ * The token side's one decision after each attempt: a failure worth another
+ * (`isRetryable`) is retried while retries are left, after `Retry-After` up
+ * to `maxRetryAfter`, else a backoff with jitter; anything else fails.
  */
+
 export function nextTokenStep(
   outcome: TokenOutcome,
   progress: { readonly retries: number; readonly retryAfter?: number },

@@ -44,10 +44,9 @@ const DEFAULT_TIMEOUT = 30_000;
 /**
  * Checks the options and builds the endpoint.
  *
- * @throws {TypeError} For a missing field, a bad `fetch`, `now` or
- * `bodyFormat`, or a `tokenUrl` that is not https (or http on loopback).
- * @throws {RangeError} For a `timeout` that is not a positive number.
+ * @throws {TypeError} {RangeError} (`option`) For a bad option.
  */
+
 export function tokenEndpoint(
   options: Omit<TokenRequestOptions, "signal">,
   context: string,

@@ -3,7 +3,8 @@
 // when they came from configFromEnv) and the URL requested, never a value
 // of a credential.
 
-import { optionError } from "../core/_check.ts";
+import { requireOptions, requireText } from "../core/_check.ts";
+
 import type { TokenFailureReason } from "../core/errors.ts";
 
 /** The settings a hint can name. */
@@ -25,26 +26,13 @@ export type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
  * @throws {TypeError} When `given` is not an object of non-empty strings.
  */
 export function settingNamesOf(given: unknown, context: string): SettingNames {
+  if (given !== undefined) requireOptions(given, context, "settingNames");
   const names: Record<string, string> = {};
-  if (given !== undefined && (typeof given !== "object" || given === null)) {
-    throw optionError(
-      TypeError,
-      context,
-      "settingNames",
-      "must be an object of names",
-    );
-  }
   for (const setting of SETTINGS) {
     const name = (given as Record<string, unknown> | undefined)?.[setting];
-    if (name !== undefined && (typeof name !== "string" || name === "")) {
-      throw optionError(
-        TypeError,
-        context,
-        `settingNames.${setting}`,
-        "must be a non-empty string",
-      );
-    }
-    names[setting] = name ?? setting;
+    names[setting] = name === undefined
+      ? setting
+      : requireText(name, context, `settingNames.${setting}`);
   }
   return names as SettingNames;
 }

@@ -25,10 +25,8 @@ const DEFAULT_REFRESH_MARGIN = 5 * 60_000;
 /** A token is not handed out this close to expiry: clocks and networks lag. */
 const MAX_SKEW_GUARD = 2_000;
 /**
- * After a failed token request (any reason but the quota), every `getToken`
- * for at least this long rejects with that failure and sends nothing; a
- * valid token is still served. A refused answer (a bad secret, a malformed
- * token) would be refused again, and may have been counted against the quota.
+ * The first cooldown after a failed request (not the quota): a refused
+ * answer would be refused again, and may have counted against the quota.
  */
 export const FIRST_COOLDOWN = 10_000;
 /** The longest cooldown that escalation reaches (a server's `Retry-After` may ask for more). */
@@ -74,24 +72,19 @@ export function tokenTimes(
 
 /** What the provider knows when `getToken` is called. */
 export interface ProviderState {
-  /** Times of the cached token, if there is one. */
   readonly times?: TokenTimes | undefined;
   /** When the running flight is given up on; absent without one. */
   readonly flightDeadline?: number | undefined;
-  /** No token request before this (after a 429). */
+  /** The quota block's end (after a 429). */
   readonly blockedUntil?: number | undefined;
-  /** No token request before this (after one failed for another reason than the quota). */
+  /** The cooldown's end (after a failure that was not the quota). */
   readonly failedUntil?: number | undefined;
 }
 
 /**
- * What `getToken` does:
- * - `"fresh"`: hand out the cached token;
- * - `"refresh"`: hand it out and refresh in the background;
- * - `"join"`: wait for the running flight;
- * - `"blocked"`: reject with the quota error, send nothing;
- * - `"failed"`: reject with the last request's failure, send nothing;
- * - `"request"`: start a flight and wait for it.
+ * What `getToken` does. `"refresh"` hands out the cached token and
+ * refreshes in the background; `"blocked"` and `"failed"` reject and send
+ * nothing.
  */
 export type Decision =
   | "fresh"
@@ -127,24 +120,11 @@ export interface Cooldown {
 }
 
 /**
- * Whether a failure at `now` continues a streak (the last one's cooldown
- * ended less than {@linkcode MAX_COOLDOWN} ago), so that its cooldown
- * escalates.
- */
-function continuesStreak(
-  previous: Cooldown | undefined,
-  now: number,
-): boolean {
-  return previous !== undefined && now - previous.until < MAX_COOLDOWN;
-}
-
-/**
  * The cooldown after a failed token request at `now`: 10 s, doubling with
  * each further failure up to 15 minutes. A failure more than 15 minutes
  * after the last cooldown ended starts again at 10 s (a passing fault must
- * not leave a long cooldown behind); a success forgets them all. A
- * `Retry-After` longer than `maxRetryAfter` (on a 5xx or a 403) sets the
- * cooldown when it is longer, at most {@linkcode MAX_QUOTA_BLOCK}.
+ * not leave a long cooldown behind). A `Retry-After` above `maxRetryAfter`
+ * (on a 5xx or a 403) sets it when longer, at most {@linkcode MAX_QUOTA_BLOCK}.
  */
 export function cooldownAfter(
   previous: Cooldown | undefined,
@@ -152,8 +132,8 @@ export function cooldownAfter(
   maxRetryAfter: number,
   now: number,
 ): Cooldown {
-  const failures = continuesStreak(previous, now)
-    ? Math.min(previous!.failures + 1, 32)
+  const failures = previous !== undefined && now - previous.until < MAX_COOLDOWN
+    ? Math.min(previous.failures + 1, 32)
     : 1;
   const escalated = Math.min(
     FIRST_COOLDOWN * 2 ** (failures - 1),
@@ -175,12 +155,10 @@ export function requestBudget(backoff: Backoff, timeout: number): number {
 }
 
 /**
- * How long a flight may take before callers give up on it and start another:
- * one request with its retries; with a coordinating store, first a wait for
- * another process's request (which may take as long) and some slack. A
- * runtime that silently drops a flight's work (workerd, when the request
- * that started it ends) therefore traps nobody for longer than the retries
- * allow.
+ * How long a flight may take before callers give up on it: one request with
+ * its retries; with a coordinating store, first a wait for another
+ * process's request and some slack. A runtime that drops a flight's work
+ * (workerd) so traps nobody longer than the retries allow.
  */
 export function flightBudget(
   backoff: Backoff,
@@ -214,9 +192,7 @@ export function quotaRetryAt(
 
 /**
  * Whether a failed attempt is worth another: network, timeout, or a status
- * of the module's one rule (`isRetryStatus`: 408, 500, 502, 503, 504) but
- * its 429: from the token endpoint a 429 is the quota (DESIGN, "Token": no
- * request until the bucket resets), met as a `QuotaExceededError`.
+ * `isRetryStatus` names but 429, which from the token endpoint is the quota.
  */
 export function isRetryable(error: unknown): error is TokenRequestError {
   if (!(error instanceof TokenRequestError)) return false;
@@ -257,23 +233,16 @@ export interface ProviderKnowledge {
   readonly quota?: QuotaSnapshot | undefined;
   /** The last token invalidated: never taken back from a store. */
   readonly rejected?: string | undefined;
-  /** The last failed request's cooldown. */
   readonly failure?: TokenFailure | undefined;
-  /** The last 401 renewal known. */
   readonly renewal?: TokenRenewal | undefined;
 }
 
-/** What a record adds to what the provider knows. */
+/** What a record adds to what the provider knows (`undefined` block: lifted). */
 export interface NewerFromRecord {
-  /** A later token than the provider's. */
   readonly token?: IssuedToken;
-  /** The block to keep: the later of both when one is in force; `undefined` lifts it. */
   readonly blockedUntil: number | undefined;
-  /** A quota reported later than the provider's, with its own time. */
   readonly quota?: QuotaSnapshot;
-  /** The cooldown to keep: the later one; a later token without one ends it. */
   readonly failure: TokenFailure | undefined;
-  /** The later 401 renewal of both. */
   readonly renewal: TokenRenewal | undefined;
 }
 

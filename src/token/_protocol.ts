@@ -1,9 +1,7 @@
-// Internal: the token endpoint's wire protocol, oauth4webapi-style: the
-// endpoint is built once (_endpoint.ts); each attempt (tokenAttempt, the one
-// path every token request takes) *sends* one request, reads its body within
-// the deadline, and *processes* the answer. Processing is synchronous over
-// the read body, so tests/token_answers_test.ts drives every answer shape
-// through processTokenAnswer without a server.
+// Internal: the token endpoint's wire protocol: each attempt (tokenAttempt,
+// the one path every token request takes) sends one request, reads its body
+// within the deadline, and processes the answer, synchronously, so that
+// tests/token_answers_test.ts drives every answer shape without a server.
 
 import { describeCause } from "../core/_cause.ts";
 import {
@@ -42,10 +40,7 @@ const CONTEXT = "Cannot request token";
 /**
  * One attempt under `deadline`: send, read the answer within it, process.
  *
- * @throws {TokenRequestError} With `reason` saying what failed (`"timeout"`
- * when the deadline passed).
- * @throws {QuotaExceededError} For a 429.
- * @throws The caller's signal's reason when `signal` aborts.
+ * @throws {TokenRequestError} (`reason`), {QuotaExceededError} for a 429.
  */
 export async function tokenAttempt(
   endpoint: TokenEndpoint,
@@ -109,12 +104,7 @@ async function sendTokenRequest(
   }
 }
 
-/**
- * Reads at most {@linkcode MAX_TOKEN_BODY} bytes of the answer, and refuses a
- * larger one without reading the rest.
- *
- * @throws {TokenRequestError} `"malformed"` when too large, `"network"` when cut off.
- */
+/** The answer's body; a larger one than {@linkcode MAX_TOKEN_BODY} is refused unread. */
 async function readTokenBody(
   endpoint: TokenEndpoint,
   response: Response,
@@ -146,13 +136,7 @@ async function readTokenBody(
   return text;
 }
 
-/**
- * Turns a read answer into a token, or into the error it means.
- *
- * @throws {QuotaExceededError} For a 429.
- * @throws {TokenRequestError} `"status"` for another non-2xx answer,
- * `"malformed"` for a 2xx answer without a usable bearer token.
- */
+/** Turns a read answer into a token, or throws the error it means. */
 export function processTokenAnswer(
   endpoint: TokenEndpoint,
   response: Response,
@@ -252,10 +236,7 @@ function refusal(
   );
 }
 
-/**
- * A failed token request, with what to check (`hint`) in a field and at
- * the end of the message.
- */
+/** A failed token request, with what to check (`hint`) as a field and in the message. */
 function failure(
   endpoint: TokenEndpoint,
   message: string,
@@ -320,11 +301,10 @@ function parseJson(text: string): unknown {
 }
 
 /**
- * The header's buckets, their names as text from a server: every control
- * character (C0 and C1, e.g. U+009B, a terminal's CSI) and invisible one
- * shown as `\uXXXX`, as the CLI shows them, since the names reach events,
- * errors and `provider.quota` and from there logs and terminals.
+ * The header's buckets, control and invisible characters of their names
+ * shown as `\uXXXX`: the names reach events, errors, logs and terminals.
  */
+
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {
     const name = bucket.bucket.replace(

@@ -111,11 +111,10 @@ export class SingleFlight<T> {
 }
 
 /**
- * Calls `fire` after `ms`, in steps a timer can wait: a budget of several
- * 2^31 - 1 ms time limits (the largest `timeout` with its retries) would
- * otherwise fire at once and abandon every flight. Never keeps a process
- * alive.
+ * Calls `fire` after `ms`, in steps a timer can wait (a longer delay fires at
+ * once, and would abandon every flight). Never keeps a process alive.
  */
+
 function longTimer(fire: () => void, ms: number): { clear(): void } {
   let timer: ReturnType<typeof setTimeout>;
   const arm = (left: number) => {

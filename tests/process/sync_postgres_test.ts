@@ -13,7 +13,7 @@ import {
   syncList,
   type SyncSink,
 } from "../../src/sync/mod.ts";
-import { postgresBatch } from "../../src/sync/_postgres_batch.ts";
+import { postgresBatch } from "../../src/sync/_postgres_sql.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
 import { type Cluster, startCluster } from "./_postgres.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";

@@ -1,0 +1,299 @@
+// Internal: the PostgreSQL dialect's SQL (see postgres_sink.ts for the rest
+// of the dialect, _sql_sink.ts for the flow): the catalog and the copy read
+// without changing anything, the tables, the lease by the server's clock,
+// and a batch's ONE statement, each part a step of one WITH so that they
+// commit together or not at all, on whatever connection of a pool.
+//
+// Every parameter is text and cast in the SQL ($1::text, $2::text::json):
+// a driver that asks the server for parameter types (postgres.js) then
+// sends the string as it is, where `$1::jsonb` made it serialize the JSON
+// text again into a JSON string. Arrays travel as one JSON text, so no
+// driver's array encoding matters.
+
+import { STALE_AFTER } from "./_lease.ts";
+import {
+  CHANGE_KINDS,
+  CHECKPOINT_TABLE,
+  LEASE_TABLE,
+  leaseSql,
+  STAGE_TABLE,
+  storable,
+} from "./_sql_sink.ts";
+
+/** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
+export function fingerprintOf(item: string): string {
+  return `left(encode(sha256(convert_to((${item})::text, 'UTF8')), 'hex'), 32)`;
+}
+
+/** What the catalog says of the tables, read without changing anything. */
+export function catalogSql(): string {
+  const column = (table: string, name: string) =>
+    `(SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(${table}) AND attname = '${name}' AND attnum > 0 AND NOT attisdropped)`;
+  return `SELECT (to_regclass($1::text) IS NOT NULL)::text AS items,
+  ${column("$1::text", "id")} AS id_type,
+  ${column("$1::text", "item")} AS item_type,
+  ${column("$1::text", "deleted_at")} AS deleted_at_type,
+  ${column("$1::text", "seen")} AS seen_type,
+  (EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = to_regclass($1::text) AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1
+    AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'))::text AS id_unique,
+  (to_regclass('${CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
+  ${column(`'${CHECKPOINT_TABLE}'`, "rows")} AS rows_type`;
+}
+
+/**
+ * The copy's state: its row count, its checkpoint row, and the
+ * fingerprint of the row its checkpoint names last; read only.
+ */
+export function copySql(
+  table: string,
+  has: { items: boolean; checkpoints: boolean; recorded: boolean },
+): string {
+  const recorded = has.checkpoints && has.recorded;
+  return `SELECT ${
+    has.items ? `(SELECT count(*) FROM ${table})::text` : "'0'"
+  } AS count,
+  ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
+  ${recorded ? "c.rows::text" : "NULL::text"} AS recorded,
+  ${recorded ? "c.last" : "NULL::text"} AS last,
+  ${
+    has.items && recorded
+      ? `(SELECT ${
+        fingerprintOf("i.item")
+      } FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
+      : "NULL::text"
+  } AS found
+  FROM (VALUES ($1::text)) AS one (target)${
+    has.checkpoints
+      ? ` LEFT JOIN ${CHECKPOINT_TABLE} c ON c.target = one.target`
+      : ""
+  }`;
+}
+
+/**
+ * Creates the tables the sink needs, and the columns earlier versions
+ * lacked (the checkpoint becomes text: jsonb cannot hold an edge id with a
+ * NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle
+ * saw yet).
+ */
+export function createSql(table: string): string {
+  const [T, C, S, L] = [table, CHECKPOINT_TABLE, STAGE_TABLE, LEASE_TABLE];
+  const textType =
+    `(SELECT atttypid FROM pg_attribute WHERE attrelid = to_regclass(${
+      quoted(C)
+    }) AND attname = 'checkpoint' AND NOT attisdropped) <> 'text'::regtype`;
+  return migration(`
+  IF ${
+    absent(T)
+  } THEN CREATE TABLE ${T} (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at timestamptz, seen bigint NOT NULL DEFAULT 0); END IF;
+  IF ${
+    lacks(T, "deleted_at")
+  } THEN ALTER TABLE ${T} ADD COLUMN deleted_at timestamptz; END IF;
+  IF ${
+    lacks(T, "seen")
+  } THEN ALTER TABLE ${T} ADD COLUMN seen bigint NOT NULL DEFAULT 0; END IF;
+  IF ${
+    absent(C)
+  } THEN CREATE TABLE ${C} (target text PRIMARY KEY, checkpoint text NOT NULL, rows bigint, last text); END IF;
+  IF ${
+    lacks(C, "rows")
+  } THEN ALTER TABLE ${C} ADD COLUMN rows bigint, ADD COLUMN last text; END IF;
+  IF ${textType} THEN ALTER TABLE ${C} ALTER COLUMN checkpoint TYPE text USING checkpoint::text; END IF;
+  IF ${
+    absent(S)
+  } THEN CREATE TABLE ${S} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, item jsonb NOT NULL, PRIMARY KEY (target, id)); END IF;
+  IF ${
+    absent(L)
+  } THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
+}
+
+/** Creates the change table (quoted) if missing, or gives 0.3's its `item`. */
+export function createChangesSql(changes: string): string {
+  const T = changes;
+  return migration(`
+  IF ${
+    absent(T)
+  } THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
+  IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
+}
+
+/**
+ * One statement of `IF ... THEN ...` steps under a transaction's advisory
+ * lock: two first runs at once would otherwise race in CREATE TABLE. Each
+ * change only when needed: no notices (postgres.js prints them).
+ */
+function migration(steps: string): string {
+  return `DO $partner_api$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(${quoted(CHECKPOINT_TABLE)}));${steps}
+END
+$partner_api$`;
+}
+
+const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
+const absent = (table: string) => `to_regclass(${quoted(table)}) IS NULL`;
+const lacks = (table: string, column: string) =>
+  `NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(${
+    quoted(table)
+  }) AND attname = '${column}' AND NOT attisdropped)`;
+
+const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
+const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
+
+/**
+ * Takes the lease ($1 target, $2 owner) by the server's clock: `taken` is
+ * the owner when it was taken; `stale`, whether the holder's had gone stale.
+ */
+export const TAKE_SQL = `WITH taken AS (${LEASE.take})
+SELECT (SELECT owner FROM taken) AS taken,
+  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`;
+
+/** Refreshes the lease ($1 target) while it is still this run's ($2). */
+export const REFRESH_SQL = LEASE.refresh;
+
+/** Releases the lease ($1 target) if it is still this run's ($2). */
+export const RELEASE_SQL = LEASE.release;
+
+/**
+ * What the catalog says of the change table `$1` (quoted), read without
+ * changing anything: whether it exists, and its columns' types.
+ */
+export const CHANGES_CATALOG_SQL =
+  `SELECT (to_regclass($1::text) IS NOT NULL)::text AS found,
+  (SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+    FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attnum > 0 AND NOT attisdropped) AS columns`;
+
+/** The columns of a change table the sink made, as CHANGES_CATALOG_SQL reads them. */
+export const CHANGES_COLUMNS =
+  "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
+
+/** The columns of a change table 0.3 made: `item` is added to it. */
+export const CHANGES_COLUMNS_0_3 =
+  "seq bigint, id text, change text, at timestamp with time zone";
+
+/** The batch's rows as `[[id, item], ...]`, one JSON text. */
+export function postgresJson(
+  rows: { ids: readonly string[]; texts: readonly string[] },
+): string {
+  return `[${
+    rows.ids.map((id, i) => `[${JSON.stringify(id)},${rows.texts[i]}]`).join(
+      ",",
+    )
+  }]`;
+}
+
+/**
+ * What PostgreSQL can hold of a batch, decided before anything is sent
+ * (the kit's rule, with PostgreSQL's limits): `json` as the statement
+ * takes it.
+ */
+export function postgresBatch(
+  items: readonly unknown[],
+  ids: readonly string[],
+  limits: PostgresLimits = POSTGRES_LIMITS,
+): { json: string; ids: readonly string[]; skipped: readonly string[] } {
+  const text = (item: unknown, id: string) =>
+    idFits(id, limits) ? itemJson(item, limits) : undefined;
+  const { rows, skipped } = storable(items, ids, { text });
+  return { json: postgresJson(rows), ids: rows.ids, skipped };
+}
+
+/** What PostgreSQL can hold, as the sink checks it before sending. */
+export interface PostgresLimits {
+  /**
+   * The longest id, in UTF-8 bytes: a primary key's btree entry holds at
+   * most 2704 bytes, 12 of them headers (a longer id fails unless it
+   * compresses, which cannot be told beforehand).
+   */
+  readonly idBytes: number;
+  /** The largest jsonb container: 2^28 - 1 bytes of elements. */
+  readonly itemBytes: number;
+  /** The deepest nesting sent: the server's parser is recursive (2 MB of stack holds about 10,000). */
+  readonly depth: number;
+}
+
+/** PostgreSQL's limits (measured on 15 with its default max_stack_depth). */
+export const POSTGRES_LIMITS: PostgresLimits = {
+  idBytes: 2692,
+  itemBytes: 268_435_455,
+  depth: 1000,
+};
+
+export function idFits(id: string, limits: PostgresLimits): boolean {
+  return !id.includes("\0") && id.isWellFormed() &&
+    utf8Length(id) <= limits.idBytes;
+}
+
+/**
+ * A `\u0000` or a lone surrogate's escape (JSON.stringify writes both as
+ * escapes; a pair it writes as is), preceded by an even number of
+ * backslashes: an escape, not an escaped backslash followed by "u0000".
+ */
+const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
+
+/** The item's JSON text, or undefined when PostgreSQL cannot hold it. */
+export function itemJson(
+  item: unknown,
+  limits: PostgresLimits,
+): string | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(item);
+  } catch {
+    return undefined; // a BigInt or a cycle: no JSON at all
+  }
+  if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
+  // Depth d takes at least 2d characters.
+  if (text.length > 2 * limits.depth && deeperThan(text, limits.depth)) {
+    return undefined;
+  }
+  // jsonb takes at most 12 bytes per byte of JSON text (a number in an
+  // array: 4 of entry, up to 8 of numeric), so most items need no count.
+  const bytes = utf8Length(text);
+  if (bytes * 12 + 16 <= limits.itemBytes) return text;
+  return jsonbBound(JSON.parse(text)) <= limits.itemBytes ? text : undefined;
+}
+
+/** Whether the JSON text nests deeper than `max`. */
+function deeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * At least the bytes of `value`'s largest jsonb container: each element
+ * costs an entry (4 bytes, 8 with a key) and up to 3 of alignment.
+ */
+function jsonbBound(value: unknown): number {
+  if (typeof value === "string") return utf8Length(value);
+  if (typeof value === "number") return 16 + String(value).length;
+  if (value === null || typeof value !== "object") return 0;
+  if (Array.isArray(value)) {
+    let total = 4;
+    for (const element of value) total += 7 + jsonbBound(element);
+    return total;
+  }
+  let total = 4;
+  for (const [key, element] of Object.entries(value)) {
+    total += 11 + utf8Length(key) + jsonbBound(element);
+  }
+  return total;
+}
+
+function utf8Length(text: string): number {
+  // Most text is ASCII: one byte per code unit, no encoding needed.
+  // deno-lint-ignore no-control-regex
+  if (/^[\x00-\x7f]*$/.test(text)) return text.length;
+  return new TextEncoder().encode(text).length;
+}

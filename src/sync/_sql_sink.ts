@@ -1,0 +1,300 @@
+// Internal: the SQL kit. One flow for every SQL sink, read top to bottom:
+// check the copy (reading only), take the lease, make each batch storable,
+// let the dialect apply it in one atomic step, report. A dialect (SQLite,
+// PostgreSQL) supplies only what its database says differently: how it
+// reads the copy's state, creates its tables, takes and keeps a lease row,
+// which ids and items it can hold, and the batch's statements.
+
+import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
+import { optionError } from "../core/_check.ts";
+import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
+import {
+  checkLockWait,
+  DEFAULT_LOCK_WAIT,
+  keepRefreshed,
+  runToken,
+  waitForLock,
+} from "./_lease.ts";
+import { SyncError } from "./sync_error.ts";
+
+/** The checkpoints of every synced table, next to them. */
+export const CHECKPOINT_TABLE = "partner_api_sync";
+/** Which run holds each synced table (one writer per copy). */
+export const LEASE_TABLE = "partner_api_sync_lease";
+/** The ids each sweep cycle saw, per table (SQLite's log of a cycle). */
+export const SEEN_TABLE = "partner_api_sync_seen";
+/**
+ * Items a sweep cycle found that the copy lacks, per table, held until the
+ * cycle completes and its guard passes: a refused cycle inserts nothing.
+ */
+export const STAGE_TABLE = "partner_api_sync_stage";
+/** The change table's kinds of change. */
+export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
+
+/** What a dialect supplies: its database's side of each step of the flow. */
+export interface SqlDialect {
+  /** `the table X`, in messages. */
+  readonly what: string;
+  /** What a user whose copy is refused does instead. */
+  readonly instead: string;
+  /** The copy's state, read without changing anything. */
+  read(): Promise<CopyState>;
+  /** Before a run's lease: the tables, created once the copy passed. */
+  prepare(): Promise<void>;
+  /** Takes the lease for `token` if free, its own or stale; else who holds it. */
+  take(token: string): Promise<{ taken: string } | { holder: string }>;
+  /** Refreshes the lease while it is `token`'s. */
+  refresh(token: string): Promise<unknown>;
+  /** Drops the lease if it is still `token`'s. */
+  release(token: string): Promise<void>;
+  /** The item's text as the database holds it, or undefined when it cannot. */
+  text(item: unknown, id: string): string | undefined;
+  /**
+   * Applies a batch atomically: upserts (a sweep's new rows staged), the
+   * cycle's end behind its guard, change rows, the checkpoint; only while
+   * `owner` holds the lease.
+   *
+   * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
+   */
+  apply(batch: SqlBatch): Promise<Applied>;
+}
+
+/** The sink the kit makes of a dialect. */
+export function sqlSink<T>(
+  dialect: SqlDialect,
+  options: { lockWait?: number; onLockWait?: (holder: string) => void },
+): SyncSink<T> {
+  let checked: Checked | undefined;
+  let owner: string | undefined;
+  const check = async () => checked = judgeCopy(await dialect.read(), dialect);
+  return {
+    load: async () => (await check()).checkpoint,
+    async lock(run = {}) {
+      await check();
+      await dialect.prepare();
+      const token = runToken();
+      owner = await waitForLock(dialect.what, {
+        signal: run.signal,
+        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+        onWait: options.onLockWait,
+      }, () => dialect.take(token));
+      let refreshing: Promise<unknown> = Promise.resolve();
+      const stop = keepRefreshed(() => refreshing = dialect.refresh(token));
+      return {
+        async [Symbol.asyncDispose]() {
+          stop();
+          owner = undefined;
+          await refreshing.catch(() => {});
+          await dialect.release(token);
+        },
+      };
+    },
+    async write(items, checkpoint, ids, context) {
+      const copy = checked ?? await check();
+      const { rows, skipped } = storable(items, ids, dialect);
+      const done = await dialect.apply({
+        rows,
+        checkpoint,
+        context,
+        owner,
+        copy,
+      });
+      const { rows: count = 0, last = null, ...report } = done;
+      checked = { checkpoint, rows: count, last };
+      return { skippedIds: skipped, ...report };
+    },
+  };
+}
+
+/** `lockWait`, checked when a sink is made; a table name as SQL quotes it. */
+export function sinkOptions(
+  options: { table?: unknown; lockWait?: unknown } | undefined,
+  context: string,
+): string {
+  const table = options?.table;
+  if (
+    typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)
+  ) {
+    throw optionError(
+      TypeError,
+      context,
+      "table",
+      "must be a plain identifier (letters, digits, _; at most 63)",
+      typeof table === "string"
+        ? JSON.stringify(table.slice(0, 80))
+        : typeof table,
+    );
+  }
+  checkLockWait(options?.lockWait, context);
+  return `"${table}"`;
+}
+
+/**
+ * Judges what the copy holds against what was recorded.
+ *
+ * @throws {SyncError} (`"sink-mismatch"`)
+ */
+export function judgeCopy(
+  state: CopyState,
+  dialect: Pick<SqlDialect, "what" | "instead">,
+): Checked {
+  const refuse = (why: string) =>
+    new SyncError(
+      `Cannot sync into ${dialect.what}: ${why}. Nothing was changed: ${dialect.instead}`,
+      "sink-mismatch",
+      dialect.what,
+    );
+  if (state.foreign !== undefined) throw refuse(state.foreign);
+  if (state.checkpoint === undefined || state.checkpoint === null) {
+    if (state.rows > 0) {
+      throw refuse(
+        `it holds ${state.rows} rows that no checkpoint covers: it was not made by a sync`,
+      );
+    }
+    return { checkpoint: undefined, rows: 0, last: null };
+  }
+  const checkpoint = parsedJson(state.checkpoint);
+  if (!isCheckpoint(checkpoint)) {
+    throw refuse(
+      typeof checkpoint === "string"
+        ? "its checkpoint is a JSON string, as 0.3 stored it (and every item) through postgres.js: convert both (docs/sync.md, PostgreSQL)"
+        : "its checkpoint is damaged or from another version",
+    );
+  }
+  const recorded = state.recorded;
+  // 0.3 recorded neither count nor last row: nothing more to compare.
+  if (recorded === undefined) {
+    return { checkpoint, rows: state.rows, last: null };
+  }
+  if (recorded.rows !== state.rows) {
+    throw refuse(
+      `it holds ${state.rows} rows, not the ${recorded.rows} committed`,
+    );
+  }
+  const last = recorded.last;
+  if (last !== null && state.found !== last.slice(0, last.indexOf(":"))) {
+    throw refuse(
+      "its last committed row is not the one recorded: the copy was changed",
+    );
+  }
+  return { checkpoint, rows: recorded.rows, last };
+}
+
+/**
+ * The batch as the table can hold it: ids compare as strings and the last
+ * occurrence of each wins; an item whose id or text the dialect cannot
+ * hold is left out and named, so that no item stops every run.
+ */
+export function storable(
+  items: readonly unknown[],
+  ids: readonly string[],
+  dialect: Pick<SqlDialect, "text">,
+): { rows: Rows; skipped: string[] } {
+  const at = new Map<string, number>();
+  ids.forEach((id, i) => at.set(id, i));
+  const kept: string[] = [], texts: string[] = [], skipped: string[] = [];
+  for (const i of [...at.values()].sort((a, b) => a - b)) {
+    const id = ids[i]!;
+    const text = id.isWellFormed() ? dialect.text(items[i], id) : undefined;
+    if (text === undefined) skipped.push(id);
+    else kept.push(id), texts.push(text);
+  }
+  return { rows: { ids: kept, texts }, skipped };
+}
+
+/** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
+export function jsonText(item: unknown): string | undefined {
+  try {
+    return JSON.stringify(item);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a batch's ids go to its cycle's log: only while a cycle is under
+ * way (the checkpoint has a sweep cursor) or when the batch ends one. A
+ * first read, or a head between cycles, is followed by a cycle that reads
+ * the whole copy again, and judges rows by its own log alone.
+ */
+export function logsSeen(batch: SqlBatch): boolean {
+  return batch.checkpoint.sweep !== undefined ||
+    batch.context?.endsCycle !== undefined;
+}
+
+/**
+ * The lease's statements in a dialect's placeholders (`p(1)` the target,
+ * `p(2)` the owner) and clock (`now`; `stale`, before which a lease is
+ * stale): taken if free, the run's own, or stale (answers the owner).
+ */
+export function leaseSql(
+  p: (n: number) => string,
+  now: string,
+  stale: string,
+): { take: string; refresh: string; release: string } {
+  const where = `target = ${p(1)} AND owner = ${p(2)}`;
+  return {
+    take:
+      `INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES (${
+        p(1)
+      }, ${p(2)}, ${now})
+  ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
+  WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${stale} RETURNING owner`,
+    refresh: `UPDATE ${LEASE_TABLE} SET refreshed_at = ${now} WHERE ${where}`,
+    release: `DELETE FROM ${LEASE_TABLE} WHERE ${where}`,
+  };
+}
+
+/** `"<table>_changes"`, the change table of a quoted table. */
+export function changeTableOf(table: string): string {
+  return `"${table.slice(1, -1)}_changes"`;
+}
+
+/** What a copy holds, as a dialect reads it. */
+export interface CopyState {
+  /** The checkpoint row's text, if there is one. */
+  readonly checkpoint: string | null | undefined;
+  /** Rows in the table now (0 without one). */
+  readonly rows: number;
+  /** Rows and last row (`fingerprint:id`) recorded; undefined as 0.3 kept none. */
+  readonly recorded?: { rows: number; last: string | null } | undefined;
+  /** The fingerprint of the row `recorded.last` names, as it is now. */
+  readonly found?: string | null | undefined;
+  /** Why the copy is not this sink's, seen before its rows are. */
+  readonly foreign?: string | undefined;
+}
+
+/** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
+export interface Checked {
+  readonly checkpoint: SyncCheckpoint | undefined;
+  readonly rows: number;
+  readonly last: string | null;
+}
+
+/** A batch as the database can hold it: each id once, at its last occurrence. */
+export interface Rows {
+  readonly ids: readonly string[];
+  readonly texts: readonly string[];
+}
+
+/** What the dialect applies. */
+export interface SqlBatch {
+  readonly rows: Rows;
+  readonly checkpoint: SyncCheckpoint;
+  readonly context: SyncWriteContext | undefined;
+  /** The run's lease token (undefined: a write without lock()). */
+  readonly owner: string | undefined;
+  /** The copy as it was before the batch. */
+  readonly copy: Checked;
+}
+
+/** What a batch did (its counts); `rows` and `last` when the dialect tracks them. */
+export interface Applied {
+  readonly inserted: number;
+  readonly updated: number;
+  readonly deleted: number;
+  /** Ending a cycle: the live rows before its deletes. */
+  readonly held?: number;
+  readonly rows?: number;
+  readonly last?: string | null;
+}

@@ -1,0 +1,392 @@
+// Internal: the SQLite dialect's statements, and the batch they apply in one
+// transaction (see sqlite_sink.ts for the rest of the dialect, _sql_sink.ts
+// for the flow). Each batch is its own savepoint with its checkpoint; while
+// batches come fast under a run's lease, several share one transaction:
+// items at random places of the key dirty about a page each, and a page
+// touched by eight batches is written to the WAL once, not eight times.
+
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { unrefTimer } from "../core/_deadlines.ts";
+import { steadyClock } from "../core/_clock.ts";
+import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import { fingerprint } from "./_files.ts";
+import {
+  CHANGE_KINDS,
+  CHECKPOINT_TABLE,
+  LEASE_TABLE,
+  leaseSql,
+  logsSeen,
+  type Rows,
+  SEEN_TABLE,
+  type SqlBatch,
+  STAGE_TABLE,
+} from "./_sql_sink.ts";
+
+// Rows per INSERT (200 parameters, far below SQLite's limit); batches that
+// may share a transaction, from a table of GROUP_FROM rows on (in a smaller
+// one a commit per batch costs little), for at most GROUP_WAIT ms: what a
+// killed run reads again.
+const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
+
+/** Whether `table` (or a quoted name) has `column`. */
+export function hasColumn(db: DatabaseSync, table: string, column: string) {
+  const sql = "SELECT 1 FROM pragma_table_info(?) WHERE name = ?";
+  return db.prepare(sql).get(table.replaceAll('"', ""), column) !== undefined;
+}
+
+/** Creates the tables (and the columns earlier versions lacked). */
+function createTables(db: DatabaseSync, table: string): void {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
+    CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
+    CREATE TABLE IF NOT EXISTS ${SEEN_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
+  );
+  if (!hasColumn(db, CHECKPOINT_TABLE, "rows")) {
+    db.exec(
+      `ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN rows INTEGER; ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN last TEXT`,
+    );
+  }
+  // 0.3's tables had no deleted_at.
+  if (!hasColumn(db, table, "deleted_at")) {
+    db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
+  }
+}
+
+/** Creates the tables if need be; the statements. */
+export function statements(db: DatabaseSync, table: string) {
+  createTables(db, table);
+  const q = (sql: string) => db.prepare(sql);
+  const lease = leaseSql((n) => `?${n}`, "?3", "?4");
+  // What a cycle did not see: live rows whose id its log lacks.
+  const unseen = `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN
+    (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
+  const staged = `FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  return {
+    upsert: upserts(q, table),
+    lastRowid: q(`SELECT max(rowid) AS at FROM ${table}`),
+    isLive: q(`SELECT 1 FROM ${table} WHERE id = ? AND deleted_at IS NULL`),
+    live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
+    unseen: q(`SELECT count(*) AS n ${unseen}`),
+    unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
+    remove: q(`DELETE ${unseen}`),
+    mark: q(
+      `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,
+    ),
+    // A batch's ids are appended to its cycle's log in the order written
+    // (rewriting rows in a random key order cost most of a sweep).
+    seen: q(
+      `INSERT INTO ${SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
+    ),
+    forget: q(`DELETE FROM ${SEEN_TABLE} WHERE target = ? AND cycle <= ?`),
+    held: q(
+      `SELECT id FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`,
+    ),
+    stage: q(
+      `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
+      ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item`,
+    ),
+    record: (changes: string) =>
+      q(`INSERT INTO ${changes} (id, change, at, item) VALUES (?, ?, ?, ?)`),
+    stagedChanges: (changes: string) =>
+      q(`INSERT INTO ${changes} (id, change, at, item) SELECT id, 'insert', ?3, item ${staged} ORDER BY id`),
+    applyStaged: q(
+      `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged}
+      ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
+    ),
+    // A cycle's stage, and what refused or given-up cycles left.
+    clearStage: q(`DELETE FROM ${STAGE_TABLE} WHERE target = ? AND cycle <= ?`),
+    // 0.3 kept a checkpoint per spelling of the table's name; one stays.
+    dropOthers: q(
+      `DELETE FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,
+    ),
+    save: q(
+      `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
+      ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
+    ),
+    // The lease, by the run's clock (?3 now, ?4 the stale bound).
+    take: q(lease.take),
+    refresh: q(lease.refresh),
+    release: q(lease.release),
+    holder: q(
+      `SELECT owner, refreshed_at FROM ${LEASE_TABLE} WHERE target = ?`,
+    ),
+  };
+}
+
+/**
+ * The upserts: of ROWS rows and of one, each without and with the rows
+ * written coming back (only for a change table: returning costs a write).
+ * A row is written only when new, changed or marked (an unchanged one
+ * dirties no page): one descent of the key per item. A new row's rowid is
+ * above the largest before the batch; a rewritten one keeps its own.
+ */
+function upserts(q: (sql: string) => StatementSync, table: string) {
+  return [ROWS, 1].flatMap((rows) =>
+    ["", " RETURNING id, rowid AS at"].map((back) =>
+      q(`INSERT INTO ${table} (id, item, deleted_at) VALUES ${
+        Array(rows).fill("(?, ?, NULL)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL
+      WHERE item IS NOT excluded.item OR deleted_at IS NOT NULL${back}`)
+    )
+  );
+}
+
+/** The prepared statements of a copy whose tables exist. */
+export type Statements = ReturnType<typeof statements>;
+
+/** The change table of `table`, created (or given `item`, as before 0.4) if need be. */
+export function changeTable(db: DatabaseSync, changes: string): string {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
+  );
+  if (!hasColumn(db, changes, "item")) {
+    db.exec(`ALTER TABLE ${changes} ADD COLUMN item TEXT`);
+  }
+  return changes;
+}
+
+/** Where a batch goes: the statements, the copy, the time, the change table. */
+export interface Place {
+  readonly st: Statements;
+  readonly target: string;
+  readonly what: string;
+  readonly at: string;
+  readonly changes: string | undefined;
+}
+
+/**
+ * A sweep's batch before its cycle ends: the items the table holds are
+ * written now, the others staged until the cycle passes its guard.
+ */
+export function split(
+  st: Statements,
+  write: SqlBatch,
+): { rows: Rows; staged: Rows } {
+  const { rows, context } = write;
+  const none = { ids: [], texts: [] };
+  if (
+    context?.phase !== "sweep" || context.endsCycle !== undefined ||
+    rows.ids.length === 0
+  ) return { rows, staged: none };
+  const held = new Set(
+    st.held.all(JSON.stringify(rows.ids)).map((row) => row.id as string),
+  );
+  if (held.size === rows.ids.length) return { rows, staged: none };
+  const part = (keep: boolean) => {
+    const at = rows.ids.flatMap((id, i) => held.has(id) === keep ? [i] : []);
+    return {
+      ids: at.map((i) => rows.ids[i]!),
+      texts: at.map((i) => rows.texts[i]!),
+    };
+  };
+  return { rows: part(true), staged: part(false) };
+}
+
+/** The fingerprint and id of the batch's last row, what the checkpoint records. */
+export async function lastRow(rows: Rows): Promise<string | undefined> {
+  const text = rows.texts.at(-1);
+  if (text === undefined) return undefined;
+  return `${await fingerprint(new TextEncoder().encode(text))}:${
+    rows.ids.at(-1)
+  }`;
+}
+
+/**
+ * Upserts a batch (a sweep's new items in `staged`), seen in its cycle,
+ * and records its changes with the items as written; when it ends a cycle,
+ * judges the guard (a refusal rolls the batch back), inserts what the
+ * cycle staged, removes (or marks) the rows it did not see; saves the
+ * checkpoint with the row count and last row. Inside a transaction.
+ *
+ * @throws {SyncError} (`"too-many-deletes"`)
+ */
+export function applyBatch(
+  place: Place,
+  write: SqlBatch & { staged: Rows; last: string | undefined },
+) {
+  const { st, target, changes } = place;
+  const { rows: batch, staged, context, copy } = write;
+  const record = changes === undefined ? undefined : st.record(changes);
+  const cycle = context?.cycle ?? 0;
+  const kinds = upsertAll(st, batch, record !== undefined);
+  if (staged.ids.length > 0) {
+    const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
+    st.stage.run(target, cycle, JSON.stringify(pairs));
+  }
+  const seen = [...batch.ids, ...staged.ids];
+  if (seen.length > 0 && logsSeen(write)) {
+    st.seen.run(target, cycle, JSON.stringify(seen));
+  }
+  const text = new Map(batch.ids.map((id, i) => [id, batch.texts[i]!]));
+  for (const id of kinds.inserted) {
+    record?.run(id, "insert", place.at, text.get(id)!);
+  }
+  for (const id of kinds.updated) {
+    record?.run(id, "update", place.at, text.get(id)!);
+  }
+  let end = { deleted: 0, inserted: 0, held: undefined as number | undefined };
+  let rows = copy.rows + kinds.added;
+  let last = write.last ?? copy.last;
+  const ends = context?.endsCycle;
+  if (ends !== undefined) {
+    end = endCycle(place, ends, cycle, record);
+    rows += end.inserted - (ends.deletes === "remove" ? end.deleted : 0);
+    const lastId = last?.slice(last.indexOf(":") + 1);
+    if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
+      last = null;
+    }
+  }
+  st.dropOthers.run(target);
+  st.save.run(target, JSON.stringify(write.checkpoint), rows, last);
+  return {
+    ...end,
+    rows,
+    last,
+    inserted: kinds.count.inserted + end.inserted,
+    updated: kinds.count.updated,
+  };
+}
+
+/**
+ * A cycle's end: the live rows its log lacks are removed (or marked), and
+ * recorded as deletes, unless that is more than `maxDeletes` of the copy;
+ * what it staged is inserted; its log and stage are dropped.
+ */
+function endCycle(
+  place: Place,
+  ends: NonNullable<NonNullable<SqlBatch["context"]>["endsCycle"]>,
+  cycle: number,
+  record: StatementSync | undefined,
+) {
+  const { st, target, at } = place;
+  const deleted = (st.unseen.get(target, cycle) as { n: number }).n;
+  const held = (st.live.get() as { n: number }).n;
+  if (tooMany(deleted, held, ends.maxDeletes, ends.recent)) {
+    const { maxDeletes, recent } = ends;
+    throw tooManyDeletes(deleted, held, maxDeletes, place.what, recent);
+  }
+  if (place.changes !== undefined) {
+    st.stagedChanges(place.changes).run(target, cycle, at);
+  }
+  const inserted = Number(st.applyStaged.run(target, cycle).changes);
+  st.clearStage.run(target, cycle);
+  if (record !== undefined) {
+    for (const row of st.unseenIds.all(target, cycle)) {
+      record.run((row as { id: string }).id, "delete", at, null);
+    }
+  }
+  if (ends.deletes === "remove") st.remove.run(target, cycle);
+  else st.mark.run(target, cycle, at);
+  st.forget.run(target, cycle);
+  return { deleted, held, inserted };
+}
+
+/**
+ * Upserts the rows ROWS at a time (one statement per row costs twice as
+ * much), in key order (each descent starts near the last). A row above the
+ * rowid largest before is new (an insert); any other written one, a marked
+ * row back included, an update; rows not written were unchanged.
+ */
+function upsertAll(st: Statements, batch: Rows, named: boolean) {
+  const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
+  const before = rowid();
+  const { ids, texts } = batch;
+  const kind = new Map<string, boolean>();
+  let changed = 0;
+  const order = ids.map((_, i) => i).sort((a, b) =>
+    ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0
+  );
+  for (let i = 0; i < order.length;) {
+    const n = i + ROWS <= order.length ? ROWS : 1;
+    const values = order.slice(i, i += n).flatMap((k) => [ids[k]!, texts[k]!]);
+    const statement = st.upsert[(n === ROWS ? 0 : 2) + (named ? 1 : 0)]!;
+    if (!named) changed += Number(statement.run(...values).changes);
+    else {for (const { id, at } of statement.all(...values)) {
+        kind.set(id as string, (at as number) > before);
+      }}
+  }
+  const inserted = ids.filter((id) => kind.get(id) === true);
+  const updated = ids.filter((id) => kind.get(id) === false);
+  const added = named ? inserted.length : rowid() - before;
+  const count = {
+    inserted: added,
+    updated: named ? updated.length : changed - added,
+  };
+  return { added, count, inserted, updated };
+}
+
+/** The transaction of a sink's connection, and when it commits. */
+export class Commits {
+  readonly #db: DatabaseSync;
+  /** How long a transaction has been open is a span: the steady clock's. */
+  readonly #clock = steadyClock();
+  #batches = 0;
+  #opened = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** A commit the timer could not make: the next batch throws it. */
+  #failed: unknown;
+  /** Batches share transactions only while a run holds the lease. */
+  grouping = false;
+  /** Rows in the table: batches share transactions from GROUP_FROM on. */
+  rows = 0;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  /**
+   * Runs `apply` as one batch, in its own savepoint inside the open
+   * transaction (or a new one): one that throws is rolled back alone.
+   */
+  batch<R>(apply: () => R): R {
+    const failed = this.#failed;
+    this.#failed = undefined;
+    if (failed !== undefined) throw failed;
+    const db = this.#db;
+    if (!db.isTransaction) {
+      db.exec("BEGIN IMMEDIATE");
+      this.#batches = 0;
+      this.#opened = this.#clock();
+    }
+    db.exec("SAVEPOINT partner_api_batch");
+    let result: R;
+    try {
+      result = apply();
+      db.exec("RELEASE partner_api_batch");
+    } catch (error) {
+      if (db.isTransaction) {
+        db.exec("ROLLBACK TO partner_api_batch; RELEASE partner_api_batch");
+      }
+      this.commit();
+      throw error;
+    }
+    // Commit now, unless more may join it soon.
+    const age = this.#clock() - this.#opened;
+    if (
+      !this.grouping || this.rows < GROUP_FROM ||
+      ++this.#batches >= GROUP_BATCHES || age >= GROUP_WAIT
+    ) {
+      this.commit();
+    } else {
+      this.#timer ??= setTimeout(() => {
+        this.#timer = undefined;
+        try {
+          this.commit();
+        } catch (error) {
+          this.#failed = error;
+        }
+      }, GROUP_WAIT - age);
+      unrefTimer(this.#timer);
+    }
+    return result;
+  }
+
+  /** Commits the open transaction, if any. */
+  commit(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#db.isOpen && this.#db.isTransaction) this.#db.exec("COMMIT");
+  }
+}
