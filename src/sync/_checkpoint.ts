@@ -14,13 +14,9 @@ import {
 } from "./_window.ts";
 
 /** What makes two checkpoints about the same copy. */
-export interface SyncIdentity {
-  readonly path: string;
-  readonly sortBy: string | null;
-  readonly id: string | null;
-  readonly query: Readonly<Record<string, string>>;
-  readonly sortDirection: "ASC" | "DESC";
-}
+export type SyncIdentity =
+  & Pick<SyncCheckpoint, "path" | "sortBy" | "id" | "query">
+  & { readonly sortDirection: "ASC" | "DESC" };
 
 /** Where a run begins: the checkpoint it extends, and the head pass's start. */
 export interface RunStart {

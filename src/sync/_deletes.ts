@@ -5,22 +5,17 @@
 // slices.
 
 import { SyncError } from "./sync_error.ts";
+import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 
 /** How far back deletes count against `maxDeletes`: 24 hours. */
 const DELETE_WINDOW = 86_400_000;
 
 /** A completed cycle's deletes: when (epoch ms), how many, of how many live rows. */
-export interface DeleteRecord {
-  readonly at: number;
-  readonly deleted: number;
-  readonly held: number;
-}
-
+export type DeleteRecord = NonNullable<SyncCheckpoint["deletions"]>[number];
 /** What the last 24 hours removed, and the largest size the copy had in them. */
-interface RecentDeletes {
-  readonly deleted: number;
-  readonly largest: number;
-}
+type RecentDeletes = NonNullable<
+  NonNullable<SyncWriteContext["endsCycle"]>["recent"]
+>;
 
 /** The deletes of `history` within the window that ends at `now`. */
 export function recentDeletes(
