@@ -4,12 +4,10 @@
 // for the whole run is in the sink, once.
 
 import { SyncError } from "./sync_error.ts";
+import type { SyncCheckpoint } from "./sink.ts";
 
 /** An item's place in the order: its sort value (the id by default), then its id. */
-export interface SyncKey {
-  readonly value: string | number;
-  readonly id: string;
-}
+export type SyncKey = NonNullable<SyncCheckpoint["edge"]>;
 
 /** Where a pass stands between windows. */
 export interface WindowState {
