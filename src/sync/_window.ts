@@ -71,8 +71,6 @@ export type WindowVerdict =
     readonly next: WindowState;
     /** The pass is complete. */
     readonly ended: boolean;
-    /** The window read something past what was committed. */
-    readonly advanced: boolean;
   }
   | {
     /** It starts after `edge`, so it may have skipped items: read again earlier. */
@@ -156,7 +154,6 @@ export function judgeWindow(
   return {
     kind: "commit",
     fresh,
-    advanced,
     ended: (short && !again) || fresh.to < count || reachedFarEnd(state, edge),
     next: {
       ...rest,
