@@ -12,50 +12,24 @@
 // it takes, so that the fleet's window counts them.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
 import {
-  emptyWindow,
-  PriorityLines,
-  recordAnswer,
-  recordSend,
-  slotWait,
-  type Window,
-} from "../core/_rate_window.ts";
+  checkRateLimit,
+  checkReserve,
+  type RatePriority,
+  SERVICE_RATE_LIMIT,
+} from "../core/_rate_options.ts";
+import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
-import { MAX_TIMER_MS } from "../core/_check.ts";
-import type { EventListener } from "../core/events.ts";
-import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
-
-/** What a process asks the store for. */
-export interface TakeRequest {
-  /** The sends wanted, in order. */
-  readonly sends: readonly string[];
-  /** The epoch of the window it knows (`""`: none yet). */
-  readonly epoch: string;
-  /** It paced alone: it writes back its sends before it takes. */
-  readonly returning: boolean;
-  /**
-   * The sends are background ones: granted only while no live request
-   * waits anywhere in the fleet, and the window keeps the reserve free.
-   */
-  readonly low: boolean;
-}
-
-/** What the store answers to a take. */
-export interface TakeReply {
-  /** Sends granted: the first `granted` of those asked for. */
-  readonly granted: number;
-  /** ms until it is worth asking again for the rest. */
-  readonly wait: number;
-  /** Processes that took or waited in the last window, this one included (0: unknown). */
-  readonly holders: number;
-  /** The window's epoch. */
-  readonly epoch: string;
-  /** Write back your sends first (nothing was granted). */
-  readonly reseed: boolean;
-  /** Sends in the window after the take (-1: unknown). */
-  readonly count: number;
-}
+import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
+import { type SteadyClock, steadyClock } from "../core/_clock.ts";
+import type { EventListener, PartnerApiEvent } from "../core/events.ts";
+import {
+  GRACE,
+  HOLD,
+  type Reseed,
+  type TakeReply,
+  type TakeRequest,
+} from "./_window_rules.ts";
 
 /**
  * The fleet's window in a store. A send is named `<holder>:<ticket>`; it
@@ -81,8 +55,35 @@ export interface FleetConfig {
   /** Names this process's sends in the store. */
   readonly holder: string;
   /** A clock that never goes back (a step back must not stall callers). */
-  readonly now: () => number;
+  readonly now: SteadyClock;
   readonly onEvent: EventListener | undefined;
+}
+
+interface Waiter {
+  readonly resolve: (ticket: number) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
+/** Checks the options both fleet limiters take; `most` bounds `requests`. */
+export function fleetConfig(
+  options: {
+    requests?: number;
+    interval?: number;
+    reserve?: number;
+    now?: () => number;
+    onEvent?: EventListener;
+  },
+  context: string,
+  most: number,
+): FleetConfig {
+  const limit = checkRateLimit(options, context, most, SERVICE_RATE_LIMIT);
+  return {
+    limit,
+    reserve: checkReserve(options.reserve, limit.requests, context),
+    holder: crypto.randomUUID().slice(0, 13),
+    now: steadyClock(requireFunction(options.now, context, "now")),
+    onEvent: requireFunction(options.onEvent, context, "onEvent"),
+  };
 }
 
 /** The first pause after the store failed, doubled on each failure after. */
@@ -90,11 +91,6 @@ const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
-
-interface Waiter {
-  readonly resolve: (ticket: number) => void;
-  readonly reject: (reason: unknown) => void;
-}
 
 /**
  * A {@linkcode RateLimiter} over a {@linkcode SharedWindow}; disposing of it
@@ -105,8 +101,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #shared: SharedWindow;
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
-  readonly #own: Window;
-  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
+  readonly #own: rateWindow.Window;
+  readonly #lines = new rateWindow.PriorityLines<Waiter>((waiter, reason) => {
     waiter.reject(reason);
     if (this.#lines.size === 0) this.#stop();
   });
@@ -138,7 +134,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.limit = config.limit;
     this.#shared = shared;
     this.#config = config;
-    this.#own = emptyWindow(config.limit.requests);
+    this.#own = rateWindow.emptyWindow(config.limit.requests);
     // Before the store has said how many share it, a fleet has at least
     // two members (else why share a store): never the whole limit.
     this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
@@ -157,7 +153,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   answered(ticket: number): void {
-    recordAnswer(this.#own, ticket, this.#config.now());
+    rateWindow.recordAnswer(this.#own, ticket, this.#config.now());
     if (this.#inStore.delete(ticket)) {
       this.#answers.push(`${this.#config.holder}:${ticket}`);
       if (!this.#telling) {
@@ -230,10 +226,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       ? Math.ceil(this.#config.reserve * this.#share / requests)
       : 0;
     const share = Math.max(1, this.#share - reserve);
-    const wait = slotWait(this.#own, interval, now, share);
+    const wait = rateWindow.slotWait(this.#own, interval, now, share);
     if (wait === 0) {
       this.#returning = true;
-      line.shift()!.resolve(recordSend(this.#own, Infinity));
+      line.shift()!.resolve(rateWindow.recordSend(this.#own, Infinity));
       return 0;
     }
     // Back to the store when the pause ends, if that comes first.
@@ -270,7 +266,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#taken(reply);
     for (let i = 0; i < reply.granted; i++) {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
-      const ticket = recordSend(this.#own, Infinity);
+      const ticket = rateWindow.recordSend(this.#own, Infinity);
       this.#inStore.add(ticket);
       const waiter = line.shift();
       // A caller who left while the store answered: its slot is spent.
@@ -365,9 +361,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     });
   }
 
-  #tellListener(
-    event: Parameters<EventListener>[0],
-  ): void {
+  #tellListener(event: PartnerApiEvent): void {
     if (this.#config.onEvent !== undefined) emit(this.#config.onEvent, event);
   }
 

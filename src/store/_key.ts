@@ -72,10 +72,23 @@ export async function aesKeyFrom(
   );
 }
 
-/** The first `bytes` bytes of the SHA-256 digest of `text`, in hex. */
-export async function hexDigest(text: string, bytes: number): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+/** The first `bytes` bytes of the `algorithm` digest of `text`, in hex. */
+export async function hexDigest(
+  text: string,
+  bytes: number,
+  algorithm = "SHA-256",
+): Promise<string> {
+  const digest = await crypto.subtle.digest(algorithm, encoder.encode(text));
   return hex(new Uint8Array(digest).subarray(0, bytes));
+}
+
+/** `make(key)`, made once per key (a derivation, a promise of names). */
+export function perKey<T>(make: (key: string) => T): (key: string) => T {
+  const made = new Map<string, T>();
+  return (key) => {
+    if (!made.has(key)) made.set(key, make(key));
+    return made.get(key)!;
+  };
 }
 
 async function stretched(secret: string): Promise<string> {

@@ -6,8 +6,15 @@
 // connection to block on), else looking again now and then.
 
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
-import { published } from "./_record.ts";
+import type { FleetStoreOptions } from "./fleet_options.ts";
+import { checkEncryptionKey, published } from "./_record.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
+import {
+  checkNumber,
+  type NumberRule,
+  requireFunction,
+} from "../core/_check.ts";
+import { steadyClock } from "../core/_clock.ts";
 
 /** The first wait before looking again for another process's token, in ms. */
 const FIRST_POLL = 1;
@@ -82,6 +89,39 @@ export interface LeaseTiming {
    * clock stepped back must not hold a waiter for the hours it stepped.
    */
   readonly steady: () => number;
+}
+
+/** The checked options of a shared store: its lease timing, seal and name. */
+export interface FleetStoreConfig extends LeaseTiming {
+  readonly encryptionKey: CryptoKey | undefined;
+  readonly holder: string;
+}
+
+/** Checks the options every shared store takes. */
+export function fleetStoreConfig(
+  options: FleetStoreOptions,
+  context: string,
+): FleetStoreConfig {
+  const now = requireFunction(options.now, context, "now");
+  const time = (
+    field: "leaseDuration" | "maxWait" | "pollInterval",
+    fallback: number,
+    rule: NumberRule = "positive whole time in ms, at most 2147483647",
+  ) => checkNumber(options[field], fallback, rule, context, field);
+  checkEncryptionKey(options.encryptionKey, context);
+  return {
+    leaseDuration: time("leaseDuration", 10_000),
+    maxWait: time(
+      "maxWait",
+      45_000,
+      "non-negative whole time in ms, at most 2147483647",
+    ),
+    pollInterval: time("pollInterval", 50),
+    encryptionKey: options.encryptionKey,
+    holder: options.holderId ?? crypto.randomUUID(),
+    now: now ?? Date.now,
+    steady: steadyClock(now),
+  };
 }
 
 /**

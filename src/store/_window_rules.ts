@@ -88,35 +88,47 @@ export function emptyState(epoch: string): WindowState {
   };
 }
 
-/** What a process asks of the window. */
-export interface TakeAsk {
-  readonly holder: string;
-  /** The sends it wants, in order. */
-  readonly wanted: readonly string[];
-  /** The epoch it knows (`""`: none yet). */
+/** What a process asks the store for. */
+export interface TakeRequest {
+  /** The sends wanted, in order. */
+  readonly sends: readonly string[];
+  /** The epoch of the window it knows (`""`: none yet). */
   readonly epoch: string;
   /** It paced alone meanwhile: it writes back what it sent before it takes. */
   readonly returning: boolean;
-  /** Background sends: only while no live one waits, leaving `reserve` free. */
+  /**
+   * Background sends: granted only while no live request waits anywhere in
+   * the fleet, and the window keeps the reserve free.
+   */
   readonly low?: boolean;
+}
+
+/** A take as the rules see it: who asks, and the reserve it keeps. */
+export interface TakeAsk extends TakeRequest {
+  readonly holder: string;
   /** Slots a background send leaves free in the window. */
   readonly reserve?: number;
 }
 
-/** The answer to a take. */
-export interface TakeOutcome {
-  readonly state: WindowState;
+/** What the store answers to a take. */
+export interface TakeReply {
+  /** Sends granted: the first `granted` of those asked for. */
   readonly granted: number;
   /** ms until it is worth asking again for the rest. */
   readonly wait: number;
-  /** Processes seen in the last window, the asker included. */
+  /** Processes that took or waited in the last window, the asker included (0: unknown). */
   readonly holders: number;
   /** The window's epoch. */
   readonly epoch: string;
   /** The asker must write back its sends first: nothing was granted. */
   readonly reseed: boolean;
-  /** Sends in the window after this take. */
+  /** Sends in the window after the take (-1: unknown). */
   readonly count: number;
+}
+
+/** The answer to a take, and the window after it. */
+export interface TakeOutcome extends TakeReply {
+  readonly state: WindowState;
 }
 
 /**
@@ -138,7 +150,7 @@ export function takeTurn(
   limit: RateLimit,
 ): TakeOutcome {
   const { interval } = limit;
-  const { holder, wanted } = ask;
+  const { holder, sends: wanted } = ask;
   // A send dated past the hold was never written by a take: dropped.
   const sends = state.sends.filter(([, from]) =>
     from > now - interval && from <= now + HOLD

@@ -42,10 +42,8 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
-import { steadyClock } from "../core/_clock.ts";
-import { KvTokenStore } from "./_kv_store.ts";
-import { checkEncryptionKey } from "./_record.ts";
+import { KvTokenStore, requireKv } from "./_kv_store.ts";
+import { fleetStoreConfig } from "./_lease.ts";
 
 /**
  * Options of {@linkcode createKvTokenStore}.
@@ -76,6 +74,8 @@ export interface KvTokenStoreOptions extends FleetStoreOptions {
 }
 
 const CONTEXT = "Cannot create KV token store";
+const STORE_ELSEWHERE =
+  "store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own";
 
 /**
  * Creates a {@linkcode TokenStore} on a Deno KV database, for
@@ -126,47 +126,10 @@ export function createKvTokenStore(
   kv: Deno.Kv,
   options: KvTokenStoreOptions = {},
 ): TokenStore {
-  if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "kv",
-      "must be a Deno KV database (this store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own)",
-    );
-  }
-  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
-  const leaseDuration = checkNumber(
-    options.leaseDuration,
-    10_000,
-    "positive whole time in ms, at most 2147483647",
-    CONTEXT,
-    "leaseDuration",
-  );
-  const maxWait = checkNumber(
-    options.maxWait,
-    45_000,
-    "non-negative whole time in ms, at most 2147483647",
-    CONTEXT,
-    "maxWait",
-  );
-  const pollInterval = checkNumber(
-    options.pollInterval,
-    50,
-    "positive whole time in ms, at most 2147483647",
-    CONTEXT,
-    "pollInterval",
-  );
-  const encryptionKey = options.encryptionKey;
-  checkEncryptionKey(encryptionKey, CONTEXT);
+  requireKv(kv, CONTEXT, STORE_ELSEWHERE);
   return new KvTokenStore(kv, {
+    ...fleetStoreConfig(options, CONTEXT),
     prefix: [...(options.prefix ?? ["partner-api", "token"])],
-    leaseDuration,
-    maxWait,
-    pollInterval,
-    encryptionKey,
-    holder: options.holderId ?? crypto.randomUUID(),
-    now,
-    steady: steadyClock(options.now),
   });
 }
 

@@ -8,19 +8,13 @@
 // when it saw it (_kv_view.ts), so members' clocks may differ by any amount.
 
 import type { EventListener } from "../core/events.ts";
-import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import { optionError, requireFunction } from "../core/_check.ts";
-import { type SteadyClock, steadyClock } from "../core/_clock.ts";
+import type { RateLimiter } from "../core/rate_limiter.ts";
+import type { SteadyClock } from "../core/_clock.ts";
 import {
-  checkRateLimit,
-  checkReserve,
-  SERVICE_RATE_LIMIT,
-} from "../core/_rate_options.ts";
-import {
+  type FleetConfig,
+  fleetConfig,
   FleetRateLimiter,
   type SharedWindow,
-  type TakeReply,
-  type TakeRequest,
 } from "./_fleet_rate.ts";
 import {
   answerSends,
@@ -30,10 +24,13 @@ import {
   refuseSends,
   type Reseed,
   reseedSends,
+  type TakeReply,
+  type TakeRequest,
   takeTurn,
   type WindowState,
 } from "./_window_rules.ts";
 import { ClockView, readState } from "./_kv_view.ts";
+import { requireKv } from "./_kv_store.ts";
 
 /**
  * Options of {@linkcode createKvRateLimiter}.
@@ -100,6 +97,8 @@ export interface KvRateLimiterOptions {
 }
 
 const CONTEXT = "Cannot create KV rate limiter";
+const LIMITER_ELSEWHERE =
+  "limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter";
 /** One KV value holds the window: 64 KiB at most. */
 const MOST_REQUESTS = 1000;
 
@@ -157,32 +156,10 @@ export function createKvRateLimiter(
   kv: Deno.Kv,
   options: KvRateLimiterOptions = {},
 ): RateLimiter & AsyncDisposable {
-  if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "kv",
-      "must be a Deno KV database (this limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter)",
-    );
-  }
-  const limit = checkRateLimit(
-    options,
-    CONTEXT,
-    MOST_REQUESTS,
-    SERVICE_RATE_LIMIT,
-  );
-  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
-  const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
-  const holder = crypto.randomUUID().slice(0, 13);
+  requireKv(kv, CONTEXT, LIMITER_ELSEWHERE);
+  const config = fleetConfig(options, CONTEXT, MOST_REQUESTS);
   const prefix = [...(options.prefix ?? ["partner-api", "rate"])];
-  const window = new KvWindow(kv, prefix, { ...limit, reserve }, holder, now);
-  return new FleetRateLimiter(window, {
-    limit,
-    reserve,
-    holder,
-    now,
-    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-  });
+  return new FleetRateLimiter(new KvWindow(kv, prefix, config), config);
 }
 
 /** Writes lost to other processes before a take gives way for a moment. */
@@ -195,6 +172,9 @@ const MOST_FOLDED = 500;
  */
 const MOST_ANSWER_ATTEMPTS = 100;
 
+/** A take that lost every write to others. */
+const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false, count: -1 };
+
 /** The fleet's window in one KV value, changed by atomic check-and-set. */
 class KvWindow implements SharedWindow {
   readonly store = "kv";
@@ -203,68 +183,47 @@ class KvWindow implements SharedWindow {
   readonly #key: Deno.KvKey;
   /** Where answers wait to be folded in, one key each. */
   readonly #answers: Deno.KvKey;
-  readonly #limit: RateLimit;
-  readonly #reserve: number;
-  readonly #holder: string;
+  readonly #config: FleetConfig;
   readonly #now: SteadyClock;
   readonly #view: ClockView;
+  /** How long what the window holds may matter: an interval, the hold, a moment. */
+  readonly #expireIn: number;
   /** This process's sends not answered yet: when written, on which clock. */
   readonly #written = new Map<string, { at: number; steps: number }>();
 
-  constructor(
-    kv: Deno.Kv,
-    prefix: Deno.KvKey,
-    { reserve, ...limit }: RateLimit & { reserve: number },
-    holder: string,
-    now: SteadyClock,
-  ) {
+  constructor(kv: Deno.Kv, prefix: Deno.KvKey, config: FleetConfig) {
     this.#kv = kv;
     this.#key = [...prefix, "window"];
     this.#answers = [...prefix, "answers"];
-    this.#limit = limit;
-    this.#reserve = reserve;
-    this.#holder = holder;
-    this.#now = now;
-    this.#view = new ClockView(holder);
+    this.#config = config;
+    this.#now = config.now;
+    this.#view = new ClockView(config.holder);
+    this.#expireIn = config.limit.interval + HOLD + GRACE;
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
+    const { holder, reserve, limit } = this.#config;
+    const ask = { ...request, holder, reserve };
     let reply: TakeReply | undefined;
-    const ask = {
-      holder: this.#holder,
-      wanted: request.sends,
-      epoch: request.epoch,
-      returning: request.returning,
-      low: request.low,
-      reserve: this.#reserve,
-    };
     let writtenAt = 0;
     const written = await this.#change((state, now) => {
-      const { state: next, ...turn } = takeTurn(state, ask, now, this.#limit);
+      const { state: next, ...turn } = takeTurn(state, ask, now, limit);
       reply = turn;
       writtenAt = now;
       return next;
     });
-    if (written) {
-      const { steps } = this.#now;
-      for (const send of request.sends.slice(0, reply!.granted)) {
-        this.#written.set(send, { at: writtenAt, steps });
-      }
-    }
     // Lost to others each time: ask again in a moment, nothing learned.
-    return written ? reply! : {
-      granted: 0,
-      wait: 5,
-      holders: 0,
-      epoch: request.epoch,
-      reseed: false,
-      count: -1,
-    };
+    if (!written) return { ...LOST_TAKE, epoch: request.epoch };
+    const { steps } = this.#now;
+    for (const send of request.sends.slice(0, reply!.granted)) {
+      this.#written.set(send, { at: writtenAt, steps });
+    }
+    return reply!;
   }
 
   async reseed(reseed: Reseed): Promise<void> {
     await this.#change((state, now) =>
-      reseedSends(state, reseed, now, this.#limit)
+      reseedSends(state, reseed, now, this.#config.limit)
     );
   }
 
@@ -285,7 +244,7 @@ class KvWindow implements SharedWindow {
         : -1;
       return [send, [now, span]] as const;
     });
-    const expireIn = this.#limit.interval + HOLD + GRACE;
+    const expireIn = this.#expireIn;
     for (let attempt = 1; attempt <= MOST_ANSWER_ATTEMPTS; attempt++) {
       const write = this.#kv.atomic();
       for (const [send, answer] of answers) {
@@ -301,7 +260,9 @@ class KvWindow implements SharedWindow {
   }
 
   async refuse(): Promise<void> {
-    await this.#change((state, now) => refuseSends(state, now, this.#limit));
+    await this.#change((state, now) =>
+      refuseSends(state, now, this.#config.limit)
+    );
   }
 
   /**
@@ -314,7 +275,7 @@ class KvWindow implements SharedWindow {
   async #change(
     change: (state: WindowState, now: number) => WindowState,
   ): Promise<boolean> {
-    const expireIn = this.#limit.interval + HOLD + GRACE;
+    const expireIn = this.#expireIn;
     for (let attempt = 1; attempt <= MOST_ATTEMPTS; attempt++) {
       try {
         const entry = await this.#kv.get(this.#key);
@@ -326,7 +287,7 @@ class KvWindow implements SharedWindow {
           answers.flatMap(({ key, value }) => answerOf(key, value)),
         );
         const now = this.#now();
-        const seen = this.#view.see(stored, now, this.#limit);
+        const seen = this.#view.see(stored, now, this.#config.limit);
         const next = this.#view.restore(change(seen, now), stored, seen);
         const write = this.#kv.atomic().check(entry)
           .set(this.#key, next, { expireIn });

@@ -60,8 +60,7 @@ import {
   requireFunction,
   requireText,
 } from "../core/_check.ts";
-import { checkEncryptionKey } from "./_record.ts";
-import { steadyClock } from "../core/_clock.ts";
+import { fleetStoreConfig } from "./_lease.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
 import type { RedisCommand } from "./redis_command.ts";
 
@@ -190,36 +189,24 @@ export function createRedisTokenStore(
       typeof command,
     );
   }
-  checkEncryptionKey(options.encryptionKey, CONTEXT);
-  const duration = (field: keyof RedisTokenStoreOptions, fallback: number) =>
-    checkNumber(
-      options[field] as number | undefined,
-      fallback,
-      field === "maxWait"
-        ? "non-negative whole time in ms, at most 2147483647"
-        : "positive whole time in ms, at most 2147483647",
-      CONTEXT,
-      field,
-    );
-  const blockingCommand = requireFunction(
-    options.blockingCommand,
-    CONTEXT,
-    "blockingCommand",
-  );
   return new RedisTokenStore({
+    ...fleetStoreConfig(options, CONTEXT),
     command,
-    blockingCommand,
+    blockingCommand: requireFunction(
+      options.blockingCommand,
+      CONTEXT,
+      "blockingCommand",
+    ),
     prefix: options.prefix === undefined
       ? "partner-api:token"
       : requireText(options.prefix, CONTEXT, "prefix"),
-    encryptionKey: options.encryptionKey,
-    leaseDuration: duration("leaseDuration", 10_000),
-    maxWait: duration("maxWait", 45_000),
-    pollInterval: duration("pollInterval", 50),
-    commandTimeout: duration("commandTimeout", 2000),
-    holder: options.holderId ?? crypto.randomUUID(),
-    now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
-    steady: steadyClock(options.now),
+    commandTimeout: checkNumber(
+      options.commandTimeout,
+      2000,
+      "positive whole time in ms, at most 2147483647",
+      CONTEXT,
+      "commandTimeout",
+    ),
   });
 }
 

@@ -12,20 +12,22 @@ import {
   requireText,
 } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
-import { steadyClock } from "../core/_clock.ts";
 import {
-  checkRateLimit,
-  checkReserve,
-  SERVICE_RATE_LIMIT,
-} from "../core/_rate_options.ts";
-import {
+  type FleetConfig,
+  fleetConfig,
   FleetRateLimiter,
   type SharedWindow,
+} from "./_fleet_rate.ts";
+import {
+  GRACE,
+  HOLD,
+  type Reseed,
   type TakeReply,
   type TakeRequest,
-} from "./_fleet_rate.ts";
-import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
+} from "./_window_rules.ts";
 import { ANSWER, REFUSE, RESEED, TAKE } from "./_redis_rate_scripts.ts";
+import { sendWithin, text } from "./_redis_commands.ts";
+import { hexDigest, perKey } from "./_key.ts";
 
 /**
  * Options of {@linkcode createRedisRateLimiter}.
@@ -181,7 +183,7 @@ export function createRedisRateLimiter(
   if (command === undefined) {
     throw optionError(TypeError, CONTEXT, "command", "must be given");
   }
-  const limit = checkRateLimit(options, CONTEXT, 1_000_000, SERVICE_RATE_LIMIT);
+  const config = fleetConfig(options, CONTEXT, 1_000_000);
   const prefix = options.prefix === undefined
     ? "partner-api:rate"
     : requireText(options.prefix, CONTEXT, "prefix");
@@ -192,45 +194,29 @@ export function createRedisRateLimiter(
     CONTEXT,
     "commandTimeout",
   );
-  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
-  const holder = crypto.randomUUID().slice(0, 13);
-  const window = new RedisWindow(
-    command,
-    prefix,
-    { ...limit, reserve },
-    holder,
-    commandTimeout,
-  );
-  return new FleetRateLimiter(window, {
-    limit,
-    reserve,
-    holder,
-    now: steadyClock(requireFunction(options.now, CONTEXT, "now")),
-    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-  });
+  const window = new RedisWindow(command, prefix, config, commandTimeout);
+  return new FleetRateLimiter(window, config);
 }
 
 /** The fleet's window in Redis, through scripts sent by `EVALSHA`. */
 class RedisWindow implements SharedWindow {
   readonly store = "redis";
-  readonly #command: RedisCommand;
+  readonly #send: (args: string[]) => Promise<unknown>;
   readonly #holder: string;
   readonly #keys: string[];
+  /** requests, interval, hold, grace: what every script reads first. */
   readonly #args: string[];
   readonly #reserve: string;
-  readonly #commandTimeout: number;
-  readonly #digests = new Map<string, Promise<string>>();
+  readonly #digest = perKey((source) => hexDigest(source, 20, "SHA-1"));
 
   constructor(
     command: RedisCommand,
     prefix: string,
-    limit: { requests: number; interval: number; reserve: number },
-    holder: string,
+    { limit, reserve, holder }: FleetConfig,
     commandTimeout: number,
   ) {
-    this.#command = command;
-    this.#reserve = String(limit.reserve);
-    this.#commandTimeout = commandTimeout;
+    this.#send = (args) => sendWithin(command, args, commandTimeout);
+    this.#reserve = String(reserve);
     this.#holder = holder;
     // One hash tag: a cluster keeps every key of a script in one slot.
     this.#keys = [
@@ -241,13 +227,9 @@ class RedisWindow implements SharedWindow {
       "turns",
       "block",
       "epoch",
-    ].map((name) => `${prefix}:{rate}:${name}`);
-    this.#args = [
-      String(limit.requests),
-      String(limit.interval),
-      String(HOLD),
-      String(GRACE),
-    ];
+    ]
+      .map((name) => `${prefix}:{rate}:${name}`);
+    this.#args = [limit.requests, limit.interval, HOLD, GRACE].map(String);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
@@ -275,18 +257,15 @@ class RedisWindow implements SharedWindow {
   }
 
   async answer(sends: readonly string[]): Promise<void> {
-    await this.#script(ANSWER, [this.#keys[0]!, this.#keys[6]!], [
-      this.#args[1]!,
-      this.#args[2]!,
-      ...sends,
-    ]);
+    const [window, , , , , , epoch] = this.#keys;
+    const [, interval, hold] = this.#args;
+    await this.#script(ANSWER, [window!, epoch!], [interval!, hold!, ...sends]);
   }
 
   async refuse(): Promise<void> {
-    await this.#script(REFUSE, [this.#keys[0]!, this.#keys[5]!], [
-      this.#args[0]!,
-      this.#args[1]!,
-    ]);
+    const [window, , , , , block] = this.#keys;
+    const [requests, interval] = this.#args;
+    await this.#script(REFUSE, [window!, block!], [requests!, interval!]);
   }
 
   /** `EVALSHA`, and `EVAL` once when Redis does not hold the script yet. */
@@ -303,33 +282,6 @@ class RedisWindow implements SharedWindow {
       return await this.#send(["EVAL", source, ...tail]);
     }
   }
-
-  /** One command, within `commandTimeout`. */
-  #send(args: string[]): Promise<unknown> {
-    const reply = Promise.resolve().then(() => this.#command(args));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
-        this.#commandTimeout,
-      );
-      reply.then(resolve, reject).finally(() => clearTimeout(timer));
-    });
-  }
-
-  #digest(source: string): Promise<string> {
-    let digest = this.#digests.get(source);
-    if (digest === undefined) {
-      digest = crypto.subtle.digest("SHA-1", new TextEncoder().encode(source))
-        .then((bytes) =>
-          Array.from(
-            new Uint8Array(bytes),
-            (byte) => byte.toString(16).padStart(2, "0"),
-          ).join("")
-        );
-      this.#digests.set(source, digest);
-    }
-    return digest;
-  }
 }
 
 /** An id for a new life of the window, used only if the store has none. */
@@ -344,12 +296,10 @@ function newEpoch(): string {
 function takeReply(reply: unknown): TakeReply {
   const parts = Array.isArray(reply) ? reply : [];
   const [granted, wait, holders, , reseed, count] = parts.map(Number);
-  const epoch = parts[3] instanceof Uint8Array
-    ? new TextDecoder().decode(parts[3])
-    : parts[3];
+  const epoch = text(parts[3]);
   const numbers = [granted, wait, holders, reseed, count];
   if (
-    parts.length !== 6 || typeof epoch !== "string" ||
+    parts.length !== 6 || epoch === undefined ||
     !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
   ) {
     throw new TypeError("Redis answered the rate script with another type");

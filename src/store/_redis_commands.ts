@@ -1,17 +1,38 @@
-// Internal: the Redis token store's scripts, and the same steps done with
-// plain commands for a Redis that refuses EVAL (an ACL without @scripting,
-// a managed service, a renamed command). Without them every step of the
-// lease failed, each
-// process counted the store as failing and sent its own token request: five
-// processes spent five tokens. Plain commands keep the lease (SET NX PX),
-// so the fleet still spends one; what they cannot do is check and write in
-// one step, so a process stalled past its lease may let the next holder's
-// go, and two writes of the ledger at the same moment may lose one.
+// Internal: how the Redis store and limiter talk to Redis: one command
+// within a time limit, replies as text; and the token store's scripts, with
+// the same steps in plain commands for a Redis that refuses EVAL (an ACL
+// without @scripting, a managed service, a renamed command). Without those,
+// every step of the lease failed, each process counted the store as failing
+// and sent its own token request: five processes spent five tokens. Plain
+// commands keep the lease (SET NX PX), so the fleet still spends one; what
+// they cannot do is check and write in one step, so a process stalled past
+// its lease may let the next holder's go, and two writes of the ledger at
+// the same moment may lose one.
 
+import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
 
+/**
+ * Sends one command within `ms`: a client that queues commands while Redis
+ * is away would otherwise hold every waiting caller.
+ */
+export function sendWithin(
+  command: RedisCommand,
+  args: string[],
+  ms: number,
+): Promise<unknown> {
+  const reply = Promise.resolve().then(() => command(args));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
+      ms,
+    );
+    reply.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
+
 /** A reply as text: clients answer strings, or bytes when asked to. */
-function text(reply: unknown): string | undefined {
+export function text(reply: unknown): string | undefined {
   if (typeof reply === "string") return reply;
   if (reply instanceof Uint8Array) return new TextDecoder().decode(reply);
   return undefined;
@@ -66,7 +87,13 @@ export const SCRIPTS: Record<ScriptName, string> = {
 };
 
 /** One Redis command, within the store's time limit. */
-export type Send = (args: string[]) => Promise<unknown>;
+type Send = (args: string[]) => Promise<unknown>;
+/** One script's steps in plain commands; KEYS and ARGV as the script's. */
+type Steps = (
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) => Promise<unknown>;
 
 /** A script's effect with plain commands: the same KEYS and ARGV, the same answer. */
 export function plainScript(
@@ -75,18 +102,7 @@ export function plainScript(
   args: readonly string[],
   send: Send,
 ): Promise<unknown> {
-  switch (name) {
-    case "take":
-      return take(keys, args, send);
-    case "swap":
-      return swap(keys, args, send);
-    case "renew":
-      return renew(keys, args, send);
-    case "publish":
-      return publish(keys, args, send);
-    case "release":
-      return release(keys, args, send);
-  }
+  return { take, swap, renew, publish, release }[name](keys, args, send);
 }
 
 /** The record as the take script compares it: '' when absent or too large. */
@@ -103,17 +119,13 @@ async function recordText(key: string, send: Send): Promise<string> {
  * the lease if the record is still the one seen (looked at again after the
  * lease is ours: a record published meanwhile lets it go).
  */
-async function take(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
+const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args as [
     string,
     string,
     string,
-    string,
+    string?,
   ];
   for (const key of keys) {
     const kind = text(await send(["TYPE", key]));
@@ -128,49 +140,31 @@ async function take(
   if (!changed(await recordText(record, send))) return 1;
   await release([record, lease], [value], send);
   return 0;
-}
+};
 
 /** KEYS record; ARGV seen, value, ms. */
-async function swap(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
-  const [seen, value, ms] = args as [string, string, string];
-  if (await recordText(keys[0]!, send) !== seen) return 0;
-  await send(["SET", keys[0]!, value, "PX", ms]);
+const swap: Steps = async ([record], [seen, value, ms], send) => {
+  if (await recordText(record!, send) !== seen) return 0;
+  await send(["SET", record!, value!, "PX", ms!]);
   return 1;
-}
+};
 
 /** KEYS lease; ARGV lease value, ms. */
-async function renew(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
-  if (text(await send(["GET", keys[0]!])) !== args[0]) return 0;
-  return await send(["PEXPIRE", keys[0]!, args[1]!]);
-}
+const renew: Steps = async ([lease], [value, ms], send) => {
+  if (text(await send(["GET", lease!])) !== value) return 0;
+  return await send(["PEXPIRE", lease!, ms!]);
+};
 
 /** KEYS record, lease, stream; ARGV lease value, record value, ms, stream ms. */
-async function publish(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
+const publish: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   if (text(await send(["GET", lease])) !== args[0]) return 0;
   await send(["SET", record, args[1]!, "PX", args[2]!]);
   return await release(keys, args, send);
-}
+};
 
 /** KEYS record, lease[, stream]; ARGV lease value[, record, ms, stream ms]. */
-async function release(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
-  const [, lease, stream] = keys;
+const release: Steps = async ([, lease, stream], args, send) => {
   if (text(await send(["GET", lease!])) !== args[0]) return 0;
   await send(["DEL", lease!]);
   if (stream !== undefined) {
@@ -179,4 +173,4 @@ async function release(
     await send(["PEXPIRE", stream, args[3] ?? "1000"]);
   }
   return 1;
-}
+};
