@@ -107,28 +107,19 @@ const MOST_REQUESTS = 1000;
  * database and `prefix` shares, for `createClient({ rateLimit })`: never more
  * than `requests` sends in any window of `interval` ms across the fleet.
  *
- * - Each take reads the window and writes it back with an atomic check
- *   (a read, a list of the answers waiting, and one write, again when
- *   another process wrote first); a send counts from its answer (one write
- *   to a key of its own, folded in by the next take).
- * - Callers wait for their slot, never fail, and can give up with their
- *   signal; a process sleeps until the time its turn can come.
- * - Processes take turns in a line kept in the value: under contention
- *   each of `N` processes gets its share (at least `1 / (2N)`).
+ * - Each take reads the window and writes it back with an atomic check; a
+ *   send counts from its answer. Callers wait for their slot in order, never
+ *   fail, and can give up with their signal; under contention each of `N`
+ *   processes gets at least `1 / (2N)` of the limit.
  * - Members' clocks need not agree: a process trusts only its own stamps
- *   and dates the others' sends by when it saw them (and how long each took
- *   on its owner's clock), so a member minutes behind or ahead sends no
- *   more than its turns; a block is at most one slot's share of the
- *   interval from when it was seen. A value that is not a window is
- *   replaced in the same atomic check.
- * - When KV fails, the process paces itself alone at its last known share
- *   (half the limit before KV ever answered, never the whole) and emits
- *   `rate.degraded`; back, it writes what it sent alone into the window and
- *   emits `rate.restored`. A window lost (deleted, replaced) is taken back
- *   from what each process sent in the last window, as on Redis.
+ *   and dates the others' by when it saw them. A value that is not a window
+ *   is replaced in the same atomic check.
+ * - When KV fails, the process paces alone at its last known share (half
+ *   the limit before KV ever answered) and emits `rate.degraded`; back, it
+ *   writes what it sent into the window and emits `rate.restored`.
  *
- * Deno only. `await using` it before closing the database: it waits for
- * the answers still being written.
+ * `await using` it before closing the database: it waits for the answers
+ * still being written.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options The limit, the prefix, the clock.

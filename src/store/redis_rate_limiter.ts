@@ -111,34 +111,24 @@ const CONTEXT = "Cannot create Redis rate limiter";
  * `requests` sends in any window of `interval` ms across the fleet, whatever
  * the runtime of each process.
  *
- * - Each take is one Lua script (`EVALSHA`), atomic on Redis's clock
- *   (`TIME`); a send counts from its answer (one more script), as the
- *   in-process limiter counts it.
- * - Callers wait for their slot, never fail, and can give up with their
- *   signal. A process waits for the time the script names, not by polling.
- * - Processes take turns in a line kept in Redis: under contention each of
- *   `N` processes gets its share (at least `1 / (2N)` of the limit).
- * - What Redis holds is never trusted past the rules: a key of another
- *   type or a value that does not parse is replaced in the same script, a
- *   send dated beyond Redis's time plus the hold is dropped and a block
- *   further ahead than a refusal writes is cut back, so no wait is longer
- *   than the interval and the hold (a minute). A window lost while its
- *   epoch survives (an eviction picked one key) counts as a restart.
+ * - Each take is one Lua script, atomic on Redis's clock (`TIME`); a send
+ *   counts from its answer. Callers wait for their slot in order (for the
+ *   time the script names, not by polling), never fail, and can give up with
+ *   their signal; under contention each of `N` processes gets at least
+ *   `1 / (2N)` of the limit.
+ * - What Redis holds is never trusted past the rules: a key of another type
+ *   or a value that does not parse is replaced in the same script, and no
+ *   wait is longer than the interval and the hold (a minute).
  * - When Redis fails or does not answer in `commandTimeout`, the process
- *   paces itself alone at its last known share (`requests / N`; half the
- *   limit before Redis ever said `N`, never the whole), emits
- *   `rate.degraded`, and asks Redis again after a pause (0.5 s, doubling up
- *   to 30 s); back, it writes what it sent alone into the window first and
- *   emits `rate.restored`.
- * - A restart is not a reset: each process remembers its sends of the last
- *   window, and a window that came back empty (or was replaced) takes them
- *   back before anyone takes; for one window after, the fleet sends only as
- *   many as its processes wrote back, so that the sends of one that has not
- *   come back yet (or ended) keep their slots.
+ *   paces alone at its last known share (`requests / N`; half the limit
+ *   before Redis ever said `N`), emits `rate.degraded`, and asks again after
+ *   0.5 s, doubling up to 30 s; back, it writes what it sent alone into the
+ *   window first and emits `rate.restored`.
+ * - A restart is not a reset: a window that came back empty takes back
+ *   each process's sends of the last window before anyone takes.
  *
- * `await using` it (or `await limiter[Symbol.asyncDispose]()`) before
- * closing the Redis connection: it waits for the answers still being
- * written.
+ * `await using` it before closing the Redis connection: it waits for the
+ * answers still being written.
  *
  * @param options The command function, the limit, the prefix.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
