@@ -24,11 +24,10 @@ import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
 import { type SteadyClock, steadyClock } from "../core/_clock.ts";
 import type { EventListener, PartnerApiEvent } from "../core/events.ts";
 import {
-  GRACE,
-  HOLD,
   type Reseed,
   type TakeReply,
   type TakeRequest,
+  windowSpan,
 } from "./_window_rules.ts";
 
 /**
@@ -306,7 +305,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // Took while the window it knew could still hold sends (a process
     // waiting in line takes at least that often): what it knew may matter.
     const recent = this.#lastTakeAt > 0 &&
-      now - this.#lastTakeAt < this.limit.interval + HOLD + GRACE;
+      now - this.#lastTakeAt < windowSpan(this.limit);
     // A window that came back empty while this process had sends in it is
     // a fall as much as a store that fails (one that merely expired after
     // a quiet window is not).

@@ -15,6 +15,8 @@ import {
   type LeaseDatabase,
   type LeaseView,
   type LostLease,
+  type RecordChange,
+  updateBy,
 } from "./_lease.ts";
 
 /** A take lost: KV cannot say to whom at no cost (look again). */
@@ -83,27 +85,20 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     );
   }
 
-  /** Compare-and-set on the entry's versionstamp: another process's write makes `change` run again. */
-  async update(
-    key: string,
-    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
-  ): Promise<TokenRecord | undefined> {
-    const names = await this.#keysOf(key);
-    for (let attempt = 0; attempt < LOCKED_RETRIES; attempt++) {
-      const entry = await unlocked(() =>
-        this.#kv.get<SealedRecord>(names.record)
-      );
-      const record = await this.#open(key, entry.value);
-      const next = change(record);
-      if (next === undefined) return record;
+  /** Compare-and-set on the entry's versionstamp. */
+  async update(key: string, change: RecordChange) {
+    const { record } = await this.#keysOf(key);
+    return await updateBy(change, async () => {
+      const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
+      return [await this.#open(key, entry.value), entry];
+    }, async (next, entry) => {
       const sealed = await this.#seals.seal(key, next);
       const done = await unlocked(() =>
         this.#kv.atomic().check(entry)
-          .set(names.record, sealed, this.#expiry(next)).commit()
+          .set(record, sealed, this.#expiry(next)).commit()
       );
-      if (done.ok) return next;
-    }
-    throw new Error("Cannot update the token record: it keeps changing");
+      return done.ok;
+    }, LOCKED_RETRIES);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

@@ -124,6 +124,30 @@ export function fleetStoreConfig(
   };
 }
 
+/** What `TokenStore.update` is given. */
+export type RecordChange = (
+  record: TokenRecord | undefined,
+) => TokenRecord | undefined;
+
+/**
+ * Compare-and-set: `write` fails when another process wrote since `read`,
+ * and `change` runs again on what it wrote.
+ */
+export async function updateBy<Seen>(
+  change: RecordChange,
+  read: () => Promise<[TokenRecord | undefined, Seen]>,
+  write: (next: TokenRecord, seen: Seen) => Promise<boolean>,
+  attempts: number,
+): Promise<TokenRecord | undefined> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const [record, seen] = await read();
+    const next = change(record);
+    if (next === undefined) return record;
+    if (await write(next, seen)) return next;
+  }
+  throw new Error("Cannot update the token record: it keeps changing");
+}
+
 /**
  * Returns a record `settled` accepts, or takes the lease and requests; a
  * process that waits longer than `maxWait` (and than the holder's request

@@ -18,10 +18,9 @@ import {
 import {
   coordinateByLease,
   type FleetStoreConfig,
-  type HeldLease,
   type LeaseDatabase,
-  type LeaseView,
-  type LostLease,
+  type RecordChange,
+  updateBy,
 } from "./_lease.ts";
 import { hexDigest, perKey } from "./_key.ts";
 import { delay, raceAbort } from "../core/_deadlines.ts";
@@ -85,32 +84,24 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     await this.#send(["SET", keys.record, value, "PX", lifetime]);
   }
 
-  /** Compare-and-set on the value as read: another process's write makes `change` run again. */
-  async update(
-    key: string,
-    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
-  ): Promise<TokenRecord | undefined> {
-    const keys = await this.#keysOf(key);
-    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-      const seen = await this.#read(keys.record);
-      const record = await this.#decode(key, seen);
-      const next = change(record);
-      if (next === undefined) return record;
+  /** Compare-and-set on the value as read. */
+  async update(key: string, change: RecordChange) {
+    const { record } = await this.#keysOf(key);
+    return await updateBy(change, async () => {
+      const seen = await this.#read(record);
+      return [await this.#decode(key, seen), seen];
+    }, async (next, seen) => {
       const value = await this.#value(key, next);
-      const done = await this.#script("swap", [keys.record], [
-        seen ?? "",
-        ...value,
-      ]);
-      if (done === 1) return next;
-    }
-    throw new Error("Cannot update the token record: it keeps changing");
+      return await this.#script("swap", [record], [seen ?? "", ...value]) === 1;
+    }, UPDATE_ATTEMPTS);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
     return coordinateByLease(this, this.#config, key, options);
   }
 
-  async look(key: string): Promise<LeaseView<Seen>> {
+  // look and take answer as LeaseDatabase has it.
+  async look(key: string) {
     const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks again
     // that the record is still the one seen.
@@ -130,7 +121,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     };
   }
 
-  async take(key: string, seen: Seen): Promise<HeldLease | LostLease> {
+  async take(key: string, seen: Seen) {
     const keys = await this.#keysOf(key);
     const ms = String(this.#config.leaseDuration);
     const lease = `${crypto.randomUUID()} ${this.#config.holder}`;
@@ -146,7 +137,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       renew: async () => {
         await this.#script("renew", [keys.lease], [lease, ms]);
       },
-      publish: async (record) => {
+      publish: async (record: TokenRecord) => {
         const [value, lifetime] = await this.#value(key, record);
         const done = await this.#script("publish", told, [
           lease,

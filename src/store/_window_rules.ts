@@ -19,6 +19,11 @@ export const HOLD = 60_000;
 /** How long a process keeps its place in line after its turn came, in ms. */
 export const GRACE = 1000;
 
+/** How long what a window holds may matter: an interval, the hold, a moment. */
+export function windowSpan({ interval }: RateLimit): number {
+  return interval + HOLD + GRACE;
+}
+
 /**
  * A send: its name (`<holder>:<ticket>`), the ms it counts from, whether it
  * was answered, and once answered, how many ms it took from the moment it

@@ -19,14 +19,13 @@ import {
 import {
   answerSends,
   emptyState,
-  GRACE,
-  HOLD,
   refuseSends,
   type Reseed,
   reseedSends,
   type TakeReply,
   type TakeRequest,
   takeTurn,
+  windowSpan,
   type WindowState,
 } from "./_window_rules.ts";
 import { ClockView, readState } from "./_kv_view.ts";
@@ -177,7 +176,6 @@ class KvWindow implements SharedWindow {
   readonly #config: FleetConfig;
   readonly #now: SteadyClock;
   readonly #view: ClockView;
-  /** How long what the window holds may matter: an interval, the hold, a moment. */
   readonly #expireIn: number;
   /** This process's sends not answered yet: when written, on which clock. */
   readonly #written = new Map<string, { at: number; steps: number }>();
@@ -189,7 +187,7 @@ class KvWindow implements SharedWindow {
     this.#config = config;
     this.#now = config.now;
     this.#view = new ClockView(config.holder);
-    this.#expireIn = config.limit.interval + HOLD + GRACE;
+    this.#expireIn = windowSpan(config.limit);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
