@@ -1,11 +1,9 @@
 // Internal: the KV limiter's window as one process reads it. KV has no
-// clock, and each member stamps with its own, which may be minutes off
-// another's: a send stamped by a member behind would look long gone to the
-// others, one stamped ahead would hold its slot for as long as the clocks
-// differ. So a process trusts only its own stamps, and dates everything
-// else by when it first saw it: a send answered before this process saw
-// the answer is dated at its sight, which is never too early, whatever the
-// clocks say. Its own clock then measures only time that passed since.
+// clock, and members' clocks may be minutes apart: a send stamped by a
+// member behind would look long gone, one stamped ahead would hold its slot
+// as long as the clocks differ. So a process trusts only its own stamps,
+// and dates everything else by when it first saw it (never too early,
+// whatever the clocks say).
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 import {
@@ -35,38 +33,30 @@ export function readState(value: unknown): WindowState | undefined {
   ) return undefined;
   return {
     epoch: typeof stored.epoch === "string" ? stored.epoch : FIRST_EPOCH,
-    sends: sends.flatMap((send): Send[] =>
-      Array.isArray(send) && typeof send[0] === "string" && isTime(send[1])
-        // 0.3 wrote no answered flag: dated at sight as if answered.
-        ? [[
-          send[0],
-          send[1],
-          send[2] === 1 || send.length === 2 ? 1 : 0,
-          isTime(send[3]) && send[3] >= 0 ? send[3] : -1,
-        ]]
-        : []
-    ),
-    line: line.flatMap((entry): Place[] =>
-      Array.isArray(entry) && typeof entry[0] === "string" &&
-        isTime(entry[1])
-        ? [[
-          entry[0],
-          entry[1],
-          isTime(entry[2]) ? entry[2] : 0,
-          entry[3] === 0 ? 0 : 1,
-        ]]
-        : []
-    ),
-    holders: holders.flatMap((entry): [string, number][] =>
-      Array.isArray(entry) && typeof entry[0] === "string" &&
-        isTime(entry[1])
-        ? [[entry[0], entry[1]]]
-        : []
-    ),
+    sends: sends.filter(isNamed).map((send): Send => [
+      send[0],
+      send[1],
+      // 0.3 wrote no answered flag: dated at sight as if answered.
+      send[2] === 1 || send.length === 2 ? 1 : 0,
+      isTime(send[3]) && send[3] >= 0 ? send[3] : -1,
+    ]),
+    line: line.filter(isNamed).map((place): Place => [
+      place[0],
+      place[1],
+      isTime(place[2]) ? place[2] : 0,
+      place[3] === 0 ? 0 : 1,
+    ]),
+    holders: holders.filter(isNamed).map(([holder, at]) => [holder, at]),
     block,
     shortUntil: isTime(stored.shortUntil) ? stored.shortUntil : 0,
     reseeded: count(stored.reseeded),
   };
+}
+
+/** An entry that starts with a name and a time. */
+function isNamed(entry: unknown): entry is [string, number, ...unknown[]] {
+  return Array.isArray(entry) && typeof entry[0] === "string" &&
+    isTime(entry[1]);
 }
 
 function isList(value: unknown): value is unknown[] {

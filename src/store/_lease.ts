@@ -1,9 +1,8 @@
-// Internal: the lease protocol the shared stores (KV, Redis) follow, written
-// once over what each database offers. Whoever needs a token takes the lease
-// (only if nothing changed since it looked), requests, and publishes the
-// record in the same step that lets the lease go; the others wait for that
-// step: woken by it where the database can tell them (Redis with a
-// connection to block on), else looking again now and then.
+// Internal: the lease protocol the shared stores (KV, Redis) follow. Whoever
+// needs a token takes the lease (only if nothing changed since it looked),
+// requests, and publishes the record in the step that lets the lease go;
+// the others wait for that step: woken by it where the database can tell
+// them (Redis with a connection to block on), else looking again.
 
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
@@ -77,22 +76,15 @@ export interface LeaseDatabase<Snapshot> {
     | undefined;
 }
 
-/** The checked timing options of a shared store, in ms. */
-export interface LeaseTiming {
+/** The checked options of a shared store: its lease timing (ms), seal and name. */
+export interface FleetStoreConfig {
   readonly leaseDuration: number;
   readonly maxWait: number;
   readonly pollInterval: number;
   /** Epoch ms, for what the store keeps (records, leases). */
   readonly now: () => number;
-  /**
-   * The same clock never going back, for how long a process waits: a wall
-   * clock stepped back must not hold a waiter for the hours it stepped.
-   */
+  /** The same clock never going back, for how long a process waits. */
   readonly steady: () => number;
-}
-
-/** The checked options of a shared store: its lease timing, seal and name. */
-export interface FleetStoreConfig extends LeaseTiming {
   readonly encryptionKey: CryptoKey | undefined;
   readonly holder: string;
 }
@@ -155,7 +147,7 @@ export async function updateBy<Seen>(
  */
 export async function coordinateByLease<Snapshot>(
   database: LeaseDatabase<Snapshot>,
-  timing: LeaseTiming,
+  timing: FleetStoreConfig,
   key: string,
   { settled, request, signal, requestBudget }: CoordinateOptions,
 ): Promise<TokenRecord> {
@@ -163,8 +155,7 @@ export async function coordinateByLease<Snapshot>(
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
   // Look again soon at first (a token request often takes a few ms), then
-  // less often, up to pollInterval: the first token comes quickly and a
-  // slow one costs few reads.
+  // less often, up to pollInterval.
   let wait = Math.min(FIRST_POLL, pollInterval);
   let lookedAgain = false;
   while (true) {
@@ -176,19 +167,12 @@ export async function coordinateByLease<Snapshot>(
     if (leaseFree) {
       const taken = await database.take(key, snapshot, signal);
       if ("publish" in taken) {
-        return await requestHolding(
-          database,
-          timing,
-          key,
-          taken,
-          record,
-          request,
-        );
+        const held = { lease: taken, leaseDuration: timing.leaseDuration };
+        return await requestHolding(database, key, held, record, request);
       }
       // Another process took it first, or the record changed: wait on the
-      // new holder, or look once more at once. Lost twice in a row (the
-      // database holds what it cannot take over): look again after the
-      // wait, never in a tight loop, and not past the deadline.
+      // new holder, or look once more at once; lost twice in a row, look
+      // again after the wait, never in a tight loop.
       holder = taken.holder;
       if (holder === undefined && !lookedAgain) {
         lookedAgain = true;
@@ -214,13 +198,12 @@ export async function coordinateByLease<Snapshot>(
 /** Requests while holding the lease; publishes the result as it lets go. */
 async function requestHolding(
   database: LeaseDatabase<unknown>,
-  timing: LeaseTiming,
   key: string,
-  lease: HeldLease,
+  { lease, leaseDuration }: { lease: HeldLease; leaseDuration: number },
   before: TokenRecord | undefined,
   request: () => Promise<TokenRecord>,
 ): Promise<TokenRecord> {
-  const stop = keepRenewing(lease, timing.leaseDuration);
+  const stop = keepRenewing(lease, leaseDuration);
   let result: TokenRecord;
   try {
     result = await request();
@@ -266,11 +249,7 @@ async function publishIfNewer(
   if (!newer) await database.set(key, record);
 }
 
-/**
- * Keeps the lease while a request runs, so that a slow token endpoint does
- * not let another process take over; a holder that dies stops renewing and
- * its lease runs out within `leaseDuration`.
- */
+/** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */
 function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
   const timer = setInterval(() => {
     lease.renew().catch(() => {}); // a busy database: the next tick renews

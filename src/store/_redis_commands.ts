@@ -11,6 +11,27 @@
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
+import { checkNumber, requireText } from "../core/_check.ts";
+
+/** The checked `prefix` and `commandTimeout` the store and the limiter take. */
+export function redisOptions(
+  options: { prefix?: string; commandTimeout?: number },
+  context: string,
+  prefix: string,
+): { prefix: string; commandTimeout: number } {
+  return {
+    prefix: options.prefix === undefined
+      ? prefix
+      : requireText(options.prefix, context, "prefix"),
+    commandTimeout: checkNumber(
+      options.commandTimeout,
+      2000,
+      "positive whole time in ms, at most 2147483647",
+      context,
+      "commandTimeout",
+    ),
+  };
+}
 
 /**
  * Sends one command within `ms`: a client that queues commands while Redis

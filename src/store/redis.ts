@@ -46,12 +46,8 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import {
-  checkNumber,
-  optionError,
-  requireFunction,
-  requireText,
-} from "../core/_check.ts";
+import { optionError, requireFunction } from "../core/_check.ts";
+import { redisOptions } from "./_redis_commands.ts";
 import { fleetStoreConfig } from "./_lease.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
 import type { RedisCommand } from "./redis_command.ts";
@@ -170,21 +166,12 @@ export function createRedisTokenStore(
   }
   return new RedisTokenStore({
     ...fleetStoreConfig(options, CONTEXT),
+    ...redisOptions(options, CONTEXT, "partner-api:token"),
     command,
     blockingCommand: requireFunction(
       options.blockingCommand,
       CONTEXT,
       "blockingCommand",
-    ),
-    prefix: options.prefix === undefined
-      ? "partner-api:token"
-      : requireText(options.prefix, CONTEXT, "prefix"),
-    commandTimeout: checkNumber(
-      options.commandTimeout,
-      2000,
-      "positive whole time in ms, at most 2147483647",
-      CONTEXT,
-      "commandTimeout",
     ),
   });
 }

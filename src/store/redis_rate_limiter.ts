@@ -5,12 +5,7 @@
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
-import {
-  checkNumber,
-  optionError,
-  requireFunction,
-  requireText,
-} from "../core/_check.ts";
+import { optionError, requireFunction } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
   type FleetConfig,
@@ -26,7 +21,7 @@ import {
   type TakeRequest,
 } from "./_window_rules.ts";
 import { ANSWER, REFUSE, RESEED, TAKE } from "./_redis_rate_scripts.ts";
-import { sendWithin, text } from "./_redis_commands.ts";
+import { redisOptions, sendWithin, text } from "./_redis_commands.ts";
 import { hexDigest, perKey } from "./_key.ts";
 
 /**
@@ -174,15 +169,10 @@ export function createRedisRateLimiter(
     throw optionError(TypeError, CONTEXT, "command", "must be given");
   }
   const config = fleetConfig(options, CONTEXT, 1_000_000);
-  const prefix = options.prefix === undefined
-    ? "partner-api:rate"
-    : requireText(options.prefix, CONTEXT, "prefix");
-  const commandTimeout = checkNumber(
-    options.commandTimeout,
-    2000,
-    "positive whole time in ms, at most 2147483647",
+  const { prefix, commandTimeout } = redisOptions(
+    options,
     CONTEXT,
-    "commandTimeout",
+    "partner-api:rate",
   );
   const window = new RedisWindow(command, prefix, config, commandTimeout);
   return new FleetRateLimiter(window, config);
