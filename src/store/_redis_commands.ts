@@ -1,13 +1,10 @@
-// Internal: how the Redis store and limiter talk to Redis: one command
-// within a time limit, replies as text; and the token store's scripts, with
-// the same steps in plain commands for a Redis that refuses EVAL (an ACL
-// without @scripting, a managed service, a renamed command). Without those,
-// every step of the lease failed, each process counted the store as failing
-// and sent its own token request: five processes spent five tokens. Plain
-// commands keep the lease (SET NX PX), so the fleet still spends one; what
-// they cannot do is check and write in one step, so a process stalled past
-// its lease may let the next holder's go, and two writes of the ledger at
-// the same moment may lose one.
+// Internal: how the Redis store and limiter talk to Redis: their options,
+// one command within a time limit, replies as text; and the token store's
+// scripts, with the same steps in plain commands for a Redis that refuses
+// EVAL (else every process counted the store as failing and spent a token
+// of its own). Plain commands keep the lease (SET NX PX); they cannot check
+// and write in one step, so a process stalled past its lease may let the
+// next holder's go, and two ledger writes at one moment may lose one.
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
@@ -33,10 +30,7 @@ export function redisOptions(
   };
 }
 
-/**
- * Sends one command within `ms`: a client that queues commands while Redis
- * is away would otherwise hold every waiting caller.
- */
+/** Sends one command within `ms`: a client queueing while Redis is away must not hold every caller. */
 export function sendWithin(
   command: RedisCommand,
   args: string[],
@@ -63,13 +57,10 @@ export function text(reply: unknown): string | undefined {
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
 // Each script acts only if a value is still the one this process saw or
-// wrote, so that no process overwrites or deletes another's work.
-// TAKE first drops a record or lease key of another type (WRONGTYPE): it is
-// not ours, and would otherwise hold every process off for good. A record
-// the process could not read (ARGV[4] '1') may be taken over while it still
-// is no sealed record: its bytes may not come back as the text seen (not
-// UTF-8). Taken by another, it answers who holds it, so that a waiter can
-// wait on it.
+// wrote. TAKE first drops a key of another type (it would hold every
+// process off for good); a record the process could not read (ARGV[4] '1')
+// may be taken over while it is no sealed record (its bytes may not come
+// back as the text seen). Taken by another, it answers who holds it.
 const TAKE = `for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end

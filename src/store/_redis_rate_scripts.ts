@@ -1,10 +1,8 @@
 // Internal: the fleet window's rules (_window_rules.ts) as Lua scripts, on
-// Redis's own clock. Each script first replaces what is not ours, in the
-// same atomic step: a key of another type, a number that does not parse,
-// a block further ahead than the rules ever write (cut back), a send dated
-// past the hold (dropped).
-// Such a key would otherwise make every take fail (and every process pace
-// alone at the whole limit), or hold the fleet off for as long as it says.
+// Redis's own clock. Each script first replaces, in the same atomic step,
+// what is not ours (a key of another type, a number that does not parse, a
+// block further ahead than the rules write, a send dated past the hold):
+// it would otherwise make every take fail, or hold the fleet off.
 
 // KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted
 // set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
@@ -16,11 +14,9 @@
 // ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
 // with if the window has none; then each script's own.
 
-// Writes down in the epoch hash until when the window holds a send: the
-// latest send's time (none past the hold is ours) and an interval. Before
-// then the window cannot have emptied by itself; once it is empty, nothing
-// is written down (an answer of a version that did not write it cannot
-// leave a mark that would take an emptied window for a lost one).
+// Writes down in the epoch hash until when the window holds a send (the
+// latest send's time and an interval): before then it cannot have emptied
+// by itself. Once it is empty, nothing is written down.
 const mark = (window: string, epoch: string) =>
   `local function mark()
   local last = redis.call('ZREVRANGEBYSCORE', ${window}, now + hold, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
