@@ -1,26 +1,5 @@
-/**
- * Configuration from the six `PARTNER_API_*` variables, ready for
- * `createClient(configFromEnv())`.
- *
- * @example Configuration from a record, as from a `.env` file
- * ```ts
- * import { configFromEnv } from "@partner-api/client";
- * import { equal } from "node:assert/strict";
- *
- * const config = configFromEnv({
- *   PARTNER_API_BASE_URL: "https://api.partner.example/api",
- *   PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
- *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token",
- *   PARTNER_API_AUDIENCE: "https://api.partner.example",
- *   PARTNER_API_CLIENT_ID: " my-client ",
- *   PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
- * });
- * equal(config.environment.baseUrl.href, "https://api.partner.example/api/");
- * equal(config.clientId, "my-client"); // values are trimmed
- * ```
- *
- * @module
- */
+// Configuration from the six `PARTNER_API_*` variables, ready for
+// `createClient(configFromEnv())`. Public through the root entry.
 
 import { defineEnvironment, type Environment } from "./environment.ts";
 import type { OptionError } from "./_check.ts";

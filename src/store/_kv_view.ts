@@ -91,8 +91,8 @@ export class ClockView {
   >();
   readonly #places = new Map<string, Sighting>();
   readonly #holders = new Map<string, Sighting>();
-  #block: Sighting | undefined;
-  #short: Sighting | undefined;
+  /** The block and the short window, by kind. */
+  readonly #stamps = new Map<string, Sighting>();
 
   constructor(holder: string) {
     this.#own = holder;
@@ -145,8 +145,13 @@ export class ClockView {
       sends,
       line,
       holders,
-      block: this.#seeBlock(state, now, limit),
-      shortUntil: this.#seeShort(state, now, limit),
+      block: this.#seeStamp("block", state.block, now, slotShare(limit)),
+      shortUntil: this.#seeStamp(
+        "short",
+        state.shortUntil,
+        now,
+        limit.interval + GRACE,
+      ),
     };
   }
 
@@ -201,23 +206,14 @@ export class ClockView {
       : { shortUntil: 0, reseeded: 0 };
   }
 
-  /** A short window lasts one interval and a moment from when it was seen. */
-  #seeShort(state: WindowState, now: number, limit: RateLimit): number {
-    if (state.shortUntil <= 0) return (this.#short = undefined, 0);
-    if (this.#short?.stamp !== state.shortUntil) {
-      this.#short = { stamp: state.shortUntil, at: now };
-    }
-    const until = this.#short.at + limit.interval + GRACE;
-    return until > now ? until : 0;
-  }
-
-  /** A block lasts at most one slot's share of the interval from when it was seen. */
-  #seeBlock(state: WindowState, now: number, limit: RateLimit): number {
-    if (state.block <= 0) return (this.#block = undefined, 0);
-    if (this.#block?.stamp !== state.block) {
-      this.#block = { stamp: state.block, at: now };
-    }
-    const until = this.#block.at + slotShare(limit);
+  /**
+   * A block or a short window lasts `lasts` from when it was first seen: a
+   * block one slot's share of the interval, a short window an interval and
+   * a moment.
+   */
+  #seeStamp(kind: string, stamp: number, now: number, lasts: number): number {
+    if (stamp <= 0) return (this.#stamps.delete(kind), 0);
+    const until = sighting(this.#stamps, kind, stamp, now) + lasts;
     return until > now ? until : 0;
   }
 }
