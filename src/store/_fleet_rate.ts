@@ -1,15 +1,10 @@
-// Internal: the part of a fleet rate limiter that lives in each process. The
-// fleet's window lives in a store (Redis, KV) behind SharedWindow, which
-// decides each take atomically; here the process's own callers queue in
-// order, one take at a time goes to the store for as many of them as wait,
-// and the store's answer says how long until it is worth asking again, so
-// nobody polls blindly.
-//
-// The process also remembers its own sends of the last window. When the
-// store fails it paces alone at its last known share (never the whole
-// limit); when the store answers again, or comes back without the window
-// (a restart, a key that was not ours), it writes those sends back before
-// it takes, so that the fleet's window counts them.
+// Internal: the part of a fleet rate limiter that lives in each process.
+// The store (Redis, KV) behind SharedWindow decides each take atomically;
+// here the process's callers queue in order, one take at a time asks for
+// as many as wait, and the answer says when to ask again. The process
+// remembers its own sends of the last window: when the store fails it
+// paces alone at its last known share, and when the store answers again
+// (or comes back without the window) it writes them back before it takes.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
@@ -212,11 +207,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
-  /**
-   * One slot from this process's share, or how long until one is free:
-   * live callers first, background ones within the share less its part of
-   * the reserve.
-   */
+  /** One slot from this process's share (less its part of the reserve, for background callers), or the wait. */
   #takeAlone(): number {
     const { interval, requests } = this.limit;
     const now = this.#config.now();
@@ -235,10 +226,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return Math.min(wait, Math.max(1, this.#aloneUntil - now));
   }
 
-  /**
-   * Slots from the store for as many as wait of one priority (live ones
-   * first), or how long until more.
-   */
+  /** Slots from the store for as many as wait of one priority (live first), or the wait. */
   async #takeShared(): Promise<number> {
     const { requests } = this.limit;
     const line = this.#lines.next;
@@ -307,8 +295,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const recent = this.#lastTakeAt > 0 &&
       now - this.#lastTakeAt < windowSpan(this.limit);
     // A window that came back empty while this process had sends in it is
-    // a fall as much as a store that fails (one that merely expired after
-    // a quiet window is not).
+    // a fall as much as a store that fails.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({
       holder: this.#config.holder,
@@ -364,10 +351,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (this.#config.onEvent !== undefined) emit(this.#config.onEvent, event);
   }
 
-  /**
-   * Tells the store of the answers, as many at once as came meanwhile: one
-   * write for a burst of answers, not one each.
-   */
+  /** Tells the store of the answers, as many at once as came meanwhile. */
   async #tell(): Promise<void> {
     try {
       while (this.#answers.length > 0) {

@@ -1,19 +1,15 @@
-// Internal: the rules of the fleet's window, pure and on one clock. The KV
-// limiter runs them on the value it reads; the Redis scripts
-// (_redis_rate_scripts.ts) are the same rules in Lua, on Redis's clock.
-//
-// What is read from a store is never trusted further than its rules allow:
-// a send dated past the store's time plus the hold is dropped, a block, a
-// wait or a place in line lasts at most one interval and the hold, and a
-// value that is not a window counts as a window the store lost (a
-// restart): its members write back what they sent before anyone takes.
+// Internal: the rules of the fleet's window, pure and on one clock: the KV
+// limiter runs them on the value it reads, the Redis scripts are the same
+// rules in Lua. What a store holds is never trusted past them: a send dated
+// past the hold is dropped, no block, wait or place lasts more than an
+// interval and the hold, and a value that is not a window is a window lost.
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 
 /**
  * How long an unanswered send counts as taken at most, in ms, before its
- * window: longer than any request's time limit, so only a process that died
- * mid-request leaves one, and its slot comes back after this and a window.
+ * window: longer than any request's time limit (only a process that died
+ * mid-request leaves one).
  */
 export const HOLD = 60_000;
 /** How long a process keeps its place in line after its turn came, in ms. */
@@ -26,10 +22,8 @@ export function windowSpan({ interval }: RateLimit): number {
 
 /**
  * A send: its name (`<holder>:<ticket>`), the ms it counts from, whether it
- * was answered, and once answered, how many ms it took from the moment it
- * was written to its answer on its owner's clock (-1: unknown). That span
- * needs no clock in common: a process on another clock that saw the send
- * written knows it was answered within the span of that sight.
+ * was answered, and then the ms from its writing to its answer on its
+ * owner's clock (-1: unknown), which a process on another clock can go by.
  */
 export type Send = readonly [
   name: string,
@@ -68,12 +62,9 @@ export interface WindowState {
   /** No send before this (after a refusal). */
   readonly block: number;
   /**
-   * Until when the window is short of what it lost (0: it lost nothing).
-   * The store lost the window with sends in it (a restart, a value that was
-   * not ours), and its members wrote theirs back as they came back: until
-   * everything it held has left (one interval and a moment after the first
-   * came back), the fleet sends only as many as were written back, so that
-   * the sends of a member that has not come back keep their slots.
+   * Until when the window is short of what it lost (0: nothing): until all
+   * it held has left, the fleet sends only as many as its members wrote
+   * back, so that the sends of one not back yet keep their slots.
    */
   readonly shortUntil: number;
   /** Sends written back while the window is short. */
@@ -276,10 +267,8 @@ function turnWait(
 ): number {
   const { interval } = limit;
   if (state.block > now) return state.block - now;
-  // Slots free beyond those of the places ahead (`place` among those that
-  // may be ahead of it): its next turn is now, once those ahead took
-  // theirs (slots a burst of answers freed together were left unused
-  // until the oldest send left, an interval on).
+  // Slots free beyond those of the places ahead: its turn is now, once
+  // those ahead took theirs.
   if (place < free) return 1;
   // The turn comes when the (index + 1)-th send leaves.
   const index = place - free;
@@ -341,10 +330,7 @@ export interface Reseed {
   readonly epoch: string;
   /** Its sends of the last window, as `[name, ms since answered]`; -1: unanswered. */
   readonly sends: readonly (readonly [string, number])[];
-  /**
-   * It took while the window it knew could still hold sends (within an
-   * interval, the hold and a moment): sends may have been lost with it.
-   */
+  /** It took while the window it knew could still hold sends: they may be lost. */
   readonly recent: boolean;
 }
 

@@ -1,11 +1,8 @@
-// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script, so the
-// fleet's window rests in one value that each take reads, decides on with
-// the pure rules of _window_rules.ts (the same as the Redis scripts'), and
-// writes back only if nobody wrote it meanwhile (`kv.atomic().check()`):
-// a value that is not a window is replaced in that same check. Answers go
-// to keys of their own, which never collide, and the next take folds them
-// in. KV has no clock of its own: each process dates what others wrote by
-// when it saw it (_kv_view.ts), so members' clocks may differ by any amount.
+// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script:
+// the window rests in one value that each take reads, decides on with the
+// pure rules of _window_rules.ts, and writes back only if nobody wrote it
+// meanwhile. Answers go to keys of their own, folded in by the next take.
+// Each process dates what others wrote by when it saw it (_kv_view.ts).
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
@@ -71,9 +68,7 @@ export interface KvRateLimiterOptions {
   prefix?: readonly (string | number)[];
   /**
    * The clock, in epoch ms. Processes on one database need not agree on
-   * the time: each dates what the others wrote by when it saw it, and
-   * measures on its own clock only the time that passed since. A clock
-   * stepped back is read as no time passing.
+   * the time; a clock stepped back is read as no time passing.
    *
    * @default {Date.now, read through the runtime's monotone clock}
    */
@@ -156,10 +151,7 @@ export function createKvRateLimiter(
 const MOST_ATTEMPTS = 8;
 /** Answers folded into the window by one take, at most. */
 const MOST_FOLDED = 500;
-/**
- * An answer is not given up so soon: until it is written, its slot stays
- * taken for the whole hold.
- */
+/** An answer is not given up so soon: until written, its slot stays taken for the hold. */
 const MOST_ANSWER_ATTEMPTS = 100;
 
 /** A take that lost every write to others. */
@@ -218,9 +210,8 @@ class KvWindow implements SharedWindow {
 
   /**
    * One write with no check: answers never wait for the window's lock. Each
-   * says when, and how long after its send was written (what a process on
-   * another clock goes by): not known when this clock was stopped from going
-   * back meanwhile, since the time that cost went unmeasured.
+   * says when, and how long after its send was written (unknown across a
+   * step back of this clock).
    */
   async answer(sends: readonly string[]): Promise<void> {
     const now = this.#now();
@@ -256,10 +247,8 @@ class KvWindow implements SharedWindow {
 
   /**
    * Reads the value and the answers waiting, changes the value as this
-   * process's clock sees it, and writes it back (the answers folded in
-   * deleted) if nobody else wrote it meanwhile; tries again a few times,
-   * then gives way (`false`). A value that is not a window is a window the
-   * store lost: a new epoch, written in the same check.
+   * process's clock sees it, and writes it back if nobody wrote meanwhile;
+   * `false` after a few tries. A value that is not a window gets a new epoch.
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,
@@ -289,10 +278,7 @@ class KvWindow implements SharedWindow {
     return false;
   }
 
-  /**
-   * Another process holds the file's write lock (SQLite): contention, not
-   * a failing store; wait a moment. Anything else is a failing store.
-   */
+  /** Another process holds the file's write lock: wait a moment. Anything else is a failing store. */
   async #giveWay(error: unknown, attempt: number): Promise<void> {
     if (!/locked|busy/i.test(String(error))) throw error;
     await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));

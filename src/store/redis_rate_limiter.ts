@@ -1,6 +1,5 @@
-// The fleet rate limiter on Redis (exported by ./redis). The fleet's window rests in one
-// sorted set (each send scored with the ms it counts from, on Redis's own
-// clock), the line of waiting processes in another; one Lua script per take
+// The fleet rate limiter on Redis (exported by ./redis): the window in one
+// sorted set on Redis's clock, the line in another; one Lua script per take
 // decides atomically and answers how long until the caller's turn.
 
 import type { EventListener } from "../core/events.ts";
@@ -75,8 +74,7 @@ export interface RedisRateLimiterOptions {
    */
   commandTimeout?: number;
   /**
-   * The clock, in epoch ms, for the pace this process keeps alone while
-   * Redis fails; the fleet's window runs on Redis's clock.
+   * The clock, in epoch ms, for the pace kept alone while Redis fails.
    *
    * @default {Date.now}
    */

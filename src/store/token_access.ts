@@ -187,22 +187,24 @@ function trustedRecord(
   value: unknown,
   now: number,
 ): TokenRecord | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const { token, quota, blockedUntil, failure, renewal } = value as Record<
-    string,
-    unknown
-  >;
+  const record = fields(value);
+  if (record === undefined) return undefined;
+  const { token, quota, blockedUntil, failure, renewal } = record;
   const latest = now + FLEET_CLOCK_SLACK;
   return {
     ...(isIssuedToken(token) &&
-        token.expiresAt <= latest + token.expiresIn * 1000
-      ? { token }
-      : {}),
-    ...(isQuotaSnapshot(quota) ? { quota } : {}),
-    ...(isTime(blockedUntil) ? { blockedUntil } : {}),
-    ...(isFailure(failure) ? { failure } : {}),
-    ...(isRenewal(renewal) && renewal.at <= latest ? { renewal } : {}),
+      token.expiresAt <= latest + token.expiresIn * 1000 && { token }),
+    ...(isQuotaSnapshot(quota) && { quota }),
+    ...(isTime(blockedUntil) && { blockedUntil }),
+    ...(isFailure(failure) && { failure }),
+    ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
   };
+}
+
+function fields(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null
+    ? value as Record<string, unknown>
+    : undefined;
 }
 
 function isTime(value: unknown): value is number {
@@ -210,24 +212,20 @@ function isTime(value: unknown): value is number {
 }
 
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
-  if (typeof value !== "object" || value === null) return false;
-  const { buckets, observedAt } = value as Record<string, unknown>;
+  const { buckets, observedAt } = fields(value) ?? {};
   return isTime(observedAt) && Array.isArray(buckets) &&
-    buckets.every((bucket) =>
-      typeof bucket === "object" && bucket !== null &&
-      typeof bucket.bucket === "string" && isTime(bucket.limit) &&
-      isTime(bucket.remaining) && isTime(bucket.resetAfter)
-    );
+    buckets.every((bucket) => {
+      const { bucket: name, limit, remaining, resetAfter } = fields(bucket) ??
+        {};
+      return typeof name === "string" && isTime(limit) &&
+        isTime(remaining) && isTime(resetAfter);
+    });
 }
 
 const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
 
 function isFailure(value: unknown): value is TokenFailure {
-  if (typeof value !== "object" || value === null) return false;
-  const { until, failures, reason, status, code } = value as Record<
-    string,
-    unknown
-  >;
+  const { until, failures, reason, status, code } = fields(value) ?? {};
   return isTime(until) && isTime(failures) && failures >= 1 &&
     FAILURE_REASONS.has(reason as string) &&
     (status === undefined || isTime(status)) &&
@@ -235,7 +233,6 @@ function isFailure(value: unknown): value is TokenFailure {
 }
 
 function isRenewal(value: unknown): value is TokenRenewal {
-  if (typeof value !== "object" || value === null) return false;
-  const { at, expiresAt, token } = value as Record<string, unknown>;
+  const { at, expiresAt, token } = fields(value) ?? {};
   return isTime(at) && isTime(expiresAt) && typeof token === "string";
 }
