@@ -132,15 +132,7 @@ const DEFAULT_BACKOFF: Backoff = Object.freeze({
 
 /** Checks a `retry` option: `false` for none, else each field or its default. */
 export function backoffFrom(
-  retry:
-    | {
-      retries?: number;
-      initialDelay?: number;
-      maxDelay?: number;
-      maxRetryAfter?: number;
-    }
-    | false
-    | undefined,
+  retry: Partial<Backoff> | false | undefined,
   context: string,
 ): Backoff {
   if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };

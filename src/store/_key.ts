@@ -1,6 +1,8 @@
 // Internal: the key a provider keeps its record under in any store, and the
 // key that seals the record by default. Both derive from the client secret.
 
+import { hex } from "../core/_encoding.ts";
+
 /** PBKDF2 rounds for a short secret's part of a store key: about 50 ms, once per process. */
 const KEY_ROUNDS = 210_000;
 /**
@@ -129,9 +131,4 @@ function rawKey(
 ): Promise<CryptoKey> {
   const bytes = encoder.encode(material);
   return crypto.subtle.importKey("raw", bytes, algorithm, false, [usage]);
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0"))
-    .join("");
 }

@@ -1,7 +1,6 @@
-// Internal: the KV token store behind createKvTokenStore. Records rest under
-// [...prefix, digest, "record"], leases under [...prefix, digest, "lease"],
-// where digest is a SHA-256 digest of the store key: the key itself holds a
-// part derived from the secret, from which the records' seal derives.
+// Internal: the KV token store. Records rest under [...prefix, digest,
+// "record"], leases under [...prefix, digest, "lease"]: a digest of the
+// store key, whose secret part the records' seal derives from.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { optionError } from "../core/_check.ts";
@@ -166,9 +165,8 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 
   /**
    * Whether a lease is over: its time is up by this process's clock, or it
-   * has been seen unchanged (not renewed) for a whole lease. A clock stepped
-   * back (or a holder's clock ahead) cannot make a dead holder's lease hold
-   * the fleet for the hours the clocks differ.
+   * was seen unchanged for a whole lease (clocks that differ cannot make a
+   * dead holder's lease hold the fleet for hours).
    */
   #leaseOver(key: string, lease: Lease): boolean {
     const { now, steady, leaseDuration } = this.#config;

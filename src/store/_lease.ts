@@ -50,10 +50,7 @@ export interface LostLease {
 export interface LeaseDatabase<Snapshot> {
   /** One consistent read of the record and the lease. */
   look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
-  /**
-   * Takes the lease if neither record nor lease changed since `snapshot`;
-   * else who holds it, where the database can tell at no cost.
-   */
+  /** Takes the lease if nothing changed since `snapshot`; else who holds it, if known. */
   take(
     key: string,
     snapshot: Snapshot,
@@ -62,9 +59,8 @@ export interface LeaseDatabase<Snapshot> {
   get(key: string): Promise<TokenRecord | undefined>;
   set(key: string, record: TokenRecord): Promise<void>;
   /**
-   * Waits at most `ms` for `holder` to let its lease go, woken by the step
-   * that does: the record that step published, if any. Absent where the
-   * database cannot tell (then the waiter looks again after a while).
+   * Waits at most `ms` for `holder` to let its lease go: the record then
+   * published, if any. Absent where the database cannot tell.
    */
   readonly waitForRelease?:
     | ((

@@ -22,11 +22,7 @@ const RENEWAL_KEPT = 2 * 3_600_000;
 const MAX_RECORD_LIFETIME = 366 * 86_400_000;
 const encoder = new TextEncoder();
 
-/**
- * Encrypts the record's plain copy, bound to `key`: it cannot be replayed
- * under another. A `version` goes inside the seal, so that nobody can
- * change it without the key.
- */
+/** Encrypts the record's plain copy (with `version` inside), bound to `key`. */
 export async function sealRecord(
   encryptionKey: CryptoKey,
   key: string,
@@ -63,11 +59,9 @@ export async function openRecord(
 
 /**
  * One fleet store's seals: the key given, else one derived from each store
- * key (and so from the client secret, which every member of a fleet holds).
- * Each write seals a version newer than any seen; a record older than one
- * seen (a replayed copy, a store rolled back to a backup) is refused, so
- * that a token the fleet renewed, or a ledger entry it wrote, is never
- * served again. A process that starts after the rollback cannot tell.
+ * key (and so from the client secret). Each write seals a version newer
+ * than any seen; an older record (a replayed copy, a store rolled back) is
+ * refused, so that a token the fleet renewed is never served again.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;

@@ -1,9 +1,8 @@
-// Internal: the Redis token store behind createRedisTokenStore. Each client's
-// record rests under "<prefix>:{<digest>}:record", its lease under
-// "<prefix>:{<digest>}:lease", and the step that lets a lease go is told on
-// a short-lived stream "<prefix>:{<digest>}:lease:<lease value>" (one hash
-// tag, so a cluster keeps them in one slot for the scripts). Values are JSON
-// text: the sealed record, its nonce and ciphertext in base64.
+// Internal: the Redis token store. A client's record rests under
+// "<prefix>:{<digest>}:record", its lease under "...:lease", and the step
+// that lets a lease go is told on a short-lived stream "...:lease:<lease>"
+// (one hash tag: one cluster slot for the scripts). Values are JSON: the
+// sealed record's nonce and ciphertext in base64.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { MAX_STORED_RECORD, recordLifetime, RecordSeals } from "./_record.ts";
@@ -24,6 +23,7 @@ import {
 } from "./_lease.ts";
 import { hexDigest, perKey } from "./_key.ts";
 import { delay, raceAbort } from "../core/_deadlines.ts";
+import { base64 } from "../core/_encoding.ts";
 
 /** A record as a look saw it: its text, and whether it could be read. */
 interface Seen {
@@ -155,11 +155,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   /**
    * Blocks on `blocking`'s connection until the lease `holder` is let go
-   * (an entry on its stream, there already if it was), for at most `ms`
-   * and `pollInterval` (a holder that died, or one of a version that tells
-   * nobody, wakes no one): the record published with it, if any. One
-   * wait at a time holds the connection: another meanwhile, and a failing
-   * Redis, wait like a poll, never retried at once.
+   * (an entry on its stream), for at most `ms` and `pollInterval`: the
+   * record published with it, if any. One wait at a time holds the
+   * connection; another meanwhile, or a failing Redis, waits like a poll.
    */
   async #waitOn(
     blocking: RedisCommand,
@@ -203,11 +201,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     );
   }
 
-  /**
-   * A script by EVAL; a Redis that refuses EVAL (an ACL without scripting,
-   * a renamed command) counts as failing for it, and from then on the same
-   * steps go by plain commands, which keep the lease.
-   */
+  /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */
   async #script(
     name: ScriptName,
     keys: string[],
@@ -247,7 +241,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const { iv, sealed } = await this.#seals.seal(key, record);
     const lifetime = recordLifetime(record, this.#config.now());
     return [
-      JSON.stringify({ iv: toBase64(iv), sealed: toBase64(sealed) }),
+      JSON.stringify({ iv: base64(iv), sealed: base64(sealed) }),
       String(lifetime),
     ];
   }
@@ -279,12 +273,6 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 function noneOfAnotherType(error: unknown): undefined {
   if (/WRONGTYPE/.test(String(error))) return undefined;
   throw error;
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
 }
 
 function fromBase64(text: string): Uint8Array<ArrayBuffer> {
