@@ -90,11 +90,7 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
   }
 }
 
-/**
- * Time limits of exactly `ms`, on `now`, for requests that are few (token
- * requests). Not `AbortSignal.timeout`: its timer cannot be cleared, and
- * fake timers cannot drive it.
- */
+/** Time limits of exactly `ms`, on `now`, for requests that are few (token requests). */
 export function attemptLimits(ms: number, now: () => number): AttemptLimits {
   return new SharedDeadlines(ms, now, 0);
 }
@@ -162,11 +158,7 @@ export function backoffFrom(
   };
 }
 
-/**
- * Answers worth another attempt: the server could not answer for now, or
- * its rate window was full (429). The token side never meets a 429 here:
- * from the token endpoint it is the quota, a `QuotaExceededError`.
- */
+/** Answers worth another attempt (a 429 from the token endpoint is the quota, never met here). */
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 
 /** Whether an answer with `status` is worth another attempt. */
@@ -190,10 +182,7 @@ export function retryDelay(
   return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
 }
 
-/**
- * The wait before retry number `attempt` (0-based): exponential, with jitter
- * between half and all of it so that a fleet does not retry in step.
- */
+/** The wait before retry `attempt` (0-based): exponential, jittered so that a fleet does not retry in step. */
 export function backoffDelay(
   backoff: Backoff,
   attempt: number,
@@ -225,10 +214,7 @@ export function retryAfterMs(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/**
- * Reads at most `max` bytes of `response`'s body as text; a larger one
- * (declared, or found while reading) is cancelled unread: `undefined`.
- */
+/** At most `max` bytes of `response`'s body as text; a larger one is cancelled unread: `undefined`. */
 export async function readBounded(
   response: Response,
   max: number,

@@ -2,6 +2,8 @@
 // and API requests alike), the one race of work against an AbortSignal, and
 // a wait that an abort ends.
 
+import { MAX_TIMER_MS } from "./_check.ts";
+
 /**
  * Time limits shared by the attempts that start within the same short
  * window (a tenth of the limit, at most a second): one timer per window
@@ -52,8 +54,6 @@ export class SharedDeadlines implements AttemptLimits {
 const QUIET_TURNS = 8;
 /** A turn of the microtask queue: cheaper than `queueMicrotask` in Deno. */
 const RESOLVED = Promise.resolve();
-/** The largest delay `setTimeout` takes whole (a longer one fires at once). */
-const MAX_DELAY = 2 ** 31 - 1;
 
 /** One window of {@linkcode SharedDeadlines}. */
 class Window {
@@ -88,7 +88,7 @@ class Window {
       if (this.#setBy === set) return;
       this.#disarm();
     }
-    const delay = Math.min(MAX_DELAY, this.#until + this.#ms - now);
+    const delay = Math.min(MAX_TIMER_MS, this.#until + this.#ms - now);
     const timer = set(this.#expire, Math.max(0, delay));
     unrefTimer(timer);
     this.#timer = timer;

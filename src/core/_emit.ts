@@ -14,10 +14,8 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
 }
 
 /**
- * Calls a user's listener (`onEvent`, `onQuota`, ...) with `value`. What it
- * throws is dropped, and so is what the promise it may return rejects with:
- * an `async` listener that fails must not become an unhandled rejection,
- * which ends a Deno or Node process.
+ * Calls a user's listener with `value`, dropping what it throws or rejects
+ * with: an unhandled rejection would end a Deno or Node process.
  */
 export function callListener<T>(
   listener: (value: T) => unknown,

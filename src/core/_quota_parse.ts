@@ -73,9 +73,8 @@ export function quotaSegments(value: string | null | undefined): string[] {
 }
 
 /**
- * Reads the header bucket by bucket: a bad bucket is dropped and the good
- * ones still count, so a garbled day bucket cannot hide an exhausted hour.
- * The token path uses this: a token already paid for is never lost to it.
+ * Reads the header bucket by bucket, dropping a bad one: a garbled day
+ * bucket cannot hide an exhausted hour, nor cost a token already paid for.
  */
 export function readQuotaBuckets(
   value: string | null | undefined,

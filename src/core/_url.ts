@@ -27,13 +27,7 @@ export function urlError(
   return optionError(TypeError, context, field, rule, displayUrl(url));
 }
 
-/**
- * Parses `value` as an address that may carry credentials: `https:`, or
- * `http:` on a loopback host only (tests and local demos).
- *
- * @param context Start of the error message, e.g. "Cannot define environment".
- * @param field The option's name, quoted in the error message.
- */
+/** Parses `value` as an address that may carry credentials: `https:`, or `http:` on loopback only. */
 export function secureUrl(
   value: string | URL,
   context: string,
