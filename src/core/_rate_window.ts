@@ -30,11 +30,7 @@ export function emptyWindow(requests: number): Window {
   };
 }
 
-/**
- * How long from `now` until a slot is free when at most `share` sends (by
- * default the ring's size) may fall in one window: 0 when one is free now,
- * `Infinity` while the send that must leave first awaits its answer.
- */
+/** ms from `now` until a slot is free for at most `share` sends a window (`Infinity`: awaiting an answer). */
 export function slotWait(
   window: Window,
   interval: number,

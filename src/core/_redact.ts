@@ -199,11 +199,9 @@ function utf8(binary: string): string {
 const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
- * Text from a server, fit for an error. Secrets are redacted first (no
- * later change may break a form apart and let it through); then control
- * characters become spaces and the text is cut to `max`. A text still
- * holding {@linkcode SECRET_RUN} characters of a secret in a row is dropped
- * whole.
+ * Text from a server, fit for an error: secrets redacted first (no later
+ * change may break a form apart), controls as spaces, cut to `max`; dropped
+ * whole if it still holds {@linkcode SECRET_RUN} characters of a secret.
  */
 export function serverText(
   text: string,

@@ -5,21 +5,15 @@ import { hex } from "../core/_encoding.ts";
 
 /** PBKDF2 rounds for a short secret's part of a store key: about 50 ms, once per process. */
 const KEY_ROUNDS = 210_000;
-/**
- * From this length on a secret is keyed by HKDF, unstretched: a secret the
- * service issues cannot be guessed however fast a guess is tested, and a
- * cold start should not pay 50 ms for it.
- */
+/** From this length on a secret (one the service issues) is keyed by HKDF, unstretched: no guess can find it. */
 const LONG_SECRET = 32;
 const encoder = new TextEncoder();
 
 /**
  * The key of one client's record: endpoint, audience, client id and the
- * secret's part, so that a wrong secret never shares a right one's token.
- * A secret under {@linkcode LONG_SECRET} characters is stretched with PBKDF2
- * (a key name seen in a store must not let anyone test guesses of a weak
- * secret quickly), a longer one derived by HKDF. Keys of short secrets are
- * those of 0.3.
+ * secret's part (a wrong secret never shares a right one's token), a short
+ * secret's stretched with PBKDF2 so that a key seen in a store does not let
+ * anyone test guesses of it quickly.
  */
 export async function storeKey(endpoint: {
   readonly url: URL;

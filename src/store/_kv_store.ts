@@ -104,11 +104,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     return coordinateByLease(this, this.#config, key, options);
   }
 
-  /**
-   * One consistent read of both, and a lease taken only if neither changed
-   * since: otherwise a token published between two reads would look
-   * missing, and be requested again.
-   */
+  /** One consistent read of both: a token published between two reads would look missing. */
   async look(key: string, signal: AbortSignal): Promise<LeaseView<Entries>> {
     const names = await this.#keysOf(key);
     const [stored, lease] = await unlocked(

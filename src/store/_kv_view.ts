@@ -77,11 +77,7 @@ interface Sighting {
   readonly at: number;
 }
 
-/**
- * One process's reading of the window: its own stamps as they are, the
- * others' replaced by when it first saw them (a send, its answer, a place
- * in line, a holder taking again, a block).
- */
+/** One process's reading of the window: its own stamps as they are, the others' by when it first saw them. */
 export class ClockView {
   readonly #own: string;
   /** Sends of others: when first seen, and first seen answered. */
@@ -155,11 +151,7 @@ export class ClockView {
     };
   }
 
-  /**
-   * What to write after `next` was worked out on the view of `stored`: the
-   * others' stamps as they wrote them (their own clocks read them), this
-   * process's as it made them.
-   */
+  /** What to write after `next` was worked out on the view of `stored`: the others' stamps as they wrote them. */
   restore(
     next: WindowState,
     stored: WindowState,
@@ -190,11 +182,7 @@ export class ClockView {
     };
   }
 
-  /**
-   * A short window as stored while it lasts here; over here, it is over for
-   * everyone: this process saw it begin after the window was lost, so all
-   * the window held has left by then.
-   */
+  /** A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss). */
   #restoreShort(
     next: WindowState,
     stored: WindowState,
@@ -206,11 +194,7 @@ export class ClockView {
       : { shortUntil: 0, reseeded: 0 };
   }
 
-  /**
-   * A block or a short window lasts `lasts` from when it was first seen: a
-   * block one slot's share of the interval, a short window an interval and
-   * a moment.
-   */
+  /** A block or a short window lasts `lasts` from when it was first seen. */
   #seeStamp(kind: string, stamp: number, now: number, lasts: number): number {
     if (stamp <= 0) return (this.#stamps.delete(kind), 0);
     const until = sighting(this.#stamps, kind, stamp, now) + lasts;

@@ -136,11 +136,7 @@ export async function updateBy<Seen>(
   throw new Error("Cannot update the token record: it keeps changing");
 }
 
-/**
- * Returns a record `settled` accepts, or takes the lease and requests; a
- * process that waits longer than `maxWait` (and than the holder's request
- * may take with its retries) requests on its own.
- */
+/** A record `settled` accepts, or the lease taken and a request; past `maxWait` and the budget, a request alone. */
 export async function coordinateByLease<Snapshot>(
   database: LeaseDatabase<Snapshot>,
   timing: FleetStoreConfig,

@@ -127,11 +127,7 @@ export interface TakeOutcome extends TakeReply {
   readonly state: WindowState;
 }
 
-/**
- * Sends the window may hold now: the limit, or while it is short of what
- * it lost, only as many as its members wrote back (each replaced as it
- * leaves).
- */
+/** Sends the window may hold now: the limit, or while it is short, as many as were written back. */
 function capacity(state: WindowState, now: number, limit: RateLimit): number {
   return state.shortUntil > now
     ? Math.min(limit.requests, state.reseeded)
@@ -198,11 +194,7 @@ export function takeTurn(
   return outcome({ ...waiting, line: after }, granted, wait, false);
 }
 
-/**
- * Where a take that did not get all it asked for stands in line (at the
- * end when it got some, else where it stood, marked live or background),
- * and how long until its turn.
- */
+/** Where a take that got less than it asked stands in line (at the end if it got some), and its wait. */
 function waitInLine(
   state: WindowState,
   { holder, low }: TakeAsk,
@@ -334,11 +326,7 @@ export interface Reseed {
   readonly recent: boolean;
 }
 
-/**
- * Writes back a member's sends the window lacks. The first member back
- * from an older epoch, if it took recently, makes the window short of
- * what it lost (see {@linkcode WindowState.shortUntil}).
- */
+/** Writes back a member's sends the window lacks; the first back from an older epoch makes it short. */
 export function reseedSends(
   state: WindowState,
   reseed: Reseed,

@@ -140,11 +140,7 @@ export class StoreAccess {
   }
 }
 
-/**
- * Lets a shared store coordinate the request. A store that fails after our
- * own request succeeded still yields that token; one that fails before
- * anyone asked counts as empty.
- */
+/** Lets a shared store coordinate the request; one that fails still yields a token we paid for. */
 async function coordinate(
   store: TokenStore,
   key: string,
@@ -178,10 +174,8 @@ const FLEET_CLOCK_SLACK = 5 * 60_000;
 
 /**
  * The parts of a stored record a provider may act on: each of the right
- * shape, a token whose expiry its own lifetime allows (not "valid until
- * 2200"), a renewal that has happened. Anything else was damaged, written
- * by another version or forged: it counts as absent, and the next write
- * replaces it. Blocks and cooldowns are clamped where they are taken.
+ * shape, a token whose expiry its lifetime allows, a renewal that has
+ * happened. Anything else (damaged, forged) counts as absent.
  */
 function trustedRecord(
   value: unknown,
