@@ -13,10 +13,7 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
   callListener(listener, Object.freeze(event));
 }
 
-/**
- * Calls a user's listener with `value`, dropping what it throws or rejects
- * with: an unhandled rejection would end a Deno or Node process.
- */
+/** Calls a user's listener, dropping what it throws or rejects with (an unhandled rejection ends a process). */
 export function callListener<T>(
   listener: (value: T) => unknown,
   value: T,

@@ -72,10 +72,7 @@ export function quotaSegments(value: string | null | undefined): string[] {
     .filter((segment) => segment.replaceAll(";", "").trim() !== "");
 }
 
-/**
- * Reads the header bucket by bucket, dropping a bad one: a garbled day
- * bucket cannot hide an exhausted hour, nor cost a token already paid for.
- */
+/** Reads the header bucket by bucket, dropping a bad one: a garbled day cannot hide an exhausted hour. */
 export function readQuotaBuckets(
   value: string | null | undefined,
 ): QuotaBucket[] {

@@ -179,10 +179,7 @@ export class WaitQueue<T> {
   }
 }
 
-/**
- * Two lines of callers, each in order: live ones, served first, and
- * background ones (`priority: "low"`), served only while no live one waits.
- */
+/** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines<T> {
   readonly live: WaitQueue<T>;
   readonly low: WaitQueue<T>;

@@ -167,10 +167,7 @@ function nameOf(made: Redactor, match: string): string {
   return made.named.find(({ whole }) => whole.test(match))?.name ?? REDACTED;
 }
 
-/**
- * The name of a value a base64 run holds (the secret's first), read from
- * any of its 4 alignments; `undefined` when it holds none.
- */
+/** The name of a value a base64 run holds (the secret's first), read at any of its 4 alignments. */
 function decodedHolding(run: string, made: Redactor): string | undefined {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {

@@ -104,10 +104,7 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
-  /**
-   * The variable each setting came from: a failed token request's `hint`
-   * names these (`check PARTNER_API_CLIENT_ID, …`), not the options.
-   */
+  /** The variable each setting came from, which a failed token request's `hint` names. */
   readonly settingNames?: {
     readonly clientId: string;
     readonly clientSecret: string;

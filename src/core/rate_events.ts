@@ -29,10 +29,7 @@ export interface RateWaitEvent {
   readonly type: "rate.wait";
   /** How long it waited, in ms. */
   readonly delayMs: number;
-  /**
-   * The request's priority (`RequestInit.priority`, or its client's):
-   * `"low"` waited as background, behind live requests and the reserve.
-   */
+  /** The request's priority: `"low"` waited as background, behind live requests and the reserve. */
   readonly priority: "high" | "low" | "auto";
 }
 

@@ -25,10 +25,7 @@ import {
   windowSpan,
 } from "./_window_rules.ts";
 
-/**
- * The fleet's window in a store. A send is named `<holder>:<ticket>`; it
- * counts as unanswered (from the end of the store's hold) until `answer`.
- */
+/** The fleet's window in a store; a send is named `<holder>:<ticket>`, unanswered until `answer`. */
 export interface SharedWindow {
   readonly store: "redis" | "kv";
   /** Takes slots for the sends, in order, as far as the window and the line allow. */
@@ -283,10 +280,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
-  /**
-   * The store lost the window (or this process paced alone): write back its
-   * sends of the last window before taking, then take again at once.
-   */
+  /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now();
     const sends = this.#ownSends(now);

@@ -30,10 +30,7 @@ export async function storeKey(endpoint: {
   ]);
 }
 
-/**
- * The AES-GCM key that seals a record by default: HKDF over the store key,
- * whose secret part only the holders of the client secret can compute.
- */
+/** The AES-GCM key that seals a record by default: HKDF over the store key and its secret part. */
 export function sealingKey(key: string): Promise<CryptoKey> {
   return aesKeyFrom(key, "partner-api token record seal v1", "");
 }

@@ -185,10 +185,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     return { expireIn: recordLifetime(record, this.#config.now()) };
   }
 
-  /**
-   * Anything but a sealed record under the key (a plain record of 0.2, a
-   * value of another program) counts as absent; the next write replaces it.
-   */
+  /** Anything but a sealed record (0.2's plain one, another program's value) counts as absent. */
   async #open(
     key: string,
     stored: SealedRecord | null,
@@ -205,10 +202,7 @@ function isLease(value: unknown): value is Lease {
     typeof (value as Lease).until === "number";
 }
 
-/**
- * Runs a KV operation again while a local (SQLite) database reports that
- * another process holds its write lock: that passes within milliseconds.
- */
+/** Runs a KV operation again while another process holds a local database's write lock (ms). */
 async function unlocked<T>(
   operation: () => Promise<T>,
   signal?: AbortSignal,

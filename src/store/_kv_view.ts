@@ -20,10 +20,7 @@ const FIRST_EPOCH = "v1";
 /** More entries than this in a list is not a window of ours (a 64 KiB value). */
 const MOST_ENTRIES = 4096;
 
-/**
- * The stored value as a window, its broken entries left out; `undefined`
- * when it is not a window at all, which counts as a window the store lost.
- */
+/** The stored value as a window, broken entries left out; `undefined`: not a window (one lost). */
 export function readState(value: unknown): WindowState | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const stored = value as Record<string, unknown>;

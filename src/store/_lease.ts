@@ -58,10 +58,7 @@ export interface LeaseDatabase<Snapshot> {
   ): Promise<HeldLease | LostLease>;
   get(key: string): Promise<TokenRecord | undefined>;
   set(key: string, record: TokenRecord): Promise<void>;
-  /**
-   * Waits at most `ms` for `holder` to let its lease go: the record then
-   * published, if any. Absent where the database cannot tell.
-   */
+  /** Waits at most `ms` for `holder` to let go: the record then published. Absent where none can tell. */
   readonly waitForRelease?:
     | ((
       key: string,
@@ -117,10 +114,7 @@ export type RecordChange = (
   record: TokenRecord | undefined,
 ) => TokenRecord | undefined;
 
-/**
- * Compare-and-set: `write` fails when another process wrote since `read`,
- * and `change` runs again on what it wrote.
- */
+/** Compare-and-set: `write` fails when another process wrote since `read`, and `change` runs again. */
 export async function updateBy<Seen>(
   change: RecordChange,
   read: () => Promise<[TokenRecord | undefined, Seen]>,

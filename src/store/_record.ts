@@ -96,10 +96,7 @@ export class RecordSeals {
   }
 }
 
-/**
- * What to store after a request: a block or a failure keeps a token that is
- * still valid, and the fleet's 401 ledger stays whatever the request got.
- */
+/** What to store after a request: a still valid token and the fleet's 401 ledger are kept. */
 export function published(
   result: TokenRecord,
   before: TokenRecord | undefined,
@@ -113,10 +110,7 @@ export function published(
   return { ...result, ...kept, ...ledger };
 }
 
-/**
- * How long to keep a record, in ms: until its token expires, its block or
- * cooldown ends, or its 401 renewal leaves the hour.
- */
+/** How long to keep a record, in ms: until its token, block, cooldown and 401 renewal are over. */
 export function recordLifetime(record: TokenRecord, now: number): number {
   const end = Math.max(
     record.token?.expiresAt ?? 0,

@@ -266,10 +266,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 }
 
-/**
- * A key of another type holds no record or lease (as MGET answered it):
- * the take replaces it. Any other failure is a failing Redis.
- */
+/** A key of another type holds no record or lease (the take replaces it); anything else fails. */
 function noneOfAnotherType(error: unknown): undefined {
   if (/WRONGTYPE/.test(String(error))) return undefined;
   throw error;

@@ -32,10 +32,7 @@ export type Send = readonly [
   span: number,
 ];
 
-/**
- * A place in line: the holder, the ms it lapses, and for how long from its
- * writing it was given (what a process on another clock can go by).
- */
+/** A place in line: the holder, the ms it lapses, and for how long from its writing it was given. */
 export type Place = readonly [
   holder: string,
   lapses: number,
@@ -92,10 +89,7 @@ export interface TakeRequest {
   readonly epoch: string;
   /** It paced alone meanwhile: it writes back what it sent before it takes. */
   readonly returning: boolean;
-  /**
-   * Background sends: granted only while no live request waits anywhere in
-   * the fleet, and the window keeps the reserve free.
-   */
+  /** Background sends: only while no live one waits in the fleet, the reserve kept free. */
   readonly low?: boolean;
 }
 
@@ -278,10 +272,7 @@ function turnWait(
   return from > now ? interval : Math.max(1, from + interval - now);
 }
 
-/**
- * Answers, as `[send, ms answered, ms from its writing to its answer]`
- * (-1: not known): each send counts from its answer.
- */
+/** Answers as `[send, ms answered, ms from its writing (-1: unknown)]`: each counts from then. */
 export function answerSends(
   state: WindowState,
   answers: readonly (readonly [string, number, number])[],

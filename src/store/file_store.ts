@@ -173,10 +173,7 @@ const LOCK_STALE = 5_000;
 class EncryptedFileStore implements FileTokenStore {
   readonly folder: string;
   readonly #options: Required<FileTokenStoreOptions>;
-  /**
-   * The file's key, derived (HKDF) from the client secret under the CLI's
-   * name for it: files written by earlier versions still open.
-   */
+  /** The file's key, derived from the secret under the CLI's name for it (older files still open). */
   readonly #key: (key: string) => Promise<CryptoKey>;
 
   constructor(options: Required<FileTokenStoreOptions>) {

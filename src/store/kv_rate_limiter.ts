@@ -73,10 +73,7 @@ export interface KvRateLimiterOptions {
    * @default {Date.now, read through the runtime's monotone clock}
    */
   now?: () => number;
-  /**
-   * Receives `rate.degraded` when KV fails or the window was lost, and
-   * `rate.restored` when the process takes from it again.
-   */
+  /** Receives `rate.degraded` when KV fails or the window was lost, then `rate.restored`. */
   onEvent?: EventListener;
   /**
    * Slots of any window a background request (`priority: "low"`) leaves

@@ -41,10 +41,7 @@ import { hexDigest, perKey } from "./_key.ts";
  * ```
  */
 export interface RedisRateLimiterOptions {
-  /**
-   * Sends one Redis command and resolves with its reply, as node-redis's
-   * `sendCommand(args)` and ioredis's `call(...args)` do.
-   */
+  /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
   /**
    * Requests the whole fleet may send in any window. Every process sharing
@@ -79,10 +76,7 @@ export interface RedisRateLimiterOptions {
    * @default {Date.now}
    */
   now?: () => number;
-  /**
-   * Receives `rate.degraded` when Redis fails or comes back without the
-   * window, and `rate.restored` when the process takes from it again.
-   */
+  /** Receives `rate.degraded` when Redis fails or lost the window, then `rate.restored`. */
   onEvent?: EventListener;
   /**
    * Slots of any window a background request (`priority: "low"`) leaves
@@ -267,10 +261,7 @@ function newEpoch(): string {
   return crypto.randomUUID().slice(0, 18);
 }
 
-/**
- * The take script's answer; anything else is not our script's answer: a
- * failing store, not a spin.
- */
+/** The take script's answer; anything else is a failing store, not a spin. */
 function takeReply(reply: unknown): TakeReply {
   const parts = Array.isArray(reply) ? reply : [];
   const [granted, wait, holders, , reseed, count] = parts.map(Number);

@@ -96,10 +96,7 @@ export class StoreAccess {
     return { record: await request(), saved: false };
   }
 
-  /**
-   * Changes the record atomically where the store can; without a store, or
-   * when it fails, `change` runs over the provider's own `local` record.
-   */
+  /** Changes the record atomically where the store can; else over the provider's own `local` one. */
   async change(
     change: (record: TokenRecord | undefined) => TokenRecord | undefined,
     local: () => TokenRecord,

@@ -34,10 +34,7 @@ export interface TokenRecord {
   readonly quota?: QuotaSnapshot;
   /** Epoch ms before which no token request may be sent (after a 429). */
   readonly blockedUntil?: number;
-  /**
-   * The last failed token request (any reason but the quota) and its
-   * cooldown: the whole fleet sends nothing before `until`.
-   */
+  /** The last failed token request (but for the quota): the fleet sends nothing before `until`. */
   readonly failure?: TokenFailure;
   /** The fleet's last 401 renewal: at most one an hour, for the whole fleet. */
   readonly renewal?: TokenRenewal;
@@ -197,10 +194,7 @@ export interface TokenStore {
 export interface CoordinateOptions {
   /** Whether a record answers the need: a token fresh enough, or a quota block in force. */
   settled(record: TokenRecord): boolean;
-  /**
-   * Sends one token request (with the provider's retries). Resolves with the
-   * token's record, or after a 429 with a record of the quota block.
-   */
+  /** Sends one token request (with retries): the token's record, or after a 429 the quota block's. */
   request(): Promise<TokenRecord>;
   /** Aborts when the flight is given up on (callers that leave do not abort it). */
   signal: AbortSignal;
