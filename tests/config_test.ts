@@ -14,6 +14,9 @@ Deno.test("configFromEnv() gives what createClient needs", async () => {
   equal(response.status, 200);
   const fromFunction = configFromEnv((name) => configFor(api)[name]);
   equal(fromFunction.clientId, api.credentials.clientId);
+  const { clientId } = api.credentials;
+  const padded = { ...configFor(api), PARTNER_API_CLIENT_ID: ` ${clientId} ` };
+  equal(configFromEnv(padded).clientId, clientId, "values are trimmed");
 });
 
 Deno.test("configFromEnv() names every missing variable at once, with near misses", () => {

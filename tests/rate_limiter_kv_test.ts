@@ -35,7 +35,7 @@ function takeTurn(
   now: number,
   limit: { requests: number; interval: number },
 ) {
-  const ask: TakeAsk = { holder, wanted, epoch: "e", returning: false };
+  const ask: TakeAsk = { holder, sends: wanted, epoch: "e", returning: false };
   return take(state, ask, now, limit);
 }
 const LIMIT = { requests: 2, interval: 1000 };

@@ -1,13 +1,9 @@
-// Internal: the one attempt loop of the module. Token requests and API
-// requests both go through it. It owns what every request shares: each
-// attempt's time limit (a body read within it), the wait before the next
-// attempt, and the events that tell a listener about both. Each side gives
-// it one attempt and a decision of what comes next, which the side makes
-// with a pure function of its own (the client's `nextStep`, the token
-// side's `nextTokenStep`). Here too, the rule both sides retry by (which
-// statuses, how long to back off, a `Retry-After` read), and the bounded
-// read of an answer's body (64 KiB at the token endpoint, 32 MiB for a list
-// page).
+// Internal: the one attempt loop, for token and API requests alike: each
+// attempt's time limit (a body read within it), the wait before the next,
+// and the events about both. Each side gives one attempt and decides what
+// comes next with a pure function of its own (the client's `nextStep`, the
+// token side's `nextTokenStep`). Here too: the retry rule both sides share,
+// and the bounded read of an answer's body.
 
 import type {
   ApiRetryEvent,
@@ -43,22 +39,11 @@ export interface AttemptPlan<O, R> {
   /** Hears every attempt and retry; `undefined`: nobody (and no clock is read). */
   readonly listener: EventListener | undefined;
   readonly now: () => number;
-  /**
-   * Before each attempt, outside its time limit: what an attempt needs
-   * and may wait for without failing (a token, a slot in the rate window).
-   */
+  /** Before each attempt, outside its time limit (a token, a rate slot). */
   before?(): Promise<void>;
-  /**
-   * One attempt, under `deadline`: what came of it. It throws only what
-   * ends the request at once (the caller's abort, a refusal before
-   * sending).
-   */
+  /** One attempt, under `deadline`; throws only what ends the request at once. */
   attempt(deadline: Deadline, attempt: number): Promise<O>;
-  /**
-   * What comes after `outcome`, still under the attempt's `deadline`: the
-   * answer handed back is read within it. The side decides with a pure
-   * function and carries the decision out here.
-   */
+  /** What comes after `outcome`, still under `deadline` (an answer is read within it). */
   next(
     outcome: O,
     deadline: Deadline,
@@ -75,12 +60,7 @@ export interface AttemptPlan<O, R> {
   after?(): void;
 }
 
-/**
- * Sends `plan`'s attempts until one is done or fails: each under its own
- * time limit, the next after the wait its decision names.
- *
- * @throws What the plan's decision fails with, or the caller's signal's reason.
- */
+/** Sends `plan`'s attempts until one is done or fails, each under its own time limit. */
 export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
   const { listener, signal } = plan;
   for (let attempt = 1;; attempt++) {
@@ -110,22 +90,12 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
   }
 }
 
-/**
- * Time limits of exactly `ms` for requests that are few (token requests):
- * the module's one kind, {@linkcode SharedDeadlines}, each attempt in a
- * window of its own, read on `now` (the provider's clock, as every time
- * reading). Not the platform's timeout signal: its timer cannot be cleared
- * when the attempt ends early, and fake timers cannot drive it.
- */
+/** Time limits of exactly `ms`, on `now`, for requests that are few (token requests). */
 export function attemptLimits(ms: number, now: () => number): AttemptLimits {
   return new SharedDeadlines(ms, now, 0);
 }
 
-/**
- * The one builder of retry events, for both sides: what went wrong (no
- * answer, or an answer to retry with its `status`; 0 when none came) and
- * the wait before the next attempt.
- */
+/** The one builder of retry events, for both sides (`status` 0: no answer). */
 export function retryEvent<K extends "api.retry" | "token.retry">(
   type: K,
   reason: "network" | "timeout" | "status",
@@ -156,23 +126,9 @@ const DEFAULT_BACKOFF: Backoff = Object.freeze({
   maxRetryAfter: 30_000,
 });
 
-/**
- * Checks a `retry` option (token provider and client take the same shape):
- * `false` for none, else each field or its default (2 retries, 500 ms,
- * at most 10 s, `Retry-After` up to 30 s).
- *
- * @throws {RangeError} For a count or delay out of range.
- */
+/** Checks a `retry` option: `false` for none, else each field or its default. */
 export function backoffFrom(
-  retry:
-    | {
-      retries?: number;
-      initialDelay?: number;
-      maxDelay?: number;
-      maxRetryAfter?: number;
-    }
-    | false
-    | undefined,
+  retry: Partial<Backoff> | false | undefined,
   context: string,
 ): Backoff {
   if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
@@ -202,14 +158,7 @@ export function backoffFrom(
   };
 }
 
-/**
- * Answers worth another attempt, on both sides: the server could not answer
- * for now (408, 500, 502, 503, 504), or its rate window was full (429).
- * Other statuses say something a retry cannot change. The token side never
- * meets a 429 here: from the token endpoint it is the quota (DESIGN, "Token":
- * no token request until the bucket resets), a `QuotaExceededError`, not a
- * status to retry.
- */
+/** Answers worth another attempt (a 429 from the token endpoint is the quota, never met here). */
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 
 /** Whether an answer with `status` is worth another attempt. */
@@ -218,11 +167,9 @@ export function isRetryStatus(status: number): boolean {
 }
 
 /**
- * The one retry rule of both sides, for a failure worth another attempt:
- * `undefined` when no retry is left (`retries` made so far) or the server
- * asked for a longer wait than `maxRetryAfter` (the answer is then final:
- * the client hands it back, the provider fails with it); else the
- * `Retry-After` asked for, or a backoff with jitter.
+ * The one retry rule of both sides: `undefined` when no retry is left or
+ * the server asked for a longer wait than `maxRetryAfter` (the answer is
+ * then final); else the `Retry-After` asked for, or a backoff with jitter.
  */
 export function retryDelay(
   backoff: Backoff,
@@ -235,10 +182,7 @@ export function retryDelay(
   return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
 }
 
-/**
- * The wait before retry number `attempt` (0-based): exponential, with jitter
- * between half and all of it so that a fleet does not retry in step.
- */
+/** The wait before retry `attempt` (0-based): exponential, jittered so that a fleet does not retry in step. */
 export function backoffDelay(
   backoff: Backoff,
   attempt: number,
@@ -248,21 +192,15 @@ export function backoffDelay(
   return full * (0.5 + random() / 2);
 }
 
-/**
- * An IMF-fixdate (RFC 9110 5.6.7), the one date form `Retry-After` is read
- * in: "Sun, 06 Nov 1994 08:49:37 GMT".
- */
+/** An IMF-fixdate (RFC 9110 5.6.7), the one date form `Retry-After` is read in. */
 const IMF_FIXDATE =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/;
 
 /**
- * Reads `Retry-After` as milliseconds from `now` (the caller's injected
- * clock, so that a date is measured against the same time as every other
- * decision). Only delta-seconds (digits) and an IMF-fixdate are read; any
- * other form (`1.5`, `-5`, `+60`, a loose date) is `undefined`, as if
- * absent, so that it can neither shorten nor lift a wait that other signals
- * set. A date in the past is 0. Absurd values come back as they are:
- * callers clamp to their own limits.
+ * Reads `Retry-After` as ms from `now` (the injected clock). Only
+ * delta-seconds and an IMF-fixdate are read; any other form is `undefined`,
+ * as if absent, so that it can neither shorten nor lift a wait that other
+ * signals set. A past date is 0; callers clamp absurd values.
  */
 export function retryAfterMs(
   headers: Headers,
@@ -276,20 +214,14 @@ export function retryAfterMs(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/**
- * Reads at most `max` bytes of `response`'s body as text. A larger body
- * (declared, or found while reading) is cancelled without reading the rest,
- * and gives `undefined`. A body cut off rejects with the reader's error.
- */
+/** At most `max` bytes of `response`'s body as text; a larger one is cancelled unread: `undefined`. */
 export async function readBounded(
   response: Response,
   max: number,
 ): Promise<string | undefined> {
   const declared = Number(response.headers.get("content-length") ?? 0);
-  // A body of a declared length ends there, unless the runtime inflates it
-  // (content-encoding) or the length is not what frames it (a chunked
-  // transfer-encoding wins over it): then the runtime may read it whole, its
-  // own fast way (the reader's stream steps showed in a list's profile).
+  // A declared length frames the body unless it is inflated or chunked:
+  // then the runtime's own reading is the fastest.
   const { headers } = response;
   if (
     declared > 0 && declared <= max && !headers.has("content-encoding") &&
@@ -316,11 +248,7 @@ export async function readBounded(
   return undefined;
 }
 
-/** The bytes of `chunks`, `size` in all, as one array. */
-function concat(
-  chunks: readonly Uint8Array[],
-  size: number,
-): Uint8Array {
+function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
   const all = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {

@@ -10,11 +10,7 @@ export type OptionError = (TypeError | RangeError) & {
   readonly rule: string;
 };
 
-/**
- * Builds the error for an option that breaks `rule`. `received` is shown in
- * the message only: callers that may be handed a secret by mistake (the
- * CLI, `configFromEnv`) build their own text from `option` and `rule`.
- */
+/** The error for an option that breaks `rule`; `received` is shown in the message only. */
 export function optionError(
   Kind: TypeErrorConstructor | RangeErrorConstructor,
   context: string,
@@ -30,10 +26,7 @@ export function optionError(
   return Object.assign(error, { option, rule });
 }
 
-/**
- * The longest wait a timer keeps: `setTimeout` takes a longer delay as 1 ms
- * and fires at once, so a larger time option would fail every request.
- */
+/** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
 const RULES = {
@@ -55,11 +48,7 @@ const RULES = {
 /** A rule a numeric option must follow. */
 export type NumberRule = keyof typeof RULES;
 
-/**
- * Returns `value`, or `fallback` when it is undefined.
- *
- * @throws {RangeError} When `value` breaks `rule`.
- */
+/** `value`, or `fallback` when it is undefined; a `RangeError` when it breaks `rule`. */
 export function checkNumber(
   value: number | undefined,
   fallback: number,
@@ -80,11 +69,7 @@ export function checkNumber(
   return value;
 }
 
-/**
- * Returns `value` when it is at most `most`.
- *
- * @throws {RangeError} (`option`) When it is more.
- */
+/** `value` when it is at most `most`, else a `RangeError`. */
 export function checkAtMost(
   value: number,
   most: number,
@@ -103,11 +88,7 @@ export function checkAtMost(
   return value;
 }
 
-/**
- * Asserts that `value` is an options object (`option` names it).
- *
- * @throws {TypeError} (`option`) For anything else, null included.
- */
+/** Asserts that `value` is an options object (`option` names it), not null. */
 export function requireOptions(
   value: unknown,
   context: string,

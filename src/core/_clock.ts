@@ -1,10 +1,7 @@
-// Internal: the clocks decisions read.
-// - A steady clock, for waits that a wall clock stepped back cannot stall.
-//   A limiter that recorded its sends at 10:00 and then reads 09:00 would
-//   wait an hour for a slot; measured on a monotone reading it waits what is
-//   left of the window. The reading stays fakeable: an injected clock (a
-//   test's, a user's) is still what is read, only never taken backwards.
-// - A turn clock: the system clock read once per synchronous turn.
+// Internal: the clocks decisions read: a steady one for waits (a limiter
+// that recorded its sends at 10:00 and then reads 09:00 must not wait an
+// hour; an injected clock is still what is read, only never backwards),
+// and the system clock read once per synchronous turn.
 
 /** The platform's monotone clock, as epoch-like ms, where the runtime has one. */
 function monotoneEpoch(): (() => number) | undefined {
@@ -24,21 +21,15 @@ function monotoneEpoch(): (() => number) | undefined {
 /** A clock that never goes back, and how often it had to stop one that did. */
 export interface SteadyClock {
   (): number;
-  /**
-   * Steps back seen so far. Each may have cost the time that passed
-   * between the reading before it and the one after, unmeasured: a span
-   * measured across one is not known.
-   */
+  /** Steps back seen so far: a span measured across one is not known. */
   readonly steps: number;
 }
 
 /**
  * A reading of `now` (default `Date.now`) that never goes back. The system
- * clock is read through the runtime's monotone clock when it has one
- * (`performance.timeOrigin + performance.now()`: epoch ms at the start, then
- * only time that passed), so that neither a step back nor a step forward
- * moves a wait. Any other clock is read as it is, except that a step back
- * is taken as no time passing: the readings go on from the last one.
+ * clock is read through the runtime's monotone clock when it has one, so
+ * that no step moves a wait; any other clock as it is, except that a step
+ * back is taken as no time passing.
  */
 export function steadyClock(now?: () => number): SteadyClock {
   if (now === undefined || now === Date.now) {
@@ -62,11 +53,9 @@ export function steadyClock(now?: () => number): SteadyClock {
 }
 
 /**
- * `now`, read once in each synchronous turn: a burst of 100,000 callers
- * reads it once, not 100,000 times (57-94 ns each); the reading is
- * forgotten at the turn's end. Only for the system clock, which moves by
- * microseconds within a turn: an injected clock (a test's) may jump between
- * two calls of one turn, and is returned as it is.
+ * `now`, read once in each synchronous turn (a burst of 100,000 callers
+ * reads it once). Only for the system clock: an injected one may jump
+ * within a turn, and is returned as it is.
  */
 export function turnClock(now: () => number): () => number {
   if (now !== Date.now) return now;

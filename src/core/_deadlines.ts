@@ -1,27 +1,23 @@
-// Internal: time limits and waits. The module's one implementation of
-// attempts' time limits, for token requests and API requests alike (one
-// timer per short window of attempts, set only while the window is in use);
-// the one place that races work against an AbortSignal; and a wait that an
-// abort ends.
+// Internal: the module's one implementation of attempts' time limits (token
+// and API requests alike), the one race of work against an AbortSignal, and
+// a wait that an abort ends.
+
+import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
  * Time limits shared by the attempts that start within the same short
  * window (a tenth of the limit, at most a second): one timer per window
  * instead of one per attempt, which cost more than the rest of the
- * client's work together. The window keeps its attempts in a set and
- * aborts them when its time is up: no timer and no listener of their own.
- * An attempt thus gets its limit, and at most a window more.
+ * client's work together. An attempt gets its limit, and at most a window
+ * more.
  *
- * The window's timer is `globalThis.setTimeout`, looked up when it is set
- * (the one time model: fake timers drive it), due when the window's time
- * is up by the injected clock. It is set when an attempt joins a window
- * without one, and cleared once the window has stayed empty for
- * {@linkcode QUIET_TURNS} microtask turns. Every microtask runs before any
- * timer or I/O callback, so nothing is left for a test's sanitizer and no
- * process is kept alive after the last answer; but calls that follow one
- * another with no I/O between them (an in-memory `fetch`, a loop of
- * awaits) keep one timer instead of setting and clearing one each: in Deno
- * 2.9 that pair costs 1.5-2.5 µs, more than the rest of a call.
+ * The timer is `globalThis.setTimeout`, looked up when set (fake timers
+ * drive it), due by the injected clock. It is cleared once the window has
+ * stayed empty for {@linkcode QUIET_TURNS} microtask turns: every microtask
+ * runs before any timer or I/O callback, so nothing is left for a test's
+ * sanitizer, yet calls with no I/O between them keep one timer instead of
+ * setting and clearing one each (1.5-2.5 µs a pair in Deno 2.9, more than
+ * the rest of a call).
  */
 export class SharedDeadlines implements AttemptLimits {
   /** The time limit, in ms. */
@@ -30,11 +26,7 @@ export class SharedDeadlines implements AttemptLimits {
   readonly #now: () => number;
   #current: Window | undefined;
 
-  /**
-   * @param width How long a window takes attempts, in ms: by default a
-   * tenth of the limit, at most a second; 0 gives each attempt a window of
-   * its own, due exactly when its limit passes (for requests that are few).
-   */
+  /** `width`: how long a window takes attempts, in ms; 0: one per attempt. */
   constructor(
     ms: number,
     now: () => number = Date.now,
@@ -62,8 +54,6 @@ export class SharedDeadlines implements AttemptLimits {
 const QUIET_TURNS = 8;
 /** A turn of the microtask queue: cheaper than `queueMicrotask` in Deno. */
 const RESOLVED = Promise.resolve();
-/** The largest delay `setTimeout` takes whole (a longer one fires at once). */
-const MAX_DELAY = 2 ** 31 - 1;
 
 /** One window of {@linkcode SharedDeadlines}. */
 class Window {
@@ -85,19 +75,12 @@ class Window {
     this.#until = opened + width;
   }
 
-  /**
-   * Whether an attempt starting at `now` may join: within the window's time
-   * by the clock (not before it opened: a clock set back would keep it open
-   * past its timer), and not fired yet.
-   */
+  /** Whether an attempt at `now` may join (not before it opened: a clock set back would keep it open past its timer). */
   takes(now: number): boolean {
     return now >= this.#opened && now < this.#until && !this.#fired;
   }
 
-  /**
-   * Puts `deadline` under the window; sets its timer if none is set, or if
-   * the one set is another `setTimeout`'s (fake timers installed since).
-   */
+  /** Puts `deadline` under the window; sets the timer if none is set, or fake timers were installed since. */
   join(deadline: SharedDeadline, now: number): void {
     this.#attempts.add(deadline);
     const set = globalThis.setTimeout;
@@ -105,7 +88,7 @@ class Window {
       if (this.#setBy === set) return;
       this.#disarm();
     }
-    const delay = Math.min(MAX_DELAY, this.#until + this.#ms - now);
+    const delay = Math.min(MAX_TIMER_MS, this.#until + this.#ms - now);
     const timer = set(this.#expire, Math.max(0, delay));
     unrefTimer(timer);
     this.#timer = timer;
@@ -113,7 +96,6 @@ class Window {
     this.#clear = globalThis.clearTimeout;
   }
 
-  /** Clears the timer with the `clearTimeout` of the `setTimeout` that set it. */
   #disarm(): void {
     this.#clear(this.#timer);
     this.#timer = undefined;
@@ -204,9 +186,8 @@ class SharedDeadline implements Deadline {
 
 /**
  * Settles like `promise`, or rejects with `signal.reason` as soon as
- * `signal` aborts, even when the work behind `promise` ignores the signal
- * (a runtime may silently drop it). `onLate` receives a value that arrives
- * after the abort, so that a late `Response` can be cancelled, not leaked.
+ * `signal` aborts, even when the work ignores the signal. `onLate` receives
+ * a value that arrives after the abort (a late `Response` to cancel).
  */
 export function raceAbort<T>(
   promise: Promise<T>,
@@ -235,19 +216,12 @@ export function raceAbort<T>(
   });
 }
 
-/**
- * One attempt's time limit (see `SharedDeadlines` in _deadlines.ts): a
- * signal that aborts with a `TimeoutError` when the limit passes, or with
- * the caller's signal's reason.
- */
+/** One attempt's time limit: a signal that aborts with a `TimeoutError`, or the caller's reason. */
 export interface Deadline {
   readonly signal: AbortSignal;
   /** Whether the time ran out (as opposed to the caller's signal aborting). */
   readonly timedOut: boolean;
-  /**
-   * {@linkcode raceAbort} against `signal`, one race at a time: settles
-   * like `work`, or rejects as soon as `signal` aborts.
-   */
+  /** {@linkcode raceAbort} against `signal`, one race at a time. */
   race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T>;
   /** Ends the limit: the attempt is over. */
   clear(): void;

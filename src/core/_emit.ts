@@ -13,12 +13,7 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
   callListener(listener, Object.freeze(event));
 }
 
-/**
- * Calls a user's listener (`onEvent`, `onQuota`, ...) with `value`. What it
- * throws is dropped, and so is what the promise it may return rejects with:
- * an `async` listener that fails must not become an unhandled rejection,
- * which ends a Deno or Node process.
- */
+/** Calls a user's listener, dropping what it throws or rejects with (an unhandled rejection ends a process). */
 export function callListener<T>(
   listener: (value: T) => unknown,
   value: T,

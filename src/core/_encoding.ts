@@ -12,12 +12,13 @@ export function basicPair(clientId: string, secret: string): string {
   return `${formEncode(clientId)}:${formEncode(secret)}`;
 }
 
-/** `text` as UTF-8, in base64. */
-export function base64(text: string): string {
+/** `text` (as UTF-8) or bytes, in base64. */
+export function base64(text: string | Uint8Array): string {
+  const bytes = typeof text === "string"
+    ? new TextEncoder().encode(text)
+    : text;
   let binary = "";
-  for (const byte of new TextEncoder().encode(text)) {
-    binary += String.fromCharCode(byte);
-  }
+  for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary);
 }
 
@@ -29,11 +30,11 @@ export function base64url(text: string): string {
   );
 }
 
-/** `text` as UTF-8, in lower-case hex. */
-export function hex(text: string): string {
-  let digits = "";
-  for (const byte of new TextEncoder().encode(text)) {
-    digits += byte.toString(16).padStart(2, "0");
-  }
-  return digits;
+/** `text` (as UTF-8) or bytes, in lower-case hex. */
+export function hex(text: string | Uint8Array): string {
+  const bytes = typeof text === "string"
+    ? new TextEncoder().encode(text)
+    : text;
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0"))
+    .join("");
 }

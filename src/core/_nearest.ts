@@ -1,9 +1,6 @@
 // Internal: "did you mean" for flags and variable names.
 
-/**
- * The known word closest to `word`: one it starts, or one within a third of
- * its length in edits (two for short words); `undefined` when none is near.
- */
+/** The known word closest to `word`: one it starts, or one within a third of its length in edits. */
 export function nearest(
   word: string,
   known: readonly string[],

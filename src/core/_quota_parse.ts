@@ -72,11 +72,7 @@ export function quotaSegments(value: string | null | undefined): string[] {
     .filter((segment) => segment.replaceAll(";", "").trim() !== "");
 }
 
-/**
- * Reads the header bucket by bucket: a bad bucket is dropped and the good
- * ones still count, so a garbled day bucket cannot hide an exhausted hour.
- * The token path uses this: a token already paid for is never lost to it.
- */
+/** Reads the header bucket by bucket, dropping a bad one: a garbled day cannot hide an exhausted hour. */
 export function readQuotaBuckets(
   value: string | null | undefined,
 ): QuotaBucket[] {

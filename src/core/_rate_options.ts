@@ -1,11 +1,11 @@
 // Internal: the one check of a rate limit's options, for the client's
-// limiter and the fleet limiters of src/store.
+// limiter and the fleet limiters.
 
 import type { RateLimit } from "./rate_limiter.ts";
+import { checkAtMost, checkNumber, optionError } from "./_check.ts";
 
 /** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
 export type RatePriority = "high" | "low" | "auto";
-import { checkAtMost, checkNumber, optionError } from "./_check.ts";
 
 /** The service's published limit: 900 requests per 5 minutes per IP. */
 export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
@@ -14,14 +14,9 @@ export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
 });
 
 /**
- * The checked `{ requests, interval }` of a limiter's options: each given,
- * or its value in `defaults` (a limiter without defaults needs both).
- *
- * @throws {TypeError} When a value without a default is missing.
- * @throws {RangeError} When `requests` is not a positive integer up to
- * `most`, or `interval` not a whole number of ms up to 2,147,483,647 (what a
- * timer can wait: a longer window would make every wait fire at once, and
- * callers spin instead of waiting).
+ * The checked `{ requests, interval }` of a limiter's options, each given
+ * or in `defaults`: `requests` up to `most`, `interval` up to what a timer
+ * can wait (a longer one would make callers spin).
  */
 export function checkRateLimit(
   options: { requests?: number | undefined; interval?: number | undefined },
@@ -53,12 +48,9 @@ export function checkRateLimit(
 }
 
 /**
- * The checked `reserve`: slots of a window a background (`priority: "low"`)
- * request leaves free for live ones. By default a tenth of the limit, at
- * least 1; never the whole window (a limit of 1 reserves none), or
- * background requests would never go.
- *
- * @throws {RangeError} When it is not a whole number from 0 to `requests - 1`.
+ * The checked `reserve`: slots a background request leaves free for live
+ * ones. By default a tenth of the limit, at least 1; never the whole window,
+ * or background requests would never go.
  */
 export function checkReserve(
   value: number | undefined,
@@ -81,12 +73,7 @@ export function checkReserve(
 
 const PRIORITIES: readonly unknown[] = ["high", "low", "auto"];
 
-/**
- * The checked `priority` option (Fetch's `RequestInit.priority`), or
- * `fallback` when it is not given.
- *
- * @throws {TypeError} When it is not `"high"`, `"low"` or `"auto"`.
- */
+/** The checked `priority` option (Fetch's `RequestInit.priority`), or `fallback`. */
 export function checkPriority<F extends RatePriority | undefined>(
   value: unknown,
   fallback: F,

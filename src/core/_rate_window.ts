@@ -1,15 +1,12 @@
 // Internal: the sliding window's pure arithmetic, for the client's limiter
-// and the fleet limiters of src/store, and the line of callers waiting for a
-// slot. Any of them may leave when its signal aborts, from anywhere in the
-// line: a linked list makes leaving O(1), and callers sharing one signal
-// share one listener on it (an EventTarget removes listeners in linear time
-// each), so that N callers giving up cost O(N) in all.
+// and the fleet limiters, and the line of callers waiting for a slot. A
+// linked list makes leaving O(1), and callers sharing one signal share one
+// listener on it, so that N callers giving up cost O(N) in all.
 
 /**
- * The requests of the last window: a ring of the latest `requests` times,
- * each the time a request counts from. A request still waiting for its
- * answer counts from `Infinity`: the service may count it at any moment
- * until the answer, so its slot is not free before an interval after it.
+ * The requests of the last window: a ring of the latest `requests` times
+ * each counts from; `Infinity` until answered (the service may count it at
+ * any moment until then).
  */
 export interface Window {
   readonly times: Float64Array;
@@ -33,11 +30,7 @@ export function emptyWindow(requests: number): Window {
   };
 }
 
-/**
- * How long from `now` until a slot is free when at most `share` sends (by
- * default the ring's size) may fall in one window: 0 when one is free now,
- * `Infinity` while the send that must leave first awaits its answer.
- */
+/** ms from `now` until a slot is free for at most `share` sends a window (`Infinity`: awaiting an answer). */
 export function slotWait(
   window: Window,
   interval: number,
@@ -45,10 +38,8 @@ export function slotWait(
   share: number = window.times.length,
 ): number {
   const { times, head } = window;
-  // The whole ring: the oldest send must leave before another may go (or,
-  // answered out of order, a send after it: waiting for it is safe).
-  // A share of it: the share-th latest time must leave, which answers out
-  // of order may have put anywhere in the ring.
+  // The whole ring: the oldest send must leave first. A share of it: the
+  // share-th latest time, which answers out of order may put anywhere.
   const freedAt = window.count < share
     ? -Infinity
     : share === times.length
@@ -57,11 +48,7 @@ export function slotWait(
   return Math.max(0, freedAt - now, window.blockedUntil - now);
 }
 
-/**
- * The `nth` latest time of the window after `since` (`-Infinity`: fewer):
- * counted first, newest first, stopping at `nth`; sorted only when there
- * are that many (a wait, then: once per timer, not per request).
- */
+/** The `nth` latest time after `since` (`-Infinity`: fewer); sorted only when there are that many. */
 function latest(window: Window, nth: number, since: number): number {
   const { times, head, count } = window;
   const at = (i: number) => times[(head - i + times.length) % times.length]!;
@@ -73,10 +60,7 @@ function latest(window: Window, nth: number, since: number): number {
   return all.sort((a, b) => b - a)[nth - 1]!;
 }
 
-/**
- * Records a request that counts from `time` (`Infinity` until it is
- * answered); returns its ticket for {@linkcode recordAnswer}.
- */
+/** Records a request that counts from `time`; returns its ticket. */
 export function recordSend(window: Window, time: number): number {
   window.times[window.head] = time;
   window.head = (window.head + 1) % window.times.length;
@@ -91,8 +75,7 @@ export function recordAnswer(
   now: number,
 ): void {
   const { times } = window;
-  // A ticket still in the ring (one never answered keeps its slot, so the
-  // ring cannot pass it); others are long out of the window.
+  // Only a ticket still in the ring: others are long out of the window.
   if (ticket >= window.sent - times.length && ticket < window.sent) {
     const index = ticket % times.length;
     if (times[index] === Infinity) times[index] = now;
@@ -196,10 +179,7 @@ export class WaitQueue<T> {
   }
 }
 
-/**
- * Two lines of callers, each in order: live ones, served first, and
- * background ones (`priority: "low"`), served only while no live one waits.
- */
+/** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines<T> {
   readonly live: WaitQueue<T>;
   readonly low: WaitQueue<T>;

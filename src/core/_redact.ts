@@ -6,10 +6,9 @@ const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 export const MAX_SERVER_TEXT = 1000;
 /**
- * C0 and C1 controls, DEL, the line separators that can split a terminal
- * line, and the invisible characters that reorder or hide text: direction
- * embeddings, overrides, isolates and marks (U+202A-202E, U+2066-2069,
- * U+200E/F, U+061C) and zero-width ones (U+200B-200D, U+2060, U+FEFF).
+ * C0 and C1 controls, DEL, line separators, and the invisible characters
+ * that reorder or hide text (direction marks, embeddings, overrides,
+ * isolates; zero-width ones).
  */
 export const CONTROLS =
   // deno-lint-ignore no-control-regex
@@ -17,10 +16,9 @@ export const CONTROLS =
 
 /**
  * What to keep out of text: a string (an access token), shown as
- * `[redacted]`; or a client's configured credentials, each shown by its
- * name (`[client_secret]`, `[client_id]`, `[audience]`), so that a secret
- * pasted into the wrong variable is never shown, whichever variable it is
- * in, and the text still says which value the server quoted.
+ * `[redacted]`; or a client's credentials, each shown by its name
+ * (`[client_secret]`, ...), so that the text still says which value the
+ * server quoted.
  */
 export type Secret =
   | string
@@ -30,11 +28,7 @@ export type Secret =
     readonly audience?: string | undefined;
   };
 
-/**
- * Client ids and audiences shorter than this (trimmed) are not redacted:
- * a 3-character audience such as "api" would be cut out of every word. Ids
- * and audiences of real services are longer; a secret is always redacted.
- */
+/** Client ids and audiences shorter than this are not redacted (an audience "api" would cut every word). */
 export const MIN_REDACTED_LENGTH = 8;
 
 /** Runs of this many characters of a secret make a server text unusable. */
@@ -152,11 +146,7 @@ function htmlEscapes(text: string): string[] {
   return escaped;
 }
 
-/**
- * Replaces every occurrence of each secret, in each of its forms (in any
- * letter case), with its name; then every base64 run that decodes to text
- * holding one (a whole request body echoed back).
- */
+/** Replaces each secret, in each of its forms and any case, and base64 runs holding one, with its name. */
 export function redact(text: string, secrets: readonly Secret[]): string {
   let clean = text;
   for (const secret of secrets) {
@@ -177,10 +167,7 @@ function nameOf(made: Redactor, match: string): string {
   return made.named.find(({ whole }) => whole.test(match))?.name ?? REDACTED;
 }
 
-/**
- * The name of a value a base64 run holds (the secret's first), read from
- * any of its 4 alignments; `undefined` when it holds none.
- */
+/** The name of a value a base64 run holds (the secret's first), read at any of its 4 alignments. */
 function decodedHolding(run: string, made: Redactor): string | undefined {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {
@@ -209,12 +196,9 @@ function utf8(binary: string): string {
 const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
- * Text from a server, fit for an error. Secrets are redacted first, before
- * anything else changes the text (so that no change can break a form apart
- * and let it through); then control characters become spaces and the text
- * is cut to `max` characters. A text that still holds
- * {@linkcode SECRET_RUN} characters of a secret in a row (an encoding nobody
- * thought of, a secret cut in two) is dropped whole.
+ * Text from a server, fit for an error: secrets redacted first (no later
+ * change may break a form apart), controls as spaces, cut to `max`; dropped
+ * whole if it still holds {@linkcode SECRET_RUN} characters of a secret.
  */
 export function serverText(
   text: string,
@@ -247,10 +231,9 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * `error` fit to keep as a `cause`: itself when nothing in it (message,
- * stack, its own causes) holds a secret, else a copy of the same name with
- * the secrets redacted. Runtimes quote the URL in fetch errors, and a secret
- * pasted into one must not survive there.
+ * `error` fit to keep as a `cause`: itself when nothing in it holds a
+ * secret, else a redacted copy of the same name (runtimes quote the URL in
+ * fetch errors).
  */
 export function cleanCause(
   error: unknown,
@@ -274,11 +257,9 @@ export function cleanCause(
 }
 
 /**
- * A copy of `response` fit to keep on an error: status and headers, each
- * header value redacted like server text in a message (a value that still
- * holds a run of the secret is dropped whole), and no body (already read).
- * A server that echoes a credential in a header must not leave it in
- * `error.response`, which `Deno.inspect(error, { showHidden: true })` shows.
+ * A copy of `response` fit to keep on an error (which `showHidden`
+ * inspection shows): status and headers, each redacted like server text,
+ * and no body (already read).
  */
 export function cleanResponse(
   response: Response,

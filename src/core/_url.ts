@@ -2,9 +2,10 @@
 
 import { optionError } from "./_check.ts";
 
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+function isLoopback({ protocol, hostname }: URL): boolean {
+  return protocol === "http:" &&
+    (hostname === "localhost" || hostname === "[::1]" ||
+      /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname));
 }
 
 /** Shows an address in an error message without any user info it holds. */
@@ -16,44 +17,22 @@ export function displayUrl(url: URL): string {
   return copy.href;
 }
 
-/**
- * Parses `value` as an address that may carry credentials: `https:`, or
- * `http:` on a loopback host only (tests and local demos).
- *
- * @param context Start of the error message, e.g. "Cannot define environment".
- * @param field The option's name, quoted in the error message.
- */
+/** The error for an address that breaks `rule`, shown without user info. */
+export function urlError(
+  context: string,
+  field: string,
+  rule: string,
+  url: URL,
+): TypeError {
+  return optionError(TypeError, context, field, rule, displayUrl(url));
+}
+
+/** Parses `value` as an address that may carry credentials: `https:`, or `http:` on loopback only. */
 export function secureUrl(
   value: string | URL,
   context: string,
   field: string,
 ): URL {
-  const url = parseUrl(value, context, field);
-  if (
-    url.protocol !== "https:" &&
-    !(url.protocol === "http:" && isLoopbackHost(url.hostname))
-  ) {
-    throw optionError(
-      TypeError,
-      context,
-      field,
-      "must use https",
-      displayUrl(url),
-    );
-  }
-  if (url.username !== "" || url.password !== "") {
-    throw optionError(
-      TypeError,
-      context,
-      field,
-      "must not hold credentials",
-      displayUrl(url),
-    );
-  }
-  return url;
-}
-
-function parseUrl(value: string | URL, context: string, field: string): URL {
   if (!(typeof value === "string" || value instanceof URL)) {
     throw optionError(
       TypeError,
@@ -63,8 +42,9 @@ function parseUrl(value: string | URL, context: string, field: string): URL {
       typeof value,
     );
   }
+  let url: URL;
   try {
-    return new URL(value);
+    url = new URL(value);
   } catch {
     throw optionError(
       TypeError,
@@ -74,4 +54,11 @@ function parseUrl(value: string | URL, context: string, field: string): URL {
       String(value),
     );
   }
+  if (url.protocol !== "https:" && !isLoopback(url)) {
+    throw urlError(context, field, "must use https", url);
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw urlError(context, field, "must not hold credentials", url);
+  }
+  return url;
 }

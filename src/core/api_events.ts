@@ -1,5 +1,4 @@
-// The client's events: its requests, retries, 401 renewals and list
-// crawls. One of the three families of PartnerApiEvent (./events.ts).
+// The client's events: one of the three families of PartnerApiEvent.
 
 /**
  * One API request sent (an attempt: retries, renewals and redirects each
@@ -85,9 +84,8 @@ export interface ApiRetryEvent {
 }
 
 /**
- * After a 401 the request is sent once more with a newer token: one renewed
- * for it (the first 401 in an hour for the provider, or the fleet sharing
- * its store), or one already there because another request renewed it.
+ * After a 401 the request is sent once more with a newer token (renewed for
+ * it, or by another request).
  *
  * @example The one 401 renewal of the hour
  * ```ts

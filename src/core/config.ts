@@ -1,26 +1,5 @@
-/**
- * Configuration from the six `PARTNER_API_*` variables, ready for
- * `createClient(configFromEnv())`.
- *
- * @example Configuration from a record, as from a `.env` file
- * ```ts
- * import { configFromEnv } from "@partner-api/client";
- * import { equal } from "node:assert/strict";
- *
- * const config = configFromEnv({
- *   PARTNER_API_BASE_URL: "https://api.partner.example/api",
- *   PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
- *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token",
- *   PARTNER_API_AUDIENCE: "https://api.partner.example",
- *   PARTNER_API_CLIENT_ID: " my-client ",
- *   PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
- * });
- * equal(config.environment.baseUrl.href, "https://api.partner.example/api/");
- * equal(config.clientId, "my-client"); // values are trimmed
- * ```
- *
- * @module
- */
+// Configuration from the six `PARTNER_API_*` variables, ready for
+// `createClient(configFromEnv())`. Public through the root entry.
 
 import { defineEnvironment, type Environment } from "./environment.ts";
 import type { OptionError } from "./_check.ts";
@@ -54,10 +33,9 @@ export const CONFIG_VARIABLES: {
 });
 
 /**
- * The variables `configFromEnv` and the CLI read when set, for OAuth servers
- * that differ from the service: `PARTNER_API_TOKEN_BODY` (`json`, the
- * default, or `form`) and `PARTNER_API_CLIENT_AUTHENTICATION` (`body`, the
- * default, or `basic` for HTTP Basic).
+ * The variables read when set, for OAuth servers that differ from the
+ * service: `PARTNER_API_TOKEN_BODY` (`json`, the default, or `form`) and
+ * `PARTNER_API_CLIENT_AUTHENTICATION` (`body`, the default, or `basic`).
  *
  * @example A token server that takes form bodies
  * ```ts
@@ -126,10 +104,7 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
-  /**
-   * The variable each setting came from: a failed token request's `hint`
-   * names these (`check PARTNER_API_CLIENT_ID, …`), not the options.
-   */
+  /** The variable each setting came from, which a failed token request's `hint` names. */
   readonly settingNames?: {
     readonly clientId: string;
     readonly clientSecret: string;
@@ -167,10 +142,10 @@ export type EnvSource =
   | ((name: string) => string | undefined);
 
 /**
- * The error for variables that are missing or break a rule: a `TypeError`
- * whose `missing` lists every unset variable, and `option` and `rule` the
- * first that breaks a rule. It never holds a value: a secret pasted into the
- * wrong variable is the usual mistake.
+ * The error for variables that are missing or break a rule: `missing` lists
+ * every unset variable, `option` and `rule` the first at fault. It never
+ * holds a value: a secret pasted into the wrong variable is the usual
+ * mistake.
  *
  * @example Telling the operator what to set
  * ```ts
@@ -199,21 +174,19 @@ export type ConfigError = TypeError & {
 const CONTEXT = "Cannot read configuration";
 
 /**
- * Reads the six `PARTNER_API_*` variables (values trimmed) and returns the
- * environment and credentials they give, and the two optional ones
- * ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
+ * Reads the six `PARTNER_API_*` variables (values trimmed), and the two
+ * optional ones ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
  *
- * @param env Where to read them; by default the process environment (Deno's
- * `Deno.env`, Node's and Bun's `process.env`).
+ * @param env Where to read them; by default the process environment
+ * (`Deno.env`, `process.env`).
  * @returns `{ environment, clientId, clientSecret, settingNames }`, plus
- * `bodyFormat` and `clientAuthentication` when their variables are set;
- * `settingNames` makes a failed token request's `hint` name the variables.
+ * `bodyFormat` and `clientAuthentication` when set; `settingNames` makes a
+ * failed token request's `hint` name the variables.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
- * at once (with a near miss when a variable of a similar name is set, e.g.
- * `PARTNER_API_BASEURL`, also when `env` is a function: the usual typos of
- * each name are looked up), or the variable whose value breaks a rule of
- * `defineEnvironment` or is not one of an optional variable's values; never
- * quoting a value.
+ * at once (with a near miss when a similar name is set, e.g.
+ * `PARTNER_API_BASEURL`), or the variable whose value breaks a rule of
+ * `defineEnvironment` or an optional variable's values; never quoting a
+ * value.
  *
  * @example Naming what is missing
  * ```ts
@@ -249,7 +222,7 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
   } catch (error) {
     const { option, rule } = error as OptionError;
     const variable = CONFIG_VARIABLES[option as keyof typeof CONFIG_VARIABLES];
-    throw configError(`${variable} ${rule}`, variable, rule, []);
+    throw configError(variable, rule);
   }
 }
 
@@ -265,7 +238,7 @@ function optionalValues(
       OPTIONAL_VALUES[option as keyof typeof OPTIONAL_VALUES];
     if (!allowed.includes(value)) {
       const rule = `must be ${allowed.join(" or ")}`;
-      throw configError(`${variable} ${rule}`, variable, rule, []);
+      throw configError(variable, rule);
     }
     found[option] = value;
   }
@@ -289,43 +262,28 @@ function missingError(
   read: (name: string) => string | undefined,
   env: EnvSource,
 ): ConfigError {
-  if (typeof env === "function") {
-    const typos = missing.flatMap((variable) =>
-      typosSet(variable, read).map((typo) =>
-        `${typo} is set: did you mean ${variable}?`
-      )
+  const set = typeof env === "function"
+    ? undefined
+    : Object.keys(env).filter((name) =>
+      env[name] !== undefined && !missing.includes(name)
     );
-    return notSetError(missing, typos);
-  }
-  const set = Object.keys(env).filter((name) => env[name] !== undefined);
-  const hints = missing.flatMap((variable) => {
-    const near = nearest(
-      variable,
-      set.filter((name) => !missing.includes(name)),
-    );
-    return near === undefined || near === variable
-      ? []
-      : [`${near} is set: did you mean ${variable}?`];
-  });
-  return notSetError(missing, hints);
-}
-
-function notSetError(missing: string[], hints: string[]): ConfigError {
-  return configError(
-    `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} not set${
-      hints.length > 0 ? ` (${hints.join("; ")})` : ""
-    }`,
-    missing[0]!,
-    "is not set",
-    missing,
+  const hints = missing.flatMap((variable) =>
+    (set === undefined
+      ? typosSet(variable, read)
+      : [nearest(variable, set)].filter((near) => near !== undefined))
+      .map((near) => `${near} is set: did you mean ${variable}?`)
   );
+  const are = missing.length === 1 ? "is" : "are";
+  const also = hints.length > 0 ? ` (${hints.join("; ")})` : "";
+  return configError(missing[0]!, "is not set", missing, {
+    text: `${missing.join(", ")} ${are} not set${also}`,
+  });
 }
 
 /**
- * The usual typos of `variable` that are set, for a source that cannot list
- * its names (a function; Deno without full `--allow-env`): a character
- * dropped (`PARTNER_API_BASEURL`), doubled, or two swapped. A name the source
- * may not read counts as unset.
+ * The usual typos of `variable` that are set (a character dropped, doubled,
+ * or two swapped), for a source that cannot list its names (a function;
+ * Deno without full `--allow-env`).
  */
 function typosSet(
   variable: string,
@@ -347,10 +305,10 @@ function typosSet(
 }
 
 function configError(
-  text: string,
   option: string,
   rule: string,
-  missing: readonly string[],
+  missing: readonly string[] = [],
+  { text = `${option} ${rule}` } = {},
 ): ConfigError {
   return Object.assign(new TypeError(`${CONTEXT}: ${text}`), {
     option,
@@ -390,7 +348,7 @@ function processEnv(): EnvSource {
         const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
           .flatMap(Object.values).join(",");
         const rule = `cannot be read: add --allow-env=${every}`;
-        throw configError(`${name} ${rule}`, name, rule, []);
+        throw configError(name, rule);
       };
     }
   }

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { displayUrl, secureUrl } from "./_url.ts";
+import { secureUrl, urlError } from "./_url.ts";
 import { optionError, requireOptions } from "./_check.ts";
 
 /**
@@ -87,13 +87,7 @@ const CONTEXT = "Cannot define environment";
 function baseUrl(value: string | URL, field: string): URL {
   const url = secureUrl(value, CONTEXT, field);
   if (url.search !== "" || url.hash !== "") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      field,
-      "must not have a query or fragment",
-      displayUrl(url),
-    );
+    throw urlError(CONTEXT, field, "must not have a query or fragment", url);
   }
   if (!url.pathname.endsWith("/")) url.pathname += "/";
   return url;
@@ -130,13 +124,7 @@ export function defineEnvironment(init: EnvironmentInit): Environment {
   requireOptions(init, CONTEXT, "init");
   const api = baseUrl(init.baseUrl, "baseUrl");
   if (!api.pathname.endsWith("/api/")) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "baseUrl",
-      "must end with /api/",
-      displayUrl(api),
-    );
+    throw urlError(CONTEXT, "baseUrl", "must end with /api/", api);
   }
   const pci = baseUrl(init.pciBaseUrl, "pciBaseUrl");
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");

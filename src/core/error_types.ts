@@ -1,17 +1,13 @@
-// What the errors of errors.ts are built from, and their kinds: the types
-// apart, so that the classes read on one page. Re-exported by errors.ts.
+// What the errors of errors.ts are built from, and their kinds (apart, so
+// that the classes read on one page). Re-exported by errors.ts.
 
 import type { QuotaBucket } from "./quota.ts";
 
 /**
- * What kind of failure a `TokenRequestError` is:
- *
- * - `"network"`: no answer (refused, reset, DNS, cut off mid-body);
- * - `"timeout"`: no answer within the time limit of one attempt;
- * - `"status"`: the endpoint answered with a non-2xx status (not 429);
- * - `"malformed"`: a 2xx answer without a usable token (not JSON, too large,
- *   a bad `access_token`, `expires_in` or `token_type`);
- * - `"quota"`: the quota is exhausted (a `QuotaExceededError`).
+ * What kind of failure a `TokenRequestError` is: no answer (`"network"`),
+ * none in time (`"timeout"`), a non-2xx status but 429 (`"status"`), a 2xx
+ * answer without a usable token (`"malformed"`), or the quota
+ * (`"quota"`, a `QuotaExceededError`).
  *
  * @example Deciding what to tell an operator
  * ```ts
@@ -136,7 +132,9 @@ export interface ApiErrorInit extends ErrorOptions {
 }
 
 /**
- * What kind of failure an `ApiError` is.
+ * What kind of failure an `ApiError` is: no answer (`"network"`), none in
+ * time (`"timeout"`), a non-2xx answer (`"status"`), or a 2xx page that is
+ * not JSON, holds no items, too many, or is too large (`"malformed"`).
  *
  * @example Retrying later only what may pass later
  * ```ts

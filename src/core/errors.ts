@@ -1,10 +1,8 @@
 /**
- * Typed errors for what the token endpoint and the API answer.
- *
- * None of them ever holds the client secret or an access token: not in the
- * message, not in a property, not in `cause`. The raw `Response` is kept as a
- * non-enumerable `response` property so that logging an error never prints
- * it, while a caller who needs a header can still read it.
+ * Typed errors for what the token endpoint and the API answer. None holds
+ * the client secret or an access token, in its message, a property or
+ * `cause`; the raw `Response` is a non-enumerable `response`, so that
+ * logging an error never prints it.
  *
  * @example Telling a quota stop from other token failures
  * ```ts
@@ -64,9 +62,8 @@ function hideResponse(target: Error, response: Response | undefined): void {
 }
 
 /**
- * The base of every error this module raises about the service: catch it to
- * handle token and API failures alike, and decide on `reason`, never on the
- * message.
+ * The base of every error this module raises about the service: decide on
+ * `reason`, never on the message.
  *
  * @example Handling every failure of the service in one place
  * ```ts
@@ -150,13 +147,10 @@ export class TokenRequestError extends PartnerApiError {
   readonly quota?: readonly QuotaBucket[];
   /**
    * What to check, for a person: the settings that can cause this failure,
-   * by the names they were configured under (the variables, for a
-   * configuration from `configFromEnv`; else the options, e.g.
-   * `clientSecret`), or the URL requested (a 404 or 405, no answer). For a
-   * 401 or 403 it also says when the audience and the token URL look like
-   * two environments' (sandbox and production). The message ends with it
-   * too. Never holds a credential; absent when nothing configured can help
-   * (a 5xx, a time limit, the quota).
+   * by the names they were configured under (variables or options), or the
+   * URL requested; for a 401 or 403 also when the audience and the token
+   * URL look like two environments'. The message ends with it too. Never
+   * holds a credential; absent when nothing configured can help.
    */
   readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */
@@ -190,8 +184,7 @@ export class TokenRequestError extends PartnerApiError {
 
 /**
  * The token endpoint refused a request because a quota bucket is empty
- * (HTTP 429). Retrying before {@linkcode QuotaExceededError.retryAt} is
- * useless: buckets reset on the UTC hour and day.
+ * (429): retrying before {@linkcode QuotaExceededError.retryAt} is useless.
  *
  * @example Waiting for the reset
  * ```ts
@@ -233,9 +226,8 @@ export class QuotaExceededError extends TokenRequestError {
 }
 
 /**
- * An API request failed: it got no answer (`status` 0) after its retries,
- * an answer with a status that is not a success, or a list page that
- * cannot be read.
+ * An API request failed: no answer (`status` 0) after its retries, a
+ * status that is not a success, or a list page that cannot be read.
  *
  * @example Handling a missing resource
  * ```ts
@@ -252,11 +244,7 @@ export class QuotaExceededError extends TokenRequestError {
  * ```
  */
 export class ApiError extends PartnerApiError {
-  /**
-   * What kind of failure this is: `"network"` (no answer), `"timeout"` (no
-   * answer in time), `"status"` (a non-2xx answer), `"malformed"` (a 2xx
-   * page that is not JSON, holds no items, too many, or is too large).
-   */
+  /** What kind of failure this is: decide on it, not on the message. */
   declare readonly reason: ApiFailureReason;
   /** Requests made for this call or page, retries included. */
   readonly attempts: number;

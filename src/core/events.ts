@@ -1,29 +1,7 @@
-/**
- * What a token provider and a client report as they work, for `onEvent`:
- * plain, frozen objects that never hold a secret or a token. A listener
- * that throws is ignored; with no listener nothing is built.
- *
- * @example Logging every token request and its quota
- * ```ts
- * import { createTokenProvider } from "@partner-api/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
- * const log: string[] = [];
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => {
- *     if (event.type === "token.request") log.push(`token ${event.outcome}, ${event.quota?.[0]?.remaining} left`);
- *   },
- * });
- * await provider.getToken();
- * deepStrictEqual(log, ["token ok, 9 left"]);
- * ```
- *
- * @module
- */
+// What a token provider and a client report as they work, for `onEvent`:
+// plain, frozen objects that never hold a secret or a token. A listener that
+// throws is ignored; with no listener nothing is built. Public through the
+// root entry; each family of events in its own file.
 
 import type {
   QuotaBlockedEvent,
@@ -43,8 +21,6 @@ import type {
   RateWaitEvent,
 } from "./rate_events.ts";
 
-// Each family in its own file; every event is importable from here, where
-// the other parts import them.
 export type * from "./token_events.ts";
 export type * from "./api_events.ts";
 export type * from "./rate_events.ts";

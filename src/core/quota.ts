@@ -38,11 +38,9 @@ export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
 export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
 
 /**
- * Parses a quota header value into its buckets, in header order.
- *
- * Whitespace around separators, any key order, unknown keys and empty
- * segments are tolerated; keys are read case-insensitively; bucket names are
- * kept as sent.
+ * Parses a quota header value into its buckets, in header order. Whitespace
+ * around separators, any key order or case, unknown keys and empty segments
+ * are tolerated; bucket names are kept as sent.
  *
  * @param value The header value; `null`, `undefined` and `""` mean no header.
  * @returns The buckets, each a frozen object; `[]` when there is no header.

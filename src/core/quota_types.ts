@@ -1,6 +1,5 @@
-// The quota header's types (not an entry: ./quota exports them), apart from
-// the parser so that the parser and the entry both name them without a
-// circle.
+// The quota header's types (./quota exports them), apart so that the parser
+// and the entry both name them without a circle.
 
 /**
  * One quota bucket of the header, e.g. the hourly one.

@@ -1,6 +1,4 @@
-// The rate limiters' events: a wait for the window, and a fleet limiter
-// pacing alone while its store is away, then with the fleet again. One of
-// the three families of PartnerApiEvent (./events.ts).
+// The rate limiters' events: one of the three families of PartnerApiEvent.
 
 /**
  * A request waited for a slot in the rate window before it went out.
@@ -31,20 +29,15 @@ export interface RateWaitEvent {
   readonly type: "rate.wait";
   /** How long it waited, in ms. */
   readonly delayMs: number;
-  /**
-   * The request's priority (`RequestInit.priority`, or its client's):
-   * `"low"` waited as background, behind live requests and the reserve.
-   */
+  /** The request's priority: `"low"` waited as background, behind live requests and the reserve. */
   readonly priority: "high" | "low" | "auto";
 }
 
 /**
- * A fleet rate limiter lost its store (Redis or KV failed or did not answer
- * in time): until the store answers again, this process paces itself alone
- * at its last known share of the limit (half the limit before the store
- * ever answered), never the whole. Also when the store came back without
- * the window (a restart): the process writes back what it sent before it
- * takes again.
+ * A fleet rate limiter lost its store (it failed, did not answer in time, or
+ * came back without the window): until it answers again, this process paces
+ * alone at its last known share of the limit (half before the store ever
+ * answered), never the whole.
  *
  * @example The process paces alone while Redis is away
  * ```ts
@@ -83,10 +76,8 @@ export interface RateDegradedEvent {
 }
 
 /**
- * A fleet rate limiter takes from its store again after `rate.degraded`:
- * the store answers, and this process has written back what it sent alone
- * (or, after a store that came back empty, everything it sent in the last
- * window), so the fleet's window counts it.
+ * A fleet rate limiter takes from its store again after `rate.degraded`,
+ * having written back what it sent meanwhile.
  *
  * @example A line per change of pace
  * ```ts

@@ -1,5 +1,4 @@
-// What a rate limiter is: the contract the client paces by, which the fleet
-// limiters of src/store keep too. Re-exported with its docs by "./client".
+// The contract the client paces by, which the fleet limiters keep too.
 
 /**
  * A rate limit: at most `requests` in any sliding window of `interval` ms.
@@ -46,17 +45,13 @@ export interface RateLimiter {
   /** The limit it keeps. */
   readonly limit: RateLimit;
   /**
-   * Takes a slot for one request: its ticket (a number) when a slot is free
-   * now, else a promise of it that resolves when the caller's turn comes
-   * (callers of one priority go in the order they came, live ones before
-   * background ones), or rejects with the signal's reason when it aborts
-   * first. Hand the ticket to {@linkcode RateLimiter.answered} once the
-   * request is answered or failed.
+   * Takes a slot for one request: its ticket when a slot is free now, else
+   * a promise of it when the caller's turn comes (in order, live callers
+   * before background ones), rejected with the signal's reason if it aborts
+   * first. Hand the ticket to {@linkcode RateLimiter.answered}.
    *
-   * `priority` is the request's own (`RequestInit.priority`, the client's
-   * default when the call gives none); `undefined` is live, as `"auto"`. A
-   * limiter of your own may leave the parameter out: the client passes it,
-   * and a `take(signal)` just does not read it.
+   * `priority` is the request's (`RequestInit.priority`); `undefined` is
+   * live, as `"auto"`. A limiter of your own may leave it out.
    */
   take(
     signal?: AbortSignal,
@@ -64,18 +59,15 @@ export interface RateLimiter {
   ): number | Promise<number>;
   /**
    * Tells the limiter the request of `ticket` was answered (or failed, or
-   * was never sent). The service counts a request when it arrives, which
-   * may be any time until the answer: so a slot counts from the answer,
-   * and is not free again before an interval after it. Until then the
-   * slot stays taken: a ticket never answered keeps its slot.
+   * was never sent). The service may count a request any time until its
+   * answer: a slot counts from the answer, and one never answered stays
+   * taken.
    */
   answered(ticket: number): void;
   /**
    * Tells the limiter the service refused a request for its rate (a 429):
-   * others on the same address count too, so the window is taken as full.
-   * The next slot is when the oldest send leaves a full window, or one
-   * slot's share of the interval (`interval / requests`) from now when this
-   * limiter has sent less; never before a slot is free anyway.
+   * others on the same address count too, so the window is taken as full
+   * (for one slot's share of the interval at least).
    */
   refused(): void;
 }

@@ -1,5 +1,4 @@
-// The token provider's events: its requests, retries, refreshes and quota
-// blocks. One of the three families of PartnerApiEvent (./events.ts).
+// The token provider's events: one of the three families of PartnerApiEvent.
 
 import type { QuotaBucket } from "./quota.ts";
 

@@ -1,18 +1,15 @@
-// The token and quota values the token provider hands out and the stores
-// keep, the check of a token's shape that both apply, and the values as
-// handed out: frozen plain objects, the token hiding its secret part from
-// inspection and from JSON. Here, beside the quota types, so that the stores
-// need nothing of the token provider (the provider needs the stores). Not an
-// entry: ./token is the types' home, and ./store's record names them there.
+// The token and quota values the provider hands out and the stores keep,
+// and the check of a token's shape both apply: here, so that the stores
+// need nothing of the token provider. Not an entry: ./token is the types'
+// home.
 
 import type { QuotaBucket } from "./quota_types.ts";
 
 /**
- * A token as issued: a frozen object. When inspected (`console.log`,
- * `Deno.inspect`, `node:util` `inspect`) or serialized with `JSON.stringify`
- * (as structured loggers do), it shows `accessToken` as `[redacted]`; a
- * spread, `Object.entries` or `structuredClone` leaves it out (it is not
- * enumerable); reading `token.accessToken` still gives the token.
+ * A token as issued: a frozen object. Inspected or serialized with
+ * `JSON.stringify`, it shows `accessToken` as `[redacted]`; a spread,
+ * `Object.entries` or `structuredClone` leaves it out (it is not
+ * enumerable); `token.accessToken` still gives the token.
  *
  * @example Sending a token, and logging it safely
  * ```ts
@@ -61,21 +58,14 @@ export interface IssuedToken {
 export interface QuotaSnapshot {
   /** The buckets, in header order. */
   readonly buckets: readonly QuotaBucket[];
-  /**
-   * Epoch ms (from the clock of the provider that made the request) when the
-   * token endpoint reported them; kept as is when read back from a store.
-   */
+  /** Epoch ms (the requesting provider's clock) when the token endpoint reported them. */
   readonly observedAt: number;
 }
 
 /** Longest lifetime accepted, in seconds: a year. */
 export const MAX_EXPIRES_IN = 31_536_000;
 
-/**
- * Whether `value` has the shape of a token worth using (e.g. read from a
- * store another version of this module wrote). The access token must be
- * visible ASCII: anything else cannot go in an `Authorization` header.
- */
+/** Whether `value` has the shape of a token worth using (e.g. read from a store). */
 export function isIssuedToken(value: unknown): value is IssuedToken {
   if (typeof value !== "object" || value === null) return false;
   const token = value as Record<string, unknown>;
@@ -86,11 +76,7 @@ export function isIssuedToken(value: unknown): value is IssuedToken {
     Array.isArray(token.quota);
 }
 
-/**
- * Visible ASCII only (RFC 6750 allows less; RFC 6749 no more), and not the
- * placeholder a serialized token shows: a store that kept one of those holds
- * no token.
- */
+/** Visible ASCII only (what an `Authorization` header takes), and not a serialized token's placeholder. */
 export function isAccessToken(value: unknown): value is string {
   return typeof value === "string" && value !== "[redacted]" &&
     /^[\x21-\x7e]+$/.test(value);
@@ -107,12 +93,7 @@ function redactedView(token: IssuedToken): Record<string, unknown> {
   return { accessToken: REDACTED, tokenType, expiresIn, expiresAt, quota };
 }
 
-/**
- * A frozen copy of `fields` that never shows its access token: the token is
- * a non-enumerable property, so a spread, `Object.entries` and
- * `structuredClone` leave it out; `JSON.stringify` and inspection show it as
- * `[redacted]`; `token.accessToken` still reads it.
- */
+/** A frozen copy of `fields` that never shows its access token (see {@linkcode IssuedToken}). */
 export function issuedToken(fields: IssuedToken): IssuedToken {
   // One built here already is frozen and hidden as it should be: reuse it.
   if (built.has(fields)) return fields;
@@ -141,11 +122,7 @@ export function issuedToken(fields: IssuedToken): IssuedToken {
 /** The tokens {@linkcode issuedToken} made, so that none is built twice. */
 const built = new WeakSet<IssuedToken>();
 
-/**
- * A plain copy of `token` for a store: its data properties only, so that a
- * store may serialize it with `JSON.stringify` (which shows a handed-out
- * token as `[redacted]`).
- */
+/** A plain copy of `token` for a store, which may serialize it with `JSON.stringify`. */
 export function storableToken(token: IssuedToken): IssuedToken {
   return {
     accessToken: token.accessToken,

@@ -1,66 +1,31 @@
-// Internal: the part of a fleet rate limiter that lives in each process. The
-// fleet's window lives in a store (Redis, KV) behind SharedWindow, which
-// decides each take atomically; here the process's own callers queue in
-// order, one take at a time goes to the store for as many of them as wait,
-// and the store's answer says how long until it is worth asking again, so
-// nobody polls blindly.
-//
-// The process also remembers its own sends of the last window. When the
-// store fails it paces alone at its last known share (never the whole
-// limit); when the store answers again, or comes back without the window
-// (a restart, a key that was not ours), it writes those sends back before
-// it takes, so that the fleet's window counts them.
+// Internal: the part of a fleet rate limiter that lives in each process.
+// The store (Redis, KV) behind SharedWindow decides each take atomically;
+// here the process's callers queue in order, one take at a time asks for
+// as many as wait, and the answer says when to ask again. The process
+// remembers its own sends of the last window: when the store fails it
+// paces alone at its last known share, and when the store answers again
+// (or comes back without the window) it writes them back before it takes.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
 import {
-  emptyWindow,
-  PriorityLines,
-  recordAnswer,
-  recordSend,
-  slotWait,
-  type Window,
-} from "../core/_rate_window.ts";
+  checkRateLimit,
+  checkReserve,
+  type RatePriority,
+  SERVICE_RATE_LIMIT,
+} from "../core/_rate_options.ts";
+import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
-import { MAX_TIMER_MS } from "../core/_check.ts";
-import type { EventListener } from "../core/events.ts";
-import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
+import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
+import { type SteadyClock, steadyClock } from "../core/_clock.ts";
+import type { EventListener, PartnerApiEvent } from "../core/events.ts";
+import {
+  type Reseed,
+  type TakeReply,
+  type TakeRequest,
+  windowSpan,
+} from "./_window_rules.ts";
 
-/** What a process asks the store for. */
-export interface TakeRequest {
-  /** The sends wanted, in order. */
-  readonly sends: readonly string[];
-  /** The epoch of the window it knows (`""`: none yet). */
-  readonly epoch: string;
-  /** It paced alone: it writes back its sends before it takes. */
-  readonly returning: boolean;
-  /**
-   * The sends are background ones: granted only while no live request
-   * waits anywhere in the fleet, and the window keeps the reserve free.
-   */
-  readonly low: boolean;
-}
-
-/** What the store answers to a take. */
-export interface TakeReply {
-  /** Sends granted: the first `granted` of those asked for. */
-  readonly granted: number;
-  /** ms until it is worth asking again for the rest. */
-  readonly wait: number;
-  /** Processes that took or waited in the last window, this one included (0: unknown). */
-  readonly holders: number;
-  /** The window's epoch. */
-  readonly epoch: string;
-  /** Write back your sends first (nothing was granted). */
-  readonly reseed: boolean;
-  /** Sends in the window after the take (-1: unknown). */
-  readonly count: number;
-}
-
-/**
- * The fleet's window in a store. A send is named `<holder>:<ticket>`; it
- * counts as unanswered (from the end of the store's hold) until `answer`.
- */
+/** The fleet's window in a store; a send is named `<holder>:<ticket>`, unanswered until `answer`. */
 export interface SharedWindow {
   readonly store: "redis" | "kv";
   /** Takes slots for the sends, in order, as far as the window and the line allow. */
@@ -81,8 +46,35 @@ export interface FleetConfig {
   /** Names this process's sends in the store. */
   readonly holder: string;
   /** A clock that never goes back (a step back must not stall callers). */
-  readonly now: () => number;
+  readonly now: SteadyClock;
   readonly onEvent: EventListener | undefined;
+}
+
+interface Waiter {
+  readonly resolve: (ticket: number) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
+/** Checks the options both fleet limiters take; `most` bounds `requests`. */
+export function fleetConfig(
+  options: {
+    requests?: number;
+    interval?: number;
+    reserve?: number;
+    now?: () => number;
+    onEvent?: EventListener;
+  },
+  context: string,
+  most: number,
+): FleetConfig {
+  const limit = checkRateLimit(options, context, most, SERVICE_RATE_LIMIT);
+  return {
+    limit,
+    reserve: checkReserve(options.reserve, limit.requests, context),
+    holder: crypto.randomUUID().slice(0, 13),
+    now: steadyClock(requireFunction(options.now, context, "now")),
+    onEvent: requireFunction(options.onEvent, context, "onEvent"),
+  };
 }
 
 /** The first pause after the store failed, doubled on each failure after. */
@@ -90,11 +82,6 @@ const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
-
-interface Waiter {
-  readonly resolve: (ticket: number) => void;
-  readonly reject: (reason: unknown) => void;
-}
 
 /**
  * A {@linkcode RateLimiter} over a {@linkcode SharedWindow}; disposing of it
@@ -105,8 +92,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #shared: SharedWindow;
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
-  readonly #own: Window;
-  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
+  readonly #own: rateWindow.Window;
+  readonly #lines = new rateWindow.PriorityLines<Waiter>((waiter, reason) => {
     waiter.reject(reason);
     if (this.#lines.size === 0) this.#stop();
   });
@@ -138,7 +125,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.limit = config.limit;
     this.#shared = shared;
     this.#config = config;
-    this.#own = emptyWindow(config.limit.requests);
+    this.#own = rateWindow.emptyWindow(config.limit.requests);
     // Before the store has said how many share it, a fleet has at least
     // two members (else why share a store): never the whole limit.
     this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
@@ -157,7 +144,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   answered(ticket: number): void {
-    recordAnswer(this.#own, ticket, this.#config.now());
+    rateWindow.recordAnswer(this.#own, ticket, this.#config.now());
     if (this.#inStore.delete(ticket)) {
       this.#answers.push(`${this.#config.holder}:${ticket}`);
       if (!this.#telling) {
@@ -217,11 +204,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
-  /**
-   * One slot from this process's share, or how long until one is free:
-   * live callers first, background ones within the share less its part of
-   * the reserve.
-   */
+  /** One slot from this process's share (less its part of the reserve, for background callers), or the wait. */
   #takeAlone(): number {
     const { interval, requests } = this.limit;
     const now = this.#config.now();
@@ -230,20 +213,17 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       ? Math.ceil(this.#config.reserve * this.#share / requests)
       : 0;
     const share = Math.max(1, this.#share - reserve);
-    const wait = slotWait(this.#own, interval, now, share);
+    const wait = rateWindow.slotWait(this.#own, interval, now, share);
     if (wait === 0) {
       this.#returning = true;
-      line.shift()!.resolve(recordSend(this.#own, Infinity));
+      line.shift()!.resolve(rateWindow.recordSend(this.#own, Infinity));
       return 0;
     }
     // Back to the store when the pause ends, if that comes first.
     return Math.min(wait, Math.max(1, this.#aloneUntil - now));
   }
 
-  /**
-   * Slots from the store for as many as wait of one priority (live ones
-   * first), or how long until more.
-   */
+  /** Slots from the store for as many as wait of one priority (live first), or the wait. */
   async #takeShared(): Promise<number> {
     const { requests } = this.limit;
     const line = this.#lines.next;
@@ -270,7 +250,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#taken(reply);
     for (let i = 0; i < reply.granted; i++) {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
-      const ticket = recordSend(this.#own, Infinity);
+      const ticket = rateWindow.recordSend(this.#own, Infinity);
       this.#inStore.add(ticket);
       const waiter = line.shift();
       // A caller who left while the store answered: its slot is spent.
@@ -300,20 +280,16 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
-  /**
-   * The store lost the window (or this process paced alone): write back its
-   * sends of the last window before taking, then take again at once.
-   */
+  /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now();
     const sends = this.#ownSends(now);
     // Took while the window it knew could still hold sends (a process
     // waiting in line takes at least that often): what it knew may matter.
     const recent = this.#lastTakeAt > 0 &&
-      now - this.#lastTakeAt < this.limit.interval + HOLD + GRACE;
+      now - this.#lastTakeAt < windowSpan(this.limit);
     // A window that came back empty while this process had sends in it is
-    // a fall as much as a store that fails (one that merely expired after
-    // a quiet window is not).
+    // a fall as much as a store that fails.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({
       holder: this.#config.holder,
@@ -365,16 +341,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     });
   }
 
-  #tellListener(
-    event: Parameters<EventListener>[0],
-  ): void {
+  #tellListener(event: PartnerApiEvent): void {
     if (this.#config.onEvent !== undefined) emit(this.#config.onEvent, event);
   }
 
-  /**
-   * Tells the store of the answers, as many at once as came meanwhile: one
-   * write for a burst of answers, not one each.
-   */
+  /** Tells the store of the answers, as many at once as came meanwhile. */
   async #tell(): Promise<void> {
     try {
       while (this.#answers.length > 0) {

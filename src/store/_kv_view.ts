@@ -1,11 +1,9 @@
 // Internal: the KV limiter's window as one process reads it. KV has no
-// clock, and each member stamps with its own, which may be minutes off
-// another's: a send stamped by a member behind would look long gone to the
-// others, one stamped ahead would hold its slot for as long as the clocks
-// differ. So a process trusts only its own stamps, and dates everything
-// else by when it first saw it: a send answered before this process saw
-// the answer is dated at its sight, which is never too early, whatever the
-// clocks say. Its own clock then measures only time that passed since.
+// clock, and members' clocks may be minutes apart: a send stamped by a
+// member behind would look long gone, one stamped ahead would hold its slot
+// as long as the clocks differ. So a process trusts only its own stamps,
+// and dates everything else by when it first saw it (never too early,
+// whatever the clocks say).
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 import {
@@ -22,10 +20,7 @@ const FIRST_EPOCH = "v1";
 /** More entries than this in a list is not a window of ours (a 64 KiB value). */
 const MOST_ENTRIES = 4096;
 
-/**
- * The stored value as a window, its broken entries left out; `undefined`
- * when it is not a window at all, which counts as a window the store lost.
- */
+/** The stored value as a window, broken entries left out; `undefined`: not a window (one lost). */
 export function readState(value: unknown): WindowState | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const stored = value as Record<string, unknown>;
@@ -35,38 +30,30 @@ export function readState(value: unknown): WindowState | undefined {
   ) return undefined;
   return {
     epoch: typeof stored.epoch === "string" ? stored.epoch : FIRST_EPOCH,
-    sends: sends.flatMap((send): Send[] =>
-      Array.isArray(send) && typeof send[0] === "string" && isTime(send[1])
-        // 0.3 wrote no answered flag: dated at sight as if answered.
-        ? [[
-          send[0],
-          send[1],
-          send[2] === 1 || send.length === 2 ? 1 : 0,
-          isTime(send[3]) && send[3] >= 0 ? send[3] : -1,
-        ]]
-        : []
-    ),
-    line: line.flatMap((entry): Place[] =>
-      Array.isArray(entry) && typeof entry[0] === "string" &&
-        isTime(entry[1])
-        ? [[
-          entry[0],
-          entry[1],
-          isTime(entry[2]) ? entry[2] : 0,
-          entry[3] === 0 ? 0 : 1,
-        ]]
-        : []
-    ),
-    holders: holders.flatMap((entry): [string, number][] =>
-      Array.isArray(entry) && typeof entry[0] === "string" &&
-        isTime(entry[1])
-        ? [[entry[0], entry[1]]]
-        : []
-    ),
+    sends: sends.filter(isNamed).map((send): Send => [
+      send[0],
+      send[1],
+      // 0.3 wrote no answered flag: dated at sight as if answered.
+      send[2] === 1 || send.length === 2 ? 1 : 0,
+      isTime(send[3]) && send[3] >= 0 ? send[3] : -1,
+    ]),
+    line: line.filter(isNamed).map((place): Place => [
+      place[0],
+      place[1],
+      isTime(place[2]) ? place[2] : 0,
+      place[3] === 0 ? 0 : 1,
+    ]),
+    holders: holders.filter(isNamed).map(([holder, at]) => [holder, at]),
     block,
     shortUntil: isTime(stored.shortUntil) ? stored.shortUntil : 0,
     reseeded: count(stored.reseeded),
   };
+}
+
+/** An entry that starts with a name and a time. */
+function isNamed(entry: unknown): entry is [string, number, ...unknown[]] {
+  return Array.isArray(entry) && typeof entry[0] === "string" &&
+    isTime(entry[1]);
 }
 
 function isList(value: unknown): value is unknown[] {
@@ -87,11 +74,7 @@ interface Sighting {
   readonly at: number;
 }
 
-/**
- * One process's reading of the window: its own stamps as they are, the
- * others' replaced by when it first saw them (a send, its answer, a place
- * in line, a holder taking again, a block).
- */
+/** One process's reading of the window: its own stamps as they are, the others' by when it first saw them. */
 export class ClockView {
   readonly #own: string;
   /** Sends of others: when first seen, and first seen answered. */
@@ -101,8 +84,8 @@ export class ClockView {
   >();
   readonly #places = new Map<string, Sighting>();
   readonly #holders = new Map<string, Sighting>();
-  #block: Sighting | undefined;
-  #short: Sighting | undefined;
+  /** The block and the short window, by kind. */
+  readonly #stamps = new Map<string, Sighting>();
 
   constructor(holder: string) {
     this.#own = holder;
@@ -155,16 +138,17 @@ export class ClockView {
       sends,
       line,
       holders,
-      block: this.#seeBlock(state, now, limit),
-      shortUntil: this.#seeShort(state, now, limit),
+      block: this.#seeStamp("block", state.block, now, slotShare(limit)),
+      shortUntil: this.#seeStamp(
+        "short",
+        state.shortUntil,
+        now,
+        limit.interval + GRACE,
+      ),
     };
   }
 
-  /**
-   * What to write after `next` was worked out on the view of `stored`: the
-   * others' stamps as they wrote them (their own clocks read them), this
-   * process's as it made them.
-   */
+  /** What to write after `next` was worked out on the view of `stored`: the others' stamps as they wrote them. */
   restore(
     next: WindowState,
     stored: WindowState,
@@ -195,11 +179,7 @@ export class ClockView {
     };
   }
 
-  /**
-   * A short window as stored while it lasts here; over here, it is over for
-   * everyone: this process saw it begin after the window was lost, so all
-   * the window held has left by then.
-   */
+  /** A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss). */
   #restoreShort(
     next: WindowState,
     stored: WindowState,
@@ -211,23 +191,10 @@ export class ClockView {
       : { shortUntil: 0, reseeded: 0 };
   }
 
-  /** A short window lasts one interval and a moment from when it was seen. */
-  #seeShort(state: WindowState, now: number, limit: RateLimit): number {
-    if (state.shortUntil <= 0) return (this.#short = undefined, 0);
-    if (this.#short?.stamp !== state.shortUntil) {
-      this.#short = { stamp: state.shortUntil, at: now };
-    }
-    const until = this.#short.at + limit.interval + GRACE;
-    return until > now ? until : 0;
-  }
-
-  /** A block lasts at most one slot's share of the interval from when it was seen. */
-  #seeBlock(state: WindowState, now: number, limit: RateLimit): number {
-    if (state.block <= 0) return (this.#block = undefined, 0);
-    if (this.#block?.stamp !== state.block) {
-      this.#block = { stamp: state.block, at: now };
-    }
-    const until = this.#block.at + slotShare(limit);
+  /** A block or a short window lasts `lasts` from when it was first seen. */
+  #seeStamp(kind: string, stamp: number, now: number, lasts: number): number {
+    if (stamp <= 0) return (this.#stamps.delete(kind), 0);
+    const until = sighting(this.#stamps, kind, stamp, now) + lasts;
     return until > now ? until : 0;
   }
 }

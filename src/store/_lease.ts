@@ -1,13 +1,19 @@
-// Internal: the lease protocol the shared stores (KV, Redis) follow, written
-// once over what each database offers. Whoever needs a token takes the lease
-// (only if nothing changed since it looked), requests, and publishes the
-// record in the same step that lets the lease go; the others wait for that
-// step: woken by it where the database can tell them (Redis with a
-// connection to block on), else looking again now and then.
+// Internal: the lease protocol the shared stores (KV, Redis) follow. Whoever
+// needs a token takes the lease (only if nothing changed since it looked),
+// requests, and publishes the record in the step that lets the lease go;
+// the others wait for that step: woken by it where the database can tell
+// them (Redis with a connection to block on), else looking again.
 
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
-import { published } from "./_record.ts";
+import type { FleetStoreOptions } from "./fleet_options.ts";
+import { checkEncryptionKey, published } from "./_record.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
+import {
+  checkNumber,
+  type NumberRule,
+  requireFunction,
+} from "../core/_check.ts";
+import { steadyClock } from "../core/_clock.ts";
 
 /** The first wait before looking again for another process's token, in ms. */
 const FIRST_POLL = 1;
@@ -44,10 +50,7 @@ export interface LostLease {
 export interface LeaseDatabase<Snapshot> {
   /** One consistent read of the record and the lease. */
   look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
-  /**
-   * Takes the lease if neither record nor lease changed since `snapshot`;
-   * else who holds it, where the database can tell at no cost.
-   */
+  /** Takes the lease if nothing changed since `snapshot`; else who holds it, if known. */
   take(
     key: string,
     snapshot: Snapshot,
@@ -55,11 +58,7 @@ export interface LeaseDatabase<Snapshot> {
   ): Promise<HeldLease | LostLease>;
   get(key: string): Promise<TokenRecord | undefined>;
   set(key: string, record: TokenRecord): Promise<void>;
-  /**
-   * Waits at most `ms` for `holder` to let its lease go, woken by the step
-   * that does: the record that step published, if any. Absent where the
-   * database cannot tell (then the waiter looks again after a while).
-   */
+  /** Waits at most `ms` for `holder` to let go: the record then published. Absent where none can tell. */
   readonly waitForRelease?:
     | ((
       key: string,
@@ -70,28 +69,71 @@ export interface LeaseDatabase<Snapshot> {
     | undefined;
 }
 
-/** The checked timing options of a shared store, in ms. */
-export interface LeaseTiming {
+/** The checked options of a shared store: its lease timing (ms), seal and name. */
+export interface FleetStoreConfig {
   readonly leaseDuration: number;
   readonly maxWait: number;
   readonly pollInterval: number;
   /** Epoch ms, for what the store keeps (records, leases). */
   readonly now: () => number;
-  /**
-   * The same clock never going back, for how long a process waits: a wall
-   * clock stepped back must not hold a waiter for the hours it stepped.
-   */
+  /** The same clock never going back, for how long a process waits. */
   readonly steady: () => number;
+  readonly encryptionKey: CryptoKey | undefined;
+  readonly holder: string;
 }
 
-/**
- * Returns a record `settled` accepts, or takes the lease and requests; a
- * process that waits longer than `maxWait` (and than the holder's request
- * may take with its retries) requests on its own.
- */
+/** Checks the options every shared store takes. */
+export function fleetStoreConfig(
+  options: FleetStoreOptions,
+  context: string,
+): FleetStoreConfig {
+  const now = requireFunction(options.now, context, "now");
+  const time = (
+    field: "leaseDuration" | "maxWait" | "pollInterval",
+    fallback: number,
+    rule: NumberRule = "positive whole time in ms, at most 2147483647",
+  ) => checkNumber(options[field], fallback, rule, context, field);
+  checkEncryptionKey(options.encryptionKey, context);
+  return {
+    leaseDuration: time("leaseDuration", 10_000),
+    maxWait: time(
+      "maxWait",
+      45_000,
+      "non-negative whole time in ms, at most 2147483647",
+    ),
+    pollInterval: time("pollInterval", 50),
+    encryptionKey: options.encryptionKey,
+    holder: options.holderId ?? crypto.randomUUID(),
+    now: now ?? Date.now,
+    steady: steadyClock(now),
+  };
+}
+
+/** What `TokenStore.update` is given. */
+export type RecordChange = (
+  record: TokenRecord | undefined,
+) => TokenRecord | undefined;
+
+/** Compare-and-set: `write` fails when another process wrote since `read`, and `change` runs again. */
+export async function updateBy<Seen>(
+  change: RecordChange,
+  read: () => Promise<[TokenRecord | undefined, Seen]>,
+  write: (next: TokenRecord, seen: Seen) => Promise<boolean>,
+  attempts: number,
+): Promise<TokenRecord | undefined> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const [record, seen] = await read();
+    const next = change(record);
+    if (next === undefined) return record;
+    if (await write(next, seen)) return next;
+  }
+  throw new Error("Cannot update the token record: it keeps changing");
+}
+
+/** A record `settled` accepts, or the lease taken and a request; past `maxWait` and the budget, a request alone. */
 export async function coordinateByLease<Snapshot>(
   database: LeaseDatabase<Snapshot>,
-  timing: LeaseTiming,
+  timing: FleetStoreConfig,
   key: string,
   { settled, request, signal, requestBudget }: CoordinateOptions,
 ): Promise<TokenRecord> {
@@ -99,8 +141,7 @@ export async function coordinateByLease<Snapshot>(
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
   // Look again soon at first (a token request often takes a few ms), then
-  // less often, up to pollInterval: the first token comes quickly and a
-  // slow one costs few reads.
+  // less often, up to pollInterval.
   let wait = Math.min(FIRST_POLL, pollInterval);
   let lookedAgain = false;
   while (true) {
@@ -112,19 +153,12 @@ export async function coordinateByLease<Snapshot>(
     if (leaseFree) {
       const taken = await database.take(key, snapshot, signal);
       if ("publish" in taken) {
-        return await requestHolding(
-          database,
-          timing,
-          key,
-          taken,
-          record,
-          request,
-        );
+        const held = { lease: taken, leaseDuration: timing.leaseDuration };
+        return await requestHolding(database, key, held, record, request);
       }
       // Another process took it first, or the record changed: wait on the
-      // new holder, or look once more at once. Lost twice in a row (the
-      // database holds what it cannot take over): look again after the
-      // wait, never in a tight loop, and not past the deadline.
+      // new holder, or look once more at once; lost twice in a row, look
+      // again after the wait, never in a tight loop.
       holder = taken.holder;
       if (holder === undefined && !lookedAgain) {
         lookedAgain = true;
@@ -150,13 +184,12 @@ export async function coordinateByLease<Snapshot>(
 /** Requests while holding the lease; publishes the result as it lets go. */
 async function requestHolding(
   database: LeaseDatabase<unknown>,
-  timing: LeaseTiming,
   key: string,
-  lease: HeldLease,
+  { lease, leaseDuration }: { lease: HeldLease; leaseDuration: number },
   before: TokenRecord | undefined,
   request: () => Promise<TokenRecord>,
 ): Promise<TokenRecord> {
-  const stop = keepRenewing(lease, timing.leaseDuration);
+  const stop = keepRenewing(lease, leaseDuration);
   let result: TokenRecord;
   try {
     result = await request();
@@ -202,11 +235,7 @@ async function publishIfNewer(
   if (!newer) await database.set(key, record);
 }
 
-/**
- * Keeps the lease while a request runs, so that a slow token endpoint does
- * not let another process take over; a holder that dies stops renewing and
- * its lease runs out within `leaseDuration`.
- */
+/** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */
 function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
   const timer = setInterval(() => {
     lease.renew().catch(() => {}); // a busy database: the next tick renews

@@ -2,10 +2,10 @@
 // record: a plain copy, sealed with AES-GCM, kept as long as it can still
 // serve.
 
-import type { IssuedToken } from "../core/token_values.ts";
+import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
 import { optionError } from "../core/_check.ts";
-import { sealingKey } from "./_key.ts";
+import { perKey, sealingKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
 export interface SealedRecord {
@@ -13,6 +13,8 @@ export interface SealedRecord {
   readonly sealed: Uint8Array<ArrayBuffer>;
 }
 
+/** The bound on a stored record, in bytes: a larger value is a broken record, not read whole. */
+export const MAX_STORED_RECORD = 65_536;
 const MIN_RECORD_LIFETIME = 1000;
 /** A 401 renewal counts for an hour; kept a little longer for clocks that differ. */
 const RENEWAL_KEPT = 2 * 3_600_000;
@@ -20,11 +22,7 @@ const RENEWAL_KEPT = 2 * 3_600_000;
 const MAX_RECORD_LIFETIME = 366 * 86_400_000;
 const encoder = new TextEncoder();
 
-/**
- * Encrypts the record's plain copy, bound to `key`: it cannot be replayed
- * under another. A `version` (see {@linkcode RecordVersions}) goes inside
- * the seal, so that nobody can change it without the key.
- */
+/** Encrypts the record's plain copy (with `version` inside), bound to `key`. */
 export async function sealRecord(
   encryptionKey: CryptoKey,
   key: string,
@@ -32,61 +30,13 @@ export async function sealRecord(
   version?: number,
 ): Promise<SealedRecord> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const plain = version === undefined
-    ? plainRecord(record)
-    : { ...plainRecord(record), version };
+  const plain = { ...plainRecord(record), ...(version && { version }) };
   const sealed = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
     encryptionKey,
     encoder.encode(JSON.stringify(plain)),
   );
   return { iv, sealed: new Uint8Array(sealed) };
-}
-
-/** The bound on a stored record, in bytes: a larger value is a broken record, not read whole. */
-export const MAX_STORED_RECORD = 65_536;
-
-/**
- * The highest version of each key's record this process has seen. Each
- * write seals the next one; a record older than one already seen (a
- * replayed copy, a store rolled back to a backup) is refused, so that a
- * token the fleet has renewed, or a ledger entry it has written, is never
- * served again from an older copy. A process that starts after the rollback
- * cannot tell, and takes what it finds.
- */
-export class RecordVersions {
-  readonly #highest = new Map<string, number>();
-
-  /** Whether `version` of `key`'s record may be used; it is remembered if so. */
-  accept(key: string, version: number): boolean {
-    if (version < (this.#highest.get(key) ?? 0)) return false;
-    this.#highest.set(key, version);
-    return true;
-  }
-
-  /** The version a write of `key`'s record seals: newer than any seen. */
-  next(key: string): number {
-    const version = (this.#highest.get(key) ?? 0) + 1;
-    this.#highest.set(key, version);
-    return version;
-  }
-}
-
-/** A record and its sealed version (0 when it carries none: 0.3's). */
-export async function openVersioned(
-  encryptionKey: CryptoKey,
-  key: string,
-  sealed: SealedRecord,
-): Promise<{ record: TokenRecord; version: number } | undefined> {
-  const opened = await openRecord(encryptionKey, key, sealed) as
-    | (TokenRecord & { version?: unknown })
-    | undefined;
-  if (typeof opened !== "object" || opened === null) return undefined;
-  const { version, ...record } = opened;
-  return {
-    record,
-    version: Number.isSafeInteger(version) ? version as number : 0,
-  };
 }
 
 /** The record, or `undefined` when another key sealed it or it was tampered with. */
@@ -108,9 +58,45 @@ export async function openRecord(
 }
 
 /**
- * What to store after a request: a block or a failure keeps a token that is
- * still valid, and the fleet's 401 ledger stays whatever the request got.
+ * One fleet store's seals: the key given, else one derived from each store
+ * key (and so from the client secret). Each write seals a version newer
+ * than any seen; an older record (a replayed copy, a store rolled back) is
+ * refused, so that a token the fleet renewed is never served again.
  */
+export class RecordSeals {
+  readonly #keys: (key: string) => Promise<CryptoKey>;
+  readonly #highest = new Map<string, number>();
+
+  constructor(given: CryptoKey | undefined) {
+    this.#keys = given === undefined
+      ? perKey(sealingKey)
+      : () => Promise.resolve(given);
+  }
+
+  async seal(key: string, record: TokenRecord): Promise<SealedRecord> {
+    const version = (this.#highest.get(key) ?? 0) + 1;
+    this.#highest.set(key, version);
+    return await sealRecord(await this.#keys(key), key, record, version);
+  }
+
+  async open(
+    key: string,
+    sealed: SealedRecord,
+  ): Promise<TokenRecord | undefined> {
+    const opened = await openRecord(await this.#keys(key), key, sealed) as
+      | (TokenRecord & { version?: unknown })
+      | undefined;
+    if (typeof opened !== "object" || opened === null) return undefined;
+    const { version, ...record } = opened;
+    // 0.3's records carry no version: 0.
+    const seen = Number.isSafeInteger(version) ? version as number : 0;
+    if (seen < (this.#highest.get(key) ?? 0)) return undefined;
+    this.#highest.set(key, seen);
+    return record;
+  }
+}
+
+/** What to store after a request: a still valid token and the fleet's 401 ledger are kept. */
 export function published(
   result: TokenRecord,
   before: TokenRecord | undefined,
@@ -124,10 +110,7 @@ export function published(
   return { ...result, ...kept, ...ledger };
 }
 
-/**
- * How long to keep a record, in ms: until its token expires, its block or
- * cooldown ends, or its 401 renewal leaves the hour.
- */
+/** How long to keep a record, in ms: until its token, block, cooldown and 401 renewal are over. */
 export function recordLifetime(record: TokenRecord, now: number): number {
   const end = Math.max(
     record.token?.expiresAt ?? 0,
@@ -143,27 +126,19 @@ export function recordLifetime(record: TokenRecord, now: number): number {
 }
 
 /** A copy with data properties only (the token's is not enumerable), to store. */
-export function plainRecord(record: TokenRecord): TokenRecord {
-  const token: IssuedToken | undefined = record.token && {
-    accessToken: record.token.accessToken,
-    tokenType: record.token.tokenType,
-    expiresIn: record.token.expiresIn,
-    expiresAt: record.token.expiresAt,
-    quota: record.token.quota.map((bucket) => ({ ...bucket })),
-  };
+function plainRecord(record: TokenRecord): TokenRecord {
+  const { token, quota, blockedUntil, failure, renewal } = record;
   return {
-    ...(token === undefined ? {} : { token }),
-    ...(record.quota === undefined ? {} : {
+    ...(token && { token: storableToken(token) }),
+    ...(quota && {
       quota: {
-        buckets: record.quota.buckets.map((bucket) => ({ ...bucket })),
-        observedAt: record.quota.observedAt,
+        buckets: quota.buckets.map((bucket) => ({ ...bucket })),
+        observedAt: quota.observedAt,
       },
     }),
-    ...(record.blockedUntil === undefined
-      ? {}
-      : { blockedUntil: record.blockedUntil }),
-    ...(record.failure === undefined ? {} : { failure: { ...record.failure } }),
-    ...(record.renewal === undefined ? {} : { renewal: { ...record.renewal } }),
+    ...(blockedUntil !== undefined && { blockedUntil }),
+    ...(failure && { failure: { ...failure } }),
+    ...(renewal && { renewal: { ...renewal } }),
   };
 }
 
@@ -184,21 +159,4 @@ export function checkEncryptionKey(
       "must be an AES-GCM CryptoKey for encrypt and decrypt",
     );
   }
-}
-
-/**
- * The key that seals each record: the one given, else one derived from the
- * store key (and so from the client secret, which every member of a fleet
- * holds), derived once per store key.
- */
-export function recordSeals(
-  given: CryptoKey | undefined,
-): (key: string) => Promise<CryptoKey> {
-  if (given !== undefined) return () => Promise.resolve(given);
-  const keys = new Map<string, Promise<CryptoKey>>();
-  return (key) => {
-    let sealing = keys.get(key);
-    if (sealing === undefined) keys.set(key, sealing = sealingKey(key));
-    return sealing;
-  };
 }

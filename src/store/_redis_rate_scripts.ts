@@ -1,10 +1,8 @@
 // Internal: the fleet window's rules (_window_rules.ts) as Lua scripts, on
-// Redis's own clock. Each script first replaces what is not ours, in the
-// same atomic step: a key of another type, a number that does not parse,
-// a block further ahead than the rules ever write (cut back), a send dated
-// past the hold (dropped).
-// Such a key would otherwise make every take fail (and every process pace
-// alone at the whole limit), or hold the fleet off for as long as it says.
+// Redis's own clock. Each script first replaces, in the same atomic step,
+// what is not ours (a key of another type, a number that does not parse, a
+// block further ahead than the rules write, a send dated past the hold):
+// it would otherwise make every take fail, or hold the fleet off.
 
 // KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted
 // set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
@@ -16,11 +14,9 @@
 // ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
 // with if the window has none; then each script's own.
 
-// Writes down in the epoch hash until when the window holds a send: the
-// latest send's time (none past the hold is ours) and an interval. Before
-// then the window cannot have emptied by itself; once it is empty, nothing
-// is written down (an answer of a version that did not write it cannot
-// leave a mark that would take an emptied window for a lost one).
+// Writes down in the epoch hash until when the window holds a send (the
+// latest send's time and an interval): before then it cannot have emptied
+// by itself. Once it is empty, nothing is written down.
 const mark = (window: string, epoch: string) =>
   `local function mark()
   local last = redis.call('ZREVRANGEBYSCORE', ${window}, now + hold, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
@@ -58,18 +54,13 @@ if block > now + share then
   block = now + share
   redis.call('SET', KEYS[6], block, 'PX', share)
 end
--- A send dated past the hold was never written by a take: dropped, not
--- kept for the hold (90 of them held a fleet for a minute).
+-- A send dated past the hold was never written by a take: dropped.
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + hold), '+inf')
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '(' .. now, '+inf')
 if redis.call('ZCARD', KEYS[2]) > 1000 then redis.call('DEL', KEYS[2], KEYS[3]) end
 local epoch = redis.call('HGET', KEYS[7], 'id')
--- The window and its epoch are judged together: a window gone while its
--- epoch says a send is still in it was lost (an eviction can pick one key
--- of two), as in a restart; one that emptied as its sends left was not.
--- Sends were lost for sure, so the window is short of them at once: a
--- process that never knew the old epoch takes nothing before the others
--- wrote theirs back.
+-- A window gone while its epoch says a send is still in it was lost (an
+-- eviction can pick one key of two): short of its sends at once.
 local fell = epoch and redis.call('EXISTS', KEYS[1]) == 0 and (num(redis.call('HGET', KEYS[7], 'until')) or 0) > now
 if fell or lost or not epoch or #epoch > 64 then
   redis.call('DEL', KEYS[7])
@@ -114,8 +105,7 @@ if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
--- Those who may stand ahead: every place for a background take, live
--- places (and its own) for a live one.
+-- Ahead of a live take stand live places only.
 local line, place, liveElsewhere = 0, nil, false
 for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
@@ -151,9 +141,7 @@ else
     -- The live ones go first: ask again soon.
     wait = math.max(1, share)
   else
-    -- Slots free beyond those of the places ahead: its turn is now, once
-    -- those ahead took theirs. Else it comes when the (index + 1)-th send
-    -- leaves.
+    -- Its turn is now, or when the (index + 1)-th send leaves.
     local index = position - (free - granted)
     local send = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
     local from = tonumber(send[2] or '-1')

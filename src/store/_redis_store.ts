@@ -1,33 +1,29 @@
-// Internal: the Redis token store behind createRedisTokenStore. Each client's
-// record rests under "<prefix>:{<digest>}:record", its lease under
-// "<prefix>:{<digest>}:lease", and the step that lets a lease go is told on
-// a short-lived stream "<prefix>:{<digest>}:lease:<lease value>" (one hash
-// tag, so a cluster keeps them in one slot for the scripts). Values are JSON
-// text: the sealed record, its nonce and ciphertext in base64.
+// Internal: the Redis token store. A client's record rests under
+// "<prefix>:{<digest>}:record", its lease under "...:lease", and the step
+// that lets a lease go is told on a short-lived stream "...:lease:<lease>"
+// (one hash tag: one cluster slot for the scripts). Values are JSON: the
+// sealed record's nonce and ciphertext in base64.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import type { FleetStoreOptions } from "./fleet_options.ts";
-import {
-  MAX_STORED_RECORD,
-  openVersioned,
-  recordLifetime,
-  recordSeals,
-  RecordVersions,
-  sealRecord,
-} from "./_record.ts";
+import { MAX_STORED_RECORD, recordLifetime, RecordSeals } from "./_record.ts";
 import type { RedisCommand } from "./redis_command.ts";
-import { plainScript, type ScriptName, SCRIPTS } from "./_redis_plain.ts";
-import { encodeSealed, entryIn, fromBase64, text } from "./_redis_values.ts";
+import {
+  plainScript,
+  type ScriptName,
+  SCRIPTS,
+  sendWithin,
+  text,
+} from "./_redis_commands.ts";
 import {
   coordinateByLease,
-  type HeldLease,
+  type FleetStoreConfig,
   type LeaseDatabase,
-  type LeaseTiming,
-  type LeaseView,
-  type LostLease,
+  type RecordChange,
+  updateBy,
 } from "./_lease.ts";
-import { hexDigest } from "./_key.ts";
+import { hexDigest, perKey } from "./_key.ts";
 import { delay, raceAbort } from "../core/_deadlines.ts";
+import { base64 } from "../core/_encoding.ts";
 
 /** A record as a look saw it: its text, and whether it could be read. */
 interface Seen {
@@ -36,12 +32,10 @@ interface Seen {
 }
 
 /** The checked options of a {@linkcode RedisTokenStore}. */
-export interface RedisStoreConfig extends LeaseTiming {
+export interface RedisStoreConfig extends FleetStoreConfig {
   readonly command: RedisCommand;
   readonly blockingCommand: RedisCommand | undefined;
   readonly prefix: string;
-  readonly encryptionKey: FleetStoreOptions["encryptionKey"];
-  readonly holder: string;
   readonly commandTimeout: number;
 }
 
@@ -50,13 +44,8 @@ const UPDATE_ATTEMPTS = 10;
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   readonly #config: RedisStoreConfig;
-  readonly #seals: (key: string) => Promise<CryptoKey>;
-  readonly #keys = new Map<
-    string,
-    Promise<{ record: string; lease: string }>
-  >();
-
-  readonly #versions = new RecordVersions();
+  readonly #seals: RecordSeals;
+  readonly #keysOf: (key: string) => Promise<{ record: string; lease: string }>;
   /** Redis refused EVAL: the scripts' steps go by plain commands. */
   #plain = false;
   /** Whether a wait holds the blocking connection now. */
@@ -68,7 +57,13 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   constructor(config: RedisStoreConfig) {
     this.#config = config;
-    this.#seals = recordSeals(config.encryptionKey);
+    this.#seals = new RecordSeals(config.encryptionKey);
+    this.#keysOf = perKey((key) =>
+      hexDigest(key, 16).then((digest) => ({
+        record: `${config.prefix}:{${digest}}:record`,
+        lease: `${config.prefix}:{${digest}}:lease`,
+      }))
+    );
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {
       this.waitForRelease = (key, holder, ms, signal) =>
@@ -85,36 +80,28 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const keys = await this.#keysOf(key);
     // Read first: the version written must be newer than the one stored.
     await this.get(key).catch(() => {});
-    await this.#send(["SET", keys.record, ...await this.#value(key, record)]);
+    const [value, lifetime] = await this.#value(key, record);
+    await this.#send(["SET", keys.record, value, "PX", lifetime]);
   }
 
-  /** Compare-and-set on the value as read: another process's write makes `change` run again. */
-  async update(
-    key: string,
-    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
-  ): Promise<TokenRecord | undefined> {
-    const keys = await this.#keysOf(key);
-    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-      const seen = await this.#read(keys.record);
-      const record = await this.#decode(key, seen);
-      const next = change(record);
-      if (next === undefined) return record;
-      const [value, , lifetime] = await this.#value(key, next);
-      const done = await this.#script("swap", [keys.record], [
-        seen ?? "",
-        value,
-        lifetime,
-      ]);
-      if (done === 1) return next;
-    }
-    throw new Error("Cannot update the token record: it keeps changing");
+  /** Compare-and-set on the value as read. */
+  async update(key: string, change: RecordChange) {
+    const { record } = await this.#keysOf(key);
+    return await updateBy(change, async () => {
+      const seen = await this.#read(record);
+      return [await this.#decode(key, seen), seen];
+    }, async (next, seen) => {
+      const value = await this.#value(key, next);
+      return await this.#script("swap", [record], [seen ?? "", ...value]) === 1;
+    }, UPDATE_ATTEMPTS);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
     return coordinateByLease(this, this.#config, key, options);
   }
 
-  async look(key: string): Promise<LeaseView<Seen>> {
+  // look and take answer as LeaseDatabase has it.
+  async look(key: string) {
     const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks again
     // that the record is still the one seen.
@@ -134,49 +121,43 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     };
   }
 
-  async take(key: string, seen: Seen): Promise<HeldLease | LostLease> {
+  async take(key: string, seen: Seen) {
     const keys = await this.#keysOf(key);
-    const { holder, leaseDuration } = this.#config;
-    const lease = `${crypto.randomUUID()} ${holder}`;
+    const ms = String(this.#config.leaseDuration);
+    const lease = `${crypto.randomUUID()} ${this.#config.holder}`;
     const taken = await this.#script("take", [keys.record, keys.lease], [
       seen.value,
       lease,
-      String(leaseDuration),
+      ms,
       seen.readable ? "0" : "1",
     ]);
     if (taken !== 1) return { holder: text(taken) };
     const told = [keys.record, keys.lease, `${keys.lease}:${lease}`];
-    const toldFor = String(leaseDuration);
     return {
       renew: async () => {
-        await this.#script("renew", [keys.lease], [
-          lease,
-          String(leaseDuration),
-        ]);
+        await this.#script("renew", [keys.lease], [lease, ms]);
       },
-      publish: async (record) => {
-        const [value, , lifetime] = await this.#value(key, record);
+      publish: async (record: TokenRecord) => {
+        const [value, lifetime] = await this.#value(key, record);
         const done = await this.#script("publish", told, [
           lease,
           value,
           lifetime,
-          toldFor,
+          ms,
         ]);
         return done === 1;
       },
       release: async () => {
-        await this.#script("release", told, [lease, "", "", toldFor]);
+        await this.#script("release", told, [lease, "", "", ms]);
       },
     };
   }
 
   /**
    * Blocks on `blocking`'s connection until the lease `holder` is let go
-   * (an entry on its stream, there already if it was), for at most `ms`
-   * and `pollInterval` (a holder that died, or one of a version that tells
-   * nobody, wakes no one): the record published with it, if any. One
-   * wait at a time holds the connection: another meanwhile, and a failing
-   * Redis, wait like a poll, never retried at once.
+   * (an entry on its stream), for at most `ms` and `pollInterval`: the
+   * record published with it, if any. One wait at a time holds the
+   * connection; another meanwhile, or a failing Redis, waits like a poll.
    */
   async #waitOn(
     blocking: RedisCommand,
@@ -186,10 +167,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     signal: AbortSignal,
   ): Promise<TokenRecord | undefined> {
     const { lease } = await this.#keysOf(key);
-    const block = Math.max(
-      1,
-      Math.ceil(Math.min(ms, this.#config.pollInterval)),
-    );
+    const { pollInterval, commandTimeout } = this.#config;
+    const block = Math.max(1, Math.ceil(Math.min(ms, pollInterval)));
     const stream = `${lease}:${holder}`;
     // After an entry already read (one that held no record for us), only a
     // newer one wakes: never a loop on the same entry.
@@ -198,30 +177,31 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     try {
       if (this.#blocked) throw new Error("the blocking connection is in use");
       this.#blocked = true;
+      const read = ["XREAD", "COUNT", "1", "BLOCK", String(block), "STREAMS"];
       reply = await raceAbort(
-        this.#send(
-          ["XREAD", "COUNT", "1", "BLOCK", String(block), "STREAMS"]
-            .concat(stream, after),
-          blocking,
-          block,
-        ).finally(() => this.#blocked = false),
+        sendWithin(blocking, [...read, stream, after], commandTimeout + block)
+          .finally(() => this.#blocked = false),
         signal,
       );
     } catch {
       signal.throwIfAborted();
-      await delay(Math.min(block, this.#config.pollInterval), signal);
+      await delay(Math.min(block, pollInterval), signal);
       return undefined;
     }
-    const entry = entryIn(reply);
-    if (entry !== undefined) this.#lastWake = { stream, id: entry.id };
-    return await this.#decode(key, entry?.record);
+    // One entry, `[[stream, [[id, ["record", value]]]]]`: the record
+    // published with it ("" when the lease was let go without one).
+    const entry = (reply as unknown[][][][] | null)?.[0]?.[1]?.[0];
+    const id = Array.isArray(entry) ? text(entry[0]) : undefined;
+    if (id === undefined) return undefined;
+    this.#lastWake = { stream, id };
+    const fields = entry![1];
+    return await this.#decode(
+      key,
+      (Array.isArray(fields) ? text(fields[1]) : undefined) || undefined,
+    );
   }
 
-  /**
-   * A script by EVAL; a Redis that refuses EVAL (an ACL without scripting,
-   * a renamed command) counts as failing for it, and from then on the same
-   * steps go by plain commands (_redis_plain.ts), which keep the lease.
-   */
+  /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */
   async #script(
     name: ScriptName,
     keys: string[],
@@ -229,15 +209,11 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   ): Promise<unknown> {
     const send = (command: string[]) => this.#send(command);
     if (this.#plain) return await plainScript(name, keys, args, send);
-    const source = SCRIPTS[name];
     try {
-      return await send([
-        "EVAL",
-        source,
-        String(keys.length),
-        ...keys,
-        ...args,
-      ]);
+      return await send(["EVAL", SCRIPTS[name], String(keys.length)].concat(
+        keys,
+        args,
+      ));
     } catch (error) {
       if (!/NOPERM|unknown command/i.test(String(error))) throw error;
       this.#plain = true;
@@ -256,41 +232,17 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return value === "" ? undefined : value;
   }
 
-  /**
-   * One command, within `commandTimeout` (and the time it blocks for): a
-   * client that queues commands while Redis is away would otherwise hold
-   * every waiting caller.
-   */
-  #send(
-    args: string[],
-    command = this.#config.command,
-    blocks = 0,
-  ): Promise<unknown> {
-    const reply = Promise.resolve().then(() => command(args));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
-        this.#config.commandTimeout + blocks,
-      );
-      reply.then(resolve, reject).finally(() => clearTimeout(timer));
-    });
+  #send(args: string[]): Promise<unknown> {
+    return sendWithin(this.#config.command, args, this.#config.commandTimeout);
   }
 
-  /** The value and `PX` arguments of a `SET` of `record`, sealed. */
-  async #value(
-    key: string,
-    record: TokenRecord,
-  ): Promise<[value: string, px: "PX", lifetime: string]> {
-    const { now } = this.#config;
-    const sealing = await this.#seals(key);
-    const version = this.#versions.next(key);
-    const stored = encodeSealed(
-      await sealRecord(sealing, key, record, version),
-    );
+  /** The value and `PX` lifetime of a `SET` of `record`, sealed. */
+  async #value(key: string, record: TokenRecord): Promise<[string, string]> {
+    const { iv, sealed } = await this.#seals.seal(key, record);
+    const lifetime = recordLifetime(record, this.#config.now());
     return [
-      JSON.stringify(stored),
-      "PX",
-      String(recordLifetime(record, now())),
+      JSON.stringify({ iv: base64(iv), sealed: base64(sealed) }),
+      String(lifetime),
     ];
   }
 
@@ -304,38 +256,22 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     try {
       const stored = JSON.parse(value);
       if (typeof stored?.iv !== "string") return undefined;
-      const opened = await openVersioned(await this.#seals(key), key, {
+      return await this.#seals.open(key, {
         iv: fromBase64(stored.iv),
         sealed: fromBase64(stored.sealed),
       });
-      // Older than one seen: a replayed copy, refused like a broken one.
-      if (opened === undefined) return undefined;
-      return this.#versions.accept(key, opened.version)
-        ? opened.record
-        : undefined;
     } catch {
       return undefined; // not ours, or damaged: as if absent
     }
   }
-
-  #keysOf(key: string): Promise<{ record: string; lease: string }> {
-    let keys = this.#keys.get(key);
-    if (keys === undefined) {
-      keys = hexDigest(key, 16).then((digest) => ({
-        record: `${this.#config.prefix}:{${digest}}:record`,
-        lease: `${this.#config.prefix}:{${digest}}:lease`,
-      }));
-      this.#keys.set(key, keys);
-    }
-    return keys;
-  }
 }
 
-/**
- * A key of another type holds no record or lease (as MGET answered it):
- * the take replaces it. Any other failure is a failing Redis.
- */
+/** A key of another type holds no record or lease (the take replaces it); anything else fails. */
 function noneOfAnotherType(error: unknown): undefined {
   if (/WRONGTYPE/.test(String(error))) return undefined;
   throw error;
+}
+
+function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
 }

@@ -1,30 +1,29 @@
-// Internal: the rules of the fleet's window, pure and on one clock. The KV
-// limiter runs them on the value it reads; the Redis scripts
-// (_redis_rate_scripts.ts) are the same rules in Lua, on Redis's clock.
-//
-// What is read from a store is never trusted further than its rules allow:
-// a send dated past the store's time plus the hold is dropped, a block, a
-// wait or a place in line lasts at most one interval and the hold, and a
-// value that is not a window counts as a window the store lost (a
-// restart): its members write back what they sent before anyone takes.
+// Internal: the rules of the fleet's window, pure and on one clock: the KV
+// limiter runs them on the value it reads, the Redis scripts are the same
+// rules in Lua. What a store holds is never trusted past them: a send dated
+// past the hold is dropped, no block, wait or place lasts more than an
+// interval and the hold, and a value that is not a window is a window lost.
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 
 /**
  * How long an unanswered send counts as taken at most, in ms, before its
- * window: longer than any request's time limit, so only a process that died
- * mid-request leaves one, and its slot comes back after this and a window.
+ * window: longer than any request's time limit (only a process that died
+ * mid-request leaves one).
  */
 export const HOLD = 60_000;
 /** How long a process keeps its place in line after its turn came, in ms. */
 export const GRACE = 1000;
 
+/** How long what a window holds may matter: an interval, the hold, a moment. */
+export function windowSpan({ interval }: RateLimit): number {
+  return interval + HOLD + GRACE;
+}
+
 /**
  * A send: its name (`<holder>:<ticket>`), the ms it counts from, whether it
- * was answered, and once answered, how many ms it took from the moment it
- * was written to its answer on its owner's clock (-1: unknown). That span
- * needs no clock in common: a process on another clock that saw the send
- * written knows it was answered within the span of that sight.
+ * was answered, and then the ms from its writing to its answer on its
+ * owner's clock (-1: unknown), which a process on another clock can go by.
  */
 export type Send = readonly [
   name: string,
@@ -33,10 +32,7 @@ export type Send = readonly [
   span: number,
 ];
 
-/**
- * A place in line: the holder, the ms it lapses, and for how long from its
- * writing it was given (what a process on another clock can go by).
- */
+/** A place in line: the holder, the ms it lapses, and for how long from its writing it was given. */
 export type Place = readonly [
   holder: string,
   lapses: number,
@@ -63,12 +59,9 @@ export interface WindowState {
   /** No send before this (after a refusal). */
   readonly block: number;
   /**
-   * Until when the window is short of what it lost (0: it lost nothing).
-   * The store lost the window with sends in it (a restart, a value that was
-   * not ours), and its members wrote theirs back as they came back: until
-   * everything it held has left (one interval and a moment after the first
-   * came back), the fleet sends only as many as were written back, so that
-   * the sends of a member that has not come back keep their slots.
+   * Until when the window is short of what it lost (0: nothing): until all
+   * it held has left, the fleet sends only as many as its members wrote
+   * back, so that the sends of one not back yet keep their slots.
    */
   readonly shortUntil: number;
   /** Sends written back while the window is short. */
@@ -88,42 +81,47 @@ export function emptyState(epoch: string): WindowState {
   };
 }
 
-/** What a process asks of the window. */
-export interface TakeAsk {
-  readonly holder: string;
-  /** The sends it wants, in order. */
-  readonly wanted: readonly string[];
-  /** The epoch it knows (`""`: none yet). */
+/** What a process asks the store for. */
+export interface TakeRequest {
+  /** The sends wanted, in order. */
+  readonly sends: readonly string[];
+  /** The epoch of the window it knows (`""`: none yet). */
   readonly epoch: string;
   /** It paced alone meanwhile: it writes back what it sent before it takes. */
   readonly returning: boolean;
-  /** Background sends: only while no live one waits, leaving `reserve` free. */
+  /** Background sends: only while no live one waits in the fleet, the reserve kept free. */
   readonly low?: boolean;
+}
+
+/** A take as the rules see it: who asks, and the reserve it keeps. */
+export interface TakeAsk extends TakeRequest {
+  readonly holder: string;
   /** Slots a background send leaves free in the window. */
   readonly reserve?: number;
 }
 
-/** The answer to a take. */
-export interface TakeOutcome {
-  readonly state: WindowState;
+/** What the store answers to a take. */
+export interface TakeReply {
+  /** Sends granted: the first `granted` of those asked for. */
   readonly granted: number;
   /** ms until it is worth asking again for the rest. */
   readonly wait: number;
-  /** Processes seen in the last window, the asker included. */
+  /** Processes that took or waited in the last window, the asker included (0: unknown). */
   readonly holders: number;
   /** The window's epoch. */
   readonly epoch: string;
   /** The asker must write back its sends first: nothing was granted. */
   readonly reseed: boolean;
-  /** Sends in the window after this take. */
+  /** Sends in the window after the take (-1: unknown). */
   readonly count: number;
 }
 
-/**
- * Sends the window may hold now: the limit, or while it is short of what
- * it lost, only as many as its members wrote back (each replaced as it
- * leaves).
- */
+/** The answer to a take, and the window after it. */
+export interface TakeOutcome extends TakeReply {
+  readonly state: WindowState;
+}
+
+/** Sends the window may hold now: the limit, or while it is short, as many as were written back. */
 function capacity(state: WindowState, now: number, limit: RateLimit): number {
   return state.shortUntil > now
     ? Math.min(limit.requests, state.reseeded)
@@ -138,7 +136,7 @@ export function takeTurn(
   limit: RateLimit,
 ): TakeOutcome {
   const { interval } = limit;
-  const { holder, wanted } = ask;
+  const { holder, sends: wanted } = ask;
   // A send dated past the hold was never written by a take: dropped.
   const sends = state.sends.filter(([, from]) =>
     from > now - interval && from <= now + HOLD
@@ -190,11 +188,7 @@ export function takeTurn(
   return outcome({ ...waiting, line: after }, granted, wait, false);
 }
 
-/**
- * Where a take that did not get all it asked for stands in line (at the
- * end when it got some, else where it stood, marked live or background),
- * and how long until its turn.
- */
+/** Where a take that got less than it asked stands in line (at the end if it got some), and its wait. */
 function waitInLine(
   state: WindowState,
   { holder, low }: TakeAsk,
@@ -259,10 +253,8 @@ function turnWait(
 ): number {
   const { interval } = limit;
   if (state.block > now) return state.block - now;
-  // Slots free beyond those of the places ahead (`place` among those that
-  // may be ahead of it): its next turn is now, once those ahead took
-  // theirs (slots a burst of answers freed together were left unused
-  // until the oldest send left, an interval on).
+  // Slots free beyond those of the places ahead: its turn is now, once
+  // those ahead took theirs.
   if (place < free) return 1;
   // The turn comes when the (index + 1)-th send leaves.
   const index = place - free;
@@ -280,10 +272,7 @@ function turnWait(
   return from > now ? interval : Math.max(1, from + interval - now);
 }
 
-/**
- * Answers, as `[send, ms answered, ms from its writing to its answer]`
- * (-1: not known): each send counts from its answer.
- */
+/** Answers as `[send, ms answered, ms from its writing (-1: unknown)]`: each counts from then. */
 export function answerSends(
   state: WindowState,
   answers: readonly (readonly [string, number, number])[],
@@ -324,18 +313,11 @@ export interface Reseed {
   readonly epoch: string;
   /** Its sends of the last window, as `[name, ms since answered]`; -1: unanswered. */
   readonly sends: readonly (readonly [string, number])[];
-  /**
-   * It took while the window it knew could still hold sends (within an
-   * interval, the hold and a moment): sends may have been lost with it.
-   */
+  /** It took while the window it knew could still hold sends: they may be lost. */
   readonly recent: boolean;
 }
 
-/**
- * Writes back a member's sends the window lacks. The first member back
- * from an older epoch, if it took recently, makes the window short of
- * what it lost (see {@linkcode WindowState.shortUntil}).
- */
+/** Writes back a member's sends the window lacks; the first back from an older epoch makes it short. */
 export function reseedSends(
   state: WindowState,
   reseed: Reseed,

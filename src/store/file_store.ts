@@ -7,7 +7,7 @@ import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
-import { aesKeyFrom, hexDigest, storeKey } from "./_key.ts";
+import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
 /**
  * Options of {@linkcode createFileTokenStore}.
@@ -29,23 +29,18 @@ import { aesKeyFrom, hexDigest, storeKey } from "./_key.ts";
 export interface FileTokenStoreOptions {
   /** The folder of the files; created (mode 0700) at the first write. */
   folder: string;
-  /**
-   * The client secret: each file is sealed (AES-GCM) under a key derived
-   * from it, so the file alone reveals nothing and a changed secret starts
-   * afresh.
-   */
+  /** The client secret: each file is sealed under a key derived from it. */
   clientSecret: string;
   /**
-   * Told, in one line, when the store skips a file that is not one of its own
-   * (not a regular file of at most 64 KiB) or cannot write one. The store
-   * goes on as if the file were absent.
+   * Told, in one line, when the store skips a file that is not its own (not
+   * a regular file of at most 64 KiB) or cannot write one.
    *
    * @default nothing is told
    */
   onNotice?: (line: string) => void;
   /**
-   * The clock (epoch ms) that stamps a lock and judges it stale: give it the
-   * providers' `now`. Waits for a lock run on a steady reading of it.
+   * The clock (epoch ms) that stamps a lock and judges it stale: the
+   * providers' `now`.
    *
    * @default {Date.now}
    */
@@ -76,10 +71,7 @@ export interface FileTokenStoreOptions {
 export interface FileTokenStore extends TokenStore {
   /** The folder of the files. */
   readonly folder: string;
-  /**
-   * The record kept for one client of this store's secret, read without any
-   * request: what a provider of that client would find.
-   */
+  /** The record kept for one client of this store's secret, read without any request. */
   recordFor(client: {
     readonly tokenUrl: string | URL;
     readonly audience: string;
@@ -89,14 +81,13 @@ export interface FileTokenStore extends TokenStore {
 
 /**
  * Creates a token store on encrypted files in `options.folder`, shared by
- * every process (and run of a tool) that opens the same folder with the same
- * client secret. Needs read and write permission on the folder.
+ * every process that opens the same folder with the same client secret.
+ * Needs read and write permission on the folder.
  *
- * Processes needing a token take a lock file beside the record's and request
- * once between them; one that finds the lock waits (as long as a token
- * request may take), takes it over once its owner stopped refreshing it, and
- * requests alone if it cannot lock. `update` is read, change, write: two
- * processes meeting a 401 in the same instant may each renew.
+ * Processes needing a token take a lock file and request once between
+ * them; one that finds the lock waits (as long as a token request may
+ * take), takes it over once its owner stopped refreshing it, and requests
+ * alone if it cannot lock. `update` is read, change, write.
  *
  * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty
  * string, or `onNotice` or `now` is not a function.
@@ -181,12 +172,16 @@ const LOCK_STALE = 5_000;
 /** One file per store key, sealed (AES-GCM) under a key derived from the secret. */
 class EncryptedFileStore implements FileTokenStore {
   readonly folder: string;
-  readonly #keys = new Map<string, Promise<CryptoKey>>();
   readonly #options: Required<FileTokenStoreOptions>;
+  /** The file's key, derived from the secret under the CLI's name for it (older files still open). */
+  readonly #key: (key: string) => Promise<CryptoKey>;
 
   constructor(options: Required<FileTokenStoreOptions>) {
     this.folder = options.folder;
     this.#options = options;
+    this.#key = perKey((key) =>
+      aesKeyFrom(options.clientSecret, "partner-api cli token cache v1", key)
+    );
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
@@ -269,11 +264,7 @@ class EncryptedFileStore implements FileTokenStore {
     return await this.get(await storeKey({ url, audience, clientId, secret }));
   }
 
-  /**
-   * Takes the lock file (refreshed while held), or says it is `"held"` by a
-   * live process, or `"unlockable"` (no folder to write). A stale lock is
-   * removed, so the next look takes it.
-   */
+  /** Takes the lock file (refreshed while held), or says it is `"held"` or `"unlockable"`. */
   async #lock(path: string): Promise<HeldLock | "held" | "unlockable"> {
     try {
       await Deno.mkdir(this.folder, { recursive: true, mode: 0o700 });
@@ -294,11 +285,7 @@ class EncryptedFileStore implements FileTokenStore {
     return "held";
   }
 
-  /**
-   * The file's bytes, if it is a regular file of at most 64 KiB: a FIFO
-   * would hang the process, a device or a huge file would fill memory.
-   * Anything else is ignored, with one notice.
-   */
+  /** The file's bytes, if it is a regular file of at most 64 KiB (a FIFO would hang the process). */
   async #read(path: string): Promise<Uint8Array<ArrayBuffer> | undefined> {
     try {
       const info = await Deno.lstat(path);
@@ -325,28 +312,15 @@ class EncryptedFileStore implements FileTokenStore {
   async #path(key: string): Promise<string> {
     return `${this.folder}/${await hexDigest(key, 16)}.token`;
   }
-
-  /** The file's key, derived (HKDF) from the client secret, once per store key. */
-  #key(key: string): Promise<CryptoKey> {
-    let sealing = this.#keys.get(key);
-    if (sealing === undefined) {
-      // The CLI's name for it: files written by earlier versions still open.
-      const salt = "partner-api cli token cache v1";
-      sealing = aesKeyFrom(this.#options.clientSecret, salt, key);
-      this.#keys.set(key, sealing);
-    }
-    return sealing;
-  }
 }
 
 /** A lock file this process holds: refreshed until released. */
 type HeldLock = { release(): void };
 
 /**
- * Keeps the lock at `path` fresh (its mtime, every {@linkcode LOCK_REFRESH}
- * ms) until released, and removes it when the process exits first: Ctrl-C
- * in a tool may end it with `Deno.exit`, which skips every `finally` but
- * fires `unload`. Only a lock that still holds `owner` is removed.
+ * Keeps the lock at `path` fresh (its mtime) until released, and removes it
+ * if the process exits first: `Deno.exit` (Ctrl-C in a tool) skips every
+ * `finally` but fires `unload`.
  */
 function holdLock(path: string, owner: string, now: () => number): HeldLock {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,6 +1,3 @@
-// The options the fleet stores (Deno KV, Redis) share. Public through ./store,
-// and re-exported by ./kv and ./redis, whose options extend it.
-
 /**
  * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting,
  * the encryption at rest and the clock.
@@ -24,51 +21,44 @@
  */
 export interface FleetStoreOptions {
   /**
-   * How long a lease lasts without renewal, in ms. The holder renews it while
-   * its request runs; a holder that dies blocks the others this long at most.
+   * How long a lease lasts without renewal, in ms: a holder that dies
+   * blocks the others this long at most.
    *
    * @default {10000}
    */
   leaseDuration?: number;
   /**
    * How long a process waits for another's token, in ms, before it sends a
-   * request of its own (a token endpoint that takes this long is stuck). It
-   * always waits at least as long as the holder's request may take with its
-   * retries and backoff (150 s with the provider's defaults), so a slow
-   * token endpoint does not make every waiting process send a request.
+   * request of its own; never less than the holder's request may take with
+   * its retries (150 s with the provider's defaults).
    *
    * @default {45000}
    */
   maxWait?: number;
   /**
-   * How often, at most, a waiting process looks for the token, in ms. It
-   * looks again after 1 ms at first, then twice as long each time, up to
-   * this.
+   * How often, at most, a waiting process looks for the token, in ms (after
+   * 1 ms at first, then twice as long each time).
    *
    * @default {50}
    */
   pollInterval?: number;
   /**
-   * An AES-GCM `CryptoKey` (`crypto.subtle.generateKey({ name: "AES-GCM",
-   * length: 256 }, false, ["encrypt", "decrypt"])`) to seal records at rest
-   * with. Every process of the fleet needs the same key; a record it cannot
-   * open counts as absent. (Its type names the key through `crypto.subtle`,
-   * not the DOM's `CryptoKey`: Node projects type-check with @types/node
-   * alone.)
+   * An AES-GCM `CryptoKey` to seal records at rest with; every process of
+   * the fleet needs the same one (a record it cannot open counts as
+   * absent). Typed through `crypto.subtle`, not the DOM's `CryptoKey`, for
+   * projects with @types/node alone.
    *
    * @default {a key derived (HKDF) from the client secret}
    */
   encryptionKey?: Awaited<ReturnType<typeof crypto.subtle.importKey>>;
   /**
-   * Names this process in the leases it takes, e.g. a host name and pid, so
-   * that an operator can see who holds one.
+   * Names this process in the leases it takes (e.g. host and pid).
    *
    * @default {a random UUID}
    */
   holderId?: string;
   /**
-   * The clock for lease and record deadlines, in epoch ms. Give it the same
-   * clock as the providers that use the store.
+   * The clock for lease and record deadlines, in epoch ms: the providers'.
    *
    * @default {Date.now}
    */

@@ -1,22 +1,17 @@
 /**
- * A token store on Deno KV, so that a fleet of processes or isolates shares
- * one token and one quota circuit: whoever needs a new token takes a lease
- * (an atomic check-and-set), requests it and publishes it; the others wait
- * for it instead of spending the quota. Locally KV is a SQLite file; on Deno
- * Deploy it is replicated. Needs `--unstable-kv` (or `"unstable": ["kv"]`).
+ * A token store and a rate limiter on Deno KV, so that a fleet of processes
+ * or isolates shares one token, one quota circuit and one rate limit (the
+ * service counts 900 requests per 5 minutes per IP address, not per
+ * process). Locally KV is a SQLite file; on Deno Deploy it is replicated.
+ * Needs `--unstable-kv` (or `"unstable": ["kv"]`). Deno only: elsewhere
+ * both throw a `TypeError` at once; use `./redis` or a `TokenStore` of your
+ * own.
  *
- * Deno only: on Node, Bun or workers `createKvTokenStore` throws a
- * `TypeError` at once; give those a `TokenStore` of your own.
- *
- * Records rest in KV sealed with AES-GCM under a key derived (HKDF) from
- * the client secret, which every process of the fleet holds, and under
- * names that derive from the secret (HKDF for a secret of 32 characters or
- * more, PBKDF2 for a shorter one): whoever reads the database sees neither a
- * token nor a way to test guesses of the secret quickly. Pass your own `encryptionKey` to seal with that instead.
- *
- * The same database paces the fleet: `createKvRateLimiter` keeps every
- * process under one limit (the service counts 900 requests per 5 minutes
- * per IP address, not per process).
+ * Records rest sealed with AES-GCM under a key derived (HKDF) from the
+ * client secret, which every process of the fleet holds, under names
+ * derived from the secret (HKDF for a secret of 32 characters or more,
+ * PBKDF2 for a shorter one): whoever reads the database sees neither a
+ * token nor a way to test guesses of the secret quickly.
  *
  * @example One token for two providers of different processes
  * ```ts
@@ -42,10 +37,8 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { checkNumber, optionError, requireFunction } from "../core/_check.ts";
-import { steadyClock } from "../core/_clock.ts";
-import { KvTokenStore } from "./_kv_store.ts";
-import { checkEncryptionKey } from "./_record.ts";
+import { KvTokenStore, requireKv } from "./_kv_store.ts";
+import { fleetStoreConfig } from "./_lease.ts";
 
 /**
  * Options of {@linkcode createKvTokenStore}.
@@ -76,6 +69,8 @@ export interface KvTokenStoreOptions extends FleetStoreOptions {
 }
 
 const CONTEXT = "Cannot create KV token store";
+const STORE_ELSEWHERE =
+  "store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own";
 
 /**
  * Creates a {@linkcode TokenStore} on a Deno KV database, for
@@ -83,23 +78,16 @@ const CONTEXT = "Cannot create KV token store";
  * share the token, the last quota seen and the quota circuit:
  *
  * - when the token is missing or due for refresh, one process takes a lease
- *   with `kv.atomic().check()`, requests the token and writes it (with
- *   `expireIn`) in the same atomic step that releases the lease;
- * - the others poll for it instead of asking the token endpoint; a lease
- *   whose holder died runs out and another process takes over; a process
- *   that waits longer than `maxWait` and than the holder's request may
- *   take with its retries (150 s with the provider's defaults) sends its
- *   own request;
+ *   (`kv.atomic().check()`), requests the token and writes it in the atomic
+ *   step that releases the lease;
+ * - the others wait for it; a lease whose holder died runs out; a process
+ *   that waits longer than `maxWait` and than the holder's request may take
+ *   with its retries sends its own request;
  * - after a 429 the block is stored, and no process asks before it ends.
  *
- * Keys hold a digest of the token endpoint, audience, client id and
- * secret, never the secret. Each record seals a version; a process refuses
- * a copy older than one it has seen (a database restored from a backup),
- * rather than serve an older token again. A store that fails while publishing (a value too
- * large, a closed database) still hands out the token just received and
- * releases its lease: its failure never costs another token.
- *
- * Deno only: it needs `Deno.Kv`; elsewhere it throws a `TypeError` at once.
+ * A process refuses a record older than one it has seen (a database
+ * restored from a backup). A store that fails while publishing still hands
+ * out the token just received and releases its lease.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options Key prefix, lease length, waiting, encryption.
@@ -126,47 +114,10 @@ export function createKvTokenStore(
   kv: Deno.Kv,
   options: KvTokenStoreOptions = {},
 ): TokenStore {
-  if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "kv",
-      "must be a Deno KV database (this store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own)",
-    );
-  }
-  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
-  const leaseDuration = checkNumber(
-    options.leaseDuration,
-    10_000,
-    "positive whole time in ms, at most 2147483647",
-    CONTEXT,
-    "leaseDuration",
-  );
-  const maxWait = checkNumber(
-    options.maxWait,
-    45_000,
-    "non-negative whole time in ms, at most 2147483647",
-    CONTEXT,
-    "maxWait",
-  );
-  const pollInterval = checkNumber(
-    options.pollInterval,
-    50,
-    "positive whole time in ms, at most 2147483647",
-    CONTEXT,
-    "pollInterval",
-  );
-  const encryptionKey = options.encryptionKey;
-  checkEncryptionKey(encryptionKey, CONTEXT);
+  requireKv(kv, CONTEXT, STORE_ELSEWHERE);
   return new KvTokenStore(kv, {
+    ...fleetStoreConfig(options, CONTEXT),
     prefix: [...(options.prefix ?? ["partner-api", "token"])],
-    leaseDuration,
-    maxWait,
-    pollInterval,
-    encryptionKey,
-    holder: options.holderId ?? crypto.randomUUID(),
-    now,
-    steady: steadyClock(options.now),
   });
 }
 

@@ -1,39 +1,32 @@
-// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script, so the
-// fleet's window rests in one value that each take reads, decides on with
-// the pure rules of _window_rules.ts (the same as the Redis scripts'), and
-// writes back only if nobody wrote it meanwhile (`kv.atomic().check()`):
-// a value that is not a window is replaced in that same check. Answers go
-// to keys of their own, which never collide, and the next take folds them
-// in. KV has no clock of its own: each process dates what others wrote by
-// when it saw it (_kv_view.ts), so members' clocks may differ by any amount.
+// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script:
+// the window rests in one value that each take reads, decides on with the
+// pure rules of _window_rules.ts, and writes back only if nobody wrote it
+// meanwhile. Answers go to keys of their own, folded in by the next take.
+// Each process dates what others wrote by when it saw it (_kv_view.ts).
 
 import type { EventListener } from "../core/events.ts";
-import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import { optionError, requireFunction } from "../core/_check.ts";
-import { type SteadyClock, steadyClock } from "../core/_clock.ts";
+import type { RateLimiter } from "../core/rate_limiter.ts";
+import type { SteadyClock } from "../core/_clock.ts";
 import {
-  checkRateLimit,
-  checkReserve,
-  SERVICE_RATE_LIMIT,
-} from "../core/_rate_options.ts";
-import {
+  type FleetConfig,
+  fleetConfig,
   FleetRateLimiter,
   type SharedWindow,
-  type TakeReply,
-  type TakeRequest,
 } from "./_fleet_rate.ts";
 import {
   answerSends,
   emptyState,
-  GRACE,
-  HOLD,
   refuseSends,
   type Reseed,
   reseedSends,
+  type TakeReply,
+  type TakeRequest,
   takeTurn,
+  windowSpan,
   type WindowState,
 } from "./_window_rules.ts";
 import { ClockView, readState } from "./_kv_view.ts";
+import { requireKv } from "./_kv_store.ts";
 
 /**
  * Options of {@linkcode createKvRateLimiter}.
@@ -75,17 +68,12 @@ export interface KvRateLimiterOptions {
   prefix?: readonly (string | number)[];
   /**
    * The clock, in epoch ms. Processes on one database need not agree on
-   * the time: each dates what the others wrote by when it saw it, and
-   * measures on its own clock only the time that passed since. A clock
-   * stepped back is read as no time passing.
+   * the time; a clock stepped back is read as no time passing.
    *
    * @default {Date.now, read through the runtime's monotone clock}
    */
   now?: () => number;
-  /**
-   * Receives `rate.degraded` when KV fails or the window was lost, and
-   * `rate.restored` when the process takes from it again.
-   */
+  /** Receives `rate.degraded` when KV fails or the window was lost, then `rate.restored`. */
   onEvent?: EventListener;
   /**
    * Slots of any window a background request (`priority: "low"`) leaves
@@ -100,6 +88,8 @@ export interface KvRateLimiterOptions {
 }
 
 const CONTEXT = "Cannot create KV rate limiter";
+const LIMITER_ELSEWHERE =
+  "limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter";
 /** One KV value holds the window: 64 KiB at most. */
 const MOST_REQUESTS = 1000;
 
@@ -108,28 +98,19 @@ const MOST_REQUESTS = 1000;
  * database and `prefix` shares, for `createClient({ rateLimit })`: never more
  * than `requests` sends in any window of `interval` ms across the fleet.
  *
- * - Each take reads the window and writes it back with an atomic check
- *   (a read, a list of the answers waiting, and one write, again when
- *   another process wrote first); a send counts from its answer (one write
- *   to a key of its own, folded in by the next take).
- * - Callers wait for their slot, never fail, and can give up with their
- *   signal; a process sleeps until the time its turn can come.
- * - Processes take turns in a line kept in the value: under contention
- *   each of `N` processes gets its share (at least `1 / (2N)`).
+ * - Each take reads the window and writes it back with an atomic check; a
+ *   send counts from its answer. Callers wait for their slot in order, never
+ *   fail, and can give up with their signal; under contention each of `N`
+ *   processes gets at least `1 / (2N)` of the limit.
  * - Members' clocks need not agree: a process trusts only its own stamps
- *   and dates the others' sends by when it saw them (and how long each took
- *   on its owner's clock), so a member minutes behind or ahead sends no
- *   more than its turns; a block is at most one slot's share of the
- *   interval from when it was seen. A value that is not a window is
- *   replaced in the same atomic check.
- * - When KV fails, the process paces itself alone at its last known share
- *   (half the limit before KV ever answered, never the whole) and emits
- *   `rate.degraded`; back, it writes what it sent alone into the window and
- *   emits `rate.restored`. A window lost (deleted, replaced) is taken back
- *   from what each process sent in the last window, as on Redis.
+ *   and dates the others' by when it saw them. A value that is not a window
+ *   is replaced in the same atomic check.
+ * - When KV fails, the process paces alone at its last known share (half
+ *   the limit before KV ever answered) and emits `rate.degraded`; back, it
+ *   writes what it sent into the window and emits `rate.restored`.
  *
- * Deno only. `await using` it before closing the database: it waits for
- * the answers still being written.
+ * `await using` it before closing the database: it waits for the answers
+ * still being written.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options The limit, the prefix, the clock.
@@ -157,43 +138,21 @@ export function createKvRateLimiter(
   kv: Deno.Kv,
   options: KvRateLimiterOptions = {},
 ): RateLimiter & AsyncDisposable {
-  if (!("Deno" in globalThis) || typeof kv?.atomic !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "kv",
-      "must be a Deno KV database (this limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter)",
-    );
-  }
-  const limit = checkRateLimit(
-    options,
-    CONTEXT,
-    MOST_REQUESTS,
-    SERVICE_RATE_LIMIT,
-  );
-  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
-  const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
-  const holder = crypto.randomUUID().slice(0, 13);
+  requireKv(kv, CONTEXT, LIMITER_ELSEWHERE);
+  const config = fleetConfig(options, CONTEXT, MOST_REQUESTS);
   const prefix = [...(options.prefix ?? ["partner-api", "rate"])];
-  const window = new KvWindow(kv, prefix, { ...limit, reserve }, holder, now);
-  return new FleetRateLimiter(window, {
-    limit,
-    reserve,
-    holder,
-    now,
-    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-  });
+  return new FleetRateLimiter(new KvWindow(kv, prefix, config), config);
 }
 
 /** Writes lost to other processes before a take gives way for a moment. */
 const MOST_ATTEMPTS = 8;
 /** Answers folded into the window by one take, at most. */
 const MOST_FOLDED = 500;
-/**
- * An answer is not given up so soon: until it is written, its slot stays
- * taken for the whole hold.
- */
+/** An answer is not given up so soon: until written, its slot stays taken for the hold. */
 const MOST_ANSWER_ATTEMPTS = 100;
+
+/** A take that lost every write to others. */
+const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false, count: -1 };
 
 /** The fleet's window in one KV value, changed by atomic check-and-set. */
 class KvWindow implements SharedWindow {
@@ -203,76 +162,53 @@ class KvWindow implements SharedWindow {
   readonly #key: Deno.KvKey;
   /** Where answers wait to be folded in, one key each. */
   readonly #answers: Deno.KvKey;
-  readonly #limit: RateLimit;
-  readonly #reserve: number;
-  readonly #holder: string;
+  readonly #config: FleetConfig;
   readonly #now: SteadyClock;
   readonly #view: ClockView;
+  readonly #expireIn: number;
   /** This process's sends not answered yet: when written, on which clock. */
   readonly #written = new Map<string, { at: number; steps: number }>();
 
-  constructor(
-    kv: Deno.Kv,
-    prefix: Deno.KvKey,
-    { reserve, ...limit }: RateLimit & { reserve: number },
-    holder: string,
-    now: SteadyClock,
-  ) {
+  constructor(kv: Deno.Kv, prefix: Deno.KvKey, config: FleetConfig) {
     this.#kv = kv;
     this.#key = [...prefix, "window"];
     this.#answers = [...prefix, "answers"];
-    this.#limit = limit;
-    this.#reserve = reserve;
-    this.#holder = holder;
-    this.#now = now;
-    this.#view = new ClockView(holder);
+    this.#config = config;
+    this.#now = config.now;
+    this.#view = new ClockView(config.holder);
+    this.#expireIn = windowSpan(config.limit);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
+    const { holder, reserve, limit } = this.#config;
+    const ask = { ...request, holder, reserve };
     let reply: TakeReply | undefined;
-    const ask = {
-      holder: this.#holder,
-      wanted: request.sends,
-      epoch: request.epoch,
-      returning: request.returning,
-      low: request.low,
-      reserve: this.#reserve,
-    };
     let writtenAt = 0;
     const written = await this.#change((state, now) => {
-      const { state: next, ...turn } = takeTurn(state, ask, now, this.#limit);
+      const { state: next, ...turn } = takeTurn(state, ask, now, limit);
       reply = turn;
       writtenAt = now;
       return next;
     });
-    if (written) {
-      const { steps } = this.#now;
-      for (const send of request.sends.slice(0, reply!.granted)) {
-        this.#written.set(send, { at: writtenAt, steps });
-      }
-    }
     // Lost to others each time: ask again in a moment, nothing learned.
-    return written ? reply! : {
-      granted: 0,
-      wait: 5,
-      holders: 0,
-      epoch: request.epoch,
-      reseed: false,
-      count: -1,
-    };
+    if (!written) return { ...LOST_TAKE, epoch: request.epoch };
+    const { steps } = this.#now;
+    for (const send of request.sends.slice(0, reply!.granted)) {
+      this.#written.set(send, { at: writtenAt, steps });
+    }
+    return reply!;
   }
 
   async reseed(reseed: Reseed): Promise<void> {
     await this.#change((state, now) =>
-      reseedSends(state, reseed, now, this.#limit)
+      reseedSends(state, reseed, now, this.#config.limit)
     );
   }
 
   /**
    * One write with no check: answers never wait for the window's lock. Each
-   * says when, and how long after its send was written (what a process on
-   * another clock goes by): not known when this clock was stopped from going
-   * back meanwhile, since the time that cost went unmeasured.
+   * says when, and how long after its send was written (unknown across a
+   * step back of this clock).
    */
   async answer(sends: readonly string[]): Promise<void> {
     const now = this.#now();
@@ -285,7 +221,7 @@ class KvWindow implements SharedWindow {
         : -1;
       return [send, [now, span]] as const;
     });
-    const expireIn = this.#limit.interval + HOLD + GRACE;
+    const expireIn = this.#expireIn;
     for (let attempt = 1; attempt <= MOST_ANSWER_ATTEMPTS; attempt++) {
       const write = this.#kv.atomic();
       for (const [send, answer] of answers) {
@@ -301,20 +237,20 @@ class KvWindow implements SharedWindow {
   }
 
   async refuse(): Promise<void> {
-    await this.#change((state, now) => refuseSends(state, now, this.#limit));
+    await this.#change((state, now) =>
+      refuseSends(state, now, this.#config.limit)
+    );
   }
 
   /**
    * Reads the value and the answers waiting, changes the value as this
-   * process's clock sees it, and writes it back (the answers folded in
-   * deleted) if nobody else wrote it meanwhile; tries again a few times,
-   * then gives way (`false`). A value that is not a window is a window the
-   * store lost: a new epoch, written in the same check.
+   * process's clock sees it, and writes it back if nobody wrote meanwhile;
+   * `false` after a few tries. A value that is not a window gets a new epoch.
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,
   ): Promise<boolean> {
-    const expireIn = this.#limit.interval + HOLD + GRACE;
+    const expireIn = this.#expireIn;
     for (let attempt = 1; attempt <= MOST_ATTEMPTS; attempt++) {
       try {
         const entry = await this.#kv.get(this.#key);
@@ -326,7 +262,7 @@ class KvWindow implements SharedWindow {
           answers.flatMap(({ key, value }) => answerOf(key, value)),
         );
         const now = this.#now();
-        const seen = this.#view.see(stored, now, this.#limit);
+        const seen = this.#view.see(stored, now, this.#config.limit);
         const next = this.#view.restore(change(seen, now), stored, seen);
         const write = this.#kv.atomic().check(entry)
           .set(this.#key, next, { expireIn });
@@ -339,10 +275,7 @@ class KvWindow implements SharedWindow {
     return false;
   }
 
-  /**
-   * Another process holds the file's write lock (SQLite): contention, not
-   * a failing store; wait a moment. Anything else is a failing store.
-   */
+  /** Another process holds the file's write lock: wait a moment. Anything else is a failing store. */
   async #giveWay(error: unknown, attempt: number): Promise<void> {
     if (!/locked|busy/i.test(String(error))) throw error;
     await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));

@@ -1,24 +1,16 @@
 /**
- * A token store on Redis, so that a fleet of processes on any runtime (Node,
- * Bun, Deno, on one machine or many) shares one token and one quota circuit:
- * whoever needs a new token takes a lease (`SET NX PX`), requests it and
- * publishes it; the others wait for it instead of spending the quota.
+ * A token store and a rate limiter on Redis, so that a fleet of processes on
+ * any runtime (Node, Bun, Deno, on one machine or many) shares one token,
+ * one quota circuit and one rate limit. No Redis dependency: you pass a
+ * function that sends one command with the client you already use
+ * (node-redis: `(args) => client.sendCommand(args)`; ioredis:
+ * `(args) => client.call(...args)`).
  *
- * It needs no Redis dependency: you pass a function that sends one command
- * with the client you already use.
- *
- * - node-redis: `(args) => client.sendCommand(args)`
- * - ioredis: `(args) => client.call(...args)`
- *
- * Records rest in Redis sealed with AES-GCM under a key derived (HKDF) from
- * the client secret, which every process of the fleet holds, and under
- * names that derive from the secret (HKDF for a secret of 32 characters or
- * more, PBKDF2 for a shorter one): whoever reads the database sees neither a
- * token nor a way to test guesses of the secret quickly. Pass your own `encryptionKey` to seal with that instead.
- *
- * The same Redis paces the fleet: `createRedisRateLimiter` keeps every
- * process under one limit (the service counts 900 requests per 5 minutes
- * per IP address, not per process).
+ * Records rest sealed with AES-GCM under a key derived (HKDF) from the
+ * client secret, under names derived from the secret (HKDF for a secret of
+ * 32 characters or more, PBKDF2 for a shorter one): whoever reads the
+ * database sees neither a token nor a way to test guesses of the secret
+ * quickly.
  *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
@@ -54,14 +46,9 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import {
-  checkNumber,
-  optionError,
-  requireFunction,
-  requireText,
-} from "../core/_check.ts";
-import { checkEncryptionKey } from "./_record.ts";
-import { steadyClock } from "../core/_clock.ts";
+import { optionError, requireFunction } from "../core/_check.ts";
+import { redisOptions } from "./_redis_commands.ts";
+import { fleetStoreConfig } from "./_lease.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
 import type { RedisCommand } from "./redis_command.ts";
 
@@ -97,14 +84,11 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
    */
   command: RedisCommand;
   /**
-   * Sends one command on a connection of its own, which it may block (for
-   * ioredis, `redis.duplicate()`; for node-redis, `client.duplicate()`).
-   * With it, a process waiting for another's token is woken by the step
-   * that writes it (`XREAD BLOCK` on a stream named after the lease, at
-   * most `pollInterval` before it looks again), instead of looking again
-   * after 1, 2, 4 … up to `pollInterval` ms. One wait at a time holds it; another
-   * meanwhile polls. Not the connection of `command`: a blocked connection
-   * answers nothing else.
+   * Sends one command on a connection of its own, which it may block
+   * (`redis.duplicate()`, `client.duplicate()`): a process waiting for
+   * another's token is then woken by the step that writes it (`XREAD
+   * BLOCK`, at most `pollInterval`) instead of polling. Not the connection
+   * of `command`: a blocked connection answers nothing else.
    *
    * @default {none: waiters look again now and then}
    */
@@ -129,28 +113,18 @@ const CONTEXT = "Cannot create Redis token store";
 
 /**
  * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ ...,
- * store })`. It works as the KV store does:
+ * store })`. It works as the KV store does: one process takes a lease
+ * (`SET NX PX`, only if the record did not change since it looked, renewed
+ * while its request runs), requests the token and writes it in the script
+ * that releases the lease; the others wait for it, up to `maxWait` and the
+ * holder's request budget; a 429's block is stored for all.
  *
- * - when the token is missing or due for refresh, one process takes a lease
- *   (`SET NX PX`, only if the record did not change since it looked),
- *   requests the token and writes it in the same script that releases the
- *   lease; the lease is renewed while the request runs;
- * - the others poll for it instead of asking the token endpoint; a process
- *   that waits longer than `maxWait` and than the holder's request may
- *   take with its retries (150 s with the provider's defaults) sends its
- *   own request;
- * - after a 429 the block is stored, and no process asks before it ends.
- *
- * Keys hold a digest of the token endpoint, audience, client id and secret,
- * never the secret. A Redis that fails or does not answer counts as an
- * empty store: each process then spends at most the token it would have
- * spent alone, and no rejection goes unhandled. A Redis that refuses EVAL
- * (an ACL without scripting) counts as failing for the scripts: the lease
- * is then kept with plain commands (`SET NX PX`, read and delete), so the
- * fleet still spends one token. A record is read only as far as 64 KiB: a
- * larger value is a broken record, replaced by the next write. Each record
- * seals a version; a process refuses a copy older than one it has seen (a
- * store rolled back), rather than serve an older token again.
+ * A Redis that fails or does not answer counts as an empty store: each
+ * process spends at most the token it would have spent alone, and no
+ * rejection goes unhandled. A Redis that refuses EVAL gets the same steps
+ * as plain commands, so the fleet still spends one token. A record is read
+ * only as far as 64 KiB. A process refuses a record older than one it has
+ * seen (a store rolled back).
  *
  * @param options The command function, encryption, prefix and timing.
  * @returns The store.
@@ -190,36 +164,15 @@ export function createRedisTokenStore(
       typeof command,
     );
   }
-  checkEncryptionKey(options.encryptionKey, CONTEXT);
-  const duration = (field: keyof RedisTokenStoreOptions, fallback: number) =>
-    checkNumber(
-      options[field] as number | undefined,
-      fallback,
-      field === "maxWait"
-        ? "non-negative whole time in ms, at most 2147483647"
-        : "positive whole time in ms, at most 2147483647",
-      CONTEXT,
-      field,
-    );
-  const blockingCommand = requireFunction(
-    options.blockingCommand,
-    CONTEXT,
-    "blockingCommand",
-  );
   return new RedisTokenStore({
+    ...fleetStoreConfig(options, CONTEXT),
+    ...redisOptions(options, CONTEXT, "partner-api:token"),
     command,
-    blockingCommand,
-    prefix: options.prefix === undefined
-      ? "partner-api:token"
-      : requireText(options.prefix, CONTEXT, "prefix"),
-    encryptionKey: options.encryptionKey,
-    leaseDuration: duration("leaseDuration", 10_000),
-    maxWait: duration("maxWait", 45_000),
-    pollInterval: duration("pollInterval", 50),
-    commandTimeout: duration("commandTimeout", 2000),
-    holder: options.holderId ?? crypto.randomUUID(),
-    now: requireFunction(options.now, CONTEXT, "now") ?? Date.now,
-    steady: steadyClock(options.now),
+    blockingCommand: requireFunction(
+      options.blockingCommand,
+      CONTEXT,
+      "blockingCommand",
+    ),
   });
 }
 

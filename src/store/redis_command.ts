@@ -1,6 +1,3 @@
-// How the Redis store and limiter send a command (not an entry: ./redis
-// exports it).
-
 /**
  * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
  *

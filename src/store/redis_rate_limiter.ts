@@ -1,31 +1,27 @@
-// The fleet rate limiter on Redis (exported by ./redis). The fleet's window rests in one
-// sorted set (each send scored with the ms it counts from, on Redis's own
-// clock), the line of waiting processes in another; one Lua script per take
+// The fleet rate limiter on Redis (exported by ./redis): the window in one
+// sorted set on Redis's clock, the line in another; one Lua script per take
 // decides atomically and answers how long until the caller's turn.
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
-import {
-  checkNumber,
-  optionError,
-  requireFunction,
-  requireText,
-} from "../core/_check.ts";
+import { optionError, requireFunction } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
-import { steadyClock } from "../core/_clock.ts";
 import {
-  checkRateLimit,
-  checkReserve,
-  SERVICE_RATE_LIMIT,
-} from "../core/_rate_options.ts";
-import {
+  type FleetConfig,
+  fleetConfig,
   FleetRateLimiter,
   type SharedWindow,
+} from "./_fleet_rate.ts";
+import {
+  GRACE,
+  HOLD,
+  type Reseed,
   type TakeReply,
   type TakeRequest,
-} from "./_fleet_rate.ts";
-import { GRACE, HOLD, type Reseed } from "./_window_rules.ts";
+} from "./_window_rules.ts";
 import { ANSWER, REFUSE, RESEED, TAKE } from "./_redis_rate_scripts.ts";
+import { redisOptions, sendWithin, text } from "./_redis_commands.ts";
+import { hexDigest, perKey } from "./_key.ts";
 
 /**
  * Options of {@linkcode createRedisRateLimiter}.
@@ -45,10 +41,7 @@ import { ANSWER, REFUSE, RESEED, TAKE } from "./_redis_rate_scripts.ts";
  * ```
  */
 export interface RedisRateLimiterOptions {
-  /**
-   * Sends one Redis command and resolves with its reply, as node-redis's
-   * `sendCommand(args)` and ioredis's `call(...args)` do.
-   */
+  /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
   /**
    * Requests the whole fleet may send in any window. Every process sharing
@@ -78,16 +71,12 @@ export interface RedisRateLimiterOptions {
    */
   commandTimeout?: number;
   /**
-   * The clock, in epoch ms, for the pace this process keeps alone while
-   * Redis fails; the fleet's window runs on Redis's clock.
+   * The clock, in epoch ms, for the pace kept alone while Redis fails.
    *
    * @default {Date.now}
    */
   now?: () => number;
-  /**
-   * Receives `rate.degraded` when Redis fails or comes back without the
-   * window, and `rate.restored` when the process takes from it again.
-   */
+  /** Receives `rate.degraded` when Redis fails or lost the window, then `rate.restored`. */
   onEvent?: EventListener;
   /**
    * Slots of any window a background request (`priority: "low"`) leaves
@@ -109,34 +98,24 @@ const CONTEXT = "Cannot create Redis rate limiter";
  * `requests` sends in any window of `interval` ms across the fleet, whatever
  * the runtime of each process.
  *
- * - Each take is one Lua script (`EVALSHA`), atomic on Redis's clock
- *   (`TIME`); a send counts from its answer (one more script), as the
- *   in-process limiter counts it.
- * - Callers wait for their slot, never fail, and can give up with their
- *   signal. A process waits for the time the script names, not by polling.
- * - Processes take turns in a line kept in Redis: under contention each of
- *   `N` processes gets its share (at least `1 / (2N)` of the limit).
- * - What Redis holds is never trusted past the rules: a key of another
- *   type or a value that does not parse is replaced in the same script, a
- *   send dated beyond Redis's time plus the hold is dropped and a block
- *   further ahead than a refusal writes is cut back, so no wait is longer
- *   than the interval and the hold (a minute). A window lost while its
- *   epoch survives (an eviction picked one key) counts as a restart.
+ * - Each take is one Lua script, atomic on Redis's clock (`TIME`); a send
+ *   counts from its answer. Callers wait for their slot in order (for the
+ *   time the script names, not by polling), never fail, and can give up with
+ *   their signal; under contention each of `N` processes gets at least
+ *   `1 / (2N)` of the limit.
+ * - What Redis holds is never trusted past the rules: a key of another type
+ *   or a value that does not parse is replaced in the same script, and no
+ *   wait is longer than the interval and the hold (a minute).
  * - When Redis fails or does not answer in `commandTimeout`, the process
- *   paces itself alone at its last known share (`requests / N`; half the
- *   limit before Redis ever said `N`, never the whole), emits
- *   `rate.degraded`, and asks Redis again after a pause (0.5 s, doubling up
- *   to 30 s); back, it writes what it sent alone into the window first and
- *   emits `rate.restored`.
- * - A restart is not a reset: each process remembers its sends of the last
- *   window, and a window that came back empty (or was replaced) takes them
- *   back before anyone takes; for one window after, the fleet sends only as
- *   many as its processes wrote back, so that the sends of one that has not
- *   come back yet (or ended) keep their slots.
+ *   paces alone at its last known share (`requests / N`; half the limit
+ *   before Redis ever said `N`), emits `rate.degraded`, and asks again after
+ *   0.5 s, doubling up to 30 s; back, it writes what it sent alone into the
+ *   window first and emits `rate.restored`.
+ * - A restart is not a reset: a window that came back empty takes back
+ *   each process's sends of the last window before anyone takes.
  *
- * `await using` it (or `await limiter[Symbol.asyncDispose]()`) before
- * closing the Redis connection: it waits for the answers still being
- * written.
+ * `await using` it before closing the Redis connection: it waits for the
+ * answers still being written.
  *
  * @param options The command function, the limit, the prefix.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
@@ -181,56 +160,35 @@ export function createRedisRateLimiter(
   if (command === undefined) {
     throw optionError(TypeError, CONTEXT, "command", "must be given");
   }
-  const limit = checkRateLimit(options, CONTEXT, 1_000_000, SERVICE_RATE_LIMIT);
-  const prefix = options.prefix === undefined
-    ? "partner-api:rate"
-    : requireText(options.prefix, CONTEXT, "prefix");
-  const commandTimeout = checkNumber(
-    options.commandTimeout,
-    2000,
-    "positive whole time in ms, at most 2147483647",
+  const config = fleetConfig(options, CONTEXT, 1_000_000);
+  const { prefix, commandTimeout } = redisOptions(
+    options,
     CONTEXT,
-    "commandTimeout",
+    "partner-api:rate",
   );
-  const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
-  const holder = crypto.randomUUID().slice(0, 13);
-  const window = new RedisWindow(
-    command,
-    prefix,
-    { ...limit, reserve },
-    holder,
-    commandTimeout,
-  );
-  return new FleetRateLimiter(window, {
-    limit,
-    reserve,
-    holder,
-    now: steadyClock(requireFunction(options.now, CONTEXT, "now")),
-    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-  });
+  const window = new RedisWindow(command, prefix, config, commandTimeout);
+  return new FleetRateLimiter(window, config);
 }
 
 /** The fleet's window in Redis, through scripts sent by `EVALSHA`. */
 class RedisWindow implements SharedWindow {
   readonly store = "redis";
-  readonly #command: RedisCommand;
+  readonly #send: (args: string[]) => Promise<unknown>;
   readonly #holder: string;
   readonly #keys: string[];
+  /** requests, interval, hold, grace: what every script reads first. */
   readonly #args: string[];
   readonly #reserve: string;
-  readonly #commandTimeout: number;
-  readonly #digests = new Map<string, Promise<string>>();
+  readonly #digest = perKey((source) => hexDigest(source, 20, "SHA-1"));
 
   constructor(
     command: RedisCommand,
     prefix: string,
-    limit: { requests: number; interval: number; reserve: number },
-    holder: string,
+    { limit, reserve, holder }: FleetConfig,
     commandTimeout: number,
   ) {
-    this.#command = command;
-    this.#reserve = String(limit.reserve);
-    this.#commandTimeout = commandTimeout;
+    this.#send = (args) => sendWithin(command, args, commandTimeout);
+    this.#reserve = String(reserve);
     this.#holder = holder;
     // One hash tag: a cluster keeps every key of a script in one slot.
     this.#keys = [
@@ -241,13 +199,9 @@ class RedisWindow implements SharedWindow {
       "turns",
       "block",
       "epoch",
-    ].map((name) => `${prefix}:{rate}:${name}`);
-    this.#args = [
-      String(limit.requests),
-      String(limit.interval),
-      String(HOLD),
-      String(GRACE),
-    ];
+    ]
+      .map((name) => `${prefix}:{rate}:${name}`);
+    this.#args = [limit.requests, limit.interval, HOLD, GRACE].map(String);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
@@ -275,18 +229,15 @@ class RedisWindow implements SharedWindow {
   }
 
   async answer(sends: readonly string[]): Promise<void> {
-    await this.#script(ANSWER, [this.#keys[0]!, this.#keys[6]!], [
-      this.#args[1]!,
-      this.#args[2]!,
-      ...sends,
-    ]);
+    const [window, , , , , , epoch] = this.#keys;
+    const [, interval, hold] = this.#args;
+    await this.#script(ANSWER, [window!, epoch!], [interval!, hold!, ...sends]);
   }
 
   async refuse(): Promise<void> {
-    await this.#script(REFUSE, [this.#keys[0]!, this.#keys[5]!], [
-      this.#args[0]!,
-      this.#args[1]!,
-    ]);
+    const [window, , , , , block] = this.#keys;
+    const [requests, interval] = this.#args;
+    await this.#script(REFUSE, [window!, block!], [requests!, interval!]);
   }
 
   /** `EVALSHA`, and `EVAL` once when Redis does not hold the script yet. */
@@ -303,33 +254,6 @@ class RedisWindow implements SharedWindow {
       return await this.#send(["EVAL", source, ...tail]);
     }
   }
-
-  /** One command, within `commandTimeout`. */
-  #send(args: string[]): Promise<unknown> {
-    const reply = Promise.resolve().then(() => this.#command(args));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
-        this.#commandTimeout,
-      );
-      reply.then(resolve, reject).finally(() => clearTimeout(timer));
-    });
-  }
-
-  #digest(source: string): Promise<string> {
-    let digest = this.#digests.get(source);
-    if (digest === undefined) {
-      digest = crypto.subtle.digest("SHA-1", new TextEncoder().encode(source))
-        .then((bytes) =>
-          Array.from(
-            new Uint8Array(bytes),
-            (byte) => byte.toString(16).padStart(2, "0"),
-          ).join("")
-        );
-      this.#digests.set(source, digest);
-    }
-    return digest;
-  }
 }
 
 /** An id for a new life of the window, used only if the store has none. */
@@ -337,19 +261,14 @@ function newEpoch(): string {
   return crypto.randomUUID().slice(0, 18);
 }
 
-/**
- * The take script's answer; anything else is not our script's answer: a
- * failing store, not a spin.
- */
+/** The take script's answer; anything else is a failing store, not a spin. */
 function takeReply(reply: unknown): TakeReply {
   const parts = Array.isArray(reply) ? reply : [];
   const [granted, wait, holders, , reseed, count] = parts.map(Number);
-  const epoch = parts[3] instanceof Uint8Array
-    ? new TextDecoder().decode(parts[3])
-    : parts[3];
+  const epoch = text(parts[3]);
   const numbers = [granted, wait, holders, reseed, count];
   if (
-    parts.length !== 6 || typeof epoch !== "string" ||
+    parts.length !== 6 || epoch === undefined ||
     !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
   ) {
     throw new TypeError("Redis answered the rate script with another type");

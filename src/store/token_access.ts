@@ -4,9 +4,14 @@
 // token. The store side owns it: what a record may be trusted with, and
 // under which key it lives, are the store contract's business.
 
-import type { TokenRecord, TokenStore } from "./types.ts";
+import type {
+  TokenFailure,
+  TokenRecord,
+  TokenRenewal,
+  TokenStore,
+} from "./types.ts";
+import { isIssuedToken, type QuotaSnapshot } from "../core/token_values.ts";
 import { storeKey } from "./_key.ts";
-import { trustedRecord } from "./_record_check.ts";
 
 /** What the key of a client's record is made of; it holds the secret. */
 export interface StoreClient {
@@ -91,10 +96,7 @@ export class StoreAccess {
     return { record: await request(), saved: false };
   }
 
-  /**
-   * Changes the record atomically where the store can; without a store, or
-   * when it fails, `change` runs over the provider's own `local` record.
-   */
+  /** Changes the record atomically where the store can; else over the provider's own `local` one. */
   async change(
     change: (record: TokenRecord | undefined) => TokenRecord | undefined,
     local: () => TokenRecord,
@@ -135,11 +137,7 @@ export class StoreAccess {
   }
 }
 
-/**
- * Lets a shared store coordinate the request. A store that fails after our
- * own request succeeded still yields that token; one that fails before
- * anyone asked counts as empty.
- */
+/** Lets a shared store coordinate the request; one that fails still yields a token we paid for. */
 async function coordinate(
   store: TokenStore,
   key: string,
@@ -166,4 +164,66 @@ async function coordinate(
     if (asked || signal.aborted) throw error;
     return { record: await request(), saved: true };
   }
+}
+
+/** How far the clocks of a fleet's processes may differ, in ms. */
+const FLEET_CLOCK_SLACK = 5 * 60_000;
+
+/**
+ * The parts of a stored record a provider may act on: each of the right
+ * shape, a token whose expiry its lifetime allows, a renewal that has
+ * happened. Anything else (damaged, forged) counts as absent.
+ */
+function trustedRecord(
+  value: unknown,
+  now: number,
+): TokenRecord | undefined {
+  const record = fields(value);
+  if (record === undefined) return undefined;
+  const { token, quota, blockedUntil, failure, renewal } = record;
+  const latest = now + FLEET_CLOCK_SLACK;
+  return {
+    ...(isIssuedToken(token) &&
+      token.expiresAt <= latest + token.expiresIn * 1000 && { token }),
+    ...(isQuotaSnapshot(quota) && { quota }),
+    ...(isTime(blockedUntil) && { blockedUntil }),
+    ...(isFailure(failure) && { failure }),
+    ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
+  };
+}
+
+function fields(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null
+    ? value as Record<string, unknown>
+    : undefined;
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value);
+}
+
+function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
+  const { buckets, observedAt } = fields(value) ?? {};
+  return isTime(observedAt) && Array.isArray(buckets) &&
+    buckets.every((bucket) => {
+      const { bucket: name, limit, remaining, resetAfter } = fields(bucket) ??
+        {};
+      return typeof name === "string" && isTime(limit) &&
+        isTime(remaining) && isTime(resetAfter);
+    });
+}
+
+const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
+
+function isFailure(value: unknown): value is TokenFailure {
+  const { until, failures, reason, status, code } = fields(value) ?? {};
+  return isTime(until) && isTime(failures) && failures >= 1 &&
+    FAILURE_REASONS.has(reason as string) &&
+    (status === undefined || isTime(status)) &&
+    (code === undefined || typeof code === "string");
+}
+
+function isRenewal(value: unknown): value is TokenRenewal {
+  const { at, expiresAt, token } = fields(value) ?? {};
+  return isTime(at) && isTime(expiresAt) && typeof token === "string";
 }

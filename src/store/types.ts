@@ -1,6 +1,5 @@
 // The store contract: the record a token provider keeps and the store it
-// keeps it in. Public through ./store; the entries whose signatures name it
-// (the root, ./token, ./client, ./kv, ./redis) re-export this file whole.
+// keeps it in. Public through ./store, re-exported by the entries that name it.
 
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenFailureReason } from "../core/errors.ts";
@@ -35,10 +34,7 @@ export interface TokenRecord {
   readonly quota?: QuotaSnapshot;
   /** Epoch ms before which no token request may be sent (after a 429). */
   readonly blockedUntil?: number;
-  /**
-   * The last failed token request (any reason but the quota) and its
-   * cooldown: the whole fleet sends nothing before `until`.
-   */
+  /** The last failed token request (but for the quota): the fleet sends nothing before `until`. */
   readonly failure?: TokenFailure;
   /** The fleet's last 401 renewal: at most one an hour, for the whole fleet. */
   readonly renewal?: TokenRenewal;
@@ -117,19 +113,12 @@ export interface TokenRenewal {
 
 /**
  * Where a provider keeps its token, so that several providers (or processes,
- * with a shared store) use one token. Keys hold the token endpoint, audience,
- * client id and a digest of the secret, never the secret itself: a provider
- * with another secret never sees a token this one paid for.
- *
- * A provider reads the store at most once per token flight (a cold start, a
- * refresh, a retry after a failed one), never on calls its cache answers.
- * The records a provider hands a store hold plain data, so a store may
- * serialize them with `JSON.stringify`; a token read back as `[redacted]`
- * (a token serialized as it was handed out) counts as no token.
- *
- * A store that fails is treated as empty: reads that throw count as misses,
- * writes that throw are ignored, so a paid-for token is never lost to it and
- * its failure never turns into another token request.
+ * with a shared store) use one token. Keys hold a digest of the secret,
+ * never the secret: a provider with another secret never sees a token this
+ * one paid for. A provider reads the store at most once per token flight.
+ * Records hold plain data (a store may `JSON.stringify` them; a token read
+ * back as `[redacted]` counts as none). A store that fails counts as empty:
+ * a paid-for token is never lost to it.
  *
  * @example A store on a Map, as one on Redis would look
  * ```ts
@@ -157,12 +146,9 @@ export interface TokenStore {
   set(key: string, record: TokenRecord): Promise<void>;
   /**
    * Optional: replaces the record under `key` with `change(record)` in one
-   * atomic step (compare-and-set: `change` runs again when another process
-   * wrote between), and resolves with the record now stored; `change`
-   * returning `undefined` writes nothing. The provider keeps the fleet's 401
-   * ledger with it, so that processes meeting a 401 at once renew once
-   * between them. Without it, the provider reads with `get` and writes with
-   * `set`.
+   * atomic step (`change` runs again when another process wrote between),
+   * and resolves with the record now stored; `undefined` writes nothing. The
+   * fleet's 401 ledger is kept with it; without it, `get` then `set`.
    */
   update?(
     key: string,
@@ -170,11 +156,9 @@ export interface TokenStore {
   ): Promise<TokenRecord | undefined>;
   /**
    * Optional: makes the processes sharing the store send one token request
-   * between them. The provider calls it when it needs a new token; it returns
-   * a stored record that `settled` accepts (another process's token, or its
-   * quota block), or else the record of `request()`, which it stores before
-   * letting any other process look. Without it, the provider reads the store,
-   * requests when the record does not do, and stores the result with `set`.
+   * between them: a stored record that `settled` accepts, or else the
+   * record of `request()`, stored before any other process may look.
+   * Without it, the provider reads, requests and stores with `set`.
    */
   coordinate?(key: string, options: CoordinateOptions): Promise<TokenRecord>;
 }
@@ -210,21 +194,13 @@ export interface TokenStore {
 export interface CoordinateOptions {
   /** Whether a record answers the need: a token fresh enough, or a quota block in force. */
   settled(record: TokenRecord): boolean;
-  /**
-   * Sends one token request (with the provider's retries). Resolves with the
-   * token's record, or after a 429 with a record of the quota block.
-   */
+  /** Sends one token request (with retries): the token's record, or after a 429 the quota block's. */
   request(): Promise<TokenRecord>;
-  /**
-   * Aborts when the flight is given up on (its budget ran out); callers that
-   * leave do not abort it, since a request that has started has been counted.
-   */
+  /** Aborts when the flight is given up on (callers that leave do not abort it). */
   signal: AbortSignal;
   /**
-   * The longest one token request may take with its retries and backoff, in
-   * ms. A process waiting for another's request waits at least this long
-   * before sending its own: a slow token endpoint must not make every
-   * waiting process send a request.
+   * The longest one token request may take with its retries, in ms: a
+   * process waits at least this long for another's before sending its own.
    */
   requestBudget: number;
 }

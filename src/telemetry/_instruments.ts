@@ -5,11 +5,10 @@ import { metrics, trace, ValueType } from "@opentelemetry/api";
 import type { TelemetryMeter } from "./types.ts";
 
 /**
- * How an integer attribute is written so that the exporter sends it as one,
- * as the semantic conventions want for `http.response.status_code`. Deno's
- * built-in exporter sends every number as a double and a `BigInt` as an
- * integer; the JavaScript SDK sends integral numbers as integers and drops
- * a `BigInt`. So: a `BigInt` only for Deno's own meter and tracer providers.
+ * How an integer attribute is written so that the exporter sends it as one:
+ * Deno's built-in exporter sends a `BigInt` as an integer (and every number
+ * as a double), the JavaScript SDK drops a `BigInt`. So: a `BigInt` only
+ * for Deno's own providers.
  */
 export function integerAttributes(
   globalMeter: boolean,
@@ -34,46 +33,27 @@ export function integerAttributes(
 }
 
 /** The semantic conventions' bucket boundaries for HTTP durations, in s. */
-const DURATION_BUCKETS = [
-  0.005,
-  0.01,
-  0.025,
-  0.05,
-  0.075,
-  0.1,
-  0.25,
-  0.5,
-  0.75,
-  1,
-  2.5,
-  5,
-  7.5,
-  10,
-];
+// deno-fmt-ignore
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 
-/**
- * A wait for the rate window lasts up to an interval and the hold (the
- * service's interval is 5 minutes): the request buckets, then on to 5 min.
- */
+/** A wait for the rate window lasts up to an interval (5 min) and the hold. */
 const WAIT_BUCKETS = [...DURATION_BUCKETS, 30, 60, 120, 300];
 
 /** The metrics the module records, made once per listener. */
 export function instruments(meter: TelemetryMeter) {
-  const counter = { unit: "{request}", valueType: ValueType.INT };
-  const description =
-    "Requests to the token endpoint, as the quota counts them";
+  const counter = {
+    description: "Requests to the token endpoint, as the quota counts them",
+    unit: "{request}",
+  };
   let tokenRequests;
   try {
     tokenRequests = meter.createCounter("partner_api.token.requests", {
-      description,
       ...counter,
+      valueType: ValueType.INT,
     });
   } catch {
     // Deno's built-in meter takes doubles only.
-    tokenRequests = meter.createCounter("partner_api.token.requests", {
-      description,
-      unit: counter.unit,
-    });
+    tokenRequests = meter.createCounter("partner_api.token.requests", counter);
   }
   const advice = { explicitBucketBoundaries: DURATION_BUCKETS };
   return {

@@ -111,18 +111,12 @@ export function openTelemetry(
     options.meter === undefined,
     options.tracer === undefined,
   );
-  const span = (
-    name: string,
-    durationMs: number,
-    attributes: TelemetryAttributes,
-    failed: boolean,
-  ) => endedSpan(tracer, name, durationMs, attributes, failed);
   return (event) => {
     switch (event.type) {
       case "token.request":
-        return tokenRequest(event, span, meter);
+        return tokenRequest(event, tracer, meter);
       case "api.list":
-        return span("partner_api.list", event.durationMs, {
+        return endedSpan(tracer, "partner_api.list", event.durationMs, {
           "url.path": event.path,
           "partner_api.pages": integer.span(event.pages),
           "partner_api.items": integer.span(event.items),
@@ -138,13 +132,12 @@ export function openTelemetry(
   };
 }
 
-/**
- * An API request attempt: the semantic conventions' HTTP client duration
- * and the module's own, in seconds.
- */
+type Instruments = ReturnType<typeof instruments>;
+
+/** An API request attempt: the HTTP client duration and the module's own, in s. */
 function apiRequest(
   event: ApiRequestEvent,
-  meter: ReturnType<typeof instruments>,
+  meter: Instruments,
   integer: (value: number) => number,
 ): void {
   const { status } = event;
@@ -182,31 +175,27 @@ function endedSpan(
 /** A token request: its span, the counter, and the quota it reported. */
 function tokenRequest(
   event: TokenRequestEvent,
-  span: (
-    name: string,
-    durationMs: number,
-    attributes: TelemetryAttributes,
-    failed: boolean,
-  ) => void,
-  meter: ReturnType<typeof instruments>,
+  tracer: TelemetryTracer,
+  meter: Instruments,
 ): void {
-  const attributes: TelemetryAttributes = {
-    "partner_api.outcome": event.outcome,
-  };
-  if (event.reason !== undefined) attributes["error.type"] = event.reason;
-  span(
+  const { outcome, reason, durationMs } = event;
+  const attributes: TelemetryAttributes = { "partner_api.outcome": outcome };
+  if (reason !== undefined) attributes["error.type"] = reason;
+  const failed = outcome === "error";
+  endedSpan(
+    tracer,
     "partner_api.token.request",
-    event.durationMs,
+    durationMs,
     attributes,
-    event.outcome === "error",
+    failed,
   );
-  meter.tokenRequests.add(1, { "partner_api.outcome": event.outcome });
-  for (const bucket of event.quota ?? []) {
+  meter.tokenRequests.add(1, { "partner_api.outcome": outcome });
+  for (const { bucket, remaining } of event.quota ?? []) {
     // Bucket names come from the server: each new one would be a new series
     // in the user's metrics store. Only the documented ones are recorded.
-    if (!DOCUMENTED_BUCKETS.has(bucket.bucket)) continue;
-    meter.quotaRemaining.record(bucket.remaining, {
-      "partner_api.quota.bucket": bucket.bucket,
+    if (!DOCUMENTED_BUCKETS.has(bucket)) continue;
+    meter.quotaRemaining.record(remaining, {
+      "partner_api.quota.bucket": bucket,
     });
   }
 }

@@ -1,17 +1,53 @@
-// Internal: the Redis token store's scripts, and the same steps done with
-// plain commands for a Redis that refuses EVAL (an ACL without @scripting,
-// a managed service, a renamed command). Without them every step of the
-// lease failed, each
-// process counted the store as failing and sent its own token request: five
-// processes spent five tokens. Plain commands keep the lease (SET NX PX),
-// so the fleet still spends one; what they cannot do is check and write in
-// one step, so a process stalled past its lease may let the next holder's
-// go, and two writes of the ledger at the same moment may lose one.
+// Internal: how the Redis store and limiter talk to Redis: their options,
+// one command within a time limit, replies as text; and the token store's
+// scripts, with the same steps in plain commands for a Redis that refuses
+// EVAL (else every process counted the store as failing and spent a token
+// of its own). Plain commands keep the lease (SET NX PX); they cannot check
+// and write in one step, so a process stalled past its lease may let the
+// next holder's go, and two ledger writes at one moment may lose one.
 
+import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
+import { checkNumber, requireText } from "../core/_check.ts";
+
+/** The checked `prefix` and `commandTimeout` the store and the limiter take. */
+export function redisOptions(
+  options: { prefix?: string; commandTimeout?: number },
+  context: string,
+  prefix: string,
+): { prefix: string; commandTimeout: number } {
+  return {
+    prefix: options.prefix === undefined
+      ? prefix
+      : requireText(options.prefix, context, "prefix"),
+    commandTimeout: checkNumber(
+      options.commandTimeout,
+      2000,
+      "positive whole time in ms, at most 2147483647",
+      context,
+      "commandTimeout",
+    ),
+  };
+}
+
+/** Sends one command within `ms`: a client queueing while Redis is away must not hold every caller. */
+export function sendWithin(
+  command: RedisCommand,
+  args: string[],
+  ms: number,
+): Promise<unknown> {
+  const reply = Promise.resolve().then(() => command(args));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
+      ms,
+    );
+    reply.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
 
 /** A reply as text: clients answer strings, or bytes when asked to. */
-function text(reply: unknown): string | undefined {
+export function text(reply: unknown): string | undefined {
   if (typeof reply === "string") return reply;
   if (reply instanceof Uint8Array) return new TextDecoder().decode(reply);
   return undefined;
@@ -21,13 +57,10 @@ function text(reply: unknown): string | undefined {
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
 // Each script acts only if a value is still the one this process saw or
-// wrote, so that no process overwrites or deletes another's work.
-// TAKE first drops a record or lease key of another type (WRONGTYPE): it is
-// not ours, and would otherwise hold every process off for good. A record
-// the process could not read (ARGV[4] '1') may be taken over while it still
-// is no sealed record: its bytes may not come back as the text seen (not
-// UTF-8). Taken by another, it answers who holds it, so that a waiter can
-// wait on it.
+// wrote. TAKE first drops a key of another type (it would hold every
+// process off for good); a record the process could not read (ARGV[4] '1')
+// may be taken over while it is no sealed record (its bytes may not come
+// back as the text seen). Taken by another, it answers who holds it.
 const TAKE = `for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
@@ -66,7 +99,13 @@ export const SCRIPTS: Record<ScriptName, string> = {
 };
 
 /** One Redis command, within the store's time limit. */
-export type Send = (args: string[]) => Promise<unknown>;
+type Send = (args: string[]) => Promise<unknown>;
+/** One script's steps in plain commands; KEYS and ARGV as the script's. */
+type Steps = (
+  keys: readonly string[],
+  args: readonly string[],
+  send: Send,
+) => Promise<unknown>;
 
 /** A script's effect with plain commands: the same KEYS and ARGV, the same answer. */
 export function plainScript(
@@ -75,18 +114,7 @@ export function plainScript(
   args: readonly string[],
   send: Send,
 ): Promise<unknown> {
-  switch (name) {
-    case "take":
-      return take(keys, args, send);
-    case "swap":
-      return swap(keys, args, send);
-    case "renew":
-      return renew(keys, args, send);
-    case "publish":
-      return publish(keys, args, send);
-    case "release":
-      return release(keys, args, send);
-  }
+  return { take, swap, renew, publish, release }[name](keys, args, send);
 }
 
 /** The record as the take script compares it: '' when absent or too large. */
@@ -103,17 +131,13 @@ async function recordText(key: string, send: Send): Promise<string> {
  * the lease if the record is still the one seen (looked at again after the
  * lease is ours: a record published meanwhile lets it go).
  */
-async function take(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
+const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args as [
     string,
     string,
     string,
-    string,
+    string?,
   ];
   for (const key of keys) {
     const kind = text(await send(["TYPE", key]));
@@ -128,49 +152,31 @@ async function take(
   if (!changed(await recordText(record, send))) return 1;
   await release([record, lease], [value], send);
   return 0;
-}
+};
 
 /** KEYS record; ARGV seen, value, ms. */
-async function swap(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
-  const [seen, value, ms] = args as [string, string, string];
-  if (await recordText(keys[0]!, send) !== seen) return 0;
-  await send(["SET", keys[0]!, value, "PX", ms]);
+const swap: Steps = async ([record], [seen, value, ms], send) => {
+  if (await recordText(record!, send) !== seen) return 0;
+  await send(["SET", record!, value!, "PX", ms!]);
   return 1;
-}
+};
 
 /** KEYS lease; ARGV lease value, ms. */
-async function renew(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
-  if (text(await send(["GET", keys[0]!])) !== args[0]) return 0;
-  return await send(["PEXPIRE", keys[0]!, args[1]!]);
-}
+const renew: Steps = async ([lease], [value, ms], send) => {
+  if (text(await send(["GET", lease!])) !== value) return 0;
+  return await send(["PEXPIRE", lease!, ms!]);
+};
 
 /** KEYS record, lease, stream; ARGV lease value, record value, ms, stream ms. */
-async function publish(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
+const publish: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   if (text(await send(["GET", lease])) !== args[0]) return 0;
   await send(["SET", record, args[1]!, "PX", args[2]!]);
   return await release(keys, args, send);
-}
+};
 
 /** KEYS record, lease[, stream]; ARGV lease value[, record, ms, stream ms]. */
-async function release(
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
-) {
-  const [, lease, stream] = keys;
+const release: Steps = async ([, lease, stream], args, send) => {
   if (text(await send(["GET", lease!])) !== args[0]) return 0;
   await send(["DEL", lease!]);
   if (stream !== undefined) {
@@ -179,4 +185,4 @@ async function release(
     await send(["PEXPIRE", stream, args[3] ?? "1000"]);
   }
   return 1;
-}
+};
