@@ -28,7 +28,6 @@ import { PartnerApiError } from "../core/errors.ts";
  * await rejects(syncList(client, "organizations", { id, sink }), (error: SyncError) => error.reason === expected);
  * ```
  */
- */
 export type SyncErrorReason =
   | "missing-id"
   | "unordered"
