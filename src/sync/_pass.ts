@@ -46,7 +46,10 @@ export interface PassRun<T> {
   readonly requests: { count: number };
 }
 
-/** Reads windows from `start` until the pass completes or `budget` requests are spent, handing each committed window to `commit` in order (the next is read meanwhile). */
+/**
+ * Reads windows from `start` until the pass completes or `budget` requests are spent, handing each committed window
+ * to `commit` in order (the next is read meanwhile).
+ */
 export async function runPass<T>(
   { client, config, requests }: PassRun<T>,
   start: WindowState,

@@ -45,7 +45,10 @@ export interface SyncCheckpoint {
   readonly sortDirection?: "DESC";
   /** The largest page size the service was seen to honour: a shorter page of at most it is the end. */
   readonly accepted?: number;
-  /** Descending only: the head pass under way (top down to `edge`): where it stands, and the newest item it committed (`edge` once it ends). */
+  /**
+   * Descending only: the head pass under way (top down to `edge`): where it stands, and the newest item it committed
+   * (`edge` once it ends).
+   */
   readonly head?: {
     readonly edge: SyncCheckpoint["edge"];
     readonly offset: number;

@@ -226,7 +226,10 @@ async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
   await committer.flush("sweep", afterDeletes(committer.latest, record));
 }
 
-/** How far the last item committed moved since the last run (ascending): inserts behind it net of deletes, a lower bound on what the copy lacks. */
+/**
+ * How far the last item committed moved since the last run (ascending): inserts behind it net of deletes, a lower
+ * bound on what the copy lacks.
+ */
 function shiftOf<T>(
   saved: SyncCheckpoint,
   window: Committed<T>,
