@@ -121,7 +121,10 @@ export function sinkOptions(
   return `"${table}"`;
 }
 
-/** Judges what the copy holds against what was recorded. @throws {SyncError} (`"sink-mismatch"`) */
+/**
+ * Judges what the copy holds against what was recorded.
+ * @throws {SyncError} (`"sink-mismatch"`)
+ */
 export function judgeCopy(
   state: CopyState,
   dialect: Pick<SqlDialect, "what" | "instead">,
