@@ -1,5 +1,4 @@
-// Internal: where the command-line tool keeps its tokens between runs (a
-// file token store of ./store), and whether this run may use it.
+// Internal: where the tool keeps its tokens between runs (a file token store of ./store), and whether this run may.
 
 import {
   clearFileTokenStore,
@@ -14,11 +13,9 @@ export type CacheOpening =
   | { readonly store?: undefined; readonly notice: string };
 
 /**
- * Opens the cache folder, if this process may read and write it: never
- * prompts (a permission not granted means running uncached, said once).
+ * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
  *
- * @throws {UsageError} When the folder is not the user's alone, before any
- * token is requested or waited for.
+ * @throws {UsageError} When the folder is not the user's alone, before any token is requested or waited for.
  */
 export function openCache(
   clientSecret: string,
@@ -53,13 +50,10 @@ export function openCache(
 }
 
 /**
- * Why `folder` is not this user's alone, in one line, or `undefined` when it
- * is. It is created 0700 if absent; then it and every entry in it must be
- * no link, owned by this user (the owner of a file this process creates
- * there: `Deno.uid()` would need --allow-sys) and writable by nobody else.
- * Another local user who made it first could otherwise read or plant the
- * token files, or hold their lock. A file where the folder goes is refused
- * too, whoever made it: no token could be kept.
+ * Why `folder` is not this user's alone, in one line, or `undefined`. It is created 0700 if absent; it and every entry
+ * must be no link, owned by this user (the owner of a file created there: `Deno.uid()` needs --allow-sys) and writable
+ * by nobody else, or another local user could read or plant the token files, or hold their lock. A file in its place
+ * is refused too: no token could be kept.
  */
 export function notOwnFolder(folder: string): string | undefined {
   try {

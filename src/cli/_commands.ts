@@ -1,5 +1,4 @@
-// Internal: what the tool's commands but list and sync do, over one session
-// (a provider, a client and the cache), writing through CliWriters.
+// Internal: the commands but list and sync, over one session (provider, client, cache), writing through CliWriters.
 
 import {
   ApiError,
@@ -109,10 +108,7 @@ function asOfNow(
     : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
 }
 
-/**
- * The quota from what is known without a token request (the cache, or a
- * quota block it holds), else from one token request, else from its 429.
- */
+/** The quota from what is known without a token request (the cache, or its quota block), else one token request, else its 429. */
 async function runQuota(session: Session, json: boolean): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
@@ -234,8 +230,7 @@ const PERMISSION_ERRORS = new Set<unknown>(["NotCapable", "PermissionDenied"]);
 export function failureMessage(
   error: unknown,
 ): { message: string; code: number } {
-  // The library reports what the service did as ApiError or
-  // TokenRequestError: its TypeError and RangeError are about the arguments.
+  // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
   if (
     error instanceof UsageError || error instanceof TypeError ||
     error instanceof RangeError
@@ -243,11 +238,9 @@ export function failureMessage(
   if (error instanceof Interrupted) {
     return { message: error.message, code: 130 };
   }
-  // A token failure's message ends with its hint (what to check), which
-  // names the variables: the library says it, as it does to a service.
+  // A token failure's message ends with its hint, which names the variables: the library says it.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
-    // Refused by Deno: the flag to add, never its words ("run again with
-    // the --allow-net flag"), which name no host.
+    // Refused by Deno: the flag to add, never its words ("run again with the --allow-net flag"), which name no host.
     const refused = PERMISSION_ERRORS.has((error.cause as Error)?.name);
     if (refused && error instanceof ApiError) {
       const { host } = new URL(error.url);

@@ -1,11 +1,9 @@
-// Internal: `completion bash|zsh|fish`: scripts that complete the commands
-// and each command's flags.
+// Internal: `completion bash|zsh|fish`: scripts that complete the commands and each command's flags.
 
 import { COMMAND_FLAGS, type Shell, SHELLS } from "./_plan.ts";
 
 const COMMANDS = "token quota list get sync demo cache logout completion";
-// The commands that take flags, each with _plan's list (all but the old
-// --full, which is refused), then the words `cache` and `completion` take.
+// The commands that take flags, each with _plan's list (all but the refused --full), then `cache`'s and `completion`'s words.
 const FLAGS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ...["token", "quota", "list", "get", "sync"].map((command) =>
     [

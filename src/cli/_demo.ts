@@ -1,5 +1,4 @@
-// Internal: `partner-api demo`, loaded only when asked for, so that the
-// published ./cli does not load the fake service for real runs.
+// Internal: `partner-api demo`, loaded only when asked for, so the published ./cli does not load the fake for real runs.
 
 import { startFakePartnerApi } from "../testing/mod.ts";
 import type { CliWriter } from "./io.ts";

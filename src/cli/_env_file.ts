@@ -1,6 +1,5 @@
-// Internal: --env-file, read by the tool itself so that an installed
-// partner-api can use a .env file. Dotenv lines: KEY=VALUE, optionally
-// `export`, quoted or not, `#` comments; no expansion. The environment wins.
+// Internal: --env-file, read by the tool itself so an installed partner-api can use a .env file. Dotenv lines:
+// KEY=VALUE, optionally `export`, quoted or not, `#` comments; no expansion. The environment wins.
 
 import { UsageError } from "./_plan.ts";
 
@@ -70,11 +69,9 @@ export async function withEnvFile(
 const NOT_SMALL_FILE = "NotSmallFile";
 
 /**
- * The text of `path`, if it is a regular file (or a link to one) of at most
- * {@linkcode MAX_ENV_FILE} bytes. Anything else is refused before it is
- * read: a FIFO would hang the run, a device such as /dev/zero or a huge file
- * would fill its memory. A file that grows past the bound while it is read
- * is refused too.
+ * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
+ * refused before it is read (a FIFO would hang the run, /dev/zero or a huge file fill its memory), and so is a file
+ * that grows past the bound while read.
  *
  * @throws {Error} Named `NotSmallFile`, or what `Deno.stat` and reading throw.
  */

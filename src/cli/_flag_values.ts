@@ -1,5 +1,4 @@
-// Internal: the values of flags that several commands take, checked, and
-// the error for a caller's mistake. Pure.
+// Internal: the checked values of flags several commands take, and the error for a caller's mistake. Pure.
 
 /** Every flag, as node:util parses them. */
 export const FLAGS = {
@@ -48,7 +47,6 @@ export class UsageError extends Error {}
 
 /**
  * A count flag's value, from `min` to `max`; `undefined` when not given.
- *
  * @throws {UsageError} For anything but an integer in range.
  */
 export function count(

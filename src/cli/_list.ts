@@ -1,6 +1,4 @@
-// Internal: the `list` command: items as they come, progress on a terminal,
-// and on Ctrl-C an output that is still whole (a JSON array closed) and
-// exit code 130.
+// Internal: `list`: items as they come, progress on a terminal; on Ctrl-C the output stays whole (a JSON array closed), 130.
 
 import type { Session } from "./_session.ts";
 import { itemWriter } from "./_output.ts";
@@ -18,7 +16,6 @@ export class Interrupted extends Error {
 
 /**
  * Refuses fields that no item of the first page has, with the nearest key.
- *
  * @throws {UsageError} For the first such field.
  */
 export function checkFields(
@@ -58,14 +55,12 @@ export async function runList(
       io.stderr.write(`${escapeControls(line)}\n`);
     },
   });
-  // JSON on a terminal: no progress line may land inside the array, so
-  // the count is said once, after it is closed.
+  // JSON on a terminal: no progress line may land inside the array, so the count is said once, after it is closed.
   const atEnd = format === "json" && io.stdout.isTerminal;
   const progress = io.stderr.isTerminal || forceProgress
     ? progressReporter(io.stderr, Date.now, atEnd)
     : undefined;
-  // On one terminal, the progress line is erased before output is written;
-  // and before any other line on standard error (--verbose).
+  // On one terminal, the progress line is erased before output, and before any other stderr line (--verbose).
   const shared = io.stdout.isTerminal;
   if (progress) session.status.clear = () => progress.clear();
   const interrupt = new AbortController();
@@ -73,8 +68,7 @@ export async function runList(
     interrupt.abort(new Interrupted())
   );
   let items = 0;
-  // With --fields, a typo is a usage error, not a column of nothing: the
-  // first page that holds items is checked before anything is written.
+  // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;
   try {
     for await (

@@ -92,10 +92,8 @@ function orderOf(
 }
 
 /**
- * `--since FIELD=VALUE`: the list, newest first by FIELD, stops at the first
- * item whose FIELD is older than VALUE (or that has none). Two dates (ISO
- * 8601, e.g. `2026-11-24` or `2026-11-24T00:00:00Z`) compare as instants,
- * two numbers as numbers, anything else as text.
+ * `--since FIELD=VALUE`: the list, newest first by FIELD, stops at the first item whose FIELD is older than VALUE (or
+ * that has none). Two ISO 8601 dates compare as instants, two numbers as numbers, anything else as text.
  */
 export function since(
   text: string,
@@ -132,10 +130,7 @@ function writtenAsDate(value: string): boolean {
   return /^[+-]?\d{4,}-\d/.test(value);
 }
 
-/**
- * Whether `value` is an ISO 8601 date that exists: year 0000 to 9999, a
- * month of it, a day of that month (Date.parse takes Feb 30 for Mar 2).
- */
+/** Whether `value` is an ISO 8601 date that exists: year 0000 to 9999, a day of its month (Date.parse takes Feb 30). */
 function isRealDate(value: string): boolean {
   if (Number.isNaN(instantOf(value))) return false;
   const [year = 0, month = 0, day = 0] = value.slice(0, 10).split("-").map(

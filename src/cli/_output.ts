@@ -1,5 +1,4 @@
-// Internal: how `list` writes items: JSON lines, one JSON array, CSV or a
-// table, control characters escaped in every format.
+// Internal: how `list` writes items: JSON lines, a JSON array, CSV or a table, control characters escaped in each.
 
 import type { Format } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
@@ -19,10 +18,7 @@ export interface ItemWriter {
   end(): void;
 }
 
-/**
- * The writer for `format`. `notify` hears, once, of a key first seen after
- * the columns were fixed (table, CSV): it is not silently dropped.
- */
+/** The writer for `format`. `notify` hears once of a key first seen after the columns were fixed: never silently dropped. */
 export function itemWriter(
   out: CliWriter,
   format: Format,
@@ -47,8 +43,7 @@ export function itemWriter(
       end: () => {},
     };
   }
-  // JSON: the item before is written once the next arrives, with its comma,
-  // so no line is ever left open for progress to overwrite.
+  // JSON: an item is written once the next arrives, with its comma, so no line is left open for progress to overwrite.
   let held: string | undefined;
   return {
     page(items) {
@@ -101,11 +96,9 @@ function csvWriter(
 }
 
 /**
- * One field as RFC 4180 has it, quoted when it must be. A cell a
- * spreadsheet would run as a formula (`=`, `+`, `-` or `@` first, OWASP's
- * CSV injection) gets a `'` before it, unless it is a plain number such as
- * `-5` or `+33`: stricter than "followed by a non-digit", which lets
- * `=1+HYPERLINK(...)` through.
+ * One field as RFC 4180 has it, quoted when it must be. A cell a spreadsheet would run as a formula (`=`, `+`, `-` or
+ * `@` first: OWASP's CSV injection) gets a `'` before it unless a plain number such as `-5`: stricter than "followed
+ * by a non-digit", which lets `=1+HYPERLINK(...)` through.
  */
 export function csvField(value: unknown): string {
   const text = defused(escapeControls(

@@ -1,5 +1,4 @@
-// Internal: the command line, checked into a plan before anything is read
-// or sent. Pure: no process, no I/O, tested directly.
+// Internal: the command line checked into a plan before anything is read or sent. Pure: no process, no I/O.
 
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
@@ -116,8 +115,7 @@ export interface SessionFlags {
 /**
  * Checks the whole command line.
  *
- * @throws {UsageError} For an unknown command or flag (with the nearest
- * known one), a flag the command does not take, or a bad value.
+ * @throws {UsageError} For an unknown command or flag (with the nearest known one), a flag the command does not take, or a bad value.
  */
 export function plan(args: readonly string[]): Plan {
   const { values, positionals } = parseFlags(args);
@@ -274,10 +272,7 @@ function parseFlags(args: readonly string[]) {
   }
 }
 
-/**
- * node:util's words, made one line, with the nearest flag where one is
- * near: among those `command` takes, when it is one.
- */
+/** node:util's words, made one line, with the nearest flag (among those `command` takes, when it is one). */
 function flagProblem(message: string, command: string | undefined): string {
   const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
   if (unknown) {

@@ -104,9 +104,8 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
   }\n`;
 }
 
-// Written raw, service data could move the cursor, retitle the window or
-// write the clipboard (OSC 52), or hide and reorder what a person reads:
-// every control and invisible character is shown escaped.
+// Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
+// reorder what a person reads: every control and invisible character is shown escaped.
 const escapeCode = (char: string) =>
   `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
@@ -115,19 +114,14 @@ export function escapeControls(text: string): string {
   return text.replace(CONTROLS, escapeCode);
 }
 
-/**
- * JSON of `value` with nothing a terminal acts on or a reader cannot see:
- * JSON.stringify escapes C0 controls itself, the rest are escaped here as
- * `\uXXXX` (still valid JSON, the same string once parsed).
- */
+/** JSON of `value` with every control and invisible character escaped as `\uXXXX` (valid JSON, the same string parsed). */
 export function safeJson(value: unknown): string {
   return JSON.stringify(value).replace(CONTROLS, escapeCode);
 }
 
 /**
- * A table written page by page: the first page that holds rows fixes the
- * columns and widths and is written with the one header; later rows use the
- * same widths, and a wider cell is cut (`…`) rather than re-laying the table.
+ * A table written page by page: the first page with rows fixes the columns and widths and is written with the one
+ * header; a later wider cell is cut (`…`) rather than re-laying the table.
  */
 export function tableWriter(
   out: CliWriter,
@@ -205,9 +199,8 @@ export function firstThenLater(
 }
 
 /**
- * Paging progress on standard error. On a terminal one line rewritten in
- * place after each page, and erased before any output is written (`clear`),
- * so it never shares a line with a row; otherwise a line per page.
+ * Paging progress on standard error: on a terminal one line rewritten after each page and erased before any output
+ * (`clear`), so it never shares a line with a row; otherwise a line per page.
  */
 export function progressReporter(
   out: CliWriter,

@@ -1,5 +1,4 @@
-// Internal: what one run of the tool shares between its steps: its I/O, its
-// configuration, and a session (provider, client, cache).
+// Internal: what one run of the tool shares between its steps: its I/O, configuration, and session (provider, client, cache).
 
 import { createClient, type PartnerClient } from "../client/mod.ts";
 import type { EventListener } from "../core/events.ts";
@@ -20,10 +19,7 @@ import { UsageError } from "./_plan.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
-  /**
-   * Opens the token cache for a client secret: a store, or a one-line notice
-   * of why there is none. Without it the tool runs uncached, silently.
-   */
+  /** Opens the token cache for a client secret: a store, or a one-line notice why not. Without it the tool runs uncached, silently. */
   openCache?: (
     clientSecret: string,
     notify: (line: string) => void,
@@ -43,16 +39,14 @@ export interface RunIo extends CliIo {
 /**
  * Reads every variable and names all that are missing at once.
  *
- * @throws {UsageError} For missing or unreadable variables, or values
- * `defineEnvironment` refuses (named by variable).
+ * @throws {UsageError} For missing or unreadable variables, or values `defineEnvironment` refuses (named by variable).
  */
 export function readConfig(io: CliIo): PartnerApiConfig {
   try {
     return configFromEnv((name) => readVariable(io, name));
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    // Fields, never the value: a secret pasted into the wrong variable is
-    // the usual mistake.
+    // Fields, never the value: a secret pasted into the wrong variable is the usual mistake.
     const { missing, option, rule, message } = error as ConfigError;
     // The library's words name what is missing and any typo of a name set.
     throw new UsageError(
@@ -90,9 +84,8 @@ export interface Session {
   /** Token requests this run has sent. */
   readonly tokenRequests: () => number;
   /**
-   * The line a command keeps redrawing on standard error (a list's
-   * progress): erased before any other line is written there (--verbose,
-   * a slow token request), so no line is ever glued to it.
+   * The line a command keeps redrawing on standard error (a list's progress): erased before any other line is written
+   * there (--verbose, a slow token request), so no line is ever glued to it.
    */
   readonly status: { clear: () => void };
   /** A command's own listener to the client's events (sync: the rate limit's holds). */
@@ -160,10 +153,7 @@ export function openSession(
   };
 }
 
-/**
- * The cache's store, if the flags want one and the run may have it (else
- * the notice, once); each later problem with it is said once.
- */
+/** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */
 function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   if (!flags.cache) return undefined;
   const said = new Set<string>();
@@ -188,10 +178,7 @@ function tokenRequestShape(config: PartnerApiConfig, flags: SessionFlags) {
   };
 }
 
-/**
- * The token requests' fetch, counted, with a line on standard error when one
- * is slow or is a retry: a slow token endpoint is not silence.
- */
+/** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
 function watchTokenRequests(err: CliWriter) {
   let count = 0;
   let lastFailed = false;
@@ -218,10 +205,7 @@ function watchTokenRequests(err: CliWriter) {
   return { fetch: fetchWatched, count: () => count };
 }
 
-/**
- * `--verbose`: one line per `token.request` and `api.request` event (events
- * never hold the secret or a token).
- */
+/** `--verbose`: one line per `token.request` and `api.request` event (events never hold the secret or a token). */
 function verboseListener(
   err: CliWriter,
   environment: Environment,

@@ -1,5 +1,4 @@
-// Internal: the `sync` command: a copy of a list in a SQLite or JSONL file,
-// a progress line on standard error; Ctrl-C commits what it has (130).
+// Internal: `sync`: a list copied into a SQLite or JSONL file, progress on standard error; Ctrl-C commits what it has (130).
 
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
@@ -165,9 +164,8 @@ export function verifiedRecently(
 }
 
 /**
- * Nothing is known to be missing, but the copy was not checked whole of
- * late: when it last was (by creation date alone, an item added back-dated
- * would not show), and how to check it now.
+ * Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone, a
+ * back-dated item would not show), and how to check it now.
  */
 function verifiedLine(
   target: string,
@@ -195,10 +193,7 @@ async function checkFolder(target: string): Promise<void> {
   }
 }
 
-/**
- * The error as one line about `--to` where it is about the target: a copy
- * this run cannot use, or cannot write, is the caller's to fix (exit 2).
- */
+/** The error as one line about `--to` where it is about the target: a copy this run cannot use or write (exit 2). */
 function explained(
   error: unknown,
   target: string,

@@ -30,9 +30,8 @@ export interface SyncRequest {
 }
 
 /**
- * Checks `sync <list> --to FILE [--id F] [--sort-by F] [--sort-direction D]
- * [--sweep N|all] [--deletes remove|mark] [--max-deletes SHARE] [--changes]`.
- *
+ * Checks `sync <list> --to FILE [--id F] [--sort-by F] [--sort-direction D] [--sweep N|all] [--deletes remove|mark]
+ * [--max-deletes SHARE] [--changes]`.
  * @throws {Error} (made a usage error by the caller) With what is wrong.
  */
 export function syncRequest(

@@ -1,5 +1,4 @@
-// Internal: the `sync` command's progress line, and how long the rate limit
-// holds the run, judged from the client's events by a pure function.
+// Internal: `sync`'s progress line, and how long the rate limit holds the run, judged from the client's events.
 
 import type { PartnerApiEvent } from "../core/events.ts";
 import type { RateLimit } from "../core/rate_limiter.ts";
@@ -48,9 +47,8 @@ export function rateHold(
 }
 
 /**
- * Items read (a sweep that finds nothing changed still reads) and items/s:
- * one line kept current on a terminal, else a line a second; while the rate
- * limit holds the run, a tick a second says so and for how long.
+ * Items read (a sweep that finds nothing changed still reads) and items/s: one line kept current on a terminal, else a
+ * line a second; while the rate limit holds the run, a tick a second says so and for how long.
  */
 export function progressLine(
   out: Session["io"]["stderr"],

@@ -1,6 +1,5 @@
-// The command-line tool: `main` plans a command line, carries it out, and
-// reports a failure in one line; and the process it runs in as a program.
-// Public through ./cli.
+// The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
+// line; and the process it runs in as a program.
 
 import { redact, type Secret } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
@@ -15,15 +14,12 @@ import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 
 /**
- * Runs the tool with `args` (the words after the program name).
- *
- * All flags are parsed and checked before any configuration is read or any
- * request is sent. Errors are one line on standard error, never a stack trace.
+ * Runs the tool with `args` (the words after the program name). Every flag is checked before any configuration is
+ * read or request sent; errors are one line on standard error, never a stack trace.
  *
  * @param args The command line, e.g. `["list", "transactions", "--limit", "10"]`.
  * @param io Environment and output; the process's own by default.
- * @returns The exit code: 0 done, 1 the service or network failed, 2 bad
- * flags or configuration, 130 stopped with Ctrl-C.
+ * @returns The exit code: 0 done, 1 the service or network failed, 2 bad flags or configuration, 130 stopped with Ctrl-C.
  *
  * @example Showing the help of a command
  * ```ts
@@ -34,18 +30,6 @@ import type { CliIo, CliWriter } from "./io.ts";
  * const writer = { isTerminal: false, write: (text: string) => void (out += text) };
  * equal(await main(["list", "--help"], { env: () => undefined, stdout: writer, stderr: writer }), 0);
  * match(out, /--sort-direction/);
- * ```
- *
- * @example Listing what to put in .env: every missing variable, at once
- * ```ts
- * import { CONFIG_VARIABLES } from "@partner-api/client";
- * import { main } from "@partner-api/client/cli";
- * import { equal, ok } from "node:assert/strict";
- *
- * let err = "";
- * const writer = { isTerminal: false, write: (text: string) => void (err += text) };
- * equal(await main(["token"], { env: () => undefined, stdout: writer, stderr: writer }), 2);
- * ok(Object.values(CONFIG_VARIABLES).every((name) => err.includes(name)));
  * ```
  */
 export async function main(
@@ -122,9 +106,8 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
 }
 
 /**
- * The configured credentials, each kept out of what is printed by value:
- * a secret pasted into the client id or audience variable is never shown
- * either, when the IdP quotes it back.
+ * The configured credentials, each kept out of what is printed by value: a secret pasted into the client id or
+ * audience variable is never shown either, when the IdP quotes it back.
  */
 function secretsOf(io: CliIo): Secret[] {
   const read = (name: string) => {
@@ -158,9 +141,8 @@ function processWriter(stream: typeof Deno.stdout): CliWriter {
 }
 
 /**
- * A variable of the process, if this run may read it; a name it may not read
- * throws instead of prompting (the tool looks up typos of the names it
- * needs, and never asks for them on a terminal).
+ * A variable of the process, if this run may read it; one it may not read throws instead of prompting (the tool looks
+ * up typos of the names it needs, and never asks for them on a terminal).
  */
 function readAllowed(name: string): string | undefined {
   const { state } = Deno.permissions.querySync({ name: "env", variable: name });
@@ -192,10 +174,7 @@ function processIo(): RunIo {
 /** What Ctrl-C stops before the process ends (a list closing its output). */
 const interruptions = new Set<() => void>();
 
-/**
- * Runs the tool as the program: the process's own I/O and arguments, Ctrl-C,
- * and its exit code.
- */
+/** Runs the tool as the program: the process's own I/O and arguments, Ctrl-C, and its exit code. */
 export async function runAsProgram(): Promise<never> {
   // Ctrl-C: a command that can end cleanly does (and main returns 130);
   // otherwise end the line progress was on, so the prompt starts clean.

@@ -1,8 +1,6 @@
 /**
- * The `partner-api` command-line tool: get a token, read the quota, and page
- * through lists, configured by `PARTNER_API_*` environment variables. `demo`
- * runs all of it against an in-process fake, with no credentials and no
- * network.
+ * The `partner-api` command-line tool: get a token, read the quota, page through lists, configured by `PARTNER_API_*`
+ * environment variables. `demo` runs all of it against an in-process fake, with no credentials and no network.
  *
  * ```sh
  * deno add --jsr @partner-api/client   # once; then the ./cli entry runs by name
@@ -13,10 +11,9 @@
  * deno run --allow-net=127.0.0.1 @partner-api/client/cli demo
  * ```
  *
- * The token, the quota and any quota block are cached between runs in an
- * encrypted file (see `--help`), so repeated runs cost one token per token
- * lifetime. Without read and write permission on the cache folder the tool
- * runs uncached, says so once, and never prompts.
+ * The token, the quota and any quota block are cached between runs in an encrypted file (see `--help`), so repeated
+ * runs cost one token per token lifetime. Without permission on the cache folder the tool runs uncached, says so once,
+ * and never prompts. More: docs/cli.md.
  *
  * @example Reading the quota from code, against the fake
  * ```ts
@@ -49,6 +46,5 @@ import { main, runAsProgram } from "./main.ts";
 export { main };
 export type { CliIo, CliWriter } from "./io.ts";
 
-// Run as the program (`deno task cli`, the installed command): the process's
-// own I/O, Ctrl-C and exit code.
+// Run as the program (`deno task cli`, the installed command): the process's own I/O, Ctrl-C and exit code.
 if (import.meta.main) await runAsProgram();

@@ -1,7 +1,5 @@
-// Internal: as pure functions, where a run's passes start and the
-// checkpoint each committed window leaves: the head pass (what is new) and
-// the sweep (what the copy holds, read again in a rolling cycle); and the
-// check of a saved checkpoint.
+// Internal: pure functions: where a run's passes start (the head: what is new; the sweep: the copy read again in a
+// rolling cycle), the checkpoint each committed window leaves, and the check of a saved checkpoint.
 
 import { optionError } from "../core/_check.ts";
 import { type DeleteRecord, withDeletes } from "./_deletes.ts";
@@ -29,12 +27,10 @@ export interface RunStart {
 type Sizes = { readonly maxLimit: number };
 
 /**
- * Where a run starts: the saved checkpoint (a new one without), and the
- * head pass from its edge (ascending), or from the top down to the newest
- * item committed (descending).
+ * Where a run starts: the saved checkpoint (a new one without), and the head pass from its edge (ascending), or from
+ * the top down to the newest item committed (descending).
  *
- * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one,
- * or was written for another path, order, direction, id field or query.
+ * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one, or for another path, order, direction, id field or query.
  */
 export function runStart(
   saved: unknown,
@@ -83,9 +79,8 @@ export function afterHeadWindow(
 }
 
 /**
- * The sweep's start: the cycle under way, or a new one over everything up
- * to the newest item committed (`begins`: its checkpoint is written first);
- * undefined when there is nothing to sweep.
+ * The sweep's start: the cycle under way, or a new one up to the newest item committed (`begins`: its checkpoint is
+ * written first); undefined when there is nothing to sweep.
  */
 export function sweepStart(
   checkpoint: SyncCheckpoint,
@@ -110,9 +105,8 @@ export function sweepStart(
   return {
     state: {
       ...sizing(checkpoint, sizes),
-      // The sweep pays the narrowest margin on every run: a cycle costs
-      // about ⌈n / window⌉ requests; a delete more than it behind the
-      // cursor costs one window read again.
+      // The sweep pays the narrowest margin every run: a cycle costs ~⌈n / window⌉ requests; a delete more than it behind
+      // the cursor costs one window read again.
       ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),
       ...(sweep.seek === undefined ? {} : { seek: sweep.seek }),
       domain: { above: null, upTo: sweep.upTo },
@@ -135,8 +129,7 @@ export function afterSweepWindow(
     return { ...rest, ...accepted(state), cycles, verifiedAt };
   }
   const { seek: _seek, ...cursor } = sweep;
-  // A run out of budget while it looked for the edge: the next goes on
-  // looking from what this one bracketed.
+  // A run out of budget while looking for the edge: the next goes on from what this one bracketed.
   const seek = state.seek === undefined ? {} : { seek: state.seek };
   const { edge, offset } = state;
   return {
@@ -205,10 +198,7 @@ function resumeAt(edge: SyncKey | null, offset: number, margin: number) {
     : { edge, offset, margin };
 }
 
-/**
- * The head's margin on resuming: wide enough to see the deletes since the
- * last run, narrow enough to leave most of the window for new items.
- */
+/** The head's margin on resuming: wide enough to see the deletes since the last run, narrow enough to leave room for new items. */
 function headMargin(sizes: Sizes): number {
   return Math.max(
     MIN_MARGIN,

@@ -1,5 +1,4 @@
-// Internal: writes what a pass hands on, one batch after another (each
-// while the next window is read), and counts what the sink reports.
+// Internal: writes what a pass hands on, a batch at a time (while the next window is read); counts what the sink reports.
 
 import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
@@ -23,10 +22,8 @@ const NOTHING = { items: [], ids: [] };
 const SKIPPED_IDS_SHOWN = 100;
 
 /**
- * Writes batches in order: a batch starts once the one before is committed;
- * a failed write stops the run at the batch before. An empty batch is
- * written only with news the next run needs (a pass's or a cycle's end or
- * start), or by `flush`.
+ * Writes batches in order, each once the one before is committed; a failed write stops the run at the batch before.
+ * An empty batch is written only with news the next run needs (a pass's or cycle's end or start), or by `flush`.
  */
 export class Committer<T> {
   /** What the run wrote, as the sink reported it. */

@@ -44,7 +44,6 @@ export interface SyncConfig<T> {
 
 /**
  * The options of a run.
- *
  * @throws {TypeError} (`option`) For a bad id, sort field, sink, query or callback.
  * @throws {RangeError} (`option`) For a bad size, budget or share.
  */
@@ -178,8 +177,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     CONTEXT,
     "maxDuration",
   );
-  // With a time bound and no count, the sweep spends what the limiter
-  // leaves it (at low priority) until the cycle completes or time is up.
+  // With a time bound and no count, the sweep spends what the limiter leaves it until the cycle completes or time is up.
   const sweep = options.sweep === Infinity ? Infinity : checkNumber(
     options.sweep,
     maxDuration === Infinity ? 10 : Infinity,

@@ -1,8 +1,6 @@
-// Internal: the mass-delete guard, as pure functions: a cycle's deletes are
-// judged against `maxDeletes` of the largest size the copy had in the last
-// 24 hours, less what was deleted in them, so that a service answering an
-// empty, filtered or foreign list cannot empty the copy, at once or by
-// slices.
+// Internal: the mass-delete guard, as pure functions: a cycle's deletes are judged against `maxDeletes` of the copy's
+// largest size in the last 24 hours, less what those deleted, so an empty, filtered or foreign list cannot empty the
+// copy, at once or by slices.
 
 import { SyncError } from "./sync_error.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
@@ -43,9 +41,8 @@ export function withDeletes(
 }
 
 /**
- * Whether removing `unseen` of `held` live rows breaks the `maxDeletes`
- * share, counting what the last 24 hours removed (`recent`) against the
- * largest size the copy had in them. `maxDeletes` 1 turns the guard off.
+ * Whether removing `unseen` of `held` live rows breaks the `maxDeletes` share, counting what the last 24 hours removed
+ * (`recent`) against the copy's largest size in them. `maxDeletes` 1 turns the guard off.
  */
 export function tooMany(
   unseen: number,
@@ -58,10 +55,7 @@ export function tooMany(
     unseen > maxDeletes * base - (recent?.deleted ?? 0);
 }
 
-/**
- * The refusal of a cycle that would remove `unseen` of `held` rows; it
- * names the `maxDeletes` that would allow it (`maxDeletesNeeded`).
- */
+/** The refusal of a cycle that would remove `unseen` of `held` rows, naming the `maxDeletes` that would allow it. */
 export function tooManyDeletes(
   unseen: number,
   held: number,

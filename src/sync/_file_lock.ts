@@ -1,7 +1,5 @@
-// Internal: a lock file beside a copy (`<path>.lock`), holding the token of
-// the run that owns it. Created exclusively; refreshed (its mtime) while
-// held; taken over only once stale, by one run at a time (a guard file);
-// removed on release only while it is still this run's.
+// Internal: a lock file beside a copy (`<path>.lock`) holding its run's token: created exclusively, refreshed (mtime)
+// while held, taken over only once stale by one run at a time (a guard file), removed only while still this run's.
 
 import process from "node:process";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
@@ -29,9 +27,7 @@ interface LockContent {
 }
 
 /**
- * Takes the lock file at `path`, waiting (as `options` say) while another
- * run holds it.
- *
+ * Takes the lock file at `path`, waiting (as `options` say) while another run holds it.
  * @throws {SyncError} (`"locked"`, `"link"`)
  */
 export function takeFileLock(
@@ -95,10 +91,7 @@ async function create(path: string, token: string): Promise<boolean> {
   return made ?? false;
 }
 
-/**
- * The lock's owner and last refresh, or undefined once it is gone. A link
- * (planted, dangling or not) is refused, naming its owner.
- */
+/** The lock's owner and last refresh, or undefined once it is gone. A link (planted, dangling or not) is refused, naming its owner. */
 async function look(
   path: string,
 ): Promise<LockContent & { refreshedAt: number } | undefined> {
@@ -113,12 +106,10 @@ async function look(
 }
 
 /**
- * Takes over the stale lock of `stale`. Only the run that holds the guard
- * file beside it (`<path>.takeover`, created exclusively) may touch the
- * lock, and it looks again under the guard, so that two runs that both
- * judged it stale cannot both take it, and a fresh lock is never moved,
- * even for a moment (renaming it away and back made its holder stop with
- * "lock-lost"). A guard left by a run that died is stale like a lock.
+ * Takes over the stale lock of `stale`. Only the run holding the guard file (`<path>.takeover`, created exclusively)
+ * may touch the lock, and it looks again under the guard: two runs that judged it stale cannot both take it, and a
+ * fresh lock is never moved, even for a moment (renaming it away and back made its holder stop with "lock-lost"). A
+ * guard left by a dead run is stale like a lock.
  */
 async function takeOver(
   path: string,

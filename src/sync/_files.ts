@@ -1,8 +1,6 @@
-// Internal: the files of a copy, opened the one safe way: never through a
-// symbolic link (another user's link beside the copy must not redirect a
-// write), an existing file never with truncation, a new one created
-// exclusively and 0600, replaced whole only through a temporary file of this
-// run's own and a rename. Every failure is a SyncError naming the file.
+// Internal: a copy's files, opened the one safe way: never through a symbolic link (another user's link beside the
+// copy must not redirect a write), never truncated, new ones exclusive and 0600, replaced whole only through a
+// temporary file of this run's own and a rename. Every failure is a SyncError naming the file.
 
 import { createHash } from "node:crypto";
 import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
@@ -19,8 +17,7 @@ const FILE_MODE = 0o600;
 /**
  * What is at `path`, or undefined when nothing is.
  *
- * @throws {SyncError} (`"link"`) When it is a symbolic link (dangling ones
- * too); (`"file"`) when it cannot be looked at.
+ * @throws {SyncError} (`"link"`) When it is a symbolic link (dangling too); (`"file"`) when it cannot be looked at.
  */
 export async function statOf(path: string): Promise<Stats | undefined> {
   try {
@@ -39,8 +36,7 @@ export async function sizeOf(path: string): Promise<number | undefined> {
 }
 
 /**
- * Creates an empty file at `path`, 0600, unless one is there; for a library
- * (SQLite) that opens the path itself. Synchronous, like its caller.
+ * Creates an empty file at `path`, 0600, unless one is there, for SQLite to open itself. Synchronous, like its caller.
  *
  * @throws {SyncError} (`"link"`, `"file"`)
  */
@@ -68,13 +64,10 @@ export async function refuseLink(path: string): Promise<void> {
 }
 
 /**
- * Opens `path`: `"read"`, `"write"` (an existing file, never truncated), or
- * `"create"` (a new file, 0600; EEXIST, as the cause of a `"file"`
- * SyncError, if one exists). The handle is checked to be the path's own
- * file; its failures are SyncErrors naming the path.
+ * Opens `path`: `"read"`, `"write"` (an existing file, never truncated), or `"create"` (a new file, 0600; EEXIST as
+ * the cause of a `"file"` SyncError if one exists). The handle is checked to be the path's own file.
  *
- * @throws {SyncError} (`"link"`) When the path is a link, another name of
- * its file, or was swapped while it was opened; (`"file"`) otherwise.
+ * @throws {SyncError} (`"link"`) When the path is a link, another name of its file, or was swapped while opened; (`"file"`) otherwise.
  */
 export async function openFile(
   path: string,
@@ -85,9 +78,8 @@ export async function openFile(
   const flags = { read: O_RDONLY, write: O_RDWR, create }[how];
   let file: FileHandle;
   try {
-    // Deno's node:fs ignores O_NOFOLLOW: a link is followed, and a link
-    // swapped in after a look would be too. Hence no look first, and the
-    // check of the handle below, before anyone writes through it.
+    // Deno's node:fs ignores O_NOFOLLOW, so a link (even one swapped in after a look) is followed: hence no look first,
+    // and the check of the handle below before anyone writes through it.
     file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE);
   } catch (error) {
     // A link that the open could not follow (dangling, or O_EXCL met it).
@@ -101,8 +93,7 @@ export async function openFile(
     await assertOwnFile(file, path, how);
   } catch (error) {
     await file.close().catch(() => {});
-    // A side file another run replaced (write, rename) as this one opened
-    // it: reading the new one is right; a swap that goes on is refused.
+    // A side file another run replaced (write, rename) as this one opened it: read the new one; a swap that goes on is refused.
     if (how === "read" && tries > 1 && isReplaced(error)) {
       return await openFile(path, how, tries - 1);
     }
@@ -119,10 +110,8 @@ function isReplaced(error: unknown): boolean {
 }
 
 /**
- * Refuses a handle that is not the file `path` names now: a link (followed
- * by the open, or swapped in after it), a file swapped in between, another
- * name of the file (a hard link another user made to theirs), or not a
- * plain file (a FIFO, a device).
+ * Refuses a handle that is not the file `path` names now: a link (followed by the open, or swapped in after), a file
+ * swapped in between, another name of it (a hard link another user made to theirs), or not a plain file.
  */
 async function assertOwnFile(
   file: FileHandle,
@@ -187,18 +176,12 @@ export function readRange(
   });
 }
 
-/**
- * The whole text of `path`, or undefined when it is missing: its size read
- * from the open file, so a file renamed over it meanwhile is read whole.
- */
+/** The whole text of `path`, or undefined: the size read from the open file, so one renamed over it is read whole. */
 export function readText(path: string): Promise<string | undefined> {
   return withFile(path, "read", (file) => file.readFile("utf8"));
 }
 
-/**
- * `use` of the file at `path` opened `how`, closed after; undefined when
- * there is no file to open (or, to create, one is there already).
- */
+/** `use` of the file at `path` opened `how`, closed after; undefined when there is none (or, to create, one is there). */
 export async function withFile<R>(
   path: string,
   how: "read" | "write" | "create",
@@ -218,11 +201,7 @@ export async function withFile<R>(
   }
 }
 
-/**
- * Replaces `path` with `text`: written to `<path>.<run>.tmp` (a name no
- * other run uses), synced, renamed over it: a reader sees the old file or
- * the new one.
- */
+/** Replaces `path` with `text` via `<path>.<run>.tmp` (no other run's name), synced and renamed: readers see old or new. */
 export async function replaceFile(
   path: string,
   text: string,
@@ -259,10 +238,7 @@ export async function removeFile(path: string): Promise<void> {
   }
 }
 
-/**
- * A fingerprint of `bytes`: the hex SHA-256, cut to 32 digits. node:crypto:
- * WebCrypto's digest cost a trip through the event loop per batch.
- */
+/** A fingerprint of `bytes`: hex SHA-256 cut to 32 digits, by node:crypto (WebCrypto cost an event-loop trip per batch). */
 export function fingerprint(bytes: Uint8Array): Promise<string> {
   return Promise.resolve(
     createHash("sha256").update(bytes).digest("hex").slice(0, 32),

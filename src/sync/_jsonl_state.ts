@@ -1,7 +1,5 @@
-// Internal: what the JSONL sink's side file holds, read back only when it
-// is whole and of this format (a legacy 0.3 file is read too); the check of
-// a copy against it that comes before any write; and what a completed cycle
-// changed, counted by id.
+// Internal: the JSONL sink's side file, read back only when whole and of this format (or 0.3's); the check of a copy
+// against it before any write; and a completed cycle's changes, counted by id.
 
 import type {
   SyncCheckpoint,
@@ -43,9 +41,8 @@ export interface Committed {
 }
 
 /**
- * A cycle's rewrite under way: the items the sweep read again, in their own
- * file; when the cycle completes, the copy's lines since `mainAt` (the
- * head's, past what the sweep covers) follow them and it replaces the copy.
+ * A cycle's rewrite under way: the items the sweep read again, in their own file; once the cycle completes, the copy's
+ * lines since `mainAt` (the head's) follow them and it replaces the copy.
  */
 export interface Rewrite {
   readonly end: FileEnd;
@@ -110,9 +107,7 @@ function isRewrite(value: unknown): boolean {
 }
 
 /**
- * Reads the side file and checks the copy (and a rewrite under way) against
- * it. Reads only.
- *
+ * Reads the side file and checks the copy (and a rewrite under way) against it. Reads only.
  * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
  */
 export async function checkCopy(
@@ -175,10 +170,9 @@ function mismatch(files: CopyFiles, what: string) {
 }
 
 /**
- * Counts a cycle's changes by id, the copy's lines when it began against
- * the lines the sweep wrote, and judges its guard, before anything of it
- * replaces the copy. A JSONL copy has no index: the old lines' ids are held
- * in memory (each with a 53-bit digest of its line) while the new are read.
+ * Counts a cycle's changes by id (the copy's lines when it began against the sweep's) and judges its guard before any
+ * of it replaces the copy. A JSONL copy has no index: the old lines' ids are held in memory (each with a 53-bit digest
+ * of its line) while the new are read.
  *
  * @throws {SyncError} (`"too-many-deletes"`)
  */
@@ -210,11 +204,7 @@ export async function cycleChanges(
   return { inserted, updated, deleted, held };
 }
 
-/**
- * A line's id by the run's own reading of items; a sink written to
- * directly, without `keyOf`, takes a line as its own id (a changed line
- * counts as a delete and an insert).
- */
+/** A line's id by the run's own reading of items; without `keyOf` (a direct write) a line is its own id (a change: delete + insert). */
 function lineId(context: SyncWriteContext): (line: string) => string {
   const keyOf = context.keyOf;
   return keyOf === undefined

@@ -1,7 +1,5 @@
-// Internal: the rules every sink's lock follows, as pure functions and one
-// waiting loop: a lock belongs to a run (a random token), is refreshed while
-// held, is taken over only once stale, and a run waits a bounded time for
-// one that is not.
+// Internal: every sink's lock rules, as pure functions and one waiting loop: a lock belongs to a run (a random token),
+// is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
 import { unrefTimer } from "../core/_deadlines.ts";
 import { optionError } from "../core/_check.ts";
@@ -29,9 +27,7 @@ export function runToken(): string {
 }
 
 /**
- * A sink's `lockWait`, checked when the sink is made: a time in ms up to
- * what a timer can wait, or Infinity.
- *
+ * A sink's `lockWait`, checked when the sink is made: ms up to what a timer can wait, or Infinity.
  * @throws {RangeError} (`option: "lockWait"`)
  */
 export function checkLockWait(value: unknown, context: string): number {
@@ -60,9 +56,7 @@ export interface LockWait {
 }
 
 /**
- * Calls `attempt` until it takes the lock (resolves with it) or `wait`
- * runs out. `attempt` resolves with the lock, or with who holds it.
- *
+ * Calls `attempt` until it takes the lock (resolves with it, else with who holds it) or `wait` runs out.
  * @throws {SyncError} (`"locked"`) When the wait runs out.
  */
 export async function waitForLock<L>(

@@ -1,6 +1,5 @@
-// Internal: one pass over the list: windows read in a pipeline, each judged
-// by _window.ts, what they prove handed on in order. The head pass (what is
-// new) and the sweep (what the copy holds, read again) both run on it.
+// Internal: one pass over the list, for the head and the sweep alike: windows read in a pipeline, each judged by
+// _window.ts, what they prove handed on in order.
 
 import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
@@ -28,10 +27,8 @@ export interface Committed<T> {
 }
 
 /**
- * Windows in a row answering with the same first item, spread over at least
- * two windows' worth of the list, before the pass gives up: a service that
- * ignores `page` answers every window with the first page. A list that
- * moves shifts its items by what was inserted or deleted, and is followed.
+ * Windows in a row answering with the same first item, spread over at least two windows' worth of the list, before the
+ * pass gives up: a service that ignores `page` answers every window with the first page; a moving list is followed.
  */
 const REPEATS = 3;
 
@@ -50,9 +47,8 @@ export interface PassRun<T> {
 }
 
 /**
- * Reads windows from `start` until the pass completes or `budget` requests
- * are spent, handing each committed window to `commit` in order (the next
- * is read meanwhile).
+ * Reads windows from `start` until the pass completes or `budget` requests are spent, handing each committed window
+ * to `commit` in order (the next is read meanwhile).
  */
 export async function runPass<T>(
   { client, config, requests }: PassRun<T>,

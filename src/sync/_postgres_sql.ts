@@ -1,13 +1,8 @@
-// Internal: the PostgreSQL dialect's SQL (see postgres_sink.ts for the rest
-// of the dialect, _sql_sink.ts for the flow): the catalog and the copy read
-// without changing anything, the tables, the lease by the server's clock,
-// and a batch's ONE statement, each part a step of one WITH so that they
-// commit together or not at all, on whatever connection of a pool.
+// Internal: the PostgreSQL dialect's SQL (postgres_sink.ts: the rest of the dialect; _sql_sink.ts: the flow). A batch
+// is ONE statement, each part a step of one WITH, so all commit or none, on any connection of a pool.
 //
-// Every parameter is text and cast in the SQL ($1::text, $2::text::json):
-// a driver that asks the server for parameter types (postgres.js) then
-// sends the string as it is, where `$1::jsonb` made it serialize the JSON
-// text again into a JSON string. Arrays travel as one JSON text, so no
+// Every parameter is text cast in the SQL ($1::text, $2::text::json): a driver that asks for parameter types
+// (postgres.js) would turn JSON text sent as `$1::jsonb` into a JSON string. Arrays travel as one JSON text, so no
 // driver's array encoding matters.
 
 import { STALE_AFTER } from "./_lease.ts";
@@ -41,10 +36,7 @@ export function catalogSql(): string {
   ${column(`'${CHECKPOINT_TABLE}'`, "rows")} AS rows_type`;
 }
 
-/**
- * The copy's state: its row count, its checkpoint row, and the
- * fingerprint of the row its checkpoint names last; read only.
- */
+/** The copy's state, read only: its row count, checkpoint row, and the fingerprint of the row it names last. */
 export function copySql(
   table: string,
   has: { items: boolean; checkpoints: boolean; recorded: boolean },
@@ -71,10 +63,8 @@ export function copySql(
 }
 
 /**
- * Creates the tables the sink needs, and the columns earlier versions
- * lacked (the checkpoint becomes text: jsonb cannot hold an edge id with a
- * NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle
- * saw yet).
+ * Creates the tables, and the columns earlier versions lacked (the checkpoint becomes text: jsonb cannot hold an edge
+ * id with a NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle saw yet).
  */
 export function createSql(table: string): string {
   const [T, C, S, L] = [table, CHECKPOINT_TABLE, STAGE_TABLE, LEASE_TABLE];
@@ -118,9 +108,8 @@ export function createChangesSql(changes: string): string {
 }
 
 /**
- * One statement of `IF ... THEN ...` steps under a transaction's advisory
- * lock: two first runs at once would otherwise race in CREATE TABLE. Each
- * change only when needed: no notices (postgres.js prints them).
+ * One statement of `IF ... THEN ...` steps under a transaction's advisory lock: two first runs at once would otherwise
+ * race in CREATE TABLE. Each change only when needed: no notices (postgres.js prints them).
  */
 function migration(steps: string): string {
   return `DO $partner_api$
@@ -140,10 +129,7 @@ const lacks = (table: string, column: string) =>
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
-/**
- * Takes the lease ($1 target, $2 owner) by the server's clock: `taken` is
- * the owner when it was taken; `stale`, whether the holder's had gone stale.
- */
+/** Takes the lease ($1 target, $2 owner) by the server's clock: `taken`, the owner if taken; `stale`, if the holder's was. */
 export const TAKE_SQL = `WITH taken AS (${LEASE.take})
 SELECT (SELECT owner FROM taken) AS taken,
   (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`;
@@ -154,10 +140,7 @@ export const REFRESH_SQL = LEASE.refresh;
 /** Releases the lease ($1 target) if it is still this run's ($2). */
 export const RELEASE_SQL = LEASE.release;
 
-/**
- * What the catalog says of the change table `$1` (quoted), read without
- * changing anything: whether it exists, and its columns' types.
- */
+/** What the catalog says of the change table `$1` (quoted), read only: whether it exists, its columns' types. */
 export const CHANGES_CATALOG_SQL =
   `SELECT (to_regclass($1::text) IS NOT NULL)::text AS found,
   (SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
@@ -182,11 +165,7 @@ export function postgresJson(
   }]`;
 }
 
-/**
- * What PostgreSQL can hold of a batch, decided before anything is sent
- * (the kit's rule, with PostgreSQL's limits): `json` as the statement
- * takes it.
- */
+/** What PostgreSQL can hold of a batch, decided before anything is sent: `json` as the statement takes it. */
 export function postgresBatch(
   items: readonly unknown[],
   ids: readonly string[],
@@ -200,11 +179,7 @@ export function postgresBatch(
 
 /** What PostgreSQL can hold, as the sink checks it before sending. */
 export interface PostgresLimits {
-  /**
-   * The longest id, in UTF-8 bytes: a primary key's btree entry holds at
-   * most 2704 bytes, 12 of them headers (a longer id fails unless it
-   * compresses, which cannot be told beforehand).
-   */
+  /** The longest id, in UTF-8 bytes: a primary key's btree entry holds 2704, 12 of them headers (compression cannot be foretold). */
   readonly idBytes: number;
   /** The largest jsonb container: 2^28 - 1 bytes of elements. */
   readonly itemBytes: number;
@@ -225,8 +200,7 @@ export function idFits(id: string, limits: PostgresLimits): boolean {
 }
 
 /**
- * A `\u0000` or a lone surrogate's escape (JSON.stringify writes both as
- * escapes; a pair it writes as is), preceded by an even number of
+ * A `\u0000` or a lone surrogate's escape (JSON.stringify escapes both, not a pair) after an even number of
  * backslashes: an escape, not an escaped backslash followed by "u0000".
  */
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
@@ -247,8 +221,7 @@ export function itemJson(
   if (text.length > 2 * limits.depth && deeperThan(text, limits.depth)) {
     return undefined;
   }
-  // jsonb takes at most 12 bytes per byte of JSON text (a number in an
-  // array: 4 of entry, up to 8 of numeric), so most items need no count.
+  // jsonb takes at most 12 bytes per byte of JSON text (a number in an array), so most items need no count.
   const bytes = utf8Length(text);
   if (bytes * 12 + 16 <= limits.itemBytes) return text;
   return jsonbBound(JSON.parse(text)) <= limits.itemBytes ? text : undefined;
@@ -271,10 +244,7 @@ function deeperThan(text: string, max: number): boolean {
   return false;
 }
 
-/**
- * At least the bytes of `value`'s largest jsonb container: each element
- * costs an entry (4 bytes, 8 with a key) and up to 3 of alignment.
- */
+/** At least the bytes of `value`'s largest jsonb container: an entry per element (4 bytes, 8 with a key), up to 3 of alignment. */
 function jsonbBound(value: unknown): number {
   if (typeof value === "string") return utf8Length(value);
   if (typeof value === "number") return 16 + String(value).length;

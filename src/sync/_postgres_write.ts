@@ -1,7 +1,5 @@
-// Internal: the PostgreSQL dialect's one statement per batch (see
-// _postgres_sql.ts for why every parameter is text): the upsert, and around
-// it the lease, the end of a cycle, the change table and the checkpoint,
-// each a step of one WITH, so that they commit together or not at all.
+// Internal: the PostgreSQL dialect's one statement per batch (_postgres_sql.ts says why every parameter is text): the
+// upsert, and the lease, cycle end, change table and checkpoint, each a step of one WITH: all commit or none.
 
 import {
   CHECKPOINT_TABLE,
@@ -12,11 +10,9 @@ import {
 import { fingerprintOf } from "./_postgres_sql.ts";
 
 /**
- * What a batch statement does besides its upsert: commit only while the
- * lease row is the run's (`owner` is sent); end a cycle (what becomes of
- * the rows it did not see); stage (a sweep's batch before its cycle ends:
- * rows the table lacks wait until the cycle passes its guard); append to
- * a change table (quoted).
+ * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`); end a cycle
+ * (what becomes of unseen rows); stage (a sweep's rows the table lacks wait for the cycle's guard); append to a change
+ * table (quoted).
  */
 interface Shape {
   readonly leased: boolean;
@@ -25,10 +21,7 @@ interface Shape {
   readonly changes: string | undefined;
 }
 
-/**
- * A batch's one statement and its parameters, every one a string (see
- * _postgres_sql.ts), in the order writeSql numbers them.
- */
+/** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), in the order writeSql numbers them. */
 export function writeStatement(
   table: string,
   write: SqlBatch,
@@ -58,29 +51,20 @@ export function writeStatement(
 }
 
 /**
- * One batch in one statement, so that it commits whole on any connection
- * of a pool ($1 target, $2 the batch `[[id, item], ...]` (see
- * postgresJson), $3 the checkpoint's JSON, $4 the cycle; then, as
- * writeStatement orders them, maxDeletes and the owner). Every part reads
- * the table as it was before the statement, and each writes only when:
+ * One batch in one statement, so it commits whole on any connection of a pool ($1 target, $2 the batch
+ * `[[id, item], ...]` (postgresJson), $3 the checkpoint's JSON, $4 the cycle; then maxDeletes and the owner, as
+ * writeStatement orders them). Every part reads the table as it was before the statement, and writes only when:
  *
- * - leased, the lease row is still this run's (the UPDATE holds that row
- *   until the commit, so no take-over slips between the look and the
- *   commit);
- * - ending a cycle, the rows it did not see (live, seen before this
- *   cycle, not in the batch) are at most maxDeletes of the live rows
- *   after the batch: else nothing is written and `refused` says so.
+ * - leased, the lease row is still this run's (the UPDATE holds that row until the commit: no take-over slips between);
+ * - ending a cycle, the unseen rows (live, seen before this cycle, not in the batch) are at most maxDeletes of the live
+ *   rows after the batch: else nothing is written and `refused` says so.
  *
- * The batch's rows are upserted seen in the cycle and live; `insert` is a
- * row absent or marked, `update` one whose jsonb differs. Ending a cycle,
- * the unseen rows are removed or given `deleted_at`. With a change table,
- * each of those is a row of it, in the same statement. The row count and
- * the last row's fingerprint are recorded beside the checkpoint (no last
- * row when the one recorded was removed or marked).
+ * Rows are upserted seen and live; `insert` is a row absent or marked, `update` one whose jsonb differs. Ending a cycle,
+ * unseen rows are removed or given `deleted_at`. A change table gets a row for each, in the same statement. Row count
+ * and last row's fingerprint go beside the checkpoint (no last row when the recorded one was removed or marked).
  *
- * The answer is one row: `leased` (0 when the lease was lost), `refused`,
- * `unseen` and `live` (ending a cycle), `written`, `inserted`, `updated`,
- * `deleted`; every column text.
+ * The answer is one row, every column text: `leased` (0: lease lost), `refused`, `unseen` and `live` (ending a cycle),
+ * `written`, `inserted`, `updated`, `deleted`.
  */
 function writeSql(table: string, shape: Shape): string {
   // $1 to $4 always; the others numbered in writeStatement's order.
@@ -132,10 +116,7 @@ function leaseStep(owner: string): string {
 )`;
 }
 
-/**
- * The batch's rows, and what each is to the table now: new (an insert,
- * unless staged), changed (a row back after "mark" too), or neither.
- */
+/** The batch's rows, and what each is to the table now: new (an insert, unless staged), changed (a marked row back too), or neither. */
 function batchSteps(table: string, stages: boolean): string[] {
   return [
     `batch AS (
@@ -161,10 +142,7 @@ function stagedStep(held: string, gated: string): string {
 )`;
 }
 
-/**
- * Ending a cycle that passed its guard: what it staged is inserted (not
- * what the batch itself writes, which is newer), and the stage cleared.
- */
+/** Ending a cycle that passed its guard: what it staged is inserted (not what the batch writes, which is newer), stage cleared. */
 function appliedSteps(table: string, gated: string): string[] {
   return [
     `applied AS (
@@ -193,8 +171,7 @@ function cycleEndSteps(
   WHERE t.seen < ${CYCLE} AND t.deleted_at IS NULL
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
 )`,
-    // Each count in FROM, so that each is taken once (in the select
-    // list, one the guard uses twice would be taken twice).
+    // Each count in FROM, so each is taken once (in the select list, one the guard uses twice would be taken twice).
     `guard AS (
   SELECT u.n AS unseen, l.n + i.n AS live,
     ${guard.maxDeletes} < 1 AND

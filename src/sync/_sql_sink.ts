@@ -1,9 +1,6 @@
-// Internal: the SQL kit. One flow for every SQL sink, read top to bottom:
-// check the copy (reading only), take the lease, make each batch storable,
-// let the dialect apply it in one atomic step, report. A dialect (SQLite,
-// PostgreSQL) supplies only what its database says differently: how it
-// reads the copy's state, creates its tables, takes and keeps a lease row,
-// which ids and items it can hold, and the batch's statements.
+// Internal: the SQL kit, one flow for every SQL sink: check the copy (reading only), take the lease, make each batch
+// storable, let the dialect apply it in one atomic step, report. A dialect (SQLite, PostgreSQL) supplies only what its
+// database says differently: reading state, tables, the lease row, what it can hold, the batch's statements.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
@@ -23,10 +20,7 @@ export const CHECKPOINT_TABLE = "partner_api_sync";
 export const LEASE_TABLE = "partner_api_sync_lease";
 /** The ids each sweep cycle saw, per table (SQLite's log of a cycle). */
 export const SEEN_TABLE = "partner_api_sync_seen";
-/**
- * Items a sweep cycle found that the copy lacks, per table, held until the
- * cycle completes and its guard passes: a refused cycle inserts nothing.
- */
+/** A sweep cycle's items the copy lacks, per table, held until the cycle completes and its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
 /** The change table's kinds of change. */
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
@@ -50,10 +44,8 @@ export interface SqlDialect {
   /** The item's text as the database holds it, or undefined when it cannot. */
   text(item: unknown, id: string): string | undefined;
   /**
-   * Applies a batch atomically: upserts (a sweep's new rows staged), the
-   * cycle's end behind its guard, change rows, the checkpoint; only while
-   * `owner` holds the lease.
-   *
+   * Applies a batch atomically, only while `owner` holds the lease: upserts (a sweep's new rows staged), the cycle's
+   * end behind its guard, change rows, the checkpoint.
    * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
    */
   apply(batch: SqlBatch): Promise<Applied>;
@@ -131,7 +123,6 @@ export function sinkOptions(
 
 /**
  * Judges what the copy holds against what was recorded.
- *
  * @throws {SyncError} (`"sink-mismatch"`)
  */
 export function judgeCopy(
@@ -181,9 +172,8 @@ export function judgeCopy(
 }
 
 /**
- * The batch as the table can hold it: ids compare as strings and the last
- * occurrence of each wins; an item whose id or text the dialect cannot
- * hold is left out and named, so that no item stops every run.
+ * The batch as the table can hold it: ids compare as strings, the last occurrence wins; an item whose id or text the
+ * dialect cannot hold is left out and named, so that no item stops every run.
  */
 export function storable(
   items: readonly unknown[],
@@ -212,10 +202,8 @@ export function jsonText(item: unknown): string | undefined {
 }
 
 /**
- * Whether a batch's ids go to its cycle's log: only while a cycle is under
- * way (the checkpoint has a sweep cursor) or when the batch ends one. A
- * first read, or a head between cycles, is followed by a cycle that reads
- * the whole copy again, and judges rows by its own log alone.
+ * Whether a batch's ids go to its cycle's log: only while a cycle is under way or when the batch ends one. A first
+ * read, or a head between cycles, is followed by a cycle that reads the whole copy and judges rows by its own log.
  */
 export function logsSeen(batch: SqlBatch): boolean {
   return batch.checkpoint.sweep !== undefined ||
@@ -223,9 +211,8 @@ export function logsSeen(batch: SqlBatch): boolean {
 }
 
 /**
- * The lease's statements in a dialect's placeholders (`p(1)` the target,
- * `p(2)` the owner) and clock (`now`; `stale`, before which a lease is
- * stale): taken if free, the run's own, or stale (answers the owner).
+ * The lease's statements in a dialect's placeholders (`p(1)` target, `p(2)` owner) and clock (`now`; before `stale`
+ * a lease is stale): taken if free, the run's own, or stale (answers the owner).
  */
 export function leaseSql(
   p: (n: number) => string,

@@ -1,9 +1,7 @@
-// Internal: the SQLite dialect's statements, and the batch they apply in one
-// transaction (see sqlite_sink.ts for the rest of the dialect, _sql_sink.ts
-// for the flow). Each batch is its own savepoint with its checkpoint; while
-// batches come fast under a run's lease, several share one transaction:
-// items at random places of the key dirty about a page each, and a page
-// touched by eight batches is written to the WAL once, not eight times.
+// Internal: the SQLite dialect's statements and the batch they apply in one transaction (sqlite_sink.ts: the rest of
+// the dialect; _sql_sink.ts: the flow). Each batch is a savepoint with its checkpoint; while batches come fast under a
+// lease, several share one transaction: random keys dirty about a page each, and a page touched by eight batches is
+// written to the WAL once, not eight times.
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
@@ -22,10 +20,8 @@ import {
   STAGE_TABLE,
 } from "./_sql_sink.ts";
 
-// Rows per INSERT (200 parameters, far below SQLite's limit); batches that
-// may share a transaction, from a table of GROUP_FROM rows on (in a smaller
-// one a commit per batch costs little), for at most GROUP_WAIT ms: what a
-// killed run reads again.
+// Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
+// GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
 /** Whether `table` (or a quoted name) has `column`. */
@@ -74,8 +70,7 @@ export function statements(db: DatabaseSync, table: string) {
     mark: q(
       `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,
     ),
-    // A batch's ids are appended to its cycle's log in the order written
-    // (rewriting rows in a random key order cost most of a sweep).
+    // A batch's ids are appended to its cycle's log in written order (rewriting rows in random key order cost most of a sweep).
     seen: q(
       `INSERT INTO ${SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
     ),
@@ -116,11 +111,9 @@ export function statements(db: DatabaseSync, table: string) {
 }
 
 /**
- * The upserts: of ROWS rows and of one, each without and with the rows
- * written coming back (only for a change table: returning costs a write).
- * A row is written only when new, changed or marked (an unchanged one
- * dirties no page): one descent of the key per item. A new row's rowid is
- * above the largest before the batch; a rewritten one keeps its own.
+ * The upserts, of ROWS rows and of one, each without and with written rows returned (only for a change table: returning
+ * costs a write). A row is written only when new, changed or marked (an unchanged one dirties no page). A new row's
+ * rowid is above the largest before the batch; a rewritten one keeps its own.
  */
 function upserts(q: (sql: string) => StatementSync, table: string) {
   return [ROWS, 1].flatMap((rows) =>
@@ -156,10 +149,7 @@ export interface Place {
   readonly changes: string | undefined;
 }
 
-/**
- * A sweep's batch before its cycle ends: the items the table holds are
- * written now, the others staged until the cycle passes its guard.
- */
+/** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
 export function split(
   st: Statements,
   write: SqlBatch,
@@ -194,11 +184,9 @@ export async function lastRow(rows: Rows): Promise<string | undefined> {
 }
 
 /**
- * Upserts a batch (a sweep's new items in `staged`), seen in its cycle,
- * and records its changes with the items as written; when it ends a cycle,
- * judges the guard (a refusal rolls the batch back), inserts what the
- * cycle staged, removes (or marks) the rows it did not see; saves the
- * checkpoint with the row count and last row. Inside a transaction.
+ * Inside a transaction: upserts a batch (a sweep's new items in `staged`), seen in its cycle, recording its changes;
+ * ending a cycle, judges the guard (a refusal rolls the batch back), inserts what the cycle staged, removes (or marks)
+ * the unseen rows; saves the checkpoint with the row count and last row.
  *
  * @throws {SyncError} (`"too-many-deletes"`)
  */
@@ -250,9 +238,8 @@ export function applyBatch(
 }
 
 /**
- * A cycle's end: the live rows its log lacks are removed (or marked), and
- * recorded as deletes, unless that is more than `maxDeletes` of the copy;
- * what it staged is inserted; its log and stage are dropped.
+ * A cycle's end: live rows its log lacks are removed (or marked) and recorded as deletes, unless more than `maxDeletes`
+ * of the copy; what it staged is inserted; its log and stage are dropped.
  */
 function endCycle(
   place: Place,
@@ -284,10 +271,8 @@ function endCycle(
 }
 
 /**
- * Upserts the rows ROWS at a time (one statement per row costs twice as
- * much), in key order (each descent starts near the last). A row above the
- * rowid largest before is new (an insert); any other written one, a marked
- * row back included, an update; rows not written were unchanged.
+ * Upserts the rows ROWS at a time (a statement per row costs twice as much), in key order (each descent starts near the
+ * last). A row above the rowid largest before is an insert; any other written one (a marked row back too) an update.
  */
 function upsertAll(st: Statements, batch: Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
@@ -336,10 +321,7 @@ export class Commits {
     this.#db = db;
   }
 
-  /**
-   * Runs `apply` as one batch, in its own savepoint inside the open
-   * transaction (or a new one): one that throws is rolled back alone.
-   */
+  /** Runs `apply` as one batch, in its own savepoint in the open transaction (or a new one): one that throws rolls back alone. */
   batch<R>(apply: () => R): R {
     const failed = this.#failed;
     this.#failed = undefined;

@@ -1,7 +1,5 @@
-// Internal: the decisions of a pass as pure functions over its state: what a
-// window that came back proves, and where the next one goes. The invariant
-// they keep (docs/sync.md): every item with a key up to `edge` that existed
-// for the whole run is in the sink, once.
+// Internal: a pass's decisions as pure functions over its state: what a returned window proves, where the next goes.
+// Invariant (docs/sync.md): every item keyed up to `edge` that existed for the whole run is in the sink, once.
 
 import { SyncError } from "./sync_error.ts";
 import type { SyncCheckpoint } from "./sink.ts";
@@ -32,11 +30,8 @@ export interface WindowState {
 }
 
 /**
- * Where the edge stands, as far as windows that missed it tell: at or after
- * `low` (a whole window before it held only older items), before `high` (a
- * window starting there began past it). Probes go out twice as far each
- * time until both are known, then halve the gap: `d` items lost or gained
- * before the edge cost about 2 × log2(d / window) requests, not d / window.
+ * Where the edge stands, as windows that missed it tell: at or after `low`, before `high`. Probes go out twice as far
+ * each time until both are known, then halve the gap: `d` items lost or gained cost ~2 × log2(d / window) requests.
  */
 export interface Seek {
   readonly low?: number;
@@ -45,11 +40,7 @@ export interface Seek {
   readonly probes: number;
 }
 
-/**
- * The keys a pass commits, ascending: above `above` (exclusive), up to
- * `upTo` (inclusive). A pass ends once it reads a key past the far end in
- * its direction: what follows is another pass's.
- */
+/** The keys a pass commits, ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
 export interface Domain {
   readonly above: SyncKey | null;
   readonly upTo: SyncKey | null;
@@ -82,11 +73,7 @@ export type WindowVerdict =
 export const MIN_MARGIN = 2;
 /** The margin of a run's first window: deletes since the last run are unknown. */
 export const RESUME_MARGIN = 32;
-/**
- * The smallest `maxLimit`: below it, a window that overlaps the edge and
- * reaches past it may not exist (every size up to it may divide the offset;
- * lcm(2..25) exceeds any offset).
- */
+/** The smallest `maxLimit`: below it every size may divide the offset (lcm(2..25) exceeds any), leaving no window. */
 export const MIN_WINDOW = 25;
 
 /** Orders two sort values: numbers by value, anything else as strings. */
@@ -101,10 +88,8 @@ function compareKeys(a: SyncKey, b: SyncKey): number {
 }
 
 /**
- * Judges a window of `keys` read at `plan`. It may be committed when it
- * starts at the head of the list or at or before `edge`: a page is a
- * contiguous run of the list as it stood when read, so it holds every item
- * between `edge` and its last that existed then (and so for the whole run).
+ * Judges a window of `keys` read at `plan`. It may be committed when it starts at the head or at or before `edge`: a
+ * page is a contiguous run of the list as it stood, so it holds every item between `edge` and its last that existed.
  *
  * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
  */
@@ -140,9 +125,8 @@ export function judgeWindow(
   const edge = advanced ? last : state.edge;
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, ...rest } = learnt;
-  // Inside a sweep the end is known (its domain's far end): a short page
-  // that brought news is read again, and ends the pass only when that read
-  // is short too (a list still growing there is followed no further).
+  // Inside a sweep the end is known: a short page that brought news is read again, and ends the pass only when that
+  // read is short too (a list still growing there is followed no further).
   const again = short && advanced && (state.domain?.upTo ?? null) !== null &&
     !state.short;
   // A whole window of items before the edge: it stands further on.
@@ -204,11 +188,7 @@ function passOrder(
   return state.descending === true ? (a, b) => compareKeys(b, a) : compareKeys;
 }
 
-/**
- * Which of `keys` (in pass order, the first `older` at or before the edge)
- * the pass commits: from the first in the domain to the last before its far
- * end.
- */
+/** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */
 function inDomain(
   state: WindowState,
   keys: readonly SyncKey[],
@@ -218,8 +198,7 @@ function inDomain(
   const isIn = (key: SyncKey) =>
     (above === null || compareKeys(key, above) > 0) &&
     (upTo === null || compareKeys(key, upTo) <= 0);
-  // Past the far end in the pass's direction: at or below `above` read
-  // descending, above `upTo` ascending.
+  // Past the far end in the pass's direction: at or below `above` descending, above `upTo` ascending.
   const isPast = (key: SyncKey) =>
     state.descending === true
       ? above !== null && compareKeys(key, above) <= 0
@@ -239,13 +218,9 @@ function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
 }
 
 /**
- * Whether `count` items for `limit` prove the end of the list. A service
- * refuses a size above its largest (400) or cuts the page to it, and nothing
- * says which: a short answer proves the end when its size is known to be
- * honoured (a full page that large came back, in this run or before), or
- * when it is under MIN_WINDOW (no service is taken to cut pages that small).
- * The user's `limit` proves nothing. Otherwise the next window asks at most
- * `count`, a size honoured either way, and settles it.
+ * Whether `count` items for `limit` prove the end of the list. A service refuses or cuts a size above its largest, and
+ * nothing says which: a short answer proves the end only for a size seen honoured (a full page that large came back)
+ * or under MIN_WINDOW. Otherwise the next window asks at most `count`, honoured either way, and settles it.
  */
 function provesEnd(
   state: WindowState,
@@ -318,12 +293,9 @@ export function followingWindow(
 }
 
 /**
- * The window that overlaps the item before `offset` by at least `margin + 1`
- * items and reaches furthest past it. A size `limit` places a window only at
- * a multiple of `limit`, so every size up to `cap` is tried. Without such a
- * window the margin is dropped; without any (every size up to `cap` divides
- * `offset`: a cap under 25), the largest is read and the run moves only if
- * the list does.
+ * The window that overlaps the item before `offset` by at least `margin + 1` items and reaches furthest past it. A size
+ * `limit` places a window only at a multiple of `limit`, so every size up to `cap` is tried; failing that the margin is
+ * dropped, and failing any (a cap under 25) the largest is read and the run moves only if the list does.
  */
 export function planWindow(
   offset: number,
@@ -362,10 +334,8 @@ function placed(limit: number, index: number): WindowPlan {
 }
 
 /**
- * Where the next probe for the edge starts: further out each time until the
- * edge is bracketed, then halfway; undefined once the bracket fits in a
- * window (the ordinary plan reads it). One miss is the ordinary drift a
- * margin covers: probes go out from the second.
+ * Where the next probe for the edge starts: further out each time until the edge is bracketed, then halfway; undefined
+ * once the bracket fits in a window. One miss is the ordinary drift a margin covers: probes go out from the second.
  */
 export function probeAt(seek: Seek, cap: number): number | undefined {
   const { low, high, probes } = seek;

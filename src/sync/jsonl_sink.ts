@@ -1,5 +1,4 @@
-// A sync sink on a JSONL file: lines appended, a side file as the commit
-// point, everything checked before anything is changed.
+// A sync sink on a JSONL file: lines appended, a side file as the commit point, all checked before anything changes.
 
 import { unlink } from "node:fs/promises";
 import type {
@@ -50,18 +49,12 @@ import {
 export type JsonlSinkOptions = SinkLockOptions;
 
 /**
- * A sink that appends items to a JSONL file, one JSON object per line.
- *
- * Beside it, `<path>.checkpoint.json` holds the checkpoint, the committed
- * length and a fingerprint of the last committed line, replaced (write,
- * sync, rename) after the lines are synced. `load()` checks the copy against
- * it and changes nothing: a file the sink did not make, a damaged side file
- * or a copy cut or changed is refused (`SyncError` `"sink-mismatch"`). Lines
- * past the committed length (a run killed mid-batch) are cut at the next
- * write. A sweep cycle writes `<path>.rewrite`, renamed over the copy when
- * the cycle completes. `<path>.lock` keeps runs apart. No file is opened
- * through a link (`"link"`); new files are 0600. Needs read and write
- * permission on the path and on `<path>.*`.
+ * A sink that appends items to a JSONL file, one JSON object per line. `<path>.checkpoint.json` (checkpoint, committed
+ * length, fingerprint of the last line) is replaced after the lines are synced: that is the commit. `load()` changes
+ * nothing and refuses a file the sink did not make, a damaged side file, or a copy cut or changed (`SyncError`
+ * `"sink-mismatch"`). A sweep cycle writes `<path>.rewrite`, renamed over the copy once complete; `<path>.lock` keeps
+ * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on
+ * the path and `<path>.*`. More: docs/sync.md, "What a sink promises".
  *
  * @param path The file.
  * @param options How long to wait for another run.
@@ -89,7 +82,7 @@ export function createJsonlSink<T>(
 ): SyncSink<T> {
   checkLockWait(options.lockWait, "Cannot create JSONL sink");
   const copy = new JsonlCopy(path, options);
-  // A plain object, as before: a user may spread it to wrap a method.
+  // A plain object: a user may spread it to wrap a method.
   return {
     load: () => copy.load(),
     lock: (run = {}) => copy.lock(run.signal),
@@ -170,8 +163,7 @@ class JsonlCopy {
   /** What was committed, once the copy was checked and left consistent. */
   async #ready(): Promise<Committed> {
     if (!this.#loaded) await this.load();
-    // A new copy's side file comes first: a run killed in its first batch
-    // leaves a copy that the next run recognises as begun.
+    // A new copy's side file first: a run killed in its first batch leaves a copy the next run knows as begun.
     if (this.#committed === undefined) {
       await this.#save({ checkpoint: null, end: EMPTY });
     }
@@ -243,10 +235,7 @@ async function renameOver(files: CopyFiles): Promise<void> {
   await renameFile(files.rewrite, files.copy);
 }
 
-/**
- * Writes `lines` at `from.length` of `path` (cutting what a killed batch
- * left past it), synced; the new end.
- */
+/** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
 async function appendLines(
   path: string,
   from: FileEnd,

@@ -1,8 +1,6 @@
 /**
- * A copy of a list that stays true: {@linkcode syncList} copies a list of
- * the partner API into a sink (SQLite, JSONL, PostgreSQL, or your own) and
- * keeps it current, complete and once, while items are inserted and deleted
- * anywhere under offset paging, across crashes and reruns.
+ * A copy of a list that stays true: {@linkcode syncList} copies a list into a sink (SQLite, JSONL, PostgreSQL, or your
+ * own) and keeps it current, complete and once under inserts and deletes anywhere, across crashes and reruns.
  *
  * @example A copy of transactions, brought up to date
  * ```ts
@@ -57,6 +55,5 @@ export {
   type PostgresSinkOptions,
 } from "./postgres_sink.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types this entry's signatures name, homed in other entries, so it passes `deno doc --lint` alone.
 export type { PartnerApiError } from "../core/errors.ts";

@@ -1,10 +1,6 @@
-// A sync sink on PostgreSQL through a query function the user passes, so
-// the module needs no driver and works with any (node-postgres,
-// postgres.js): the PostgreSQL dialect of the SQL kit (_sql_sink.ts holds
-// the flow, _postgres_sql.ts the statements). Each batch is ONE statement:
-// a pool may send statements on different connections, and one statement
-// is one transaction. For the same reason the lock is a lease row, not a
-// session or advisory lock.
+// A sync sink on PostgreSQL through the user's query function, so any driver works: the PostgreSQL dialect of the
+// SQL kit (_sql_sink.ts: the flow, _postgres_sql.ts: the statements). Each batch is ONE statement and the lock a
+// lease row, because a pool may send statements on different connections.
 
 import { optionError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
@@ -50,9 +46,7 @@ const CONTEXT = "Cannot create PostgreSQL sink";
  * import { deepStrictEqual } from "node:assert/strict";
  *
  * const sent: string[] = [];
- * // Stand in for a node-postgres pool (`new pg.Pool(...)`), which answers
- * // `pool.query(text, params)` with `{ rows }`, and for postgres.js
- * // (`postgres(...)`), whose `sql.unsafe(text, params)` answers the rows.
+ * // Stand-ins for `new pg.Pool(...)` (answers `{ rows }`) and postgres.js's `postgres(...)` (answers the rows).
  * const pool = {
  *   query: (text: string, _params: string[]) => (sent.push(text), Promise.resolve({ rows: [] as unknown[] })),
  * };
@@ -69,63 +63,37 @@ const CONTEXT = "Cannot create PostgreSQL sink";
 export interface PostgresSinkOptions
   extends Pick<SinkLockOptions, "lockWait" | "onLockWait"> {
   /**
-   * Sends one statement with `$1`-style parameters, all strings (each is
-   * cast in the SQL); resolves with its rows, or with an object holding
-   * them as `rows`. node-postgres: `(text, params) => pool.query(text,
-   * params)`; postgres.js: `(text, params) => sql.unsafe(text, params)`.
+   * Sends one statement with `$1`-style string parameters; resolves with its rows, or an object holding them as `rows`.
+   * node-postgres: `(text, params) => pool.query(text, params)`; postgres.js: `(text, params) => sql.unsafe(text, params)`.
    */
   query: (
     sql: string,
     params: string[],
   ) => Promise<{ readonly rows: readonly unknown[] } | readonly unknown[]>;
   /**
-   * The table of items (`id text PRIMARY KEY, item jsonb, deleted_at
-   * timestamptz, seen bigint`), created if missing. The name is quoted, so
-   * case matters: `Transactions` and `transactions` are two tables, each
-   * with its own checkpoint row (keyed by the name exactly as given). With
-   * `changes: true`, `<table>_changes` too (so at most 55 characters then).
+   * The table of items, created if missing. Quoted, so case matters: `Transactions` and `transactions` are two copies.
+   * With `changes: true`, `<table>_changes` too (so at most 55 characters then).
    */
   table: string;
 }
 
 /**
- * A sink that keeps the copy in a PostgreSQL table, `id text PRIMARY KEY,
- * item jsonb, deleted_at timestamptz, seen bigint` (each item a JSON
- * object, as the service sent it), upserting each batch and saving the
- * checkpoint (in the table `partner_api_sync`, keyed by the table name
- * exactly as given, with the row count and a fingerprint of the last row
- * committed) in ONE statement, so that it commits whole whatever
- * connection of a pool runs it. Works with any driver: every parameter is
- * a string cast in the SQL.
+ * A sink that keeps the copy in a PostgreSQL table (`id text PRIMARY KEY, item jsonb, deleted_at timestamptz, seen bigint`),
+ * each batch and its checkpoint (table `partner_api_sync`) in ONE statement, so it commits whole on any connection of a pool.
+ * Works with any driver: every parameter is a string cast in the SQL. Tables, guard, lease and migrations: docs/sync.md, "PostgreSQL".
  *
- * Like every SQL sink (docs/sync.md, PostgreSQL): each row keeps the cycle
- * it was last `seen` in; the batch that completes a cycle removes the live
- * rows it did not see, or sets their `deleted_at` (`deletes: "mark"`),
- * unless they are more than `maxDeletes` of the live rows: then it writes
- * nothing and the run ends with `SyncError` (`"too-many-deletes"`). With
- * `changes: true`, each row inserted, changed or removed is also a row of
- * `<table>_changes(seq bigserial, id, change, at, item)`, written by the
- * same statement. One writer per table: `lock()` takes a lease row
- * (`partner_api_sync_lease`, by the server's clock, taken over after 5 s),
- * and a batch commits only while it is the run's (else `"lock-lost"`).
- * `load()` only reads: a table the sink did not make (rows without a
- * checkpoint, other columns, or a `<table>_changes` of another shape), a
- * checkpoint this version cannot read, or a row count or last row other
- * than recorded is refused (`"sink-mismatch"`), nothing changed. The
- * tables (and earlier versions' new columns) are created once it passed.
+ * One writer per table: `lock()` takes a lease row (server's clock, taken over after 5 s); a batch commits only while the
+ * lease is the run's (else `SyncError` `"lock-lost"`). `load()` only reads: a foreign table, an unreadable checkpoint, or a
+ * row count or last row other than recorded is refused (`"sink-mismatch"`), nothing changed. A cycle that would remove more
+ * than `maxDeletes` writes nothing (`"too-many-deletes"`).
  *
- * Ids compare as strings: the last occurrence in a batch wins. What
- * PostgreSQL cannot hold is skipped and reported (`SyncResult.skippedIds`),
- * never sent: an id with a NUL, a lone surrogate or more than 2692 UTF-8
- * bytes; an item whose strings hold a NUL or a lone surrogate, nested
- * deeper than 1000 levels, or larger than a jsonb value (256 MiB). The
- * database's encoding must be UTF8; PostgreSQL 11 or later (`sha256`).
+ * Ids compare as strings; the last occurrence in a batch wins. Skipped and reported, never sent: an id with a NUL, a lone
+ * surrogate or more than 2692 UTF-8 bytes; an item whose strings hold a NUL or a lone surrogate, nested deeper than 1000
+ * levels, or over 256 MiB. Needs a UTF8 database, PostgreSQL 11 or later.
  *
- * @param options The query function, the table, and how long to wait for
- * another run.
+ * @param options The query function, the table, and how long to wait for another run.
  * @returns The sink.
- * @throws {TypeError} (`option`) For a missing `query` or a table name that
- * is not a plain identifier.
+ * @throws {TypeError} (`option`) For a missing `query` or a table name that is not a plain identifier.
  *
  * @example What load() reads
  * ```ts
@@ -133,7 +101,7 @@ export interface PostgresSinkOptions
  * import { equal, ok } from "node:assert/strict";
  *
  * const sent: string[] = [];
- * // Stands in for a database that has none of the sink's tables yet.
+ * // A database with none of the sink's tables yet.
  * const sink = createPostgresSink({
  *   query: (text) => (sent.push(text), Promise.resolve({ rows: [{ items: "false", checkpoints: "false" }] })),
  *   table: "Transactions",
@@ -188,8 +156,7 @@ class PostgresDialect implements SqlDialect {
   }
 
   async prepare(): Promise<void> {
-    // Once per run: the tables may have changed since the last (a
-    // long-lived sink outlives a migration or a dropped table).
+    // Once per run: a long-lived sink outlives a migration or a dropped table.
     this.#tables.reset();
     this.#changeTable.reset();
     await this.#tables.get();
@@ -288,10 +255,7 @@ function once<R>(make: () => Promise<R>) {
   };
 }
 
-/**
- * Reads the copy's state, changing nothing: the catalog first (a table of
- * another shape is foreign), then the count, checkpoint and last row.
- */
+/** Reads the copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
 async function readCopy(
   first: (sql: string, params: string[]) => Promise<Row>,
   table: string,
@@ -340,12 +304,10 @@ function foreignColumns(catalog: Row): string | undefined {
 }
 
 /**
- * Checks `<table>_changes` (one of the user's own, or of another shape,
- * is refused) and creates it if missing; its quoted name.
+ * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
  *
  * @throws {SyncError} (`"sink-mismatch"`)
- * @throws {TypeError} (`option: "table"`) For a name too long to take
- * `_changes` within PostgreSQL's 63 bytes.
+ * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
  */
 async function makeChangeTable(
   first: (sql: string, params: string[]) => Promise<Row>,

@@ -1,9 +1,7 @@
-// The sink contract: what a sink stores (the checkpoint), what it must do
-// (load, write, lock), and what it hears and reports of each batch.
+// The sink contract: the checkpoint a sink stores, what it must do (load, write, lock), what it hears and reports.
 
 /**
- * Where a sync stands, saved with the items it covers. Plain JSON: a sink
- * stores it as text and gives it back from `load()` as it was.
+ * Where a sync stands, saved with the items it covers. Plain JSON: a sink stores it and `load()` gives it back as was.
  *
  * @example What a sink saves
  * ```ts
@@ -48,8 +46,8 @@ export interface SyncCheckpoint {
   /** The largest page size the service was seen to honour: a shorter page of at most it is the end. */
   readonly accepted?: number;
   /**
-   * Descending only: the head pass under way (from the top down to `edge`):
-   * where it stands, and the newest item it committed (`edge` once it ends).
+   * Descending only: the head pass under way (top down to `edge`): where it stands, and the newest item it committed
+   * (`edge` once it ends).
    */
   readonly head?: {
     readonly edge: SyncCheckpoint["edge"];
@@ -77,9 +75,8 @@ export interface SyncCheckpoint {
 }
 
 /**
- * Where the sweep stands in its cycle: it reads the list again from the
- * start up to `upTo` (the newest item committed when the cycle began); rows
- * not seen by then are removed.
+ * Where the sweep stands in its cycle: it reads the list again up to `upTo` (the newest item committed when the cycle
+ * began); rows not seen by then are removed.
  *
  * @example Where the sweep stands after a run with a small budget
  * ```ts
@@ -119,8 +116,8 @@ export interface SweepCursor {
 }
 
 /**
- * Where a sync writes: the items and the checkpoint that covers them, in one
- * atomic step, so that a run killed at any point resumes without loss.
+ * Where a sync writes: the items and the checkpoint that covers them, in one atomic step, so a run killed at any
+ * point resumes without loss.
  *
  * @example An in-memory sink for a test
  * ```ts
@@ -149,20 +146,14 @@ export interface SweepCursor {
 export interface SyncSink<T> {
   /** The checkpoint saved last, if any, once the copy is checked against it. Changes nothing. */
   load(): Promise<SyncCheckpoint | undefined>;
-  /**
-   * Saves `items` (with their `ids`, each once) and `checkpoint` atomically.
-   * Items the store cannot hold are left out and named in the report.
-   */
+  /** Saves `items` (with their `ids`, each once) and `checkpoint` atomically; items the store cannot hold are left out and reported. */
   write(
     items: readonly T[],
     checkpoint: SyncCheckpoint,
     ids: readonly string[],
     context?: SyncWriteContext,
   ): Promise<void | SyncWriteReport>;
-  /**
-   * Takes the copy for one run (checking it first), waiting for a run that
-   * holds it; `write` commits only while it is held. Disposing releases it.
-   */
+  /** Takes the copy for one run (checking it first), waiting for a holder; `write` commits only while held. Disposing releases it. */
   lock?(options?: { signal?: AbortSignal }): Promise<AsyncDisposable>;
   /** False for a sink that cannot mark deleted rows (`deletes: "mark"` is refused for it). */
   readonly marksDeletes?: boolean;
@@ -183,27 +174,22 @@ export interface SyncSink<T> {
  */
 export interface SinkLockOptions {
   /**
-   * How long a run waits for another that holds the copy, in ms (on a steady
-   * clock), before `SyncError` (`"locked"`); up to 2147483647, or `Infinity`
-   * to wait until the run's signal aborts.
-   *
+   * How long a run waits for another that holds the copy, in ms (steady clock), before `SyncError` (`"locked"`); up to
+   * 2147483647, or `Infinity` to wait until the run's signal aborts.
    * @default {30000}
    */
   lockWait?: number;
   /** Hears once that a run waits, with who holds the copy (e.g. `pid 42`). */
   onLockWait?: (holder: string) => void;
   /**
-   * The wall clock (epoch ms) of the copy's records: the lock's staleness,
-   * the change table's `at` and `deleted_at`.
-   *
+   * The wall clock (epoch ms) of the copy's records: the lock's staleness, the change table's `at` and `deleted_at`.
    * @default {Date.now}
    */
   now?: () => number;
 }
 
 /**
- * What a batch is: the cycle its rows are seen in, and whether it begins or
- * ends one. A sink that ignores it never removes deleted rows.
+ * A batch's cycle, and whether it begins or ends one. A sink that ignores it never removes deleted rows.
  *
  * @example A sink that removes what a cycle did not see
  * ```ts
@@ -243,10 +229,9 @@ export interface SyncWriteContext {
   /** The batch is the first of cycle `cycle` (it may hold no item). */
   readonly beginsCycle?: boolean;
   /**
-   * The batch completes cycle `cycle`: rows not seen in it are removed, or
-   * marked, unless more than `maxDeletes` of the copy, less what the last 24
-   * hours removed (`recent`); then none is, and the write rejects with
-   * SyncError `"too-many-deletes"`.
+   * The batch completes cycle `cycle`: rows not seen in it are removed, or marked, unless more than `maxDeletes` of the
+   * copy, less what the last 24 hours removed (`recent`); then none is, and the write rejects with SyncError
+   * `"too-many-deletes"`.
    */
   readonly endsCycle?: {
     readonly deletes: "remove" | "mark";
@@ -260,8 +245,7 @@ export interface SyncWriteContext {
 }
 
 /**
- * What a sink did with one batch: what it could not store, and the rows it
- * inserted, changed and removed.
+ * What a sink did with one batch: what it could not store, and the rows it inserted, changed and removed.
  *
  * @example Counting what a batch changed
  * ```ts

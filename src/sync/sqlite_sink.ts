@@ -1,8 +1,5 @@
-// A sync sink on SQLite through node:sqlite (built into Deno, and Node 22.5
-// and later): the SQLite dialect of the SQL kit (_sql_sink.ts holds the
-// flow, _sqlite_sql.ts the statements). Items upserted by id and the
-// checkpoint commit in one transaction, only while the run holds the copy's
-// lease; the copy is checked before anything is changed.
+// A sync sink on SQLite through node:sqlite: the SQLite dialect of the SQL kit (_sql_sink.ts: the flow,
+// _sqlite_sql.ts: the statements).
 
 import process from "node:process";
 import type { DatabaseSync } from "node:sqlite";
@@ -53,10 +50,7 @@ const CONTEXT = "Cannot create SQLite sink";
  * ```
  */
 export interface SqliteSinkOptions extends SinkLockOptions {
-  /**
-   * The table of items (`id TEXT PRIMARY KEY, item TEXT`), created if
-   * missing. SQLite folds case: `Transactions` is `transactions`.
-   */
+  /** The table of items, created if missing. SQLite folds case: `Transactions` is `transactions`. */
   table: string;
 }
 
@@ -78,29 +72,19 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
 }
 
 /**
- * A sink that keeps the copy in a SQLite table, `id TEXT PRIMARY KEY, item
- * TEXT` (the item's JSON), upserting each batch and saving the checkpoint
- * (in the table `partner_api_sync`, by table name as SQLite folds it) in
- * one transaction. The transaction commits only while the run holds the
- * table's lease (`partner_api_sync_lease`, taken by `lock()`); a run whose
- * lease was taken over stops with `SyncError` (`"lock-lost"`).
+ * A sink that keeps the copy in a SQLite table (`id TEXT PRIMARY KEY, item TEXT`, the item's JSON), each batch and its
+ * checkpoint (table `partner_api_sync`) in one transaction, committed only while the run holds the lease taken by
+ * `lock()` (else `SyncError` `"lock-lost"`). Commit cadence and tables: docs/sync.md, "Sinks".
  *
- * `load()` changes nothing: a table with rows but no checkpoint (not made
- * by this sink), or one whose row count or last committed row differs
- * from what was recorded, is refused with `SyncError` (`"sink-mismatch"`).
- * Ids compare as strings; an id that is not well-formed Unicode (a lone
- * surrogate) cannot be a key and is skipped and reported. A database file
- * is never opened through a symbolic link (`SyncError` `"link"`) and is
- * created 0600.
+ * `load()` changes nothing: a table with rows but no checkpoint, or whose row count or last row differs from the record,
+ * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode is skipped
+ * and reported. A database file is never opened through a symbolic link (`"link"`) and is created 0600.
  *
- * @param database A file path (opened in WAL mode, closed by `close()`) or
- * an open `DatabaseSync` (yours to close).
+ * @param database A file path (opened in WAL mode, closed by `close()`) or an open `DatabaseSync` (yours to close).
  * @param options The table, and how long to wait for another run.
  * @returns The sink.
- * @throws {TypeError} (`option: "table"`) For a table name that is not a
- * plain identifier; (`option: "database"`) where the runtime has no
- * `node:sqlite` (Node 20).
- *
+ * @throws {TypeError} (`option: "table"`) For a table name that is not a plain identifier; (`option: "database"`)
+ * where the runtime has no `node:sqlite` (Node 20).
  * @example Items and checkpoint, together
  * ```ts
  * import { DatabaseSync } from "node:sqlite";
@@ -222,8 +206,7 @@ class SqliteDialect implements SqlDialect {
     const st = this.#touch();
     const { rows, staged } = split(st, write);
     const last = await lastRow(rows);
-    // node:sqlite blocks the thread: first let the requests in flight
-    // (the next window) go out, so that the service works meanwhile.
+    // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
     await nextTurn();
     const db = this.#db;
     const changes = write.context?.changes
@@ -299,11 +282,7 @@ async function readCopy(
   };
 }
 
-/**
- * One turn of the event loop, in which requests started go out. A chain of
- * `setTimeout(0)` is clamped (about 2 ms a turn in Deno: 2 s of a million
- * items' sync); `setImmediate` is not, where the runtime has it.
- */
+/** One turn of the event loop: `setImmediate` where there is one, as chained `setTimeout(0)` is clamped (~2 ms a turn). */
 function nextTurn(): Promise<void> {
   const immediate = (globalThis as {
     setImmediate?: (callback: () => void) => unknown;
@@ -340,10 +319,8 @@ function openDatabase(path: string): DatabaseSync {
 }
 
 /**
- * WAL, synced at checkpoints only, and checkpoints every 64 MB rather than
- * every 4 MB: a batch of random ids dirties a page per item, and each
- * checkpoint syncs them all. Committed batches survive a killed process
- * either way.
+ * WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page per
+ * item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
  */
 function setJournal(db: DatabaseSync): void {
   db.exec(
@@ -359,10 +336,8 @@ async function refuseLinks(path: string): Promise<void> {
 }
 
 /**
- * Runs `write` without waiting for the database's write lock: undefined
- * when another connection holds it. A connection of this process that
- * holds it (a run whose batches share a transaction) commits from a timer,
- * which a busy wait on this thread would keep from running.
+ * Runs `write` without waiting for the write lock: undefined when another connection holds it. A busy wait would keep
+ * this thread's own holder (batches sharing a transaction) from committing from its timer.
  */
 function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
   const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {

@@ -13,31 +13,19 @@ import { PartnerApiError } from "../core/errors.ts";
  * - `"repeated-page"`: windows at different pages answered the same items (the service ignores `page`);
  * - `"too-many-deletes"`: a sweep cycle would remove more than `maxDeletes` allows; it committed nothing.
  *
- * @example Telling the two apart
+ * @example Telling a wrong `id` apart
  * ```ts
  * import { createClient } from "@partner-api/client";
  * import { createSqliteSink, type SyncError, type SyncErrorReason, syncList } from "@partner-api/client/sync";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { rejects } from "node:assert/strict";
  *
- * const advice: Record<SyncErrorReason, string> = {
- *   "missing-id": "pass the right 'id'",
- *   unordered: "sort by a field the service orders by",
- *   "sink-mismatch": "point the sink at its own copy",
- *   locked: "wait for the other run",
- *   "lock-lost": "run again",
- *   link: "use a plain file",
- *   file: "check the folder and its permissions",
- *   "repeated-page": "ask the service about paging",
- *   "too-many-deletes": "check the list, then raise maxDeletes",
- * };
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * using sink = createSqliteSink(":memory:", { table: "organizations" });
  * const id = (organization: { id?: string }) => organization.id!; // the field is organizationID
- * await rejects(syncList(client, "organizations", { id, sink }), (error: SyncError) => {
- *   return advice[error.reason] === "pass the right 'id'";
- * });
+ * const expected: SyncErrorReason = "missing-id";
+ * await rejects(syncList(client, "organizations", { id, sink }), (error: SyncError) => error.reason === expected);
  * ```
  */
 export type SyncErrorReason =
@@ -52,8 +40,7 @@ export type SyncErrorReason =
   | "too-many-deletes";
 
 /**
- * A sync stopped because of the list or the copy: nothing past the last
- * good batch was written, and the checkpoint stays at that batch.
+ * A sync stopped because of the list or the copy: nothing past the last good batch was written, nor its checkpoint.
  *
  * @example Reading the reason
  * ```ts

@@ -1,8 +1,5 @@
-// syncList: a copy of a list that stays true while the list moves under
-// offset paging. Each run reads what is new (the head pass), then spends its
-// sweep budget reading again what the copy holds (the rolling cycle), both
-// with the overlapping windows of _pass.ts; where each pass starts and what
-// each window leaves in the checkpoint are _checkpoint.ts's pure functions.
+// syncList: each run reads what is new (the head pass), then spends its sweep budget reading again what the copy
+// holds (the rolling cycle), both with _pass.ts's overlapping windows; _checkpoint.ts decides where each pass starts.
 
 import {
   afterDeletes,
@@ -23,22 +20,19 @@ import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
 /**
- * Copies the list at `path` into `sink` and keeps it current: complete and
- * once, also when items are inserted or deleted anywhere while it pages.
- * Items and the checkpoint commit together, so a run killed at any point
- * resumes where it stopped, and a later run reads what was added, then
- * sweeps part of the copy again. See docs/sync.md.
+ * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
+ * anywhere while it pages. Items and checkpoint commit together, so a run killed at any point resumes where it stopped;
+ * a later run reads what was added, then sweeps part of the copy again. See docs/sync.md.
  *
  * @param client The client: its pacing, retries and token.
  * @param path The list, e.g. `"transactions"`.
  * @param options The id, the order, the sink, and sizes.
  * @returns What the run did.
- * @throws {TypeError} (`option`) Before any request, for bad options, or a
- * sink whose checkpoint is for another path, order, id field or query
- * (`option: "sink"`).
+ * @throws {TypeError} (`option`) Before any request, for bad options, or a sink whose checkpoint is for another path,
+ * order, id field or query (`option: "sink"`).
  * @throws {RangeError} (`option`) Before any request, for a bad size.
- * @throws {SyncError} For an item without id (`"missing-id"`) or a page out
- * of order (`"unordered"`); nothing past the last good batch is written.
+ * @throws {SyncError} For an item without id (`"missing-id"`), a page out of order (`"unordered"`), or another
+ * `SyncErrorReason`; nothing past the last good batch is written.
  * @throws {ApiError} When a window cannot be read after the client's retries.
  *
  * @example Keeping a copy of transactions in SQLite
@@ -66,8 +60,7 @@ export async function syncList<T>(
   options: SyncOptions<T>,
 ): Promise<SyncResult> {
   const config = syncConfig(path, options);
-  // The client checks the list options when pages are asked for, before
-  // any request: here, before the sink is touched.
+  // The client checks the list options when pages are asked for, before any request: here, before the sink is touched.
   void client.pages(config.identity.path, listOptions(config, undefined));
   // No `await using`: Node 20 cannot parse it.
   const lock = await config.sink.lock?.(
@@ -161,9 +154,8 @@ async function head<T>(
 }
 
 /**
- * Spends the sweep budget on the cycle under way (or a new one). Under
- * `sweep: Infinity` a cycle begun before the run is given up: what changed
- * behind its cursor would wait for the next.
+ * Spends the sweep budget on the cycle under way (or a new one). Under `sweep: Infinity` a cycle begun before the run
+ * is given up: what changed behind its cursor would wait for the next.
  */
 async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const { config, committer } = run;
@@ -198,8 +190,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (end.ended) return await endCycle(run, cursor.cycle);
-  // Out of budget mid-cycle: where the sweep stands (also where a window
-  // that found a gap moved it back to) is saved for the next run.
+  // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
   await committer.flush(
@@ -209,9 +200,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
 }
 
 /**
- * A completed cycle: its deletes go on record for the 24-hour guard; or,
- * refused by the guard (nothing of its end committed), the cycle is given up
- * and the refusal recorded before the run fails with it.
+ * A completed cycle: its deletes go on record for the 24-hour guard; or, refused by the guard (nothing of its end
+ * committed), the cycle is given up and the refusal recorded before the run fails with it.
  */
 async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
   const { config, committer } = run;
@@ -237,9 +227,8 @@ async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
 }
 
 /**
- * How far the last item committed moved since the last run (ascending
- * only): items inserted behind it, net of deletes. A positive shift is a
- * lower bound on what the copy lacks.
+ * How far the last item committed moved since the last run (ascending): inserts behind it net of deletes, a lower
+ * bound on what the copy lacks.
  */
 function shiftOf<T>(
   saved: SyncCheckpoint,
@@ -261,9 +250,8 @@ function sweepLeft(checkpoint: SyncCheckpoint): number {
 }
 
 /**
- * When the whole copy will next have been verified, at the rate this run's
- * sweep read (`requests` in `span` ms of the steady clock): the cycle under
- * way's rest, or a whole cycle (⌈n / window⌉ + 1 requests) after one ended.
+ * When the whole copy will next be verified at this run's sweep rate (`requests` in `span` ms, steady clock): the
+ * cycle under way's rest, or a whole cycle (⌈n / window⌉ + 1 requests) after one ended.
  */
 function nextVerified(
   checkpoint: SyncCheckpoint,

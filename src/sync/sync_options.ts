@@ -3,8 +3,7 @@
 import type { SyncSink } from "./sink.ts";
 
 /**
- * What `syncList` reads a list through: the `pages` of a client. A
- * `PartnerClient` of `./client` is one; so is a wrapper of your own.
+ * What `syncList` reads a list through: the `pages` of a client (`PartnerClient` of `./client`, or a wrapper).
  *
  * @example A client is a source
  * ```ts
@@ -52,32 +51,25 @@ export interface SyncOptions<T> {
   /** The unique id: a field name (e.g. `"transactionID"`), or a function of the item. */
   id: string | ((item: T) => string);
   /**
-   * A field the service sorts by, in whose order new items come last (e.g.
-   * `"creationDate"`). Ties must be ordered by id.
-   *
+   * A field the service sorts by, in whose order new items come last (e.g. `"creationDate"`); ties ordered by id.
    * @default {the id field (sent as sortBy); the service's default order when `id` is a function}
    */
   sortBy?: string;
   /** Where the items and the checkpoint go, together. */
   sink: SyncSink<T>;
   /**
-   * Sets the cost: a first run of `n` items makes at most about
-   * `1.1 × ⌈n / limit⌉ + 2` list requests. The service must honour it.
-   *
+   * Sets the cost: a first run of `n` items makes at most about `1.1 × ⌈n / limit⌉ + 2` list requests. The service
+   * must honour it.
    * @default {50}
    */
   limit?: number;
   /**
-   * The largest window asked for; refused or cut pages shrink it to the
-   * service's largest.
-   *
+   * The largest window asked for; refused or cut pages shrink it to the service's largest.
    * @default {1000, or limit when larger}
    */
   maxLimit?: number;
   /**
-   * Windows in flight at once (1 to 64): up to `concurrency - 1` requests
-   * per run may be read for nothing.
-   *
+   * Windows in flight at once (1 to 64): up to `concurrency - 1` requests per run may be read for nothing.
    * @default {1}
    */
   concurrency?: number;
@@ -87,68 +79,49 @@ export interface SyncOptions<T> {
   query?: Record<string, string>;
   /**
    * Picks the items out of a page's JSON body.
-   *
    * @default {the body if it is an array, else its only array-valued property}
    */
   items?: (body: unknown) => readonly T[];
   /**
-   * `"ASC"`, new items last, or `"DESC"`, newest first (a run reads from the
-   * top down to the newest item it committed before).
-   *
+   * `"ASC"`, new items last, or `"DESC"`, newest first (a run reads down to the newest item it committed before).
    * @default {"ASC"}
    */
   sortDirection?: "ASC" | "DESC";
   /**
-   * List requests a run spends reading again what the copy holds, going on
-   * with the rolling cycle: changed items and items inserted behind the end
-   * come in, and a completed cycle removes deleted ones. `Infinity`: the
-   * copy equal to the list as it stood when the run began; `0`: no sweep.
-   *
+   * List requests a run spends reading again what the copy holds (the rolling cycle: changes and items inserted behind
+   * the end come in, a completed cycle removes deleted ones). `Infinity`: a whole cycle; `0`: no sweep.
    * @default {10}
    */
   sweep?: number;
   /**
-   * What a completed cycle does with rows it did not see: `"remove"` them,
-   * or `"mark"` them (a `deleted_at` time; SQL sinks only).
-   *
+   * What a completed cycle does with rows it did not see: `"remove"` them, or `"mark"` them (`deleted_at`; SQL sinks).
    * @default {"remove"}
    */
   deletes?: "remove" | "mark";
   /**
-   * The share of the copy (0 to 1) cycles may remove in 24 hours. A cycle
-   * that would remove more commits nothing and ends with `SyncError`
-   * (`"too-many-deletes"`): a service answering an empty or foreign list
-   * must not empty the copy.
-   *
+   * The share of the copy (0 to 1) cycles may remove in 24 hours. A cycle that would remove more commits nothing and
+   * ends with `SyncError` (`"too-many-deletes"`): a service answering an empty or foreign list must not empty the copy.
    * @default {0.1}
    */
   maxDeletes?: number;
   /**
-   * SQL sinks: keep `<table>_changes` (`seq`, `id`, `change`, `at`, `item`)
-   * in each row's transaction: read by `seq`, each change is seen once.
-   *
+   * SQL sinks: keep `<table>_changes` (`seq`, `id`, `change`, `at`, `item`) in each row's transaction; read by `seq`.
    * @default {false}
    */
   changes?: boolean;
   /**
-   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the
-   * 24-hour delete window). A sink takes its own `now` for its records.
-   *
+   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the 24-hour delete window); a sink has its own.
    * @default {Date.now}
    */
   now?: () => number;
   /**
-   * The list requests' priority (Fetch's `RequestInit.priority`): `"low"`
-   * yields to live calls on the client's limiter.
-   *
+   * The list requests' priority (Fetch's `RequestInit.priority`): `"low"` yields to live calls on the client's limiter.
    * @default {"low"}
    */
   priority?: "high" | "low" | "auto";
   /**
-   * How long the sweep may read, in ms. Without `sweep`, the run sweeps
-   * while the limiter has spare slots, until the cycle completes or this
-   * time is up (`nextVerifiedAt` says when the copy will be verified).
-   *
+   * How long the sweep may read, in ms. Without `sweep`, the run sweeps while the limiter has spare slots, until the
+   * cycle completes or this time is up (`nextVerifiedAt` says when the copy will be verified).
    * @default {unbounded}
    */
   maxDuration?: number;
@@ -159,8 +132,7 @@ export interface SyncOptions<T> {
 }
 
 /**
- * Items the sink could not store in one batch, left out: the run goes on,
- * and counts them in `SyncResult.skipped`.
+ * Items the sink could not store in one batch, left out: the run goes on, and counts them in `SyncResult.skipped`.
  *
  * @example Logging skipped items
  * ```ts
@@ -281,10 +253,7 @@ export interface SyncResult extends SyncProgress {
   readonly skipped: number;
   /** The ids of the first 100 items skipped. */
   readonly skippedIds: readonly string[];
-  /**
-   * Items the run knows the list has and the copy lacks (0: none known),
-   * e.g. inserted behind the copy's end (a shift of its last item).
-   */
+  /** Items the run knows the list has and the copy lacks, e.g. inserted behind the copy's end (0: none known). */
   readonly behind: number;
   /** When (epoch ms) the last complete cycle started; undefined before one completes. */
   readonly verifiedAt?: number;
