@@ -1,10 +1,7 @@
-// Internal: how the Redis store and limiter talk to Redis: their options,
-// one command within a time limit, replies as text; and the token store's
-// scripts, with the same steps in plain commands for a Redis that refuses
-// EVAL (else every process counted the store as failing and spent a token
-// of its own). Plain commands keep the lease (SET NX PX); they cannot check
-// and write in one step, so a process stalled past its lease may let the
-// next holder's go, and two ledger writes at one moment may lose one.
+// How the Redis store and limiter talk to Redis, and the token store's scripts, with the same steps
+// in plain commands for a Redis that refuses EVAL (else each process would spend its own token).
+// Plain commands keep the lease (SET NX PX) but cannot check-and-write: a process stalled past its
+// lease may let the next one's go, and two ledger writes at one moment may lose one.
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
@@ -126,11 +123,7 @@ async function recordText(key: string, send: Send): Promise<string> {
   return text(await send(["GET", key])) ?? "";
 }
 
-/**
- * KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes
- * the lease if the record is still the one seen (looked at again after the
- * lease is ours: a record published meanwhile lets it go).
- */
+/** KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes the lease if the record is still the one seen. */
 const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args as [

@@ -1,8 +1,6 @@
-// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script:
-// the window rests in one value that each take reads, decides on with the
-// pure rules of _window_rules.ts, and writes back only if nobody wrote it
-// meanwhile. Answers go to keys of their own, folded in by the next take.
-// Each process dates what others wrote by when it saw it (_kv_view.ts).
+// The fleet rate limiter on Deno KV. KV runs no script: each take reads the window's one value,
+// decides with _window_rules.ts, and writes back only if nobody wrote it meanwhile. Answers go to
+// keys of their own, folded in by the next take; others' stamps are dated by when seen (_kv_view.ts).
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
@@ -46,9 +44,8 @@ import { requireKv } from "./_kv_store.ts";
  */
 export interface KvRateLimiterOptions {
   /**
-   * Requests the whole fleet may send in any window, at most 1,000 (the
-   * window rests in one KV value). Every process sharing the prefix must
-   * give the same limit.
+   * Requests the whole fleet may send in any window, at most 1,000 (the window rests in one KV
+   * value); every process sharing the prefix gives the same.
    *
    * @default {900}
    */
@@ -60,15 +57,13 @@ export interface KvRateLimiterOptions {
    */
   interval?: number;
   /**
-   * The key the window rests under: processes with the same prefix share
-   * one budget.
+   * The key the window rests under: processes with the same prefix share one budget.
    *
    * @default {["partner-api", "rate"]}
    */
   prefix?: readonly (string | number)[];
   /**
-   * The clock, in epoch ms. Processes on one database need not agree on
-   * the time; a clock stepped back is read as no time passing.
+   * The clock, in epoch ms; processes need not agree, and a clock stepped back reads as no time passing.
    *
    * @default {Date.now, read through the runtime's monotone clock}
    */
@@ -76,11 +71,8 @@ export interface KvRateLimiterOptions {
   /** Receives `rate.degraded` when KV fails or the window was lost, then `rate.restored`. */
   onEvent?: EventListener;
   /**
-   * Slots of any window a background request (`priority: "low"`) leaves
-   * free for live ones, across the fleet: it is sent only when no live
-   * request waits in any process and at least this many slots stay free
-   * after it. From 0 to `requests - 1`; every process sharing the prefix
-   * should give the same.
+   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
+   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
    *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
@@ -94,23 +86,14 @@ const LIMITER_ELSEWHERE =
 const MOST_REQUESTS = 1000;
 
 /**
- * Creates a {@linkcode RateLimiter} that every process using the same KV
- * database and `prefix` shares, for `createClient({ rateLimit })`: never more
- * than `requests` sends in any window of `interval` ms across the fleet.
+ * Creates a {@linkcode RateLimiter} that every process using the same KV database and `prefix`
+ * shares, for `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms
+ * window across the fleet. Each take is an atomic check-and-set; callers wait in order, never
+ * fail, and can give up with their signal. Members' clocks need not agree. When KV fails, the
+ * process paces alone at its last known share and emits `rate.degraded`, then `rate.restored`.
+ * See docs/fleets.md ("One limit for the fleet").
  *
- * - Each take reads the window and writes it back with an atomic check; a
- *   send counts from its answer. Callers wait for their slot in order, never
- *   fail, and can give up with their signal; under contention each of `N`
- *   processes gets at least `1 / (2N)` of the limit.
- * - Members' clocks need not agree: a process trusts only its own stamps
- *   and dates the others' by when it saw them. A value that is not a window
- *   is replaced in the same atomic check.
- * - When KV fails, the process paces alone at its last known share (half
- *   the limit before KV ever answered) and emits `rate.degraded`; back, it
- *   writes what it sent into the window and emits `rate.restored`.
- *
- * `await using` it before closing the database: it waits for the answers
- * still being written.
+ * `await using` it before closing the database: it waits for the answers still being written.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options The limit, the prefix, the clock.

@@ -1,11 +1,7 @@
-// A token store in this process's memory. Public through ./store.
-
 import type { TokenRecord, TokenStore } from "./types.ts";
 
 /**
- * Creates a token store that lives in this process's memory. A provider
- * without a store keeps its token to itself; pass one store to several
- * providers to share their token.
+ * Creates a token store in this process's memory: pass one to several providers to share their token.
  *
  * @returns An empty store.
  *
