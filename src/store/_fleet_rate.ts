@@ -173,7 +173,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   async #pump(): Promise<void> {
-    // The flag drops in the same step as the last look at the line: a caller queued after starts the next round.
+    // The flag drops in the step of the last look at the line: a caller queued after starts the next round.
     try {
       while (this.#lines.size > 0) {
         const wait = this.#config.now() < this.#aloneUntil

@@ -157,7 +157,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     };
   }
 
-  /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skewed clocks hold nobody). */
+  /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
   #leaseOver(key: string, lease: Lease): boolean {
     const { now, steady, leaseDuration } = this.#config;
     if (lease.until <= now()) return true;

@@ -123,7 +123,7 @@ async function recordText(key: string, send: Send): Promise<string> {
   return text(await send(["GET", key])) ?? "";
 }
 
-/** KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes the lease if the record is still the one seen. */
+/** KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes the lease if the record is unchanged. */
 const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args as [

@@ -13,7 +13,10 @@ export function windowSpan({ interval }: RateLimit): number {
   return interval + HOLD + GRACE;
 }
 
-/** A send: name (`<holder>:<ticket>`), ms it counts from, answered, ms from writing to answer on its owner's clock (-1: unknown). */
+/**
+ * A send: name (`<holder>:<ticket>`), ms it counts from, answered, and ms from writing to answer on
+ * its owner's clock (-1: unknown), which a process on another clock can go by.
+ */
 export type Send = readonly [
   name: string,
   from: number,
@@ -47,7 +50,10 @@ export interface WindowState {
   readonly holders: readonly (readonly [string, number])[];
   /** No send before this (after a refusal). */
   readonly block: number;
-  /** Until when the window is short of what it lost (0: not): only sends written back count, so the absent keep their slots. */
+  /**
+   * Until when the window is short of what it lost (0: not): only sends written back count, so that
+   * a member not back yet keeps its slots.
+   */
   readonly shortUntil: number;
   /** Sends written back while the window is short. */
   readonly reseeded: number;
