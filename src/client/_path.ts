@@ -1,5 +1,4 @@
-// Internal: the boundary the bearer token never crosses. Every address a
-// client sends a token to, redirects included, passes through here.
+// The boundary the bearer token never crosses: every address it is sent to, redirects too, passes here.
 
 import { displayUrl } from "../core/_url.ts";
 import { optionError } from "../core/_check.ts";

@@ -85,10 +85,7 @@ export interface RetryPolicy {
   readonly random: () => number;
 }
 
-/**
- * How long to wait before retrying an idempotent, replayable request after
- * no answer or an `isRetryStatus` status (by `retryDelay`), or `undefined`.
- */
+/** The wait before retrying an idempotent, replayable request after no answer or a retry status. */
 
 export function retryWait(
   attempted: Attempted,
@@ -107,11 +104,7 @@ export function retryWait(
   );
 }
 
-/**
- * Whether a body can be sent a second time: strings, `Blob`s, buffers and
- * views, `URLSearchParams` and `FormData`. Streams and async iterables are
- * consumed by the first attempt.
- */
+/** Whether a body can be sent twice: not a stream or async iterable, which the first attempt consumes. */
 export function isReplayable(body: unknown): boolean {
   return body === undefined || body === null || typeof body === "string" ||
     body instanceof Blob || body instanceof ArrayBuffer ||

@@ -1,6 +1,5 @@
-// Internal: the one place where page boundaries live: pages requested in
-// order (several in flight if asked), where the list ends, and the
-// paginator's options, checked before any page is requested.
+// The one place page boundaries live: pages in order (several in flight if asked), where a list
+// ends, and the paginator's options, checked before any page is requested.
 
 import { raceAbort } from "../core/_deadlines.ts";
 import type {
@@ -62,10 +61,7 @@ function requestPage<T, F>(
   return { page, controller, result };
 }
 
-/**
- * The `Error` (`RepeatedPageError`) when a full page repeats the one before,
- * or holds only items seen: the server seems to ignore `page`.
- */
+/** The `RepeatedPageError` when a full page repeats the one before, or holds only items seen. */
 function repeatedPage(
   page: number,
 ): Error & { reason: "repeated-page"; page: number } {
@@ -161,9 +157,8 @@ function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
 }
 
 /**
- * Yields the list's pages in order, each once, also an empty one. Never
- * requests a page the items already on their way could make unnecessary;
- * aborts the requests in flight once it ends, however it ends.
+ * Yields the list's pages in order, each once, also an empty one; never requests a page the items
+ * on their way may make unnecessary, and aborts those in flight once it ends.
  */
 export async function* walkPages<T, F extends Fetched<T>>(
   fetchPage: (request: PageRequest) => Promise<F>,
@@ -213,10 +208,7 @@ export async function* walkPages<T, F extends Fetched<T>>(
   }
 }
 
-/**
- * The items of `pages`; the signal is looked at after each item. An array
- * is read by index: `for...of` cost a fifth more per item than a user's loop.
- */
+/** The items of `pages`, the signal looked at after each; by index (`for...of` cost a fifth more). */
 
 export async function* flatten<T>(
   pages: AsyncIterator<{ readonly items: Iterable<T> }>,
