@@ -1,5 +1,4 @@
-// Internal: the fake's token endpoint: it validates requests like the real
-// one, issues expiring tokens, and counts a quota in UTC hour and day windows.
+// The fake's token endpoint: validates like the real one, issues expiring tokens, counts a UTC quota.
 
 import {
   formatQuotaHeader,
