@@ -24,10 +24,7 @@ export interface Fetched<T> {
   readonly items: readonly T[];
 }
 
-/**
- * One page as the walk yields it. Its items are read lazily (`dedupeBy` and
- * `until` run only as far as the caller reads): read them all before the next.
- */
+/** One page as the walk yields it; its items are read lazily: read them all before the next page. */
 export interface Walked<T, F extends Fetched<T>> {
   /** The page number. */
   readonly page: number;

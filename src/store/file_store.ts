@@ -308,11 +308,7 @@ class EncryptedFileStore implements FileTokenStore {
 /** A lock file this process holds: refreshed until released. */
 type HeldLock = { release(): void };
 
-/**
- * Keeps the lock at `path` fresh (its mtime) until released, and removes it
- * if the process exits first: `Deno.exit` (Ctrl-C in a tool) skips every
- * `finally` but fires `unload`.
- */
+/** Keeps the lock fresh (mtime) until released; removed on `unload` too, as `Deno.exit` skips `finally`. */
 function holdLock(path: string, owner: string, now: () => number): HeldLock {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const refresh = () => {

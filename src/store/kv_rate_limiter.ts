@@ -188,11 +188,7 @@ class KvWindow implements SharedWindow {
     );
   }
 
-  /**
-   * One write with no check: answers never wait for the window's lock. Each
-   * says when, and how long after its send was written (unknown across a
-   * step back of this clock).
-   */
+  /** One write with no check (answers never wait for the window's lock): when, and how long after the send. */
   async answer(sends: readonly string[]): Promise<void> {
     const now = this.#now();
     const { steps } = this.#now;
@@ -226,9 +222,8 @@ class KvWindow implements SharedWindow {
   }
 
   /**
-   * Reads the value and the answers waiting, changes the value as this
-   * process's clock sees it, and writes it back if nobody wrote meanwhile;
-   * `false` after a few tries. A value that is not a window gets a new epoch.
+   * Reads the value and waiting answers, changes it on this process's clock, and writes it back if
+   * nobody wrote meanwhile; `false` after a few tries. A value that is not a window gets a new epoch.
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,

@@ -164,11 +164,7 @@ async function coordinate(
 /** How far the clocks of a fleet's processes may differ, in ms. */
 const FLEET_CLOCK_SLACK = 5 * 60_000;
 
-/**
- * The parts of a stored record a provider may act on: each of the right
- * shape, a token whose expiry its lifetime allows, a renewal that has
- * happened. Anything else (damaged, forged) counts as absent.
- */
+/** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
 function trustedRecord(
   value: unknown,
   now: number,
