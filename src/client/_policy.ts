@@ -23,7 +23,6 @@ export type Attempted =
 
 /** How far one request has come, as far as its next step goes. */
 export interface Progress extends RetryContext {
-  /** Redirects followed so far. */
   readonly redirects: number;
   /** Whether a 401 already cost this request a fresh token. */
   readonly renewed: boolean;
@@ -71,7 +70,6 @@ export function nextStep(
 
 /** The request as far as retrying it goes. */
 export interface RetryContext {
-  /** Retries already made. */
   readonly retries: number;
   readonly method: string;
   /** Whether the body can be sent again. */

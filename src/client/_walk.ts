@@ -26,11 +26,9 @@ export interface Fetched<T> {
 
 /** One page as the walk yields it; its items are read lazily: read them all before the next page. */
 export interface Walked<T, F extends Fetched<T>> {
-  /** The page number. */
   readonly page: number;
   /** The items kept: after `dedupeBy`, and cut at `until` or `maxItems`. */
   readonly items: Iterable<T>;
-  /** The page as fetched. */
   readonly fetched: F;
 }
 

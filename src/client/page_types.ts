@@ -3,22 +3,14 @@
 /**
  * The two sort directions the service knows.
  *
- * @example Newest first
+ * @example Handed to each page request
  * ```ts
- * import { createClient } from "@partner-api/client";
- * import { collect, type SortDirection } from "@partner-api/client/paginate";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { ok } from "node:assert/strict";
+ * import { paginate, type SortDirection } from "@partner-api/client/paginate";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * await using api = await startFakePartnerApi();
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const newestFirst: SortDirection = "DESC";
- * const items = client.list<{ creationDate: string }>("transactions", {
- *   sortBy: "creationDate",
- *   sortDirection: newestFirst,
- * });
- * const [newest, next] = await collect(items, { maxItems: 2 });
- * ok(newest!.creationDate >= next!.creationDate);
+ * const sortDirection: SortDirection = "DESC";
+ * const pages = paginate(({ sortDirection }) => Promise.resolve([sortDirection]), { sortDirection, limit: 2 });
+ * deepStrictEqual(await Array.fromAsync(pages), ["DESC"]);
  * ```
  */
 export type SortDirection = "ASC" | "DESC";

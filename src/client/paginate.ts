@@ -3,19 +3,6 @@
  * `sortDirection`): {@linkcode paginate} turns a function that fetches one page into an async
  * iterator of items, with parallel pages, early stops, abort and de-duplication.
  *
- * @example Paging an in-memory list
- * ```ts
- * import { collect, paginate } from "@partner-api/client/paginate";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * const all = Array.from({ length: 120 }, (_, i) => i);
- * const items = await collect(
- *   paginate(({ page, limit }) => Promise.resolve(all.slice((page - 1) * limit, page * limit))),
- *   { maxItems: 1000 },
- * );
- * deepStrictEqual(items, all);
- * ```
- *
  * @module
  */
 

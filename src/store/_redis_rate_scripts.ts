@@ -178,8 +178,7 @@ if short > now then redis.call('HSET', KEYS[7], 'reseeded', reseeded + added) en
 keep()
 return added`;
 
-// KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts
-// from now, if it still waits.
+// KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts from now, if it still waits.
 export const ANSWER =
   `if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
 local time = redis.call('TIME')
@@ -192,8 +191,7 @@ end
 if redis.call('TYPE', KEYS[2]).ok == 'hash' then mark() end
 return 0`;
 
-// KEYS: window, block; ARGV: requests, interval. A window with room is
-// taken as full for one slot's share of the interval.
+// KEYS: window, block; ARGV: requests, interval. A window with room is full for one slot's share.
 export const REFUSE = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])

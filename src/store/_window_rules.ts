@@ -99,7 +99,6 @@ export interface TakeReply {
   readonly wait: number;
   /** Processes that took or waited in the last window, the asker included (0: unknown). */
   readonly holders: number;
-  /** The window's epoch. */
   readonly epoch: string;
   /** The asker must write back its sends first: nothing was granted. */
   readonly reseed: boolean;

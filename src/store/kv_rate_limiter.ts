@@ -141,7 +141,6 @@ const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false, count: -1 };
 class KvWindow implements SharedWindow {
   readonly store = "kv";
   readonly #kv: Deno.Kv;
-  /** The window's key. */
   readonly #key: Deno.KvKey;
   /** Where answers wait to be folded in, one key each. */
   readonly #answers: Deno.KvKey;

@@ -56,14 +56,10 @@ export type { RedisCommand } from "./redis_command.ts";
  * import { createRedisTokenStore, type RedisTokenStoreOptions } from "@partner-api/client/redis";
  * import { ok } from "node:assert/strict";
  *
- * // Stands in for node-redis: GET and SET on a Map.
- * const data = new Map<string, string>();
- * const client = {
- *   sendCommand: ([name, key, value]: string[]) =>
- *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
- * };
+ * const data = new Map<string, string>(); // stands in for Redis: GET and SET
  * const options: RedisTokenStoreOptions = {
- *   command: (args) => client.sendCommand(args),
+ *   command: ([name, key, value]) =>
+ *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
  *   prefix: "my-app:partner-token",
  * };
  * await createRedisTokenStore(options).set("client", { blockedUntil: Date.now() + 60_000 });
@@ -115,13 +111,10 @@ const CONTEXT = "Cannot create Redis token store";
  * import { createRedisTokenStore } from "@partner-api/client/redis";
  * import { equal, ok } from "node:assert/strict";
  *
- * // A stand-in for a Redis client: GET and SET on a Map.
- * const data = new Map<string, string>();
+ * const data = new Map<string, string>(); // stands in for Redis: GET and SET
  * const store = createRedisTokenStore({
  *   command: ([name, key, value]) =>
- *     Promise.resolve(
- *       name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null,
- *     ),
+ *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
  * });
  * const blockedUntil = Date.now() + 60_000;
  * await store.set("client", { blockedUntil });

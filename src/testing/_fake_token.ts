@@ -36,7 +36,6 @@ export class FakeTokenEndpoint {
     this.#setup = setup;
   }
 
-  /** Answers one token request. */
   async answer(request: Request): Promise<Response> {
     const { clientId, clientSecret, audience } = this.#setup;
     const body = await readTokenBody(request, this.#setup.bodyFormats);

@@ -180,12 +180,8 @@ export type FakeFault =
  *
  * const limit: FakeRateLimit = { requests: 2, interval: 60_000 }; // the service: 900 in 5 minutes
  * await using api = await startFakePartnerApi({ apiRateLimit: limit });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   rateLimit: false, // no pacing and no retry: the fake's 429 comes back
- *   retry: false,
- * });
+ * // No pacing and no retry: the fake's 429 comes back.
+ * const client = createClient({ environment: api.environment, ...api.credentials, rateLimit: false, retry: false });
  * const statuses: number[] = [];
  * for (let i = 0; i < 3; i++) {
  *   const response = await client.fetch("organizations");

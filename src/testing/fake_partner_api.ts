@@ -57,10 +57,7 @@ export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
  * await using api = await startFakePartnerApi({ onRequest: (answered) => log.push(line(answered)) });
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * await (await client.fetch("organizations")).body?.cancel();
- * deepStrictEqual(log, [
- *   "POST /oauth/token 200 (token requests: 1)",
- *   "GET /api/organizations 200 (token requests: 1)",
- * ]);
+ * deepStrictEqual(log, ["POST /oauth/token 200 (token requests: 1)", "GET /api/organizations 200 (token requests: 1)"]);
  * ```
  */
 export interface FakeRequestLog {
