@@ -43,13 +43,10 @@ const RENEW: Step = Object.freeze({ do: "renew" });
 const FAIL: Step = Object.freeze({ do: "fail" });
 
 /**
- * The one decision of the send loop, after each attempt:
- * - retry (see {@linkcode retryWait}) after no answer or a retryable status;
- * - fail when no answer came and no retry is left;
- * - renew after a 401, once per request and only with a body that can be
- *   sent again (the provider's ledger may still refuse: then deliver);
- * - follow a redirect under the base, at most {@linkcode MAX_REDIRECTS};
- * - else deliver the answer as it is.
+ * The send loop's one decision after each attempt: retry (see {@linkcode retryWait}); fail when no
+ * answer came and no retry is left; renew after a 401, once, with a body that can be sent again (the
+ * ledger may still refuse: deliver); follow a redirect under the base, at most
+ * {@linkcode MAX_REDIRECTS}; else deliver the answer as it is.
  */
 export function nextStep(
   attempted: Attempted,

@@ -86,11 +86,11 @@ const CONTEXT = "Cannot create Redis rate limiter";
 
 /**
  * Creates a {@linkcode RateLimiter} that every process using the same Redis and `prefix` shares,
- * for `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms window
- * across the fleet. Each take is one atomic Lua script on Redis's clock; callers wait in order,
- * never fail, and can give up with their signal. When Redis fails or exceeds `commandTimeout`,
- * the process paces alone at its last known share and emits `rate.degraded`, then `rate.restored`.
- * See docs/fleets.md ("One limit for the fleet").
+ * for `createClient({ rateLimit })` (`command` as in the module's ioredis example): never more than
+ * `requests` sends in any `interval` ms window across the fleet. Each take is one atomic Lua script
+ * on Redis's clock; callers wait in order, never fail, and can give up with their signal. When
+ * Redis fails or exceeds `commandTimeout`, the process paces alone at its last known share and emits
+ * `rate.degraded`, then `rate.restored`. See docs/fleets.md ("One limit for the fleet").
  *
  * `await using` it before closing the Redis connection: it waits for the answers still being written.
  *
@@ -98,21 +98,6 @@ const CONTEXT = "Cannot create Redis rate limiter";
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {TypeError} When `command` is not a function or `prefix` is empty.
  * @throws {RangeError} When `requests`, `interval` or `commandTimeout` is out of range.
- *
- * @example Pacing a fleet with ioredis
- * ```ts ignore
- * import { Redis } from "ioredis";
- * import { configFromEnv, createClient } from "@partner-api/client";
- * import { createRedisRateLimiter } from "@partner-api/client/redis";
- *
- * const redis = new Redis(Deno.env.get("REDIS_URL") ?? "redis://127.0.0.1:6379");
- * const client = createClient({
- *   ...configFromEnv(),
- *   rateLimit: createRedisRateLimiter({
- *     command: (args) => redis.call(...args as [string, ...string[]]),
- *   }),
- * });
- * ```
  *
  * @example A Redis that is away: the process paces alone
  * ```ts
