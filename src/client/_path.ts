@@ -21,8 +21,7 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
  * absolute address must already be under `base`.
  *
- * @throws {TypeError} For anything outside `base`: another origin, a path
- * that climbs out (also percent-encoded), user info, or an encoded separator.
+ * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
 export function resolveUnder(
   base: URL,

@@ -1,5 +1,4 @@
-// The one place page boundaries live: pages in order (several in flight if asked), where a list
-// ends, and the paginator's options, checked before any page is requested.
+// The one place page boundaries live: pages in order, where a list ends, the paginator's options.
 
 import { raceAbort } from "../core/_deadlines.ts";
 import type {

@@ -29,9 +29,8 @@ export interface PartnerClient {
   readonly tokenProvider: TokenProvider;
   /**
    * Sends a request under the API base (`"x"` and `"/x"` both mean `{baseUrl}x`) with the token.
-   * Rejects with `TypeError` for an address outside the base, before sending; with `ApiError`
-   * (`status` 0, the failure as `cause`) when no answer arrives after the retries; with the signal's
-   * reason on abort.
+   * Rejects with `TypeError` for an address outside the base (nothing sent), `ApiError` (`status` 0,
+   * the failure as `cause`) when no answer came after the retries, or the signal's reason.
    */
   fetch(path: string | URL, init?: RequestInit): Promise<Response>;
   /** Like {@linkcode PartnerClient.fetch}, under the card-data (PCI) base. */
@@ -40,8 +39,7 @@ export interface PartnerClient {
    * Iterates over a paged list under the API base.
    *
    * @throws {TypeError} At once, for a path outside the base or bad options.
-   * @throws {ApiError} While iterating, for a page answered with an error, a
-   * page that is not JSON or holds no items, or no answer after the retries.
+   * @throws {ApiError} While iterating: an error status, a page not JSON or without items, no answer.
    */
   list<T = unknown>(
     path: string,
@@ -61,21 +59,21 @@ export interface PartnerClient {
 }
 
 /**
- * Creates a client for one environment. Every request gets `Authorization: Bearer <token>`
- * (replacing the caller's; other headers kept), and:
+ * Creates a client for one environment. Every request gets `Authorization: Bearer <token>` in place
+ * of the caller's (other headers kept), and:
  *
  * - addresses outside the environment's bases are refused before sending (`%2F`, `%5C`, `..` too);
  * - idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE) retry after a network error, a timeout,
  *   408, 429, 500, 502, 503 or 504, with backoff and jitter, honouring `Retry-After`;
- * - the first 401 in an hour (per provider) renews the token and sends once more if the body can be
- *   sent again; other 401s that hour are returned as is: a path always answering 401 cannot drain the quota;
+ * - the first 401 in an hour (per provider) renews the token and sends once more (if the body can
+ *   be sent again); other 401s that hour are returned as they are, so a path that always answers
+ *   401 cannot drain the quota;
  * - redirects are followed only for GET and HEAD, under the same base.
  *
  * @param options Environment, token provider or credentials, time limit, retries and `fetch`.
  * @returns The client.
- * @throws {TypeError} When the environment breaks the rules of
- * `defineEnvironment`, the provider is for another token URL or audience, or
- * neither or both of a provider and credentials are given.
+ * @throws {TypeError} When the environment breaks `defineEnvironment`'s rules, the provider is for
+ * another token URL or audience, or neither or both of a provider and credentials are given.
  * @throws {RangeError} When a time limit or retry option is out of range.
  *
  * @example Reading card data from the PCI origin

@@ -57,8 +57,8 @@ export interface ClientOptions extends ProviderSettings {
    */
   timeout?: number;
   /**
-   * Retries of idempotent requests (see `createClient`), each `list` page on its own;
-   * `false` for none. A `Retry-After` longer than `maxRetryAfter` returns the answer to you.
+   * Retries of idempotent requests (see `createClient`), each `list` page on its own; `false` for
+   * none. A `Retry-After` longer than `maxRetryAfter` returns the answer to you.
    *
    * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */

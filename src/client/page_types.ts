@@ -99,8 +99,8 @@ export interface PaginateOptions<T> {
    */
   maxPages?: number;
   /**
-   * Page requests kept in flight, 1 to 64; items still come in order, and at most
-   * `concurrency - 1` pages past the end are requested (then aborted).
+   * Page requests in flight, 1 to 64; items still come in order, and at most `concurrency - 1` pages
+   * past the end are requested (then aborted).
    *
    * @default {1}
    */

@@ -3,6 +3,19 @@
  * `sortDirection`): {@linkcode paginate} turns a function that fetches one page into an async
  * iterator of items, with parallel pages, early stops, abort and de-duplication.
  *
+ * @example Paging an in-memory list
+ * ```ts
+ * import { collect, paginate } from "@partner-api/client/paginate";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const all = Array.from({ length: 120 }, (_, i) => i);
+ * const items = await collect(
+ *   paginate(({ page, limit }) => Promise.resolve(all.slice((page - 1) * limit, page * limit))),
+ *   { maxItems: 1000 },
+ * );
+ * deepStrictEqual(items, all);
+ * ```
+ *
  * @module
  */
 
@@ -54,11 +67,10 @@ export interface RepeatedPageError extends Error {
  * @param fetchPage Fetches one page from a {@linkcode PageRequest}, honouring its `signal`.
  * @param options Page size, first page, sort, caps, concurrency, dedupe, abort.
  * @returns An async iterator of the items.
- * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not
- * a positive integer, or `maxItems` or `maxPages` is negative.
- * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`,
- * `dedupeBy`, `until` or `signal`; while iterating, for a page that is not
- * an array.
+ * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not a positive integer,
+ * or `maxItems` or `maxPages` is negative.
+ * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`, `dedupeBy`, `until` or
+ * `signal`; while iterating, for a page that is not an array.
  *
  * @example Stopping at the first item that is too old
  * ```ts

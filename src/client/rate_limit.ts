@@ -60,8 +60,8 @@ const CONTEXT = "Cannot create rate limiter";
  *
  * @param options The limit, and optionally the clock.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
- * @throws {RangeError} When `requests` is not a positive integer up to
- * 1,000,000, or `interval` not a whole number of ms from 1 to 2,147,483,647.
+ * @throws {RangeError} When `requests` is not an integer from 1 to 1,000,000, or `interval` not
+ * a whole number of ms from 1 to 2,147,483,647.
  *
  * @example Pacing a loop of your own
  * ```ts

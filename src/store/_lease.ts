@@ -152,8 +152,7 @@ export async function coordinateByLease<Snapshot>(
         const held = { lease: taken, leaseDuration: timing.leaseDuration };
         return await requestHolding(database, key, held, record, request);
       }
-      // Lost to another, or the record changed: wait on the new holder or look once more at once;
-      // lost twice in a row, look again after the wait, never in a tight loop.
+      // Lost, or the record changed: wait on the new holder or look again; lost twice, wait first (no tight loop).
       holder = taken.holder;
       if (holder === undefined && !lookedAgain) {
         lookedAgain = true;

@@ -31,8 +31,7 @@ export interface FileTokenStoreOptions {
   /** The client secret: each file is sealed under a key derived from it. */
   clientSecret: string;
   /**
-   * Told, in one line, when the store skips a file not its own (not a regular file of at most
-   * 64 KiB) or cannot write one.
+   * Told, in one line, when the store skips a file not its own (not a regular file ≤ 64 KiB) or cannot write one.
    *
    * @default nothing is told
    */

@@ -1,10 +1,9 @@
 /**
- * A token store and a rate limiter on Deno KV (a SQLite file locally, replicated on Deno Deploy):
- * a fleet of processes or isolates shares one token, one quota circuit and one rate limit. Needs
- * `--unstable-kv`. Deno only: elsewhere both throw a `TypeError`; use `./redis` instead. Records
- * rest sealed with AES-GCM (key derived from the secret) under names derived from the secret
- * (HKDF, or PBKDF2 under 32 characters): a reader of the database sees no token and no quick way
- * to test guesses of the secret. See docs/fleets.md.
+ * A token store and a rate limiter on Deno KV (a SQLite file locally, replicated on Deno Deploy): a
+ * fleet shares one token, one quota circuit and one rate limit. Needs `--unstable-kv`; Deno only
+ * (elsewhere both throw a `TypeError`: use `./redis`). Records rest sealed with AES-GCM under names
+ * derived from the secret (HKDF, or PBKDF2 under 32 characters): a reader of the database sees no
+ * token and no quick way to test guesses of the secret. See docs/fleets.md.
  *
  * @example One token for two providers of different processes
  * ```ts

@@ -1,6 +1,5 @@
-// The fleet rate limiter on Deno KV. KV runs no script: each take reads the window's one value,
-// decides with _window_rules.ts, and writes back only if nobody wrote it meanwhile. Answers go to
-// keys of their own, folded in by the next take; others' stamps are dated by when seen (_kv_view.ts).
+// The fleet rate limiter on Deno KV: each take reads the window's one value, decides (_window_rules.ts),
+// and writes back if nobody wrote meanwhile; answers wait in keys of their own for the next take.
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
@@ -86,12 +85,11 @@ const LIMITER_ELSEWHERE =
 const MOST_REQUESTS = 1000;
 
 /**
- * Creates a {@linkcode RateLimiter} that every process using the same KV database and `prefix`
- * shares, for `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms
- * window across the fleet. Each take is an atomic check-and-set; callers wait in order, never
- * fail, and can give up with their signal. Members' clocks need not agree. When KV fails, the
- * process paces alone at its last known share and emits `rate.degraded`, then `rate.restored`.
- * See docs/fleets.md ("One limit for the fleet").
+ * Creates a {@linkcode RateLimiter} that every process using the same KV database and `prefix` shares,
+ * for `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms across
+ * the fleet, whatever the members' clocks. Callers wait in order, never fail, and can give up with
+ * their signal. A process whose KV fails paces alone at its last known share (`rate.degraded`, then
+ * `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
  * `await using` it before closing the database: it waits for the answers still being written.
  *

@@ -2,6 +2,20 @@
  * Where token providers keep their token: the store contract, a memory store and a file store.
  * Fleets share one through `./kv` (Deno KV) or `./redis`.
  *
+ * @example Two providers sharing one token
+ * ```ts
+ * import { createMemoryTokenStore } from "@partner-api/client/store";
+ * import { createTokenProvider } from "@partner-api/client/token";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { equal } from "node:assert/strict";
+ *
+ * await using api = await startFakePartnerApi();
+ * const store = createMemoryTokenStore();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * await createTokenProvider({ ...api.environment, ...api.credentials, store }).getToken();
+ * equal(api.tokenRequests, 1); // the second provider found the first one's token
+ * ```
+ *
  * @module
  */
 

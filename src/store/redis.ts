@@ -1,10 +1,9 @@
 /**
  * A token store and a rate limiter on Redis: a fleet on any runtime shares one token, one quota
- * circuit and one rate limit. No Redis dependency: you pass a function that sends one command
- * with your client (node-redis `(args) => client.sendCommand(args)`, ioredis
- * `(args) => client.call(...args)`). Records rest sealed with AES-GCM (key derived from the
- * secret) under names derived from the secret (HKDF, or PBKDF2 under 32 characters): a reader of
- * the database sees no token and no quick way to test guesses of the secret. See docs/fleets.md.
+ * circuit and one rate limit. No Redis dependency: you pass a function that sends one command with
+ * your client (node-redis `(args) => client.sendCommand(args)`, ioredis `(args) => client.call(...args)`).
+ * Records rest sealed with AES-GCM under names derived from the secret (HKDF, or PBKDF2 under 32
+ * characters): a reader of the database sees no token and no quick way to test guesses of the secret.
  *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
@@ -93,12 +92,10 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
 const CONTEXT = "Cannot create Redis token store";
 
 /**
- * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ store })`: one process
- * takes a lease (`SET NX PX`) and requests the token, the others wait for it up to `maxWait`; a
- * 429's block is stored for all. A Redis that fails or does not answer counts as an empty store
- * (each process spends at most the token it would alone); one that refuses EVAL gets plain
- * commands. Records are read up to 64 KiB; one older than a record seen is refused. See
- * docs/fleets.md.
+ * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ store })`: one process takes
+ * a lease (`SET NX PX`) and requests the token, the others wait up to `maxWait`; a 429's block is
+ * stored for all. A failing Redis counts as empty (no process spends more than alone); one that
+ * refuses EVAL gets plain commands. A record older than one seen is refused. See docs/fleets.md.
  *
  * @param options The command function, encryption, prefix and timing.
  * @returns The store.

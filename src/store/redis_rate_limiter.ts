@@ -85,12 +85,11 @@ export interface RedisRateLimiterOptions {
 const CONTEXT = "Cannot create Redis rate limiter";
 
 /**
- * Creates a {@linkcode RateLimiter} that every process using the same Redis and `prefix` shares,
- * for `createClient({ rateLimit })` (`command` as in the module's ioredis example): never more than
- * `requests` sends in any `interval` ms window across the fleet. Each take is one atomic Lua script
- * on Redis's clock; callers wait in order, never fail, and can give up with their signal. When
- * Redis fails or exceeds `commandTimeout`, the process paces alone at its last known share and emits
- * `rate.degraded`, then `rate.restored`. See docs/fleets.md ("One limit for the fleet").
+ * Creates a {@linkcode RateLimiter} that every process using the same Redis and `prefix` shares, for
+ * `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms across the
+ * fleet. Each take is one atomic Lua script on Redis's clock; callers wait in order, never fail, and
+ * can give up with their signal. A process whose Redis fails paces alone at its last known share
+ * (`rate.degraded`, then `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
  * `await using` it before closing the Redis connection: it waits for the answers still being written.
  *

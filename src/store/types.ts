@@ -109,10 +109,9 @@ export interface TokenRenewal {
 }
 
 /**
- * Where providers (or processes, with a shared store) keep one token. Keys hold a digest of the
- * secret, never the secret: a provider with another secret never sees a token this one paid for.
- * Records are plain data (a token read back as `[redacted]` counts as none). A store that fails
- * counts as empty: a paid-for token is never lost to it.
+ * Where providers (or processes, with a shared store) keep one token. Keys hold a digest of the secret,
+ * never the secret: another secret never sees this one's token. Records are plain data (a token read
+ * back as `[redacted]` counts as none); a failing store counts as empty and loses no paid-for token.
  *
  * @example A store on a Map, as one on Redis would look
  * ```ts
@@ -140,8 +139,7 @@ export interface TokenStore {
   set(key: string, record: TokenRecord): Promise<void>;
   /**
    * Optional: replaces the record under `key` with `change(record)` atomically (`change` runs again
-   * after another's write) and resolves with the stored record; `undefined` writes nothing.
-   * Without it, `get` then `set`.
+   * after another's write); resolves with the stored record. `undefined` writes nothing.
    */
   update?(
     key: string,

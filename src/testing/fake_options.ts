@@ -30,9 +30,8 @@ export interface FakePartnerServiceOptions {
    */
   quota?: { perHour?: number; perDay?: number };
   /**
-   * The fake's clock in epoch ms, for token expiry, quota windows and data: at start, each list's
-   * newest item is 3 minutes before it and the others spread over the 300 days before (a day holds
-   * about 1/300 of a list); items added later are dated by it too.
+   * The fake's clock in epoch ms, for token expiry, quota and data: at start each list's newest item
+   * is 3 minutes old, the rest spread over the 300 days before; later items are dated by it too.
    *
    * @default {Date.now}
    */

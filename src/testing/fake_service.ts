@@ -89,8 +89,7 @@ export interface FakeControls {
    */
   remove(list: string, id: string): boolean;
   /**
-   * Sets `fields` on the item with `id` of the list named `list` (e.g. `{ status: "settled" }`);
-   * it moves where its new values place it.
+   * Sets `fields` on the item with `id` of the list named `list`; it moves where its new values place it.
    *
    * @returns Whether it was there.
    * @throws {TypeError} For an unknown list (`option: "list"`), fields that are not strings or
@@ -108,8 +107,7 @@ export interface FakeControls {
 }
 
 /**
- * The fake service without a server: answers requests to its main origin (token endpoint, API)
- * and its card-data origin. Serve it with any runtime's server.
+ * The fake service without a server: answers its main and card-data origins; serve it with any server.
  *
  * @example Answering a request without any server
  * ```ts
@@ -138,15 +136,12 @@ const CONTEXT = "Cannot start fake partner API";
 const AUDIENCE = "https://partner-api.fake";
 
 /**
- * Creates the fake service that `startFakePartnerApi` serves (see there for the token endpoint),
- * with lists that page and sort generated data behind a valid bearer token, and card data.
+ * Creates the fake service that `startFakePartnerApi` serves (see there for what it answers).
  *
  * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
- * @throws {RangeError} (`option`) When a lifetime, quota, size or time
- * option is out of range (time options at most 2,147,483,647 ms).
- * @throws {TypeError} (`option`) When `now` is not a function, or a
- * credential not a non-empty string.
+ * @throws {RangeError} (`option`) When a lifetime, quota, size or time (≤ 2,147,483,647 ms) is out of range.
+ * @throws {TypeError} (`option`) When `now` is not a function, or a credential not a non-empty string.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
