@@ -1,5 +1,4 @@
-// Internal: a client's options, checked, and what they make: its own copy
-// of the environment, its token provider, its pacing and its 401 ledger.
+// A client's options, checked: its own environment copy, token provider, pacing and 401 ledger.
 
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
@@ -166,10 +165,7 @@ function isRateLimiter(value: unknown): value is RateLimiter {
   return typeof (value as RateLimiter | undefined)?.take === "function";
 }
 
-/**
- * The provider's 401 ledger, shared by every client over it; for a provider
- * of the user's own without one, a ledger of this client's by the same rule.
- */
+/** The provider's 401 ledger, shared by its clients; for a user's provider without one, the client's own. */
 function renewalOf(
   provider: TokenProvider,
   now: () => number,

@@ -1,5 +1,4 @@
-// Internal: what the send path works with: what every request of one client
-// shares, and one request to send.
+// What the send path works with: what a client's requests share, and one request.
 
 import type { TokenProvider } from "../token/mod.ts";
 import type { AttemptLimits } from "../core/_deadlines.ts";
@@ -15,10 +14,7 @@ export interface SendContext {
   readonly retry: RetryPolicy;
   /** Time limits of attempts. */
   readonly deadlines: AttemptLimits;
-  /**
-   * The provider's 401 ledger: whether a 401 to this token may cost a fresh
-   * one (then the token is already invalidated).
-   */
+  /** The provider's 401 ledger: whether a 401 to this token may cost a fresh one (then invalidated). */
   readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;
   /** Paces every attempt; `undefined` when pacing is off. */
   readonly rateLimiter: RateLimiter | undefined;
@@ -39,10 +35,7 @@ export interface Exchange<T> {
   readonly init: RequestInit;
   /** Start of error messages, e.g. "Cannot fetch". */
   readonly context: string;
-  /**
-   * What must finish within the attempt's time limit (a list page's body).
-   * An `ApiError` thrown here is final; any other failure counts as no answer.
-   */
+  /** What must finish within the attempt's time limit (a page's body); an `ApiError` here is final. */
 
   readonly finish: (
     response: Response,

@@ -1,6 +1,4 @@
-// Internal: a client's paged lists: each page one exchange, retried on its
-// own, its body read within the attempt; what the service gets wrong is an
-// ApiError with the page's status.
+// A client's paged lists: each page one exchange, retried on its own, its body read within the attempt.
 
 import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
@@ -116,10 +114,8 @@ async function* counted<X>(
 }
 
 /**
- * Each page's address: the list's own with its filters, and the page's
- * parameters put last in place of any the path named (as `set` would).
- * Parsed once a page: a `searchParams.set` per parameter reparses the
- * whole address, which cost more than the rest of a page's own work.
+ * Each page's address: the list's with its filters, the page's parameters last in place of the
+ * path's. Parsed once a page: a `searchParams.set` per parameter reparsed it, the page's main cost.
  */
 function pageAddresses(
   url: URL,

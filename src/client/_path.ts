@@ -1,22 +1,16 @@
-// Internal: the boundary the bearer token never crosses. Every address a
-// client sends a token to, redirects included, passes through here.
+// The boundary the bearer token never crosses: every address it is sent to, redirects too, passes here.
 
 import { displayUrl } from "../core/_url.ts";
 import { optionError } from "../core/_check.ts";
 
 /**
- * Path forms a server may read as a path outside the base, though the URL
- * parser kept them inside: percent-encoded `/` and `\` (`..%2f..%2fadmin`),
- * double encoding (`%252e%252e%252f`, decoded twice), a `;` in a segment
- * (`..;/`, path parameters to some servers) and a backslash.
+ * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
+ * and `\` (`..%2f..%2fadmin`), double encoding (`%252e%252e%252f`), `..;/` and a backslash.
  */
 const RISKY_PATH = /%(?:2f|5c)|%25[0-9a-f]{2}|;|\\/i;
 /** Characters that NFKC maps to something holding `.`, `/` or `\` (`．`, `․`, `／`). */
 const LOOKALIKE = /[^\p{ASCII}]/gu;
-/**
- * Overlong UTF-8 (`%c0%ae` for `.`, `%e0%80%ae`, `%f0%80%80%ae`): never valid,
- * it exists only to hide a character, and some servers decode it anyway.
- */
+/** Overlong UTF-8 (`%c0%ae` for `.`, `%e0%80%ae`): never valid, only hides a character some servers decode. */
 const OVERLONG = /%c[01]|%e0%[89]|%f0%8/i;
 /** A run of percent-escapes, decoded together (one character may take four). */
 const ESCAPES = /(?:%[0-9a-f]{2})+/gi;
@@ -27,8 +21,7 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
  * absolute address must already be under `base`.
  *
- * @throws {TypeError} For anything outside `base`: another origin, a path
- * that climbs out (also percent-encoded), user info, or an encoded separator.
+ * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
 export function resolveUnder(
   base: URL,
@@ -61,10 +54,7 @@ export function resolveUnder(
   return url;
 }
 
-/**
- * Resolved string paths of one base, checked once and kept (the last 256):
- * parsing and checking each call again is most of a client's own cost.
- */
+/** Resolved paths of one base, checked once and kept (the last 256): checking each call was most of its cost. */
 export class PathCache {
   readonly #base: URL;
   readonly #context: string;
@@ -116,10 +106,7 @@ function isRiskyPath(pathname: string): boolean {
   return false;
 }
 
-/**
- * Where a redirect may be followed with the token: for GET and HEAD only,
- * and only to an address under the same base; otherwise `undefined`.
- */
+/** Where a redirect may be followed with the token: GET and HEAD, under the same base; else `undefined`. */
 export function followable(
   response: Response,
   from: URL,

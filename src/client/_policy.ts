@@ -23,7 +23,6 @@ export type Attempted =
 
 /** How far one request has come, as far as its next step goes. */
 export interface Progress extends RetryContext {
-  /** Redirects followed so far. */
   readonly redirects: number;
   /** Whether a 401 already cost this request a fresh token. */
   readonly renewed: boolean;
@@ -44,13 +43,10 @@ const RENEW: Step = Object.freeze({ do: "renew" });
 const FAIL: Step = Object.freeze({ do: "fail" });
 
 /**
- * The one decision of the send loop, after each attempt:
- * - retry (see {@linkcode retryWait}) after no answer or a retryable status;
- * - fail when no answer came and no retry is left;
- * - renew after a 401, once per request and only with a body that can be
- *   sent again (the provider's ledger may still refuse: then deliver);
- * - follow a redirect under the base, at most {@linkcode MAX_REDIRECTS};
- * - else deliver the answer as it is.
+ * The send loop's one decision after each attempt: retry (see {@linkcode retryWait}); fail when no
+ * answer came and no retry is left; renew after a 401, once, with a body that can be sent again (the
+ * ledger may still refuse: deliver); follow a redirect under the base, at most
+ * {@linkcode MAX_REDIRECTS}; else deliver the answer as it is.
  */
 export function nextStep(
   attempted: Attempted,
@@ -71,7 +67,6 @@ export function nextStep(
 
 /** The request as far as retrying it goes. */
 export interface RetryContext {
-  /** Retries already made. */
   readonly retries: number;
   readonly method: string;
   /** Whether the body can be sent again. */
@@ -85,10 +80,7 @@ export interface RetryPolicy {
   readonly random: () => number;
 }
 
-/**
- * How long to wait before retrying an idempotent, replayable request after
- * no answer or an `isRetryStatus` status (by `retryDelay`), or `undefined`.
- */
+/** The wait before retrying an idempotent, replayable request after no answer or a retry status. */
 
 export function retryWait(
   attempted: Attempted,
@@ -107,11 +99,7 @@ export function retryWait(
   );
 }
 
-/**
- * Whether a body can be sent a second time: strings, `Blob`s, buffers and
- * views, `URLSearchParams` and `FormData`. Streams and async iterables are
- * consumed by the first attempt.
- */
+/** Whether a body can be sent twice: not a stream or async iterable, which the first attempt consumes. */
 export function isReplayable(body: unknown): boolean {
   return body === undefined || body === null || typeof body === "string" ||
     body instanceof Blob || body instanceof ArrayBuffer ||

@@ -1,6 +1,4 @@
-// Internal: one API request with the bearer token, through core's attempt
-// loop: a token and a rate slot before each attempt; retries, one renewal
-// after a 401 and redirects as `nextStep` (_policy.ts) decides.
+// One API request with the bearer token, through core's attempt loop, as `nextStep` (_policy.ts) decides.
 
 import { ApiError } from "../core/errors.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
@@ -27,8 +25,7 @@ import {
 } from "./_policy.ts";
 
 /**
- * Sends `exchange` until it has an answer to hand back; returns what
- * `finish` made of it.
+ * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.
  *
  * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
  */
@@ -72,10 +69,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.target = exchange.url;
   }
 
-  /**
-   * Before each attempt, outside its time limit: the token before the slot
-   * (a call that fails without one must not hold a slot for an interval).
-   */
+  /** Before each attempt: the token before the slot (a call failing without one holds no slot). */
   async before(): Promise<void> {
     const { signal, context } = this;
     ({ accessToken: this.accessToken } = await context.tokenProvider
@@ -87,10 +81,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
       : slot;
   }
 
-  /**
-   * One attempt: the answer, or `undefined` (and `failure`). Raced against
-   * the deadline: a caller's `fetch` might not stop at its signal.
-   */
+  /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal. */
   async attempt(deadline: Deadline): Promise<Response | undefined> {
     try {
       const { init } = this.exchange;
@@ -117,9 +108,8 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     attempts: number,
   ): Next<T> | Promise<Next<T>> {
     if (response === undefined) this.signal?.throwIfAborted();
-    // The service counts more than this limiter saw (other processes on the
-    // same address): no request before the window has room. A Retry-After
-    // is the retry's own wait.
+    // The service counts more than this limiter saw (other processes): no request before the window
+    // has room. A Retry-After is the retry's own wait.
     else if (response.status === 429) this.context.rateLimiter?.refused();
     const step = nextStep(attempted(this, response), this, this.context.retry);
     if (step.do === "deliver") {
@@ -191,8 +181,7 @@ function deliver<T>(
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
   const bodyFailed = (error: unknown): Next<T> | Promise<Next<T>> => {
-    // The service's own refusal is final; a body cut off or too slow is no
-    // answer, and retried like one (the caller's abort ends it).
+    // The service's refusal is final; a body cut off or too slow is no answer, and retried like one.
     if (error instanceof ApiError) throw error;
     request.signal?.throwIfAborted();
     request.failure = error;
@@ -332,10 +321,7 @@ function serverOf(url: URL): { host: string; port: number } {
   return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
 }
 
-/**
- * The caller's headers with the bearer token in place of any Authorization.
- * A record stays one: a `Headers` per request costs more than the rest.
- */
+/** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
 
 function withBearer(
   headers: HeadersInit | undefined,

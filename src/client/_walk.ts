@@ -1,6 +1,4 @@
-// Internal: the one place where page boundaries live: pages requested in
-// order (several in flight if asked), where the list ends, and the
-// paginator's options, checked before any page is requested.
+// The one place page boundaries live: pages in order, where a list ends, the paginator's options.
 
 import { raceAbort } from "../core/_deadlines.ts";
 import type {
@@ -25,16 +23,11 @@ export interface Fetched<T> {
   readonly items: readonly T[];
 }
 
-/**
- * One page as the walk yields it. Its items are read lazily (`dedupeBy` and
- * `until` run only as far as the caller reads): read them all before the next.
- */
+/** One page as the walk yields it; its items are read lazily: read them all before the next page. */
 export interface Walked<T, F extends Fetched<T>> {
-  /** The page number. */
   readonly page: number;
   /** The items kept: after `dedupeBy`, and cut at `until` or `maxItems`. */
   readonly items: Iterable<T>;
-  /** The page as fetched. */
   readonly fetched: F;
 }
 
@@ -62,10 +55,7 @@ function requestPage<T, F>(
   return { page, controller, result };
 }
 
-/**
- * The `Error` (`RepeatedPageError`) when a full page repeats the one before,
- * or holds only items seen: the server seems to ignore `page`.
- */
+/** The `RepeatedPageError` when a full page repeats the one before, or holds only items seen. */
 function repeatedPage(
   page: number,
 ): Error & { reason: "repeated-page"; page: number } {
@@ -161,9 +151,8 @@ function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
 }
 
 /**
- * Yields the list's pages in order, each once, also an empty one. Never
- * requests a page the items already on their way could make unnecessary;
- * aborts the requests in flight once it ends, however it ends.
+ * Yields the list's pages in order, each once, also an empty one; never requests a page the items
+ * on their way may make unnecessary, and aborts those in flight once it ends.
  */
 export async function* walkPages<T, F extends Fetched<T>>(
   fetchPage: (request: PageRequest) => Promise<F>,
@@ -213,10 +202,7 @@ export async function* walkPages<T, F extends Fetched<T>>(
   }
 }
 
-/**
- * The items of `pages`; the signal is looked at after each item. An array
- * is read by index: `for...of` cost a fifth more per item than a user's loop.
- */
+/** The items of `pages`, the signal looked at after each; by index (`for...of` cost a fifth more). */
 
 export async function* flatten<T>(
   pages: AsyncIterator<{ readonly items: Iterable<T> }>,

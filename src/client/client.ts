@@ -1,6 +1,3 @@
-// The client: one environment, one token provider, and the calls that send
-// with its token. Public through ./client (and the root).
-
 import type { TokenProvider } from "../token/mod.ts";
 import { PathCache } from "./_path.ts";
 import { listUnder, pagesUnder } from "./_list.ts";
@@ -31,12 +28,9 @@ export interface PartnerClient {
   /** The provider whose tokens the client sends. */
   readonly tokenProvider: TokenProvider;
   /**
-   * Sends a request under the API base (`"x"` and `"/x"` both mean
-   * `{baseUrl}x`) with the bearer token, retrying idempotent requests.
-   * Rejects with `TypeError` for an address outside the base, before
-   * anything is sent; with `ApiError` (`status` 0, the failure as `cause`)
-   * when no answer arrives after the retries; with the signal's reason when
-   * the caller aborts.
+   * Sends a request under the API base (`"x"` and `"/x"` both mean `{baseUrl}x`) with the token.
+   * Rejects with `TypeError` for an address outside the base (nothing sent), `ApiError` (`status` 0,
+   * the failure as `cause`) when no answer came after the retries, or the signal's reason.
    */
   fetch(path: string | URL, init?: RequestInit): Promise<Response>;
   /** Like {@linkcode PartnerClient.fetch}, under the card-data (PCI) base. */
@@ -45,20 +39,15 @@ export interface PartnerClient {
    * Iterates over a paged list under the API base.
    *
    * @throws {TypeError} At once, for a path outside the base or bad options.
-   * @throws {ApiError} While iterating, for a page answered with an error, a
-   * page that is not JSON or holds no items, or no answer after the retries.
+   * @throws {ApiError} While iterating: an error status, a page not JSON or without items, no answer.
    */
   list<T = unknown>(
     path: string,
     options?: ListOptions<T>,
   ): AsyncIterableIterator<T>;
   /**
-   * Iterates over the pages of a paged list under the API base: each a
-   * frozen {@linkcode Page} with its items, its number, `limit` and the
-   * request that fetched it. The same walk as `list`, which yields the
-   * items of these pages: every page answered is yielded once, also an
-   * empty one, and the last one is cut where `until` or `maxItems` ends the
-   * list; no page past it is requested.
+   * Iterates over the pages of a paged list (the walk of `list`): each answered page once, also an
+   * empty one, as a frozen {@linkcode Page}.
    *
    * @throws {TypeError} At once, for a path outside the base or bad options.
    * @throws {ApiError} While iterating, as `list` does.
@@ -70,28 +59,21 @@ export interface PartnerClient {
 }
 
 /**
- * Creates a client for one environment. It sends every request with
- * `Authorization: Bearer <token>` (replacing any the caller set), keeps the
- * caller's other headers, and:
+ * Creates a client for one environment. Every request gets `Authorization: Bearer <token>` in place
+ * of the caller's (other headers kept), and:
  *
- * - refuses addresses outside the environment's bases before sending,
- *   encoded separators (`%2F`, `%5C`) and climbing paths included;
- * - gives every attempt `timeout` and retries idempotent requests after a
- *   network error, a timeout, 408, 429, 500, 502, 503 or 504, with backoff
- *   and jitter, honouring `Retry-After` up to `retry.maxRetryAfter`;
- * - on a 401 asks the provider's ledger: the first 401 in an hour (per
- *   provider, whatever the client, path or base) invalidates that token and
- *   the request is sent once more with a fresh one, when its body can be
- *   sent again; every other 401 in that hour is returned as it is and the
- *   token kept, so a path that always answers 401 cannot drain the quota;
- * - follows redirects only for GET and HEAD and only under the same base.
+ * - addresses outside the environment's bases are refused before sending (`%2F`, `%5C`, `..` too);
+ * - idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE) retry after a network error, a timeout,
+ *   408, 429, 500, 502, 503 or 504, with backoff and jitter, honouring `Retry-After`;
+ * - the first 401 in an hour (per provider) renews the token and sends once more (if the body can
+ *   be sent again); other 401s that hour are returned as they are, so a path that always answers
+ *   401 cannot drain the quota;
+ * - redirects are followed only for GET and HEAD, under the same base.
  *
- * @param options Environment, token provider or credentials, time limit,
- * retries and `fetch`.
+ * @param options Environment, token provider or credentials, time limit, retries and `fetch`.
  * @returns The client.
- * @throws {TypeError} When the environment breaks the rules of
- * `defineEnvironment`, the provider is for another token URL or audience, or
- * neither or both of a provider and credentials are given.
+ * @throws {TypeError} When the environment breaks `defineEnvironment`'s rules, the provider is for
+ * another token URL or audience, or neither or both of a provider and credentials are given.
  * @throws {RangeError} When a time limit or retry option is out of range.
  *
  * @example Reading card data from the PCI origin
@@ -117,7 +99,6 @@ export function createClient(options: ClientOptions): PartnerClient {
           base,
           kind,
           url: paths.resolve(path),
-          // The client's priority reaches fetch too, as the call's would.
           init: init.priority === undefined && context.priority !== "auto"
             ? { ...init, priority: context.priority }
             : init,

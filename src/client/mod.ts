@@ -1,8 +1,6 @@
 /**
- * An authenticated client for the partner API: `fetch` under the API base,
- * `pciFetch` under the card-data base, and `list` for paged lists. Every
- * request carries the provider's bearer token, and the token never leaves
- * the environment's addresses.
+ * An authenticated client for the partner API: `fetch`, `pciFetch` (card data) and `list`. Every
+ * request carries the provider's bearer token, which never leaves the environment's addresses.
  *
  * @example Listing transactions, newest first
  * ```ts
@@ -39,15 +37,13 @@ export {
 
 export type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: each entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
 export type { Environment } from "../core/environment.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
-// The store contract comes through token's door: the client may import core
-// and token, not the store (DESIGN §2).
+// The store contract comes through token's door: the client may not import the store (DESIGN §2).
 export type {
   CoordinateOptions,
   GetTokenOptions,

@@ -1,5 +1,4 @@
-// The options of `createClient`: the public declarations of the client's
-// configuration, checked by _config.ts. Re-exported by "./client".
+// The options of `createClient`, checked by _config.ts.
 
 import type { EventListener } from "../core/events.ts";
 import type { Environment } from "../core/environment.ts";
@@ -36,41 +35,30 @@ import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
  * ```
  */
 export interface ClientOptions extends ProviderSettings {
-  /**
-   * The environment, from `defineEnvironment`. The client checks it by the
-   * same rules and keeps its own copy: changing the object afterwards
-   * changes nothing the client sends.
-   */
+  /** The environment, from `defineEnvironment`; the client keeps its own checked copy. */
   environment: Environment;
-  /**
-   * The token provider to use (its token URL and audience must be the
-   * environment's); or give `clientId` and `clientSecret`.
-   */
+  /** The token provider, for the environment's token URL and audience; or `clientId` and `clientSecret`. */
   tokenProvider?: TokenProvider;
   /** The client id, when the client creates its own provider. */
   clientId?: string;
   /** The client secret, when the client creates its own provider. */
   clientSecret?: string;
   /**
-   * The `fetch` for API requests (and token requests of the provider the
-   * client creates); always called as a plain function.
+   * The `fetch` for API requests (and the created provider's); always called as a plain function.
    *
    * @default {globalThis.fetch}
    */
   fetch?: typeof fetch;
   /**
-   * Time limit of one attempt, in ms: for `fetch` and `pciFetch` until the
-   * answer's headers arrive, for a `list` page until its body is read (and
-   * of each token request, for the provider the client creates).
+   * Time limit of one attempt, in ms: until the headers for `fetch`, until the body is read for a
+   * `list` page (and for the created provider's token requests).
    *
    * @default {30000}
    */
   timeout?: number;
   /**
-   * Retries of idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE) after a
-   * network error, a timeout, 408, 429, 500, 502, 503 or 504; `false` for
-   * none. Each page of a `list` retries on its own. A `Retry-After` longer
-   * than `maxRetryAfter` returns the answer to you.
+   * Retries of idempotent requests (see `createClient`), each `list` page on its own; `false` for
+   * none. A `Retry-After` longer than `maxRetryAfter` returns the answer to you.
    *
    * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */
@@ -82,37 +70,28 @@ export interface ClientOptions extends ProviderSettings {
    */
   random?: () => number;
   /**
-   * The clock, in epoch ms, for every decision: `Retry-After` dates, time
-   * windows, and the provider the client creates.
+   * The clock, in epoch ms, for every decision (`Retry-After` dates, windows, the created provider).
    *
    * @default {Date.now}
    */
   now?: () => number;
   /**
-   * Pacing of API requests: at most `requests` per `interval` ms in any
-   * sliding window, waiting (not failing) for a free slot; a limiter from
-   * `createRateLimiter` to share one limit between clients; `false` for none.
-   * A 429 from the API also waits for the window to have room.
+   * Pacing of API requests: at most `requests` per `interval` ms in any sliding window, waiting for
+   * a slot (a 429 too); a `createRateLimiter` limiter to share one limit; `false` for none.
    *
    * @default {{ requests: 900, interval: 300000 }: the service's published limit per IP}
    */
   rateLimit?: RateLimit | RateLimiter | false;
   /**
-   * The priority of the client's calls that give none of their own
-   * (Fetch's `RequestInit.priority`, passed on to `fetch`): `"low"` makes
-   * them background, which the rate limiter sends only when nothing else
-   * waits and its window keeps `reserve` slots free; any other value is
-   * live. A call's `init.priority` (or a list's `priority`) overrides it.
+   * The priority of calls that give none (`RequestInit.priority`, passed on to `fetch`): `"low"` is
+   * background, any other live. See docs/rate-limit.md.
    *
    * @default {"auto"}
    */
   priority?: "high" | "low" | "auto";
   /**
-   * Called with what the client does: `api.request` (each attempt),
-   * `api.retry`, `api.renewal` (a 401, sent again with a newer token),
-   * `rate.wait` and `api.list` (a crawl ended); and, for the provider the
-   * client creates, its `token.request`, `token.retry`, `token.refresh` and
-   * `quota.blocked`. Events are frozen and never hold the secret or a token;
+   * Called with `api.request` (each attempt), `api.retry`, `api.renewal`, `rate.wait`, `api.list`,
+   * and the created provider's events (docs/events.md). Events never hold the secret or a token;
    * what the listener throws is ignored.
    *
    * @default {none: no event is built}
@@ -121,8 +100,7 @@ export interface ClientOptions extends ProviderSettings {
 }
 
 /**
- * The provider options a client passes on when it creates its own provider
- * (from `clientId` and `clientSecret`); with `tokenProvider` they are refused.
+ * The provider options a client passes on when it creates its own provider; refused with `tokenProvider`.
  *
  * @example A client for a token server that takes form bodies only
  * ```ts

@@ -1,25 +1,16 @@
-// The paginator's public types, apart so that its entry (paginate.ts) and
-// its option checks can both name them. Re-exported by "./paginate".
+// The paginator's public types, apart so that paginate.ts and the option checks both name them.
 
 /**
  * The two sort directions the service knows.
  *
- * @example Newest first
+ * @example Handed to each page request
  * ```ts
- * import { createClient } from "@partner-api/client";
- * import { collect, type SortDirection } from "@partner-api/client/paginate";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { ok } from "node:assert/strict";
+ * import { paginate, type SortDirection } from "@partner-api/client/paginate";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * await using api = await startFakePartnerApi();
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const newestFirst: SortDirection = "DESC";
- * const items = client.list<{ creationDate: string }>("transactions", {
- *   sortBy: "creationDate",
- *   sortDirection: newestFirst,
- * });
- * const [newest, next] = await collect(items, { maxItems: 2 });
- * ok(newest!.creationDate >= next!.creationDate);
+ * const sortDirection: SortDirection = "DESC";
+ * const pages = paginate(({ sortDirection }) => Promise.resolve([sortDirection]), { sortDirection, limit: 2 });
+ * deepStrictEqual(await Array.fromAsync(pages), ["DESC"]);
  * ```
  */
 export type SortDirection = "ASC" | "DESC";
@@ -47,16 +38,9 @@ export interface PageRequest {
   readonly sortBy?: string;
   /** Sort direction, only when the caller gave one. */
   readonly sortDirection?: SortDirection;
-  /**
-   * Aborts when the caller's signal does, or when the page is no longer
-   * needed. Always present when {@linkcode paginate} calls.
-   */
+  /** Aborts when the caller's does or the page is no longer needed; always set by {@linkcode paginate}. */
   readonly signal?: AbortSignal;
-  /**
-   * The priority to fetch the page at (`RequestInit.priority`), only when
-   * the caller gave one: pass it to `fetch` (a client's list does, and its
-   * rate limiter reads it).
-   */
+  /** The priority to fetch the page at, only when the caller gave one: pass it to `fetch`. */
   readonly priority?: "high" | "low" | "auto";
 }
 
@@ -87,8 +71,7 @@ export interface PageRequest {
  */
 export interface PaginateOptions<T> {
   /**
-   * Items per page: the size of each page requested, not a total (that is
-   * `maxItems`); always sent.
+   * Items per page (a total is `maxItems`); always sent.
    *
    * @default {50}
    */
@@ -116,44 +99,31 @@ export interface PaginateOptions<T> {
    */
   maxPages?: number;
   /**
-   * Page requests kept in flight, 1 to 64. Items are still yielded in order;
-   * at most `concurrency - 1` pages past the end are requested, and aborted.
+   * Page requests in flight, 1 to 64; items still come in order, and at most `concurrency - 1` pages
+   * past the end are requested (then aborted).
    *
    * @default {1}
    */
   concurrency?: number;
   /**
-   * Returns a key per item; an item whose key was already yielded is dropped.
-   * Offset paging repeats items when new ones are inserted ahead of the
-   * current page while you page (transactions by `creationDate` DESC); this
-   * removes the repeats. It cannot bring back items skipped because others
-   * were deleted meanwhile, and it keeps every key in memory. A full page
-   * whose items were all seen before ends the iteration with an `Error`: the
-   * server ignores `page`, and paging on would never end.
+   * Returns a key per item; an item whose key was already yielded is dropped (offset paging repeats
+   * items inserted ahead while you page). It keeps every key in memory and cannot bring back items
+   * skipped by deletions; a full page of seen items ends with a `RepeatedPageError`.
    */
   dedupeBy?: (item: T) => unknown;
   /**
-   * Stops before the first item for which it returns `true`: that item and
-   * every later one are left out, and no further page is requested (pages
-   * already in flight are aborted). With `sortBy: "creationDate"` and
-   * `sortDirection: "DESC"` this is "since": stop at the first item older
-   * than a date. Called once per item, in order, after `dedupeBy`.
+   * Stops before the first item for which it returns `true`, requesting no further page; with
+   * `creationDate` `DESC` this is "since". Called once per item, in order, after `dedupeBy`.
    */
   until?: (item: T) => boolean;
   /**
-   * Aborts the iteration, which then throws the signal's reason. In a
-   * `Deno.serve` handler, `request.signal` stops the list when the client
-   * goes away: run with `--unstable-no-legacy-abort` (or `"unstable":
-   * ["no-legacy-abort"]` in deno.json), as Deno 2.9 otherwise also aborts it
-   * after every answer and warns each time a handler reads it.
+   * Aborts the iteration, which throws the signal's reason. To pass `Deno.serve`'s `request.signal`,
+   * run with `--unstable-no-legacy-abort`: Deno 2.9 otherwise aborts it after every answer.
    */
   signal?: AbortSignal;
   /**
-   * The priority of every page request (Fetch's `RequestInit.priority`),
-   * handed to `fetchPage` with each page. A client's `list` and `pages`
-   * send their pages with it: `"low"` makes the crawl background, which
-   * its rate limiter sends only when nothing else waits and the window
-   * keeps its reserve free; any other value is live.
+   * The priority of every page request, handed to `fetchPage`: `"low"` makes a client's crawl
+   * background (see docs/rate-limit.md).
    *
    * @default {none: a client's list takes the client's own priority}
    */

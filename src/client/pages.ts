@@ -1,5 +1,4 @@
-// The public types of a client's lists: the options of `list` and `pages`,
-// and the pages `pages` yields. Re-exported by the client's entry.
+// The public types of a client's lists: the options of `list` and `pages`, and the pages yielded.
 
 import type { PaginateOptions } from "./page_types.ts";
 
@@ -55,11 +54,7 @@ export interface ListOptions<T> extends PaginateOptions<T> {
  * ```
  */
 export interface Page<T> {
-  /**
-   * The page's items, in order: as the service sent them, less those
-   * `dedupeBy` dropped; the last page is cut where `until` or `maxItems`
-   * ended the list (it may then be empty).
-   */
+  /** The page's items less those `dedupeBy` dropped, cut where `until` or `maxItems` ended the list. */
   readonly items: readonly T[];
   /** The page number, from 1. */
   readonly page: number;
@@ -70,8 +65,7 @@ export interface Page<T> {
 }
 
 /**
- * What one page's request was: where it went, what answered, and how many
- * attempts it took.
+ * What one page's request was: where it went, what answered, and how many attempts it took.
  *
  * @example Logging the address of each page
  * ```ts

@@ -1,10 +1,7 @@
 /**
- * Offset pagination as the partner API does it: `limit` (default 50), `page`
- * (from 1), and optionally `sortBy` and `sortDirection`.
- *
- * {@linkcode paginate} turns a function that fetches one page into an async
- * iterator of items, with page requests in parallel if asked, early stops,
- * abort, and de-duplication for lists that change while you page.
+ * Offset pagination as the partner API does it (`limit`, `page` from 1, optional `sortBy` and
+ * `sortDirection`): {@linkcode paginate} turns a function that fetches one page into an async
+ * iterator of items, with parallel pages, early stops, abort and de-duplication.
  *
  * @example Paging an in-memory list
  * ```ts
@@ -40,9 +37,8 @@ export type {
 const CONTEXT = "Cannot paginate";
 
 /**
- * The `Error` that ends a list when a full page repeats the one before (or,
- * with `dedupeBy`, holds only items seen before): the server seems to ignore
- * `page`, and paging on would never end.
+ * The `Error` that ends a list when a full page repeats the one before (or, with `dedupeBy`, holds
+ * only items seen): the server seems to ignore `page`, and paging on would never end.
  *
  * @example Telling it from other failures
  * ```ts
@@ -63,25 +59,18 @@ export interface RepeatedPageError extends Error {
 }
 
 /**
- * Iterates over every item of an offset-paged list, in order.
- *
- * It stops after the first page shorter than `limit`, at `maxPages`, once
- * `maxItems` items are yielded, or before the first item for which `until`
- * returns `true`, without requesting a page it does not need (at
- * concurrency 1); a `break` in the caller's loop stops it with no further
- * request. With `concurrency` above 1 it keeps that many page requests in
- * flight, yields in page order, and aborts those it no longer needs.
+ * Iterates over every item of an offset-paged list, in order. It stops after the first page
+ * shorter than `limit`, or at `maxPages`, `maxItems`, `until` or the caller's `break`, requesting no
+ * page it does not need (at concurrency 1; above, it aborts those it no longer needs).
  *
  * @typeParam T The item type.
- * @param fetchPage Fetches one page; it receives `page`, `limit`, the sort
- * options that were given, and a `signal` to honour.
+ * @param fetchPage Fetches one page from a {@linkcode PageRequest}, honouring its `signal`.
  * @param options Page size, first page, sort, caps, concurrency, dedupe, abort.
  * @returns An async iterator of the items.
- * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not
- * a positive integer, or `maxItems` or `maxPages` is negative.
- * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`,
- * `dedupeBy`, `until` or `signal`; while iterating, for a page that is not
- * an array.
+ * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not a positive integer,
+ * or `maxItems` or `maxPages` is negative.
+ * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`, `dedupeBy`, `until` or
+ * `signal`; while iterating, for a page that is not an array.
  *
  * @example Stopping at the first item that is too old
  * ```ts
@@ -96,25 +85,6 @@ export interface RepeatedPageError extends Error {
  * }, { limit: 3, until: (age) => age > 4 });
  * deepStrictEqual(await Array.fromAsync(young), [1, 2, 3, 4]);
  * deepStrictEqual(asked, [1, 2]); // no page after the one that held 5
- * ```
- *
- * @example Paging with four requests in flight and a cap
- * ```ts
- * import { paginate } from "@partner-api/client/paginate";
- * import { deepStrictEqual, equal } from "node:assert/strict";
- *
- * const asked: number[] = [];
- * const fetchPage = ({ page, limit }: { page: number; limit: number }) => {
- *   asked.push(page);
- *   return Promise.resolve(Array.from({ length: limit }, (_, i) => (page - 1) * limit + i));
- * };
- * const seen: number[] = [];
- * for await (const n of paginate(fetchPage, { limit: 10, concurrency: 4, maxItems: 25 })) {
- *   seen.push(n);
- * }
- * equal(seen.length, 25);
- * equal(seen[24], 24); // in order
- * deepStrictEqual(asked, [1, 2, 3]); // none past what 25 items need
  * ```
  */
 export function paginate<T>(
@@ -133,8 +103,7 @@ export function paginate<T>(
 }
 
 /**
- * Writes a page request as the service's query parameters: `limit`, `page`,
- * and `sortBy` and `sortDirection` when present.
+ * Writes a page request as the service's query parameters (`sortBy`, `sortDirection` when present).
  *
  * @param request The page request.
  * @returns The query parameters.
@@ -161,8 +130,7 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
 }
 
 /**
- * Collects an async iterable into an array, up to an explicit cap, and stops
- * the iteration there (no further page is requested).
+ * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
  *
  * @typeParam T The item type.
  * @param items The items, e.g. from {@linkcode paginate}.

@@ -1,6 +1,4 @@
-// Pacing API requests to the service's published limit: at most `requests`
-// in any sliding window of `interval` ms. Waiting for a slot is not failing:
-// callers queue in order and go as soon as the window lets them.
+// Pacing API requests: at most `requests` in any sliding `interval` ms; callers wait in order, never fail.
 
 import {
   MAX_TIMER_MS,
@@ -40,18 +38,14 @@ export type { RateLimit, RateLimiter };
  */
 export interface RateLimiterOptions extends RateLimit {
   /**
-   * The clock, in epoch ms. Waits are measured on it as it never goes back:
-   * a step back is read as no time passing (Date.now, the default, is read
-   * through the runtime's monotone clock), so a wall clock stepped back by
-   * hours holds no caller for those hours.
+   * The clock, in epoch ms; a step back reads as no time passing, so it holds no caller.
    *
    * @default {Date.now}
    */
   now?: () => number;
   /**
-   * Slots of any window a background request (`priority: "low"`) leaves
-   * free for live ones: it is sent only when no other request waits and at
-   * least this many slots stay free after it. From 0 to `requests - 1`.
+   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, from 0
+   * to `requests - 1`. See docs/rate-limit.md.
    *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
@@ -61,14 +55,13 @@ export interface RateLimiterOptions extends RateLimit {
 const CONTEXT = "Cannot create rate limiter";
 
 /**
- * Creates a limiter of at most `requests` per `interval` ms in any sliding
- * window. Its timer is `globalThis.setTimeout` (so fake timers drive it),
- * set only while someone waits.
+ * Creates a limiter of at most `requests` per `interval` ms in any sliding window. Its timer is
+ * `globalThis.setTimeout` (fake timers drive it), set only while someone waits.
  *
  * @param options The limit, and optionally the clock.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
- * @throws {RangeError} When `requests` is not a positive integer up to
- * 1,000,000, or `interval` not a whole number of ms from 1 to 2,147,483,647.
+ * @throws {RangeError} When `requests` is not an integer from 1 to 1,000,000, or `interval` not
+ * a whole number of ms from 1 to 2,147,483,647.
  *
  * @example Pacing a loop of your own
  * ```ts
@@ -99,11 +92,7 @@ interface Waiter {
   readonly reject: (reason: unknown) => void;
 }
 
-/**
- * A limiter over one window, with callers queued in order: live ones in
- * one line, background ones in another that moves only while the first is
- * empty and the window keeps the reserve free.
- */
+/** One window; live callers in one line, background ones in another that moves while the first is empty. */
 class SlidingWindowLimiter implements RateLimiter {
   readonly limit: RateLimit;
   readonly #now: () => number;
@@ -112,8 +101,7 @@ class SlidingWindowLimiter implements RateLimiter {
   readonly #lowShare: number;
   readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
     waiter.reject(reason);
-    // Leaving changes no slot: an empty limiter stops its timer, and a
-    // live caller leaving may let background ones go.
+    // Leaving frees no slot: an empty limiter stops its timer; a live caller leaving may free background ones.
     if (this.#lines.size === 0) this.#stop();
     else if (this.#lines.live.size === 0) this.#schedule();
   });
@@ -135,12 +123,8 @@ class SlidingWindowLimiter implements RateLimiter {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const line = this.#lines.of(priority);
     const low = line === this.#lines.low;
-    // Live: ahead of any background caller, behind live ones. Background:
-    // behind everyone, and within its share of the window.
     const share = low ? this.#lowShare : this.limit.requests;
-    // The clock never goes back, so its last reading is a time it is at
-    // least: a slot free then is free now, and the clock is read only when
-    // that is not enough (a limit far away costs no reading per request).
+    // The clock never goes back: a slot free at its last reading is free now (no reading per request).
     if (
       line.size === 0 && (!low || this.#lines.live.size === 0) &&
       (this.#freeAt(this.#last, share) || this.#freeAt(this.#read(), share))
@@ -173,8 +157,7 @@ class SlidingWindowLimiter implements RateLimiter {
     const { requests, interval } = this.limit;
     const now = this.#read();
     const oldest = window.times[window.head]!;
-    // Full of answered requests: room when the oldest leaves. Else (room
-    // left, or the oldest unanswered) one slot's share of the interval.
+    // Full of answered requests: room when the oldest leaves; else one slot's share of the interval.
     const room = window.count === requests && oldest !== Infinity
       ? oldest + interval
       : now + interval / requests;
@@ -182,10 +165,7 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#schedule();
   }
 
-  /**
-   * Lets waiters through while slots are free, live ones first, then
-   * background ones within their share; then waits for the next slot.
-   */
+  /** Lets waiters through while slots are free, live first; then waits for the next slot. */
   #schedule(): void {
     this.#stop();
     const { interval, requests } = this.limit;
@@ -193,8 +173,7 @@ class SlidingWindowLimiter implements RateLimiter {
       const line = this.#lines.next;
       const share = line === this.#lines.live ? requests : this.#lowShare;
       const wait = slotWait(this.#window, interval, this.#read(), share);
-      // Infinity: the send to leave first awaits its answer, and
-      // answered() comes back.
+      // Infinity: the send to leave first awaits its answer; answered() comes back.
       if (wait === Infinity) return;
       if (wait > 0) {
         // Never past what a timer can wait: a longer delay fires at once.

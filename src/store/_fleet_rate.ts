@@ -1,10 +1,6 @@
-// Internal: the part of a fleet rate limiter that lives in each process.
-// The store (Redis, KV) behind SharedWindow decides each take atomically;
-// here the process's callers queue in order, one take at a time asks for
-// as many as wait, and the answer says when to ask again. The process
-// remembers its own sends of the last window: when the store fails it
-// paces alone at its last known share, and when the store answers again
-// (or comes back without the window) it writes them back before it takes.
+// The part of a fleet rate limiter in each process: callers queue in order, one take asks the store
+// (which decides atomically) for as many as wait. The process remembers its sends of the last
+// window: it paces alone on them when the store fails, and writes them back when it returns.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
@@ -83,10 +79,7 @@ const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
 
-/**
- * A {@linkcode RateLimiter} over a {@linkcode SharedWindow}; disposing of it
- * waits for its writes to the store.
- */
+/** A {@linkcode RateLimiter} over a {@linkcode SharedWindow}; disposing waits for its writes to the store. */
 export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly limit: RateLimit;
   readonly #shared: SharedWindow;
@@ -126,8 +119,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#shared = shared;
     this.#config = config;
     this.#own = rateWindow.emptyWindow(config.limit.requests);
-    // Before the store has said how many share it, a fleet has at least
-    // two members (else why share a store): never the whole limit.
+    // Before the store says how many share it, a fleet has at least two members: never the whole limit.
     this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
   }
 
@@ -181,15 +173,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   async #pump(): Promise<void> {
-    // The flag drops in the same step as the last look at the line (no
-    // await between): a caller queued after it starts the next round.
+    // The flag drops in the step of the last look at the line: a caller queued after starts the next round.
     try {
       while (this.#lines.size > 0) {
         const wait = this.#config.now() < this.#aloneUntil
           ? this.#takeAlone()
           : await this.#takeShared();
-        // Infinity: alone, with the send to leave first unanswered:
-        // answered() wakes the line again.
+        // Infinity: alone, the send to leave first unanswered; answered() wakes the line.
         if (wait === Infinity) return;
         if (wait > 0 && this.#lines.size > 0) {
           this.#timer = setTimeout(() => {
@@ -284,12 +274,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now();
     const sends = this.#ownSends(now);
-    // Took while the window it knew could still hold sends (a process
-    // waiting in line takes at least that often): what it knew may matter.
+    // Took while the window it knew could still hold sends: what it knew may matter.
     const recent = this.#lastTakeAt > 0 &&
       now - this.#lastTakeAt < windowSpan(this.limit);
-    // A window that came back empty while this process had sends in it is
-    // a fall as much as a store that fails.
+    // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({
       holder: this.#config.holder,
@@ -299,8 +287,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     });
     this.#epoch = epoch;
     this.#returning = false;
-    // A window lost again at once (something keeps replacing it): take
-    // again after a moment that grows, not in a loop of round trips.
+    // A window lost again at once (something keeps replacing it): back off, no loop of round trips.
     return this.#reseeds++ === 0
       ? 0
       : Math.min(LONGEST_PAUSE, 2 ** this.#reseeds);

@@ -1,5 +1,4 @@
-// Internal: the key a provider keeps its record under in any store, and the
-// key that seals the record by default. Both derive from the client secret.
+// A record's key in any store, and the key that seals it by default: both derive from the secret.
 
 import { hex } from "../core/_encoding.ts";
 
@@ -10,10 +9,8 @@ const LONG_SECRET = 32;
 const encoder = new TextEncoder();
 
 /**
- * The key of one client's record: endpoint, audience, client id and the
- * secret's part (a wrong secret never shares a right one's token), a short
- * secret's stretched with PBKDF2 so that a key seen in a store does not let
- * anyone test guesses of it quickly.
+ * The key of one client's record: endpoint, audience, client id and the secret's part (a wrong secret
+ * never shares a token), a short secret's stretched with PBKDF2 against quick guesses.
  */
 export async function storeKey(endpoint: {
   readonly url: URL;

@@ -1,6 +1,4 @@
-// Internal: the KV token store. Records rest under [...prefix, digest,
-// "record"], leases under [...prefix, digest, "lease"]: a digest of the
-// store key, whose secret part the records' seal derives from.
+// The KV token store: records under [...prefix, digest, "record"], leases under [..., "lease"].
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { optionError } from "../core/_check.ts";
@@ -159,11 +157,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     };
   }
 
-  /**
-   * Whether a lease is over: its time is up by this process's clock, or it
-   * was seen unchanged for a whole lease (clocks that differ cannot make a
-   * dead holder's lease hold the fleet for hours).
-   */
+  /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
   #leaseOver(key: string, lease: Lease): boolean {
     const { now, steady, leaseDuration } = this.#config;
     if (lease.until <= now()) return true;

@@ -1,9 +1,5 @@
-// Internal: the KV limiter's window as one process reads it. KV has no
-// clock, and members' clocks may be minutes apart: a send stamped by a
-// member behind would look long gone, one stamped ahead would hold its slot
-// as long as the clocks differ. So a process trusts only its own stamps,
-// and dates everything else by when it first saw it (never too early,
-// whatever the clocks say).
+// The KV limiter's window as one process reads it. KV has no clock and members' clocks may be
+// minutes apart, so a process trusts only its own stamps and dates the others' by when it saw them.
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 import {
@@ -94,9 +90,8 @@ export class ClockView {
   /** The window as this process's clock has it, at `now`. */
   see(state: WindowState, now: number, limit: RateLimit): WindowState {
     const mine = `${this.#own}:`;
-    // Its own, on its own clock: a stamp past the hold is not its, and is
-    // dropped (kept for the hold, 90 of them held a fleet for a minute).
-    // The others' are dated by sight, which no stamp can push further.
+    // Its own, on its own clock: a stamp past the hold is not its, and is dropped (kept, 90 held a
+    // fleet for a minute). The others' are dated by sight, which no stamp can push further.
     const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
       if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];

@@ -1,8 +1,5 @@
-// Internal: the lease protocol the shared stores (KV, Redis) follow. Whoever
-// needs a token takes the lease (only if nothing changed since it looked),
-// requests, and publishes the record in the step that lets the lease go;
-// the others wait for that step: woken by it where the database can tell
-// them (Redis with a connection to block on), else looking again.
+// The lease protocol of the shared stores: whoever needs a token takes the lease (if nothing changed
+// since it looked), requests, and publishes in the step that lets go; the others wait for that step.
 
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
@@ -140,8 +137,7 @@ export async function coordinateByLease<Snapshot>(
   const { steady: now, maxWait, pollInterval } = timing;
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
-  // Look again soon at first (a token request often takes a few ms), then
-  // less often, up to pollInterval.
+  // Look again soon (a token request often takes a few ms), then less often, up to pollInterval.
   let wait = Math.min(FIRST_POLL, pollInterval);
   let lookedAgain = false;
   while (true) {
@@ -156,9 +152,7 @@ export async function coordinateByLease<Snapshot>(
         const held = { lease: taken, leaseDuration: timing.leaseDuration };
         return await requestHolding(database, key, held, record, request);
       }
-      // Another process took it first, or the record changed: wait on the
-      // new holder, or look once more at once; lost twice in a row, look
-      // again after the wait, never in a tight loop.
+      // Lost, or the record changed: wait on the new holder or look again; lost twice, wait first (no tight loop).
       holder = taken.holder;
       if (holder === undefined && !lookedAgain) {
         lookedAgain = true;
@@ -169,8 +163,7 @@ export async function coordinateByLease<Snapshot>(
     const left = deadline - now();
     if (left <= 0) return await requestAlone(database, key, record, request);
     if (holder !== undefined && database.waitForRelease !== undefined) {
-      // Woken by the holder's own step; a holder that dies wakes nobody,
-      // and its lease runs out within leaseDuration.
+      // Woken by the holder's step; a dead holder wakes nobody, its lease runs out within leaseDuration.
       const ms = Math.min(left, timing.leaseDuration);
       const released = await database.waitForRelease(key, holder, ms, signal);
       if (released !== undefined && settled(released)) return released;

@@ -1,6 +1,4 @@
-// Internal: what the shared stores (KV, Redis) and the CLI cache write for a
-// record: a plain copy, sealed with AES-GCM, kept as long as it can still
-// serve.
+// What the shared stores and the file store write for a record: a plain copy sealed with AES-GCM.
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
@@ -58,10 +56,9 @@ export async function openRecord(
 }
 
 /**
- * One fleet store's seals: the key given, else one derived from each store
- * key (and so from the client secret). Each write seals a version newer
- * than any seen; an older record (a replayed copy, a store rolled back) is
- * refused, so that a token the fleet renewed is never served again.
+ * One fleet store's seals: the key given, else one derived from each store key. Each write seals a
+ * version newer than any seen; an older record (a store rolled back) is refused, so that a token the
+ * fleet renewed is never served again.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;

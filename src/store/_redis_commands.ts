@@ -1,10 +1,7 @@
-// Internal: how the Redis store and limiter talk to Redis: their options,
-// one command within a time limit, replies as text; and the token store's
-// scripts, with the same steps in plain commands for a Redis that refuses
-// EVAL (else every process counted the store as failing and spent a token
-// of its own). Plain commands keep the lease (SET NX PX); they cannot check
-// and write in one step, so a process stalled past its lease may let the
-// next holder's go, and two ledger writes at one moment may lose one.
+// How the Redis store and limiter talk to Redis, and the token store's scripts, with the same steps
+// in plain commands for a Redis that refuses EVAL (else each process would spend its own token).
+// Plain commands keep the lease (SET NX PX) but cannot check-and-write: a process stalled past its
+// lease may let the next one's go, and two ledger writes at one moment may lose one.
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
@@ -56,11 +53,9 @@ export function text(reply: unknown): string | undefined {
 /** The store's scripts, by what they do. */
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
-// Each script acts only if a value is still the one this process saw or
-// wrote. TAKE first drops a key of another type (it would hold every
-// process off for good); a record the process could not read (ARGV[4] '1')
-// may be taken over while it is no sealed record (its bytes may not come
-// back as the text seen). Taken by another, it answers who holds it.
+// Each script acts only if a value is still the one this process saw or wrote. TAKE first drops a
+// key of another type (it would hold every process off for good); an unreadable record (ARGV[4] '1')
+// may be taken over while it is no sealed record. Taken by another, it answers who holds it.
 const TAKE = `for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
@@ -78,8 +73,7 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`;
 const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
-// PUBLISH and RELEASE let the lease go and tell whoever waits on it (XREAD
-// on KEYS[3], named after the lease) what was published, if anything
+// PUBLISH and RELEASE let the lease go and tell its waiters (XREAD on KEYS[3]) what was published
 // (ARGV[2], else ''), then leave the stream to expire.
 const RELEASED = `redis.call('DEL', KEYS[2])
 redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
@@ -126,11 +120,7 @@ async function recordText(key: string, send: Send): Promise<string> {
   return text(await send(["GET", key])) ?? "";
 }
 
-/**
- * KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes
- * the lease if the record is still the one seen (looked at again after the
- * lease is ours: a record published meanwhile lets it go).
- */
+/** KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes the lease if the record is unchanged. */
 const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args as [

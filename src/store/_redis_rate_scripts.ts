@@ -1,8 +1,6 @@
-// Internal: the fleet window's rules (_window_rules.ts) as Lua scripts, on
-// Redis's own clock. Each script first replaces, in the same atomic step,
-// what is not ours (a key of another type, a number that does not parse, a
-// block further ahead than the rules write, a send dated past the hold):
-// it would otherwise make every take fail, or hold the fleet off.
+// The fleet window's rules (_window_rules.ts) in Lua, on Redis's clock. Each script first replaces
+// what is not ours (another type, a bad number, a block or send too far ahead): it would fail every
+// take, or hold the fleet off.
 
 // KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted
 // set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
@@ -14,9 +12,7 @@
 // ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
 // with if the window has none; then each script's own.
 
-// Writes down in the epoch hash until when the window holds a send (the
-// latest send's time and an interval): before then it cannot have emptied
-// by itself. Once it is empty, nothing is written down.
+// Notes in the epoch hash until when the window holds a send: before then it cannot empty by itself.
 const mark = (window: string, epoch: string) =>
   `local function mark()
   local last = redis.call('ZREVRANGEBYSCORE', ${window}, now + hold, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
@@ -162,10 +158,8 @@ end
 keep()
 return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0, redis.call('ZCARD', KEYS[1])}`;
 
-// ARGV: 6 the epoch the process knew, 7 '1' when it took within the last
-// interval and hold, then pairs of a send and the ms since its answer (-1:
-// unanswered). Answers the sends written. The first member back from an
-// older epoch that took recently makes the window short of what it lost.
+// ARGV: 6 the epoch known, 7 '1' if it took within the last interval and hold, then pairs of a send
+// and ms since its answer (-1: unanswered). Answers the sends written; see reseedSends.
 export const RESEED = `${GUARD}local known = ARGV[6]
 local added = 0
 for i = 8, #ARGV - 1, 2 do
@@ -184,8 +178,7 @@ if short > now then redis.call('HSET', KEYS[7], 'reseeded', reseeded + added) en
 keep()
 return added`;
 
-// KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts
-// from now, if it still waits.
+// KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts from now, if it still waits.
 export const ANSWER =
   `if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
 local time = redis.call('TIME')
@@ -198,8 +191,7 @@ end
 if redis.call('TYPE', KEYS[2]).ok == 'hash' then mark() end
 return 0`;
 
-// KEYS: window, block; ARGV: requests, interval. A window with room is
-// taken as full for one slot's share of the interval.
+// KEYS: window, block; ARGV: requests, interval. A window with room is full for one slot's share.
 export const REFUSE = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])

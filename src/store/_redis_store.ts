@@ -1,8 +1,5 @@
-// Internal: the Redis token store. A client's record rests under
-// "<prefix>:{<digest>}:record", its lease under "...:lease", and the step
-// that lets a lease go is told on a short-lived stream "...:lease:<lease>"
-// (one hash tag: one cluster slot for the scripts). Values are JSON: the
-// sealed record's nonce and ciphertext in base64.
+// The Redis token store: "<prefix>:{<digest>}:record", "…:lease", and a short-lived stream
+// "…:lease:<lease>" telling waiters the lease was let go (one hash tag: one cluster slot).
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { MAX_STORED_RECORD, recordLifetime, RecordSeals } from "./_record.ts";
@@ -103,8 +100,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   // look and take answer as LeaseDatabase has it.
   async look(key: string) {
     const keys = await this.#keysOf(key);
-    // Two reads, not MGET: the record's is bounded. The take checks again
-    // that the record is still the one seen.
+    // Two reads, not MGET: the record's is bounded. The take checks the record again.
     const value = await this.#read(keys.record);
     const lease = text(
       await this.#send(["GET", keys.lease]).catch(noneOfAnotherType),
@@ -154,10 +150,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   /**
-   * Blocks on `blocking`'s connection until the lease `holder` is let go
-   * (an entry on its stream), for at most `ms` and `pollInterval`: the
-   * record published with it, if any. One wait at a time holds the
-   * connection; another meanwhile, or a failing Redis, waits like a poll.
+   * Blocks until `holder` lets the lease go (an entry on its stream), at most `ms` and `pollInterval`:
+   * the record published, if any. One wait holds the connection; others meanwhile wait like a poll.
    */
   async #waitOn(
     blocking: RedisCommand,
@@ -170,8 +164,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const { pollInterval, commandTimeout } = this.#config;
     const block = Math.max(1, Math.ceil(Math.min(ms, pollInterval)));
     const stream = `${lease}:${holder}`;
-    // After an entry already read (one that held no record for us), only a
-    // newer one wakes: never a loop on the same entry.
+    // After an entry already read, only a newer one wakes: never a loop on the same entry.
     const after = this.#lastWake?.stream === stream ? this.#lastWake.id : "0-0";
     let reply: unknown;
     try {
@@ -188,8 +181,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       await delay(Math.min(block, pollInterval), signal);
       return undefined;
     }
-    // One entry, `[[stream, [[id, ["record", value]]]]]`: the record
-    // published with it ("" when the lease was let go without one).
+    // One entry, `[[stream, [[id, ["record", value]]]]]` ("" when let go without a record).
     const entry = (reply as unknown[][][][] | null)?.[0]?.[1]?.[0];
     const id = Array.isArray(entry) ? text(entry[0]) : undefined;
     if (id === undefined) return undefined;
@@ -227,8 +219,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       await this.#send(["GETRANGE", record, "0", String(MAX_STORED_RECORD)])
         .catch(noneOfAnotherType),
     );
-    // GETRANGE answers "" for a missing key; a value past the bound is a
-    // broken record (answered cut: it cannot open), never read whole.
+    // GETRANGE answers "" for a missing key; a value past the bound is broken, never read whole.
     return value === "" ? undefined : value;
   }
 

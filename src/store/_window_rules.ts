@@ -1,16 +1,9 @@
-// Internal: the rules of the fleet's window, pure and on one clock: the KV
-// limiter runs them on the value it reads, the Redis scripts are the same
-// rules in Lua. What a store holds is never trusted past them: a send dated
-// past the hold is dropped, no block, wait or place lasts more than an
-// interval and the hold, and a value that is not a window is a window lost.
+// The rules of the fleet's window, pure, on one clock: KV runs them, the Redis scripts are them in
+// Lua. A store is never trusted past them: no block, wait or place outlasts an interval and the hold.
 
 import type { RateLimit } from "../core/rate_limiter.ts";
 
-/**
- * How long an unanswered send counts as taken at most, in ms, before its
- * window: longer than any request's time limit (only a process that died
- * mid-request leaves one).
- */
+/** How long an unanswered send counts as taken at most, in ms: past any request's time limit. */
 export const HOLD = 60_000;
 /** How long a process keeps its place in line after its turn came, in ms. */
 export const GRACE = 1000;
@@ -21,9 +14,8 @@ export function windowSpan({ interval }: RateLimit): number {
 }
 
 /**
- * A send: its name (`<holder>:<ticket>`), the ms it counts from, whether it
- * was answered, and then the ms from its writing to its answer on its
- * owner's clock (-1: unknown), which a process on another clock can go by.
+ * A send: name (`<holder>:<ticket>`), ms it counts from, answered, and ms from writing to answer on
+ * its owner's clock (-1: unknown), which a process on another clock can go by.
  */
 export type Send = readonly [
   name: string,
@@ -59,9 +51,8 @@ export interface WindowState {
   /** No send before this (after a refusal). */
   readonly block: number;
   /**
-   * Until when the window is short of what it lost (0: nothing): until all
-   * it held has left, the fleet sends only as many as its members wrote
-   * back, so that the sends of one not back yet keep their slots.
+   * Until when the window is short of what it lost (0: not): only sends written back count, so that
+   * a member not back yet keeps its slots.
    */
   readonly shortUntil: number;
   /** Sends written back while the window is short. */
@@ -108,7 +99,6 @@ export interface TakeReply {
   readonly wait: number;
   /** Processes that took or waited in the last window, the asker included (0: unknown). */
   readonly holders: number;
-  /** The window's epoch. */
   readonly epoch: string;
   /** The asker must write back its sends first: nothing was granted. */
   readonly reseed: boolean;
@@ -149,21 +139,18 @@ export function takeTurn(
   ];
   let line: Place[] = state.line.filter(([, lapses]) => lapses >= now);
   const next = { ...state, sends, holders, line };
-  // A member that knew another life of the window, or paced alone, writes
-  // back what it sent before anybody takes what looks free.
+  // A member that knew another life of the window, or paced alone, writes back before anyone takes.
   const stranger = ask.epoch !== "" && ask.epoch !== state.epoch;
   if (ask.returning || stranger) {
     return outcome(next, 0, 0, true);
   }
   const low = ask.low === true;
-  // Ahead of a live take stand live places only: a background crawl in
-  // another process does not hold a live request up.
+  // Ahead of a live take stand live places only: no background crawl elsewhere holds it up.
   const order = low ? line : line.filter(isLive);
   const room = state.block > now
     ? 0
     : capacity(state, now, limit) - sends.length;
-  // A background send leaves the reserve free, and waits while a live one
-  // waits anywhere in the fleet.
+  // A background send leaves the reserve free, and waits while a live one waits anywhere.
   const liveElsewhere = line.some((p) => isLive(p) && p[0] !== holder);
   const free = !low ? room : liveElsewhere ? 0 : room - (ask.reserve ?? 0);
   const place = order.findIndex(([id]) => id === holder);
@@ -253,8 +240,7 @@ function turnWait(
 ): number {
   const { interval } = limit;
   if (state.block > now) return state.block - now;
-  // Slots free beyond those of the places ahead: its turn is now, once
-  // those ahead took theirs.
+  // Slots free beyond those of the places ahead: its turn is now.
   if (place < free) return 1;
   // The turn comes when the (index + 1)-th send leaves.
   const index = place - free;

@@ -1,6 +1,5 @@
-// A token store on encrypted files in one folder (Deno), which the CLI keeps
-// between runs. Files rather than Deno KV: no --unstable-kv and no
-// configuration, so it also works for a tool run straight from the registry.
+// A token store on encrypted files in one folder, which the CLI keeps between runs. Files, not
+// Deno KV: no --unstable-kv and no configuration, for a tool run straight from the registry.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
@@ -32,15 +31,13 @@ export interface FileTokenStoreOptions {
   /** The client secret: each file is sealed under a key derived from it. */
   clientSecret: string;
   /**
-   * Told, in one line, when the store skips a file that is not its own (not
-   * a regular file of at most 64 KiB) or cannot write one.
+   * Told, in one line, when the store skips a file not its own (not a regular file ≤ 64 KiB) or cannot write one.
    *
    * @default nothing is told
    */
   onNotice?: (line: string) => void;
   /**
-   * The clock (epoch ms) that stamps a lock and judges it stale: the
-   * providers' `now`.
+   * The clock (epoch ms) that stamps a lock and judges it stale: the providers' `now`.
    *
    * @default {Date.now}
    */
@@ -48,8 +45,7 @@ export interface FileTokenStoreOptions {
 }
 
 /**
- * A {@linkcode TokenStore} on one encrypted file per client in a folder,
- * with what a tool needs besides: a client's record read without a request.
+ * A {@linkcode TokenStore} on one encrypted file per client, whose records a tool can read without a request.
  *
  * @example Reading the quota a run left, without a token request
  * ```ts
@@ -80,17 +76,12 @@ export interface FileTokenStore extends TokenStore {
 }
 
 /**
- * Creates a token store on encrypted files in `options.folder`, shared by
- * every process that opens the same folder with the same client secret.
- * Needs read and write permission on the folder.
+ * Creates a token store on encrypted files in `options.folder`, shared by every process that opens
+ * it with the same secret (needs read and write permission there). A lock file makes them request
+ * once between them; a lock whose owner stopped refreshing it is taken over.
  *
- * Processes needing a token take a lock file and request once between
- * them; one that finds the lock waits (as long as a token request may
- * take), takes it over once its owner stopped refreshing it, and requests
- * alone if it cannot lock. `update` is read, change, write.
- *
- * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty
- * string, or `onNotice` or `now` is not a function.
+ * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty string, or `onNotice` or
+ * `now` is not a function.
  *
  * @example Two runs, one token
  * ```ts
@@ -123,9 +114,8 @@ export function createFileTokenStore(
 }
 
 /**
- * Removes every token file of a {@linkcode createFileTokenStore} folder,
- * whatever secret sealed it (e.g. a tool's `logout`). A folder that does not
- * exist holds none.
+ * Removes every token file of a {@linkcode createFileTokenStore} folder, whatever secret sealed it
+ * (e.g. a tool's `logout`); a missing folder holds none.
  *
  * @returns How many files were removed.
  *
@@ -317,11 +307,7 @@ class EncryptedFileStore implements FileTokenStore {
 /** A lock file this process holds: refreshed until released. */
 type HeldLock = { release(): void };
 
-/**
- * Keeps the lock at `path` fresh (its mtime) until released, and removes it
- * if the process exits first: `Deno.exit` (Ctrl-C in a tool) skips every
- * `finally` but fires `unload`.
- */
+/** Keeps the lock fresh (mtime) until released; removed on `unload` too, as `Deno.exit` skips `finally`. */
 function holdLock(path: string, owner: string, now: () => number): HeldLock {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const refresh = () => {

@@ -1,6 +1,5 @@
 /**
- * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting,
- * the encryption at rest and the clock.
+ * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting, the sealing and the clock.
  *
  * @example Settings for a fleet of short-lived functions
  * ```ts
@@ -21,32 +20,27 @@
  */
 export interface FleetStoreOptions {
   /**
-   * How long a lease lasts without renewal, in ms: a holder that dies
-   * blocks the others this long at most.
+   * How long a lease lasts without renewal, in ms: the longest a dead holder blocks the others.
    *
    * @default {10000}
    */
   leaseDuration?: number;
   /**
-   * How long a process waits for another's token, in ms, before it sends a
-   * request of its own; never less than the holder's request may take with
-   * its retries (150 s with the provider's defaults).
+   * How long a process waits for another's token before requesting its own, in ms; never less than
+   * the holder's request may take with retries (150 s with the provider's defaults).
    *
    * @default {45000}
    */
   maxWait?: number;
   /**
-   * How often, at most, a waiting process looks for the token, in ms (after
-   * 1 ms at first, then twice as long each time).
+   * How often, at most, a waiting process looks for the token, in ms (first after 1 ms, then doubling).
    *
    * @default {50}
    */
   pollInterval?: number;
   /**
-   * An AES-GCM `CryptoKey` to seal records at rest with; every process of
-   * the fleet needs the same one (a record it cannot open counts as
-   * absent). Typed through `crypto.subtle`, not the DOM's `CryptoKey`, for
-   * projects with @types/node alone.
+   * An AES-GCM `CryptoKey` to seal records at rest with, the same in every process (a record it
+   * cannot open counts as absent). Typed through `crypto.subtle` for projects with @types/node alone.
    *
    * @default {a key derived (HKDF) from the client secret}
    */

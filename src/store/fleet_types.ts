@@ -1,6 +1,4 @@
-// The types the fleet entries (./kv, ./redis) name in their signatures,
-// each homed in another entry: both entries re-export them from here, so
-// that each passes `deno doc --lint` alone, as JSR users meet it.
+// Types ./kv and ./redis name, homed elsewhere: each entry passes `deno doc --lint` alone.
 
 export type * from "../core/events.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";

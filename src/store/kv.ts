@@ -1,17 +1,9 @@
 /**
- * A token store and a rate limiter on Deno KV, so that a fleet of processes
- * or isolates shares one token, one quota circuit and one rate limit (the
- * service counts 900 requests per 5 minutes per IP address, not per
- * process). Locally KV is a SQLite file; on Deno Deploy it is replicated.
- * Needs `--unstable-kv` (or `"unstable": ["kv"]`). Deno only: elsewhere
- * both throw a `TypeError` at once; use `./redis` or a `TokenStore` of your
- * own.
- *
- * Records rest sealed with AES-GCM under a key derived (HKDF) from the
- * client secret, which every process of the fleet holds, under names
- * derived from the secret (HKDF for a secret of 32 characters or more,
- * PBKDF2 for a shorter one): whoever reads the database sees neither a
- * token nor a way to test guesses of the secret quickly.
+ * A token store and a rate limiter on Deno KV (a SQLite file locally, replicated on Deno Deploy): a
+ * fleet shares one token, one quota circuit and one rate limit. Needs `--unstable-kv`; Deno only
+ * (elsewhere both throw a `TypeError`: use `./redis`). Records rest sealed with AES-GCM under names
+ * derived from the secret (HKDF, or PBKDF2 under 32 characters): a reader of the database sees no
+ * token and no quick way to test guesses of the secret. See docs/fleets.md.
  *
  * @example One token for two providers of different processes
  * ```ts
@@ -73,21 +65,10 @@ const STORE_ELSEWHERE =
   "store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own";
 
 /**
- * Creates a {@linkcode TokenStore} on a Deno KV database, for
- * `createTokenProvider({ ..., store })`. Processes that share the database
- * share the token, the last quota seen and the quota circuit:
- *
- * - when the token is missing or due for refresh, one process takes a lease
- *   (`kv.atomic().check()`), requests the token and writes it in the atomic
- *   step that releases the lease;
- * - the others wait for it; a lease whose holder died runs out; a process
- *   that waits longer than `maxWait` and than the holder's request may take
- *   with its retries sends its own request;
- * - after a 429 the block is stored, and no process asks before it ends.
- *
- * A process refuses a record older than one it has seen (a database
- * restored from a backup). A store that fails while publishing still hands
- * out the token just received and releases its lease.
+ * Creates a {@linkcode TokenStore} on a Deno KV database, for `createTokenProvider({ store })`:
+ * one process takes a lease (`kv.atomic().check()`) and requests the token, the others wait for it
+ * up to `maxWait`; a 429's block is stored for all. A record older than one seen (a restored
+ * backup) is refused. See docs/fleets.md.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options Key prefix, lease length, waiting, encryption.
@@ -126,5 +107,4 @@ export {
   type KvRateLimiterOptions,
 } from "./kv_rate_limiter.ts";
 
-// The types its signatures name, homed in other entries (see fleet_types.ts).
 export type * from "./fleet_types.ts";

@@ -1,8 +1,5 @@
-// The fleet rate limiter on Deno KV (exported by ./kv). KV runs no script:
-// the window rests in one value that each take reads, decides on with the
-// pure rules of _window_rules.ts, and writes back only if nobody wrote it
-// meanwhile. Answers go to keys of their own, folded in by the next take.
-// Each process dates what others wrote by when it saw it (_kv_view.ts).
+// The fleet rate limiter on Deno KV: each take reads the window's one value, decides (_window_rules.ts),
+// and writes back if nobody wrote meanwhile; answers wait in keys of their own for the next take.
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
@@ -46,9 +43,8 @@ import { requireKv } from "./_kv_store.ts";
  */
 export interface KvRateLimiterOptions {
   /**
-   * Requests the whole fleet may send in any window, at most 1,000 (the
-   * window rests in one KV value). Every process sharing the prefix must
-   * give the same limit.
+   * Requests the whole fleet may send in any window, at most 1,000 (the window rests in one KV
+   * value); every process sharing the prefix gives the same.
    *
    * @default {900}
    */
@@ -60,15 +56,13 @@ export interface KvRateLimiterOptions {
    */
   interval?: number;
   /**
-   * The key the window rests under: processes with the same prefix share
-   * one budget.
+   * The key the window rests under: processes with the same prefix share one budget.
    *
    * @default {["partner-api", "rate"]}
    */
   prefix?: readonly (string | number)[];
   /**
-   * The clock, in epoch ms. Processes on one database need not agree on
-   * the time; a clock stepped back is read as no time passing.
+   * The clock, in epoch ms; processes need not agree, and a clock stepped back reads as no time passing.
    *
    * @default {Date.now, read through the runtime's monotone clock}
    */
@@ -76,11 +70,8 @@ export interface KvRateLimiterOptions {
   /** Receives `rate.degraded` when KV fails or the window was lost, then `rate.restored`. */
   onEvent?: EventListener;
   /**
-   * Slots of any window a background request (`priority: "low"`) leaves
-   * free for live ones, across the fleet: it is sent only when no live
-   * request waits in any process and at least this many slots stay free
-   * after it. From 0 to `requests - 1`; every process sharing the prefix
-   * should give the same.
+   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
+   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
    *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
@@ -94,23 +85,13 @@ const LIMITER_ELSEWHERE =
 const MOST_REQUESTS = 1000;
 
 /**
- * Creates a {@linkcode RateLimiter} that every process using the same KV
- * database and `prefix` shares, for `createClient({ rateLimit })`: never more
- * than `requests` sends in any window of `interval` ms across the fleet.
+ * Creates a {@linkcode RateLimiter} that every process using the same KV database and `prefix` shares,
+ * for `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms across
+ * the fleet, whatever the members' clocks. Callers wait in order, never fail, and can give up with
+ * their signal. A process whose KV fails paces alone at its last known share (`rate.degraded`, then
+ * `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
- * - Each take reads the window and writes it back with an atomic check; a
- *   send counts from its answer. Callers wait for their slot in order, never
- *   fail, and can give up with their signal; under contention each of `N`
- *   processes gets at least `1 / (2N)` of the limit.
- * - Members' clocks need not agree: a process trusts only its own stamps
- *   and dates the others' by when it saw them. A value that is not a window
- *   is replaced in the same atomic check.
- * - When KV fails, the process paces alone at its last known share (half
- *   the limit before KV ever answered) and emits `rate.degraded`; back, it
- *   writes what it sent into the window and emits `rate.restored`.
- *
- * `await using` it before closing the database: it waits for the answers
- * still being written.
+ * `await using` it before closing the database: it waits for the answers still being written.
  *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options The limit, the prefix, the clock.
@@ -158,7 +139,6 @@ const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false, count: -1 };
 class KvWindow implements SharedWindow {
   readonly store = "kv";
   readonly #kv: Deno.Kv;
-  /** The window's key. */
   readonly #key: Deno.KvKey;
   /** Where answers wait to be folded in, one key each. */
   readonly #answers: Deno.KvKey;
@@ -205,11 +185,7 @@ class KvWindow implements SharedWindow {
     );
   }
 
-  /**
-   * One write with no check: answers never wait for the window's lock. Each
-   * says when, and how long after its send was written (unknown across a
-   * step back of this clock).
-   */
+  /** One write with no check (answers never wait for the window's lock): when, and how long after the send. */
   async answer(sends: readonly string[]): Promise<void> {
     const now = this.#now();
     const { steps } = this.#now;
@@ -243,9 +219,8 @@ class KvWindow implements SharedWindow {
   }
 
   /**
-   * Reads the value and the answers waiting, changes the value as this
-   * process's clock sees it, and writes it back if nobody wrote meanwhile;
-   * `false` after a few tries. A value that is not a window gets a new epoch.
+   * Reads the value and waiting answers, changes it on this process's clock, and writes it back if
+   * nobody wrote meanwhile; `false` after a few tries. A value that is not a window gets a new epoch.
    */
   async #change(
     change: (state: WindowState, now: number) => WindowState,

@@ -1,26 +1,19 @@
-// A token store in this process's memory. Public through ./store.
-
 import type { TokenRecord, TokenStore } from "./types.ts";
 
 /**
- * Creates a token store that lives in this process's memory. A provider
- * without a store keeps its token to itself; pass one store to several
- * providers to share their token.
+ * Creates a token store in this process's memory: pass one to several providers to share their token.
  *
  * @returns An empty store.
  *
- * @example Providers made one after another share the token
+ * @example Records kept as frozen copies
  * ```ts
  * import { createMemoryTokenStore } from "@partner-api/client/store";
- * import { createTokenProvider } from "@partner-api/client/token";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { equal } from "node:assert/strict";
+ * import { equal, ok } from "node:assert/strict";
  *
- * await using api = await startFakePartnerApi();
- * const options = { ...api.environment, ...api.credentials, store: createMemoryTokenStore() };
- * const first = await createTokenProvider(options).getToken();
- * const second = await createTokenProvider(options).getToken();
- * equal(second.accessToken, first.accessToken);
+ * const store = createMemoryTokenStore();
+ * await store.set("client", { blockedUntil: 1 });
+ * ok(Object.isFrozen(await store.get("client")));
+ * equal(await store.get("other client"), undefined);
  * ```
  */
 export function createMemoryTokenStore(): TokenStore {

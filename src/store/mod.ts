@@ -1,7 +1,6 @@
 /**
- * Where token providers keep their token: the store contract, for a store
- * of your own, and a store in this process's memory. Shared stores for
- * fleets are `./kv` (Deno KV) and `./redis` (Redis).
+ * Where token providers keep their token: the store contract, a memory store and a file store.
+ * Fleets share one through `./kv` (Deno KV) or `./redis`.
  *
  * @example Two providers sharing one token
  * ```ts
@@ -25,8 +24,7 @@ export type { FleetStoreOptions } from "./fleet_options.ts";
 export { createMemoryTokenStore } from "./memory_store.ts";
 export * from "./file_store.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: each entry passes `deno doc --lint` alone.
 export type { TokenFailureReason } from "../core/error_types.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";

@@ -1,16 +1,9 @@
 /**
- * A token store and a rate limiter on Redis, so that a fleet of processes on
- * any runtime (Node, Bun, Deno, on one machine or many) shares one token,
- * one quota circuit and one rate limit. No Redis dependency: you pass a
- * function that sends one command with the client you already use
- * (node-redis: `(args) => client.sendCommand(args)`; ioredis:
- * `(args) => client.call(...args)`).
- *
- * Records rest sealed with AES-GCM under a key derived (HKDF) from the
- * client secret, under names derived from the secret (HKDF for a secret of
- * 32 characters or more, PBKDF2 for a shorter one): whoever reads the
- * database sees neither a token nor a way to test guesses of the secret
- * quickly.
+ * A token store and a rate limiter on Redis: a fleet on any runtime shares one token, one quota
+ * circuit and one rate limit. No Redis dependency: you pass a function that sends one command with
+ * your client (node-redis `(args) => client.sendCommand(args)`, ioredis `(args) => client.call(...args)`).
+ * Records rest sealed with AES-GCM under names derived from the secret (HKDF, or PBKDF2 under 32
+ * characters): a reader of the database sees no token and no quick way to test guesses of the secret.
  *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
@@ -62,14 +55,10 @@ export type { RedisCommand } from "./redis_command.ts";
  * import { createRedisTokenStore, type RedisTokenStoreOptions } from "@partner-api/client/redis";
  * import { ok } from "node:assert/strict";
  *
- * // Stands in for node-redis: GET and SET on a Map.
- * const data = new Map<string, string>();
- * const client = {
- *   sendCommand: ([name, key, value]: string[]) =>
- *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
- * };
+ * const data = new Map<string, string>(); // stands in for Redis: GET and SET
  * const options: RedisTokenStoreOptions = {
- *   command: (args) => client.sendCommand(args),
+ *   command: ([name, key, value]) =>
+ *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
  *   prefix: "my-app:partner-token",
  * };
  * await createRedisTokenStore(options).set("client", { blockedUntil: Date.now() + 60_000 });
@@ -77,18 +66,11 @@ export type { RedisCommand } from "./redis_command.ts";
  * ```
  */
 export interface RedisTokenStoreOptions extends FleetStoreOptions {
-  /**
-   * Sends one Redis command (`["SET", "key", "value", "PX", "1000"]`) and
-   * resolves with its reply, as node-redis's `sendCommand(args)` and
-   * ioredis's `call(...args)` do.
-   */
+  /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
   /**
-   * Sends one command on a connection of its own, which it may block
-   * (`redis.duplicate()`, `client.duplicate()`): a process waiting for
-   * another's token is then woken by the step that writes it (`XREAD
-   * BLOCK`, at most `pollInterval`) instead of polling. Not the connection
-   * of `command`: a blocked connection answers nothing else.
+   * Sends one command on a connection of its own (`redis.duplicate()`), never `command`'s: a blocked
+   * connection answers nothing else. Waiters are then woken by the token's write (`XREAD BLOCK`).
    *
    * @default {none: waiters look again now and then}
    */
@@ -100,9 +82,7 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
    */
   prefix?: string;
   /**
-   * How long one command may take, in ms. A command that takes longer (a
-   * client queueing commands while Redis is away) counts as failed, and a
-   * failing Redis counts as an empty store.
+   * How long one command may take, in ms; a command that takes longer counts as failed.
    *
    * @default {2000}
    */
@@ -112,19 +92,10 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
 const CONTEXT = "Cannot create Redis token store";
 
 /**
- * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ ...,
- * store })`. It works as the KV store does: one process takes a lease
- * (`SET NX PX`, only if the record did not change since it looked, renewed
- * while its request runs), requests the token and writes it in the script
- * that releases the lease; the others wait for it, up to `maxWait` and the
- * holder's request budget; a 429's block is stored for all.
- *
- * A Redis that fails or does not answer counts as an empty store: each
- * process spends at most the token it would have spent alone, and no
- * rejection goes unhandled. A Redis that refuses EVAL gets the same steps
- * as plain commands, so the fleet still spends one token. A record is read
- * only as far as 64 KiB. A process refuses a record older than one it has
- * seen (a store rolled back).
+ * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ store })`: one process takes
+ * a lease (`SET NX PX`) and requests the token, the others wait up to `maxWait`; a 429's block is
+ * stored for all. A failing Redis counts as empty (no process spends more than alone); one that
+ * refuses EVAL gets plain commands. A record older than one seen is refused. See docs/fleets.md.
  *
  * @param options The command function, encryption, prefix and timing.
  * @returns The store.
@@ -137,13 +108,10 @@ const CONTEXT = "Cannot create Redis token store";
  * import { createRedisTokenStore } from "@partner-api/client/redis";
  * import { equal, ok } from "node:assert/strict";
  *
- * // A stand-in for a Redis client: GET and SET on a Map.
- * const data = new Map<string, string>();
+ * const data = new Map<string, string>(); // stands in for Redis: GET and SET
  * const store = createRedisTokenStore({
  *   command: ([name, key, value]) =>
- *     Promise.resolve(
- *       name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null,
- *     ),
+ *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
  * });
  * const blockedUntil = Date.now() + 60_000;
  * await store.set("client", { blockedUntil });
@@ -180,6 +148,4 @@ export {
   createRedisRateLimiter,
   type RedisRateLimiterOptions,
 } from "./redis_rate_limiter.ts";
-
-// The types its signatures name, homed in other entries (see fleet_types.ts).
 export type * from "./fleet_types.ts";

@@ -1,6 +1,4 @@
-// The fleet rate limiter on Redis (exported by ./redis): the window in one
-// sorted set on Redis's clock, the line in another; one Lua script per take
-// decides atomically and answers how long until the caller's turn.
+// The fleet rate limiter on Redis: one Lua script per take decides atomically, on Redis's clock.
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
@@ -44,8 +42,7 @@ export interface RedisRateLimiterOptions {
   /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
   /**
-   * Requests the whole fleet may send in any window. Every process sharing
-   * the prefix must give the same limit.
+   * Requests the whole fleet may send in any window; every process sharing the prefix gives the same.
    *
    * @default {900}
    */
@@ -57,15 +54,13 @@ export interface RedisRateLimiterOptions {
    */
   interval?: number;
   /**
-   * The start of every key the limiter writes: processes with the same
-   * prefix share one budget.
+   * The start of every key the limiter writes: processes with the same prefix share one budget.
    *
    * @default {"partner-api:rate"}
    */
   prefix?: string;
   /**
-   * How long one command may take, in ms; a command that takes longer
-   * counts as a failing Redis.
+   * How long one command may take, in ms; a command that takes longer counts as a failing Redis.
    *
    * @default {2000}
    */
@@ -79,11 +74,8 @@ export interface RedisRateLimiterOptions {
   /** Receives `rate.degraded` when Redis fails or lost the window, then `rate.restored`. */
   onEvent?: EventListener;
   /**
-   * Slots of any window a background request (`priority: "low"`) leaves
-   * free for live ones, across the fleet: it is sent only when no live
-   * request waits in any process and at least this many slots stay free
-   * after it. From 0 to `requests - 1`; every process sharing the prefix
-   * should give the same.
+   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
+   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
    *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
@@ -93,49 +85,18 @@ export interface RedisRateLimiterOptions {
 const CONTEXT = "Cannot create Redis rate limiter";
 
 /**
- * Creates a {@linkcode RateLimiter} that every process using the same Redis
- * and `prefix` shares, for `createClient({ rateLimit })`: never more than
- * `requests` sends in any window of `interval` ms across the fleet, whatever
- * the runtime of each process.
+ * Creates a {@linkcode RateLimiter} that every process using the same Redis and `prefix` shares, for
+ * `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms across the
+ * fleet. Each take is one atomic Lua script on Redis's clock; callers wait in order, never fail, and
+ * can give up with their signal. A process whose Redis fails paces alone at its last known share
+ * (`rate.degraded`, then `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
- * - Each take is one Lua script, atomic on Redis's clock (`TIME`); a send
- *   counts from its answer. Callers wait for their slot in order (for the
- *   time the script names, not by polling), never fail, and can give up with
- *   their signal; under contention each of `N` processes gets at least
- *   `1 / (2N)` of the limit.
- * - What Redis holds is never trusted past the rules: a key of another type
- *   or a value that does not parse is replaced in the same script, and no
- *   wait is longer than the interval and the hold (a minute).
- * - When Redis fails or does not answer in `commandTimeout`, the process
- *   paces alone at its last known share (`requests / N`; half the limit
- *   before Redis ever said `N`), emits `rate.degraded`, and asks again after
- *   0.5 s, doubling up to 30 s; back, it writes what it sent alone into the
- *   window first and emits `rate.restored`.
- * - A restart is not a reset: a window that came back empty takes back
- *   each process's sends of the last window before anyone takes.
- *
- * `await using` it before closing the Redis connection: it waits for the
- * answers still being written.
+ * `await using` it before closing the Redis connection: it waits for the answers still being written.
  *
  * @param options The command function, the limit, the prefix.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {TypeError} When `command` is not a function or `prefix` is empty.
  * @throws {RangeError} When `requests`, `interval` or `commandTimeout` is out of range.
- *
- * @example Pacing a fleet with ioredis
- * ```ts ignore
- * import { Redis } from "ioredis";
- * import { configFromEnv, createClient } from "@partner-api/client";
- * import { createRedisRateLimiter } from "@partner-api/client/redis";
- *
- * const redis = new Redis(Deno.env.get("REDIS_URL") ?? "redis://127.0.0.1:6379");
- * const client = createClient({
- *   ...configFromEnv(),
- *   rateLimit: createRedisRateLimiter({
- *     command: (args) => redis.call(...args as [string, ...string[]]),
- *   }),
- * });
- * ```
  *
  * @example A Redis that is away: the process paces alone
  * ```ts

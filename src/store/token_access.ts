@@ -1,8 +1,5 @@
-// A token provider's way to its token store (for src/token, not an entry):
-// the key, one read or a coordinated request per flight, atomic changes of
-// the record, writes. A failing store counts as empty and never costs a
-// token. The store side owns it: what a record may be trusted with, and
-// under which key it lives, are the store contract's business.
+// A token provider's way to its store (for src/token): the key, one read or coordinated request per
+// flight, atomic changes, writes. A failing store counts as empty and never costs a token.
 
 import type {
   TokenFailure,
@@ -52,9 +49,8 @@ export class StoreAccess {
     this.#store = store;
     this.#endpoint = endpoint;
     this.#now = endpoint.now;
-    // The key's slow part (PBKDF2 for a secret under 32 characters, tens of
-    // ms) starts now, beside whatever the process does before its first
-    // call: a cold start's first answer waits for what is left of it.
+    // The key's slow part (PBKDF2 under 32 characters, tens of ms) starts now, beside the process's
+    // start-up: a cold start's first answer waits only for what is left of it.
     if (store !== undefined) this.key().catch(() => {});
   }
 
@@ -77,8 +73,7 @@ export class StoreAccess {
       return await coordinate(store, key, request, signal, {
         ...need,
         answeredBy: (record) => {
-          // What a record knows counts even when it does not answer the
-          // need: its token if the request fails, its 401 ledger.
+          // What it knows counts even if it does not answer: its token if the request fails, its ledger.
           const known = trusted(record) ?? {};
           need.take(known);
           return need.answeredBy(known);
@@ -169,11 +164,7 @@ async function coordinate(
 /** How far the clocks of a fleet's processes may differ, in ms. */
 const FLEET_CLOCK_SLACK = 5 * 60_000;
 
-/**
- * The parts of a stored record a provider may act on: each of the right
- * shape, a token whose expiry its lifetime allows, a renewal that has
- * happened. Anything else (damaged, forged) counts as absent.
- */
+/** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
 function trustedRecord(
   value: unknown,
   now: number,

@@ -1,5 +1,4 @@
-// The store contract: the record a token provider keeps and the store it
-// keeps it in. Public through ./store, re-exported by the entries that name it.
+// The store contract: the record a token provider keeps and the store it keeps it in.
 
 import type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 import type { TokenFailureReason } from "../core/errors.ts";
@@ -41,8 +40,7 @@ export interface TokenRecord {
 }
 
 /**
- * A failed token request as a {@linkcode TokenRecord} keeps it, so that
- * every process of a fleet keeps its cooldown.
+ * A failed token request as a {@linkcode TokenRecord} keeps it: every process of a fleet keeps its cooldown.
  *
  * @example A cooldown after a malformed answer
  * ```ts
@@ -78,8 +76,7 @@ export interface TokenFailure {
 }
 
 /**
- * A 401 renewal as a {@linkcode TokenRecord} keeps it: the fleet renews at
- * most once an hour, and only a token newer than the one it renewed last.
+ * A 401 renewal as a {@linkcode TokenRecord} keeps it: the fleet renews at most once an hour.
  *
  * @example The ledger after a renewal
  * ```ts
@@ -112,13 +109,9 @@ export interface TokenRenewal {
 }
 
 /**
- * Where a provider keeps its token, so that several providers (or processes,
- * with a shared store) use one token. Keys hold a digest of the secret,
- * never the secret: a provider with another secret never sees a token this
- * one paid for. A provider reads the store at most once per token flight.
- * Records hold plain data (a store may `JSON.stringify` them; a token read
- * back as `[redacted]` counts as none). A store that fails counts as empty:
- * a paid-for token is never lost to it.
+ * Where providers (or processes, with a shared store) keep one token. Keys hold a digest of the secret,
+ * never the secret: another secret never sees this one's token. Records are plain data (a token read
+ * back as `[redacted]` counts as none); a failing store counts as empty and loses no paid-for token.
  *
  * @example A store on a Map, as one on Redis would look
  * ```ts
@@ -145,20 +138,16 @@ export interface TokenStore {
   /** Replaces the record under `key`. */
   set(key: string, record: TokenRecord): Promise<void>;
   /**
-   * Optional: replaces the record under `key` with `change(record)` in one
-   * atomic step (`change` runs again when another process wrote between),
-   * and resolves with the record now stored; `undefined` writes nothing. The
-   * fleet's 401 ledger is kept with it; without it, `get` then `set`.
+   * Optional: replaces the record under `key` with `change(record)` atomically (`change` runs again
+   * after another's write); resolves with the stored record. `undefined` writes nothing.
    */
   update?(
     key: string,
     change: (record: TokenRecord | undefined) => TokenRecord | undefined,
   ): Promise<TokenRecord | undefined>;
   /**
-   * Optional: makes the processes sharing the store send one token request
-   * between them: a stored record that `settled` accepts, or else the
-   * record of `request()`, stored before any other process may look.
-   * Without it, the provider reads, requests and stores with `set`.
+   * Optional: one token request for all processes sharing the store: a stored record `settled`
+   * accepts, or else `request()`'s, stored before any other process may look.
    */
   coordinate?(key: string, options: CoordinateOptions): Promise<TokenRecord>;
 }
@@ -198,9 +187,6 @@ export interface CoordinateOptions {
   request(): Promise<TokenRecord>;
   /** Aborts when the flight is given up on (callers that leave do not abort it). */
   signal: AbortSignal;
-  /**
-   * The longest one token request may take with its retries, in ms: a
-   * process waits at least this long for another's before sending its own.
-   */
+  /** The longest one token request may take with retries, in ms: a waiter waits at least this long. */
   requestBudget: number;
 }

@@ -1,5 +1,4 @@
-// Internal: how the fake answers an API request: the bearer token it
-// carries, a 401, a list page, a card.
+// How the fake answers an API request: the bearer token, a 401, a list page, a card.
 
 import {
   BadQuery,

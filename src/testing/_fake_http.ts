@@ -65,10 +65,7 @@ export function randomText(bytes: number): string {
   );
 }
 
-/**
- * Waits `ms`; only `closing` cuts it short: a client giving up must not
- * change what the fake does, as it would not change a real server.
- */
+/** Waits `ms`; only `closing` cuts it short (a client giving up does not change a real server either). */
 export function pause(ms: number, closing: AbortSignal): Promise<void> {
   return ms > 0 ? delay(ms, closing).catch(() => {}) : Promise.resolve();
 }

@@ -1,17 +1,11 @@
-// Internal: the fake's rate limit on API requests, as the service has one:
-// past `requests` in any window of `interval` ms it answers 429 with the
-// service's own body. Only requests it lets through count, each from its
-// arrival. Its window arithmetic is its own (a ring of arrival times), not
-// the client's limiter: a bug in one cannot hide behind the other.
+// The fake's rate limit on API requests, as the service's: 429 past `requests` per `interval` ms.
+// Its window arithmetic is its own, not the client's limiter's: a bug in one cannot hide the other.
 
 import { checkNumber } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
 
-/**
- * A gate for API requests: `undefined` to let one through (it is counted),
- * or the 429 answer. Without a limit every request goes through.
- */
+/** A gate for API requests: `undefined` to let one through (counted), or the 429; no limit, no gate. */
 export function rateGate(
   limit: FakeRateLimit | undefined,
   now: () => number,
@@ -41,8 +35,7 @@ export function rateGate(
   };
   return () => {
     const at = now();
-    // Full when the oldest of the last `requests` arrivals is still in the
-    // window (a window holds the arrivals after `at - interval`).
+    // Full when the oldest of the last `requests` arrivals is still after `at - interval`.
     if (arrivals.full() && arrivals.oldest() > at - interval) {
       return json(429, body);
     }

@@ -1,5 +1,4 @@
-// Internal: the fake's token endpoint: it validates requests like the real
-// one, issues expiring tokens, and counts a quota in UTC hour and day windows.
+// The fake's token endpoint: validates like the real one, issues expiring tokens, counts a UTC quota.
 
 import {
   formatQuotaHeader,
@@ -37,7 +36,6 @@ export class FakeTokenEndpoint {
     this.#setup = setup;
   }
 
-  /** Answers one token request. */
   async answer(request: Request): Promise<Response> {
     const { clientId, clientSecret, audience } = this.#setup;
     const body = await readTokenBody(request, this.#setup.bodyFormats);

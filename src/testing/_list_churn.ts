@@ -1,5 +1,4 @@
-// Internal: the fake's lists changing while they are paged. Every cached
-// order stays sorted (a binary search and a splice per order): no re-sort.
+// The fake's lists changing while paged; every cached order stays sorted (search and splice, no re-sort).
 
 import { checkNumber, optionError } from "../core/_check.ts";
 import {
@@ -105,7 +104,7 @@ export function appendItems(
 }
 
 /**
- * Puts `item` into the list and into every cached order.
+ * Puts `item` into the list and every cached order.
  *
  * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
  */

@@ -1,4 +1,4 @@
-// Internal: the fake service's generated lists, and how it pages and sorts them.
+// The fake service's generated lists, and how it pages and sorts them.
 
 import type { ListSizes } from "./fake_options.ts";
 
@@ -12,10 +12,7 @@ export interface ListResource {
   readonly sortable: readonly string[];
   readonly defaultSort: string;
   readonly items: Item[];
-  /**
-   * The items sorted per `"<field> <direction>"`, kept sorted as items come
-   * and go (see _list_churn.ts).
-   */
+  /** The items sorted per `"<field> <direction>"`, kept sorted as items come and go (_list_churn.ts). */
   readonly sorted: Map<string, Item[]>;
   /** The number of the next generated id: ids are never reused. */
   serial: number;
@@ -84,9 +81,8 @@ function offset(random: () => number): number {
 }
 
 /**
- * Gives items drawn with {@linkcode offset} their dates: the range is placed
- * so that the newest item is {@linkcode NEWEST_AGE} old at `now`, and every
- * order stays as the draws made it. Returns the range's start.
+ * Dates items drawn with {@linkcode offset}: the newest is {@linkcode NEWEST_AGE} old at `now`,
+ * every order as drawn. Returns the range's start.
  */
 function anchor(items: Item[], offsets: number[], now: number): number {
   const newest = offsets.reduce((a, b) => Math.max(a, b), 0);
@@ -138,9 +134,8 @@ function drawLists(sizes: ListSizes, seed: number) {
 }
 
 /**
- * Each list's id field, the fields it sorts by, and its order without
- * `sortBy`: the service's own (organizations by company name, transactions
- * by creation date, others by id).
+ * Each list's id field, sort fields, and order without `sortBy` (the service's: organizations by
+ * company name, transactions by creation date, others by id).
  */
 const SHAPES = [
   {
@@ -251,10 +246,7 @@ export function pageOf(
     .slice((page - 1) * limit, page * limit);
 }
 
-/**
- * The items in one order, sorted once and kept until items are added: a
- * crawl of a million items must not sort a million items per page.
- */
+/** The items in one order, sorted once and kept: a crawl of a million must not sort a million per page. */
 function sortedBy(
   resource: ListResource,
   sortBy: string,

@@ -1,10 +1,7 @@
-// What a fake is told: the service's options and credentials, and the
-// scripts they take (faults, a rate limit, churn, list sizes). Public
-// (re-exported by ./testing); the fake's internal files read them from here.
+// What a fake is told: its options, credentials and scripts (faults, rate limit, churn, list sizes).
 
 /**
- * Options of {@linkcode createFakePartnerService} (and of
- * `startFakePartnerApi`, which serves one).
+ * Options of `createFakePartnerService` (and of `startFakePartnerApi`, which serves one).
  *
  * @example A fake with a tight quota and slow pages
  * ```ts
@@ -21,8 +18,7 @@
  */
 export interface FakePartnerServiceOptions {
   /**
-   * Lifetime of issued tokens, in ms, like every duration of the fake; the
-   * answer's `expires_in` is it in whole seconds (at least 1).
+   * Lifetime of issued tokens, in ms like every duration of the fake (`expires_in`: whole seconds, at least 1).
    *
    * @default {86400000}
    */
@@ -34,12 +30,8 @@ export interface FakePartnerServiceOptions {
    */
   quota?: { perHour?: number; perDay?: number };
   /**
-   * The fake's clock in epoch ms: token expiry and quota windows follow it,
-   * and so do its data: read when the fake starts, it places each list's
-   * newest item a few minutes (3) before it, and the others back over the
-   * 300 days before that, so "the last 24 hours" of a list holds about
-   * 1/300 of it. Items added later (`insertTransactions`, `churn.append`)
-   * are dated by it too.
+   * The fake's clock in epoch ms, for token expiry, quota and data: at start each list's newest item
+   * is 3 minutes old, the rest spread over the 300 days before; later items are dated by it too.
    *
    * @default {Date.now}
    */
@@ -75,16 +67,14 @@ export interface FakePartnerServiceOptions {
    */
   latency?: number;
   /**
-   * A rate limit on API requests, as the service has (900 per 5 minutes per
-   * IP): past it, 429 with the service's body, e.g. `{"error":"Sending more
-   * than 900 requests in 5 minutes is not allowed"}`, and no `Retry-After`.
+   * A rate limit on API requests, as the service's (900 per 5 minutes per IP): past it, 429 with the
+   * service's body and no `Retry-After`.
    *
    * @default {none}
    */
   apiRateLimit?: FakeRateLimit;
   /**
-   * How a list page is sent: `"object"` as `{ <list name>: [...], page,
-   * limit }`, `"array"` as a bare JSON array.
+   * How a list page is sent: `"object"` as `{ <list name>: [...], page, limit }`, `"array"` bare.
    *
    * @default {"object"}
    */
@@ -96,31 +86,26 @@ export interface FakePartnerServiceOptions {
    */
   credentials?: Partial<FakeCredentials>;
   /**
-   * Body formats the token endpoint accepts: JSON, as the service specifies,
-   * and form-encoded, as most OAuth servers do. Restrict it to test what a
-   * client sends.
+   * Body formats the token endpoint accepts (the service specifies JSON; most OAuth servers take forms).
    *
    * @default {["json", "form"]}
    */
   tokenBodyFormats?: readonly ("json" | "form")[];
   /**
-   * How each list changes on every request for it, before it is answered
-   * (from the seed, so a run repeats): to rehearse offset drift.
+   * How each list changes on every request for it (from the seed, so a run repeats): offset drift.
    *
    * @default {no change}
    */
   churn?: FakeChurn;
   /**
-   * The largest `limit` a list accepts; a larger one is a 400, as the
-   * real service's largest is unknown.
+   * The largest `limit` a list accepts (the real service's is unknown).
    *
    * @default {1000}
    */
   maxLimit?: number;
   /**
-   * What a list does with a `limit` above `maxLimit`: `"refuse"` it with a
-   * 400, or `"cut"` the page to `maxLimit` items (offsets then follow the
-   * cut size), as some services do.
+   * A `limit` above `maxLimit`: `"refuse"` with a 400, or `"cut"` the page to `maxLimit` items
+   * (offsets then follow the cut size), as some services do.
    *
    * @default {"refuse"}
    */
@@ -150,16 +135,9 @@ export interface FakeCredentials {
 }
 
 /**
- * A scripted misbehaviour, applied to one request in the order given: token
- * faults to token requests, API faults to API requests (lists and card data).
- *
- * - `status`: answers with that status and an OAuth error body, optionally
- *   with `Retry-After`.
- * - `delay`: waits `ms` milliseconds, then answers normally.
- * - `drop`: starts a 200 answer and cuts the connection mid-body.
- * - `body`: answers 200 (or `status`) with exactly this body, e.g. broken JSON.
- *
- * `headers` are set last, over the quota header if they name it.
+ * A scripted misbehaviour for one request, in order: `status` answers it with an OAuth error body
+ * (and `Retry-After`, if given); `delay` waits `ms`, then answers; `drop` cuts a 200 mid-body;
+ * `body` answers 200 (or `status`) with exactly this body. `headers` are set last.
  *
  * @example A flaky token endpoint
  * ```ts
@@ -201,12 +179,8 @@ export type FakeFault =
  *
  * const limit: FakeRateLimit = { requests: 2, interval: 60_000 }; // the service: 900 in 5 minutes
  * await using api = await startFakePartnerApi({ apiRateLimit: limit });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   rateLimit: false, // no pacing and no retry: the fake's 429 comes back
- *   retry: false,
- * });
+ * // No pacing and no retry: the fake's 429 comes back.
+ * const client = createClient({ environment: api.environment, ...api.credentials, rateLimit: false, retry: false });
  * const statuses: number[] = [];
  * for (let i = 0; i < 3; i++) {
  *   const response = await client.fetch("organizations");
@@ -226,46 +200,32 @@ export interface FakeRateLimit {
 /**
  * How a fake list changes on each request for it, before it is answered.
  *
- * @example One item added at the end, one inserted and one removed anywhere, per page
+ * @example Items added, inserted, removed and changed on every request
  * ```ts
  * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
  * import { createClient } from "@partner-api/client/client";
- * import { equal } from "node:assert/strict";
+ * import { equal, ok } from "node:assert/strict";
  *
- * const churn: FakeChurn = { append: 1, insertAnywhere: 1, remove: 1 };
+ * type Transaction = { revision?: number };
+ * const churn: FakeChurn = { append: 1, insertAnywhere: 1, remove: 1, update: 1 };
  * await using api = await startFakePartnerApi({ items: { transactions: 3 }, churn });
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * const count = async () => (await (await client.fetch("transactions")).json()).transactions.length;
- * equal(await count(), 4); // 3 + 1 + 1 - 1
- * equal(await count(), 5);
- * ```
- *
- * @example Two items changed in place per page, as transactions settle
- * ```ts
- * import { type FakeChurn, startFakePartnerApi } from "@partner-api/client/testing";
- * import { createClient } from "@partner-api/client/client";
- * import { equal } from "node:assert/strict";
- *
- * type Transaction = { transactionID: string; revision?: number };
- * const churn: FakeChurn = { update: 2 };
- * await using api = await startFakePartnerApi({ items: { transactions: 10 }, churn });
- * const client = createClient({ environment: api.environment, ...api.credentials });
  * const page = async () => (await (await client.fetch("transactions")).json()).transactions as Transaction[];
- * equal((await page()).filter((t) => t.revision !== undefined).length, 2);
- * equal((await page()).length, 10); // no item added or removed
+ * equal((await page()).length, 4); // 3 + 1 + 1 - 1
+ * const second = await page();
+ * equal(second.length, 5);
+ * ok(second.some((t) => t.revision !== undefined)); // changed in place
  * ```
  */
 export interface FakeChurn {
   /**
-   * Items added at the end of every order that new items end (ids, and
-   * creation dates newer than any other).
+   * Items added at the end of every order new items end (ids, newest creation dates).
    *
    * @default {0}
    */
   append?: number;
   /**
-   * Items inserted at random places of every order (an id between existing
-   * ones, a random creation date).
+   * Items inserted at random places of every order (an id between others, a random creation date).
    *
    * @default {0}
    */
@@ -277,9 +237,8 @@ export interface FakeChurn {
    */
   remove?: number;
   /**
-   * Random items changed in place: `revision` counts up (from 1),
-   * `updatedAt` is the fake's clock, and a transaction's `amount` changes
-   * (so an order by amount moves); the id and `creationDate` stay.
+   * Random items changed in place: `revision` counts up from 1, `updatedAt` is the fake's clock, a
+   * transaction's `amount` changes; the id and `creationDate` stay.
    *
    * @default {0}
    */

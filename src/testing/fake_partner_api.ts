@@ -7,8 +7,7 @@ import { createFakePartnerService, type FakeControls } from "./fake_service.ts";
 import type { FakePartnerServiceOptions } from "./fake_options.ts";
 
 /**
- * Options of {@linkcode startFakePartnerApi}: those of the service, and
- * where it listens.
+ * Options of {@linkcode startFakePartnerApi}: those of the service, and where it listens.
  *
  * @example A fake with its quota, on a port of your choice
  * ```ts
@@ -25,8 +24,7 @@ import type { FakePartnerServiceOptions } from "./fake_options.ts";
  */
 export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
   /**
-   * The port of the main origin (token endpoint and API); the card-data
-   * origin has its own, `pciPort`.
+   * The port of the main origin (token endpoint and API).
    *
    * @default {0: any free port}
    */
@@ -46,8 +44,7 @@ export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
 }
 
 /**
- * One answered request, as {@linkcode FakePartnerApiOptions.onRequest}
- * hears it: never a credential or a token.
+ * One answered request, as {@linkcode FakePartnerApiOptions.onRequest} hears it: never a credential or a token.
  *
  * @example A log line per request
  * ```ts
@@ -60,10 +57,7 @@ export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
  * await using api = await startFakePartnerApi({ onRequest: (answered) => log.push(line(answered)) });
  * const client = createClient({ environment: api.environment, ...api.credentials });
  * await (await client.fetch("organizations")).body?.cancel();
- * deepStrictEqual(log, [
- *   "POST /oauth/token 200 (token requests: 1)",
- *   "GET /api/organizations 200 (token requests: 1)",
- * ]);
+ * deepStrictEqual(log, ["POST /oauth/token 200 (token requests: 1)", "GET /api/organizations 200 (token requests: 1)"]);
  * ```
  */
 export interface FakeRequestLog {
@@ -104,15 +98,11 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
 }
 
 /**
- * Starts a fake of the partner service on 127.0.0.1 with a free port.
- *
- * The token endpoint validates the request like the real one (400
- * `invalid_request` for a bad body or grant type, 401 `access_denied` for
- * wrong credentials or audience), issues random opaque tokens that expire
- * after `tokenLifetime`, counts a per-hour and a per-day quota that reset on
- * the UTC hour and day of its clock, sends `Idp-Client-Quota-Limit` on every
- * answer (with `r` as it stands after that answer) and answers 429 past the
- * quota. Faults can be scripted.
+ * Starts a fake of the partner service on 127.0.0.1. Its token endpoint validates requests like the
+ * real one (400 `invalid_request` for a bad body or grant type, 401 `access_denied` for wrong
+ * credentials or audience), issues opaque tokens that expire after `tokenLifetime`, counts a
+ * per-hour and per-day quota on the UTC hour and day of its clock, sends `Idp-Client-Quota-Limit`
+ * (with `r` after each answer) and answers 429 past the quota.
  *
  * @param options Token lifetime, quota, clock and faults.
  * @returns The running fake; close it with `close()` or `await using`.

@@ -1,6 +1,4 @@
-// The fake partner service as a request handler over its state: pure Web
-// code, so that any runtime's server can serve it (Deno.serve in
-// startFakePartnerApi, node:http on Node and Bun, a Worker's fetch).
+// The fake partner service as a request handler: pure Web code, so that any runtime's server serves it.
 
 import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
@@ -65,29 +63,22 @@ export interface FakeControls {
   /**
    * Queues faults for the next token requests, after those already queued.
    *
-   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay a timer
-   * cannot wait (over 2,147,483,647 ms).
+   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay over 2,147,483,647 ms.
    */
   injectTokenFaults(...faults: FakeFault[]): void;
   /**
    * Queues faults for the next API requests, after those already queued.
    *
-   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay a timer
-   * cannot wait (over 2,147,483,647 ms).
+   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay over 2,147,483,647 ms.
    */
   injectApiFaults(...faults: FakeFault[]): void;
-  /**
-   * Adds `count` transactions newer than all others, as if created now: the
-   * head of a list sorted by `creationDate` DESC moves while you page.
-   */
+  /** Adds `count` transactions newer than all others, as if created now (the head of `DESC` moves). */
   insertTransactions(count: number): void;
   /**
-   * Puts `item` into the list named `list` (e.g. `"transactions"`), where
-   * its fields place it in each order: to rehearse an insert behind a
-   * crawl or a sync.
+   * Puts `item` into the list named `list` (e.g. `"transactions"`), where its fields place it.
    *
-   * @throws {TypeError} For an unknown list (`option: "list"`), an item
-   * without the list's id field, or an id already there (`option: "item"`).
+   * @throws {TypeError} For an unknown list (`option: "list"`), an item without the list's id
+   * field, or an id already there (`option: "item"`).
    */
   insert(list: string, item: Readonly<Record<string, string | number>>): void;
   /**
@@ -98,14 +89,11 @@ export interface FakeControls {
    */
   remove(list: string, id: string): boolean;
   /**
-   * Changes the item with `id` of the list named `list` in place: sets
-   * `fields` on it (e.g. `{ amount: 12.5, status: "settled" }`), and it moves
-   * in each order its new values place it elsewhere in. To rehearse items
-   * that change after a crawl or a sync read them.
+   * Sets `fields` on the item with `id` of the list named `list`; it moves where its new values place it.
    *
    * @returns Whether it was there.
-   * @throws {TypeError} For an unknown list (`option: "list"`), fields that
-   * are not strings or numbers, or a change of the id (`option: "fields"`).
+   * @throws {TypeError} For an unknown list (`option: "list"`), fields that are not strings or
+   * numbers, or a change of the id (`option: "fields"`).
    */
   update(
     list: string,
@@ -119,9 +107,7 @@ export interface FakeControls {
 }
 
 /**
- * The fake service without a server: answers requests to its two origins
- * (the main one with the token endpoint and the API, and the card-data one)
- * from its state. Serve it with any runtime's server.
+ * The fake service without a server: answers its main and card-data origins; serve it with any server.
  *
  * @example Answering a request without any server
  * ```ts
@@ -136,10 +122,7 @@ export interface FakeControls {
  * ```
  */
 export interface FakePartnerService extends FakeControls {
-  /**
-   * Answers a request to the main origin: the token endpoint at
-   * `/oauth/token`, the lists at `/api/<name>`.
-   */
+  /** Answers a request to the main origin: the token endpoint at `/oauth/token`, lists at `/api/<name>`. */
   handle(request: Request): Promise<Response>;
   /** Answers a request to the card-data origin: `/api/cards/<cardholderID>`. */
   handlePci(request: Request): Promise<Response>;
@@ -153,19 +136,12 @@ const CONTEXT = "Cannot start fake partner API";
 const AUDIENCE = "https://partner-api.fake";
 
 /**
- * Creates the fake service: token endpoint (validates the request like the
- * real one, issues random opaque tokens that expire after `tokenLifetime`,
- * counts a per-hour and a per-day quota on the UTC hour and day of its clock,
- * sends `Idp-Client-Quota-Limit` with `r` as it stands after each answer,
- * 429 past the quota), list endpoints that page and sort generated data and
- * demand a valid bearer token, a card-data endpoint, and scripted faults.
+ * Creates the fake service that `startFakePartnerApi` serves (see there for what it answers).
  *
  * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
- * @throws {RangeError} (`option`) When a lifetime, quota, size or time
- * option is out of range (time options at most 2,147,483,647 ms).
- * @throws {TypeError} (`option`) When `now` is not a function, or a
- * credential not a non-empty string.
+ * @throws {RangeError} (`option`) When a lifetime, quota, size or time (≤ 2,147,483,647 ms) is out of range.
+ * @throws {TypeError} (`option`) When `now` is not a function, or a credential not a non-empty string.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
@@ -337,8 +313,7 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     clientSecret: given("clientSecret", `fake-secret-${randomText(24)}`),
   });
   const endpoint = new FakeTokenEndpoint({
-    // What the fake says in expires_in, not a wait: a year (more than a
-    // timer holds) rehearses a long-lived token.
+    // What expires_in says, not a wait: a year (more than a timer holds) rehearses a long-lived token.
     lifetime: checkNumber(
       options.tokenLifetime,
       86_400_000,

@@ -1,7 +1,6 @@
 /**
- * A fake of the partner service for tests, yours and ours: `Deno.serve` on
- * 127.0.0.1, with the token endpoint, quota header and faults you can script.
- * Needs `--allow-net=127.0.0.1`.
+ * A fake of the partner service for tests, on 127.0.0.1 (needs `--allow-net=127.0.0.1`): the token
+ * endpoint, quota header, lists, card data and faults you can script.
  *
  * @example Counting token requests in a test
  * ```ts
@@ -27,6 +26,5 @@ export {
   startFakePartnerApi,
 } from "./fake_partner_api.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: each entry passes `deno doc --lint` alone.
 export type { Environment } from "../core/environment.ts";
