@@ -199,7 +199,14 @@ if (import.meta.main) {
     "dist/package.json",
     `${JSON.stringify(packageJson(config), null, 2)}\n`,
   );
-  for (const file of ["README.md", "LICENSE"]) {
+  // The JSDoc points to docs/*.md for the reference: the package carries it.
+  await Deno.mkdir("dist/docs", { recursive: true });
+  for await (const doc of Deno.readDir("docs")) {
+    if (doc.name.endsWith(".md")) {
+      await Deno.copyFile(`docs/${doc.name}`, `dist/docs/${doc.name}`);
+    }
+  }
+  for (const file of ["README.md", "CHANGELOG.md", "LICENSE"]) {
     await Deno.copyFile(file, `dist/${file}`);
   }
   console.log(
