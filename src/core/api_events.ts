@@ -12,11 +12,8 @@
  *
  * const requests: ApiRequestEvent[] = [];
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "api.request" && requests.push(event),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "api.request" && requests.push(event) });
  * await (await client.pciFetch("cards/ch_000001")).body?.cancel();
  * const [request] = requests;
  * equal(`${request?.base} ${request?.method} ${request?.path}`, "pci GET /api/cards/ch_000001");
@@ -26,7 +23,6 @@
  * ```
  */
 export interface ApiRequestEvent {
-  /** Tells events apart. */
   readonly type: "api.request";
   /** The request's method, e.g. `"GET"`. */
   readonly method: string;
@@ -73,7 +69,6 @@ export interface ApiRequestEvent {
  * ```
  */
 export interface ApiRetryEvent {
-  /** Tells events apart. */
   readonly type: "api.retry";
   /** What went wrong: no answer (`"network"`, `"timeout"`) or an answer to retry (`"status"`). */
   readonly reason: "network" | "timeout" | "status";
@@ -95,11 +90,8 @@ export interface ApiRetryEvent {
  *
  * const renewals: ApiRenewalEvent[] = [];
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "api.renewal" && renewals.push(event),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "api.renewal" && renewals.push(event) });
  * await (await client.fetch("organizations")).body?.cancel();
  * api.revokeTokens(); // the next request meets a 401
  * await (await client.fetch("organizations")).body?.cancel();
@@ -107,7 +99,6 @@ export interface ApiRetryEvent {
  * ```
  */
 export interface ApiRenewalEvent {
-  /** Tells events apart. */
   readonly type: "api.renewal";
   /** The URL's path, without the query. */
   readonly path: string;
@@ -124,18 +115,14 @@ export interface ApiRenewalEvent {
  *
  * const crawls: ApiListEvent[] = [];
  * await using api = await startFakePartnerApi({ items: { organizations: 120 } });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "api.list" && crawls.push(event),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "api.list" && crawls.push(event) });
  * await Array.fromAsync(client.list("organizations", { limit: 50 }));
  * const [crawl] = crawls;
  * equal(`${crawl?.outcome}: ${crawl?.items} items in ${crawl?.pages} pages`, "ok: 120 items in 3 pages");
  * ```
  */
 export interface ApiListEvent {
-  /** Tells events apart. */
   readonly type: "api.list";
   /** The list's path, without the query. */
   readonly path: string;

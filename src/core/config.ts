@@ -1,5 +1,4 @@
-// Configuration from the six `PARTNER_API_*` variables, ready for
-// `createClient(configFromEnv())`. Public through the root entry.
+// `configFromEnv()`: the `PARTNER_API_*` variables, ready for `createClient`. Root entry.
 
 import { defineEnvironment, type Environment } from "./environment.ts";
 import type { OptionError } from "./_check.ts";
@@ -43,12 +42,9 @@ export const CONFIG_VARIABLES: {
  * import { equal } from "node:assert/strict";
  *
  * const config = configFromEnv({
- *   PARTNER_API_BASE_URL: "https://api.partner.example/api/",
- *   PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
- *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token",
- *   PARTNER_API_AUDIENCE: "https://api.partner.example",
- *   PARTNER_API_CLIENT_ID: "my-client",
- *   PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
+ *   PARTNER_API_BASE_URL: "https://api.partner.example/api/", PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
+ *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token", PARTNER_API_AUDIENCE: "https://api.partner.example",
+ *   PARTNER_API_CLIENT_ID: "my-client", PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
  *   [CONFIG_OPTIONAL_VARIABLES.bodyFormat]: "form",
  * });
  * equal(config.bodyFormat, "form");
@@ -104,7 +100,7 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
-  /** The variable each setting came from, which a failed token request's `hint` names. */
+  /** The variable each setting came from, for a failed token request's `hint`. */
   readonly settingNames?: {
     readonly clientId: string;
     readonly clientSecret: string;
@@ -127,13 +123,7 @@ export interface PartnerApiConfig {
  * const vault = new Map([["PARTNER_API_CLIENT_ID", "my-client"]]);
  * const source: EnvSource = (name) => vault.get(name);
  * throws(() => configFromEnv(source), {
- *   missing: [
- *     "PARTNER_API_BASE_URL",
- *     "PARTNER_API_PCI_BASE_URL",
- *     "PARTNER_API_TOKEN_URL",
- *     "PARTNER_API_AUDIENCE",
- *     "PARTNER_API_CLIENT_SECRET",
- *   ],
+ *   missing: ["PARTNER_API_BASE_URL", "PARTNER_API_PCI_BASE_URL", "PARTNER_API_TOKEN_URL", "PARTNER_API_AUDIENCE", "PARTNER_API_CLIENT_SECRET"],
  * });
  * ```
  */
@@ -142,24 +132,15 @@ export type EnvSource =
   | ((name: string) => string | undefined);
 
 /**
- * The error for variables that are missing or break a rule: `missing` lists
- * every unset variable, `option` and `rule` the first at fault. It never
- * holds a value: a secret pasted into the wrong variable is the usual
- * mistake.
+ * The error for variables that are missing or break a rule. It never holds a
+ * value: a secret pasted into the wrong variable is the usual mistake.
  *
  * @example Telling the operator what to set
  * ```ts
  * import { type ConfigError, configFromEnv } from "@partner-api/client";
- * import { equal } from "node:assert/strict";
+ * import { throws } from "node:assert/strict";
  *
- * let error: ConfigError | undefined;
- * try {
- *   configFromEnv({});
- * } catch (thrown) {
- *   error = thrown as ConfigError;
- * }
- * equal(error?.missing.length, 6); // all at once
- * equal(error?.rule, "is not set");
+ * throws(() => configFromEnv({}), (error: ConfigError) => error.rule === "is not set" && error.missing.length === 6);
  * ```
  */
 export type ConfigError = TypeError & {
@@ -177,16 +158,11 @@ const CONTEXT = "Cannot read configuration";
  * Reads the six `PARTNER_API_*` variables (values trimmed), and the two
  * optional ones ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
  *
- * @param env Where to read them; by default the process environment
- * (`Deno.env`, `process.env`).
- * @returns `{ environment, clientId, clientSecret, settingNames }`, plus
- * `bodyFormat` and `clientAuthentication` when set; `settingNames` makes a
- * failed token request's `hint` name the variables.
+ * @param env Where to read them; by default `Deno.env` or `process.env`.
+ * @returns A {@linkcode PartnerApiConfig}.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
- * at once (with a near miss when a similar name is set, e.g.
- * `PARTNER_API_BASEURL`), or the variable whose value breaks a rule of
- * `defineEnvironment` or an optional variable's values; never quoting a
- * value.
+ * (and a near miss that is set, e.g. `PARTNER_API_BASEURL`), or the variable
+ * whose value breaks a rule of `defineEnvironment` or of its values.
  *
  * @example Naming what is missing
  * ```ts
@@ -194,10 +170,7 @@ const CONTEXT = "Cannot read configuration";
  * import { throws } from "node:assert/strict";
  *
  * // The message adds "(PARTNER_API_BASEURL is set: did you mean PARTNER_API_BASE_URL?)".
- * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://api.partner.example/api/" }), {
- *   name: "TypeError",
- *   option: "PARTNER_API_BASE_URL",
- * });
+ * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://x.example/" }), { name: "TypeError", option: "PARTNER_API_BASE_URL" });
  * ```
  */
 export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {

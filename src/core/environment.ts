@@ -37,9 +37,8 @@ import { optionError, requireOptions } from "./_check.ts";
  *   audience: "https://api.partner.example",
  * };
  * defineEnvironment(init);
- * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.partner.example/v2" }), {
- *   option: "baseUrl", // it must end with /api/
- * });
+ * // baseUrl must end with /api/
+ * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.partner.example/v2" }), { option: "baseUrl" });
  * ```
  */
 export interface EnvironmentInit {
@@ -94,30 +93,26 @@ function baseUrl(value: string | URL, field: string): URL {
 }
 
 /**
- * Validates and freezes an environment.
- *
- * Every address must use `https:`; `http:` is accepted only for loopback
- * hosts (`localhost`, `127.0.0.0/8`, `[::1]`) so that tests can run a local
- * server. Base addresses get a trailing `/` so that relative paths resolve
- * under them.
+ * Validates and freezes an environment. `http:` is accepted only on loopback
+ * (`localhost`, `127.0.0.0/8`, `[::1]`), for a local test server. Base
+ * addresses get a trailing `/` so that relative paths resolve under them.
  *
  * @param init The four values of the environment.
  * @returns A frozen environment with parsed addresses.
- * @throws {TypeError} Naming the field, when an address is not an absolute
- * URL, is not https (outside loopback), holds credentials, when `baseUrl`
- * does not end with `/api/`, or when `audience` is empty.
+ * @throws {TypeError} Naming the field (`option`), when an address is not an
+ * absolute https URL, holds credentials, `baseUrl` does not end with `/api/`,
+ * or `audience` is empty.
  *
  * @example Refusing plain http
  * ```ts
  * import { defineEnvironment } from "@partner-api/client/environment";
  * import { throws } from "node:assert/strict";
  *
- * throws(() => defineEnvironment({
- *   baseUrl: "https://api.example/api/",
- *   pciBaseUrl: "https://pci.example/api/",
- *   tokenUrl: "http://idp.example.com/token",
- *   audience: "https://api.example",
- * }), { name: "TypeError", option: "tokenUrl" });
+ * const init = { baseUrl: "https://api.example/api/", pciBaseUrl: "https://pci.example/api/", audience: "x" };
+ * throws(() => defineEnvironment({ ...init, tokenUrl: "http://idp.example.com/token" }), {
+ *   name: "TypeError",
+ *   option: "tokenUrl",
+ * });
  * ```
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {

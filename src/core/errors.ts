@@ -73,11 +73,8 @@ function hideResponse(target: Error, response: Response | undefined): void {
  * import { rejects } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   clientId: api.credentials.clientId,
- *   clientSecret: "wrong",
- * });
+ * const client = createClient({ environment: api.environment, clientId: api.credentials.clientId,
+ *   clientSecret: "wrong" });
  * await rejects(client.fetch("organizations"), (error) => {
  *   return error instanceof PartnerApiError && error.reason === "status"; // the token was refused
  * });

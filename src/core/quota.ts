@@ -2,8 +2,8 @@
  * Reads and writes the token endpoint's quota header,
  * `Idp-Client-Quota-Limit: b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200`.
  *
- * The same format is sent by a widely deployed identity provider as
- * `Auth0-Client-Quota-Limit`; pass that name where a header name is asked.
+ * Auth0 sends the same format as `Auth0-Client-Quota-Limit`; pass that name
+ * where a header name is asked.
  *
  * @example Finding the bucket that runs out first
  * ```ts
@@ -70,8 +70,7 @@ export function parseQuotaHeader(
 const FORMAT = "Cannot format quota header";
 
 /**
- * Writes buckets in the header's format, the inverse of
- * {@linkcode parseQuotaHeader}.
+ * Writes buckets in the header's format, the inverse of {@linkcode parseQuotaHeader}.
  *
  * @param buckets The buckets to write.
  * @returns The header value, e.g. `b=per_hour;q=10;r=7;t=3540`.

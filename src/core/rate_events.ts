@@ -25,7 +25,6 @@
  * ```
  */
 export interface RateWaitEvent {
-  /** Tells events apart. */
   readonly type: "rate.wait";
   /** How long it waited, in ms. */
   readonly delayMs: number;
@@ -34,10 +33,9 @@ export interface RateWaitEvent {
 }
 
 /**
- * A fleet rate limiter lost its store (it failed, did not answer in time, or
- * came back without the window): until it answers again, this process paces
- * alone at its last known share of the limit (half before the store ever
- * answered), never the whole.
+ * A fleet rate limiter lost its store (failed, too slow, or the window gone):
+ * until it answers again, this process paces alone at its last known share of
+ * the limit (half before the store ever answered), never the whole.
  *
  * @example The process paces alone while Redis is away
  * ```ts
@@ -59,13 +57,8 @@ export interface RateWaitEvent {
  * ```
  */
 export interface RateDegradedEvent {
-  /** Tells events apart. */
   readonly type: "rate.degraded";
-  /**
-   * The store that failed, as its limiter names it: `"redis"` or `"kv"` for
-   * this package's limiters (`./redis`, `./kv`); a limiter of your own names
-   * its own. A plain string: the events belong to no store.
-   */
+  /** The store that failed, as its limiter names it: `"redis"`, `"kv"`, or your own limiter's name. */
   readonly store: string;
   /** This process's share: requests it sends alone in any window. */
   readonly requests: number;
@@ -92,18 +85,14 @@ export interface RateDegradedEvent {
  * }
  * const lines: string[] = [];
  * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => void (pace(event) && lines.push(pace(event)!)),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => void (pace(event) && lines.push(pace(event)!)) });
  * await Array.fromAsync(client.list("organizations"));
  * deepStrictEqual(lines, []); // a limiter of its own never changes pace
  * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
  * ```
  */
 export interface RateRestoredEvent {
-  /** Tells events apart. */
   readonly type: "rate.restored";
   /** The store that answers again, named as in {@linkcode RateDegradedEvent.store}. */
   readonly store: string;

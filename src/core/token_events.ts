@@ -3,8 +3,7 @@
 import type { QuotaBucket } from "./quota.ts";
 
 /**
- * One request to the token endpoint, retries each counted: what the quota
- * counts.
+ * One request to the token endpoint, retries each counted: what the quota counts.
  *
  * @example Counting failed token requests
  * ```ts
@@ -26,7 +25,6 @@ import type { QuotaBucket } from "./quota.ts";
  * ```
  */
 export interface TokenRequestEvent {
-  /** Tells events apart. */
   readonly type: "token.request";
   /** `"ok"` when a token came back. */
   readonly outcome: "ok" | "error";
@@ -39,9 +37,8 @@ export interface TokenRequestEvent {
 }
 
 /**
- * A token request will be sent again, after `delayMs`: its attempt got no
- * answer (`"network"`, `"timeout"`) or an answer worth another (a 408 or
- * 5xx, `"status"`).
+ * A token request will be sent again, after `delayMs`: no answer (`"network"`,
+ * `"timeout"`) or a 408 or 5xx (`"status"`).
  *
  * @example A token request cut off, and sent again
  * ```ts
@@ -63,7 +60,6 @@ export interface TokenRequestEvent {
  * ```
  */
 export interface TokenRetryEvent {
-  /** Tells events apart. */
   readonly type: "token.retry";
   /** What went wrong. */
   readonly reason: "network" | "timeout" | "status";
@@ -74,8 +70,7 @@ export interface TokenRetryEvent {
 }
 
 /**
- * A background refresh started: the token is due for refresh but still
- * served while a new one is requested.
+ * A background refresh started: the token is still served while a new one is requested.
  *
  * @example A token refreshed ahead of expiry
  * ```ts
@@ -102,7 +97,6 @@ export interface TokenRetryEvent {
  * ```
  */
 export interface TokenRefreshEvent {
-  /** Tells events apart. */
   readonly type: "token.refresh";
   /** How long the current token is still valid, in ms. */
   readonly expiresInMs: number;
@@ -119,18 +113,14 @@ export interface TokenRefreshEvent {
  *
  * const blocks: QuotaBlockedEvent[] = [];
  * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "quota.blocked" && blocks.push(event),
- * });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "quota.blocked" && blocks.push(event) });
  * await provider.invalidate((await provider.getToken()).accessToken); // the hour's only token
  * await rejects(provider.getToken(), { name: "QuotaExceededError" }); // the next is refused: 429
  * ok(blocks[0]!.retryAt > Date.now());
  * ```
  */
 export interface QuotaBlockedEvent {
-  /** Tells events apart. */
   readonly type: "quota.blocked";
   /** Epoch ms of the reset. */
   readonly retryAt: number;

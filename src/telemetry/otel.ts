@@ -1,28 +1,16 @@
 /**
  * OpenTelemetry for the partner API client: `openTelemetry()` returns an
  * `onEvent` listener that records spans and metrics through
- * `@opentelemetry/api`. With Deno's built-in OpenTelemetry
- * (`OTEL_DENO=true`) they are exported with no other setup, next to Deno's
- * own `fetch` spans; on Deno Deploy they show in its dashboard. Elsewhere,
- * register an SDK as usual.
+ * `@opentelemetry/api`; no attribute ever holds the secret or a token. With
+ * Deno's built-in OpenTelemetry (`OTEL_DENO=true`) they are exported with no
+ * other setup; elsewhere, register an SDK as usual.
  *
- * What it records (no attribute ever holds the secret or a token):
- *
- * | name                          | kind      | attributes                                     |
- * | ----------------------------- | --------- | ---------------------------------------------- |
- * | `partner_api.token.request`   | span      | `partner_api.outcome`, `error.type`            |
- * | `partner_api.list`            | span      | `url.path`, `partner_api.pages`, `partner_api.items`, `partner_api.outcome` |
- * | `partner_api.token.requests`  | counter   | `partner_api.outcome`                          |
- * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket` (`per_hour`, `per_day` only) |
- * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code` (an integer), `server.address`, `server.port`, `error.type` on failure, `partner_api.base`; in seconds (`s`) |
- * | `http.client.request.duration`| histogram | the semantic conventions' HTTP client metric, for every API request attempt: `http.request.method`, `server.address`, `server.port`, `http.response.status_code` (when an answer came), `error.type` on failure (the status for 4xx and 5xx, `timeout` or `network` when no answer came); in seconds (`s`) |
- * | `partner_api.rate.wait.duration` | histogram | `partner_api.priority` (`high`, `low`, `auto`): each wait of a request for a slot in the rate window; in seconds (`s`), buckets up to 5 minutes |
- *
- * Integers are sent as integers: status codes, ports, and a crawl's page and
- * item counts (Deno's exporter sends other numbers as doubles). Counters
- * count in integers where the meter takes `valueType: INT` (Deno's built-in
- * meter takes only doubles). Durations use the semantic conventions'
- * bucket boundaries, from 5 ms to 10 s.
+ * Spans `partner_api.token.request` and `partner_api.list`; the counter
+ * `partner_api.token.requests`; the gauge `partner_api.quota.remaining`
+ * (`per_hour`, `per_day` only); histograms in seconds,
+ * `partner_api.request.duration`, `http.client.request.duration` (the
+ * semantic conventions' metric and buckets) and `partner_api.rate.wait.duration`.
+ * Their attributes, and how integers are sent: see docs/events.md.
  *
  * @example A client whose token requests and crawls show in traces
  * ```ts
@@ -32,11 +20,7 @@
  * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: openTelemetry(), // through @opentelemetry/api: exported with OTEL_DENO=true
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials, onEvent: openTelemetry() });
  * equal((await Array.fromAsync(client.list("organizations"))).length, 3);
  * ```
  *
@@ -72,9 +56,8 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Returns an `onEvent` listener that records the module's events as
- * OpenTelemetry spans and metrics. Give it to `createTokenProvider` or
- * `createClient` (a client passes it on to the provider it creates).
+ * Returns an `onEvent` listener that records the module's events as spans and
+ * metrics, for `createTokenProvider` or `createClient`.
  *
  * @param options The tracer and meter to record through.
  * @returns The listener.

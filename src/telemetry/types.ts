@@ -1,6 +1,4 @@
-// The shapes openTelemetry() records through: attributes, a tracer, a meter,
-// and its options. Public through ./otel; _instruments.ts reads the meter's
-// shape from here.
+// The shapes openTelemetry() records through. Public through ./otel.
 
 /**
  * Attribute values, as OpenTelemetry takes them.
