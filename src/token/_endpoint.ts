@@ -1,6 +1,4 @@
-// Internal: the token endpoint as the provider and requestToken use it:
-// every option checked once, the request body and headers built once. It
-// holds the secret, so it never leaves the token modules.
+// Internal: the token endpoint, every option checked and the request built once.
 
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";

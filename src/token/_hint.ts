@@ -1,7 +1,5 @@
-// Internal: what a failed token request tells its reader to check. A hint
-// names settings (by the names they were configured under: the variables,
-// when they came from configFromEnv) and the URL requested, never a value
-// of a credential.
+// Internal: what a failed token request tells its reader to check: settings by
+// their configured names and the URL requested, never a credential's value.
 
 import { requireOptions, requireText } from "../core/_check.ts";
 
@@ -55,9 +53,8 @@ export function isPermissionError(error: unknown): boolean {
 }
 
 /**
- * What to check after a token request failed this way; `undefined` when
- * nothing the reader configured can help (a 5xx, a timeout, the quota).
- * A permission the runtime refused comes first, as the exact flag to add.
+ * What to check after this failure; `undefined` when no setting can help (a
+ * 5xx, a timeout, the quota). A refused permission comes first, as the flag.
  */
 export function tokenHint(
   source: HintSource,
@@ -98,9 +95,8 @@ const TEST_ENVIRONMENT =
   /(?:^|[^a-z])(?:sandbox|staging|stage|test|testing|dev|uat|qa|preprod)(?:[^a-z]|$)/i;
 
 /**
- * When the audience and the token URL's host look like two environments'
- * (one a sandbox's, the other production's): sandbox credentials sent to
- * production are refused like a wrong secret.
+ * When the audience and the token URL's host look like a sandbox's and
+ * production's: sandbox credentials sent to production fail like a wrong secret.
  */
 function otherEnvironment(source: HintSource): string {
   const kind = (text: string) =>

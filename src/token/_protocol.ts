@@ -1,7 +1,6 @@
-// Internal: the token endpoint's wire protocol: each attempt (tokenAttempt,
-// the one path every token request takes) sends one request, reads its body
-// within the deadline, and processes the answer, synchronously, so that
-// tests/token_answers_test.ts drives every answer shape without a server.
+// Internal: the token endpoint's wire protocol. tokenAttempt, every token
+// request's path, sends, reads the body within the deadline, then processes the
+// answer synchronously: tests/token_answers_test.ts drives each shape serverless.
 
 import { describeCause } from "../core/_cause.ts";
 import {
@@ -177,10 +176,7 @@ export function processTokenAnswer(
   });
 }
 
-/**
- * The one builder of {@linkcode QuotaExceededError}: for a 429 just received
- * and for a block still in force.
- */
+/** The one builder of {@linkcode QuotaExceededError}: for a 429, and for a block still in force. */
 export function quotaExceeded(
   retryAt: number,
   buckets: readonly QuotaBucket[],
@@ -300,10 +296,7 @@ function parseJson(text: string): unknown {
   }
 }
 
-/**
- * The header's buckets, control and invisible characters of their names
- * shown as `\uXXXX`: the names reach events, errors, logs and terminals.
- */
+/** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
 
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {

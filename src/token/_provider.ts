@@ -1,7 +1,5 @@
-// Internal: the token provider. Every decision is a pure function over its
-// state and `now()` (`decide()` of _policy.ts for getToken,
-// `unauthorizedVerdict()` of ledger.ts for a 401); this class only carries
-// them out.
+// Internal: the token provider. It carries out pure decisions over its state
+// and `now()`: `decide()` (_policy.ts) for getToken, `unauthorizedVerdict()` for a 401.
 
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
@@ -110,11 +108,7 @@ export class CachingTokenProvider implements TokenProvider {
     return this.#carryOut(signal, now);
   }
 
-  /**
-   * The 401 ledger, kept where the token lives (the store's record, shared
-   * by the fleet; else this provider's own): see `unauthorizedVerdict()`.
-   * Answers whether to retry once with the token `getToken` gives next.
-   */
+  /** The 401 ledger, kept where the token lives (the fleet's record, else here): see `unauthorizedVerdict()`. */
   async reportUnauthorized(accessToken: string): Promise<boolean> {
     const current = this.#cached?.token.accessToken;
     // Already replaced here: retrying with the new token costs nothing.
@@ -219,8 +213,7 @@ export class CachingTokenProvider implements TokenProvider {
       const expiresInMs = this.#cached!.token.expiresAt - now;
       emit(listener, { type: "token.refresh", expiresInMs });
     }
-    // Its failure is kept like any other (see #runFlight), and the old
-    // token served meanwhile.
+    // Its failure is kept like any other; the old token is served meanwhile.
     const done = this.#startFlight(now).promise.then(() => {}, () => {});
     try {
       this.#config.waitUntil?.(done);

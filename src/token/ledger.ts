@@ -1,7 +1,5 @@
-// The 401 ledger (for src/token and src/client, not an entry), as pure
-// decisions over the record where the token lives (shared by a fleet
-// through its store), and the small ledger a client keeps for a
-// hand-written provider without one.
+// The 401 ledger (not an entry): pure decisions over the token record a fleet
+// shares, and the small ledger a client keeps for a hand-written provider.
 
 import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 
@@ -115,12 +113,8 @@ export function renewedRecord(
 }
 
 /**
- * A 401 ledger over any provider: the first 401 in an hour (of `now`)
- * invalidates its token and answers `true` (retry once with a fresh one);
- * every other one in that hour answers `false` (return the 401, keep the
- * token). A client keeps one for a hand-written provider without
- * `reportUnauthorized`; providers of this module keep their ledger in the
- * token record instead ({@linkcode unauthorizedVerdict}).
+ * {@linkcode onUnauthorized} over any provider, `true` for "renew" (its token
+ * invalidated): a client's ledger for a provider without `reportUnauthorized`.
  */
 export function renewalLedger(
   now: () => number,

@@ -21,8 +21,7 @@
 
 export { createTokenProvider, requestToken } from "./provider.ts";
 
-// The values a provider hands out: declared in core, beside the quota types,
-// so that the stores need nothing of the token part; published here.
+// Declared in core so that the stores need nothing of the token part.
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type * from "./types.ts";
 
