@@ -1,6 +1,5 @@
-// Internal: the one place that builds errors for bad options, so that every
-// message reads "<context>: '<option>' <rule>: received <value>", and every
-// such error carries `option` and `rule` for code to read instead of text.
+// Internal: the one builder of bad-option errors: "<context>: '<option>' <rule>:
+// received <value>", with `option` and `rule` as fields for code to read.
 
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {

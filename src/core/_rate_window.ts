@@ -1,13 +1,8 @@
-// Internal: the sliding window's pure arithmetic, for the client's limiter
-// and the fleet limiters, and the line of callers waiting for a slot. A
-// linked list makes leaving O(1), and callers sharing one signal share one
-// listener on it, so that N callers giving up cost O(N) in all.
+// Internal: the sliding window's pure arithmetic, for every limiter, and the
+// line of callers waiting for a slot: a linked list makes leaving O(1), and
+// callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
-/**
- * The requests of the last window: a ring of the latest `requests` times
- * each counts from; `Infinity` until answered (the service may count it at
- * any moment until then).
- */
+/** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count until then). */
 export interface Window {
   readonly times: Float64Array;
   /** Index of the next time to write: the oldest once the ring is full. */

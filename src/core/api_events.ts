@@ -1,8 +1,7 @@
 // The client's events: one of the three families of PartnerApiEvent.
 
 /**
- * One API request sent (an attempt: retries, renewals and redirects each
- * count), and how it ended.
+ * One API request sent (retries, renewals and redirects each count), and how it ended.
  *
  * @example Timing API requests
  * ```ts
@@ -15,11 +14,8 @@
  * const client = createClient({ environment: api.environment, ...api.credentials,
  *   onEvent: (event) => event.type === "api.request" && requests.push(event) });
  * await (await client.pciFetch("cards/ch_000001")).body?.cancel();
- * const [request] = requests;
- * equal(`${request?.base} ${request?.method} ${request?.path}`, "pci GET /api/cards/ch_000001");
- * equal(request?.status, 200);
- * equal(request?.host, "127.0.0.1");
- * equal(request?.attempt, 1);
+ * const { base, method, path, status, host, attempt } = requests[0]!;
+ * equal(`${base} ${method} ${path} ${status} ${host} ${attempt}`, "pci GET /api/cards/ch_000001 200 127.0.0.1 1");
  * ```
  */
 export interface ApiRequestEvent {
@@ -79,8 +75,7 @@ export interface ApiRetryEvent {
 }
 
 /**
- * After a 401 the request is sent once more with a newer token (renewed for
- * it, or by another request).
+ * After a 401 the request is sent once more with a newer token (renewed for it, or by another request).
  *
  * @example The one 401 renewal of the hour
  * ```ts
@@ -126,7 +121,7 @@ export interface ApiListEvent {
   readonly type: "api.list";
   /** The list's path, without the query. */
   readonly path: string;
-  /** `"error"` when a page failed or the caller's signal aborted; `"ok"` when the list ended or the caller's loop left it. */
+  /** `"error"`: a page failed or the caller's signal aborted; `"ok"`: the list ended or the caller's loop left. */
   readonly outcome: "ok" | "error";
   /** Pages read. */
   readonly pages: number;

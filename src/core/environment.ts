@@ -97,8 +97,6 @@ function baseUrl(value: string | URL, field: string): URL {
  * (`localhost`, `127.0.0.0/8`, `[::1]`), for a local test server. Base
  * addresses get a trailing `/` so that relative paths resolve under them.
  *
- * @param init The four values of the environment.
- * @returns A frozen environment with parsed addresses.
  * @throws {TypeError} Naming the field (`option`), when an address is not an
  * absolute https URL, holds credentials, `baseUrl` does not end with `/api/`,
  * or `audience` is empty.

@@ -1,13 +1,11 @@
-// What the errors of errors.ts are built from, and their kinds (apart, so
-// that the classes read on one page). Re-exported by errors.ts.
+// The errors' init types and reasons, apart so errors.ts reads on one page.
 
 import type { QuotaBucket } from "./quota.ts";
 
 /**
- * What kind of failure a `TokenRequestError` is: no answer (`"network"`),
- * none in time (`"timeout"`), a non-2xx status but 429 (`"status"`), a 2xx
- * answer without a usable token (`"malformed"`), or the quota
- * (`"quota"`, a `QuotaExceededError`).
+ * What kind of failure a `TokenRequestError` is: no answer (`"network"`), none
+ * in time (`"timeout"`), a non-2xx status but 429 (`"status"`), a 2xx answer
+ * without a usable token (`"malformed"`), the quota (`"quota"`, a `QuotaExceededError`).
  *
  * @example Deciding what to tell an operator
  * ```ts

@@ -1,8 +1,7 @@
 /**
- * Typed errors for what the token endpoint and the API answer. None holds
- * the client secret or an access token, in its message, a property or
- * `cause`; the raw `Response` is a non-enumerable `response`, so that
- * logging an error never prints it.
+ * Typed errors for what the token endpoint and the API answer. None holds the
+ * client secret or an access token, in its message, a property or `cause`; the
+ * raw `Response` is a non-enumerable `response`, so logging never prints it.
  *
  * @example Telling a quota stop from other token failures
  * ```ts
@@ -73,24 +72,17 @@ function hideResponse(target: Error, response: Response | undefined): void {
  * import { rejects } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const client = createClient({ environment: api.environment, clientId: api.credentials.clientId,
- *   clientSecret: "wrong" });
- * await rejects(client.fetch("organizations"), (error) => {
- *   return error instanceof PartnerApiError && error.reason === "status"; // the token was refused
- * });
+ * const wrongSecret = { clientId: api.credentials.clientId, clientSecret: "wrong" };
+ * const client = createClient({ environment: api.environment, ...wrongSecret });
+ * await rejects(client.fetch("organizations"), (error) =>
+ *   error instanceof PartnerApiError && error.reason === "status"); // the token was refused
  * ```
  */
 export class PartnerApiError extends Error {
   /** What kind of failure this is; each subclass lists its reasons. */
   readonly reason: string;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, without secrets; cut to 2,000 characters.
-   * @param reason What kind of failure this is.
-   * @param options The cause, if any.
-   */
+  /** Creates the error; `message` holds no secret and is cut to 2,000 characters. */
   constructor(message: string, reason: string, options: ErrorOptions = {}) {
     super(
       capped(message),
@@ -143,11 +135,10 @@ export class TokenRequestError extends PartnerApiError {
   /** The quota the refusal reported, when it did (a 401 or 400 may). */
   readonly quota?: readonly QuotaBucket[];
   /**
-   * What to check, for a person: the settings that can cause this failure,
-   * by the names they were configured under (variables or options), or the
-   * URL requested; for a 401 or 403 also when the audience and the token
-   * URL look like two environments'. The message ends with it too. Never
-   * holds a credential; absent when nothing configured can help.
+   * What to check, for a person (the message ends with it too): the settings
+   * that can cause this failure by their configured names, or the URL
+   * requested; for a 401 or 403 also an audience and token URL of two
+   * environments. Never a credential; absent when no setting can help.
    */
   readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */
@@ -155,12 +146,7 @@ export class TokenRequestError extends PartnerApiError {
   /** The endpoint's answer (non-enumerable; its body is already read). */
   declare readonly response?: Response;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, without secrets.
-   * @param init Status, OAuth code and description, reason, cause and response.
-   */
+  /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: TokenRequestErrorInit = {}) {
     super(
       message,
@@ -208,12 +194,7 @@ export class QuotaExceededError extends TokenRequestError {
   /** Epoch milliseconds from which a token request may succeed again. */
   readonly retryAt: number;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What was refused, without secrets.
-   * @param init Buckets, reset time, status and response.
-   */
+  /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: QuotaExceededErrorInit) {
     super(message, { ...init, reason: "quota" });
     this.name = "QuotaExceededError";
@@ -254,12 +235,7 @@ export class ApiError extends PartnerApiError {
   /** The API's answer (non-enumerable; its body is already read). */
   declare readonly response?: Response;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, without secrets.
-   * @param init Status, address, body excerpt, cause and response.
-   */
+  /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: ApiErrorInit) {
     super(message, init.reason ?? apiReason(init.status), init);
     this.name = "ApiError";

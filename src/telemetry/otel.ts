@@ -59,9 +59,6 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
  * Returns an `onEvent` listener that records the module's events as spans and
  * metrics, for `createTokenProvider` or `createClient`.
  *
- * @param options The tracer and meter to record through.
- * @returns The listener.
- *
  * @example A provider whose token requests are counted
  * ```ts
  * import { createTokenProvider } from "@partner-api/client";

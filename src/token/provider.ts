@@ -16,7 +16,6 @@ import type {
  * Sends one client-credentials token request: no cache, no retry, at most
  * `timeout` (30 s) to get the whole answer.
  *
- * @param options Token endpoint, audience, credentials, and how to send.
  * @returns The token, with its expiry and the quota the answer reported.
  * @throws {TypeError} Before any request, when an option is invalid (e.g. a
  * plain-http `tokenUrl` outside loopback).
@@ -74,8 +73,6 @@ const ONE_ATTEMPT: TokenSending = {
  * are spent. The secret stays in private fields: inspecting or serializing the
  * provider shows none of it.
  *
- * @param options Token endpoint, audience, credentials and policies.
- * @returns The provider.
  * @throws {TypeError} When an option is invalid (e.g. a plain-http
  * `tokenUrl` outside loopback), or in a browser page without
  * `dangerouslyAllowBrowser`.
