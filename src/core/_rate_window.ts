@@ -2,7 +2,7 @@
 // line of callers waiting for a slot: a linked list makes leaving O(1), and
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
-/** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count until then). */
+/** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
   readonly times: Float64Array;
   /** Index of the next time to write: the oldest once the ring is full. */

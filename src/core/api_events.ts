@@ -52,12 +52,9 @@ export interface ApiRequestEvent {
  * const retries: ApiRetryEvent[] = [];
  * await using api = await startFakePartnerApi();
  * api.injectApiFaults({ kind: "status", status: 503 });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
+ * const client = createClient({ environment: api.environment, ...api.credentials,
  *   retry: { initialDelay: 1 },
- *   onEvent: (event) => event.type === "api.retry" && retries.push(event),
- * });
+ *   onEvent: (event) => event.type === "api.retry" && retries.push(event) });
  * const response = await client.fetch("organizations");
  * await response.body?.cancel();
  * equal(response.status, 200);

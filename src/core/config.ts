@@ -42,8 +42,8 @@ export const CONFIG_VARIABLES: {
  * import { equal } from "node:assert/strict";
  *
  * const config = configFromEnv({
- *   PARTNER_API_BASE_URL: "https://api.partner.example/api/", PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
- *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token", PARTNER_API_AUDIENCE: "https://api.partner.example",
+ *   PARTNER_API_BASE_URL: "https://api.example/api/", PARTNER_API_PCI_BASE_URL: "https://pci.example/",
+ *   PARTNER_API_TOKEN_URL: "https://idp.example/token", PARTNER_API_AUDIENCE: "https://api.example",
  *   PARTNER_API_CLIENT_ID: "my-client", PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
  *   [CONFIG_OPTIONAL_VARIABLES.bodyFormat]: "form",
  * });
@@ -123,7 +123,8 @@ export interface PartnerApiConfig {
  * const vault = new Map([["PARTNER_API_CLIENT_ID", "my-client"]]);
  * const source: EnvSource = (name) => vault.get(name);
  * throws(() => configFromEnv(source), {
- *   missing: ["PARTNER_API_BASE_URL", "PARTNER_API_PCI_BASE_URL", "PARTNER_API_TOKEN_URL", "PARTNER_API_AUDIENCE", "PARTNER_API_CLIENT_SECRET"],
+ *   missing: ["PARTNER_API_BASE_URL", "PARTNER_API_PCI_BASE_URL", "PARTNER_API_TOKEN_URL",
+ *     "PARTNER_API_AUDIENCE", "PARTNER_API_CLIENT_SECRET"],
  * });
  * ```
  */
@@ -140,7 +141,8 @@ export type EnvSource =
  * import { type ConfigError, configFromEnv } from "@partner-api/client";
  * import { throws } from "node:assert/strict";
  *
- * throws(() => configFromEnv({}), (error: ConfigError) => error.rule === "is not set" && error.missing.length === 6);
+ * throws(() => configFromEnv({}), (error: ConfigError) =>
+ *   error.rule === "is not set" && error.missing.length === 6); // all at once
  * ```
  */
 export type ConfigError = TypeError & {
@@ -170,7 +172,9 @@ const CONTEXT = "Cannot read configuration";
  * import { throws } from "node:assert/strict";
  *
  * // The message adds "(PARTNER_API_BASEURL is set: did you mean PARTNER_API_BASE_URL?)".
- * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://x.example/" }), { name: "TypeError", option: "PARTNER_API_BASE_URL" });
+ * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://x.example/" }), {
+ *   name: "TypeError", option: "PARTNER_API_BASE_URL",
+ * });
  * ```
  */
 export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {

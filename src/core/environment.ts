@@ -7,12 +7,10 @@
  * import { defineEnvironment } from "@partner-api/client/environment";
  * import { equal } from "node:assert/strict";
  *
- * const sandbox = defineEnvironment({
- *   baseUrl: "https://sandbox.partner.example/api",
+ * const sandbox = defineEnvironment({ baseUrl: "https://sandbox.partner.example/api",
  *   pciBaseUrl: "https://pci.sandbox.partner.example/api/",
  *   tokenUrl: "https://idp.sandbox.partner.example/oauth/token",
- *   audience: "https://sandbox.partner.example",
- * });
+ *   audience: "https://sandbox.partner.example" });
  * equal(sandbox.baseUrl.href, "https://sandbox.partner.example/api/");
  * ```
  *
@@ -30,15 +28,12 @@ import { optionError, requireOptions } from "./_check.ts";
  * import { defineEnvironment, type EnvironmentInit } from "@partner-api/client/environment";
  * import { throws } from "node:assert/strict";
  *
- * const init: EnvironmentInit = {
- *   baseUrl: "https://api.partner.example/api",
+ * const init: EnvironmentInit = { baseUrl: "https://api.partner.example/api",
  *   pciBaseUrl: "https://pci.partner.example/api/",
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- * };
+ *   tokenUrl: "https://idp.partner.example/oauth/token", audience: "https://api.partner.example" };
  * defineEnvironment(init);
  * // baseUrl must end with /api/
- * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.partner.example/v2" }), { option: "baseUrl" });
+ * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.example/v2" }), { option: "baseUrl" });
  * ```
  */
 export interface EnvironmentInit {
@@ -60,12 +55,9 @@ export interface EnvironmentInit {
  * import { defineEnvironment, type Environment } from "@partner-api/client/environment";
  * import { equal, ok } from "node:assert/strict";
  *
- * const production: Environment = defineEnvironment({
- *   baseUrl: "https://api.partner.example/api/",
+ * const production: Environment = defineEnvironment({ baseUrl: "https://api.partner.example/api/",
  *   pciBaseUrl: "https://pci.partner.example/api/",
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- * });
+ *   tokenUrl: "https://idp.partner.example/oauth/token", audience: "https://api.partner.example" });
  * equal(new URL("organizations", production.baseUrl).pathname, "/api/organizations");
  * ok(Object.isFrozen(production));
  * ```

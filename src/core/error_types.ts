@@ -14,13 +14,9 @@ import type { QuotaBucket } from "./quota.ts";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { rejects } from "node:assert/strict";
  *
- * const advice: Record<TokenFailureReason, string> = {
- *   network: "check the network",
- *   timeout: "the token endpoint is slow",
- *   status: "check the credentials",
- *   malformed: "the token endpoint misbehaves",
- *   quota: "wait for the quota to reset",
- * };
+ * const advice: Record<TokenFailureReason, string> = { network: "check the network",
+ *   timeout: "the token endpoint is slow", status: "check the credentials",
+ *   malformed: "the token endpoint misbehaves", quota: "wait for the quota to reset" };
  * await using api = await startFakePartnerApi();
  * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
  * await rejects(requestToken(wrongSecret), (error: TokenRequestError) => {

@@ -45,11 +45,8 @@ export interface RateWaitEvent {
  *
  * const degraded: RateDegradedEvent[] = [];
  * await using limiter = createRedisRateLimiter({
- *   command: () => Promise.reject(new Error("connection refused")),
- *   requests: 10,
- *   interval: 1000,
- *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event),
- * });
+ *   command: () => Promise.reject(new Error("connection refused")), requests: 10, interval: 1000,
+ *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event) });
  * limiter.answered(await limiter.take());
  * equal(degraded[0]?.store, "redis");
  * // Redis never said how many share it: half the limit, never the whole.

@@ -13,12 +13,9 @@ import type { QuotaBucket } from "./quota.ts";
  *
  * const requests: TokenRequestEvent[] = [];
  * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials,
  *   retry: { initialDelay: 1 },
- *   onEvent: (event) => event.type === "token.request" && requests.push(event),
- * });
+ *   onEvent: (event) => event.type === "token.request" && requests.push(event) });
  * await provider.getToken();
  * const failed = requests.filter((request) => request.outcome === "error");
  * deepStrictEqual(failed.map((request) => request.reason), ["status"]);
@@ -48,12 +45,9 @@ export interface TokenRequestEvent {
  *
  * const retries: TokenRetryEvent[] = [];
  * await using api = await startFakePartnerApi({ faults: [{ kind: "drop" }] });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials,
  *   retry: { initialDelay: 1 },
- *   onEvent: (event) => event.type === "token.retry" && retries.push(event),
- * });
+ *   onEvent: (event) => event.type === "token.retry" && retries.push(event) });
  * await provider.getToken();
  * equal(retries[0]?.reason, "network");
  * equal(api.tokenRequests, 2);
@@ -82,13 +76,9 @@ export interface TokenRetryEvent {
  * const refreshes: TokenRefreshEvent[] = [];
  * const background: Promise<unknown>[] = [];
  * await using api = await startFakePartnerApi({ tokenLifetime: 600_000 });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   now: () => time,
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, now: () => time,
  *   onEvent: (event) => event.type === "token.refresh" && refreshes.push(event),
- *   waitUntil: (refresh) => background.push(refresh),
- * });
+ *   waitUntil: (refresh) => background.push(refresh) });
  * const first = await provider.getToken();
  * time += 590_000; // 10 s left: within the margin (a tenth of the lifetime)
  * equal(await provider.getToken(), first); // still served while the refresh runs

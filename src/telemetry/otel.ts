@@ -68,11 +68,8 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
  *
  * const counted: string[] = [];
  * const ignored = { add: () => {}, record: () => {} };
- * const meter: TelemetryMeter = {
- *   createCounter: () => ({ add: (_, attributes) => void counted.push(`${attributes["partner_api.outcome"]}`) }),
- *   createGauge: () => ignored,
- *   createHistogram: () => ignored,
- * };
+ * const meter: TelemetryMeter = { createGauge: () => ignored, createHistogram: () => ignored,
+ *   createCounter: () => ({ add: (_, a) => void counted.push(`${a["partner_api.outcome"]}`) }) };
  * await using api = await startFakePartnerApi();
  * const onEvent = openTelemetry({ meter });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onEvent });

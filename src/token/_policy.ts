@@ -45,8 +45,7 @@ export interface CachedToken {
 }
 
 /**
- * Refresh ahead of expiry by `refreshMargin` (default five minutes, or a
- * tenth of the lifetime when less), never by more than half the lifetime;
+ * Refresh ahead of expiry by `refreshMargin`, never more than half the lifetime;
  * stop handing out a token a skew guard (2 s, or a twentieth of the lifetime
  * when less) before it expires.
  */
@@ -77,7 +76,7 @@ export interface ProviderState {
   readonly failedUntil?: number | undefined;
 }
 
-/** What `getToken` does; `"refresh"` serves the cached token meanwhile, `"blocked"` and `"failed"` send nothing. */
+/** What `getToken` does: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
 export type Decision =
   | "fresh"
   | "refresh"
@@ -158,10 +157,9 @@ export function flightBudget(
 }
 
 /**
- * When the quota lets a token request through again after a 429: the later
- * of `Retry-After` and the reset of the exhausted buckets (the largest `t`
- * with `r=0`); without `Retry-After`, that reset, else the smallest `t`,
- * else a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
+ * When a token request may pass again after a 429: the later of `Retry-After`
+ * and the exhausted buckets' reset, or either alone (`quotaResetAfter`), else
+ * a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
  */
 export function quotaRetryAt(
   retryAfter: number | undefined,

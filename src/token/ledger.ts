@@ -7,11 +7,9 @@ import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 export const RENEWAL_WINDOW = 3_600_000;
 
 /**
- * After the API answered 401: `"renew"` (invalidate the token and retry once
- * with a fresh one) for the first 401 in {@linkcode RENEWAL_WINDOW}, else
- * `"keep"` (return the answer, keep the token). The service never revokes
- * tokens early, so a repeated 401 is a scope, path or gateway problem that a
- * new token would not mend; only a token revoked for real needs one.
+ * After a 401: `"renew"` (retry once with a fresh token) for the first in
+ * {@linkcode RENEWAL_WINDOW}, else `"keep"` (return the answer): the service
+ * never revokes tokens early, so a repeated 401 is not the token's fault.
  */
 export function onUnauthorized(
   lastRenewal: number | undefined,
@@ -30,9 +28,8 @@ export interface LedgerToken {
 }
 
 /**
- * A short fingerprint of a token (FNV-1a, 64 bits, in hex) for the ledger
- * to recognise the token it renewed: it tells nothing of the token, and the
- * stores seal it with the rest of the record.
+ * A token's FNV-1a 64-bit hex fingerprint, for the ledger to recognise the
+ * token it renewed: it tells nothing of the token, and stores seal it anyway.
  */
 export function tokenFingerprint(accessToken: string): string {
   let low = 0x84222325;
