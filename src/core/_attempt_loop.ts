@@ -215,8 +215,7 @@ export async function readBounded(
   max: number,
 ): Promise<string | undefined> {
   const declared = Number(response.headers.get("content-length") ?? 0);
-  // A declared length frames the body unless it is inflated or chunked:
-  // then the runtime's own reading is the fastest.
+  // Inflated or chunked, a declared length frames nothing: the runtime reads fastest.
   const { headers } = response;
   if (
     declared > 0 && declared <= max && !headers.has("content-encoding") &&

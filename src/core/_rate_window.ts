@@ -33,8 +33,7 @@ export function slotWait(
   share: number = window.times.length,
 ): number {
   const { times, head } = window;
-  // The whole ring: the oldest send must leave first. A share of it: the
-  // share-th latest time, which answers out of order may put anywhere.
+  // A share: the share-th latest time, which out-of-order answers may put anywhere.
   const freedAt = window.count < share
     ? -Infinity
     : share === times.length

@@ -19,6 +19,7 @@
  * ```
  */
 export interface ApiRequestEvent {
+  /** Tells events apart. */
   readonly type: "api.request";
   /** The request's method, e.g. `"GET"`. */
   readonly method: string;
@@ -62,6 +63,7 @@ export interface ApiRequestEvent {
  * ```
  */
 export interface ApiRetryEvent {
+  /** Tells events apart. */
   readonly type: "api.retry";
   /** What went wrong: no answer (`"network"`, `"timeout"`) or an answer to retry (`"status"`). */
   readonly reason: "network" | "timeout" | "status";
@@ -91,6 +93,7 @@ export interface ApiRetryEvent {
  * ```
  */
 export interface ApiRenewalEvent {
+  /** Tells events apart. */
   readonly type: "api.renewal";
   /** The URL's path, without the query. */
   readonly path: string;
@@ -115,6 +118,7 @@ export interface ApiRenewalEvent {
  * ```
  */
 export interface ApiListEvent {
+  /** Tells events apart. */
   readonly type: "api.list";
   /** The list's path, without the query. */
   readonly path: string;

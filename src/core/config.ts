@@ -313,8 +313,7 @@ function processEnv(): EnvSource {
     try {
       return deno.env.toObject(); // all variables: near misses can be named
     } catch {
-      // Only some variables are allowed: read those, and never ask for the
-      // rest (a typo looked up must not prompt on a terminal).
+      // Only some allowed: never ask for the rest (a typo looked up must not prompt).
       return (name) => {
         const { state } = deno.permissions.querySync({
           name: "env",

@@ -25,6 +25,7 @@
  * ```
  */
 export interface RateWaitEvent {
+  /** Tells events apart. */
   readonly type: "rate.wait";
   /** How long it waited, in ms. */
   readonly delayMs: number;
@@ -54,6 +55,7 @@ export interface RateWaitEvent {
  * ```
  */
 export interface RateDegradedEvent {
+  /** Tells events apart. */
   readonly type: "rate.degraded";
   /** The store that failed, as its limiter names it: `"redis"`, `"kv"`, or your own limiter's name. */
   readonly store: string;
@@ -73,23 +75,21 @@ export interface RateDegradedEvent {
  * ```ts
  * import { createClient, type PartnerApiEvent } from "@partner-api/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { deepStrictEqual, equal } from "node:assert/strict";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * function pace(event: PartnerApiEvent): string | undefined {
- *   if (event.type === "rate.degraded") return `${event.store}: alone, ${event.requests} per window`;
- *   if (event.type === "rate.restored") return `${event.store}: the fleet's window again`;
- *   return undefined;
- * }
  * const lines: string[] = [];
+ * const onEvent = (event: PartnerApiEvent) => {
+ *   if (event.type === "rate.degraded") lines.push(`${event.store}: alone, ${event.requests} per window`);
+ *   if (event.type === "rate.restored") lines.push(`${event.store}: the fleet's window again`);
+ * };
  * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
- * const client = createClient({ environment: api.environment, ...api.credentials,
- *   onEvent: (event) => void (pace(event) && lines.push(pace(event)!)) });
+ * const client = createClient({ environment: api.environment, ...api.credentials, onEvent });
  * await Array.fromAsync(client.list("organizations"));
- * deepStrictEqual(lines, []); // a limiter of its own never changes pace
- * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
+ * deepStrictEqual(lines, []); // a client's own limiter never changes pace
  * ```
  */
 export interface RateRestoredEvent {
+  /** Tells events apart. */
   readonly type: "rate.restored";
   /** The store that answers again, named as in {@linkcode RateDegradedEvent.store}. */
   readonly store: string;

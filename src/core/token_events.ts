@@ -22,6 +22,7 @@ import type { QuotaBucket } from "./quota.ts";
  * ```
  */
 export interface TokenRequestEvent {
+  /** Tells events apart. */
   readonly type: "token.request";
   /** `"ok"` when a token came back. */
   readonly outcome: "ok" | "error";
@@ -54,6 +55,7 @@ export interface TokenRequestEvent {
  * ```
  */
 export interface TokenRetryEvent {
+  /** Tells events apart. */
   readonly type: "token.retry";
   /** What went wrong. */
   readonly reason: "network" | "timeout" | "status";
@@ -87,6 +89,7 @@ export interface TokenRetryEvent {
  * ```
  */
 export interface TokenRefreshEvent {
+  /** Tells events apart. */
   readonly type: "token.refresh";
   /** How long the current token is still valid, in ms. */
   readonly expiresInMs: number;
@@ -111,6 +114,7 @@ export interface TokenRefreshEvent {
  * ```
  */
 export interface QuotaBlockedEvent {
+  /** Tells events apart. */
   readonly type: "quota.blocked";
   /** Epoch ms of the reset. */
   readonly retryAt: number;

@@ -168,8 +168,7 @@ function tokenRequest(
   );
   meter.tokenRequests.add(1, { "partner_api.outcome": outcome });
   for (const { bucket, remaining } of event.quota ?? []) {
-    // Bucket names come from the server: each new one would be a new series
-    // in the user's metrics store. Only the documented ones are recorded.
+    // Server-chosen names would each be a new series in the user's metrics store.
     if (!DOCUMENTED_BUCKETS.has(bucket)) continue;
     meter.quotaRemaining.record(remaining, {
       "partner_api.quota.bucket": bucket,

@@ -92,7 +92,6 @@ export function requestWithRetries(
       if (step.do === "done") return { do: "done", value: outcome.token! };
       if (step.do === "fail") return { do: "fail", error: outcome.error };
       retries++;
-      // The event is built only for a listener: nobody else reads it.
       if (sending.onEvent === undefined) {
         return { do: "again", wait: step.wait };
       }

@@ -63,8 +63,7 @@ export function tokenEndpoint(
     secret,
     secrets: [{ secret, clientId, audience }],
     ...requestParts(options, { clientId, secret, audience }, context),
-    // A plain call: some runtimes throw "Illegal invocation" for fetch
-    // called as a method of another object.
+    // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
     now: requireFunction(options.now, context, "now") ?? Date.now,
     quotaHeader: requireText(

@@ -15,8 +15,7 @@ export function repeatedFailure(
   original: TokenRequestError | undefined,
   endpoint: HintSource,
 ): TokenRequestError {
-  // Its own fields (name and reason included, which the class sets anyway)
-  // and its cause; not its response, which stays with the first caller.
+  // Its fields and cause; not its response, which stays with the first caller.
   if (original !== undefined) {
     return new TokenRequestError(original.message, {
       ...original,

@@ -91,8 +91,7 @@ async function sendTokenRequest(
     });
   } catch (error) {
     signal.throwIfAborted();
-    // Refused by the runtime: its own words ("run again with the
-    // --allow-net flag") name no host; the hint names the exact flag.
+    // The runtime's own words name no host; the hint names the exact flag.
     const what = isPermissionError(error)
       ? `no net permission for ${endpoint.url.host}`
       : `no answer from ${endpoint.where}${causeText(error, endpoint)}`;

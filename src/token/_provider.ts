@@ -94,8 +94,7 @@ export class CachingTokenProvider implements TokenProvider {
     const cached = this.#cached;
     const now = this.#turnNow();
     if (cached === undefined) {
-      // A burst of cold callers while a flight runs: what #carryOut would
-      // answer ("join"), without another call per caller.
+      // A burst of cold callers joins the flight without a call each.
       const flight = this.#flights.current;
       if (
         signal === undefined && flight !== undefined && now < flight.deadline
@@ -163,8 +162,7 @@ export class CachingTokenProvider implements TokenProvider {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
     const cached = this.#cached;
-    // A burst of callers while a flight runs, with no token to serve: what
-    // decide() answers ("join"), without building its state per caller.
+    // What decide() would answer ("join"), without building its state per caller.
     if (
       flight !== undefined && now < flight.deadline &&
       (cached === undefined || now >= cached.times.usableUntil)

@@ -86,10 +86,9 @@ export interface TokenRequestOptions {
 }
 
 /**
- * Retry policy, for the token provider and the client alike: the provider
- * retries network errors, timeouts, 408 and 5xx answers; the client retries
- * idempotent requests after a network error, a timeout, 408, 429, 500, 502,
- * 503 or 504.
+ * Retry policy of the token provider (network errors, timeouts, 408 and 5xx)
+ * and the client (idempotent requests: network errors, timeouts, 408, 429,
+ * 500, 502, 503, 504).
  *
  * @example Retrying harder at start-up
  * ```ts
@@ -178,9 +177,8 @@ export interface TokenProviderOptions
    */
   retry?: RetryOptions | false;
   /**
-   * Called with every quota the token endpoint reports, e.g. to alert when
-   * `remaining` runs low. What it throws is ignored, so that a token already
-   * paid for is not lost.
+   * Called with every quota the token endpoint reports (e.g. to alert when low);
+   * what it throws is ignored, so that a token already paid for is not lost.
    */
   onQuota?: (quota: QuotaSnapshot) => void;
   /**
