@@ -99,10 +99,8 @@ function baseUrl(value: string | URL, field: string): URL {
  * import { throws } from "node:assert/strict";
  *
  * const init = { baseUrl: "https://api.example/api/", pciBaseUrl: "https://pci.example/api/", audience: "x" };
- * throws(() => defineEnvironment({ ...init, tokenUrl: "http://idp.example.com/token" }), {
- *   name: "TypeError",
- *   option: "tokenUrl",
- * });
+ * throws(() => defineEnvironment({ ...init, tokenUrl: "http://idp.example.com/token" }),
+ *   { name: "TypeError", option: "tokenUrl" });
  * ```
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {

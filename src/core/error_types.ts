@@ -19,9 +19,8 @@ import type { QuotaBucket } from "./quota.ts";
  *   malformed: "the token endpoint misbehaves", quota: "wait for the quota to reset" };
  * await using api = await startFakePartnerApi();
  * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
- * await rejects(requestToken(wrongSecret), (error: TokenRequestError) => {
- *   return advice[error.reason] === "check the credentials";
- * });
+ * await rejects(requestToken(wrongSecret), (error: TokenRequestError) =>
+ *   advice[error.reason] === "check the credentials");
  * ```
  */
 export type TokenFailureReason =
@@ -141,9 +140,8 @@ export interface ApiErrorInit extends ErrorOptions {
  * await using api = await startFakePartnerApi();
  * api.injectApiFaults({ kind: "body", body: "<html>maintenance</html>" });
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * await rejects(client.list("organizations").next(), (error: ApiError) => {
- *   return error.reason === "malformed" && !transient.includes(error.reason);
- * });
+ * await rejects(client.list("organizations").next(), (error: ApiError) =>
+ *   error.reason === "malformed" && !transient.includes(error.reason));
  * ```
  */
 export type ApiFailureReason = "network" | "timeout" | "status" | "malformed";

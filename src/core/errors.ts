@@ -101,9 +101,8 @@ export class PartnerApiError extends Error {
  *
  * await using api = await startFakePartnerApi();
  * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
- * await rejects(requestToken(wrongSecret), (error) => {
- *   return error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied";
- * });
+ * await rejects(requestToken(wrongSecret), (error) =>
+ *   error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied");
  * ```
  *
  * @example What to check, for the log
@@ -212,9 +211,8 @@ export class QuotaExceededError extends TokenRequestError {
  *
  * await using api = await startFakePartnerApi();
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * await rejects(client.list("invoices").next(), (error) => {
- *   return error instanceof ApiError && error.status === 404 && error.reason === "status";
- * });
+ * await rejects(client.list("invoices").next(), (error) =>
+ *   error instanceof ApiError && error.status === 404 && error.reason === "status");
  * ```
  */
 export class ApiError extends PartnerApiError {
@@ -243,6 +241,5 @@ export class ApiError extends PartnerApiError {
   }
 }
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: so this entry passes `deno doc --lint` alone.
 export type { QuotaBucket } from "./quota_types.ts";

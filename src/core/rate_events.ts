@@ -12,12 +12,9 @@
  * const waits: RateWaitEvent[] = [];
  * await using api = await startFakePartnerApi();
  * api.injectApiFaults({ kind: "delay", ms: 30 }); // the first answer takes 30 ms
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   rateLimit: { requests: 1, interval: 1 }, // one at a time: a slot is free 1 ms after an answer
- *   onEvent: (event) => event.type === "rate.wait" && waits.push(event),
- * });
+ * const rateLimit = { requests: 1, interval: 1 }; // one at a time: a slot is free 1 ms after an answer
+ * const client = createClient({ environment: api.environment, ...api.credentials, rateLimit,
+ *   onEvent: (event) => event.type === "rate.wait" && waits.push(event) });
  * const responses = await Promise.all([client.fetch("organizations"), client.fetch("organizations")]);
  * await Promise.all(responses.map((response) => response.body?.cancel()));
  * equal(waits.length, 1); // the second request waited for the first's answer

@@ -176,7 +176,6 @@ function tokenRequest(
   }
 }
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: so this entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";

@@ -25,8 +25,7 @@ export { createTokenProvider, requestToken } from "./provider.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type * from "./types.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: so this entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
 export type { Environment } from "../core/environment.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";

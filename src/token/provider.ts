@@ -80,19 +80,15 @@ const ONE_ATTEMPT: TokenSending = {
  *
  * @example Alerting when the quota runs low
  * ```ts
- * import { createTokenProvider } from "@partner-api/client/token";
+ * import { createTokenProvider, type QuotaSnapshot } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { deepStrictEqual } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 3 } });
  * const alerts: string[] = [];
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   onQuota: ({ buckets }) => {
- *     for (const b of buckets) if (b.remaining < 3) alerts.push(`${b.bucket}: ${b.remaining} left`);
- *   },
- * });
+ * const onQuota = ({ buckets }: QuotaSnapshot) =>
+ *   buckets.forEach((b) => b.remaining < 3 && alerts.push(`${b.bucket}: ${b.remaining} left`));
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onQuota });
  * await provider.getToken();
  * deepStrictEqual(alerts, ["per_hour: 2 left"]);
  * ```
