@@ -92,7 +92,7 @@ export class PartnerApiError extends Error {
 /**
  * A token request failed: the network, the endpoint's answer or its body.
  *
- * @example Reading the OAuth error code
+ * @example Reading the OAuth error code, and what to check
  * ```ts
  * import { TokenRequestError } from "@partner-api/client/errors";
  * import { requestToken } from "@partner-api/client/token";
@@ -102,22 +102,8 @@ export class PartnerApiError extends Error {
  * await using api = await startFakePartnerApi();
  * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
  * await rejects(requestToken(wrongSecret), (error) =>
- *   error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied");
- * ```
- *
- * @example What to check, for the log
- * ```ts
- * import { TokenRequestError } from "@partner-api/client/errors";
- * import { requestToken } from "@partner-api/client/token";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { rejects } from "node:assert/strict";
- *
- * await using api = await startFakePartnerApi();
- * const typo = new URL("/oauth/tokn", api.environment.tokenUrl); // a path typo
- * await rejects(requestToken({ ...api.environment, ...api.credentials, tokenUrl: typo }), (error) => {
- *   return error instanceof TokenRequestError &&
- *     error.hint === `nothing takes token requests at POST ${typo.href}: check tokenUrl`;
- * });
+ *   error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied" &&
+ *   error.hint?.startsWith("check clientId, clientSecret and audience") === true);
  * ```
  */
 export class TokenRequestError extends PartnerApiError {
