@@ -104,15 +104,11 @@ export function retryEvent<K extends "api.retry" | "token.retry">(
     & { readonly type: K };
 }
 
-/** How retries back off, checked and complete. */
+/** The `retry` option (see the public RetryOptions), checked and complete. */
 export interface Backoff {
-  /** Retries after the first attempt. */
   readonly retries: number;
-  /** Delay before the first retry, in ms, before jitter. */
   readonly initialDelay: number;
-  /** No backoff wait is longer. */
   readonly maxDelay: number;
-  /** The longest `Retry-After` waited for; a longer one ends the retries (the client returns the answer). */
   readonly maxRetryAfter: number;
 }
 

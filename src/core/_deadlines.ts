@@ -5,14 +5,12 @@ import { MAX_TIMER_MS } from "./_check.ts";
 /**
  * Time limits shared by the attempts that start within one short window (a
  * tenth of the limit, at most a second): one timer per window, not per attempt
- * (which cost more than the rest of the client's work). An attempt gets its
- * limit, and at most a window more.
- *
- * The timer is `globalThis.setTimeout`, looked up when set (fake timers drive
- * it), due by the injected clock. It is cleared after {@linkcode QUIET_TURNS}
- * empty microtask turns: microtasks run before any timer or I/O, so a test's
- * sanitizer finds nothing, yet calls without I/O between them share one timer
  * (a set and clear cost 1.5-2.5 µs in Deno 2.9, more than the rest of a call).
+ * An attempt gets its limit, and at most a window more. The timer is
+ * `globalThis.setTimeout`, looked up when set (fake timers drive it), due by the
+ * injected clock, and cleared after {@linkcode QUIET_TURNS} empty microtask
+ * turns: they run before any timer or I/O, so a test's sanitizer finds nothing,
+ * yet calls without I/O between them share one timer.
  */
 export class SharedDeadlines implements AttemptLimits {
   /** The time limit, in ms. */
@@ -32,7 +30,6 @@ export class SharedDeadlines implements AttemptLimits {
     this.#now = now;
   }
 
-  /** Starts one attempt's limit, following the caller's `outer` signal. */
   start(outer: AbortSignal | undefined): Deadline {
     const now = this.#now();
     let window = this.#current;
@@ -146,7 +143,6 @@ class SharedDeadline implements Deadline {
       : AbortSignal.any([outer, this.#own.signal]);
   }
 
-  /** The window's time is up. */
   expire(reason: DOMException): void {
     this.timedOut = true;
     this.#own.abort(reason);
@@ -217,7 +213,6 @@ export interface Deadline {
   readonly timedOut: boolean;
   /** {@linkcode raceAbort} against `signal`, one race at a time. */
   race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T>;
-  /** Ends the limit: the attempt is over. */
   clear(): void;
 }
 

@@ -107,7 +107,6 @@ export class WaitQueue<T> {
     return this.#size;
   }
 
-  /** The first in line, without taking it out. */
   peek(): T | undefined {
     return this.#head?.item;
   }
@@ -127,7 +126,6 @@ export class WaitQueue<T> {
     if (signal !== undefined) this.#watch(signal).nodes.add(node);
   }
 
-  /** Takes the first in line out, or `undefined` when none waits. */
   shift(): T | undefined {
     const node = this.#head;
     if (node === undefined) return undefined;
@@ -178,7 +176,6 @@ export class PriorityLines<T> {
   readonly live: WaitQueue<T>;
   readonly low: WaitQueue<T>;
 
-  /** `onAbort` hears of each caller whose signal aborted, once it has left. */
   constructor(onAbort: (item: T, reason: unknown) => void) {
     this.live = new WaitQueue(onAbort);
     this.low = new WaitQueue(onAbort);

@@ -116,10 +116,10 @@ export class TokenRequestError extends PartnerApiError {
   /** The quota the refusal reported, when it did (a 401 or 400 may). */
   readonly quota?: readonly QuotaBucket[];
   /**
-   * What to check, for a person (the message ends with it too): the settings
-   * that can cause this failure by their configured names, or the URL
-   * requested; for a 401 or 403 also an audience and token URL of two
-   * environments. Never a credential; absent when no setting can help.
+   * What to check, for a person (the message ends with it too): the settings at
+   * cause by their configured names, or the URL; for a 401 or 403 also an
+   * audience and token URL of two environments. Never a credential; absent when
+   * no setting can help.
    */
   readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */
@@ -159,8 +159,7 @@ export class TokenRequestError extends PartnerApiError {
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
- * const first = await provider.getToken();
- * await provider.invalidate(first.accessToken); // e.g. after a 401
+ * await provider.invalidate((await provider.getToken()).accessToken); // e.g. after a 401
  * const error = await provider.getToken().catch((error: unknown) => error);
  * ok(error instanceof QuotaExceededError);
  * ok(error.retryAt > Date.now());

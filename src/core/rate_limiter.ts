@@ -45,11 +45,10 @@ export interface RateLimiter {
   /** The limit it keeps. */
   readonly limit: RateLimit;
   /**
-   * Takes a slot for one request: its ticket now, else a promise of it when
-   * the caller's turn comes (live callers before `"low"` ones), rejected with
-   * the signal's reason if it aborts first. `priority` is the request's
-   * (`RequestInit.priority`; `undefined` is `"auto"`); a limiter of your own
-   * may ignore it. Hand the ticket to {@linkcode RateLimiter.answered}.
+   * Takes a slot for one request: its ticket now, else a promise of it in turn
+   * (live callers before `"low"` ones, by `RequestInit.priority`, which a
+   * limiter of your own may ignore), rejected with the signal's reason if it
+   * aborts first. Hand the ticket to {@linkcode RateLimiter.answered}.
    */
   take(
     signal?: AbortSignal,

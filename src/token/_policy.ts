@@ -111,11 +111,10 @@ export interface Cooldown {
 }
 
 /**
- * The cooldown after a failed token request at `now`: 10 s, doubling up to 15
- * minutes; a failure over 15 minutes after the last cooldown ended starts again
- * at 10 s (a passing fault must not leave a long cooldown behind). A 5xx's or
- * 403's `Retry-After` above `maxRetryAfter` sets it when longer, at most
- * {@linkcode MAX_QUOTA_BLOCK}.
+ * The cooldown after a failure at `now`: 10 s, doubling up to 15 minutes; again
+ * 10 s over 15 minutes after the last one ended (a passing fault must not leave
+ * a long cooldown). A 5xx's or 403's `Retry-After` above `maxRetryAfter` sets
+ * it when longer, at most {@linkcode MAX_QUOTA_BLOCK}.
  */
 export function cooldownAfter(
   previous: Cooldown | undefined,
@@ -227,9 +226,9 @@ export interface NewerFromRecord {
 }
 
 /**
- * Takes what a record knows that the provider does not: a later token, a
- * quota block still in force, a quota reported since. A later token without
- * a block lifts the provider's block: the quota has reset for whoever got it.
+ * What a record knows that the provider does not: a later token, a block still
+ * in force, a newer quota. A later token without a block lifts the provider's
+ * block: the quota has reset for whoever got it.
  */
 export function newerFromRecord(
   record: TokenRecord,

@@ -45,7 +45,6 @@ export interface FlightPlan<T> {
 export class SingleFlight<T> {
   #current: Running<T> | undefined;
 
-  /** The running flight, if any. */
   get current(): Flight<T> | undefined {
     return this.#current;
   }

@@ -262,29 +262,26 @@ export interface TokenProvider {
    */
   getToken(options?: GetTokenOptions): Promise<IssuedToken>;
   /**
-   * Drops `accessToken` (or the current token), e.g. after a 401. Providers of
+   * Drops `accessToken` (or the current token), e.g. after a 401; providers of
    * `createTokenProvider` go through the ledger of
-   * {@linkcode TokenProvider.reportUnauthorized}, and leave a token already
-   * replaced alone. A provider of your own may return nothing or a promise: a
-   * client waits for it either way.
+   * {@linkcode TokenProvider.reportUnauthorized} and leave a replaced token
+   * alone. A client awaits the result, if a promise.
    */
   invalidate(accessToken?: string): void | Promise<void>;
   /**
    * The 401 ledger, called by a client when the API answered 401 to
-   * `accessToken`. Resolves `true` (send once more with a fresh token) for the
-   * first 401 in an hour, for the whole fleet with a shared store (the token is
-   * invalidated), or when the token was already replaced; else `false` (the
-   * answer is returned, the token kept): the service never revokes tokens
-   * early, so a repeated 401 is a scope, path or gateway problem. Optional for
-   * providers of your own: a client then keeps the same ledger itself.
+   * `accessToken`: `true` (send once more with a fresh token) for the first 401
+   * in an hour, fleet-wide with a shared store, or when the token was already
+   * replaced; else `false` (the answer is returned, the token kept): the service
+   * never revokes tokens early, so a repeated 401 is a scope, path or gateway
+   * problem. Optional: a client keeps the same ledger for a provider without it.
    */
   reportUnauthorized?(accessToken: string): Promise<boolean>;
   /** The last quota the token endpoint reported, if any. */
   readonly quota: QuotaSnapshot | undefined;
   /**
-   * The token endpoint and audience the tokens are for (no secret), so that
-   * a client can refuse a provider of another environment. Optional for
-   * providers of your own.
+   * The token endpoint and audience the tokens are for (no secret), so that a
+   * client can refuse a provider of another environment. Optional.
    */
   readonly target?: TokenTarget;
 }
