@@ -258,9 +258,8 @@ function missingError(
 }
 
 /**
- * The usual typos of `variable` that are set (a character dropped, doubled,
- * or two swapped), for a source that cannot list its names (a function;
- * Deno without full `--allow-env`).
+ * The usual typos of `variable` (a character dropped, doubled or swapped) that
+ * are set, for a source that cannot list its names (Deno without full --allow-env).
  */
 function typosSet(
   variable: string,

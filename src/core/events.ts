@@ -33,13 +33,9 @@ export type * from "./rate_events.ts";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { deepStrictEqual } from "node:assert/strict";
  *
- * function line(event: PartnerApiEvent): string {
- *   switch (event.type) {
- *     case "api.request": return `${event.method} ${event.path} ${event.status}`;
- *     case "token.request": return `token ${event.outcome}`;
- *     default: return event.type;
- *   }
- * }
+ * const line = (event: PartnerApiEvent): string =>
+ *   event.type === "api.request" ? `${event.method} ${event.path} ${event.status}`
+ *   : event.type === "token.request" ? `token ${event.outcome}` : event.type;
  * const lines: string[] = [];
  * await using api = await startFakePartnerApi();
  * const client = createClient({ environment: api.environment, ...api.credentials,

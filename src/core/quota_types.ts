@@ -8,9 +8,8 @@
  * import { parseQuotaHeader, type QuotaBucket } from "@partner-api/client/quota";
  * import { equal } from "node:assert/strict";
  *
- * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
- *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
- * }
+ * const describe = ({ bucket, remaining, limit, resetAfter }: QuotaBucket) =>
+ *   `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
  * const [hourly] = parseQuotaHeader("b=per_hour;q=10;r=2;t=60");
  * equal(describe(hourly!), "per_hour: 2/10, resets in 60 s");
  * ```

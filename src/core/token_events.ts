@@ -17,8 +17,7 @@ import type { QuotaBucket } from "./quota.ts";
  *   retry: { initialDelay: 1 },
  *   onEvent: (event) => event.type === "token.request" && requests.push(event) });
  * await provider.getToken();
- * const failed = requests.filter((request) => request.outcome === "error");
- * deepStrictEqual(failed.map((request) => request.reason), ["status"]);
+ * deepStrictEqual(requests.filter((r) => r.outcome === "error").map((r) => r.reason), ["status"]);
  * ```
  */
 export interface TokenRequestEvent {

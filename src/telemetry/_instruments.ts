@@ -4,9 +4,8 @@ import { metrics, trace, ValueType } from "@opentelemetry/api";
 import type { TelemetryMeter } from "./types.ts";
 
 /**
- * How an integer attribute is written so that the exporter sends it as one:
- * a `BigInt` for Deno's own providers (which send every number as a double),
- * a number for the JavaScript SDK (which drops a `BigInt`).
+ * Integers as the exporter sends them as such: `BigInt` for Deno's own providers
+ * (which send numbers as doubles), a number for the JS SDK (which drops `BigInt`).
  */
 export function integerAttributes(
   globalMeter: boolean,

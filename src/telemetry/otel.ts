@@ -5,12 +5,9 @@
  * Deno's built-in OpenTelemetry (`OTEL_DENO=true`) they are exported with no
  * other setup; elsewhere, register an SDK as usual.
  *
- * Spans `partner_api.token.request` and `partner_api.list`; the counter
- * `partner_api.token.requests`; the gauge `partner_api.quota.remaining`
- * (`per_hour`, `per_day` only); histograms in seconds,
- * `partner_api.request.duration`, `http.client.request.duration` (the
- * semantic conventions' metric and buckets) and `partner_api.rate.wait.duration`.
- * Their attributes, and how integers are sent: see docs/events.md.
+ * It records spans of token requests and crawls, and metrics of token requests,
+ * the quota left and request durations (in seconds, with the HTTP semantic
+ * conventions' metric): their names and attributes are in docs/events.md.
  *
  * @example A client whose token requests and crawls show in traces
  * ```ts

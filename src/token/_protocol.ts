@@ -36,11 +36,7 @@ const MAX_TOKEN_BODY = 64 * 1024;
 const DEFAULT_EXPIRES_IN = 3600;
 const CONTEXT = "Cannot request token";
 
-/**
- * One attempt under `deadline`: send, read the answer within it, process.
- *
- * @throws {TokenRequestError} (`reason`), {QuotaExceededError} for a 429.
- */
+/** One attempt under `deadline`: send, read, process; throws a TokenRequestError (a QuotaExceededError for a 429). */
 export async function tokenAttempt(
   endpoint: TokenEndpoint,
   deadline: Deadline,
@@ -65,10 +61,8 @@ export async function tokenAttempt(
 }
 
 /**
- * Sends the request. Never follows a redirect: it would carry the secret to
- * an address nobody checked.
- *
- * @throws {TokenRequestError} `reason: "network"` when no answer arrives.
+ * Sends the request (`reason: "network"` without an answer). Never follows a
+ * redirect: it would carry the secret to an address nobody checked.
  */
 async function sendTokenRequest(
   endpoint: TokenEndpoint,
@@ -275,9 +269,8 @@ function discardBody(response: Response): void {
 }
 
 /**
- * `expires_in` as seconds: a number, or a string of digits (several OAuth
- * servers send `"3599"`); absent (optional in RFC 6749 5.1) means an hour.
- * Anything else is `NaN`, which no range check accepts.
+ * `expires_in` as seconds: a number, or digits (some servers send `"3599"`);
+ * absent (optional, RFC 6749 5.1): an hour; else `NaN`, which no check accepts.
  */
 function lifetime(value: unknown): number {
   if (value === undefined) return DEFAULT_EXPIRES_IN;
