@@ -171,9 +171,8 @@ const CONTEXT = "Cannot read configuration";
  * import { configFromEnv } from "@partner-api/client";
  * import { throws } from "node:assert/strict";
  *
- * // The message adds "(PARTNER_API_BASEURL is set: did you mean PARTNER_API_BASE_URL?)".
  * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://x.example/" }), {
- *   name: "TypeError", option: "PARTNER_API_BASE_URL",
+ *   name: "TypeError", option: "PARTNER_API_BASE_URL", message: /did you mean PARTNER_API_BASE_URL\?/,
  * });
  * ```
  */

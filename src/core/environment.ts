@@ -32,8 +32,7 @@ import { optionError, requireOptions } from "./_check.ts";
  *   pciBaseUrl: "https://pci.partner.example/api/",
  *   tokenUrl: "https://idp.partner.example/oauth/token", audience: "https://api.partner.example" };
  * defineEnvironment(init);
- * // baseUrl must end with /api/
- * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.example/v2" }), { option: "baseUrl" });
+ * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.example/v2" }), { option: "baseUrl" }); // not /api/
  * ```
  */
 export interface EnvironmentInit {

@@ -1,9 +1,7 @@
 /**
  * Reads and writes the token endpoint's quota header,
- * `Idp-Client-Quota-Limit: b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200`.
- *
- * Auth0 sends the same format as `Auth0-Client-Quota-Limit`; pass that name
- * where a header name is asked.
+ * `Idp-Client-Quota-Limit: b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200`
+ * (Auth0 sends it as `Auth0-Client-Quota-Limit`: pass that name where asked).
  *
  * @example Finding the bucket that runs out first
  * ```ts

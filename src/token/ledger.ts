@@ -54,13 +54,11 @@ export interface LedgerState {
 }
 
 /**
- * The fleet-wide 401 ledger, over the record where the token lives:
- * - `"retry"`: another token than the one refused is already there, or the
- *   fleet has renewed this very token: retry with the current one, at no cost;
- * - `"renew"`: drop the token and retry with a fresh one: only a token newer
- *   than the last one renewed, and only once per {@linkcode RENEWAL_WINDOW}
- *   for the whole fleet;
- * - `"keep"`: return the 401 and keep the token.
+ * The fleet-wide 401 ledger, over the record where the token lives: `"retry"`
+ * with the current token (free) when another than the refused one is there or
+ * the fleet renewed this one; `"renew"` (drop it, retry with a fresh one) for a
+ * token newer than the last renewed, once per {@linkcode RENEWAL_WINDOW}
+ * fleet-wide; else `"keep"` (return the 401, keep the token).
  */
 export function unauthorizedVerdict(
   state: LedgerState,

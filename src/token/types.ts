@@ -223,8 +223,7 @@ export interface TokenProviderOptions
  * await using api = await startFakePartnerApi({ faults: [{ kind: "delay", ms: 50 }] });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
  * const caller = new AbortController();
- * const options: GetTokenOptions = { signal: caller.signal };
- * const leaving = provider.getToken(options);
+ * const leaving = provider.getToken({ signal: caller.signal } satisfies GetTokenOptions);
  * caller.abort();
  * await rejects(leaving, { name: "AbortError" });
  * await provider.getToken(); // the request the first caller left goes on: this one joins it
@@ -296,11 +295,10 @@ export interface TokenProvider {
  * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const { environment } = api;
- * const provider = createTokenProvider({ environment, ...api.credentials }); // sends nothing yet
+ * const provider = createTokenProvider({ environment: api.environment, ...api.credentials }); // sends nothing
  * const target: TokenTarget | undefined = provider.target;
- * equal(target?.tokenUrl, environment.tokenUrl.href);
- * equal(target?.audience, environment.audience);
+ * equal(target?.tokenUrl, api.environment.tokenUrl.href);
+ * equal(target?.audience, api.environment.audience);
  * ```
  */
 export interface TokenTarget {
