@@ -13,7 +13,6 @@ import { MAX_TIMER_MS } from "./_check.ts";
  * yet calls without I/O between them share one timer.
  */
 export class SharedDeadlines implements AttemptLimits {
-  /** The time limit, in ms. */
   readonly ms: number;
   readonly #width: number;
   readonly #now: () => number;

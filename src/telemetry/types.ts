@@ -80,10 +80,7 @@ export interface TelemetryTracer {
  * ```
  */
 export interface TelemetryMeter {
-  /**
-   * A counter, for token requests; asked for integers (`valueType` 0,
-   * `ValueType.INT`) first, and made again without when that throws.
-   */
+  /** A counter, for token requests: asked for integers (`ValueType.INT`) first, else without. */
   createCounter(
     name: string,
     options: { description: string; unit: string; valueType?: number },

@@ -292,13 +292,12 @@ export interface TokenProvider {
  * ```ts
  * import { createTokenProvider, type TokenTarget } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { equal } from "node:assert/strict";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const provider = createTokenProvider({ environment: api.environment, ...api.credentials }); // sends nothing
- * const target: TokenTarget | undefined = provider.target;
- * equal(target?.tokenUrl, api.environment.tokenUrl.href);
- * equal(target?.audience, api.environment.audience);
+ * const { environment } = api;
+ * const target: TokenTarget | undefined = createTokenProvider({ environment, ...api.credentials }).target;
+ * deepStrictEqual(target, { tokenUrl: environment.tokenUrl.href, audience: environment.audience });
  * ```
  */
 export interface TokenTarget {
