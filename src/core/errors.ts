@@ -116,10 +116,9 @@ export class TokenRequestError extends PartnerApiError {
   /** The quota the refusal reported, when it did (a 401 or 400 may). */
   readonly quota?: readonly QuotaBucket[];
   /**
-   * What to check, for a person (the message ends with it too): the settings at
-   * cause by their configured names, or the URL; for a 401 or 403 also an
-   * audience and token URL of two environments. Never a credential; absent when
-   * no setting can help.
+   * What to check, for a person (the message ends with it too): settings by
+   * their configured names, or the URL; for a 401 or 403 also an audience and a
+   * token URL of two environments. Never a credential; absent if none can help.
    */
   readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */
