@@ -161,7 +161,6 @@ const CONTEXT = "Cannot read configuration";
  * optional ones ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
  *
  * @param env Where to read them; by default `Deno.env` or `process.env`.
- * @returns A {@linkcode PartnerApiConfig}.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
  * (and a near miss that is set, e.g. `PARTNER_API_BASEURL`), or the variable
  * whose value breaks a rule of `defineEnvironment` or of its values.

@@ -88,9 +88,8 @@ function baseUrl(value: string | URL, field: string): URL {
  * (`localhost`, `127.0.0.0/8`, `[::1]`), for a local test server. Base
  * addresses get a trailing `/` so that relative paths resolve under them.
  *
- * @throws {TypeError} Naming the field (`option`), when an address is not an
- * absolute https URL, holds credentials, `baseUrl` does not end with `/api/`,
- * or `audience` is empty.
+ * @throws {TypeError} Naming the field (`option`): an address not absolute https
+ * or holding credentials, a `baseUrl` not ending with `/api/`, an empty `audience`.
  *
  * @example Refusing plain http
  * ```ts

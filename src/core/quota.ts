@@ -39,8 +39,7 @@ export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
  * Parses a quota header value into its buckets, in header order. Whitespace,
  * key order and case, unknown keys and empty segments are tolerated.
  *
- * @param value The header value; `null`, `undefined` and `""` mean no header.
- * @returns The buckets, each a frozen object; `[]` when there is no header.
+ * @returns The buckets, each frozen; `[]` for no header (`null`, `undefined`, `""`).
  * @throws {SyntaxError} When a bucket is malformed: `reason`
  * ({@linkcode QuotaSyntaxReason}) says how, `part` holds the text at fault.
  *

@@ -34,8 +34,7 @@ export type TokenStep =
 
 /**
  * After each attempt: a failure worth another (`isRetryable`) is retried while
- * retries are left, after `Retry-After` up to `maxRetryAfter`, else a jittered
- * backoff; anything else fails.
+ * retries last, after `Retry-After` (up to `maxRetryAfter`) or a jittered backoff.
  */
 
 export function nextTokenStep(

@@ -6,10 +6,7 @@ import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
 import { type HintSource, isPermissionError, tokenHint } from "./_hint.ts";
 
-/**
- * A cooldown caller's own copy of the failure (no caller can change what
- * another sees), rebuilt from the record when it was another process's.
- */
+/** Each cooldown caller's own copy of the failure (none can change another's), from the record if remote. */
 export function repeatedFailure(
   failure: TokenFailure,
   original: TokenRequestError | undefined,

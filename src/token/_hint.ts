@@ -18,11 +18,7 @@ const SETTINGS = [
 /** What each setting is called where the reader configured it. */
 export type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
 
-/**
- * The names given (`settingNames`), the option's own name for the rest.
- *
- * @throws {TypeError} When `given` is not an object of non-empty strings.
- */
+/** The names given (`settingNames`), the option's own for the rest; a TypeError unless non-empty strings. */
 export function settingNamesOf(given: unknown, context: string): SettingNames {
   if (given !== undefined) requireOptions(given, context, "settingNames");
   const names: Record<string, string> = {};

@@ -73,9 +73,8 @@ const ONE_ATTEMPT: TokenSending = {
  * are spent. The secret stays in private fields: inspecting or serializing the
  * provider shows none of it.
  *
- * @throws {TypeError} When an option is invalid (e.g. a plain-http
- * `tokenUrl` outside loopback), or in a browser page without
- * `dangerouslyAllowBrowser`.
+ * @throws {TypeError} When an option is invalid (e.g. a plain-http `tokenUrl`
+ * outside loopback), or in a browser page without `dangerouslyAllowBrowser`.
  * @throws {RangeError} When a duration or retry count is out of range.
  *
  * @example Alerting when the quota runs low
