@@ -1,9 +1,6 @@
-// Internal: the one attempt loop, for token and API requests alike: each
-// attempt's time limit (a body read within it), the wait before the next,
-// and the events about both. Each side gives one attempt and decides what
-// comes next with a pure function of its own (the client's `nextStep`, the
-// token side's `nextTokenStep`). Here too: the retry rule both sides share,
-// and the bounded read of an answer's body.
+// Internal: the one attempt loop of token and API requests: each attempt's time
+// limit, the wait before the next, their events, the shared retry rule and the
+// bounded body read. Each side decides the next step itself (`nextStep`, `nextTokenStep`).
 
 import type {
   ApiRetryEvent,
@@ -107,15 +104,11 @@ export function retryEvent<K extends "api.retry" | "token.retry">(
     & { readonly type: K };
 }
 
-/** How retries back off, checked and complete. */
+/** The `retry` option (see the public RetryOptions), checked and complete. */
 export interface Backoff {
-  /** Retries after the first attempt. */
   readonly retries: number;
-  /** Delay before the first retry, in ms, before jitter. */
   readonly initialDelay: number;
-  /** No backoff wait is longer. */
   readonly maxDelay: number;
-  /** The longest `Retry-After` waited for; a longer one ends the retries (the client returns the answer). */
   readonly maxRetryAfter: number;
 }
 
@@ -167,9 +160,8 @@ export function isRetryStatus(status: number): boolean {
 }
 
 /**
- * The one retry rule of both sides: `undefined` when no retry is left or
- * the server asked for a longer wait than `maxRetryAfter` (the answer is
- * then final); else the `Retry-After` asked for, or a backoff with jitter.
+ * The retry rule of both sides: `undefined` (the answer is final) when no retry
+ * is left or `Retry-After` exceeds `maxRetryAfter`; else that wait, or a backoff.
  */
 export function retryDelay(
   backoff: Backoff,
@@ -197,10 +189,9 @@ const IMF_FIXDATE =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/;
 
 /**
- * Reads `Retry-After` as ms from `now` (the injected clock). Only
- * delta-seconds and an IMF-fixdate are read; any other form is `undefined`,
- * as if absent, so that it can neither shorten nor lift a wait that other
- * signals set. A past date is 0; callers clamp absurd values.
+ * `Retry-After` as ms from `now`: delta-seconds or an IMF-fixdate; any other
+ * form is `undefined`, as if absent, so it can neither shorten nor lift a wait
+ * other signals set. A past date is 0; callers clamp absurd values.
  */
 export function retryAfterMs(
   headers: Headers,
@@ -220,8 +211,7 @@ export async function readBounded(
   max: number,
 ): Promise<string | undefined> {
   const declared = Number(response.headers.get("content-length") ?? 0);
-  // A declared length frames the body unless it is inflated or chunked:
-  // then the runtime's own reading is the fastest.
+  // Inflated or chunked, a declared length frames nothing: the runtime reads fastest.
   const { headers } = response;
   if (
     declared > 0 && declared <= max && !headers.has("content-encoding") &&

@@ -1,5 +1,4 @@
-// Internal: a failure's cause chain as one line, so that "no answer" names
-// the system's reason ("Connection refused"), not only "fetch failed".
+// Internal: so that "no answer" names the system's reason, not only "fetch failed".
 
 import { type Secret, serverText } from "./_redact.ts";
 

@@ -1,6 +1,5 @@
-// Internal: the one place that builds errors for bad options, so that every
-// message reads "<context>: '<option>' <rule>: received <value>", and every
-// such error carries `option` and `rule` for code to read instead of text.
+// Internal: the one builder of bad-option errors: "<context>: '<option>' <rule>:
+// received <value>", with `option` and `rule` as fields for code to read.
 
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {
@@ -34,7 +33,6 @@ const RULES = {
   "non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
   "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
   "positive finite number": (n: number) => Number.isFinite(n) && n > 0,
-  // Times in ms, each bounded by what a timer can wait.
   "positive time in ms, at most 2147483647": (n: number) =>
     n > 0 && n <= MAX_TIMER_MS,
   "non-negative time in ms, at most 2147483647": (n: number) =>

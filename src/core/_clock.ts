@@ -1,7 +1,6 @@
-// Internal: the clocks decisions read: a steady one for waits (a limiter
-// that recorded its sends at 10:00 and then reads 09:00 must not wait an
-// hour; an injected clock is still what is read, only never backwards),
-// and the system clock read once per synchronous turn.
+// Internal: the clocks decisions read: a steady one for waits (a limiter that
+// sent at 10:00 and then reads 09:00 must not wait an hour), and the system
+// clock read once per synchronous turn.
 
 /** The platform's monotone clock, as epoch-like ms, where the runtime has one. */
 function monotoneEpoch(): (() => number) | undefined {
@@ -26,10 +25,9 @@ export interface SteadyClock {
 }
 
 /**
- * A reading of `now` (default `Date.now`) that never goes back. The system
- * clock is read through the runtime's monotone clock when it has one, so
- * that no step moves a wait; any other clock as it is, except that a step
- * back is taken as no time passing.
+ * `now` (default `Date.now`) that never goes back: the system clock through the
+ * runtime's monotone clock when it has one, so no step moves a wait; any other
+ * clock as it is, a step back taken as no time passing.
  */
 export function steadyClock(now?: () => number): SteadyClock {
   if (now === undefined || now === Date.now) {
@@ -53,9 +51,8 @@ export function steadyClock(now?: () => number): SteadyClock {
 }
 
 /**
- * `now`, read once in each synchronous turn (a burst of 100,000 callers
- * reads it once). Only for the system clock: an injected one may jump
- * within a turn, and is returned as it is.
+ * `now`, read once per synchronous turn (100,000 callers in a burst read it
+ * once); an injected clock may jump within a turn, so it is returned as is.
  */
 export function turnClock(now: () => number): () => number {
   if (now !== Date.now) return now;

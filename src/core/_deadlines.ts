@@ -1,26 +1,18 @@
-// Internal: the module's one implementation of attempts' time limits (token
-// and API requests alike), the one race of work against an AbortSignal, and
-// a wait that an abort ends.
+// Internal: attempts' time limits, the race of work against an AbortSignal, and an abortable wait.
 
 import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
- * Time limits shared by the attempts that start within the same short
- * window (a tenth of the limit, at most a second): one timer per window
- * instead of one per attempt, which cost more than the rest of the
- * client's work together. An attempt gets its limit, and at most a window
- * more.
- *
- * The timer is `globalThis.setTimeout`, looked up when set (fake timers
- * drive it), due by the injected clock. It is cleared once the window has
- * stayed empty for {@linkcode QUIET_TURNS} microtask turns: every microtask
- * runs before any timer or I/O callback, so nothing is left for a test's
- * sanitizer, yet calls with no I/O between them keep one timer instead of
- * setting and clearing one each (1.5-2.5 µs a pair in Deno 2.9, more than
- * the rest of a call).
+ * Time limits shared by the attempts that start within one short window (a
+ * tenth of the limit, at most a second): one timer per window, not per attempt
+ * (a set and clear cost 1.5-2.5 µs in Deno 2.9, more than the rest of a call).
+ * An attempt gets its limit, and at most a window more. The timer is
+ * `globalThis.setTimeout`, looked up when set (fake timers drive it), due by the
+ * injected clock, and cleared after {@linkcode QUIET_TURNS} empty microtask
+ * turns: they run before any timer or I/O, so a test's sanitizer finds nothing,
+ * yet calls without I/O between them share one timer.
  */
 export class SharedDeadlines implements AttemptLimits {
-  /** The time limit, in ms. */
   readonly ms: number;
   readonly #width: number;
   readonly #now: () => number;
@@ -37,7 +29,6 @@ export class SharedDeadlines implements AttemptLimits {
     this.#now = now;
   }
 
-  /** Starts one attempt's limit, following the caller's `outer` signal. */
   start(outer: AbortSignal | undefined): Deadline {
     const now = this.#now();
     let window = this.#current;
@@ -151,7 +142,6 @@ class SharedDeadline implements Deadline {
       : AbortSignal.any([outer, this.#own.signal]);
   }
 
-  /** The window's time is up. */
   expire(reason: DOMException): void {
     this.timedOut = true;
     this.#own.abort(reason);
@@ -185,9 +175,8 @@ class SharedDeadline implements Deadline {
 }
 
 /**
- * Settles like `promise`, or rejects with `signal.reason` as soon as
- * `signal` aborts, even when the work ignores the signal. `onLate` receives
- * a value that arrives after the abort (a late `Response` to cancel).
+ * Settles like `promise`, or rejects with `signal.reason` once `signal` aborts,
+ * even if the work ignores it. `onLate` gets a value arriving after (to cancel).
  */
 export function raceAbort<T>(
   promise: Promise<T>,
@@ -223,7 +212,6 @@ export interface Deadline {
   readonly timedOut: boolean;
   /** {@linkcode raceAbort} against `signal`, one race at a time. */
   race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T>;
-  /** Ends the limit: the attempt is over. */
   clear(): void;
 }
 

@@ -1,6 +1,5 @@
-// Internal: hands an event to a listener, frozen, and ignores what it throws
-// or rejects with. Callers check for a listener first, so that nobody
-// listening costs nothing.
+// Internal: hands an event to a listener, frozen, ignoring what it throws.
+// Callers check for a listener first, so that nobody listening costs nothing.
 
 import type { EventListener, PartnerApiEvent } from "./events.ts";
 

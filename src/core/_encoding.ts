@@ -1,6 +1,4 @@
-// Internal: the text encodings a secret travels in: form encoding, base64,
-// and HTTP Basic credentials. Token requests send them; redaction looks for
-// them.
+// Internal: the encodings a secret travels in, which token requests send and redaction looks for.
 
 /** `text` as `application/x-www-form-urlencoded` encodes a value. */
 export function formEncode(text: string): string {

@@ -1,5 +1,4 @@
-// Internal: the quota header's grammar, shared by the strict public parser
-// and the lenient reader of the token path.
+// Internal: the quota header's grammar, for the strict parser and the token path's lenient reader.
 
 import type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
 

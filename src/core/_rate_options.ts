@@ -1,5 +1,4 @@
-// Internal: the one check of a rate limit's options, for the client's
-// limiter and the fleet limiters.
+// Internal: the one check of a rate limit's options, for every limiter.
 
 import type { RateLimit } from "./rate_limiter.ts";
 import { checkAtMost, checkNumber, optionError } from "./_check.ts";
@@ -14,9 +13,8 @@ export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
 });
 
 /**
- * The checked `{ requests, interval }` of a limiter's options, each given
- * or in `defaults`: `requests` up to `most`, `interval` up to what a timer
- * can wait (a longer one would make callers spin).
+ * The checked `{ requests, interval }`, given or from `defaults`: `requests` up
+ * to `most`, `interval` up to what a timer can wait (longer: callers would spin).
  */
 export function checkRateLimit(
   options: { requests?: number | undefined; interval?: number | undefined },
@@ -48,9 +46,8 @@ export function checkRateLimit(
 }
 
 /**
- * The checked `reserve`: slots a background request leaves free for live
- * ones. By default a tenth of the limit, at least 1; never the whole window,
- * or background requests would never go.
+ * The checked `reserve`, slots background requests leave to live ones: by
+ * default a tenth of the limit, at least 1; never the whole (they would never go).
  */
 export function checkReserve(
   value: number | undefined,

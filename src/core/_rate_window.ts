@@ -1,13 +1,8 @@
-// Internal: the sliding window's pure arithmetic, for the client's limiter
-// and the fleet limiters, and the line of callers waiting for a slot. A
-// linked list makes leaving O(1), and callers sharing one signal share one
-// listener on it, so that N callers giving up cost O(N) in all.
+// Internal: the sliding window's pure arithmetic, for every limiter, and the
+// line of callers waiting for a slot: a linked list makes leaving O(1), and
+// callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
-/**
- * The requests of the last window: a ring of the latest `requests` times
- * each counts from; `Infinity` until answered (the service may count it at
- * any moment until then).
- */
+/** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
   readonly times: Float64Array;
   /** Index of the next time to write: the oldest once the ring is full. */
@@ -38,8 +33,7 @@ export function slotWait(
   share: number = window.times.length,
 ): number {
   const { times, head } = window;
-  // The whole ring: the oldest send must leave first. A share of it: the
-  // share-th latest time, which answers out of order may put anywhere.
+  // A share: the share-th latest time, which out-of-order answers may put anywhere.
   const freedAt = window.count < share
     ? -Infinity
     : share === times.length
@@ -113,7 +107,6 @@ export class WaitQueue<T> {
     return this.#size;
   }
 
-  /** The first in line, without taking it out. */
   peek(): T | undefined {
     return this.#head?.item;
   }
@@ -133,7 +126,6 @@ export class WaitQueue<T> {
     if (signal !== undefined) this.#watch(signal).nodes.add(node);
   }
 
-  /** Takes the first in line out, or `undefined` when none waits. */
   shift(): T | undefined {
     const node = this.#head;
     if (node === undefined) return undefined;
@@ -184,7 +176,6 @@ export class PriorityLines<T> {
   readonly live: WaitQueue<T>;
   readonly low: WaitQueue<T>;
 
-  /** `onAbort` hears of each caller whose signal aborted, once it has left. */
   constructor(onAbort: (item: T, reason: unknown) => void) {
     this.live = new WaitQueue(onAbort);
     this.low = new WaitQueue(onAbort);

@@ -5,20 +5,15 @@ import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
 const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 export const MAX_SERVER_TEXT = 1000;
-/**
- * C0 and C1 controls, DEL, line separators, and the invisible characters
- * that reorder or hide text (direction marks, embeddings, overrides,
- * isolates; zero-width ones).
- */
+/** C0 and C1 controls, DEL, line separators, and invisible characters that reorder or hide text. */
 export const CONTROLS =
   // deno-lint-ignore no-control-regex
   /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
 /**
- * What to keep out of text: a string (an access token), shown as
- * `[redacted]`; or a client's credentials, each shown by its name
- * (`[client_secret]`, ...), so that the text still says which value the
- * server quoted.
+ * What to keep out of text: a string (an access token), shown as `[redacted]`;
+ * or credentials, each shown by its name (`[client_secret]`, ...), so that the
+ * text still says which value the server quoted.
  */
 export type Secret =
   | string
@@ -205,8 +200,7 @@ export function serverText(
   secrets: readonly Secret[],
   max: number = MAX_SERVER_TEXT,
 ): string {
-  // What lies past `max` and every form's length is cut anyway: no need to
-  // search it (a page body may be megabytes).
+  // Past `max` and every form's length is cut anyway: unsearched (a body may be megabytes).
   const reach = max + Math.max(0, ...secrets.map((s) => redactorOf(s).longest));
   const redacted = redact(text.slice(0, reach + 1), secrets);
   if (secrets.some((secret) => holdsRun(redacted, redactorOf(secret).secret))) {
@@ -230,11 +224,7 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/**
- * `error` fit to keep as a `cause`: itself when nothing in it holds a
- * secret, else a redacted copy of the same name (runtimes quote the URL in
- * fetch errors).
- */
+/** `error` fit for a `cause`: itself, or a redacted copy when it holds a secret (fetch errors quote the URL). */
 export function cleanCause(
   error: unknown,
   secrets: readonly Secret[],
@@ -256,11 +246,7 @@ export function cleanCause(
   return copy;
 }
 
-/**
- * A copy of `response` fit to keep on an error (which `showHidden`
- * inspection shows): status and headers, each redacted like server text,
- * and no body (already read).
- */
+/** A copy of `response` for an error (`showHidden` shows it): status, headers redacted, no body. */
 export function cleanResponse(
   response: Response,
   secrets: readonly Secret[],

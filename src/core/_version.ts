@@ -1,4 +1,2 @@
-// Internal: the package version, kept equal to deno.json's by a test.
-
-/** The version of `@partner-api/client`. */
+/** The version of `@partner-api/client`, kept equal to deno.json's by `deno task check`. */
 export const VERSION = "0.4.0";

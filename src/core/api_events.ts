@@ -1,8 +1,7 @@
 // The client's events: one of the three families of PartnerApiEvent.
 
 /**
- * One API request sent (an attempt: retries, renewals and redirects each
- * count), and how it ended.
+ * One API request sent (retries, renewals and redirects each count), and how it ended.
  *
  * @example Timing API requests
  * ```ts
@@ -12,17 +11,11 @@
  *
  * const requests: ApiRequestEvent[] = [];
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "api.request" && requests.push(event),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "api.request" && requests.push(event) });
  * await (await client.pciFetch("cards/ch_000001")).body?.cancel();
- * const [request] = requests;
- * equal(`${request?.base} ${request?.method} ${request?.path}`, "pci GET /api/cards/ch_000001");
- * equal(request?.status, 200);
- * equal(request?.host, "127.0.0.1");
- * equal(request?.attempt, 1);
+ * const { base, method, path, status, host, attempt } = requests[0]!;
+ * equal(`${base} ${method} ${path} ${status} ${host} ${attempt}`, "pci GET /api/cards/ch_000001 200 127.0.0.1 1");
  * ```
  */
 export interface ApiRequestEvent {
@@ -60,12 +53,9 @@ export interface ApiRequestEvent {
  * const retries: ApiRetryEvent[] = [];
  * await using api = await startFakePartnerApi();
  * api.injectApiFaults({ kind: "status", status: 503 });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
+ * const client = createClient({ environment: api.environment, ...api.credentials,
  *   retry: { initialDelay: 1 },
- *   onEvent: (event) => event.type === "api.retry" && retries.push(event),
- * });
+ *   onEvent: (event) => event.type === "api.retry" && retries.push(event) });
  * const response = await client.fetch("organizations");
  * await response.body?.cancel();
  * equal(response.status, 200);
@@ -84,8 +74,7 @@ export interface ApiRetryEvent {
 }
 
 /**
- * After a 401 the request is sent once more with a newer token (renewed for
- * it, or by another request).
+ * After a 401 the request is sent once more with a newer token (renewed for it, or by another request).
  *
  * @example The one 401 renewal of the hour
  * ```ts
@@ -95,11 +84,8 @@ export interface ApiRetryEvent {
  *
  * const renewals: ApiRenewalEvent[] = [];
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "api.renewal" && renewals.push(event),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "api.renewal" && renewals.push(event) });
  * await (await client.fetch("organizations")).body?.cancel();
  * api.revokeTokens(); // the next request meets a 401
  * await (await client.fetch("organizations")).body?.cancel();
@@ -124,11 +110,8 @@ export interface ApiRenewalEvent {
  *
  * const crawls: ApiListEvent[] = [];
  * await using api = await startFakePartnerApi({ items: { organizations: 120 } });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "api.list" && crawls.push(event),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "api.list" && crawls.push(event) });
  * await Array.fromAsync(client.list("organizations", { limit: 50 }));
  * const [crawl] = crawls;
  * equal(`${crawl?.outcome}: ${crawl?.items} items in ${crawl?.pages} pages`, "ok: 120 items in 3 pages");
@@ -139,7 +122,7 @@ export interface ApiListEvent {
   readonly type: "api.list";
   /** The list's path, without the query. */
   readonly path: string;
-  /** `"error"` when a page failed or the caller's signal aborted; `"ok"` when the list ended or the caller's loop left it. */
+  /** `"error"`: a page failed or the caller's signal aborted; `"ok"`: the list ended or the caller's loop left. */
   readonly outcome: "ok" | "error";
   /** Pages read. */
   readonly pages: number;

@@ -1,5 +1,4 @@
-// Configuration from the six `PARTNER_API_*` variables, ready for
-// `createClient(configFromEnv())`. Public through the root entry.
+// `configFromEnv()`: the `PARTNER_API_*` variables, ready for `createClient`. Root entry.
 
 import { defineEnvironment, type Environment } from "./environment.ts";
 import type { OptionError } from "./_check.ts";
@@ -43,12 +42,9 @@ export const CONFIG_VARIABLES: {
  * import { equal } from "node:assert/strict";
  *
  * const config = configFromEnv({
- *   PARTNER_API_BASE_URL: "https://api.partner.example/api/",
- *   PARTNER_API_PCI_BASE_URL: "https://pci.partner.example/",
- *   PARTNER_API_TOKEN_URL: "https://idp.partner.example/oauth/token",
- *   PARTNER_API_AUDIENCE: "https://api.partner.example",
- *   PARTNER_API_CLIENT_ID: "my-client",
- *   PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
+ *   PARTNER_API_BASE_URL: "https://api.example/api/", PARTNER_API_PCI_BASE_URL: "https://pci.example/",
+ *   PARTNER_API_TOKEN_URL: "https://idp.example/token", PARTNER_API_AUDIENCE: "https://api.example",
+ *   PARTNER_API_CLIENT_ID: "my-client", PARTNER_API_CLIENT_SECRET: "from-a-secret-store",
  *   [CONFIG_OPTIONAL_VARIABLES.bodyFormat]: "form",
  * });
  * equal(config.bodyFormat, "form");
@@ -104,7 +100,7 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
-  /** The variable each setting came from, which a failed token request's `hint` names. */
+  /** The variable each setting came from, for a failed token request's `hint`. */
   readonly settingNames?: {
     readonly clientId: string;
     readonly clientSecret: string;
@@ -127,13 +123,8 @@ export interface PartnerApiConfig {
  * const vault = new Map([["PARTNER_API_CLIENT_ID", "my-client"]]);
  * const source: EnvSource = (name) => vault.get(name);
  * throws(() => configFromEnv(source), {
- *   missing: [
- *     "PARTNER_API_BASE_URL",
- *     "PARTNER_API_PCI_BASE_URL",
- *     "PARTNER_API_TOKEN_URL",
- *     "PARTNER_API_AUDIENCE",
- *     "PARTNER_API_CLIENT_SECRET",
- *   ],
+ *   missing: ["PARTNER_API_BASE_URL", "PARTNER_API_PCI_BASE_URL", "PARTNER_API_TOKEN_URL",
+ *     "PARTNER_API_AUDIENCE", "PARTNER_API_CLIENT_SECRET"],
  * });
  * ```
  */
@@ -142,24 +133,16 @@ export type EnvSource =
   | ((name: string) => string | undefined);
 
 /**
- * The error for variables that are missing or break a rule: `missing` lists
- * every unset variable, `option` and `rule` the first at fault. It never
- * holds a value: a secret pasted into the wrong variable is the usual
- * mistake.
+ * The error for variables that are missing or break a rule. It never holds a
+ * value: a secret pasted into the wrong variable is the usual mistake.
  *
  * @example Telling the operator what to set
  * ```ts
  * import { type ConfigError, configFromEnv } from "@partner-api/client";
- * import { equal } from "node:assert/strict";
+ * import { throws } from "node:assert/strict";
  *
- * let error: ConfigError | undefined;
- * try {
- *   configFromEnv({});
- * } catch (thrown) {
- *   error = thrown as ConfigError;
- * }
- * equal(error?.missing.length, 6); // all at once
- * equal(error?.rule, "is not set");
+ * throws(() => configFromEnv({}), (error: ConfigError) =>
+ *   error.rule === "is not set" && error.missing.length === 6); // all at once
  * ```
  */
 export type ConfigError = TypeError & {
@@ -177,26 +160,18 @@ const CONTEXT = "Cannot read configuration";
  * Reads the six `PARTNER_API_*` variables (values trimmed), and the two
  * optional ones ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
  *
- * @param env Where to read them; by default the process environment
- * (`Deno.env`, `process.env`).
- * @returns `{ environment, clientId, clientSecret, settingNames }`, plus
- * `bodyFormat` and `clientAuthentication` when set; `settingNames` makes a
- * failed token request's `hint` name the variables.
+ * @param env Where to read them; by default `Deno.env` or `process.env`.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
- * at once (with a near miss when a similar name is set, e.g.
- * `PARTNER_API_BASEURL`), or the variable whose value breaks a rule of
- * `defineEnvironment` or an optional variable's values; never quoting a
- * value.
+ * (and a near miss that is set, e.g. `PARTNER_API_BASEURL`), or the variable
+ * whose value breaks a rule of `defineEnvironment` or of its values.
  *
  * @example Naming what is missing
  * ```ts
  * import { configFromEnv } from "@partner-api/client";
  * import { throws } from "node:assert/strict";
  *
- * // The message adds "(PARTNER_API_BASEURL is set: did you mean PARTNER_API_BASE_URL?)".
- * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://api.partner.example/api/" }), {
- *   name: "TypeError",
- *   option: "PARTNER_API_BASE_URL",
+ * throws(() => configFromEnv({ PARTNER_API_BASEURL: "https://x.example/" }), {
+ *   name: "TypeError", option: "PARTNER_API_BASE_URL", message: /did you mean PARTNER_API_BASE_URL\?/,
  * });
  * ```
  */
@@ -281,9 +256,8 @@ function missingError(
 }
 
 /**
- * The usual typos of `variable` that are set (a character dropped, doubled,
- * or two swapped), for a source that cannot list its names (a function;
- * Deno without full `--allow-env`).
+ * The usual typos of `variable` (a character dropped, doubled or swapped) that
+ * are set, for a source that cannot list its names (Deno without full --allow-env).
  */
 function typosSet(
   variable: string,
@@ -336,8 +310,7 @@ function processEnv(): EnvSource {
     try {
       return deno.env.toObject(); // all variables: near misses can be named
     } catch {
-      // Only some variables are allowed: read those, and never ask for the
-      // rest (a typo looked up must not prompt on a terminal).
+      // Only some allowed: never ask for the rest (a typo looked up must not prompt).
       return (name) => {
         const { state } = deno.permissions.querySync({
           name: "env",

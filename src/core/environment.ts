@@ -7,12 +7,10 @@
  * import { defineEnvironment } from "@partner-api/client/environment";
  * import { equal } from "node:assert/strict";
  *
- * const sandbox = defineEnvironment({
- *   baseUrl: "https://sandbox.partner.example/api",
+ * const sandbox = defineEnvironment({ baseUrl: "https://sandbox.partner.example/api",
  *   pciBaseUrl: "https://pci.sandbox.partner.example/api/",
  *   tokenUrl: "https://idp.sandbox.partner.example/oauth/token",
- *   audience: "https://sandbox.partner.example",
- * });
+ *   audience: "https://sandbox.partner.example" });
  * equal(sandbox.baseUrl.href, "https://sandbox.partner.example/api/");
  * ```
  *
@@ -30,16 +28,11 @@ import { optionError, requireOptions } from "./_check.ts";
  * import { defineEnvironment, type EnvironmentInit } from "@partner-api/client/environment";
  * import { throws } from "node:assert/strict";
  *
- * const init: EnvironmentInit = {
- *   baseUrl: "https://api.partner.example/api",
+ * const init: EnvironmentInit = { baseUrl: "https://api.partner.example/api",
  *   pciBaseUrl: "https://pci.partner.example/api/",
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- * };
+ *   tokenUrl: "https://idp.partner.example/oauth/token", audience: "https://api.partner.example" };
  * defineEnvironment(init);
- * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.partner.example/v2" }), {
- *   option: "baseUrl", // it must end with /api/
- * });
+ * throws(() => defineEnvironment({ ...init, baseUrl: "https://api.example/v2" }), { option: "baseUrl" }); // not /api/
  * ```
  */
 export interface EnvironmentInit {
@@ -61,12 +54,9 @@ export interface EnvironmentInit {
  * import { defineEnvironment, type Environment } from "@partner-api/client/environment";
  * import { equal, ok } from "node:assert/strict";
  *
- * const production: Environment = defineEnvironment({
- *   baseUrl: "https://api.partner.example/api/",
+ * const production: Environment = defineEnvironment({ baseUrl: "https://api.partner.example/api/",
  *   pciBaseUrl: "https://pci.partner.example/api/",
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- * });
+ *   tokenUrl: "https://idp.partner.example/oauth/token", audience: "https://api.partner.example" });
  * equal(new URL("organizations", production.baseUrl).pathname, "/api/organizations");
  * ok(Object.isFrozen(production));
  * ```
@@ -94,30 +84,21 @@ function baseUrl(value: string | URL, field: string): URL {
 }
 
 /**
- * Validates and freezes an environment.
+ * Validates and freezes an environment. `http:` is accepted only on loopback
+ * (`localhost`, `127.0.0.0/8`, `[::1]`), for a local test server. Base
+ * addresses get a trailing `/` so that relative paths resolve under them.
  *
- * Every address must use `https:`; `http:` is accepted only for loopback
- * hosts (`localhost`, `127.0.0.0/8`, `[::1]`) so that tests can run a local
- * server. Base addresses get a trailing `/` so that relative paths resolve
- * under them.
- *
- * @param init The four values of the environment.
- * @returns A frozen environment with parsed addresses.
- * @throws {TypeError} Naming the field, when an address is not an absolute
- * URL, is not https (outside loopback), holds credentials, when `baseUrl`
- * does not end with `/api/`, or when `audience` is empty.
+ * @throws {TypeError} Naming the field (`option`): an address not absolute https
+ * or holding credentials, a `baseUrl` not ending with `/api/`, an empty `audience`.
  *
  * @example Refusing plain http
  * ```ts
  * import { defineEnvironment } from "@partner-api/client/environment";
  * import { throws } from "node:assert/strict";
  *
- * throws(() => defineEnvironment({
- *   baseUrl: "https://api.example/api/",
- *   pciBaseUrl: "https://pci.example/api/",
- *   tokenUrl: "http://idp.example.com/token",
- *   audience: "https://api.example",
- * }), { name: "TypeError", option: "tokenUrl" });
+ * const init = { baseUrl: "https://api.example/api/", pciBaseUrl: "https://pci.example/api/", audience: "x" };
+ * throws(() => defineEnvironment({ ...init, tokenUrl: "http://idp.example.com/token" }),
+ *   { name: "TypeError", option: "tokenUrl" });
  * ```
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {

@@ -1,13 +1,11 @@
-// What the errors of errors.ts are built from, and their kinds (apart, so
-// that the classes read on one page). Re-exported by errors.ts.
+// The errors' init types and reasons, apart so errors.ts reads on one page.
 
 import type { QuotaBucket } from "./quota.ts";
 
 /**
- * What kind of failure a `TokenRequestError` is: no answer (`"network"`),
- * none in time (`"timeout"`), a non-2xx status but 429 (`"status"`), a 2xx
- * answer without a usable token (`"malformed"`), or the quota
- * (`"quota"`, a `QuotaExceededError`).
+ * What kind of failure a `TokenRequestError` is: no answer (`"network"`), none
+ * in time (`"timeout"`), a non-2xx status but 429 (`"status"`), a 2xx answer
+ * without a usable token (`"malformed"`), the quota (`"quota"`, a `QuotaExceededError`).
  *
  * @example Deciding what to tell an operator
  * ```ts
@@ -16,18 +14,13 @@ import type { QuotaBucket } from "./quota.ts";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { rejects } from "node:assert/strict";
  *
- * const advice: Record<TokenFailureReason, string> = {
- *   network: "check the network",
- *   timeout: "the token endpoint is slow",
- *   status: "check the credentials",
- *   malformed: "the token endpoint misbehaves",
- *   quota: "wait for the quota to reset",
- * };
+ * const advice: Record<TokenFailureReason, string> = { network: "check the network",
+ *   timeout: "the token endpoint is slow", status: "check the credentials",
+ *   malformed: "the token endpoint misbehaves", quota: "wait for the quota to reset" };
  * await using api = await startFakePartnerApi();
  * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
- * await rejects(requestToken(wrongSecret), (error: TokenRequestError) => {
- *   return advice[error.reason] === "check the credentials";
- * });
+ * await rejects(requestToken(wrongSecret), (error: TokenRequestError) =>
+ *   advice[error.reason] === "check the credentials");
  * ```
  */
 export type TokenFailureReason =
@@ -147,9 +140,8 @@ export interface ApiErrorInit extends ErrorOptions {
  * await using api = await startFakePartnerApi();
  * api.injectApiFaults({ kind: "body", body: "<html>maintenance</html>" });
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * await rejects(client.list("organizations").next(), (error: ApiError) => {
- *   return error.reason === "malformed" && !transient.includes(error.reason);
- * });
+ * await rejects(client.list("organizations").next(), (error: ApiError) =>
+ *   error.reason === "malformed" && !transient.includes(error.reason));
  * ```
  */
 export type ApiFailureReason = "network" | "timeout" | "status" | "malformed";

@@ -1,27 +1,22 @@
 /**
- * Typed errors for what the token endpoint and the API answer. None holds
- * the client secret or an access token, in its message, a property or
- * `cause`; the raw `Response` is a non-enumerable `response`, so that
- * logging an error never prints it.
+ * Typed errors for what the token endpoint and the API answer. None holds the
+ * client secret or an access token, in its message, a property or `cause`; the
+ * raw `Response` is a non-enumerable `response`, so logging never prints it.
  *
  * @example Telling a quota stop from other token failures
  * ```ts
  * import { QuotaExceededError, TokenRequestError } from "@partner-api/client/errors";
  * import { requestToken } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { equal, ok } from "node:assert/strict";
+ * import { ok } from "node:assert/strict";
  *
- * function describe(error: unknown): string {
- *   if (error instanceof QuotaExceededError) return "quota exhausted: wait for retryAt";
- *   if (error instanceof TokenRequestError) return `token failure: ${error.reason}`;
- *   return "other";
- * }
  * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
  * const options = { ...api.environment, ...api.credentials };
  * await requestToken(options); // the hour's only token
  * const error = await requestToken(options).catch((error: unknown) => error);
- * equal(describe(error), "quota exhausted: wait for retryAt");
- * ok(error instanceof TokenRequestError); // a QuotaExceededError is one too
+ * // Test for QuotaExceededError first: it is a TokenRequestError too.
+ * ok(error instanceof QuotaExceededError && error instanceof TokenRequestError);
+ * ok(error.retryAt > Date.now()); // no token request can pass before
  * ```
  *
  * @module
@@ -73,27 +68,17 @@ function hideResponse(target: Error, response: Response | undefined): void {
  * import { rejects } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   clientId: api.credentials.clientId,
- *   clientSecret: "wrong",
- * });
- * await rejects(client.fetch("organizations"), (error) => {
- *   return error instanceof PartnerApiError && error.reason === "status"; // the token was refused
- * });
+ * const wrongSecret = { clientId: api.credentials.clientId, clientSecret: "wrong" };
+ * const client = createClient({ environment: api.environment, ...wrongSecret });
+ * await rejects(client.fetch("organizations"), (error) =>
+ *   error instanceof PartnerApiError && error.reason === "status"); // the token was refused
  * ```
  */
 export class PartnerApiError extends Error {
   /** What kind of failure this is; each subclass lists its reasons. */
   readonly reason: string;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, without secrets; cut to 2,000 characters.
-   * @param reason What kind of failure this is.
-   * @param options The cause, if any.
-   */
+  /** Creates the error; `message` holds no secret and is cut to 2,000 characters. */
   constructor(message: string, reason: string, options: ErrorOptions = {}) {
     super(
       capped(message),
@@ -107,7 +92,7 @@ export class PartnerApiError extends Error {
 /**
  * A token request failed: the network, the endpoint's answer or its body.
  *
- * @example Reading the OAuth error code
+ * @example Reading the OAuth error code, and what to check
  * ```ts
  * import { TokenRequestError } from "@partner-api/client/errors";
  * import { requestToken } from "@partner-api/client/token";
@@ -116,24 +101,9 @@ export class PartnerApiError extends Error {
  *
  * await using api = await startFakePartnerApi();
  * const wrongSecret = { ...api.environment, clientId: api.credentials.clientId, clientSecret: "wrong" };
- * await rejects(requestToken(wrongSecret), (error) => {
- *   return error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied";
- * });
- * ```
- *
- * @example What to check, for the log
- * ```ts
- * import { TokenRequestError } from "@partner-api/client/errors";
- * import { requestToken } from "@partner-api/client/token";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { rejects } from "node:assert/strict";
- *
- * await using api = await startFakePartnerApi();
- * const typo = new URL("/oauth/tokn", api.environment.tokenUrl); // a path typo
- * await rejects(requestToken({ ...api.environment, ...api.credentials, tokenUrl: typo }), (error) => {
- *   return error instanceof TokenRequestError &&
- *     error.hint === `nothing takes token requests at POST ${typo.href}: check tokenUrl`;
- * });
+ * await rejects(requestToken(wrongSecret), (error) =>
+ *   error instanceof TokenRequestError && error.status === 401 && error.code === "access_denied" &&
+ *   error.hint?.startsWith("check clientId, clientSecret and audience") === true);
  * ```
  */
 export class TokenRequestError extends PartnerApiError {
@@ -146,11 +116,9 @@ export class TokenRequestError extends PartnerApiError {
   /** The quota the refusal reported, when it did (a 401 or 400 may). */
   readonly quota?: readonly QuotaBucket[];
   /**
-   * What to check, for a person: the settings that can cause this failure,
-   * by the names they were configured under (variables or options), or the
-   * URL requested; for a 401 or 403 also when the audience and the token
-   * URL look like two environments'. The message ends with it too. Never
-   * holds a credential; absent when nothing configured can help.
+   * What to check, for a person (the message ends with it too): settings by
+   * their configured names, or the URL; for a 401 or 403 also an audience and a
+   * token URL of two environments. Never a credential; absent if none can help.
    */
   readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */
@@ -158,12 +126,7 @@ export class TokenRequestError extends PartnerApiError {
   /** The endpoint's answer (non-enumerable; its body is already read). */
   declare readonly response?: Response;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, without secrets.
-   * @param init Status, OAuth code and description, reason, cause and response.
-   */
+  /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: TokenRequestErrorInit = {}) {
     super(
       message,
@@ -195,11 +158,9 @@ export class TokenRequestError extends PartnerApiError {
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
- * const first = await provider.getToken();
- * await provider.invalidate(first.accessToken); // e.g. after a 401
+ * await provider.invalidate((await provider.getToken()).accessToken); // e.g. after a 401
  * const error = await provider.getToken().catch((error: unknown) => error);
- * ok(error instanceof QuotaExceededError);
- * ok(error.retryAt > Date.now());
+ * ok(error instanceof QuotaExceededError && error.retryAt > Date.now());
  * equal(error.buckets[0]?.remaining, 0);
  * await provider.getToken().catch(() => {}); // refused before the reset without a request
  * equal(api.tokenRequests, 2);
@@ -211,12 +172,7 @@ export class QuotaExceededError extends TokenRequestError {
   /** Epoch milliseconds from which a token request may succeed again. */
   readonly retryAt: number;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What was refused, without secrets.
-   * @param init Buckets, reset time, status and response.
-   */
+  /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: QuotaExceededErrorInit) {
     super(message, { ...init, reason: "quota" });
     this.name = "QuotaExceededError";
@@ -238,9 +194,8 @@ export class QuotaExceededError extends TokenRequestError {
  *
  * await using api = await startFakePartnerApi();
  * const client = createClient({ environment: api.environment, ...api.credentials });
- * await rejects(client.list("invoices").next(), (error) => {
- *   return error instanceof ApiError && error.status === 404 && error.reason === "status";
- * });
+ * await rejects(client.list("invoices").next(), (error) =>
+ *   error instanceof ApiError && error.status === 404 && error.reason === "status");
  * ```
  */
 export class ApiError extends PartnerApiError {
@@ -257,12 +212,7 @@ export class ApiError extends PartnerApiError {
   /** The API's answer (non-enumerable; its body is already read). */
   declare readonly response?: Response;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, without secrets.
-   * @param init Status, address, body excerpt, cause and response.
-   */
+  /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: ApiErrorInit) {
     super(message, init.reason ?? apiReason(init.status), init);
     this.name = "ApiError";
@@ -274,6 +224,5 @@ export class ApiError extends PartnerApiError {
   }
 }
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: so this entry passes `deno doc --lint` alone.
 export type { QuotaBucket } from "./quota_types.ts";

@@ -1,7 +1,4 @@
-// What a token provider and a client report as they work, for `onEvent`:
-// plain, frozen objects that never hold a secret or a token. A listener that
-// throws is ignored; with no listener nothing is built. Public through the
-// root entry; each family of events in its own file.
+// The events of `onEvent`, one family per file. Public through the root entry.
 
 import type {
   QuotaBlockedEvent,
@@ -26,7 +23,9 @@ export type * from "./api_events.ts";
 export type * from "./rate_events.ts";
 
 /**
- * Every event `onEvent` receives; `type` tells them apart.
+ * Every event `onEvent` receives; `type` tells them apart. Events are frozen
+ * and never hold a secret or a token; with no listener none is built, and what
+ * a listener throws is ignored. See docs/events.md.
  *
  * @example Telling events apart
  * ```ts
@@ -34,20 +33,13 @@ export type * from "./rate_events.ts";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { deepStrictEqual } from "node:assert/strict";
  *
- * function line(event: PartnerApiEvent): string {
- *   switch (event.type) {
- *     case "api.request": return `${event.method} ${event.path} ${event.status}`;
- *     case "token.request": return `token ${event.outcome}`;
- *     default: return event.type;
- *   }
- * }
+ * const line = (event: PartnerApiEvent): string =>
+ *   event.type === "api.request" ? `${event.method} ${event.path} ${event.status}`
+ *   : event.type === "token.request" ? `token ${event.outcome}` : event.type;
  * const lines: string[] = [];
  * await using api = await startFakePartnerApi();
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => lines.push(line(event)),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials,
+ *   onEvent: (event) => lines.push(line(event)) });
  * await (await client.fetch("organizations")).body?.cancel();
  * deepStrictEqual(lines, ["token ok", "GET /api/organizations 200"]);
  * ```

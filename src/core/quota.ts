@@ -1,9 +1,7 @@
 /**
  * Reads and writes the token endpoint's quota header,
- * `Idp-Client-Quota-Limit: b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200`.
- *
- * The same format is sent by a widely deployed identity provider as
- * `Auth0-Client-Quota-Limit`; pass that name where a header name is asked.
+ * `Idp-Client-Quota-Limit: b=per_hour;q=10;r=7;t=3540,b=per_day;q=50;r=47;t=43200`
+ * (Auth0 sends it as `Auth0-Client-Quota-Limit`: pass that name where asked).
  *
  * @example Finding the bucket that runs out first
  * ```ts
@@ -38,16 +36,12 @@ export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
 export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
 
 /**
- * Parses a quota header value into its buckets, in header order. Whitespace
- * around separators, any key order or case, unknown keys and empty segments
- * are tolerated; bucket names are kept as sent.
+ * Parses a quota header value into its buckets, in header order. Whitespace,
+ * key order and case, unknown keys and empty segments are tolerated.
  *
- * @param value The header value; `null`, `undefined` and `""` mean no header.
- * @returns The buckets, each a frozen object; `[]` when there is no header.
- * @throws {SyntaxError} When a bucket lacks `b`, `q`, `r` or `t`, repeats a
- * key, a pair has no `=`, or a number is not a non-negative safe integer;
- * its `reason` ({@linkcode QuotaSyntaxReason}) says which, and `part` holds
- * the text at fault.
+ * @returns The buckets, each frozen; `[]` for no header (`null`, `undefined`, `""`).
+ * @throws {SyntaxError} When a bucket is malformed: `reason`
+ * ({@linkcode QuotaSyntaxReason}) says how, `part` holds the text at fault.
  *
  * @example Parsing the documented example
  * ```ts
@@ -70,11 +64,8 @@ export function parseQuotaHeader(
 const FORMAT = "Cannot format quota header";
 
 /**
- * Writes buckets in the header's format, the inverse of
- * {@linkcode parseQuotaHeader}.
+ * Writes buckets in the header's format, the inverse of {@linkcode parseQuotaHeader}.
  *
- * @param buckets The buckets to write.
- * @returns The header value, e.g. `b=per_hour;q=10;r=7;t=3540`.
  * @throws {TypeError} When a bucket name is empty or holds `,`, `;` or `=`.
  * @throws {RangeError} When a number is not a non-negative safe integer.
  *
@@ -120,7 +111,6 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
  * Picks the bucket that runs out first: the fewest requests remaining, and
  * among equals the one that resets last (it blocks longest).
  *
- * @param buckets Parsed buckets.
  * @returns That bucket, or `undefined` for no buckets.
  *
  * @example Alerting on a low bucket
@@ -152,7 +142,6 @@ export function nextExhaustedBucket(
  * How long until a token request can succeed again after a 429: the largest
  * reset time among exhausted buckets (`r=0`), else the smallest reset time.
  *
- * @param buckets Parsed buckets of a quota refusal.
  * @returns Seconds to wait, or `undefined` when there are no buckets.
  *
  * @example Waiting for the daily bucket

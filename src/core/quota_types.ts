@@ -1,5 +1,4 @@
-// The quota header's types (./quota exports them), apart so that the parser
-// and the entry both name them without a circle.
+// The quota header's types, apart so that the parser and ./quota share them without a cycle.
 
 /**
  * One quota bucket of the header, e.g. the hourly one.
@@ -9,9 +8,8 @@
  * import { parseQuotaHeader, type QuotaBucket } from "@partner-api/client/quota";
  * import { equal } from "node:assert/strict";
  *
- * function describe({ bucket, remaining, limit, resetAfter }: QuotaBucket): string {
- *   return `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
- * }
+ * const describe = ({ bucket, remaining, limit, resetAfter }: QuotaBucket) =>
+ *   `${bucket}: ${remaining}/${limit}, resets in ${resetAfter} s`;
  * const [hourly] = parseQuotaHeader("b=per_hour;q=10;r=2;t=60");
  * equal(describe(hourly!), "per_hour: 2/10, resets in 60 s");
  * ```
@@ -28,11 +26,10 @@ export interface QuotaBucket {
 }
 
 /**
- * What is wrong with a quota header, as the `reason` of the `SyntaxError`
- * that `parseQuotaHeader` throws: a bucket lacks one of `b`, `q`, `r`, `t`
- * (`"missing-key"`), a pair has no `=` (`"missing-equals"`), a number is not
- * a non-negative safe integer (`"bad-number"`), a key appears twice
- * (`"repeated-key"`).
+ * The `reason` of `parseQuotaHeader`'s `SyntaxError`: a bucket lacks one of `b`,
+ * `q`, `r`, `t` (`"missing-key"`), a pair has no `=` (`"missing-equals"`), a
+ * number is not a non-negative safe integer (`"bad-number"`), a key appears
+ * twice (`"repeated-key"`).
  *
  * @example Deciding on the reason
  * ```ts

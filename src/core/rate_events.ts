@@ -12,12 +12,9 @@
  * const waits: RateWaitEvent[] = [];
  * await using api = await startFakePartnerApi();
  * api.injectApiFaults({ kind: "delay", ms: 30 }); // the first answer takes 30 ms
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   rateLimit: { requests: 1, interval: 1 }, // one at a time: a slot is free 1 ms after an answer
- *   onEvent: (event) => event.type === "rate.wait" && waits.push(event),
- * });
+ * const rateLimit = { requests: 1, interval: 1 }; // one at a time: a slot is free 1 ms after an answer
+ * const client = createClient({ environment: api.environment, ...api.credentials, rateLimit,
+ *   onEvent: (event) => event.type === "rate.wait" && waits.push(event) });
  * const responses = await Promise.all([client.fetch("organizations"), client.fetch("organizations")]);
  * await Promise.all(responses.map((response) => response.body?.cancel()));
  * equal(waits.length, 1); // the second request waited for the first's answer
@@ -34,10 +31,9 @@ export interface RateWaitEvent {
 }
 
 /**
- * A fleet rate limiter lost its store (it failed, did not answer in time, or
- * came back without the window): until it answers again, this process paces
- * alone at its last known share of the limit (half before the store ever
- * answered), never the whole.
+ * A fleet rate limiter lost its store (failed, too slow, or the window gone):
+ * until it answers again, this process paces alone at its last known share of
+ * the limit (half before the store ever answered), never the whole.
  *
  * @example The process paces alone while Redis is away
  * ```ts
@@ -47,25 +43,17 @@ export interface RateWaitEvent {
  *
  * const degraded: RateDegradedEvent[] = [];
  * await using limiter = createRedisRateLimiter({
- *   command: () => Promise.reject(new Error("connection refused")),
- *   requests: 10,
- *   interval: 1000,
- *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event),
- * });
+ *   command: () => Promise.reject(new Error("connection refused")), requests: 10, interval: 1000,
+ *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event) });
  * limiter.answered(await limiter.take());
- * equal(degraded[0]?.store, "redis");
  * // Redis never said how many share it: half the limit, never the whole.
- * equal(degraded[0]?.requests, 5);
+ * equal(`${degraded[0]?.store} ${degraded[0]?.requests}`, "redis 5");
  * ```
  */
 export interface RateDegradedEvent {
   /** Tells events apart. */
   readonly type: "rate.degraded";
-  /**
-   * The store that failed, as its limiter names it: `"redis"` or `"kv"` for
-   * this package's limiters (`./redis`, `./kv`); a limiter of your own names
-   * its own. A plain string: the events belong to no store.
-   */
+  /** The store that failed, as its limiter names it: `"redis"`, `"kv"`, or your own limiter's name. */
   readonly store: string;
   /** This process's share: requests it sends alone in any window. */
   readonly requests: number;
@@ -83,23 +71,17 @@ export interface RateDegradedEvent {
  * ```ts
  * import { createClient, type PartnerApiEvent } from "@partner-api/client";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { deepStrictEqual, equal } from "node:assert/strict";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * function pace(event: PartnerApiEvent): string | undefined {
- *   if (event.type === "rate.degraded") return `${event.store}: alone, ${event.requests} per window`;
- *   if (event.type === "rate.restored") return `${event.store}: the fleet's window again`;
- *   return undefined;
- * }
  * const lines: string[] = [];
+ * const onEvent = (event: PartnerApiEvent) => {
+ *   if (event.type === "rate.degraded") lines.push(`${event.store}: alone, ${event.requests} per window`);
+ *   if (event.type === "rate.restored") lines.push(`${event.store}: the fleet's window again`);
+ * };
  * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => void (pace(event) && lines.push(pace(event)!)),
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials, onEvent });
  * await Array.fromAsync(client.list("organizations"));
- * deepStrictEqual(lines, []); // a limiter of its own never changes pace
- * equal(pace({ type: "rate.restored", store: "redis" }), "redis: the fleet's window again");
+ * deepStrictEqual(lines, []); // a client's own limiter never changes pace
  * ```
  */
 export interface RateRestoredEvent {

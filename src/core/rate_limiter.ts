@@ -45,29 +45,24 @@ export interface RateLimiter {
   /** The limit it keeps. */
   readonly limit: RateLimit;
   /**
-   * Takes a slot for one request: its ticket when a slot is free now, else
-   * a promise of it when the caller's turn comes (in order, live callers
-   * before background ones), rejected with the signal's reason if it aborts
-   * first. Hand the ticket to {@linkcode RateLimiter.answered}.
-   *
-   * `priority` is the request's (`RequestInit.priority`); `undefined` is
-   * live, as `"auto"`. A limiter of your own may leave it out.
+   * Takes a slot for one request: its ticket now, else a promise of it in turn
+   * (live callers before `"low"` ones, by `RequestInit.priority`, which a
+   * limiter of your own may ignore), rejected with the signal's reason if it
+   * aborts first. Hand the ticket to {@linkcode RateLimiter.answered}.
    */
   take(
     signal?: AbortSignal,
     priority?: "high" | "low" | "auto",
   ): number | Promise<number>;
   /**
-   * Tells the limiter the request of `ticket` was answered (or failed, or
-   * was never sent). The service may count a request any time until its
-   * answer: a slot counts from the answer, and one never answered stays
-   * taken.
+   * Tells the limiter the request of `ticket` was answered (or failed, or was
+   * never sent): the service may count a request until its answer, so a slot
+   * counts from it, and one never answered stays taken.
    */
   answered(ticket: number): void;
   /**
-   * Tells the limiter the service refused a request for its rate (a 429):
-   * others on the same address count too, so the window is taken as full
-   * (for one slot's share of the interval at least).
+   * Tells the limiter of a 429: others on the same address count too, so the
+   * window is taken as full (for one slot's share of the interval at least).
    */
   refused(): void;
 }

@@ -3,8 +3,7 @@
 import type { QuotaBucket } from "./quota.ts";
 
 /**
- * One request to the token endpoint, retries each counted: what the quota
- * counts.
+ * One request to the token endpoint, retries each counted: what the quota counts.
  *
  * @example Counting failed token requests
  * ```ts
@@ -14,15 +13,11 @@ import type { QuotaBucket } from "./quota.ts";
  *
  * const requests: TokenRequestEvent[] = [];
  * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials,
  *   retry: { initialDelay: 1 },
- *   onEvent: (event) => event.type === "token.request" && requests.push(event),
- * });
+ *   onEvent: (event) => event.type === "token.request" && requests.push(event) });
  * await provider.getToken();
- * const failed = requests.filter((request) => request.outcome === "error");
- * deepStrictEqual(failed.map((request) => request.reason), ["status"]);
+ * deepStrictEqual(requests.filter((r) => r.outcome === "error").map((r) => r.reason), ["status"]);
  * ```
  */
 export interface TokenRequestEvent {
@@ -39,9 +34,8 @@ export interface TokenRequestEvent {
 }
 
 /**
- * A token request will be sent again, after `delayMs`: its attempt got no
- * answer (`"network"`, `"timeout"`) or an answer worth another (a 408 or
- * 5xx, `"status"`).
+ * A token request will be sent again, after `delayMs`: no answer (`"network"`,
+ * `"timeout"`) or a 408 or 5xx (`"status"`).
  *
  * @example A token request cut off, and sent again
  * ```ts
@@ -51,12 +45,9 @@ export interface TokenRequestEvent {
  *
  * const retries: TokenRetryEvent[] = [];
  * await using api = await startFakePartnerApi({ faults: [{ kind: "drop" }] });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials,
  *   retry: { initialDelay: 1 },
- *   onEvent: (event) => event.type === "token.retry" && retries.push(event),
- * });
+ *   onEvent: (event) => event.type === "token.retry" && retries.push(event) });
  * await provider.getToken();
  * equal(retries[0]?.reason, "network");
  * equal(api.tokenRequests, 2);
@@ -74,8 +65,7 @@ export interface TokenRetryEvent {
 }
 
 /**
- * A background refresh started: the token is due for refresh but still
- * served while a new one is requested.
+ * A background refresh started: the token is still served while a new one is requested.
  *
  * @example A token refreshed ahead of expiry
  * ```ts
@@ -87,13 +77,9 @@ export interface TokenRetryEvent {
  * const refreshes: TokenRefreshEvent[] = [];
  * const background: Promise<unknown>[] = [];
  * await using api = await startFakePartnerApi({ tokenLifetime: 600_000 });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   now: () => time,
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, now: () => time,
  *   onEvent: (event) => event.type === "token.refresh" && refreshes.push(event),
- *   waitUntil: (refresh) => background.push(refresh),
- * });
+ *   waitUntil: (refresh) => background.push(refresh) });
  * const first = await provider.getToken();
  * time += 590_000; // 10 s left: within the margin (a tenth of the lifetime)
  * equal(await provider.getToken(), first); // still served while the refresh runs
@@ -119,11 +105,8 @@ export interface TokenRefreshEvent {
  *
  * const blocks: QuotaBlockedEvent[] = [];
  * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   onEvent: (event) => event.type === "quota.blocked" && blocks.push(event),
- * });
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials,
+ *   onEvent: (event) => event.type === "quota.blocked" && blocks.push(event) });
  * await provider.invalidate((await provider.getToken()).accessToken); // the hour's only token
  * await rejects(provider.getToken(), { name: "QuotaExceededError" }); // the next is refused: 429
  * ok(blocks[0]!.retryAt > Date.now());

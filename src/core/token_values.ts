@@ -1,15 +1,12 @@
-// The token and quota values the provider hands out and the stores keep,
-// and the check of a token's shape both apply: here, so that the stores
-// need nothing of the token provider. Not an entry: ./token is the types'
-// home.
+// The token and quota values the provider hands out and the stores keep: here,
+// so that the stores need nothing of the provider. ./token exports the types.
 
 import type { QuotaBucket } from "./quota_types.ts";
 
 /**
- * A token as issued: a frozen object. Inspected or serialized with
- * `JSON.stringify`, it shows `accessToken` as `[redacted]`; a spread,
- * `Object.entries` or `structuredClone` leaves it out (it is not
- * enumerable); `token.accessToken` still gives the token.
+ * A token as issued, frozen. Inspection and `JSON.stringify` show `accessToken`
+ * as `[redacted]`; a spread, `Object.entries` or `structuredClone` leaves it
+ * out (not enumerable); `token.accessToken` still gives it.
  *
  * @example Sending a token, and logging it safely
  * ```ts

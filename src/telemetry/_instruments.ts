@@ -1,14 +1,11 @@
-// Internal: the instruments openTelemetry() records through, and how an
-// integer attribute is written so that each exporter sends it as one.
+// Internal: the instruments openTelemetry() records through.
 
 import { metrics, trace, ValueType } from "@opentelemetry/api";
 import type { TelemetryMeter } from "./types.ts";
 
 /**
- * How an integer attribute is written so that the exporter sends it as one:
- * Deno's built-in exporter sends a `BigInt` as an integer (and every number
- * as a double), the JavaScript SDK drops a `BigInt`. So: a `BigInt` only
- * for Deno's own providers.
+ * Integers as the exporter sends them as such: `BigInt` for Deno's own providers
+ * (which send numbers as doubles), a number for the JS SDK (which drops `BigInt`).
  */
 export function integerAttributes(
   globalMeter: boolean,

@@ -1,28 +1,13 @@
 /**
  * OpenTelemetry for the partner API client: `openTelemetry()` returns an
  * `onEvent` listener that records spans and metrics through
- * `@opentelemetry/api`. With Deno's built-in OpenTelemetry
- * (`OTEL_DENO=true`) they are exported with no other setup, next to Deno's
- * own `fetch` spans; on Deno Deploy they show in its dashboard. Elsewhere,
- * register an SDK as usual.
+ * `@opentelemetry/api`; no attribute ever holds the secret or a token. With
+ * Deno's built-in OpenTelemetry (`OTEL_DENO=true`) they are exported with no
+ * other setup; elsewhere, register an SDK as usual.
  *
- * What it records (no attribute ever holds the secret or a token):
- *
- * | name                          | kind      | attributes                                     |
- * | ----------------------------- | --------- | ---------------------------------------------- |
- * | `partner_api.token.request`   | span      | `partner_api.outcome`, `error.type`            |
- * | `partner_api.list`            | span      | `url.path`, `partner_api.pages`, `partner_api.items`, `partner_api.outcome` |
- * | `partner_api.token.requests`  | counter   | `partner_api.outcome`                          |
- * | `partner_api.quota.remaining` | gauge     | `partner_api.quota.bucket` (`per_hour`, `per_day` only) |
- * | `partner_api.request.duration`| histogram | `http.request.method`, `http.response.status_code` (an integer), `server.address`, `server.port`, `error.type` on failure, `partner_api.base`; in seconds (`s`) |
- * | `http.client.request.duration`| histogram | the semantic conventions' HTTP client metric, for every API request attempt: `http.request.method`, `server.address`, `server.port`, `http.response.status_code` (when an answer came), `error.type` on failure (the status for 4xx and 5xx, `timeout` or `network` when no answer came); in seconds (`s`) |
- * | `partner_api.rate.wait.duration` | histogram | `partner_api.priority` (`high`, `low`, `auto`): each wait of a request for a slot in the rate window; in seconds (`s`), buckets up to 5 minutes |
- *
- * Integers are sent as integers: status codes, ports, and a crawl's page and
- * item counts (Deno's exporter sends other numbers as doubles). Counters
- * count in integers where the meter takes `valueType: INT` (Deno's built-in
- * meter takes only doubles). Durations use the semantic conventions'
- * bucket boundaries, from 5 ms to 10 s.
+ * It records spans of token requests and crawls, and metrics of token requests,
+ * the quota left and request durations (in seconds, with the HTTP semantic
+ * conventions' metric): their names and attributes are in docs/events.md.
  *
  * @example A client whose token requests and crawls show in traces
  * ```ts
@@ -32,11 +17,7 @@
  * import { equal } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
- * const client = createClient({
- *   environment: api.environment,
- *   ...api.credentials,
- *   onEvent: openTelemetry(), // through @opentelemetry/api: exported with OTEL_DENO=true
- * });
+ * const client = createClient({ environment: api.environment, ...api.credentials, onEvent: openTelemetry() });
  * equal((await Array.fromAsync(client.list("organizations"))).length, 3);
  * ```
  *
@@ -72,12 +53,8 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Returns an `onEvent` listener that records the module's events as
- * OpenTelemetry spans and metrics. Give it to `createTokenProvider` or
- * `createClient` (a client passes it on to the provider it creates).
- *
- * @param options The tracer and meter to record through.
- * @returns The listener.
+ * Returns an `onEvent` listener that records the module's events as spans and
+ * metrics, for `createTokenProvider` or `createClient`.
  *
  * @example A provider whose token requests are counted
  * ```ts
@@ -88,11 +65,8 @@ const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
  *
  * const counted: string[] = [];
  * const ignored = { add: () => {}, record: () => {} };
- * const meter: TelemetryMeter = {
- *   createCounter: () => ({ add: (_, attributes) => void counted.push(`${attributes["partner_api.outcome"]}`) }),
- *   createGauge: () => ignored,
- *   createHistogram: () => ignored,
- * };
+ * const meter: TelemetryMeter = { createGauge: () => ignored, createHistogram: () => ignored,
+ *   createCounter: () => ({ add: (_, a) => void counted.push(`${a["partner_api.outcome"]}`) }) };
  * await using api = await startFakePartnerApi();
  * const onEvent = openTelemetry({ meter });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onEvent });
@@ -191,8 +165,7 @@ function tokenRequest(
   );
   meter.tokenRequests.add(1, { "partner_api.outcome": outcome });
   for (const { bucket, remaining } of event.quota ?? []) {
-    // Bucket names come from the server: each new one would be a new series
-    // in the user's metrics store. Only the documented ones are recorded.
+    // Server-chosen names would each be a new series in the user's metrics store.
     if (!DOCUMENTED_BUCKETS.has(bucket)) continue;
     meter.quotaRemaining.record(remaining, {
       "partner_api.quota.bucket": bucket,
@@ -200,7 +173,6 @@ function tokenRequest(
   }
 }
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: so this entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";

@@ -1,6 +1,4 @@
-// The shapes openTelemetry() records through: attributes, a tracer, a meter,
-// and its options. Public through ./otel; _instruments.ts reads the meter's
-// shape from here.
+// The shapes openTelemetry() records through. Public through ./otel.
 
 /**
  * Attribute values, as OpenTelemetry takes them.
@@ -13,11 +11,10 @@
  * import { deepStrictEqual, rejects } from "node:assert/strict";
  *
  * const recorded: TelemetryAttributes[] = [];
- * const onEvent = openTelemetry({
- *   tracer: {
- *     startSpan: (_, { attributes }) => (recorded.push(attributes), { setStatus: () => ({ end: () => {} }) }),
- *   },
- * });
+ * const span = { setStatus: () => ({ end: () => {} }) };
+ * const tracer = { startSpan: (_: string, { attributes }: { attributes: TelemetryAttributes }) =>
+ *   (recorded.push(attributes), span) };
+ * const onEvent = openTelemetry({ tracer });
  * await using api = await startFakePartnerApi();
  * const { clientId } = api.credentials;
  * const provider = createTokenProvider({ ...api.environment, clientId, clientSecret: "wrong", onEvent });
@@ -42,9 +39,8 @@ export type TelemetryAttributes = Record<
  * import { deepStrictEqual } from "node:assert/strict";
  *
  * const spans: string[] = [];
- * const tracer: TelemetryTracer = {
- *   startSpan: (name) => (spans.push(name), { setStatus: () => ({ end: () => {} }) }),
- * };
+ * const span = { setStatus: () => ({ end: () => {} }) };
+ * const tracer: TelemetryTracer = { startSpan: (name) => (spans.push(name), span) };
  * await using api = await startFakePartnerApi();
  * const onEvent = openTelemetry({ tracer });
  * const client = createClient({ environment: api.environment, ...api.credentials, onEvent });
@@ -75,13 +71,8 @@ export interface TelemetryTracer {
  *
  * const gauge: string[] = [];
  * const ignored = { add: () => {}, record: () => {} };
- * const meter: TelemetryMeter = {
- *   createCounter: () => ignored,
- *   createGauge: () => ({
- *     record: (value, attributes) => gauge.push(`${attributes["partner_api.quota.bucket"]}=${value}`),
- *   }),
- *   createHistogram: () => ignored,
- * };
+ * const meter: TelemetryMeter = { createCounter: () => ignored, createHistogram: () => ignored,
+ *   createGauge: () => ({ record: (n, a) => gauge.push(`${a["partner_api.quota.bucket"]}=${n}`) }) };
  * await using api = await startFakePartnerApi({ quota: { perHour: 10, perDay: 50 } });
  * const onEvent = openTelemetry({ meter });
  * await createTokenProvider({ ...api.environment, ...api.credentials, onEvent }).getToken();
@@ -89,10 +80,7 @@ export interface TelemetryTracer {
  * ```
  */
 export interface TelemetryMeter {
-  /**
-   * A counter, for token requests; asked for integers (`valueType` 0,
-   * `ValueType.INT`) first, and made again without when that throws.
-   */
+  /** A counter, for token requests: asked for integers (`ValueType.INT`) first, else without. */
   createCounter(
     name: string,
     options: { description: string; unit: string; valueType?: number },

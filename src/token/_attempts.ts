@@ -1,5 +1,4 @@
-// Internal: token requests through the module's one attempt loop: the token
-// side's decision after each attempt, and the events of attempts and retries.
+// Internal: token requests through the module's one attempt loop, with their events.
 
 import {
   PartnerApiError,
@@ -34,9 +33,8 @@ export type TokenStep =
   | { readonly do: "fail" };
 
 /**
- * The token side's one decision after each attempt: a failure worth another
- * (`isRetryable`) is retried while retries are left, after `Retry-After` up
- * to `maxRetryAfter`, else a backoff with jitter; anything else fails.
+ * After each attempt: a failure worth another (`isRetryable`) is retried while
+ * retries last, after `Retry-After` (up to `maxRetryAfter`) or a jittered backoff.
  */
 
 export function nextTokenStep(
@@ -61,11 +59,7 @@ export type TokenSending = Pick<
   "backoff" | "random" | "onEvent"
 >;
 
-/**
- * One token request with its retries, through the attempt loop. No attempt
- * goes out while a quota block is in force (another flight may have met a
- * 429 meanwhile).
- */
+/** One token request with its retries; none goes out under a quota block (another flight's 429). */
 export function requestWithRetries(
   endpoint: TokenEndpoint,
   sending: TokenSending,
@@ -97,7 +91,6 @@ export function requestWithRetries(
       if (step.do === "done") return { do: "done", value: outcome.token! };
       if (step.do === "fail") return { do: "fail", error: outcome.error };
       retries++;
-      // The event is built only for a listener: nobody else reads it.
       if (sending.onEvent === undefined) {
         return { do: "again", wait: step.wait };
       }

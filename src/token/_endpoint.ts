@@ -1,6 +1,4 @@
-// Internal: the token endpoint as the provider and requestToken use it:
-// every option checked once, the request body and headers built once. It
-// holds the secret, so it never leaves the token modules.
+// Internal: the token endpoint, every option checked and the request built once.
 
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
@@ -41,11 +39,7 @@ export interface TokenEndpoint {
 
 const DEFAULT_TIMEOUT = 30_000;
 
-/**
- * Checks the options and builds the endpoint.
- *
- * @throws {TypeError} {RangeError} (`option`) For a bad option.
- */
+/** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one. */
 
 export function tokenEndpoint(
   options: Omit<TokenRequestOptions, "signal">,
@@ -65,8 +59,7 @@ export function tokenEndpoint(
     secret,
     secrets: [{ secret, clientId, audience }],
     ...requestParts(options, { clientId, secret, audience }, context),
-    // A plain call: some runtimes throw "Illegal invocation" for fetch
-    // called as a method of another object.
+    // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
     now: requireFunction(options.now, context, "now") ?? Date.now,
     quotaHeader: requireText(

@@ -6,18 +6,13 @@ import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
 import { type HintSource, isPermissionError, tokenHint } from "./_hint.ts";
 
-/**
- * The error a caller in a cooldown gets: its own copy of the failure (no
- * caller can change what another sees), rebuilt from the record when the
- * failure was another process's (with the hint `endpoint` gives for it).
- */
+/** Each cooldown caller's own copy of the failure (none can change another's), from the record if remote. */
 export function repeatedFailure(
   failure: TokenFailure,
   original: TokenRequestError | undefined,
   endpoint: HintSource,
 ): TokenRequestError {
-  // Its own fields (name and reason included, which the class sets anyway)
-  // and its cause; not its response, which stays with the first caller.
+  // Its fields and cause; not its response, which stays with the first caller.
   if (original !== undefined) {
     return new TokenRequestError(original.message, {
       ...original,
@@ -41,10 +36,9 @@ export function repeatedFailure(
 }
 
 /**
- * The failure to keep after `error`: its cooldown escalated from `previous`,
- * and why. None for a request the runtime refused (no permission): it was
- * never sent, so the endpoint needs no rest, and a fleet sharing the record
- * must not wait for one process's missing flag.
+ * The failure to keep after `error`, its cooldown escalated from `previous`.
+ * None for a request the runtime refused (no permission): never sent, it needs
+ * no rest, and a fleet must not wait for one process's missing flag.
  */
 export function failureRecord(
   error: TokenRequestError,

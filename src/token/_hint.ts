@@ -1,7 +1,5 @@
-// Internal: what a failed token request tells its reader to check. A hint
-// names settings (by the names they were configured under: the variables,
-// when they came from configFromEnv) and the URL requested, never a value
-// of a credential.
+// Internal: what a failed token request tells its reader to check: settings by
+// their configured names and the URL requested, never a credential's value.
 
 import { requireOptions, requireText } from "../core/_check.ts";
 
@@ -20,11 +18,7 @@ const SETTINGS = [
 /** What each setting is called where the reader configured it. */
 export type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
 
-/**
- * The names given (`settingNames`), the option's own name for the rest.
- *
- * @throws {TypeError} When `given` is not an object of non-empty strings.
- */
+/** The names given (`settingNames`), the option's own for the rest; a TypeError unless non-empty strings. */
 export function settingNamesOf(given: unknown, context: string): SettingNames {
   if (given !== undefined) requireOptions(given, context, "settingNames");
   const names: Record<string, string> = {};
@@ -55,9 +49,8 @@ export function isPermissionError(error: unknown): boolean {
 }
 
 /**
- * What to check after a token request failed this way; `undefined` when
- * nothing the reader configured can help (a 5xx, a timeout, the quota).
- * A permission the runtime refused comes first, as the exact flag to add.
+ * What to check after this failure; `undefined` when no setting can help (a
+ * 5xx, a timeout, the quota). A refused permission comes first, as the flag.
  */
 export function tokenHint(
   source: HintSource,
@@ -98,9 +91,8 @@ const TEST_ENVIRONMENT =
   /(?:^|[^a-z])(?:sandbox|staging|stage|test|testing|dev|uat|qa|preprod)(?:[^a-z]|$)/i;
 
 /**
- * When the audience and the token URL's host look like two environments'
- * (one a sandbox's, the other production's): sandbox credentials sent to
- * production are refused like a wrong secret.
+ * When the audience and the token URL's host look like a sandbox's and
+ * production's: sandbox credentials sent to production fail like a wrong secret.
  */
 function otherEnvironment(source: HintSource): string {
   const kind = (text: string) =>

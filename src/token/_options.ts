@@ -27,13 +27,7 @@ export interface ProviderConfig {
 
 const CONTEXT = "Cannot create token provider";
 
-/**
- * Checks every option at once.
- *
- * @throws {TypeError} For a bad address, field or function, or in a browser
- * page without `dangerouslyAllowBrowser`.
- * @throws {RangeError} For a duration or count out of range.
- */
+/** Checks every option at once, throwing as `createTokenProvider` documents. */
 export function providerConfig(options: TokenProviderOptions): ProviderConfig {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {

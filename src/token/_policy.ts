@@ -1,5 +1,4 @@
-// Internal: the token provider's decisions, as pure functions over its state
-// and the time. The provider only carries them out.
+// Internal: the token provider's decisions, pure functions over its state and the time.
 
 import { TokenRequestError } from "../core/errors.ts";
 import { type QuotaBucket, quotaResetAfter } from "../core/quota.ts";
@@ -24,10 +23,7 @@ const QUOTA_FALLBACK_WAIT = 60_000;
 const DEFAULT_REFRESH_MARGIN = 5 * 60_000;
 /** A token is not handed out this close to expiry: clocks and networks lag. */
 const MAX_SKEW_GUARD = 2_000;
-/**
- * The first cooldown after a failed request (not the quota): a refused
- * answer would be refused again, and may have counted against the quota.
- */
+/** The first cooldown after a failure (not the quota): a refusal would recur, and may count. */
 export const FIRST_COOLDOWN = 10_000;
 /** The longest cooldown that escalation reaches (a server's `Retry-After` may ask for more). */
 export const MAX_COOLDOWN = 15 * 60_000;
@@ -49,8 +45,7 @@ export interface CachedToken {
 }
 
 /**
- * Refresh ahead of expiry by `refreshMargin` (default five minutes, or a
- * tenth of the lifetime when less), never by more than half the lifetime;
+ * Refresh ahead of expiry by `refreshMargin`, never more than half the lifetime;
  * stop handing out a token a skew guard (2 s, or a twentieth of the lifetime
  * when less) before it expires.
  */
@@ -81,11 +76,7 @@ export interface ProviderState {
   readonly failedUntil?: number | undefined;
 }
 
-/**
- * What `getToken` does. `"refresh"` hands out the cached token and
- * refreshes in the background; `"blocked"` and `"failed"` reject and send
- * nothing.
- */
+/** What `getToken` does: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
 export type Decision =
   | "fresh"
   | "refresh"
@@ -120,11 +111,10 @@ export interface Cooldown {
 }
 
 /**
- * The cooldown after a failed token request at `now`: 10 s, doubling with
- * each further failure up to 15 minutes. A failure more than 15 minutes
- * after the last cooldown ended starts again at 10 s (a passing fault must
- * not leave a long cooldown behind). A `Retry-After` above `maxRetryAfter`
- * (on a 5xx or a 403) sets it when longer, at most {@linkcode MAX_QUOTA_BLOCK}.
+ * The cooldown after a failure at `now`: 10 s, doubling up to 15 minutes; again
+ * 10 s over 15 minutes after the last one ended (a passing fault must not leave
+ * a long cooldown). A 5xx's or 403's `Retry-After` above `maxRetryAfter` sets
+ * it when longer, at most {@linkcode MAX_QUOTA_BLOCK}.
  */
 export function cooldownAfter(
   previous: Cooldown | undefined,
@@ -145,20 +135,16 @@ export function cooldownAfter(
   return { until: now + Math.max(escalated, asked), failures };
 }
 
-/**
- * The longest one token request may take with its retries: every attempt
- * timing out, every wait (backoff or `Retry-After`) at its longest.
- */
+/** The longest one token request may take with its retries: every attempt and wait at its longest. */
 export function requestBudget(backoff: Backoff, timeout: number): number {
   const longestWait = Math.max(backoff.maxDelay, backoff.maxRetryAfter);
   return (backoff.retries + 1) * timeout + backoff.retries * longestWait;
 }
 
 /**
- * How long a flight may take before callers give up on it: one request with
- * its retries; with a coordinating store, first a wait for another
- * process's request and some slack. A runtime that drops a flight's work
- * (workerd) so traps nobody longer than the retries allow.
+ * How long a flight may take before callers give up on it: one request with its
+ * retries, after (with a coordinating store) a wait for another process's and
+ * some slack. So a runtime that drops a flight's work (workerd) traps nobody.
  */
 export function flightBudget(
   backoff: Backoff,
@@ -170,10 +156,9 @@ export function flightBudget(
 }
 
 /**
- * When the quota lets a token request through again after a 429: the later
- * of `Retry-After` and the reset of the exhausted buckets (the largest `t`
- * with `r=0`); without `Retry-After`, that reset, else the smallest `t`,
- * else a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
+ * When a token request may pass again after a 429: the later of `Retry-After`
+ * and the exhausted buckets' reset, or either alone (`quotaResetAfter`), else
+ * a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
  */
 export function quotaRetryAt(
   retryAfter: number | undefined,
@@ -190,10 +175,7 @@ export function quotaRetryAt(
   return now + Math.min(wait, MAX_QUOTA_BLOCK);
 }
 
-/**
- * Whether a failed attempt is worth another: network, timeout, or a status
- * `isRetryStatus` names but 429, which from the token endpoint is the quota.
- */
+/** Whether a failed attempt is worth another: network, timeout, or a retry status but 429 (the quota). */
 export function isRetryable(error: unknown): error is TokenRequestError {
   if (!(error instanceof TokenRequestError)) return false;
   switch (error.reason) {
@@ -208,10 +190,7 @@ export function isRetryable(error: unknown): error is TokenRequestError {
   }
 }
 
-/**
- * Whether a stored record answers the need without a request: a quota
- * block or a cooldown in force, or a token not yet due for refresh.
- */
+/** Whether a stored record answers without a request: a block or cooldown in force, or a token not yet due. */
 export function settles(
   record: TokenRecord,
   now: number,
@@ -247,9 +226,9 @@ export interface NewerFromRecord {
 }
 
 /**
- * Takes what a record knows that the provider does not: a later token, a
- * quota block still in force, a quota reported since. A later token without
- * a block lifts the provider's block: the quota has reset for whoever got it.
+ * What a record knows that the provider does not: a later token, a block still
+ * in force, a newer quota. A later token without a block lifts the provider's
+ * block: the quota has reset for whoever got it.
  */
 export function newerFromRecord(
   record: TokenRecord,
@@ -262,8 +241,7 @@ export function newerFromRecord(
     record.token.expiresAt > (known.expiresAt ?? -Infinity);
   let blockedUntil = known.blockedUntil;
   if (blockInForce) {
-    // A store written by another process (or another version) is clamped
-    // like any block: never more than 25 h from now.
+    // Another process's (or version's) block is clamped too: at most 25 h from now.
     const stored = Math.min(record.blockedUntil!, now + MAX_QUOTA_BLOCK);
     blockedUntil = Math.max(blockedUntil ?? -Infinity, stored);
   } else if (newer) blockedUntil = undefined;

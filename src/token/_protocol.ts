@@ -1,7 +1,6 @@
-// Internal: the token endpoint's wire protocol: each attempt (tokenAttempt,
-// the one path every token request takes) sends one request, reads its body
-// within the deadline, and processes the answer, synchronously, so that
-// tests/token_answers_test.ts drives every answer shape without a server.
+// Internal: the token endpoint's wire protocol. tokenAttempt, every token
+// request's path, sends, reads the body within the deadline, then processes the
+// answer synchronously: tests/token_answers_test.ts drives each shape serverless.
 
 import { describeCause } from "../core/_cause.ts";
 import {
@@ -37,11 +36,7 @@ const MAX_TOKEN_BODY = 64 * 1024;
 const DEFAULT_EXPIRES_IN = 3600;
 const CONTEXT = "Cannot request token";
 
-/**
- * One attempt under `deadline`: send, read the answer within it, process.
- *
- * @throws {TokenRequestError} (`reason`), {QuotaExceededError} for a 429.
- */
+/** One attempt under `deadline`: send, read, process; throws a TokenRequestError (a QuotaExceededError for a 429). */
 export async function tokenAttempt(
   endpoint: TokenEndpoint,
   deadline: Deadline,
@@ -66,10 +61,8 @@ export async function tokenAttempt(
 }
 
 /**
- * Sends the request. Never follows a redirect: it would carry the secret to
- * an address nobody checked.
- *
- * @throws {TokenRequestError} `reason: "network"` when no answer arrives.
+ * Sends the request (`reason: "network"` without an answer). Never follows a
+ * redirect: it would carry the secret to an address nobody checked.
  */
 async function sendTokenRequest(
   endpoint: TokenEndpoint,
@@ -92,8 +85,7 @@ async function sendTokenRequest(
     });
   } catch (error) {
     signal.throwIfAborted();
-    // Refused by the runtime: its own words ("run again with the
-    // --allow-net flag") name no host; the hint names the exact flag.
+    // The runtime's own words name no host; the hint names the exact flag.
     const what = isPermissionError(error)
       ? `no net permission for ${endpoint.url.host}`
       : `no answer from ${endpoint.where}${causeText(error, endpoint)}`;
@@ -177,10 +169,7 @@ export function processTokenAnswer(
   });
 }
 
-/**
- * The one builder of {@linkcode QuotaExceededError}: for a 429 just received
- * and for a block still in force.
- */
+/** The one builder of {@linkcode QuotaExceededError}: for a 429, and for a block still in force. */
 export function quotaExceeded(
   retryAt: number,
   buckets: readonly QuotaBucket[],
@@ -280,9 +269,8 @@ function discardBody(response: Response): void {
 }
 
 /**
- * `expires_in` as seconds: a number, or a string of digits (several OAuth
- * servers send `"3599"`); absent (optional in RFC 6749 5.1) means an hour.
- * Anything else is `NaN`, which no range check accepts.
+ * `expires_in` as seconds: a number, or digits (some servers send `"3599"`);
+ * absent (optional, RFC 6749 5.1): an hour; else `NaN`, which no check accepts.
  */
 function lifetime(value: unknown): number {
   if (value === undefined) return DEFAULT_EXPIRES_IN;
@@ -300,10 +288,7 @@ function parseJson(text: string): unknown {
   }
 }
 
-/**
- * The header's buckets, control and invisible characters of their names
- * shown as `\uXXXX`: the names reach events, errors, logs and terminals.
- */
+/** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
 
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {

@@ -1,7 +1,5 @@
-// Internal: the token provider. Every decision is a pure function over its
-// state and `now()` (`decide()` of _policy.ts for getToken,
-// `unauthorizedVerdict()` of ledger.ts for a 401); this class only carries
-// them out.
+// Internal: the token provider. It carries out pure decisions over its state
+// and `now()`: `decide()` (_policy.ts) for getToken, `unauthorizedVerdict()` for a 401.
 
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
@@ -96,8 +94,7 @@ export class CachingTokenProvider implements TokenProvider {
     const cached = this.#cached;
     const now = this.#turnNow();
     if (cached === undefined) {
-      // A burst of cold callers while a flight runs: what #carryOut would
-      // answer ("join"), without another call per caller.
+      // A burst of cold callers joins the flight without a call each.
       const flight = this.#flights.current;
       if (
         signal === undefined && flight !== undefined && now < flight.deadline
@@ -110,11 +107,7 @@ export class CachingTokenProvider implements TokenProvider {
     return this.#carryOut(signal, now);
   }
 
-  /**
-   * The 401 ledger, kept where the token lives (the store's record, shared
-   * by the fleet; else this provider's own): see `unauthorizedVerdict()`.
-   * Answers whether to retry once with the token `getToken` gives next.
-   */
+  /** The 401 ledger, kept where the token lives (the fleet's record, else here): see `unauthorizedVerdict()`. */
   async reportUnauthorized(accessToken: string): Promise<boolean> {
     const current = this.#cached?.token.accessToken;
     // Already replaced here: retrying with the new token costs nothing.
@@ -169,8 +162,7 @@ export class CachingTokenProvider implements TokenProvider {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
     const cached = this.#cached;
-    // A burst of callers while a flight runs, with no token to serve: what
-    // decide() answers ("join"), without building its state per caller.
+    // What decide() would answer ("join"), without building its state per caller.
     if (
       flight !== undefined && now < flight.deadline &&
       (cached === undefined || now >= cached.times.usableUntil)
@@ -219,8 +211,7 @@ export class CachingTokenProvider implements TokenProvider {
       const expiresInMs = this.#cached!.token.expiresAt - now;
       emit(listener, { type: "token.refresh", expiresInMs });
     }
-    // Its failure is kept like any other (see #runFlight), and the old
-    // token served meanwhile.
+    // Its failure is kept like any other; the old token is served meanwhile.
     const done = this.#startFlight(now).promise.then(() => {}, () => {});
     try {
       this.#config.waitUntil?.(done);

@@ -31,24 +31,20 @@ export interface FlightPlan<T> {
   /** The error waiting callers get when the flight is abandoned. */
   readonly abandoned: () => unknown;
   /**
-   * Called, instead of rejecting, when a join fails with anything but the
-   * flight's own outcome (a runtime refusing a promise of a request that has
-   * ended): the flight is already dropped, so this can start a new one.
+   * Called instead of rejecting when a join fails with anything but the flight's
+   * outcome (a runtime refusing an ended request's promise): it may start anew.
    */
   readonly rejoin: (signal: AbortSignal | undefined) => Promise<T>;
 }
 
 /**
- * Single flight: at most one run of the work at a time, joined by every
- * caller while it runs. A caller that gives up leaves the flight; nothing a
- * caller does stops the work, which ends by itself or at its budget: a token
- * request that has started has been counted against the quota, so its token
- * is kept for the next caller rather than thrown away.
+ * At most one run of the work at a time, joined by every caller while it runs.
+ * A caller that gives up leaves; nothing a caller does stops the work: a token
+ * request under way counts against the quota, so its token is kept for the next.
  */
 export class SingleFlight<T> {
   #current: Running<T> | undefined;
 
-  /** The running flight, if any. */
   get current(): Flight<T> | undefined {
     return this.#current;
   }
@@ -88,10 +84,7 @@ export class SingleFlight<T> {
     return flight;
   }
 
-  /**
-   * Waits for `flight`. A caller with a signal leaves when it aborts
-   * (rejecting with the signal's reason); the flight goes on.
-   */
+  /** Waits for `flight`; a caller's aborted signal rejects with its reason, the flight goes on. */
   join(flight: Flight<T>, signal: AbortSignal | undefined): Promise<T> {
     const running = flight as Running<T>;
     if (signal === undefined) {
@@ -110,10 +103,7 @@ export class SingleFlight<T> {
   }
 }
 
-/**
- * Calls `fire` after `ms`, in steps a timer can wait (a longer delay fires at
- * once, and would abandon every flight). Never keeps a process alive.
- */
+/** Calls `fire` after `ms`, in steps a timer can wait (a longer delay fires at once); unref'd. */
 
 function longTimer(fire: () => void, ms: number): { clear(): void } {
   let timer: ReturnType<typeof setTimeout>;

@@ -1,7 +1,5 @@
-// The 401 ledger (for src/token and src/client, not an entry), as pure
-// decisions over the record where the token lives (shared by a fleet
-// through its store), and the small ledger a client keeps for a
-// hand-written provider without one.
+// The 401 ledger (not an entry): pure decisions over the token record a fleet
+// shares, and the small ledger a client keeps for a hand-written provider.
 
 import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 
@@ -9,11 +7,9 @@ import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 export const RENEWAL_WINDOW = 3_600_000;
 
 /**
- * After the API answered 401: `"renew"` (invalidate the token and retry once
- * with a fresh one) for the first 401 in {@linkcode RENEWAL_WINDOW}, else
- * `"keep"` (return the answer, keep the token). The service never revokes
- * tokens early, so a repeated 401 is a scope, path or gateway problem that a
- * new token would not mend; only a token revoked for real needs one.
+ * After a 401: `"renew"` (retry once with a fresh token) for the first in
+ * {@linkcode RENEWAL_WINDOW}, else `"keep"` (return the answer): the service
+ * never revokes tokens early, so a repeated 401 is not the token's fault.
  */
 export function onUnauthorized(
   lastRenewal: number | undefined,
@@ -32,9 +28,8 @@ export interface LedgerToken {
 }
 
 /**
- * A short fingerprint of a token (FNV-1a, 64 bits, in hex) for the ledger
- * to recognise the token it renewed: it tells nothing of the token, and the
- * stores seal it with the rest of the record.
+ * A token's FNV-1a 64-bit hex fingerprint, for the ledger to recognise the
+ * token it renewed: it tells nothing of the token, and stores seal it anyway.
  */
 export function tokenFingerprint(accessToken: string): string {
   let low = 0x84222325;
@@ -59,13 +54,11 @@ export interface LedgerState {
 }
 
 /**
- * The fleet-wide 401 ledger, over the record where the token lives:
- * - `"retry"`: another token than the one refused is already there, or the
- *   fleet has renewed this very token: retry with the current one, at no cost;
- * - `"renew"`: drop the token and retry with a fresh one: only a token newer
- *   than the last one renewed, and only once per {@linkcode RENEWAL_WINDOW}
- *   for the whole fleet;
- * - `"keep"`: return the 401 and keep the token.
+ * The fleet-wide 401 ledger, over the record where the token lives: `"retry"`
+ * with the current token (free) when another than the refused one is there or
+ * the fleet renewed this one; `"renew"` (drop it, retry with a fresh one) for a
+ * token newer than the last renewed, once per {@linkcode RENEWAL_WINDOW}
+ * fleet-wide; else `"keep"` (return the 401, keep the token).
  */
 export function unauthorizedVerdict(
   state: LedgerState,
@@ -115,12 +108,8 @@ export function renewedRecord(
 }
 
 /**
- * A 401 ledger over any provider: the first 401 in an hour (of `now`)
- * invalidates its token and answers `true` (retry once with a fresh one);
- * every other one in that hour answers `false` (return the 401, keep the
- * token). A client keeps one for a hand-written provider without
- * `reportUnauthorized`; providers of this module keep their ledger in the
- * token record instead ({@linkcode unauthorizedVerdict}).
+ * {@linkcode onUnauthorized} over any provider, `true` for "renew" (its token
+ * invalidated): a client's ledger for a provider without `reportUnauthorized`.
  */
 export function renewalLedger(
   now: () => number,

@@ -21,13 +21,11 @@
 
 export { createTokenProvider, requestToken } from "./provider.ts";
 
-// The values a provider hands out: declared in core, beside the quota types,
-// so that the stores need nothing of the token part; published here.
+// Declared in core so that the stores need nothing of the token part.
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type * from "./types.ts";
 
-// Types this entry's signatures name, homed in other entries: re-exported
-// so that this entry passes `deno doc --lint` alone, as JSR users meet it.
+// Types its signatures name, homed elsewhere: so this entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
 export type { Environment } from "../core/environment.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";

@@ -1,5 +1,4 @@
-// The token side's two functions: one token request, and the caching
-// provider built on the same sending. Public through ./token (and the root).
+// One token request, and the caching provider on the same sending. Public through ./token.
 
 import { requestWithRetries, type TokenSending } from "./_attempts.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
@@ -17,9 +16,6 @@ import type {
  * Sends one client-credentials token request: no cache, no retry, at most
  * `timeout` (30 s) to get the whole answer.
  *
- * @param options Token endpoint, audience, credentials, and optionally
- * `fetch`, `signal`, `now`, `timeout`, `bodyFormat`, `clientAuthentication`
- * and the quota header's name.
  * @returns The token, with its expiry and the quota the answer reported.
  * @throws {TypeError} Before any request, when an option is invalid (e.g. a
  * plain-http `tokenUrl` outside loopback).
@@ -65,43 +61,33 @@ const ONE_ATTEMPT: TokenSending = {
 };
 
 /**
- * Creates a token provider: it caches the token, lets any number of
- * concurrent callers share one request, refreshes in the background ahead of
- * expiry while still serving the valid token, retries network errors,
- * timeouts, 408 and 5xx with backoff, and after a 429 sends no request until
- * the quota resets. After a failed request (with its retries) it sends none
- * for 10 s, doubling up to 15 minutes while failures go on: an hour of
- * malformed answers costs at most 12 requests, the first hour of a 5xx
- * outage 30 (three attempts a cooldown), each hour after 12.
+ * Creates a token provider: it caches the token, shares one request among
+ * concurrent callers, refreshes ahead of expiry while serving the valid token,
+ * retries network errors, timeouts, 408 and 5xx with backoff, and after a 429
+ * sends nothing until the quota resets. After a failed request (with its
+ * retries) it sends none for 10 s, doubling up to 15 minutes while failures go
+ * on (the README's table gives the requests an outage costs).
  *
- * Every decision is made from `now()` at the moment `getToken` is called; no
- * timer keeps a process alive. A flight that cannot settle (a runtime that
- * drops its work) is given up on once its timeouts and retries are spent.
- * The secret stays in private fields: inspecting or serializing the provider
- * shows none of it.
+ * Decisions read `now()` when `getToken` is called; no timer keeps a process
+ * alive. A flight a runtime dropped is given up once its timeouts and retries
+ * are spent. The secret stays in private fields: inspecting or serializing the
+ * provider shows none of it.
  *
- * @param options Token endpoint, audience, credentials and policies.
- * @returns The provider.
- * @throws {TypeError} When an option is invalid (e.g. a plain-http
- * `tokenUrl` outside loopback), or in a browser page without
- * `dangerouslyAllowBrowser`.
+ * @throws {TypeError} When an option is invalid (e.g. a plain-http `tokenUrl`
+ * outside loopback), or in a browser page without `dangerouslyAllowBrowser`.
  * @throws {RangeError} When a duration or retry count is out of range.
  *
  * @example Alerting when the quota runs low
  * ```ts
- * import { createTokenProvider } from "@partner-api/client/token";
+ * import { createTokenProvider, type QuotaSnapshot } from "@partner-api/client/token";
  * import { startFakePartnerApi } from "@partner-api/client/testing";
  * import { deepStrictEqual } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ quota: { perHour: 3 } });
  * const alerts: string[] = [];
- * const provider = createTokenProvider({
- *   ...api.environment,
- *   ...api.credentials,
- *   onQuota: ({ buckets }) => {
- *     for (const b of buckets) if (b.remaining < 3) alerts.push(`${b.bucket}: ${b.remaining} left`);
- *   },
- * });
+ * const onQuota = ({ buckets }: QuotaSnapshot) =>
+ *   buckets.forEach((b) => b.remaining < 3 && alerts.push(`${b.bucket}: ${b.remaining} left`));
+ * const provider = createTokenProvider({ ...api.environment, ...api.credentials, onQuota });
  * await provider.getToken();
  * deepStrictEqual(alerts, ["per_hour: 2 left"]);
  * ```
@@ -110,9 +96,8 @@ export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
   const config = providerConfig(options);
-  // The provider reaches its store only through this: a plain TokenStore
-  // (get and set) is part of the contract, so the access that keys, checks
-  // and coordinates records comes with every provider.
+  // A plain TokenStore (get and set) is the contract: the access that keys,
+  // checks and coordinates records comes with every provider.
   return new CachingTokenProvider(
     config,
     new StoreAccess(config.store, config.endpoint),

@@ -1,5 +1,4 @@
-// The token part's public types: what requestToken and createTokenProvider
-// take, and what a provider is. Exported by ./token (src/token/mod.ts).
+// The token part's public types. Exported by ./token.
 
 import type { EventListener } from "../core/events.ts";
 import type { Environment } from "../core/environment.ts";
@@ -16,14 +15,7 @@ import type { TokenStore } from "../store/types.ts";
  * import { ok } from "node:assert/strict";
  *
  * await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
- * const options: TokenRequestOptions = {
- *   tokenUrl: api.environment.tokenUrl,
- *   audience: api.environment.audience,
- *   clientId: api.credentials.clientId,
- *   clientSecret: api.credentials.clientSecret,
- *   bodyFormat: "form",
- *   timeout: 10_000,
- * };
+ * const options: TokenRequestOptions = { ...api.environment, ...api.credentials, bodyFormat: "form" };
  * ok(api.isValidToken((await requestToken(options)).accessToken));
  * ```
  */
@@ -57,9 +49,8 @@ export interface TokenRequestOptions {
    */
   quotaHeader?: string;
   /**
-   * How the four fields are sent: `"json"` as the service specifies, or
-   * `"form"` (`application/x-www-form-urlencoded`, RFC 6749 section 4.4.2)
-   * for OAuth servers that accept only that.
+   * How the four fields are sent: `"json"` as the service specifies, or `"form"`
+   * (`application/x-www-form-urlencoded`, RFC 6749 4.4.2) for other servers.
    *
    * @default {"json"}
    */
@@ -71,19 +62,16 @@ export interface TokenRequestOptions {
    */
   timeout?: number;
   /**
-   * How the client authenticates: `"body"` sends `client_id` and
-   * `client_secret` in the body, as the service specifies; `"basic"` sends
-   * them as HTTP Basic (each form-encoded first, RFC 6749 2.3.1) and leaves
-   * them out of the body, for OAuth servers that accept nothing else.
+   * How the client authenticates: `"body"` sends `client_id` and `client_secret`
+   * in the body, as the service specifies; `"basic"` as HTTP Basic only (each
+   * form-encoded first, RFC 6749 2.3.1), for servers that take nothing else.
    *
    * @default {"body"}
    */
   clientAuthentication?: "body" | "basic";
   /**
-   * What each setting is called where it was configured, so that a failed
-   * request's `hint` names what to check in the reader's own words:
-   * `configFromEnv` sets the variables' names (`PARTNER_API_CLIENT_ID`, …).
-   * A setting left out is named by its option (`clientId`).
+   * What each setting is called where it was configured, for a failed
+   * request's `hint`: `configFromEnv` sets the variables' names.
    *
    * @default {the option names}
    */
@@ -98,10 +86,9 @@ export interface TokenRequestOptions {
 }
 
 /**
- * Retry policy, for the token provider and the client alike: the provider
- * retries network errors, timeouts, 408 and 5xx answers; the client retries
- * idempotent requests after a network error, a timeout, 408, 429, 500, 502,
- * 503 or 504.
+ * Retry policy of the token provider (network errors, timeouts, 408 and 5xx)
+ * and the client (idempotent requests: network errors, timeouts, 408, 429,
+ * 500, 502, 503, 504).
  *
  * @example Retrying harder at start-up
  * ```ts
@@ -155,12 +142,7 @@ export interface RetryOptions {
  *
  * await using api = await startFakePartnerApi({ faults: [{ kind: "status", status: 503 }] });
  * const options: TokenProviderOptions = {
- *   tokenUrl: api.environment.tokenUrl,
- *   audience: api.environment.audience,
- *   clientId: api.credentials.clientId,
- *   clientSecret: api.credentials.clientSecret,
- *   refreshMargin: 60_000,
- *   retry: false,
+ *   ...api.environment, ...api.credentials, refreshMargin: 60_000, retry: false,
  * };
  * const provider = createTokenProvider(options); // sends nothing until getToken()
  * await rejects(provider.getToken(), { name: "TokenRequestError", status: 503 });
@@ -169,10 +151,7 @@ export interface RetryOptions {
  */
 export interface TokenProviderOptions
   extends Omit<TokenRequestOptions, "signal" | "tokenUrl" | "audience"> {
-  /**
-   * The environment whose token endpoint and audience to use; or give
-   * `tokenUrl` and `audience`.
-   */
+  /** The environment whose token endpoint and audience to use; or give `tokenUrl` and `audience`. */
   environment?: Environment;
   /** The OAuth 2.0 token endpoint, when no `environment` is given. */
   tokenUrl?: string | URL;
@@ -198,28 +177,21 @@ export interface TokenProviderOptions
    */
   retry?: RetryOptions | false;
   /**
-   * Called with every quota the token endpoint reports, e.g. to alert when
-   * `remaining` runs low. What it throws is ignored, so that a token already
-   * paid for is not lost.
+   * Called with every quota the token endpoint reports (e.g. to alert when low);
+   * what it throws is ignored, so that a token already paid for is not lost.
    */
   onQuota?: (quota: QuotaSnapshot) => void;
   /**
-   * Called with what the provider does: `token.request` (each request to the
-   * token endpoint, retries included), `token.retry` (a request will be sent
-   * again, after `delayMs`), `token.refresh` (a background refresh starts)
-   * and `quota.blocked` (no request before `retryAt`). Events are
-   * frozen and never hold the secret or a token; what the listener throws is
-   * ignored. `openTelemetry()` from `./otel` makes one that records spans and
-   * metrics.
+   * Called with the provider's events (`token.request`, `token.retry`,
+   * `token.refresh`, `quota.blocked`), which never hold the secret or a token;
+   * what it throws is ignored. `openTelemetry()` from `./otel` makes one.
    *
    * @default {none: no event is built}
    */
   onEvent?: EventListener;
   /**
-   * For request-scoped runtimes (Cloudflare Workers: `waitUntil` from
-   * `cloudflare:workers`, or a request's `ctx.waitUntil`): background
-   * refreshes are handed to it, so that the runtime lets them finish after
-   * the request that started them has answered.
+   * For request-scoped runtimes (Cloudflare Workers' `waitUntil`): background
+   * refreshes are handed to it, so that they finish after the request answered.
    *
    * @default {none: background refreshes run on their own}
    */
@@ -251,8 +223,7 @@ export interface TokenProviderOptions
  * await using api = await startFakePartnerApi({ faults: [{ kind: "delay", ms: 50 }] });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials });
  * const caller = new AbortController();
- * const options: GetTokenOptions = { signal: caller.signal };
- * const leaving = provider.getToken(options);
+ * const leaving = provider.getToken({ signal: caller.signal } satisfies GetTokenOptions);
  * caller.abort();
  * await rejects(leaving, { name: "AbortError" });
  * await provider.getToken(); // the request the first caller left goes on: this one joins it
@@ -290,34 +261,26 @@ export interface TokenProvider {
    */
   getToken(options?: GetTokenOptions): Promise<IssuedToken>;
   /**
-   * Drops `accessToken` (or the current token when omitted), e.g. after the
-   * API answered 401. A provider of `createTokenProvider` goes through the
-   * same ledger as {@linkcode TokenProvider.reportUnauthorized}: the first
-   * time in an hour (for the whole fleet, with a shared store) the token is
-   * dropped and the next {@linkcode TokenProvider.getToken} fetches a new
-   * one; every other time in that hour it is kept. A token that was already
-   * replaced is left alone. A provider of your own may drop it at once and
-   * return nothing, or return a promise: a client waits for it either way.
+   * Drops `accessToken` (or the current token), e.g. after a 401; providers of
+   * `createTokenProvider` go through the ledger of
+   * {@linkcode TokenProvider.reportUnauthorized} and leave a replaced token
+   * alone. A client awaits the result, if a promise.
    */
   invalidate(accessToken?: string): void | Promise<void>;
   /**
-   * The 401 ledger: called by a client when the API answered 401 to a
-   * request sent with `accessToken`. Resolves `true` when the request should
-   * be sent once more with a fresh token: for the first 401 in an hour (the
-   * token is invalidated), or when the token was already replaced. Every
-   * other 401 in that hour resolves `false`: the answer is returned and the
-   * token kept, since the service never revokes tokens early and a repeated
-   * 401 is a scope, path or gateway problem. So a 401 costs at most one
-   * token per hour per provider, however many clients share it. Optional for
-   * providers of your own: a client then keeps the same ledger itself.
+   * The 401 ledger, called by a client when the API answered 401 to
+   * `accessToken`: `true` (send once more with a fresh token) for the first 401
+   * in an hour, fleet-wide with a shared store, or when the token was already
+   * replaced; else `false` (the answer is returned, the token kept): the service
+   * never revokes tokens early, so a repeated 401 is a scope, path or gateway
+   * problem. Optional: a client keeps the same ledger for a provider without it.
    */
   reportUnauthorized?(accessToken: string): Promise<boolean>;
   /** The last quota the token endpoint reported, if any. */
   readonly quota: QuotaSnapshot | undefined;
   /**
-   * The token endpoint and audience the tokens are for (no secret), so that
-   * a client can refuse a provider of another environment. Optional for
-   * providers of your own.
+   * The token endpoint and audience the tokens are for (no secret), so that a
+   * client can refuse a provider of another environment. Optional.
    */
   readonly target?: TokenTarget;
 }
@@ -328,19 +291,13 @@ export interface TokenProvider {
  * @example Checking a provider belongs to an environment
  * ```ts
  * import { createTokenProvider, type TokenTarget } from "@partner-api/client/token";
- * import { defineEnvironment } from "@partner-api/client/environment";
- * import { equal } from "node:assert/strict";
+ * import { startFakePartnerApi } from "@partner-api/client/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
  *
- * const environment = defineEnvironment({
- *   baseUrl: "https://api.partner.example/api/",
- *   pciBaseUrl: "https://pci.partner.example/api/",
- *   tokenUrl: "https://idp.partner.example/oauth/token",
- *   audience: "https://api.partner.example",
- * });
- * const provider = createTokenProvider({ environment, clientId: "my-client", clientSecret: "s3cret" });
- * const target: TokenTarget | undefined = provider.target;
- * equal(target?.tokenUrl, environment.tokenUrl.href);
- * equal(target?.audience, environment.audience);
+ * await using api = await startFakePartnerApi();
+ * const { environment } = api;
+ * const target: TokenTarget | undefined = createTokenProvider({ environment, ...api.credentials }).target;
+ * deepStrictEqual(target, { tokenUrl: environment.tokenUrl.href, audience: environment.audience });
  * ```
  */
 export interface TokenTarget {
