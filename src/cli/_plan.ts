@@ -2,12 +2,13 @@
 
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
-import { HELP, MAX_CONCURRENCY, NAME } from "./_help.ts";
+import { HELP, NAME } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
-  count,
   FLAGS,
-  queryOf,
+  given,
+  oneOf,
+  onePositional,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -144,11 +145,14 @@ export function plan(args: readonly string[]): Plan {
     cache: values.cache !== false,
     verbose: values.verbose === true,
     envFile: values["env-file"],
-    ...oneOf(values, "token-body", "tokenBody", ["json", "form"]),
-    ...oneOf(values, "client-authentication", "clientAuthentication", [
-      "body",
-      "basic",
-    ]),
+    ...given({
+      tokenBody: oneOf(values["token-body"], "token-body", ["json", "form"]),
+      clientAuthentication: oneOf(
+        values["client-authentication"],
+        "client-authentication",
+        ["body", "basic"],
+      ),
+    }),
   };
   const planned = commandPlan(command, rest, values, flags);
   // sync's messages give the command line back (to confirm a mass delete).
@@ -168,20 +172,11 @@ function commandPlan(
     return { command, list: listRequest(rest, values), ...flags };
   }
   if (command === "get") {
-    return { command, path: onePath(rest, "get"), pci: !!values.pci, ...flags };
+    const path = onePositional(rest, "get needs a <path>, e.g. organizations");
+    return { command, path, pci: !!values.pci, ...flags };
   }
   if (command === "sync") {
-    const shared = {
-      limit: count(values.limit, "limit", 1),
-      concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
-      query: queryOf(values.query ?? []),
-    };
-    const usage = (message: string) => new UsageError(message);
-    return {
-      command,
-      sync: syncRequest(rest, values, shared, usage),
-      ...flags,
-    };
+    return { command, sync: syncRequest(rest, values), ...flags };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {
@@ -200,35 +195,6 @@ function commandPlan(
   }
   if (command === "quota") return { command, json, ...flags };
   return { command: "demo" };
-}
-
-/** `{ [key]: value }` for a flag given one of `allowed`; `{}` when not given. */
-function oneOf(
-  values: Values,
-  flag: "token-body" | "client-authentication",
-  key: string,
-  allowed: readonly string[],
-): Record<string, string> {
-  const value = values[flag];
-  if (value === undefined) return {};
-  if (!allowed.includes(value)) {
-    throw new UsageError(
-      `--${flag} must be ${allowed.join(" or ")}: received ${value}`,
-    );
-  }
-  return { [key]: value };
-}
-
-/** The one path a command takes. */
-function onePath(positionals: readonly string[], command: string): string {
-  const [path, ...extra] = positionals;
-  if (path === undefined) {
-    throw new UsageError(`${command} needs a <path>, e.g. organizations`);
-  }
-  if (extra.length > 0) {
-    throw new UsageError(`unexpected argument: ${extra[0]}`);
-  }
-  return path;
 }
 
 function shellOf(positionals: readonly string[]): Shell {
