@@ -58,13 +58,13 @@ async function runToken(
   const token = await session.provider.getToken();
   const { io } = session;
   const now = (io.now ?? Date.now)();
+  const buckets = bucketsNow(session.provider.quota, now);
   if (json) {
-    const quota = session.provider.quota;
     io.stdout.write(`${
       safeJson({
         expiresAt: new Date(token.expiresAt).toISOString(),
         expiresIn: Math.max(0, Math.floor((token.expiresAt - now) / 1000)),
-        quota: (quota?.buckets ?? []).map((b) => asOfNow(b, quota!, now)),
+        quota: buckets,
         tokenRequests: session.tokenRequests(),
         ...(showToken ? { accessToken: token.accessToken } : {}),
       })
@@ -73,39 +73,29 @@ async function runToken(
   }
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
-  const left = (token.expiresAt - (io.now ?? Date.now)()) / 1000;
+  const left = (token.expiresAt - now) / 1000;
   summary.write(
     `token valid until ${utcTime(token.expiresAt)} (in ${duration(left)}; ${
       cost(session)
-    })\nquota:\n`,
+    })\nquota:\n${
+      buckets.length === 0
+        ? "  (the token endpoint reported no quota)\n"
+        : buckets.map((bucket) => gauge(bucket)).join("")
+    }`,
   );
-  writeGauges(session.provider.quota, summary, io.now ?? Date.now);
 }
 
-function writeGauges(
+/** The buckets as they stand at `now`, from a reading taken earlier. */
+function bucketsNow(
   quota: QuotaSnapshot | undefined,
-  out: CliWriter,
-  now: () => number,
-): void {
-  const buckets = quota?.buckets ?? [];
-  if (buckets.length === 0) {
-    out.write("  (the token endpoint reported no quota)\n");
-  }
-  for (const bucket of buckets) {
-    out.write(gauge(asOfNow(bucket, quota!, now())));
-  }
-}
-
-/** A bucket as it stands now, from a reading taken earlier. */
-function asOfNow(
-  bucket: QuotaBucket,
-  quota: QuotaSnapshot,
   now: number,
-): QuotaBucket {
-  const resetAt = quota.observedAt + bucket.resetAfter * 1000;
-  return resetAt <= now
-    ? { ...bucket, remaining: bucket.limit, resetAfter: 0 }
-    : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+): QuotaBucket[] {
+  return (quota?.buckets ?? []).map((bucket) => {
+    const resetAt = quota!.observedAt + bucket.resetAfter * 1000;
+    return resetAt <= now
+      ? { ...bucket, remaining: bucket.limit, resetAfter: 0 }
+      : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+  });
 }
 
 /** The quota from what is known without a token request (the cache, or its quota block), else one token request, else its 429. */
@@ -130,7 +120,7 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   if (json) {
     io.stdout.write(`${
       safeJson({
-        buckets: (quota?.buckets ?? []).map((b) => asOfNow(b, quota!, now())),
+        buckets: bucketsNow(quota, now()),
         ...(quota
           ? { observedAt: new Date(quota.observedAt).toISOString() }
           : {}),
@@ -161,16 +151,13 @@ function writeQuotaTable(
   quota: QuotaSnapshot | undefined,
   now: number,
 ): void {
-  const rows = (quota?.buckets ?? []).map((reported) => {
-    const bucket = asOfNow(reported, quota!, now);
-    return {
-      bucket: bucket.bucket,
-      limit: bucket.limit,
-      remaining: bucket.remaining,
-      "resets in": duration(bucket.resetAfter),
-      "resets at": utcTime(now + bucket.resetAfter * 1000),
-    };
-  });
+  const rows = bucketsNow(quota, now).map((bucket) => ({
+    bucket: bucket.bucket,
+    limit: bucket.limit,
+    remaining: bucket.remaining,
+    "resets in": duration(bucket.resetAfter),
+    "resets at": utcTime(now + bucket.resetAfter * 1000),
+  }));
   out.write(
     rows.length === 0
       ? "the token endpoint reported no quota\n"

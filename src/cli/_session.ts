@@ -16,6 +16,7 @@ import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import { UsageError } from "./_plan.ts";
+import { given } from "./_flag_values.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
@@ -118,17 +119,22 @@ export function openSession(
     ...config.environment,
     clientId: config.clientId,
     clientSecret: config.clientSecret,
-    ...(config.settingNames ? { settingNames: config.settingNames } : {}),
     fetch: watched.fetch,
-    ...tokenRequestShape(config, flags),
-    ...(io.now ? { now: io.now } : {}),
-    ...(store ? { store } : {}),
-    ...(verbose ? { onEvent: heard } : {}),
+    // How token requests are sent: the flags, else the variables, else the service's way.
+    ...given({
+      settingNames: config.settingNames,
+      bodyFormat: flags.tokenBody ?? config.bodyFormat,
+      clientAuthentication: flags.clientAuthentication ??
+        config.clientAuthentication,
+      now: io.now,
+      store,
+      onEvent: verbose ? heard : undefined,
+    }),
   });
   const client = createClient({
     environment: config.environment,
     tokenProvider: provider,
-    ...(io.now ? { now: io.now } : {}),
+    ...given({ now: io.now }),
     onEvent: (event) => {
       if (verbose) heard(event);
       clientEvents.listener?.(event);
@@ -165,17 +171,6 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   const opening = io.openCache?.(config.clientSecret, notify);
   if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
   return opening?.store;
-}
-
-/** How token requests are sent: the flags, else the variables, else the service's way. */
-function tokenRequestShape(config: PartnerApiConfig, flags: SessionFlags) {
-  const bodyFormat = flags.tokenBody ?? config.bodyFormat;
-  const clientAuthentication = flags.clientAuthentication ??
-    config.clientAuthentication;
-  return {
-    ...(bodyFormat ? { bodyFormat } : {}),
-    ...(clientAuthentication ? { clientAuthentication } : {}),
-  };
 }
 
 /** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */

@@ -52,8 +52,11 @@ async function syncInto(
       `waiting for the run that holds ${request.target} (${holder})\n`,
     ));
   try {
-    const result = await syncList(session.client, request.path, {
-      ...syncOptions(request),
+    // The request less what is not an option of syncList; no key left undefined.
+    const { path, target: _, kind: __, args: ___, id, ...options } = request;
+    const result = await syncList(session.client, path, {
+      ...given(options),
+      id,
       sink,
       signal,
       now,
@@ -80,22 +83,6 @@ async function syncInto(
   }
 }
 
-/** The options of `syncList` the command line gives (all but sink, signal and progress). */
-function syncOptions(request: SyncRequest) {
-  const { id, sortDirection, deletes, changes, query } = request;
-  const { sortBy, sweep, maxDeletes, priority, maxDuration } = request;
-  const { limit, concurrency } = request;
-  return {
-    id,
-    sortDirection,
-    deletes,
-    changes,
-    query: { ...query },
-    ...given({ sortBy, sweep, maxDeletes, priority, maxDuration }),
-    ...given({ limit, concurrency }),
-  };
-}
-
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
 function resultLines(
   request: SyncRequest,
@@ -112,7 +99,9 @@ function resultLines(
   })\n`;
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
-  } else if (!verifiedRecently(result.verifiedAt, now)) {
+  } else if (
+    result.verifiedAt === undefined || now - result.verifiedAt > RECENT
+  ) {
     lines += verifiedLine(request.target, result.verifiedAt, now);
   }
   if (result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
@@ -154,14 +143,6 @@ function behindLine(
 
 /** How long a whole copy's verification counts as recent: a day. */
 const RECENT = 86_400_000;
-
-/** Whether every item of the copy was checked against the list within a day of `now`. */
-export function verifiedRecently(
-  verifiedAt: number | undefined,
-  now: number,
-): boolean {
-  return verifiedAt !== undefined && now - verifiedAt <= RECENT;
-}
 
 /**
  * Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone, a
