@@ -12,7 +12,6 @@ import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { serverText } from "../core/_redact.ts";
 import { runSync } from "./_sync.ts";
-import type { SessionFlags } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
 import {
   duration,
@@ -22,7 +21,8 @@ import {
   table,
   utcTime,
 } from "./_render.ts";
-import { type Plan, UsageError } from "./_plan.ts";
+import type { Plan, SessionFlags } from "./_plan.ts";
+import { UsageError } from "./_flag_values.ts";
 
 /** Runs a planned command (not help, version or demo). */
 export async function execute(

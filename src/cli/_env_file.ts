@@ -2,7 +2,7 @@
 // KEY=VALUE, optionally `export`, quoted or not, `#` comments; no expansion. The environment wins.
 
 import { readBounded } from "../core/_attempt_loop.ts";
-import { UsageError } from "./_plan.ts";
+import { UsageError } from "./_flag_values.ts";
 
 /** The largest --env-file read: a dotenv file is a few lines. */
 export const MAX_ENV_FILE = 64 * 1024;

@@ -2,9 +2,10 @@
 
 import type { Session } from "./_session.ts";
 import { itemWriter } from "./_output.ts";
-import { type ListRequest, UsageError } from "./_plan.ts";
+import type { ListRequest } from "./_list_plan.ts";
+import { UsageError } from "./_flag_values.ts";
 import { nearest } from "../core/_nearest.ts";
-import { escapeControls, progressReporter } from "./_render.ts";
+import { progressReporter } from "./_render.ts";
 
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
 export class Interrupted extends Error {
@@ -46,14 +47,10 @@ export async function runList(
 ): Promise<number> {
   const { io } = session;
   const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
-  const said = new Set<string>();
+  // The writer says each late key once, escaped.
   const writer = itemWriter(io.stdout, format, {
     fields: request.fields,
-    notify: (line) => {
-      if (said.has(line)) return;
-      said.add(line);
-      io.stderr.write(`${escapeControls(line)}\n`);
-    },
+    notify: (line) => io.stderr.write(`${line}\n`),
   });
   // JSON on a terminal: no progress line may land inside the array, so the count is said once, after it is closed.
   const atEnd = format === "json" && io.stdout.isTerminal;

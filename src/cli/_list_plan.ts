@@ -12,7 +12,7 @@ import {
   type Values,
 } from "./_flag_values.ts";
 
-export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
+const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
 
 /** What `list` was asked for. */

@@ -1,6 +1,6 @@
 // Internal: how `list` writes items: JSON lines, a JSON array, CSV or a table, control characters escaped in each.
 
-import type { Format } from "./_plan.ts";
+import type { Format } from "./_list_plan.ts";
 import type { CliWriter } from "./io.ts";
 import { escapeControls, layOut, row, safeJson, table } from "./_render.ts";
 

@@ -2,7 +2,7 @@
 
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
-import { HELP, NAME } from "./_help.ts";
+import { HELP } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
   FLAGS,
@@ -13,18 +13,6 @@ import {
   type Values,
 } from "./_flag_values.ts";
 import { type ListRequest, listRequest } from "./_list_plan.ts";
-
-export { NAME };
-
-/** Where the token cache goes, first found wins. */
-export const CACHE_VARIABLES = [
-  "PARTNER_API_CACHE_DIR",
-  "XDG_CACHE_HOME",
-  "HOME",
-] as const;
-
-export { type Format, FORMATS, type ListRequest } from "./_list_plan.ts";
-export { UsageError };
 
 const SESSION_FLAGS = [
   "cache",
@@ -182,13 +170,9 @@ function commandPlan(
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {
     throw new UsageError("cache takes one action: clear");
   }
-  if (command === "cache" || command === "logout") {
-    if (command === "logout" && rest.length > 0) {
-      throw new UsageError(`unexpected argument: ${rest[0]}`);
-    }
-    return { command: "cache clear" };
-  }
+  if (command === "cache") return { command: "cache clear" };
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
+  if (command === "logout") return { command: "cache clear" };
   const json = jsonOnly(values.format, command);
   if (command === "token") {
     return { command, showToken: !!values["show-token"], json, ...flags };

@@ -15,8 +15,7 @@ import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
-import { UsageError } from "./_plan.ts";
-import { given } from "./_flag_values.ts";
+import { given, UsageError } from "./_flag_values.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {

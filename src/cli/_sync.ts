@@ -7,8 +7,7 @@ import type { SyncSink } from "../sync/sink.ts";
 import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
-import { UsageError } from "./_plan.ts";
-import { given } from "./_flag_values.ts";
+import { given, UsageError } from "./_flag_values.ts";
 
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -47,7 +46,7 @@ async function syncInto(
   session.status.clear = progress.end;
   session.clientEvents.listener = progress.heard;
   let committed = 0;
-  const { sink, close } = openSink(request, (holder) =>
+  const sink = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
     ));
@@ -79,7 +78,7 @@ async function syncInto(
   } finally {
     delete session.clientEvents.listener;
     progress.end();
-    close();
+    sink.close?.();
   }
 }
 
@@ -268,15 +267,13 @@ function cannotWrite(error: unknown): boolean {
 function openSink(
   request: SyncRequest,
   onLockWait: (holder: string) => void,
-): { sink: SyncSink<unknown>; close: () => void } {
+): SyncSink<unknown> & { close?(): void } {
   // A second run waits for the first until Ctrl-C.
   const lock = { lockWait: Infinity, onLockWait };
-  if (request.kind === "jsonl") {
-    return { sink: createJsonlSink(request.target, lock), close: () => {} };
-  }
-  const sink = createSqliteSink(request.target, {
-    table: tableOf(request.path),
-    ...lock,
-  });
-  return { sink, close: () => sink.close() };
+  return request.kind === "jsonl"
+    ? createJsonlSink(request.target, lock)
+    : createSqliteSink(request.target, {
+      table: tableOf(request.path),
+      ...lock,
+    });
 }

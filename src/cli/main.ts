@@ -3,7 +3,8 @@
 
 import { redact, type Secret } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
-import { NAME, type Plan, plan } from "./_plan.ts";
+import { type Plan, plan } from "./_plan.ts";
+import { NAME } from "./_help.ts";
 import { CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
 import { openSession, readConfig, type RunIo } from "./_session.ts";
