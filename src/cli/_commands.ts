@@ -169,13 +169,7 @@ function writeQuotaTable(
 const MAX_BODY = 32 * 1024 * 1024;
 const EXCERPT = 300;
 
-/** An answer that is not 2xx: exit code 1, with the status and an excerpt. */
-export class GetFailed extends Error {
-  override readonly name = "GetFailed";
-}
-
-/** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: GetFailed. */
-
+/** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: an Error with the status and an excerpt (exit 1). */
 export async function runGet(
   session: Session,
   path: string,
@@ -185,12 +179,12 @@ export async function runGet(
   const response = await (pci ? client.pciFetch(path) : client.fetch(path));
   const text = await readBounded(response, MAX_BODY);
   if (text === undefined) {
-    throw new GetFailed(`the answer is over ${MAX_BODY} bytes`);
+    throw new Error(`the answer is over ${MAX_BODY} bytes`);
   }
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
     const excerpt = serverText(text, []).slice(0, EXCERPT);
-    throw new GetFailed(
+    throw new Error(
       `GET ${where} answered ${response.status}${
         excerpt ? `: ${excerpt}` : ""
       }`,

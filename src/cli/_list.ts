@@ -23,12 +23,11 @@ export function checkFields(
   fields: readonly string[],
   page: readonly unknown[],
 ): void {
-  const keys = new Set<string>();
-  for (const item of page) {
-    if (typeof item === "object" && item !== null) {
-      for (const key of Object.keys(item)) keys.add(key);
-    }
-  }
+  const keys = new Set(
+    page.flatMap((item) =>
+      typeof item === "object" && item !== null ? Object.keys(item) : []
+    ),
+  );
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return;
   const near = nearest(unknown, [...keys]);
@@ -39,12 +38,12 @@ export function checkFields(
   );
 }
 
-/** Writes every item of the list; returns how many. */
+/** Writes every item of the list. */
 export async function runList(
   session: Session,
   request: ListRequest,
   forceProgress = false,
-): Promise<number> {
+): Promise<void> {
   const { io } = session;
   const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
   // The writer says each late key once, escaped.
@@ -64,7 +63,6 @@ export async function runList(
   const stopListening = io.onInterrupt?.(() =>
     interrupt.abort(new Interrupted())
   );
-  let items = 0;
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;
   try {
@@ -81,7 +79,6 @@ export async function runList(
       if (shared) progress?.clear();
       writer.page(page.items);
       progress?.page(page.items.length);
-      items += page.items.length;
     }
   } finally {
     stopListening?.();
@@ -90,5 +87,4 @@ export async function runList(
     writer.end();
     progress?.done();
   }
-  return items;
 }

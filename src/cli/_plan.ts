@@ -125,9 +125,9 @@ export function plan(args: readonly string[]): Plan {
     !allowed.includes(flag) && !(flag === "cache" && values.cache === true)
   );
   if (misplaced !== undefined) {
-    throw new UsageError(
-      `${command} takes no --${flagName(misplaced, values)}`,
-    );
+    // `cache` is misplaced only as --no-cache.
+    const flag = misplaced === "cache" ? "no-cache" : misplaced;
+    throw new UsageError(`${command} takes no --${flag}`);
   }
   const flags: SessionFlags = {
     cache: values.cache !== false,
@@ -142,11 +142,7 @@ export function plan(args: readonly string[]): Plan {
       ),
     }),
   };
-  const planned = commandPlan(command, rest, values, flags);
-  // sync's messages give the command line back (to confirm a mass delete).
-  return planned.command === "sync"
-    ? { ...planned, sync: { ...planned.sync, args } }
-    : planned;
+  return commandPlan(command, rest, values, flags, args);
 }
 
 /** The plan of one command, its flags checked against it already. */
@@ -155,6 +151,7 @@ function commandPlan(
   rest: string[],
   values: Values,
   flags: SessionFlags,
+  args: readonly string[],
 ): Plan {
   if (command === "list") {
     return { command, list: listRequest(rest, values), ...flags };
@@ -164,7 +161,8 @@ function commandPlan(
     return { command, path, pci: !!values.pci, ...flags };
   }
   if (command === "sync") {
-    return { command, sync: syncRequest(rest, values), ...flags };
+    // sync's messages give the command line back (to confirm a mass delete).
+    return { command, sync: { ...syncRequest(rest, values), args }, ...flags };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {
@@ -202,10 +200,6 @@ function jsonOnly(format: string | undefined, command: string): boolean {
     );
   }
   return true;
-}
-
-function flagName(flag: string, values: Values): string {
-  return flag === "cache" && values.cache === false ? "no-cache" : flag;
 }
 
 function parseFlags(args: readonly string[]) {

@@ -13,11 +13,11 @@ import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
 
-/** Brings the copy up to date; returns the items written. */
+/** Brings the copy up to date. */
 export async function runSync(
   session: Session,
   request: SyncRequest,
-): Promise<number> {
+): Promise<void> {
   const { io } = session;
   const interrupt = new AbortController();
   const stopListening = io.onInterrupt?.(() =>
@@ -25,9 +25,9 @@ export async function runSync(
   );
   try {
     await checkFolder(request.target);
-    return await syncInto(session, request, interrupt.signal);
+    await syncInto(session, request, interrupt.signal);
   } catch (error) {
-    throw explained(error, request.target, request, io.helpHint);
+    throw explained(error, request, io.helpHint);
   } finally {
     stopListening?.();
   }
@@ -37,7 +37,7 @@ async function syncInto(
   session: Session,
   request: SyncRequest,
   signal: AbortSignal,
-): Promise<number> {
+): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
   const started = now();
@@ -67,7 +67,6 @@ async function syncInto(
     progress.end();
     const seconds = Math.max((now() - started) / 1000, 0.001);
     io.stderr.write(resultLines(request, result, seconds, now()));
-    return result.written;
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
     throw new Interrupted(
@@ -176,26 +175,25 @@ async function checkFolder(target: string): Promise<void> {
 /** The error as one line about `--to` where it is about the target: a copy this run cannot use or write (exit 2). */
 function explained(
   error: unknown,
-  target: string,
   request: SyncRequest,
   helpHint: string | undefined,
 ): unknown {
-  if (error instanceof SyncError && error.reason === "too-many-deletes") {
-    return confirmHint(error, request, helpHint);
-  }
-  if (error instanceof SyncError && error.reason === "file") {
-    return cannotWrite(error.cause) ? usageCannotWrite(error, target) : error;
-  }
+  const { target } = request;
   if (error instanceof SyncError) {
-    if (error.reason === "sink-mismatch" || error.reason === "link") {
-      const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
-      return new UsageError(
-        `--to ${target}: ${
-          what.replace(/sync into (a new|another) /, "give --to $1 ")
-        }`,
-      );
+    const { reason } = error;
+    if (reason === "too-many-deletes") {
+      return confirmHint(error, request, helpHint);
     }
-    return error;
+    if (reason === "file" && cannotWrite(error.cause)) {
+      return usageCannotWrite(error, target);
+    }
+    if (reason !== "sink-mismatch" && reason !== "link") return error;
+    const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
+    return new UsageError(
+      `--to ${target}: ${
+        what.replace(/sync into (a new|another) /, "give --to $1 ")
+      }`,
+    );
   }
   if ((error as { option?: string } | null)?.option === "sink") {
     return new UsageError(
