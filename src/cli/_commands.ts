@@ -120,13 +120,12 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   if (json) {
     io.stdout.write(`${
       safeJson({
+        // A key left undefined is not written.
         buckets: bucketsNow(quota, now()),
-        ...(quota
-          ? { observedAt: new Date(quota.observedAt).toISOString() }
-          : {}),
-        ...(blockedUntil !== undefined && now() < blockedUntil
-          ? { blockedUntil: new Date(blockedUntil).toISOString() }
-          : {}),
+        observedAt: quota && new Date(quota.observedAt).toISOString(),
+        blockedUntil: blockedUntil !== undefined && now() < blockedUntil
+          ? new Date(blockedUntil).toISOString()
+          : undefined,
         tokenRequests: session.tokenRequests(),
       })
     }\n`);

@@ -66,8 +66,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
 /** A checked command line: what to run. */
 export type Plan =
   | { readonly command: "help"; readonly text: string; readonly code: number }
-  | { readonly command: "version" | "demo" }
-  | { readonly command: "cache clear" }
+  | { readonly command: "version" | "demo" | "cache clear" }
   | { readonly command: "completion"; readonly shell: Shell }
   | ({ readonly command: "quota"; readonly json: boolean } & SessionFlags)
   | ({

@@ -206,29 +206,22 @@ function verboseListener(
 ): EventListener {
   let tokenRequests = 0;
   return (event) => {
+    let line: string;
     if (event.type === "token.request") {
       tokenRequests++;
       const outcome = event.outcome === "ok" ? "ok" : `error (${event.reason})`;
-      write(
-        err,
+      line =
         `POST ${environment.tokenUrl.origin}${environment.tokenUrl.pathname} ${outcome}, ${
           Math.round(event.durationMs)
-        } ms, token request ${tokenRequests}`,
-      );
+        } ms, token request ${tokenRequests}`;
     } else if (event.type === "api.request") {
       const base = event.base === "pci"
         ? environment.pciBaseUrl
         : environment.baseUrl;
-      write(
-        err,
-        `${event.method} ${base.origin}${event.path} ${
-          event.status || "no answer"
-        }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`,
-      );
-    }
+      line = `${event.method} ${base.origin}${event.path} ${
+        event.status || "no answer"
+      }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`;
+    } else return;
+    err.write(`${escapeControls(line)}\n`);
   };
-}
-
-function write(err: CliWriter, line: string): void {
-  err.write(`${escapeControls(line)}\n`);
 }

@@ -47,6 +47,12 @@ export function syncRequest(
   positionals: readonly string[],
   values: Values,
 ): SyncRequest {
+  // The flags sync shares with list are checked before anything of its own.
+  const shared = {
+    limit: count(values.limit, "limit", 1),
+    concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
+    query: queryOf(values.query ?? []),
+  };
   const path = onePositional(
     positionals,
     "sync needs a <list>, e.g. transactions",
@@ -97,9 +103,7 @@ export function syncRequest(
     changes: values.changes === true,
     priority: oneOf(values.priority, "priority", ["high", "low", "auto"]),
     maxDuration: durationOf(values["max-duration"]),
-    limit: count(values.limit, "limit", 1),
-    concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
-    query: queryOf(values.query ?? []),
+    ...shared,
   };
 }
 
