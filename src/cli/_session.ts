@@ -10,20 +10,18 @@ import {
   type PartnerApiConfig,
 } from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import type { FileTokenStore, TokenRecord } from "../store/mod.ts";
+import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
+import type { openCache } from "./_cache.ts";
 import { given, UsageError } from "./_flag_values.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
   /** Opens the token cache for a client secret: a store, or a one-line notice why not. Without it the tool runs uncached, silently. */
-  openCache?: (
-    clientSecret: string,
-    notify: (line: string) => void,
-  ) => { store?: FileTokenStore | undefined; notice?: string | undefined };
+  openCache?: typeof openCache;
   /** The clock, in epoch ms. */
   now?: () => number;
   /** Reads the file the user named (`--env-file`); by default a regular file of at most 64 KiB. */
