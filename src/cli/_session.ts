@@ -99,7 +99,6 @@ export function openSession(
   config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
-  const { verbose } = flags;
   const store = openStore(io, config, flags);
   const status = { clear: () => {} };
   const clientEvents: Session["clientEvents"] = {};
@@ -125,7 +124,7 @@ export function openSession(
         config.clientAuthentication,
       now: io.now,
       store,
-      onEvent: verbose ? heard : undefined,
+      onEvent: flags.verbose ? heard : undefined,
     }),
   });
   const client = createClient({
@@ -133,7 +132,7 @@ export function openSession(
     tokenProvider: provider,
     ...given({ now: io.now }),
     onEvent: (event) => {
-      if (verbose) heard(event);
+      if (flags.verbose) heard(event);
       clientEvents.listener?.(event);
     },
   });

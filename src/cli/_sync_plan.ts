@@ -57,22 +57,7 @@ export function syncRequest(
     positionals,
     "sync needs a <list>, e.g. transactions",
   );
-  const target = values.to;
-  if (target === undefined || target === "") {
-    throw new UsageError(
-      "sync needs --to FILE, e.g. --to copy.db or --to copy.jsonl",
-    );
-  }
-  const kind = /\.(db|sqlite3?)$/i.test(target)
-    ? "sqlite"
-    : /\.(jsonl|ndjson)$/i.test(target)
-    ? "jsonl"
-    : undefined;
-  if (kind === undefined) {
-    throw new UsageError(
-      `--to must end in .db, .sqlite or .sqlite3 (SQLite) or .jsonl or .ndjson: received ${target}`,
-    );
-  }
+  const { target, kind } = copyOf(values.to);
   if (values.full === true) {
     throw new UsageError(
       "--full was replaced by --sweep all (a whole cycle now, deletes included)",
@@ -105,6 +90,22 @@ export function syncRequest(
     maxDuration: durationOf(values["max-duration"]),
     ...shared,
   };
+}
+
+/** The copy `--to` names, and its kind by its extension. */
+function copyOf(
+  target: string | undefined,
+): Pick<SyncRequest, "target" | "kind"> {
+  if (target === undefined || target === "") {
+    throw new UsageError(
+      "sync needs --to FILE, e.g. --to copy.db or --to copy.jsonl",
+    );
+  }
+  if (/\.(db|sqlite3?)$/i.test(target)) return { target, kind: "sqlite" };
+  if (/\.(jsonl|ndjson)$/i.test(target)) return { target, kind: "jsonl" };
+  throw new UsageError(
+    `--to must end in .db, .sqlite or .sqlite3 (SQLite) or .jsonl or .ndjson: received ${target}`,
+  );
 }
 
 const UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000 };
