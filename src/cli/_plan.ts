@@ -2,13 +2,15 @@
 
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
-import { HELP } from "./_help.ts";
+import { HELP, MAX_CONCURRENCY } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
+  count,
   FLAGS,
   given,
   oneOf,
   onePositional,
+  queryOf,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -160,8 +162,15 @@ function commandPlan(
     return { command, path, pci: !!values.pci, ...flags };
   }
   if (command === "sync") {
+    // The flags sync shares with list are checked before anything of its own.
+    const shared = {
+      limit: count(values.limit, "limit", 1),
+      concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
+      query: queryOf(values.query ?? []),
+    };
     // sync's messages give the command line back (to confirm a mass delete).
-    return { command, sync: { ...syncRequest(rest, values), args }, ...flags };
+    const sync = { ...syncRequest(rest, values, shared), args };
+    return { command, sync, ...flags };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {

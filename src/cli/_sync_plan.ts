@@ -1,14 +1,11 @@
 // Internal: the `sync` command line, checked into a request. Pure.
 
-import { MAX_CONCURRENCY } from "./_help.ts";
+import type { Values } from "./_flag_values.ts";
 import {
-  count,
   oneOf,
   onePositional,
-  queryOf,
   sortDirection,
   UsageError,
-  type Values,
 } from "./_flag_values.ts";
 
 /** What `sync` was asked for. */
@@ -46,13 +43,8 @@ export interface SyncRequest {
 export function syncRequest(
   positionals: readonly string[],
   values: Values,
+  shared: Pick<SyncRequest, "limit" | "concurrency" | "query">,
 ): SyncRequest {
-  // The flags sync shares with list are checked before anything of its own.
-  const shared = {
-    limit: count(values.limit, "limit", 1),
-    concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
-    query: queryOf(values.query ?? []),
-  };
   const path = onePositional(
     positionals,
     "sync needs a <list>, e.g. transactions",
