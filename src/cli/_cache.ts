@@ -5,7 +5,10 @@ import {
   createFileTokenStore,
   type FileTokenStore,
 } from "../store/mod.ts";
-import { CACHE_VARIABLES, UsageError } from "./_plan.ts";
+import { UsageError } from "./_flag_values.ts";
+
+/** Where the token cache goes, first found wins. */
+const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =

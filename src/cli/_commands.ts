@@ -12,7 +12,6 @@ import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { serverText } from "../core/_redact.ts";
 import { runSync } from "./_sync.ts";
-import type { SessionFlags } from "./_plan.ts";
 import type { CliWriter } from "./io.ts";
 import {
   duration,
@@ -22,7 +21,8 @@ import {
   table,
   utcTime,
 } from "./_render.ts";
-import { type Plan, UsageError } from "./_plan.ts";
+import type { Plan, SessionFlags } from "./_plan.ts";
+import { UsageError } from "./_flag_values.ts";
 
 /** Runs a planned command (not help, version or demo). */
 export async function execute(
@@ -58,13 +58,13 @@ async function runToken(
   const token = await session.provider.getToken();
   const { io } = session;
   const now = (io.now ?? Date.now)();
+  const buckets = bucketsNow(session.provider.quota, now);
   if (json) {
-    const quota = session.provider.quota;
     io.stdout.write(`${
       safeJson({
         expiresAt: new Date(token.expiresAt).toISOString(),
         expiresIn: Math.max(0, Math.floor((token.expiresAt - now) / 1000)),
-        quota: (quota?.buckets ?? []).map((b) => asOfNow(b, quota!, now)),
+        quota: buckets,
         tokenRequests: session.tokenRequests(),
         ...(showToken ? { accessToken: token.accessToken } : {}),
       })
@@ -73,39 +73,29 @@ async function runToken(
   }
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
-  const left = (token.expiresAt - (io.now ?? Date.now)()) / 1000;
+  const left = (token.expiresAt - now) / 1000;
   summary.write(
     `token valid until ${utcTime(token.expiresAt)} (in ${duration(left)}; ${
       cost(session)
-    })\nquota:\n`,
+    })\nquota:\n${
+      buckets.length === 0
+        ? "  (the token endpoint reported no quota)\n"
+        : buckets.map((bucket) => gauge(bucket)).join("")
+    }`,
   );
-  writeGauges(session.provider.quota, summary, io.now ?? Date.now);
 }
 
-function writeGauges(
+/** The buckets as they stand at `now`, from a reading taken earlier. */
+function bucketsNow(
   quota: QuotaSnapshot | undefined,
-  out: CliWriter,
-  now: () => number,
-): void {
-  const buckets = quota?.buckets ?? [];
-  if (buckets.length === 0) {
-    out.write("  (the token endpoint reported no quota)\n");
-  }
-  for (const bucket of buckets) {
-    out.write(gauge(asOfNow(bucket, quota!, now())));
-  }
-}
-
-/** A bucket as it stands now, from a reading taken earlier. */
-function asOfNow(
-  bucket: QuotaBucket,
-  quota: QuotaSnapshot,
   now: number,
-): QuotaBucket {
-  const resetAt = quota.observedAt + bucket.resetAfter * 1000;
-  return resetAt <= now
-    ? { ...bucket, remaining: bucket.limit, resetAfter: 0 }
-    : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+): QuotaBucket[] {
+  return (quota?.buckets ?? []).map((bucket) => {
+    const resetAt = quota!.observedAt + bucket.resetAfter * 1000;
+    return resetAt <= now
+      ? { ...bucket, remaining: bucket.limit, resetAfter: 0 }
+      : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+  });
 }
 
 /** The quota from what is known without a token request (the cache, or its quota block), else one token request, else its 429. */
@@ -130,13 +120,12 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   if (json) {
     io.stdout.write(`${
       safeJson({
-        buckets: (quota?.buckets ?? []).map((b) => asOfNow(b, quota!, now())),
-        ...(quota
-          ? { observedAt: new Date(quota.observedAt).toISOString() }
-          : {}),
-        ...(blockedUntil !== undefined && now() < blockedUntil
-          ? { blockedUntil: new Date(blockedUntil).toISOString() }
-          : {}),
+        // A key left undefined is not written.
+        buckets: bucketsNow(quota, now()),
+        observedAt: quota && new Date(quota.observedAt).toISOString(),
+        blockedUntil: blockedUntil !== undefined && now() < blockedUntil
+          ? new Date(blockedUntil).toISOString()
+          : undefined,
         tokenRequests: session.tokenRequests(),
       })
     }\n`);
@@ -161,16 +150,13 @@ function writeQuotaTable(
   quota: QuotaSnapshot | undefined,
   now: number,
 ): void {
-  const rows = (quota?.buckets ?? []).map((reported) => {
-    const bucket = asOfNow(reported, quota!, now);
-    return {
-      bucket: bucket.bucket,
-      limit: bucket.limit,
-      remaining: bucket.remaining,
-      "resets in": duration(bucket.resetAfter),
-      "resets at": utcTime(now + bucket.resetAfter * 1000),
-    };
-  });
+  const rows = bucketsNow(quota, now).map((bucket) => ({
+    bucket: bucket.bucket,
+    limit: bucket.limit,
+    remaining: bucket.remaining,
+    "resets in": duration(bucket.resetAfter),
+    "resets at": utcTime(now + bucket.resetAfter * 1000),
+  }));
   out.write(
     rows.length === 0
       ? "the token endpoint reported no quota\n"
@@ -182,13 +168,7 @@ function writeQuotaTable(
 const MAX_BODY = 32 * 1024 * 1024;
 const EXCERPT = 300;
 
-/** An answer that is not 2xx: exit code 1, with the status and an excerpt. */
-export class GetFailed extends Error {
-  override readonly name = "GetFailed";
-}
-
-/** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: GetFailed. */
-
+/** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: an Error with the status and an excerpt (exit 1). */
 export async function runGet(
   session: Session,
   path: string,
@@ -198,12 +178,12 @@ export async function runGet(
   const response = await (pci ? client.pciFetch(path) : client.fetch(path));
   const text = await readBounded(response, MAX_BODY);
   if (text === undefined) {
-    throw new GetFailed(`the answer is over ${MAX_BODY} bytes`);
+    throw new Error(`the answer is over ${MAX_BODY} bytes`);
   }
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
     const excerpt = serverText(text, []).slice(0, EXCERPT);
-    throw new GetFailed(
+    throw new Error(
       `GET ${where} answered ${response.status}${
         excerpt ? `: ${excerpt}` : ""
       }`,

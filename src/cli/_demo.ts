@@ -2,7 +2,8 @@
 
 import { startFakePartnerApi } from "../testing/mod.ts";
 import type { CliWriter } from "./io.ts";
-import { NAME, plan } from "./_plan.ts";
+import { plan } from "./_plan.ts";
+import { NAME } from "./_help.ts";
 import { execute, type SessionPlan } from "./_commands.ts";
 import { openSession, type RunIo } from "./_session.ts";
 

@@ -1,7 +1,8 @@
 // Internal: --env-file, read by the tool itself so an installed partner-api can use a .env file. Dotenv lines:
 // KEY=VALUE, optionally `export`, quoted or not, `#` comments; no expansion. The environment wins.
 
-import { UsageError } from "./_plan.ts";
+import { readBounded } from "../core/_attempt_loop.ts";
+import { UsageError } from "./_flag_values.ts";
 
 /** The largest --env-file read: a dotenv file is a few lines. */
 export const MAX_ENV_FILE = 64 * 1024;
@@ -78,16 +79,11 @@ const NOT_SMALL_FILE = "NotSmallFile";
 export async function readEnvFile(path: string): Promise<string> {
   const info = await Deno.stat(path);
   if (!info.isFile || info.size > MAX_ENV_FILE) throw notSmallFile();
-  using file = await Deno.open(path, { read: true });
-  const buffer = new Uint8Array(MAX_ENV_FILE + 1);
-  let size = 0;
-  while (size < buffer.length) {
-    const read = await file.read(buffer.subarray(size));
-    if (read === null) break;
-    size += read;
-  }
-  if (size > MAX_ENV_FILE) throw notSmallFile();
-  return new TextDecoder().decode(buffer.subarray(0, size));
+  // The stream closes the file, read to its end or cancelled past the bound.
+  const { readable } = await Deno.open(path, { read: true });
+  const text = await readBounded(new Response(readable), MAX_ENV_FILE);
+  if (text === undefined) throw notSmallFile();
+  return text;
 }
 
 function notSmallFile(): Error {

@@ -81,8 +81,53 @@ export function given<T extends object>(
 }
 
 /**
- * `--query k=v` pairs as query parameters.
+ * A flag's value when it is one of `allowed`; `undefined` when not given.
+ * @throws {UsageError} For any other value.
+ */
+export function oneOf<T extends string>(
+  value: string | undefined,
+  flag: string,
+  allowed: readonly T[],
+): T | undefined {
+  if (value === undefined || allowed.includes(value as T)) {
+    return value as T | undefined;
+  }
+  const rule = `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`;
+  throw new UsageError(`--${flag} must be ${rule}: received ${value}`);
+}
 
+/**
+ * `--sort-direction`, in either case; `undefined` when not given.
+ * @throws {UsageError} For anything but ASC or DESC.
+ */
+export function sortDirection(
+  value: string | undefined,
+): "ASC" | "DESC" | undefined {
+  const upper = value?.toUpperCase();
+  if (upper === undefined || upper === "ASC" || upper === "DESC") return upper;
+  throw new UsageError(
+    `--sort-direction must be ASC or DESC: received ${value}`,
+  );
+}
+
+/**
+ * The one argument a command takes.
+ * @throws {UsageError} With `missing` when there is none, and for a second one.
+ */
+export function onePositional(
+  positionals: readonly string[],
+  missing: string,
+): string {
+  const [first, ...extra] = positionals;
+  if (first === undefined) throw new UsageError(missing);
+  if (extra.length > 0) {
+    throw new UsageError(`unexpected argument: ${extra[0]}`);
+  }
+  return first;
+}
+
+/**
+ * `--query k=v` pairs as query parameters.
  *
  * @throws {UsageError} For a pair without a name and `=`.
  */

@@ -8,12 +8,6 @@ export const NAME = "partner-api";
 /** The most pages in flight, as the library allows. */
 export const MAX_CONCURRENCY = 64;
 
-const COSTS =
-  `What each command costs (the token quota is small, per hour and per day):
-  token, list, get  nothing while the cached token is valid; else one token request
-  quota             nothing when the cache or a 429 knows the quota; else one token request
-  demo              nothing: it runs against a fake in this process`;
-
 export const HELP: Readonly<Record<string, string>> = {
   "": `${NAME} ${VERSION}: tokens, quota and lists of the partner API
 
@@ -55,7 +49,10 @@ $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. Without read and
 write permission there, the tool runs uncached and says so. A folder that is
 not yours alone (a link, another user's, writable by others) is refused.
 
-${COSTS}
+What each command costs (the token quota is small, per hour and per day):
+  token, list, get  nothing while the cached token is valid; else one token request
+  quota             nothing when the cache or a 429 knows the quota; else one token request
+  demo              nothing: it runs against a fake in this process
 
 Exit codes: 0 done, 1 the service or network failed, 2 bad flags or
 configuration, 130 stopped with Ctrl-C (a list's output is closed first).

@@ -2,9 +2,10 @@
 
 import type { Session } from "./_session.ts";
 import { itemWriter } from "./_output.ts";
-import { type ListRequest, UsageError } from "./_plan.ts";
+import type { ListRequest } from "./_list_plan.ts";
+import { UsageError } from "./_flag_values.ts";
 import { nearest } from "../core/_nearest.ts";
-import { escapeControls, progressReporter } from "./_render.ts";
+import { progressReporter } from "./_render.ts";
 
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
 export class Interrupted extends Error {
@@ -22,12 +23,11 @@ export function checkFields(
   fields: readonly string[],
   page: readonly unknown[],
 ): void {
-  const keys = new Set<string>();
-  for (const item of page) {
-    if (typeof item === "object" && item !== null) {
-      for (const key of Object.keys(item)) keys.add(key);
-    }
-  }
+  const keys = new Set(
+    page.flatMap((item) =>
+      typeof item === "object" && item !== null ? Object.keys(item) : []
+    ),
+  );
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return;
   const near = nearest(unknown, [...keys]);
@@ -38,22 +38,18 @@ export function checkFields(
   );
 }
 
-/** Writes every item of the list; returns how many. */
+/** Writes every item of the list. */
 export async function runList(
   session: Session,
   request: ListRequest,
   forceProgress = false,
-): Promise<number> {
+): Promise<void> {
   const { io } = session;
   const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
-  const said = new Set<string>();
+  // The writer says each late key once, escaped.
   const writer = itemWriter(io.stdout, format, {
     fields: request.fields,
-    notify: (line) => {
-      if (said.has(line)) return;
-      said.add(line);
-      io.stderr.write(`${escapeControls(line)}\n`);
-    },
+    notify: (line) => io.stderr.write(`${line}\n`),
   });
   // JSON on a terminal: no progress line may land inside the array, so the count is said once, after it is closed.
   const atEnd = format === "json" && io.stdout.isTerminal;
@@ -67,7 +63,6 @@ export async function runList(
   const stopListening = io.onInterrupt?.(() =>
     interrupt.abort(new Interrupted())
   );
-  let items = 0;
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;
   try {
@@ -84,7 +79,6 @@ export async function runList(
       if (shared) progress?.clear();
       writer.page(page.items);
       progress?.page(page.items.length);
-      items += page.items.length;
     }
   } finally {
     stopListening?.();
@@ -93,5 +87,4 @@ export async function runList(
     writer.end();
     progress?.done();
   }
-  return items;
 }

@@ -5,12 +5,14 @@ import { MAX_CONCURRENCY } from "./_help.ts";
 import {
   count,
   given,
+  onePositional,
   queryOf,
+  sortDirection,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
 
-export const FORMATS = ["jsonl", "json", "csv", "table"] as const;
+const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
 
 /** What `list` was asked for. */
@@ -29,13 +31,10 @@ export function listRequest(
   positionals: readonly string[],
   values: Values,
 ): ListRequest {
-  const [path, ...extra] = positionals;
-  if (path === undefined) {
-    throw new UsageError("list needs a <path>, e.g. transactions");
-  }
-  if (extra.length > 0) {
-    throw new UsageError(`unexpected argument: ${extra[0]}`);
-  }
+  const path = onePositional(
+    positionals,
+    "list needs a <path>, e.g. transactions",
+  );
   const format = values.format;
   if (format !== undefined && !FORMATS.includes(format as Format)) {
     throw new UsageError(
@@ -66,13 +65,7 @@ export function listRequest(
 function orderOf(
   values: Values,
 ): Pick<ListOptions<unknown>, "sortBy" | "sortDirection" | "until"> {
-  const asked = values["sort-direction"];
-  const direction = asked?.toUpperCase();
-  if (direction !== undefined && direction !== "ASC" && direction !== "DESC") {
-    throw new UsageError(
-      `--sort-direction must be ASC or DESC: received ${asked}`,
-    );
-  }
+  const direction = sortDirection(values["sort-direction"]);
   const sortBy = values["sort-by"];
   if (values.since !== undefined) {
     const { field, until } = since(values.since);

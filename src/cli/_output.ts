@@ -1,16 +1,8 @@
 // Internal: how `list` writes items: JSON lines, a JSON array, CSV or a table, control characters escaped in each.
 
-import type { Format } from "./_plan.ts";
+import type { Format } from "./_list_plan.ts";
 import type { CliWriter } from "./io.ts";
-import {
-  columnsOf,
-  escapeControls,
-  firstThenLater,
-  keyNotice,
-  type RowSink,
-  safeJson,
-  tableWriter,
-} from "./_render.ts";
+import { escapeControls, layOut, row, safeJson, table } from "./_render.ts";
 
 /** Writes items a page at a time; `end` once the list ends (or is interrupted). */
 export interface ItemWriter {
@@ -27,13 +19,10 @@ export function itemWriter(
     notify: (line: string) => void;
   },
 ): ItemWriter {
-  const { fields, notify } = options;
+  const { fields } = options;
   const record = (item: unknown) => pick(asRecord(item), fields);
   if (format === "table" || format === "csv") {
-    const rows = format === "table"
-      ? tableWriter(out, fields, notify)
-      : csvWriter(out, fields, notify);
-    return { page: (items) => rows.page(items.map(record)), end: rows.end };
+    return columnsWriter(out, format, options, record);
   }
   const value = (item: unknown) => fields === undefined ? item : record(item);
   if (format === "jsonl") {
@@ -72,27 +61,61 @@ function pick(
   return picked;
 }
 
-/** CSV (RFC 4180: CRLF line ends) with one header. */
-
-function csvWriter(
+/**
+ * A table, or CSV (RFC 4180: CRLF line ends), under one header. The first page with rows (an empty list: none, at the
+ * end) fixes the columns: `fields`, else its rows' keys, and a table's widths; a later wider cell is cut (`…`) rather
+ * than re-laying the table, and a key first seen later is told to `notify`, once.
+ */
+function columnsWriter(
   out: CliWriter,
-  fields: readonly string[] | undefined,
-  notify: (line: string) => void,
-): RowSink {
-  let columns: readonly string[] = fields ?? [];
-  const unseen = keyNotice(notify, "after the header and is not in the CSV");
-  const line = (values: readonly unknown[]) =>
+  format: "table" | "csv",
+  { fields, notify }: Parameters<typeof itemWriter>[2],
+  record: (item: unknown) => Record<string, unknown>,
+): ItemWriter {
+  let columns: readonly string[] | undefined;
+  let write = (_item: Record<string, unknown>) => {};
+  const csvLine = (values: readonly unknown[]) =>
     out.write(`${values.map(csvField).join(",")}\r\n`);
-  const writeRow = (item: Record<string, unknown>) => {
-    unseen(columns, item);
-    line(columns.map((column) => item[column]));
+  const first = (rows: readonly Record<string, unknown>[]) => {
+    const fixed = columns = fields ??
+      [...new Set(rows.flatMap((item) => Object.keys(item)))];
+    if (format === "table") {
+      if (rows.length === 0) return;
+      out.write(table(fixed, rows));
+      const layout = layOut(fixed, rows);
+      write = (item) => out.write(row(layout, item, true));
+    } else {
+      if (fixed.length > 0) csvLine(fixed);
+      write = (item) => csvLine(fixed.map((column) => item[column]));
+      rows.forEach(write);
+    }
   };
-  const firstPage = (rows: readonly Record<string, unknown>[]) => {
-    columns = columnsOf(fields, rows);
-    if (columns.length > 0) line(columns);
-    for (const item of rows) writeRow(item);
+  const where = format === "table"
+    ? "after the first page and is not shown"
+    : "after the header and is not in the CSV";
+  const reported = new Set<string>();
+  const later = (item: Record<string, unknown>) => {
+    for (const key of Object.keys(item)) {
+      if (columns!.includes(key) || reported.has(key)) continue;
+      reported.add(key);
+      notify(
+        `column '${
+          escapeControls(key)
+        }' first appeared ${where}; name the columns with --fields`,
+      );
+    }
+    write(item);
   };
-  return firstThenLater(firstPage, writeRow);
+  return {
+    page(items) {
+      const rows = items.map(record);
+      if (columns !== undefined) rows.forEach(later);
+      else if (rows.length > 0) first(rows);
+    },
+    end() {
+      if (columns === undefined) first([]);
+    },
+  };
 }
 
 /**

@@ -2,28 +2,19 @@
 
 import { nearest } from "../core/_nearest.ts";
 import { parseArgs } from "node:util";
-import { HELP, MAX_CONCURRENCY, NAME } from "./_help.ts";
+import { HELP, MAX_CONCURRENCY } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
   count,
   FLAGS,
+  given,
+  oneOf,
+  onePositional,
   queryOf,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
 import { type ListRequest, listRequest } from "./_list_plan.ts";
-
-export { NAME };
-
-/** Where the token cache goes, first found wins. */
-export const CACHE_VARIABLES = [
-  "PARTNER_API_CACHE_DIR",
-  "XDG_CACHE_HOME",
-  "HOME",
-] as const;
-
-export { type Format, FORMATS, type ListRequest } from "./_list_plan.ts";
-export { UsageError };
 
 const SESSION_FLAGS = [
   "cache",
@@ -77,8 +68,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
 /** A checked command line: what to run. */
 export type Plan =
   | { readonly command: "help"; readonly text: string; readonly code: number }
-  | { readonly command: "version" | "demo" }
-  | { readonly command: "cache clear" }
+  | { readonly command: "version" | "demo" | "cache clear" }
   | { readonly command: "completion"; readonly shell: Shell }
   | ({ readonly command: "quota"; readonly json: boolean } & SessionFlags)
   | ({
@@ -136,25 +126,24 @@ export function plan(args: readonly string[]): Plan {
     !allowed.includes(flag) && !(flag === "cache" && values.cache === true)
   );
   if (misplaced !== undefined) {
-    throw new UsageError(
-      `${command} takes no --${flagName(misplaced, values)}`,
-    );
+    // `cache` is misplaced only as --no-cache.
+    const flag = misplaced === "cache" ? "no-cache" : misplaced;
+    throw new UsageError(`${command} takes no --${flag}`);
   }
   const flags: SessionFlags = {
     cache: values.cache !== false,
     verbose: values.verbose === true,
     envFile: values["env-file"],
-    ...oneOf(values, "token-body", "tokenBody", ["json", "form"]),
-    ...oneOf(values, "client-authentication", "clientAuthentication", [
-      "body",
-      "basic",
-    ]),
+    ...given({
+      tokenBody: oneOf(values["token-body"], "token-body", ["json", "form"]),
+      clientAuthentication: oneOf(
+        values["client-authentication"],
+        "client-authentication",
+        ["body", "basic"],
+      ),
+    }),
   };
-  const planned = commandPlan(command, rest, values, flags);
-  // sync's messages give the command line back (to confirm a mass delete).
-  return planned.command === "sync"
-    ? { ...planned, sync: { ...planned.sync, args } }
-    : planned;
+  return commandPlan(command, rest, values, flags, args);
 }
 
 /** The plan of one command, its flags checked against it already. */
@@ -163,72 +152,39 @@ function commandPlan(
   rest: string[],
   values: Values,
   flags: SessionFlags,
+  args: readonly string[],
 ): Plan {
   if (command === "list") {
     return { command, list: listRequest(rest, values), ...flags };
   }
   if (command === "get") {
-    return { command, path: onePath(rest, "get"), pci: !!values.pci, ...flags };
+    const path = onePositional(rest, "get needs a <path>, e.g. organizations");
+    return { command, path, pci: !!values.pci, ...flags };
   }
   if (command === "sync") {
+    // The flags sync shares with list are checked before anything of its own.
     const shared = {
       limit: count(values.limit, "limit", 1),
       concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
       query: queryOf(values.query ?? []),
     };
-    const usage = (message: string) => new UsageError(message);
-    return {
-      command,
-      sync: syncRequest(rest, values, shared, usage),
-      ...flags,
-    };
+    // sync's messages give the command line back (to confirm a mass delete).
+    const sync = { ...syncRequest(rest, values, shared), args };
+    return { command, sync, ...flags };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {
     throw new UsageError("cache takes one action: clear");
   }
-  if (command === "cache" || command === "logout") {
-    if (command === "logout" && rest.length > 0) {
-      throw new UsageError(`unexpected argument: ${rest[0]}`);
-    }
-    return { command: "cache clear" };
-  }
+  if (command === "cache") return { command: "cache clear" };
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
+  if (command === "logout") return { command: "cache clear" };
   const json = jsonOnly(values.format, command);
   if (command === "token") {
     return { command, showToken: !!values["show-token"], json, ...flags };
   }
   if (command === "quota") return { command, json, ...flags };
   return { command: "demo" };
-}
-
-/** `{ [key]: value }` for a flag given one of `allowed`; `{}` when not given. */
-function oneOf(
-  values: Values,
-  flag: "token-body" | "client-authentication",
-  key: string,
-  allowed: readonly string[],
-): Record<string, string> {
-  const value = values[flag];
-  if (value === undefined) return {};
-  if (!allowed.includes(value)) {
-    throw new UsageError(
-      `--${flag} must be ${allowed.join(" or ")}: received ${value}`,
-    );
-  }
-  return { [key]: value };
-}
-
-/** The one path a command takes. */
-function onePath(positionals: readonly string[], command: string): string {
-  const [path, ...extra] = positionals;
-  if (path === undefined) {
-    throw new UsageError(`${command} needs a <path>, e.g. organizations`);
-  }
-  if (extra.length > 0) {
-    throw new UsageError(`unexpected argument: ${extra[0]}`);
-  }
-  return path;
 }
 
 function shellOf(positionals: readonly string[]): Shell {
@@ -252,10 +208,6 @@ function jsonOnly(format: string | undefined, command: string): boolean {
     );
   }
   return true;
-}
-
-function flagName(flag: string, values: Values): string {
-  return flag === "cache" && values.cache === false ? "no-cache" : flag;
 }
 
 function parseFlags(args: readonly string[]) {

@@ -39,7 +39,8 @@ interface Layout {
   readonly numeric: readonly boolean[];
 }
 
-function layOut(
+/** The columns' widths and alignment for `rows`. */
+export function layOut(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
 ): Layout {
@@ -64,7 +65,8 @@ function line(layout: Layout, values: readonly string[]): string {
   ).join("  ").trimEnd() + "\n";
 }
 
-function row(
+/** One row of a table laid out; `fit` cuts a cell wider than its column. */
+export function row(
   layout: Layout,
   item: Record<string, unknown>,
   fit = false,
@@ -117,85 +119,6 @@ export function escapeControls(text: string): string {
 /** JSON of `value` with every control and invisible character escaped as `\uXXXX` (valid JSON, the same string parsed). */
 export function safeJson(value: unknown): string {
   return JSON.stringify(value).replace(CONTROLS, escapeCode);
-}
-
-/**
- * A table written page by page: the first page with rows fixes the columns and widths and is written with the one
- * header; a later wider cell is cut (`…`) rather than re-laying the table.
- */
-export function tableWriter(
-  out: CliWriter,
-  fields?: readonly string[],
-  notify: (line: string) => void = () => {},
-): RowSink {
-  let layout: Layout | undefined;
-  const unseen = keyNotice(notify, "after the first page and is not shown");
-  const firstPage = (rows: readonly Record<string, unknown>[]) => {
-    if (rows.length === 0) return;
-    const columns = columnsOf(fields, rows);
-    out.write(table(columns, rows));
-    layout = layOut(columns, rows);
-  };
-  return firstThenLater(firstPage, (item) => {
-    unseen(layout!.columns, item);
-    // The first page fixed the widths: a longer value is cut, never spilled.
-    out.write(row(layout!, item, true));
-  });
-}
-
-/** The columns: `fields`, else every key of the first page's rows. */
-export function columnsOf(
-  fields: readonly string[] | undefined,
-  rows: readonly Record<string, unknown>[],
-): readonly string[] {
-  return fields ?? [...new Set(rows.flatMap((item) => Object.keys(item)))];
-}
-
-/** Tells `notify`, once a key, of a key first seen after the columns were fixed. */
-export function keyNotice(
-  notify: (line: string) => void,
-  where: string,
-): (columns: readonly string[], item: Record<string, unknown>) => void {
-  const reported = new Set<string>();
-  return (columns, item) => {
-    for (const key of Object.keys(item)) {
-      if (columns.includes(key) || reported.has(key)) continue;
-      reported.add(key);
-      notify(
-        `column '${
-          escapeControls(key)
-        }' first appeared ${where}; name the columns with --fields`,
-      );
-    }
-  };
-}
-
-/** Where rows go, a page at a time, and the end of them. */
-export interface RowSink {
-  page(rows: readonly Record<string, unknown>[]): void;
-  end(): void;
-}
-
-/** The first page with rows to `first` (an empty list's `[]` at the end), every later row to `later`. */
-
-export function firstThenLater(
-  first: (rows: readonly Record<string, unknown>[]) => void,
-  later: (item: Record<string, unknown>) => void,
-): RowSink {
-  let laidOut = false;
-  return {
-    page(rows) {
-      if (laidOut) return rows.forEach(later);
-      if (rows.length === 0) return;
-      laidOut = true;
-      first(rows);
-    },
-    end() {
-      if (laidOut) return;
-      laidOut = true;
-      first([]);
-    },
-  };
 }
 
 /**

@@ -10,20 +10,18 @@ import {
   type PartnerApiConfig,
 } from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import type { FileTokenStore, TokenRecord } from "../store/mod.ts";
+import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
-import { UsageError } from "./_plan.ts";
+import type { openCache } from "./_cache.ts";
+import { given, UsageError } from "./_flag_values.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
   /** Opens the token cache for a client secret: a store, or a one-line notice why not. Without it the tool runs uncached, silently. */
-  openCache?: (
-    clientSecret: string,
-    notify: (line: string) => void,
-  ) => { store?: FileTokenStore | undefined; notice?: string | undefined };
+  openCache?: typeof openCache;
   /** The clock, in epoch ms. */
   now?: () => number;
   /** Reads the file the user named (`--env-file`); by default a regular file of at most 64 KiB. */
@@ -101,7 +99,6 @@ export function openSession(
   config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
-  const { verbose } = flags;
   const store = openStore(io, config, flags);
   const status = { clear: () => {} };
   const clientEvents: Session["clientEvents"] = {};
@@ -118,19 +115,24 @@ export function openSession(
     ...config.environment,
     clientId: config.clientId,
     clientSecret: config.clientSecret,
-    ...(config.settingNames ? { settingNames: config.settingNames } : {}),
     fetch: watched.fetch,
-    ...tokenRequestShape(config, flags),
-    ...(io.now ? { now: io.now } : {}),
-    ...(store ? { store } : {}),
-    ...(verbose ? { onEvent: heard } : {}),
+    // How token requests are sent: the flags, else the variables, else the service's way.
+    ...given({
+      settingNames: config.settingNames,
+      bodyFormat: flags.tokenBody ?? config.bodyFormat,
+      clientAuthentication: flags.clientAuthentication ??
+        config.clientAuthentication,
+      now: io.now,
+      store,
+      onEvent: flags.verbose ? heard : undefined,
+    }),
   });
   const client = createClient({
     environment: config.environment,
     tokenProvider: provider,
-    ...(io.now ? { now: io.now } : {}),
+    ...given({ now: io.now }),
     onEvent: (event) => {
-      if (verbose) heard(event);
+      if (flags.verbose) heard(event);
       clientEvents.listener?.(event);
     },
   });
@@ -167,17 +169,6 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   return opening?.store;
 }
 
-/** How token requests are sent: the flags, else the variables, else the service's way. */
-function tokenRequestShape(config: PartnerApiConfig, flags: SessionFlags) {
-  const bodyFormat = flags.tokenBody ?? config.bodyFormat;
-  const clientAuthentication = flags.clientAuthentication ??
-    config.clientAuthentication;
-  return {
-    ...(bodyFormat ? { bodyFormat } : {}),
-    ...(clientAuthentication ? { clientAuthentication } : {}),
-  };
-}
-
 /** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
 function watchTokenRequests(err: CliWriter) {
   let count = 0;
@@ -212,29 +203,22 @@ function verboseListener(
 ): EventListener {
   let tokenRequests = 0;
   return (event) => {
+    let line: string;
     if (event.type === "token.request") {
       tokenRequests++;
       const outcome = event.outcome === "ok" ? "ok" : `error (${event.reason})`;
-      write(
-        err,
+      line =
         `POST ${environment.tokenUrl.origin}${environment.tokenUrl.pathname} ${outcome}, ${
           Math.round(event.durationMs)
-        } ms, token request ${tokenRequests}`,
-      );
+        } ms, token request ${tokenRequests}`;
     } else if (event.type === "api.request") {
       const base = event.base === "pci"
         ? environment.pciBaseUrl
         : environment.baseUrl;
-      write(
-        err,
-        `${event.method} ${base.origin}${event.path} ${
-          event.status || "no answer"
-        }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`,
-      );
-    }
+      line = `${event.method} ${base.origin}${event.path} ${
+        event.status || "no answer"
+      }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`;
+    } else return;
+    err.write(`${escapeControls(line)}\n`);
   };
-}
-
-function write(err: CliWriter, line: string): void {
-  err.write(`${escapeControls(line)}\n`);
 }

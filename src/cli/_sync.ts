@@ -7,18 +7,17 @@ import type { SyncSink } from "../sync/sink.ts";
 import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
-import { UsageError } from "./_plan.ts";
-import { given } from "./_flag_values.ts";
+import { given, UsageError } from "./_flag_values.ts";
 
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
 
-/** Brings the copy up to date; returns the items written. */
+/** Brings the copy up to date. */
 export async function runSync(
   session: Session,
   request: SyncRequest,
-): Promise<number> {
+): Promise<void> {
   const { io } = session;
   const interrupt = new AbortController();
   const stopListening = io.onInterrupt?.(() =>
@@ -26,9 +25,9 @@ export async function runSync(
   );
   try {
     await checkFolder(request.target);
-    return await syncInto(session, request, interrupt.signal);
+    await syncInto(session, request, interrupt.signal);
   } catch (error) {
-    throw explained(error, request.target, request, io.helpHint);
+    throw explained(error, request, io.helpHint);
   } finally {
     stopListening?.();
   }
@@ -38,7 +37,7 @@ async function syncInto(
   session: Session,
   request: SyncRequest,
   signal: AbortSignal,
-): Promise<number> {
+): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
   const started = now();
@@ -47,13 +46,16 @@ async function syncInto(
   session.status.clear = progress.end;
   session.clientEvents.listener = progress.heard;
   let committed = 0;
-  const { sink, close } = openSink(request, (holder) =>
+  const sink = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
     ));
   try {
-    const result = await syncList(session.client, request.path, {
-      ...syncOptions(request),
+    // The request less what is not an option of syncList; no key left undefined.
+    const { path, target: _, kind: __, args: ___, id, ...options } = request;
+    const result = await syncList(session.client, path, {
+      ...given(options),
+      id,
       sink,
       signal,
       now,
@@ -65,7 +67,6 @@ async function syncInto(
     progress.end();
     const seconds = Math.max((now() - started) / 1000, 0.001);
     io.stderr.write(resultLines(request, result, seconds, now()));
-    return result.written;
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
     throw new Interrupted(
@@ -76,24 +77,8 @@ async function syncInto(
   } finally {
     delete session.clientEvents.listener;
     progress.end();
-    close();
+    sink.close?.();
   }
-}
-
-/** The options of `syncList` the command line gives (all but sink, signal and progress). */
-function syncOptions(request: SyncRequest) {
-  const { id, sortDirection, deletes, changes, query } = request;
-  const { sortBy, sweep, maxDeletes, priority, maxDuration } = request;
-  const { limit, concurrency } = request;
-  return {
-    id,
-    sortDirection,
-    deletes,
-    changes,
-    query: { ...query },
-    ...given({ sortBy, sweep, maxDeletes, priority, maxDuration }),
-    ...given({ limit, concurrency }),
-  };
 }
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
@@ -112,7 +97,9 @@ function resultLines(
   })\n`;
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
-  } else if (!verifiedRecently(result.verifiedAt, now)) {
+  } else if (
+    result.verifiedAt === undefined || now - result.verifiedAt > RECENT
+  ) {
     lines += verifiedLine(request.target, result.verifiedAt, now);
   }
   if (result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
@@ -155,14 +142,6 @@ function behindLine(
 /** How long a whole copy's verification counts as recent: a day. */
 const RECENT = 86_400_000;
 
-/** Whether every item of the copy was checked against the list within a day of `now`. */
-export function verifiedRecently(
-  verifiedAt: number | undefined,
-  now: number,
-): boolean {
-  return verifiedAt !== undefined && now - verifiedAt <= RECENT;
-}
-
 /**
  * Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone, a
  * back-dated item would not show), and how to check it now.
@@ -196,26 +175,25 @@ async function checkFolder(target: string): Promise<void> {
 /** The error as one line about `--to` where it is about the target: a copy this run cannot use or write (exit 2). */
 function explained(
   error: unknown,
-  target: string,
   request: SyncRequest,
   helpHint: string | undefined,
 ): unknown {
-  if (error instanceof SyncError && error.reason === "too-many-deletes") {
-    return confirmHint(error, request, helpHint);
-  }
-  if (error instanceof SyncError && error.reason === "file") {
-    return cannotWrite(error.cause) ? usageCannotWrite(error, target) : error;
-  }
+  const { target } = request;
   if (error instanceof SyncError) {
-    if (error.reason === "sink-mismatch" || error.reason === "link") {
-      const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
-      return new UsageError(
-        `--to ${target}: ${
-          what.replace(/sync into (a new|another) /, "give --to $1 ")
-        }`,
-      );
+    const { reason } = error;
+    if (reason === "too-many-deletes") {
+      return confirmHint(error, request, helpHint);
     }
-    return error;
+    if (reason === "file" && cannotWrite(error.cause)) {
+      return usageCannotWrite(error, target);
+    }
+    if (reason !== "sink-mismatch" && reason !== "link") return error;
+    const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
+    return new UsageError(
+      `--to ${target}: ${
+        what.replace(/sync into (a new|another) /, "give --to $1 ")
+      }`,
+    );
   }
   if ((error as { option?: string } | null)?.option === "sink") {
     return new UsageError(
@@ -287,15 +265,13 @@ function cannotWrite(error: unknown): boolean {
 function openSink(
   request: SyncRequest,
   onLockWait: (holder: string) => void,
-): { sink: SyncSink<unknown>; close: () => void } {
+): SyncSink<unknown> & { close?(): void } {
   // A second run waits for the first until Ctrl-C.
   const lock = { lockWait: Infinity, onLockWait };
-  if (request.kind === "jsonl") {
-    return { sink: createJsonlSink(request.target, lock), close: () => {} };
-  }
-  const sink = createSqliteSink(request.target, {
-    table: tableOf(request.path),
-    ...lock,
-  });
-  return { sink, close: () => sink.close() };
+  return request.kind === "jsonl"
+    ? createJsonlSink(request.target, lock)
+    : createSqliteSink(request.target, {
+      table: tableOf(request.path),
+      ...lock,
+    });
 }

@@ -75,7 +75,6 @@ export function progressLine(
       show(`${text}; ${holdText(hold)}`);
     }
   };
-  const setInterval = globalThis.setInterval;
   const timer = setInterval(tick, 1000);
   return {
     heard(event: PartnerApiEvent) {
@@ -94,7 +93,7 @@ export function progressLine(
       show(text);
     },
     end() {
-      globalThis.clearInterval(timer);
+      clearInterval(timer);
       if (shown) out.write("\r\x1b[K");
       shown = false;
     },

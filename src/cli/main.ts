@@ -3,7 +3,8 @@
 
 import { redact, type Secret } from "../core/_redact.ts";
 import { VERSION } from "../core/_version.ts";
-import { NAME, type Plan, plan } from "./_plan.ts";
+import { type Plan, plan } from "./_plan.ts";
+import { NAME } from "./_help.ts";
 import { CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
 import { openSession, readConfig, type RunIo } from "./_session.ts";
@@ -195,12 +196,11 @@ export async function runAsProgram(): Promise<never> {
 function causeLines(error: unknown): string[] {
   const lines: string[] = [];
   let cause = error instanceof Error ? error.cause : undefined;
-  for (let depth = 0; cause !== undefined && depth < 8; depth++) {
-    const line = cause instanceof Error
-      ? `${cause.name}: ${cause.message}`
-      : String(cause);
-    lines.push(`  caused by ${line}`);
-    cause = cause instanceof Error ? cause.cause : undefined;
+  for (; cause !== undefined && lines.length < 8; cause = cause.cause) {
+    if (!(cause instanceof Error)) {
+      return [...lines, `  caused by ${String(cause)}`];
+    }
+    lines.push(`  caused by ${cause.name}: ${cause.message}`);
   }
   return lines;
 }
