@@ -10,37 +10,11 @@ import {
 } from "../core/_check.ts";
 import type { SyncIdentity } from "./_checkpoint.ts";
 import type { SyncSink } from "./sink.ts";
-import type { SyncEvent, SyncOptions, SyncProgress } from "./sync_options.ts";
+import type { SyncOptions } from "./sync_options.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot sync";
-
-/** The checked options of one run. */
-export interface SyncConfig<T> {
-  readonly identity: SyncIdentity;
-  readonly sink: SyncSink<T>;
-  readonly limit: number;
-  readonly maxLimit: number;
-  readonly concurrency: number;
-  /** List requests the sweep may spend (Infinity: a whole cycle). */
-  readonly sweep: number;
-  /** `sweep: Infinity` was asked for: the copy equal to the list now. */
-  readonly fresh: boolean;
-  /** How long the sweep may read, in ms (Infinity: no bound). */
-  readonly maxDuration: number;
-  readonly priority: "high" | "low" | "auto";
-  readonly deletes: "remove" | "mark";
-  readonly maxDeletes: number;
-  readonly changes: boolean;
-  readonly signal: AbortSignal | undefined;
-  readonly now: () => number;
-  readonly items: ((body: unknown) => readonly T[]) | undefined;
-  readonly onProgress: ((progress: SyncProgress) => void) | undefined;
-  readonly onEvent: ((event: SyncEvent) => void) | undefined;
-  /** The item's place in the order. @throws {SyncError} */
-  readonly keyOf: (item: T) => SyncKey;
-}
 
 /**
  * The options of a run.
@@ -50,7 +24,7 @@ export interface SyncConfig<T> {
 export function syncConfig<T>(
   path: string,
   options: SyncOptions<T>,
-): SyncConfig<T> {
+) {
   requireOptions(options, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
@@ -75,7 +49,7 @@ export function syncConfig<T>(
         ["ASC", "DESC"],
         "sortDirection",
       ),
-    },
+    } satisfies SyncIdentity,
     ...sweepOptions(options),
     ...pagingOptions(options),
     sink: checkSink(options.sink),
@@ -84,9 +58,13 @@ export function syncConfig<T>(
     items: options.items,
     onProgress: options.onProgress,
     onEvent: options.onEvent,
+    /** The item's place in the order. @throws {SyncError} */
     keyOf: keyReader(id, sortBy),
   };
 }
+
+/** The checked options of one run. */
+export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
 
 function bad(option: string, rule: string, received?: string): TypeError {
   return optionError(TypeError, CONTEXT, option, rule, received);
@@ -214,8 +192,11 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     " (Fetch's RequestInit.priority)",
   );
   return {
+    /** List requests the sweep may spend (Infinity: a whole cycle). */
     sweep,
+    /** `sweep: Infinity` was asked for: the copy equal to the list now. */
     fresh: options.sweep === Infinity,
+    /** How long the sweep may read, in ms (Infinity: no bound). */
     maxDuration,
     priority,
     deletes,
