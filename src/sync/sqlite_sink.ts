@@ -158,44 +158,38 @@ class SqliteDialect implements SqlDialect {
     return await readCopy(this.#db, this.#table, this.#target);
   }
 
-  prepare(): Promise<void> {
-    return this.#sync(() => void this.#touch());
+  prepare(): void {
+    this.#touch();
   }
 
-  take(token: string): Promise<{ taken: string } | { holder: string }> {
-    return this.#sync(() => {
-      const st = this.#touch();
-      const at = this.#now();
-      const taken = withoutBusyWait(
-        this.#db,
-        () => st.take.get(this.#target, token, at, at - STALE_AFTER),
-      );
-      if (taken !== undefined) {
-        this.#commits.grouping = true;
-        return { taken: token };
-      }
-      const holder = st.holder.get(this.#target) as
-        | { refreshed_at: number }
-        | undefined;
-      const stale = holder !== undefined && isStale(holder.refreshed_at, at);
-      return { holder: stale ? "a run that stopped" : "another run" };
-    });
+  take(token: string): { taken: string } | { holder: string } {
+    const st = this.#touch();
+    const at = this.#now();
+    const taken = withoutBusyWait(
+      this.#db,
+      () => st.take.get(this.#target, token, at, at - STALE_AFTER),
+    );
+    if (taken !== undefined) {
+      this.#commits.grouping = true;
+      return { taken: token };
+    }
+    const holder = st.holder.get(this.#target) as
+      | { refreshed_at: number }
+      | undefined;
+    const stale = holder !== undefined && isStale(holder.refreshed_at, at);
+    return { holder: stale ? "a run that stopped" : "another run" };
   }
 
-  refresh(token: string): Promise<void> {
-    return this.#sync(() => {
-      if (this.#db.isOpen) {
-        this.#touch().refresh.run(this.#target, token, this.#now());
-      }
-    });
+  refresh(token: string): void {
+    if (this.#db.isOpen) {
+      this.#touch().refresh.run(this.#target, token, this.#now());
+    }
   }
 
-  release(token: string): Promise<void> {
-    return this.#sync(() => {
-      this.#commits.grouping = false;
-      this.#commits.commit();
-      if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
-    });
+  release(token: string): void {
+    this.#commits.grouping = false;
+    this.#commits.commit();
+    if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
   }
 
   text(item: unknown): string | undefined {
@@ -225,11 +219,6 @@ class SqliteDialect implements SqlDialect {
     this.#commits.rows = done.rows;
     const { held, ...report } = done;
     return held === undefined ? report : { ...report, held };
-  }
-
-  /** node:sqlite is synchronous: what `work` throws, the promise rejects with. */
-  #sync<R>(work: () => R): Promise<R> {
-    return new Promise((resolve) => resolve(work()));
   }
 }
 
