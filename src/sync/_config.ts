@@ -3,6 +3,7 @@
 import {
   checkAtMost,
   checkNumber,
+  type NumberRule,
   optionError,
   requireFunction,
   requireOptions,
@@ -124,11 +125,22 @@ function checkQuery(query: Record<string, string> | undefined) {
   return query;
 }
 
+/** A numeric option (at most `most`), or its fallback. */
+function numberOf<T>(
+  options: SyncOptions<T>,
+  name: keyof SyncOptions<T>,
+  fallback: number,
+  rule: NumberRule = "positive integer",
+  most = Infinity,
+): number {
+  const given = options[name] as number | undefined; // checkNumber checks it
+  const value = checkNumber(given, fallback, rule, CONTEXT, name);
+  return checkAtMost(value, most, CONTEXT, name);
+}
+
 function pagingOptions<T>(options: SyncOptions<T>) {
-  const number = (value: number | undefined, fallback: number, name: string) =>
-    checkNumber(value, fallback, "positive integer", CONTEXT, name);
-  const limit = number(options.limit, 50, "limit");
-  const maxLimit = number(options.maxLimit, 1000, "maxLimit");
+  const limit = numberOf(options, "limit", 50);
+  const maxLimit = numberOf(options, "maxLimit", 1000);
   if (maxLimit < MIN_WINDOW) {
     throw optionError(
       RangeError,
@@ -138,44 +150,28 @@ function pagingOptions<T>(options: SyncOptions<T>) {
       String(maxLimit),
     );
   }
-  const concurrency = number(options.concurrency, 1, "concurrency");
-  return {
-    limit,
-    maxLimit: Math.max(limit, maxLimit),
-    concurrency: checkAtMost(concurrency, 64, CONTEXT, "concurrency"),
-  };
+  const concurrency = numberOf(options, "concurrency", 1, undefined, 64);
+  return { limit, maxLimit: Math.max(limit, maxLimit), concurrency };
 }
 
 /** The sweep's budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
-  const maxDuration = checkNumber(
-    options.maxDuration,
+  const maxDuration = numberOf(
+    options,
+    "maxDuration",
     Infinity,
     "positive time in ms, at most 2147483647",
-    CONTEXT,
-    "maxDuration",
   );
   // With a time bound and no count, the sweep spends what the limiter leaves it until the cycle completes or time is up.
-  const sweep = options.sweep === Infinity ? Infinity : checkNumber(
-    options.sweep,
+  const sweep = options.sweep === Infinity ? Infinity : numberOf(
+    options,
+    "sweep",
     maxDuration === Infinity ? 10 : Infinity,
     "non-negative integer",
-    CONTEXT,
-    "sweep",
   );
   const deletes = oneOf(options.deletes, ["remove", "mark"], "deletes");
-  const maxDeletes = checkAtMost(
-    checkNumber(
-      options.maxDeletes,
-      0.1,
-      "non-negative finite number",
-      CONTEXT,
-      "maxDeletes",
-    ),
-    1,
-    CONTEXT,
-    "maxDeletes",
-  );
+  const rule = "non-negative finite number";
+  const maxDeletes = numberOf(options, "maxDeletes", 0.1, rule, 1);
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
     throw bad("changes", "must be a boolean");
   }

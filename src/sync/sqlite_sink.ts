@@ -2,6 +2,7 @@
 // _sqlite_sql.ts: the statements).
 
 import process from "node:process";
+import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
@@ -201,7 +202,8 @@ class SqliteDialect implements SqlDialect {
     const { rows, staged } = split(st, write);
     const last = await lastRow(rows);
     // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
-    await nextTurn();
+    // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
+    await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
     const changes = write.context?.changes
       ? changeTable(db, changeTableOf(this.#table))
@@ -269,17 +271,6 @@ async function readCopy(
       }
       : {}),
   };
-}
-
-/** One turn of the event loop: `setImmediate` where there is one, as chained `setTimeout(0)` is clamped (~2 ms a turn). */
-function nextTurn(): Promise<void> {
-  const immediate = (globalThis as {
-    setImmediate?: (callback: () => void) => unknown;
-  }).setImmediate;
-  return new Promise((resolve) => {
-    if (typeof immediate === "function") immediate(resolve);
-    else globalThis.setTimeout(resolve, 0);
-  });
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
