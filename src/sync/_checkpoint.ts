@@ -67,15 +67,10 @@ export function afterHeadWindow(
   }
   // Descending, the newest item becomes the edge once the pass is whole.
   const newest = base.head?.top ?? top ?? null;
-  const { head: _, ...rest } = base;
+  const { head: _, ...rest } = { ...base, ...accepted(state) };
   return ended
-    ? { ...rest, ...accepted(state), edge: newest ?? base.edge, complete: true }
-    : {
-      ...rest,
-      ...accepted(state),
-      complete: false,
-      head: { edge, offset, top: newest },
-    };
+    ? { ...rest, edge: newest ?? base.edge, complete: true }
+    : { ...rest, complete: false, head: { edge, offset, top: newest } };
 }
 
 /**

@@ -151,8 +151,7 @@ export const CHANGES_COLUMNS =
   "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
 
 /** The columns of a change table 0.3 made: `item` is added to it. */
-export const CHANGES_COLUMNS_0_3 =
-  "seq bigint, id text, change text, at timestamp with time zone";
+export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
 
 /** The batch's rows as `[[id, item], ...]`, one JSON text. */
 export function postgresJson(
