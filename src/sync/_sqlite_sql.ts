@@ -232,8 +232,8 @@ export function applyBatch(
     ...end,
     rows,
     last,
-    inserted: kinds.count.inserted + end.inserted,
-    updated: kinds.count.updated,
+    inserted: kinds.added + end.inserted,
+    updated: kinds.changed,
   };
 }
 
@@ -295,11 +295,12 @@ function upsertAll(st: Statements, batch: Rows, named: boolean) {
   const inserted = ids.filter((id) => kind.get(id) === true);
   const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
-  const count = {
-    inserted: added,
-    updated: named ? updated.length : changed - added,
+  return {
+    added,
+    changed: named ? updated.length : changed - added,
+    inserted,
+    updated,
   };
-  return { added, count, inserted, updated };
 }
 
 /** The transaction of a sink's connection, and when it commits. */
