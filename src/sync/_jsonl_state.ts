@@ -144,7 +144,7 @@ async function expectEnd(
   }
   if (end.last === null) return;
   const bytes = await readRange(path, end.last.start, end.length);
-  if (bytes === undefined || await fingerprint(bytes) !== end.last.hash) {
+  if (bytes === undefined || fingerprint(bytes) !== end.last.hash) {
     throw mismatch(
       files,
       `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,

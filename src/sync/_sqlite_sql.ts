@@ -174,15 +174,6 @@ export function split(
   return { rows: part(true), staged: part(false) };
 }
 
-/** The fingerprint and id of the batch's last row, what the checkpoint records. */
-export async function lastRow(rows: Rows): Promise<string | undefined> {
-  const text = rows.texts.at(-1);
-  if (text === undefined) return undefined;
-  return `${await fingerprint(new TextEncoder().encode(text))}:${
-    rows.ids.at(-1)
-  }`;
-}
-
 /**
  * Inside a transaction: upserts a batch (a sweep's new items in `staged`), seen in its cycle, recording its changes;
  * ending a cycle, judges the guard (a refusal rolls the batch back), inserts what the cycle staged, removes (or marks)
@@ -192,7 +183,7 @@ export async function lastRow(rows: Rows): Promise<string | undefined> {
  */
 export function applyBatch(
   place: Place,
-  write: SqlBatch & { staged: Rows; last: string | undefined },
+  write: SqlBatch & { staged: Rows },
 ) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
@@ -216,7 +207,11 @@ export function applyBatch(
   }
   let end = { deleted: 0, inserted: 0, held: undefined as number | undefined };
   let rows = copy.rows + kinds.added;
-  let last = write.last ?? copy.last;
+  // The checkpoint records the fingerprint and id of the batch's last row.
+  const lastText = batch.texts.at(-1);
+  let last = lastText === undefined
+    ? copy.last
+    : `${fingerprint(lastText)}:${batch.ids.at(-1)}`;
   const ends = context?.endsCycle;
   if (ends !== undefined) {
     end = endCycle(place, ends, cycle, record);

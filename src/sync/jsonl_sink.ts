@@ -250,7 +250,7 @@ async function appendLines(
   const length = from.length + bytes.length;
   const last = {
     start: length - lastBytes.length,
-    hash: await fingerprint(lastBytes),
+    hash: fingerprint(lastBytes),
   };
   return { length, last };
 }

@@ -24,7 +24,6 @@ import {
   changeTable,
   Commits,
   hasColumn,
-  lastRow,
   split,
   type Statements,
   statements,
@@ -156,7 +155,7 @@ class SqliteDialect implements SqlDialect {
 
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) await refuseLinks(this.#file);
-    return await readCopy(this.#db, this.#table, this.#target);
+    return readCopy(this.#db, this.#table, this.#target);
   }
 
   prepare(): void {
@@ -200,7 +199,6 @@ class SqliteDialect implements SqlDialect {
   async apply(write: SqlBatch): Promise<Applied> {
     const st = this.#touch();
     const { rows, staged } = split(st, write);
-    const last = await lastRow(rows);
     // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
     // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
     await new Promise((resolve) => setImmediate(resolve));
@@ -215,7 +213,7 @@ class SqliteDialect implements SqlDialect {
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
       return applyBatch(
         { st, target, what, at, changes },
-        { ...write, rows, staged, last },
+        { ...write, rows, staged },
       );
     });
     this.#commits.rows = done.rows;
@@ -225,11 +223,11 @@ class SqliteDialect implements SqlDialect {
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing. */
-async function readCopy(
+function readCopy(
   db: DatabaseSync,
   table: string,
   target: string,
-): Promise<CopyState> {
+): CopyState {
   const exists = (name: string) =>
     db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
@@ -261,9 +259,7 @@ async function readCopy(
     ...(own?.rows === undefined || own.rows === null
       ? {}
       : { recorded: { rows: own.rows, last } }),
-    found: item === undefined
-      ? undefined
-      : await fingerprint(new TextEncoder().encode(item.item)),
+    found: item === undefined ? undefined : fingerprint(item.item),
     ...(found.length > 1
       ? {
         foreign:
