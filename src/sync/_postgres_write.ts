@@ -7,7 +7,7 @@ import {
   type SqlBatch,
   STAGE_TABLE,
 } from "./_sql_sink.ts";
-import { fingerprintOf } from "./_postgres_sql.ts";
+import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 
 /**
  * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`); end a cycle
@@ -25,14 +25,12 @@ interface Shape {
 export function writeStatement(
   table: string,
   write: SqlBatch,
-  { target, json, changes }: {
-    target: string;
-    json: string;
-    changes: string | undefined;
-  },
+  target: string,
+  changes: string | undefined,
 ): { sql: string; params: string[] } {
   const { owner, context } = write;
   const ends = context?.endsCycle;
+  const json = postgresJson(write.rows);
   const params = [target, json, JSON.stringify(write.checkpoint)];
   params.push(`${context?.cycle ?? 0}`);
   if (ends !== undefined) {

@@ -205,7 +205,10 @@ export function applyBatch(
   for (const id of kinds.updated) {
     record?.run(id, "update", place.at, text.get(id)!);
   }
-  let end = { deleted: 0, inserted: 0, held: undefined as number | undefined };
+  let end: { deleted: number; inserted: number; held?: number } = {
+    deleted: 0,
+    inserted: 0,
+  };
   let rows = copy.rows + kinds.added;
   // The checkpoint records the fingerprint and id of the batch's last row.
   const lastText = batch.texts.at(-1);

@@ -217,8 +217,7 @@ class SqliteDialect implements SqlDialect {
       );
     });
     this.#commits.rows = done.rows;
-    const { held, ...report } = done;
-    return held === undefined ? report : { ...report, held };
+    return done;
   }
 }
 
