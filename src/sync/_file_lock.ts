@@ -4,6 +4,7 @@
 import process from "node:process";
 import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
+import { parsedJson } from "./_checkpoint.ts";
 import {
   isStale,
   keepRefreshed,
@@ -139,13 +140,8 @@ async function takeOver(
 }
 
 function parse(text: string | undefined): LockContent | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const value = JSON.parse(text) as Partial<LockContent> | null;
-    return typeof value?.owner === "string"
-      ? { owner: value.owner, pid: Number(value.pid) || 0 }
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  const value = parsedJson(text ?? "") as Partial<LockContent> | null;
+  return typeof value?.owner === "string"
+    ? { owner: value.owner, pid: Number(value.pid) || 0 }
+    : undefined;
 }
