@@ -67,15 +67,10 @@ export function afterHeadWindow(
   }
   // Descending, the newest item becomes the edge once the pass is whole.
   const newest = base.head?.top ?? top ?? null;
-  const { head: _, ...rest } = base;
+  const { head: _, ...rest } = { ...base, ...accepted(state) };
   return ended
-    ? { ...rest, ...accepted(state), edge: newest ?? base.edge, complete: true }
-    : {
-      ...rest,
-      ...accepted(state),
-      complete: false,
-      head: { edge, offset, top: newest },
-    };
+    ? { ...rest, edge: newest ?? base.edge, complete: true }
+    : { ...rest, complete: false, head: { edge, offset, top: newest } };
 }
 
 /**
@@ -244,12 +239,14 @@ function checkCheckpoint(
   return saved;
 }
 
-type Check = (value: unknown) => boolean;
-const text: Check = (v) => typeof v === "string";
-const count: Check = (v) => Number.isSafeInteger(v) && (v as number) >= 0;
+/** A check of a JSON value's shape (the side file's use them too). */
+export type Check = (value: unknown) => boolean;
+export const text: Check = (v) => typeof v === "string";
+export const count: Check = (v) =>
+  Number.isSafeInteger(v) && (v as number) >= 0;
 const optional = (check: Check): Check => (v) => v === undefined || check(v);
 const textOrNull: Check = (v) => v === null || text(v);
-const shape = (fields: Record<string, Check>): Check => (v) =>
+export const shape = (fields: Record<string, Check>): Check => (v) =>
   typeof v === "object" && v !== null &&
   Object.entries(fields).every(([name, check]) =>
     check((v as Record<string, unknown>)[name])

@@ -118,22 +118,17 @@ export class Committer<T> {
   }
 
   #start(
-    { items, ids }: Batch<T>,
+    batch: Batch<T>,
     checkpoint: SyncCheckpoint,
     context: SyncWriteContext,
   ): void {
-    const batch = lastOfEachId(items, ids);
+    const { items, ids } = lastOfEachId(batch.items, batch.ids);
     const { sink } = this.#config;
     this.#writing = (async () => {
-      const report = await sink.write(
-        batch.items,
-        checkpoint,
-        batch.ids,
-        context,
-      );
+      const report = await sink.write(items, checkpoint, ids, context);
       this.written = checkpoint;
       this.lastReport = report ?? {};
-      this.#count(batch.items.length, this.lastReport, context.phase);
+      this.#count(items.length, this.lastReport, context.phase);
     })();
     this.#writing.catch(() => {});
   }

@@ -3,6 +3,7 @@
 import {
   checkAtMost,
   checkNumber,
+  type NumberRule,
   optionError,
   requireFunction,
   requireOptions,
@@ -10,37 +11,11 @@ import {
 } from "../core/_check.ts";
 import type { SyncIdentity } from "./_checkpoint.ts";
 import type { SyncSink } from "./sink.ts";
-import type { SyncEvent, SyncOptions, SyncProgress } from "./sync_options.ts";
+import type { SyncOptions } from "./sync_options.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot sync";
-
-/** The checked options of one run. */
-export interface SyncConfig<T> {
-  readonly identity: SyncIdentity;
-  readonly sink: SyncSink<T>;
-  readonly limit: number;
-  readonly maxLimit: number;
-  readonly concurrency: number;
-  /** List requests the sweep may spend (Infinity: a whole cycle). */
-  readonly sweep: number;
-  /** `sweep: Infinity` was asked for: the copy equal to the list now. */
-  readonly fresh: boolean;
-  /** How long the sweep may read, in ms (Infinity: no bound). */
-  readonly maxDuration: number;
-  readonly priority: "high" | "low" | "auto";
-  readonly deletes: "remove" | "mark";
-  readonly maxDeletes: number;
-  readonly changes: boolean;
-  readonly signal: AbortSignal | undefined;
-  readonly now: () => number;
-  readonly items: ((body: unknown) => readonly T[]) | undefined;
-  readonly onProgress: ((progress: SyncProgress) => void) | undefined;
-  readonly onEvent: ((event: SyncEvent) => void) | undefined;
-  /** The item's place in the order. @throws {SyncError} */
-  readonly keyOf: (item: T) => SyncKey;
-}
 
 /**
  * The options of a run.
@@ -50,7 +25,7 @@ export interface SyncConfig<T> {
 export function syncConfig<T>(
   path: string,
   options: SyncOptions<T>,
-): SyncConfig<T> {
+) {
   requireOptions(options, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
@@ -75,7 +50,7 @@ export function syncConfig<T>(
         ["ASC", "DESC"],
         "sortDirection",
       ),
-    },
+    } satisfies SyncIdentity,
     ...sweepOptions(options),
     ...pagingOptions(options),
     sink: checkSink(options.sink),
@@ -84,9 +59,13 @@ export function syncConfig<T>(
     items: options.items,
     onProgress: options.onProgress,
     onEvent: options.onEvent,
+    /** The item's place in the order. @throws {SyncError} */
     keyOf: keyReader(id, sortBy),
   };
 }
+
+/** The checked options of one run. */
+export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
 
 function bad(option: string, rule: string, received?: string): TypeError {
   return optionError(TypeError, CONTEXT, option, rule, received);
@@ -146,11 +125,22 @@ function checkQuery(query: Record<string, string> | undefined) {
   return query;
 }
 
+/** A numeric option (at most `most`), or its fallback. */
+function numberOf<T>(
+  options: SyncOptions<T>,
+  name: keyof SyncOptions<T>,
+  fallback: number,
+  rule: NumberRule = "positive integer",
+  most = Infinity,
+): number {
+  const given = options[name] as number | undefined; // checkNumber checks it
+  const value = checkNumber(given, fallback, rule, CONTEXT, name);
+  return checkAtMost(value, most, CONTEXT, name);
+}
+
 function pagingOptions<T>(options: SyncOptions<T>) {
-  const number = (value: number | undefined, fallback: number, name: string) =>
-    checkNumber(value, fallback, "positive integer", CONTEXT, name);
-  const limit = number(options.limit, 50, "limit");
-  const maxLimit = number(options.maxLimit, 1000, "maxLimit");
+  const limit = numberOf(options, "limit", 50);
+  const maxLimit = numberOf(options, "maxLimit", 1000);
   if (maxLimit < MIN_WINDOW) {
     throw optionError(
       RangeError,
@@ -160,44 +150,28 @@ function pagingOptions<T>(options: SyncOptions<T>) {
       String(maxLimit),
     );
   }
-  const concurrency = number(options.concurrency, 1, "concurrency");
-  return {
-    limit,
-    maxLimit: Math.max(limit, maxLimit),
-    concurrency: checkAtMost(concurrency, 64, CONTEXT, "concurrency"),
-  };
+  const concurrency = numberOf(options, "concurrency", 1, undefined, 64);
+  return { limit, maxLimit: Math.max(limit, maxLimit), concurrency };
 }
 
 /** The sweep's budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
-  const maxDuration = checkNumber(
-    options.maxDuration,
+  const maxDuration = numberOf(
+    options,
+    "maxDuration",
     Infinity,
     "positive time in ms, at most 2147483647",
-    CONTEXT,
-    "maxDuration",
   );
   // With a time bound and no count, the sweep spends what the limiter leaves it until the cycle completes or time is up.
-  const sweep = options.sweep === Infinity ? Infinity : checkNumber(
-    options.sweep,
+  const sweep = options.sweep === Infinity ? Infinity : numberOf(
+    options,
+    "sweep",
     maxDuration === Infinity ? 10 : Infinity,
     "non-negative integer",
-    CONTEXT,
-    "sweep",
   );
   const deletes = oneOf(options.deletes, ["remove", "mark"], "deletes");
-  const maxDeletes = checkAtMost(
-    checkNumber(
-      options.maxDeletes,
-      0.1,
-      "non-negative finite number",
-      CONTEXT,
-      "maxDeletes",
-    ),
-    1,
-    CONTEXT,
-    "maxDeletes",
-  );
+  const rule = "non-negative finite number";
+  const maxDeletes = numberOf(options, "maxDeletes", 0.1, rule, 1);
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
     throw bad("changes", "must be a boolean");
   }
@@ -214,8 +188,11 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     " (Fetch's RequestInit.priority)",
   );
   return {
+    /** List requests the sweep may spend (Infinity: a whole cycle). */
     sweep,
+    /** `sweep: Infinity` was asked for: the copy equal to the list now. */
     fresh: options.sweep === Infinity,
+    /** How long the sweep may read, in ms (Infinity: no bound). */
     maxDuration,
     priority,
     deletes,

@@ -2,7 +2,9 @@
 // while held, taken over only once stale by one run at a time (a guard file), removed only while still this run's.
 
 import process from "node:process";
+import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
+import { parsedJson } from "./_checkpoint.ts";
 import {
   isStale,
   keepRefreshed,
@@ -83,12 +85,9 @@ function held(path: string, token: string, clock: () => number): FileLock {
 /** Creates the lock file with this run's token; false when one exists. */
 async function create(path: string, token: string): Promise<boolean> {
   const content: LockContent = { owner: token, pid: process.pid };
-  const text = JSON.stringify(content);
-  const made = await withFile(path, "create", async (file) => {
-    await file.writeFile(text);
-    return true;
-  });
-  return made ?? false;
+  const write = (file: FileHandle) =>
+    file.writeFile(JSON.stringify(content)).then(() => true);
+  return await withFile(path, "create", write) ?? false;
 }
 
 /** The lock's owner and last refresh, or undefined once it is gone. A link (planted, dangling or not) is refused, naming its owner. */
@@ -141,13 +140,8 @@ async function takeOver(
 }
 
 function parse(text: string | undefined): LockContent | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const value = JSON.parse(text) as Partial<LockContent> | null;
-    return typeof value?.owner === "string"
-      ? { owner: value.owner, pid: Number(value.pid) || 0 }
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  const value = parsedJson(text ?? "") as Partial<LockContent> | null;
+  return typeof value?.owner === "string"
+    ? { owner: value.owner, pid: Number(value.pid) || 0 }
+    : undefined;
 }

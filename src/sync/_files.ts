@@ -238,11 +238,9 @@ export async function removeFile(path: string): Promise<void> {
   }
 }
 
-/** A fingerprint of `bytes`: hex SHA-256 cut to 32 digits, by node:crypto (WebCrypto cost an event-loop trip per batch). */
-export function fingerprint(bytes: Uint8Array): Promise<string> {
-  return Promise.resolve(
-    createHash("sha256").update(bytes).digest("hex").slice(0, 32),
-  );
+/** A fingerprint of `data` (text as UTF-8): hex SHA-256 cut to 32 digits, by node:crypto (WebCrypto cost an event-loop trip per batch). */
+export function fingerprint(data: Uint8Array | string): string {
+  return createHash("sha256").update(data).digest("hex").slice(0, 32);
 }
 
 /** Whether `error` says the file does not exist (as it is, or as a cause). */

@@ -6,7 +6,7 @@ import type {
   SyncWriteContext,
   SyncWriteReport,
 } from "./sink.ts";
-import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
+import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
 import { SyncError } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
@@ -65,9 +65,9 @@ function readSideFile(text: string): Committed | undefined {
       : undefined;
   }
   if (!isCheckpoint(value.checkpoint)) return undefined;
-  if (value.format === undefined && isLength(value.length)) {
+  if (value.format === undefined && count(value.length)) {
     // 0.3 wrote only the length: its last byte must be a line's end.
-    const length = value.length;
+    const length = value.length as number;
     return {
       checkpoint: value.checkpoint,
       end: {
@@ -87,24 +87,15 @@ function readSideFile(text: string): Committed | undefined {
   };
 }
 
-function isLength(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) >= 0;
-}
-
 function isEnd(value: unknown): value is FileEnd {
-  if (typeof value !== "object" || value === null) return false;
-  const { length, last } = value as Record<string, unknown>;
-  if (!isLength(length)) return false;
-  if (last === null) return length === 0;
-  const { start, hash } = (last ?? {}) as Record<string, unknown>;
-  return isLength(start) && start < length && typeof hash === "string";
+  const last = (v: unknown) =>
+    v === null || shape({ start: count, hash: text })(v);
+  if (!shape({ length: count, last })(value)) return false;
+  const end = value as FileEnd;
+  return end.last === null ? end.length === 0 : end.last.start < end.length;
 }
 
-function isRewrite(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  const { end, cycle, mainAt } = value as Rewrite;
-  return isEnd(end) && isLength(cycle) && isLength(mainAt);
-}
+const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 
 /**
  * Reads the side file and checks the copy (and a rewrite under way) against it. Reads only.
@@ -153,7 +144,7 @@ async function expectEnd(
   }
   if (end.last === null) return;
   const bytes = await readRange(path, end.last.start, end.length);
-  if (bytes === undefined || await fingerprint(bytes) !== end.last.hash) {
+  if (bytes === undefined || fingerprint(bytes) !== end.last.hash) {
     throw mismatch(
       files,
       `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,

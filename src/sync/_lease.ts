@@ -1,7 +1,7 @@
 // Internal: every sink's lock rules, as pure functions and one waiting loop: a lock belongs to a run (a random token),
 // is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
-import { unrefTimer } from "../core/_deadlines.ts";
+import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { optionError } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
@@ -86,7 +86,7 @@ export async function waitForLock<L>(
         what,
       );
     }
-    await pause(Math.min(POLL_EVERY, left), options.signal);
+    await delay(Math.min(POLL_EVERY, left), options.signal);
   }
 }
 
@@ -106,20 +106,4 @@ export function lockLost(what: string): SyncError {
     "lock-lost",
     what,
   );
-}
-
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = globalThis.setTimeout(done, ms);
-    function done() {
-      signal?.removeEventListener("abort", abort);
-      resolve();
-    }
-    function abort() {
-      globalThis.clearTimeout(timer);
-      reject(signal!.reason);
-    }
-    signal?.addEventListener("abort", abort, { once: true });
-  });
 }

@@ -9,6 +9,7 @@ import { STALE_AFTER } from "./_lease.ts";
 import {
   CHANGE_KINDS,
   CHECKPOINT_TABLE,
+  jsonText,
   LEASE_TABLE,
   leaseSql,
   STAGE_TABLE,
@@ -151,8 +152,7 @@ export const CHANGES_COLUMNS =
   "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
 
 /** The columns of a change table 0.3 made: `item` is added to it. */
-export const CHANGES_COLUMNS_0_3 =
-  "seq bigint, id text, change text, at timestamp with time zone";
+export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
 
 /** The batch's rows as `[[id, item], ...]`, one JSON text. */
 export function postgresJson(
@@ -210,12 +210,7 @@ export function itemJson(
   item: unknown,
   limits: PostgresLimits,
 ): string | undefined {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(item);
-  } catch {
-    return undefined; // a BigInt or a cycle: no JSON at all
-  }
+  const text = jsonText(item);
   if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
   // Depth d takes at least 2d characters.
   if (text.length > 2 * limits.depth && deeperThan(text, limits.depth)) {

@@ -7,7 +7,7 @@ import {
   type SqlBatch,
   STAGE_TABLE,
 } from "./_sql_sink.ts";
-import { fingerprintOf } from "./_postgres_sql.ts";
+import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 
 /**
  * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`); end a cycle
@@ -25,14 +25,12 @@ interface Shape {
 export function writeStatement(
   table: string,
   write: SqlBatch,
-  { target, json, changes }: {
-    target: string;
-    json: string;
-    changes: string | undefined;
-  },
+  target: string,
+  changes: string | undefined,
 ): { sql: string; params: string[] } {
   const { owner, context } = write;
   const ends = context?.endsCycle;
+  const json = postgresJson(write.rows);
   const params = [target, json, JSON.stringify(write.checkpoint)];
   params.push(`${context?.cycle ?? 0}`);
   if (ends !== undefined) {
@@ -81,9 +79,7 @@ function writeSql(table: string, shape: Shape): string {
   ];
   const when = (word: "WHERE" | "AND") =>
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
-  // A staged row is one the table lacks; a written one, any other.
-  const held = `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
-  const writes = shape.stages ? `WHERE ${held}` : "WHERE true";
+  const writes = shape.stages ? `WHERE ${held(table)}` : "WHERE true";
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
     ...batchSteps(table, shape.stages),
@@ -94,7 +90,7 @@ function writeSql(table: string, shape: Shape): string {
   ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
   RETURNING 1
 )`,
-    ...(shape.stages ? [stagedStep(held, when("AND"))] : []),
+    ...(shape.stages ? [stagedStep(held(table), when("AND"))] : []),
     ...(shape.ends === undefined ? [] : appliedSteps(table, when("AND"))),
     ...removalSteps(table, shape.ends, when("AND")),
     ...(shape.changes === undefined
@@ -104,6 +100,10 @@ function writeSql(table: string, shape: Shape): string {
   ];
   return `WITH ${parts.join(", ")}\n${answerSelect(shape)}`;
 }
+
+/** Whether the table holds the batch row `b`: a staged row is one it lacks; a written one, any other. */
+const held = (table: string) =>
+  `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
 
 /** The batch's cycle number, as the statement's fourth parameter. */
 const CYCLE = "$4::text::bigint";
@@ -189,19 +189,14 @@ function removalSteps(
   ends: Shape["ends"],
   gated: string,
 ): string[] {
-  if (ends === "remove") {
-    return [`removed AS (
-  DELETE FROM ${table} t USING gone g WHERE t.id = g.id ${gated}
+  if (ends === undefined) return [];
+  const change = ends === "remove"
+    ? `DELETE FROM ${table} t USING gone g`
+    : `UPDATE ${table} t SET deleted_at = now() FROM gone g`;
+  return [`removed AS (
+  ${change} WHERE t.id = g.id ${gated}
   RETURNING 1
 )`];
-  }
-  if (ends === "mark") {
-    return [`removed AS (
-  UPDATE ${table} t SET deleted_at = now() FROM gone g WHERE t.id = g.id ${gated}
-  RETURNING 1
-)`];
-  }
-  return [];
 }
 
 /** Each insert, update and (ending a cycle) delete as a row of `changes`. */
@@ -223,9 +218,7 @@ function changesStep(changes: string, ends: boolean, gated: string): string {
 /** The checkpoint saved with the row count and the last row's fingerprint. */
 function savedStep(table: string, shape: Shape, gated: string): string {
   const ends = shape.ends;
-  const written = shape.stages
-    ? ` WHERE EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`
-    : "";
+  const written = shape.stages ? ` WHERE ${held(table)}` : "";
   const before = (column: string) =>
     `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;
   const lastBefore = before("last");

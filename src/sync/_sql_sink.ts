@@ -25,22 +25,25 @@ export const STAGE_TABLE = "partner_api_sync_stage";
 /** The change table's kinds of change. */
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
-/** What a dialect supplies: its database's side of each step of the flow. */
+/** A dialect's answer: at once (node:sqlite is synchronous) or later. */
+type Answer<R> = R | Promise<R>;
+
+/** What a dialect supplies: its database's side of each step of the flow (what a step throws, the flow rejects with). */
 export interface SqlDialect {
   /** `the table X`, in messages. */
   readonly what: string;
   /** What a user whose copy is refused does instead. */
   readonly instead: string;
   /** The copy's state, read without changing anything. */
-  read(): Promise<CopyState>;
+  read(): Answer<CopyState>;
   /** Before a run's lease: the tables, created once the copy passed. */
-  prepare(): Promise<void>;
+  prepare(): Answer<void>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
-  take(token: string): Promise<{ taken: string } | { holder: string }>;
+  take(token: string): Answer<{ taken: string } | { holder: string }>;
   /** Refreshes the lease while it is `token`'s. */
-  refresh(token: string): Promise<unknown>;
+  refresh(token: string): Answer<unknown>;
   /** Drops the lease if it is still `token`'s. */
-  release(token: string): Promise<void>;
+  release(token: string): Answer<void>;
   /** The item's text as the database holds it, or undefined when it cannot. */
   text(item: unknown, id: string): string | undefined;
   /**
@@ -48,7 +51,7 @@ export interface SqlDialect {
    * end behind its guard, change rows, the checkpoint.
    * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
    */
-  apply(batch: SqlBatch): Promise<Applied>;
+  apply(batch: SqlBatch): Answer<Applied>;
 }
 
 /** The sink the kit makes of a dialect. */
@@ -69,9 +72,11 @@ export function sqlSink<T>(
         signal: run.signal,
         wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
         onWait: options.onLockWait,
-      }, () => dialect.take(token));
+      }, async () => await dialect.take(token));
       let refreshing: Promise<unknown> = Promise.resolve();
-      const stop = keepRefreshed(() => refreshing = dialect.refresh(token));
+      const stop = keepRefreshed(() =>
+        refreshing = Promise.resolve().then(() => dialect.refresh(token))
+      );
       return {
         async [Symbol.asyncDispose]() {
           stop();

@@ -174,15 +174,6 @@ export function split(
   return { rows: part(true), staged: part(false) };
 }
 
-/** The fingerprint and id of the batch's last row, what the checkpoint records. */
-export async function lastRow(rows: Rows): Promise<string | undefined> {
-  const text = rows.texts.at(-1);
-  if (text === undefined) return undefined;
-  return `${await fingerprint(new TextEncoder().encode(text))}:${
-    rows.ids.at(-1)
-  }`;
-}
-
 /**
  * Inside a transaction: upserts a batch (a sweep's new items in `staged`), seen in its cycle, recording its changes;
  * ending a cycle, judges the guard (a refusal rolls the batch back), inserts what the cycle staged, removes (or marks)
@@ -192,7 +183,7 @@ export async function lastRow(rows: Rows): Promise<string | undefined> {
  */
 export function applyBatch(
   place: Place,
-  write: SqlBatch & { staged: Rows; last: string | undefined },
+  write: SqlBatch & { staged: Rows },
 ) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
@@ -214,9 +205,16 @@ export function applyBatch(
   for (const id of kinds.updated) {
     record?.run(id, "update", place.at, text.get(id)!);
   }
-  let end = { deleted: 0, inserted: 0, held: undefined as number | undefined };
+  let end: { deleted: number; inserted: number; held?: number } = {
+    deleted: 0,
+    inserted: 0,
+  };
   let rows = copy.rows + kinds.added;
-  let last = write.last ?? copy.last;
+  // The checkpoint records the fingerprint and id of the batch's last row.
+  const lastText = batch.texts.at(-1);
+  let last = lastText === undefined
+    ? copy.last
+    : `${fingerprint(lastText)}:${batch.ids.at(-1)}`;
   const ends = context?.endsCycle;
   if (ends !== undefined) {
     end = endCycle(place, ends, cycle, record);
@@ -232,8 +230,8 @@ export function applyBatch(
     ...end,
     rows,
     last,
-    inserted: kinds.count.inserted + end.inserted,
-    updated: kinds.count.updated,
+    inserted: kinds.added + end.inserted,
+    updated: kinds.changed,
   };
 }
 
@@ -295,11 +293,12 @@ function upsertAll(st: Statements, batch: Rows, named: boolean) {
   const inserted = ids.filter((id) => kind.get(id) === true);
   const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
-  const count = {
-    inserted: added,
-    updated: named ? updated.length : changed - added,
+  return {
+    added,
+    changed: named ? updated.length : changed - added,
+    inserted,
+    updated,
   };
-  return { added, count, inserted, updated };
 }
 
 /** The transaction of a sink's connection, and when it commits. */

@@ -172,12 +172,9 @@ function checkOrder(
 ): void {
   const at = keys.findIndex((key, i) => i > 0 && order(keys[i - 1]!, key) > 0);
   if (at < 0) return;
+  const [before, after] = [keys[at - 1]!.id, keys[at]!.id];
   throw new SyncError(
-    `Cannot sync: the list is not in the asked order: '${
-      keys[at]!.id
-    }' came after '${
-      keys[at - 1]!.id
-    }' (page ${plan.page}, limit ${plan.limit})`,
+    `Cannot sync: the list is not in the asked order: '${after}' came after '${before}' (page ${plan.page}, limit ${plan.limit})`,
     "unordered",
   );
 }

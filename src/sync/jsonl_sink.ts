@@ -152,7 +152,11 @@ class JsonlCopy {
     );
     // The head's lines since the cycle began follow the sweep's.
     const tail = await readRange(copy, rewrite.mainAt, now.end.length);
-    const whole = await this.#append(rewritePath, rewrite.end, tailLines(tail));
+    const whole = await this.#append(
+      rewritePath,
+      rewrite.end,
+      new TextDecoder().decode(tail),
+    );
     await this.#save({ checkpoint, end: whole, renaming: true });
     await renameOver(this.#files);
     this.#ours.delete(copy);
@@ -184,7 +188,7 @@ class JsonlCopy {
     this.#committed = next;
   }
 
-  async #append(file: string, from: FileEnd, lines: Lines): Promise<FileEnd> {
+  async #append(file: string, from: FileEnd, lines: string): Promise<FileEnd> {
     const end = await appendLines(file, from, lines, async (size) => {
       // Another writer's lines past ours: this run lost the copy.
       if (this.#ours.has(file) && size !== from.length) throw lockLost(file);
@@ -197,15 +201,9 @@ class JsonlCopy {
 
 const EMPTY: FileEnd = { length: 0, last: null };
 
-/** A batch as text, and its last line. */
-interface Lines {
-  readonly text: string;
-  readonly last: string | undefined;
-}
-
-function linesOf<T>(items: readonly T[]): Lines {
-  const lines = items.map((item) => `${JSON.stringify(item)}\n`);
-  return { text: lines.join(""), last: lines.at(-1) };
+/** The items' lines, each ended. */
+function linesOf<T>(items: readonly T[]): string {
+  return items.map((item) => `${JSON.stringify(item)}\n`).join("");
 }
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
@@ -220,14 +218,6 @@ async function startCycle(
   return { end: EMPTY, cycle, mainAt: main.length };
 }
 
-/** Lines already written elsewhere, as a batch to append. */
-function tailLines(bytes: Uint8Array | undefined): Lines {
-  const text = new TextDecoder().decode(bytes ?? new Uint8Array());
-  if (text === "") return { text, last: undefined };
-  const start = text.lastIndexOf("\n", text.length - 2) + 1;
-  return { text, last: text.slice(start) };
-}
-
 /** Renames the finished rewrite over the copy, if it is still there. */
 async function renameOver(files: CopyFiles): Promise<void> {
   if (await sizeOf(files.rewrite) === undefined) return;
@@ -239,11 +229,11 @@ async function renameOver(files: CopyFiles): Promise<void> {
 async function appendLines(
   path: string,
   from: FileEnd,
-  lines: Lines,
+  lines: string,
   guard: (size: number) => Promise<void>,
 ): Promise<FileEnd> {
-  if (lines.last === undefined) return from;
-  const bytes = new TextEncoder().encode(lines.text);
+  if (lines === "") return from;
+  const bytes = new TextEncoder().encode(lines);
   const exists = await sizeOf(path) !== undefined;
   const file = await openFile(path, exists ? "write" : "create");
   try {
@@ -255,11 +245,12 @@ async function appendLines(
   } finally {
     await file.close();
   }
-  const lastBytes = new TextEncoder().encode(lines.last);
+  const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
+  const lastBytes = new TextEncoder().encode(lastLine);
   const length = from.length + bytes.length;
   const last = {
     start: length - lastBytes.length,
-    hash: await fingerprint(lastBytes),
+    hash: fingerprint(lastBytes),
   };
   return { length, last };
 }

@@ -26,7 +26,6 @@ import {
   idFits,
   itemJson,
   POSTGRES_LIMITS,
-  postgresJson,
   type PostgresLimits,
   REFRESH_SQL,
   RELEASE_SQL,
@@ -189,12 +188,12 @@ class PostgresDialect implements SqlDialect {
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
-    const json = postgresJson(write.rows);
-    const { sql, params } = writeStatement(this.#table, write, {
-      target: this.#target,
-      json,
+    const { sql, params } = writeStatement(
+      this.#table,
+      write,
+      this.#target,
       changes,
-    });
+    );
     const row = await this.#row(sql, params);
     const ends = write.context?.endsCycle, what = this.what;
     if (row.leased !== "1") throw lockLost(what);

@@ -2,6 +2,7 @@
 // _sqlite_sql.ts: the statements).
 
 import process from "node:process";
+import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
@@ -23,7 +24,6 @@ import {
   changeTable,
   Commits,
   hasColumn,
-  lastRow,
   split,
   type Statements,
   statements,
@@ -155,47 +155,41 @@ class SqliteDialect implements SqlDialect {
 
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) await refuseLinks(this.#file);
-    return await readCopy(this.#db, this.#table, this.#target);
+    return readCopy(this.#db, this.#table, this.#target);
   }
 
-  prepare(): Promise<void> {
-    return this.#sync(() => void this.#touch());
+  prepare(): void {
+    this.#touch();
   }
 
-  take(token: string): Promise<{ taken: string } | { holder: string }> {
-    return this.#sync(() => {
-      const st = this.#touch();
-      const at = this.#now();
-      const taken = withoutBusyWait(
-        this.#db,
-        () => st.take.get(this.#target, token, at, at - STALE_AFTER),
-      );
-      if (taken !== undefined) {
-        this.#commits.grouping = true;
-        return { taken: token };
-      }
-      const holder = st.holder.get(this.#target) as
-        | { refreshed_at: number }
-        | undefined;
-      const stale = holder !== undefined && isStale(holder.refreshed_at, at);
-      return { holder: stale ? "a run that stopped" : "another run" };
-    });
+  take(token: string): { taken: string } | { holder: string } {
+    const st = this.#touch();
+    const at = this.#now();
+    const taken = withoutBusyWait(
+      this.#db,
+      () => st.take.get(this.#target, token, at, at - STALE_AFTER),
+    );
+    if (taken !== undefined) {
+      this.#commits.grouping = true;
+      return { taken: token };
+    }
+    const holder = st.holder.get(this.#target) as
+      | { refreshed_at: number }
+      | undefined;
+    const stale = holder !== undefined && isStale(holder.refreshed_at, at);
+    return { holder: stale ? "a run that stopped" : "another run" };
   }
 
-  refresh(token: string): Promise<void> {
-    return this.#sync(() => {
-      if (this.#db.isOpen) {
-        this.#touch().refresh.run(this.#target, token, this.#now());
-      }
-    });
+  refresh(token: string): void {
+    if (this.#db.isOpen) {
+      this.#touch().refresh.run(this.#target, token, this.#now());
+    }
   }
 
-  release(token: string): Promise<void> {
-    return this.#sync(() => {
-      this.#commits.grouping = false;
-      this.#commits.commit();
-      if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
-    });
+  release(token: string): void {
+    this.#commits.grouping = false;
+    this.#commits.commit();
+    if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
   }
 
   text(item: unknown): string | undefined {
@@ -205,9 +199,9 @@ class SqliteDialect implements SqlDialect {
   async apply(write: SqlBatch): Promise<Applied> {
     const st = this.#touch();
     const { rows, staged } = split(st, write);
-    const last = await lastRow(rows);
     // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
-    await nextTurn();
+    // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
+    await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
     const changes = write.context?.changes
       ? changeTable(db, changeTableOf(this.#table))
@@ -219,26 +213,20 @@ class SqliteDialect implements SqlDialect {
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
       return applyBatch(
         { st, target, what, at, changes },
-        { ...write, rows, staged, last },
+        { ...write, rows, staged },
       );
     });
     this.#commits.rows = done.rows;
-    const { held, ...report } = done;
-    return held === undefined ? report : { ...report, held };
-  }
-
-  /** node:sqlite is synchronous: what `work` throws, the promise rejects with. */
-  #sync<R>(work: () => R): Promise<R> {
-    return new Promise((resolve) => resolve(work()));
+    return done;
   }
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing. */
-async function readCopy(
+function readCopy(
   db: DatabaseSync,
   table: string,
   target: string,
-): Promise<CopyState> {
+): CopyState {
   const exists = (name: string) =>
     db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
@@ -270,9 +258,7 @@ async function readCopy(
     ...(own?.rows === undefined || own.rows === null
       ? {}
       : { recorded: { rows: own.rows, last } }),
-    found: item === undefined
-      ? undefined
-      : await fingerprint(new TextEncoder().encode(item.item)),
+    found: item === undefined ? undefined : fingerprint(item.item),
     ...(found.length > 1
       ? {
         foreign:
@@ -280,17 +266,6 @@ async function readCopy(
       }
       : {}),
   };
-}
-
-/** One turn of the event loop: `setImmediate` where there is one, as chained `setTimeout(0)` is clamped (~2 ms a turn). */
-function nextTurn(): Promise<void> {
-  const immediate = (globalThis as {
-    setImmediate?: (callback: () => void) => unknown;
-  }).setImmediate;
-  return new Promise((resolve) => {
-    if (typeof immediate === "function") immediate(resolve);
-    else globalThis.setTimeout(resolve, 0);
-  });
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
