@@ -40,44 +40,25 @@ export function resolveUnder(
       }, outside ${base.href}; the token is only sent under it`,
     );
   }
-  if (isRiskyPath(url.pathname)) {
-    throw optionError(
-      TypeError,
-      context,
-      "path",
-      "must not hold a form a server may read as outside the base",
-      `${
-        displayUrl(url)
-      }, which holds an encoded '/' or '\\' (%2F, %5C), a double encoding (%25), an overlong UTF-8 escape (%C0%AE), a ';', a backslash, or a character that reads as '.', '/' or '\\', outside ${base.href} to some servers; the token is only sent under it`,
-    );
-  }
   return url;
 }
 
 /** Resolved paths of one base, checked once and kept (the last 256): checking each call was most of its cost. */
-export class PathCache {
-  readonly #base: URL;
-  readonly #context: string;
-  readonly #resolved = new Map<string, URL>();
-
-  constructor(base: URL, context: string) {
-    this.#base = base;
-    this.#context = context;
-  }
-
-  /** @throws {TypeError} As {@linkcode resolveUnder}. */
-  resolve(path: string | URL): URL {
-    if (typeof path !== "string") {
-      return resolveUnder(this.#base, path, this.#context);
-    }
-    let url = this.#resolved.get(path);
+export function pathCache(
+  base: URL,
+  context: string,
+): (path: string | URL) => URL {
+  const resolved = new Map<string, URL>();
+  return (path) => {
+    if (typeof path !== "string") return resolveUnder(base, path, context);
+    let url = resolved.get(path);
     if (url === undefined) {
-      url = resolveUnder(this.#base, path, this.#context);
-      if (this.#resolved.size >= 256) this.#resolved.clear();
-      this.#resolved.set(path, url);
+      url = resolveUnder(base, path, context);
+      if (resolved.size >= 256) resolved.clear();
+      resolved.set(path, url);
     }
     return url;
-  }
+  };
 }
 
 /** Whether `url` is on `base`'s origin, under its path, without user info. */

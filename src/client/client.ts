@@ -1,5 +1,5 @@
 import type { TokenProvider } from "../token/mod.ts";
-import { PathCache } from "./_path.ts";
+import { pathCache } from "./_path.ts";
 import { listUnder, pagesUnder } from "./_list.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { clientConfig } from "./_config.ts";
@@ -92,13 +92,13 @@ export interface PartnerClient {
 export function createClient(options: ClientOptions): PartnerClient {
   const { environment, context } = clientConfig(options);
   const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
-    const paths = new PathCache(base, what);
+    const resolve = pathCache(base, what);
     return (path: string | URL, init: RequestInit = {}): Promise<Response> => {
       try {
         return sendExchange(context, {
           base,
           kind,
-          url: paths.resolve(path),
+          url: resolve(path),
           init: init.priority === undefined && context.priority !== "auto"
             ? { ...init, priority: context.priority }
             : init,
