@@ -1,6 +1,5 @@
 // A client's paged lists: each page one exchange, retried on its own, its body read within the attempt.
 
-import type { EventListener } from "../core/events.ts";
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
 import {
@@ -10,13 +9,7 @@ import {
 } from "../core/_check.ts";
 
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
-import {
-  flatten,
-  type PageConfig,
-  pageConfig,
-  type Walked,
-  walkPages,
-} from "./_walk.ts";
+import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, serverText } from "../core/_redact.ts";
@@ -36,20 +29,13 @@ interface FetchedPage<T> {
   readonly request: RequestMetadata;
 }
 
-/** A walk over a list, its checked options, and the list's path. */
-interface Walk<T> {
-  readonly walk: AsyncGenerator<Walked<T, FetchedPage<T>>>;
-  readonly config: PageConfig<T>;
-  readonly pathname: string;
-}
-
 /** A walk over the list at `path` under `base`; options checked at once. */
 function walkUnder<T>(
   context: SendContext,
   base: URL,
   path: string,
   options: ListOptions<T>,
-): Walk<T> {
+) {
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
   const extra = checkQuery(query);
@@ -72,6 +58,7 @@ export function pagesUnder<T>(
 ): AsyncIterableIterator<Page<T>> {
   const { walk, config, pathname } = walkUnder(context, base, path, options);
   const pages = asPages(walk, config.limit);
+  if (context.onEvent === undefined) return pages;
   return heard(pages, context, pathname, (page) => page.items.length);
 }
 
@@ -147,26 +134,13 @@ function listHead(
   return `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
 }
 
-/** `source`; the client's listener, if any, hears how the crawl ended. */
-function heard<X>(
+/** `source`; the client's listener hears how the crawl ended. */
+async function* heard<X>(
   source: AsyncIterableIterator<X>,
-  context: SendContext,
-  pathname: string,
-  count: (value: X) => number,
-  tally?: { pages: number },
-): AsyncIterableIterator<X> {
-  const listener = context.onEvent;
-  if (listener === undefined) return source;
-  return heardCrawl(source, listener, context.now, pathname, count, tally);
-}
-
-async function* heardCrawl<X>(
-  source: AsyncIterableIterator<X>,
-  listener: EventListener,
-  now: () => number,
+  { onEvent, now }: SendContext,
   path: string,
   count: (value: X) => number,
-  tally: { pages: number } | undefined,
+  tally?: { pages: number },
 ): AsyncIterableIterator<X> {
   const started = now();
   let pages = 0;
@@ -182,7 +156,7 @@ async function* heardCrawl<X>(
     outcome = "error";
     throw error;
   } finally {
-    emit(listener, {
+    emit(onEvent!, {
       type: "api.list",
       path,
       outcome,
@@ -208,12 +182,7 @@ async function listPage<T>(
     init: {
       headers: { accept: "application/json" },
       ...(signal === undefined ? {} : { signal }),
-      // The list's priority, else the client's (fetch hears it too).
-      ...(priority !== undefined
-        ? { priority }
-        : context.priority === "auto"
-        ? {}
-        : { priority: context.priority }),
+      ...(priority === undefined ? {} : { priority }),
     },
     context: CONTEXT,
     finish: async (response, accessToken, attempts) => {

@@ -44,6 +44,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   readonly now: () => number;
   readonly context: SendContext;
   readonly exchange: Exchange<T>;
+  readonly init: RequestInit;
   readonly method: string;
   readonly replayable: boolean;
   retries = 0;
@@ -64,6 +65,10 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.now = context.now;
     this.context = context;
     this.exchange = exchange;
+    // The call's priority, else the client's (fetch hears it too).
+    this.init = init.priority === undefined && context.priority !== "auto"
+      ? { ...init, priority: context.priority }
+      : init;
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
@@ -74,7 +79,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     const { signal, context } = this;
     ({ accessToken: this.accessToken } = await context.tokenProvider
       .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-    const priority = this.exchange.init.priority ?? context.priority;
+    const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
     this.ticket = typeof slot === "object"
       ? await waitFor(context, slot, priority)
@@ -84,7 +89,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal. */
   async attempt(deadline: Deadline): Promise<Response | undefined> {
     try {
-      const { init } = this.exchange;
+      const { init } = this;
       return await deadline.race(
         this.context.fetch(this.target.href, {
           ...init,

@@ -99,9 +99,7 @@ export function createClient(options: ClientOptions): PartnerClient {
           base,
           kind,
           url: resolve(path),
-          init: init.priority === undefined && context.priority !== "auto"
-            ? { ...init, priority: context.priority }
-            : init,
+          init,
           context: what,
           finish: (response) => response,
         });
