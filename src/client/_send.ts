@@ -185,28 +185,23 @@ function deliver<T>(
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
-  const bodyFailed = (error: unknown): Next<T> | Promise<Next<T>> => {
-    // The service's refusal is final; a body cut off or too slow is no answer, and retried like one.
-    if (error instanceof ApiError) throw error;
-    request.signal?.throwIfAborted();
-    request.failure = error;
-    const step = nextStep(NO_ANSWER, request, request.context.retry);
-    return carryOut(request, undefined, deadline, attempts, step);
-  };
-  try {
-    const done = request.exchange.finish(
-      response,
-      request.accessToken,
-      attempts,
-    );
-    if (!(done instanceof Promise)) return { do: "done", value: done };
-    return deadline.race(done).then(
-      (value): Next<T> => ({ do: "done", value }),
-      bodyFailed,
-    );
-  } catch (error) {
-    return bodyFailed(error);
-  }
+  const done = request.exchange.finish(
+    response,
+    request.accessToken,
+    attempts,
+  );
+  if (!(done instanceof Promise)) return { do: "done", value: done };
+  return deadline.race(done).then(
+    (value): Next<T> => ({ do: "done", value }),
+    (error: unknown) => {
+      // The service's refusal is final; a body cut off or too slow is no answer, and retried like one.
+      if (error instanceof ApiError) throw error;
+      request.signal?.throwIfAborted();
+      request.failure = error;
+      const step = nextStep(NO_ANSWER, request, request.context.retry);
+      return carryOut(request, undefined, deadline, attempts, step);
+    },
+  );
 }
 
 /** Carries out a renewal, a redirect, a retry or a failure. */
