@@ -5,7 +5,7 @@ import type {
   PageRequest,
   PaginateOptions,
   SortDirection,
-} from "./page_types.ts";
+} from "./paginate.ts";
 import {
   checkAtMost,
   checkNumber,
