@@ -26,6 +26,7 @@
  */
 
 export { createClient, type PartnerClient } from "./client.ts";
+export type { ListOptions, Page, RequestMetadata } from "./client.ts";
 export type { ClientOptions, ProviderSettings } from "./options.ts";
 
 export {
@@ -34,8 +35,6 @@ export {
   type RateLimiter,
   type RateLimiterOptions,
 } from "./rate_limit.ts";
-
-export type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 
 // Types its signatures name, homed elsewhere: each entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
