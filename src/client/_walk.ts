@@ -4,6 +4,7 @@ import { raceAbort } from "../core/_deadlines.ts";
 import type {
   PageRequest,
   PaginateOptions,
+  RepeatedPageError,
   SortDirection,
 } from "./paginate.ts";
 import {
@@ -31,17 +32,11 @@ export interface Walked<T, F extends Fetched<T>> {
   readonly fetched: F;
 }
 
-interface PendingPage<F> {
-  readonly page: number;
-  readonly controller: AbortController;
-  readonly result: Promise<F>;
-}
-
 function requestPage<T, F>(
   fetchPage: (request: PageRequest) => Promise<F>,
   config: PageConfig<T>,
   page: number,
-): PendingPage<F> {
+) {
   const controller = new AbortController();
   const { limit, sort, priority, signal: caller } = config;
   const signal = caller
@@ -56,9 +51,7 @@ function requestPage<T, F>(
 }
 
 /** The `RepeatedPageError` when a full page repeats the one before, or holds only items seen. */
-function repeatedPage(
-  page: number,
-): Error & { reason: "repeated-page"; page: number } {
+function repeatedPage(page: number): RepeatedPageError {
   return Object.assign(
     new Error(
       `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
@@ -109,16 +102,14 @@ function keep<T>(
     tally.kept += items.length;
     return items;
   }
-  return kept(items, dedupeBy, until, seen, tally, maxItems);
+  return kept(items, config, seen, tally);
 }
 
 function* kept<T>(
   items: readonly T[],
-  dedupeBy: ((item: T) => unknown) | undefined,
-  until: ((item: T) => boolean) | undefined,
+  { dedupeBy, until, maxItems }: PageConfig<T>,
   seen: Set<unknown>,
   tally: Tally,
-  maxItems: number,
 ): Generator<T, undefined, undefined> {
   for (const item of items) {
     if (dedupeBy !== undefined) {
@@ -160,7 +151,7 @@ export async function* walkPages<T, F extends Fetched<T>>(
 ): AsyncGenerator<Walked<T, F>, undefined, undefined> {
   const { limit, maxItems, concurrency, signal } = config;
   const seen = new Set<unknown>();
-  const pending: PendingPage<F>[] = [];
+  const pending: ReturnType<typeof requestPage<T, F>>[] = [];
   const tally: Tally = { kept: 0, fresh: 0, last: false };
   let previous: readonly T[] | undefined;
   let nextPage = config.firstPage;
