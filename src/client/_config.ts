@@ -146,8 +146,6 @@ const CLIENT_OWN = new Set([
   "retry",
   "random",
   "now",
-  "rateLimit",
-  "priority",
   "onEvent",
 ]);
 

@@ -38,10 +38,9 @@ function walkUnder<T>(
 ) {
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
-  const extra = checkQuery(query);
+  const addressOf = pageAddresses(url, checkQuery(query));
   requireFunction(pick, CONTEXT, "items");
   const config = pageConfig(pageOptions);
-  const addressOf = pageAddresses(url, extra);
   const walk = walkPages<T, FetchedPage<T>>(
     (request) => listPage(context, base, addressOf(request), request, pick),
     config,
