@@ -246,16 +246,7 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
     return answerApi(
       state,
       request,
-      () =>
-        answerList(
-          state.lists,
-          state.listEnvelope,
-          request,
-          list[1]!,
-          state.churn,
-          state.maxLimit,
-          state.cutAtMax,
-        ),
+      () => answerList(state, request, list[1]!),
     );
   }
   return Promise.resolve(json(404, { error: "not_found" }));
