@@ -78,16 +78,13 @@ export async function faultyAnswer(
   closing: AbortSignal,
 ): Promise<Response> {
   switch (fault.kind) {
-    case "status": {
-      const response = decorate(
+    case "status":
+      return decorate(
         oauthError(fault.status, "server_error", "Injected fault"),
-        fault.headers,
+        fault.retryAfter === undefined
+          ? fault.headers
+          : { ...fault.headers, "retry-after": String(fault.retryAfter) },
       );
-      if (fault.retryAfter !== undefined) {
-        response.headers.set("retry-after", String(fault.retryAfter));
-      }
-      return response;
-    }
     case "delay":
       await pause(fault.ms, closing);
       return await answer();
