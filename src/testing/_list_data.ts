@@ -61,8 +61,12 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-function pick<T>(random: () => number, list: readonly T[]): T {
-  return list[Math.floor(random() * list.length)] as T;
+/** One of `list` at random; `undefined` when it is empty. */
+export function pick<T>(
+  random: () => number,
+  list: readonly T[],
+): T | undefined {
+  return list[Math.floor(random() * list.length)];
 }
 
 /** The id of generated item `n`, e.g. `tx_000042`. */
