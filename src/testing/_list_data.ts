@@ -100,13 +100,9 @@ function anchor(items: Item[], offsets: number[], now: number): number {
 /** The three lists as drawn: items, with each item's place in the date range. */
 function drawLists(sizes: ListSizes, seed: number) {
   const random = seededRandom(seed);
-  const dates: Record<string, number[]> = {
-    organizations: [],
-    cardholders: [],
-    transactions: [],
-  };
+  const dates: Record<string, number[]> = {};
   const drawn = (list: string) => {
-    dates[list]!.push(offset(random));
+    (dates[list] ??= []).push(offset(random));
     return "";
   };
   const organizations: Item[] = Array.from(
@@ -178,7 +174,7 @@ export function generateLists(
       items,
       sorted: new Map(),
       serial: items.length,
-      epoch: anchor(items, drawn.dates[shape.name]!, now),
+      epoch: anchor(items, drawn.dates[shape.name] ?? [], now),
     }];
   }));
 }
