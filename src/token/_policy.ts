@@ -216,15 +216,6 @@ export interface ProviderKnowledge {
   readonly renewal?: TokenRenewal | undefined;
 }
 
-/** What a record adds to what the provider knows (`undefined` block: lifted). */
-export interface NewerFromRecord {
-  readonly token?: IssuedToken;
-  readonly blockedUntil: number | undefined;
-  readonly quota?: QuotaSnapshot;
-  readonly failure: TokenFailure | undefined;
-  readonly renewal: TokenRenewal | undefined;
-}
-
 /**
  * What a record knows that the provider does not: a later token, a block still
  * in force, a newer quota. A later token without a block lifts the provider's
@@ -234,7 +225,7 @@ export function newerFromRecord(
   record: TokenRecord,
   known: ProviderKnowledge,
   now: number,
-): NewerFromRecord {
+) {
   const blockInForce = record.blockedUntil !== undefined &&
     now < record.blockedUntil;
   const newer = isUsableToken(record.token, known.rejected) &&
