@@ -25,17 +25,21 @@ export function unauthorized(): Response {
 
 /** One page of a list, as the service sends it. */
 export function answerList(
-  lists: ReturnType<typeof generateLists>,
-  envelope: "object" | "array",
+  serving: {
+    readonly lists: ReturnType<typeof generateLists>;
+    readonly listEnvelope: "object" | "array";
+    /** Changes the list before each page, as churn does. */
+    readonly churn: ((resource: ListResource) => void) | undefined;
+    readonly maxLimit: number;
+    readonly cutAtMax: boolean;
+  },
   request: Request,
   name: string,
-  before?: (resource: ListResource) => void,
-  maxLimit?: number,
-  cutAtMax?: boolean,
 ): Response {
+  const { lists, listEnvelope: envelope, churn, maxLimit, cutAtMax } = serving;
   const resource = lists.get(name);
   if (resource === undefined) return json(404, { error: "not_found" });
-  before?.(resource);
+  churn?.(resource);
   const params = new URL(request.url).searchParams;
   let page: readonly Record<string, unknown>[];
   try {

@@ -3,12 +3,7 @@
 import { checkNumber } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import type { FakeFault } from "./fake_options.ts";
-
-/** Sets `headers` on `response`, last, so they win. */
-export type Decorate = (
-  response: Response,
-  headers?: Readonly<Record<string, string>>,
-) => Response;
+import type { FakeTokenEndpoint } from "./_fake_token.ts";
 
 /** `faults`, each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
 
@@ -74,20 +69,17 @@ export function pause(ms: number, closing: AbortSignal): Promise<void> {
 export async function faultyAnswer(
   fault: FakeFault,
   answer: () => Response | Promise<Response>,
-  decorate: Decorate,
+  decorate: FakeTokenEndpoint["withQuota"],
   closing: AbortSignal,
 ): Promise<Response> {
   switch (fault.kind) {
-    case "status": {
-      const response = decorate(
+    case "status":
+      return decorate(
         oauthError(fault.status, "server_error", "Injected fault"),
-        fault.headers,
+        fault.retryAfter === undefined
+          ? fault.headers
+          : { ...fault.headers, "retry-after": String(fault.retryAfter) },
       );
-      if (fault.retryAfter !== undefined) {
-        response.headers.set("retry-after", String(fault.retryAfter));
-      }
-      return response;
-    }
     case "delay":
       await pause(fault.ms, closing);
       return await answer();

@@ -43,15 +43,6 @@ export class FakeTokenEndpoint {
       const status = request.method === "POST" ? 400 : 405;
       return this.withQuota(oauthError(status, "invalid_request", body));
     }
-    if (body.grant_type !== "client_credentials") {
-      return this.withQuota(
-        oauthError(
-          400,
-          "invalid_request",
-          "grant_type must be client_credentials",
-        ),
-      );
-    }
     if (
       body.client_id !== clientId || body.client_secret !== clientSecret ||
       body.audience !== audience
@@ -145,7 +136,9 @@ async function readTokenBody(
   if (fields.join() !== TOKEN_FIELDS.join()) {
     return `the body must have exactly ${TOKEN_FIELDS.join(", ")}`;
   }
-  return body as Record<string, unknown>;
+  return (body as Record<string, unknown>).grant_type === "client_credentials"
+    ? body as Record<string, unknown>
+    : "grant_type must be client_credentials";
 }
 
 const HOUR = 3_600_000;

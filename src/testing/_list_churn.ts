@@ -7,6 +7,7 @@ import {
   type Item,
   type ListResource,
   orderOf,
+  pick,
   seededRandom,
   transaction,
 } from "./_list_data.ts";
@@ -48,31 +49,30 @@ function churnList(
   now: number,
 ): void {
   appendItems(resource, churn.append ?? 0, now, random);
-  for (let i = 0; i < (churn.insertAnywhere ?? 0); i++) {
-    const model = pickItem(resource, random);
-    if (model === undefined) break;
+  // Each change takes an item at random, while the list has any.
+  const times = (count: number | undefined, change: (item: Item) => void) => {
+    for (let i = 0; i < (count ?? 0); i++) {
+      const item = pick(random, resource.items);
+      if (item === undefined) break;
+      change(item);
+    }
+  };
+  const idOf = (item: Item) => String(item[resource.idField]);
+  times(churn.insertAnywhere, (model) =>
     insertItem(resource, {
       ...model,
       [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
       creationDate: isoDate(random, resource.epoch),
-    });
-  }
-  for (let i = 0; i < (churn.remove ?? 0); i++) {
-    const gone = pickItem(resource, random);
-    if (gone === undefined) break;
-    removeItem(resource, String(gone[resource.idField]));
-  }
-  for (let i = 0; i < (churn.update ?? 0); i++) {
-    const item = pickItem(resource, random);
-    if (item === undefined) break;
-    updateItem(resource, String(item[resource.idField]), {
+    }));
+  times(churn.remove, (gone) => removeItem(resource, idOf(gone)));
+  times(churn.update, (item) =>
+    updateItem(resource, idOf(item), {
       revision: Number(item.revision ?? 0) + 1,
       updatedAt: new Date(now).toISOString(),
       ...(resource.name === "transactions"
         ? { amount: Math.round(random() * 100_000) / 100 }
         : {}),
-    });
-  }
+    }));
 }
 
 /** Adds `count` items, each newer than every other and than `now`, with the next ids. */
@@ -93,7 +93,7 @@ export function appendItems(
     const creationDate = new Date(newest).toISOString();
     const model = resource.name === "transactions"
       ? undefined
-      : pickItem(resource, random);
+      : pick(random, resource.items);
     insertItem(
       resource,
       model === undefined
@@ -131,9 +131,7 @@ export function insertItem(resource: ListResource, item: Item): void {
   }
   const copy = { ...item };
   resource.items.push(copy);
-  for (const [order, sorted] of resource.sorted) {
-    sorted.splice(placeOf(sorted, copy, orderOf(resource, order)), 0, copy);
-  }
+  resort(resource, copy, "in");
 }
 
 /** Sets `fields` on the item with `id`, moving it in every cached order; whether it was there. */
@@ -147,16 +145,9 @@ export function updateItem(
     String(item[resource.idField]) === id
   );
   if (item === undefined) return false;
-  const orders = [...resource.sorted].map(([order, sorted]) =>
-    [sorted, orderOf(resource, order)] as const
-  );
-  for (const [sorted, order] of orders) {
-    sorted.splice(placeOf(sorted, item, order), 1);
-  }
+  resort(resource, item, "out");
   Object.assign(item, fields);
-  for (const [sorted, order] of orders) {
-    sorted.splice(placeOf(sorted, item, order), 0, item);
-  }
+  resort(resource, item, "in");
   return true;
 }
 
@@ -193,10 +184,17 @@ export function removeItem(resource: ListResource, id: string): boolean {
   );
   if (index === -1) return false;
   const [item] = resource.items.splice(index, 1) as [Item];
-  for (const [order, sorted] of resource.sorted) {
-    sorted.splice(placeOf(sorted, item, orderOf(resource, order)), 1);
-  }
+  resort(resource, item, "out");
   return true;
+}
+
+/** Puts `item` into every cached order of `resource`, or takes it out. */
+function resort(resource: ListResource, item: Item, way: "in" | "out"): void {
+  for (const [order, sorted] of resource.sorted) {
+    const at = placeOf(sorted, item, orderOf(resource, order));
+    if (way === "in") sorted.splice(at, 0, item);
+    else sorted.splice(at, 1);
+  }
 }
 
 /** The index of the first item of `sorted` not before `item`. */
@@ -211,13 +209,6 @@ function placeOf(
     if (next !== undefined && order(next, item) < 0) low += step;
   }
   return low;
-}
-
-function pickItem(
-  resource: ListResource,
-  random: () => number,
-): Item | undefined {
-  return resource.items[Math.floor(random() * resource.items.length)];
 }
 
 /** The list named `name`; an unknown one is a TypeError naming those there are. */

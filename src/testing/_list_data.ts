@@ -61,8 +61,12 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-function pick<T>(random: () => number, list: readonly T[]): T {
-  return list[Math.floor(random() * list.length)] as T;
+/** One of `list` at random; `undefined` when it is empty. */
+export function pick<T>(
+  random: () => number,
+  list: readonly T[],
+): T | undefined {
+  return list[Math.floor(random() * list.length)];
 }
 
 /** The id of generated item `n`, e.g. `tx_000042`. */
@@ -96,13 +100,9 @@ function anchor(items: Item[], offsets: number[], now: number): number {
 /** The three lists as drawn: items, with each item's place in the date range. */
 function drawLists(sizes: ListSizes, seed: number) {
   const random = seededRandom(seed);
-  const dates: Record<string, number[]> = {
-    organizations: [],
-    cardholders: [],
-    transactions: [],
-  };
+  const dates: Record<string, number[]> = {};
   const drawn = (list: string) => {
-    dates[list]!.push(offset(random));
+    (dates[list] ??= []).push(offset(random));
     return "";
   };
   const organizations: Item[] = Array.from(
@@ -174,7 +174,7 @@ export function generateLists(
       items,
       sorted: new Map(),
       serial: items.length,
-      epoch: anchor(items, drawn.dates[shape.name]!, now),
+      epoch: anchor(items, drawn.dates[shape.name] ?? [], now),
     }];
   }));
 }

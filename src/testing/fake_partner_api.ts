@@ -149,29 +149,18 @@ export async function startFakePartnerApi(
       service.close();
       await Promise.all([main.shutdown(), pci.shutdown()]);
     })();
-  return {
-    environment,
-    credentials: service.credentials,
-    get tokenRequests() {
-      return service.tokenRequests;
-    },
-    get tokensIssued() {
-      return service.tokensIssued;
-    },
-    get apiRequests() {
-      return service.apiRequests;
-    },
-    injectTokenFaults: service.injectTokenFaults,
-    injectApiFaults: service.injectApiFaults,
-    insertTransactions: service.insertTransactions,
-    insert: service.insert,
-    remove: service.remove,
-    update: service.update,
-    revokeTokens: service.revokeTokens,
-    isValidToken: service.isValidToken,
+  // Every control of the service as it is (its counts are getters), not its serving parts.
+  const controls: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(
+    service,
+  );
+  for (const part of ["handle", "handlePci", "environmentAt", "close"]) {
+    delete controls[part];
+  }
+  const api = Object.defineProperties({ environment }, controls);
+  return Object.assign(api as FakePartnerApi, {
     close,
     [Symbol.asyncDispose]: close,
-  };
+  });
 }
 
 /** A server on 127.0.0.1:`port` (0: any free port) that answers with `handle`. */

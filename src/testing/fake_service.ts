@@ -162,17 +162,8 @@ const AUDIENCE = "https://partner-api.fake";
 export function createFakePartnerService(
   options: FakePartnerServiceOptions = {},
 ): FakePartnerService {
-  const setup = serviceSetup(options);
-  const { now, credentials, endpoint, lists } = setup;
-  const state: ServiceState = {
-    ...setup,
-    rateLimited: rateGate(options.apiRateLimit, now, CONTEXT),
-    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT, "faults"),
-    apiFaults: [],
-    closing: new AbortController(),
-    decorate: endpoint.withQuota.bind(endpoint),
-    counts: { tokenRequests: 0, apiRequests: 0 },
-  };
+  const state = serviceState(options);
+  const { now, credentials, endpoint, lists } = state;
   return {
     credentials,
     get tokenRequests() {
@@ -221,14 +212,20 @@ export function createFakePartnerService(
 }
 
 /** What the service's handlers share. */
-interface ServiceState extends ReturnType<typeof serviceSetup> {
-  readonly rateLimited: () => Response | undefined;
-  readonly tokenFaults: FakeFault[];
-  readonly apiFaults: FakeFault[];
-  readonly closing: AbortController;
-  readonly decorate: FakeTokenEndpoint["withQuota"];
-  readonly counts: { tokenRequests: number; apiRequests: number };
+function serviceState(options: FakePartnerServiceOptions) {
+  const setup = serviceSetup(options);
+  return {
+    ...setup,
+    rateLimited: rateGate(options.apiRateLimit, setup.now, CONTEXT),
+    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT, "faults"),
+    apiFaults: [] as FakeFault[],
+    closing: new AbortController(),
+    decorate: setup.endpoint.withQuota.bind(setup.endpoint),
+    counts: { tokenRequests: 0, apiRequests: 0 },
+  };
 }
+
+type ServiceState = ReturnType<typeof serviceState>;
 
 /** The main origin: the token endpoint and the lists. */
 function handleMain(state: ServiceState, request: Request): Promise<Response> {
@@ -246,16 +243,7 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
     return answerApi(
       state,
       request,
-      () =>
-        answerList(
-          state.lists,
-          state.listEnvelope,
-          request,
-          list[1]!,
-          state.churn,
-          state.maxLimit,
-          state.cutAtMax,
-        ),
+      () => answerList(state, request, list[1]!),
     );
   }
   return Promise.resolve(json(404, { error: "not_found" }));

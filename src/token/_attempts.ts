@@ -9,7 +9,7 @@ import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import {
   attemptLimits,
-  type Backoff,
+  type Next,
   retryAfterMs,
   retryDelay,
   retryEvent,
@@ -26,31 +26,34 @@ export type TokenOutcome =
   | { readonly token: IssuedToken; readonly error?: undefined }
   | { readonly error: unknown; readonly token?: undefined };
 
-/** What the token side does after an attempt. */
-export type TokenStep =
-  | { readonly do: "done" }
-  | { readonly do: "retry"; readonly wait: number }
-  | { readonly do: "fail" };
-
 /**
  * After each attempt: a failure worth another (`isRetryable`) is retried while
  * retries last, after `Retry-After` (up to `maxRetryAfter`) or a jittered backoff.
  */
-
 export function nextTokenStep(
   outcome: TokenOutcome,
-  progress: { readonly retries: number; readonly retryAfter?: number },
-  policy: { readonly backoff: Backoff; readonly random: () => number },
-): TokenStep {
-  if (outcome.token !== undefined) return DONE;
-  if (!isRetryable(outcome.error)) return FAIL;
-  const wait = retryDelay(
-    policy.backoff,
-    progress.retries,
-    policy.random,
-    progress.retryAfter,
-  );
-  return wait === undefined ? FAIL : { do: "retry", wait };
+  retries: number,
+  policy: TokenSending,
+  now: number,
+): Next<IssuedToken> {
+  const { token, error } = outcome;
+  if (token !== undefined) return { do: "done", value: token };
+  const wait = isRetryable(error)
+    ? retryDelay(
+      policy.backoff,
+      retries,
+      policy.random,
+      error.response && retryAfterMs(error.response.headers, now),
+    )
+    : undefined;
+  if (wait === undefined) return { do: "fail", error };
+  if (policy.onEvent === undefined) return { do: "again", wait };
+  // Only network, timeout and status failures are retried.
+  const { reason, status } = error as TokenRequestError & {
+    reason: TokenRetryEvent["reason"];
+  };
+  const retry = retryEvent("token.retry", reason, status ?? 0, wait);
+  return { do: "again", wait, retry };
 }
 
 /** What a token request needs besides the endpoint. */
@@ -83,37 +86,12 @@ export function requestWithRetries(
       }
     },
     next: (outcome) => {
-      const retryAfter = retryAfterOf(outcome.error, endpoint.now());
-      const step = nextTokenStep(outcome, {
-        retries,
-        ...(retryAfter === undefined ? {} : { retryAfter }),
-      }, sending);
-      if (step.do === "done") return { do: "done", value: outcome.token! };
-      if (step.do === "fail") return { do: "fail", error: outcome.error };
-      retries++;
-      if (sending.onEvent === undefined) {
-        return { do: "again", wait: step.wait };
-      }
-      // Only network, timeout and status failures are retried.
-      const { reason, status } = outcome.error as TokenRequestError & {
-        reason: TokenRetryEvent["reason"];
-      };
-      return {
-        do: "again",
-        wait: step.wait,
-        retry: retryEvent("token.retry", reason, status ?? 0, step.wait),
-      };
+      const step = nextTokenStep(outcome, retries, sending, endpoint.now());
+      if (step.do === "again") retries++;
+      return step;
     },
     heard: (outcome, _attempt, durationMs) => requestEvent(outcome, durationMs),
   });
-}
-
-/** The `Retry-After` of a failed attempt's answer, in ms. */
-function retryAfterOf(error: unknown, now: number): number | undefined {
-  const response = (error as TokenRequestError | undefined)?.response;
-  return response === undefined
-    ? undefined
-    : retryAfterMs(response.headers, now);
 }
 
 function requestEvent(
@@ -147,6 +125,3 @@ function quotaOf(
     ? {}
     : { quota: buckets.map((bucket) => ({ ...bucket })) };
 }
-
-const DONE: TokenStep = Object.freeze({ do: "done" });
-const FAIL: TokenStep = Object.freeze({ do: "fail" });

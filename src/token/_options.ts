@@ -1,34 +1,22 @@
 // Internal: the checks that turn a provider's options into a configuration.
 
-import type { EventListener } from "../core/events.ts";
 import {
   checkNumber,
   optionError,
   requireFunction,
   requireOptions,
 } from "../core/_check.ts";
-import { type Backoff, backoffFrom } from "../core/_attempt_loop.ts";
-import { type TokenEndpoint, tokenEndpoint } from "./_endpoint.ts";
-import type { QuotaSnapshot } from "../core/token_values.ts";
-import type { TokenStore } from "../store/types.ts";
+import { backoffFrom } from "../core/_attempt_loop.ts";
+import { tokenEndpoint } from "./_endpoint.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 
 /** A provider's checked options. */
-export interface ProviderConfig {
-  readonly endpoint: TokenEndpoint;
-  readonly store: TokenStore | undefined;
-  readonly backoff: Backoff;
-  readonly refreshMargin: number | undefined;
-  readonly random: () => number;
-  readonly onQuota: ((quota: QuotaSnapshot) => void) | undefined;
-  readonly onEvent: EventListener | undefined;
-  readonly waitUntil: ((promise: Promise<unknown>) => void) | undefined;
-}
+export type ProviderConfig = Readonly<ReturnType<typeof providerConfig>>;
 
 const CONTEXT = "Cannot create token provider";
 
 /** Checks every option at once, throwing as `createTokenProvider` documents. */
-export function providerConfig(options: TokenProviderOptions): ProviderConfig {
+export function providerConfig(options: TokenProviderOptions) {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
     // In a browser page anyone can read the secret: tokens belong to a backend.

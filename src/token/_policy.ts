@@ -205,26 +205,6 @@ export function settles(
     now < tokenTimes(record.token, refreshMargin).refreshAt;
 }
 
-/** What the provider knows, as far as a record can add to it. */
-export interface ProviderKnowledge {
-  readonly expiresAt?: number | undefined;
-  readonly blockedUntil?: number | undefined;
-  readonly quota?: QuotaSnapshot | undefined;
-  /** The last token invalidated: never taken back from a store. */
-  readonly rejected?: string | undefined;
-  readonly failure?: TokenFailure | undefined;
-  readonly renewal?: TokenRenewal | undefined;
-}
-
-/** What a record adds to what the provider knows (`undefined` block: lifted). */
-export interface NewerFromRecord {
-  readonly token?: IssuedToken;
-  readonly blockedUntil: number | undefined;
-  readonly quota?: QuotaSnapshot;
-  readonly failure: TokenFailure | undefined;
-  readonly renewal: TokenRenewal | undefined;
-}
-
 /**
  * What a record knows that the provider does not: a later token, a block still
  * in force, a newer quota. A later token without a block lifts the provider's
@@ -234,7 +214,7 @@ export function newerFromRecord(
   record: TokenRecord,
   known: ProviderKnowledge,
   now: number,
-): NewerFromRecord {
+) {
   const blockInForce = record.blockedUntil !== undefined &&
     now < record.blockedUntil;
   const newer = isUsableToken(record.token, known.rejected) &&
@@ -254,6 +234,17 @@ export function newerFromRecord(
     ...(newer ? { token: record.token } : {}),
     ...(newerQuota ? { quota } : {}),
   };
+}
+
+/** What the provider knows, as far as a record can add to it. */
+export interface ProviderKnowledge {
+  readonly expiresAt?: number | undefined;
+  readonly blockedUntil?: number | undefined;
+  readonly quota?: QuotaSnapshot | undefined;
+  /** The last token invalidated: never taken back from a store. */
+  readonly rejected?: string | undefined;
+  readonly failure?: TokenFailure | undefined;
+  readonly renewal?: TokenRenewal | undefined;
 }
 
 /** The cooldown a record leaves in force; another process's success ends ours. */

@@ -173,12 +173,8 @@ export function processTokenAnswer(
 export function quotaExceeded(
   retryAt: number,
   buckets: readonly QuotaBucket[],
-  details: {
-    status?: number;
-    code?: string;
-    description?: string;
-    response?: Response;
-  } = {},
+  details: Pick<TokenRequestErrorInit, "code" | "description" | "response"> =
+    {},
 ): QuotaExceededError {
   const said = [details.code, details.description].filter(Boolean).join(": ");
   return new QuotaExceededError(

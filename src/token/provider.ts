@@ -1,6 +1,7 @@
 // One token request, and the caching provider on the same sending. Public through ./token.
 
-import { requestWithRetries, type TokenSending } from "./_attempts.ts";
+import { requestWithRetries } from "./_attempts.ts";
+import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
 import { providerConfig } from "./_options.ts";
 import { CachingTokenProvider } from "./_provider.ts";
@@ -38,27 +39,21 @@ import type {
 export async function requestToken(
   options: TokenRequestOptions,
 ): Promise<IssuedToken> {
-  const endpoint = tokenEndpoint(options, "Cannot request token");
+  const context = "Cannot request token";
+  const endpoint = tokenEndpoint(options, context);
+  // One attempt: no retry, nobody listening.
+  const sending = {
+    backoff: backoffFrom(false, context),
+    random: Math.random,
+    onEvent: undefined,
+  };
   return await requestWithRetries(
     endpoint,
-    ONE_ATTEMPT,
+    sending,
     options.signal,
     () => undefined,
   );
 }
-
-/** `requestToken` sends one attempt: no retry, nobody listening. */
-const ONE_ATTEMPT: TokenSending = {
-  // Pure: a bundle with the provider alone leaves it out.
-  backoff: /* @__PURE__ */ Object.freeze({
-    retries: 0,
-    initialDelay: 0,
-    maxDelay: 0,
-    maxRetryAfter: 0,
-  }),
-  random: Math.random,
-  onEvent: undefined,
-};
 
 /**
  * Creates a token provider: it caches the token, shares one request among
