@@ -4,7 +4,7 @@
 // `deno check` passes under Deno's default compiler options, which most
 // users keep, and under this project's strict set (`deno check` of the
 // repository itself sees only the latter). `tsc --strict` over dist/'s
-// declarations is build_test.ts's and npm_install_test.ts's.
+// declarations is npm_install_test.ts's.
 // Needs --allow-run=deno, --allow-read=deno.json,.test-tmp,
 // --allow-write=.test-tmp and --allow-sys=loadavg.
 

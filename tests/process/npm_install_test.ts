@@ -1,6 +1,9 @@
 // Issue 37, Node as a first-class user, and issue 46, every entry on Node
-// 20+: `deno task build` writes a dist/package.json; the test packs dist/
-// as npm publishes it (`npm pack`) and installs the tarball, with
+// 20+. README › Install: `deno task build` as written, and the README's
+// Node line; what a Node TypeScript user does with dist/ (tsc --strict with
+// @types/node, no Deno types, over a file that imports every entry but the
+// Deno-only ./kv). The build's dist/package.json: the test packs dist/ as
+// npm publishes it (`npm pack`) and installs the tarball, with
 // `@opentelemetry/api` beside it, into an npm project, as from a registry.
 // There, on Node 20 (the machine's) and Node 22 (npm's `node` package,
 // pinned): every entry but the Deno-only `./cli` imports by package name,
@@ -8,11 +11,14 @@
 // script gets a token, a page and a JSONL sync; and every entry's
 // declarations check under tsc --strict with @types/node alone (no DOM lib,
 // no skipLibCheck) for node16, nodenext and bundler resolution.
+// Every test that reads dist/ is here, on one build of this file's run:
+// test files run side by side (`deno test --parallel`), and a second file
+// building dist/ at the same time would read half-written files.
 // Needs --allow-run=deno,node,npm and the Node 22 binary it installs,
 // --allow-read=deno.json,docs,dist,.test-tmp, --allow-write=.test-tmp and
 // --allow-sys=loadavg (the tests' deadline scales with the load).
 
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { textOf } from "./_cli_process.ts";
 import { cpuBoundTest } from "./_scaled_deadline.ts";
 import { Command } from "../_processes.ts";
@@ -43,20 +49,26 @@ async function run(command: string, args: string[], cwd = ".") {
   return { code: result.code, out: result.stdout, err: result.stderr };
 }
 
+let built: Promise<void> | undefined;
 let installed: Promise<void> | undefined;
+
+/** dist/ of this run: `deno task build` as the README writes it, once. */
+function builtDist(): Promise<void> {
+  return built ??= run("deno", ["task", "build"]).then((build) =>
+    equal(build.code, 0, build.out + build.err)
+  );
+}
 
 /** The project of this run (built, packed and installed once). */
 function installedProject(): Promise<void> {
-  return installed ??= project();
+  return installed ??= builtDist().then(project);
 }
 
 /**
- * `deno task build`, `npm pack` of dist/, and a fresh npm project with the
- * tarball and `@opentelemetry/api` installed, as from a registry.
+ * `npm pack` of dist/, and a fresh npm project with the tarball and
+ * `@opentelemetry/api` installed, as from a registry.
  */
 async function project(): Promise<void> {
-  const build = await run("deno", ["task", "build"]);
-  equal(build.code, 0, build.err);
   await Deno.remove(PROJECT, { recursive: true }).catch(() => {});
   await Deno.mkdir(PROJECT, { recursive: true });
   await Deno.writeTextFile(
@@ -204,6 +216,106 @@ for (const server of [main, pci]) {
 }
 `;
 
+/** tsc --strict --noEmit, as a Node project runs it, with `options` over `files`. */
+function tsc(options: string[], files: string[]) {
+  return run("deno", [
+    "run",
+    "--allow-read",
+    "--allow-env",
+    `${imports.typescript}/tsc`,
+    "--strict",
+    "--noEmit",
+    ...options,
+    ...files,
+  ]);
+}
+
+/** dist/'s file name of every entry: "." is partner-api, "./otel" otel. */
+const DIST_NAMES = Object.keys(exports).map((path) =>
+  path === "." ? "partner-api" : path.slice(2)
+);
+/** ./kv takes a `Deno.Kv`: a Deno-only entry, like its bundle. */
+const DIST_FOR_NODE = DIST_NAMES.filter((file) => file !== "kv");
+
+cpuBoundTest(
+  "README › Install: `deno task build` writes .mjs and .d.ts for every entry, and the README's Node line loads the root",
+  async () => {
+    await builtDist();
+    for (const name of DIST_NAMES) {
+      await Deno.stat(`dist/${name}.mjs`);
+      await Deno.stat(`dist/${name}.d.ts`);
+    }
+
+    // The README's own Node line, as written.
+    const node = await run("node", [
+      "-e",
+      'import("./dist/partner-api.mjs").then((m) => console.log(Object.keys(m).length))',
+    ]);
+    equal(node.code, 0, node.err);
+    ok(Number(node.out.trim()) > 10, node.out);
+  },
+);
+
+// Every entry for Node by its path in dist/, and a use of the names a Node
+// user reaches for first.
+const DIST_CONSUMER = `${
+  DIST_FOR_NODE.map((file, i) =>
+    `import * as m${i} from "../../dist/${file}.mjs";`
+  ).join("\n")
+}
+import { createClient } from "../../dist/partner-api.mjs";
+import { createFakePartnerService } from "../../dist/testing.mjs";
+import { openTelemetry } from "../../dist/otel.mjs";
+import { syncList } from "../../dist/sync.mjs";
+
+const service = createFakePartnerService();
+const client = createClient({
+  environment: service.environmentAt("http://127.0.0.1:1", "http://127.0.0.1:2"),
+  ...service.credentials,
+  onEvent: openTelemetry(),
+});
+const left: number | undefined = client.tokenProvider.quota?.buckets[0]?.remaining;
+export const used = [left, syncList, ${
+  DIST_FOR_NODE.map((_, i) => `m${i}`).join(", ")
+}];
+`;
+
+cpuBoundTest(
+  "README › Install: a Node TypeScript consumer of dist/ type-checks with tsc --strict, and a wrong call is caught",
+  async () => {
+    await builtDist();
+    const folder = ".test-tmp/node-consumer";
+    await Deno.mkdir(folder, { recursive: true });
+    await Deno.writeTextFile(
+      `${folder}/package.json`,
+      '{ "type": "module" }\n',
+    );
+    await Deno.writeTextFile(`${folder}/main.ts`, DIST_CONSUMER);
+    await Deno.writeTextFile(
+      `${folder}/wrong.ts`,
+      `import { createClient } from "../../dist/partner-api.mjs";
+createClient({ environment: "https://partner.example/api/", clientId: 1 });
+`,
+    );
+    // One program of both files (one tsc start, one read of @types/node):
+    // tsc reports each error under its file, so main.ts is clean when every
+    // error is wrong.ts's.
+    const checked = await tsc([
+      ...["--module", "nodenext", "--moduleResolution", "nodenext"],
+      ...["--target", "es2022", "--types", "node"],
+    ], [`${folder}/main.ts`, `${folder}/wrong.ts`]);
+    const out = checked.out + checked.err;
+    equal(checked.code, 2, out);
+    match(out, /wrong\.ts\(2,\d+\): error TS2322/);
+    deepStrictEqual(
+      out.split("\n").filter((line) =>
+        /^\S/.test(line) && !line.startsWith(`${folder}/wrong.ts(`)
+      ),
+      [],
+    );
+  },
+);
+
 cpuBoundTest(
   "deno task build, npm pack of dist/ and npm install of the tarball: a package.json naming every entry with its types",
   async () => {
@@ -286,17 +398,10 @@ cpuBoundTest(
         ["esnext", "bundler"],
       ]
     ) {
-      const checked = await run("deno", [
-        "run",
-        "--allow-read",
-        "--allow-env",
-        `${imports.typescript}/tsc`,
-        "--strict",
-        "--noEmit",
+      const checked = await tsc([
         ...["--lib", "es2022", "--types", "node", "--target", "es2022"],
         ...["--module", module!, "--moduleResolution", resolution!],
-        `${PROJECT}/consumer.ts`,
-      ]);
+      ], [`${PROJECT}/consumer.ts`]);
       deepStrictEqual(
         [checked.code, checked.out + checked.err],
         [0, ""],

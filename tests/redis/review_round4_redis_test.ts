@@ -245,8 +245,15 @@ test("blockingCommand: a holder that dies (no stream entry) costs a waiter one X
   await using redis = await redisBeside();
   await using api = await startFakePartnerApi();
   const keys = await keysOf(api);
-  await redis.admin.command(["SET", keys.lease, "dead holder", "PX", "40"]);
-  const waiters = await processOn(redis, { leaseDuration: 40 });
+  // The holder's lease has a second left when the waiter first looks: time
+  // enough on a loaded machine (40 ms was not: the lease expired before the
+  // look, and nothing was waited on). Its one XREAD is bounded by the lease
+  // (1 s), not by a poll interval.
+  const waiters = await processOn(redis, {
+    leaseDuration: 1000,
+    pollInterval: 2000,
+  });
+  await redis.admin.command(["SET", keys.lease, "dead holder", "PX", "1000"]);
   const before = await redis.commands();
   const token = await waiters.provider(api).getToken();
   const used = await redis.commands() - before - 1;
