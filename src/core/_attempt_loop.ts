@@ -156,17 +156,11 @@ export function retryDelay(
   retryAfter: number | undefined,
 ): number | undefined {
   if (retries >= backoff.retries) return undefined;
-  if (retryAfter === undefined) return backoffDelay(backoff, retries, random);
-  return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
-}
-
-/** The wait before retry `attempt` (0-based): exponential, jittered so that a fleet does not retry in step. */
-export function backoffDelay(
-  backoff: Backoff,
-  attempt: number,
-  random: () => number,
-): number {
-  const full = Math.min(backoff.maxDelay, backoff.initialDelay * 2 ** attempt);
+  if (retryAfter !== undefined) {
+    return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
+  }
+  // Exponential, jittered so that a fleet does not retry in step.
+  const full = Math.min(backoff.maxDelay, backoff.initialDelay * 2 ** retries);
   return full * (0.5 + random() / 2);
 }
 
