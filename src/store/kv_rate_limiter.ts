@@ -22,7 +22,7 @@ import {
   windowSpan,
   type WindowState,
 } from "./_window_rules.ts";
-import { ClockView, readState } from "./_kv_view.ts";
+import { answerOf, ClockView, readState } from "./_kv_view.ts";
 import { requireKv } from "./_kv_store.ts";
 
 /**
@@ -255,21 +255,4 @@ class KvWindow implements SharedWindow {
     if (!/locked|busy/i.test(String(error))) throw error;
     await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
   }
-}
-
-/** An answer waiting to be folded in: `[send, at, span]`; a number is 0.3's `at`. */
-function answerOf(
-  key: Deno.KvKey,
-  value: unknown,
-): [string, number, number][] {
-  const send = String(key.at(-1));
-  if (typeof value === "number" && Number.isFinite(value)) {
-    return [[send, value, -1]];
-  }
-  if (!Array.isArray(value)) return [];
-  const [at, span] = value;
-  return typeof at === "number" && Number.isFinite(at) &&
-      typeof span === "number" && Number.isFinite(span)
-    ? [[send, at, span]]
-    : [];
 }
