@@ -38,12 +38,7 @@ import type {
   TelemetryTracer,
 } from "./types.ts";
 
-export type {
-  OpenTelemetryOptions,
-  TelemetryAttributes,
-  TelemetryMeter,
-  TelemetryTracer,
-} from "./types.ts";
+export type * from "./types.ts";
 
 const NAME = "@partner-api/client";
 /** The quota buckets the service documents; the gauge records no other. */
