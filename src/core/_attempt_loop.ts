@@ -15,7 +15,7 @@ import {
   delay,
   SharedDeadlines,
 } from "./_deadlines.ts";
-import { checkNumber } from "./_check.ts";
+import { checkNumber, type NumberRule } from "./_check.ts";
 
 /** What comes after an attempt. */
 export type Next<R> =
@@ -126,28 +126,14 @@ export function backoffFrom(
 ): Backoff {
   if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
   const given = retry ?? {};
-  const delay = (
-    value: number | undefined,
-    field: "initialDelay" | "maxDelay" | "maxRetryAfter",
-  ) =>
-    checkNumber(
-      value,
-      DEFAULT_BACKOFF[field],
-      "non-negative time in ms, at most 2147483647",
-      context,
-      field,
-    );
+  const check = (field: keyof Backoff, rule: NumberRule) =>
+    checkNumber(given[field], DEFAULT_BACKOFF[field], rule, context, field);
+  const time = "non-negative time in ms, at most 2147483647";
   return {
-    retries: checkNumber(
-      given.retries,
-      DEFAULT_BACKOFF.retries,
-      "non-negative integer",
-      context,
-      "retries",
-    ),
-    initialDelay: delay(given.initialDelay, "initialDelay"),
-    maxDelay: delay(given.maxDelay, "maxDelay"),
-    maxRetryAfter: delay(given.maxRetryAfter, "maxRetryAfter"),
+    retries: check("retries", "non-negative integer"),
+    initialDelay: check("initialDelay", time),
+    maxDelay: check("maxDelay", time),
+    maxRetryAfter: check("maxRetryAfter", time),
   };
 }
 
@@ -170,17 +156,11 @@ export function retryDelay(
   retryAfter: number | undefined,
 ): number | undefined {
   if (retries >= backoff.retries) return undefined;
-  if (retryAfter === undefined) return backoffDelay(backoff, retries, random);
-  return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
-}
-
-/** The wait before retry `attempt` (0-based): exponential, jittered so that a fleet does not retry in step. */
-export function backoffDelay(
-  backoff: Backoff,
-  attempt: number,
-  random: () => number,
-): number {
-  const full = Math.min(backoff.maxDelay, backoff.initialDelay * 2 ** attempt);
+  if (retryAfter !== undefined) {
+    return retryAfter <= backoff.maxRetryAfter ? retryAfter : undefined;
+  }
+  // Exponential, jittered so that a fleet does not retry in step.
+  const full = Math.min(backoff.maxDelay, backoff.initialDelay * 2 ** retries);
   return full * (0.5 + random() / 2);
 }
 

@@ -1,7 +1,12 @@
 // Internal: the one check of a rate limit's options, for every limiter.
 
 import type { RateLimit } from "./rate_limiter.ts";
-import { checkAtMost, checkNumber, optionError } from "./_check.ts";
+import {
+  checkAtMost,
+  checkNumber,
+  type NumberRule,
+  optionError,
+} from "./_check.ts";
 
 /** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
 export type RatePriority = "high" | "low" | "auto";
@@ -22,24 +27,17 @@ export function checkRateLimit(
   most: number,
   defaults?: RateLimit,
 ): RateLimit {
-  const given = (name: keyof RateLimit): number => {
+  const check = (name: keyof RateLimit, rule: NumberRule): number => {
     const value = defaults?.[name];
-    if (value !== undefined || options[name] !== undefined) return value ?? 0;
-    throw optionError(TypeError, context, name, "must be given");
+    if (value === undefined && options[name] === undefined) {
+      throw optionError(TypeError, context, name, "must be given");
+    }
+    return checkNumber(options[name], value ?? 0, rule, context, name);
   };
-  const requests = checkNumber(
-    options.requests,
-    given("requests"),
-    "positive integer",
-    context,
-    "requests",
-  );
-  const interval = checkNumber(
-    options.interval,
-    given("interval"),
-    "positive whole time in ms, at most 2147483647",
-    context,
+  const requests = check("requests", "positive integer");
+  const interval = check(
     "interval",
+    "positive whole time in ms, at most 2147483647",
   );
   checkAtMost(requests, most, context, "requests");
   return Object.freeze({ requests, interval });
@@ -54,13 +52,9 @@ export function checkReserve(
   requests: number,
   context: string,
 ): number {
-  const fallback = Math.min(
-    requests - 1,
-    Math.max(1, Math.ceil(requests / 10)),
-  );
   const reserve = checkNumber(
     value,
-    fallback,
+    Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10))),
     "non-negative integer",
     context,
     "reserve",

@@ -107,10 +107,6 @@ export class WaitQueue<T> {
     return this.#size;
   }
 
-  peek(): T | undefined {
-    return this.#head?.item;
-  }
-
   /** Queues `item` at the end; it leaves by itself when `signal` aborts. */
   push(item: T, signal: AbortSignal | undefined): void {
     const node: Node<T> = {

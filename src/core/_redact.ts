@@ -61,16 +61,10 @@ function redactorOf(given: Secret): Redactor {
     const values: [string, string, string?][] = [
       ["[client_secret]", given.secret, given.clientId],
     ];
-    for (
-      const [name, value] of [
-        ["[client_id]", given.clientId],
-        ["[audience]", given.audience],
-      ] as const
-    ) {
-      if ((value?.trim().length ?? 0) >= MIN_REDACTED_LENGTH) {
-        values.push([name, value!]);
-      }
-    }
+    const long = (value?: string): value is string =>
+      (value?.trim().length ?? 0) >= MIN_REDACTED_LENGTH;
+    if (long(given.clientId)) values.push(["[client_id]", given.clientId]);
+    if (long(given.audience)) values.push(["[audience]", given.audience]);
     made = redactor(values, given.secret);
     redactors.set(given, made);
   }

@@ -74,7 +74,7 @@ export interface Environment {
 
 const CONTEXT = "Cannot define environment";
 
-function baseUrl(value: string | URL, field: string): URL {
+function checkBase(value: string | URL, field: string): URL {
   const url = secureUrl(value, CONTEXT, field);
   if (url.search !== "" || url.hash !== "") {
     throw urlError(CONTEXT, field, "must not have a query or fragment", url);
@@ -103,25 +103,21 @@ function baseUrl(value: string | URL, field: string): URL {
  */
 export function defineEnvironment(init: EnvironmentInit): Environment {
   requireOptions(init, CONTEXT, "init");
-  const api = baseUrl(init.baseUrl, "baseUrl");
-  if (!api.pathname.endsWith("/api/")) {
-    throw urlError(CONTEXT, "baseUrl", "must end with /api/", api);
+  const baseUrl = checkBase(init.baseUrl, "baseUrl");
+  if (!baseUrl.pathname.endsWith("/api/")) {
+    throw urlError(CONTEXT, "baseUrl", "must end with /api/", baseUrl);
   }
-  const pci = baseUrl(init.pciBaseUrl, "pciBaseUrl");
+  const pciBaseUrl = checkBase(init.pciBaseUrl, "pciBaseUrl");
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
-  if (typeof init.audience !== "string" || init.audience.trim() === "") {
+  const { audience } = init;
+  if (typeof audience !== "string" || audience.trim() === "") {
     throw optionError(
       TypeError,
       CONTEXT,
       "audience",
       "must be a non-empty string",
-      JSON.stringify(init.audience),
+      JSON.stringify(audience),
     );
   }
-  return Object.freeze({
-    baseUrl: api,
-    pciBaseUrl: pci,
-    tokenUrl,
-    audience: init.audience,
-  });
+  return Object.freeze({ baseUrl, pciBaseUrl, tokenUrl, audience });
 }

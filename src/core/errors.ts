@@ -49,9 +49,7 @@ function apiReason(status: number): ApiFailureReason {
 function hideResponse(target: Error, response: Response | undefined): void {
   if (response === undefined) return;
   Object.defineProperty(target, "response", {
-    value: response,
-    enumerable: false,
-    writable: false,
+    value: response, // neither enumerable nor writable, by default
     configurable: true,
   });
 }

@@ -121,13 +121,9 @@ const built = new WeakSet<IssuedToken>();
 
 /** A plain copy of `token` for a store, which may serialize it with `JSON.stringify`. */
 export function storableToken(token: IssuedToken): IssuedToken {
-  return {
-    accessToken: token.accessToken,
-    tokenType: token.tokenType,
-    expiresIn: token.expiresIn,
-    expiresAt: token.expiresAt,
-    quota: token.quota.map((bucket) => ({ ...bucket })),
-  };
+  const { accessToken, tokenType, expiresIn, expiresAt, quota } = token;
+  const buckets = quota.map((bucket) => ({ ...bucket }));
+  return { accessToken, tokenType, expiresIn, expiresAt, quota: buckets };
 }
 
 /** A frozen snapshot of `buckets`, stamped `observedAt`. */

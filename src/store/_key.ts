@@ -106,10 +106,7 @@ async function derivedBits(
     await rawKey(secret, algorithm.name, "deriveBits"),
     128,
   );
-  return Array.from(
-    new Uint8Array(bits),
-    (byte) => byte.toString(16).padStart(2, "0"),
-  ).join("");
+  return hex(new Uint8Array(bits));
 }
 
 function rawKey(

@@ -124,9 +124,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     signal: AbortSignal,
   ): Promise<HeldLease | LostLease> {
     const names = await this.#keysOf(key);
+    const { holder, leaseDuration, now } = this.#config;
     const write = (check: Deno.AtomicOperation) =>
-      check.set(names.lease, this.#newLease(), {
-        expireIn: this.#config.leaseDuration,
+      check.set(names.lease, { holder, until: now() + leaseDuration }, {
+        expireIn: leaseDuration,
       }).commit();
     const taken = await unlocked(
       () => write(this.#kv.atomic().check(stored).check(seen)),
@@ -168,11 +169,6 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
       this.#leasesSeen.set(key, sighting);
     }
     return steady() - sighting.at >= leaseDuration;
-  }
-
-  #newLease(): Lease {
-    const { holder, leaseDuration, now } = this.#config;
-    return { holder, until: now() + leaseDuration };
   }
 
   #expiry(record: TokenRecord): { expireIn: number } {

@@ -46,6 +46,18 @@ export function readState(value: unknown): WindowState | undefined {
   };
 }
 
+/** An answer waiting to be folded in: `[send, at, span]`; a number is 0.3's `at`. */
+export function answerOf(
+  key: Deno.KvKey,
+  value: unknown,
+): [string, number, number][] {
+  const send = String(key.at(-1));
+  if (isTime(value)) return [[send, value, -1]];
+  if (!Array.isArray(value)) return [];
+  const [at, span] = value;
+  return isTime(at) && isTime(span) ? [[send, at, span]] : [];
+}
+
 /** An entry that starts with a name and a time. */
 function isNamed(entry: unknown): entry is [string, number, ...unknown[]] {
   return Array.isArray(entry) && typeof entry[0] === "string" &&

@@ -123,12 +123,7 @@ async function recordText(key: string, send: Send): Promise<string> {
 /** KEYS record, lease; ARGV seen, lease value, ms, '1' if unreadable. Takes the lease if the record is unchanged. */
 const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
-  const [seen, value, ms, unreadable] = args as [
-    string,
-    string,
-    string,
-    string?,
-  ];
+  const [seen, value, ms, unreadable] = args;
   for (const key of keys) {
     const kind = text(await send(["TYPE", key]));
     if (kind !== "none" && kind !== "string") await send(["DEL", key]);
@@ -136,11 +131,11 @@ const take: Steps = async (keys, args, send) => {
   const changed = (text: string) =>
     text !== seen && (unreadable !== "1" || text.includes('"sealed"'));
   if (changed(await recordText(record, send))) return 0;
-  if (await send(["SET", lease, value, "NX", "PX", ms]) === null) {
+  if (await send(["SET", lease, value!, "NX", "PX", ms!]) === null) {
     return text(await send(["GET", lease])) ?? 0;
   }
   if (!changed(await recordText(record, send))) return 1;
-  await release([record, lease], [value], send);
+  await release([record, lease], [value!], send);
   return 0;
 };
 

@@ -201,11 +201,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   ): Promise<unknown> {
     const send = (command: string[]) => this.#send(command);
     if (this.#plain) return await plainScript(name, keys, args, send);
+    const tail = [String(keys.length), ...keys, ...args];
     try {
-      return await send(["EVAL", SCRIPTS[name], String(keys.length)].concat(
-        keys,
-        args,
-      ));
+      return await send(["EVAL", SCRIPTS[name], ...tail]);
     } catch (error) {
       if (!/NOPERM|unknown command/i.test(String(error))) throw error;
       this.#plain = true;

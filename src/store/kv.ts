@@ -102,9 +102,6 @@ export function createKvTokenStore(
   });
 }
 
-export {
-  createKvRateLimiter,
-  type KvRateLimiterOptions,
-} from "./kv_rate_limiter.ts";
+export * from "./kv_rate_limiter.ts";
 
 export type * from "./fleet_types.ts";

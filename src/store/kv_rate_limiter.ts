@@ -3,7 +3,6 @@
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
-import type { SteadyClock } from "../core/_clock.ts";
 import {
   type FleetConfig,
   fleetConfig,
@@ -22,7 +21,7 @@ import {
   windowSpan,
   type WindowState,
 } from "./_window_rules.ts";
-import { ClockView, readState } from "./_kv_view.ts";
+import { answerOf, ClockView, readState } from "./_kv_view.ts";
 import { requireKv } from "./_kv_store.ts";
 
 /**
@@ -143,9 +142,7 @@ class KvWindow implements SharedWindow {
   /** Where answers wait to be folded in, one key each. */
   readonly #answers: Deno.KvKey;
   readonly #config: FleetConfig;
-  readonly #now: SteadyClock;
   readonly #view: ClockView;
-  readonly #expireIn: number;
   /** This process's sends not answered yet: when written, on which clock. */
   readonly #written = new Map<string, { at: number; steps: number }>();
 
@@ -154,9 +151,7 @@ class KvWindow implements SharedWindow {
     this.#key = [...prefix, "window"];
     this.#answers = [...prefix, "answers"];
     this.#config = config;
-    this.#now = config.now;
     this.#view = new ClockView(config.holder);
-    this.#expireIn = windowSpan(config.limit);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
@@ -172,7 +167,7 @@ class KvWindow implements SharedWindow {
     });
     // Lost to others each time: ask again in a moment, nothing learned.
     if (!written) return { ...LOST_TAKE, epoch: request.epoch };
-    const { steps } = this.#now;
+    const { steps } = this.#config.now;
     for (const send of request.sends.slice(0, reply!.granted)) {
       this.#written.set(send, { at: writtenAt, steps });
     }
@@ -187,8 +182,8 @@ class KvWindow implements SharedWindow {
 
   /** One write with no check (answers never wait for the window's lock): when, and how long after the send. */
   async answer(sends: readonly string[]): Promise<void> {
-    const now = this.#now();
-    const { steps } = this.#now;
+    const now = this.#config.now();
+    const { steps } = this.#config.now;
     const answers = sends.map((send) => {
       const written = this.#written.get(send);
       this.#written.delete(send);
@@ -197,7 +192,7 @@ class KvWindow implements SharedWindow {
         : -1;
       return [send, [now, span]] as const;
     });
-    const expireIn = this.#expireIn;
+    const expireIn = windowSpan(this.#config.limit);
     for (let attempt = 1; attempt <= MOST_ANSWER_ATTEMPTS; attempt++) {
       const write = this.#kv.atomic();
       for (const [send, answer] of answers) {
@@ -225,7 +220,7 @@ class KvWindow implements SharedWindow {
   async #change(
     change: (state: WindowState, now: number) => WindowState,
   ): Promise<boolean> {
-    const expireIn = this.#expireIn;
+    const expireIn = windowSpan(this.#config.limit);
     for (let attempt = 1; attempt <= MOST_ATTEMPTS; attempt++) {
       try {
         const entry = await this.#kv.get(this.#key);
@@ -236,7 +231,7 @@ class KvWindow implements SharedWindow {
           readState(entry.value) ?? emptyState(crypto.randomUUID()),
           answers.flatMap(({ key, value }) => answerOf(key, value)),
         );
-        const now = this.#now();
+        const now = this.#config.now();
         const seen = this.#view.see(stored, now, this.#config.limit);
         const next = this.#view.restore(change(seen, now), stored, seen);
         const write = this.#kv.atomic().check(entry)
@@ -255,21 +250,4 @@ class KvWindow implements SharedWindow {
     if (!/locked|busy/i.test(String(error))) throw error;
     await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
   }
-}
-
-/** An answer waiting to be folded in: `[send, at, span]`; a number is 0.3's `at`. */
-function answerOf(
-  key: Deno.KvKey,
-  value: unknown,
-): [string, number, number][] {
-  const send = String(key.at(-1));
-  if (typeof value === "number" && Number.isFinite(value)) {
-    return [[send, value, -1]];
-  }
-  if (!Array.isArray(value)) return [];
-  const [at, span] = value;
-  return typeof at === "number" && Number.isFinite(at) &&
-      typeof span === "number" && Number.isFinite(span)
-    ? [[send, at, span]]
-    : [];
 }

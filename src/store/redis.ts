@@ -144,8 +144,5 @@ export function createRedisTokenStore(
   });
 }
 
-export {
-  createRedisRateLimiter,
-  type RedisRateLimiterOptions,
-} from "./redis_rate_limiter.ts";
+export * from "./redis_rate_limiter.ts";
 export type * from "./fleet_types.ts";

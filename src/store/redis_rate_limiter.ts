@@ -152,15 +152,7 @@ class RedisWindow implements SharedWindow {
     this.#reserve = String(reserve);
     this.#holder = holder;
     // One hash tag: a cluster keeps every key of a script in one slot.
-    this.#keys = [
-      "window",
-      "line",
-      "places",
-      "holders",
-      "turns",
-      "block",
-      "epoch",
-    ]
+    this.#keys = "window line places holders turns block epoch".split(" ")
       .map((name) => `${prefix}:{rate}:${name}`);
     this.#args = [limit.requests, limit.interval, HOLD, GRACE].map(String);
   }

@@ -11,13 +11,9 @@ import { isIssuedToken, type QuotaSnapshot } from "../core/token_values.ts";
 import { storeKey } from "./_key.ts";
 
 /** What the key of a client's record is made of; it holds the secret. */
-export interface StoreClient {
-  readonly url: URL;
-  readonly audience: string;
-  readonly clientId: string;
-  readonly secret: string;
+export type StoreClient = Parameters<typeof storeKey>[0] & {
   readonly now: () => number;
-}
+};
 
 /** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
 export type TokenRequest = () => Promise<TokenRecord>;

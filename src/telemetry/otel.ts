@@ -38,12 +38,7 @@ import type {
   TelemetryTracer,
 } from "./types.ts";
 
-export type {
-  OpenTelemetryOptions,
-  TelemetryAttributes,
-  TelemetryMeter,
-  TelemetryTracer,
-} from "./types.ts";
+export type * from "./types.ts";
 
 const NAME = "@partner-api/client";
 /** The quota buckets the service documents; the gauge records no other. */
@@ -90,12 +85,12 @@ export function openTelemetry(
       case "token.request":
         return tokenRequest(event, tracer, meter);
       case "api.list":
-        return endedSpan(tracer, "partner_api.list", event.durationMs, {
+        return endedSpan(tracer, "partner_api.list", event, {
           "url.path": event.path,
           "partner_api.pages": integer.span(event.pages),
           "partner_api.items": integer.span(event.items),
           "partner_api.outcome": event.outcome,
-        }, event.outcome === "error");
+        });
       case "api.request":
         return apiRequest(event, meter, integer.metric);
       case "rate.wait":
@@ -132,18 +127,17 @@ function apiRequest(
   });
 }
 
-/** A span that ended now and lasted `durationMs`. */
+/** A span that ended now, lasted the event's `durationMs`, and failed if its outcome did. */
 function endedSpan(
   tracer: TelemetryTracer,
   name: string,
-  durationMs: number,
+  { durationMs, outcome }: { durationMs: number; outcome: "ok" | "error" },
   attributes: TelemetryAttributes,
-  failed: boolean,
 ): void {
   const end = Date.now();
+  const code = outcome === "error" ? SpanStatusCode.ERROR : SpanStatusCode.OK;
   tracer.startSpan(name, { startTime: end - durationMs, attributes })
-    .setStatus({ code: failed ? SpanStatusCode.ERROR : SpanStatusCode.OK })
-    .end(end);
+    .setStatus({ code }).end(end);
 }
 
 /** A token request: its span, the counter, and the quota it reported. */
@@ -152,17 +146,10 @@ function tokenRequest(
   tracer: TelemetryTracer,
   meter: Instruments,
 ): void {
-  const { outcome, reason, durationMs } = event;
+  const { outcome, reason } = event;
   const attributes: TelemetryAttributes = { "partner_api.outcome": outcome };
   if (reason !== undefined) attributes["error.type"] = reason;
-  const failed = outcome === "error";
-  endedSpan(
-    tracer,
-    "partner_api.token.request",
-    durationMs,
-    attributes,
-    failed,
-  );
+  endedSpan(tracer, "partner_api.token.request", event, attributes);
   meter.tokenRequests.add(1, { "partner_api.outcome": outcome });
   for (const { bucket, remaining } of event.quota ?? []) {
     // Server-chosen names would each be a new series in the user's metrics store.
