@@ -65,6 +65,13 @@ const schedules = fc.record({
 
 const reached = new Set<string>();
 let serial = 0;
+/**
+ * The sinks' wall clock, stopped: a lock is stale only when a move ages it. On
+ * the real clock a machine loaded enough to hold this process for 5 s made a
+ * live run's lock stale, and a second writer took it over mid-run.
+ */
+const WALL = Date.now();
+const now = () => WALL;
 
 async function runSchedule(schedule: Schedule): Promise<void> {
   const fake = inProcess({ items: { transactions: schedule.items } });
@@ -233,7 +240,7 @@ function jsonlCopy(path: string): Copy {
   const side = `${path}.checkpoint.json`;
   const read = (file: string) => Deno.readTextFile(file).catch(() => undefined);
   return {
-    sink: () => ({ sink: createJsonlSink(path), close() {} }),
+    sink: () => ({ sink: createJsonlSink(path, { now }), close() {} }),
     async ids() {
       // What the side file says is committed; past it, a batch under way.
       const state = JSON.parse(await read(side) ?? "null");
@@ -249,7 +256,7 @@ function jsonlCopy(path: string): Copy {
       return `${await read(path)}|${await read(side)}`;
     },
     async age() {
-      const past = new Date(Date.now() - 60_000);
+      const past = new Date(WALL - 60_000);
       await Deno.utime(`${path}.lock`, past, past).catch(() => {});
     },
     async spoil(how) {
@@ -284,7 +291,7 @@ function sqliteCopy(path: string): Copy {
       undefined;
   return {
     sink() {
-      const sink = createSqliteSink(path, { table: "transactions" });
+      const sink = createSqliteSink(path, { table: "transactions", now });
       return { sink, close: () => sink.close() };
     },
     ids: () =>
