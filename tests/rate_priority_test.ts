@@ -17,7 +17,13 @@ import type { PartnerApiEvent } from "../src/core/events.ts";
 import { collect } from "../src/client/paginate.ts";
 import { mostInAnyWindow } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { clientOf, drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
+import {
+  clientOf,
+  drive,
+  inProcessFake,
+  onFakeClock,
+  trackedIo,
+} from "./_fast_setup.ts";
 import { runs } from "./_property_runs.ts";
 
 /** One caller of a schedule: when it comes, its priority, how long its request takes. */
@@ -63,7 +69,7 @@ Deno.test("priorities, any schedule: never more than the limit in a window; a ba
         let liveWaiting = 0;
         const violations: string[] = [];
         const run = async (caller: Caller, index: number) => {
-          await new Promise((done) => setTimeout(done, caller.at));
+          await onFakeClock(timers, caller.at);
           const priority: RatePriority = caller.low ? "low" : "high";
           const slot = limiter.take(undefined, priority);
           const waited = typeof slot !== "number";
@@ -85,7 +91,7 @@ Deno.test("priorities, any schedule: never more than the limit in a window; a ba
           granted.push({ index, low: caller.low });
           inFlight++;
           const from = now;
-          await new Promise((done) => setTimeout(done, caller.latency));
+          await onFakeClock(timers, caller.latency);
           inFlight--;
           spans.push([from, timers.now]);
           limiter.answered(ticket);
@@ -151,7 +157,7 @@ Deno.test("a background crawl never holds the last reserve slots of any window, 
       { maxItems: 1000 },
     );
     // Once the crawl waits (its 9 slots of the window taken), a live call.
-    await drive(timers, new Promise((done) => setTimeout(done, 500)));
+    await drive(timers, onFakeClock(timers, 500));
     equal(order.length, 9, "the crawl took all but the reserve");
     const live = drive(
       timers,
@@ -286,7 +292,7 @@ Deno.test("priorities across 3 KV limiters (as 3 processes): the crawl of one ne
     );
     await drive(
       timers,
-      new Promise((done) => setTimeout(done, 500)),
+      onFakeClock(timers, 500),
       db.idle,
     );
     equal(arrivals.length, 9, "the crawl took all but the reserve, and waits");
@@ -339,7 +345,7 @@ Deno.test("a fleet limiter whose store fails keeps the rule within its process: 
           () => {},
         ),
     );
-    await drive(timers, new Promise((done) => setTimeout(done, 100)), io.idle);
+    await drive(timers, onFakeClock(timers, 100), io.idle);
     equal(low, 9, "all but its part of the reserve");
     const live = await drive(timers, limiter.take(undefined, "high"), io.idle);
     equal(typeof live, "number", "the reserve's slot, for a live call");
