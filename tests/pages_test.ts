@@ -10,7 +10,7 @@ import {
   throws,
 } from "node:assert/strict";
 import { createClient } from "../src/client/mod.ts";
-import type { Page } from "../src/client/client.ts";
+import type { Page } from "../src/client/pages.ts";
 import { type PageRequest, paginate } from "../src/client/paginate.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";

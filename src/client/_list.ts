@@ -10,7 +10,7 @@ import {
 
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
-import type { ListOptions, Page, RequestMetadata } from "./client.ts";
+import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";

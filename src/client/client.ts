@@ -1,7 +1,7 @@
 import type { TokenProvider } from "../token/mod.ts";
 import { pathCache } from "./_path.ts";
 import { listUnder, pagesUnder } from "./_list.ts";
-import type { PaginateOptions } from "./paginate.ts";
+import type { ListOptions, Page } from "./pages.ts";
 import { clientConfig } from "./_config.ts";
 import type { ClientOptions } from "./options.ts";
 import { sendExchange } from "./_send.ts";
@@ -122,92 +122,4 @@ export function createClient(options: ClientOptions): PartnerClient {
     pages: <T>(path: string, listOptions: ListOptions<T> = {}) =>
       pagesUnder(context, environment.baseUrl, path, listOptions),
   };
-}
-
-/**
- * Options of `PartnerClient.list` and `PartnerClient.pages`.
- *
- * @example Filters and a custom envelope
- * ```ts
- * import { createClient, type ListOptions } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * type Organization = { organizationID: string };
- * await using api = await startFakePartnerApi({ items: { organizations: 2 } });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const options: ListOptions<Organization> = {
- *   query: { country: "DE" }, // sent with every page (the fake ignores filters)
- *   items: (body) => (body as { organizations: Organization[] }).organizations,
- * };
- * const ids = (await Array.fromAsync(client.list("organizations", options))).map((o) => o.organizationID);
- * deepStrictEqual(ids, ["org_000001", "org_000002"]);
- * ```
- */
-export interface ListOptions<T> extends PaginateOptions<T> {
-  /**
-   * Picks the items out of a page's JSON body.
-   *
-   * @default {the body if it is an array, else its only array-valued property}
-   */
-  items?: (body: unknown) => readonly T[];
-  /** Further query parameters, e.g. filters; not `limit`, `page` or sort. */
-  query?: Record<string, string>;
-}
-
-/**
- * One page of a list, as `PartnerClient.pages` yields it: a frozen object.
- *
- * @example Writing a list page by page, with what each page cost
- * ```ts
- * import { createClient, type Page } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { deepStrictEqual } from "node:assert/strict";
- *
- * type Transaction = { transactionID: string };
- * await using api = await startFakePartnerApi({ items: { transactions: 120 } });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const pages: AsyncIterable<Page<Transaction>> = client.pages("transactions", { limit: 50 });
- * const seen: string[] = [];
- * for await (const page of pages) {
- *   seen.push(`page ${page.page}: ${page.items.length} of ${page.limit}, HTTP ${page.request.status}`);
- * }
- * deepStrictEqual(seen, ["page 1: 50 of 50, HTTP 200", "page 2: 50 of 50, HTTP 200", "page 3: 20 of 50, HTTP 200"]);
- * ```
- */
-export interface Page<T> {
-  /** The page's items less those `dedupeBy` dropped, cut where `until` or `maxItems` ended the list. */
-  readonly items: readonly T[];
-  /** The page number, from 1. */
-  readonly page: number;
-  /** Items per page that were asked for (`limit`). */
-  readonly limit: number;
-  /** The request that fetched the page. */
-  readonly request: RequestMetadata;
-}
-
-/**
- * What one page's request was: where it went, what answered, and how many attempts it took.
- *
- * @example Logging the address of each page
- * ```ts
- * import { createClient, type RequestMetadata } from "@partner-api/client/client";
- * import { startFakePartnerApi } from "@partner-api/client/testing";
- * import { equal } from "node:assert/strict";
- *
- * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
- * const client = createClient({ environment: api.environment, ...api.credentials });
- * const requests: RequestMetadata[] = [];
- * for await (const page of client.pages("organizations", { limit: 2 })) requests.push(page.request);
- * equal(new URL(requests[1]!.url).search, "?limit=2&page=2");
- * equal(requests[1]!.attempts, 1);
- * ```
- */
-export interface RequestMetadata {
-  /** The page's address, with its query (it never holds a token). */
-  readonly url: string;
-  /** The answer's HTTP status. */
-  readonly status: number;
-  /** Requests sent for this page, retries included. */
-  readonly attempts: number;
 }

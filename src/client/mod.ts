@@ -26,7 +26,6 @@
  */
 
 export { createClient, type PartnerClient } from "./client.ts";
-export type { ListOptions, Page, RequestMetadata } from "./client.ts";
 export type { ClientOptions, ProviderSettings } from "./options.ts";
 
 export {
@@ -35,6 +34,8 @@ export {
   type RateLimiter,
   type RateLimiterOptions,
 } from "./rate_limit.ts";
+
+export type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 
 // Types its signatures name, homed elsewhere: each entry passes `deno doc --lint` alone.
 export type * from "../core/events.ts";
