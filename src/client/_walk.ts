@@ -6,7 +6,7 @@ import type {
   PaginateOptions,
   RepeatedPageError,
   SortDirection,
-} from "./paginate.ts";
+} from "./page_types.ts";
 import {
   checkAtMost,
   checkNumber,

@@ -57,4 +57,4 @@ export type {
   TokenStore,
   TokenTarget,
 } from "../token/mod.ts";
-export type { PaginateOptions, SortDirection } from "./paginate.ts";
+export type { PaginateOptions, SortDirection } from "./page_types.ts";

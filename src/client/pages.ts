@@ -1,6 +1,6 @@
 // The public types of a client's lists: the options of `list` and `pages`, and the pages yielded.
 
-import type { PaginateOptions } from "./paginate.ts";
+import type { PaginateOptions } from "./page_types.ts";
 
 /**
  * Options of `PartnerClient.list` and `PartnerClient.pages`.
