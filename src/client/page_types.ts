@@ -152,3 +152,25 @@ export interface CollectOptions {
   /** The most items to collect: required, so nothing loads a million items by accident. */
   maxItems: number;
 }
+
+/**
+ * The `Error` that ends a list when a full page repeats the one before (or, with `dedupeBy`, holds
+ * only items seen): the server seems to ignore `page`, and paging on would never end.
+ *
+ * @example Telling it from other failures
+ * ```ts
+ * import { collect, paginate, type RepeatedPageError } from "@partner-api/client/paginate";
+ * import { rejects } from "node:assert/strict";
+ *
+ * const sameEveryTime = () => Promise.resolve([1, 2]); // a server that ignores `page`
+ * await rejects(collect(paginate(sameEveryTime, { limit: 2 }), { maxItems: 100 }), (error: RepeatedPageError) => {
+ *   return error.reason === "repeated-page" && error.page === 2;
+ * });
+ * ```
+ */
+export interface RepeatedPageError extends Error {
+  /** Always `"repeated-page"`. */
+  readonly reason: "repeated-page";
+  /** The page that repeated. */
+  readonly page: number;
+}

@@ -31,32 +31,11 @@ export type {
   CollectOptions,
   PageRequest,
   PaginateOptions,
+  RepeatedPageError,
   SortDirection,
 } from "./page_types.ts";
 
 const CONTEXT = "Cannot paginate";
-
-/**
- * The `Error` that ends a list when a full page repeats the one before (or, with `dedupeBy`, holds
- * only items seen): the server seems to ignore `page`, and paging on would never end.
- *
- * @example Telling it from other failures
- * ```ts
- * import { collect, paginate, type RepeatedPageError } from "@partner-api/client/paginate";
- * import { rejects } from "node:assert/strict";
- *
- * const sameEveryTime = () => Promise.resolve([1, 2]); // a server that ignores `page`
- * await rejects(collect(paginate(sameEveryTime, { limit: 2 }), { maxItems: 100 }), (error: RepeatedPageError) => {
- *   return error.reason === "repeated-page" && error.page === 2;
- * });
- * ```
- */
-export interface RepeatedPageError extends Error {
-  /** Always `"repeated-page"`. */
-  readonly reason: "repeated-page";
-  /** The page that repeated. */
-  readonly page: number;
-}
 
 /**
  * Iterates over every item of an offset-paged list, in order. It stops after the first page

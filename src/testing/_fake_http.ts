@@ -3,7 +3,12 @@
 import { checkNumber } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import type { FakeFault } from "./fake_options.ts";
-import type { FakeTokenEndpoint } from "./_fake_token.ts";
+
+/** Sets `headers` on `response`, last, so they win. */
+export type Decorate = (
+  response: Response,
+  headers?: Readonly<Record<string, string>>,
+) => Response;
 
 /** `faults`, each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
 
@@ -69,7 +74,7 @@ export function pause(ms: number, closing: AbortSignal): Promise<void> {
 export async function faultyAnswer(
   fault: FakeFault,
   answer: () => Response | Promise<Response>,
-  decorate: FakeTokenEndpoint["withQuota"],
+  decorate: Decorate,
   closing: AbortSignal,
 ): Promise<Response> {
   switch (fault.kind) {

@@ -4,7 +4,6 @@
 import { requireOptions, requireText } from "../core/_check.ts";
 
 import type { TokenFailureReason } from "../core/errors.ts";
-import type { TokenEndpoint } from "./_endpoint.ts";
 
 /** The settings a hint can name. */
 const SETTINGS = [
@@ -33,10 +32,13 @@ export function settingNamesOf(given: unknown, context: string): SettingNames {
 }
 
 /** What a hint is made from: the endpoint's names, address and audience. */
-export type HintSource = Pick<
-  TokenEndpoint,
-  "names" | "where" | "url" | "audience"
->;
+export interface HintSource {
+  readonly names: SettingNames;
+  /** The token URL as shown: no user info, no secret. */
+  readonly where: string;
+  readonly url: URL;
+  readonly audience: string;
+}
 
 /** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
 const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
