@@ -202,6 +202,37 @@ const CLOCK_PENDING = new Set([
   "src/cli/_list.ts",
 ]);
 
+/**
+ * Circles of imports among `sources` (path → text), types included, each as
+ * the paths around it from its first file in order: two files that import
+ * each other must be read together, so the map keeps none.
+ */
+export function importCircles(sources: ReadonlyMap<string, string>): string[] {
+  const edges = new Map(
+    [...sources].map(([path, text]) => [
+      path,
+      [...new Set(importsIn(path, text).map(({ target }) => target))]
+        .filter((target) => sources.has(target)),
+    ]),
+  );
+  const circles = new Set<string>();
+  const walk = (path: string, trail: string[]) => {
+    const at = trail.indexOf(path);
+    if (at >= 0) {
+      const circle = trail.slice(at);
+      const first = circle.indexOf([...circle].sort()[0]!);
+      circles.add(
+        [...circle.slice(first), ...circle.slice(0, first)].join(" -> "),
+      );
+      return;
+    }
+    if (trail.length > 12) return; // longer circles would be named by a shorter path's walk
+    for (const next of edges.get(path) ?? []) walk(next, [...trail, path]);
+  };
+  for (const path of edges.keys()) walk(path, []);
+  return [...circles].sort();
+}
+
 // --- Reading the repository ------------------------------------------------------
 
 const readable =
@@ -243,6 +274,26 @@ Deno.test({
   fn() {
     deepStrictEqual(forbiddenImports(importTable(page), sourcesOf("src")), []);
   },
+});
+
+Deno.test({
+  name:
+    `no two files of src/ import each other, directly or around a circle${needsRead}`,
+  ignore: !readable,
+  fn() {
+    deepStrictEqual(importCircles(sourcesOf("src")), []);
+  },
+});
+
+Deno.test("import circles: a type-only circle counts, a chain does not", () => {
+  const sources = new Map([
+    ["src/client/a.ts", `import { b } from "./b.ts";`],
+    ["src/client/b.ts", `import type { A } from "./a.ts";`],
+    ["src/client/c.ts", `import { b } from "./b.ts";`],
+  ]);
+  deepStrictEqual(importCircles(sources), [
+    "src/client/a.ts -> src/client/b.ts",
+  ]);
 });
 
 Deno.test("the import table: one row per part of src/, with the entries deno.json gives the part", () => {
