@@ -14,6 +14,7 @@ import type { SyncSink } from "./sink.ts";
 import type { SyncOptions } from "./sync_options.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { SyncError } from "./sync_error.ts";
+import { checkPriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot sync";
 
@@ -76,13 +77,12 @@ function oneOf<V extends string>(
   value: unknown,
   allowed: readonly V[],
   option: string,
-  more = "",
 ): V {
   if (value === undefined) return allowed[0]!;
   if (allowed.includes(value as V)) return value as V;
   const names = allowed.map((name) => `"${name}"`);
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  throw bad(option, rule + more, JSON.stringify(String(value).slice(0, 40)));
+  throw bad(option, rule, JSON.stringify(String(value).slice(0, 40)));
 }
 
 /** A field name to sort by; `-field` is refused with what to write instead. */
@@ -181,12 +181,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
       'cannot be "mark" for this sink (a JSONL file keeps no deleted_at): use "remove", or a SQL sink',
     );
   }
-  const priority = oneOf(
-    options.priority,
-    ["low", "high", "auto"],
-    "priority",
-    " (Fetch's RequestInit.priority)",
-  );
+  const priority = checkPriority(options.priority, "low", CONTEXT);
   return {
     /** List requests the sweep may spend (Infinity: a whole cycle). */
     sweep,

@@ -175,9 +175,9 @@ function launch<T>(
   plan: WindowPlan,
 ): Flight<T> {
   const controller = new AbortController();
-  const signal = AbortSignal.any(
-    [config.signal, controller.signal].filter((s) => s !== undefined),
-  );
+  const signal = config.signal
+    ? AbortSignal.any([config.signal, controller.signal])
+    : controller.signal;
   const items = (async () => {
     const pages = client.pages<T>(config.identity.path, {
       ...listOptions(config, signal),

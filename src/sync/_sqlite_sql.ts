@@ -198,12 +198,15 @@ export function applyBatch(
   if (seen.length > 0 && logsSeen(write)) {
     st.seen.run(target, cycle, JSON.stringify(seen));
   }
-  const text = new Map(batch.ids.map((id, i) => [id, batch.texts[i]!]));
-  for (const id of kinds.inserted) {
-    record?.run(id, "insert", place.at, text.get(id)!);
-  }
-  for (const id of kinds.updated) {
-    record?.run(id, "update", place.at, text.get(id)!);
+  if (record !== undefined) {
+    // Change rows carry the item: looked up only when the table is kept.
+    const text = new Map(batch.ids.map((id, i) => [id, batch.texts[i]!]));
+    for (const id of kinds.inserted) {
+      record.run(id, "insert", place.at, text.get(id)!);
+    }
+    for (const id of kinds.updated) {
+      record.run(id, "update", place.at, text.get(id)!);
+    }
   }
   let end: { deleted: number; inserted: number; held?: number } = {
     deleted: 0,
@@ -290,8 +293,9 @@ function upsertAll(st: Statements, batch: Rows, named: boolean) {
         kind.set(id as string, (at as number) > before);
       }}
   }
-  const inserted = ids.filter((id) => kind.get(id) === true);
-  const updated = ids.filter((id) => kind.get(id) === false);
+  // Which rows were new or changed: asked only with a change table (`named`).
+  const inserted = named ? ids.filter((id) => kind.get(id) === true) : [];
+  const updated = named ? ids.filter((id) => kind.get(id) === false) : [];
   const added = named ? inserted.length : rowid() - before;
   return {
     added,
