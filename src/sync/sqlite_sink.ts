@@ -77,8 +77,8 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
  * `lock()` (else `SyncError` `"lock-lost"`). Commit cadence and tables: docs/sync.md, "Sinks".
  *
  * `load()` changes nothing: a table with rows but no checkpoint, or whose row count or last row differs from the record,
- * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode is skipped
- * and reported. A database file is never opened through a symbolic link (`"link"`) and is created 0600.
+ * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode, or an item
+ * JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file is never opened through a symbolic link (`"link"`) and is created 0600.
  *
  * @param database A file path (opened in WAL mode, closed by `close()`) or an open `DatabaseSync` (yours to close).
  * @param options The table, and how long to wait for another run.
