@@ -51,9 +51,13 @@ export function tokenEndpoint(
   const audience = requireText(options.audience, context, "audience");
   const clientId = requireText(options.clientId, context, "clientId");
   const userFetch = requireFunction(options.fetch, context, "fetch");
+  let where: string | undefined;
   return {
     url,
-    where: redact(displayUrl(url), [secret]),
+    // Made when a message needs it: the secret's redactor costs a cold start several ms.
+    get where() {
+      return where ??= redact(displayUrl(url), [secret]);
+    },
     audience,
     clientId,
     secret,
