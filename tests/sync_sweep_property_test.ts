@@ -49,6 +49,8 @@ interface Schedule {
     crashAt: number | null;
     fault: "none" | "short" | "foreign" | "mass";
     faultAt: number;
+    /** How many items a short page keeps. */
+    cut: number;
     maxDeletes: number;
   }[];
   /** The sweep budget of the runs after changes stop. */
@@ -78,7 +80,8 @@ const schedules = fc.record({
         "foreign" as const,
         "mass" as const,
       ),
-      faultAt: fc.integer({ min: 1, max: 6 }),
+      faultAt: fc.integer({ min: 1, max: 12 }),
+      cut: fc.integer({ min: 0, max: 24 }),
       maxDeletes: fc.constantFrom(1, 0.1),
     }),
     { minLength: 1, maxLength: 5 },
@@ -213,7 +216,7 @@ function watched(sink: SyncSink<Row>, onSweep: () => void): SyncSink<Row> {
 
 /**
  * A run's planted fault on the items answered to its request `n`: a page
- * cut to 7 items, or, once the sweep writes, another list (same fields,
+ * cut to `cut` items (none to 24, under any window: no size proves it), or, once the sweep writes, another list (same fields,
  * every id prefixed, so in the same order).
  */
 function fault(
@@ -222,9 +225,9 @@ function fault(
   n: number,
   sweeping: boolean,
 ): Row[] {
-  if (run.fault === "short" && n === run.faultAt && items.length > 7) {
+  if (run.fault === "short" && n === run.faultAt && items.length > run.cut) {
     reached.add("short page");
-    return items.slice(0, 7);
+    return items.slice(0, run.cut);
   }
   if (run.fault === "foreign" && sweeping && n >= run.faultAt) {
     reached.add("foreign answer");

@@ -17,6 +17,8 @@ import {
   inProcess,
   listOf,
   memorySink,
+  type Thing,
+  things,
 } from "./_sync_fake.ts";
 
 type Row = Record<string, unknown>;
@@ -190,4 +192,31 @@ Deno.test("JSONL: new items are appended between cycles; a completed cycle rewri
   equal(after.length, 201);
   equal(after.find((item) => item.transactionID === "tx_000003").amount, 99);
   equal(after.some((item) => item.transactionID === "tx_000004"), false);
+});
+
+Deno.test("one page cut short anywhere in a sweep (to none, 1, 7 or 24 items, within the window's overlap or not) removes nothing, refuses nothing and leaves the copy whole, with the guard on or off", async () => {
+  const items = things(1000);
+  for (const maxDeletes of [0.1, 1]) {
+    for (const cut of [0, 1, 7, 24]) {
+      for (let at = 1; at <= 14; at++) {
+        let cutAt = -1;
+        const service = listOf(() => items, {
+          answer: (page, n) => n === cutAt ? page.slice(0, cut) : page,
+        });
+        const sink = memorySink<Thing>();
+        const options = { id: "thingID", sink, maxLimit: 100, maxDeletes };
+        await syncList(service.client, "things", options);
+        cutAt = service.requests + at;
+        const run = await syncList(service.client, "things", {
+          ...options,
+          sweep: Infinity,
+        });
+        deepStrictEqual(
+          [counts(run), sink.rows.size],
+          [[0, 0, 0], 1000],
+          `cut to ${cut} at the sweep's request ${at}, maxDeletes ${maxDeletes}`,
+        );
+      }
+    }
+  }
 });

@@ -125,10 +125,10 @@ export function judgeWindow(
   const edge = advanced ? last : state.edge;
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, ...rest } = learnt;
-  // Inside a sweep the end is known: a short page that brought news is read again, and ends the pass only when that
-  // read is short too (a list still growing there is followed no further).
-  const again = short && advanced && (state.domain?.upTo ?? null) !== null &&
-    !state.short;
+  // Inside a sweep the end is known: a short page before it is read again, news or not (a page cut to the items of the
+  // window's overlap brings none), and ends the pass only when that read is short too (the far end was deleted).
+  const again = short && (state.domain?.upTo ?? null) !== null &&
+    !state.short && !reachedFarEnd(state, edge);
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
