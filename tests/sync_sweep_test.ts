@@ -220,3 +220,21 @@ Deno.test("one page cut short anywhere in a sweep (to none, 1, 7 or 24 items, wi
     }
   }
 });
+
+Deno.test("a service that refuses (400) pages above its largest: runs after the first ask no refused size again, and a default run's sweep finishes its cycles", async () => {
+  const fake = inProcess({ items: { transactions: 2000 }, maxLimit: 50 });
+  // afterList sees the answered pages: the other list requests were the 400s.
+  let answered = 0;
+  fake.afterList = (items) => (answered++, [...items]);
+  const sink = memorySink<Row>();
+  const options = { id: "transactionID", sink };
+  await syncList(fake.client, "transactions", options);
+  fake.service.remove("transactions", "tx_000500");
+  const [sent, before] = [fake.listRequests, answered];
+  let runs = 1;
+  while ((await syncList(fake.client, "transactions", options)).deleted === 0) {
+    ok(++runs <= 40, "the sweep never ends its cycle");
+  }
+  const refused = fake.listRequests - sent - (answered - before);
+  deepStrictEqual([refused, sink.rows.size], [0, 1999]);
+});

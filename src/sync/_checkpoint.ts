@@ -173,14 +173,25 @@ function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
   };
 }
 
-function accepted(state: WindowState): { accepted?: number } {
-  return state.accepted > 0 ? { accepted: state.accepted } : {};
+function accepted(
+  state: WindowState,
+): Pick<SyncCheckpoint, "accepted" | "refusedLimit"> {
+  const { rejected = Infinity } = state;
+  return {
+    ...(state.accepted > 0 ? { accepted: state.accepted } : {}),
+    ...(rejected < Infinity ? { refusedLimit: rejected } : {}),
+  };
 }
 
 function sizing(checkpoint: SyncCheckpoint, sizes: Sizes) {
   return {
     accepted: checkpoint.accepted ?? 0,
-    refused: Infinity,
+    // A size refused in an earlier run is not asked again: probing down from maxLimit every run would spend a small
+    // sweep budget on 400s, and the cycle would never end.
+    refused: checkpoint.refusedLimit ?? Infinity,
+    ...(checkpoint.refusedLimit === undefined
+      ? {}
+      : { rejected: checkpoint.refusedLimit }),
     maxLimit: sizes.maxLimit,
     descending: checkpoint.sortDirection === "DESC",
   };
@@ -266,6 +277,7 @@ const CHECKPOINT = shape({
   full: (v) => typeof v === "boolean",
   complete: (v) => typeof v === "boolean",
   accepted: optional(count),
+  refusedLimit: optional(count),
   cycles: optional(count),
   verifiedAt: optional(count),
   head: optional(shape({ edge: keyOrNull, offset: count, top: keyOrNull })),

@@ -19,6 +19,8 @@ export interface WindowState {
   readonly accepted: number;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
+  /** The smallest size the service answered with a 400, kept in the checkpoint: no later run asks it again. */
+  readonly rejected?: number;
   readonly maxLimit: number;
   readonly descending?: boolean;
   /** The keys this pass commits (every key when absent). */
@@ -246,7 +248,8 @@ function learnLimit(
 
 /** The state after the service refused a window of `limit` (a 400). */
 export function refusedWindow(state: WindowState, limit: number): WindowState {
-  return { ...state, refused: Math.min(state.refused, limit) };
+  const rejected = Math.min(state.rejected ?? Infinity, limit);
+  return { ...state, refused: Math.min(state.refused, limit), rejected };
 }
 
 /** How many of `keys` (in pass order) are at or before `edge`. */
