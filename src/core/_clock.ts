@@ -123,4 +123,13 @@ export class LocalTimes {
     const steady = wall === undefined ? undefined : this.#marks.get(wall);
     return steady === undefined ? wall : now + steady - this.#steady();
   }
+
+  /** `value` with its time `key` read as {@linkcode LocalTimes.read} does. */
+  readIn<K extends string, T extends { readonly [key in K]: number }>(
+    value: T | undefined,
+    key: K,
+    now: number,
+  ): T | undefined {
+    return value && { ...value, [key]: this.read(value[key], now) };
+  }
 }
