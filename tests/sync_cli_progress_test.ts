@@ -117,3 +117,29 @@ Deno.test("at sync's default priority the line says 'waiting for the rate limit'
     }
   });
 });
+
+Deno.test("a 429 holds the line for its Retry-After (20 s: one line at once), not for a 429's backoff without one (at most 1 s: none)", async () => {
+  await withFakeTimers(async (timers) => {
+    const clock = manualClock(0);
+    const lines: string[] = [];
+    const out = {
+      isTerminal: false,
+      write: (line: string) => void lines.push(line),
+    };
+    const line = progressLine(out, clock, 0);
+    const retry = (delayMs: number) =>
+      ({ type: "api.retry", status: 429, delayMs }) as PartnerApiEvent;
+    try {
+      // The client's backoff after a 429 with no Retry-After: 250-500 ms, then 500-1000 ms.
+      line.heard(retry(500));
+      line.heard(retry(999));
+      await timers.tickAsync(1000);
+      equal(lines.length, 0, lines.join(""));
+      clock.advance(2000);
+      line.heard(retry(20_000));
+      equal(lines.filter((l) => l.includes(holdText(20_000))).length, 1);
+    } finally {
+      line.end();
+    }
+  });
+});
