@@ -13,7 +13,7 @@ import {
   rateState,
 } from "../src/cli/_sync_progress.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
-import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { type ManualClock, manualClock, withFakeTimers } from "./_helpers.ts";
 
 const limit = { requests: 900, interval: 300_000 };
 const request = { type: "api.request" } as PartnerApiEvent;
@@ -59,87 +59,80 @@ Deno.test("rateHold: a low-priority run (sync's default) is held once it fills t
   equal(rateHold(auto, 1000), 0, "a live run may still send 90");
 });
 
-Deno.test("the progress line says 'waiting for the rate limit' with the seconds left while the window is full, and stops saying it once a slot frees", async () => {
-  await withFakeTimers(async (timers) => {
-    const clock = manualClock(0);
-    let text = "";
-    const out = {
-      isTerminal: false,
-      write: (line: string) => void (text += line),
-    };
-    const line = progressLine(out, clock, 0);
-    try {
-      for (let i = 0; i < 900; i++) line.heard(request);
-      clock.advance(259_000);
-      await timers.tickAsync(1000);
-      const waits = text.split("\n").filter((l) => l.includes("waiting"));
-      equal(waits.length, 1, text);
-      ok(waits[0]!.endsWith("waiting for the rate limit, 41 s"), text);
-      clock.advance(10_000);
-      await timers.tickAsync(1000);
-      equal(
-        text.split("\n").filter((l) => l.includes("waiting")).length,
-        1,
-        "one line per hold off a terminal",
-      );
-      clock.advance(40_000);
-      await timers.tickAsync(1000);
-      line.heard(request);
-      await timers.tickAsync(1000);
-      equal(
-        text.split("\n").filter((l) => l.includes("waiting")).length,
-        1,
-        text,
-      );
-    } finally {
-      line.end();
-    }
-  });
-});
+/** What a progress line (off a terminal, on a manual clock from 0 and fake timers) wrote, a line each. */
+interface Watched {
+  readonly line: ReturnType<typeof progressLine>;
+  readonly clock: ManualClock;
+  readonly lines: string[];
+  readonly tick: () => Promise<unknown>;
+  /** The lines saying the rate limit holds the run. */
+  readonly waits: () => string[];
+}
 
-Deno.test("at sync's default priority the line says 'waiting for the rate limit' once 810 requests fill the window (issue 45: silent for 149 s at 811 requests)", async () => {
-  await withFakeTimers(async (timers) => {
+function watchLine(
+  priority: "high" | "low" | "auto" | undefined,
+  run: (watched: Watched) => Promise<void>,
+): Promise<void> {
+  return withFakeTimers(async (timers) => {
     const clock = manualClock(0);
     const lines: string[] = [];
     const out = {
       isTerminal: false,
-      write: (line: string) => void lines.push(line),
+      write: (text: string) => void lines.push(text),
     };
-    const line = progressLine(out, clock, 0);
+    const line = progressLine(out, clock, 0, priority);
+    const waits = () => lines.filter((l) => l.includes("waiting"));
     try {
-      for (let i = 0; i < 810; i++) line.heard(request);
-      clock.advance(259_000);
-      await timers.tickAsync(1000);
-      const waits = lines.filter((l) => l.includes(holdText(41_000)));
-      equal(waits.length, 1, lines.join(""));
+      await run({
+        line,
+        clock,
+        lines,
+        tick: () => timers.tickAsync(1000),
+        waits,
+      });
     } finally {
       line.end();
     }
   });
-});
+}
 
-Deno.test("a 429 holds the line for its Retry-After (20 s: one line at once), not for a 429's backoff without one (at most 1 s: none)", async () => {
-  await withFakeTimers(async (timers) => {
-    const clock = manualClock(0);
-    const lines: string[] = [];
-    const out = {
-      isTerminal: false,
-      write: (line: string) => void lines.push(line),
-    };
-    const line = progressLine(out, clock, 0);
+Deno.test("the progress line says 'waiting for the rate limit' with the seconds left while the window is full, and stops saying it once a slot frees", () =>
+  watchLine("high", async ({ line, clock, tick, waits }) => {
+    for (let i = 0; i < 900; i++) line.heard(request);
+    clock.advance(259_000);
+    await tick();
+    equal(waits().length, 1);
+    ok(waits()[0]!.trimEnd().endsWith("waiting for the rate limit, 41 s"));
+    clock.advance(10_000);
+    await tick();
+    equal(waits().length, 1, "one line per hold off a terminal");
+    clock.advance(40_000);
+    await tick();
+    line.heard(request);
+    await tick();
+    equal(waits().length, 1);
+  }));
+
+Deno.test("at sync's default priority the line says 'waiting for the rate limit' once 810 requests fill the window (issue 45: silent for 149 s at 811 requests)", () =>
+  watchLine(undefined, async ({ line, clock, tick, waits }) => {
+    for (let i = 0; i < 810; i++) line.heard(request);
+    clock.advance(259_000);
+    await tick();
+    equal(waits().length, 1);
+    ok(waits()[0]!.includes(holdText(41_000)));
+  }));
+
+Deno.test("a 429 holds the line for its Retry-After (20 s: one line at once), not for a 429's backoff without one (at most 1 s: none)", () =>
+  watchLine(undefined, async ({ line, clock, lines, tick, waits }) => {
     const retry = (delayMs: number) =>
       ({ type: "api.retry", status: 429, delayMs }) as PartnerApiEvent;
-    try {
-      // The client's backoff after a 429 with no Retry-After: 250-500 ms, then 500-1000 ms.
-      line.heard(retry(500));
-      line.heard(retry(999));
-      await timers.tickAsync(1000);
-      equal(lines.length, 0, lines.join(""));
-      clock.advance(2000);
-      line.heard(retry(20_000));
-      equal(lines.filter((l) => l.includes(holdText(20_000))).length, 1);
-    } finally {
-      line.end();
-    }
-  });
-});
+    // The client's backoff after a 429 with no Retry-After: 250-500 ms, then 500-1000 ms.
+    line.heard(retry(500));
+    line.heard(retry(999));
+    await tick();
+    equal(lines.length, 0);
+    clock.advance(2000);
+    line.heard(retry(20_000));
+    equal(waits().length, 1);
+    ok(waits()[0]!.includes(holdText(20_000)));
+  }));
