@@ -41,7 +41,7 @@ async function syncInto(
   const { io } = session;
   const now = io.now ?? Date.now;
   const started = now();
-  const progress = progressLine(io.stderr, now, started);
+  const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.end;
   session.clientEvents.listener = progress.heard;
