@@ -92,13 +92,15 @@ Deno.test("a sweep answered with another list commits nothing (no row, no change
 
 const HOUR = 3_600_000;
 
-/** A list of 1,000 items a test changes, and a clock it moves (never waits). */
-function world() {
-  const state = { items: things(1000), clock: Date.UTC(2026, 10, 28) };
-  return { state, service: listOf(() => state.items) };
-}
-
 type Copy = Awaited<ReturnType<typeof copies>>[number];
+
+/** A list of 1,000 items a test changes, a clock it moves (never waits), and options that sync it into `copy`. */
+function world(copy: Copy) {
+  const state = { items: things(1000), clock: Date.UTC(2026, 10, 28) };
+  const now = () => state.clock;
+  const options = { id: "thingID", sink: copy.sink, maxLimit: 100, now };
+  return { state, service: listOf(() => state.items), options };
+}
 
 /**
  * Ten runs an hour apart, each answered 9 % fewer items; after each, at most
@@ -129,14 +131,8 @@ async function slice(
 
 Deno.test("deletes cannot be sliced: runs an hour apart removing 9 % each remove at most maxDeletes of the largest size within 24 hours; a day later, more may go", async () => {
   for (const copy of await copies("sliced")) {
-    const list = world();
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      sweep: Infinity,
-      now: () => list.state.clock,
-    };
+    const list = world(copy);
+    const options = { ...list.options, sweep: Infinity };
     await syncList(list.service.client, "things", options);
     ok(await slice(copy, list, options, 1000, 100) > 0, copy.kind);
     list.state.clock += 86_400_000;
@@ -151,15 +147,8 @@ Deno.test("deletes cannot be sliced: runs an hour apart removing 9 % each remove
 
 Deno.test("a standing maxDeletes is a share over 24 hours, not a confirmation: at 0.2, runs an hour apart removing 9 % each remove at most 200 of 1,000", async () => {
   for (const copy of await copies("standing")) {
-    const list = world();
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      sweep: Infinity,
-      maxDeletes: 0.2,
-      now: () => list.state.clock,
-    };
+    const list = world(copy);
+    const options = { ...list.options, sweep: Infinity, maxDeletes: 0.2 };
     await syncList(list.service.client, "things", options);
     ok(await slice(copy, list, options, 1000, 200) > 0, copy.kind);
     copy.database?.close();
@@ -168,14 +157,8 @@ Deno.test("a standing maxDeletes is a share over 24 hours, not a confirmation: a
 
 Deno.test("a confirmed mass delete starts the 24 hours afresh: after the default refuses 300 of 1,000 and maxDeletes 0.3 removes them (a cycle over 2 runs), a default run an hour later removing 1 more goes through; slices after it stay within 10 % of the 700 left", async () => {
   for (const copy of await copies("confirmed")) {
-    const list = world();
-    const { state, service } = list;
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      now: () => state.clock,
-    };
+    const list = world(copy);
+    const { state, service, options } = list;
     const all = { ...options, sweep: Infinity };
     await syncList(service.client, "things", options);
     state.items = state.items.filter((_, i) => i % 10 >= 3); // 300 gone
