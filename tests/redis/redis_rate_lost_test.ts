@@ -29,6 +29,35 @@ import type { RateLimiter } from "../../src/core/rate_limiter.ts";
 /** The limiter's key `name` under `prefix`, as the scripts name it. */
 const keyOf = (prefix: string, name: string) => `${prefix}:{rate}:${name}`;
 
+/**
+ * Asks `limiter` (under `prefix`) for `count` sends at once: how many it is
+ * granted before one waits in the store's line; the waiting ones leave.
+ */
+async function grantedAtOnce(
+  limiter: RateLimiter,
+  client: RedisClient,
+  prefix: string,
+  count: number,
+): Promise<number> {
+  const line = keyOf(prefix, "line");
+  const leave = new AbortController();
+  let granted = 0;
+  const takes = Array.from(
+    { length: count },
+    () =>
+      Promise.resolve(limiter.take(leave.signal)).then((ticket) => {
+        granted++;
+        limiter.answered(ticket);
+      }, () => {}),
+  );
+  await until(async () =>
+    granted === count || Number(await client.command(["ZCARD", line])) > 0
+  );
+  leave.abort();
+  await Promise.all(takes);
+  return granted;
+}
+
 redisTest(
   "poisoned entries: 90 window entries dated an hour ahead are dropped, not held: all 100 slots of the window are granted at once, by the store's count",
   async () => {
@@ -52,22 +81,7 @@ redisTest(
       requests: 100,
       interval: 3_600_000,
     });
-    const leave = new AbortController();
-    let granted = 0;
-    const takes = Array.from(
-      { length: 100 },
-      () =>
-        Promise.resolve(limiter.take(leave.signal)).then(() => {
-          granted++;
-        }, () => {}),
-    );
-    // Until every slot is granted, or the limiter waits in the line.
-    await until(async () =>
-      granted === 100 ||
-      Number(await client.command(["ZCARD", keyOf(prefix, "line")])) > 0
-    );
-    leave.abort();
-    await Promise.all(takes);
+    const granted = await grantedAtOnce(limiter, client, prefix, 100);
     await limiter[Symbol.asyncDispose]();
     const ghosts = await client.command([
       "ZCOUNT",
@@ -80,34 +94,6 @@ redisTest(
     equal(Number(ghosts), 0, "the entries dated an hour ahead are gone");
   },
 );
-
-/**
- * Asks `limiter` for `count` sends at once: how many it is granted before
- * one waits in the store's line; the waiting ones leave.
- */
-async function grantedAtOnce(
-  limiter: RateLimiter,
-  client: RedisClient,
-  line: string,
-  count: number,
-): Promise<number> {
-  const leave = new AbortController();
-  let granted = 0;
-  const takes = Array.from(
-    { length: count },
-    () =>
-      Promise.resolve(limiter.take(leave.signal)).then((ticket) => {
-        granted++;
-        limiter.answered(ticket);
-      }, () => {}),
-  );
-  await until(async () =>
-    granted === count || Number(await client.command(["ZCARD", line])) > 0
-  );
-  leave.abort();
-  await Promise.all(takes);
-  return granted;
-}
 
 redisTest(
   "an epoch lost alone: the epoch key deleted while its window survives, 3 of 10 slots taken: the 7 free ones are granted at once, to the process that knew the epoch and to a new one, by the store's count",
@@ -122,14 +108,13 @@ redisTest(
       requests: 10,
       interval: 3_600_000,
     };
-    const line = keyOf(prefix, "line");
     const known = createRedisRateLimiter(options);
-    const first = await grantedAtOnce(known, client, line, 3);
+    const first = await grantedAtOnce(known, client, prefix, 3);
     await client.command(["DEL", keyOf(prefix, "epoch")]);
-    const again = await grantedAtOnce(known, client, line, 4);
+    const again = await grantedAtOnce(known, client, prefix, 4);
     const joined = createRedisRateLimiter(options);
     // One more than the window has room for: the limit still holds.
-    const newcomer = await grantedAtOnce(joined, client, line, 4);
+    const newcomer = await grantedAtOnce(joined, client, prefix, 4);
     await known[Symbol.asyncDispose]();
     await joined[Symbol.asyncDispose]();
     const sends = await client.command(["ZCARD", keyOf(prefix, "window")]);
