@@ -76,7 +76,6 @@ processTest(
       "localhost",
     );
     const host = new URL(baseUrl).host;
-    const started = performance.now();
     const result = await runCore(
       ["--allow-net=127.0.0.1"],
       { ...api.environment, baseUrl },
@@ -95,7 +94,6 @@ processTest(
     ok(text.includes(`add --allow-net=${host} `), text);
     ok(text.includes("baseUrl"), text);
     ok(!text.includes("run again with the --allow-net flag"), text);
-    ok(performance.now() - started < 20_000);
     equal(result.code, 1);
     equal(api.tokenRequests, 1); // the token host was allowed
   },
