@@ -13,7 +13,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
-import { isPermissionError } from "./_hint.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
