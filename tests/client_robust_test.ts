@@ -578,6 +578,39 @@ Deno.test("a caller's fetch that throws at once is no answer, typed, after the r
   equal(calls, 3);
 });
 
+Deno.test("a host the runtime refuses (no net permission) fails after one attempt, naming the flag for the PCI host", async () => {
+  await using api = await startFakePartnerApi();
+  let calls = 0;
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    fetch: (input, init) => {
+      if (!String(input).startsWith(api.environment.pciBaseUrl.href)) {
+        return fetch(input, init);
+      }
+      calls++;
+      // As Deno before 2.0 refuses a host --allow-net does not name (NotCapable since).
+      const denied = new Error('Requires net access to "127.0.0.1"');
+      throw Object.assign(denied, { name: "PermissionDenied" });
+    },
+    retry: FAST_RETRY,
+  });
+  const { host } = api.environment.pciBaseUrl;
+  await rejects(client.pciFetch("cards"), (error: unknown) => {
+    ok(error instanceof ApiError);
+    deepStrictEqual([error.status, error.reason, error.attempts], [
+      0,
+      "network",
+      1,
+    ]);
+    equal((error.cause as Error).name, "PermissionDenied");
+    ok(error.message.includes(`add --allow-net=${host} `), error.message);
+    ok(error.message.includes("pciBaseUrl's host"), error.message);
+    return true;
+  });
+  equal(calls, 1);
+});
+
 Deno.test("a call that fails before sending (no token) takes no rate-limit slot", async () => {
   await using api = await startFakePartnerApi();
   const rateLimit = createRateLimiter({ requests: 1, interval: 300_000 });

@@ -349,10 +349,10 @@ Deno.test("sync CLI: with nothing known missing, a copy not verified whole withi
 Deno.test("the confirming command is the same command line with one --max-deletes, quoted for a shell", () => {
   equal(
     confirmArgs(["sync", "t", "--to", "my copy.db", "--max-deletes=0.2"], 0.35),
-    "sync t --to 'my copy.db' --max-deletes 0.35",
+    "sync t --to 'my copy.db' --sweep all --max-deletes 0.35",
   );
   equal(
     confirmArgs(["sync", "t", "--max-deletes", "0.2", "--to", "it's.db"], 1),
-    "sync t --to 'it'\\''s.db' --max-deletes 1",
+    "sync t --to 'it'\\''s.db' --sweep all --max-deletes 1",
   );
 });

@@ -90,36 +90,97 @@ Deno.test("a sweep answered with another list commits nothing (no row, no change
   }
 });
 
+const HOUR = 3_600_000;
+
+type Copy = Awaited<ReturnType<typeof copies>>[number];
+
+/** A list of 1,000 items a test changes, a clock it moves (never waits), and options that sync it into `copy`. */
+function world(copy: Copy) {
+  const state = { items: things(1000), clock: Date.UTC(2026, 10, 28) };
+  const now = () => state.clock;
+  const options = { id: "thingID", sink: copy.sink, maxLimit: 100, now };
+  return { state, service: listOf(() => state.items), options };
+}
+
+/**
+ * Ten runs an hour apart, each answered 9 % fewer items; after each, at most
+ * `bound` of the copy's `base` rows are gone. How many the guard refused.
+ */
+async function slice(
+  copy: Copy,
+  { state, service }: ReturnType<typeof world>,
+  options: Parameters<typeof syncList<Thing>>[2],
+  base: number,
+  bound: number,
+): Promise<number> {
+  let refused = 0;
+  for (let run = 0; run < 10; run++) {
+    state.clock += HOUR;
+    const keep = Math.round(state.items.length * 0.91);
+    state.items = state.items.filter((_, i) => i % 11 !== 5).slice(0, keep);
+    await syncList(service.client, "things", options).catch(
+      (error: SyncError) => {
+        equal(error.reason, "too-many-deletes");
+        refused++;
+      },
+    );
+    ok(base - copy.ids().length <= bound, `${copy.kind}: ${copy.ids().length}`);
+  }
+  return refused;
+}
+
 Deno.test("deletes cannot be sliced: runs an hour apart removing 9 % each remove at most maxDeletes of the largest size within 24 hours; a day later, more may go", async () => {
   for (const copy of await copies("sliced")) {
-    let items = things(1000);
-    const service = listOf(() => items);
-    let clock = Date.UTC(2026, 10, 28);
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      sweep: Infinity,
-      now: () => clock,
-    };
+    const list = world(copy);
+    const options = { ...list.options, sweep: Infinity };
+    await syncList(list.service.client, "things", options);
+    ok(await slice(copy, list, options, 1000, 100) > 0, copy.kind);
+    list.state.clock += 86_400_000;
+    await syncList(list.service.client, "things", {
+      ...options,
+      maxDeletes: 0.7,
+    });
+    equal(copy.ids().length, list.state.items.length, copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("a standing maxDeletes is a share over 24 hours, not a confirmation: at 0.2, runs an hour apart removing 9 % each remove at most 200 of 1,000", async () => {
+  for (const copy of await copies("standing")) {
+    const list = world(copy);
+    const options = { ...list.options, sweep: Infinity, maxDeletes: 0.2 };
+    await syncList(list.service.client, "things", options);
+    ok(await slice(copy, list, options, 1000, 200) > 0, copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("a confirmed mass delete starts the 24 hours afresh: after the default refuses 300 of 1,000 and maxDeletes 0.3 removes them (a cycle over 2 runs), a default run an hour later removing 1 more goes through; slices after it stay within 10 % of the 700 left", async () => {
+  for (const copy of await copies("confirmed")) {
+    const list = world(copy);
+    const { state, service, options } = list;
+    const all = { ...options, sweep: Infinity };
     await syncList(service.client, "things", options);
-    let refused = 0;
-    for (let run = 0; run < 10; run++) {
-      clock += 3_600_000;
-      const keep = Math.round(items.length * 0.91);
-      items = items.filter((_, i) => i % 11 !== 5).slice(0, keep);
-      await syncList(service.client, "things", options).catch(
-        (error: SyncError) => {
-          equal(error.reason, "too-many-deletes");
-          refused++;
-        },
-      );
-      ok(1000 - copy.ids().length <= 100, `${copy.kind}: ${copy.ids().length}`);
+    state.items = state.items.filter((_, i) => i % 10 >= 3); // 300 gone
+    await rejects(
+      syncList(service.client, "things", all),
+      (error: SyncError) =>
+        error.reason === "too-many-deletes" && error.maxDeletesNeeded === 0.3,
+    );
+    equal(copy.ids().length, 1000, copy.kind);
+    // The command the refusal names, with the default budget: run until its cycle completes.
+    const confirm = { ...options, sweep: 4, maxDeletes: 0.3 };
+    const deleted: number[] = [];
+    for (let run = 0; run < 2; run++) {
+      deleted.push((await syncList(service.client, "things", confirm)).deleted);
     }
-    ok(refused > 0, copy.kind);
-    clock += 86_400_000;
-    await syncList(service.client, "things", { ...options, maxDeletes: 0.7 });
-    equal(copy.ids().length, items.length, copy.kind);
+    deepStrictEqual(deleted, [0, 300], copy.kind);
+    state.clock += HOUR;
+    state.items = state.items.filter((_, i) => i !== 5);
+    const after = await syncList(service.client, "things", all);
+    deepStrictEqual(counts(after), [0, 0, 1], copy.kind);
+    equal(copy.ids().length, 699, copy.kind);
+    ok(await slice(copy, list, all, 700, 70) > 0, copy.kind);
     copy.database?.close();
   }
 });

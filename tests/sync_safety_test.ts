@@ -357,3 +357,29 @@ Deno.test("a copy in a missing folder is a SyncError naming it, from the SQLite 
     return true;
   });
 });
+
+Deno.test("SQLite sink: a copy whose folder is removed during a run fails it with SyncError 'file' naming the database, not a success written to a deleted file", async () => {
+  const path = await freshTarget("sync-safety-gone", "copy.db");
+  const folder = path.slice(0, path.lastIndexOf("/"));
+  const items = Array.from({ length: 300 }, (_, i) => ({ n: `${1000 + i}` }));
+  let removeAt = Infinity;
+  const service = listOf(() => items, {
+    answer: (page, n) => {
+      if (n === removeAt) Deno.removeSync(folder, { recursive: true });
+      return page;
+    },
+  });
+  const options = { id: "n", maxLimit: 100 };
+  {
+    using sink = createSqliteSink(path, { table: "things" });
+    await syncList(service.client, "things", { ...options, sink });
+  }
+  using sink = createSqliteSink(path, { table: "things" });
+  removeAt = service.requests + 2;
+  await rejects(
+    syncList(service.client, "things", { ...options, sink, sweep: Infinity }),
+    (error: SyncError) =>
+      error instanceof SyncError && error.reason === "file" &&
+      error.path === path,
+  );
+});

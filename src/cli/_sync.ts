@@ -41,7 +41,7 @@ async function syncInto(
   const { io } = session;
   const now = io.now ?? Date.now;
   const started = now();
-  const progress = progressLine(io.stderr, now, started);
+  const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.end;
   session.clientEvents.listener = progress.heard;
@@ -239,15 +239,18 @@ function confirmHint(
   );
 }
 
-/** `args` with `--max-deletes` set to `share`, each quoted for a shell where needed. */
+/**
+ * `args` with `--max-deletes` set to `share` and `--sweep all` (a confirming run whose sweep ends mid-cycle confirms
+ * nothing yet), each quoted for a shell where needed.
+ */
 export function confirmArgs(args: readonly string[], share: number): string {
   const kept: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    if (arg === "--max-deletes") i++;
-    else if (!arg.startsWith("--max-deletes=")) kept.push(arg);
+    if (arg === "--max-deletes" || arg === "--sweep") i++;
+    else if (!/^--(max-deletes|sweep)=/.test(arg)) kept.push(arg);
   }
-  return [...kept, "--max-deletes", String(share)]
+  return [...kept, "--sweep", "all", "--max-deletes", String(share)]
     .map((arg) =>
       /^[\w./:=@,+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`
     )

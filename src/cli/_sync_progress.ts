@@ -2,19 +2,46 @@
 
 import type { PartnerApiEvent } from "../core/events.ts";
 import type { RateLimit } from "../core/rate_limiter.ts";
-import { SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
+import {
+  type RatePriority,
+  rateShare,
+  SERVICE_RATE_LIMIT,
+} from "../core/_rate_options.ts";
+import {
+  emptyWindow,
+  recordSend,
+  slotWait,
+  type Window,
+} from "../core/_rate_window.ts";
 import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 
 /** Below this, a wait is pacing, not a hold worth a word. */
 const SHOWN_HOLD = 1000;
 
-/** What the run sent, as the rate limit counts it. */
+/** What the run sent, as its limiter counts it for the run's priority. */
 export interface RateState {
-  /** When the last sends went out (epoch ms), at most `limit.requests` of them, oldest first. */
-  readonly sends: number[];
+  /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run leaves the reserve. */
+  readonly window: Window;
+  /** The window's length, in ms. */
+  readonly interval: number;
   /** Until when a 429 told the client to wait (epoch ms). */
   retryUntil: number;
+}
+
+/**
+ * An empty state for a run of `priority` under `limit`: the share it counts against is the one the
+ * client's limiter lets that priority use (the whole limit less the reserve for `"low"`, sync's default).
+ */
+export function rateState(
+  priority: RatePriority | undefined = "low",
+  limit: RateLimit = SERVICE_RATE_LIMIT,
+): RateState {
+  return {
+    window: emptyWindow(rateShare(limit, priority)),
+    interval: limit.interval,
+    retryUntil: -Infinity,
+  };
 }
 
 /** Takes in one client event at `now`. */
@@ -22,44 +49,40 @@ export function heard(
   state: RateState,
   event: PartnerApiEvent,
   now: number,
-  limit: RateLimit = SERVICE_RATE_LIMIT,
 ): void {
-  if (event.type === "api.request") {
-    state.sends.push(now);
-    if (state.sends.length > limit.requests) state.sends.shift();
-  } else if (event.type === "api.retry" && event.status === 429) {
+  if (event.type === "api.request") recordSend(state.window, now);
+  else if (event.type === "api.retry" && event.status === 429) {
     state.retryUntil = Math.max(state.retryUntil, now + event.delayMs);
   }
 }
 
-/** How long (ms) the rate limit holds the run at `now`: a full window, or a 429's wait. */
-
-export function rateHold(
-  state: RateState,
-  now: number,
-  limit: RateLimit = SERVICE_RATE_LIMIT,
-): number {
-  const { sends } = state;
-  const oldest = sends.length >= limit.requests
-    ? sends[sends.length - limit.requests]!
-    : -Infinity;
-  return Math.max(0, oldest + limit.interval - now, state.retryUntil - now);
+/**
+ * How long (ms) the rate limit holds the run at `now`: until the oldest send of a full share leaves
+ * the window (the limiter's own arithmetic), or a 429's wait ends.
+ */
+export function rateHold(state: RateState, now: number): number {
+  return Math.max(
+    slotWait(state.window, state.interval, now),
+    state.retryUntil - now,
+  );
 }
 
 /**
  * Items read (a sweep that finds nothing changed still reads) and items/s: one line kept current on a terminal, else a
- * line a second; while the rate limit holds the run, a tick a second says so and for how long.
+ * line a second; while the rate limit holds the run, a tick a second says so and for how long: judged on the share
+ * of the window the run's `priority` may use (sync's default `"low"` stops short of the reserve).
  */
 export function progressLine(
   out: Session["io"]["stderr"],
   now: () => number,
   started: number,
+  priority: RatePriority | undefined = "low",
 ) {
   let shown = false;
   let lastLine = 0;
   let text = "starting";
   let holding = false;
-  const rate: RateState = { sends: [], retryUntil: 0 };
+  const rate = rateState(priority);
   const show = (line: string) => {
     if (out.isTerminal) {
       out.write(`\r\x1b[K${line}`);

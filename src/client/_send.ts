@@ -13,7 +13,7 @@ import {
 import type { AttemptLimits, Deadline } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { describeCause } from "../core/_cause.ts";
+import { describeCause, isPermissionError } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
@@ -112,10 +112,17 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     deadline: Deadline,
     attempts: number,
   ): Next<T> | Promise<Next<T>> {
-    if (response === undefined) this.signal?.throwIfAborted();
-    // The service counts more than this limiter saw (other processes): no request before the window
-    // has room. A Retry-After is the retry's own wait.
-    else if (response.status === 429) this.context.rateLimiter?.refused();
+    if (response === undefined) {
+      this.signal?.throwIfAborted();
+      // The runtime refused the host: no retry can pass, and its own words name no host.
+      if (isPermissionError(this.failure)) {
+        return { do: "fail", error: refused(this, attempts) };
+      }
+    } else if (response.status === 429) {
+      // The service counts more than this limiter saw (other processes): no request before the
+      // window has room. A Retry-After is the retry's own wait.
+      this.context.rateLimiter?.refused();
+    }
     const step = nextStep(attempted(this, response), this, this.context.retry);
     if (step.do === "deliver") {
       return deliver(this, response!, deadline, attempts);
@@ -299,6 +306,23 @@ function noAnswer(
       url,
       cause,
       reason: timedOut ? "timeout" : "network",
+      attempts,
+    },
+  );
+}
+
+/** The error for a request the runtime would not send (no net permission for its host): the flag to add first. */
+function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
+  const url = displayUrl(request.target);
+  const { host } = request.target;
+  const base = request.exchange.kind === "pci" ? "pciBaseUrl" : "baseUrl";
+  return new ApiError(
+    `${request.exchange.context}: no net permission for ${host}: add --allow-net=${host} (the net permission for ${base}'s host; ${request.method} ${url} was not sent)`,
+    {
+      status: 0,
+      url,
+      cause: request.failure,
+      reason: "network",
       attempts,
     },
   );

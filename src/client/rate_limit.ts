@@ -7,7 +7,11 @@ import {
 } from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
-import { checkRateLimit, checkReserve } from "../core/_rate_options.ts";
+import {
+  checkRateLimit,
+  checkReserve,
+  rateShare,
+} from "../core/_rate_options.ts";
 import {
   emptyWindow,
   PriorityLines,
@@ -113,7 +117,7 @@ class SlidingWindowLimiter implements RateLimiter {
     this.limit = limit;
     this.#now = now;
     this.#window = emptyWindow(limit.requests);
-    this.#lowShare = limit.requests - reserve;
+    this.#lowShare = rateShare(limit, "low", reserve);
   }
 
   take(

@@ -136,3 +136,16 @@ export function requireFunction<T>(
     typeof value,
   );
 }
+
+/**
+ * Refuses to go on outside Deno, before anything is touched: a `TypeError` for the `option` whose
+ * work needs a Deno API, whose `rule` says what to use instead (Node, Bun and workerd have no `Deno`).
+ */
+export function requireDeno(
+  context: string,
+  option: string,
+  rule: string,
+): void {
+  if ("Deno" in globalThis) return;
+  throw optionError(TypeError, context, option, rule);
+}

@@ -54,12 +54,29 @@ export function checkReserve(
 ): number {
   const reserve = checkNumber(
     value,
-    Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10))),
+    defaultReserve(requests),
     "non-negative integer",
     context,
     "reserve",
   );
   return checkAtMost(reserve, requests - 1, context, "reserve");
+}
+
+/** The default `reserve`: a tenth of the limit, at least 1, never the whole. */
+export function defaultReserve(requests: number): number {
+  return Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
+}
+
+/**
+ * Sends a request of `priority` may find in a window before it waits: the whole limit for a live
+ * one, the limit less the reserve for a background (`"low"`) one, as every limiter counts.
+ */
+export function rateShare(
+  limit: RateLimit,
+  priority: RatePriority | undefined,
+  reserve: number = defaultReserve(limit.requests),
+): number {
+  return priority === "low" ? limit.requests - reserve : limit.requests;
 }
 
 const PRIORITIES: readonly unknown[] = ["high", "low", "auto"];

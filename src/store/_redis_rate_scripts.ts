@@ -7,8 +7,8 @@
 // 4 holders (sorted set: holder -> ms last seen), 5 turns (counter),
 // 6 block (ms before which nobody sends, after a refusal), 7 epoch (hash:
 // id of this life of the window; short, reseeded: slots kept for sends the
-// store lost, see _window_rules.ts; until: when the window's last send
-// leaves).
+// store lost, see _window_rules.ts; whole: this life began on a window that
+// outlived its epoch; until: when the window's last send leaves).
 // ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
 // with if the window has none; then each script's own.
 
@@ -59,10 +59,14 @@ local epoch = redis.call('HGET', KEYS[7], 'id')
 -- eviction can pick one key of two): short of its sends at once.
 local fell = epoch and redis.call('EXISTS', KEYS[1]) == 0 and (num(redis.call('HGET', KEYS[7], 'until')) or 0) > now
 if fell or lost or not epoch or #epoch > 64 then
+  -- An epoch gone while its window holds sends lost nothing the window says (no take writes a send
+  -- without an epoch): the window goes on whole, the truth of what was sent.
+  local whole = not fell and not lost and redis.call('EXISTS', KEYS[1]) == 1
   redis.call('DEL', KEYS[7])
   epoch = ARGV[5]
   redis.call('HSET', KEYS[7], 'id', epoch)
   if fell then redis.call('HSET', KEYS[7], 'short', now + interval + grace) end
+  if whole then redis.call('HSET', KEYS[7], 'whole', '1') end
 end
 -- While the window is short of what it lost: only as many as written back.
 local short = math.min(num(redis.call('HGET', KEYS[7], 'short')) or 0, now + interval + grace)
@@ -170,7 +174,9 @@ for i = 8, #ARGV - 1, 2 do
     added = added + redis.call('ZADD', KEYS[1], 'NX', from, ARGV[i])
   end
 end
-if known ~= '' and known ~= epoch and ARGV[7] == '1' and short == 0 then
+-- A member from an older epoch finds the window lost, unless this epoch went on with it whole.
+local whole = redis.call('HEXISTS', KEYS[7], 'whole') == 1
+if known ~= '' and known ~= epoch and ARGV[7] == '1' and short == 0 and not whole then
   short = now + interval + grace
   redis.call('HSET', KEYS[7], 'short', short)
 end

@@ -4,7 +4,7 @@
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock, unchangedFor } from "../core/_clock.ts";
-import { requireFunction, requireText } from "../core/_check.ts";
+import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
@@ -81,7 +81,7 @@ export interface FileTokenStore extends TokenStore {
  * once between them; a lock whose owner stopped refreshing it is taken over.
  *
  * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty string, or `onNotice` or
- * `now` is not a function.
+ * `now` is not a function; outside Deno (`option: "folder"`), before anything is touched.
  *
  * @example Two runs, one token
  * ```ts
@@ -104,6 +104,12 @@ export function createFileTokenStore(
   options: FileTokenStoreOptions,
 ): FileTokenStore {
   const context = "Cannot create file token store";
+  // Said at once: elsewhere a get would find nothing and a set throw, a token spent per process.
+  requireDeno(
+    context,
+    "folder",
+    "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)",
+  );
   return new EncryptedFileStore({
     folder: requireText(options.folder, context, "folder"),
     clientSecret: requireText(options.clientSecret, context, "clientSecret"),
@@ -118,6 +124,7 @@ export function createFileTokenStore(
  * (e.g. a tool's `logout`); a missing folder holds none.
  *
  * @returns How many files were removed.
+ * @throws {TypeError} Outside Deno (`option: "folder"`), before anything is read.
  *
  * @example Forgetting every token
  * ```ts
@@ -135,6 +142,11 @@ export function createFileTokenStore(
  * ```
  */
 export async function clearFileTokenStore(folder: string): Promise<number> {
+  requireDeno(
+    "Cannot clear file token store",
+    "folder",
+    "is read with Deno's file API (the file token store runs on Deno only; elsewhere none can have been written)",
+  );
   let removed = 0;
   try {
     for await (const entry of Deno.readDir(folder)) {

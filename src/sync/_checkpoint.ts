@@ -118,11 +118,13 @@ export function afterSweepWindow(
   state: WindowState,
   ended: boolean,
 ): SyncCheckpoint {
-  const { sweep: _, refused: __, ...rest } = base;
+  const { sweep: _, ...rest } = base;
   if (ended) {
+    const { refused: __, ...done } = rest;
     const { cycle: cycles, startedAt: verifiedAt } = sweep;
-    return { ...rest, ...accepted(state), cycles, verifiedAt };
+    return { ...done, ...accepted(state), cycles, verifiedAt };
   }
+  // A refusal stays until a cycle completes: the run that ends the next one may be its confirmation.
   const { seek: _seek, ...cursor } = sweep;
   // A run out of budget while looking for the edge: the next goes on from what this one bracketed.
   const seek = state.seek === undefined ? {} : { seek: state.seek };
@@ -145,13 +147,14 @@ export function afterRefusal(
   return { ...rest, refused: { cycle, at: now, maxDeletes } };
 }
 
-/** The checkpoint once a completed cycle's deletes are on record. */
+/** The checkpoint once a completed cycle's deletes are on record (`confirmed`: its run answered a refusal). */
 export function afterDeletes(
   base: SyncCheckpoint,
   record: DeleteRecord,
+  confirmed = false,
 ): SyncCheckpoint {
   const { deletions: _, ...rest } = base;
-  const deletions = withDeletes(base.deletions, record);
+  const deletions = withDeletes(base.deletions, record, confirmed);
   return deletions.length === 0 ? rest : { ...rest, deletions };
 }
 

@@ -1,6 +1,6 @@
 // Internal: the mass-delete guard, as pure functions: a cycle's deletes are judged against `maxDeletes` of the copy's
 // largest size in the last 24 hours, less what those deleted, so an empty, filtered or foreign list cannot empty the
-// copy, at once or by slices.
+// copy, at once or by slices. A cycle that confirms a refusal starts the 24 hours afresh from the size it left.
 
 import { SyncError } from "./sync_error.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
@@ -29,15 +29,37 @@ export function recentDeletes(
   return { deleted, largest };
 }
 
-/** `history` within the window at `now`, with `record` added. */
+/**
+ * `history` within the window at `record.at`, with `record` added. A `confirmed` record (its run answered a refusal:
+ * {@linkcode confirms}) that removed rows replaces the history with where the window starts afresh: nothing removed
+ * yet, of the rows the cycle kept. The deletes the user confirmed, and the size before them, no longer count against
+ * later runs; what those remove counts from there, so slicing stays bounded.
+ */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
   record: DeleteRecord,
+  confirmed = false,
 ): DeleteRecord[] {
+  if (confirmed && record.deleted > 0) {
+    const kept = Math.max(0, record.held - record.deleted);
+    return [{ at: record.at, deleted: 0, held: kept }];
+  }
   const kept = (history ?? []).filter((old) =>
     old.at > record.at - DELETE_WINDOW && old.at <= record.at
   );
   return record.deleted === 0 ? kept : [...kept, record];
+}
+
+/**
+ * Whether a cycle completed at `maxDeletes` confirms the guard's last refusal: at least the share the refusal named.
+ * Only an answer to a refusal confirms: a run that raises `maxDeletes` unasked is a wider share, counted over 24 hours
+ * like any other, since a standing `maxDeletes: 0.2` looks the same and must not let slices through.
+ */
+export function confirms(
+  refused: SyncCheckpoint["refused"],
+  maxDeletes: number,
+): boolean {
+  return refused !== undefined && maxDeletes >= refused.maxDeletes;
 }
 
 /**

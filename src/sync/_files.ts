@@ -30,6 +30,20 @@ export async function statOf(path: string): Promise<Stats | undefined> {
   }
 }
 
+/**
+ * Which file `path` names now (device and inode), for a later look to tell it was removed or replaced.
+ *
+ * @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
+ */
+export function identityOf(path: string): string {
+  try {
+    const { dev, ino } = lstatSync(path);
+    return `${dev}:${ino}`;
+  } catch (error) {
+    throw fileError(path, "find", error);
+  }
+}
+
 /** The size of the file at `path`, or undefined when there is none. */
 export async function sizeOf(path: string): Promise<number | undefined> {
   return (await statOf(path))?.size;

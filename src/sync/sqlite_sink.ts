@@ -6,7 +6,12 @@ import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { optionError } from "../core/_check.ts";
-import { createPrivate, fingerprint, refuseLink } from "./_files.ts";
+import {
+  createPrivate,
+  fingerprint,
+  identityOf,
+  refuseLink,
+} from "./_files.ts";
 import {
   isStale,
   lockLost,
@@ -14,6 +19,7 @@ import {
   STALE_AFTER,
   staleJudge,
 } from "./_lease.ts";
+import { SyncError } from "./sync_error.ts";
 import {
   type Applied,
   changeTableOf,
@@ -137,6 +143,8 @@ class SqliteDialect implements SqlDialect {
   readonly #file: string | undefined;
   readonly #commits: Commits;
   #prepared: Statements | undefined;
+  /** The database file as the copy was checked (`identityOf`). */
+  #identity: string | undefined;
 
   constructor(
     db: DatabaseSync,
@@ -162,7 +170,10 @@ class SqliteDialect implements SqlDialect {
   }
 
   async read(): Promise<CopyState> {
-    if (this.#file !== undefined) await refuseLinks(this.#file);
+    if (this.#file !== undefined) {
+      await refuseLinks(this.#file);
+      this.#identity = identityOf(this.#file);
+    }
     return readCopy(this.#db, this.#table, this.#target);
   }
 
@@ -218,6 +229,7 @@ class SqliteDialect implements SqlDialect {
   }
 
   async apply(write: SqlBatch): Promise<Applied> {
+    this.#checkFile();
     const st = this.#touch();
     const { rows, staged } = split(st, write);
     // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
@@ -239,6 +251,22 @@ class SqliteDialect implements SqlDialect {
     });
     this.#commits.rows = done.rows;
     return done;
+  }
+
+  /**
+   * SQLite writes on through its open handle when the file (or its folder) is removed or replaced: the run would end
+   * in success, its batches in a file nobody can open.
+   * @throws {SyncError} (`"file"`)
+   */
+  #checkFile(): void {
+    const file = this.#file;
+    if (file === undefined || this.#identity === undefined) return;
+    if (identityOf(file) === this.#identity) return;
+    throw new SyncError(
+      `Cannot sync: ${file} was replaced by another file while the run wrote it; nothing more was written`,
+      "file",
+      file,
+    );
   }
 }
 

@@ -15,7 +15,7 @@ import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
-import { recentDeletes } from "./_deletes.ts";
+import { confirms, recentDeletes } from "./_deletes.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -166,6 +166,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
+  // Kept until a cycle completes: the one this run may complete answers it.
+  const refusal = committer.latest.refused;
   if (begun.begins) {
     const checkpoint = { ...committer.latest, sweep: cursor };
     await committer.commit("sweep", checkpoint, undefined, {
@@ -190,7 +192,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     );
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
-  if (end.ended) return await endCycle(run, cursor.cycle);
+  if (end.ended) return await endCycle(run, cursor.cycle, refusal);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
@@ -201,10 +203,15 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
 }
 
 /**
- * A completed cycle: its deletes go on record for the 24-hour guard; or, refused by the guard (nothing of its end
- * committed), the cycle is given up and the refusal recorded before the run fails with it.
+ * A completed cycle: its deletes go on record for the 24-hour guard (a confirmation of the last `refusal` starts it
+ * afresh); or, refused by the guard (nothing of its end committed), the cycle is given up and the refusal recorded
+ * before the run fails with it.
  */
-async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
+async function endCycle<T>(
+  run: Run<T>,
+  cycle: number,
+  refusal: SyncCheckpoint["refused"],
+): Promise<void> {
   const { config, committer } = run;
   try {
     await committer.done();
@@ -224,7 +231,11 @@ async function endCycle<T>(run: Run<T>, cycle: number): Promise<void> {
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
   const record = { at: config.now(), deleted, held };
-  await committer.flush("sweep", afterDeletes(committer.latest, record));
+  const confirmed = confirms(refusal, config.maxDeletes);
+  await committer.flush(
+    "sweep",
+    afterDeletes(committer.latest, record, confirmed),
+  );
 }
 
 /**

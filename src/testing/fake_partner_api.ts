@@ -1,7 +1,7 @@
 // The fake partner service on Deno.serve: two origins on 127.0.0.1.
 
 import type { Environment } from "../core/environment.ts";
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, requireDeno } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import { createFakePartnerService, type FakeControls } from "./fake_service.ts";
 import type { FakePartnerServiceOptions } from "./fake_options.ts";
@@ -97,6 +97,8 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
   close(): Promise<void>;
 }
 
+const CONTEXT = "Cannot start fake partner API";
+
 /**
  * Starts a fake of the partner service on 127.0.0.1. Its token endpoint validates requests like the
  * real one (400 `invalid_request` for a bad body or grant type, 401 `access_denied` for wrong
@@ -107,6 +109,7 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
  * @param options Token lifetime, quota, clock and faults.
  * @returns The running fake; close it with `close()` or `await using`.
  * @throws {RangeError} When a lifetime or quota is not a non-negative integer.
+ * @throws {TypeError} Outside Deno (`option: "port"`), before anything is checked or served.
  *
  * @example Testing code against the fake
  * ```ts
@@ -124,12 +127,17 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
 export async function startFakePartnerApi(
   options: FakePartnerApiOptions = {},
 ): Promise<FakePartnerApi> {
+  requireDeno(
+    CONTEXT,
+    "port",
+    "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
+  );
   const port = (name: "port" | "pciPort") =>
     checkNumber(
       options[name],
       0,
       "non-negative integer",
-      "Cannot start fake partner API",
+      CONTEXT,
       name,
     );
   const service = createFakePartnerService(options);

@@ -4,7 +4,8 @@ import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_attempt_loop.ts";
 import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
-import { type HintSource, isPermissionError, tokenHint } from "./_hint.ts";
+import { type HintSource, tokenHint } from "./_hint.ts";
+import { isPermissionError } from "../core/_cause.ts";
 
 /** Each cooldown caller's own copy of the failure (none can change another's), from the record if remote. */
 export function repeatedFailure(

@@ -2,6 +2,7 @@
 // their configured names and the URL requested, never a credential's value.
 
 import { requireOptions, requireText } from "../core/_check.ts";
+import { isPermissionError } from "../core/_cause.ts";
 
 import type { TokenFailureReason } from "../core/errors.ts";
 
@@ -38,14 +39,6 @@ export interface HintSource {
   readonly where: string;
   readonly url: URL;
   readonly audience: string;
-}
-
-/** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
-const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
-
-/** Whether `error` is the runtime refusing a permission (Deno without `--allow-net`). */
-export function isPermissionError(error: unknown): boolean {
-  return PERMISSION_ERRORS.has((error as Error | undefined)?.name ?? "");
 }
 
 /**

@@ -14,7 +14,7 @@ import type {
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
 import type { LocalTimes } from "../core/_clock.ts";
-import { isPermissionError } from "./_hint.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */

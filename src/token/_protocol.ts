@@ -2,7 +2,7 @@
 // request's path, sends, reads the body within the deadline, then processes the
 // answer synchronously: tests/token_answers_test.ts drives each shape serverless.
 
-import { describeCause } from "../core/_cause.ts";
+import { describeCause, isPermissionError } from "../core/_cause.ts";
 import {
   QuotaExceededError,
   type TokenFailureReason,
@@ -21,7 +21,7 @@ import {
 import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
-import { isPermissionError, tokenHint } from "./_hint.ts";
+import { tokenHint } from "./_hint.ts";
 import { quotaRetryAt } from "./_policy.ts";
 import {
   isAccessToken,

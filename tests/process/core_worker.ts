@@ -1,6 +1,8 @@
 // The core as a user's script runs it, with as little permission as it gets:
-// lists organizations and prints how many, or the error's name and how many
-// token requests were retried. An optional time limit per attempt (ms).
+// lists organizations and prints how many, or, as JSON, the error's name,
+// `reason`, `attempts` and message, how many requests were retried (token
+// and API) and how many API requests were sent. An optional time limit per
+// attempt (ms).
 //
 //   deno run --no-prompt --allow-net=127.0.0.1 core_worker.ts <environment JSON> <credentials JSON> [<timeout>]
 
@@ -11,13 +13,15 @@ const [environment, credentials] = Deno.args.slice(0, 2).map((arg) =>
 );
 const timeout = Deno.args[2];
 let retries = 0;
+let apiRequests = 0;
 try {
   const client = createClient({
     environment: defineEnvironment(environment),
     ...credentials,
     ...(timeout === undefined ? {} : { timeout: Number(timeout) }),
     onEvent: (event) => {
-      if (event.type === "token.retry") retries++;
+      if (event.type === "token.retry" || event.type === "api.retry") retries++;
+      if (event.type === "api.request") apiRequests++;
     },
   });
   console.log(
@@ -26,6 +30,12 @@ try {
     } organizations`,
   );
 } catch (error) {
-  console.log(`${(error as Error).name}, ${retries} retries`);
+  const { name, reason, attempts, message } = error as Error & {
+    reason?: string;
+    attempts?: number;
+  };
+  console.log(
+    JSON.stringify({ name, reason, attempts, retries, apiRequests, message }),
+  );
   Deno.exitCode = 1;
 }

@@ -1,6 +1,6 @@
 // The core needs the network and nothing else.
 
-import { equal } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { Command, processTest } from "../_processes.ts";
 
@@ -23,10 +23,13 @@ async function runCore(
     stdout: "piped",
     stderr: "piped",
   }).output();
-  return {
-    code: output.code,
-    stdout: new TextDecoder().decode(output.stdout).trim(),
-  };
+  const stdout = new TextDecoder().decode(output.stdout).trim();
+  return { code: output.code, stdout, failure: failureOf(stdout) };
+}
+
+/** The worker's failure line, as JSON; `undefined` for a success. */
+function failureOf(stdout: string): Record<string, unknown> | undefined {
+  return stdout.startsWith("{") ? JSON.parse(stdout) : undefined;
 }
 
 processTest(
@@ -53,8 +56,45 @@ processTest(
   async () => {
     await using api = await startFakePartnerApi();
     const result = await runCore([], api.environment, api.credentials);
-    equal(result.stdout, "TokenRequestError, 0 retries");
+    const { name, retries } = result.failure ?? {};
+    deepStrictEqual({ name, retries }, {
+      name: "TokenRequestError",
+      retries: 0,
+    });
     equal(result.code, 1);
     equal(api.tokenRequests, 0);
+  },
+);
+
+processTest(
+  "without net permission for the API host (the token host allowed) a call fails after one attempt, naming the flag to add",
+  async () => {
+    await using api = await startFakePartnerApi();
+    // The same server under another name, which --allow-net=127.0.0.1 does not cover.
+    const baseUrl = api.environment.baseUrl.href.replace(
+      "127.0.0.1",
+      "localhost",
+    );
+    const host = new URL(baseUrl).host;
+    const result = await runCore(
+      ["--allow-net=127.0.0.1"],
+      { ...api.environment, baseUrl },
+      api.credentials,
+    );
+    const { message, ...fields } = result.failure ?? {};
+    // One attempt, no retry (three attempts over about 1.5 s before), still a network failure.
+    deepStrictEqual(fields, {
+      name: "ApiError",
+      reason: "network",
+      attempts: 1,
+      retries: 0,
+      apiRequests: 1,
+    });
+    const text = String(message);
+    ok(text.includes(`add --allow-net=${host} `), text);
+    ok(text.includes("baseUrl"), text);
+    ok(!text.includes("run again with the --allow-net flag"), text);
+    equal(result.code, 1);
+    equal(api.tokenRequests, 1); // the token host was allowed
   },
 );

@@ -7,8 +7,10 @@
 // `@opentelemetry/api` beside it, into an npm project, as from a registry.
 // There, on Node 20 (the machine's) and Node 22 (npm's `node` package,
 // pinned): every entry but the Deno-only `./cli` imports by package name,
-// `./kv` says it is Deno-only when used (a TypeError, not at import); a
-// script gets a token, a page and a JSONL sync; and every entry's
+// and each Deno-only function (`./kv`'s, the file store's,
+// `startFakePartnerApi`) says so when called (a TypeError, not at import);
+// a script gets a token for three clients sharing a memory store, a page
+// and a JSONL sync; and every entry's
 // declarations check under tsc --strict with @types/node alone (no DOM lib,
 // no skipLibCheck) for node16, nodenext and bundler resolution.
 // Every test that reads dist/ is here, on one build of this file's run:
@@ -137,10 +139,13 @@ async function onEachNode(script: string): Promise<unknown[]> {
 
 /**
  * Imports every entry but the CLI by package name: for each, "loaded" or
- * the error; and what `./kv`'s two functions throw when used outside Deno
- * (given an object that looks like a KV database).
+ * the error; what `./kv`'s two functions throw when used outside Deno
+ * (given an object that looks like a KV database); and what the other
+ * Deno-only functions throw when called with good arguments, and whether
+ * the file store touched its folder first.
  */
-const ENTRIES = `const imported = {};
+const ENTRIES = `import { existsSync } from "node:fs";
+const imported = {};
 for (const name of ${JSON.stringify(FOR_NODE)}) {
   imported[name] = await import(name).then(
     (module) => Object.keys(module).length > 0 ? "loaded" : "empty",
@@ -156,7 +161,25 @@ const used = [kv.createKvTokenStore, kv.createKvRateLimiter].map((create) => {
     return { name: error.name, option: error.option, denoOnly: /Deno.*only/.test(error.rule) };
   }
 });
-console.log(JSON.stringify({ node: process.versions.node.split(".")[0], imported, used }));
+const { createFileTokenStore, clearFileTokenStore } = await import("${name}/store");
+const { startFakePartnerApi } = await import("${name}/testing");
+const folder = "node-file-store";
+const calls = {
+  createFileTokenStore: () => createFileTokenStore({ folder, clientSecret: "s".repeat(40) }),
+  clearFileTokenStore: () => clearFileTokenStore(folder),
+  startFakePartnerApi: () => startFakePartnerApi(),
+};
+const denoOnly = {};
+for (const [called, call] of Object.entries(calls)) {
+  try {
+    await call();
+    denoOnly[called] = "no error";
+  } catch (error) {
+    denoOnly[called] = { name: error.name, option: error.option };
+  }
+}
+denoOnly.folderMade = existsSync(folder);
+console.log(JSON.stringify({ node: process.versions.node.split(".")[0], imported, used, denoOnly }));
 `;
 
 /** A token, a page and a JSONL sync, by package name, against the fake on node:http. */
@@ -167,6 +190,7 @@ import { join } from "node:path";
 import { createClient } from "@partner-api/client";
 import { createFakePartnerService } from "@partner-api/client/testing";
 import { createJsonlSink, syncList } from "@partner-api/client/sync";
+import { createMemoryTokenStore } from "@partner-api/client/store";
 
 function listen(handle) {
   const server = createServer(async (incoming, outgoing) => {
@@ -188,11 +212,15 @@ const service = createFakePartnerService({ items: { transactions: 120 } });
 const main = await listen(service.handle);
 const pci = await listen(service.handlePci);
 const at = (server) => "http://127.0.0.1:" + server.address().port;
-const client = createClient({
+// Three clients of one process share a token through the memory store.
+const store = createMemoryTokenStore();
+const [client, ...others] = [1, 2, 3].map(() => createClient({
   environment: service.environmentAt(at(main), at(pci)),
   ...service.credentials,
-});
+  store,
+}));
 const token = await client.tokenProvider.getToken();
+const shared = await Promise.all(others.map((other) => other.tokenProvider.getToken()));
 let page;
 for await (const first of client.pages("transactions", { limit: 50 })) {
   page = first; // Node 20 has no Array.fromAsync
@@ -204,6 +232,7 @@ const lines = readFileSync(file, "utf8").trim().split("\\n").length;
 console.log(JSON.stringify({
   node: process.versions.node.split(".")[0],
   token: token.expiresIn > 0,
+  shared: shared.every((other) => other.accessToken === token.accessToken),
   page: page.items.length,
   inserted: synced.inserted ?? synced.written,
   lines,
@@ -340,23 +369,32 @@ cpuBoundTest(
 );
 
 cpuBoundTest(
-  "every entry but ./cli imports by package name on Node 20 and Node 22, and ./kv says it is Deno-only when used",
+  "every entry but ./cli imports by package name on Node 20 and Node 22, and each Deno-only function (./kv, the file store, startFakePartnerApi) says so when called",
   async () => {
     await installedProject();
     const expected = {
       imported: Object.fromEntries(FOR_NODE.map((entry) => [entry, "loaded"])),
       used: Array(2).fill({ name: "TypeError", option: "kv", denoOnly: true }),
+      // Refused at the call, before any file or socket: an option error
+      // naming what the runtime cannot serve.
+      denoOnly: {
+        createFileTokenStore: { name: "TypeError", option: "folder" },
+        clearFileTokenStore: { name: "TypeError", option: "folder" },
+        startFakePartnerApi: { name: "TypeError", option: "port" },
+        folderMade: false,
+      },
     };
     deepStrictEqual(await onEachNode("entries.mjs"), [expected, expected]);
   },
 );
 
 cpuBoundTest(
-  "a token, a page and a JSONL sync by package name on Node 20 and Node 22",
+  "a token shared by three clients through a memory store, a page and a JSONL sync by package name on Node 20 and Node 22",
   async () => {
     await installedProject();
     const expected = {
       token: true,
+      shared: true,
       page: 50,
       inserted: 120,
       lines: 120,
