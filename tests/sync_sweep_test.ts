@@ -194,17 +194,27 @@ Deno.test("JSONL: new items are appended between cycles; a completed cycle rewri
   equal(after.some((item) => item.transactionID === "tx_000004"), false);
 });
 
-Deno.test("one page cut short anywhere in a sweep (to none, 1, 7 or 24 items, within the window's overlap or not) removes nothing, refuses nothing and leaves the copy whole, with the guard on or off", async () => {
+Deno.test("pages cut short anywhere in a sweep, one or two in a row to different sizes (none, 1, 7, 24, 50), remove nothing, refuse nothing and leave the copy whole, guard on or off, one window at a time or four", async () => {
   const items = things(1000);
-  for (const maxDeletes of [0.1, 1]) {
-    for (const cut of [0, 1, 7, 24]) {
+  const cuts = [[0], [1], [7], [24], [7, 50], [50, 7], [24, 1], [0, 30]];
+  for (const [maxDeletes, concurrency] of [[0.1, 1], [1, 1], [1, 4]]) {
+    for (const cut of cuts) {
       for (let at = 1; at <= 14; at++) {
         let cutAt = -1;
         const service = listOf(() => items, {
-          answer: (page, n) => n === cutAt ? page.slice(0, cut) : page,
+          answer: (page, n) =>
+            n >= cutAt && n < cutAt + cut.length
+              ? page.slice(0, cut[n - cutAt])
+              : page,
         });
         const sink = memorySink<Thing>();
-        const options = { id: "thingID", sink, maxLimit: 100, maxDeletes };
+        const options = {
+          id: "thingID",
+          sink,
+          maxLimit: 100,
+          maxDeletes: maxDeletes!,
+          concurrency: concurrency!,
+        };
         await syncList(service.client, "things", options);
         cutAt = service.requests + at;
         const run = await syncList(service.client, "things", {
@@ -214,7 +224,7 @@ Deno.test("one page cut short anywhere in a sweep (to none, 1, 7 or 24 items, wi
         deepStrictEqual(
           [counts(run), sink.rows.size],
           [[0, 0, 0], 1000],
-          `cut to ${cut} at the sweep's request ${at}, maxDeletes ${maxDeletes}`,
+          `cut to ${cut} from the sweep's request ${at}, maxDeletes ${maxDeletes}, concurrency ${concurrency}`,
         );
       }
     }

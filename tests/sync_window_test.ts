@@ -2,6 +2,7 @@
 
 import {
   judgeWindow,
+  nextWindow,
   planWindow,
   type SyncKey,
   type WindowPlan,
@@ -157,3 +158,10 @@ Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a 
 function at(now: number) {
   return { now, freshBefore: -Infinity };
 }
+
+Deno.test("nextWindow never asks past maxLimit, also for a size honoured and one refused under a larger maxLimit before", () => {
+  const before = { ...state(500, 600), accepted: 200, refused: 201 };
+  equal(nextWindow({ ...before, maxLimit: 100 }).limit <= 100, true);
+  const wide = nextWindow({ ...before, maxLimit: 1000 }).limit;
+  equal(wide > 100 && wide <= 200, true);
+});

@@ -6,6 +6,7 @@ import { type DeleteRecord, withDeletes } from "./_deletes.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   MIN_MARGIN,
+  MIN_WINDOW,
   RESUME_MARGIN,
   type SyncKey,
   type WindowState,
@@ -122,7 +123,9 @@ export function afterSweepWindow(
   if (ended) {
     const { refused: __, ...done } = rest;
     const { cycle: cycles, startedAt: verifiedAt } = sweep;
-    return { ...done, ...accepted(state), cycles, verifiedAt };
+    // A refused size is asked again once a cycle: a transient 400, or a service that raised its limit, is not kept.
+    const { refusedLimit: ___, ...sizes } = { ...done, ...accepted(state) };
+    return { ...sizes, cycles, verifiedAt };
   }
   // A refusal stays until a cycle completes: the run that ends the next one may be its confirmation.
   const { seek: _seek, ...cursor } = sweep;
@@ -187,14 +190,13 @@ function accepted(
 }
 
 function sizing(checkpoint: SyncCheckpoint, sizes: Sizes) {
+  // A size refused in an earlier run of the cycle is not asked again: probing down from maxLimit every run would spend
+  // a small sweep budget on 400s, and the cycle would never end. One under the smallest window is not a page size.
+  const refused = checkpoint.refusedLimit ?? 0;
   return {
     accepted: checkpoint.accepted ?? 0,
-    // A size refused in an earlier run is not asked again: probing down from maxLimit every run would spend a small
-    // sweep budget on 400s, and the cycle would never end.
-    refused: checkpoint.refusedLimit ?? Infinity,
-    ...(checkpoint.refusedLimit === undefined
-      ? {}
-      : { rejected: checkpoint.refusedLimit }),
+    refused: refused > MIN_WINDOW ? refused : Infinity,
+    ...(refused > MIN_WINDOW ? { rejected: refused } : {}),
     maxLimit: sizes.maxLimit,
     descending: checkpoint.sortDirection === "DESC",
   };

@@ -64,7 +64,7 @@ export async function runPass<T>(
   const flights: Flight<T>[] = [];
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
-    const allowed = () => budget + (state.short === true ? 1 : 0);
+    const allowed = () => budget + (state.short !== undefined ? 1 : 0);
     while (flights.length < width && spent < allowed() && !timeUp()) {
       const last = flights.at(-1);
       const plan = last === undefined
@@ -82,8 +82,12 @@ export async function runPass<T>(
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, config, start.edge);
       state = judged.next;
-      if (judged.kind !== "commit" || state.seek !== undefined) {
-        land(flights); // windows planned on a wrong guess are not worth reading
+      if (
+        judged.kind !== "commit" || state.seek !== undefined ||
+        state.short !== undefined
+      ) {
+        // Windows planned on a wrong guess are not worth reading; after a short page, the next read is its confirmation.
+        land(flights);
         width = 1;
         if (judged.kind !== "commit") continue;
       }
@@ -97,12 +101,15 @@ export async function runPass<T>(
           "repeated-page",
         );
       }
-      if (!judged.ended && state.seek === undefined) {
+      if (
+        !judged.ended && state.seek === undefined && state.short === undefined
+      ) {
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
       await commit(judged.window);
       if (judged.ended) return { state, ended: true };
+      if (judged.halted === true) return { state, ended: false };
     }
   } finally {
     land(flights);

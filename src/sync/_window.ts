@@ -27,8 +27,10 @@ export interface WindowState {
   readonly domain?: Domain;
   /** While a window missed the edge: what is known of where it stands. */
   readonly seek?: Seek;
-  /** A sweep: the window before was short; another short one ends the pass. */
-  readonly short?: boolean;
+  /** A sweep: the window before was short, and ended at this key (null: empty); a short one that agrees ends the pass. */
+  readonly short?: SyncKey | null;
+  /** Short reads in a row that disagreed about where the list ends. */
+  readonly shortReads?: number;
 }
 
 /**
@@ -64,6 +66,8 @@ export type WindowVerdict =
     readonly next: WindowState;
     /** The pass is complete. */
     readonly ended: boolean;
+    /** The pass stops with its cycle under way: short reads kept disagreeing about where the list ends. */
+    readonly halted?: boolean;
   }
   | {
     /** It starts after `edge`, so it may have skipped items: read again earlier. */
@@ -71,6 +75,8 @@ export type WindowVerdict =
     readonly next: WindowState;
   };
 
+/** Short reads in a row, disagreeing about the list's end, after which a sweep stops for this run. */
+const MAX_SHORT_READS = 3;
 /** The smallest margin: one delete between two windows stays visible. */
 export const MIN_MARGIN = 2;
 /** The margin of a run's first window: deletes since the last run are unknown. */
@@ -126,11 +132,18 @@ export function judgeWindow(
   const fresh = inDomain(state, keys, older);
   const edge = advanced ? last : state.edge;
   const short = provesEnd(state, plan.limit, count);
-  const { seek: _, short: __, ...rest } = learnt;
+  const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
   // Inside a sweep the end is known: a short page before it is read again, news or not (a page cut to the items of the
-  // window's overlap brings none), and ends the pass only when that read is short too (the far end was deleted).
-  const again = short && (state.domain?.upTo ?? null) !== null &&
-    !state.short && !reachedFarEnd(state, edge);
+  // window's overlap brings none), and ends the pass only when that read is short too and ends at the same item (the
+  // far end was deleted). Reads that keep disagreeing stop the pass, the cycle under way, after MAX_SHORT_READS.
+  const end = last ?? null;
+  const agrees = state.short !== undefined &&
+    (state.short === null
+      ? end === null
+      : end !== null && compareKeys(state.short, end) === 0);
+  const again = short && (state.domain?.upTo ?? null) !== null && !agrees &&
+    !reachedFarEnd(state, edge);
+  const reads = again ? (state.shortReads ?? 0) + 1 : 0;
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
@@ -141,13 +154,16 @@ export function judgeWindow(
     kind: "commit",
     fresh,
     ended: (short && !again) || fresh.to < count || reachedFarEnd(state, edge),
+    halted: reads > MAX_SHORT_READS,
     next: {
       ...rest,
       edge,
       offset: plan.start + count,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
-      ...(again ? { short: true } : {}),
+      ...(again && reads <= MAX_SHORT_READS
+        ? { short: end, shortReads: reads }
+        : {}),
     },
   };
 }
@@ -270,9 +286,10 @@ function countUpTo(
 /** The largest size the next window may ask for. */
 function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
-  return Math.max(
-    state.accepted,
-    Math.min(state.maxLimit, Math.floor((state.accepted + state.refused) / 2)),
+  // Never past maxLimit, even for a size honoured under a larger one before.
+  return Math.min(
+    state.maxLimit,
+    Math.max(state.accepted, Math.floor((state.accepted + state.refused) / 2)),
   );
 }
 
