@@ -174,8 +174,9 @@ for i = 8, #ARGV - 1, 2 do
     added = added + redis.call('ZADD', KEYS[1], 'NX', from, ARGV[i])
   end
 end
--- A member from an older epoch finds the window lost, unless this epoch went on with it whole.
-local whole = redis.call('HEXISTS', KEYS[7], 'whole') == 1
+-- A member from an older epoch finds the window lost, unless this epoch went on with it whole: a window
+-- that lacked the member's sends was not (it was lost before the epoch, and is being rebuilt).
+local whole = redis.call('HEXISTS', KEYS[7], 'whole') == 1 and added == 0
 if known ~= '' and known ~= epoch and ARGV[7] == '1' and short == 0 and not whole then
   short = now + interval + grace
   redis.call('HSET', KEYS[7], 'short', short)

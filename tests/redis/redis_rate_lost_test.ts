@@ -128,6 +128,43 @@ redisTest(
   },
 );
 
+redisTest(
+  "a window lost, then its epoch: the fleet still sends no more than the limit in the hour, though a process's sends were never written back, by the store's count",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const prefix = `double:${crypto.randomUUID()}`;
+    const options = {
+      command: (args: string[]) => client.command(args),
+      prefix,
+      requests: 10,
+      interval: 3_600_000,
+    };
+    const [a, b, d] = [1, 2, 3].map(() => createRedisRateLimiter(options));
+    const granted = [
+      await grantedAtOnce(a!, client, prefix, 3),
+      await grantedAtOnce(b!, client, prefix, 5), // then idle: never writes back
+      await grantedAtOnce(d!, client, prefix, 1),
+    ];
+    await client.command(["DEL", keyOf(prefix, "window")]);
+    granted.push(await grantedAtOnce(a!, client, prefix, 1)); // a writes back
+    // The epoch goes too, and the line a's wait left (it would lapse by itself).
+    await client.command([
+      "DEL",
+      ...["epoch", "line", "places"].map((name) => keyOf(prefix, name)),
+    ]);
+    granted.push(await grantedAtOnce(d!, client, prefix, 10));
+    for (const limiter of [a, b, d]) await limiter![Symbol.asyncDispose]();
+    client.close();
+    const sent = granted.reduce((sum, n) => sum + n, 0);
+    equal(
+      sent <= 10,
+      true,
+      `${granted.join(" + ")} sends in the hour, limit 10`,
+    );
+  },
+);
+
 /** Processes of the lost-window fleet, trials, and each one's requests. */
 const PROCESSES = 6;
 const TRIALS = 10;
