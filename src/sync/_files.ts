@@ -31,13 +31,14 @@ export async function statOf(path: string): Promise<Stats | undefined> {
 }
 
 /**
- * Which file `path` names now (device and inode), for a later look to tell it was removed or replaced.
+ * Which file `path` names now (device and inode), for a later look to tell it was removed or replaced; `at` is where
+ * it is looked up (the path made absolute, so a changed working folder changes nothing).
  *
  * @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
  */
-export function identityOf(path: string): string {
+export function identityOf(path: string, at: string = path): string {
   try {
-    const { dev, ino } = lstatSync(path);
+    const { dev, ino } = lstatSync(at);
     return `${dev}:${ino}`;
   } catch (error) {
     throw fileError(path, "find", error);

@@ -2,6 +2,7 @@
 // _sqlite_sql.ts: the statements).
 
 import process from "node:process";
+import { resolve } from "node:path";
 import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
@@ -143,8 +144,9 @@ class SqliteDialect implements SqlDialect {
   readonly #file: string | undefined;
   readonly #commits: Commits;
   #prepared: Statements | undefined;
-  /** The database file as the copy was checked (`identityOf`). */
+  /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
+  readonly #absolute: string | undefined;
 
   constructor(
     db: DatabaseSync,
@@ -159,6 +161,7 @@ class SqliteDialect implements SqlDialect {
     this.#now = options.now ?? Date.now;
     this.#stale = staleJudge(this.#now);
     this.#file = file;
+    this.#absolute = file === undefined ? undefined : resolve(file);
     this.#commits = commits;
   }
 
@@ -172,7 +175,7 @@ class SqliteDialect implements SqlDialect {
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) {
       await refuseLinks(this.#file);
-      this.#identity = identityOf(this.#file);
+      this.#identity = identityOf(this.#file, this.#absolute);
     }
     return readCopy(this.#db, this.#table, this.#target);
   }
@@ -261,7 +264,7 @@ class SqliteDialect implements SqlDialect {
   #checkFile(): void {
     const file = this.#file;
     if (file === undefined || this.#identity === undefined) return;
-    if (identityOf(file) === this.#identity) return;
+    if (identityOf(file, this.#absolute) === this.#identity) return;
     throw new SyncError(
       `Cannot sync: ${file} was replaced by another file while the run wrote it; nothing more was written`,
       "file",
