@@ -6,6 +6,7 @@ import {
   type FileTokenStore,
 } from "../store/mod.ts";
 import { UsageError } from "./_flag_values.ts";
+import { counted } from "./_render.ts";
 
 /** Where the token cache goes, first found wins. */
 const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
@@ -44,11 +45,7 @@ export function openCache(
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);
   return {
-    store: createFileTokenStore({
-      folder,
-      clientSecret,
-      onNotice: notify,
-    }),
+    store: createFileTokenStore({ folder, clientSecret, onNotice: notify }),
   };
 }
 
@@ -152,7 +149,6 @@ function readable(variable: string): string | undefined {
 }
 
 /** `cache clear`, `logout`: the line that says what was removed. */
-
 export async function clearCache(): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";
@@ -163,7 +159,5 @@ export async function clearCache(): Promise<string> {
     return `cannot clear the token cache: no write permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
   }
   const removed = await clearFileTokenStore(folder);
-  return `removed ${removed} cached token${
-    removed === 1 ? "" : "s"
-  } from ${folder}`;
+  return `removed ${counted(removed, "cached token")} from ${folder}`;
 }

@@ -14,6 +14,7 @@ import { serverText } from "../core/_redact.ts";
 import { runSync } from "./_sync.ts";
 import type { CliWriter } from "./io.ts";
 import {
+  counted,
   duration,
   escapeControls,
   gauge,
@@ -47,7 +48,7 @@ function cost(session: Session): string {
   if (requests === 0) {
     return session.cache ? "cached: no token request" : "no token request";
   }
-  return `${requests} token request${requests === 1 ? "" : "s"}`;
+  return counted(requests, "token request");
 }
 
 async function runToken(

@@ -36,7 +36,6 @@ function unquote(value: string): string {
 }
 
 /** `env` with the file's variables under it; a file it cannot read is a UsageError. */
-
 export async function withEnvFile(
   env: (name: string) => string | undefined,
   path: string,

@@ -16,6 +16,11 @@ export function duration(seconds: number): string {
   return rest === 0 ? `${hours} h` : `${hours} h ${rest} min`;
 }
 
+/** "1 item", "2 items". */
+export function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 /** "2026-11-21 11:00 UTC". */
 export function utcTime(epochMs: number): string {
   return `${
@@ -136,9 +141,10 @@ export function progressReporter(
   let showing = false;
   const line = () => {
     const seconds = Math.max((now() - started) / 1000, 0.001);
-    return `${pages} page${pages === 1 ? "" : "s"}, ${items} item${
-      items === 1 ? "" : "s"
-    }, ${Math.round(items / seconds)} items/s`;
+    const rate = Math.round(items / seconds);
+    return `${counted(pages, "page")}, ${
+      counted(items, "item")
+    }, ${rate} items/s`;
   };
   const show = () => {
     if (!out.isTerminal) return out.write(`${line()}\n`);

@@ -144,15 +144,8 @@ export function openSession(
         clientId: config.clientId,
       }),
   };
-  return {
-    io,
-    provider,
-    client,
-    cache,
-    tokenRequests: watched.count,
-    status,
-    clientEvents,
-  };
+  const tokenRequests = watched.count;
+  return { io, provider, client, cache, tokenRequests, status, clientEvents };
 }
 
 /** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */

@@ -78,10 +78,7 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
         run.readTextFile ?? readEnvFile,
       );
       const config = readConfig({ ...run, env });
-      await execute(
-        openSession({ ...run, env }, config, planned),
-        planned,
-      );
+      await execute(openSession({ ...run, env }, config, planned), planned);
       return 0;
     }
   }

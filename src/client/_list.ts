@@ -265,7 +265,6 @@ function itemsOf(
 }
 
 /** An ApiError for an answer: its status, the problem, the start of the body (token removed first). */
-
 function answered(page: Answered, text: string, problem: string): ApiError {
   const { url, response, accessToken, attempts } = page;
   const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);

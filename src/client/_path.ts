@@ -69,7 +69,6 @@ export function isUnder(url: URL, base: URL): boolean {
 }
 
 /** Whether a path holds a {@linkcode RISKY_PATH} form, overlong UTF-8, or a lookalike. */
-
 function isRiskyPath(pathname: string): boolean {
   if (RISKY_PATH.test(pathname) || OVERLONG.test(pathname)) return true;
   if (!pathname.includes("%")) return false;

@@ -81,7 +81,6 @@ export interface RetryPolicy {
 }
 
 /** The wait before retrying an idempotent, replayable request after no answer or a retry status. */
-
 export function retryWait(
   attempted: Attempted,
   context: RetryContext,

@@ -346,7 +346,6 @@ function serverOf(url: URL): { host: string; port: number } {
 }
 
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
-
 function withBearer(
   headers: HeadersInit | undefined,
   accessToken: string,

@@ -194,7 +194,6 @@ export async function* walkPages<T, F extends Fetched<T>>(
 }
 
 /** The items of `pages`, the signal looked at after each; by index (`for...of` cost a fifth more). */
-
 export async function* flatten<T>(
   pages: AsyncIterator<{ readonly items: Iterable<T> }>,
   signal: AbortSignal | undefined,

@@ -212,7 +212,6 @@ function placeOf(
 }
 
 /** The list named `name`; an unknown one is a TypeError naming those there are. */
-
 export function listNamed(
   lists: Map<string, ListResource>,
   name: string,

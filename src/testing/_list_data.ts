@@ -159,7 +159,6 @@ const SHAPES = [
 ] as const;
 
 /** The three lists from `seed`, the newest item of each a few minutes old at `now`. */
-
 export function generateLists(
   sizes: ListSizes,
   seed: number,
