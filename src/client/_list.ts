@@ -2,11 +2,7 @@
 
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import {
-  optionError,
-  requireFunction,
-  requireOptions,
-} from "../core/_check.ts";
+import { requireFunction, requireOptions, typeError } from "../core/_check.ts";
 
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
@@ -289,8 +285,7 @@ function checkQuery(query: unknown): Record<string, string> {
   requireOptions(query, CONTEXT, "query");
   for (const [name, value] of Object.entries(query)) {
     if (typeof value !== "string") {
-      throw optionError(
-        TypeError,
+      throw typeError(
         CONTEXT,
         `query.${name}`,
         "must be a string",
@@ -298,8 +293,7 @@ function checkQuery(query: unknown): Record<string, string> {
       );
     }
     if (PAGE_PARAMETERS.includes(name)) {
-      throw optionError(
-        TypeError,
+      throw typeError(
         CONTEXT,
         `query.${name}`,
         `must be given as the option '${name}', not in 'query'`,

@@ -1,7 +1,7 @@
 // The boundary the bearer token never crosses: every address it is sent to, redirects too, passes here.
 
 import { displayUrl } from "../core/_url.ts";
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 
 /**
  * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
@@ -30,8 +30,7 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "path",
       "must stay under the base",
@@ -107,13 +106,7 @@ export function followable(
 function parsePath(base: URL, path: string | URL, context: string): URL {
   if (path instanceof URL) return new URL(path.href);
   if (typeof path !== "string") {
-    throw optionError(
-      TypeError,
-      context,
-      "path",
-      "must be a string or URL",
-      typeof path,
-    );
+    throw typeError(context, "path", "must be a string or URL", typeof path);
   }
   return /^[a-z][a-z\d+.-]*:/i.test(path)
     ? new URL(path)

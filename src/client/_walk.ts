@@ -10,9 +10,9 @@ import type {
 import {
   checkAtMost,
   checkNumber,
-  optionError,
   requireFunction,
   requireText,
+  typeError,
 } from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
@@ -265,8 +265,7 @@ function sortOptions(
     sortDirection !== undefined && sortDirection !== "ASC" &&
     sortDirection !== "DESC"
   ) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "sortDirection",
       'must be "ASC" or "DESC"',
@@ -286,12 +285,7 @@ export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
   requireFunction(dedupeBy, CONTEXT, "dedupeBy");
   requireFunction(until, CONTEXT, "until");
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "signal",
-      "must be an AbortSignal",
-    );
+    throw typeError(CONTEXT, "signal", "must be an AbortSignal");
   }
   const firstPage = positiveInteger(options.page, 1, "page");
   return {

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { optionError } from "../core/_check.ts";
+import { optionError, typeError } from "../core/_check.ts";
 import { flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
@@ -71,7 +71,7 @@ export function paginate<T>(
   options: PaginateOptions<T> = {},
 ): AsyncIterableIterator<T> {
   if (typeof fetchPage !== "function") {
-    throw optionError(TypeError, CONTEXT, "fetchPage", "must be a function");
+    throw typeError(CONTEXT, "fetchPage", "must be a function");
   }
   const config = pageConfig(options);
   const pages = walkPages<T, { items: readonly T[] }>(

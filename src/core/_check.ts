@@ -25,6 +25,16 @@ export function optionError(
   return Object.assign(error, { option, rule });
 }
 
+/** {@linkcode optionError} as a `TypeError`, the usual kind. */
+export function typeError(
+  context: string,
+  option: string,
+  rule: string,
+  received?: string,
+): OptionError {
+  return optionError(TypeError, context, option, rule, received);
+}
+
 /** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
@@ -93,13 +103,7 @@ export function requireOptions(
   option = "options",
 ): asserts value is object {
   if (typeof value !== "object" || value === null) {
-    throw optionError(
-      TypeError,
-      context,
-      option,
-      "must be an object",
-      String(value),
-    );
+    throw typeError(context, option, "must be an object", String(value));
   }
 }
 
@@ -110,8 +114,7 @@ export function requireText(
   field: string,
 ): string {
   if (typeof value !== "string" || value === "") {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       field,
       "must be a non-empty string",
@@ -128,13 +131,7 @@ export function requireFunction<T>(
   field: string,
 ): T | undefined {
   if (value === undefined || typeof value === "function") return value;
-  throw optionError(
-    TypeError,
-    context,
-    field,
-    "must be a function",
-    typeof value,
-  );
+  throw typeError(context, field, "must be a function", typeof value);
 }
 
 /**
@@ -147,5 +144,5 @@ export function requireDeno(
   rule: string,
 ): void {
   if ("Deno" in globalThis) return;
-  throw optionError(TypeError, context, option, rule);
+  throw typeError(context, option, rule);
 }

@@ -5,7 +5,7 @@ import {
   checkAtMost,
   checkNumber,
   type NumberRule,
-  optionError,
+  typeError,
 } from "./_check.ts";
 
 /** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
@@ -30,7 +30,7 @@ export function checkRateLimit(
   const check = (name: keyof RateLimit, rule: NumberRule): number => {
     const value = defaults?.[name];
     if (value === undefined && options[name] === undefined) {
-      throw optionError(TypeError, context, name, "must be given");
+      throw typeError(context, name, "must be given");
     }
     return checkNumber(options[name], value ?? 0, rule, context, name);
   };
@@ -89,8 +89,7 @@ export function checkPriority<F extends RatePriority | undefined>(
 ): RatePriority | F {
   if (value === undefined) return fallback;
   if (!PRIORITIES.includes(value)) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "priority",
       'must be "high", "low" or "auto"',

@@ -18,7 +18,7 @@
  */
 
 import { secureUrl, urlError } from "./_url.ts";
-import { optionError, requireOptions } from "./_check.ts";
+import { requireOptions, typeError } from "./_check.ts";
 
 /**
  * The four values that make an environment, as a user writes them.
@@ -111,8 +111,7 @@ export function defineEnvironment(init: EnvironmentInit): Environment {
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
   const { audience } = init;
   if (typeof audience !== "string" || audience.trim() === "") {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "audience",
       "must be a non-empty string",

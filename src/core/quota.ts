@@ -16,7 +16,7 @@
  */
 
 import { parseBucket, quotaSegments } from "./_quota_parse.ts";
-import { optionError } from "./_check.ts";
+import { optionError, typeError } from "./_check.ts";
 import type { QuotaBucket } from "./quota_types.ts";
 
 export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
@@ -83,8 +83,7 @@ const FORMAT = "Cannot format quota header";
 export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
   return buckets.map((bucket) => {
     if (!/^[^,;=\s](?:[^,;=]*[^,;=\s])?$/.test(bucket.bucket)) {
-      throw optionError(
-        TypeError,
+      throw typeError(
         FORMAT,
         "bucket",
         "must be a non-empty name without ',', ';' or '='",

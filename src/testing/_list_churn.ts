@@ -1,6 +1,6 @@
 // The fake's lists changing while paged; every cached order stays sorted (search and splice, no re-sort).
 
-import { checkNumber, optionError } from "../core/_check.ts";
+import { checkNumber, typeError } from "../core/_check.ts";
 import {
   id,
   isoDate,
@@ -112,8 +112,7 @@ export function insertItem(resource: ListResource, item: Item): void {
   const context = `Cannot insert into ${resource.name}`;
   const key = item?.[resource.idField];
   if (typeof key !== "string" && typeof key !== "number") {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "item",
       `must have a string or number '${resource.idField}'`,
@@ -121,8 +120,7 @@ export function insertItem(resource: ListResource, item: Item): void {
     );
   }
   if (resource.items.some((other) => other[resource.idField] === key)) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "item",
       `must have a '${resource.idField}' the list does not hold`,
@@ -167,8 +165,7 @@ function checkFields(
     ? `must not change '${resource.idField}'`
     : undefined;
   if (rule !== undefined) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       `Cannot update ${resource.name}`,
       "fields",
       rule,
@@ -218,8 +215,7 @@ export function listNamed(
 ): ListResource {
   const resource = lists.get(name);
   if (resource === undefined) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       "Cannot change the fake's lists",
       "list",
       `must be one of ${[...lists.keys()].join(", ")}`,
