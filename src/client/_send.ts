@@ -192,11 +192,7 @@ function deliver<T>(
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
-  const done = request.exchange.finish(
-    response,
-    request.accessToken,
-    attempts,
-  );
+  const done = request.exchange.finish(response, request.accessToken, attempts);
   if (!(done instanceof Promise)) return { do: "done", value: done };
   return deadline.race(done).then(
     (value): Next<T> => ({ do: "done", value }),
@@ -318,13 +314,7 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   const base = request.exchange.kind === "pci" ? "pciBaseUrl" : "baseUrl";
   return new ApiError(
     `${request.exchange.context}: no net permission for ${host}: add --allow-net=${host} (the net permission for ${base}'s host; ${request.method} ${url} was not sent)`,
-    {
-      status: 0,
-      url,
-      cause: request.failure,
-      reason: "network",
-      attempts,
-    },
+    { status: 0, url, cause: request.failure, reason: "network", attempts },
   );
 }
 

@@ -133,13 +133,7 @@ export async function startFakePartnerApi(
     "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
   );
   const port = (name: "port" | "pciPort") =>
-    checkNumber(
-      options[name],
-      0,
-      "non-negative integer",
-      CONTEXT,
-      name,
-    );
+    checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
   const service = createFakePartnerService(options);
   const serve = (
     at: number,
