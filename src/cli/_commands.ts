@@ -11,6 +11,7 @@ import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { serverText } from "../core/_redact.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { runSync } from "./_sync.ts";
 import type { CliWriter } from "./io.ts";
 import {
@@ -204,9 +205,6 @@ function pretty(text: string): string {
   }
 }
 
-/** What Deno throws for a permission it was not given. */
-const PERMISSION_ERRORS = new Set<unknown>(["NotCapable", "PermissionDenied"]);
-
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
 export function failureMessage(
   error: unknown,
@@ -222,7 +220,7 @@ export function failureMessage(
   // A token failure's message ends with its hint, which names the variables: the library says it.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
     // Refused by Deno: the flag to add, never its words ("run again with the --allow-net flag"), which name no host.
-    const refused = PERMISSION_ERRORS.has((error.cause as Error)?.name);
+    const refused = isPermissionError(error.cause);
     if (refused && error instanceof ApiError) {
       const { host } = new URL(error.url);
       return {

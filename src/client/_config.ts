@@ -31,9 +31,7 @@ export function clientConfig(
 ): { environment: Environment; context: SendContext } {
   requireOptions(options, CONTEXT);
   for (const [old, now] of Object.entries(RENAMED)) {
-    if (old in options) {
-      throw typeError(CONTEXT, old, `is now '${now}'`);
-    }
+    if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
   }
   const environment = ownEnvironment(options.environment);
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;

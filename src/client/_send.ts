@@ -10,7 +10,11 @@ import {
   retryEvent,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
-import type { AttemptLimits, Deadline } from "../core/_deadlines.ts";
+import {
+  type AttemptLimits,
+  type Deadline,
+  timeoutError,
+} from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import { describeCause, isPermissionError } from "../core/_cause.ts";
@@ -286,24 +290,14 @@ function noAnswer(
   attempts: number,
 ): ApiError {
   const { timedOut } = deadline;
-  const cause = timedOut
-    ? new DOMException(
-      `no answer within ${request.limits.ms} ms`,
-      "TimeoutError",
-    )
-    : request.failure;
+  const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
+  const reason = timedOut ? "timeout" : "network";
   const url = displayUrl(request.target);
   return new ApiError(
     `${request.exchange.context}: ${request.method} ${url} got no answer${
       attempts > 1 ? ` in ${attempts} attempts` : ""
     }: ${describeCause(cause, [])}`,
-    {
-      status: 0,
-      url,
-      cause,
-      reason: timedOut ? "timeout" : "network",
-      attempts,
-    },
+    { status: 0, url, cause, reason, attempts },
   );
 }
 

@@ -14,8 +14,7 @@ import {
   requireText,
   typeError,
 } from "../core/_check.ts";
-import { checkPriority } from "../core/_rate_options.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
+import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot paginate";
 

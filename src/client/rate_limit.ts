@@ -6,10 +6,10 @@ import {
   requireOptions,
 } from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
 import {
   checkRateLimit,
   checkReserve,
+  type RatePriority,
   rateShare,
 } from "../core/_rate_options.ts";
 import {

@@ -116,12 +116,14 @@ class Window {
   readonly #expire = (): void => {
     this.#fired = true;
     this.#timer = undefined;
-    const reason = new DOMException(
-      `no answer within ${this.#ms} ms`,
-      "TimeoutError",
-    );
+    const reason = timeoutError(this.#ms);
     for (const late of this.#attempts) late.expire(reason);
   };
+}
+
+/** What an attempt's signal aborts with when its time is up. */
+export function timeoutError(ms: number): DOMException {
+  return new DOMException(`no answer within ${ms} ms`, "TimeoutError");
 }
 
 /** One attempt's limit within a window of {@linkcode SharedDeadlines}. */

@@ -43,10 +43,7 @@ export function checkRateLimit(
   return Object.freeze({ requests, interval });
 }
 
-/**
- * The checked `reserve`, slots background requests leave to live ones: by
- * default a tenth of the limit, at least 1; never the whole (they would never go).
- */
+/** The checked `reserve`, slots background requests leave to live ones ({@linkcode defaultReserve}). */
 export function checkReserve(
   value: number | undefined,
   requests: number,
@@ -62,7 +59,7 @@ export function checkReserve(
   return checkAtMost(reserve, requests - 1, context, "reserve");
 }
 
-/** The default `reserve`: a tenth of the limit, at least 1, never the whole. */
+/** The default `reserve`: a tenth of the limit, at least 1, never the whole (background requests would never go). */
 export function defaultReserve(requests: number): number {
   return Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
 }
