@@ -30,14 +30,10 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    throw typeError(
-      context,
-      "path",
-      "must stay under the base",
-      `${
-        displayUrl(url)
-      }, outside ${base.href}; the token is only sent under it`,
-    );
+    const received = `${
+      displayUrl(url)
+    }, outside ${base.href}; the token is only sent under it`;
+    throw typeError(context, "path", "must stay under the base", received);
   }
   return url;
 }

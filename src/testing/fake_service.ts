@@ -185,12 +185,8 @@ export function createFakePartnerService(
       ),
     insertTransactions: (added) => {
       const transactions = lists.get("transactions")!;
-      appendItems(
-        transactions,
-        added,
-        now(),
-        seededRandom(transactions.serial),
-      );
+      const random = seededRandom(transactions.serial);
+      appendItems(transactions, added, now(), random);
     },
     insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
     remove: (list, id) => removeItem(listNamed(lists, list), id),
