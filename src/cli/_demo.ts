@@ -44,13 +44,10 @@ export async function runDemo(io: RunIo): Promise<void> {
     await execute(step, plan(args) as SessionPlan, last);
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  const requests = counted(api.tokenRequests, "token request");
+  const left = session.provider.quota?.buckets
+    .map((b) => `${b.bucket} ${b.remaining}/${b.limit}`).join(", ");
   io.stdout.write(
-    `\nsummary: ${api.apiRequests} API requests, ${
-      counted(api.tokenRequests, "token request")
-    } (quota left: ${
-      session.provider.quota?.buckets.map((b) =>
-        `${b.bucket} ${b.remaining}/${b.limit}`
-      ).join(", ")
-    }), ${seconds} s\n`,
+    `\nsummary: ${api.apiRequests} API requests, ${requests} (quota left: ${left}), ${seconds} s\n`,
   );
 }

@@ -2,6 +2,7 @@
 // KEY=VALUE, optionally `export`, quoted or not, `#` comments; no expansion. The environment wins.
 
 import { readBounded } from "../core/_attempt_loop.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { UsageError } from "./_flag_values.ts";
 
 /** The largest --env-file read: a dotenv file is a few lines. */
@@ -47,7 +48,7 @@ export async function withEnvFile(
   } catch (error) {
     const name = (error as Error).name;
     throw new UsageError(
-      name === "NotCapable" || name === "PermissionDenied"
+      isPermissionError(error)
         ? `cannot read --env-file ${path}: run with --allow-read=${path}`
         : name === NOT_SMALL_FILE
         ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`

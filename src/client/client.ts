@@ -70,8 +70,6 @@ export interface PartnerClient {
  *   401 cannot drain the quota;
  * - redirects are followed only for GET and HEAD, under the same base.
  *
- * @param options Environment, token provider or credentials, time limit, retries and `fetch`.
- * @returns The client.
  * @throws {TypeError} When the environment breaks `defineEnvironment`'s rules, the provider is for
  * another token URL or audience, or neither or both of a provider and credentials are given.
  * @throws {RangeError} When a time limit or retry option is out of range.

@@ -42,10 +42,7 @@ const CONTEXT = "Cannot paginate";
  * shorter than `limit`, or at `maxPages`, `maxItems`, `until` or the caller's `break`, requesting no
  * page it does not need (at concurrency 1; above, it aborts those it no longer needs).
  *
- * @typeParam T The item type.
  * @param fetchPage Fetches one page from a {@linkcode PageRequest}, honouring its `signal`.
- * @param options Page size, first page, sort, caps, concurrency, dedupe, abort.
- * @returns An async iterator of the items.
  * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not a positive integer,
  * or `maxItems` or `maxPages` is negative.
  * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`, `dedupeBy`, `until` or
@@ -84,9 +81,6 @@ export function paginate<T>(
 /**
  * Writes a page request as the service's query parameters (`sortBy`, `sortDirection` when present).
  *
- * @param request The page request.
- * @returns The query parameters.
- *
  * @example Building a page address
  * ```ts
  * import { pageSearchParams } from "@partner-api/client/paginate";
@@ -111,7 +105,6 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
 /**
  * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
  *
- * @typeParam T The item type.
  * @param items The items, e.g. from {@linkcode paginate}.
  * @param options `maxItems`: the cap, required.
  * @returns At most `maxItems` items, in order.
