@@ -43,14 +43,12 @@ export type { RateLimit, RateLimiter };
 export interface RateLimiterOptions extends RateLimit {
   /**
    * The clock, in epoch ms; a step back reads as no time passing, so it holds no caller.
-   *
    * @default {Date.now}
    */
   now?: () => number;
   /**
    * Slots of any window a background request (`priority: "low"`) leaves free for live ones, from 0
    * to `requests - 1`. See docs/rate-limit.md.
-   *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
   reserve?: number;

@@ -25,19 +25,16 @@ import type { FakePartnerServiceOptions } from "./fake_options.ts";
 export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
   /**
    * The port of the main origin (token endpoint and API).
-   *
    * @default {0: any free port}
    */
   port?: number;
   /**
    * The port of the card-data origin.
-   *
    * @default {0: any free port}
    */
   pciPort?: number;
   /**
    * Hears every request the fake answered, e.g. to log it.
-   *
    * @default {none}
    */
   onRequest?: (answered: FakeRequestLog) => void;
@@ -99,6 +96,9 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
 
 const CONTEXT = "Cannot start fake partner API";
 
+/** How an origin of the fake answers. */
+type Handler = (request: Request) => Promise<Response>;
+
 /**
  * Starts a fake of the partner service on 127.0.0.1. Its token endpoint validates requests like the
  * real one (400 `invalid_request` for a bad body or grant type, 401 `access_denied` for wrong
@@ -135,10 +135,8 @@ export async function startFakePartnerApi(
   const port = (name: "port" | "pciPort") =>
     checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
   const service = createFakePartnerService(options);
-  const serve = (
-    at: number,
-    handle: (request: Request) => Promise<Response>,
-  ) => serveOn(at, logged(handle, service, options.onRequest));
+  const serve = (at: number, handle: Handler) =>
+    serveOn(at, logged(handle, service, options.onRequest));
   const main = serve(port("port"), service.handle);
   const pci = serve(port("pciPort"), service.handlePci);
   const environment = service.environmentAt(
@@ -166,10 +164,7 @@ export async function startFakePartnerApi(
 }
 
 /** A server on 127.0.0.1:`port` (0: any free port) that answers with `handle`. */
-function serveOn(
-  port: number,
-  handle: (request: Request) => Promise<Response>,
-): Deno.HttpServer<Deno.NetAddr> {
+function serveOn(port: number, handle: Handler): Deno.HttpServer<Deno.NetAddr> {
   return Deno.serve({
     hostname: "127.0.0.1",
     port,
@@ -180,10 +175,10 @@ function serveOn(
 
 /** `handle`, telling `onRequest` of each answer when it is given. */
 function logged(
-  handle: (request: Request) => Promise<Response>,
+  handle: Handler,
   service: { readonly tokenRequests: number },
   onRequest: ((answered: FakeRequestLog) => void) | undefined,
-): (request: Request) => Promise<Response> {
+): Handler {
   if (onRequest === undefined) return handle;
   return async (request) => {
     const response = await handle(request);
