@@ -19,7 +19,7 @@
  * @module
  */
 
-import { optionError, typeError } from "../core/_check.ts";
+import { rangeError, typeError } from "../core/_check.ts";
 import { flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
@@ -128,13 +128,8 @@ export async function collect<T>(
 ): Promise<T[]> {
   const maxItems = options?.maxItems;
   if (!Number.isSafeInteger(maxItems) || maxItems < 0) {
-    throw optionError(
-      RangeError,
-      "Cannot collect",
-      "maxItems",
-      "must be a non-negative integer",
-      String(maxItems),
-    );
+    const rule = "must be a non-negative integer";
+    throw rangeError("Cannot collect", "maxItems", rule, String(maxItems));
   }
   const collected: T[] = [];
   if (maxItems === 0) return collected;

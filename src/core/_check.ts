@@ -35,6 +35,16 @@ export function typeError(
   return optionError(TypeError, context, option, rule, received);
 }
 
+/** {@linkcode optionError} as a `RangeError`: a value of the right type, out of range. */
+export function rangeError(
+  context: string,
+  option: string,
+  rule: string,
+  received?: string,
+): OptionError {
+  return optionError(RangeError, context, option, rule, received);
+}
+
 /** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
@@ -66,13 +76,7 @@ export function checkNumber(
 ): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !RULES[rule](value)) {
-    throw optionError(
-      RangeError,
-      context,
-      field,
-      `must be a ${rule}`,
-      String(value),
-    );
+    throw rangeError(context, field, `must be a ${rule}`, String(value));
   }
   return value;
 }
@@ -85,13 +89,7 @@ export function checkAtMost(
   field: string,
 ): number {
   if (value > most) {
-    throw optionError(
-      RangeError,
-      context,
-      field,
-      `must be at most ${most}`,
-      String(value),
-    );
+    throw rangeError(context, field, `must be at most ${most}`, String(value));
   }
   return value;
 }

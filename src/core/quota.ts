@@ -16,7 +16,7 @@
  */
 
 import { parseBucket, quotaSegments } from "./_quota_parse.ts";
-import { optionError, typeError } from "./_check.ts";
+import { rangeError, typeError } from "./_check.ts";
 import type { QuotaBucket } from "./quota_types.ts";
 
 export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
@@ -93,13 +93,8 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
     for (const key of ["limit", "remaining", "resetAfter"] as const) {
       const value = bucket[key];
       if (!(Number.isSafeInteger(value) && value >= 0)) {
-        throw optionError(
-          RangeError,
-          FORMAT,
-          key,
-          "must be a non-negative safe integer",
-          String(value),
-        );
+        const rule = "must be a non-negative safe integer";
+        throw rangeError(FORMAT, key, rule, String(value));
       }
     }
     return `b=${bucket.bucket};q=${bucket.limit};r=${bucket.remaining};t=${bucket.resetAfter}`;
