@@ -18,7 +18,6 @@ export type CacheOpening =
 
 /**
  * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
- *
  * @throws {UsageError} When the folder is not the user's alone, before any token is requested or waited for.
  */
 export function openCache(

@@ -73,7 +73,6 @@ const NOT_SMALL_FILE = "NotSmallFile";
  * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
  * refused before it is read (a FIFO would hang the run, /dev/zero or a huge file fill its memory), and so is a file
  * that grows past the bound while read.
- *
  * @throws {Error} Named `NotSmallFile`, or what `Deno.stat` and reading throw.
  */
 export async function readEnvFile(path: string): Promise<string> {

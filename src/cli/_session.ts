@@ -36,7 +36,6 @@ export interface RunIo extends CliIo {
 
 /**
  * Reads every variable and names all that are missing at once.
- *
  * @throws {UsageError} For missing or unreadable variables, or values `defineEnvironment` refuses (named by variable).
  */
 export function readConfig(io: CliIo): PartnerApiConfig {

@@ -20,7 +20,6 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
 /**
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
  * absolute address must already be under `base`.
- *
  * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
 export function resolveUnder(

@@ -30,7 +30,6 @@ import {
 
 /**
  * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.
- *
  * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
  */
 export function sendExchange<T>(

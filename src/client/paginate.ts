@@ -41,7 +41,6 @@ const CONTEXT = "Cannot paginate";
  * Iterates over every item of an offset-paged list, in order. It stops after the first page
  * shorter than `limit`, or at `maxPages`, `maxItems`, `until` or the caller's `break`, requesting no
  * page it does not need (at concurrency 1; above, it aborts those it no longer needs).
- *
  * @param fetchPage Fetches one page from a {@linkcode PageRequest}, honouring its `signal`.
  * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not a positive integer,
  * or `maxItems` or `maxPages` is negative.
@@ -104,7 +103,6 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
 
 /**
  * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
- *
  * @param items The items, e.g. from {@linkcode paginate}.
  * @param options `maxItems`: the cap, required.
  * @returns At most `maxItems` items, in order.

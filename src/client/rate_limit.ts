@@ -59,7 +59,6 @@ const CONTEXT = "Cannot create rate limiter";
 /**
  * Creates a limiter of at most `requests` per `interval` ms in any sliding window. Its timer is
  * `globalThis.setTimeout` (fake timers drive it), set only while someone waits.
- *
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {RangeError} When `requests` is not an integer from 1 to 1,000,000, or `interval` not
  * a whole number of ms from 1 to 2,147,483,647.

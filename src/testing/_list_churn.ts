@@ -105,7 +105,6 @@ export function appendItems(
 
 /**
  * Puts `item` into the list and every cached order.
- *
  * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
  */
 export function insertItem(resource: ListResource, item: Item): void {
