@@ -31,16 +31,8 @@ export function openCache(
         `running without the token cache: set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs`,
     };
   }
-  for (const name of ["read", "write"] as const) {
-    if (
-      Deno.permissions.querySync({ name, path: folder }).state !== "granted"
-    ) {
-      return {
-        notice:
-          `running without the token cache: no ${name} permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`,
-      };
-    }
-  }
+  const missing = lacking(folder, ["read", "write"]);
+  if (missing) return { notice: `running without the token cache: ${missing}` };
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);
   return {
@@ -151,12 +143,20 @@ function readable(variable: string): string | undefined {
 export async function clearCache(): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";
-  if (
-    Deno.permissions.querySync({ name: "write", path: folder }).state !==
-      "granted"
-  ) {
-    return `cannot clear the token cache: no write permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
-  }
+  const missing = lacking(folder, ["write"]);
+  if (missing) return `cannot clear the token cache: ${missing}`;
   const removed = await clearFileTokenStore(folder);
   return `removed ${counted(removed, "cached token")} from ${folder}`;
+}
+
+/** The first of `names` this run may not do in `folder`, with the flags that allow it; else `undefined`. */
+function lacking(
+  folder: string,
+  names: readonly ("read" | "write")[],
+): string | undefined {
+  const name = names.find((name) =>
+    Deno.permissions.querySync({ name, path: folder }).state !== "granted"
+  );
+  return name &&
+    `no ${name} permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
 }

@@ -181,13 +181,9 @@ export async function* walkPages<T, F extends Fetched<T>>(
       if (tally.fresh === 0 && items.length > 0) throw repeatedPage(head.page);
     }
   } finally {
+    const unneeded = "the paginator no longer needs this page";
     for (const page of pending) {
-      page.controller.abort(
-        new DOMException(
-          "the paginator no longer needs this page",
-          "AbortError",
-        ),
-      );
+      page.controller.abort(new DOMException(unneeded, "AbortError"));
     }
   }
 }
