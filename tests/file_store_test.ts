@@ -193,3 +193,28 @@ Deno.test("a file token store reads the time only through its `now`: a lock stal
     ".token",
   ]);
 });
+
+Deno.test("a file token store takes over a dead run's lock dated an hour ahead (its clock stepped back since) once seen unchanged for 5 s, and leaves none (issue 46)", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = await folder();
+  const lock = `${dir}/${await clientDigest(api)}.token.lock`;
+  await Deno.writeTextFile(lock, JSON.stringify({ pid: 1, id: "dead" }));
+  const ahead = new Date(systemNow() + 3_600_000);
+  await Deno.utime(lock, ahead, ahead);
+  // Each reading is 5 s later: a store judging by the lock's stamp waits out
+  // its request budget (and leaves the lock for the next run to wait on).
+  let time = systemNow();
+  const clock = () => time += 5_000;
+  const { clientSecret } = api.credentials;
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    now: clock,
+    store: createFileTokenStore({ folder: dir, clientSecret, now: clock }),
+  });
+  await provider.getToken();
+  equal(api.tokenRequests, 1);
+  deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name.slice(-6)), [
+    ".token",
+  ]);
+});

@@ -1,5 +1,6 @@
 // The guard's pure functions over (history, now): what a confirmed mass
-// delete leaves of the 24 hours, and that slices stay bounded after it.
+// delete leaves of the 24 hours (its own deletes do not count; those before
+// it do), and that slices stay bounded after it.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import {
@@ -26,19 +27,18 @@ Deno.test("only a run at the share a refusal named, or more, confirms it", () =>
   equal(confirms(refused, 1), true);
 });
 
-Deno.test("a confirmed cycle starts the 24 hours afresh, from the rows it kept: a default run an hour later may remove up to 65 of them", () => {
+Deno.test("a confirmed cycle's deletes do not count, what the 24 hours removed before them still does: a default run an hour later may remove 50 more (10 % of 1,000, less the 50 before)", () => {
   const history = withDeletes(earlier, mass, true);
-  deepStrictEqual(history, [{ at: t, deleted: 0, held: 650 }]);
+  deepStrictEqual(history, earlier);
   const recent = recentDeletes(history, t + HOUR);
-  deepStrictEqual(recent, { deleted: 0, largest: 650 });
+  deepStrictEqual(recent, { deleted: 50, largest: 1000 });
   equal(tooMany(1, 650, 0.1, recent), false);
-  equal(tooMany(65, 650, 0.1, recent), false);
-  equal(tooMany(66, 650, 0.1, recent), true);
-  // A day later the fresh start has gone too.
-  deepStrictEqual(recentDeletes(history, t + 24 * HOUR), {
-    deleted: 0,
-    largest: 0,
-  });
+  equal(tooMany(50, 650, 0.1, recent), false);
+  equal(tooMany(51, 650, 0.1, recent), true);
+  // Without deletes before it, the share is of what the confirmed cycle kept.
+  const alone = recentDeletes(withDeletes([], mass, true), t + HOUR);
+  equal(tooMany(65, 650, 0.1, alone), false);
+  equal(tooMany(66, 650, 0.1, alone), true);
 });
 
 Deno.test("an unconfirmed cycle's deletes count for 24 hours: 1 more an hour later needs 0.36", () => {
@@ -58,7 +58,7 @@ Deno.test("a confirmation that removed nothing loosens nothing: the 24 hours go 
   deepStrictEqual(withDeletes(earlier, none), earlier);
 });
 
-Deno.test("slices after a confirmed cycle are bounded: runs an hour apart finding 9 % more of the list gone remove at most 65 of the 650 within 24 hours", () => {
+Deno.test("slices after a confirmed cycle are bounded: runs an hour apart finding 9 % more of the list gone remove at most 50 of the 650 within 24 hours of the deletes before it", () => {
   let history = withDeletes(earlier, mass, true);
   let held = 650, list = 650, refused = 0;
   for (let hour = 1; hour <= 23; hour++) {
@@ -72,6 +72,6 @@ Deno.test("slices after a confirmed cycle are bounded: runs an hour apart findin
     history = withDeletes(history, { at: now, deleted: unseen, held });
     held = list;
   }
-  ok(650 - held <= 65, `${held}`);
+  ok(650 - held <= 50, `${held}`);
   ok(refused > 0);
 });

@@ -3,11 +3,15 @@
 // time, and no holder ever finds its fresh lock gone. Taking over by
 // renaming the lock away and back, a run that judged it stale a moment too
 // late moved the new holder's lock for a while, and the holder stopped with
-// "lock-lost" (CI, 2026-11-25).
+// "lock-lost" (CI, 2026-11-25). And a dead run's lock dated an hour ahead
+// (the wall clock stepped back after it died), JSONL and SQLite: taken over
+// once seen unchanged for 5 s on the steady clock, where before it was
+// waited for without limit (issue 46).
 
-import { equal } from "node:assert/strict";
+import { equal, ok } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { takeFileLock } from "../src/sync/_file_lock.ts";
-import { SyncError } from "../src/sync/mod.ts";
+import { createSqliteSink, SyncError } from "../src/sync/mod.ts";
 
 const DIR = ".test-tmp/sync-file-lock";
 
@@ -63,4 +67,56 @@ Deno.test("a takeover racing the stale holder's own release fails, if at all, wi
     }
   }
   equal(raw.length, 0, raw.slice(0, 3).join("\n"));
+});
+
+const HOUR = 3_600_000;
+
+/** A clock 1 s later at each reading: the 5 s a dead lock is waited out pass in a few looks. */
+function hurriedClock(): () => number {
+  let time = Date.now();
+  return () => time += 1_000;
+}
+
+Deno.test("a dead run's JSONL lock dated an hour ahead is taken over once seen unchanged for 5 s (issue 46)", async () => {
+  await Deno.mkdir(DIR, { recursive: true });
+  const path = `${DIR}/ahead.lock`;
+  await Deno.writeTextFile(path, JSON.stringify({ owner: "dead", pid: 1 }));
+  const ahead = new Date(Date.now() + HOUR);
+  await Deno.utime(path, ahead, ahead);
+  let waited = 0;
+  const lock = await takeFileLock(path, {
+    wait: 3_000,
+    onWait: () => waited++,
+  }, hurriedClock());
+  const owner = JSON.parse(await Deno.readTextFile(path)).owner;
+  await lock[Symbol.asyncDispose]();
+  equal(owner, lock.token);
+  equal(waited, 1);
+});
+
+Deno.test("a dead run's SQLite lease dated an hour ahead is taken over once seen unchanged for 5 s (issue 46)", async () => {
+  const database = new DatabaseSync(":memory:");
+  const table = "ahead";
+  {
+    await using _ = await createSqliteSink(database, { table }).lock!();
+  }
+  database.exec(
+    `INSERT INTO partner_api_sync_lease VALUES ('${table}', 'dead', ${
+      Date.now() + HOUR
+    })`,
+  );
+  let waited = 0;
+  const sink = createSqliteSink(database, {
+    table,
+    lockWait: 3_000,
+    onLockWait: () => waited++,
+    now: hurriedClock(),
+  });
+  const taken = await sink.lock!();
+  const holder = database.prepare("SELECT owner FROM partner_api_sync_lease")
+    .get() as { owner: string };
+  await taken[Symbol.asyncDispose]();
+  database.close();
+  ok(holder.owner !== "dead");
+  equal(waited, 1);
 });

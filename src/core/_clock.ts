@@ -68,3 +68,68 @@ export function turnClock(now: () => number): () => number {
     return reading;
   };
 }
+
+/**
+ * How long, on `steady`, each named thing (a lock, a lease) has been seen as
+ * it is: a stamp another process wrote on its wall clock says nothing once a
+ * clock stepped, a record seen unchanged for a whole period here does.
+ */
+export function unchangedFor(
+  steady: () => number,
+): (name: string, state: string) => number {
+  const sightings = new Map<string, { state: string; at: number }>();
+  return (name, state) => {
+    let sighting = sightings.get(name);
+    if (sighting?.state !== state) {
+      sighting = { state, at: steady() };
+      sightings.set(name, sighting);
+    }
+    return steady() - sighting.at;
+  };
+}
+
+/** How many deadlines {@linkcode LocalTimes} keeps: a provider sets a few at a time. */
+const LOCAL_MARKS = 16;
+
+/**
+ * Wall times this process set itself (a cooldown's end, a renewal's stamp):
+ * kept for records on the wall clock, read back on the steady one, so that a
+ * wall clock stepped back 1 h makes no 10 s cooldown last an hour. A time it
+ * did not set (a token's expiry, another process's) reads as it is.
+ */
+export class LocalTimes {
+  readonly #steady: () => number;
+  /** Wall time set, and the steady reading it stands for. */
+  readonly #marks = new Map<number, number>();
+
+  constructor(now: () => number) {
+    this.#steady = steadyClock(now);
+  }
+
+  /** Marks `wall`, set at `at` (a reading of `now`) as this process's own; returns it. */
+  mark(wall: number, at: number): number {
+    this.#marks.delete(wall);
+    this.#marks.set(wall, this.#steady() + wall - at);
+    if (this.#marks.size > LOCAL_MARKS) {
+      this.#marks.delete(this.#marks.keys().next().value!);
+    }
+    return wall;
+  }
+
+  /** `wall` as the wall clock reads it at `now`: moved by any step since it was marked. */
+  read(wall: number, now: number): number;
+  read(wall: number | undefined, now: number): number | undefined;
+  read(wall: number | undefined, now: number): number | undefined {
+    const steady = wall === undefined ? undefined : this.#marks.get(wall);
+    return steady === undefined ? wall : now + steady - this.#steady();
+  }
+
+  /** `value` with its time `key` read as {@linkcode LocalTimes.read} does. */
+  readIn<K extends string, T extends { readonly [key in K]: number }>(
+    value: T | undefined,
+    key: K,
+    now: number,
+  ): T | undefined {
+    return value && { ...value, [key]: this.read(value[key], now) };
+  }
+}

@@ -3,6 +3,7 @@
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { optionError } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
+import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
 import { hexDigest, perKey } from "./_key.ts";
 import {
@@ -48,8 +49,8 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   readonly #keysOf: (
     key: string,
   ) => Promise<{ record: Deno.KvKey; lease: Deno.KvKey }>;
-  /** Per key, the last lease seen, and when (steady clock). */
-  readonly #leasesSeen = new Map<string, { lease: string; at: number }>();
+  /** Per key, how long (steady clock) its lease has been seen as it is. */
+  readonly #leaseUnchanged: (key: string, lease: string) => number;
 
   constructor(
     kv: Deno.Kv,
@@ -58,6 +59,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     this.#kv = kv;
     this.#config = config;
     this.#seals = new RecordSeals(config.encryptionKey);
+    this.#leaseUnchanged = unchangedFor(config.steady);
     this.#keysOf = perKey((key) =>
       hexDigest(key, 16).then((digest) => ({
         record: [...config.prefix, digest, "record"],
@@ -160,15 +162,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 
   /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
   #leaseOver(key: string, lease: Lease): boolean {
-    const { now, steady, leaseDuration } = this.#config;
+    const { now, leaseDuration } = this.#config;
     if (lease.until <= now()) return true;
     const seen = `${lease.holder} ${lease.until}`;
-    let sighting = this.#leasesSeen.get(key);
-    if (sighting?.lease !== seen) {
-      sighting = { lease: seen, at: steady() };
-      this.#leasesSeen.set(key, sighting);
-    }
-    return steady() - sighting.at >= leaseDuration;
+    return this.#leaseUnchanged(key, seen) >= leaseDuration;
   }
 
   #expiry(record: TokenRecord): { expireIn: number } {

@@ -3,7 +3,7 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
-import { steadyClock } from "../core/_clock.ts";
+import { steadyClock, unchangedFor } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
@@ -177,10 +177,13 @@ class EncryptedFileStore implements FileTokenStore {
   readonly #options: Required<FileTokenStoreOptions>;
   /** The file's key, derived from the secret under the CLI's name for it (older files still open). */
   readonly #key: (key: string) => Promise<CryptoKey>;
+  /** How long (steady clock) each lock has been seen as it is. */
+  readonly #unchanged: (path: string, state: string) => number;
 
   constructor(options: Required<FileTokenStoreOptions>) {
     this.folder = options.folder;
     this.#options = options;
+    this.#unchanged = unchangedFor(steadyClock(options.now));
     this.#key = perKey((key) =>
       aesKeyFrom(options.clientSecret, "partner-api cli token cache v1", key)
     );
@@ -281,10 +284,21 @@ class EncryptedFileStore implements FileTokenStore {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
     }
     // A process that died holding the lock must not block every later one.
-    const { now } = this.#options;
-    const info = await Deno.lstat(path).catch(() => undefined);
-    if (info && stale(info, now)) await removeStale(path, now);
+    const judge = (at: string) => this.#stale(path, at);
+    if (await judge(path)) await removeStale(path, judge);
     return "held";
+  }
+
+  /**
+   * Whether the lock now at `at` is a dead process's: stamped more than {@linkcode LOCK_STALE} ms ago by `now`,
+   * or seen unchanged that long here (a stamp ahead of this clock, as after a step back, holds no longer).
+   */
+  async #stale(path: string, at: string): Promise<boolean> {
+    const lock = await lockState(at);
+    if (lock === undefined) return false;
+    const { mtime, content } = lock;
+    return this.#options.now() - mtime > LOCK_STALE ||
+      this.#unchanged(path, `${mtime} ${content}`) > LOCK_STALE;
   }
 
   /** The file's bytes, if it is a regular file of at most 64 KiB (a FIFO would hang the process). */
@@ -353,18 +367,26 @@ function removeOwnedSync(path: string, owner: string): void {
   }
 }
 
-/** Whether a lock was last stamped more than {@linkcode LOCK_STALE} ms ago, by `now`. */
-function stale(info: Deno.FileInfo, now: () => number): boolean {
-  return now() - (info.mtime?.getTime() ?? 0) > LOCK_STALE;
+/** A lock file's stamp and owner, if it is there; a lock that is not a small file reads as its stamp alone. */
+async function lockState(
+  path: string,
+): Promise<{ mtime: number; content: string } | undefined> {
+  const info = await Deno.lstat(path).catch(() => undefined);
+  if (info === undefined) return undefined;
+  const small = info.isFile && info.size <= 1024;
+  const content = small ? await Deno.readTextFile(path).catch(() => "") : "";
+  return { mtime: info.mtime?.getTime() ?? 0, content };
 }
 
-/** Removes a stale lock: moved aside (atomic), put back if what moved is fresh (taken over). */
-async function removeStale(path: string, now: () => number): Promise<void> {
+/** Removes a stale lock: moved aside (atomic), put back unless what moved is stale too (taken over since). */
+async function removeStale(
+  path: string,
+  stale: (at: string) => Promise<boolean>,
+): Promise<void> {
   const aside = `${path}.${crypto.randomUUID()}.stale`;
   try {
     await Deno.rename(path, aside);
-    const info = await Deno.lstat(aside);
-    if (!stale(info, now)) await Deno.link(aside, path).catch(() => {});
+    if (!await stale(aside)) await Deno.link(aside, path).catch(() => {});
   } catch {
     // Another process removed it first: nothing to put back.
   }

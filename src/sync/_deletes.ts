@@ -1,6 +1,6 @@
 // Internal: the mass-delete guard, as pure functions: a cycle's deletes are judged against `maxDeletes` of the copy's
 // largest size in the last 24 hours, less what those deleted, so an empty, filtered or foreign list cannot empty the
-// copy, at once or by slices. A cycle that confirms a refusal starts the 24 hours afresh from the size it left.
+// copy, at once or by slices. The deletes of a cycle that confirms a refusal are not counted.
 
 import { SyncError } from "./sync_error.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
@@ -30,24 +30,19 @@ export function recentDeletes(
 }
 
 /**
- * `history` within the window at `record.at`, with `record` added. A `confirmed` record (its run answered a refusal:
- * {@linkcode confirms}) that removed rows replaces the history with where the window starts afresh: nothing removed
- * yet, of the rows the cycle kept. The deletes the user confirmed, and the size before them, no longer count against
- * later runs; what those remove counts from there, so slicing stays bounded.
+ * `history` within the window at `record.at`, with `record` added, unless it is `confirmed` (its run answered a refusal:
+ * {@linkcode confirms}): the deletes the user confirmed, and the size before them, do not count against later runs.
+ * What the 24 hours removed before them still does, so a confirmation lets through what it names, not a fresh share.
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
   record: DeleteRecord,
   confirmed = false,
 ): DeleteRecord[] {
-  if (confirmed && record.deleted > 0) {
-    const kept = Math.max(0, record.held - record.deleted);
-    return [{ at: record.at, deleted: 0, held: kept }];
-  }
   const kept = (history ?? []).filter((old) =>
     old.at > record.at - DELETE_WINDOW && old.at <= record.at
   );
-  return record.deleted === 0 ? kept : [...kept, record];
+  return record.deleted === 0 || confirmed ? kept : [...kept, record];
 }
 
 /**

@@ -6,11 +6,12 @@ import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import {
-  isStale,
   keepRefreshed,
   lockLost,
+  type LockSighting,
   type LockWait,
   runToken,
+  staleJudge,
   waitForLock,
 } from "./_lease.ts";
 
@@ -38,12 +39,13 @@ export function takeFileLock(
   now: () => number = Date.now,
 ): Promise<FileLock> {
   const token = runToken();
+  const stale = staleJudge(now);
   return waitForLock<FileLock>(path, options, async () => {
     if (await create(path, token)) return { taken: held(path, token, now) };
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
-    if (isStale(current.refreshedAt, now())) {
-      if (await takeOver(path, token, current.owner, now)) {
+    if (stale(path, current)) {
+      if (await takeOver(path, token, current.owner, stale)) {
         return { taken: held(path, token, now) };
       }
     }
@@ -105,7 +107,7 @@ async function look(
 }
 
 /**
- * Takes over the stale lock of `stale`. Only the run holding the guard file (`<path>.takeover`, created exclusively)
+ * Takes over the stale lock of `owner`. Only the run holding the guard file (`<path>.takeover`, created exclusively)
  * may touch the lock, and it looks again under the guard: two runs that judged it stale cannot both take it, and a
  * fresh lock is never moved, even for a moment (renaming it away and back made its holder stop with "lock-lost"). A
  * guard left by a dead run is stale like a lock.
@@ -113,13 +115,13 @@ async function look(
 async function takeOver(
   path: string,
   token: string,
-  stale: string,
-  now: () => number,
+  owner: string,
+  stale: (name: string, lock: LockSighting) => boolean,
 ): Promise<boolean> {
   const guard = `${path}.takeover`;
   if (!await create(guard, token)) {
     const other = await look(guard);
-    if (other !== undefined && isStale(other.refreshedAt, now())) {
+    if (other !== undefined && stale(guard, other)) {
       await removeFile(guard).catch(() => {});
     }
     return false;
@@ -128,7 +130,7 @@ async function takeOver(
     const current = await look(path);
     if (current !== undefined) {
       // Another run's by now, or refreshed by its owner since: not stale.
-      if (current.owner !== stale || !isStale(current.refreshedAt, now())) {
+      if (current.owner !== owner || !stale(path, current)) {
         return false;
       }
       await removeFile(path);

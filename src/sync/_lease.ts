@@ -3,7 +3,7 @@
 
 import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { optionError } from "../core/_check.ts";
-import { steadyClock } from "../core/_clock.ts";
+import { steadyClock, unchangedFor } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** Not refreshed for this long, a lock's run is gone (or paused). */
@@ -19,6 +19,25 @@ export const DEFAULT_LOCK_WAIT = 30_000;
 /** Whether a lock last refreshed at `refreshedAt` is stale at `now`. */
 export function isStale(refreshedAt: number, now: number): boolean {
   return now - refreshedAt > STALE_AFTER;
+}
+
+/** A lock as another run left it: its owner and last refresh (on that run's wall clock). */
+export interface LockSighting {
+  readonly owner: string;
+  readonly refreshedAt: number;
+}
+
+/**
+ * Judges locks as a run can trust it: refreshed more than STALE_AFTER ago by `now`, or seen unchanged that long on
+ * this run's steady clock (a lock stamped ahead of `now`, as after a wall clock stepped back, holds no longer).
+ */
+export function staleJudge(
+  now: () => number,
+): (name: string, lock: LockSighting) => boolean {
+  const unchanged = unchangedFor(steadyClock(now));
+  return (name, { owner, refreshedAt }) =>
+    isStale(refreshedAt, now()) ||
+    unchanged(name, `${owner} ${refreshedAt}`) > STALE_AFTER;
 }
 
 /** A new run's token: what its lock holds, so that it removes only its own. */

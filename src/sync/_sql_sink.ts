@@ -217,21 +217,26 @@ export function logsSeen(batch: SqlBatch): boolean {
 
 /**
  * The lease's statements in a dialect's placeholders (`p(1)` target, `p(2)` owner) and clock (`now`; before `stale`
- * a lease is stale): taken if free, the run's own, or stale (answers the owner).
+ * a lease is stale): taken if free, the run's own, or stale (answers the owner). With `seen`, also a lease still as
+ * the run last saw it (owner, refreshed_at), when the run judged that one stale on its own steady clock.
  */
 export function leaseSql(
   p: (n: number) => string,
   now: string,
   stale: string,
+  seen?: { owner: string; refreshedAt: string },
 ): { take: string; refresh: string; release: string } {
   const where = `target = ${p(1)} AND owner = ${p(2)}`;
+  const unchanged = seen === undefined
+    ? ""
+    : ` OR (lease.owner = ${seen.owner} AND lease.refreshed_at = ${seen.refreshedAt})`;
   return {
     take:
       `INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES (${
         p(1)
       }, ${p(2)}, ${now})
   ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
-  WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${stale} RETURNING owner`,
+  WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${stale}${unchanged} RETURNING owner`,
     refresh: `UPDATE ${LEASE_TABLE} SET refreshed_at = ${now} WHERE ${where}`,
     release: `DELETE FROM ${LEASE_TABLE} WHERE ${where}`,
   };

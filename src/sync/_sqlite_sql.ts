@@ -50,11 +50,14 @@ function createTables(db: DatabaseSync, table: string): void {
   }
 }
 
+/** The lease as a run last saw it (owner, refreshed_at), when it judged it stale on its steady clock. */
+const LEASE_SEEN = { owner: "?5", refreshedAt: "?6" };
+
 /** Creates the tables if need be; the statements. */
 export function statements(db: DatabaseSync, table: string) {
   createTables(db, table);
   const q = (sql: string) => db.prepare(sql);
-  const lease = leaseSql((n) => `?${n}`, "?3", "?4");
+  const lease = leaseSql((n) => `?${n}`, "?3", "?4", LEASE_SEEN);
   // What a cycle did not see: live rows whose id its log lacks.
   const unseen = `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN
     (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
@@ -100,7 +103,7 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
       ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
     ),
-    // The lease, by the run's clock (?3 now, ?4 the stale bound).
+    // The lease, by the run's clock (?3 now, ?4 the stale bound; ?5, ?6 a lease seen unchanged for as long).
     take: q(lease.take),
     refresh: q(lease.refresh),
     release: q(lease.release),

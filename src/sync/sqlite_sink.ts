@@ -12,7 +12,13 @@ import {
   identityOf,
   refuseLink,
 } from "./_files.ts";
-import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
+import {
+  isStale,
+  lockLost,
+  type LockSighting,
+  STALE_AFTER,
+  staleJudge,
+} from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
 import {
   type Applied,
@@ -133,6 +139,7 @@ class SqliteDialect implements SqlDialect {
   readonly #table: string;
   readonly #target: string;
   readonly #now: () => number;
+  readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
   readonly #commits: Commits;
   #prepared: Statements | undefined;
@@ -150,6 +157,7 @@ class SqliteDialect implements SqlDialect {
     this.#target = options.table.toLowerCase();
     this.what = `the table ${options.table}`;
     this.#now = options.now ?? Date.now;
+    this.#stale = staleJudge(this.#now);
     this.#file = file;
     this.#commits = commits;
   }
@@ -176,19 +184,32 @@ class SqliteDialect implements SqlDialect {
   take(token: string): { taken: string } | { holder: string } {
     const st = this.#touch();
     const at = this.#now();
-    const taken = withoutBusyWait(
-      this.#db,
-      () => st.take.get(this.#target, token, at, at - STALE_AFTER),
-    );
+    // A lease stamped ahead of this clock (it stepped back) is taken once seen unchanged for STALE_AFTER.
+    const seen = this.#holder(st);
+    const over = seen !== undefined && this.#stale(this.#target, seen);
+    const taken = withoutBusyWait(this.#db, () =>
+      st.take.get(
+        this.#target,
+        token,
+        at,
+        at - STALE_AFTER,
+        over ? seen.owner : null,
+        over ? seen.refreshedAt : null,
+      ));
     if (taken !== undefined) {
       this.#commits.grouping = true;
       return { taken: token };
     }
-    const holder = st.holder.get(this.#target) as
-      | { refreshed_at: number }
+    const holder = this.#holder(st);
+    const stale = holder !== undefined && isStale(holder.refreshedAt, at);
+    return { holder: stale || over ? "a run that stopped" : "another run" };
+  }
+
+  #holder(st: Statements): LockSighting | undefined {
+    const row = st.holder.get(this.#target) as
+      | { owner: string; refreshed_at: number }
       | undefined;
-    const stale = holder !== undefined && isStale(holder.refreshed_at, at);
-    return { holder: stale ? "a run that stopped" : "another run" };
+    return row && { owner: row.owner, refreshedAt: row.refreshed_at };
   }
 
   refresh(token: string): void {

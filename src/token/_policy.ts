@@ -13,6 +13,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
+import type { LocalTimes } from "../core/_clock.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
 
@@ -203,6 +204,36 @@ export function settles(
   if (record.failure !== undefined && now < record.failure.until) return true;
   return isUsableToken(record.token, rejected) &&
     now < tokenTimes(record.token, refreshMargin).refreshAt;
+}
+
+/** What a provider knows, as a record to store: the fields it has. */
+export function knownRecord(
+  known: {
+    readonly [field in keyof TokenRecord]-?: TokenRecord[field] | undefined;
+  },
+): TokenRecord {
+  const fields = Object.entries(known).filter(([, value]) =>
+    value !== undefined
+  );
+  return Object.fromEntries(fields) as TokenRecord;
+}
+
+/** `record` with its block's and cooldown's end as `local` reads them (this process's own, on its steady clock). */
+export function localRecord(
+  record: TokenRecord,
+  local: LocalTimes,
+  now: number,
+): TokenRecord {
+  const { blockedUntil, failure } = record;
+  return {
+    ...record,
+    ...(blockedUntil === undefined
+      ? {}
+      : { blockedUntil: local.read(blockedUntil, now) }),
+    ...(failure === undefined
+      ? {}
+      : { failure: local.readIn(failure, "until", now)! }),
+  };
 }
 
 /**

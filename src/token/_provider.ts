@@ -4,7 +4,7 @@
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
-import { turnClock } from "../core/_clock.ts";
+import { LocalTimes, turnClock } from "../core/_clock.ts";
 import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
@@ -12,6 +12,8 @@ import {
   type CachedToken,
   decide,
   flightBudget,
+  knownRecord,
+  localRecord,
   newerFromRecord,
   requestBudget,
   settles,
@@ -67,6 +69,8 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #store: StoreAccess;
   /** The clock for getToken's first decision: read once per turn. */
   readonly #turnNow: () => number;
+  /** The cooldowns, blocks and renewals this provider set, read on the steady clock: a step back holds nobody. */
+  readonly #local: LocalTimes;
 
   /** `store` is the way to the configured store (or to none), given by the caller. */
   constructor(config: ProviderConfig, store: StoreAccess) {
@@ -74,6 +78,7 @@ export class CachingTokenProvider implements TokenProvider {
     this.#store = store;
     this.#turnNow = turnClock(config.endpoint.now);
     this.#now = config.endpoint.now;
+    this.#local = new LocalTimes(this.#now);
     const { backoff, endpoint } = config;
     const coordinating = config.store?.coordinate !== undefined;
     this.#budget = flightBudget(backoff, endpoint.timeout, coordinating);
@@ -121,9 +126,10 @@ export class CachingTokenProvider implements TokenProvider {
     let verdict: "retry" | "renew" | "keep" = "keep";
     const record = await this.#store.change(
       (record) => {
+        const renewal = latest(record?.renewal, this.#renewal);
         verdict = unauthorizedVerdict(
           {
-            renewal: latest(record?.renewal, this.#renewal),
+            renewal: this.#local.readIn(renewal, "at", now),
             current: freshestToken(
               record?.token,
               this.#cached?.token,
@@ -134,7 +140,7 @@ export class CachingTokenProvider implements TokenProvider {
           now,
         );
         return verdict === "renew"
-          ? renewedRecord(record, refused, now)
+          ? renewedRecord(record, refused, this.#local.mark(now, now))
           : undefined;
       },
       () => this.#record(),
@@ -167,11 +173,12 @@ export class CachingTokenProvider implements TokenProvider {
       flight !== undefined && now < flight.deadline &&
       (cached === undefined || now >= cached.times.usableUntil)
     ) return this.#flights.join(flight, signal);
+    const blockedUntil = this.#local.read(this.#blockedUntil, now);
     const decision = decide({
       times: cached?.times,
       flightDeadline: flight?.deadline,
-      blockedUntil: this.#blockedUntil,
-      failedUntil: this.#failure?.cooldown.until,
+      blockedUntil,
+      failedUntil: this.#local.read(this.#failure?.cooldown.until, now),
     }, now);
     switch (decision) {
       case "fresh":
@@ -182,7 +189,7 @@ export class CachingTokenProvider implements TokenProvider {
       case "join":
         return this.#flights.join(flight!, signal);
       case "blocked":
-        return Promise.reject(this.#blockedError(this.#blockedUntil!));
+        return Promise.reject(this.#blockedError(blockedUntil!));
       case "failed":
         return Promise.reject(this.#failureError());
       case "request":
@@ -230,12 +237,7 @@ export class CachingTokenProvider implements TokenProvider {
           this.#config.endpoint,
           this.#config,
           signal,
-          (now) => {
-            const until = this.#blockedUntil;
-            return until !== undefined && now < until
-              ? this.#blockedError(until)
-              : undefined;
-          },
+          (now) => this.#blockedAt(now),
         );
         this.#failure = undefined; // a success forgets the failures before it
         return this.#tokenRecord(token);
@@ -243,7 +245,7 @@ export class CachingTokenProvider implements TokenProvider {
         if (error instanceof QuotaExceededError) {
           refusal = error;
           return {
-            blockedUntil: error.retryAt,
+            blockedUntil: this.#local.mark(error.retryAt, this.#now()),
             ...this.#quotaRecord(error.buckets),
           };
         }
@@ -251,13 +253,15 @@ export class CachingTokenProvider implements TokenProvider {
         if (!(error instanceof TokenRequestError)) throw error;
         // Recorded before the flight settles (none slips in), and for the fleet.
         failed = error;
+        const at = this.#now();
         const cooldown = failureRecord(
           error,
-          this.#failure?.cooldown,
+          this.#local.readIn(this.#failure?.cooldown, "until", at),
           this.#config.backoff.maxRetryAfter,
-          this.#now(),
+          at,
         );
         if (cooldown === undefined) throw error; // never sent: no permission
+        this.#local.mark(cooldown.until, at);
         this.#failure = { cooldown, error };
         return { failure: cooldown };
       }
@@ -290,12 +294,11 @@ export class CachingTokenProvider implements TokenProvider {
     }
     if (refusal !== undefined) throw refusal;
     if (failed !== undefined) throw failed;
-    if (this.#blockedUntil !== undefined && now < this.#blockedUntil) {
-      throw this.#blockedError(this.#blockedUntil);
-    }
+    const blocked = this.#blockedAt(now);
+    if (blocked !== undefined) throw blocked;
     // Another process's failure, read from the store: its cooldown holds here.
-    const failure = this.#failure;
-    if (failure !== undefined && now < failure.cooldown.until) {
+    const failedUntil = this.#local.read(this.#failure?.cooldown.until, now);
+    if (failedUntil !== undefined && now < failedUntil) {
       throw this.#failureError();
     }
     throw expiredOnArrival();
@@ -358,12 +361,19 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   #answersNeed(record: TokenRecord): boolean {
+    const now = this.#now();
     return settles(
-      record,
-      this.#now(),
+      localRecord(record, this.#local, now),
+      now,
       this.#config.refreshMargin,
       this.#rejected?.accessToken,
     );
+  }
+
+  /** The quota block's refusal while it lasts at `now`. */
+  #blockedAt(now: number): QuotaExceededError | undefined {
+    const until = this.#local.read(this.#blockedUntil, now) ?? -Infinity;
+    return now < until ? this.#blockedError(until) : undefined;
   }
 
   #blockedError(until: number): QuotaExceededError {
@@ -378,14 +388,12 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** What this provider knows, as a record to store. */
   #record(): TokenRecord {
-    return {
-      ...(this.#cached ? { token: storableToken(this.#cached.token) } : {}),
-      ...(this.#quota ? { quota: this.#quota } : {}),
-      ...(this.#blockedUntil === undefined
-        ? {}
-        : { blockedUntil: this.#blockedUntil }),
-      ...(this.#failure ? { failure: this.#failure.cooldown } : {}),
-      ...(this.#renewal ? { renewal: this.#renewal } : {}),
-    };
+    return knownRecord({
+      token: this.#cached && storableToken(this.#cached.token),
+      quota: this.#quota,
+      blockedUntil: this.#blockedUntil,
+      failure: this.#failure?.cooldown,
+      renewal: this.#renewal,
+    });
   }
 }

@@ -2,6 +2,7 @@
 // shares, and the small ledger a client keeps for a hand-written provider.
 
 import type { TokenRecord, TokenRenewal } from "../store/types.ts";
+import { steadyClock } from "../core/_clock.ts";
 
 /** A 401 from the API costs at most one fresh token per this window. */
 export const RENEWAL_WINDOW = 3_600_000;
@@ -115,9 +116,11 @@ export function renewalLedger(
   now: () => number,
   invalidate: (accessToken: string) => void | Promise<void>,
 ): (accessToken: string) => Promise<boolean> {
+  // The hour is this process's own span: on the steady clock (a step back must not stretch it).
+  const steady = steadyClock(now);
   let renewedAt: number | undefined;
   return async (accessToken) => {
-    const at = now();
+    const at = steady();
     if (onUnauthorized(renewedAt, at) === "keep") return false;
     renewedAt = at;
     await invalidate(accessToken);

@@ -1,0 +1,84 @@
+// Issue 46, clock steps in the token provider: the waits it sets itself (a
+// failure's cooldown, a 429's block, the hour between two renewals after a
+// 401) are measured on the steady clock, so a wall clock stepped back 1 h
+// after they began lengthens none of them. The provider's `now` is moved by
+// hand (stepped back, read, then moved on: an injected clock's step is seen
+// when read), the service is the fake in process, and nothing sleeps.
+
+import { equal, rejects } from "node:assert/strict";
+import { createTokenProvider } from "../src/token/mod.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { renewalLedger } from "../src/token/ledger.ts";
+import { manualClock } from "./_helpers.ts";
+import { inProcessFake } from "./_fast_setup.ts";
+
+const HOUR = 3_600_000;
+
+/** A provider on a clock moved by hand, without retries, and its service. */
+function providerOnClock() {
+  const clock = manualClock();
+  const api = inProcessFake();
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    fetch: api.fetch,
+    now: clock,
+    retry: false,
+  });
+  const stepBack = () => clock.set(clock() - HOUR);
+  return { api, provider, clock, stepBack };
+}
+
+Deno.test("clock steps: a 403's 10 s cooldown ends 10 s after it began, though the wall clock stepped back 1 h since", async () => {
+  const { api, provider, clock, stepBack } = providerOnClock();
+  api.service.injectTokenFaults({ kind: "status", status: 403 });
+  await rejects(provider.getToken(), TokenRequestError);
+  stepBack();
+  await rejects(provider.getToken(), TokenRequestError); // in the cooldown
+  equal(api.service.tokenRequests, 1);
+  clock.advance(11_000);
+  await provider.getToken();
+  equal(api.service.tokenRequests, 2);
+});
+
+Deno.test("clock steps: a 429's 60 s block ends 60 s after it began, though the wall clock stepped back 1 h since", async () => {
+  const { api, provider, clock, stepBack } = providerOnClock();
+  api.service.injectTokenFaults({
+    kind: "status",
+    status: 429,
+    retryAfter: 60,
+  });
+  await rejects(provider.getToken(), QuotaExceededError);
+  stepBack();
+  const blocked = await provider.getToken().catch((error) => error);
+  equal(blocked.retryAt, clock() + 60_000); // when the block ends, as read now
+  equal(api.service.tokenRequests, 1);
+  clock.advance(61_000);
+  await provider.getToken();
+  equal(api.service.tokenRequests, 2);
+});
+
+Deno.test("clock steps: after a 401 the next renewal is an hour after the last, though the wall clock stepped back 1 h since", async () => {
+  const { api, provider, clock, stepBack } = providerOnClock();
+  const first = await provider.getToken();
+  equal(await provider.reportUnauthorized!(first.accessToken), true);
+  const second = await provider.getToken();
+  stepBack();
+  equal(await provider.reportUnauthorized!(second.accessToken), false);
+  clock.advance(HOUR + 1_000);
+  equal(await provider.reportUnauthorized!(second.accessToken), true);
+  await provider.getToken();
+  equal(api.service.tokenRequests, 3);
+});
+
+Deno.test("clock steps: a client's own 401 ledger (for a provider without one) renews an hour after the last renewal, though the wall clock stepped back 1 h since", async () => {
+  const clock = manualClock();
+  let invalidated = 0;
+  const ledger = renewalLedger(clock, () => void invalidated++);
+  equal(await ledger("first"), true);
+  clock.set(clock() - HOUR);
+  equal(await ledger("second"), false); // renewed a moment ago
+  clock.advance(HOUR + 1_000);
+  equal(await ledger("second"), true);
+  equal(invalidated, 2);
+});
