@@ -76,15 +76,13 @@ async function runToken(
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
   const left = (token.expiresAt - now) / 1000;
-  summary.write(
-    `token valid until ${utcTime(token.expiresAt)} (in ${duration(left)}; ${
-      cost(session)
-    })\nquota:\n${
-      buckets.length === 0
-        ? "  (the token endpoint reported no quota)\n"
-        : buckets.map((bucket) => gauge(bucket)).join("")
-    }`,
-  );
+  const gauges = buckets.length === 0
+    ? "  (the token endpoint reported no quota)\n"
+    : buckets.map((bucket) => gauge(bucket)).join("");
+  const until = `${utcTime(token.expiresAt)} (in ${duration(left)}; ${
+    cost(session)
+  })`;
+  summary.write(`token valid until ${until}\nquota:\n${gauges}`);
 }
 
 /** The buckets as they stand at `now`, from a reading taken earlier. */
@@ -139,10 +137,9 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     `(${source}${quota && age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
   );
   if (blockedUntil !== undefined && now() < blockedUntil) {
+    const until = utcTime(blockedUntil);
     io.stdout.write(
-      `token requests blocked until ${
-        utcTime(blockedUntil)
-      } (a 429 said the quota is spent)\n`,
+      `token requests blocked until ${until} (a 429 said the quota is spent)\n`,
     );
   }
 }
@@ -185,11 +182,8 @@ export async function runGet(
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
     const excerpt = serverText(text, []).slice(0, EXCERPT);
-    throw new Error(
-      `GET ${where} answered ${response.status}${
-        excerpt ? `: ${excerpt}` : ""
-      }`,
-    );
+    const said = excerpt ? `: ${excerpt}` : "";
+    throw new Error(`GET ${where} answered ${response.status}${said}`);
   }
   if (!io.stdout.isTerminal) return io.stdout.write(text);
   // Escaped line by line: the layout's line breaks stay.

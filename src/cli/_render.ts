@@ -23,9 +23,8 @@ export function counted(count: number, noun: string): string {
 
 /** "2026-11-21 11:00 UTC". */
 export function utcTime(epochMs: number): string {
-  return `${
-    new Date(epochMs).toISOString().slice(0, 16).replace("T", " ")
-  } UTC`;
+  const minute = new Date(epochMs).toISOString().slice(0, 16);
+  return `${minute.replace("T", " ")} UTC`;
 }
 
 function cell(value: unknown): string {
@@ -104,11 +103,9 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
     ? 0
     : Math.round(width * bucket.remaining / bucket.limit);
   const bar = "█".repeat(filled) + "░".repeat(width - filled);
-  return `  ${
-    cell(bucket.bucket).padEnd(9)
-  } ${bar}  ${bucket.remaining}/${bucket.limit} left, resets in ${
-    duration(bucket.resetAfter)
-  }\n`;
+  const name = cell(bucket.bucket).padEnd(9);
+  const resets = `resets in ${duration(bucket.resetAfter)}`;
+  return `  ${name} ${bar}  ${bucket.remaining}/${bucket.limit} left, ${resets}\n`;
 }
 
 // Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
