@@ -191,15 +191,12 @@ function readInteger(params: URLSearchParams, name: string, fallback: number) {
   return value;
 }
 
-/** Largest `limit` the fake accepts (the real one is unknown). */
-export const MAX_LIMIT = 1000;
-
 /** The page `params` asks for, sorted as the service sorts. */
 export function pageOf(
   resource: ListResource,
   params: URLSearchParams,
-  maxLimit = MAX_LIMIT,
-  cutAtMax = false,
+  maxLimit: number,
+  cutAtMax: boolean,
 ): readonly Item[] {
   const asked = readInteger(params, "limit", 50);
   // Some services cut a page to their largest size instead of refusing it.
