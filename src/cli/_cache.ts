@@ -6,6 +6,7 @@ import {
   type FileTokenStore,
 } from "../store/mod.ts";
 import { UsageError } from "./_flag_values.ts";
+import { counted } from "./_render.ts";
 
 /** Where the token cache goes, first found wins. */
 const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
@@ -17,7 +18,6 @@ export type CacheOpening =
 
 /**
  * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
- *
  * @throws {UsageError} When the folder is not the user's alone, before any token is requested or waited for.
  */
 export function openCache(
@@ -31,24 +31,12 @@ export function openCache(
         `running without the token cache: set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs`,
     };
   }
-  for (const name of ["read", "write"] as const) {
-    if (
-      Deno.permissions.querySync({ name, path: folder }).state !== "granted"
-    ) {
-      return {
-        notice:
-          `running without the token cache: no ${name} permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`,
-      };
-    }
-  }
+  const missing = lacking(folder, ["read", "write"]);
+  if (missing) return { notice: `running without the token cache: ${missing}` };
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);
   return {
-    store: createFileTokenStore({
-      folder,
-      clientSecret,
-      onNotice: notify,
-    }),
+    store: createFileTokenStore({ folder, clientSecret, onNotice: notify }),
   };
 }
 
@@ -152,18 +140,23 @@ function readable(variable: string): string | undefined {
 }
 
 /** `cache clear`, `logout`: the line that says what was removed. */
-
 export async function clearCache(): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";
-  if (
-    Deno.permissions.querySync({ name: "write", path: folder }).state !==
-      "granted"
-  ) {
-    return `cannot clear the token cache: no write permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
-  }
+  const missing = lacking(folder, ["write"]);
+  if (missing) return `cannot clear the token cache: ${missing}`;
   const removed = await clearFileTokenStore(folder);
-  return `removed ${removed} cached token${
-    removed === 1 ? "" : "s"
-  } from ${folder}`;
+  return `removed ${counted(removed, "cached token")} from ${folder}`;
+}
+
+/** The first of `names` this run may not do in `folder`, with the flags that allow it; else `undefined`. */
+function lacking(
+  folder: string,
+  names: readonly ("read" | "write")[],
+): string | undefined {
+  const name = names.find((name) =>
+    Deno.permissions.querySync({ name, path: folder }).state !== "granted"
+  );
+  return name &&
+    `no ${name} permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
 }

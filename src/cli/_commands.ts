@@ -11,9 +11,11 @@ import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { serverText } from "../core/_redact.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { runSync } from "./_sync.ts";
 import type { CliWriter } from "./io.ts";
 import {
+  counted,
   duration,
   escapeControls,
   gauge,
@@ -47,7 +49,7 @@ function cost(session: Session): string {
   if (requests === 0) {
     return session.cache ? "cached: no token request" : "no token request";
   }
-  return `${requests} token request${requests === 1 ? "" : "s"}`;
+  return counted(requests, "token request");
 }
 
 async function runToken(
@@ -74,15 +76,13 @@ async function runToken(
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
   const left = (token.expiresAt - now) / 1000;
-  summary.write(
-    `token valid until ${utcTime(token.expiresAt)} (in ${duration(left)}; ${
-      cost(session)
-    })\nquota:\n${
-      buckets.length === 0
-        ? "  (the token endpoint reported no quota)\n"
-        : buckets.map((bucket) => gauge(bucket)).join("")
-    }`,
-  );
+  const gauges = buckets.length === 0
+    ? "  (the token endpoint reported no quota)\n"
+    : buckets.map((bucket) => gauge(bucket)).join("");
+  const until = `${utcTime(token.expiresAt)} (in ${duration(left)}; ${
+    cost(session)
+  })`;
+  summary.write(`token valid until ${until}\nquota:\n${gauges}`);
 }
 
 /** The buckets as they stand at `now`, from a reading taken earlier. */
@@ -137,10 +137,9 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     `(${source}${quota && age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
   );
   if (blockedUntil !== undefined && now() < blockedUntil) {
+    const until = utcTime(blockedUntil);
     io.stdout.write(
-      `token requests blocked until ${
-        utcTime(blockedUntil)
-      } (a 429 said the quota is spent)\n`,
+      `token requests blocked until ${until} (a 429 said the quota is spent)\n`,
     );
   }
 }
@@ -183,11 +182,8 @@ export async function runGet(
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
     const excerpt = serverText(text, []).slice(0, EXCERPT);
-    throw new Error(
-      `GET ${where} answered ${response.status}${
-        excerpt ? `: ${excerpt}` : ""
-      }`,
-    );
+    const said = excerpt ? `: ${excerpt}` : "";
+    throw new Error(`GET ${where} answered ${response.status}${said}`);
   }
   if (!io.stdout.isTerminal) return io.stdout.write(text);
   // Escaped line by line: the layout's line breaks stay.
@@ -202,9 +198,6 @@ function pretty(text: string): string {
     return text;
   }
 }
-
-/** What Deno throws for a permission it was not given. */
-const PERMISSION_ERRORS = new Set<unknown>(["NotCapable", "PermissionDenied"]);
 
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
 export function failureMessage(
@@ -221,7 +214,7 @@ export function failureMessage(
   // A token failure's message ends with its hint, which names the variables: the library says it.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
     // Refused by Deno: the flag to add, never its words ("run again with the --allow-net flag"), which name no host.
-    const refused = PERMISSION_ERRORS.has((error.cause as Error)?.name);
+    const refused = isPermissionError(error.cause);
     if (refused && error instanceof ApiError) {
       const { host } = new URL(error.url);
       return {

@@ -4,6 +4,7 @@ import { startFakePartnerApi } from "../testing/mod.ts";
 import type { CliWriter } from "./io.ts";
 import { plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
+import { counted } from "./_render.ts";
 import { execute, type SessionPlan } from "./_commands.ts";
 import { openSession, type RunIo } from "./_session.ts";
 
@@ -43,14 +44,10 @@ export async function runDemo(io: RunIo): Promise<void> {
     await execute(step, plan(args) as SessionPlan, last);
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  const requests = api.tokenRequests;
+  const requests = counted(api.tokenRequests, "token request");
+  const left = session.provider.quota?.buckets
+    .map((b) => `${b.bucket} ${b.remaining}/${b.limit}`).join(", ");
   io.stdout.write(
-    `\nsummary: ${api.apiRequests} API requests, ${requests} token request${
-      requests === 1 ? "" : "s"
-    } (quota left: ${
-      session.provider.quota?.buckets.map((b) =>
-        `${b.bucket} ${b.remaining}/${b.limit}`
-      ).join(", ")
-    }), ${seconds} s\n`,
+    `\nsummary: ${api.apiRequests} API requests, ${requests} (quota left: ${left}), ${seconds} s\n`,
   );
 }

@@ -2,6 +2,7 @@
 // KEY=VALUE, optionally `export`, quoted or not, `#` comments; no expansion. The environment wins.
 
 import { readBounded } from "../core/_attempt_loop.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { UsageError } from "./_flag_values.ts";
 
 /** The largest --env-file read: a dotenv file is a few lines. */
@@ -36,7 +37,6 @@ function unquote(value: string): string {
 }
 
 /** `env` with the file's variables under it; a file it cannot read is a UsageError. */
-
 export async function withEnvFile(
   env: (name: string) => string | undefined,
   path: string,
@@ -48,7 +48,7 @@ export async function withEnvFile(
   } catch (error) {
     const name = (error as Error).name;
     throw new UsageError(
-      name === "NotCapable" || name === "PermissionDenied"
+      isPermissionError(error)
         ? `cannot read --env-file ${path}: run with --allow-read=${path}`
         : name === NOT_SMALL_FILE
         ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`
@@ -73,7 +73,6 @@ const NOT_SMALL_FILE = "NotSmallFile";
  * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
  * refused before it is read (a FIFO would hang the run, /dev/zero or a huge file fill its memory), and so is a file
  * that grows past the bound while read.
- *
  * @throws {Error} Named `NotSmallFile`, or what `Deno.stat` and reading throw.
  */
 export async function readEnvFile(path: string): Promise<string> {

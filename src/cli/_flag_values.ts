@@ -128,7 +128,6 @@ export function onePositional(
 
 /**
  * `--query k=v` pairs as query parameters.
- *
  * @throws {UsageError} For a pair without a name and `=`.
  */
 export function queryOf(pairs: readonly string[]): Record<string, string> {

@@ -26,7 +26,6 @@ export interface ListRequest {
 }
 
 /** Checks `list <path> [options]`: a UsageError says what is wrong. */
-
 export function listRequest(
   positionals: readonly string[],
   values: Values,

@@ -104,7 +104,6 @@ export interface SessionFlags {
 
 /**
  * Checks the whole command line.
- *
  * @throws {UsageError} For an unknown command or flag (with the nearest known one), a flag the command does not take, or a bad value.
  */
 export function plan(args: readonly string[]): Plan {

@@ -16,11 +16,15 @@ export function duration(seconds: number): string {
   return rest === 0 ? `${hours} h` : `${hours} h ${rest} min`;
 }
 
+/** "1 item", "2 items". */
+export function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 /** "2026-11-21 11:00 UTC". */
 export function utcTime(epochMs: number): string {
-  return `${
-    new Date(epochMs).toISOString().slice(0, 16).replace("T", " ")
-  } UTC`;
+  const minute = new Date(epochMs).toISOString().slice(0, 16);
+  return `${minute.replace("T", " ")} UTC`;
 }
 
 function cell(value: unknown): string {
@@ -99,11 +103,9 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
     ? 0
     : Math.round(width * bucket.remaining / bucket.limit);
   const bar = "█".repeat(filled) + "░".repeat(width - filled);
-  return `  ${
-    cell(bucket.bucket).padEnd(9)
-  } ${bar}  ${bucket.remaining}/${bucket.limit} left, resets in ${
-    duration(bucket.resetAfter)
-  }\n`;
+  const name = cell(bucket.bucket).padEnd(9);
+  const resets = `resets in ${duration(bucket.resetAfter)}`;
+  return `  ${name} ${bar}  ${bucket.remaining}/${bucket.limit} left, ${resets}\n`;
 }
 
 // Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
@@ -136,9 +138,10 @@ export function progressReporter(
   let showing = false;
   const line = () => {
     const seconds = Math.max((now() - started) / 1000, 0.001);
-    return `${pages} page${pages === 1 ? "" : "s"}, ${items} item${
-      items === 1 ? "" : "s"
-    }, ${Math.round(items / seconds)} items/s`;
+    const rate = Math.round(items / seconds);
+    return `${counted(pages, "page")}, ${
+      counted(items, "item")
+    }, ${rate} items/s`;
   };
   const show = () => {
     if (!out.isTerminal) return out.write(`${line()}\n`);

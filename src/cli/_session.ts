@@ -36,7 +36,6 @@ export interface RunIo extends CliIo {
 
 /**
  * Reads every variable and names all that are missing at once.
- *
  * @throws {UsageError} For missing or unreadable variables, or values `defineEnvironment` refuses (named by variable).
  */
 export function readConfig(io: CliIo): PartnerApiConfig {
@@ -144,15 +143,8 @@ export function openSession(
         clientId: config.clientId,
       }),
   };
-  return {
-    io,
-    provider,
-    client,
-    cache,
-    tokenRequests: watched.count,
-    status,
-    clientEvents,
-  };
+  const tokenRequests = watched.count;
+  return { io, provider, client, cache, tokenRequests, status, clientEvents };
 }
 
 /** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */

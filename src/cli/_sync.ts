@@ -8,6 +8,7 @@ import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { given, UsageError } from "./_flag_values.ts";
+import { counted } from "./_render.ts";
 
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -69,10 +70,9 @@ async function syncInto(
     io.stderr.write(resultLines(request, result, seconds, now()));
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
+    const what = `${counted(committed, "item")} to ${request.target}`;
     throw new Interrupted(
-      `interrupted: committed ${committed} item${
-        committed === 1 ? "" : "s"
-      } to ${request.target}; run the same command again to resume`,
+      `interrupted: committed ${what}; run the same command again to resume`,
     );
   } finally {
     delete session.clientEvents.listener;
@@ -88,33 +88,31 @@ function resultLines(
   seconds: number,
   now: number,
 ): string {
-  let lines = `${request.target}: ${result.inserted} new item${
-    result.inserted === 1 ? "" : "s"
-  }, ${result.updated} changed, ${result.deleted} removed (${result.requests} request${
-    result.requests === 1 ? "" : "s"
-  }, ${Math.round(result.read / seconds)} items/s read${
-    result.resumed ? ", resumed" : ""
-  })\n`;
+  const { target } = request;
+  const rate = `${Math.round(result.read / seconds)} items/s read`;
+  let lines = `${target}: ${
+    counted(result.inserted, "new item")
+  }, ${result.updated} changed, ${result.deleted} removed (${
+    counted(result.requests, "request")
+  }, ${rate}${result.resumed ? ", resumed" : ""})\n`;
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
   } else if (
     result.verifiedAt === undefined || now - result.verifiedAt > RECENT
   ) {
-    lines += verifiedLine(request.target, result.verifiedAt, now);
+    lines += verifiedLine(target, result.verifiedAt, now);
   }
   if (result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
+    const next = new Date(result.nextVerifiedAt).toISOString();
     lines +=
-      `${request.target}: at this run's rate the whole copy is next verified by ${
-        new Date(result.nextVerifiedAt).toISOString()
-      }\n`;
+      `${target}: at this run's rate the whole copy is next verified by ${next}\n`;
   }
   if (result.skipped > 0) {
     const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id));
-    lines += `${request.target}: ${result.skipped} item${
-      result.skipped === 1 ? "" : "s"
-    } skipped, which it cannot store: ${ids.join(", ")}${
-      result.skipped > 5 ? ", …" : ""
-    }\n`;
+    const more = result.skipped > 5 ? ", …" : "";
+    lines += `${target}: ${
+      counted(result.skipped, "item")
+    } skipped, which it cannot store: ${ids.join(", ")}${more}\n`;
   }
   return lines;
 }
@@ -131,8 +129,8 @@ function behindLine(
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
   const when = sweep === 0
     ? `the sweep is off (--sweep 0): run with --sweep all to bring ${them} in`
-    : `the sweep brings ${them} in within about ${runs} more run${
-      runs === 1 ? "" : "s"
+    : `the sweep brings ${them} in within about ${
+      counted(runs, "more run")
     }, or now with --sweep all`;
   return `${request.target}: ${behind} item${
     behind === 1 ? " is" : "s are"
@@ -215,7 +213,6 @@ function usageCannotWrite(error: unknown, target: string): UsageError {
 }
 
 /** The guard held a mass delete back: the command with the `--max-deletes` that lets it through. */
-
 function confirmHint(
   error: SyncError,
   request: SyncRequest,

@@ -1,11 +1,11 @@
 // Internal: the `sync` command line, checked into a request. Pure.
 
-import type { Values } from "./_flag_values.ts";
 import {
   oneOf,
   onePositional,
   sortDirection,
   UsageError,
+  type Values,
 } from "./_flag_values.ts";
 
 /** What `sync` was asked for. */

@@ -94,9 +94,7 @@ export function progressLine(
     const was = holding;
     holding = hold >= SHOWN_HOLD;
     // Off a terminal: one line when a hold begins, not one a second.
-    if (holding && (out.isTerminal || !was)) {
-      show(`${text}; ${holdText(hold)}`);
-    }
+    if (holding && (out.isTerminal || !was)) show(`${text}; ${holdText(hold)}`);
   };
   const timer = setInterval(tick, 1000);
   return {

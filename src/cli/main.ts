@@ -17,7 +17,6 @@ import type { CliIo, CliWriter } from "./io.ts";
 /**
  * Runs the tool with `args` (the words after the program name). Every flag is checked before any configuration is
  * read or request sent; errors are one line on standard error, never a stack trace.
- *
  * @param args The command line, e.g. `["list", "transactions", "--limit", "10"]`.
  * @param io Environment and output; the process's own by default.
  * @returns The exit code: 0 done, 1 the service or network failed, 2 bad flags or configuration, 130 stopped with Ctrl-C.
@@ -78,10 +77,7 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
         run.readTextFile ?? readEnvFile,
       );
       const config = readConfig({ ...run, env });
-      await execute(
-        openSession({ ...run, env }, config, planned),
-        planned,
-      );
+      await execute(openSession({ ...run, env }, config, planned), planned);
       return 0;
     }
   }

@@ -6,9 +6,9 @@ import { backoffFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
   checkNumber,
-  optionError,
   requireFunction,
   requireOptions,
+  typeError,
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
 import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
@@ -31,9 +31,7 @@ export function clientConfig(
 ): { environment: Environment; context: SendContext } {
   requireOptions(options, CONTEXT);
   for (const [old, now] of Object.entries(RENAMED)) {
-    if (old in options) {
-      throw optionError(TypeError, CONTEXT, old, `is now '${now}'`);
-    }
+    if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
   }
   const environment = ownEnvironment(options.environment);
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
@@ -67,8 +65,7 @@ export function clientConfig(
 /** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */
 function ownEnvironment(environment: Environment): Environment {
   if (typeof environment !== "object" || environment === null) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "environment",
       "must come from defineEnvironment()",
@@ -78,8 +75,7 @@ function ownEnvironment(environment: Environment): Environment {
   try {
     return defineEnvironment({ ...environment });
   } catch (error) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "environment",
       `breaks the rules of defineEnvironment(): ${(error as Error).message}`,
@@ -102,8 +98,7 @@ function tokenProviderOf(
   } = options;
   const hasCredentials = clientId !== undefined || clientSecret !== undefined;
   if (tokenProvider !== undefined && hasCredentials) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "tokenProvider",
       "must not be given with 'clientId' and 'clientSecret'",
@@ -112,8 +107,7 @@ function tokenProviderOf(
   if (tokenProvider !== undefined) {
     const own = Object.keys(settings).find((key) => !CLIENT_OWN.has(key));
     if (own !== undefined) {
-      throw optionError(
-        TypeError,
+      throw typeError(
         CONTEXT,
         own,
         "is a provider option: give it to createTokenProvider",
@@ -123,8 +117,7 @@ function tokenProviderOf(
     return tokenProvider;
   }
   if (!hasCredentials) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "tokenProvider",
       "or 'clientId' and 'clientSecret' must be given",
@@ -186,8 +179,7 @@ function checkProviderTarget(
     target.audience !== environment.audience
   ) {
     // Fields for code, the addresses in the message for people.
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "tokenProvider",
       "must be for the environment's token URL and audience",

@@ -36,7 +36,6 @@ export interface Exchange<T> {
   /** Start of error messages, e.g. "Cannot fetch". */
   readonly context: string;
   /** What must finish within the attempt's time limit (a page's body); an `ApiError` here is final. */
-
   readonly finish: (
     response: Response,
     accessToken: string,

@@ -2,11 +2,7 @@
 
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import {
-  optionError,
-  requireFunction,
-  requireOptions,
-} from "../core/_check.ts";
+import { requireFunction, requireOptions, typeError } from "../core/_check.ts";
 
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
@@ -265,7 +261,6 @@ function itemsOf(
 }
 
 /** An ApiError for an answer: its status, the problem, the start of the body (token removed first). */
-
 function answered(page: Answered, text: string, problem: string): ApiError {
   const { url, response, accessToken, attempts } = page;
   const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
@@ -290,8 +285,7 @@ function checkQuery(query: unknown): Record<string, string> {
   requireOptions(query, CONTEXT, "query");
   for (const [name, value] of Object.entries(query)) {
     if (typeof value !== "string") {
-      throw optionError(
-        TypeError,
+      throw typeError(
         CONTEXT,
         `query.${name}`,
         "must be a string",
@@ -299,8 +293,7 @@ function checkQuery(query: unknown): Record<string, string> {
       );
     }
     if (PAGE_PARAMETERS.includes(name)) {
-      throw optionError(
-        TypeError,
+      throw typeError(
         CONTEXT,
         `query.${name}`,
         `must be given as the option '${name}', not in 'query'`,

@@ -1,7 +1,7 @@
 // The boundary the bearer token never crosses: every address it is sent to, redirects too, passes here.
 
 import { displayUrl } from "../core/_url.ts";
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 
 /**
  * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
@@ -20,7 +20,6 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
 /**
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
  * absolute address must already be under `base`.
- *
  * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
 export function resolveUnder(
@@ -30,15 +29,10 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    throw optionError(
-      TypeError,
-      context,
-      "path",
-      "must stay under the base",
-      `${
-        displayUrl(url)
-      }, outside ${base.href}; the token is only sent under it`,
-    );
+    const received = `${
+      displayUrl(url)
+    }, outside ${base.href}; the token is only sent under it`;
+    throw typeError(context, "path", "must stay under the base", received);
   }
   return url;
 }
@@ -69,7 +63,6 @@ export function isUnder(url: URL, base: URL): boolean {
 }
 
 /** Whether a path holds a {@linkcode RISKY_PATH} form, overlong UTF-8, or a lookalike. */
-
 function isRiskyPath(pathname: string): boolean {
   if (RISKY_PATH.test(pathname) || OVERLONG.test(pathname)) return true;
   if (!pathname.includes("%")) return false;
@@ -108,13 +101,7 @@ export function followable(
 function parsePath(base: URL, path: string | URL, context: string): URL {
   if (path instanceof URL) return new URL(path.href);
   if (typeof path !== "string") {
-    throw optionError(
-      TypeError,
-      context,
-      "path",
-      "must be a string or URL",
-      typeof path,
-    );
+    throw typeError(context, "path", "must be a string or URL", typeof path);
   }
   return /^[a-z][a-z\d+.-]*:/i.test(path)
     ? new URL(path)

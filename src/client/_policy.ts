@@ -43,10 +43,8 @@ const RENEW: Step = Object.freeze({ do: "renew" });
 const FAIL: Step = Object.freeze({ do: "fail" });
 
 /**
- * The send loop's one decision after each attempt: retry (see {@linkcode retryWait}); fail when no
- * answer came and no retry is left; renew after a 401, once, with a body that can be sent again (the
- * ledger may still refuse: deliver); follow a redirect under the base, at most
- * {@linkcode MAX_REDIRECTS}; else deliver the answer as it is.
+ * The send loop's one decision after each attempt (a retry as {@linkcode retryWait} says). A 401
+ * renews once, with a body that can be sent again (the ledger may still refuse: deliver).
  */
 export function nextStep(
   attempted: Attempted,
@@ -81,7 +79,6 @@ export interface RetryPolicy {
 }
 
 /** The wait before retrying an idempotent, replayable request after no answer or a retry status. */
-
 export function retryWait(
   attempted: Attempted,
   context: RetryContext,

@@ -10,7 +10,11 @@ import {
   retryEvent,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
-import type { AttemptLimits, Deadline } from "../core/_deadlines.ts";
+import {
+  type AttemptLimits,
+  type Deadline,
+  timeoutError,
+} from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import { describeCause, isPermissionError } from "../core/_cause.ts";
@@ -26,7 +30,6 @@ import {
 
 /**
  * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.
- *
  * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
  */
 export function sendExchange<T>(
@@ -192,11 +195,7 @@ function deliver<T>(
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
-  const done = request.exchange.finish(
-    response,
-    request.accessToken,
-    attempts,
-  );
+  const done = request.exchange.finish(response, request.accessToken, attempts);
   if (!(done instanceof Promise)) return { do: "done", value: done };
   return deadline.race(done).then(
     (value): Next<T> => ({ do: "done", value }),
@@ -290,24 +289,14 @@ function noAnswer(
   attempts: number,
 ): ApiError {
   const { timedOut } = deadline;
-  const cause = timedOut
-    ? new DOMException(
-      `no answer within ${request.limits.ms} ms`,
-      "TimeoutError",
-    )
-    : request.failure;
+  const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
+  const reason = timedOut ? "timeout" : "network";
   const url = displayUrl(request.target);
   return new ApiError(
     `${request.exchange.context}: ${request.method} ${url} got no answer${
       attempts > 1 ? ` in ${attempts} attempts` : ""
     }: ${describeCause(cause, [])}`,
-    {
-      status: 0,
-      url,
-      cause,
-      reason: timedOut ? "timeout" : "network",
-      attempts,
-    },
+    { status: 0, url, cause, reason, attempts },
   );
 }
 
@@ -318,13 +307,7 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   const base = request.exchange.kind === "pci" ? "pciBaseUrl" : "baseUrl";
   return new ApiError(
     `${request.exchange.context}: no net permission for ${host}: add --allow-net=${host} (the net permission for ${base}'s host; ${request.method} ${url} was not sent)`,
-    {
-      status: 0,
-      url,
-      cause: request.failure,
-      reason: "network",
-      attempts,
-    },
+    { status: 0, url, cause: request.failure, reason: "network", attempts },
   );
 }
 
@@ -346,7 +329,6 @@ function serverOf(url: URL): { host: string; port: number } {
 }
 
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
-
 function withBearer(
   headers: HeadersInit | undefined,
   accessToken: string,

@@ -10,12 +10,11 @@ import type {
 import {
   checkAtMost,
   checkNumber,
-  optionError,
   requireFunction,
   requireText,
+  typeError,
 } from "../core/_check.ts";
-import { checkPriority } from "../core/_rate_options.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
+import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot paginate";
 
@@ -182,19 +181,14 @@ export async function* walkPages<T, F extends Fetched<T>>(
       if (tally.fresh === 0 && items.length > 0) throw repeatedPage(head.page);
     }
   } finally {
+    const unneeded = "the paginator no longer needs this page";
     for (const page of pending) {
-      page.controller.abort(
-        new DOMException(
-          "the paginator no longer needs this page",
-          "AbortError",
-        ),
-      );
+      page.controller.abort(new DOMException(unneeded, "AbortError"));
     }
   }
 }
 
 /** The items of `pages`, the signal looked at after each; by index (`for...of` cost a fifth more). */
-
 export async function* flatten<T>(
   pages: AsyncIterator<{ readonly items: Iterable<T> }>,
   signal: AbortSignal | undefined,
@@ -266,8 +260,7 @@ function sortOptions(
     sortDirection !== undefined && sortDirection !== "ASC" &&
     sortDirection !== "DESC"
   ) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "sortDirection",
       'must be "ASC" or "DESC"',
@@ -287,12 +280,7 @@ export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
   requireFunction(dedupeBy, CONTEXT, "dedupeBy");
   requireFunction(until, CONTEXT, "until");
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "signal",
-      "must be an AbortSignal",
-    );
+    throw typeError(CONTEXT, "signal", "must be an AbortSignal");
   }
   const firstPage = positiveInteger(options.page, 1, "page");
   return {

@@ -37,7 +37,6 @@ export interface PartnerClient {
   pciFetch(path: string | URL, init?: RequestInit): Promise<Response>;
   /**
    * Iterates over a paged list under the API base.
-   *
    * @throws {TypeError} At once, for a path outside the base or bad options.
    * @throws {ApiError} While iterating: an error status, a page not JSON or without items, no answer.
    */
@@ -48,7 +47,6 @@ export interface PartnerClient {
   /**
    * Iterates over the pages of a paged list (the walk of `list`): each answered page once, also an
    * empty one, as a frozen {@linkcode Page}.
-   *
    * @throws {TypeError} At once, for a path outside the base or bad options.
    * @throws {ApiError} While iterating, as `list` does.
    */
@@ -69,9 +67,6 @@ export interface PartnerClient {
  *   be sent again); other 401s that hour are returned as they are, so a path that always answers
  *   401 cannot drain the quota;
  * - redirects are followed only for GET and HEAD, under the same base.
- *
- * @param options Environment, token provider or credentials, time limit, retries and `fetch`.
- * @returns The client.
  * @throws {TypeError} When the environment breaks `defineEnvironment`'s rules, the provider is for
  * another token URL or audience, or neither or both of a provider and credentials are given.
  * @throws {RangeError} When a time limit or retry option is out of range.

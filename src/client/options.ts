@@ -45,47 +45,40 @@ export interface ClientOptions extends ProviderSettings {
   clientSecret?: string;
   /**
    * The `fetch` for API requests (and the created provider's); always called as a plain function.
-   *
    * @default {globalThis.fetch}
    */
   fetch?: typeof fetch;
   /**
    * Time limit of one attempt, in ms: until the headers for `fetch`, until the body is read for a
    * `list` page (and for the created provider's token requests).
-   *
    * @default {30000}
    */
   timeout?: number;
   /**
    * Retries of idempotent requests (see `createClient`), each `list` page on its own; `false` for
    * none. A `Retry-After` longer than `maxRetryAfter` returns the answer to you.
-   *
    * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */
   retry?: RetryOptions | false;
   /**
    * The random source for retry jitter, in [0, 1).
-   *
    * @default {Math.random}
    */
   random?: () => number;
   /**
    * The clock, in epoch ms, for every decision (`Retry-After` dates, windows, the created provider).
-   *
    * @default {Date.now}
    */
   now?: () => number;
   /**
    * Pacing of API requests: at most `requests` per `interval` ms in any sliding window, waiting for
    * a slot (a 429 too); a `createRateLimiter` limiter to share one limit; `false` for none.
-   *
    * @default {{ requests: 900, interval: 300000 }: the service's published limit per IP}
    */
   rateLimit?: RateLimit | RateLimiter | false;
   /**
    * The priority of calls that give none (`RequestInit.priority`, passed on to `fetch`): `"low"` is
    * background, any other live. See docs/rate-limit.md.
-   *
    * @default {"auto"}
    */
   priority?: "high" | "low" | "auto";
@@ -93,7 +86,6 @@ export interface ClientOptions extends ProviderSettings {
    * Called with `api.request` (each attempt), `api.retry`, `api.renewal`, `rate.wait`, `api.list`,
    * and the created provider's events (docs/events.md). Events never hold the secret or a token;
    * what the listener throws is ignored.
-   *
    * @default {none: no event is built}
    */
   onEvent?: EventListener;

@@ -72,13 +72,11 @@ export interface PageRequest {
 export interface PaginateOptions<T> {
   /**
    * Items per page (a total is `maxItems`); always sent.
-   *
    * @default {50}
    */
   limit?: number;
   /**
    * The first page to request.
-   *
    * @default {1}
    */
   page?: number;
@@ -88,20 +86,17 @@ export interface PaginateOptions<T> {
   sortDirection?: SortDirection;
   /**
    * Stop after yielding this many items.
-   *
    * @default {Infinity}
    */
   maxItems?: number;
   /**
    * Stop after this many pages.
-   *
    * @default {Infinity}
    */
   maxPages?: number;
   /**
    * Page requests in flight, 1 to 64; items still come in order, and at most `concurrency - 1` pages
    * past the end are requested (then aborted).
-   *
    * @default {1}
    */
   concurrency?: number;
@@ -124,7 +119,6 @@ export interface PaginateOptions<T> {
   /**
    * The priority of every page request, handed to `fetchPage`: `"low"` makes a client's crawl
    * background (see docs/rate-limit.md).
-   *
    * @default {none: a client's list takes the client's own priority}
    */
   priority?: "high" | "low" | "auto";

@@ -25,7 +25,6 @@ import type { PaginateOptions } from "./page_types.ts";
 export interface ListOptions<T> extends PaginateOptions<T> {
   /**
    * Picks the items out of a page's JSON body.
-   *
    * @default {the body if it is an array, else its only array-valued property}
    */
   items?: (body: unknown) => readonly T[];

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { optionError } from "../core/_check.ts";
+import { rangeError, typeError } from "../core/_check.ts";
 import { flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
@@ -41,11 +41,7 @@ const CONTEXT = "Cannot paginate";
  * Iterates over every item of an offset-paged list, in order. It stops after the first page
  * shorter than `limit`, or at `maxPages`, `maxItems`, `until` or the caller's `break`, requesting no
  * page it does not need (at concurrency 1; above, it aborts those it no longer needs).
- *
- * @typeParam T The item type.
  * @param fetchPage Fetches one page from a {@linkcode PageRequest}, honouring its `signal`.
- * @param options Page size, first page, sort, caps, concurrency, dedupe, abort.
- * @returns An async iterator of the items.
  * @throws {RangeError} At once, when `limit`, `page` or `concurrency` is not a positive integer,
  * or `maxItems` or `maxPages` is negative.
  * @throws {TypeError} At once, for a bad `sortBy`, `sortDirection`, `dedupeBy`, `until` or
@@ -71,7 +67,7 @@ export function paginate<T>(
   options: PaginateOptions<T> = {},
 ): AsyncIterableIterator<T> {
   if (typeof fetchPage !== "function") {
-    throw optionError(TypeError, CONTEXT, "fetchPage", "must be a function");
+    throw typeError(CONTEXT, "fetchPage", "must be a function");
   }
   const config = pageConfig(options);
   const pages = walkPages<T, { items: readonly T[] }>(
@@ -83,9 +79,6 @@ export function paginate<T>(
 
 /**
  * Writes a page request as the service's query parameters (`sortBy`, `sortDirection` when present).
- *
- * @param request The page request.
- * @returns The query parameters.
  *
  * @example Building a page address
  * ```ts
@@ -110,8 +103,6 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
 
 /**
  * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
- *
- * @typeParam T The item type.
  * @param items The items, e.g. from {@linkcode paginate}.
  * @param options `maxItems`: the cap, required.
  * @returns At most `maxItems` items, in order.
@@ -135,13 +126,8 @@ export async function collect<T>(
 ): Promise<T[]> {
   const maxItems = options?.maxItems;
   if (!Number.isSafeInteger(maxItems) || maxItems < 0) {
-    throw optionError(
-      RangeError,
-      "Cannot collect",
-      "maxItems",
-      "must be a non-negative integer",
-      String(maxItems),
-    );
+    const rule = "must be a non-negative integer";
+    throw rangeError("Cannot collect", "maxItems", rule, String(maxItems));
   }
   const collected: T[] = [];
   if (maxItems === 0) return collected;

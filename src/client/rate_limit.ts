@@ -6,10 +6,10 @@ import {
   requireOptions,
 } from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
 import {
   checkRateLimit,
   checkReserve,
+  type RatePriority,
   rateShare,
 } from "../core/_rate_options.ts";
 import {
@@ -43,14 +43,12 @@ export type { RateLimit, RateLimiter };
 export interface RateLimiterOptions extends RateLimit {
   /**
    * The clock, in epoch ms; a step back reads as no time passing, so it holds no caller.
-   *
    * @default {Date.now}
    */
   now?: () => number;
   /**
    * Slots of any window a background request (`priority: "low"`) leaves free for live ones, from 0
    * to `requests - 1`. See docs/rate-limit.md.
-   *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
   reserve?: number;
@@ -61,8 +59,6 @@ const CONTEXT = "Cannot create rate limiter";
 /**
  * Creates a limiter of at most `requests` per `interval` ms in any sliding window. Its timer is
  * `globalThis.setTimeout` (fake timers drive it), set only while someone waits.
- *
- * @param options The limit, and optionally the clock.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {RangeError} When `requests` is not an integer from 1 to 1,000,000, or `interval` not
  * a whole number of ms from 1 to 2,147,483,647.

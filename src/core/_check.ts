@@ -25,6 +25,26 @@ export function optionError(
   return Object.assign(error, { option, rule });
 }
 
+/** {@linkcode optionError} as a `TypeError`, the usual kind. */
+export function typeError(
+  context: string,
+  option: string,
+  rule: string,
+  received?: string,
+): OptionError {
+  return optionError(TypeError, context, option, rule, received);
+}
+
+/** {@linkcode optionError} as a `RangeError`: a value of the right type, out of range. */
+export function rangeError(
+  context: string,
+  option: string,
+  rule: string,
+  received?: string,
+): OptionError {
+  return optionError(RangeError, context, option, rule, received);
+}
+
 /** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
@@ -56,13 +76,7 @@ export function checkNumber(
 ): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !RULES[rule](value)) {
-    throw optionError(
-      RangeError,
-      context,
-      field,
-      `must be a ${rule}`,
-      String(value),
-    );
+    throw rangeError(context, field, `must be a ${rule}`, String(value));
   }
   return value;
 }
@@ -75,13 +89,7 @@ export function checkAtMost(
   field: string,
 ): number {
   if (value > most) {
-    throw optionError(
-      RangeError,
-      context,
-      field,
-      `must be at most ${most}`,
-      String(value),
-    );
+    throw rangeError(context, field, `must be at most ${most}`, String(value));
   }
   return value;
 }
@@ -93,13 +101,7 @@ export function requireOptions(
   option = "options",
 ): asserts value is object {
   if (typeof value !== "object" || value === null) {
-    throw optionError(
-      TypeError,
-      context,
-      option,
-      "must be an object",
-      String(value),
-    );
+    throw typeError(context, option, "must be an object", String(value));
   }
 }
 
@@ -110,8 +112,7 @@ export function requireText(
   field: string,
 ): string {
   if (typeof value !== "string" || value === "") {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       field,
       "must be a non-empty string",
@@ -128,13 +129,7 @@ export function requireFunction<T>(
   field: string,
 ): T | undefined {
   if (value === undefined || typeof value === "function") return value;
-  throw optionError(
-    TypeError,
-    context,
-    field,
-    "must be a function",
-    typeof value,
-  );
+  throw typeError(context, field, "must be a function", typeof value);
 }
 
 /**
@@ -147,5 +142,5 @@ export function requireDeno(
   rule: string,
 ): void {
   if ("Deno" in globalThis) return;
-  throw optionError(TypeError, context, option, rule);
+  throw typeError(context, option, rule);
 }

@@ -4,13 +4,10 @@ import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
  * Time limits shared by the attempts that start within one short window (a
- * tenth of the limit, at most a second): one timer per window, not per attempt
- * (a set and clear cost 1.5-2.5 µs in Deno 2.9, more than the rest of a call).
- * An attempt gets its limit, and at most a window more. The timer is
- * `globalThis.setTimeout`, looked up when set (fake timers drive it), due by the
- * injected clock, and cleared after {@linkcode QUIET_TURNS} empty microtask
- * turns: they run before any timer or I/O, so a test's sanitizer finds nothing,
- * yet calls without I/O between them share one timer.
+ * tenth of the limit, at most a second): an attempt gets its limit, and at most
+ * a window more. One `globalThis.setTimeout` per window, looked up when set and
+ * due by the injected clock, cleared after {@linkcode QUIET_TURNS} empty
+ * microtask turns, which run before any timer or I/O. Why: docs/performance.md.
  */
 export class SharedDeadlines implements AttemptLimits {
   readonly ms: number;
@@ -116,12 +113,14 @@ class Window {
   readonly #expire = (): void => {
     this.#fired = true;
     this.#timer = undefined;
-    const reason = new DOMException(
-      `no answer within ${this.#ms} ms`,
-      "TimeoutError",
-    );
+    const reason = timeoutError(this.#ms);
     for (const late of this.#attempts) late.expire(reason);
   };
+}
+
+/** What an attempt's signal aborts with when its time is up. */
+export function timeoutError(ms: number): DOMException {
+  return new DOMException(`no answer within ${ms} ms`, "TimeoutError");
 }
 
 /** One attempt's limit within a window of {@linkcode SharedDeadlines}. */

@@ -1,5 +1,7 @@
 // Internal: the encodings a secret travels in, which token requests send and redaction looks for.
 
+const UTF8 = new TextEncoder();
+
 /** `text` as `application/x-www-form-urlencoded` encodes a value. */
 export function formEncode(text: string): string {
   return new URLSearchParams({ s: text }).toString().slice(2);
@@ -12,9 +14,7 @@ export function basicPair(clientId: string, secret: string): string {
 
 /** `text` (as UTF-8) or bytes, in base64. */
 export function base64(text: string | Uint8Array): string {
-  const bytes = typeof text === "string"
-    ? new TextEncoder().encode(text)
-    : text;
+  const bytes = typeof text === "string" ? UTF8.encode(text) : text;
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary);
@@ -22,17 +22,13 @@ export function base64(text: string | Uint8Array): string {
 
 /** `text` as UTF-8, in base64url without padding. */
 export function base64url(text: string): string {
-  return base64(text).replace(/\+/g, "-").replace(/\//g, "_").replace(
-    /=+$/,
-    "",
-  );
+  return base64(text).replaceAll("+", "-").replaceAll("/", "_")
+    .replace(/=+$/, "");
 }
 
 /** `text` (as UTF-8) or bytes, in lower-case hex. */
 export function hex(text: string | Uint8Array): string {
-  const bytes = typeof text === "string"
-    ? new TextEncoder().encode(text)
-    : text;
+  const bytes = typeof text === "string" ? UTF8.encode(text) : text;
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0"))
     .join("");
 }

@@ -5,7 +5,7 @@ import {
   checkAtMost,
   checkNumber,
   type NumberRule,
-  optionError,
+  typeError,
 } from "./_check.ts";
 
 /** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
@@ -30,7 +30,7 @@ export function checkRateLimit(
   const check = (name: keyof RateLimit, rule: NumberRule): number => {
     const value = defaults?.[name];
     if (value === undefined && options[name] === undefined) {
-      throw optionError(TypeError, context, name, "must be given");
+      throw typeError(context, name, "must be given");
     }
     return checkNumber(options[name], value ?? 0, rule, context, name);
   };
@@ -43,10 +43,7 @@ export function checkRateLimit(
   return Object.freeze({ requests, interval });
 }
 
-/**
- * The checked `reserve`, slots background requests leave to live ones: by
- * default a tenth of the limit, at least 1; never the whole (they would never go).
- */
+/** The checked `reserve`, slots background requests leave to live ones ({@linkcode defaultReserve}). */
 export function checkReserve(
   value: number | undefined,
   requests: number,
@@ -62,7 +59,7 @@ export function checkReserve(
   return checkAtMost(reserve, requests - 1, context, "reserve");
 }
 
-/** The default `reserve`: a tenth of the limit, at least 1, never the whole. */
+/** The default `reserve`: a tenth of the limit, at least 1, never the whole (background requests would never go). */
 export function defaultReserve(requests: number): number {
   return Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
 }
@@ -89,8 +86,7 @@ export function checkPriority<F extends RatePriority | undefined>(
 ): RatePriority | F {
   if (value === undefined) return fallback;
   if (!PRIORITIES.includes(value)) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "priority",
       'must be "high", "low" or "auto"',

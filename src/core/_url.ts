@@ -1,6 +1,6 @@
 // Internal: the address rules shared by environments, tokens and the client.
 
-import { optionError } from "./_check.ts";
+import { typeError } from "./_check.ts";
 
 function isLoopback({ protocol, hostname }: URL): boolean {
   return protocol === "http:" &&
@@ -24,7 +24,7 @@ export function urlError(
   rule: string,
   url: URL,
 ): TypeError {
-  return optionError(TypeError, context, field, rule, displayUrl(url));
+  return typeError(context, field, rule, displayUrl(url));
 }
 
 /** Parses `value` as an address that may carry credentials: `https:`, or `http:` on loopback only. */
@@ -34,25 +34,13 @@ export function secureUrl(
   field: string,
 ): URL {
   if (!(typeof value === "string" || value instanceof URL)) {
-    throw optionError(
-      TypeError,
-      context,
-      field,
-      "must be a string or URL",
-      typeof value,
-    );
+    throw typeError(context, field, "must be a string or URL", typeof value);
   }
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw optionError(
-      TypeError,
-      context,
-      field,
-      "must be an absolute URL",
-      String(value),
-    );
+    throw typeError(context, field, "must be an absolute URL", String(value));
   }
   if (url.protocol !== "https:" && !isLoopback(url)) {
     throw urlError(context, field, "must use https", url);

@@ -159,7 +159,6 @@ const CONTEXT = "Cannot read configuration";
 /**
  * Reads the six `PARTNER_API_*` variables (values trimmed), and the two
  * optional ones ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
- *
  * @param env Where to read them; by default `Deno.env` or `process.env`.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
  * (and a near miss that is set, e.g. `PARTNER_API_BASEURL`), or the variable

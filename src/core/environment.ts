@@ -18,7 +18,7 @@
  */
 
 import { secureUrl, urlError } from "./_url.ts";
-import { optionError, requireOptions } from "./_check.ts";
+import { requireOptions, typeError } from "./_check.ts";
 
 /**
  * The four values that make an environment, as a user writes them.
@@ -87,7 +87,6 @@ function checkBase(value: string | URL, field: string): URL {
  * Validates and freezes an environment. `http:` is accepted only on loopback
  * (`localhost`, `127.0.0.0/8`, `[::1]`), for a local test server. Base
  * addresses get a trailing `/` so that relative paths resolve under them.
- *
  * @throws {TypeError} Naming the field (`option`): an address not absolute https
  * or holding credentials, a `baseUrl` not ending with `/api/`, an empty `audience`.
  *
@@ -111,8 +110,7 @@ export function defineEnvironment(init: EnvironmentInit): Environment {
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
   const { audience } = init;
   if (typeof audience !== "string" || audience.trim() === "") {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "audience",
       "must be a non-empty string",

@@ -57,7 +57,6 @@ export interface TokenRequestErrorInit extends ErrorOptions {
   quota?: readonly QuotaBucket[];
   /**
    * What kind of failure this is.
-   *
    * @default {"quota" for a QuotaExceededError, else "status" with a status, else "network"}
    */
   reason?: TokenFailureReason;
@@ -106,13 +105,11 @@ export interface ApiErrorInit extends ErrorOptions {
   status: number;
   /**
    * What kind of failure this is.
-   *
    * @default {"network" for status 0, else "status"}
    */
   reason?: ApiFailureReason;
   /**
    * Requests made for this call or page.
-   *
    * @default {1}
    */
   attempts?: number;

@@ -42,10 +42,6 @@ function capped(message: string): string {
     : `${message.slice(0, MAX_MESSAGE - 1)}…`;
 }
 
-function apiReason(status: number): ApiFailureReason {
-  return status === 0 ? "network" : "status";
-}
-
 function hideResponse(target: Error, response: Response | undefined): void {
   if (response === undefined) return;
   Object.defineProperty(target, "response", {
@@ -135,9 +131,7 @@ export class TokenRequestError extends PartnerApiError {
     if (init.status !== undefined) this.status = init.status;
     if (init.code !== undefined) this.code = init.code;
     if (init.description !== undefined) this.description = init.description;
-    if (init.quota !== undefined && init.quota.length > 0) {
-      this.quota = init.quota;
-    }
+    if (init.quota?.length) this.quota = init.quota;
     if (init.hint !== undefined) this.hint = init.hint;
     hideResponse(this, init.response);
   }
@@ -212,7 +206,11 @@ export class ApiError extends PartnerApiError {
 
   /** Creates the error; `message` holds no secret. */
   constructor(message: string, init: ApiErrorInit) {
-    super(message, init.reason ?? apiReason(init.status), init);
+    super(
+      message,
+      init.reason ?? (init.status === 0 ? "network" : "status"),
+      init,
+    );
     this.name = "ApiError";
     this.attempts = init.attempts ?? 1;
     this.status = init.status;

@@ -16,7 +16,7 @@
  */
 
 import { parseBucket, quotaSegments } from "./_quota_parse.ts";
-import { optionError } from "./_check.ts";
+import { rangeError, typeError } from "./_check.ts";
 import type { QuotaBucket } from "./quota_types.ts";
 
 export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
@@ -38,7 +38,6 @@ export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
 /**
  * Parses a quota header value into its buckets, in header order. Whitespace,
  * key order and case, unknown keys and empty segments are tolerated.
- *
  * @returns The buckets, each frozen; `[]` for no header (`null`, `undefined`, `""`).
  * @throws {SyntaxError} When a bucket is malformed: `reason`
  * ({@linkcode QuotaSyntaxReason}) says how, `part` holds the text at fault.
@@ -65,7 +64,6 @@ const FORMAT = "Cannot format quota header";
 
 /**
  * Writes buckets in the header's format, the inverse of {@linkcode parseQuotaHeader}.
- *
  * @throws {TypeError} When a bucket name is empty or holds `,`, `;` or `=`.
  * @throws {RangeError} When a number is not a non-negative safe integer.
  *
@@ -83,8 +81,7 @@ const FORMAT = "Cannot format quota header";
 export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
   return buckets.map((bucket) => {
     if (!/^[^,;=\s](?:[^,;=]*[^,;=\s])?$/.test(bucket.bucket)) {
-      throw optionError(
-        TypeError,
+      throw typeError(
         FORMAT,
         "bucket",
         "must be a non-empty name without ',', ';' or '='",
@@ -94,13 +91,8 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
     for (const key of ["limit", "remaining", "resetAfter"] as const) {
       const value = bucket[key];
       if (!(Number.isSafeInteger(value) && value >= 0)) {
-        throw optionError(
-          RangeError,
-          FORMAT,
-          key,
-          "must be a non-negative safe integer",
-          String(value),
-        );
+        const rule = "must be a non-negative safe integer";
+        throw rangeError(FORMAT, key, rule, String(value));
       }
     }
     return `b=${bucket.bucket};q=${bucket.limit};r=${bucket.remaining};t=${bucket.resetAfter}`;
@@ -110,7 +102,6 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
 /**
  * Picks the bucket that runs out first: the fewest requests remaining, and
  * among equals the one that resets last (it blocks longest).
- *
  * @returns That bucket, or `undefined` for no buckets.
  *
  * @example Alerting on a low bucket
@@ -141,7 +132,6 @@ export function nextExhaustedBucket(
 /**
  * How long until a token request can succeed again after a 429: the largest
  * reset time among exhausted buckets (`r=0`), else the smallest reset time.
- *
  * @returns Seconds to wait, or `undefined` when there are no buckets.
  *
  * @example Waiting for the daily bucket

@@ -130,13 +130,11 @@ export interface TelemetryMeter {
 export interface OpenTelemetryOptions {
   /**
    * The tracer for spans.
-   *
    * @default {trace.getTracer("@partner-api/client", VERSION)}
    */
   tracer?: TelemetryTracer;
   /**
    * The meter for metrics.
-   *
    * @default {metrics.getMeter("@partner-api/client", VERSION)}
    */
   meter?: TelemetryMeter;

@@ -10,10 +10,8 @@ import { json } from "./_fake_http.ts";
 
 /** The bearer token of a request, if it carries one. */
 export function bearerToken(request: Request): string | undefined {
-  const match = /^Bearer ([^\s]+)$/i.exec(
-    request.headers.get("authorization") ?? "",
-  );
-  return match?.[1];
+  const header = request.headers.get("authorization") ?? "";
+  return /^Bearer ([^\s]+)$/i.exec(header)?.[1];
 }
 
 /** The answer to a request without a valid token. */

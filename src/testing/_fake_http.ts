@@ -11,7 +11,6 @@ export type Decorate = (
 ) => Response;
 
 /** `faults`, each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
-
 export function checkedFaults(
   faults: readonly FakeFault[],
   context: string,

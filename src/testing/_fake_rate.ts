@@ -1,7 +1,7 @@
 // The fake's rate limit on API requests, as the service's: 429 past `requests` per `interval` ms.
 // Its window arithmetic is its own, not the client's limiter's: a bug in one cannot hide the other.
 
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, type NumberRule } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
 
@@ -12,19 +12,12 @@ export function rateGate(
   context: string,
 ): () => Response | undefined {
   if (limit === undefined) return () => undefined;
-  const requests = checkNumber(
-    limit.requests,
-    0,
-    "positive integer",
-    context,
-    "apiRateLimit.requests",
-  );
-  const interval = checkNumber(
-    limit.interval,
-    0,
+  const check = (field: keyof FakeRateLimit, rule: NumberRule) =>
+    checkNumber(limit[field], 0, rule, context, `apiRateLimit.${field}`);
+  const requests = check("requests", "positive integer");
+  const interval = check(
+    "interval",
     "positive whole time in ms, at most 2147483647",
-    context,
-    "apiRateLimit.interval",
   );
   const arrivals = arrivalRing(requests);
   const span = interval % 60_000 === 0

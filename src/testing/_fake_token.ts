@@ -4,6 +4,7 @@ import {
   formatQuotaHeader,
   QUOTA_HEADER,
   type QuotaBucket,
+  quotaResetAfter,
 } from "../core/quota.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
 
@@ -57,10 +58,8 @@ export class FakeTokenEndpoint {
     response: Response,
     headers: Readonly<Record<string, string>> = {},
   ): Response {
-    response.headers.set(
-      QUOTA_HEADER,
-      formatQuotaHeader(this.#setup.quota.buckets()),
-    );
+    const header = formatQuotaHeader(this.#setup.quota.buckets());
+    response.headers.set(QUOTA_HEADER, header);
     for (const [name, value] of Object.entries(headers)) {
       response.headers.set(name, value);
     }
@@ -81,17 +80,13 @@ export class FakeTokenEndpoint {
   #issue(): Response {
     const { quota, lifetime, now } = this.#setup;
     if (!quota.available()) {
-      const wait = Math.max(
-        ...quota.buckets().filter((b) => b.remaining === 0).map((b) =>
-          b.resetAfter
-        ),
-      );
       const response = oauthError(
         429,
         "too_many_requests",
         "Client quota exceeded",
       );
       if (this.#setup.retryAfter) {
+        const wait = quotaResetAfter(quota.buckets());
         response.headers.set("retry-after", String(wait));
       }
       return this.withQuota(response);

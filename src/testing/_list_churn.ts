@@ -1,6 +1,6 @@
 // The fake's lists changing while paged; every cached order stays sorted (search and splice, no re-sort).
 
-import { checkNumber, optionError } from "../core/_check.ts";
+import { checkNumber, typeError } from "../core/_check.ts";
 import {
   id,
   isoDate,
@@ -105,15 +105,13 @@ export function appendItems(
 
 /**
  * Puts `item` into the list and every cached order.
- *
  * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
  */
 export function insertItem(resource: ListResource, item: Item): void {
   const context = `Cannot insert into ${resource.name}`;
   const key = item?.[resource.idField];
   if (typeof key !== "string" && typeof key !== "number") {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "item",
       `must have a string or number '${resource.idField}'`,
@@ -121,8 +119,7 @@ export function insertItem(resource: ListResource, item: Item): void {
     );
   }
   if (resource.items.some((other) => other[resource.idField] === key)) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "item",
       `must have a '${resource.idField}' the list does not hold`,
@@ -167,8 +164,7 @@ function checkFields(
     ? `must not change '${resource.idField}'`
     : undefined;
   if (rule !== undefined) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       `Cannot update ${resource.name}`,
       "fields",
       rule,
@@ -212,15 +208,13 @@ function placeOf(
 }
 
 /** The list named `name`; an unknown one is a TypeError naming those there are. */
-
 export function listNamed(
   lists: Map<string, ListResource>,
   name: string,
 ): ListResource {
   const resource = lists.get(name);
   if (resource === undefined) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       "Cannot change the fake's lists",
       "list",
       `must be one of ${[...lists.keys()].join(", ")}`,

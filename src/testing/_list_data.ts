@@ -20,29 +20,10 @@ export interface ListResource {
   readonly epoch: number;
 }
 
-const COMPANY_WORDS = [
-  "Acme",
-  "Borealis",
-  "Cobalt",
-  "Delta",
-  "Ember",
-  "Fjord",
-  "Granite",
-  "Harbor",
-  "Indigo",
-  "Juniper",
-];
+const COMPANY_WORDS = `Acme Borealis Cobalt Delta Ember Fjord Granite Harbor
+  Indigo Juniper`.split(/\s+/);
 const COMPANY_KINDS = ["Logistics", "Foods", "Studio", "Labs", "Transport"];
-const FIRST_NAMES = [
-  "Ada",
-  "Bo",
-  "Chen",
-  "Dana",
-  "Eli",
-  "Farah",
-  "Gus",
-  "Hana",
-];
+const FIRST_NAMES = "Ada Bo Chen Dana Eli Farah Gus Hana".split(" ");
 const LAST_NAMES = ["Ito", "Jensen", "Kowalski", "Lopez", "Moreau", "Nakamura"];
 /** How far back generated creation dates spread: 300 days. */
 const SPAN = 300 * 86_400_000;
@@ -159,7 +140,6 @@ const SHAPES = [
 ] as const;
 
 /** The three lists from `seed`, the newest item of each a few minutes old at `now`. */
-
 export function generateLists(
   sizes: ListSizes,
   seed: number,
@@ -197,50 +177,42 @@ export function transaction(
 /** A query the service refuses, with the reason for its 400. */
 export class BadQuery extends Error {}
 
+function badQuery(name: string, rule: string, received: unknown): BadQuery {
+  return new BadQuery(`'${name}' ${rule}: received ${received}`);
+}
+
 function readInteger(params: URLSearchParams, name: string, fallback: number) {
   const text = params.get(name);
   if (text === null) return fallback;
   const value = Number(text);
   if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
-    throw new BadQuery(
-      `'${name}' must be a positive integer: received ${text}`,
-    );
+    throw badQuery(name, "must be a positive integer", text);
   }
   return value;
 }
-
-/** Largest `limit` the fake accepts (the real one is unknown). */
-export const MAX_LIMIT = 1000;
 
 /** The page `params` asks for, sorted as the service sorts. */
 export function pageOf(
   resource: ListResource,
   params: URLSearchParams,
-  maxLimit = MAX_LIMIT,
-  cutAtMax = false,
+  maxLimit: number,
+  cutAtMax: boolean,
 ): readonly Item[] {
   const asked = readInteger(params, "limit", 50);
   // Some services cut a page to their largest size instead of refusing it.
   const limit = cutAtMax ? Math.min(asked, maxLimit) : asked;
   if (limit > maxLimit) {
-    throw new BadQuery(
-      `'limit' must be at most ${maxLimit}: received ${limit}`,
-    );
+    throw badQuery("limit", `must be at most ${maxLimit}`, limit);
   }
   const page = readInteger(params, "page", 1);
   const sortBy = params.get("sortBy") ?? resource.defaultSort;
   if (!resource.sortable.includes(sortBy)) {
-    throw new BadQuery(
-      `'sortBy' must be one of ${
-        resource.sortable.join(", ")
-      }: received ${sortBy}`,
-    );
+    const fields = resource.sortable.join(", ");
+    throw badQuery("sortBy", `must be one of ${fields}`, sortBy);
   }
   const direction = params.get("sortDirection") ?? "ASC";
   if (direction !== "ASC" && direction !== "DESC") {
-    throw new BadQuery(
-      `'sortDirection' must be ASC or DESC: received ${direction}`,
-    );
+    throw badQuery("sortDirection", "must be ASC or DESC", direction);
   }
   return sortedBy(resource, sortBy, direction)
     .slice((page - 1) * limit, page * limit);

@@ -19,94 +19,79 @@
 export interface FakePartnerServiceOptions {
   /**
    * Lifetime of issued tokens, in ms like every duration of the fake (`expires_in`: whole seconds, at least 1).
-   *
    * @default {86400000}
    */
   tokenLifetime?: number;
   /**
    * Token requests allowed per UTC hour and per UTC day.
-   *
    * @default {{ perHour: 1000, perDay: 10000 }}
    */
   quota?: { perHour?: number; perDay?: number };
   /**
    * The fake's clock in epoch ms, for token expiry, quota and data: at start each list's newest item
    * is 3 minutes old, the rest spread over the 300 days before; later items are dated by it too.
-   *
    * @default {Date.now}
    */
   now?: () => number;
   /**
    * Whether a 429 carries `Retry-After` (the real service is not known to).
-   *
    * @default {false}
    */
   retryAfter?: boolean;
   /**
    * Faults for the first token requests, in order.
-   *
    * @default {[]}
    */
   faults?: readonly FakeFault[];
   /**
    * Generated items per list.
-   *
    * @default {{ organizations: 25, transactions: 500, cardholders: 120 }}
    */
   items?: Partial<ListSizes>;
   /**
    * Seed of the generated data: the same seed gives the same items.
-   *
    * @default {1}
    */
   seed?: number;
   /**
    * Milliseconds each API request (list or card data) takes to answer.
-   *
    * @default {0}
    */
   latency?: number;
   /**
    * A rate limit on API requests, as the service's (900 per 5 minutes per IP): past it, 429 with the
    * service's body and no `Retry-After`.
-   *
    * @default {none}
    */
   apiRateLimit?: FakeRateLimit;
   /**
    * How a list page is sent: `"object"` as `{ <list name>: [...], page, limit }`, `"array"` bare.
-   *
    * @default {"object"}
    */
   listEnvelope?: "object" | "array";
   /**
    * Fixed credentials, e.g. to keep a `.env` valid across restarts.
-   *
    * @default {random ones: fake-client-… and fake-secret-…}
    */
   credentials?: Partial<FakeCredentials>;
   /**
    * Body formats the token endpoint accepts (the service specifies JSON; most OAuth servers take forms).
-   *
    * @default {["json", "form"]}
    */
   tokenBodyFormats?: readonly ("json" | "form")[];
   /**
    * How each list changes on every request for it (from the seed, so a run repeats): offset drift.
-   *
    * @default {no change}
    */
   churn?: FakeChurn;
   /**
    * The largest `limit` a list accepts (the real service's is unknown).
-   *
    * @default {1000}
    */
   maxLimit?: number;
   /**
    * A `limit` above `maxLimit`: `"refuse"` with a 400, or `"cut"` the page to `maxLimit` items
    * (offsets then follow the cut size), as some services do.
-   *
    * @default {"refuse"}
    */
   beyondMaxLimit?: "refuse" | "cut";
@@ -220,26 +205,22 @@ export interface FakeRateLimit {
 export interface FakeChurn {
   /**
    * Items added at the end of every order new items end (ids, newest creation dates).
-   *
    * @default {0}
    */
   append?: number;
   /**
    * Items inserted at random places of every order (an id between others, a random creation date).
-   *
    * @default {0}
    */
   insertAnywhere?: number;
   /**
    * Random items removed.
-   *
    * @default {0}
    */
   remove?: number;
   /**
    * Random items changed in place: `revision` counts up from 1, `updatedAt` is the fake's clock, a
    * transaction's `amount` changes; the id and `creationDate` stay.
-   *
    * @default {0}
    */
   update?: number;

@@ -25,19 +25,16 @@ import type { FakePartnerServiceOptions } from "./fake_options.ts";
 export interface FakePartnerApiOptions extends FakePartnerServiceOptions {
   /**
    * The port of the main origin (token endpoint and API).
-   *
    * @default {0: any free port}
    */
   port?: number;
   /**
    * The port of the card-data origin.
-   *
    * @default {0: any free port}
    */
   pciPort?: number;
   /**
    * Hears every request the fake answered, e.g. to log it.
-   *
    * @default {none}
    */
   onRequest?: (answered: FakeRequestLog) => void;
@@ -99,13 +96,15 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
 
 const CONTEXT = "Cannot start fake partner API";
 
+/** How an origin of the fake answers. */
+type Handler = (request: Request) => Promise<Response>;
+
 /**
  * Starts a fake of the partner service on 127.0.0.1. Its token endpoint validates requests like the
  * real one (400 `invalid_request` for a bad body or grant type, 401 `access_denied` for wrong
  * credentials or audience), issues opaque tokens that expire after `tokenLifetime`, counts a
  * per-hour and per-day quota on the UTC hour and day of its clock, sends `Idp-Client-Quota-Limit`
  * (with `r` after each answer) and answers 429 past the quota.
- *
  * @param options Token lifetime, quota, clock and faults.
  * @returns The running fake; close it with `close()` or `await using`.
  * @throws {RangeError} When a lifetime or quota is not a non-negative integer.
@@ -133,18 +132,10 @@ export async function startFakePartnerApi(
     "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
   );
   const port = (name: "port" | "pciPort") =>
-    checkNumber(
-      options[name],
-      0,
-      "non-negative integer",
-      CONTEXT,
-      name,
-    );
+    checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
   const service = createFakePartnerService(options);
-  const serve = (
-    at: number,
-    handle: (request: Request) => Promise<Response>,
-  ) => serveOn(at, logged(handle, service, options.onRequest));
+  const serve = (at: number, handle: Handler) =>
+    serveOn(at, logged(handle, service, options.onRequest));
   const main = serve(port("port"), service.handle);
   const pci = serve(port("pciPort"), service.handlePci);
   const environment = service.environmentAt(
@@ -172,10 +163,7 @@ export async function startFakePartnerApi(
 }
 
 /** A server on 127.0.0.1:`port` (0: any free port) that answers with `handle`. */
-function serveOn(
-  port: number,
-  handle: (request: Request) => Promise<Response>,
-): Deno.HttpServer<Deno.NetAddr> {
+function serveOn(port: number, handle: Handler): Deno.HttpServer<Deno.NetAddr> {
   return Deno.serve({
     hostname: "127.0.0.1",
     port,
@@ -186,10 +174,10 @@ function serveOn(
 
 /** `handle`, telling `onRequest` of each answer when it is given. */
 function logged(
-  handle: (request: Request) => Promise<Response>,
+  handle: Handler,
   service: { readonly tokenRequests: number },
   onRequest: ((answered: FakeRequestLog) => void) | undefined,
-): (request: Request) => Promise<Response> {
+): Handler {
   if (onRequest === undefined) return handle;
   return async (request) => {
     const response = await handle(request);

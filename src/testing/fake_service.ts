@@ -62,13 +62,11 @@ export interface FakeControls {
   readonly apiRequests: number;
   /**
    * Queues faults for the next token requests, after those already queued.
-   *
    * @throws {RangeError} (`option: "faults[i].ms"`) For a delay over 2,147,483,647 ms.
    */
   injectTokenFaults(...faults: FakeFault[]): void;
   /**
    * Queues faults for the next API requests, after those already queued.
-   *
    * @throws {RangeError} (`option: "faults[i].ms"`) For a delay over 2,147,483,647 ms.
    */
   injectApiFaults(...faults: FakeFault[]): void;
@@ -76,21 +74,18 @@ export interface FakeControls {
   insertTransactions(count: number): void;
   /**
    * Puts `item` into the list named `list` (e.g. `"transactions"`), where its fields place it.
-   *
    * @throws {TypeError} For an unknown list (`option: "list"`), an item without the list's id
    * field, or an id already there (`option: "item"`).
    */
   insert(list: string, item: Readonly<Record<string, string | number>>): void;
   /**
    * Takes the item with `id` out of the list named `list`.
-   *
    * @returns Whether it was there.
    * @throws {TypeError} (`option: "list"`) For an unknown list.
    */
   remove(list: string, id: string): boolean;
   /**
    * Sets `fields` on the item with `id` of the list named `list`; it moves where its new values place it.
-   *
    * @returns Whether it was there.
    * @throws {TypeError} For an unknown list (`option: "list"`), fields that are not strings or
    * numbers, or a change of the id (`option: "fields"`).
@@ -137,7 +132,6 @@ const AUDIENCE = "https://partner-api.fake";
 
 /**
  * Creates the fake service that `startFakePartnerApi` serves (see there for what it answers).
- *
  * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
  * @throws {RangeError} (`option`) When a lifetime, quota, size or time (≤ 2,147,483,647 ms) is out of range.
@@ -185,12 +179,8 @@ export function createFakePartnerService(
       ),
     insertTransactions: (added) => {
       const transactions = lists.get("transactions")!;
-      appendItems(
-        transactions,
-        added,
-        now(),
-        seededRandom(transactions.serial),
-      );
+      const random = seededRandom(transactions.serial);
+      appendItems(transactions, added, now(), random);
     },
     insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
     remove: (list, id) => removeItem(listNamed(lists, list), id),
