@@ -23,10 +23,7 @@ const CONTEXT = "Cannot sync";
  * @throws {TypeError} (`option`) For a bad id, sort field, sink, query or callback.
  * @throws {RangeError} (`option`) For a bad size, budget or share.
  */
-export function syncConfig<T>(
-  path: string,
-  options: SyncOptions<T>,
-) {
+export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   requireOptions(options, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");

@@ -130,9 +130,7 @@ async function takeOver(
     const current = await look(path);
     if (current !== undefined) {
       // Another run's by now, or refreshed by its owner since: not stale.
-      if (current.owner !== owner || !stale(path, current)) {
-        return false;
-      }
+      if (current.owner !== owner || !stale(path, current)) return false;
       await removeFile(path);
     }
     return await create(path, token);

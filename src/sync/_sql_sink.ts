@@ -89,13 +89,8 @@ export function sqlSink<T>(
     async write(items, checkpoint, ids, context) {
       const copy = checked ?? await check();
       const { rows, skipped } = storable(items, ids, dialect);
-      const done = await dialect.apply({
-        rows,
-        checkpoint,
-        context,
-        owner,
-        copy,
-      });
+      const batch = { rows, checkpoint, context, owner, copy };
+      const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };

@@ -100,7 +100,9 @@ export function judgeWindow(
   plan: WindowPlan,
   keys: readonly SyncKey[],
 ): WindowVerdict {
-  const order = passOrder(state);
+  const order = state.descending === true
+    ? (a: SyncKey, b: SyncKey) => compareKeys(b, a)
+    : compareKeys;
   checkOrder(keys, order, plan);
   const count = keys.length;
   const learnt = learnLimit(state, plan.limit, count);
@@ -181,12 +183,6 @@ function checkOrder(
   );
 }
 
-function passOrder(
-  state: Pick<WindowState, "descending">,
-): (a: SyncKey, b: SyncKey) => number {
-  return state.descending === true ? (a, b) => compareKeys(b, a) : compareKeys;
-}
-
 /** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */
 function inDomain(
   state: WindowState,
@@ -221,11 +217,7 @@ function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
  * nothing says which: a short answer proves the end only for a size seen honoured (a full page that large came back)
  * or under MIN_WINDOW. Otherwise the next window asks at most `count`, honoured either way, and settles it.
  */
-function provesEnd(
-  state: WindowState,
-  limit: number,
-  count: number,
-): boolean {
+function provesEnd(state: WindowState, limit: number, count: number): boolean {
   return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
 }
 

@@ -165,13 +165,22 @@ class SqliteDialect implements SqlDialect {
   /** The first change, once the copy passed: journal mode and tables. */
   #touch(): Statements {
     if (this.#prepared !== undefined) return this.#prepared;
-    if (this.#file !== undefined) setJournal(this.#db);
+    // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
+    // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
+    if (this.#file !== undefined) {
+      this.#db.exec(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
+      );
+    }
     return this.#prepared = statements(this.#db, this.#table);
   }
 
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) {
-      await refuseLinks(this.#file);
+      // Neither the database nor its journal files through a link.
+      for (const suffix of ["", "-wal", "-shm", "-journal"]) {
+        await refuseLink(`${this.#file}${suffix}`);
+      }
       this.#identity = identityOf(this.#file);
     }
     return readCopy(this.#db, this.#table, this.#target);
@@ -271,11 +280,7 @@ class SqliteDialect implements SqlDialect {
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing. */
-function readCopy(
-  db: DatabaseSync,
-  table: string,
-  target: string,
-): CopyState {
+function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   const exists = (name: string) =>
     db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
@@ -340,23 +345,6 @@ function openDatabase(path: string): DatabaseSync {
   // A second run waits for the first's transaction instead of failing.
   db.exec("PRAGMA busy_timeout = 10000");
   return db;
-}
-
-/**
- * WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page per
- * item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
- */
-function setJournal(db: DatabaseSync): void {
-  db.exec(
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
-  );
-}
-
-/** Refuses a database whose file or journal files are symbolic links. */
-async function refuseLinks(path: string): Promise<void> {
-  for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-    await refuseLink(`${path}${suffix}`);
-  }
 }
 
 /**
