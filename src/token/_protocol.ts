@@ -285,7 +285,6 @@ function parseJson(text: string): unknown {
 }
 
 /** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
-
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {
     const name = bucket.bucket.replace(
