@@ -178,7 +178,6 @@ function sweepOptions<T>(options: SyncOptions<T>) {
       'cannot be "mark" for this sink (a JSONL file keeps no deleted_at): use "remove", or a SQL sink',
     );
   }
-  const priority = checkPriority(options.priority, "low", CONTEXT);
   return {
     /** List requests the sweep may spend (Infinity: a whole cycle). */
     sweep,
@@ -186,7 +185,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     fresh: options.sweep === Infinity,
     /** How long the sweep may read, in ms (Infinity: no bound). */
     maxDuration,
-    priority,
+    priority: checkPriority(options.priority, "low", CONTEXT),
     deletes,
     maxDeletes,
     changes: options.changes === true,
