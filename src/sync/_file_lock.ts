@@ -44,11 +44,9 @@ export function takeFileLock(
     if (await create(path, token)) return { taken: held(path, token, now) };
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
-    if (stale(path, current)) {
-      if (await takeOver(path, token, current.owner, stale)) {
-        return { taken: held(path, token, now) };
-      }
-    }
+    const over = stale(path, current) &&
+      await takeOver(path, token, current.owner, stale);
+    if (over) return { taken: held(path, token, now) };
     return { holder: `pid ${current.pid}` };
   });
 }

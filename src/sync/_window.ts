@@ -262,10 +262,8 @@ function countUpTo(
 /** The largest size the next window may ask for. */
 function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
-  return Math.max(
-    state.accepted,
-    Math.min(state.maxLimit, Math.floor((state.accepted + state.refused) / 2)),
-  );
+  const middle = Math.floor((state.accepted + state.refused) / 2);
+  return Math.max(state.accepted, Math.min(state.maxLimit, middle));
 }
 
 /** The first window after `state`, overlapping its edge by its margin. */

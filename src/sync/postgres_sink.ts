@@ -194,13 +194,8 @@ class PostgresDialect implements SqlDialect {
     if (row.leased !== "1") throw lockLost(what);
     if (row.refused === "true") {
       const [unseen, live] = [Number(row.unseen), Number(row.live)];
-      throw tooManyDeletes(
-        unseen,
-        live,
-        ends?.maxDeletes ?? 0,
-        what,
-        ends?.recent,
-      );
+      const most = ends?.maxDeletes ?? 0;
+      throw tooManyDeletes(unseen, live, most, what, ends?.recent);
     }
     const stored = Number(row.written) + Number(row.staged);
     if (row.saved !== "1" || stored !== write.rows.ids.length) {

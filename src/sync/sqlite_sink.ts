@@ -250,13 +250,11 @@ class SqliteDialect implements SqlDialect {
       : undefined;
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
+    const place = { st, target, what, at, changes };
     const done = this.#commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
-      return applyBatch(
-        { st, target, what, at, changes },
-        { ...write, rows, staged },
-      );
+      return applyBatch(place, { ...write, rows, staged });
     });
     this.#commits.rows = done.rows;
     return done;
@@ -290,11 +288,9 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
       .n
     : 0;
   if (!exists(CHECKPOINT_TABLE)) return { checkpoint: undefined, rows };
-  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows");
+  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows") ? ", rows, last" : "";
   const found = db.prepare(
-    `SELECT target, checkpoint${
-      meta ? ", rows, last" : ""
-    } FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
+    `SELECT target, checkpoint${meta} FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
   ).all(target) as {
     target: string;
     checkpoint: string;
@@ -306,6 +302,9 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   const item = last === null ? undefined : db.prepare(
     `SELECT item FROM ${table} WHERE id = ?`,
   ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
+  const foreign = found.length > 1
+    ? "checkpoints for several spellings of its name share it (SQLite folds case)"
+    : undefined;
   return {
     checkpoint: own?.checkpoint,
     rows,
@@ -313,24 +312,18 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
       ? {}
       : { recorded: { rows: own.rows, last } }),
     found: item === undefined ? undefined : fingerprint(item.item),
-    ...(found.length > 1
-      ? {
-        foreign:
-          "checkpoints for several spellings of its name share it (SQLite folds case)",
-      }
-      : {}),
+    ...(foreign === undefined ? {} : { foreign }),
   };
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
 function openDatabase(path: string): DatabaseSync {
-  let sqlite: typeof import("node:sqlite") | undefined;
+  type Sqlite = typeof import("node:sqlite");
+  let sqlite: Sqlite | undefined;
   try {
-    sqlite = process.getBuiltinModule?.("node:sqlite") as
-      | typeof import("node:sqlite")
-      | undefined;
+    sqlite = process.getBuiltinModule?.("node:sqlite") as Sqlite | undefined;
   } catch {
-    sqlite = undefined;
+    // No such module here: refused below.
   }
   if (sqlite?.DatabaseSync === undefined) {
     throw optionError(
