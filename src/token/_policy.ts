@@ -124,10 +124,8 @@ export function cooldownAfter(
   const failures = previous !== undefined && now - previous.until < MAX_COOLDOWN
     ? Math.min(previous.failures + 1, 32)
     : 1;
-  const escalated = Math.min(
-    FIRST_COOLDOWN * 2 ** (failures - 1),
-    MAX_COOLDOWN,
-  );
+  const doubled = FIRST_COOLDOWN * 2 ** (failures - 1);
+  const escalated = Math.min(doubled, MAX_COOLDOWN);
   const asked = retryAfter !== undefined && retryAfter > maxRetryAfter
     ? Math.min(retryAfter, MAX_QUOTA_BLOCK)
     : 0;
@@ -208,9 +206,7 @@ export function knownRecord(
     readonly [field in keyof TokenRecord]-?: TokenRecord[field] | undefined;
   },
 ): TokenRecord {
-  const fields = Object.entries(known).filter(([, value]) =>
-    value !== undefined
-  );
+  const fields = Object.entries(known).filter(([, v]) => v !== undefined);
   return Object.fromEntries(fields) as TokenRecord;
 }
 

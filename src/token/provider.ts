@@ -45,12 +45,8 @@ export async function requestToken(
     random: Math.random,
     onEvent: undefined,
   };
-  return await requestWithRetries(
-    endpoint,
-    sending,
-    options.signal,
-    () => undefined,
-  );
+  const { signal } = options;
+  return await requestWithRetries(endpoint, sending, signal, () => undefined);
 }
 
 /**
