@@ -149,11 +149,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   refused(): void {
     const { requests, interval } = this.limit;
-    const own = this.#own;
-    own.blockedUntil = Math.max(
-      own.blockedUntil,
-      this.#config.now() + interval / requests,
-    );
+    const until = this.#config.now() + interval / requests;
+    this.#own.blockedUntil = Math.max(this.#own.blockedUntil, until);
     this.#write(this.#shared.refuse());
   }
 
@@ -258,10 +255,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#reseeds = 0;
     this.#epoch = reply.epoch;
     if (reply.holders > 0) {
-      this.#share = Math.max(
-        1,
-        Math.floor(this.limit.requests / reply.holders),
-      );
+      const share = Math.floor(this.limit.requests / reply.holders);
+      this.#share = Math.max(1, share);
     }
     this.#lastTakeAt = this.#config.now();
     if (this.#degraded) {
@@ -279,12 +274,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       now - this.#lastTakeAt < windowSpan(this.limit);
     // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
-    await this.#shared.reseed({
-      holder: this.#config.holder,
-      epoch: this.#epoch,
-      sends,
-      recent,
-    });
+    const { holder } = this.#config;
+    await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     this.#epoch = epoch;
     this.#returning = false;
     // A window lost again at once (something keeps replacing it): back off, no loop of round trips.

@@ -19,12 +19,8 @@ export async function storeKey(endpoint: {
   readonly secret: string;
 }): Promise<string> {
   const { url, audience, clientId, secret } = endpoint;
-  return JSON.stringify([
-    url.href,
-    audience,
-    clientId,
-    await stretched(secret),
-  ]);
+  const part = await stretched(secret);
+  return JSON.stringify([url.href, audience, clientId, part]);
 }
 
 /** The AES-GCM key that seals a record by default: HKDF over the store key and its secret part. */

@@ -140,18 +140,14 @@ export class ClockView {
       ] as const
     );
     forgetMissing(this.#holders, state.holders.map(([holder]) => holder));
+    const shortLasts = limit.interval + GRACE;
     return {
       ...state,
       sends,
       line,
       holders,
       block: this.#seeStamp("block", state.block, now, slotShare(limit)),
-      shortUntil: this.#seeStamp(
-        "short",
-        state.shortUntil,
-        now,
-        limit.interval + GRACE,
-      ),
+      shortUntil: this.#seeStamp("short", state.shortUntil, now, shortLasts),
     };
   }
 

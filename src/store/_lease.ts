@@ -196,7 +196,10 @@ async function requestHolding(
   try {
     // The lease was lost (the process stalled): publish only what is newer.
     if (!await lease.publish(record)) {
-      await publishIfNewer(database, key, record);
+      const stored = await database.get(key);
+      const newer = (stored?.token?.expiresAt ?? -Infinity) >=
+        (record.token?.expiresAt ?? -Infinity);
+      if (!newer) await database.set(key, record);
     }
   } catch {
     // The token is paid for: hand it out, and let the others take over.
@@ -217,23 +220,11 @@ async function requestAlone(
   return result;
 }
 
-async function publishIfNewer(
-  database: LeaseDatabase<unknown>,
-  key: string,
-  record: TokenRecord,
-): Promise<void> {
-  const stored = await database.get(key);
-  const newer = (stored?.token?.expiresAt ?? -Infinity) >=
-    (record.token?.expiresAt ?? -Infinity);
-  if (!newer) await database.set(key, record);
-}
-
 /** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */
 function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
   const timer = setInterval(() => {
     lease.renew().catch(() => {}); // a busy database: the next tick renews
   }, Math.max(1, Math.floor(leaseDuration / 3)));
-  // The renewal must never keep a process alive.
-  unrefTimer(timer);
+  unrefTimer(timer); // the renewal never keeps a process alive
   return () => clearInterval(timer);
 }

@@ -116,10 +116,8 @@ export function recordLifetime(record: TokenRecord, now: number): number {
     (record.failure?.until ?? 0) + 15 * 60_000,
     (record.renewal?.at ?? 0) + RENEWAL_KEPT,
   );
-  return Math.min(
-    MAX_RECORD_LIFETIME,
-    Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now)),
-  );
+  const lifetime = Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now));
+  return Math.min(MAX_RECORD_LIFETIME, lifetime);
 }
 
 /** A copy with data properties only (the token's is not enumerable), to store. */

@@ -1,16 +1,12 @@
-// The fleet window's rules (_window_rules.ts) in Lua, on Redis's clock. Each script first replaces
-// what is not ours (another type, a bad number, a block or send too far ahead): it would fail every
-// take, or hold the fleet off.
+// The fleet window's rules (_window_rules.ts) in Lua, on Redis's clock. Each script first replaces what is not ours
+// (another type, a bad number, a block or send too far ahead): it would fail every take, or hold the fleet off.
 
-// KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted
-// set: holder -> turn), 3 places (hash: holder -> ms its place lapses),
-// 4 holders (sorted set: holder -> ms last seen), 5 turns (counter),
-// 6 block (ms before which nobody sends, after a refusal), 7 epoch (hash:
-// id of this life of the window; short, reseeded: slots kept for sends the
-// store lost, see _window_rules.ts; whole: this life began on a window that
-// outlived its epoch; until: when the window's last send leaves).
-// ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start
-// with if the window has none; then each script's own.
+// KEYS: 1 window (sorted set: send -> ms it counts from), 2 line (sorted set: holder -> turn), 3 places (hash: holder
+// -> ms its place lapses), 4 holders (sorted set: holder -> ms last seen), 5 turns (counter), 6 block (ms before which
+// nobody sends, after a refusal), 7 epoch (hash: id of this life of the window; short, reseeded: slots kept for sends
+// the store lost, see _window_rules.ts; whole: this life began on a window that outlived its epoch; until: when the
+// window's last send leaves). ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start with if the window
+// has none; then each script's own.
 
 // Notes in the epoch hash until when the window holds a send: before then it cannot empty by itself.
 const mark = (window: string, epoch: string) =>
@@ -79,13 +75,10 @@ ${mark("KEYS[1]", "KEYS[7]")}local function keep()
 end
 `;
 
-// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, 9 '1'
-// when the sends are background ones, 10 the reserve, then the sends
-// wanted. Answers {granted, wait, holders, epoch, reseed, count}. A place
-// in line waiting for background sends only is marked in the places hash
-// (`<holder>|low`): ahead of a live take stand live places only, and a
-// background take gets nothing while a live place waits elsewhere, nor
-// the last `reserve` slots.
+// ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, 9 '1' when the sends are background ones, 10 the
+// reserve, then the sends wanted. Answers {granted, wait, holders, epoch, reseed, count}. A place in line waiting for
+// background sends only is marked in the places hash (`<holder>|low`): ahead of a live take stand live places only, and
+// a background take gets nothing while a live place waits elsewhere, nor the last `reserve` slots.
 export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
 local low, reserve = ARGV[9] == '1', tonumber(ARGV[10]) or 0
 local want = #ARGV - 10
@@ -162,8 +155,8 @@ end
 keep()
 return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0, redis.call('ZCARD', KEYS[1])}`;
 
-// ARGV: 6 the epoch known, 7 '1' if it took within the last interval and hold, then pairs of a send
-// and ms since its answer (-1: unanswered). Answers the sends written; see reseedSends.
+// ARGV: 6 the epoch known, 7 '1' if it took within the last interval and hold, then pairs of a send and ms since its
+// answer (-1: unanswered). Answers the sends written; see reseedSends.
 export const RESEED = `${GUARD}local known = ARGV[6]
 local added = 0
 for i = 8, #ARGV - 1, 2 do

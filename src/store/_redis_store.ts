@@ -187,10 +187,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     if (id === undefined) return undefined;
     this.#lastWake = { stream, id };
     const fields = entry![1];
-    return await this.#decode(
-      key,
-      (Array.isArray(fields) ? text(fields[1]) : undefined) || undefined,
-    );
+    const value = Array.isArray(fields) ? text(fields[1]) : undefined;
+    return await this.#decode(key, value || undefined);
   }
 
   /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */

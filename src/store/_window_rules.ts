@@ -141,9 +141,7 @@ export function takeTurn(
   const next = { ...state, sends, holders, line };
   // A member that knew another life of the window, or paced alone, writes back before anyone takes.
   const stranger = ask.epoch !== "" && ask.epoch !== state.epoch;
-  if (ask.returning || stranger) {
-    return outcome(next, 0, 0, true);
-  }
+  if (ask.returning || stranger) return outcome(next, 0, 0, true);
   const low = ask.low === true;
   // Ahead of a live take stand live places only: no background crawl elsewhere holds it up.
   const order = low ? line : line.filter(isLive);
@@ -166,12 +164,8 @@ export function takeTurn(
     return outcome({ ...next, sends, line }, granted, 0, false);
   }
   const waiting = { ...next, sends, line };
-  const { wait, line: after } = waitInLine(waiting, ask, granted, {
-    free,
-    liveElsewhere,
-    now,
-    limit,
-  });
+  const around = { free, liveElsewhere, now, limit };
+  const { wait, line: after } = waitInLine(waiting, ask, granted, around);
   return outcome({ ...waiting, line: after }, granted, wait, false);
 }
 
@@ -247,12 +241,9 @@ function turnWait(
   const from = state.sends.map(([, from]) => from).sort((a, b) => a - b)[index];
   if (from === undefined) {
     // Beyond what a short window holds: more may be written back soon.
-    return state.shortUntil > now
-      ? Math.max(
-        1,
-        Math.min(state.shortUntil - now, Math.max(slotShare(limit), GRACE)),
-      )
-      : interval;
+    if (state.shortUntil <= now) return interval;
+    const soon = Math.max(slotShare(limit), GRACE);
+    return Math.max(1, Math.min(state.shortUntil - now, soon));
   }
   // Unanswered: it leaves no sooner than an interval from now.
   return from > now ? interval : Math.max(1, from + interval - now);

@@ -294,9 +294,12 @@ class EncryptedFileStore implements FileTokenStore {
    * or seen unchanged that long here (a stamp ahead of this clock, as after a step back, holds no longer).
    */
   async #stale(path: string, at: string): Promise<boolean> {
-    const lock = await lockState(at);
-    if (lock === undefined) return false;
-    const { mtime, content } = lock;
+    const info = await Deno.lstat(at).catch(() => undefined);
+    if (info === undefined) return false;
+    // A lock that is not a small file reads as its stamp alone.
+    const small = info.isFile && info.size <= 1024;
+    const content = small ? await Deno.readTextFile(at).catch(() => "") : "";
+    const mtime = info.mtime?.getTime() ?? 0;
     return this.#options.now() - mtime > LOCK_STALE ||
       this.#unchanged(path, `${mtime} ${content}`) > LOCK_STALE;
   }
@@ -365,17 +368,6 @@ function removeOwnedSync(path: string, owner: string): void {
   } catch {
     // Gone already, or unreadable: nothing of ours to remove.
   }
-}
-
-/** A lock file's stamp and owner, if it is there; a lock that is not a small file reads as its stamp alone. */
-async function lockState(
-  path: string,
-): Promise<{ mtime: number; content: string } | undefined> {
-  const info = await Deno.lstat(path).catch(() => undefined);
-  if (info === undefined) return undefined;
-  const small = info.isFile && info.size <= 1024;
-  const content = small ? await Deno.readTextFile(path).catch(() => "") : "";
-  return { mtime: info.mtime?.getTime() ?? 0, content };
 }
 
 /** Removes a stale lock: moved aside (atomic), put back unless what moved is stale too (taken over since). */

@@ -161,10 +161,7 @@ async function coordinate(
 const FLEET_CLOCK_SLACK = 5 * 60_000;
 
 /** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
-function trustedRecord(
-  value: unknown,
-  now: number,
-): TokenRecord | undefined {
+function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
   const record = fields(value);
   if (record === undefined) return undefined;
   const { token, quota, blockedUntil, failure, renewal } = record;

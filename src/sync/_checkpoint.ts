@@ -211,10 +211,8 @@ function resumeAt(edge: SyncKey | null, offset: number, margin: number) {
 
 /** The head's margin on resuming: wide enough to see the deletes since the last run, narrow enough to leave room for new items. */
 function headMargin(sizes: Sizes): number {
-  return Math.max(
-    MIN_MARGIN,
-    Math.min(RESUME_MARGIN, Math.floor(sizes.maxLimit / 4)),
-  );
+  const quarter = Math.floor(sizes.maxLimit / 4);
+  return Math.max(MIN_MARGIN, Math.min(RESUME_MARGIN, quarter));
 }
 
 /** `saved` as a checkpoint of this copy, or the TypeError that refuses it. */

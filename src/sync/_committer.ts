@@ -4,6 +4,7 @@ import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
 import { cycleOf } from "./_checkpoint.ts";
 import type { SyncKey } from "./_window.ts";
+import type { Committed } from "./_pass.ts";
 import type {
   SyncCheckpoint,
   SyncWriteContext,
@@ -12,10 +13,7 @@ import type {
 
 type Phase = SyncWriteContext["phase"];
 /** A batch's items and their ids, in order. */
-type Batch<T> = {
-  readonly items: readonly T[];
-  readonly ids: readonly string[];
-};
+type Batch<T> = Pick<Committed<T>, "items" | "ids">;
 const NOTHING = { items: [], ids: [] };
 
 /** How many skipped ids a result names. */

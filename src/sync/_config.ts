@@ -23,10 +23,7 @@ const CONTEXT = "Cannot sync";
  * @throws {TypeError} (`option`) For a bad id, sort field, sink, query or callback.
  * @throws {RangeError} (`option`) For a bad size, budget or share.
  */
-export function syncConfig<T>(
-  path: string,
-  options: SyncOptions<T>,
-) {
+export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   requireOptions(options, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
@@ -181,7 +178,6 @@ function sweepOptions<T>(options: SyncOptions<T>) {
       'cannot be "mark" for this sink (a JSONL file keeps no deleted_at): use "remove", or a SQL sink',
     );
   }
-  const priority = checkPriority(options.priority, "low", CONTEXT);
   return {
     /** List requests the sweep may spend (Infinity: a whole cycle). */
     sweep,
@@ -189,7 +185,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     fresh: options.sweep === Infinity,
     /** How long the sweep may read, in ms (Infinity: no bound). */
     maxDuration,
-    priority,
+    priority: checkPriority(options.priority, "low", CONTEXT),
     deletes,
     maxDeletes,
     changes: options.changes === true,

@@ -44,11 +44,9 @@ export function takeFileLock(
     if (await create(path, token)) return { taken: held(path, token, now) };
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
-    if (stale(path, current)) {
-      if (await takeOver(path, token, current.owner, stale)) {
-        return { taken: held(path, token, now) };
-      }
-    }
+    const over = stale(path, current) &&
+      await takeOver(path, token, current.owner, stale);
+    if (over) return { taken: held(path, token, now) };
     return { holder: `pid ${current.pid}` };
   });
 }
@@ -130,9 +128,7 @@ async function takeOver(
     const current = await look(path);
     if (current !== undefined) {
       // Another run's by now, or refreshed by its owner since: not stale.
-      if (current.owner !== owner || !stale(path, current)) {
-        return false;
-      }
+      if (current.owner !== owner || !stale(path, current)) return false;
       await removeFile(path);
     }
     return await create(path, token);

@@ -109,7 +109,9 @@ export async function openFile(
   } catch (error) {
     await file.close().catch(() => {});
     // A side file another run replaced (write, rename) as this one opened it: read the new one; a swap that goes on is refused.
-    if (how === "read" && tries > 1 && isReplaced(error)) {
+    const replaced = error instanceof SyncError &&
+      error.message.includes(REPLACED);
+    if (how === "read" && tries > 1 && replaced) {
       return await openFile(path, how, tries - 1);
     }
     throw error;
@@ -118,11 +120,6 @@ export async function openFile(
 }
 
 const REPLACED = "was replaced while this run opened it";
-
-function isReplaced(error: unknown): boolean {
-  return error instanceof SyncError && error.reason === "link" &&
-    error.message.includes(REPLACED);
-}
 
 /**
  * Refuses a handle that is not the file `path` names now: a link (followed by the open, or swapped in after), a file

@@ -187,8 +187,7 @@ export async function cycleChanges(
     old.delete(id);
   }
   const deleted = old.size;
-  const ends = context.endsCycle!;
-  const { maxDeletes, recent } = ends;
+  const { maxDeletes, recent } = context.endsCycle!;
   if (tooMany(deleted, held, maxDeletes, recent)) {
     throw tooManyDeletes(deleted, held, maxDeletes, before.path, recent);
   }

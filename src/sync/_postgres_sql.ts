@@ -43,24 +43,20 @@ export function copySql(
   has: { items: boolean; checkpoints: boolean; recorded: boolean },
 ): string {
   const recorded = has.checkpoints && has.recorded;
-  return `SELECT ${
-    has.items ? `(SELECT count(*) FROM ${table})::text` : "'0'"
-  } AS count,
+  const count = has.items ? `(SELECT count(*) FROM ${table})::text` : "'0'";
+  const fingerprint = fingerprintOf("i.item");
+  const found = has.items && recorded
+    ? `(SELECT ${fingerprint} FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
+    : "NULL::text";
+  const join = has.checkpoints
+    ? ` LEFT JOIN ${CHECKPOINT_TABLE} c ON c.target = one.target`
+    : "";
+  return `SELECT ${count} AS count,
   ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
   ${recorded ? "c.rows::text" : "NULL::text"} AS recorded,
   ${recorded ? "c.last" : "NULL::text"} AS last,
-  ${
-    has.items && recorded
-      ? `(SELECT ${
-        fingerprintOf("i.item")
-      } FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
-      : "NULL::text"
-  } AS found
-  FROM (VALUES ($1::text)) AS one (target)${
-    has.checkpoints
-      ? ` LEFT JOIN ${CHECKPOINT_TABLE} c ON c.target = one.target`
-      : ""
-  }`;
+  ${found} AS found
+  FROM (VALUES ($1::text)) AS one (target)${join}`;
 }
 
 /**
@@ -69,42 +65,33 @@ export function copySql(
  */
 export function createSql(table: string): string {
   const [T, C, S, L] = [table, CHECKPOINT_TABLE, STAGE_TABLE, LEASE_TABLE];
-  const textType =
-    `(SELECT atttypid FROM pg_attribute WHERE attrelid = to_regclass(${
-      quoted(C)
-    }) AND attname = 'checkpoint' AND NOT attisdropped) <> 'text'::regtype`;
+  const no = {
+    items: absent(T),
+    deletedAt: lacks(T, "deleted_at"),
+    seen: lacks(T, "seen"),
+    checkpoints: absent(C),
+    rows: lacks(C, "rows"),
+    stage: absent(S),
+    lease: absent(L),
+  };
+  const jsonbCheckpoint = attribute(C, "checkpoint", "atttypid") +
+    " <> 'text'::regtype";
   return migration(`
-  IF ${
-    absent(T)
-  } THEN CREATE TABLE ${T} (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at timestamptz, seen bigint NOT NULL DEFAULT 0); END IF;
-  IF ${
-    lacks(T, "deleted_at")
-  } THEN ALTER TABLE ${T} ADD COLUMN deleted_at timestamptz; END IF;
-  IF ${
-    lacks(T, "seen")
-  } THEN ALTER TABLE ${T} ADD COLUMN seen bigint NOT NULL DEFAULT 0; END IF;
-  IF ${
-    absent(C)
-  } THEN CREATE TABLE ${C} (target text PRIMARY KEY, checkpoint text NOT NULL, rows bigint, last text); END IF;
-  IF ${
-    lacks(C, "rows")
-  } THEN ALTER TABLE ${C} ADD COLUMN rows bigint, ADD COLUMN last text; END IF;
-  IF ${textType} THEN ALTER TABLE ${C} ALTER COLUMN checkpoint TYPE text USING checkpoint::text; END IF;
-  IF ${
-    absent(S)
-  } THEN CREATE TABLE ${S} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, item jsonb NOT NULL, PRIMARY KEY (target, id)); END IF;
-  IF ${
-    absent(L)
-  } THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
+  IF ${no.items} THEN CREATE TABLE ${T} (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at timestamptz, seen bigint NOT NULL DEFAULT 0); END IF;
+  IF ${no.deletedAt} THEN ALTER TABLE ${T} ADD COLUMN deleted_at timestamptz; END IF;
+  IF ${no.seen} THEN ALTER TABLE ${T} ADD COLUMN seen bigint NOT NULL DEFAULT 0; END IF;
+  IF ${no.checkpoints} THEN CREATE TABLE ${C} (target text PRIMARY KEY, checkpoint text NOT NULL, rows bigint, last text); END IF;
+  IF ${no.rows} THEN ALTER TABLE ${C} ADD COLUMN rows bigint, ADD COLUMN last text; END IF;
+  IF ${jsonbCheckpoint} THEN ALTER TABLE ${C} ALTER COLUMN checkpoint TYPE text USING checkpoint::text; END IF;
+  IF ${no.stage} THEN CREATE TABLE ${S} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, item jsonb NOT NULL, PRIMARY KEY (target, id)); END IF;
+  IF ${no.lease} THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
 }
 
 /** Creates the change table (quoted) if missing, or gives 0.3's its `item`. */
 export function createChangesSql(changes: string): string {
-  const T = changes;
+  const [T, noTable] = [changes, absent(changes)];
   return migration(`
-  IF ${
-    absent(T)
-  } THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
+  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
 
@@ -122,10 +109,13 @@ $partner_api$`;
 
 const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
 const absent = (table: string) => `to_regclass(${quoted(table)}) IS NULL`;
-const lacks = (table: string, column: string) =>
-  `NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(${
+/** `column` of `table` as the catalog holds it, `what` selected. */
+const attribute = (table: string, column: string, what: string) =>
+  `(SELECT ${what} FROM pg_attribute WHERE attrelid = to_regclass(${
     quoted(table)
   }) AND attname = '${column}' AND NOT attisdropped)`;
+const lacks = (table: string, column: string) =>
+  `NOT EXISTS ${attribute(table, column, "1")}`;
 
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
@@ -158,11 +148,10 @@ export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
 export function postgresJson(
   rows: { ids: readonly string[]; texts: readonly string[] },
 ): string {
-  return `[${
-    rows.ids.map((id, i) => `[${JSON.stringify(id)},${rows.texts[i]}]`).join(
-      ",",
-    )
-  }]`;
+  const pairs = rows.ids.map((id, i) =>
+    `[${JSON.stringify(id)},${rows.texts[i]}]`
+  );
+  return `[${pairs.join(",")}]`;
 }
 
 /** What PostgreSQL can hold of a batch, decided before anything is sent: `json` as the statement takes it. */

@@ -222,6 +222,9 @@ function savedStep(table: string, shape: Shape, gated: string): string {
   const before = (column: string) =>
     `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;
   const lastBefore = before("last");
+  const applied = ends === undefined ? "" : " + (SELECT count(*) FROM applied)";
+  const gone = ends === "remove" ? " - (SELECT count(*) FROM gone)" : "";
+  const fingerprint = fingerprintOf("b.item");
   const keptLast = ends === undefined ? lastBefore : `(SELECT l.last
     FROM (SELECT ${lastBefore} AS last) AS l
     WHERE NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = substr(l.last, strpos(l.last, ':') + 1)))`;
@@ -229,13 +232,9 @@ function savedStep(table: string, shape: Shape, gated: string): string {
   INSERT INTO ${CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
   SELECT $1::text, $3::text,
     coalesce(${before("rows")}, (SELECT count(*) FROM ${table}))
-      + (SELECT count(*) FROM kinds WHERE change = 'insert')${
-    ends === undefined ? "" : " + (SELECT count(*) FROM applied)"
-  }${ends === "remove" ? " - (SELECT count(*) FROM gone)" : ""},
+      + (SELECT count(*) FROM kinds WHERE change = 'insert')${applied}${gone},
     coalesce(
-      (SELECT ${
-    fingerprintOf("b.item")
-  } || ':' || b.id FROM batch b${written} ORDER BY b.ord DESC LIMIT 1),
+      (SELECT ${fingerprint} || ':' || b.id FROM batch b${written} ORDER BY b.ord DESC LIMIT 1),
       ${keptLast})
   ${gated}
   ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last
@@ -246,18 +245,16 @@ function savedStep(table: string, shape: Shape, gated: string): string {
 /** The statement's one answer row, every column text. */
 function answerSelect(shape: Shape): string {
   const ends = shape.ends !== undefined;
-  return `SELECT ${
-    shape.leased ? "(SELECT count(*) FROM lease)::text" : "'1'"
-  } AS leased,
+  const leased = shape.leased ? "(SELECT count(*) FROM lease)::text" : "'1'";
+  const applied = ends ? " + (SELECT count(*) FROM applied)" : "";
+  return `SELECT ${leased} AS leased,
   ${ends ? "(SELECT refused FROM guard)::text" : "'false'"} AS refused,
   ${ends ? "(SELECT unseen FROM guard)::text" : "'0'"} AS unseen,
   ${ends ? "(SELECT live FROM guard)::text" : "'0'"} AS live,
   (SELECT count(*) FROM saved)::text AS saved,
   (SELECT count(*) FROM written)::text AS written,
   ${shape.stages ? "(SELECT count(*) FROM staged)" : "0"}::text AS staged,
-  ((SELECT count(*) FROM kinds WHERE change = 'insert')${
-    ends ? " + (SELECT count(*) FROM applied)" : ""
-  })::text AS inserted,
+  ((SELECT count(*) FROM kinds WHERE change = 'insert')${applied})::text AS inserted,
   (SELECT count(*) FROM kinds WHERE change = 'update')::text AS updated,
   ${ends ? "(SELECT count(*) FROM removed)::text" : "'0'"} AS deleted`;
 }

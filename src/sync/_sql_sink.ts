@@ -89,13 +89,8 @@ export function sqlSink<T>(
     async write(items, checkpoint, ids, context) {
       const copy = checked ?? await check();
       const { rows, skipped } = storable(items, ids, dialect);
-      const done = await dialect.apply({
-        rows,
-        checkpoint,
-        context,
-        owner,
-        copy,
-      });
+      const batch = { rows, checkpoint, context, owner, copy };
+      const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
@@ -226,15 +221,14 @@ export function leaseSql(
   stale: string,
   seen?: { owner: string; refreshedAt: string },
 ): { take: string; refresh: string; release: string } {
-  const where = `target = ${p(1)} AND owner = ${p(2)}`;
+  const [target, owner] = [p(1), p(2)];
+  const where = `target = ${target} AND owner = ${owner}`;
   const unchanged = seen === undefined
     ? ""
     : ` OR (lease.owner = ${seen.owner} AND lease.refreshed_at = ${seen.refreshedAt})`;
   return {
     take:
-      `INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES (${
-        p(1)
-      }, ${p(2)}, ${now})
+      `INSERT INTO ${LEASE_TABLE} AS lease (target, owner, refreshed_at) VALUES (${target}, ${owner}, ${now})
   ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, refreshed_at = excluded.refreshed_at
   WHERE lease.owner = excluded.owner OR lease.refreshed_at < ${stale}${unchanged} RETURNING owner`,
     refresh: `UPDATE ${LEASE_TABLE} SET refreshed_at = ${now} WHERE ${where}`,

@@ -184,10 +184,7 @@ export function split(
  *
  * @throws {SyncError} (`"too-many-deletes"`)
  */
-export function applyBatch(
-  place: Place,
-  write: SqlBatch & { staged: Rows },
-) {
+export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
   const record = changes === undefined ? undefined : st.record(changes);

@@ -106,7 +106,9 @@ export function judgeWindow(
   plan: WindowPlan,
   keys: readonly SyncKey[],
 ): WindowVerdict {
-  const order = passOrder(state);
+  const order = state.descending === true
+    ? (a: SyncKey, b: SyncKey) => compareKeys(b, a)
+    : compareKeys;
   checkOrder(keys, order, plan);
   const count = keys.length;
   const learnt = learnLimit(state, plan.limit, count);
@@ -197,12 +199,6 @@ function checkOrder(
   );
 }
 
-function passOrder(
-  state: Pick<WindowState, "descending">,
-): (a: SyncKey, b: SyncKey) => number {
-  return state.descending === true ? (a, b) => compareKeys(b, a) : compareKeys;
-}
-
 /** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */
 function inDomain(
   state: WindowState,
@@ -237,11 +233,7 @@ function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
  * nothing says which: a short answer proves the end only for a size seen honoured (a full page that large came back)
  * or under MIN_WINDOW. Otherwise the next window asks at most `count`, honoured either way, and settles it.
  */
-function provesEnd(
-  state: WindowState,
-  limit: number,
-  count: number,
-): boolean {
+function provesEnd(state: WindowState, limit: number, count: number): boolean {
   return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
 }
 
@@ -287,10 +279,8 @@ function countUpTo(
 function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
   // Never past maxLimit, even for a size honoured under a larger one before.
-  return Math.min(
-    state.maxLimit,
-    Math.max(state.accepted, Math.floor((state.accepted + state.refused) / 2)),
-  );
+  const middle = Math.floor((state.accepted + state.refused) / 2);
+  return Math.min(state.maxLimit, Math.max(state.accepted, middle));
 }
 
 /** The first window after `state`, overlapping its edge by its margin. */

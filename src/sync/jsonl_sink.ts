@@ -129,7 +129,7 @@ class JsonlCopy {
   ) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
-    const lines = linesOf(items);
+    const lines = items.map((item) => `${JSON.stringify(item)}\n`).join("");
     if (context?.phase !== "sweep") {
       const end = await this.#append(copy, now.end, lines);
       await this.#save({ ...now, checkpoint, end, renaming: false });
@@ -151,12 +151,10 @@ class JsonlCopy {
       context,
     );
     // The head's lines since the cycle began follow the sweep's.
-    const tail = await readRange(copy, rewrite.mainAt, now.end.length);
-    const whole = await this.#append(
-      rewritePath,
-      rewrite.end,
-      new TextDecoder().decode(tail),
+    const tail = new TextDecoder().decode(
+      await readRange(copy, rewrite.mainAt, now.end.length),
     );
+    const whole = await this.#append(rewritePath, rewrite.end, tail);
     await this.#save({ checkpoint, end: whole, renaming: true });
     await renameOver(this.#files);
     this.#ours.delete(copy);
@@ -200,11 +198,6 @@ class JsonlCopy {
 }
 
 const EMPTY: FileEnd = { length: 0, last: null };
-
-/** The items' lines, each ended. */
-function linesOf<T>(items: readonly T[]): string {
-  return items.map((item) => `${JSON.stringify(item)}\n`).join("");
-}
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(

@@ -78,17 +78,12 @@ export interface PostgresSinkOptions
 
 /**
  * A sink that keeps the copy in a PostgreSQL table (`id text PRIMARY KEY, item jsonb, deleted_at timestamptz, seen bigint`),
- * each batch and its checkpoint (table `partner_api_sync`) in ONE statement, so it commits whole on any connection of a pool.
- * Works with any driver: every parameter is a string cast in the SQL. Tables, guard, lease and migrations: docs/sync.md, "PostgreSQL".
- *
- * One writer per table: `lock()` takes a lease row (server's clock, taken over after 5 s); a batch commits only while the
- * lease is the run's (else `SyncError` `"lock-lost"`). `load()` only reads: a foreign table, an unreadable checkpoint, or a
- * row count or last row other than recorded is refused (`"sink-mismatch"`), nothing changed. A cycle that would remove more
- * than `maxDeletes` writes nothing (`"too-many-deletes"`).
- *
- * Ids compare as strings; the last occurrence in a batch wins. Skipped and reported, never sent: an id with a NUL, a lone
- * surrogate or more than 2692 UTF-8 bytes; an item whose strings hold a NUL or a lone surrogate, nested deeper than 1000
- * levels, or over 256 MiB. Needs a UTF8 database, PostgreSQL 11 or later.
+ * each batch and its checkpoint (table `partner_api_sync`) in ONE statement, so it commits whole on any connection of a pool;
+ * any driver works (every parameter is a string cast in the SQL). One writer per table: a batch commits only while the run
+ * holds `lock()`'s lease row (else `SyncError` `"lock-lost"`). `load()` only reads, and refuses a copy other than recorded
+ * (`"sink-mismatch"`); a cycle over `maxDeletes` writes nothing (`"too-many-deletes"`). Ids and items PostgreSQL cannot
+ * hold are skipped and reported. Needs a UTF8 database, PostgreSQL 11 or later. Tables, lease, guard, what is skipped
+ * and migrations: docs/sync.md, "PostgreSQL".
  *
  * @param options The query function, the table, and how long to wait for another run.
  * @returns The sink.
@@ -199,13 +194,8 @@ class PostgresDialect implements SqlDialect {
     if (row.leased !== "1") throw lockLost(what);
     if (row.refused === "true") {
       const [unseen, live] = [Number(row.unseen), Number(row.live)];
-      throw tooManyDeletes(
-        unseen,
-        live,
-        ends?.maxDeletes ?? 0,
-        what,
-        ends?.recent,
-      );
+      const most = ends?.maxDeletes ?? 0;
+      throw tooManyDeletes(unseen, live, most, what, ends?.recent);
     }
     const stored = Number(row.written) + Number(row.staged);
     if (row.saved !== "1" || stored !== write.rows.ids.length) {

@@ -168,13 +168,22 @@ class SqliteDialect implements SqlDialect {
   /** The first change, once the copy passed: journal mode and tables. */
   #touch(): Statements {
     if (this.#prepared !== undefined) return this.#prepared;
-    if (this.#file !== undefined) setJournal(this.#db);
+    // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
+    // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
+    if (this.#file !== undefined) {
+      this.#db.exec(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
+      );
+    }
     return this.#prepared = statements(this.#db, this.#table);
   }
 
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) {
-      await refuseLinks(this.#file);
+      // Neither the database nor its journal files through a link.
+      for (const suffix of ["", "-wal", "-shm", "-journal"]) {
+        await refuseLink(`${this.#file}${suffix}`);
+      }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
     return readCopy(this.#db, this.#table, this.#target);
@@ -244,13 +253,11 @@ class SqliteDialect implements SqlDialect {
       : undefined;
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
+    const place = { st, target, what, at, changes };
     const done = this.#commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
-      return applyBatch(
-        { st, target, what, at, changes },
-        { ...write, rows, staged },
-      );
+      return applyBatch(place, { ...write, rows, staged });
     });
     this.#commits.rows = done.rows;
     return done;
@@ -274,11 +281,7 @@ class SqliteDialect implements SqlDialect {
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing. */
-function readCopy(
-  db: DatabaseSync,
-  table: string,
-  target: string,
-): CopyState {
+function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   const exists = (name: string) =>
     db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
@@ -288,11 +291,9 @@ function readCopy(
       .n
     : 0;
   if (!exists(CHECKPOINT_TABLE)) return { checkpoint: undefined, rows };
-  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows");
+  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows") ? ", rows, last" : "";
   const found = db.prepare(
-    `SELECT target, checkpoint${
-      meta ? ", rows, last" : ""
-    } FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
+    `SELECT target, checkpoint${meta} FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
   ).all(target) as {
     target: string;
     checkpoint: string;
@@ -304,6 +305,9 @@ function readCopy(
   const item = last === null ? undefined : db.prepare(
     `SELECT item FROM ${table} WHERE id = ?`,
   ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
+  const foreign = found.length > 1
+    ? "checkpoints for several spellings of its name share it (SQLite folds case)"
+    : undefined;
   return {
     checkpoint: own?.checkpoint,
     rows,
@@ -311,24 +315,18 @@ function readCopy(
       ? {}
       : { recorded: { rows: own.rows, last } }),
     found: item === undefined ? undefined : fingerprint(item.item),
-    ...(found.length > 1
-      ? {
-        foreign:
-          "checkpoints for several spellings of its name share it (SQLite folds case)",
-      }
-      : {}),
+    ...(foreign === undefined ? {} : { foreign }),
   };
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
 function openDatabase(path: string): DatabaseSync {
-  let sqlite: typeof import("node:sqlite") | undefined;
+  type Sqlite = typeof import("node:sqlite");
+  let sqlite: Sqlite | undefined;
   try {
-    sqlite = process.getBuiltinModule?.("node:sqlite") as
-      | typeof import("node:sqlite")
-      | undefined;
+    sqlite = process.getBuiltinModule?.("node:sqlite") as Sqlite | undefined;
   } catch {
-    sqlite = undefined;
+    // No such module here: refused below.
   }
   if (sqlite?.DatabaseSync === undefined) {
     throw optionError(
@@ -343,23 +341,6 @@ function openDatabase(path: string): DatabaseSync {
   // A second run waits for the first's transaction instead of failing.
   db.exec("PRAGMA busy_timeout = 10000");
   return db;
-}
-
-/**
- * WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page per
- * item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
- */
-function setJournal(db: DatabaseSync): void {
-  db.exec(
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
-  );
-}
-
-/** Refuses a database whose file or journal files are symbolic links. */
-async function refuseLinks(path: string): Promise<void> {
-  for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-    await refuseLink(`${path}${suffix}`);
-  }
 }
 
 /**

@@ -88,11 +88,8 @@ async function runFrom<T>(
   start: RunStart,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
-  const committer = new Committer(
-    config,
-    start.checkpoint,
-    () => requests.count,
-  );
+  const counted = () => requests.count;
+  const committer = new Committer(config, start.checkpoint, counted);
   const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
@@ -170,9 +167,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const refusal = committer.latest.refused;
   if (begun.begins) {
     const checkpoint = { ...committer.latest, sweep: cursor };
-    await committer.commit("sweep", checkpoint, undefined, {
-      beginsCycle: true,
-    });
+    const begins = { beginsCycle: true };
+    await committer.commit("sweep", checkpoint, undefined, begins);
     committer.tally.pages--; // not a window
   }
   const commit = async (window: Committed<T>) => {
@@ -184,22 +180,16 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
       maxDeletes: config.maxDeletes,
       recent: recentDeletes(checkpoint.deletions, config.now()),
     };
-    await committer.commit(
-      "sweep",
-      checkpoint,
-      window,
-      endsCycle ? { endsCycle } : {},
-    );
+    const more = endsCycle ? { endsCycle } : {};
+    await committer.commit("sweep", checkpoint, window, more);
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (end.ended) return await endCycle(run, cursor.cycle, refusal);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
-  await committer.flush(
-    "sweep",
-    afterSweepWindow(latest, at, end.state, false),
-  );
+  const stands = afterSweepWindow(latest, at, end.state, false);
+  await committer.flush("sweep", stands);
 }
 
 /**
@@ -220,22 +210,15 @@ async function endCycle<T>(
       throw error;
     }
     const needed = error.maxDeletesNeeded ?? 1;
-    const refused = afterRefusal(
-      committer.written,
-      cycle,
-      needed,
-      config.now(),
-    );
-    await committer.restart(refused);
+    const at = config.now();
+    await committer.restart(afterRefusal(committer.written, cycle, needed, at));
     throw error;
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
   const record = { at: config.now(), deleted, held };
   const confirmed = confirms(refusal, config.maxDeletes);
-  await committer.flush(
-    "sweep",
-    afterDeletes(committer.latest, record, confirmed),
-  );
+  const deletes = afterDeletes(committer.latest, record, confirmed);
+  await committer.flush("sweep", deletes);
 }
 
 /**

@@ -100,12 +100,8 @@ function requestEvent(
 ): TokenRequestEvent {
   const { token, error } = outcome;
   if (token !== undefined) {
-    return {
-      type: "token.request",
-      outcome: "ok",
-      durationMs,
-      ...quotaOf(token.quota),
-    };
+    const quota = quotaOf(token.quota);
+    return { type: "token.request", outcome: "ok", durationMs, ...quota };
   }
   return {
     type: "token.request",

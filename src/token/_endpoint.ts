@@ -40,7 +40,6 @@ export interface TokenEndpoint {
 const DEFAULT_TIMEOUT = 30_000;
 
 /** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one. */
-
 export function tokenEndpoint(
   options: Omit<TokenRequestOptions, "signal">,
   context: string,

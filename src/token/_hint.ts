@@ -3,7 +3,6 @@
 
 import { requireOptions, requireText } from "../core/_check.ts";
 import { isPermissionError } from "../core/_cause.ts";
-
 import type { TokenFailureReason } from "../core/errors.ts";
 
 /** The settings a hint can name. */

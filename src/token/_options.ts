@@ -64,11 +64,8 @@ function withTarget(
       "must not come with 'tokenUrl' or 'audience'",
     );
   }
-  return {
-    ...rest,
-    tokenUrl: environment.tokenUrl,
-    audience: environment.audience,
-  };
+  const { tokenUrl, audience } = environment;
+  return { ...rest, tokenUrl, audience };
 }
 
 function isBrowserPage(): boolean {

@@ -46,9 +46,8 @@ export interface CachedToken {
 }
 
 /**
- * Refresh ahead of expiry by `refreshMargin`, never more than half the lifetime;
- * stop handing out a token a skew guard (2 s, or a twentieth of the lifetime
- * when less) before it expires.
+ * Refresh ahead of expiry by `refreshMargin`, never more than half the lifetime; stop handing out a token a skew guard
+ * (2 s, or a twentieth of the lifetime when less) before it expires.
  */
 export function tokenTimes(
   token: IssuedToken,
@@ -112,10 +111,9 @@ export interface Cooldown {
 }
 
 /**
- * The cooldown after a failure at `now`: 10 s, doubling up to 15 minutes; again
- * 10 s over 15 minutes after the last one ended (a passing fault must not leave
- * a long cooldown). A 5xx's or 403's `Retry-After` above `maxRetryAfter` sets
- * it when longer, at most {@linkcode MAX_QUOTA_BLOCK}.
+ * The cooldown after a failure at `now`: 10 s, doubling up to 15 minutes; again 10 s over 15 minutes after the last one
+ * ended (a passing fault must not leave a long cooldown). A 5xx's or 403's `Retry-After` above `maxRetryAfter` sets it
+ * when longer, at most {@linkcode MAX_QUOTA_BLOCK}.
  */
 export function cooldownAfter(
   previous: Cooldown | undefined,
@@ -126,10 +124,8 @@ export function cooldownAfter(
   const failures = previous !== undefined && now - previous.until < MAX_COOLDOWN
     ? Math.min(previous.failures + 1, 32)
     : 1;
-  const escalated = Math.min(
-    FIRST_COOLDOWN * 2 ** (failures - 1),
-    MAX_COOLDOWN,
-  );
+  const doubled = FIRST_COOLDOWN * 2 ** (failures - 1);
+  const escalated = Math.min(doubled, MAX_COOLDOWN);
   const asked = retryAfter !== undefined && retryAfter > maxRetryAfter
     ? Math.min(retryAfter, MAX_QUOTA_BLOCK)
     : 0;
@@ -143,9 +139,8 @@ export function requestBudget(backoff: Backoff, timeout: number): number {
 }
 
 /**
- * How long a flight may take before callers give up on it: one request with its
- * retries, after (with a coordinating store) a wait for another process's and
- * some slack. So a runtime that drops a flight's work (workerd) traps nobody.
+ * How long a flight may take before callers give up on it: one request with its retries, after (with a coordinating
+ * store) a wait for another process's and some slack. So a runtime that drops a flight's work (workerd) traps nobody.
  */
 export function flightBudget(
   backoff: Backoff,
@@ -157,9 +152,8 @@ export function flightBudget(
 }
 
 /**
- * When a token request may pass again after a 429: the later of `Retry-After`
- * and the exhausted buckets' reset, or either alone (`quotaResetAfter`), else
- * a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
+ * When a token request may pass again after a 429: the later of `Retry-After` and the exhausted buckets' reset, or
+ * either alone (`quotaResetAfter`), else a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
  */
 export function quotaRetryAt(
   retryAfter: number | undefined,
@@ -212,9 +206,7 @@ export function knownRecord(
     readonly [field in keyof TokenRecord]-?: TokenRecord[field] | undefined;
   },
 ): TokenRecord {
-  const fields = Object.entries(known).filter(([, value]) =>
-    value !== undefined
-  );
+  const fields = Object.entries(known).filter(([, v]) => v !== undefined);
   return Object.fromEntries(fields) as TokenRecord;
 }
 
@@ -237,9 +229,8 @@ export function localRecord(
 }
 
 /**
- * What a record knows that the provider does not: a later token, a block still
- * in force, a newer quota. A later token without a block lifts the provider's
- * block: the quota has reset for whoever got it.
+ * What a record knows that the provider does not: a later token, a block still in force, a newer quota. A later token
+ * without a block lifts the provider's block: the quota has reset for whoever got it.
  */
 export function newerFromRecord(
   record: TokenRecord,

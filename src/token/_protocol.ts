@@ -44,10 +44,8 @@ export async function tokenAttempt(
 ): Promise<IssuedToken> {
   try {
     const sentAt = endpoint.now();
-    const response = await deadline.race(
-      sendTokenRequest(endpoint, deadline.signal),
-      discardBody,
-    );
+    const sent = sendTokenRequest(endpoint, deadline.signal);
+    const response = await deadline.race(sent, discardBody);
     const text = await deadline.race(readTokenBody(endpoint, response));
     return processTokenAnswer(endpoint, response, text, sentAt);
   } catch (error) {
@@ -201,11 +199,8 @@ function refusal(
   const oauth = oauthError(parseJson(text), endpoint.secrets);
   if (status === 429) {
     const now = endpoint.now();
-    const retryAt = quotaRetryAt(
-      retryAfterMs(response.headers, now),
-      quota,
-      now,
-    );
+    const retryAfter = retryAfterMs(response.headers, now);
+    const retryAt = quotaRetryAt(retryAfter, quota, now);
     return quotaExceeded(retryAt, quota, {
       ...oauth,
       response: cleanResponse(response, endpoint.secrets),
@@ -285,7 +280,6 @@ function parseJson(text: string): unknown {
 }
 
 /** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
-
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {
     const name = bucket.bucket.replace(

@@ -114,14 +114,10 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** The 401 ledger, kept where the token lives (the fleet's record, else here): see `unauthorizedVerdict()`. */
   async reportUnauthorized(accessToken: string): Promise<boolean> {
-    const current = this.#cached?.token.accessToken;
+    const cached = this.#cached?.token;
     // Already replaced here: retrying with the new token costs nothing.
-    if (current !== undefined && current !== accessToken) return true;
-    const refused = ledgerToken(
-      accessToken,
-      this.#cached?.token,
-      this.#rejected,
-    );
+    if (cached !== undefined && cached.accessToken !== accessToken) return true;
+    const refused = ledgerToken(accessToken, cached, this.#rejected);
     const now = this.#now();
     let verdict: "retry" | "renew" | "keep" = "keep";
     const record = await this.#store.change(

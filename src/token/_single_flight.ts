@@ -104,7 +104,6 @@ export class SingleFlight<T> {
 }
 
 /** Calls `fire` after `ms`, in steps a timer can wait (a longer delay fires at once); unref'd. */
-
 function longTimer(fire: () => void, ms: number): { clear(): void } {
   let timer: ReturnType<typeof setTimeout>;
   const arm = (left: number) => {

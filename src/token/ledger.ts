@@ -1,5 +1,5 @@
-// The 401 ledger (not an entry): pure decisions over the token record a fleet
-// shares, and the small ledger a client keeps for a hand-written provider.
+// The 401 ledger (not an entry): pure decisions over the token record a fleet shares, and the small ledger a client
+// keeps for a hand-written provider.
 
 import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -8,9 +8,8 @@ import { steadyClock } from "../core/_clock.ts";
 export const RENEWAL_WINDOW = 3_600_000;
 
 /**
- * After a 401: `"renew"` (retry once with a fresh token) for the first in
- * {@linkcode RENEWAL_WINDOW}, else `"keep"` (return the answer): the service
- * never revokes tokens early, so a repeated 401 is not the token's fault.
+ * After a 401: `"renew"` (retry once with a fresh token) for the first in {@linkcode RENEWAL_WINDOW}, else `"keep"`
+ * (return the answer): the service never revokes tokens early, so a repeated 401 is not the token's fault.
  */
 export function onUnauthorized(
   lastRenewal: number | undefined,
@@ -29,8 +28,8 @@ export interface LedgerToken {
 }
 
 /**
- * A token's FNV-1a 64-bit hex fingerprint, for the ledger to recognise the
- * token it renewed: it tells nothing of the token, and stores seal it anyway.
+ * A token's FNV-1a 64-bit hex fingerprint, for the ledger to recognise the token it renewed: it tells nothing of the
+ * token, and stores seal it anyway.
  */
 export function tokenFingerprint(accessToken: string): string {
   let low = 0x84222325;
@@ -55,11 +54,10 @@ export interface LedgerState {
 }
 
 /**
- * The fleet-wide 401 ledger, over the record where the token lives: `"retry"`
- * with the current token (free) when another than the refused one is there or
- * the fleet renewed this one; `"renew"` (drop it, retry with a fresh one) for a
- * token newer than the last renewed, once per {@linkcode RENEWAL_WINDOW}
- * fleet-wide; else `"keep"` (return the 401, keep the token).
+ * The fleet-wide 401 ledger, over the record where the token lives: `"retry"` with the current token (free) when
+ * another than the refused one is there or the fleet renewed this one; `"renew"` (drop it, retry with a fresh one) for
+ * a token newer than the last renewed, once per {@linkcode RENEWAL_WINDOW} fleet-wide; else `"keep"` (return the 401,
+ * keep the token).
  */
 export function unauthorizedVerdict(
   state: LedgerState,
@@ -109,8 +107,8 @@ export function renewedRecord(
 }
 
 /**
- * {@linkcode onUnauthorized} over any provider, `true` for "renew" (its token
- * invalidated): a client's ledger for a provider without `reportUnauthorized`.
+ * {@linkcode onUnauthorized} over any provider, `true` for "renew" (its token invalidated): a client's ledger for a
+ * provider without `reportUnauthorized`.
  */
 export function renewalLedger(
   now: () => number,

@@ -14,16 +14,14 @@ import type {
 } from "./types.ts";
 
 /**
- * Sends one client-credentials token request: no cache, no retry, at most
- * `timeout` (30 s) to get the whole answer.
+ * Sends one client-credentials token request: no cache, no retry, at most `timeout` (30 s) to get the whole answer.
  *
  * @returns The token, with its expiry and the quota the answer reported.
- * @throws {TypeError} Before any request, when an option is invalid (e.g. a
- * plain-http `tokenUrl` outside loopback).
+ * @throws {TypeError} Before any request, when an option is invalid (e.g. a plain-http `tokenUrl` outside loopback).
  * @throws {RangeError} Before any request, for a `timeout` that is not positive.
  * @throws {QuotaExceededError} When the endpoint answers 429.
- * @throws {TokenRequestError} For any other failure, with `reason`
- * `"network"`, `"timeout"`, `"status"` or `"malformed"`.
+ * @throws {TokenRequestError} For any other failure, with `reason` `"network"`, `"timeout"`, `"status"` or
+ * `"malformed"`.
  *
  * @example Requesting a token from the fake service
  * ```ts
@@ -47,29 +45,22 @@ export async function requestToken(
     random: Math.random,
     onEvent: undefined,
   };
-  return await requestWithRetries(
-    endpoint,
-    sending,
-    options.signal,
-    () => undefined,
-  );
+  const { signal } = options;
+  return await requestWithRetries(endpoint, sending, signal, () => undefined);
 }
 
 /**
- * Creates a token provider: it caches the token, shares one request among
- * concurrent callers, refreshes ahead of expiry while serving the valid token,
- * retries network errors, timeouts, 408 and 5xx with backoff, and after a 429
- * sends nothing until the quota resets. After a failed request (with its
- * retries) it sends none for 10 s, doubling up to 15 minutes while failures go
- * on (the README's table gives the requests an outage costs).
+ * Creates a token provider: it caches the token, shares one request among concurrent callers, refreshes ahead of expiry
+ * while serving the valid token, retries network errors, timeouts, 408 and 5xx with backoff, and after a 429 sends
+ * nothing until the quota resets. After a failed request (with its retries) it sends none for 10 s, doubling up to 15
+ * minutes while failures go on (the README's table gives the requests an outage costs).
  *
- * Decisions read `now()` when `getToken` is called; no timer keeps a process
- * alive. A flight a runtime dropped is given up once its timeouts and retries
- * are spent. The secret stays in private fields: inspecting or serializing the
+ * Decisions read `now()` when `getToken` is called; no timer keeps a process alive. A flight a runtime dropped is given
+ * up once its timeouts and retries are spent. The secret stays in private fields: inspecting or serializing the
  * provider shows none of it.
  *
- * @throws {TypeError} When an option is invalid (e.g. a plain-http `tokenUrl`
- * outside loopback), or in a browser page without `dangerouslyAllowBrowser`.
+ * @throws {TypeError} When an option is invalid (e.g. a plain-http `tokenUrl` outside loopback), or in a browser page
+ * without `dangerouslyAllowBrowser`.
  * @throws {RangeError} When a duration or retry count is out of range.
  *
  * @example Alerting when the quota runs low
@@ -91,8 +82,8 @@ export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
   const config = providerConfig(options);
-  // A plain TokenStore (get and set) is the contract: the access that keys,
-  // checks and coordinates records comes with every provider.
+  // A plain TokenStore (get and set) is the contract: the access that keys, checks and coordinates records comes with
+  // every provider.
   return new CachingTokenProvider(
     config,
     new StoreAccess(config.store, config.endpoint),

@@ -49,8 +49,8 @@ export interface TokenRequestOptions {
    */
   quotaHeader?: string;
   /**
-   * How the four fields are sent: `"json"` as the service specifies, or `"form"`
-   * (`application/x-www-form-urlencoded`, RFC 6749 4.4.2) for other servers.
+   * How the four fields are sent: `"json"` as the service specifies, or `"form"` (`application/x-www-form-urlencoded`,
+   * RFC 6749 4.4.2) for other servers.
    *
    * @default {"json"}
    */
@@ -62,16 +62,15 @@ export interface TokenRequestOptions {
    */
   timeout?: number;
   /**
-   * How the client authenticates: `"body"` sends `client_id` and `client_secret`
-   * in the body, as the service specifies; `"basic"` as HTTP Basic only (each
-   * form-encoded first, RFC 6749 2.3.1), for servers that take nothing else.
+   * How the client authenticates: `"body"` sends `client_id` and `client_secret` in the body, as the service specifies;
+   * `"basic"` as HTTP Basic only (each form-encoded first, RFC 6749 2.3.1), for servers that take nothing else.
    *
    * @default {"body"}
    */
   clientAuthentication?: "body" | "basic";
   /**
-   * What each setting is called where it was configured, for a failed
-   * request's `hint`: `configFromEnv` sets the variables' names.
+   * What each setting is called where it was configured, for a failed request's `hint`: `configFromEnv` sets the
+   * variables' names.
    *
    * @default {the option names}
    */
@@ -86,9 +85,8 @@ export interface TokenRequestOptions {
 }
 
 /**
- * Retry policy of the token provider (network errors, timeouts, 408 and 5xx)
- * and the client (idempotent requests: network errors, timeouts, 408, 429,
- * 500, 502, 503, 504).
+ * Retry policy of the token provider (network errors, timeouts, 408 and 5xx) and the client (idempotent requests:
+ * network errors, timeouts, 408, 429, 500, 502, 503, 504).
  *
  * @example Retrying harder at start-up
  * ```ts
@@ -123,8 +121,8 @@ export interface RetryOptions {
    */
   maxDelay?: number;
   /**
-   * Longest `Retry-After` waited for, in ms; an answer asking for longer is
-   * returned (the client) or ends the retries (the provider).
+   * Longest `Retry-After` waited for, in ms; an answer asking for longer is returned (the client) or ends the retries
+   * (the provider).
    *
    * @default {30000}
    */
@@ -164,8 +162,8 @@ export interface TokenProviderOptions
    */
   store?: TokenStore;
   /**
-   * How long before expiry, in ms, a new token is fetched in the background
-   * while the old one is still served. Never more than half the lifetime.
+   * How long before expiry, in ms, a new token is fetched in the background while the old one is still served. Never
+   * more than half the lifetime.
    *
    * @default {5 minutes, or a tenth of the lifetime when that is less}
    */
@@ -177,21 +175,20 @@ export interface TokenProviderOptions
    */
   retry?: RetryOptions | false;
   /**
-   * Called with every quota the token endpoint reports (e.g. to alert when low);
-   * what it throws is ignored, so that a token already paid for is not lost.
+   * Called with every quota the token endpoint reports (e.g. to alert when low); what it throws is ignored, so that a
+   * token already paid for is not lost.
    */
   onQuota?: (quota: QuotaSnapshot) => void;
   /**
-   * Called with the provider's events (`token.request`, `token.retry`,
-   * `token.refresh`, `quota.blocked`), which never hold the secret or a token;
-   * what it throws is ignored. `openTelemetry()` from `./otel` makes one.
+   * Called with the provider's events (`token.request`, `token.retry`, `token.refresh`, `quota.blocked`), which never
+   * hold the secret or a token; what it throws is ignored. `openTelemetry()` from `./otel` makes one.
    *
    * @default {none: no event is built}
    */
   onEvent?: EventListener;
   /**
-   * For request-scoped runtimes (Cloudflare Workers' `waitUntil`): background
-   * refreshes are handed to it, so that they finish after the request answered.
+   * For request-scoped runtimes (Cloudflare Workers' `waitUntil`): background refreshes are handed to it, so that they
+   * finish after the request answered.
    *
    * @default {none: background refreshes run on their own}
    */
@@ -203,8 +200,7 @@ export interface TokenProviderOptions
    */
   random?: () => number;
   /**
-   * Allows a provider in a browser page, where anyone can read the client
-   * secret. Never set it for a real secret.
+   * Allows a provider in a browser page, where anyone can read the client secret. Never set it for a real secret.
    *
    * @default {false}
    */
@@ -261,26 +257,23 @@ export interface TokenProvider {
    */
   getToken(options?: GetTokenOptions): Promise<IssuedToken>;
   /**
-   * Drops `accessToken` (or the current token), e.g. after a 401; providers of
-   * `createTokenProvider` go through the ledger of
-   * {@linkcode TokenProvider.reportUnauthorized} and leave a replaced token
-   * alone. A client awaits the result, if a promise.
+   * Drops `accessToken` (or the current token), e.g. after a 401; providers of `createTokenProvider` go through the
+   * ledger of {@linkcode TokenProvider.reportUnauthorized} and leave a replaced token alone. A client awaits the
+   * result, if a promise.
    */
   invalidate(accessToken?: string): void | Promise<void>;
   /**
-   * The 401 ledger, called by a client when the API answered 401 to
-   * `accessToken`: `true` (send once more with a fresh token) for the first 401
-   * in an hour, fleet-wide with a shared store, or when the token was already
-   * replaced; else `false` (the answer is returned, the token kept): the service
-   * never revokes tokens early, so a repeated 401 is a scope, path or gateway
-   * problem. Optional: a client keeps the same ledger for a provider without it.
+   * The 401 ledger, called by a client when the API answered 401 to `accessToken`: `true` (send once more with a fresh
+   * token) for the first 401 in an hour, fleet-wide with a shared store, or when the token was already replaced; else
+   * `false` (the answer is returned, the token kept): the service never revokes tokens early, so a repeated 401 is a
+   * scope, path or gateway problem. Optional: a client keeps the same ledger for a provider without it.
    */
   reportUnauthorized?(accessToken: string): Promise<boolean>;
   /** The last quota the token endpoint reported, if any. */
   readonly quota: QuotaSnapshot | undefined;
   /**
-   * The token endpoint and audience the tokens are for (no secret), so that a
-   * client can refuse a provider of another environment. Optional.
+   * The token endpoint and audience the tokens are for (no secret), so that a client can refuse a provider of another
+   * environment. Optional.
    */
   readonly target?: TokenTarget;
 }
