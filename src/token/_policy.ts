@@ -203,7 +203,9 @@ export function settles(
 /** What a provider knows, as a record to store: the fields it has. */
 export function knownRecord(
   known: {
-    readonly [field in keyof TokenRecord]-?: TokenRecord[field] | undefined;
+    readonly [field in keyof Required<TokenRecord>]:
+      | TokenRecord[field]
+      | undefined;
   },
 ): TokenRecord {
   const fields = Object.entries(known).filter(([, v]) => v !== undefined);
