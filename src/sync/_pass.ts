@@ -82,28 +82,14 @@ export async function runPass<T>(
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, config, start.edge);
       state = judged.next;
-      if (
-        judged.kind !== "commit" || state.seek !== undefined ||
-        state.short !== undefined
-      ) {
-        // Windows planned on a wrong guess are not worth reading; after a short page, the next read is its confirmation.
-        land(flights);
+      if (judged.kind !== "commit" || unsure(state)) {
+        land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
         if (judged.kind !== "commit") continue;
       }
       repeated = sameFirst(repeated, flight.plan, judged.first);
-      if (
-        repeated !== undefined && repeated.n >= REPEATS &&
-        repeated.high - repeated.low >= 2 * flight.plan.limit
-      ) {
-        throw new SyncError(
-          `Cannot sync ${config.identity.path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${flight.plan.page} of ${flight.plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
-          "repeated-page",
-        );
-      }
-      if (
-        !judged.ended && state.seek === undefined && state.short === undefined
-      ) {
+      refuseRepeats(repeated, flight.plan, config.identity.path);
+      if (!judged.ended && !unsure(state)) {
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
@@ -114,6 +100,27 @@ export async function runPass<T>(
   } finally {
     land(flights);
   }
+}
+
+/** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
+function unsure(state: WindowState): boolean {
+  return state.seek !== undefined || state.short !== undefined;
+}
+
+/** @throws {SyncError} (`"repeated-page"`) When windows far apart keep beginning with the same item. */
+function refuseRepeats(
+  repeated: Repeats | undefined,
+  plan: WindowPlan,
+  path: string,
+): void {
+  if (
+    repeated === undefined || repeated.n < REPEATS ||
+    repeated.high - repeated.low < 2 * plan.limit
+  ) return;
+  throw new SyncError(
+    `Cannot sync ${path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
+    "repeated-page",
+  );
 }
 
 /** Windows in a row whose first item is the same: how many, and how far apart. */

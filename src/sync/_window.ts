@@ -135,17 +135,8 @@ export function judgeWindow(
   const edge = advanced ? last : state.edge;
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
-  // Inside a sweep the end is known: a short page before it is read again, news or not (a page cut to the items of the
-  // window's overlap brings none), and ends the pass only when that read is short too and ends at the same item (the
-  // far end was deleted). Reads that keep disagreeing stop the pass, the cycle under way, after MAX_SHORT_READS.
   const end = last ?? null;
-  const agrees = state.short !== undefined &&
-    (state.short === null
-      ? end === null
-      : end !== null && compareKeys(state.short, end) === 0);
-  const again = short && (state.domain?.upTo ?? null) !== null && !agrees &&
-    !reachedFarEnd(state, edge);
-  const reads = again ? (state.shortReads ?? 0) + 1 : 0;
+  const { again, reads } = readAgain(state, short, end, edge);
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
@@ -168,6 +159,28 @@ export function judgeWindow(
         : {}),
     },
   };
+}
+
+/**
+ * Whether a short window, ending at `end`, is read again. Inside a sweep the end is known: a short page before it is
+ * read again, news or not (a page cut to the items of the window's overlap brings none), and ends the pass only when
+ * that read is short too and ends at the same item (the far end was deleted). `reads`: short reads in a row that
+ * disagreed; past MAX_SHORT_READS the pass stops, the cycle under way.
+ */
+function readAgain(
+  state: WindowState,
+  short: boolean,
+  end: SyncKey | null,
+  edge: SyncKey | null,
+): { again: boolean; reads: number } {
+  const before = state.short;
+  const agrees = before !== undefined &&
+    (before === null || end === null
+      ? before === end
+      : compareKeys(before, end) === 0);
+  const again = short && (state.domain?.upTo ?? null) !== null && !agrees &&
+    !reachedFarEnd(state, edge);
+  return { again, reads: again ? (state.shortReads ?? 0) + 1 : 0 };
 }
 
 /** What `seek` knows once a window added `found`. */
