@@ -19,7 +19,7 @@ export interface WindowState {
   readonly accepted: number;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
-  /** The smallest size the service answered with a 400, kept in the checkpoint: no later run asks it again. */
+  /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
   readonly rejected?: number;
   readonly maxLimit: number;
   readonly descending?: boolean;
