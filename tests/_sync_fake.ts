@@ -206,6 +206,8 @@ export function listOf(
     maxLimit?: number;
     /** Changes the page answered to request `n` (from 1), e.g. cuts it. */
     answer?: (page: readonly unknown[], n: number) => readonly unknown[];
+    /** The largest `limit` answered now; a larger one gets a 400. */
+    refuseAbove?: () => number;
     /** The client's limiter (none by default). */
     rateLimit?: RateLimiter;
   } = {},
@@ -221,6 +223,11 @@ export function listOf(
       Number(url.searchParams.get("limit") ?? 50),
       options.maxLimit ?? Infinity,
     );
+    if (limit > (options.refuseAbove?.() ?? Infinity)) {
+      return Promise.resolve(
+        Response.json({ error: "limit" }, { status: 400 }),
+      );
+    }
     const page = options.ignorePage ? 1 : Number(url.searchParams.get("page"));
     const all = items();
     const body = all.slice((page - 1) * limit, page * limit);

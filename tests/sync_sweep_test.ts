@@ -248,3 +248,31 @@ Deno.test("a service that refuses (400) pages above its largest: runs after the 
   const refused = fake.listRequests - sent - (answered - before);
   deepStrictEqual([refused, sink.rows.size], [0, 1999]);
 });
+
+Deno.test("a service that lowers its largest page (100, then 60), cutting pages or refusing larger ones with a 400: the guard off, nothing is removed, no run fails and cycles end, in both orders", async () => {
+  const items = things(1000);
+  for (const lowered of ["cut", "400"] as const) {
+    for (const sortDirection of ["ASC", "DESC"] as const) {
+      let largest = 100;
+      const list = sortDirection === "ASC" ? items : items.toReversed();
+      const service = listOf(() => list, {
+        answer: (page) => lowered === "cut" ? page.slice(0, largest) : page,
+        refuseAbove: () => lowered === "400" ? largest : Infinity,
+      });
+      const sink = memorySink<Thing>();
+      const options = { id: "thingID", sink, maxLimit: 100, maxDeletes: 1 };
+      const run = { ...options, sortDirection, sweep: Infinity };
+      await syncList(service.client, "things", run);
+      largest = 60; // above the default limit (50): a 400 under it is an error of its own
+      const deleted = [];
+      for (let i = 0; i < 3; i++) {
+        deleted.push((await syncList(service.client, "things", run)).deleted);
+      }
+      deepStrictEqual(
+        [deleted, sink.rows.size, sink.checkpoint?.cycles],
+        [[0, 0, 0], 1000, 4],
+        `${lowered} ${sortDirection}`,
+      );
+    }
+  }
+});

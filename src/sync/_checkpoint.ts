@@ -101,6 +101,9 @@ export function sweepStart(
   return {
     state: {
       ...sizing(checkpoint, sizes),
+      // A new cycle learns the page size again: a size honoured before, trusted to prove an end, would make a page the
+      // service now cuts (its largest lowered) the end of the list, each cycle.
+      ...(goesOn ? {} : { accepted: 0 }),
       // The sweep pays the narrowest margin every run: a cycle costs ~⌈n / window⌉ requests; a delete more than it behind
       // the cursor costs one window read again.
       ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),

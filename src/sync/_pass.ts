@@ -160,8 +160,9 @@ async function judge<T>(
     items = await flight.items;
   } catch (error) {
     if (
+      // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest.
       error instanceof ApiError && error.status === 400 &&
-      flight.plan.limit > Math.max(state.accepted, config.limit)
+      flight.plan.limit > config.limit
     ) {
       const next = refusedWindow(state, flight.plan.limit);
       return { kind: "refused" as const, next };

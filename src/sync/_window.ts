@@ -270,7 +270,13 @@ function learnLimit(
 /** The state after the service refused a window of `limit` (a 400). */
 export function refusedWindow(state: WindowState, limit: number): WindowState {
   const rejected = Math.min(state.rejected ?? Infinity, limit);
-  return { ...state, refused: Math.min(state.refused, limit), rejected };
+  const accepted = Math.min(state.accepted, limit - 1);
+  return {
+    ...state,
+    accepted,
+    refused: Math.min(state.refused, limit),
+    rejected,
+  };
 }
 
 /** How many of `keys` (in pass order) are at or before `edge`. */
