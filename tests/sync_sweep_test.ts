@@ -276,3 +276,27 @@ Deno.test("a service that lowers its largest page (100, then 60), cutting pages 
     }
   }
 });
+
+Deno.test("one page answered with an item of another list past an ascending cycle's end: the guard off, nothing is removed and the cycle ends", async () => {
+  const items = things(1000);
+  const past = { thingID: "t999999999zz" }; // sorts after every real id
+  for (const at of [1, 3, 6]) {
+    let cutAt = Infinity;
+    const service = listOf(() => items, {
+      answer: (page, n) => n === cutAt ? [...page.slice(0, 30), past] : page,
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, maxLimit: 100, maxDeletes: 1 };
+    await syncList(service.client, "things", options);
+    cutAt = service.requests + 1 + at;
+    const run = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    deepStrictEqual(
+      [run.deleted, sink.rows.size, sink.checkpoint?.cycles],
+      [0, 1000, 2],
+      `at the sweep's request ${at}`,
+    );
+  }
+});

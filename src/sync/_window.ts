@@ -116,27 +116,19 @@ export function judgeWindow(
   const overlaps = plan.start === 0 ||
     (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
-  if (!overlaps) {
-    // The item after the edge stands at or before this window's start now.
-    return {
-      kind: "gap",
-      next: {
-        ...learnt,
-        offset: Math.min(state.offset, plan.start),
-        margin: Math.max(8, state.margin * 2),
-        seek: sought(state.seek, { high: plan.start }),
-      },
-    };
-  }
+  if (!overlaps) return gap(learnt, state, plan);
   const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
   const last = keys[count - 1];
   const advanced = last !== undefined && count > older;
   const fresh = inDomain(state, keys, older);
-  const edge = advanced ? last : state.edge;
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
-  const end = last ?? null;
-  const { again, reads } = readAgain(state, short, end, edge);
+  const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
+  const end = keys[fresh.to - 1] ?? state.edge;
+  const { again, reads } = readAgain(state, short || farEnd, end, holds);
+  // Read again after a jump, the edge stays at the last key in range.
+  const kept = again && farEnd ? fresh.to : count;
+  const edge = kept > older ? keys[kept - 1]! : state.edge;
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
@@ -146,12 +138,13 @@ export function judgeWindow(
   return {
     kind: "commit",
     fresh,
-    ended: (short && !again) || fresh.to < count || reachedFarEnd(state, edge),
+    ended: holds || ((short || farEnd) && !again) ||
+      (state.domain?.upTo == null && fresh.to < count),
     halted: reads > MAX_SHORT_READS,
     next: {
       ...rest,
       edge,
-      offset: plan.start + count,
+      offset: plan.start + kept,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
@@ -161,25 +154,56 @@ export function judgeWindow(
   };
 }
 
+/** A window that starts after the edge: the item after it stands at or before this window's start now. */
+function gap(
+  learnt: WindowState,
+  state: WindowState,
+  plan: WindowPlan,
+): WindowVerdict {
+  return {
+    kind: "gap",
+    next: {
+      ...learnt,
+      offset: Math.min(state.offset, plan.start),
+      margin: Math.max(8, state.margin * 2),
+      seek: sought(state.seek, { high: plan.start }),
+    },
+  };
+}
+
+/** Whether an ascending sweep's window reached `upTo`, and holds it: one that jumps past it only claims the end. */
+function farEndOf(
+  state: WindowState,
+  keys: readonly SyncKey[],
+  edge: SyncKey | null,
+): { farEnd: boolean; holds: boolean } {
+  const upTo = state.domain?.upTo ?? null;
+  const farEnd = reachedFarEnd(state, edge);
+  return {
+    farEnd,
+    holds: farEnd && keys.some((key) => compareKeys(key, upTo!) === 0),
+  };
+}
+
 /**
- * Whether a short window, ending at `end`, is read again. Inside a sweep the end is known: a short page before it is
- * read again, news or not (a page cut to the items of the window's overlap brings none), and ends the pass only when
- * that read is short too and ends at the same item (the far end was deleted). `reads`: short reads in a row that
- * disagreed; past MAX_SHORT_READS the pass stops, the cycle under way.
+ * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again. Inside a sweep
+ * the end is known: a claim before it (`holds`: the window holds it) is read again, news or not (a page cut to the
+ * items of the window's overlap brings none), and ends the pass only when that read claims the same end (the far end
+ * was deleted). `reads`: claims in a row that disagreed; past MAX_SHORT_READS the pass stops, the cycle under way.
  */
 function readAgain(
   state: WindowState,
-  short: boolean,
+  claims: boolean,
   end: SyncKey | null,
-  edge: SyncKey | null,
+  holds: boolean,
 ): { again: boolean; reads: number } {
   const before = state.short;
-  const agrees = before !== undefined &&
+  const agrees = claims && before !== undefined &&
     (before === null || end === null
       ? before === end
       : compareKeys(before, end) === 0);
-  const again = short && (state.domain?.upTo ?? null) !== null && !agrees &&
-    !reachedFarEnd(state, edge);
+  const again = claims && (state.domain?.upTo ?? null) !== null && !agrees &&
+    !holds;
   return { again, reads: again ? (state.shortReads ?? 0) + 1 : 0 };
 }
 
