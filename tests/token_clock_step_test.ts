@@ -5,12 +5,13 @@
 // hand (stepped back, read, then moved on: an injected clock's step is seen
 // when read), the service is the fake in process, and nothing sleeps.
 
-import { equal, rejects } from "node:assert/strict";
+import { equal, ok, rejects } from "node:assert/strict";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { renewalLedger } from "../src/token/ledger.ts";
 import { manualClock } from "./_helpers.ts";
 import { inProcessFake } from "./_fast_setup.ts";
+import type { FakeFault } from "../src/testing/mod.ts";
 
 const HOUR = 3_600_000;
 
@@ -29,33 +30,50 @@ function providerOnClock() {
   return { api, provider, clock, stepBack };
 }
 
-Deno.test("clock steps: a 403's 10 s cooldown ends 10 s after it began, though the wall clock stepped back 1 h since", async () => {
+/**
+ * A token fault's wait, the wall clock stepped back 1 h after it began: the
+ * call after the step is refused too (`blocked`, at `readAt`), and one `wait`
+ * ms later gets a token; the token requests before and after it.
+ */
+async function stepBackDuring<E extends TokenRequestError>(
+  fault: FakeFault,
+  kind: new (...args: never[]) => E,
+  wait: number,
+) {
   const { api, provider, clock, stepBack } = providerOnClock();
-  api.service.injectTokenFaults({ kind: "status", status: 403 });
-  await rejects(provider.getToken(), TokenRequestError);
+  api.service.injectTokenFaults(fault);
+  await rejects(provider.getToken(), kind);
   stepBack();
-  await rejects(provider.getToken(), TokenRequestError); // in the cooldown
-  equal(api.service.tokenRequests, 1);
-  clock.advance(11_000);
+  const readAt = clock();
+  const blocked: unknown = await provider.getToken().catch((error) => error);
+  ok(blocked instanceof kind);
+  const during = api.service.tokenRequests;
+  clock.advance(wait);
   await provider.getToken();
-  equal(api.service.tokenRequests, 2);
+  return { blocked, readAt, during, after: api.service.tokenRequests };
+}
+
+Deno.test("clock steps: a 403's 10 s cooldown ends 10 s after it began, though the wall clock stepped back 1 h since", async () => {
+  const fault = { kind: "status", status: 403 } as const;
+  const { during, after } = await stepBackDuring(
+    fault,
+    TokenRequestError,
+    11_000,
+  );
+  equal(during, 1);
+  equal(after, 2);
 });
 
 Deno.test("clock steps: a 429's 60 s block ends 60 s after it began, though the wall clock stepped back 1 h since", async () => {
-  const { api, provider, clock, stepBack } = providerOnClock();
-  api.service.injectTokenFaults({
-    kind: "status",
-    status: 429,
-    retryAfter: 60,
-  });
-  await rejects(provider.getToken(), QuotaExceededError);
-  stepBack();
-  const blocked = await provider.getToken().catch((error) => error);
-  equal(blocked.retryAt, clock() + 60_000); // when the block ends, as read now
-  equal(api.service.tokenRequests, 1);
-  clock.advance(61_000);
-  await provider.getToken();
-  equal(api.service.tokenRequests, 2);
+  const fault = { kind: "status", status: 429, retryAfter: 60 } as const;
+  const { blocked, readAt, during, after } = await stepBackDuring(
+    fault,
+    QuotaExceededError,
+    61_000,
+  );
+  equal(blocked.retryAt, readAt + 60_000); // when the block ends, as read now
+  equal(during, 1);
+  equal(after, 2);
 });
 
 Deno.test("clock steps: after a 401 the next renewal is an hour after the last, though the wall clock stepped back 1 h since", async () => {

@@ -95,24 +95,33 @@ redisTest(
   },
 );
 
+/**
+ * Limiters on `client` sharing 10 sends an hour under a fresh prefix: no window passes while a test runs, so what is
+ * granted is this window's.
+ */
+function tenAnHour(client: RedisClient, name: string) {
+  const prefix = `${name}:${crypto.randomUUID()}`;
+  const limiter = () =>
+    createRedisRateLimiter({
+      command: (args) => client.command(args),
+      prefix,
+      requests: 10,
+      interval: 3_600_000,
+    });
+  return { prefix, limiter };
+}
+
 redisTest(
   "an epoch lost alone: the epoch key deleted while its window survives, 3 of 10 slots taken: the 7 free ones are granted at once, to the process that knew the epoch and to a new one, by the store's count",
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
-    const prefix = `epoch:${crypto.randomUUID()}`;
-    // No window passes while the test runs: what is granted is this window's.
-    const options = {
-      command: (args: string[]) => client.command(args),
-      prefix,
-      requests: 10,
-      interval: 3_600_000,
-    };
-    const known = createRedisRateLimiter(options);
+    const { prefix, limiter } = tenAnHour(client, "epoch");
+    const known = limiter();
     const first = await grantedAtOnce(known, client, prefix, 3);
     await client.command(["DEL", keyOf(prefix, "epoch")]);
     const again = await grantedAtOnce(known, client, prefix, 4);
-    const joined = createRedisRateLimiter(options);
+    const joined = limiter();
     // One more than the window has room for: the limit still holds.
     const newcomer = await grantedAtOnce(joined, client, prefix, 4);
     await known[Symbol.asyncDispose]();
@@ -133,14 +142,8 @@ redisTest(
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
-    const prefix = `double:${crypto.randomUUID()}`;
-    const options = {
-      command: (args: string[]) => client.command(args),
-      prefix,
-      requests: 10,
-      interval: 3_600_000,
-    };
-    const [a, b, d] = [1, 2, 3].map(() => createRedisRateLimiter(options));
+    const { prefix, limiter } = tenAnHour(client, "double");
+    const [a, b, d] = [1, 2, 3].map(limiter);
     const granted = [
       await grantedAtOnce(a!, client, prefix, 3),
       await grantedAtOnce(b!, client, prefix, 5), // then idle: never writes back
