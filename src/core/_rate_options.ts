@@ -60,7 +60,7 @@ export function checkReserve(
 }
 
 /** The default `reserve`: a tenth of the limit, at least 1, never the whole (background requests would never go). */
-export function defaultReserve(requests: number): number {
+function defaultReserve(requests: number): number {
   return Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
 }
 

@@ -198,8 +198,9 @@ function sizing(checkpoint: SyncCheckpoint, sizes: Sizes) {
   const refused = checkpoint.refusedLimit ?? 0;
   return {
     accepted: checkpoint.accepted ?? 0,
-    refused: refused > MIN_WINDOW ? refused : Infinity,
-    ...(refused > MIN_WINDOW ? { rejected: refused } : {}),
+    ...(refused > MIN_WINDOW
+      ? { refused, rejected: refused }
+      : { refused: Infinity }),
     maxLimit: sizes.maxLimit,
     descending: checkpoint.sortDirection === "DESC",
   };

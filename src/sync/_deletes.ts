@@ -15,6 +15,11 @@ type RecentDeletes = NonNullable<
   NonNullable<SyncWriteContext["endsCycle"]>["recent"]
 >;
 
+/** Whether `record` falls in the 24 hours that end at `now`. */
+function within(record: DeleteRecord, now: number): boolean {
+  return record.at > now - DELETE_WINDOW && record.at <= now;
+}
+
 /** The deletes of `history` within the window that ends at `now`. */
 export function recentDeletes(
   history: readonly DeleteRecord[] | undefined,
@@ -22,7 +27,7 @@ export function recentDeletes(
 ): RecentDeletes {
   let deleted = 0, largest = 0;
   for (const record of history ?? []) {
-    if (record.at <= now - DELETE_WINDOW || record.at > now) continue;
+    if (!within(record, now)) continue;
     deleted += record.deleted;
     largest = Math.max(largest, record.held);
   }
@@ -39,9 +44,7 @@ export function withDeletes(
   record: DeleteRecord,
   confirmed = false,
 ): DeleteRecord[] {
-  const kept = (history ?? []).filter((old) =>
-    old.at > record.at - DELETE_WINDOW && old.at <= record.at
-  );
+  const kept = (history ?? []).filter((old) => within(old, record.at));
   return record.deleted === 0 || confirmed ? kept : [...kept, record];
 }
 

@@ -9,7 +9,7 @@ import { SyncError } from "./sync_error.ts";
 /** Not refreshed for this long, a lock's run is gone (or paused). */
 export const STALE_AFTER = 5_000;
 /** How often a held lock is refreshed: well inside STALE_AFTER. */
-export const REFRESH_EVERY = 1_000;
+const REFRESH_EVERY = 1_000;
 /** How often a waiting run looks again. */
 const POLL_EVERY = 100;
 

@@ -125,7 +125,7 @@ export function sinkOptions(
  * Judges what the copy holds against what was recorded.
  * @throws {SyncError} (`"sink-mismatch"`)
  */
-export function judgeCopy(
+function judgeCopy(
   state: CopyState,
   dialect: Pick<SqlDialect, "what" | "instead">,
 ): Checked {

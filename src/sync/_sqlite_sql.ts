@@ -85,10 +85,6 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
       ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item`,
     ),
-    record: (changes: string) =>
-      q(`INSERT INTO ${changes} (id, change, at, item) VALUES (?, ?, ?, ?)`),
-    stagedChanges: (changes: string) =>
-      q(`INSERT INTO ${changes} (id, change, at, item) SELECT id, 'insert', ?3, item ${staged} ORDER BY id`),
     applyStaged: q(
       `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged}
       ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
@@ -132,16 +128,28 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/** The change table of `table`, created (or given `item`, as before 0.4) if need be. */
-export function changeTable(db: DatabaseSync, changes: string): string {
+/**
+ * The change table of `table`, created (or given `item`, as before 0.4) if need be, and its two inserts: a change row,
+ * and a cycle's staged rows as inserts. Made once per sink (a statement prepared per batch cost each batch a parse).
+ */
+export function changeTable(db: DatabaseSync, changes: string) {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
   );
   if (!hasColumn(db, changes, "item")) {
     db.exec(`ALTER TABLE ${changes} ADD COLUMN item TEXT`);
   }
-  return changes;
+  const insert = `INSERT INTO ${changes} (id, change, at, item)`;
+  return {
+    record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),
+    staged: db.prepare(
+      `${insert} SELECT id, 'insert', ?3, item FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2 ORDER BY id`,
+    ),
+  };
 }
+
+/** A copy's change table, as `changeTable` makes it. */
+export type ChangeStatements = ReturnType<typeof changeTable>;
 
 /** Where a batch goes: the statements, the copy, the time, the change table. */
 export interface Place {
@@ -149,7 +157,7 @@ export interface Place {
   readonly target: string;
   readonly what: string;
   readonly at: string;
-  readonly changes: string | undefined;
+  readonly changes: ChangeStatements | undefined;
 }
 
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
@@ -187,7 +195,7 @@ export function split(
 export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
-  const record = changes === undefined ? undefined : st.record(changes);
+  const record = changes?.record;
   const cycle = context?.cycle ?? 0;
   const kinds = upsertAll(st, batch, record !== undefined);
   if (staged.ids.length > 0) {
@@ -255,9 +263,7 @@ function endCycle(
     const { maxDeletes, recent } = ends;
     throw tooManyDeletes(deleted, held, maxDeletes, place.what, recent);
   }
-  if (place.changes !== undefined) {
-    st.stagedChanges(place.changes).run(target, cycle, at);
-  }
+  place.changes?.staged.run(target, cycle, at);
   const inserted = Number(st.applyStaged.run(target, cycle).changes);
   st.clearStage.run(target, cycle);
   if (record !== undefined) {

@@ -178,10 +178,13 @@ function farEndOf(
   edge: SyncKey | null,
 ): { farEnd: boolean; holds: boolean } {
   const upTo = state.domain?.upTo ?? null;
-  const farEnd = reachedFarEnd(state, edge);
+  if (state.descending === true || upTo === null || edge === null) {
+    return { farEnd: false, holds: false };
+  }
+  const farEnd = compareKeys(edge, upTo) >= 0;
   return {
     farEnd,
-    holds: farEnd && keys.some((key) => compareKeys(key, upTo!) === 0),
+    holds: farEnd && keys.some((key) => compareKeys(key, upTo) === 0),
   };
 }
 
@@ -256,13 +259,6 @@ function inDomain(
   while (from < to && !isIn(keys[from]!) && !isPast(keys[from]!)) from++;
   for (let i = from; i < to; i++) if (!isIn(keys[i]!)) to = i;
   return { from, to };
-}
-
-/** Whether an ascending pass committed the last key of its domain. */
-function reachedFarEnd(state: WindowState, edge: SyncKey | null): boolean {
-  const upTo = state.domain?.upTo ?? null;
-  return state.descending !== true && upTo !== null && edge !== null &&
-    compareKeys(edge, upTo) >= 0;
 }
 
 /**

@@ -34,6 +34,7 @@ import {
 } from "./_sql_sink.ts";
 import {
   applyBatch,
+  type ChangeStatements,
   changeTable,
   Commits,
   hasColumn,
@@ -144,6 +145,7 @@ class SqliteDialect implements SqlDialect {
   readonly #file: string | undefined;
   readonly #commits: Commits;
   #prepared: Statements | undefined;
+  #changes: ChangeStatements | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
   readonly #absolute: string | undefined;
@@ -249,7 +251,7 @@ class SqliteDialect implements SqlDialect {
     await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
     const changes = write.context?.changes
-      ? changeTable(db, changeTableOf(this.#table))
+      ? this.#changes ??= changeTable(db, changeTableOf(this.#table))
       : undefined;
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
@@ -257,7 +259,12 @@ class SqliteDialect implements SqlDialect {
     const done = this.#commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
-      return applyBatch(place, { ...write, rows, staged });
+      try {
+        return applyBatch(place, { ...write, rows, staged });
+      } catch (error) {
+        this.#changes = undefined; // made again next batch: perhaps its table went
+        throw error;
+      }
     });
     this.#commits.rows = done.rows;
     return done;
