@@ -88,6 +88,26 @@ export function unchangedFor(
   };
 }
 
+/** A lock another process stamped: its owner and last refresh (on that process's wall clock). */
+export interface LockSighting {
+  readonly owner: string;
+  readonly refreshedAt: number;
+}
+
+/**
+ * Judges locks as a process can trust it: refreshed more than `after` ms ago by `now`, or seen unchanged that long on
+ * this process's steady clock (a lock stamped ahead of `now`, as after a wall clock stepped back, holds no longer).
+ */
+export function staleJudge(
+  now: () => number,
+  after: number,
+): (name: string, lock: LockSighting) => boolean {
+  const unchanged = unchangedFor(steadyClock(now));
+  return (name, { owner, refreshedAt }) =>
+    now() - refreshedAt > after ||
+    unchanged(name, `${owner} ${refreshedAt}`) > after;
+}
+
 /** How many deadlines {@linkcode LocalTimes} keeps: a provider sets a few at a time. */
 const LOCAL_MARKS = 16;
 

@@ -3,7 +3,7 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
-import { steadyClock, unchangedFor } from "../core/_clock.ts";
+import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
@@ -177,13 +177,13 @@ class EncryptedFileStore implements FileTokenStore {
   readonly #options: Required<FileTokenStoreOptions>;
   /** The file's key, derived from the secret under the CLI's name for it (older files still open). */
   readonly #key: (key: string) => Promise<CryptoKey>;
-  /** How long (steady clock) each lock has been seen as it is. */
-  readonly #unchanged: (path: string, state: string) => number;
+  /** Whether a lock, as found, is a dead process's (core's staleJudge: by its stamp or the steady clock). */
+  readonly #judge: (path: string, lock: LockSighting) => boolean;
 
   constructor(options: Required<FileTokenStoreOptions>) {
     this.folder = options.folder;
     this.#options = options;
-    this.#unchanged = unchangedFor(steadyClock(options.now));
+    this.#judge = staleJudge(options.now, LOCK_STALE);
     this.#key = perKey((key) =>
       aesKeyFrom(options.clientSecret, "partner-api cli token cache v1", key)
     );
@@ -300,8 +300,7 @@ class EncryptedFileStore implements FileTokenStore {
     const small = info.isFile && info.size <= 1024;
     const content = small ? await Deno.readTextFile(at).catch(() => "") : "";
     const mtime = info.mtime?.getTime() ?? 0;
-    return this.#options.now() - mtime > LOCK_STALE ||
-      this.#unchanged(path, `${mtime} ${content}`) > LOCK_STALE;
+    return this.#judge(path, { owner: content, refreshedAt: mtime });
   }
 
   /** The file's bytes, if it is a regular file of at most 64 KiB (a FIFO would hang the process). */

@@ -5,10 +5,10 @@ import process from "node:process";
 import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
+import type { LockSighting } from "../core/_clock.ts";
 import {
   keepRefreshed,
   lockLost,
-  type LockSighting,
   type LockWait,
   runToken,
   staleJudge,

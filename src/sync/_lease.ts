@@ -3,7 +3,11 @@
 
 import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { optionError } from "../core/_check.ts";
-import { steadyClock, unchangedFor } from "../core/_clock.ts";
+import {
+  type LockSighting,
+  staleJudge as judgeStale,
+  steadyClock,
+} from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** Not refreshed for this long, a lock's run is gone (or paused). */
@@ -21,23 +25,11 @@ export function isStale(refreshedAt: number, now: number): boolean {
   return now - refreshedAt > STALE_AFTER;
 }
 
-/** A lock as another run left it: its owner and last refresh (on that run's wall clock). */
-export interface LockSighting {
-  readonly owner: string;
-  readonly refreshedAt: number;
-}
-
-/**
- * Judges locks as a run can trust it: refreshed more than STALE_AFTER ago by `now`, or seen unchanged that long on
- * this run's steady clock (a lock stamped ahead of `now`, as after a wall clock stepped back, holds no longer).
- */
+/** Judges a copy's locks: stale after STALE_AFTER, by their stamp or on the run's steady clock (core's staleJudge). */
 export function staleJudge(
   now: () => number,
 ): (name: string, lock: LockSighting) => boolean {
-  const unchanged = unchangedFor(steadyClock(now));
-  return (name, { owner, refreshedAt }) =>
-    isStale(refreshedAt, now()) ||
-    unchanged(name, `${owner} ${refreshedAt}`) > STALE_AFTER;
+  return judgeStale(now, STALE_AFTER);
 }
 
 /** A new run's token: what its lock holds, so that it removes only its own. */

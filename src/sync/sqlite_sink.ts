@@ -13,14 +13,9 @@ import {
   identityOf,
   refuseLink,
 } from "./_files.ts";
-import {
-  isStale,
-  lockLost,
-  type LockSighting,
-  STALE_AFTER,
-  staleJudge,
-} from "./_lease.ts";
+import { isStale, lockLost, STALE_AFTER, staleJudge } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
+import type { LockSighting } from "../core/_clock.ts";
 import {
   type Applied,
   changeTableOf,
