@@ -92,8 +92,9 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     redis.call('HDEL', KEYS[3], other, other .. '|low')
   end
 end
-keep()
+-- keep() once per take: here for the early answer, at the end otherwise (nothing between reads what it writes).
 if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
+  keep()
   return {0, 0, redis.call('ZCARD', KEYS[4]), epoch, 1, redis.call('ZCARD', KEYS[1])}
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
