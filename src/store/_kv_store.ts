@@ -1,7 +1,7 @@
 // The KV token store: records under [...prefix, digest, "record"], leases under [..., "lease"].
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
@@ -33,8 +33,7 @@ type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
 /** Refuses anything but a Deno KV database, and any runtime but Deno. */
 export function requireKv(kv: Deno.Kv, context: string, elsewhere: string) {
   if ("Deno" in globalThis && typeof kv?.atomic === "function") return;
-  throw optionError(
-    TypeError,
+  throw typeError(
     context,
     "kv",
     `must be a Deno KV database (this ${elsewhere})`,

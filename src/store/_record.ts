@@ -2,7 +2,7 @@
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import { perKey, sealingKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
@@ -147,8 +147,7 @@ export function checkEncryptionKey(
     !(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
     !key.usages.includes("encrypt") || !key.usages.includes("decrypt")
   ) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "encryptionKey",
       "must be an AES-GCM CryptoKey for encrypt and decrypt",

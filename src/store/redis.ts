@@ -39,7 +39,7 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { optionError, requireFunction } from "../core/_check.ts";
+import { requireFunction, typeError } from "../core/_check.ts";
 import { redisOptions } from "./_redis_commands.ts";
 import { fleetStoreConfig } from "./_lease.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
@@ -124,13 +124,7 @@ export function createRedisTokenStore(
 ): TokenStore {
   const command = options?.command;
   if (typeof command !== "function") {
-    throw optionError(
-      TypeError,
-      CONTEXT,
-      "command",
-      "must be a function",
-      typeof command,
-    );
+    throw typeError(CONTEXT, "command", "must be a function", typeof command);
   }
   return new RedisTokenStore({
     ...fleetStoreConfig(options, CONTEXT),

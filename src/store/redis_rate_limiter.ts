@@ -2,7 +2,7 @@
 
 import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
-import { optionError, requireFunction } from "../core/_check.ts";
+import { requireFunction, typeError } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
   type FleetConfig,
@@ -119,7 +119,7 @@ export function createRedisRateLimiter(
 ): RateLimiter & AsyncDisposable {
   const command = requireFunction(options?.command, CONTEXT, "command");
   if (command === undefined) {
-    throw optionError(TypeError, CONTEXT, "command", "must be given");
+    throw typeError(CONTEXT, "command", "must be given");
   }
   const config = fleetConfig(options, CONTEXT, 1_000_000);
   const { prefix, commandTimeout } = redisOptions(

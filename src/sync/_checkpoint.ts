@@ -1,7 +1,7 @@
 // Internal: pure functions: where a run's passes start (the head: what is new; the sweep: the copy read again in a
 // rolling cycle), the checkpoint each committed window leaves, and the check of a saved checkpoint.
 
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import { type DeleteRecord, withDeletes } from "./_deletes.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
@@ -224,8 +224,7 @@ function checkCheckpoint(
   saved: unknown,
   identity: SyncIdentity,
 ): SyncCheckpoint {
-  const refusal = (rule: string) =>
-    optionError(TypeError, "Cannot sync", "sink", rule);
+  const refusal = (rule: string) => typeError("Cannot sync", "sink", rule);
   if (!isCheckpoint(saved)) {
     throw refusal("holds a checkpoint this version cannot read");
   }

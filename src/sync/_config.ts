@@ -4,10 +4,11 @@ import {
   checkAtMost,
   checkNumber,
   type NumberRule,
-  optionError,
+  rangeError,
   requireFunction,
   requireOptions,
   requireText,
+  typeError,
 } from "../core/_check.ts";
 import type { SyncIdentity } from "./_checkpoint.ts";
 import type { SyncSink } from "./sink.ts";
@@ -66,7 +67,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
 export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
 
 function bad(option: string, rule: string, received?: string): TypeError {
-  return optionError(TypeError, CONTEXT, option, rule, received);
+  return typeError(CONTEXT, option, rule, received);
 }
 
 /** `value` if it is one of `allowed` (the first by default). */
@@ -139,8 +140,7 @@ function pagingOptions<T>(options: SyncOptions<T>) {
   const limit = numberOf(options, "limit", 50);
   const maxLimit = numberOf(options, "maxLimit", 1000);
   if (maxLimit < MIN_WINDOW) {
-    throw optionError(
-      RangeError,
+    throw rangeError(
       CONTEXT,
       "maxLimit",
       `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`,

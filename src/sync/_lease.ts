@@ -2,7 +2,7 @@
 // is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
 import { delay, unrefTimer } from "../core/_deadlines.ts";
-import { optionError } from "../core/_check.ts";
+import { rangeError } from "../core/_check.ts";
 import {
   type LockSighting,
   staleJudge as judgeStale,
@@ -47,8 +47,7 @@ export function checkLockWait(value: unknown, context: string): number {
     value === Infinity ||
     (typeof value === "number" && value >= 0 && value <= 2_147_483_647)
   ) return value as number;
-  throw optionError(
-    RangeError,
+  throw rangeError(
     context,
     "lockWait",
     "must be a non-negative time in ms, at most 2147483647, or Infinity",

@@ -3,7 +3,7 @@
 // database says differently: reading state, tables, the lease row, what it can hold, the batch's statements.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
   checkLockWait,
@@ -107,8 +107,7 @@ export function sinkOptions(
   if (
     typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)
   ) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       "table",
       "must be a plain identifier (letters, digits, _; at most 63)",

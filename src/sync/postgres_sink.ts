@@ -2,7 +2,7 @@
 // SQL kit (_sql_sink.ts: the flow, _postgres_sql.ts: the statements). Each batch is ONE statement and the lock a
 // lease row, because a pool may send statements on different connections.
 
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
@@ -109,7 +109,7 @@ export function createPostgresSink<T>(
 ): SyncSink<T> {
   const query = options?.query;
   if (typeof query !== "function") {
-    throw optionError(TypeError, CONTEXT, "query", "must be a function");
+    throw typeError(CONTEXT, "query", "must be a function");
   }
   const table = sinkOptions(options, CONTEXT);
   return sqlSink<T>(new PostgresDialect(query, table, options.table), options);
@@ -218,8 +218,7 @@ class PostgresDialect implements SqlDialect {
       ? result
       : (result as { rows?: unknown }).rows;
     if (Array.isArray(rows)) return rows as readonly Row[];
-    throw optionError(
-      TypeError,
+    throw typeError(
       "Cannot sync into PostgreSQL",
       "query",
       "must resolve with the rows, or with an object holding them as `rows`",
@@ -304,8 +303,7 @@ async function makeChangeTable(
   what: string,
 ): Promise<string> {
   if (table.length - 2 + "_changes".length > 63) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       `Cannot sync into ${what}`,
       "table",
       "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",

@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
-import { optionError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import {
   createPrivate,
   fingerprint,
@@ -331,8 +331,7 @@ function openDatabase(path: string): DatabaseSync {
     // No such module here: refused below.
   }
   if (sqlite?.DatabaseSync === undefined) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "database",
       "needs node:sqlite, which Deno 2.2+ and Node 22.13+ (22.5+ with --experimental-sqlite) have; on this runtime use createJsonlSink or createPostgresSink",

@@ -6,10 +6,10 @@ import { redact, type Secret } from "../core/_redact.ts";
 import {
   checkNumber,
   type OptionError,
-  optionError,
   requireFunction,
   requireOptions,
   requireText,
+  typeError,
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
 import { type SettingNames, settingNamesOf } from "./_hint.ts";
@@ -91,8 +91,7 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
     const received = message.startsWith(lead)
       ? message.slice(lead.length)
       : undefined;
-    throw optionError(
-      TypeError,
+    throw typeError(
       context,
       option,
       rule,
@@ -147,8 +146,7 @@ function oneOf<T extends string>(
 ): T {
   if (value === undefined) return values[0]!;
   if (values.includes(value as T)) return value as T;
-  throw optionError(
-    TypeError,
+  throw typeError(
     context,
     option,
     `must be ${values.map((v) => `"${v}"`).join(" or ")}`,

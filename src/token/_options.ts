@@ -2,9 +2,9 @@
 
 import {
   checkNumber,
-  optionError,
   requireFunction,
   requireOptions,
+  typeError,
 } from "../core/_check.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
@@ -20,8 +20,7 @@ export function providerConfig(options: TokenProviderOptions) {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
     // In a browser page anyone can read the secret: tokens belong to a backend.
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "dangerouslyAllowBrowser",
       "must be true to run in what looks like a browser page, where anyone can read the client secret (request tokens from a backend)",
@@ -57,8 +56,7 @@ function withTarget(
     return rest as Omit<TokenRequestOptions, "signal">;
   }
   if (rest.tokenUrl !== undefined || rest.audience !== undefined) {
-    throw optionError(
-      TypeError,
+    throw typeError(
       CONTEXT,
       "environment",
       "must not come with 'tokenUrl' or 'audience'",
