@@ -8,6 +8,9 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { createFileTokenStore } from "../src/store/mod.ts";
+import { createClient } from "../src/client/mod.ts";
+import { configFromEnv } from "../src/core/config.ts";
+import { ApiError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { manualClock } from "./_helpers.ts";
 
@@ -258,6 +261,30 @@ Deno.test("the CLI reports a service failure in one line, exit 1", async () => {
   equal(outside.code, 2);
   for (const result of [denied, missing, outside]) {
     ok(!result.stderr.includes(api.credentials.clientSecret));
+  }
+});
+
+Deno.test("a host without net permission: the CLI says the library's message, which names the flag to add", async () => {
+  await using api = await startFakePartnerApi();
+  // The API under the name localhost, which this run's --allow-net=127.0.0.1 does not cover.
+  const env = configFor(api);
+  const localhost = (url: string) => url.replace("127.0.0.1", "localhost");
+  env.PARTNER_API_BASE_URL = localhost(env.PARTNER_API_BASE_URL!);
+  env.PARTNER_API_PCI_BASE_URL = localhost(env.PARTNER_API_PCI_BASE_URL!);
+  const client = createClient(configFromEnv(env));
+  for (
+    const [args, call] of [
+      [["get", "organizations"], () => client.fetch("organizations")],
+      [["get", "--pci", "cards"], () => client.pciFetch("cards")],
+    ] as const
+  ) {
+    const error = await call().then(() => undefined, (error) => error);
+    ok(error instanceof ApiError, String(error));
+    const { host } = new URL(error.url);
+    ok(error.message.includes(`--allow-net=${host}`), error.message);
+    const result = await run([...args, "--no-cache"], env);
+    equal(result.code, 1);
+    equal(result.stderr, `partner-api: ${error.message}\n`);
   }
 });
 

@@ -211,18 +211,10 @@ export function failureMessage(
   if (error instanceof Interrupted) {
     return { message: error.message, code: 130 };
   }
-  // A token failure's message ends with its hint, which names the variables: the library says it.
+  // The library's message names what to fix (the variables, the flag to add): passed on as it is.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
-    // Refused by Deno: the flag to add, never its words ("run again with the --allow-net flag"), which name no host.
+    // Refused by Deno: its words ("run again with the --allow-net flag") name no host; the message names the flag.
     const refused = isPermissionError(error.cause);
-    if (refused && error instanceof ApiError) {
-      const { host } = new URL(error.url);
-      return {
-        message:
-          `no net permission for ${host} (${error.url}): add --allow-net=${host}`,
-        code: 1,
-      };
-    }
     const cause = error.cause instanceof Error && !refused &&
         !error.message.includes(error.cause.message)
       ? `: ${error.cause.message}`
