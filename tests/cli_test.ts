@@ -264,7 +264,7 @@ Deno.test("the CLI reports a service failure in one line, exit 1", async () => {
   }
 });
 
-Deno.test("a host without net permission: the CLI says the library's message, which names the flag to add", async () => {
+Deno.test("a host without net permission: the CLI says the library's message, which names the flag to add and the variable", async () => {
   await using api = await startFakePartnerApi();
   // The API under the name localhost, which this run's --allow-net=127.0.0.1 does not cover.
   const env = configFor(api);
@@ -273,15 +273,25 @@ Deno.test("a host without net permission: the CLI says the library's message, wh
   env.PARTNER_API_PCI_BASE_URL = localhost(env.PARTNER_API_PCI_BASE_URL!);
   const client = createClient(configFromEnv(env));
   for (
-    const [args, call] of [
-      [["get", "organizations"], () => client.fetch("organizations")],
-      [["get", "--pci", "cards"], () => client.pciFetch("cards")],
+    const [args, call, variable] of [
+      [
+        ["get", "organizations"],
+        () => client.fetch("organizations"),
+        "PARTNER_API_BASE_URL",
+      ],
+      [
+        ["get", "--pci", "cards"],
+        () => client.pciFetch("cards"),
+        "PARTNER_API_PCI_BASE_URL",
+      ],
     ] as const
   ) {
     const error = await call().then(() => undefined, (error) => error);
     ok(error instanceof ApiError, String(error));
     const { host } = new URL(error.url);
+    // The flag, and the variable whose host it is: what was set, not the option's name.
     ok(error.message.includes(`--allow-net=${host}`), error.message);
+    ok(error.message.includes(variable), error.message);
     const result = await run([...args, "--no-cache"], env);
     equal(result.code, 1);
     equal(result.stderr, `partner-api: ${error.message}\n`);

@@ -611,6 +611,46 @@ Deno.test("a host the runtime refuses (no net permission) fails after one attemp
   equal(calls, 1);
 });
 
+Deno.test("a refused host's message names the base as settingNames calls it, beside a provider of the caller's too; an empty name is a TypeError", async () => {
+  await using api = await startFakePartnerApi();
+  const refuse = () => {
+    throw Object.assign(new Error("refused"), { name: "NotCapable" });
+  };
+  const tokenProvider = createTokenProvider({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const settingNames = { baseUrl: "MY_API", pciBaseUrl: "MY_PCI" };
+  const client = createClient({
+    environment: api.environment,
+    tokenProvider,
+    settingNames,
+    fetch: refuse,
+  });
+  for (
+    const [call, name] of [
+      [() => client.fetch("organizations"), "MY_API's host"],
+      [() => client.pciFetch("cards"), "MY_PCI's host"],
+    ] as const
+  ) {
+    await rejects(call(), (error: unknown) => {
+      ok(error instanceof ApiError);
+      equal(error.attempts, 1);
+      ok(error.message.includes(name), error.message);
+      return true;
+    });
+  }
+  throws(
+    () =>
+      createClient({
+        environment: api.environment,
+        tokenProvider,
+        settingNames: { baseUrl: "" },
+      }),
+    { name: "TypeError", option: "settingNames.baseUrl" },
+  );
+});
+
 Deno.test("a call that fails before sending (no token) takes no rate-limit slot", async () => {
   await using api = await startFakePartnerApi();
   const rateLimit = createRateLimiter({ requests: 1, interval: 300_000 });

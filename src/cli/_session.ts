@@ -129,7 +129,7 @@ export function openSession(
   const client = createClient({
     environment: config.environment,
     tokenProvider: provider,
-    ...given({ now: io.now }),
+    ...given({ now: io.now, settingNames: config.settingNames }),
     onEvent: (event) => {
       if (flags.verbose) heard(event);
       clientEvents.listener?.(event);

@@ -8,6 +8,7 @@ import {
   checkNumber,
   requireFunction,
   requireOptions,
+  requireText,
   typeError,
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
@@ -58,6 +59,7 @@ export function clientConfig(
       priority: checkPriority(options.priority, "auto", CONTEXT),
       onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
+      baseNames: baseNamesOf(options.settingNames),
     },
   };
 }
@@ -132,8 +134,27 @@ function tokenProviderOf(
   });
 }
 
-/** Options the client itself reads, also beside a provider of the caller's. */
+/** What each base is called where it was configured: the `settingNames` given, else the option. */
+function baseNamesOf(
+  given: ClientOptions["settingNames"],
+): SendContext["baseNames"] {
+  if (given === undefined) return BASE_NAMES;
+  requireOptions(given, CONTEXT, "settingNames");
+  const name = (option: "baseUrl" | "pciBaseUrl") =>
+    given[option] === undefined
+      ? option
+      : requireText(given[option], CONTEXT, `settingNames.${option}`);
+  return { api: name("baseUrl"), pci: name("pciBaseUrl") };
+}
+
+const BASE_NAMES: SendContext["baseNames"] = Object.freeze({
+  api: "baseUrl",
+  pci: "pciBaseUrl",
+});
+
+/** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */
 const CLIENT_OWN = new Set([
+  "settingNames",
   "fetch",
   "timeout",
   "retry",

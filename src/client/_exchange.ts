@@ -23,6 +23,8 @@ export interface SendContext {
   /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
   readonly onEvent: EventListener | undefined;
   readonly now: () => number;
+  /** What each base is called where it was configured (`settingNames`), for messages. */
+  readonly baseNames: { readonly [kind in Exchange<unknown>["kind"]]: string };
 }
 
 /** One request to send. */

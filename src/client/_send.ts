@@ -304,7 +304,7 @@ function noAnswer(
 function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   const url = displayUrl(request.target);
   const { host } = request.target;
-  const base = request.exchange.kind === "pci" ? "pciBaseUrl" : "baseUrl";
+  const base = request.context.baseNames[request.exchange.kind];
   return new ApiError(
     `${request.exchange.context}: no net permission for ${host}: add --allow-net=${host} (the net permission for ${base}'s host; ${request.method} ${url} was not sent)`,
     { status: 0, url, cause: request.failure, reason: "network", attempts },

@@ -89,6 +89,16 @@ export interface ClientOptions extends ProviderSettings {
    * @default {none: no event is built}
    */
   onEvent?: EventListener;
+  /**
+   * What each setting is called where it was configured, for messages: `baseUrl` and `pciBaseUrl`
+   * for the client's (a host without net permission), the rest for the created provider's `hint`.
+   * `configFromEnv` sets the variables' names. Also read beside a `tokenProvider` (the bases' names).
+   * @default {the option names}
+   */
+  settingNames?: ProviderSettings["settingNames"] & {
+    readonly baseUrl?: string;
+    readonly pciBaseUrl?: string;
+  };
 }
 
 /**

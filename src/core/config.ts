@@ -58,8 +58,10 @@ export const CONFIG_OPTIONAL_VARIABLES: {
   clientAuthentication: "PARTNER_API_CLIENT_AUTHENTICATION",
 });
 
-/** The variable of each setting, for hints. */
+/** The variable of each setting, for hints and messages. */
 const SETTING_NAMES = Object.freeze({
+  baseUrl: CONFIG_VARIABLES.baseUrl,
+  pciBaseUrl: CONFIG_VARIABLES.pciBaseUrl,
   clientId: CONFIG_VARIABLES.clientId,
   clientSecret: CONFIG_VARIABLES.clientSecret,
   audience: CONFIG_VARIABLES.audience,
@@ -100,8 +102,13 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
-  /** The variable each setting came from, for a failed token request's `hint`. */
+  /**
+   * The variable each setting came from, for messages: a failed token request's `hint`, and a
+   * refused host's (an `ApiError` names `PARTNER_API_BASE_URL`, not `baseUrl`).
+   */
   readonly settingNames?: {
+    readonly baseUrl?: string;
+    readonly pciBaseUrl?: string;
     readonly clientId: string;
     readonly clientSecret: string;
     readonly audience: string;

@@ -131,11 +131,21 @@ const PRODUCERS: Record<string, (api: FakePartnerApi) => Promise<Produced>> = {
     });
     const denied = await caught(() => refused.fetch("organizations"));
     equal((denied as ApiError).attempts, 1);
+    // The same from the environment: the variable set, not the option.
+    const variables = { ...configFor(api), PARTNER_API_BASE_URL: baseUrl };
+    const fromEnv = createClient(configFromEnv(variables));
+    const named = await caught(() => fromEnv.fetch("organizations"));
+    const flag = `--allow-net=${new URL(baseUrl).host}`;
     return {
-      errors: [await caught(() => client.list("transaction").next()), denied],
+      errors: [
+        await caught(() => client.list("transaction").next()),
+        denied,
+        named,
+      ],
       names: [
         ["/api/transaction", "organizations", "transactions", "cardholders"],
-        [`--allow-net=${new URL(baseUrl).host}`, "baseUrl"],
+        [flag, "baseUrl's host"],
+        [flag, "PARTNER_API_BASE_URL"],
       ],
     };
   },
