@@ -17,7 +17,11 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { describeCause, isPermissionError } from "../core/_cause.ts";
+import {
+  describeCause,
+  isPermissionError,
+  netPermissionFix,
+} from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
@@ -300,13 +304,18 @@ function noAnswer(
   );
 }
 
-/** The error for a request the runtime would not send (no net permission for its host): the flag to add first. */
+/** The error for a request the runtime would not send (no net permission for its host): the flag to add first, or the `--deny-net` to remove. */
 function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   const url = displayUrl(request.target);
   const { host } = request.target;
   const base = request.context.baseNames[request.exchange.kind];
   return new ApiError(
-    `${request.exchange.context}: no net permission for ${host}: add --allow-net=${host} (the net permission for ${base}'s host; ${request.method} ${url} was not sent)`,
+    `${request.exchange.context}: no net permission for ${host}: ${
+      netPermissionFix(
+        request.target,
+        `${base}'s host; ${request.method} ${url} was not sent`,
+      )
+    }`,
     { status: 0, url, cause: request.failure, reason: "network", attempts },
   );
 }

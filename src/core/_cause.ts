@@ -29,3 +29,44 @@ const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
 export function isPermissionError(error: unknown): boolean {
   return PERMISSION_ERRORS.has((error as Error | undefined)?.name ?? "");
 }
+
+/**
+ * What to do about the runtime refusing `url`'s host: the flag to add, or,
+ * where `--deny-net` names it (which no `--allow-net` overrides), what to take
+ * out of it. `whose`: the setting the host is from, and anything to add.
+ */
+export function netPermissionFix(url: URL, whose: string): string {
+  const denied = deniedEntry(url);
+  if (denied === undefined) {
+    return `add --allow-net=${url.host} (the net permission for ${whose})`;
+  }
+  const remove = denied === "" ? "--deny-net" : `${denied} from --deny-net`;
+  return `--deny-net denies ${
+    denied || "every host"
+  }, and no --allow-net overrides it: remove ${remove} (${whose})`;
+}
+
+/** What `--deny-net` names of `url`: its host, its host name, "" for every host; `undefined` when not denied (or not Deno). */
+function deniedEntry(url: URL): string | undefined {
+  // Looked up, not named: the core stays free of Deno APIs on other runtimes.
+  const permissions = (globalThis as {
+    Deno?: {
+      permissions?: {
+        querySync?(query: { name: "net"; host?: string }): { state: string };
+      };
+    };
+  }).Deno?.permissions;
+  const denied = (host?: string) => {
+    try {
+      const query = host === undefined
+        ? { name: "net" as const }
+        : { name: "net" as const, host };
+      return permissions?.querySync?.(query).state === "denied";
+    } catch {
+      return false; // a runtime without the query: the flag to add is still the fix
+    }
+  };
+  if (!denied(url.host)) return undefined;
+  if (denied()) return "";
+  return denied(url.hostname) ? url.hostname : url.host;
+}

@@ -2,7 +2,7 @@
 // their configured names and the URL requested, never a credential's value.
 
 import { requireOptions, requireText } from "../core/_check.ts";
-import { isPermissionError } from "../core/_cause.ts";
+import { isPermissionError, netPermissionFix } from "../core/_cause.ts";
 import type { TokenFailureReason } from "../core/errors.ts";
 
 /** The settings a hint can name. */
@@ -55,7 +55,7 @@ export function tokenHint(
   const { names, where } = source;
   const { reason, status } = failure;
   if (reason === "network" && isPermissionError(failure.cause)) {
-    return `add --allow-net=${source.url.host} (the net permission for ${names.tokenUrl}'s host)`;
+    return netPermissionFix(source.url, `${names.tokenUrl}'s host`);
   }
   if (reason === "network") {
     return `check ${names.tokenUrl} (${where}) and the network`;

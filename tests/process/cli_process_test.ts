@@ -40,6 +40,41 @@ processTest(
 );
 
 processTest(
+  "an API host --allow-net does not name, or --deny-net names: one line naming the flag to add, or the --deny-net entry to remove, and the variable",
+  async () => {
+    await using api = await startFakePartnerApi();
+    // The API under the name localhost; the token host (127.0.0.1) allowed.
+    const env = configFor(api);
+    env.PARTNER_API_BASE_URL = env.PARTNER_API_BASE_URL!.replace(
+      "127.0.0.1",
+      "localhost",
+    );
+    const { host } = new URL(env.PARTNER_API_BASE_URL);
+    const get = ["get", "organizations", "--no-cache"];
+    const notNamed = await cli([NET, ENV], get, env);
+    const denied = await cli(
+      ["--allow-net=127.0.0.1,localhost", "--deny-net=localhost", ENV],
+      get,
+      env,
+    );
+    for (const { code, stderr } of [notNamed, denied]) {
+      equal(code, 1, stderr);
+      equal(stderr.trim().split("\n").length, 1, stderr);
+      ok(stderr.includes("PARTNER_API_BASE_URL's host"), stderr);
+      ok(!stderr.includes("run again with"), stderr); // Deno's words
+    }
+    ok(notNamed.stderr.includes(`add --allow-net=${host} `), notNamed.stderr);
+    // --allow-net cannot pass what --deny-net names: the entry to remove.
+    ok(!denied.stderr.includes("add --allow-net"), denied.stderr);
+    ok(
+      denied.stderr.includes("remove localhost from --deny-net"),
+      denied.stderr,
+    );
+    equal(api.tokenRequests, 2); // the token host was allowed
+  },
+);
+
+processTest(
   "the CLI refuses a bad flag in one line, exit 2, without permissions",
   async () => {
     const result = await cli([], ["list", "transactions", "--limit", "zero"]);

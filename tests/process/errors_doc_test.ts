@@ -258,6 +258,11 @@ const TOOL_RUNS: Record<string, ToolCase> = {
       args: ["token"],
     }),
   }),
+  // The token host denied: --allow-net cannot pass it; without --deny-net it works.
+  "a host `--deny-net` names": (folder) => ({
+    run: { flags: flags(folder, NET, "--deny-net=127.0.0.1"), args: ["token"] },
+    fix: () => ({ flags: flags(folder, NET), args: ["token"] }),
+  }),
   // A prefix without its `*` names one variable, PARTNER_API_.
   "a variable `--allow-env` does not name": (folder) => ({
     run: {
