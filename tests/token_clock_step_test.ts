@@ -11,6 +11,7 @@ import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { renewalLedger } from "../src/token/ledger.ts";
 import { manualClock } from "./_helpers.ts";
 import { inProcessFake } from "./_fast_setup.ts";
+import { systemNow } from "./_system_clock.ts";
 import type { FakeFault } from "../src/testing/mod.ts";
 
 const HOUR = 3_600_000;
@@ -99,4 +100,35 @@ Deno.test("clock steps: a client's own 401 ledger (for a provider without one) r
   clock.advance(HOUR + 1_000);
   equal(await ledger("second"), true);
   equal(invalidated, 2);
+});
+
+Deno.test("clock steps: callers who come while a token request is under way join it, though the system clock stepped 1 h forward, then back, since it began", async () => {
+  const api = inProcessFake();
+  const answer = Promise.withResolvers<void>();
+  // The system clock, stepped by hand: the provider's default clock.
+  let wall = systemNow();
+  Date.now = () => wall;
+  try {
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: async (input, init) => {
+        await answer.promise; // under way until the steps are taken
+        return api.fetch(input, init);
+      },
+    });
+    const callers = [provider.getToken()];
+    for (const step of [HOUR, -2 * HOUR]) {
+      await Promise.resolve(); // a new turn: the clock is read again
+      wall += step;
+      const signal = new AbortController().signal;
+      callers.push(provider.getToken(), provider.getToken({ signal }));
+    }
+    answer.resolve();
+    const tokens = await Promise.all(callers);
+    equal(new Set(tokens.map((token) => token.accessToken)).size, 1);
+    equal(api.service.tokenRequests, 1);
+  } finally {
+    Date.now = systemNow;
+  }
 });

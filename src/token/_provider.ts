@@ -4,7 +4,7 @@
 import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
-import { LocalTimes, turnClock } from "../core/_clock.ts";
+import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
 import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
@@ -71,6 +71,8 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #turnNow: () => number;
   /** The cooldowns, blocks and renewals this provider set, read on the steady clock: a step back holds nobody. */
   readonly #local: LocalTimes;
+  /** Flight deadlines' clock: a wall clock stepped forward during a flight must not start a second request. */
+  readonly #steady: () => number;
 
   /** `store` is the way to the configured store (or to none), given by the caller. */
   constructor(config: ProviderConfig, store: StoreAccess) {
@@ -79,6 +81,7 @@ export class CachingTokenProvider implements TokenProvider {
     this.#turnNow = turnClock(config.endpoint.now);
     this.#now = config.endpoint.now;
     this.#local = new LocalTimes(this.#now);
+    this.#steady = steadyClock(this.#now);
     const { backoff, endpoint } = config;
     const coordinating = config.store?.coordinate !== undefined;
     this.#budget = flightBudget(backoff, endpoint.timeout, coordinating);
@@ -102,7 +105,8 @@ export class CachingTokenProvider implements TokenProvider {
       // A burst of cold callers joins the flight without a call each.
       const flight = this.#flights.current;
       if (
-        signal === undefined && flight !== undefined && now < flight.deadline
+        signal === undefined && flight !== undefined &&
+        this.#steady() < flight.deadline
       ) {
         return this.#flights.join(flight, undefined);
       }
@@ -164,15 +168,17 @@ export class CachingTokenProvider implements TokenProvider {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
     const cached = this.#cached;
+    // The flight's deadline (steady) as the wall clock reads it now.
+    const flightDeadline = flight && now + flight.deadline - this.#steady();
     // What decide() would answer ("join"), without building its state per caller.
     if (
-      flight !== undefined && now < flight.deadline &&
+      flightDeadline !== undefined && now < flightDeadline &&
       (cached === undefined || now >= cached.times.usableUntil)
-    ) return this.#flights.join(flight, signal);
+    ) return this.#flights.join(flight!, signal);
     const blockedUntil = this.#local.read(this.#blockedUntil, now);
     const decision = decide({
       times: cached?.times,
-      flightDeadline: flight?.deadline,
+      flightDeadline,
       blockedUntil,
       failedUntil: this.#local.read(this.#failure?.cooldown.until, now),
     }, now);
@@ -189,15 +195,15 @@ export class CachingTokenProvider implements TokenProvider {
       case "failed":
         return Promise.reject(this.#failureError());
       case "request":
-        return this.#flights.join(this.#startFlight(now), signal);
+        return this.#flights.join(this.#startFlight(), signal);
     }
   }
 
-  #startFlight(now: number) {
+  #startFlight() {
     const budget = this.#budget;
     return this.#flights.start({
       run: (signal) => this.#runFlight(signal),
-      deadline: now + budget,
+      deadline: this.#steady() + budget,
       budget,
       abandoned: () =>
         new TokenRequestError(
@@ -215,7 +221,7 @@ export class CachingTokenProvider implements TokenProvider {
       emit(listener, { type: "token.refresh", expiresInMs });
     }
     // Its failure is kept like any other; the old token is served meanwhile.
-    const done = this.#startFlight(now).promise.then(() => {}, () => {});
+    const done = this.#startFlight().promise.then(() => {}, () => {});
     try {
       this.#config.waitUntil?.(done);
     } catch {

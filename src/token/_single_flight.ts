@@ -7,7 +7,7 @@ import { MAX_TIMER_MS } from "../core/_check.ts";
 export interface Flight<T> {
   /** Settles with the work's own outcome, or the abandonment error. */
   readonly promise: Promise<T>;
-  /** Epoch ms (of the caller's clock) after which nobody should join it. */
+  /** The caller's steady clock's reading after which nobody should join it (a wall clock's step moves it not). */
   readonly deadline: number;
 }
 
@@ -24,7 +24,7 @@ interface Running<T> extends Flight<T> {
 export interface FlightPlan<T> {
   /** The work; it should stop when `signal` aborts. */
   readonly run: (signal: AbortSignal) => Promise<T>;
-  /** The caller's clock reading when the flight may be given up on. */
+  /** The caller's steady clock's reading when the flight may be given up on. */
   readonly deadline: number;
   /** Real milliseconds after which the flight is abandoned if it has not settled. */
   readonly budget: number;
