@@ -71,7 +71,7 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #turnNow: () => number;
   /** The cooldowns, blocks and renewals this provider set, read on the steady clock: a step back holds nobody. */
   readonly #local: LocalTimes;
-  /** Flight deadlines' clock: a wall clock stepped forward during a flight must not start a second request. */
+  /** Flight deadlines' clock (read as wall times at `now` for decide()): a wall clock's step starts no second request. */
   readonly #steady: () => number;
 
   /** `store` is the way to the configured store (or to none), given by the caller. */
@@ -168,7 +168,6 @@ export class CachingTokenProvider implements TokenProvider {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
     const cached = this.#cached;
-    // The flight's deadline (steady) as the wall clock reads it now.
     const flightDeadline = flight && now + flight.deadline - this.#steady();
     // What decide() would answer ("join"), without building its state per caller.
     if (
