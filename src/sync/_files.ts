@@ -122,6 +122,21 @@ export async function openFile(
 const REPLACED = "was replaced while this run opened it";
 
 /**
+ * Opens `path` to write: its file, or a new one (created exclusively) when there is none. No look first: `openFile`
+ * refuses a link and checks the handle either way.
+ *
+ * @throws {SyncError} (`"link"`, `"file"`)
+ */
+export async function openToWrite(path: string): Promise<FileHandle> {
+  try {
+    return await openFile(path, "write");
+  } catch (error) {
+    if (code(error) !== "ENOENT") throw error;
+    return await openFile(path, "create");
+  }
+}
+
+/**
  * Refuses a handle that is not the file `path` names now: a link (followed by the open, or swapped in after), a file
  * swapped in between, another name of it (a hard link another user made to theirs), or not a plain file.
  */

@@ -18,7 +18,7 @@ const REFRESH_EVERY = 1_000;
 const POLL_EVERY = 100;
 
 /** How long a run waits for another that holds the copy, by default. */
-export const DEFAULT_LOCK_WAIT = 30_000;
+const DEFAULT_LOCK_WAIT = 30_000;
 
 /** Whether a lock last refreshed at `refreshedAt` is stale at `now`. */
 export function isStale(refreshedAt: number, now: number): boolean {

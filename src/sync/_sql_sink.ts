@@ -7,7 +7,6 @@ import { typeError } from "../core/_check.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
   checkLockWait,
-  DEFAULT_LOCK_WAIT,
   keepRefreshed,
   runToken,
   waitForLock,
@@ -54,10 +53,10 @@ export interface SqlDialect {
   apply(batch: SqlBatch): Answer<Applied>;
 }
 
-/** The sink the kit makes of a dialect. */
+/** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(
   dialect: SqlDialect,
-  options: { lockWait?: number; onLockWait?: (holder: string) => void },
+  options: { lockWait: number; onLockWait?: (holder: string) => void },
 ): SyncSink<T> {
   let checked: Checked | undefined;
   let owner: string | undefined;
@@ -70,7 +69,7 @@ export function sqlSink<T>(
       const token = runToken();
       owner = await waitForLock(dialect.what, {
         signal: run.signal,
-        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+        wait: options.lockWait,
         onWait: options.onLockWait,
       }, async () => await dialect.take(token));
       let refreshing: Promise<unknown> = Promise.resolve();
@@ -98,11 +97,11 @@ export function sqlSink<T>(
   };
 }
 
-/** `lockWait`, checked when a sink is made; a table name as SQL quotes it. */
+/** A sink's options, checked when it is made: the table name as SQL quotes it, and `lockWait` (its default applied). */
 export function sinkOptions(
   options: { table?: unknown; lockWait?: unknown } | undefined,
   context: string,
-): string {
+): { table: string; lockWait: number } {
   const table = options?.table;
   if (
     typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)
@@ -116,8 +115,8 @@ export function sinkOptions(
         : typeof table,
     );
   }
-  checkLockWait(options?.lockWait, context);
-  return `"${table}"`;
+  const lockWait = checkLockWait(options?.lockWait, context);
+  return { table: `"${table}"`, lockWait };
 }
 
 /**

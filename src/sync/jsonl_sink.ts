@@ -11,18 +11,14 @@ import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fingerprint,
   openFile,
+  openToWrite,
   readRange,
   refuseLink,
   renameFile,
   replaceFile,
   sizeOf,
 } from "./_files.ts";
-import {
-  checkLockWait,
-  DEFAULT_LOCK_WAIT,
-  lockLost,
-  runToken,
-} from "./_lease.ts";
+import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import {
   checkCopy,
   type Committed,
@@ -80,8 +76,8 @@ export function createJsonlSink<T>(
   path: string,
   options: JsonlSinkOptions = {},
 ): SyncSink<T> {
-  checkLockWait(options.lockWait, "Cannot create JSONL sink");
-  const copy = new JsonlCopy(path, options);
+  const lockWait = checkLockWait(options.lockWait, "Cannot create JSONL sink");
+  const copy = new JsonlCopy(path, { ...options, lockWait });
   // A plain object: a user may spread it to wrap a method.
   return {
     load: () => copy.load(),
@@ -95,7 +91,7 @@ export function createJsonlSink<T>(
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
-  readonly #options: JsonlSinkOptions;
+  readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
   readonly #ours = new Set<string>();
@@ -103,7 +99,7 @@ class JsonlCopy {
   #loaded = false;
   #lock: FileLock | undefined;
 
-  constructor(path: string, options: JsonlSinkOptions) {
+  constructor(path: string, options: JsonlSinkOptions & { lockWait: number }) {
     const side = `${path}.checkpoint.json`;
     this.#files = { copy: path, side, rewrite: `${path}.rewrite` };
     this.#options = options;
@@ -116,7 +112,7 @@ class JsonlCopy {
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
-    const { lockWait = DEFAULT_LOCK_WAIT, onLockWait, now } = this.#options;
+    const { lockWait, onLockWait, now } = this.#options;
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     this.#lock = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
     return this.#lock;
@@ -227,8 +223,7 @@ async function appendLines(
 ): Promise<FileEnd> {
   if (lines === "") return from;
   const bytes = new TextEncoder().encode(lines);
-  const exists = await sizeOf(path) !== undefined;
-  const file = await openFile(path, exists ? "write" : "create");
+  const file = await openToWrite(path);
   try {
     // The last look before the cut: the lock still ours, no foreign lines.
     await guard((await file.stat()).size);

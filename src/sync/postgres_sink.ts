@@ -111,8 +111,9 @@ export function createPostgresSink<T>(
   if (typeof query !== "function") {
     throw typeError(CONTEXT, "query", "must be a function");
   }
-  const table = sinkOptions(options, CONTEXT);
-  return sqlSink<T>(new PostgresDialect(query, table, options.table), options);
+  const { table, lockWait } = sinkOptions(options, CONTEXT);
+  const dialect = new PostgresDialect(query, table, options.table);
+  return sqlSink<T>(dialect, { ...options, lockWait });
 }
 
 /** A row as the sink's statements return it: every column text. */

@@ -114,7 +114,7 @@ export function createSqliteSink<T>(
   database: string | DatabaseSync,
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
-  const table = sinkOptions(options, CONTEXT);
+  const { table, lockWait } = sinkOptions(options, CONTEXT);
   const owned = typeof database === "string";
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;
@@ -125,7 +125,8 @@ export function createSqliteSink<T>(
   };
   const dialect = new SqliteDialect(db, table, options, { file, commits });
   // A plain object, as before: a user may spread it to wrap a method.
-  return { ...sqlSink<T>(dialect, options), close, [Symbol.dispose]: close };
+  const sink = sqlSink<T>(dialect, { ...options, lockWait });
+  return { ...sink, close, [Symbol.dispose]: close };
 }
 
 /** The SQLite dialect of the kit, over one connection and table. */
