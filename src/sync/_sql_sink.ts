@@ -150,23 +150,18 @@ function judgeCopy(
         : "its checkpoint is damaged or from another version",
     );
   }
-  const recorded = state.recorded;
+  const { recorded, last = null } = state;
   // 0.3 recorded neither count nor last row: nothing more to compare.
-  if (recorded === undefined) {
-    return { checkpoint, rows: state.rows, last: null };
+  if (recorded == null) return { checkpoint, rows: state.rows, last: null };
+  if (recorded !== state.rows) {
+    throw refuse(`it holds ${state.rows} rows, not the ${recorded} committed`);
   }
-  if (recorded.rows !== state.rows) {
-    throw refuse(
-      `it holds ${state.rows} rows, not the ${recorded.rows} committed`,
-    );
-  }
-  const last = recorded.last;
   if (last !== null && state.found !== last.slice(0, last.indexOf(":"))) {
     throw refuse(
       "its last committed row is not the one recorded: the copy was changed",
     );
   }
-  return { checkpoint, rows: recorded.rows, last };
+  return { checkpoint, rows: recorded, last };
 }
 
 /**
@@ -245,9 +240,11 @@ export interface CopyState {
   readonly checkpoint: string | null | undefined;
   /** Rows in the table now (0 without one). */
   readonly rows: number;
-  /** Rows and last row (`fingerprint:id`) recorded; undefined as 0.3 kept none. */
-  readonly recorded?: { rows: number; last: string | null } | undefined;
-  /** The fingerprint of the row `recorded.last` names, as it is now. */
+  /** Rows recorded with the checkpoint; null or undefined as 0.3 kept none. */
+  readonly recorded?: number | null | undefined;
+  /** The last row recorded (`fingerprint:id`). */
+  readonly last?: string | null | undefined;
+  /** The fingerprint of the row `last` names, as it is now. */
   readonly found?: string | null | undefined;
   /** Why the copy is not this sink's, seen before its rows are. */
   readonly foreign?: string | undefined;

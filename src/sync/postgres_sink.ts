@@ -23,13 +23,8 @@ import {
   copySql,
   createChangesSql,
   createSql,
-  idFits,
-  itemJson,
-  POSTGRES_LIMITS,
-  type PostgresLimits,
-  REFRESH_SQL,
-  RELEASE_SQL,
-  TAKE_SQL,
+  LEASE_SQL,
+  postgresText,
 } from "./_postgres_sql.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { SyncError } from "./sync_error.ts";
@@ -126,7 +121,6 @@ class PostgresDialect implements SqlDialect {
   readonly #query: PostgresSinkOptions["query"];
   readonly #table: string;
   readonly #target: string;
-  readonly #limits: PostgresLimits = POSTGRES_LIMITS;
   readonly #first = (sql: string, params: string[]) => this.#row(sql, params);
   /** The first change, once the copy passed: the tables. */
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
@@ -158,7 +152,7 @@ class PostgresDialect implements SqlDialect {
   }
 
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
-    const row = await this.#row(TAKE_SQL, [this.#target, token]);
+    const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
     if (row.taken === token) return { taken: token };
     return {
       holder: row.stale === "true" ? "a run that stopped" : "another run",
@@ -166,16 +160,15 @@ class PostgresDialect implements SqlDialect {
   }
 
   refresh(token: string): Promise<unknown> {
-    return this.#read(REFRESH_SQL, [this.#target, token]);
+    return this.#read(LEASE_SQL.refresh, [this.#target, token]);
   }
 
   async release(token: string): Promise<void> {
-    await this.#read(RELEASE_SQL, [this.#target, token]).catch(() => {});
+    await this.#read(LEASE_SQL.release, [this.#target, token]).catch(() => {});
   }
 
   text(item: unknown, id: string): string | undefined {
-    const limits = this.#limits;
-    return idFits(id, limits) ? itemJson(item, limits) : undefined;
+    return postgresText(item, id);
   }
 
   async apply(write: SqlBatch): Promise<Applied> {
@@ -259,13 +252,11 @@ async function readCopy(
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   if (!has.items && !has.checkpoints) return { checkpoint: undefined, rows: 0 };
   const state = await first(copySql(table, has), [table.slice(1, -1)]);
-  const recorded = state.recorded;
   return {
     checkpoint: state.checkpoint,
     rows: Number(state.count ?? 0),
-    ...(recorded === null || recorded === undefined
-      ? {}
-      : { recorded: { rows: Number(recorded), last: state.last ?? null } }),
+    recorded: state.recorded == null ? null : Number(state.recorded),
+    last: state.last,
     found: state.found,
   };
 }

@@ -314,11 +314,10 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   return {
     checkpoint: own?.checkpoint,
     rows,
-    ...(own?.rows === undefined || own.rows === null
-      ? {}
-      : { recorded: { rows: own.rows, last } }),
+    recorded: own?.rows,
+    last,
     found: item === undefined ? undefined : fingerprint(item.item),
-    ...(foreign === undefined ? {} : { foreign }),
+    foreign,
   };
 }
 
