@@ -17,8 +17,6 @@ import { SyncError } from "./sync_error.ts";
 export const CHECKPOINT_TABLE = "partner_api_sync";
 /** Which run holds each synced table (one writer per copy). */
 export const LEASE_TABLE = "partner_api_sync_lease";
-/** The ids each sweep cycle saw, per table (SQLite's log of a cycle). */
-export const SEEN_TABLE = "partner_api_sync_seen";
 /** A sweep cycle's items the copy lacks, per table, held until the cycle completes and its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
 /** The change table's kinds of change. */
@@ -35,8 +33,8 @@ export interface SqlDialect {
   readonly instead: string;
   /** The copy's state, read without changing anything. */
   read(): Answer<CopyState>;
-  /** Before a run's lease: the tables, created once the copy passed. */
-  prepare(): Answer<void>;
+  /** Before a run's lease: the tables, created once the copy passed (what it answers is awaited, then dropped). */
+  prepare(): Answer<unknown>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
   take(token: string): Answer<{ taken: string } | { holder: string }>;
   /** Refreshes the lease while it is `token`'s. */
@@ -192,15 +190,6 @@ export function jsonText(item: unknown): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * Whether a batch's ids go to its cycle's log: only while a cycle is under way or when the batch ends one. A first
- * read, or a head between cycles, is followed by a cycle that reads the whole copy and judges rows by its own log.
- */
-export function logsSeen(batch: SqlBatch): boolean {
-  return batch.checkpoint.sweep !== undefined ||
-    batch.context?.endsCycle !== undefined;
 }
 
 /**

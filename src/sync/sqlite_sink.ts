@@ -163,8 +163,8 @@ class SqliteDialect implements SqlDialect {
     this.#commits = commits;
   }
 
-  /** The first change, once the copy passed: journal mode and tables. */
-  #touch(): Statements {
+  /** The first change, once the copy passed: journal mode and tables; the statements. */
+  prepare(): Statements {
     if (this.#prepared !== undefined) return this.#prepared;
     // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
     // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
@@ -187,25 +187,18 @@ class SqliteDialect implements SqlDialect {
     return readCopy(this.#db, this.#table, this.#target);
   }
 
-  prepare(): void {
-    this.#touch();
-  }
-
   take(token: string): { taken: string } | { holder: string } {
-    const st = this.#touch();
+    const st = this.prepare();
     const at = this.#now();
     // A lease stamped ahead of this clock (it stepped back) is taken once seen unchanged for STALE_AFTER.
     const seen = this.#holder(st);
     const over = seen !== undefined && this.#stale(this.#target, seen);
-    const taken = withoutBusyWait(this.#db, () =>
-      st.take.get(
-        this.#target,
-        token,
-        at,
-        at - STALE_AFTER,
-        over ? seen.owner : null,
-        over ? seen.refreshedAt : null,
-      ));
+    const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
+    const taken = withoutBusyWait(
+      this.#db,
+      () =>
+        st.take.get(this.#target, token, at, at - STALE_AFTER, ...unchanged),
+    );
     if (taken !== undefined) {
       this.#commits.grouping = true;
       return { taken: token };
@@ -224,14 +217,14 @@ class SqliteDialect implements SqlDialect {
 
   refresh(token: string): void {
     if (this.#db.isOpen) {
-      this.#touch().refresh.run(this.#target, token, this.#now());
+      this.prepare().refresh.run(this.#target, token, this.#now());
     }
   }
 
   release(token: string): void {
     this.#commits.grouping = false;
     this.#commits.commit();
-    if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
+    if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
   }
 
   text(item: unknown): string | undefined {
@@ -240,7 +233,7 @@ class SqliteDialect implements SqlDialect {
 
   async apply(write: SqlBatch): Promise<Applied> {
     this.#checkFile();
-    const st = this.#touch();
+    const st = this.prepare();
     const { rows, staged } = split(st, write);
     // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
     // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
