@@ -13,7 +13,6 @@ import {
   LEASE_TABLE,
   leaseSql,
   STAGE_TABLE,
-  storable,
 } from "./_sql_sink.ts";
 
 /** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
@@ -152,17 +151,6 @@ export function postgresJson(
     `[${JSON.stringify(id)},${rows.texts[i]}]`
   );
   return `[${pairs.join(",")}]`;
-}
-
-/** What PostgreSQL can hold of a batch, decided before anything is sent: `json` as the statement takes it. */
-export function postgresBatch(
-  items: readonly unknown[],
-  ids: readonly string[],
-  limits: PostgresLimits = POSTGRES_LIMITS,
-): { json: string; ids: readonly string[]; skipped: readonly string[] } {
-  const text = (item: unknown, id: string) => postgresText(item, id, limits);
-  const { rows, skipped } = storable(items, ids, { text });
-  return { json: postgresJson(rows), ids: rows.ids, skipped };
 }
 
 /** What PostgreSQL can hold, as the sink checks it before sending. */
