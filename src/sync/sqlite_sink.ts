@@ -13,9 +13,9 @@ import {
   identityOf,
   refuseLink,
 } from "./_files.ts";
-import { isStale, lockLost, STALE_AFTER, staleJudge } from "./_lease.ts";
+import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
-import type { LockSighting } from "../core/_clock.ts";
+import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import {
   type Applied,
   changeTableOf,
@@ -157,7 +157,7 @@ class SqliteDialect implements SqlDialect {
     this.#target = options.table.toLowerCase();
     this.what = `the table ${options.table}`;
     this.#now = options.now ?? Date.now;
-    this.#stale = staleJudge(this.#now);
+    this.#stale = staleJudge(this.#now, STALE_AFTER);
     this.#file = file;
     this.#absolute = file === undefined ? undefined : resolve(file);
     this.#commits = commits;
