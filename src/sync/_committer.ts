@@ -12,11 +12,9 @@ import type {
 } from "./sink.ts";
 
 type Phase = SyncWriteContext["phase"];
-/** A batch's items and their ids, in order. */
 type Batch<T> = Pick<Committed<T>, "items" | "ids">;
 const NOTHING = { items: [], ids: [] };
 
-/** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;
 
 /**

@@ -65,19 +65,19 @@ function held(path: string, token: string, clock: () => number): FileLock {
       await file.close();
     }
   });
+  const ours = async () =>
+    parse(await readText(path).catch(() => undefined))?.owner === token;
   return {
     token,
     async assertHeld() {
-      const content = parse(await readText(path).catch(() => undefined));
-      if (lost || content?.owner !== token) {
+      if (lost || !await ours()) {
         lost = true;
         throw lockLost(path);
       }
     },
     async [Symbol.asyncDispose]() {
       stop();
-      const content = parse(await readText(path).catch(() => undefined));
-      if (content?.owner === token) await removeFile(path).catch(() => {});
+      if (await ours()) await removeFile(path).catch(() => {});
     },
   };
 }

@@ -118,12 +118,11 @@ export function createSqliteSink<T>(
   const owned = typeof database === "string";
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;
-  const commits = new Commits(db);
+  const dialect = new SqliteDialect(db, table, options, file);
   const close = () => {
-    commits.commit();
+    dialect.commits.commit();
     if (owned && db.isOpen) db.close();
   };
-  const dialect = new SqliteDialect(db, table, options, { file, commits });
   // A plain object, as before: a user may spread it to wrap a method.
   const sink = sqlSink<T>(dialect, { ...options, lockWait });
   return { ...sink, close, [Symbol.dispose]: close };
@@ -139,7 +138,8 @@ class SqliteDialect implements SqlDialect {
   readonly #now: () => number;
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
-  readonly #commits: Commits;
+  /** The connection's transaction: batches share one while the run holds the lease. */
+  readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
@@ -150,7 +150,7 @@ class SqliteDialect implements SqlDialect {
     db: DatabaseSync,
     table: string,
     options: SqliteSinkOptions,
-    { file, commits }: { file: string | undefined; commits: Commits },
+    file: string | undefined,
   ) {
     this.#db = db;
     this.#table = table;
@@ -160,7 +160,7 @@ class SqliteDialect implements SqlDialect {
     this.#stale = staleJudge(this.#now, STALE_AFTER);
     this.#file = file;
     this.#absolute = file === undefined ? undefined : resolve(file);
-    this.#commits = commits;
+    this.commits = new Commits(db);
   }
 
   /** The first change, once the copy passed: journal mode and tables; the statements. */
@@ -200,7 +200,7 @@ class SqliteDialect implements SqlDialect {
         st.take.get(this.#target, token, at, at - STALE_AFTER, ...unchanged),
     );
     if (taken !== undefined) {
-      this.#commits.grouping = true;
+      this.commits.grouping = true;
       return { taken: token };
     }
     const holder = this.#holder(st);
@@ -222,8 +222,8 @@ class SqliteDialect implements SqlDialect {
   }
 
   release(token: string): void {
-    this.#commits.grouping = false;
-    this.#commits.commit();
+    this.commits.grouping = false;
+    this.commits.commit();
     if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
   }
 
@@ -245,7 +245,7 @@ class SqliteDialect implements SqlDialect {
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
     const place = { st, target, what, at, changes };
-    const done = this.#commits.batch(() => {
+    const done = this.commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
       try {
@@ -255,7 +255,7 @@ class SqliteDialect implements SqlDialect {
         throw error;
       }
     });
-    this.#commits.rows = done.rows;
+    this.commits.rows = done.rows;
     return done;
   }
 
