@@ -11,22 +11,18 @@ import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 
 /**
  * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`, its
- * parameter); end a cycle (what becomes of unseen rows, the guard's parameters); stage (a sweep's rows the table lacks
- * wait for the cycle's guard); append to a change table (quoted).
+ * parameter); end a cycle (what becomes of unseen rows; the guard's parameters, cast: `maxDeletes`, what the last 24
+ * hours deleted and the largest size in them); stage (a sweep's rows the table lacks wait for the cycle's guard);
+ * append to a change table (quoted).
  */
 interface Shape {
   readonly owner: string | undefined;
   readonly ends: "remove" | "mark" | undefined;
-  readonly guard: Guard | undefined;
+  readonly guard:
+    | Readonly<Record<"maxDeletes" | "deleted" | "largest", string>>
+    | undefined;
   readonly stages: boolean;
   readonly changes: string | undefined;
-}
-
-/** The guard's parameters, cast: `maxDeletes`, and what the last 24 hours deleted and the largest size in them. */
-interface Guard {
-  readonly maxDeletes: string;
-  readonly deleted: string;
-  readonly largest: string;
 }
 
 /** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), each numbered as it is added. */
@@ -163,7 +159,10 @@ function appliedSteps(table: string, gated: string): string[] {
 }
 
 /** Ending a cycle: the rows it did not see, and the guard on their count. */
-function cycleEndSteps(table: string, guard: Guard): string[] {
+function cycleEndSteps(
+  table: string,
+  guard: NonNullable<Shape["guard"]>,
+): string[] {
   return [
     `gone AS (
   SELECT t.id FROM ${table} t
