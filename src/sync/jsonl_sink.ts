@@ -182,14 +182,33 @@ class JsonlCopy {
     this.#committed = next;
   }
 
-  async #append(file: string, from: FileEnd, lines: string): Promise<FileEnd> {
-    const end = await appendLines(file, from, lines, async (size) => {
-      // Another writer's lines past ours: this run lost the copy.
-      if (this.#ours.has(file) && size !== from.length) throw lockLost(file);
-      await this.#lock?.assertHeld();
-    });
-    this.#ours.add(file);
-    return end;
+  /** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
+  async #append(path: string, from: FileEnd, lines: string): Promise<FileEnd> {
+    const bytes = new TextEncoder().encode(lines);
+    if (bytes.length > 0) {
+      const file = await openToWrite(path);
+      try {
+        // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
+        const size = (await file.stat()).size;
+        if (this.#ours.has(path) && size !== from.length) throw lockLost(path);
+        await this.#lock?.assertHeld();
+        await file.truncate(from.length);
+        await file.write(bytes, 0, bytes.length, from.length);
+        await file.datasync();
+      } finally {
+        await file.close();
+      }
+    }
+    this.#ours.add(path);
+    if (bytes.length === 0) return from;
+    const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
+    const lastBytes = new TextEncoder().encode(lastLine);
+    const length = from.length + bytes.length;
+    const last = {
+      start: length - lastBytes.length,
+      hash: fingerprint(lastBytes),
+    };
+    return { length, last };
   }
 }
 
@@ -212,33 +231,4 @@ async function renameOver(files: CopyFiles): Promise<void> {
   if (await sizeOf(files.rewrite) === undefined) return;
   await refuseLink(files.copy);
   await renameFile(files.rewrite, files.copy);
-}
-
-/** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
-async function appendLines(
-  path: string,
-  from: FileEnd,
-  lines: string,
-  guard: (size: number) => Promise<void>,
-): Promise<FileEnd> {
-  if (lines === "") return from;
-  const bytes = new TextEncoder().encode(lines);
-  const file = await openToWrite(path);
-  try {
-    // The last look before the cut: the lock still ours, no foreign lines.
-    await guard((await file.stat()).size);
-    await file.truncate(from.length);
-    await file.write(bytes, 0, bytes.length, from.length);
-    await file.datasync();
-  } finally {
-    await file.close();
-  }
-  const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
-  const lastBytes = new TextEncoder().encode(lastLine);
-  const length = from.length + bytes.length;
-  const last = {
-    start: length - lastBytes.length,
-    hash: fingerprint(lastBytes),
-  };
-  return { length, last };
 }
