@@ -43,11 +43,15 @@ export function runStart(
     : checkCheckpoint(saved, identity);
   const descending = identity.sortDirection === "DESC";
   const cursor = descending ? checkpoint.head ?? null : checkpoint;
+  // The head's margin on resuming: wide enough to see the deletes since the last run, narrow enough to leave room for
+  // new items.
+  const quarter = Math.floor(sizes.maxLimit / 4);
+  const margin = Math.max(MIN_MARGIN, Math.min(RESUME_MARGIN, quarter));
   return {
     checkpoint,
     head: {
       ...sizing(checkpoint, sizes),
-      ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, headMargin(sizes)),
+      ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, margin),
       ...(descending ? { domain: { above: checkpoint.edge, upTo: null } } : {}),
     },
     resumed: !checkpoint.complete &&
@@ -211,12 +215,6 @@ function resumeAt(edge: SyncKey | null, offset: number, margin: number) {
   return edge === null
     ? { edge: null, offset: 0, margin: MIN_MARGIN }
     : { edge, offset, margin };
-}
-
-/** The head's margin on resuming: wide enough to see the deletes since the last run, narrow enough to leave room for new items. */
-function headMargin(sizes: Sizes): number {
-  const quarter = Math.floor(sizes.maxLimit / 4);
-  return Math.max(MIN_MARGIN, Math.min(RESUME_MARGIN, quarter));
 }
 
 /** `saved` as a checkpoint of this copy, or the TypeError that refuses it. */

@@ -12,11 +12,9 @@ import type {
 } from "./sink.ts";
 
 type Phase = SyncWriteContext["phase"];
-/** A batch's items and their ids, in order. */
 type Batch<T> = Pick<Committed<T>, "items" | "ids">;
 const NOTHING = { items: [], ids: [] };
 
-/** How many skipped ids a result names. */
 const SKIPPED_IDS_SHOWN = 100;
 
 /**
@@ -154,18 +152,15 @@ export class Committer<T> {
     const room = SKIPPED_IDS_SHOWN - tally.skippedIds.length;
     tally.skippedIds.push(...skippedIds.slice(0, Math.max(0, room)));
     if (skippedIds.length > 0 && onEvent !== undefined) {
-      hear(onEvent, { type: "sync.skipped", ids: [...skippedIds] });
+      const event = { type: "sync.skipped" as const, ids: [...skippedIds] };
+      callListener(onEvent, Object.freeze(event));
     }
     if (onProgress !== undefined) {
       const { skipped: _, skippedIds: __, ...counts } = tally;
-      hear(onProgress, { ...counts, requests: this.#requests() });
+      const progress = { ...counts, requests: this.#requests() };
+      callListener(onProgress, Object.freeze(progress));
     }
   }
-}
-
-/** Tells a listener the frozen `event`; what it throws or rejects with is ignored. */
-function hear<E>(listener: (event: E) => unknown, event: E): void {
-  callListener(listener, Object.freeze(event));
 }
 
 /** The batch with each id once, where it last occurs (the service's latest word). */

@@ -63,7 +63,6 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   };
 }
 
-/** The checked options of one run. */
 export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
 
 function bad(option: string, rule: string, received?: string): TypeError {

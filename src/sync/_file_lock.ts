@@ -5,13 +5,13 @@ import process from "node:process";
 import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
-import type { LockSighting } from "../core/_clock.ts";
+import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import {
   keepRefreshed,
   lockLost,
   type LockWait,
   runToken,
-  staleJudge,
+  STALE_AFTER,
   waitForLock,
 } from "./_lease.ts";
 
@@ -39,7 +39,7 @@ export function takeFileLock(
   now: () => number = Date.now,
 ): Promise<FileLock> {
   const token = runToken();
-  const stale = staleJudge(now);
+  const stale = staleJudge(now, STALE_AFTER);
   return waitForLock<FileLock>(path, options, async () => {
     if (await create(path, token)) return { taken: held(path, token, now) };
     const current = await look(path);
@@ -65,19 +65,19 @@ function held(path: string, token: string, clock: () => number): FileLock {
       await file.close();
     }
   });
+  const ours = async () =>
+    parse(await readText(path).catch(() => undefined))?.owner === token;
   return {
     token,
     async assertHeld() {
-      const content = parse(await readText(path).catch(() => undefined));
-      if (lost || content?.owner !== token) {
+      if (lost || !await ours()) {
         lost = true;
         throw lockLost(path);
       }
     },
     async [Symbol.asyncDispose]() {
       stop();
-      const content = parse(await readText(path).catch(() => undefined));
-      if (content?.owner === token) await removeFile(path).catch(() => {});
+      if (await ours()) await removeFile(path).catch(() => {});
     },
   };
 }

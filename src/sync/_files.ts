@@ -25,7 +25,7 @@ export async function statOf(path: string): Promise<Stats | undefined> {
     if (info.isSymbolicLink()) throw linkRefused(path, info);
     return info;
   } catch (error) {
-    if (isMissing(error)) return undefined;
+    if (code(error) === "ENOENT") return undefined;
     throw fileError(path, "look at", error);
   }
 }
@@ -61,7 +61,7 @@ export function createPrivate(path: string): void {
     if (info.isSymbolicLink()) throw linkRefused(path, info);
     return;
   } catch (error) {
-    if (!isMissing(error)) throw fileError(path, "look at", error);
+    if (code(error) !== "ENOENT") throw fileError(path, "look at", error);
   }
   try {
     closeSync(
@@ -98,7 +98,7 @@ export async function openFile(
     file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE);
   } catch (error) {
     // A link that the open could not follow (dangling, or O_EXCL met it).
-    const info = lstatOrNot(path);
+    const info = await lstat(path).catch(() => undefined);
     if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
       throw linkRefused(path, info);
     }
@@ -120,6 +120,21 @@ export async function openFile(
 }
 
 const REPLACED = "was replaced while this run opened it";
+
+/**
+ * Opens `path` to write: its file, or a new one (created exclusively) when there is none. No look first: `openFile`
+ * refuses a link and checks the handle either way.
+ *
+ * @throws {SyncError} (`"link"`, `"file"`)
+ */
+export async function openToWrite(path: string): Promise<FileHandle> {
+  try {
+    return await openFile(path, "write");
+  } catch (error) {
+    if (code(error) !== "ENOENT") throw error;
+    return await openFile(path, "create");
+  }
+}
 
 /**
  * Refuses a handle that is not the file `path` names now: a link (followed by the open, or swapped in after), a file
@@ -246,18 +261,13 @@ export async function removeFile(path: string): Promise<void> {
   try {
     await unlink(path);
   } catch (error) {
-    if (!isMissing(error)) throw fileError(path, "remove", error);
+    if (code(error) !== "ENOENT") throw fileError(path, "remove", error);
   }
 }
 
 /** A fingerprint of `data` (text as UTF-8): hex SHA-256 cut to 32 digits, by node:crypto (WebCrypto cost an event-loop trip per batch). */
 export function fingerprint(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex").slice(0, 32);
-}
-
-/** Whether `error` says the file does not exist (as it is, or as a cause). */
-function isMissing(error: unknown): boolean {
-  return code(error) === "ENOENT";
 }
 
 /** The system's code of `error`, or of the cause of a file SyncError. */
@@ -276,15 +286,6 @@ function fileError(path: string, doing: string, error: unknown): SyncError {
     : String((error as Error | null)?.message ?? error).split("\n")[0];
   const message = `Cannot sync: cannot ${doing} ${path} (${why})`;
   return new SyncError(message, "file", path, { cause: error });
-}
-
-/** What `path` is now, if anything (for the message only). */
-function lstatOrNot(path: string): Stats | undefined {
-  try {
-    return lstatSync(path);
-  } catch {
-    return undefined;
-  }
 }
 
 function linkRefused(path: string, info: { uid: number } | undefined) {

@@ -172,7 +172,11 @@ export async function cycleChanges(
   after: { readonly path: string; readonly length: number },
   context: SyncWriteContext,
 ): Promise<SyncWriteReport> {
-  const idOf = lineId(context);
+  // A line's id by the run's own reading of items; without `keyOf` (a direct write) a line is its own id (a change:
+  // delete + insert).
+  const keyOf = context.keyOf;
+  const idOf = (line: string) =>
+    keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
   const old = new Map<string, number>();
   for await (const line of linesOf(before.path, before.length)) {
     old.set(idOf(line), digest(line));
@@ -192,14 +196,6 @@ export async function cycleChanges(
     throw tooManyDeletes(deleted, held, maxDeletes, before.path, recent);
   }
   return { inserted, updated, deleted, held };
-}
-
-/** A line's id by the run's own reading of items; without `keyOf` (a direct write) a line is its own id (a change: delete + insert). */
-function lineId(context: SyncWriteContext): (line: string) => string {
-  const keyOf = context.keyOf;
-  return keyOf === undefined
-    ? (line) => line
-    : (line) => keyOf(JSON.parse(line)).id;
 }
 
 /** A 53-bit digest of `text`: a 32-bit FNV-1a beside its length. */

@@ -3,14 +3,10 @@
 
 import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { rangeError } from "../core/_check.ts";
-import {
-  type LockSighting,
-  staleJudge as judgeStale,
-  steadyClock,
-} from "../core/_clock.ts";
+import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
-/** Not refreshed for this long, a lock's run is gone (or paused). */
+/** Not refreshed this long, a lock's run is gone (or paused): by its stamp, or seen unchanged (core's staleJudge). */
 export const STALE_AFTER = 5_000;
 /** How often a held lock is refreshed: well inside STALE_AFTER. */
 const REFRESH_EVERY = 1_000;
@@ -18,18 +14,11 @@ const REFRESH_EVERY = 1_000;
 const POLL_EVERY = 100;
 
 /** How long a run waits for another that holds the copy, by default. */
-export const DEFAULT_LOCK_WAIT = 30_000;
+const DEFAULT_LOCK_WAIT = 30_000;
 
 /** Whether a lock last refreshed at `refreshedAt` is stale at `now`. */
 export function isStale(refreshedAt: number, now: number): boolean {
   return now - refreshedAt > STALE_AFTER;
-}
-
-/** Judges a copy's locks: stale after STALE_AFTER, by their stamp or on the run's steady clock (core's staleJudge). */
-export function staleJudge(
-  now: () => number,
-): (name: string, lock: LockSighting) => boolean {
-  return judgeStale(now, STALE_AFTER);
 }
 
 /** A new run's token: what its lock holds, so that it removes only its own. */

@@ -87,8 +87,8 @@ export async function runPass<T>(
         width = 1;
         if (judged.kind !== "commit") continue;
       }
-      repeated = sameFirst(repeated, flight.plan, judged.first);
-      refuseRepeats(repeated, flight.plan, config.identity.path);
+      const { path } = config.identity;
+      repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       if (!judged.ended && !unsure(state)) {
         width = config.concurrency;
         fill(); // the service works while the sink writes
@@ -107,22 +107,6 @@ function unsure(state: WindowState): boolean {
   return state.seek !== undefined || state.short !== undefined;
 }
 
-/** @throws {SyncError} (`"repeated-page"`) When windows far apart keep beginning with the same item. */
-function refuseRepeats(
-  repeated: Repeats | undefined,
-  plan: WindowPlan,
-  path: string,
-): void {
-  if (
-    repeated === undefined || repeated.n < REPEATS ||
-    repeated.high - repeated.low < 2 * plan.limit
-  ) return;
-  throw new SyncError(
-    `Cannot sync ${path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${plan.limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
-    "repeated-page",
-  );
-}
-
 /** Windows in a row whose first item is the same: how many, and how far apart. */
 interface Repeats {
   readonly first: string;
@@ -131,21 +115,33 @@ interface Repeats {
   readonly n: number;
 }
 
-function sameFirst(
+/**
+ * The windows in a row that began with `first`, once `plan`'s did.
+ * @throws {SyncError} (`"repeated-page"`) When windows far apart keep beginning with the same item.
+ */
+function repeatsOf(
   before: Repeats | undefined,
   plan: WindowPlan,
   first: string | undefined,
+  path: string,
 ): Repeats | undefined {
   if (first === undefined) return undefined;
-  if (before?.first !== first) {
-    return { first, low: plan.start, high: plan.start, n: 1 };
+  const { start, limit } = plan;
+  const repeats = before?.first !== first
+    ? { first, low: start, high: start, n: 1 }
+    : {
+      first,
+      low: Math.min(before.low, start),
+      high: Math.max(before.high, start),
+      n: before.n + 1,
+    };
+  if (repeats.n < REPEATS || repeats.high - repeats.low < 2 * limit) {
+    return repeats;
   }
-  return {
-    first,
-    low: Math.min(before.low, plan.start),
-    high: Math.max(before.high, plan.start),
-    n: before.n + 1,
-  };
+  throw new SyncError(
+    `Cannot sync ${path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
+    "repeated-page",
+  );
 }
 
 /** A window's verdict; a refused size is a verdict too (read smaller). */
@@ -209,7 +205,6 @@ function launch<T>(
   return { plan, controller, items };
 }
 
-/** Aborts and forgets every window in flight. */
 function land<T>(flights: Flight<T>[]): void {
   for (const flight of flights.splice(0)) flight.controller.abort();
 }

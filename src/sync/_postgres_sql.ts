@@ -13,7 +13,6 @@ import {
   LEASE_TABLE,
   leaseSql,
   STAGE_TABLE,
-  storable,
 } from "./_sql_sink.ts";
 
 /** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
@@ -120,16 +119,16 @@ const lacks = (table: string, column: string) =>
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
-/** Takes the lease ($1 target, $2 owner) by the server's clock: `taken`, the owner if taken; `stale`, if the holder's was. */
-export const TAKE_SQL = `WITH taken AS (${LEASE.take})
+/**
+ * The lease's statements ($1 target, $2 owner) by the server's clock; `take` answers `taken` (the owner, if taken) and
+ * `stale` (whether the holder's was).
+ */
+export const LEASE_SQL = {
+  ...LEASE,
+  take: `WITH taken AS (${LEASE.take})
 SELECT (SELECT owner FROM taken) AS taken,
-  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`;
-
-/** Refreshes the lease ($1 target) while it is still this run's ($2). */
-export const REFRESH_SQL = LEASE.refresh;
-
-/** Releases the lease ($1 target) if it is still this run's ($2). */
-export const RELEASE_SQL = LEASE.release;
+  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`,
+};
 
 /** What the catalog says of the change table `$1` (quoted), read only: whether it exists, its columns' types. */
 export const CHANGES_CATALOG_SQL =
@@ -154,18 +153,6 @@ export function postgresJson(
   return `[${pairs.join(",")}]`;
 }
 
-/** What PostgreSQL can hold of a batch, decided before anything is sent: `json` as the statement takes it. */
-export function postgresBatch(
-  items: readonly unknown[],
-  ids: readonly string[],
-  limits: PostgresLimits = POSTGRES_LIMITS,
-): { json: string; ids: readonly string[]; skipped: readonly string[] } {
-  const text = (item: unknown, id: string) =>
-    idFits(id, limits) ? itemJson(item, limits) : undefined;
-  const { rows, skipped } = storable(items, ids, { text });
-  return { json: postgresJson(rows), ids: rows.ids, skipped };
-}
-
 /** What PostgreSQL can hold, as the sink checks it before sending. */
 export interface PostgresLimits {
   /** The longest id, in UTF-8 bytes: a primary key's btree entry holds 2704, 12 of them headers (compression cannot be foretold). */
@@ -183,9 +170,14 @@ export const POSTGRES_LIMITS: PostgresLimits = {
   depth: 1000,
 };
 
-export function idFits(id: string, limits: PostgresLimits): boolean {
-  return !id.includes("\0") && id.isWellFormed() &&
-    utf8Length(id) <= limits.idBytes;
+/** The item's JSON text, or undefined when PostgreSQL cannot hold it or its id. */
+export function postgresText(
+  item: unknown,
+  id: string,
+  limits: PostgresLimits = POSTGRES_LIMITS,
+): string | undefined {
+  const fits = !id.includes("\0") && utf8Length(id) <= limits.idBytes;
+  return fits ? itemJson(item, limits) : undefined;
 }
 
 /**
@@ -195,7 +187,7 @@ export function idFits(id: string, limits: PostgresLimits): boolean {
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
 
 /** The item's JSON text, or undefined when PostgreSQL cannot hold it. */
-export function itemJson(
+function itemJson(
   item: unknown,
   limits: PostgresLimits,
 ): string | undefined {

@@ -10,18 +10,22 @@ import {
 import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 
 /**
- * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`); end a cycle
- * (what becomes of unseen rows); stage (a sweep's rows the table lacks wait for the cycle's guard); append to a change
- * table (quoted).
+ * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`, its
+ * parameter); end a cycle (what becomes of unseen rows; the guard's parameters, cast: `maxDeletes`, what the last 24
+ * hours deleted and the largest size in them); stage (a sweep's rows the table lacks wait for the cycle's guard);
+ * append to a change table (quoted).
  */
 interface Shape {
-  readonly leased: boolean;
+  readonly owner: string | undefined;
   readonly ends: "remove" | "mark" | undefined;
+  readonly guard:
+    | Readonly<Record<"maxDeletes" | "deleted" | "largest", string>>
+    | undefined;
   readonly stages: boolean;
   readonly changes: string | undefined;
 }
 
-/** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), in the order writeSql numbers them. */
+/** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), each numbered as it is added. */
 export function writeStatement(
   table: string,
   write: SqlBatch,
@@ -30,18 +34,19 @@ export function writeStatement(
 ): { sql: string; params: string[] } {
   const { owner, context } = write;
   const ends = context?.endsCycle;
-  const json = postgresJson(write.rows);
-  const params = [target, json, JSON.stringify(write.checkpoint)];
-  params.push(`${context?.cycle ?? 0}`);
-  if (ends !== undefined) {
-    const { maxDeletes, recent } = ends;
-    params.push(`${maxDeletes}`, `${recent?.deleted ?? 0}`);
-    params.push(`${recent?.largest ?? 0}`);
-  }
-  if (owner !== undefined) params.push(owner);
+  const params = [target, postgresJson(write.rows)];
+  params.push(JSON.stringify(write.checkpoint), `${context?.cycle ?? 0}`);
+  const param = (value: unknown, cast: string) =>
+    `$${params.push(`${value}`)}::text${cast}`;
+  const guard = ends && {
+    maxDeletes: param(ends.maxDeletes, "::float8"),
+    deleted: param(ends.recent?.deleted ?? 0, "::bigint"),
+    largest: param(ends.recent?.largest ?? 0, "::bigint"),
+  };
   const sql = writeSql(table, {
-    leased: owner !== undefined,
+    owner: owner === undefined ? undefined : param(owner, ""),
     ends: ends?.deletes,
+    guard,
     stages: context?.phase === "sweep" && ends === undefined,
     changes,
   });
@@ -50,7 +55,7 @@ export function writeStatement(
 
 /**
  * One batch in one statement, so it commits whole on any connection of a pool ($1 target, $2 the batch
- * `[[id, item], ...]` (postgresJson), $3 the checkpoint's JSON, $4 the cycle; then maxDeletes and the owner, as
+ * `[[id, item], ...]` (postgresJson), $3 the checkpoint's JSON, $4 the cycle; then the guard's and the owner's, as
  * writeStatement orders them). Every part reads the table as it was before the statement, and writes only when:
  *
  * - leased, the lease row is still this run's (the UPDATE holds that row until the commit: no take-over slips between);
@@ -65,17 +70,10 @@ export function writeStatement(
  * `written`, `inserted`, `updated`, `deleted`.
  */
 function writeSql(table: string, shape: Shape): string {
-  // $1 to $4 always; the others numbered in writeStatement's order.
-  let numbered = 4;
-  const guardParams = shape.ends === undefined ? undefined : {
-    maxDeletes: `$${++numbered}::text::float8`,
-    deleted: `$${++numbered}::text::bigint`,
-    largest: `$${++numbered}::text::bigint`,
-  };
-  const owner = shape.leased ? `$${++numbered}::text` : undefined;
+  const { owner, guard } = shape;
   const gates = [
-    ...(shape.leased ? ["EXISTS (SELECT 1 FROM lease)"] : []),
-    ...(shape.ends === undefined ? [] : ["(SELECT NOT refused FROM guard)"]),
+    ...(owner === undefined ? [] : ["EXISTS (SELECT 1 FROM lease)"]),
+    ...(guard === undefined ? [] : ["(SELECT NOT refused FROM guard)"]),
   ];
   const when = (word: "WHERE" | "AND") =>
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
@@ -83,7 +81,7 @@ function writeSql(table: string, shape: Shape): string {
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
     ...batchSteps(table, shape.stages),
-    ...(guardParams === undefined ? [] : cycleEndSteps(table, guardParams)),
+    ...(guard === undefined ? [] : cycleEndSteps(table, guard)),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
   SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${when("AND")}
@@ -163,7 +161,7 @@ function appliedSteps(table: string, gated: string): string[] {
 /** Ending a cycle: the rows it did not see, and the guard on their count. */
 function cycleEndSteps(
   table: string,
-  guard: { maxDeletes: string; deleted: string; largest: string },
+  guard: NonNullable<Shape["guard"]>,
 ): string[] {
   return [
     `gone AS (
@@ -245,7 +243,9 @@ function savedStep(table: string, shape: Shape, gated: string): string {
 /** The statement's one answer row, every column text. */
 function answerSelect(shape: Shape): string {
   const ends = shape.ends !== undefined;
-  const leased = shape.leased ? "(SELECT count(*) FROM lease)::text" : "'1'";
+  const leased = shape.owner === undefined
+    ? "'1'"
+    : "(SELECT count(*) FROM lease)::text";
   const applied = ends ? " + (SELECT count(*) FROM applied)" : "";
   return `SELECT ${leased} AS leased,
   ${ends ? "(SELECT refused FROM guard)::text" : "'false'"} AS refused,

@@ -7,7 +7,6 @@ import { typeError } from "../core/_check.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
   checkLockWait,
-  DEFAULT_LOCK_WAIT,
   keepRefreshed,
   runToken,
   waitForLock,
@@ -18,8 +17,6 @@ import { SyncError } from "./sync_error.ts";
 export const CHECKPOINT_TABLE = "partner_api_sync";
 /** Which run holds each synced table (one writer per copy). */
 export const LEASE_TABLE = "partner_api_sync_lease";
-/** The ids each sweep cycle saw, per table (SQLite's log of a cycle). */
-export const SEEN_TABLE = "partner_api_sync_seen";
 /** A sweep cycle's items the copy lacks, per table, held until the cycle completes and its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
 /** The change table's kinds of change. */
@@ -36,8 +33,8 @@ export interface SqlDialect {
   readonly instead: string;
   /** The copy's state, read without changing anything. */
   read(): Answer<CopyState>;
-  /** Before a run's lease: the tables, created once the copy passed. */
-  prepare(): Answer<void>;
+  /** Before a run's lease: the tables, created once the copy passed (what it answers is awaited, then dropped). */
+  prepare(): Answer<unknown>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
   take(token: string): Answer<{ taken: string } | { holder: string }>;
   /** Refreshes the lease while it is `token`'s. */
@@ -54,10 +51,10 @@ export interface SqlDialect {
   apply(batch: SqlBatch): Answer<Applied>;
 }
 
-/** The sink the kit makes of a dialect. */
+/** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(
   dialect: SqlDialect,
-  options: { lockWait?: number; onLockWait?: (holder: string) => void },
+  options: { lockWait: number; onLockWait?: (holder: string) => void },
 ): SyncSink<T> {
   let checked: Checked | undefined;
   let owner: string | undefined;
@@ -70,7 +67,7 @@ export function sqlSink<T>(
       const token = runToken();
       owner = await waitForLock(dialect.what, {
         signal: run.signal,
-        wait: options.lockWait ?? DEFAULT_LOCK_WAIT,
+        wait: options.lockWait,
         onWait: options.onLockWait,
       }, async () => await dialect.take(token));
       let refreshing: Promise<unknown> = Promise.resolve();
@@ -98,11 +95,11 @@ export function sqlSink<T>(
   };
 }
 
-/** `lockWait`, checked when a sink is made; a table name as SQL quotes it. */
+/** A sink's options, checked when it is made: the table name as SQL quotes it, and `lockWait` (its default applied). */
 export function sinkOptions(
   options: { table?: unknown; lockWait?: unknown } | undefined,
   context: string,
-): string {
+): { table: string; lockWait: number } {
   const table = options?.table;
   if (
     typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)
@@ -116,8 +113,8 @@ export function sinkOptions(
         : typeof table,
     );
   }
-  checkLockWait(options?.lockWait, context);
-  return `"${table}"`;
+  const lockWait = checkLockWait(options?.lockWait, context);
+  return { table: `"${table}"`, lockWait };
 }
 
 /**
@@ -151,23 +148,18 @@ function judgeCopy(
         : "its checkpoint is damaged or from another version",
     );
   }
-  const recorded = state.recorded;
+  const { recorded, last = null } = state;
   // 0.3 recorded neither count nor last row: nothing more to compare.
-  if (recorded === undefined) {
-    return { checkpoint, rows: state.rows, last: null };
+  if (recorded == null) return { checkpoint, rows: state.rows, last: null };
+  if (recorded !== state.rows) {
+    throw refuse(`it holds ${state.rows} rows, not the ${recorded} committed`);
   }
-  if (recorded.rows !== state.rows) {
-    throw refuse(
-      `it holds ${state.rows} rows, not the ${recorded.rows} committed`,
-    );
-  }
-  const last = recorded.last;
   if (last !== null && state.found !== last.slice(0, last.indexOf(":"))) {
     throw refuse(
       "its last committed row is not the one recorded: the copy was changed",
     );
   }
-  return { checkpoint, rows: recorded.rows, last };
+  return { checkpoint, rows: recorded, last };
 }
 
 /**
@@ -198,15 +190,6 @@ export function jsonText(item: unknown): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * Whether a batch's ids go to its cycle's log: only while a cycle is under way or when the batch ends one. A first
- * read, or a head between cycles, is followed by a cycle that reads the whole copy and judges rows by its own log.
- */
-export function logsSeen(batch: SqlBatch): boolean {
-  return batch.checkpoint.sweep !== undefined ||
-    batch.context?.endsCycle !== undefined;
 }
 
 /**
@@ -246,9 +229,11 @@ export interface CopyState {
   readonly checkpoint: string | null | undefined;
   /** Rows in the table now (0 without one). */
   readonly rows: number;
-  /** Rows and last row (`fingerprint:id`) recorded; undefined as 0.3 kept none. */
-  readonly recorded?: { rows: number; last: string | null } | undefined;
-  /** The fingerprint of the row `recorded.last` names, as it is now. */
+  /** Rows recorded with the checkpoint; null or undefined as 0.3 kept none. */
+  readonly recorded?: number | null | undefined;
+  /** The last row recorded (`fingerprint:id`). */
+  readonly last?: string | null | undefined;
+  /** The fingerprint of the row `last` names, as it is now. */
   readonly found?: string | null | undefined;
   /** Why the copy is not this sink's, seen before its rows are. */
   readonly foreign?: string | undefined;

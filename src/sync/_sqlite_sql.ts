@@ -13,12 +13,13 @@ import {
   CHECKPOINT_TABLE,
   LEASE_TABLE,
   leaseSql,
-  logsSeen,
   type Rows,
-  SEEN_TABLE,
   type SqlBatch,
   STAGE_TABLE,
 } from "./_sql_sink.ts";
+
+/** The ids each sweep cycle saw, per table: SQLite's log of a cycle (PostgreSQL keeps a `seen` column instead). */
+const SEEN_TABLE = "partner_api_sync_seen";
 
 // Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
@@ -202,8 +203,11 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
     st.stage.run(target, cycle, JSON.stringify(pairs));
   }
+  // Logged only while a cycle is under way or when the batch ends one: a first read, or a head between cycles, is
+  // followed by a cycle that reads the whole copy and judges rows by its own log.
   const seen = [...batch.ids, ...staged.ids];
-  if (seen.length > 0 && logsSeen(write)) {
+  const ends = context?.endsCycle;
+  if (seen.length > 0 && (write.checkpoint.sweep ?? ends) !== undefined) {
     st.seen.run(target, cycle, JSON.stringify(seen));
   }
   if (record !== undefined) {
@@ -216,25 +220,19 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
       record.run(id, "update", place.at, text.get(id)!);
     }
   }
-  let end: { deleted: number; inserted: number; held?: number } = {
-    deleted: 0,
-    inserted: 0,
-  };
-  let rows = copy.rows + kinds.added;
-  // The checkpoint records the fingerprint and id of the batch's last row.
+  const end = ends === undefined
+    ? { deleted: 0, inserted: 0 }
+    : endCycle(place, ends, cycle, record);
+  const removed = ends?.deletes === "remove" ? end.deleted : 0;
+  const rows = copy.rows + kinds.added + end.inserted - removed;
+  // The checkpoint records the fingerprint and id of the batch's last row (none once the cycle's end removed or
+  // marked it).
   const lastText = batch.texts.at(-1);
   let last = lastText === undefined
     ? copy.last
     : `${fingerprint(lastText)}:${batch.ids.at(-1)}`;
-  const ends = context?.endsCycle;
-  if (ends !== undefined) {
-    end = endCycle(place, ends, cycle, record);
-    rows += end.inserted - (ends.deletes === "remove" ? end.deleted : 0);
-    const lastId = last?.slice(last.indexOf(":") + 1);
-    if (lastId !== undefined && st.isLive.get(lastId) === undefined) {
-      last = null;
-    }
-  }
+  const lastId = last?.slice(last.indexOf(":") + 1);
+  if (ends && lastId !== undefined && !st.isLive.get(lastId)) last = null;
   st.dropOthers.run(target);
   st.save.run(target, JSON.stringify(write.checkpoint), rows, last);
   return {

@@ -2,7 +2,7 @@
 // Invariant (docs/sync.md): every item keyed up to `edge` that existed for the whole run is in the sink, once.
 
 import { SyncError } from "./sync_error.ts";
-import type { SyncCheckpoint } from "./sink.ts";
+import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 
 /** An item's place in the order: its sort value (the id by default), then its id. */
 export type SyncKey = NonNullable<SyncCheckpoint["edge"]>;
@@ -34,15 +34,11 @@ export interface WindowState {
 }
 
 /**
- * Where the edge stands, as windows that missed it tell: at or after `low`, before `high`. Probes go out twice as far
- * each time until both are known, then halve the gap: `d` items lost or gained cost ~2 × log2(d / window) requests.
+ * Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. Probes
+ * go out twice as far each time until both are known, then halve the gap: `d` items lost or gained cost
+ * ~2 × log2(d / window) requests.
  */
-export interface Seek {
-  readonly low?: number;
-  readonly high?: number;
-  /** Windows that missed the edge so far. */
-  readonly probes: number;
-}
+export type Seek = NonNullable<SweepCursor["seek"]>;
 
 /** The keys a pass commits, ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
 export interface Domain {

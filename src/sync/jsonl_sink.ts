@@ -11,18 +11,14 @@ import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fingerprint,
   openFile,
+  openToWrite,
   readRange,
   refuseLink,
   renameFile,
   replaceFile,
   sizeOf,
 } from "./_files.ts";
-import {
-  checkLockWait,
-  DEFAULT_LOCK_WAIT,
-  lockLost,
-  runToken,
-} from "./_lease.ts";
+import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import {
   checkCopy,
   type Committed,
@@ -80,8 +76,8 @@ export function createJsonlSink<T>(
   path: string,
   options: JsonlSinkOptions = {},
 ): SyncSink<T> {
-  checkLockWait(options.lockWait, "Cannot create JSONL sink");
-  const copy = new JsonlCopy(path, options);
+  const lockWait = checkLockWait(options.lockWait, "Cannot create JSONL sink");
+  const copy = new JsonlCopy(path, { ...options, lockWait });
   // A plain object: a user may spread it to wrap a method.
   return {
     load: () => copy.load(),
@@ -95,7 +91,7 @@ export function createJsonlSink<T>(
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
-  readonly #options: JsonlSinkOptions;
+  readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
   readonly #ours = new Set<string>();
@@ -103,7 +99,7 @@ class JsonlCopy {
   #loaded = false;
   #lock: FileLock | undefined;
 
-  constructor(path: string, options: JsonlSinkOptions) {
+  constructor(path: string, options: JsonlSinkOptions & { lockWait: number }) {
     const side = `${path}.checkpoint.json`;
     this.#files = { copy: path, side, rewrite: `${path}.rewrite` };
     this.#options = options;
@@ -116,7 +112,7 @@ class JsonlCopy {
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
-    const { lockWait = DEFAULT_LOCK_WAIT, onLockWait, now } = this.#options;
+    const { lockWait, onLockWait, now } = this.#options;
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     this.#lock = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
     return this.#lock;
@@ -186,14 +182,33 @@ class JsonlCopy {
     this.#committed = next;
   }
 
-  async #append(file: string, from: FileEnd, lines: string): Promise<FileEnd> {
-    const end = await appendLines(file, from, lines, async (size) => {
-      // Another writer's lines past ours: this run lost the copy.
-      if (this.#ours.has(file) && size !== from.length) throw lockLost(file);
-      await this.#lock?.assertHeld();
-    });
-    this.#ours.add(file);
-    return end;
+  /** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
+  async #append(path: string, from: FileEnd, lines: string): Promise<FileEnd> {
+    const bytes = new TextEncoder().encode(lines);
+    if (bytes.length > 0) {
+      const file = await openToWrite(path);
+      try {
+        // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
+        const size = (await file.stat()).size;
+        if (this.#ours.has(path) && size !== from.length) throw lockLost(path);
+        await this.#lock?.assertHeld();
+        await file.truncate(from.length);
+        await file.write(bytes, 0, bytes.length, from.length);
+        await file.datasync();
+      } finally {
+        await file.close();
+      }
+    }
+    this.#ours.add(path);
+    if (bytes.length === 0) return from;
+    const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
+    const lastBytes = new TextEncoder().encode(lastLine);
+    const length = from.length + bytes.length;
+    const last = {
+      start: length - lastBytes.length,
+      hash: fingerprint(lastBytes),
+    };
+    return { length, last };
   }
 }
 
@@ -216,34 +231,4 @@ async function renameOver(files: CopyFiles): Promise<void> {
   if (await sizeOf(files.rewrite) === undefined) return;
   await refuseLink(files.copy);
   await renameFile(files.rewrite, files.copy);
-}
-
-/** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
-async function appendLines(
-  path: string,
-  from: FileEnd,
-  lines: string,
-  guard: (size: number) => Promise<void>,
-): Promise<FileEnd> {
-  if (lines === "") return from;
-  const bytes = new TextEncoder().encode(lines);
-  const exists = await sizeOf(path) !== undefined;
-  const file = await openFile(path, exists ? "write" : "create");
-  try {
-    // The last look before the cut: the lock still ours, no foreign lines.
-    await guard((await file.stat()).size);
-    await file.truncate(from.length);
-    await file.write(bytes, 0, bytes.length, from.length);
-    await file.datasync();
-  } finally {
-    await file.close();
-  }
-  const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
-  const lastBytes = new TextEncoder().encode(lastLine);
-  const length = from.length + bytes.length;
-  const last = {
-    start: length - lastBytes.length,
-    hash: fingerprint(lastBytes),
-  };
-  return { length, last };
 }

@@ -23,13 +23,8 @@ import {
   copySql,
   createChangesSql,
   createSql,
-  idFits,
-  itemJson,
-  POSTGRES_LIMITS,
-  type PostgresLimits,
-  REFRESH_SQL,
-  RELEASE_SQL,
-  TAKE_SQL,
+  LEASE_SQL,
+  postgresText,
 } from "./_postgres_sql.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { SyncError } from "./sync_error.ts";
@@ -111,8 +106,9 @@ export function createPostgresSink<T>(
   if (typeof query !== "function") {
     throw typeError(CONTEXT, "query", "must be a function");
   }
-  const table = sinkOptions(options, CONTEXT);
-  return sqlSink<T>(new PostgresDialect(query, table, options.table), options);
+  const { table, lockWait } = sinkOptions(options, CONTEXT);
+  const dialect = new PostgresDialect(query, table, options.table);
+  return sqlSink<T>(dialect, { ...options, lockWait });
 }
 
 /** A row as the sink's statements return it: every column text. */
@@ -125,14 +121,10 @@ class PostgresDialect implements SqlDialect {
   readonly #query: PostgresSinkOptions["query"];
   readonly #table: string;
   readonly #target: string;
-  readonly #limits: PostgresLimits = POSTGRES_LIMITS;
-  readonly #first = (sql: string, params: string[]) => this.#row(sql, params);
   /** The first change, once the copy passed: the tables. */
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
-  readonly #changeTable = once(() =>
-    makeChangeTable(this.#first, this.#table, this.what)
-  );
+  readonly #changeTable = once(() => this.#makeChangeTable());
 
   constructor(
     query: PostgresSinkOptions["query"],
@@ -145,8 +137,30 @@ class PostgresDialect implements SqlDialect {
     this.what = `the table ${table}`;
   }
 
-  read(): Promise<CopyState> {
-    return readCopy(this.#first, this.#table);
+  /** The copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
+  async read(): Promise<CopyState> {
+    const table = this.#table;
+    const catalog = await this.#row(catalogSql(), [table]);
+    const has = {
+      items: catalog.items === "true",
+      checkpoints: catalog.checkpoints === "true",
+      recorded: catalog.rows_type != null,
+    };
+    const foreign = foreignColumns(catalog);
+    if (foreign !== undefined) {
+      return { checkpoint: undefined, rows: 0, foreign };
+    }
+    if (!has.items && !has.checkpoints) {
+      return { checkpoint: undefined, rows: 0 };
+    }
+    const state = await this.#row(copySql(table, has), [table.slice(1, -1)]);
+    return {
+      checkpoint: state.checkpoint,
+      rows: Number(state.count ?? 0),
+      recorded: state.recorded == null ? null : Number(state.recorded),
+      last: state.last,
+      found: state.found,
+    };
   }
 
   async prepare(): Promise<void> {
@@ -157,7 +171,7 @@ class PostgresDialect implements SqlDialect {
   }
 
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
-    const row = await this.#row(TAKE_SQL, [this.#target, token]);
+    const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
     if (row.taken === token) return { taken: token };
     return {
       holder: row.stale === "true" ? "a run that stopped" : "another run",
@@ -165,16 +179,15 @@ class PostgresDialect implements SqlDialect {
   }
 
   refresh(token: string): Promise<unknown> {
-    return this.#read(REFRESH_SQL, [this.#target, token]);
+    return this.#read(LEASE_SQL.refresh, [this.#target, token]);
   }
 
   async release(token: string): Promise<void> {
-    await this.#read(RELEASE_SQL, [this.#target, token]).catch(() => {});
+    await this.#read(LEASE_SQL.release, [this.#target, token]).catch(() => {});
   }
 
   text(item: unknown, id: string): string | undefined {
-    const limits = this.#limits;
-    return idFits(id, limits) ? itemJson(item, limits) : undefined;
+    return postgresText(item, id);
   }
 
   async apply(write: SqlBatch): Promise<Applied> {
@@ -183,14 +196,10 @@ class PostgresDialect implements SqlDialect {
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
-    const { sql, params } = writeStatement(
-      this.#table,
-      write,
-      this.#target,
-      changes,
-    );
+    const [table, target, what] = [this.#table, this.#target, this.what];
+    const { sql, params } = writeStatement(table, write, target, changes);
     const row = await this.#row(sql, params);
-    const ends = write.context?.endsCycle, what = this.what;
+    const ends = write.context?.endsCycle;
     if (row.leased !== "1") throw lockLost(what);
     if (row.refused === "true") {
       const [unseen, live] = [Number(row.unseen), Number(row.live)];
@@ -228,6 +237,37 @@ class PostgresDialect implements SqlDialect {
   async #row(sql: string, params: string[]): Promise<Row> {
     return (await this.#read(sql, params))[0] ?? {};
   }
+
+  /**
+   * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
+   *
+   * @throws {SyncError} (`"sink-mismatch"`)
+   * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
+   */
+  async #makeChangeTable(): Promise<string> {
+    const { what } = this, table = this.#table;
+    if (table.length - 2 + "_changes".length > 63) {
+      throw typeError(
+        `Cannot sync into ${what}`,
+        "table",
+        "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
+      );
+    }
+    const changes = changeTableOf(table);
+    const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
+    const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
+    if (found.found === "true" && !known.includes(String(found.columns))) {
+      throw new SyncError(
+        `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
+        "sink-mismatch",
+        what,
+      );
+    }
+    if (found.columns !== CHANGES_COLUMNS) {
+      await this.#row(createChangesSql(changes), []);
+    }
+    return changes;
+  }
 }
 
 /** `make`'s promise, made once, and again after it failed or a reset. */
@@ -240,32 +280,6 @@ function once<R>(make: () => Promise<R>) {
         throw error;
       }),
     reset: () => made = undefined,
-  };
-}
-
-/** Reads the copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
-async function readCopy(
-  first: (sql: string, params: string[]) => Promise<Row>,
-  table: string,
-): Promise<CopyState> {
-  const catalog = await first(catalogSql(), [table]);
-  const has = {
-    items: catalog.items === "true",
-    checkpoints: catalog.checkpoints === "true",
-    recorded: catalog.rows_type !== null && catalog.rows_type !== undefined,
-  };
-  const foreign = foreignColumns(catalog);
-  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
-  if (!has.items && !has.checkpoints) return { checkpoint: undefined, rows: 0 };
-  const state = await first(copySql(table, has), [table.slice(1, -1)]);
-  const recorded = state.recorded;
-  return {
-    checkpoint: state.checkpoint,
-    rows: Number(state.count ?? 0),
-    ...(recorded === null || recorded === undefined
-      ? {}
-      : { recorded: { rows: Number(recorded), last: state.last ?? null } }),
-    found: state.found,
   };
 }
 
@@ -289,38 +303,4 @@ function foreignColumns(catalog: Row): string | undefined {
     }) are not the sink's (timestamptz, bigint): it was not made by this sink`;
   }
   return undefined;
-}
-
-/**
- * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
- *
- * @throws {SyncError} (`"sink-mismatch"`)
- * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
- */
-async function makeChangeTable(
-  first: (sql: string, params: string[]) => Promise<Row>,
-  table: string,
-  what: string,
-): Promise<string> {
-  if (table.length - 2 + "_changes".length > 63) {
-    throw typeError(
-      `Cannot sync into ${what}`,
-      "table",
-      "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
-    );
-  }
-  const changes = changeTableOf(table);
-  const found = await first(CHANGES_CATALOG_SQL, [changes]);
-  const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
-  if (found.found === "true" && !known.includes(String(found.columns))) {
-    throw new SyncError(
-      `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
-      "sink-mismatch",
-      what,
-    );
-  }
-  if (found.columns !== CHANGES_COLUMNS) {
-    await first(createChangesSql(changes), []);
-  }
-  return changes;
 }

@@ -13,9 +13,9 @@ import {
   identityOf,
   refuseLink,
 } from "./_files.ts";
-import { isStale, lockLost, STALE_AFTER, staleJudge } from "./_lease.ts";
+import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
-import type { LockSighting } from "../core/_clock.ts";
+import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import {
   type Applied,
   changeTableOf,
@@ -114,18 +114,18 @@ export function createSqliteSink<T>(
   database: string | DatabaseSync,
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
-  const table = sinkOptions(options, CONTEXT);
+  const { table, lockWait } = sinkOptions(options, CONTEXT);
   const owned = typeof database === "string";
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;
-  const commits = new Commits(db);
+  const dialect = new SqliteDialect(db, table, options, file);
   const close = () => {
-    commits.commit();
+    dialect.commits.commit();
     if (owned && db.isOpen) db.close();
   };
-  const dialect = new SqliteDialect(db, table, options, { file, commits });
   // A plain object, as before: a user may spread it to wrap a method.
-  return { ...sqlSink<T>(dialect, options), close, [Symbol.dispose]: close };
+  const sink = sqlSink<T>(dialect, { ...options, lockWait });
+  return { ...sink, close, [Symbol.dispose]: close };
 }
 
 /** The SQLite dialect of the kit, over one connection and table. */
@@ -138,7 +138,8 @@ class SqliteDialect implements SqlDialect {
   readonly #now: () => number;
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
-  readonly #commits: Commits;
+  /** The connection's transaction: batches share one while the run holds the lease. */
+  readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
@@ -149,21 +150,21 @@ class SqliteDialect implements SqlDialect {
     db: DatabaseSync,
     table: string,
     options: SqliteSinkOptions,
-    { file, commits }: { file: string | undefined; commits: Commits },
+    file: string | undefined,
   ) {
     this.#db = db;
     this.#table = table;
     this.#target = options.table.toLowerCase();
     this.what = `the table ${options.table}`;
     this.#now = options.now ?? Date.now;
-    this.#stale = staleJudge(this.#now);
+    this.#stale = staleJudge(this.#now, STALE_AFTER);
     this.#file = file;
     this.#absolute = file === undefined ? undefined : resolve(file);
-    this.#commits = commits;
+    this.commits = new Commits(db);
   }
 
-  /** The first change, once the copy passed: journal mode and tables. */
-  #touch(): Statements {
+  /** The first change, once the copy passed: journal mode and tables; the statements. */
+  prepare(): Statements {
     if (this.#prepared !== undefined) return this.#prepared;
     // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
     // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
@@ -186,27 +187,20 @@ class SqliteDialect implements SqlDialect {
     return readCopy(this.#db, this.#table, this.#target);
   }
 
-  prepare(): void {
-    this.#touch();
-  }
-
   take(token: string): { taken: string } | { holder: string } {
-    const st = this.#touch();
+    const st = this.prepare();
     const at = this.#now();
     // A lease stamped ahead of this clock (it stepped back) is taken once seen unchanged for STALE_AFTER.
     const seen = this.#holder(st);
     const over = seen !== undefined && this.#stale(this.#target, seen);
-    const taken = withoutBusyWait(this.#db, () =>
-      st.take.get(
-        this.#target,
-        token,
-        at,
-        at - STALE_AFTER,
-        over ? seen.owner : null,
-        over ? seen.refreshedAt : null,
-      ));
+    const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
+    const taken = withoutBusyWait(
+      this.#db,
+      () =>
+        st.take.get(this.#target, token, at, at - STALE_AFTER, ...unchanged),
+    );
     if (taken !== undefined) {
-      this.#commits.grouping = true;
+      this.commits.grouping = true;
       return { taken: token };
     }
     const holder = this.#holder(st);
@@ -223,14 +217,14 @@ class SqliteDialect implements SqlDialect {
 
   refresh(token: string): void {
     if (this.#db.isOpen) {
-      this.#touch().refresh.run(this.#target, token, this.#now());
+      this.prepare().refresh.run(this.#target, token, this.#now());
     }
   }
 
   release(token: string): void {
-    this.#commits.grouping = false;
-    this.#commits.commit();
-    if (this.#db.isOpen) this.#touch().release.run(this.#target, token);
+    this.commits.grouping = false;
+    this.commits.commit();
+    if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
   }
 
   text(item: unknown): string | undefined {
@@ -239,7 +233,7 @@ class SqliteDialect implements SqlDialect {
 
   async apply(write: SqlBatch): Promise<Applied> {
     this.#checkFile();
-    const st = this.#touch();
+    const st = this.prepare();
     const { rows, staged } = split(st, write);
     // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
     // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
@@ -251,7 +245,7 @@ class SqliteDialect implements SqlDialect {
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
     const place = { st, target, what, at, changes };
-    const done = this.#commits.batch(() => {
+    const done = this.commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
       try {
@@ -261,7 +255,7 @@ class SqliteDialect implements SqlDialect {
         throw error;
       }
     });
-    this.#commits.rows = done.rows;
+    this.commits.rows = done.rows;
     return done;
   }
 
@@ -313,11 +307,10 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   return {
     checkpoint: own?.checkpoint,
     rows,
-    ...(own?.rows === undefined || own.rows === null
-      ? {}
-      : { recorded: { rows: own.rows, last } }),
+    recorded: own?.rows,
+    last,
     found: item === undefined ? undefined : fingerprint(item.item),
-    ...(foreign === undefined ? {} : { foreign }),
+    foreign,
   };
 }
 

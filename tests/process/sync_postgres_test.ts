@@ -13,7 +13,12 @@ import {
   syncList,
   type SyncSink,
 } from "../../src/sync/mod.ts";
-import { postgresBatch } from "../../src/sync/_postgres_sql.ts";
+import {
+  postgresJson,
+  type PostgresLimits,
+  postgresText,
+} from "../../src/sync/_postgres_sql.ts";
+import { storable } from "../../src/sync/_sql_sink.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
 import { type Cluster, startCluster } from "./_postgres.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
@@ -1093,6 +1098,17 @@ for (const driver of drivers) {
         }
       }, 3 * DEADLINE),
   });
+}
+
+/** What the sink keeps of a batch (the kit's storable with the dialect's text), decided before anything is sent. */
+function postgresBatch(
+  items: readonly unknown[],
+  ids: readonly string[],
+  limits?: PostgresLimits,
+): { json: string; ids: readonly string[]; skipped: readonly string[] } {
+  const text = (item: unknown, id: string) => postgresText(item, id, limits);
+  const { rows, skipped } = storable(items, ids, { text });
+  return { json: postgresJson(rows), ids: rows.ids, skipped };
 }
 
 Deno.test("what PostgreSQL cannot hold is decided before sending: ids as strings, last occurrence wins, NUL and lone surrogates left out", () => {
