@@ -4,7 +4,8 @@
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
 import { checkEncryptionKey, published } from "./_record.ts";
-import { delay, unrefTimer } from "../core/_deadlines.ts";
+import { delay } from "../core/_deadlines.ts";
+import { startTimer } from "../core/_timer.ts";
 import {
   checkNumber,
   type NumberRule,
@@ -220,11 +221,16 @@ async function requestAlone(
   return result;
 }
 
-/** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */
+/**
+ * Keeps the lease while a request runs: a slow token endpoint must not let another process take over. A timer per
+ * renewal (`startTimer`): a fleet member's first token request sets no Node timer.
+ */
 function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
-  const timer = setInterval(() => {
+  const every = Math.max(1, Math.floor(leaseDuration / 3));
+  const renew = () => {
     lease.renew().catch(() => {}); // a busy database: the next tick renews
-  }, Math.max(1, Math.floor(leaseDuration / 3)));
-  unrefTimer(timer); // the renewal never keeps a process alive
-  return () => clearInterval(timer);
+    timer = startTimer(renew, every);
+  };
+  let timer = startTimer(renew, every);
+  return () => timer.clear();
 }
