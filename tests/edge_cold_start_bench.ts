@@ -19,7 +19,7 @@ import { requestToken } from "../src/token/mod.ts";
 import { startRemoteFake } from "./_bench_server.ts";
 import { denoServeArgs, freePort } from "./_deno_serve.ts";
 
-const ROUNDS = 11;
+const ROUNDS = 21;
 const GOAL = 1.5;
 const HELLO = ".test-tmp/hello_serve.ts";
 
