@@ -40,13 +40,18 @@ export function netPermissionFix(url: URL, whose: string): string {
   if (denied === undefined) {
     return `add --allow-net=${url.host} (the net permission for ${whose})`;
   }
-  const remove = denied === "" ? "--deny-net" : `${denied} from --deny-net`;
-  return `--deny-net denies ${
-    denied || "every host"
-  }, and no --allow-net overrides it: remove ${remove} (${whose})`;
+  const entry = denied || "every host";
+  // A wildcard or address range in --deny-net answers as the host it covers: the entry may be written otherwise.
+  const remove = denied === ""
+    ? "--deny-net"
+    : `${denied} from --deny-net (or the entry there that covers it)`;
+  return `--deny-net denies ${entry}, and no --allow-net overrides it: remove ${remove}, and grant --allow-net=${url.host} if it is not (${whose})`;
 }
 
-/** What `--deny-net` names of `url`: its host, its host name, "" for every host; `undefined` when not denied (or not Deno). */
+/**
+ * What `--deny-net` names of `url`: its host and port, its host name, "" for every host; `undefined` when not denied
+ * (or not Deno). The port is asked for as the request uses it: an entry with `:443` does not deny the bare host name.
+ */
 function deniedEntry(url: URL): string | undefined {
   // Looked up, not named: the core stays free of Deno APIs on other runtimes.
   const permissions = (globalThis as {
@@ -66,7 +71,9 @@ function deniedEntry(url: URL): string | undefined {
       return false; // a runtime without the query: the flag to add is still the fix
     }
   };
-  if (!denied(url.host)) return undefined;
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const reached = `${url.hostname}:${port}`;
+  if (!denied(reached)) return undefined;
   if (denied()) return "";
-  return denied(url.hostname) ? url.hostname : url.host;
+  return denied(url.hostname) ? url.hostname : reached;
 }

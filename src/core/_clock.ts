@@ -51,18 +51,22 @@ export function steadyClock(now?: () => number): SteadyClock {
 }
 
 /**
- * `now`, read once per synchronous turn (100,000 callers in a burst read it
- * once); an injected clock may jump within a turn, so it is returned as is.
+ * `read` (by default `now`), read once per synchronous turn (100,000 callers
+ * in a burst read it once); with an injected `now`, which may jump within a
+ * turn, `read` is returned as is.
  */
-export function turnClock(now: () => number): () => number {
-  if (now !== Date.now) return now;
+export function turnClock(
+  now: () => number,
+  read: () => number = now,
+): () => number {
+  if (now !== Date.now) return read;
   let reading: number | undefined;
   const forget = () => {
     reading = undefined;
   };
   return () => {
     if (reading === undefined) {
-      reading = now();
+      reading = read();
       queueMicrotask(forget);
     }
     return reading;

@@ -57,6 +57,8 @@ class Window {
   readonly #until: number;
   #timer: Timer | undefined;
   #setBy: TimerSource | undefined;
+  /** The signal of the window's moment, once set by Deno's own timers. */
+  #moment: AbortSignal | undefined;
   /** Whether the window's time was up: it takes no attempt after. */
   #fired = false;
   /** Microtask turns the window has been empty; -1 while nobody counts. */
@@ -82,7 +84,10 @@ class Window {
       this.#disarm();
     }
     const delay = Math.min(MAX_TIMER_MS, this.#until + this.#ms - now);
-    this.#timer = startTimer(this.#expire, Math.max(0, delay), source);
+    // The window's moment never moves: set again after a quiet spell, it waits on the same signal, not one more.
+    const moment = this.#setBy === source ? this.#moment : undefined;
+    this.#timer = startTimer(this.#expire, delay, source, moment);
+    this.#moment = this.#timer.signal;
     this.#setBy = source;
   }
 

@@ -4,9 +4,11 @@
 // token flight's watchdog and the request deadline are that first use). `AbortSignal.timeout` runs on Deno's own timers
 // and loads nothing. Fake timers (a test's) replace the global, and are then used as before.
 
-/** A timer that `clear` stops; it keeps no process alive after that. */
+/** A timer that `clear` stops; on Deno's own timers, `signal` may set it again for the same moment. */
 export interface Timer {
   clear(): void;
+  /** The `AbortSignal.timeout` it waits on, when set by Deno's own timers. */
+  readonly signal?: AbortSignal;
 }
 
 /** What sets timers now: the global `setTimeout`, or {@linkcode DENO_OWN} while Deno's lazy one was never replaced. */
@@ -24,22 +26,28 @@ export function timerSource(): TimerSource {
 }
 
 /**
- * Calls `fire` once after `ms` (at most 2147483647), unless cleared first. Set by `setTimeout`, it is unref'd; as an
- * `AbortSignal.timeout`, it keeps the process alive only until cleared, as the work it limits does anyway.
+ * Calls `fire` once after `ms` (a delay that is not a number fires at once, as `setTimeout`'s; at most 2147483647),
+ * unless cleared first. Set by `setTimeout`, it is unref'd. As an `AbortSignal.timeout` (`moment`: one set before for
+ * the same moment, reused while it has not passed), it keeps the process alive until it fires or is cleared; its signal
+ * lives until the moment either way, so a caller that sets a timer again and again for one moment passes `moment`.
  */
 export function startTimer(
   fire: () => void,
   ms: number,
   source: TimerSource = timerSource(),
+  moment?: AbortSignal,
 ): Timer {
+  const delay = Number.isFinite(ms) ? Math.max(0, ms) : 0;
   if (source === DENO_OWN) {
-    const signal = AbortSignal.timeout(Math.max(0, ms));
+    const signal = moment !== undefined && !moment.aborted
+      ? moment
+      : AbortSignal.timeout(delay);
     signal.addEventListener("abort", fire, { once: true });
     // Without a listener, Deno no longer counts the signal's timer as keeping the process alive.
-    return { clear: () => signal.removeEventListener("abort", fire) };
+    return { signal, clear: () => signal.removeEventListener("abort", fire) };
   }
   const clear = globalThis.clearTimeout;
-  const timer = source(fire, ms);
+  const timer = source(fire, delay);
   unrefTimer(timer);
   return { clear: () => clear(timer) };
 }

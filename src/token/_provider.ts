@@ -81,7 +81,7 @@ export class CachingTokenProvider implements TokenProvider {
     this.#turnNow = turnClock(config.endpoint.now);
     this.#now = config.endpoint.now;
     this.#local = new LocalTimes(this.#now);
-    this.#steady = steadyClock(this.#now);
+    this.#steady = turnClock(this.#now, steadyClock(this.#now));
     const { backoff, endpoint } = config;
     const coordinating = config.store?.coordinate !== undefined;
     this.#budget = flightBudget(backoff, endpoint.timeout, coordinating);

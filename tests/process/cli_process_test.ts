@@ -75,6 +75,28 @@ processTest(
 );
 
 processTest(
+  "a --deny-net entry with the port of an address that names none (as https ones do) is the entry to remove, not a flag to add",
+  async () => {
+    await using api = await startFakePartnerApi();
+    // The token URL on the default port; --deny-net names it with that port.
+    const env = configFor(api);
+    env.PARTNER_API_TOKEN_URL = "http://127.0.0.1/oauth/token";
+    const result = await cli(
+      ["--allow-net", "--deny-net=127.0.0.1:80", ENV],
+      ["token", "--no-cache"],
+      env,
+    );
+    equal(result.code, 1, result.stderr);
+    ok(!result.stderr.includes("add --allow-net"), result.stderr);
+    ok(
+      result.stderr.includes("remove 127.0.0.1:80 from --deny-net"),
+      result.stderr,
+    );
+    equal(api.tokenRequests, 0);
+  },
+);
+
+processTest(
   "the CLI refuses a bad flag in one line, exit 2, without permissions",
   async () => {
     const result = await cli([], ["list", "transactions", "--limit", "zero"]);
