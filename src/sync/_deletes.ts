@@ -11,7 +11,7 @@ const DELETE_WINDOW = 86_400_000;
 /** A completed cycle's deletes: when (epoch ms), how many, of how many live rows. */
 export type DeleteRecord = NonNullable<SyncCheckpoint["deletions"]>[number];
 /** What the last 24 hours removed, and the largest size the copy had in them. */
-type RecentDeletes = NonNullable<
+export type RecentDeletes = NonNullable<
   NonNullable<SyncWriteContext["endsCycle"]>["recent"]
 >;
 

@@ -198,6 +198,44 @@ export async function cycleChanges(
   return { inserted, updated, deleted, held };
 }
 
+/**
+ * The copy's lines as rows, each with whether cycle `cycle` saw it: its id is in the cycle's rewrite, or the head
+ * appended it since the cycle began (those lines follow the rewrite). Streams the copy; the rewrite's ids are held.
+ */
+export async function* copyRows(
+  files: CopyFiles,
+  committed: Committed | undefined,
+  cycle: number,
+  keyOf: (item: unknown) => { readonly id: string },
+): AsyncGenerator<{ id: string; item: unknown; seen: boolean }> {
+  if (committed === undefined) return;
+  const idOf = (item: unknown, line: string) => {
+    try {
+      return keyOf(item).id;
+    } catch {
+      return line; // not this run's item: the guard leaves it to the cycle's end
+    }
+  };
+  const under = committed.renaming ? undefined : committed.rewrite;
+  const seen = new Set<string>();
+  if (under?.cycle === cycle) {
+    for await (const line of linesOf(files.rewrite, under.end.length)) {
+      seen.add(idOf(JSON.parse(line), line));
+    }
+  }
+  // Killed between a finished rewrite and its rename: the rewrite is the copy.
+  const path = committed.renaming ? files.rewrite : files.copy;
+  const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
+  const bytes = new TextEncoder();
+  let at = 0;
+  for await (const line of linesOf(path, committed.end.length)) {
+    const item = JSON.parse(line);
+    const id = idOf(item, line);
+    yield { id, item, seen: at >= mainAt || seen.has(id) };
+    at += bytes.encode(line).length + 1;
+  }
+}
+
 /** A 53-bit digest of `text`: a 32-bit FNV-1a beside its length. */
 function digest(text: string): number {
   let hash = 0x811c9dc5;

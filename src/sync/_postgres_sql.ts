@@ -123,6 +123,16 @@ const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
  * The lease's statements ($1 target, $2 owner) by the server's clock; `take` answers `taken` (the owner, if taken) and
  * `stale` (whether the holder's was).
  */
+/**
+ * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), each item as text and whether cycle
+ * `$1` saw it (its `seen` column reached the cycle).
+ */
+export function liveRowsSql(table: string, after: boolean): string {
+  return `SELECT id, item::text AS item, (seen >= $1::text::bigint)::text AS seen FROM ${table}
+  WHERE deleted_at IS NULL AND ${after ? "id > $2::text" : "$2::text = ''"}
+  ORDER BY id LIMIT $3::text::bigint`;
+}
+
 export const LEASE_SQL = {
   ...LEASE,
   take: `WITH taken AS (${LEASE.take})

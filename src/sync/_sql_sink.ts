@@ -49,7 +49,26 @@ export interface SqlDialect {
    * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
    */
   apply(batch: SqlBatch): Answer<Applied>;
+  /**
+   * Up to `limit` live rows with ids after `after` (from the first when null), by id: each item's text and whether
+   * cycle `cycle` saw it. Reads only.
+   */
+  liveRows(
+    cycle: number,
+    after: string | null,
+    limit: number,
+  ): Answer<LiveRow[]>;
 }
+
+/** A live row as a dialect lists it. */
+export interface LiveRow {
+  readonly id: string;
+  readonly item: string;
+  readonly seen: boolean;
+}
+
+/** Rows a page of `liveRows` holds: a 100,000-row copy is read in 20 queries, never one result. */
+const ROWS_PAGE = 5_000;
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(
@@ -91,6 +110,17 @@ export function sqlSink<T>(
       const { rows: count = 0, last = null, ...report } = done;
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
+    },
+    async *liveRows(cycle) {
+      // Keyset pages by id: each query starts where the last ended, however the copy is laid out.
+      for (let after: string | null = null;;) {
+        const page = await dialect.liveRows(cycle, after, ROWS_PAGE);
+        for (const row of page) {
+          yield { id: row.id, item: JSON.parse(row.item), seen: row.seen };
+        }
+        if (page.length < ROWS_PAGE) return;
+        after = page.at(-1)!.id;
+      }
     },
   };
 }

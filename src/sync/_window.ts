@@ -87,7 +87,8 @@ function compareValues(a: string | number, b: string | number): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-function compareKeys(a: SyncKey, b: SyncKey): number {
+/** Orders two keys ascending: by sort value, then by id. */
+export function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
 

@@ -23,6 +23,7 @@ import {
   checkCopy,
   type Committed,
   type CopyFiles,
+  copyRows,
   cycleChanges,
   type FileEnd,
   type Rewrite,
@@ -85,6 +86,7 @@ export function createJsonlSink<T>(
     marksDeletes: false,
     write: (items, checkpoint, _ids, context) =>
       copy.write(items, checkpoint, context),
+    liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
   };
 }
 
@@ -116,6 +118,15 @@ class JsonlCopy {
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     this.#lock = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
     return this.#lock;
+  }
+
+  /** The copy's lines as rows, reading only (`copyRows`). */
+  async *liveRows(
+    cycle: number,
+    keyOf: (item: unknown) => { readonly id: string },
+  ): AsyncGenerator<{ id: string; item: unknown; seen: boolean }> {
+    if (!this.#loaded) await this.load();
+    yield* copyRows(this.#files, this.#committed, cycle, keyOf);
   }
 
   async write(

@@ -10,6 +10,7 @@ import {
   type Applied,
   changeTableOf,
   type CopyState,
+  type LiveRow,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -24,6 +25,7 @@ import {
   createChangesSql,
   createSql,
   LEASE_SQL,
+  liveRowsSql,
   postgresText,
 } from "./_postgres_sql.ts";
 import { writeStatement } from "./_postgres_write.ts";
@@ -218,6 +220,21 @@ class PostgresDialect implements SqlDialect {
       deleted: Number(row.deleted),
       ...(ends === undefined ? {} : { held: Number(row.live) }),
     };
+  }
+
+  async liveRows(
+    cycle: number,
+    after: string | null,
+    limit: number,
+  ): Promise<LiveRow[]> {
+    const sql = liveRowsSql(this.#table, after !== null);
+    const params = [`${cycle}`, after ?? "", `${limit}`];
+    const found = await this.#read(sql, params);
+    return found.map((row) => ({
+      id: String(row.id),
+      item: String(row.item),
+      seen: row.seen === "true",
+    }));
   }
 
   /** The rows of one statement, whether the driver gives `{ rows }` or an array. */

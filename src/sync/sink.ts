@@ -159,6 +159,48 @@ export interface SyncSink<T> {
   lock?(options?: { signal?: AbortSignal }): Promise<AsyncDisposable>;
   /** False for a sink that cannot mark deleted rows (`deletes: "mark"` is refused for it). */
   readonly marksDeletes?: boolean;
+  /**
+   * The copy's live rows (neither removed nor marked deleted), each with its item as stored and whether sweep cycle
+   * `cycle` has seen it; `keyOf` reads an item's id where the store keeps none. Reads only, under the run's lock, a page
+   * at a time (a large copy is never one result in memory). With it, `syncList` judges the guard before each sweep
+   * window commits, so a sweep answered with another list stops at its first window past `maxDeletes`; without it, the
+   * guard is judged when the cycle ends.
+   *
+   * @example A sink that lists its rows for the guard
+   * ```ts
+   * import { createClient } from "@partner-api/client";
+   * import { type SyncCheckpoint, SyncError, syncList, type SyncSink } from "@partner-api/client/sync";
+   * import { startFakePartnerApi } from "@partner-api/client/testing";
+   * import { equal, rejects } from "node:assert/strict";
+   *
+   * const rows = new Map<string, { item: unknown; seen: number }>();
+   * let saved: SyncCheckpoint | undefined;
+   * const sink: SyncSink<unknown> = {
+   *   load: () => Promise.resolve(saved),
+   *   write(items, checkpoint, ids, context) {
+   *     items.forEach((item, i) => rows.set(ids[i]!, { item, seen: context?.cycle ?? 0 }));
+   *     saved = checkpoint;
+   *     return Promise.resolve();
+   *   },
+   *   async *liveRows(cycle) {
+   *     for (const [id, row] of rows) yield { id, item: row.item, seen: row.seen >= cycle };
+   *   },
+   * };
+   * await using api = await startFakePartnerApi({ items: { organizations: 300 } });
+   * const client = createClient({ environment: api.environment, ...api.credentials });
+   * const options = { id: "organizationID", sink, maxLimit: 100 };
+   * await syncList(client, "organizations", options);
+   * for (let i = 1; i <= 150; i++) api.remove("organizations", `org_${String(i).padStart(6, "0")}`);
+   * await rejects(syncList(client, "organizations", { ...options, sweep: 1 }), SyncError); // at the first window
+   * equal(rows.size, 300); // nothing of it was written
+   * ```
+   */
+  liveRows?(
+    cycle: number,
+    keyOf: (item: unknown) => NonNullable<SyncCheckpoint["edge"]>,
+  ): AsyncIterable<
+    { readonly id: string; readonly item: unknown; readonly seen: boolean }
+  >;
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   CHECKPOINT_TABLE,
   type CopyState,
   jsonText,
+  type LiveRow,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -257,6 +258,17 @@ class SqliteDialect implements SqlDialect {
     });
     this.commits.rows = done.rows;
     return done;
+  }
+
+  liveRows(cycle: number, after: string | null, limit: number): LiveRow[] {
+    const st = this.prepare();
+    const page = after === null ? st.rowsFirst : st.rowsAfter;
+    const found = page.all(this.#target, cycle, after, limit) as {
+      id: string;
+      item: string;
+      seen: number;
+    }[];
+    return found.map(({ id, item, seen }) => ({ id, item, seen: seen === 1 }));
   }
 
   /**

@@ -15,9 +15,11 @@ import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
-import { confirms, recentDeletes } from "./_deletes.ts";
+import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
+import { heldBack, type WindowGuard, windowGuard } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
+import type { SyncKey } from "./_window.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -171,8 +173,14 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     await committer.commit("sweep", checkpoint, undefined, begins);
     committer.tally.pages--; // not a window
   }
+  const guard = await guardOf(run, cursor.cycle);
   const commit = async (window: Committed<T>) => {
     const { state, ended } = window;
+    const passed = { ids: window.ids, last: state.edge, ended };
+    if (guard !== undefined && heldBack(guard, passed)) {
+      // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
+      return config.signal?.throwIfAborted();
+    }
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
     // The guard's figures only for the window that ends the cycle: no clock read per window.
     const endsCycle = ended && {
@@ -184,6 +192,9 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     await committer.commit("sweep", checkpoint, window, more);
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
+  if (guard?.refused !== undefined) {
+    return await refuseWindows(run, guard, cursor.cycle);
+  }
   if (end.ended) return await endCycle(run, cursor.cycle, refusal);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
@@ -209,16 +220,61 @@ async function endCycle<T>(
     if (!(error instanceof SyncError) || error.reason !== "too-many-deletes") {
       throw error;
     }
-    const needed = error.maxDeletesNeeded ?? 1;
-    const at = config.now();
-    await committer.restart(afterRefusal(committer.written, cycle, needed, at));
-    throw error;
+    return await refuse(run, cycle, error);
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
   const record = { at: config.now(), deleted, held };
   const confirmed = confirms(refusal, config.maxDeletes);
   const deletes = afterDeletes(committer.latest, record, confirmed);
   await committer.flush("sweep", deletes);
+}
+
+/**
+ * The guard judged window by window, when it is on and the sink can list its rows: the rows cycle `cycle` has not seen,
+ * read once, after what the run committed so far.
+ */
+async function guardOf<T>(
+  run: Run<T>,
+  cycle: number,
+): Promise<WindowGuard | undefined> {
+  const { config, committer } = run;
+  const { sink, maxDeletes, keyOf } = config;
+  if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
+  await committer.done();
+  const key = keyOf as (item: unknown) => SyncKey;
+  const recent = recentDeletes(committer.latest.deletions, config.now());
+  const descending = committer.latest.sortDirection === "DESC";
+  const figures = { maxDeletes, recent, descending };
+  return await windowGuard(sink.liveRows(cycle, key), key, figures);
+}
+
+/** A sweep whose windows broke the guard: nothing of them committed; the cycle is refused, as at its end. */
+async function refuseWindows<T>(
+  run: Run<T>,
+  guard: WindowGuard,
+  cycle: number,
+): Promise<never> {
+  const { held, maxDeletes, recent, refused = 0 } = guard;
+  const what = `the copy of ${run.config.identity.path}`;
+  const error = tooManyDeletes(refused, held, maxDeletes, what, recent);
+  await run.committer.done(); // a batch before that failed is the run's error
+  return await refuse(run, cycle, error);
+}
+
+/**
+ * Records the guard's refusal of cycle `cycle` once the batches before settled (given up: the next run begins another),
+ * then fails the run with it.
+ */
+async function refuse<T>(
+  run: Run<T>,
+  cycle: number,
+  error: SyncError,
+): Promise<never> {
+  const { config, committer } = run;
+  const needed = error.maxDeletesNeeded ?? 1;
+  const at = config.now();
+  await committer.restart(afterRefusal(committer.written, cycle, needed, at));
+  throw error;
 }
 
 /**
