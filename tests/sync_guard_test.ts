@@ -90,6 +90,48 @@ Deno.test("a sweep answered with another list commits nothing (no row, no change
   }
 });
 
+Deno.test("a sweep answered with another list in a cycle that spans runs fails at that run, at its first window past maxDeletes, changing no row, change row or JSONL byte; the next runs against the healthy list complete the cycle with no refusal and no option changed", async () => {
+  for (const copy of await copies("foreign-windows")) {
+    const real = things(1000);
+    const foreign = things(1000, { suffix: "x" }); // interleaved
+    let foreignFrom = Infinity;
+    const service = listOf(() =>
+      service.requests >= foreignFrom ? foreign : real
+    );
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      maxLimit: 100,
+      sweep: 3,
+      changes: copy.kind === "sqlite",
+    };
+    const changeRows = () =>
+      JSON.stringify(
+        copy.database?.prepare("SELECT * FROM things_changes").all(),
+      );
+    await syncList(service.client, "things", options); // the first read: cycle 1
+    await syncList(service.client, "things", options); // cycle 2's first windows
+    const before = [await copy.snapshot(), changeRows()];
+    foreignFrom = service.requests + 2; // the head's window is the list's own
+    await rejects(
+      syncList(service.client, "things", options),
+      (error: SyncError) => error.reason === "too-many-deletes",
+      copy.kind,
+    );
+    deepStrictEqual([await copy.snapshot(), changeRows()], before, copy.kind);
+    foreignFrom = Infinity;
+    const runs = [];
+    while ((await copy.sink.load())?.refused !== undefined) {
+      ok(runs.length < 6, `${copy.kind}: the cycle never completed`);
+      runs.push(counts(await syncList(service.client, "things", options)));
+    }
+    ok(runs.length > 1, copy.kind); // the cycle spans runs
+    deepStrictEqual(runs, runs.map(() => [0, 0, 0]), copy.kind);
+    deepStrictEqual(copy.ids(), real.map((item) => item.thingID), copy.kind);
+    copy.database?.close();
+  }
+});
+
 const HOUR = 3_600_000;
 
 type Copy = Awaited<ReturnType<typeof copies>>[number];

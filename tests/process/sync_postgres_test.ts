@@ -345,6 +345,57 @@ const steps: {
   },
   {
     name:
+      "the guard before each window (issue 45): a sweep answered with another list in a cycle that spans runs fails at that run, changing no row or change row; the next runs against the healthy list complete the cycle with no refusal and no option changed",
+    async fn(db) {
+      const spread = (n: number, suffix: string) =>
+        Array.from({ length: n }, (_, i) => ({
+          id: `t${String(i * 1000).padStart(9, "0")}${suffix}`,
+        }));
+      const real = spread(1000, "");
+      let foreignFrom = Infinity;
+      const service = listOf(() =>
+        service.requests >= foreignFrom ? spread(1000, "x") : real
+      );
+      const sink = createPostgresSink<{ id: string }>({
+        query: db.query,
+        table: "windows",
+      });
+      const options = {
+        id: "id",
+        sink,
+        maxLimit: 100,
+        sweep: 3,
+        changes: true,
+      };
+      await syncList(service.client, "things", options); // the first read: cycle 1
+      await syncList(service.client, "things", options); // cycle 2's first windows
+      const before = [await dump(db, "windows"), await lastSeq(db, "windows")];
+      foreignFrom = service.requests + 2; // the head's window is the list's own
+      await rejects(
+        syncList(service.client, "things", options),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      deepStrictEqual(
+        [await dump(db, "windows"), await lastSeq(db, "windows")],
+        before,
+      );
+      foreignFrom = Infinity;
+      const runs = [];
+      while ((await sink.load())?.refused !== undefined) {
+        ok(runs.length < 6, "the cycle never completed");
+        const run = await syncList(service.client, "things", options);
+        runs.push([run.inserted, run.updated, run.deleted]);
+      }
+      ok(runs.length > 1); // the cycle spans runs
+      deepStrictEqual(runs, runs.map(() => [0, 0, 0]));
+      const ids = await db.rows<{ id: string }>(
+        `SELECT id FROM "windows" WHERE deleted_at IS NULL ORDER BY id COLLATE "C"`,
+      );
+      deepStrictEqual(ids.map((row) => row.id), real.map((item) => item.id));
+    },
+  },
+  {
+    name:
       "a sync stores every item once, as a JSON object, under drift; a second run resumes and writes only the new ones",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 1000 } });

@@ -1,0 +1,81 @@
+// The guard judged before each sweep window commits (issue 45), as pure
+// decisions: which unseen rows a window passed, in either order, and when
+// the window is held back. The sinks' side: tests/sync_guard_test.ts.
+
+import { deepStrictEqual, equal } from "node:assert/strict";
+import {
+  heldBack,
+  passedUnseen,
+  type WindowGuard,
+  windowGuard,
+} from "../src/sync/_window_guard.ts";
+
+const key = (n: number) => ({ value: n, id: `r${n}` });
+
+/** Rows 1..n, the even ones already seen in the cycle; row 7 has no key. */
+async function* rows(n: number) {
+  for (let i = 1; i <= n; i++) {
+    yield { id: `r${i}`, item: i === 7 ? {} : { n: i }, seen: i % 2 === 0 };
+  }
+}
+
+function guardOf(descending: boolean): Promise<WindowGuard> {
+  const keyOf = (item: unknown) => {
+    const n = (item as { n?: number }).n;
+    if (n === undefined) throw new Error("no id");
+    return key(n);
+  };
+  const recent = { deleted: 0, largest: 0 };
+  return windowGuard(rows(100), keyOf, { maxDeletes: 0.1, recent, descending });
+}
+
+Deno.test("the guard keeps every live row in `held` and the unseen ones with a key; a row without one is left to the cycle's end", async () => {
+  const guard = await guardOf(false);
+  equal(guard.held, 100);
+  equal(guard.unseen.size, 49); // the 50 odd rows but row 7
+  equal(guard.unseen.has("r7"), false);
+});
+
+Deno.test("a window passes the unseen rows at or before its last key (descending: at or after); a pass that ended passes them all", async () => {
+  const up = await guardOf(false);
+  const down = await guardOf(true);
+  for (const last of [1, 2, 9, 50, 99, 100]) {
+    const odd = (from: number, to: number) =>
+      [...Array(100).keys()].map((i) => i + 1).filter((i) =>
+        i % 2 === 1 && i !== 7 && i >= from && i <= to
+      ).length;
+    equal(passedUnseen(up, key(last), false), odd(1, last), `up ${last}`);
+    equal(passedUnseen(down, key(last), false), odd(last, 100), `down`);
+  }
+  equal(passedUnseen(up, null, false), 0);
+  equal(passedUnseen(up, key(1), true), 49);
+});
+
+Deno.test("a window is held back once its passed-and-unseen rows break maxDeletes, and every window after it; a window's own ids are seen, and the refusal counts what the last window passed", async () => {
+  const guard = await guardOf(false);
+  // 10 of 100 may go: rows 1..21 pass 10 unseen (1, 3, 5, 9, ..., 21).
+  equal(heldBack(guard, { ids: [], last: key(21), ended: false }), false);
+  equal(guard.refused, undefined);
+  // Row 23 seen by this window: still 10.
+  equal(heldBack(guard, { ids: ["r23"], last: key(24), ended: false }), false);
+  equal(heldBack(guard, { ids: [], last: key(25), ended: false }), true);
+  equal(guard.refused, 11);
+  // Held back from now on, whatever the window sees; the count grows.
+  const all = [...guard.unseen.keys()];
+  equal(
+    heldBack(guard, { ids: all.slice(0, 5), last: key(40), ended: false }),
+    true,
+  );
+  equal(heldBack(guard, { ids: [], last: key(100), ended: true }), true);
+  deepStrictEqual(guard.refused, all.length - 5);
+});
+
+Deno.test("with the last 24 hours' deletes counted, fewer may go: 5 removed of a largest 100 leaves room for 5", async () => {
+  const guard = {
+    ...(await guardOf(false)),
+    recent: { deleted: 5, largest: 100 },
+  };
+  equal(heldBack(guard, { ids: [], last: key(11), ended: false }), false); // 1, 3, 5, 9, 11
+  equal(heldBack(guard, { ids: [], last: key(13), ended: false }), true);
+  equal(guard.refused, 6);
+});
