@@ -57,33 +57,51 @@ async function copies(name: string) {
   ];
 }
 
+/**
+ * 1,000 things copied once into `copy` (with `extra` options), and a service
+ * that answers another list (same id field, other ids, interleaved) once told.
+ */
+async function foreignAnswers(copy: Copy, extra: { sweep?: number } = {}) {
+  const real = things(1000);
+  const foreign = things(1000, { suffix: "x" });
+  let foreignFrom = Infinity;
+  const service = listOf(() =>
+    service.requests >= foreignFrom ? foreign : real
+  );
+  const options = {
+    id: "thingID",
+    sink: copy.sink,
+    maxLimit: 100,
+    changes: copy.kind === "sqlite",
+    ...extra,
+  };
+  await syncList(service.client, "things", options);
+  return {
+    real,
+    client: service.client,
+    options,
+    /** Another list from the next run's sweep on (its head's window is the list's own), or the list again. */
+    answerForeign(on: boolean) {
+      foreignFrom = on ? service.requests + 2 : Infinity;
+    },
+  };
+}
+
 Deno.test("a sweep answered with another list commits nothing (no row, no change row, the JSONL file byte for byte) and fails 'too-many-deletes'; healthy again, the next run goes on with no option changed", async () => {
   for (const copy of await copies("foreign")) {
-    const real = things(1000);
-    const foreign = things(1000, { suffix: "x" }); // same id field, other ids, interleaved
-    let foreignFrom = Infinity;
-    const service = listOf(() =>
-      service.requests >= foreignFrom ? foreign : real
-    );
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      changes: copy.kind === "sqlite",
-    };
+    const { client, options, answerForeign } = await foreignAnswers(copy);
     const all = { ...options, sweep: Infinity };
-    await syncList(service.client, "things", options);
     const before = await copy.snapshot();
-    foreignFrom = service.requests + 2; // the head's window is the list's own
+    answerForeign(true);
     await rejects(
-      syncList(service.client, "things", all),
+      syncList(client, "things", all),
       (error: SyncError) =>
         error instanceof SyncError && error.reason === "too-many-deletes" &&
         (error.maxDeletesNeeded ?? 0) > 0.9,
     );
     equal(await copy.snapshot(), before, copy.kind);
-    foreignFrom = Infinity;
-    const healthy = await syncList(service.client, "things", all);
+    answerForeign(false);
+    const healthy = await syncList(client, "things", all);
     deepStrictEqual(counts(healthy), [0, 0, 0], copy.kind);
     equal(copy.ids().length, 1000, copy.kind);
     copy.database?.close();
@@ -92,42 +110,31 @@ Deno.test("a sweep answered with another list commits nothing (no row, no change
 
 Deno.test("a sweep answered with another list in a cycle that spans runs fails at that run, at its first window past maxDeletes, changing no row, change row or JSONL byte; the next runs against the healthy list complete the cycle with no refusal and no option changed", async () => {
   for (const copy of await copies("foreign-windows")) {
-    const real = things(1000);
-    const foreign = things(1000, { suffix: "x" }); // interleaved
-    let foreignFrom = Infinity;
-    const service = listOf(() =>
-      service.requests >= foreignFrom ? foreign : real
-    );
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      sweep: 3,
-      changes: copy.kind === "sqlite",
-    };
+    const list = await foreignAnswers(copy, { sweep: 3 }); // cycle 1: the first read
+    const { client, options } = list;
     const changeRows = () =>
       JSON.stringify(
         copy.database?.prepare("SELECT * FROM things_changes").all(),
       );
-    await syncList(service.client, "things", options); // the first read: cycle 1
-    await syncList(service.client, "things", options); // cycle 2's first windows
+    await syncList(client, "things", options); // cycle 2's first windows
     const before = [await copy.snapshot(), changeRows()];
-    foreignFrom = service.requests + 2; // the head's window is the list's own
+    list.answerForeign(true);
     await rejects(
-      syncList(service.client, "things", options),
+      syncList(client, "things", options),
       (error: SyncError) => error.reason === "too-many-deletes",
       copy.kind,
     );
     deepStrictEqual([await copy.snapshot(), changeRows()], before, copy.kind);
-    foreignFrom = Infinity;
+    list.answerForeign(false);
     const runs = [];
     while ((await copy.sink.load())?.refused !== undefined) {
       ok(runs.length < 6, `${copy.kind}: the cycle never completed`);
-      runs.push(counts(await syncList(service.client, "things", options)));
+      runs.push(counts(await syncList(client, "things", options)));
     }
     ok(runs.length > 1, copy.kind); // the cycle spans runs
     deepStrictEqual(runs, runs.map(() => [0, 0, 0]), copy.kind);
-    deepStrictEqual(copy.ids(), real.map((item) => item.thingID), copy.kind);
+    const ids = list.real.map((item) => item.thingID);
+    deepStrictEqual(copy.ids(), ids, copy.kind);
     copy.database?.close();
   }
 });

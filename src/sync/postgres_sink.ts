@@ -10,7 +10,6 @@ import {
   type Applied,
   changeTableOf,
   type CopyState,
-  type LiveRow,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -222,11 +221,8 @@ class PostgresDialect implements SqlDialect {
     };
   }
 
-  async liveRows(
-    cycle: number,
-    after: string | null,
-    limit: number,
-  ): Promise<LiveRow[]> {
+  /** A page of live rows (`liveRowsSql`), every column text. */
+  async liveRows(cycle: number, after: string | null, limit: number) {
     const sql = liveRowsSql(this.#table, after !== null);
     const params = [`${cycle}`, after ?? "", `${limit}`];
     const found = await this.#read(sql, params);

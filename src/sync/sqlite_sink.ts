@@ -260,6 +260,7 @@ class SqliteDialect implements SqlDialect {
     return done;
   }
 
+  /** A page of live rows, each with whether the cycle's log holds its id. */
   liveRows(cycle: number, after: string | null, limit: number): LiveRow[] {
     const st = this.prepare();
     const page = after === null ? st.rowsFirst : st.rowsAfter;

@@ -229,6 +229,13 @@ async function lastSeq(
   return Number(row!.seq ?? 0);
 }
 
+/** `n` items with ids 1,000 apart (`suffix` after), so another list's can interleave them. */
+function spread(n: number, suffix: string): { id: string }[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: `t${String(i * 1000).padStart(9, "0")}${suffix}`,
+  }));
+}
+
 /** A transaction dated `daysAgo` days before the fake's newest: behind the copy's end. */
 function backDated(id: string, date: string): Transaction {
   return {
@@ -284,10 +291,6 @@ const steps: {
     name:
       "the guard (issue 45): a sweep answered with another list commits nothing and the next healthy run goes on; deletes sliced an hour apart stop at maxDeletes of the day's largest size",
     async fn(db) {
-      const spread = (n: number, suffix: string) =>
-        Array.from({ length: n }, (_, i) => ({
-          id: `t${String(i * 1000).padStart(9, "0")}${suffix}`,
-        }));
       let items = spread(1000, "");
       let foreignFrom = Infinity;
       const service = listOf(() =>
@@ -347,14 +350,11 @@ const steps: {
     name:
       "the guard before each window (issue 45): a sweep answered with another list in a cycle that spans runs fails at that run, changing no row or change row; the next runs against the healthy list complete the cycle with no refusal and no option changed",
     async fn(db) {
-      const spread = (n: number, suffix: string) =>
-        Array.from({ length: n }, (_, i) => ({
-          id: `t${String(i * 1000).padStart(9, "0")}${suffix}`,
-        }));
       const real = spread(1000, "");
+      const foreign = spread(1000, "x");
       let foreignFrom = Infinity;
       const service = listOf(() =>
-        service.requests >= foreignFrom ? spread(1000, "x") : real
+        service.requests < foreignFrom ? real : foreign
       );
       const sink = createPostgresSink<{ id: string }>({
         query: db.query,
