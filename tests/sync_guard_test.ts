@@ -234,6 +234,40 @@ Deno.test("a confirmed mass delete starts the 24 hours afresh: after the default
   }
 });
 
+Deno.test("a mass delete refused at a window of a cycle that spans runs is confirmed by answering each refusal with the share it names: at most two, never a loop, and the copy then equals the list", async () => {
+  for (const copy of await copies("confirmed-windows")) {
+    const { state, service, options } = world(copy);
+    await syncList(service.client, "things", options);
+    state.items = state.items.filter((_, i) => i % 10 >= 3); // 300 gone
+    const shares: number[] = [];
+    let maxDeletes = 0.1;
+    // Until the cycle that removes them completes: none under way, none refused.
+    const completed = async () => {
+      const saved = await copy.sink.load();
+      return saved?.sweep === undefined && saved?.refused === undefined;
+    };
+    let runs = 0;
+    do {
+      ok(runs++ < 20, `${copy.kind}: ${shares}`);
+      const confirming = { ...options, sweep: 3, maxDeletes };
+      await syncList(service.client, "things", confirming).catch(
+        (error: SyncError) => {
+          equal(error.reason, "too-many-deletes");
+          shares.push(maxDeletes = error.maxDeletesNeeded!);
+        },
+      );
+    } while (!(await completed()));
+    ok(shares.length >= 1 && shares.length <= 2, `${copy.kind}: ${shares}`);
+    equal(shares.at(-1), 0.3, copy.kind);
+    deepStrictEqual(
+      copy.ids(),
+      state.items.map((item) => item.thingID),
+      copy.kind,
+    );
+    copy.database?.close();
+  }
+});
+
 Deno.test("inserted, updated and deleted are exact on every sink: 89 changed, 104 added behind the edge and 111 removed in one cycle", async () => {
   for (const copy of await copies("counts")) {
     let items = things(1000);

@@ -240,6 +240,9 @@ async function guardOf<T>(
   const { config, committer } = run;
   const { sink, maxDeletes, keyOf } = config;
   if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
+  // A run answering a refusal is judged at the cycle's end only: a share named from part of a cycle would refuse it
+  // again a few windows on, and again each cycle begun afresh; the end names the whole cycle's share.
+  if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const key = keyOf as (item: unknown) => SyncKey;
   const recent = recentDeletes(committer.latest.deletions, config.now());
