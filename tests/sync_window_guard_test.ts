@@ -3,6 +3,7 @@
 // the window is held back. The sinks' side: tests/sync_guard_test.ts.
 
 import { deepStrictEqual, equal } from "node:assert/strict";
+import fc from "fast-check";
 import {
   heldBack,
   passedUnseen,
@@ -19,14 +20,16 @@ async function* rows(n: number) {
   }
 }
 
-function guardOf(descending: boolean): Promise<WindowGuard> {
-  const keyOf = (item: unknown) => {
-    const n = (item as { n?: number }).n;
-    if (n === undefined) throw new Error("no id");
-    return key(n);
-  };
+const keyOf = (item: unknown) => {
+  const n = (item as { n?: number }).n;
+  if (n === undefined) throw new Error("no id");
+  return key(n);
+};
+
+async function guardOf(descending: boolean): Promise<WindowGuard> {
   const recent = { deleted: 0, largest: 0 };
-  return windowGuard(rows(100), keyOf, { maxDeletes: 0.1, recent, descending });
+  const figures = { maxDeletes: 0.1, recent, descending };
+  return (await windowGuard(rows(100), keyOf, figures))!;
 }
 
 Deno.test("the guard keeps every live row in `held` and the unseen ones with a key; a row without one is left to the cycle's end", async () => {
@@ -34,6 +37,18 @@ Deno.test("the guard keeps every live row in `held` and the unseen ones with a k
   equal(guard.held, 100);
   equal(guard.unseen.size, 49); // the 50 odd rows but row 7
   equal(guard.unseen.has("r7"), false);
+});
+
+Deno.test("a copy with more unseen rows than a run keeps is left to the cycle's end: no guard, its rows read no further", async () => {
+  const recent = { deleted: 0, largest: 0 };
+  const figures = { maxDeletes: 0.1, recent, descending: false };
+  equal((await windowGuard(rows(100), keyOf, figures, 49))?.unseen.size, 49);
+  let read = 0;
+  async function* counted() {
+    for await (const row of rows(100)) read++, yield row;
+  }
+  equal(await windowGuard(counted(), keyOf, figures, 10), undefined);
+  equal(read, 23); // the 11th unseen row (rows 1..23 less the even ones and 7)
 });
 
 Deno.test("a window passes the unseen rows at or before its last key (descending: at or after); a pass that ended passes them all", async () => {
@@ -78,4 +93,44 @@ Deno.test("with the last 24 hours' deletes counted, fewer may go: 5 removed of a
   equal(heldBack(guard, { ids: [], last: key(11), ended: false }), false); // 1, 3, 5, 9, 11
   equal(heldBack(guard, { ids: [], last: key(13), ended: false }), true);
   equal(guard.refused, 6);
+});
+
+Deno.test("the passed-and-unseen count, kept as the pass moves on, equals a count over every unseen row, whatever windows see and whichever way they move", () => {
+  fc.assert(
+    fc.property(
+      fc.boolean(),
+      fc.array(
+        fc.record({
+          last: fc.integer({ min: 0, max: 60 }),
+          ids: fc.array(fc.integer({ min: 1, max: 50 }), { maxLength: 6 }),
+        }),
+        { maxLength: 30 },
+      ),
+      (descending, windows) => {
+        const unseen = new Map(
+          [...Array(50).keys()].map((i) => [`r${i + 1}`, key(i + 1)]),
+        );
+        const sign = descending ? -1 : 1;
+        const order = [...unseen.keys()].sort((a, b) =>
+          sign * (unseen.get(a)!.value - unseen.get(b)!.value)
+        );
+        const guard: WindowGuard = {
+          unseen,
+          held: 50,
+          maxDeletes: 1,
+          recent: { deleted: 0, largest: 0 },
+          descending,
+          passed: { order, at: 0, last: null, behind: 0 },
+        };
+        for (const window of windows) {
+          const ids = window.ids.map((n) => `r${n}`);
+          heldBack(guard, { ids, last: key(window.last), ended: false });
+          const naive = [...unseen.values()].filter((k) =>
+            sign * (k.value - window.last) <= 0
+          ).length;
+          equal(passedUnseen(guard, key(window.last), false), naive);
+        }
+      },
+    ),
+  );
 });

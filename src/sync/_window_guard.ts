@@ -20,6 +20,19 @@ export interface WindowGuard {
   readonly descending: boolean;
   /** Once a window broke the guard: the unseen rows passed by the last window read (the share the refusal names). */
   refused?: number;
+  /** Where the pass stands among the unseen rows in its order: counted once, not again per window. */
+  readonly passed: Passed;
+}
+
+/**
+ * The unseen rows' ids in the pass's order, the first `at` of them passed (up to key `last`), `behind` of those still
+ * unseen: each window moves `at` on from where the last stopped, so a cycle costs its rows once, not once per window.
+ */
+interface Passed {
+  readonly order: readonly string[];
+  at: number;
+  last: SyncKey | null;
+  behind: number;
 }
 
 /** A row of the copy as a sink's `liveRows` gives it. */
@@ -30,14 +43,21 @@ export interface CopyRow {
 }
 
 /**
+ * The most unseen rows a run keeps to judge windows (about 55 MB of ids and keys at 250,000): a cycle with more is
+ * judged at its end only, so that a sweep of a large copy stays within the heap a sync of 1,000,000 items is given.
+ */
+export const MAX_GUARDED_ROWS = 250_000;
+
+/**
  * The guard over `rows` (read once, paged by the sink): each unseen row's key by `keyOf`; a row whose key cannot be read
- * is left to the end-of-cycle judgement (it is still held).
+ * is left to the end-of-cycle judgement (it is still held). Undefined past `most` unseen rows (the reading stops there).
  */
 export async function windowGuard(
   rows: AsyncIterable<CopyRow>,
   keyOf: (item: unknown) => SyncKey,
   figures: Pick<WindowGuard, "maxDeletes" | "recent" | "descending">,
-): Promise<WindowGuard> {
+  most: number = MAX_GUARDED_ROWS,
+): Promise<WindowGuard | undefined> {
   const unseen = new Map<string, SyncKey>();
   let held = 0;
   for await (const row of rows) {
@@ -50,8 +70,14 @@ export async function windowGuard(
       continue;
     }
     unseen.set(row.id, key);
+    if (unseen.size > most) return undefined;
   }
-  return { ...figures, unseen, held };
+  const sign = figures.descending ? -1 : 1;
+  const order = [...unseen.keys()].sort((a, b) =>
+    sign * compareKeys(unseen.get(a)!, unseen.get(b)!)
+  );
+  const passed = { order, at: 0, last: null, behind: 0 };
+  return { ...figures, unseen, held, passed };
 }
 
 /**
@@ -68,7 +94,7 @@ export function heldBack(
     readonly ended: boolean;
   },
 ): boolean {
-  for (const id of window.ids) guard.unseen.delete(id);
+  for (const id of window.ids) seen(guard, id);
   const behind = passedUnseen(guard, window.last, window.ended);
   const { held, maxDeletes, recent } = guard;
   if (
@@ -80,18 +106,38 @@ export function heldBack(
   return true;
 }
 
-/** The unseen rows a pass standing at `last` has passed. */
+/** The unseen rows a pass standing at `last` has passed (its windows move forward; one that went back counts anew). */
 export function passedUnseen(
-  guard: Pick<WindowGuard, "unseen" | "descending">,
+  guard: Pick<WindowGuard, "unseen" | "descending" | "passed">,
   last: SyncKey | null,
   ended: boolean,
 ): number {
   if (ended) return guard.unseen.size;
   if (last === null) return 0;
+  const { unseen, passed } = guard;
   const sign = guard.descending ? -1 : 1;
-  let count = 0;
-  for (const key of guard.unseen.values()) {
-    if (sign * compareKeys(key, last) <= 0) count++;
+  if (passed.last !== null && sign * compareKeys(last, passed.last) < 0) {
+    Object.assign(passed, { at: 0, behind: 0 });
   }
-  return count;
+  const { order } = passed;
+  while (
+    passed.at < order.length &&
+    sign * compareKeys(unseen.get(order[passed.at]!) ?? last, last) <= 0
+  ) {
+    if (unseen.has(order[passed.at++]!)) passed.behind++;
+  }
+  passed.last = last;
+  return passed.behind;
+}
+
+/** A row a window saw leaves the unseen ones, and the count of those passed if it was among them. */
+function seen(guard: WindowGuard, id: string): void {
+  const key = guard.unseen.get(id);
+  if (key === undefined) return;
+  guard.unseen.delete(id);
+  const { last } = guard.passed;
+  const sign = guard.descending ? -1 : 1;
+  if (last !== null && sign * compareKeys(key, last) <= 0) {
+    guard.passed.behind--;
+  }
 }
