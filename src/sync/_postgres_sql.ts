@@ -124,11 +124,12 @@ const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
  * `stale` (whether the holder's was).
  */
 /**
- * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), each item as text and whether cycle
- * `$1` saw it (its `seen` column reached the cycle).
+ * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), each with whether cycle `$1` saw it
+ * (its `seen` column reached the cycle), and the item as text for a row it did not.
  */
 export function liveRowsSql(table: string, after: boolean): string {
-  return `SELECT id, item::text AS item, (seen >= $1::text::bigint)::text AS seen FROM ${table}
+  const seen = "seen >= $1::text::bigint";
+  return `SELECT id, CASE WHEN ${seen} THEN NULL ELSE item::text END AS item, (${seen})::text AS seen FROM ${table}
   WHERE deleted_at IS NULL AND ${after ? "id > $2::text" : "$2::text = ''"}
   ORDER BY id LIMIT $3::text::bigint`;
 }

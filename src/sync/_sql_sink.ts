@@ -50,25 +50,18 @@ export interface SqlDialect {
    */
   apply(batch: SqlBatch): Answer<Applied>;
   /**
-   * Up to `limit` live rows with ids after `after` (from the first when null), by id: each item's text and whether
-   * cycle `cycle` saw it. Reads only.
+   * The live rows, each with whether cycle `cycle` saw it, and the item's text for a row it did not (the guard reads no
+   * other), streamed or paged: never one result of the whole copy. Reads only.
    */
-  liveRows(
-    cycle: number,
-    after: string | null,
-    limit: number,
-  ): Answer<LiveRow[]>;
+  liveRows(cycle: number): Iterable<LiveRow> | AsyncIterable<LiveRow>;
 }
 
-/** A live row as a dialect lists it. */
+/** A live row as a dialect lists it: no item for a row the cycle saw. */
 export interface LiveRow {
   readonly id: string;
-  readonly item: string;
+  readonly item: string | null;
   readonly seen: boolean;
 }
-
-/** Rows a page of `liveRows` holds: a 100,000-row copy is read in 20 queries, never one result. */
-const ROWS_PAGE = 5_000;
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(
@@ -112,14 +105,8 @@ export function sqlSink<T>(
       return { skippedIds: skipped, ...report };
     },
     async *liveRows(cycle) {
-      // Keyset pages by id: each query starts where the last ended, however the copy is laid out.
-      for (let after: string | null = null;;) {
-        const page = await dialect.liveRows(cycle, after, ROWS_PAGE);
-        for (const row of page) {
-          yield { id: row.id, item: JSON.parse(row.item), seen: row.seen };
-        }
-        if (page.length < ROWS_PAGE) return;
-        after = page.at(-1)!.id;
+      for await (const { id, item, seen } of dialect.liveRows(cycle)) {
+        yield { id, item: item === null ? undefined : JSON.parse(item), seen };
       }
     },
   };

@@ -70,8 +70,11 @@ export function statements(db: DatabaseSync, table: string) {
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
     unseen: q(`SELECT count(*) AS n ${unseen}`),
     unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
-    // The guard's pages of live rows (?3 the last id before, ?4 how many); the cycle's log is read once a page.
-    ...liveRows(q, table),
+    // The guard's live rows, streamed by one statement: the cycle's log is read once (a page each read it again).
+    liveRows: q(
+      `SELECT id, CASE WHEN seen THEN NULL ELSE item END AS item, seen FROM (SELECT id, item,
+      id IN (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2) AS seen FROM ${table} WHERE deleted_at IS NULL)`,
+    ),
     remove: q(`DELETE ${unseen}`),
     mark: q(
       `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,
@@ -109,17 +112,6 @@ export function statements(db: DatabaseSync, table: string) {
     holder: q(
       `SELECT owner, refreshed_at FROM ${LEASE_TABLE} WHERE target = ?`,
     ),
-  };
-}
-
-/** Pages of live rows by id, from the first and after an id, each with whether cycle ?2 logged it as seen. */
-function liveRows(q: (sql: string) => StatementSync, table: string) {
-  const page = (after: string) =>
-    q(`SELECT id, item, id IN (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2) AS seen
-    FROM ${table} WHERE deleted_at IS NULL${after} ORDER BY id LIMIT ?4`);
-  return {
-    rowsFirst: page(" AND ?3 IS NULL"),
-    rowsAfter: page(" AND id > ?3"),
   };
 }
 

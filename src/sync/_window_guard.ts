@@ -14,7 +14,10 @@ export interface WindowGuard {
   /** Live rows of the copy when the sweep started. */
   readonly held: number;
   readonly maxDeletes: number;
-  /** What the last 24 hours removed (the end-of-cycle judgement's figures). */
+  /**
+   * What the last 24 hours removed when the sweep started: named in a refusal's share, not weighed per window, since by
+   * the cycle's end (its only removal) a record may have left the 24 hours; the end weighs them.
+   */
   readonly recent: RecentDeletes;
   /** The pass reads newest first: rows at or after a window's last key are behind it. */
   readonly descending: boolean;
@@ -43,14 +46,15 @@ export interface CopyRow {
 }
 
 /**
- * The most unseen rows a run keeps to judge windows (about 55 MB of ids and keys at 250,000): a cycle with more is
- * judged at its end only, so that a sweep of a large copy stays within the heap a sync of 1,000,000 items is given.
+ * The largest copy (live rows) whose windows are judged: reading its rows costs a run about 0.7 s per 100,000 SQLite
+ * rows, and its unseen ids and keys about 50 MB at 200,000. A larger copy is judged at each cycle's end only, so that a
+ * run over a large copy stays within the time and heap a sync of 1,000,000 items is given.
  */
 export const MAX_GUARDED_ROWS = 250_000;
 
 /**
  * The guard over `rows` (read once, paged by the sink): each unseen row's key by `keyOf`; a row whose key cannot be read
- * is left to the end-of-cycle judgement (it is still held). Undefined past `most` unseen rows (the reading stops there).
+ * is left to the end-of-cycle judgement (it is still held). Undefined past `most` rows (the reading stops there).
  */
 export async function windowGuard(
   rows: AsyncIterable<CopyRow>,
@@ -61,7 +65,7 @@ export async function windowGuard(
   const unseen = new Map<string, SyncKey>();
   let held = 0;
   for await (const row of rows) {
-    held++;
+    if (++held > most) return undefined;
     if (row.seen) continue;
     let key: SyncKey;
     try {
@@ -70,7 +74,6 @@ export async function windowGuard(
       continue;
     }
     unseen.set(row.id, key);
-    if (unseen.size > most) return undefined;
   }
   const sign = figures.descending ? -1 : 1;
   const order = [...unseen.keys()].sort((a, b) =>
@@ -84,7 +87,7 @@ export async function windowGuard(
  * Judges a window before it commits: its `ids` are seen; the unseen rows at or before its `last` key in the pass's
  * order (all of them when it `ended` the cycle) would be removed. True when the window must not commit: it breaks the
  * guard, or one before it did (`refused` then counts what the windows read so far passed). A row whose key moved
- * forward in the order counts until a window sees it.
+ * forward in the order counts until a window sees it. The cycle's share alone is weighed: the 24 hours' are its end's.
  */
 export function heldBack(
   guard: WindowGuard,
@@ -96,10 +99,8 @@ export function heldBack(
 ): boolean {
   for (const id of window.ids) seen(guard, id);
   const behind = passedUnseen(guard, window.last, window.ended);
-  const { held, maxDeletes, recent } = guard;
-  if (
-    guard.refused === undefined && !tooMany(behind, held, maxDeletes, recent)
-  ) {
+  const { held, maxDeletes } = guard;
+  if (guard.refused === undefined && !tooMany(behind, held, maxDeletes)) {
     return false;
   }
   guard.refused = Math.max(guard.refused ?? 0, behind);

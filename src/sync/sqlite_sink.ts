@@ -260,16 +260,12 @@ class SqliteDialect implements SqlDialect {
     return done;
   }
 
-  /** A page of live rows, each with whether the cycle's log holds its id. */
-  liveRows(cycle: number, after: string | null, limit: number): LiveRow[] {
-    const st = this.prepare();
-    const page = after === null ? st.rowsFirst : st.rowsAfter;
-    const found = page.all(this.#target, cycle, after, limit) as {
-      id: string;
-      item: string;
-      seen: number;
-    }[];
-    return found.map(({ id, item, seen }) => ({ id, item, seen: seen === 1 }));
+  /** The live rows, each with whether the cycle's log holds its id, streamed by one statement. */
+  *liveRows(cycle: number): Iterable<LiveRow> {
+    const rows = this.prepare().liveRows.iterate(this.#target, cycle);
+    for (const { id, item, seen } of rows) {
+      yield { id: id as string, item: item as string | null, seen: seen === 1 };
+    }
   }
 
   /**
