@@ -4,6 +4,7 @@
 
 import { deepStrictEqual, equal } from "node:assert/strict";
 import fc from "fast-check";
+import { createSqliteSink } from "../src/sync/mod.ts";
 import {
   heldBack,
   passedUnseen,
@@ -132,5 +133,34 @@ Deno.test("the passed-and-unseen count, kept as the pass moves on, equals a coun
         }
       },
     ),
+  );
+});
+
+Deno.test("a SQL sink lists no rows of a copy larger than asked (one count, not a read), and the guard is then left to the cycle's end", async () => {
+  using sink = createSqliteSink<{ n: number }>(":memory:", {
+    table: "numbers",
+  });
+  const checkpoint = {
+    version: 1 as const,
+    path: "numbers",
+    sortBy: "n",
+    id: "n",
+    query: {},
+    edge: { value: 3, id: "3" },
+    offset: 3,
+    full: false,
+    complete: true,
+  };
+  await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], checkpoint, ["1", "2", "3"]);
+  const listed = (most?: number) =>
+    Array.fromAsync(sink.liveRows!(1, keyOf, most));
+  equal((await listed()).length, 3);
+  equal((await listed(3)).length, 3);
+  equal((await listed(2)).length, 0);
+  const recent = { deleted: 0, largest: 0 };
+  const figures = { maxDeletes: 0.1, recent, descending: false };
+  equal(
+    await windowGuard(sink.liveRows!(1, keyOf, 2), keyOf, figures),
+    undefined,
   );
 });

@@ -54,6 +54,8 @@ export interface SqlDialect {
    * other), streamed or paged: never one result of the whole copy. Reads only.
    */
   liveRows(cycle: number): Iterable<LiveRow> | AsyncIterable<LiveRow>;
+  /** How many live rows the copy holds. Reads only. */
+  liveCount(): Answer<number>;
 }
 
 /** A live row as a dialect lists it: no item for a row the cycle saw. */
@@ -104,7 +106,9 @@ export function sqlSink<T>(
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     },
-    async *liveRows(cycle) {
+    async *liveRows(cycle, _keyOf, most = Infinity) {
+      // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
+      if (most < Infinity && await dialect.liveCount() > most) return;
       for await (const { id, item, seen } of dialect.liveRows(cycle)) {
         yield { id, item: item === null ? undefined : JSON.parse(item), seen };
       }

@@ -54,7 +54,8 @@ export const MAX_GUARDED_ROWS = 250_000;
 
 /**
  * The guard over `rows` (read once, paged by the sink): each unseen row's key by `keyOf`; a row whose key cannot be read
- * is left to the end-of-cycle judgement (it is still held). Undefined past `most` rows (the reading stops there).
+ * is left to the end-of-cycle judgement (it is still held). Undefined past `most` rows (the reading stops there), or
+ * for none.
  */
 export async function windowGuard(
   rows: AsyncIterable<CopyRow>,
@@ -75,6 +76,8 @@ export async function windowGuard(
     }
     unseen.set(row.id, key);
   }
+  // None listed: an empty copy has nothing to remove, and a sink may list none of one too large to judge.
+  if (held === 0) return undefined;
   const sign = figures.descending ? -1 : 1;
   const order = [...unseen.keys()].sort((a, b) =>
     sign * compareKeys(unseen.get(a)!, unseen.get(b)!)

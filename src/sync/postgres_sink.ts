@@ -224,6 +224,12 @@ class PostgresDialect implements SqlDialect {
     };
   }
 
+  async liveCount(): Promise<number> {
+    const sql =
+      `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL`;
+    return Number((await this.#read(sql, []))[0]?.n ?? 0);
+  }
+
   /** The live rows (`liveRowsSql`), a page of ROWS_PAGE a query, keyset by id: never one result of the whole copy. */
   async *liveRows(cycle: number): AsyncIterable<LiveRow> {
     for (let after: string | null = null;;) {

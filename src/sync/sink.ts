@@ -162,8 +162,9 @@ export interface SyncSink<T> {
   /**
    * The copy's live rows (neither removed nor marked deleted), each with whether sweep cycle `cycle` has seen it and
    * its item as stored (which a row the cycle saw may leave out: only unseen rows are keyed); `keyOf` reads an item's
-   * id where the store keeps none. Reads only, under the run's lock, streamed or a page at a time (a large copy is
-   * never one result in memory). With it, `syncList` judges the guard before each sweep
+   * id where the store keeps none; a copy of more than `most` live rows may list none (the guard is then judged when
+   * the cycle ends). Reads only, under the run's lock, streamed or a page at a time (a large copy is never one result
+   * in memory). With it, `syncList` judges the guard before each sweep
    * window commits, so a sweep answered with another list stops at its first window past `maxDeletes`; without it, the
    * guard is judged when the cycle ends.
    *
@@ -199,6 +200,7 @@ export interface SyncSink<T> {
   liveRows?(
     cycle: number,
     keyOf: (item: unknown) => NonNullable<SyncCheckpoint["edge"]>,
+    most?: number,
   ): AsyncIterable<
     { readonly id: string; readonly item: unknown; readonly seen: boolean }
   >;

@@ -260,6 +260,10 @@ class SqliteDialect implements SqlDialect {
     return done;
   }
 
+  liveCount(): number {
+    return (this.prepare().live.get() as { n: number }).n;
+  }
+
   /** The live rows, each with whether the cycle's log holds its id, streamed by one statement. */
   *liveRows(cycle: number): Iterable<LiveRow> {
     const rows = this.prepare().liveRows.iterate(this.#target, cycle);

@@ -16,7 +16,12 @@ import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
-import { heldBack, type WindowGuard, windowGuard } from "./_window_guard.ts";
+import {
+  heldBack,
+  MAX_GUARDED_ROWS,
+  type WindowGuard,
+  windowGuard,
+} from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 import type { SyncKey } from "./_window.ts";
@@ -248,7 +253,8 @@ async function guardOf<T>(
   const recent = recentDeletes(committer.latest.deletions, config.now());
   const descending = committer.latest.sortDirection === "DESC";
   const figures = { maxDeletes, recent, descending };
-  return await windowGuard(sink.liveRows(cycle, key), key, figures);
+  const rows = sink.liveRows(cycle, key, MAX_GUARDED_ROWS);
+  return await windowGuard(rows, key, figures);
 }
 
 /** A sweep whose windows broke the guard: nothing of them committed; the cycle is refused, as at its end. */
