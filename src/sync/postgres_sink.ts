@@ -10,7 +10,6 @@ import {
   type Applied,
   changeTableOf,
   type CopyState,
-  type LiveRow,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -231,7 +230,7 @@ class PostgresDialect implements SqlDialect {
   }
 
   /** The live rows (`liveRowsSql`), a page of ROWS_PAGE a query, keyset by id: never one result of the whole copy. */
-  async *liveRows(cycle: number): AsyncIterable<LiveRow> {
+  async *liveRows(cycle: number) {
     for (let after: string | null = null;;) {
       const sql = liveRowsSql(this.#table, after !== null);
       const params = [`${cycle}`, after ?? "", `${ROWS_PAGE}`];
