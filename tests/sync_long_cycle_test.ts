@@ -1,13 +1,14 @@
-// A healthy list under the guard judged before each window: cycles that span
-// more than 24 hours, begun soon after a cycle that removed close to the
-// share. The window weighs the cycle's own share; the 24 hours' deletes are
-// weighed at the cycle's end, when some have left the 24 hours.
+// The guard judged before each window against the 24 hours: a window weighs
+// the cycle's share of the copy's largest size in them, as the end does, but
+// not their deletes, which the cycle's end weighs, when some may have left the
+// 24 hours. Never stricter than the end: a healthy list is not refused.
 
 import { deepStrictEqual } from "node:assert/strict";
 import { inProcess } from "./_sync_fake.ts";
 import {
   createJsonlSink,
   createSqliteSink,
+  type SyncError,
   syncList,
 } from "../src/sync/mod.ts";
 import type { SyncSink } from "../src/sync/sink.ts";
@@ -64,4 +65,49 @@ Deno.test("cycles longer than 24 hours after a cycle that removed close to the s
     [await refusalsOf(sqlite), await refusalsOf(createJsonlSink(path))],
     [0, 0],
   );
+});
+
+Deno.test("after a confirmed mass delete, a window weighs the share of the copy's largest size in the 24 hours, as the end does: 80 more of 1,000 pass, 20 after them are refused, and a refusal's share is above maxDeletes", async () => {
+  const random = seededRandom(3);
+  const fake = inProcess({
+    seed: 3,
+    items: { organizations: 1, transactions: 1000, cardholders: 1 },
+  });
+  using sink = createSqliteSink(":memory:", { table: "transactions" });
+  let clock = Date.UTC(2026, 0, 1);
+  const base = {
+    id: "transactionID",
+    maxLimit: 100,
+    limit: 100,
+    sink,
+    now: () => clock,
+  };
+  const remove = async (count: number) => {
+    const all = await Array.fromAsync(fake.client.list("transactions"));
+    const ids = all.map((item) =>
+      (item as { transactionID: string }).transactionID
+    );
+    for (let gone = 0; gone < count;) {
+      const id = ids[Math.floor(random() * ids.length)]!;
+      if (fake.service.remove("transactions", id)) gone++;
+    }
+  };
+  const run = (maxDeletes: number) => {
+    clock += HOUR;
+    const options = { ...base, sweep: Infinity, maxDeletes };
+    return syncList(fake.client, "transactions", options).then(
+      (result) => result.deleted,
+      (error: SyncError) => error.maxDeletesNeeded,
+    );
+  };
+  await syncList(fake.client, "transactions", { ...base, sweep: 0 });
+  await remove(10);
+  deepStrictEqual(await run(0.1), 10);
+  await remove(500);
+  deepStrictEqual(await run(0.1), 0.51); // refused
+  deepStrictEqual(await run(0.51), 500); // confirmed: not counted
+  await remove(80);
+  deepStrictEqual(await run(0.1), 80); // 10 + 80 of the largest 1,000
+  await remove(20);
+  deepStrictEqual(await run(0.1), 0.11); // 110 of 1,000: refused, above 0.1
 });

@@ -15,8 +15,9 @@ export interface WindowGuard {
   readonly held: number;
   readonly maxDeletes: number;
   /**
-   * What the last 24 hours removed when the sweep started: named in a refusal's share, not weighed per window, since by
-   * the cycle's end (its only removal) a record may have left the 24 hours; the end weighs them.
+   * What the last 24 hours removed when the sweep started, and the copy's largest size in them: a window weighs its
+   * share of that size, as the end does, but not the deletes (by the cycle's end, its only removal, a record may have
+   * left the 24 hours; the end weighs them); a refusal names both, so its share is above `maxDeletes`.
    */
   readonly recent: RecentDeletes;
   /** The pass reads newest first: rows at or after a window's last key are behind it. */
@@ -90,7 +91,8 @@ export async function windowGuard(
  * Judges a window before it commits: its `ids` are seen; the unseen rows at or before its `last` key in the pass's
  * order (all of them when it `ended` the cycle) would be removed. True when the window must not commit: it breaks the
  * guard, or one before it did (`refused` then counts what the windows read so far passed). A row whose key moved
- * forward in the order counts until a window sees it. The cycle's share alone is weighed: the 24 hours' are its end's.
+ * forward in the order counts until a window sees it. The cycle's share alone is weighed: the 24 hours' deletes are its
+ * end's.
  */
 export function heldBack(
   guard: WindowGuard,
@@ -102,8 +104,10 @@ export function heldBack(
 ): boolean {
   for (const id of window.ids) seen(guard, id);
   const behind = passedUnseen(guard, window.last, window.ended);
-  const { held, maxDeletes } = guard;
-  if (guard.refused === undefined && !tooMany(behind, held, maxDeletes)) {
+  const { held, maxDeletes, recent } = guard;
+  // The end's base (the copy's largest size in the 24 hours), not its deletes: never stricter than the end would be.
+  const base = { deleted: 0, largest: recent.largest };
+  if (guard.refused === undefined && !tooMany(behind, held, maxDeletes, base)) {
     return false;
   }
   guard.refused = Math.max(guard.refused ?? 0, behind);
