@@ -122,8 +122,9 @@ export async function openFile(
 const REPLACED = "was replaced while this run opened it";
 
 /**
- * Opens `path` to write: its file, or a new one (created exclusively) when there is none. No look first: `openFile`
- * refuses a link and checks the handle either way.
+ * Opens `path` to write: its file, or a new one (created exclusively) when there is none, or the one another writer
+ * created in between (the caller's checks then find whose it is: a run that lost the copy fails `"lock-lost"`). No
+ * look first: `openFile` refuses a link and checks the handle either way.
  *
  * @throws {SyncError} (`"link"`, `"file"`)
  */
@@ -132,7 +133,12 @@ export async function openToWrite(path: string): Promise<FileHandle> {
     return await openFile(path, "write");
   } catch (error) {
     if (code(error) !== "ENOENT") throw error;
+  }
+  try {
     return await openFile(path, "create");
+  } catch (error) {
+    if (code(error) !== "EEXIST") throw error;
+    return await openFile(path, "write");
   }
 }
 
