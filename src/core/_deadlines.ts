@@ -1,17 +1,11 @@
 // Internal: attempts' time limits, the race of work against an AbortSignal, and an abortable wait.
 
 import { MAX_TIMER_MS } from "./_check.ts";
-import {
-  startTimer,
-  type Timer,
-  type TimerSource,
-  timerSource,
-} from "./_timer.ts";
 
 /**
  * Time limits shared by the attempts that start within one short window (a
  * tenth of the limit, at most a second): an attempt gets its limit, and at most
- * a window more. One timer per window (`startTimer`), its source looked up when set and
+ * a window more. One `globalThis.setTimeout` per window, looked up when set and
  * due by the injected clock, cleared after {@linkcode QUIET_TURNS} empty
  * microtask turns, which run before any timer or I/O. Why: docs/performance.md.
  */
@@ -55,10 +49,9 @@ class Window {
   readonly #ms: number;
   readonly #opened: number;
   readonly #until: number;
-  #timer: Timer | undefined;
-  #setBy: TimerSource | undefined;
-  /** The signal of the window's moment, once set by Deno's own timers. */
-  #moment: AbortSignal | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #setBy: typeof setTimeout | undefined;
+  #clear: typeof clearTimeout = clearTimeout;
   /** Whether the window's time was up: it takes no attempt after. */
   #fired = false;
   /** Microtask turns the window has been empty; -1 while nobody counts. */
@@ -78,21 +71,21 @@ class Window {
   /** Puts `deadline` under the window; sets the timer if none is set, or fake timers were installed since. */
   join(deadline: SharedDeadline, now: number): void {
     this.#attempts.add(deadline);
-    const source = timerSource();
+    const set = globalThis.setTimeout;
     if (this.#timer !== undefined) {
-      if (this.#setBy === source) return;
+      if (this.#setBy === set) return;
       this.#disarm();
     }
     const delay = Math.min(MAX_TIMER_MS, this.#until + this.#ms - now);
-    // The window's moment never moves: set again after a quiet spell, it waits on the same signal, not one more.
-    const moment = this.#setBy === source ? this.#moment : undefined;
-    this.#timer = startTimer(this.#expire, delay, source, moment);
-    this.#moment = this.#timer.signal;
-    this.#setBy = source;
+    const timer = set(this.#expire, Math.max(0, delay));
+    unrefTimer(timer);
+    this.#timer = timer;
+    this.#setBy = set;
+    this.#clear = globalThis.clearTimeout;
   }
 
   #disarm(): void {
-    this.#timer?.clear();
+    this.#clear(this.#timer);
     this.#timer = undefined;
   }
 
@@ -227,6 +220,14 @@ export interface AttemptLimits {
   readonly ms: number;
   /** Starts one attempt's limit, following the caller's `outer` signal. */
   start(outer: AbortSignal | undefined): Deadline;
+}
+
+/** Lets a timer run without keeping the process alive, where the runtime can. */
+export function unrefTimer(timer: number | { unref?: () => void }): void {
+  const deno = (globalThis as { Deno?: { unrefTimer?(id: number): void } })
+    .Deno;
+  if (typeof timer === "number") deno?.unrefTimer?.(timer);
+  else timer.unref?.();
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts. */

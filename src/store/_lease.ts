@@ -4,8 +4,7 @@
 import type { CoordinateOptions, TokenRecord } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
 import { checkEncryptionKey, published } from "./_record.ts";
-import { delay } from "../core/_deadlines.ts";
-import { startTimer } from "../core/_timer.ts";
+import { delay, unrefTimer } from "../core/_deadlines.ts";
 import {
   checkNumber,
   type NumberRule,
@@ -221,16 +220,11 @@ async function requestAlone(
   return result;
 }
 
-/**
- * Keeps the lease while a request runs: a slow token endpoint must not let another process take over. A timer per
- * renewal (`startTimer`): a fleet member's first token request sets no Node timer.
- */
+/** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */
 function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
-  const every = Math.max(1, Math.floor(leaseDuration / 3));
-  const renew = () => {
+  const timer = setInterval(() => {
     lease.renew().catch(() => {}); // a busy database: the next tick renews
-    timer = startTimer(renew, every);
-  };
-  let timer = startTimer(renew, every);
-  return () => timer.clear();
+  }, Math.max(1, Math.floor(leaseDuration / 3)));
+  unrefTimer(timer); // the renewal never keeps a process alive
+  return () => clearInterval(timer);
 }

@@ -2,8 +2,7 @@
 // Deno KV: no --unstable-kv and no configuration, for a tool run straight from the registry.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { delay } from "../core/_deadlines.ts";
-import { unrefTimer } from "../core/_timer.ts";
+import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";

@@ -1,8 +1,7 @@
 // Internal: every sink's lock rules, as pure functions and one waiting loop: a lock belongs to a run (a random token),
 // is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
-import { delay } from "../core/_deadlines.ts";
-import { unrefTimer } from "../core/_timer.ts";
+import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { rangeError } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";

@@ -4,7 +4,7 @@
 // written to the WAL once, not eight times.
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { unrefTimer } from "../core/_timer.ts";
+import { unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";

@@ -1,7 +1,6 @@
 // Internal: one piece of work that any number of callers wait for.
 
-import { raceAbort } from "../core/_deadlines.ts";
-import { startTimer, type Timer } from "../core/_timer.ts";
+import { raceAbort, unrefTimer } from "../core/_deadlines.ts";
 import { MAX_TIMER_MS } from "../core/_check.ts";
 
 /** One run of the work, as its callers see it. */
@@ -104,13 +103,14 @@ export class SingleFlight<T> {
   }
 }
 
-/** Calls `fire` after `ms`, in steps a timer can wait (a longer delay fires at once). */
-function longTimer(fire: () => void, ms: number): Timer {
-  let timer: Timer;
+/** Calls `fire` after `ms`, in steps a timer can wait (a longer delay fires at once); unref'd. */
+function longTimer(fire: () => void, ms: number): { clear(): void } {
+  let timer: ReturnType<typeof setTimeout>;
   const arm = (left: number) => {
     const step = Math.min(left, MAX_TIMER_MS);
-    timer = startTimer(() => left > step ? arm(left - step) : fire(), step);
+    timer = setTimeout(() => left > step ? arm(left - step) : fire(), step);
+    unrefTimer(timer);
   };
   arm(ms);
-  return { clear: () => timer.clear() };
+  return { clear: () => clearTimeout(timer) };
 }

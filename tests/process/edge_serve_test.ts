@@ -19,14 +19,11 @@ interface Served extends AsyncDisposable {
   stop(): Promise<string>;
 }
 
-/** Starts the example (or `module`, which serves it) as its header says, and waits for its listening line. */
-async function serveExample(
-  env: Record<string, string>,
-  module = "examples/edge_function.ts",
-): Promise<Served> {
+/** Starts the example as its header says, and waits for its listening line. */
+async function serveExample(env: Record<string, string>): Promise<Served> {
   const port = freePort();
   const server = new Command("deno", {
-    args: denoServeArgs(module, port),
+    args: denoServeArgs("examples/edge_function.ts", port),
     env: { ...env, PARTNER_API_KV_PATH: ":memory:" },
     stdout: "piped",
     stderr: "piped",
@@ -80,30 +77,6 @@ processTest(
     equal((await get(served, "/other")).status, 404);
     const log = await served.stop();
     equal(log.includes("legacy"), false, log);
-  },
-);
-
-processTest(
-  "the edge example's first answer reads no global Node timer: Deno 2.9 loads node:timers on that (~8 ms of a cold start)",
-  async () => {
-    await using api = await startFakePartnerApi({
-      items: { organizations: 30 },
-    });
-    // `deno serve` ignores --preload: a module that sets the trap, then serves the example.
-    const trapped = ".test-tmp/edge_timer_trap.ts";
-    const href = (path: string) =>
-      new URL(`../../${path}`, import.meta.url).href;
-    await Deno.writeTextFile(
-      trapped,
-      `import "${
-        href("tests/process/_timer_trap.ts")
-      }";\nexport { default } from "${href("examples/edge_function.ts")}";\n`,
-    );
-    await using served = await serveExample(configFor(api), trapped);
-    const first = await get(served, "/organizations/count");
-    deepStrictEqual([first.status, first.body], [200, { organizations: 30 }]);
-    const log = await served.stop();
-    equal(log.includes("node timer read"), false, log);
   },
 );
 
