@@ -16,22 +16,25 @@ import { seededRandom } from "../src/testing/_list_data.ts";
 
 const HOUR = 3_600_000;
 
-/** 40 runs 6 h apart, sweep 2 of 100-item windows (cycles of about 36 h), after 8 % removed at once; then 0.5 % removed and as many added before each run. No cycle and no 24 hours remove 10 %. */
-async function refusalsOf(sink: SyncSink<unknown>): Promise<number> {
-  const random = seededRandom(7);
+/**
+ * A copy of 1,000 transactions in `sink`, read once at a clock the test moves (`later(ms)`), the options of its runs,
+ * and `remove(n)`: n items removed from the list at random (seeded).
+ */
+async function copied(sink: SyncSink<unknown>, seed: number) {
+  const random = seededRandom(seed);
   const fake = inProcess({
-    seed: 7,
+    seed,
     items: { organizations: 1, transactions: 1000, cardholders: 1 },
   });
   let clock = Date.UTC(2026, 0, 1);
-  const base = {
+  const options = {
     id: "transactionID",
     maxLimit: 100,
     limit: 100,
     sink,
     now: () => clock,
   };
-  await syncList(fake.client, "transactions", { ...base, sweep: 0 });
+  await syncList(fake.client, "transactions", { ...options, sweep: 0 });
   const remove = async (count: number) => {
     const all = await Array.fromAsync(fake.client.list("transactions"));
     const ids = all.map((item) =>
@@ -42,13 +45,20 @@ async function refusalsOf(sink: SyncSink<unknown>): Promise<number> {
       if (fake.service.remove("transactions", id)) gone++;
     }
   };
+  const later = (ms: number) => void (clock += ms);
+  return { fake, options, remove, later };
+}
+
+/** 40 runs 6 h apart, sweep 2 of 100-item windows (cycles of about 36 h), after 8 % removed at once; then 0.5 % removed and as many added before each run. No cycle and no 24 hours remove 10 %. */
+async function refusalsOf(sink: SyncSink<unknown>): Promise<number> {
+  const { fake, options, remove, later } = await copied(sink, 7);
   await remove(80);
   let refusals = 0;
   for (let run = 0; run < 40; run++) {
-    clock += 6 * HOUR;
+    later(6 * HOUR);
     await remove(5);
     fake.service.insertTransactions(5);
-    await syncList(fake.client, "transactions", { ...base, sweep: 2 })
+    await syncList(fake.client, "transactions", { ...options, sweep: 2 })
       .catch(() => refusals++);
   }
   return refusals;
@@ -68,39 +78,16 @@ Deno.test("cycles longer than 24 hours after a cycle that removed close to the s
 });
 
 Deno.test("after a confirmed mass delete, a window weighs the share of the copy's largest size in the 24 hours, as the end does: 80 more of 1,000 pass, 20 after them are refused, and a refusal's share is above maxDeletes", async () => {
-  const random = seededRandom(3);
-  const fake = inProcess({
-    seed: 3,
-    items: { organizations: 1, transactions: 1000, cardholders: 1 },
-  });
   using sink = createSqliteSink(":memory:", { table: "transactions" });
-  let clock = Date.UTC(2026, 0, 1);
-  const base = {
-    id: "transactionID",
-    maxLimit: 100,
-    limit: 100,
-    sink,
-    now: () => clock,
-  };
-  const remove = async (count: number) => {
-    const all = await Array.fromAsync(fake.client.list("transactions"));
-    const ids = all.map((item) =>
-      (item as { transactionID: string }).transactionID
-    );
-    for (let gone = 0; gone < count;) {
-      const id = ids[Math.floor(random() * ids.length)]!;
-      if (fake.service.remove("transactions", id)) gone++;
-    }
-  };
+  const { fake, options, remove, later } = await copied(sink, 3);
   const run = (maxDeletes: number) => {
-    clock += HOUR;
-    const options = { ...base, sweep: Infinity, maxDeletes };
-    return syncList(fake.client, "transactions", options).then(
+    later(HOUR);
+    const all = { ...options, sweep: Infinity, maxDeletes };
+    return syncList(fake.client, "transactions", all).then(
       (result) => result.deleted,
       (error: SyncError) => error.maxDeletesNeeded,
     );
   };
-  await syncList(fake.client, "transactions", { ...base, sweep: 0 });
   await remove(10);
   deepStrictEqual(await run(0.1), 10);
   await remove(500);
