@@ -10,6 +10,7 @@ import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
 import { SyncError } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import type { CopyRow } from "./_window_guard.ts";
 
 const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
@@ -207,7 +208,7 @@ export async function* copyRows(
   committed: Committed | undefined,
   cycle: number,
   keyOf: (item: unknown) => { readonly id: string },
-): AsyncGenerator<{ id: string; item: unknown; seen: boolean }> {
+): AsyncGenerator<CopyRow> {
   if (committed === undefined) return;
   const idOf = (item: unknown, line: string) => {
     try {

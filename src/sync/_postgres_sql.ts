@@ -120,12 +120,8 @@ const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
 /**
- * The lease's statements ($1 target, $2 owner) by the server's clock; `take` answers `taken` (the owner, if taken) and
- * `stale` (whether the holder's was).
- */
-/**
- * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), each with whether cycle `$1` saw it
- * (its `seen` column reached the cycle), and the item as text for a row it did not.
+ * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), whether cycle `$1` saw each (its
+ * `seen` reached it), and the item as text for one it did not.
  */
 export function liveRowsSql(table: string, after: boolean): string {
   const seen = "seen >= $1::text::bigint";
@@ -134,6 +130,10 @@ export function liveRowsSql(table: string, after: boolean): string {
   ORDER BY id LIMIT $3::text::bigint`;
 }
 
+/**
+ * The lease's statements ($1 target, $2 owner) by the server's clock; `take` answers `taken` (the owner, if taken) and
+ * `stale` (whether the holder's was).
+ */
 export const LEASE_SQL = {
   ...LEASE,
   take: `WITH taken AS (${LEASE.take})

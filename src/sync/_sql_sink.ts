@@ -49,21 +49,14 @@ export interface SqlDialect {
    * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
    */
   apply(batch: SqlBatch): Answer<Applied>;
-  /**
-   * The live rows, each with whether cycle `cycle` saw it, and the item's text for a row it did not (the guard reads no
-   * other), streamed or paged: never one result of the whole copy. Reads only.
-   */
+  /** The live rows, whether cycle `cycle` saw each, the item's text only for one it did not; paged. Reads only. */
   liveRows(cycle: number): Iterable<LiveRow> | AsyncIterable<LiveRow>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
 }
 
 /** A live row as a dialect lists it: no item for a row the cycle saw. */
-export interface LiveRow {
-  readonly id: string;
-  readonly item: string | null;
-  readonly seen: boolean;
-}
+export type LiveRow = { id: string; item: string | null; seen: boolean };
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(
@@ -244,19 +237,17 @@ export function changeTableOf(table: string): string {
   return `"${table.slice(1, -1)}_changes"`;
 }
 
-/** What a copy holds, as a dialect reads it. */
+/**
+ * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now (0 without one), the rows
+ * and last row (`fingerprint:id`) recorded with the checkpoint (none as 0.3 kept), the fingerprint `found` of the row
+ * `last` names now, and why the copy is not this sink's (`foreign`), seen before its rows are.
+ */
 export interface CopyState {
-  /** The checkpoint row's text, if there is one. */
   readonly checkpoint: string | null | undefined;
-  /** Rows in the table now (0 without one). */
   readonly rows: number;
-  /** Rows recorded with the checkpoint; null or undefined as 0.3 kept none. */
   readonly recorded?: number | null | undefined;
-  /** The last row recorded (`fingerprint:id`). */
   readonly last?: string | null | undefined;
-  /** The fingerprint of the row `last` names, as it is now. */
   readonly found?: string | null | undefined;
-  /** Why the copy is not this sink's, seen before its rows are. */
   readonly foreign?: string | undefined;
 }
 

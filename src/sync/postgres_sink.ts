@@ -236,10 +236,9 @@ class PostgresDialect implements SqlDialect {
       const params = [`${cycle}`, after ?? "", `${ROWS_PAGE}`];
       const found = await this.#read(sql, params);
       for (const row of found) {
-        const item = row.item === null || row.item === undefined
-          ? null
-          : String(row.item);
-        yield { id: String(row.id), item, seen: row.seen === "true" };
+        const { id, item, seen } = row;
+        const text = item == null ? null : String(item);
+        yield { id: String(id), item: text, seen: seen === "true" };
       }
       if (found.length < ROWS_PAGE) return;
       after = String(found.at(-1)!.id);
