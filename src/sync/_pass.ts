@@ -108,12 +108,7 @@ function unsure(state: WindowState): boolean {
 }
 
 /** Windows in a row whose first item is the same: how many, and how far apart. */
-interface Repeats {
-  readonly first: string;
-  readonly low: number;
-  readonly high: number;
-  readonly n: number;
-}
+type Repeats = { first: string; low: number; high: number; n: number };
 
 /**
  * The windows in a row that began with `first`, once `plan`'s did.

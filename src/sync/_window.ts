@@ -33,25 +33,14 @@ export interface WindowState {
   readonly shortReads?: number;
 }
 
-/**
- * Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. Probes
- * go out twice as far each time until both are known, then halve the gap: `d` items lost or gained cost
- * ~2 × log2(d / window) requests.
- */
+/** Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. */
 export type Seek = NonNullable<SweepCursor["seek"]>;
 
 /** The keys a pass commits, ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
-export interface Domain {
-  readonly above: SyncKey | null;
-  readonly upTo: SyncKey | null;
-}
+export type Domain = { above: SyncKey | null; upTo: SyncKey | null };
 
 /** One window: `limit` items from `start`, i.e. page `start / limit + 1`. */
-export interface WindowPlan {
-  readonly start: number;
-  readonly limit: number;
-  readonly page: number;
-}
+export type WindowPlan = { start: number; limit: number; page: number };
 
 /** What a window proves, given the state before it. */
 export type WindowVerdict =
@@ -186,10 +175,9 @@ function farEndOf(
 }
 
 /**
- * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again. Inside a sweep
- * the end is known: a claim before it (`holds`: the window holds it) is read again, news or not (a page cut to the
- * items of the window's overlap brings none), and ends the pass only when that read claims the same end (the far end
- * was deleted). `reads`: claims in a row that disagreed; past MAX_SHORT_READS the pass stops, the cycle under way.
+ * Whether a sweep's window that claims the end (`claims`: short, or past the far end) at `end` before the far end it
+ * does not hold is read again, news or not; the pass ends once a read claims the same end. `reads`: claims in a row
+ * that disagreed (past MAX_SHORT_READS the pass stops, the cycle under way).
  */
 function readAgain(
   state: WindowState,
@@ -286,13 +274,11 @@ function learnLimit(
 
 /** The state after the service refused a window of `limit` (a 400). */
 export function refusedWindow(state: WindowState, limit: number): WindowState {
-  const rejected = Math.min(state.rejected ?? Infinity, limit);
-  const accepted = Math.min(state.accepted, limit - 1);
   return {
     ...state,
-    accepted,
+    accepted: Math.min(state.accepted, limit - 1),
     refused: Math.min(state.refused, limit),
-    rejected,
+    rejected: Math.min(state.rejected ?? Infinity, limit),
   };
 }
 
@@ -377,8 +363,8 @@ function placed(limit: number, index: number): WindowPlan {
 }
 
 /**
- * Where the next probe for the edge starts: further out each time until the edge is bracketed, then halfway; undefined
- * once the bracket fits in a window. One miss is the ordinary drift a margin covers: probes go out from the second.
+ * Where the next probe for the edge starts, from the second miss (one is the drift a margin covers): twice as far each
+ * time until bracketed, then halfway (~2 × log2(d / window) requests for `d` lost); undefined once a window fits.
  */
 export function probeAt(seek: Seek, cap: number): number | undefined {
   const { low, high, probes } = seek;

@@ -189,9 +189,7 @@ class PostgresDialect implements SqlDialect {
     await this.#read(LEASE_SQL.release, [this.#target, token]).catch(() => {});
   }
 
-  text(item: unknown, id: string): string | undefined {
-    return postgresText(item, id);
-  }
+  readonly text = postgresText;
 
   async apply(write: SqlBatch): Promise<Applied> {
     // The change table's checks first: a refusal leaves nothing created.

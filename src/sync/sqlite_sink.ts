@@ -228,9 +228,7 @@ class SqliteDialect implements SqlDialect {
     if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
   }
 
-  text(item: unknown): string | undefined {
-    return jsonText(item);
-  }
+  readonly text = jsonText;
 
   async apply(write: SqlBatch): Promise<Applied> {
     this.#checkFile();
