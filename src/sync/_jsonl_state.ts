@@ -41,10 +41,7 @@ export interface Committed {
   readonly renaming?: boolean;
 }
 
-/**
- * A cycle's rewrite under way: the items the sweep read again, in their own file; once the cycle completes, the copy's
- * lines since `mainAt` (the head's) follow them and it replaces the copy.
- */
+/** A cycle's rewrite: the sweep's items; once complete, the head's lines since `mainAt` follow and it replaces the copy. */
 export interface Rewrite {
   readonly end: FileEnd;
   readonly cycle: number;
@@ -162,11 +159,8 @@ function mismatch(files: CopyFiles, what: string) {
 }
 
 /**
- * Counts a cycle's changes by id (the copy's lines when it began against the sweep's) and judges its guard before any
- * of it replaces the copy. A JSONL copy has no index: the old lines' ids are held in memory (each with a 53-bit digest
- * of its line) while the new are read.
- *
- * @throws {SyncError} (`"too-many-deletes"`)
+ * Counts a cycle's changes by id (the old lines' ids and digests held in memory: no index) and judges its guard before
+ * any of it replaces the copy. @throws {SyncError} (`"too-many-deletes"`)
  */
 export async function cycleChanges(
   before: { readonly path: string; readonly length: number },
@@ -199,10 +193,7 @@ export async function cycleChanges(
   return { inserted, updated, deleted, held };
 }
 
-/**
- * The copy's lines as rows, each with whether cycle `cycle` saw it: its id is in the cycle's rewrite, or the head
- * appended it since the cycle began (those lines follow the rewrite). Streams the copy; the rewrite's ids are held.
- */
+/** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began. Streamed. */
 export async function* copyRows(
   files: CopyFiles,
   committed: Committed | undefined,

@@ -1,6 +1,5 @@
 // Internal: the SQL kit, one flow for every SQL sink: check the copy (reading only), take the lease, make each batch
-// storable, let the dialect apply it in one atomic step, report. A dialect (SQLite, PostgreSQL) supplies only what its
-// database says differently: reading state, tables, the lease row, what it can hold, the batch's statements.
+// storable, let the dialect (SQLite, PostgreSQL: what its database says differently) apply it atomically, report.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
 import { typeError } from "../core/_check.ts";
@@ -43,11 +42,7 @@ export interface SqlDialect {
   release(token: string): Answer<void>;
   /** The item's text as the database holds it, or undefined when it cannot. */
   text(item: unknown, id: string): string | undefined;
-  /**
-   * Applies a batch atomically, only while `owner` holds the lease: upserts (a sweep's new rows staged), the cycle's
-   * end behind its guard, change rows, the checkpoint.
-   * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
-   */
+  /** Applies a batch atomically while `owner` holds the lease. @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) */
   apply(batch: SqlBatch): Answer<Applied>;
   /** The live rows, whether cycle `cycle` saw each, the item's text only for one it did not; paged. Reads only. */
   liveRows(cycle: number): Iterable<LiveRow> | AsyncIterable<LiveRow>;
@@ -176,10 +171,7 @@ function judgeCopy(
   return { checkpoint, rows: recorded, last };
 }
 
-/**
- * The batch as the table can hold it: ids compare as strings, the last occurrence wins; an item whose id or text the
- * dialect cannot hold is left out and named, so that no item stops every run.
- */
+/** The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs. */
 export function storable(
   items: readonly unknown[],
   ids: readonly string[],
@@ -207,9 +199,8 @@ export function jsonText(item: unknown): string | undefined {
 }
 
 /**
- * The lease's statements in a dialect's placeholders (`p(1)` target, `p(2)` owner) and clock (`now`; before `stale`
- * a lease is stale): taken if free, the run's own, or stale (answers the owner). With `seen`, also a lease still as
- * the run last saw it (owner, refreshed_at), when the run judged that one stale on its own steady clock.
+ * The lease's statements in a dialect's placeholders (`p(1)` target, `p(2)` owner) and clock (`now`, `stale`): taken
+ * if free, own or stale (answers the owner), or with `seen` still as the run saw it when it judged it stale.
  */
 export function leaseSql(
   p: (n: number) => string,

@@ -1,7 +1,5 @@
-// Internal: the SQLite dialect's statements and the batch they apply in one transaction (sqlite_sink.ts: the rest of
-// the dialect; _sql_sink.ts: the flow). Each batch is a savepoint with its checkpoint; while batches come fast under a
-// lease, several share one transaction: random keys dirty about a page each, and a page touched by eight batches is
-// written to the WAL once, not eight times.
+// Internal: the SQLite dialect's statements and batches. Each batch is a savepoint with its checkpoint; while batches
+// come fast under a lease, several share one transaction: a page eight batches touch is written to the WAL once.
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { unrefTimer } from "../core/_timer.ts";
@@ -116,9 +114,8 @@ export function statements(db: DatabaseSync, table: string) {
 }
 
 /**
- * The upserts, of ROWS rows and of one, each without and with written rows returned (only for a change table: returning
- * costs a write). A row is written only when new, changed or marked (an unchanged one dirties no page). A new row's
- * rowid is above the largest before the batch; a rewritten one keeps its own.
+ * The upserts of ROWS rows and of one, without and with written rows returned (a change table's: returning costs a
+ * write). Only a new, changed or marked row is written; a new one's rowid is above all before the batch.
  */
 function upserts(q: (sql: string) => StatementSync, table: string) {
   return [ROWS, 1].flatMap((rows) =>
@@ -134,10 +131,7 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/**
- * The change table of `table`, created (or given `item`, as before 0.4) if need be, and its two inserts: a change row,
- * and a cycle's staged rows as inserts. Made once per sink (a statement prepared per batch cost each batch a parse).
- */
+/** The change table, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
 export function changeTable(db: DatabaseSync, changes: string) {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
@@ -192,11 +186,8 @@ export function split(
 }
 
 /**
- * Inside a transaction: upserts a batch (a sweep's new items in `staged`), seen in its cycle, recording its changes;
- * ending a cycle, judges the guard (a refusal rolls the batch back), inserts what the cycle staged, removes (or marks)
- * the unseen rows; saves the checkpoint with the row count and last row.
- *
- * @throws {SyncError} (`"too-many-deletes"`)
+ * Inside a transaction: upserts a batch (a sweep's new items `staged`), logs it seen, records its changes, ends a cycle
+ * (`endCycle`), saves the checkpoint with the row count and last row. @throws {SyncError} (`"too-many-deletes"`)
  */
 export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const { st, target, changes } = place;
@@ -249,10 +240,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   };
 }
 
-/**
- * A cycle's end: live rows its log lacks are removed (or marked) and recorded as deletes, unless more than `maxDeletes`
- * of the copy; what it staged is inserted; its log and stage are dropped.
- */
+/** A cycle's end, unless its unseen live rows break the guard: inserts what it staged, removes (or marks) the unseen. */
 function endCycle(
   place: Place,
   ends: NonNullable<NonNullable<SqlBatch["context"]>["endsCycle"]>,
@@ -280,10 +268,7 @@ function endCycle(
   return { deleted, held, inserted };
 }
 
-/**
- * Upserts the rows ROWS at a time (a statement per row costs twice as much), in key order (each descent starts near the
- * last). A row above the rowid largest before is an insert; any other written one (a marked row back too) an update.
- */
+/** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
 function upsertAll(st: Statements, batch: Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
   const before = rowid();
