@@ -43,8 +43,7 @@ export function runStart(
     : checkCheckpoint(saved, identity);
   const descending = identity.sortDirection === "DESC";
   const cursor = descending ? checkpoint.head ?? null : checkpoint;
-  // The head's margin on resuming: wide enough to see the deletes since the last run, narrow enough to leave room for
-  // new items.
+  // The head's margin on resuming: wide enough for the deletes since the last run, with room left for new items.
   const quarter = Math.floor(sizes.maxLimit / 4);
   const margin = Math.max(MIN_MARGIN, Math.min(RESUME_MARGIN, quarter));
   return {

@@ -167,8 +167,7 @@ export async function cycleChanges(
   after: { readonly path: string; readonly length: number },
   context: SyncWriteContext,
 ): Promise<SyncWriteReport> {
-  // A line's id by the run's own reading of items; without `keyOf` (a direct write) a line is its own id (a change:
-  // delete + insert).
+  // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
   const keyOf = context.keyOf;
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;

@@ -199,8 +199,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
     st.stage.run(target, cycle, JSON.stringify(pairs));
   }
-  // Logged only while a cycle is under way or when the batch ends one: a first read, or a head between cycles, is
-  // followed by a cycle that reads the whole copy and judges rows by its own log.
+  // Logged only in a cycle or at its end: a cycle after a first read or a head between cycles reads the whole copy.
   const seen = [...batch.ids, ...staged.ids];
   const ends = context?.endsCycle;
   if (seen.length > 0 && (write.checkpoint.sweep ?? ends) !== undefined) {
@@ -209,11 +208,9 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   if (record !== undefined) {
     // Change rows carry the item: looked up only when the table is kept.
     const text = new Map(batch.ids.map((id, i) => [id, batch.texts[i]!]));
-    for (const id of kinds.inserted) {
-      record.run(id, "insert", place.at, text.get(id)!);
-    }
-    for (const id of kinds.updated) {
-      record.run(id, "update", place.at, text.get(id)!);
+    const changes = { insert: kinds.inserted, update: kinds.updated };
+    for (const [change, ids] of Object.entries(changes)) {
+      for (const id of ids) record.run(id, change, place.at, text.get(id)!);
     }
   }
   const end = ends === undefined
@@ -221,8 +218,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     : endCycle(place, ends, cycle, record);
   const removed = ends?.deletes === "remove" ? end.deleted : 0;
   const rows = copy.rows + kinds.added + end.inserted - removed;
-  // The checkpoint records the fingerprint and id of the batch's last row (none once the cycle's end removed or
-  // marked it).
+  // The batch's last row, by fingerprint and id (none once the cycle's end removed or marked it).
   const lastText = batch.texts.at(-1);
   let last = lastText === undefined
     ? copy.last
@@ -283,20 +279,16 @@ function upsertAll(st: Statements, batch: Rows, named: boolean) {
     const values = order.slice(i, i += n).flatMap((k) => [ids[k]!, texts[k]!]);
     const statement = st.upsert[(n === ROWS ? 0 : 2) + (named ? 1 : 0)]!;
     if (!named) changed += Number(statement.run(...values).changes);
-    else {for (const { id, at } of statement.all(...values)) {
-        kind.set(id as string, (at as number) > before);
-      }}
+    for (const { id, at } of named ? statement.all(...values) : []) {
+      kind.set(id as string, (at as number) > before);
+      changed++;
+    }
   }
-  // Which rows were new or changed: asked only with a change table (`named`).
-  const inserted = named ? ids.filter((id) => kind.get(id) === true) : [];
-  const updated = named ? ids.filter((id) => kind.get(id) === false) : [];
+  // Which rows were new or changed: named only with a change table.
+  const inserted = ids.filter((id) => kind.get(id) === true);
+  const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
-  return {
-    added,
-    changed: named ? updated.length : changed - added,
-    inserted,
-    updated,
-  };
+  return { added, changed: changed - added, inserted, updated };
 }
 
 /** The transaction of a sink's connection, and when it commits. */
@@ -341,7 +333,6 @@ export class Commits {
       this.commit();
       throw error;
     }
-    // Commit now, unless more may join it soon.
     const age = this.#clock() - this.#opened;
     if (
       !this.grouping || this.rows < GROUP_FROM ||

@@ -82,14 +82,18 @@ export function heldBack(
     readonly ended: boolean;
   },
 ): boolean {
-  for (const id of window.ids) seen(guard, id);
+  const { unseen, passed, held, maxDeletes, recent } = guard;
+  const sign = guard.descending ? -1 : 1;
+  for (const id of window.ids) {
+    const key = unseen.get(id);
+    unseen.delete(id); // and the count of those passed, if it was among them
+    if (key === undefined || passed.last === null) continue;
+    if (sign * compareKeys(key, passed.last) <= 0) passed.behind--;
+  }
   const behind = passedUnseen(guard, window.last, window.ended);
   // The end's base, not its deletes: never stricter than the end would be.
-  const base = { deleted: 0, largest: guard.recent.largest };
-  if (
-    guard.refused === undefined &&
-    !tooMany(behind, guard.held, guard.maxDeletes, base)
-  ) {
+  const base = { deleted: 0, largest: recent.largest };
+  if (guard.refused === undefined && !tooMany(behind, held, maxDeletes, base)) {
     return false;
   }
   guard.refused = Math.max(guard.refused ?? 0, behind);
@@ -118,16 +122,4 @@ export function passedUnseen(
   }
   passed.last = last;
   return passed.behind;
-}
-
-/** A row a window saw leaves the unseen ones, and the count of those passed if it was among them. */
-function seen(guard: WindowGuard, id: string): void {
-  const key = guard.unseen.get(id);
-  if (key === undefined) return;
-  guard.unseen.delete(id);
-  const { last } = guard.passed;
-  const sign = guard.descending ? -1 : 1;
-  if (last !== null && sign * compareKeys(key, last) <= 0) {
-    guard.passed.behind--;
-  }
 }

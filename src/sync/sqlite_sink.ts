@@ -234,8 +234,7 @@ class SqliteDialect implements SqlDialect {
     this.#checkFile();
     const st = this.prepare();
     const { rows, staged } = split(st, write);
-    // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
-    // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
+    // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
     const changes = write.context?.changes
