@@ -128,10 +128,7 @@ export async function openToWrite(path: string): Promise<FileHandle> {
   }
 }
 
-/**
- * Refuses a handle that is not the file `path` names now: a link (followed by the open, or swapped in after), a file
- * swapped in between, another name of it (a hard link another user made to theirs), or not a plain file.
- */
+/** Refuses a handle not of the plain file `path` names now: a link followed or swapped in, a swap, or a hard link. */
 async function assertOwnFile(
   file: FileHandle,
   path: string,

@@ -94,10 +94,7 @@ export function createChangesSql(changes: string): string {
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
 
-/**
- * One statement of `IF ... THEN ...` steps under a transaction's advisory lock: two first runs at once would otherwise
- * race in CREATE TABLE. Each change only when needed: no notices (postgres.js prints them).
- */
+/** `IF ... THEN ...` steps under an advisory lock (two first runs would race in CREATE TABLE), no notices emitted. */
 function migration(steps: string): string {
   return `DO $partner_api$
 BEGIN
@@ -130,10 +127,7 @@ export function liveRowsSql(table: string, after: boolean): string {
   ORDER BY id LIMIT $3::text::bigint`;
 }
 
-/**
- * The lease's statements ($1 target, $2 owner) by the server's clock; `take` answers `taken` (the owner, if taken) and
- * `stale` (whether the holder's was).
- */
+/** The lease's statements ($1 target, $2 owner), server clock; `take` answers `taken` (the owner) and `stale`. */
 export const LEASE_SQL = {
   ...LEASE,
   take: `WITH taken AS (${LEASE.take})

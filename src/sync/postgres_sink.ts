@@ -263,7 +263,6 @@ class PostgresDialect implements SqlDialect {
 
   /**
    * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
-   *
    * @throws {SyncError} (`"sink-mismatch"`)
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */

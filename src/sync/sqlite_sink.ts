@@ -348,8 +348,8 @@ function openDatabase(path: string): DatabaseSync {
 }
 
 /**
- * Runs `write` without waiting for the write lock: undefined when another connection holds it. A busy wait would keep
- * this thread's own holder (batches sharing a transaction) from committing from its timer.
+ * Runs `write` without a busy wait (it would keep this thread's shared transaction from committing on its timer):
+ * undefined when another connection holds the write lock.
  */
 function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
   const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {

@@ -157,10 +157,7 @@ async function head<T>(
   return shift;
 }
 
-/**
- * Spends the sweep budget on the cycle under way (or a new one). Under `sweep: Infinity` a cycle begun before the run
- * is given up: what changed behind its cursor would wait for the next.
- */
+/** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
 async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const { config, committer } = run;
   if (config.sweep === 0) return;
@@ -281,10 +278,7 @@ async function refuse<T>(
   throw error;
 }
 
-/**
- * How far the last item committed moved since the last run (ascending): inserts behind it net of deletes, a lower
- * bound on what the copy lacks.
- */
+/** How far the last item committed moved since the last run (ascending): at least what the copy lacks. */
 function shiftOf<T>(
   saved: SyncCheckpoint,
   window: Committed<T>,
