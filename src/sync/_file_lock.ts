@@ -26,10 +26,7 @@ export interface FileLock extends AsyncDisposable {
 /** What a lock file says. */
 type LockContent = { readonly owner: string; readonly pid: number };
 
-/**
- * Takes the lock file at `path`, waiting (as `options` say) while another run holds it.
- * @throws {SyncError} (`"locked"`, `"link"`)
- */
+/** Takes the lock file at `path`, waiting as `options` say. @throws {SyncError} (`"locked"`, `"link"`) */
 export function takeFileLock(
   path: string,
   options: LockWait,

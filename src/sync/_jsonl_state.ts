@@ -95,10 +95,7 @@ function isEnd(value: unknown): value is FileEnd {
 
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 
-/**
- * Reads the side file and checks the copy (and a rewrite under way) against it. Reads only.
- * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
- */
+/** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`) */
 export async function checkCopy(
   files: CopyFiles,
 ): Promise<Committed | undefined> {

@@ -104,10 +104,7 @@ function unsure(state: WindowState): boolean {
 /** Windows in a row whose first item is the same: how many, and how far apart. */
 type Repeats = { first: string; low: number; high: number; n: number };
 
-/**
- * The windows in a row that began with `first`, once `plan`'s did.
- * @throws {SyncError} (`"repeated-page"`) When windows far apart keep beginning with the same item.
- */
+/** The windows in a row that began with `first`, once `plan`'s did. @throws {SyncError} (`"repeated-page"`) */
 function repeatsOf(
   before: Repeats | undefined,
   plan: WindowPlan,

@@ -116,10 +116,7 @@ const lacks = (table: string, column: string) =>
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
-/**
- * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), whether cycle `$1` saw each (its
- * `seen` reached it), and the item as text for one it did not.
- */
+/** A page of live rows by id (after `$2` if `after`, `$3` of them), whether cycle `$1` saw each, the item if not. */
 export function liveRowsSql(table: string, after: boolean): string {
   const seen = "seen >= $1::text::bigint";
   return `SELECT id, CASE WHEN ${seen} THEN NULL ELSE item::text END AS item, (${seen})::text AS seen FROM ${table}

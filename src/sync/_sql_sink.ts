@@ -126,10 +126,7 @@ export function sinkOptions(
   return { table: `"${table}"`, lockWait };
 }
 
-/**
- * Judges what the copy holds against what was recorded.
- * @throws {SyncError} (`"sink-mismatch"`)
- */
+/** Judges what the copy holds against what was recorded. @throws {SyncError} (`"sink-mismatch"`) */
 function judgeCopy(
   state: CopyState,
   dialect: Pick<SqlDialect, "what" | "instead">,

@@ -82,9 +82,8 @@ export function compareKeys(a: SyncKey, b: SyncKey): number {
 }
 
 /**
- * Judges a window of `keys` read at `plan`. It may be committed when it starts at the head or at or before `edge`: a
- * page is a contiguous run of the list as it stood, so it holds every item between `edge` and its last that existed.
- *
+ * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
+ * run of the list as it stood: it holds every item between `edge` and its last that existed).
  * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
  */
 export function judgeWindow(
@@ -247,9 +246,8 @@ function inDomain(
 }
 
 /**
- * Whether `count` items for `limit` prove the end of the list. A service refuses or cuts a size above its largest, and
- * nothing says which: a short answer proves the end only for a size seen honoured (a full page that large came back)
- * or under MIN_WINDOW. Otherwise the next window asks at most `count`, honoured either way, and settles it.
+ * Whether `count` items for `limit` prove the end: a size above the service's largest is cut or refused, so only for a
+ * size seen honoured, or under MIN_WINDOW; else the next window asks at most `count` and settles it.
  */
 function provesEnd(state: WindowState, limit: number, count: number): boolean {
   return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
@@ -322,9 +320,8 @@ export function followingWindow(
 }
 
 /**
- * The window that overlaps the item before `offset` by at least `margin + 1` items and reaches furthest past it. A size
- * `limit` places a window only at a multiple of `limit`, so every size up to `cap` is tried; failing that the margin is
- * dropped, and failing any (a cap under 25) the largest is read and the run moves only if the list does.
+ * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
+ * `cap`, as one places only at its multiples); else without margin; else (a cap under 25) the largest.
  */
 export function planWindow(
   offset: number,

@@ -18,10 +18,7 @@ export interface WindowGuard {
   readonly descending: boolean;
   /** Once a window broke the guard: the unseen rows the last window read passed. */
   refused?: number;
-  /**
-   * The unseen ids in the pass's order, the first `at` passed (up to key `last`), `behind` of them still unseen: each
-   * window moves on from where the last stopped, so a cycle costs its rows once.
-   */
+  /** The unseen ids in the pass's order, the first `at` passed (to key `last`), `behind` of them unseen: counted once. */
   readonly passed: {
     readonly order: readonly string[];
     at: number;

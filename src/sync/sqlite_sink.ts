@@ -269,11 +269,7 @@ class SqliteDialect implements SqlDialect {
     }
   }
 
-  /**
-   * SQLite writes on through its open handle when the file (or its folder) is removed or replaced: the run would end
-   * in success, its batches in a file nobody can open.
-   * @throws {SyncError} (`"file"`)
-   */
+  /** SQLite writes on to a file removed or replaced: a success nobody can open. @throws {SyncError} (`"file"`) */
   #checkFile(): void {
     const file = this.#file;
     if (file === undefined || this.#identity === undefined) return;

@@ -298,10 +298,7 @@ function sweepLeft(checkpoint: SyncCheckpoint): number {
   return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
 }
 
-/**
- * When the whole copy will next be verified at this run's sweep rate (`requests` in `span` ms, steady clock): the
- * cycle under way's rest, or a whole cycle (⌈n / window⌉ + 1 requests) after one ended.
- */
+/** When the copy will next be verified at this run's sweep rate: the cycle's rest, or a whole one (⌈n / window⌉ + 1). */
 function nextVerified(
   checkpoint: SyncCheckpoint,
   sweep: { requests: number; span: number; now: number },
