@@ -28,9 +28,7 @@ export interface RunStart {
 type Sizes = { readonly maxLimit: number };
 
 /**
- * Where a run starts: the saved checkpoint (a new one without), and the head pass from its edge (ascending), or from
- * the top down to the newest item committed (descending).
- *
+ * Where a run starts: the saved checkpoint (or a new one), the head pass from its edge (or, descending, from the top).
  * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one, or for another path, order, direction, id field or query.
  */
 export function runStart(
@@ -43,8 +41,7 @@ export function runStart(
     : checkCheckpoint(saved, identity);
   const descending = identity.sortDirection === "DESC";
   const cursor = descending ? checkpoint.head ?? null : checkpoint;
-  // The head's margin on resuming: wide enough to see the deletes since the last run, narrow enough to leave room for
-  // new items.
+  // The head's margin on resuming: wide enough for the deletes since the last run, with room left for new items.
   const quarter = Math.floor(sizes.maxLimit / 4);
   const margin = Math.max(MIN_MARGIN, Math.min(RESUME_MARGIN, quarter));
   return {
@@ -78,10 +75,7 @@ export function afterHeadWindow(
     : { ...rest, complete: false, head: { edge, offset, top: newest } };
 }
 
-/**
- * The sweep's start: the cycle under way, or a new one up to the newest item committed (`begins`: its checkpoint is
- * written first); undefined when there is nothing to sweep.
- */
+/** The sweep's start: the cycle under way, or a new one up to the edge (`begins`); undefined with nothing to sweep. */
 export function sweepStart(
   checkpoint: SyncCheckpoint,
   sizes: Sizes,

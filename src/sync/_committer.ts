@@ -18,8 +18,8 @@ const NOTHING = { items: [], ids: [] };
 const SKIPPED_IDS_SHOWN = 100;
 
 /**
- * Writes batches in order, each once the one before is committed; a failed write stops the run at the batch before.
- * An empty batch is written only with news the next run needs (a pass's or cycle's end or start), or by `flush`.
+ * Writes batches in order, each once the one before is committed (a failed one stops the run); an empty batch only with
+ * news for the next run (a pass's or cycle's end or start), or by `flush`.
  */
 export class Committer<T> {
   /** What the run wrote, as the sink reported it. */

@@ -1,6 +1,5 @@
-// Internal: the mass-delete guard, as pure functions: a cycle's deletes are judged against `maxDeletes` of the copy's
-// largest size in the last 24 hours, less what those deleted, so an empty, filtered or foreign list cannot empty the
-// copy, at once or by slices. The deletes of a cycle that confirms a refusal are not counted.
+// Internal: the mass-delete guard: a cycle may remove `maxDeletes` of the copy's largest size in 24 hours less what
+// they removed, so no empty, filtered or foreign list empties the copy, at once or by slices.
 
 import { SyncError } from "./sync_error.ts";
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
@@ -35,9 +34,8 @@ export function recentDeletes(
 }
 
 /**
- * `history` within the window at `record.at`, with `record` added, unless it is `confirmed` (its run answered a refusal:
- * {@linkcode confirms}): the deletes the user confirmed, and the size before them, do not count against later runs.
- * What the 24 hours removed before them still does, so a confirmation lets through what it names, not a fresh share.
+ * `history` within the 24 hours at `record.at`, with `record` added unless `confirmed` (deletes the user confirmed do
+ * not count later; those before them do: a confirmation lets through what it names, not a fresh share).
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
@@ -49,9 +47,8 @@ export function withDeletes(
 }
 
 /**
- * Whether a cycle completed at `maxDeletes` confirms the guard's last refusal: at least the share the refusal named.
- * Only an answer to a refusal confirms: a run that raises `maxDeletes` unasked is a wider share, counted over 24 hours
- * like any other, since a standing `maxDeletes: 0.2` looks the same and must not let slices through.
+ * Whether `maxDeletes` confirms the last refusal (at least its share). Only an answer to one confirms: raised unasked,
+ * like a standing `maxDeletes: 0.2`, it is a wider share counted over 24 hours, letting no slices through.
  */
 export function confirms(
   refused: SyncCheckpoint["refused"],
@@ -60,10 +57,7 @@ export function confirms(
   return refused !== undefined && maxDeletes >= refused.maxDeletes;
 }
 
-/**
- * Whether removing `unseen` of `held` live rows breaks the `maxDeletes` share, counting what the last 24 hours removed
- * (`recent`) against the copy's largest size in them. `maxDeletes` 1 turns the guard off.
- */
+/** Whether removing `unseen` of `held` rows breaks `maxDeletes` (1: off), with `recent`'s deletes and largest size. */
 export function tooMany(
   unseen: number,
   held: number,

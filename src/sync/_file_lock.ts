@@ -24,15 +24,9 @@ export interface FileLock extends AsyncDisposable {
 }
 
 /** What a lock file says. */
-interface LockContent {
-  readonly owner: string;
-  readonly pid: number;
-}
+type LockContent = { readonly owner: string; readonly pid: number };
 
-/**
- * Takes the lock file at `path`, waiting (as `options` say) while another run holds it.
- * @throws {SyncError} (`"locked"`, `"link"`)
- */
+/** Takes the lock file at `path`, waiting as `options` say. @throws {SyncError} (`"locked"`, `"link"`) */
 export function takeFileLock(
   path: string,
   options: LockWait,
@@ -105,10 +99,9 @@ async function look(
 }
 
 /**
- * Takes over the stale lock of `owner`. Only the run holding the guard file (`<path>.takeover`, created exclusively)
- * may touch the lock, and it looks again under the guard: two runs that judged it stale cannot both take it, and a
- * fresh lock is never moved, even for a moment (renaming it away and back made its holder stop with "lock-lost"). A
- * guard left by a dead run is stale like a lock.
+ * Takes over the stale lock of `owner`, only under the guard file `<path>.takeover` (created exclusively; stale like a
+ * lock) and after a look again: two runs cannot both take it, and a fresh lock is never moved (renaming it away and
+ * back made its holder stop with "lock-lost").
  */
 async function takeOver(
   path: string,

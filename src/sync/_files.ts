@@ -14,11 +14,7 @@ const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const FILE_MODE = 0o600;
 
-/**
- * What is at `path`, or undefined when nothing is.
- *
- * @throws {SyncError} (`"link"`) When it is a symbolic link (dangling too); (`"file"`) when it cannot be looked at.
- */
+/** What is at `path`, or undefined. @throws {SyncError} (`"link"`) For a symbolic link (dangling too); (`"file"`). */
 export async function statOf(path: string): Promise<Stats | undefined> {
   try {
     const info = await lstat(path);
@@ -31,10 +27,8 @@ export async function statOf(path: string): Promise<Stats | undefined> {
 }
 
 /**
- * Which file `path` names now (device and inode), for a later look to tell it was removed or replaced; `at` is where
- * it is looked up (the path made absolute, so a changed working folder changes nothing).
- *
- * @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
+ * Which file `path` names now (device:inode), to tell later it was replaced; looked up at `at` (absolute: a changed
+ * working folder changes nothing). @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
  */
 export function identityOf(path: string, at: string = path): string {
   try {
@@ -50,11 +44,7 @@ export async function sizeOf(path: string): Promise<number | undefined> {
   return (await statOf(path))?.size;
 }
 
-/**
- * Creates an empty file at `path`, 0600, unless one is there, for SQLite to open itself. Synchronous, like its caller.
- *
- * @throws {SyncError} (`"link"`, `"file"`)
- */
+/** Creates an empty file at `path`, 0600, unless one is there, for SQLite to open. @throws {SyncError} (`"link"`, `"file"`) */
 export function createPrivate(path: string): void {
   try {
     const info = lstatSync(path);
@@ -79,10 +69,9 @@ export async function refuseLink(path: string): Promise<void> {
 }
 
 /**
- * Opens `path`: `"read"`, `"write"` (an existing file, never truncated), or `"create"` (a new file, 0600; EEXIST as
- * the cause of a `"file"` SyncError if one exists). The handle is checked to be the path's own file.
- *
- * @throws {SyncError} (`"link"`) When the path is a link, another name of its file, or was swapped while opened; (`"file"`) otherwise.
+ * Opens `path` to `"read"`, `"write"` (never truncated) or `"create"` (new, 0600; else EEXIST as a `"file"` error's
+ * cause), checking the handle is the path's own file.
+ * @throws {SyncError} (`"link"`) For a link, another name of its file, or a swap while opened; (`"file"`) otherwise.
  */
 export async function openFile(
   path: string,
@@ -122,11 +111,8 @@ export async function openFile(
 const REPLACED = "was replaced while this run opened it";
 
 /**
- * Opens `path` to write: its file, or a new one (created exclusively) when there is none, or the one another writer
- * created in between (the caller's checks then find whose it is: a run that lost the copy fails `"lock-lost"`). No
- * look first: `openFile` refuses a link and checks the handle either way.
- *
- * @throws {SyncError} (`"link"`, `"file"`)
+ * Opens `path` to write: its file, a new one, or one another writer created in between (the caller's checks then find
+ * the copy lost: `"lock-lost"`). @throws {SyncError} (`"link"`, `"file"`)
  */
 export async function openToWrite(path: string): Promise<FileHandle> {
   try {
@@ -142,10 +128,7 @@ export async function openToWrite(path: string): Promise<FileHandle> {
   }
 }
 
-/**
- * Refuses a handle that is not the file `path` names now: a link (followed by the open, or swapped in after), a file
- * swapped in between, another name of it (a hard link another user made to theirs), or not a plain file.
- */
+/** Refuses a handle not of the plain file `path` names now: a link followed or swapped in, a swap, or a hard link. */
 async function assertOwnFile(
   file: FileHandle,
   path: string,

@@ -10,6 +10,7 @@ import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
 import { SyncError } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import type { CopyRow } from "./_window_guard.ts";
 
 const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
@@ -40,10 +41,7 @@ export interface Committed {
   readonly renaming?: boolean;
 }
 
-/**
- * A cycle's rewrite under way: the items the sweep read again, in their own file; once the cycle completes, the copy's
- * lines since `mainAt` (the head's) follow them and it replaces the copy.
- */
+/** A cycle's rewrite: the sweep's items; once complete, the head's lines since `mainAt` follow and it replaces the copy. */
 export interface Rewrite {
   readonly end: FileEnd;
   readonly cycle: number;
@@ -97,10 +95,7 @@ function isEnd(value: unknown): value is FileEnd {
 
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 
-/**
- * Reads the side file and checks the copy (and a rewrite under way) against it. Reads only.
- * @throws {SyncError} (`"sink-mismatch"`, `"link"`)
- */
+/** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`) */
 export async function checkCopy(
   files: CopyFiles,
 ): Promise<Committed | undefined> {
@@ -161,19 +156,15 @@ function mismatch(files: CopyFiles, what: string) {
 }
 
 /**
- * Counts a cycle's changes by id (the copy's lines when it began against the sweep's) and judges its guard before any
- * of it replaces the copy. A JSONL copy has no index: the old lines' ids are held in memory (each with a 53-bit digest
- * of its line) while the new are read.
- *
- * @throws {SyncError} (`"too-many-deletes"`)
+ * Counts a cycle's changes by id (the old lines' ids and digests held in memory: no index) and judges its guard before
+ * any of it replaces the copy. @throws {SyncError} (`"too-many-deletes"`)
  */
 export async function cycleChanges(
   before: { readonly path: string; readonly length: number },
   after: { readonly path: string; readonly length: number },
   context: SyncWriteContext,
 ): Promise<SyncWriteReport> {
-  // A line's id by the run's own reading of items; without `keyOf` (a direct write) a line is its own id (a change:
-  // delete + insert).
+  // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
   const keyOf = context.keyOf;
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
@@ -198,16 +189,13 @@ export async function cycleChanges(
   return { inserted, updated, deleted, held };
 }
 
-/**
- * The copy's lines as rows, each with whether cycle `cycle` saw it: its id is in the cycle's rewrite, or the head
- * appended it since the cycle began (those lines follow the rewrite). Streams the copy; the rewrite's ids are held.
- */
+/** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began. Streamed. */
 export async function* copyRows(
   files: CopyFiles,
   committed: Committed | undefined,
   cycle: number,
   keyOf: (item: unknown) => { readonly id: string },
-): AsyncGenerator<{ id: string; item: unknown; seen: boolean }> {
+): AsyncGenerator<CopyRow> {
   if (committed === undefined) return;
   const idOf = (item: unknown, line: string) => {
     try {

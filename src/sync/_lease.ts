@@ -26,10 +26,7 @@ export function runToken(): string {
   return crypto.randomUUID();
 }
 
-/**
- * A sink's `lockWait`, checked when the sink is made: ms up to what a timer can wait, or Infinity.
- * @throws {RangeError} (`option: "lockWait"`)
- */
+/** A sink's `lockWait`: ms up to what a timer can wait, or Infinity. @throws {RangeError} (`option: "lockWait"`) */
 export function checkLockWait(value: unknown, context: string): number {
   if (value === undefined) return DEFAULT_LOCK_WAIT;
   if (
@@ -54,10 +51,7 @@ export interface LockWait {
   readonly onWait?: ((holder: string) => void) | undefined;
 }
 
-/**
- * Calls `attempt` until it takes the lock (resolves with it, else with who holds it) or `wait` runs out.
- * @throws {SyncError} (`"locked"`) When the wait runs out.
- */
+/** Calls `attempt` until it takes the lock (else names who holds it) or `wait` runs out: SyncError `"locked"`. */
 export async function waitForLock<L>(
   what: string,
   options: LockWait,

@@ -26,10 +26,7 @@ export interface Committed<T> {
   readonly edgeAt?: number;
 }
 
-/**
- * Windows in a row answering with the same first item, spread over at least two windows' worth of the list, before the
- * pass gives up: a service that ignores `page` answers every window with the first page; a moving list is followed.
- */
+/** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
 
 /** A window requested and not yet judged. */
@@ -46,10 +43,7 @@ export interface PassRun<T> {
   readonly requests: { count: number };
 }
 
-/**
- * Reads windows from `start` until the pass completes or `budget` requests are spent, handing each committed window
- * to `commit` in order (the next is read meanwhile).
- */
+/** Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read meanwhile. */
 export async function runPass<T>(
   { client, config, requests }: PassRun<T>,
   start: WindowState,
@@ -108,17 +102,9 @@ function unsure(state: WindowState): boolean {
 }
 
 /** Windows in a row whose first item is the same: how many, and how far apart. */
-interface Repeats {
-  readonly first: string;
-  readonly low: number;
-  readonly high: number;
-  readonly n: number;
-}
+type Repeats = { first: string; low: number; high: number; n: number };
 
-/**
- * The windows in a row that began with `first`, once `plan`'s did.
- * @throws {SyncError} (`"repeated-page"`) When windows far apart keep beginning with the same item.
- */
+/** The windows in a row that began with `first`, once `plan`'s did. @throws {SyncError} (`"repeated-page"`) */
 function repeatsOf(
   before: Repeats | undefined,
   plan: WindowPlan,

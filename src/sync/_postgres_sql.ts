@@ -94,10 +94,7 @@ export function createChangesSql(changes: string): string {
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
 
-/**
- * One statement of `IF ... THEN ...` steps under a transaction's advisory lock: two first runs at once would otherwise
- * race in CREATE TABLE. Each change only when needed: no notices (postgres.js prints them).
- */
+/** `IF ... THEN ...` steps under an advisory lock (two first runs would race in CREATE TABLE), no notices emitted. */
 function migration(steps: string): string {
   return `DO $partner_api$
 BEGIN
@@ -119,14 +116,7 @@ const lacks = (table: string, column: string) =>
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
-/**
- * The lease's statements ($1 target, $2 owner) by the server's clock; `take` answers `taken` (the owner, if taken) and
- * `stale` (whether the holder's was).
- */
-/**
- * A page of live rows by id (`$2` the last id before, when `after`; `$3` how many), each with whether cycle `$1` saw it
- * (its `seen` column reached the cycle), and the item as text for a row it did not.
- */
+/** A page of live rows by id (after `$2` if `after`, `$3` of them), whether cycle `$1` saw each, the item if not. */
 export function liveRowsSql(table: string, after: boolean): string {
   const seen = "seen >= $1::text::bigint";
   return `SELECT id, CASE WHEN ${seen} THEN NULL ELSE item::text END AS item, (${seen})::text AS seen FROM ${table}
@@ -134,6 +124,7 @@ export function liveRowsSql(table: string, after: boolean): string {
   ORDER BY id LIMIT $3::text::bigint`;
 }
 
+/** The lease's statements ($1 target, $2 owner), server clock; `take` answers `taken` (the owner) and `stale`. */
 export const LEASE_SQL = {
   ...LEASE,
   take: `WITH taken AS (${LEASE.take})

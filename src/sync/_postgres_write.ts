@@ -10,10 +10,8 @@ import {
 import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 
 /**
- * What a batch statement does besides its upsert: commit only while the lease row is the run's (`owner`, its
- * parameter); end a cycle (what becomes of unseen rows; the guard's parameters, cast: `maxDeletes`, what the last 24
- * hours deleted and the largest size in them); stage (a sweep's rows the table lacks wait for the cycle's guard);
- * append to a change table (quoted).
+ * A batch statement besides its upsert: the lease's `owner` parameter; a cycle's end (unseen rows' fate) and `guard`
+ * parameters; whether a sweep's new rows are staged for the cycle's guard; the change table (quoted).
  */
 interface Shape {
   readonly owner: string | undefined;
@@ -54,19 +52,13 @@ export function writeStatement(
 }
 
 /**
- * One batch in one statement, so it commits whole on any connection of a pool ($1 target, $2 the batch
- * `[[id, item], ...]` (postgresJson), $3 the checkpoint's JSON, $4 the cycle; then the guard's and the owner's, as
- * writeStatement orders them). Every part reads the table as it was before the statement, and writes only when:
- *
- * - leased, the lease row is still this run's (the UPDATE holds that row until the commit: no take-over slips between);
- * - ending a cycle, the unseen rows (live, seen before this cycle, not in the batch) are at most maxDeletes of the live
- *   rows after the batch: else nothing is written and `refused` says so.
- *
- * Rows are upserted seen and live; `insert` is a row absent or marked, `update` one whose jsonb differs. Ending a cycle,
- * unseen rows are removed or given `deleted_at`. A change table gets a row for each, in the same statement. Row count
- * and last row's fingerprint go beside the checkpoint (no last row when the recorded one was removed or marked).
- *
- * The answer is one row, every column text: `leased` (0: lease lost), `refused`, `unseen` and `live` (ending a cycle),
+ * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item], ...]`, $3 the
+ * checkpoint, $4 the cycle; then as writeStatement adds them). Every part reads the table as before the statement and
+ * writes only while the lease row is this run's (the UPDATE holds it until the commit) and, ending a cycle, the unseen
+ * rows (live, seen before it, not in the batch) are at most maxDeletes of the live rows after it (else `refused`).
+ * Rows are upserted seen and live (`insert`: absent or marked; `update`: jsonb differs); a cycle's end removes or marks
+ * the unseen; a change table gets a row each; the row count and last row's fingerprint (none once it was removed or
+ * marked) go beside the checkpoint. One row answers, all text: `leased` (0: lost), `refused`, `unseen`, `live`,
  * `written`, `inserted`, `updated`, `deleted`.
  */
 function writeSql(table: string, shape: Shape): string {

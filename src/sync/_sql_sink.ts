@@ -1,6 +1,5 @@
 // Internal: the SQL kit, one flow for every SQL sink: check the copy (reading only), take the lease, make each batch
-// storable, let the dialect apply it in one atomic step, report. A dialect (SQLite, PostgreSQL) supplies only what its
-// database says differently: reading state, tables, the lease row, what it can hold, the batch's statements.
+// storable, let the dialect (SQLite, PostgreSQL: what its database says differently) apply it atomically, report.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
 import { typeError } from "../core/_check.ts";
@@ -43,27 +42,16 @@ export interface SqlDialect {
   release(token: string): Answer<void>;
   /** The item's text as the database holds it, or undefined when it cannot. */
   text(item: unknown, id: string): string | undefined;
-  /**
-   * Applies a batch atomically, only while `owner` holds the lease: upserts (a sweep's new rows staged), the cycle's
-   * end behind its guard, change rows, the checkpoint.
-   * @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`)
-   */
+  /** Applies a batch atomically while `owner` holds the lease. @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) */
   apply(batch: SqlBatch): Answer<Applied>;
-  /**
-   * The live rows, each with whether cycle `cycle` saw it, and the item's text for a row it did not (the guard reads no
-   * other), streamed or paged: never one result of the whole copy. Reads only.
-   */
+  /** The live rows, whether cycle `cycle` saw each, the item's text only for one it did not; paged. Reads only. */
   liveRows(cycle: number): Iterable<LiveRow> | AsyncIterable<LiveRow>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
 }
 
 /** A live row as a dialect lists it: no item for a row the cycle saw. */
-export interface LiveRow {
-  readonly id: string;
-  readonly item: string | null;
-  readonly seen: boolean;
-}
+export type LiveRow = { id: string; item: string | null; seen: boolean };
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(
@@ -138,10 +126,7 @@ export function sinkOptions(
   return { table: `"${table}"`, lockWait };
 }
 
-/**
- * Judges what the copy holds against what was recorded.
- * @throws {SyncError} (`"sink-mismatch"`)
- */
+/** Judges what the copy holds against what was recorded. @throws {SyncError} (`"sink-mismatch"`) */
 function judgeCopy(
   state: CopyState,
   dialect: Pick<SqlDialect, "what" | "instead">,
@@ -183,10 +168,7 @@ function judgeCopy(
   return { checkpoint, rows: recorded, last };
 }
 
-/**
- * The batch as the table can hold it: ids compare as strings, the last occurrence wins; an item whose id or text the
- * dialect cannot hold is left out and named, so that no item stops every run.
- */
+/** The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs. */
 export function storable(
   items: readonly unknown[],
   ids: readonly string[],
@@ -214,9 +196,8 @@ export function jsonText(item: unknown): string | undefined {
 }
 
 /**
- * The lease's statements in a dialect's placeholders (`p(1)` target, `p(2)` owner) and clock (`now`; before `stale`
- * a lease is stale): taken if free, the run's own, or stale (answers the owner). With `seen`, also a lease still as
- * the run last saw it (owner, refreshed_at), when the run judged that one stale on its own steady clock.
+ * The lease's statements in a dialect's placeholders (`p(1)` target, `p(2)` owner) and clock (`now`, `stale`): taken
+ * if free, own or stale (answers the owner), or with `seen` still as the run saw it when it judged it stale.
  */
 export function leaseSql(
   p: (n: number) => string,
@@ -244,19 +225,17 @@ export function changeTableOf(table: string): string {
   return `"${table.slice(1, -1)}_changes"`;
 }
 
-/** What a copy holds, as a dialect reads it. */
+/**
+ * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now (0 without one), the rows
+ * and last row (`fingerprint:id`) recorded with the checkpoint (none as 0.3 kept), the fingerprint `found` of the row
+ * `last` names now, and why the copy is not this sink's (`foreign`), seen before its rows are.
+ */
 export interface CopyState {
-  /** The checkpoint row's text, if there is one. */
   readonly checkpoint: string | null | undefined;
-  /** Rows in the table now (0 without one). */
   readonly rows: number;
-  /** Rows recorded with the checkpoint; null or undefined as 0.3 kept none. */
   readonly recorded?: number | null | undefined;
-  /** The last row recorded (`fingerprint:id`). */
   readonly last?: string | null | undefined;
-  /** The fingerprint of the row `last` names, as it is now. */
   readonly found?: string | null | undefined;
-  /** Why the copy is not this sink's, seen before its rows are. */
   readonly foreign?: string | undefined;
 }
 

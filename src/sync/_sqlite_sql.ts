@@ -1,7 +1,5 @@
-// Internal: the SQLite dialect's statements and the batch they apply in one transaction (sqlite_sink.ts: the rest of
-// the dialect; _sql_sink.ts: the flow). Each batch is a savepoint with its checkpoint; while batches come fast under a
-// lease, several share one transaction: random keys dirty about a page each, and a page touched by eight batches is
-// written to the WAL once, not eight times.
+// Internal: the SQLite dialect's statements and batches. Each batch is a savepoint with its checkpoint; while batches
+// come fast under a lease, several share one transaction: a page eight batches touch is written to the WAL once.
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
@@ -116,9 +114,8 @@ export function statements(db: DatabaseSync, table: string) {
 }
 
 /**
- * The upserts, of ROWS rows and of one, each without and with written rows returned (only for a change table: returning
- * costs a write). A row is written only when new, changed or marked (an unchanged one dirties no page). A new row's
- * rowid is above the largest before the batch; a rewritten one keeps its own.
+ * The upserts of ROWS rows and of one, without and with written rows returned (a change table's: returning costs a
+ * write). Only a new, changed or marked row is written; a new one's rowid is above all before the batch.
  */
 function upserts(q: (sql: string) => StatementSync, table: string) {
   return [ROWS, 1].flatMap((rows) =>
@@ -134,10 +131,7 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/**
- * The change table of `table`, created (or given `item`, as before 0.4) if need be, and its two inserts: a change row,
- * and a cycle's staged rows as inserts. Made once per sink (a statement prepared per batch cost each batch a parse).
- */
+/** The change table, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
 export function changeTable(db: DatabaseSync, changes: string) {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
@@ -192,11 +186,8 @@ export function split(
 }
 
 /**
- * Inside a transaction: upserts a batch (a sweep's new items in `staged`), seen in its cycle, recording its changes;
- * ending a cycle, judges the guard (a refusal rolls the batch back), inserts what the cycle staged, removes (or marks)
- * the unseen rows; saves the checkpoint with the row count and last row.
- *
- * @throws {SyncError} (`"too-many-deletes"`)
+ * Inside a transaction: upserts a batch (a sweep's new items `staged`), logs it seen, records its changes, ends a cycle
+ * (`endCycle`), saves the checkpoint with the row count and last row. @throws {SyncError} (`"too-many-deletes"`)
  */
 export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const { st, target, changes } = place;
@@ -208,8 +199,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
     st.stage.run(target, cycle, JSON.stringify(pairs));
   }
-  // Logged only while a cycle is under way or when the batch ends one: a first read, or a head between cycles, is
-  // followed by a cycle that reads the whole copy and judges rows by its own log.
+  // Logged only in a cycle or at its end: a cycle after a first read or a head between cycles reads the whole copy.
   const seen = [...batch.ids, ...staged.ids];
   const ends = context?.endsCycle;
   if (seen.length > 0 && (write.checkpoint.sweep ?? ends) !== undefined) {
@@ -218,11 +208,9 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   if (record !== undefined) {
     // Change rows carry the item: looked up only when the table is kept.
     const text = new Map(batch.ids.map((id, i) => [id, batch.texts[i]!]));
-    for (const id of kinds.inserted) {
-      record.run(id, "insert", place.at, text.get(id)!);
-    }
-    for (const id of kinds.updated) {
-      record.run(id, "update", place.at, text.get(id)!);
+    const changes = { insert: kinds.inserted, update: kinds.updated };
+    for (const [change, ids] of Object.entries(changes)) {
+      for (const id of ids) record.run(id, change, place.at, text.get(id)!);
     }
   }
   const end = ends === undefined
@@ -230,8 +218,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     : endCycle(place, ends, cycle, record);
   const removed = ends?.deletes === "remove" ? end.deleted : 0;
   const rows = copy.rows + kinds.added + end.inserted - removed;
-  // The checkpoint records the fingerprint and id of the batch's last row (none once the cycle's end removed or
-  // marked it).
+  // The batch's last row, by fingerprint and id (none once the cycle's end removed or marked it).
   const lastText = batch.texts.at(-1);
   let last = lastText === undefined
     ? copy.last
@@ -249,10 +236,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   };
 }
 
-/**
- * A cycle's end: live rows its log lacks are removed (or marked) and recorded as deletes, unless more than `maxDeletes`
- * of the copy; what it staged is inserted; its log and stage are dropped.
- */
+/** A cycle's end, unless its unseen live rows break the guard: inserts what it staged, removes (or marks) the unseen. */
 function endCycle(
   place: Place,
   ends: NonNullable<NonNullable<SqlBatch["context"]>["endsCycle"]>,
@@ -280,10 +264,7 @@ function endCycle(
   return { deleted, held, inserted };
 }
 
-/**
- * Upserts the rows ROWS at a time (a statement per row costs twice as much), in key order (each descent starts near the
- * last). A row above the rowid largest before is an insert; any other written one (a marked row back too) an update.
- */
+/** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
 function upsertAll(st: Statements, batch: Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
   const before = rowid();
@@ -298,20 +279,16 @@ function upsertAll(st: Statements, batch: Rows, named: boolean) {
     const values = order.slice(i, i += n).flatMap((k) => [ids[k]!, texts[k]!]);
     const statement = st.upsert[(n === ROWS ? 0 : 2) + (named ? 1 : 0)]!;
     if (!named) changed += Number(statement.run(...values).changes);
-    else {for (const { id, at } of statement.all(...values)) {
-        kind.set(id as string, (at as number) > before);
-      }}
+    for (const { id, at } of named ? statement.all(...values) : []) {
+      kind.set(id as string, (at as number) > before);
+      changed++;
+    }
   }
-  // Which rows were new or changed: asked only with a change table (`named`).
-  const inserted = named ? ids.filter((id) => kind.get(id) === true) : [];
-  const updated = named ? ids.filter((id) => kind.get(id) === false) : [];
+  // Which rows were new or changed: named only with a change table.
+  const inserted = ids.filter((id) => kind.get(id) === true);
+  const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
-  return {
-    added,
-    changed: named ? updated.length : changed - added,
-    inserted,
-    updated,
-  };
+  return { added, changed: changed - added, inserted, updated };
 }
 
 /** The transaction of a sink's connection, and when it commits. */
@@ -356,7 +333,6 @@ export class Commits {
       this.commit();
       throw error;
     }
-    // Commit now, unless more may join it soon.
     const age = this.#clock() - this.#opened;
     if (
       !this.grouping || this.rows < GROUP_FROM ||

@@ -33,25 +33,14 @@ export interface WindowState {
   readonly shortReads?: number;
 }
 
-/**
- * Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. Probes
- * go out twice as far each time until both are known, then halve the gap: `d` items lost or gained cost
- * ~2 × log2(d / window) requests.
- */
+/** Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. */
 export type Seek = NonNullable<SweepCursor["seek"]>;
 
 /** The keys a pass commits, ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
-export interface Domain {
-  readonly above: SyncKey | null;
-  readonly upTo: SyncKey | null;
-}
+export type Domain = { above: SyncKey | null; upTo: SyncKey | null };
 
 /** One window: `limit` items from `start`, i.e. page `start / limit + 1`. */
-export interface WindowPlan {
-  readonly start: number;
-  readonly limit: number;
-  readonly page: number;
-}
+export type WindowPlan = { start: number; limit: number; page: number };
 
 /** What a window proves, given the state before it. */
 export type WindowVerdict =
@@ -93,9 +82,8 @@ export function compareKeys(a: SyncKey, b: SyncKey): number {
 }
 
 /**
- * Judges a window of `keys` read at `plan`. It may be committed when it starts at the head or at or before `edge`: a
- * page is a contiguous run of the list as it stood, so it holds every item between `edge` and its last that existed.
- *
+ * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
+ * run of the list as it stood: it holds every item between `edge` and its last that existed).
  * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
  */
 export function judgeWindow(
@@ -186,10 +174,9 @@ function farEndOf(
 }
 
 /**
- * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again. Inside a sweep
- * the end is known: a claim before it (`holds`: the window holds it) is read again, news or not (a page cut to the
- * items of the window's overlap brings none), and ends the pass only when that read claims the same end (the far end
- * was deleted). `reads`: claims in a row that disagreed; past MAX_SHORT_READS the pass stops, the cycle under way.
+ * Whether a sweep's window that claims the end (`claims`: short, or past the far end) at `end` before the far end it
+ * does not hold is read again, news or not; the pass ends once a read claims the same end. `reads`: claims in a row
+ * that disagreed (past MAX_SHORT_READS the pass stops, the cycle under way).
  */
 function readAgain(
   state: WindowState,
@@ -259,9 +246,8 @@ function inDomain(
 }
 
 /**
- * Whether `count` items for `limit` prove the end of the list. A service refuses or cuts a size above its largest, and
- * nothing says which: a short answer proves the end only for a size seen honoured (a full page that large came back)
- * or under MIN_WINDOW. Otherwise the next window asks at most `count`, honoured either way, and settles it.
+ * Whether `count` items for `limit` prove the end: a size above the service's largest is cut or refused, so only for a
+ * size seen honoured, or under MIN_WINDOW; else the next window asks at most `count` and settles it.
  */
 function provesEnd(state: WindowState, limit: number, count: number): boolean {
   return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
@@ -286,13 +272,11 @@ function learnLimit(
 
 /** The state after the service refused a window of `limit` (a 400). */
 export function refusedWindow(state: WindowState, limit: number): WindowState {
-  const rejected = Math.min(state.rejected ?? Infinity, limit);
-  const accepted = Math.min(state.accepted, limit - 1);
   return {
     ...state,
-    accepted,
+    accepted: Math.min(state.accepted, limit - 1),
     refused: Math.min(state.refused, limit),
-    rejected,
+    rejected: Math.min(state.rejected ?? Infinity, limit),
   };
 }
 
@@ -336,9 +320,8 @@ export function followingWindow(
 }
 
 /**
- * The window that overlaps the item before `offset` by at least `margin + 1` items and reaches furthest past it. A size
- * `limit` places a window only at a multiple of `limit`, so every size up to `cap` is tried; failing that the margin is
- * dropped, and failing any (a cap under 25) the largest is read and the run moves only if the list does.
+ * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
+ * `cap`, as one places only at its multiples); else without margin; else (a cap under 25) the largest.
  */
 export function planWindow(
   offset: number,
@@ -377,8 +360,8 @@ function placed(limit: number, index: number): WindowPlan {
 }
 
 /**
- * Where the next probe for the edge starts: further out each time until the edge is bracketed, then halfway; undefined
- * once the bracket fits in a window. One miss is the ordinary drift a margin covers: probes go out from the second.
+ * Where the next probe for the edge starts, from the second miss (one is the drift a margin covers): twice as far each
+ * time until bracketed, then halfway (~2 × log2(d / window) requests for `d` lost); undefined once a window fits.
  */
 export function probeAt(seek: Seek, cap: number): number | undefined {
   const { low, high, probes } = seek;

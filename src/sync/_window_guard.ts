@@ -1,7 +1,5 @@
-// Internal: the guard judged as the sweep passes, before each window commits: the copy's live rows the cycle has not
-// seen are read once when the sweep starts (the sink's `liveRows`), and a window whose passed-and-unseen rows would break
-// `maxDeletes` stops the run there, so a sweep answered with another list commits nothing of it. The cycle's end
-// judges again (the sinks' backstop): rows whose key cannot be read are left to it.
+// Internal: the guard judged before each sweep window commits, over the copy's unseen rows read once when the sweep
+// starts (the sink's `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
 
 import type { SyncKey } from "./_window.ts";
 import { compareKeys } from "./_window.ts";
@@ -14,50 +12,32 @@ export interface WindowGuard {
   /** Live rows of the copy when the sweep started. */
   readonly held: number;
   readonly maxDeletes: number;
-  /**
-   * What the last 24 hours removed when the sweep started, and the copy's largest size in them: a window weighs its
-   * share of that size, as the end does, but not the deletes (by the cycle's end, its only removal, a record may have
-   * left the 24 hours; the end weighs them); a refusal names both, so its share is above `maxDeletes`.
-   */
+  /** The last 24 hours when the sweep started: a window weighs its share of their largest size, not their deletes. */
   readonly recent: RecentDeletes;
   /** The pass reads newest first: rows at or after a window's last key are behind it. */
   readonly descending: boolean;
-  /** Once a window broke the guard: the unseen rows passed by the last window read (the share the refusal names). */
+  /** Once a window broke the guard: the unseen rows the last window read passed. */
   refused?: number;
-  /** Where the pass stands among the unseen rows in its order: counted once, not again per window. */
-  readonly passed: Passed;
-}
-
-/**
- * The unseen rows' ids in the pass's order, the first `at` of them passed (up to key `last`), `behind` of those still
- * unseen: each window moves `at` on from where the last stopped, so a cycle costs its rows once, not once per window.
- */
-interface Passed {
-  readonly order: readonly string[];
-  at: number;
-  last: SyncKey | null;
-  behind: number;
+  /** The unseen ids in the pass's order, the first `at` passed (to key `last`), `behind` of them unseen: counted once. */
+  readonly passed: {
+    readonly order: readonly string[];
+    at: number;
+    last: SyncKey | null;
+    behind: number;
+  };
 }
 
 /** A row of the copy as a sink's `liveRows` gives it. */
-export interface CopyRow {
+export type CopyRow = {
   readonly id: string;
   readonly item: unknown;
   readonly seen: boolean;
-}
+};
 
-/**
- * The largest copy (live rows) whose windows are judged: reading its rows costs a run about 0.7 s per 100,000 SQLite
- * rows, and its unseen ids and keys about 50 MB at 200,000. A larger copy is judged at each cycle's end only, so that a
- * run over a large copy stays within the time and heap a sync of 1,000,000 items is given.
- */
+/** The largest copy judged per window (0.7 s per 100,000 SQLite rows, 50 MB at 200,000); a larger one at its end only. */
 export const MAX_GUARDED_ROWS = 250_000;
 
-/**
- * The guard over `rows` (read once, paged by the sink): each unseen row's key by `keyOf`; a row whose key cannot be read
- * is left to the end-of-cycle judgement (it is still held). Undefined past `most` rows (the reading stops there), or
- * for none.
- */
+/** The guard over `rows`, each unseen row keyed by `keyOf` (one it cannot key is left to the end); none past `most` rows, or for none. */
 export async function windowGuard(
   rows: AsyncIterable<CopyRow>,
   keyOf: (item: unknown) => SyncKey,
@@ -88,11 +68,8 @@ export async function windowGuard(
 }
 
 /**
- * Judges a window before it commits: its `ids` are seen; the unseen rows at or before its `last` key in the pass's
- * order (all of them when it `ended` the cycle) would be removed. True when the window must not commit: it breaks the
- * guard, or one before it did (`refused` then counts what the windows read so far passed). A row whose key moved
- * forward in the order counts until a window sees it. The cycle's share alone is weighed: the 24 hours' deletes are its
- * end's.
+ * True when a window must not commit: the unseen rows at or before its `last` key (all once it `ended` the cycle), its
+ * `ids` seen, break the guard, or a window before did (`refused` then counts what the windows so far passed).
  */
 export function heldBack(
   guard: WindowGuard,
@@ -102,10 +79,16 @@ export function heldBack(
     readonly ended: boolean;
   },
 ): boolean {
-  for (const id of window.ids) seen(guard, id);
+  const { unseen, passed, held, maxDeletes, recent } = guard;
+  const sign = guard.descending ? -1 : 1;
+  for (const id of window.ids) {
+    const key = unseen.get(id);
+    unseen.delete(id); // and the count of those passed, if it was among them
+    if (key === undefined || passed.last === null) continue;
+    if (sign * compareKeys(key, passed.last) <= 0) passed.behind--;
+  }
   const behind = passedUnseen(guard, window.last, window.ended);
-  const { held, maxDeletes, recent } = guard;
-  // The end's base (the copy's largest size in the 24 hours), not its deletes: never stricter than the end would be.
+  // The end's base, not its deletes: never stricter than the end would be.
   const base = { deleted: 0, largest: recent.largest };
   if (guard.refused === undefined && !tooMany(behind, held, maxDeletes, base)) {
     return false;
@@ -136,16 +119,4 @@ export function passedUnseen(
   }
   passed.last = last;
   return passed.behind;
-}
-
-/** A row a window saw leaves the unseen ones, and the count of those passed if it was among them. */
-function seen(guard: WindowGuard, id: string): void {
-  const key = guard.unseen.get(id);
-  if (key === undefined) return;
-  guard.unseen.delete(id);
-  const { last } = guard.passed;
-  const sign = guard.descending ? -1 : 1;
-  if (last !== null && sign * compareKeys(key, last) <= 0) {
-    guard.passed.behind--;
-  }
 }

@@ -120,11 +120,8 @@ class JsonlCopy {
     return this.#lock;
   }
 
-  /** The copy's lines as rows, reading only (`copyRows`). */
-  async *liveRows(
-    cycle: number,
-    keyOf: (item: unknown) => { readonly id: string },
-  ): AsyncGenerator<{ id: string; item: unknown; seen: boolean }> {
+  /** The copy's lines as rows, reading only. */
+  async *liveRows(cycle: number, keyOf: (item: unknown) => { id: string }) {
     if (!this.#loaded) await this.load();
     yield* copyRows(this.#files, this.#committed, cycle, keyOf);
   }

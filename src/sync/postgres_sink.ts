@@ -189,9 +189,7 @@ class PostgresDialect implements SqlDialect {
     await this.#read(LEASE_SQL.release, [this.#target, token]).catch(() => {});
   }
 
-  text(item: unknown, id: string): string | undefined {
-    return postgresText(item, id);
-  }
+  readonly text = postgresText;
 
   async apply(write: SqlBatch): Promise<Applied> {
     // The change table's checks first: a refusal leaves nothing created.
@@ -236,10 +234,9 @@ class PostgresDialect implements SqlDialect {
       const params = [`${cycle}`, after ?? "", `${ROWS_PAGE}`];
       const found = await this.#read(sql, params);
       for (const row of found) {
-        const item = row.item === null || row.item === undefined
-          ? null
-          : String(row.item);
-        yield { id: String(row.id), item, seen: row.seen === "true" };
+        const { id, item, seen } = row;
+        const text = item == null ? null : String(item);
+        yield { id: String(id), item: text, seen: seen === "true" };
       }
       if (found.length < ROWS_PAGE) return;
       after = String(found.at(-1)!.id);
@@ -266,7 +263,6 @@ class PostgresDialect implements SqlDialect {
 
   /**
    * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
-   *
    * @throws {SyncError} (`"sink-mismatch"`)
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */

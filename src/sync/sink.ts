@@ -160,13 +160,10 @@ export interface SyncSink<T> {
   /** False for a sink that cannot mark deleted rows (`deletes: "mark"` is refused for it). */
   readonly marksDeletes?: boolean;
   /**
-   * The copy's live rows (neither removed nor marked deleted), each with whether sweep cycle `cycle` has seen it and
-   * its item as stored (which a row the cycle saw may leave out: only unseen rows are keyed); `keyOf` reads an item's
-   * id where the store keeps none; a copy of more than `most` live rows may list none (the guard is then judged when
-   * the cycle ends). Reads only, under the run's lock, streamed or a page at a time (a large copy is never one result
-   * in memory). With it, `syncList` judges the guard before each sweep
-   * window commits, so a sweep answered with another list stops at its first window past `maxDeletes`; without it, the
-   * guard is judged when the cycle ends.
+   * The copy's live rows (not removed or marked), each with whether sweep cycle `cycle` saw it and its item as stored
+   * (a seen row's may be left out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none.
+   * Reads only, under the run's lock, a page at a time. With it, `syncList` judges the guard before each sweep window
+   * commits (a sweep answered with another list stops at its first window past `maxDeletes`); without, at the end.
    *
    * @example A sink that lists its rows for the guard
    * ```ts

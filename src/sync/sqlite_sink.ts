@@ -228,16 +228,13 @@ class SqliteDialect implements SqlDialect {
     if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
   }
 
-  text(item: unknown): string | undefined {
-    return jsonText(item);
-  }
+  readonly text = jsonText;
 
   async apply(write: SqlBatch): Promise<Applied> {
     this.#checkFile();
     const st = this.prepare();
     const { rows, staged } = split(st, write);
-    // node:sqlite blocks the thread: first let the next window's request go out, so the service works meanwhile.
-    // One turn of the event loop: chained `setTimeout(0)` is clamped (~2 ms a turn).
+    // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
     const changes = write.context?.changes
@@ -272,11 +269,7 @@ class SqliteDialect implements SqlDialect {
     }
   }
 
-  /**
-   * SQLite writes on through its open handle when the file (or its folder) is removed or replaced: the run would end
-   * in success, its batches in a file nobody can open.
-   * @throws {SyncError} (`"file"`)
-   */
+  /** SQLite writes on to a file removed or replaced: a success nobody can open. @throws {SyncError} (`"file"`) */
   #checkFile(): void {
     const file = this.#file;
     if (file === undefined || this.#identity === undefined) return;
@@ -351,8 +344,8 @@ function openDatabase(path: string): DatabaseSync {
 }
 
 /**
- * Runs `write` without waiting for the write lock: undefined when another connection holds it. A busy wait would keep
- * this thread's own holder (batches sharing a transaction) from committing from its timer.
+ * Runs `write` without a busy wait (it would keep this thread's shared transaction from committing on its timer):
+ * undefined when another connection holds the write lock.
  */
 function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
   const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {

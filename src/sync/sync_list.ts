@@ -157,10 +157,7 @@ async function head<T>(
   return shift;
 }
 
-/**
- * Spends the sweep budget on the cycle under way (or a new one). Under `sweep: Infinity` a cycle begun before the run
- * is given up: what changed behind its cursor would wait for the next.
- */
+/** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
 async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const { config, committer } = run;
   if (config.sweep === 0) return;
@@ -208,11 +205,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   await committer.flush("sweep", stands);
 }
 
-/**
- * A completed cycle: its deletes go on record for the 24-hour guard (a confirmation of the last `refusal` starts it
- * afresh); or, refused by the guard (nothing of its end committed), the cycle is given up and the refusal recorded
- * before the run fails with it.
- */
+/** A completed cycle's deletes go on record (a confirmed `refusal` starts them afresh); or the guard refuses it. */
 async function endCycle<T>(
   run: Run<T>,
   cycle: number,
@@ -234,10 +227,7 @@ async function endCycle<T>(
   await committer.flush("sweep", deletes);
 }
 
-/**
- * The guard judged window by window, when it is on and the sink can list its rows: the rows cycle `cycle` has not seen,
- * read once, after what the run committed so far.
- */
+/** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
 async function guardOf<T>(
   run: Run<T>,
   cycle: number,
@@ -245,16 +235,18 @@ async function guardOf<T>(
   const { config, committer } = run;
   const { sink, maxDeletes, keyOf } = config;
   if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
-  // A run answering a refusal is judged at the cycle's end only: a share named from part of a cycle would refuse it
-  // again a few windows on, and again each cycle begun afresh; the end names the whole cycle's share.
+  // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const key = keyOf as (item: unknown) => SyncKey;
-  const recent = recentDeletes(committer.latest.deletions, config.now());
-  const descending = committer.latest.sortDirection === "DESC";
-  const figures = { maxDeletes, recent, descending };
-  const rows = sink.liveRows(cycle, key, MAX_GUARDED_ROWS);
-  return await windowGuard(rows, key, figures);
+  const { deletions, sortDirection } = committer.latest;
+  const recent = recentDeletes(deletions, config.now());
+  const figures = { maxDeletes, recent, descending: sortDirection === "DESC" };
+  return await windowGuard(
+    sink.liveRows(cycle, key, MAX_GUARDED_ROWS),
+    key,
+    figures,
+  );
 }
 
 /** A sweep whose windows broke the guard: nothing of them committed; the cycle is refused, as at its end. */
@@ -265,31 +257,28 @@ async function refuseWindows<T>(
 ): Promise<never> {
   const { held, maxDeletes, recent, refused = 0 } = guard;
   const what = `the copy of ${run.config.identity.path}`;
-  const error = tooManyDeletes(refused, held, maxDeletes, what, recent);
   await run.committer.done(); // a batch before that failed is the run's error
-  return await refuse(run, cycle, error);
+  return await refuse(
+    run,
+    cycle,
+    tooManyDeletes(refused, held, maxDeletes, what, recent),
+  );
 }
 
-/**
- * Records the guard's refusal of cycle `cycle` once the batches before settled (given up: the next run begins another),
- * then fails the run with it.
- */
+/** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */
 async function refuse<T>(
   run: Run<T>,
   cycle: number,
   error: SyncError,
 ): Promise<never> {
-  const { config, committer } = run;
-  const needed = error.maxDeletesNeeded ?? 1;
-  const at = config.now();
-  await committer.restart(afterRefusal(committer.written, cycle, needed, at));
+  const { written } = run.committer, needed = error.maxDeletesNeeded ?? 1;
+  await run.committer.restart(
+    afterRefusal(written, cycle, needed, run.config.now()),
+  );
   throw error;
 }
 
-/**
- * How far the last item committed moved since the last run (ascending): inserts behind it net of deletes, a lower
- * bound on what the copy lacks.
- */
+/** How far the last item committed moved since the last run (ascending): at least what the copy lacks. */
 function shiftOf<T>(
   saved: SyncCheckpoint,
   window: Committed<T>,
@@ -309,10 +298,7 @@ function sweepLeft(checkpoint: SyncCheckpoint): number {
   return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
 }
 
-/**
- * When the whole copy will next be verified at this run's sweep rate (`requests` in `span` ms, steady clock): the
- * cycle under way's rest, or a whole cycle (⌈n / window⌉ + 1 requests) after one ended.
- */
+/** When the copy will next be verified at this run's sweep rate: the cycle's rest, or a whole one (⌈n / window⌉ + 1). */
 function nextVerified(
   checkpoint: SyncCheckpoint,
   sweep: { requests: number; span: number; now: number },
