@@ -16,13 +16,8 @@ import {
 } from "./_flag_values.ts";
 import { type ListRequest, listRequest } from "./_list_plan.ts";
 
-const SESSION_FLAGS = [
-  "cache",
-  "verbose",
-  "env-file",
-  "token-body",
-  "client-authentication",
-];
+const SESSION_FLAGS = "cache verbose env-file token-body client-authentication"
+  .split(" ");
 
 /** The flags each command takes, by node:util's names (`cache` is `--no-cache`). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -34,33 +29,13 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   completion: [],
   demo: [],
   list: [
-    "limit",
-    "page",
-    "sort-by",
-    "sort-direction",
-    "since",
-    "max-items",
-    "concurrency",
-    "query",
-    "format",
-    "fields",
+    ..."limit page sort-by sort-direction since max-items".split(" "),
+    ..."concurrency query format fields".split(" "),
     ...SESSION_FLAGS,
   ],
   sync: [
-    "to",
-    "id",
-    "sort-by",
-    "sort-direction",
-    "full",
-    "sweep",
-    "deletes",
-    "max-deletes",
-    "changes",
-    "priority",
-    "max-duration",
-    "limit",
-    "concurrency",
-    "query",
+    ..."to id sort-by sort-direction full sweep deletes max-deletes".split(" "),
+    ..."changes priority max-duration limit concurrency query".split(" "),
     ...SESSION_FLAGS,
   ],
 };
