@@ -33,13 +33,11 @@ export interface FileTokenStoreOptions {
   clientSecret: string;
   /**
    * Told, in one line, when the store skips a file not its own (not a regular file ≤ 64 KiB) or cannot write one.
-   *
    * @default nothing is told
    */
   onNotice?: (line: string) => void;
   /**
    * The clock (epoch ms) that stamps a lock and judges it stale: the providers' `now`.
-   *
    * @default {Date.now}
    */
   now?: () => number;

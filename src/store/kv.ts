@@ -54,7 +54,6 @@ import { fleetStoreConfig } from "./_lease.ts";
 export interface KvTokenStoreOptions extends FleetStoreOptions {
   /**
    * The first parts of every key the store writes.
-   *
    * @default {["partner-api", "token"]}
    */
   prefix?: readonly (string | number)[];

@@ -71,19 +71,16 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
   /**
    * Sends one command on a connection of its own (`redis.duplicate()`), never `command`'s: a blocked
    * connection answers nothing else. Waiters are then woken by the token's write (`XREAD BLOCK`).
-   *
    * @default {none: waiters look again now and then}
    */
   blockingCommand?: RedisCommand;
   /**
    * The start of every key the store writes.
-   *
    * @default {"partner-api:token"}
    */
   prefix?: string;
   /**
    * How long one command may take, in ms; a command that takes longer counts as failed.
-   *
    * @default {2000}
    */
   commandTimeout?: number;

@@ -43,31 +43,26 @@ export interface RedisRateLimiterOptions {
   command: RedisCommand;
   /**
    * Requests the whole fleet may send in any window; every process sharing the prefix gives the same.
-   *
    * @default {900}
    */
   requests?: number;
   /**
    * The window's length, in ms.
-   *
    * @default {300000}
    */
   interval?: number;
   /**
    * The start of every key the limiter writes: processes with the same prefix share one budget.
-   *
    * @default {"partner-api:rate"}
    */
   prefix?: string;
   /**
    * How long one command may take, in ms; a command that takes longer counts as a failing Redis.
-   *
    * @default {2000}
    */
   commandTimeout?: number;
   /**
    * The clock, in epoch ms, for the pace kept alone while Redis fails.
-   *
    * @default {Date.now}
    */
   now?: () => number;
@@ -76,7 +71,6 @@ export interface RedisRateLimiterOptions {
   /**
    * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
    * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
-   *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
   reserve?: number;
