@@ -78,7 +78,6 @@ export interface FileTokenStore extends TokenStore {
  * Creates a token store on encrypted files in `options.folder`, shared by every process that opens
  * it with the same secret (needs read and write permission there). A lock file makes them request
  * once between them; a lock whose owner stopped refreshing it is taken over.
- *
  * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty string, or `onNotice` or
  * `now` is not a function; outside Deno (`option: "folder"`), before anything is touched.
  *
@@ -121,7 +120,6 @@ export function createFileTokenStore(
 /**
  * Removes every token file of a {@linkcode createFileTokenStore} folder, whatever secret sealed it
  * (e.g. a tool's `logout`); a missing folder holds none.
- *
  * @returns How many files were removed.
  * @throws {TypeError} Outside Deno (`option: "folder"`), before anything is read.
  *
