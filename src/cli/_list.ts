@@ -31,10 +31,9 @@ export function checkFields(
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return;
   const near = nearest(unknown, [...keys]);
+  const hint = near ? `; did you mean ${near}?` : "";
   throw new UsageError(
-    `--fields: no item of the first page has '${unknown}'${
-      near ? `; did you mean ${near}?` : ""
-    }`,
+    `--fields: no item of the first page has '${unknown}'${hint}`,
   );
 }
 

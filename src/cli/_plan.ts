@@ -164,10 +164,9 @@ function commandPlan(
 function shellOf(positionals: readonly string[]): Shell {
   const [shell, ...extra] = positionals;
   if (!SHELLS.includes(shell as Shell) || extra.length > 0) {
+    const received = shell === undefined ? "" : `: received ${shell}`;
     throw new UsageError(
-      `completion takes one shell: ${SHELLS.join(", ")}${
-        shell === undefined ? "" : `: received ${shell}`
-      }`,
+      `completion takes one shell: ${SHELLS.join(", ")}${received}`,
     );
   }
   return shell as Shell;
@@ -207,9 +206,8 @@ function flagProblem(message: string, command: string | undefined): string {
       ? Object.keys(FLAGS)
       : [...own, "help", "version", "env-file"];
     const near = nearest(unknown[2]!, [...flags, "no-cache"]);
-    return `unknown flag ${unknown[1]}${unknown[2]}${
-      near ? `; did you mean --${near}?` : ""
-    }`;
+    const hint = near ? `; did you mean --${near}?` : "";
+    return `unknown flag ${unknown[1]}${unknown[2]}${hint}`;
   }
   return message.replace(/\s*\n\s*/g, " ");
 }

@@ -46,12 +46,11 @@ export function readConfig(io: CliIo): PartnerApiConfig {
     // Fields, never the value: a secret pasted into the wrong variable is the usual mistake.
     const { missing, option, rule, message } = error as ConfigError;
     // The library's words name what is missing and any typo of a name set.
+    const named = message.replace(/^[^:]*: /, "");
     throw new UsageError(
       missing.length === 0
         ? `${option} ${rule}`
-        : `${
-          message.replace(/^[^:]*: /, "")
-        } (see .env.example; --env-file .env reads a file)`,
+        : `${named} (see .env.example; --env-file .env reads a file)`,
     );
   }
 }

@@ -33,11 +33,8 @@ type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
 /** Refuses anything but a Deno KV database, and any runtime but Deno. */
 export function requireKv(kv: Deno.Kv, context: string, elsewhere: string) {
   if ("Deno" in globalThis && typeof kv?.atomic === "function") return;
-  throw typeError(
-    context,
-    "kv",
-    `must be a Deno KV database (this ${elsewhere})`,
-  );
+  const rule = `must be a Deno KV database (this ${elsewhere})`;
+  throw typeError(context, "kv", rule);
 }
 
 /** A {@linkcode TokenStore} on Deno KV that coordinates a fleet with leases. */
