@@ -139,9 +139,8 @@ export function progressReporter(
   const line = () => {
     const seconds = Math.max((now() - started) / 1000, 0.001);
     const rate = Math.round(items / seconds);
-    return `${counted(pages, "page")}, ${
-      counted(items, "item")
-    }, ${rate} items/s`;
+    const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
+    return `${read}, ${rate} items/s`;
   };
   const show = () => {
     if (!out.isTerminal) return out.write(`${line()}\n`);

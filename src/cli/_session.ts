@@ -198,10 +198,10 @@ function verboseListener(
     if (event.type === "token.request") {
       tokenRequests++;
       const outcome = event.outcome === "ok" ? "ok" : `error (${event.reason})`;
+      const { origin, pathname } = environment.tokenUrl;
+      const ms = Math.round(event.durationMs);
       line =
-        `POST ${environment.tokenUrl.origin}${environment.tokenUrl.pathname} ${outcome}, ${
-          Math.round(event.durationMs)
-        } ms, token request ${tokenRequests}`;
+        `POST ${origin}${pathname} ${outcome}, ${ms} ms, token request ${tokenRequests}`;
     } else if (event.type === "api.request") {
       const base = event.base === "pci"
         ? environment.pciBaseUrl

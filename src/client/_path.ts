@@ -29,9 +29,8 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    const received = `${
-      displayUrl(url)
-    }, outside ${base.href}; the token is only sent under it`;
+    const outside = `${displayUrl(url)}, outside ${base.href}`;
+    const received = `${outside}; the token is only sent under it`;
     throw typeError(context, "path", "must stay under the base", received);
   }
   return url;

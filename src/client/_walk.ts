@@ -131,10 +131,9 @@ function* kept<T>(
 function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
   const items = fetched.items as unknown;
   if (!Array.isArray(items)) {
+    const received = items === null ? "null" : typeof items;
     throw new TypeError(
-      `${CONTEXT}: page ${page} is not an array: received ${
-        items === null ? "null" : typeof items
-      }`,
+      `${CONTEXT}: page ${page} is not an array: received ${received}`,
     );
   }
   return items;
