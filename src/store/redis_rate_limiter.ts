@@ -115,13 +115,8 @@ export function createRedisRateLimiter(
     throw typeError(CONTEXT, "command", "must be given");
   }
   const config = fleetConfig(options, CONTEXT, 1_000_000);
-  const { prefix, commandTimeout } = redisOptions(
-    options,
-    CONTEXT,
-    "partner-api:rate",
-  );
-  const window = new RedisWindow(command, prefix, config, commandTimeout);
-  return new FleetRateLimiter(window, config);
+  const redis = redisOptions(options, CONTEXT, "partner-api:rate");
+  return new FleetRateLimiter(new RedisWindow(command, redis, config), config);
 }
 
 /** The fleet's window in Redis, through scripts sent by `EVALSHA`. */
@@ -137,9 +132,8 @@ class RedisWindow implements SharedWindow {
 
   constructor(
     command: RedisCommand,
-    prefix: string,
+    { prefix, commandTimeout }: ReturnType<typeof redisOptions>,
     { limit, reserve, holder }: FleetConfig,
-    commandTimeout: number,
   ) {
     this.#send = (args) => sendWithin(command, args, commandTimeout);
     this.#reserve = String(reserve);
