@@ -221,12 +221,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     );
     let reply: TakeReply;
     try {
-      reply = await this.#shared.take({
+      const ask = {
         sends,
         epoch: this.#epoch,
         returning: this.#returning,
         low,
-      });
+      };
+      reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
       this.#goAlone();

@@ -121,12 +121,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const keys = await this.#keysOf(key);
     const ms = String(this.#config.leaseDuration);
     const lease = `${crypto.randomUUID()} ${this.#config.holder}`;
-    const taken = await this.#script("take", [keys.record, keys.lease], [
-      seen.value,
-      lease,
-      ms,
-      seen.readable ? "0" : "1",
-    ]);
+    const args = [seen.value, lease, ms, seen.readable ? "0" : "1"];
+    const taken = await this.#script("take", [keys.record, keys.lease], args);
     if (taken !== 1) return { holder: text(taken) };
     const told = [keys.record, keys.lease, `${keys.lease}:${lease}`];
     return {
@@ -135,13 +131,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       },
       publish: async (record: TokenRecord) => {
         const [value, lifetime] = await this.#value(key, record);
-        const done = await this.#script("publish", told, [
-          lease,
-          value,
-          lifetime,
-          ms,
-        ]);
-        return done === 1;
+        const args = [lease, value, lifetime, ms];
+        return await this.#script("publish", told, args) === 1;
       },
       release: async () => {
         await this.#script("release", told, [lease, "", "", ms]);

@@ -155,8 +155,7 @@ export interface TokenStore {
  *
  * const records = new Map<string, TokenRecord>();
  * const store: TokenStore = {
- *   get: (key) => Promise.resolve(records.get(key)),
- *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ *   get: (k) => Promise.resolve(records.get(k)), set: (k, r) => Promise.resolve(void records.set(k, r)),
  *   async coordinate(key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
  *     const stored = records.get(key);
  *     if (stored !== undefined && settled(stored)) return stored; // another's token will do
