@@ -221,13 +221,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     );
     let reply: TakeReply;
     try {
-      const ask = {
+      reply = await this.#shared.take({
         sends,
         epoch: this.#epoch,
         returning: this.#returning,
         low,
-      };
-      reply = await this.#shared.take(ask);
+      });
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
       this.#goAlone();
