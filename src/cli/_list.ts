@@ -45,7 +45,6 @@ export async function runList(
 ): Promise<void> {
   const { io } = session;
   const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
-  // The writer says each late key once, escaped.
   const writer = itemWriter(io.stdout, format, {
     fields: request.fields,
     notify: (line) => io.stderr.write(`${line}\n`),

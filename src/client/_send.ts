@@ -292,10 +292,10 @@ function noAnswer(
   const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
   const reason = timedOut ? "timeout" : "network";
   const url = displayUrl(request.target);
+  const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
+  const why = describeCause(cause, []);
   return new ApiError(
-    `${request.exchange.context}: ${request.method} ${url} got no answer${
-      attempts > 1 ? ` in ${attempts} attempts` : ""
-    }: ${describeCause(cause, [])}`,
+    `${request.exchange.context}: ${request.method} ${url} got no answer${tries}: ${why}`,
     { status: 0, url, cause, reason, attempts },
   );
 }

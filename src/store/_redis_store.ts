@@ -97,7 +97,6 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return coordinateByLease(this, this.#config, key, options);
   }
 
-  // look and take answer as LeaseDatabase has it.
   async look(key: string) {
     const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
