@@ -103,11 +103,9 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   /** One consistent read of both: a token published between two reads would look missing. */
   async look(key: string, signal: AbortSignal): Promise<LeaseView<Entries>> {
     const names = await this.#keysOf(key);
-    const [stored, lease] = await unlocked(
-      () =>
-        this.#kv.getMany<[SealedRecord, unknown]>([names.record, names.lease]),
-      signal,
-    );
+    const both = [names.record, names.lease] as const;
+    const read = () => this.#kv.getMany<[SealedRecord, unknown]>(both);
+    const [stored, lease] = await unlocked(read, signal);
     return {
       record: await this.#open(key, stored.value),
       // A lease of any other shape is not one of ours: taking it replaces it.

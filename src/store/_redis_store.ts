@@ -217,10 +217,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   async #value(key: string, record: TokenRecord): Promise<[string, string]> {
     const { iv, sealed } = await this.#seals.seal(key, record);
     const lifetime = recordLifetime(record, this.#config.now());
-    return [
-      JSON.stringify({ iv: base64(iv), sealed: base64(sealed) }),
-      String(lifetime),
-    ];
+    const value = JSON.stringify({ iv: base64(iv), sealed: base64(sealed) });
+    return [value, String(lifetime)];
   }
 
   async #decode(

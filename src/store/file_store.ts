@@ -103,11 +103,9 @@ export function createFileTokenStore(
 ): FileTokenStore {
   const context = "Cannot create file token store";
   // Said at once: elsewhere a get would find nothing and a set throw, a token spent per process.
-  requireDeno(
-    context,
-    "folder",
-    "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)",
-  );
+  const rule =
+    "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)";
+  requireDeno(context, "folder", rule);
   return new EncryptedFileStore({
     folder: requireText(options.folder, context, "folder"),
     clientSecret: requireText(options.clientSecret, context, "clientSecret"),
@@ -139,11 +137,9 @@ export function createFileTokenStore(
  * ```
  */
 export async function clearFileTokenStore(folder: string): Promise<number> {
-  requireDeno(
-    "Cannot clear file token store",
-    "folder",
-    "is read with Deno's file API (the file token store runs on Deno only; elsewhere none can have been written)",
-  );
+  const rule =
+    "is read with Deno's file API (the file token store runs on Deno only; elsewhere none can have been written)";
+  requireDeno("Cannot clear file token store", "folder", rule);
   let removed = 0;
   try {
     for await (const entry of Deno.readDir(folder)) {
