@@ -116,17 +116,16 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     source = cost(session);
   }
   if (json) {
-    io.stdout.write(`${
-      safeJson({
-        // A key left undefined is not written.
-        buckets: bucketsNow(quota, now()),
-        observedAt: quota && new Date(quota.observedAt).toISOString(),
-        blockedUntil: blockedUntil !== undefined && now() < blockedUntil
-          ? new Date(blockedUntil).toISOString()
-          : undefined,
-        tokenRequests: session.tokenRequests(),
-      })
-    }\n`);
+    // A key left undefined is not written.
+    const answer = {
+      buckets: bucketsNow(quota, now()),
+      observedAt: quota && new Date(quota.observedAt).toISOString(),
+      blockedUntil: blockedUntil !== undefined && now() < blockedUntil
+        ? new Date(blockedUntil).toISOString()
+        : undefined,
+      tokenRequests: session.tokenRequests(),
+    };
+    io.stdout.write(`${safeJson(answer)}\n`);
     return;
   }
   writeQuotaTable(io.stdout, quota, now());

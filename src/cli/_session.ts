@@ -169,10 +169,8 @@ function watchTokenRequests(err: CliWriter) {
     if (lastFailed) {
       err.write(`retrying the token request (attempt ${count})\n`);
     }
-    const slow = setTimeout(
-      () => err.write("waiting for the token endpoint...\n"),
-      SLOW_TOKEN_REQUEST,
-    );
+    const waiting = () => err.write("waiting for the token endpoint...\n");
+    const slow = setTimeout(waiting, SLOW_TOKEN_REQUEST);
     try {
       const response = await fetch(input, init);
       lastFailed = response.status === 408 || response.status >= 500;

@@ -131,10 +131,7 @@ function baseNamesOf(
   return { api: name("baseUrl"), pci: name("pciBaseUrl") };
 }
 
-const BASE_NAMES: SendContext["baseNames"] = Object.freeze({
-  api: "baseUrl",
-  pci: "pciBaseUrl",
-});
+const BASE_NAMES = Object.freeze({ api: "baseUrl", pci: "pciBaseUrl" });
 
 /** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */
 const CLIENT_OWN = new Set(

@@ -195,11 +195,8 @@ async function listPage<T>(
           `with ${items.length} items, more than the limit of ${limit}`;
         throw answered(page, "", problem);
       }
-      const request = Object.freeze({
-        url: url.href,
-        status: response.status,
-        attempts,
-      });
+      const { status } = response;
+      const request = Object.freeze({ url: url.href, status, attempts });
       return { items, request };
     },
   });
