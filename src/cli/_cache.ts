@@ -102,10 +102,7 @@ function refusal(path: string, problem: string, folder: string): string {
 function ownerOfNewFile(folder: string): number | null | undefined {
   const probe = `${folder}/.owner-${crypto.randomUUID()}.probe`;
   try {
-    Deno.writeFileSync(probe, new Uint8Array(), {
-      createNew: true,
-      mode: 0o600,
-    });
+    Deno.writeTextFileSync(probe, "", { createNew: true, mode: 0o600 });
   } catch {
     return undefined;
   }

@@ -62,15 +62,14 @@ async function runToken(
   const now = (io.now ?? Date.now)();
   const buckets = bucketsNow(session.provider.quota, now);
   if (json) {
-    io.stdout.write(`${
-      safeJson({
-        expiresAt: new Date(token.expiresAt).toISOString(),
-        expiresIn: Math.max(0, Math.floor((token.expiresAt - now) / 1000)),
-        quota: buckets,
-        tokenRequests: session.tokenRequests(),
-        ...(showToken ? { accessToken: token.accessToken } : {}),
-      })
-    }\n`);
+    const answer = {
+      expiresAt: new Date(token.expiresAt).toISOString(),
+      expiresIn: Math.max(0, Math.floor((token.expiresAt - now) / 1000)),
+      quota: buckets,
+      tokenRequests: session.tokenRequests(),
+      ...(showToken ? { accessToken: token.accessToken } : {}),
+    };
+    io.stdout.write(`${safeJson(answer)}\n`);
     return;
   }
   const summary = showToken ? io.stderr : io.stdout;
@@ -79,9 +78,8 @@ async function runToken(
   const gauges = buckets.length === 0
     ? "  (the token endpoint reported no quota)\n"
     : buckets.map((bucket) => gauge(bucket)).join("");
-  const until = `${utcTime(token.expiresAt)} (in ${duration(left)}; ${
-    cost(session)
-  })`;
+  const spent = cost(session);
+  const until = `${utcTime(token.expiresAt)} (in ${duration(left)}; ${spent})`;
   summary.write(`token valid until ${until}\nquota:\n${gauges}`);
 }
 
@@ -118,17 +116,16 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     source = cost(session);
   }
   if (json) {
-    io.stdout.write(`${
-      safeJson({
-        // A key left undefined is not written.
-        buckets: bucketsNow(quota, now()),
-        observedAt: quota && new Date(quota.observedAt).toISOString(),
-        blockedUntil: blockedUntil !== undefined && now() < blockedUntil
-          ? new Date(blockedUntil).toISOString()
-          : undefined,
-        tokenRequests: session.tokenRequests(),
-      })
-    }\n`);
+    // A key left undefined is not written.
+    const answer = {
+      buckets: bucketsNow(quota, now()),
+      observedAt: quota && new Date(quota.observedAt).toISOString(),
+      blockedUntil: blockedUntil !== undefined && now() < blockedUntil
+        ? new Date(blockedUntil).toISOString()
+        : undefined,
+      tokenRequests: session.tokenRequests(),
+    };
+    io.stdout.write(`${safeJson(answer)}\n`);
     return;
   }
   writeQuotaTable(io.stdout, quota, now());

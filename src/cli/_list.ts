@@ -31,10 +31,9 @@ export function checkFields(
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return;
   const near = nearest(unknown, [...keys]);
+  const hint = near ? `; did you mean ${near}?` : "";
   throw new UsageError(
-    `--fields: no item of the first page has '${unknown}'${
-      near ? `; did you mean ${near}?` : ""
-    }`,
+    `--fields: no item of the first page has '${unknown}'${hint}`,
   );
 }
 
@@ -46,7 +45,6 @@ export async function runList(
 ): Promise<void> {
   const { io } = session;
   const format = request.format ?? (io.stdout.isTerminal ? "table" : "jsonl");
-  // The writer says each late key once, escaped.
   const writer = itemWriter(io.stdout, format, {
     fields: request.fields,
     notify: (line) => io.stderr.write(`${line}\n`),

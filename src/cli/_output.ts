@@ -98,10 +98,9 @@ function columnsWriter(
     for (const key of Object.keys(item)) {
       if (columns!.includes(key) || reported.has(key)) continue;
       reported.add(key);
+      const column = `column '${escapeControls(key)}'`;
       notify(
-        `column '${
-          escapeControls(key)
-        }' first appeared ${where}; name the columns with --fields`,
+        `${column} first appeared ${where}; name the columns with --fields`,
       );
     }
     write(item);

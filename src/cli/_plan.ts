@@ -16,13 +16,8 @@ import {
 } from "./_flag_values.ts";
 import { type ListRequest, listRequest } from "./_list_plan.ts";
 
-const SESSION_FLAGS = [
-  "cache",
-  "verbose",
-  "env-file",
-  "token-body",
-  "client-authentication",
-];
+const SESSION_FLAGS = "cache verbose env-file token-body client-authentication"
+  .split(" ");
 
 /** The flags each command takes, by node:util's names (`cache` is `--no-cache`). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -34,33 +29,13 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   completion: [],
   demo: [],
   list: [
-    "limit",
-    "page",
-    "sort-by",
-    "sort-direction",
-    "since",
-    "max-items",
-    "concurrency",
-    "query",
-    "format",
-    "fields",
+    ..."limit page sort-by sort-direction since max-items".split(" "),
+    ..."concurrency query format fields".split(" "),
     ...SESSION_FLAGS,
   ],
   sync: [
-    "to",
-    "id",
-    "sort-by",
-    "sort-direction",
-    "full",
-    "sweep",
-    "deletes",
-    "max-deletes",
-    "changes",
-    "priority",
-    "max-duration",
-    "limit",
-    "concurrency",
-    "query",
+    ..."to id sort-by sort-direction full sweep deletes max-deletes".split(" "),
+    ..."changes priority max-duration limit concurrency query".split(" "),
     ...SESSION_FLAGS,
   ],
 };
@@ -189,10 +164,9 @@ function commandPlan(
 function shellOf(positionals: readonly string[]): Shell {
   const [shell, ...extra] = positionals;
   if (!SHELLS.includes(shell as Shell) || extra.length > 0) {
+    const received = shell === undefined ? "" : `: received ${shell}`;
     throw new UsageError(
-      `completion takes one shell: ${SHELLS.join(", ")}${
-        shell === undefined ? "" : `: received ${shell}`
-      }`,
+      `completion takes one shell: ${SHELLS.join(", ")}${received}`,
     );
   }
   return shell as Shell;
@@ -232,9 +206,8 @@ function flagProblem(message: string, command: string | undefined): string {
       ? Object.keys(FLAGS)
       : [...own, "help", "version", "env-file"];
     const near = nearest(unknown[2]!, [...flags, "no-cache"]);
-    return `unknown flag ${unknown[1]}${unknown[2]}${
-      near ? `; did you mean --${near}?` : ""
-    }`;
+    const hint = near ? `; did you mean --${near}?` : "";
+    return `unknown flag ${unknown[1]}${unknown[2]}${hint}`;
   }
   return message.replace(/\s*\n\s*/g, " ");
 }

@@ -75,16 +75,14 @@ export function row(
   item: Record<string, unknown>,
   fit = false,
 ): string {
-  return line(
-    layout,
-    layout.columns.map((column, i) => {
-      const value = cell(item[column]);
-      const width = layout.widths[i]!;
-      return fit && value.length > width
-        ? `${value.slice(0, Math.max(0, width - 1))}…`
-        : value;
-    }),
-  );
+  const values = layout.columns.map((column, i) => {
+    const value = cell(item[column]);
+    const width = layout.widths[i]!;
+    return fit && value.length > width
+      ? `${value.slice(0, Math.max(0, width - 1))}…`
+      : value;
+  });
+  return line(layout, values);
 }
 
 /** Lays rows out as a table with a header; numbers align right. */
@@ -139,9 +137,8 @@ export function progressReporter(
   const line = () => {
     const seconds = Math.max((now() - started) / 1000, 0.001);
     const rate = Math.round(items / seconds);
-    return `${counted(pages, "page")}, ${
-      counted(items, "item")
-    }, ${rate} items/s`;
+    const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
+    return `${read}, ${rate} items/s`;
   };
   const show = () => {
     if (!out.isTerminal) return out.write(`${line()}\n`);

@@ -46,12 +46,11 @@ export function readConfig(io: CliIo): PartnerApiConfig {
     // Fields, never the value: a secret pasted into the wrong variable is the usual mistake.
     const { missing, option, rule, message } = error as ConfigError;
     // The library's words name what is missing and any typo of a name set.
+    const named = message.replace(/^[^:]*: /, "");
     throw new UsageError(
       missing.length === 0
         ? `${option} ${rule}`
-        : `${
-          message.replace(/^[^:]*: /, "")
-        } (see .env.example; --env-file .env reads a file)`,
+        : `${named} (see .env.example; --env-file .env reads a file)`,
     );
   }
 }
@@ -170,10 +169,8 @@ function watchTokenRequests(err: CliWriter) {
     if (lastFailed) {
       err.write(`retrying the token request (attempt ${count})\n`);
     }
-    const slow = setTimeout(
-      () => err.write("waiting for the token endpoint...\n"),
-      SLOW_TOKEN_REQUEST,
-    );
+    const waiting = () => err.write("waiting for the token endpoint...\n");
+    const slow = setTimeout(waiting, SLOW_TOKEN_REQUEST);
     try {
       const response = await fetch(input, init);
       lastFailed = response.status === 408 || response.status >= 500;
@@ -199,10 +196,10 @@ function verboseListener(
     if (event.type === "token.request") {
       tokenRequests++;
       const outcome = event.outcome === "ok" ? "ok" : `error (${event.reason})`;
+      const { origin, pathname } = environment.tokenUrl;
+      const ms = Math.round(event.durationMs);
       line =
-        `POST ${environment.tokenUrl.origin}${environment.tokenUrl.pathname} ${outcome}, ${
-          Math.round(event.durationMs)
-        } ms, token request ${tokenRequests}`;
+        `POST ${origin}${pathname} ${outcome}, ${ms} ms, token request ${tokenRequests}`;
     } else if (event.type === "api.request") {
       const base = event.base === "pci"
         ? environment.pciBaseUrl

@@ -90,11 +90,11 @@ function resultLines(
 ): string {
   const { target } = request;
   const rate = `${Math.round(result.read / seconds)} items/s read`;
-  let lines = `${target}: ${
-    counted(result.inserted, "new item")
-  }, ${result.updated} changed, ${result.deleted} removed (${
-    counted(result.requests, "request")
-  }, ${rate}${result.resumed ? ", resumed" : ""})\n`;
+  const inserted = counted(result.inserted, "new item");
+  const requests = counted(result.requests, "request");
+  const resumed = result.resumed ? ", resumed" : "";
+  let lines =
+    `${target}: ${inserted}, ${result.updated} changed, ${result.deleted} removed (${requests}, ${rate}${resumed})\n`;
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
   } else if (
@@ -108,11 +108,10 @@ function resultLines(
       `${target}: at this run's rate the whole copy is next verified by ${next}\n`;
   }
   if (result.skipped > 0) {
-    const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id));
-    const more = result.skipped > 5 ? ", …" : "";
-    lines += `${target}: ${
-      counted(result.skipped, "item")
-    } skipped, which it cannot store: ${ids.join(", ")}${more}\n`;
+    const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id))
+      .join(", ") + (result.skipped > 5 ? ", …" : "");
+    const skipped = counted(result.skipped, "item");
+    lines += `${target}: ${skipped} skipped, which it cannot store: ${ids}\n`;
   }
   return lines;
 }
@@ -127,14 +126,12 @@ function behindLine(
   const them = behind === 1 ? "it" : "them";
   // Each run sweeps `--sweep` requests; a new cycle needs at least one.
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
+  const more = counted(runs, "more run");
   const when = sweep === 0
     ? `the sweep is off (--sweep 0): run with --sweep all to bring ${them} in`
-    : `the sweep brings ${them} in within about ${
-      counted(runs, "more run")
-    }, or now with --sweep all`;
-  return `${request.target}: ${behind} item${
-    behind === 1 ? " is" : "s are"
-  } known to be missing (added behind the copy's last item); ${when}\n`;
+    : `the sweep brings ${them} in within about ${more}, or now with --sweep all`;
+  const items = behind === 1 ? "1 item is" : `${behind} items are`;
+  return `${request.target}: ${items} known to be missing (added behind the copy's last item); ${when}\n`;
 }
 
 /** How long a whole copy's verification counts as recent: a day. */
@@ -186,18 +183,14 @@ function explained(
       return usageCannotWrite(error, target);
     }
     if (reason !== "sink-mismatch" && reason !== "link") return error;
-    const what = error.message.replace(/^Cannot sync( into \S+)?: /, "");
-    return new UsageError(
-      `--to ${target}: ${
-        what.replace(/sync into (a new|another) /, "give --to $1 ")
-      }`,
-    );
+    const what = error.message.replace(/^Cannot sync( into \S+)?: /, "")
+      .replace(/sync into (a new|another) /, "give --to $1 ");
+    return new UsageError(`--to ${target}: ${what}`);
   }
   if ((error as { option?: string } | null)?.option === "sink") {
+    const what = (error as Error).message.replace(/^Cannot sync: 'sink' /, "");
     return new UsageError(
-      `--to ${target} holds a copy made with other options (${
-        (error as Error).message.replace(/^Cannot sync: 'sink' /, "")
-      }); give --to another file, or the same --sort-by and filters`,
+      `--to ${target} holds a copy made with other options (${what}); give --to another file, or the same --sort-by and filters`,
     );
   }
   if (cannotWrite(error)) return usageCannotWrite(error, target);
@@ -205,10 +198,9 @@ function explained(
 }
 
 function usageCannotWrite(error: unknown, target: string): UsageError {
+  const what = (error as Error).message.split("\n")[0];
   return new UsageError(
-    `--to ${target}: cannot write it (${
-      (error as Error).message.split("\n")[0]
-    }); give --to a file you can write, with --allow-write for it`,
+    `--to ${target}: cannot write it (${what}); give --to a file you can write, with --allow-write for it`,
   );
 }
 

@@ -105,10 +105,9 @@ export function progressLine(
     update(progress: SyncProgress) {
       const at = now();
       const seconds = Math.max((at - started) / 1000, 0.001);
+      const rate = Math.round(progress.read / seconds);
       text =
-        `${progress.read} items read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${
-          Math.round(progress.read / seconds)
-        } items/s, ${progress.requests} requests`;
+        `${progress.read} items read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate} items/s, ${progress.requests} requests`;
       if (!out.isTerminal && at - lastLine < 1000) return;
       lastLine = at;
       show(text);

@@ -89,10 +89,9 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   if ((error as Error)?.name === "BrokenPipe") return 0;
   const { message, code } = failureMessage(error);
   const secrets = secretsOf(run);
+  const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
   run.stderr.write(
-    `${NAME}: ${escapeControls(redact(message, secrets))}${
-      code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : ""
-    }\n`,
+    `${NAME}: ${escapeControls(redact(message, secrets))}${help}\n`,
   );
   if (verbose) {
     for (const line of causeLines(error)) {

@@ -66,22 +66,16 @@ export function clientConfig(
 
 /** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */
 function ownEnvironment(environment: Environment): Environment {
+  const refused = (rule: string, received?: string) =>
+    typeError(CONTEXT, "environment", rule, received);
   if (typeof environment !== "object" || environment === null) {
-    throw typeError(
-      CONTEXT,
-      "environment",
-      "must come from defineEnvironment()",
-      String(environment),
-    );
+    throw refused("must come from defineEnvironment()", String(environment));
   }
   try {
     return defineEnvironment({ ...environment });
   } catch (error) {
-    throw typeError(
-      CONTEXT,
-      "environment",
-      `breaks the rules of defineEnvironment(): ${(error as Error).message}`,
-    );
+    const { message } = error as Error;
+    throw refused(`breaks the rules of defineEnvironment(): ${message}`);
   }
 }
 
@@ -99,31 +93,21 @@ function tokenProviderOf(
     ...settings
   } = options;
   const hasCredentials = clientId !== undefined || clientSecret !== undefined;
+  const credentials = "'clientId' and 'clientSecret'";
   if (tokenProvider !== undefined && hasCredentials) {
-    throw typeError(
-      CONTEXT,
-      "tokenProvider",
-      "must not be given with 'clientId' and 'clientSecret'",
-    );
+    const rule = `must not be given with ${credentials}`;
+    throw typeError(CONTEXT, "tokenProvider", rule);
   }
   if (tokenProvider !== undefined) {
     const own = Object.keys(settings).find((key) => !CLIENT_OWN.has(key));
-    if (own !== undefined) {
-      throw typeError(
-        CONTEXT,
-        own,
-        "is a provider option: give it to createTokenProvider",
-      );
-    }
+    const rule = "is a provider option: give it to createTokenProvider";
+    if (own !== undefined) throw typeError(CONTEXT, own, rule);
     checkProviderTarget(tokenProvider, environment);
     return tokenProvider;
   }
   if (!hasCredentials) {
-    throw typeError(
-      CONTEXT,
-      "tokenProvider",
-      "or 'clientId' and 'clientSecret' must be given",
-    );
+    const rule = `or ${credentials} must be given`;
+    throw typeError(CONTEXT, "tokenProvider", rule);
   }
   // Every other option is the provider's too: one vocabulary for both.
   return createTokenProvider({
@@ -147,21 +131,12 @@ function baseNamesOf(
   return { api: name("baseUrl"), pci: name("pciBaseUrl") };
 }
 
-const BASE_NAMES: SendContext["baseNames"] = Object.freeze({
-  api: "baseUrl",
-  pci: "pciBaseUrl",
-});
+const BASE_NAMES = Object.freeze({ api: "baseUrl", pci: "pciBaseUrl" });
 
 /** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */
-const CLIENT_OWN = new Set([
-  "settingNames",
-  "fetch",
-  "timeout",
-  "retry",
-  "random",
-  "now",
-  "onEvent",
-]);
+const CLIENT_OWN = new Set(
+  "settingNames fetch timeout retry random now onEvent".split(" "),
+);
 
 /** The client's pacing: a limiter given, one made from a limit, or none. */
 function rateLimiterOf(

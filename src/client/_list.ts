@@ -191,17 +191,12 @@ async function listPage<T>(
         ? itemsOf(page, body, text) as T[]
         : pick(body);
       if (Array.isArray(items) && items.length > limit) {
-        throw answered(
-          page,
-          "",
-          `with ${items.length} items, more than the limit of ${limit}`,
-        );
+        const problem =
+          `with ${items.length} items, more than the limit of ${limit}`;
+        throw answered(page, "", problem);
       }
-      const request = Object.freeze({
-        url: url.href,
-        status: response.status,
-        attempts,
-      });
+      const { status } = response;
+      const request = Object.freeze({ url: url.href, status, attempts });
       return { items, request };
     },
   });
@@ -246,18 +241,12 @@ function itemsOf(
     if (arrays.length === 1) return arrays[0] as unknown[];
   }
   // Keys come from the service: cleaned and cut like any server text.
-  const keys = typeof body === "object" && body !== null
-    ? serverText(
-      Object.keys(body).join(", "),
-      [page.accessToken],
-      EXCERPT_LENGTH,
-    )
+  const found = typeof body === "object" && body !== null
+    ? Object.keys(body).join(", ")
     : typeof body;
-  throw answered(
-    page,
-    text,
-    `with no single array of items (found: ${keys}); pass 'items' to pick them`,
-  );
+  const keys = serverText(found, [page.accessToken], EXCERPT_LENGTH);
+  const problem = `with no single array of items (found: ${keys})`;
+  throw answered(page, text, `${problem}; pass 'items' to pick them`);
 }
 
 /** An ApiError for an answer: its status, the problem, the start of the body (token removed first). */
@@ -284,20 +273,13 @@ function checkQuery(query: unknown): Record<string, string> {
   if (query === undefined) return {};
   requireOptions(query, CONTEXT, "query");
   for (const [name, value] of Object.entries(query)) {
+    const option = `query.${name}`;
     if (typeof value !== "string") {
-      throw typeError(
-        CONTEXT,
-        `query.${name}`,
-        "must be a string",
-        typeof value,
-      );
+      throw typeError(CONTEXT, option, "must be a string", typeof value);
     }
     if (PAGE_PARAMETERS.includes(name)) {
-      throw typeError(
-        CONTEXT,
-        `query.${name}`,
-        `must be given as the option '${name}', not in 'query'`,
-      );
+      const rule = `must be given as the option '${name}', not in 'query'`;
+      throw typeError(CONTEXT, option, rule);
     }
   }
   return query as Record<string, string>;

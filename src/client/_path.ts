@@ -29,9 +29,8 @@ export function resolveUnder(
 ): URL {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
-    const received = `${
-      displayUrl(url)
-    }, outside ${base.href}; the token is only sent under it`;
+    const outside = `${displayUrl(url)}, outside ${base.href}`;
+    const received = `${outside}; the token is only sent under it`;
     throw typeError(context, "path", "must stay under the base", received);
   }
   return url;
@@ -67,13 +66,9 @@ function isRiskyPath(pathname: string): boolean {
   if (RISKY_PATH.test(pathname) || OVERLONG.test(pathname)) return true;
   if (!pathname.includes("%")) return false;
   // The URL parser escapes every non-ASCII character, so each one is here.
-  const decoded = pathname.replace(
-    ESCAPES,
-    (run) =>
-      LENIENT.decode(
-        Uint8Array.from(run.slice(1).split("%"), (hex) => parseInt(hex, 16)),
-      ),
-  );
+  const raw = (run: string) =>
+    Uint8Array.from(run.slice(1).split("%"), (hex) => parseInt(hex, 16));
+  const decoded = pathname.replace(ESCAPES, (run) => LENIENT.decode(raw(run)));
   for (const [char] of decoded.matchAll(LOOKALIKE)) {
     if (/[./\\]/.test(char.normalize("NFKC"))) return true;
   }

@@ -85,15 +85,10 @@ export function retryWait(
   policy: RetryPolicy,
 ): number | undefined {
   if (!IDEMPOTENT.has(context.method) || !context.replayable) return undefined;
-  if (attempted.kind === "answer" && !isRetryStatus(attempted.status)) {
-    return undefined;
-  }
-  return retryDelay(
-    policy.backoff,
-    context.retries,
-    policy.random,
-    attempted.kind === "answer" ? attempted.retryAfter : undefined,
-  );
+  const answered = attempted.kind === "answer";
+  if (answered && !isRetryStatus(attempted.status)) return undefined;
+  const retryAfter = answered ? attempted.retryAfter : undefined;
+  return retryDelay(policy.backoff, context.retries, policy.random, retryAfter);
 }
 
 /** Whether a body can be sent twice: not a stream or async iterable, which the first attempt consumes. */

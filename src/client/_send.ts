@@ -174,7 +174,8 @@ function attempted(
   response: Response | undefined,
 ): Attempted {
   if (response === undefined) return NO_ANSWER;
-  const status = response.status;
+  const { status } = response;
+  const { target, exchange, method } = request;
   return {
     kind: "answer",
     status,
@@ -182,12 +183,7 @@ function attempted(
       ? retryAfterMs(response.headers, request.now())
       : undefined,
     redirect: status >= 300 && status < 400
-      ? followable(
-        response,
-        request.target,
-        request.exchange.base,
-        request.method,
-      )
+      ? followable(response, target, exchange.base, method)
       : undefined,
   };
 }
@@ -296,10 +292,10 @@ function noAnswer(
   const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
   const reason = timedOut ? "timeout" : "network";
   const url = displayUrl(request.target);
+  const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
+  const why = describeCause(cause, []);
   return new ApiError(
-    `${request.exchange.context}: ${request.method} ${url} got no answer${
-      attempts > 1 ? ` in ${attempts} attempts` : ""
-    }: ${describeCause(cause, [])}`,
+    `${request.exchange.context}: ${request.method} ${url} got no answer${tries}: ${why}`,
     { status: 0, url, cause, reason, attempts },
   );
 }
@@ -307,15 +303,11 @@ function noAnswer(
 /** The error for a request the runtime would not send (no net permission for its host): the flag to add first, or the `--deny-net` to remove. */
 function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   const url = displayUrl(request.target);
-  const { host } = request.target;
   const base = request.context.baseNames[request.exchange.kind];
+  const whose = `${base}'s host; ${request.method} ${url} was not sent`;
+  const fix = netPermissionFix(request.target, whose);
   return new ApiError(
-    `${request.exchange.context}: no net permission for ${host}: ${
-      netPermissionFix(
-        request.target,
-        `${base}'s host; ${request.method} ${url} was not sent`,
-      )
-    }`,
+    `${request.exchange.context}: no net permission for ${request.target.host}: ${fix}`,
     { status: 0, url, cause: request.failure, reason: "network", attempts },
   );
 }

@@ -131,10 +131,9 @@ function* kept<T>(
 function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
   const items = fetched.items as unknown;
   if (!Array.isArray(items)) {
+    const received = items === null ? "null" : typeof items;
     throw new TypeError(
-      `${CONTEXT}: page ${page} is not an array: received ${
-        items === null ? "null" : typeof items
-      }`,
+      `${CONTEXT}: page ${page} is not an array: received ${received}`,
     );
   }
   return items;
@@ -171,11 +170,8 @@ export async function* walkPages<T, F extends Fetched<T>>(
         throw repeatedPage(head.page);
       }
       previous = items;
-      yield {
-        page: head.page,
-        items: keep(items, config, seen, tally),
-        fetched,
-      };
+      const chosen = keep(items, config, seen, tally);
+      yield { page: head.page, items: chosen, fetched };
       signal?.throwIfAborted();
       if (tally.last || items.length < limit) return;
       if (tally.fresh === 0 && items.length > 0) throw repeatedPage(head.page);

@@ -86,6 +86,7 @@ export interface PartnerClient {
  */
 export function createClient(options: ClientOptions): PartnerClient {
   const { environment, context } = clientConfig(options);
+  const { baseUrl, pciBaseUrl } = environment;
   const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
     const resolve = pathCache(base, what);
     return (path: string | URL, init: RequestInit = {}): Promise<Response> => {
@@ -106,15 +107,11 @@ export function createClient(options: ClientOptions): PartnerClient {
   };
   return {
     tokenProvider: context.tokenProvider,
-    fetch: fetchUnder(environment.baseUrl, "api", "Cannot fetch"),
-    pciFetch: fetchUnder(
-      environment.pciBaseUrl,
-      "pci",
-      "Cannot fetch card data",
-    ),
+    fetch: fetchUnder(baseUrl, "api", "Cannot fetch"),
+    pciFetch: fetchUnder(pciBaseUrl, "pci", "Cannot fetch card data"),
     list: <T>(path: string, listOptions: ListOptions<T> = {}) =>
-      listUnder(context, environment.baseUrl, path, listOptions),
+      listUnder(context, baseUrl, path, listOptions),
     pages: <T>(path: string, listOptions: ListOptions<T> = {}) =>
-      pagesUnder(context, environment.baseUrl, path, listOptions),
+      pagesUnder(context, baseUrl, path, listOptions),
   };
 }

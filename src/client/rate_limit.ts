@@ -177,10 +177,8 @@ class SlidingWindowLimiter implements RateLimiter {
       if (wait === Infinity) return;
       if (wait > 0) {
         // Never past what a timer can wait: a longer delay fires at once.
-        this.#timer = setTimeout(
-          () => this.#schedule(),
-          Math.min(wait, MAX_TIMER_MS),
-        );
+        const delay = Math.min(wait, MAX_TIMER_MS);
+        this.#timer = setTimeout(() => this.#schedule(), delay);
         return;
       }
       line.shift()!.resolve(recordSend(this.#window, Infinity));

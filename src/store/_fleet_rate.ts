@@ -53,9 +53,7 @@ interface Waiter {
 
 /** Checks the options both fleet limiters take; `most` bounds `requests`. */
 export function fleetConfig(
-  options: {
-    requests?: number;
-    interval?: number;
+  options: Partial<RateLimit> & {
     reserve?: number;
     now?: () => number;
     onEvent?: EventListener;

@@ -34,13 +34,9 @@ export async function aesKeyFrom(
   salt: string,
   info: string,
 ): Promise<CryptoKey> {
+  const hkdf = { name: "HKDF", hash: "SHA-256", salt: encoder.encode(salt) };
   return await crypto.subtle.deriveKey(
-    {
-      name: "HKDF",
-      hash: "SHA-256",
-      salt: encoder.encode(salt),
-      info: encoder.encode(info),
-    },
+    { ...hkdf, info: encoder.encode(info) },
     await rawKey(material, "HKDF", "deriveKey"),
     { name: "AES-GCM", length: 256 },
     false,

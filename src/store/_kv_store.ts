@@ -33,11 +33,8 @@ type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
 /** Refuses anything but a Deno KV database, and any runtime but Deno. */
 export function requireKv(kv: Deno.Kv, context: string, elsewhere: string) {
   if ("Deno" in globalThis && typeof kv?.atomic === "function") return;
-  throw typeError(
-    context,
-    "kv",
-    `must be a Deno KV database (this ${elsewhere})`,
-  );
+  const rule = `must be a Deno KV database (this ${elsewhere})`;
+  throw typeError(context, "kv", rule);
 }
 
 /** A {@linkcode TokenStore} on Deno KV that coordinates a fleet with leases. */
@@ -106,11 +103,9 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   /** One consistent read of both: a token published between two reads would look missing. */
   async look(key: string, signal: AbortSignal): Promise<LeaseView<Entries>> {
     const names = await this.#keysOf(key);
-    const [stored, lease] = await unlocked(
-      () =>
-        this.#kv.getMany<[SealedRecord, unknown]>([names.record, names.lease]),
-      signal,
-    );
+    const both = [names.record, names.lease] as const;
+    const read = () => this.#kv.getMany<[SealedRecord, unknown]>(both);
+    const [stored, lease] = await unlocked(read, signal);
     return {
       record: await this.#open(key, stored.value),
       // A lease of any other shape is not one of ours: taking it replaces it.

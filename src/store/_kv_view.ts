@@ -131,13 +131,10 @@ export class ClockView {
       return [holder, until, span, live === 0 ? 0 : 1];
     });
     forgetMissing(this.#places, state.line.map(([holder]) => holder));
+    const seenAt = (holder: string, seen: number) =>
+      holder === this.#own ? seen : sighting(this.#holders, holder, seen, now);
     const holders = state.holders.map(([holder, seen]) =>
-      [
-        holder,
-        holder === this.#own
-          ? seen
-          : sighting(this.#holders, holder, seen, now),
-      ] as const
+      [holder, seenAt(holder, seen)] as const
     );
     forgetMissing(this.#holders, state.holders.map(([holder]) => holder));
     const shortLasts = limit.interval + GRACE;

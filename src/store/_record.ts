@@ -147,10 +147,7 @@ export function checkEncryptionKey(
     !(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
     !key.usages.includes("encrypt") || !key.usages.includes("decrypt")
   ) {
-    throw typeError(
-      context,
-      "encryptionKey",
-      "must be an AES-GCM CryptoKey for encrypt and decrypt",
-    );
+    const rule = "must be an AES-GCM CryptoKey for encrypt and decrypt";
+    throw typeError(context, "encryptionKey", rule);
   }
 }

@@ -97,7 +97,6 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return coordinateByLease(this, this.#config, key, options);
   }
 
-  // look and take answer as LeaseDatabase has it.
   async look(key: string) {
     const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
@@ -121,12 +120,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const keys = await this.#keysOf(key);
     const ms = String(this.#config.leaseDuration);
     const lease = `${crypto.randomUUID()} ${this.#config.holder}`;
-    const taken = await this.#script("take", [keys.record, keys.lease], [
-      seen.value,
-      lease,
-      ms,
-      seen.readable ? "0" : "1",
-    ]);
+    const args = [seen.value, lease, ms, seen.readable ? "0" : "1"];
+    const taken = await this.#script("take", [keys.record, keys.lease], args);
     if (taken !== 1) return { holder: text(taken) };
     const told = [keys.record, keys.lease, `${keys.lease}:${lease}`];
     return {
@@ -135,13 +130,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       },
       publish: async (record: TokenRecord) => {
         const [value, lifetime] = await this.#value(key, record);
-        const done = await this.#script("publish", told, [
-          lease,
-          value,
-          lifetime,
-          ms,
-        ]);
-        return done === 1;
+        const args = [lease, value, lifetime, ms];
+        return await this.#script("publish", told, args) === 1;
       },
       release: async () => {
         await this.#script("release", told, [lease, "", "", ms]);
@@ -227,10 +217,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   async #value(key: string, record: TokenRecord): Promise<[string, string]> {
     const { iv, sealed } = await this.#seals.seal(key, record);
     const lifetime = recordLifetime(record, this.#config.now());
-    return [
-      JSON.stringify({ iv: base64(iv), sealed: base64(sealed) }),
-      String(lifetime),
-    ];
+    const value = JSON.stringify({ iv: base64(iv), sealed: base64(sealed) });
+    return [value, String(lifetime)];
   }
 
   async #decode(

@@ -32,13 +32,11 @@ export interface FileTokenStoreOptions {
   clientSecret: string;
   /**
    * Told, in one line, when the store skips a file not its own (not a regular file ≤ 64 KiB) or cannot write one.
-   *
    * @default nothing is told
    */
   onNotice?: (line: string) => void;
   /**
    * The clock (epoch ms) that stamps a lock and judges it stale: the providers' `now`.
-   *
    * @default {Date.now}
    */
   now?: () => number;
@@ -79,7 +77,6 @@ export interface FileTokenStore extends TokenStore {
  * Creates a token store on encrypted files in `options.folder`, shared by every process that opens
  * it with the same secret (needs read and write permission there). A lock file makes them request
  * once between them; a lock whose owner stopped refreshing it is taken over.
- *
  * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty string, or `onNotice` or
  * `now` is not a function; outside Deno (`option: "folder"`), before anything is touched.
  *
@@ -105,11 +102,9 @@ export function createFileTokenStore(
 ): FileTokenStore {
   const context = "Cannot create file token store";
   // Said at once: elsewhere a get would find nothing and a set throw, a token spent per process.
-  requireDeno(
-    context,
-    "folder",
-    "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)",
-  );
+  const rule =
+    "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)";
+  requireDeno(context, "folder", rule);
   return new EncryptedFileStore({
     folder: requireText(options.folder, context, "folder"),
     clientSecret: requireText(options.clientSecret, context, "clientSecret"),
@@ -122,7 +117,6 @@ export function createFileTokenStore(
 /**
  * Removes every token file of a {@linkcode createFileTokenStore} folder, whatever secret sealed it
  * (e.g. a tool's `logout`); a missing folder holds none.
- *
  * @returns How many files were removed.
  * @throws {TypeError} Outside Deno (`option: "folder"`), before anything is read.
  *
@@ -142,11 +136,9 @@ export function createFileTokenStore(
  * ```
  */
 export async function clearFileTokenStore(folder: string): Promise<number> {
-  requireDeno(
-    "Cannot clear file token store",
-    "folder",
-    "is read with Deno's file API (the file token store runs on Deno only; elsewhere none can have been written)",
-  );
+  const rule =
+    "is read with Deno's file API (the file token store runs on Deno only; elsewhere none can have been written)";
+  requireDeno("Cannot clear file token store", "folder", rule);
   let removed = 0;
   try {
     for await (const entry of Deno.readDir(folder)) {

@@ -21,39 +21,33 @@
 export interface FleetStoreOptions {
   /**
    * How long a lease lasts without renewal, in ms: the longest a dead holder blocks the others.
-   *
    * @default {10000}
    */
   leaseDuration?: number;
   /**
    * How long a process waits for another's token before requesting its own, in ms; never less than
    * the holder's request may take with retries (150 s with the provider's defaults).
-   *
    * @default {45000}
    */
   maxWait?: number;
   /**
    * How often, at most, a waiting process looks for the token, in ms (first after 1 ms, then doubling).
-   *
    * @default {50}
    */
   pollInterval?: number;
   /**
    * An AES-GCM `CryptoKey` to seal records at rest with, the same in every process (a record it
    * cannot open counts as absent). Typed through `crypto.subtle` for projects with @types/node alone.
-   *
    * @default {a key derived (HKDF) from the client secret}
    */
   encryptionKey?: Awaited<ReturnType<typeof crypto.subtle.importKey>>;
   /**
    * Names this process in the leases it takes (e.g. host and pid).
-   *
    * @default {a random UUID}
    */
   holderId?: string;
   /**
    * The clock for lease and record deadlines, in epoch ms: the providers'.
-   *
    * @default {Date.now}
    */
   now?: () => number;

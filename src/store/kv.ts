@@ -54,7 +54,6 @@ import { fleetStoreConfig } from "./_lease.ts";
 export interface KvTokenStoreOptions extends FleetStoreOptions {
   /**
    * The first parts of every key the store writes.
-   *
    * @default {["partner-api", "token"]}
    */
   prefix?: readonly (string | number)[];
@@ -69,7 +68,6 @@ const STORE_ELSEWHERE =
  * one process takes a lease (`kv.atomic().check()`) and requests the token, the others wait for it
  * up to `maxWait`; a 429's block is stored for all. A record older than one seen (a restored
  * backup) is refused. See docs/fleets.md.
- *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options Key prefix, lease length, waiting, encryption.
  * @returns The store.

@@ -44,25 +44,21 @@ export interface KvRateLimiterOptions {
   /**
    * Requests the whole fleet may send in any window, at most 1,000 (the window rests in one KV
    * value); every process sharing the prefix gives the same.
-   *
    * @default {900}
    */
   requests?: number;
   /**
    * The window's length, in ms.
-   *
    * @default {300000}
    */
   interval?: number;
   /**
    * The key the window rests under: processes with the same prefix share one budget.
-   *
    * @default {["partner-api", "rate"]}
    */
   prefix?: readonly (string | number)[];
   /**
    * The clock, in epoch ms; processes need not agree, and a clock stepped back reads as no time passing.
-   *
    * @default {Date.now, read through the runtime's monotone clock}
    */
   now?: () => number;
@@ -71,7 +67,6 @@ export interface KvRateLimiterOptions {
   /**
    * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
    * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
-   *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
   reserve?: number;
@@ -91,7 +86,6 @@ const MOST_REQUESTS = 1000;
  * `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
  * `await using` it before closing the database: it waits for the answers still being written.
- *
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options The limit, the prefix, the clock.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.

@@ -2,7 +2,6 @@ import type { TokenRecord, TokenStore } from "./types.ts";
 
 /**
  * Creates a token store in this process's memory: pass one to several providers to share their token.
- *
  * @returns An empty store.
  *
  * @example Records kept as frozen copies

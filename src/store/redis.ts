@@ -71,19 +71,16 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
   /**
    * Sends one command on a connection of its own (`redis.duplicate()`), never `command`'s: a blocked
    * connection answers nothing else. Waiters are then woken by the token's write (`XREAD BLOCK`).
-   *
    * @default {none: waiters look again now and then}
    */
   blockingCommand?: RedisCommand;
   /**
    * The start of every key the store writes.
-   *
    * @default {"partner-api:token"}
    */
   prefix?: string;
   /**
    * How long one command may take, in ms; a command that takes longer counts as failed.
-   *
    * @default {2000}
    */
   commandTimeout?: number;
@@ -96,7 +93,6 @@ const CONTEXT = "Cannot create Redis token store";
  * a lease (`SET NX PX`) and requests the token, the others wait up to `maxWait`; a 429's block is
  * stored for all. A failing Redis counts as empty (no process spends more than alone); one that
  * refuses EVAL gets plain commands. A record older than one seen is refused. See docs/fleets.md.
- *
  * @param options The command function, encryption, prefix and timing.
  * @returns The store.
  * @throws {TypeError} When `command` is not a function, `prefix` is empty or

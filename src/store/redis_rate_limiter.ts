@@ -43,31 +43,26 @@ export interface RedisRateLimiterOptions {
   command: RedisCommand;
   /**
    * Requests the whole fleet may send in any window; every process sharing the prefix gives the same.
-   *
    * @default {900}
    */
   requests?: number;
   /**
    * The window's length, in ms.
-   *
    * @default {300000}
    */
   interval?: number;
   /**
    * The start of every key the limiter writes: processes with the same prefix share one budget.
-   *
    * @default {"partner-api:rate"}
    */
   prefix?: string;
   /**
    * How long one command may take, in ms; a command that takes longer counts as a failing Redis.
-   *
    * @default {2000}
    */
   commandTimeout?: number;
   /**
    * The clock, in epoch ms, for the pace kept alone while Redis fails.
-   *
    * @default {Date.now}
    */
   now?: () => number;
@@ -76,7 +71,6 @@ export interface RedisRateLimiterOptions {
   /**
    * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
    * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
-   *
    * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
    */
   reserve?: number;
@@ -92,7 +86,6 @@ const CONTEXT = "Cannot create Redis rate limiter";
  * (`rate.degraded`, then `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
  * `await using` it before closing the Redis connection: it waits for the answers still being written.
- *
  * @param options The command function, the limit, the prefix.
  * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {TypeError} When `command` is not a function or `prefix` is empty.
@@ -122,13 +115,8 @@ export function createRedisRateLimiter(
     throw typeError(CONTEXT, "command", "must be given");
   }
   const config = fleetConfig(options, CONTEXT, 1_000_000);
-  const { prefix, commandTimeout } = redisOptions(
-    options,
-    CONTEXT,
-    "partner-api:rate",
-  );
-  const window = new RedisWindow(command, prefix, config, commandTimeout);
-  return new FleetRateLimiter(window, config);
+  const redis = redisOptions(options, CONTEXT, "partner-api:rate");
+  return new FleetRateLimiter(new RedisWindow(command, redis, config), config);
 }
 
 /** The fleet's window in Redis, through scripts sent by `EVALSHA`. */
@@ -144,9 +132,8 @@ class RedisWindow implements SharedWindow {
 
   constructor(
     command: RedisCommand,
-    prefix: string,
+    { prefix, commandTimeout }: ReturnType<typeof redisOptions>,
     { limit, reserve, holder }: FleetConfig,
-    commandTimeout: number,
   ) {
     this.#send = (args) => sendWithin(command, args, commandTimeout);
     this.#reserve = String(reserve);

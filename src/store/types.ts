@@ -14,10 +14,7 @@ import type { TokenFailureReason } from "../core/errors.ts";
  * import { ok, rejects } from "node:assert/strict";
  *
  * const records = new Map<string, TokenRecord>();
- * const store: TokenStore = {
- *   get: (key) => Promise.resolve(records.get(key)),
- *   set: (key, record) => Promise.resolve(void records.set(key, record)),
- * };
+ * const store: TokenStore = { get: (k) => Promise.resolve(records.get(k)), set: (k, r) => Promise.resolve(void records.set(k, r)) };
  * await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store });
  * await provider.invalidate((await provider.getToken()).accessToken); // the hour's only token
@@ -50,10 +47,7 @@ export interface TokenRecord {
  * import { equal, ok, rejects } from "node:assert/strict";
  *
  * const records = new Map<string, TokenRecord>();
- * const store: TokenStore = {
- *   get: (key) => Promise.resolve(records.get(key)),
- *   set: (key, record) => Promise.resolve(void records.set(key, record)),
- * };
+ * const store: TokenStore = { get: (k) => Promise.resolve(records.get(k)), set: (k, r) => Promise.resolve(void records.set(k, r)) };
  * await using api = await startFakePartnerApi({ faults: [{ kind: "body", body: "{}" }] });
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store, retry: false });
  * await rejects(provider.getToken(), { reason: "malformed" });
@@ -86,10 +80,7 @@ export interface TokenFailure {
  * import { equal, notEqual } from "node:assert/strict";
  *
  * const records = new Map<string, TokenRecord>();
- * const store: TokenStore = {
- *   get: (key) => Promise.resolve(records.get(key)),
- *   set: (key, record) => Promise.resolve(void records.set(key, record)),
- * };
+ * const store: TokenStore = { get: (k) => Promise.resolve(records.get(k)), set: (k, r) => Promise.resolve(void records.set(k, r)) };
  * await using api = await startFakePartnerApi();
  * const provider = createTokenProvider({ ...api.environment, ...api.credentials, store });
  * const rejected = await provider.getToken();
@@ -164,8 +155,7 @@ export interface TokenStore {
  *
  * const records = new Map<string, TokenRecord>();
  * const store: TokenStore = {
- *   get: (key) => Promise.resolve(records.get(key)),
- *   set: (key, record) => Promise.resolve(void records.set(key, record)),
+ *   get: (k) => Promise.resolve(records.get(k)), set: (k, r) => Promise.resolve(void records.set(k, r)),
  *   async coordinate(key: string, { settled, request }: CoordinateOptions): Promise<TokenRecord> {
  *     const stored = records.get(key);
  *     if (stored !== undefined && settled(stored)) return stored; // another's token will do
