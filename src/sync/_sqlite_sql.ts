@@ -58,9 +58,12 @@ export function statements(db: DatabaseSync, table: string) {
   const q = (sql: string) => db.prepare(sql);
   const lease = leaseSql((n) => `?${n}`, "?3", "?4", LEASE_SEEN);
   // What a cycle did not see: live rows whose id its log lacks.
-  const unseen = `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN
-    (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
+  const log = `FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  const unseen =
+    `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN (SELECT id ${log})`;
   const staged = `FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  const page =
+    `FROM (SELECT rowid, id, item FROM ${table} WHERE deleted_at IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000)`;
   return {
     upsert: upserts(q, table),
     lastRowid: q(`SELECT max(rowid) AS at FROM ${table}`),
@@ -68,11 +71,13 @@ export function statements(db: DatabaseSync, table: string) {
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
     unseen: q(`SELECT count(*) AS n ${unseen}`),
     unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
-    // The guard's live rows, streamed by one statement: the cycle's log is read once (a page each read it again).
-    liveRows: q(
-      `SELECT id, CASE WHEN seen THEN NULL ELSE item END AS item, seen FROM (SELECT id, item,
-      id IN (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2) AS seen FROM ${table} WHERE deleted_at IS NULL)`,
+    // The guard's reads, each a few texts (node:sqlite hands over a row dearer than SQLite reads one): the cycle's log
+    // once; the live rows a page by rowid (64 bits), its ids and its items joined (`parsedItems`), or its texts.
+    seenIds: q(`SELECT json_group_array(id) AS ids ${log}`),
+    livePage: q(
+      `SELECT json_group_array(id) AS ids, '[' || group_concat(item) || ']' AS items, max(rowid) AS last ${page}`,
     ),
+    pageTexts: q(`SELECT item ${page}`),
     remove: q(`DELETE ${unseen}`),
     mark: q(
       `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,

@@ -209,14 +209,11 @@ class JsonlCopy {
     }
     this.#ours.add(path);
     if (bytes.length === 0) return from;
-    const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
-    const lastBytes = new TextEncoder().encode(lastLine);
-    const length = from.length + bytes.length;
-    const last = {
-      start: length - lastBytes.length,
-      hash: fingerprint(lastBytes),
-    };
-    return { length, last };
+    // The last line's bytes, found in the bytes (a "\n" is no other character's byte), not encoded again.
+    const start = bytes.lastIndexOf(10, bytes.length - 2) + 1;
+    const hash = fingerprint(bytes.subarray(start));
+    const last = { start: from.length + start, hash };
+    return { length: from.length + bytes.length, last };
   }
 }
 
