@@ -307,11 +307,16 @@ export function isCheckpoint(value: unknown): value is SyncCheckpoint {
   return CHECKPOINT(value);
 }
 
-/** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
-export function parsedJson(text: string): unknown {
+/** What `attempt` returns, or undefined when it throws. */
+export function tried<R>(attempt: () => R): R | undefined {
   try {
-    return JSON.parse(text);
+    return attempt();
   } catch {
     return undefined;
   }
+}
+
+/** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
+export function parsedJson(text: string): unknown {
+  return tried(() => JSON.parse(text));
 }

@@ -206,11 +206,9 @@ export async function* copyRows(
   };
   const under = committed.renaming ? undefined : committed.rewrite;
   const seen = new Set<string>();
-  const items = (lines: string[]) =>
-    parsedItems(`[${lines.join(",")}]`, lines.length, () => lines);
   if (under?.cycle === cycle) {
     for await (const lines of linesOf(files.rewrite, under.end.length)) {
-      items(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
+      parsedItems(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
     }
   }
   // Killed between a finished rewrite and its rename: the rewrite is the copy.
@@ -219,7 +217,7 @@ export async function* copyRows(
   const bytes = new TextEncoder();
   let at = 0;
   for await (const lines of linesOf(path, committed.end.length)) {
-    const parsed = items(lines);
+    const parsed = parsedItems(lines);
     for (let i = 0; i < lines.length; i++) {
       const id = idOf(parsed[i], lines[i]!);
       yield { id, item: parsed[i], seen: at >= mainAt || seen.has(id) };

@@ -3,7 +3,7 @@
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
 import { typeError } from "../core/_check.ts";
-import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
+import { isCheckpoint, parsedJson, tried } from "./_checkpoint.ts";
 import {
   checkLockWait,
   keepRefreshed,
@@ -186,11 +186,7 @@ export function storable(
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
 export function jsonText(item: unknown): string | undefined {
-  try {
-    return JSON.stringify(item);
-  } catch {
-    return undefined;
-  }
+  return tried(() => JSON.stringify(item));
 }
 
 /**

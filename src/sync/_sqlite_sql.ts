@@ -71,11 +71,10 @@ export function statements(db: DatabaseSync, table: string) {
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
     unseen: q(`SELECT count(*) AS n ${unseen}`),
     unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
-    // The guard's reads, each a few texts (node:sqlite hands over a row dearer than SQLite reads one): the cycle's log
-    // once; the live rows a page by rowid (64 bits), its ids and its items joined (`parsedItems`), or its texts.
+    // The guard's reads, a few texts each (node:sqlite hands over a row dearer than SQLite reads one); pages by rowid.
     seenIds: q(`SELECT json_group_array(id) AS ids ${log}`),
     livePage: q(
-      `SELECT json_group_array(id) AS ids, '[' || group_concat(item) || ']' AS items, max(rowid) AS last ${page}`,
+      `SELECT json_group_array(id) AS ids, group_concat(item, char(30)) AS items, max(rowid) AS last ${page}`,
     ),
     pageTexts: q(`SELECT item ${page}`),
     remove: q(`DELETE ${unseen}`),

@@ -272,9 +272,16 @@ class SqliteDialect implements SqlDialect {
       const { ids, items, last } = st.livePage.get(from) as Page;
       if (last === null) return;
       const idList: string[] = JSON.parse(ids);
-      const each = () => st.pageTexts.all(from).map((row) => `${row.item}`);
-      const parsed = parsedItems(items, idList.length, each);
-      yield idList.map((id, i) => copyRow(id, parsed[i], seen.has(id)));
+      let texts = items.split("\x1e"); // no JSON text holds it raw (else: row by row)
+      if (texts.length !== idList.length) {
+        texts = st.pageTexts.all(from).map((row) => `${row.item}`);
+      }
+      // Only the unseen rows' items are parsed, as before, in order.
+      const parsed = parsedItems(texts.filter((_, i) => !seen.has(idList[i])));
+      let next = 0;
+      yield idList.map((id) =>
+        copyRow(id, seen.has(id) ? undefined : parsed[next++], seen.has(id))
+      );
       from = last + 1n;
     }
   }
