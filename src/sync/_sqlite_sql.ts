@@ -52,6 +52,14 @@ function createTables(db: DatabaseSync, table: string): void {
 /** The lease as a run last saw it (owner, refreshed_at), when it judged it stale on its steady clock. */
 const LEASE_SEEN = { owner: "?5", refreshedAt: "?6" };
 
+/** The guard's page: 1,000 live rows from rowid ? on, read as a few texts (node:sqlite hands a row over dearer). */
+const page = (
+  table: string,
+  what =
+    "json_group_array(id) AS ids, group_concat(item, char(30)) AS items, max(rowid) AS last",
+) =>
+  `SELECT ${what} FROM (SELECT rowid, id, item FROM ${table} WHERE deleted_at IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000)`;
+
 /** Creates the tables if need be; the statements. */
 export function statements(db: DatabaseSync, table: string) {
   createTables(db, table);
@@ -62,8 +70,6 @@ export function statements(db: DatabaseSync, table: string) {
   const unseen =
     `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN (SELECT id ${log})`;
   const staged = `FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
-  const page =
-    `FROM (SELECT rowid, id, item FROM ${table} WHERE deleted_at IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000)`;
   return {
     upsert: upserts(q, table),
     lastRowid: q(`SELECT max(rowid) AS at FROM ${table}`),
@@ -71,12 +77,9 @@ export function statements(db: DatabaseSync, table: string) {
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
     unseen: q(`SELECT count(*) AS n ${unseen}`),
     unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
-    // The guard's reads, a few texts each (node:sqlite hands over a row dearer than SQLite reads one); pages by rowid.
     seenIds: q(`SELECT json_group_array(id) AS ids ${log}`),
-    livePage: q(
-      `SELECT json_group_array(id) AS ids, group_concat(item, char(30)) AS items, max(rowid) AS last ${page}`,
-    ),
-    pageTexts: q(`SELECT item ${page}`),
+    livePage: q(page(table)),
+    pageTexts: q(page(table, "item")),
     remove: q(`DELETE ${unseen}`),
     mark: q(
       `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,

@@ -30,9 +30,9 @@ export interface WindowGuard {
 /** A row of the copy as a sink's `liveRows` gives it. */
 export type CopyRow = Readonly<{ id: string; item: unknown; seen: boolean }>;
 
-/** A row of the copy as a sink lists it: a seen one without its item. */
-export function copyRow(id: string, item: unknown, seen: boolean): CopyRow {
-  return { id, item: seen ? undefined : item, seen };
+/** A row of the copy as a sink lists it: a seen one without its item (`item` is not called). */
+export function copyRow(id: string, seen: boolean, item: () => unknown) {
+  return seen ? { id, item: undefined, seen } : { id, item: item(), seen };
 }
 
 /** The items of JSON texts, parsed as one array (V8 parses it faster than each), else each alone (as before). */

@@ -235,7 +235,7 @@ class PostgresDialect implements SqlDialect {
       const params = [`${cycle}`, after ?? "", `${ROWS_PAGE}`];
       const { rows } = await this.#row(sql, params);
       const found = JSON.parse(rows ?? "[]") as [string, boolean, unknown][];
-      yield found.map(([id, seen, item]) => copyRow(id, item, seen));
+      yield found.map(([id, seen, item]) => copyRow(id, seen, () => item));
       if (found.length < ROWS_PAGE) return;
       after = found.at(-1)![0];
     }

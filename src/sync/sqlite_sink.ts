@@ -261,7 +261,7 @@ class SqliteDialect implements SqlDialect {
     return (this.prepare().live.get() as { n: number }).n;
   }
 
-  /** The live rows, a page of 1,000 a query (`livePage`), each with whether the cycle's log holds its id. */
+  /** The live rows, 1,000 a query (`livePage`), each with whether the cycle's log holds it: unseen items alone parsed. */
   *liveRows(cycle: number): Iterable<CopyRow[]> {
     type Page = { ids: string; items: string; last: bigint | null };
     const st = this.prepare();
@@ -276,12 +276,9 @@ class SqliteDialect implements SqlDialect {
       if (texts.length !== idList.length) {
         texts = st.pageTexts.all(from).map((row) => `${row.item}`);
       }
-      // Only the unseen rows' items are parsed, as before, in order.
       const parsed = parsedItems(texts.filter((_, i) => !seen.has(idList[i])));
       let next = 0;
-      yield idList.map((id) =>
-        copyRow(id, seen.has(id) ? undefined : parsed[next++], seen.has(id))
-      );
+      yield idList.map((id) => copyRow(id, seen.has(id), () => parsed[next++]));
       from = last + 1n;
     }
   }
