@@ -220,30 +220,18 @@ function checkCheckpoint(
   if (!isCheckpoint(saved)) {
     throw refusal("holds a checkpoint this version cannot read");
   }
-  const direction = saved.sortDirection ?? "ASC";
-  if (direction !== identity.sortDirection) {
-    throw refusal(
-      `holds a copy read ${direction}, not ${identity.sortDirection}; sync into another copy`,
+  // A checkpoint without `sortDirection` is ascending; a query is the same whatever its keys' order.
+  const was = { ...saved, sortDirection: saved.sortDirection ?? "ASC" };
+  const fields = ["sortDirection", "path", "sortBy", "id", "query"] as const;
+  for (const field of fields) {
+    const [before, now] = [was[field], identity[field]].map((value) =>
+      JSON.stringify(field === "query" ? Object.entries(value!).sort() : value)
     );
-  }
-  for (const field of ["path", "sortBy", "id"] as const) {
-    const [was, is] = [saved[field], identity[field]].map((v) =>
-      JSON.stringify(v)
-    );
-    if (was !== is) {
+    if (before !== now) {
       throw refusal(
-        `holds a checkpoint for ${field} ${was}, not ${is}; sync into another copy`,
+        `holds a checkpoint for ${field} ${before}, not ${now}; sync into another copy`,
       );
     }
-  }
-  const keys = Object.keys(saved.query);
-  if (
-    keys.length !== Object.keys(identity.query).length ||
-    keys.some((key) => saved.query[key] !== identity.query[key])
-  ) {
-    throw refusal(
-      "holds a checkpoint for another query; sync into another copy",
-    );
   }
   return saved;
 }
@@ -263,7 +251,9 @@ export const shape = (fields: Record<string, Check>): Check => (v) =>
 const keyOrNull: Check = (v) =>
   v === null ||
   shape({ id: text, value: (x) => text(x) || Number.isFinite(x) })(v);
-const CHECKPOINT = shape({
+
+/** Whether a value has the shape of a checkpoint this version writes (or 0.3 wrote). */
+export const isCheckpoint = shape({
   version: (v) => v === 1,
   path: text,
   sortBy: textOrNull,
@@ -300,12 +290,9 @@ const CHECKPOINT = shape({
       maxDeletes: (v) => typeof v === "number",
     }),
   ),
-});
-
-/** Whether `value` has the shape of a checkpoint this version writes (or 0.3 wrote). */
-export function isCheckpoint(value: unknown): value is SyncCheckpoint {
-  return CHECKPOINT(value);
-}
+}) as (
+  value: unknown,
+) => value is SyncCheckpoint;
 
 /** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
 export function parsedJson(text: string): unknown {

@@ -53,10 +53,6 @@ export type JsonlSinkOptions = SinkLockOptions;
  * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on
  * the path and `<path>.*`. More: docs/sync.md, "What a sink promises".
  *
- * @param path The file.
- * @param options How long to wait for another run.
- * @returns The sink.
- *
  * @example Lines and checkpoint
  * ```ts
  * import { createJsonlSink } from "@partner-api/client/sync";
@@ -209,18 +205,17 @@ class JsonlCopy {
     }
     this.#ours.add(path);
     if (bytes.length === 0) return from;
-    const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
-    const lastBytes = new TextEncoder().encode(lastLine);
-    const length = from.length + bytes.length;
+    const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
     const last = {
-      start: length - lastBytes.length,
-      hash: fingerprint(lastBytes),
+      start: from.length + lastLine,
+      hash: fingerprint(bytes.subarray(lastLine)),
     };
-    return { length, last };
+    return { length: from.length + bytes.length, last };
   }
 }
 
 const EMPTY: FileEnd = { length: 0, last: null };
+const NEWLINE = 0x0a;
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(
