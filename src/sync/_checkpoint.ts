@@ -162,11 +162,6 @@ export function afterDeletes(
   return deletions.length === 0 ? rest : { ...rest, deletions };
 }
 
-/** The cycle whose rows a batch written now is seen in. */
-export function cycleOf(checkpoint: SyncCheckpoint): number {
-  return checkpoint.sweep?.cycle ?? checkpoint.cycles ?? 0;
-}
-
 function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
   const { sortDirection, ...rest } = identity;
   return {

@@ -95,8 +95,7 @@ async function runFrom<T>(
   start: RunStart,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
-  const counted = () => requests.count;
-  const committer = new Committer(config, start.checkpoint, counted);
+  const committer = new Committer(config, start.checkpoint, requests);
   const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
