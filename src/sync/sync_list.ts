@@ -33,8 +33,6 @@ import type { SyncKey } from "./_window.ts";
  *
  * @param client The client: its pacing, retries and token.
  * @param path The list, e.g. `"transactions"`.
- * @param options The id, the order, the sink, and sizes.
- * @returns What the run did.
  * @throws {TypeError} (`option`) Before any request, for bad options, or a sink whose checkpoint is for another path,
  * order, id field or query (`option: "sink"`).
  * @throws {RangeError} (`option`) Before any request, for a bad size.
