@@ -223,9 +223,11 @@ function checkCheckpoint(
       JSON.stringify(field === "query" ? Object.entries(value!).sort() : value)
     );
     if (before !== now) {
-      throw refusal(
-        `holds a checkpoint for ${field} ${before}, not ${now}; sync into another copy`,
-      );
+      // A query's values (filters) are the user's data: named, not printed.
+      const which = field === "query"
+        ? "another query"
+        : `${field} ${before}, not ${now}`;
+      throw refusal(`holds a checkpoint for ${which}; sync into another copy`);
     }
   }
   return saved;
