@@ -53,10 +53,6 @@ export type JsonlSinkOptions = SinkLockOptions;
  * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on
  * the path and `<path>.*`. More: docs/sync.md, "What a sink promises".
  *
- * @param path The file.
- * @param options How long to wait for another run.
- * @returns The sink.
- *
  * @example Lines and checkpoint
  * ```ts
  * import { createJsonlSink } from "@partner-api/client/sync";
@@ -136,7 +132,7 @@ class JsonlCopy {
     const lines = items.map((item) => `${JSON.stringify(item)}\n`).join("");
     if (context?.phase !== "sweep") {
       const end = await this.#append(copy, now.end, lines);
-      await this.#save({ ...now, checkpoint, end, renaming: false });
+      await this.#save({ ...now, checkpoint, end });
       return { inserted: items.length };
     }
     const under = now.rewrite?.cycle === context.cycle
@@ -160,9 +156,7 @@ class JsonlCopy {
     );
     const whole = await this.#append(rewritePath, rewrite.end, tail);
     await this.#save({ checkpoint, end: whole, renaming: true });
-    await renameOver(this.#files);
-    this.#ours.delete(copy);
-    await this.#save({ checkpoint, end: whole });
+    await this.#renameOver(checkpoint, whole);
     return counts;
   }
 
@@ -174,12 +168,20 @@ class JsonlCopy {
       await this.#save({ checkpoint: null, end: EMPTY });
     }
     const { checkpoint, end, renaming } = this.#committed!;
-    if (renaming) {
-      // A run killed between recording a finished rewrite and renaming it.
-      await renameOver(this.#files);
-      await this.#save({ checkpoint, end });
-    }
+    // A run killed between recording a finished rewrite and renaming it.
+    if (renaming) await this.#renameOver(checkpoint, end);
     return this.#committed!;
+  }
+
+  /** Renames the finished rewrite over the copy, if it is still there, and records the copy's new `end`. */
+  async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
+    const { copy, rewrite } = this.#files;
+    if (await sizeOf(rewrite) !== undefined) {
+      await refuseLink(copy);
+      await renameFile(rewrite, copy);
+    }
+    this.#ours.delete(copy);
+    await this.#save({ checkpoint, end });
   }
 
   /** The commit point: only while this run still holds the copy. */
@@ -209,18 +211,17 @@ class JsonlCopy {
     }
     this.#ours.add(path);
     if (bytes.length === 0) return from;
-    const lastLine = lines.slice(lines.lastIndexOf("\n", lines.length - 2) + 1);
-    const lastBytes = new TextEncoder().encode(lastLine);
-    const length = from.length + bytes.length;
+    const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
     const last = {
-      start: length - lastBytes.length,
-      hash: fingerprint(lastBytes),
+      start: from.length + lastLine,
+      hash: fingerprint(bytes.subarray(lastLine)),
     };
-    return { length, last };
+    return { length: from.length + bytes.length, last };
   }
 }
 
 const EMPTY: FileEnd = { length: 0, last: null };
+const NEWLINE = 0x0a;
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(
@@ -232,11 +233,4 @@ async function startCycle(
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();
   return { end: EMPTY, cycle, mainAt: main.length };
-}
-
-/** Renames the finished rewrite over the copy, if it is still there. */
-async function renameOver(files: CopyFiles): Promise<void> {
-  if (await sizeOf(files.rewrite) === undefined) return;
-  await refuseLink(files.copy);
-  await renameFile(files.rewrite, files.copy);
 }

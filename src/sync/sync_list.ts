@@ -33,8 +33,6 @@ import type { SyncKey } from "./_window.ts";
  *
  * @param client The client: its pacing, retries and token.
  * @param path The list, e.g. `"transactions"`.
- * @param options The id, the order, the sink, and sizes.
- * @returns What the run did.
  * @throws {TypeError} (`option`) Before any request, for bad options, or a sink whose checkpoint is for another path,
  * order, id field or query (`option: "sink"`).
  * @throws {RangeError} (`option`) Before any request, for a bad size.
@@ -95,8 +93,7 @@ async function runFrom<T>(
   start: RunStart,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
-  const counted = () => requests.count;
-  const committer = new Committer(config, start.checkpoint, counted);
+  const committer = new Committer(config, start.checkpoint, requests);
   const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
