@@ -19,6 +19,7 @@ import {
   sizeOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
+import { SyncError } from "./sync_error.ts";
 import {
   checkCopy,
   type Committed,
@@ -200,6 +201,7 @@ class JsonlCopy {
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
+        if (this.#ours.has(path) && size < from.length) throw removed(path);
         if (this.#ours.has(path) && size !== from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
         await file.truncate(from.length);
@@ -233,4 +235,13 @@ async function startCycle(
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();
   return { end: EMPTY, cycle, mainAt: main.length };
+}
+
+/** A file of the copy that lost bytes this run wrote (removed or cut under it): no run of ours cuts one. */
+function removed(path: string): SyncError {
+  return new SyncError(
+    `Cannot sync: ${path} holds fewer bytes than this run wrote to it: another process removed or cut it; nothing more was written: restore it, or sync into a new file`,
+    "file",
+    path,
+  );
 }
