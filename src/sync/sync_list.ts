@@ -193,7 +193,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (guard?.refused !== undefined) {
-    return await refuseWindows(run, guard, cursor.cycle);
+    return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
   if (lost) return await beginAfresh(run);
   if (end.ended) return await endCycle(run, cursor.cycle, refusal);
@@ -270,20 +270,28 @@ async function guardOf<T>(
   );
 }
 
-/** A sweep whose windows broke the guard: nothing of them committed; the cycle is refused, as at its end. */
+/**
+ * A sweep whose windows broke the guard: nothing of them committed; the cycle is refused, as at its end (`partial`: the
+ * run's budget ended before the cycle did, so the share it names is the part it read).
+ */
 async function refuseWindows<T>(
   run: Run<T>,
   guard: WindowGuard,
   cycle: number,
+  partial: boolean,
 ): Promise<never> {
   const { held, maxDeletes, recent, refused = 0 } = guard;
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done(); // a batch before that failed is the run's error
-  return await refuse(
-    run,
-    cycle,
-    tooManyDeletes(refused, held, maxDeletes, what, recent),
+  const error = tooManyDeletes(
+    refused,
+    held,
+    maxDeletes,
+    what,
+    recent,
+    partial,
   );
+  return await refuse(run, cycle, error);
 }
 
 /** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */
