@@ -5,7 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { plan } from "../src/cli/_plan.ts";
 import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
-import { confirmArgs } from "../src/cli/_sync.ts";
+import { confirmArgs, resultLines } from "../src/cli/_sync.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
@@ -154,6 +154,36 @@ Deno.test("sync's flags are checked before anything is read", () => {
   equal(tableOf("2fa"), "t_2fa");
   equal(isStale(0, 5_001), true);
   equal(isStale(0, 4_000), false);
+});
+
+Deno.test("sync CLI: 'next verified by' is said of a sweep at the spare rate (--max-duration), not of one of --sweep N requests a run", () => {
+  const sync = (extra: string[]) => {
+    const planned = plan(["sync", "things", "--to", "t.db", ...extra]);
+    if (planned.command !== "sync") throw new Error(planned.command);
+    return planned.sync;
+  };
+  const now = Date.UTC(2026, 10, 29);
+  const result = {
+    written: 0,
+    read: 1000,
+    pages: 1,
+    requests: 2,
+    resumed: false,
+    inserted: 0,
+    updated: 0,
+    deleted: 0,
+    behind: 0,
+    verifiedAt: now,
+    sweepLeft: 9,
+    skipped: 0,
+    skippedIds: [],
+    nextVerifiedAt: now + 9_000,
+  };
+  const says = (extra: string[]) =>
+    resultLines(sync(extra), result, 1, now).includes("next verified by");
+  equal(says(["--max-duration", "10m"]), true);
+  equal(says(["--sweep", "2"]), false);
+  equal(says([]), false);
 });
 
 Deno.test("sync CLI: a --to in a missing folder, a copy it did not make, a file it may not write: exit 2 and one line about --to", async () => {

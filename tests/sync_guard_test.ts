@@ -139,6 +139,32 @@ Deno.test("a sweep answered with another list in a cycle that spans runs fails a
   }
 });
 
+Deno.test("a sweep answered with another list that sorts before the copy puts none of it in the copy: the next healthy run finds page 1 after the cycle's cursor and begins a fresh cycle, and the runs after it complete with no refusal, nothing inserted or removed", async () => {
+  for (const copy of await copies("foreign-before")) {
+    const real = things(1000);
+    // Same id field, ids before every real one: its windows pass no row of the copy.
+    const foreign = things(1500).map((item) => ({
+      thingID: `a${item.thingID}`,
+    }));
+    let answerForeign = false;
+    const service = listOf(() => answerForeign ? foreign : real);
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100, sweep: 3 };
+    await syncList(service.client, "things", options); // cycle 1: the first read
+    answerForeign = true; // the next run's head and sweep (a fresh cycle)
+    await syncList(service.client, "things", options);
+    answerForeign = false;
+    const runs = [];
+    do {
+      ok(runs.length < 30, `${copy.kind}: the cycle never completed`);
+      runs.push(counts(await syncList(service.client, "things", options)));
+      ok(copy.ids().every((id) => !id.startsWith("a")), copy.kind);
+    } while ((await copy.sink.load())?.sweep !== undefined);
+    deepStrictEqual(runs, runs.map(() => [0, 0, 0]), copy.kind);
+    deepStrictEqual(copy.ids(), real.map((item) => item.thingID), copy.kind);
+    copy.database?.close();
+  }
+});
+
 const HOUR = 3_600_000;
 
 type Copy = Awaited<ReturnType<typeof copies>>[number];

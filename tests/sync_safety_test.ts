@@ -383,3 +383,20 @@ Deno.test("SQLite sink: a copy whose folder is removed during a run fails it wit
       error.path === path,
   );
 });
+
+Deno.test("JSONL sink: a copy removed during a run fails it with SyncError 'file' naming it, not 'lock-lost' (no other run took it)", async () => {
+  const path = await fresh("removed-midrun.jsonl");
+  const items = Array.from({ length: 300 }, (_, i) => ({ n: `${1000 + i}` }));
+  let removeAt = Infinity;
+  const service = listOf(() => items, {
+    answer: (page, n) => {
+      if (n === removeAt) Deno.removeSync(path);
+      return page;
+    },
+  });
+  const options = { id: "n", maxLimit: 100, sink: createJsonlSink(path) };
+  await syncList(service.client, "things", options);
+  items.push(...Array.from({ length: 300 }, (_, i) => ({ n: `${2000 + i}` })));
+  removeAt = service.requests + 2; // the head's second window
+  await refused(syncList(service.client, "things", options), "file", path);
+});

@@ -63,6 +63,28 @@ Deno.test("judgeWindow sees a gap when the window starts after the edge, and mov
   equal(verdict.next.edge, key(5));
 });
 
+Deno.test("judgeWindow: page 1 beginning after the edge proves all the pass committed gone (lost); page 1 at or before it, or a first window, does not", () => {
+  const lost = (edge: number | null, first: number) => {
+    const verdict = judgeWindow(
+      state(edge, 40),
+      window10(0),
+      keys(first, first + 9),
+    );
+    return verdict.kind === "commit" && verdict.lost;
+  };
+  equal([lost(5, 6), lost(5, 5), lost(5, 1), lost(null, 6)], [
+    true,
+    false,
+    false,
+    false,
+  ]);
+  const descending = { ...state(5, 40), descending: true };
+  const down = judgeWindow(descending, window10(0), keys(1, 4).reverse());
+  equal(down.kind === "commit" && down.lost, true);
+  // Not page 1: a window after the edge is a gap, read again earlier.
+  equal(judgeWindow(state(5, 40), window10(30), keys(36, 45)).kind, "gap");
+});
+
 Deno.test("judgeWindow: a short window ends the pass; a window from the head always commits", () => {
   const short = judgeWindow(state(5, 6), window10(4), keys(5, 7));
   equal(short.kind === "commit" && short.ended, true);

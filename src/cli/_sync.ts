@@ -82,7 +82,7 @@ async function syncInto(
 }
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
-function resultLines(
+export function resultLines(
   request: SyncRequest,
   result: SyncResult,
   seconds: number,
@@ -102,7 +102,9 @@ function resultLines(
   ) {
     lines += verifiedLine(target, result.verifiedAt, now);
   }
-  if (result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
+  // Only a sweep at the spare rate keeps that rate; one of --sweep N requests a run goes as often as it is run.
+  const spare = request.maxDuration !== undefined;
+  if (spare && result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
     const next = new Date(result.nextVerifiedAt).toISOString();
     lines +=
       `${target}: at this run's rate the whole copy is next verified by ${next}\n`;

@@ -162,11 +162,6 @@ export function afterDeletes(
   return deletions.length === 0 ? rest : { ...rest, deletions };
 }
 
-/** The cycle whose rows a batch written now is seen in. */
-export function cycleOf(checkpoint: SyncCheckpoint): number {
-  return checkpoint.sweep?.cycle ?? checkpoint.cycles ?? 0;
-}
-
 function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
   const { sortDirection, ...rest } = identity;
   return {
@@ -220,30 +215,20 @@ function checkCheckpoint(
   if (!isCheckpoint(saved)) {
     throw refusal("holds a checkpoint this version cannot read");
   }
-  const direction = saved.sortDirection ?? "ASC";
-  if (direction !== identity.sortDirection) {
-    throw refusal(
-      `holds a copy read ${direction}, not ${identity.sortDirection}; sync into another copy`,
+  // A checkpoint without `sortDirection` is ascending; a query is the same whatever its keys' order.
+  const was = { ...saved, sortDirection: saved.sortDirection ?? "ASC" };
+  const fields = ["sortDirection", "path", "sortBy", "id", "query"] as const;
+  for (const field of fields) {
+    const [before, now] = [was[field], identity[field]].map((value) =>
+      JSON.stringify(field === "query" ? Object.entries(value!).sort() : value)
     );
-  }
-  for (const field of ["path", "sortBy", "id"] as const) {
-    const [was, is] = [saved[field], identity[field]].map((v) =>
-      JSON.stringify(v)
-    );
-    if (was !== is) {
-      throw refusal(
-        `holds a checkpoint for ${field} ${was}, not ${is}; sync into another copy`,
-      );
+    if (before !== now) {
+      // A query's values (filters) are the user's data: named, not printed.
+      const which = field === "query"
+        ? "another query"
+        : `${field} ${before}, not ${now}`;
+      throw refusal(`holds a checkpoint for ${which}; sync into another copy`);
     }
-  }
-  const keys = Object.keys(saved.query);
-  if (
-    keys.length !== Object.keys(identity.query).length ||
-    keys.some((key) => saved.query[key] !== identity.query[key])
-  ) {
-    throw refusal(
-      "holds a checkpoint for another query; sync into another copy",
-    );
   }
   return saved;
 }
@@ -263,7 +248,9 @@ export const shape = (fields: Record<string, Check>): Check => (v) =>
 const keyOrNull: Check = (v) =>
   v === null ||
   shape({ id: text, value: (x) => text(x) || Number.isFinite(x) })(v);
-const CHECKPOINT = shape({
+
+/** Whether a value has the shape of a checkpoint this version writes (or 0.3 wrote). */
+export const isCheckpoint = shape({
   version: (v) => v === 1,
   path: text,
   sortBy: textOrNull,
@@ -300,12 +287,9 @@ const CHECKPOINT = shape({
       maxDeletes: (v) => typeof v === "number",
     }),
   ),
-});
-
-/** Whether `value` has the shape of a checkpoint this version writes (or 0.3 wrote). */
-export function isCheckpoint(value: unknown): value is SyncCheckpoint {
-  return CHECKPOINT(value);
-}
+}) as (
+  value: unknown,
+) => value is SyncCheckpoint;
 
 /** What `attempt` returns, or undefined when it throws. */
 export function tried<R>(attempt: () => R): R | undefined {

@@ -2,8 +2,6 @@
 
 import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
-import { cycleOf } from "./_checkpoint.ts";
-import type { SyncKey } from "./_window.ts";
 import type { Committed } from "./_pass.ts";
 import type {
   SyncCheckpoint,
@@ -36,12 +34,13 @@ export class Committer<T> {
   #writing: Promise<void> = Promise.resolve();
   readonly #skipped = new Set<string>();
   readonly #config: SyncConfig<T>;
-  readonly #requests: () => number;
+  /** The run's list requests, counted as they are sent. */
+  readonly #requests: { readonly count: number };
 
   constructor(
     config: SyncConfig<T>,
     saved: SyncCheckpoint,
-    requests: () => number,
+    requests: { readonly count: number },
   ) {
     this.#config = config;
     this.written = this.latest = saved;
@@ -104,13 +103,9 @@ export class Committer<T> {
     more: Partial<SyncWriteContext> = {},
   ): SyncWriteContext {
     const { changes, keyOf } = this.#config;
-    return {
-      cycle: cycleOf(checkpoint),
-      phase,
-      changes,
-      keyOf: keyOf as (item: unknown) => SyncKey,
-      ...more,
-    };
+    // The cycle under way, else the last completed (0 before the first).
+    const cycle = checkpoint.sweep?.cycle ?? checkpoint.cycles ?? 0;
+    return { cycle, phase, changes, keyOf, ...more };
   }
 
   #start(
@@ -157,7 +152,7 @@ export class Committer<T> {
     }
     if (onProgress !== undefined) {
       const { skipped: _, skippedIds: __, ...counts } = tally;
-      const progress = { ...counts, requests: this.#requests() };
+      const progress = { ...counts, requests: this.#requests.count };
       callListener(onProgress, Object.freeze(progress));
     }
   }

@@ -191,16 +191,17 @@ function sweepOptions<T>(options: SyncOptions<T>) {
   };
 }
 
-/** Reads an item's key: its id, and its sort value (the raw id by default). */
+/** Reads an item's key: its id, and its sort value (the raw id by default). Sinks read theirs by it too. */
 function keyReader<T>(
   id: string | ((item: T) => string),
   sortBy: string | undefined,
-): (item: T) => SyncKey {
-  const field = (item: T, name: string) =>
+): (item: unknown) => SyncKey {
+  const field = (item: unknown, name: string) =>
     typeof item === "object" && item !== null
       ? (item as Record<string, unknown>)[name]
       : undefined;
-  const rawId = typeof id === "function" ? id : (item: T) => field(item, id);
+  const rawId = (item: unknown) =>
+    typeof id === "function" ? id(item as T) : field(item, id);
   return (item) => {
     const raw = rawId(item);
     if (!isValue(raw)) {

@@ -69,21 +69,28 @@ export function tooMany(
     unseen > maxDeletes * base - (recent?.deleted ?? 0);
 }
 
-/** The refusal of a cycle that would remove `unseen` of `held` rows, naming the `maxDeletes` that would allow it. */
+/**
+ * The refusal of a cycle that would remove `unseen` of `held` rows, naming the `maxDeletes` that would allow it;
+ * `partial`: counted by a run that read only part of the cycle, so the whole cycle may need more.
+ */
 export function tooManyDeletes(
   unseen: number,
   held: number,
   maxDeletes: number,
   what: string,
   recent?: RecentDeletes,
+  partial = false,
 ): SyncError {
   const base = Math.max(held, recent?.largest ?? 0, 1);
   const before = recent?.deleted ?? 0;
   const needed = Math.min(1, Math.ceil((unseen + before) / base * 100) / 100);
   const earlier = before === 0 ? "" : ` (after ${before} in the last 24 hours)`;
+  const part = partial
+    ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
+    : "";
   return Object.assign(
     new SyncError(
-      `Cannot sync into ${what}: the sweep cycle would remove ${unseen} of ${held} rows${earlier}, more than maxDeletes (${maxDeletes}) allows; nothing of the cycle was removed or inserted. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`,
+      `Cannot sync into ${what}: the sweep cycle would remove ${unseen} of ${held} rows${earlier}${part}, more than maxDeletes (${maxDeletes}) allows; nothing of the cycle was removed or inserted. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`,
       "too-many-deletes",
       what,
     ),

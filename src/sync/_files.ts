@@ -105,7 +105,7 @@ export async function openFile(
     }
     throw error;
   }
-  return guarded(file, path);
+  return guarded(file, path, how === "read" ? "read" : "write");
 }
 
 const REPLACED = "was replaced while this run opened it";
@@ -155,8 +155,12 @@ async function assertOwnFile(
   }
 }
 
-/** `file`, whose failures are SyncErrors (`"file"`) naming `path`. */
-function guarded(file: FileHandle, path: string): FileHandle {
+/** `file`, whose failures are SyncErrors (`"file"`) naming `path` and what failed (reading a file opened to read). */
+function guarded(
+  file: FileHandle,
+  path: string,
+  doing: "read" | "write",
+): FileHandle {
   return new Proxy(file, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target);
@@ -165,7 +169,7 @@ function guarded(file: FileHandle, path: string): FileHandle {
         const result: unknown = value.apply(target, args);
         return result instanceof Promise
           ? result.catch((error) => {
-            throw fileError(path, key === "close" ? "close" : "write", error);
+            throw fileError(path, key === "close" ? "close" : doing, error);
           })
           : result;
       };

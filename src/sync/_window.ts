@@ -53,6 +53,8 @@ export type WindowVerdict =
     readonly ended: boolean;
     /** The pass stops with its cycle under way: short reads kept disagreeing about where the list ends. */
     readonly halted?: boolean;
+    /** Page 1 begins after `edge`: nothing at or before it exists now, so all the pass committed is gone from the list. */
+    readonly lost?: boolean;
   }
   | {
     /** It starts after `edge`, so it may have skipped items: read again earlier. */
@@ -102,6 +104,8 @@ export function judgeWindow(
     (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
   if (!overlaps) return gap(learnt, state, plan);
+  const lost = plan.start === 0 && first !== undefined && state.edge !== null &&
+    order(first, state.edge) > 0;
   const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
   const last = keys[count - 1];
   const advanced = last !== undefined && count > older;
@@ -126,6 +130,7 @@ export function judgeWindow(
     ended: holds || ((short || farEnd) && !again) ||
       (state.domain?.upTo == null && fresh.to < count),
     halted: reads > MAX_SHORT_READS,
+    lost,
     next: {
       ...rest,
       edge,

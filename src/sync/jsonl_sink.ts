@@ -19,6 +19,7 @@ import {
   sizeOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
+import { SyncError } from "./sync_error.ts";
 import {
   checkCopy,
   type Committed,
@@ -52,10 +53,6 @@ export type JsonlSinkOptions = SinkLockOptions;
  * `"sink-mismatch"`). A sweep cycle writes `<path>.rewrite`, renamed over the copy once complete; `<path>.lock` keeps
  * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on
  * the path and `<path>.*`. More: docs/sync.md, "What a sink promises".
- *
- * @param path The file.
- * @param options How long to wait for another run.
- * @returns The sink.
  *
  * @example Lines and checkpoint
  * ```ts
@@ -136,7 +133,7 @@ class JsonlCopy {
     const lines = items.map((item) => `${JSON.stringify(item)}\n`).join("");
     if (context?.phase !== "sweep") {
       const end = await this.#append(copy, now.end, lines);
-      await this.#save({ ...now, checkpoint, end, renaming: false });
+      await this.#save({ ...now, checkpoint, end });
       return { inserted: items.length };
     }
     const under = now.rewrite?.cycle === context.cycle
@@ -160,9 +157,7 @@ class JsonlCopy {
     );
     const whole = await this.#append(rewritePath, rewrite.end, tail);
     await this.#save({ checkpoint, end: whole, renaming: true });
-    await renameOver(this.#files);
-    this.#ours.delete(copy);
-    await this.#save({ checkpoint, end: whole });
+    await this.#renameOver(checkpoint, whole);
     return counts;
   }
 
@@ -174,12 +169,20 @@ class JsonlCopy {
       await this.#save({ checkpoint: null, end: EMPTY });
     }
     const { checkpoint, end, renaming } = this.#committed!;
-    if (renaming) {
-      // A run killed between recording a finished rewrite and renaming it.
-      await renameOver(this.#files);
-      await this.#save({ checkpoint, end });
-    }
+    // A run killed between recording a finished rewrite and renaming it.
+    if (renaming) await this.#renameOver(checkpoint, end);
     return this.#committed!;
+  }
+
+  /** Renames the finished rewrite over the copy, if it is still there, and records the copy's new `end`. */
+  async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
+    const { copy, rewrite } = this.#files;
+    if (await sizeOf(rewrite) !== undefined) {
+      await refuseLink(copy);
+      await renameFile(rewrite, copy);
+    }
+    this.#ours.delete(copy);
+    await this.#save({ checkpoint, end });
   }
 
   /** The commit point: only while this run still holds the copy. */
@@ -198,6 +201,7 @@ class JsonlCopy {
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
+        if (this.#ours.has(path) && size < from.length) throw removed(path);
         if (this.#ours.has(path) && size !== from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
         await file.truncate(from.length);
@@ -209,15 +213,17 @@ class JsonlCopy {
     }
     this.#ours.add(path);
     if (bytes.length === 0) return from;
-    // The last line's bytes, found in the bytes (a "\n" is no other character's byte), not encoded again.
-    const start = bytes.lastIndexOf(10, bytes.length - 2) + 1;
-    const hash = fingerprint(bytes.subarray(start));
-    const last = { start: from.length + start, hash };
+    const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
+    const last = {
+      start: from.length + lastLine,
+      hash: fingerprint(bytes.subarray(lastLine)),
+    };
     return { length: from.length + bytes.length, last };
   }
 }
 
 const EMPTY: FileEnd = { length: 0, last: null };
+const NEWLINE = 0x0a;
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(
@@ -231,9 +237,11 @@ async function startCycle(
   return { end: EMPTY, cycle, mainAt: main.length };
 }
 
-/** Renames the finished rewrite over the copy, if it is still there. */
-async function renameOver(files: CopyFiles): Promise<void> {
-  if (await sizeOf(files.rewrite) === undefined) return;
-  await refuseLink(files.copy);
-  await renameFile(files.rewrite, files.copy);
+/** A file of the copy that lost bytes this run wrote (removed or cut under it): no run of ours cuts one. */
+function removed(path: string): SyncError {
+  return new SyncError(
+    `Cannot sync: ${path} holds fewer bytes than this run wrote to it: another process removed or cut it; nothing more was written: restore it, or sync into a new file`,
+    "file",
+    path,
+  );
 }

@@ -61,14 +61,7 @@ export class SyncError extends PartnerApiError {
   /** `"too-many-deletes"`: the `maxDeletes` that confirms the refused cycle's deletes. */
   readonly maxDeletesNeeded?: number;
 
-  /**
-   * Creates the error.
-   *
-   * @param message What is wrong, and where.
-   * @param reason Why the list cannot be copied.
-   * @param path The file or table concerned.
-   * @param options The cause, if any.
-   */
+  /** Creates the error; `message` says what is wrong, and where. */
   constructor(
     message: string,
     reason: SyncErrorReason,

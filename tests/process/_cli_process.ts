@@ -4,14 +4,20 @@
 import type { Run } from "../_cli_helpers.ts";
 import { Command } from "../_processes.ts";
 
-/** The command that runs src/cli/mod.ts with `flags` and `args`, never prompting. */
+/**
+ * The command that runs src/cli/mod.ts with `flags` and `args`, never prompting; with `prompt`, as a script run from
+ * cron or a pipe is: Deno may ask, finds no terminal, and refuses (which leaves the permission "denied", not "prompt").
+ */
 export function cliCommand(
   flags: string[],
   args: string[],
   env: Record<string, string> = {},
+  prompt = false,
 ): Command {
+  const ask = prompt ? [] : ["--no-prompt"];
   return new Command("deno", {
-    args: ["run", "--no-prompt", ...flags, "src/cli/mod.ts", ...args],
+    args: ["run", ...ask, ...flags, "src/cli/mod.ts", ...args],
+    ...(prompt ? { stdin: "null" as const } : {}),
     env,
     stdout: "piped",
     stderr: "piped",
@@ -23,8 +29,9 @@ export async function cli(
   flags: string[],
   args: string[],
   env: Record<string, string> = {},
+  prompt = false,
 ): Promise<Run> {
-  return textOf(await cliCommand(flags, args, env).output());
+  return textOf(await cliCommand(flags, args, env, prompt).output());
 }
 
 /** `output` (of a command with piped stdout and stderr) as text. */

@@ -232,6 +232,8 @@ type Invocation = {
   flags: string[];
   args: string[];
   env?: Record<string, string>;
+  /** Run as from cron or a pipe: Deno may ask, finds no terminal, refuses. */
+  prompt?: boolean;
 };
 
 /** A row's run, in `folder`, and the run its line says will work. */
@@ -252,7 +254,11 @@ const TOOL_RUNS: Record<string, ToolCase> = {
   }),
   // Another host allowed than the token URL's.
   "a host `--allow-net` does not name": (folder) => ({
-    run: { flags: flags(folder, "--allow-net=localhost"), args: ["token"] },
+    run: {
+      flags: flags(folder, "--allow-net=localhost"),
+      args: ["token"],
+      prompt: true,
+    },
     fix: (stderr) => ({
       flags: flags(folder, "--allow-net=localhost", namedFlag(stderr, "net")),
       args: ["token"],
@@ -315,12 +321,12 @@ processTest(
       rows.map(([met]) => met).sort(),
       Object.keys(TOOL_RUNS).sort(),
     );
-    const go = (folder: string, { flags, args, env }: Invocation) =>
+    const go = (folder: string, { flags, args, env, prompt }: Invocation) =>
       cli(flags, args, {
         ...configFor(api),
         PARTNER_API_CACHE_DIR: `${folder}/cache`,
         ...env,
-      });
+      }, prompt);
     for (const [met, says, exit] of rows) {
       const folder = await scratchDir();
       // Shared with every user: what the cache row refuses.

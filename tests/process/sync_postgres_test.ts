@@ -348,6 +348,42 @@ const steps: {
   },
   {
     name:
+      "the guard (issue 45): a sweep answered with another list sorting before the copy puts none of it in the copy; the runs after it complete with no refusal",
+    async fn(db) {
+      const real = spread(1000, "");
+      const foreign = spread(1500, "").map(({ id }) => ({ id: `a${id}` }));
+      let answerForeign = false;
+      const service = listOf(() => answerForeign ? foreign : real);
+      const options = {
+        id: "id",
+        sink: createPostgresSink<{ id: string }>({
+          query: db.query,
+          table: "before",
+        }),
+        maxLimit: 100,
+        sweep: 3,
+      };
+      await syncList(service.client, "things", options);
+      answerForeign = true;
+      await syncList(service.client, "things", options);
+      answerForeign = false;
+      for (let run = 0; (await options.sink.load())?.sweep; run++) {
+        ok(run < 30, "the cycle never completed");
+        const { inserted, deleted } = await syncList(
+          service.client,
+          "things",
+          options,
+        );
+        deepStrictEqual([inserted, deleted], [0, 0]);
+      }
+      const ids = await db.rows<{ id: string }>(
+        `SELECT id FROM "before" ORDER BY id`,
+      );
+      deepStrictEqual(ids.map((row) => row.id), real.map((item) => item.id));
+    },
+  },
+  {
+    name:
       "the guard before each window (issue 45): a sweep answered with another list in a cycle that spans runs fails at that run, changing no row or change row; the next runs against the healthy list complete the cycle with no refusal and no option changed",
     async fn(db) {
       const real = spread(1000, "");
