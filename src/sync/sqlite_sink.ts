@@ -263,23 +263,22 @@ class SqliteDialect implements SqlDialect {
 
   /** The live rows, 1,000 a query (`livePage`), each with whether the cycle's log holds it: unseen items alone parsed. */
   *liveRows(cycle: number): Iterable<CopyRow[]> {
-    type Page = { ids: string; items: string; last: bigint | null };
     const st = this.prepare();
     const log = st.seenIds.get(this.#target, cycle) as { ids: string };
     const seen = new Set(JSON.parse(log.ids));
     st.livePage.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {
-      const { ids, items, last } = st.livePage.get(from) as Page;
+      const { ids, items, last } = st.livePage.get(from)!;
       if (last === null) return;
-      const idList: string[] = JSON.parse(ids);
-      let texts = items.split("\x1e"); // no JSON text holds it raw (else: row by row)
+      const idList: string[] = JSON.parse(`${ids}`);
+      let texts = `${items}`.split("\x1e"); // no JSON text holds it raw (else: row by row)
       if (texts.length !== idList.length) {
         texts = st.pageTexts.all(from).map((row) => `${row.item}`);
       }
       const parsed = parsedItems(texts.filter((_, i) => !seen.has(idList[i])));
       let next = 0;
       yield idList.map((id) => copyRow(id, seen.has(id), () => parsed[next++]));
-      from = last + 1n;
+      from = (last as bigint) + 1n;
     }
   }
 
@@ -360,9 +359,7 @@ function openDatabase(path: string): DatabaseSync {
  * undefined when another connection holds the write lock.
  */
 function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
-  const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {
-    timeout: number;
-  };
+  const timeout = Number(db.prepare("PRAGMA busy_timeout").get()!.timeout);
   db.exec("PRAGMA busy_timeout = 0");
   try {
     return write();
