@@ -1,6 +1,13 @@
 // What the sync tests share: the CLI's command line of a sync
-// (tests/sync_cli_test.ts, tests/process/sync_*), and the checkpoint of a
-// batch written to a sink directly, without syncList.
+// (tests/sync_cli_test.ts, tests/process/sync_*), the checkpoint of a
+// batch written to a sink directly, without syncList, and the guard's
+// reading of a copy against a plain one (every sink kind).
+
+import { deepStrictEqual } from "node:assert/strict";
+import type { SyncSink } from "../src/sync/mod.ts";
+import { type CopyRow, windowGuard } from "../src/sync/_window_guard.ts";
+import { syncConfig } from "../src/sync/_config.ts";
+import { compareKeys, type SyncKey } from "../src/sync/_window.ts";
 
 /**
  * `partner-api sync <list> --to <target> --no-cache`, then `extra`: a sync
@@ -27,4 +34,73 @@ export function checkpointAt(path: string, n: number) {
     full: false,
     complete: true,
   };
+}
+
+/** Items whose keys a reading could get wrong: numeric and text ids, sort values of every JSON type, or none. */
+export function oddItems(n: number): Record<string, unknown>[] {
+  const values = [
+    "b",
+    3,
+    2.5,
+    -1,
+    1e21,
+    5e-324,
+    true,
+    false,
+    null,
+    [1],
+    { a: 1 },
+    "\ud800",
+    "é😀",
+    "",
+    "10",
+    10,
+    undefined,
+  ];
+  return Array.from({ length: n }, (_, i) => {
+    const v = values[i % values.length];
+    const id = i % 3 === 0 ? i : `${i}`;
+    return v === undefined ? { n: id } : { n: id, v };
+  });
+}
+
+/** The guard as a plain reading keys `rows` (each item parsed alone) and sorts their ids, for comparison. */
+export async function plainGuard(
+  rows: readonly CopyRow[],
+  keyOf: (item: unknown) => SyncKey,
+  descending: boolean,
+) {
+  const unseen = new Map<string, SyncKey>();
+  for (const row of rows.filter((row) => !row.seen)) {
+    try {
+      unseen.set(row.id, keyOf(row.item));
+    } catch { /* left to the cycle's end */ }
+  }
+  const sign = descending ? -1 : 1;
+  const order = [...unseen.keys()].sort((a, b) =>
+    sign * compareKeys(unseen.get(a)!, unseen.get(b)!)
+  );
+  return await Promise.resolve([rows.length, [...unseen], order]);
+}
+
+/** Both readings of `sink`'s rows for cycle 1, under each order and direction. */
+export async function sameGuards(
+  sink: SyncSink<unknown>,
+  rows: readonly CopyRow[],
+) {
+  const recent = { deleted: 0, largest: 0 };
+  for (const sortBy of [undefined, "v"]) {
+    for (const id of ["n", (item: { n: unknown }) => item.n as string]) {
+      const order = sortBy === undefined ? {} : { sortBy };
+      const { keyOf } = syncConfig("odd", { id, ...order, sink });
+      const key = keyOf as (item: unknown) => SyncKey;
+      for (const descending of [false, true]) {
+        const figures = { maxDeletes: 0.1, recent, descending };
+        const guard = await windowGuard(sink.liveRows!(1, key), key, figures);
+        const { held, unseen, passed } = guard!;
+        const plain = await plainGuard(rows, key, descending);
+        deepStrictEqual([held, [...unseen], passed.order], plain);
+      }
+    }
+  }
 }

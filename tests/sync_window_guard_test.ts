@@ -2,15 +2,25 @@
 // decisions: which unseen rows a window passed, in either order, and when
 // the window is held back. The sinks' side: tests/sync_guard_test.ts.
 
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, equal, rejects } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { createSqliteSink } from "../src/sync/mod.ts";
+import { createJsonlSink, createSqliteSink } from "../src/sync/mod.ts";
 import {
   heldBack,
   passedUnseen,
   type WindowGuard,
   windowGuard,
 } from "../src/sync/_window_guard.ts";
+import { syncConfig } from "../src/sync/_config.ts";
+import type { SyncKey } from "../src/sync/_window.ts";
+import { freshTarget } from "./_sync_fake.ts";
+import {
+  checkpointAt,
+  oddItems,
+  plainGuard,
+  sameGuards,
+} from "./sync_fixtures.ts";
 
 const key = (n: number) => ({ value: n, id: `r${n}` });
 
@@ -162,5 +172,89 @@ Deno.test("a SQL sink lists no rows of a copy larger than asked (one count, not 
   equal(
     await windowGuard(sink.liveRows!(1, keyOf, 2), keyOf, figures),
     undefined,
+  );
+});
+
+Deno.test("rows whose ids are not their keys' are ordered by their keys all the same, by the ids the rows have", async () => {
+  const rows = [3, 1, 2].map((n) => ({ id: `row ${n}`, item: n, seen: false }));
+  const keyOf = (item: unknown) => ({ value: -Number(item), id: `${item}` });
+  const figures = { maxDeletes: 0.1, recent: { deleted: 0, largest: 0 } };
+  for (const descending of [false, true]) {
+    const all = async function* () {
+      yield* rows;
+    };
+    const guard = await windowGuard(all(), keyOf, { ...figures, descending });
+    const order = ["row 3", "row 2", "row 1"];
+    deepStrictEqual(guard!.passed.order, descending ? order.reverse() : order);
+    deepStrictEqual(await plainGuard(rows, keyOf, descending), [
+      3,
+      [...guard!.unseen],
+      guard!.passed.order,
+    ]);
+  }
+});
+
+Deno.test("the SQL sink's pages key every row as its own item would (any JSON type, none, numeric ids), seen rows apart; a text that is no item fails as before", async () => {
+  const database = new DatabaseSync(":memory:");
+  using sink = createSqliteSink(database, { table: "odd" });
+  const items = oddItems(2_600); // pages of 1,000
+  const ids = items.map((item) => String(item.n));
+  await sink.write(
+    [...items, ["not", "an", "object"]],
+    checkpointAt("odd", 0),
+    [
+      ...ids,
+      "array",
+    ],
+  );
+  database.exec(`INSERT INTO partner_api_sync_seen (target, cycle, id)
+    SELECT 'odd', 1, id FROM "odd" WHERE rowid % 7 = 0`);
+  const read = database.prepare(`SELECT id, item, id IN
+    (SELECT id FROM partner_api_sync_seen WHERE cycle = 1) AS seen FROM "odd"`);
+  const rows = (read.all() as { id: string; item: string; seen: number }[])
+    .map(({ id, item, seen }) => ({
+      id,
+      item: seen ? undefined : JSON.parse(item),
+      seen: seen === 1,
+    }));
+  await sameGuards(sink, rows);
+  // A text that is no item: one the cycle saw is not read (as before); an unseen one fails the read as it did.
+  const [seenRow, unseenRow] = [rows.find((row) => row.seen), rows[1500]]
+    .map((row) => row!.id);
+  const list = () => Array.fromAsync(sink.liveRows!(1, () => key(0)));
+  for (const corrupt of ["1,2", "1\u001e2"]) {
+    const set = database.prepare(`UPDATE "odd" SET item = ? WHERE id = ?`);
+    set.run(corrupt, seenRow!);
+    equal((await list()).length, rows.length);
+    set.run(corrupt, unseenRow!);
+    await rejects(list(), SyntaxError);
+    set.run(JSON.stringify(items[Number(unseenRow)]), unseenRow!);
+  }
+});
+
+Deno.test("the JSONL sink's lines key every row as its own item would; a line that is no item fails as before", async () => {
+  const path = await freshTarget("sync-window-guard", "odd.jsonl");
+  const sink = createJsonlSink(path);
+  const items = oddItems(2_600);
+  await sink.write(items, checkpointAt("odd", 0), []);
+  const lines = (await Deno.readTextFile(path)).split("\n").slice(0, -1);
+  const { keyOf } = syncConfig("odd", { id: "n", sink });
+  const rows = lines.map((line) => {
+    const item = JSON.parse(line);
+    try {
+      return { id: keyOf(item).id, item, seen: false };
+    } catch {
+      return { id: line, item, seen: false };
+    }
+  });
+  await sameGuards(sink, rows);
+  const text = await Deno.readTextFile(path);
+  await Deno.writeTextFile(
+    path,
+    text.replace(lines[1500]!, "1,2".padEnd(lines[1500]!.length)),
+  );
+  await rejects(
+    Array.fromAsync(sink.liveRows!(1, keyOf as (item: unknown) => SyncKey)),
+    SyntaxError,
   );
 });

@@ -291,11 +291,16 @@ export const isCheckpoint = shape({
   value: unknown,
 ) => value is SyncCheckpoint;
 
-/** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
-export function parsedJson(text: string): unknown {
+/** What `attempt` returns, or undefined when it throws. */
+export function tried<R>(attempt: () => R): R | undefined {
   try {
-    return JSON.parse(text);
+    return attempt();
   } catch {
     return undefined;
   }
+}
+
+/** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
+export function parsedJson(text: string): unknown {
+  return tried(() => JSON.parse(text));
 }

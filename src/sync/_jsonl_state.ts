@@ -10,7 +10,7 @@ import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
 import { SyncError } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
-import type { CopyRow } from "./_window_guard.ts";
+import { type CopyRow, parsedItems } from "./_window_guard.ts";
 
 const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
@@ -169,17 +169,17 @@ export async function cycleChanges(
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
   const old = new Map<string, number>();
-  for await (const line of linesOf(before.path, before.length)) {
-    old.set(idOf(line), digest(line));
+  for await (const lines of linesOf(before.path, before.length)) {
+    for (const line of lines) old.set(idOf(line), digest(line));
   }
   const held = old.size;
   let inserted = 0, updated = 0;
-  for await (const line of linesOf(after.path, after.length)) {
-    const id = idOf(line);
-    const was = old.get(id);
-    if (was === undefined) inserted++;
-    else if (was !== digest(line)) updated++;
-    old.delete(id);
+  for await (const lines of linesOf(after.path, after.length)) {
+    for (const line of lines) {
+      const id = idOf(line), was = old.get(id);
+      if (!old.delete(id)) inserted++;
+      else if (was !== digest(line)) updated++;
+    }
   }
   const deleted = old.size;
   const { maxDeletes, recent } = context.endsCycle!;
@@ -207,8 +207,8 @@ export async function* copyRows(
   const under = committed.renaming ? undefined : committed.rewrite;
   const seen = new Set<string>();
   if (under?.cycle === cycle) {
-    for await (const line of linesOf(files.rewrite, under.end.length)) {
-      seen.add(idOf(JSON.parse(line), line));
+    for await (const lines of linesOf(files.rewrite, under.end.length)) {
+      parsedItems(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
     }
   }
   // Killed between a finished rewrite and its rename: the rewrite is the copy.
@@ -216,11 +216,13 @@ export async function* copyRows(
   const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
   const bytes = new TextEncoder();
   let at = 0;
-  for await (const line of linesOf(path, committed.end.length)) {
-    const item = JSON.parse(line);
-    const id = idOf(item, line);
-    yield { id, item, seen: at >= mainAt || seen.has(id) };
-    at += bytes.encode(line).length + 1;
+  for await (const lines of linesOf(path, committed.end.length)) {
+    const parsed = parsedItems(lines);
+    for (let i = 0; i < lines.length; i++) {
+      const id = idOf(parsed[i], lines[i]!);
+      yield { id, item: parsed[i], seen: at >= mainAt || seen.has(id) };
+      at += bytes.encode(lines[i]).length + 1;
+    }
   }
 }
 
@@ -233,8 +235,8 @@ function digest(text: string): number {
   return hash * 0x200000 + (text.length & 0x1fffff);
 }
 
-/** The lines of the first `length` bytes of `path`, without their ends. */
-async function* linesOf(path: string, length: number): AsyncGenerator<string> {
+/** The lines of the first `length` bytes of `path`, without their ends, a read's at a time. */
+async function* linesOf(path: string, length: number) {
   const CHUNK = 1 << 20;
   const decoder = new TextDecoder();
   let rest = "";
@@ -243,8 +245,8 @@ async function* linesOf(path: string, length: number): AsyncGenerator<string> {
     rest += decoder.decode(bytes, { stream: true });
     const lines = rest.split("\n");
     rest = lines.pop()!;
-    yield* lines;
+    yield lines;
   }
   rest += decoder.decode();
-  if (rest !== "") yield rest;
+  if (rest !== "") yield [rest];
 }

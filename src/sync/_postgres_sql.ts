@@ -116,12 +116,12 @@ const lacks = (table: string, column: string) =>
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
-/** A page of live rows by id (after `$2` if `after`, `$3` of them), whether cycle `$1` saw each, the item if not. */
+/** A page of live rows by id (after `$2` if `after`, `$3` of them) as one JSON text: `[id, seen by cycle $1, item if not]`. */
 export function liveRowsSql(table: string, after: boolean): string {
   const seen = "seen >= $1::text::bigint";
-  return `SELECT id, CASE WHEN ${seen} THEN NULL ELSE item::text END AS item, (${seen})::text AS seen FROM ${table}
-  WHERE deleted_at IS NULL AND ${after ? "id > $2::text" : "$2::text = ''"}
-  ORDER BY id LIMIT $3::text::bigint`;
+  const from = after ? "id > $2::text" : "$2::text = ''";
+  return `SELECT json_agg(json_build_array(id, ${seen}, CASE WHEN ${seen} THEN NULL ELSE item END) ORDER BY id)::text
+  AS rows FROM (SELECT id, item, seen FROM ${table} WHERE deleted_at IS NULL AND ${from} ORDER BY id LIMIT $3::text::bigint) page`;
 }
 
 /** The lease's statements ($1 target, $2 owner), server clock; `take` answers `taken` (the owner) and `stale`. */

@@ -52,14 +52,23 @@ function createTables(db: DatabaseSync, table: string): void {
 /** The lease as a run last saw it (owner, refreshed_at), when it judged it stale on its steady clock. */
 const LEASE_SEEN = { owner: "?5", refreshedAt: "?6" };
 
+/** The guard's page: 1,000 live rows from rowid ? on, read as a few texts (node:sqlite hands a row over dearer). */
+const page = (
+  table: string,
+  what =
+    "json_group_array(id) AS ids, group_concat(item, char(30)) AS items, max(rowid) AS last",
+) =>
+  `SELECT ${what} FROM (SELECT rowid, id, item FROM ${table} WHERE deleted_at IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000)`;
+
 /** Creates the tables if need be; the statements. */
 export function statements(db: DatabaseSync, table: string) {
   createTables(db, table);
   const q = (sql: string) => db.prepare(sql);
   const lease = leaseSql((n) => `?${n}`, "?3", "?4", LEASE_SEEN);
   // What a cycle did not see: live rows whose id its log lacks.
-  const unseen = `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN
-    (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2)`;
+  const log = `FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  const unseen =
+    `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN (SELECT id ${log})`;
   const staged = `FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
   return {
     upsert: upserts(q, table),
@@ -68,11 +77,9 @@ export function statements(db: DatabaseSync, table: string) {
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
     unseen: q(`SELECT count(*) AS n ${unseen}`),
     unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
-    // The guard's live rows, streamed by one statement: the cycle's log is read once (a page each read it again).
-    liveRows: q(
-      `SELECT id, CASE WHEN seen THEN NULL ELSE item END AS item, seen FROM (SELECT id, item,
-      id IN (SELECT id FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2) AS seen FROM ${table} WHERE deleted_at IS NULL)`,
-    ),
+    seenIds: q(`SELECT json_group_array(id) AS ids ${log}`),
+    livePage: q(page(table)),
+    pageTexts: q(page(table, "item")),
     remove: q(`DELETE ${unseen}`),
     mark: q(
       `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,

@@ -28,6 +28,7 @@ import {
   postgresText,
 } from "./_postgres_sql.ts";
 import { writeStatement } from "./_postgres_write.ts";
+import { copyRow } from "./_window_guard.ts";
 import { SyncError } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
@@ -232,14 +233,11 @@ class PostgresDialect implements SqlDialect {
     for (let after: string | null = null;;) {
       const sql = liveRowsSql(this.#table, after !== null);
       const params = [`${cycle}`, after ?? "", `${ROWS_PAGE}`];
-      const found = await this.#read(sql, params);
-      for (const row of found) {
-        const { id, item, seen } = row;
-        const text = item == null ? null : String(item);
-        yield { id: String(id), item: text, seen: seen === "true" };
-      }
+      const { rows } = await this.#row(sql, params);
+      const found = JSON.parse(rows ?? "[]") as [string, boolean, unknown][];
+      yield found.map(([id, seen, item]) => copyRow(id, seen, () => item));
       if (found.length < ROWS_PAGE) return;
-      after = String(found.at(-1)!.id);
+      after = found.at(-1)![0];
     }
   }
 

@@ -16,13 +16,13 @@ import {
 import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
+import { type CopyRow, copyRow, parsedItems } from "./_window_guard.ts";
 import {
   type Applied,
   changeTableOf,
   CHECKPOINT_TABLE,
   type CopyState,
   jsonText,
-  type LiveRow,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -261,11 +261,24 @@ class SqliteDialect implements SqlDialect {
     return (this.prepare().live.get() as { n: number }).n;
   }
 
-  /** The live rows, each with whether the cycle's log holds its id, streamed by one statement. */
-  *liveRows(cycle: number): Iterable<LiveRow> {
-    const rows = this.prepare().liveRows.iterate(this.#target, cycle);
-    for (const { id, item, seen } of rows) {
-      yield { id: id as string, item: item as string | null, seen: seen === 1 };
+  /** The live rows, 1,000 a query (`livePage`), each with whether the cycle's log holds it: unseen items alone parsed. */
+  *liveRows(cycle: number): Iterable<CopyRow[]> {
+    const st = this.prepare();
+    const log = st.seenIds.get(this.#target, cycle) as { ids: string };
+    const seen = new Set(JSON.parse(log.ids));
+    st.livePage.setReadBigInts(true);
+    for (let from = -(2n ** 63n); from < 2n ** 63n;) {
+      const { ids, items, last } = st.livePage.get(from)!;
+      if (last === null) return;
+      const idList: string[] = JSON.parse(`${ids}`);
+      let texts = `${items}`.split("\x1e"); // no JSON text holds it raw (else: row by row)
+      if (texts.length !== idList.length) {
+        texts = st.pageTexts.all(from).map((row) => `${row.item}`);
+      }
+      const parsed = parsedItems(texts.filter((_, i) => !seen.has(idList[i])));
+      let next = 0;
+      yield idList.map((id) => copyRow(id, seen.has(id), () => parsed[next++]));
+      from = (last as bigint) + 1n;
     }
   }
 
@@ -288,10 +301,8 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
     db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
     ).get(name) !== undefined;
-  const rows = exists(table.slice(1, -1))
-    ? (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number })
-      .n
-    : 0;
+  const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
+  const rows = exists(table.slice(1, -1)) ? Number(count().n) : 0;
   if (!exists(CHECKPOINT_TABLE)) return { checkpoint: undefined, rows };
   const meta = hasColumn(db, CHECKPOINT_TABLE, "rows") ? ", rows, last" : "";
   const found = db.prepare(
@@ -348,9 +359,7 @@ function openDatabase(path: string): DatabaseSync {
  * undefined when another connection holds the write lock.
  */
 function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
-  const { timeout } = db.prepare("PRAGMA busy_timeout").get() as {
-    timeout: number;
-  };
+  const timeout = Number(db.prepare("PRAGMA busy_timeout").get()!.timeout);
   db.exec("PRAGMA busy_timeout = 0");
   try {
     return write();

@@ -22,7 +22,7 @@ import { storable } from "../../src/sync/_sql_sink.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
 import { type Cluster, startCluster } from "./_postgres.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
-import { checkpointAt } from "../sync_fixtures.ts";
+import { checkpointAt, oddItems, sameGuards } from "../sync_fixtures.ts";
 
 /** A connection to one database, as a driver gives it. */
 interface Connection {
@@ -1130,6 +1130,30 @@ const steps: {
       );
       equal(await count(db), 46);
       equal(await count(db, "jsonb_typeof(item) <> 'object'"), 0);
+    },
+  },
+  {
+    name:
+      "the guard's pages of live rows key every row as its own item would (any JSON type, none, numeric ids), seen rows apart",
+    async fn(db) {
+      const sink = tableSink(db, "odd");
+      const items = [...oddItems(12_000), ["not", "an", "object"]]; // pages of 5,000
+      const ids = items.map((item, i) =>
+        String((item as { n?: unknown }).n ?? i)
+      );
+      await sink.write(items, checkpointAt("odd", 0), ids);
+      await db.rows(`UPDATE "odd" SET seen = 1 WHERE length(id) % 2 = 0`);
+      const rows = await db.rows<{ id: string; item: string; seen: string }>(
+        `SELECT id, item::text AS item, (seen >= 1)::text AS seen FROM "odd" ORDER BY id`,
+      );
+      await sameGuards(
+        sink,
+        rows.map(({ id, item, seen }) => ({
+          id,
+          item: seen === "true" ? undefined : JSON.parse(item),
+          seen: seen === "true",
+        })),
+      );
     },
   },
   {
