@@ -176,6 +176,28 @@ Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a 
   }
 });
 
+Deno.test("runStart: a checkpoint's query is the same whatever the order of its keys, commas in keys and values too; another query is refused", () => {
+  const query = { "a": "b,c", "a,b": "c" };
+  const identity = (q: Record<string, string>) => ({
+    path: "t",
+    sortBy: "d",
+    id: "i",
+    query: q,
+    sortDirection: "ASC" as const,
+  });
+  const sizes = { limit: 50, maxLimit: 1000 };
+  const saved = runStart(undefined, identity(query), sizes).checkpoint;
+  const reordered = { "a,b": "c", "a": "b,c" };
+  equal(runStart(saved, identity(reordered), sizes).checkpoint.path, "t");
+  let option: unknown;
+  try {
+    runStart(saved, identity({ "a": "b,c", "a,b": "d" }), sizes);
+  } catch (error) {
+    option = (error as TypeError & { option: string }).option;
+  }
+  equal(option, "sink");
+});
+
 /** A sweep's start at `now`, continuing any cycle under way. */
 function at(now: number) {
   return { now, freshBefore: -Infinity };

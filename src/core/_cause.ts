@@ -76,9 +76,6 @@ function deniedEntry(url: URL): string | undefined {
   if (!denied(reached)) return undefined;
   // A host --allow-net leaves out, refused without a terminal to ask, reads "denied" afterwards, and so does net as a
   // whole (Deno 2.9); a host nobody asked for is denied only by a --deny-net of every host.
-  if (denied()) return denied(UNASKED) ? "" : undefined;
+  if (denied()) return denied("192.0.2.1:9") ? "" : undefined; // TEST-NET-1 (RFC 5737): asked for by no request
   return denied(url.hostname) ? url.hostname : reached;
 }
-
-/** A host no request asks for (TEST-NET-1, RFC 5737): what net as a whole answers for. */
-const UNASKED = "192.0.2.1:9";

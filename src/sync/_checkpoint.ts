@@ -220,7 +220,9 @@ function checkCheckpoint(
   const fields = ["sortDirection", "path", "sortBy", "id", "query"] as const;
   for (const field of fields) {
     const [before, now] = [was[field], identity[field]].map((value) =>
-      JSON.stringify(field === "query" ? Object.entries(value!).sort() : value)
+      JSON.stringify(
+        field === "query" ? byKey(value as SyncCheckpoint["query"]) : value,
+      )
     );
     if (before !== now) {
       // A query's values (filters) are the user's data: named, not printed.
@@ -303,4 +305,9 @@ export function tried<R>(attempt: () => R): R | undefined {
 /** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
 export function parsedJson(text: string): unknown {
   return tried(() => JSON.parse(text));
+}
+
+/** A query's pairs in key order (keys are unique): the same query whatever order its keys came in. */
+function byKey(query: SyncCheckpoint["query"]): [string, string][] {
+  return Object.entries(query).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
 }

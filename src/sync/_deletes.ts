@@ -69,10 +69,7 @@ export function tooMany(
     unseen > maxDeletes * base - (recent?.deleted ?? 0);
 }
 
-/**
- * The refusal of a cycle that would remove `unseen` of `held` rows, naming the `maxDeletes` that would allow it;
- * `partial`: counted by a run that read only part of the cycle, so the whole cycle may need more.
- */
+/** The refusal of a cycle removing `unseen` of `held` rows, naming the `maxDeletes` that allows it (`partial`: so far). */
 export function tooManyDeletes(
   unseen: number,
   held: number,

@@ -25,7 +25,7 @@ export interface Committed<T> {
   /** Where the pass's first edge now stands, when this window showed it. */
   readonly edgeAt?: number;
   /** Page 1 begins after the edge the pass stood at: what it committed before is gone from the list. */
-  readonly lost?: boolean;
+  readonly lost: boolean;
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -45,15 +45,12 @@ export interface PassRun<T> {
   readonly requests: { count: number };
 }
 
-/**
- * Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read
- * meanwhile. A commit that answers `false` declines its window and stops the pass.
- */
+/** Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read meanwhile. */
 export async function runPass<T>(
   { client, config, requests }: PassRun<T>,
   start: WindowState,
   budget: number,
-  commit: (window: Committed<T>) => Promise<void | false>,
+  commit: (window: Committed<T>) => Promise<void>,
   timeUp: () => boolean = () => false,
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start;
@@ -92,7 +89,7 @@ export async function runPass<T>(
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
-      if (await commit(judged.window) === false) return { state, ended: false };
+      await commit(judged.window);
       if (judged.ended) return { state, ended: true };
       if (judged.halted === true) return { state, ended: false };
     }
@@ -169,7 +166,7 @@ async function judge<T>(
     state: verdict.next,
     ended: verdict.ended,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
-    ...(verdict.lost === true ? { lost: true } : {}),
+    lost: verdict.lost === true,
   };
   return { ...verdict, window, first: keys[0]?.id };
 }

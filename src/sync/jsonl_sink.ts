@@ -136,9 +136,12 @@ class JsonlCopy {
       await this.#save({ ...now, checkpoint, end });
       return { inserted: items.length };
     }
-    const under = now.rewrite?.cycle === context.cycle
+    let under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
       : await startCycle(this.#files, now.end, context.cycle);
+    if (context.lostBefore && under.end.length > 0) {
+      under = await this.#emptied(now, under);
+    }
     const end = await this.#append(rewritePath, under.end, lines);
     const rewrite = { ...under, end };
     if (context.endsCycle === undefined) {
@@ -159,6 +162,23 @@ class JsonlCopy {
     await this.#save({ checkpoint, end: whole, renaming: true });
     await this.#renameOver(checkpoint, whole);
     return counts;
+  }
+
+  /**
+   * The cycle's rewrite emptied: every line of it is gone from the list (`lostBefore`). Recorded before a byte is cut,
+   * so a run killed in between finds a rewrite longer than recorded, which the next write cuts back.
+   */
+  async #emptied(now: Committed, under: Rewrite): Promise<Rewrite> {
+    const emptied = { ...under, end: EMPTY };
+    await this.#save({ ...now, rewrite: emptied });
+    const file = await openToWrite(this.#files.rewrite);
+    try {
+      await this.#lock?.assertHeld();
+      await file.truncate(0);
+    } finally {
+      await file.close();
+    }
+    return emptied;
   }
 
   /** What was committed, once the copy was checked and left consistent. */
@@ -201,9 +221,10 @@ class JsonlCopy {
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
-        if (this.#ours.has(path) && size < from.length) throw removed(path);
-        if (this.#ours.has(path) && size !== from.length) throw lockLost(path);
+        if (this.#ours.has(path) && size > from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
+        // Shorter while the lock is still ours: another process removed or cut it (a run that took over fails above).
+        if (this.#ours.has(path) && size < from.length) throw removed(path);
         await file.truncate(from.length);
         await file.write(bytes, 0, bytes.length, from.length);
         await file.datasync();
@@ -237,10 +258,12 @@ async function startCycle(
   return { end: EMPTY, cycle, mainAt: main.length };
 }
 
-/** A file of the copy that lost bytes this run wrote (removed or cut under it): no run of ours cuts one. */
+/** A file of the copy shorter than this run wrote it (removed or cut under it). */
 function removed(path: string): SyncError {
+  const why =
+    "another process removed or cut it; nothing more was written: restore it, or sync into a new file";
   return new SyncError(
-    `Cannot sync: ${path} holds fewer bytes than this run wrote to it: another process removed or cut it; nothing more was written: restore it, or sync into a new file`,
+    `Cannot sync: ${path} holds fewer bytes than this run wrote: ${why}`,
     "file",
     path,
   );

@@ -13,7 +13,7 @@ import {
 import { type Committed, listOptions, type PassRun, runPass } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
-import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
+import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
 import {
@@ -166,15 +166,14 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const { sweep: cursor } = begun;
   // Kept until a cycle completes: the one this run may complete answers it.
   const refusal = committer.latest.refused;
-  if (begun.begins) await beginCycle(committer, cursor);
+  if (begun.begins) {
+    const checkpoint = { ...committer.latest, sweep: cursor };
+    const begins = { beginsCycle: true };
+    await committer.commit("sweep", checkpoint, undefined, begins);
+    committer.tally.pages--; // not a window
+  }
   const guard = await guardOf(run, cursor.cycle);
-  let lost = false;
   const commit = async (window: Committed<T>) => {
-    // Every item the cycle saw is gone (another list answered, or the list lost them): none of it may stay staged.
-    if (window.lost) {
-      lost = true;
-      return false;
-    }
     const { state, ended } = window;
     const passed = { ids: window.ids, last: state.edge, ended };
     if (guard !== undefined && heldBack(guard, passed)) {
@@ -188,42 +187,23 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
       maxDeletes: config.maxDeletes,
       recent: recentDeletes(checkpoint.deletions, config.now()),
     };
-    const more = endsCycle ? { endsCycle } : {};
+    // Page 1 begins after the cycle's cursor: all it saw is gone, and what it staged (another list's items) is dropped.
+    const more = {
+      lostBefore: window.lost,
+      ...(endsCycle ? { endsCycle } : {}),
+    };
     await committer.commit("sweep", checkpoint, window, more);
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
-  if (lost) return await beginAfresh(run);
   if (end.ended) return await endCycle(run, cursor.cycle, refusal);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
   const stands = afterSweepWindow(latest, at, end.state, false);
   await committer.flush("sweep", stands);
-}
-
-/** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
-async function beginCycle<T>(
-  committer: Committer<T>,
-  cursor: SweepCursor,
-): Promise<void> {
-  const checkpoint = { ...committer.latest, sweep: cursor };
-  const begins = { beginsCycle: true };
-  await committer.commit("sweep", checkpoint, undefined, begins);
-  committer.tally.pages--; // not a window
-}
-
-/**
- * Gives up a cycle whose items the list no longer holds, for a fresh one begun now (swept from the next run): what it
- * saw and staged (the copy lacked it) is dropped with it, and the fresh cycle judges what the copy holds.
- */
-async function beginAfresh<T>(run: Run<T>): Promise<void> {
-  const { config, committer } = run;
-  const at = { now: config.now(), freshBefore: Infinity };
-  const begun = sweepStart(committer.latest, config, at);
-  if (begun !== undefined) await beginCycle(committer, begun.sweep);
 }
 
 /** A completed cycle's deletes go on record (a confirmed `refusal` starts them afresh); or the guard refuses it. */
@@ -270,10 +250,7 @@ async function guardOf<T>(
   );
 }
 
-/**
- * A sweep whose windows broke the guard: nothing of them committed; the cycle is refused, as at its end (`partial`: the
- * run's budget ended before the cycle did, so the share it names is the part it read).
- */
+/** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */
 async function refuseWindows<T>(
   run: Run<T>,
   guard: WindowGuard,
