@@ -139,7 +139,7 @@ Deno.test("a sweep answered with another list in a cycle that spans runs fails a
   }
 });
 
-Deno.test("a sweep answered with another list that sorts before the copy puts none of it in the copy: the next healthy run finds page 1 after the cycle's cursor and begins a fresh cycle, and the runs after it complete with no refusal, nothing inserted or removed", async () => {
+Deno.test("a sweep answered with another list that sorts before the copy puts none of it in the copy: the next healthy run finds page 1 after the cycle's cursor, holding no row of the copy the cycle has yet to see, and begins a fresh cycle; the runs after it complete with no refusal, nothing inserted or removed", async () => {
   for (const copy of await copies("foreign-before")) {
     const real = things(1000);
     // Same id field, ids before every real one: its windows pass no row of the copy.
@@ -165,7 +165,34 @@ Deno.test("a sweep answered with another list that sorts before the copy puts no
   }
 });
 
-Deno.test("a list that drops its oldest items faster than a run sweeps them (a retention window) still completes its cycles: page 1 beginning after the cursor drops what the cycle staged, not the cycle", async () => {
+Deno.test("a sweep answered once with another list whose ids sort just after the cycle's cursor puts none of it in the copy and removes nothing that exists: page 1 holds no row of the copy the cycle has yet to see, so the cycle is given up", async () => {
+  for (const copy of await copies("foreign-after")) {
+    const real = things(1000);
+    let foreign: Thing[] = [];
+    let foreignFrom = Infinity;
+    const service = listOf(() =>
+      service.requests >= foreignFrom ? foreign : real
+    );
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options); // cycle 1
+    await syncList(service.client, "things", { ...options, sweep: 1 });
+    const edge = (await copy.sink.load())!.sweep!.edge!;
+    foreign = things(3000).map((_, i) => ({
+      thingID: `${edge.id}x${String(i).padStart(4, "0")}`,
+    }));
+    foreignFrom = service.requests + 2; // the head's request is the list's own
+    await syncList(service.client, "things", { ...options, sweep: 6 });
+    foreignFrom = Infinity;
+    for (let run = 0; (await copy.sink.load())?.sweep !== undefined; run++) {
+      ok(run < 20, `${copy.kind}: the cycle never completed`);
+      await syncList(service.client, "things", { ...options, sweep: 3 });
+    }
+    deepStrictEqual(copy.ids(), real.map((item) => item.thingID), copy.kind);
+    copy.database?.close();
+  }
+});
+
+Deno.test("a list that drops its oldest items faster than a run sweeps them (a retention window) still completes its cycles: page 1 beginning after the cursor goes on with the cycle", async () => {
   for (const copy of await copies("retention")) {
     let items = things(2000);
     let next = 2000;

@@ -69,7 +69,7 @@ export class Committer<T> {
     this.latest = checkpoint;
     this.tally.pages++;
     const context = this.#context(phase, checkpoint, more);
-    const news = context.beginsCycle === true || context.lostBefore === true ||
+    const news = context.beginsCycle === true ||
       context.endsCycle !== undefined ||
       (checkpoint.complete && !this.written.complete);
     if (batch.items.length === 0 && !news) return;

@@ -25,7 +25,7 @@ export interface Committed<T> {
   /** Where the pass's first edge now stands, when this window showed it. */
   readonly edgeAt?: number;
   /** Page 1 begins after the edge the pass stood at: what it committed before is gone from the list. */
-  readonly lost: boolean;
+  readonly lost?: boolean;
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -45,12 +45,15 @@ export interface PassRun<T> {
   readonly requests: { count: number };
 }
 
-/** Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read meanwhile. */
+/**
+ * Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read
+ * meanwhile. A commit that answers `false` declines its window and stops the pass.
+ */
 export async function runPass<T>(
   { client, config, requests }: PassRun<T>,
   start: WindowState,
   budget: number,
-  commit: (window: Committed<T>) => Promise<void>,
+  commit: (window: Committed<T>) => Promise<void | false>,
   timeUp: () => boolean = () => false,
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start;
@@ -89,7 +92,7 @@ export async function runPass<T>(
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
-      await commit(judged.window);
+      if (await commit(judged.window) === false) return { state, ended: false };
       if (judged.ended) return { state, ended: true };
       if (judged.halted === true) return { state, ended: false };
     }
@@ -166,7 +169,7 @@ async function judge<T>(
     state: verdict.next,
     ended: verdict.ended,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
-    lost: verdict.lost === true,
+    ...(verdict.lost === true ? { lost: true } : {}),
   };
   return { ...verdict, window, first: keys[0]?.id };
 }

@@ -201,7 +201,6 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const { rows: batch, staged, context, copy } = write;
   const record = changes?.record;
   const cycle = context?.cycle ?? 0;
-  if (context?.lostBefore) st.clearStage.run(target, cycle);
   const kinds = upsertAll(st, batch, record !== undefined);
   if (staged.ids.length > 0) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);

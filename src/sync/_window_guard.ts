@@ -16,6 +16,8 @@ export interface WindowGuard {
   readonly recent: RecentDeletes;
   /** The pass reads newest first: rows at or after a window's last key are behind it. */
   readonly descending: boolean;
+  /** The cycle's cursor stood on a row of the copy when the sweep started (not on an item the copy lacked). */
+  readonly edgeHeld?: boolean;
   /** Once a window broke the guard: the unseen rows the last window read passed. */
   refused?: number;
   /** The unseen ids in the pass's order, the first `at` passed (to key `last`), `behind` of them unseen: counted once. */
@@ -48,13 +50,17 @@ export const MAX_GUARDED_ROWS = 250_000;
 export async function windowGuard(
   rows: AsyncIterable<CopyRow>,
   keyOf: (item: unknown) => SyncKey,
-  figures: Pick<WindowGuard, "maxDeletes" | "recent" | "descending">,
+  figures: Pick<WindowGuard, "maxDeletes" | "recent" | "descending"> & {
+    readonly edge?: string | undefined;
+  },
   most: number = MAX_GUARDED_ROWS,
 ): Promise<WindowGuard | undefined> {
   const unseen = new Map<string, SyncKey>();
   let held = 0, named = true; // every unseen row's id its key's: the keys sorted alone give the order (half the cost)
+  let edgeHeld = false;
   for await (const row of rows) {
     if (++held > most) return undefined;
+    edgeHeld ||= row.id === figures.edge;
     if (row.seen) continue;
     const key = tried(() => keyOf(row.item));
     if (key === undefined) continue;
@@ -69,7 +75,7 @@ export async function windowGuard(
     ? [...unseen.values()].sort(by).map((key) => key.id)
     : [...unseen].sort(([, a], [, b]) => by(a, b)).map(([id]) => id);
   const passed = { order, at: 0, last: null, behind: 0 };
-  return { ...figures, unseen, held, passed };
+  return { ...figures, unseen, held, passed, edgeHeld };
 }
 
 /**

@@ -136,12 +136,9 @@ class JsonlCopy {
       await this.#save({ ...now, checkpoint, end });
       return { inserted: items.length };
     }
-    let under = now.rewrite?.cycle === context.cycle
+    const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
       : await startCycle(this.#files, now.end, context.cycle);
-    if (context.lostBefore && under.end.length > 0) {
-      under = await this.#emptied(now, under);
-    }
     const end = await this.#append(rewritePath, under.end, lines);
     const rewrite = { ...under, end };
     if (context.endsCycle === undefined) {
@@ -162,23 +159,6 @@ class JsonlCopy {
     await this.#save({ checkpoint, end: whole, renaming: true });
     await this.#renameOver(checkpoint, whole);
     return counts;
-  }
-
-  /**
-   * The cycle's rewrite emptied: every line of it is gone from the list (`lostBefore`). Recorded before a byte is cut,
-   * so a run killed in between finds a rewrite longer than recorded, which the next write cuts back.
-   */
-  async #emptied(now: Committed, under: Rewrite): Promise<Rewrite> {
-    const emptied = { ...under, end: EMPTY };
-    await this.#save({ ...now, rewrite: emptied });
-    const file = await openToWrite(this.#files.rewrite);
-    try {
-      await this.#lock?.assertHeld();
-      await file.truncate(0);
-    } finally {
-      await file.close();
-    }
-    return emptied;
   }
 
   /** What was committed, once the copy was checked and left consistent. */

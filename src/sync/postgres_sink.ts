@@ -14,7 +14,6 @@ import {
   type SqlBatch,
   type SqlDialect,
   sqlSink,
-  STAGE_TABLE,
 } from "./_sql_sink.ts";
 import {
   catalogSql,
@@ -200,12 +199,6 @@ class PostgresDialect implements SqlDialect {
       : undefined;
     await this.#tables.get();
     const [table, target, what] = [this.#table, this.#target, this.what];
-    if (write.context?.lostBefore) {
-      // What the cycle staged is gone: dropped apart from the batch, as doing it again after a kill changes nothing.
-      const drop =
-        `DELETE FROM ${STAGE_TABLE} WHERE target = $1::text AND cycle = $2::bigint`;
-      await this.#read(drop, [target, String(write.context.cycle)]);
-    }
     const { sql, params } = writeStatement(table, write, target, changes);
     const row = await this.#row(sql, params);
     const ends = write.context?.endsCycle;

@@ -272,8 +272,6 @@ export interface SyncWriteContext {
   readonly phase: "head" | "sweep";
   /** The batch is the first of cycle `cycle` (it may hold no item). */
   readonly beginsCycle?: boolean;
-  /** Page 1 begins after all cycle `cycle` committed before this batch: what it staged is gone, dropped first. */
-  readonly lostBefore?: boolean;
   /**
    * The batch completes cycle `cycle`: rows not seen in it are removed, or marked, unless more than `maxDeletes` of the
    * copy, less what the last 24 hours removed (`recent`); then none is, and the write rejects with SyncError

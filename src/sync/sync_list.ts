@@ -13,7 +13,7 @@ import {
 import { type Committed, listOptions, type PassRun, runPass } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
-import type { SyncCheckpoint } from "./sink.ts";
+import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
 import {
@@ -166,14 +166,19 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const { sweep: cursor } = begun;
   // Kept until a cycle completes: the one this run may complete answers it.
   const refusal = committer.latest.refused;
-  if (begun.begins) {
-    const checkpoint = { ...committer.latest, sweep: cursor };
-    const begins = { beginsCycle: true };
-    await committer.commit("sweep", checkpoint, undefined, begins);
-    committer.tally.pages--; // not a window
-  }
-  const guard = await guardOf(run, cursor.cycle);
+  if (begun.begins) await beginCycle(committer, cursor);
+  const guard = await guardOf(run, cursor);
+  let lost = false;
   const commit = async (window: Committed<T>) => {
+    // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
+    // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
+    // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
+    const copyRow = (id: string) => guard?.unseen.has(id) === true;
+    const moved = guard?.edgeHeld === true && window.ids.some(copyRow);
+    if (window.lost && guard !== undefined && !moved) {
+      lost = true;
+      return false;
+    }
     const { state, ended } = window;
     const passed = { ids: window.ids, last: state.edge, ended };
     if (guard !== undefined && heldBack(guard, passed)) {
@@ -187,23 +192,38 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
       maxDeletes: config.maxDeletes,
       recent: recentDeletes(checkpoint.deletions, config.now()),
     };
-    // Page 1 begins after the cycle's cursor: all it saw is gone, and what it staged (another list's items) is dropped.
-    const more = {
-      lostBefore: window.lost,
-      ...(endsCycle ? { endsCycle } : {}),
-    };
+    const more = endsCycle ? { endsCycle } : {};
     await committer.commit("sweep", checkpoint, window, more);
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
+  if (lost) return await beginAfresh(run);
   if (end.ended) return await endCycle(run, cursor.cycle, refusal);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
   const stands = afterSweepWindow(latest, at, end.state, false);
   await committer.flush("sweep", stands);
+}
+
+/** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
+async function beginCycle<T>(
+  committer: Committer<T>,
+  cursor: SweepCursor,
+): Promise<void> {
+  const checkpoint = { ...committer.latest, sweep: cursor };
+  await committer.commit("sweep", checkpoint, undefined, { beginsCycle: true });
+  committer.tally.pages--; // not a window
+}
+
+/** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
+async function beginAfresh<T>(run: Run<T>): Promise<void> {
+  const { config, committer } = run;
+  const at = { now: config.now(), freshBefore: Infinity };
+  const begun = sweepStart(committer.latest, config, at);
+  if (begun !== undefined) await beginCycle(committer, begun.sweep);
 }
 
 /** A completed cycle's deletes go on record (a confirmed `refusal` starts them afresh); or the guard refuses it. */
@@ -231,7 +251,7 @@ async function endCycle<T>(
 /** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
 async function guardOf<T>(
   run: Run<T>,
-  cycle: number,
+  { cycle, edge }: SweepCursor,
 ): Promise<WindowGuard | undefined> {
   const { config, committer } = run;
   const { sink, maxDeletes, keyOf } = config;
@@ -242,7 +262,8 @@ async function guardOf<T>(
   const key = keyOf as (item: unknown) => SyncKey;
   const { deletions, sortDirection } = committer.latest;
   const recent = recentDeletes(deletions, config.now());
-  const figures = { maxDeletes, recent, descending: sortDirection === "DESC" };
+  const descending = sortDirection === "DESC";
+  const figures = { maxDeletes, recent, descending, edge: edge?.id };
   return await windowGuard(
     sink.liveRows(cycle, key, MAX_GUARDED_ROWS),
     key,
