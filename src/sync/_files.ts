@@ -272,7 +272,7 @@ function code(error: unknown): unknown {
 }
 
 /** `error` as a SyncError (`"file"`) naming `path`; a SyncError as it is. */
-function fileError(path: string, doing: string, error: unknown): SyncError {
+export function fileError(path: string, doing: string, error: unknown) {
   if (error instanceof SyncError) return error;
   const why = code(error) === "ENOENT" && doing !== "remove"
     ? "it or its folder does not exist"

@@ -9,6 +9,7 @@ import type {
 } from "./sink.ts";
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
+  fileError,
   fingerprint,
   openFile,
   openToWrite,
@@ -19,7 +20,6 @@ import {
   sizeOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
-import { SyncError } from "./sync_error.ts";
 import {
   checkCopy,
   type Committed,
@@ -204,7 +204,10 @@ class JsonlCopy {
         if (this.#ours.has(path) && size > from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
         // Shorter while the lock is still ours: another process removed or cut it (a run that took over fails above).
-        if (this.#ours.has(path) && size < from.length) throw removed(path);
+        if (this.#ours.has(path) && size < from.length) {
+          const cut = new Error("another process removed or cut it");
+          throw fileError(path, "write", cut);
+        }
         await file.truncate(from.length);
         await file.write(bytes, 0, bytes.length, from.length);
         await file.datasync();
@@ -236,15 +239,4 @@ async function startCycle(
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();
   return { end: EMPTY, cycle, mainAt: main.length };
-}
-
-/** A file of the copy shorter than this run wrote it (removed or cut under it). */
-function removed(path: string): SyncError {
-  const why =
-    "another process removed or cut it; nothing more was written: restore it, or sync into a new file";
-  return new SyncError(
-    `Cannot sync: ${path} holds fewer bytes than this run wrote: ${why}`,
-    "file",
-    path,
-  );
 }

@@ -15,6 +15,7 @@ import {
 } from "./_files.ts";
 import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
+import { tried } from "./_checkpoint.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import { type CopyRow, copyRow, parsedItems } from "./_window_guard.ts";
 import {
@@ -334,12 +335,10 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
 /** Opens a database file (never through a link; a new one 0600). */
 function openDatabase(path: string): DatabaseSync {
   type Sqlite = typeof import("node:sqlite");
-  let sqlite: Sqlite | undefined;
-  try {
-    sqlite = process.getBuiltinModule?.("node:sqlite") as Sqlite | undefined;
-  } catch {
-    // No such module here: refused below.
-  }
+  // No such module here: refused below.
+  const sqlite = tried(() =>
+    process.getBuiltinModule?.("node:sqlite") as Sqlite | undefined
+  );
   if (sqlite?.DatabaseSync === undefined) {
     throw typeError(
       CONTEXT,

@@ -173,8 +173,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
     // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
     // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
-    const copyRow = (id: string) => guard?.unseen.has(id) === true;
-    const moved = guard?.edgeHeld === true && window.ids.some(copyRow);
+    const yetToSee = (id: string) => guard?.unseen.has(id) === true;
+    const moved = guard?.edgeHeld === true && window.ids.some(yetToSee);
     if (window.lost && guard !== undefined && !moved) {
       lost = true;
       return false;
