@@ -1,7 +1,12 @@
 // A PostgreSQL cluster of its own for a test: Debian's server binaries,
 // run as the `postgres` user (they refuse root) on a temporary folder and a
 // free loopback port. Undefined when the binaries or the user are missing.
+// A database of its own per test, through either driver users have:
+// node-postgres (`pg`) and postgres.js (`postgres`).
 
+import pg from "pg";
+import postgres from "postgres";
+import type { PostgresSinkOptions } from "../../src/sync/mod.ts";
 import { Command } from "../_processes.ts";
 
 const BIN = "/usr/lib/postgresql/15/bin";
@@ -65,4 +70,99 @@ export async function startCluster(): Promise<Cluster | undefined> {
       );
     },
   };
+}
+
+/** A connection to one database, as a driver gives it. */
+export interface Connection {
+  /** The sink's `query`, as docs/sync.md writes it for this driver. */
+  readonly query: PostgresSinkOptions["query"];
+  /** Runs the test's own SQL. */
+  rows<R>(sql: string, params?: string[]): Promise<R[]>;
+  end(): Promise<void>;
+}
+
+export interface Driver {
+  readonly name: string;
+  connect(port: number, database: string): Connection;
+}
+
+export const drivers: Driver[] = [
+  {
+    name: "pg",
+    connect(port, database) {
+      const pool = new pg.Pool({
+        host: "127.0.0.1",
+        port,
+        user: "postgres",
+        database,
+        max: 4,
+      });
+      return {
+        query: (text, params) => pool.query(text, params),
+        rows: async (sql, params = []) => (await pool.query(sql, params)).rows,
+        end: () => pool.end(),
+      };
+    },
+  },
+  {
+    name: "postgres.js",
+    connect(port, database) {
+      const sql = postgres({
+        host: "127.0.0.1",
+        port,
+        user: "postgres",
+        password: "",
+        database,
+        max: 4,
+        onnotice: () => {},
+        // Every option postgres.js would otherwise read from PG* variables,
+        // which the process tests are not allowed to read.
+        ssl: false,
+        sslnegotiation: null,
+        idle_timeout: 0,
+        connect_timeout: 30,
+        max_lifetime: null,
+        max_pipeline: 100,
+        backoff: () => 0.1,
+        keep_alive: 60,
+        prepare: true,
+        debug: false,
+        fetch_types: true,
+        publications: "alltables",
+        target_session_attrs: "read-write",
+      } as postgres.Options<Record<string, never>>);
+      return {
+        query: (text, params) => sql.unsafe(text, params),
+        rows: async <R>(text: string, params: string[] = []) =>
+          [...await sql.unsafe(text, params)] as R[],
+        end: () => sql.end({ timeout: 5 }),
+      };
+    },
+  },
+];
+
+let databases = 0;
+
+/** A fresh database on `cluster`, connected through `driver`, for `fn`. */
+export async function inDatabase(
+  cluster: Cluster,
+  driver: Driver,
+  fn: (db: Connection) => Promise<void>,
+): Promise<void> {
+  const name = `sync_${++databases}`;
+  const admin = new pg.Client({
+    host: "127.0.0.1",
+    port: cluster.port,
+    user: "postgres",
+    database: "postgres",
+  });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const db = driver.connect(cluster.port, name);
+  try {
+    await fn(db);
+  } finally {
+    await db.end();
+  }
 }

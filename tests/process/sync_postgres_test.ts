@@ -3,12 +3,9 @@
 // (`postgres`). Each promise is a step, run once per driver, each in a
 // database of its own on one cluster per driver.
 
-import pg from "pg";
-import postgres from "postgres";
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import {
   createPostgresSink,
-  type PostgresSinkOptions,
   SyncError,
   syncList,
   type SyncSink,
@@ -20,104 +17,14 @@ import {
 } from "../../src/sync/_postgres_sql.ts";
 import { storable } from "../../src/sync/_sql_sink.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
-import { type Cluster, startCluster } from "./_postgres.ts";
+import {
+  type Connection,
+  drivers,
+  inDatabase,
+  startCluster,
+} from "./_postgres.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
 import { checkpointAt, oddItems, sameGuards } from "../sync_fixtures.ts";
-
-/** A connection to one database, as a driver gives it. */
-interface Connection {
-  /** The sink's `query`, as docs/sync.md writes it for this driver. */
-  readonly query: PostgresSinkOptions["query"];
-  /** Runs the test's own SQL. */
-  rows<R>(sql: string, params?: string[]): Promise<R[]>;
-  end(): Promise<void>;
-}
-
-interface Driver {
-  readonly name: string;
-  connect(port: number, database: string): Connection;
-}
-
-const drivers: Driver[] = [
-  {
-    name: "pg",
-    connect(port, database) {
-      const pool = new pg.Pool({
-        host: "127.0.0.1",
-        port,
-        user: "postgres",
-        database,
-        max: 4,
-      });
-      return {
-        query: (text, params) => pool.query(text, params),
-        rows: async (sql, params = []) => (await pool.query(sql, params)).rows,
-        end: () => pool.end(),
-      };
-    },
-  },
-  {
-    name: "postgres.js",
-    connect(port, database) {
-      const sql = postgres({
-        host: "127.0.0.1",
-        port,
-        user: "postgres",
-        password: "",
-        database,
-        max: 4,
-        onnotice: () => {},
-        // Every option postgres.js would otherwise read from PG* variables,
-        // which the process tests are not allowed to read.
-        ssl: false,
-        sslnegotiation: null,
-        idle_timeout: 0,
-        connect_timeout: 30,
-        max_lifetime: null,
-        max_pipeline: 100,
-        backoff: () => 0.1,
-        keep_alive: 60,
-        prepare: true,
-        debug: false,
-        fetch_types: true,
-        publications: "alltables",
-        target_session_attrs: "read-write",
-      } as postgres.Options<Record<string, never>>);
-      return {
-        query: (text, params) => sql.unsafe(text, params),
-        rows: async <R>(text: string, params: string[] = []) =>
-          [...await sql.unsafe(text, params)] as R[],
-        end: () => sql.end({ timeout: 5 }),
-      };
-    },
-  },
-];
-
-let databases = 0;
-
-/** A fresh database on `cluster`, connected through `driver`, for `fn`. */
-async function inDatabase(
-  cluster: Cluster,
-  driver: Driver,
-  fn: (db: Connection) => Promise<void>,
-): Promise<void> {
-  const name = `sync_${++databases}`;
-  const admin = new pg.Client({
-    host: "127.0.0.1",
-    port: cluster.port,
-    user: "postgres",
-    database: "postgres",
-  });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const db = driver.connect(cluster.port, name);
-  try {
-    await fn(db);
-  } finally {
-    await db.end();
-  }
-}
 
 const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
 
