@@ -159,7 +159,11 @@ export async function runSchedule(
       return false;
     });
     const after = new Set((await copy.rows()).map(([id]) => id));
-    const lost = [...throughout].filter((id) => !after.has(id));
+    // Removed, marked, or published as deleted in the change table.
+    const published = new Set(await copy.deletesSince?.() ?? []);
+    const lost = [...throughout].filter((id) =>
+      !after.has(id) || published.has(id)
+    );
     // A foreign answer the guard lets through (within its share, or at
     // maxDeletes 1), in this run or staged by one before in the same cycle,
     // is to it a delete like any other: a run may then remove no more than
@@ -361,6 +365,8 @@ export interface Copy {
   rows(): Promise<[string, string][]>;
   /** The change table replayed gives exactly the copy. */
   checkChanges?(): Promise<void>;
+  /** The ids the change table published as deleted since the last call. */
+  deletesSince?(): Promise<string[]>;
 }
 
 /**

@@ -70,6 +70,7 @@ function sqliteCopy(path: string): Copy {
       : db.prepare(
         'SELECT id, item FROM "transactions" WHERE deleted_at IS NULL',
       ).all() as { id: string; item: string }[];
+  let seq = 0;
   return {
     async with(run) {
       using sink = createSqliteSink<Row>(path, { table: "transactions" });
@@ -85,6 +86,21 @@ function sqliteCopy(path: string): Copy {
           'SELECT id, change FROM "transactions_changes" ORDER BY seq',
         ).all() as { id: string; change: string }[];
         checkReplay(changes, live(db).map((row) => row.id));
+      })),
+    deletesSince: () =>
+      Promise.resolve(read((db) => {
+        const table = db.prepare(
+          "SELECT 1 FROM sqlite_master WHERE name = 'transactions_changes'",
+        ).get();
+        if (table === undefined) return [];
+        const rows = db.prepare(
+          `SELECT seq, id FROM "transactions_changes" WHERE seq > ? AND change = 'delete' ORDER BY seq`,
+        ).all(seq) as { seq: number; id: string }[];
+        const last = db.prepare(
+          'SELECT max(seq) AS seq FROM "transactions_changes"',
+        ).get() as { seq: number | null };
+        seq = last.seq ?? seq;
+        return rows.map((row) => row.id);
       })),
   };
 }

@@ -32,6 +32,7 @@ function postgresCopy(db: Connection): Copy {
       `SELECT id, item::text AS item FROM "${table}" WHERE deleted_at IS NULL AND to_regclass($1::text) IS NOT NULL`,
       [table],
     ).catch(() => []); // no table before the first write
+  let seq = "0";
   return {
     with: (run) => run(createPostgresSink<Row>({ query: db.query, table })),
     rows: async () => (await live()).map((row) => [row.id, row.item]),
@@ -40,6 +41,14 @@ function postgresCopy(db: Connection): Copy {
         `SELECT id, change FROM "${table}_changes" ORDER BY seq`,
       );
       checkReplay(changes, (await live()).map((row) => row.id));
+    },
+    async deletesSince() {
+      const rows = await db.rows<{ seq: string; id: string; change: string }>(
+        `SELECT seq::text AS seq, id, change FROM "${table}_changes" WHERE seq > $1::text::bigint ORDER BY seq`,
+        [seq],
+      ).catch(() => []); // no change table before the first write
+      seq = rows.at(-1)?.seq ?? seq;
+      return rows.flatMap((row) => row.change === "delete" ? [row.id] : []);
     },
   };
 }
