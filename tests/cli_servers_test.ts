@@ -188,3 +188,34 @@ Deno.test("the optional variables count as unset where they may not be read (--a
   const result = await run(["token", "--no-cache"], sixOnly);
   equal(result.code, 0, result.stderr);
 });
+
+Deno.test("get hides the access token where the API's error answer repeats it, with -v and --pci too", async () => {
+  await using api = await startFakePartnerApi();
+  const sent: string[] = [];
+  // An API that answers 403 and repeats the request's Authorization header.
+  await using echo = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const authorization = request.headers.get("authorization") ?? "";
+      sent.push(authorization.replace(/^Bearer /, ""));
+      return new Response(`denied for ${authorization}`, { status: 403 });
+    },
+  );
+  const at = `http://127.0.0.1:${echo.addr.port}/api/`;
+  const config = {
+    ...configFor(api),
+    PARTNER_API_BASE_URL: at,
+    PARTNER_API_PCI_BASE_URL: at,
+  };
+  for (const flags of [[], ["-v"], ["--pci"]]) {
+    const result = await run(
+      ["get", "organizations", "--no-cache", ...flags],
+      config,
+    );
+    equal(result.code, 1, result.stderr);
+    match(result.stderr, /answered 403/);
+    const token = sent.at(-1)!;
+    ok(token.length > 8 && !result.stderr.includes(token), result.stderr);
+  }
+  equal(sent.length, 3);
+});

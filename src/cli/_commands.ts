@@ -178,7 +178,7 @@ export async function runGet(
   }
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
-    const excerpt = serverText(text, []).slice(0, EXCERPT);
+    const excerpt = serverText(text, session.tokens()).slice(0, EXCERPT);
     const said = excerpt ? `: ${excerpt}` : "";
     throw new Error(`GET ${where} answered ${response.status}${said}`);
   }

@@ -9,7 +9,11 @@ import {
   configFromEnv,
   type PartnerApiConfig,
 } from "../core/config.ts";
-import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
+import {
+  createTokenProvider,
+  type GetTokenOptions,
+  type TokenProvider,
+} from "../token/mod.ts";
 import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
@@ -86,6 +90,8 @@ export interface Session {
   readonly status: { clear: () => void };
   /** A command's own listener to the client's events (sync: the rate limit's holds). */
   readonly clientEvents: { listener?: EventListener };
+  /** The access tokens the client was handed this run: hidden where a server's answer repeats one. */
+  readonly tokens: () => string[];
 }
 
 /** How long a token request may take before the tool says it is waiting. */
@@ -125,9 +131,10 @@ export function openSession(
       onEvent: flags.verbose ? heard : undefined,
     }),
   });
+  const handed = new Set<string>();
   const client = createClient({
     environment: config.environment,
-    tokenProvider: provider,
+    tokenProvider: handedOut(provider, handed),
     ...given({ now: io.now, settingNames: config.settingNames }),
     onEvent: (event) => {
       if (flags.verbose) heard(event);
@@ -143,7 +150,25 @@ export function openSession(
       }),
   };
   const tokenRequests = watched.count;
-  return { io, provider, client, cache, tokenRequests, status, clientEvents };
+  const tokens = () => [...handed];
+  const parts = { io, provider, client, cache, tokenRequests, status };
+  return { ...parts, clientEvents, tokens };
+}
+
+/** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */
+function handedOut(provider: TokenProvider, handed: Set<string>) {
+  const getToken = async (options?: GetTokenOptions) => {
+    const token = await provider.getToken(options);
+    handed.add(token.accessToken);
+    return token;
+  };
+  return new Proxy(provider, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (key === "getToken") return getToken;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */
