@@ -11,6 +11,7 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { TokenRequestError } from "../src/core/errors.ts";
 import fc from "fast-check";
 import { serverText } from "../src/core/_redact.ts";
+import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
 
 /**
@@ -112,6 +113,28 @@ Deno.test("errors, providers and tokens never show the secret or a token", async
   );
   ok(failures.length === 8);
   for (const failure of failures) assertClean(failure, secrets);
+});
+
+Deno.test("the config configFromEnv reads shows no secret when logged or serialized, and a spread of it passes the secret on", () => {
+  const secret = "a-client-secret-of-the-service-0123456789";
+  const config = configFromEnv({
+    PARTNER_API_BASE_URL: "https://api.example/api/",
+    PARTNER_API_PCI_BASE_URL: "https://pci.example/api/",
+    PARTNER_API_TOKEN_URL: "https://id.example/oauth/token",
+    PARTNER_API_AUDIENCE: "https://partner-api.example",
+    PARTNER_API_CLIENT_ID: "client-of-the-service",
+    PARTNER_API_CLIENT_SECRET: secret,
+  });
+  // Not an assertion diff, which shows every enumerable field as it is: the
+  // secret must stay one, for a spread to carry it.
+  const logged = [
+    Deno.inspect(config),
+    inspect(config),
+    JSON.stringify(config),
+  ];
+  for (const text of logged) ok(!text.includes(secret), text);
+  equal(config.clientSecret, secret);
+  equal({ ...config }.clientSecret, secret); // how createClient gets it
 });
 
 Deno.test("server text in a token error is cleaned, capped and free of the secret in any encoding", async () => {

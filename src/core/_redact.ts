@@ -2,7 +2,8 @@
 
 import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
 
-const REDACTED = "[redacted]";
+/** What stands for a secret or token that is left out. */
+export const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 export const MAX_SERVER_TEXT = 1000;
 /** C0 and C1 controls, DEL, line separators, and invisible characters that reorder or hide text. */
@@ -257,4 +258,29 @@ export function cleanResponse(
   // Response refuses a body-less copy of 101 and a status under 200.
   if (status < 200) return new Response(null, { headers });
   return new Response(null, { status, statusText, headers });
+}
+
+const INSPECT_DENO = Symbol.for("Deno.customInspect");
+const INSPECT_NODE = Symbol.for("nodejs.util.inspect.custom");
+type Inspect = (value: unknown, options?: unknown) => string;
+
+/**
+ * Makes `JSON.stringify`, `Deno.inspect` and Node's `util.inspect` of `target` show `view()`, named `name`; the three
+ * are not enumerable, so a spread of `target` (how its fields are passed on) leaves them behind.
+ */
+export function shownAs<T extends object>(
+  target: T,
+  name: string,
+  view: () => unknown,
+): T {
+  const shown = (inspect: Inspect, options: unknown) =>
+    `${name} ${inspect(view(), options)}`;
+  return Object.defineProperties(target, {
+    toJSON: { value: view },
+    [INSPECT_DENO]: { value: shown },
+    [INSPECT_NODE]: {
+      value: (_depth: number, options: unknown, inspect: Inspect) =>
+        shown(inspect, options),
+    },
+  });
 }

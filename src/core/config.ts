@@ -3,6 +3,7 @@
 import { defineEnvironment, type Environment } from "./environment.ts";
 import type { OptionError } from "./_check.ts";
 import { nearest } from "./_nearest.ts";
+import { REDACTED, shownAs } from "./_redact.ts";
 
 /**
  * The variables `configFromEnv` and the CLI read, by the option each feeds.
@@ -193,13 +194,16 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
   if (missing.length > 0) throw missingError(missing, read, env);
   const optional = optionalValues(read);
   try {
-    return Object.freeze({
+    const config = {
       environment: defineEnvironment(values as never),
       clientId: values.clientId!,
       clientSecret: values.clientSecret!,
       ...optional,
       settingNames: SETTING_NAMES,
-    });
+    };
+    // Logged or serialized, it shows no secret; spread into createClient, it passes it on.
+    const view = () => ({ ...config, clientSecret: REDACTED });
+    return Object.freeze(shownAs(config, "PartnerApiConfig", view));
   } catch (error) {
     const { option, rule } = error as OptionError;
     const variable = CONFIG_VARIABLES[option as keyof typeof CONFIG_VARIABLES];

@@ -2,6 +2,7 @@
 // so that the stores need nothing of the provider. ./token exports the types.
 
 import type { QuotaBucket } from "./quota_types.ts";
+import { REDACTED, shownAs } from "./_redact.ts";
 
 /**
  * A token as issued, frozen. Inspection and `JSON.stringify` show `accessToken`
@@ -79,12 +80,6 @@ export function isAccessToken(value: unknown): value is string {
     /^[\x21-\x7e]+$/.test(value);
 }
 
-const REDACTED = "[redacted]";
-const INSPECT_DENO = Symbol.for("Deno.customInspect");
-const INSPECT_NODE = Symbol.for("nodejs.util.inspect.custom");
-
-type Inspect = (value: unknown, options?: unknown) => string;
-
 function redactedView(token: IssuedToken): Record<string, unknown> {
   const { tokenType, expiresIn, expiresAt, quota } = token;
   return { accessToken: REDACTED, tokenType, expiresIn, expiresAt, quota };
@@ -100,18 +95,8 @@ export function issuedToken(fields: IssuedToken): IssuedToken {
     expiresAt: fields.expiresAt,
     quota: freezeBuckets(fields.quota),
   } as IssuedToken;
-  Object.defineProperties(token, {
-    accessToken: { value: fields.accessToken },
-    toJSON: { value: () => redactedView(token) },
-    [INSPECT_DENO]: {
-      value: (inspect: Inspect, options: unknown) =>
-        `IssuedToken ${inspect(redactedView(token), options)}`,
-    },
-    [INSPECT_NODE]: {
-      value: (_depth: number, options: unknown, inspect: Inspect) =>
-        `IssuedToken ${inspect(redactedView(token), options)}`,
-    },
-  });
+  Object.defineProperty(token, "accessToken", { value: fields.accessToken });
+  shownAs(token, "IssuedToken", () => redactedView(token));
   built.add(token);
   return Object.freeze(token);
 }
