@@ -2,6 +2,7 @@
 // line; and the process it runs in as a program.
 
 import { redact, type Secret } from "../core/_redact.ts";
+import { requireDeno } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
@@ -148,7 +149,10 @@ function readAllowed(name: string): string | undefined {
   return Deno.env.get(name);
 }
 
+/** The process's own I/O. @throws {TypeError} (`option: "io"`) Outside Deno, which the tool runs on. */
 function processIo(): RunIo {
+  const rule = "is the process's own on Deno only: pass main an io of yours";
+  requireDeno(`Cannot run ${NAME}`, "io", rule);
   return {
     env: readAllowed,
     stdout: processWriter(Deno.stdout),

@@ -8,7 +8,7 @@
 // There, on Node 20 (the machine's) and Node 22 (npm's `node` package,
 // pinned): every entry but the Deno-only `./cli` imports by package name,
 // and each Deno-only function (`./kv`'s, the file store's,
-// `startFakePartnerApi`) says so when called (a TypeError, not at import);
+// `startFakePartnerApi`, `./cli`'s `main`) says so when called (a TypeError, not at import);
 // a script gets a token for three clients sharing a memory store, a page
 // and a JSONL sync; and every entry's
 // declarations check under tsc --strict with @types/node alone (no DOM lib,
@@ -168,6 +168,7 @@ const calls = {
   createFileTokenStore: () => createFileTokenStore({ folder, clientSecret: "s".repeat(40) }),
   clearFileTokenStore: () => clearFileTokenStore(folder),
   startFakePartnerApi: () => startFakePartnerApi(),
+  main: async () => (await import("${name}/cli")).main(["token"]),
 };
 const denoOnly = {};
 for (const [called, call] of Object.entries(calls)) {
@@ -381,6 +382,7 @@ cpuBoundTest(
         createFileTokenStore: { name: "TypeError", option: "folder" },
         clearFileTokenStore: { name: "TypeError", option: "folder" },
         startFakePartnerApi: { name: "TypeError", option: "port" },
+        main: { name: "TypeError", option: "io" },
         folderMade: false,
       },
     };
