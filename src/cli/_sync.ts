@@ -161,8 +161,11 @@ async function checkFolder(target: string): Promise<void> {
   const folder = target.includes("/")
     ? target.slice(0, target.lastIndexOf("/")) || "/"
     : ".";
-  const info = await Deno.stat(folder).catch(() => undefined);
-  if (info?.isDirectory !== true) {
+  // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
+  const info = await Deno.stat(folder).catch((error) =>
+    error instanceof Deno.errors.NotCapable ? null : undefined
+  );
+  if (info !== null && info?.isDirectory !== true) {
     throw new UsageError(
       `--to ${target}: the folder ${folder} does not exist; create it, or give --to a path in a folder that does`,
     );

@@ -3,6 +3,7 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { Command, processTest } from "../_processes.ts";
+import { configFor } from "../_cli_helpers.ts";
 
 async function runCore(
   permissions: string[],
@@ -96,5 +97,37 @@ processTest(
     ok(!text.includes("run again with the --allow-net flag"), text);
     equal(result.code, 1);
     equal(api.tokenRequests, 1); // the token host was allowed
+  },
+);
+
+processTest(
+  "the CLI syncs into a SQLite copy with read and write permission on the copy's files alone, as docs/cli.md gives them",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { organizations: 12 },
+    });
+    const folder = ".test-tmp/least-privilege-sync";
+    await Deno.remove(folder, { recursive: true }).catch(() => {});
+    await Deno.mkdir(folder, { recursive: true });
+    const copy = `${folder}/copy.db`;
+    const files = ["", "-wal", "-shm", "-journal"].map((end) => copy + end);
+    const output = await new Command("deno", {
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-net=127.0.0.1",
+        "--allow-env=PARTNER_API_*",
+        `--allow-read=${files}`,
+        `--allow-write=${files}`,
+        "src/cli/mod.ts",
+        ...["sync", "organizations", "--to", copy, "--no-cache"],
+      ],
+      env: configFor(api),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    equal(output.code, 0, stderr);
+    ok((await Deno.stat(copy)).size > 0, "the copy is there");
   },
 );
