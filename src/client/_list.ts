@@ -212,7 +212,7 @@ interface Answered {
 
 /** The page's JSON body, or the ApiError that says what the service did. */
 function pageBody(page: Answered, text: string): unknown {
-  if (!page.response.ok) throw answered(page, text, notAList(page));
+  if (!page.response.ok) throw answered(page, text, whatToCheck(page));
   try {
     return JSON.parse(text);
   } catch {
@@ -223,8 +223,13 @@ function pageBody(page: Answered, text: string): unknown {
 /** The partner API's lists, named when a list's path answers 404. */
 const LISTS = "organizations, transactions and cardholders";
 
-/** For a 404: the path to check, beside the lists the service has. */
-function notAList({ url, response }: Answered): string {
+/** A 401's why, renewed or not: the ledger allows one fresh token an hour (the service revokes none early). */
+const REFUSED =
+  "(the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or clear the token cache after a fake restarted)";
+
+/** For a 404: the path to check, beside the lists the service has; for a 401, why no more tokens were tried. */
+function whatToCheck({ url, response }: Answered): string {
+  if (response.status === 401) return REFUSED;
   if (response.status !== 404) return "";
   return `(no list at ${url.pathname}: the partner API's lists are ${LISTS})`;
 }

@@ -136,16 +136,28 @@ const PRODUCERS: Record<string, (api: FakePartnerApi) => Promise<Produced>> = {
     const fromEnv = createClient(configFromEnv(variables));
     const named = await caught(() => fromEnv.fetch("organizations"));
     const flag = `--allow-net=${new URL(baseUrl).host}`;
+    // An API that refuses every token: one fresh token, then the 401.
+    await using refusing = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => Response.json({ error: "invalid_token" }, { status: 401 }),
+    );
+    const at = new URL(`http://127.0.0.1:${refusing.addr.port}/api/`);
+    const unauthorized = createClient({
+      environment: { ...api.environment, baseUrl: at },
+      ...api.credentials,
+    });
     return {
       errors: [
         await caught(() => client.list("transaction").next()),
         denied,
         named,
+        await caught(() => unauthorized.list("transactions").next()),
       ],
       names: [
         ["/api/transaction", "organizations", "transactions", "cardholders"],
         [flag, "baseUrl's host"],
         [flag, "PARTNER_API_BASE_URL"],
+        ["once an hour", "cache"],
       ],
     };
   },
