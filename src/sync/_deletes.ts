@@ -14,9 +14,9 @@ export type RecentDeletes = NonNullable<
   NonNullable<SyncWriteContext["endsCycle"]>["recent"]
 >;
 
-/** Whether `record` falls in the 24 hours that end at `now`. */
+/** Whether `record` counts at `now`: in the 24 hours before it, or after it (a clock stepped back forgets no delete). */
 function within(record: DeleteRecord, now: number): boolean {
-  return record.at > now - DELETE_WINDOW && record.at <= now;
+  return record.at > now - DELETE_WINDOW;
 }
 
 /** The deletes of `history` within the window that ends at `now`. */
@@ -34,7 +34,7 @@ export function recentDeletes(
 }
 
 /**
- * `history` within the 24 hours at `record.at`, with `record` added unless `confirmed` (deletes the user confirmed do
+ * `history` that counts at `record.at`, with `record` added unless `confirmed` (deletes the user confirmed do
  * not count later; those before them do: a confirmation lets through what it names, not a fresh share).
  */
 export function withDeletes(
@@ -42,7 +42,9 @@ export function withDeletes(
   record: DeleteRecord,
   confirmed = false,
 ): DeleteRecord[] {
-  const kept = (history ?? []).filter((old) => within(old, record.at));
+  // One dated after `record` (the clock stepped back) counts from `record` on: for 24 hours, not until the clock is back.
+  const kept = (history ?? []).filter((old) => within(old, record.at))
+    .map((old) => old.at > record.at ? { ...old, at: record.at } : old);
   return record.deleted === 0 || confirmed ? kept : [...kept, record];
 }
 

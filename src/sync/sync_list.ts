@@ -160,7 +160,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   if (config.sweep === 0) return;
   const begun = sweepStart(committer.latest, config, {
     now: config.now(),
-    freshBefore: config.fresh ? run.startedAt : -Infinity,
+    // Any cycle under way began before this run (the head begins none), whatever its clock said then.
+    freshBefore: config.fresh ? Infinity : -Infinity,
   });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
