@@ -99,10 +99,7 @@ async function readTokenBody(
   endpoint: TokenEndpoint,
   response: Response,
 ): Promise<string> {
-  let text: string | undefined;
-  try {
-    text = await readBounded(response, MAX_TOKEN_BODY);
-  } catch (error) {
+  const text = await readBounded(response, MAX_TOKEN_BODY).catch((error) => {
     // No `status`: an answer cut off is a network failure, and retried as one.
     throw failure(
       endpoint,
@@ -115,7 +112,7 @@ async function readTokenBody(
         response,
       },
     );
-  }
+  });
   if (text === undefined) {
     throw failure(
       endpoint,
