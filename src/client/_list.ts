@@ -241,14 +241,11 @@ function itemsOf(
   text: string,
 ): readonly unknown[] {
   if (Array.isArray(body)) return body;
-  if (typeof body === "object" && body !== null) {
-    const arrays = Object.values(body).filter(Array.isArray);
-    if (arrays.length === 1) return arrays[0] as unknown[];
-  }
+  const object = typeof body === "object" && body !== null;
+  const arrays = object ? Object.values(body).filter(Array.isArray) : [];
+  if (arrays.length === 1) return arrays[0]!;
   // Keys come from the service: cleaned and cut like any server text.
-  const found = typeof body === "object" && body !== null
-    ? Object.keys(body).join(", ")
-    : typeof body;
+  const found = object ? Object.keys(body).join(", ") : typeof body;
   const keys = serverText(found, [page.accessToken], EXCERPT_LENGTH);
   const problem = `with no single array of items (found: ${keys})`;
   throw answered(page, text, `${problem}; pass 'items' to pick them`);

@@ -14,7 +14,7 @@ import {
   requireText,
   typeError,
 } from "../core/_check.ts";
-import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
+import { checkPriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot paginate";
 
@@ -213,19 +213,7 @@ export async function* flatten<T>(
 }
 
 /** A paginator's checked options. */
-export interface PageConfig<T> {
-  readonly limit: number;
-  readonly firstPage: number;
-  readonly lastPage: number;
-  readonly maxItems: number;
-  readonly concurrency: number;
-  readonly sort: { sortBy?: string; sortDirection?: SortDirection };
-  readonly dedupeBy: ((item: T) => unknown) | undefined;
-  readonly until: ((item: T) => boolean) | undefined;
-  readonly signal: AbortSignal | undefined;
-  /** Handed to each page request, when given. */
-  readonly priority: { priority?: RatePriority };
-}
+export type PageConfig<T> = Readonly<ReturnType<typeof pageConfig<T>>>;
 
 function positiveInteger(
   value: number | undefined,
@@ -251,7 +239,7 @@ function countLimit(value: number | undefined, field: string): number {
 function sortOptions(
   sortBy: unknown,
   sortDirection: unknown,
-): PageConfig<unknown>["sort"] {
+): { sortBy?: string; sortDirection?: SortDirection } {
   if (
     sortDirection !== undefined && sortDirection !== "ASC" &&
     sortDirection !== "DESC"
@@ -271,7 +259,7 @@ function sortOptions(
   };
 }
 
-export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
+export function pageConfig<T>(options: PaginateOptions<T>) {
   const { dedupeBy, until, signal } = options;
   requireFunction(dedupeBy, CONTEXT, "dedupeBy");
   requireFunction(until, CONTEXT, "until");
@@ -289,6 +277,7 @@ export function pageConfig<T>(options: PaginateOptions<T>): PageConfig<T> {
     dedupeBy,
     until,
     signal,
+    // Handed to each page request, when given.
     priority: options.priority === undefined
       ? {}
       : { priority: checkPriority(options.priority, "auto", CONTEXT) },

@@ -12,7 +12,7 @@ import {
 import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
 import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
-import { type SteadyClock, steadyClock } from "../core/_clock.ts";
+import { steadyClock } from "../core/_clock.ts";
 import type { EventListener, PartnerApiEvent } from "../core/events.ts";
 import {
   type Reseed,
@@ -35,16 +35,7 @@ export interface SharedWindow {
 }
 
 /** What a fleet limiter needs besides its store. */
-export interface FleetConfig {
-  readonly limit: RateLimit;
-  /** Slots a background send leaves free in the window. */
-  readonly reserve: number;
-  /** Names this process's sends in the store. */
-  readonly holder: string;
-  /** A clock that never goes back (a step back must not stall callers). */
-  readonly now: SteadyClock;
-  readonly onEvent: EventListener | undefined;
-}
+export type FleetConfig = Readonly<ReturnType<typeof fleetConfig>>;
 
 interface Waiter {
   readonly resolve: (ticket: number) => void;
@@ -60,12 +51,15 @@ export function fleetConfig(
   },
   context: string,
   most: number,
-): FleetConfig {
+) {
   const limit = checkRateLimit(options, context, most, SERVICE_RATE_LIMIT);
   return {
     limit,
+    // Slots a background send leaves free in the window.
     reserve: checkReserve(options.reserve, limit.requests, context),
+    // Names this process's sends in the store.
     holder: crypto.randomUUID().slice(0, 13),
+    // A clock that never goes back (a step back must not stall callers).
     now: steadyClock(requireFunction(options.now, context, "now")),
     onEvent: requireFunction(options.onEvent, context, "onEvent"),
   };

@@ -179,8 +179,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 }
 
 function isLease(value: unknown): value is Lease {
-  return typeof value === "object" && value !== null &&
-    typeof (value as Lease).until === "number";
+  return typeof (value as Partial<Lease> | null)?.until === "number";
 }
 
 /** Runs a KV operation again while another process holds a local database's write lock (ms). */

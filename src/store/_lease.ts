@@ -67,23 +67,10 @@ export interface LeaseDatabase<Snapshot> {
 }
 
 /** The checked options of a shared store: its lease timing (ms), seal and name. */
-export interface FleetStoreConfig {
-  readonly leaseDuration: number;
-  readonly maxWait: number;
-  readonly pollInterval: number;
-  /** Epoch ms, for what the store keeps (records, leases). */
-  readonly now: () => number;
-  /** The same clock never going back, for how long a process waits. */
-  readonly steady: () => number;
-  readonly encryptionKey: CryptoKey | undefined;
-  readonly holder: string;
-}
+export type FleetStoreConfig = Readonly<ReturnType<typeof fleetStoreConfig>>;
 
 /** Checks the options every shared store takes. */
-export function fleetStoreConfig(
-  options: FleetStoreOptions,
-  context: string,
-): FleetStoreConfig {
+export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
   const now = requireFunction(options.now, context, "now");
   const time = (
     field: "leaseDuration" | "maxWait" | "pollInterval",
@@ -101,7 +88,9 @@ export function fleetStoreConfig(
     pollInterval: time("pollInterval", 50),
     encryptionKey: options.encryptionKey,
     holder: options.holderId ?? crypto.randomUUID(),
+    // Epoch ms, for what the store keeps (records, leases).
     now: now ?? Date.now,
+    // The same clock never going back, for how long a process waits.
     steady: steadyClock(now),
   };
 }

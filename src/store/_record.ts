@@ -98,13 +98,9 @@ export function published(
   result: TokenRecord,
   before: TokenRecord | undefined,
 ): TokenRecord {
-  const kept = result.token === undefined && before?.token !== undefined
-    ? { token: before.token }
-    : {};
-  const ledger = result.renewal === undefined && before?.renewal !== undefined
-    ? { renewal: before.renewal }
-    : {};
-  return { ...result, ...kept, ...ledger };
+  const token = result.token ?? before?.token;
+  const renewal = result.renewal ?? before?.renewal;
+  return { ...result, ...(token && { token }), ...(renewal && { renewal }) };
 }
 
 /** How long to keep a record, in ms: until its token, block, cooldown and 401 renewal are over. */

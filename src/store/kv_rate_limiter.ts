@@ -187,18 +187,13 @@ class KvWindow implements SharedWindow {
       return [send, [now, span]] as const;
     });
     const expireIn = windowSpan(this.#config.limit);
-    for (let attempt = 1; attempt <= MOST_ANSWER_ATTEMPTS; attempt++) {
+    await this.#tries(MOST_ANSWER_ATTEMPTS, async () => {
       const write = this.#kv.atomic();
       for (const [send, answer] of answers) {
         write.set([...this.#answers, send], answer, { expireIn });
       }
-      try {
-        await write.commit();
-        return;
-      } catch (error) {
-        await this.#giveWay(error, attempt);
-      }
-    }
+      return (await write.commit()).ok;
+    });
   }
 
   async refuse(): Promise<void> {
@@ -215,33 +210,36 @@ class KvWindow implements SharedWindow {
     change: (state: WindowState, now: number) => WindowState,
   ): Promise<boolean> {
     const expireIn = windowSpan(this.#config.limit);
-    for (let attempt = 1; attempt <= MOST_ATTEMPTS; attempt++) {
+    return await this.#tries(MOST_ATTEMPTS, async () => {
+      const entry = await this.#kv.get(this.#key);
+      const answers = await Array.fromAsync(
+        this.#kv.list({ prefix: this.#answers }, { limit: MOST_FOLDED }),
+      );
+      const stored = answerSends(
+        readState(entry.value) ?? emptyState(crypto.randomUUID()),
+        answers.flatMap(({ key, value }) => answerOf(key, value)),
+      );
+      const now = this.#config.now();
+      const seen = this.#view.see(stored, now, this.#config.limit);
+      const next = this.#view.restore(change(seen, now), stored, seen);
+      const write = this.#kv.atomic().check(entry)
+        .set(this.#key, next, { expireIn });
+      for (const answer of answers) write.delete(answer.key);
+      return (await write.commit()).ok;
+    });
+  }
+
+  /** `write` until it commits, `most` times at most; a lock another process holds costs a moment's wait. */
+  async #tries(most: number, write: () => Promise<boolean>): Promise<boolean> {
+    for (let attempt = 1; attempt <= most; attempt++) {
       try {
-        const entry = await this.#kv.get(this.#key);
-        const answers = await Array.fromAsync(
-          this.#kv.list({ prefix: this.#answers }, { limit: MOST_FOLDED }),
-        );
-        const stored = answerSends(
-          readState(entry.value) ?? emptyState(crypto.randomUUID()),
-          answers.flatMap(({ key, value }) => answerOf(key, value)),
-        );
-        const now = this.#config.now();
-        const seen = this.#view.see(stored, now, this.#config.limit);
-        const next = this.#view.restore(change(seen, now), stored, seen);
-        const write = this.#kv.atomic().check(entry)
-          .set(this.#key, next, { expireIn });
-        for (const answer of answers) write.delete(answer.key);
-        if ((await write.commit()).ok) return true;
+        if (await write()) return true;
       } catch (error) {
-        await this.#giveWay(error, attempt);
+        // Anything but another process's write lock is a failing store.
+        if (!/locked|busy/i.test(String(error))) throw error;
+        await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
       }
     }
     return false;
-  }
-
-  /** Another process holds the file's write lock: wait a moment. Anything else is a failing store. */
-  async #giveWay(error: unknown, attempt: number): Promise<void> {
-    if (!/locked|busy/i.test(String(error))) throw error;
-    await new Promise((done) => setTimeout(done, Math.min(attempt, 10)));
   }
 }

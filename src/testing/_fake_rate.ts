@@ -19,7 +19,9 @@ export function rateGate(
     "interval",
     "positive whole time in ms, at most 2147483647",
   );
-  const arrivals = arrivalRing(requests);
+  // The last `requests` arrivals, a ring: the slot at `next` holds the oldest (-Infinity: none yet).
+  const arrivals = new Float64Array(requests).fill(-Infinity);
+  let next = 0;
   const span = interval % 60_000 === 0
     ? `${interval / 60_000} minute${interval === 60_000 ? "" : "s"}`
     : `${interval / 1000} seconds`;
@@ -29,26 +31,9 @@ export function rateGate(
   return () => {
     const at = now();
     // Full when the oldest of the last `requests` arrivals is still after `at - interval`.
-    if (arrivals.full() && arrivals.oldest() > at - interval) {
-      return json(429, body);
-    }
-    arrivals.add(at);
+    if (arrivals[next]! > at - interval) return json(429, body);
+    arrivals[next] = at;
+    next = (next + 1) % requests;
     return undefined;
-  };
-}
-
-/** The latest `size` arrival times, oldest first. */
-function arrivalRing(size: number) {
-  const times = new Float64Array(size);
-  let next = 0;
-  let count = 0;
-  return {
-    full: () => count === size,
-    oldest: () => times[count === size ? next : 0]!,
-    add(time: number) {
-      times[next] = time;
-      next = (next + 1) % size;
-      count = Math.min(count + 1, size);
-    },
   };
 }

@@ -80,16 +80,11 @@ export class FakeTokenEndpoint {
   #issue(): Response {
     const { quota, lifetime, now } = this.#setup;
     if (!quota.available()) {
-      const response = oauthError(
-        429,
-        "too_many_requests",
-        "Client quota exceeded",
+      const wait = String(quotaResetAfter(quota.buckets()));
+      return this.withQuota(
+        oauthError(429, "too_many_requests", "Client quota exceeded"),
+        this.#setup.retryAfter ? { "retry-after": wait } : {},
       );
-      if (this.#setup.retryAfter) {
-        const wait = quotaResetAfter(quota.buckets());
-        response.headers.set("retry-after", String(wait));
-      }
-      return this.withQuota(response);
     }
     quota.spend();
     this.tokensIssued++;

@@ -66,10 +66,11 @@ function offset(random: () => number): number {
 }
 
 /**
- * Dates items drawn with {@linkcode offset}: the newest is {@linkcode NEWEST_AGE} old at `now`,
- * every order as drawn. Returns the range's start.
+ * Dates items drawn with {@linkcode offset} (their `creationDate` a place in the range so far): the
+ * newest is {@linkcode NEWEST_AGE} old at `now`, every order as drawn. Returns the range's start.
  */
-function anchor(items: Item[], offsets: number[], now: number): number {
+function anchor(items: Item[], now: number): number {
+  const offsets = items.map((item) => item.creationDate as number);
   const newest = offsets.reduce((a, b) => Math.max(a, b), 0);
   const epoch = now - NEWEST_AGE - (items.length === 0 ? SPAN : newest);
   items.forEach((item, i) => {
@@ -78,14 +79,9 @@ function anchor(items: Item[], offsets: number[], now: number): number {
   return epoch;
 }
 
-/** The three lists as drawn: items, with each item's place in the date range. */
+/** The three lists as drawn, each item's `creationDate` its place in the date range. */
 function drawLists(sizes: ListSizes, seed: number) {
   const random = seededRandom(seed);
-  const dates: Record<string, number[]> = {};
-  const drawn = (list: string) => {
-    (dates[list] ??= []).push(offset(random));
-    return "";
-  };
   const organizations: Item[] = Array.from(
     { length: sizes.organizations },
     (_, i) => ({
@@ -93,7 +89,7 @@ function drawLists(sizes: ListSizes, seed: number) {
       companyName: `${pick(random, COMPANY_WORDS)} ${
         pick(random, COMPANY_KINDS)
       } ${i + 1}`,
-      creationDate: drawn("organizations"),
+      creationDate: offset(random),
     }),
   );
   const orgOf = (i: number) =>
@@ -104,14 +100,14 @@ function drawLists(sizes: ListSizes, seed: number) {
       cardholderID: id("ch", i + 1),
       name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
       organizationID: orgOf(i),
-      creationDate: drawn("cardholders"),
+      creationDate: offset(random),
     }),
   );
   const transactions = Array.from(
     { length: sizes.transactions },
-    (_, i) => transaction(i + 1, drawn("transactions"), random),
+    (_, i) => transaction(i + 1, offset(random), random),
   );
-  return { organizations, cardholders, transactions, dates };
+  return { organizations, cardholders, transactions };
 }
 
 /**
@@ -154,7 +150,7 @@ export function generateLists(
       items,
       sorted: new Map(),
       serial: items.length,
-      epoch: anchor(items, drawn.dates[shape.name] ?? [], now),
+      epoch: anchor(items, now),
     }];
   }));
 }
@@ -162,7 +158,7 @@ export function generateLists(
 /** A generated transaction number `n`. */
 export function transaction(
   n: number,
-  creationDate: string,
+  creationDate: Item["creationDate"],
   random: () => number,
 ): Item {
   return {

@@ -228,27 +228,20 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
       ? faultyAnswer(fault, answer, state.decorate, state.closing.signal)
       : answer();
   }
-  const list = /^\/api\/([a-z]+)$/.exec(pathname);
-  if (list) {
-    return answerApi(
-      state,
-      request,
-      () => answerList(state, request, list[1]!),
-    );
-  }
-  return Promise.resolve(json(404, { error: "not_found" }));
+  const list = /^\/api\/([a-z]+)$/.exec(pathname)?.[1];
+  return list === undefined
+    ? Promise.resolve(json(404, { error: "not_found" }))
+    : answerApi(state, request, () => answerList(state, request, list));
 }
 
 /** The card-data origin. */
 function handlePci(state: ServiceState, request: Request): Promise<Response> {
   // Routes by regular expression, not URLPattern: Node 20 has none.
-  const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(
-    new URL(request.url).pathname,
-  );
-  if (card) {
-    return answerApi(state, request, () => answerCard(state.lists, card[1]!));
-  }
-  return Promise.resolve(json(404, { error: "not_found" }));
+  const { pathname } = new URL(request.url);
+  const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(pathname)?.[1];
+  return card === undefined
+    ? Promise.resolve(json(404, { error: "not_found" }))
+    : answerApi(state, request, () => answerCard(state.lists, card));
 }
 
 /** An API request: latency, the rate limit, a fault, the token, the route. */

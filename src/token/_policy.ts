@@ -87,10 +87,9 @@ export type Decision =
 
 /** Decides what `getToken` does at `now`. */
 export function decide(state: ProviderState, now: number): Decision {
-  const flying = state.flightDeadline !== undefined &&
-    now < state.flightDeadline;
-  const blocked = state.blockedUntil !== undefined && now < state.blockedUntil;
-  const failed = state.failedUntil !== undefined && now < state.failedUntil;
+  const flying = now < (state.flightDeadline ?? -Infinity);
+  const blocked = now < (state.blockedUntil ?? -Infinity);
+  const failed = now < (state.failedUntil ?? -Infinity);
   const { times } = state;
   if (times !== undefined && now < times.usableUntil) {
     return now < times.refreshAt || flying || blocked || failed
@@ -192,10 +191,8 @@ export function settles(
   refreshMargin: number | undefined,
   rejected: string | undefined,
 ): boolean {
-  if (record.blockedUntil !== undefined && now < record.blockedUntil) {
-    return true;
-  }
-  if (record.failure !== undefined && now < record.failure.until) return true;
+  if (now < (record.blockedUntil ?? -Infinity)) return true;
+  if (now < (record.failure?.until ?? -Infinity)) return true;
   return isUsableToken(record.token, rejected) &&
     now < tokenTimes(record.token, refreshMargin).refreshAt;
 }
@@ -218,15 +215,12 @@ export function localRecord(
   local: LocalTimes,
   now: number,
 ): TokenRecord {
-  const { blockedUntil, failure } = record;
+  const blockedUntil = local.read(record.blockedUntil, now);
+  const failure = local.readIn(record.failure, "until", now);
   return {
     ...record,
-    ...(blockedUntil === undefined
-      ? {}
-      : { blockedUntil: local.read(blockedUntil, now) }),
-    ...(failure === undefined
-      ? {}
-      : { failure: local.readIn(failure, "until", now)! }),
+    ...(blockedUntil !== undefined && { blockedUntil }),
+    ...(failure && { failure }),
   };
 }
 
@@ -239,8 +233,7 @@ export function newerFromRecord(
   known: ProviderKnowledge,
   now: number,
 ) {
-  const blockInForce = record.blockedUntil !== undefined &&
-    now < record.blockedUntil;
+  const blockInForce = now < (record.blockedUntil ?? -Infinity);
   const newer = isUsableToken(record.token, known.rejected) &&
     record.token.expiresAt > (known.expiresAt ?? -Infinity);
   let blockedUntil = known.blockedUntil;

@@ -99,10 +99,7 @@ async function readTokenBody(
   endpoint: TokenEndpoint,
   response: Response,
 ): Promise<string> {
-  let text: string | undefined;
-  try {
-    text = await readBounded(response, MAX_TOKEN_BODY);
-  } catch (error) {
+  const text = await readBounded(response, MAX_TOKEN_BODY).catch((error) => {
     // No `status`: an answer cut off is a network failure, and retried as one.
     throw failure(
       endpoint,
@@ -115,7 +112,7 @@ async function readTokenBody(
         response,
       },
     );
-  }
+  });
   if (text === undefined) {
     throw failure(
       endpoint,
@@ -141,12 +138,9 @@ export function processTokenAnswer(
       `${CONTEXT}: the answer from ${endpoint.where} ${problem}`,
       { status: response.status, reason: "malformed", response },
     );
-  const body = parseJson(text);
-  if (typeof body !== "object" || body === null) throw malformed("is not JSON");
-  const { access_token: accessToken, expires_in, token_type } = body as Record<
-    string,
-    unknown
-  >;
+  const body = jsonObject(text);
+  if (body === undefined) throw malformed("is not JSON");
+  const { access_token: accessToken, expires_in, token_type } = body;
   if (!isAccessToken(accessToken)) {
     // Never quoted: it may be a real token with a stray character.
     throw malformed("has no access_token of visible ASCII characters");
@@ -196,7 +190,7 @@ function refusal(
   quota: readonly QuotaBucket[],
 ): TokenRequestError {
   const status = response.status;
-  const oauth = oauthError(parseJson(text), endpoint.secrets);
+  const oauth = oauthError(jsonObject(text), endpoint.secrets);
   if (status === 429) {
     const now = endpoint.now();
     const retryAfter = retryAfterMs(response.headers, now);
@@ -234,14 +228,10 @@ function failure(
 }
 
 function oauthError(
-  body: unknown,
+  body: Record<string, unknown> | undefined,
   secrets: readonly Secret[],
 ): { code?: string; description?: string } {
-  if (typeof body !== "object" || body === null) return {};
-  const { error, error_description: description } = body as Record<
-    string,
-    unknown
-  >;
+  const { error, error_description: description } = body ?? {};
   return {
     ...(typeof error === "string" ? { code: serverText(error, secrets) } : {}),
     ...(typeof description === "string"
@@ -271,9 +261,13 @@ function lifetime(value: unknown): number {
     : NaN;
 }
 
-function parseJson(text: string): unknown {
+/** The answer's body as a JSON object (an array is one too), if it is one. */
+function jsonObject(text: string): Record<string, unknown> | undefined {
   try {
-    return JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null
+      ? value as Record<string, unknown>
+      : undefined;
   } catch {
     return undefined;
   }

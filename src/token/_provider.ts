@@ -299,9 +299,7 @@ export class CachingTokenProvider implements TokenProvider {
     if (blocked !== undefined) throw blocked;
     // Another process's failure, read from the store: its cooldown holds here.
     const failedUntil = this.#local.read(this.#failure?.cooldown.until, now);
-    if (failedUntil !== undefined && now < failedUntil) {
-      throw this.#failureError();
-    }
+    if (now < (failedUntil ?? -Infinity)) throw this.#failureError();
     throw expiredOnArrival();
   }
 

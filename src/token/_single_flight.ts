@@ -52,15 +52,7 @@ export class SingleFlight<T> {
   /** Starts the work; the flight is dropped once it settles. */
   start(plan: FlightPlan<T>): Flight<T> {
     const controller = new AbortController();
-    const flight: Running<T> = {
-      deadline: plan.deadline,
-      promise: undefined as unknown as Promise<T>,
-      recover: (error, signal) => {
-        if (flight.failure?.error === error) throw error;
-        this.drop(flight);
-        return plan.rejoin(signal);
-      },
-    };
+    // The callbacks below run once the flight exists: none is called before `start` returns.
     const watchdog = longTimer(() => {
       const error = plan.abandoned();
       flight.failure = { error };
@@ -76,10 +68,15 @@ export class SingleFlight<T> {
       this.drop(flight);
     });
     work.catch((error) => flight.failure ??= { error });
-    (flight as { promise: Promise<T> }).promise = Promise.race([
-      work,
-      abandonment,
-    ]);
+    const flight: Running<T> = {
+      deadline: plan.deadline,
+      promise: Promise.race([work, abandonment]),
+      recover: (error, signal) => {
+        if (flight.failure?.error === error) throw error;
+        this.drop(flight);
+        return plan.rejoin(signal);
+      },
+    };
     this.#current = flight;
     return flight;
   }

@@ -15,9 +15,7 @@ export function onUnauthorized(
   lastRenewal: number | undefined,
   now: number,
 ): "renew" | "keep" {
-  return lastRenewal === undefined || now - lastRenewal >= RENEWAL_WINDOW
-    ? "renew"
-    : "keep";
+  return now - (lastRenewal ?? -Infinity) >= RENEWAL_WINDOW ? "renew" : "keep";
 }
 
 /** A token as the ledger compares it: by its value and its age. */
