@@ -38,7 +38,7 @@ export interface Schedule {
   readonly runs: readonly {
     sweep: number;
     crashAt: number | null;
-    fault: "none" | "short" | "foreign" | "mass";
+    fault: "none" | "short" | "foreign" | "mass" | "lowered";
     faultAt: number;
     /** How many items a short page keeps. */
     cut: number;
@@ -72,6 +72,7 @@ export const schedules = (kinds: readonly string[]): fc.Arbitrary<Schedule> =>
           "short" as const,
           "foreign" as const,
           "mass" as const,
+          "lowered" as const,
         ),
         faultAt: fc.integer({ min: 1, max: 12 }),
         cut: fc.integer({ min: 0, max: 24 }),
@@ -221,8 +222,8 @@ function watched(sink: SyncSink<Row>, onSweep: () => void): SyncSink<Row> {
 
 /**
  * A run's planted fault on the items answered to its request `n`: a page
- * cut to `cut` items (none to 24, under any window: no size proves it), or, once the sweep writes, another list (same fields,
- * every id prefixed, so in the same order).
+ * cut to `cut` items (none to 24, under any window: no size proves it), pages cut from `faultAt` on (the service
+ * lowered its largest), or, once the sweep writes, another list (same fields, every id prefixed, so in the same order).
  */
 function fault(
   run: Schedule["runs"][number],
@@ -233,6 +234,12 @@ function fault(
   if (run.fault === "short" && n === run.faultAt && items.length > run.cut) {
     reached.add("short page");
     return items.slice(0, run.cut);
+  }
+  // The service lowers its largest page (to 25-34 items, above the cost bound) from request `faultAt` on.
+  const lowered = 25 + run.cut % 10;
+  if (run.fault === "lowered" && n >= run.faultAt && items.length > lowered) {
+    reached.add("lowered page");
+    return items.slice(0, lowered);
   }
   if (run.fault === "foreign" && sweeping && n >= run.faultAt) {
     reached.add("foreign answer");
@@ -410,6 +417,7 @@ export const STEPS = [
   "short page",
   "foreign answer",
   "mass delete",
+  "lowered page",
   "refused (foreign)",
   "refused (mass)",
 ];

@@ -277,6 +277,40 @@ Deno.test("a service that lowers its largest page (100, then 60), cutting pages 
   }
 });
 
+Deno.test("a service that lowers its largest page from 1,000 to 100 (cutting larger pages) between runs or inside one: the guard off, no item that exists is removed, and the head still brings in every new item, in both orders; cut to 30, under the cost bound, nothing is removed either", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const [lowered, from] of [[100, 0], [100, 11], [30, 2], [30, 11]]) {
+      const items = things(10_000);
+      const list = () => sortDirection === "ASC" ? items : items.toReversed();
+      let largest = Infinity, cutFrom = Infinity;
+      const service = listOf(list, {
+        answer: (page, n) => n >= cutFrom ? page.slice(0, largest) : page,
+      });
+      const sink = memorySink<Thing>();
+      const options = { id: "thingID", sink, sortDirection, maxDeletes: 1 };
+      await syncList(service.client, "things", options);
+      // A cycle under way, 2 windows of 1,000 read.
+      await syncList(service.client, "things", { ...options, sweep: 2 });
+      const added = things(1500, { step: 1 }).map(({ thingID }) => ({
+        thingID: `u${thingID}`,
+      }));
+      items.push(...added);
+      [largest, cutFrom] = [lowered!, service.requests + 1 + from!];
+      const runs = [];
+      for (const sweep of [0, Infinity]) {
+        const run = { ...options, sweep };
+        runs.push(counts(await syncList(service.client, "things", run)));
+      }
+      const what = `cut to ${lowered} from request ${from}, ${sortDirection}`;
+      const deleted = runs.map(([, , deleted]) => deleted);
+      deepStrictEqual(deleted, [0, 0], what);
+      const held = [...sink.rows.keys()].filter((id) => !id.startsWith("u"));
+      equal(held.length, 10_000, what);
+      if (lowered === 100) deepStrictEqual(runs[0], [1500, 0, 0], what);
+    }
+  }
+});
+
 Deno.test("one page answered with an item of another list past an ascending cycle's end: the guard off, nothing is removed and the cycle ends", async () => {
   const items = things(1000);
   const past = { thingID: "t999999999zz" }; // sorts after every real id

@@ -209,3 +209,31 @@ Deno.test("nextWindow never asks past maxLimit, also for a size honoured and one
   const wide = nextWindow({ ...before, maxLimit: 1000 }).limit;
   equal(wide > 100 && wide <= 200, true);
 });
+
+Deno.test("a short page at a size honoured only in earlier runs, holding the cost bound or more, is no end: the next window asks at most what it held; seen full in this pass, or under the bound, it is the end", () => {
+  const plan: WindowPlan = { start: 1000, limit: 1000, page: 2 };
+  const before = { ...state(1000, 1001), accepted: 1000, limit: 50, full: 0 };
+  const cut = judgeWindow(before, plan, keys(1000, 1099));
+  if (cut.kind !== "commit") throw new Error(cut.kind);
+  equal(cut.ended, false);
+  equal([cut.next.accepted, cut.next.refused], [100, 101]);
+  const seen = judgeWindow({ ...before, full: 1000 }, plan, keys(1000, 1099));
+  equal(seen.kind === "commit" && seen.ended, true);
+  const few = judgeWindow(before, plan, keys(1000, 1039));
+  equal(few.kind === "commit" && few.ended, true);
+});
+
+Deno.test("a sweep's short page before the cycle's end is read again asking at most what it held, so a lowered largest page shows as a full one, not the same cut agreeing with itself", () => {
+  const domain = { above: null, upTo: key(5000) };
+  const before = { ...state(1000, 1001), accepted: 1000, full: 1000, domain };
+  const plan: WindowPlan = { start: 1000, limit: 1000, page: 2 };
+  const short = judgeWindow(before, plan, keys(1000, 1099));
+  if (short.kind !== "commit") throw new Error(short.kind);
+  equal(short.ended, false);
+  equal([short.next.short, short.next.accepted, short.next.refused], [
+    key(1099),
+    100,
+    101,
+  ]);
+  equal(nextWindow(short.next).limit <= 100, true);
+});

@@ -25,7 +25,7 @@ export interface RunStart {
   readonly resumed: boolean;
 }
 
-type Sizes = { readonly maxLimit: number };
+type Sizes = { readonly maxLimit: number; readonly limit?: number };
 
 /**
  * Where a run starts: the saved checkpoint (or a new one), the head pass from its edge (or, descending, from the top).
@@ -195,6 +195,7 @@ function sizing(checkpoint: SyncCheckpoint, sizes: Sizes) {
       ? { refused, rejected: refused }
       : { refused: Infinity }),
     maxLimit: sizes.maxLimit,
+    ...(sizes.limit === undefined ? {} : { limit: sizes.limit, full: 0 }),
     descending: checkpoint.sortDirection === "DESC",
   };
 }

@@ -17,6 +17,10 @@ export interface WindowState {
   readonly margin: number;
   /** The largest size known to be honoured (0 until a page shows one). */
   readonly accepted: number;
+  /** The cost bound, which the service honours: a page it cuts holds at least this many (absent: any short page). */
+  readonly limit?: number;
+  /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
+  readonly full?: number;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
   /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
@@ -138,10 +142,18 @@ export function judgeWindow(
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
-        ? { short: end, shortReads: reads }
+        ? { short: end, shortReads: reads, ...(short ? atMost(count) : {}) }
         : {}),
     },
   };
+}
+
+/**
+ * A short page read again asks at most its own size (from MIN_WINDOW): a largest page the service lowered since shows
+ * as a full page then, not as the same cut agreeing with itself.
+ */
+function atMost(count: number): Partial<WindowState> {
+  return count < MIN_WINDOW ? {} : { accepted: count, refused: count + 1 };
 }
 
 /** A window that starts after the edge: the item after it stands at or before this window's start now. */
@@ -252,10 +264,13 @@ function inDomain(
 
 /**
  * Whether `count` items for `limit` prove the end: a size above the service's largest is cut or refused, so only for a
- * size seen honoured, or under MIN_WINDOW; else the next window asks at most `count` and settles it.
+ * size seen honoured (in this pass, or with fewer items than the cost bound: a service that lowered its largest since
+ * cuts to at least it), or under MIN_WINDOW; else the next window asks at most `count` and settles it.
  */
 function provesEnd(state: WindowState, limit: number, count: number): boolean {
-  return count < limit && (limit <= state.accepted || count < MIN_WINDOW);
+  const honoured = limit <= state.accepted &&
+    (count < (state.limit ?? limit) || limit <= (state.full ?? Infinity));
+  return count < limit && (honoured || count < MIN_WINDOW);
 }
 
 function learnLimit(
@@ -264,13 +279,14 @@ function learnLimit(
   count: number,
 ): WindowState {
   if (count >= limit) {
-    return { ...state, accepted: Math.max(state.accepted, limit) };
+    const full = Math.max(state.full ?? 0, limit);
+    return { ...state, accepted: Math.max(state.accepted, limit), full };
   }
   if (provesEnd(state, limit, count)) return state;
-  // Perhaps cut to `count`: sizes up to it are honoured whichever it was.
+  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer.
   return {
     ...state,
-    accepted: Math.max(state.accepted, count),
+    accepted: limit <= state.accepted ? count : Math.max(state.accepted, count),
     refused: Math.min(state.refused, count + 1),
   };
 }
