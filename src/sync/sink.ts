@@ -43,7 +43,7 @@ export interface SyncCheckpoint {
   readonly complete: boolean;
   /** `"DESC"` when the list is read newest first; absent for ascending. */
   readonly sortDirection?: "DESC";
-  /** The largest page size the service was seen to honour: a shorter page of at most it is the end. */
+  /** The largest page size the service was seen to honour: a shorter page of at most it (under `limit` items) is the end. */
   readonly accepted?: number;
   /** The smallest page size the service refused (a 400): no window asks that many again. */
   readonly refusedLimit?: number;
