@@ -153,26 +153,36 @@ Deno.test("JSONL sink: a file shorter than its checkpoint is refused, never padd
   equal(refused, true);
 });
 
-Deno.test("sinks refuse a table name that is not a plain identifier", () => {
+/** The `option` of the TypeError `make` throws. */
+function optionOf(make: () => unknown): unknown {
+  try {
+    make();
+  } catch (error) {
+    return (error as TypeError & { option: string }).option;
+  }
+  return undefined;
+}
+
+Deno.test("sinks refuse a table name that is not a plain identifier, is one of their own tables, or leaves no room for its change table", () => {
+  const query = () => Promise.resolve({ rows: [] });
   for (
     const make of [
       () => createSqliteSink(":memory:", { table: 'x"; DROP TABLE y; --' }),
+      () => createSqliteSink(":memory:", { table: "partner_api_sync_stage" }),
+      () => createSqliteSink(":memory:", { table: "Partner_Api_Sync" }),
+      () => createPostgresSink({ query, table: "partner_api_sync_lease" }),
+      () => createPostgresSink({ query, table: "t".repeat(56) }),
       () =>
         createPostgresSink({
           query: () => Promise.resolve({ rows: [] }),
           table: "a b",
         }),
-      () => createPostgresSink({ query: undefined as never, table: "a" }),
     ]
-  ) {
-    let option: unknown;
-    try {
-      make();
-    } catch (error) {
-      option = (error as TypeError & { option: string }).option;
-    }
-    equal(typeof option, "string");
-  }
+  ) equal(optionOf(make), "table");
+  const noQuery = () =>
+    createPostgresSink({ query: undefined as never, table: "a" });
+  equal(optionOf(noQuery), "query");
+  createPostgresSink({ query, table: "t".repeat(55) }); // its change table's name has 63 characters
 });
 
 Deno.test("SQLite sink: on a large table a run's batches may share a transaction, each with its checkpoint; another run of this process is told the table is held, and the release commits", async () => {
