@@ -108,6 +108,44 @@ Deno.test("a sweep answered with another list commits nothing (no row, no change
   }
 });
 
+Deno.test("a head answered with another list whose items all sort after the copy commits nothing and fails 'too-many-deletes' (the whole copy, share 1); healthy again, the next run goes on; a list that truly lost every item the copy holds goes on once maxDeletes 1 confirms it", async () => {
+  for (const copy of await copies("foreign-head")) {
+    const real = things(1000);
+    let answer = real;
+    const service = listOf(() => answer);
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    const before = await copy.snapshot();
+    answer = things(500, { suffix: "z" }).map(({ thingID }) => ({
+      thingID: `u${thingID}`, // every id after the copy's
+    }));
+    for (const sweep of [0, 10]) {
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep }),
+        (error: SyncError) =>
+          error.reason === "too-many-deletes" && error.maxDeletesNeeded === 1,
+      );
+      equal(await copy.snapshot(), before, copy.kind);
+    }
+    answer = real;
+    deepStrictEqual(
+      counts(await syncList(service.client, "things", options)),
+      [0, 0, 0],
+      copy.kind,
+    );
+    answer = answer.map(({ thingID }) => ({ thingID: `u${thingID}` }));
+    await rejects(syncList(service.client, "things", options), SyncError);
+    const confirmed = { ...options, maxDeletes: 1, sweep: Infinity };
+    await syncList(service.client, "things", confirmed);
+    deepStrictEqual(
+      copy.ids(),
+      answer.map(({ thingID }) => thingID),
+      copy.kind,
+    );
+    copy.database?.close();
+  }
+});
+
 Deno.test("a sweep answered with another list in a cycle that spans runs fails at that run, at its first window past maxDeletes, changing no row, change row or JSONL byte; the next runs against the healthy list complete the cycle with no refusal and no option changed", async () => {
   for (const copy of await copies("foreign-windows")) {
     const list = await foreignAnswers(copy, { sweep: 3 }); // cycle 1: the first read

@@ -108,15 +108,14 @@ export function sinkOptions(
   context: string,
 ): { table: string; lockWait: number } {
   const table = options?.table;
-  // At most 55: `<table>_changes` stays an identifier PostgreSQL keeps whole. Never one of the sink's own tables.
   if (
-    typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,54}$/.test(table) ||
-    /^partner_api_sync/i.test(table)
+    typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table) ||
+    /^partner_api_sync/i.test(table) // the sink's own tables
   ) {
     throw typeError(
       context,
       "table",
-      "must be a plain identifier (letters, digits, _; at most 55) and not one of the sink's own (partner_api_sync...)",
+      "must be a plain identifier (letters, digits, _; at most 63), not one of the sink's own (partner_api_sync...)",
       typeof table === "string"
         ? JSON.stringify(table.slice(0, 80))
         : typeof table,

@@ -137,7 +137,12 @@ async function head<T>(
 ): Promise<number | undefined> {
   const { config, committer } = run;
   let shift: number | undefined;
+  let lost = false;
   await runPass(run, start.head, Infinity, async (window) => {
+    // Page 1 begins after all the copy holds: the list lost every item of it, or another list answered. Either is a
+    // delete of the whole copy, which the guard lets through only when asked to.
+    lost = window.lost === true && guards(config, committer.latest);
+    if (lost) return false;
     shift ??= shiftOf(start.checkpoint, window);
     const top = window.items[0];
     const after = afterHeadWindow(
@@ -149,9 +154,25 @@ async function head<T>(
     const checkpoint = first && window.ended
       ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
-    await committer.commit("head", checkpoint, window);
+    return await committer.commit("head", checkpoint, window);
   });
+  if (lost) await refuseLost(run);
   return shift;
+}
+
+/** Whether the guard judges: on, and not answering a refusal (whose confirmation lets through what it names). */
+function guards<T>(config: SyncConfig<T>, latest: SyncCheckpoint): boolean {
+  return config.maxDeletes < 1 && !confirms(latest.refused, config.maxDeletes);
+}
+
+/** Refuses a head whose page 1 began after all the copy holds, as a cycle removing the whole copy (share 1). */
+async function refuseLost<T>(run: Run<T>): Promise<never> {
+  const { committer, config } = run;
+  const { offset: held, sweep, cycles = 0 } = committer.latest;
+  const what = `the copy of ${config.identity.path}`;
+  await committer.done();
+  const error = tooManyDeletes(held, held, config.maxDeletes, what);
+  return await refuse(run, sweep?.cycle ?? cycles + 1, error);
 }
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
@@ -256,9 +277,10 @@ async function guardOf<T>(
 ): Promise<WindowGuard | undefined> {
   const { config, committer } = run;
   const { sink, maxDeletes, keyOf } = config;
-  if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
-  if (confirms(committer.latest.refused, maxDeletes)) return undefined;
+  if (!guards(config, committer.latest) || sink.liveRows === undefined) {
+    return undefined;
+  }
   await committer.done();
   const key = keyOf as (item: unknown) => SyncKey;
   const { deletions, sortDirection } = committer.latest;
