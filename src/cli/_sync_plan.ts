@@ -124,8 +124,9 @@ function sweepOf(value: string | undefined): number | undefined {
 
 function shareOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const share = Number(value);
-  if (value.trim() !== "" && share >= 0 && share <= 1) return share;
+  // Decimal only: Number reads "0x1" and "1e0" as 1, which turns the guard off.
+  const share = /^(0|1)?(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (value !== "" && value !== "." && share <= 1) return share;
   throw new UsageError(
     `--max-deletes must be a share from 0 to 1: received ${value}`,
   );
