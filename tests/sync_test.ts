@@ -137,6 +137,8 @@ Deno.test("syncList checks its options before anything is read", async () => {
     [{ id: "x", maxLimit: 10 }, "maxLimit", RangeError],
     [{ id: "x", concurrency: 65 }, "concurrency", RangeError],
     [{ id: "x", onProgress: 1 }, "onProgress", TypeError],
+    [{ id: "x", query: "a=1" }, "query", TypeError],
+    [{ id: "x", signal: {} }, "signal", TypeError],
   ];
   for (const [options, option, Kind] of cases) {
     const error = await rejects(

@@ -38,6 +38,10 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   for (const name of ["items", "onProgress", "onEvent", "now"] as const) {
     requireFunction(options[name], CONTEXT, name);
   }
+  const { signal } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw bad("signal", "must be an AbortSignal");
+  }
   return {
     identity: {
       path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),
@@ -110,6 +114,7 @@ function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
 
 /** The paging and order parameters belong to their own options. */
 function checkQuery(query: Record<string, string> | undefined) {
+  if (query !== undefined) requireOptions(query, CONTEXT, "query");
   for (const name of ["sortDirection", "sortBy", "limit", "page"]) {
     if (query !== undefined && name in query) {
       const value = JSON.stringify(query[name]);
