@@ -200,7 +200,7 @@ Deno.test("runStart: a checkpoint's query is the same whatever the order of its 
 
 /** A sweep's start at `now`, continuing any cycle under way. */
 function at(now: number) {
-  return { now, freshBefore: -Infinity };
+  return { now, fresh: false };
 }
 
 Deno.test("nextWindow never asks past maxLimit, also for a size honoured and one refused under a larger maxLimit before", () => {

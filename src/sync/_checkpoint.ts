@@ -75,14 +75,14 @@ export function afterHeadWindow(
     : { ...rest, complete: false, head: { edge, offset, top: newest } };
 }
 
-/** The sweep's start: the cycle under way, or a new one up to the edge (`begins`); undefined with nothing to sweep. */
+/** The sweep's start: the cycle under way (unless `fresh`), or a new one up to the edge (`begins`); undefined with nothing to sweep. */
 export function sweepStart(
   checkpoint: SyncCheckpoint,
   sizes: Sizes,
-  at: { readonly now: number; readonly freshBefore: number },
+  at: { readonly now: number; readonly fresh: boolean },
 ): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
   const under = checkpoint.sweep;
-  const goesOn = under !== undefined && under.startedAt >= at.freshBefore;
+  const goesOn = under !== undefined && !at.fresh;
   if (!goesOn && checkpoint.edge === null) return undefined;
   const sweep: SweepCursor = goesOn ? under : {
     edge: null,

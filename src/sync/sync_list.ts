@@ -182,7 +182,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const begun = sweepStart(committer.latest, config, {
     now: config.now(),
     // Any cycle under way began before this run (the head begins none), whatever its clock said then.
-    freshBefore: config.fresh ? Infinity : -Infinity,
+    fresh: config.fresh,
   });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
@@ -243,7 +243,7 @@ async function beginCycle<T>(
 /** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
 async function beginAfresh<T>(run: Run<T>): Promise<void> {
   const { config, committer } = run;
-  const at = { now: config.now(), freshBefore: Infinity };
+  const at = { now: config.now(), fresh: true };
   const begun = sweepStart(committer.latest, config, at);
   if (begun !== undefined) await beginCycle(committer, begun.sweep);
 }
