@@ -16,6 +16,7 @@ import {
   counts,
   freshTarget,
   listOf,
+  memorySink,
   type Thing,
   things,
 } from "./_sync_fake.ts";
@@ -115,13 +116,20 @@ Deno.test("a head answered with another list whose items all sort after the copy
     const service = listOf(() => answer);
     const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
     await syncList(service.client, "things", options);
+    // A refusal of 30 % gone waits for its confirmation.
+    answer = real.slice(300);
+    const all = { ...options, sweep: Infinity };
+    await rejects(syncList(service.client, "things", all), SyncError);
     const before = await copy.snapshot();
     answer = things(500, { suffix: "z" }).map(({ thingID }) => ({
       thingID: `u${thingID}`, // every id after the copy's
     }));
-    for (const sweep of [0, 10]) {
+    // Only maxDeletes 1 lets a whole copy go, whatever a refusal before named.
+    for (
+      const [sweep, maxDeletes] of [[0, 0.3], [0, 0.1], [10, 0.1]] as const
+    ) {
       await rejects(
-        syncList(service.client, "things", { ...options, sweep }),
+        syncList(service.client, "things", { ...options, sweep, maxDeletes }),
         (error: SyncError) =>
           error.reason === "too-many-deletes" && error.maxDeletesNeeded === 1,
       );
@@ -144,6 +152,34 @@ Deno.test("a head answered with another list whose items all sort after the copy
     );
     copy.database?.close();
   }
+});
+
+Deno.test("descending, a head stopped mid-pass whose new items are then removed is no lost copy: the next run goes on, no refusal", async () => {
+  const all = things(5500);
+  let list = all.slice(0, 3000);
+  const service = listOf(() => list.toReversed());
+  const sink = memorySink<Thing>();
+  const options = { id: "thingID", sink, sortDirection: "DESC" as const };
+  await syncList(service.client, "things", { ...options, sweep: 0 });
+  list = all;
+  const controller = new AbortController();
+  const stopped = { ...options, sweep: 0, signal: controller.signal };
+  await rejects(
+    syncList(service.client, "things", {
+      ...stopped,
+      onProgress: () => controller.abort(), // after its first batch
+    }),
+  );
+  ok(sink.checkpoint?.head !== undefined, "a head pass under way");
+  list = all.slice(0, 3000);
+  const run = await syncList(service.client, "things", {
+    ...options,
+    sweep: 0,
+  });
+  deepStrictEqual([counts(run).at(2), sink.checkpoint?.refused], [
+    0,
+    undefined,
+  ]);
 });
 
 Deno.test("a sweep answered with another list in a cycle that spans runs fails at that run, at its first window past maxDeletes, changing no row, change row or JSONL byte; the next runs against the healthy list complete the cycle with no refusal and no option changed", async () => {

@@ -170,6 +170,7 @@ Deno.test("sinks refuse a table name that is not a plain identifier or is one of
       () => createSqliteSink(":memory:", { table: 'x"; DROP TABLE y; --' }),
       () => createSqliteSink(":memory:", { table: "partner_api_sync_stage" }),
       () => createSqliteSink(":memory:", { table: "Partner_Api_Sync" }),
+      () => createSqliteSink(":memory:", { table: "partner_api_sync_seen" }),
       () => createPostgresSink({ query, table: "partner_api_sync_lease" }),
       () => createPostgresSink({ query, table: "t".repeat(64) }),
       () =>
@@ -183,6 +184,8 @@ Deno.test("sinks refuse a table name that is not a plain identifier or is one of
     createPostgresSink({ query: undefined as never, table: "a" });
   equal(optionOf(noQuery), "query");
   createPostgresSink({ query, table: "t".repeat(63) });
+  createSqliteSink(":memory:", { table: "partner_api_synchronisations" })
+    .close();
 });
 
 Deno.test("SQLite sink: on a large table a run's batches may share a transaction, each with its checkpoint; another run of this process is told the table is held, and the release commits", async () => {

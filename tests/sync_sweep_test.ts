@@ -311,6 +311,27 @@ Deno.test("a service that lowers its largest page from 1,000 to 100 (cutting lar
   }
 });
 
+Deno.test("one page cut short by mistake costs a sweep: Infinity run over 20,000 items a few requests, not smaller windows for the rest of the run", async () => {
+  for (const cut of [60, 30]) {
+    const items = things(20_000);
+    let cutAt = -1;
+    const service = listOf(() => items, {
+      answer: (page, n) => n === cutAt ? page.slice(0, cut) : page,
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, sweep: Infinity };
+    await syncList(service.client, "things", options);
+    const clean = await syncList(service.client, "things", options);
+    cutAt = service.requests + 4;
+    const run = await syncList(service.client, "things", options);
+    deepStrictEqual([counts(run), sink.rows.size], [[0, 0, 0], 20_000]);
+    ok(
+      run.requests <= clean.requests + 3,
+      `${run.requests} vs ${clean.requests}`,
+    );
+  }
+});
+
 Deno.test("one page answered with an item of another list past an ascending cycle's end: the guard off, nothing is removed and the cycle ends", async () => {
   const items = things(1000);
   const past = { thingID: "t999999999zz" }; // sorts after every real id

@@ -138,6 +138,8 @@ Deno.test("syncList checks its options before anything is read", async () => {
     [{ id: "x", concurrency: 65 }, "concurrency", RangeError],
     [{ id: "x", onProgress: 1 }, "onProgress", TypeError],
     [{ id: "x", query: "a=1" }, "query", TypeError],
+    [{ id: "x", query: ["x"] }, "query", TypeError],
+    [{ id: "x", query: new Map([["a", "b"]]) }, "query", TypeError],
     [{ id: "x", signal: {} }, "signal", TypeError],
   ];
   for (const [options, option, Kind] of cases) {

@@ -94,15 +94,16 @@ export function checkAtMost(
   return value;
 }
 
-/** Asserts that `value` is an options object (`option` names it), not null. */
+/** Asserts that `value` is an options object (`option` names it), not null, an array or a Map (whose keys go unread). */
 export function requireOptions(
   value: unknown,
   context: string,
   option = "options",
 ): asserts value is object {
-  if (typeof value !== "object" || value === null) {
-    throw typeError(context, option, "must be an object", String(value));
-  }
+  if (
+    typeof value !== "object" || value === null || Array.isArray(value) ||
+    value instanceof Map
+  ) throw typeError(context, option, "must be an object", String(value));
 }
 
 /** A non-empty string option. */

@@ -179,8 +179,9 @@ function accepted(
   state: WindowState,
 ): Pick<SyncCheckpoint, "accepted" | "refusedLimit"> {
   const { rejected = Infinity } = state;
+  const known = state.capped?.accepted ?? state.accepted; // not a read again's cap
   return {
-    ...(state.accepted > 0 ? { accepted: state.accepted } : {}),
+    ...(known > 0 ? { accepted: known } : {}),
     ...(rejected < Infinity ? { refusedLimit: rejected } : {}),
   };
 }

@@ -110,12 +110,12 @@ export function sinkOptions(
   const table = options?.table;
   if (
     typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table) ||
-    /^partner_api_sync/i.test(table) // the sink's own tables
+    /^partner_api_sync(_lease|_stage|_seen)?(_changes)?$/i.test(table) // the sink's own
   ) {
     throw typeError(
       context,
       "table",
-      "must be a plain identifier (letters, digits, _; at most 63), not one of the sink's own (partner_api_sync...)",
+      "must be a plain identifier (letters, digits, _; at most 63), not one of the sink's own (partner_api_sync, _lease, _stage, _seen)",
       typeof table === "string"
         ? JSON.stringify(table.slice(0, 80))
         : typeof table,

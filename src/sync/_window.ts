@@ -21,6 +21,10 @@ export interface WindowState {
   readonly limit?: number;
   /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
+  /** While a short page is read again at its own size: the sizes known before, back once that read comes back full. */
+  readonly capped?: { readonly accepted: number; readonly refused: number };
+  /** Sizes came back once this pass: a page cut again keeps its cap (the service lowered its largest). */
+  readonly restored?: boolean;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
   /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
@@ -142,7 +146,11 @@ export function judgeWindow(
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
-        ? { short: end, shortReads: reads, ...(short ? atMost(count) : {}) }
+        ? {
+          short: end,
+          shortReads: reads,
+          ...(short ? atMost(rest, count) : {}),
+        }
         : {}),
     },
   };
@@ -150,10 +158,14 @@ export function judgeWindow(
 
 /**
  * A short page read again asks at most its own size (from MIN_WINDOW): a largest page the service lowered since shows
- * as a full page then, not as the same cut agreeing with itself.
+ * as a full page then, not as the same cut agreeing with itself; the sizes known before come back after (learnLimit).
  */
-function atMost(count: number): Partial<WindowState> {
-  return count < MIN_WINDOW ? {} : { accepted: count, refused: count + 1 };
+function atMost(state: WindowState, count: number): Partial<WindowState> {
+  if (count < MIN_WINDOW) return {};
+  const capped = state.capped ??
+    { accepted: state.accepted, refused: state.refused };
+  const back = state.restored === true ? {} : { capped };
+  return { accepted: count, refused: count + 1, ...back };
 }
 
 /** A window that starts after the edge: the item after it stands at or before this window's start now. */
@@ -279,6 +291,12 @@ function learnLimit(
   count: number,
 ): WindowState {
   if (count >= limit) {
+    // A read again at a short page's size came back full: that page was cut once, or the service lowered its largest
+    // (then the next cut at the larger size, no longer seen full, is read past).
+    const { capped, ...rest } = state;
+    if (capped !== undefined) {
+      return { ...rest, ...capped, full: limit, restored: true };
+    }
     const full = Math.max(state.full ?? 0, limit);
     return { ...state, accepted: Math.max(state.accepted, limit), full };
   }

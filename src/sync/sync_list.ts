@@ -139,9 +139,10 @@ async function head<T>(
   let shift: number | undefined;
   let lost = false;
   await runPass(run, start.head, Infinity, async (window) => {
-    // Page 1 begins after all the copy holds: the list lost every item of it, or another list answered. Either is a
-    // delete of the whole copy, which the guard lets through only when asked to.
-    lost = window.lost === true && guards(config, committer.latest);
+    // Ascending, page 1 begins after all the copy holds: the list lost every item of it, or another list answered.
+    // Either is a delete of the whole copy, which only maxDeletes 1 lets through.
+    lost = window.lost === true && config.maxDeletes < 1 &&
+      config.identity.sortDirection === "ASC";
     if (lost) return false;
     shift ??= shiftOf(start.checkpoint, window);
     const top = window.items[0];
@@ -165,14 +166,18 @@ function guards<T>(config: SyncConfig<T>, latest: SyncCheckpoint): boolean {
   return config.maxDeletes < 1 && !confirms(latest.refused, config.maxDeletes);
 }
 
-/** Refuses a head whose page 1 began after all the copy holds, as a cycle removing the whole copy (share 1). */
+/** Fails a head whose page 1 began after all the copy holds; nothing was committed, nothing is recorded. */
 async function refuseLost<T>(run: Run<T>): Promise<never> {
-  const { committer, config } = run;
-  const { offset: held, sweep, cycles = 0 } = committer.latest;
-  const what = `the copy of ${config.identity.path}`;
-  await committer.done();
-  const error = tooManyDeletes(held, held, config.maxDeletes, what);
-  return await refuse(run, sweep?.cycle ?? cycles + 1, error);
+  const what = `the copy of ${run.config.identity.path}`;
+  await run.committer.done();
+  throw Object.assign(
+    new SyncError(
+      `Cannot sync into ${what}: the list's first page begins after the last item the copy holds, so the list lost every item of it, or another list answered; nothing was committed. If the list really lost them, run again with maxDeletes 1 (CLI: --max-deletes 1)`,
+      "too-many-deletes",
+      what,
+    ),
+    { maxDeletesNeeded: 1 },
+  );
 }
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
