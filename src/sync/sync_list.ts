@@ -161,11 +161,6 @@ async function head<T>(
   return shift;
 }
 
-/** Whether the guard judges: on, and not answering a refusal (whose confirmation lets through what it names). */
-function guards<T>(config: SyncConfig<T>, latest: SyncCheckpoint): boolean {
-  return config.maxDeletes < 1 && !confirms(latest.refused, config.maxDeletes);
-}
-
 /** Fails a head whose page 1 began after all the copy holds; nothing was committed, nothing is recorded. */
 async function refuseLost<T>(run: Run<T>): Promise<never> {
   const what = `the copy of ${run.config.identity.path}`;
@@ -282,10 +277,9 @@ async function guardOf<T>(
 ): Promise<WindowGuard | undefined> {
   const { config, committer } = run;
   const { sink, maxDeletes, keyOf } = config;
+  if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
-  if (!guards(config, committer.latest) || sink.liveRows === undefined) {
-    return undefined;
-  }
+  if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const key = keyOf as (item: unknown) => SyncKey;
   const { deletions, sortDirection } = committer.latest;
