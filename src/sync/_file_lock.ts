@@ -91,11 +91,7 @@ async function look(
   const info = await statOf(path);
   if (info === undefined) return undefined;
   const content = parse(await readText(path));
-  return {
-    owner: content?.owner ?? "",
-    pid: content?.pid ?? 0,
-    refreshedAt: info.mtime.getTime(),
-  };
+  return { owner: "", pid: 0, ...content, refreshedAt: info.mtime.getTime() };
 }
 
 /**
