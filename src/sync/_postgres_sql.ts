@@ -12,6 +12,7 @@ import {
   jsonText,
   LEASE_TABLE,
   leaseSql,
+  type Rows,
   STAGE_TABLE,
 } from "./_sql_sink.ts";
 
@@ -20,11 +21,11 @@ export function fingerprintOf(item: string): string {
   return `left(encode(sha256(convert_to((${item})::text, 'UTF8')), 'hex'), 32)`;
 }
 
-/** What the catalog says of the tables, read without changing anything. */
-export function catalogSql(): string {
-  const column = (table: string, name: string) =>
-    `(SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(${table}) AND attname = '${name}' AND attnum > 0 AND NOT attisdropped)`;
-  return `SELECT (to_regclass($1::text) IS NOT NULL)::text AS items,
+const column = (table: string, name: string) =>
+  `(SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(${table}) AND attname = '${name}' AND attnum > 0 AND NOT attisdropped)`;
+/** What the catalog says of the tables (`$1` the table, quoted), read without changing anything. */
+export const CATALOG_SQL =
+  `SELECT (to_regclass($1::text) IS NOT NULL)::text AS items,
   ${column("$1::text", "id")} AS id_type,
   ${column("$1::text", "item")} AS item_type,
   ${column("$1::text", "deleted_at")} AS deleted_at_type,
@@ -34,7 +35,6 @@ export function catalogSql(): string {
     AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'))::text AS id_unique,
   (to_regclass('${CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
   ${column(`'${CHECKPOINT_TABLE}'`, "rows")} AS rows_type`;
-}
 
 /** The copy's state, read only: its row count, checkpoint row, and the fingerprint of the row it names last. */
 export function copySql(
@@ -146,9 +146,7 @@ export const CHANGES_COLUMNS =
 export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
 
 /** The batch's rows as `[[id, item], ...]`, one JSON text. */
-export function postgresJson(
-  rows: { ids: readonly string[]; texts: readonly string[] },
-): string {
+export function postgresJson(rows: Rows): string {
   const pairs = rows.ids.map((id, i) =>
     `[${JSON.stringify(id)},${rows.texts[i]}]`
   );

@@ -16,7 +16,7 @@ import {
   sqlSink,
 } from "./_sql_sink.ts";
 import {
-  catalogSql,
+  CATALOG_SQL,
   CHANGES_CATALOG_SQL,
   CHANGES_COLUMNS,
   CHANGES_COLUMNS_0_3,
@@ -144,18 +144,15 @@ class PostgresDialect implements SqlDialect {
   /** The copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
   async read(): Promise<CopyState> {
     const table = this.#table;
-    const catalog = await this.#row(catalogSql(), [table]);
+    const catalog = await this.#row(CATALOG_SQL, [table]);
     const has = {
       items: catalog.items === "true",
       checkpoints: catalog.checkpoints === "true",
       recorded: catalog.rows_type != null,
     };
     const foreign = foreignColumns(catalog);
-    if (foreign !== undefined) {
+    if (foreign !== undefined || (!has.items && !has.checkpoints)) {
       return { checkpoint: undefined, rows: 0, foreign };
-    }
-    if (!has.items && !has.checkpoints) {
-      return { checkpoint: undefined, rows: 0 };
     }
     const state = await this.#row(copySql(table, has), [table.slice(1, -1)]);
     return {
