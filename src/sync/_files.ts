@@ -80,19 +80,17 @@ export async function openFile(
 ): Promise<FileHandle> {
   const create = O_WRONLY | O_CREAT | O_EXCL;
   const flags = { read: O_RDONLY, write: O_RDWR, create }[how];
-  let file: FileHandle;
-  try {
-    // Deno's node:fs ignores O_NOFOLLOW, so a link (even one swapped in after a look) is followed: hence no look first,
-    // and the check of the handle below before anyone writes through it.
-    file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE);
-  } catch (error) {
-    // A link that the open could not follow (dangling, or O_EXCL met it).
-    const info = await lstat(path).catch(() => undefined);
-    if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
-      throw linkRefused(path, info);
-    }
-    throw fileError(path, how === "create" ? "create" : "open", error);
-  }
+  // Deno's node:fs ignores O_NOFOLLOW, so a link (even one swapped in after a look) is followed: hence no look first,
+  // and the check of the handle below before anyone writes through it.
+  const file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE)
+    .catch(async (error) => {
+      // A link that the open could not follow (dangling, or O_EXCL met it).
+      const info = await lstat(path).catch(() => undefined);
+      if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
+        throw linkRefused(path, info);
+      }
+      throw fileError(path, how === "create" ? "create" : "open", error);
+    });
   try {
     await assertOwnFile(file, path, how);
   } catch (error) {
@@ -207,13 +205,11 @@ export async function withFile<R>(
   how: "read" | "write" | "create",
   use: (file: FileHandle) => Promise<R>,
 ): Promise<R | undefined> {
-  let file: FileHandle;
-  try {
-    file = await openFile(path, how);
-  } catch (error) {
-    if (code(error) === (how === "create" ? "EEXIST" : "ENOENT")) return;
-    throw error;
-  }
+  const missing = how === "create" ? "EEXIST" : "ENOENT";
+  const file = await openFile(path, how).catch((error) => {
+    if (code(error) !== missing) throw error;
+  });
+  if (file === undefined) return;
   try {
     return await use(file);
   } finally {
