@@ -42,10 +42,7 @@ export async function withEnvFile(
   path: string,
   read: (path: string) => Promise<string>,
 ): Promise<(name: string) => string | undefined> {
-  let text: string;
-  try {
-    text = await read(path);
-  } catch (error) {
+  const text = await read(path).catch((error) => {
     const name = (error as Error).name;
     throw new UsageError(
       isPermissionError(error)
@@ -54,7 +51,7 @@ export async function withEnvFile(
         ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`
         : `cannot read --env-file ${path} (${name})`,
     );
-  }
+  });
   const file = parseEnvFile(text);
   return (name) => {
     try {
