@@ -16,14 +16,12 @@ const FILE_MODE = 0o600;
 
 /** What is at `path`, or undefined. @throws {SyncError} (`"link"`) For a symbolic link (dangling too); (`"file"`). */
 export async function statOf(path: string): Promise<Stats | undefined> {
-  try {
-    const info = await lstat(path);
-    if (info.isSymbolicLink()) throw linkRefused(path, info);
-    return info;
-  } catch (error) {
+  const info = await lstat(path).catch((error) => {
     if (code(error) === "ENOENT") return undefined;
     throw fileError(path, "look at", error);
-  }
+  });
+  if (info?.isSymbolicLink()) throw linkRefused(path, info);
+  return info;
 }
 
 /**
@@ -247,11 +245,9 @@ export async function renameFile(from: string, to: string): Promise<void> {
 
 /** Removes `path`, if it is there. */
 export async function removeFile(path: string): Promise<void> {
-  try {
-    await unlink(path);
-  } catch (error) {
+  await unlink(path).catch((error) => {
     if (code(error) !== "ENOENT") throw fileError(path, "remove", error);
-  }
+  });
 }
 
 /** A fingerprint of `data` (text as UTF-8): hex SHA-256 cut to 32 digits, by node:crypto (WebCrypto cost an event-loop trip per batch). */
