@@ -111,17 +111,13 @@ const REPLACED = "was replaced while this run opened it";
  * the copy lost: `"lock-lost"`). @throws {SyncError} (`"link"`, `"file"`)
  */
 export async function openToWrite(path: string): Promise<FileHandle> {
-  try {
-    return await openFile(path, "write");
-  } catch (error) {
+  const file = await openFile(path, "write").catch((error) => {
     if (code(error) !== "ENOENT") throw error;
-  }
-  try {
-    return await openFile(path, "create");
-  } catch (error) {
+  });
+  return file ?? await openFile(path, "create").catch((error) => {
     if (code(error) !== "EEXIST") throw error;
-    return await openFile(path, "write");
-  }
+    return openFile(path, "write");
+  });
 }
 
 /** Refuses a handle not of the plain file `path` names now: a link followed or swapped in, a swap, or a hard link. */
