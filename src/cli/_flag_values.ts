@@ -71,13 +71,11 @@ export function count(
   return value;
 }
 
+type Given<T> = { [K in keyof T]?: Exclude<T[K], undefined> };
 /** `values` without the keys left undefined: an option is given or absent. */
-export function given<T extends object>(
-  values: T,
-): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(
-    Object.entries(values).filter(([, value]) => value !== undefined),
-  ) as { [K in keyof T]?: Exclude<T[K], undefined> };
+export function given<T extends object>(values: T): Given<T> {
+  const entries = Object.entries(values).filter(([, v]) => v !== undefined);
+  return Object.fromEntries(entries) as Given<T>;
 }
 
 /**
