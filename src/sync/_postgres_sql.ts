@@ -225,14 +225,13 @@ function jsonbBound(value: unknown): number {
   if (typeof value === "string") return utf8Length(value);
   if (typeof value === "number") return 16 + String(value).length;
   if (value === null || typeof value !== "object") return 0;
-  if (Array.isArray(value)) {
-    let total = 4;
-    for (const element of value) total += 7 + jsonbBound(element);
-    return total;
-  }
   let total = 4;
-  for (const [key, element] of Object.entries(value)) {
-    total += 11 + utf8Length(key) + jsonbBound(element);
+  if (Array.isArray(value)) {
+    for (const element of value) total += 7 + jsonbBound(element);
+  } else {
+    for (const [key, element] of Object.entries(value)) {
+      total += 11 + utf8Length(key) + jsonbBound(element);
+    }
   }
   return total;
 }
