@@ -31,10 +31,12 @@ function cell(value: unknown): string {
   const shown = escapeControls(
     typeof value === "string" ? value : JSON.stringify(value) ?? "",
   );
-  return shown.length > CELL_LIMIT
-    ? `${shown.slice(0, CELL_LIMIT - 1)}…`
-    : shown;
+  return cut(shown, CELL_LIMIT);
 }
+
+/** `text`, cut to `width` characters with `…` last when it is longer. */
+const cut = (text: string, width: number) =>
+  text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text;
 
 /** Columns, their widths, and which align right (numbers). */
 interface Layout {
@@ -77,10 +79,7 @@ export function row(
 ): string {
   const values = layout.columns.map((column, i) => {
     const value = cell(item[column]);
-    const width = layout.widths[i]!;
-    return fit && value.length > width
-      ? `${value.slice(0, Math.max(0, width - 1))}…`
-      : value;
+    return fit ? cut(value, layout.widths[i]!) : value;
   });
   return line(layout, values);
 }
