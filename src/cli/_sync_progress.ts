@@ -7,12 +7,7 @@ import {
   rateShare,
   SERVICE_RATE_LIMIT,
 } from "../core/_rate_options.ts";
-import {
-  emptyWindow,
-  recordSend,
-  slotWait,
-  type Window,
-} from "../core/_rate_window.ts";
+import { emptyWindow, recordSend, slotWait } from "../core/_rate_window.ts";
 import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 
@@ -20,14 +15,7 @@ import type { Session } from "./_session.ts";
 const SHOWN_HOLD = 1000;
 
 /** What the run sent, as its limiter counts it for the run's priority. */
-export interface RateState {
-  /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run leaves the reserve. */
-  readonly window: Window;
-  /** The window's length, in ms. */
-  readonly interval: number;
-  /** Until when a 429 told the client to wait (epoch ms). */
-  retryUntil: number;
-}
+export type RateState = ReturnType<typeof rateState>;
 
 /**
  * An empty state for a run of `priority` under `limit`: the share it counts against is the one the
@@ -36,10 +24,13 @@ export interface RateState {
 export function rateState(
   priority: RatePriority | undefined = "low",
   limit: RateLimit = SERVICE_RATE_LIMIT,
-): RateState {
+) {
   return {
+    /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run leaves the reserve. */
     window: emptyWindow(rateShare(limit, priority)),
+    /** The window's length, in ms. */
     interval: limit.interval,
+    /** Until when a 429 told the client to wait (epoch ms). */
     retryUntil: -Infinity,
   };
 }
