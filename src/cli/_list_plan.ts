@@ -16,20 +16,13 @@ const FORMATS = ["jsonl", "json", "csv", "table"] as const;
 export type Format = typeof FORMATS[number];
 
 /** What `list` was asked for. */
-export interface ListRequest {
-  readonly path: string;
-  readonly format: Format | undefined;
-  /** The keys to keep, in this order; all when undefined. */
-  readonly fields: readonly string[] | undefined;
-  readonly options: ListOptions<unknown>;
-  readonly limit: number;
-}
+export type ListRequest = Readonly<ReturnType<typeof listRequest>>;
 
 /** Checks `list <path> [options]`: a UsageError says what is wrong. */
 export function listRequest(
   positionals: readonly string[],
   values: Values,
-): ListRequest {
+) {
   const path = onePositional(
     positionals,
     "list needs a <path>, e.g. transactions",
@@ -54,6 +47,7 @@ export function listRequest(
   return {
     path,
     format: format as Format | undefined,
+    /** The keys to keep, in this order; all when undefined. */
     fields: fieldsOf(values.fields),
     options,
     limit: numbers.limit ?? 50,
