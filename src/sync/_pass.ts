@@ -31,12 +31,8 @@ export interface Committed<T> {
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
 
-/** A window requested and not yet judged. */
-interface Flight<T> {
-  readonly plan: WindowPlan;
-  readonly controller: AbortController;
-  readonly items: Promise<readonly T[]>;
-}
+/** A window requested and not yet judged: its plan, its controller, its items to come. */
+type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
 
 /** What every pass of a run shares; `requests` counts each request sent. */
 export interface PassRun<T> {
@@ -178,7 +174,7 @@ function launch<T>(
   client: SyncSource,
   config: SyncConfig<T>,
   plan: WindowPlan,
-): Flight<T> {
+) {
   const controller = new AbortController();
   const signal = config.signal
     ? AbortSignal.any([config.signal, controller.signal])
