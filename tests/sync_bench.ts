@@ -19,7 +19,7 @@
 
 import { createClient } from "../src/client/mod.ts";
 import { createSqliteSink, syncList } from "../src/sync/mod.ts";
-import { planWindow } from "../src/sync/_window.ts";
+import { planWindow } from "../src/sync/_window_plan.ts";
 import { startRemoteFake } from "./_bench_server.ts";
 import { seededRandom } from "../src/testing/_list_data.ts";
 import { inProcess, memorySink } from "./_sync_fake.ts";

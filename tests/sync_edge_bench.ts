@@ -8,7 +8,7 @@
 // Counts, not times: the same on any machine.
 
 import { syncList } from "../src/sync/mod.ts";
-import { probeAt } from "../src/sync/_window.ts";
+import { probeAt } from "../src/sync/_window_plan.ts";
 import { listOf, memorySink, type Thing, things } from "./_sync_fake.ts";
 
 const ITEMS = 100_000;

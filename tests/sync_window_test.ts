@@ -2,12 +2,11 @@
 
 import {
   judgeWindow,
-  nextWindow,
-  planWindow,
   type SyncKey,
   type WindowPlan,
   type WindowState,
 } from "../src/sync/_window.ts";
+import { nextWindow, planWindow } from "../src/sync/_window_plan.ts";
 import { runStart, sweepStart } from "../src/sync/_checkpoint.ts";
 import { SyncError } from "../src/sync/mod.ts";
 

@@ -5,14 +5,13 @@ import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
 import {
-  followingWindow,
   judgeWindow,
-  nextWindow,
   refusedWindow,
   type SyncKey,
   type WindowPlan,
   type WindowState,
 } from "./_window.ts";
+import { followingWindow, nextWindow } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** A window the pass committed: its items and their ids, and the state after it. */

@@ -1,0 +1,83 @@
+// Internal: where a pass's next window goes, as pure functions over its state (_window.ts judges what one proves):
+// overlapping the edge by the margin and reaching furthest, at a size up to what the service is known to honour, or
+// probing for an edge that moved.
+
+import type { Seek, WindowPlan, WindowState } from "./_window.ts";
+
+/** The largest size the next window may ask for. */
+function windowCap(state: WindowState): number {
+  if (state.refused === Infinity) return state.maxLimit;
+  // Never past maxLimit, even for a size honoured under a larger one before.
+  const middle = Math.floor((state.accepted + state.refused) / 2);
+  return Math.min(state.maxLimit, Math.max(state.accepted, middle));
+}
+
+/** The first window after `state`, overlapping its edge by its margin. */
+export function nextWindow(state: WindowState): WindowPlan {
+  const cap = windowCap(state);
+  const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
+  if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
+  return planWindow(state.edge === null ? 0 : state.offset, state.margin, cap);
+}
+
+/** The window after `plan` if the list does not move: the pipeline's guess. */
+export function followingWindow(
+  plan: WindowPlan,
+  state: WindowState,
+): WindowPlan {
+  return planWindow(plan.start + plan.limit, state.margin, windowCap(state));
+}
+
+/**
+ * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
+ * `cap`, as one places only at its multiples); else without margin; else (a cap under 25) the largest.
+ */
+export function planWindow(
+  offset: number,
+  margin: number,
+  cap: number,
+): WindowPlan {
+  if (offset <= 0) return { start: 0, limit: cap, page: 1 };
+  return reaching(offset, offset - 1 - margin, cap) ??
+    reaching(offset, offset - 1, cap) ??
+    placed(cap, Math.floor((offset - 1) / cap));
+}
+
+/** The furthest-reaching window starting at or before `target` and past `offset`. */
+function reaching(
+  offset: number,
+  target: number,
+  cap: number,
+): WindowPlan | undefined {
+  const from = Math.max(0, target);
+  let best: WindowPlan | undefined;
+  let bestEnd = offset;
+  for (let limit = cap; limit >= 1; limit--) {
+    const index = Math.floor(from / limit);
+    const end = (index + 1) * limit;
+    // Ties go to the smaller page: the same items for fewer bytes.
+    if (end > bestEnd || (end === bestEnd && best !== undefined)) {
+      best = placed(limit, index);
+      bestEnd = end;
+    }
+  }
+  return best;
+}
+
+function placed(limit: number, index: number): WindowPlan {
+  return { start: index * limit, limit, page: index + 1 };
+}
+
+/**
+ * Where the next probe for the edge starts, from the second miss (one is the drift a margin covers): twice as far each
+ * time until bracketed, then halfway (~2 × log2(d / window) requests for `d` lost); undefined once a window fits.
+ */
+export function probeAt(seek: Seek, cap: number): number | undefined {
+  const { low, high, probes } = seek;
+  if (probes < 2) return undefined;
+  const reach = cap * 2 ** (probes - 2);
+  if (high === undefined) return low === undefined ? undefined : low + reach;
+  if (low === undefined) return Math.max(0, high - reach);
+  if (high - low <= cap) return undefined;
+  return Math.floor((low + high) / 2);
+}
