@@ -188,6 +188,24 @@ Deno.test("sinks refuse a table name that is not a plain identifier or is one of
     .close();
 });
 
+Deno.test("sinks refuse a path, database or clock of the wrong kind when made, before any request", () => {
+  const cases: [() => unknown, string][] = [
+    [() => createJsonlSink(""), "path"],
+    [() => createJsonlSink(".test-tmp/x.jsonl", { now: "x" as never }), "now"],
+    [() => createSqliteSink(5 as never, { table: "t" }), "database"],
+    [
+      () => createSqliteSink(":memory:", { table: "t", now: 1 as never }),
+      "now",
+    ],
+    [
+      () =>
+        createSqliteSink(":memory:", { table: "t", onLockWait: 1 as never }),
+      "onLockWait",
+    ],
+  ];
+  for (const [make, option] of cases) equal(optionOf(make), option);
+});
+
 Deno.test("SQLite sink: on a large table a run's batches may share a transaction, each with its checkpoint; another run of this process is told the table is held, and the release commits", async () => {
   const path = await fresh("grouped.db");
   const checkpoint = (n: number) => checkpointAt("numbers", n);

@@ -2,7 +2,7 @@
 // is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
 import { delay, unrefTimer } from "../core/_deadlines.ts";
-import { rangeError } from "../core/_check.ts";
+import { rangeError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -26,8 +26,18 @@ export function runToken(): string {
   return crypto.randomUUID();
 }
 
-/** A sink's `lockWait`: ms up to what a timer can wait, or Infinity. @throws {RangeError} (`option: "lockWait"`) */
-export function checkLockWait(value: unknown, context: string): number {
+/**
+ * A sink's `lockWait` (ms up to what a timer can wait, or Infinity), once its `now` and `onLockWait` are functions.
+ * @throws {RangeError} (`option: "lockWait"`)
+ * @throws {TypeError} (`option: "now"`, `"onLockWait"`)
+ */
+export function checkLockWait(
+  options: { lockWait?: unknown; now?: unknown; onLockWait?: unknown } = {},
+  context: string,
+): number {
+  requireFunction(options.now, context, "now");
+  requireFunction(options.onLockWait, context, "onLockWait");
+  const value = options.lockWait;
   if (value === undefined) return DEFAULT_LOCK_WAIT;
   if (
     value === Infinity ||

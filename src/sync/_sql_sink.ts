@@ -104,7 +104,7 @@ export function sqlSink<T>(
 
 /** A sink's options, checked when it is made: the table name as SQL quotes it, and `lockWait` (its default applied). */
 export function sinkOptions(
-  options: { table?: unknown; lockWait?: unknown } | undefined,
+  options: { table?: unknown; lockWait?: unknown; now?: unknown } | undefined,
   context: string,
 ): { table: string; lockWait: number } {
   const table = options?.table;
@@ -121,7 +121,7 @@ export function sinkOptions(
         : typeof table,
     );
   }
-  const lockWait = checkLockWait(options?.lockWait, context);
+  const lockWait = checkLockWait(options, context);
   return { table: `"${table}"`, lockWait };
 }
 

@@ -20,6 +20,7 @@ import {
   sizeOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
+import { requireText } from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -74,7 +75,9 @@ export function createJsonlSink<T>(
   path: string,
   options: JsonlSinkOptions = {},
 ): SyncSink<T> {
-  const lockWait = checkLockWait(options.lockWait, "Cannot create JSONL sink");
+  const context = "Cannot create JSONL sink";
+  requireText(path, context, "path");
+  const lockWait = checkLockWait(options, context);
   const copy = new JsonlCopy(path, { ...options, lockWait });
   // A plain object: a user may spread it to wrap a method.
   return {

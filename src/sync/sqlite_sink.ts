@@ -118,6 +118,13 @@ export function createSqliteSink<T>(
 ): SqliteSink<T> {
   const { table, lockWait } = sinkOptions(options, CONTEXT);
   const owned = typeof database === "string";
+  if (!owned && typeof database?.prepare !== "function") {
+    throw typeError(
+      CONTEXT,
+      "database",
+      "must be a file path or a DatabaseSync",
+    );
+  }
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;
   const dialect = new SqliteDialect(db, table, options, file);
