@@ -67,6 +67,12 @@ Deno.test("a clock stepped back forgets no delete: a record dated after now coun
   equal(recentDeletes(later, t + 23 * HOUR).deleted, 0);
 });
 
+Deno.test("a cycle that removes nothing is never refused, whatever the 24 hours removed before it", () => {
+  const raised = withDeletes([], { at: t, deleted: 300, held: 1000 });
+  equal(tooMany(0, 700, 0.1, recentDeletes(raised, t + HOUR)), false);
+  equal(tooMany(1, 700, 0.1, recentDeletes(raised, t + HOUR)), true);
+});
+
 Deno.test("a confirmation that removed nothing loosens nothing: the 24 hours go on", () => {
   const none = { at: t, deleted: 0, held: 950 };
   deepStrictEqual(withDeletes(earlier, none, true), earlier);

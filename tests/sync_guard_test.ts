@@ -154,6 +154,25 @@ Deno.test("a head answered with another list whose items all sort after the copy
   }
 });
 
+Deno.test("a copy emptied with maxDeletes 1 takes the list's new items at the next default run: a head past all the copy holds, when it holds none, removes nothing", async () => {
+  for (const copy of await copies("emptied")) {
+    let answer = things(100);
+    const service = listOf(() => answer);
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    answer = [];
+    const all = { ...options, sweep: Infinity, maxDeletes: 1 };
+    await syncList(service.client, "things", all);
+    equal(copy.ids().length, 0, copy.kind);
+    answer = things(20, { suffix: "n" }).map(({ thingID }) => ({
+      thingID: `u${thingID}`,
+    }));
+    const run = await syncList(service.client, "things", options);
+    deepStrictEqual([counts(run), copy.ids().length], [[20, 0, 0], 20]);
+    copy.database?.close();
+  }
+});
+
 Deno.test("descending, a head stopped mid-pass whose new items are then removed is no lost copy: the next run goes on, no refusal", async () => {
   const all = things(5500);
   let list = all.slice(0, 3000);

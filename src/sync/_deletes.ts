@@ -67,7 +67,8 @@ export function tooMany(
   recent?: RecentDeletes,
 ): boolean {
   const base = Math.max(held, recent?.largest ?? 0);
-  return maxDeletes < 1 &&
+  // A cycle that removes nothing adds nothing to the 24 hours, whatever they removed before.
+  return maxDeletes < 1 && unseen > 0 &&
     unseen > maxDeletes * base - (recent?.deleted ?? 0);
 }
 

@@ -140,9 +140,9 @@ async function head<T>(
   let lost = false;
   await runPass(run, start.head, Infinity, async (window) => {
     // Ascending, page 1 begins after all the copy holds: the list lost every item of it, or another list answered.
-    // Either is a delete of the whole copy, which only maxDeletes 1 lets through.
+    // Either is a delete of the whole copy (unless it holds none), which only maxDeletes 1 lets through.
     lost = window.lost === true && config.maxDeletes < 1 &&
-      config.identity.sortDirection === "ASC";
+      config.identity.sortDirection === "ASC" && !await holdsNone(run);
     if (lost) return false;
     shift ??= shiftOf(start.checkpoint, window);
     const top = window.items[0];
@@ -159,6 +159,15 @@ async function head<T>(
   });
   if (lost) await refuseLost(run);
   return shift;
+}
+
+/** Whether the sink shows that its copy holds no live row (one confirmed emptied); unknown without `liveRows`: false. */
+async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
+  if (config.sink.liveRows === undefined) return false;
+  await committer.done();
+  const key = config.keyOf as (item: unknown) => SyncKey;
+  for await (const _ of config.sink.liveRows(0, key)) return false;
+  return true;
 }
 
 /** Fails a head whose page 1 began after all the copy holds; nothing was committed, nothing is recorded. */
