@@ -260,8 +260,6 @@ export function cleanResponse(
   return new Response(null, { status, statusText, headers });
 }
 
-const INSPECT_DENO = Symbol.for("Deno.customInspect");
-const INSPECT_NODE = Symbol.for("nodejs.util.inspect.custom");
 type Inspect = (value: unknown, options?: unknown) => string;
 
 /**
@@ -277,8 +275,8 @@ export function shownAs<T extends object>(
     `${name} ${inspect(view(), options)}`;
   return Object.defineProperties(target, {
     toJSON: { value: view },
-    [INSPECT_DENO]: { value: shown },
-    [INSPECT_NODE]: {
+    [Symbol.for("Deno.customInspect")]: { value: shown },
+    [Symbol.for("nodejs.util.inspect.custom")]: {
       value: (_depth: number, options: unknown, inspect: Inspect) =>
         shown(inspect, options),
     },

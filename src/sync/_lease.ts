@@ -28,8 +28,7 @@ export function runToken(): string {
 
 /**
  * A sink's `lockWait` (ms up to what a timer can wait, or Infinity), once its `now` and `onLockWait` are functions.
- * @throws {RangeError} (`option: "lockWait"`)
- * @throws {TypeError} (`option: "now"`, `"onLockWait"`)
+ * @throws {RangeError} (`option: "lockWait"`) @throws {TypeError} (`option: "now"`, `"onLockWait"`)
  */
 export function checkLockWait(
   options: { lockWait?: unknown; now?: unknown; onLockWait?: unknown } = {},

@@ -22,10 +22,13 @@ export interface WindowState {
   readonly limit?: number;
   /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
-  /** While a short page is read again at its own size: the sizes known before, back once that read comes back full. */
-  readonly capped?: { readonly accepted: number; readonly refused: number };
-  /** Sizes came back once this pass: a page cut again keeps its cap (the service lowered its largest). */
-  readonly restored?: boolean;
+  /**
+   * While a short page is read again at its own size: the sizes known before, back once that read comes back full;
+   * null once they came back this pass (a page cut again keeps its cap: the service lowered its largest).
+   */
+  readonly capped?:
+    | { readonly accepted: number; readonly refused: number }
+    | null;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
   /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
@@ -163,10 +166,8 @@ export function judgeWindow(
  */
 function atMost(state: WindowState, count: number): Partial<WindowState> {
   if (count < MIN_WINDOW) return {};
-  const capped = state.capped ??
-    { accepted: state.accepted, refused: state.refused };
-  const back = state.restored === true ? {} : { capped };
-  return { accepted: count, refused: count + 1, ...back };
+  const { accepted, refused, capped = { accepted, refused } } = state;
+  return { accepted: count, refused: count + 1, ...(capped && { capped }) };
 }
 
 /** A window that starts after the edge: the item after it stands at or before this window's start now. */
@@ -294,9 +295,8 @@ function learnLimit(
   if (count >= limit) {
     // A read again at a short page's size came back full: that page was cut once, or the service lowered its largest
     // (then the next cut at the larger size, no longer seen full, is read past).
-    const { capped, ...rest } = state;
-    if (capped !== undefined) {
-      return { ...rest, ...capped, full: limit, restored: true };
+    if (state.capped) {
+      return { ...state, ...state.capped, full: limit, capped: null };
     }
     const full = Math.max(state.full ?? 0, limit);
     return { ...state, accepted: Math.max(state.accepted, limit), full };

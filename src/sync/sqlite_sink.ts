@@ -118,12 +118,9 @@ export function createSqliteSink<T>(
 ): SqliteSink<T> {
   const { table, lockWait } = sinkOptions(options, CONTEXT);
   const owned = typeof database === "string";
+  const rule = "must be a file path or a DatabaseSync";
   if (!owned && typeof database?.prepare !== "function") {
-    throw typeError(
-      CONTEXT,
-      "database",
-      "must be a file path or a DatabaseSync",
-    );
+    throw typeError(CONTEXT, "database", rule);
   }
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;

@@ -174,14 +174,12 @@ async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
 async function refuseLost<T>(run: Run<T>): Promise<never> {
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done();
-  throw Object.assign(
-    new SyncError(
-      `Cannot sync into ${what}: the list's first page begins after the last item the copy holds, so the list lost every item of it, or another list answered; nothing was committed. If the list really lost them, run again with maxDeletes 1 (CLI: --max-deletes 1)`,
-      "too-many-deletes",
-      what,
-    ),
-    { maxDeletesNeeded: 1 },
+  const error = new SyncError(
+    `Cannot sync into ${what}: the list's first page begins after the last item the copy holds, so the list lost every item of it, or another list answered; nothing was committed. If the list really lost them, run again with maxDeletes 1 (CLI: --max-deletes 1)`,
+    "too-many-deletes",
+    what,
   );
+  throw Object.assign(error, { maxDeletesNeeded: 1 });
 }
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
