@@ -249,6 +249,26 @@ Deno.test("a service that refuses (400) pages above its largest: runs after the 
   deepStrictEqual([refused, sink.rows.size], [0, 1999]);
 });
 
+Deno.test("a service that cuts pages above its largest instead of refusing them: runs with a sweep of 2 requests complete a cycle within 2 × ⌈pages / sweep⌉ + 2 runs, the cut kept like a refusal", async () => {
+  const fake = inProcess({
+    items: { transactions: 2000 },
+    maxLimit: 75,
+    beyondMaxLimit: "cut",
+  });
+  const sink = memorySink<Row>();
+  const options = { id: "transactionID", sink, sweep: 2 };
+  await syncList(fake.client, "transactions", options);
+  fake.service.remove("transactions", "tx_000500");
+  let runs = 1;
+  while ((await syncList(fake.client, "transactions", options)).deleted === 0) {
+    ok(
+      ++runs <= 2 * Math.ceil(2000 / 75 / 2) + 2,
+      "the sweep never ends its cycle",
+    );
+  }
+  equal(sink.rows.size, 1999);
+});
+
 Deno.test("a service that lowers its largest page (100, then 60), cutting pages or refusing larger ones with a 400: the guard off, nothing is removed, no run fails and cycles end, in both orders", async () => {
   const items = things(1000);
   for (const lowered of ["cut", "400"] as const) {

@@ -9,11 +9,7 @@ import {
   configFromEnv,
   type PartnerApiConfig,
 } from "../core/config.ts";
-import {
-  createTokenProvider,
-  type GetTokenOptions,
-  type TokenProvider,
-} from "../token/mod.ts";
+import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
@@ -157,7 +153,7 @@ export function openSession(
 
 /** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */
 function handedOut(provider: TokenProvider, handed: Set<string>) {
-  const getToken = async (options?: GetTokenOptions) => {
+  const getToken: TokenProvider["getToken"] = async (options) => {
     const token = await provider.getToken(options);
     handed.add(token.accessToken);
     return token;

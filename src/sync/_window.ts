@@ -150,11 +150,7 @@ export function judgeWindow(
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
-        ? {
-          short: end,
-          shortReads: reads,
-          ...(short ? atMost(rest, count) : {}),
-        }
+        ? { short: end, shortReads: reads, ...atMost(rest, short && count) }
         : {}),
     },
   };
@@ -164,8 +160,8 @@ export function judgeWindow(
  * A short page read again asks at most its own size (from MIN_WINDOW): a largest page the service lowered since shows
  * as a full page then, not as the same cut agreeing with itself; the sizes known before come back after (learnLimit).
  */
-function atMost(state: WindowState, count: number): Partial<WindowState> {
-  if (count < MIN_WINDOW) return {};
+function atMost(state: WindowState, count: number | false) {
+  if (count === false || count < MIN_WINDOW) return {};
   const { accepted, refused, capped = { accepted, refused } } = state;
   return { accepted: count, refused: count + 1, ...(capped && { capped }) };
 }
@@ -299,7 +295,15 @@ function learnLimit(
       return { ...state, ...state.capped, full: limit, capped: null };
     }
     const full = Math.max(state.full ?? 0, limit);
-    return { ...state, accepted: Math.max(state.accepted, limit), full };
+    // Full at the size a shorter answer to a larger one held: that was a cut, kept like a 400 (the cycle's runs ask
+    // no more; else each run's small sweep went on finding it again, and no cycle ended).
+    const cut = state.refused === limit + 1 ? { rejected: state.refused } : {};
+    return {
+      ...state,
+      accepted: Math.max(state.accepted, limit),
+      full,
+      ...cut,
+    };
   }
   if (provesEnd(state, limit, count)) return state;
   // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer.
