@@ -146,9 +146,8 @@ export function openSession(
       }),
   };
   const tokenRequests = watched.count;
-  const tokens = () => [...handed];
   const parts = { io, provider, client, cache, tokenRequests, status };
-  return { ...parts, clientEvents, tokens };
+  return { ...parts, clientEvents, tokens: () => [...handed] };
 }
 
 /** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */

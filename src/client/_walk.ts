@@ -11,6 +11,7 @@ import {
   checkAtMost,
   checkNumber,
   requireFunction,
+  requireSignal,
   requireText,
   typeError,
 } from "../core/_check.ts";
@@ -263,9 +264,7 @@ export function pageConfig<T>(options: PaginateOptions<T>) {
   const { dedupeBy, until, signal } = options;
   requireFunction(dedupeBy, CONTEXT, "dedupeBy");
   requireFunction(until, CONTEXT, "until");
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw typeError(CONTEXT, "signal", "must be an AbortSignal");
-  }
+  requireSignal(signal, CONTEXT);
   const firstPage = positiveInteger(options.page, 1, "page");
   return {
     limit: positiveInteger(options.limit, 50, "limit"),

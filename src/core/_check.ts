@@ -94,6 +94,12 @@ export function checkAtMost(
   return value;
 }
 
+/** An optional `signal` option: undefined or an AbortSignal. */
+export function requireSignal(value: unknown, context: string): void {
+  if (value === undefined || value instanceof AbortSignal) return;
+  throw typeError(context, "signal", "must be an AbortSignal");
+}
+
 /** Asserts that `value` is an options object (`option` names it), not null, an array or a Map (whose keys go unread). */
 export function requireOptions(
   value: unknown,

@@ -7,6 +7,7 @@ import {
   rangeError,
   requireFunction,
   requireOptions,
+  requireSignal,
   requireText,
   typeError,
 } from "../core/_check.ts";
@@ -38,10 +39,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   for (const name of ["items", "onProgress", "onEvent", "now"] as const) {
     requireFunction(options[name], CONTEXT, name);
   }
-  const { signal } = options;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw bad("signal", "must be an AbortSignal");
-  }
+  requireSignal(options.signal, CONTEXT);
   return {
     identity: {
       path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),

@@ -289,14 +289,12 @@ function learnLimit(
   count: number,
 ): WindowState {
   if (count >= limit) {
-    // A read again at a short page's size came back full: that page was cut once, or the service lowered its largest
-    // (then the next cut at the larger size, no longer seen full, is read past).
+    // A read again at a short page's size came back full: a cut once, or a lowered largest (its next cut is read past).
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
     const full = Math.max(state.full ?? 0, limit);
-    // Full at the size a shorter answer to a larger one held: that was a cut, kept like a 400 (the cycle's runs ask
-    // no more; else each run's small sweep went on finding it again, and no cycle ended).
+    // Full at the size a shorter answer to a larger one held: a cut, kept like a 400 for the cycle's runs.
     const cut = state.refused === limit + 1 ? { rejected: state.refused } : {};
     return {
       ...state,

@@ -143,6 +143,18 @@ export const drivers: Driver[] = [
 
 let databases = 0;
 
+/** A pg client to the cluster's `postgres` database, connected; end it when done. */
+export async function adminClient(port: number): Promise<pg.Client> {
+  const client = new pg.Client({
+    host: "127.0.0.1",
+    port,
+    user: "postgres",
+    database: "postgres",
+  });
+  await client.connect();
+  return client;
+}
+
 /** A fresh database on `cluster`, connected through `driver`, for `fn`. */
 export async function inDatabase(
   cluster: Cluster,
@@ -150,13 +162,7 @@ export async function inDatabase(
   fn: (db: Connection) => Promise<void>,
 ): Promise<void> {
   const name = `sync_${++databases}`;
-  const admin = new pg.Client({
-    host: "127.0.0.1",
-    port: cluster.port,
-    user: "postgres",
-    database: "postgres",
-  });
-  await admin.connect();
+  const admin = await adminClient(cluster.port);
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const db = driver.connect(cluster.port, name);

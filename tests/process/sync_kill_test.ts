@@ -6,11 +6,10 @@
 // stops changing: the copy equals the list.
 
 import { DatabaseSync } from "node:sqlite";
-import pg from "pg";
 import { createClient } from "../../src/client/mod.ts";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { seededRandom } from "../../src/testing/_list_data.ts";
-import { startCluster } from "./_postgres.ts";
+import { adminClient, startCluster } from "./_postgres.ts";
 import {
   Command,
   DEADLINE,
@@ -172,13 +171,7 @@ async function postgresKillAndRerun() {
   if (cluster === undefined) return;
   try {
     await killAndRerun("postgres", String(cluster.port), async () => {
-      const client = new pg.Client({
-        host: "127.0.0.1",
-        port: cluster.port,
-        user: "postgres",
-        database: "postgres",
-      });
-      await client.connect();
+      const client = await adminClient(cluster.port);
       const { rows } = await client.query('SELECT id FROM "transactions"');
       await client.end();
       return rows.map((row: { id: string }) => row.id);
@@ -383,13 +376,7 @@ async function sweepIntoPostgres(): Promise<void> {
   const cluster = await startCluster();
   if (cluster === undefined) return;
   const rows = async <R>(sql: string): Promise<R[]> => {
-    const client = new pg.Client({
-      host: "127.0.0.1",
-      port: cluster.port,
-      user: "postgres",
-      database: "postgres",
-    });
-    await client.connect();
+    const client = await adminClient(cluster.port);
     try {
       return (await client.query(sql)).rows;
     } finally {
