@@ -269,6 +269,32 @@ Deno.test("a service that cuts pages above its largest instead of refusing them:
   equal(sink.rows.size, 1999);
 });
 
+Deno.test("a service that cuts pages above its largest, placing them by the cut size: a run with nothing new makes at most 2 list requests, with 40 new at most ⌈40 / limit⌉ + 2", async () => {
+  for (const maxLimit of [75, 250, 500, 999]) {
+    const fake = inProcess({
+      items: { transactions: 2000 },
+      maxLimit,
+      beyondMaxLimit: "cut",
+    });
+    const sink = memorySink<Row>();
+    const options = { id: "transactionID", sink, sweep: 0 };
+    await syncList(fake.client, "transactions", {
+      ...options,
+      sweep: Infinity,
+    });
+    const costs = [];
+    for (const added of [0, 0, 40]) {
+      fake.service.insertTransactions(added);
+      const before = fake.listRequests;
+      const result = await syncList(fake.client, "transactions", options);
+      costs.push([result.inserted, fake.listRequests - before]);
+    }
+    const bounds = [2, 2, Math.ceil(40 / 50) + 2];
+    ok(costs.every(([, n], i) => n! <= bounds[i]!), `${maxLimit}: ${costs}`);
+    equal(costs[2]![0], 40);
+  }
+});
+
 Deno.test("a service that lowers its largest page (100, then 60), cutting pages or refusing larger ones with a 400: the guard off, nothing is removed, no run fails and cycles end, in both orders", async () => {
   const items = things(1000);
   for (const lowered of ["cut", "400"] as const) {

@@ -236,3 +236,13 @@ Deno.test("a sweep's short page before the cycle's end is read again asking at m
   ]);
   equal(nextWindow(short.next).limit <= 100, true);
 });
+
+Deno.test("a shorter answer to a size not known honoured, all before the edge, tells nothing of where the edge stands: a service may cut it and place it by the cut size", () => {
+  const before = { ...state(2000, 2000), accepted: 250, limit: 50 };
+  const plan: WindowPlan = { start: 1966, limit: 983, page: 3 };
+  const cut = judgeWindow(before, plan, keys(501, 750));
+  if (cut.kind !== "commit") throw new Error(cut.kind);
+  equal([cut.ended, cut.next.offset, cut.next.seek], [false, 2000, undefined]);
+  const next = nextWindow(cut.next);
+  equal(next.start <= 1999 && next.start + next.limit > 2000, true);
+});

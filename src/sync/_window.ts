@@ -133,8 +133,10 @@ export function judgeWindow(
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
+  // A shorter answer to a size not known honoured may be cut, and placed by the cut size: its place tells nothing.
+  const cut = count < plan.limit && !short;
   const seek = before && !short
-    ? sought(state.seek, { low: plan.start + count })
+    ? cut ? state.seek : sought(state.seek, { low: plan.start + count })
     : undefined;
   return {
     kind: "commit",
@@ -146,7 +148,7 @@ export function judgeWindow(
     next: {
       ...rest,
       edge,
-      offset: plan.start + kept,
+      offset: before && cut ? state.offset : plan.start + kept,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
