@@ -154,6 +154,35 @@ Deno.test("a head answered with another list whose items all sort after the copy
   }
 });
 
+Deno.test("descending, a head answered with another list whose items are all newer than the copy's commits nothing and fails 'too-many-deletes' (share 1); healthy again, the next run goes on; a real burst of new items before the copy still commits", async () => {
+  for (const copy of await copies("foreign-head-desc")) {
+    const real = things(1000);
+    let answer = real;
+    const service = listOf(() => answer.toReversed());
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      maxLimit: 100,
+      sortDirection: "DESC" as const,
+    };
+    await syncList(service.client, "things", options);
+    const before = await copy.snapshot();
+    answer = things(2000).map(({ thingID }) => ({ thingID: `u${thingID}` }));
+    for (const sweep of [0, 10]) {
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep }),
+        (error: SyncError) =>
+          error.reason === "too-many-deletes" && error.maxDeletesNeeded === 1,
+      );
+      equal(await copy.snapshot(), before, copy.kind);
+    }
+    answer = [...real, ...answer];
+    const run = await syncList(service.client, "things", options);
+    deepStrictEqual([counts(run), copy.ids().length], [[2000, 0, 0], 3000]);
+    copy.database?.close();
+  }
+});
+
 Deno.test("a copy emptied with maxDeletes 1 takes the list's new items at the next default run: a head past all the copy holds, when it holds none, removes nothing", async () => {
   for (const copy of await copies("emptied")) {
     let answer = things(100);

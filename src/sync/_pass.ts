@@ -25,6 +25,8 @@ export interface Committed<T> {
   readonly edgeAt?: number;
   /** Page 1 begins after the edge the pass stood at: what it committed before is gone from the list. */
   readonly lost?: boolean;
+  /** It holds an item past the pass's keys (a descending head: one the copy held before the run). */
+  readonly reached: boolean;
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -163,6 +165,7 @@ async function judge<T>(
     ids: keys.slice(from, to).map((key) => key.id),
     state: verdict.next,
     ended: verdict.ended,
+    reached: to < keys.length,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
   };

@@ -129,6 +129,9 @@ async function runFrom<T>(
   }
 }
 
+/** The new items a descending head holds back at most, until a window reaches the copy: past them, it commits. */
+const HELD_ITEMS = 10_000;
+
 /** The head pass: what is new; how far the last item committed moved, if seen. */
 async function head<T>(
   run: Run<T>,
@@ -138,24 +141,40 @@ async function head<T>(
   const { config, committer } = run;
   let shift: number | undefined;
   let lost = false;
+  const descending = config.identity.sortDirection === "DESC";
+  // Descending, new items come before what the copy holds: held back until a window reaches it, or another list
+  // whose items are all newer (or a list that lost every item of the copy) would be committed first.
+  const held: [SyncCheckpoint, Committed<T>][] = [];
+  let holding = descending && config.maxDeletes < 1 &&
+    start.checkpoint.edge !== null && start.checkpoint.head === undefined;
+  let latest = committer.latest, heldItems = 0;
   await runPass(run, start.head, Infinity, async (window) => {
-    // Ascending, page 1 begins after all the copy holds: the list lost every item of it, or another list answered.
-    // Either is a delete of the whole copy (unless it holds none), which only maxDeletes 1 lets through.
-    lost = window.lost === true && config.maxDeletes < 1 &&
-      config.identity.sortDirection === "ASC" && !await holdsNone(run);
+    // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
+    // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
+    const fresh = [...held.map(([, each]) => each), window];
+    const endedBefore = holding && window.ended && !window.reached &&
+      fresh.some(({ items }) => items.length > 0);
+    lost = (descending ? endedBefore : window.lost === true) &&
+      config.maxDeletes < 1 && !await holdsNone(run);
     if (lost) return false;
     shift ??= shiftOf(start.checkpoint, window);
     const top = window.items[0];
     const after = afterHeadWindow(
-      committer.latest,
+      latest,
       window.state,
       window.ended,
       top === undefined ? undefined : config.keyOf(top),
     );
-    const checkpoint = first && window.ended
+    latest = first && window.ended
       ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
-    return await committer.commit("head", checkpoint, window);
+    held.push([latest, window]);
+    heldItems += window.items.length;
+    holding &&= !window.reached && !window.ended && heldItems < HELD_ITEMS;
+    for (const [checkpoint, each] of holding ? [] : held.splice(0)) {
+      await committer.commit("head", checkpoint, each);
+    }
+    return;
   });
   if (lost) await refuseLost(run);
   return shift;
@@ -170,12 +189,12 @@ async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
   return true;
 }
 
-/** Fails a head whose page 1 began after all the copy holds; nothing was committed, nothing is recorded. */
+/** Fails a head that found none of the copy's items; nothing was committed, nothing is recorded. */
 async function refuseLost<T>(run: Run<T>): Promise<never> {
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done();
   const error = new SyncError(
-    `Cannot sync into ${what}: the list's first page begins after the last item the copy holds, so the list lost every item of it, or another list answered; nothing was committed. If the list really lost them, run again with maxDeletes 1 (CLI: --max-deletes 1)`,
+    `Cannot sync into ${what}: the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them), so it lost every one, or another list answered; nothing was committed. If the list really lost them, run again with maxDeletes 1 (CLI: --max-deletes 1)`,
     "too-many-deletes",
     what,
   );
