@@ -175,7 +175,7 @@ async function head<T>(
       await committer.commit("head", checkpoint, each);
     }
     return;
-  });
+  }, { proves: true });
   if (lost) await refuseLost(run);
   return shift;
 }
@@ -243,7 +243,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     const more = endsCycle ? { endsCycle } : {};
     await committer.commit("sweep", checkpoint, window, more);
   };
-  const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
+  const end = await runPass(run, begun.state, config.sweep, commit, { timeUp });
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
