@@ -88,9 +88,22 @@ export function tooManyDeletes(
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
     : "";
+  return deletesRefused(
+    `the sweep cycle would remove ${unseen} of ${held} rows${earlier}${part}, more than maxDeletes (${maxDeletes}) allows; nothing of the cycle was removed or inserted`,
+    what,
+    needed,
+  );
+}
+
+/** A `"too-many-deletes"` refusal of `what`, because of `why`, naming the share (`needed`) that lets it through. */
+export function deletesRefused(
+  why: string,
+  what: string,
+  needed: number,
+): SyncError {
   return Object.assign(
     new SyncError(
-      `Cannot sync into ${what}: the sweep cycle would remove ${unseen} of ${held} rows${earlier}${part}, more than maxDeletes (${maxDeletes}) allows; nothing of the cycle was removed or inserted. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`,
+      `Cannot sync into ${what}: ${why}. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`,
       "too-many-deletes",
       what,
     ),

@@ -15,7 +15,12 @@ import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
-import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
+import {
+  confirms,
+  deletesRefused,
+  recentDeletes,
+  tooManyDeletes,
+} from "./_deletes.ts";
 import {
   heldBack,
   MAX_GUARDED_ROWS,
@@ -24,7 +29,6 @@ import {
 } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
-import type { SyncKey } from "./_window.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -184,8 +188,7 @@ async function head<T>(
 async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
   if (config.sink.liveRows === undefined) return false;
   await committer.done();
-  const key = config.keyOf as (item: unknown) => SyncKey;
-  for await (const _ of config.sink.liveRows(0, key)) return false;
+  for await (const _ of config.sink.liveRows(0, config.keyOf)) return false;
   return true;
 }
 
@@ -193,12 +196,11 @@ async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
 async function refuseLost<T>(run: Run<T>): Promise<never> {
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done();
-  const error = new SyncError(
-    `Cannot sync into ${what}: the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them), so it lost every one, or another list answered; nothing was committed. If the list really lost them, run again with maxDeletes 1 (CLI: --max-deletes 1)`,
-    "too-many-deletes",
+  throw deletesRefused(
+    "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them), so it lost every one, or another list answered; nothing was committed",
     what,
+    1,
   );
-  throw Object.assign(error, { maxDeletesNeeded: 1 });
 }
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
@@ -307,14 +309,13 @@ async function guardOf<T>(
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
-  const key = keyOf as (item: unknown) => SyncKey;
   const { deletions, sortDirection } = committer.latest;
   const recent = recentDeletes(deletions, config.now());
   const descending = sortDirection === "DESC";
   const figures = { maxDeletes, recent, descending, edge: edge?.id };
   return await windowGuard(
-    sink.liveRows(cycle, key, MAX_GUARDED_ROWS),
-    key,
+    sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS),
+    keyOf,
     figures,
   );
 }
