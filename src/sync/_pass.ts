@@ -115,12 +115,13 @@ export async function runPass<T>(
 function provenIds(
   known: ReadonlySet<string> | undefined,
   edge: SyncKey | null,
-  judged: { next: WindowState; proven: boolean; ids: ReadonlySet<string> },
+  judged: { next: WindowState; proven: boolean; keys: readonly SyncKey[] },
 ): ReadonlySet<string> | undefined {
-  const holdsEdge = edge !== null && judged.ids.has(edge.id);
+  const { keys } = judged;
+  const holdsEdge = edge !== null && keys.some((key) => key.id === edge.id);
   const moved = judged.next.edge !== edge;
   return (known === undefined ? holdsEdge || moved : judged.proven)
-    ? judged.ids
+    ? new Set(keys.map((key) => key.id))
     : known;
 }
 
@@ -197,8 +198,7 @@ async function judge<T>(
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
   };
-  const ids = new Set(keys.map((key) => key.id));
-  return { ...verdict, window, first: keys[0]?.id, proven, ids };
+  return { ...verdict, window, first: keys[0]?.id, proven, keys };
 }
 
 function launch<T>(
