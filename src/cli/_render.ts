@@ -134,8 +134,7 @@ export function progressReporter(
   let items = 0;
   let showing = false;
   const line = () => {
-    const seconds = Math.max((now() - started) / 1000, 0.001);
-    const rate = Math.round(items / seconds);
+    const rate = Math.round(items / Math.max((now() - started) / 1000, 0.001));
     const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
     return `${read}, ${rate} items/s`;
   };

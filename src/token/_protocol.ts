@@ -194,8 +194,7 @@ function refusal(
   if (status === 429) {
     const now = endpoint.now();
     const retryAfter = retryAfterMs(response.headers, now);
-    const retryAt = quotaRetryAt(retryAfter, quota, now);
-    return quotaExceeded(retryAt, quota, {
+    return quotaExceeded(quotaRetryAt(retryAfter, quota, now), quota, {
       ...oauth,
       response: cleanResponse(response, endpoint.secrets),
     });
