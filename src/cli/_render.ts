@@ -28,10 +28,8 @@ export function utcTime(epochMs: number): string {
 }
 
 function cell(value: unknown): string {
-  const shown = escapeControls(
-    typeof value === "string" ? value : JSON.stringify(value) ?? "",
-  );
-  return cut(shown, CELL_LIMIT);
+  const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
+  return cut(escapeControls(text), CELL_LIMIT);
 }
 
 /** `text`, cut to `width` characters with `…` last when it is longer. */

@@ -204,10 +204,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Slots from the store for as many as wait of one priority (live first), or the wait. */
   async #takeShared(): Promise<number> {
-    const { requests } = this.limit;
     const line = this.#lines.next;
     const low = line === this.#lines.low;
-    const count = Math.min(line.size, MOST_PER_TAKE, requests);
+    const count = Math.min(line.size, MOST_PER_TAKE, this.limit.requests);
     const first = this.#own.sent;
     const sends = Array.from(
       { length: count },
