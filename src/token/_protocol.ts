@@ -19,6 +19,7 @@ import {
   serverText,
 } from "../core/_redact.ts";
 import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
+import { given } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
@@ -73,9 +74,7 @@ async function sendTokenRequest(
       headers: {
         "content-type": endpoint.contentType,
         accept: "application/json",
-        ...(endpoint.authorization === undefined
-          ? {}
-          : { authorization: endpoint.authorization }),
+        ...given({ authorization: endpoint.authorization }),
       },
       body: endpoint.body,
       redirect: "manual",
