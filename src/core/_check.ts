@@ -113,6 +113,20 @@ export function requireOptions(
   ) throw typeError(context, option, "must be an object", String(value));
 }
 
+/** An option that is one of `values` (the first when undefined); else a `TypeError` naming them. */
+export function oneOf<T extends string>(
+  value: unknown,
+  values: readonly T[],
+  context: string,
+  option: string,
+): T {
+  if (value === undefined) return values[0]!;
+  if (values.includes(value as T)) return value as T;
+  const names = values.map((v) => `"${v}"`);
+  const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
+  throw typeError(context, option, rule, String(value));
+}
+
 /** A non-empty string option. */
 export function requireText(
   value: unknown,
