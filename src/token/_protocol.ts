@@ -216,12 +216,11 @@ function failure(
 ): TokenRequestError {
   const hint = tokenHint(endpoint, init);
   // Its headers are server text too: a credential echoed there is redacted.
-  const cleaned = init.response === undefined
-    ? init
-    : { ...init, response: cleanResponse(init.response, endpoint.secrets) };
+  const response = init.response &&
+    cleanResponse(init.response, endpoint.secrets);
   return new TokenRequestError(
     hint === undefined ? message : `${message}: ${hint}`,
-    hint === undefined ? cleaned : { ...cleaned, hint },
+    { ...init, ...given({ response, hint }) },
   );
 }
 
