@@ -139,11 +139,7 @@ export function openSession(
   });
   const cache = store && {
     record: () =>
-      store.recordFor({
-        tokenUrl: config.environment.tokenUrl,
-        audience: config.environment.audience,
-        clientId: config.clientId,
-      }),
+      store.recordFor({ ...config.environment, clientId: config.clientId }),
   };
   const tokenRequests = watched.count;
   const parts = { io, provider, client, cache, tokenRequests, status };
