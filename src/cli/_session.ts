@@ -112,13 +112,10 @@ export function openSession(
   const watched = watchTokenRequests(lines);
   const heard = verboseListener(lines, config.environment);
   const provider = createTokenProvider({
-    ...config.environment,
-    clientId: config.clientId,
-    clientSecret: config.clientSecret,
+    ...config, // its environment, credentials and setting names
     fetch: watched.fetch,
     // How token requests are sent: the flags, else the variables, else the service's way.
     ...given({
-      settingNames: config.settingNames,
       bodyFormat: flags.tokenBody ?? config.bodyFormat,
       clientAuthentication: flags.clientAuthentication ??
         config.clientAuthentication,
