@@ -146,12 +146,10 @@ function writeQuotaTable(
   quota: QuotaSnapshot | undefined,
   now: number,
 ): void {
-  const rows = bucketsNow(quota, now).map((bucket) => ({
-    bucket: bucket.bucket,
-    limit: bucket.limit,
-    remaining: bucket.remaining,
-    "resets in": duration(bucket.resetAfter),
-    "resets at": utcTime(now + bucket.resetAfter * 1000),
+  const rows = bucketsNow(quota, now).map(({ resetAfter, ...bucket }) => ({
+    ...bucket,
+    "resets in": duration(resetAfter),
+    "resets at": utcTime(now + resetAfter * 1000),
   }));
   out.write(
     rows.length === 0

@@ -71,12 +71,7 @@ export function count(
   return value;
 }
 
-type Given<T> = { [K in keyof T]?: Exclude<T[K], undefined> };
-/** `values` without the keys left undefined: an option is given or absent. */
-export function given<T extends object>(values: T): Given<T> {
-  const entries = Object.entries(values).filter(([, v]) => v !== undefined);
-  return Object.fromEntries(entries) as Given<T>;
-}
+export { given } from "../core/_check.ts";
 
 /**
  * A flag's value when it is one of `allowed`; `undefined` when not given.

@@ -28,10 +28,8 @@ export function utcTime(epochMs: number): string {
 }
 
 function cell(value: unknown): string {
-  const shown = escapeControls(
-    typeof value === "string" ? value : JSON.stringify(value) ?? "",
-  );
-  return cut(shown, CELL_LIMIT);
+  const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
+  return cut(escapeControls(text), CELL_LIMIT);
 }
 
 /** `text`, cut to `width` characters with `…` last when it is longer. */
@@ -134,8 +132,7 @@ export function progressReporter(
   let items = 0;
   let showing = false;
   const line = () => {
-    const seconds = Math.max((now() - started) / 1000, 0.001);
-    const rate = Math.round(items / seconds);
+    const rate = Math.round(items / Math.max((now() - started) / 1000, 0.001));
     const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
     return `${read}, ${rate} items/s`;
   };

@@ -112,13 +112,10 @@ export function openSession(
   const watched = watchTokenRequests(lines);
   const heard = verboseListener(lines, config.environment);
   const provider = createTokenProvider({
-    ...config.environment,
-    clientId: config.clientId,
-    clientSecret: config.clientSecret,
+    ...config, // its environment, credentials and setting names
     fetch: watched.fetch,
     // How token requests are sent: the flags, else the variables, else the service's way.
     ...given({
-      settingNames: config.settingNames,
       bodyFormat: flags.tokenBody ?? config.bodyFormat,
       clientAuthentication: flags.clientAuthentication ??
         config.clientAuthentication,
@@ -139,11 +136,7 @@ export function openSession(
   });
   const cache = store && {
     record: () =>
-      store.recordFor({
-        tokenUrl: config.environment.tokenUrl,
-        audience: config.environment.audience,
-        clientId: config.clientId,
-      }),
+      store.recordFor({ ...config.environment, clientId: config.clientId }),
   };
   const tokenRequests = watched.count;
   const parts = { io, provider, client, cache, tokenRequests, status };

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { rangeError, typeError } from "../core/_check.ts";
+import { given, rangeError, typeError } from "../core/_check.ts";
 import { flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
@@ -90,15 +90,12 @@ export function paginate<T>(
  * ```
  */
 export function pageSearchParams(request: PageRequest): URLSearchParams {
-  const params = new URLSearchParams({
+  const { sortBy, sortDirection } = request;
+  return new URLSearchParams({
     limit: String(request.limit),
     page: String(request.page),
+    ...given({ sortBy, sortDirection }),
   });
-  if (request.sortBy !== undefined) params.set("sortBy", request.sortBy);
-  if (request.sortDirection !== undefined) {
-    params.set("sortDirection", request.sortDirection);
-  }
-  return params;
 }
 
 /**

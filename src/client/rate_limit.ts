@@ -87,11 +87,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   return new SlidingWindowLimiter(limit, reserve, now);
 }
 
-interface Waiter {
-  readonly resolve: (ticket: number) => void;
-  readonly reject: (reason: unknown) => void;
-}
-
 /** One window; live callers in one line, background ones in another that moves while the first is empty. */
 class SlidingWindowLimiter implements RateLimiter {
   readonly limit: RateLimit;
@@ -99,7 +94,7 @@ class SlidingWindowLimiter implements RateLimiter {
   readonly #window: Window;
   /** Sends a background request may find in the window: the rest is reserved. */
   readonly #lowShare: number;
-  readonly #lines = new PriorityLines<Waiter>((waiter, reason) => {
+  readonly #lines = new PriorityLines((waiter, reason) => {
     waiter.reject(reason);
     // Leaving frees no slot: an empty limiter stops its timer; a live caller leaving may free background ones.
     if (this.#lines.size === 0) this.#stop();

@@ -210,12 +210,10 @@ export async function readBounded(
       size += read.value.byteLength;
       chunks.push(read.value);
     }
-  } catch (error) {
-    reader.cancel().catch(() => {});
-    throw error;
+    return undefined;
+  } finally {
+    reader.cancel().catch(() => {}); // a no-op once the body was read whole
   }
-  reader.cancel().catch(() => {});
-  return undefined;
 }
 
 function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {

@@ -1,5 +1,6 @@
 // Internal: the one builder of bad-option errors: "<context>: '<option>' <rule>:
-// received <value>", with `option` and `rule` as fields for code to read.
+// received <value>", with `option` and `rule` as fields for code to read; the
+// checks built on it, and `given`, an options object without its undefined keys.
 
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {
@@ -112,6 +113,20 @@ export function requireOptions(
   ) throw typeError(context, option, "must be an object", String(value));
 }
 
+/** An option that is one of `values` (the first when undefined); else a `TypeError` naming them. */
+export function oneOf<T extends string>(
+  value: unknown,
+  values: readonly T[],
+  context: string,
+  option: string,
+): T {
+  if (value === undefined) return values[0]!;
+  if (values.includes(value as T)) return value as T;
+  const names = values.map((v) => `"${v}"`);
+  const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
+  throw typeError(context, option, rule, String(value));
+}
+
 /** A non-empty string option. */
 export function requireText(
   value: unknown,
@@ -150,4 +165,11 @@ export function requireDeno(
 ): void {
   if ("Deno" in globalThis) return;
   throw typeError(context, option, rule);
+}
+
+type Given<T> = { [K in keyof T]?: Exclude<T[K], undefined> };
+/** `values` without the keys left undefined: an option is given or absent. */
+export function given<T extends object>(values: T): Given<T> {
+  const entries = Object.entries(values).filter(([, v]) => v !== undefined);
+  return Object.fromEntries(entries) as Given<T>;
 }

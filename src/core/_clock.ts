@@ -7,13 +7,8 @@ function monotoneEpoch(): (() => number) | undefined {
   const performance = (globalThis as {
     performance?: { now?: () => number; timeOrigin?: number };
   }).performance;
-  const origin = performance?.timeOrigin;
-  if (
-    typeof performance?.now !== "function" ||
-    !(typeof origin === "number" && origin > 0)
-  ) {
-    return undefined;
-  }
+  const origin = performance?.timeOrigin ?? 0;
+  if (typeof performance?.now !== "function" || !(origin > 0)) return undefined;
   return () => origin + performance.now!();
 }
 
@@ -37,7 +32,7 @@ export function steadyClock(now?: () => number): SteadyClock {
   const read = now ?? Date.now;
   let last = -Infinity;
   let offset = 0;
-  const clock = () => {
+  const steady = Object.assign(() => {
     const reading = read() + offset;
     if (reading < last) {
       offset += last - reading;
@@ -45,8 +40,7 @@ export function steadyClock(now?: () => number): SteadyClock {
       return last;
     }
     return last = reading;
-  };
-  const steady = Object.assign(clock, { steps: 0 });
+  }, { steps: 0 });
   return steady;
 }
 

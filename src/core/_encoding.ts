@@ -20,8 +20,8 @@ export function base64(text: string | Uint8Array): string {
   return btoa(binary);
 }
 
-/** `text` as UTF-8, in base64url without padding. */
-export function base64url(text: string): string {
+/** `text` (as UTF-8) or bytes, in base64url without padding. */
+export function base64url(text: string | Uint8Array): string {
   return base64(text).replaceAll("+", "-").replaceAll("/", "_")
     .replace(/=+$/, "");
 }

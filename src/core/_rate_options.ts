@@ -5,6 +5,7 @@ import {
   checkAtMost,
   checkNumber,
   type NumberRule,
+  oneOf,
   typeError,
 } from "./_check.ts";
 
@@ -76,7 +77,7 @@ export function rateShare(
   return priority === "low" ? limit.requests - reserve : limit.requests;
 }
 
-const PRIORITIES: readonly unknown[] = ["high", "low", "auto"];
+const PRIORITIES: readonly RatePriority[] = ["high", "low", "auto"];
 
 /** The checked `priority` option (Fetch's `RequestInit.priority`), or `fallback`. */
 export function checkPriority<F extends RatePriority | undefined>(
@@ -85,13 +86,5 @@ export function checkPriority<F extends RatePriority | undefined>(
   context: string,
 ): RatePriority | F {
   if (value === undefined) return fallback;
-  if (!PRIORITIES.includes(value)) {
-    throw typeError(
-      context,
-      "priority",
-      'must be "high", "low" or "auto"',
-      String(value),
-    );
-  }
-  return value as RatePriority;
+  return oneOf(value, PRIORITIES, context, "priority");
 }

@@ -167,8 +167,14 @@ export class WaitQueue<T> {
   }
 }
 
+/** A caller waiting for a slot: handed its ticket, or rejected when it leaves. */
+export interface Waiter {
+  readonly resolve: (ticket: number) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
-export class PriorityLines<T> {
+export class PriorityLines<T = Waiter> {
   readonly live: WaitQueue<T>;
   readonly low: WaitQueue<T>;
 

@@ -1,6 +1,7 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
 import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
+import { given } from "./_check.ts";
 
 /** What stands for a secret or token that is left out. */
 export const REDACTED = "[redacted]";
@@ -233,10 +234,7 @@ export function cleanCause(
     : cleanCause(error.cause, secrets);
   const text = `${error.message}\n${error.stack ?? ""}`;
   if (redact(text, secrets) === text && cause === error.cause) return error;
-  const copy = new Error(
-    redact(error.message, secrets),
-    cause === undefined ? {} : { cause },
-  );
+  const copy = new Error(redact(error.message, secrets), given({ cause }));
   copy.name = error.name;
   return copy;
 }

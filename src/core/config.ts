@@ -61,12 +61,7 @@ export const CONFIG_OPTIONAL_VARIABLES: {
 
 /** The variable of each setting, for hints and messages. */
 const SETTING_NAMES = Object.freeze({
-  baseUrl: CONFIG_VARIABLES.baseUrl,
-  pciBaseUrl: CONFIG_VARIABLES.pciBaseUrl,
-  clientId: CONFIG_VARIABLES.clientId,
-  clientSecret: CONFIG_VARIABLES.clientSecret,
-  audience: CONFIG_VARIABLES.audience,
-  tokenUrl: CONFIG_VARIABLES.tokenUrl,
+  ...CONFIG_VARIABLES,
   ...CONFIG_OPTIONAL_VARIABLES,
 });
 
@@ -222,8 +217,7 @@ function optionalValues(
     const allowed: readonly string[] =
       OPTIONAL_VALUES[option as keyof typeof OPTIONAL_VALUES];
     if (!allowed.includes(value)) {
-      const rule = `must be ${allowed.join(" or ")}`;
-      throw configError(variable, rule);
+      throw configError(variable, `must be ${allowed.join(" or ")}`);
     }
     found[option] = value;
   }
@@ -322,17 +316,13 @@ function processEnv(): EnvSource {
       return deno.env.toObject(); // all variables: near misses can be named
     } catch {
       // Only some allowed: never ask for the rest (a typo looked up must not prompt).
-      return (name) => {
-        const { state } = deno.permissions.querySync({
-          name: "env",
-          variable: name,
-        });
-        if (state === "granted") return deno.env.get(name);
+      return (variable) => {
+        const { state } = deno.permissions.querySync({ name: "env", variable });
+        if (state === "granted") return deno.env.get(variable);
         // The exact flag: every variable configFromEnv reads, by name.
         const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
           .flatMap(Object.values).join(",");
-        const rule = `cannot be read: add --allow-env=${every}`;
-        throw configError(name, rule);
+        throw configError(variable, `cannot be read: add --allow-env=${every}`);
       };
     }
   }

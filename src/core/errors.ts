@@ -23,6 +23,7 @@
  */
 
 import type { QuotaBucket } from "./quota.ts";
+import { given } from "./_check.ts";
 import type {
   ApiErrorInit,
   ApiFailureReason,
@@ -74,10 +75,7 @@ export class PartnerApiError extends Error {
 
   /** Creates the error; `message` holds no secret and is cut to 2,000 characters. */
   constructor(message: string, reason: string, options: ErrorOptions = {}) {
-    super(
-      capped(message),
-      options.cause === undefined ? {} : { cause: options.cause },
-    );
+    super(capped(message), given({ cause: options.cause }));
     this.name = "PartnerApiError";
     this.reason = reason;
   }

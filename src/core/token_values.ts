@@ -70,8 +70,12 @@ export function isIssuedToken(value: unknown): value is IssuedToken {
   return isAccessToken(token.accessToken) &&
     typeof token.expiresIn === "number" && token.expiresIn >= 1 &&
     token.expiresIn <= MAX_EXPIRES_IN &&
-    typeof token.expiresAt === "number" && Number.isFinite(token.expiresAt) &&
-    Array.isArray(token.quota);
+    isTime(token.expiresAt) && Array.isArray(token.quota);
+}
+
+/** A finite number: a time as a record or a stored window may hold it. */
+export function isTime(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value);
 }
 
 /** Visible ASCII only (what an `Authorization` header takes), and not a serialized token's placeholder. */

@@ -37,11 +37,6 @@ export interface SharedWindow {
 /** What a fleet limiter needs besides its store. */
 export type FleetConfig = Readonly<ReturnType<typeof fleetConfig>>;
 
-interface Waiter {
-  readonly resolve: (ticket: number) => void;
-  readonly reject: (reason: unknown) => void;
-}
-
 /** Checks the options both fleet limiters take; `most` bounds `requests`. */
 export function fleetConfig(
   options: Partial<RateLimit> & {
@@ -78,7 +73,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
   readonly #own: rateWindow.Window;
-  readonly #lines = new rateWindow.PriorityLines<Waiter>((waiter, reason) => {
+  readonly #lines = new rateWindow.PriorityLines((waiter, reason) => {
     waiter.reject(reason);
     if (this.#lines.size === 0) this.#stop();
   });
@@ -204,10 +199,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Slots from the store for as many as wait of one priority (live first), or the wait. */
   async #takeShared(): Promise<number> {
-    const { requests } = this.limit;
     const line = this.#lines.next;
     const low = line === this.#lines.low;
-    const count = Math.min(line.size, MOST_PER_TAKE, requests);
+    const count = Math.min(line.size, MOST_PER_TAKE, this.limit.requests);
     const first = this.#own.sent;
     const sends = Array.from(
       { length: count },

@@ -10,6 +10,7 @@ import {
   slotShare,
   type WindowState,
 } from "./_window_rules.ts";
+import { isTime } from "../core/token_values.ts";
 
 /** The epoch of a window written by a version without epochs (0.3). */
 const FIRST_EPOCH = "v1";
@@ -66,10 +67,6 @@ function isNamed(entry: unknown): entry is [string, number, ...unknown[]] {
 
 function isList(value: unknown): value is unknown[] {
   return Array.isArray(value) && value.length <= MOST_ENTRIES;
-}
-
-function isTime(value: unknown): value is number {
-  return typeof value === "number" && Number.isFinite(value);
 }
 
 function count(value: unknown): number {

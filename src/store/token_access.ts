@@ -7,7 +7,11 @@ import type {
   TokenRenewal,
   TokenStore,
 } from "./types.ts";
-import { isIssuedToken, type QuotaSnapshot } from "../core/token_values.ts";
+import {
+  isIssuedToken,
+  isTime,
+  type QuotaSnapshot,
+} from "../core/token_values.ts";
 import { storeKey } from "./_key.ts";
 
 /** What the key of a client's record is made of; it holds the secret. */
@@ -180,10 +184,6 @@ function fields(value: unknown): Record<string, unknown> | undefined {
   return typeof value === "object" && value !== null
     ? value as Record<string, unknown>
     : undefined;
-}
-
-function isTime(value: unknown): value is number {
-  return typeof value === "number" && Number.isFinite(value);
 }
 
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {

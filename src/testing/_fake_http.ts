@@ -2,6 +2,7 @@
 
 import { checkNumber } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
+import { base64url } from "../core/_encoding.ts";
 import type { FakeFault } from "./fake_options.ts";
 
 /** Sets `headers` on `response`, last, so they win. */
@@ -57,11 +58,7 @@ export function oauthError(
 
 /** URL-safe random text of `bytes` random bytes. */
 export function randomText(bytes: number): string {
-  const data = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...data)).replace(
-    /[+/=]/g,
-    (c) => c === "+" ? "-" : c === "/" ? "_" : "",
-  );
+  return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
 /** Waits `ms`; only `closing` cuts it short (a client giving up does not change a real server either). */

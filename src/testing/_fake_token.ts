@@ -122,8 +122,7 @@ async function readTokenBody(
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return "the body must be a JSON object";
   }
-  const fields = Object.keys(body).sort();
-  if (fields.join() !== TOKEN_FIELDS.join()) {
+  if (Object.keys(body).sort().join() !== TOKEN_FIELDS.join()) {
     return `the body must have exactly ${TOKEN_FIELDS.join(", ")}`;
   }
   return (body as Record<string, unknown>).grant_type === "client_credentials"

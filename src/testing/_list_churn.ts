@@ -108,21 +108,16 @@ export function appendItems(
  * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
  */
 export function insertItem(resource: ListResource, item: Item): void {
-  const context = `Cannot insert into ${resource.name}`;
-  const key = item?.[resource.idField];
+  const { idField } = resource;
+  const refused = (rule: string, received: string) =>
+    typeError(`Cannot insert into ${resource.name}`, "item", rule, received);
+  const key = item?.[idField];
   if (typeof key !== "string" && typeof key !== "number") {
-    throw typeError(
-      context,
-      "item",
-      `must have a string or number '${resource.idField}'`,
-      typeof key,
-    );
+    throw refused(`must have a string or number '${idField}'`, typeof key);
   }
-  if (resource.items.some((other) => other[resource.idField] === key)) {
-    throw typeError(
-      context,
-      "item",
-      `must have a '${resource.idField}' the list does not hold`,
+  if (resource.items.some((other) => other[idField] === key)) {
+    throw refused(
+      `must have a '${idField}' the list does not hold`,
       String(key),
     );
   }

@@ -149,9 +149,7 @@ export async function startFakePartnerApi(
       await Promise.all([main.shutdown(), pci.shutdown()]);
     })();
   // Every control of the service as it is (its counts are getters), not its serving parts.
-  const controls: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(
-    service,
-  );
+  const controls = Object.getOwnPropertyDescriptors(service);
   for (const part of ["handle", "handlePci", "environmentAt", "close"]) {
     delete controls[part];
   }

@@ -285,13 +285,7 @@ function serviceSetup(options: FakePartnerServiceOptions) {
   });
   const endpoint = new FakeTokenEndpoint({
     // What expires_in says, not a wait: a year (more than a timer holds) rehearses a long-lived token.
-    lifetime: checkNumber(
-      options.tokenLifetime,
-      86_400_000,
-      "positive integer",
-      CONTEXT,
-      "tokenLifetime",
-    ),
+    lifetime: positive(options.tokenLifetime, 86_400_000, "tokenLifetime"),
     quota: new QuotaCounter(
       count(options.quota?.perHour, 1000, "quota.perHour"),
       count(options.quota?.perDay, 10_000, "quota.perDay"),
@@ -318,13 +312,7 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     ),
     listEnvelope: options.listEnvelope ?? "object",
     churn: churner(options.churn, options.seed ?? 1, now),
-    maxLimit: checkNumber(
-      options.maxLimit,
-      1000,
-      "positive integer",
-      CONTEXT,
-      "maxLimit",
-    ),
+    maxLimit: positive(options.maxLimit, 1000, "maxLimit"),
     cutAtMax: options.beyondMaxLimit === "cut",
   };
 }
@@ -341,4 +329,8 @@ function listSizes(options: FakePartnerServiceOptions): ListSizes {
 
 function count(value: number | undefined, fallback: number, field: string) {
   return checkNumber(value, fallback, "non-negative integer", CONTEXT, field);
+}
+
+function positive(value: number | undefined, fallback: number, field: string) {
+  return checkNumber(value, fallback, "positive integer", CONTEXT, field);
 }

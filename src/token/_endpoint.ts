@@ -5,6 +5,7 @@ import { displayUrl, secureUrl } from "../core/_url.ts";
 import { redact, type Secret } from "../core/_redact.ts";
 import {
   checkNumber,
+  oneOf,
   type OptionError,
   requireFunction,
   requireOptions,
@@ -135,21 +136,4 @@ function requestParts(
       ? `Basic ${base64(basicPair(clientId, secret))}`
       : undefined,
   };
-}
-
-/** An option that is one of `values`; the first is the default. */
-function oneOf<T extends string>(
-  value: unknown,
-  values: readonly T[],
-  context: string,
-  option: string,
-): T {
-  if (value === undefined) return values[0]!;
-  if (values.includes(value as T)) return value as T;
-  throw typeError(
-    context,
-    option,
-    `must be ${values.map((v) => `"${v}"`).join(" or ")}`,
-    String(value),
-  );
 }

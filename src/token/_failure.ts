@@ -6,6 +6,7 @@ import type { TokenFailure } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
 import { type HintSource, tokenHint } from "./_hint.ts";
 import { isPermissionError } from "../core/_cause.ts";
+import { given } from "../core/_check.ts";
 
 /** Each cooldown caller's own copy of the failure (none can change another's), from the record if remote. */
 export function repeatedFailure(
@@ -27,12 +28,7 @@ export function repeatedFailure(
     `Cannot get token: a token request of this client failed (${answer}); none is sent before ${
       new Date(failure.until).toISOString()
     }${hint === undefined ? "" : `: ${hint}`}`,
-    {
-      reason,
-      ...(status === undefined ? {} : { status }),
-      ...(code === undefined ? {} : { code }),
-      ...(hint === undefined ? {} : { hint }),
-    },
+    { reason, ...given({ status, code, hint }) },
   );
 }
 
@@ -58,8 +54,7 @@ export function failureRecord(
     until,
     failures,
     reason: error.reason as TokenFailure["reason"],
-    ...(error.status === undefined ? {} : { status: error.status }),
-    ...(error.code === undefined ? {} : { code: error.code }),
+    ...given({ status: error.status, code: error.code }),
   };
 }
 

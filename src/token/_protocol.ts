@@ -19,6 +19,7 @@ import {
   serverText,
 } from "../core/_redact.ts";
 import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
+import { given } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
@@ -73,9 +74,7 @@ async function sendTokenRequest(
       headers: {
         "content-type": endpoint.contentType,
         accept: "application/json",
-        ...(endpoint.authorization === undefined
-          ? {}
-          : { authorization: endpoint.authorization }),
+        ...given({ authorization: endpoint.authorization }),
       },
       body: endpoint.body,
       redirect: "manual",
@@ -194,8 +193,7 @@ function refusal(
   if (status === 429) {
     const now = endpoint.now();
     const retryAfter = retryAfterMs(response.headers, now);
-    const retryAt = quotaRetryAt(retryAfter, quota, now);
-    return quotaExceeded(retryAt, quota, {
+    return quotaExceeded(quotaRetryAt(retryAfter, quota, now), quota, {
       ...oauth,
       response: cleanResponse(response, endpoint.secrets),
     });
@@ -218,12 +216,11 @@ function failure(
 ): TokenRequestError {
   const hint = tokenHint(endpoint, init);
   // Its headers are server text too: a credential echoed there is redacted.
-  const cleaned = init.response === undefined
-    ? init
-    : { ...init, response: cleanResponse(init.response, endpoint.secrets) };
+  const response = init.response &&
+    cleanResponse(init.response, endpoint.secrets);
   return new TokenRequestError(
     hint === undefined ? message : `${message}: ${hint}`,
-    hint === undefined ? cleaned : { ...cleaned, hint },
+    { ...init, ...given({ response, hint }) },
   );
 }
 
