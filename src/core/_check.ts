@@ -113,7 +113,7 @@ export function requireOptions(
   ) throw typeError(context, option, "must be an object", String(value));
 }
 
-/** An option that is one of `values` (the first when undefined); else a `TypeError` naming them. */
+/** An option that is one of `values` (the first when undefined); else a `TypeError` naming them (and 40 characters of it). */
 export function oneOf<T extends string>(
   value: unknown,
   values: readonly T[],
@@ -124,7 +124,12 @@ export function oneOf<T extends string>(
   if (values.includes(value as T)) return value as T;
   const names = values.map((v) => `"${v}"`);
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  throw typeError(context, option, rule, String(value));
+  throw typeError(
+    context,
+    option,
+    rule,
+    JSON.stringify(String(value).slice(0, 40)),
+  );
 }
 
 /** A non-empty string option. */

@@ -4,6 +4,7 @@ import {
   checkAtMost,
   checkNumber,
   type NumberRule,
+  oneOf,
   rangeError,
   requireFunction,
   requireOptions,
@@ -49,6 +50,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
       sortDirection: oneOf(
         options.sortDirection,
         ["ASC", "DESC"],
+        CONTEXT,
         "sortDirection",
       ),
     } satisfies SyncIdentity,
@@ -69,19 +71,6 @@ export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
 
 function bad(option: string, rule: string, received?: string): TypeError {
   return typeError(CONTEXT, option, rule, received);
-}
-
-/** `value` if it is one of `allowed` (the first by default). */
-function oneOf<V extends string>(
-  value: unknown,
-  allowed: readonly V[],
-  option: string,
-): V {
-  if (value === undefined) return allowed[0]!;
-  if (allowed.includes(value as V)) return value as V;
-  const names = allowed.map((name) => `"${name}"`);
-  const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  throw bad(option, rule, JSON.stringify(String(value).slice(0, 40)));
 }
 
 /** A field name to sort by; `-field` is refused with what to write instead. */
@@ -168,7 +157,12 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     maxDuration === Infinity ? 10 : Infinity,
     "non-negative integer",
   );
-  const deletes = oneOf(options.deletes, ["remove", "mark"], "deletes");
+  const deletes = oneOf(
+    options.deletes,
+    ["remove", "mark"],
+    CONTEXT,
+    "deletes",
+  );
   const rule = "non-negative finite number";
   const maxDeletes = numberOf(options, "maxDeletes", 0.1, rule, 1);
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
