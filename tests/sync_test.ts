@@ -197,6 +197,23 @@ Deno.test("syncList resumes after a failed write from the last committed batch, 
   for (const [id, writes] of sink.writes) equal(writes, 1, id);
 });
 
+Deno.test("where the service's largest page is limit itself, the head's new items cost at most 1.3 × ⌈k / limit⌉ + 2 list requests (docs/sync.md, Incremental), in both orders", async () => {
+  for (const [limit, sortDirection] of [[50, "ASC"], [100, "DESC"]] as const) {
+    const fake = inProcess({
+      items: { transactions: 1000 },
+      maxLimit: limit,
+    });
+    const sink = memorySink<Row>();
+    const options = { limit, maxLimit: limit, sortDirection, sweep: 0 };
+    await syncByDate(fake, sink, options);
+    fake.service.insertTransactions(3000);
+    const before = fake.listRequests;
+    equal((await syncByDate(fake, sink, options)).inserted, 3000);
+    const requests = fake.listRequests - before;
+    ok(requests <= 1.3 * Math.ceil(3000 / limit) + 2, `${limit}: ${requests}`);
+  }
+});
+
 Deno.test("syncList with sweep: Infinity reads the list again and picks up items inserted behind the checkpoint", async () => {
   const fake = inProcess({ items: { transactions: 60 } });
   const sink = memorySink<Row>();
