@@ -214,6 +214,30 @@ Deno.test("where the service's largest page is limit itself, the head's new item
   }
 });
 
+Deno.test("newest first, a run that resumes a head pass under way also brings in the items added since that pass began: every item that existed for the whole run is in the copy", async () => {
+  const fake = inProcess({ items: { transactions: 500 } });
+  const sink = memorySink<Row>();
+  const options = { sortDirection: "DESC" as const, sweep: 0, maxLimit: 100 };
+  await syncByDate(fake, sink, options);
+  fake.service.insertTransactions(1000);
+  const controller = new AbortController();
+  let commits = 0;
+  await rejects(
+    syncByDate(fake, sink, {
+      ...options,
+      maxDeletes: 1, // nothing held back: the head commits as it reads
+      signal: controller.signal,
+      onProgress: () => ++commits === 3 && controller.abort(),
+    }),
+    Error,
+  );
+  ok(sink.checkpoint?.head !== undefined, "a head pass under way");
+  fake.service.insertTransactions(5);
+  const resumed = await syncByDate(fake, sink, options);
+  equal(resumed.resumed, true);
+  equal(sink.rows.size, 1505);
+});
+
 Deno.test("syncList with sweep: Infinity reads the list again and picks up items inserted behind the checkpoint", async () => {
   const fake = inProcess({ items: { transactions: 60 } });
   const sink = memorySink<Row>();

@@ -103,7 +103,13 @@ async function runFrom<T>(
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
   try {
-    const shift = await head(run, start, first);
+    let shift = await head(run, start, first);
+    // Newest first, a resumed head read down from the top its pass began at: what came before that top since, a
+    // head from page 1 reads.
+    if (under !== undefined && committer.latest.head === undefined) {
+      const again = runStart(committer.latest, config.identity, config);
+      shift = await head(run, again, false) ?? shift;
+    }
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
