@@ -240,6 +240,23 @@ Deno.test("newest first, a run that resumes a head pass under way also brings in
   equal(sink.rows.size, 1505);
 });
 
+Deno.test("newest first, a head stopped while it holds back windows (until one reaches the copy) commits all but the last 8 it read", async () => {
+  const fake = inProcess({ items: { transactions: 500 } });
+  const sink = memorySink<Row>();
+  const options = { sortDirection: "DESC" as const, sweep: 0, maxLimit: 100 };
+  await syncByDate(fake, sink, options);
+  fake.service.insertTransactions(3000);
+  const controller = new AbortController();
+  const stopAt = fake.listRequests + 20;
+  fake.beforeList = (n) => n === stopAt ? controller.abort() : undefined;
+  await rejects(
+    syncByDate(fake, sink, { ...options, signal: controller.signal }),
+    Error,
+  );
+  // 19 windows of about 100 read, each new: at most 8 of them held back.
+  ok(sink.rows.size >= 500 + (19 - 8) * 90, `${sink.rows.size} rows`);
+});
+
 Deno.test("syncList with sweep: Infinity reads the list again and picks up items inserted behind the checkpoint", async () => {
   const fake = inProcess({ items: { transactions: 60 } });
   const sink = memorySink<Row>();

@@ -139,8 +139,11 @@ async function runFrom<T>(
   }
 }
 
-/** The new items a descending head holds back at most, until a window reaches the copy: past them, it commits. */
-const HELD_ITEMS = 10_000;
+/**
+ * The windows a descending head holds back at most, until one reaches the copy: past them, it commits. As many as a
+ * killed run may read again (DESIGN, resumable), and memory of windows, not of the list.
+ */
+const HELD_WINDOWS = 8;
 
 /** The head pass: what is new; how far the last item committed moved, if seen. */
 async function head<T>(
@@ -157,7 +160,7 @@ async function head<T>(
   const held: [SyncCheckpoint, Committed<T>][] = [];
   let holding = descending && config.maxDeletes < 1 &&
     start.checkpoint.edge !== null && start.checkpoint.head === undefined;
-  let latest = committer.latest, heldItems = 0;
+  let latest = committer.latest;
   await runPass(run, start.head, Infinity, async (window) => {
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
@@ -179,8 +182,7 @@ async function head<T>(
       ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
     held.push([latest, window]);
-    heldItems += window.items.length;
-    holding &&= !window.reached && !window.ended && heldItems < HELD_ITEMS;
+    holding &&= !window.reached && !window.ended && held.length < HELD_WINDOWS;
     for (const [checkpoint, each] of holding ? [] : held.splice(0)) {
       await committer.commit("head", checkpoint, each);
     }
