@@ -270,7 +270,7 @@ Deno.test("a service that cuts pages above its largest instead of refusing them:
 });
 
 Deno.test("a service that cuts pages above its largest, placing them by the cut size: a run with nothing new makes at most 2 list requests, with 40 new at most ⌈40 / limit⌉ + 2", async () => {
-  for (const maxLimit of [75, 250, 500, 999]) {
+  for (const maxLimit of [75, 250, 500, 680, 800, 999]) {
     const fake = inProcess({
       items: { transactions: 2000 },
       maxLimit,

@@ -135,7 +135,8 @@ export function judgeWindow(
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
-  // A shorter answer to a size not known honoured may be cut, and placed by the cut size: its place tells nothing.
+  // A shorter answer to a size not known honoured may be cut, and placed by the cut size: its place tells nothing,
+  // so the edge stands where it stood, plus what this window committed.
   const cut = count < plan.limit && !short;
   const seek = before && !short
     ? cut ? state.seek : sought(state.seek, { low: plan.start + count })
@@ -150,7 +151,7 @@ export function judgeWindow(
     next: {
       ...rest,
       edge,
-      offset: before && cut ? state.offset : plan.start + kept,
+      offset: cut ? state.offset + kept - older : plan.start + kept,
       margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
