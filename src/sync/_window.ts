@@ -128,15 +128,15 @@ export function judgeWindow(
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
   const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
   const end = keys[fresh.to - 1] ?? state.edge;
-  const { again, reads } = readAgain(state, short || farEnd, end, holds);
+  const [claims, reached] = [short || farEnd, fresh.to < count];
+  const { again, reads } = readAgain(state, claims, end, holds, reached);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
   const edge = kept > older ? keys[kept - 1]! : state.edge;
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
-  // A shorter answer to a size not known honoured may be cut, and placed by the cut size: its place tells nothing,
-  // so the edge stands where it stood, plus what this window committed.
+  // Shorter at a size not known honoured: perhaps cut and placed by the cut size, so its place tells nothing.
   const cut = count < plan.limit && !short;
   const seek = before && !short
     ? cut ? state.seek : sought(state.seek, { low: plan.start + count })
@@ -144,8 +144,8 @@ export function judgeWindow(
   return {
     kind: "commit",
     fresh,
-    ended: holds || ((short || farEnd) && !again) ||
-      (state.domain?.upTo == null && fresh.to < count),
+    ended: holds || (claims && !again) ||
+      (state.domain?.upTo == null && reached),
     halted: reads > MAX_SHORT_READS,
     lost,
     next: {
@@ -207,22 +207,26 @@ function farEndOf(
 
 /**
  * Whether a sweep's window that claims the end (`claims`: short, or past the far end) at `end` before the far end it
- * does not hold is read again, news or not; the pass ends once a read claims the same end. `reads`: claims in a row
- * that disagreed (past MAX_SHORT_READS the pass stops, the cycle under way).
+ * does not hold, or a descending head's before it `reached` the copy (its far end: the newest item the copy held), is
+ * read again, news or not; the pass ends once a read claims the same end. `reads`: claims in a row that disagreed
+ * (past MAX_SHORT_READS the pass stops, the cycle under way).
  */
 function readAgain(
   state: WindowState,
   claims: boolean,
   end: SyncKey | null,
   holds: boolean,
+  reached: boolean,
 ): { again: boolean; reads: number } {
   const before = state.short;
   const agrees = claims && before !== undefined &&
     (before === null || end === null
       ? before === end
       : compareKeys(before, end) === 0);
-  const again = claims && (state.domain?.upTo ?? null) !== null && !agrees &&
-    !holds;
+  const beforeCopy = state.descending === true &&
+    state.domain?.above != null && !reached;
+  const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy;
+  const again = claims && farEnd && !agrees && !holds;
   return { again, reads: again ? (state.shortReads ?? 0) + 1 : 0 };
 }
 

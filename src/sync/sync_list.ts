@@ -160,7 +160,7 @@ async function head<T>(
   const held: [SyncCheckpoint, Committed<T>][] = [];
   let holding = descending && config.maxDeletes < 1 &&
     start.checkpoint.edge !== null && start.checkpoint.head === undefined;
-  let latest = committer.latest;
+  let latest = committer.latest, heldWindows = 0;
   await runPass(run, start.head, Infinity, async (window) => {
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
@@ -182,7 +182,10 @@ async function head<T>(
       ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
     held.push([latest, window]);
-    holding &&= !window.reached && !window.ended && held.length < HELD_WINDOWS;
+    if (window.items.length > 0) heldWindows++;
+    // A short window's confirming read is held too: it tells whether the list ends before the copy.
+    const room = heldWindows < HELD_WINDOWS || window.state.short !== undefined;
+    holding &&= !window.reached && !window.ended && room;
     for (const [checkpoint, each] of holding ? [] : held.splice(0)) {
       await committer.commit("head", checkpoint, each);
     }
