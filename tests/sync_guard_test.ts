@@ -210,6 +210,42 @@ Deno.test("a head whose later windows are answered by another list interleaving 
   }
 });
 
+Deno.test("descending, a head pass under way that another list (all newer) answers is not completed: the run fails 'too-many-deletes' (share 1), and the next healthy run reads what the pass had left", async () => {
+  const real = things(1500);
+  let answer = real.slice(0, 500);
+  const service = listOf(() => answer.toReversed());
+  const sink = memorySink<Thing>();
+  const options = {
+    id: "thingID",
+    sink,
+    maxLimit: 100,
+    sortDirection: "DESC" as const,
+    sweep: 0,
+  };
+  await syncList(service.client, "things", options);
+  answer = real;
+  const controller = new AbortController();
+  let commits = 0;
+  await rejects(syncList(service.client, "things", {
+    ...options,
+    maxDeletes: 1, // nothing held back: the head commits as it reads
+    signal: controller.signal,
+    onProgress: () => ++commits === 3 && controller.abort(),
+  }));
+  ok(sink.checkpoint?.head !== undefined, "a head pass under way");
+  answer = things(300).map(({ thingID }) => ({ thingID: `u${thingID}` }));
+  await rejects(
+    syncList(service.client, "things", options),
+    (error: SyncError) => error.maxDeletesNeeded === 1,
+  );
+  answer = real;
+  await syncList(service.client, "things", options);
+  deepStrictEqual(
+    [...sink.rows.keys()].sort(),
+    real.map(({ thingID }) => thingID),
+  );
+});
+
 Deno.test("a copy emptied with maxDeletes 1 takes the list's new items at the next default run: a head past all the copy holds, when it holds none, removes nothing", async () => {
   for (const copy of await copies("emptied")) {
     let answer = things(100);

@@ -108,10 +108,7 @@ export async function runPass<T>(
   }
 }
 
-/**
- * The ids a head's next window must hold one of: a window's, once it held the edge's item or moved the edge (that
- * item gone), then each proven one's; none before (the run's first windows are judged by their keys).
- */
+/** The ids a head's next window must hold one of: from one holding the edge's item or moving it, each proven one's. */
 function provenIds(
   known: ReadonlySet<string> | undefined,
   edge: SyncKey | null,

@@ -104,8 +104,7 @@ async function runFrom<T>(
   const first = edge === null && under === undefined && cycles === undefined;
   try {
     let shift = await head(run, start, first);
-    // Newest first, a resumed head read down from the top its pass began at: what came before that top since, a
-    // head from page 1 reads.
+    // Newest first, a resumed head read down from its pass's old top: a head from page 1 reads what came since.
     if (under !== undefined && committer.latest.head === undefined) {
       const again = runStart(committer.latest, config.identity, config);
       shift = await head(run, again, false) ?? shift;
@@ -139,10 +138,7 @@ async function runFrom<T>(
   }
 }
 
-/**
- * The windows a descending head holds back at most, until one reaches the copy: past them, it commits. As many as a
- * killed run may read again (DESIGN, resumable), and memory of windows, not of the list.
- */
+/** The windows a descending head holds back at most until one reaches the copy: as many as a killed run reads again. */
 const HELD_WINDOWS = 8;
 
 /** The head pass: what is new; how far the last item committed moved, if seen. */
@@ -158,15 +154,16 @@ async function head<T>(
   // Descending, new items come before what the copy holds: held back until a window reaches it, or another list
   // whose items are all newer (or a list that lost every item of the copy) would be committed first.
   const held: [SyncCheckpoint, Committed<T>][] = [];
-  let holding = descending && config.maxDeletes < 1 &&
-    start.checkpoint.edge !== null && start.checkpoint.head === undefined;
+  const hasCopy = start.checkpoint.edge !== null;
+  const underWay = start.checkpoint.head !== undefined;
+  let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
   await runPass(run, start.head, Infinity, async (window) => {
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
-    const fresh = [...held.map(([, each]) => each), window];
-    const endedBefore = holding && window.ended && !window.reached &&
-      fresh.some(({ items }) => items.length > 0);
+    // (A new head that read nothing new leaves an empty list to the sweep; a pass under way is never done so.)
+    const endedBefore = window.ended && !window.reached && hasCopy &&
+      (underWay || heldWindows > 0 || window.items.length > 0);
     lost = (descending ? endedBefore : window.lost === true) &&
       config.maxDeletes < 1 && !await holdsNone(run);
     if (lost) return false;
@@ -191,8 +188,13 @@ async function head<T>(
     }
     return;
   }, { proves: true });
-  if (lost) await refuseLost(run);
-  return shift;
+  if (!lost) return shift;
+  await committer.done(); // nothing was committed, nothing is recorded
+  throw deletesRefused(
+    "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them), so it lost every one, or another list answered; nothing was committed",
+    `the copy of ${config.identity.path}`,
+    1,
+  );
 }
 
 /** Whether the sink shows that its copy holds no live row (one confirmed emptied); unknown without `liveRows`: false. */
@@ -201,17 +203,6 @@ async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
   await committer.done();
   for await (const _ of config.sink.liveRows(0, config.keyOf)) return false;
   return true;
-}
-
-/** Fails a head that found none of the copy's items; nothing was committed, nothing is recorded. */
-async function refuseLost<T>(run: Run<T>): Promise<never> {
-  const what = `the copy of ${run.config.identity.path}`;
-  await run.committer.done();
-  throw deletesRefused(
-    "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them), so it lost every one, or another list answered; nothing was committed",
-    what,
-    1,
-  );
 }
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
