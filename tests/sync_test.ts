@@ -257,6 +257,34 @@ Deno.test("newest first, a head stopped while it holds back windows (until one r
   ok(sink.rows.size >= 500 + (19 - 8) * 90, `${sink.rows.size} rows`);
 });
 
+Deno.test("a head whose list moves a lot between two requests (300 of the new items it committed removed, or 250 newer items arriving) holds every item that existed for the whole run, in both orders", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const move of ["remove", "arrive"] as const) {
+      const fake = inProcess({ items: { transactions: 1000 } });
+      const sink = memorySink<Row>();
+      const options = { sortDirection, sweep: 0, maxLimit: 100 };
+      await syncByDate(fake, sink, options);
+      fake.service.insertTransactions(3000);
+      const at = fake.listRequests + 3;
+      const removed = Array.from(
+        { length: 300 },
+        (_, i) => `tx_${String(1001 + i).padStart(6, "0")}`,
+      );
+      fake.beforeList = (n) => {
+        if (n !== at) return;
+        if (move === "arrive") fake.service.insertTransactions(250);
+        else for (const id of removed) fake.service.remove("transactions", id);
+      };
+      await syncByDate(fake, sink, options);
+      const missing = Array.from(
+        { length: 4000 },
+        (_, i) => `tx_${String(i + 1).padStart(6, "0")}`,
+      ).filter((id) => !removed.includes(id) && !sink.rows.has(id));
+      equal(missing.length, 0, `${sortDirection}, ${move}`);
+    }
+  }
+});
+
 Deno.test("syncList with sweep: Infinity reads the list again and picks up items inserted behind the checkpoint", async () => {
   const fake = inProcess({ items: { transactions: 60 } });
   const sink = memorySink<Row>();

@@ -246,12 +246,3 @@ Deno.test("a shorter answer to a size not known honoured, all before the edge, t
   const next = nextWindow(cut.next);
   equal(next.start <= 1999 && next.start + next.limit > 2000, true);
 });
-
-Deno.test("judgeWindow: a window whose keys overlap the edge but that holds no item of the window before it (not proven) is a gap, read again from further back; page 1 still commits", () => {
-  const unproven = judgeWindow(state(5, 6), window10(3), keys(4, 13), false);
-  equal([unproven.kind, unproven.next.offset], ["gap", 3]);
-  equal(
-    judgeWindow(state(5, 6), window10(0), keys(1, 10), false).kind,
-    "commit",
-  );
-});

@@ -31,8 +31,6 @@ export interface Committed<T> {
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
-/** Windows in a row holding no item of the last proven one, after which the pass stops (another list answers). */
-const UNPROVEN = 3;
 
 /** A window requested and not yet judged: its plan, its controller, its items to come. */
 type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
@@ -46,21 +44,18 @@ export interface PassRun<T> {
 
 /**
  * Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read
- * meanwhile. A commit that answers `false` declines its window and stops the pass. With `proves`, a window after one
- * that held the edge's item or moved the edge must hold an item of it (DESIGN: overlapping by an item, not by keys).
+ * meanwhile. A commit that answers `false` declines its window and stops the pass.
  */
 export async function runPass<T>(
   { client, config, requests }: PassRun<T>,
   start: WindowState,
   budget: number,
   commit: (window: Committed<T>) => Promise<void | false>,
-  options: { timeUp?: () => boolean; proves?: boolean } = {},
+  timeUp: () => boolean = () => false,
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start;
   let spent = 0;
   let repeated: Repeats | undefined;
-  const { timeUp = () => false, proves = false } = options;
-  let known: ReadonlySet<string> | undefined, unproven = 0;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
@@ -81,12 +76,7 @@ export async function runPass<T>(
       fill();
       const flight = flights.shift();
       if (flight === undefined) return { state, ended: false };
-      const judged = await judge(flight, state, config, start.edge, known);
-      unproven = judged.proven ? 0 : unproven + 1;
-      if (unproven >= UNPROVEN) return { state, ended: false };
-      if (proves && judged.kind === "commit") {
-        known = provenIds(known, state.edge, judged);
-      }
+      const judged = await judge(flight, state, config, start.edge);
       state = judged.next;
       if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
@@ -106,20 +96,6 @@ export async function runPass<T>(
   } finally {
     land(flights);
   }
-}
-
-/** The ids a head's next window must hold one of: from one holding the edge's item or moving it, each proven one's. */
-function provenIds(
-  known: ReadonlySet<string> | undefined,
-  edge: SyncKey | null,
-  judged: { next: WindowState; proven: boolean; keys: readonly SyncKey[] },
-): ReadonlySet<string> | undefined {
-  const { keys } = judged;
-  const holdsEdge = edge !== null && keys.some((key) => key.id === edge.id);
-  const moved = judged.next.edge !== edge;
-  return (known === undefined ? holdsEdge || moved : judged.proven)
-    ? new Set(keys.map((key) => key.id))
-    : known;
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
@@ -162,7 +138,6 @@ async function judge<T>(
   state: WindowState,
   config: SyncConfig<T>,
   firstEdge: SyncKey | null,
-  known: ReadonlySet<string> | undefined,
 ) {
   let items: readonly T[];
   try {
@@ -174,14 +149,13 @@ async function judge<T>(
       flight.plan.limit > config.limit
     ) {
       const next = refusedWindow(state, flight.plan.limit);
-      return { kind: "refused" as const, next, proven: true };
+      return { kind: "refused" as const, next };
     }
     throw error;
   }
   const keys = items.map(config.keyOf);
-  const proven = known === undefined || keys.some((key) => known.has(key.id));
-  const verdict = judgeWindow(state, flight.plan, keys, proven);
-  if (verdict.kind !== "commit") return { ...verdict, proven };
+  const verdict = judgeWindow(state, flight.plan, keys);
+  if (verdict.kind !== "commit") return verdict;
   const at = firstEdge === null || state.edge !== firstEdge
     ? -1
     : keys.findIndex((key) => key.id === firstEdge.id);
@@ -195,7 +169,7 @@ async function judge<T>(
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
   };
-  return { ...verdict, window, first: keys[0]?.id, proven, keys };
+  return { ...verdict, window, first: keys[0]?.id };
 }
 
 function launch<T>(

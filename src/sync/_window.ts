@@ -97,15 +97,13 @@ export function compareKeys(a: SyncKey, b: SyncKey): number {
 
 /**
  * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
- * run of the list as it stood: it holds every item between `edge` and its last that existed), unless not `proven`
- * (it holds no item of the window before it: another list may have answered with keys around the edge).
+ * run of the list as it stood: it holds every item between `edge` and its last that existed).
  * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
  */
 export function judgeWindow(
   state: WindowState,
   plan: WindowPlan,
   keys: readonly SyncKey[],
-  proven = true,
 ): WindowVerdict {
   const order = state.descending === true
     ? (a: SyncKey, b: SyncKey) => compareKeys(b, a)
@@ -115,7 +113,7 @@ export function judgeWindow(
   const learnt = learnLimit(state, plan.limit, count);
   const first = keys[0];
   const overlaps = plan.start === 0 ||
-    (proven && first !== undefined && state.edge !== null &&
+    (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
   if (!overlaps) return gap(learnt, state, plan);
   const lost = plan.start === 0 && first !== undefined && state.edge !== null &&

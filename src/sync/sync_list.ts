@@ -187,7 +187,7 @@ async function head<T>(
       await committer.commit("head", checkpoint, each);
     }
     return;
-  }, { proves: true });
+  });
   if (!lost) return shift;
   await committer.done(); // nothing was committed, nothing is recorded
   throw deletesRefused(
@@ -247,7 +247,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     const more = endsCycle ? { endsCycle } : {};
     await committer.commit("sweep", checkpoint, window, more);
   };
-  const end = await runPass(run, begun.state, config.sweep, commit, { timeUp });
+  const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
