@@ -249,6 +249,26 @@ Deno.test("a service that refuses (400) pages above its largest: runs after the 
   deepStrictEqual([refused, sink.rows.size], [0, 1999]);
 });
 
+Deno.test("a service that refuses (400) pages above its largest: after a cycle ends, one run with nothing new finds the size again and the runs after it make one request each", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    const fake = inProcess({ items: { transactions: 2000 }, maxLimit: 100 });
+    const sink = memorySink<Row>();
+    const options = { ...byDate, sink, sortDirection, sweep: 0 };
+    await syncList(fake.client, "transactions", options);
+    await syncList(fake.client, "transactions", {
+      ...options,
+      sweep: Infinity,
+    });
+    const costs = [];
+    for (let run = 0; run < 3; run++) {
+      const before = fake.listRequests;
+      await syncList(fake.client, "transactions", options);
+      costs.push(fake.listRequests - before);
+    }
+    deepStrictEqual(costs.slice(1), [1, 1], `${sortDirection}: ${costs}`);
+  }
+});
+
 Deno.test("a service that cuts pages above its largest instead of refusing them: runs with a sweep of 2 requests complete a cycle within 2 × ⌈pages / sweep⌉ + 2 runs, the cut kept like a refusal", async () => {
   const fake = inProcess({
     items: { transactions: 2000 },

@@ -69,9 +69,11 @@ export class Committer<T> {
     this.latest = checkpoint;
     this.tally.pages++;
     const context = this.#context(phase, checkpoint, more);
+    // A size refused is news too: else a run with nothing new learns it again from maxLimit every run.
     const news = context.beginsCycle === true ||
       context.endsCycle !== undefined ||
-      (checkpoint.complete && !this.written.complete);
+      (checkpoint.complete && !this.written.complete) ||
+      checkpoint.refusedLimit !== this.written.refusedLimit;
     if (batch.items.length === 0 && !news) return;
     this.#start(batch, checkpoint, context);
   }
