@@ -216,13 +216,18 @@ Deno.test("where the service's largest page is limit itself, the head's new item
   }
 });
 
-Deno.test("newest first, a run that resumes a head pass under way also brings in the items added since that pass began: every item that existed for the whole run is in the copy", async () => {
+/** A copy of 500 transactions synced newest first (windows of 100), then `added` new ones in the list. */
+async function descendingCopy(added: number) {
   const fake = inProcess({ items: { transactions: 500 } });
   const sink = memorySink<Row>();
   const options = { sortDirection: "DESC" as const, sweep: 0, maxLimit: 100 };
   await syncByDate(fake, sink, options);
-  fake.service.insertTransactions(1000);
-  const controller = new AbortController();
+  fake.service.insertTransactions(added);
+  return { fake, sink, options, controller: new AbortController() };
+}
+
+Deno.test("newest first, a run that resumes a head pass under way also brings in the items added since that pass began: every item that existed for the whole run is in the copy", async () => {
+  const { fake, sink, options, controller } = await descendingCopy(1000);
   let commits = 0;
   await rejects(
     syncByDate(fake, sink, {
@@ -241,12 +246,7 @@ Deno.test("newest first, a run that resumes a head pass under way also brings in
 });
 
 Deno.test("newest first, a head stopped while it holds back windows (until one reaches the copy) commits all but the last 8 it read", async () => {
-  const fake = inProcess({ items: { transactions: 500 } });
-  const sink = memorySink<Row>();
-  const options = { sortDirection: "DESC" as const, sweep: 0, maxLimit: 100 };
-  await syncByDate(fake, sink, options);
-  fake.service.insertTransactions(3000);
-  const controller = new AbortController();
+  const { fake, sink, options, controller } = await descendingCopy(3000);
   const stopAt = fake.listRequests + 20;
   fake.beforeList = (n) => n === stopAt ? controller.abort() : undefined;
   await rejects(
