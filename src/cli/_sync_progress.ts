@@ -10,6 +10,7 @@ import {
 import { emptyWindow, recordSend, slotWait } from "../core/_rate_window.ts";
 import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
+import { counted } from "./_render.ts";
 
 /** Below this, a wait is pacing, not a hold worth a word. */
 const SHOWN_HOLD = 1000;
@@ -97,8 +98,11 @@ export function progressLine(
       const at = now();
       const seconds = Math.max((at - started) / 1000, 0.001);
       const rate = Math.round(progress.read / seconds);
-      text =
-        `${progress.read} items read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate} items/s, ${progress.requests} requests`;
+      text = `${
+        counted(progress.read, "item")
+      } read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate} items/s, ${
+        counted(progress.requests, "request")
+      }`;
       if (!out.isTerminal && at - lastLine < 1000) return;
       lastLine = at;
       show(text);
