@@ -202,8 +202,8 @@ export function listOf(
   items: () => readonly unknown[],
   options: {
     ignorePage?: boolean;
-    /** The largest page the service answers: longer ones are cut to it. */
-    maxLimit?: number;
+    /** The largest page the service answers: longer ones are cut to it, and placed by its size. */
+    maxLimit?: number | (() => number);
     /** Changes the page answered to request `n` (from 1), e.g. cuts it. */
     answer?: (page: readonly unknown[], n: number) => readonly unknown[];
     /** The largest `limit` answered now; a larger one gets a 400. */
@@ -221,7 +221,9 @@ export function listOf(
     requests++;
     const limit = Math.min(
       Number(url.searchParams.get("limit") ?? 50),
-      options.maxLimit ?? Infinity,
+      typeof options.maxLimit === "function"
+        ? options.maxLimit()
+        : options.maxLimit ?? Infinity,
     );
     if (limit > (options.refuseAbove?.() ?? Infinity)) {
       return Promise.resolve(

@@ -315,23 +315,34 @@ Deno.test("a service that cuts pages above its largest, placing them by the cut 
   }
 });
 
-Deno.test("newest first, a service that lowers its largest page in the middle of a head (1,000, then 600, cutting pages): the run brings in every new item, refusing nothing", async () => {
+Deno.test("a service that lowers its largest page in the middle of a head (1,000, then 600), cutting pages placed by the asked size or by the cut size: the run brings in every new item, refusing nothing, in both orders", async () => {
   const all = things(5000);
-  let list = all.slice(0, 2000);
-  let cutFrom = Infinity;
-  const service = listOf(() => list.toReversed(), {
-    answer: (page, n) => n >= cutFrom ? page.slice(0, 600) : page,
-  });
-  const sink = memorySink<Thing>();
-  const options = { id: "thingID", sink, sortDirection: "DESC" as const };
-  await syncList(service.client, "things", { ...options, sweep: 0 });
-  list = all;
-  cutFrom = service.requests + 2;
-  const run = await syncList(service.client, "things", {
-    ...options,
-    sweep: 0,
-  });
-  deepStrictEqual([run.inserted, sink.rows.size], [3000, 5000]);
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const placed of ["asked", "cut"] as const) {
+      let list = all.slice(0, 2000);
+      let cutFrom = Infinity;
+      const cut = (n: number) => n >= cutFrom ? 600 : Infinity;
+      const service: { requests: number } = listOf(
+        () => sortDirection === "ASC" ? list : list.toReversed(),
+        {
+          answer: (page, n) =>
+            placed === "asked" ? page.slice(0, cut(n)) : page,
+          maxLimit: () => placed === "cut" ? cut(service.requests) : Infinity,
+        },
+      );
+      const sink = memorySink<Thing>();
+      const options = { id: "thingID", sink, sortDirection, sweep: 0 };
+      await syncList(service.client, "things", options);
+      list = all;
+      cutFrom = service.requests + 2;
+      const run = await syncList(service.client, "things", options);
+      deepStrictEqual(
+        [run.inserted, sink.rows.size],
+        [3000, 5000],
+        `${sortDirection}, placed by the ${placed} size`,
+      );
+    }
+  }
 });
 
 Deno.test("a service that lowers its largest page (100, then 60), cutting pages or refusing larger ones with a 400: the guard off, nothing is removed, no run fails and cycles end, in both orders", async () => {

@@ -209,17 +209,26 @@ Deno.test("nextWindow never asks past maxLimit, also for a size honoured and one
   equal(wide > 100 && wide <= 200, true);
 });
 
-Deno.test("a short page at a size honoured only in earlier runs, holding the cost bound or more, is no end: the next window asks at most what it held; seen full in this pass, or under the bound, it is the end", () => {
+Deno.test("a short page holding the cost bound or more is no end where it brought new items: the next window asks at most what it held (sizes honoured before, in earlier runs or in this pass, may have been lowered), and one that agrees ends the pass; under the bound, or ending at the edge, it is the end", () => {
   const plan: WindowPlan = { start: 1000, limit: 1000, page: 2 };
   const before = { ...state(1000, 1001), accepted: 1000, limit: 50, full: 0 };
   const cut = judgeWindow(before, plan, keys(1000, 1099));
   if (cut.kind !== "commit") throw new Error(cut.kind);
   equal(cut.ended, false);
   equal([cut.next.accepted, cut.next.refused], [100, 101]);
+  // Seen full in this pass: a service may have lowered its largest since.
   const seen = judgeWindow({ ...before, full: 1000 }, plan, keys(1000, 1099));
-  equal(seen.kind === "commit" && seen.ended, true);
+  if (seen.kind !== "commit") throw new Error(seen.kind);
+  equal(seen.ended, false);
+  const confirm = nextWindow(seen.next);
+  equal(confirm.limit <= 100, true);
+  const agrees = judgeWindow(seen.next, confirm, keys(1098, 1099));
+  equal(agrees.kind === "commit" && agrees.ended, true);
   const few = judgeWindow(before, plan, keys(1000, 1039));
   equal(few.kind === "commit" && few.ended, true);
+  const atEdge = { ...before, edge: key(1099), full: 1000 };
+  const nothingNew = judgeWindow(atEdge, plan, keys(1000, 1099));
+  equal(nothingNew.kind === "commit" && nothingNew.ended, true);
 });
 
 Deno.test("a sweep's short page before the cycle's end is read again asking at most what it held, so a lowered largest page shows as a full one, not the same cut agreeing with itself", () => {

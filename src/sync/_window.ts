@@ -127,13 +127,25 @@ export function judgeWindow(
   const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
   const end = keys[fresh.to - 1] ?? state.edge;
   const [claims, reached] = [short || farEnd, fresh.to < count];
-  const { again, reads } = readAgain(state, claims, end, holds, reached);
-  // Read again after a jump, the edge stays at the last key in range.
-  const kept = again && farEnd ? fresh.to : count;
-  const edge = kept > older ? keys[kept - 1]! : state.edge;
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
+  // A whole window before the edge, or new items, and as many as a cut holds (the cost bound, MIN_WINDOW): perhaps
+  // cut by a service that lowered its largest page since it honoured this size. One ending at the edge is the end
+  // (a cut exactly there waits for the next run's head): finding the edge costs no more.
+  const doubt = short &&
+    count >= Math.max(state.limit ?? Infinity, MIN_WINDOW) &&
+    (before || fresh.to > fresh.from);
+  const { again, reads } = readAgain(state, {
+    claims,
+    end,
+    holds,
+    reached,
+    doubt,
+  });
+  // Read again after a jump, the edge stays at the last key in range.
+  const kept = again && farEnd ? fresh.to : count;
+  const edge = kept > older ? keys[kept - 1]! : state.edge;
   // Shorter at a size not known honoured: perhaps cut and placed by the cut size, so its place tells nothing.
   const cut = count < plan.limit && !short;
   const seek = before && !short
@@ -204,27 +216,32 @@ function farEndOf(
 }
 
 /**
- * Whether a sweep's window that claims the end (`claims`: short, or past the far end) at `end` before the far end it
- * does not hold, or a descending head's before it `reached` the copy (its far end: the newest item the copy held), is
- * read again, news or not; the pass ends once a read claims the same end. `reads`: claims in a row that disagreed
- * (past MAX_SHORT_READS the pass stops, the cycle under way).
+ * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again, news or not: a
+ * sweep's before the far end it does not hold, a descending head's before it `reached` the copy (its far end: the
+ * newest item the copy held), or any pass's short page in `doubt`. The pass ends once a read claims the same end.
+ * `reads`: claims in a row that disagreed (past MAX_SHORT_READS the pass stops, the cycle under way).
  */
 function readAgain(
   state: WindowState,
-  claims: boolean,
-  end: SyncKey | null,
-  holds: boolean,
-  reached: boolean,
+  window: {
+    claims: boolean;
+    end: SyncKey | null;
+    holds: boolean;
+    reached: boolean;
+    doubt: boolean;
+  },
 ): { again: boolean; reads: number } {
+  const { claims, end } = window;
   const before = state.short;
   const agrees = claims && before !== undefined &&
     (before === null || end === null
       ? before === end
       : compareKeys(before, end) === 0);
   const beforeCopy = state.descending === true &&
-    state.domain?.above != null && !reached;
-  const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy;
-  const again = claims && farEnd && !agrees && !holds;
+    state.domain?.above != null && !window.reached;
+  const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy ||
+    window.doubt;
+  const again = claims && farEnd && !agrees && !window.holds;
   return { again, reads: again ? (state.shortReads ?? 0) + 1 : 0 };
 }
 
