@@ -183,6 +183,29 @@ Deno.test("descending, a head answered with another list whose items are all new
   }
 });
 
+Deno.test("descending, another list (all newer) answering only a head's first window puts none of it in the copy: page 1 read again begins after all it brought, so the held window is dropped; the run brings in every new item", async () => {
+  const real = things(2300);
+  const other = things(1000).map(({ thingID }) => ({ thingID: `u${thingID}` }));
+  for (const added of [0, 300]) {
+    let list = real.slice(0, 2000), otherAt = -1;
+    const service: { requests: number } = listOf(() => list.toReversed(), {
+      answer: (page, n) =>
+        n === otherAt ? other.toReversed().slice(0, page.length) : page,
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, sortDirection: "DESC" as const };
+    await syncList(service.client, "things", options);
+    [list, otherAt] = [real.slice(0, 2000 + added), service.requests + 1];
+    const run = await syncList(service.client, "things", options);
+    const ids = [...sink.rows.keys()];
+    deepStrictEqual(
+      [run.inserted, ids.filter((id) => id.startsWith("u")).length],
+      [added, 0],
+    );
+    equal(ids.length, 2000 + added);
+  }
+});
+
 Deno.test("descending, a head pass under way that another list (all newer) answers is not completed: the run fails 'too-many-deletes' (share 1), and the next healthy run reads what the pass had left", async () => {
   const real = things(1500);
   let answer = real.slice(0, 500);

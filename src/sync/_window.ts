@@ -130,19 +130,9 @@ export function judgeWindow(
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
-  // A whole window before the edge, or new items, and as many as a cut holds (the cost bound, MIN_WINDOW): perhaps
-  // cut by a service that lowered its largest page since it honoured this size. One ending at the edge is the end
-  // (a cut exactly there waits for the next run's head): finding the edge costs no more.
-  const doubt = short &&
-    count >= Math.max(state.limit ?? Infinity, MIN_WINDOW) &&
-    (before || fresh.to > fresh.from);
-  const { again, reads } = readAgain(state, {
-    claims,
-    end,
-    holds,
-    reached,
-    doubt,
-  });
+  const news = before || fresh.to > fresh.from;
+  const window = { claims, end, holds, reached, short, count, news };
+  const { again, reads } = readAgain(state, window);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
   const edge = kept > older ? keys[kept - 1]! : state.edge;
@@ -218,7 +208,7 @@ function farEndOf(
 /**
  * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again, news or not: a
  * sweep's before the far end it does not hold, a descending head's before it `reached` the copy (its far end: the
- * newest item the copy held), or any pass's short page in `doubt`. The pass ends once a read claims the same end.
+ * newest item the copy held), or any pass's short page in doubt. The pass ends once a read claims the same end.
  * `reads`: claims in a row that disagreed (past MAX_SHORT_READS the pass stops, the cycle under way).
  */
 function readAgain(
@@ -228,7 +218,10 @@ function readAgain(
     end: SyncKey | null;
     holds: boolean;
     reached: boolean;
-    doubt: boolean;
+    /** The window proves the end at its size, with `count` items, some new or all before the edge (`news`). */
+    short: boolean;
+    count: number;
+    news: boolean;
   },
 ): { again: boolean; reads: number } {
   const { claims, end } = window;
@@ -239,8 +232,12 @@ function readAgain(
       : compareKeys(before, end) === 0);
   const beforeCopy = state.descending === true &&
     state.domain?.above != null && !window.reached;
-  const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy ||
-    window.doubt;
+  // As many as a cut holds (the cost bound, MIN_WINDOW): perhaps cut by a service that lowered its largest page since
+  // it honoured this size. One ending at the edge is the end (a cut exactly there waits for the next run's head):
+  // finding the edge costs no more.
+  const doubt = window.short && window.news &&
+    window.count >= Math.max(state.limit ?? Infinity, MIN_WINDOW);
+  const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy || doubt;
   const again = claims && farEnd && !agrees && !window.holds;
   return { again, reads: again ? (state.shortReads ?? 0) + 1 : 0 };
 }

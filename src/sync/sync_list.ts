@@ -159,6 +159,11 @@ async function head<T>(
   let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
   await runPass(run, start.head, Infinity, async (window) => {
+    // Descending, page 1 now begins after all the held windows brought: none of it is in the list (deleted since, or
+    // another list answered them), so they are dropped unread.
+    if (descending && window.lost === true && holding) {
+      [held.length, heldWindows, latest] = [0, 0, committer.latest];
+    }
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
     // (A new head that read nothing new leaves an empty list to the sweep; a pass under way is never done so.)
