@@ -173,8 +173,7 @@ export function storable(
   ids: readonly string[],
   dialect: Pick<SqlDialect, "text">,
 ): { rows: Rows; skipped: string[] } {
-  const at = new Map<string, number>();
-  ids.forEach((id, i) => at.set(id, i));
+  const at = new Map(ids.map((id, i) => [id, i])); // an id's last place
   const kept: string[] = [], texts: string[] = [], skipped: string[] = [];
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;
