@@ -168,27 +168,19 @@ export const POSTGRES_LIMITS: PostgresLimits = {
   depth: 1000,
 };
 
-/** The item's JSON text, or undefined when PostgreSQL cannot hold it or its id. */
-export function postgresText(
-  item: unknown,
-  id: string,
-  limits: PostgresLimits = POSTGRES_LIMITS,
-): string | undefined {
-  const fits = !id.includes("\0") && utf8Length(id) <= limits.idBytes;
-  return fits ? itemJson(item, limits) : undefined;
-}
-
 /**
  * A `\u0000` or a lone surrogate's escape (JSON.stringify escapes both, not a pair) after an even number of
  * backslashes: an escape, not an escaped backslash followed by "u0000".
  */
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
 
-/** The item's JSON text, or undefined when PostgreSQL cannot hold it. */
-function itemJson(
+/** The item's JSON text, or undefined when PostgreSQL cannot hold it or its id. */
+export function postgresText(
   item: unknown,
-  limits: PostgresLimits,
+  id: string,
+  limits: PostgresLimits = POSTGRES_LIMITS,
 ): string | undefined {
+  if (id.includes("\0") || utf8Length(id) > limits.idBytes) return undefined;
   const text = jsonText(item);
   if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
   // Depth d takes at least 2d characters.
