@@ -117,7 +117,7 @@ export function statements(db: DatabaseSync, table: string) {
     refresh: q(lease.refresh),
     release: q(lease.release),
     holder: q(
-      `SELECT owner, refreshed_at FROM ${LEASE_TABLE} WHERE target = ?`,
+      `SELECT owner, refreshed_at AS refreshedAt FROM ${LEASE_TABLE} WHERE target = ?`,
     ),
   };
 }
