@@ -302,9 +302,7 @@ function ownerOf(uid: number): string {
     if (deno !== undefined && may?.state !== "granted") return `uid ${uid}`;
     for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
       const [name, , id] = line.split(":");
-      if (id === String(uid) && name !== undefined) {
-        return `uid ${uid} (${name})`;
-      }
+      if (id === String(uid)) return `uid ${uid} (${name})`;
     }
   } catch {
     // No /etc/passwd (Windows, a container without one): the uid alone.

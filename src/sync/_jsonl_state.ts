@@ -8,7 +8,7 @@ import type {
 } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
-import { SyncError } from "./sync_error.ts";
+import { sinkMismatch } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { type CopyRow, parsedItems } from "./_window_guard.ts";
 
@@ -147,12 +147,9 @@ async function expectEnd(
   }
 }
 
-function mismatch(files: CopyFiles, what: string) {
-  return new SyncError(
-    `Cannot sync into ${files.copy}: ${what}. Nothing was changed: sync into a new file, or restore ${files.copy} and ${files.side} together`,
-    "sink-mismatch",
-    files.copy,
-  );
+function mismatch({ copy, side }: CopyFiles, what: string) {
+  const restore = `restore ${copy} and ${side} together`;
+  return sinkMismatch(copy, what, `sync into a new file, or ${restore}`);
 }
 
 /**

@@ -21,8 +21,16 @@ export function fingerprintOf(item: string): string {
   return `left(encode(sha256(convert_to((${item})::text, 'UTF8')), 'hex'), 32)`;
 }
 
+const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
+/** `column` of the table the SQL text `table` names, as the catalog holds it: `what` selected. */
+const attribute = (table: string, column: string, what: string) =>
+  `(SELECT ${what} FROM pg_attribute WHERE attrelid = to_regclass(${table}) AND attname = '${column}' AND attnum > 0 AND NOT attisdropped)`;
 const column = (table: string, name: string) =>
-  `(SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(${table}) AND attname = '${name}' AND attnum > 0 AND NOT attisdropped)`;
+  attribute(table, name, "format_type(atttypid, atttypmod)");
+const absent = (table: string) => `to_regclass(${quoted(table)}) IS NULL`;
+const lacks = (table: string, column: string) =>
+  `NOT EXISTS ${attribute(quoted(table), column, "1")}`;
+
 /** What the catalog says of the tables (`$1` the table, quoted), read without changing anything. */
 export const CATALOG_SQL =
   `SELECT (to_regclass($1::text) IS NOT NULL)::text AS items,
@@ -34,7 +42,7 @@ export const CATALOG_SQL =
     WHERE i.indrelid = to_regclass($1::text) AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1
     AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'))::text AS id_unique,
   (to_regclass('${CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
-  ${column(`'${CHECKPOINT_TABLE}'`, "rows")} AS rows_type`;
+  ${column(quoted(CHECKPOINT_TABLE), "rows")} AS rows_type`;
 
 /** The copy's state, read only: its row count, checkpoint row, and the fingerprint of the row it names last. */
 export function copySql(
@@ -73,7 +81,7 @@ export function createSql(table: string): string {
     stage: absent(S),
     lease: absent(L),
   };
-  const jsonbCheckpoint = attribute(C, "checkpoint", "atttypid") +
+  const jsonbCheckpoint = attribute(quoted(C), "checkpoint", "atttypid") +
     " <> 'text'::regtype";
   return migration(`
   IF ${no.items} THEN CREATE TABLE ${T} (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at timestamptz, seen bigint NOT NULL DEFAULT 0); END IF;
@@ -102,16 +110,6 @@ BEGIN
 END
 $partner_api$`;
 }
-
-const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
-const absent = (table: string) => `to_regclass(${quoted(table)}) IS NULL`;
-/** `column` of `table` as the catalog holds it, `what` selected. */
-const attribute = (table: string, column: string, what: string) =>
-  `(SELECT ${what} FROM pg_attribute WHERE attrelid = to_regclass(${
-    quoted(table)
-  }) AND attname = '${column}' AND NOT attisdropped)`;
-const lacks = (table: string, column: string) =>
-  `NOT EXISTS ${attribute(table, column, "1")}`;
 
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
@@ -170,27 +168,19 @@ export const POSTGRES_LIMITS: PostgresLimits = {
   depth: 1000,
 };
 
-/** The item's JSON text, or undefined when PostgreSQL cannot hold it or its id. */
-export function postgresText(
-  item: unknown,
-  id: string,
-  limits: PostgresLimits = POSTGRES_LIMITS,
-): string | undefined {
-  const fits = !id.includes("\0") && utf8Length(id) <= limits.idBytes;
-  return fits ? itemJson(item, limits) : undefined;
-}
-
 /**
  * A `\u0000` or a lone surrogate's escape (JSON.stringify escapes both, not a pair) after an even number of
  * backslashes: an escape, not an escaped backslash followed by "u0000".
  */
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
 
-/** The item's JSON text, or undefined when PostgreSQL cannot hold it. */
-function itemJson(
+/** The item's JSON text, or undefined when PostgreSQL cannot hold it or its id. */
+export function postgresText(
   item: unknown,
-  limits: PostgresLimits,
+  id: string,
+  limits: PostgresLimits = POSTGRES_LIMITS,
 ): string | undefined {
+  if (id.includes("\0") || utf8Length(id) > limits.idBytes) return undefined;
   const text = jsonText(item);
   if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
   // Depth d takes at least 2d characters.

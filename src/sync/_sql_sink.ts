@@ -10,7 +10,7 @@ import {
   runToken,
   waitForLock,
 } from "./_lease.ts";
-import { SyncError } from "./sync_error.ts";
+import { sinkMismatch } from "./sync_error.ts";
 import type { CopyRow } from "./_window_guard.ts";
 
 /** The checkpoints of every synced table, next to them. */
@@ -131,11 +131,7 @@ function judgeCopy(
   dialect: Pick<SqlDialect, "what" | "instead">,
 ): Checked {
   const refuse = (why: string) =>
-    new SyncError(
-      `Cannot sync into ${dialect.what}: ${why}. Nothing was changed: ${dialect.instead}`,
-      "sink-mismatch",
-      dialect.what,
-    );
+    sinkMismatch(dialect.what, why, dialect.instead);
   if (state.foreign !== undefined) throw refuse(state.foreign);
   if (state.checkpoint === undefined || state.checkpoint === null) {
     if (state.rows > 0) {
@@ -173,8 +169,7 @@ export function storable(
   ids: readonly string[],
   dialect: Pick<SqlDialect, "text">,
 ): { rows: Rows; skipped: string[] } {
-  const at = new Map<string, number>();
-  ids.forEach((id, i) => at.set(id, i));
+  const at = new Map(ids.map((id, i) => [id, i])); // an id's last place
   const kept: string[] = [], texts: string[] = [], skipped: string[] = [];
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;

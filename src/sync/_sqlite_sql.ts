@@ -38,14 +38,16 @@ function createTables(db: DatabaseSync, table: string): void {
     CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS ${STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
   );
-  if (!hasColumn(db, CHECKPOINT_TABLE, "rows")) {
-    db.exec(
-      `ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN rows INTEGER; ALTER TABLE ${CHECKPOINT_TABLE} ADD COLUMN last TEXT`,
-    );
-  }
-  // 0.3's tables had no deleted_at.
-  if (!hasColumn(db, table, "deleted_at")) {
-    db.exec(`ALTER TABLE ${table} ADD COLUMN deleted_at TEXT`);
+  // 0.3's tables had none of these.
+  addColumn(db, CHECKPOINT_TABLE, "rows INTEGER");
+  addColumn(db, CHECKPOINT_TABLE, "last TEXT");
+  addColumn(db, table, "deleted_at TEXT");
+}
+
+/** Adds `column` (`name type`) to `table` unless it has it. */
+function addColumn(db: DatabaseSync, table: string, column: string): void {
+  if (!hasColumn(db, table, column.split(" ")[0]!)) {
+    db.exec(`ALTER TABLE ${table} ADD COLUMN ${column}`);
   }
 }
 
@@ -115,7 +117,7 @@ export function statements(db: DatabaseSync, table: string) {
     refresh: q(lease.refresh),
     release: q(lease.release),
     holder: q(
-      `SELECT owner, refreshed_at FROM ${LEASE_TABLE} WHERE target = ?`,
+      `SELECT owner, refreshed_at AS refreshedAt FROM ${LEASE_TABLE} WHERE target = ?`,
     ),
   };
 }
@@ -143,9 +145,7 @@ export function changeTable(db: DatabaseSync, changes: string) {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
   );
-  if (!hasColumn(db, changes, "item")) {
-    db.exec(`ALTER TABLE ${changes} ADD COLUMN item TEXT`);
-  }
+  addColumn(db, changes, "item TEXT");
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;
   return {
     record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),

@@ -29,7 +29,7 @@ import {
 } from "./_postgres_sql.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { copyRow } from "./_window_guard.ts";
-import { SyncError } from "./sync_error.ts";
+import { sinkMismatch } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
 /** Rows a query of the guard's `liveRows` reads: a 100,000-row copy in 20 queries, never one result. */
@@ -274,11 +274,9 @@ class PostgresDialect implements SqlDialect {
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
     const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
     if (found.found === "true" && !known.includes(String(found.columns))) {
-      throw new SyncError(
-        `Cannot sync into ${what}: ${changes} is not a change table this sink made (${found.columns}). Nothing was changed: give another table, or drop it`,
-        "sink-mismatch",
-        what,
-      );
+      const why =
+        `${changes} is not a change table this sink made (${found.columns})`;
+      throw sinkMismatch(what, why, `${this.instead}, or drop it`);
     }
     if (found.columns !== CHANGES_COLUMNS) {
       await this.#row(createChangesSql(changes), []);

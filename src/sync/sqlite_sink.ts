@@ -215,10 +215,7 @@ class SqliteDialect implements SqlDialect {
   }
 
   #holder(st: Statements): LockSighting | undefined {
-    const row = st.holder.get(this.#target) as
-      | { owner: string; refreshed_at: number }
-      | undefined;
-    return row && { owner: row.owner, refreshedAt: row.refreshed_at };
+    return st.holder.get(this.#target) as LockSighting | undefined;
   }
 
   refresh(token: string): void {

@@ -73,3 +73,10 @@ export class SyncError extends PartnerApiError {
     if (path !== undefined) this.path = path;
   }
 }
+
+/** The refusal (`"sink-mismatch"`) of the copy at `where`, which is not what its record says; `instead`: what to do. */
+export function sinkMismatch(where: string, why: string, instead: string) {
+  const message =
+    `Cannot sync into ${where}: ${why}. Nothing was changed: ${instead}`;
+  return new SyncError(message, "sink-mismatch", where);
+}
