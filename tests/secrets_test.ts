@@ -8,7 +8,9 @@ import {
   requestToken,
 } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { TokenRequestError } from "../src/core/errors.ts";
+import { ApiError, TokenRequestError } from "../src/core/errors.ts";
+import { createClient } from "../src/client/mod.ts";
+import { defineEnvironment } from "../src/core/environment.ts";
 import fc from "fast-check";
 import { serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
@@ -420,4 +422,46 @@ Deno.test("a secret pasted into the audience or the client id is never shown whe
       }
     }
   }
+});
+
+Deno.test("a list answer echoing the client's credentials (the secret, the id, base64 of both) never gets them into an ApiError: its message, its excerpt or its response's headers", async () => {
+  const clientId = "partner-client-7";
+  const clientSecret = "s3cr3t-list-echo-9f2";
+  const b64 = (text: string) => btoa(text);
+  const echoed = `${clientSecret} ${b64(clientSecret)} ${
+    b64(`${clientId}:${clientSecret}`)
+  } ${clientId}`;
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) =>
+      new URL(request.url).pathname === "/token"
+        ? Response.json({
+          access_token: "AT-list-1",
+          token_type: "Bearer",
+          expires_in: 3600,
+        })
+        : new Response(`invalid client: ${echoed}`, {
+          status: 400,
+          headers: { "x-echo": echoed },
+        }),
+  );
+  const at = `http://127.0.0.1:${server.addr.port}`;
+  const client = createClient({
+    environment: defineEnvironment({
+      baseUrl: `${at}/api/`,
+      pciBaseUrl: `${at}/pci/`,
+      tokenUrl: `${at}/token`,
+      audience: "https://partner-api.test",
+    }),
+    clientId,
+    clientSecret,
+    rateLimit: false,
+  });
+  const error = await (async () => {
+    for await (const _ of client.list("organizations"));
+  })().then(() => undefined, (error: unknown) => error);
+  ok(error instanceof ApiError, String(error));
+  equal(error.status, 400);
+  assertClean(error, [clientSecret, b64(clientSecret), clientId, "AT-list-1"]);
+  assertClean(error.response?.headers.get("x-echo"), [clientSecret, clientId]);
 });

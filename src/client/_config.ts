@@ -60,6 +60,11 @@ export function clientConfig(
       onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
       baseNames: baseNamesOf(options.settingNames),
+      secrets: options.clientSecret === undefined ? [] : [{
+        secret: options.clientSecret,
+        clientId: options.clientId ?? "",
+        audience: environment.audience,
+      }],
     },
   };
 }

@@ -6,6 +6,7 @@ import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "./rate_limit.ts";
 import type { RatePriority } from "../core/_rate_options.ts";
 import type { RetryPolicy } from "./_policy.ts";
+import type { Secret } from "../core/_redact.ts";
 
 /** What every request of one client shares. */
 export interface SendContext {
@@ -25,6 +26,8 @@ export interface SendContext {
   readonly now: () => number;
   /** What each base is called where it was configured (`settingNames`), for messages. */
   readonly baseNames: { readonly [kind in Exchange<unknown>["kind"]]: string };
+  /** The credentials given to the client (none with a `tokenProvider`): kept out of errors, as each token is. */
+  readonly secrets: readonly Secret[];
 }
 
 /** One request to send. */

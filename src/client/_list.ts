@@ -8,7 +8,7 @@ import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
-import { cleanResponse, serverText } from "../core/_redact.ts";
+import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
 import type { SendContext } from "./_exchange.ts";
 import { sendExchange } from "./_send.ts";
@@ -181,7 +181,8 @@ async function listPage<T>(
     },
     context: CONTEXT,
     finish: async (response, accessToken, attempts) => {
-      const page: Answered = { url, response, accessToken, attempts };
+      const secrets = [accessToken, ...context.secrets];
+      const page: Answered = { url, response, secrets, attempts };
       const text = await readBounded(response, MAX_PAGE_BODY);
       if (text === undefined) {
         throw answered(page, "", `with a body over ${MAX_PAGE_BODY} bytes`);
@@ -206,7 +207,8 @@ async function listPage<T>(
 interface Answered {
   readonly url: URL;
   readonly response: Response;
-  readonly accessToken: string;
+  /** The token it was sent with, and the client's credentials. */
+  readonly secrets: readonly Secret[];
   readonly attempts: number;
 }
 
@@ -247,15 +249,15 @@ function itemsOf(
   if (arrays.length === 1) return arrays[0]!;
   // Keys come from the service: cleaned and cut like any server text.
   const found = object ? Object.keys(body).join(", ") : typeof body;
-  const keys = serverText(found, [page.accessToken], EXCERPT_LENGTH);
+  const keys = serverText(found, page.secrets, EXCERPT_LENGTH);
   const problem = `with no single array of items (found: ${keys})`;
   throw answered(page, text, `${problem}; pass 'items' to pick them`);
 }
 
-/** An ApiError for an answer: its status, the problem, the start of the body (token removed first). */
+/** An ApiError for an answer: its status, the problem, the start of the body (token and credentials removed first). */
 function answered(page: Answered, text: string, problem: string): ApiError {
-  const { url, response, accessToken, attempts } = page;
-  const bodyExcerpt = serverText(text, [accessToken], EXCERPT_LENGTH);
+  const { url, response, secrets, attempts } = page;
+  const bodyExcerpt = serverText(text, secrets, EXCERPT_LENGTH);
   return new ApiError(
     `Cannot list: GET ${url.href} answered ${response.status}${
       problem === "" ? "" : ` ${problem}`
@@ -264,8 +266,8 @@ function answered(page: Answered, text: string, problem: string): ApiError {
       status: response.status,
       url: url.href,
       bodyExcerpt,
-      // Headers are server text too: the token echoed there is redacted.
-      response: cleanResponse(response, [accessToken]),
+      // Headers are server text too: a token or credential echoed there is redacted.
+      response: cleanResponse(response, secrets),
       reason: response.ok ? "malformed" : "status",
       attempts,
     },
