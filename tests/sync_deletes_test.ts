@@ -52,7 +52,7 @@ Deno.test("an unconfirmed cycle's deletes count for 24 hours: 1 more an hour lat
   equal(error.maxDeletesNeeded, 0.36); // 351 of 1,000
 });
 
-Deno.test("a clock stepped back forgets no delete: a record dated after now counts, and is kept from the next record's time for 24 hours", () => {
+Deno.test("a clock stepped back forgets no delete: a record dated after now counts and keeps its date, so a cycle completed on a clock 25 hours behind ages none away for the right clock", () => {
   const history = withDeletes([], { at: t, deleted: 90, held: 1000 });
   // 1 ms, then an hour earlier: the 90 still count.
   deepStrictEqual(recentDeletes(history, t - 1), {
@@ -60,11 +60,11 @@ Deno.test("a clock stepped back forgets no delete: a record dated after now coun
     largest: 1000,
   });
   equal(tooMany(90, 910, 0.1, recentDeletes(history, t - HOUR)), true);
-  // Kept, dated at the step back's run: it leaves 24 hours after it.
-  const later = withDeletes(history, { at: t - HOUR, deleted: 5, held: 910 });
-  deepStrictEqual(later[0], { at: t - HOUR, deleted: 90, held: 1000 });
-  equal(recentDeletes(later, t + 23 * HOUR - 1).deleted, 95);
-  equal(recentDeletes(later, t + 23 * HOUR).deleted, 0);
+  const behind = { at: t - 25 * HOUR, deleted: 0, held: 910 };
+  deepStrictEqual(withDeletes(history, behind), history);
+  const later = withDeletes(history, { ...behind, deleted: 5 });
+  equal(tooMany(90, 910, 0.1, recentDeletes(later, t + HOUR / 2)), true);
+  equal(recentDeletes(later, t + 24 * HOUR).deleted, 0);
 });
 
 Deno.test("a cycle that removes nothing is never refused, whatever the 24 hours removed before it", () => {

@@ -42,9 +42,8 @@ export function withDeletes(
   record: DeleteRecord,
   confirmed = false,
 ): DeleteRecord[] {
-  // One dated after `record` (the clock stepped back) counts from `record` on: for 24 hours, not until the clock is back.
-  const kept = (history ?? []).filter((old) => within(old, record.at))
-    .map((old) => old.at > record.at ? { ...old, at: record.at } : old);
+  // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
+  const kept = (history ?? []).filter((old) => within(old, record.at));
   return record.deleted === 0 || confirmed ? kept : [...kept, record];
 }
 
