@@ -2,6 +2,7 @@
 // refusals, errors, resumption, and the fake's churn.
 
 import {
+  createSqliteSink,
   SyncError,
   syncList,
   type SyncOptions,
@@ -141,6 +142,14 @@ Deno.test("syncList checks its options before anything is read", async () => {
     [{ id: "x", query: ["x"] }, "query", TypeError],
     [{ id: "x", query: new Map([["a", "b"]]) }, "query", TypeError],
     [{ id: "x", signal: {} }, "signal", TypeError],
+    // A clock whose readings are no epoch ms: a checkpoint of them loads no more.
+    ...[NaN, -5, 1e16, new Date(0), "1"].map((
+      at,
+    ): [Record<string, unknown>, string, typeof TypeError] => [
+      { id: "x", now: () => at },
+      "now",
+      TypeError,
+    ]),
   ];
   for (const [options, option, Kind] of cases) {
     const error = await rejects(
@@ -155,6 +164,17 @@ Deno.test("syncList checks its options before anything is read", async () => {
   );
   equal((error as TypeError & { option: string }).option, "sink");
   equal(fake.listRequests, 0);
+});
+
+Deno.test("a clock read in fractions of a ms (performance.timeOrigin + performance.now()) keeps whole ms in the checkpoint: the next run on the default clock loads the copy", async () => {
+  const fake = inProcess({ items: { transactions: 30 } });
+  using sink = createSqliteSink<Row>(":memory:", { table: "transactions" });
+  const options = { ...byDate, sink, sweep: Infinity };
+  const now = () => performance.timeOrigin + performance.now() + 0.5;
+  await syncList(fake.client, "transactions", { ...options, now });
+  const run = await syncList(fake.client, "transactions", options);
+  equal(Number.isInteger(run.verifiedAt), true);
+  equal((await sink.load())?.cycles, 2);
 });
 
 Deno.test("syncList ends with SyncError on an item without id or out of order, nothing past the last good batch written", async () => {

@@ -37,7 +37,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
       "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
     );
   }
-  for (const name of ["items", "onProgress", "onEvent", "now"] as const) {
+  for (const name of ["items", "onProgress", "onEvent"] as const) {
     requireFunction(options[name], CONTEXT, name);
   }
   requireSignal(options.signal, CONTEXT);
@@ -58,7 +58,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
     ...pagingOptions(options),
     sink: checkSink(options.sink),
     signal: options.signal,
-    now: options.now ?? Date.now,
+    now: clockOf(options.now),
     items: options.items,
     onProgress: options.onProgress,
     onEvent: options.onEvent,
@@ -68,6 +68,22 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
 }
 
 export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
+
+/**
+ * The run's clock, read once here: every reading whole epoch ms (the checkpoint keeps those; a fractional one would
+ * leave a copy no later run loads). @throws {TypeError} (`option: "now"`) For a reading that is not epoch ms.
+ */
+function clockOf(now: (() => number) | undefined): () => number {
+  const clock = requireFunction(now, CONTEXT, "now") ?? Date.now;
+  const read = () => {
+    const at: unknown = clock(); // up to 8.64e15, the last instant a Date holds
+    const valid = typeof at === "number" && at >= 0 && at <= 8.64e15;
+    if (valid) return Math.floor(at);
+    throw bad("now", "must return epoch ms (0 to 8.64e15)", String(at));
+  };
+  read();
+  return read;
+}
 
 function bad(option: string, rule: string, received?: string): TypeError {
   return typeError(CONTEXT, option, rule, received);

@@ -110,7 +110,8 @@ export interface SyncOptions<T> {
    */
   changes?: boolean;
   /**
-   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the 24-hour delete window); a sink has its own.
+   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the 24-hour delete window), read once before any
+   * request (a reading that is no epoch ms is a `TypeError`) and floored to whole ms; a sink has its own.
    * @default {Date.now}
    */
   now?: () => number;
