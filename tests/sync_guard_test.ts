@@ -188,7 +188,7 @@ Deno.test("descending, another list (all newer) answering only a head's first wi
   const other = things(1000).map(({ thingID }) => ({ thingID: `u${thingID}` }));
   for (const added of [0, 300]) {
     let list = real.slice(0, 2000), otherAt = -1;
-    const service: { requests: number } = listOf(() => list.toReversed(), {
+    const service: ReturnType<typeof listOf> = listOf(() => list.toReversed(), {
       answer: (page, n) =>
         n === otherAt ? other.toReversed().slice(0, page.length) : page,
     });

@@ -322,7 +322,7 @@ Deno.test("a service that lowers its largest page in the middle of a head (1,000
       let list = all.slice(0, 2000);
       let cutFrom = Infinity;
       const cut = (n: number) => n >= cutFrom ? 600 : Infinity;
-      const service: { requests: number } = listOf(
+      const service: ReturnType<typeof listOf> = listOf(
         () => sortDirection === "ASC" ? list : list.toReversed(),
         {
           answer: (page, n) =>

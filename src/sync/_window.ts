@@ -218,7 +218,6 @@ function readAgain(
     end: SyncKey | null;
     holds: boolean;
     reached: boolean;
-    /** The window proves the end at its size, with `count` items, some new or all before the edge (`news`). */
     short: boolean;
     count: number;
     news: boolean;

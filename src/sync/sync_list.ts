@@ -148,19 +148,17 @@ async function head<T>(
   first: boolean,
 ): Promise<number | undefined> {
   const { config, committer } = run;
-  let shift: number | undefined;
-  let lost = false;
+  let shift: number | undefined, lost = false;
   const descending = config.identity.sortDirection === "DESC";
-  // Descending, new items come before what the copy holds: held back until a window reaches it, or another list
-  // whose items are all newer (or a list that lost every item of the copy) would be committed first.
+  // Descending, new items come before what the copy holds: held back until a window reaches it (dropped if page 1,
+  // read again, begins after all they hold: none is in the list now), or another list whose items are all newer (or
+  // a list that lost every item of the copy) would be committed first.
   const held: [SyncCheckpoint, Committed<T>][] = [];
   const hasCopy = start.checkpoint.edge !== null;
   const underWay = start.checkpoint.head !== undefined;
   let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
   await runPass(run, start.head, Infinity, async (window) => {
-    // Descending, page 1 now begins after all the held windows brought: none of it is in the list (deleted since, or
-    // another list answered them), so they are dropped unread.
     if (descending && window.lost === true && holding) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
