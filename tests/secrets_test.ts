@@ -424,7 +424,7 @@ Deno.test("a secret pasted into the audience or the client id is never shown whe
   }
 });
 
-Deno.test("a list answer echoing the client's credentials (the secret, the id, base64 of both) never gets them into an ApiError: its message, its excerpt or its response's headers", async () => {
+Deno.test("a list answer echoing the client's credentials (the secret, the id, base64 of both), given to it or to its provider, never gets them into an ApiError: its message, its excerpt or its response's headers", async () => {
   const clientId = "partner-client-7";
   const clientSecret = "s3cr3t-list-echo-9f2";
   const b64 = (text: string) => btoa(text);
@@ -446,22 +446,38 @@ Deno.test("a list answer echoing the client's credentials (the secret, the id, b
         }),
   );
   const at = `http://127.0.0.1:${server.addr.port}`;
-  const client = createClient({
-    environment: defineEnvironment({
-      baseUrl: `${at}/api/`,
-      pciBaseUrl: `${at}/pci/`,
-      tokenUrl: `${at}/token`,
-      audience: "https://partner-api.test",
-    }),
-    clientId,
-    clientSecret,
-    rateLimit: false,
+  const environment = defineEnvironment({
+    baseUrl: `${at}/api/`,
+    pciBaseUrl: `${at}/pci/`,
+    tokenUrl: `${at}/token`,
+    audience: "https://partner-api.test",
   });
-  const error = await (async () => {
-    for await (const _ of client.list("organizations"));
-  })().then(() => undefined, (error: unknown) => error);
-  ok(error instanceof ApiError, String(error));
-  equal(error.status, 400);
-  assertClean(error, [clientSecret, b64(clientSecret), clientId, "AT-list-1"]);
-  assertClean(error.response?.headers.get("x-echo"), [clientSecret, clientId]);
+  const credentials = { environment, clientId, clientSecret };
+  // Given the credentials, or a provider made of them.
+  for (
+    const client of [
+      createClient({ ...credentials, rateLimit: false }),
+      createClient({
+        environment,
+        tokenProvider: createTokenProvider(credentials),
+        rateLimit: false,
+      }),
+    ]
+  ) {
+    const error = await (async () => {
+      for await (const _ of client.list("organizations"));
+    })().then(() => undefined, (error: unknown) => error);
+    ok(error instanceof ApiError, String(error));
+    equal(error.status, 400);
+    assertClean(error, [
+      clientSecret,
+      b64(clientSecret),
+      clientId,
+      "AT-list-1",
+    ]);
+    assertClean(error.response?.headers.get("x-echo"), [
+      clientSecret,
+      clientId,
+    ]);
+  }
 });

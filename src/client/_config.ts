@@ -17,6 +17,7 @@ import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import type { SendContext } from "./_exchange.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
+import { providerSecrets } from "../core/_redact.ts";
 
 const CONTEXT = "Cannot create client";
 
@@ -60,11 +61,7 @@ export function clientConfig(
       onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
       baseNames: baseNamesOf(options.settingNames),
-      secrets: options.clientSecret === undefined ? [] : [{
-        secret: options.clientSecret,
-        clientId: options.clientId ?? "",
-        audience: environment.audience,
-      }],
+      secrets: providerSecrets.get(tokenProvider) ?? [],
     },
   };
 }

@@ -26,7 +26,7 @@ export interface SendContext {
   readonly now: () => number;
   /** What each base is called where it was configured (`settingNames`), for messages. */
   readonly baseNames: { readonly [kind in Exchange<unknown>["kind"]]: string };
-  /** The credentials given to the client (none with a `tokenProvider`): kept out of errors, as each token is. */
+  /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
   readonly secrets: readonly Secret[];
 }
 

@@ -56,6 +56,9 @@ interface Redactor {
 /** Made once per credentials object: a provider keeps one for its life. */
 const redactors = new WeakMap<object, Redactor>();
 
+/** Each provider `createTokenProvider` made, with its credentials: a client of it keeps them out of its errors too. */
+export const providerSecrets = new WeakMap<object, readonly Secret[]>();
+
 function redactorOf(given: Secret): Redactor {
   if (typeof given === "string") return redactor([[REDACTED, given]], given);
   let made = redactors.get(given);

@@ -5,6 +5,7 @@ import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
 import { providerConfig } from "./_options.ts";
 import { CachingTokenProvider } from "./_provider.ts";
+import { providerSecrets } from "../core/_redact.ts";
 import { StoreAccess } from "../store/token_access.ts";
 import type { IssuedToken } from "../core/token_values.ts";
 import type {
@@ -84,8 +85,8 @@ export function createTokenProvider(
   const config = providerConfig(options);
   // A plain TokenStore (get and set) is the contract: the access that keys, checks and coordinates records comes with
   // every provider.
-  return new CachingTokenProvider(
-    config,
-    new StoreAccess(config.store, config.endpoint),
-  );
+  const access = new StoreAccess(config.store, config.endpoint);
+  const provider = new CachingTokenProvider(config, access);
+  providerSecrets.set(provider, config.endpoint.secrets);
+  return provider;
 }
