@@ -91,8 +91,9 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
     ),
     forget: q(`DELETE FROM ${SEEN_TABLE} WHERE target = ? AND cycle <= ?`),
-    held: q(
-      `SELECT id FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`,
+    // The ids a batch holds that the table lacks: a sweep's are few or none (handing rows over costs most).
+    lacking: q(
+      `SELECT value AS id FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id = value)`,
     ),
     stage: q(
       `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
@@ -178,12 +179,12 @@ export function split(
     context?.phase !== "sweep" || context.endsCycle !== undefined ||
     rows.ids.length === 0
   ) return { rows, staged: none };
-  const held = new Set(
-    st.held.all(JSON.stringify(rows.ids)).map((row) => row.id as string),
+  const lacking = new Set(
+    st.lacking.all(JSON.stringify(rows.ids)).map((row) => row.id as string),
   );
-  if (held.size === rows.ids.length) return { rows, staged: none };
+  if (lacking.size === 0) return { rows, staged: none };
   const part = (keep: boolean) => {
-    const at = rows.ids.flatMap((id, i) => held.has(id) === keep ? [i] : []);
+    const at = rows.ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
     return {
       ids: at.map((i) => rows.ids[i]!),
       texts: at.map((i) => rows.texts[i]!),
@@ -260,13 +261,14 @@ function endCycle(
   place.changes?.staged.run(target, cycle, at);
   const inserted = Number(st.applyStaged.run(target, cycle).changes);
   st.clearStage.run(target, cycle);
-  if (record !== undefined) {
-    for (const row of st.unseenIds.all(target, cycle)) {
-      record.run((row as { id: string }).id, "delete", at, null);
+  // Each statement over the unseen reads the whole table against the cycle's log: none runs when none is unseen.
+  if (deleted > 0) {
+    for (const row of record ? st.unseenIds.all(target, cycle) : []) {
+      record?.run((row as { id: string }).id, "delete", at, null);
     }
+    if (ends.deletes === "remove") st.remove.run(target, cycle);
+    else st.mark.run(target, cycle, at);
   }
-  if (ends.deletes === "remove") st.remove.run(target, cycle);
-  else st.mark.run(target, cycle, at);
   st.forget.run(target, cycle);
   return { deleted, held, inserted };
 }
