@@ -18,7 +18,7 @@ import {
   type Secret,
   serverText,
 } from "../core/_redact.ts";
-import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
+import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
 import { given } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
@@ -46,7 +46,7 @@ export async function tokenAttempt(
   try {
     const sentAt = endpoint.now();
     const sent = sendTokenRequest(endpoint, deadline.signal);
-    const response = await deadline.race(sent, discardBody);
+    const response = await deadline.race(sent, discard);
     const text = await deadline.race(readTokenBody(endpoint, response));
     return processTokenAnswer(endpoint, response, text, sentAt);
   } catch (error) {
@@ -239,11 +239,6 @@ function oauthError(
 
 function causeText(error: unknown, endpoint: TokenEndpoint): string {
   return ` (${describeCause(error, endpoint.secrets)})`;
-}
-
-/** Cancels the body of an answer that arrived after the caller gave up. */
-function discardBody(response: Response): void {
-  response.body?.cancel().catch(() => {});
 }
 
 /**
