@@ -26,7 +26,6 @@ import {
   bearerToken,
   unauthorized,
 } from "./_fake_answers.ts";
-
 import type {
   FakeCredentials,
   FakeFault,
