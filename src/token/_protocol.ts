@@ -14,7 +14,7 @@ import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import {
   cleanCause,
   cleanResponse,
-  CONTROLS,
+  escapeControls,
   type Secret,
   serverText,
 } from "../core/_redact.ts";
@@ -268,10 +268,7 @@ function jsonObject(text: string): Record<string, unknown> | undefined {
 /** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {
-    const name = bucket.bucket.replace(
-      CONTROLS,
-      (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-    );
+    const name = escapeControls(bucket.bucket);
     return name === bucket.bucket
       ? bucket
       : Object.freeze({ ...bucket, bucket: name });
