@@ -65,7 +65,7 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     ],
     [
       ["list", "transactions", "--format", "xml"],
-      "--format must be one of jsonl, json, csv, table: received xml",
+      "--format must be jsonl, json, csv or table: received xml",
     ],
     [
       ["list", "transactions", "--query", "noequals"],

@@ -123,17 +123,15 @@ function lstatOrUndefined(path: string): Deno.FileInfo | undefined {
 
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
 function cacheFolder(): string | undefined {
-  const [own, xdg, home] = CACHE_VARIABLES.map(readable);
+  const [own, xdg, home] = CACHE_VARIABLES.map((variable) =>
+    Deno.permissions.querySync({ name: "env", variable }).state === "granted"
+      ? Deno.env.get(variable) || undefined
+      : undefined
+  );
   if (own) return own;
   if (xdg) return `${xdg}/partner-api`;
   if (home) return `${home}/.cache/partner-api`;
   return undefined;
-}
-
-function readable(variable: string): string | undefined {
-  const allowed =
-    Deno.permissions.querySync({ name: "env", variable }).state === "granted";
-  return allowed ? Deno.env.get(variable) || undefined : undefined;
 }
 
 /** `cache clear`, `logout`: the line that says what was removed. */

@@ -5,6 +5,7 @@ import { MAX_CONCURRENCY } from "./_help.ts";
 import {
   count,
   given,
+  oneOf,
   onePositional,
   queryOf,
   sortDirection,
@@ -27,12 +28,7 @@ export function listRequest(
     positionals,
     "list needs a <path>, e.g. transactions",
   );
-  const format = values.format;
-  if (format !== undefined && !FORMATS.includes(format as Format)) {
-    throw new UsageError(
-      `--format must be one of ${FORMATS.join(", ")}: received ${format}`,
-    );
-  }
+  const format = oneOf(values.format, "format", FORMATS);
   const numbers = {
     limit: count(values.limit, "limit", 1),
     page: count(values.page, "page", 1),
@@ -46,7 +42,7 @@ export function listRequest(
   };
   return {
     path,
-    format: format as Format | undefined,
+    format,
     /** The keys to keep, in this order; all when undefined. */
     fields: fieldsOf(values.fields),
     options,

@@ -20,7 +20,7 @@ export function itemWriter(
   },
 ): ItemWriter {
   const { fields } = options;
-  const record = (item: unknown) => pick(asRecord(item), fields);
+  const record = (item: unknown) => rowOf(item, fields);
   if (format === "table" || format === "csv") {
     return columnsWriter(out, format, options, record);
   }
@@ -45,19 +45,18 @@ export function itemWriter(
   };
 }
 
-function asRecord(item: unknown): Record<string, unknown> {
-  return typeof item === "object" && item !== null && !Array.isArray(item)
-    ? item as Record<string, unknown>
-    : { value: item };
-}
-
-function pick(
-  item: Record<string, unknown>,
+/** An item as a row (anything but an object as `{ value }`), cut to `fields` when given. */
+function rowOf(
+  item: unknown,
   fields: readonly string[] | undefined,
 ): Record<string, unknown> {
-  if (fields === undefined) return item;
+  const record = typeof item === "object" && item !== null &&
+      !Array.isArray(item)
+    ? item as Record<string, unknown>
+    : { value: item };
+  if (fields === undefined) return record;
   const picked: Record<string, unknown> = {};
-  for (const field of fields) picked[field] = item[field];
+  for (const field of fields) picked[field] = record[field];
   return picked;
 }
 
@@ -123,7 +122,7 @@ function columnsWriter(
  * by a non-digit", which lets `=1+HYPERLINK(...)` through.
  */
 export function csvField(value: unknown): string {
-  const text = defused(escapeControls(
+  const text = escapeControls(
     value === undefined || value === null
       ? ""
       : typeof value === "string"
@@ -131,14 +130,12 @@ export function csvField(value: unknown): string {
       : typeof value === "object"
       ? JSON.stringify(value)
       : String(value),
-  ));
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  );
+  const cell = FORMULA_START.test(text) && !NUMBER.test(text)
+    ? `'${text}`
+    : text;
+  return /[",\r\n]/.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
 }
 
 const FORMULA_START = /^[=+\-@]/;
 const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
-
-/** `text`, with a `'` before it when a spreadsheet would take it for a formula. */
-function defused(text: string): string {
-  return FORMULA_START.test(text) && !NUMBER.test(text) ? `'${text}` : text;
-}

@@ -1,8 +1,10 @@
 // Internal: how the command-line tool shows things to a person.
 
 import type { QuotaBucket } from "../core/quota.ts";
-import { CONTROLS } from "../core/_redact.ts";
+import { escapeControls } from "../core/_redact.ts";
 import type { CliWriter } from "./io.ts";
+
+export { escapeControls };
 
 const CELL_LIMIT = 40;
 
@@ -103,19 +105,9 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
   return `  ${name} ${bar}  ${bucket.remaining}/${bucket.limit} left, ${resets}\n`;
 }
 
-// Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
-// reorder what a person reads: every control and invisible character is shown escaped.
-const escapeCode = (char: string) =>
-  `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
-
-/** `text` with every control and invisible character shown as `\uXXXX`. */
-export function escapeControls(text: string): string {
-  return text.replace(CONTROLS, escapeCode);
-}
-
 /** JSON of `value` with every control and invisible character escaped as `\uXXXX` (valid JSON, the same string parsed). */
 export function safeJson(value: unknown): string {
-  return JSON.stringify(value).replace(CONTROLS, escapeCode);
+  return escapeControls(JSON.stringify(value));
 }
 
 /**

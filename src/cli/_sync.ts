@@ -9,7 +9,6 @@ import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
 import { given, UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
-
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";

@@ -4,6 +4,7 @@ import { ApiError } from "../core/errors.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
 import {
   type AttemptPlan,
+  discard,
   isRetryStatus,
   type Next,
   retryAfterMs,
@@ -315,11 +316,6 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
-
-/** An answer not handed back must be read or cancelled, or it leaks. */
-async function discard(response: Response): Promise<void> {
-  await response.body?.cancel().catch(() => {});
-}
 
 /** Where a request went, as its event says: host and port. */
 function serverOf(url: URL): { host: string; port: number } {

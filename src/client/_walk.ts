@@ -5,15 +5,15 @@ import type {
   PageRequest,
   PaginateOptions,
   RepeatedPageError,
-  SortDirection,
 } from "./page_types.ts";
 import {
   checkAtMost,
   checkNumber,
+  given,
+  oneOf,
   requireFunction,
   requireSignal,
   requireText,
-  typeError,
 } from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
@@ -237,27 +237,14 @@ function countLimit(value: number | undefined, field: string): number {
   return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
 }
 
-function sortOptions(
-  sortBy: unknown,
-  sortDirection: unknown,
-): { sortBy?: string; sortDirection?: SortDirection } {
-  if (
-    sortDirection !== undefined && sortDirection !== "ASC" &&
-    sortDirection !== "DESC"
-  ) {
-    throw typeError(
-      CONTEXT,
-      "sortDirection",
-      'must be "ASC" or "DESC"',
-      JSON.stringify(sortDirection),
-    );
-  }
-  return {
-    ...(sortBy === undefined
-      ? {}
-      : { sortBy: requireText(sortBy, CONTEXT, "sortBy") }),
-    ...(sortDirection === undefined ? {} : { sortDirection }),
-  };
+function sortOptions(sortBy: unknown, sortDirection: unknown) {
+  const direction = sortDirection === undefined
+    ? undefined
+    : oneOf(sortDirection, ["ASC", "DESC"] as const, CONTEXT, "sortDirection");
+  const by = sortBy === undefined
+    ? undefined
+    : requireText(sortBy, CONTEXT, "sortBy");
+  return given({ sortBy: by, sortDirection: direction });
 }
 
 export function pageConfig<T>(options: PaginateOptions<T>) {

@@ -201,14 +201,15 @@ export async function readBounded(
   }
   const reader = response.body?.getReader();
   if (reader === undefined) return "";
-  const chunks: Uint8Array[] = [];
+  const decoder = new TextDecoder();
+  let text = "";
   let size = declared > max ? declared : 0;
   try {
     while (size <= max) {
       const read = await reader.read();
-      if (read.done) return new TextDecoder().decode(concat(chunks, size));
+      if (read.done) return text + decoder.decode();
       size += read.value.byteLength;
-      chunks.push(read.value);
+      text += decoder.decode(read.value, { stream: true });
     }
     return undefined;
   } finally {
@@ -216,12 +217,7 @@ export async function readBounded(
   }
 }
 
-function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return all;
+/** An answer not handed back must be read or cancelled, or it leaks. */
+export async function discard(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => {});
 }

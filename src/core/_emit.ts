@@ -19,7 +19,7 @@ export function callListener<T>(
 ): void {
   try {
     const result = listener(value);
-    if (isThenable(result)) result.then(undefined, ignore);
+    if (isThenable(result)) result.then(undefined, () => {});
   } catch {
     // A listener's failure must never change what the module does.
   }
@@ -29,5 +29,3 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null &&
     typeof (value as { then?: unknown }).then === "function";
 }
-
-function ignore(): void {}

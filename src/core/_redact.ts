@@ -12,6 +12,16 @@ export const CONTROLS =
   // deno-lint-ignore no-control-regex
   /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
+// Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
+// reorder what a person reads: every control and invisible character is shown escaped.
+/** `text` with every control and invisible character shown as `\uXXXX`. */
+export function escapeControls(text: string): string {
+  return text.replace(
+    CONTROLS,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 /**
  * What to keep out of text: a string (an access token), shown as `[redacted]`;
  * or credentials, each shown by its name (`[client_secret]`, ...), so that the

@@ -43,7 +43,9 @@ export function readState(value: unknown): WindowState | undefined {
     holders: holders.filter(isNamed).map(([holder, at]) => [holder, at]),
     block,
     shortUntil: isTime(stored.shortUntil) ? stored.shortUntil : 0,
-    reseeded: count(stored.reseeded),
+    reseeded: isTime(stored.reseeded) && stored.reseeded > 0
+      ? Math.floor(stored.reseeded)
+      : 0,
   };
 }
 
@@ -67,10 +69,6 @@ function isNamed(entry: unknown): entry is [string, number, ...unknown[]] {
 
 function isList(value: unknown): value is unknown[] {
   return Array.isArray(value) && value.length <= MOST_ENTRIES;
-}
-
-function count(value: unknown): number {
-  return isTime(value) && value > 0 ? Math.floor(value) : 0;
 }
 
 /** When this process first saw a stamp of another member. */

@@ -53,10 +53,17 @@ export function text(reply: unknown): string | undefined {
 /** The store's scripts, by what they do. */
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
-// Each script acts only if a value is still the one this process saw or wrote. TAKE first drops a
-// key of another type (it would hold every process off for good); an unreadable record (ARGV[4] '1')
-// may be taken over while it is no sealed record. Taken by another, it answers who holds it.
-const TAKE = `for _, key in ipairs(KEYS) do
+// PUBLISH and RELEASE let the lease go and tell its waiters (XREAD on KEYS[3]) what was published
+// (ARGV[2], else ''), then leave the stream to expire.
+const RELEASED = `redis.call('DEL', KEYS[2])
+redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1`;
+export const SCRIPTS: Record<ScriptName, string> = {
+  // Each script acts only if a value is still the one this process saw or wrote. TAKE first drops a
+  // key of another type (it would hold every process off for good); an unreadable record (ARGV[4] '1')
+  // may be taken over while it is no sealed record. Taken by another, it answers who holds it.
+  take: `for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
 end
@@ -65,31 +72,19 @@ local record = redis.call('GET', KEYS[1]) or ''
 if record ~= ARGV[1] and (ARGV[4] ~= '1' or
   string.find(record, '"sealed"', 1, true)) then return 0 end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
-return redis.call('GET', KEYS[2]) or 0`;
-const SWAP =
-  `if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end
+return redis.call('GET', KEYS[2]) or 0`,
+  swap:
+    `if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end
 if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1`;
-const RENEW = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])`;
-// PUBLISH and RELEASE let the lease go and tell its waiters (XREAD on KEYS[3]) what was published
-// (ARGV[2], else ''), then leave the stream to expire.
-const RELEASED = `redis.call('DEL', KEYS[2])
-redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
-return 1`;
-const PUBLISH = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+return 1`,
+  renew: `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])`,
+  publish: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-${RELEASED}`;
-const RELEASE = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-${RELEASED}`;
-export const SCRIPTS: Record<ScriptName, string> = {
-  take: TAKE,
-  swap: SWAP,
-  renew: RENEW,
-  publish: PUBLISH,
-  release: RELEASE,
+${RELEASED}`,
+  release: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+${RELEASED}`,
 };
 
 /** One Redis command, within the store's time limit. */

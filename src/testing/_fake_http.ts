@@ -11,11 +11,10 @@ export type Decorate = (
   headers?: Readonly<Record<string, string>>,
 ) => Response;
 
-/** `faults`, each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
+/** `faults` (the option of that name), each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
 export function checkedFaults(
   faults: readonly FakeFault[],
   context: string,
-  option: string,
 ): FakeFault[] {
   faults.forEach((fault, i) => {
     if (fault?.kind === "delay") {
@@ -24,7 +23,7 @@ export function checkedFaults(
         0,
         "non-negative whole time in ms, at most 2147483647",
         context,
-        `${option}[${i}].ms`,
+        `faults[${i}].ms`,
       );
     }
   });

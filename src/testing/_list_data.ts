@@ -210,22 +210,14 @@ export function pageOf(
   if (direction !== "ASC" && direction !== "DESC") {
     throw badQuery("sortDirection", "must be ASC or DESC", direction);
   }
-  return sortedBy(resource, sortBy, direction)
-    .slice((page - 1) * limit, page * limit);
-}
-
-/** The items in one order, sorted once and kept: a crawl of a million must not sort a million per page. */
-function sortedBy(
-  resource: ListResource,
-  sortBy: string,
-  direction: "ASC" | "DESC",
-): readonly Item[] {
   const key = `${sortBy} ${direction}`;
-  const cached = resource.sorted.get(key);
-  if (cached !== undefined) return cached;
-  const sorted = resource.items.toSorted(orderOf(resource, key));
-  resource.sorted.set(key, sorted);
-  return sorted;
+  // Sorted once and kept: a crawl of a million must not sort a million per page.
+  let sorted = resource.sorted.get(key);
+  if (sorted === undefined) {
+    sorted = resource.items.toSorted(orderOf(resource, key));
+    resource.sorted.set(key, sorted);
+  }
+  return sorted.slice((page - 1) * limit, page * limit);
 }
 
 /** The comparison of the order named `"<field> <direction>"`; ties by id. */

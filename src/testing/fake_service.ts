@@ -26,7 +26,6 @@ import {
   bearerToken,
   unauthorized,
 } from "./_fake_answers.ts";
-
 import type {
   FakeCredentials,
   FakeFault,
@@ -171,11 +170,11 @@ export function createFakePartnerService(
     },
     injectTokenFaults: (...more) =>
       void state.tokenFaults.push(
-        ...checkedFaults(more, "Cannot inject token faults", "faults"),
+        ...checkedFaults(more, "Cannot inject token faults"),
       ),
     injectApiFaults: (...more) =>
       void state.apiFaults.push(
-        ...checkedFaults(more, "Cannot inject API faults", "faults"),
+        ...checkedFaults(more, "Cannot inject API faults"),
       ),
     insertTransactions: (added) => {
       const transactions = lists.get("transactions")!;
@@ -207,7 +206,7 @@ function serviceState(options: FakePartnerServiceOptions) {
   return {
     ...setup,
     rateLimited: rateGate(options.apiRateLimit, setup.now, CONTEXT),
-    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT, "faults"),
+    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT),
     apiFaults: [] as FakeFault[],
     closing: new AbortController(),
     decorate: setup.endpoint.withQuota.bind(setup.endpoint),

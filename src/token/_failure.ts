@@ -44,15 +44,8 @@ export function failureRecord(
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;
-  const { until, failures } = cooldownAfter(
-    previous,
-    retryAfterOf(error, now),
-    maxRetryAfter,
-    now,
-  );
   return {
-    until,
-    failures,
+    ...cooldownAfter(previous, retryAfterOf(error, now), maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
     ...given({ status: error.status, code: error.code }),
   };

@@ -54,11 +54,10 @@ export function tokenHint(
 ): string | undefined {
   const { names, where } = source;
   const { reason, status } = failure;
-  if (reason === "network" && isPermissionError(failure.cause)) {
-    return netPermissionFix(source.url, `${names.tokenUrl}'s host`);
-  }
   if (reason === "network") {
-    return `check ${names.tokenUrl} (${where}) and the network`;
+    return isPermissionError(failure.cause)
+      ? netPermissionFix(source.url, `${names.tokenUrl}'s host`)
+      : `check ${names.tokenUrl} (${where}) and the network`;
   }
   if (reason === "malformed") {
     return `check that ${names.tokenUrl} (${where}) is an OAuth 2.0 token endpoint`;

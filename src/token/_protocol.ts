@@ -14,11 +14,11 @@ import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import {
   cleanCause,
   cleanResponse,
-  CONTROLS,
+  escapeControls,
   type Secret,
   serverText,
 } from "../core/_redact.ts";
-import { readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
+import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
 import { given } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
@@ -46,7 +46,7 @@ export async function tokenAttempt(
   try {
     const sentAt = endpoint.now();
     const sent = sendTokenRequest(endpoint, deadline.signal);
-    const response = await deadline.race(sent, discardBody);
+    const response = await deadline.race(sent, discard);
     const text = await deadline.race(readTokenBody(endpoint, response));
     return processTokenAnswer(endpoint, response, text, sentAt);
   } catch (error) {
@@ -241,11 +241,6 @@ function causeText(error: unknown, endpoint: TokenEndpoint): string {
   return ` (${describeCause(error, endpoint.secrets)})`;
 }
 
-/** Cancels the body of an answer that arrived after the caller gave up. */
-function discardBody(response: Response): void {
-  response.body?.cancel().catch(() => {});
-}
-
 /**
  * `expires_in` as seconds: a number, or digits (some servers send `"3599"`);
  * absent (optional, RFC 6749 5.1): an hour; else `NaN`, which no check accepts.
@@ -273,10 +268,7 @@ function jsonObject(text: string): Record<string, unknown> | undefined {
 /** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
 function serverBuckets(value: string | null): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {
-    const name = bucket.bucket.replace(
-      CONTROLS,
-      (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-    );
+    const name = escapeControls(bucket.bucket);
     return name === bucket.bucket
       ? bucket
       : Object.freeze({ ...bucket, bucket: name });
