@@ -315,13 +315,19 @@ Deno.test("a service that cuts pages above its largest, placing them by the cut 
   }
 });
 
-Deno.test("a service that lowers its largest page in the middle of a head (1,000, then 600), cutting pages placed by the asked size or by the cut size: the run brings in every new item, refusing nothing, in both orders", async () => {
+Deno.test("a service that lowers its largest page in the middle of a head (1,000, then 600; or 800, 600, 400, 200 at one request each), cutting pages placed by the asked size (or, lowered once, by the cut size): the run brings in every new item, refusing nothing, in both orders", async () => {
   const all = things(5000);
+  const cases = [
+    ["asked", [600]],
+    ["cut", [600]],
+    ["asked", [800, 600, 400, 200]],
+  ] as const;
   for (const sortDirection of ["ASC", "DESC"] as const) {
-    for (const placed of ["asked", "cut"] as const) {
+    for (const [placed, caps] of cases) {
       let list = all.slice(0, 2000);
       let cutFrom = Infinity;
-      const cut = (n: number) => n >= cutFrom ? 600 : Infinity;
+      const cut = (n: number) =>
+        n >= cutFrom ? caps[Math.min(n - cutFrom, caps.length - 1)]! : Infinity;
       const service: ReturnType<typeof listOf> = listOf(
         () => sortDirection === "ASC" ? list : list.toReversed(),
         {
@@ -339,7 +345,7 @@ Deno.test("a service that lowers its largest page in the middle of a head (1,000
       deepStrictEqual(
         [run.inserted, sink.rows.size],
         [3000, 5000],
-        `${sortDirection}, placed by the ${placed} size`,
+        `${sortDirection}, cut to ${caps} placed by the ${placed} size`,
       );
     }
   }

@@ -130,8 +130,8 @@ export function judgeWindow(
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
     order(last, state.edge) < 0;
-  const news = before || fresh.to > fresh.from;
-  const window = { claims, end, holds, reached, short, count, news };
+  const news = fresh.to > fresh.from;
+  const window = { claims, end, holds, reached, short, count, news, before };
   const { again, reads } = readAgain(state, window);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
@@ -209,7 +209,7 @@ function farEndOf(
  * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again, news or not: a
  * sweep's before the far end it does not hold, a descending head's before it `reached` the copy (its far end: the
  * newest item the copy held), or any pass's short page in doubt. The pass ends once a read claims the same end.
- * `reads`: claims in a row that disagreed (past MAX_SHORT_READS the pass stops, the cycle under way).
+ * `reads`: claims in a row that disagreed, bringing nothing new (past MAX_SHORT_READS the pass stops, the cycle under way).
  */
 function readAgain(
   state: WindowState,
@@ -221,6 +221,7 @@ function readAgain(
     short: boolean;
     count: number;
     news: boolean;
+    before: boolean;
   },
 ): { again: boolean; reads: number } {
   const { claims, end } = window;
@@ -234,11 +235,13 @@ function readAgain(
   // As many as a cut holds (the cost bound, MIN_WINDOW): perhaps cut by a service that lowered its largest page since
   // it honoured this size. One ending at the edge is the end (a cut exactly there waits for the next run's head):
   // finding the edge costs no more.
-  const doubt = window.short && window.news &&
+  const doubt = window.short && (window.news || window.before) &&
     window.count >= Math.max(state.limit ?? Infinity, MIN_WINDOW);
   const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy || doubt;
   const again = claims && farEnd && !agrees && !window.holds;
-  return { again, reads: again ? (state.shortReads ?? 0) + 1 : 0 };
+  // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
+  const reads = window.news ? 1 : (state.shortReads ?? 0) + 1;
+  return { again, reads: again ? reads : 0 };
 }
 
 /** What `seek` knows once a window added `found`. */
