@@ -13,6 +13,7 @@ import {
 } from "../src/sync/_deletes.ts";
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 const t = Date.UTC(2026, 10, 28);
 /** 50 of 1,000 removed an hour before the mass delete. */
 const earlier: DeleteRecord[] = [{ at: t - HOUR, deleted: 50, held: 1000 }];
@@ -65,6 +66,15 @@ Deno.test("a clock stepped back forgets no delete: a record dated after now coun
   const later = withDeletes(history, { ...behind, deleted: 5 });
   equal(tooMany(90, 910, 0.1, recentDeletes(later, t + HOUR / 2)), true);
   equal(recentDeletes(later, t + 24 * HOUR).deleted, 0);
+  // Dated years ahead, it holds every cycle back until a confirmation: then it counts 24 hours from that.
+  const ahead = withDeletes([], {
+    at: t + 3650 * DAY,
+    deleted: 100,
+    held: 1000,
+  });
+  const confirmed = withDeletes(ahead, { ...behind, at: t, deleted: 10 }, true);
+  equal(recentDeletes(confirmed, t + DAY - 1).deleted, 100);
+  equal(recentDeletes(confirmed, t + DAY).deleted, 0);
 });
 
 Deno.test("a cycle that removes nothing is never refused, whatever the 24 hours removed before it", () => {

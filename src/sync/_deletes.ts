@@ -43,7 +43,11 @@ export function withDeletes(
   confirmed = false,
 ): DeleteRecord[] {
   // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
-  const kept = (history ?? []).filter((old) => within(old, record.at));
+  // A confirmation moves it (a clock once years ahead would hold every cycle back until then).
+  const kept = (history ?? []).filter((old) => within(old, record.at))
+    .map((old) =>
+      confirmed && old.at > record.at ? { ...old, at: record.at } : old
+    );
   return record.deleted === 0 || confirmed ? kept : [...kept, record];
 }
 
