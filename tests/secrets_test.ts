@@ -481,3 +481,37 @@ Deno.test("a list answer echoing the client's credentials (the secret, the id, b
     ]);
   }
 });
+
+Deno.test("a fetch that fails quoting the token or the client's credentials gets neither into the ApiError's message or cause", async () => {
+  const clientSecret = "s3cr3t-fetch-fail-77";
+  const token = "AT-fetch-fail-123456";
+  const client = createClient({
+    environment: defineEnvironment({
+      baseUrl: "https://api.partner.test/api/",
+      pciBaseUrl: "https://pci.partner.test/api/",
+      tokenUrl: "https://idp.partner.test/oauth/token",
+      audience: "https://partner-api.test",
+    }),
+    clientId: "partner-client-8",
+    clientSecret,
+    rateLimit: false,
+    retry: { retries: 0 },
+    fetch: (input) =>
+      new URL(new Request(input).url).pathname === "/oauth/token"
+        ? Promise.resolve(
+          Response.json({
+            access_token: token,
+            token_type: "Bearer",
+            expires_in: 3600,
+          }),
+        )
+        : Promise.reject(new TypeError(`refused ${token} ${clientSecret}`)),
+  });
+  const error = await client.fetch("organizations").then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  ok(error instanceof ApiError, String(error));
+  equal(error.reason, "network");
+  assertClean(error, [token, clientSecret]);
+});

@@ -18,6 +18,7 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
+import { cleanCause } from "../core/_redact.ts";
 import {
   describeCause,
   isPermissionError,
@@ -294,10 +295,12 @@ function noAnswer(
   const reason = timedOut ? "timeout" : "network";
   const url = displayUrl(request.target);
   const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
-  const why = describeCause(cause, []);
+  // A fetch's error may quote what it was handed: the token, or a credential.
+  const secrets = [request.accessToken, ...request.context.secrets];
+  const why = describeCause(cause, secrets);
   return new ApiError(
     `${request.exchange.context}: ${request.method} ${url} got no answer${tries}: ${why}`,
-    { status: 0, url, cause, reason, attempts },
+    { status: 0, url, cause: cleanCause(cause, secrets), reason, attempts },
   );
 }
 
