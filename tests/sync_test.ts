@@ -143,7 +143,7 @@ Deno.test("syncList checks its options before anything is read", async () => {
     [{ id: "x", query: new Map([["a", "b"]]) }, "query", TypeError],
     [{ id: "x", signal: {} }, "signal", TypeError],
     // A clock whose readings are no epoch ms: a checkpoint of them loads no more.
-    ...[NaN, -5, 1e16, new Date(0), "1"].map((
+    ...[NaN, -5, 1e16, new Date(0), "1", Object.create(null)].map((
       at,
     ): [Record<string, unknown>, string, typeof TypeError] => [
       { id: "x", now: () => at },

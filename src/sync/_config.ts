@@ -79,7 +79,8 @@ function clockOf(now: (() => number) | undefined): () => number {
     const at: unknown = clock(); // up to 8.64e15, the last instant a Date holds
     const valid = typeof at === "number" && at >= 0 && at <= 8.64e15;
     if (valid) return Math.floor(at);
-    throw bad("now", "must return epoch ms (0 to 8.64e15)", String(at));
+    const got = typeof at === "number" ? String(at) : typeof at; // an object's own String may throw
+    throw bad("now", "must return epoch ms (0 to 8.64e15)", got);
   };
   read();
   return read;
