@@ -117,6 +117,26 @@ for (const share of [0.01, 0.1, 0.3]) {
   });
 }
 
+Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone", async () => {
+  const cases: [number, number, number][] = [[500, 75, 1000], [1000, 25, 100]];
+  for (const [items, limit, maxLimit] of cases) {
+    const all = things(items + 1);
+    let list = all.slice(0, items);
+    const service = listOf(() => list);
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, limit, maxLimit, concurrency: 4 };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    const spent = [];
+    for (const added of [0, 1]) {
+      list = all.slice(0, items + added);
+      const before = service.requests;
+      await syncList(service.client, "things", { ...options, sweep: 0 });
+      spent.push(service.requests - before);
+    }
+    ok(spent[0]! <= 2 && spent[1]! <= 3, `${items} items: ${spent}`);
+  }
+});
+
 Deno.test("an abort from onProgress stops the run before its next commit", async () => {
   const service = listOf(() => things(500));
   const sink = memorySink<Thing>();

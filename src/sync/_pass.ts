@@ -85,7 +85,8 @@ export async function runPass<T>(
       }
       const { path } = config.identity;
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
-      if (!judged.ended && !unsure(state)) {
+      // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
+      if (!judged.ended && !unsure(state) && judged.full) {
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
@@ -169,7 +170,8 @@ async function judge<T>(
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
   };
-  return { ...verdict, window, first: keys[0]?.id };
+  const full = keys.length >= flight.plan.limit;
+  return { ...verdict, window, first: keys[0]?.id, full };
 }
 
 function launch<T>(
