@@ -313,3 +313,26 @@ export function parsedJson(text: string): unknown {
 function byKey(query: SyncCheckpoint["query"]): [string, string][] {
   return Object.entries(query).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
 }
+
+/** List requests the cycle under way still needs, about. */
+export function sweepLeft(checkpoint: SyncCheckpoint): number {
+  const sweep = checkpoint.sweep;
+  if (sweep === undefined) return 0;
+  if (checkpoint.sortDirection === "DESC") return 1;
+  const window = Math.max(1, checkpoint.accepted ?? 1);
+  return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
+}
+
+/** When the copy will next be verified at this run's sweep rate: the cycle's rest, or a whole one (⌈n / window⌉ + 1). */
+export function nextVerified(
+  checkpoint: SyncCheckpoint,
+  sweep: { requests: number; span: number; now: number },
+): { nextVerifiedAt?: number } {
+  if (sweep.requests === 0 || sweep.span <= 0) return {};
+  const window = Math.max(1, checkpoint.accepted ?? 1);
+  const left = sweepLeft(checkpoint) ||
+    Math.ceil(checkpoint.offset / window) + 1;
+  return {
+    nextVerifiedAt: Math.round(sweep.now + left * sweep.span / sweep.requests),
+  };
+}

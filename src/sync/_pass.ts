@@ -5,6 +5,7 @@ import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
 import {
+  compareKeys,
   judgeWindow,
   refusedWindow,
   type SyncKey,
@@ -25,6 +26,8 @@ export interface Committed<T> {
   readonly edgeAt?: number;
   /** Page 1 begins after the edge the pass stood at: what it committed before is gone from the list. */
   readonly lost?: boolean;
+  /** Its keys at or before the edge the pass stood at (read before), if any. */
+  readonly passed?: readonly SyncKey[];
   /** It holds an item past the pass's keys (a descending head: one the copy held before the run). */
   readonly reached: boolean;
 }
@@ -169,6 +172,7 @@ async function judge<T>(
     reached: to < keys.length,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
+    ...(from > 0 ? { passed: keys.slice(0, from) } : {}),
   };
   const full = keys.length >= flight.plan.limit;
   return { ...verdict, window, first: keys[0]?.id, full };
@@ -215,4 +219,23 @@ export function listOptions<T>(
     ...(config.items === undefined ? {} : { items: config.items }),
     ...(signal === undefined ? {} : { signal }),
   };
+}
+
+/**
+ * Whether `window` holds, where it overlaps, an item the `held` windows (from the top) spanned but did not bring: in a
+ * list whose new items come first none can be there, so they were another list's (its ids between the list's).
+ */
+export function spansOther<T>(
+  held: readonly (readonly [unknown, Committed<T>])[],
+  window: Committed<T>,
+  keyOf: (item: unknown) => SyncKey,
+): boolean {
+  const windows = held.map(([, each]) => each);
+  const top = windows.find((each) => each.items.length > 0)?.items[0];
+  if (window.passed === undefined || top === undefined) return false;
+  const brought = new Set(windows.flatMap((each) => each.ids));
+  const topKey = keyOf(top);
+  return window.passed.some((key) =>
+    compareKeys(key, topKey) <= 0 && !brought.has(key.id)
+  );
 }

@@ -6,11 +6,19 @@ import {
   afterHeadWindow,
   afterRefusal,
   afterSweepWindow,
+  nextVerified,
   type RunStart,
   runStart,
+  sweepLeft,
   sweepStart,
 } from "./_checkpoint.ts";
-import { type Committed, listOptions, type PassRun, runPass } from "./_pass.ts";
+import {
+  type Committed,
+  listOptions,
+  type PassRun,
+  runPass,
+  spansOther,
+} from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
@@ -146,13 +154,14 @@ async function head<T>(
   run: Run<T>,
   start: RunStart,
   first: boolean,
+  retry = true,
 ): Promise<number | undefined> {
   const { config, committer } = run;
-  let shift: number | undefined, lost = false;
+  let shift: number | undefined, lost = false, again = false;
   const descending = config.identity.sortDirection === "DESC";
-  // Descending, new items come before what the copy holds: held back until a window reaches it (dropped if page 1,
-  // read again, begins after all they hold: none is in the list now), or another list whose items are all newer (or
-  // a list that lost every item of the copy) would be committed first.
+  // Descending, new items come first: held back until a window reaches the copy (dropped if page 1, read again, begins
+  // after all they hold; read again from the top, once, if it holds what they spanned but lacked), or another list whose
+  // items are all newer or interleaved (or a list that lost every item of the copy) would be committed first.
   const held: [SyncCheckpoint, Committed<T>][] = [];
   const hasCopy = start.checkpoint.edge !== null;
   const underWay = start.checkpoint.head !== undefined;
@@ -162,14 +171,15 @@ async function head<T>(
     if (descending && window.lost === true && holding) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
+    again ||= retry && holding && spansOther(held, window, config.keyOf);
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
     // (A new head that read nothing new leaves an empty list to the sweep; a pass under way is never done so.)
     const endedBefore = window.ended && !window.reached && hasCopy &&
       (underWay || heldWindows > 0 || window.items.length > 0);
-    lost = (descending ? endedBefore : window.lost === true) &&
+    lost = !again && (descending ? endedBefore : window.lost === true) &&
       config.maxDeletes < 1 && !await holdsNone(run);
-    if (lost) return false;
+    if (lost || again) return false;
     shift ??= shiftOf(start.checkpoint, window);
     const top = window.items[0];
     const after = afterHeadWindow(
@@ -191,6 +201,7 @@ async function head<T>(
     }
     return;
   });
+  if (again) return await head(run, start, first, false);
   if (!lost) return shift;
   await committer.done(); // nothing was committed, nothing is recorded
   throw deletesRefused(
@@ -368,27 +379,4 @@ function shiftOf<T>(
   return window.edgeAt === undefined
     ? undefined
     : window.edgeAt - (saved.offset - 1);
-}
-
-/** List requests the cycle under way still needs, about. */
-function sweepLeft(checkpoint: SyncCheckpoint): number {
-  const sweep = checkpoint.sweep;
-  if (sweep === undefined) return 0;
-  if (checkpoint.sortDirection === "DESC") return 1;
-  const window = Math.max(1, checkpoint.accepted ?? 1);
-  return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
-}
-
-/** When the copy will next be verified at this run's sweep rate: the cycle's rest, or a whole one (⌈n / window⌉ + 1). */
-function nextVerified(
-  checkpoint: SyncCheckpoint,
-  sweep: { requests: number; span: number; now: number },
-): { nextVerifiedAt?: number } {
-  if (sweep.requests === 0 || sweep.span <= 0) return {};
-  const window = Math.max(1, checkpoint.accepted ?? 1);
-  const left = sweepLeft(checkpoint) ||
-    Math.ceil(checkpoint.offset / window) + 1;
-  return {
-    nextVerifiedAt: Math.round(sweep.now + left * sweep.span / sweep.requests),
-  };
 }
