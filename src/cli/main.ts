@@ -38,8 +38,8 @@ export async function main(
   io: CliIo = processIo(),
 ): Promise<number> {
   let verbose = false;
-  // The process gives more than CliIo (a cache, Ctrl-C, files); tests may.
-  const run = io as RunIo;
+  // The process gives more than CliIo (a cache, Ctrl-C, files); tests may. Its env grows by --env-file's.
+  const run = { ...io } as RunIo;
   try {
     const planned = plan(args);
     verbose = "verbose" in planned && planned.verbose === true;
@@ -72,13 +72,11 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
       );
       return 0;
     default: {
-      const env = planned.envFile === undefined ? run.env : await withEnvFile(
-        run.env,
-        planned.envFile,
-        run.readTextFile ?? readEnvFile,
-      );
-      const config = readConfig({ ...run, env });
-      await execute(openSession({ ...run, env }, config, planned), planned);
+      if (planned.envFile !== undefined) {
+        const read = run.readTextFile ?? readEnvFile;
+        run.env = await withEnvFile(run.env, planned.envFile, read);
+      }
+      await execute(openSession(run, readConfig(run), planned), planned);
       return 0;
     }
   }
