@@ -183,11 +183,17 @@ Deno.test("descending, a head answered with another list whose items are all new
   }
 });
 
-Deno.test("descending, another list answering only a head's first window puts none of it in the copy and makes the run miss nothing: all newer, page 1 read again begins after all it brought, so the held window is dropped; its ids between the list's, the next window holds what it spanned but lacked, so the head reads again from the top", async () => {
+Deno.test("descending, another list answering a head's first window puts none of it in the copy and makes the run miss nothing: all newer, page 1 read again begins after all it brought, so the held window is dropped; its ids between the list's, or under the top 50 new items, the next window holds where it overlaps an item it lacks, so the head reads again from page 1", async () => {
   const real = things(5000);
   const newer = things(1000).map(({ thingID }) => ({ thingID: `u${thingID}` }));
   const between = real.map(({ thingID }) => ({ thingID: `${thingID}f` }));
-  const cases = [[newer, 0], [newer, 300], [between, 3000]] as const;
+  const under = things(1000).map(({ thingID }) => ({
+    thingID: `${real[2300 - 52]!.thingID}x${thingID}`, // under the newest 51
+  }));
+  const cases = [[newer, 0], [newer, 300], [between, 3000], [
+    under,
+    300,
+  ]] as const;
   for (const [other, added] of cases) {
     let list = real.slice(0, 2000), otherAt = -1;
     const answer = other.slice(0, 2000 + added).toReversed();
@@ -200,9 +206,11 @@ Deno.test("descending, another list answering only a head's first window puts no
     [list, otherAt] = [real.slice(0, 2000 + added), service.requests + 1];
     const run = await syncList(service.client, "things", options);
     const ids = [...sink.rows.keys()];
-    const foreign = ids.filter((id) => /^u|f$/.test(id));
-    deepStrictEqual([run.inserted, foreign.length], [added, 0]);
-    equal(ids.length, 2000 + added);
+    const foreign = ids.filter((id) => /^u|f$|x/.test(id));
+    deepStrictEqual(
+      [run.inserted, ids.length, foreign.length],
+      [added, 2000 + added, 0],
+    );
   }
 });
 

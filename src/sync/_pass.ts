@@ -5,7 +5,6 @@ import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
 import {
-  compareKeys,
   judgeWindow,
   refusedWindow,
   type SyncKey,
@@ -222,20 +221,15 @@ export function listOptions<T>(
 }
 
 /**
- * Whether `window` holds, where it overlaps, an item the `held` windows (from the top) spanned but did not bring: in a
- * list whose new items come first none can be there, so they were another list's (its ids between the list's).
+ * Whether the head reads again from page 1: `window` holds, where it overlaps the `held` windows (read from page 1
+ * down), an item they did not bring. New items come first, so none can be there: they were another list's (its ids
+ * between the list's), or items came back-dated or faster than a window between two requests (so only once a head).
  */
-export function spansOther<T>(
+export function heldStray<T>(
   held: readonly (readonly [unknown, Committed<T>])[],
   window: Committed<T>,
-  keyOf: (item: unknown) => SyncKey,
 ): boolean {
-  const windows = held.map(([, each]) => each);
-  const top = windows.find((each) => each.items.length > 0)?.items[0];
-  if (window.passed === undefined || top === undefined) return false;
-  const brought = new Set(windows.flatMap((each) => each.ids));
-  const topKey = keyOf(top);
-  return window.passed.some((key) =>
-    compareKeys(key, topKey) <= 0 && !brought.has(key.id)
-  );
+  const brought = new Set(held.flatMap(([, each]) => each.ids));
+  return held.length > 0 &&
+    window.passed?.some((key) => !brought.has(key.id)) === true;
 }

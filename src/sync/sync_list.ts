@@ -14,10 +14,10 @@ import {
 } from "./_checkpoint.ts";
 import {
   type Committed,
+  heldStray,
   listOptions,
   type PassRun,
   runPass,
-  spansOther,
 } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
@@ -160,8 +160,8 @@ async function head<T>(
   let shift: number | undefined, lost = false, again = false;
   const descending = config.identity.sortDirection === "DESC";
   // Descending, new items come first: held back until a window reaches the copy (dropped if page 1, read again, begins
-  // after all they hold; read again from the top, once, if it holds what they spanned but lacked), or another list whose
-  // items are all newer or interleaved (or a list that lost every item of the copy) would be committed first.
+  // after all they hold; read again from page 1, once, if one holds where it overlaps them an item they lack), or another
+  // list whose items are all newer or interleaved (or a list that lost every item of the copy) would be committed first.
   const held: [SyncCheckpoint, Committed<T>][] = [];
   const hasCopy = start.checkpoint.edge !== null;
   const underWay = start.checkpoint.head !== undefined;
@@ -171,7 +171,7 @@ async function head<T>(
     if (descending && window.lost === true && holding) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
-    again ||= retry && holding && spansOther(held, window, config.keyOf);
+    again ||= retry && holding && heldStray(held, window);
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
     // (A new head that read nothing new leaves an empty list to the sweep; a pass under way is never done so.)
@@ -182,12 +182,8 @@ async function head<T>(
     if (lost || again) return false;
     shift ??= shiftOf(start.checkpoint, window);
     const top = window.items[0];
-    const after = afterHeadWindow(
-      latest,
-      window.state,
-      window.ended,
-      top === undefined ? undefined : config.keyOf(top),
-    );
+    const topKey = top === undefined ? undefined : config.keyOf(top);
+    const after = afterHeadWindow(latest, window.state, window.ended, topKey);
     latest = first && window.ended
       ? { ...after, cycles: 1, verifiedAt: run.startedAt }
       : after;
