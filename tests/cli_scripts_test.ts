@@ -5,6 +5,7 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { loopbackApi } from "./_loopback_api.ts";
 import { csvField } from "../src/cli/_output.ts";
 import { parseEnvFile } from "../src/cli/_env_file.ts";
 
@@ -197,26 +198,13 @@ Deno.test("--env-file reads the configuration; the environment wins; a missing f
 
 Deno.test("a failure is printed without the client secret read from --env-file, as from the environment (a list echoing it in item ids out of order)", async () => {
   const secret = "s3cr3t-env-file-echo-4711";
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) =>
-      new URL(request.url).pathname === "/token"
-        ? Response.json({
-          access_token: "AT-env-file-1",
-          token_type: "Bearer",
-          expires_in: 3600,
-        })
-        : Response.json([{ thingID: "b" }, { thingID: `a-${secret}` }]),
+  await using api = loopbackApi(
+    "AT-env-file-1",
+    () => Response.json([{ thingID: "b" }, { thingID: `a-${secret}` }]),
   );
-  const at = `http://127.0.0.1:${server.addr.port}`;
-  const file = [
-    `PARTNER_API_BASE_URL=${at}/api/`,
-    `PARTNER_API_PCI_BASE_URL=${at}/pci/`,
-    `PARTNER_API_TOKEN_URL=${at}/token`,
-    "PARTNER_API_AUDIENCE=https://partner-api.test",
-    "PARTNER_API_CLIENT_ID=partner-client-9",
-    `PARTNER_API_CLIENT_SECRET=${secret}`,
-  ].join("\n");
+  const credentials = { clientId: "partner-client-9", clientSecret: secret };
+  const config = configFor({ environment: api.environment, credentials });
+  const file = Object.entries(config).map(([k, v]) => `${k}=${v}`).join("\n");
   const to = ".test-tmp/cli-env-file-echo.jsonl";
   await Deno.remove(to).catch(() => {});
   const failed = await run(

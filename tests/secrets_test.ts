@@ -15,6 +15,7 @@ import fc from "fast-check";
 import { serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
+import { loopbackApi } from "./_loopback_api.ts";
 
 /**
  * A token request to a loopback server that answers every request with
@@ -431,27 +432,15 @@ Deno.test("a list answer echoing the client's credentials (the secret, the id, b
   const echoed = `${clientSecret} ${b64(clientSecret)} ${
     b64(`${clientId}:${clientSecret}`)
   } ${clientId}`;
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) =>
-      new URL(request.url).pathname === "/token"
-        ? Response.json({
-          access_token: "AT-list-1",
-          token_type: "Bearer",
-          expires_in: 3600,
-        })
-        : new Response(`invalid client: ${echoed}`, {
-          status: 400,
-          headers: { "x-echo": echoed },
-        }),
+  await using api = loopbackApi(
+    "AT-list-1",
+    () =>
+      new Response(`invalid client: ${echoed}`, {
+        status: 400,
+        headers: { "x-echo": echoed },
+      }),
   );
-  const at = `http://127.0.0.1:${server.addr.port}`;
-  const environment = defineEnvironment({
-    baseUrl: `${at}/api/`,
-    pciBaseUrl: `${at}/pci/`,
-    tokenUrl: `${at}/token`,
-    audience: "https://partner-api.test",
-  });
+  const { environment } = api;
   const credentials = { environment, clientId, clientSecret };
   // Given the credentials, or a provider made of them.
   for (

@@ -168,7 +168,7 @@ async function judge<T>(
     ids: keys.slice(from, to).map((key) => key.id),
     state: verdict.next,
     ended: verdict.ended,
-    reached: to < keys.length,
+    reached: verdict.reached,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),
@@ -229,7 +229,7 @@ export function heldStray<T>(
   held: readonly (readonly [unknown, Committed<T>])[],
   window: Committed<T>,
 ): boolean {
+  if (held.length === 0 || window.passed === undefined) return false;
   const brought = new Set(held.flatMap(([, each]) => each.ids));
-  return held.length > 0 &&
-    window.passed?.some((key) => !brought.has(key.id)) === true;
+  return window.passed.some((key) => !brought.has(key.id));
 }

@@ -263,8 +263,8 @@ function endCycle(
   st.clearStage.run(target, cycle);
   // Each statement over the unseen reads the whole table against the cycle's log: none runs when none is unseen.
   if (deleted > 0) {
-    for (const row of record ? st.unseenIds.all(target, cycle) : []) {
-      record?.run((row as { id: string }).id, "delete", at, null);
+    for (const { id } of record ? st.unseenIds.all(target, cycle) : []) {
+      record?.run(id as string, "delete", at, null);
     }
     if (ends.deletes === "remove") st.remove.run(target, cycle);
     else st.mark.run(target, cycle, at);

@@ -67,6 +67,8 @@ export type WindowVerdict =
     readonly halted?: boolean;
     /** Page 1 begins after `edge`: nothing at or before it exists now, so all the pass committed is gone from the list. */
     readonly lost?: boolean;
+    /** It holds a key past the pass's (a descending head: an item the copy held before the run). */
+    readonly reached: boolean;
   }
   | {
     /** It starts after `edge`, so it may have skipped items: read again earlier. */
@@ -148,6 +150,7 @@ export function judgeWindow(
       (state.domain?.upTo == null && reached),
     halted: reads > MAX_SHORT_READS,
     lost,
+    reached,
     next: {
       ...rest,
       edge,

@@ -168,7 +168,7 @@ async function head<T>(
   let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
   await runPass(run, start.head, Infinity, async (window) => {
-    if (descending && window.lost === true && holding) {
+    if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
     again ||= retry && holding && heldStray(held, window);
