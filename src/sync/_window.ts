@@ -111,9 +111,8 @@ export function judgeWindow(
     ? (a: SyncKey, b: SyncKey) => compareKeys(b, a)
     : compareKeys;
   checkOrder(keys, order, plan);
-  const count = keys.length;
+  const [count, first] = [keys.length, keys[0]];
   const learnt = learnLimit(state, plan.limit, count);
-  const first = keys[0];
   const overlaps = plan.start === 0 ||
     (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
