@@ -214,6 +214,38 @@ Deno.test("descending, another list answering a head's first window puts none of
   }
 });
 
+Deno.test("descending, another list answering every read of page 1 in a run, its ids between the list's or under the top 50 new items, puts none of it in the copy: read again, page 1 lacks the same item, so the run fails 'unordered' having committed nothing; healthy again, the next run brings every new item", async () => {
+  const real = things(5000);
+  const between = real.map(({ thingID }) => ({ thingID: `${thingID}f` }));
+  const under = things(1000).map(({ thingID }) => ({
+    thingID: `${real[2300 - 52]!.thingID}x${thingID}`,
+  }));
+  for (const [other, added] of [[between, 3000], [under, 300]] as const) {
+    let list = real.slice(0, 2000), foreign = false;
+    const answer = other.slice(0, 2000 + added).toReversed();
+    const top = () => list.at(-1);
+    const service = listOf(() => list.toReversed(), {
+      answer: (page) =>
+        foreign && page[0] === top() ? answer.slice(0, page.length) : page,
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, sortDirection: "DESC" as const };
+    await syncList(service.client, "things", options);
+    [list, foreign] = [real.slice(0, 2000 + added), true];
+    await rejects(
+      syncList(service.client, "things", options),
+      (error: SyncError) => error.reason === "unordered",
+    );
+    deepStrictEqual(
+      [...sink.rows.keys()].sort(),
+      real.slice(0, 2000).map((t) => t.thingID).sort(),
+    );
+    foreign = false;
+    const run = await syncList(service.client, "things", options);
+    deepStrictEqual([run.inserted, sink.rows.size], [added, 2000 + added]);
+  }
+});
+
 Deno.test("descending, a head pass under way that another list (all newer) answers is not completed: the run fails 'too-many-deletes' (share 1), and the next healthy run reads what the pass had left", async () => {
   const real = things(1500);
   let answer = real.slice(0, 500);

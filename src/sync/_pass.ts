@@ -33,6 +33,8 @@ export interface Committed<T> {
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
+/** Windows after the last item read with none moving on: a margin doubled as often reaches back 8 × 2^32 items. */
+const MAX_GAPS = 32;
 
 /** A window requested and not yet judged: its plan, its controller, its items to come. */
 type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
@@ -57,7 +59,7 @@ export async function runPass<T>(
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start;
   let spent = 0;
-  let repeated: Repeats | undefined;
+  let repeated: Repeats | undefined, gaps = 0;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
@@ -80,12 +82,14 @@ export async function runPass<T>(
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, config, start.edge);
       state = judged.next;
+      const { path } = config.identity;
+      if (judged.kind === "gap") gaps = unjoined(gaps, flight.plan, path);
       if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
         if (judged.kind !== "commit") continue;
       }
-      const { path } = config.identity;
+      if (judged.window.items.length > 0) gaps = 0;
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
       if (!judged.ended && !unsure(state) && judged.full) {
@@ -104,6 +108,26 @@ export async function runPass<T>(
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
 function unsure(state: WindowState): boolean {
   return state.seek !== undefined || state.short !== undefined;
+}
+
+/**
+ * Windows that began after the last item read, since the pass last moved on: each reads from further back (the margin
+ * doubles), so past MAX_GAPS page 1 (or a page before) answered what the pages after it contradict, as another list
+ * answering every read of it would. @throws {SyncError} (`"unordered"`)
+ */
+function unjoined(gaps: number, plan: WindowPlan, path: string): number {
+  if (gaps < MAX_GAPS) return gaps + 1;
+  const why =
+    `${MAX_GAPS} windows (the last page ${plan.page} of ${plan.limit}) began after the last item read, and the reads from further back brought nothing after it`;
+  throw unjoinedPages(path, why);
+}
+
+/** The pages of `path` do not join, because `why` (so they are no one list's). */
+function unjoinedPages(path: string, why: string): SyncError {
+  return new SyncError(
+    `Cannot sync ${path}: ${why}: the pages do not join (another list answered the first ones?); what was committed stays`,
+    "unordered",
+  );
 }
 
 /** Windows in a row whose first item is the same: how many, and how far apart. */
@@ -221,15 +245,26 @@ export function listOptions<T>(
 }
 
 /**
- * Whether the head reads again from page 1: `window` holds, where it overlaps the `held` windows (read from page 1
- * down), an item they did not bring. New items come first, so none can be there: they were another list's (its ids
- * between the list's), or items came back-dated or faster than a window between two requests (so only once a head).
+ * The items `window` holds, where it overlaps the `held` windows (read from page 1 down), that they did not bring, for
+ * the head to read again from page 1 (none on that read: its `strayed` from the first). New items come first, so none
+ * can be there: they were another list's (its ids between the list's), or came back-dated or faster than a window
+ * between two requests. @throws {SyncError} (`"unordered"`) When the read again lacked one of `strayed` too.
  */
-export function heldStray<T>(
+export function heldStrays<T>(
   held: readonly (readonly [unknown, Committed<T>])[],
   window: Committed<T>,
-): boolean {
-  if (held.length === 0 || window.passed === undefined) return false;
+  strayed: ReadonlySet<string> | undefined,
+  path: string,
+): string[] | undefined {
+  if (held.length === 0 || window.passed === undefined) return undefined;
   const brought = new Set(held.flatMap(([, each]) => each.ids));
-  return window.passed.some((key) => !brought.has(key.id));
+  const strays = window.passed.flatMap((key) =>
+    brought.has(key.id) ? [] : [key.id]
+  );
+  if (strays.some((id) => strayed?.has(id))) {
+    const why =
+      "page 1, read twice, lacked an item the pages after it place there both times";
+    throw unjoinedPages(path, why);
+  }
+  return strayed === undefined && strays.length > 0 ? strays : undefined;
 }

@@ -14,7 +14,7 @@ import {
 } from "./_checkpoint.ts";
 import {
   type Committed,
-  heldStray,
+  heldStrays,
   listOptions,
   type PassRun,
   runPass,
@@ -154,10 +154,10 @@ async function head<T>(
   run: Run<T>,
   start: RunStart,
   first: boolean,
-  retry = true,
+  strayed?: ReadonlySet<string>,
 ): Promise<number | undefined> {
   const { config, committer } = run;
-  let shift: number | undefined, lost = false, again = false;
+  let shift: number | undefined, lost = false, again: string[] | undefined;
   const descending = config.identity.sortDirection === "DESC";
   // Descending, new items come first: held back until a window reaches the copy (dropped if page 1, read again, begins
   // after all they hold; read again from page 1, once, if one holds where it overlaps them an item they lack), or another
@@ -171,7 +171,8 @@ async function head<T>(
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
-    again ||= retry && holding && heldStray(held, window);
+    const { path } = config.identity;
+    again ??= holding ? heldStrays(held, window, strayed, path) : undefined;
     // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
     // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
     // (A new head that read nothing new leaves an empty list to the sweep; a pass under way is never done so.)
@@ -197,7 +198,7 @@ async function head<T>(
     }
     return;
   });
-  if (again) return await head(run, start, first, false);
+  if (again) return await head(run, start, first, new Set(again));
   if (!lost) return shift;
   await committer.done(); // nothing was committed, nothing is recorded
   throw deletesRefused(
