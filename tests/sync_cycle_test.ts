@@ -117,6 +117,35 @@ for (const share of [0.01, 0.1, 0.3]) {
   });
 }
 
+Deno.test("newest first, a burst of new items the list takes back during the head costs requests logarithmic in what went, not linear: the edge sought from a bound the list moved past", async () => {
+  for (const concurrency of [1, 4]) {
+    const all = things(5000);
+    let list = all.slice(0, 2000), requests = 0, changing = false;
+    const service = listOf(() => {
+      // 2,500 new; at the 6th request, 400 more; at the 7th, every new one gone.
+      if (changing && ++requests === 6) list = all.slice(0, 4900);
+      if (changing && requests === 7) list = all.slice(0, 2000);
+      return list.toReversed();
+    }, { maxLimit: 100 });
+    const sink = memorySink<Thing>();
+    const options = {
+      id: "thingID",
+      sink,
+      sortDirection: "DESC" as const,
+      sweep: 0,
+      limit: 100,
+      concurrency,
+    };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    [list, changing] = [all.slice(0, 4500), true];
+    const before = service.requests;
+    await syncList(service.client, "things", options);
+    const spent = service.requests - before;
+    ok(spent <= 16, `${spent} list requests at concurrency ${concurrency}`);
+    equal(sink.rows.size, 2000);
+  }
+});
+
 Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone", async () => {
   const cases: [number, number, number][] = [[500, 75, 1000], [1000, 25, 100]];
   for (const [items, limit, maxLimit] of cases) {

@@ -246,13 +246,16 @@ function readAgain(
   return { again, reads: again ? reads : 0 };
 }
 
-/** What `seek` knows once a window added `found`. */
+/** What `seek` knows once a window added `found`: a bound it contradicts is one the list moved past (it wins). */
 function sought(
   seek: Seek | undefined,
   found: { low?: number; high?: number },
 ): Seek {
-  const low = Math.max(seek?.low ?? -Infinity, found.low ?? -Infinity);
-  const high = Math.min(seek?.high ?? Infinity, found.high ?? Infinity);
+  const [{ low: was = -Infinity, high: had = Infinity } = {}] = [seek];
+  const { low: now = -Infinity, high: then = Infinity } = found;
+  // Kept, a bound the list moved past would pin every probe next to the window: a walk back linear in what went.
+  const low = Math.max(then <= was ? -Infinity : was, now);
+  const high = Math.min(now >= had ? Infinity : had, then);
   return {
     ...(low === -Infinity ? {} : { low }),
     ...(high === Infinity ? {} : { high }),
