@@ -121,10 +121,15 @@ function checkQuery(query: Record<string, string> | undefined) {
   if (query !== undefined) requireOptions(query, CONTEXT, "query");
   for (const name of ["sortDirection", "sortBy", "limit", "page"]) {
     if (query !== undefined && name in query) {
-      const value = JSON.stringify(query[name]);
+      const value = query[name];
+      const write = name === "limit" // an option's number, not the query's text
+        ? `limit: ${Number(value) || "<a number>"}`
+        : `${name}: ${JSON.stringify(value)}`;
       throw bad(
         "query",
-        `must not hold '${name}': write ${name}: ${value} as an option of syncList`,
+        name === "page"
+          ? "must not hold 'page': syncList places its own windows; remove it"
+          : `must not hold '${name}': write ${write} as an option of syncList`,
       );
     }
   }
