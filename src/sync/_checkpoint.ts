@@ -323,12 +323,7 @@ export function sweepLeft(checkpoint: SyncCheckpoint): number {
   return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
 }
 
-/** List requests a whole cycle of `items` costs in windows of `window` (they overlap: one more); one more than this when its short last page is read again. */
-export function cycleRequests(items: number, window: number): number {
-  return Math.ceil(items / window) + 1;
-}
-
-/** When the copy will next be verified at this run's sweep rate: the cycle's rest, or a whole one (cycleRequests). */
+/** When the copy will next be verified at this run's sweep rate: the cycle's rest, or a whole one (⌈n / window⌉ + 1). */
 export function nextVerified(
   checkpoint: SyncCheckpoint,
   sweep: { requests: number; span: number; now: number },
@@ -336,7 +331,7 @@ export function nextVerified(
   if (sweep.requests === 0 || sweep.span <= 0) return {};
   const window = Math.max(1, checkpoint.accepted ?? 1);
   const left = sweepLeft(checkpoint) ||
-    cycleRequests(checkpoint.offset, window);
+    Math.ceil(checkpoint.offset / window) + 1;
   return {
     nextVerifiedAt: Math.round(sweep.now + left * sweep.span / sweep.requests),
   };

@@ -80,11 +80,8 @@ export async function waitForLock<L>(
     }
     const left = started + options.wait - clock();
     if (left <= 0) {
-      const { holder } = result; // "pid N", or whole ("another run", "a run that stopped")
       throw new SyncError(
-        `Cannot sync: ${
-          /^pid /.test(holder) ? `another run (${holder})` : holder
-        } holds ${what}; it is still running or was stopped less than ${
+        `Cannot sync: ${what} is held by ${result.holder}; it is still running or was stopped less than ${
           STALE_AFTER / 1000
         } s ago: try again once it ends`,
         "locked",

@@ -1,5 +1,5 @@
 // docs/sync.md's freshness table, from the cost function the code itself
-// uses (`cycleRequests`, which also says when a copy will next be verified): a
+// uses (`nextVerified`'s, which says when a copy will next be verified): a
 // cycle of n items costs ⌈n / window⌉ + 1 list requests, one more when its
 // last page comes back short and is read again; a `sweep: Infinity` run pays
 // its head on top (nothing new: at most 2). The table's figures were written
@@ -10,8 +10,12 @@
 // here because the process tests may read docs/.
 
 import { deepEqual, ok } from "node:assert/strict";
-import { cycleRequests } from "../../src/sync/_checkpoint.ts";
-import { createSqliteSink, syncList } from "../../src/sync/mod.ts";
+import { nextVerified } from "../../src/sync/_checkpoint.ts";
+import {
+  createSqliteSink,
+  type SyncCheckpoint,
+  syncList,
+} from "../../src/sync/mod.ts";
 import { inProcess } from "../_sync_fake.ts";
 
 /** The service's limit: 900 requests per 5 minutes. */
@@ -29,7 +33,12 @@ const IDLE_HEAD = 2;
 
 /** Requests of a cycle of `n` items: at least, and with its short last page confirmed. */
 function cycleCost(n: number): { least: number; most: number } {
-  const least = cycleRequests(n, WINDOW);
+  // The code's own: a copy of n items in windows of WINDOW, no cycle under
+  // way, read at one request per ms from 0, is next verified whole when that
+  // cycle's requests are spent.
+  const copy = { offset: n, accepted: WINDOW } as SyncCheckpoint;
+  const least = nextVerified(copy, { requests: 1, span: 1, now: 0 })
+    .nextVerifiedAt!;
   return { least, most: least + 1 };
 }
 
