@@ -143,12 +143,14 @@ Deno.test("descending order: each run reads from the top until it meets the newe
   }
 });
 
-Deno.test("sortBy '-creationDate', query.sortDirection and deletes 'mark' into JSONL are refused before any request, saying what to write", async () => {
+Deno.test("sortBy '-creationDate', query.sortDirection, query.limit, query.page and deletes 'mark' into JSONL are refused before any request, saying what to write (syncList has no page option, and its limit is a number)", async () => {
   const fake = inProcess({ items: { transactions: 5 } });
   const path = await freshTarget("sync-sweep", "mark.jsonl");
   const cases: [Record<string, unknown>, string, RegExp][] = [
     [{ sortBy: "-creationDate" }, "sortBy", /sortDirection: "DESC"/],
     [{ query: { sortDirection: "DESC" } }, "query", /as an option/],
+    [{ query: { limit: "5" } }, "query", /write limit: 5 as an option/],
+    [{ query: { page: "5" } }, "query", /own windows; remove it/],
     [{ deletes: "mark", sink: createJsonlSink(path) }, "deletes", /"remove"/],
     [{ full: true }, "full", /sweep: Infinity/],
     [{ maxDeletes: 2 }, "maxDeletes", /at most 1/],

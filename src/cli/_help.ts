@@ -122,8 +122,9 @@ copy waits for the first.
                          items again (default 10); all: a whole cycle now
   --deletes remove|mark  rows a cycle did not see: removed (default), or
                          given a deleted_at time (SQLite only)
-  --max-deletes SHARE    a cycle removes nothing, and fails, if it would
-                         remove more than this share of the copy (default 0.1)
+  --max-deletes SHARE    a cycle removes nothing, and fails, past this share
+                         of the copy in 24 hours (default 0.1); to confirm,
+                         run the command the refusal prints
   --changes              SQLite: keep <table>_changes, one row per change
   --priority P           high, low or auto (default low: live calls on the
                          same limiter go first)

@@ -121,10 +121,14 @@ function checkQuery(query: Record<string, string> | undefined) {
   if (query !== undefined) requireOptions(query, CONTEXT, "query");
   for (const name of ["sortDirection", "sortBy", "limit", "page"]) {
     if (query !== undefined && name in query) {
-      const value = JSON.stringify(query[name]);
+      const value = name === "limit"
+        ? Number(query[name]) || "<a number>"
+        : JSON.stringify(query[name]);
       throw bad(
         "query",
-        `must not hold '${name}': write ${name}: ${value} as an option of syncList`,
+        name === "page"
+          ? "must not hold 'page': syncList places its own windows; remove it"
+          : `must not hold '${name}': write ${name}: ${value} as an option of syncList`,
       );
     }
   }

@@ -81,7 +81,7 @@ export async function waitForLock<L>(
     const left = started + options.wait - clock();
     if (left <= 0) {
       throw new SyncError(
-        `Cannot sync: another run (${result.holder}) holds ${what}; it is still running or was stopped less than ${
+        `Cannot sync: ${what} is held by ${result.holder}; it is still running or was stopped less than ${
           STALE_AFTER / 1000
         } s ago: try again once it ends`,
         "locked",

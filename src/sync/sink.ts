@@ -31,7 +31,7 @@ export interface SyncCheckpoint {
   readonly id: string | null;
   /** Further query parameters (filters) of the list. */
   readonly query: Readonly<Record<string, string>>;
-  /** The last item committed: every item up to it that existed for the whole run is in the sink. */
+  /** The last item committed: every item past where its pass began, up to it, that existed for the whole run is in the sink. */
   readonly edge:
     | { readonly value: string | number; readonly id: string }
     | null;
