@@ -90,14 +90,9 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
     const { message, option, rule } = error as OptionError;
     const lead = `${context}: '${option}' ${rule}: received `;
     const received = message.startsWith(lead)
-      ? message.slice(lead.length)
+      ? redact(message.slice(lead.length), [secret])
       : undefined;
-    throw typeError(
-      context,
-      option,
-      rule,
-      received && redact(received, [secret]),
-    );
+    throw typeError(context, option, rule, received);
   }
 }
 

@@ -229,12 +229,9 @@ function oauthError(
   secrets: readonly Secret[],
 ): { code?: string; description?: string } {
   const { error, error_description: description } = body ?? {};
-  return {
-    ...(typeof error === "string" ? { code: serverText(error, secrets) } : {}),
-    ...(typeof description === "string"
-      ? { description: serverText(description, secrets) }
-      : {}),
-  };
+  const text = (value: unknown) =>
+    typeof value === "string" ? serverText(value, secrets) : undefined;
+  return given({ code: text(error), description: text(description) });
 }
 
 function causeText(error: unknown, endpoint: TokenEndpoint): string {
