@@ -56,11 +56,8 @@ function withTarget(
     return rest as Omit<TokenRequestOptions, "signal">;
   }
   if (rest.tokenUrl !== undefined || rest.audience !== undefined) {
-    throw typeError(
-      CONTEXT,
-      "environment",
-      "must not come with 'tokenUrl' or 'audience'",
-    );
+    const rule = "must not come with 'tokenUrl' or 'audience'";
+    throw typeError(CONTEXT, "environment", rule);
   }
   const { tokenUrl, audience } = environment;
   return { ...rest, tokenUrl, audience };
