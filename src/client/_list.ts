@@ -193,9 +193,8 @@ async function listPage<T>(
           `with ${items.length} items, more than the limit of ${limit}`;
         throw answered(page, "", problem);
       }
-      const { status } = response;
-      const request = Object.freeze({ url: url.href, status, attempts });
-      return { items, request };
+      const request = { url: url.href, status: response.status, attempts };
+      return { items, request: Object.freeze(request) };
     },
   });
 }
