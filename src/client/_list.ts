@@ -6,7 +6,7 @@ import { requireFunction, requireOptions, typeError } from "../core/_check.ts";
 
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
-import type { ListOptions, Page, RequestMetadata } from "./pages.ts";
+import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
@@ -20,10 +20,7 @@ export const MAX_PAGE_BODY = 32 * 1024 * 1024;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 
 /** A page as fetched: its items and its request. */
-interface FetchedPage<T> {
-  readonly items: readonly T[];
-  readonly request: RequestMetadata;
-}
+type FetchedPage<T> = Pick<Page<T>, "items" | "request">;
 
 /** A walk over the list at `path` under `base`; options checked at once. */
 function walkUnder<T>(
@@ -196,9 +193,8 @@ async function listPage<T>(
           `with ${items.length} items, more than the limit of ${limit}`;
         throw answered(page, "", problem);
       }
-      const { status } = response;
-      const request = Object.freeze({ url: url.href, status, attempts });
-      return { items, request };
+      const request = { url: url.href, status: response.status, attempts };
+      return { items, request: Object.freeze(request) };
     },
   });
 }

@@ -9,12 +9,7 @@ import type {
   TokenRetryEvent,
 } from "./events.ts";
 import { emit } from "./_emit.ts";
-import {
-  type AttemptLimits,
-  type Deadline,
-  delay,
-  SharedDeadlines,
-} from "./_deadlines.ts";
+import { type AttemptLimits, type Deadline, delay } from "./_deadlines.ts";
 import { checkNumber, type NumberRule } from "./_check.ts";
 
 /** What comes after an attempt. */
@@ -85,11 +80,6 @@ export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
     }
     if (next.wait > 0) await delay(next.wait, signal);
   }
-}
-
-/** Time limits of exactly `ms`, on `now`, for requests that are few (token requests). */
-export function attemptLimits(ms: number, now: () => number): AttemptLimits {
-  return new SharedDeadlines(ms, now, 0);
 }
 
 /** The one builder of retry events, for both sides (`status` 0: no answer). */

@@ -2,6 +2,7 @@
 // permission the runtime refused is told apart from the network.
 
 import { type Secret, serverText } from "./_redact.ts";
+import { given } from "./_check.ts";
 
 /** The causes of a network failure, outermost first, as one line: "fetch failed: connect ECONNREFUSED". */
 export function describeCause(
@@ -63,9 +64,7 @@ function deniedEntry(url: URL): string | undefined {
   }).Deno?.permissions;
   const denied = (host?: string) => {
     try {
-      const query = host === undefined
-        ? { name: "net" as const }
-        : { name: "net" as const, host };
+      const query = { name: "net" as const, ...given({ host }) };
       return permissions?.querySync?.(query).state === "denied";
     } catch {
       return false; // a runtime without the query: the flag to add is still the fix

@@ -1,6 +1,6 @@
 // Internal: the one builder of bad-option errors: "<context>: '<option>' <rule>:
 // received <value>", with `option` and `rule` as fields for code to read; the
-// checks built on it, and `given`, an options object without its undefined keys.
+// checks built on it; `given`, an options object without its undefined keys; `fieldsOf`.
 
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {
@@ -124,12 +124,8 @@ export function oneOf<T extends string>(
   if (values.includes(value as T)) return value as T;
   const names = values.map((v) => `"${v}"`);
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  throw typeError(
-    context,
-    option,
-    rule,
-    JSON.stringify(String(value).slice(0, 40)),
-  );
+  const received = JSON.stringify(String(value).slice(0, 40));
+  throw typeError(context, option, rule, received);
 }
 
 /** A non-empty string option. */
@@ -139,12 +135,8 @@ export function requireText(
   field: string,
 ): string {
   if (typeof value !== "string" || value === "") {
-    throw typeError(
-      context,
-      field,
-      "must be a non-empty string",
-      value === "" ? '""' : typeof value,
-    );
+    const received = value === "" ? '""' : typeof value;
+    throw typeError(context, field, "must be a non-empty string", received);
   }
   return value;
 }
@@ -170,6 +162,13 @@ export function requireDeno(
 ): void {
   if ("Deno" in globalThis) return;
   throw typeError(context, option, rule);
+}
+
+/** `value`'s fields, if it is an object (an array is one too). */
+export function fieldsOf(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null
+    ? value as Record<string, unknown>
+    : undefined;
 }
 
 type Given<T> = { [K in keyof T]?: Exclude<T[K], undefined> };

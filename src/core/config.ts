@@ -320,8 +320,7 @@ function processEnv(): EnvSource {
         const { state } = deno.permissions.querySync({ name: "env", variable });
         if (state === "granted") return deno.env.get(variable);
         // The exact flag: every variable configFromEnv reads, by name.
-        const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
-          .flatMap(Object.values).join(",");
+        const every = Object.values(SETTING_NAMES).join(",");
         throw configError(variable, `cannot be read: add --allow-env=${every}`);
       };
     }

@@ -110,12 +110,8 @@ export function defineEnvironment(init: EnvironmentInit): Environment {
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
   const { audience } = init;
   if (typeof audience !== "string" || audience.trim() === "") {
-    throw typeError(
-      CONTEXT,
-      "audience",
-      "must be a non-empty string",
-      JSON.stringify(audience),
-    );
+    const rule = "must be a non-empty string";
+    throw typeError(CONTEXT, "audience", rule, JSON.stringify(audience));
   }
   return Object.freeze({ baseUrl, pciBaseUrl, tokenUrl, audience });
 }

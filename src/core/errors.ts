@@ -126,11 +126,9 @@ export class TokenRequestError extends PartnerApiError {
       init,
     );
     this.name = "TokenRequestError";
-    if (init.status !== undefined) this.status = init.status;
-    if (init.code !== undefined) this.code = init.code;
-    if (init.description !== undefined) this.description = init.description;
+    const { status, code, description, hint } = init;
+    Object.assign(this, given({ status, code, description, hint }));
     if (init.quota?.length) this.quota = init.quota;
-    if (init.hint !== undefined) this.hint = init.hint;
     hideResponse(this, init.response);
   }
 }

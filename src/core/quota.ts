@@ -81,12 +81,8 @@ const FORMAT = "Cannot format quota header";
 export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
   return buckets.map((bucket) => {
     if (!/^[^,;=\s](?:[^,;=]*[^,;=\s])?$/.test(bucket.bucket)) {
-      throw typeError(
-        FORMAT,
-        "bucket",
-        "must be a non-empty name without ',', ';' or '='",
-        `"${bucket.bucket}"`,
-      );
+      const rule = "must be a non-empty name without ',', ';' or '='";
+      throw typeError(FORMAT, "bucket", rule, `"${bucket.bucket}"`);
     }
     for (const key of ["limit", "remaining", "resetAfter"] as const) {
       const value = bucket[key];

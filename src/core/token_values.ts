@@ -85,8 +85,7 @@ export function isAccessToken(value: unknown): value is string {
 }
 
 function redactedView(token: IssuedToken): Record<string, unknown> {
-  const { tokenType, expiresIn, expiresAt, quota } = token;
-  return { accessToken: REDACTED, tokenType, expiresIn, expiresAt, quota };
+  return { ...storableToken(token), accessToken: REDACTED };
 }
 
 /** A frozen copy of `fields` that never shows its access token (see {@linkcode IssuedToken}). */

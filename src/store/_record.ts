@@ -2,7 +2,7 @@
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
-import { typeError } from "../core/_check.ts";
+import { given, typeError } from "../core/_check.ts";
 import { perKey, sealingKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
@@ -119,18 +119,16 @@ export function recordLifetime(record: TokenRecord, now: number): number {
 /** A copy with data properties only (the token's is not enumerable), to store. */
 function plainRecord(record: TokenRecord): TokenRecord {
   const { token, quota, blockedUntil, failure, renewal } = record;
-  return {
-    ...(token && { token: storableToken(token) }),
-    ...(quota && {
-      quota: {
-        buckets: quota.buckets.map((bucket) => ({ ...bucket })),
-        observedAt: quota.observedAt,
-      },
-    }),
-    ...(blockedUntil !== undefined && { blockedUntil }),
-    ...(failure && { failure: { ...failure } }),
-    ...(renewal && { renewal: { ...renewal } }),
-  };
+  return given({
+    token: token && storableToken(token),
+    quota: quota && {
+      buckets: quota.buckets.map((bucket) => ({ ...bucket })),
+      observedAt: quota.observedAt,
+    },
+    blockedUntil,
+    failure: failure && { ...failure },
+    renewal: renewal && { ...renewal },
+  });
 }
 
 /** Refuses anything but an AES-GCM key for encrypt and decrypt. */

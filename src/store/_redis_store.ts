@@ -216,9 +216,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   /** The value and `PX` lifetime of a `SET` of `record`, sealed. */
   async #value(key: string, record: TokenRecord): Promise<[string, string]> {
     const { iv, sealed } = await this.#seals.seal(key, record);
-    const lifetime = recordLifetime(record, this.#config.now());
     const value = JSON.stringify({ iv: base64(iv), sealed: base64(sealed) });
-    return [value, String(lifetime)];
+    return [value, String(recordLifetime(record, this.#config.now()))];
   }
 
   async #decode(

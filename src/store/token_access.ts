@@ -13,6 +13,7 @@ import {
   type QuotaSnapshot,
 } from "../core/token_values.ts";
 import { storeKey } from "./_key.ts";
+import { fieldsOf } from "../core/_check.ts";
 
 /** What the key of a client's record is made of; it holds the secret. */
 export type StoreClient = Parameters<typeof storeKey>[0] & {
@@ -166,7 +167,7 @@ const FLEET_CLOCK_SLACK = 5 * 60_000;
 
 /** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
 function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
-  const record = fields(value);
+  const record = fieldsOf(value);
   if (record === undefined) return undefined;
   const { token, quota, blockedUntil, failure, renewal } = record;
   const latest = now + FLEET_CLOCK_SLACK;
@@ -180,17 +181,11 @@ function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
   };
 }
 
-function fields(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null
-    ? value as Record<string, unknown>
-    : undefined;
-}
-
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
-  const { buckets, observedAt } = fields(value) ?? {};
+  const { buckets, observedAt } = fieldsOf(value) ?? {};
   return isTime(observedAt) && Array.isArray(buckets) &&
     buckets.every((bucket) => {
-      const { bucket: name, limit, remaining, resetAfter } = fields(bucket) ??
+      const { bucket: name, limit, remaining, resetAfter } = fieldsOf(bucket) ??
         {};
       return typeof name === "string" && isTime(limit) &&
         isTime(remaining) && isTime(resetAfter);
@@ -200,7 +195,7 @@ function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
 const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
 
 function isFailure(value: unknown): value is TokenFailure {
-  const { until, failures, reason, status, code } = fields(value) ?? {};
+  const { until, failures, reason, status, code } = fieldsOf(value) ?? {};
   return isTime(until) && isTime(failures) && failures >= 1 &&
     FAILURE_REASONS.has(reason as string) &&
     (status === undefined || isTime(status)) &&
@@ -208,6 +203,6 @@ function isFailure(value: unknown): value is TokenFailure {
 }
 
 function isRenewal(value: unknown): value is TokenRenewal {
-  const { at, expiresAt, token } = fields(value) ?? {};
+  const { at, expiresAt, token } = fieldsOf(value) ?? {};
   return isTime(at) && isTime(expiresAt) && typeof token === "string";
 }

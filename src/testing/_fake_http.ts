@@ -16,16 +16,10 @@ export function checkedFaults(
   faults: readonly FakeFault[],
   context: string,
 ): FakeFault[] {
+  const rule = "non-negative whole time in ms, at most 2147483647";
   faults.forEach((fault, i) => {
-    if (fault?.kind === "delay") {
-      checkNumber(
-        fault.ms,
-        0,
-        "non-negative whole time in ms, at most 2147483647",
-        context,
-        `faults[${i}].ms`,
-      );
-    }
+    if (fault?.kind !== "delay") return;
+    checkNumber(fault.ms, 0, rule, context, `faults[${i}].ms`);
   });
   return [...faults];
 }

@@ -158,14 +158,9 @@ function checkFields(
         String((fields as Item)[resource.idField]) !== id
     ? `must not change '${resource.idField}'`
     : undefined;
-  if (rule !== undefined) {
-    throw typeError(
-      `Cannot update ${resource.name}`,
-      "fields",
-      rule,
-      fields === null ? "null" : typeof fields,
-    );
-  }
+  if (rule === undefined) return;
+  const received = fields === null ? "null" : typeof fields;
+  throw typeError(`Cannot update ${resource.name}`, "fields", rule, received);
 }
 
 /** Takes the item with `id` out of the list; whether it was there. */
@@ -208,13 +203,7 @@ export function listNamed(
   name: string,
 ): ListResource {
   const resource = lists.get(name);
-  if (resource === undefined) {
-    throw typeError(
-      "Cannot change the fake's lists",
-      "list",
-      `must be one of ${[...lists.keys()].join(", ")}`,
-      String(name),
-    );
-  }
-  return resource;
+  if (resource !== undefined) return resource;
+  const rule = `must be one of ${[...lists.keys()].join(", ")}`;
+  throw typeError("Cannot change the fake's lists", "list", rule, String(name));
 }

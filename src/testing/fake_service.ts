@@ -200,20 +200,6 @@ export function createFakePartnerService(
   };
 }
 
-/** What the service's handlers share. */
-function serviceState(options: FakePartnerServiceOptions) {
-  const setup = serviceSetup(options);
-  return {
-    ...setup,
-    rateLimited: rateGate(options.apiRateLimit, setup.now, CONTEXT),
-    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT),
-    apiFaults: [] as FakeFault[],
-    closing: new AbortController(),
-    decorate: setup.endpoint.withQuota.bind(setup.endpoint),
-    counts: { tokenRequests: 0, apiRequests: 0 },
-  };
-}
-
 type ServiceState = ReturnType<typeof serviceState>;
 
 /** The main origin: the token endpoint and the lists. */
@@ -269,8 +255,8 @@ async function answerApi(
     : answer();
 }
 
-/** The service's parts, from its checked options. */
-function serviceSetup(options: FakePartnerServiceOptions) {
+/** What the service's handlers share: its parts, from its checked options. */
+function serviceState(options: FakePartnerServiceOptions) {
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const given = (field: "clientId" | "clientSecret", made: string) => {
     const value = options.credentials?.[field];
@@ -313,6 +299,12 @@ function serviceSetup(options: FakePartnerServiceOptions) {
     churn: churner(options.churn, options.seed ?? 1, now),
     maxLimit: positive(options.maxLimit, 1000, "maxLimit"),
     cutAtMax: options.beyondMaxLimit === "cut",
+    rateLimited: rateGate(options.apiRateLimit, now, CONTEXT),
+    tokenFaults: checkedFaults(options.faults ?? [], CONTEXT),
+    apiFaults: [] as FakeFault[],
+    closing: new AbortController(),
+    decorate: endpoint.withQuota.bind(endpoint),
+    counts: { tokenRequests: 0, apiRequests: 0 },
   };
 }
 

@@ -8,13 +8,13 @@ import {
 import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import {
-  attemptLimits,
   type Next,
   retryAfterMs,
   retryDelay,
   retryEvent,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
+import { SharedDeadlines } from "../core/_deadlines.ts";
 import { tokenAttempt } from "./_protocol.ts";
 import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";
@@ -72,7 +72,8 @@ export function requestWithRetries(
   let retries = 0;
   return sendAttempts<TokenOutcome, IssuedToken>({
     signal,
-    limits: attemptLimits(endpoint.timeout, endpoint.now),
+    // Exactly `timeout` each: token requests are few, no window to share.
+    limits: new SharedDeadlines(endpoint.timeout, endpoint.now, 0),
     listener: sending.onEvent,
     now: endpoint.now,
     attempt: async (deadline) => {

@@ -51,6 +51,7 @@ export function tokenEndpoint(
   const audience = requireText(options.audience, context, "audience");
   const clientId = requireText(options.clientId, context, "clientId");
   const userFetch = requireFunction(options.fetch, context, "fetch");
+  const quotaHeader = options.quotaHeader ?? QUOTA_HEADER;
   let where: string | undefined;
   return {
     url,
@@ -66,11 +67,7 @@ export function tokenEndpoint(
     // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
     now: requireFunction(options.now, context, "now") ?? Date.now,
-    quotaHeader: requireText(
-      options.quotaHeader ?? QUOTA_HEADER,
-      context,
-      "quotaHeader",
-    ),
+    quotaHeader: requireText(quotaHeader, context, "quotaHeader"),
     timeout: checkNumber(
       options.timeout,
       DEFAULT_TIMEOUT,
@@ -90,14 +87,9 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
     const { message, option, rule } = error as OptionError;
     const lead = `${context}: '${option}' ${rule}: received `;
     const received = message.startsWith(lead)
-      ? message.slice(lead.length)
+      ? redact(message.slice(lead.length), [secret])
       : undefined;
-    throw typeError(
-      context,
-      option,
-      rule,
-      received && redact(received, [secret]),
-    );
+    throw typeError(context, option, rule, received);
   }
 }
 
@@ -108,23 +100,17 @@ function requestParts(
   context: string,
 ): Pick<TokenEndpoint, "contentType" | "body" | "authorization"> {
   const { clientId, secret, audience } = client;
-  const basic = oneOf(
-    options.clientAuthentication,
-    ["body", "basic"],
-    context,
-    "clientAuthentication",
-  ) === "basic";
+  const choice = (
+    option: "clientAuthentication" | "bodyFormat",
+    values: readonly string[],
+  ) => oneOf(options[option], values, context, option);
+  const basic = choice("clientAuthentication", ["body", "basic"]) === "basic";
   const fields = {
     ...(basic ? {} : { client_id: clientId, client_secret: secret }),
     audience,
     grant_type: "client_credentials",
   };
-  const form = oneOf(
-    options.bodyFormat,
-    ["json", "form"],
-    context,
-    "bodyFormat",
-  ) === "form";
+  const form = choice("bodyFormat", ["json", "form"]) === "form";
   return {
     contentType: form
       ? "application/x-www-form-urlencoded"

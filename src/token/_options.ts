@@ -26,19 +26,15 @@ export function providerConfig(options: TokenProviderOptions) {
       "must be true to run in what looks like a browser page, where anyone can read the client secret (request tokens from a backend)",
     );
   }
+  const { refreshMargin } = options;
+  const time = "non-negative time in ms, at most 2147483647";
   return {
     endpoint,
     store: options.store,
     backoff: backoffFrom(options.retry, CONTEXT),
-    refreshMargin: options.refreshMargin === undefined
+    refreshMargin: refreshMargin === undefined
       ? undefined
-      : checkNumber(
-        options.refreshMargin,
-        0,
-        "non-negative time in ms, at most 2147483647",
-        CONTEXT,
-        "refreshMargin",
-      ),
+      : checkNumber(refreshMargin, 0, time, CONTEXT, "refreshMargin"),
     random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
     onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
@@ -56,11 +52,8 @@ function withTarget(
     return rest as Omit<TokenRequestOptions, "signal">;
   }
   if (rest.tokenUrl !== undefined || rest.audience !== undefined) {
-    throw typeError(
-      CONTEXT,
-      "environment",
-      "must not come with 'tokenUrl' or 'audience'",
-    );
+    const rule = "must not come with 'tokenUrl' or 'audience'";
+    throw typeError(CONTEXT, "environment", rule);
   }
   const { tokenUrl, audience } = environment;
   return { ...rest, tokenUrl, audience };

@@ -16,6 +16,7 @@ import { latest } from "./ledger.ts";
 import type { LocalTimes } from "../core/_clock.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
+import { given } from "../core/_check.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
 export const MAX_QUOTA_BLOCK = 25 * 3_600_000;
@@ -197,18 +198,6 @@ export function settles(
     now < tokenTimes(record.token, refreshMargin).refreshAt;
 }
 
-/** What a provider knows, as a record to store: the fields it has. */
-export function knownRecord(
-  known: {
-    readonly [field in keyof Required<TokenRecord>]:
-      | TokenRecord[field]
-      | undefined;
-  },
-): TokenRecord {
-  const fields = Object.entries(known).filter(([, v]) => v !== undefined);
-  return Object.fromEntries(fields) as TokenRecord;
-}
-
 /** `record` with its block's and cooldown's end as `local` reads them (this process's own, on its steady clock). */
 export function localRecord(
   record: TokenRecord,
@@ -217,11 +206,7 @@ export function localRecord(
 ): TokenRecord {
   const blockedUntil = local.read(record.blockedUntil, now);
   const failure = local.readIn(record.failure, "until", now);
-  return {
-    ...record,
-    ...(blockedUntil !== undefined && { blockedUntil }),
-    ...(failure && { failure }),
-  };
+  return { ...record, ...given({ blockedUntil, failure }) };
 }
 
 /**

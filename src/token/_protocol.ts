@@ -19,7 +19,7 @@ import {
   serverText,
 } from "../core/_redact.ts";
 import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
-import { given } from "../core/_check.ts";
+import { fieldsOf, given } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
@@ -100,17 +100,13 @@ async function readTokenBody(
 ): Promise<string> {
   const text = await readBounded(response, MAX_TOKEN_BODY).catch((error) => {
     // No `status`: an answer cut off is a network failure, and retried as one.
-    throw failure(
-      endpoint,
-      `${CONTEXT}: the answer from ${endpoint.where} (HTTP ${response.status}) was cut off${
-        causeText(error, endpoint)
-      }`,
-      {
-        reason: "network",
-        cause: cleanCause(error, endpoint.secrets),
-        response,
-      },
-    );
+    const cut =
+      `the answer from ${endpoint.where} (HTTP ${response.status}) was cut off`;
+    throw failure(endpoint, `${CONTEXT}: ${cut}${causeText(error, endpoint)}`, {
+      reason: "network",
+      cause: cleanCause(error, endpoint.secrets),
+      response,
+    });
   });
   if (text === undefined) {
     throw failure(
@@ -229,12 +225,9 @@ function oauthError(
   secrets: readonly Secret[],
 ): { code?: string; description?: string } {
   const { error, error_description: description } = body ?? {};
-  return {
-    ...(typeof error === "string" ? { code: serverText(error, secrets) } : {}),
-    ...(typeof description === "string"
-      ? { description: serverText(description, secrets) }
-      : {}),
-  };
+  const text = (value: unknown) =>
+    typeof value === "string" ? serverText(value, secrets) : undefined;
+  return given({ code: text(error), description: text(description) });
 }
 
 function causeText(error: unknown, endpoint: TokenEndpoint): string {
@@ -256,10 +249,7 @@ function lifetime(value: unknown): number {
 /** The answer's body as a JSON object (an array is one too), if it is one. */
 function jsonObject(text: string): Record<string, unknown> | undefined {
   try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null
-      ? value as Record<string, unknown>
-      : undefined;
+    return fieldsOf(JSON.parse(text));
   } catch {
     return undefined;
   }

@@ -8,11 +8,11 @@ import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
 import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
+import { given } from "../core/_check.ts";
 import {
   type CachedToken,
   decide,
   flightBudget,
-  knownRecord,
   localRecord,
   newerFromRecord,
   requestBudget,
@@ -268,11 +268,8 @@ export class CachingTokenProvider implements TokenProvider {
       }
     };
     // The fleet's 401 ledger goes with every record this provider writes.
-    const request: TokenRequest = async () => {
-      const record = await attempt();
-      const renewal = this.#renewal;
-      return renewal === undefined ? record : { ...record, renewal };
-    };
+    const request: TokenRequest = async () =>
+      given({ ...await attempt(), renewal: this.#renewal });
     const { record, saved } = await this.#store.obtain(request, signal, {
       answeredBy: (record) => this.#answersNeed(record),
       take: (record) => this.#takeRecord(record),
@@ -336,8 +333,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   #observeQuota(quota: QuotaSnapshot): void {
     this.#quota = quotaSnapshot(quota.buckets, quota.observedAt);
-    const onQuota = this.#config.onQuota;
-    if (onQuota !== undefined) callListener(onQuota, this.#quota);
+    if (this.#config.onQuota) callListener(this.#config.onQuota, this.#quota);
   }
 
   /** A refusal other than 429 may still report the quota (read once, by the protocol). */
@@ -387,7 +383,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** What this provider knows, as a record to store. */
   #record(): TokenRecord {
-    return knownRecord({
+    return given({
       token: this.#cached && storableToken(this.#cached.token),
       quota: this.#quota,
       blockedUntil: this.#blockedUntil,
