@@ -154,10 +154,15 @@ function mismatch({ copy, side }: CopyFiles, what: string) {
 
 /**
  * Counts a cycle's changes by id (the old lines' ids and digests held in memory: no index) and judges its guard before
- * any of it replaces the copy. @throws {SyncError} (`"too-many-deletes"`)
+ * any of it replaces the copy, against the copy's live lines: the head's since the cycle began (`mainAt` on) included,
+ * as they stay. @throws {SyncError} (`"too-many-deletes"`)
  */
 export async function cycleChanges(
-  before: { readonly path: string; readonly length: number },
+  copy: {
+    readonly path: string;
+    readonly mainAt: number;
+    readonly length: number;
+  },
   after: { readonly path: string; readonly length: number },
   context: SyncWriteContext,
 ): Promise<SyncWriteReport> {
@@ -166,10 +171,18 @@ export async function cycleChanges(
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
   const old = new Map<string, number>();
-  for await (const lines of linesOf(before.path, before.length)) {
+  for await (const lines of linesOf(copy.path, copy.mainAt)) {
     for (const line of lines) old.set(idOf(line), digest(line));
   }
-  const held = old.size;
+  // The head's lines follow the sweep's in the new copy: live rows, none removed.
+  let held = old.size;
+  const kept = new Set<string>();
+  for await (const lines of linesOf(copy.path, copy.length, copy.mainAt)) {
+    for (const id of lines.map(idOf)) {
+      if (old.has(id)) kept.add(id);
+      else held++;
+    }
+  }
   let inserted = 0, updated = 0;
   for await (const lines of linesOf(after.path, after.length)) {
     for (const line of lines) {
@@ -178,10 +191,11 @@ export async function cycleChanges(
       else if (was !== digest(line)) updated++;
     }
   }
+  kept.forEach((id) => old.delete(id));
   const deleted = old.size;
   const { maxDeletes, recent } = context.endsCycle!;
   if (tooMany(deleted, held, maxDeletes, recent)) {
-    throw tooManyDeletes(deleted, held, maxDeletes, before.path, recent);
+    throw tooManyDeletes(deleted, held, maxDeletes, copy.path, recent);
   }
   return { inserted, updated, deleted, held };
 }
@@ -232,12 +246,12 @@ function digest(text: string): number {
   return hash * 0x200000 + (text.length & 0x1fffff);
 }
 
-/** The lines of the first `length` bytes of `path`, without their ends, a read's at a time. */
-async function* linesOf(path: string, length: number) {
+/** The lines of `path`'s bytes from `from` (a line's start) to `length`, without their ends, a read's at a time. */
+async function* linesOf(path: string, length: number, from = 0) {
   const CHUNK = 1 << 20;
   const decoder = new TextDecoder();
   let rest = "";
-  for (let at = 0; at < length; at += CHUNK) {
+  for (let at = from; at < length; at += CHUNK) {
     const bytes = await readRange(path, at, Math.min(length, at + CHUNK));
     rest += decoder.decode(bytes, { stream: true });
     const lines = rest.split("\n");

@@ -149,14 +149,15 @@ class JsonlCopy {
       // Counted when the cycle completes: a JSONL copy has no index.
       return { inserted: 0, updated: 0 };
     }
+    const { mainAt } = rewrite;
     const counts = await cycleChanges(
-      { path: copy, length: rewrite.mainAt },
+      { path: copy, mainAt, length: now.end.length },
       { path: rewritePath, length: rewrite.end.length },
       context,
     );
     // The head's lines since the cycle began follow the sweep's.
     const tail = new TextDecoder().decode(
-      await readRange(copy, rewrite.mainAt, now.end.length),
+      await readRange(copy, mainAt, now.end.length),
     );
     const whole = await this.#append(rewritePath, rewrite.end, tail);
     await this.#save({ checkpoint, end: whole, renaming: true });
