@@ -2,14 +2,20 @@
 // cycle's guard, its counts, its side and rewrite files. Real files under
 // .test-tmp, the fake list in process.
 
-import { equal } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import {
   createJsonlSink,
   createSqliteSink,
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
-import { freshTarget, listOf, type Thing, things } from "./_sync_fake.ts";
+import {
+  counts,
+  freshTarget,
+  listOf,
+  type Thing,
+  things,
+} from "./_sync_fake.ts";
 
 /** A path for a JSONL copy, with no copy (nor rewrite) there. */
 async function fresh(name: string): Promise<string> {
@@ -45,4 +51,43 @@ Deno.test("JSONL sink: a cycle's end weighs maxDeletes against the copy's live l
   }
   const lines = (await Deno.readTextFile(path)).split("\n").filter(Boolean);
   equal(lines.length, 1850);
+});
+
+/** Two 8-letter notes whose lines for `id` have one 32-bit FNV-1a (a birthday search): what 0.4's digest took for one. */
+function collidingNotes(id: string): [string, string] {
+  const fnv = (text: string) => {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) {
+      hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    }
+    return hash;
+  };
+  const seen = new Map<number, string>();
+  for (let i = 0;; i++) {
+    const note = i.toString(36).padStart(8, "0");
+    const hash = fnv(JSON.stringify({ thingID: id, note }));
+    const other = seen.get(hash);
+    if (other !== undefined) return [other, note];
+    seen.set(hash, note);
+  }
+}
+
+Deno.test("JSONL sink: a cycle counts a changed line as updated even where a 32-bit digest and the length would take it for the same", async () => {
+  const path = await fresh("digest.jsonl");
+  const [before, after] = collidingNotes("t0050");
+  const list = Array.from({ length: 100 }, (_, i) => ({
+    thingID: `t${String(i).padStart(4, "0")}`,
+    note: "00000000",
+  }));
+  list[50] = { thingID: "t0050", note: before };
+  const service = listOf(() => list, { maxLimit: 100 });
+  const options = { id: "thingID", sink: createJsonlSink(path) };
+  await syncList(service.client, "things", options);
+  list[50] = { thingID: "t0050", note: after };
+  const result = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+  });
+  deepStrictEqual(counts(result), [0, 1, 0]);
+  ok((await Deno.readTextFile(path)).includes(after));
 });

@@ -3,7 +3,13 @@
 // temporary file of this run's own and a rename. Every failure is a SyncError naming the file.
 
 import { createHash } from "node:crypto";
-import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
+import {
+  closeSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+} from "node:fs";
 import type { Stats } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -186,6 +192,28 @@ export function readRange(
     }
     return bytes.subarray(0, read);
   });
+}
+
+/** The bytes of `file`, open at `path`, from `start` to `end` (fewer past its end), read blocking: for many small reads. */
+export function readAtSync(
+  file: FileHandle,
+  path: string,
+  start: number,
+  end: number,
+): Uint8Array {
+  const bytes = new Uint8Array(Math.max(0, end - start));
+  let read = 0;
+  try {
+    while (read < bytes.length) {
+      const left = bytes.length - read;
+      const got = readSync(file.fd, bytes, read, left, start + read);
+      if (got === 0) break;
+      read += got;
+    }
+  } catch (error) {
+    throw fileError(path, "read", error);
+  }
+  return bytes.subarray(0, read);
 }
 
 /** The whole text of `path`, or undefined: the size read from the open file, so one renamed over it is read whole. */

@@ -7,7 +7,15 @@ import type {
   SyncWriteReport,
 } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
-import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
+import {
+  fingerprint,
+  openFile,
+  readAtSync,
+  readRange,
+  readText,
+  sizeOf,
+} from "./_files.ts";
+import type { FileHandle } from "node:fs/promises";
 import { sinkMismatch } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { type CopyRow, parsedItems } from "./_window_guard.ts";
@@ -153,9 +161,10 @@ function mismatch({ copy, side }: CopyFiles, what: string) {
 }
 
 /**
- * Counts a cycle's changes by id (the old lines' ids and digests held in memory: no index) and judges its guard before
- * any of it replaces the copy, against the copy's live lines: the head's since the cycle began (`mainAt` on) included,
- * as they stay. @throws {SyncError} (`"too-many-deletes"`)
+ * Counts a cycle's changes by id (the old lines' ids and ends held in memory: no index; a line the cycle read again
+ * compared with its old text, so no digest's collision hides a change) and judges its guard before any of it replaces
+ * the copy, against the copy's live lines: the head's since the cycle began (`mainAt` on) included, as they stay.
+ * @throws {SyncError} (`"too-many-deletes"`)
  */
 export async function cycleChanges(
   copy: {
@@ -170,26 +179,33 @@ export async function cycleChanges(
   const keyOf = context.keyOf;
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
-  const old = new Map<string, number>();
-  for await (const lines of linesOf(copy.path, copy.mainAt)) {
-    for (const line of lines) old.set(idOf(line), digest(line));
+  const old = new Map<string, number>(), before = new OldLines(copy.path);
+  for await (const { lines, ends } of linesOf(copy.path, copy.mainAt)) {
+    lines.forEach((line, i) =>
+      old.set(idOf(line), before.ends.push(ends[i]!) - 1)
+    );
   }
   // The head's lines follow the sweep's in the new copy: live rows, none removed.
   let held = old.size;
   const kept = new Set<string>();
-  for await (const lines of linesOf(copy.path, copy.length, copy.mainAt)) {
+  for await (const { lines } of linesOf(copy.path, copy.length, copy.mainAt)) {
     for (const id of lines.map(idOf)) {
       if (old.has(id)) kept.add(id);
       else held++;
     }
   }
   let inserted = 0, updated = 0;
-  for await (const lines of linesOf(after.path, after.length)) {
-    for (const line of lines) {
-      const id = idOf(line), was = old.get(id);
-      if (!old.delete(id)) inserted++;
-      else if (was !== digest(line)) updated++;
+  const file = await openFile(copy.path, "read");
+  try {
+    for await (const { lines } of linesOf(after.path, after.length)) {
+      for (const line of lines) {
+        const id = idOf(line), was = old.get(id);
+        if (!old.delete(id)) inserted++;
+        else if (keyOf && before.text(file, was!) !== line) updated++;
+      }
     }
+  } finally {
+    await file.close();
   }
   kept.forEach((id) => old.delete(id));
   const deleted = old.size;
@@ -218,46 +234,82 @@ export async function* copyRows(
   const under = committed.renaming ? undefined : committed.rewrite;
   const seen = new Set<string>();
   if (under?.cycle === cycle) {
-    for await (const lines of linesOf(files.rewrite, under.end.length)) {
+    for await (const { lines } of linesOf(files.rewrite, under.end.length)) {
       parsedItems(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
     }
   }
   // Killed between a finished rewrite and its rename: the rewrite is the copy.
   const path = committed.renaming ? files.rewrite : files.copy;
   const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
-  const bytes = new TextEncoder();
-  let at = 0;
-  for await (const lines of linesOf(path, committed.end.length)) {
+  for await (const { lines, ends } of linesOf(path, committed.end.length)) {
     const parsed = parsedItems(lines);
     for (let i = 0; i < lines.length; i++) {
       const id = idOf(parsed[i], lines[i]!);
-      yield { id, item: parsed[i], seen: at >= mainAt || seen.has(id) };
-      at += bytes.encode(lines[i]).length + 1;
+      // A line ends past `mainAt` where it begins there or after: the head's since the cycle began.
+      yield { id, item: parsed[i], seen: ends[i]! >= mainAt || seen.has(id) };
     }
   }
 }
 
-/** A 53-bit digest of `text`: a 32-bit FNV-1a beside its length. */
-function digest(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+const CHUNK = 1 << 20, NEAR = 1 << 12;
+
+/**
+ * The lines of a file from its start, by where each ends (its "\n"), their text read back a block at a time while asked
+ * in order or in reverse (as a copy and its rewrite mostly are: the list's order), else alone, blocking (µs a line).
+ */
+class OldLines {
+  readonly ends: number[] = [];
+  #start = 0;
+  #bytes: Uint8Array = new Uint8Array(0);
+  readonly #decoder = new TextDecoder();
+
+  constructor(readonly path: string) {}
+
+  /** The text of line `index`, as it stands in `file` (the path's, open). */
+  text(file: FileHandle, index: number): string {
+    const from = index === 0 ? 0 : this.ends[index - 1]! + 1;
+    const to = this.ends[index]!, start = this.#start;
+    const end = start + this.#bytes.length;
+    if (from < start || to > end) {
+      // The next line on or back (a few left out: removed): a block that way.
+      const on = from >= end && from - end < NEAR;
+      const back = to <= start && start - to < NEAR;
+      const [low, high] = on
+        ? [from, Math.max(to, from + CHUNK)]
+        : [back ? Math.max(0, Math.min(from, to - CHUNK)) : from, to];
+      this.#bytes = readAtSync(file, this.path, low, high);
+      this.#start = low;
+    }
+    const at = from - this.#start;
+    return this.#decoder.decode(this.#bytes.subarray(at, at + to - from));
   }
-  return hash * 0x200000 + (text.length & 0x1fffff);
 }
 
-/** The lines of `path`'s bytes from `from` (a line's start) to `length`, without their ends, a read's at a time. */
+/**
+ * The lines of `path`'s bytes from `from` (a line's start) to `length`, without their ends, a read's at a time, with
+ * where each ends (its "\n", or `length`).
+ */
 async function* linesOf(path: string, length: number, from = 0) {
-  const CHUNK = 1 << 20;
   const decoder = new TextDecoder();
   let rest = "";
   for (let at = from; at < length; at += CHUNK) {
-    const bytes = await readRange(path, at, Math.min(length, at + CHUNK));
+    const bytes = await readRange(path, at, Math.min(length, at + CHUNK)) ??
+      new Uint8Array();
     rest += decoder.decode(bytes, { stream: true });
-    const lines = rest.split("\n");
+    const lines = rest.split("\n"), ends: number[] = [];
     rest = lines.pop()!;
-    yield lines;
+    // No byte of a multi-byte character is "\n": one end a line.
+    for (
+      let i = bytes.indexOf(NEWLINE);
+      i >= 0;
+      i = bytes.indexOf(NEWLINE, i + 1)
+    ) {
+      ends.push(at + i);
+    }
+    yield { lines, ends };
   }
   rest += decoder.decode();
-  if (rest !== "") yield [rest];
+  if (rest !== "") yield { lines: [rest], ends: [length] };
 }
+
+const NEWLINE = 0x0a;
