@@ -2,13 +2,15 @@
 // cycle's guard, its counts, its side and rewrite files. Real files under
 // .test-tmp, the fake list in process.
 
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import {
   createJsonlSink,
   createSqliteSink,
+  SyncError,
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
+import { replaceFile } from "../src/sync/_files.ts";
 import {
   counts,
   freshTarget,
@@ -90,4 +92,25 @@ Deno.test("JSONL sink: a cycle counts a changed line as updated even where a 32-
   });
   deepStrictEqual(counts(result), [0, 1, 0]);
   ok((await Deno.readTextFile(path)).includes(after));
+});
+
+Deno.test("JSONL sink: a side file it cannot replace fails with SyncError 'file' naming it (cannot rename <temporary> to <side file>), and leaves no temporary file behind", async () => {
+  const path = await fresh("stuck.jsonl");
+  const side = `${path}.checkpoint.json`;
+  // A rename over a folder that holds a file fails as one over a side file the run may not write does (chattr +i,
+  // --deny-write=<side file>), after the temporary file was written.
+  await Deno.mkdir(`${side}/inside`, { recursive: true });
+  await Deno.remove(`${side}.run.tmp`).catch(() => {}); // left by a failed run of 0.4
+  await rejects(replaceFile(side, "{}", "run"), (error: unknown) => {
+    ok(error instanceof SyncError, String(error));
+    equal(error.reason, "file");
+    equal(error.path, side);
+    const says = `Cannot sync: cannot rename ${side}.run.tmp to ${side} (`;
+    ok(error.message.startsWith(says), error.message);
+    return true;
+  });
+  const folder = path.slice(0, path.lastIndexOf("/"));
+  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+  deepStrictEqual(left.filter((name) => name.endsWith(".tmp")), []);
+  await Deno.remove(side, { recursive: true });
 });

@@ -256,14 +256,19 @@ export async function replaceFile(
     throw error;
   }
   await file.close();
-  await refuseLink(path);
-  await renameFile(temporary, path);
+  try {
+    await refuseLink(path);
+    await renameFile(temporary, path);
+  } catch (error) {
+    await unlink(temporary).catch(() => {}); // each failed run would leave one
+    throw error;
+  }
 }
 
-/** Renames `from` over `to` (a link at `to` is replaced, never followed). */
+/** Renames `from` over `to` (a link at `to` is replaced, never followed); a failure names `to`, the file replaced. */
 export async function renameFile(from: string, to: string): Promise<void> {
   await rename(from, to).catch((error) => {
-    throw fileError(from, `rename to ${to}`, error);
+    throw fileError(to, `rename ${from} to`, error);
   });
 }
 
