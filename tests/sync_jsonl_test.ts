@@ -114,3 +114,36 @@ Deno.test("JSONL sink: a side file it cannot replace fails with SyncError 'file'
   deepStrictEqual(left.filter((name) => name.endsWith(".tmp")), []);
   await Deno.remove(side, { recursive: true });
 });
+
+Deno.test("JSONL sink: a cycle's .rewrite removed between runs costs the cycle's progress, not the copy: the next run begins it again and it completes, nothing lost; a .rewrite cut short is refused with advice that works", async () => {
+  const path = await fresh("rewrite-gone.jsonl");
+  const list = things(500);
+  const service = listOf(() => list, { maxLimit: 100 });
+  const options = { id: "thingID", sweep: 1, limit: 50, maxLimit: 100 };
+  const run = () =>
+    syncList(service.client, "things", {
+      ...options,
+      sink: createJsonlSink(path),
+    });
+  await run();
+  await run(); // the cycle begins: its first window in the rewrite
+  ok((await Deno.stat(`${path}.rewrite`)).size > 0);
+  await Deno.writeTextFile(`${path}.rewrite`, "{}\n");
+  await rejects(createJsonlSink(path).load(), (error: unknown) => {
+    ok(error instanceof SyncError && error.reason === "sink-mismatch");
+    ok(error.message.includes(`: remove ${path}.rewrite (`), error.message);
+    return true;
+  });
+  await Deno.remove(`${path}.rewrite`);
+  let deleted = 0, verified = false;
+  for (let runs = 0; runs < 10 && !verified; runs++) {
+    const result = await run();
+    deleted += result.deleted;
+    verified = result.verifiedAt !== undefined;
+  }
+  ok(verified, "the cycle completes");
+  equal(deleted, 0);
+  const ids = (await Deno.readTextFile(path)).split("\n").filter(Boolean)
+    .map((line) => JSON.parse(line).thingID);
+  deepStrictEqual(ids, list.map((thing) => thing.thingID));
+});

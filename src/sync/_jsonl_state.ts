@@ -126,10 +126,19 @@ export async function checkCopy(
     return committed;
   }
   await expectEnd(files, files.copy, committed.end);
-  if (committed.rewrite !== undefined && !committed.renaming) {
-    await expectEnd(files, files.rewrite, committed.rewrite.end);
-  }
+  const under = committed.renaming ? undefined : committed.rewrite;
+  if (under === undefined) return committed;
+  // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
+  if (await sizeOf(files.rewrite) === undefined) return withoutCycle(committed);
+  const instead = `remove ${files.rewrite} (the cycle under way begins again)`;
+  await expectEnd(files, files.rewrite, under.end, instead);
   return committed;
+}
+
+/** `committed` without its cycle under way, nor its checkpoint's sweep cursor: the next sweep begins a new cycle. */
+function withoutCycle({ rewrite: _, ...committed }: Committed): Committed {
+  const { sweep: __, ...checkpoint } = committed.checkpoint!;
+  return { ...committed, checkpoint };
 }
 
 /** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
@@ -137,12 +146,14 @@ async function expectEnd(
   files: CopyFiles,
   path: string,
   end: FileEnd,
+  instead?: string,
 ): Promise<void> {
   const size = await sizeOf(path) ?? 0;
   if (size < end.length) {
     throw mismatch(
       files,
       `${path} holds ${size} bytes, fewer than the ${end.length} that ${files.side} says were committed`,
+      instead,
     );
   }
   if (end.last === null) return;
@@ -151,13 +162,17 @@ async function expectEnd(
     throw mismatch(
       files,
       `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,
+      instead,
     );
   }
 }
 
-function mismatch({ copy, side }: CopyFiles, what: string) {
-  const restore = `restore ${copy} and ${side} together`;
-  return sinkMismatch(copy, what, `sync into a new file, or ${restore}`);
+function mismatch(
+  { copy, side }: CopyFiles,
+  what: string,
+  instead = `sync into a new file, or restore ${copy} and ${side} together`,
+) {
+  return sinkMismatch(copy, what, instead);
 }
 
 /**
