@@ -147,3 +147,23 @@ Deno.test("JSONL sink: a cycle's .rewrite removed between runs costs the cycle's
     .map((line) => JSON.parse(line).thingID);
   deepStrictEqual(ids, list.map((thing) => thing.thingID));
 });
+
+Deno.test("JSONL sink: a path that is a folder is refused as one, with or without a side file beside it", async () => {
+  const path = await fresh("folder.jsonl");
+  await Deno.remove(path, { recursive: true }).catch(() => {});
+  await Deno.mkdir(path);
+  const service = listOf(() => things(3));
+  const options = { id: "thingID", sink: createJsonlSink(path) };
+  for (const side of [false, true]) {
+    if (side) await Deno.writeTextFile(`${path}.checkpoint.json`, "{}");
+    await rejects(syncList(service.client, "things", options), (error) => {
+      ok(error instanceof SyncError && error.reason === "sink-mismatch");
+      equal(error.path, path);
+      ok(error.message.includes(`${path} is a folder`), error.message);
+      ok(!error.message.includes("bytes"), error.message);
+      return true;
+    });
+  }
+  await Deno.remove(path);
+  await Deno.remove(`${path}.checkpoint.json`);
+});

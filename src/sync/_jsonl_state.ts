@@ -14,6 +14,7 @@ import {
   readRange,
   readText,
   sizeOf,
+  statOf,
 } from "./_files.ts";
 import type { FileHandle } from "node:fs/promises";
 import { sinkMismatch } from "./sync_error.ts";
@@ -107,8 +108,12 @@ const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 export async function checkCopy(
   files: CopyFiles,
 ): Promise<Committed | undefined> {
-  const side = await readText(files.side);
-  const size = await sizeOf(files.copy);
+  const copy = await statOf(files.copy);
+  if (copy?.isDirectory()) {
+    const what = `${files.copy} is a folder, not a file`;
+    throw mismatch(files, what, "sync into a new file");
+  }
+  const side = await readText(files.side), size = copy?.size;
   if (side === undefined) {
     if ((size ?? 0) === 0) return undefined;
     throw mismatch(
