@@ -167,3 +167,27 @@ Deno.test("JSONL sink: a path that is a folder is refused as one, with or withou
   await Deno.remove(path);
   await Deno.remove(`${path}.checkpoint.json`);
 });
+
+Deno.test("JSONL sink: changes: true is refused (TypeError, option 'changes') before any request or file, as deletes: 'mark' is: a JSONL file keeps no change table", async () => {
+  const path = await fresh("changes.jsonl");
+  const service = listOf(() => things(3));
+  const sink = createJsonlSink(path);
+  for (const refused of [{ changes: true }, { deletes: "mark" as const }]) {
+    await rejects(
+      syncList(service.client, "things", { id: "thingID", sink, ...refused }),
+      (error: unknown) => {
+        ok(error instanceof TypeError, String(error));
+        equal((error as { option?: string }).option, Object.keys(refused)[0]);
+        return true;
+      },
+    );
+  }
+  equal(service.requests, 0);
+  await rejects(Deno.stat(path));
+  const result = await syncList(service.client, "things", {
+    id: "thingID",
+    sink,
+    changes: false,
+  });
+  equal(result.inserted, 3);
+});

@@ -185,6 +185,12 @@ function sweepOptions<T>(options: SyncOptions<T>) {
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
     throw bad("changes", "must be a boolean");
   }
+  if (options.changes === true && options.sink?.keepsChanges === false) {
+    throw bad(
+      "changes",
+      "cannot be true for this sink (a JSONL file keeps no change table): use a SQL sink",
+    );
+  }
   if (deletes === "mark" && options.sink?.marksDeletes === false) {
     throw bad(
       "deletes",

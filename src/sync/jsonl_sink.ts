@@ -84,6 +84,7 @@ export function createJsonlSink<T>(
     load: () => copy.load(),
     lock: (run = {}) => copy.lock(run.signal),
     marksDeletes: false,
+    keepsChanges: false,
     write: (items, checkpoint, _ids, context) =>
       copy.write(items, checkpoint, context),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
