@@ -186,10 +186,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     throw bad("changes", "must be a boolean");
   }
   if (options.changes === true && options.sink?.keepsChanges === false) {
-    throw bad(
-      "changes",
-      "cannot be true for this sink (a JSONL file keeps no change table): use a SQL sink",
-    );
+    throw bad("changes", "cannot be true: this sink keeps no change table");
   }
   if (deletes === "mark" && options.sink?.marksDeletes === false) {
     throw bad(

@@ -13,10 +13,8 @@ import {
   readAtSync,
   readRange,
   readText,
-  sizeOf,
   statOf,
 } from "./_files.ts";
-import type { FileHandle } from "node:fs/promises";
 import { sinkMismatch } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { type CopyRow, parsedItems } from "./_window_guard.ts";
@@ -74,14 +72,9 @@ function readSideFile(text: string): Committed | undefined {
   if (!isCheckpoint(value.checkpoint)) return undefined;
   if (value.format === undefined && count(value.length)) {
     // 0.3 wrote only the length: its last byte must be a line's end.
-    const length = value.length as number;
-    return {
-      checkpoint: value.checkpoint,
-      end: {
-        length,
-        last: length === 0 ? null : { start: length - 1, hash: NEWLINE_HASH },
-      },
-    };
+    const length = value.length as number, start = length - 1;
+    const last = length === 0 ? null : { start, hash: NEWLINE_HASH };
+    return { checkpoint: value.checkpoint, end: { length, last } };
   }
   const { end, rewrite, renaming } = value;
   if (value.format !== FORMAT || !isEnd(end)) return undefined;
@@ -125,7 +118,7 @@ export async function checkCopy(
   if (committed === undefined) {
     throw mismatch(files, `${files.side} is damaged or from another version`);
   }
-  if (committed.renaming && await sizeOf(files.rewrite) !== undefined) {
+  if (committed.renaming && await statOf(files.rewrite) !== undefined) {
     // Killed between its last save and the rename: the rewrite is the copy.
     await expectEnd(files, files.rewrite, committed.end);
     return committed;
@@ -134,16 +127,13 @@ export async function checkCopy(
   const under = committed.renaming ? undefined : committed.rewrite;
   if (under === undefined) return committed;
   // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
-  if (await sizeOf(files.rewrite) === undefined) return withoutCycle(committed);
+  if (await statOf(files.rewrite) === undefined) {
+    const { sweep: _, ...checkpoint } = committed.checkpoint!;
+    return { checkpoint, end: committed.end };
+  }
   const instead = `remove ${files.rewrite} (the cycle under way begins again)`;
   await expectEnd(files, files.rewrite, under.end, instead);
   return committed;
-}
-
-/** `committed` without its cycle under way, nor its checkpoint's sweep cursor: the next sweep begins a new cycle. */
-function withoutCycle({ rewrite: _, ...committed }: Committed): Committed {
-  const { sweep: __, ...checkpoint } = committed.checkpoint!;
-  return { ...committed, checkpoint };
 }
 
 /** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
@@ -153,7 +143,7 @@ async function expectEnd(
   end: FileEnd,
   instead?: string,
 ): Promise<void> {
-  const size = await sizeOf(path) ?? 0;
+  const size = (await statOf(path))?.size ?? 0;
   if (size < end.length) {
     throw mismatch(
       files,
@@ -172,71 +162,58 @@ async function expectEnd(
   }
 }
 
-function mismatch(
-  { copy, side }: CopyFiles,
-  what: string,
-  instead = `sync into a new file, or restore ${copy} and ${side} together`,
-) {
+function mismatch({ copy, side }: CopyFiles, what: string, instead?: string) {
+  instead ??= `sync into a new file, or restore ${copy} and ${side} together`;
   return sinkMismatch(copy, what, instead);
 }
 
 /**
  * Counts a cycle's changes by id (the old lines' ids and ends held in memory: no index; a line the cycle read again
  * compared with its old text, so no digest's collision hides a change) and judges its guard before any of it replaces
- * the copy, against the copy's live lines: the head's since the cycle began (`mainAt` on) included, as they stay.
+ * the copy, against the copy's live lines: the head's since the cycle began (`tail`) included.
  * @throws {SyncError} (`"too-many-deletes"`)
  */
 export async function cycleChanges(
-  copy: {
-    readonly path: string;
-    readonly mainAt: number;
-    readonly length: number;
-  },
-  after: { readonly path: string; readonly length: number },
+  files: CopyFiles,
+  rewrite: Rewrite,
+  tail: string,
   context: SyncWriteContext,
 ): Promise<SyncWriteReport> {
   // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
   const keyOf = context.keyOf;
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
-  const old = new Map<string, number>(), before = new OldLines(copy.path);
-  for await (const { lines, ends } of linesOf(copy.path, copy.mainAt)) {
-    lines.forEach((line, i) =>
-      old.set(idOf(line), before.ends.push(ends[i]!) - 1)
-    );
+  const old = new Map<string, number>(), oldEnds: number[] = [];
+  for await (const { lines, ends } of linesOf(files.copy, rewrite.mainAt)) {
+    lines.forEach((line, i) => old.set(idOf(line), oldEnds.push(ends[i]!) - 1));
   }
-  // The head's lines follow the sweep's in the new copy: live rows, none removed.
-  let held = old.size;
-  const kept = new Set<string>();
-  for await (const { lines } of linesOf(copy.path, copy.length, copy.mainAt)) {
-    for (const id of lines.map(idOf)) {
-      if (old.has(id)) kept.add(id);
-      else held++;
-    }
-  }
+  const held = old.size + tail.split("\n").length - 1; // they stay in the new copy
   let inserted = 0, updated = 0;
-  const file = await openFile(copy.path, "read");
+  const file = await openFile(files.copy, "read"), decoder = new TextDecoder();
+  const oldText = (i: number) =>
+    decoder.decode(
+      readAtSync(file, files.copy, (oldEnds[i - 1] ?? -1) + 1, oldEnds[i]!),
+    );
   try {
-    for await (const { lines } of linesOf(after.path, after.length)) {
+    for await (const { lines } of linesOf(files.rewrite, rewrite.end.length)) {
       for (const line of lines) {
         const id = idOf(line), was = old.get(id);
         if (!old.delete(id)) inserted++;
-        else if (keyOf && before.text(file, was!) !== line) updated++;
+        else if (keyOf && oldText(was!) !== line) updated++;
       }
     }
   } finally {
     await file.close();
   }
-  kept.forEach((id) => old.delete(id));
   const deleted = old.size;
   const { maxDeletes, recent } = context.endsCycle!;
   if (tooMany(deleted, held, maxDeletes, recent)) {
-    throw tooManyDeletes(deleted, held, maxDeletes, copy.path, recent);
+    throw tooManyDeletes(deleted, held, maxDeletes, files.copy, recent);
   }
   return { inserted, updated, deleted, held };
 }
 
-/** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began. Streamed. */
+/** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began (past `mainAt`). */
 export async function* copyRows(
   files: CopyFiles,
   committed: Committed | undefined,
@@ -265,71 +242,27 @@ export async function* copyRows(
     const parsed = parsedItems(lines);
     for (let i = 0; i < lines.length; i++) {
       const id = idOf(parsed[i], lines[i]!);
-      // A line ends past `mainAt` where it begins there or after: the head's since the cycle began.
       yield { id, item: parsed[i], seen: ends[i]! >= mainAt || seen.has(id) };
     }
   }
 }
 
-const CHUNK = 1 << 20, NEAR = 1 << 12;
-
-/**
- * The lines of a file from its start, by where each ends (its "\n"), their text read back a block at a time while asked
- * in order or in reverse (as a copy and its rewrite mostly are: the list's order), else alone, blocking (µs a line).
- */
-class OldLines {
-  readonly ends: number[] = [];
-  #start = 0;
-  #bytes: Uint8Array = new Uint8Array(0);
-  readonly #decoder = new TextDecoder();
-
-  constructor(readonly path: string) {}
-
-  /** The text of line `index`, as it stands in `file` (the path's, open). */
-  text(file: FileHandle, index: number): string {
-    const from = index === 0 ? 0 : this.ends[index - 1]! + 1;
-    const to = this.ends[index]!, start = this.#start;
-    const end = start + this.#bytes.length;
-    if (from < start || to > end) {
-      // The next line on or back (a few left out: removed): a block that way.
-      const on = from >= end && from - end < NEAR;
-      const back = to <= start && start - to < NEAR;
-      const [low, high] = on
-        ? [from, Math.max(to, from + CHUNK)]
-        : [back ? Math.max(0, Math.min(from, to - CHUNK)) : from, to];
-      this.#bytes = readAtSync(file, this.path, low, high);
-      this.#start = low;
-    }
-    const at = from - this.#start;
-    return this.#decoder.decode(this.#bytes.subarray(at, at + to - from));
-  }
-}
-
-/**
- * The lines of `path`'s bytes from `from` (a line's start) to `length`, without their ends, a read's at a time, with
- * where each ends (its "\n", or `length`).
- */
-async function* linesOf(path: string, length: number, from = 0) {
-  const decoder = new TextDecoder();
+/** The lines of the first `length` bytes of `path`, without their ends, a read's at a time, and where each ends. */
+async function* linesOf(path: string, length: number) {
+  const decoder = new TextDecoder(), CHUNK = 1 << 20;
   let rest = "";
-  for (let at = from; at < length; at += CHUNK) {
+  for (let at = 0; at < length; at += CHUNK) {
     const bytes = await readRange(path, at, Math.min(length, at + CHUNK)) ??
       new Uint8Array();
     rest += decoder.decode(bytes, { stream: true });
     const lines = rest.split("\n"), ends: number[] = [];
     rest = lines.pop()!;
     // No byte of a multi-byte character is "\n": one end a line.
-    for (
-      let i = bytes.indexOf(NEWLINE);
-      i >= 0;
-      i = bytes.indexOf(NEWLINE, i + 1)
-    ) {
-      ends.push(at + i);
-    }
+    for (let i = 0; (i = bytes.indexOf(LF, i)) >= 0; i++) ends.push(at + i);
     yield { lines, ends };
   }
   rest += decoder.decode();
   if (rest !== "") yield { lines: [rest], ends: [length] };
 }
 
-const NEWLINE = 0x0a;
+const LF = 0x0a;
