@@ -189,6 +189,9 @@ function sweepOptions<T>(options: SyncOptions<T>) {
   if (options.changes !== undefined && typeof options.changes !== "boolean") {
     throw bad("changes", "must be a boolean");
   }
+  if (options.changes === true && options.sink?.keepsChanges === false) {
+    throw bad("changes", "cannot be true: this sink keeps no change table");
+  }
   if (deletes === "mark" && options.sink?.marksDeletes === false) {
     throw bad(
       "deletes",

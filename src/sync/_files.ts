@@ -4,6 +4,7 @@
 
 import { createHash } from "node:crypto";
 import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
+import { readSync } from "node:fs";
 import type { Stats } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -35,11 +36,6 @@ export function identityOf(path: string, at: string = path): string {
   } catch (error) {
     throw fileError(path, "find", error);
   }
-}
-
-/** The size of the file at `path`, or undefined when there is none. */
-export async function sizeOf(path: string): Promise<number | undefined> {
-  return (await statOf(path))?.size;
 }
 
 /** Creates an empty file at `path`, 0600, unless one is there, for SQLite to open. @throws {SyncError} (`"link"`, `"file"`) */
@@ -170,22 +166,29 @@ function guarded(
 }
 
 /** The bytes of `path` from `start` to `end`, or undefined when it is missing. */
-export function readRange(
+export function readRange(path: string, start: number, end: number) {
+  const read = (file: FileHandle) => readAtSync(file, path, start, end);
+  return withFile(path, "read", (file) => Promise.resolve(read(file)));
+}
+
+/** The bytes of `file`, open at `path`, from `start` to `end` (fewer past its end), read blocking (µs, not tens). */
+export function readAtSync(
+  file: FileHandle,
   path: string,
   start: number,
   end: number,
-): Promise<Uint8Array | undefined> {
-  return withFile(path, "read", async (file) => {
-    const bytes = new Uint8Array(Math.max(0, end - start));
-    let read = 0;
-    while (read < bytes.length) {
-      const left = bytes.length - read;
-      const { bytesRead } = await file.read(bytes, read, left, start + read);
-      if (bytesRead === 0) break;
-      read += bytesRead;
+): Uint8Array {
+  const bytes = new Uint8Array(Math.max(0, end - start));
+  let read = 0, got = 1;
+  try {
+    while (read < bytes.length && got > 0) {
+      got = readSync(file.fd, bytes, read, bytes.length - read, start + read);
+      read += got;
     }
-    return bytes.subarray(0, read);
-  });
+  } catch (error) {
+    throw fileError(path, "read", error);
+  }
+  return bytes.subarray(0, read);
 }
 
 /** The whole text of `path`, or undefined: the size read from the open file, so one renamed over it is read whole. */
@@ -222,20 +225,20 @@ export async function replaceFile(
   try {
     await file.writeFile(text);
     await file.sync();
+    await file.close();
+    await refuseLink(path);
+    await renameFile(temporary, path);
   } catch (error) {
-    await file.close().catch(() => {});
-    await unlink(temporary).catch(() => {});
+    await file.close().catch(() => {}); // closed already, or not
+    await unlink(temporary).catch(() => {}); // each failed run would leave one
     throw error;
   }
-  await file.close();
-  await refuseLink(path);
-  await renameFile(temporary, path);
 }
 
-/** Renames `from` over `to` (a link at `to` is replaced, never followed). */
+/** Renames `from` over `to` (a link at `to` is replaced, never followed); a failure names `to`, the file replaced. */
 export async function renameFile(from: string, to: string): Promise<void> {
   await rename(from, to).catch((error) => {
-    throw fileError(from, `rename to ${to}`, error);
+    throw fileError(to, `rename ${from} to`, error);
   });
 }
 

@@ -7,7 +7,14 @@ import type {
   SyncWriteReport,
 } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
-import { fingerprint, readRange, readText, sizeOf } from "./_files.ts";
+import {
+  fingerprint,
+  openFile,
+  readAtSync,
+  readRange,
+  readText,
+  statOf,
+} from "./_files.ts";
 import { sinkMismatch } from "./sync_error.ts";
 import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { type CopyRow, parsedItems } from "./_window_guard.ts";
@@ -65,14 +72,9 @@ function readSideFile(text: string): Committed | undefined {
   if (!isCheckpoint(value.checkpoint)) return undefined;
   if (value.format === undefined && count(value.length)) {
     // 0.3 wrote only the length: its last byte must be a line's end.
-    const length = value.length as number;
-    return {
-      checkpoint: value.checkpoint,
-      end: {
-        length,
-        last: length === 0 ? null : { start: length - 1, hash: NEWLINE_HASH },
-      },
-    };
+    const length = value.length as number, start = length - 1;
+    const last = length === 0 ? null : { start, hash: NEWLINE_HASH };
+    return { checkpoint: value.checkpoint, end: { length, last } };
   }
   const { end, rewrite, renaming } = value;
   if (value.format !== FORMAT || !isEnd(end)) return undefined;
@@ -99,8 +101,12 @@ const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 export async function checkCopy(
   files: CopyFiles,
 ): Promise<Committed | undefined> {
-  const side = await readText(files.side);
-  const size = await sizeOf(files.copy);
+  const copy = await statOf(files.copy);
+  if (copy?.isDirectory()) {
+    const what = `${files.copy} is a folder, not a file`;
+    throw mismatch(files, what, "sync into a new file");
+  }
+  const side = await readText(files.side), size = copy?.size;
   if (side === undefined) {
     if ((size ?? 0) === 0) return undefined;
     throw mismatch(
@@ -112,15 +118,21 @@ export async function checkCopy(
   if (committed === undefined) {
     throw mismatch(files, `${files.side} is damaged or from another version`);
   }
-  if (committed.renaming && await sizeOf(files.rewrite) !== undefined) {
+  if (committed.renaming && await statOf(files.rewrite) !== undefined) {
     // Killed between its last save and the rename: the rewrite is the copy.
     await expectEnd(files, files.rewrite, committed.end);
     return committed;
   }
   await expectEnd(files, files.copy, committed.end);
-  if (committed.rewrite !== undefined && !committed.renaming) {
-    await expectEnd(files, files.rewrite, committed.rewrite.end);
+  const under = committed.renaming ? undefined : committed.rewrite;
+  if (under === undefined) return committed;
+  // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
+  if (await statOf(files.rewrite) === undefined) {
+    const { sweep: _, ...checkpoint } = committed.checkpoint!;
+    return { checkpoint, end: committed.end };
   }
+  const instead = `remove ${files.rewrite} (the cycle under way begins again)`;
+  await expectEnd(files, files.rewrite, under.end, instead);
   return committed;
 }
 
@@ -129,12 +141,14 @@ async function expectEnd(
   files: CopyFiles,
   path: string,
   end: FileEnd,
+  instead?: string,
 ): Promise<void> {
-  const size = await sizeOf(path) ?? 0;
+  const size = (await statOf(path))?.size ?? 0;
   if (size < end.length) {
     throw mismatch(
       files,
       `${path} holds ${size} bytes, fewer than the ${end.length} that ${files.side} says were committed`,
+      instead,
     );
   }
   if (end.last === null) return;
@@ -143,50 +157,63 @@ async function expectEnd(
     throw mismatch(
       files,
       `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,
+      instead,
     );
   }
 }
 
-function mismatch({ copy, side }: CopyFiles, what: string) {
-  const restore = `restore ${copy} and ${side} together`;
-  return sinkMismatch(copy, what, `sync into a new file, or ${restore}`);
+function mismatch({ copy, side }: CopyFiles, what: string, instead?: string) {
+  instead ??= `sync into a new file, or restore ${copy} and ${side} together`;
+  return sinkMismatch(copy, what, instead);
 }
 
 /**
- * Counts a cycle's changes by id (the old lines' ids and digests held in memory: no index) and judges its guard before
- * any of it replaces the copy. @throws {SyncError} (`"too-many-deletes"`)
+ * Counts a cycle's changes by id (the old lines' ids and ends held in memory: no index; a line the cycle read again
+ * compared with its old text, so no digest's collision hides a change) and judges its guard before any of it replaces
+ * the copy, against the copy's live lines: the head's since the cycle began (`tail`) included.
+ * @throws {SyncError} (`"too-many-deletes"`)
  */
 export async function cycleChanges(
-  before: { readonly path: string; readonly length: number },
-  after: { readonly path: string; readonly length: number },
+  files: CopyFiles,
+  rewrite: Rewrite,
+  tail: string,
   context: SyncWriteContext,
 ): Promise<SyncWriteReport> {
   // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
   const keyOf = context.keyOf;
   const idOf = (line: string) =>
     keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
-  const old = new Map<string, number>();
-  for await (const lines of linesOf(before.path, before.length)) {
-    for (const line of lines) old.set(idOf(line), digest(line));
+  const old = new Map<string, number>(), oldEnds: number[] = [];
+  for await (const { lines, ends } of linesOf(files.copy, rewrite.mainAt)) {
+    lines.forEach((line, i) => old.set(idOf(line), oldEnds.push(ends[i]!) - 1));
   }
-  const held = old.size;
+  const held = old.size + tail.split("\n").length - 1; // they stay in the new copy
   let inserted = 0, updated = 0;
-  for await (const lines of linesOf(after.path, after.length)) {
-    for (const line of lines) {
-      const id = idOf(line), was = old.get(id);
-      if (!old.delete(id)) inserted++;
-      else if (was !== digest(line)) updated++;
+  const file = await openFile(files.copy, "read"), decoder = new TextDecoder();
+  const oldText = (i: number) =>
+    decoder.decode(
+      readAtSync(file, files.copy, (oldEnds[i - 1] ?? -1) + 1, oldEnds[i]!),
+    );
+  try {
+    for await (const { lines } of linesOf(files.rewrite, rewrite.end.length)) {
+      for (const line of lines) {
+        const id = idOf(line), was = old.get(id);
+        if (!old.delete(id)) inserted++;
+        else if (keyOf && oldText(was!) !== line) updated++;
+      }
     }
+  } finally {
+    await file.close();
   }
   const deleted = old.size;
   const { maxDeletes, recent } = context.endsCycle!;
   if (tooMany(deleted, held, maxDeletes, recent)) {
-    throw tooManyDeletes(deleted, held, maxDeletes, before.path, recent);
+    throw tooManyDeletes(deleted, held, maxDeletes, files.copy, recent);
   }
   return { inserted, updated, deleted, held };
 }
 
-/** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began. Streamed. */
+/** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began (past `mainAt`). */
 export async function* copyRows(
   files: CopyFiles,
   committed: Committed | undefined,
@@ -204,46 +231,38 @@ export async function* copyRows(
   const under = committed.renaming ? undefined : committed.rewrite;
   const seen = new Set<string>();
   if (under?.cycle === cycle) {
-    for await (const lines of linesOf(files.rewrite, under.end.length)) {
+    for await (const { lines } of linesOf(files.rewrite, under.end.length)) {
       parsedItems(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
     }
   }
   // Killed between a finished rewrite and its rename: the rewrite is the copy.
   const path = committed.renaming ? files.rewrite : files.copy;
   const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
-  const bytes = new TextEncoder();
-  let at = 0;
-  for await (const lines of linesOf(path, committed.end.length)) {
+  for await (const { lines, ends } of linesOf(path, committed.end.length)) {
     const parsed = parsedItems(lines);
     for (let i = 0; i < lines.length; i++) {
       const id = idOf(parsed[i], lines[i]!);
-      yield { id, item: parsed[i], seen: at >= mainAt || seen.has(id) };
-      at += bytes.encode(lines[i]).length + 1;
+      yield { id, item: parsed[i], seen: ends[i]! >= mainAt || seen.has(id) };
     }
   }
 }
 
-/** A 53-bit digest of `text`: a 32-bit FNV-1a beside its length. */
-function digest(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
-  }
-  return hash * 0x200000 + (text.length & 0x1fffff);
-}
-
-/** The lines of the first `length` bytes of `path`, without their ends, a read's at a time. */
+/** The lines of the first `length` bytes of `path`, without their ends, a read's at a time, and where each ends. */
 async function* linesOf(path: string, length: number) {
-  const CHUNK = 1 << 20;
-  const decoder = new TextDecoder();
+  const decoder = new TextDecoder(), CHUNK = 1 << 20;
   let rest = "";
   for (let at = 0; at < length; at += CHUNK) {
-    const bytes = await readRange(path, at, Math.min(length, at + CHUNK));
+    const bytes = await readRange(path, at, Math.min(length, at + CHUNK)) ??
+      new Uint8Array();
     rest += decoder.decode(bytes, { stream: true });
-    const lines = rest.split("\n");
+    const lines = rest.split("\n"), ends: number[] = [];
     rest = lines.pop()!;
-    yield lines;
+    // No byte of a multi-byte character is "\n": one end a line.
+    for (let i = 0; (i = bytes.indexOf(LF, i)) >= 0; i++) ends.push(at + i);
+    yield { lines, ends };
   }
   rest += decoder.decode();
-  if (rest !== "") yield [rest];
+  if (rest !== "") yield { lines: [rest], ends: [length] };
 }
+
+const LF = 0x0a;

@@ -17,7 +17,7 @@ import {
   refuseLink,
   renameFile,
   replaceFile,
-  sizeOf,
+  statOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { requireText } from "../core/_check.ts";
@@ -84,6 +84,7 @@ export function createJsonlSink<T>(
     load: () => copy.load(),
     lock: (run = {}) => copy.lock(run.signal),
     marksDeletes: false,
+    keepsChanges: false,
     write: (items, checkpoint, _ids, context) =>
       copy.write(items, checkpoint, context),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
@@ -149,15 +150,11 @@ class JsonlCopy {
       // Counted when the cycle completes: a JSONL copy has no index.
       return { inserted: 0, updated: 0 };
     }
-    const counts = await cycleChanges(
-      { path: copy, length: rewrite.mainAt },
-      { path: rewritePath, length: rewrite.end.length },
-      context,
-    );
     // The head's lines since the cycle began follow the sweep's.
     const tail = new TextDecoder().decode(
       await readRange(copy, rewrite.mainAt, now.end.length),
     );
+    const counts = await cycleChanges(this.#files, rewrite, tail, context);
     const whole = await this.#append(rewritePath, rewrite.end, tail);
     await this.#save({ checkpoint, end: whole, renaming: true });
     await this.#renameOver(checkpoint, whole);
@@ -180,7 +177,7 @@ class JsonlCopy {
   /** Renames the finished rewrite over the copy, if it is still there, and records the copy's new `end`. */
   async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
     const { copy, rewrite } = this.#files;
-    if (await sizeOf(rewrite) !== undefined) {
+    if (await statOf(rewrite) !== undefined) {
       await refuseLink(copy);
       await renameFile(rewrite, copy);
     }
@@ -221,10 +218,8 @@ class JsonlCopy {
     this.#ours.add(path);
     if (bytes.length === 0) return from;
     const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
-    const last = {
-      start: from.length + lastLine,
-      hash: fingerprint(bytes.subarray(lastLine)),
-    };
+    const hash = fingerprint(bytes.subarray(lastLine));
+    const last = { start: from.length + lastLine, hash };
     return { length: from.length + bytes.length, last };
   }
 }

@@ -159,6 +159,8 @@ export interface SyncSink<T> {
   lock?(options?: { signal?: AbortSignal }): Promise<AsyncDisposable>;
   /** False for a sink that cannot mark deleted rows (`deletes: "mark"` is refused for it). */
   readonly marksDeletes?: boolean;
+  /** False for a sink that keeps no change table (`changes: true` is refused for it). */
+  readonly keepsChanges?: boolean;
   /**
    * The copy's live rows (not removed or marked), each with whether sweep cycle `cycle` saw it and its item as stored
    * (a seen row's may be left out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none.

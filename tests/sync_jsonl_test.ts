@@ -1,0 +1,193 @@
+// The JSONL sink against the SQL sinks' behaviour and its own files: the
+// cycle's guard, its counts, its side and rewrite files. Real files under
+// .test-tmp, the fake list in process.
+
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  SyncError,
+  syncList,
+  type SyncSink,
+} from "../src/sync/mod.ts";
+import { replaceFile } from "../src/sync/_files.ts";
+import {
+  counts,
+  freshTarget,
+  listOf,
+  type Thing,
+  things,
+} from "./_sync_fake.ts";
+
+/** A path for a JSONL copy, with no copy (nor rewrite) there. */
+async function fresh(name: string): Promise<string> {
+  const path = await freshTarget("sync-jsonl", name);
+  await Deno.remove(`${path}.rewrite`).catch(() => {});
+  return path;
+}
+
+Deno.test("JSONL sink: a cycle's end weighs maxDeletes against the copy's live lines, the head's lines since the cycle began included, as SQLite does", async () => {
+  const path = await fresh("held.jsonl");
+  const sinks: [string, () => SyncSink<Thing>][] = [
+    ["SQLite", () => createSqliteSink(":memory:", { table: "things" })],
+    ["JSONL", () => createJsonlSink(path)],
+  ];
+  for (const [name, make] of sinks) {
+    const list = things(1000, { step: 10 });
+    const service = listOf(() => list, { maxLimit: 100 });
+    const sink = make();
+    const options = { id: "thingID", sink, limit: 100, maxLimit: 100 };
+    await syncList(service.client, "things", { ...options, sweep: 0 });
+    await syncList(service.client, "things", { ...options, sweep: 1 }); // the cycle begins
+    list.push(
+      ...things(1000).map((t) => ({ thingID: `u${t.thingID}` })),
+    );
+    list.splice(500, 150); // 7.5 % of the 2,000 the copy holds
+    const result = await syncList(service.client, "things", {
+      ...options,
+      sweep: 100,
+      maxDeletes: 0.1,
+    });
+    equal(result.deleted, 150, name);
+    (sink as { close?: () => void }).close?.();
+  }
+  const lines = (await Deno.readTextFile(path)).split("\n").filter(Boolean);
+  equal(lines.length, 1850);
+});
+
+/** Two 8-letter notes whose lines for `id` have one 32-bit FNV-1a (a birthday search): what 0.4's digest took for one. */
+function collidingNotes(id: string): [string, string] {
+  const fnv = (text: string) => {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) {
+      hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    }
+    return hash;
+  };
+  const seen = new Map<number, string>();
+  for (let i = 0;; i++) {
+    const note = i.toString(36).padStart(8, "0");
+    const hash = fnv(JSON.stringify({ thingID: id, note }));
+    const other = seen.get(hash);
+    if (other !== undefined) return [other, note];
+    seen.set(hash, note);
+  }
+}
+
+Deno.test("JSONL sink: a cycle counts a changed line as updated even where a 32-bit digest and the length would take it for the same", async () => {
+  const path = await fresh("digest.jsonl");
+  const [before, after] = collidingNotes("t0050");
+  const list = Array.from({ length: 100 }, (_, i) => ({
+    thingID: `t${String(i).padStart(4, "0")}`,
+    note: "00000000",
+  }));
+  list[50] = { thingID: "t0050", note: before };
+  const service = listOf(() => list, { maxLimit: 100 });
+  const options = { id: "thingID", sink: createJsonlSink(path) };
+  await syncList(service.client, "things", options);
+  list[50] = { thingID: "t0050", note: after };
+  const result = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+  });
+  deepStrictEqual(counts(result), [0, 1, 0]);
+  ok((await Deno.readTextFile(path)).includes(after));
+});
+
+Deno.test("JSONL sink: a side file it cannot replace fails with SyncError 'file' naming it (cannot rename <temporary> to <side file>), and leaves no temporary file behind", async () => {
+  const path = await fresh("stuck.jsonl");
+  const side = `${path}.checkpoint.json`;
+  // A rename over a folder that holds a file fails as one over a side file the run may not write does (chattr +i,
+  // --deny-write=<side file>), after the temporary file was written.
+  await Deno.mkdir(`${side}/inside`, { recursive: true });
+  await Deno.remove(`${side}.run.tmp`).catch(() => {}); // left by a failed run of 0.4
+  await rejects(replaceFile(side, "{}", "run"), (error: unknown) => {
+    ok(error instanceof SyncError, String(error));
+    equal(error.reason, "file");
+    equal(error.path, side);
+    const says = `Cannot sync: cannot rename ${side}.run.tmp to ${side} (`;
+    ok(error.message.startsWith(says), error.message);
+    return true;
+  });
+  const folder = path.slice(0, path.lastIndexOf("/"));
+  const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+  deepStrictEqual(left.filter((name) => name.endsWith(".tmp")), []);
+  await Deno.remove(side, { recursive: true });
+});
+
+Deno.test("JSONL sink: a cycle's .rewrite removed between runs costs the cycle's progress, not the copy: the next run begins it again and it completes, nothing lost; a .rewrite cut short is refused with advice that works", async () => {
+  const path = await fresh("rewrite-gone.jsonl");
+  const list = things(500);
+  const service = listOf(() => list, { maxLimit: 100 });
+  const options = { id: "thingID", sweep: 1, limit: 50, maxLimit: 100 };
+  const run = () =>
+    syncList(service.client, "things", {
+      ...options,
+      sink: createJsonlSink(path),
+    });
+  await run();
+  await run(); // the cycle begins: its first window in the rewrite
+  ok((await Deno.stat(`${path}.rewrite`)).size > 0);
+  await Deno.writeTextFile(`${path}.rewrite`, "{}\n");
+  await rejects(createJsonlSink(path).load(), (error: unknown) => {
+    ok(error instanceof SyncError && error.reason === "sink-mismatch");
+    ok(error.message.includes(`: remove ${path}.rewrite (`), error.message);
+    return true;
+  });
+  await Deno.remove(`${path}.rewrite`);
+  let deleted = 0, verified = false;
+  for (let runs = 0; runs < 10 && !verified; runs++) {
+    const result = await run();
+    deleted += result.deleted;
+    verified = result.verifiedAt !== undefined;
+  }
+  ok(verified, "the cycle completes");
+  equal(deleted, 0);
+  const ids = (await Deno.readTextFile(path)).split("\n").filter(Boolean)
+    .map((line) => JSON.parse(line).thingID);
+  deepStrictEqual(ids, list.map((thing) => thing.thingID));
+});
+
+Deno.test("JSONL sink: a path that is a folder is refused as one, with or without a side file beside it", async () => {
+  const path = await fresh("folder.jsonl");
+  await Deno.remove(path, { recursive: true }).catch(() => {});
+  await Deno.mkdir(path);
+  const service = listOf(() => things(3));
+  const options = { id: "thingID", sink: createJsonlSink(path) };
+  for (const side of [false, true]) {
+    if (side) await Deno.writeTextFile(`${path}.checkpoint.json`, "{}");
+    await rejects(syncList(service.client, "things", options), (error) => {
+      ok(error instanceof SyncError && error.reason === "sink-mismatch");
+      equal(error.path, path);
+      ok(error.message.includes(`${path} is a folder`), error.message);
+      ok(!error.message.includes("bytes"), error.message);
+      return true;
+    });
+  }
+  await Deno.remove(path);
+  await Deno.remove(`${path}.checkpoint.json`);
+});
+
+Deno.test("JSONL sink: changes: true is refused (TypeError, option 'changes') before any request or file, as deletes: 'mark' is: a JSONL file keeps no change table", async () => {
+  const path = await fresh("changes.jsonl");
+  const service = listOf(() => things(3));
+  const sink = createJsonlSink(path);
+  for (const refused of [{ changes: true }, { deletes: "mark" as const }]) {
+    await rejects(
+      syncList(service.client, "things", { id: "thingID", sink, ...refused }),
+      (error: unknown) => {
+        ok(error instanceof TypeError, String(error));
+        equal((error as { option?: string }).option, Object.keys(refused)[0]);
+        return true;
+      },
+    );
+  }
+  equal(service.requests, 0);
+  await rejects(Deno.stat(path));
+  const result = await syncList(service.client, "things", {
+    id: "thingID",
+    sink,
+    changes: false,
+  });
+  equal(result.inserted, 3);
+});
