@@ -114,7 +114,7 @@ export async function runSchedule(
     limit: 5,
     maxLimit: schedule.maxLimit,
     maxDeletes: 1,
-    changes: true,
+    changes: schedule.kind !== "jsonl", // a JSONL copy keeps no change table
   };
   let sweeping = false;
   let trusted = false;
