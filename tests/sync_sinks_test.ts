@@ -247,3 +247,47 @@ Deno.test("SQLite sink: on a large table a run's batches may share a transaction
   equal(rows.n, 20_010);
   equal(JSON.parse(saved.checkpoint).offset, 20_010);
 });
+
+Deno.test("SQLite sink: an item skipped in a sweep cycle is still in the list: its row stays live (not removed or marked), with no delete change row", async () => {
+  for (const deletes of ["remove", "mark"] as const) {
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink<unknown>(database, { table: "items" });
+    const sweep = {
+      edge: null,
+      offset: 0,
+      upTo: { value: "3", id: "3" },
+      cycle: 1,
+      startedAt: 0,
+    };
+    const at = { ...checkpointAt("items", 3), sweep };
+    const ids = ["1", "2", "3"];
+    const context = { cycle: 1, phase: "sweep" as const, changes: true };
+    await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], at, ids, {
+      ...context,
+      phase: "head",
+    });
+    // A BigInt has no JSON: the item skipped in the cycle's first batch, its end in the next.
+    const first = await sink.write([{ n: 1 }, { n: 2n }], at, ids.slice(0, 2), {
+      ...context,
+      cycle: 2,
+      beginsCycle: true,
+    });
+    const end = await sink.write([{ n: 3 }], at, ["3"], {
+      ...context,
+      cycle: 2,
+      endsCycle: { deletes, maxDeletes: 1 },
+    });
+    equal(first?.skippedIds?.join(), "2");
+    equal(end?.deleted, 0, deletes);
+    const rows = database.prepare(
+      'SELECT count(*) AS n FROM "items" WHERE deleted_at IS NULL',
+    ).get() as { n: number };
+    equal(rows.n, 3, deletes);
+    const gone = database.prepare(
+      `SELECT count(*) AS n FROM "items_changes" WHERE change = 'delete'`,
+    ).get() as { n: number };
+    equal(gone.n, 0, deletes);
+    equal((await sink.load())?.offset, 3); // the copy passes its checks
+    database.close();
+  }
+});

@@ -43,6 +43,8 @@ export interface SqlDialect {
   release(token: string): Answer<void>;
   /** The item's text as the database holds it, or undefined when it cannot. */
   text(item: unknown, id: string): string | undefined;
+  /** Whether a row of `id` may exist (its item skipped, the row stays as seen). */
+  holds(id: string): boolean;
   /** Applies a batch atomically while `owner` holds the lease. @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) */
   apply(batch: SqlBatch): Answer<Applied>;
   /** The live rows a page at a time, whether cycle `cycle` saw each, the item only for one it did not. Reads only. */
@@ -85,8 +87,8 @@ export function sqlSink<T>(
     },
     async write(items, checkpoint, ids, context) {
       const copy = checked ?? await check();
-      const { rows, skipped } = storable(items, ids, dialect);
-      const batch = { rows, checkpoint, context, owner, copy };
+      const { rows, skipped, kept } = storable(items, ids, dialect);
+      const batch = { rows, kept, checkpoint, context, owner, copy };
       const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
       checked = { checkpoint, rows: count, last };
@@ -163,21 +165,25 @@ function judgeCopy(
   return { checkpoint, rows: recorded, last };
 }
 
-/** The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs. */
+/**
+ * The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs.
+ * A skipped item is still in the list: its row, if any (`kept`), stays as it was, seen, never removed or marked.
+ */
 export function storable(
   items: readonly unknown[],
   ids: readonly string[],
-  dialect: Pick<SqlDialect, "text">,
-): { rows: Rows; skipped: string[] } {
+  dialect: Pick<SqlDialect, "text" | "holds">,
+): { rows: Rows; skipped: string[]; kept: string[] } {
   const at = new Map(ids.map((id, i) => [id, i])); // an id's last place
-  const kept: string[] = [], texts: string[] = [], skipped: string[] = [];
+  const written: string[] = [], texts: string[] = [], skipped: string[] = [];
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;
     const text = id.isWellFormed() ? dialect.text(items[i], id) : undefined;
     if (text === undefined) skipped.push(id);
-    else kept.push(id), texts.push(text);
+    else written.push(id), texts.push(text);
   }
-  return { rows: { ids: kept, texts }, skipped };
+  const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
+  return { rows: { ids: written, texts }, skipped, kept };
 }
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
@@ -245,6 +251,8 @@ export interface Rows {
 /** What the dialect applies. */
 export interface SqlBatch {
   readonly rows: Rows;
+  /** Skipped ids whose rows may exist: seen, left as they are. */
+  readonly kept: readonly string[];
   readonly checkpoint: SyncCheckpoint;
   readonly context: SyncWriteContext | undefined;
   /** The run's lease token (undefined: a write without lock()). */

@@ -208,7 +208,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     st.stage.run(target, cycle, JSON.stringify(pairs));
   }
   // Logged only in a cycle or at its end: a cycle after a first read or a head between cycles reads the whole copy.
-  const seen = [...batch.ids, ...staged.ids];
+  const seen = [...batch.ids, ...staged.ids, ...write.kept];
   const ends = context?.endsCycle;
   if (seen.length > 0 && (write.checkpoint.sweep ?? ends) !== undefined) {
     st.seen.run(target, cycle, JSON.stringify(seen));

@@ -188,6 +188,7 @@ class PostgresDialect implements SqlDialect {
   }
 
   readonly text = postgresText;
+  readonly holds = (id: string) => !id.includes("\0"); // jsonb cannot carry it
 
   async apply(write: SqlBatch): Promise<Applied> {
     // The change table's checks first: a refusal leaves nothing created.

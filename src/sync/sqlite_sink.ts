@@ -231,6 +231,7 @@ class SqliteDialect implements SqlDialect {
   }
 
   readonly text = jsonText;
+  readonly holds = () => true;
 
   async apply(write: SqlBatch): Promise<Applied> {
     this.#checkFile();
