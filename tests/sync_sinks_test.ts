@@ -11,7 +11,7 @@ import {
   syncList,
   type SyncOptions,
 } from "../src/sync/mod.ts";
-import { freshTarget, inProcess } from "./_sync_fake.ts";
+import { freshTarget, inProcess, listOf } from "./_sync_fake.ts";
 import { checkpointAt } from "./sync_fixtures.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
@@ -288,6 +288,31 @@ Deno.test("SQLite sink: an item skipped in a sweep cycle is still in the list: i
     ).get() as { n: number };
     equal(gone.n, 0, deletes);
     equal((await sink.load())?.offset, 3); // the copy passes its checks
+    database.close();
+  }
+});
+
+Deno.test("SQLite sink: an id holding a NUL (node:sqlite reads text back cut at it) is skipped and reported, and every later run goes on with exact counts", async () => {
+  for (const changes of [false, true]) {
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      id: `t${String(i).padStart(3, "0")}${i === 50 ? "\u0000x" : ""}`,
+      v: 0,
+    }));
+    const service = listOf(() => items, { maxLimit: 25 });
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink(database, { table: "things" });
+    const options = { id: "id", sink, sweep: Infinity, changes, limit: 25 };
+    for (let run = 1; run <= 3; run++) {
+      if (run === 3) items[50]!.v = 1;
+      items[run]!.v = run; // one plain update a run from the second on
+      const result = await syncList(service.client, "things", options);
+      equal(result.skippedIds.join(), "t050\u0000x", `run ${run}`);
+      const counts = [result.inserted, result.updated, result.deleted];
+      equal(counts.join(), run === 1 ? "99,0,0" : "0,1,0", `run ${run}`);
+    }
+    const rows = database.prepare('SELECT count(*) AS n FROM "things"')
+      .get() as { n: number };
+    equal(rows.n, 99);
     database.close();
   }
 });
