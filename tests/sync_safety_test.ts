@@ -400,3 +400,37 @@ Deno.test("JSONL sink: a copy removed during a run fails it with SyncError 'file
   removeAt = service.requests + 2; // the head's second window
   await refused(syncList(service.client, "things", options), "file", path);
 });
+
+Deno.test("SQLite sink: a table of yours where it would keep the copy or its changes is refused before anything is created, altered or written", async () => {
+  const service = listOf(() => [{ id: "a" }, { id: "b" }]);
+  for (
+    const tables of [
+      "CREATE TABLE things (name TEXT, price INTEGER)",
+      "CREATE TABLE things (id INTEGER PRIMARY KEY, note TEXT)",
+      "CREATE TABLE things (id TEXT, item TEXT)",
+      "CREATE TABLE things (id TEXT PRIMARY KEY, item TEXT, deleted_at INTEGER)",
+      "CREATE TABLE things_changes (note TEXT); INSERT INTO things_changes VALUES ('mine')",
+      "CREATE TABLE things_changes (seq INTEGER PRIMARY KEY, id TEXT, change TEXT, at TEXT, note TEXT); INSERT INTO things_changes VALUES (1, 'x', 'mine', 'then', 'mine')",
+    ]
+  ) {
+    const database = new DatabaseSync(":memory:");
+    database.exec(tables);
+    // Every table's schema and rows.
+    const all = () =>
+      JSON.stringify(
+        database.prepare(
+          "SELECT name, sql FROM sqlite_master WHERE type = 'table'",
+        ).all().map((
+          table,
+        ) => [table, database.prepare(`SELECT * FROM "${table.name}"`).all()]),
+      );
+    const before = all();
+    const sink = createSqliteSink(database, { table: "things" });
+    await refused(
+      syncList(service.client, "things", { id: "id", sink, changes: true }),
+      "sink-mismatch",
+    );
+    equal(all(), before, tables);
+    database.close();
+  }
+});

@@ -33,8 +33,9 @@ import {
   applyBatch,
   type ChangeStatements,
   changeTable,
+  columnsOf,
   Commits,
-  hasColumn,
+  foreignTables,
   split,
   type Statements,
   statements,
@@ -299,16 +300,15 @@ class SqliteDialect implements SqlDialect {
   }
 }
 
-/** Reads what `table` and its checkpoint hold, creating nothing. */
+/** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
 function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
-  const exists = (name: string) =>
-    db.prepare(
-      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
-    ).get(name) !== undefined;
+  const foreign = foreignTables(db, table, changeTableOf(table));
+  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
-  const rows = exists(table.slice(1, -1)) ? Number(count().n) : 0;
-  if (!exists(CHECKPOINT_TABLE)) return { checkpoint: undefined, rows };
-  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows") ? ", rows, last" : "";
+  const rows = columnsOf(db, table).length > 0 ? Number(count().n) : 0;
+  const checkpoints = columnsOf(db, CHECKPOINT_TABLE);
+  if (checkpoints.length === 0) return { checkpoint: undefined, rows };
+  const meta = checkpoints.includes("rows INTEGER") ? ", rows, last" : "";
   const found = db.prepare(
     `SELECT target, checkpoint${meta} FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
   ).all(target) as {
@@ -322,16 +322,15 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   const item = last === null ? undefined : db.prepare(
     `SELECT item FROM ${table} WHERE id = ?`,
   ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
-  const foreign = found.length > 1
-    ? "checkpoints for several spellings of its name share it (SQLite folds case)"
-    : undefined;
   return {
     checkpoint: own?.checkpoint,
     rows,
     recorded: own?.rows,
     last,
     found: item === undefined ? undefined : fingerprint(item.item),
-    foreign,
+    foreign: found.length > 1
+      ? "checkpoints for several spellings of its name share it (SQLite folds case)"
+      : undefined,
   };
 }
 
