@@ -51,6 +51,8 @@ export interface SqlDialect {
   liveRows(cycle: number): Iterable<CopyRow[]> | AsyncIterable<CopyRow[]>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
+  /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
+  failure?(error: unknown): unknown;
 }
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
@@ -61,7 +63,10 @@ export function sqlSink<T>(
   let checked: Checked | undefined;
   let owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
-  return {
+  const failed = (error: unknown): never => {
+    throw dialect.failure?.(error) ?? error;
+  };
+  const sink: SyncSink<T> = {
     load: async () => (await check()).checkpoint,
     async lock(run = {}) {
       await check();
@@ -96,12 +101,31 @@ export function sqlSink<T>(
     },
     async *liveRows(cycle, _keyOf, most = Infinity) {
       // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
-      if (most < Infinity && await dialect.liveCount() > most) return;
-      for await (const page of dialect.liveRows(cycle)) {
-        for (const row of page) yield row; // not `yield*`: twice the cost a row
+      try {
+        if (most < Infinity && await dialect.liveCount() > most) return;
+        for await (const page of dialect.liveRows(cycle)) {
+          for (const row of page) yield row; // not `yield*`: twice the cost a row
+        }
+      } catch (error) {
+        failed(error);
       }
     },
   };
+  return failingAs(sink, failed);
+}
+
+/** `sink`, its methods and its lock's release rejecting with what `failed` throws (liveRows: its own). */
+function failingAs<T>(sink: SyncSink<T>, failed: (error: unknown) => never) {
+  return {
+    ...sink,
+    load: () => sink.load().catch(failed),
+    write: (...batch) => sink.write(...batch).catch(failed),
+    async lock(run) {
+      const lease = await sink.lock!(run).catch(failed);
+      const release = () => Promise.resolve(lease[Symbol.asyncDispose]());
+      return { [Symbol.asyncDispose]: () => release().catch(failed) };
+    },
+  } satisfies SyncSink<T>;
 }
 
 /** A sink's options, checked when it is made: the table name as SQL quotes it, and `lockWait` (its default applied). */

@@ -9,6 +9,7 @@ import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { typeError } from "../core/_check.ts";
 import {
   createPrivate,
+  fileError,
   fingerprint,
   identityOf,
   refuseLink,
@@ -42,6 +43,9 @@ import {
 } from "./_sqlite_sql.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+/** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
+const FILE_FAILURE =
+  /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -127,8 +131,13 @@ export function createSqliteSink<T>(
   const db = owned ? openDatabase(database) : database;
   const dialect = new SqliteDialect(db, table, options, file);
   const close = () => {
-    dialect.commits.commit();
-    if (owned && db.isOpen) db.close();
+    try {
+      dialect.commits.commit();
+    } catch (error) {
+      throw dialect.failure(error);
+    } finally {
+      if (owned && db.isOpen) db.close();
+    }
   };
   // A plain object, as before: a user may spread it to wrap a method.
   const sink = sqlSink<T>(dialect, { ...options, lockWait });
@@ -262,6 +271,14 @@ class SqliteDialect implements SqlDialect {
     return done;
   }
 
+  /** A failure of the database file (a full disk, read-only, not a database) as SyncError `"file"` naming it. */
+  failure(error: unknown): unknown {
+    const file = this.#file ?? tried(() => this.#db.location());
+    const why = String((error as Error | null)?.message);
+    if (!FILE_FAILURE.test(why) || !file) return error;
+    return fileError(file, "use", error);
+  }
+
   liveCount(): number {
     return (this.prepare().live.get() as { n: number }).n;
   }
@@ -349,7 +366,12 @@ function openDatabase(path: string): DatabaseSync {
     );
   }
   if (path !== ":memory:") createPrivate(path);
-  const db = new sqlite.DatabaseSync(path);
+  let db: DatabaseSync;
+  try {
+    db = new sqlite.DatabaseSync(path);
+  } catch (error) {
+    throw fileError(path, "open", error); // a folder, a file it may not read
+  }
   // A second run waits for the first's transaction instead of failing.
   db.exec("PRAGMA busy_timeout = 10000");
   return db;
