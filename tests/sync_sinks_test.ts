@@ -316,3 +316,42 @@ Deno.test("SQLite sink: an id holding a NUL (node:sqlite reads text back cut at 
     database.close();
   }
 });
+
+Deno.test("SQLite sink: once <table>_changes exists, every run records into it, changes asked or not: a consumer reading it by seq misses nothing", async () => {
+  const items = Array.from({ length: 60 }, (_, i) => ({
+    id: `t${String(i).padStart(3, "0")}`,
+    v: 0,
+  }));
+  const service = listOf(() => items, { maxLimit: 25 });
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink(database, { table: "things" });
+  const options = { id: "id", sink, sweep: Infinity, limit: 25 };
+  await syncList(service.client, "things", { ...options, changes: true });
+  const since = (seq: number) =>
+    database.prepare(
+      'SELECT id, change FROM "things_changes" WHERE seq > ? ORDER BY seq',
+    ).all(seq).map((row) => `${row.change} ${row.id}`).sort().join();
+  equal(since(0).split(",").length, 60);
+  for (const changes of [undefined, false]) {
+    const seq = (database.prepare('SELECT max(seq) AS n FROM "things_changes"')
+      .get() as { n: number }).n;
+    const added = `u${seq}`;
+    const gone = items.splice(1, 1)[0]!.id;
+    items[2]!.v++;
+    items.push({ id: added, v: 0 });
+    const result = await syncList(service.client, "things", {
+      ...options,
+      ...(changes === undefined ? {} : { changes }),
+    });
+    equal(
+      [result.inserted, result.updated, result.deleted].join(),
+      "1,1,1",
+    );
+    equal(
+      since(seq),
+      `delete ${gone},insert ${added},update ${items[2]!.id}`,
+      String(changes),
+    );
+  }
+  database.close();
+});

@@ -129,6 +129,8 @@ class PostgresDialect implements SqlDialect {
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
+  /** Whether `<table>_changes` was there when the copy was read: once it is, every run records into it. */
+  #recording = false;
 
   constructor(
     query: PostgresSinkOptions["query"],
@@ -150,6 +152,7 @@ class PostgresDialect implements SqlDialect {
       checkpoints: catalog.checkpoints === "true",
       recorded: catalog.rows_type != null,
     };
+    this.#recording = (await this.#changeTableFound()).found === "true";
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
       return { checkpoint: undefined, rows: 0, foreign };
@@ -192,7 +195,7 @@ class PostgresDialect implements SqlDialect {
 
   async apply(write: SqlBatch): Promise<Applied> {
     // The change table's checks first: a refusal leaves nothing created.
-    const changes = write.context?.changes === true
+    const changes = write.context?.changes === true || this.#recording
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
@@ -257,6 +260,20 @@ class PostgresDialect implements SqlDialect {
     return (await this.#read(sql, params))[0] ?? {};
   }
 
+  /** What the catalog says of `<table>_changes`, read only. @throws {SyncError} (`"sink-mismatch"`) For one the sink did not make. */
+  async #changeTableFound(): Promise<Row> {
+    const changes = changeTableOf(this.#table);
+    if (changes.length > 65) return {}; // none: PostgreSQL would cut the name to another's
+    const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
+    const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
+    if (found.found === "true" && !known.includes(String(found.columns))) {
+      const why =
+        `${changes} is not a change table this sink made (${found.columns})`;
+      throw sinkMismatch(this.what, why, `${this.instead}, or drop it`);
+    }
+    return found;
+  }
+
   /**
    * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
    * @throws {SyncError} (`"sink-mismatch"`)
@@ -272,13 +289,7 @@ class PostgresDialect implements SqlDialect {
       );
     }
     const changes = changeTableOf(table);
-    const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
-    const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
-    if (found.found === "true" && !known.includes(String(found.columns))) {
-      const why =
-        `${changes} is not a change table this sink made (${found.columns})`;
-      throw sinkMismatch(what, why, `${this.instead}, or drop it`);
-    }
+    const found = await this.#changeTableFound();
     if (found.columns !== CHANGES_COLUMNS) {
       await this.#row(createChangesSql(changes), []);
     }

@@ -158,6 +158,8 @@ class SqliteDialect implements SqlDialect {
   readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
+  /** Whether `<table>_changes` was there when the copy was read: once it is, every run records into it. */
+  #recording = false;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
   readonly #absolute: string | undefined;
@@ -200,6 +202,8 @@ class SqliteDialect implements SqlDialect {
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
+    const changes = columnsOf(this.#db, changeTableOf(this.#table));
+    this.#recording = changes.length > 0;
     return readCopy(this.#db, this.#table, this.#target);
   }
 
@@ -251,7 +255,7 @@ class SqliteDialect implements SqlDialect {
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
-    const changes = write.context?.changes
+    const changes = write.context?.changes || this.#recording
       ? this.#changes ??= changeTable(db, changeTableOf(this.#table))
       : undefined;
     const at = new Date(this.#now()).toISOString();

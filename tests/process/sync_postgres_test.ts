@@ -481,6 +481,32 @@ const steps: {
   },
   {
     name:
+      "once transactions_changes exists, every run records into it, changes asked or not: a consumer reading it by seq misses nothing",
+    async fn(db) {
+      const { fake, sink } = await copiedOnce(db, 300, { changes: true });
+      deepStrictEqual(await changeCounts(db), { insert: 300 });
+      const plain = { ...byDate, sink, sweep: Infinity };
+      let seq = await lastSeq(db);
+      const { updated, removed, inserted } = await change(fake);
+      const result = await syncList(fake.client, "transactions", plain);
+      const counts = [result.inserted, result.updated, result.deleted];
+      deepStrictEqual(counts, [3, 6, 5]);
+      deepStrictEqual(await changeCounts(db, seq), {
+        insert: inserted.length,
+        update: updated.length,
+        delete: removed.length,
+      });
+      // `changes: false` does not stop it either (docs/sync.md): drop the table to stop.
+      seq = await lastSeq(db);
+      fake.service.insertTransactions(2);
+      const options = { ...plain, changes: false };
+      equal((await syncList(fake.client, "transactions", options)).inserted, 2);
+      deepStrictEqual(await changeCounts(db, seq), { insert: 2 });
+      deepStrictEqual(await replayed(db), new Set((await copied(db)).keys()));
+    },
+  },
+  {
+    name:
       "a batch handed to the sink with an id twice keeps its last occurrence",
     async fn(db) {
       // 0.3: "ON CONFLICT DO UPDATE command cannot affect row a second time".
