@@ -63,12 +63,16 @@ export function sqlSink<T>(
   let checked: Checked | undefined;
   let owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
+  // Every step rejects with what the dialect makes of its failure.
   const failed = (error: unknown): never => {
     throw dialect.failure?.(error) ?? error;
   };
-  const sink: SyncSink<T> = {
-    load: async () => (await check()).checkpoint,
-    async lock(run = {}) {
+  const failing =
+    <A extends unknown[], R>(step: (...a: A) => Promise<R>) => (...a: A) =>
+      step(...a).catch(failed);
+  return {
+    load: failing(async () => (await check()).checkpoint),
+    lock: failing(async (run: { signal?: AbortSignal } = {}) => {
       await check();
       await dialect.prepare();
       const token = runToken();
@@ -82,15 +86,15 @@ export function sqlSink<T>(
         refreshing = Promise.resolve().then(() => dialect.refresh(token))
       );
       return {
-        async [Symbol.asyncDispose]() {
+        [Symbol.asyncDispose]: failing(async () => {
           stop();
           owner = undefined;
           await refreshing.catch(() => {});
           await dialect.release(token);
-        },
+        }),
       };
-    },
-    async write(items, checkpoint, ids, context) {
+    }),
+    write: failing(async (items, checkpoint, ids, context) => {
       const copy = checked ?? await check();
       const { rows, skipped, kept } = storable(items, ids, dialect);
       const batch = { rows, kept, checkpoint, context, owner, copy };
@@ -98,10 +102,10 @@ export function sqlSink<T>(
       const { rows: count = 0, last = null, ...report } = done;
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
-    },
+    }),
     async *liveRows(cycle, _keyOf, most = Infinity) {
-      // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
       try {
+        // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
         if (most < Infinity && await dialect.liveCount() > most) return;
         for await (const page of dialect.liveRows(cycle)) {
           for (const row of page) yield row; // not `yield*`: twice the cost a row
@@ -111,21 +115,6 @@ export function sqlSink<T>(
       }
     },
   };
-  return failingAs(sink, failed);
-}
-
-/** `sink`, its methods and its lock's release rejecting with what `failed` throws (liveRows: its own). */
-function failingAs<T>(sink: SyncSink<T>, failed: (error: unknown) => never) {
-  return {
-    ...sink,
-    load: () => sink.load().catch(failed),
-    write: (...batch) => sink.write(...batch).catch(failed),
-    async lock(run) {
-      const lease = await sink.lock!(run).catch(failed);
-      const release = () => Promise.resolve(lease[Symbol.asyncDispose]());
-      return { [Symbol.asyncDispose]: () => release().catch(failed) };
-    },
-  } satisfies SyncSink<T>;
 }
 
 /** A sink's options, checked when it is made: the table name as SQL quotes it, and `lockWait` (its default applied). */
