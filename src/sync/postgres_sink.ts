@@ -313,21 +313,15 @@ function once<R>(make: () => Promise<R>) {
 /** Why the table's columns are not the sink's, if they are not. */
 function foreignColumns(catalog: Row): string | undefined {
   if (catalog.items !== "true") return undefined;
-  if (
-    catalog.id_type !== "text" || catalog.item_type !== "jsonb" ||
-    catalog.id_unique !== "true"
-  ) {
+  const ours = `${catalog.id_type} ${catalog.item_type} ${catalog.id_unique}`;
+  if (ours !== "text jsonb true") {
     return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
   }
-  const deletedAt = catalog.deleted_at_type ?? null;
-  const seen = catalog.seen_type ?? null;
-  if (
-    (deletedAt !== null && deletedAt !== "timestamp with time zone") ||
-    (seen !== null && seen !== "bigint")
-  ) {
-    return `its columns deleted_at (${deletedAt ?? "none"}) and seen (${
-      seen ?? "none"
-    }) are not the sink's (timestamptz, bigint): it was not made by this sink`;
+  const deletedAt = catalog.deleted_at_type ?? "none";
+  const seen = catalog.seen_type ?? "none";
+  const types = /^(none|timestamp with time zone) (none|bigint)$/;
+  if (!types.test(`${deletedAt} ${seen}`)) {
+    return `its columns deleted_at (${deletedAt}) and seen (${seen}) are not the sink's (timestamptz, bigint): it was not made by this sink`;
   }
   return undefined;
 }
