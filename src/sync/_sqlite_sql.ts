@@ -8,6 +8,7 @@ import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
 import {
   CHANGE_KINDS,
+  changeTableOf,
   CHECKPOINT_TABLE,
   LEASE_TABLE,
   leaseSql,
@@ -31,16 +32,8 @@ export function columnsOf(db: DatabaseSync, table: string): string[] {
   return found.map((row) => `${row.c}`);
 }
 
-/** The columns of a change table the sink made (0.3's lacked `item`). */
-const CHANGE_COLUMNS =
-  "seq INTEGER KEY, id TEXT, change TEXT, at TEXT, item TEXT";
-
 /** Why `table` or its change table is not this sink's, if one exists and is not. Reads only. */
-export function foreignTables(
-  db: DatabaseSync,
-  table: string,
-  changes: string,
-) {
+export function foreignTables(db: DatabaseSync, table: string) {
   // Keyed by id TEXT alone, item TEXT, deleted_at TEXT if any (0.3 lacked it); other columns may be yours.
   const items = columnsOf(db, table);
   const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
@@ -48,9 +41,12 @@ export function foreignTables(
   if (items.length > 0 && !ours.test(fixed.sort().join(", "))) {
     return "its columns are not id (TEXT PRIMARY KEY), item and deleted_at (TEXT): it was not made by this sink";
   }
+  // None, or the columns of a change table the sink made (0.3's lacked `item`).
+  const made =
+    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT)?)?$/;
+  const changes = changeTableOf(table);
   const found = columnsOf(db, changes).join(", ");
-  const known = ["", CHANGE_COLUMNS, CHANGE_COLUMNS.replace(", item TEXT", "")];
-  if (known.includes(found)) return undefined;
+  if (made.test(found)) return undefined;
   return `${changes} is not a change table this sink made (${found})`;
 }
 

@@ -318,7 +318,7 @@ class SqliteDialect implements SqlDialect {
 
 /** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
 function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
-  const foreign = foreignTables(db, table, changeTableOf(table));
+  const foreign = foreignTables(db, table);
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
   const rows = columnsOf(db, table).length > 0 ? Number(count().n) : 0;
