@@ -365,15 +365,13 @@ function openDatabase(path: string): DatabaseSync {
     );
   }
   if (path !== ":memory:") createPrivate(path);
-  let db: DatabaseSync;
   try {
-    db = new sqlite.DatabaseSync(path);
+    const db = new sqlite.DatabaseSync(path);
+    db.exec("PRAGMA busy_timeout = 10000"); // a second run waits for the first's transaction
+    return db;
   } catch (error) {
     throw fileError(path, "open", error); // a folder, a file it may not read
   }
-  // A second run waits for the first's transaction instead of failing.
-  db.exec("PRAGMA busy_timeout = 10000");
-  return db;
 }
 
 /**
