@@ -194,7 +194,7 @@ class PostgresDialect implements SqlDialect {
   readonly holds = (id: string) => !id.includes("\0"); // jsonb cannot carry it
 
   async apply(write: SqlBatch): Promise<Applied> {
-    // The change table's checks first: a refusal leaves nothing created.
+    // The change table first: a name too long for it leaves nothing created.
     const changes = write.context?.changes === true || this.#recording
       ? await this.#changeTable.get()
       : undefined;
@@ -275,25 +275,20 @@ class PostgresDialect implements SqlDialect {
   }
 
   /**
-   * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
-   * @throws {SyncError} (`"sink-mismatch"`)
+   * Creates `<table>_changes` if missing (or gives 0.3's its `item`; `read` refused one the sink did not make); its name.
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */
   async #makeChangeTable(): Promise<string> {
-    const { what } = this, table = this.#table;
+    const table = this.#table;
     if (table.length - 2 + "_changes".length > 63) {
       throw typeError(
-        `Cannot sync into ${what}`,
+        `Cannot sync into ${this.what}`,
         "table",
         "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
       );
     }
-    const changes = changeTableOf(table);
-    const found = await this.#changeTableFound();
-    if (found.columns !== CHANGES_COLUMNS) {
-      await this.#row(createChangesSql(changes), []);
-    }
-    return changes;
+    await this.#row(createChangesSql(changeTableOf(table)), []);
+    return changeTableOf(table);
   }
 }
 
