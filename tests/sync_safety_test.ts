@@ -10,6 +10,7 @@ import {
   SyncError,
   type SyncErrorReason,
   syncList,
+  type SyncSink,
 } from "../src/sync/mod.ts";
 import { openFile, readText, replaceFile } from "../src/sync/_files.ts";
 import { freshTarget, inProcess, listOf } from "./_sync_fake.ts";
@@ -399,4 +400,80 @@ Deno.test("JSONL sink: a copy removed during a run fails it with SyncError 'file
   items.push(...Array.from({ length: 300 }, (_, i) => ({ n: `${2000 + i}` })));
   removeAt = service.requests + 2; // the head's second window
   await refused(syncList(service.client, "things", options), "file", path);
+});
+
+Deno.test("SQLite sink: a table of yours where it would keep the copy or its changes is refused before anything is created, altered or written", async () => {
+  const service = listOf(() => [{ id: "a" }, { id: "b" }]);
+  for (
+    const tables of [
+      "CREATE TABLE things (name TEXT, price INTEGER)",
+      "CREATE TABLE things (id INTEGER PRIMARY KEY, note TEXT)",
+      "CREATE TABLE things (id TEXT, item TEXT)",
+      "CREATE TABLE things (id TEXT PRIMARY KEY, item TEXT, deleted_at INTEGER)",
+      "CREATE TABLE things_changes (note TEXT); INSERT INTO things_changes VALUES ('mine')",
+      "CREATE TABLE things_changes (seq INTEGER PRIMARY KEY, id TEXT, change TEXT, at TEXT, note TEXT); INSERT INTO things_changes VALUES (1, 'x', 'mine', 'then', 'mine')",
+    ]
+  ) {
+    const database = new DatabaseSync(":memory:");
+    database.exec(tables);
+    // Every table's schema and rows.
+    const all = () =>
+      JSON.stringify(
+        database.prepare(
+          "SELECT name, sql FROM sqlite_master WHERE type = 'table'",
+        ).all().map((
+          table,
+        ) => [table, database.prepare(`SELECT * FROM "${table.name}"`).all()]),
+      );
+    const before = all();
+    const sink = createSqliteSink(database, { table: "things" });
+    await refused(
+      syncList(service.client, "things", { id: "id", sink, changes: true }),
+      "sink-mismatch",
+    );
+    equal(all(), before, tables);
+    database.close();
+  }
+});
+
+Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming it: not a database, a folder, a journal it cannot open, read-only, full", async () => {
+  const items = Array.from({ length: 300 }, (_, i) => ({ n: `${1000 + i}` }));
+  const service = listOf(() => items, { maxLimit: 100 });
+  const sync = (sink: SyncSink<unknown>) =>
+    syncList(service.client, "things", { id: "n", sink, sweep: Infinity });
+  const opened = async (path: string) => {
+    using sink = createSqliteSink(path, { table: "things" });
+    return await sync(sink);
+  };
+  const garbage = await fresh("garbage.db");
+  await Deno.writeTextFile(garbage, "my notes, not a database\n".repeat(200));
+  await refused(opened(garbage), "file", garbage);
+  const folder = await fresh("folder.db");
+  await Deno.mkdir(folder);
+  await refused(opened(folder), "file", folder);
+  const journal = await fresh("journal.db");
+  await opened(journal);
+  await Deno.mkdir(`${journal}-wal`);
+  await refused(opened(journal), "file", journal);
+  // A database given open: named as SQLite names it.
+  const path = await fresh("given.db");
+  await opened(path);
+  items.push({ n: "2000" });
+  const absolute = await Deno.realPath(path);
+  const readOnly = new DatabaseSync(path, { readOnly: true });
+  await refused(
+    sync(createSqliteSink(readOnly, { table: "things" })),
+    "file",
+    absolute,
+  );
+  readOnly.close();
+  const full = new DatabaseSync(path);
+  full.exec("PRAGMA max_page_count = 1"); // no page more: SQLITE_FULL
+  items.push(...Array.from({ length: 500 }, (_, i) => ({ n: `${3000 + i}` })));
+  await refused(
+    sync(createSqliteSink(full, { table: "things" })),
+    "file",
+    absolute,
+  );
+  full.close();
 });

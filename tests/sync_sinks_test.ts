@@ -11,7 +11,7 @@ import {
   syncList,
   type SyncOptions,
 } from "../src/sync/mod.ts";
-import { freshTarget, inProcess } from "./_sync_fake.ts";
+import { freshTarget, inProcess, listOf } from "./_sync_fake.ts";
 import { checkpointAt } from "./sync_fixtures.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
@@ -247,4 +247,112 @@ Deno.test("SQLite sink: on a large table a run's batches may share a transaction
   reader.close();
   equal(rows.n, 20_010);
   equal(JSON.parse(saved.checkpoint).offset, 20_010);
+});
+
+Deno.test("SQLite sink: an item skipped in a sweep cycle is still in the list: its row stays live (not removed or marked), with no delete change row", async () => {
+  for (const deletes of ["remove", "mark"] as const) {
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink<unknown>(database, { table: "items" });
+    const sweep = {
+      edge: null,
+      offset: 0,
+      upTo: { value: "3", id: "3" },
+      cycle: 1,
+      startedAt: 0,
+    };
+    const at = { ...checkpointAt("items", 3), sweep };
+    const ids = ["1", "2", "3"];
+    const context = { cycle: 1, phase: "sweep" as const, changes: true };
+    await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], at, ids, {
+      ...context,
+      phase: "head",
+    });
+    // A BigInt has no JSON: the item skipped in the cycle's first batch, its end in the next.
+    const first = await sink.write([{ n: 1 }, { n: 2n }], at, ids.slice(0, 2), {
+      ...context,
+      cycle: 2,
+      beginsCycle: true,
+    });
+    const end = await sink.write([{ n: 3 }], at, ["3"], {
+      ...context,
+      cycle: 2,
+      endsCycle: { deletes, maxDeletes: 1 },
+    });
+    equal(first?.skippedIds?.join(), "2");
+    equal(end?.deleted, 0, deletes);
+    const rows = database.prepare(
+      'SELECT count(*) AS n FROM "items" WHERE deleted_at IS NULL',
+    ).get() as { n: number };
+    equal(rows.n, 3, deletes);
+    const gone = database.prepare(
+      `SELECT count(*) AS n FROM "items_changes" WHERE change = 'delete'`,
+    ).get() as { n: number };
+    equal(gone.n, 0, deletes);
+    equal((await sink.load())?.offset, 3); // the copy passes its checks
+    database.close();
+  }
+});
+
+Deno.test("SQLite sink: an id holding a NUL (node:sqlite reads text back cut at it) is skipped and reported, and every later run goes on with exact counts", async () => {
+  for (const changes of [false, true]) {
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      id: `t${String(i).padStart(3, "0")}${i === 50 ? "\u0000x" : ""}`,
+      v: 0,
+    }));
+    const service = listOf(() => items, { maxLimit: 25 });
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink(database, { table: "things" });
+    const options = { id: "id", sink, sweep: Infinity, changes, limit: 25 };
+    for (let run = 1; run <= 3; run++) {
+      if (run === 3) items[50]!.v = 1;
+      items[run]!.v = run; // one plain update a run from the second on
+      const result = await syncList(service.client, "things", options);
+      equal(result.skippedIds.join(), "t050\u0000x", `run ${run}`);
+      const counts = [result.inserted, result.updated, result.deleted];
+      equal(counts.join(), run === 1 ? "99,0,0" : "0,1,0", `run ${run}`);
+    }
+    const rows = database.prepare('SELECT count(*) AS n FROM "things"')
+      .get() as { n: number };
+    equal(rows.n, 99);
+    database.close();
+  }
+});
+
+Deno.test("SQLite sink: once <table>_changes exists, every run records into it, changes asked or not: a consumer reading it by seq misses nothing", async () => {
+  const items = Array.from({ length: 60 }, (_, i) => ({
+    id: `t${String(i).padStart(3, "0")}`,
+    v: 0,
+  }));
+  const service = listOf(() => items, { maxLimit: 25 });
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink(database, { table: "things" });
+  const options = { id: "id", sink, sweep: Infinity, limit: 25 };
+  await syncList(service.client, "things", { ...options, changes: true });
+  const since = (seq: number) =>
+    database.prepare(
+      'SELECT id, change FROM "things_changes" WHERE seq > ? ORDER BY seq',
+    ).all(seq).map((row) => `${row.change} ${row.id}`).sort().join();
+  equal(since(0).split(",").length, 60);
+  for (const changes of [undefined, false]) {
+    const seq = (database.prepare('SELECT max(seq) AS n FROM "things_changes"')
+      .get() as { n: number }).n;
+    const added = `u${seq}`;
+    const gone = items.splice(1, 1)[0]!.id;
+    items[2]!.v++;
+    items.push({ id: added, v: 0 });
+    const result = await syncList(service.client, "things", {
+      ...options,
+      ...(changes === undefined ? {} : { changes }),
+    });
+    equal(
+      [result.inserted, result.updated, result.deleted].join(),
+      "1,1,1",
+    );
+    equal(
+      since(seq),
+      `delete ${gone},insert ${added},update ${items[2]!.id}`,
+      String(changes),
+    );
+  }
+  database.close();
 });

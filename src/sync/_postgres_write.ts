@@ -34,6 +34,7 @@ export function writeStatement(
   const ends = context?.endsCycle;
   const params = [target, postgresJson(write.rows)];
   params.push(JSON.stringify(write.checkpoint), `${context?.cycle ?? 0}`);
+  params.push(JSON.stringify(write.kept));
   const param = (value: unknown, cast: string) =>
     `$${params.push(`${value}`)}::text${cast}`;
   const guard = ends && {
@@ -53,13 +54,13 @@ export function writeStatement(
 
 /**
  * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item], ...]`, $3 the
- * checkpoint, $4 the cycle; then as writeStatement adds them). Every part reads the table as before the statement and
- * writes only while the lease row is this run's (the UPDATE holds it until the commit) and, ending a cycle, the unseen
- * rows (live, seen before it, not in the batch) are at most maxDeletes of the live rows after it (else `refused`).
- * Rows are upserted seen and live (`insert`: absent or marked; `update`: jsonb differs); a cycle's end removes or marks
- * the unseen; a change table gets a row each; the row count and last row's fingerprint (none once it was removed or
- * marked) go beside the checkpoint. One row answers, all text: `leased` (0: lost), `refused`, `unseen`, `live`,
- * `written`, `inserted`, `updated`, `deleted`.
+ * checkpoint, $4 the cycle, $5 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
+ * table as before the statement and writes only while the lease row is this run's (the UPDATE holds it until the
+ * commit) and, ending a cycle, the unseen rows (live, seen before it, neither in the batch nor kept) are at most
+ * maxDeletes of the live rows after it (else `refused`). Rows are upserted seen and live (`insert`: absent or marked;
+ * `update`: jsonb differs), kept ones only seen; a cycle's end removes or marks the unseen; a change table gets a row
+ * each; the row count and last row's fingerprint (none once it was removed or marked) go beside the checkpoint. One
+ * row answers, all text: `leased` (0: lost), `refused`, `unseen`, `live`, `written`, `inserted`, `updated`, `deleted`.
  */
 function writeSql(table: string, shape: Shape): string {
   const { owner, guard } = shape;
@@ -81,6 +82,10 @@ function writeSql(table: string, shape: Shape): string {
   RETURNING 1
 )`,
     ...(shape.stages ? [stagedStep(held(table), when("AND"))] : []),
+    `touched AS (
+  UPDATE ${table} t SET seen = ${CYCLE} FROM kept k
+  WHERE t.id = k.id AND t.seen < ${CYCLE} ${when("AND")} RETURNING 1
+)`,
     ...(shape.ends === undefined ? [] : appliedSteps(table, when("AND"))),
     ...removalSteps(table, shape.ends, when("AND")),
     ...(shape.changes === undefined
@@ -113,6 +118,8 @@ function batchSteps(table: string, stages: boolean): string[] {
   SELECT e.ord, e.value ->> 0 AS id, (e.value -> 1)::jsonb AS item
   FROM json_array_elements($2::text::json) WITH ORDINALITY AS e (value, ord)
 )`,
+    // The ids skipped whose rows stay.
+    `kept AS (SELECT value AS id FROM json_array_elements_text($5::text::json))`,
     `kinds AS (
   SELECT b.ord, b.id, b.item, t.id IS NULL AS added,
     CASE WHEN t.id IS NULL THEN ${stages ? "NULL" : "'insert'"}
@@ -150,7 +157,7 @@ function appliedSteps(table: string, gated: string): string[] {
   ];
 }
 
-/** Ending a cycle: the rows it did not see, and the guard on their count. */
+/** Ending a cycle: the rows it did not see (neither in the batch nor kept), and the guard on their count. */
 function cycleEndSteps(
   table: string,
   guard: NonNullable<Shape["guard"]>,
@@ -160,6 +167,7 @@ function cycleEndSteps(
   SELECT t.id FROM ${table} t
   WHERE t.seen < ${CYCLE} AND t.deleted_at IS NULL
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
+    AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.id = t.id)
 )`,
     // Each count in FROM, so each is taken once (in the select list, one the guard uses twice would be taken twice).
     `guard AS (

@@ -43,12 +43,16 @@ export interface SqlDialect {
   release(token: string): Answer<void>;
   /** The item's text as the database holds it, or undefined when it cannot. */
   text(item: unknown, id: string): string | undefined;
+  /** Whether a row of `id` may exist (its item skipped, the row stays as seen). */
+  holds(id: string): boolean;
   /** Applies a batch atomically while `owner` holds the lease. @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) */
   apply(batch: SqlBatch): Answer<Applied>;
   /** The live rows a page at a time, whether cycle `cycle` saw each, the item only for one it did not. Reads only. */
   liveRows(cycle: number): Iterable<CopyRow[]> | AsyncIterable<CopyRow[]>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
+  /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
+  failure?(error: unknown): unknown;
 }
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
@@ -59,9 +63,16 @@ export function sqlSink<T>(
   let checked: Checked | undefined;
   let owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
+  // Every step rejects with what the dialect makes of its failure.
+  const failed = (error: unknown): never => {
+    throw dialect.failure?.(error) ?? error;
+  };
+  const failing =
+    <A extends unknown[], R>(step: (...a: A) => Promise<R>) => (...a: A) =>
+      step(...a).catch(failed);
   return {
-    load: async () => (await check()).checkpoint,
-    async lock(run = {}) {
+    load: failing(async () => (await check()).checkpoint),
+    lock: failing(async (run: { signal?: AbortSignal } = {}) => {
       await check();
       await dialect.prepare();
       const token = runToken();
@@ -75,28 +86,32 @@ export function sqlSink<T>(
         refreshing = Promise.resolve().then(() => dialect.refresh(token))
       );
       return {
-        async [Symbol.asyncDispose]() {
+        [Symbol.asyncDispose]: failing(async () => {
           stop();
           owner = undefined;
           await refreshing.catch(() => {});
           await dialect.release(token);
-        },
+        }),
       };
-    },
-    async write(items, checkpoint, ids, context) {
+    }),
+    write: failing(async (items, checkpoint, ids, context) => {
       const copy = checked ?? await check();
-      const { rows, skipped } = storable(items, ids, dialect);
-      const batch = { rows, checkpoint, context, owner, copy };
+      const { rows, skipped, kept } = storable(items, ids, dialect);
+      const batch = { rows, kept, checkpoint, context, owner, copy };
       const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
-    },
+    }),
     async *liveRows(cycle, _keyOf, most = Infinity) {
-      // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
-      if (most < Infinity && await dialect.liveCount() > most) return;
-      for await (const page of dialect.liveRows(cycle)) {
-        for (const row of page) yield row; // not `yield*`: twice the cost a row
+      try {
+        // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
+        if (most < Infinity && await dialect.liveCount() > most) return;
+        for await (const page of dialect.liveRows(cycle)) {
+          for (const row of page) yield row; // not `yield*`: twice the cost a row
+        }
+      } catch (error) {
+        failed(error);
       }
     },
   };
@@ -163,21 +178,25 @@ function judgeCopy(
   return { checkpoint, rows: recorded, last };
 }
 
-/** The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs. */
+/**
+ * The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs.
+ * A skipped item is still in the list: its row, if any (`kept`), stays as it was, seen, never removed or marked.
+ */
 export function storable(
   items: readonly unknown[],
   ids: readonly string[],
-  dialect: Pick<SqlDialect, "text">,
-): { rows: Rows; skipped: string[] } {
+  dialect: Pick<SqlDialect, "text" | "holds">,
+): { rows: Rows; skipped: string[]; kept: string[] } {
   const at = new Map(ids.map((id, i) => [id, i])); // an id's last place
-  const kept: string[] = [], texts: string[] = [], skipped: string[] = [];
+  const written: string[] = [], texts: string[] = [], skipped: string[] = [];
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;
     const text = id.isWellFormed() ? dialect.text(items[i], id) : undefined;
     if (text === undefined) skipped.push(id);
-    else kept.push(id), texts.push(text);
+    else written.push(id), texts.push(text);
   }
-  return { rows: { ids: kept, texts }, skipped };
+  const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
+  return { rows: { ids: written, texts }, skipped, kept };
 }
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
@@ -245,6 +264,8 @@ export interface Rows {
 /** What the dialect applies. */
 export interface SqlBatch {
   readonly rows: Rows;
+  /** Skipped ids whose rows may exist: seen, left as they are. */
+  readonly kept: readonly string[];
   readonly checkpoint: SyncCheckpoint;
   readonly context: SyncWriteContext | undefined;
   /** The run's lease token (undefined: a write without lock()). */

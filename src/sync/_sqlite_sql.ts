@@ -8,6 +8,7 @@ import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
 import {
   CHANGE_KINDS,
+  changeTableOf,
   CHECKPOINT_TABLE,
   LEASE_TABLE,
   leaseSql,
@@ -23,10 +24,30 @@ const SEEN_TABLE = "partner_api_sync_seen";
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
-/** Whether `table` (or a quoted name) has `column`. */
-export function hasColumn(db: DatabaseSync, table: string, column: string) {
-  const sql = "SELECT 1 FROM pragma_table_info(?) WHERE name = ?";
-  return db.prepare(sql).get(table.replaceAll('"', ""), column) !== undefined;
+/** The columns of `table` (or a quoted name), none if it does not exist: each `name TYPE`, then ` KEY` for the key's. */
+export function columnsOf(db: DatabaseSync, table: string): string[] {
+  const sql =
+    "SELECT lower(name) || ' ' || upper(type) || iif(pk, ' KEY', '') AS c FROM pragma_table_info(?) ORDER BY cid";
+  const found = db.prepare(sql).all(table.replaceAll('"', ""));
+  return found.map((row) => `${row.c}`);
+}
+
+/** Why `table` or its change table is not this sink's, if one exists and is not. Reads only. */
+export function foreignTables(db: DatabaseSync, table: string) {
+  // Keyed by id TEXT alone, item TEXT, deleted_at TEXT if any (0.3 lacked it); other columns may be yours.
+  const items = columnsOf(db, table);
+  const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
+  const ours = /^(deleted_at TEXT, )?id TEXT KEY, item TEXT$/;
+  if (items.length > 0 && !ours.test(fixed.sort().join(", "))) {
+    return "its columns are not id (TEXT PRIMARY KEY), item and deleted_at (TEXT): it was not made by this sink";
+  }
+  // None, or the columns of a change table the sink made (0.3's lacked `item`).
+  const made =
+    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT)?)?$/;
+  const changes = changeTableOf(table);
+  const found = columnsOf(db, changes).join(", ");
+  if (made.test(found)) return undefined;
+  return `${changes} is not a change table this sink made (${found})`;
 }
 
 /** Creates the tables (and the columns earlier versions lacked). */
@@ -44,9 +65,9 @@ function createTables(db: DatabaseSync, table: string): void {
   addColumn(db, table, "deleted_at TEXT");
 }
 
-/** Adds `column` (`name type`) to `table` unless it has it. */
+/** Adds `column` (`name TYPE`) to `table` unless it has it. */
 function addColumn(db: DatabaseSync, table: string, column: string): void {
-  if (!hasColumn(db, table, column.split(" ")[0]!)) {
+  if (!columnsOf(db, table).includes(column)) {
     db.exec(`ALTER TABLE ${table} ADD COLUMN ${column}`);
   }
 }
@@ -208,7 +229,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     st.stage.run(target, cycle, JSON.stringify(pairs));
   }
   // Logged only in a cycle or at its end: a cycle after a first read or a head between cycles reads the whole copy.
-  const seen = [...batch.ids, ...staged.ids];
+  const seen = [...batch.ids, ...staged.ids, ...write.kept];
   const ends = context?.endsCycle;
   if (seen.length > 0 && (write.checkpoint.sweep ?? ends) !== undefined) {
     st.seen.run(target, cycle, JSON.stringify(seen));

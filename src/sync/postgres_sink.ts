@@ -129,6 +129,8 @@ class PostgresDialect implements SqlDialect {
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
+  /** Whether `<table>_changes` was there when the copy was read: once it is, every run records into it. */
+  #recording = false;
 
   constructor(
     query: PostgresSinkOptions["query"],
@@ -150,6 +152,7 @@ class PostgresDialect implements SqlDialect {
       checkpoints: catalog.checkpoints === "true",
       recorded: catalog.rows_type != null,
     };
+    this.#recording = (await this.#changeTableFound()).found === "true";
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
       return { checkpoint: undefined, rows: 0, foreign };
@@ -188,10 +191,11 @@ class PostgresDialect implements SqlDialect {
   }
 
   readonly text = postgresText;
+  readonly holds = (id: string) => !id.includes("\0"); // jsonb cannot carry it
 
   async apply(write: SqlBatch): Promise<Applied> {
-    // The change table's checks first: a refusal leaves nothing created.
-    const changes = write.context?.changes === true
+    // The change table first: a name too long for it leaves nothing created.
+    const changes = write.context?.changes === true || this.#recording
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
@@ -256,32 +260,35 @@ class PostgresDialect implements SqlDialect {
     return (await this.#read(sql, params))[0] ?? {};
   }
 
-  /**
-   * Checks `<table>_changes` (a foreign one is refused) and creates it if missing; its quoted name.
-   * @throws {SyncError} (`"sink-mismatch"`)
-   * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
-   */
-  async #makeChangeTable(): Promise<string> {
-    const { what } = this, table = this.#table;
-    if (table.length - 2 + "_changes".length > 63) {
-      throw typeError(
-        `Cannot sync into ${what}`,
-        "table",
-        "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
-      );
-    }
-    const changes = changeTableOf(table);
+  /** What the catalog says of `<table>_changes`, read only. @throws {SyncError} (`"sink-mismatch"`) For one the sink did not make. */
+  async #changeTableFound(): Promise<Row> {
+    const changes = changeTableOf(this.#table);
+    if (changes.length > 65) return {}; // none: PostgreSQL would cut the name to another's
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
     const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
     if (found.found === "true" && !known.includes(String(found.columns))) {
       const why =
         `${changes} is not a change table this sink made (${found.columns})`;
-      throw sinkMismatch(what, why, `${this.instead}, or drop it`);
+      throw sinkMismatch(this.what, why, `${this.instead}, or drop it`);
     }
-    if (found.columns !== CHANGES_COLUMNS) {
-      await this.#row(createChangesSql(changes), []);
+    return found;
+  }
+
+  /**
+   * Creates `<table>_changes` if missing (or gives 0.3's its `item`; `read` refused one the sink did not make); its name.
+   * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
+   */
+  async #makeChangeTable(): Promise<string> {
+    const table = this.#table;
+    if (table.length - 2 + "_changes".length > 63) {
+      throw typeError(
+        `Cannot sync into ${this.what}`,
+        "table",
+        "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
+      );
     }
-    return changes;
+    await this.#row(createChangesSql(changeTableOf(table)), []);
+    return changeTableOf(table);
   }
 }
 
@@ -301,21 +308,15 @@ function once<R>(make: () => Promise<R>) {
 /** Why the table's columns are not the sink's, if they are not. */
 function foreignColumns(catalog: Row): string | undefined {
   if (catalog.items !== "true") return undefined;
-  if (
-    catalog.id_type !== "text" || catalog.item_type !== "jsonb" ||
-    catalog.id_unique !== "true"
-  ) {
+  const ours = `${catalog.id_type} ${catalog.item_type} ${catalog.id_unique}`;
+  if (ours !== "text jsonb true") {
     return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
   }
-  const deletedAt = catalog.deleted_at_type ?? null;
-  const seen = catalog.seen_type ?? null;
-  if (
-    (deletedAt !== null && deletedAt !== "timestamp with time zone") ||
-    (seen !== null && seen !== "bigint")
-  ) {
-    return `its columns deleted_at (${deletedAt ?? "none"}) and seen (${
-      seen ?? "none"
-    }) are not the sink's (timestamptz, bigint): it was not made by this sink`;
+  const deletedAt = catalog.deleted_at_type ?? "none";
+  const seen = catalog.seen_type ?? "none";
+  const types = /^(none|timestamp with time zone) (none|bigint)$/;
+  if (!types.test(`${deletedAt} ${seen}`)) {
+    return `its columns deleted_at (${deletedAt}) and seen (${seen}) are not the sink's (timestamptz, bigint): it was not made by this sink`;
   }
   return undefined;
 }

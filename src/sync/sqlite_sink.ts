@@ -9,6 +9,7 @@ import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { typeError } from "../core/_check.ts";
 import {
   createPrivate,
+  fileError,
   fingerprint,
   identityOf,
   refuseLink,
@@ -33,14 +34,18 @@ import {
   applyBatch,
   type ChangeStatements,
   changeTable,
+  columnsOf,
   Commits,
-  hasColumn,
+  foreignTables,
   split,
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+/** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
+const FILE_FAILURE =
+  /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -88,8 +93,8 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
  * `lock()` (else `SyncError` `"lock-lost"`). Commit cadence and tables: docs/sync.md, "Sinks".
  *
  * `load()` changes nothing: a table with rows but no checkpoint, or whose row count or last row differs from the record,
- * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode, or an item
- * JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file is never opened through a symbolic link (`"link"`) and is created 0600.
+ * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode or holds a
+ * NUL, or an item JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file is never opened through a symbolic link (`"link"`) and is created 0600.
  *
  * @param database A file path (opened in WAL mode, closed by `close()`) or an open `DatabaseSync` (yours to close).
  * @param options The table, and how long to wait for another run.
@@ -126,7 +131,7 @@ export function createSqliteSink<T>(
   const db = owned ? openDatabase(database) : database;
   const dialect = new SqliteDialect(db, table, options, file);
   const close = () => {
-    dialect.commits.commit();
+    dialect.commits.commit(); // none is left open: a run's release commits, a write without one at once
     if (owned && db.isOpen) db.close();
   };
   // A plain object, as before: a user may spread it to wrap a method.
@@ -148,6 +153,8 @@ class SqliteDialect implements SqlDialect {
   readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
+  /** Whether `<table>_changes` was there when the copy was read: once it is, every run records into it. */
+  #recording = false;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
   readonly #absolute: string | undefined;
@@ -190,6 +197,8 @@ class SqliteDialect implements SqlDialect {
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
+    const changes = columnsOf(this.#db, changeTableOf(this.#table));
+    this.#recording = changes.length > 0;
     return readCopy(this.#db, this.#table, this.#target);
   }
 
@@ -219,9 +228,8 @@ class SqliteDialect implements SqlDialect {
   }
 
   refresh(token: string): void {
-    if (this.#db.isOpen) {
-      this.prepare().refresh.run(this.#target, token, this.#now());
-    }
+    if (!this.#db.isOpen) return;
+    this.prepare().refresh.run(this.#target, token, this.#now());
   }
 
   release(token: string): void {
@@ -230,7 +238,10 @@ class SqliteDialect implements SqlDialect {
     if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
   }
 
-  readonly text = jsonText;
+  // node:sqlite stores an id with a NUL but reads it back cut there (RETURNING, json_each): skipped, as one not Unicode.
+  readonly text = (item: unknown, id: string) =>
+    id.includes("\0") ? undefined : jsonText(item);
+  readonly holds = () => true; // a row an older version stored with a NUL: logged seen through json_each, which keeps it
 
   async apply(write: SqlBatch): Promise<Applied> {
     this.#checkFile();
@@ -239,7 +250,7 @@ class SqliteDialect implements SqlDialect {
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
-    const changes = write.context?.changes
+    const changes = write.context?.changes || this.#recording
       ? this.#changes ??= changeTable(db, changeTableOf(this.#table))
       : undefined;
     const at = new Date(this.#now()).toISOString();
@@ -257,6 +268,14 @@ class SqliteDialect implements SqlDialect {
     });
     this.commits.rows = done.rows;
     return done;
+  }
+
+  /** A failure of the database file (a full disk, read-only, not a database) as SyncError `"file"` naming it. */
+  failure(error: unknown): unknown {
+    const file = this.#file ?? tried(() => this.#db.location());
+    const why = String((error as Error | null)?.message);
+    if (!FILE_FAILURE.test(why) || !file) return error;
+    return fileError(file, "use", error);
   }
 
   liveCount(): number {
@@ -297,16 +316,15 @@ class SqliteDialect implements SqlDialect {
   }
 }
 
-/** Reads what `table` and its checkpoint hold, creating nothing. */
+/** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
 function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
-  const exists = (name: string) =>
-    db.prepare(
-      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
-    ).get(name) !== undefined;
+  const foreign = foreignTables(db, table);
+  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
-  const rows = exists(table.slice(1, -1)) ? Number(count().n) : 0;
-  if (!exists(CHECKPOINT_TABLE)) return { checkpoint: undefined, rows };
-  const meta = hasColumn(db, CHECKPOINT_TABLE, "rows") ? ", rows, last" : "";
+  const rows = columnsOf(db, table).length > 0 ? Number(count().n) : 0;
+  const checkpoints = columnsOf(db, CHECKPOINT_TABLE);
+  if (checkpoints.length === 0) return { checkpoint: undefined, rows };
+  const meta = checkpoints.includes("rows INTEGER") ? ", rows, last" : "";
   const found = db.prepare(
     `SELECT target, checkpoint${meta} FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
   ).all(target) as {
@@ -320,16 +338,15 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
   const item = last === null ? undefined : db.prepare(
     `SELECT item FROM ${table} WHERE id = ?`,
   ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
-  const foreign = found.length > 1
-    ? "checkpoints for several spellings of its name share it (SQLite folds case)"
-    : undefined;
   return {
     checkpoint: own?.checkpoint,
     rows,
     recorded: own?.rows,
     last,
     found: item === undefined ? undefined : fingerprint(item.item),
-    foreign,
+    foreign: found.length > 1
+      ? "checkpoints for several spellings of its name share it (SQLite folds case)"
+      : undefined,
   };
 }
 
@@ -348,10 +365,13 @@ function openDatabase(path: string): DatabaseSync {
     );
   }
   if (path !== ":memory:") createPrivate(path);
-  const db = new sqlite.DatabaseSync(path);
-  // A second run waits for the first's transaction instead of failing.
-  db.exec("PRAGMA busy_timeout = 10000");
-  return db;
+  try {
+    const db = new sqlite.DatabaseSync(path);
+    db.exec("PRAGMA busy_timeout = 10000"); // a second run waits for the first's transaction
+    return db;
+  } catch (error) {
+    throw fileError(path, "open", error); // a folder, a file it may not read
+  }
 }
 
 /**

@@ -106,6 +106,7 @@ export interface SyncOptions<T> {
   maxDeletes?: number;
   /**
    * SQL sinks: keep `<table>_changes` (`seq`, `id`, `change`, `at`, `item`) in each row's transaction; read by `seq`.
+   * Once it exists, every run records into it, whatever `changes` says: drop it to stop.
    * @default {false}
    */
   changes?: boolean;
