@@ -10,14 +10,13 @@ import type { QuotaSnapshot } from "../token/mod.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
-import { serverText } from "../core/_redact.ts";
+import { escapeControls, serverText } from "../core/_redact.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { runSync } from "./_sync.ts";
 import type { CliWriter } from "./io.ts";
 import {
   counted,
   duration,
-  escapeControls,
   gauge,
   safeJson,
   table,

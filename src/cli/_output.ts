@@ -2,7 +2,8 @@
 
 import type { Format } from "./_list_plan.ts";
 import type { CliWriter } from "./io.ts";
-import { escapeControls, layOut, row, safeJson, table } from "./_render.ts";
+import { escapeControls } from "../core/_redact.ts";
+import { layOut, row, safeJson, table } from "./_render.ts";
 
 /** Writes items a page at a time; `end` once the list ends (or is interrupted). */
 export interface ItemWriter {

@@ -13,7 +13,7 @@ import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
-import { escapeControls } from "./_render.ts";
+import { escapeControls } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { openCache } from "./_cache.ts";
 import { given, UsageError } from "./_flag_values.ts";

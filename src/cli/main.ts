@@ -1,7 +1,7 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import { redact, type Secret } from "../core/_redact.ts";
+import { escapeControls, redact, type Secret } from "../core/_redact.ts";
 import { requireDeno } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -12,7 +12,6 @@ import { openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
-import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 
 /**
