@@ -5,6 +5,7 @@ import { itemWriter } from "./_output.ts";
 import type { ListRequest } from "./_list_plan.ts";
 import { UsageError } from "./_flag_values.ts";
 import { nearest } from "../core/_nearest.ts";
+import { fieldsOf } from "../core/_check.ts";
 import { progressReporter } from "./_render.ts";
 
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
@@ -24,9 +25,7 @@ export function checkFields(
   page: readonly unknown[],
 ): void {
   const keys = new Set(
-    page.flatMap((item) =>
-      typeof item === "object" && item !== null ? Object.keys(item) : []
-    ),
+    page.flatMap((item) => Object.keys(fieldsOf(item) ?? {})),
   );
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return;

@@ -3,6 +3,7 @@
 import type { Format } from "./_list_plan.ts";
 import type { CliWriter } from "./io.ts";
 import { escapeControls } from "../core/_redact.ts";
+import { fieldsOf } from "../core/_check.ts";
 import { layOut, row, safeJson, table } from "./_render.ts";
 
 /** Writes items a page at a time; `end` once the list ends (or is interrupted). */
@@ -51,10 +52,7 @@ function rowOf(
   item: unknown,
   fields: readonly string[] | undefined,
 ): Record<string, unknown> {
-  const record = typeof item === "object" && item !== null &&
-      !Array.isArray(item)
-    ? item as Record<string, unknown>
-    : { value: item };
+  const record = !Array.isArray(item) && fieldsOf(item) || { value: item };
   if (fields === undefined) return record;
   const picked: Record<string, unknown> = {};
   for (const field of fields) picked[field] = record[field];

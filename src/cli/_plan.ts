@@ -1,13 +1,13 @@
 // Internal: the command line checked into a plan before anything is read or sent. Pure: no process, no I/O.
 
 import { nearest } from "../core/_nearest.ts";
+import { given } from "../core/_check.ts";
 import { parseArgs } from "node:util";
 import { HELP, MAX_CONCURRENCY } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
   count,
   FLAGS,
-  given,
   oneOf,
   onePositional,
   queryOf,

@@ -16,7 +16,8 @@ import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { openCache } from "./_cache.ts";
-import { given, UsageError } from "./_flag_values.ts";
+import { UsageError } from "./_flag_values.ts";
+import { given } from "../core/_check.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
