@@ -41,23 +41,16 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** A checked command line: what to run. */
-export type Plan =
-  | { readonly command: "help"; readonly text: string; readonly code: number }
-  | { readonly command: "version" | "demo" | "cache clear" }
-  | { readonly command: "completion"; readonly shell: Shell }
-  | ({ readonly command: "quota"; readonly json: boolean } & SessionFlags)
-  | ({
-    readonly command: "token";
-    readonly showToken: boolean;
-    readonly json: boolean;
-  } & SessionFlags)
-  | ({ readonly command: "list"; readonly list: ListRequest } & SessionFlags)
-  | ({ readonly command: "sync"; readonly sync: SyncRequest } & SessionFlags)
-  | ({
-    readonly command: "get";
-    readonly path: string;
-    readonly pci: boolean;
-  } & SessionFlags);
+export type Plan = Readonly<
+  | { command: "help"; text: string; code: number }
+  | { command: "version" | "demo" | "cache clear" }
+  | { command: "completion"; shell: Shell }
+  | ({ command: "quota"; json: boolean } & SessionFlags)
+  | ({ command: "token"; showToken: boolean; json: boolean } & SessionFlags)
+  | ({ command: "list"; list: ListRequest } & SessionFlags)
+  | ({ command: "sync"; sync: SyncRequest } & SessionFlags)
+  | ({ command: "get"; path: string; pci: boolean } & SessionFlags)
+>;
 
 /** The shells `completion` writes for. */
 export const SHELLS = ["bash", "zsh", "fish"] as const;

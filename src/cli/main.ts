@@ -57,11 +57,9 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
     case "help":
       run.stdout.write(planned.text);
       return planned.code;
-    case "demo": {
-      const { runDemo } = await import("./_demo.ts");
-      await runDemo(run);
+    case "demo":
+      await (await import("./_demo.ts")).runDemo(run);
       return 0;
-    }
     case "completion":
       run.stdout.write(completionScript(planned.shell, NAME));
       return 0;
@@ -70,14 +68,13 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
         `${await (run.clearCache?.() ?? "no token cache: nothing to clear")}\n`,
       );
       return 0;
-    default: {
+    default:
       if (planned.envFile !== undefined) {
         const read = run.readTextFile ?? readEnvFile;
         run.env = await withEnvFile(run.env, planned.envFile, read);
       }
       await execute(openSession(run, readConfig(run), planned), planned);
       return 0;
-    }
   }
 }
 
@@ -91,10 +88,8 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   run.stderr.write(
     `${NAME}: ${escapeControls(redact(message, secrets))}${help}\n`,
   );
-  if (verbose) {
-    for (const line of causeLines(error)) {
-      run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
-    }
+  for (const line of verbose ? causeLines(error) : []) {
+    run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
   }
   return code;
 }
