@@ -57,18 +57,14 @@ export async function runList(
   const shared = io.stdout.isTerminal;
   if (progress) session.status.clear = () => progress.clear();
   const interrupt = new AbortController();
+  const options = { ...request.options, signal: interrupt.signal };
   const stopListening = io.onInterrupt?.(() =>
     interrupt.abort(new Interrupted())
   );
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;
   try {
-    for await (
-      const page of session.client.pages(request.path, {
-        ...request.options,
-        signal: interrupt.signal,
-      })
-    ) {
+    for await (const page of session.client.pages(request.path, options)) {
       if (unchecked !== undefined && page.items.length > 0) {
         checkFields(unchecked, page.items);
         unchecked = undefined;

@@ -122,13 +122,7 @@ function columnsWriter(
  */
 export function csvField(value: unknown): string {
   const text = escapeControls(
-    value === undefined || value === null
-      ? ""
-      : typeof value === "string"
-      ? value
-      : typeof value === "object"
-      ? JSON.stringify(value)
-      : String(value),
+    fieldsOf(value) ? JSON.stringify(value) : String(value ?? ""),
   );
   const cell = FORMULA_START.test(text) && !NUMBER.test(text)
     ? `'${text}`

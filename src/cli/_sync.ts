@@ -180,14 +180,13 @@ function explained(
 ): unknown {
   const { target } = request;
   if (error instanceof SyncError) {
-    const { reason } = error;
-    if (reason === "too-many-deletes") {
+    if (error.reason === "too-many-deletes") {
       return confirmHint(error, request, helpHint);
     }
-    if (reason === "file" && cannotWrite(error.cause)) {
+    if (error.reason === "file" && cannotWrite(error.cause)) {
       return usageCannotWrite(error, target);
     }
-    if (reason !== "sink-mismatch" && reason !== "link") return error;
+    if (!["sink-mismatch", "link"].includes(error.reason)) return error;
     const what = error.message.replace(/^Cannot sync( into \S+)?: /, "")
       .replace(/sync into (a new|another) /, "give --to $1 ");
     return new UsageError(`--to ${target}: ${what}`);
