@@ -68,8 +68,7 @@ async function runToken(
       tokenRequests: session.tokenRequests(),
       ...(showToken ? { accessToken: token.accessToken } : {}),
     };
-    io.stdout.write(`${safeJson(answer)}\n`);
-    return;
+    return io.stdout.write(`${safeJson(answer)}\n`);
   }
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
@@ -124,8 +123,7 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
         : undefined,
       tokenRequests: session.tokenRequests(),
     };
-    io.stdout.write(`${safeJson(answer)}\n`);
-    return;
+    return io.stdout.write(`${safeJson(answer)}\n`);
   }
   writeQuotaTable(io.stdout, quota, now());
   const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;

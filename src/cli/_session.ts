@@ -139,9 +139,8 @@ export function openSession(
     record: () =>
       store.recordFor({ ...config.environment, clientId: config.clientId }),
   };
-  const tokenRequests = watched.count;
-  const parts = { io, provider, client, cache, tokenRequests, status };
-  return { ...parts, clientEvents, tokens: () => [...handed] };
+  const parts = { io, provider, client, cache, status, clientEvents };
+  return { ...parts, tokenRequests: watched.count, tokens: () => [...handed] };
 }
 
 /** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */
@@ -215,9 +214,7 @@ function verboseListener(
       line =
         `POST ${origin}${pathname} ${outcome}, ${ms} ms, token request ${tokenRequests}`;
     } else if (event.type === "api.request") {
-      const base = event.base === "pci"
-        ? environment.pciBaseUrl
-        : environment.baseUrl;
+      const base = environment[event.base === "pci" ? "pciBaseUrl" : "baseUrl"];
       line = `${event.method} ${base.origin}${event.path} ${
         event.status || "no answer"
       }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`;
