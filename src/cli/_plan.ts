@@ -41,16 +41,18 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** A checked command line: what to run. */
-export type Plan = Readonly<
-  | { command: "help"; text: string; code: number }
-  | { command: "version" | "demo" | "cache clear" }
-  | { command: "completion"; shell: Shell }
-  | ({ command: "quota"; json: boolean } & SessionFlags)
-  | ({ command: "token"; showToken: boolean; json: boolean } & SessionFlags)
-  | ({ command: "list"; list: ListRequest } & SessionFlags)
-  | ({ command: "sync"; sync: SyncRequest } & SessionFlags)
-  | ({ command: "get"; path: string; pci: boolean } & SessionFlags)
->;
+export type Plan =
+  | { readonly command: "help"; readonly text: string; readonly code: number }
+  | { readonly command: "version" | "demo" | "cache clear" }
+  | { readonly command: "completion"; readonly shell: Shell }
+  | SessionCommand<{ command: "quota"; json: boolean }>
+  | SessionCommand<{ command: "token"; showToken: boolean; json: boolean }>
+  | SessionCommand<{ command: "list"; list: ListRequest }>
+  | SessionCommand<{ command: "sync"; sync: SyncRequest }>
+  | SessionCommand<{ command: "get"; path: string; pci: boolean }>;
+
+/** A command that talks to the service: its own fields, read-only, and the session's flags. */
+type SessionCommand<T> = Readonly<T> & SessionFlags;
 
 /** The shells `completion` writes for. */
 export const SHELLS = ["bash", "zsh", "fish"] as const;

@@ -111,9 +111,7 @@ function secretsOf(io: CliIo): Secret[] {
     clientId: read(CONFIG_VARIABLES.clientId),
     audience: read(CONFIG_VARIABLES.audience),
   };
-  return Object.values(credentials).some((value) => value !== "")
-    ? [credentials]
-    : [];
+  return Object.values(credentials).some(Boolean) ? [credentials] : [];
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {
