@@ -130,8 +130,7 @@ function cacheFolder(): string | undefined {
   );
   if (own) return own;
   if (xdg) return `${xdg}/partner-api`;
-  if (home) return `${home}/.cache/partner-api`;
-  return undefined;
+  return home ? `${home}/.cache/partner-api` : undefined;
 }
 
 /** `cache clear`, `logout`: the line that says what was removed. */

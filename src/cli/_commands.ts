@@ -10,14 +10,13 @@ import type { QuotaSnapshot } from "../token/mod.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
-import { serverText } from "../core/_redact.ts";
+import { escapeControls, serverText } from "../core/_redact.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { runSync } from "./_sync.ts";
 import type { CliWriter } from "./io.ts";
 import {
   counted,
   duration,
-  escapeControls,
   gauge,
   safeJson,
   table,
@@ -69,8 +68,7 @@ async function runToken(
       tokenRequests: session.tokenRequests(),
       ...(showToken ? { accessToken: token.accessToken } : {}),
     };
-    io.stdout.write(`${safeJson(answer)}\n`);
-    return;
+    return io.stdout.write(`${safeJson(answer)}\n`);
   }
   const summary = showToken ? io.stderr : io.stdout;
   if (showToken) io.stdout.write(`${token.accessToken}\n`);
@@ -125,8 +123,7 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
         : undefined,
       tokenRequests: session.tokenRequests(),
     };
-    io.stdout.write(`${safeJson(answer)}\n`);
-    return;
+    return io.stdout.write(`${safeJson(answer)}\n`);
   }
   writeQuotaTable(io.stdout, quota, now());
   const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;

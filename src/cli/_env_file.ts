@@ -11,11 +11,10 @@ export const MAX_ENV_FILE = 64 * 1024;
 /** The variables of a dotenv text. */
 export function parseEnvFile(text: string): Map<string, string> {
   const variables = new Map<string, string>();
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
-    if (line === "" || line.startsWith("#")) continue;
+  for (const line of text.split(/\r?\n/)) {
+    // A blank line or a `#` comment matches no KEY=VALUE.
     const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(
-      line,
+      line.trim(),
     );
     if (match === null) continue;
     variables.set(match[1]!, unquote(match[2]!));

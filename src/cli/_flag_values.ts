@@ -71,8 +71,6 @@ export function count(
   return value;
 }
 
-export { given } from "../core/_check.ts";
-
 /**
  * A flag's value when it is one of `allowed`; `undefined` when not given.
  * @throws {UsageError} For any other value.

@@ -5,6 +5,7 @@ import { itemWriter } from "./_output.ts";
 import type { ListRequest } from "./_list_plan.ts";
 import { UsageError } from "./_flag_values.ts";
 import { nearest } from "../core/_nearest.ts";
+import { fieldsOf } from "../core/_check.ts";
 import { progressReporter } from "./_render.ts";
 
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
@@ -24,9 +25,7 @@ export function checkFields(
   page: readonly unknown[],
 ): void {
   const keys = new Set(
-    page.flatMap((item) =>
-      typeof item === "object" && item !== null ? Object.keys(item) : []
-    ),
+    page.flatMap((item) => Object.keys(fieldsOf(item) ?? {})),
   );
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return;
@@ -58,18 +57,14 @@ export async function runList(
   const shared = io.stdout.isTerminal;
   if (progress) session.status.clear = () => progress.clear();
   const interrupt = new AbortController();
+  const options = { ...request.options, signal: interrupt.signal };
   const stopListening = io.onInterrupt?.(() =>
     interrupt.abort(new Interrupted())
   );
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;
   try {
-    for await (
-      const page of session.client.pages(request.path, {
-        ...request.options,
-        signal: interrupt.signal,
-      })
-    ) {
+    for await (const page of session.client.pages(request.path, options)) {
       if (unchecked !== undefined && page.items.length > 0) {
         checkFields(unchecked, page.items);
         unchecked = undefined;

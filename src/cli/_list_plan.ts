@@ -2,9 +2,9 @@
 
 import type { ListOptions } from "../client/mod.ts";
 import { MAX_CONCURRENCY } from "./_help.ts";
+import { fieldsOf, given } from "../core/_check.ts";
 import {
   count,
-  given,
   oneOf,
   onePositional,
   queryOf,
@@ -44,7 +44,7 @@ export function listRequest(
     path,
     format,
     /** The keys to keep, in this order; all when undefined. */
-    fields: fieldsOf(values.fields),
+    fields: fieldList(values.fields),
     options,
     limit: numbers.limit ?? 50,
   };
@@ -97,9 +97,7 @@ export function since(
   return {
     field,
     until: (item) => {
-      const own = typeof item === "object" && item !== null
-        ? (item as Record<string, unknown>)[field]
-        : undefined;
+      const own = fieldsOf(item)?.[field];
       return own === undefined || own === null || older(own);
     },
   };
@@ -146,7 +144,7 @@ function olderThan(value: string): (own: unknown) => boolean {
   };
 }
 
-function fieldsOf(text: string | undefined): readonly string[] | undefined {
+function fieldList(text: string | undefined): readonly string[] | undefined {
   if (text === undefined) return undefined;
   const fields = text.split(",").map((field) => field.trim());
   if (fields.some((field) => field === "")) {

@@ -2,7 +2,9 @@
 
 import type { Format } from "./_list_plan.ts";
 import type { CliWriter } from "./io.ts";
-import { escapeControls, layOut, row, safeJson, table } from "./_render.ts";
+import { escapeControls } from "../core/_redact.ts";
+import { fieldsOf } from "../core/_check.ts";
+import { layOut, row, safeJson, table } from "./_render.ts";
 
 /** Writes items a page at a time; `end` once the list ends (or is interrupted). */
 export interface ItemWriter {
@@ -50,10 +52,7 @@ function rowOf(
   item: unknown,
   fields: readonly string[] | undefined,
 ): Record<string, unknown> {
-  const record = typeof item === "object" && item !== null &&
-      !Array.isArray(item)
-    ? item as Record<string, unknown>
-    : { value: item };
+  const record = !Array.isArray(item) && fieldsOf(item) || { value: item };
   if (fields === undefined) return record;
   const picked: Record<string, unknown> = {};
   for (const field of fields) picked[field] = record[field];
@@ -123,13 +122,7 @@ function columnsWriter(
  */
 export function csvField(value: unknown): string {
   const text = escapeControls(
-    value === undefined || value === null
-      ? ""
-      : typeof value === "string"
-      ? value
-      : typeof value === "object"
-      ? JSON.stringify(value)
-      : String(value),
+    fieldsOf(value) ? JSON.stringify(value) : String(value ?? ""),
   );
   const cell = FORMULA_START.test(text) && !NUMBER.test(text)
     ? `'${text}`

@@ -1,13 +1,13 @@
 // Internal: the command line checked into a plan before anything is read or sent. Pure: no process, no I/O.
 
 import { nearest } from "../core/_nearest.ts";
+import { given } from "../core/_check.ts";
 import { parseArgs } from "node:util";
 import { HELP, MAX_CONCURRENCY } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
   count,
   FLAGS,
-  given,
   oneOf,
   onePositional,
   queryOf,
@@ -45,19 +45,14 @@ export type Plan =
   | { readonly command: "help"; readonly text: string; readonly code: number }
   | { readonly command: "version" | "demo" | "cache clear" }
   | { readonly command: "completion"; readonly shell: Shell }
-  | ({ readonly command: "quota"; readonly json: boolean } & SessionFlags)
-  | ({
-    readonly command: "token";
-    readonly showToken: boolean;
-    readonly json: boolean;
-  } & SessionFlags)
-  | ({ readonly command: "list"; readonly list: ListRequest } & SessionFlags)
-  | ({ readonly command: "sync"; readonly sync: SyncRequest } & SessionFlags)
-  | ({
-    readonly command: "get";
-    readonly path: string;
-    readonly pci: boolean;
-  } & SessionFlags);
+  | SessionCommand<{ command: "quota"; json: boolean }>
+  | SessionCommand<{ command: "token"; showToken: boolean; json: boolean }>
+  | SessionCommand<{ command: "list"; list: ListRequest }>
+  | SessionCommand<{ command: "sync"; sync: SyncRequest }>
+  | SessionCommand<{ command: "get"; path: string; pci: boolean }>;
+
+/** A command that talks to the service: its own fields, read-only, and the session's flags. */
+type SessionCommand<T> = Readonly<T> & SessionFlags;
 
 /** The shells `completion` writes for. */
 export const SHELLS = ["bash", "zsh", "fish"] as const;

@@ -4,8 +4,6 @@ import type { QuotaBucket } from "../core/quota.ts";
 import { escapeControls } from "../core/_redact.ts";
 import type { CliWriter } from "./io.ts";
 
-export { escapeControls };
-
 const CELL_LIMIT = 40;
 
 /** "59 min", "23 h 5 min", "12 s". */

@@ -13,10 +13,11 @@ import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
 import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
-import { escapeControls } from "./_render.ts";
+import { escapeControls } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { openCache } from "./_cache.ts";
-import { given, UsageError } from "./_flag_values.ts";
+import { UsageError } from "./_flag_values.ts";
+import { given } from "../core/_check.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
@@ -138,9 +139,8 @@ export function openSession(
     record: () =>
       store.recordFor({ ...config.environment, clientId: config.clientId }),
   };
-  const tokenRequests = watched.count;
-  const parts = { io, provider, client, cache, tokenRequests, status };
-  return { ...parts, clientEvents, tokens: () => [...handed] };
+  const parts = { io, provider, client, cache, status, clientEvents };
+  return { ...parts, tokenRequests: watched.count, tokens: () => [...handed] };
 }
 
 /** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */
@@ -214,9 +214,7 @@ function verboseListener(
       line =
         `POST ${origin}${pathname} ${outcome}, ${ms} ms, token request ${tokenRequests}`;
     } else if (event.type === "api.request") {
-      const base = event.base === "pci"
-        ? environment.pciBaseUrl
-        : environment.baseUrl;
+      const base = environment[event.base === "pci" ? "pciBaseUrl" : "baseUrl"];
       line = `${event.method} ${base.origin}${event.path} ${
         event.status || "no answer"
       }, attempt ${event.attempt}, ${Math.round(event.durationMs)} ms`;

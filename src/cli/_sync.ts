@@ -7,7 +7,8 @@ import type { SyncSink } from "../sync/sink.ts";
 import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted } from "./_list.ts";
-import { given, UsageError } from "./_flag_values.ts";
+import { UsageError } from "./_flag_values.ts";
+import { given } from "../core/_check.ts";
 import { counted } from "./_render.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -179,14 +180,13 @@ function explained(
 ): unknown {
   const { target } = request;
   if (error instanceof SyncError) {
-    const { reason } = error;
-    if (reason === "too-many-deletes") {
+    if (error.reason === "too-many-deletes") {
       return confirmHint(error, request, helpHint);
     }
-    if (reason === "file" && cannotWrite(error.cause)) {
+    if (error.reason === "file" && cannotWrite(error.cause)) {
       return usageCannotWrite(error, target);
     }
-    if (reason !== "sink-mismatch" && reason !== "link") return error;
+    if (!["sink-mismatch", "link"].includes(error.reason)) return error;
     const what = error.message.replace(/^Cannot sync( into \S+)?: /, "")
       .replace(/sync into (a new|another) /, "give --to $1 ");
     return new UsageError(`--to ${target}: ${what}`);

@@ -135,10 +135,7 @@ function shareOf(value: string | undefined): number | undefined {
 /** The id field of a list by the service's naming: `transactions` → `transactionID`. */
 export function idFieldOf(path: string): string {
   const last = path.replace(/\/+$/, "").split("/").at(-1) ?? path;
-  const singular = last.endsWith("ies")
-    ? `${last.slice(0, -3)}y`
-    : last.replace(/s$/, "");
-  return `${singular}ID`;
+  return `${last.replace(/ies$/, "y").replace(/s$/, "")}ID`;
 }
 
 /** The SQLite table of a list: its last segment, as a plain identifier. */

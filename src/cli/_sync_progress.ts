@@ -76,10 +76,9 @@ export function progressLine(
   let holding = false;
   const rate = rateState(priority);
   const show = (line: string) => {
-    if (out.isTerminal) {
-      out.write(`\r\x1b[K${line}`);
-      shown = true;
-    } else out.write(`${line}\n`);
+    if (!out.isTerminal) return out.write(`${line}\n`);
+    out.write(`\r\x1b[K${line}`);
+    shown = true;
   };
   const tick = () => {
     const hold = rateHold(rate, now());
@@ -98,11 +97,10 @@ export function progressLine(
       const at = now();
       const seconds = Math.max((at - started) / 1000, 0.001);
       const rate = Math.round(progress.read / seconds);
-      text = `${
-        counted(progress.read, "item")
-      } read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate} items/s, ${
-        counted(progress.requests, "request")
-      }`;
+      const read = counted(progress.read, "item");
+      const requests = counted(progress.requests, "request");
+      text =
+        `${read} read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate} items/s, ${requests}`;
       if (!out.isTerminal && at - lastLine < 1000) return;
       lastLine = at;
       show(text);

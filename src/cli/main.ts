@@ -1,7 +1,7 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import { redact, type Secret } from "../core/_redact.ts";
+import { escapeControls, redact, type Secret } from "../core/_redact.ts";
 import { requireDeno } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -12,7 +12,6 @@ import { openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
-import { escapeControls } from "./_render.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 
 /**
@@ -58,11 +57,9 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
     case "help":
       run.stdout.write(planned.text);
       return planned.code;
-    case "demo": {
-      const { runDemo } = await import("./_demo.ts");
-      await runDemo(run);
+    case "demo":
+      await (await import("./_demo.ts")).runDemo(run);
       return 0;
-    }
     case "completion":
       run.stdout.write(completionScript(planned.shell, NAME));
       return 0;
@@ -71,14 +68,13 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
         `${await (run.clearCache?.() ?? "no token cache: nothing to clear")}\n`,
       );
       return 0;
-    default: {
+    default:
       if (planned.envFile !== undefined) {
         const read = run.readTextFile ?? readEnvFile;
         run.env = await withEnvFile(run.env, planned.envFile, read);
       }
       await execute(openSession(run, readConfig(run), planned), planned);
       return 0;
-    }
   }
 }
 
@@ -92,10 +88,8 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   run.stderr.write(
     `${NAME}: ${escapeControls(redact(message, secrets))}${help}\n`,
   );
-  if (verbose) {
-    for (const line of causeLines(error)) {
-      run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
-    }
+  for (const line of verbose ? causeLines(error) : []) {
+    run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
   }
   return code;
 }
@@ -117,9 +111,7 @@ function secretsOf(io: CliIo): Secret[] {
     clientId: read(CONFIG_VARIABLES.clientId),
     audience: read(CONFIG_VARIABLES.audience),
   };
-  return Object.values(credentials).some((value) => value !== "")
-    ? [credentials]
-    : [];
+  return Object.values(credentials).some(Boolean) ? [credentials] : [];
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {
