@@ -218,3 +218,27 @@ export async function consume(
   for await (const _ of items) count++;
   if (count !== total) throw new Error(`listed ${count} of ${total}`);
 }
+
+/** The items of a sync benchmark: SYNC_BENCH_ITEMS (with --allow-env=SYNC_BENCH_ITEMS), else 1,000,000. */
+export const SYNC_BENCH_ITEMS = Number(
+  (Deno.permissions.querySync({ name: "env", variable: "SYNC_BENCH_ITEMS" })
+      .state === "granted"
+    ? Deno.env.get("SYNC_BENCH_ITEMS")
+    : undefined) ?? 1_000_000,
+);
+
+/** The heap in use after a collection (with --v8-flags=--expose-gc). */
+export function heapUsed(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return Deno.memoryUsage().heapUsed;
+}
+
+/** `.test-tmp/<name>`, with the copy there and what a sink keeps beside it removed. */
+export async function freshCopy(name: string): Promise<string> {
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const path = `.test-tmp/${name}`;
+  for (const suffix of ["", "-wal", "-shm", ".checkpoint.json"]) {
+    await Deno.remove(`${path}${suffix}`).catch(() => {});
+  }
+  return path;
+}

@@ -20,19 +20,14 @@
 import { createClient } from "../src/client/mod.ts";
 import { createSqliteSink, syncList } from "../src/sync/mod.ts";
 import { planWindow } from "../src/sync/_window_plan.ts";
-import { startRemoteFake } from "./_bench_server.ts";
+import {
+  freshCopy,
+  heapUsed,
+  startRemoteFake,
+  SYNC_BENCH_ITEMS,
+} from "./_bench_server.ts";
 import { seededRandom } from "../src/testing/_list_data.ts";
 import { inProcess, memorySink } from "./_sync_fake.ts";
-
-const allowed = Deno.permissions.querySync({
-  name: "env",
-  variable: "SYNC_BENCH_ITEMS",
-}).state === "granted";
-const ITEMS = Number(
-  (allowed ? Deno.env.get("SYNC_BENCH_ITEMS") : undefined) ?? 1_000_000,
-);
-const gc = (globalThis as { gc?: () => void }).gc;
-const heap = () => (gc?.(), Deno.memoryUsage().heapUsed);
 
 /** One order's figures: the floor's items/s, syncList's, and the heap. */
 interface Throughput {
@@ -51,7 +46,9 @@ interface Throughput {
 async function throughput(
   sortBy: "transactionID" | "creationDate",
 ): Promise<Throughput> {
-  await using api = await startRemoteFake([`--transactions=${ITEMS}`]);
+  await using api = await startRemoteFake([
+    `--transactions=${SYNC_BENCH_ITEMS}`,
+  ]);
   const client = createClient({
     environment: api.environment,
     clientId: api.clientId,
@@ -63,13 +60,9 @@ async function throughput(
   const pages = { sortBy, sortDirection: "ASC", limit: 1000 } as const;
   for await (const _ of client.list("transactions", pages)) listed++;
   const listRate = listed / ((performance.now() - listStart) / 1000);
-  await Deno.mkdir(".test-tmp", { recursive: true });
-  const target = ".test-tmp/sync-bench.db";
-  for (const suffix of ["", "-wal", "-shm"]) {
-    await Deno.remove(`${target}${suffix}`).catch(() => {});
-  }
+  const target = await freshCopy("sync-bench.db");
   using sink = createSqliteSink(target, { table: "transactions" });
-  const before = heap();
+  const before = heapUsed();
   let peak = 0;
   let batches = 0;
   const syncStart = performance.now();
@@ -87,9 +80,11 @@ async function throughput(
     },
   });
   const syncRate = result.written / ((performance.now() - syncStart) / 1000);
-  const heapAfter = heap() - before;
-  if (result.written !== ITEMS || listed !== ITEMS) {
-    throw new Error(`synced ${result.written}, listed ${listed} of ${ITEMS}`);
+  const heapAfter = heapUsed() - before;
+  if (result.written !== SYNC_BENCH_ITEMS || listed !== SYNC_BENCH_ITEMS) {
+    throw new Error(
+      `synced ${result.written}, listed ${listed} of ${SYNC_BENCH_ITEMS}`,
+    );
   }
   return {
     listRate,
@@ -115,7 +110,7 @@ async function throughputs(): Promise<void> {
   const byId = await throughput("transactionID");
   const byDate = await throughput("creationDate");
   console.log(
-    `${ITEMS} transactions into SQLite, syncList ÷ the floor (client.list over the same list, order and pages of 1,000, in this run): ` +
+    `${SYNC_BENCH_ITEMS} transactions into SQLite, syncList ÷ the floor (client.list over the same list, order and pages of 1,000, in this run): ` +
       `${line("by id", "0.7×", byId)}; ${
         line("by creationDate", "0.5×", byDate)
       }`,
@@ -232,7 +227,7 @@ async function sweepCosts(n: number, churn: boolean) {
 
 /** A sweep that finds nothing changed, against client.list of the same list, by items/s. */
 async function sweepThroughput() {
-  const n = Math.min(ITEMS, 200_000);
+  const n = Math.min(SYNC_BENCH_ITEMS, 200_000);
   await using api = await startRemoteFake([`--transactions=${n}`]);
   const client = createClient({
     environment: api.environment,
@@ -240,11 +235,7 @@ async function sweepThroughput() {
     clientSecret: api.clientSecret,
     rateLimit: false,
   });
-  await Deno.mkdir(".test-tmp", { recursive: true });
-  const target = ".test-tmp/sync-sweep-bench.db";
-  for (const suffix of ["", "-wal", "-shm"]) {
-    await Deno.remove(`${target}${suffix}`).catch(() => {});
-  }
+  const target = await freshCopy("sync-sweep-bench.db");
   using sink = createSqliteSink(target, { table: "transactions" });
   const options = {
     id: "transactionID",

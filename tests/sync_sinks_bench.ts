@@ -18,30 +18,25 @@ import {
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
-import { startRemoteFake } from "./_bench_server.ts";
+import {
+  freshCopy,
+  heapUsed,
+  startRemoteFake,
+  SYNC_BENCH_ITEMS,
+} from "./_bench_server.ts";
 import { drivers, startCluster } from "./process/_postgres.ts";
 
-const allowed = Deno.permissions.querySync({
-  name: "env",
-  variable: "SYNC_BENCH_ITEMS",
-}).state === "granted";
-const ITEMS = Number(
-  (allowed ? Deno.env.get("SYNC_BENCH_ITEMS") : undefined) ?? 1_000_000,
-);
 /** The API's ceiling: 1,000 items a request, 900 requests per 5 minutes. */
 const CEILING = 1000 * 900 / 300;
-const gc = (globalThis as { gc?: () => void }).gc;
-const heap = () => (gc?.(), Deno.memoryUsage().heapUsed);
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
-await using api = await startRemoteFake([`--transactions=${ITEMS}`]);
+await using api = await startRemoteFake([`--transactions=${SYNC_BENCH_ITEMS}`]);
 const client = createClient({
   environment: api.environment,
   clientId: api.clientId,
   clientSecret: api.clientSecret,
   rateLimit: false, // a million items is far past 900 requests
 });
-await Deno.mkdir(".test-tmp", { recursive: true });
 
 /** client.list alone over the same list and pages: the floor, in items/s. */
 async function listRate(): Promise<number> {
@@ -55,7 +50,7 @@ async function listRate(): Promise<number> {
 /** One sink's line: items/s against the ceiling and the floor, and the heap. */
 async function intoSink(name: string, sink: SyncSink<unknown>) {
   const floor = await listRate();
-  const before = heap();
+  const before = heapUsed();
   let peak = 0, batches = 0;
   const start = performance.now();
   const result = await syncList(client, "transactions", {
@@ -64,36 +59,29 @@ async function intoSink(name: string, sink: SyncSink<unknown>) {
     limit: 1000,
     // What the run holds, after a collection every 100 batches (ten in all).
     onProgress: () => {
-      if (++batches % 100 === 0) peak = Math.max(peak, heap() - before);
+      if (++batches % 100 === 0) peak = Math.max(peak, heapUsed() - before);
     },
   });
   const rate = result.written / ((performance.now() - start) / 1000);
-  if (result.written !== ITEMS) {
-    throw new Error(`${name}: synced ${result.written} of ${ITEMS}`);
+  if (result.written !== SYNC_BENCH_ITEMS) {
+    throw new Error(`${name}: synced ${result.written} of ${SYNC_BENCH_ITEMS}`);
   }
   console.log(
-    `${ITEMS} transactions into ${name}: ${Math.round(rate)} items/s = ${
+    `${SYNC_BENCH_ITEMS} transactions into ${name}: ${
+      Math.round(rate)
+    } items/s = ${
       (rate / CEILING).toFixed(1)
     }× the API's ceiling (goal ≥ 10×), ${
       (rate / floor).toFixed(2)
     }× client.list (${Math.round(floor)} items/s); heap +${
-      mb(heap() - before)
+      mb(heapUsed() - before)
     } MB after, at most +${mb(peak)} MB held during (goal ≤ 64 MB)`,
   );
 }
 
-/** A fresh file path under .test-tmp, with what a sink keeps beside it removed. */
-async function fresh(name: string): Promise<string> {
-  const path = `.test-tmp/${name}`;
-  for (const suffix of ["", "-wal", "-shm", ".checkpoint.json"]) {
-    await Deno.remove(`${path}${suffix}`).catch(() => {});
-  }
-  return path;
-}
-
-await intoSink("JSONL", createJsonlSink(await fresh("sinks-bench.jsonl")));
+await intoSink("JSONL", createJsonlSink(await freshCopy("sinks-bench.jsonl")));
 {
-  using sink = createSqliteSink(await fresh("sinks-bench.db"), {
+  using sink = createSqliteSink(await freshCopy("sinks-bench.db"), {
     table: "transactions",
   });
   await intoSink("SQLite", sink);
