@@ -3,8 +3,13 @@
 // temporary file of this run's own and a rename. Every failure is a SyncError naming the file.
 
 import { createHash } from "node:crypto";
-import { closeSync, lstatSync, openSync, readFileSync } from "node:fs";
-import { readSync } from "node:fs";
+import {
+  closeSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+} from "node:fs";
 import type { Stats } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
