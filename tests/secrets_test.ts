@@ -16,6 +16,7 @@ import { serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
 import { loopbackApi } from "./_loopback_api.ts";
+import { SyncError, syncList } from "../src/sync/mod.ts";
 
 /**
  * A token request to a loopback server that answers every request with
@@ -469,6 +470,28 @@ Deno.test("a list answer echoing the client's credentials (the secret, the id, b
       clientId,
     ]);
   }
+});
+
+Deno.test("a list whose item ids echo the client's credentials never gets them into syncList's SyncError ('unordered' quotes ids): its message, stack or inspection", async () => {
+  const clientId = "partner-client-8";
+  const clientSecret = "s3cr3t-sync-echo-4c1";
+  const ids = [`z-${clientSecret}`, `a-${btoa(`${clientId}:${clientSecret}`)}`];
+  await using api = loopbackApi(
+    "AT-sync-1",
+    () => Response.json(ids.map((thingID) => ({ thingID }))),
+  );
+  const client = createClient({
+    environment: api.environment,
+    clientId,
+    clientSecret,
+    rateLimit: false,
+  });
+  const sink = { load: () => Promise.resolve(undefined), write() {} };
+  const error = await syncList(client, "things", { id: "thingID", sink })
+    .then(() => undefined, (error: unknown) => error);
+  ok(error instanceof SyncError && error.reason === "unordered", `${error}`);
+  assertClean(error, [clientSecret, clientId, btoa(clientSecret)]);
+  assertClean(error.stack, [clientSecret, clientId]);
 });
 
 Deno.test("a fetch that fails quoting the token or the client's credentials gets neither into the ApiError's message or cause", async () => {

@@ -37,6 +37,7 @@ import {
 } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
+import { providerSecrets, redact } from "../core/_redact.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -86,9 +87,20 @@ export async function syncList<T>(
   try {
     const start = runStart(await config.sink.load(), config.identity, config);
     return await runFrom(client, config, start);
+  } catch (error) {
+    throw withoutCredentials(error, client);
   } finally {
     await lock?.[Symbol.asyncDispose]();
   }
+}
+
+/** A SyncError quoting item ids (`"unordered"`) without the client's credentials, which a service may echo in them. */
+function withoutCredentials(error: unknown, client: SyncSource): unknown {
+  const { tokenProvider } = client as { tokenProvider?: object };
+  const secrets = tokenProvider && providerSecrets.get(tokenProvider);
+  if (!(error instanceof SyncError) || secrets === undefined) return error;
+  const [message, stack = ""] = [redact(error.message, secrets), error.stack];
+  return Object.assign(error, { message, stack: redact(stack, secrets) });
 }
 
 /** What the passes of a run share. */
