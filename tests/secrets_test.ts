@@ -17,6 +17,7 @@ import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
 import { loopbackApi } from "./_loopback_api.ts";
 import { SyncError, syncList } from "../src/sync/mod.ts";
+import { memorySink } from "./_sync_fake.ts";
 
 /**
  * A token request to a loopback server that answers every request with
@@ -486,7 +487,7 @@ Deno.test("a list whose item ids echo the client's credentials never gets them i
     clientSecret,
     rateLimit: false,
   });
-  const sink = { load: () => Promise.resolve(undefined), write() {} };
+  const sink = memorySink();
   const error = await syncList(client, "things", { id: "thingID", sink })
     .then(() => undefined, (error: unknown) => error);
   ok(error instanceof SyncError && error.reason === "unordered", `${error}`);
