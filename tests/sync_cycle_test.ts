@@ -146,6 +146,29 @@ Deno.test("newest first, a burst of new items the list takes back during the hea
   }
 });
 
+Deno.test("newest first, a list growing by 200 items at the top before every request is followed: its first read brings every item there was when it began, at concurrency 8 and windows up to 250 (the search for the edge keeps a bound the growth passed, walking with it)", async () => {
+  const all = things(20_000);
+  let size = 0, growing = false;
+  const service = listOf(() => {
+    if (growing) size = Math.min(all.length, size + 200);
+    return all.slice(0, size).toReversed();
+  });
+  const sink = memorySink<Thing>();
+  const options = {
+    id: "thingID",
+    sink,
+    sortDirection: "DESC" as const,
+    limit: 25,
+    maxLimit: 250,
+    concurrency: 8,
+  };
+  await syncList(service.client, "things", { ...options, sweep: Infinity });
+  [size, growing] = [450, true];
+  await syncList(service.client, "things", { ...options, sweep: 0 });
+  const missing = all.slice(0, 450).filter((t) => !sink.rows.has(t.thingID));
+  equal(missing.length, 0);
+});
+
 Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone", async () => {
   const cases: [number, number, number][] = [[500, 75, 1000], [1000, 25, 100]];
   for (const [items, limit, maxLimit] of cases) {

@@ -33,8 +33,8 @@ export interface Committed<T> {
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
-/** Windows after the last item read with none moving on: a margin doubled as often reaches back 8 × 2^32 items. */
-const MAX_GAPS = 32;
+/** Windows that sought the edge with none moving on: a search over 2^30 windows takes 60 at most (twice 30 halvings). */
+const MAX_GAPS = 64;
 
 /** A window requested and not yet judged: its plan, its controller, its items to come. */
 type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
@@ -83,7 +83,11 @@ export async function runPass<T>(
       const judged = await judge(flight, state, config, start.edge);
       state = judged.next;
       const { path } = config.identity;
-      if (judged.kind === "gap") gaps = unjoined(gaps, flight.plan, path);
+      // Sought and not found: a window after the edge, or wholly before it.
+      const missed = judged.kind === "gap" ||
+        (judged.kind === "commit" && state.seek !== undefined &&
+          judged.window.items.length === 0);
+      if (missed) gaps = unjoined(gaps, flight.plan, path);
       if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
@@ -111,21 +115,21 @@ function unsure(state: WindowState): boolean {
 }
 
 /**
- * Windows that began after the last item read, since the pass last moved on: each reads from further back (the margin
- * doubles), so past MAX_GAPS page 1 (or a page before) answered what the pages after it contradict, as another list
- * answering every read of it would. @throws {SyncError} (`"unordered"`)
+ * Windows that sought the edge (began after it, or lay wholly before it) since the pass last moved on: past MAX_GAPS
+ * the list moves faster than it is read, or page 1 answered what the pages after it contradict (another list answering
+ * every read of it). @throws {SyncError} (`"unordered"`)
  */
 function unjoined(gaps: number, plan: WindowPlan, path: string): number {
   if (gaps < MAX_GAPS) return gaps + 1;
   const why =
-    `${MAX_GAPS} windows (the last page ${plan.page} of ${plan.limit}) began after the last item read, and the reads from further back brought nothing after it`;
+    `${MAX_GAPS} windows (the last page ${plan.page} of ${plan.limit}) sought the last item read, and none brought anything after it`;
   throw unjoinedPages(path, why);
 }
 
 /** The pages of `path` do not join, because `why` (so they are no one list's). */
 function unjoinedPages(path: string, why: string): SyncError {
   return new SyncError(
-    `Cannot sync ${path}: ${why}: the pages do not join (another list answered the first ones?); what was committed stays`,
+    `Cannot sync ${path}: ${why}: the pages do not join (the list moves faster than it is read, or another list answered its first pages); what was committed stays`,
     "unordered",
   );
 }

@@ -246,16 +246,21 @@ function readAgain(
   return { again, reads: again ? reads : 0 };
 }
 
-/** What `seek` knows once a window added `found`: a bound it contradicts is one the list moved past (it wins). */
+/**
+ * What `seek` knows once a window added `found`. A window wholly after a low bound (a gap) shows the list shrank before
+ * the edge since: kept, that bound would pin every probe next to the window (a walk back linear in what went), so the
+ * search starts over from the gap, twice as far each time. (A low past a high is kept: a list growing before the edge,
+ * followed window by window.)
+ */
 function sought(
   seek: Seek | undefined,
   found: { low?: number; high?: number },
 ): Seek {
-  const [{ low: was = -Infinity, high: had = Infinity } = {}] = [seek];
-  const { low: now = -Infinity, high: then = Infinity } = found;
-  // Kept, a bound the list moved past would pin every probe next to the window: a walk back linear in what went.
-  const low = Math.max(then <= was ? -Infinity : was, now);
-  const high = Math.min(now >= had ? Infinity : had, then);
+  if (found.high !== undefined && found.high <= (seek?.low ?? -Infinity)) {
+    return { high: found.high, probes: 2 };
+  }
+  const low = Math.max(seek?.low ?? -Infinity, found.low ?? -Infinity);
+  const high = Math.min(seek?.high ?? Infinity, found.high ?? Infinity);
   return {
     ...(low === -Infinity ? {} : { low }),
     ...(high === Infinity ? {} : { high }),

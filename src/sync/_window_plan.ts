@@ -75,7 +75,7 @@ function placed(limit: number, index: number): WindowPlan {
 export function probeAt(seek: Seek, cap: number): number | undefined {
   const { low, high, probes } = seek;
   if (probes < 2) return undefined;
-  const reach = cap * 2 ** (probes - 2);
+  const reach = cap * 2 ** Math.min(probes - 2, 30); // pages stay safe integers past any list's length
   if (high === undefined) return low === undefined ? undefined : low + reach;
   if (low === undefined) return Math.max(0, high - reach);
   if (high - low <= cap) return undefined;
