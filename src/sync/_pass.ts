@@ -34,7 +34,7 @@ export interface Committed<T> {
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
 /** Windows that sought the edge with none moving on: a search over 2^30 windows takes 60 at most (twice 30 halvings). */
-const MAX_GAPS = 64;
+const MAX_MISSES = 64;
 
 /** A window requested and not yet judged: its plan, its controller, its items to come. */
 type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
@@ -59,7 +59,7 @@ export async function runPass<T>(
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start;
   let spent = 0;
-  let repeated: Repeats | undefined, gaps = 0;
+  let repeated: Repeats | undefined, misses = 0;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
@@ -87,13 +87,13 @@ export async function runPass<T>(
       const missed = judged.kind === "gap" ||
         (judged.kind === "commit" && state.seek !== undefined &&
           judged.window.items.length === 0);
-      if (missed) gaps = unjoined(gaps, flight.plan, path);
+      if (missed) misses = unjoined(misses, flight.plan, path);
       if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
         if (judged.kind !== "commit") continue;
       }
-      if (judged.window.items.length > 0) gaps = 0;
+      if (judged.window.items.length > 0) misses = 0;
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
       if (!judged.ended && !unsure(state) && judged.full) {
@@ -115,14 +115,14 @@ function unsure(state: WindowState): boolean {
 }
 
 /**
- * Windows that sought the edge (began after it, or lay wholly before it) since the pass last moved on: past MAX_GAPS
+ * Windows that sought the edge (began after it, or lay wholly before it) since the pass last moved on: past MAX_MISSES
  * the list moves faster than it is read, or page 1 answered what the pages after it contradict (another list answering
  * every read of it). @throws {SyncError} (`"unordered"`)
  */
-function unjoined(gaps: number, plan: WindowPlan, path: string): number {
-  if (gaps < MAX_GAPS) return gaps + 1;
+function unjoined(misses: number, plan: WindowPlan, path: string): number {
+  if (misses < MAX_MISSES) return misses + 1;
   const why =
-    `${MAX_GAPS} windows (the last page ${plan.page} of ${plan.limit}) sought the last item read, and none brought anything after it`;
+    `${MAX_MISSES} windows (the last page ${plan.page} of ${plan.limit}) sought the last item read, and none brought anything after it`;
   throw unjoinedPages(path, why);
 }
 
