@@ -100,7 +100,7 @@ export function sqlSink<T>(
       const batch = { rows, kept, checkpoint, context, owner, copy };
       const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
-      checked = { checkpoint, rows: count, last };
+      checked = { ...copy, checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     }),
     async *liveRows(cycle, _keyOf, most = Infinity) {
@@ -148,13 +148,14 @@ function judgeCopy(
   const refuse = (why: string) =>
     sinkMismatch(dialect.what, why, dialect.instead);
   if (state.foreign !== undefined) throw refuse(state.foreign);
+  const changes = state.changes === true;
   if (state.checkpoint === undefined || state.checkpoint === null) {
     if (state.rows > 0) {
       throw refuse(
         `it holds ${state.rows} rows that no checkpoint covers: it was not made by a sync`,
       );
     }
-    return { checkpoint: undefined, rows: 0, last: null };
+    return { checkpoint: undefined, rows: 0, last: null, changes };
   }
   const checkpoint = parsedJson(state.checkpoint);
   if (!isCheckpoint(checkpoint)) {
@@ -166,7 +167,9 @@ function judgeCopy(
   }
   const { recorded, last = null } = state;
   // 0.3 recorded neither count nor last row: nothing more to compare.
-  if (recorded == null) return { checkpoint, rows: state.rows, last: null };
+  if (recorded == null) {
+    return { checkpoint, rows: state.rows, last: null, changes };
+  }
   if (recorded !== state.rows) {
     throw refuse(`it holds ${state.rows} rows, not the ${recorded} committed`);
   }
@@ -175,7 +178,7 @@ function judgeCopy(
       "its last committed row is not the one recorded: the copy was changed",
     );
   }
-  return { checkpoint, rows: recorded, last };
+  return { checkpoint, rows: recorded, last, changes };
 }
 
 /**
@@ -197,6 +200,11 @@ export function storable(
   }
   const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
   return { rows: { ids: written, texts }, skipped, kept };
+}
+
+/** Whether `batch` records its changes: asked to, or the change table exists (then every run records into it). */
+export function recordsChanges(batch: SqlBatch): boolean {
+  return batch.context?.changes === true || batch.copy.changes === true;
 }
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
@@ -246,6 +254,8 @@ export interface CopyState {
   readonly last?: string | null | undefined;
   readonly found?: string | null | undefined;
   readonly foreign?: string | undefined;
+  /** `<table>_changes` exists: once it does, every run records into it. */
+  readonly changes?: boolean;
 }
 
 /** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
@@ -253,6 +263,8 @@ export interface Checked {
   readonly checkpoint: SyncCheckpoint | undefined;
   readonly rows: number;
   readonly last: string | null;
+  /** `<table>_changes` exists: every run records into it. */
+  readonly changes?: boolean;
 }
 
 /** A batch as the database can hold it: each id once, at its last occurrence. */

@@ -10,6 +10,7 @@ import {
   type Applied,
   changeTableOf,
   type CopyState,
+  recordsChanges,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -129,8 +130,6 @@ class PostgresDialect implements SqlDialect {
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
-  /** Whether `<table>_changes` was there when the copy was read: once it is, every run records into it. */
-  #recording = false;
 
   constructor(
     query: PostgresSinkOptions["query"],
@@ -152,13 +151,14 @@ class PostgresDialect implements SqlDialect {
       checkpoints: catalog.checkpoints === "true",
       recorded: catalog.rows_type != null,
     };
-    this.#recording = (await this.#changeTableFound()).found === "true";
+    const changes = (await this.#changeTableFound()).found === "true";
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
-      return { checkpoint: undefined, rows: 0, foreign };
+      return { checkpoint: undefined, rows: 0, foreign, changes };
     }
     const state = await this.#row(copySql(table, has), [table.slice(1, -1)]);
     return {
+      changes,
       checkpoint: state.checkpoint,
       rows: Number(state.count ?? 0),
       recorded: state.recorded == null ? null : Number(state.recorded),
@@ -195,7 +195,7 @@ class PostgresDialect implements SqlDialect {
 
   async apply(write: SqlBatch): Promise<Applied> {
     // The change table first: a name too long for it leaves nothing created.
-    const changes = write.context?.changes === true || this.#recording
+    const changes = recordsChanges(write)
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();

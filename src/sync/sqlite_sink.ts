@@ -25,6 +25,7 @@ import {
   CHECKPOINT_TABLE,
   type CopyState,
   jsonText,
+  recordsChanges,
   sinkOptions,
   type SqlBatch,
   type SqlDialect,
@@ -153,8 +154,6 @@ class SqliteDialect implements SqlDialect {
   readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
-  /** Whether `<table>_changes` was there when the copy was read: once it is, every run records into it. */
-  #recording = false;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
   readonly #absolute: string | undefined;
@@ -197,9 +196,8 @@ class SqliteDialect implements SqlDialect {
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
-    const changes = columnsOf(this.#db, changeTableOf(this.#table));
-    this.#recording = changes.length > 0;
-    return readCopy(this.#db, this.#table, this.#target);
+    const changes = columnsOf(this.#db, changeTableOf(this.#table)).length > 0;
+    return { ...readCopy(this.#db, this.#table, this.#target), changes };
   }
 
   take(token: string): { taken: string } | { holder: string } {
@@ -250,7 +248,7 @@ class SqliteDialect implements SqlDialect {
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const db = this.#db;
-    const changes = write.context?.changes || this.#recording
+    const changes = recordsChanges(write)
       ? this.#changes ??= changeTable(db, changeTableOf(this.#table))
       : undefined;
     const at = new Date(this.#now()).toISOString();
