@@ -105,12 +105,11 @@ that is not 2xx prints its status and an excerpt on standard error, exit 1.
 `,
   sync: `Usage: ${NAME} sync <list> --to copy.db|copy.jsonl [options]
 
-Copies a list into a SQLite or JSONL file and keeps it true on every run:
-new items first, then a share of the copy read again (the sweep), which
-brings in changed items and items added behind the copy's end, and removes
-deleted ones when a cycle completes. A run resumes where a killed one
-stopped; Ctrl-C commits what it has (exit 130); a second run on the same
-copy waits for the first.
+Copies a list into a SQLite or JSONL file and keeps it true on every run: new
+items first, then a share of the copy read again (the sweep), which brings in
+changed items and items added behind the copy's end, and removes deleted ones
+when a cycle completes. A run resumes where a killed one stopped; Ctrl-C
+commits what it has (exit 130); a second run on the copy waits for the first.
   --to FILE              the copy: .db, .sqlite, .sqlite3 (SQLite, a table
                          named after the list) or .jsonl, .ndjson
   --id FIELD             the unique id (default: the list's singular + ID,
@@ -125,7 +124,8 @@ copy waits for the first.
   --max-deletes SHARE    a cycle removes nothing, and fails, past this share
                          of the copy in 24 hours (default 0.1); to confirm,
                          run the command the refusal prints
-  --changes              SQLite: keep <table>_changes, one row per change
+  --changes              SQLite: keep <table>_changes, one row per change;
+                         once it exists, every run records (drop it to stop)
   --priority P           high, low or auto (default low: live calls on the
                          same limiter go first)
   --max-duration T       sweep at the limiter's spare rate for at most T
