@@ -117,54 +117,57 @@ for (const share of [0.01, 0.1, 0.3]) {
   });
 }
 
-Deno.test("newest first, a burst of new items the list takes back during the head costs requests logarithmic in what went, not linear: the edge sought from a bound the list moved past", async () => {
-  for (const concurrency of [1, 4]) {
-    const all = things(5000);
-    let list = all.slice(0, 2000), requests = 0, changing = false;
-    const service = listOf(() => {
-      // 2,500 new; at the 6th request, 400 more; at the 7th, every new one gone.
-      if (changing && ++requests === 6) list = all.slice(0, 4900);
-      if (changing && requests === 7) list = all.slice(0, 2000);
-      return list.toReversed();
-    }, { maxLimit: 100 });
+Deno.test("newest first, the edge's search drops only a bound the list contradicts while the list moves during the head: a burst of new items taken back costs requests logarithmic in what went, not linear (the edge sought from a bound the list moved past); a list growing by 200 items at the top before every request is followed, its first read bringing every item there was when it began, at concurrency 8 and windows up to 250 (a bound the growth passed is kept, walking with it)", async () => {
+  const all = things(20_000);
+  /**
+   * Copies the list's first `first` items newest first, then runs a head
+   * against the list `move` answers to its request `n` (from 1): the requests
+   * that run spent, and the copy.
+   */
+  async function head(
+    first: number,
+    move: (n: number) => Thing[],
+    options: { limit: number; maxLimit?: number; concurrency: number },
+    serviceMaxLimit = Infinity,
+  ) {
+    let moving = false, n = 0;
+    const service = listOf(
+      () => (moving ? move(++n) : all.slice(0, first)).toReversed(),
+      { maxLimit: serviceMaxLimit },
+    );
     const sink = memorySink<Thing>();
-    const options = {
-      id: "thingID",
-      sink,
-      sortDirection: "DESC" as const,
+    const given = { id: "thingID", sink, sortDirection: "DESC" as const };
+    await syncList(service.client, "things", {
+      ...given,
+      ...options,
+      sweep: Infinity,
+    });
+    moving = true;
+    const before = service.requests;
+    await syncList(service.client, "things", {
+      ...given,
+      ...options,
       sweep: 0,
+    });
+    return { spent: service.requests - before, sink };
+  }
+  for (const concurrency of [1, 4]) {
+    // 2,500 new; at the 6th request, 400 more; from the 7th, every new one gone.
+    const burst = (n: number) =>
+      all.slice(0, n < 6 ? 4500 : n < 7 ? 4900 : 2000);
+    const { spent, sink } = await head(2000, burst, {
       limit: 100,
       concurrency,
-    };
-    await syncList(service.client, "things", { ...options, sweep: Infinity });
-    [list, changing] = [all.slice(0, 4500), true];
-    const before = service.requests;
-    await syncList(service.client, "things", options);
-    const spent = service.requests - before;
+    }, 100);
     ok(spent <= 16, `${spent} list requests at concurrency ${concurrency}`);
     equal(sink.rows.size, 2000);
   }
-});
-
-Deno.test("newest first, a list growing by 200 items at the top before every request is followed: its first read brings every item there was when it began, at concurrency 8 and windows up to 250 (the search for the edge keeps a bound the growth passed, walking with it)", async () => {
-  const all = things(20_000);
-  let size = 0, growing = false;
-  const service = listOf(() => {
-    if (growing) size = Math.min(all.length, size + 200);
-    return all.slice(0, size).toReversed();
-  });
-  const sink = memorySink<Thing>();
-  const options = {
-    id: "thingID",
-    sink,
-    sortDirection: "DESC" as const,
+  const growing = (n: number) => all.slice(0, 450 + 200 * n);
+  const { sink } = await head(0, growing, {
     limit: 25,
     maxLimit: 250,
     concurrency: 8,
-  };
-  await syncList(service.client, "things", { ...options, sweep: Infinity });
-  [size, growing] = [450, true];
-  await syncList(service.client, "things", { ...options, sweep: 0 });
+  });
   const missing = all.slice(0, 450).filter((t) => !sink.rows.has(t.thingID));
   equal(missing.length, 0);
 });
