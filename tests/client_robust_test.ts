@@ -556,7 +556,7 @@ Deno.test("fetch()'s time limit ends with the headers: a slow body still reads t
 
 Deno.test("a caller's fetch that throws at once is no answer, typed, after the retries", async () => {
   await using api = await startFakePartnerApi();
-  let calls = 0;
+  const thrown: TypeError[] = [];
   const client = createClient({
     environment: api.environment,
     tokenProvider: createTokenProvider({
@@ -564,18 +564,19 @@ Deno.test("a caller's fetch that throws at once is no answer, typed, after the r
       ...api.credentials,
     }),
     fetch: () => {
-      calls++;
-      throw new TypeError("this fetch is broken");
+      thrown.push(new TypeError("this fetch is broken"));
+      throw thrown.at(-1);
     },
     retry: FAST_RETRY,
   });
   await rejects(client.fetch("organizations"), (error: unknown) => {
     ok(error instanceof ApiError);
     equal(error.status, 0);
-    ok(/this fetch is broken/.test(error.message), error.message);
+    equal(error.reason, "network");
+    equal(error.cause, thrown.at(-1), "the last attempt's error, as thrown");
     return true;
   });
-  equal(calls, 3);
+  equal(thrown.length, 3);
 });
 
 Deno.test("a host the runtime refuses (no net permission) fails after one attempt, naming the flag for the PCI host", async () => {
