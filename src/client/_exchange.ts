@@ -40,10 +40,10 @@ export interface Exchange<T> {
   readonly init: RequestInit;
   /** Start of error messages, e.g. "Cannot fetch". */
   readonly context: string;
-  /** What must finish within the attempt's time limit (a page's body); an `ApiError` here is final. */
+  /** What must finish within the attempt's time limit (a page's body), given what its errors must not hold; an `ApiError` here is final. */
   readonly finish: (
     response: Response,
-    accessToken: string,
+    secrets: readonly Secret[],
     attempts: number,
   ) => T | Promise<T>;
 }

@@ -18,7 +18,7 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { cleanCause } from "../core/_redact.ts";
+import { cleanCause, type Secret } from "../core/_redact.ts";
 import {
   describeCause,
   isPermissionError,
@@ -62,6 +62,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   /** Where the next attempt goes (redirects move it). */
   target: URL;
   accessToken = "";
+  secrets: readonly Secret[] = [];
   ticket: number | undefined = undefined;
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
@@ -88,6 +89,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     const { signal, context } = this;
     ({ accessToken: this.accessToken } = await context.tokenProvider
       .getToken(signal === undefined ? NO_OPTIONS : { signal }));
+    this.secrets = [this.accessToken, ...context.secrets];
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
     this.ticket = typeof slot === "object"
@@ -197,7 +199,7 @@ function deliver<T>(
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
-  const done = request.exchange.finish(response, request.accessToken, attempts);
+  const done = request.exchange.finish(response, request.secrets, attempts);
   if (!(done instanceof Promise)) return { do: "done", value: done };
   return deadline.race(done).then(
     (value): Next<T> => ({ do: "done", value }),
@@ -290,13 +292,12 @@ function noAnswer(
   deadline: Deadline,
   attempts: number,
 ): ApiError {
-  const { timedOut } = deadline;
+  const { timedOut } = deadline, { secrets } = request;
   const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
   const reason = timedOut ? "timeout" : "network";
   const url = displayUrl(request.target);
   const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
   // A fetch's error may quote what it was handed: the token, or a credential.
-  const secrets = [request.accessToken, ...request.context.secrets];
   const why = describeCause(cause, secrets);
   return new ApiError(
     `${request.exchange.context}: ${request.method} ${url} got no answer${tries}: ${why}`,
