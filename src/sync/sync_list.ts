@@ -290,7 +290,6 @@ async function beginCycle<T>(
 ): Promise<void> {
   const checkpoint = { ...committer.latest, sweep: cursor };
   await committer.commit("sweep", checkpoint, undefined, { beginsCycle: true });
-  committer.tally.pages--; // not a window
 }
 
 /** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
@@ -384,8 +383,7 @@ function shiftOf<T>(
   saved: SyncCheckpoint,
   window: Committed<T>,
 ): number | undefined {
-  if (saved.sortDirection === "DESC" || saved.edge === null) return undefined;
-  return window.edgeAt === undefined
-    ? undefined
-    : window.edgeAt - (saved.offset - 1);
+  // No edge saved: none to show (`edgeAt`).
+  if (saved.sortDirection === "DESC" || window.edgeAt === undefined) return;
+  return window.edgeAt - (saved.offset - 1);
 }
