@@ -57,11 +57,8 @@ export function writeStatement(
  * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item], ...]`, $3 the
  * checkpoint, $4 the cycle, $5 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
  * table as before the statement and writes only while the lease row is this run's (the UPDATE holds it until the
- * commit) and, ending a cycle, the unseen rows (live, seen before it, neither in the batch nor kept) are at most
- * maxDeletes of the live rows after it (else `refused`). Rows are upserted seen and live (`insert`: absent or marked;
- * `update`: jsonb differs), kept ones only seen; a cycle's end removes or marks the unseen; a change table gets a row
- * each; the row count and last row's fingerprint (none once it was removed or marked) go beside the checkpoint. One
- * row answers, all text: `leased` (0: lost), `refused`, `unseen`, `live`, `written`, `inserted`, `updated`, `deleted`.
+ * commit) and, ending a cycle, the unseen rows are at most maxDeletes of the live rows after it (else `refused`);
+ * each step says what it writes.
  */
 function writeSql(table: string, shape: Shape): string {
   const { owner, ends } = shape;

@@ -8,12 +8,8 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 /** An item's place in the order: its sort value (the id by default), then its id. */
 export type SyncKey = NonNullable<SyncCheckpoint["edge"]>;
 
-/** Where a pass stands between windows. */
-export interface WindowState {
-  /** The key of the last item committed; null before the first. */
-  readonly edge: SyncKey | null;
-  /** Where the item after `edge` stood when last seen (0 before the first). */
-  readonly offset: number;
+/** Where a pass stands between windows: its `edge` and `offset` as a checkpoint keeps them (null and 0 before the first). */
+export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   /** Items to read before `offset`, so that a shift to the left stays visible. */
   readonly margin: number;
   /** The largest size known to be honoured (0 until a page shows one). */
