@@ -136,8 +136,7 @@ export function sinkOptions(
         : typeof table,
     );
   }
-  const lockWait = checkLockWait(options, context);
-  return { table: `"${table}"`, lockWait };
+  return { table: `"${table}"`, lockWait: checkLockWait(options, context) };
 }
 
 /** Judges what the copy holds against what was recorded. @throws {SyncError} (`"sink-mismatch"`) */

@@ -322,13 +322,12 @@ function learnLimit(
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    const full = Math.max(state.full ?? 0, limit);
     // Full at the size a shorter answer to a larger one held: a cut, kept like a 400 for the cycle's runs.
     const cut = state.refused === limit + 1 ? { rejected: state.refused } : {};
     return {
       ...state,
       accepted: Math.max(state.accepted, limit),
-      full,
+      full: Math.max(state.full ?? 0, limit),
       ...cut,
     };
   }
