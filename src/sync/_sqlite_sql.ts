@@ -192,9 +192,8 @@ export interface Place {
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
 export function split(
   st: Statements,
-  write: SqlBatch,
+  { rows, context }: SqlBatch,
 ): { rows: Rows; staged: Rows } {
-  const { rows, context } = write;
   const none = { ids: [], texts: [] };
   if (
     context?.phase !== "sweep" || context.endsCycle !== undefined ||
@@ -294,10 +293,9 @@ function endCycle(
 }
 
 /** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
-function upsertAll(st: Statements, batch: Rows, named: boolean) {
+function upsertAll(st: Statements, { ids, texts }: Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
   const before = rowid();
-  const { ids, texts } = batch;
   const kind = new Map<string, boolean>();
   let changed = 0;
   const order = ids.map((_, i) => i).sort((a, b) =>
