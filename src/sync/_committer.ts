@@ -67,7 +67,7 @@ export class Committer<T> {
     // An abort (Ctrl-C, onProgress) stops the run before the next commit.
     this.#config.signal?.throwIfAborted();
     this.latest = checkpoint;
-    this.tally.pages++;
+    if (more.beginsCycle !== true) this.tally.pages++; // else no window
     const context = this.#context(phase, checkpoint, more);
     // A size refused is news too: else a run with nothing new learns it again from maxLimit every run.
     const news = context.beginsCycle === true ||

@@ -62,11 +62,6 @@ export function createPrivate(path: string): void {
   }
 }
 
-/** Refuses `path` if it is a symbolic link (dangling ones too). */
-export async function refuseLink(path: string): Promise<void> {
-  await statOf(path);
-}
-
 /**
  * Opens `path` to `"read"`, `"write"` (never truncated) or `"create"` (new, 0600; else EEXIST as a `"file"` error's
  * cause), checking the handle is the path's own file.
@@ -231,7 +226,7 @@ export async function replaceFile(
     await file.writeFile(text);
     await file.sync();
     await file.close();
-    await refuseLink(path);
+    await statOf(path); // a link there is refused, not replaced
     await renameFile(temporary, path);
   } catch (error) {
     await file.close().catch(() => {}); // closed already, or not

@@ -235,7 +235,6 @@ export async function* copyRows(
       parsedItems(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
     }
   }
-  // Killed between a finished rewrite and its rename: the rewrite is the copy.
   const path = committed.renaming ? files.rewrite : files.copy;
   const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
   for await (const { lines, ends } of linesOf(path, committed.end.length)) {

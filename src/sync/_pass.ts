@@ -10,26 +10,24 @@ import {
   type SyncKey,
   type WindowPlan,
   type WindowState,
+  type WindowVerdict,
 } from "./_window.ts";
 import { followingWindow, nextWindow } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
 
-/** A window the pass committed: its items and their ids, and the state after it. */
-export interface Committed<T> {
+/** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
+export interface Committed<T>
+  extends Pick<Verdict, "ended" | "lost" | "reached"> {
   readonly items: readonly T[];
   readonly ids: readonly string[];
   readonly state: WindowState;
-  /** The pass is complete. */
-  readonly ended: boolean;
   /** Where the pass's first edge now stands, when this window showed it. */
   readonly edgeAt?: number;
-  /** Page 1 begins after the edge the pass stood at: what it committed before is gone from the list. */
-  readonly lost?: boolean;
   /** Its keys at or before the edge the pass stood at (read before), if any. */
   readonly passed?: readonly SyncKey[];
-  /** It holds an item past the pass's keys (a descending head: one the copy held before the run). */
-  readonly reached: boolean;
 }
+
+type Verdict = Extract<WindowVerdict, { kind: "commit" }>;
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;

@@ -10,14 +10,16 @@ import {
 import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 
 /**
- * A batch statement besides its upsert: the lease's `owner` parameter; a cycle's end (unseen rows' fate) and `guard`
- * parameters; whether a sweep's new rows are staged for the cycle's guard; the change table (quoted).
+ * A batch statement besides its upsert: the lease's `owner` parameter; a cycle's end (unseen rows' fate, and the
+ * guard's parameters); whether a sweep's new rows are staged for the cycle's guard; the change table (quoted).
  */
 interface Shape {
   readonly owner: string | undefined;
-  readonly ends: "remove" | "mark" | undefined;
-  readonly guard:
-    | Readonly<Record<"maxDeletes" | "deleted" | "largest", string>>
+  readonly ends:
+    | { readonly deletes: "remove" | "mark" }
+      & Readonly<
+        Record<"maxDeletes" | "deleted" | "largest", string>
+      >
     | undefined;
   readonly stages: boolean;
   readonly changes: string | undefined;
@@ -37,15 +39,14 @@ export function writeStatement(
   params.push(JSON.stringify(write.kept));
   const param = (value: unknown, cast: string) =>
     `$${params.push(`${value}`)}::text${cast}`;
-  const guard = ends && {
-    maxDeletes: param(ends.maxDeletes, "::float8"),
-    deleted: param(ends.recent?.deleted ?? 0, "::bigint"),
-    largest: param(ends.recent?.largest ?? 0, "::bigint"),
-  };
   const sql = writeSql(table, {
     owner: owner === undefined ? undefined : param(owner, ""),
-    ends: ends?.deletes,
-    guard,
+    ends: ends && {
+      deletes: ends.deletes,
+      maxDeletes: param(ends.maxDeletes, "::float8"),
+      deleted: param(ends.recent?.deleted ?? 0, "::bigint"),
+      largest: param(ends.recent?.largest ?? 0, "::bigint"),
+    },
     stages: context?.phase === "sweep" && ends === undefined,
     changes,
   });
@@ -56,17 +57,14 @@ export function writeStatement(
  * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item], ...]`, $3 the
  * checkpoint, $4 the cycle, $5 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
  * table as before the statement and writes only while the lease row is this run's (the UPDATE holds it until the
- * commit) and, ending a cycle, the unseen rows (live, seen before it, neither in the batch nor kept) are at most
- * maxDeletes of the live rows after it (else `refused`). Rows are upserted seen and live (`insert`: absent or marked;
- * `update`: jsonb differs), kept ones only seen; a cycle's end removes or marks the unseen; a change table gets a row
- * each; the row count and last row's fingerprint (none once it was removed or marked) go beside the checkpoint. One
- * row answers, all text: `leased` (0: lost), `refused`, `unseen`, `live`, `written`, `inserted`, `updated`, `deleted`.
+ * commit) and, ending a cycle, the unseen rows are at most maxDeletes of the live rows after it (else `refused`);
+ * each step says what it writes.
  */
 function writeSql(table: string, shape: Shape): string {
-  const { owner, guard } = shape;
+  const { owner, ends } = shape;
   const gates = [
     ...(owner === undefined ? [] : ["EXISTS (SELECT 1 FROM lease)"]),
-    ...(guard === undefined ? [] : ["(SELECT NOT refused FROM guard)"]),
+    ...(ends === undefined ? [] : ["(SELECT NOT refused FROM guard)"]),
   ];
   const when = (word: "WHERE" | "AND") =>
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
@@ -74,7 +72,7 @@ function writeSql(table: string, shape: Shape): string {
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
     ...batchSteps(table, shape.stages),
-    ...(guard === undefined ? [] : cycleEndSteps(table, guard)),
+    ...(ends === undefined ? [] : cycleEndSteps(table, ends, when("AND"))),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
   SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${when("AND")}
@@ -86,11 +84,9 @@ function writeSql(table: string, shape: Shape): string {
   UPDATE ${table} t SET seen = ${CYCLE} FROM kept k
   WHERE t.id = k.id AND t.seen < ${CYCLE} ${when("AND")} RETURNING 1
 )`,
-    ...(shape.ends === undefined ? [] : appliedSteps(table, when("AND"))),
-    ...removalSteps(table, shape.ends, when("AND")),
     ...(shape.changes === undefined
       ? []
-      : [changesStep(shape.changes, shape.ends !== undefined, when("WHERE"))]),
+      : [changesStep(shape.changes, ends !== undefined, when("WHERE"))]),
     savedStep(table, shape, when("WHERE")),
   ];
   return `WITH ${parts.join(", ")}\n${answerSelect(shape)}`;
@@ -139,9 +135,35 @@ function stagedStep(held: string, gated: string): string {
 )`;
 }
 
-/** Ending a cycle that passed its guard: what it staged is inserted (not what the batch writes, which is newer), stage cleared. */
-function appliedSteps(table: string, gated: string): string[] {
+/**
+ * Ending a cycle: the rows it did not see (neither in the batch nor kept), and the guard on their count; once it
+ * passed (`gated`), what the cycle staged is inserted (not what the batch writes, which is newer), the stage cleared,
+ * and the unseen rows removed or marked.
+ */
+function cycleEndSteps(
+  table: string,
+  ends: NonNullable<Shape["ends"]>,
+  gated: string,
+): string[] {
+  const change = ends.deletes === "remove"
+    ? `DELETE FROM ${table} t USING gone g`
+    : `UPDATE ${table} t SET deleted_at = now() FROM gone g`;
   return [
+    `gone AS (
+  SELECT t.id FROM ${table} t
+  WHERE t.seen < ${CYCLE} AND t.deleted_at IS NULL
+    AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
+    AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.id = t.id)
+)`,
+    // Each count in FROM, so each is taken once (in the select list, one the guard uses twice would be taken twice).
+    `guard AS (
+  SELECT u.n AS unseen, l.n + i.n AS live,
+    ${ends.maxDeletes} < 1 AND
+      u.n > ${ends.maxDeletes} * greatest(l.n + i.n, ${ends.largest}) - ${ends.deleted} AS refused
+  FROM (SELECT count(*) AS n FROM gone) AS u,
+    (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
+    (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
+)`,
     `applied AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
   SELECT s.id, s.item, ${CYCLE}, NULL FROM ${STAGE_TABLE} s
@@ -154,47 +176,11 @@ function appliedSteps(table: string, gated: string): string[] {
   DELETE FROM ${STAGE_TABLE} WHERE target = $1::text AND cycle <= ${CYCLE} ${gated}
   RETURNING 1
 )`,
-  ];
-}
-
-/** Ending a cycle: the rows it did not see (neither in the batch nor kept), and the guard on their count. */
-function cycleEndSteps(
-  table: string,
-  guard: NonNullable<Shape["guard"]>,
-): string[] {
-  return [
-    `gone AS (
-  SELECT t.id FROM ${table} t
-  WHERE t.seen < ${CYCLE} AND t.deleted_at IS NULL
-    AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
-    AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.id = t.id)
-)`,
-    // Each count in FROM, so each is taken once (in the select list, one the guard uses twice would be taken twice).
-    `guard AS (
-  SELECT u.n AS unseen, l.n + i.n AS live,
-    ${guard.maxDeletes} < 1 AND
-      u.n > ${guard.maxDeletes} * greatest(l.n + i.n, ${guard.largest}) - ${guard.deleted} AS refused
-  FROM (SELECT count(*) AS n FROM gone) AS u,
-    (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
-    (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
-)`,
-  ];
-}
-
-/** The unseen rows removed, or marked, when a cycle ends. */
-function removalSteps(
-  table: string,
-  ends: Shape["ends"],
-  gated: string,
-): string[] {
-  if (ends === undefined) return [];
-  const change = ends === "remove"
-    ? `DELETE FROM ${table} t USING gone g`
-    : `UPDATE ${table} t SET deleted_at = now() FROM gone g`;
-  return [`removed AS (
+    `removed AS (
   ${change} WHERE t.id = g.id ${gated}
   RETURNING 1
-)`];
+)`,
+  ];
 }
 
 /** Each insert, update and (ending a cycle) delete as a row of `changes`. */
@@ -215,7 +201,7 @@ function changesStep(changes: string, ends: boolean, gated: string): string {
 
 /** The checkpoint saved with the row count and the last row's fingerprint. */
 function savedStep(table: string, shape: Shape, gated: string): string {
-  const ends = shape.ends;
+  const ends = shape.ends?.deletes;
   const written = shape.stages ? ` WHERE ${held(table)}` : "";
   const before = (column: string) =>
     `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;

@@ -136,8 +136,7 @@ export function sinkOptions(
         : typeof table,
     );
   }
-  const lockWait = checkLockWait(options, context);
-  return { table: `"${table}"`, lockWait };
+  return { table: `"${table}"`, lockWait: checkLockWait(options, context) };
 }
 
 /** Judges what the copy holds against what was recorded. @throws {SyncError} (`"sink-mismatch"`) */
@@ -259,12 +258,10 @@ export interface CopyState {
 }
 
 /** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
-export interface Checked {
+export interface Checked extends Pick<CopyState, "changes"> {
   readonly checkpoint: SyncCheckpoint | undefined;
   readonly rows: number;
   readonly last: string | null;
-  /** `<table>_changes` exists: every run records into it. */
-  readonly changes?: boolean;
 }
 
 /** A batch as the database can hold it: each id once, at its last occurrence. */

@@ -192,9 +192,8 @@ export interface Place {
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
 export function split(
   st: Statements,
-  write: SqlBatch,
+  { rows, context }: SqlBatch,
 ): { rows: Rows; staged: Rows } {
-  const { rows, context } = write;
   const none = { ids: [], texts: [] };
   if (
     context?.phase !== "sweep" || context.endsCycle !== undefined ||
@@ -244,7 +243,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   }
   const end = ends === undefined
     ? { deleted: 0, inserted: 0 }
-    : endCycle(place, ends, cycle, record);
+    : endCycle(place, ends, cycle);
   const removed = ends?.deletes === "remove" ? end.deleted : 0;
   const rows = copy.rows + kinds.added + end.inserted - removed;
   // The batch's last row, by fingerprint and id (none once the cycle's end removed or marked it).
@@ -270,22 +269,21 @@ function endCycle(
   place: Place,
   ends: NonNullable<NonNullable<SqlBatch["context"]>["endsCycle"]>,
   cycle: number,
-  record: StatementSync | undefined,
 ) {
-  const { st, target, at } = place;
+  const { st, target, at, changes } = place;
   const deleted = (st.unseen.get(target, cycle) as { n: number }).n;
   const held = (st.live.get() as { n: number }).n;
   if (tooMany(deleted, held, ends.maxDeletes, ends.recent)) {
     const { maxDeletes, recent } = ends;
     throw tooManyDeletes(deleted, held, maxDeletes, place.what, recent);
   }
-  place.changes?.staged.run(target, cycle, at);
+  changes?.staged.run(target, cycle, at);
   const inserted = Number(st.applyStaged.run(target, cycle).changes);
   st.clearStage.run(target, cycle);
   // Each statement over the unseen reads the whole table against the cycle's log: none runs when none is unseen.
   if (deleted > 0) {
-    for (const { id } of record ? st.unseenIds.all(target, cycle) : []) {
-      record?.run(id as string, "delete", at, null);
+    for (const { id } of changes ? st.unseenIds.all(target, cycle) : []) {
+      changes?.record.run(id as string, "delete", at, null);
     }
     if (ends.deletes === "remove") st.remove.run(target, cycle);
     else st.mark.run(target, cycle, at);
@@ -295,10 +293,9 @@ function endCycle(
 }
 
 /** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
-function upsertAll(st: Statements, batch: Rows, named: boolean) {
+function upsertAll(st: Statements, { ids, texts }: Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
   const before = rowid();
-  const { ids, texts } = batch;
   const kind = new Map<string, boolean>();
   let changed = 0;
   const order = ids.map((_, i) => i).sort((a, b) =>

@@ -8,12 +8,8 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 /** An item's place in the order: its sort value (the id by default), then its id. */
 export type SyncKey = NonNullable<SyncCheckpoint["edge"]>;
 
-/** Where a pass stands between windows. */
-export interface WindowState {
-  /** The key of the last item committed; null before the first. */
-  readonly edge: SyncKey | null;
-  /** Where the item after `edge` stood when last seen (0 before the first). */
-  readonly offset: number;
+/** Where a pass stands between windows: its `edge` and `offset` as a checkpoint keeps them (null and 0 before the first). */
+export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   /** Items to read before `offset`, so that a shift to the left stays visible. */
   readonly margin: number;
   /** The largest size known to be honoured (0 until a page shows one). */
@@ -326,13 +322,12 @@ function learnLimit(
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    const full = Math.max(state.full ?? 0, limit);
     // Full at the size a shorter answer to a larger one held: a cut, kept like a 400 for the cycle's runs.
     const cut = state.refused === limit + 1 ? { rejected: state.refused } : {};
     return {
       ...state,
       accepted: Math.max(state.accepted, limit),
-      full,
+      full: Math.max(state.full ?? 0, limit),
       ...cut,
     };
   }

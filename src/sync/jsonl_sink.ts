@@ -14,7 +14,6 @@ import {
   openFile,
   openToWrite,
   readRange,
-  refuseLink,
   renameFile,
   replaceFile,
   statOf,
@@ -178,7 +177,7 @@ class JsonlCopy {
   async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
     const { copy, rewrite } = this.#files;
     if (await statOf(rewrite) !== undefined) {
-      await refuseLink(copy);
+      await statOf(copy); // a link there is refused, not replaced
       await renameFile(rewrite, copy);
     }
     this.#ours.delete(copy);
@@ -233,7 +232,7 @@ async function startCycle(
   main: FileEnd,
   cycle: number,
 ): Promise<Rewrite> {
-  await refuseLink(files.rewrite);
+  await statOf(files.rewrite); // a link there is refused, not removed
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();
   return { end: EMPTY, cycle, mainAt: main.length };

@@ -12,7 +12,7 @@ import {
   fileError,
   fingerprint,
   identityOf,
-  refuseLink,
+  statOf,
 } from "./_files.ts";
 import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
@@ -192,7 +192,7 @@ class SqliteDialect implements SqlDialect {
     if (this.#file !== undefined) {
       // Neither the database nor its journal files through a link.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-        await refuseLink(`${this.#file}${suffix}`);
+        await statOf(`${this.#file}${suffix}`);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
@@ -247,9 +247,8 @@ class SqliteDialect implements SqlDialect {
     const { rows, staged } = split(st, write);
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
-    const db = this.#db;
     const changes = recordsChanges(write)
-      ? this.#changes ??= changeTable(db, changeTableOf(this.#table))
+      ? this.#changes ??= changeTable(this.#db, changeTableOf(this.#table))
       : undefined;
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;

@@ -290,12 +290,10 @@ async function beginCycle<T>(
 ): Promise<void> {
   const checkpoint = { ...committer.latest, sweep: cursor };
   await committer.commit("sweep", checkpoint, undefined, { beginsCycle: true });
-  committer.tally.pages--; // not a window
 }
 
 /** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
-async function beginAfresh<T>(run: Run<T>): Promise<void> {
-  const { config, committer } = run;
+async function beginAfresh<T>({ config, committer }: Run<T>): Promise<void> {
   const at = { now: config.now(), fresh: true };
   const begun = sweepStart(committer.latest, config, at);
   if (begun !== undefined) await beginCycle(committer, begun.sweep);
@@ -325,10 +323,9 @@ async function endCycle<T>(
 
 /** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
 async function guardOf<T>(
-  run: Run<T>,
+  { config, committer }: Run<T>,
   { cycle, edge }: SweepCursor,
 ): Promise<WindowGuard | undefined> {
-  const { config, committer } = run;
   const { sink, maxDeletes, keyOf } = config;
   if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
@@ -348,11 +345,10 @@ async function guardOf<T>(
 /** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */
 async function refuseWindows<T>(
   run: Run<T>,
-  guard: WindowGuard,
+  { held, maxDeletes, recent, refused = 0 }: WindowGuard,
   cycle: number,
   partial: boolean,
 ): Promise<never> {
-  const { held, maxDeletes, recent, refused = 0 } = guard;
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done(); // a batch before that failed is the run's error
   const error = tooManyDeletes(
@@ -384,8 +380,7 @@ function shiftOf<T>(
   saved: SyncCheckpoint,
   window: Committed<T>,
 ): number | undefined {
-  if (saved.sortDirection === "DESC" || saved.edge === null) return undefined;
-  return window.edgeAt === undefined
-    ? undefined
-    : window.edgeAt - (saved.offset - 1);
+  // No edge saved: none to show (`edgeAt`).
+  if (saved.sortDirection === "DESC" || window.edgeAt === undefined) return;
+  return window.edgeAt - (saved.offset - 1);
 }
