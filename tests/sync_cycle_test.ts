@@ -100,7 +100,7 @@ Deno.test("a list that moved is followed, however far: 300 inserts spread over t
 });
 
 for (const share of [0.01, 0.1, 0.3]) {
-  Deno.test(`finding the edge after ${share * 100} % of 100,000 items were removed behind it costs at most 12 list requests`, async () => {
+  Deno.test(`finding the edge after ${share * 100} % of 100,000 items were removed behind it costs at most 12 list requests, and the next run with nothing new at most 2 (the edge found is kept)`, async () => {
     let items = things(100_000, { step: 10 });
     const service = listOf(() => items);
     const sink = memorySink<Thing>();
@@ -114,6 +114,9 @@ for (const share of [0.01, 0.1, 0.3]) {
     const spent = service.requests - before;
     ok(spent <= 12, `${spent} list requests`);
     equal(run.written, 0);
+    const next = service.requests;
+    await syncList(service.client, "things", options);
+    ok(service.requests - next <= 2, `then ${service.requests - next}`);
   });
 }
 
