@@ -175,6 +175,34 @@ Deno.test("newest first, the edge's search drops only a bound the list contradic
   equal(missing.length, 0);
 });
 
+Deno.test("oldest first, a list growing by more than limit before every request (60, 200) is caught: the head ends within 12 requests, bringing every item there was when it began, at concurrency 1 and 4", async () => {
+  for (const [growth, concurrency] of [[60, 1], [200, 1], [60, 4]]) {
+    const all = things(2000 + 200 * 20);
+    let length = 2000, asked = -1;
+    const stop = new AbortController();
+    const service = listOf(() => {
+      if (asked < 0) return all.slice(0, length);
+      if (++asked > 12) stop.abort(); // the run stops; unbounded, it read for ever
+      length += growth;
+      return all.slice(0, length);
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, concurrency, sweep: 0 };
+    await syncList(service.client, "things", options);
+    const [began, before] = [length, service.requests];
+    asked = 0;
+    await syncList(service.client, "things", {
+      ...options,
+      signal: stop.signal,
+    });
+    ok(
+      service.requests - before <= 12,
+      `${growth}: ${service.requests - before}`,
+    );
+    ok(sink.rows.size >= began, `${growth}: ${sink.rows.size} of ${began}`);
+  }
+});
+
 Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone", async () => {
   const cases: [number, number, number][] = [[500, 75, 1000], [1000, 25, 100]];
   for (const [items, limit, maxLimit] of cases) {
