@@ -196,8 +196,11 @@ class SqliteDialect implements SqlDialect {
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
-    const changes = columnsOf(this.#db, changeTableOf(this.#table)).length > 0;
-    return { ...readCopy(this.#db, this.#table, this.#target), changes };
+    const db = this.#db, changes = changeTableOf(this.#table);
+    return snapshot(db, () => ({
+      ...readCopy(db, this.#table, this.#target),
+      changes: columnsOf(db, changes).length > 0,
+    }));
   }
 
   take(token: string): { taken: string } | { holder: string } {
@@ -310,6 +313,19 @@ class SqliteDialect implements SqlDialect {
       "file",
       file,
     );
+  }
+}
+
+/**
+ * `read` in one read transaction (a savepoint: inside the user's own transaction too), so that another connection's
+ * commit lands wholly before or after it: rows counted before a batch, a checkpoint read after it, refused a sound copy.
+ */
+function snapshot<R>(db: DatabaseSync, read: () => R): R {
+  db.exec("SAVEPOINT partner_api_read");
+  try {
+    return read();
+  } finally {
+    if (db.isTransaction) db.exec("RELEASE partner_api_read"); // read only: nothing to roll back
   }
 }
 
