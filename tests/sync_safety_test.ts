@@ -377,6 +377,26 @@ Deno.test("a hard link to another file, planted as a copy's file, is refused bef
   equal(await Deno.readTextFile(outside), bytes);
 });
 
+Deno.test("SQLite sink: a hard link to another file, planted as the database or its journal, is refused before a byte is written", async () => {
+  const items = Array.from({ length: 30 }, (_, i) => ({ n: `${1000 + i}` }));
+  const service = listOf(() => items);
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) {
+    // Empty, as another user may plant it: a new database, or a journal to fill.
+    const outside = await fresh(`outside-sqlite${suffix}`);
+    await Deno.writeTextFile(outside, "", { mode: 0o600 });
+    const path = await fresh(`hard${suffix}.db`);
+    const sync = async () => {
+      using sink = createSqliteSink(path, { table: "things" });
+      return await syncList(service.client, "things", { id: "n", sink });
+    };
+    await sync();
+    await Deno.remove(`${path}${suffix}`).catch(() => {});
+    await Deno.link(outside, `${path}${suffix}`);
+    await refused(sync(), "link", `${path}${suffix}`);
+    equal(await Deno.readTextFile(outside), "", suffix);
+  }
+});
+
 Deno.test("every file failure is a SyncError naming the file: a missing file or folder, a file already there", async () => {
   const path = await fresh("plain.jsonl");
   await Deno.writeTextFile(path, "{}\n");
