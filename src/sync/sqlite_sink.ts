@@ -39,6 +39,7 @@ import {
   columnsOf,
   Commits,
   foreignTables,
+  snapshot,
   split,
   type Statements,
   statements,
@@ -199,6 +200,7 @@ class SqliteDialect implements SqlDialect {
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
+    // One snapshot: another run's commit between the row count and the checkpoint made a sound copy look foreign.
     const db = this.#db, changes = changeTableOf(this.#table);
     return snapshot(db, () => ({
       ...readCopy(db, this.#table, this.#target),
@@ -316,19 +318,6 @@ class SqliteDialect implements SqlDialect {
       "file",
       file,
     );
-  }
-}
-
-/**
- * `read` in one read transaction (a savepoint: inside the user's own transaction too), so that another connection's
- * commit lands wholly before or after it: rows counted before a batch, a checkpoint read after it, refused a sound copy.
- */
-function snapshot<R>(db: DatabaseSync, read: () => R): R {
-  db.exec("SAVEPOINT partner_api_read");
-  try {
-    return read();
-  } finally {
-    if (db.isTransaction) db.exec("RELEASE partner_api_read"); // read only: nothing to roll back
   }
 }
 
