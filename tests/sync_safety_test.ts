@@ -190,6 +190,54 @@ Deno.test("SQLite sink: a run whose lease was taken over while it was paused sto
   equal(row.n, 10);
 });
 
+/** `database`, whose first `prepare` of SQL matching `at` runs `meanwhile` first. */
+function interleaved(
+  database: DatabaseSync,
+  at: RegExp,
+  meanwhile: () => void,
+): DatabaseSync {
+  let pending = true;
+  return new Proxy(database, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (typeof value !== "function") return value;
+      if (key !== "prepare") return value.bind(target);
+      return (sql: string) => {
+        if (pending && at.test(sql)) [pending] = [false, meanwhile()];
+        return target.prepare(sql);
+      };
+    },
+  });
+}
+
+Deno.test("SQLite sink: a second run reading the copy while the first commits a batch is refused 'locked', never 'sink-mismatch'", async () => {
+  const path = await fresh("read-mid-commit.db");
+  const items = Array.from({ length: 30 }, (_, i) => ({ n: `${1000 + i}` }));
+  using first = createSqliteSink(path, { table: "things" });
+  await syncList(listOf(() => items).client, "things", {
+    id: "n",
+    sink: first,
+  });
+  const lease = await first.lock!();
+  // The first run's next batch, committed between the second's count of the rows and its read of the checkpoint.
+  const committer = new DatabaseSync(path);
+  const batch = () =>
+    committer.exec(
+      `BEGIN IMMEDIATE; INSERT INTO things (id, item) VALUES ('0999', '{"n":"0999"}');
+      UPDATE partner_api_sync SET rows = rows + 1; COMMIT`,
+    );
+  const database = new DatabaseSync(path);
+  const second = createSqliteSink(
+    interleaved(database, /^SELECT target, checkpoint/, batch),
+    { table: "things", lockWait: 0 },
+  );
+  await refused(second.lock!(), "locked");
+  await lease[Symbol.asyncDispose]();
+  equal((await second.load())?.offset, 30, "the copy is sound");
+  committer.close();
+  database.close();
+});
+
 Deno.test("SQLite sink: a table of the user's own is refused, and the database file is left byte for byte", async () => {
   const path = await fresh("own.db");
   const database = new DatabaseSync(path);
@@ -327,6 +375,26 @@ Deno.test("a hard link to another file, planted as a copy's file, is refused bef
   await Deno.link(outside, path);
   await refused(openFile(path, "write"), "link", path);
   equal(await Deno.readTextFile(outside), bytes);
+});
+
+Deno.test("SQLite sink: a hard link to another file, planted as the database or its journal, is refused before a byte is written", async () => {
+  const items = Array.from({ length: 30 }, (_, i) => ({ n: `${1000 + i}` }));
+  const service = listOf(() => items);
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) {
+    // Empty, as another user may plant it: a new database, or a journal to fill.
+    const outside = await fresh(`outside-sqlite${suffix}`);
+    await Deno.writeTextFile(outside, "", { mode: 0o600 });
+    const path = await fresh(`hard${suffix}.db`);
+    const sync = async () => {
+      using sink = createSqliteSink(path, { table: "things" });
+      return await syncList(service.client, "things", { id: "n", sink });
+    };
+    await sync();
+    await Deno.remove(`${path}${suffix}`).catch(() => {});
+    await Deno.link(outside, `${path}${suffix}`);
+    await refused(sync(), "link", `${path}${suffix}`);
+    equal(await Deno.readTextFile(outside), "", suffix);
+  }
 });
 
 Deno.test("every file failure is a SyncError naming the file: a missing file or folder, a file already there", async () => {

@@ -277,7 +277,7 @@ function linkRefused(path: string, info: { uid: number } | undefined) {
 }
 
 /** The refusal of a planted file: whose it is, and what to remove. */
-function refused(
+export function refused(
   path: string,
   info: { uid: number } | undefined,
   what: string,

@@ -12,6 +12,7 @@ import {
   fileError,
   fingerprint,
   identityOf,
+  refused,
   statOf,
 } from "./_files.ts";
 import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
@@ -38,12 +39,14 @@ import {
   columnsOf,
   Commits,
   foreignTables,
+  snapshot,
   split,
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+const LINKED = "is another name of a file (a hard link)";
 /** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
 const FILE_FAILURE =
   /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
@@ -95,7 +98,7 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
  *
  * `load()` changes nothing: a table with rows but no checkpoint, or whose row count or last row differs from the record,
  * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode or holds a
- * NUL, or an item JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file is never opened through a symbolic link (`"link"`) and is created 0600.
+ * NUL, or an item JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file or its journal is never opened through a symbolic or hard link (`"link"`); a new one is 0600.
  *
  * @param database A file path (opened in WAL mode, closed by `close()`) or an open `DatabaseSync` (yours to close).
  * @param options The table, and how long to wait for another run.
@@ -190,14 +193,19 @@ class SqliteDialect implements SqlDialect {
 
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) {
-      // Neither the database nor its journal files through a link.
+      // Neither the database nor its journal files through a link, nor another name of a file: SQLite writes them.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-        await statOf(`${this.#file}${suffix}`);
+        const path = `${this.#file}${suffix}`, info = await statOf(path);
+        if (info?.isFile() && info.nlink > 1) throw refused(path, info, LINKED);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
     }
-    const changes = columnsOf(this.#db, changeTableOf(this.#table)).length > 0;
-    return { ...readCopy(this.#db, this.#table, this.#target), changes };
+    // One snapshot: another run's commit between the row count and the checkpoint made a sound copy look foreign.
+    const db = this.#db, changes = changeTableOf(this.#table);
+    return snapshot(db, () => ({
+      ...readCopy(db, this.#table, this.#target),
+      changes: columnsOf(db, changes).length > 0,
+    }));
   }
 
   take(token: string): { taken: string } | { holder: string } {
