@@ -156,18 +156,26 @@ function verifiedLine(
   return `${target}: ${when}; --sweep all verifies it now\n`;
 }
 
-/** A missing folder is the caller's to create: said before anything else. */
+/** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
   const folder = target.includes("/")
     ? target.slice(0, target.lastIndexOf("/")) || "/"
     : ".";
   // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
-  const info = await Deno.stat(folder).catch((error) =>
-    error instanceof Deno.errors.NotCapable ? null : undefined
-  );
+  const look = (stat: typeof Deno.stat, path: string) =>
+    stat(path).catch((error) =>
+      error instanceof Deno.errors.NotCapable ? null : undefined
+    );
+  const info = await look(Deno.stat, folder);
   if (info !== null && info?.isDirectory !== true) {
     throw new UsageError(
       `--to ${target}: the folder ${folder} does not exist; create it, or give --to a path in a folder that does`,
+    );
+  }
+  // SQLite cannot open a folder either, and says only that (exit 1); a link is the sink's to refuse (lstat).
+  if ((await look(Deno.lstat, target))?.isDirectory) {
+    throw new UsageError(
+      `--to ${target}: ${target} is a folder, not a file. Nothing was changed: give --to a new file`,
     );
   }
 }
