@@ -93,7 +93,7 @@ export function since(
       `--since ${field}=…: ${value} is not a date that exists (a real day of a year from 0000 to 9999, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
     );
   }
-  const older = olderThan(value);
+  const older = olderThan(field, value);
   return {
     field,
     until: (item) => {
@@ -112,7 +112,9 @@ function writtenAsDate(value: string): boolean {
 
 /** Whether `value` is an ISO 8601 date that exists: year 0000 to 9999, a day of its month (Date.parse takes Feb 30). */
 function isRealDate(value: string): boolean {
-  if (Number.isNaN(instantOf(value))) return false;
+  const instant = instantOf(value);
+  const iso = Number.isNaN(instant) ? "" : new Date(instant).toISOString();
+  if (!/^\d{4}-/.test(iso)) return false; // its zone may move it: 9999-12-31T23:00:00-14:00 is in 10000
   const [year = 0, month = 0, day = 0] = value.slice(0, 10).split("-").map(
     Number,
   );
@@ -129,16 +131,27 @@ function instantOf(text: string): number {
   return Date.parse(local ? `${text}Z` : text);
 }
 
-/** Whether a field's value is older (smaller) than `value`. */
-function olderThan(value: string): (own: unknown) => boolean {
-  const instant = instantOf(value);
+/**
+ * Whether a field's value is older (smaller) than `value`. A number against a field of dates (20261101 compared as
+ * text stops at the first item), or a date against one of numbers, is refused: no order holds between them.
+ * @throws {UsageError} At the first item that shows the mismatch, before it is written.
+ */
+function olderThan(field: string, value: string): (own: unknown) => boolean {
+  const instant = instantOf(value), hasInstant = !Number.isNaN(instant);
   const number = /^-?\d+(?:\.\d+)?$/.test(value) ? Number(value) : NaN;
+  const dashed = value.replace(/^(\d{4})(\d\d)(\d\d)$/, "$1-$2-$3"); // 20261101
+  const numberOnDates = `dates, not numbers: write a date, e.g. ${
+    isRealDate(dashed) ? dashed : "2026-11-24"
+  }`;
   return (own) => {
-    if (typeof own === "number" && !Number.isNaN(number)) return own < number;
+    const isNumber = typeof own === "number";
+    if (isNumber && !Number.isNaN(number)) return own < number;
     const text = typeof own === "string" ? own : JSON.stringify(own);
-    if (!Number.isNaN(instant)) {
-      const at = instantOf(text);
-      if (!Number.isNaN(at)) return at < instant;
+    const at = instantOf(text), onDates = !Number.isNaN(at);
+    if (hasInstant && onDates) return at < instant;
+    if ((!Number.isNaN(number) && onDates) || (hasInstant && isNumber)) {
+      const what = onDates ? numberOnDates : "numbers, not dates: write one";
+      throw new UsageError(`--since ${field}=${value}: ${field} holds ${what}`);
     }
     return text < value;
   };
