@@ -22,7 +22,7 @@ export async function runSync(
   const { io } = session;
   const interrupt = new AbortController();
   const stopListening = io.onInterrupt?.(() =>
-    interrupt.abort(new Interrupted())
+    interrupt.abort(new Interrupted("interrupted"))
   );
   try {
     await checkFolder(request.target);
@@ -167,17 +167,13 @@ async function checkFolder(target: string): Promise<void> {
       error instanceof Deno.errors.NotCapable ? null : undefined
     );
   const info = await look(Deno.stat, folder);
-  if (info !== null && info?.isDirectory !== true) {
-    throw new UsageError(
-      `--to ${target}: the folder ${folder} does not exist; create it, or give --to a path in a folder that does`,
-    );
-  }
   // SQLite cannot open a folder either, and says only that (exit 1); a link is the sink's to refuse (lstat).
-  if ((await look(Deno.lstat, target))?.isDirectory) {
-    throw new UsageError(
-      `--to ${target}: ${target} is a folder, not a file. Nothing was changed: give --to a new file`,
-    );
-  }
+  const problem = info !== null && info?.isDirectory !== true
+    ? `the folder ${folder} does not exist; create it, or give --to a path in a folder that does`
+    : (await look(Deno.lstat, target))?.isDirectory
+    ? `${target} is a folder, not a file. Nothing was changed: give --to a new file`
+    : undefined;
+  if (problem !== undefined) throw new UsageError(`--to ${target}: ${problem}`);
 }
 
 /** The error as one line about `--to` where it is about the target: a copy this run cannot use or write (exit 2). */
