@@ -189,19 +189,17 @@ Deno.test("sync CLI: 'next verified by' is said of a sweep at the spare rate (--
   equal(says([]), false);
 });
 
-Deno.test("sync CLI: a --to in a missing folder, a copy it did not make, a file it may not write: exit 2 and one line about --to", async () => {
+Deno.test("sync CLI: a --to in a missing folder or naming a folder, a copy it did not make, a file it may not write: exit 2 and one line about --to", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 5 } });
-  const missing = await run(
-    syncArgs(".test-tmp/no/such/folder/copy.db"),
-    configFor(api),
-  );
-  equal(missing.code, 2, missing.stderr);
-  equal(missing.stderr.trim().split("\n").length, 1, missing.stderr);
-  equal(
-    missing.stderr.includes("--to .test-tmp/no/such/folder/copy.db"),
-    true,
-    missing.stderr,
-  );
+  const folders = [await fresh("folder.db"), await fresh("folder.jsonl")];
+  for (const folder of folders) await Deno.mkdir(folder);
+  for (const to of [".test-tmp/no/such/folder/copy.db", ...folders]) {
+    const refused = await run(syncArgs(to), configFor(api));
+    equal(refused.code, 2, refused.stderr);
+    equal(refused.stderr.trim().split("\n").length, 1, refused.stderr);
+    equal(refused.stderr.includes(`: --to ${to}: `), true, refused.stderr);
+  }
+  equal(api.apiRequests, 0, "refused before any list request");
   const own = await fresh("own.jsonl");
   await Deno.writeTextFile(own, '{"mine":1}\n');
   const foreign = await run(

@@ -136,6 +136,8 @@ Deno.test("syncList checks its options before anything is read", async () => {
     [{ id: "x", sortBy: 3 }, "sortBy", TypeError],
     [{ id: "x", limit: 0 }, "limit", RangeError],
     [{ id: "x", maxLimit: 10 }, "maxLimit", RangeError],
+    // A cost bound no window may keep: refused, not maxLimit raised silently.
+    [{ id: "x", limit: 100, maxLimit: 60 }, "limit", RangeError],
     [{ id: "x", concurrency: 65 }, "concurrency", RangeError],
     [{ id: "x", onProgress: 1 }, "onProgress", TypeError],
     [{ id: "x", query: "a=1" }, "query", TypeError],

@@ -196,12 +196,10 @@ export function failureMessage(
   error: unknown,
 ): { message: string; code: number } {
   // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
-  if (
-    error instanceof UsageError || error instanceof TypeError ||
-    error instanceof RangeError
-  ) return { message: error.message, code: 2 };
-  if (error instanceof Interrupted) {
-    return { message: error.message, code: 130 };
+  const usage = error instanceof UsageError || error instanceof TypeError ||
+    error instanceof RangeError;
+  if (usage || error instanceof Interrupted) {
+    return { message: error.message, code: usage ? 2 : 130 };
   }
   // The library's message names what to fix (the variables, the flag to add): passed on as it is.
   if (error instanceof TokenRequestError || error instanceof ApiError) {

@@ -11,9 +11,6 @@ import { progressReporter } from "./_render.ts";
 /** Ctrl-C stopped the run: exit code 130, as shells expect. */
 export class Interrupted extends Error {
   override readonly name = "Interrupted";
-  constructor(message = "interrupted") {
-    super(message);
-  }
 }
 
 /**
@@ -59,7 +56,7 @@ export async function runList(
   const interrupt = new AbortController();
   const options = { ...request.options, signal: interrupt.signal };
   const stopListening = io.onInterrupt?.(() =>
-    interrupt.abort(new Interrupted())
+    interrupt.abort(new Interrupted("interrupted"))
   );
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;

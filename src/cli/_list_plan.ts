@@ -80,45 +80,32 @@ function orderOf(
 export function since(
   text: string,
 ): { field: string; until: (item: unknown) => boolean } {
-  const equals = text.indexOf("=");
-  if (equals < 1 || equals === text.length - 1) {
+  const [, field, value] = /^([^=]+)=(.+)$/s.exec(text) ?? [];
+  if (field === undefined || value === undefined) {
     throw new UsageError(
       `--since must be FIELD=VALUE, e.g. creationDate=2026-11-24: received ${text}`,
     );
   }
-  const field = text.slice(0, equals);
-  const value = text.slice(equals + 1);
-  if (writtenAsDate(value) && !isRealDate(value)) {
+  // Written as a date (`2026-13-01`, `+275760-09-13`): it must be one.
+  if (/^[+-]?\d{4,}-\d/.test(value) && !isRealDate(value)) {
     throw new UsageError(
       `--since ${field}=…: ${value} is not a date that exists (a real day of a year from 0000 to 9999, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
     );
   }
-  const older = olderThan(value);
-  return {
-    field,
-    until: (item) => {
-      const own = fieldsOf(item)?.[field];
-      return own === undefined || own === null || older(own);
-    },
-  };
+  const older = olderThan(field, value);
+  return { field, until: (item) => older(fieldsOf(item)?.[field]) };
 }
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
 
-/** Whether `value` is written as a date (`2026-13-01`, `+275760-09-13`). */
-function writtenAsDate(value: string): boolean {
-  return /^[+-]?\d{4,}-\d/.test(value);
-}
-
-/** Whether `value` is an ISO 8601 date that exists: year 0000 to 9999, a day of its month (Date.parse takes Feb 30). */
+/** Whether `value` is an ISO 8601 date that exists: a day of its month (Date.parse reads Feb 30 as Mar 2), 0000 to 9999. */
 function isRealDate(value: string): boolean {
-  if (Number.isNaN(instantOf(value))) return false;
-  const [year = 0, month = 0, day = 0] = value.slice(0, 10).split("-").map(
-    Number,
-  );
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-  return day >= 1 && day <= (days[month - 1] ?? 0);
+  const iso = (ms: number) =>
+    Number.isNaN(ms) ? "" : new Date(ms).toISOString();
+  const day = value.slice(0, 10);
+  // The instant too: a zone moves 9999-12-31T23:00:00-14:00 into 10000.
+  return iso(Date.parse(day)).startsWith(day) &&
+    /^\d{4}-/.test(iso(instantOf(value)));
 }
 
 /** An ISO 8601 date as epoch ms, UTC unless it names a zone; else NaN. */
@@ -129,16 +116,27 @@ function instantOf(text: string): number {
   return Date.parse(local ? `${text}Z` : text);
 }
 
-/** Whether a field's value is older (smaller) than `value`. */
-function olderThan(value: string): (own: unknown) => boolean {
-  const instant = instantOf(value);
+/**
+ * Whether a field's value is older (smaller) than `value`, or missing. No order holds between a number and a date.
+ * @throws {UsageError} At the first date where `value` is a number (20261101 as text stopped at once), or the reverse.
+ */
+function olderThan(field: string, value: string): (own: unknown) => boolean {
+  const instant = instantOf(value), hasInstant = !Number.isNaN(instant);
   const number = /^-?\d+(?:\.\d+)?$/.test(value) ? Number(value) : NaN;
+  const dashed = value.replace(/^(\d{4})(\d\d)(\d\d)$/, "$1-$2-$3"); // 20261101
+  const numberOnDates = `dates, not numbers: write a date, e.g. ${
+    isRealDate(dashed) ? dashed : "2026-11-24"
+  }`;
   return (own) => {
-    if (typeof own === "number" && !Number.isNaN(number)) return own < number;
+    if (own === undefined || own === null) return true;
+    const isNumber = typeof own === "number";
+    if (isNumber && !Number.isNaN(number)) return own < number;
     const text = typeof own === "string" ? own : JSON.stringify(own);
-    if (!Number.isNaN(instant)) {
-      const at = instantOf(text);
-      if (!Number.isNaN(at)) return at < instant;
+    const at = instantOf(text), onDates = !Number.isNaN(at);
+    if (hasInstant && onDates) return at < instant;
+    if ((!Number.isNaN(number) && onDates) || (hasInstant && isNumber)) {
+      const what = onDates ? numberOnDates : "numbers, not dates: write one";
+      throw new UsageError(`--since ${field}=${value}: ${field} holds ${what}`);
     }
     return text < value;
   };

@@ -22,7 +22,7 @@ export async function runSync(
   const { io } = session;
   const interrupt = new AbortController();
   const stopListening = io.onInterrupt?.(() =>
-    interrupt.abort(new Interrupted())
+    interrupt.abort(new Interrupted("interrupted"))
   );
   try {
     await checkFolder(request.target);
@@ -156,20 +156,24 @@ function verifiedLine(
   return `${target}: ${when}; --sweep all verifies it now\n`;
 }
 
-/** A missing folder is the caller's to create: said before anything else. */
+/** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
   const folder = target.includes("/")
     ? target.slice(0, target.lastIndexOf("/")) || "/"
     : ".";
   // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
-  const info = await Deno.stat(folder).catch((error) =>
-    error instanceof Deno.errors.NotCapable ? null : undefined
-  );
-  if (info !== null && info?.isDirectory !== true) {
-    throw new UsageError(
-      `--to ${target}: the folder ${folder} does not exist; create it, or give --to a path in a folder that does`,
+  const look = (stat: typeof Deno.stat, path: string) =>
+    stat(path).catch((error) =>
+      error instanceof Deno.errors.NotCapable ? null : undefined
     );
-  }
+  const info = await look(Deno.stat, folder);
+  // SQLite cannot open a folder either, and says only that (exit 1); a link is the sink's to refuse (lstat).
+  const problem = info !== null && info?.isDirectory !== true
+    ? `the folder ${folder} does not exist; create it, or give --to a path in a folder that does`
+    : (await look(Deno.lstat, target))?.isDirectory
+    ? `${target} is a folder, not a file. Nothing was changed: give --to a new file`
+    : undefined;
+  if (problem !== undefined) throw new UsageError(`--to ${target}: ${problem}`);
 }
 
 /** The error as one line about `--to` where it is about the target: a copy this run cannot use or write (exit 2). */

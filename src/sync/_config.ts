@@ -150,17 +150,20 @@ function numberOf<T>(
 
 function pagingOptions<T>(options: SyncOptions<T>) {
   const limit = numberOf(options, "limit", 50);
-  const maxLimit = numberOf(options, "maxLimit", 1000);
-  if (maxLimit < MIN_WINDOW) {
-    throw rangeError(
-      CONTEXT,
+  const maxLimit = numberOf(options, "maxLimit", Math.max(limit, 1000));
+  // A limit above the windows' size is a cost bound no run can keep.
+  const [name, rule, value] = maxLimit < MIN_WINDOW
+    ? [
       "maxLimit",
       `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`,
-      String(maxLimit),
-    );
+      maxLimit,
+    ]
+    : ["limit", `must be at most maxLimit (${maxLimit})`, limit];
+  if (limit > maxLimit || maxLimit < MIN_WINDOW) {
+    throw rangeError(CONTEXT, name, rule, String(value));
   }
   const concurrency = numberOf(options, "concurrency", 1, undefined, 64);
-  return { limit, maxLimit: Math.max(limit, maxLimit), concurrency };
+  return { limit, maxLimit, concurrency };
 }
 
 /** The sweep's budget, what deletes do, and the guard. */
