@@ -176,7 +176,7 @@ Deno.test("newest first, the edge's search drops only a bound the list contradic
 });
 
 Deno.test("oldest first, a list growing by more than limit before every request (60, 200) is caught: the head ends within 12 requests, bringing every item there was when it began, at concurrency 1 and 4", async () => {
-  for (const [growth, concurrency] of [[60, 1], [200, 1], [60, 4]]) {
+  for (const [growth, concurrency] of [[60, 1], [200, 1], [60, 4]] as const) {
     const all = things(2000 + 200 * 20);
     let length = 2000, asked = -1;
     const stop = new AbortController();
