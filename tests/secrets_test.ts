@@ -16,7 +16,7 @@ import { serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
 import { loopbackApi } from "./_loopback_api.ts";
-import { SyncError, syncList } from "../src/sync/mod.ts";
+import { createSqliteSink, SyncError, syncList } from "../src/sync/mod.ts";
 import { memorySink } from "./_sync_fake.ts";
 
 /**
@@ -493,6 +493,30 @@ Deno.test("a list whose item ids echo the client's credentials never gets them i
   ok(error instanceof SyncError && error.reason === "unordered", `${error}`);
   assertClean(error, [clientSecret, clientId, btoa(clientSecret)]);
   assertClean(error.stack, [clientSecret, clientId]);
+});
+
+Deno.test("an id echoing the client secret that a sink cannot store is reported skipped without it: the result's skippedIds and the sync.skipped event", async () => {
+  const clientSecret = "s3cr3t-skipped-echo-9";
+  const id = `u-${clientSecret}\ud800`; // not well-formed Unicode: skipped
+  await using api = loopbackApi(
+    "AT-sync-2",
+    () => Response.json([{ thingID: "a" }, { thingID: id }]),
+  );
+  const client = createClient({
+    environment: api.environment,
+    clientId: "partner-client-9",
+    clientSecret,
+    rateLimit: false,
+  });
+  using sink = createSqliteSink(":memory:", { table: "things" });
+  const events: unknown[] = [];
+  const result = await syncList(client, "things", {
+    id: "thingID",
+    sink,
+    onEvent: (event) => events.push(event),
+  });
+  equal(result.skipped, 1);
+  assertClean([result.skippedIds, events], [clientSecret]);
 });
 
 Deno.test("a fetch that fails quoting the token or the client's credentials gets neither into the ApiError's message or cause", async () => {

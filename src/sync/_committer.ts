@@ -1,6 +1,7 @@
 // Internal: writes what a pass hands on, a batch at a time (while the next window is read); counts what the sink reports.
 
 import { callListener } from "../core/_emit.ts";
+import { redact, type Secret } from "../core/_redact.ts";
 import type { SyncConfig } from "./_config.ts";
 import type { Committed } from "./_pass.ts";
 import type {
@@ -36,15 +37,19 @@ export class Committer<T> {
   readonly #config: SyncConfig<T>;
   /** The run's list requests, counted as they are sent. */
   readonly #requests: { readonly count: number };
+  /** What a skipped id is reported without: the client's credentials, which a service may echo in ids. */
+  readonly #secrets: readonly Secret[];
 
   constructor(
     config: SyncConfig<T>,
     saved: SyncCheckpoint,
     requests: { readonly count: number },
+    secrets: readonly Secret[],
   ) {
     this.#config = config;
     this.written = this.latest = saved;
     this.#requests = requests;
+    this.#secrets = secrets;
   }
 
   /** After a batch failed: writes `checkpoint` alone, once the failed one settled. */
@@ -135,8 +140,9 @@ export class Committer<T> {
     const reported = report.skippedIds ?? [];
     const stored = handed - reported.length;
     // The sweep reads a skipped item again: it counts once per run.
-    const skippedIds = reported.filter((id) => !this.#skipped.has(id));
-    for (const id of skippedIds) this.#skipped.add(id);
+    const fresh = reported.filter((id) => !this.#skipped.has(id));
+    for (const id of fresh) this.#skipped.add(id);
+    const skippedIds = fresh.map((id) => redact(id, this.#secrets));
     // A sink that does not tell inserts from updates: all were new to it.
     const inserted = report.inserted ??
       (report.updated === undefined ? stored : 0);

@@ -37,7 +37,7 @@ import {
 } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
-import { providerSecrets, redact } from "../core/_redact.ts";
+import { providerSecrets, redact, type Secret } from "../core/_redact.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -88,17 +88,24 @@ export async function syncList<T>(
     const start = runStart(await config.sink.load(), config.identity, config);
     return await runFrom(client, config, start);
   } catch (error) {
-    throw withoutCredentials(error, client);
+    throw withoutCredentials(error, credentialsOf(client));
   } finally {
     await lock?.[Symbol.asyncDispose]();
   }
 }
 
-/** A SyncError quoting item ids (`"unordered"`) without the client's credentials, which a service may echo in them. */
-function withoutCredentials(error: unknown, client: SyncSource): unknown {
+/** The client's provider's credentials, which a service may echo in item ids (none known: none). */
+function credentialsOf(client: SyncSource): readonly Secret[] {
   const { tokenProvider } = client as { tokenProvider?: object };
-  const secrets = tokenProvider && providerSecrets.get(tokenProvider);
-  if (!(error instanceof SyncError) || secrets === undefined) return error;
+  return (tokenProvider && providerSecrets.get(tokenProvider)) ?? [];
+}
+
+/** A SyncError quoting item ids (`"unordered"`) without the client's credentials, which a service may echo in them. */
+function withoutCredentials(
+  error: unknown,
+  secrets: readonly Secret[],
+): unknown {
+  if (!(error instanceof SyncError) || secrets.length === 0) return error;
   const [message, stack = ""] = [redact(error.message, secrets), error.stack];
   return Object.assign(error, { message, stack: redact(stack, secrets) });
 }
@@ -117,7 +124,8 @@ async function runFrom<T>(
   start: RunStart,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
-  const committer = new Committer(config, start.checkpoint, requests);
+  const secrets = credentialsOf(client);
+  const committer = new Committer(config, start.checkpoint, requests, secrets);
   const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
