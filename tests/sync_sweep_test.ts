@@ -233,6 +233,39 @@ Deno.test("pages cut short anywhere in a sweep, one or two in a row to different
   }
 });
 
+Deno.test("a service that cuts every page at the list's tail, or every page, below 25 items (3, 7, 12), each time it is asked: the sweep removes nothing and stops with its cycle under way, in both orders, guard on or off; served whole again, the next run's completes", async () => {
+  const cases = [[3, 900, 0.1], [7, 900, 0.1], [12, 900, 0.1], [7, 0, 1]];
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const [cut, from, maxDeletes] of cases) {
+      const items = things(1000);
+      const listed = () => sortDirection === "ASC" ? items : items.toReversed();
+      const place = new Map(listed().map((item, i) => [item, i]));
+      let cutting = false;
+      const service = listOf(listed, {
+        answer: (page) =>
+          cutting && place.get(page[0] as Thing)! >= from!
+            ? page.slice(0, cut)
+            : page,
+      });
+      const sink = memorySink<Thing>();
+      const options = {
+        ...{ id: "thingID", sink, maxLimit: 100, sortDirection },
+        maxDeletes: maxDeletes!,
+      };
+      await syncList(service.client, "things", options);
+      cutting = true;
+      const all = { ...options, sweep: Infinity };
+      const run = await syncList(service.client, "things", all);
+      const why = `${sortDirection}, cut to ${cut} from offset ${from}`;
+      deepStrictEqual([counts(run), sink.rows.size], [[0, 0, 0], 1000], why);
+      ok(run.sweepLeft > 0, why);
+      cutting = false;
+      const healthy = await syncList(service.client, "things", all);
+      deepStrictEqual([healthy.sweepLeft, sink.rows.size], [0, 1000], why);
+    }
+  }
+});
+
 Deno.test("a service that refuses (400) pages above its largest: runs after the first ask no refused size again, and a default run's sweep finishes its cycles", async () => {
   const fake = inProcess({ items: { transactions: 2000 }, maxLimit: 50 });
   // afterList sees the answered pages: the other list requests were the 400s.

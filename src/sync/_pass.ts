@@ -5,6 +5,7 @@ import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
 import type { SyncConfig } from "./_config.ts";
 import {
+  compareKeys,
   judgeWindow,
   refusedWindow,
   type SyncKey,
@@ -98,13 +99,30 @@ export async function runPass<T>(
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
-      if (await commit(judged.window) === false) return { state, ended: false };
-      if (judged.ended) return { state, ended: true };
-      if (judged.halted === true) return { state, ended: false };
+      // A page cut short where a sweep expects more (a cut the re-read repeats): the cycle goes on in a later run.
+      const { endsBefore } = judged;
+      const cut = endsBefore !== undefined &&
+        await goesOn({ client, config, requests }, endsBefore);
+      const window = cut ? { ...judged.window, ended: false } : judged.window;
+      if (await commit(window) === false) return { state, ended: false };
+      if (window.ended) return { state, ended: true };
+      if (judged.halted === true || cut) return { state, ended: false };
     }
   } finally {
     land(flights);
   }
+}
+
+/** Whether an item lies past a short page a sweep would end at (one asked at its place): then the page was cut. */
+async function goesOn<T>(
+  { client, config, requests }: PassRun<T>,
+  { at, last }: NonNullable<Verdict["endsBefore"]>,
+): Promise<boolean> {
+  requests.count++;
+  const plan = { start: at, limit: 1, page: at + 1 };
+  const [item] = await launch(client, config, plan).items;
+  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
+  return item !== undefined && sign * compareKeys(config.keyOf(item), last) > 0;
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */

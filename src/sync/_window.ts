@@ -64,6 +64,8 @@ export type WindowVerdict =
     readonly ended: boolean;
     /** The pass stops with its cycle under way: short reads kept disagreeing about where the list ends. */
     readonly halted?: boolean;
+    /** A sweep ends at a short page, short of the end it knows: the end only if no item lies at `at` after `last`. */
+    readonly endsBefore?: { readonly at: number; readonly last: SyncKey };
     /** Page 1 begins after `edge`: nothing at or before it exists now, so all the pass committed is gone from the list. */
     readonly lost?: boolean;
     /** It holds a key past the pass's (a descending head: an item the copy held before the run). */
@@ -141,11 +143,17 @@ export function judgeWindow(
   const seek = before && !short
     ? cut ? state.seek : sought(state.seek, { low: plan.start + count })
     : undefined;
+  const ended = holds || (claims && !again) ||
+    (state.domain?.upTo == null && reached);
+  const endsBefore = ended && short && !holds && end !== null &&
+    state.domain?.upTo != null;
   return {
     kind: "commit",
     fresh,
-    ended: holds || (claims && !again) ||
-      (state.domain?.upTo == null && reached),
+    ended,
+    ...(endsBefore
+      ? { endsBefore: { at: plan.start + count, last: end } }
+      : {}),
     halted: reads > MAX_SHORT_READS,
     lost,
     reached,
