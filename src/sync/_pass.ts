@@ -99,10 +99,7 @@ export async function runPass<T>(
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
-      // A page cut short where a sweep expects more (a cut the re-read repeats): the cycle goes on in a later run.
-      const { endsBefore } = judged;
-      const cut = endsBefore !== undefined &&
-        await goesOn({ client, config, requests }, endsBefore);
+      const cut = await goesOn({ client, config, requests }, judged.endsBefore);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -113,11 +110,16 @@ export async function runPass<T>(
   }
 }
 
-/** Whether an item lies past a short page a sweep would end at (one asked at its place): then the page was cut. */
+/**
+ * Whether an item lies past a short page a sweep would end at, short of the end it knows (one asked at its place): then
+ * the service cut that page, and the read again repeated the cut; the cycle goes on in a later run.
+ */
 async function goesOn<T>(
   { client, config, requests }: PassRun<T>,
-  { at, last }: NonNullable<Verdict["endsBefore"]>,
+  short: Verdict["endsBefore"],
 ): Promise<boolean> {
+  if (short === undefined) return false;
+  const { at, last } = short;
   requests.count++;
   const plan = { start: at, limit: 1, page: at + 1 };
   const [item] = await launch(client, config, plan).items;

@@ -134,26 +134,20 @@ export function judgeWindow(
     order(last, state.edge) < 0;
   const news = fresh.to > fresh.from;
   const window = { claims, end, holds, reached, short, count, news, before };
-  const { again, reads } = readAgain(state, window);
+  const at = plan.start + count; // past the window's last item
+  const { again, reads, ...ends } = readAgain(state, window, at);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
   const edge = kept > older ? keys[kept - 1]! : state.edge;
   // Shorter at a size not known honoured: perhaps cut and placed by the cut size, so its place tells nothing.
   const cut = count < plan.limit && !short;
   const seek = before && !short
-    ? cut ? state.seek : sought(state.seek, { low: plan.start + count })
+    ? cut ? state.seek : sought(state.seek, { low: at })
     : undefined;
-  const ended = holds || (claims && !again) ||
-    (state.domain?.upTo == null && reached);
-  const endsBefore = ended && short && !holds && end !== null &&
-    state.domain?.upTo != null;
   return {
     kind: "commit",
     fresh,
-    ended,
-    ...(endsBefore
-      ? { endsBefore: { at: plan.start + count, last: end } }
-      : {}),
+    ...ends,
     halted: reads > MAX_SHORT_READS,
     lost,
     reached,
@@ -219,6 +213,7 @@ function farEndOf(
  * sweep's before the far end it does not hold, a descending head's before it `reached` the copy (its far end: the
  * newest item the copy held), or any pass's short page in doubt. The pass ends once a read claims the same end.
  * `reads`: claims in a row that disagreed, bringing nothing new (past MAX_SHORT_READS the pass stops, the cycle under way).
+ * A sweep's that ends at a short page short of its far end is the end only if no item lies at `at`, past it (`endsBefore`).
  */
 function readAgain(
   state: WindowState,
@@ -232,7 +227,8 @@ function readAgain(
     news: boolean;
     before: boolean;
   },
-): { again: boolean; reads: number } {
+  at: number,
+): Pick<Verdict, "ended" | "endsBefore"> & { again: boolean; reads: number } {
   const { claims, end } = window;
   const before = state.short;
   const agrees = claims && before !== undefined &&
@@ -252,8 +248,15 @@ function readAgain(
   const again = claims && farEnd && !agrees && !window.holds;
   // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
   const reads = window.news ? 1 : (state.shortReads ?? 0) + 1;
-  return { again, reads: again ? reads : 0 };
+  const ended = window.holds || (claims && !again) ||
+    (state.domain?.upTo == null && window.reached);
+  const endsBefore = ended && window.short && !window.holds && end !== null &&
+    state.domain?.upTo != null;
+  const last = endsBefore ? { endsBefore: { at, last: end } } : {};
+  return { again, reads: again ? reads : 0, ended, ...last };
 }
+
+type Verdict = Extract<WindowVerdict, { kind: "commit" }>;
 
 /**
  * What `seek` knows once a window added `found`. A window wholly after a low bound (a gap) shows the list shrank before
