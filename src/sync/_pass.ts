@@ -56,8 +56,7 @@ export async function runPass<T>(
   commit: (window: Committed<T>) => Promise<void | false>,
   timeUp: () => boolean = () => false,
 ): Promise<{ state: WindowState; ended: boolean }> {
-  let state = start;
-  let spent = 0;
+  let state = start, spent = 0;
   let repeated: Repeats | undefined, misses = 0;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
@@ -99,7 +98,8 @@ export async function runPass<T>(
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }
-      const cut = await goesOn({ client, config, requests }, judged.endsBefore);
+      const cut = judged.endsBefore !== undefined && // no tick where none is asked
+        await goesOn({ client, config, requests }, judged.endsBefore);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -116,10 +116,8 @@ export async function runPass<T>(
  */
 async function goesOn<T>(
   { client, config, requests }: PassRun<T>,
-  short: Verdict["endsBefore"],
+  { at, last }: NonNullable<Verdict["endsBefore"]>,
 ): Promise<boolean> {
-  if (short === undefined) return false;
-  const { at, last } = short;
   requests.count++;
   const plan = { start: at, limit: 1, page: at + 1 };
   const [item] = await launch(client, config, plan).items;
