@@ -84,10 +84,6 @@ export function isAccessToken(value: unknown): value is string {
     /^[\x21-\x7e]+$/.test(value);
 }
 
-function redactedView(token: IssuedToken): Record<string, unknown> {
-  return { ...storableToken(token), accessToken: REDACTED };
-}
-
 /** A frozen copy of `fields` that never shows its access token (see {@linkcode IssuedToken}). */
 export function issuedToken(fields: IssuedToken): IssuedToken {
   // One built here already is frozen and hidden as it should be: reuse it.
@@ -99,7 +95,10 @@ export function issuedToken(fields: IssuedToken): IssuedToken {
     quota: freezeBuckets(fields.quota),
   } as IssuedToken;
   Object.defineProperty(token, "accessToken", { value: fields.accessToken });
-  shownAs(token, "IssuedToken", () => redactedView(token));
+  shownAs(token, "IssuedToken", () => ({
+    ...storableToken(token),
+    accessToken: REDACTED,
+  }));
   built.add(token);
   return Object.freeze(token);
 }

@@ -70,7 +70,6 @@ const STORE_ELSEWHERE =
  * backup) is refused. See docs/fleets.md.
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @param options Key prefix, lease length, waiting, encryption.
- * @returns The store.
  * @throws {RangeError} When a duration is out of range.
  * @throws {TypeError} When `encryptionKey` is not an AES-GCM key, or outside Deno.
  *

@@ -86,7 +86,6 @@ export interface PostgresSinkOptions
  * and migrations: docs/sync.md, "PostgreSQL".
  *
  * @param options The query function, the table, and how long to wait for another run.
- * @returns The sink.
  * @throws {TypeError} (`option`) For a missing `query` or a table name that is not a plain identifier.
  *
  * @example What load() reads

@@ -102,7 +102,6 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
  *
  * @param database A file path (opened in WAL mode, closed by `close()`) or an open `DatabaseSync` (yours to close).
  * @param options The table, and how long to wait for another run.
- * @returns The sink.
  * @throws {TypeError} (`option: "table"`) For a table name that is not a plain identifier; (`option: "database"`)
  * where the runtime has no `node:sqlite` (Node 20).
  * @example Items and checkpoint, together
