@@ -74,13 +74,11 @@ export class Committer<T> {
     this.latest = checkpoint;
     if (more.beginsCycle !== true) this.tally.pages++; // else no window
     const context = this.#context(phase, checkpoint, more);
-    // A size refused, or the edge found elsewhere (after deletes before it), is news too: else every run with nothing
-    // new learns it again, from maxLimit or by a search.
+    // A size refused is news too: else a run with nothing new learns it again from maxLimit every run.
     const news = context.beginsCycle === true ||
       context.endsCycle !== undefined ||
       (checkpoint.complete && !this.written.complete) ||
-      checkpoint.refusedLimit !== this.written.refusedLimit ||
-      checkpoint.offset !== this.written.offset;
+      checkpoint.refusedLimit !== this.written.refusedLimit;
     if (batch.items.length === 0 && !news) return;
     this.#start(batch, checkpoint, context);
   }

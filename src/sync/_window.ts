@@ -16,10 +16,7 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly accepted: number;
   /** The cost bound, which the service honours: a page it cuts holds at least this many (absent: any short page). */
   readonly limit?: number;
-  /**
-   * The most items this pass saw in one page (answered in full, or cut to it): a size honoured only in earlier runs
-   * may have been lowered since.
-   */
+  /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
   /**
    * While a short page is read again at its own size: the sizes known before, back once that read comes back full;
@@ -240,10 +237,8 @@ function readAgain(
   // As many as a cut holds (the cost bound, MIN_WINDOW): perhaps cut by a service that lowered its largest page since
   // it honoured this size. One ending at the edge is the end (a cut exactly there waits for the next run's head):
   // finding the edge costs no more.
-  // Fewer than a size answered in full since the sizes came back (capped null) is no cut: a list growing that fast.
   const doubt = window.short && (window.news || window.before) &&
-    window.count >= Math.max(state.limit ?? Infinity, MIN_WINDOW) &&
-    !(state.capped === null && window.count < (state.full ?? 0));
+    window.count >= Math.max(state.limit ?? Infinity, MIN_WINDOW);
   const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy || doubt;
   const again = claims && farEnd && !agrees && !window.holds;
   // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
@@ -320,14 +315,12 @@ function inDomain(
 /**
  * Whether `count` items for `limit` prove the end: a size above the service's largest is cut or refused, so only for a
  * size seen honoured (in this pass, or with fewer items than the cost bound: a service that lowered its largest since
- * cuts to at least it), with fewer than this pass saw in full, or under MIN_WINDOW; else the next window asks at most
- * `count` and settles it.
+ * cuts to at least it), or under MIN_WINDOW; else the next window asks at most `count` and settles it.
  */
 function provesEnd(state: WindowState, limit: number, count: number): boolean {
   const honoured = limit <= state.accepted &&
     (count < (state.limit ?? limit) || limit <= (state.full ?? Infinity));
-  const fewer = count < MIN_WINDOW || count < (state.full ?? 0);
-  return count < limit && (honoured || fewer);
+  return count < limit && (honoured || count < MIN_WINDOW);
 }
 
 function learnLimit(
@@ -350,13 +343,11 @@ function learnLimit(
     };
   }
   if (provesEnd(state, limit, count)) return state;
-  // Perhaps cut to `count`: sizes up to it are honoured whichever it was (a page of them now); one honoured before may
-  // be no longer.
+  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer.
   return {
     ...state,
     accepted: limit <= state.accepted ? count : Math.max(state.accepted, count),
     refused: Math.min(state.refused, count + 1),
-    full: Math.max(state.full ?? 0, count),
   };
 }
 

@@ -137,6 +137,8 @@ async function runFrom<T>(
       const again = runStart(committer.latest, config.identity, config);
       shift = await head(run, again, false) ?? shift;
     }
+    // Where the head found the edge (after deletes before it), once it did: else each run searches again.
+    await committer.flush("head", committer.latest);
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
