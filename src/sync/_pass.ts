@@ -9,9 +9,9 @@ import {
   judgeWindow,
   refusedWindow,
   type SyncKey,
+  type Verdict,
   type WindowPlan,
   type WindowState,
-  type WindowVerdict,
 } from "./_window.ts";
 import { followingWindow, nextWindow } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
@@ -27,8 +27,6 @@ export interface Committed<T>
   /** Its keys at or before the edge the pass stood at (read before), if any. */
   readonly passed?: readonly SyncKey[];
 }
-
-type Verdict = Extract<WindowVerdict, { kind: "commit" }>;
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
 const REPEATS = 3;
@@ -110,10 +108,7 @@ export async function runPass<T>(
   }
 }
 
-/**
- * Whether an item lies past a short page a sweep would end at, short of the end it knows (one asked at its place): then
- * the service cut that page, and the read again repeated the cut; the cycle goes on in a later run.
- */
+/** Whether an item lies past a short page a sweep would end at, short of its known end: then the service cut it. */
 async function goesOn<T>(
   { client, config, requests }: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,

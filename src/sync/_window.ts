@@ -73,6 +73,7 @@ export type WindowVerdict =
     readonly kind: "gap";
     readonly next: WindowState;
   };
+export type Verdict = Extract<WindowVerdict, { kind: "commit" }>;
 
 /** Short reads in a row, disagreeing about the list's end, after which a sweep stops for this run. */
 const MAX_SHORT_READS = 3;
@@ -250,8 +251,6 @@ function readAgain(
   const last = endsBefore ? { endsBefore: { at, last: end } } : {};
   return { again, reads: again ? reads : 0, ended, ...last };
 }
-
-type Verdict = Extract<WindowVerdict, { kind: "commit" }>;
 
 /**
  * What `seek` knows once a window added `found`. A window wholly after a low bound (a gap) shows the list shrank before

@@ -101,10 +101,7 @@ function credentialsOf(client: SyncSource): readonly Secret[] {
 }
 
 /** A SyncError quoting item ids (`"unordered"`) without the client's credentials, which a service may echo in them. */
-function withoutCredentials(
-  error: unknown,
-  secrets: readonly Secret[],
-): unknown {
+function withoutCredentials(error: unknown, secrets: readonly Secret[]) {
   if (!(error instanceof SyncError) || secrets.length === 0) return error;
   const [message, stack = ""] = [redact(error.message, secrets), error.stack];
   return Object.assign(error, { message, stack: redact(stack, secrets) });
@@ -294,10 +291,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
 }
 
 /** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
-async function beginCycle<T>(
-  committer: Committer<T>,
-  cursor: SweepCursor,
-): Promise<void> {
+async function beginCycle<T>(committer: Committer<T>, cursor: SweepCursor) {
   const checkpoint = { ...committer.latest, sweep: cursor };
   await committer.commit("sweep", checkpoint, undefined, { beginsCycle: true });
 }
@@ -386,10 +380,7 @@ async function refuse<T>(
 }
 
 /** How far the last item committed moved since the last run (ascending): at least what the copy lacks. */
-function shiftOf<T>(
-  saved: SyncCheckpoint,
-  window: Committed<T>,
-): number | undefined {
+function shiftOf<T>(saved: SyncCheckpoint, window: Committed<T>) {
   // No edge saved: none to show (`edgeAt`).
   if (saved.sortDirection === "DESC" || window.edgeAt === undefined) return;
   return window.edgeAt - (saved.offset - 1);
