@@ -211,7 +211,7 @@ function farEndOf(
  * sweep's before the far end it does not hold, a descending head's before it `reached` the copy (its far end: the
  * newest item the copy held), or any pass's short page in doubt. The pass ends once a read claims the same end.
  * `reads`: claims in a row that disagreed, bringing nothing new (past MAX_SHORT_READS the pass stops, the cycle under way).
- * A sweep's that ends at a short page short of its far end is the end only if no item lies at `at`, past it (`endsBefore`).
+ * A sweep ending at a short page short of its far end has ended only if no item lies at `at`, past it (`endsBefore`).
  */
 function readAgain(
   state: WindowState,
