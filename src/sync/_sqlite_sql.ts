@@ -42,22 +42,23 @@ export function snapshot<R>(db: DatabaseSync, read: () => R): R {
   }
 }
 
-/** Why `table` or its change table is not this sink's, if one exists and is not. Reads only. */
-export function foreignTables(db: DatabaseSync, table: string) {
+/** Whether `table` and its change table exist, and why either is not this sink's (`foreign`), if one is not. Reads only. */
+export function tablesOf(db: DatabaseSync, table: string) {
   // Keyed by id TEXT alone, item TEXT, deleted_at TEXT if any (0.3 lacked it); other columns may be yours.
   const items = columnsOf(db, table);
   const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
   const ours = /^(deleted_at TEXT, )?id TEXT KEY, item TEXT$/;
-  if (items.length > 0 && !ours.test(fixed.sort().join(", "))) {
-    return "its columns are not id (TEXT PRIMARY KEY), item and deleted_at (TEXT): it was not made by this sink";
-  }
   // None, or the columns of a change table the sink made (0.3's lacked `item`).
   const made =
     /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT)?)?$/;
   const changes = changeTableOf(table);
   const found = columnsOf(db, changes).join(", ");
-  if (made.test(found)) return undefined;
-  return `${changes} is not a change table this sink made (${found})`;
+  const foreign = items.length > 0 && !ours.test(fixed.sort().join(", "))
+    ? "its columns are not id (TEXT PRIMARY KEY), item and deleted_at (TEXT): it was not made by this sink"
+    : made.test(found)
+    ? undefined
+    : `${changes} is not a change table this sink made (${found})`;
+  return { items: items.length > 0, changes: found !== "", foreign };
 }
 
 /** Creates the tables (and the columns earlier versions lacked). */

@@ -38,11 +38,11 @@ import {
   changeTable,
   columnsOf,
   Commits,
-  foreignTables,
   snapshot,
   split,
   type Statements,
   statements,
+  tablesOf,
 } from "./_sqlite_sql.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
@@ -200,11 +200,8 @@ class SqliteDialect implements SqlDialect {
       this.#identity = identityOf(this.#file, this.#absolute);
     }
     // One snapshot: another run's commit between the row count and the checkpoint made a sound copy look foreign.
-    const db = this.#db, changes = changeTableOf(this.#table);
-    return snapshot(db, () => ({
-      ...readCopy(db, this.#table, this.#target),
-      changes: columnsOf(db, changes).length > 0,
-    }));
+    const db = this.#db;
+    return snapshot(db, () => readCopy(db, this.#table, this.#target));
   }
 
   take(token: string): { taken: string } | { holder: string } {
@@ -322,12 +319,12 @@ class SqliteDialect implements SqlDialect {
 
 /** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
 function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
-  const foreign = foreignTables(db, table);
+  const { foreign, items, changes } = tablesOf(db, table);
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
-  const rows = columnsOf(db, table).length > 0 ? Number(count().n) : 0;
+  const rows = items ? Number(count().n) : 0;
   const checkpoints = columnsOf(db, CHECKPOINT_TABLE);
-  if (checkpoints.length === 0) return { checkpoint: undefined, rows };
+  if (checkpoints.length === 0) return { checkpoint: undefined, rows, changes };
   const meta = checkpoints.includes("rows INTEGER") ? ", rows, last" : "";
   const found = db.prepare(
     `SELECT target, checkpoint${meta} FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
@@ -348,6 +345,7 @@ function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
     recorded: own?.rows,
     last,
     found: item === undefined ? undefined : fingerprint(item.item),
+    changes,
     foreign: found.length > 1
       ? "checkpoints for several spellings of its name share it (SQLite folds case)"
       : undefined,
