@@ -138,7 +138,12 @@ redisTest(
   "EVAL refused, in one Deno process: stores of their own (as processes) renew, publish and let go of the lease with plain commands, and a 401 renewal is one token for all",
   async () => {
     await using redis = await startRedis();
-    await using api = await startFakePartnerApi();
+    // The token request outlasts the lease, so the lease must be renewed
+    // with plain commands; the lease is long enough that a busy machine's
+    // stall (CI) does not let it lapse between renewals (every 200 ms).
+    await using api = await startFakePartnerApi({
+      faults: [{ kind: "delay", ms: 1000 }],
+    });
     const admin = await connectRedis(redis.port);
     await allowScripts(admin, false);
     const connections = await Promise.all(
@@ -151,7 +156,7 @@ redisTest(
         store: createRedisTokenStore({
           command: (args) => connection.command(args),
           pollInterval: 5,
-          leaseDuration: 30, // renewed while the request runs
+          leaseDuration: 600,
         }),
       })
     );
