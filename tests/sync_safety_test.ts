@@ -397,6 +397,29 @@ Deno.test("SQLite sink: a hard link to another file, planted as the database or 
   }
 });
 
+Deno.test("JSONL sink: a hard link to another file, planted as the copy's .lock, .lock.takeover or .rewrite (files only runs make), is refused, naming it, and the file is left as it was", async () => {
+  const items = Array.from({ length: 30 }, (_, i) => ({ n: `${1000 + i}` }));
+  const service = listOf(() => items);
+  for (const suffix of [".lock", ".lock.takeover", ".rewrite"]) {
+    const [outside, bytes] = await outsideFile(`jsonl${suffix}`);
+    const path = await fresh(`hard${suffix}.jsonl`);
+    await Deno.remove(`${path}${suffix}`).catch(() => {}); // an earlier test run's
+    const sink = createJsonlSink(path);
+    const sync = () =>
+      syncList(service.client, "things", { id: "n", sink, sweep: Infinity });
+    await sync();
+    if (suffix === ".lock.takeover") {
+      // A stale lock: the run takes it over through the guard file.
+      await Deno.writeTextFile(`${path}.lock`, '{"owner":"gone","pid":1}');
+      const past = new Date(Date.now() - 60_000);
+      await Deno.utime(`${path}.lock`, past, past);
+    }
+    await Deno.link(outside, `${path}${suffix}`);
+    await refused(sync(), "link", `${path}${suffix}`);
+    equal(await Deno.readTextFile(outside), bytes, suffix);
+  }
+});
+
 Deno.test("every file failure is a SyncError naming the file: a missing file or folder, a file already there", async () => {
   const path = await fresh("plain.jsonl");
   await Deno.writeTextFile(path, "{}\n");

@@ -88,7 +88,7 @@ async function create(path: string, token: string): Promise<boolean> {
 async function look(
   path: string,
 ): Promise<LockContent & { refreshedAt: number } | undefined> {
-  const info = await statOf(path);
+  const info = await statOf(path, true);
   if (info === undefined) return undefined;
   const content = parse(await readText(path));
   return { owner: "", pid: 0, ...content, refreshedAt: info.mtime.getTime() };

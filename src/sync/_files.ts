@@ -10,7 +10,6 @@ import {
   readFileSync,
   readSync,
 } from "node:fs";
-import type { Stats } from "node:fs";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { SyncError } from "./sync_error.ts";
@@ -20,13 +19,17 @@ const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const FILE_MODE = 0o600;
 
-/** What is at `path`, or undefined. @throws {SyncError} (`"link"`) For a symbolic link (dangling too); (`"file"`). */
-export async function statOf(path: string): Promise<Stats | undefined> {
+/** What is at `path`, or undefined. @throws {SyncError} (`"link"`) For a symbolic link, or a hard link `ours`; (`"file"`). */
+export async function statOf(path: string, ours = false) {
   const info = await lstat(path).catch((error) => {
     if (code(error) === "ENOENT") return undefined;
     throw fileError(path, "look at", error);
   });
-  if (info?.isSymbolicLink()) throw linkRefused(path, info);
+  // `ours`: a file only runs make (a lock, a rewrite), so another name of a file there was planted.
+  const hard = ours && info !== undefined && info.nlink > 1;
+  if (info?.isSymbolicLink() || hard) {
+    throw refused(path, info, hard ? HARD_LINK : LINK);
+  }
   return info;
 }
 
@@ -47,7 +50,7 @@ export function identityOf(path: string, at: string = path): string {
 export function createPrivate(path: string): void {
   try {
     const info = lstatSync(path);
-    if (info.isSymbolicLink()) throw linkRefused(path, info);
+    if (info.isSymbolicLink()) throw refused(path, info, LINK);
     return;
   } catch (error) {
     if (code(error) !== "ENOENT") throw fileError(path, "look at", error);
@@ -81,7 +84,7 @@ export async function openFile(
       // A link that the open could not follow (dangling, or O_EXCL met it).
       const info = await lstat(path).catch(() => undefined);
       if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
-        throw linkRefused(path, info);
+        throw refused(path, info, LINK);
       }
       throw fileError(path, how === "create" ? "create" : "open", error);
     });
@@ -101,6 +104,8 @@ export async function openFile(
 }
 
 const REPLACED = "was replaced while this run opened it";
+const LINK = "is a symbolic link";
+const HARD_LINK = "is another name of a file (a hard link)";
 
 /**
  * Opens `path` to write: its file, a new one, or one another writer created in between (the caller's checks then find
@@ -127,7 +132,7 @@ async function assertOwnFile(
   };
   const opened = await file.stat().catch(failed);
   const named = await lstat(path).catch(failed);
-  if (named.isSymbolicLink()) throw linkRefused(path, named);
+  if (named.isSymbolicLink()) throw refused(path, named, LINK);
   if (opened.dev !== named.dev || opened.ino !== named.ino) {
     throw refused(path, named, REPLACED);
   }
@@ -139,7 +144,7 @@ async function assertOwnFile(
     );
   }
   if (how !== "read" && opened.nlink > 1) {
-    throw refused(path, named, "is another name of a file (a hard link)");
+    throw refused(path, named, HARD_LINK);
   }
 }
 
@@ -270,10 +275,6 @@ export function fileError(path: string, doing: string, error: unknown) {
     : String((error as Error | null)?.message ?? error).split("\n")[0];
   const message = `Cannot sync: cannot ${doing} ${path} (${why})`;
   return new SyncError(message, "file", path, { cause: error });
-}
-
-function linkRefused(path: string, info: { uid: number } | undefined) {
-  return refused(path, info, "is a symbolic link");
 }
 
 /** The refusal of a planted file: whose it is, and what to remove. */

@@ -232,7 +232,7 @@ async function startCycle(
   main: FileEnd,
   cycle: number,
 ): Promise<Rewrite> {
-  await statOf(files.rewrite); // a link there is refused, not removed
+  await statOf(files.rewrite, true); // a link there is refused, not removed
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();
   return { end: EMPTY, cycle, mainAt: main.length };
