@@ -37,11 +37,7 @@ export function rateState(
 }
 
 /** Takes in one client event at `now`. */
-export function heard(
-  state: RateState,
-  event: PartnerApiEvent,
-  now: number,
-): void {
+export function heard(state: RateState, event: PartnerApiEvent, now: number) {
   if (event.type === "api.request") recordSend(state.window, now);
   else if (event.type === "api.retry" && event.status === 429) {
     state.retryUntil = Math.max(state.retryUntil, now + event.delayMs);

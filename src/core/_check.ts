@@ -155,11 +155,7 @@ export function requireFunction<T>(
  * Refuses to go on outside Deno, before anything is touched: a `TypeError` for the `option` whose
  * work needs a Deno API, whose `rule` says what to use instead (Node, Bun and workerd have no `Deno`).
  */
-export function requireDeno(
-  context: string,
-  option: string,
-  rule: string,
-): void {
+export function requireDeno(context: string, option: string, rule: string) {
   if ("Deno" in globalThis) return;
   throw typeError(context, option, rule);
 }

@@ -13,10 +13,7 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
 }
 
 /** Calls a user's listener, dropping what it throws or rejects with (an unhandled rejection ends a process). */
-export function callListener<T>(
-  listener: (value: T) => unknown,
-  value: T,
-): void {
+export function callListener<T>(listener: (value: T) => unknown, value: T) {
   try {
     const result = listener(value);
     if (isThenable(result)) result.then(undefined, () => {});

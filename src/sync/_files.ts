@@ -9,10 +9,13 @@ import {
   openSync,
   readFileSync,
   readSync,
+  realpathSync,
 } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { SyncError } from "./sync_error.ts";
+import { tried } from "./_checkpoint.ts";
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 // A FIFO swapped in answers at once instead of holding the run.
@@ -44,6 +47,12 @@ export function identityOf(path: string, at: string = path): string {
   } catch (error) {
     throw fileError(path, "find", error);
   }
+}
+
+/** Refuses a database SQLite opened `at` (it resolves links) that `path` does not name: a link swapped in after every look. */
+export function assertOpenedAt(path: string, at: string | null | undefined) {
+  const own = tried(() => join(realpathSync(dirname(path)), basename(path)));
+  if (at && own && at !== own) throw refused(path, undefined, REPLACED);
 }
 
 /** Creates an empty file at `path`, 0600, unless one is there, for SQLite to open. @throws {SyncError} (`"link"`, `"file"`) */
@@ -220,11 +229,7 @@ export async function withFile<R>(
 }
 
 /** Replaces `path` with `text` via `<path>.<run>.tmp` (no other run's name), synced and renamed: readers see old or new. */
-export async function replaceFile(
-  path: string,
-  text: string,
-  run: string,
-): Promise<void> {
+export async function replaceFile(path: string, text: string, run: string) {
   const temporary = `${path}.${run}.tmp`;
   const file = await openFile(temporary, "create");
   try {

@@ -8,6 +8,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { typeError } from "../core/_check.ts";
 import {
+  assertOpenedAt,
   createPrivate,
   fileError,
   fingerprint,
@@ -198,6 +199,7 @@ class SqliteDialect implements SqlDialect {
         if (info?.isFile() && info.nlink > 1) throw refused(path, info, LINKED);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
+      assertOpenedAt(this.#file, tried(() => this.#db.location()));
     }
     // One snapshot: another run's commit between the row count and the checkpoint made a sound copy look foreign.
     const db = this.#db;
