@@ -74,10 +74,7 @@ export function notOwnFolder(folder: string): string | undefined {
 }
 
 /** What makes a cache path another's to control, if anything. */
-function problemOf(
-  info: Deno.FileInfo,
-  own: number | null | undefined,
-): string | undefined {
+function problemOf(info: Deno.FileInfo, own: number | null | undefined) {
   if (info.isSymlink) return "is a link";
   if (othersMayWrite(info)) return "is writable by other users";
   // `null`: a system without owners (Windows); `undefined`: none could be made.
@@ -144,10 +141,7 @@ export async function clearCache(): Promise<string> {
 }
 
 /** The first of `names` this run may not do in `folder`, with the flags that allow it; else `undefined`. */
-function lacking(
-  folder: string,
-  names: readonly ("read" | "write")[],
-): string | undefined {
+function lacking(folder: string, names: readonly ("read" | "write")[]) {
   const name = names.find((name) =>
     Deno.permissions.querySync({ name, path: folder }).state !== "granted"
   );

@@ -51,11 +51,7 @@ function cost(session: Session): string {
   return counted(requests, "token request");
 }
 
-async function runToken(
-  session: Session,
-  showToken: boolean,
-  json: boolean,
-): Promise<void> {
+async function runToken(session: Session, showToken: boolean, json: boolean) {
   const token = await session.provider.getToken();
   const { io } = session;
   const now = (io.now ?? Date.now)();
@@ -160,11 +156,7 @@ const MAX_BODY = 32 * 1024 * 1024;
 const EXCERPT = 300;
 
 /** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: an Error with the status and an excerpt (exit 1). */
-export async function runGet(
-  session: Session,
-  path: string,
-  pci: boolean,
-): Promise<void> {
+export async function runGet(session: Session, path: string, pci: boolean) {
   const { client, io } = session;
   const response = await (pci ? client.pciFetch(path) : client.fetch(path));
   const text = await readBounded(response, MAX_BODY);

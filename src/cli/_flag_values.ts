@@ -105,10 +105,7 @@ export function sortDirection(
  * The one argument a command takes.
  * @throws {UsageError} With `missing` when there is none, and for a second one.
  */
-export function onePositional(
-  positionals: readonly string[],
-  missing: string,
-): string {
+export function onePositional(positionals: readonly string[], missing: string) {
   const [first, ...extra] = positionals;
   if (first === undefined) throw new UsageError(missing);
   if (extra.length > 0) {

@@ -15,10 +15,7 @@ import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
 
 /** Brings the copy up to date. */
-export async function runSync(
-  session: Session,
-  request: SyncRequest,
-): Promise<void> {
+export async function runSync(session: Session, request: SyncRequest) {
   const { io } = session;
   const interrupt = new AbortController();
   const stopListening = io.onInterrupt?.(() =>
@@ -119,11 +116,7 @@ export function resultLines(
 }
 
 /** How many items the copy is known to lack, and when the sweep will have them. */
-function behindLine(
-  request: SyncRequest,
-  behind: number,
-  sweepLeft: number,
-): string {
+function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
   const sweep = request.sweep ?? 10;
   const them = behind === 1 ? "it" : "them";
   // Each run sweeps `--sweep` requests; a new cycle needs at least one.

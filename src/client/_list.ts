@@ -110,11 +110,7 @@ function pageAddresses(
 }
 
 /** The list's address with its filters, without `replaced`, ready for more. */
-function listHead(
-  url: URL,
-  extra: Record<string, string>,
-  replaced: string[],
-): string {
+function listHead(url: URL, extra: Record<string, string>, replaced: string[]) {
   const list = new URL(url);
   for (const [name, value] of Object.entries(extra)) {
     list.searchParams.set(name, value);

@@ -22,11 +22,7 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
  * absolute address must already be under `base`.
  * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
-export function resolveUnder(
-  base: URL,
-  path: string | URL,
-  context: string,
-): URL {
+export function resolveUnder(base: URL, path: string | URL, context: string) {
   const url = parsePath(base, path, context);
   if (!isUnder(url, base)) {
     const outside = `${displayUrl(url)}, outside ${base.href}`;

@@ -129,11 +129,7 @@ export function oneOf<T extends string>(
 }
 
 /** A non-empty string option. */
-export function requireText(
-  value: unknown,
-  context: string,
-  field: string,
-): string {
+export function requireText(value: unknown, context: string, field: string) {
   if (typeof value !== "string" || value === "") {
     const received = value === "" ? '""' : typeof value;
     throw typeError(context, field, "must be a non-empty string", received);

@@ -63,11 +63,7 @@ export function recordSend(window: Window, time: number): number {
 }
 
 /** The request of `ticket` was answered at `now`: it counts from then. */
-export function recordAnswer(
-  window: Window,
-  ticket: number,
-  now: number,
-): void {
+export function recordAnswer(window: Window, ticket: number, now: number) {
   const { times } = window;
   // Only a ticket still in the ring: others are long out of the window.
   if (ticket >= window.sent - times.length && ticket < window.sent) {

@@ -28,11 +28,7 @@ export function urlError(
 }
 
 /** Parses `value` as an address that may carry credentials: `https:`, or `http:` on loopback only. */
-export function secureUrl(
-  value: string | URL,
-  context: string,
-  field: string,
-): URL {
+export function secureUrl(value: string | URL, context: string, field: string) {
   if (!(typeof value === "string" || value instanceof URL)) {
     throw typeError(context, field, "must be a string or URL", typeof value);
   }
