@@ -158,7 +158,7 @@ function cycleEndSteps(
     // Each count in FROM, so each is taken once (in the select list, one the guard uses twice would be taken twice).
     `guard AS (
   SELECT u.n AS unseen, l.n + i.n AS live,
-    ${ends.maxDeletes} < 1 AND
+    ${ends.maxDeletes} < 1 AND u.n > 0 AND
       u.n > ${ends.maxDeletes} * greatest(l.n + i.n, ${ends.largest}) - ${ends.deleted} AS refused
   FROM (SELECT count(*) AS n FROM gone) AS u,
     (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,

@@ -255,6 +255,36 @@ const steps: {
   },
   {
     name:
+      "the guard (issue 45): a cycle that removes nothing passes, whatever the last 24 hours removed: after a run that raised maxDeletes for itself removed 20 of 100, the next default run brings a back-dated item and an update (it was refused 'would remove 0')",
+    async fn(db) {
+      let items: { id: string; v?: number }[] = spread(100, "");
+      const service = listOf(() => items);
+      let clock = Date.UTC(2026, 10, 28);
+      const options = {
+        id: "id",
+        sink: createPostgresSink<{ id: string }>({
+          query: db.query,
+          table: "nothing_gone",
+        }),
+        changes: true,
+        now: () => clock,
+        sweep: Infinity,
+      };
+      await syncList(service.client, "things", options);
+      items = items.slice(20);
+      clock += 3_600_000;
+      const raised = { ...options, maxDeletes: 0.5 };
+      equal((await syncList(service.client, "things", raised)).deleted, 20);
+      const back = { id: `${items[10]!.id}5` }; // between two: behind the end
+      items = [...items.slice(0, 11), back, ...items.slice(11)];
+      items[40] = { ...items[40]!, v: 1 };
+      clock += 3_600_000;
+      const next = await syncList(service.client, "things", options);
+      deepStrictEqual([next.inserted, next.updated, next.deleted], [1, 1, 0]);
+    },
+  },
+  {
+    name:
       "the guard (issue 45): a sweep answered with another list sorting before the copy puts none of it in the copy; the runs after it complete with no refusal",
     async fn(db) {
       const real = spread(1000, "");
