@@ -332,15 +332,22 @@ Deno.test("syncList with sweep: Infinity reads the list again and picks up items
   equal(sink.checkpoint?.full, false);
 });
 
-Deno.test("syncList stops on its signal, keeping what is committed", async () => {
+Deno.test("syncList stops on its signal before the next commit, keeping what is committed", async () => {
   const fake = inProcess({ items: { transactions: 300 } });
   const sink = memorySink<Row>();
   const controller = new AbortController();
-  fake.beforeList = (n) => {
-    if (n === 3) controller.abort(new Error("stop"));
+  let commits = 0;
+  // Aborted as its first window commits: windows in flight, none commits after.
+  const aborting: SyncSink<Row> = {
+    ...sink,
+    async write(...args) {
+      const report = await sink.write(...args);
+      if (++commits === 1) controller.abort(new Error("stop"));
+      return report;
+    },
   };
   const error = await rejects(
-    syncByDate(fake, sink, {
+    syncByDate(fake, aborting, {
       limit: 25,
       maxLimit: 50,
       concurrency: 2,
@@ -349,7 +356,9 @@ Deno.test("syncList stops on its signal, keeping what is committed", async () =>
     Error,
   );
   equal(error.message, "stop");
+  equal(commits, 1);
   equal(sink.checkpoint?.complete, false);
+  equal(sink.rows.size, 50);
 });
 
 Deno.test("the fake's insert and remove change a list in every order; bad calls are TypeErrors", async () => {
