@@ -210,6 +210,8 @@ export function listOf(
     refuseAbove?: () => number;
     /** The client's limiter (none by default). */
     rateLimit?: RateLimiter;
+    /** Called as each request arrives, before the list is read. */
+    before?: (asked: { limit: number; page: number }) => void;
   } = {},
 ): { client: PartnerClient; readonly requests: number } {
   const fake = inProcess();
@@ -231,6 +233,7 @@ export function listOf(
       );
     }
     const page = options.ignorePage ? 1 : Number(url.searchParams.get("page"));
+    options.before?.({ limit, page });
     const all = items();
     const body = all.slice((page - 1) * limit, page * limit);
     return Promise.resolve(

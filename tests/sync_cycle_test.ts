@@ -385,3 +385,89 @@ Deno.test("maxDuration: without a sweep count the run sweeps until its time is u
   equal(rest.sweepLeft, 0);
   ok(rest.verifiedAt !== undefined);
 });
+
+/** `n` things from `from` on, ids `step` apart (later ones sort after). */
+const thingsFrom = (from: number, n: number) => things(from + n).slice(from);
+
+Deno.test("a list that moves on every request is read to its end, never forever: 10 appended and 10 removed anywhere before each request of 1,500 items (a first run), or one of each on a 30-item list (a run after a first one that met the list's size as a page's): each run ends, holding every item there throughout", async () => {
+  const cases = [[1500, 10, false, 1000], [30, 1, true, 250]] as const;
+  for (const [n, moves, first, maxLimit] of cases) {
+    const random = seededRandom(7);
+    let items = things(n), serial = n, moving = !first;
+    const service = listOf(() => {
+      if (!moving) return items;
+      if (service.requests > 500) throw new Error("the run never ended");
+      for (let i = 0; i < moves; i++) {
+        items.splice(Math.floor(random() * items.length), 1);
+      }
+      items = [...items, ...thingsFrom(serial, moves)];
+      serial += moves;
+      return items;
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, maxLimit, maxDeletes: 1 };
+    if (first) await syncList(service.client, "things", options);
+    moving = true;
+    const there = new Set(items.map((item) => item.thingID));
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    const throughout = items.filter((item) => there.has(item.thingID));
+    const missing = throughout.filter((item) => !sink.rows.has(item.thingID));
+    equal(missing.length, 0, `${n} items`);
+  }
+});
+
+Deno.test("an ascending cycle whose last item leaves the list as it sweeps ends at the list's end though items arrive after it (the read past its short page finds one after the cycle's last: no cut, where it took one and left the cycle under way for good); in both orders, a page cut below 25 with an insert before it just before that read removes nothing that exists", async () => {
+  let items = things(1000), serial = 1000, moving = false, asked = 0;
+  const service = listOf(() => {
+    if (!moving) return items;
+    // At the run's 2nd request the newest item, the head's last, leaves.
+    if (++asked === 2) items = items.slice(0, -1);
+    items = [...items, ...thingsFrom(serial++, 1)];
+    return items;
+  });
+  const sink = memorySink<Thing>();
+  const options = { id: "thingID", sink, limit: 50, sweep: Infinity };
+  await syncList(service.client, "things", options);
+  items.splice(500, 0, { thingID: "t000499000b" }); // behind the copy's end
+  const gone = items.splice(100, 1)[0]!.thingID;
+  moving = true;
+  const result = await syncList(service.client, "things", options);
+  deepStrictEqual([sink.rows.has("t000499000b"), sink.rows.has(gone)], [
+    true,
+    false,
+  ]);
+  equal(result.sweepLeft, 0);
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    const ordered = things(1000);
+    const list = sortDirection === "ASC" ? [...ordered] : ordered.toReversed();
+    let [inserts, start, cutting] = [0, 0, false];
+    const cut = listOf(() => list, {
+      // From the second run, pages from the 950th item on are cut to 7, and
+      // each one-item read past a short page meets one more item inserted
+      // before it.
+      answer: (page) => cutting && start >= 950 ? page.slice(0, 7) : page,
+      before: ({ limit, page }) => {
+        start = (page - 1) * limit;
+        if (!cutting || limit !== 1) return;
+        const thingID = sortDirection === "ASC"
+          ? `t000009000x${999 - inserts++}` // each before the last one
+          : `t000989000x${100 + inserts++}`;
+        list.splice(10, 0, { thingID });
+      },
+    });
+    const copy = memorySink<Thing>();
+    const given = {
+      id: "thingID",
+      sink: copy,
+      sortDirection,
+      sweep: Infinity,
+      limit: 50,
+      maxLimit: 100,
+    };
+    await syncList(cut.client, "things", given);
+    cutting = true;
+    const again = await syncList(cut.client, "things", given);
+    equal(again.deleted, 0, sortDirection);
+    ok(ordered.every((item) => copy.rows.has(item.thingID)), sortDirection);
+  }
+});

@@ -42,6 +42,20 @@ Deno.test("planWindow overlaps the edge by the margin and reaches furthest past 
   }
   // Where every size divides the offset (cap 3, offset 6), the largest is read.
   equal(planWindow(6, 0, 3), { start: 3, limit: 3, page: 2 });
+  // A list as long as the cap (30) keeps no margin of 32: the window keeps
+  // MIN_MARGIN (overlapping by 3), not one item that any delete moves past.
+  const small = planWindow(30, 32, 30);
+  if (small.start > 27 || small.start + small.limit <= 30) {
+    throw new Error(`no margin kept: ${JSON.stringify(small)}`);
+  }
+});
+
+Deno.test("judgeWindow: after a full window that shows d items deleted before the edge since the window before, the margin keeps 2d (at most RESUME_MARGIN), not half the last", () => {
+  // The edge (item 500) stood at 501; a window from 490 finds it at 496.
+  const verdict = judgeWindow(state(500, 501), window10(490), keys(495, 504));
+  equal(verdict.kind, "commit");
+  if (verdict.kind !== "commit") return;
+  equal(verdict.next.margin, 10);
 });
 
 Deno.test("judgeWindow commits a window that starts at or before the edge, and only what follows the edge", () => {

@@ -97,7 +97,7 @@ export async function runPass<T>(
         fill(); // the service works while the sink writes
       }
       const cut = judged.endsBefore !== undefined && // no tick where none is asked
-        await goesOn({ client, config, requests }, judged.endsBefore);
+        await goesOn({ client, config, requests }, judged.endsBefore, state);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -108,16 +108,29 @@ export async function runPass<T>(
   }
 }
 
-/** Whether an item lies past a short page a sweep would end at, short of its known end: then the service cut it. */
+/**
+ * Whether a sweep's short page, ending short of the cycle's known end, was cut: the item past it comes after its last
+ * and (ascending) not after the cycle's last item, `upTo` (one after that came since the cycle began: its last is gone).
+ * One at or before the page's last is the list shifted by inserts before it since: each read again goes twice as far
+ * (a list still shifting after four reads is taken at its word: a cut and a shift at once is out of what it needs).
+ */
 async function goesOn<T>(
   { client, config, requests }: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,
+  { domain }: WindowState,
 ): Promise<boolean> {
-  requests.count++;
-  const plan = { start: at, limit: 1, page: at + 1 };
-  const [item] = await launch(client, config, plan).items;
+  const upTo = domain?.upTo ?? null;
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
-  return item !== undefined && sign * compareKeys(config.keyOf(item), last) > 0;
+  for (let step = 1; step <= 8; step *= 2, at += step / 2) {
+    requests.count++;
+    const plan = { start: at, limit: 1, page: at + 1 };
+    const [item] = await launch(client, config, plan).items;
+    if (item === undefined) return false;
+    const key = config.keyOf(item);
+    if (sign * compareKeys(key, last) <= 0) continue;
+    return sign < 0 || upTo === null || compareKeys(key, upTo) <= 0;
+  }
+  return false;
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */

@@ -153,13 +153,27 @@ export function judgeWindow(
       ...rest,
       edge,
       offset: cut ? state.offset + kept - older : plan.start + kept,
-      margin: Math.max(MIN_MARGIN, Math.ceil(state.margin / 2)),
+      margin: nextMargin(state, plan.start + older, count < plan.limit),
       ...(seek === undefined ? {} : { seek }),
       ...(again && reads <= MAX_SHORT_READS
         ? { short: end, shortReads: reads, ...atMost(rest, short && count) }
         : {}),
     },
   };
+}
+
+/**
+ * The margin after a window that found the edge at `at` (a full one: a short one's place may be the cut's): halved, yet
+ * twice the items deleted before the edge since the window before (a list losing d items a request needs d more overlap
+ * every window, or each next one starts past it).
+ */
+function nextMargin(state: WindowState, at: number, short: boolean) {
+  const deleted = state.edge === null || short ? 0 : state.offset - at;
+  return Math.max(
+    MIN_MARGIN,
+    Math.ceil(state.margin / 2),
+    Math.min(2 * deleted, RESUME_MARGIN), // a mass delete found by a search is no rate
+  );
 }
 
 /**

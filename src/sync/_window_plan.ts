@@ -2,7 +2,12 @@
 // overlapping the edge by the margin and reaching furthest, at a size up to what the service is known to honour, or
 // probing for an edge that moved.
 
-import type { Seek, WindowPlan, WindowState } from "./_window.ts";
+import {
+  MIN_MARGIN,
+  type Seek,
+  type WindowPlan,
+  type WindowState,
+} from "./_window.ts";
 
 /** The largest size the next window may ask for. */
 function windowCap(state: WindowState): number {
@@ -30,15 +35,14 @@ export function followingWindow(
 
 /**
  * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
- * `cap`, as one places only at its multiples); else without margin; else (a cap under 25) the largest.
+ * `cap`, as one places only at its multiples); else by MIN_MARGIN + 1 (a list about `cap` long leaves no window that
+ * keeps a margin of 32, and one overlapping by a single item misses after any delete); else without margin; else (a cap
+ * under 25) the largest.
  */
-export function planWindow(
-  offset: number,
-  margin: number,
-  cap: number,
-): WindowPlan {
+export function planWindow(offset: number, margin: number, cap: number) {
   if (offset <= 0) return { start: 0, limit: cap, page: 1 };
   return reaching(offset, offset - 1 - margin, cap) ??
+    reaching(offset, offset - 1 - MIN_MARGIN, cap) ??
     reaching(offset, offset - 1, cap) ??
     placed(cap, Math.floor((offset - 1) / cap));
 }
