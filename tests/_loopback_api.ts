@@ -7,9 +7,9 @@ import {
   type Environment,
 } from "../src/core/environment.ts";
 
-/** A loopback service: `/token` issues `token`; any other path gets `answer`. Disposing stops it. */
+/** A loopback service: `/token` issues `token` (or what it gives each time); any other path gets `answer`. Disposing stops it. */
 export function loopbackApi(
-  token: string,
+  token: string | (() => string),
   answer: (request: Request) => Response,
 ): { environment: Environment } & AsyncDisposable {
   const server = Deno.serve(
@@ -17,7 +17,7 @@ export function loopbackApi(
     (request) =>
       new URL(request.url).pathname === "/token"
         ? Response.json({
-          access_token: token,
+          access_token: typeof token === "string" ? token : token(),
           token_type: "Bearer",
           expires_in: 3600,
         })

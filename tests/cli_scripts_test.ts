@@ -218,6 +218,35 @@ Deno.test("a failure is printed without the client secret read from --env-file, 
   await Deno.remove(to).catch(() => {});
 });
 
+Deno.test("a command line refused before --env-file is read never prints the secret the file holds, whatever flag or word it was pasted into", async () => {
+  const secret = "s3cr3t-pasted-flag-5150";
+  const file = `PARTNER_API_CLIENT_SECRET=${secret}\n`;
+  const readTextFile = (path: string) =>
+    path === "ci.env" ? Promise.resolve(file) : Promise.reject(new Error(path));
+  const sync = ["sync", "things", "--to", "a.db"];
+  const pasted = [
+    ...["sweep", "limit", "max-deletes", "priority", "deletes", "max-duration"]
+      .map((flag) => [...sync, `--${flag}`, `x${secret}`]),
+    [...sync, "--sort-direction", secret],
+    ["sync", "things", "--to", `a.${secret}`],
+    [...sync, `--${secret}`],
+    ["list", "things", "--format", secret],
+    ["list", "things", "--since", `creationDate=${secret}`],
+    [secret],
+  ];
+  for (const args of pasted) {
+    for (const named of [["--env-file", "ci.env"], ["--env-file=ci.env"]]) {
+      const refused = await run([...args, ...named], {}, undefined, {
+        readTextFile,
+      });
+      equal(refused.code, 2, refused.stderr);
+      equal(refused.stdout, "");
+      equal(refused.stderr.trim().split("\n").length, 1, refused.stderr);
+      ok(!refused.stderr.includes(secret), refused.stderr);
+    }
+  }
+});
+
 Deno.test("completion prints a script for each shell; cache clear and logout say what they removed", async () => {
   for (const shell of ["bash", "zsh", "fish"]) {
     const script = await run(["completion", shell], {});

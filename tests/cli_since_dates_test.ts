@@ -1,6 +1,7 @@
 // `--since FIELD=DATE` refuses a date that does not exist or lies beyond
 // year 9999 (issue 45: month 13 listed 0 items, +275760 stopped nothing; a
-// zone moved 9999-12-31T23:00:00-14:00 into 10000), with exit 2 and one
+// zone moved 9999-12-31T23:00:00-14:00 into 10000), or a value neither a date
+// nor a number (abc, 2026-W01: 0 items; 11/01/2026: all), with exit 2 and one
 // line, before any request; real dates still work. A number against a field
 // of dates (20261101, compared as text, listed 0 items), or a date against
 // one of numbers, exits 2 at the first item, before it is written.
@@ -11,7 +12,7 @@ import { listSince } from "./_cli_helpers.ts";
 import { since } from "../src/cli/_list_plan.ts";
 import { UsageError } from "../src/cli/_flag_values.ts";
 
-Deno.test("list --since refuses dates that do not exist or lie beyond 9999 (exit 2, one line, no request), and takes real ones", async () => {
+Deno.test("list --since refuses dates that do not exist or lie beyond 9999, and values neither a date nor a number (exit 2, one line, no request), and takes real ones", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 5 } });
   const refused = [
     "2026-13-01",
@@ -25,6 +26,13 @@ Deno.test("list --since refuses dates that do not exist or lie beyond 9999 (exit
     "-000001-01-01",
     "9999-12-31T23:00:00-14:00",
     "0000-01-01T00:00:00+01:00",
+    // Neither an ISO 8601 date (extended format) nor a number: listed 0 items, or all.
+    "20261101T000000Z",
+    "2026-W01",
+    "11/01/2026",
+    "2026-11-01T10",
+    "abc",
+    "1e3",
   ];
   for (const date of refused) {
     const result = await listSince(api, date, []);

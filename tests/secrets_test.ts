@@ -473,14 +473,33 @@ Deno.test("a list answer echoing the client's credentials (the secret, the id, b
   }
 });
 
-Deno.test("a list whose item ids echo the client's credentials never gets them into syncList's SyncError ('unordered' quotes ids): its message, stack or inspection", async () => {
+/** Two access tokens: the service refuses the first (401), so a run sends it, renews, and pages with the second. */
+function renewedTokens(answer: (tokens: readonly string[]) => Response) {
+  const tokens = ["AT-sync-first-0001", "AT-sync-renewed-0002"];
+  const sent = new Set<string>();
+  let issued = 0;
+  const api = loopbackApi(
+    () => tokens[Math.min(issued++, 1)]!,
+    (request) => {
+      sent.add(request.headers.get("authorization")!.slice("Bearer ".length));
+      return sent.size === 1
+        ? new Response("expired", { status: 401 })
+        : answer(tokens);
+    },
+  );
+  return { api, tokens, sent };
+}
+
+Deno.test("a list whose item ids echo the client's credentials or the access tokens the run sent (one renewed) never gets them into syncList's SyncError ('unordered' quotes ids): its message, stack or inspection", async () => {
   const clientId = "partner-client-8";
   const clientSecret = "s3cr3t-sync-echo-4c1";
-  const ids = [`z-${clientSecret}`, `a-${btoa(`${clientId}:${clientSecret}`)}`];
-  await using api = loopbackApi(
-    "AT-sync-1",
-    () => Response.json(ids.map((thingID) => ({ thingID }))),
+  const { api, tokens, sent } = renewedTokens(([first, renewed]) =>
+    Response.json([
+      { thingID: `z-${clientSecret} ${first}` },
+      { thingID: `a-${btoa(`${clientId}:${clientSecret}`)} ${renewed}` },
+    ])
   );
+  await using _ = api;
   const client = createClient({
     environment: api.environment,
     clientId,
@@ -491,17 +510,26 @@ Deno.test("a list whose item ids echo the client's credentials never gets them i
   const error = await syncList(client, "things", { id: "thingID", sink })
     .then(() => undefined, (error: unknown) => error);
   ok(error instanceof SyncError && error.reason === "unordered", `${error}`);
-  assertClean(error, [clientSecret, clientId, btoa(clientSecret)]);
-  assertClean(error.stack, [clientSecret, clientId]);
+  deepStrictEqual([...sent], tokens);
+  const secrets = [clientSecret, clientId, btoa(clientSecret), ...tokens];
+  assertClean(error, secrets);
+  assertClean(error.stack, secrets);
 });
 
-Deno.test("an id echoing the client secret that a sink cannot store is reported skipped without it: the result's skippedIds and the sync.skipped event", async () => {
+Deno.test("ids echoing the client secret or the access tokens the run sent (one renewed) that a sink cannot store are reported skipped without them: the result's skippedIds and the sync.skipped event", async () => {
   const clientSecret = "s3cr3t-skipped-echo-9";
-  const id = `u-${clientSecret}\ud800`; // not well-formed Unicode: skipped
-  await using api = loopbackApi(
-    "AT-sync-2",
-    () => Response.json([{ thingID: "a" }, { thingID: id }]),
+  // Not well-formed Unicode: skipped.
+  const { api, tokens, sent } = renewedTokens((tokens) =>
+    Response.json(
+      [
+        { thingID: "a" },
+        ...[clientSecret, ...tokens].map((echo, i) => ({
+          thingID: `u${i}-${echo}\ud800`,
+        })),
+      ],
+    )
   );
+  await using _ = api;
   const client = createClient({
     environment: api.environment,
     clientId: "partner-client-9",
@@ -515,8 +543,10 @@ Deno.test("an id echoing the client secret that a sink cannot store is reported 
     sink,
     onEvent: (event) => events.push(event),
   });
-  equal(result.skipped, 1);
-  assertClean([result.skippedIds, events], [clientSecret]);
+  equal(result.skipped, 3);
+  equal(result.skippedIds.length, 3);
+  deepStrictEqual([...sent], tokens);
+  assertClean([result.skippedIds, events], [clientSecret, ...tokens]);
 });
 
 Deno.test("a fetch that fails quoting the token or the client's credentials gets neither into the ApiError's message or cause", async () => {

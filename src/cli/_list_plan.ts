@@ -20,10 +20,7 @@ export type Format = typeof FORMATS[number];
 export type ListRequest = Readonly<ReturnType<typeof listRequest>>;
 
 /** Checks `list <path> [options]`: a UsageError says what is wrong. */
-export function listRequest(
-  positionals: readonly string[],
-  values: Values,
-) {
+export function listRequest(positionals: readonly string[], values: Values) {
   const path = onePositional(
     positionals,
     "list needs a <path>, e.g. transactions",
@@ -75,27 +72,27 @@ function orderOf(
 
 /**
  * `--since FIELD=VALUE`: the list, newest first by FIELD, stops at the first item whose FIELD is older than VALUE (or
- * that has none). Two ISO 8601 dates compare as instants, two numbers as numbers, anything else as text.
+ * that has none). VALUE is an ISO 8601 date or a number: two dates compare as instants, two numbers as numbers, a
+ * FIELD of other text as text.
  */
-export function since(
-  text: string,
-): { field: string; until: (item: unknown) => boolean } {
+export function since(text: string) {
   const [, field, value] = /^([^=]+)=(.+)$/s.exec(text) ?? [];
   if (field === undefined || value === undefined) {
     throw new UsageError(
       `--since must be FIELD=VALUE, e.g. creationDate=2026-11-24: received ${text}`,
     );
   }
-  // Written as a date (`2026-13-01`, `+275760-09-13`): it must be one.
-  if (/^[+-]?\d{4,}-\d/.test(value) && !isRealDate(value)) {
+  // Else nothing orders the items (`2026-13-01`, `+275760-09-13`, `2026-W01`, `11/01/2026`, `abc`): no guess.
+  if (!NUMBER.test(value) && !isRealDate(value)) {
     throw new UsageError(
-      `--since ${field}=…: ${value} is not a date that exists (a real day of a year from 0000 to 9999, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
+      `--since ${field}=…: ${value} is neither a number nor a date that exists (a real day of a year from 0000 to 9999, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
     );
   }
   const older = olderThan(field, value);
-  return { field, until: (item) => older(fieldsOf(item)?.[field]) };
+  return { field, until: (item: unknown) => older(fieldsOf(item)?.[field]) };
 }
 
+const NUMBER = /^-?\d+(?:\.\d+)?$/;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 /** Whether `value` is an ISO 8601 date that exists: a day of its month (Date.parse reads Feb 30 as Mar 2), 0000 to 9999. */
@@ -122,7 +119,7 @@ function instantOf(text: string): number {
  */
 function olderThan(field: string, value: string): (own: unknown) => boolean {
   const instant = instantOf(value), hasInstant = !Number.isNaN(instant);
-  const number = /^-?\d+(?:\.\d+)?$/.test(value) ? Number(value) : NaN;
+  const number = NUMBER.test(value) ? Number(value) : NaN;
   const dashed = value.replace(/^(\d{4})(\d\d)(\d\d)$/, "$1-$2-$3"); // 20261101
   const numberOnDates = `dates, not numbers: write a date, e.g. ${
     isRealDate(dashed) ? dashed : "2026-11-24"

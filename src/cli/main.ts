@@ -13,6 +13,8 @@ import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
 import type { CliIo, CliWriter } from "./io.ts";
+import { parseArgs } from "node:util";
+import { FLAGS } from "./_flag_values.ts";
 
 /**
  * Runs the tool with `args` (the words after the program name). Every flag is checked before any configuration is
@@ -36,16 +38,27 @@ export async function main(
   args: string[],
   io: CliIo = processIo(),
 ): Promise<number> {
-  let verbose = false;
+  let planned: Plan | undefined;
   // The process gives more than CliIo (a cache, Ctrl-C, files); tests may. Its env grows by --env-file's.
   const run = { ...io } as RunIo;
   try {
-    const planned = plan(args);
-    verbose = "verbose" in planned && planned.verbose === true;
+    planned = plan(args);
     return await carryOut(planned, run);
   } catch (error) {
+    // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same.
+    if (planned === undefined) {
+      const { values } = parseArgs({ args, options: FLAGS, strict: false });
+      await addEnvFile(run, values["env-file"]).catch(() => {});
+    }
+    const verbose = !!planned && "verbose" in planned && planned.verbose;
     return reportFailure(error, run, verbose);
   }
+}
+
+/** `run` with the variables of the file `--env-file` names under its environment's. */
+async function addEnvFile(run: RunIo, path: string | boolean | undefined) {
+  if (typeof path !== "string") return;
+  run.env = await withEnvFile(run.env, path, run.readTextFile ?? readEnvFile);
 }
 
 /** Runs one planned command; returns its exit code. */
@@ -69,10 +82,7 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
       );
       return 0;
     default:
-      if (planned.envFile !== undefined) {
-        const read = run.readTextFile ?? readEnvFile;
-        run.env = await withEnvFile(run.env, planned.envFile, read);
-      }
+      await addEnvFile(run, planned.envFile);
       await execute(openSession(run, readConfig(run), planned), planned);
       return 0;
   }
@@ -84,12 +94,11 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   if ((error as Error)?.name === "BrokenPipe") return 0;
   const { message, code } = failureMessage(error);
   const secrets = secretsOf(run);
+  const clean = (text: string) => escapeControls(redact(text, secrets));
   const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
-  run.stderr.write(
-    `${NAME}: ${escapeControls(redact(message, secrets))}${help}\n`,
-  );
+  run.stderr.write(`${NAME}: ${clean(message)}${help}\n`);
   for (const line of verbose ? causeLines(error) : []) {
-    run.stderr.write(`${escapeControls(redact(line, secrets))}\n`);
+    run.stderr.write(`${clean(line)}\n`);
   }
   return code;
 }

@@ -18,7 +18,7 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { cleanCause, type Secret } from "../core/_redact.ts";
+import { cleanCause, type Secret, tokensNoted } from "../core/_redact.ts";
 import {
   describeCause,
   isPermissionError,
@@ -38,10 +38,7 @@ import {
  * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.
  * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
  */
-export function sendExchange<T>(
-  context: SendContext,
-  exchange: Exchange<T>,
-): Promise<T> {
+export function sendExchange<T>(context: SendContext, exchange: Exchange<T>) {
   return sendAttempts(new ApiRequest(context, exchange));
 }
 
@@ -89,6 +86,8 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     const { signal, context } = this;
     ({ accessToken: this.accessToken } = await context.tokenProvider
       .getToken(signal === undefined ? NO_OPTIONS : { signal }));
+    const noting = tokensNoted.get(context.tokenProvider) ?? [];
+    for (const noted of noting) noted.add(this.accessToken);
     this.secrets = [this.accessToken, ...context.secrets];
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
@@ -270,10 +269,7 @@ async function waitFor(
 }
 
 /** Asks the provider's ledger whether this 401 may cost a fresh token. */
-async function renew(
-  request: ApiRequest<unknown>,
-  response: Response,
-): Promise<boolean> {
+async function renew(request: ApiRequest<unknown>, response: Response) {
   if (!await request.context.renewAfterUnauthorized(request.accessToken)) {
     return false;
   }
@@ -330,10 +326,7 @@ function serverOf(url: URL): { host: string; port: number } {
 }
 
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
-function withBearer(
-  headers: HeadersInit | undefined,
-  accessToken: string,
-): HeadersInit {
+function withBearer(headers: HeadersInit | undefined, accessToken: string) {
   const authorization = `Bearer ${accessToken}`;
   if (headers === undefined) return { authorization };
   if (headers instanceof Headers || Array.isArray(headers)) {

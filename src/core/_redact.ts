@@ -69,6 +69,9 @@ const redactors = new WeakMap<object, Redactor>();
 /** Each provider `createTokenProvider` made, with its credentials: a client of it keeps them out of its errors too. */
 export const providerSecrets = new WeakMap<object, readonly Secret[]>();
 
+/** Per token provider, the sets noting each access token sent with it (a service may echo it): a sync run's, while it runs. */
+export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
+
 function redactorOf(given: Secret): Redactor {
   if (typeof given === "string") return redactor([[REDACTED, given]], given);
   let made = redactors.get(given);
@@ -253,10 +256,7 @@ export function cleanCause(
 }
 
 /** A copy of `response` for an error (`showHidden` shows it): status, headers redacted, no body. */
-export function cleanResponse(
-  response: Response,
-  secrets: readonly Secret[],
-): Response {
+export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
   for (const [name, value] of response.headers) {
     const clean = redact(value, secrets);

@@ -1,7 +1,6 @@
 // Internal: writes what a pass hands on, a batch at a time (while the next window is read); counts what the sink reports.
 
 import { callListener } from "../core/_emit.ts";
-import { redact, type Secret } from "../core/_redact.ts";
 import type { SyncConfig } from "./_config.ts";
 import type { Committed } from "./_pass.ts";
 import type {
@@ -37,19 +36,19 @@ export class Committer<T> {
   readonly #config: SyncConfig<T>;
   /** The run's list requests, counted as they are sent. */
   readonly #requests: { readonly count: number };
-  /** What a skipped id is reported without: the client's credentials, which a service may echo in ids. */
-  readonly #secrets: readonly Secret[];
+  /** A skipped id as reported: without the client's credentials and tokens, which a service may echo in ids. */
+  readonly #clean: (id: string) => string;
 
   constructor(
     config: SyncConfig<T>,
     saved: SyncCheckpoint,
     requests: { readonly count: number },
-    secrets: readonly Secret[],
+    clean: (id: string) => string,
   ) {
     this.#config = config;
     this.written = this.latest = saved;
     this.#requests = requests;
-    this.#secrets = secrets;
+    this.#clean = clean;
   }
 
   /** After a batch failed: writes `checkpoint` alone, once the failed one settled. */
@@ -140,7 +139,7 @@ export class Committer<T> {
     // The sweep reads a skipped item again: it counts once per run.
     const fresh = reported.filter((id) => !this.#skipped.has(id));
     for (const id of fresh) this.#skipped.add(id);
-    const skippedIds = fresh.map((id) => redact(id, this.#secrets));
+    const skippedIds = fresh.map(this.#clean);
     // A sink that does not tell inserts from updates: all were new to it.
     const inserted = report.inserted ??
       (report.updated === undefined ? stored : 0);
@@ -167,10 +166,7 @@ export class Committer<T> {
 }
 
 /** The batch with each id once, where it last occurs (the service's latest word). */
-function lastOfEachId<T>(
-  items: readonly T[],
-  ids: readonly string[],
-): Batch<T> {
+function lastOfEachId<T>(items: readonly T[], ids: readonly string[]) {
   const last = new Map<string, number>();
   ids.forEach((id, i) => last.set(id, i));
   if (last.size === ids.length) return { items, ids };

@@ -37,7 +37,7 @@ import {
 } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
-import { providerSecrets, redact, type Secret } from "../core/_redact.ts";
+import { providerSecrets, redact, tokensNoted } from "../core/_redact.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -84,27 +84,32 @@ export async function syncList<T>(
   const lock = await config.sink.lock?.(
     config.signal === undefined ? {} : { signal: config.signal },
   );
+  const { clean, stop } = secretsOf(client);
   try {
     const start = runStart(await config.sink.load(), config.identity, config);
-    return await runFrom(client, config, start);
+    return await runFrom(client, config, start, clean);
   } catch (error) {
-    throw withoutCredentials(error, credentialsOf(client));
+    // A SyncError quotes item ids ("unordered"), where a service may echo a secret.
+    if (error instanceof SyncError) {
+      const { message, stack = "" } = error;
+      Object.assign(error, { message: clean(message), stack: clean(stack) });
+    }
+    throw error;
   } finally {
+    stop();
     await lock?.[Symbol.asyncDispose]();
   }
 }
 
-/** The client's provider's credentials, which a service may echo in item ids (none known: none). */
-function credentialsOf(client: SyncSource): readonly Secret[] {
-  const { tokenProvider } = client as { tokenProvider?: object };
-  return (tokenProvider && providerSecrets.get(tokenProvider)) ?? [];
-}
-
-/** A SyncError quoting item ids (`"unordered"`) without the client's credentials, which a service may echo in them. */
-function withoutCredentials(error: unknown, secrets: readonly Secret[]) {
-  if (!(error instanceof SyncError) || secrets.length === 0) return error;
-  const [message, stack = ""] = [redact(error.message, secrets), error.stack];
-  return Object.assign(error, { message, stack: redact(stack, secrets) });
+/** Keeps the client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
+function secretsOf(client: SyncSource) {
+  const { tokenProvider } = client as { tokenProvider?: unknown };
+  const provider = Object(tokenProvider), tokens = new Set<string>();
+  const credentials = providerSecrets.get(provider) ?? [];
+  const noting = tokensNoted.get(provider) ?? new Set<Set<string>>();
+  tokensNoted.set(provider, noting.add(tokens));
+  const clean = (text: string) => redact(text, [...credentials, ...tokens]);
+  return { clean, stop: () => noting.delete(tokens) };
 }
 
 /** What the passes of a run share. */
@@ -119,10 +124,10 @@ async function runFrom<T>(
   client: SyncSource,
   config: SyncConfig<T>,
   start: RunStart,
+  clean: (text: string) => string,
 ): Promise<SyncResult> {
   const requests = { count: 0 };
-  const secrets = credentialsOf(client);
-  const committer = new Committer(config, start.checkpoint, requests, secrets);
+  const committer = new Committer(config, start.checkpoint, requests, clean);
   const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
