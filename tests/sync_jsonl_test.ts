@@ -7,8 +7,10 @@ import {
   createJsonlSink,
   createSqliteSink,
   SyncError,
+  type SyncErrorReason,
   syncList,
   type SyncSink,
+  type SyncWriteContext,
 } from "../src/sync/mod.ts";
 import { replaceFile } from "../src/sync/_files.ts";
 import {
@@ -24,6 +26,33 @@ async function fresh(name: string): Promise<string> {
   const path = await freshTarget("sync-jsonl", name);
   await Deno.remove(`${path}.rewrite`).catch(() => {});
   return path;
+}
+
+/** A direct write's checkpoint (the sink stores it as it is). */
+const CHECKPOINT = {
+  version: 1 as const,
+  path: "things",
+  sortBy: "thingID",
+  id: "thingID",
+  query: {},
+  edge: null,
+  offset: 0,
+  full: false,
+  complete: true,
+};
+
+/** Rejects with a SyncError of `reason` naming `path`: never a bare SyntaxError, nor a success. */
+async function refused(
+  promise: Promise<unknown>,
+  reason: SyncErrorReason,
+  path: string,
+): Promise<void> {
+  await rejects(promise, (error: unknown) => {
+    ok(error instanceof SyncError, String(error));
+    equal(error.reason, reason, error.message);
+    equal(error.path, path);
+    return true;
+  });
 }
 
 Deno.test("JSONL sink: a cycle's end weighs maxDeletes against the copy's live lines, the head's lines since the cycle began included, as SQLite does", async () => {
@@ -190,4 +219,97 @@ Deno.test("JSONL sink: changes: true is refused (TypeError, option 'changes') be
     changes: false,
   });
   equal(result.inserted, 3);
+});
+
+Deno.test("JSONL sink: a copy removed, cut or replaced by another process after a run's look fails that run at its first write (SyncError naming it), never written past its end as a hole of NUL bytes; the next run is refused 'sink-mismatch'", async () => {
+  const faults: [string, SyncErrorReason, (path: string) => void][] = [
+    ["removed", "file", (path) => Deno.removeSync(path)],
+    ["cut", "file", (path) => Deno.truncateSync(path, 10)],
+    ["replaced", "sink-mismatch", (path) => {
+      const size = Deno.statSync(path).size;
+      Deno.writeTextFileSync(path, `${"x".repeat(size - 1)}\n`);
+    }],
+  ];
+  for (const [name, reason, fault] of faults) {
+    const path = await fresh(`midrun-${name}.jsonl`);
+    const list = things(100);
+    let faultAt = Infinity;
+    const service = listOf(() => list, {
+      maxLimit: 50,
+      answer: (page, n) => {
+        if (n === faultAt) fault(path);
+        return page;
+      },
+    });
+    const run = () =>
+      syncList(service.client, "things", {
+        id: "thingID",
+        sink: createJsonlSink(path),
+      });
+    await run();
+    list.push(...things(600).slice(100));
+    faultAt = service.requests + 1; // the run's first window, after its load
+    await refused(run(), reason, path);
+    const left = await Deno.readFile(path).catch(() => new Uint8Array());
+    ok(left.length <= 2_500 && !left.includes(0), `${name}: ${left.length}`);
+    faultAt = Infinity;
+    await refused(run(), "sink-mismatch", path);
+  }
+});
+
+Deno.test("JSONL sink: a copy cut by another process while a sweep cycle is under way fails the cycle's end ('sink-mismatch', naming it) before the rewrite replaces it: the head's lines since the cycle began are not lost", async () => {
+  const path = await fresh("cycle-cut.jsonl");
+  const sink = createJsonlSink<Thing>(path);
+  const list = things(20), old = list.slice(0, 10), ids = [] as string[];
+  const head = { cycle: 1, phase: "head", changes: false } as const;
+  const sweep = { ...head, phase: "sweep" } as const;
+  await sink.write(old, CHECKPOINT, ids, head);
+  await sink.write(old, CHECKPOINT, ids, { ...sweep, beginsCycle: true });
+  const cycleBegan = (await Deno.stat(path)).size;
+  await sink.write(list.slice(10), CHECKPOINT, ids, head);
+  await Deno.truncate(path, cycleBegan);
+  const ends: SyncWriteContext = {
+    ...sweep,
+    endsCycle: { deletes: "remove", maxDeletes: Infinity },
+  };
+  await refused(sink.write([], CHECKPOINT, ids, ends), "sink-mismatch", path);
+  equal((await Deno.stat(path)).size, cycleBegan, "not replaced");
+  await Deno.remove(`${path}.rewrite`);
+});
+
+Deno.test("JSONL sink: a copy with a line that is not JSON (changed between runs, its last line intact) is refused 'sink-mismatch' naming the copy, by the window guard and by a cycle's end, never a bare SyntaxError; the copy left byte for byte", async () => {
+  const service = listOf(() => things(100));
+  const damage = async (path: string) => {
+    const file = await Deno.open(path, { write: true });
+    await file.write(new TextEncoder().encode("x".repeat(10)));
+    file.close();
+    return await Deno.readTextFile(path);
+  };
+  for (const sweep of [3, Infinity]) {
+    const path = await fresh(`damaged-line-${sweep}.jsonl`);
+    const options = { id: "thingID", sink: createJsonlSink(path) };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    const before = await damage(path);
+    const sync = syncList(service.client, "things", { ...options, sweep });
+    await refused(sync, "sink-mismatch", path);
+    equal(await Deno.readTextFile(path), before, `sweep ${sweep}`);
+  }
+  // A cycle's end reads the copy's lines too: a direct write, without the guard.
+  const path = await fresh("damaged-line-end.jsonl");
+  const sink = createJsonlSink<Thing>(path);
+  const list = things(10), ids = [] as string[];
+  const context = { cycle: 1, phase: "sweep", changes: false } as const;
+  await sink.write(list, CHECKPOINT, ids, { ...context, phase: "head" });
+  await sink.write(list, CHECKPOINT, ids, { ...context, beginsCycle: true });
+  await damage(path);
+  const ends: SyncWriteContext = {
+    ...context,
+    endsCycle: { deletes: "remove", maxDeletes: Infinity },
+    keyOf: (item) => ({
+      value: (item as Thing).thingID,
+      id: (item as Thing).thingID,
+    }),
+  };
+  await refused(sink.write([], CHECKPOINT, ids, ends), "sink-mismatch", path);
+  await Deno.remove(`${path}.rewrite`);
 });

@@ -2,10 +2,14 @@
 // decisions: which unseen rows a window passed, in either order, and when
 // the window is held back. The sinks' side: tests/sync_guard_test.ts.
 
-import { deepStrictEqual, equal, rejects } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import { createJsonlSink, createSqliteSink } from "../src/sync/mod.ts";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  SyncError,
+} from "../src/sync/mod.ts";
 import {
   heldBack,
   passedUnseen,
@@ -232,7 +236,7 @@ Deno.test("the SQL sink's pages key every row as its own item would (any JSON ty
   }
 });
 
-Deno.test("the JSONL sink's lines key every row as its own item would; a line that is no item fails as before", async () => {
+Deno.test("the JSONL sink's lines key every row as its own item would; a line that is no item (two values, which the fast parse of the whole read would take for two items) fails the read, SyncError 'sink-mismatch' naming the copy", async () => {
   const path = await freshTarget("sync-window-guard", "odd.jsonl");
   const sink = createJsonlSink(path);
   const items = oddItems(2_600);
@@ -255,6 +259,11 @@ Deno.test("the JSONL sink's lines key every row as its own item would; a line th
   );
   await rejects(
     Array.fromAsync(sink.liveRows!(1, keyOf as (item: unknown) => SyncKey)),
-    SyntaxError,
+    (error: unknown) => {
+      ok(error instanceof SyncError, String(error));
+      equal(error.reason, "sink-mismatch");
+      equal(error.path, path);
+      return true;
+    },
   );
 });

@@ -22,17 +22,19 @@ const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const FILE_MODE = 0o600;
 
-/** What is at `path`, or undefined. @throws {SyncError} (`"link"`) For a symbolic link, or a hard link `ours`; (`"file"`). */
-export async function statOf(path: string, ours = false) {
+/**
+ * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a second name
+ * of one was planted, and a folder (whose nlink counts its entries) is no file at all.
+ * @throws {SyncError} (`"link"`) For a symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
+ */
+export async function statOf(path: string, plain = false) {
   const info = await lstat(path).catch((error) => {
     if (code(error) === "ENOENT") return undefined;
     throw fileError(path, "look at", error);
   });
-  // `ours`: a file only runs make (a lock, a rewrite), so another name of a file there was planted.
-  const hard = ours && info !== undefined && info.nlink > 1;
-  if (info?.isSymbolicLink() || hard) {
-    throw refused(path, info, hard ? HARD_LINK : LINK);
-  }
+  if (info?.isSymbolicLink()) throw refused(path, LINK, info);
+  if (plain && info && !info.isFile()) throw notPlain(path);
+  if (plain && info && info.nlink > 1) throw refused(path, HARD_LINK, info);
   return info;
 }
 
@@ -52,14 +54,14 @@ export function identityOf(path: string, at: string = path): string {
 /** Refuses a database SQLite opened `at` (it resolves links) that `path` does not name: a link swapped in after every look. */
 export function assertOpenedAt(path: string, at: string | null | undefined) {
   const own = tried(() => join(realpathSync(dirname(path)), basename(path)));
-  if (at && own && at !== own) throw refused(path, undefined, REPLACED);
+  if (at && own && at !== own) throw refused(path, REPLACED);
 }
 
 /** Creates an empty file at `path`, 0600, unless one is there, for SQLite to open. @throws {SyncError} (`"link"`, `"file"`) */
 export function createPrivate(path: string): void {
   try {
     const info = lstatSync(path);
-    if (info.isSymbolicLink()) throw refused(path, info, LINK);
+    if (info.isSymbolicLink()) throw refused(path, LINK, info);
     return;
   } catch (error) {
     if (code(error) !== "ENOENT") throw fileError(path, "look at", error);
@@ -79,11 +81,7 @@ export function createPrivate(path: string): void {
  * cause), checking the handle is the path's own file.
  * @throws {SyncError} (`"link"`) For a link, another name of its file, or a swap while opened; (`"file"`) otherwise.
  */
-export async function openFile(
-  path: string,
-  how: "read" | "write" | "create",
-  tries = 3,
-): Promise<FileHandle> {
+export async function openFile(path: string, how: How, tries = 3) {
   const create = O_WRONLY | O_CREAT | O_EXCL;
   const flags = { read: O_RDONLY, write: O_RDWR, create }[how];
   // Deno's node:fs ignores O_NOFOLLOW, so a link (even one swapped in after a look) is followed: hence no look first,
@@ -93,7 +91,7 @@ export async function openFile(
       // A link that the open could not follow (dangling, or O_EXCL met it).
       const info = await lstat(path).catch(() => undefined);
       if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
-        throw refused(path, info, LINK);
+        throw refused(path, LINK, info);
       }
       throw fileError(path, how === "create" ? "create" : "open", error);
     });
@@ -112,6 +110,7 @@ export async function openFile(
   return guarded(file, path, how === "read" ? "read" : "write");
 }
 
+type How = "read" | "write" | "create";
 const REPLACED = "was replaced while this run opened it";
 const LINK = "is a symbolic link";
 const HARD_LINK = "is another name of a file (a hard link)";
@@ -131,38 +130,31 @@ export async function openToWrite(path: string): Promise<FileHandle> {
 }
 
 /** Refuses a handle not of the plain file `path` names now: a link followed or swapped in, a swap, or a hard link. */
-async function assertOwnFile(
-  file: FileHandle,
-  path: string,
-  how: "read" | "write" | "create",
-): Promise<void> {
+async function assertOwnFile(file: FileHandle, path: string, how: How) {
   const failed = (error: unknown) => {
     throw fileError(path, "open", error);
   };
   const opened = await file.stat().catch(failed);
   const named = await lstat(path).catch(failed);
-  if (named.isSymbolicLink()) throw refused(path, named, LINK);
+  if (named.isSymbolicLink()) throw refused(path, LINK, named);
   if (opened.dev !== named.dev || opened.ino !== named.ino) {
-    throw refused(path, named, REPLACED);
+    throw refused(path, REPLACED, named);
   }
-  if (!opened.isFile()) {
-    throw new SyncError(
-      `Cannot sync: ${path} is not a plain file: remove it, or give another path`,
-      "file",
-      path,
-    );
-  }
+  if (!opened.isFile()) throw notPlain(path);
   if (how !== "read" && opened.nlink > 1) {
-    throw refused(path, named, HARD_LINK);
+    throw refused(path, HARD_LINK, named);
   }
 }
 
+/** The refusal (`"file"`) of a folder or a device where a file of the copy belongs. */
+function notPlain(path: string): SyncError {
+  const message =
+    `Cannot sync: ${path} is not a plain file: remove it, or give another path`;
+  return new SyncError(message, "file", path);
+}
+
 /** `file`, whose failures are SyncErrors (`"file"`) naming `path` and what failed (reading a file opened to read). */
-function guarded(
-  file: FileHandle,
-  path: string,
-  doing: "read" | "write",
-): FileHandle {
+function guarded(file: FileHandle, path: string, doing: "read" | "write") {
   return new Proxy(file, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target);
@@ -213,7 +205,7 @@ export function readText(path: string): Promise<string | undefined> {
 /** `use` of the file at `path` opened `how`, closed after; undefined when there is none (or, to create, one is there). */
 export async function withFile<R>(
   path: string,
-  how: "read" | "write" | "create",
+  how: How,
   use: (file: FileHandle) => Promise<R>,
 ): Promise<R | undefined> {
   const missing = how === "create" ? "EEXIST" : "ENOENT";
@@ -283,11 +275,7 @@ export function fileError(path: string, doing: string, error: unknown) {
 }
 
 /** The refusal of a planted file: whose it is, and what to remove. */
-export function refused(
-  path: string,
-  info: { uid: number } | undefined,
-  what: string,
-): SyncError {
+function refused(path: string, what: string, info?: { uid: number }) {
   const whose = info === undefined ? "" : `, owned by ${ownerOf(info.uid)}`;
   return new SyncError(
     `Cannot sync: ${path} ${what}${whose}; a copy's files are never opened through a link and nothing was written to it: remove ${path} (check first what it is and who made it), or give the copy's real path`,

@@ -98,9 +98,7 @@ function isEnd(value: unknown): value is FileEnd {
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 
 /** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`) */
-export async function checkCopy(
-  files: CopyFiles,
-): Promise<Committed | undefined> {
+export async function checkCopy(files: CopyFiles) {
   const copy = await statOf(files.copy);
   if (copy?.isDirectory()) {
     const what = `${files.copy} is a folder, not a file`;
@@ -136,8 +134,8 @@ export async function checkCopy(
   return committed;
 }
 
-/** Checks that `path` holds at least `end.length` bytes, ending with the committed line. */
-async function expectEnd(
+/** Checks that `path` holds at least `end.length` bytes, ending with the committed line. @throws {SyncError} (`"sink-mismatch"`) */
+export async function expectEnd(
   files: CopyFiles,
   path: string,
   end: FileEnd,
@@ -181,11 +179,13 @@ export async function cycleChanges(
 ): Promise<SyncWriteReport> {
   // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
   const keyOf = context.keyOf;
-  const idOf = (line: string) =>
-    keyOf === undefined ? line : keyOf(JSON.parse(line)).id;
+  const idsOf = (read: Lines) =>
+    keyOf ? itemsOf(files, read).map((item) => keyOf(item).id) : read.lines;
   const old = new Map<string, number>(), oldEnds: number[] = [];
-  for await (const { lines, ends } of linesOf(files.copy, rewrite.mainAt)) {
-    lines.forEach((line, i) => old.set(idOf(line), oldEnds.push(ends[i]!) - 1));
+  for await (const read of linesOf(files.copy, rewrite.mainAt)) {
+    idsOf(read).forEach((id, i) =>
+      old.set(id, oldEnds.push(read.ends[i]!) - 1)
+    );
   }
   const held = old.size + tail.split("\n").length - 1; // they stay in the new copy
   let inserted = 0, updated = 0;
@@ -195,12 +195,12 @@ export async function cycleChanges(
       readAtSync(file, files.copy, (oldEnds[i - 1] ?? -1) + 1, oldEnds[i]!),
     );
   try {
-    for await (const { lines } of linesOf(files.rewrite, rewrite.end.length)) {
-      for (const line of lines) {
-        const id = idOf(line), was = old.get(id);
+    for await (const read of linesOf(files.rewrite, rewrite.end.length)) {
+      idsOf(read).forEach((id, i) => {
+        const was = old.get(id);
         if (!old.delete(id)) inserted++;
-        else if (keyOf && oldText(was!) !== line) updated++;
-      }
+        else if (keyOf && oldText(was!) !== read.lines[i]) updated++;
+      });
     }
   } finally {
     await file.close();
@@ -231,14 +231,15 @@ export async function* copyRows(
   const under = committed.renaming ? undefined : committed.rewrite;
   const seen = new Set<string>();
   if (under?.cycle === cycle) {
-    for await (const { lines } of linesOf(files.rewrite, under.end.length)) {
-      parsedItems(lines).forEach((item, i) => seen.add(idOf(item, lines[i]!)));
+    for await (const read of linesOf(files.rewrite, under.end.length)) {
+      const items = itemsOf(files, read);
+      items.forEach((item, i) => seen.add(idOf(item, read.lines[i]!)));
     }
   }
   const path = committed.renaming ? files.rewrite : files.copy;
   const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
-  for await (const { lines, ends } of linesOf(path, committed.end.length)) {
-    const parsed = parsedItems(lines);
+  for await (const read of linesOf(path, committed.end.length)) {
+    const { lines, ends } = read, parsed = itemsOf(files, read);
     for (let i = 0; i < lines.length; i++) {
       const id = idOf(parsed[i], lines[i]!);
       yield { id, item: parsed[i], seen: ends[i]! >= mainAt || seen.has(id) };
@@ -246,10 +247,24 @@ export async function* copyRows(
   }
 }
 
-/** The lines of the first `length` bytes of `path`, without their ends, a read's at a time, and where each ends. */
-async function* linesOf(path: string, length: number) {
+/** A read of `path`: its lines, without their ends; where each ends; how many lines came before. */
+type Lines = { path: string; lines: string[]; ends: number[]; before: number };
+
+/** The items of a read's lines. @throws {SyncError} (`"sink-mismatch"`) For a line that is not JSON, by its number. */
+function itemsOf(files: CopyFiles, { path, lines, before }: Lines) {
+  try {
+    return parsedItems(lines);
+  } catch {
+    const bad = lines.findIndex((line) => parsedJson(line) === undefined);
+    const what = `line ${before + bad + 1} of ${path} is not JSON`;
+    throw mismatch(files, `${what}: the copy was changed`);
+  }
+}
+
+/** The lines of the first `length` bytes of `path`, a read's at a time. */
+async function* linesOf(path: string, length: number): AsyncGenerator<Lines> {
   const decoder = new TextDecoder(), CHUNK = 1 << 20;
-  let rest = "";
+  let rest = "", before = 0;
   for (let at = 0; at < length; at += CHUNK) {
     const bytes = await readRange(path, at, Math.min(length, at + CHUNK)) ??
       new Uint8Array();
@@ -258,10 +273,11 @@ async function* linesOf(path: string, length: number) {
     rest = lines.pop()!;
     // No byte of a multi-byte character is "\n": one end a line.
     for (let i = 0; (i = bytes.indexOf(LF, i)) >= 0; i++) ends.push(at + i);
-    yield { lines, ends };
+    yield { path, lines, ends, before };
+    before += lines.length;
   }
   rest += decoder.decode();
-  if (rest !== "") yield { lines: [rest], ends: [length] };
+  if (rest !== "") yield { path, lines: [rest], ends: [length], before };
 }
 
 const LF = 0x0a;

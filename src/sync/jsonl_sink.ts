@@ -26,8 +26,8 @@ import {
   type CopyFiles,
   copyRows,
   cycleChanges,
+  expectEnd,
   type FileEnd,
-  type Rewrite,
   sideFileText,
 } from "./_jsonl_state.ts";
 
@@ -149,7 +149,8 @@ class JsonlCopy {
       // Counted when the cycle completes: a JSONL copy has no index.
       return { inserted: 0, updated: 0 };
     }
-    // The head's lines since the cycle began follow the sweep's.
+    // The head's lines since the cycle began follow the sweep's: all there, else they would be lost.
+    await expectEnd(this.#files, copy, now.end);
     const tail = new TextDecoder().decode(
       await readRange(copy, rewrite.mainAt, now.end.length),
     );
@@ -202,11 +203,13 @@ class JsonlCopy {
         const size = (await file.stat()).size;
         if (this.#ours.has(path) && size > from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
-        // Shorter while the lock is still ours: another process removed or cut it (a run that took over fails above).
-        if (this.#ours.has(path) && size < from.length) {
+        // Shorter than committed, or its last line another, though the lock is ours (at the run's first write, too):
+        // another process removed, cut or replaced it. Never a write past its end: that hole would read as NUL bytes.
+        if (size < from.length) {
           const cut = new Error("another process removed or cut it");
           throw fileError(path, "write", cut);
         }
+        await expectEnd(this.#files, path, from);
         await file.truncate(from.length);
         await file.write(bytes, 0, bytes.length, from.length);
         await file.datasync();
@@ -227,11 +230,7 @@ const EMPTY: FileEnd = { length: 0, last: null };
 const NEWLINE = 0x0a;
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
-async function startCycle(
-  files: CopyFiles,
-  main: FileEnd,
-  cycle: number,
-): Promise<Rewrite> {
+async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {
   await statOf(files.rewrite, true); // a link there is refused, not removed
   await unlink(files.rewrite).catch(() => {});
   await (await openFile(files.rewrite, "create")).close();

@@ -13,7 +13,6 @@ import {
   fileError,
   fingerprint,
   identityOf,
-  refused,
   statOf,
 } from "./_files.ts";
 import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
@@ -47,7 +46,6 @@ import {
 } from "./_sqlite_sql.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
-const LINKED = "is another name of a file (a hard link)";
 /** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
 const FILE_FAILURE =
   /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
@@ -193,10 +191,9 @@ class SqliteDialect implements SqlDialect {
 
   async read(): Promise<CopyState> {
     if (this.#file !== undefined) {
-      // Neither the database nor its journal files through a link, nor another name of a file: SQLite writes them.
+      // The database and its journal files plain files of one name, never through a link: SQLite writes them.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-        const path = `${this.#file}${suffix}`, info = await statOf(path);
-        if (info?.isFile() && info.nlink > 1) throw refused(path, info, LINKED);
+        await statOf(`${this.#file}${suffix}`, true);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
