@@ -315,7 +315,7 @@ const TOOL_RUNS: Record<string, ToolCase> = {
       args: ["sync", "transactions", "--to", `${folder}/c.db`, "--changes"],
     }),
   }),
-  "a `--since` date that does not exist": (folder) => {
+  "a `--since` value not a number or date": (folder) => {
     const since = (date: string) => ({
       flags: flags(folder, NET),
       args: ["list", "transactions", "--since", `creationDate=${date}`],
