@@ -389,9 +389,13 @@ Deno.test("maxDuration: without a sweep count the run sweeps until its time is u
 /** `n` things from `from` on, ids `step` apart (later ones sort after). */
 const thingsFrom = (from: number, n: number) => things(from + n).slice(from);
 
-Deno.test("a list that moves on every request is read to its end, never forever: 10 appended and 10 removed anywhere before each request of 1,500 items (a first run), or one of each on a 30-item list (a run after a first one that met the list's size as a page's): each run ends, holding every item there throughout", async () => {
-  const cases = [[1500, 10, false, 1000], [30, 1, true, 250]] as const;
-  for (const [n, moves, first, maxLimit] of cases) {
+Deno.test("a list that moves on every request is read to its end, never forever: 10 appended and 10 removed anywhere before each request of 1,500 items (a first run), one of each on a 30-item list (a run after a first one that met the list's size as a page's), or 3 of each on a 30-item list read 30 at a time at concurrency 8: each run ends, holding every item there throughout", async () => {
+  const cases = [
+    [1500, 10, false, 1000, 1],
+    [30, 1, true, 250, 1],
+    [30, 3, false, 30, 8], // the margin kept never more than a window keeps
+  ] as const;
+  for (const [n, moves, first, maxLimit, concurrency] of cases) {
     const random = seededRandom(7);
     let items = things(n), serial = n, moving = !first;
     const service = listOf(() => {
@@ -405,7 +409,14 @@ Deno.test("a list that moves on every request is read to its end, never forever:
       return items;
     });
     const sink = memorySink<Thing>();
-    const options = { id: "thingID", sink, maxLimit, maxDeletes: 1 };
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 25,
+      maxLimit,
+      concurrency,
+      maxDeletes: 1,
+    };
     if (first) await syncList(service.client, "things", options);
     moving = true;
     const there = new Set(items.map((item) => item.thingID));
@@ -470,4 +481,31 @@ Deno.test("an ascending cycle whose last item leaves the list as it sweeps ends 
     equal(again.deleted, 0, sortDirection);
     ok(ordered.every((item) => copy.rows.has(item.thingID)), sortDirection);
   }
+  // Pages from the 975th item on cut to 9; just before the read past the
+  // short page, an item before it leaves and one arrives after the cycle's
+  // last: that read lands past the cut items, and nothing is removed.
+  const list = things(1000);
+  let [start, cutting] = [0, false];
+  const moved = listOf(() => list, {
+    answer: (page) => cutting && start >= 975 ? page.slice(0, 9) : page,
+    before: ({ limit, page }) => {
+      start = (page - 1) * limit;
+      if (!cutting || limit !== 1) return;
+      list.splice(10, 1);
+      list.push(...thingsFrom(2000 + list.length, 1));
+    },
+  });
+  const copy = memorySink<Thing>();
+  const given = {
+    id: "thingID",
+    sink: copy,
+    sweep: Infinity,
+    limit: 25,
+    maxLimit: 25,
+  };
+  await syncList(moved.client, "things", given);
+  const tail = list.slice(20).map((item) => item.thingID);
+  cutting = true;
+  equal((await syncList(moved.client, "things", given)).deleted, 0);
+  ok(tail.every((id) => copy.rows.has(id)));
 });

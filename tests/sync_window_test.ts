@@ -50,12 +50,15 @@ Deno.test("planWindow overlaps the edge by the margin and reaches furthest past 
   }
 });
 
-Deno.test("judgeWindow: after a full window that shows d items deleted before the edge since the window before, the margin keeps 2d (at most RESUME_MARGIN), not half the last", () => {
+Deno.test("judgeWindow: after a full window that shows d items deleted before the edge since the window before, the margin keeps 2d (at most RESUME_MARGIN, and a quarter of the largest size honoured), not half the last", () => {
   // The edge (item 500) stood at 501; a window from 490 finds it at 496.
-  const verdict = judgeWindow(state(500, 501), window10(490), keys(495, 504));
-  equal(verdict.kind, "commit");
-  if (verdict.kind !== "commit") return;
-  equal(verdict.next.margin, 10);
+  const margin = (accepted: number) => {
+    const before = { ...state(500, 501), accepted };
+    const verdict = judgeWindow(before, window10(490), keys(495, 504));
+    return verdict.kind === "commit" ? verdict.next.margin : undefined;
+  };
+  equal(margin(1000), 10);
+  equal(margin(10), 2); // no window of 10 keeps more: a short list
 });
 
 Deno.test("judgeWindow commits a window that starts at or before the edge, and only what follows the edge", () => {

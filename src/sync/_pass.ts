@@ -110,27 +110,35 @@ export async function runPass<T>(
 
 /**
  * Whether a sweep's short page, ending short of the cycle's known end, was cut: the item past it comes after its last
- * and (ascending) not after the cycle's last item, `upTo` (one after that came since the cycle began: its last is gone).
- * One at or before the page's last is the list shifted by inserts before it since: each read again goes twice as far
- * (a list still shifting after four reads is taken at its word: a cut and a shift at once is out of what it needs).
+ * and (ascending) not after the cycle's last item, `upTo`. One after `upTo` came since the cycle began (its last item
+ * gone) if the page's last still stands just before it; else deletes before the page moved the read past items of the
+ * cycle, and the page is taken as cut. One at or before the page's last is the list shifted by inserts before it since:
+ * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
  */
 async function goesOn<T>(
-  { client, config, requests }: PassRun<T>,
+  run: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,
   { domain }: WindowState,
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
-  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
+  const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
-    requests.count++;
-    const plan = { start: at, limit: 1, page: at + 1 };
-    const [item] = await launch(client, config, plan).items;
-    if (item === undefined) return false;
-    const key = config.keyOf(item);
+    const key = await keyAt(run, at);
+    if (key === undefined) return false;
     if (sign * compareKeys(key, last) <= 0) continue;
-    return sign < 0 || upTo === null || compareKeys(key, upTo) <= 0;
+    if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
+    const before = await keyAt(run, at - 1);
+    return before === undefined || compareKeys(before, last) !== 0;
   }
   return false;
+}
+
+/** The key of the item at `at` (one item read), if any. */
+async function keyAt<T>({ client, config, requests }: PassRun<T>, at: number) {
+  requests.count++;
+  const plan = { start: at, limit: 1, page: at + 1 };
+  const [item] = await launch(client, config, plan).items;
+  return item === undefined ? undefined : config.keyOf(item);
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */

@@ -132,15 +132,15 @@ export function judgeWindow(
     order(last, state.edge) < 0;
   const news = fresh.to > fresh.from;
   const window = { claims, end, holds, reached, short, count, news, before };
-  const at = plan.start + count; // past the window's last item
-  const { again, reads, ...ends } = readAgain(state, window, at);
+  const past = { at: plan.start + count, read: last ?? end }; // past the window's last item
+  const { again, reads, ...ends } = readAgain(state, window, past);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
   const edge = kept > older ? keys[kept - 1]! : state.edge;
   // Shorter at a size not known honoured: perhaps cut and placed by the cut size, so its place tells nothing.
   const cut = count < plan.limit && !short;
   const seek = before && !short
-    ? cut ? state.seek : sought(state.seek, { low: at })
+    ? cut ? state.seek : sought(state.seek, { low: past.at })
     : undefined;
   return {
     kind: "commit",
@@ -172,7 +172,8 @@ function nextMargin(state: WindowState, at: number, short: boolean) {
   return Math.max(
     MIN_MARGIN,
     Math.ceil(state.margin / 2),
-    Math.min(2 * deleted, RESUME_MARGIN), // a mass delete found by a search is no rate
+    // At most a quarter of the largest size known honoured: a margin no window can keep is met by none (a short list).
+    Math.min(2 * deleted, RESUME_MARGIN, state.accepted >> 2),
   );
 }
 
@@ -239,7 +240,7 @@ function readAgain(
     news: boolean;
     before: boolean;
   },
-  at: number,
+  { at, read }: { at: number; read: SyncKey | null },
 ): Pick<Verdict, "ended" | "endsBefore"> & { again: boolean; reads: number } {
   const { claims, end } = window;
   const before = state.short;
@@ -262,7 +263,8 @@ function readAgain(
     (state.domain?.upTo == null && window.reached);
   const endsBefore = ended && window.short && !window.holds && end !== null &&
     state.domain?.upTo != null;
-  const last = endsBefore ? { endsBefore: { at, last: end } } : {};
+  // The item the page ended at, past `end` if it held items after the cycle's last: the read past it shows what follows.
+  const last = endsBefore ? { endsBefore: { at, last: read ?? end } } : {};
   return { again, reads: again ? reads : 0, ended, ...last };
 }
 
