@@ -203,13 +203,14 @@ class JsonlCopy {
         const size = (await file.stat()).size;
         if (this.#ours.has(path) && size > from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
-        // Shorter than committed, or its last line another, though the lock is ours (at the run's first write, too):
-        // another process removed, cut or replaced it. Never a write past its end: that hole would read as NUL bytes.
+        // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
+        // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
+        // that hole would read as NUL bytes.
         if (size < from.length) {
           const cut = new Error("another process removed or cut it");
           throw fileError(path, "write", cut);
         }
-        await expectEnd(this.#files, path, from);
+        if (!this.#ours.has(path)) await expectEnd(this.#files, path, from);
         await file.truncate(from.length);
         await file.write(bytes, 0, bytes.length, from.length);
         await file.datasync();
