@@ -272,3 +272,34 @@ Deno.test("a shorter answer to a size not known honoured, all before the edge, t
   const next = nextWindow(cut.next);
   equal(next.start <= 1999 && next.start + next.limit > 2000, true);
 });
+
+Deno.test("judgeWindow: a shorter answer to a size not known honoured sets a soft bound that a full window under it raises (twice its size), unless the same count came back at another place (a cut, kept like a 400); fewer items than a size this pass saw full prove the end", () => {
+  const at = (start: number, limit: number): WindowPlan => ({
+    start,
+    limit,
+    page: 1,
+  });
+  const next = (before: WindowState, plan: WindowPlan, found: SyncKey[]) => {
+    const verdict = judgeWindow(before, plan, found);
+    if (verdict.kind !== "commit") throw new Error("no commit");
+    return verdict;
+  };
+  const from = { ...state(100, 101), accepted: 1000, limit: 50, full: 0 };
+  const cut = next(from, at(95, 970), keys(96, 155)).next; // 60 of 970
+  equal([cut.accepted, cut.refused, cut.rejected], [60, 61, undefined]);
+  const full = next(cut, at(150, 60), keys(151, 210)).next; // 60 of 60
+  equal([full.refused, full.rejected], [122, undefined]);
+  const again = next(full, at(205, 91), keys(206, 265)).next; // 60 of 91, elsewhere
+  equal([again.refused, again.rejected], [61, 61]);
+  // 48 of 124 after 86 came back full in this pass: no service that answers 86 cuts to 48.
+  const seen = { ...full, accepted: 86, full: 86 };
+  equal(next(seen, at(205, 124), keys(206, 253)).ended, true);
+  equal(next({ ...seen, full: 0 }, at(205, 124), keys(206, 253)).ended, false);
+});
+
+Deno.test("planWindow: a margin grown past the largest size keeps a quarter of it, not MIN_MARGIN (a list losing more items a request than that moves the edge past every window)", () => {
+  const plan = planWindow(62_370, 1024, 276);
+  if (plan.start > 62_370 - 1 - 69 || plan.start + plan.limit <= 62_370) {
+    throw new Error(`a quarter of the size not kept: ${JSON.stringify(plan)}`);
+  }
+});
