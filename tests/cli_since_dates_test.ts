@@ -33,14 +33,16 @@ Deno.test("list --since refuses dates that do not exist or lie beyond 9999, and 
     "2026-11-01T10",
     "abc",
     "1e3",
+    // Past nanoseconds: read as milliseconds, the rest silently dropped.
+    "2026-11-01T00:00:00.1234567891Z",
   ];
   for (const date of refused) {
     const result = await listSince(api, date, []);
     equal(result.code, 2, `${date}: ${result.stderr}`);
     equal(result.stderr.trim().split("\n").length, 1, result.stderr);
   }
-  equal(api.apiRequests, 0, "refused before any request");
-  const real = ["2024-02-29", "2000-02-29", "2026-11-24T00:00:00Z"];
+  equal(api.apiRequests + api.tokenRequests, 0, "refused before any request");
+  const real = ["2024-02-29", "2000-02-29", "2026-11-24T00:00:00.123456789Z"];
   for (const date of [...real, "9999-12-31T23:59:59.999Z", "0000-01-01"]) {
     const result = await listSince(api, date, ["--format", "jsonl"]);
     equal(result.code, 0, `${date}: ${result.stderr}`);

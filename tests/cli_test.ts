@@ -12,6 +12,7 @@ import { createClient } from "../src/client/mod.ts";
 import { configFromEnv } from "../src/core/config.ts";
 import { ApiError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { plan } from "../src/cli/_plan.ts";
 import { manualClock } from "./_helpers.ts";
 
 const untouchable = () => {
@@ -53,11 +54,11 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
   const cases: [string[], string][] = [
     [
       ["list", "transactions", "--limit", "zero"],
-      "--limit must be a positive integer: received zero",
+      "--limit must be an integer from 1 to 1000: received zero",
     ],
     [
       ["list", "transactions", "--limit", "0"],
-      "--limit must be a positive integer: received 0",
+      "--limit must be an integer from 1 to 1000: received 0",
     ],
     [
       ["list", "transactions", "--sort-direction", "up"],
@@ -350,5 +351,35 @@ Deno.test("a refused token request is remembered across runs through the cache: 
     requests.push(api.tokenRequests);
   }
   deepStrictEqual(requests, [1, 1, 2, 2]);
+  await Deno.remove(folder, { recursive: true });
+});
+
+Deno.test("the CLI refuses what the service or library would refuse only later (a page above 1000, two copies, a paging key in --query in any case, a direction in other letters): exit 2, one line naming the flag, no request", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const folder = ".test-tmp/cli-inputs";
+  await Deno.mkdir(folder, { recursive: true });
+  const sync = ["sync", "transactions", "--to", `${folder}/copy.db`];
+  const cases: [string[], string][] = [
+    [["list", "transactions", "--limit", "1001"], "--limit"],
+    [[...sync, "--limit", "1001"], "--limit"],
+    [[...sync, "--to", `${folder}/copy.jsonl`], "--to"],
+    [["list", "transactions", "--query", "sortby=x"], "--query"],
+    [["list", "transactions", "--query", "LIMIT=5"], "--query"],
+    [["list", "transactions", "--query", "limit=5"], "--query"],
+    [[...sync, "--query", "Page=2"], "--query"],
+    [["list", "transactions", "--sort-direction", "aſc"], "--sort-direction"],
+  ];
+  for (const [args, flag] of cases) {
+    const result = await run([...args, "--no-cache"], configFor(api));
+    equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
+    equal(result.stdout, "");
+    equal(result.stderr.split("\n").length, 2, result.stderr);
+    ok(result.stderr.includes(flag), result.stderr);
+    ok(!result.stderr.includes(api.credentials.clientSecret), result.stderr);
+    deepStrictEqual([api.tokenRequests, api.apiRequests], [0, 0]);
+  }
+  // Lower case is the tool's own leniency, kept (the service reads only ASC and DESC).
+  const asc = plan(["list", "transactions", "--sort-direction", "asc"]);
+  equal(asc.command === "list" && asc.list.options.sortDirection, "ASC");
   await Deno.remove(folder, { recursive: true });
 });

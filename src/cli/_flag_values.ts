@@ -1,5 +1,7 @@
 // Internal: the checked values of flags several commands take, and the error for a caller's mistake. Pure.
 
+import { MAX_CONCURRENCY, MAX_LIMIT } from "./_help.ts";
+
 /** Every flag, as node:util parses them. */
 export const FLAGS = {
   "env-file": { type: "string" },
@@ -19,7 +21,7 @@ export const FLAGS = {
   query: { type: "string", multiple: true },
   format: { type: "string" },
   verbose: { type: "boolean", short: "v" },
-  to: { type: "string" },
+  to: { type: "string", multiple: true }, // refused twice: last-wins would pick the copy silently
   id: { type: "string" },
   full: { type: "boolean" },
   sweep: { type: "string" },
@@ -91,14 +93,12 @@ export function oneOf<T extends string>(
  * `--sort-direction`, in either case; `undefined` when not given.
  * @throws {UsageError} For anything but ASC or DESC.
  */
-export function sortDirection(
-  value: string | undefined,
-): "ASC" | "DESC" | undefined {
-  const upper = value?.toUpperCase();
-  if (upper === undefined || upper === "ASC" || upper === "DESC") return upper;
-  throw new UsageError(
-    `--sort-direction must be ASC or DESC: received ${value}`,
-  );
+export function sortDirection(value: string | undefined) {
+  // ASCII letters only: "aſc".toUpperCase() is "ASC".
+  const upper = /^(asc|desc)$/i.test(value ?? "")
+    ? value?.toUpperCase()
+    : value;
+  return oneOf(upper, "sort-direction", ["ASC", "DESC"]);
 }
 
 /**
@@ -115,17 +115,24 @@ export function onePositional(positionals: readonly string[], missing: string) {
 }
 
 /**
- * `--query k=v` pairs as query parameters.
- * @throws {UsageError} For a pair without a name and `=`.
+ * The flags `list` and `sync` share: `--limit` up to the service's largest page, `--concurrency`, `--query k=v` pairs.
+ * @throws {UsageError} For a bad number, a pair without a name and `=`, or one setting a paging parameter in any case.
  */
-export function queryOf(pairs: readonly string[]): Record<string, string> {
+export function pagingOf(values: Values) {
   const query: Record<string, string> = {};
-  for (const pair of pairs) {
-    const equals = pair.indexOf("=");
-    if (equals < 1) {
-      throw new UsageError(`--query must be k=v: received ${pair}`);
+  for (const pair of values.query ?? []) {
+    const equals = pair.indexOf("="), name = pair.slice(0, equals);
+    // The library refuses these names as written; a service may read them in any case.
+    const own = /^(limit|page|sortby|sortdirection)$/i.test(name);
+    if (equals < 1 || own) {
+      const rule = own ? "k=v (paging and sort have flags)" : "k=v";
+      throw new UsageError(`--query must be ${rule}: received ${pair}`);
     }
-    query[pair.slice(0, equals)] = pair.slice(equals + 1);
+    query[name] = pair.slice(equals + 1);
   }
-  return query;
+  return {
+    limit: count(values.limit, "limit", 1, MAX_LIMIT),
+    concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
+    query,
+  };
 }

@@ -7,6 +7,8 @@ import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 export const NAME = "partner-api";
 /** The most pages in flight, as the library allows. */
 export const MAX_CONCURRENCY = 64;
+/** The largest page: the fake's and syncList's, and larger ones are refused before a token is spent. */
+export const MAX_LIMIT = 1000;
 
 export const HELP: Readonly<Record<string, string>> = {
   "": `${NAME} ${VERSION}: tokens, quota and lists of the partner API
@@ -77,7 +79,7 @@ nothing.
 
 Pages through a list under the API base and prints its items.
   --limit N              items per page, the size of each request, not a
-                         total (default 50; see --max-items)
+                         total (1 to ${MAX_LIMIT}, default 50; see --max-items)
   --page N               first page (default 1)
   --sort-by FIELD        e.g. creationDate
   --sort-direction DIR   ASC or DESC
@@ -130,9 +132,9 @@ commits what it has (exit 130); a second run on the copy waits for the first.
                          same limiter go first)
   --max-duration T       sweep at the limiter's spare rate for at most T
                          (90s, 10m, 1h); with no --sweep, until the cycle ends
-  --limit N              items per page; sets the request budget (default
-                         50); pages may be larger, up to what the service
-                         accepts
+  --limit N              items per page, 1 to ${MAX_LIMIT}; sets the request
+                         budget (default 50); pages may be larger, up to what
+                         the service accepts
   --concurrency N        windows in flight, 1 to ${MAX_CONCURRENCY} (default 1)
   --query k=v            extra query parameter; repeat for more
   --no-cache             no token cache: a token request of its own

@@ -1,13 +1,12 @@
 // Internal: the `list` command line, checked into a request. Pure.
 
 import type { ListOptions } from "../client/mod.ts";
-import { MAX_CONCURRENCY } from "./_help.ts";
 import { fieldsOf, given } from "../core/_check.ts";
 import {
   count,
   oneOf,
   onePositional,
-  queryOf,
+  pagingOf,
   sortDirection,
   UsageError,
   type Values,
@@ -26,14 +25,13 @@ export function listRequest(positionals: readonly string[], values: Values) {
     "list needs a <path>, e.g. transactions",
   );
   const format = oneOf(values.format, "format", FORMATS);
-  const numbers = {
-    limit: count(values.limit, "limit", 1),
+  const { query, ...numbers } = {
+    ...pagingOf(values),
     page: count(values.page, "page", 1),
     maxItems: count(values["max-items"], "max-items", 0),
-    concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
   };
   const options: ListOptions<unknown> = {
-    query: queryOf(values.query ?? []),
+    query,
     ...orderOf(values),
     ...given(numbers),
   };
@@ -85,7 +83,7 @@ export function since(text: string) {
   // Else nothing orders the items (`2026-13-01`, `+275760-09-13`, `2026-W01`, `11/01/2026`, `abc`): no guess.
   if (!NUMBER.test(value) && !isRealDate(value)) {
     throw new UsageError(
-      `--since ${field}=…: ${value} is neither a number nor a date that exists (a real day of a year from 0000 to 9999, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
+      `--since ${field}=…: ${value} is neither a number nor a date that exists (a real day of a year from 0000 to 9999, at most to the nanosecond, e.g. 2026-11-24 or 2026-11-24T00:00:00Z)`,
     );
   }
   const older = olderThan(field, value);
@@ -101,7 +99,8 @@ function isRealDate(value: string): boolean {
     Number.isNaN(ms) ? "" : new Date(ms).toISOString();
   const day = value.slice(0, 10);
   // The instant too: a zone moves 9999-12-31T23:00:00-14:00 into 10000.
-  return iso(Date.parse(day)).startsWith(day) &&
+  // Past nanoseconds is past what any clock writes: Date.parse would drop it silently.
+  return !/\.\d{10}/.test(value) && iso(Date.parse(day)).startsWith(day) &&
     /^\d{4}-/.test(iso(instantOf(value)));
 }
 

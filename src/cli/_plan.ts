@@ -3,14 +3,13 @@
 import { nearest } from "../core/_nearest.ts";
 import { given } from "../core/_check.ts";
 import { parseArgs } from "node:util";
-import { HELP, MAX_CONCURRENCY } from "./_help.ts";
+import { HELP } from "./_help.ts";
 import { type SyncRequest, syncRequest } from "./_sync_plan.ts";
 import {
-  count,
   FLAGS,
   oneOf,
   onePositional,
-  queryOf,
+  pagingOf,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -131,14 +130,9 @@ function commandPlan(
     return { command, path, pci: !!values.pci, ...flags };
   }
   if (command === "sync") {
-    // The flags sync shares with list are checked before anything of its own.
-    const shared = {
-      limit: count(values.limit, "limit", 1),
-      concurrency: count(values.concurrency, "concurrency", 1, MAX_CONCURRENCY),
-      query: queryOf(values.query ?? []),
-    };
-    // sync's messages give the command line back (to confirm a mass delete).
-    const sync = { ...syncRequest(rest, values, shared), args };
+    // The flags sync shares with list are checked before anything of its own; sync's messages give the command
+    // line back (to confirm a mass delete).
+    const sync = { ...syncRequest(rest, values, pagingOf(values)), args };
     return { command, sync, ...flags };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };

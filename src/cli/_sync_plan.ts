@@ -57,16 +57,12 @@ export function syncRequest(
   }
   const deletes = oneOf(values.deletes, "deletes", ["remove", "mark"]) ??
     "remove";
-  if (deletes === "mark" && kind === "jsonl") {
-    throw new UsageError(
-      "--deletes mark needs a SQLite --to (a JSONL file keeps no deleted_at)",
-    );
-  }
-  if (values.changes === true && kind === "jsonl") {
-    throw new UsageError(
-      "--changes needs a SQLite --to (.db, .sqlite, .sqlite3): a JSONL file keeps no change table",
-    );
-  }
+  const sqliteOnly = deletes === "mark"
+    ? "--deletes mark needs a SQLite --to (a JSONL file keeps no deleted_at)"
+    : values.changes === true
+    ? "--changes needs a SQLite --to (.db, .sqlite, .sqlite3): a JSONL file keeps no change table"
+    : undefined;
+  if (kind === "jsonl" && sqliteOnly) throw new UsageError(sqliteOnly);
   return {
     path,
     target,
@@ -86,11 +82,11 @@ export function syncRequest(
 
 /** The copy `--to` names, and its kind by its extension. */
 function copyOf(
-  target: string | undefined,
+  [target, other]: readonly string[] = [],
 ): Pick<SyncRequest, "target" | "kind"> {
-  if (target === undefined || target === "") {
+  if (target === undefined || target === "" || other !== undefined) {
     throw new UsageError(
-      "sync needs --to FILE, e.g. --to copy.db or --to copy.jsonl",
+      "sync needs one --to FILE, e.g. --to copy.db or --to copy.jsonl",
     );
   }
   if (/\.(db|sqlite3?)$/i.test(target)) return { target, kind: "sqlite" };

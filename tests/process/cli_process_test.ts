@@ -103,7 +103,7 @@ processTest(
     equal(result.code, 2);
     equal(
       result.stderr,
-      "partner-api: --limit must be a positive integer: received zero (see deno task cli --help)\n",
+      "partner-api: --limit must be an integer from 1 to 1000: received zero (see deno task cli --help)\n",
     );
   },
 );
