@@ -116,12 +116,13 @@ const LINK = "is a symbolic link";
 const HARD_LINK = "is another name of a file (a hard link)";
 
 /**
- * Opens `path` to write: its file, a new one, or one another writer created in between (the caller's checks then find
- * the copy lost: `"lock-lost"`). @throws {SyncError} (`"link"`, `"file"`)
+ * Opens `path` to write: its file; if missing, only when `create` (nothing of it committed), a new one or one another
+ * writer created in between (the caller's checks then find the copy lost: `"lock-lost"`). Else missing, it was removed:
+ * a `"file"` error, and no empty file left in its place. @throws {SyncError} (`"link"`, `"file"`)
  */
-export async function openToWrite(path: string): Promise<FileHandle> {
+export async function openToWrite(path: string, create: boolean) {
   const file = await openFile(path, "write").catch((error) => {
-    if (code(error) !== "ENOENT") throw error;
+    if (!create || code(error) !== "ENOENT") throw error;
   });
   return file ?? await openFile(path, "create").catch((error) => {
     if (code(error) !== "EEXIST") throw error;

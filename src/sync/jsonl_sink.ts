@@ -197,7 +197,7 @@ class JsonlCopy {
   async #append(path: string, from: FileEnd, lines: string): Promise<FileEnd> {
     const bytes = new TextEncoder().encode(lines);
     if (bytes.length > 0) {
-      const file = await openToWrite(path);
+      const file = await openToWrite(path, from.length === 0);
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
