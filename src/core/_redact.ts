@@ -255,6 +255,27 @@ export function cleanCause(
   return copy;
 }
 
+/**
+ * `thrown` cleaned where it stands, its class, identity and fields kept: its own text fields, and its cause's and
+ * arrays' (`errors`, a driver's `parameters`), 8 deep (a cause chain may loop); a thrown text, cleaned.
+ */
+export function redactInPlace(thrown: unknown, clean: Clean, depth = 8) {
+  if (typeof thrown === "string") return clean(thrown);
+  if (Object(thrown) !== thrown || depth === 0) return thrown;
+  for (const key of Object.getOwnPropertyNames(thrown)) {
+    // Values only: no getter of a user's object is called (V8's `stack` aside).
+    const value: unknown = key === "stack"
+      ? Reflect.get(thrown as object, key)
+      : Object.getOwnPropertyDescriptor(thrown, key)!.value;
+    const walk = typeof value === "string" || key === "cause" ||
+      Array.isArray(value);
+    const next = walk ? redactInPlace(value, clean, depth - 1) : value;
+    if (next !== value) Reflect.set(thrown as object, key, next);
+  }
+  return thrown;
+}
+type Clean = (text: string) => string;
+
 /** A copy of `response` for an error (`showHidden` shows it): status, headers redacted, no body. */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
