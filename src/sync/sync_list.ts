@@ -37,12 +37,7 @@ import {
 } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
-import {
-  providerSecrets,
-  redact,
-  redactInPlace,
-  tokensNoted,
-} from "../core/_redact.ts";
+import { redactInPlace, secretsOf } from "../core/_redact.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -103,17 +98,6 @@ export async function syncList<T>(
   } finally {
     stop();
   }
-}
-
-/** Keeps the client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
-function secretsOf(client: SyncSource) {
-  const { tokenProvider } = client as { tokenProvider?: unknown };
-  const provider = Object(tokenProvider), tokens = new Set<string>();
-  const credentials = providerSecrets.get(provider) ?? [];
-  const noting = tokensNoted.get(provider) ?? new Set<Set<string>>();
-  tokensNoted.set(provider, noting.add(tokens));
-  const clean = (text: string) => redact(text, [...credentials, ...tokens]);
-  return { clean, stop: () => noting.delete(tokens) };
 }
 
 /** What the passes of a run share. */
