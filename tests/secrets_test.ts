@@ -16,7 +16,12 @@ import { serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
 import { loopbackApi } from "./_loopback_api.ts";
-import { createSqliteSink, SyncError, syncList } from "../src/sync/mod.ts";
+import {
+  createSqliteSink,
+  SyncError,
+  syncList,
+  type SyncSink,
+} from "../src/sync/mod.ts";
 import { memorySink } from "./_sync_fake.ts";
 
 /**
@@ -473,7 +478,10 @@ Deno.test("a list answer echoing the client's credentials (the secret, the id, b
   }
 });
 
-/** Two access tokens: the service refuses the first (401), so a run sends it, renews, and pages with the second. */
+/** The credentials of the sync runs below, which the service echoes. */
+const SYNC_ID = "partner-client-8", SYNC_SECRET = "s3cr3t-sync-echo-4c1";
+
+/** A client of two access tokens: the service refuses the first (401), so a run sends it, renews, and pages with the second. */
 function renewedTokens(answer: (tokens: readonly string[]) => Response) {
   const tokens = ["AT-sync-first-0001", "AT-sync-renewed-0002"];
   const sent = new Set<string>();
@@ -487,55 +495,76 @@ function renewedTokens(answer: (tokens: readonly string[]) => Response) {
         : answer(tokens);
     },
   );
-  return { api, tokens, sent };
+  const client = createClient({
+    environment: api.environment,
+    clientId: SYNC_ID,
+    clientSecret: SYNC_SECRET,
+    rateLimit: false,
+  });
+  return { api, client, tokens, sent };
 }
 
 Deno.test("a list whose item ids echo the client's credentials or the access tokens the run sent (one renewed) never gets them into syncList's SyncError ('unordered' quotes ids): its message, stack or inspection", async () => {
-  const clientId = "partner-client-8";
-  const clientSecret = "s3cr3t-sync-echo-4c1";
-  const { api, tokens, sent } = renewedTokens(([first, renewed]) =>
+  const { api, client, tokens, sent } = renewedTokens(([first, renewed]) =>
     Response.json([
-      { thingID: `z-${clientSecret} ${first}` },
-      { thingID: `a-${btoa(`${clientId}:${clientSecret}`)} ${renewed}` },
+      { thingID: `z-${SYNC_SECRET} ${first}` },
+      { thingID: `a-${btoa(`${SYNC_ID}:${SYNC_SECRET}`)} ${renewed}` },
     ])
   );
   await using _ = api;
-  const client = createClient({
-    environment: api.environment,
-    clientId,
-    clientSecret,
-    rateLimit: false,
-  });
   const sink = memorySink();
   const error = await syncList(client, "things", { id: "thingID", sink })
     .then(() => undefined, (error: unknown) => error);
   ok(error instanceof SyncError && error.reason === "unordered", `${error}`);
   deepStrictEqual([...sent], tokens);
-  const secrets = [clientSecret, clientId, btoa(clientSecret), ...tokens];
+  const secrets = [SYNC_SECRET, SYNC_ID, btoa(SYNC_SECRET), ...tokens];
+  assertClean(error, secrets);
+  assertClean(error.stack, secrets);
+});
+
+Deno.test("an error a sink or its driver throws quoting an item that echoes the client's credentials or the access tokens the run sent (one renewed) reaches the caller without them, redacted in place: the same object and class, its message, stack, fields, cause and inspection", async () => {
+  const { api, client, tokens, sent } = renewedTokens(([first, renewed]) =>
+    Response.json([{
+      thingID: "a",
+      note: `${SYNC_SECRET} ${first} ${renewed}`,
+    }])
+  );
+  await using _ = api;
+  let thrown: TypeError | undefined;
+  const sink: SyncSink<unknown> = {
+    load: () => Promise.resolve(undefined),
+    write(items) {
+      // A driver's error: its message, fields and cause quote the item (pg's `detail`, postgres.js's `parameters`).
+      const item = JSON.stringify(items[0]);
+      const cause = new Error(`driver: cannot store ${item}`);
+      thrown = new TypeError(`the sink failed on ${item}`, { cause });
+      const fields = { detail: item, parameters: [item] };
+      return Promise.reject(Object.assign(thrown, fields));
+    },
+  };
+  const error = await syncList(client, "things", { id: "thingID", sink })
+    .then(() => undefined, (error: unknown) => error);
+  ok(error === thrown && error instanceof TypeError, `${error}`);
+  ok((error as { detail?: string }).detail?.includes('"thingID":"a"'));
+  deepStrictEqual([...sent], tokens);
+  const secrets = [SYNC_SECRET, SYNC_ID, ...tokens];
   assertClean(error, secrets);
   assertClean(error.stack, secrets);
 });
 
 Deno.test("ids echoing the client secret or the access tokens the run sent (one renewed) that a sink cannot store are reported skipped without them: the result's skippedIds and the sync.skipped event", async () => {
-  const clientSecret = "s3cr3t-skipped-echo-9";
   // Not well-formed Unicode: skipped.
-  const { api, tokens, sent } = renewedTokens((tokens) =>
+  const { api, client, tokens, sent } = renewedTokens((tokens) =>
     Response.json(
       [
         { thingID: "a" },
-        ...[clientSecret, ...tokens].map((echo, i) => ({
+        ...[SYNC_SECRET, ...tokens].map((echo, i) => ({
           thingID: `u${i}-${echo}\ud800`,
         })),
       ],
     )
   );
   await using _ = api;
-  const client = createClient({
-    environment: api.environment,
-    clientId: "partner-client-9",
-    clientSecret,
-    rateLimit: false,
-  });
   using sink = createSqliteSink(":memory:", { table: "things" });
   const events: unknown[] = [];
   const result = await syncList(client, "things", {
@@ -546,7 +575,7 @@ Deno.test("ids echoing the client secret or the access tokens the run sent (one 
   equal(result.skipped, 3);
   equal(result.skippedIds.length, 3);
   deepStrictEqual([...sent], tokens);
-  assertClean([result.skippedIds, events], [clientSecret, ...tokens]);
+  assertClean([result.skippedIds, events], [SYNC_SECRET, ...tokens]);
 });
 
 Deno.test("a fetch that fails quoting the token or the client's credentials gets neither into the ApiError's message or cause", async () => {

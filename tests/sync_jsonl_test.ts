@@ -221,7 +221,7 @@ Deno.test("JSONL sink: changes: true is refused (TypeError, option 'changes') be
   equal(result.inserted, 3);
 });
 
-Deno.test("JSONL sink: a copy removed, cut or replaced by another process after a run's look fails that run at its first write (SyncError naming it), never written past its end as a hole of NUL bytes; the next run is refused 'sink-mismatch'", async () => {
+Deno.test("JSONL sink: a copy removed, cut or replaced by another process after a run's look fails that run at its first write (SyncError naming it; a removed one is not created again), never written past its end as a hole of NUL bytes; the next run is refused 'sink-mismatch'", async () => {
   const faults: [string, SyncErrorReason, (path: string) => void][] = [
     ["removed", "file", (path) => Deno.removeSync(path)],
     ["cut", "file", (path) => Deno.truncateSync(path, 10)],
@@ -250,6 +250,9 @@ Deno.test("JSONL sink: a copy removed, cut or replaced by another process after 
     list.push(...things(600).slice(100));
     faultAt = service.requests + 1; // the run's first window, after its load
     await refused(run(), reason, path);
+    // A removed copy is not made again, empty, by the write that found it gone.
+    const there = await Deno.lstat(path).then(() => true, () => false);
+    equal(there, name !== "removed", `${name}: a file at the copy's path`);
     const left = await Deno.readFile(path).catch(() => new Uint8Array());
     ok(left.length <= 2_500 && !left.includes(0), `${name}: ${left.length}`);
     faultAt = Infinity;

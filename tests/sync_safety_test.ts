@@ -511,7 +511,7 @@ Deno.test("SQLite sink: a copy whose folder is removed during a run fails it wit
   );
 });
 
-Deno.test("JSONL sink: a copy removed during a run fails it with SyncError 'file' naming it, not 'lock-lost' (no other run took it)", async () => {
+Deno.test("JSONL sink: a copy removed during a run fails it with SyncError 'file' naming it, not 'lock-lost' (no other run took it), and is not created again", async () => {
   const path = await fresh("removed-midrun.jsonl");
   const items = Array.from({ length: 300 }, (_, i) => ({ n: `${1000 + i}` }));
   let removeAt = Infinity;
@@ -526,6 +526,8 @@ Deno.test("JSONL sink: a copy removed during a run fails it with SyncError 'file
   items.push(...Array.from({ length: 300 }, (_, i) => ({ n: `${2000 + i}` })));
   removeAt = service.requests + 2; // the head's second window
   await refused(syncList(service.client, "things", options), "file", path);
+  // Not made again, empty, by the write that found it gone.
+  equal(await Deno.lstat(path).then(() => "there", () => "gone"), "gone");
 });
 
 Deno.test("SQLite sink: a table of yours where it would keep the copy or its changes is refused before anything is created, altered or written", async () => {

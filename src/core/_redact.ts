@@ -160,10 +160,7 @@ export function redact(text: string, secrets: readonly Secret[]): string {
     const made = redactorOf(secret);
     if (made.pattern === undefined) continue;
     // Whole runs first: a value's own base64 may sit aligned inside one.
-    clean = clean.replace(
-      BASE64_RUN,
-      (run) => decodedHolding(run, made) ?? run,
-    );
+    clean = clean.replace(BASE64_RUN, (r) => decodedHolding(r, made) ?? r);
     clean = clean.replace(made.pattern, (match) => nameOf(made, match));
   }
   return clean;
@@ -255,14 +252,41 @@ export function cleanCause(
   return copy;
 }
 
+/** Keeps a client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
+export function secretsOf(client: object) {
+  const { tokenProvider } = client as { tokenProvider?: unknown };
+  const provider = Object(tokenProvider), tokens = new Set<string>();
+  const credentials = providerSecrets.get(provider) ?? [];
+  const noting = tokensNoted.get(provider) ?? new Set<Set<string>>();
+  tokensNoted.set(provider, noting.add(tokens));
+  const clean = (text: string) => redact(text, [...credentials, ...tokens]);
+  return { clean, stop: () => noting.delete(tokens) };
+}
+
+/** `thrown` cleaned where it stands, its class, identity and fields kept: its texts, arrays and cause (8 deep: a chain may loop). */
+export function redactInPlace(thrown: unknown, clean: Clean, depth = 8) {
+  if (typeof thrown === "string") return clean(thrown);
+  if (Object(thrown) !== thrown || depth === 0) return thrown;
+  for (const key of Object.getOwnPropertyNames(thrown)) {
+    // Values only: no getter of a user's object is called (V8's `stack` aside).
+    const value: unknown = key === "stack"
+      ? Reflect.get(thrown as object, key)
+      : Object.getOwnPropertyDescriptor(thrown, key)!.value;
+    const walk = typeof value === "string" || key === "cause" ||
+      Array.isArray(value);
+    const next = walk ? redactInPlace(value, clean, depth - 1) : value;
+    if (next !== value) Reflect.set(thrown as object, key, next);
+  }
+  return thrown;
+}
+type Clean = (text: string) => string;
+
 /** A copy of `response` for an error (`showHidden` shows it): status, headers redacted, no body. */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
   for (const [name, value] of response.headers) {
     const clean = redact(value, secrets);
-    const whole = !secrets.some((secret) =>
-      holdsRun(clean, redactorOf(secret).secret)
-    );
+    const whole = !secrets.some((s) => holdsRun(clean, redactorOf(s).secret));
     headers.append(name, whole ? clean : REDACTED);
   }
   const { status, statusText } = response;

@@ -21,6 +21,7 @@ const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 // A FIFO swapped in answers at once instead of holding the run.
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const FILE_MODE = 0o600;
+const NEW = O_WRONLY | O_CREAT | O_EXCL;
 
 /**
  * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a second name
@@ -67,9 +68,7 @@ export function createPrivate(path: string): void {
     if (code(error) !== "ENOENT") throw fileError(path, "look at", error);
   }
   try {
-    closeSync(
-      openSync(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, FILE_MODE),
-    );
+    closeSync(openSync(path, NEW | O_NOFOLLOW, FILE_MODE));
   } catch (error) {
     if (code(error) === "EEXIST") return createPrivate(path);
     throw fileError(path, "create", error);
@@ -82,8 +81,7 @@ export function createPrivate(path: string): void {
  * @throws {SyncError} (`"link"`) For a link, another name of its file, or a swap while opened; (`"file"`) otherwise.
  */
 export async function openFile(path: string, how: How, tries = 3) {
-  const create = O_WRONLY | O_CREAT | O_EXCL;
-  const flags = { read: O_RDONLY, write: O_RDWR, create }[how];
+  const flags = { read: O_RDONLY, write: O_RDWR, create: NEW }[how];
   // Deno's node:fs ignores O_NOFOLLOW, so a link (even one swapped in after a look) is followed: hence no look first,
   // and the check of the handle below before anyone writes through it.
   const file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE)
@@ -100,11 +98,8 @@ export async function openFile(path: string, how: How, tries = 3) {
   } catch (error) {
     await file.close().catch(() => {});
     // A side file another run replaced (write, rename) as this one opened it: read the new one; a swap that goes on is refused.
-    const replaced = error instanceof SyncError &&
-      error.message.includes(REPLACED);
-    if (how === "read" && tries > 1 && replaced) {
-      return await openFile(path, how, tries - 1);
-    }
+    const again = how === "read" && tries > 1 && `${error}`.includes(REPLACED);
+    if (again) return await openFile(path, how, tries - 1);
     throw error;
   }
   return guarded(file, path, how === "read" ? "read" : "write");
@@ -116,12 +111,12 @@ const LINK = "is a symbolic link";
 const HARD_LINK = "is another name of a file (a hard link)";
 
 /**
- * Opens `path` to write: its file, a new one, or one another writer created in between (the caller's checks then find
- * the copy lost: `"lock-lost"`). @throws {SyncError} (`"link"`, `"file"`)
+ * Opens `path` to write: its file; missing, a new one only when `create` (nothing of it committed; or one another writer
+ * made meanwhile: then `"lock-lost"`), else nothing is made where it was removed. @throws {SyncError} (`"link"`, `"file"`)
  */
-export async function openToWrite(path: string): Promise<FileHandle> {
+export async function openToWrite(path: string, create: boolean) {
   const file = await openFile(path, "write").catch((error) => {
-    if (code(error) !== "ENOENT") throw error;
+    if (!create || code(error) !== "ENOENT") throw error;
   });
   return file ?? await openFile(path, "create").catch((error) => {
     if (code(error) !== "EEXIST") throw error;
@@ -286,18 +281,15 @@ function refused(path: string, what: string, info?: { uid: number }) {
 
 /** `uid N (name)`, the name from /etc/passwd where it may be read without asking. */
 function ownerOf(uid: number): string {
-  type Query = { state: string };
   const deno = (globalThis as {
-    Deno?: { permissions?: { querySync?: (d: object) => Query } };
+    Deno?: { permissions?: { querySync?: (d: object) => { state: string } } };
   }).Deno;
+  const passwd = "/etc/passwd";
   try {
     // Deno would prompt for a path it may not read: ask first, never prompt.
-    const may = deno?.permissions?.querySync?.({
-      name: "read",
-      path: "/etc/passwd",
-    });
+    const may = deno?.permissions?.querySync?.({ name: "read", path: passwd });
     if (deno !== undefined && may?.state !== "granted") return `uid ${uid}`;
-    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+    for (const line of readFileSync(passwd, "utf8").split("\n")) {
       const [name, , id] = line.split(":");
       if (id === String(uid)) return `uid ${uid} (${name})`;
     }

@@ -165,9 +165,7 @@ class JsonlCopy {
   async #ready(): Promise<Committed> {
     if (!this.#loaded) await this.load();
     // A new copy's side file first: a run killed in its first batch leaves a copy the next run knows as begun.
-    if (this.#committed === undefined) {
-      await this.#save({ checkpoint: null, end: EMPTY });
-    }
+    if (!this.#committed) await this.#save({ checkpoint: null, end: EMPTY });
     const { checkpoint, end, renaming } = this.#committed!;
     // A run killed between recording a finished rewrite and renaming it.
     if (renaming) await this.#renameOver(checkpoint, end);
@@ -197,7 +195,7 @@ class JsonlCopy {
   async #append(path: string, from: FileEnd, lines: string): Promise<FileEnd> {
     const bytes = new TextEncoder().encode(lines);
     if (bytes.length > 0) {
-      const file = await openToWrite(path);
+      const file = await openToWrite(path, from.length === 0);
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
@@ -206,10 +204,8 @@ class JsonlCopy {
         // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
         // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
         // that hole would read as NUL bytes.
-        if (size < from.length) {
-          const cut = new Error("another process removed or cut it");
-          throw fileError(path, "write", cut);
-        }
+        const cut = "another process removed or cut it";
+        if (size < from.length) throw fileError(path, "write", new Error(cut));
         if (!this.#ours.has(path)) await expectEnd(this.#files, path, from);
         await file.truncate(from.length);
         await file.write(bytes, 0, bytes.length, from.length);

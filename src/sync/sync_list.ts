@@ -37,7 +37,7 @@ import {
 } from "./_window_guard.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
-import { providerSecrets, redact, tokensNoted } from "../core/_redact.ts";
+import { redactInPlace, secretsOf } from "../core/_redact.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -80,36 +80,24 @@ export async function syncList<T>(
   const config = syncConfig(path, options);
   // The client checks the list options when pages are asked for, before any request: here, before the sink is touched.
   void client.pages(config.identity.path, listOptions(config, undefined));
-  // No `await using`: Node 20 cannot parse it.
-  const lock = await config.sink.lock?.(
-    config.signal === undefined ? {} : { signal: config.signal },
-  );
   const { clean, stop } = secretsOf(client);
   try {
-    const start = runStart(await config.sink.load(), config.identity, config);
-    return await runFrom(client, config, start, clean);
-  } catch (error) {
-    // A SyncError quotes item ids ("unordered"), where a service may echo a secret.
-    if (error instanceof SyncError) {
-      const { message, stack = "" } = error;
-      Object.assign(error, { message: clean(message), stack: clean(stack) });
+    // No `await using`: Node 20 cannot parse it.
+    const lock = await config.sink.lock?.(
+      config.signal === undefined ? {} : { signal: config.signal },
+    );
+    try {
+      const start = runStart(await config.sink.load(), config.identity, config);
+      return await runFrom(client, config, start, clean);
+    } finally {
+      await lock?.[Symbol.asyncDispose]();
     }
-    throw error;
+  } catch (error) {
+    // A SyncError quotes ids ("unordered"), a sink's or driver's error items: a service may echo a secret in either.
+    throw redactInPlace(error, clean);
   } finally {
     stop();
-    await lock?.[Symbol.asyncDispose]();
   }
-}
-
-/** Keeps the client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
-function secretsOf(client: SyncSource) {
-  const { tokenProvider } = client as { tokenProvider?: unknown };
-  const provider = Object(tokenProvider), tokens = new Set<string>();
-  const credentials = providerSecrets.get(provider) ?? [];
-  const noting = tokensNoted.get(provider) ?? new Set<Set<string>>();
-  tokensNoted.set(provider, noting.add(tokens));
-  const clean = (text: string) => redact(text, [...credentials, ...tokens]);
-  return { clean, stop: () => noting.delete(tokens) };
 }
 
 /** What the passes of a run share. */
