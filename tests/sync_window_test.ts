@@ -291,6 +291,9 @@ Deno.test("judgeWindow: a shorter answer to a size not known honoured sets a sof
   equal([full.refused, full.rejected], [122, undefined]);
   const again = next(full, at(205, 91), keys(206, 265)).next; // 60 of 91, elsewhere
   equal([again.refused, again.rejected], [61, 61]);
+  // Never up to a size a 400 refused (kept for the cycle's runs).
+  const under400 = { ...cut, accepted: 300, refused: 301, rejected: 501 };
+  equal(next(under400, at(150, 300), keys(151, 450)).next.refused, 501);
   // 48 of 124 after 86 came back full in this pass: no service that answers 86 cuts to 48.
   const seen = { ...full, accepted: 86, full: 86 };
   equal(next(seen, at(205, 124), keys(206, 253)).ended, true);

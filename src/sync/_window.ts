@@ -341,14 +341,14 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    // Full under a size a shorter answer set (a cut, or the list's end moving on): twice the size is asked again,
-    // else a list growing at its end as fast as a small window reads is never caught up with.
-    const soft = state.refused < (state.rejected ?? Infinity);
+    // Full under a size a shorter answer set (a cut, or the list's end moving on): twice the size is asked again, up
+    // to one a 400 refused, else a list growing at its end as fast as a small window reads is never caught up with.
+    const { refused, rejected = Infinity } = state;
     return {
       ...state,
       accepted: Math.max(state.accepted, limit),
       full: Math.max(state.full ?? 0, limit),
-      ...(soft && { refused: Math.max(state.refused, 2 * limit + 2) }),
+      refused: Math.min(rejected, Math.max(refused, 2 * limit + 2)),
     };
   }
   if (provesEnd(state, limit, count)) return state;
