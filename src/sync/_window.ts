@@ -366,6 +366,8 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     refused: Math.min(state.refused, accepted + 1),
     cutTo: { count, start },
     ...(cut && { rejected: count + 1 }),
+    // Cut or not, the service answers `count` items now: fewer at a size up to it are the end.
+    ...(state.full !== undefined && { full: Math.max(state.full, count) }),
   };
 }
 
