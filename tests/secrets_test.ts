@@ -12,7 +12,7 @@ import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { createClient } from "../src/client/mod.ts";
 import { defineEnvironment } from "../src/core/environment.ts";
 import fc from "fast-check";
-import { serverText } from "../src/core/_redact.ts";
+import { redactInPlace, serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
 import { loopbackApi } from "./_loopback_api.ts";
@@ -550,6 +550,24 @@ Deno.test("an error a sink or its driver throws quoting an item that echoes the 
   const secrets = [SYNC_SECRET, SYNC_ID, ...tokens];
   assertClean(error, secrets);
   assertClean(error.stack, secrets);
+});
+
+Deno.test("redactInPlace cleans the errors an error holds, each once: an AggregateError's (a DOMException, whose message is its prototype's, among them), a cause chain of any depth, arrays holding themselves", () => {
+  const clean = (text: string) => text.replaceAll("s3cret", "[client_secret]");
+  let deep: Error = new Error("s3cret at the bottom");
+  for (let i = 0; i < 20; i++) deep = new Error(`level ${i}`, { cause: deep });
+  const loop: unknown[] = ["s3cret"];
+  for (let i = 0; i < 10; i++) loop.push(loop);
+  const inner = new DOMException("s3cret in a DOMException", "DataError");
+  const error = new AggregateError([inner, deep], "s3cret");
+  equal(redactInPlace(error, clean), error);
+  redactInPlace(Object.assign(new Error("a loop"), { loop }), clean);
+  ok(inner instanceof DOMException && !inner.message.includes("s3cret"));
+  assertClean(error, ["s3cret"]);
+  for (let at: unknown = deep; at instanceof Error; at = at.cause) {
+    assertClean(at.message, ["s3cret"]);
+  }
+  equal(loop[0], "[client_secret]");
 });
 
 Deno.test("ids echoing the client secret or the access tokens the run sent (one renewed) that a sink cannot store are reported skipped without them: the result's skippedIds and the sync.skipped event", async () => {

@@ -203,9 +203,13 @@ Deno.test("the edge found after deletes before it is written once the head found
 });
 
 Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone; at limit 25 after 30 deletes behind the end of 100,000 too (a short answer's count is a size the service answers: 3 requests a run, for good)", async () => {
-  const cases = [[500, 75, 1000, 0], [1000, 25, 100, 0], [1e5, 25, 1000, 30]];
-  for (const [items, limit, maxLimit, gone] of cases as number[][]) {
-    const all = things(items! + 1);
+  const cases: [number, number, number, number][] = [
+    [500, 75, 1000, 0],
+    [1000, 25, 100, 0],
+    [1e5, 25, 1000, 30],
+  ];
+  for (const [items, limit, maxLimit, gone] of cases) {
+    const all = things(items + 1);
     let list = all.slice(0, items);
     const service = listOf(() => list);
     const sink = memorySink<Thing>();
@@ -213,13 +217,15 @@ Deno.test("at concurrency 4, a run with nothing new makes at most 2 list request
     await syncList(service.client, "things", { ...options, sweep: Infinity });
     const spent = [];
     for (const added of [0, 0, 1]) {
-      const kept = (_: Thing, i: number) => i % 3331 !== 7 || i > gone! * 3331;
-      list = all.slice(0, items! + added).filter(kept);
+      const kept = (_: Thing, i: number) => i % 3331 !== 7 || i > gone * 3331;
+      list = all.slice(0, items + added).filter(kept);
       const before = service.requests;
       await syncList(service.client, "things", { ...options, sweep: 0 });
       spent.push(service.requests - before);
     }
-    ok(spent[1]! <= 2 && spent[2]! <= 3, `${items} items: ${spent}`);
+    // The first after deletes seeks the edge (sync_edge_bench.ts).
+    const nothingNew = gone === 0 ? spent.slice(0, 2) : spent.slice(1, 2);
+    ok(Math.max(...nothingNew) <= 2 && spent[2]! <= 3, `${items}: ${spent}`);
   }
 });
 

@@ -273,7 +273,7 @@ Deno.test("a shorter answer to a size not known honoured, all before the edge, t
   equal(next.start <= 1999 && next.start + next.limit > 2000, true);
 });
 
-Deno.test("judgeWindow: a shorter answer to a size not known honoured sets a soft bound that a full window under it raises (twice its size), unless the same count came back at another place (a cut, kept like a 400); fewer items than a size this pass saw full prove the end", () => {
+Deno.test("judgeWindow: a shorter answer to a size not known honoured sets a soft bound that a full window under it raises (to twice its size), unless the same count came back at another place (a cut, kept like a 400); fewer items than a size this pass saw full prove the end", () => {
   const at = (start: number, limit: number): WindowPlan => ({
     start,
     limit,
@@ -291,6 +291,18 @@ Deno.test("judgeWindow: a shorter answer to a size not known honoured sets a sof
   equal([full.refused, full.rejected], [122, undefined]);
   const again = next(full, at(205, 91), keys(206, 265)).next; // 60 of 91, elsewhere
   equal([again.refused, again.rejected], [61, 61]);
+  // The same count at the same place is no cut (a list's end that stays put).
+  equal(next(full, at(95, 91), keys(96, 155)).next.rejected, undefined);
+  // A confirmed cut is the largest size, above what a checkpoint said was honoured.
+  const saved = { ...cut, accepted: 300, cutTo: { count: 60, start: 95 } };
+  const confirmed = next(saved, at(149, 311), keys(150, 209)).next;
+  equal([confirmed.accepted, confirmed.refused, confirmed.rejected], [
+    60,
+    61,
+    61,
+  ]);
+  // The count a short answer held is a size the service answers: 40 of 62 is the end.
+  equal(next(cut, at(150, 62), keys(151, 190)).ended, true);
   // Never up to a size a 400 refused (kept for the cycle's runs).
   const under400 = { ...cut, accepted: 300, refused: 301, rejected: 501 };
   equal(next(under400, at(150, 300), keys(151, 450)).next.refused, 501);

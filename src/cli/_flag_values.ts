@@ -123,7 +123,7 @@ export function pagingOf(values: Values) {
   for (const pair of values.query ?? []) {
     const equals = pair.indexOf("="), name = pair.slice(0, equals);
     // The library refuses these names as written; a service may read them in any case.
-    const own = /^(limit|page|sortby|sortdirection)$/i.test(name);
+    const own = equals > 0 && /^(limit|page|sortby|sortdirection)$/i.test(name);
     if (equals < 1 || own) {
       const rule = own ? "k=v (paging and sort have flags)" : "k=v";
       throw new UsageError(`--query must be ${rule}: received ${pair}`);

@@ -61,10 +61,7 @@ function repeatedPage(page: number): RepeatedPageError {
 }
 
 /** Whether `items` equals `previous` as JSON; pages that differ cost two comparisons. */
-function sameItems<T>(
-  items: readonly T[],
-  previous: readonly T[] | undefined,
-): boolean {
+function sameItems<T>(items: readonly T[], previous: readonly T[] | undefined) {
   if (previous === undefined || previous.length !== items.length) return false;
   const same = (at: number) =>
     items[at] === previous[at] ||

@@ -263,19 +263,31 @@ export function secretsOf(client: object) {
   return { clean, stop: () => noting.delete(tokens) };
 }
 
-/** `thrown` cleaned where it stands, its class, identity and fields kept: its texts, arrays and cause (8 deep: a chain may loop). */
-export function redactInPlace(thrown: unknown, clean: Clean, depth = 8) {
+/**
+ * `thrown` cleaned where it stands, its class, identity and fields kept: its texts (`message` and `stack` as read, a
+ * DOMException's too, kept under a symbol), arrays, its cause and every error it holds (an AggregateError's), each
+ * once. Other objects it holds are not walked (a driver's own state is never changed), nor is a frozen error's field.
+ */
+export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
   if (typeof thrown === "string") return clean(thrown);
-  if (Object(thrown) !== thrown || depth === 0) return thrown;
-  for (const key of Object.getOwnPropertyNames(thrown)) {
-    // Values only: no getter of a user's object is called (V8's `stack` aside).
-    const value: unknown = key === "stack"
-      ? Reflect.get(thrown as object, key)
-      : Object.getOwnPropertyDescriptor(thrown, key)!.value;
+  if (Object(thrown) !== thrown || seen.has(thrown)) return thrown;
+  const target = thrown as object;
+  seen.add(target);
+  const texts = thrown instanceof Error ? ["message", "stack"] : [];
+  const keys = new Set([...Reflect.ownKeys(target), ...texts]);
+  for (const key of keys) {
+    // Values only: no getter of a user's object is called (an error's message and stack aside).
+    const value: unknown = texts.includes(key as string)
+      ? Reflect.get(target, key)
+      : Object.getOwnPropertyDescriptor(target, key)!.value;
     const walk = typeof value === "string" || key === "cause" ||
-      Array.isArray(value);
-    const next = walk ? redactInPlace(value, clean, depth - 1) : value;
-    if (next !== value) Reflect.set(thrown as object, key, next);
+      Array.isArray(value) || value instanceof Error;
+    const next = walk ? redactInPlace(value, clean, seen) : value;
+    if (next === value) continue;
+    // Defined anew: a DOMException's message is its prototype's; else set, where it is writable only.
+    const field = { value: next, writable: true, configurable: true };
+    Reflect.defineProperty(target, key, field) ||
+      Reflect.set(target, key, next);
   }
   return thrown;
 }

@@ -175,9 +175,7 @@ function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
   };
 }
 
-function accepted(
-  state: WindowState,
-): Pick<SyncCheckpoint, "accepted" | "refusedLimit"> {
+function accepted(state: WindowState) {
   const { rejected = Infinity } = state;
   const known = state.capped?.accepted ?? state.accepted; // not a read again's cap
   return {
@@ -209,10 +207,7 @@ function resumeAt(edge: SyncKey | null, offset: number, margin: number) {
 }
 
 /** `saved` as a checkpoint of this copy, or the TypeError that refuses it. */
-function checkCheckpoint(
-  saved: unknown,
-  identity: SyncIdentity,
-): SyncCheckpoint {
+function checkCheckpoint(saved: unknown, identity: SyncIdentity) {
   const refusal = (rule: string) => typeError("Cannot sync", "sink", rule);
   if (!isCheckpoint(saved)) {
     throw refusal("holds a checkpoint this version cannot read");

@@ -85,9 +85,7 @@ async function create(path: string, token: string): Promise<boolean> {
 }
 
 /** The lock's owner and last refresh, or undefined once it is gone. A link (planted, dangling or not) is refused, naming its owner. */
-async function look(
-  path: string,
-): Promise<LockContent & { refreshedAt: number } | undefined> {
+async function look(path: string) {
   const info = await statOf(path, true);
   if (info === undefined) return undefined;
   const content = parse(await readText(path));

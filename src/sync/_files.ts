@@ -98,8 +98,11 @@ export async function openFile(path: string, how: How, tries = 3) {
   } catch (error) {
     await file.close().catch(() => {});
     // A side file another run replaced (write, rename) as this one opened it: read the new one; a swap that goes on is refused.
-    const again = how === "read" && tries > 1 && `${error}`.includes(REPLACED);
-    if (again) return await openFile(path, how, tries - 1);
+    const replaced = error instanceof SyncError &&
+      error.message.includes(REPLACED);
+    if (how === "read" && tries > 1 && replaced) {
+      return await openFile(path, how, tries - 1);
+    }
     throw error;
   }
   return guarded(file, path, how === "read" ? "read" : "write");

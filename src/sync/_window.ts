@@ -25,7 +25,7 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly capped?:
     | { readonly accepted: number; readonly refused: number }
     | null;
-  /** The smallest size refused, or cut; Infinity while none was. */
+  /** The smallest size refused, or perhaps cut (a full window under it raises it); Infinity while none was. */
   readonly refused: number;
   /** The smallest size the service answered with a 400, or cut twice, kept in the checkpoint: no later run of the cycle asks it. */
   readonly rejected?: number;
@@ -341,8 +341,9 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    // Full under a size a shorter answer set (a cut, or the list's end moving on): twice the size is asked again, up
-    // to one a 400 refused, else a list growing at its end as fast as a small window reads is never caught up with.
+    // Full under a bound a shorter answer set (a cut, or the list's end moving on): the bound goes to twice the size
+    // (windows ask halfway up to it), never past one a 400 refused, else a list growing at its end as fast as a small
+    // window reads is never caught up with.
     const { refused, rejected = Infinity } = state;
     return {
       ...state,
@@ -355,17 +356,16 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
   // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer. Cut to
   // the same count at another place, it is a cut (a list's end stays put under as many deletes as appends): kept like a
   // 400 for the cycle's runs.
-  const accepted = Math.max(
-    limit <= state.accepted ? 0 : state.accepted,
-    count,
-  );
   const cut = state.cutTo?.count === count && state.cutTo.start !== start;
+  // A cut is the service's largest, whatever a checkpoint said was honoured.
+  const kept = limit <= state.accepted || cut ? 0 : state.accepted;
+  const accepted = Math.max(kept, count);
   return {
     ...state,
     accepted,
     refused: Math.min(state.refused, accepted + 1),
     cutTo: { count, start },
-    ...(cut && { rejected: count + 1 }),
+    ...(cut && { rejected: Math.min(state.rejected ?? Infinity, count + 1) }),
     // Cut or not, the service answers `count` items now: fewer at a size up to it are the end.
     ...(state.full !== undefined && { full: Math.max(state.full, count) }),
   };

@@ -50,11 +50,7 @@ export function planWindow(offset: number, margin: number, cap: number) {
 }
 
 /** The furthest-reaching window starting at or before `target` and past `offset`. */
-function reaching(
-  offset: number,
-  target: number,
-  cap: number,
-): WindowPlan | undefined {
+function reaching(offset: number, target: number, cap: number) {
   const from = Math.max(0, target);
   let best: WindowPlan | undefined;
   let bestEnd = offset;

@@ -143,11 +143,7 @@ export function updateItem(
   return true;
 }
 
-function checkFields(
-  resource: ListResource,
-  id: string,
-  fields: unknown,
-): void {
+function checkFields(resource: ListResource, id: string, fields: unknown) {
   const rule = typeof fields !== "object" || fields === null
     ? "must be an object"
     : Object.entries(fields).some(([, value]) =>
