@@ -16,7 +16,7 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly accepted: number;
   /** The cost bound, which the service honours: a page it cuts holds at least this many (absent: any short page). */
   readonly limit?: number;
-  /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
+  /** The most items this pass saw a window answer (in full, or all a shorter answer held): one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
   /**
    * While a short page is read again at its own size: the sizes known before, back once that read comes back full;
