@@ -202,13 +202,9 @@ Deno.test("the edge found after deletes before it is written once the head found
   }
 });
 
-Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone; at limit 25 after 30 deletes behind the end of 100,000 too (a short answer's count is a size the service answers: 3 requests a run, for good)", async () => {
-  const cases: [number, number, number, number][] = [
-    [500, 75, 1000, 0],
-    [1000, 25, 100, 0],
-    [1e5, 25, 1000, 30],
-  ];
-  for (const [items, limit, maxLimit, gone] of cases) {
+Deno.test("at concurrency 4, a run with nothing new makes at most 2 list requests, one with a new item at most 3: a short window that is no end sends the next one alone", async () => {
+  const cases: [number, number, number][] = [[500, 75, 1000], [1000, 25, 100]];
+  for (const [items, limit, maxLimit] of cases) {
     const all = things(items + 1);
     let list = all.slice(0, items);
     const service = listOf(() => list);
@@ -216,16 +212,13 @@ Deno.test("at concurrency 4, a run with nothing new makes at most 2 list request
     const options = { id: "thingID", sink, limit, maxLimit, concurrency: 4 };
     await syncList(service.client, "things", { ...options, sweep: Infinity });
     const spent = [];
-    for (const added of [0, 0, 1]) {
-      const kept = (_: Thing, i: number) => i % 3331 !== 7 || i > gone * 3331;
-      list = all.slice(0, items + added).filter(kept);
+    for (const added of [0, 1]) {
+      list = all.slice(0, items + added);
       const before = service.requests;
       await syncList(service.client, "things", { ...options, sweep: 0 });
       spent.push(service.requests - before);
     }
-    // The first after deletes seeks the edge (sync_edge_bench.ts).
-    const nothingNew = gone === 0 ? spent.slice(0, 2) : spent.slice(1, 2);
-    ok(Math.max(...nothingNew) <= 2 && spent[2]! <= 3, `${items}: ${spent}`);
+    ok(spent[0]! <= 2 && spent[1]! <= 3, `${items} items: ${spent}`);
   }
 });
 
@@ -431,35 +424,6 @@ Deno.test("a list that moves on every request is read to its end, never forever:
     const throughout = items.filter((item) => there.has(item.thingID));
     const missing = throughout.filter((item) => !sink.rows.has(item.thingID));
     equal(missing.length, 0, `${n} items`);
-  }
-});
-
-Deno.test("a list losing and gaining 25 items anywhere on every request, 3,000 long, is followed to its end run after run: a short page at its moving end is no cut to keep for the cycle (the head's windows stayed at 60 items, as many as it gained a request, and never ended), and a margin grown past the window still overlaps by a quarter of it", async () => {
-  const random = seededRandom(3);
-  let items = things(3000), serial = 3000, moving = false, most = Infinity;
-  const service = listOf(() => {
-    if (!moving) return items;
-    if (service.requests > most) throw new Error("the run never ended");
-    for (let i = 0; i < 25; i++) {
-      items.splice(Math.floor(random() * items.length), 1);
-    }
-    items = [...items, ...thingsFrom(serial, 25)];
-    serial += 25;
-    return items;
-  });
-  const sink = memorySink<Thing>();
-  const options = { id: "thingID", sink, sweep: 0, maxDeletes: 1 };
-  await syncList(service.client, "things", options);
-  moving = true;
-  for (const gone of [0, 30, 0, 300, 0, 900, 0]) {
-    items.splice(Math.floor(items.length / 4), gone); // behind the copy's end
-    const there = new Set(items.map((item) => item.thingID));
-    most = service.requests + 100;
-    await syncList(service.client, "things", options);
-    const missing = items.filter((item) =>
-      there.has(item.thingID) && !sink.rows.has(item.thingID)
-    );
-    equal(missing.length, 0);
   }
 });
 

@@ -16,7 +16,7 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly accepted: number;
   /** The cost bound, which the service honours: a page it cuts holds at least this many (absent: any short page). */
   readonly limit?: number;
-  /** The most items this pass saw a window answer (in full, or all a shorter answer held): one honoured only in earlier runs may have been lowered since. */
+  /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
   /**
    * While a short page is read again at its own size: the sizes known before, back once that read comes back full;
@@ -25,12 +25,10 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly capped?:
     | { readonly accepted: number; readonly refused: number }
     | null;
-  /** The smallest size refused, or perhaps cut (a full window under it raises it); Infinity while none was. */
+  /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
-  /** The smallest size the service answered with a 400, or cut twice, kept in the checkpoint: no later run of the cycle asks it. */
+  /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
   readonly rejected?: number;
-  /** What the last shorter answer to a larger size held, and where: the same count elsewhere confirms a cut. */
-  readonly cutTo?: { readonly count: number; readonly start: number };
   readonly maxLimit: number;
   readonly descending?: boolean;
   /** The keys this pass commits (every key when absent). */
@@ -113,7 +111,7 @@ export function judgeWindow(
     : compareKeys;
   checkOrder(keys, order, plan);
   const [count, first] = [keys.length, keys[0]];
-  const learnt = learnLimit(state, plan, count);
+  const learnt = learnLimit(state, plan.limit, count);
   const overlaps = plan.start === 0 ||
     (first !== undefined && state.edge !== null &&
       order(first, state.edge) <= 0);
@@ -190,9 +188,13 @@ function atMost(state: WindowState, count: number | false) {
 }
 
 /** A window that starts after the edge: the item after it stands at or before this window's start now. */
-function gap(learnt: WindowState, state: WindowState, plan: WindowPlan) {
+function gap(
+  learnt: WindowState,
+  state: WindowState,
+  plan: WindowPlan,
+): WindowVerdict {
   return {
-    kind: "gap" as const,
+    kind: "gap",
     next: {
       ...learnt,
       offset: Math.min(state.offset, plan.start),
@@ -304,7 +306,11 @@ function checkOrder(
 }
 
 /** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */
-function inDomain(state: WindowState, keys: readonly SyncKey[], older: number) {
+function inDomain(
+  state: WindowState,
+  keys: readonly SyncKey[],
+  older: number,
+): { from: number; to: number } {
   const { above = null, upTo = null } = state.domain ?? {};
   const isIn = (key: SyncKey) =>
     (above === null || compareKeys(key, above) > 0) &&
@@ -324,50 +330,39 @@ function inDomain(state: WindowState, keys: readonly SyncKey[], older: number) {
 /**
  * Whether `count` items for `limit` prove the end: a size above the service's largest is cut or refused, so only for a
  * size seen honoured (in this pass, or with fewer items than the cost bound: a service that lowered its largest since
- * cuts to at least it), fewer than a size this pass saw full (a cut holds at least that), or under MIN_WINDOW; else
- * the next window asks at most `count` and settles it.
+ * cuts to at least it), or under MIN_WINDOW; else the next window asks at most `count` and settles it.
  */
 function provesEnd(state: WindowState, limit: number, count: number): boolean {
   const honoured = limit <= state.accepted &&
     (count < (state.limit ?? limit) || limit <= (state.full ?? Infinity));
-  return count < limit &&
-    (honoured || count < Math.max(MIN_WINDOW, state.full ?? 0));
+  return count < limit && (honoured || count < MIN_WINDOW);
 }
 
-function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
-  const { limit, start } = plan;
+function learnLimit(
+  state: WindowState,
+  limit: number,
+  count: number,
+): WindowState {
   if (count >= limit) {
     // A read again at a short page's size came back full: a cut once, or a lowered largest (its next cut is read past).
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    // Full under a bound a shorter answer set (a cut, or the list's end moving on): the bound goes to twice the size
-    // (windows ask halfway up to it), never past one a 400 refused, else a list growing at its end as fast as a small
-    // window reads is never caught up with.
-    const { refused, rejected = Infinity } = state;
+    // Full at the size a shorter answer to a larger one held: a cut, kept like a 400 for the cycle's runs.
+    const cut = state.refused === limit + 1 ? { rejected: state.refused } : {};
     return {
       ...state,
       accepted: Math.max(state.accepted, limit),
       full: Math.max(state.full ?? 0, limit),
-      refused: Math.min(rejected, Math.max(refused, 2 * limit + 2)),
+      ...cut,
     };
   }
   if (provesEnd(state, limit, count)) return state;
-  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer. Cut to
-  // the same count at another place, it is a cut (a list's end stays put under as many deletes as appends): kept like a
-  // 400 for the cycle's runs.
-  const cut = state.cutTo?.count === count && state.cutTo.start !== start;
-  // A cut is the service's largest, whatever a checkpoint said was honoured.
-  const kept = limit <= state.accepted || cut ? 0 : state.accepted;
-  const accepted = Math.max(kept, count);
+  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer.
   return {
     ...state,
-    accepted,
-    refused: Math.min(state.refused, accepted + 1),
-    cutTo: { count, start },
-    ...(cut && { rejected: Math.min(state.rejected ?? Infinity, count + 1) }),
-    // Cut or not, the service answers `count` items now: fewer at a size up to it are the end.
-    ...(state.full !== undefined && { full: Math.max(state.full, count) }),
+    accepted: limit <= state.accepted ? count : Math.max(state.accepted, count),
+    refused: Math.min(state.refused, count + 1),
   };
 }
 

@@ -35,22 +35,24 @@ export function followingWindow(
 
 /**
  * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
- * `cap`, as one places only at its multiples); else by a quarter of `cap` (a margin grown past the cap, by windows that
- * missed a list losing items fast, still covers what it can); else by MIN_MARGIN + 1 (a list about `cap` long leaves no
- * window that keeps a margin of 32, and one overlapping by a single item misses after any delete); else without margin;
- * else (a cap under 25) the largest.
+ * `cap`, as one places only at its multiples); else by MIN_MARGIN + 1 (a list about `cap` long leaves no window that
+ * keeps a margin of 32, and one overlapping by a single item misses after any delete); else without margin; else (a cap
+ * under 25) the largest.
  */
 export function planWindow(offset: number, margin: number, cap: number) {
   if (offset <= 0) return { start: 0, limit: cap, page: 1 };
   return reaching(offset, offset - 1 - margin, cap) ??
-    reaching(offset, offset - 1 - Math.min(margin, cap >> 2), cap) ??
     reaching(offset, offset - 1 - MIN_MARGIN, cap) ??
     reaching(offset, offset - 1, cap) ??
     placed(cap, Math.floor((offset - 1) / cap));
 }
 
 /** The furthest-reaching window starting at or before `target` and past `offset`. */
-function reaching(offset: number, target: number, cap: number) {
+function reaching(
+  offset: number,
+  target: number,
+  cap: number,
+): WindowPlan | undefined {
   const from = Math.max(0, target);
   let best: WindowPlan | undefined;
   let bestEnd = offset;
