@@ -304,24 +304,31 @@ Deno.test("a service that refuses (400) pages above its largest: after a cycle e
   }
 });
 
-Deno.test("a service that cuts pages above its largest instead of refusing them: runs with a sweep of 2 requests complete a cycle within 2 × ⌈pages / sweep⌉ + 2 runs, the cut kept like a refusal", async () => {
-  const fake = inProcess({
-    items: { transactions: 2000 },
-    maxLimit: 75,
-    beyondMaxLimit: "cut",
-  });
-  const sink = memorySink<Row>();
-  const options = { id: "transactionID", sink, sweep: 2 };
-  await syncList(fake.client, "transactions", options);
-  fake.service.remove("transactions", "tx_000500");
-  let runs = 1;
-  while ((await syncList(fake.client, "transactions", options)).deleted === 0) {
-    ok(
-      ++runs <= 2 * Math.ceil(2000 / 75 / 2) + 2,
-      "the sweep never ends its cycle",
-    );
+Deno.test("a service that cuts pages above its largest instead of refusing them: runs with a sweep of 1 or 2 requests complete a cycle within 2 × ⌈pages / sweep⌉ + 2 runs, the cut kept like a refusal, or a window it answered with nothing new not counted (a sweep of 1 spent each run of a later cycle on it and never completed one)", async () => {
+  for (const sweep of [1, 2]) {
+    const fake = inProcess({
+      items: { transactions: 2000 },
+      maxLimit: 75,
+      beyondMaxLimit: "cut",
+    });
+    const sink = memorySink<Row>();
+    const options = { id: "transactionID", sink, sweep };
+    const first = await syncList(fake.client, "transactions", options);
+    // A later cycle: each probes the largest size again.
+    let verifiedAt = first.verifiedAt;
+    for (let run = 0; verifiedAt === first.verifiedAt; run++) {
+      ok(run < 60, `sweep ${sweep}: the first cycle never ends`);
+      ({ verifiedAt } = await syncList(fake.client, "transactions", options));
+    }
+    fake.service.remove("transactions", "tx_000500");
+    let runs = 1;
+    while (
+      (await syncList(fake.client, "transactions", options)).deleted === 0
+    ) {
+      ok(++runs <= 2 * Math.ceil(2000 / 75 / sweep) + 2, `sweep ${sweep}`);
+    }
+    equal(sink.rows.size, 1999);
   }
-  equal(sink.rows.size, 1999);
 });
 
 Deno.test("a service that cuts pages above its largest, placing them by the cut size: a run with nothing new makes at most 2 list requests, with 40 new at most ⌈40 / limit⌉ + 2", async () => {

@@ -54,18 +54,16 @@ export async function runPass<T>(
   commit: (window: Committed<T>) => Promise<void | false>,
   timeUp: () => boolean = () => false,
 ): Promise<{ state: WindowState; ended: boolean }> {
-  let state = start, spent = 0;
+  let state = start, spent = 0, free = 0;
   let repeated: Repeats | undefined, misses = 0;
   let width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [];
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
-    const allowed = () => budget + (state.short !== undefined ? 1 : 0);
+    const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
     while (flights.length < width && spent < allowed() && !timeUp()) {
       const last = flights.at(-1);
-      const plan = last === undefined
-        ? nextWindow(state)
-        : followingWindow(last.plan, state);
+      const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
       flights.push(launch(client, config, plan));
       spent++;
       requests.count++;
@@ -77,12 +75,13 @@ export async function runPass<T>(
       const flight = flights.shift();
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, config, start.edge);
+      const nothing = judged.kind === "commit" && !judged.window.items.length;
+      // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
+      if (nothing && judged.next.refused < state.refused) free = 1;
       state = judged.next;
       const { path } = config.identity;
       // Sought and not found: a window after the edge, or wholly before it.
-      const missed = judged.kind === "gap" ||
-        (judged.kind === "commit" && state.seek !== undefined &&
-          judged.window.items.length === 0);
+      const missed = judged.kind === "gap" || (nothing && !!state.seek);
       if (missed) misses = unjoined(misses, flight.plan, path);
       if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
