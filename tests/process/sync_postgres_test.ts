@@ -206,10 +206,7 @@ const steps: {
       let clock = Date.UTC(2026, 10, 28);
       const options = {
         id: "id",
-        sink: createPostgresSink<{ id: string }>({
-          query: db.query,
-          table: "guarded",
-        }),
+        sink: tableSink<{ id: string }>(db, "guarded"),
         maxLimit: 100,
         changes: true,
         now: () => clock,
@@ -262,10 +259,7 @@ const steps: {
       let clock = Date.UTC(2026, 10, 28);
       const options = {
         id: "id",
-        sink: createPostgresSink<{ id: string }>({
-          query: db.query,
-          table: "nothing_gone",
-        }),
+        sink: tableSink<{ id: string }>(db, "nothing_gone"),
         changes: true,
         now: () => clock,
         sweep: Infinity,
