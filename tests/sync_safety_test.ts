@@ -164,6 +164,51 @@ Deno.test("JSONL sink: a run whose lock was taken over while it was paused stops
   equal(await Deno.readTextFile(path), '{"n":1}\n');
 });
 
+Deno.test("JSONL sink: a run paused mid-cycle, whose lock a cron run took over and whose cycle that run completed, stops with 'lock-lost' at its next write, not with a file error on the rewrite the cron run renamed away", async () => {
+  const path = await fresh("paused-cycle.jsonl");
+  const checkpoint = {
+    version: 1 as const,
+    path: "things",
+    sortBy: "n",
+    id: "n",
+    query: {},
+    edge: { value: 2, id: "2" },
+    offset: 2,
+    full: false,
+    complete: true,
+  };
+  const keyOf = (item: unknown) => {
+    const n = String((item as { n: number }).n);
+    return { value: n, id: n };
+  };
+  const sweep = { cycle: 1, phase: "sweep", changes: false, keyOf } as const;
+  const ends = {
+    ...sweep,
+    endsCycle: { deletes: "remove", maxDeletes: 1 },
+  } as const;
+  const items = [{ n: 1 }, { n: 2 }], ids = ["1", "2"];
+  await createJsonlSink(path).write(items, checkpoint, ids);
+  const paused = createJsonlSink(path);
+  const lock = await paused.lock!();
+  await paused.load();
+  await paused.write(items.slice(0, 1), checkpoint, ids, {
+    ...sweep,
+    beginsCycle: true,
+  });
+  const past = new Date(Date.now() - 60_000);
+  await Deno.utime(`${path}.lock`, past, past);
+  const cron = createJsonlSink(path);
+  const cronLock = await cron.lock!();
+  await cron.load();
+  await cron.write(items.slice(1), checkpoint, ids.slice(1), ends);
+  const before = await snapshot(path);
+  const next = paused.write(items.slice(1), checkpoint, ids.slice(1), sweep);
+  await refused(next, "lock-lost");
+  await lock[Symbol.asyncDispose]();
+  deepStrictEqual(await snapshot(path), before, "nothing written, lock kept");
+  await cronLock[Symbol.asyncDispose]();
+});
+
 Deno.test("SQLite sink: a run whose lease was taken over while it was paused stops before writing", async () => {
   const path = await fresh("paused.db");
   const fake = inProcess({ items: { transactions: 10 } });

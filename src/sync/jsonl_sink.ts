@@ -163,6 +163,8 @@ class JsonlCopy {
 
   /** What was committed, once the copy was checked and left consistent. */
   async #ready(): Promise<Committed> {
+    // A run another took the copy over from (paused past the stale time) stops here, before a file that run moved.
+    await this.#lock?.assertHeld();
     if (!this.#loaded) await this.load();
     // A new copy's side file first: a run killed in its first batch leaves a copy the next run knows as begun.
     if (!this.#committed) await this.#save({ checkpoint: null, end: EMPTY });
