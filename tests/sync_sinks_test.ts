@@ -356,3 +356,52 @@ Deno.test("SQLite sink: once <table>_changes exists, every run records into it, 
   }
   database.close();
 });
+
+for (const to of ["its last window", "past the copy's end"]) {
+  Deno.test(`SQLite sink: an item a sweep staged (new to the copy) whose date then moves to ${to} is in the copy once, as the list has it now, counted inserted once; the next run goes on (SQLite applied the older staged item over it and recorded a row too many, refusing every later run)`, async () => {
+    for (const kind of ["sqlite"]) {
+      const fake = inProcess({ items: { transactions: 300 } });
+      const path = await fresh(`moved-staged-${to.length}.${kind}`);
+      const db = kind === "sqlite" ? new DatabaseSync(path) : undefined;
+      const sink = db
+        ? createSqliteSink(db, { table: "transactions" })
+        : createJsonlSink(path);
+      const options = { ...byDate, sink, maxLimit: 100 };
+      await syncList(fake.client, "transactions", options);
+      const list = await Array.fromAsync(
+        fake.client.list<{ creationDate: string }>("transactions", {
+          sortBy: "creationDate",
+          limit: 1000,
+        }),
+      );
+      const last = list.at(-1)!;
+      fake.service.insert("transactions", {
+        transactionID: "tx_moved",
+        creationDate: "2000-01-01T00:00:00.000Z",
+      });
+      await syncList(fake.client, "transactions", { ...options, sweep: 1 });
+      const date = to === "its last window"
+        ? new Date(Date.parse(String(last.creationDate)) - 1).toISOString()
+        : "2999-01-01T00:00:00.000Z";
+      fake.service.update("transactions", "tx_moved", { creationDate: date });
+      const run = await syncList(fake.client, "transactions", {
+        ...options,
+        sweep: 10, // the cycle under way: Infinity would begin a fresh one
+      });
+      equal(run.inserted, 1, `${kind}: inserted`);
+      const items: { transactionID: string; creationDate: string }[] = db
+        ? db.prepare('SELECT item FROM "transactions"').all().map((row) =>
+          JSON.parse(String(row.item))
+        )
+        : (await Deno.readTextFile(path)).trim().split("\n").map((line) =>
+          JSON.parse(line)
+        );
+      await syncList(fake.client, "transactions", { ...options, sweep: 0 }); // not refused
+      db?.close();
+      const moved = items.filter((item) => item.transactionID === "tx_moved");
+      equal(items.length, 301, `${kind}: rows`);
+      equal(moved.length, 1, `${kind}: copies of the moved item`);
+      equal(moved[0]!.creationDate, date, `${kind}: its date`);
+    }
+  });
+}

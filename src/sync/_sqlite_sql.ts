@@ -83,7 +83,7 @@ function addColumn(db: DatabaseSync, table: string, column: string): void {
   }
 }
 
-/** The lease as a run last saw it (owner, refreshed_at), when it judged it stale on its steady clock. */
+/** The lease's ?5, ?6 (?3 the run's now, ?4 the stale bound): as a run last saw it, when its steady clock judged it stale. */
 const LEASE_SEEN = { owner: "?5", refreshedAt: "?6" };
 
 /** The guard's page: 1,000 live rows from rowid ? on, read as a few texts (node:sqlite hands a row over dearer). */
@@ -135,8 +135,10 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged}
       ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
     ),
-    // A cycle's stage, and what refused or given-up cycles left.
-    clearStage: q(`DELETE FROM ${STAGE_TABLE} WHERE target = ? AND cycle <= ?`),
+    // A cycle's stage and what refused or given-up cycles left; ids a batch wrote (older, applied they would overwrite it).
+    clearStage: q(
+      `DELETE FROM ${STAGE_TABLE} WHERE target = ?1 AND (cycle <= ?2 OR id IN (SELECT value FROM json_each(?3)))`,
+    ),
     // 0.3 kept a checkpoint per spelling of the table's name; one stays.
     dropOthers: q(
       `DELETE FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,
@@ -145,7 +147,6 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
       ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
     ),
-    // The lease, by the run's clock (?3 now, ?4 the stale bound; ?5, ?6 a lease seen unchanged for as long).
     take: q(lease.take),
     refresh: q(lease.refresh),
     release: q(lease.release),
@@ -201,25 +202,20 @@ export interface Place {
 }
 
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
-export function split(
-  st: Statements,
-  { rows, context }: SqlBatch,
-): { rows: Rows; staged: Rows } {
+export function split(st: Statements, { rows, context }: SqlBatch) {
   const none = { ids: [], texts: [] };
-  if (
-    context?.phase !== "sweep" || context.endsCycle !== undefined ||
-    rows.ids.length === 0
-  ) return { rows, staged: none };
+  const stages = context?.phase === "sweep" && !context.endsCycle &&
+    rows.ids.length > 0;
   const lacking = new Set(
-    st.lacking.all(JSON.stringify(rows.ids)).map((row) => row.id as string),
+    stages ? st.lacking.all(JSON.stringify(rows.ids)).map((row) => row.id) : [],
   );
   if (lacking.size === 0) return { rows, staged: none };
   const part = (keep: boolean) => {
     const at = rows.ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
-    return {
-      ids: at.map((i) => rows.ids[i]!),
-      texts: at.map((i) => rows.texts[i]!),
-    };
+    const [ids, texts] = [rows.ids, rows.texts].map((all) =>
+      at.map((i) => all[i]!)
+    );
+    return { ids: ids!, texts: texts! };
   };
   return { rows: part(true), staged: part(false) };
 }
@@ -234,6 +230,9 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const record = changes?.record;
   const cycle = context?.cycle ?? 0;
   const kinds = upsertAll(st, batch, record !== undefined);
+  if (batch.ids.length > 0) {
+    st.clearStage.run(target, -1, JSON.stringify(batch.ids));
+  }
   if (staged.ids.length > 0) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
     st.stage.run(target, cycle, JSON.stringify(pairs));
@@ -290,7 +289,7 @@ function endCycle(
   }
   changes?.staged.run(target, cycle, at);
   const inserted = Number(st.applyStaged.run(target, cycle).changes);
-  st.clearStage.run(target, cycle);
+  st.clearStage.run(target, cycle, "[]");
   // Each statement over the unseen reads the whole table against the cycle's log: none runs when none is unseen.
   if (deleted > 0) {
     for (const { id } of changes ? st.unseenIds.all(target, cycle) : []) {
