@@ -142,7 +142,8 @@ function commandPlan(
   if (command === "cache") return { command: "cache clear" };
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (command === "logout") return { command: "cache clear" };
-  const json = jsonOnly(values.format, command);
+  // `token` and `quota` print text, or with `--format json` one object.
+  const json = oneOf(values.format, "format", ["json"]) === "json";
   if (command === "token") {
     return { command, showToken: !!values["show-token"], json, ...flags };
   }
@@ -159,17 +160,6 @@ function shellOf(positionals: readonly string[]): Shell {
     );
   }
   return shell as Shell;
-}
-
-/** `token` and `quota` print text, or with `--format json` one object. */
-function jsonOnly(format: string | undefined, command: string): boolean {
-  if (format === undefined) return false;
-  if (format !== "json") {
-    throw new UsageError(
-      `--format for ${command} must be json: received ${format}`,
-    );
-  }
-  return true;
 }
 
 function parseFlags(args: readonly string[]) {
