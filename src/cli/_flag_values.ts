@@ -22,7 +22,7 @@ export const FLAGS = {
   query: { type: "string", multiple: true },
   format: { type: "string" },
   verbose: { type: "boolean", short: "v" },
-  to: { type: "string", multiple: true }, // refused twice: last-wins would pick the copy silently
+  to: { type: "string" },
   id: { type: "string" },
   full: { type: "boolean" },
   sweep: { type: "string" },
