@@ -12,7 +12,8 @@ import { createClient } from "../src/client/mod.ts";
 import { configFromEnv } from "../src/core/config.ts";
 import { ApiError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
-import { plan } from "../src/cli/_plan.ts";
+import { COMMAND_FLAGS, plan } from "../src/cli/_plan.ts";
+import { FLAGS } from "../src/cli/_flag_values.ts";
 import { manualClock } from "./_helpers.ts";
 
 const untouchable = () => {
@@ -381,5 +382,91 @@ Deno.test("the CLI refuses what the service or library would refuse only later (
   // Lower case is the tool's own leniency, kept (the service reads only ASC and DESC).
   const asc = plan(["list", "transactions", "--sort-direction", "asc"]);
   equal(asc.command === "list" && asc.list.options.sortDirection, "ASC");
+  await Deno.remove(folder, { recursive: true });
+});
+
+Deno.test("a single-value flag given twice is refused by every command that takes it: exit 2, one line, no request (the second must not win silently: an appended --max-deletes 1 would lift a guard)", async (t) => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const folder = ".test-tmp/cli-twice";
+  await Deno.mkdir(folder, { recursive: true });
+  for (const name of ["a.env", "b.env"]) {
+    await Deno.writeTextFile(`${folder}/${name}`, "# nothing\n");
+  }
+  // Two values each flag takes alone (so only the repeat is refused); a flag
+  // added to FLAGS without one here fails the test until it has them.
+  const valid: Record<string, [string, string]> = {
+    "env-file": [`${folder}/a.env`, `${folder}/b.env`],
+    fields: ["transactionID", "amount"],
+    limit: ["10", "20"],
+    page: ["1", "2"],
+    "sort-by": ["creationDate", "transactionID"],
+    "sort-direction": ["ASC", "DESC"],
+    since: ["creationDate=2026-11-01", "creationDate=2026-11-02"],
+    "max-items": ["1", "2"],
+    concurrency: ["1", "2"],
+    format: ["json", "json"],
+    to: [`${folder}/a.db`, `${folder}/b.jsonl`],
+    id: ["transactionID", "id"],
+    sweep: ["1", "all"],
+    deletes: ["remove", "mark"],
+    "max-deletes": ["0.1", "1"],
+    priority: ["high", "low"],
+    "max-duration": ["10m", "1h"],
+    "token-body": ["json", "form"],
+    "client-authentication": ["body", "basic"],
+  };
+  const base = (command: string, flag: string) =>
+    command === "sync"
+      ? [
+        "sync",
+        "transactions",
+        // A copy of its own: one made with other flags may refuse these.
+        ...(flag === "to" ? [] : ["--to", `${folder}/${flag}.db`]),
+      ]
+      : command === "list" || command === "get"
+      ? [command, "transactions"]
+      : [command];
+  const single = Object.entries(FLAGS).filter(([, spec]) =>
+    spec.type === "string" && !("multiple" in spec && spec.multiple)
+  ).map(([flag]) => flag);
+  ok(single.includes("limit") && !single.includes("query"), single.join());
+  for (const flag of single) {
+    const values = valid[flag];
+    ok(values, `--${flag}: give it two valid values in this test`);
+    const commands = Object.keys(COMMAND_FLAGS).filter((command) =>
+      COMMAND_FLAGS[command]!.includes(flag)
+    );
+    ok(commands.length > 0, `--${flag} is taken by no command`);
+    for (const command of commands) {
+      const [first, second] = values.map((value) => [`--${flag}`, value]);
+      const args = [...base(command, flag), ...first!, ...second!];
+      await t.step(args.join(" "), async () => {
+        // Each value alone is taken: only the repeat is refused.
+        for (const one of [first!, second!]) {
+          plan([...base(command, flag), ...one]);
+        }
+        const sent = () => [api.tokenRequests, api.apiRequests];
+        const before = sent();
+        const result = await run([...args, "--no-cache"], configFor(api));
+        equal(result.code, 2, result.stderr);
+        equal(result.stdout, "");
+        equal(result.stderr.split("\n").length, 2, result.stderr);
+        deepStrictEqual(sent(), before, "no token and no list request");
+      });
+    }
+  }
+  // A boolean may be repeated (-v --verbose: nothing to choose between), not
+  // contradicted (--cache --no-cache: which one was meant?).
+  const verbose = plan(["list", "transactions", "-v", "--verbose", "-vv"]);
+  ok(verbose.command === "list" && verbose.verbose);
+  for (const flags of [["--cache", "--no-cache"], ["--no-verbose", "-v"]]) {
+    const result = await run(
+      ["list", "transactions", ...flags],
+      configFor(api),
+    );
+    equal(result.code, 2, result.stderr);
+    equal(result.stderr.split("\n").length, 2, result.stderr);
+  }
+  deepStrictEqual([api.tokenRequests, api.apiRequests], [0, 0]);
   await Deno.remove(folder, { recursive: true });
 });

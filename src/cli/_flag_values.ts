@@ -1,6 +1,7 @@
 // Internal: the checked values of flags several commands take, and the error for a caller's mistake. Pure.
 
 import { MAX_CONCURRENCY, MAX_LIMIT } from "./_help.ts";
+import type { parseArgs, ParseArgsConfig } from "node:util";
 
 /** Every flag, as node:util parses them. */
 export const FLAGS = {
@@ -21,7 +22,7 @@ export const FLAGS = {
   query: { type: "string", multiple: true },
   format: { type: "string" },
   verbose: { type: "boolean", short: "v" },
-  to: { type: "string", multiple: true }, // refused twice: last-wins would pick the copy silently
+  to: { type: "string" },
   id: { type: "string" },
   full: { type: "boolean" },
   sweep: { type: "string" },
@@ -34,15 +35,9 @@ export const FLAGS = {
   "client-authentication": { type: "string" },
 } as const;
 
-type Flags = typeof FLAGS;
 /** The flags given, as node:util parsed them. */
-export type Values = {
-  readonly [K in keyof Flags]?:
-    | (Flags[K] extends { type: "boolean" } ? boolean
-      : Flags[K] extends { multiple: true } ? string[]
-      : string)
-    | undefined;
-};
+export type Values = Partial<Parsed<{ options: typeof FLAGS }>["values"]>;
+type Parsed<T extends ParseArgsConfig> = ReturnType<typeof parseArgs<T>>;
 
 /** A mistake of the caller (flags, configuration): exit code 2. */
 export class UsageError extends Error {}
@@ -85,7 +80,7 @@ export function oneOf<T extends string>(
   if (value === undefined || allowed.includes(value as T)) {
     return value as T | undefined;
   }
-  const rule = `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`;
+  const rule = allowed.join(", ").replace(/, (?=[^,]*$)/, " or ");
   throw new UsageError(`--${flag} must be ${rule}: received ${value}`);
 }
 

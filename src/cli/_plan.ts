@@ -73,10 +73,11 @@ export interface SessionFlags {
 
 /**
  * Checks the whole command line.
- * @throws {UsageError} For an unknown command or flag (with the nearest known one), a flag the command does not take, or a bad value.
+ * @throws {UsageError} For an unknown command or flag (with the nearest known one), a flag the command does not take or
+ * that is given twice (a switch: both ways), or a bad value.
  */
 export function plan(args: readonly string[]): Plan {
-  const { values, positionals } = parseFlags(args);
+  const { values, positionals, tokens } = parseFlags(args);
   const [command = "", ...rest] = positionals;
   if (values.version) return { command: "version" };
   if (values.help || command === "") {
@@ -90,14 +91,7 @@ export function plan(args: readonly string[]): Plan {
       `unknown command: ${command}${near ? `; did you mean ${near}?` : ""}`,
     );
   }
-  const misplaced = Object.keys(values).find((flag) =>
-    !allowed.includes(flag) && !(flag === "cache" && values.cache === true)
-  );
-  if (misplaced !== undefined) {
-    // `cache` is misplaced only as --no-cache.
-    const flag = misplaced === "cache" ? "no-cache" : misplaced;
-    throw new UsageError(`${command} takes no --${flag}`);
-  }
+  flagsOnce(tokens, command);
   const flags: SessionFlags = {
     cache: values.cache !== false,
     verbose: values.verbose === true,
@@ -142,7 +136,8 @@ function commandPlan(
   if (command === "cache") return { command: "cache clear" };
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (command === "logout") return { command: "cache clear" };
-  const json = jsonOnly(values.format, command);
+  // `token` and `quota` print text, or with `--format json` one object.
+  const json = oneOf(values.format, "format", ["json"]) === "json";
   if (command === "token") {
     return { command, showToken: !!values["show-token"], json, ...flags };
   }
@@ -161,17 +156,6 @@ function shellOf(positionals: readonly string[]): Shell {
   return shell as Shell;
 }
 
-/** `token` and `quota` print text, or with `--format json` one object. */
-function jsonOnly(format: string | undefined, command: string): boolean {
-  if (format === undefined) return false;
-  if (format !== "json") {
-    throw new UsageError(
-      `--format for ${command} must be json: received ${format}`,
-    );
-  }
-  return true;
-}
-
 function parseFlags(args: readonly string[]) {
   try {
     return parseArgs({
@@ -180,11 +164,37 @@ function parseFlags(args: readonly string[]) {
       allowPositionals: true,
       allowNegative: true,
       strict: true,
+      tokens: true,
     });
   } catch (error) {
     throw new UsageError(flagProblem((error as Error).message, args[0]));
   }
 }
+
+/**
+ * Each flag given one `command` takes, and once: node:util keeps the last value, so one given again (an appended
+ * `--max-deletes 1`) would win silently. A switch may repeat (`-v -v`), not contradict itself (`--cache --no-cache`).
+ */
+function flagsOnce(tokens: Tokens, command: string) {
+  const own = COMMAND_FLAGS[command]!, said = new Map<string, string>();
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    const raw = token.name, name = raw in FLAGS ? raw : raw.slice(3); // no-cache
+    if (!own.includes(name)) {
+      throw new UsageError(`${command} takes no --${raw}`);
+    }
+    const value = token.value ?? `--${raw}`, first = said.get(name);
+    said.set(name, value);
+    if (first === undefined || "multiple" in FLAGS[name as "query"]) continue;
+    if (token.value !== undefined || first !== value) {
+      throw new UsageError(
+        `--${name} was given twice: give it once (received ${first} and ${value})`,
+      );
+    }
+  }
+}
+
+type Tokens = ReturnType<typeof parseFlags>["tokens"];
 
 /** node:util's words, made one line, with the nearest flag (among those `command` takes, when it is one). */
 function flagProblem(message: string, command: string | undefined): string {

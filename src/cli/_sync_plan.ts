@@ -81,18 +81,13 @@ export function syncRequest(
 }
 
 /** The copy `--to` names, and its kind by its extension. */
-function copyOf(
-  [target, other]: readonly string[] = [],
-): Pick<SyncRequest, "target" | "kind"> {
-  if (target === undefined || target === "" || other !== undefined) {
-    throw new UsageError(
-      "sync needs one --to FILE, e.g. --to copy.db or --to copy.jsonl",
-    );
-  }
+function copyOf(target = ""): Pick<SyncRequest, "target" | "kind"> {
   if (/\.(db|sqlite3?)$/i.test(target)) return { target, kind: "sqlite" };
   if (/\.(jsonl|ndjson)$/i.test(target)) return { target, kind: "jsonl" };
   throw new UsageError(
-    `--to must end in .db, .sqlite or .sqlite3 (SQLite) or .jsonl or .ndjson: received ${target}`,
+    target === ""
+      ? "sync needs one --to FILE, e.g. --to copy.db or --to copy.jsonl"
+      : `--to must end in .db, .sqlite or .sqlite3 (SQLite) or .jsonl or .ndjson: received ${target}`,
   );
 }
 
