@@ -33,6 +33,8 @@ export interface Schedule {
     insert: number;
     update: number;
     remove: number;
+    /** Items whose sort value changes (a date corrected): back before every item, or past the last. */
+    move: number;
   };
   /** Runs while the list changes: each a sweep budget, a crash point, a fault. */
   readonly runs: readonly {
@@ -62,6 +64,7 @@ export const schedules = (kinds: readonly string[]): fc.Arbitrary<Schedule> =>
       insert: fc.integer({ min: 0, max: 2 }),
       update: fc.integer({ min: 0, max: 2 }),
       remove: fc.integer({ min: 0, max: 4 }),
+      move: fc.integer({ min: 0, max: 1 }),
     }),
     runs: fc.array(
       fc.record({
@@ -105,6 +108,7 @@ export async function runSchedule(
       (_, i) => `tx_${String(i + 1).padStart(6, "0")}`,
     ),
     appended: schedule.items,
+    moved: new Set(),
   };
   const copy = await copyOf(schedule.kind);
   const options = {
@@ -140,7 +144,10 @@ export async function runSchedule(
     fake.beforeList = (n) => {
       change(fake, schedule.churn, random, present);
       const now = new Set(present.ids);
-      for (const id of throughout) if (!now.has(id)) throughout.delete(id);
+      // A moved item may jump to where the cycle has read: to it, a delete and an insert.
+      for (const id of throughout) {
+        if (!now.has(id) || present.moved.has(id)) throughout.delete(id);
+      }
       if (run.crashAt !== null && n - first >= run.crashAt) {
         controller.abort(new Error("crash"));
       }
@@ -270,6 +277,8 @@ function massDelete(
 interface Present {
   readonly ids: string[];
   appended: number;
+  /** Ids whose sort value changed. */
+  readonly moved: Set<string>;
 }
 
 /** Appends, back-dated inserts, field changes and deletes, at random places. */
@@ -302,6 +311,18 @@ function change(
       amount: Math.round(random() * 1e6),
     });
     reached.add("update");
+  }
+  for (let i = 0; i < churn.move && present.ids.length > 0; i++) {
+    // Half the time the last item inserted behind: the sweep stages such an item until its cycle ends.
+    const behind = present.ids.filter((id) => id.includes("_", 3)).at(-1);
+    const id = random() < 0.5 && behind ? behind : present.ids[pick()]!;
+    const year = random() < 0.5 ? 2000 : 2100; // before every item, or after
+    fake.service.update("transactions", id, {
+      creationDate: new Date(Date.UTC(year, 0, 1) + ++serial * 1000)
+        .toISOString(),
+    });
+    present.moved.add(id);
+    reached.add("move");
   }
   for (let i = 0; i < churn.remove && present.ids.length > 0; i++) {
     const [id] = present.ids.splice(pick(), 1) as [string];
@@ -411,6 +432,7 @@ export const STEPS = [
   "crash",
   "insert behind",
   "update",
+  "move",
   "delete",
   "several runs",
   "change table",

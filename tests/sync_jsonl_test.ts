@@ -13,6 +13,8 @@ import {
   type SyncWriteContext,
 } from "../src/sync/mod.ts";
 import { replaceFile } from "../src/sync/_files.ts";
+import { changedLines } from "../src/sync/_jsonl_state.ts";
+import fc from "fast-check";
 import {
   counts,
   freshTarget,
@@ -315,4 +317,31 @@ Deno.test("JSONL sink: a copy with a line that is not JSON (changed between runs
   };
   await refused(sink.write([], CHECKPOINT, ids, ends), "sink-mismatch", path);
   await Deno.remove(`${path}.rewrite`);
+});
+
+Deno.test("a cycle's end keeps as changed exactly the old lines whose last new text differs, however its reads of the old copy are split into spans (a read each line cost most of a 100,000-line cycle's end)", () => {
+  const cases = fc.record({
+    lines: fc.array(fc.string({ maxLength: 12 }), {
+      minLength: 1,
+      maxLength: 40,
+    })
+      .map((lines) => lines.map((line) => line.replaceAll("\n", " "))),
+    pairs: fc.array(fc.tuple(fc.nat(), fc.boolean(), fc.string())),
+    span: fc.integer({ min: 0, max: 200 }),
+  });
+  fc.assert(fc.property(cases, ({ lines, pairs, span }) => {
+    const bytes = new TextEncoder().encode(lines.map((l) => `${l}\n`).join(""));
+    const ends = [...bytes.keys()].filter((i) => bytes[i] === 0x0a);
+    const last = new Map<number, string>();
+    const given = pairs.map(([at, same, text]): [number, string] => {
+      const line = at % lines.length;
+      last.set(line, same ? lines[line]! : text);
+      return [line, last.get(line)!];
+    });
+    const expected = [...last].filter(([i, text]) => lines[i] !== text);
+    const changed = new Set<number>();
+    const read = (start: number, end: number) => bytes.subarray(start, end);
+    changedLines(given, ends, changed, read, span);
+    deepStrictEqual([...changed].sort(), expected.map(([i]) => i).sort());
+  }));
 });

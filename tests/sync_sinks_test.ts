@@ -358,8 +358,8 @@ Deno.test("SQLite sink: once <table>_changes exists, every run records into it, 
 });
 
 for (const to of ["its last window", "past the copy's end"]) {
-  Deno.test(`SQLite sink: an item a sweep staged (new to the copy) whose date then moves to ${to} is in the copy once, as the list has it now, counted inserted once; the next run goes on (SQLite applied the older staged item over it and recorded a row too many, refusing every later run)`, async () => {
-    for (const kind of ["sqlite"]) {
+  Deno.test(`SQLite and JSONL sinks: an item a sweep staged (new to the copy) whose date then moves to ${to} is in the copy once, as the list has it now, counted inserted once; the next run goes on (SQLite applied the older staged item over it and recorded a row too many, refusing every later run; JSONL held it twice)`, async () => {
+    for (const kind of ["sqlite", "jsonl"]) {
       const fake = inProcess({ items: { transactions: 300 } });
       const path = await fresh(`moved-staged-${to.length}.${kind}`);
       const db = kind === "sqlite" ? new DatabaseSync(path) : undefined;
@@ -389,6 +389,7 @@ for (const to of ["its last window", "past the copy's end"]) {
         sweep: 10, // the cycle under way: Infinity would begin a fresh one
       });
       equal(run.inserted, 1, `${kind}: inserted`);
+      equal(run.updated, 0, `${kind}: updated`);
       const items: { transactionID: string; creationDate: string }[] = db
         ? db.prepare('SELECT item FROM "transactions"').all().map((row) =>
           JSON.parse(String(row.item))

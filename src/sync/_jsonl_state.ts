@@ -1,11 +1,7 @@
 // Internal: the JSONL sink's side file, read back only when whole and of this format (or 0.3's); the check of a copy
 // against it before any write; and a completed cycle's changes, counted by id.
 
-import type {
-  SyncCheckpoint,
-  SyncWriteContext,
-  SyncWriteReport,
-} from "./sink.ts";
+import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import {
   fingerprint,
@@ -16,7 +12,6 @@ import {
   statOf,
 } from "./_files.ts";
 import { sinkMismatch } from "./sync_error.ts";
-import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { type CopyRow, parsedItems } from "./_window_guard.ts";
 
 const FORMAT = "partner-api-jsonl/2";
@@ -167,18 +162,17 @@ function mismatch({ copy, side }: CopyFiles, what: string, instead?: string) {
 
 /**
  * Counts a cycle's changes by id (the old lines' ids and ends held in memory: no index; a line the cycle read again
- * compared with its old text, so no digest's collision hides a change) and judges its guard before any of it replaces
- * the copy, against the copy's live lines: the head's since the cycle began (`tail`) included.
- * @throws {SyncError} (`"too-many-deletes"`)
+ * compared with its old text, so no digest's collision hides a change), against the copy's live lines: the head's
+ * since the cycle began (`tail`) included, counted by the head. `drop`: the earlier lines (of the rewrite, then
+ * `tail`) of an item the new copy holds again, as its sort value moved on during the cycle: its last line counts.
  */
 export async function cycleChanges(
   files: CopyFiles,
   rewrite: Rewrite,
   tail: string,
-  context: SyncWriteContext,
-): Promise<SyncWriteReport> {
+  keyOf: SyncWriteContext["keyOf"],
+) {
   // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
-  const keyOf = context.keyOf;
   const idsOf = (read: Lines) =>
     keyOf ? itemsOf(files, read).map((item) => keyOf(item).id) : read.lines;
   const old = new Map<string, number>(), oldEnds: number[] = [];
@@ -187,30 +181,74 @@ export async function cycleChanges(
       old.set(id, oldEnds.push(read.ends[i]!) - 1)
     );
   }
-  const held = old.size + tail.split("\n").length - 1; // they stay in the new copy
-  let inserted = 0, updated = 0;
-  const file = await openFile(files.copy, "read"), decoder = new TextDecoder();
-  const oldText = (i: number) =>
-    decoder.decode(
-      readAtSync(file, files.copy, (oldEnds[i - 1] ?? -1) + 1, oldEnds[i]!),
-    );
+  const tailLines = { path: files.copy, lines: tail.split("\n"), ends: [] };
+  tailLines.lines.pop(); // past the last line's end
+  const held = old.size + tailLines.lines.length; // they stay in the new copy
+  let inserted = 0, deleted = old.size;
+  // Each id met is marked by its line (-1 - line), whose old line `oldOf` keeps: met again, that line is dropped.
+  const drop: number[] = [], oldOf: number[] = [], changed = new Set<number>();
+  const meet = (ids: string[], lines: string[], again?: [number, string][]) =>
+    ids.forEach((id, i) => {
+      const was = old.get(id);
+      let at = was ?? -1; // the id's old line, if any
+      if (was === undefined) inserted += again ? 1 : 0; // new: the tail's, the head counted
+      else if (was >= 0) deleted--;
+      else {
+        drop.push(-1 - was);
+        at = oldOf[-1 - was]!;
+        if (at < 0 && !again) inserted--; // the head's line of an item new to the copy: the head counted it
+      }
+      // The last text decides whether an old line changed: the tail's, from the head, is new to the cycle.
+      if (at >= 0 && keyOf) {
+        again ? again.push([at, lines[i]!]) : changed.delete(at);
+      }
+      old.set(id, -1 - oldOf.length);
+      oldOf.push(at);
+    });
+  const file = await openFile(files.copy, "read");
   try {
     for await (const read of linesOf(files.rewrite, rewrite.end.length)) {
-      idsOf(read).forEach((id, i) => {
-        const was = old.get(id);
-        if (!old.delete(id)) inserted++;
-        else if (keyOf && oldText(was!) !== read.lines[i]) updated++;
-      });
+      const again: [number, string][] = []; // old line, new text
+      meet(idsOf(read), read.lines, again);
+      changedLines(
+        again,
+        oldEnds,
+        changed,
+        (start, end) => readAtSync(file, files.copy, start, end),
+      );
     }
   } finally {
     await file.close();
   }
-  const deleted = old.size;
-  const { maxDeletes, recent } = context.endsCycle!;
-  if (tooMany(deleted, held, maxDeletes, recent)) {
-    throw tooManyDeletes(deleted, held, maxDeletes, files.copy, recent);
+  meet(idsOf({ ...tailLines, before: 0 }), tailLines.lines);
+  return { inserted, updated: changed.size, deleted, held, drop };
+}
+
+/**
+ * Keeps in `changed` the old lines that differ from their new text, of `pairs` ([old line, new text]) in order (the
+ * last pair of a line decides), the old copy's lines (by their `ends`) read by `read(start, end)` up to `span` bytes
+ * at a time (a longer line alone): a cycle reads the list in the copy's order, so its lines make few reads, not one
+ * each (which cost most of a 100,000-line cycle's end).
+ */
+export function changedLines(
+  pairs: [number, string][],
+  ends: readonly number[],
+  changed: Set<number>,
+  read: (start: number, end: number) => Uint8Array,
+  span = 8 << 20,
+): void {
+  pairs.sort(([a], [b]) => a - b); // stable: a line's pairs stay in order
+  const startOf = (i: number) => (ends[i - 1] ?? -1) + 1;
+  for (let i = 0, j = 1; i < pairs.length; i = j++) {
+    const from = pairs[i]![0];
+    while (j < pairs.length && ends[pairs[j]![0]]! - startOf(from) <= span) j++;
+    const text = read(startOf(from), ends[pairs[j - 1]![0]]!);
+    const lines = new TextDecoder().decode(text).split("\n");
+    for (const [at, line] of pairs.slice(i, j)) {
+      if (lines[at - from] === line) changed.delete(at);
+      else changed.add(at);
+    }
   }
-  return { inserted, updated, deleted, held };
 }
 
 /** The copy's lines as rows, seen by cycle `cycle` when in its rewrite or appended since it began (past `mainAt`). */

@@ -19,6 +19,7 @@ import {
   statOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
+import { tooMany, tooManyDeletes } from "./_deletes.ts";
 import { requireText } from "../core/_check.ts";
 import {
   checkCopy,
@@ -154,11 +155,39 @@ class JsonlCopy {
     const tail = new TextDecoder().decode(
       await readRange(copy, rewrite.mainAt, now.end.length),
     );
-    const counts = await cycleChanges(this.#files, rewrite, tail, context);
-    const whole = await this.#append(rewritePath, rewrite.end, tail);
+    const { drop, ...counts } = await cycleChanges(
+      this.#files,
+      rewrite,
+      tail,
+      context.keyOf,
+    );
+    const { deleted, held } = counts,
+      { maxDeletes, recent } = context.endsCycle;
+    if (tooMany(deleted, held, maxDeletes, recent)) {
+      throw tooManyDeletes(deleted, held, maxDeletes, copy, recent);
+    }
+    const whole = drop.length === 0
+      ? await this.#append(rewritePath, rewrite.end, tail)
+      : await this.#dropLines(rewrite.end, tail, drop);
     await this.#save({ checkpoint, end: whole, renaming: true });
     await this.#renameOver(checkpoint, whole);
     return counts;
+  }
+
+  /**
+   * The rewrite and `tail`, without the lines `drop` names (an item's earlier lines), written over the rewrite. The
+   * record names no rewrite meanwhile: a run killed here begins the cycle again, the copy as it stands.
+   */
+  async #dropLines(end: FileEnd, tail: string, drop: readonly number[]) {
+    const { checkpoint, end: copyEnd } = this.#committed!;
+    const { sweep: _, ...before } = checkpoint!;
+    await this.#save({ checkpoint: before, end: copyEnd });
+    const path = this.#files.rewrite, dropped = new Set(drop);
+    const text = new TextDecoder().decode(await readRange(path, 0, end.length));
+    const lines = `${text}${tail}`.split("\n").slice(0, -1);
+    const kept = lines.filter((_, i) => !dropped.has(i)).map((l) => `${l}\n`);
+    this.#ours.delete(path); // written anew, from its start
+    return await this.#append(path, EMPTY, kept.join(""));
   }
 
   /** What was committed, once the copy was checked and left consistent. */
