@@ -509,3 +509,34 @@ Deno.test("an ascending cycle whose last item leaves the list as it sweeps ends 
   equal((await syncList(moved.client, "things", given)).deleted, 0);
   ok(tail.every((id) => copy.rows.has(id)));
 });
+
+Deno.test("sweepLeft counts the requests the cycle under way still needs, newest first as oldest first (newest first it said 1, and nextVerifiedAt came as soon)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    const items = things(2000);
+    const service = listOf(() =>
+      sortDirection === "DESC" ? items.toReversed() : items
+    );
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, maxLimit: 100, sortDirection };
+    await syncList(service.client, "things", options);
+    const first = await syncList(service.client, "things", {
+      ...options,
+      sweep: 2,
+    });
+    let took = 0; // the sweep's requests after it: each run's head costs one
+    for (let left = first.sweepLeft; left > 0;) {
+      const run = await syncList(service.client, "things", {
+        ...options,
+        sweep: 2,
+      });
+      took += run.requests - 1;
+      left = run.sweepLeft;
+    }
+    const said = first.sweepLeft;
+    // About: windows overlap, so a cycle takes somewhat more than its size over the page.
+    ok(
+      said >= 0.7 * took && said <= took,
+      `${sortDirection}: said ${said}, took ${took}`,
+    );
+  }
+});

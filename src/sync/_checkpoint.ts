@@ -70,8 +70,10 @@ export function afterHeadWindow(
   // Descending, the newest item becomes the edge once the pass is whole.
   const newest = base.head?.top ?? top ?? null;
   const { head: _, ...rest } = { ...base, ...accepted(state) };
+  // A whole first read's end stands past the list's last item: `offset` then says how long it is (sweepLeft's measure).
+  const length = base.edge === null ? { offset: state.offset } : {};
   return ended
-    ? { ...rest, edge: newest ?? base.edge, complete: true }
+    ? { ...rest, ...length, edge: newest ?? base.edge, complete: true }
     : { ...rest, complete: false, head: { edge, offset, top: newest } };
 }
 
@@ -126,7 +128,11 @@ export function afterSweepWindow(
     const { cycle: cycles, startedAt: verifiedAt } = sweep;
     // A refused size is asked again once a cycle: a transient 400, or a service that raised its limit, is not kept.
     const { refusedLimit: ___, ...sizes } = { ...done, ...accepted(state) };
-    return { ...sizes, cycles, verifiedAt };
+    // Descending, where the cycle ended is the list's length (ascending, `offset` is the head's: the same).
+    const length = base.sortDirection === "DESC"
+      ? { offset: state.offset }
+      : {};
+    return { ...sizes, ...length, cycles, verifiedAt };
   }
   // A refusal stays until a cycle completes: the run that ends the next one may be its confirmation.
   const { seek: _seek, ...cursor } = sweep;
@@ -313,7 +319,6 @@ function byKey(query: SyncCheckpoint["query"]): [string, string][] {
 export function sweepLeft(checkpoint: SyncCheckpoint): number {
   const sweep = checkpoint.sweep;
   if (sweep === undefined) return 0;
-  if (checkpoint.sortDirection === "DESC") return 1;
   const window = Math.max(1, checkpoint.accepted ?? 1);
   return Math.max(1, Math.ceil((checkpoint.offset - sweep.offset) / window));
 }

@@ -35,7 +35,7 @@ export interface SyncCheckpoint {
   readonly edge:
     | { readonly value: string | number; readonly id: string }
     | null;
-  /** Where the item after `edge` stood in the list when it was last read. */
+  /** Where the item after `edge` stood in the list when it was last read (newest first: the list's length then). */
   readonly offset: number;
   /** Always false now: 0.3's `full` pass (replaced by the sweep). */
   readonly full: boolean;
