@@ -202,6 +202,15 @@ Deno.test("sinks refuse a path, database or clock of the wrong kind when made, b
         createSqliteSink(":memory:", { table: "t", onLockWait: 1 as never }),
       "onLockWait",
     ],
+    [
+      () =>
+        createPostgresSink({
+          query: () => Promise.resolve([]),
+          table: "t",
+          now: 1 as never,
+        }),
+      "now",
+    ],
   ];
   for (const [make, option] of cases) equal(optionOf(make), option);
 });

@@ -23,6 +23,8 @@ interface Shape {
     | undefined;
   readonly stages: boolean;
   readonly changes: string | undefined;
+  /** The time of change rows and `deleted_at`: the sink's `now`, else the server's. */
+  readonly at: string;
 }
 
 /** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), each numbered as it is added. */
@@ -31,6 +33,7 @@ export function writeStatement(
   write: SqlBatch,
   target: string,
   changes: string | undefined,
+  now: (() => number) | undefined,
 ): { sql: string; params: string[] } {
   const { owner, context } = write;
   const ends = context?.endsCycle;
@@ -49,6 +52,7 @@ export function writeStatement(
     },
     stages: context?.phase === "sweep" && ends === undefined,
     changes,
+    at: now ? param(new Date(now()).toISOString(), "::timestamptz") : "now()",
   });
   return { sql, params };
 }
@@ -72,7 +76,7 @@ function writeSql(table: string, shape: Shape): string {
   const parts = [
     ...(owner === undefined ? [] : [leaseStep(owner)]),
     ...batchSteps(table, shape.stages),
-    ...(ends === undefined ? [] : cycleEndSteps(table, ends, when("AND"))),
+    ...(ends ? cycleEndSteps(table, ends, when("AND"), shape.at) : []),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
   SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${when("AND")}
@@ -84,9 +88,9 @@ function writeSql(table: string, shape: Shape): string {
   UPDATE ${table} t SET seen = ${CYCLE} FROM kept k
   WHERE t.id = k.id AND t.seen < ${CYCLE} ${when("AND")} RETURNING 1
 )`,
-    ...(shape.changes === undefined
-      ? []
-      : [changesStep(shape.changes, ends !== undefined, when("WHERE"))]),
+    ...(shape.changes === undefined ? [] : [
+      changesStep(shape.changes, ends !== undefined, when("WHERE"), shape.at),
+    ]),
     savedStep(table, shape, when("WHERE")),
   ];
   return `WITH ${parts.join(", ")}\n${answerSelect(shape)}`;
@@ -144,10 +148,11 @@ function cycleEndSteps(
   table: string,
   ends: NonNullable<Shape["ends"]>,
   gated: string,
+  at: string,
 ): string[] {
   const change = ends.deletes === "remove"
     ? `DELETE FROM ${table} t USING gone g`
-    : `UPDATE ${table} t SET deleted_at = now() FROM gone g`;
+    : `UPDATE ${table} t SET deleted_at = ${at} FROM gone g`;
   return [
     `gone AS (
   SELECT t.id FROM ${table} t
@@ -184,14 +189,19 @@ function cycleEndSteps(
 }
 
 /** Each insert, update and (ending a cycle) delete as a row of `changes`. */
-function changesStep(changes: string, ends: boolean, gated: string): string {
+function changesStep(
+  changes: string,
+  ends: boolean,
+  gated: string,
+  at: string,
+): string {
   const cycle = ends
     ? ` UNION ALL SELECT 1, 0, id, 'insert', item FROM applied
     UNION ALL SELECT 2, 0, id, 'delete', NULL FROM gone`
     : "";
   return `recorded AS (
   INSERT INTO ${changes} (id, change, at, item)
-  SELECT id, change, now(), item FROM (
+  SELECT id, change, ${at}, item FROM (
     SELECT 0 AS part, ord, id, change, item FROM kinds WHERE change IS NOT NULL${cycle}
   ) AS c ${gated}
   ORDER BY part, ord, id

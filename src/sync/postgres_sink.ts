@@ -59,8 +59,7 @@ const ROWS_PAGE = 5_000;
  * deepStrictEqual(sent.filter((text) => !text.startsWith("SELECT")), []); // load() only reads
  * ```
  */
-export interface PostgresSinkOptions
-  extends Pick<SinkLockOptions, "lockWait" | "onLockWait"> {
+export interface PostgresSinkOptions extends SinkLockOptions {
   /**
    * Sends one statement with `$1`-style string parameters; resolves with its rows, or an object holding them as `rows`.
    * node-postgres: `(text, params) => pool.query(text, params)`; postgres.js: `(text, params) => sql.unsafe(text, params)`.
@@ -74,6 +73,12 @@ export interface PostgresSinkOptions
    * With `changes: true`, `<table>_changes` too (so at most 55 characters then).
    */
   table: string;
+  /**
+   * The time (epoch ms) of the change table's `at` and of `deleted_at`, for a test to drive; the lease is judged on
+   * the server's clock, which every run of a fleet shares.
+   * @default {the server's now()}
+   */
+  now?: () => number;
 }
 
 /**
@@ -111,7 +116,7 @@ export function createPostgresSink<T>(
     throw typeError(CONTEXT, "query", "must be a function");
   }
   const { table, lockWait } = sinkOptions(options, CONTEXT);
-  const dialect = new PostgresDialect(query, table, options.table);
+  const dialect = new PostgresDialect(query, table, options);
   return sqlSink<T>(dialect, { ...options, lockWait });
 }
 
@@ -125,6 +130,7 @@ class PostgresDialect implements SqlDialect {
   readonly #query: PostgresSinkOptions["query"];
   readonly #table: string;
   readonly #target: string;
+  readonly #now: (() => number) | undefined;
   /** The first change, once the copy passed: the tables. */
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
@@ -133,11 +139,12 @@ class PostgresDialect implements SqlDialect {
   constructor(
     query: PostgresSinkOptions["query"],
     table: string,
-    target: string,
+    { table: target, now }: PostgresSinkOptions,
   ) {
     this.#query = query;
     this.#table = table;
     this.#target = target;
+    this.#now = now;
     this.what = `the table ${table}`;
   }
 
@@ -199,7 +206,8 @@ class PostgresDialect implements SqlDialect {
       : undefined;
     await this.#tables.get();
     const [table, target, what] = [this.#table, this.#target, this.what];
-    const { sql, params } = writeStatement(table, write, target, changes);
+    const at = this.#now;
+    const { sql, params } = writeStatement(table, write, target, changes, at);
     const row = await this.#row(sql, params);
     const ends = write.context?.endsCycle;
     if (row.leased !== "1") throw lockLost(what);

@@ -648,6 +648,37 @@ const steps: {
   },
   {
     name:
+      "with the sink's now, the change table's at and deleted_at are that time (the server's clock without it), so a test drives them",
+    async fn(db) {
+      const at = Date.UTC(2020, 0, 1);
+      const fake = inProcess({ items: { transactions: 60 } });
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "clocked",
+        now: () => at,
+      });
+      const options = {
+        ...byDate,
+        sink,
+        changes: true,
+        deletes: "mark" as const,
+      };
+      await syncList(fake.client, "transactions", options);
+      fake.service.remove("transactions", "tx_000007");
+      await syncList(fake.client, "transactions", {
+        ...options,
+        sweep: Infinity,
+      });
+      const [times] = await db.rows<{ at: string; deleted: string }>(
+        `SELECT (SELECT json_agg(DISTINCT extract(epoch FROM at) * 1000) FROM "clocked_changes")::text AS at,
+          (SELECT json_agg(extract(epoch FROM deleted_at) * 1000) FROM "clocked" WHERE deleted_at IS NOT NULL)::text AS deleted`,
+      );
+      deepStrictEqual(JSON.parse(String(times!.at)), [at]);
+      deepStrictEqual(JSON.parse(String(times!.deleted)), [at]);
+    },
+  },
+  {
+    name:
       "a cycle that would remove more than maxDeletes of the copy removes nothing, records no change and rejects with 'too-many-deletes'; a larger maxDeletes then removes them",
     async fn(db) {
       const { fake, sink, options } = await copiedOnce(db, 200, {
