@@ -245,6 +245,11 @@ Deno.test("SQLite sink: on a large table a run's batches may share a transaction
   equal(refused instanceof SyncError, true, String(refused));
   equal((refused as SyncError).reason, "locked");
   equal((refused as SyncError).message.includes("(another run)"), false);
+  // It names the holder's process (DESIGN: the CLI waits naming its holder).
+  equal(
+    (refused as SyncError).message.includes(`held by pid ${Deno.pid}`),
+    true,
+  );
   await lease[Symbol.asyncDispose]();
   const reader = new DatabaseSync(path);
   const rows = reader.prepare('SELECT count(*) AS n FROM "numbers"').get() as {

@@ -1,6 +1,7 @@
 // Internal: every sink's lock rules, as pure functions and one waiting loop: a lock belongs to a run (a random token),
 // is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
+import process from "node:process";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { rangeError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -21,9 +22,15 @@ export function isStale(refreshedAt: number, now: number): boolean {
   return now - refreshedAt > STALE_AFTER;
 }
 
-/** A new run's token: what its lock holds, so that it removes only its own. */
+/** A new run's token: what its lock holds, so that it removes only its own; its process first, for who waits. */
 export function runToken(): string {
-  return crypto.randomUUID();
+  return `${process.pid}.${crypto.randomUUID()}`;
+}
+
+/** Who holds a lease by its `owner` token: `pid 42`, or another run (a token of an older version names none). */
+export function holderOf(owner: string | null | undefined): string {
+  const pid = /^([0-9]+)\./.exec(owner ?? "")?.[1];
+  return pid === undefined ? "another run" : `pid ${pid}`;
 }
 
 /**

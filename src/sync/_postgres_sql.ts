@@ -122,12 +122,13 @@ export function liveRowsSql(table: string, after: boolean): string {
   AS rows FROM (SELECT id, item, seen FROM ${table} WHERE deleted_at IS NULL AND ${from} ORDER BY id LIMIT $3::text::bigint) page`;
 }
 
-/** The lease's statements ($1 target, $2 owner), server clock; `take` answers `taken` (the owner) and `stale`. */
+/** The lease's statements ($1 target, $2 owner), server clock; `take` answers `taken` (the owner), `stale`, `holder`. */
 export const LEASE_SQL = {
   ...LEASE,
   take: `WITH taken AS (${LEASE.take})
 SELECT (SELECT owner FROM taken) AS taken,
-  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale`,
+  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale,
+  (SELECT owner FROM ${LEASE_TABLE} WHERE target = $1::text) AS holder`,
 };
 
 /** What the catalog says of the change table `$1` (quoted), read only: whether it exists, its columns' types. */

@@ -4,7 +4,7 @@
 
 import { typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
-import { lockLost } from "./_lease.ts";
+import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
 import {
   type Applied,
@@ -184,7 +184,9 @@ class PostgresDialect implements SqlDialect {
     const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
     if (row.taken === token) return { taken: token };
     return {
-      holder: row.stale === "true" ? "a run that stopped" : "another run",
+      holder: row.stale === "true"
+        ? "a run that stopped"
+        : holderOf(row.holder),
     };
   }
 

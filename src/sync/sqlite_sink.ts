@@ -15,7 +15,7 @@ import {
   identityOf,
   statOf,
 } from "./_files.ts";
-import { isStale, lockLost, STALE_AFTER } from "./_lease.ts";
+import { holderOf, isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
 import { tried } from "./_checkpoint.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
@@ -221,7 +221,9 @@ class SqliteDialect implements SqlDialect {
     }
     const holder = this.#holder(st);
     const stale = holder !== undefined && isStale(holder.refreshedAt, at);
-    return { holder: stale || over ? "a run that stopped" : "another run" };
+    return {
+      holder: stale || over ? "a run that stopped" : holderOf(holder?.owner),
+    };
   }
 
   #holder(st: Statements): LockSighting | undefined {
