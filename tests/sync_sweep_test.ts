@@ -499,3 +499,24 @@ Deno.test("one page answered with an item of another list past an ascending cycl
     );
   }
 });
+
+Deno.test("a service that refuses (400) pages above its largest, and a list a run reads whole (a cycle a run, at the default sweep): a refused size is asked again every eighth cycle, not in every run (each run spent five 400s finding it again)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    const items = things(100);
+    let answered = 0;
+    const service = listOf(
+      () => sortDirection === "DESC" ? items.toReversed() : items,
+      { refuseAbove: () => 100, before: () => answered++ },
+    );
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, limit: 50, sortDirection };
+    await syncList(service.client, "things", options);
+    const probing: number[] = []; // the runs that met a 400
+    for (let run = 1; run <= 16; run++) {
+      const [sent, got] = [service.requests, answered];
+      await syncList(service.client, "things", options);
+      if (service.requests - sent > answered - got) probing.push(run);
+    }
+    ok(probing.length <= 3, `${sortDirection}: runs ${probing}`);
+  }
+});

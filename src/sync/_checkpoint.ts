@@ -115,6 +115,9 @@ export function sweepStart(
   };
 }
 
+/** Cycles that keep a refused size before one asks it again. */
+const REPROBE_EVERY = 8;
+
 /** The checkpoint once a sweep window is committed. */
 export function afterSweepWindow(
   base: SyncCheckpoint,
@@ -126,13 +129,16 @@ export function afterSweepWindow(
   if (ended) {
     const { refused: __, ...done } = rest;
     const { cycle: cycles, startedAt: verifiedAt } = sweep;
-    // A refused size is asked again once a cycle: a transient 400, or a service that raised its limit, is not kept.
-    const { refusedLimit: ___, ...sizes } = { ...done, ...accepted(state) };
+    // A refused size is asked again every REPROBE_EVERY cycles: a transient 400, or a service that raised its limit, is
+    // not kept for good, and a list a run reads whole (a cycle a run) does not probe again every run.
+    const { refusedLimit, ...sizes } = { ...done, ...accepted(state) };
+    const keep = refusedLimit !== undefined && cycles % REPROBE_EVERY !== 0;
+    const kept = keep ? { refusedLimit } : {};
     // Descending, where the cycle ended is the list's length (ascending, `offset` is the head's: the same).
     const length = base.sortDirection === "DESC"
       ? { offset: state.offset }
       : {};
-    return { ...sizes, ...length, cycles, verifiedAt };
+    return { ...sizes, ...kept, ...length, cycles, verifiedAt };
   }
   // A refusal stays until a cycle completes: the run that ends the next one may be its confirmation.
   const { seek: _seek, ...cursor } = sweep;

@@ -45,7 +45,7 @@ export interface SyncCheckpoint {
   readonly sortDirection?: "DESC";
   /** The largest page size the service was seen to honour: a shorter page of at most it (under `limit` items) is the end. */
   readonly accepted?: number;
-  /** The smallest page size the service refused (a 400): no window asks that many again. */
+  /** The smallest page size the service refused (a 400) or cut: no window asks that many for 8 cycles. */
   readonly refusedLimit?: number;
   /**
    * Descending only: the head pass under way (top down to `edge`): where it stands, and the newest item it committed
