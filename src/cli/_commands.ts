@@ -180,9 +180,7 @@ function pretty(text: string): string {
 }
 
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
-export function failureMessage(
-  error: unknown,
-): { message: string; code: number } {
+export function failureMessage(error: unknown) {
   // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
   const usage = error instanceof UsageError || error instanceof TypeError ||
     error instanceof RangeError;
