@@ -162,13 +162,7 @@ export function quotaExceeded(
     `Cannot get token: quota exceeded until ${
       new Date(retryAt).toISOString()
     }; no token request is sent before then${said ? ` (${said})` : ""}`,
-    {
-      status: 429,
-      code: "too_many_requests",
-      ...details,
-      buckets,
-      retryAt,
-    },
+    { status: 429, code: "too_many_requests", ...details, buckets, retryAt },
   );
 }
 
