@@ -5,7 +5,6 @@ import {
   QuotaExceededError,
   TokenRequestError,
 } from "../core/errors.ts";
-import type { QuotaBucket } from "../core/quota.ts";
 import type { QuotaSnapshot } from "../token/mod.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
@@ -78,10 +77,7 @@ async function runToken(session: Session, showToken: boolean, json: boolean) {
 }
 
 /** The buckets as they stand at `now`, from a reading taken earlier. */
-function bucketsNow(
-  quota: QuotaSnapshot | undefined,
-  now: number,
-): QuotaBucket[] {
+function bucketsNow(quota: QuotaSnapshot | undefined, now: number) {
   return (quota?.buckets ?? []).map((bucket) => {
     const resetAt = quota!.observedAt + bucket.resetAfter * 1000;
     return resetAt <= now
@@ -184,9 +180,7 @@ function pretty(text: string): string {
 }
 
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
-export function failureMessage(
-  error: unknown,
-): { message: string; code: number } {
+export function failureMessage(error: unknown) {
   // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
   const usage = error instanceof UsageError || error instanceof TypeError ||
     error instanceof RangeError;

@@ -48,10 +48,7 @@ export function itemWriter(
 }
 
 /** An item as a row (anything but an object as `{ value }`), cut to `fields` when given. */
-function rowOf(
-  item: unknown,
-  fields: readonly string[] | undefined,
-): Record<string, unknown> {
+function rowOf(item: unknown, fields: readonly string[] | undefined) {
   const record = !Array.isArray(item) && fieldsOf(item) || { value: item };
   if (fields === undefined) return record;
   const picked: Record<string, unknown> = {};

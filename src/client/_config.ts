@@ -81,10 +81,7 @@ function ownEnvironment(environment: Environment): Environment {
   }
 }
 
-function tokenProviderOf(
-  options: ClientOptions,
-  environment: Environment,
-): TokenProvider {
+function tokenProviderOf(options: ClientOptions, environment: Environment) {
   const {
     environment: _,
     rateLimit: _pacing,

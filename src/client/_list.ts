@@ -82,10 +82,7 @@ async function* asPages<T>(
   }
 }
 
-async function* counted<X>(
-  source: AsyncIterable<X>,
-  tally: { pages: number },
-): AsyncGenerator<X, undefined, undefined> {
+async function* counted<X>(source: AsyncIterable<X>, tally: { pages: number }) {
   for await (const value of source) {
     tally.pages++;
     yield value;

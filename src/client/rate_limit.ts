@@ -111,10 +111,7 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#lowShare = rateShare(limit, "low", reserve);
   }
 
-  take(
-    signal?: AbortSignal,
-    priority?: RatePriority,
-  ): number | Promise<number> {
+  take(signal?: AbortSignal, priority?: RatePriority) {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const line = this.#lines.of(priority);
     const low = line === this.#lines.low;

@@ -163,10 +163,7 @@ const IMF_FIXDATE =
  * form is `undefined`, as if absent, so it can neither shorten nor lift a wait
  * other signals set. A past date is 0; callers clamp absurd values.
  */
-export function retryAfterMs(
-  headers: Headers,
-  now: number,
-): number | undefined {
+export function retryAfterMs(headers: Headers, now: number) {
   const value = headers.get("retry-after")?.trim();
   if (value === undefined) return undefined;
   if (/^[0-9]+$/.test(value)) return Number(value) * 1000;
@@ -176,10 +173,7 @@ export function retryAfterMs(
 }
 
 /** At most `max` bytes of `response`'s body as text; a larger one is cancelled unread: `undefined`. */
-export async function readBounded(
-  response: Response,
-  max: number,
-): Promise<string | undefined> {
+export async function readBounded(response: Response, max: number) {
   const declared = Number(response.headers.get("content-length") ?? 0);
   // Inflated or chunked, a declared length frames nothing: the runtime reads fastest.
   const { headers } = response;

@@ -5,10 +5,7 @@ import { type Secret, serverText } from "./_redact.ts";
 import { given } from "./_check.ts";
 
 /** The causes of a network failure, outermost first, as one line: "fetch failed: connect ECONNREFUSED". */
-export function describeCause(
-  error: unknown,
-  secrets: readonly Secret[],
-): string {
+export function describeCause(error: unknown, secrets: readonly Secret[]) {
   const parts: string[] = [];
   for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
     const message = at instanceof Error ? at.message : String(at);

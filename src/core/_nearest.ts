@@ -1,10 +1,7 @@
 // Internal: "did you mean" for flags and variable names.
 
 /** The known word closest to `word`: one it starts, or one within a third of its length in edits. */
-export function nearest(
-  word: string,
-  known: readonly string[],
-): string | undefined {
+export function nearest(word: string, known: readonly string[]) {
   const prefixed = known.filter((candidate) => candidate.startsWith(word));
   if (prefixed.length === 1) return prefixed[0];
   let best: string | undefined;

@@ -72,9 +72,7 @@ export function quotaSegments(value: string | null | undefined): string[] {
 }
 
 /** Reads the header bucket by bucket, dropping a bad one: a garbled day cannot hide an exhausted hour. */
-export function readQuotaBuckets(
-  value: string | null | undefined,
-): QuotaBucket[] {
+export function readQuotaBuckets(value: string | null | undefined) {
   const buckets: QuotaBucket[] = [];
   for (const segment of quotaSegments(value)) {
     try {

@@ -121,8 +121,6 @@ export function quotaSnapshot(
   return Object.freeze({ buckets: freezeBuckets(buckets), observedAt });
 }
 
-function freezeBuckets(
-  buckets: readonly QuotaBucket[],
-): readonly QuotaBucket[] {
+function freezeBuckets(buckets: readonly QuotaBucket[]) {
   return Object.freeze(buckets.map((bucket) => Object.freeze({ ...bucket })));
 }

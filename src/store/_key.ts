@@ -29,11 +29,7 @@ export function sealingKey(key: string): Promise<CryptoKey> {
 }
 
 /** A non-extractable AES-GCM key, derived (HKDF, SHA-256) from `material`. */
-export async function aesKeyFrom(
-  material: string,
-  salt: string,
-  info: string,
-): Promise<CryptoKey> {
+export async function aesKeyFrom(material: string, salt: string, info: string) {
   const hkdf = { name: "HKDF", hash: "SHA-256", salt: encoder.encode(salt) };
   return await crypto.subtle.deriveKey(
     { ...hkdf, info: encoder.encode(info) },

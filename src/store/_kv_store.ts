@@ -167,10 +167,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   /** Anything but a sealed record (0.2's plain one, another program's value) counts as absent. */
-  async #open(
-    key: string,
-    stored: SealedRecord | null,
-  ): Promise<TokenRecord | undefined> {
+  async #open(key: string, stored: SealedRecord | null) {
     return stored?.iv instanceof Uint8Array &&
         stored.sealed instanceof Uint8Array
       ? await this.#seals.open(key, stored)
@@ -183,10 +180,7 @@ function isLease(value: unknown): value is Lease {
 }
 
 /** Runs a KV operation again while another process holds a local database's write lock (ms). */
-async function unlocked<T>(
-  operation: () => Promise<T>,
-  signal?: AbortSignal,
-): Promise<T> {
+async function unlocked<T>(operation: () => Promise<T>, signal?: AbortSignal) {
   for (let attempt = 0;; attempt++) {
     try {
       return await operation();

@@ -76,10 +76,7 @@ export class RecordSeals {
     return await sealRecord(await this.#keys(key), key, record, version);
   }
 
-  async open(
-    key: string,
-    sealed: SealedRecord,
-  ): Promise<TokenRecord | undefined> {
+  async open(key: string, sealed: SealedRecord) {
     const opened = await openRecord(await this.#keys(key), key, sealed) as
       | (TokenRecord & { version?: unknown })
       | undefined;

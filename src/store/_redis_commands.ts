@@ -28,11 +28,7 @@ export function redisOptions(
 }
 
 /** Sends one command within `ms`: a client queueing while Redis is away must not hold every caller. */
-export function sendWithin(
-  command: RedisCommand,
-  args: string[],
-  ms: number,
-): Promise<unknown> {
+export function sendWithin(command: RedisCommand, args: string[], ms: number) {
   const reply = Promise.resolve().then(() => command(args));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(

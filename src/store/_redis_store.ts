@@ -182,11 +182,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */
-  async #script(
-    name: ScriptName,
-    keys: string[],
-    args: string[],
-  ): Promise<unknown> {
+  async #script(name: ScriptName, keys: string[], args: string[]) {
     const send = (command: string[]) => this.#send(command);
     if (this.#plain) return await plainScript(name, keys, args, send);
     const tail = [String(keys.length), ...keys, ...args];
@@ -220,10 +216,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return [value, String(recordLifetime(record, this.#config.now()))];
   }
 
-  async #decode(
-    key: string,
-    value: string | undefined,
-  ): Promise<TokenRecord | undefined> {
+  async #decode(key: string, value: string | undefined) {
     if (value === undefined || value.length > MAX_STORED_RECORD) {
       return undefined;
     }

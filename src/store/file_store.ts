@@ -252,9 +252,7 @@ class EncryptedFileStore implements FileTokenStore {
     }
   }
 
-  async recordFor(
-    client: Parameters<FileTokenStore["recordFor"]>[0],
-  ): Promise<TokenRecord | undefined> {
+  async recordFor(client: Parameters<FileTokenStore["recordFor"]>[0]) {
     const { audience, clientId } = client;
     const url = new URL(client.tokenUrl);
     const secret = this.#options.clientSecret;

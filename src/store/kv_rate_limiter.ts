@@ -206,9 +206,7 @@ class KvWindow implements SharedWindow {
    * Reads the value and waiting answers, changes it on this process's clock, and writes it back if
    * nobody wrote meanwhile; `false` after a few tries. A value that is not a window gets a new epoch.
    */
-  async #change(
-    change: (state: WindowState, now: number) => WindowState,
-  ): Promise<boolean> {
+  async #change(change: (state: WindowState, now: number) => WindowState) {
     const expireIn = windowSpan(this.#config.limit);
     return await this.#tries(MOST_ATTEMPTS, async () => {
       const entry = await this.#kv.get(this.#key);

@@ -181,11 +181,7 @@ class RedisWindow implements SharedWindow {
   }
 
   /** `EVALSHA`, and `EVAL` once when Redis does not hold the script yet. */
-  async #script(
-    source: string,
-    keys: string[],
-    args: string[],
-  ): Promise<unknown> {
+  async #script(source: string, keys: string[], args: string[]) {
     const tail = [String(keys.length), ...keys, ...args];
     try {
       return await this.#send(["EVALSHA", await this.#digest(source), ...tail]);

@@ -61,11 +61,7 @@ export class StoreAccess {
   }
 
   /** The store's record if it answers the need, else the record of one request. */
-  async obtain(
-    request: TokenRequest,
-    signal: AbortSignal,
-    need: Need,
-  ): Promise<Obtained> {
+  async obtain(request: TokenRequest, signal: AbortSignal, need: Need) {
     const store = this.#store;
     if (store === undefined) return { record: await request(), saved: true };
     const key = await this.key();

@@ -12,10 +12,7 @@ export type Decorate = (
 ) => Response;
 
 /** `faults` (the option of that name), each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
-export function checkedFaults(
-  faults: readonly FakeFault[],
-  context: string,
-): FakeFault[] {
+export function checkedFaults(faults: readonly FakeFault[], context: string) {
   const rule = "non-negative whole time in ms, at most 2147483647";
   faults.forEach((fault, i) => {
     if (fault?.kind !== "delay") return;
@@ -41,11 +38,7 @@ export function json(
 }
 
 /** An OAuth 2.0 error answer. */
-export function oauthError(
-  status: number,
-  error: string,
-  description: string,
-): Response {
+export function oauthError(status: number, error: string, description: string) {
   return json(status, { error, error_description: description });
 }
 

@@ -194,10 +194,7 @@ function placeOf(
 }
 
 /** The list named `name`; an unknown one is a TypeError naming those there are. */
-export function listNamed(
-  lists: Map<string, ListResource>,
-  name: string,
-): ListResource {
+export function listNamed(lists: Map<string, ListResource>, name: string) {
   const resource = lists.get(name);
   if (resource !== undefined) return resource;
   const rule = `must be one of ${[...lists.keys()].join(", ")}`;

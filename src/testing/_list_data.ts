@@ -43,10 +43,7 @@ export function seededRandom(seed: number): () => number {
 }
 
 /** One of `list` at random; `undefined` when it is empty. */
-export function pick<T>(
-  random: () => number,
-  list: readonly T[],
-): T | undefined {
+export function pick<T>(random: () => number, list: readonly T[]) {
   return list[Math.floor(random() * list.length)];
 }
 
@@ -136,11 +133,7 @@ const SHAPES = [
 ] as const;
 
 /** The three lists from `seed`, the newest item of each a few minutes old at `now`. */
-export function generateLists(
-  sizes: ListSizes,
-  seed: number,
-  now: number,
-): Map<string, ListResource> {
+export function generateLists(sizes: ListSizes, seed: number, now: number) {
   const drawn = drawLists(sizes, seed);
   return new Map(SHAPES.map((shape): [string, ListResource] => {
     const items = drawn[shape.name];

@@ -115,9 +115,7 @@ function requestEvent(
 }
 
 /** The quota as the event's own copy (the listener gets it frozen). */
-function quotaOf(
-  buckets: readonly QuotaBucket[],
-): { quota?: readonly QuotaBucket[] } {
+function quotaOf(buckets: readonly QuotaBucket[]) {
   return buckets.length === 0
     ? {}
     : { quota: buckets.map((bucket) => ({ ...bucket })) };

@@ -52,10 +52,7 @@ export function failureRecord(
 }
 
 /** The `Retry-After` a 5xx or 403 answer asked for, in ms. */
-function retryAfterOf(
-  error: TokenRequestError,
-  now: number,
-): number | undefined {
+function retryAfterOf(error: TokenRequestError, now: number) {
   const { status, response } = error;
   if (status === undefined || response === undefined) return undefined;
   if (status !== 403 && status < 500) return undefined;

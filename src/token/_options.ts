@@ -43,9 +43,7 @@ export function providerConfig(options: TokenProviderOptions) {
 }
 
 /** `tokenUrl` and `audience` from the environment, or as given; not both. */
-function withTarget(
-  options: TokenProviderOptions,
-): Omit<TokenRequestOptions, "signal"> {
+function withTarget(options: TokenProviderOptions) {
   requireOptions(options, CONTEXT);
   const { environment, ...rest } = options;
   if (environment === undefined) {

@@ -263,10 +263,7 @@ function laterFailure(
 }
 
 /** Later, or as late (one clock tick) with other buckets: the same reading is not news. */
-function isNewerQuota(
-  quota: QuotaSnapshot,
-  known: QuotaSnapshot | undefined,
-): boolean {
+function isNewerQuota(quota: QuotaSnapshot, known: QuotaSnapshot | undefined) {
   if (known === undefined || quota.observedAt > known.observedAt) return true;
   return quota.observedAt === known.observedAt &&
     JSON.stringify(quota.buckets) !== JSON.stringify(known.buckets);

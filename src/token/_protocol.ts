@@ -63,10 +63,7 @@ export async function tokenAttempt(
  * Sends the request (`reason: "network"` without an answer). Never follows a
  * redirect: it would carry the secret to an address nobody checked.
  */
-async function sendTokenRequest(
-  endpoint: TokenEndpoint,
-  signal: AbortSignal,
-): Promise<Response> {
+async function sendTokenRequest(endpoint: TokenEndpoint, signal: AbortSignal) {
   const send = endpoint.fetch;
   try {
     return await send(endpoint.url, {
@@ -94,10 +91,7 @@ async function sendTokenRequest(
 }
 
 /** The answer's body; a larger one than {@linkcode MAX_TOKEN_BODY} is refused unread. */
-async function readTokenBody(
-  endpoint: TokenEndpoint,
-  response: Response,
-): Promise<string> {
+async function readTokenBody(endpoint: TokenEndpoint, response: Response) {
   const text = await readBounded(response, MAX_TOKEN_BODY).catch((error) => {
     // No `status`: an answer cut off is a network failure, and retried as one.
     const cut =
@@ -168,13 +162,7 @@ export function quotaExceeded(
     `Cannot get token: quota exceeded until ${
       new Date(retryAt).toISOString()
     }; no token request is sent before then${said ? ` (${said})` : ""}`,
-    {
-      status: 429,
-      code: "too_many_requests",
-      ...details,
-      buckets,
-      retryAt,
-    },
+    { status: 429, code: "too_many_requests", ...details, buckets, retryAt },
   );
 }
 

@@ -161,10 +161,7 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /** Carries out `decide()`; not async, so a burst of callers costs no frames. */
-  #carryOut(
-    signal: AbortSignal | undefined,
-    now: number,
-  ): Promise<IssuedToken> {
+  #carryOut(signal: AbortSignal | undefined, now: number) {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
     const cached = this.#cached;
