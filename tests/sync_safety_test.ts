@@ -133,19 +133,18 @@ Deno.test("JSONL sink: two syncList runs at once on one copy never interleave: e
   equal(new Set(ids).size, 600);
 });
 
+/** A direct write's checkpoint of the list "things" of `{ n }` items, complete up to `n`. */
+function numbersAt(n: number) {
+  const edge = { value: n, id: String(n) };
+  return {
+    ...{ version: 1 as const, path: "things", sortBy: "n", id: "n" },
+    ...{ query: {}, edge, offset: n, full: false, complete: true },
+  };
+}
+
 Deno.test("JSONL sink: a run whose lock was taken over while it was paused stops before writing, and its release leaves the new holder's lock", async () => {
   const path = await fresh("paused.jsonl");
-  const checkpoint = {
-    version: 1 as const,
-    path: "things",
-    sortBy: "n",
-    id: "n",
-    query: {},
-    edge: { value: 1, id: "1" },
-    offset: 1,
-    full: false,
-    complete: false,
-  };
+  const checkpoint = { ...numbersAt(1), complete: false };
   const paused = createJsonlSink(path);
   const lock = await paused.lock!();
   await paused.load();
@@ -166,17 +165,7 @@ Deno.test("JSONL sink: a run whose lock was taken over while it was paused stops
 
 Deno.test("JSONL sink: a run paused mid-cycle, whose lock a cron run took over and whose cycle that run completed, stops with 'lock-lost' at its next write, not with a file error on the rewrite the cron run renamed away", async () => {
   const path = await fresh("paused-cycle.jsonl");
-  const checkpoint = {
-    version: 1 as const,
-    path: "things",
-    sortBy: "n",
-    id: "n",
-    query: {},
-    edge: { value: 2, id: "2" },
-    offset: 2,
-    full: false,
-    complete: true,
-  };
+  const checkpoint = numbersAt(2);
   const keyOf = (item: unknown) => {
     const n = String((item as { n: number }).n);
     return { value: n, id: n };
