@@ -380,7 +380,8 @@ for (const to of ["its last window", "past the copy's end"]) {
       const sink = db
         ? createSqliteSink(db, { table: "transactions" })
         : createJsonlSink(path);
-      const options = { ...byDate, sink, maxLimit: 100 };
+      const changes = kind === "sqlite"; // a JSONL copy keeps no change table
+      const options = { ...byDate, sink, maxLimit: 100, changes };
       await syncList(fake.client, "transactions", options);
       const list = await Array.fromAsync(
         fake.client.list<{ creationDate: string }>("transactions", {
@@ -412,7 +413,13 @@ for (const to of ["its last window", "past the copy's end"]) {
           JSON.parse(line)
         );
       await syncList(fake.client, "transactions", { ...options, sweep: 0 }); // not refused
+      const recorded = db?.prepare(
+        `SELECT change FROM "transactions_changes" WHERE id = 'tx_moved'`,
+      ).all().map((row) => row.change);
       db?.close();
+      if (recorded) {
+        equal(recorded.join(), "insert", `${kind}: its change rows`);
+      }
       const moved = items.filter((item) => item.transactionID === "tx_moved");
       equal(items.length, 301, `${kind}: rows`);
       equal(moved.length, 1, `${kind}: copies of the moved item`);

@@ -131,14 +131,12 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
       ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item`,
     ),
+    // A staged id a later batch wrote (its date moved to the cycle's end, or past the copy's) holds a newer item.
     applyStaged: q(
-      `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged}
-      ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL`,
+      `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged} ON CONFLICT (id) DO NOTHING`,
     ),
-    // A cycle's stage and what refused or given-up cycles left; ids a batch wrote (older, applied they would overwrite it).
-    clearStage: q(
-      `DELETE FROM ${STAGE_TABLE} WHERE target = ?1 AND (cycle <= ?2 OR id IN (SELECT value FROM json_each(?3)))`,
-    ),
+    // A cycle's stage, and what refused or given-up cycles left.
+    clearStage: q(`DELETE FROM ${STAGE_TABLE} WHERE target = ? AND cycle <= ?`),
     // 0.3 kept a checkpoint per spelling of the table's name; one stays.
     dropOthers: q(
       `DELETE FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,
@@ -174,8 +172,9 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/** The change table, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
-export function changeTable(db: DatabaseSync, changes: string) {
+/** The change table of `table`, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
+export function changeTable(db: DatabaseSync, table: string) {
+  const changes = changeTableOf(table);
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
   );
@@ -184,7 +183,8 @@ export function changeTable(db: DatabaseSync, changes: string) {
   return {
     record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),
     staged: db.prepare(
-      `${insert} SELECT id, 'insert', ?3, item FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2 ORDER BY id`,
+      `${insert} SELECT id, 'insert', ?3, item FROM ${STAGE_TABLE} s WHERE target = ?1 AND cycle = ?2
+      AND NOT EXISTS (SELECT 1 FROM ${table} t WHERE t.id = s.id) ORDER BY id`,
     ),
   };
 }
@@ -230,9 +230,6 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   const record = changes?.record;
   const cycle = context?.cycle ?? 0;
   const kinds = upsertAll(st, batch, record !== undefined);
-  if (batch.ids.length > 0) {
-    st.clearStage.run(target, -1, JSON.stringify(batch.ids));
-  }
   if (staged.ids.length > 0) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
     st.stage.run(target, cycle, JSON.stringify(pairs));
@@ -289,7 +286,7 @@ function endCycle(
   }
   changes?.staged.run(target, cycle, at);
   const inserted = Number(st.applyStaged.run(target, cycle).changes);
-  st.clearStage.run(target, cycle, "[]");
+  st.clearStage.run(target, cycle);
   // Each statement over the unseen reads the whole table against the cycle's log: none runs when none is unseen.
   if (deleted > 0) {
     for (const { id } of changes ? st.unseenIds.all(target, cycle) : []) {

@@ -22,7 +22,6 @@ import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import { type CopyRow, copyRow, parsedItems } from "./_window_guard.ts";
 import {
   type Applied,
-  changeTableOf,
   CHECKPOINT_TABLE,
   type CopyState,
   jsonText,
@@ -253,7 +252,7 @@ class SqliteDialect implements SqlDialect {
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const changes = recordsChanges(write)
-      ? this.#changes ??= changeTable(this.#db, changeTableOf(this.#table))
+      ? this.#changes ??= changeTable(this.#db, this.#table)
       : undefined;
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
