@@ -184,7 +184,7 @@ export async function cycleChanges(
   const tailLines = { path: files.copy, lines: tail.split("\n"), ends: [] };
   tailLines.lines.pop(); // past the last line's end
   const held = old.size + tailLines.lines.length; // they stay in the new copy
-  let inserted = 0, deleted = old.size;
+  let inserted = 0, deleted = old.size, rewriteLines = Infinity;
   // Each id met is marked by its line (-1 - line), whose old line `oldOf` keeps: met again, that line is dropped.
   const drop: number[] = [], oldOf: number[] = [], changed = new Set<number>();
   const meet = (ids: string[], lines: string[], again?: [number, string][]) =>
@@ -196,7 +196,8 @@ export async function cycleChanges(
       else {
         drop.push(-1 - was);
         at = oldOf[-1 - was]!;
-        if (at < 0 && !again) inserted--; // the head's line of an item new to the copy: the head counted it
+        // The head's line of an item new to the copy, whose rewrite line counted: the head counted it.
+        if (at < 0 && !again && -1 - was < rewriteLines) inserted--;
       }
       // The last text decides whether an old line changed: the tail's, from the head, is new to the cycle.
       if (at >= 0 && keyOf) {
@@ -220,6 +221,7 @@ export async function cycleChanges(
   } finally {
     await file.close();
   }
+  rewriteLines = oldOf.length;
   meet(idsOf({ ...tailLines, before: 0 }), tailLines.lines);
   return { inserted, updated: changed.size, deleted, held, drop };
 }
@@ -283,6 +285,39 @@ export async function* copyRows(
       yield { id, item: parsed[i], seen: ends[i]! >= mainAt || seen.has(id) };
     }
   }
+}
+
+/**
+ * Writes the lines of `path`'s first `length` bytes, then `tail`'s, over `path` without the lines `drop` names, a read
+ * at a time (a line only moves toward the start, so each write stays behind the reads); the new end.
+ */
+export async function writeWithout(
+  path: string,
+  length: number,
+  tail: string,
+  drop: readonly number[],
+): Promise<FileEnd> {
+  const dropped = new Set(drop), encoder = new TextEncoder();
+  let at = 0, line = 0, last = new Uint8Array();
+  const file = await openFile(path, "write");
+  const write = async (lines: string[]) => {
+    const kept = lines.filter(() => !dropped.has(line++));
+    if (kept.length === 0) return;
+    const bytes = encoder.encode(kept.map((text) => `${text}\n`).join(""));
+    last = encoder.encode(`${kept.at(-1)}\n`);
+    await file.write(bytes, 0, bytes.length, at);
+    at += bytes.length;
+  };
+  try {
+    for await (const read of linesOf(path, length)) await write(read.lines);
+    await write(tail.split("\n").slice(0, -1));
+    await file.truncate(at);
+    await file.datasync();
+  } finally {
+    await file.close();
+  }
+  const end = { start: at - last.length, hash: fingerprint(last) };
+  return { length: at, last: at === 0 ? null : end };
 }
 
 /** A read of `path`: its lines, without their ends; where each ends; how many lines came before. */

@@ -30,6 +30,7 @@ import {
   expectEnd,
   type FileEnd,
   sideFileText,
+  writeWithout,
 } from "./_jsonl_state.ts";
 
 /**
@@ -181,13 +182,8 @@ class JsonlCopy {
   async #dropLines(end: FileEnd, tail: string, drop: readonly number[]) {
     const { checkpoint, end: copyEnd } = this.#committed!;
     const { sweep: _, ...before } = checkpoint!;
-    await this.#save({ checkpoint: before, end: copyEnd });
-    const path = this.#files.rewrite, dropped = new Set(drop);
-    const text = new TextDecoder().decode(await readRange(path, 0, end.length));
-    const lines = `${text}${tail}`.split("\n").slice(0, -1);
-    const kept = lines.filter((_, i) => !dropped.has(i)).map((l) => `${l}\n`);
-    this.#ours.delete(path); // written anew, from its start
-    return await this.#append(path, EMPTY, kept.join(""));
+    await this.#save({ checkpoint: before, end: copyEnd }); // the lock still this run's
+    return await writeWithout(this.#files.rewrite, end.length, tail, drop);
   }
 
   /** What was committed, once the copy was checked and left consistent. */
