@@ -18,6 +18,7 @@ import fc from "fast-check";
 import {
   counts,
   freshTarget,
+  inProcess,
   listOf,
   type Thing,
   things,
@@ -344,4 +345,35 @@ Deno.test("a cycle's end keeps as changed exactly the old lines whose last new t
     changedLines(given, ends, changed, read, span);
     deepStrictEqual([...changed].sort(), expected.map(([i]) => i).sort());
   }));
+});
+
+Deno.test("JSONL sink: a new item the head appends twice in one cycle (its date moved past the end again) is held once when the cycle ends, which counts no run's inserts below 0 (it reported -1)", async () => {
+  const fake = inProcess({ items: { transactions: 300 } });
+  const path = await fresh("appended-twice.jsonl");
+  const options = {
+    id: "transactionID",
+    sortBy: "creationDate",
+    sink: createJsonlSink(path),
+    maxLimit: 100,
+  };
+  const counts: number[][] = [];
+  const run = async (sweep: number) => {
+    const result = await syncList(fake.client, "transactions", {
+      ...options,
+      sweep,
+    });
+    counts.push([result.inserted, result.updated, result.deleted]);
+  };
+  await run(Infinity);
+  await run(1); // a cycle under way
+  const item = { transactionID: "tx_new", creationDate: "2990-01-01" };
+  fake.service.insert("transactions", item);
+  await run(0); // the head appends it
+  fake.service.update("transactions", "tx_new", { creationDate: "2991-01-01" });
+  await run(0); // and again
+  await run(10); // the cycle ends
+  ok(counts.flat().every((n) => n >= 0), JSON.stringify(counts));
+  const ids = (await Deno.readTextFile(path)).trim().split("\n")
+    .map((line) => JSON.parse(line).transactionID);
+  deepStrictEqual([ids.length, new Set(ids).size], [301, 301]);
 });
