@@ -377,3 +377,34 @@ Deno.test("JSONL sink: a new item the head appends twice in one cycle (its date 
     .map((line) => JSON.parse(line).transactionID);
   deepStrictEqual([ids.length, new Set(ids).size], [301, 301]);
 });
+
+Deno.test("JSONL sink: items ahead of the sweep's cursor whose dates move past the copy's end are no deletes to the guard: their old lines are seen in the lines the head appended (20 of 170 lines refused the cycle at the default maxDeletes; SQLite let it through)", async () => {
+  const fake = inProcess({ items: { transactions: 150 } });
+  const path = await fresh("moved-ahead.jsonl");
+  const options = {
+    id: "transactionID",
+    sortBy: "creationDate",
+    sink: createJsonlSink(path),
+    limit: 25,
+    maxLimit: 25,
+  };
+  await syncList(fake.client, "transactions", options);
+  await syncList(fake.client, "transactions", { ...options, sweep: 1 });
+  const list = await Array.fromAsync(
+    fake.client.list<{ transactionID: string }>("transactions", {
+      sortBy: "creationDate",
+      limit: 1000,
+    }),
+  );
+  for (let i = 0; i < 20; i++) {
+    fake.service.update("transactions", list[60 + i]!.transactionID, {
+      creationDate: `2990-01-01T00:00:${String(i).padStart(2, "0")}Z`,
+    });
+  }
+  for (let run = 0; run < 12; run++) { // the cycle ends within them, never refused
+    await syncList(fake.client, "transactions", { ...options, sweep: 1 });
+  }
+  const ids = (await Deno.readTextFile(path)).trim().split("\n")
+    .map((line) => JSON.parse(line).transactionID);
+  deepStrictEqual([ids.length, new Set(ids).size], [150, 150]);
+});

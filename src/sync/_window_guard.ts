@@ -61,7 +61,10 @@ export async function windowGuard(
   for await (const row of rows) {
     if (++held > most) return undefined;
     edgeHeld ||= row.id === figures.edge;
-    if (row.seen) continue;
+    if (row.seen) {
+      unseen.delete(row.id); // a JSONL copy lists a moved item twice: its old line, and the head's after it
+      continue;
+    }
     const key = tried(() => keyOf(row.item));
     if (key === undefined) continue;
     unseen.set(row.id, key);
