@@ -207,16 +207,13 @@ export async function cycleChanges(
       oldOf.push(at);
     });
   const file = await openFile(files.copy, "read");
+  const readOld = (from: number, to: number) =>
+    readAtSync(file, files.copy, from, to);
   try {
     for await (const read of linesOf(files.rewrite, rewrite.end.length)) {
       const again: [number, string][] = []; // old line, new text
       meet(idsOf(read), read.lines, again);
-      changedLines(
-        again,
-        oldEnds,
-        changed,
-        (start, end) => readAtSync(file, files.copy, start, end),
-      );
+      changedLines(again, oldEnds, changed, readOld);
     }
   } finally {
     await file.close();
