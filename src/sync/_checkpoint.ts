@@ -298,9 +298,7 @@ export const isCheckpoint = shape({
       maxDeletes: (v) => typeof v === "number",
     }),
   ),
-}) as (
-  value: unknown,
-) => value is SyncCheckpoint;
+}) as (value: unknown) => value is SyncCheckpoint;
 
 /** What `attempt` returns, or undefined when it throws. */
 export function tried<R>(attempt: () => R): R | undefined {

@@ -64,10 +64,8 @@ function held(path: string, token: string, clock: () => number): FileLock {
   return {
     token,
     async assertHeld() {
-      if (lost || !await ours()) {
-        lost = true;
-        throw lockLost(path);
-      }
+      lost ||= !await ours();
+      if (lost) throw lockLost(path);
     },
     async [Symbol.asyncDispose]() {
       stop();

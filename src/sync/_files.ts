@@ -139,9 +139,7 @@ async function assertOwnFile(file: FileHandle, path: string, how: How) {
     throw refused(path, REPLACED, named);
   }
   if (!opened.isFile()) throw notPlain(path);
-  if (how !== "read" && opened.nlink > 1) {
-    throw refused(path, HARD_LINK, named);
-  }
+  if (how !== "read" && opened.nlink > 1) throw refused(path, HARD_LINK, named);
 }
 
 /** The refusal (`"file"`) of a folder or a device where a file of the copy belongs. */

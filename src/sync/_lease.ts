@@ -81,10 +81,8 @@ export async function waitForLock<L>(
     options.signal?.throwIfAborted();
     const result = await attempt();
     if ("taken" in result) return result.taken;
-    if (!told) {
-      told = true;
-      options.onWait?.(result.holder);
-    }
+    if (!told) options.onWait?.(result.holder);
+    told = true;
     const left = started + options.wait - clock();
     if (left <= 0) {
       throw new SyncError(

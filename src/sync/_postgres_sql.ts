@@ -189,8 +189,7 @@ export function postgresText(
     return undefined;
   }
   // jsonb takes at most 12 bytes per byte of JSON text (a number in an array), so most items need no count.
-  const bytes = utf8Length(text);
-  if (bytes * 12 + 16 <= limits.itemBytes) return text;
+  if (utf8Length(text) * 12 + 16 <= limits.itemBytes) return text;
   return jsonbBound(JSON.parse(text)) <= limits.itemBytes ? text : undefined;
 }
 

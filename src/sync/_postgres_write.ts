@@ -17,9 +17,7 @@ interface Shape {
   readonly owner: string | undefined;
   readonly ends:
     | { readonly deletes: "remove" | "mark" }
-      & Readonly<
-        Record<"maxDeletes" | "deleted" | "largest", string>
-      >
+      & Readonly<Record<"maxDeletes" | "deleted" | "largest", string>>
     | undefined;
   readonly stages: boolean;
   readonly changes: string | undefined;

@@ -212,10 +212,8 @@ export function split(st: Statements, { rows, context }: SqlBatch) {
   if (lacking.size === 0) return { rows, staged: none };
   const part = (keep: boolean) => {
     const at = rows.ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
-    const [ids, texts] = [rows.ids, rows.texts].map((all) =>
-      at.map((i) => all[i]!)
-    );
-    return { ids: ids!, texts: texts! };
+    const pick = (all: readonly string[]) => at.map((i) => all[i]!);
+    return { ids: pick(rows.ids), texts: pick(rows.texts) };
   };
   return { rows: part(true), staged: part(false) };
 }
@@ -252,7 +250,8 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
     ? { deleted: 0, inserted: 0 }
     : endCycle(place, ends, cycle);
   const removed = ends?.deletes === "remove" ? end.deleted : 0;
-  const rows = copy.rows + kinds.added + end.inserted - removed;
+  const inserted = kinds.added + end.inserted;
+  const rows = copy.rows + inserted - removed;
   // The batch's last row, by fingerprint and id (none once the cycle's end removed or marked it).
   const lastText = batch.texts.at(-1);
   let last = lastText === undefined
@@ -262,13 +261,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
   if (ends && lastId !== undefined && !st.isLive.get(lastId)) last = null;
   st.dropOthers.run(target);
   st.save.run(target, JSON.stringify(write.checkpoint), rows, last);
-  return {
-    ...end,
-    rows,
-    last,
-    inserted: kinds.added + end.inserted,
-    updated: kinds.changed,
-  };
+  return { ...end, rows, last, inserted, updated: kinds.changed };
 }
 
 /** A cycle's end, unless its unseen live rows break the guard: inserts what it staged, removes (or marks) the unseen. */

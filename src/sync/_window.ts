@@ -306,11 +306,7 @@ function checkOrder(
 }
 
 /** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */
-function inDomain(
-  state: WindowState,
-  keys: readonly SyncKey[],
-  older: number,
-): { from: number; to: number } {
+function inDomain(state: WindowState, keys: readonly SyncKey[], older: number) {
   const { above = null, upTo = null } = state.domain ?? {};
   const isIn = (key: SyncKey) =>
     (above === null || compareKeys(key, above) > 0) &&
@@ -338,11 +334,7 @@ function provesEnd(state: WindowState, limit: number, count: number): boolean {
   return count < limit && (honoured || count < MIN_WINDOW);
 }
 
-function learnLimit(
-  state: WindowState,
-  limit: number,
-  count: number,
-): WindowState {
+function learnLimit(state: WindowState, limit: number, count: number) {
   if (count >= limit) {
     // A read again at a short page's size came back full: a cut once, or a lowered largest (its next cut is read past).
     if (state.capped) {

@@ -26,10 +26,7 @@ export function nextWindow(state: WindowState): WindowPlan {
 }
 
 /** The window after `plan` if the list does not move: the pipeline's guess. */
-export function followingWindow(
-  plan: WindowPlan,
-  state: WindowState,
-): WindowPlan {
+export function followingWindow(plan: WindowPlan, state: WindowState) {
   return planWindow(plan.start + plan.limit, state.margin, windowCap(state));
 }
 
@@ -48,11 +45,7 @@ export function planWindow(offset: number, margin: number, cap: number) {
 }
 
 /** The furthest-reaching window starting at or before `target` and past `offset`. */
-function reaching(
-  offset: number,
-  target: number,
-  cap: number,
-): WindowPlan | undefined {
+function reaching(offset: number, target: number, cap: number) {
   const from = Math.max(0, target);
   let best: WindowPlan | undefined;
   let bestEnd = offset;

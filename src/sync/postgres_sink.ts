@@ -183,11 +183,8 @@ class PostgresDialect implements SqlDialect {
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
     const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
     if (row.taken === token) return { taken: token };
-    return {
-      holder: row.stale === "true"
-        ? "a run that stopped"
-        : holderOf(row.holder),
-    };
+    const stopped = row.stale === "true";
+    return { holder: stopped ? "a run that stopped" : holderOf(row.holder) };
   }
 
   refresh(token: string): Promise<unknown> {

@@ -209,11 +209,8 @@ class SqliteDialect implements SqlDialect {
     const seen = this.#holder(st);
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
-    const taken = withoutBusyWait(
-      this.#db,
-      () =>
-        st.take.get(this.#target, token, at, at - STALE_AFTER, ...unchanged),
-    );
+    const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
+    const taken = withoutBusyWait(this.#db, () => st.take.get(...args));
     if (taken !== undefined) {
       this.commits.grouping = true;
       return { taken: token };

@@ -332,11 +332,8 @@ async function guardOf<T>(
   const recent = recentDeletes(deletions, config.now());
   const descending = sortDirection === "DESC";
   const figures = { maxDeletes, recent, descending, edge: edge?.id };
-  return await windowGuard(
-    sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS),
-    keyOf,
-    figures,
-  );
+  const rows = sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS);
+  return await windowGuard(rows, keyOf, figures);
 }
 
 /** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */
