@@ -205,8 +205,8 @@ class PostgresDialect implements SqlDialect {
       : undefined;
     await this.#tables.get();
     const [table, target, what] = [this.#table, this.#target, this.what];
-    const at = this.#now;
-    const { sql, params } = writeStatement(table, write, target, changes, at);
+    const now = this.#now; // the time of change rows and deleted_at, if given
+    const { sql, params } = writeStatement(table, write, target, changes, now);
     const row = await this.#row(sql, params);
     const ends = write.context?.endsCycle;
     if (row.leased !== "1") throw lockLost(what);
