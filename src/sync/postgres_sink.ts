@@ -59,7 +59,8 @@ const ROWS_PAGE = 5_000;
  * deepStrictEqual(sent.filter((text) => !text.startsWith("SELECT")), []); // load() only reads
  * ```
  */
-export interface PostgresSinkOptions extends SinkLockOptions {
+export interface PostgresSinkOptions
+  extends Pick<SinkLockOptions, "lockWait" | "onLockWait"> {
   /**
    * Sends one statement with `$1`-style string parameters; resolves with its rows, or an object holding them as `rows`.
    * node-postgres: `(text, params) => pool.query(text, params)`; postgres.js: `(text, params) => sql.unsafe(text, params)`.
