@@ -6,6 +6,10 @@ import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
 import type { RateLimiter } from "../src/client/rate_limit.ts";
 import type { Environment } from "../src/core/environment.ts";
+import {
+  type FakePartnerApi,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
 
 /** The most sends that held a slot at one moment: from grant to answer + interval. */
 export function mostAtOnce(
@@ -138,6 +142,25 @@ export function checkLiveFirst(
   equal(calls.length, live);
   ok(most <= limit.requests - reserve, "the crawl left the reserve free");
   ok(crawlAfter > 0, "every live call served while the crawl had calls left");
+}
+
+/**
+ * The fake of a fleet with priorities, at `PRIORITY_FLEET`'s limit: each API
+ * call it answers goes into `arrivals`, live when it is one of the live
+ * processes' calls (on `/api/organizations`), background otherwise.
+ */
+export function startPriorityFake(
+  arrivals: PriorityArrival[],
+): Promise<FakePartnerApi> {
+  return startFakePartnerApi({
+    apiRateLimit: PRIORITY_FLEET.limit,
+    items: { transactions: 10 },
+    onRequest: ({ path, status }) => {
+      if (!path.startsWith("/api/")) return;
+      const live = path.startsWith("/api/organizations");
+      arrivals.push({ at: Date.now(), live, status });
+    },
+  });
 }
 
 /** The limit of the fleets with priorities, and the limiters' default reserve for it. */

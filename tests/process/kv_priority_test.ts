@@ -5,13 +5,13 @@
 // window, every live call is served while the crawl still has calls to
 // send (none queued behind it), and 0 x 429.
 
-import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { runKvRateWorkers, scratchDir } from "./_fleet.ts";
 import {
   checkLiveFirst,
   PRIORITY_FLEET,
   type PriorityArrival,
+  startPriorityFake,
 } from "../_windows.ts";
 import { processTest } from "../_processes.ts";
 
@@ -26,15 +26,7 @@ processTest(
     const dir = await scratchDir();
     const arrivals: PriorityArrival[] = [];
     try {
-      await using api = await startFakePartnerApi({
-        apiRateLimit: LIMIT,
-        items: { transactions: 10 },
-        onRequest: ({ path, status }) => {
-          if (!path.startsWith("/api/")) return;
-          const live = path.startsWith("/api/organizations");
-          arrivals.push({ at: Date.now(), live, status });
-        },
-      });
+      await using api = await startPriorityFake(arrivals);
       const startAt = Date.now() + 2500;
       const low = {
         ...configFor(api),

@@ -6,13 +6,13 @@
 // behind it), and 0 x 429.
 
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
-import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { until } from "./_runtimes.ts";
 import { spawnDenoWorker } from "./_deno_worker.ts";
 import {
   checkLiveFirst,
   PRIORITY_FLEET,
   type PriorityArrival,
+  startPriorityFake,
 } from "../_windows.ts";
 
 const { limit: LIMIT, reserve: RESERVE } = PRIORITY_FLEET;
@@ -25,18 +25,7 @@ redisTest(
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
     const arrivals: PriorityArrival[] = [];
-    await using api = await startFakePartnerApi({
-      apiRateLimit: LIMIT,
-      items: { transactions: 10 },
-      onRequest: ({ path, status }) => {
-        if (!path.startsWith("/api/")) return;
-        arrivals.push({
-          at: Date.now(),
-          live: path.startsWith("/api/organizations"),
-          status,
-        });
-      },
-    });
+    await using api = await startPriorityFake(arrivals);
     const run = `priority:${crypto.randomUUID()}`;
     const worker = (role: string, count: number) =>
       spawnDenoWorker("priority_worker.ts", [
