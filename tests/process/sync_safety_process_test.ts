@@ -30,6 +30,21 @@ async function lockedBy(name: string, owner: string): Promise<string> {
   return target;
 }
 
+/**
+ * A CLI run's set-up against a locked target: `lockedBy(name, owner)`, the
+ * fake with `transactions` items, and the run's environment for it. Disposing
+ * of it stops the fake.
+ */
+async function lockedRun(name: string, owner: string, transactions: number) {
+  const target = await lockedBy(name, owner);
+  const api = await startFakePartnerApi({ items: { transactions } });
+  return {
+    target,
+    env: configFor(api),
+    [Symbol.asyncDispose]: () => api[Symbol.asyncDispose](),
+  };
+}
+
 function flagsFor(env: Record<string, string>): string[] {
   return [
     "--allow-net=127.0.0.1",
@@ -101,13 +116,10 @@ processTest(
 processTest(
   "sync CLI: six runs racing for one stale lock: every item once",
   async () => {
-    await using api = await startFakePartnerApi({
-      items: { transactions: 2000 },
-    });
-    const target = await lockedBy("race.jsonl", "gone");
+    await using locked = await lockedRun("race.jsonl", "gone", 2000);
+    const { target, env } = locked;
     const past = new Date(Date.now() - 60_000);
     await Deno.utime(`${target}.lock`, past, past);
-    const env = configFor(api);
     const args = syncArgs(target, [
       "--sort-by",
       "creationDate",
@@ -127,12 +139,9 @@ processTest(
 processTest(
   "sync CLI: a second run on one target waits for the first, saying which process holds it",
   async () => {
-    await using api = await startFakePartnerApi({
-      items: { transactions: 50 },
-    });
-    const target = await lockedBy("locked.jsonl", "x");
+    await using locked = await lockedRun("locked.jsonl", "x", 50);
+    const { target, env } = locked;
     const lock = `${target}.lock`;
-    const env = configFor(api);
     const args = syncArgs(target);
     const child = cliCommand(flagsFor(env), args, env).spawn();
     const reader = child.stderr.getReader();
