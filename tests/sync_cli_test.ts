@@ -91,27 +91,29 @@ Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exit
 });
 
 Deno.test("sync's flags are checked before anything is read", () => {
+  // Each flag of a copy to a.db, with the values it refuses.
+  const refused: Record<string, string[]> = {
+    "--limit": ["0"],
+    "--format": ["json"],
+    "--sweep": ["-1", "some"],
+    "--deletes": ["hide"],
+    "--max-deletes": ["2", "0x1", "1e0", " 0.5"],
+    "--sort-direction": ["up"],
+    "--priority": ["urgent"],
+    "--max-duration": ["10", "9999999h"],
+  };
+  const toDb = ["sync", "transactions", "--to", "a.db"];
   for (
     const args of [
       ["sync"],
       ["sync", "transactions"],
       ["sync", "transactions", "--to", "copy.csv"],
-      ["sync", "transactions", "--to", "a.db", "extra"],
-      ["sync", "transactions", "--to", "a.db", "--limit", "0"],
-      ["sync", "transactions", "--to", "a.db", "--format", "json"],
-      ["sync", "transactions", "--to", "a.db", "--full"],
-      ["sync", "transactions", "--to", "a.db", "--sweep", "-1"],
-      ["sync", "transactions", "--to", "a.db", "--sweep", "some"],
-      ["sync", "transactions", "--to", "a.db", "--deletes", "hide"],
+      [...toDb, "extra"],
+      [...toDb, "--full"],
       ["sync", "transactions", "--to", "a.jsonl", "--deletes", "mark"],
-      ["sync", "transactions", "--to", "a.db", "--max-deletes", "2"],
-      ["sync", "transactions", "--to", "a.db", "--max-deletes", "0x1"],
-      ["sync", "transactions", "--to", "a.db", "--max-deletes", "1e0"],
-      ["sync", "transactions", "--to", "a.db", "--max-deletes", " 0.5"],
-      ["sync", "transactions", "--to", "a.db", "--sort-direction", "up"],
-      ["sync", "transactions", "--to", "a.db", "--priority", "urgent"],
-      ["sync", "transactions", "--to", "a.db", "--max-duration", "10"],
-      ["sync", "transactions", "--to", "a.db", "--max-duration", "9999999h"],
+      ...Object.entries(refused).flatMap(([flag, values]) =>
+        values.map((value) => [...toDb, flag, value])
+      ),
     ]
   ) {
     let name = "";
