@@ -3,10 +3,43 @@
 // `deno task fake`'s script, and its PARTNER_API_* lines read back.
 
 import process from "node:process";
+import type { PartnerClient } from "../src/client/mod.ts";
 import {
   defineEnvironment,
   type Environment,
 } from "../src/core/environment.ts";
+
+/** The call the fetch benches make on each side: one organization. */
+export const ONE_CALL = "organizations?limit=1";
+
+/**
+ * The floor of the fetch benches: fetch() of {@linkcode ONE_CALL} under
+ * `baseUrl` with `accessToken` and a 30 s AbortSignal.timeout, as a user
+ * writes it, the body read.
+ */
+export function rawFetch(
+  baseUrl: URL,
+  accessToken: string,
+): () => Promise<void> {
+  const url = new URL(ONE_CALL, baseUrl);
+  return async () => {
+    const response = await fetch(url, {
+      headers: { authorization: `Bearer ${accessToken}` },
+      signal: AbortSignal.timeout(30_000),
+    });
+    await response.arrayBuffer();
+  };
+}
+
+/** The same call through `client.fetch`, the body read the same way. */
+export function clientFetch(
+  client: Pick<PartnerClient, "fetch">,
+): () => Promise<void> {
+  return async () => {
+    const response = await client.fetch(ONE_CALL);
+    await response.arrayBuffer();
+  };
+}
 
 /** A fake in a child process, with what a client needs to reach it. */
 export interface RemoteFake extends AsyncDisposable {

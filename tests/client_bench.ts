@@ -20,11 +20,14 @@ import { ofetch } from "npm:ofetch@1.5.1";
 import wretch from "npm:wretch@3.0.9";
 import { createClient } from "../src/client/mod.ts";
 import {
+  clientFetch,
   consume,
   cpuTime,
   handOrderedPool,
   interleaved,
+  ONE_CALL,
   ratiosToFloor,
+  rawFetch,
   showRatio,
   startRemoteFake,
 } from "./_bench_server.ts";
@@ -40,21 +43,12 @@ const client = createClient({
   rateLimit,
 });
 const { accessToken } = await client.tokenProvider.getToken();
-const one = new URL("organizations?limit=1", environment.baseUrl);
+const one = new URL(ONE_CALL, environment.baseUrl);
 
 // The floor: fetch with the same token and the same time limit (30 s), as
 // a user writes it: AbortSignal.timeout.
-const raw = async () => {
-  const response = await fetch(one, {
-    headers: { authorization: `Bearer ${accessToken}` },
-    signal: AbortSignal.timeout(30_000),
-  });
-  await response.arrayBuffer();
-};
-const viaClient = async () => {
-  const response = await client.fetch("organizations?limit=1");
-  await response.arrayBuffer();
-};
+const raw = rawFetch(environment.baseUrl, accessToken);
+const viaClient = clientFetch(client);
 const PEERS = {
   client: "client.fetch()",
   ky: "ky 2.1.0",

@@ -11,7 +11,13 @@
 //   difference.
 
 import { createClient } from "../src/client/mod.ts";
-import { ratiosToFloor, showRatio, startRemoteFake } from "./_bench_server.ts";
+import {
+  clientFetch,
+  ratiosToFloor,
+  rawFetch,
+  showRatio,
+  startRemoteFake,
+} from "./_bench_server.ts";
 
 const fake = await startRemoteFake([]);
 const { environment } = fake;
@@ -32,28 +38,16 @@ const pacedWide = createClient({
   rateLimit: { requests: 10_000, interval: 60_000 },
 });
 const { accessToken } = await tokenProvider.getToken();
-const one = new URL("organizations?limit=1", environment.baseUrl);
-
-const raw = async () => {
-  const response = await fetch(one, {
-    headers: { authorization: `Bearer ${accessToken}` },
-    signal: AbortSignal.timeout(30_000),
-  });
-  await response.arrayBuffer();
-};
-const via = (client: typeof paced) => async () => {
-  const response = await client.fetch("organizations?limit=1");
-  await response.arrayBuffer();
-};
+const raw = rawFetch(environment.baseUrl, accessToken);
 
 // 41 rounds of 100 serial calls each side (10,000 per minute is never
 // reached: 4,100 calls in all), in rotating order.
 const ratios = await ratiosToFloor(
   {
     raw,
-    paced: via(paced),
-    pacedWide: via(pacedWide),
-    unpaced: via(unpaced),
+    paced: clientFetch(paced),
+    pacedWide: clientFetch(pacedWide),
+    unpaced: clientFetch(unpaced),
   },
   "raw",
   41,
@@ -81,10 +75,10 @@ Deno.bench({
 Deno.bench({
   name: "client.fetch() paced at 100,000/s",
   group: "paced",
-  fn: via(paced),
+  fn: clientFetch(paced),
 });
 Deno.bench({
   name: "client.fetch() unpaced",
   group: "paced",
-  fn: via(unpaced),
+  fn: clientFetch(unpaced),
 });
