@@ -144,27 +144,38 @@ export function checkLiveFirst(
   ok(crawlAfter > 0, "every live call served while the crawl had calls left");
 }
 
-/**
- * The fake of a fleet with priorities, at `PRIORITY_FLEET`'s limit: each API
- * call it answers goes into `arrivals`, live when it is one of the live
- * processes' calls (on `/api/organizations`), background otherwise.
- */
-export function startPriorityFake(
-  arrivals: PriorityArrival[],
-): Promise<FakePartnerApi> {
-  return startFakePartnerApi({
-    apiRateLimit: PRIORITY_FLEET.limit,
-    items: { transactions: 10 },
-    onRequest: ({ path, status }) => {
-      if (!path.startsWith("/api/")) return;
-      const live = path.startsWith("/api/organizations");
-      arrivals.push({ at: Date.now(), live, status });
-    },
-  });
-}
-
 /** The limit of the fleets with priorities, and the limiters' default reserve for it. */
 export const PRIORITY_FLEET = {
   limit: { requests: 20, interval: 1000 },
   reserve: 2,
 } as const;
+
+/**
+ * Runs a fleet with priorities against the fake at `PRIORITY_FLEET`'s limit,
+ * then checks it with {@linkcode checkLiveFirst}, `live` live calls in all.
+ * `run` starts the processes and returns once they are done; it is given the
+ * fake and the arrivals so far (each API call the fake answers: live when
+ * on `/api/organizations`, the live processes' calls, background otherwise).
+ */
+export async function runPriorityFleet(
+  live: number,
+  run: (
+    api: FakePartnerApi,
+    arrivals: readonly PriorityArrival[],
+  ) => Promise<void>,
+): Promise<void> {
+  const arrivals: PriorityArrival[] = [];
+  {
+    await using api = await startFakePartnerApi({
+      apiRateLimit: PRIORITY_FLEET.limit,
+      items: { transactions: 10 },
+      onRequest: ({ path, status }) => {
+        if (!path.startsWith("/api/")) return;
+        const live = path.startsWith("/api/organizations");
+        arrivals.push({ at: Date.now(), live, status });
+      },
+    });
+    await run(api, arrivals);
+  }
+  checkLiveFirst(arrivals, PRIORITY_FLEET.limit, PRIORITY_FLEET.reserve, live);
+}

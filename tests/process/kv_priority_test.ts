@@ -7,15 +7,10 @@
 
 import { configFor } from "../_cli_helpers.ts";
 import { runKvRateWorkers, scratchDir } from "./_fleet.ts";
-import {
-  checkLiveFirst,
-  PRIORITY_FLEET,
-  type PriorityArrival,
-  startPriorityFake,
-} from "../_windows.ts";
+import { PRIORITY_FLEET, runPriorityFleet } from "../_windows.ts";
 import { processTest } from "../_processes.ts";
 
-const { limit: LIMIT, reserve: RESERVE } = PRIORITY_FLEET;
+const LIMIT = PRIORITY_FLEET.limit;
 /** Live calls of each live process, and the crawl's calls. */
 const EACH = 8;
 const CRAWL = 80;
@@ -24,25 +19,24 @@ processTest(
   "priorities across 3 processes on KV: a background crawl never holds the last reserve slots of a window, and live calls of two other processes are served before the crawl ends, 0 x 429, by the fake's count",
   async () => {
     const dir = await scratchDir();
-    const arrivals: PriorityArrival[] = [];
     try {
-      await using api = await startPriorityFake(arrivals);
-      const startAt = Date.now() + 2500;
-      const low = {
-        ...configFor(api),
-        PARTNER_API_PRIORITY: "low",
-        PARTNER_API_PARALLEL: "4",
-      };
-      // The live ones start once the crawl has filled its first window.
-      const live = { ...configFor(api), PARTNER_API_DELAY: "1200" };
-      await runKvRateWorkers(dir, { startAt, each: EACH, limit: LIMIT }, [
-        { ...low, PARTNER_API_EACH: String(CRAWL) },
-        live,
-        live,
-      ]);
+      await runPriorityFleet(2 * EACH, async (api) => {
+        const startAt = Date.now() + 2500;
+        const low = {
+          ...configFor(api),
+          PARTNER_API_PRIORITY: "low",
+          PARTNER_API_PARALLEL: "4",
+        };
+        // The live ones start once the crawl has filled its first window.
+        const live = { ...configFor(api), PARTNER_API_DELAY: "1200" };
+        await runKvRateWorkers(dir, { startAt, each: EACH, limit: LIMIT }, [
+          { ...low, PARTNER_API_EACH: String(CRAWL) },
+          live,
+          live,
+        ]);
+      });
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
-    checkLiveFirst(arrivals, LIMIT, RESERVE, 2 * EACH);
   },
 );

@@ -8,12 +8,7 @@
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
 import { until } from "./_runtimes.ts";
 import { spawnDenoWorker } from "./_deno_worker.ts";
-import {
-  checkLiveFirst,
-  PRIORITY_FLEET,
-  type PriorityArrival,
-  startPriorityFake,
-} from "../_windows.ts";
+import { PRIORITY_FLEET, runPriorityFleet } from "../_windows.ts";
 
 const { limit: LIMIT, reserve: RESERVE } = PRIORITY_FLEET;
 const CRAWL = 70;
@@ -24,35 +19,34 @@ redisTest(
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
-    const arrivals: PriorityArrival[] = [];
-    await using api = await startPriorityFake(arrivals);
-    const run = `priority:${crypto.randomUUID()}`;
-    const worker = (role: string, count: number) =>
-      spawnDenoWorker("priority_worker.ts", [
-        String(redis.port),
-        run,
-        role,
-        String(count),
-        String(LIMIT.requests),
-        String(LIMIT.interval),
-      ], api);
-    const children = [
-      worker("low", CRAWL),
-      worker("live", LIVE_EACH),
-      worker("live", LIVE_EACH),
-    ];
-    try {
-      await client.command(["SET", `${run}:go:low`, "1"]);
-      // The crawl has taken its share of the first window: now live calls.
-      await until(() => arrivals.length >= LIMIT.requests - RESERVE);
-      await client.command(["SET", `${run}:go:live`, "1"]);
-      await until(async () =>
-        Number(await client.command(["GET", `${run}:done`])) === 3
-      );
-    } finally {
-      for (const child of children) await child.status;
-      client.close();
-    }
-    checkLiveFirst(arrivals, LIMIT, RESERVE, 2 * LIVE_EACH);
+    await runPriorityFleet(2 * LIVE_EACH, async (api, arrivals) => {
+      const run = `priority:${crypto.randomUUID()}`;
+      const worker = (role: string, count: number) =>
+        spawnDenoWorker("priority_worker.ts", [
+          String(redis.port),
+          run,
+          role,
+          String(count),
+          String(LIMIT.requests),
+          String(LIMIT.interval),
+        ], api);
+      const children = [
+        worker("low", CRAWL),
+        worker("live", LIVE_EACH),
+        worker("live", LIVE_EACH),
+      ];
+      try {
+        await client.command(["SET", `${run}:go:low`, "1"]);
+        // The crawl has taken its share of the first window: now live calls.
+        await until(() => arrivals.length >= LIMIT.requests - RESERVE);
+        await client.command(["SET", `${run}:go:live`, "1"]);
+        await until(async () =>
+          Number(await client.command(["GET", `${run}:done`])) === 3
+        );
+      } finally {
+        for (const child of children) await child.status;
+        client.close();
+      }
+    });
   },
 );
