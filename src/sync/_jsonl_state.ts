@@ -184,10 +184,11 @@ export async function cycleChanges(
   const tailLines = { path: files.copy, lines: tail.split("\n"), ends: [] };
   tailLines.lines.pop(); // past the last line's end
   const held = old.size + tailLines.lines.length; // they stay in the new copy
-  let inserted = 0, deleted = old.size, rewriteLines = Infinity;
+  let inserted = 0, deleted = old.size;
   // Each id met is marked by its line (-1 - line), whose old line `oldOf` keeps: met again, that line is dropped.
   const drop: number[] = [], oldOf: number[] = [], changed = new Set<number>();
-  const meet = (ids: string[], lines: string[], again?: [number, string][]) =>
+  const meet = (ids: string[], lines: string[], again?: [number, string][]) => {
+    const first = oldOf.length; // lines before it are earlier calls': to the tail's call, the rewrite's
     ids.forEach((id, i) => {
       const was = old.get(id);
       let at = was ?? -1; // the id's old line, if any
@@ -197,7 +198,7 @@ export async function cycleChanges(
         drop.push(-1 - was);
         at = oldOf[-1 - was]!;
         // The head's line of an item new to the copy, whose rewrite line counted: the head counted it.
-        if (at < 0 && !again && -1 - was < rewriteLines) inserted--;
+        if (at < 0 && !again && -1 - was < first) inserted--;
       }
       // The last text decides whether an old line changed: the tail's, from the head, is new to the cycle.
       if (at >= 0 && keyOf) {
@@ -206,6 +207,7 @@ export async function cycleChanges(
       old.set(id, -1 - oldOf.length);
       oldOf.push(at);
     });
+  };
   const file = await openFile(files.copy, "read");
   const readOld = (from: number, to: number) =>
     readAtSync(file, files.copy, from, to);
@@ -218,7 +220,6 @@ export async function cycleChanges(
   } finally {
     await file.close();
   }
-  rewriteLines = oldOf.length;
   meet(idsOf({ ...tailLines, before: 0 }), tailLines.lines);
   return { inserted, updated: changed.size, deleted, held, drop };
 }
