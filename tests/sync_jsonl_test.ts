@@ -347,15 +347,32 @@ Deno.test("a cycle's end keeps as changed exactly the old lines whose last new t
   }));
 });
 
-Deno.test("JSONL sink: a new item the head appends twice in one cycle (its date moved past the end again) is held once when the cycle ends, which counts no run's inserts below 0 (it reported -1)", async () => {
-  const fake = inProcess({ items: { transactions: 300 } });
-  const path = await fresh("appended-twice.jsonl");
+/** A fake of `transactions` items, options copying them by date into the JSONL file `name`, and the ids it holds. */
+async function byDate(
+  name: string,
+  transactions: number,
+  sizes: { limit?: number; maxLimit: number },
+) {
+  const fake = inProcess({ items: { transactions } });
+  const path = await fresh(`${name}.jsonl`);
+  const sink = createJsonlSink(path);
   const options = {
     id: "transactionID",
     sortBy: "creationDate",
-    sink: createJsonlSink(path),
-    maxLimit: 100,
+    sink,
+    ...sizes,
   };
+  const ids = async (): Promise<string[]> =>
+    (await Deno.readTextFile(path)).trim().split("\n").map((line) =>
+      JSON.parse(line).transactionID
+    );
+  return { fake, options, ids };
+}
+
+Deno.test("JSONL sink: a new item the head appends twice in one cycle (its date moved past the end again) is held once when the cycle ends, which counts no run's inserts below 0 (it reported -1)", async () => {
+  const { fake, options, ids } = await byDate("appended-twice", 300, {
+    maxLimit: 100,
+  });
   const counts: number[][] = [];
   const run = async (sweep: number) => {
     const result = await syncList(fake.client, "transactions", {
@@ -373,21 +390,15 @@ Deno.test("JSONL sink: a new item the head appends twice in one cycle (its date 
   await run(0); // and again
   await run(10); // the cycle ends
   ok(counts.flat().every((n) => n >= 0), JSON.stringify(counts));
-  const ids = (await Deno.readTextFile(path)).trim().split("\n")
-    .map((line) => JSON.parse(line).transactionID);
-  deepStrictEqual([ids.length, new Set(ids).size], [301, 301]);
+  const held = await ids();
+  deepStrictEqual([held.length, new Set(held).size], [301, 301]);
 });
 
 Deno.test("JSONL sink: items ahead of the sweep's cursor whose dates move past the copy's end are no deletes to the guard: their old lines are seen in the lines the head appended (20 of 170 lines refused the cycle at the default maxDeletes; SQLite let it through)", async () => {
-  const fake = inProcess({ items: { transactions: 150 } });
-  const path = await fresh("moved-ahead.jsonl");
-  const options = {
-    id: "transactionID",
-    sortBy: "creationDate",
-    sink: createJsonlSink(path),
+  const { fake, options, ids } = await byDate("moved-ahead", 150, {
     limit: 25,
     maxLimit: 25,
-  };
+  });
   await syncList(fake.client, "transactions", options);
   await syncList(fake.client, "transactions", { ...options, sweep: 1 });
   const list = await Array.fromAsync(
@@ -404,7 +415,6 @@ Deno.test("JSONL sink: items ahead of the sweep's cursor whose dates move past t
   for (let run = 0; run < 12; run++) { // the cycle ends within them, never refused
     await syncList(fake.client, "transactions", { ...options, sweep: 1 });
   }
-  const ids = (await Deno.readTextFile(path)).trim().split("\n")
-    .map((line) => JSON.parse(line).transactionID);
-  deepStrictEqual([ids.length, new Set(ids).size], [150, 150]);
+  const held = await ids();
+  deepStrictEqual([held.length, new Set(held).size], [150, 150]);
 });
