@@ -75,6 +75,18 @@ export function tooMany(
     unseen > maxDeletes * base - (recent?.deleted ?? 0);
 }
 
+/** Refuses a cycle's end that removes `unseen` of `held` rows past its guard (`ends`). @throws {SyncError} (`"too-many-deletes"`) */
+export function guardCycleEnd(
+  unseen: number,
+  held: number,
+  ends: NonNullable<SyncWriteContext["endsCycle"]>,
+  what: string,
+): void {
+  const { maxDeletes, recent } = ends;
+  if (!tooMany(unseen, held, maxDeletes, recent)) return;
+  throw tooManyDeletes(unseen, held, maxDeletes, what, recent);
+}
+
 /** The refusal of a cycle removing `unseen` of `held` rows, naming the `maxDeletes` that allows it (`partial`: so far). */
 export function tooManyDeletes(
   unseen: number,

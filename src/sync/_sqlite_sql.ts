@@ -4,7 +4,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
-import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import { guardCycleEnd } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
 import {
   CHANGE_KINDS,
@@ -273,10 +273,7 @@ function endCycle(
   const { st, target, at, changes } = place;
   const deleted = (st.unseen.get(target, cycle) as { n: number }).n;
   const held = (st.live.get() as { n: number }).n;
-  if (tooMany(deleted, held, ends.maxDeletes, ends.recent)) {
-    const { maxDeletes, recent } = ends;
-    throw tooManyDeletes(deleted, held, maxDeletes, place.what, recent);
-  }
+  guardCycleEnd(deleted, held, ends, place.what);
   changes?.staged.run(target, cycle, at);
   const inserted = Number(st.applyStaged.run(target, cycle).changes);
   st.clearStage.run(target, cycle);

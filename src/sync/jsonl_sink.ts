@@ -19,7 +19,7 @@ import {
   statOf,
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
-import { tooMany, tooManyDeletes } from "./_deletes.ts";
+import { guardCycleEnd } from "./_deletes.ts";
 import { requireText } from "../core/_check.ts";
 import {
   checkCopy,
@@ -162,11 +162,7 @@ class JsonlCopy {
       tail,
       context.keyOf,
     );
-    const { deleted, held } = counts,
-      { maxDeletes, recent } = context.endsCycle;
-    if (tooMany(deleted, held, maxDeletes, recent)) {
-      throw tooManyDeletes(deleted, held, maxDeletes, copy, recent);
-    }
+    guardCycleEnd(counts.deleted, counts.held, context.endsCycle, copy);
     const whole = drop.length === 0
       ? await this.#append(rewritePath, rewrite.end, tail)
       : await this.#dropLines(rewrite.end, tail, drop);
