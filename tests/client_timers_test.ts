@@ -7,6 +7,9 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { createClient, createRateLimiter } from "../src/client/mod.ts";
 import { isRetryStatus, retryDelay } from "../src/core/_attempt_loop.ts";
 import { withFakeTimers } from "./_helpers.ts";
+import { withGlobal } from "@sinonjs/fake-timers";
+import { setImmediate } from "node:timers";
+import { createFakePartnerService } from "../src/testing/mod.ts";
 import { besideFake, inProcessFake } from "./_fast_setup.ts";
 
 Deno.test("client.fetch: 200 calls one after another against an in-memory fetch set one time-limit timer, and leave none once they stop", async () => {
@@ -89,4 +92,37 @@ Deno.test("rate limiter: with the limit far away, a request costs one clock read
     limiter.answered(limiter.take() as number);
   }
   equal(readings, 100); // one per answer: the window had room all along
+});
+
+Deno.test("fake timers with a fake Date and a real performance.now() drive the waits: a 429's 20 s Retry-After is one timer, not thousands", async () => {
+  // README's "Testing your code": `now` left to its default, `performance` not faked.
+  const clock = withGlobal(globalThis).install({
+    toFake: ["setTimeout", "clearTimeout", "Date"],
+  });
+  let fired = 0;
+  try {
+    const service = createFakePartnerService();
+    const client = createClient({
+      environment: service.environmentAt(
+        "https://fake.test",
+        "https://pci.test",
+      ),
+      ...service.credentials,
+      fetch: (input, init) => service.handle(new Request(input, init)),
+    });
+    service.injectApiFaults({ kind: "status", status: 429, retryAfter: 20 });
+    let settled = false;
+    const work = client.fetch("organizations").finally(() => settled = true);
+    while (!settled) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!settled && clock.countTimers() > 0) fired++, await clock.nextAsync();
+    }
+    const response = await work;
+    await response.body?.cancel();
+    equal(response.status, 200);
+    equal(service.apiRequests, 2);
+  } finally {
+    clock.uninstall();
+  }
+  equal(fired, 1); // the 20 s wait, once
 });

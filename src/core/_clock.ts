@@ -19,17 +19,22 @@ export interface SteadyClock {
   readonly steps: number;
 }
 
+/** The system's `Date.now`: another one in its place later is a fake clock's (sinon, std's `FakeTime`). */
+const SYSTEM_NOW = Date.now;
+
 /**
  * `now` (default `Date.now`) that never goes back: the system clock through the
- * runtime's monotone clock when it has one, so no step moves a wait; any other
- * clock as it is, a step back taken as no time passing.
+ * runtime's monotone clock when it has one, so no step moves a wait, unless a
+ * fake `Date` replaced it (fake timers fire on that one, not on `performance`);
+ * any other clock as it is, a step back taken as no time passing.
  */
 export function steadyClock(now?: () => number): SteadyClock {
-  if (now === undefined || now === Date.now) {
-    const monotone = monotoneEpoch();
-    if (monotone !== undefined) return Object.assign(monotone, { steps: 0 });
-  }
-  const read = now ?? Date.now;
+  const monotone = now === undefined || now === Date.now
+    ? monotoneEpoch()
+    : undefined;
+  const read = monotone === undefined
+    ? now ?? Date.now
+    : () => Date.now === SYSTEM_NOW ? monotone() : Date.now();
   let last = -Infinity;
   let offset = 0;
   const steady = Object.assign(() => {
