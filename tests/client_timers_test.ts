@@ -10,6 +10,7 @@ import { withFakeTimers } from "./_helpers.ts";
 import { withGlobal } from "@sinonjs/fake-timers";
 import { setImmediate } from "node:timers";
 import { createFakePartnerService } from "../src/testing/mod.ts";
+import { steadyClock } from "../src/core/_clock.ts";
 import { besideFake, inProcessFake } from "./_fast_setup.ts";
 
 Deno.test("client.fetch: 200 calls one after another against an in-memory fetch set one time-limit timer, and leave none once they stop", async () => {
@@ -125,4 +126,24 @@ Deno.test("fake timers with a fake Date and a real performance.now() drive the w
     clock.uninstall();
   }
   equal(fired, 1); // the 20 s wait, once
+});
+
+Deno.test("a frozen Date alone (timers real, as mockdate leaves them) leaves waits on performance.now(); a fake Date beside fake timers moves them to that Date", () => {
+  const system = { now: Date.now, setTimeout, performanceNow: performance.now };
+  let reads = 0;
+  performance.now = () => (reads++, system.performanceNow.call(performance));
+  Date.now = () => Date.UTC(2026, 10, 30);
+  try {
+    const steady = steadyClock();
+    steady(), steady();
+    equal(reads, 2); // a wait would end: the platform's clock moves
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) =>
+      system.setTimeout(...args)) as typeof setTimeout;
+    steady();
+    equal(reads, 2); // the fake Date, which the fake timers fire on
+  } finally {
+    Date.now = system.now;
+    globalThis.setTimeout = system.setTimeout;
+    performance.now = system.performanceNow;
+  }
 });

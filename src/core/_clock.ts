@@ -19,13 +19,18 @@ export interface SteadyClock {
   readonly steps: number;
 }
 
-/** The system's `Date.now`: another one in its place later is a fake clock's (sinon, std's `FakeTime`). */
-const SYSTEM_NOW = Date.now;
+/** The system's `Date.now` and `setTimeout`: others in their place later are a fake clock's (sinon, std's `FakeTime`). */
+const SYSTEM = { now: Date.now, setTimeout: globalThis.setTimeout };
+
+/** Whether fake timers replaced both `Date` and `setTimeout`: their timers fire on that `Date`, not on `performance`. */
+function fakeTimers(): boolean {
+  return Date.now !== SYSTEM.now && globalThis.setTimeout !== SYSTEM.setTimeout;
+}
 
 /**
  * `now` (default `Date.now`) that never goes back: the system clock through the
- * runtime's monotone clock when it has one, so no step moves a wait, unless a
- * fake `Date` replaced it (fake timers fire on that one, not on `performance`);
+ * runtime's monotone clock when it has one, so no step moves a wait, unless
+ * fake timers replaced `Date` and `setTimeout` (a frozen `Date` alone does not);
  * any other clock as it is, a step back taken as no time passing.
  */
 export function steadyClock(now?: () => number): SteadyClock {
@@ -34,7 +39,7 @@ export function steadyClock(now?: () => number): SteadyClock {
     : undefined;
   const read = monotone === undefined
     ? now ?? Date.now
-    : () => Date.now === SYSTEM_NOW ? monotone() : Date.now();
+    : () => fakeTimers() ? Date.now() : monotone();
   let last = -Infinity;
   let offset = 0;
   const steady = Object.assign(() => {
