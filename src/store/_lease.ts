@@ -150,7 +150,12 @@ export async function coordinateByLease<Snapshot>(
     }
     lookedAgain = false;
     const left = deadline - now();
-    if (left <= 0) return await requestAlone(database, key, record, request);
+    if (left <= 0) {
+      const result = published(await request(), record);
+      // A failing write must not lose the token just paid for.
+      await database.set(key, result).catch(() => {});
+      return result;
+    }
     if (holder !== undefined && database.waitForRelease !== undefined) {
       // Woken by the holder's step; a dead holder wakes nobody, its lease runs out within leaseDuration.
       const ms = Math.min(left, timing.leaseDuration);
@@ -195,18 +200,6 @@ async function requestHolding(
     await lease.release().catch(() => {});
   }
   return record;
-}
-
-async function requestAlone(
-  database: LeaseDatabase<unknown>,
-  key: string,
-  before: TokenRecord | undefined,
-  request: () => Promise<TokenRecord>,
-): Promise<TokenRecord> {
-  const result = published(await request(), before);
-  // A failing write must not lose the token just paid for.
-  await database.set(key, result).catch(() => {});
-  return result;
 }
 
 /** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */

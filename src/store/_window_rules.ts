@@ -161,12 +161,11 @@ export function takeTurn(
   }
   if (granted === wanted.length) {
     line = line.filter(([id]) => id !== holder);
-    return outcome({ ...next, sends, line }, granted, 0, false);
+    return outcome({ ...next, line }, granted, 0, false);
   }
-  const waiting = { ...next, sends, line };
   const around = { free, liveElsewhere, now, limit };
-  const { wait, line: after } = waitInLine(waiting, ask, granted, around);
-  return outcome({ ...waiting, line: after }, granted, wait, false);
+  const { wait, line: after } = waitInLine(next, ask, granted, around);
+  return outcome({ ...next, line: after }, granted, wait, false);
 }
 
 /** Where a take that got less than it asked stands in line (at the end if it got some), and its wait. */

@@ -6,6 +6,7 @@ import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
+import type { RecordChange } from "./_lease.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
 /**
@@ -209,10 +210,7 @@ class EncryptedFileStore implements FileTokenStore {
     }
   }
 
-  async update(
-    key: string,
-    change: (record: TokenRecord | undefined) => TokenRecord | undefined,
-  ): Promise<TokenRecord | undefined> {
+  async update(key: string, change: RecordChange) {
     const record = await this.get(key);
     const next = change(record);
     if (next !== undefined) await this.set(key, next);

@@ -247,8 +247,11 @@ export class CachingTokenProvider implements TokenProvider {
             ...this.#quotaRecord(error.buckets),
           };
         }
-        this.#observeFailure(error);
         if (!(error instanceof TokenRequestError)) throw error;
+        // A refusal other than 429 may still report the quota (read once, by the protocol).
+        if (error.quota !== undefined) {
+          this.#observeQuota(quotaSnapshot(error.quota, this.#now()));
+        }
         // Recorded before the flight settles (none slips in), and for the fleet.
         failed = error;
         const at = this.#now();
@@ -331,13 +334,6 @@ export class CachingTokenProvider implements TokenProvider {
   #observeQuota(quota: QuotaSnapshot): void {
     this.#quota = quotaSnapshot(quota.buckets, quota.observedAt);
     if (this.#config.onQuota) callListener(this.#config.onQuota, this.#quota);
-  }
-
-  /** A refusal other than 429 may still report the quota (read once, by the protocol). */
-  #observeFailure(error: unknown): void {
-    if (error instanceof TokenRequestError && error.quota !== undefined) {
-      this.#observeQuota(quotaSnapshot(error.quota, this.#now()));
-    }
   }
 
   #tokenRecord(token: IssuedToken): TokenRecord {
