@@ -28,8 +28,14 @@ Options (durations in ms):
                         token answers are not delayed (default 0)
   --now TIME            the fake's clock starts at TIME (ISO 8601, e.g.
                         2026-11-25T06:00:00Z) and runs on from there; its data
-                        end a few minutes before it (default: the real time)
+                        end a few minutes before it (default: the real time);
+                        the same TIME and sizes give the same data at every
+                        start (else a restart re-dates every item)
   --rate-limit N/MS     API requests allowed per window, e.g. 900/300000
+  --churn K=N,...       how each list changes on every request for it, e.g.
+                        append=2,remove=1,update=1 (keys: append,
+                        insertAnywhere, remove, update; default: no change,
+                        so a sync run again finds nothing new)
   --quiet               no line per request
   -h, --help            this help
 `;
@@ -52,6 +58,7 @@ function options(args: string[]) {
       latency: { type: "string", default: "0" },
       now: { type: "string" },
       "rate-limit": { type: "string" },
+      churn: { type: "string" },
     },
   });
   return values;
@@ -71,7 +78,11 @@ function variable(name: string): string | undefined {
   return state === "granted" ? Deno.env.get(name) : undefined;
 }
 
-/** A clock that starts at `text` and runs at the real pace. */
+/**
+ * A clock that reads `text` first and runs at the real pace from that first
+ * reading (the fake's data are dated by it), so the same --now and sizes give
+ * the same data at every start.
+ */
 function clockFrom(text: string): () => number {
   const start = Date.parse(text);
   if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(start)) {
@@ -79,8 +90,8 @@ function clockFrom(text: string): () => number {
       `--now must be an ISO 8601 time, e.g. 2026-11-25T06:00:00Z: received ${text}`,
     );
   }
-  const started = Date.now();
-  return () => start + (Date.now() - started);
+  let started: number | undefined;
+  return () => start + (Date.now() - (started ??= Date.now()));
 }
 
 function number(text: string, flag: string): number {
@@ -91,6 +102,25 @@ function number(text: string, flag: string): number {
 }
 
 class UsageError extends Error {}
+
+const CHURN_KEYS = ["append", "insertAnywhere", "remove", "update"];
+
+/** `append=2,remove=1`: counts per list request, by key. */
+function churn(text: string): Record<string, number> {
+  return Object.fromEntries(
+    text.split(",").map((pair) => {
+      const [key = "", value = "", ...rest] = pair.split("=");
+      if (!CHURN_KEYS.includes(key) || rest.length > 0) {
+        throw new UsageError(
+          `--churn takes ${
+            CHURN_KEYS.join(", ")
+          } as KEY=N, e.g. append=2,remove=1: received ${text}`,
+        );
+      }
+      return [key, number(value, `churn ${key}`)];
+    }),
+  );
+}
 
 /** The fake's options from the command line. */
 function fakeOptions(
@@ -112,6 +142,7 @@ function fakeOptions(
     tokenLifetime: number(values["token-lifetime"], "token-lifetime"),
     latency: number(values.latency, "latency"),
     ...(values.now === undefined ? {} : { now: clockFrom(values.now) }),
+    ...(values.churn === undefined ? {} : { churn: churn(values.churn) }),
     ...(values["rate-limit"] === undefined ? {} : {
       apiRateLimit: {
         requests: number(requests ?? "", "rate-limit"),

@@ -120,7 +120,7 @@ export interface FakePartnerService extends FakeControls {
   handle(request: Request): Promise<Response>;
   /** Answers a request to the card-data origin: `/api/cards/<cardholderID>`. */
   handlePci(request: Request): Promise<Response>;
-  /** The environment of the service served at these two origins. */
+  /** The environment of `handle` served at `origin` and `handlePci` at `pciOrigin`, its own (no trailing `/`). */
   environmentAt(origin: string, pciOrigin: string): Environment;
   /** Ends every scripted or configured delay at once, e.g. before a server stops. */
   close(): void;

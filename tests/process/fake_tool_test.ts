@@ -1,7 +1,8 @@
 // Issues 18 and 37: the fake as a tool (`deno task fake`): help, one-line
 // errors, stable credentials and ports, a log line per request, and a clock
-// (--now) its data end minutes before; --help says exactly what --latency
-// delays (token answers are not).
+// (--now) its data end minutes before, the same at every start; --churn
+// changes each list on every request for it; --help says exactly what
+// --latency delays (token answers are not).
 
 import { equal, match, ok } from "node:assert/strict";
 import { Command, processTest } from "../_processes.ts";
@@ -54,6 +55,7 @@ processTest(
         "--rate-limit",
         "--latency",
         "--now TIME",
+        "--churn K=N",
       ]
     ) {
       ok(text(help.stdout).includes(flag), flag);
@@ -61,10 +63,13 @@ processTest(
     match(text(help.stdout), /--latency MS +added to every API answer/);
     match(text(help.stdout), /token answers are not delayed/);
     for (
-      const args of [["--prot", "1"], ["--port", "eighty"], [
-        "--now",
-        "yesterday",
-      ]]
+      const args of [
+        ["--prot", "1"],
+        ["--port", "eighty"],
+        ["--now", "yesterday"],
+        ["--churn", "apend=1"],
+        ["--churn", "append=x"],
+      ]
     ) {
       const bad = await fake(args).output();
       equal(bad.code, 2, args.join(" "));
@@ -124,8 +129,22 @@ processTest(
   },
 );
 
+/** A client of the fake that printed `env`. */
+function clientOf(env: Record<string, string>) {
+  return createClient({
+    environment: defineEnvironment({
+      baseUrl: env.PARTNER_API_BASE_URL!,
+      pciBaseUrl: env.PARTNER_API_PCI_BASE_URL!,
+      tokenUrl: env.PARTNER_API_TOKEN_URL!,
+      audience: env.PARTNER_API_AUDIENCE!,
+    }),
+    clientId: env.PARTNER_API_CLIENT_ID!,
+    clientSecret: env.PARTNER_API_CLIENT_SECRET!,
+  });
+}
+
 processTest(
-  "deno task fake --now TIME serves data whose newest item is minutes before TIME",
+  "deno task fake --now TIME serves data whose newest item is exactly 3 minutes before TIME, so a restart with the same TIME serves the same data",
   async () => {
     const child = fake([
       "--port",
@@ -135,17 +154,7 @@ processTest(
       "2026-01-01T00:00:00Z",
     ]).spawn();
     try {
-      const env = await variables(child.stdout);
-      const client = createClient({
-        environment: defineEnvironment({
-          baseUrl: env.PARTNER_API_BASE_URL!,
-          pciBaseUrl: env.PARTNER_API_PCI_BASE_URL!,
-          tokenUrl: env.PARTNER_API_TOKEN_URL!,
-          audience: env.PARTNER_API_AUDIENCE!,
-        }),
-        clientId: env.PARTNER_API_CLIENT_ID!,
-        clientSecret: env.PARTNER_API_CLIENT_SECRET!,
-      });
+      const client = clientOf(await variables(child.stdout));
       const [newest] = await Array.fromAsync(
         client.list<{ creationDate: string }>("transactions", {
           sortBy: "creationDate",
@@ -153,7 +162,36 @@ processTest(
           maxItems: 1,
         }),
       );
-      match(newest!.creationDate, /^2025-12-31T23:5\d:/);
+      // Not a millisecond later: the clock's first reading is TIME itself.
+      equal(newest!.creationDate, "2025-12-31T23:57:00.000Z");
+    } finally {
+      child.kill("SIGINT");
+      await child.status;
+      await child.stderr.cancel();
+    }
+  },
+);
+
+processTest(
+  "deno task fake --churn append=2,remove=1 changes the list on every request for it",
+  async () => {
+    const child = fake([
+      "--port",
+      "0",
+      "--quiet",
+      "--transactions",
+      "3",
+      "--churn",
+      "append=2,remove=1",
+    ]).spawn();
+    try {
+      const client = clientOf(await variables(child.stdout));
+      const count = async () => {
+        const body = await (await client.fetch("transactions")).json();
+        return (body.transactions as unknown[]).length;
+      };
+      equal(await count(), 4); // 3 + 2 - 1
+      equal(await count(), 5);
     } finally {
       child.kill("SIGINT");
       await child.status;
