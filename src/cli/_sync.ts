@@ -181,7 +181,7 @@ function explained(
       return confirmHint(error, request, helpHint);
     }
     if (error.reason === "file" && cannotWrite(error.cause)) {
-      return usageCannotWrite(error, target);
+      return usageCannotWrite(error, request);
     }
     if (!["sink-mismatch", "link"].includes(error.reason)) return error;
     const what = error.message.replace(/^Cannot sync( into \S+)?: /, "")
@@ -194,14 +194,18 @@ function explained(
       `--to ${target} holds a copy made with other options (${what}); give --to another file, or the same --sort-by and filters`,
     );
   }
-  if (cannotWrite(error)) return usageCannotWrite(error, target);
+  if (cannotWrite(error)) return usageCannotWrite(error, request);
   return error;
 }
 
-function usageCannotWrite(error: unknown, target: string): UsageError {
+function usageCannotWrite(error: unknown, request: SyncRequest): UsageError {
   const what = (error as Error).message.split("\n")[0];
+  // A JSONL commit goes through a temporary file beside the copy, which no flag can name.
+  const grant = request.kind === "jsonl"
+    ? "its folder"
+    : "it and its -wal, -shm and -journal files";
   return new UsageError(
-    `--to ${target}: cannot write it (${what}); give --to a file you can write, with --allow-write for it`,
+    `--to ${request.target}: cannot write it (${what}); give --to a file you can write, with --allow-read and --allow-write for ${grant}`,
   );
 }
 

@@ -97,6 +97,8 @@ export async function openFile(path: string, how: How, tries = 3) {
     await assertOwnFile(file, path, how);
   } catch (error) {
     await file.close().catch(() => {});
+    // Made by this open, then refused (its look needs read permission on it): not left behind.
+    if (how === "create") await unlink(path).catch(() => {});
     // A side file another run replaced (write, rename) as this one opened it: read the new one; a swap that goes on is refused.
     const replaced = error instanceof SyncError &&
       error.message.includes(REPLACED);

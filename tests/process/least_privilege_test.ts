@@ -131,3 +131,44 @@ processTest(
     ok((await Deno.stat(copy)).size > 0, "the copy is there");
   },
 );
+
+processTest(
+  "the CLI syncing into a JSONL copy with write permission on its folder but read permission on its files alone fails at its first commit and leaves no temporary file behind",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { organizations: 12 },
+    });
+    const folder = ".test-tmp/least-privilege-jsonl";
+    await Deno.remove(folder, { recursive: true }).catch(() => {});
+    await Deno.mkdir(folder, { recursive: true });
+    const copy = `${folder}/copy.jsonl`;
+    const ends = [
+      "",
+      ".checkpoint.json",
+      ".lock",
+      ".lock.takeover",
+      ".rewrite",
+    ];
+    const output = await new Command("deno", {
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-net=127.0.0.1",
+        "--allow-env=PARTNER_API_*",
+        `--allow-read=${ends.map((end) => copy + end)}`,
+        `--allow-write=${folder}`,
+        "src/cli/mod.ts",
+        ...["sync", "organizations", "--to", copy, "--no-cache"],
+      ],
+      env: configFor(api),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    equal(output.code, 2, new TextDecoder().decode(output.stderr));
+    const left = [];
+    for await (const entry of Deno.readDir(folder)) {
+      if (entry.name.endsWith(".tmp")) left.push(entry.name);
+    }
+    deepStrictEqual(left, []);
+  },
+);
