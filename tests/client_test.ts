@@ -104,11 +104,11 @@ Deno.test("client.fetch() refuses addresses outside the base before sending", as
   equal(api.tokenRequests + api.apiRequests, 0);
 });
 
-Deno.test("client.fetch() keeps leading slashes and backslashes under the base", async () => {
+Deno.test("client.fetch() keeps leading slashes under the base, and refuses backslashes before sending", async () => {
   const { api, client, sent } = await setup();
   await using _ = api;
   await statusOf(client.fetch("//evil.example/x"));
-  await statusOf(client.fetch("\\\\evil.example\\x"));
+  await rejects(client.fetch("\\\\evil.example\\x"), TypeError);
   ok(
     sent.filter((r) => !r.url.endsWith("/oauth/token")).every((r) =>
       r.url.startsWith(api.environment.baseUrl.href)

@@ -87,7 +87,7 @@ Deno.test("client.fetch() never sends the token outside the environment, for any
     { numRuns: 500, seed: 20261124 },
   );
   ok(
-    authorized.length > 50,
+    authorized.length > 30, // 37 of the 500 at this seed: most hold a form refused
     `only ${authorized.length} paths were sent at all`,
   );
   ok(elsewhere.apiRequests === 0);
@@ -113,6 +113,16 @@ Deno.test("paths a server may read as outside the base are refused before anythi
     "%c0%ae%c0%ae/admin",
     "organizations/%c0%ae%c0%ae%c0%af",
     "%e0%80%ae%e0%80%ae/admin",
+    // Forms the URL parser tidies into a path under the base: refused as given.
+    "organizations\\x",
+    "\\organizations",
+    "a/../organizations",
+    "organizations/.",
+    "./organizations",
+    "organizations/%2E/x",
+    "%2e%2E/organizations",
+    "organizations%zz",
+    "organizations%2",
   ];
   for (const path of risky) {
     await rejects(client.fetch(path), TypeError, path);
