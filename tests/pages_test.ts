@@ -42,6 +42,7 @@ Deno.test("pages() yields each page once with its number, limit and request, and
   ]);
   for (const page of pages) {
     ok(Object.isFrozen(page) && Object.isFrozen(page.request));
+    ok(Object.isFrozen(page.items)); // a value: no push or cut through it
     equal(page.request.status, 200);
     equal(page.request.attempts, 1);
     equal(new URL(page.request.url).searchParams.get("page"), `${page.page}`);

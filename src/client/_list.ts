@@ -74,7 +74,7 @@ async function* asPages<T>(
 ): AsyncGenerator<Page<T>, undefined, undefined> {
   for await (const { page, items, fetched } of walk) {
     yield Object.freeze({
-      items: Array.isArray(items) ? items : [...items],
+      items: Object.freeze(Array.isArray(items) ? items : [...items]),
       page,
       limit,
       request: fetched.request,
