@@ -9,17 +9,12 @@ import {
   type WindowState,
 } from "./_window.ts";
 
-/** The largest size the next window may ask for. */
-function windowCap(state: WindowState): number {
+/** The largest size the next window may ask for: a probe while it is above `accepted`. */
+export function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
   // Never past maxLimit, even for a size honoured under a larger one before.
   const middle = Math.floor((state.accepted + state.refused) / 2);
   return Math.min(state.maxLimit, Math.max(state.accepted, middle));
-}
-
-/** Whether the next window's size is a probe, above the largest the service is known to honour. */
-export function sought(state: WindowState): boolean {
-  return windowCap(state) > state.accepted;
 }
 
 /** The first window after `state`, overlapping its edge by its margin. */
