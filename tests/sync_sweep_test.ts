@@ -520,14 +520,3 @@ Deno.test("a service that refuses (400) pages above its largest, and a list a ru
     ok(probing.length <= 3, `${sortDirection}: runs ${probing}`);
   }
 });
-
-Deno.test("a service that refuses (400) pages above its largest: windows go out one at a time while the size is still sought, so a first read at concurrency 8 is refused as often as at 1 (each window beside a refused one was refused too: 33 requests against 20)", async () => {
-  const costs = [];
-  for (const concurrency of [1, 8]) {
-    const fake = inProcess({ items: { transactions: 1000 }, maxLimit: 100 });
-    const options = { id: "transactionID", sink: memorySink<Row>() };
-    await syncList(fake.client, "transactions", { ...options, concurrency });
-    costs.push(fake.listRequests);
-  }
-  equal(costs[1], costs[0]);
-});

@@ -13,7 +13,7 @@ import {
   type WindowPlan,
   type WindowState,
 } from "./_window.ts";
-import { followingWindow, nextWindow, windowCap } from "./_window_plan.ts";
+import { followingWindow, nextWindow } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
@@ -90,12 +90,8 @@ export async function runPass<T>(
       }
       if (judged.window.items.length > 0) misses = 0;
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
-      // A short window that is no end (a cut, or a size not known honoured): the next goes alone too; so does a size
-      // still probed for (windows beside a refused one are refused too).
-      if (
-        !judged.ended && !unsure(state) && judged.full &&
-        windowCap(state) <= state.accepted
-      ) {
+      // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
+      if (!judged.ended && !unsure(state) && judged.full) {
         width = config.concurrency;
         fill(); // the service works while the sink writes
       }

@@ -9,8 +9,8 @@ import {
   type WindowState,
 } from "./_window.ts";
 
-/** The largest size the next window may ask for: a probe while it is above `accepted`. */
-export function windowCap(state: WindowState): number {
+/** The largest size the next window may ask for. */
+function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
   // Never past maxLimit, even for a size honoured under a larger one before.
   const middle = Math.floor((state.accepted + state.refused) / 2);
