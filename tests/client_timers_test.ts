@@ -95,22 +95,19 @@ Deno.test("rate limiter: with the limit far away, a request costs one clock read
   equal(readings, 100); // one per answer: the window had room all along
 });
 
-Deno.test("fake timers with a fake Date and a real performance.now() drive the waits: a 429's 20 s Retry-After is one timer, not thousands", async () => {
-  // README's "Testing your code": `now` left to its default, `performance` not faked.
+Deno.test("fake timers that fake performance too drive the waits, for a client made before they were installed: a 429's 20 s Retry-After is one timer, not thousands", async () => {
+  // README's "Testing your code", with the client made first (as a module-level one is).
+  const service = createFakePartnerService();
+  const client = createClient({
+    environment: service.environmentAt("https://fake.test", "https://pci.test"),
+    ...service.credentials,
+    fetch: (input, init) => service.handle(new Request(input, init)),
+  });
   const clock = withGlobal(globalThis).install({
-    toFake: ["setTimeout", "clearTimeout", "Date"],
+    toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
   });
   let fired = 0;
   try {
-    const service = createFakePartnerService();
-    const client = createClient({
-      environment: service.environmentAt(
-        "https://fake.test",
-        "https://pci.test",
-      ),
-      ...service.credentials,
-      fetch: (input, init) => service.handle(new Request(input, init)),
-    });
     service.injectApiFaults({ kind: "status", status: 429, retryAfter: 20 });
     let settled = false;
     const work = client.fetch("organizations").finally(() => settled = true);
@@ -128,22 +125,33 @@ Deno.test("fake timers with a fake Date and a real performance.now() drive the w
   equal(fired, 1); // the 20 s wait, once
 });
 
-Deno.test("a frozen Date alone (timers real, as mockdate leaves them) leaves waits on performance.now(); a fake Date beside fake timers moves them to that Date", () => {
-  const system = { now: Date.now, setTimeout, performanceNow: performance.now };
+Deno.test('waits read the performance in place at each read, as sinon\'s toFake: ["performance"] installs one, and not a frozen Date beside a wrapped setTimeout (mockdate and a spy, timers real)', () => {
+  const system = { now: Date.now, setTimeout, performance };
+  const steady = steadyClock(); // made before the fakes, as a module-level client's is
   let reads = 0;
-  performance.now = () => (reads++, system.performanceNow.call(performance));
+  const counting = {
+    timeOrigin: performance.timeOrigin,
+    now: () => (reads++, system.performance.now()),
+  };
+  Object.defineProperty(globalThis, "performance", {
+    value: counting,
+    configurable: true,
+    writable: true,
+  });
   Date.now = () => Date.UTC(2026, 10, 30);
-  try {
-    const steady = steadyClock();
-    steady(), steady();
-    equal(reads, 2); // a wait would end: the platform's clock moves
-    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) =>
+  globalThis.setTimeout =
+    ((...args: Parameters<typeof setTimeout>) =>
       system.setTimeout(...args)) as typeof setTimeout;
-    steady();
-    equal(reads, 2); // the fake Date, which the fake timers fire on
+  try {
+    steady(), steady();
+    equal(reads, 2); // a wait would end: the clock in place moves
   } finally {
     Date.now = system.now;
     globalThis.setTimeout = system.setTimeout;
-    performance.now = system.performanceNow;
+    Object.defineProperty(globalThis, "performance", {
+      value: system.performance,
+      configurable: true,
+      writable: true,
+    });
   }
 });

@@ -2,14 +2,23 @@
 // sent at 10:00 and then reads 09:00 must not wait an hour), and the system
 // clock read once per synchronous turn.
 
+/** The platform's `performance`, looked up at each read: a fake one (sinon's `toFake: ["performance"]`) drives waits while installed. */
+const platform = () =>
+  (globalThis as { performance?: { now?: () => number; timeOrigin?: number } })
+    .performance;
+
 /** The platform's monotone clock, as epoch-like ms, where the runtime has one. */
 function monotoneEpoch(): (() => number) | undefined {
-  const performance = (globalThis as {
-    performance?: { now?: () => number; timeOrigin?: number };
-  }).performance;
-  const origin = performance?.timeOrigin ?? 0;
-  if (typeof performance?.now !== "function" || !(origin > 0)) return undefined;
-  return () => origin + performance.now!();
+  const at = platform();
+  if (typeof at?.now !== "function" || !((at.timeOrigin ?? 0) > 0)) {
+    return undefined;
+  }
+  return () => {
+    const performance = platform();
+    return typeof performance?.now === "function"
+      ? (performance.timeOrigin ?? 0) + performance.now()
+      : Date.now();
+  };
 }
 
 /** A clock that never goes back, and how often it had to stop one that did. */
@@ -19,27 +28,16 @@ export interface SteadyClock {
   readonly steps: number;
 }
 
-/** The system's `Date.now` and `setTimeout`: others in their place later are a fake clock's (sinon, std's `FakeTime`). */
-const SYSTEM = { now: Date.now, setTimeout: globalThis.setTimeout };
-
-/** Whether fake timers replaced both `Date` and `setTimeout`: their timers fire on that `Date`, not on `performance`. */
-function fakeTimers(): boolean {
-  return Date.now !== SYSTEM.now && globalThis.setTimeout !== SYSTEM.setTimeout;
-}
-
 /**
  * `now` (default `Date.now`) that never goes back: the system clock through the
- * runtime's monotone clock when it has one, so no step moves a wait, unless
- * fake timers replaced `Date` and `setTimeout` (a frozen `Date` alone does not);
- * any other clock as it is, a step back taken as no time passing.
+ * runtime's monotone clock when it has one, so no step moves a wait; any other
+ * clock as it is, a step back taken as no time passing.
  */
 export function steadyClock(now?: () => number): SteadyClock {
   const monotone = now === undefined || now === Date.now
     ? monotoneEpoch()
     : undefined;
-  const read = monotone === undefined
-    ? now ?? Date.now
-    : () => fakeTimers() ? Date.now() : monotone();
+  const read = monotone ?? now ?? Date.now;
   let last = -Infinity;
   let offset = 0;
   const steady = Object.assign(() => {
