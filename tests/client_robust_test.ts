@@ -667,3 +667,27 @@ Deno.test("a call that fails before sending (no token) takes no rate-limit slot"
   equal(typeof ticket, "number");
   rateLimit.answered(ticket as number);
 });
+
+Deno.test("a RequestInit fetch cannot send (a bad header value, a GET with a body, an unknown mode or priority) rejects with a TypeError (option: 'init') after one attempt, with no retry", async () => {
+  await using api = await startFakePartnerApi();
+  const events: string[] = [];
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    onEvent: (event) => events.push(event.type),
+  });
+  const bad: RequestInit[] = [
+    { headers: { "x-a": "a\nb" } },
+    { method: "GET", body: "x" },
+    { mode: "bogus" as RequestMode },
+    { priority: "bogus" as RequestPriority },
+  ];
+  for (const init of bad) {
+    events.length = 0;
+    const error = await client.fetch("organizations", init).catch((e) => e);
+    ok(error instanceof TypeError, String(error));
+    equal((error as TypeError & { option?: string }).option, "init");
+    equal(events.filter((type) => type === "api.retry").length, 0);
+  }
+  equal(api.apiRequests, 0);
+});

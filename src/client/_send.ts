@@ -18,7 +18,13 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { cleanCause, type Secret, tokensNoted } from "../core/_redact.ts";
+import {
+  cleanCause,
+  redact,
+  type Secret,
+  tokensNoted,
+} from "../core/_redact.ts";
+import { typeError } from "../core/_check.ts";
 import {
   describeCause,
   isPermissionError,
@@ -128,6 +134,9 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
       if (isPermissionError(this.failure)) {
         return { do: "fail", error: refused(this, attempts) };
       }
+      // An init fetch cannot make a request of (a bad header, a GET with a body): no attempt could.
+      const bad = unsendable(this);
+      if (bad !== undefined) return { do: "fail", error: bad };
     } else if (response.status === 429) {
       // The service counts more than this limiter saw (other processes): no request before the
       // window has room. A Retry-After is the retry's own wait.
@@ -311,6 +320,25 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
     `${request.exchange.context}: no net permission for ${request.target.host}: ${fix}`,
     { status: 0, url, cause: request.failure, reason: "network", attempts },
   );
+}
+
+/** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
+function unsendable(request: ApiRequest<unknown>): TypeError | undefined {
+  // A body read once may be spent by the failed attempt: only one sent again is tried.
+  if (!(request.failure instanceof TypeError) || !request.replayable) return;
+  const { init, accessToken } = request;
+  const headers = withBearer(init.headers, accessToken);
+  try {
+    new Request(request.target, { ...init, headers, redirect: "manual" });
+    return undefined;
+  } catch (error) {
+    const why = redact(
+      String((error as Error | null)?.message),
+      request.secrets,
+    );
+    const rule = "must be a RequestInit fetch can send";
+    return typeError(request.exchange.context, "init", rule, why);
+  }
 }
 
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
