@@ -140,8 +140,9 @@ commits what it has (exit 130); a second run on the copy waits for the first.
   --no-cache             no token cache: a token request of its own
 Needs read and write permission on FILE and the files next to it (SQLite
 FILE-wal, FILE-shm, FILE-journal); for JSONL, on its folder (each commit goes
-through a temporary FILE.checkpoint.json.*.tmp). A progress line goes to standard error; the last
-lines say what changed, and how many items are known to be missing.
+through a temporary FILE.checkpoint.json.*.tmp). A progress line goes to
+standard error; the last lines say what changed, and how many items are known
+to be missing.
 `,
   cache: `Usage: ${NAME} cache clear   (or: ${NAME} logout)
 
