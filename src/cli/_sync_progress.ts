@@ -66,10 +66,7 @@ export function progressLine(
   started: number,
   priority: RatePriority | undefined = "low",
 ) {
-  let shown = false;
-  let lastLine = 0;
-  let text = "starting";
-  let holding = false;
+  let shown = false, holding = false, lastLine = 0, text = "starting";
   const rate = rateState(priority);
   const show = (line: string) => {
     if (!out.isTerminal) return out.write(`${line}\n`);
