@@ -9,7 +9,7 @@ import { VERSION } from "../src/core/_version.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { createFileTokenStore } from "../src/store/mod.ts";
 import { createClient } from "../src/client/mod.ts";
-import { configFromEnv } from "../src/core/config.ts";
+import { configFromEnv, type PartnerApiConfig } from "../src/core/config.ts";
 import { ApiError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { COMMAND_FLAGS, plan } from "../src/cli/_plan.ts";
@@ -84,6 +84,9 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     [["list"], "list needs a <path>, e.g. transactions"],
     [["list", "a", "b"], "unexpected argument: b"],
     [["token", "--limit", "5"], "token takes no --limit"],
+    [["logout", "--limit", "5"], "logout takes no --limit"],
+    [["cache", "clear", "--fields", "a"], "cache takes no --fields"],
+    [["toString"], "unknown command: toString"],
     [["quota", "extra"], "unexpected argument: extra"],
     [["launch"], "unknown command: launch"],
     [["token", "--bogus"], "unknown flag --bogus"],
@@ -105,6 +108,94 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       ok(!result.stderr.includes("    at "), "no stack trace");
     });
   }
+});
+
+/** The commands that talk to no service, as each is run. */
+const LOCAL_COMMANDS = [
+  ["cache", "clear"],
+  ["logout"],
+  ["completion", "bash"],
+  [
+    "demo",
+  ],
+];
+
+Deno.test("cache clear, logout, completion and demo take the flags every command takes (DESIGN's CLI table): each exits 0; --env-file narrows cache clear and logout to that configuration", async (t) => {
+  await using api = await startFakePartnerApi();
+  const file = Object.entries(configFor(api)).map(([k, v]) => `${k}=${v}\n`);
+  const readTextFile = () => Promise.resolve(file.join(""));
+  const cleared: (PartnerApiConfig | undefined)[] = [];
+  const clearCache = (config?: PartnerApiConfig) => {
+    cleared.push(config);
+    return Promise.resolve("removed 1 cached token");
+  };
+  const common = [
+    ["--no-cache"],
+    ["-v"],
+    ["--verbose"],
+    ["--env-file", "ci.env"],
+    ["--token-body", "form"],
+    ["--client-authentication", "basic"],
+  ];
+  for (const command of LOCAL_COMMANDS) {
+    for (const flag of common) {
+      const args = [...command, ...flag];
+      await t.step(args.join(" "), async () => {
+        cleared.length = 0;
+        const extra = { readTextFile, clearCache };
+        // Nothing but --env-file's file is read: no variable of the process.
+        const result = await run(args, untouchable, undefined, extra);
+        equal(result.code, 0, result.stderr);
+        if (command[0] === "completion") {
+          ok(result.stdout.includes("--max-items"), result.stdout);
+        } else if (command[0] === "demo") {
+          ok(result.stdout.includes("summary: "), result.stdout);
+        } else {
+          equal(result.stdout, "removed 1 cached token\n");
+          // The file's configuration alone, or every configuration's.
+          const narrowed = flag[0] === "--env-file";
+          equal(cleared.length, 1);
+          equal(
+            cleared[0]?.clientId,
+            narrowed ? api.credentials.clientId : undefined,
+          );
+        }
+      });
+    }
+  }
+  equal(api.tokenRequests + api.apiRequests, 0);
+});
+
+Deno.test("cache clear, logout, completion and demo check the common flags as every command does: a bad value, a repeat or a contradiction exits 2 in one line", async (t) => {
+  const clearCache = () => Promise.reject(new Error("nothing may be cleared"));
+  const readTextFile = () => Promise.resolve("# no configuration\n");
+  const bad = [
+    ["--token-body", "xml"],
+    ["--client-authentication", "digest"],
+    ["--env-file", "a.env", "--env-file", "b.env"],
+    ["--cache", "--no-cache"],
+    ["-v", "--no-verbose"],
+    ["--token-body", "json", "--token-body", "form"],
+  ];
+  for (const command of LOCAL_COMMANDS) {
+    for (const flags of bad) {
+      const args = [...command, ...flags];
+      await t.step(args.join(" "), async () => {
+        const extra = { readTextFile, clearCache };
+        const result = await run(args, untouchable, undefined, extra);
+        equal(result.code, 2, result.stderr);
+        equal(result.stdout, "");
+        equal(result.stderr.split("\n").length, 2, result.stderr);
+      });
+    }
+  }
+  // cache clear --env-file needs the whole configuration to know whose token: the missing variables are named.
+  const partial = await run(["logout", "--env-file", "ci.env"], {}, undefined, {
+    readTextFile,
+    clearCache,
+  });
+  equal(partial.code, 2, partial.stderr);
+  ok(partial.stderr.includes("PARTNER_API_CLIENT_ID"), partial.stderr);
 });
 
 Deno.test("the CLI names a missing or invalid configuration variable", async () => {
@@ -425,6 +516,10 @@ Deno.test("a single-value flag given twice is refused by every command that take
       ]
       : command === "list" || command === "get"
       ? [command, "transactions"]
+      : command === "cache"
+      ? ["cache", "clear"]
+      : command === "completion"
+      ? ["completion", "bash"]
       : [command];
   const single = Object.entries(FLAGS).filter(([, spec]) =>
     spec.type === "string" && !("multiple" in spec && spec.multiple)

@@ -136,3 +136,37 @@ Deno.test("a 429 holds the line for its Retry-After (20 s: one line at once), no
     equal(waits().length, 1);
     ok(waits()[0]!.includes(holdText(20_000)));
   }));
+
+Deno.test("off a terminal the first progress line comes a second into the run: a shorter run says only its result, which the line at its start contradicted (2 requests, then 3 in the result)", () =>
+  withFakeTimers(() => {
+    const started = Date.UTC(2026, 10, 30, 4);
+    const clock = manualClock(started);
+    const lines: string[] = [];
+    const out = {
+      isTerminal: false,
+      write: (text: string) => lines.push(text),
+    };
+    const line = progressLine(out, clock, started);
+    const counts = {
+      written: 0,
+      pages: 1,
+      inserted: 0,
+      updated: 0,
+      deleted: 0,
+    };
+    try {
+      // The head found nothing new; the sweep's commit came 200 ms later.
+      line.update({ ...counts, read: 0, requests: 2 });
+      clock.advance(200);
+      line.update({ ...counts, read: 500, requests: 3 });
+      equal(lines.length, 0, lines.join(""));
+      clock.advance(900);
+      line.update({ ...counts, read: 600, requests: 4 });
+      equal(lines.length, 1);
+      ok(lines[0]!.startsWith("600 items read"), lines[0]);
+      ok(lines[0]!.trimEnd().endsWith("4 requests"), lines[0]);
+    } finally {
+      line.end();
+    }
+    return Promise.resolve();
+  }));

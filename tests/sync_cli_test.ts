@@ -58,8 +58,9 @@ Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exit
   let stop = () => {};
   let batches = 0;
   let said = "";
+  // A terminal: a progress line at each commit (off one, none in the first second), the first of which stops the run.
   const stderr = {
-    isTerminal: false,
+    isTerminal: true,
     write: (text: string) => {
       said += text;
       if (++batches === 1) stop();

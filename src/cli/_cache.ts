@@ -5,11 +5,15 @@ import {
   createFileTokenStore,
   type FileTokenStore,
 } from "../store/mod.ts";
+import { StoreAccess } from "../store/token_access.ts";
+import type { PartnerApiConfig } from "../core/config.ts";
+import { hex } from "../core/_encoding.ts";
 import { UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
 
 /** Where the token cache goes, first found wins. */
 const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
+const encoder = new TextEncoder();
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
@@ -25,14 +29,12 @@ export function openCache(
   notify: (line: string) => void = () => {},
 ): CacheOpening {
   const folder = cacheFolder();
-  if (folder === undefined) {
-    return {
-      notice:
-        `running without the token cache: set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs`,
-    };
+  const missing = folder === undefined
+    ? "set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs"
+    : lacking(folder, ["read", "write"]);
+  if (missing || folder === undefined) {
+    return { notice: `running without the token cache: ${missing}` };
   }
-  const missing = lacking(folder, ["read", "write"]);
-  if (missing) return { notice: `running without the token cache: ${missing}` };
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);
   return {
@@ -130,15 +132,32 @@ function cacheFolder(): string | undefined {
   return home ? `${home}/.cache/partner-api` : undefined;
 }
 
-/** `cache clear`, `logout`: the line that says what was removed. */
-export async function clearCache(): Promise<string> {
+/** `cache clear`, `logout`: the line that says what was removed: every cached token, or those of `config` alone. */
+export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";
   const missing = lacking(folder, ["write"]);
   if (missing) return `cannot clear the token cache: ${missing}`;
-  const removed = await clearFileTokenStore(folder);
-  return `removed ${counted(removed, "cached token")} from ${folder}`;
+  const removed = config === undefined
+    ? await clearFileTokenStore(folder)
+    : await Deno.remove(await tokenFile(folder, config)).then(() => 1, none);
+  const whose = config ? " of this configuration (others kept)" : "";
+  return `removed ${counted(removed, "cached token")}${whose} from ${folder}`;
 }
+
+/** The file of `config`'s record: the store names it by the client's key (as `recordFor` finds it; no clock read). */
+async function tokenFile(folder: string, config: PartnerApiConfig) {
+  const { environment: { tokenUrl: url, audience }, clientId } = config;
+  const who = { url, audience, clientId, secret: config.clientSecret };
+  const key = await new StoreAccess(undefined, { ...who, now: () => NaN })
+    .key();
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(key));
+  return `${folder}/${hex(new Uint8Array(digest, 0, 16))}.token`;
+}
+
+/** No file removed: there was none (any other failure is thrown). */
+const none = (error: unknown) =>
+  error instanceof Deno.errors.NotFound ? 0 : Promise.reject(error);
 
 /** The first of `names` this run may not do in `folder`, with the flags that allow it; else `undefined`. */
 function lacking(folder: string, names: readonly ("read" | "write")[]) {

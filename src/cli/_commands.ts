@@ -44,10 +44,8 @@ export type SessionPlan = Extract<Plan, SessionFlags>;
 
 function cost(session: Session): string {
   const requests = session.tokenRequests();
-  if (requests === 0) {
-    return session.cache ? "cached: no token request" : "no token request";
-  }
-  return counted(requests, "token request");
+  if (requests > 0) return counted(requests, "token request");
+  return session.cache ? "cached: no token request" : "no token request";
 }
 
 async function runToken(session: Session, showToken: boolean, json: boolean) {

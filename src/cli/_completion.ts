@@ -3,19 +3,15 @@
 import { COMMAND_FLAGS, type Shell, SHELLS } from "./_plan.ts";
 
 const COMMANDS = "token quota list get sync demo cache logout completion";
-// The commands that take flags, each with _plan's list (all but the refused --full), then `cache`'s and `completion`'s words.
-const FLAGS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ...["token", "quota", "list", "get", "sync"].map((command) =>
-    [
-      command,
-      COMMAND_FLAGS[command]!.filter((flag) => flag !== "full").map((flag) =>
-        flag === "cache" ? "--no-cache" : `--${flag}`
-      ),
-    ] as const
-  ),
-  ["cache", ["clear"]],
-  ["completion", SHELLS],
-];
+// Each command's words: `cache`'s action or `completion`'s shells, then _plan's flags (all but the refused --full).
+const FLAGS = Object.entries(COMMAND_FLAGS).map(([command, flags]) =>
+  [command, [
+    ...command === "cache" ? ["clear"] : command === "completion" ? SHELLS : [],
+    ...flags.filter((flag) => flag !== "full").map((flag) =>
+      flag === "cache" ? "--no-cache" : `--${flag}`
+    ),
+  ]] as const
+);
 
 /** The completion script for `shell`, for a tool called `name`. */
 export function completionScript(shell: Shell, name: string): string {

@@ -101,11 +101,9 @@ export function sortDirection(value: string | undefined) {
  * @throws {UsageError} With `missing` when there is none, and for a second one.
  */
 export function onePositional(positionals: readonly string[], missing: string) {
-  const [first, ...extra] = positionals;
+  const [first, more] = positionals;
   if (first === undefined) throw new UsageError(missing);
-  if (extra.length > 0) {
-    throw new UsageError(`unexpected argument: ${extra[0]}`);
-  }
+  if (more !== undefined) throw new UsageError(`unexpected argument: ${more}`);
   return first;
 }
 

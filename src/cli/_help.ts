@@ -144,9 +144,10 @@ through a temporary FILE.checkpoint.json.*.tmp). A progress line goes to
 standard error; the last lines say what changed, and how many items are known
 to be missing.
 `,
-  cache: `Usage: ${NAME} cache clear   (or: ${NAME} logout)
+  cache: `Usage: ${NAME} cache clear [--env-file F]   (or: ${NAME} logout)
 
-Removes every cached token from the cache folder; the next run requests one.
+Removes every cached token from the cache folder, or with --env-file F only
+that of F's configuration (the environment wins); the next run requests one.
 `,
   completion: `Usage: ${NAME} completion bash|zsh|fish
 

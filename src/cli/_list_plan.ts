@@ -19,11 +19,8 @@ export type Format = typeof FORMATS[number];
 export type ListRequest = Readonly<ReturnType<typeof listRequest>>;
 
 /** Checks `list <path> [options]`: a UsageError says what is wrong. */
-export function listRequest(positionals: readonly string[], values: Values) {
-  const path = onePositional(
-    positionals,
-    "list needs a <path>, e.g. transactions",
-  );
+export function listRequest(rest: readonly string[], values: Values) {
+  const path = onePositional(rest, "list needs a <path>, e.g. transactions");
   const format = oneOf(values.format, "format", FORMATS);
   const { query, ...numbers } = {
     ...pagingOf(values),

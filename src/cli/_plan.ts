@@ -15,34 +15,33 @@ import {
 } from "./_flag_values.ts";
 import { type ListRequest, listRequest } from "./_list_plan.ts";
 
-const SESSION_FLAGS = "cache verbose env-file token-body client-authentication"
-  .split(" ");
-
-/** The flags each command takes, by node:util's names (`cache` is `--no-cache`). */
-export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
-  token: ["show-token", "format", ...SESSION_FLAGS],
-  quota: ["format", ...SESSION_FLAGS],
-  get: ["pci", ...SESSION_FLAGS],
-  cache: [],
-  logout: [],
-  completion: [],
-  demo: [],
-  list: [
-    ..."limit page sort-by sort-direction since max-items".split(" "),
-    ..."concurrency query format fields".split(" "),
-    ...SESSION_FLAGS,
-  ],
-  sync: [
-    ..."to id sort-by sort-direction full sweep deletes max-deletes".split(" "),
-    ..."changes priority max-duration limit concurrency query".split(" "),
-    ...SESSION_FLAGS,
-  ],
-};
+/**
+ * The flags each command takes, by node:util's names (`cache` is `--no-cache`): its own, then those every command
+ * takes, checked alike everywhere (`completion` and `demo` ignore them; `--env-file` narrows `cache clear`, `logout`).
+ */
+export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = Object
+  .fromEntries(
+    Object.entries({
+      token: "show-token format",
+      quota: "format",
+      get: "pci",
+      list:
+        "limit page sort-by sort-direction since max-items concurrency query format fields",
+      sync:
+        "to id sort-by sort-direction full sweep deletes max-deletes changes priority max-duration limit concurrency query",
+      ...{ cache: "", logout: "", completion: "", demo: "" },
+    }).map(([command, own]) => [
+      command,
+      `${own} cache verbose env-file token-body client-authentication`.trim()
+        .split(" "),
+    ]),
+  );
 
 /** A checked command line: what to run. */
 export type Plan =
   | { readonly command: "help"; readonly text: string; readonly code: number }
-  | { readonly command: "version" | "demo" | "cache clear" }
+  | { readonly command: "version" | "demo" }
+  | { readonly command: "cache clear"; readonly envFile: string | undefined }
   | { readonly command: "completion"; readonly shell: Shell }
   | SessionCommand<{ command: "quota"; json: boolean }>
   | SessionCommand<{ command: "token"; showToken: boolean; json: boolean }>
@@ -84,8 +83,7 @@ export function plan(args: readonly string[]): Plan {
     const text = HELP[Object.hasOwn(HELP, command) ? command : ""]!;
     return { command: "help", text, code: values.help ? 0 : 2 };
   }
-  const allowed = COMMAND_FLAGS[command];
-  if (allowed === undefined) {
+  if (!Object.hasOwn(COMMAND_FLAGS, command)) { // not `toString`
     const near = nearest(command, Object.keys(COMMAND_FLAGS));
     throw new UsageError(
       `unknown command: ${command}${near ? `; did you mean ${near}?` : ""}`,
@@ -133,9 +131,11 @@ function commandPlan(
   if (command === "cache" && (rest.length !== 1 || rest[0] !== "clear")) {
     throw new UsageError("cache takes one action: clear");
   }
-  if (command === "cache") return { command: "cache clear" };
-  if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
-  if (command === "logout") return { command: "cache clear" };
+  const arg = command === "cache" ? undefined : rest[0];
+  if (arg !== undefined) throw new UsageError(`unexpected argument: ${arg}`);
+  // `--env-file` names the one configuration whose tokens to remove.
+  const clear = { command: "cache clear", envFile: flags.envFile } as const;
+  if (command === "cache" || command === "logout") return clear;
   // `token` and `quota` print text, or with `--format json` one object.
   const json = oneOf(values.format, "format", ["json"]) === "json";
   if (command === "token") {
@@ -200,10 +200,9 @@ type Tokens = ReturnType<typeof parseFlags>["tokens"];
 function flagProblem(message: string, command: string | undefined): string {
   const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
   if (unknown) {
-    const own = command === undefined ? undefined : COMMAND_FLAGS[command];
-    const flags = own === undefined
-      ? Object.keys(FLAGS)
-      : [...own, "help", "version", "env-file"];
+    const own = Object.hasOwn(COMMAND_FLAGS, `${command}`) &&
+      COMMAND_FLAGS[`${command}`];
+    const flags = own ? [...own, "help", "version"] : Object.keys(FLAGS);
     const near = nearest(unknown[2]!, [...flags, "no-cache"]);
     const hint = near ? `; did you mean --${near}?` : "";
     return `unknown flag ${unknown[1]}${unknown[2]}${hint}`;

@@ -118,9 +118,7 @@ export function progressReporter(
   onlyAtEnd = false,
 ): { page(items: number): void; clear(): void; done(): void } {
   const started = now();
-  let pages = 0;
-  let items = 0;
-  let showing = false;
+  let pages = 0, items = 0, showing = false;
   const line = () => {
     const rate = Math.round(items / Math.max((now() - started) / 1000, 0.001));
     const read = `${counted(pages, "page")}, ${counted(items, "item")}`;

@@ -15,7 +15,7 @@ import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
-import type { openCache } from "./_cache.ts";
+import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
 import { given } from "../core/_check.ts";
 
@@ -29,8 +29,8 @@ export interface RunIo extends CliIo {
   readTextFile?: (path: string) => Promise<string>;
   /** Calls `stop` on Ctrl-C until the returned function is called. */
   onInterrupt?: (stop: () => void) => () => void;
-  /** Removes the cached tokens; returns the line that says what happened. */
-  clearCache?: () => Promise<string>;
+  /** Removes the cached tokens (of `config` alone, when given); returns the line that says what happened. */
+  clearCache?: typeof clearCache;
   /** How to get help where the tool runs, e.g. `deno task cli --help`. */
   helpHint?: string;
 }

@@ -41,14 +41,11 @@ export interface SyncRequest {
  * @throws {UsageError} With what is wrong.
  */
 export function syncRequest(
-  positionals: readonly string[],
+  rest: readonly string[],
   values: Values,
   shared: Pick<SyncRequest, "limit" | "concurrency" | "query">,
 ): SyncRequest {
-  const path = onePositional(
-    positionals,
-    "sync needs a <list>, e.g. transactions",
-  );
+  const path = onePositional(rest, "sync needs a <list>, e.g. transactions");
   const { target, kind } = copyOf(values.to);
   if (values.full === true) {
     throw new UsageError(

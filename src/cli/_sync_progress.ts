@@ -57,7 +57,8 @@ export function rateHold(state: RateState, now: number): number {
 
 /**
  * Items read (a sweep that finds nothing changed still reads) and items/s: one line kept current on a terminal, else a
- * line a second; while the rate limit holds the run, a tick a second says so and for how long: judged on the share
+ * line a second from a second in (a shorter run says only its result, which counts every request: a line at its start
+ * would not); while the rate limit holds the run, a tick a second says so and for how long: judged on the share
  * of the window the run's `priority` may use (sync's default `"low"` stops short of the reserve).
  */
 export function progressLine(
@@ -66,10 +67,7 @@ export function progressLine(
   started: number,
   priority: RatePriority | undefined = "low",
 ) {
-  let shown = false;
-  let lastLine = 0;
-  let text = "starting";
-  let holding = false;
+  let shown = false, holding = false, lastLine = started, text = "starting";
   const rate = rateState(priority);
   const show = (line: string) => {
     if (!out.isTerminal) return out.write(`${line}\n`);

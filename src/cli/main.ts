@@ -76,16 +76,15 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
     case "completion":
       run.stdout.write(completionScript(planned.shell, NAME));
       return 0;
-    case "cache clear":
-      run.stdout.write(
-        `${await (run.clearCache?.() ?? "no token cache: nothing to clear")}\n`,
-      );
-      return 0;
-    default:
-      await addEnvFile(run, planned.envFile);
-      await execute(openSession(run, readConfig(run), planned), planned);
-      return 0;
   }
+  await addEnvFile(run, planned.envFile);
+  if (planned.command === "cache clear") {
+    // `--env-file`: that configuration's tokens alone (the environment wins, as everywhere).
+    const config = planned.envFile === undefined ? undefined : readConfig(run);
+    const cleared = await run.clearCache?.(config);
+    run.stdout.write(`${cleared ?? "no token cache: nothing to clear"}\n`);
+  } else await execute(openSession(run, readConfig(run), planned), planned);
+  return 0;
 }
 
 /** Tells what failed, in one line (and its causes, verbose); returns the exit code. */

@@ -329,3 +329,60 @@ processTest(
     ok(!left.some((name) => name.endsWith(".lock")), `left: ${left}`);
   },
 );
+
+processTest(
+  "cache clear --env-file F (and logout) removes the token of F's configuration alone; without it, every configuration's",
+  async () => {
+    await using one = await startFakePartnerApi();
+    await using other = await startFakePartnerApi();
+    const folder = await scratchDir();
+    const files = await scratchDir();
+    const permissions = [
+      ...flags(folder).filter((flag) => !flag.startsWith("--allow-read")),
+      `--allow-read=${folder},${files}`,
+    ];
+    const env = { PARTNER_API_CACHE_DIR: folder };
+    const envFile = async (name: string, api: FakePartnerApi) => {
+      const path = `${files}/${name}.env`;
+      const lines = Object.entries(configFor(api)).map(([k, v]) => `${k}=${v}`);
+      await Deno.writeTextFile(path, `${lines.join("\n")}\n`);
+      return path;
+    };
+    const [oneEnv, otherEnv] = [
+      await envFile("one", one),
+      await envFile("other", other),
+    ];
+    const token = async (file: string) => {
+      const result = await cli(permissions, ["token", "--env-file", file], env);
+      equal(result.code, 0, result.stderr);
+    };
+    await token(oneEnv);
+    await token(otherEnv);
+    const cached = async (api: FakePartnerApi) =>
+      await Deno.lstat(await cacheFile(api, folder)).then(
+        () => true,
+        () => false,
+      );
+    ok(await cached(one) && await cached(other));
+    for (const command of [["cache", "clear"], ["logout"]]) {
+      const narrowed = await cli(
+        permissions,
+        [...command, "--env-file", oneEnv],
+        env,
+      );
+      equal(narrowed.code, 0, narrowed.stderr);
+      equal(narrowed.stderr, "");
+      ok(narrowed.stdout.startsWith("removed "), narrowed.stdout);
+      equal(await cached(one), false, "the file's configuration: removed");
+      equal(await cached(other), true, "another configuration's: kept");
+      await token(oneEnv); // one token request more; the other's run none
+      await token(otherEnv);
+    }
+    equal(one.tokenRequests, 3);
+    equal(other.tokenRequests, 1);
+    const every = await cli(permissions, ["logout"], env);
+    equal(every.code, 0, every.stderr);
+    ok(every.stdout.startsWith("removed 2 cached tokens"), every.stdout);
+    ok(!await cached(one) && !await cached(other));
+  },
+);
