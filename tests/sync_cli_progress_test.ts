@@ -113,6 +113,15 @@ Deno.test("the progress line says 'waiting for the rate limit' with the seconds 
     equal(waits().length, 1);
   }));
 
+Deno.test("a verbose line (-v) erases the progress line without stopping it: the rate limit's hold is still said (it went silent at the first -v line)", () =>
+  watchLine("high", async ({ line, clock, tick, waits }) => {
+    line.clear();
+    for (let i = 0; i < 900; i++) line.heard(request);
+    clock.advance(259_000);
+    await tick();
+    equal(waits().length, 1);
+  }));
+
 Deno.test("at sync's default priority the line says 'waiting for the rate limit' once 810 requests fill the window (issue 45: silent for 149 s at 811 requests)", () =>
   watchLine(undefined, async ({ line, clock, tick, waits }) => {
     for (let i = 0; i < 810; i++) line.heard(request);

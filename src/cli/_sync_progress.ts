@@ -99,10 +99,14 @@ export function progressLine(
       lastLine = at;
       show(text);
     },
-    end() {
-      clearInterval(timer);
+    /** Erases the line (another line comes, --verbose), ticking on: a hold is still said. */
+    clear() {
       if (shown) out.write("\r\x1b[K");
       shown = false;
+    },
+    end() {
+      clearInterval(timer);
+      this.clear();
     },
   };
 }
