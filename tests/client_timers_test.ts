@@ -1,5 +1,6 @@
 // What the client's time limits cost in timers (counted, never timed): calls
-// that follow one another share one timer, and none is left once they stop;
+// that follow one another share one timer (also through a caller's async
+// layers and body reads), and none is left once they stop;
 // the limiter reads its clock once per request while its limit is far away.
 // And the module's one retry rule, as the pure functions both sides decide by.
 
@@ -34,6 +35,41 @@ Deno.test("client.fetch: 200 calls one after another against an in-memory fetch 
     try {
       for (let call = 0; call < 200; call++) {
         equal((await client.fetch("organizations")).status, 204);
+      }
+    } finally {
+      globalThis.setTimeout = platform;
+    }
+    equal(set, 1);
+    await timers.tickAsync(0); // the turn after the last call
+    equal(timers.countTimers(), 0);
+  });
+});
+
+Deno.test("client.fetch: calls one after another from a caller's own async functions, each body read, share one time-limit timer too", async () => {
+  using fake = inProcessFake();
+  const origin = besideFake(fake, () => Response.json({ id: 1 }));
+  const client = createClient({
+    environment: origin.environment,
+    ...fake.credentials,
+    fetch: origin.fetch,
+    rateLimit: false,
+    now: () => Date.UTC(2026, 10, 25), // one window of attempts for them all
+  });
+  await client.tokenProvider.getToken();
+  // A caller's layers between one call's answer and the next call: a helper that reads the body, a
+  // repository function above it (8 quiet turns cleared and set the timer again for each call).
+  const get = async (path: string) => await (await client.fetch(path)).json();
+  const organization = async () => await get("organizations/1");
+  await withFakeTimers(async (timers) => {
+    const platform = globalThis.setTimeout;
+    let set = 0;
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+      set++;
+      return platform(...args);
+    }) as typeof setTimeout;
+    try {
+      for (let call = 0; call < 50; call++) {
+        deepStrictEqual(await organization(), { id: 1 });
       }
     } finally {
       globalThis.setTimeout = platform;

@@ -38,8 +38,8 @@ export class SharedDeadlines implements AttemptLimits {
   }
 }
 
-/** Microtask turns a window stays armed once empty, for the next call. */
-const QUIET_TURNS = 8;
+/** Microtask turns a window stays armed once empty: a caller's next call, its body read and a few async layers between (8 was one layer short). */
+const QUIET_TURNS = 64;
 /** A turn of the microtask queue: cheaper than `queueMicrotask` in Deno. */
 const RESOLVED = Promise.resolve();
 
