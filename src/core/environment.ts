@@ -76,7 +76,8 @@ const CONTEXT = "Cannot define environment";
 
 function checkBase(value: string | URL, field: string): URL {
   const url = secureUrl(value, CONTEXT, field);
-  if (url.search !== "" || url.hash !== "") {
+  // Not search and hash: they are "" for a bare `?` or `#`, which href keeps.
+  if (/[?#]/.test(url.href)) {
     throw urlError(CONTEXT, field, "must not have a query or fragment", url);
   }
   if (!url.pathname.endsWith("/")) url.pathname += "/";
