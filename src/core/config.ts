@@ -65,6 +65,9 @@ const SETTING_NAMES = Object.freeze({
   ...CONFIG_OPTIONAL_VARIABLES,
 });
 
+/** Every variable read: a near miss is none of them (one is no typo of another). */
+const KNOWN: readonly string[] = Object.values(SETTING_NAMES);
+
 /** The values each optional variable takes, the default first. */
 const OPTIONAL_VALUES = {
   bodyFormat: ["json", "form"],
@@ -244,7 +247,7 @@ function missingError(
   const set = typeof env === "function"
     ? undefined
     : Object.keys(env).filter((name) =>
-      env[name] !== undefined && !missing.includes(name)
+      env[name] !== undefined && !KNOWN.includes(name)
     );
   const hints = missing.flatMap((variable) =>
     (set === undefined
@@ -320,8 +323,8 @@ function processEnv(): EnvSource {
         const { state } = deno.permissions.querySync({ name: "env", variable });
         if (state === "granted") return deno.env.get(variable);
         // The exact flag: every variable configFromEnv reads, by name.
-        const every = Object.values(SETTING_NAMES).join(",");
-        throw configError(variable, `cannot be read: add --allow-env=${every}`);
+        const rule = `cannot be read: add --allow-env=${KNOWN.join(",")}`;
+        throw configError(variable, rule);
       };
     }
   }
