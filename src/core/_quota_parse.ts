@@ -41,7 +41,9 @@ function readPairs(segment: string): Map<Key, string> {
     if (pairs.has(key)) {
       fail("repeated-key", `'${key}' appears twice in a bucket`, segment);
     }
-    pairs.set(key, pair.slice(equals + 1).trim());
+    const value = pair.slice(equals + 1).trim(); // formatQuotaHeader writes no '=' in one
+    if (value.includes("=")) fail("missing-equals", "a pair has two '='", pair);
+    pairs.set(key, value);
   }
   return pairs;
 }
@@ -49,8 +51,8 @@ function readPairs(segment: string): Map<Key, string> {
 export function parseBucket(segment: string): QuotaBucket {
   const pairs = readPairs(segment);
   const field = (key: Key): string => {
-    const text = pairs.get(key);
-    if (text === undefined || text === "") {
+    const text = pairs.get(key); // an empty number is a bad one, an empty name none
+    if (text === undefined || (key === "b" && text === "")) {
       fail("missing-key", `a bucket has no '${key}'`, segment);
     }
     return text;
