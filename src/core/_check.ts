@@ -50,6 +50,7 @@ export function rangeError(
 export const MAX_TIMER_MS = 2_147_483_647;
 
 const RULES = {
+  "safe integer": (n: number) => Number.isSafeInteger(n),
   "positive integer": (n: number) => Number.isSafeInteger(n) && n >= 1,
   "non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
   "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
@@ -62,6 +63,8 @@ const RULES = {
     Number.isInteger(n) && n > 0 && n <= MAX_TIMER_MS,
   "non-negative whole time in ms, at most 2147483647": (n: number) =>
     Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS,
+  "non-negative whole time in s, at most 2147483": (n: number) =>
+    Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS / 1000,
 };
 
 /** A rule a numeric option must follow. */

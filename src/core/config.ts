@@ -59,13 +59,11 @@ export const CONFIG_OPTIONAL_VARIABLES: {
   clientAuthentication: "PARTNER_API_CLIENT_AUTHENTICATION",
 });
 
-/** The variable of each setting, for hints and messages. */
+/** The variable of each setting, for hints and messages; `KNOWN`, every one (no near miss of another). */
 const SETTING_NAMES = Object.freeze({
   ...CONFIG_VARIABLES,
   ...CONFIG_OPTIONAL_VARIABLES,
 });
-
-/** Every variable read: a near miss is none of them (one is no typo of another). */
 const KNOWN: readonly string[] = Object.values(SETTING_NAMES);
 
 /** The values each optional variable takes, the default first. */

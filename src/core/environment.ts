@@ -76,8 +76,7 @@ const CONTEXT = "Cannot define environment";
 
 function checkBase(value: string | URL, field: string): URL {
   const url = secureUrl(value, CONTEXT, field);
-  // Not search and hash: they are "" for a bare `?` or `#`, which href keeps.
-  if (/[?#]/.test(url.href)) {
+  if (/[?#]/.test(url.href)) { // not search and hash: "" for a bare ? or #
     throw urlError(CONTEXT, field, "must not have a query or fragment", url);
   }
   if (!url.pathname.endsWith("/")) url.pathname += "/";
