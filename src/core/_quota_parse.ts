@@ -19,14 +19,9 @@ function fail(reason: QuotaSyntaxReason, text: string, part: string): never {
 
 function parseCount(key: Key, text: string, segment: string): number {
   const value = Number(text);
-  if (!DIGITS.test(text) || !Number.isSafeInteger(value)) {
-    fail(
-      "bad-number",
-      `'${key}' must be a non-negative safe integer in "${segment}"`,
-      text,
-    );
-  }
-  return value;
+  if (DIGITS.test(text) && Number.isSafeInteger(value)) return value;
+  const rule = `'${key}' must be a non-negative safe integer in "${segment}"`;
+  return fail("bad-number", rule, text);
 }
 
 function readPairs(segment: string): Map<Key, string> {
@@ -52,10 +47,8 @@ export function parseBucket(segment: string): QuotaBucket {
   const pairs = readPairs(segment);
   const field = (key: Key): string => {
     const text = pairs.get(key); // an empty number is a bad one, an empty name none
-    if (text === undefined || (key === "b" && text === "")) {
-      fail("missing-key", `a bucket has no '${key}'`, segment);
-    }
-    return text;
+    if (text !== undefined && (key !== "b" || text !== "")) return text;
+    return fail("missing-key", `a bucket has no '${key}'`, segment);
   };
   return Object.freeze({
     bucket: field("b"),
@@ -67,8 +60,7 @@ export function parseBucket(segment: string): QuotaBucket {
 
 /** The header's non-empty bucket segments, trimmed. */
 export function quotaSegments(value: string | null | undefined): string[] {
-  if (value === null || value === undefined) return [];
-  return value.split(",")
+  return (value ?? "").split(",")
     .map((segment) => segment.trim())
     .filter((segment) => segment.replaceAll(";", "").trim() !== "");
 }

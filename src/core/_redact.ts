@@ -144,8 +144,7 @@ function variants(secret: string): Set<string> {
 function htmlEscapes(text: string): string[] {
   let escaped = [text];
   for (const [pattern, replacements] of HTML_ESCAPES) {
-    if (!pattern.test(text)) continue;
-    pattern.lastIndex = 0;
+    if (text.search(pattern) === -1) continue; // search leaves lastIndex as it was
     escaped = escaped.flatMap((form) =>
       replacements.map((entity) => form.replace(pattern, entity))
     );

@@ -270,14 +270,10 @@ function typosSet(
 ): string[] {
   const typos = new Set<string>();
   for (let i = 0; i < variable.length; i++) {
-    typos.add(variable.slice(0, i) + variable.slice(i + 1));
-    typos.add(variable.slice(0, i + 1) + variable.slice(i));
-    if (i + 1 < variable.length) {
-      typos.add(
-        variable.slice(0, i) + variable[i + 1] + variable[i] +
-          variable.slice(i + 2),
-      );
-    }
+    const head = variable.slice(0, i), tail = variable.slice(i + 1);
+    const char = variable[i]!; // dropped, doubled, swapped with the next:
+    typos.add(head + tail).add(head + char + char + tail);
+    typos.add(head + tail.slice(0, 1) + char + tail.slice(1)); // the last: itself
   }
   typos.delete(variable);
   return [...typos].filter((name) => readIfAllowed(read, name) !== undefined);
