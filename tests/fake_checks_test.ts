@@ -116,6 +116,9 @@ Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAft
   }
   const drop = { beyondMaxLimit: "drop" as "cut" };
   refuses(() => createFakePartnerService(drop), TypeError, "beyondMaxLimit");
+  // The option that turns Retry-After on is a boolean, not a number of seconds.
+  const seconds = { retryAfter: MAX + 1 as unknown as boolean };
+  refuses(() => createFakePartnerService(seconds), TypeError, "retryAfter");
   const fake = createFakePartnerService({
     tokenLifetime: MAX,
     seed: -3,

@@ -117,7 +117,7 @@ export function requireOptions(
 }
 
 /** An option that is one of `values` (the first when undefined); else a `TypeError` naming them (and 40 characters of it). */
-export function oneOf<T extends string>(
+export function oneOf<T extends string | boolean>(
   value: unknown,
   values: readonly T[],
   context: string,
@@ -125,7 +125,7 @@ export function oneOf<T extends string>(
 ): T {
   if (value === undefined) return values[0]!;
   if (values.includes(value as T)) return value as T;
-  const names = values.map((v) => `"${v}"`);
+  const names = values.map((v) => JSON.stringify(v)); // "cut", or true
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
   const received = JSON.stringify(String(value).slice(0, 40));
   throw typeError(context, option, rule, received);

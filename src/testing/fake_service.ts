@@ -143,8 +143,8 @@ const MS = `positive ${WHOLE}` as const;
  * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
  * @throws {RangeError} (`option`) When a lifetime, quota, size, seed (an integer) or time (≤ 2,147,483,647 ms) is out of range.
- * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string, or
- * `beyondMaxLimit` neither `"refuse"` nor `"cut"`.
+ * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string,
+ * `retryAfter` not a boolean, or `beyondMaxLimit` neither `"refuse"` nor `"cut"`.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
@@ -289,7 +289,7 @@ function serviceState(options: FakePartnerServiceOptions) {
     now,
     ...credentials,
     audience: AUDIENCE,
-    retryAfter: options.retryAfter ?? false,
+    retryAfter: oneOf(options.retryAfter, [false, true], CONTEXT, "retryAfter"),
     bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
   });
   const seed = checked(options.seed, 1, "seed", "safe integer");
