@@ -1,7 +1,12 @@
 // Issue 18: configFromEnv, the library's first hour. Against the fake.
 
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
-import { CONFIG_VARIABLES, configFromEnv } from "../src/core/config.ts";
+import {
+  CONFIG_OPTIONAL_VARIABLES,
+  CONFIG_VARIABLES,
+  type ConfigError,
+  configFromEnv,
+} from "../src/core/config.ts";
 import { createClient } from "../src/client/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor } from "./_cli_helpers.ts";
@@ -36,6 +41,37 @@ Deno.test("configFromEnv() names every missing variable at once, with near misse
       return true;
     },
   );
+});
+
+Deno.test("configFromEnv() offers no variable it reads as a near miss of another, missing or empty", () => {
+  const full: Record<string, string> = {
+    PARTNER_API_BASE_URL: "https://api.example/api/",
+    PARTNER_API_PCI_BASE_URL: "https://pci.example/api/",
+    PARTNER_API_TOKEN_URL: "https://idp.example/token",
+    PARTNER_API_AUDIENCE: "https://api.example",
+    PARTNER_API_CLIENT_ID: "client-0123",
+    PARTNER_API_CLIENT_SECRET: "secret-0123",
+    [CONFIG_OPTIONAL_VARIABLES.bodyFormat]: "json",
+    [CONFIG_OPTIONAL_VARIABLES.clientAuthentication]: "body",
+  };
+  const names = Object.keys(full);
+  for (const variable of Object.values(CONFIG_VARIABLES)) {
+    for (const unset of [undefined, ""]) {
+      const env = { ...full, [variable]: unset };
+      throws(() => configFromEnv(env), (error: unknown) => {
+        ok(error instanceof TypeError);
+        const { missing, option } = error as ConfigError;
+        deepStrictEqual([option, ...missing], [variable, variable]);
+        // The hint has no field: the message must name no other variable read.
+        const others = names.filter((name) => name !== variable);
+        deepStrictEqual(
+          others.filter((name) => error.message.includes(name)),
+          [],
+        );
+        return true;
+      });
+    }
+  }
 });
 
 Deno.test("configFromEnv() names the variable and the rule, never the value", async () => {

@@ -92,6 +92,26 @@ Deno.test("defineEnvironment() accepts http on loopback hosts only", () => {
   ]);
 });
 
+Deno.test("defineEnvironment() refuses a bare ? or # in a base, which leaves search and hash empty but stays in href", () => {
+  const rule = "must not have a query or fragment";
+  for (const end of ["?", "#", "?#"]) {
+    throwsNaming([
+      [{ baseUrl: `${SANDBOX.baseUrl}${end}` }, "baseUrl", rule],
+      [
+        { pciBaseUrl: new URL(`${SANDBOX.pciBaseUrl}${end}`) },
+        "pciBaseUrl",
+        rule,
+      ],
+    ]);
+  }
+  // What a base may hold is still kept: its href is the base alone.
+  const kept = defineEnvironment({
+    ...SANDBOX,
+    baseUrl: "https://a.example/x%3F/api",
+  });
+  equal(kept.baseUrl.href, "https://a.example/x%3F/api/");
+});
+
 Deno.test("defineEnvironment() names the field of every other bad value", () => {
   throwsNaming([
     [

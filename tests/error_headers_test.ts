@@ -89,6 +89,46 @@ Deno.test("headers: the access token a list page echoes in a response header is 
   });
 });
 
+Deno.test("headers: each response header on a token or API error is cut to 1,000 characters like a body, after redaction", async () => {
+  const long = "h".repeat(10_000);
+  const late = `${"p".repeat(990)}${SECRET}${"q".repeat(5_000)}`; // the secret across the cut
+  const check = (headers: Headers | undefined) => {
+    const kept = headers?.get("x-long") ?? "";
+    ok(
+      kept.length <= 1_000 && kept.startsWith("h".repeat(990)),
+      `${kept.length}`,
+    );
+    const echoed = headers?.get("x-late") ?? "";
+    ok(
+      echoed.length <= 1_000 && echoed.startsWith("p".repeat(990)),
+      `${echoed.length}`,
+    );
+    ok(!echoed.includes(SECRET.slice(0, 5)), echoed.slice(990));
+  };
+  const error = await requestToken({
+    ...TARGET,
+    fetch: answering(401, { "x-long": long, "x-late": late }),
+  }).catch((error: unknown) => error);
+  ok(error instanceof TokenRequestError, String(error));
+  check(error.response?.headers);
+  using fake = inProcessFake({ credentials: { clientSecret: SECRET } });
+  const api = besideFake(fake, () =>
+    new Response("not here", {
+      status: 404,
+      headers: { "x-long": long, "x-late": late },
+    }));
+  const client = createClient({
+    environment: api.environment,
+    ...fake.credentials,
+    fetch: api.fetch,
+  });
+  await rejects(client.list("transactions").next(), (error: unknown) => {
+    ok(error instanceof ApiError);
+    check(error.response?.headers);
+    return true;
+  });
+});
+
 Deno.test("C1 controls: a quota bucket named with U+009B (and C0 controls) reaches token.request events, provider.quota and IssuedToken.quota escaped as \\uXXXX", async () => {
   const events: PartnerApiEvent[] = [];
   const provider = createTokenProvider({

@@ -3,8 +3,9 @@
 // a TypeError or RangeError naming the `option`, and time options at most
 // 2,147,483,647 ms, the longest wait a timer keeps.
 
-import { equal, throws } from "node:assert/strict";
+import { equal, rejects, throws } from "node:assert/strict";
 import { createFakePartnerService } from "@partner-api/client/testing";
+import { requestToken } from "@partner-api/client/token";
 
 const MAX = 2_147_483_647;
 
@@ -94,5 +95,57 @@ Deno.test("the fake's time options are bounded like every time option: 2,147,483
     "faults[1].ms",
   );
   fake.injectApiFaults({ kind: "delay", ms: MAX });
+  fake.close();
+});
+
+Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAfter are checked: a lifetime is a time option (at most 2,147,483,647 ms, so its expires_in is one the client takes)", async () => {
+  for (
+    const [options, option] of [
+      [{ tokenLifetime: MAX + 1 }, "tokenLifetime"],
+      [{ tokenLifetime: 1e15 }, "tokenLifetime"],
+      [{ tokenLifetime: 1.5 }, "tokenLifetime"],
+      [{ seed: "x" as unknown as number }, "seed"],
+      [{ seed: 0.5 }, "seed"],
+      [
+        { faults: [{ kind: "status", status: 429, retryAfter: 2_147_484 }] },
+        "faults[0].retryAfter",
+      ],
+    ] as const
+  ) {
+    refuses(() => createFakePartnerService(options), RangeError, option);
+  }
+  const drop = { beyondMaxLimit: "drop" as "cut" };
+  refuses(() => createFakePartnerService(drop), TypeError, "beyondMaxLimit");
+  // The option that turns Retry-After on is a boolean, not a number of seconds.
+  const seconds = { retryAfter: MAX + 1 as unknown as boolean };
+  refuses(() => createFakePartnerService(seconds), TypeError, "retryAfter");
+  const fake = createFakePartnerService({
+    tokenLifetime: MAX,
+    seed: -3,
+    beyondMaxLimit: "cut",
+    faults: [{ kind: "status", status: 429, retryAfter: 2_147_483 }],
+  });
+  for (const retryAfter of [-1, 0.5, 1e15]) {
+    refuses(
+      () => fake.injectTokenFaults({ kind: "status", status: 503, retryAfter }),
+      RangeError,
+      "faults[0].retryAfter",
+    );
+  }
+  const environment = fake.environmentAt(
+    "http://127.0.0.1:1",
+    "http://127.0.0.1:2",
+  );
+  const fetch = (input: RequestInfo | URL, init?: RequestInit) =>
+    fake.handle(new Request(input, init));
+  const target = {
+    ...environment,
+    ...fake.credentials,
+    fetch,
+    retry: false as const,
+  };
+  await rejects(requestToken(target), { status: 429 }); // the injected fault
+  const token = await requestToken(target);
+  equal(token.expiresIn, Math.floor(MAX / 1000));
   fake.close();
 });

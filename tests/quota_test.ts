@@ -68,7 +68,12 @@ Deno.test("parseQuotaHeader() throws SyntaxError with the reason and the part at
       "bad-number",
       "9007199254740993",
     ],
-    ["b=per_hour;q=10;r=7;t=", "missing-key", "b=per_hour;q=10;r=7;t="],
+    // An empty number is a bad number (the key is there), its part the empty text.
+    ["b=per_hour;q=10;r=7;t=", "bad-number", ""],
+    ["b=per_hour;q=10;r= ;t=1", "bad-number", ""],
+    // A name formatQuotaHeader refuses to write: a pair with a second '='.
+    ["b=a=b;q=1;r=0;t=2", "missing-equals", "b=a=b"],
+    ["b=x;q=1=2;r=0;t=2", "missing-equals", "q=1=2"],
     [
       "b=per_hour;q=1;q=2;r=7;t=1",
       "repeated-key",
@@ -192,6 +197,75 @@ Deno.test("parseQuotaHeader() round-trips what formatQuotaHeader() writes", () =
       deepStrictEqual(parseQuotaHeader(formatQuotaHeader(buckets)), buckets);
     }),
     { numRuns: runs(100, 10_000) },
+  );
+});
+
+Deno.test("formatQuotaHeader() and parseQuotaHeader() are each other's inverse, for any bucket name", () => {
+  const name = fc.string({
+    unit: fc.constantFrom("a", "Z", "_", "=", ",", ";", " ", "\t", "\u00e9"),
+    maxLength: 6,
+  });
+  const buckets = fc.array(
+    fc.record({
+      bucket: name,
+      limit: count,
+      remaining: count,
+      resetAfter: count,
+    }).map((bucket) => ({ ...bucket })),
+    { maxLength: 3 },
+  );
+  const written = new Set<boolean>();
+  fc.assert(
+    fc.property(buckets, (buckets) => {
+      let header: string;
+      try {
+        header = formatQuotaHeader(buckets);
+      } catch (error) {
+        written.add(false);
+        return error instanceof TypeError; // a name the format cannot carry
+      }
+      written.add(true);
+      deepStrictEqual(parseQuotaHeader(header), buckets);
+      return true;
+    }),
+    { numRuns: runs(300, 20_000) },
+  );
+  deepStrictEqual([...written].sort(), [false, true]);
+  // And what parseQuotaHeader reads, formatQuotaHeader writes back as it was.
+  const pieces = fc.constantFrom(
+    "b",
+    "q",
+    "r",
+    "t",
+    "=",
+    ";",
+    ",",
+    " ",
+    "x",
+    "1",
+  );
+  const spliced = fc.tuple(
+    fc.array(bucketArb, { minLength: 1, maxLength: 2 }),
+    fc.nat(),
+    fc.array(pieces, { maxLength: 3 }),
+  )
+    .map(([buckets, at, added]) => {
+      const header = formatQuotaHeader(buckets);
+      const cut = at % (header.length + 1);
+      return header.slice(0, cut) + added.join("") + header.slice(cut);
+    });
+  fc.assert(
+    fc.property(spliced, (header) => {
+      let read: QuotaBucket[];
+      try {
+        read = parseQuotaHeader(header);
+      } catch (error) {
+        return error instanceof SyntaxError;
+      }
+      deepStrictEqual(parseQuotaHeader(formatQuotaHeader(read)), read);
+      return true;
+    }),
+    { numRuns: runs(1000, 50_000) },
   );
 });
 

@@ -193,8 +193,14 @@ Deno.test("expires_in as a string of digits is read as seconds; a missing one me
 });
 
 Deno.test("requestToken() accepts expires_in of exactly a year", async () => {
+  // Sent as a body: the fake's tokenLifetime is a time option, at most 2,147,483,647 ms.
+  const body = {
+    access_token: "a-year-token",
+    expires_in: 31_536_000,
+    token_type: "Bearer",
+  };
   await using api = await startFakePartnerApi({
-    tokenLifetime: 31_536_000_000,
+    faults: [{ kind: "body", body: JSON.stringify(body) }],
   });
   const token = await requestToken({ ...api.environment, ...api.credentials });
   equal(token.expiresIn, 31_536_000);

@@ -50,6 +50,7 @@ export function rangeError(
 export const MAX_TIMER_MS = 2_147_483_647;
 
 const RULES = {
+  "safe integer": (n: number) => Number.isSafeInteger(n),
   "positive integer": (n: number) => Number.isSafeInteger(n) && n >= 1,
   "non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
   "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
@@ -62,6 +63,8 @@ const RULES = {
     Number.isInteger(n) && n > 0 && n <= MAX_TIMER_MS,
   "non-negative whole time in ms, at most 2147483647": (n: number) =>
     Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS,
+  "non-negative whole time in s, at most 2147483": (n: number) =>
+    Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS / 1000,
 };
 
 /** A rule a numeric option must follow. */
@@ -114,7 +117,7 @@ export function requireOptions(
 }
 
 /** An option that is one of `values` (the first when undefined); else a `TypeError` naming them (and 40 characters of it). */
-export function oneOf<T extends string>(
+export function oneOf<T extends string | boolean>(
   value: unknown,
   values: readonly T[],
   context: string,
@@ -122,7 +125,7 @@ export function oneOf<T extends string>(
 ): T {
   if (value === undefined) return values[0]!;
   if (values.includes(value as T)) return value as T;
-  const names = values.map((v) => `"${v}"`);
+  const names = values.map((v) => JSON.stringify(v)); // "cut", or true
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
   const received = JSON.stringify(String(value).slice(0, 40));
   throw typeError(context, option, rule, received);

@@ -19,14 +19,9 @@ function fail(reason: QuotaSyntaxReason, text: string, part: string): never {
 
 function parseCount(key: Key, text: string, segment: string): number {
   const value = Number(text);
-  if (!DIGITS.test(text) || !Number.isSafeInteger(value)) {
-    fail(
-      "bad-number",
-      `'${key}' must be a non-negative safe integer in "${segment}"`,
-      text,
-    );
-  }
-  return value;
+  if (DIGITS.test(text) && Number.isSafeInteger(value)) return value;
+  const rule = `'${key}' must be a non-negative safe integer in "${segment}"`;
+  return fail("bad-number", rule, text);
 }
 
 function readPairs(segment: string): Map<Key, string> {
@@ -41,7 +36,9 @@ function readPairs(segment: string): Map<Key, string> {
     if (pairs.has(key)) {
       fail("repeated-key", `'${key}' appears twice in a bucket`, segment);
     }
-    pairs.set(key, pair.slice(equals + 1).trim());
+    const value = pair.slice(equals + 1).trim(); // formatQuotaHeader writes no '=' in one
+    if (value.includes("=")) fail("missing-equals", "a pair has two '='", pair);
+    pairs.set(key, value);
   }
   return pairs;
 }
@@ -49,11 +46,9 @@ function readPairs(segment: string): Map<Key, string> {
 export function parseBucket(segment: string): QuotaBucket {
   const pairs = readPairs(segment);
   const field = (key: Key): string => {
-    const text = pairs.get(key);
-    if (text === undefined || text === "") {
-      fail("missing-key", `a bucket has no '${key}'`, segment);
-    }
-    return text;
+    const text = pairs.get(key); // an empty number is a bad one, an empty name none
+    if (text !== undefined && (key !== "b" || text !== "")) return text;
+    return fail("missing-key", `a bucket has no '${key}'`, segment);
   };
   return Object.freeze({
     bucket: field("b"),
@@ -65,8 +60,7 @@ export function parseBucket(segment: string): QuotaBucket {
 
 /** The header's non-empty bucket segments, trimmed. */
 export function quotaSegments(value: string | null | undefined): string[] {
-  if (value === null || value === undefined) return [];
-  return value.split(",")
+  return (value ?? "").split(",")
     .map((segment) => segment.trim())
     .filter((segment) => segment.replaceAll(";", "").trim() !== "");
 }

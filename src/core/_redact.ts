@@ -144,8 +144,7 @@ function variants(secret: string): Set<string> {
 function htmlEscapes(text: string): string[] {
   let escaped = [text];
   for (const [pattern, replacements] of HTML_ESCAPES) {
-    if (!pattern.test(text)) continue;
-    pattern.lastIndex = 0;
+    if (text.search(pattern) === -1) continue; // search leaves lastIndex as it was
     escaped = escaped.flatMap((form) =>
       replacements.map((entity) => form.replace(pattern, entity))
     );
@@ -201,13 +200,14 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
  * Text from a server, fit for an error: secrets redacted first (no later
- * change may break a form apart), controls as spaces, cut to `max`; dropped
- * whole if it still holds {@linkcode SECRET_RUN} characters of a secret.
+ * change may break a form apart), controls as spaces, cut to `max` (ending
+ * with `more`); dropped whole if it still holds {@linkcode SECRET_RUN} characters of a secret.
  */
 export function serverText(
   text: string,
   secrets: readonly Secret[],
   max: number = MAX_SERVER_TEXT,
+  more = "…",
 ): string {
   // Past `max` and every form's length is cut anyway: unsearched (a body may be megabytes).
   const reach = max + Math.max(0, ...secrets.map((s) => redactorOf(s).longest));
@@ -216,7 +216,7 @@ export function serverText(
     return REDACTED;
   }
   const clean = redacted.replace(CONTROLS, " ");
-  return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
+  return clean.length <= max ? clean : clean.slice(0, max - more.length) + more;
 }
 
 /** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret. */
@@ -293,13 +293,11 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
 }
 type Clean = (text: string) => string;
 
-/** A copy of `response` for an error (`showHidden` shows it): status, headers redacted, no body. */
+/** A copy of `response` for an error (`showHidden` shows it): status, each header cleaned and cut like a body, no body. */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
   for (const [name, value] of response.headers) {
-    const clean = redact(value, secrets);
-    const whole = !secrets.some((s) => holdsRun(clean, redactorOf(s).secret));
-    headers.append(name, whole ? clean : REDACTED);
+    headers.append(name, serverText(value, secrets, MAX_SERVER_TEXT, "...")); // a header value is bytes: no "…"
   }
   const { status, statusText } = response;
   // Response refuses a body-less copy of 101 and a status under 200.

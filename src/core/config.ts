@@ -59,11 +59,12 @@ export const CONFIG_OPTIONAL_VARIABLES: {
   clientAuthentication: "PARTNER_API_CLIENT_AUTHENTICATION",
 });
 
-/** The variable of each setting, for hints and messages. */
+/** The variable of each setting, for hints and messages; `KNOWN`, every one (no near miss of another). */
 const SETTING_NAMES = Object.freeze({
   ...CONFIG_VARIABLES,
   ...CONFIG_OPTIONAL_VARIABLES,
 });
+const KNOWN: readonly string[] = Object.values(SETTING_NAMES);
 
 /** The values each optional variable takes, the default first. */
 const OPTIONAL_VALUES = {
@@ -244,7 +245,7 @@ function missingError(
   const set = typeof env === "function"
     ? undefined
     : Object.keys(env).filter((name) =>
-      env[name] !== undefined && !missing.includes(name)
+      env[name] !== undefined && !KNOWN.includes(name)
     );
   const hints = missing.flatMap((variable) =>
     (set === undefined
@@ -269,14 +270,10 @@ function typosSet(
 ): string[] {
   const typos = new Set<string>();
   for (let i = 0; i < variable.length; i++) {
-    typos.add(variable.slice(0, i) + variable.slice(i + 1));
-    typos.add(variable.slice(0, i + 1) + variable.slice(i));
-    if (i + 1 < variable.length) {
-      typos.add(
-        variable.slice(0, i) + variable[i + 1] + variable[i] +
-          variable.slice(i + 2),
-      );
-    }
+    const head = variable.slice(0, i), tail = variable.slice(i + 1);
+    const char = variable[i]!; // dropped, doubled, swapped with the next:
+    typos.add(head + tail).add(head + char + char + tail);
+    typos.add(head + tail.slice(0, 1) + char + tail.slice(1)); // the last: itself
   }
   typos.delete(variable);
   return [...typos].filter((name) => readIfAllowed(read, name) !== undefined);
@@ -320,8 +317,8 @@ function processEnv(): EnvSource {
         const { state } = deno.permissions.querySync({ name: "env", variable });
         if (state === "granted") return deno.env.get(variable);
         // The exact flag: every variable configFromEnv reads, by name.
-        const every = Object.values(SETTING_NAMES).join(",");
-        throw configError(variable, `cannot be read: add --allow-env=${every}`);
+        const rule = `cannot be read: add --allow-env=${KNOWN.join(",")}`;
+        throw configError(variable, rule);
       };
     }
   }

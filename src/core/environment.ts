@@ -76,7 +76,7 @@ const CONTEXT = "Cannot define environment";
 
 function checkBase(value: string | URL, field: string): URL {
   const url = secureUrl(value, CONTEXT, field);
-  if (url.search !== "" || url.hash !== "") {
+  if (/[?#]/.test(url.href)) { // not search and hash: "" for a bare ? or #
     throw urlError(CONTEXT, field, "must not have a query or fragment", url);
   }
   if (!url.pathname.endsWith("/")) url.pathname += "/";

@@ -11,12 +11,19 @@ export type Decorate = (
   headers?: Readonly<Record<string, string>>,
 ) => Response;
 
-/** `faults` (the option of that name), each `delay` bounded like every wait (a timer takes a longer one as 1 ms). */
+/** The bound of a fault's `delay` (`ms`) and `retryAfter`: like every wait's (a timer takes a longer one as 1 ms). */
+const FAULT_BOUNDS = [
+  ["ms", "non-negative whole time in ms, at most 2147483647"],
+  ["retryAfter", "non-negative whole time in s, at most 2147483"],
+] as const;
+
+/** `faults` (the option of that name), checked. */
 export function checkedFaults(faults: readonly FakeFault[], context: string) {
-  const rule = "non-negative whole time in ms, at most 2147483647";
   faults.forEach((fault, i) => {
-    if (fault?.kind !== "delay") return;
-    checkNumber(fault.ms, 0, rule, context, `faults[${i}].ms`);
+    for (const [key, rule] of FAULT_BOUNDS) {
+      const value = (fault as Partial<Record<typeof key, number>>)?.[key];
+      checkNumber(value, 0, rule, context, `faults[${i}].${key}`);
+    }
   });
   return [...faults];
 }

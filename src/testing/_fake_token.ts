@@ -106,11 +106,8 @@ async function readTokenBody(
   const type = request.headers.get("content-type")?.split(";")[0]?.trim()
     .toLowerCase();
   const format = formats.find((name) => MEDIA_TYPES[name] === type);
-  if (format === undefined) {
-    return `Content-Type must be ${
-      formats.map((name) => MEDIA_TYPES[name]).join(" or ")
-    }`;
-  }
+  const types = formats.map((name) => MEDIA_TYPES[name]).join(" or ");
+  if (format === undefined) return `Content-Type must be ${types}`;
   let body: unknown;
   try {
     body = format === "json"

@@ -28,14 +28,10 @@ export function churner(
   now: () => number,
 ): ((resource: ListResource) => void) | undefined {
   if (churn === undefined) return undefined;
-  for (const field of ["append", "insertAnywhere", "remove", "update"]) {
-    checkNumber(
-      churn[field as keyof FakeChurn],
-      0,
-      "non-negative integer",
-      CONTEXT,
-      `churn.${field}`,
-    );
+  const { append, insertAnywhere, remove, update } = churn;
+  const counts = { append, insertAnywhere, remove, update };
+  for (const [field, n] of Object.entries(counts)) {
+    checkNumber(n, 0, "non-negative integer", CONTEXT, `churn.${field}`);
   }
   const random = seededRandom(seed + 1);
   return (resource) => churnList(resource, churn, random, now());

@@ -205,11 +205,9 @@ export function pageOf(
   }
   const key = `${sortBy} ${direction}`;
   // Sorted once and kept: a crawl of a million must not sort a million per page.
-  let sorted = resource.sorted.get(key);
-  if (sorted === undefined) {
-    sorted = resource.items.toSorted(orderOf(resource, key));
-    resource.sorted.set(key, sorted);
-  }
+  const sorted = resource.sorted.get(key) ??
+    resource.items.toSorted(orderOf(resource, key));
+  resource.sorted.set(key, sorted);
   return sorted.slice((page - 1) * limit, page * limit);
 }
 

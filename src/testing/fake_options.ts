@@ -18,7 +18,8 @@
  */
 export interface FakePartnerServiceOptions {
   /**
-   * Lifetime of issued tokens, in ms like every duration of the fake (`expires_in`: whole seconds, at least 1).
+   * Lifetime of issued tokens, in ms like every duration of the fake (`expires_in`: whole seconds, at least 1):
+   * whole, at most 2,147,483,647 (24.8 days) like every time option.
    * @default {86400000}
    */
   tokenLifetime?: number;
@@ -49,7 +50,7 @@ export interface FakePartnerServiceOptions {
    */
   items?: Partial<ListSizes>;
   /**
-   * Seed of the generated data: the same seed gives the same items.
+   * Seed of the generated data, an integer: the same seed gives the same items.
    * @default {1}
    */
   seed?: number;
@@ -121,7 +122,7 @@ export interface FakeCredentials {
 
 /**
  * A scripted misbehaviour for one request, in order: `status` answers it with an OAuth error body
- * (and `Retry-After`, if given); `delay` waits `ms`, then answers; `drop` cuts a 200 mid-body;
+ * (and `Retry-After`: `retryAfter`, whole seconds up to 2,147,483, if given); `delay` waits `ms`, then answers; `drop` cuts a 200 mid-body;
  * `body` answers 200 (or `status`) with exactly this body. `headers` are set last.
  *
  * @example A flaky token endpoint

@@ -107,7 +107,7 @@ type Handler = (request: Request) => Promise<Response>;
  * (with `r` after each answer) and answers 429 past the quota.
  * @param options Token lifetime, quota, clock and faults.
  * @returns The running fake; close it with `close()` or `await using`.
- * @throws {RangeError} When a lifetime or quota is not a non-negative integer.
+ * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`).
  * @throws {TypeError} Outside Deno (`option: "port"`), before anything is checked or served.
  *
  * @example Testing code against the fake

@@ -2,7 +2,13 @@
 
 import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
-import { checkNumber, requireFunction, requireText } from "../core/_check.ts";
+import {
+  checkNumber,
+  type NumberRule,
+  oneOf,
+  requireFunction,
+  requireText,
+} from "../core/_check.ts";
 import { generateLists, type Item, seededRandom } from "./_list_data.ts";
 import {
   appendItems,
@@ -61,12 +67,12 @@ export interface FakeControls {
   readonly apiRequests: number;
   /**
    * Queues faults for the next token requests, after those already queued.
-   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay over 2,147,483,647 ms.
+   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s.
    */
   injectTokenFaults(...faults: FakeFault[]): void;
   /**
    * Queues faults for the next API requests, after those already queued.
-   * @throws {RangeError} (`option: "faults[i].ms"`) For a delay over 2,147,483,647 ms.
+   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s.
    */
   injectApiFaults(...faults: FakeFault[]): void;
   /** Adds `count` transactions newer than all others, as if created now (the head of `DESC` moves). */
@@ -128,13 +134,17 @@ export interface FakePartnerService extends FakeControls {
 
 const CONTEXT = "Cannot start fake partner API";
 const AUDIENCE = "https://partner-api.fake";
+const BEYOND = ["refuse", "cut"] as const;
+const WHOLE = "whole time in ms, at most 2147483647";
+const MS = `positive ${WHOLE}` as const;
 
 /**
  * Creates the fake service that `startFakePartnerApi` serves (see there for what it answers).
  * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
- * @throws {RangeError} (`option`) When a lifetime, quota, size or time (≤ 2,147,483,647 ms) is out of range.
- * @throws {TypeError} (`option`) When `now` is not a function, or a credential not a non-empty string.
+ * @throws {RangeError} (`option`) When a lifetime, quota, size, seed (an integer) or time (≤ 2,147,483,647 ms) is out of range.
+ * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string,
+ * `retryAfter` not a boolean, or `beyondMaxLimit` neither `"refuse"` nor `"cut"`.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
@@ -269,36 +279,32 @@ function serviceState(options: FakePartnerServiceOptions) {
     clientSecret: given("clientSecret", `fake-secret-${randomText(24)}`),
   });
   const endpoint = new FakeTokenEndpoint({
-    // What expires_in says, not a wait: a year (more than a timer holds) rehearses a long-lived token.
-    lifetime: positive(options.tokenLifetime, 86_400_000, "tokenLifetime"),
+    // A time option like any: its bound is also below a year, the most expires_in says.
+    lifetime: checked(options.tokenLifetime, 86_400_000, "tokenLifetime", MS),
     quota: new QuotaCounter(
-      count(options.quota?.perHour, 1000, "quota.perHour"),
-      count(options.quota?.perDay, 10_000, "quota.perDay"),
+      checked(options.quota?.perHour, 1000, "quota.perHour"),
+      checked(options.quota?.perDay, 10_000, "quota.perDay"),
       now,
     ),
     now,
     ...credentials,
     audience: AUDIENCE,
-    retryAfter: options.retryAfter ?? false,
+    retryAfter: oneOf(options.retryAfter, [false, true], CONTEXT, "retryAfter"),
     bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
   });
-  const lists = generateLists(listSizes(options), options.seed ?? 1, now());
+  const seed = checked(options.seed, 1, "seed", "safe integer");
+  const cut = oneOf(options.beyondMaxLimit, BEYOND, CONTEXT, "beyondMaxLimit");
+  const lists = generateLists(listSizes(options), seed, now());
   return {
     now,
     credentials,
     endpoint,
     lists,
-    latency: checkNumber(
-      options.latency,
-      0,
-      "non-negative whole time in ms, at most 2147483647",
-      CONTEXT,
-      "latency",
-    ),
+    latency: checked(options.latency, 0, "latency", `non-negative ${WHOLE}`),
     listEnvelope: options.listEnvelope ?? "object",
-    churn: churner(options.churn, options.seed ?? 1, now),
-    maxLimit: positive(options.maxLimit, 1000, "maxLimit"),
-    cutAtMax: options.beyondMaxLimit === "cut",
+    churn: churner(options.churn, seed, now),
+    maxLimit: checked(options.maxLimit, 1000, "maxLimit", "positive integer"),
+    cutAtMax: cut === "cut",
     rateLimited: rateGate(options.apiRateLimit, now, CONTEXT),
     tokenFaults: checkedFaults(options.faults ?? [], CONTEXT),
     apiFaults: [] as FakeFault[],
@@ -312,16 +318,18 @@ function serviceState(options: FakePartnerServiceOptions) {
 function listSizes(options: FakePartnerServiceOptions): ListSizes {
   const { organizations, transactions, cardholders } = options.items ?? {};
   return {
-    organizations: count(organizations, 25, "items.organizations"),
-    transactions: count(transactions, 500, "items.transactions"),
-    cardholders: count(cardholders, 120, "items.cardholders"),
+    organizations: checked(organizations, 25, "items.organizations"),
+    transactions: checked(transactions, 500, "items.transactions"),
+    cardholders: checked(cardholders, 120, "items.cardholders"),
   };
 }
 
-function count(value: number | undefined, fallback: number, field: string) {
-  return checkNumber(value, fallback, "non-negative integer", CONTEXT, field);
-}
-
-function positive(value: number | undefined, fallback: number, field: string) {
-  return checkNumber(value, fallback, "positive integer", CONTEXT, field);
+/** A numeric option, checked by `rule`: a count unless it says otherwise. */
+function checked(
+  value: number | undefined,
+  fallback: number,
+  field: string,
+  rule: NumberRule = "non-negative integer",
+) {
+  return checkNumber(value, fallback, rule, CONTEXT, field);
 }
