@@ -57,8 +57,8 @@ export async function openRecord(
 
 /**
  * One fleet store's seals: the key given, else one derived from each store key. Each write seals a
- * version newer than any seen; an older record (a store rolled back) is refused, so that a token the
- * fleet renewed is never served again.
+ * version newer than any seen; an older record (a store rolled back, a record written back) is refused
+ * once a newer one was seen here: a process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;

@@ -6,7 +6,6 @@ import { delay, unrefTimer } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
-import type { RecordChange } from "./_lease.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
 /**
@@ -208,13 +207,6 @@ class EncryptedFileStore implements FileTokenStore {
         `could not write the token cache in ${this.folder} (${name}): the next run will need a new token`,
       );
     }
-  }
-
-  async update(key: string, change: RecordChange) {
-    const record = await this.get(key);
-    const next = change(record);
-    if (next !== undefined) await this.set(key, next);
-    return next ?? record;
   }
 
   async coordinate(

@@ -1,7 +1,10 @@
 import type { TokenRecord, TokenStore } from "./types.ts";
+import { published } from "./_record.ts";
+import { raceAbort } from "../core/_deadlines.ts";
 
 /**
  * Creates a token store in this process's memory: pass one to several providers to share their token.
+ * Providers that need one at the same moment send one request: the others wait for it.
  * @returns An empty store.
  *
  * @example Records kept as frozen copies
@@ -17,16 +20,44 @@ import type { TokenRecord, TokenStore } from "./types.ts";
  */
 export function createMemoryTokenStore(): TokenStore {
   const records = new Map<string, TokenRecord>();
+  /** Per key, the end of the request under way, which the other callers wait for. */
+  const flights = new Map<string, Promise<void>>();
+  const put = (key: string, record: TokenRecord) =>
+    records.set(key, Object.freeze({ ...record }));
   return {
     get: (key) => Promise.resolve(records.get(key)),
-    set: (key, record) => {
-      records.set(key, Object.freeze({ ...record }));
-      return Promise.resolve();
-    },
+    set: (key, record) => Promise.resolve(void put(key, record)),
     update: (key, change) => {
       const next = change(records.get(key));
-      if (next !== undefined) records.set(key, Object.freeze({ ...next }));
+      if (next !== undefined) put(key, next);
       return Promise.resolve(records.get(key));
+    },
+    // Through `this`: a store made of this one with its own get or set keeps them.
+    async coordinate(key, { settled, request, signal }) {
+      while (true) {
+        const before = await this.get(key);
+        if (before !== undefined && settled(before)) return before;
+        const flight = flights.get(key);
+        if (flight === undefined) {
+          // None under way: this caller's request is the flight (one that throws stores nothing).
+          let end = () => {};
+          const ended = new Promise<void>((resolve) => end = resolve);
+          flights.set(key, ended);
+          try {
+            const record = published(await request(), before);
+            await this.set(key, record);
+            return record;
+          } finally {
+            if (flights.get(key) === ended) flights.delete(key);
+            end();
+          }
+        }
+        // It ended: look again. A waiter given up on drops it too: it is overdue (work a runtime dropped never ends).
+        await raceAbort(flight, signal).catch((error) => {
+          if (flights.get(key) === flight) flights.delete(key);
+          throw error;
+        });
+      }
     },
   };
 }

@@ -2,6 +2,7 @@
 // flight, atomic changes, writes. A failing store counts as empty and never costs a token.
 
 import type {
+  CoordinateOptions,
   TokenFailure,
   TokenRecord,
   TokenRenewal,
@@ -60,32 +61,47 @@ export class StoreAccess {
     return this.#store !== undefined;
   }
 
-  /** The store's record if it answers the need, else the record of one request. */
-  async obtain(request: TokenRequest, signal: AbortSignal, need: Need) {
+  /** The store's record if it answers the need, else the record of one request (coordinated where the store can). */
+  async obtain(
+    request: TokenRequest,
+    signal: AbortSignal,
+    need: Need,
+  ): Promise<Obtained> {
     const store = this.#store;
     if (store === undefined) return { record: await request(), saved: true };
     const key = await this.key();
     const trusted = (record: unknown) => trustedRecord(record, this.#now());
-    if (store.coordinate !== undefined) {
-      return await coordinate(store, key, request, signal, {
-        ...need,
-        answeredBy: (record) => {
+    const shared = store.coordinate !== undefined;
+    // A plain store is read once: a record due for refresh still has a token to serve if the request fails.
+    const coordinate = store.coordinate?.bind(store) ??
+      ((key: string, { settled, request }: CoordinateOptions) =>
+        store.get(key).then((stored) =>
+          stored !== undefined && settled(stored) ? stored : request()
+        ));
+    let asked = false;
+    let own: TokenRecord | undefined;
+    try {
+      const record = await coordinate(key, {
+        settled: (record) => {
           // What it knows counts even if it does not answer: its token if the request fails, its ledger.
           const known = trusted(record) ?? {};
           need.take(known);
           return need.answeredBy(known);
         },
-      }, trusted);
+        request: async () => {
+          asked = true;
+          return own = await request();
+        },
+        signal,
+        requestBudget: need.requestBudget,
+      });
+      return { record: trusted(record) ?? {}, saved: shared || !asked };
+    } catch (error) {
+      // A failing store counts as empty, and one that fails after the request still yields the token paid for.
+      if (own !== undefined) return { record: own, saved: shared };
+      if (asked || signal.aborted) throw error;
+      return { record: await request(), saved: shared };
     }
-    const stored = await Promise.resolve().then(() => store.get(key)).then(
-      trusted,
-      () => undefined, // a failing store counts as empty
-    );
-    if (stored === undefined) return { record: await request(), saved: false };
-    // Even a record due for refresh has a token to serve if the request fails.
-    need.take(stored);
-    if (need.answeredBy(stored)) return { record: stored, saved: true };
-    return { record: await request(), saved: false };
   }
 
   /** Changes the record atomically where the store can; else over the provider's own `local` one. */
@@ -126,35 +142,6 @@ export class StoreAccess {
   /** The client's key in any store. */
   key(): Promise<string> {
     return this.#key ??= storeKey(this.#endpoint);
-  }
-}
-
-/** Lets a shared store coordinate the request; one that fails still yields a token we paid for. */
-async function coordinate(
-  store: TokenStore,
-  key: string,
-  request: TokenRequest,
-  signal: AbortSignal,
-  need: Need,
-  trusted: (record: unknown) => TokenRecord | undefined,
-): Promise<Obtained> {
-  let asked = false;
-  let own: TokenRecord | undefined;
-  try {
-    const record = await store.coordinate!(key, {
-      settled: (record) => need.answeredBy(record),
-      request: async () => {
-        asked = true;
-        return own = await request();
-      },
-      signal,
-      requestBudget: need.requestBudget,
-    });
-    return { record: trusted(record) ?? {}, saved: true };
-  } catch (error) {
-    if (own !== undefined) return { record: own, saved: true };
-    if (asked || signal.aborted) throw error;
-    return { record: await request(), saved: true };
   }
 }
 

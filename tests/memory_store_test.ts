@@ -1,0 +1,172 @@
+// The memory store's coordination: providers of one process over one store
+// send one token request between them, as over KV, Redis or the file store.
+// Counts, not durations: time is driven (a manual clock, fake timers).
+
+import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+import {
+  type CoordinateOptions,
+  createMemoryTokenStore,
+  type TokenRecord,
+  type TokenStore,
+} from "../src/store/mod.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { drive, inProcessFake, realTurn } from "./_fast_setup.ts";
+
+for (const n of [2, 10]) {
+  Deno.test(`${n} providers over one memory store, started together, spend one token request`, async () => {
+    await using api = await startFakePartnerApi();
+    const store = createMemoryTokenStore();
+    const options = { ...api.environment, ...api.credentials, store };
+    const providers = Array.from(
+      { length: n },
+      () => createTokenProvider(options),
+    );
+    const tokens = await Promise.all(providers.map((p) => p.getToken()));
+    equal(api.tokenRequests, 1);
+    equal(new Set(tokens.map((token) => token.accessToken)).size, 1);
+  });
+}
+
+Deno.test("a failed first flight is every waiter's cooldown, and after it the next caller requests again", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({ now: clock });
+  api.injectTokenFaults({ kind: "status", status: 503 });
+  const store = createMemoryTokenStore();
+  const options = {
+    ...api.environment,
+    ...api.credentials,
+    store,
+    now: clock,
+    retry: false as const,
+  };
+  const providers = Array.from(
+    { length: 10 },
+    () => createTokenProvider(options),
+  );
+  const results = await Promise.allSettled(providers.map((p) => p.getToken()));
+  for (const result of results) {
+    equal(result.status, "rejected");
+    const error = (result as PromiseRejectedResult).reason;
+    ok(error instanceof TokenRequestError);
+    equal(error.status, 503);
+  }
+  equal(api.tokenRequests, 1, "one request failed for all ten");
+  clock.advance(60_000); // past the first cooldown (10 s)
+  const token = await providers[9]!.getToken();
+  ok(api.isValidToken(token.accessToken));
+  equal(
+    (await createTokenProvider(options).getToken()).accessToken,
+    token.accessToken,
+  );
+  equal(api.tokenRequests, 2, "the next caller's own request, shared");
+});
+
+Deno.test("a 429 on one provider's request blocks every provider of the store without a request each", async () => {
+  await using api = await startFakePartnerApi();
+  api.injectTokenFaults({ kind: "status", status: 429, retryAfter: 60 });
+  const store = createMemoryTokenStore();
+  const options = { ...api.environment, ...api.credentials, store };
+  const providers = Array.from(
+    { length: 5 },
+    () => createTokenProvider(options),
+  );
+  const results = await Promise.allSettled(providers.map((p) => p.getToken()));
+  for (const result of results) {
+    equal(result.status, "rejected");
+    ok((result as PromiseRejectedResult).reason instanceof QuotaExceededError);
+  }
+  await rejects(createTokenProvider(options).getToken(), QuotaExceededError);
+  equal(api.tokenRequests, 1);
+});
+
+Deno.test("a caller that leaves does not end the flight the other providers wait for", async () => {
+  await withFakeTimers(async (timers) => {
+    using api = inProcessFake();
+    api.service.injectTokenFaults({ kind: "delay", ms: 1_000 });
+    const memory = createMemoryTokenStore();
+    let looks = 0;
+    const store: TokenStore = {
+      ...memory,
+      get: (key) => (looks++, memory.get(key)),
+    };
+    const options = {
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      store,
+    };
+    const leader = createTokenProvider(options);
+    const waiter = createTokenProvider(options);
+    const leaving = new AbortController();
+    const left = leader.getToken({ signal: leaving.signal }).catch((e) => e);
+    while (api.sent.length === 0) await realTurn(); // the leader's request is under way
+    const joined = waiter.getToken();
+    while (looks < 2) await realTurn(); // the waiter found the flight
+    const reason = new Error("the caller left");
+    leaving.abort(reason);
+    equal(await left, reason);
+    const token = await drive(timers, joined);
+    equal((await leader.getToken()).accessToken, token.accessToken);
+    equal(api.service.tokenRequests, 1);
+  });
+});
+
+/** Coordination options over a record with a block: `looks` counts the calls of `settled`. */
+function coordinateOptions(
+  request: () => Promise<TokenRecord>,
+): CoordinateOptions & { readonly looks: number } {
+  let looks = 0;
+  return {
+    get looks() {
+      return looks;
+    },
+    settled: (record) => (looks++, record.blockedUntil !== undefined),
+    request,
+    signal: new AbortController().signal,
+    requestBudget: 60_000,
+  };
+}
+
+Deno.test("a request that throws holds nobody: the caller waiting on it sends its own", async () => {
+  const store = createMemoryTokenStore();
+  await store.set("client", {}); // a record that settles nothing: each look calls `settled`
+  let fail = (_: Error) => {};
+  const first = store.coordinate!(
+    "client",
+    coordinateOptions(() => new Promise((_, reject) => fail = reject)),
+  );
+  const record = { blockedUntil: 1 };
+  let asked = 0;
+  const second = coordinateOptions(() => (asked++, Promise.resolve(record)));
+  const waiting = store.coordinate!("client", second);
+  while (second.looks === 0) await realTurn();
+  equal(asked, 0, "it waits for the flight under way");
+  fail(new Error("dropped"));
+  await rejects(first, { message: "dropped" });
+  deepEqual(await waiting, record);
+  equal(asked, 1);
+  deepEqual(await store.get("client"), record);
+});
+
+Deno.test("a flight that never ends is dropped by a waiter given up on: the next caller requests", async () => {
+  const store = createMemoryTokenStore();
+  await store.set("client", {});
+  store.coordinate!("client", coordinateOptions(() => new Promise(() => {})));
+  const givenUp = new AbortController();
+  const stuck = coordinateOptions(() => Promise.reject(new Error("unasked")));
+  const waiting = store.coordinate!("client", {
+    ...stuck,
+    signal: givenUp.signal,
+  });
+  while (stuck.looks === 0) await realTurn();
+  givenUp.abort(new Error("its own flight was given up on"));
+  await rejects(waiting, { message: "its own flight was given up on" });
+  let asked = 0;
+  const record = { blockedUntil: 1 };
+  const next = coordinateOptions(() => (asked++, Promise.resolve(record)));
+  deepEqual(await store.coordinate!("client", next), record);
+  equal(asked, 1);
+});
