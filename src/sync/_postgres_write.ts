@@ -72,7 +72,11 @@ function writeSql(table: string, shape: Shape): string {
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
   const writes = shape.stages ? `WHERE ${held(table)}` : "WHERE true";
   const parts = [
-    ...(owner === undefined ? [] : [leaseStep(owner)]),
+    // The lease refreshed, only while `owner` still holds it.
+    ...(owner === undefined ? [] : [`lease AS (
+  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
+  WHERE target = $1::text AND owner = ${owner} RETURNING 1
+)`]),
     ...batchSteps(table, shape.stages),
     ...(ends ? cycleEndSteps(table, ends, when("AND"), shape.at) : []),
     `written AS (
@@ -100,14 +104,6 @@ const held = (table: string) =>
 
 /** The batch's cycle number, as the statement's fourth parameter. */
 const CYCLE = "$4::text::bigint";
-
-/** The lease refreshed, only while `owner` still holds it. */
-function leaseStep(owner: string): string {
-  return `lease AS (
-  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
-  WHERE target = $1::text AND owner = ${owner} RETURNING 1
-)`;
-}
 
 /** The batch's rows, and what each is to the table now: new (an insert, unless staged), changed (a marked row back too), or neither. */
 function batchSteps(table: string, stages: boolean): string[] {
