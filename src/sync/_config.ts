@@ -3,6 +3,7 @@
 import {
   checkAtMost,
   checkNumber,
+  fieldsOf,
   type NumberRule,
   oneOf,
   rangeError,
@@ -220,12 +221,8 @@ function keyReader<T>(
   id: string | ((item: T) => string),
   sortBy: string | undefined,
 ): (item: unknown) => SyncKey {
-  const field = (item: unknown, name: string) =>
-    typeof item === "object" && item !== null
-      ? (item as Record<string, unknown>)[name]
-      : undefined;
   const rawId = (item: unknown) =>
-    typeof id === "function" ? id(item as T) : field(item, id);
+    typeof id === "function" ? id(item as T) : fieldsOf(item)?.[id];
   return (item) => {
     const raw = rawId(item);
     if (!isValue(raw)) {
@@ -237,7 +234,7 @@ function keyReader<T>(
         "missing-id",
       );
     }
-    const value = sortBy === undefined ? raw : field(item, sortBy);
+    const value = sortBy === undefined ? raw : fieldsOf(item)?.[sortBy];
     if (!isValue(value)) {
       throw new SyncError(
         `Cannot sync: item '${raw}' has no sort value in '${sortBy}'`,

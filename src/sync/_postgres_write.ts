@@ -70,21 +70,32 @@ function writeSql(table: string, shape: Shape): string {
   ];
   const when = (word: "WHERE" | "AND") =>
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
-  const writes = shape.stages ? `WHERE ${held(table)}` : "WHERE true";
+  const [and, holds] = [when("AND"), held(table)];
+  const writes = shape.stages ? `WHERE ${holds}` : "WHERE true";
   const parts = [
-    ...(owner === undefined ? [] : [leaseStep(owner)]),
+    // The lease refreshed, only while `owner` still holds it.
+    ...(owner === undefined ? [] : [`lease AS (
+  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
+  WHERE target = $1::text AND owner = ${owner} RETURNING 1
+)`]),
     ...batchSteps(table, shape.stages),
-    ...(ends ? cycleEndSteps(table, ends, when("AND"), shape.at) : []),
+    ...(ends ? cycleEndSteps(table, ends, and, shape.at) : []),
     `written AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
-  SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${when("AND")}
+  SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${and}
   ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
   RETURNING 1
 )`,
-    ...(shape.stages ? [stagedStep(held(table), when("AND"))] : []),
+    // A sweep's rows the table lacks, held until the cycle passes its guard.
+    ...(!shape.stages ? [] : [`staged AS (
+  INSERT INTO ${STAGE_TABLE} AS s (target, cycle, id, item)
+  SELECT $1::text, ${CYCLE}, b.id, b.item FROM batch b WHERE NOT ${holds} ${and}
+  ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item
+  RETURNING 1
+)`]),
     `touched AS (
   UPDATE ${table} t SET seen = ${CYCLE} FROM kept k
-  WHERE t.id = k.id AND t.seen < ${CYCLE} ${when("AND")} RETURNING 1
+  WHERE t.id = k.id AND t.seen < ${CYCLE} ${and} RETURNING 1
 )`,
     ...(shape.changes === undefined ? [] : [
       changesStep(shape.changes, ends !== undefined, when("WHERE"), shape.at),
@@ -100,14 +111,6 @@ const held = (table: string) =>
 
 /** The batch's cycle number, as the statement's fourth parameter. */
 const CYCLE = "$4::text::bigint";
-
-/** The lease refreshed, only while `owner` still holds it. */
-function leaseStep(owner: string): string {
-  return `lease AS (
-  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
-  WHERE target = $1::text AND owner = ${owner} RETURNING 1
-)`;
-}
 
 /** The batch's rows, and what each is to the table now: new (an insert, unless staged), changed (a marked row back too), or neither. */
 function batchSteps(table: string, stages: boolean): string[] {
@@ -125,16 +128,6 @@ function batchSteps(table: string, stages: boolean): string[] {
   FROM batch b LEFT JOIN ${table} t ON t.id = b.id
 )`,
   ];
-}
-
-/** A sweep's rows the table lacks, held until the cycle passes its guard. */
-function stagedStep(held: string, gated: string): string {
-  return `staged AS (
-  INSERT INTO ${STAGE_TABLE} AS s (target, cycle, id, item)
-  SELECT $1::text, ${CYCLE}, b.id, b.item FROM batch b WHERE NOT ${held} ${gated}
-  ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item
-  RETURNING 1
-)`;
 }
 
 /**

@@ -286,16 +286,16 @@ class PostgresDialect implements SqlDialect {
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */
   async #makeChangeTable(): Promise<string> {
-    const table = this.#table;
-    if (table.length - 2 + "_changes".length > 63) {
+    const changes = changeTableOf(this.#table);
+    if (changes.length > 65) { // 63 bytes, and its quotes
       throw typeError(
         `Cannot sync into ${this.what}`,
         "table",
         "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
       );
     }
-    await this.#row(createChangesSql(changeTableOf(table)), []);
-    return changeTableOf(table);
+    await this.#row(createChangesSql(changes), []);
+    return changes;
   }
 }
 
