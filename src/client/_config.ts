@@ -118,9 +118,7 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
 }
 
 /** What each base is called where it was configured: the `settingNames` given, else the option. */
-function baseNamesOf(
-  given: ClientOptions["settingNames"],
-): SendContext["baseNames"] {
+function baseNamesOf(given: ClientOptions["settingNames"]) {
   if (given === undefined) return BASE_NAMES;
   requireOptions(given, CONTEXT, "settingNames");
   const name = (option: "baseUrl" | "pciBaseUrl") =>

@@ -226,11 +226,7 @@ function whatToCheck({ url, response }: Answered): string {
 }
 
 /** The items of a page body: an array, or the body's only array-valued property. */
-function itemsOf(
-  page: Answered,
-  body: unknown,
-  text: string,
-): readonly unknown[] {
+function itemsOf(page: Answered, body: unknown, text: string) {
   if (Array.isArray(body)) return body;
   const object = typeof body === "object" && body !== null;
   const arrays = object ? Object.values(body).filter(Array.isArray) : [];

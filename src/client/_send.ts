@@ -326,21 +326,18 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
 function unsendable(request: ApiRequest<unknown>): TypeError | undefined {
   // A body read once may be spent by the failed attempt: only one sent again is tried.
   if (!(request.failure instanceof TypeError) || !request.replayable) return;
-  const { init, accessToken } = request;
+  const { init, accessToken, secrets } = request;
   const headers = withBearer(init.headers, accessToken);
   try {
     new Request(request.target, { ...init, headers, redirect: "manual" });
-    return undefined;
   } catch (error) {
-    const why = redact(
-      String((error as Error | null)?.message),
-      request.secrets,
-    );
-    const rule = "must be a RequestInit fetch can send";
-    return typeError(request.exchange.context, "init", rule, why);
+    const why = redact(String((error as Error | null)?.message), secrets);
+    return typeError(request.exchange.context, "init", SENDABLE, why);
   }
+  return undefined;
 }
 
+const SENDABLE = "must be a RequestInit fetch can send";
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});

@@ -2,23 +2,15 @@
 // sent at 10:00 and then reads 09:00 must not wait an hour), and the system
 // clock read once per synchronous turn.
 
-/** The platform's `performance`, looked up at each read: a fake one (sinon's `toFake: ["performance"]`) drives waits while installed. */
-const platform = () =>
-  (globalThis as { performance?: { now?: () => number; timeOrigin?: number } })
-    .performance;
-
-/** The platform's monotone clock, as epoch-like ms, where the runtime has one. */
+/**
+ * The platform's monotone clock, as epoch-like ms, where the runtime has one: the `performance` in place at each read,
+ * so a fake one (sinon's `toFake: ["performance"]`) drives waits while installed.
+ */
 function monotoneEpoch(): (() => number) | undefined {
-  const at = platform();
-  if (typeof at?.now !== "function" || !((at.timeOrigin ?? 0) > 0)) {
-    return undefined;
-  }
-  return () => {
-    const performance = platform();
-    return typeof performance?.now === "function"
-      ? (performance.timeOrigin ?? 0) + performance.now()
-      : Date.now();
-  };
+  const platform = globalThis as { performance?: Performance };
+  if (!((platform.performance?.timeOrigin ?? 0) > 0)) return undefined;
+  return () =>
+    (platform.performance!.timeOrigin ?? 0) + platform.performance!.now();
 }
 
 /** A clock that never goes back, and how often it had to stop one that did. */
@@ -34,10 +26,8 @@ export interface SteadyClock {
  * clock as it is, a step back taken as no time passing.
  */
 export function steadyClock(now?: () => number): SteadyClock {
-  const monotone = now === undefined || now === Date.now
-    ? monotoneEpoch()
-    : undefined;
-  const read = monotone ?? now ?? Date.now;
+  const system = now === undefined || now === Date.now;
+  const read = (system ? monotoneEpoch() : undefined) ?? now ?? Date.now;
   let last = -Infinity;
   let offset = 0;
   const steady = Object.assign(() => {

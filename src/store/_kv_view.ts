@@ -144,11 +144,7 @@ export class ClockView {
   }
 
   /** What to write after `next` was worked out on the view of `stored`: the others' stamps as they wrote them. */
-  restore(
-    next: WindowState,
-    stored: WindowState,
-    seen: WindowState,
-  ): WindowState {
+  restore(next: WindowState, stored: WindowState, seen: WindowState) {
     const sends = new Map(stored.sends.map((send) => [send[0], send]));
     const places = new Map(stored.line.map((place) => [place[0], place]));
     const holders = new Map(stored.holders);
