@@ -97,8 +97,6 @@ export async function openFile(path: string, how: How, tries = 3) {
     await assertOwnFile(file, path, how);
   } catch (error) {
     await file.close().catch(() => {});
-    // Made by this open, then refused (its look needs read permission on it): not left behind.
-    if (how === "create") await unlink(path).catch(() => {});
     // A side file another run replaced (write, rename) as this one opened it: read the new one; a swap that goes on is refused.
     const replaced = error instanceof SyncError &&
       error.message.includes(REPLACED);
@@ -221,7 +219,11 @@ export async function withFile<R>(
 /** Replaces `path` with `text` via `<path>.<run>.tmp` (no other run's name), synced and renamed: readers see old or new. */
 export async function replaceFile(path: string, text: string, run: string) {
   const temporary = `${path}.${run}.tmp`;
-  const file = await openFile(temporary, "create");
+  // Made, then refused (no read permission on it): removed, by a random name no other file has, even through a link.
+  const file = await openFile(temporary, "create").catch(async (error) => {
+    await unlink(temporary).catch(() => {});
+    throw error;
+  });
   try {
     await file.writeFile(text);
     await file.sync();
