@@ -123,10 +123,22 @@ Deno.test("paths a server may read as outside the base are refused before anythi
     "%2e%2E/organizations",
     "organizations%zz",
     "organizations%2",
+    // Tabs and line breaks the parser drops, and spaces or controls it trims, hide nothing.
+    "a/.\t./organizations",
+    "..\t/organizations",
+    " ../organizations",
+    "a/%2e\t%2e/organizations",
+    "a/..\r/organizations",
+    "\u001f../organizations",
   ];
   for (const path of risky) {
     await rejects(client.fetch(path), TypeError, path);
     await rejects(client.pciFetch(path), TypeError, path);
+  }
+  // An invalid escape in a URL as given, which the parser keeps as it is.
+  const base = api.environment.baseUrl.href;
+  for (const end of ["organizations%zz", "a%2", "organizations%"]) {
+    await rejects(client.fetch(new URL(base + end)), TypeError, end);
   }
   equal(api.tokenRequests, 0, "refused before even a token is asked for");
   equal(api.apiRequests, 0);

@@ -5,14 +5,14 @@ import { typeError } from "../core/_check.ts";
 
 /**
  * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
- * and `\` (`..%2f..%2fadmin`), double encoding (`%252e%252e%252f`), `..;/` (a backslash never reaches a pathname).
+ * and `\` (`..%2f..%2fadmin`), double encoding (`%252e%252e%252f`), `..;/`, an escape that is not two hex digits.
  */
-const RISKY_PATH = /%(?:2f|5c)|%25[0-9a-f]{2}|;/i;
+const RISKY_PATH = /%(?:2f|5c)|%25[0-9a-f]{2}|;|%(?![0-9a-f]{2})/i;
 /**
- * Forms the URL parser tidies away before {@linkcode isUnder} can see them, in a path as given (before `?` or `#`): a
- * backslash (made `/`), a `.` or `..` segment, plain or escaped (resolved), an escape that is not two hex digits.
+ * Forms the URL parser tidies away before {@linkcode isUnder} can see them, in a path as it reads it (tabs and line
+ * breaks dropped, the ends trimmed), before `?` or `#`: a backslash (made `/`), a `.` or `..` segment, plain or escaped.
  */
-const TIDIED = /\\|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)|%(?![0-9a-f]{2})/i;
+const TIDIED = /\\|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
 /** Characters that NFKC maps to something holding `.`, `/` or `\` (`．`, `․`, `／`). */
 const LOOKALIKE = /[^\p{ASCII}]/gu;
 /** Overlong UTF-8 (`%c0%ae` for `.`, `%e0%80%ae`): never valid, only hides a character some servers decode. */
@@ -29,9 +29,10 @@ const LENIENT = new TextDecoder("utf-8", { fatal: false });
  */
 export function resolveUnder(base: URL, path: string | URL, context: string) {
   const url = parsePath(base, path, context);
-  if (typeof path === "string" && TIDIED.test(path.split(/[?#]/)[0]!)) {
-    const rule =
-      "must hold no backslash, no . or .. segment (plain or escaped) and no escape but % and two hex digits";
+  const read = typeof path === "string" &&
+    path.replace(/[\t\n\r]/g, "").replace(/^[\0-\x20]+|[\0-\x20]+$/g, "");
+  if (read !== false && TIDIED.test(read.split(/[?#]/)[0]!)) {
+    const rule = "must hold no backslash and no . or .. segment";
     throw typeError(context, "path", rule, displayUrl(url));
   }
   if (!isUnder(url, base)) {

@@ -2,10 +2,7 @@
 // sent at 10:00 and then reads 09:00 must not wait an hour), and the system
 // clock read once per synchronous turn.
 
-/**
- * The platform's monotone clock, as epoch-like ms, where the runtime has one: the `performance` in place at each read,
- * so a fake one (sinon's `toFake: ["performance"]`) drives waits while installed.
- */
+/** The platform's monotone clock as epoch-like ms, where it has one: the `performance` in place at each read (sinon's). */
 function monotoneEpoch(): (() => number) | undefined {
   const platform = globalThis as { performance?: Performance };
   if (!((platform.performance?.timeOrigin ?? 0) > 0)) return undefined;
