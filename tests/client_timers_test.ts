@@ -14,18 +14,24 @@ import { createFakePartnerService } from "../src/testing/mod.ts";
 import { steadyClock } from "../src/core/_clock.ts";
 import { besideFake, inProcessFake } from "./_fast_setup.ts";
 
-Deno.test("client.fetch: 200 calls one after another against an in-memory fetch set one time-limit timer, and leave none once they stop", async () => {
-  using fake = inProcessFake();
-  const origin = besideFake(fake, () => new Response(null, { status: 204 }));
+/** A client over an in-memory fetch answering `answer`, its token fetched: one window of attempts for all its calls. */
+async function inMemoryClient(answer: () => Response) {
+  const fake = inProcessFake();
+  const origin = besideFake(fake, answer);
   const client = createClient({
     environment: origin.environment,
     ...fake.credentials,
     fetch: origin.fetch,
     rateLimit: false,
-    now: () => Date.UTC(2026, 10, 25), // one window of attempts for them all
+    now: () => Date.UTC(2026, 10, 25),
   });
   await client.tokenProvider.getToken();
-  await withFakeTimers(async (timers) => {
+  return { client, [Symbol.dispose]: () => fake[Symbol.dispose]() };
+}
+
+/** Runs `calls` under fake timers: how many timers they set, and that none is left the turn after the last. */
+function timersSetBy(calls: () => Promise<void>): Promise<number> {
+  return withFakeTimers(async (timers) => {
     const platform = globalThis.setTimeout;
     let set = 0;
     globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
@@ -33,51 +39,39 @@ Deno.test("client.fetch: 200 calls one after another against an in-memory fetch 
       return platform(...args);
     }) as typeof setTimeout;
     try {
-      for (let call = 0; call < 200; call++) {
-        equal((await client.fetch("organizations")).status, 204);
-      }
+      await calls();
     } finally {
       globalThis.setTimeout = platform;
     }
-    equal(set, 1);
     await timers.tickAsync(0); // the turn after the last call
     equal(timers.countTimers(), 0);
+    return set;
   });
+}
+
+Deno.test("client.fetch: 200 calls one after another against an in-memory fetch set one time-limit timer, and leave none once they stop", async () => {
+  using setup = await inMemoryClient(() => new Response(null, { status: 204 }));
+  const set = await timersSetBy(async () => {
+    for (let call = 0; call < 200; call++) {
+      equal((await setup.client.fetch("organizations")).status, 204);
+    }
+  });
+  equal(set, 1);
 });
 
 Deno.test("client.fetch: calls one after another from a caller's own async functions, each body read, share one time-limit timer too", async () => {
-  using fake = inProcessFake();
-  const origin = besideFake(fake, () => Response.json({ id: 1 }));
-  const client = createClient({
-    environment: origin.environment,
-    ...fake.credentials,
-    fetch: origin.fetch,
-    rateLimit: false,
-    now: () => Date.UTC(2026, 10, 25), // one window of attempts for them all
-  });
-  await client.tokenProvider.getToken();
+  using setup = await inMemoryClient(() => Response.json({ id: 1 }));
   // A caller's layers between one call's answer and the next call: a helper that reads the body, a
   // repository function above it (8 quiet turns cleared and set the timer again for each call).
-  const get = async (path: string) => await (await client.fetch(path)).json();
+  const get = async (path: string) =>
+    await (await setup.client.fetch(path)).json();
   const organization = async () => await get("organizations/1");
-  await withFakeTimers(async (timers) => {
-    const platform = globalThis.setTimeout;
-    let set = 0;
-    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
-      set++;
-      return platform(...args);
-    }) as typeof setTimeout;
-    try {
-      for (let call = 0; call < 50; call++) {
-        deepStrictEqual(await organization(), { id: 1 });
-      }
-    } finally {
-      globalThis.setTimeout = platform;
+  const set = await timersSetBy(async () => {
+    for (let call = 0; call < 50; call++) {
+      deepStrictEqual(await organization(), { id: 1 });
     }
-    equal(set, 1);
-    await timers.tickAsync(0); // the turn after the last call
-    equal(timers.countTimers(), 0);
   });
+  equal(set, 1);
 });
 
 Deno.test("retry rule: 408, 429, 500, 502, 503 and 504 are worth another attempt; no other status", () => {

@@ -140,16 +140,29 @@ const anyCodePoint = fc.nat(0x10ffff - 0x800).map((n) =>
   String.fromCodePoint(n < 0xd800 ? n : n + 0x800)
 );
 
+/** A header's keys and marks, one character each: what spliced pieces are made of. */
+const KEYS_AND_MARKS = ["b", "q", "r", "t", "=", ";", ",", " "];
+
+/** Valid headers of 1 to `buckets` buckets, with `least` to `most` of `pieces` put in at one place. */
+function splicedHeaders(
+  pieces: fc.Arbitrary<string>,
+  buckets: number,
+  [least, most]: [number, number],
+) {
+  return fc.tuple(
+    fc.array(bucketArb, { minLength: 1, maxLength: buckets }),
+    fc.nat(),
+    fc.array(pieces, { minLength: least, maxLength: most }),
+  ).map(([list, at, added]) => {
+    const header = formatQuotaHeader(list);
+    const cut = at % (header.length + 1);
+    return header.slice(0, cut) + added.join("") + header.slice(cut);
+  });
+}
+
 Deno.test("parseQuotaHeader() never throws anything but SyntaxError", () => {
   const pieces = fc.constantFrom(
-    "b",
-    "q",
-    "r",
-    "t",
-    "=",
-    ";",
-    ",",
-    " ",
+    ...KEYS_AND_MARKS,
     "per_hour",
     "1",
     "-",
@@ -157,15 +170,7 @@ Deno.test("parseQuotaHeader() never throws anything but SyntaxError", () => {
   );
   // A valid header with a piece put in somewhere: pieces alone never make a
   // header that parses, so the buckets' own checks would go untried.
-  const spliced = fc.tuple(
-    fc.array(bucketArb, { minLength: 1, maxLength: 3 }),
-    fc.nat(),
-    pieces,
-  ).map(([buckets, at, piece]) => {
-    const header = formatQuotaHeader(buckets);
-    const cut = at % (header.length + 1);
-    return header.slice(0, cut) + piece + header.slice(cut);
-  });
+  const spliced = splicedHeaders(pieces, 3, [1, 1]);
   const text = fc.oneof(
     fc.string({ unit: anyCodePoint }),
     fc.array(pieces).map((parts) => parts.join("")),
@@ -232,28 +237,8 @@ Deno.test("formatQuotaHeader() and parseQuotaHeader() are each other's inverse, 
   );
   deepStrictEqual([...written].sort(), [false, true]);
   // And what parseQuotaHeader reads, formatQuotaHeader writes back as it was.
-  const pieces = fc.constantFrom(
-    "b",
-    "q",
-    "r",
-    "t",
-    "=",
-    ";",
-    ",",
-    " ",
-    "x",
-    "1",
-  );
-  const spliced = fc.tuple(
-    fc.array(bucketArb, { minLength: 1, maxLength: 2 }),
-    fc.nat(),
-    fc.array(pieces, { maxLength: 3 }),
-  )
-    .map(([buckets, at, added]) => {
-      const header = formatQuotaHeader(buckets);
-      const cut = at % (header.length + 1);
-      return header.slice(0, cut) + added.join("") + header.slice(cut);
-    });
+  const pieces = fc.constantFrom(...KEYS_AND_MARKS, "x", "1");
+  const spliced = splicedHeaders(pieces, 2, [0, 3]);
   fc.assert(
     fc.property(spliced, (header) => {
       let read: QuotaBucket[];

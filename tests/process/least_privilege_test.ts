@@ -100,48 +100,52 @@ processTest(
   },
 );
 
+/** `partner-api sync organizations --to <folder>/<name>` with these read and write permissions: its exit and stderr. */
+async function syncScoped(
+  name: string,
+  permissions: (
+    copy: string,
+    folder: string,
+  ) => { read: string; write: string },
+) {
+  await using api = await startFakePartnerApi({ items: { organizations: 12 } });
+  const folder = `.test-tmp/least-privilege-${name}`;
+  await Deno.remove(folder, { recursive: true }).catch(() => {});
+  await Deno.mkdir(folder, { recursive: true });
+  const copy = `${folder}/${name}`;
+  const { read, write } = permissions(copy, folder);
+  const output = await new Command("deno", {
+    args: [
+      ...["run", "--no-prompt", "--allow-net=127.0.0.1"],
+      ...["--allow-env=PARTNER_API_*", `--allow-read=${read}`],
+      ...[`--allow-write=${write}`, "src/cli/mod.ts"],
+      ...["sync", "organizations", "--to", copy, "--no-cache"],
+    ],
+    env: configFor(api),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr);
+  return { code: output.code, stderr, copy, folder };
+}
+
 processTest(
   "the CLI syncs into a SQLite copy with read and write permission on the copy's files alone, as docs/cli.md gives them",
   async () => {
-    await using api = await startFakePartnerApi({
-      items: { organizations: 12 },
-    });
-    const folder = ".test-tmp/least-privilege-sync";
-    await Deno.remove(folder, { recursive: true }).catch(() => {});
-    await Deno.mkdir(folder, { recursive: true });
-    const copy = `${folder}/copy.db`;
-    const files = ["", "-wal", "-shm", "-journal"].map((end) => copy + end);
-    const output = await new Command("deno", {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net=127.0.0.1",
-        "--allow-env=PARTNER_API_*",
-        `--allow-read=${files}`,
-        `--allow-write=${files}`,
-        "src/cli/mod.ts",
-        ...["sync", "organizations", "--to", copy, "--no-cache"],
-      ],
-      env: configFor(api),
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    equal(output.code, 0, stderr);
-    ok((await Deno.stat(copy)).size > 0, "the copy is there");
+    const files = (copy: string) =>
+      ["", "-wal", "-shm", "-journal"].map((end) => copy + end).join(",");
+    const run = await syncScoped("copy.db", (copy) => ({
+      read: files(copy),
+      write: files(copy),
+    }));
+    equal(run.code, 0, run.stderr);
+    ok((await Deno.stat(run.copy)).size > 0, "the copy is there");
   },
 );
 
 processTest(
   "the CLI syncing into a JSONL copy with write permission on its folder but read permission on its files alone fails at its first commit and leaves no temporary file behind",
   async () => {
-    await using api = await startFakePartnerApi({
-      items: { organizations: 12 },
-    });
-    const folder = ".test-tmp/least-privilege-jsonl";
-    await Deno.remove(folder, { recursive: true }).catch(() => {});
-    await Deno.mkdir(folder, { recursive: true });
-    const copy = `${folder}/copy.jsonl`;
     const ends = [
       "",
       ".checkpoint.json",
@@ -149,22 +153,14 @@ processTest(
       ".lock.takeover",
       ".rewrite",
     ];
-    const output = await new Command("deno", {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net=127.0.0.1",
-        "--allow-env=PARTNER_API_*",
-        `--allow-read=${ends.map((end) => copy + end)}`,
-        `--allow-write=${folder}`,
-        "src/cli/mod.ts",
-        ...["sync", "organizations", "--to", copy, "--no-cache"],
-      ],
-      env: configFor(api),
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    equal(output.code, 2, new TextDecoder().decode(output.stderr));
+    const { code, stderr, folder } = await syncScoped(
+      "copy.jsonl",
+      (copy, folder) => ({
+        read: ends.map((end) => copy + end).join(","),
+        write: folder,
+      }),
+    );
+    equal(code, 2, stderr);
     const left = [];
     for await (const entry of Deno.readDir(folder)) {
       if (entry.name.endsWith(".tmp")) left.push(entry.name);
