@@ -5,15 +5,12 @@ import {
   createFileTokenStore,
   type FileTokenStore,
 } from "../store/mod.ts";
-import { StoreAccess } from "../store/token_access.ts";
 import type { PartnerApiConfig } from "../core/config.ts";
-import { hex } from "../core/_encoding.ts";
 import { UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
 
 /** Where the token cache goes, first found wins. */
 const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
-const encoder = new TextEncoder();
 
 /** The cache, or why there is none (one line for standard error). */
 export type CacheOpening =
@@ -140,24 +137,13 @@ export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   if (missing) return `cannot clear the token cache: ${missing}`;
   const removed = config === undefined
     ? await clearFileTokenStore(folder)
-    : await Deno.remove(await tokenFile(folder, config)).then(() => 1, none);
+    : Number(
+      await createFileTokenStore({ folder, clientSecret: config.clientSecret })
+        .forget({ ...config.environment, clientId: config.clientId }),
+    );
   const whose = config ? " of this configuration (others kept)" : "";
   return `removed ${counted(removed, "cached token")}${whose} from ${folder}`;
 }
-
-/** The file of `config`'s record: the store names it by the client's key (as `recordFor` finds it; no clock read). */
-async function tokenFile(folder: string, config: PartnerApiConfig) {
-  const { environment: { tokenUrl: url, audience }, clientId } = config;
-  const who = { url, audience, clientId, secret: config.clientSecret };
-  const key = await new StoreAccess(undefined, { ...who, now: () => NaN })
-    .key();
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(key));
-  return `${folder}/${hex(new Uint8Array(digest, 0, 16))}.token`;
-}
-
-/** No file removed: there was none (any other failure is thrown). */
-const none = (error: unknown) =>
-  error instanceof Deno.errors.NotFound ? 0 : Promise.reject(error);
 
 /** The first of `names` this run may not do in `folder`, with the flags that allow it; else `undefined`. */
 function lacking(folder: string, names: readonly ("read" | "write")[]) {

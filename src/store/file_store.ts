@@ -66,12 +66,17 @@ export interface FileTokenStore extends TokenStore {
   /** The folder of the files. */
   readonly folder: string;
   /** The record kept for one client of this store's secret, read without any request. */
-  recordFor(client: {
-    readonly tokenUrl: string | URL;
-    readonly audience: string;
-    readonly clientId: string;
-  }): Promise<TokenRecord | undefined>;
+  recordFor(client: FileTokenClient): Promise<TokenRecord | undefined>;
+  /** Removes the record kept for one client of this store's secret (`partner-api cache clear --env-file`); whether one was. */
+  forget(client: FileTokenClient): Promise<boolean>;
 }
+
+/** A client of a {@linkcode FileTokenStore}'s secret, as its records are keyed. */
+export type FileTokenClient = {
+  readonly tokenUrl: string | URL;
+  readonly audience: string;
+  readonly clientId: string;
+};
 
 /**
  * Creates a token store on encrypted files in `options.folder`, shared by every process that opens
@@ -242,11 +247,21 @@ class EncryptedFileStore implements FileTokenStore {
     }
   }
 
-  async recordFor(client: Parameters<FileTokenStore["recordFor"]>[0]) {
-    const { audience, clientId } = client;
-    const url = new URL(client.tokenUrl);
-    const secret = this.#options.clientSecret;
-    return await this.get(await storeKey({ url, audience, clientId, secret }));
+  async recordFor(client: FileTokenClient) {
+    return await this.get(await this.#keyOf(client));
+  }
+
+  async forget(client: FileTokenClient) {
+    const path = await this.#path(await this.#keyOf(client));
+    return await Deno.remove(path).then(() => true, (error) => {
+      if (error instanceof Deno.errors.NotFound) return false;
+      throw error;
+    });
+  }
+
+  #keyOf({ tokenUrl, audience, clientId }: FileTokenClient) {
+    const secret = this.#options.clientSecret, url = new URL(tokenUrl);
+    return storeKey({ url, audience, clientId, secret });
   }
 
   /** Takes the lock file (refreshed while held), or says it is `"held"` or `"unlockable"`. */
