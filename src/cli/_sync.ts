@@ -41,7 +41,7 @@ async function syncInto(
   const started = now();
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
-  session.status.clear = () => progress.clear();
+  session.status.clear = progress.clear;
   session.clientEvents.listener = progress.heard;
   let committed = 0;
   const sink = openSink(request, (holder) =>

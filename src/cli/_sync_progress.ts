@@ -81,8 +81,14 @@ export function progressLine(
     // Off a terminal: one line when a hold begins, not one a second.
     if (holding && (out.isTerminal || !was)) show(`${text}; ${holdText(hold)}`);
   };
+  // Erases the line (another line comes, --verbose), ticking on: a hold is still said.
+  const clear = () => {
+    if (shown) out.write("\r\x1b[K");
+    shown = false;
+  };
   const timer = setInterval(tick, 1000);
   return {
+    clear,
     heard(event: PartnerApiEvent) {
       heard(rate, event, now());
       if (event.type === "api.retry") tick();
@@ -99,14 +105,9 @@ export function progressLine(
       lastLine = at;
       show(text);
     },
-    /** Erases the line (another line comes, --verbose), ticking on: a hold is still said. */
-    clear() {
-      if (shown) out.write("\r\x1b[K");
-      shown = false;
-    },
     end() {
       clearInterval(timer);
-      this.clear();
+      clear();
     },
   };
 }
