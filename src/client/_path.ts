@@ -8,10 +8,8 @@ import { typeError } from "../core/_check.ts";
  * and `\` (`..%2f..%2fadmin`), double encoding (`%252e%252e%252f`), `..;/`, an escape that is not two hex digits.
  */
 const RISKY_PATH = /%(?:2f|5c)|%25[0-9a-f]{2}|;|%(?![0-9a-f]{2})/i;
-/**
- * Forms the URL parser tidies away before {@linkcode isUnder} can see them, in a path as it reads it (tabs and line
- * breaks dropped, the ends trimmed), before `?` or `#`: a backslash (made `/`), a `.` or `..` segment, plain or escaped.
- */
+// Forms the URL parser tidies away unseen by isUnder (a backslash made `/`, a `.` or `..` segment, plain or escaped),
+// judged in a path as the parser reads it (tabs and line breaks dropped, the ends trimmed), before `?` or `#`.
 const TIDIED = /\\|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
 /** Characters that NFKC maps to something holding `.`, `/` or `\` (`．`, `․`, `／`). */
 const LOOKALIKE = /[^\p{ASCII}]/gu;

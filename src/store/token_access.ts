@@ -78,8 +78,7 @@ export class StoreAccess {
         store.get(key).then((stored) =>
           stored !== undefined && settled(stored) ? stored : request()
         ));
-    let asked = false;
-    let own: TokenRecord | undefined;
+    let asked = false, own: TokenRecord | undefined;
     try {
       const record = await coordinate(key, {
         settled: (record) => {
