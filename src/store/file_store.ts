@@ -66,17 +66,17 @@ export interface FileTokenStore extends TokenStore {
   /** The folder of the files. */
   readonly folder: string;
   /** The record kept for one client of this store's secret, read without any request. */
-  recordFor(client: FileTokenClient): Promise<TokenRecord | undefined>;
+  recordFor(client: {
+    readonly tokenUrl: string | URL;
+    readonly audience: string;
+    readonly clientId: string;
+  }): Promise<TokenRecord | undefined>;
   /** Removes the record kept for one client of this store's secret (`partner-api cache clear --env-file`); whether one was. */
-  forget(client: FileTokenClient): Promise<boolean>;
+  forget(client: Parameters<FileTokenStore["recordFor"]>[0]): Promise<boolean>;
 }
 
-/** A client of a {@linkcode FileTokenStore}'s secret, as its records are keyed. */
-export type FileTokenClient = {
-  readonly tokenUrl: string | URL;
-  readonly audience: string;
-  readonly clientId: string;
-};
+/** A client of the store's secret, as its records are keyed. */
+type Client = Parameters<FileTokenStore["recordFor"]>[0];
 
 /**
  * Creates a token store on encrypted files in `options.folder`, shared by every process that opens
@@ -247,11 +247,11 @@ class EncryptedFileStore implements FileTokenStore {
     }
   }
 
-  async recordFor(client: FileTokenClient) {
+  async recordFor(client: Client) {
     return await this.get(await this.#keyOf(client));
   }
 
-  async forget(client: FileTokenClient) {
+  async forget(client: Client) {
     const path = await this.#path(await this.#keyOf(client));
     return await Deno.remove(path).then(() => true, (error) => {
       if (error instanceof Deno.errors.NotFound) return false;
@@ -259,7 +259,7 @@ class EncryptedFileStore implements FileTokenStore {
     });
   }
 
-  #keyOf({ tokenUrl, audience, clientId }: FileTokenClient) {
+  #keyOf({ tokenUrl, audience, clientId }: Client) {
     const secret = this.#options.clientSecret, url = new URL(tokenUrl);
     return storeKey({ url, audience, clientId, secret });
   }
