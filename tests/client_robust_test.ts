@@ -691,3 +691,28 @@ Deno.test("a RequestInit fetch cannot send (a bad header value, a GET with a bod
   }
   equal(api.apiRequests, 0);
 });
+
+Deno.test("a GET or HEAD with a body, or a priority fetch lacks, is refused before a token or a rate-limit slot", async () => {
+  await using api = await startFakePartnerApi();
+  const rateLimit = createRateLimiter({ requests: 3, interval: 300_000 });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    rateLimit,
+  });
+  const bad: RequestInit[] = [
+    { body: "x" },
+    { method: "head", body: "x" },
+    { priority: "urgent" as RequestPriority },
+  ];
+  for (const init of bad) {
+    const error = await client.fetch("organizations", init).catch((e) => e);
+    equal((error as TypeError & { option?: string }).option, "init");
+  }
+  equal(api.tokenRequests, 0);
+  for (let slot = 0; slot < 3; slot++) { // the window's 3 slots are still free
+    const ticket = rateLimit.take();
+    equal(typeof ticket, "number");
+    rateLimit.answered(ticket as number);
+  }
+});

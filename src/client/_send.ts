@@ -85,6 +85,12 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
+    // The faults a glance shows (a GET or HEAD with a body, a priority fetch lacks) cost no token and no slot.
+    const { body, priority = "auto" } = this.init;
+    const bodyless = this.method === "GET" || this.method === "HEAD";
+    const glance = (body != null && bodyless) || !PRIORITIES.includes(priority);
+    const fault = glance ? initFault(this) : undefined; // as this runtime judges
+    if (fault !== undefined) throw fault;
   }
 
   /** Before each attempt: the token before the slot (a call failing without one holds no slot). */
@@ -322,10 +328,15 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   );
 }
 
-/** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
+/** After a failed attempt: the init's fault, when fetch cannot make a request of it; else undefined. */
 function unsendable(request: ApiRequest<unknown>): TypeError | undefined {
   // A body read once may be spent by the failed attempt: only one sent again is tried.
   if (!(request.failure instanceof TypeError) || !request.replayable) return;
+  return initFault(request);
+}
+
+/** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
+function initFault(request: ApiRequest<unknown>): TypeError | undefined {
   const { init, accessToken, secrets } = request;
   const headers = withBearer(init.headers, accessToken);
   try {
@@ -338,6 +349,7 @@ function unsendable(request: ApiRequest<unknown>): TypeError | undefined {
 }
 
 const SENDABLE = "must be a RequestInit fetch can send";
+const PRIORITIES: readonly string[] = ["high", "low", "auto"];
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
