@@ -3,6 +3,7 @@
 // it do), and that slices stay bounded after it.
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import fc from "fast-check";
 import {
   confirms,
   type DeleteRecord,
@@ -105,4 +106,33 @@ Deno.test("slices after a confirmed cycle are bounded: runs an hour apart findin
   }
   ok(650 - held <= 50, `${held}`);
   ok(refused > 0);
+});
+
+Deno.test("the share a refusal names lets that cycle through, and a hundredth less does not (0.57 of 100 refused 57 again: 0.57 × 100 is 56.99… in floating point)", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 10_000_000 }),
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      fc.double({ min: 0, max: 0.5, noNaN: true }),
+      (held, unseenShare, deletedShare) => {
+        const unseen = Math.max(1, Math.floor(unseenShare * held));
+        const deleted = Math.floor(deletedShare * held);
+        const recent = { deleted, largest: held };
+        const needed = tooManyDeletes(unseen, held, 0.1, "x", recent)
+          .maxDeletesNeeded!;
+        if (needed >= 1) return; // 1 turns the guard off
+        equal(tooMany(unseen, held, needed, recent), false);
+        const less = Math.round(needed * 100 - 1) / 100;
+        if (less > 0) equal(tooMany(unseen, held, less, recent), true);
+      },
+    ),
+    {
+      numRuns: 2_000,
+      examples: [[100, 0.57, 0], [100, 0.29, 0], [10_000, 0.57, 0], [
+        100,
+        0.07,
+        0,
+      ]],
+    },
+  );
 });

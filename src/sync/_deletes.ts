@@ -72,8 +72,11 @@ export function tooMany(
   const base = Math.max(held, recent?.largest ?? 0);
   // A cycle that removes nothing adds nothing to the 24 hours, whatever they removed before.
   return maxDeletes < 1 && unseen > 0 &&
-    unseen > maxDeletes * base - (recent?.deleted ?? 0);
+    unseen > Math.floor(maxDeletes * base * LENIENT) - (recent?.deleted ?? 0);
 }
+
+/** Rows allowed are `maxDeletes × base` rounded up when floating point just misses it: 0.57 × 100 is 56.99… */
+export const LENIENT = 1 + 2 ** -40;
 
 /** Refuses a cycle's end that removes `unseen` of `held` rows past its guard (`ends`). @throws {SyncError} (`"too-many-deletes"`) */
 export function guardCycleEnd(
@@ -98,7 +101,8 @@ export function tooManyDeletes(
 ): SyncError {
   const base = Math.max(held, recent?.largest ?? 0, 1);
   const before = recent?.deleted ?? 0;
-  const needed = Math.min(1, Math.ceil((unseen + before) / base * 100) / 100);
+  // Times 100 first: whole until divided (7 / 100 × 100 is 7.000…1, which named 0.08).
+  const needed = Math.min(1, Math.ceil((unseen + before) * 100 / base) / 100);
   const earlier = before === 0 ? "" : ` (after ${before} in the last 24 hours)`;
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"

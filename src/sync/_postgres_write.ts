@@ -8,6 +8,7 @@ import {
   STAGE_TABLE,
 } from "./_sql_sink.ts";
 import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
+import { LENIENT } from "./_deletes.ts";
 
 /**
  * A batch statement besides its upsert: the lease's `owner` parameter; a cycle's end (unseen rows' fate, and the
@@ -155,7 +156,7 @@ function cycleEndSteps(
     `guard AS (
   SELECT u.n AS unseen, l.n + i.n AS live,
     ${ends.maxDeletes} < 1 AND u.n > 0 AND
-      u.n > ${ends.maxDeletes} * greatest(l.n + i.n, ${ends.largest}) - ${ends.deleted} AS refused
+      u.n > floor(${ends.maxDeletes} * greatest(l.n + i.n, ${ends.largest}) * ${LENIENT}::float8) - ${ends.deleted} AS refused
   FROM (SELECT count(*) AS n FROM gone) AS u,
     (SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL) AS l,
     (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
