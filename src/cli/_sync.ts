@@ -191,7 +191,7 @@ function explained(
   if ((error as { option?: string } | null)?.option === "sink") {
     const what = (error as Error).message.replace(/^Cannot sync: 'sink' /, "");
     return new UsageError(
-      `--to ${target} holds a copy made with other options (${what}); give --to another file, or the same --sort-by and filters`,
+      `--to ${target} holds a copy made with other options (${what}); give --to another file, or the same --id, --sort-by, --sort-direction and --query`,
     );
   }
   if (cannotWrite(error)) return usageCannotWrite(error, request);

@@ -36,8 +36,7 @@ export interface SyncRequest {
 }
 
 /**
- * Checks `sync <list> --to FILE [--id F] [--sort-by F] [--sort-direction D] [--sweep N|all] [--deletes remove|mark]
- * [--max-deletes SHARE] [--changes]`.
+ * Checks `sync <list> --to FILE` and its flags (the help text lists them).
  * @throws {UsageError} With what is wrong.
  */
 export function syncRequest(
