@@ -1,6 +1,8 @@
 // The sync's decisions, directly: where a window goes and what it proves.
 
+import fc from "fast-check";
 import {
+  compareKeys,
   judgeWindow,
   type SyncKey,
   type WindowPlan,
@@ -271,4 +273,32 @@ Deno.test("a shorter answer to a size not known honoured, all before the edge, t
   equal([cut.ended, cut.next.offset, cut.next.seek], [false, 2000, undefined]);
   const next = nextWindow(cut.next);
   equal(next.start <= 1999 && next.start + next.limit > 2000, true);
+});
+
+Deno.test('keys are in one total order, whatever mixes of numbers and strings the sort values hold (9 < 10 as numbers, 10 ties "10" as strings and "10" < 9 made a cycle)', () => {
+  const value = fc.oneof(
+    fc.integer({ min: -20, max: 20 }),
+    fc.integer({ min: -20, max: 20 }).map(String),
+    fc.string({ maxLength: 3 }),
+  );
+  const key = fc.record({ value, id: fc.constantFrom("a", "b") });
+  fc.assert(
+    fc.property(fc.array(key, { maxLength: 12 }), (keys) => {
+      const sorted = [...keys].sort(compareKeys);
+      sorted.forEach((a, i) =>
+        sorted.slice(i + 1).forEach((b) => {
+          if (compareKeys(a, b) > 0 || compareKeys(b, a) < 0) {
+            throw new Error(`${JSON.stringify(sorted)} is no order`);
+          }
+        })
+      );
+    }),
+    {
+      numRuns: 2_000,
+      examples: [[[{ value: 9, id: "a" }, { value: 10, id: "a" }, {
+        value: "10",
+        id: "a",
+      }]]],
+    },
+  );
 });

@@ -84,11 +84,11 @@ export const RESUME_MARGIN = 32;
 /** The smallest `maxLimit`: below it every size may divide the offset (lcm(2..25) exceeds any), leaving no window. */
 export const MIN_WINDOW = 25;
 
-/** Orders two sort values: numbers by value, anything else as strings. */
+/** Orders two sort values: numbers by value before strings by UTF-16 code units (one total order: 9 < 10 < "10" < "9"). */
 function compareValues(a: string | number, b: string | number): number {
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  const x = String(a), y = String(b);
-  return x < y ? -1 : x > y ? 1 : 0;
+  if (typeof a !== typeof b) return typeof a === "number" ? -1 : 1;
+  if (typeof a === "number") return a - (b as number);
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Orders two keys ascending: by sort value, then by id. */
