@@ -32,7 +32,7 @@ import {
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
+import { PRIORITIES, type RatePriority } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -344,7 +344,6 @@ function initFault(request: ApiRequest<unknown>): TypeError | undefined {
 }
 
 const SENDABLE = "must be a RequestInit fetch can send";
-const PRIORITIES: readonly string[] = ["high", "low", "auto"];
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
