@@ -92,9 +92,12 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
     ...settings
   } = options;
   const hasCredentials = clientId !== undefined || clientSecret !== undefined;
-  const credentials = "'clientId' and 'clientSecret'";
-  if (tokenProvider !== undefined && hasCredentials) {
-    const rule = `must not be given with ${credentials}`;
+  // One of the two, never both.
+  if (hasCredentials === (tokenProvider !== undefined)) {
+    const credentials = "'clientId' and 'clientSecret'";
+    const rule = hasCredentials
+      ? `must not be given with ${credentials}`
+      : `or ${credentials} must be given`;
     throw typeError(CONTEXT, "tokenProvider", rule);
   }
   if (tokenProvider !== undefined) {
@@ -103,10 +106,6 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
     if (own !== undefined) throw typeError(CONTEXT, own, rule);
     checkProviderTarget(tokenProvider, environment);
     return tokenProvider;
-  }
-  if (!hasCredentials) {
-    const rule = `or ${credentials} must be given`;
-    throw typeError(CONTEXT, "tokenProvider", rule);
   }
   // Every other option is the provider's too: one vocabulary for both.
   return createTokenProvider({

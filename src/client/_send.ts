@@ -32,7 +32,7 @@ import {
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import type { RatePriority } from "../core/_rate_options.ts";
+import { PRIORITIES, type RatePriority } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -141,7 +141,10 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
         return { do: "fail", error: refused(this, attempts) };
       }
       // An init fetch cannot make a request of (a bad header, a GET with a body): no attempt could.
-      const bad = unsendable(this);
+      // A body read once may be spent by the failed attempt: only one sent again is tried.
+      const bad = this.failure instanceof TypeError && this.replayable
+        ? initFault(this)
+        : undefined;
       if (bad !== undefined) return { do: "fail", error: bad };
     } else if (response.status === 429) {
       // The service counts more than this limiter saw (other processes): no request before the
@@ -161,13 +164,12 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     durationMs: number,
     deadline: Deadline,
   ): ApiRequestEvent {
-    const target = this.target;
     return {
       type: "api.request",
       method: this.method,
       base: this.exchange.kind,
-      path: target.pathname,
-      ...serverOf(target),
+      path: this.target.pathname,
+      ...serverOf(this.target),
       status: response?.status ?? 0,
       ...(response === undefined
         ? { reason: deadline.timedOut ? "timeout" : "network" }
@@ -328,13 +330,6 @@ function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
   );
 }
 
-/** After a failed attempt: the init's fault, when fetch cannot make a request of it; else undefined. */
-function unsendable(request: ApiRequest<unknown>): TypeError | undefined {
-  // A body read once may be spent by the failed attempt: only one sent again is tried.
-  if (!(request.failure instanceof TypeError) || !request.replayable) return;
-  return initFault(request);
-}
-
 /** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
 function initFault(request: ApiRequest<unknown>): TypeError | undefined {
   const { init, accessToken, secrets } = request;
@@ -349,7 +344,6 @@ function initFault(request: ApiRequest<unknown>): TypeError | undefined {
 }
 
 const SENDABLE = "must be a RequestInit fetch can send";
-const PRIORITIES: readonly string[] = ["high", "low", "auto"];
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});

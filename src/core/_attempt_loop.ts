@@ -89,9 +89,7 @@ export function retryEvent<K extends "api.retry" | "token.retry">(
   status: number,
   delayMs: number,
 ): (ApiRetryEvent | TokenRetryEvent) & { readonly type: K } {
-  return { type, reason, status, delayMs } as
-    & (ApiRetryEvent | TokenRetryEvent)
-    & { readonly type: K };
+  return { type, reason, status, delayMs } as ReturnType<typeof retryEvent<K>>;
 }
 
 /** The `retry` option (see the public RetryOptions), checked and complete. */

@@ -10,13 +10,13 @@ export type OptionError = (TypeError | RangeError) & {
   readonly rule: string;
 };
 
-/** The error for an option that breaks `rule`; `received` is shown in the message only. */
+/** What an option error says: `received` is shown in the message only. */
+type Said = [context: string, option: string, rule: string, received?: string];
+
+/** The error for an option that breaks `rule`. */
 export function optionError(
   Kind: TypeErrorConstructor | RangeErrorConstructor,
-  context: string,
-  option: string,
-  rule: string,
-  received?: string,
+  ...[context, option, rule, received]: Said
 ): OptionError {
   const error = new Kind(
     `${context}: '${option}' ${rule}${
@@ -27,24 +27,12 @@ export function optionError(
 }
 
 /** {@linkcode optionError} as a `TypeError`, the usual kind. */
-export function typeError(
-  context: string,
-  option: string,
-  rule: string,
-  received?: string,
-): OptionError {
-  return optionError(TypeError, context, option, rule, received);
-}
+export const typeError = (...said: Said): OptionError =>
+  optionError(TypeError, ...said);
 
 /** {@linkcode optionError} as a `RangeError`: a value of the right type, out of range. */
-export function rangeError(
-  context: string,
-  option: string,
-  rule: string,
-  received?: string,
-): OptionError {
-  return optionError(RangeError, context, option, rule, received);
-}
+export const rangeError = (...said: Said): OptionError =>
+  optionError(RangeError, ...said);
 
 /** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
 export const MAX_TIMER_MS = 2_147_483_647;

@@ -77,7 +77,8 @@ export function rateShare(
   return priority === "low" ? limit.requests - reserve : limit.requests;
 }
 
-const PRIORITIES: readonly RatePriority[] = ["high", "low", "auto"];
+/** The priorities Fetch knows. */
+export const PRIORITIES: readonly RatePriority[] = ["high", "low", "auto"];
 
 /** The checked `priority` option (Fetch's `RequestInit.priority`), or `fallback`. */
 export function checkPriority<F extends RatePriority | undefined>(

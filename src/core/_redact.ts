@@ -274,8 +274,7 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
   const target = thrown as object;
   seen.add(target);
   const texts = thrown instanceof Error ? ["message", "stack"] : [];
-  const keys = new Set([...Reflect.ownKeys(target), ...texts]);
-  for (const key of keys) {
+  for (const key of new Set([...Reflect.ownKeys(target), ...texts])) {
     // Values only: no getter of a user's object is called (an error's message and stack aside).
     const value: unknown = texts.includes(key as string)
       ? Reflect.get(target, key)

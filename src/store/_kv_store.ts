@@ -88,11 +88,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
       return [await this.#open(key, entry.value), entry];
     }, async (next, entry) => {
       const sealed = await this.#seals.seal(key, next);
-      const done = await unlocked(() =>
+      return (await unlocked(() =>
         this.#kv.atomic().check(entry)
           .set(record, sealed, this.#expiry(next)).commit()
-      );
-      return done.ok;
+      )).ok;
     }, LOCKED_RETRIES);
   }
 
@@ -139,12 +138,11 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
       },
       publish: async (record) => {
         const sealed = await this.#seals.seal(key, record);
-        const done = await unlocked(() =>
+        return (await unlocked(() =>
           this.#kv.atomic().check(lease)
             .set(names.record, sealed, this.#expiry(record))
             .delete(lease.key).commit()
-        );
-        return done.ok;
+        )).ok;
       },
       release: async () => {
         await unlocked(() =>
@@ -156,10 +154,9 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 
   /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
   #leaseOver(key: string, lease: Lease): boolean {
-    const { now, leaseDuration } = this.#config;
-    if (lease.until <= now()) return true;
+    if (lease.until <= this.#config.now()) return true;
     const seen = `${lease.holder} ${lease.until}`;
-    return this.#leaseUnchanged(key, seen) >= leaseDuration;
+    return this.#leaseUnchanged(key, seen) >= this.#config.leaseDuration;
   }
 
   #expiry(record: TokenRecord): { expireIn: number } {

@@ -95,11 +95,9 @@ type Steps = (
 /** A script's effect with plain commands: the same KEYS and ARGV, the same answer. */
 export function plainScript(
   name: ScriptName,
-  keys: readonly string[],
-  args: readonly string[],
-  send: Send,
+  ...steps: Parameters<Steps>
 ): Promise<unknown> {
-  return { take, swap, renew, publish, release }[name](keys, args, send);
+  return { take, swap, renew, publish, release }[name](...steps);
 }
 
 /** The record as the take script compares it: '' when absent or too large. */

@@ -161,9 +161,8 @@ class KvWindow implements SharedWindow {
     });
     // Lost to others each time: ask again in a moment, nothing learned.
     if (!written) return { ...LOST_TAKE, epoch: request.epoch };
-    const { steps } = this.#config.now;
     for (const send of request.sends.slice(0, reply!.granted)) {
-      this.#written.set(send, { at: writtenAt, steps });
+      this.#written.set(send, { at: writtenAt, steps: this.#config.now.steps });
     }
     return reply!;
   }
@@ -177,11 +176,10 @@ class KvWindow implements SharedWindow {
   /** One write with no check (answers never wait for the window's lock): when, and how long after the send. */
   async answer(sends: readonly string[]): Promise<void> {
     const now = this.#config.now();
-    const { steps } = this.#config.now;
     const answers = sends.map((send) => {
       const written = this.#written.get(send);
       this.#written.delete(send);
-      const span = written?.steps === steps
+      const span = written?.steps === this.#config.now.steps
         ? Math.max(0, now - written.at)
         : -1;
       return [send, [now, span]] as const;
@@ -207,7 +205,6 @@ class KvWindow implements SharedWindow {
    * nobody wrote meanwhile; `false` after a few tries. A value that is not a window gets a new epoch.
    */
   async #change(change: (state: WindowState, now: number) => WindowState) {
-    const expireIn = windowSpan(this.#config.limit);
     return await this.#tries(MOST_ATTEMPTS, async () => {
       const entry = await this.#kv.get(this.#key);
       const answers = await Array.fromAsync(
@@ -221,7 +218,7 @@ class KvWindow implements SharedWindow {
       const seen = this.#view.see(stored, now, this.#config.limit);
       const next = this.#view.restore(change(seen, now), stored, seen);
       const write = this.#kv.atomic().check(entry)
-        .set(this.#key, next, { expireIn });
+        .set(this.#key, next, { expireIn: windowSpan(this.#config.limit) });
       for (const answer of answers) write.delete(answer.key);
       return (await write.commit()).ok;
     });

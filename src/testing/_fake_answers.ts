@@ -63,10 +63,9 @@ export function answerCard(
     item.cardholderID === cardholderID
   );
   if (holder === undefined) return json(404, { error: "not_found" });
-  const digits = cardholderID.replace(/\D/g, "").padStart(12, "0");
   return json(200, {
     cardholderID,
-    pan: `4000${digits}`,
+    pan: `4000${cardholderID.replace(/\D/g, "").padStart(12, "0")}`,
     expiry: "12/29",
     name: holder.name,
   });

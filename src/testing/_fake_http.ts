@@ -59,14 +59,15 @@ export function pause(ms: number, closing: AbortSignal): Promise<void> {
   return ms > 0 ? delay(ms, closing).catch(() => {}) : Promise.resolve();
 }
 
-/** The answer `fault` makes of a request that `answer` would answer. */
+/** The answer `fault` (if any) makes of a request that `answer` would answer. */
 export async function faultyAnswer(
-  fault: FakeFault,
+  fault: FakeFault | undefined,
   answer: () => Response | Promise<Response>,
-  decorate: Decorate,
-  closing: AbortSignal,
+  { decorate, closing }: { decorate: Decorate; closing: AbortController },
 ): Promise<Response> {
-  switch (fault.kind) {
+  switch (fault?.kind) {
+    case undefined:
+      return await answer();
     case "status":
       return decorate(
         oauthError(fault.status, "server_error", "Injected fault"),
@@ -75,7 +76,7 @@ export async function faultyAnswer(
           : { ...fault.headers, "retry-after": String(fault.retryAfter) },
       );
     case "delay":
-      await pause(fault.ms, closing);
+      await pause(fault.ms, closing.signal);
       return await answer();
     case "drop":
       return droppedAnswer();

@@ -217,11 +217,8 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
   const { pathname } = new URL(request.url);
   if (pathname === "/oauth/token") {
     state.counts.tokenRequests++;
-    const fault = state.tokenFaults.shift();
     const answer = () => state.endpoint.answer(request);
-    return fault
-      ? faultyAnswer(fault, answer, state.decorate, state.closing.signal)
-      : answer();
+    return faultyAnswer(state.tokenFaults.shift(), answer, state);
   }
   const list = /^\/api\/([a-z]+)$/.exec(pathname)?.[1];
   return list === undefined
@@ -249,7 +246,6 @@ async function answerApi(
   await pause(state.latency, state.closing.signal);
   const refused = state.rateLimited();
   if (refused !== undefined) return refused;
-  const fault = state.apiFaults.shift();
   const answer = () => {
     const token = bearerToken(request);
     if (token === undefined || !state.endpoint.isValid(token)) {
@@ -260,9 +256,7 @@ async function answerApi(
     }
     return route();
   };
-  return fault
-    ? await faultyAnswer(fault, answer, state.decorate, state.closing.signal)
-    : answer();
+  return await faultyAnswer(state.apiFaults.shift(), answer, state);
 }
 
 /** What the service's handlers share: its parts, from its checked options. */

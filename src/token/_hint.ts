@@ -91,6 +91,5 @@ function otherEnvironment(source: HintSource): string {
   const audience = kind(source.audience);
   const host = kind(source.url.hostname);
   if (audience === host) return "";
-  const { names } = source;
-  return `; ${names.audience} looks like ${audience} and ${names.tokenUrl} like ${host}: are they from one environment, and the credentials too?`;
+  return `; ${source.names.audience} looks like ${audience} and ${source.names.tokenUrl} like ${host}: are they from one environment, and the credentials too?`;
 }

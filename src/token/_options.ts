@@ -19,7 +19,6 @@ const CONTEXT = "Cannot create token provider";
 export function providerConfig(options: TokenProviderOptions) {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
-    // In a browser page anyone can read the secret: tokens belong to a backend.
     throw typeError(
       CONTEXT,
       "dangerouslyAllowBrowser",

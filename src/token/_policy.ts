@@ -218,11 +218,10 @@ export function newerFromRecord(
   known: ProviderKnowledge,
   now: number,
 ) {
-  const blockInForce = now < (record.blockedUntil ?? -Infinity);
   const newer = isUsableToken(record.token, known.rejected) &&
     record.token.expiresAt > (known.expiresAt ?? -Infinity);
   let blockedUntil = known.blockedUntil;
-  if (blockInForce) {
+  if (now < (record.blockedUntil ?? -Infinity)) {
     // Another process's (or version's) block is clamped too: at most 25 h from now.
     const stored = Math.min(record.blockedUntil!, now + MAX_QUOTA_BLOCK);
     blockedUntil = Math.max(blockedUntil ?? -Infinity, stored);

@@ -187,7 +187,7 @@ export class CachingTokenProvider implements TokenProvider {
       case "join":
         return this.#flights.join(flight!, signal);
       case "blocked":
-        return Promise.reject(this.#blockedError(blockedUntil!));
+        return Promise.reject(this.#blockedAt(now));
       case "failed":
         return Promise.reject(this.#failureError());
       case "request":
@@ -196,14 +196,13 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   #startFlight() {
-    const budget = this.#budget;
     return this.#flights.start({
       run: (signal) => this.#runFlight(signal),
-      deadline: this.#steady() + budget,
-      budget,
+      deadline: this.#steady() + this.#budget,
+      budget: this.#budget,
       abandoned: () =>
         new TokenRequestError(
-          `Cannot get token: the token request did not settle within ${budget} ms`,
+          `Cannot get token: the token request did not settle within ${this.#budget} ms`,
           { reason: "timeout" },
         ),
       rejoin: (signal) => this.getToken(signal ? { signal } : {}),
@@ -361,11 +360,9 @@ export class CachingTokenProvider implements TokenProvider {
   /** The quota block's refusal while it lasts at `now`. */
   #blockedAt(now: number): QuotaExceededError | undefined {
     const until = this.#local.read(this.#blockedUntil, now) ?? -Infinity;
-    return now < until ? this.#blockedError(until) : undefined;
-  }
-
-  #blockedError(until: number): QuotaExceededError {
-    return quotaExceeded(until, this.#quota?.buckets ?? []);
+    return now < until
+      ? quotaExceeded(until, this.#quota?.buckets ?? [])
+      : undefined;
   }
 
   /** The cooldown's failure, as an error of the caller's own. */
