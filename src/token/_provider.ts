@@ -187,7 +187,10 @@ export class CachingTokenProvider implements TokenProvider {
       case "join":
         return this.#flights.join(flight!, signal);
       case "blocked":
-        return Promise.reject(this.#blockedAt(now));
+        // From this read of the block: a second read of the steady clock may find it over.
+        return Promise.reject(
+          quotaExceeded(blockedUntil!, this.#quota?.buckets ?? []),
+        );
       case "failed":
         return Promise.reject(this.#failureError());
       case "request":
