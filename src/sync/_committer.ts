@@ -51,8 +51,8 @@ export class Committer<T> {
     this.#clean = clean;
   }
 
-  /** After a batch failed: writes `checkpoint` alone, once the failed one settled. */
-  async restart(checkpoint: SyncCheckpoint): Promise<void> {
+  /** Writes `checkpoint` alone once the batch before settled, failed or aborted: what the run did goes on record. */
+  async record(checkpoint: SyncCheckpoint): Promise<void> {
     await this.settle();
     this.latest = checkpoint;
     // A head's batch: no row is seen or written.

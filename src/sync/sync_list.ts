@@ -244,6 +244,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   if (begun.begins) await beginCycle(committer, cursor);
   const guard = await guardOf(run, cursor);
   let lost = false;
+  let ending: ReturnType<typeof cycleEnd> | undefined;
   const commit = async (window: Committed<T>) => {
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
     // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
@@ -261,26 +262,39 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
       return config.signal?.throwIfAborted();
     }
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
-    // The guard's figures only for the window that ends the cycle: no clock read per window.
-    const endsCycle = ended && {
-      deletes: config.deletes,
-      maxDeletes: config.maxDeletes,
-      recent: recentDeletes(checkpoint.deletions, config.now()),
-    };
-    const more = endsCycle ? { endsCycle } : {};
-    await committer.commit("sweep", checkpoint, window, more);
+    if (!ended) return await committer.commit("sweep", checkpoint, window);
+    ending = cycleEnd(config, guard, checkpoint);
+    const { endsCycle } = ending;
+    await committer.commit("sweep", ending.checkpoint, window, { endsCycle });
   };
   const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
   if (lost) return await beginAfresh(run);
-  if (end.ended) return await endCycle(run, cursor.cycle, refusal);
+  if (end.ended) return await endCycle(run, cursor.cycle, refusal, ending);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const latest = committer.latest;
   const at = latest.sweep ?? cursor;
   const stands = afterSweepWindow(latest, at, end.state, false);
   await committer.flush("sweep", stands);
+}
+
+/**
+ * The window that ends a cycle (`before`: its checkpoint): the guard's figures for the sink (no clock read per window
+ * before it), and the checkpoint with the cycle's deletes on record as the guard counts them, so a run stopped right
+ * after it forgets none (endCycle corrects them to the sink's count).
+ */
+function cycleEnd<T>(
+  config: SyncConfig<T>,
+  guard: WindowGuard | undefined,
+  before: SyncCheckpoint,
+) {
+  const { deletes, maxDeletes } = config, at = config.now();
+  const recent = recentDeletes(before.deletions, at);
+  const counted = { deleted: guard?.unseen.size ?? 0, held: guard?.held ?? 0 };
+  const checkpoint = afterDeletes(before, { at, ...counted });
+  return { at, before, checkpoint, endsCycle: { deletes, maxDeletes, recent } };
 }
 
 /** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
@@ -296,11 +310,15 @@ async function beginAfresh<T>({ config, committer }: Run<T>): Promise<void> {
   if (begun !== undefined) await beginCycle(committer, begun.sweep);
 }
 
-/** A completed cycle's deletes go on record (a confirmed `refusal` starts them afresh); or the guard refuses it. */
+/**
+ * A completed cycle's deletes go on record, as the sink counted them, over what its `ending` window recorded (a
+ * confirmed `refusal` starts them afresh); or the guard refuses it.
+ */
 async function endCycle<T>(
   run: Run<T>,
   cycle: number,
   refusal: SyncCheckpoint["refused"],
+  ending?: { at: number; before: SyncCheckpoint },
 ): Promise<void> {
   const { config, committer } = run;
   try {
@@ -312,10 +330,14 @@ async function endCycle<T>(
     return await refuse(run, cycle, error);
   }
   const { deleted = 0, held = 0 } = committer.lastReport;
-  const record = { at: config.now(), deleted, held };
+  const record = { at: ending?.at ?? config.now(), deleted, held };
   const confirmed = confirms(refusal, config.maxDeletes);
-  const deletes = afterDeletes(committer.latest, record, confirmed);
-  await committer.flush("sweep", deletes);
+  const base = ending?.before ?? committer.latest;
+  const deletes = afterDeletes(base, record, confirmed);
+  // Even once aborted: the deletes are made, their record follows.
+  const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
+  if (!same) await committer.record(deletes);
+  config.signal?.throwIfAborted();
 }
 
 /** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
@@ -363,7 +385,7 @@ async function refuse<T>(
   error: SyncError,
 ): Promise<never> {
   const { written } = run.committer, needed = error.maxDeletesNeeded ?? 1;
-  await run.committer.restart(
+  await run.committer.record(
     afterRefusal(written, cycle, needed, run.config.now()),
   );
   throw error;
