@@ -125,7 +125,10 @@ export function judgeWindow(
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
   const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
-  const end = keys[fresh.to - 1] ?? state.edge;
+  // An empty window begun at or before the edge's place claims the list ends before the edge: no agreement with a
+  // short read that ended at it (the edge existed: a cut followed by an empty read would end a cycle there).
+  const emptied = count === 0 && plan.start < state.offset;
+  const end = emptied ? null : keys[fresh.to - 1] ?? state.edge;
   const [claims, reached] = [short || farEnd, fresh.to < count];
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
