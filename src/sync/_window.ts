@@ -106,18 +106,16 @@ export function judgeWindow(
   plan: WindowPlan,
   keys: readonly SyncKey[],
 ): WindowVerdict {
-  const order = state.descending === true
-    ? (a: SyncKey, b: SyncKey) => compareKeys(b, a)
-    : compareKeys;
+  const sign = state.descending === true ? -1 : 1;
+  const order = (a: SyncKey, b: SyncKey) => sign * compareKeys(a, b);
   checkOrder(keys, order, plan);
   const [count, first] = [keys.length, keys[0]];
   const learnt = learnLimit(state, plan.limit, count);
-  const overlaps = plan.start === 0 ||
-    (first !== undefined && state.edge !== null &&
-      order(first, state.edge) <= 0);
-  if (!overlaps) return gap(learnt, state, plan);
-  const lost = plan.start === 0 && first !== undefined && state.edge !== null &&
-    order(first, state.edge) > 0;
+  const after = first === undefined || state.edge === null
+    ? undefined
+    : order(first, state.edge) > 0;
+  if (plan.start !== 0 && after !== false) return gap(learnt, state, plan);
+  const lost = plan.start === 0 && after === true;
   const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
   const last = keys[count - 1];
   const advanced = last !== undefined && count > older;
@@ -125,10 +123,7 @@ export function judgeWindow(
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
   const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
-  // An empty window begun at or before the edge's place claims the list ends before the edge: no agreement with a
-  // short read that ended at it (the edge existed: a cut followed by an empty read would end a cycle there).
-  const emptied = count === 0 && plan.start < state.offset;
-  const end = emptied ? null : keys[fresh.to - 1] ?? state.edge;
+  const end = endOf(state, plan, keys, fresh.to);
   const [claims, reached] = [short || farEnd, fresh.to < count];
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
@@ -163,6 +158,20 @@ export function judgeWindow(
         : {}),
     },
   };
+}
+
+/**
+ * Where a window of `keys` (in range up to `to`) says the list ends: at its last in range, else at the edge; before
+ * it (null) when empty and begun before the edge's place, which no read that ended at the edge (a cut) agrees with.
+ */
+function endOf(
+  state: WindowState,
+  plan: WindowPlan,
+  keys: readonly SyncKey[],
+  to: number,
+): SyncKey | null {
+  if (keys.length === 0 && plan.start < state.offset) return null;
+  return keys[to - 1] ?? state.edge;
 }
 
 /**
