@@ -329,6 +329,42 @@ Deno.test("descending, a head stopped mid-pass whose new items are then removed 
   ]);
 });
 
+Deno.test("one sweep window answered with another list is read again, not taken at its word: nothing that exists is removed and none of the other list gets in (it inserted 92 foreign rows and removed 91 that exist, under maxDeletes, and the next healthy run was refused), in both orders and with deletes marked", async () => {
+  const variants = [{}, { sortDirection: "DESC" }, {
+    deletes: "mark",
+  }] as const;
+  for (const variant of variants) {
+    for (const copy of await copies(`one-foreign-${Object.keys(variant)}`)) {
+      if ("deletes" in variant && copy.kind === "jsonl") continue; // refused
+      const real = things(1000);
+      const foreign = things(1000, { suffix: "x" });
+      let foreignAt = -1;
+      const ordered = (list: Thing[]) =>
+        "sortDirection" in variant ? list.toReversed() : list;
+      const service = listOf(() =>
+        ordered(service.requests === foreignAt ? foreign : real)
+      );
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        maxLimit: 100,
+        sweep: Infinity,
+        ...variant,
+      };
+      await syncList(service.client, "things", options);
+      foreignAt = service.requests + 5; // one window of the next run's sweep
+      const run = await syncList(service.client, "things", options);
+      deepStrictEqual(
+        counts(run),
+        [0, 0, 0],
+        `${copy.kind} ${Object.keys(variant)}`,
+      );
+      deepStrictEqual(copy.ids(), real.map((t) => t.thingID));
+      copy.database?.close();
+    }
+  }
+});
+
 Deno.test("a sweep answered with another list in a cycle that spans runs fails at that run, at its first window past maxDeletes, changing no row, change row or JSONL byte; the next runs against the healthy list complete the cycle with no refusal and no option changed", async () => {
   for (const copy of await copies("foreign-windows")) {
     const list = await foreignAnswers(copy, { sweep: 3 }); // cycle 1: the first read

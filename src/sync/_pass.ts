@@ -53,11 +53,12 @@ export async function runPass<T>(
   budget: number,
   commit: (window: Committed<T>) => Promise<void | false>,
   timeUp: () => boolean = () => false,
+  doubt?: (window: Committed<T>) => boolean,
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start, spent = 0, free = 0;
   let repeated: Repeats | undefined, misses = 0;
   let width = 1; // one window first: a run with nothing new costs one request
-  const flights: Flight<T>[] = [];
+  const flights: Flight<T>[] = [], { path } = config.identity;
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
     const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
@@ -74,13 +75,13 @@ export async function runPass<T>(
       fill();
       const flight = flights.shift();
       if (flight === undefined) return { state, ended: false };
-      const judged = await judge(flight, state, config, start.edge);
+      const judged = await judge(flight, state, config, start.edge, doubt);
       const nothing = judged.kind === "commit" && !judged.window.items.length;
       // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
       if (nothing && judged.next.refused < state.refused) free = 1;
+      if ("doubted" in judged) free++; // nor is a doubted one, each time
       state = judged.next;
-      const { path } = config.identity;
-      // Sought and not found: a window after the edge, or wholly before it.
+      // Sought and not found (a window after the edge, or wholly before it), or doubted.
       const missed = judged.kind === "gap" || (nothing && !!state.seek);
       if (missed) misses = unjoined(misses, flight.plan, path);
       if (judged.kind !== "commit" || unsure(state)) {
@@ -200,6 +201,7 @@ async function judge<T>(
   state: WindowState,
   config: SyncConfig<T>,
   firstEdge: SyncKey | null,
+  doubt?: (window: Committed<T>) => boolean,
 ) {
   let items: readonly T[];
   try {
@@ -232,6 +234,10 @@ async function judge<T>(
     ...(verdict.lost === true ? { lost: true } : {}),
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),
   };
+  // Doubted: read again from where the pass stands (a window sought, as after a gap).
+  if (doubt?.(window) === true) {
+    return { kind: "gap" as const, next: state, doubted: true };
+  }
   const full = keys.length >= flight.plan.limit;
   return { ...verdict, window, first: keys[0]?.id, full };
 }

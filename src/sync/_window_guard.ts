@@ -134,3 +134,25 @@ export function passedUnseen(
   passed.last = last;
   return passed.behind;
 }
+
+/**
+ * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes one: another
+ * list's answer (a service's misrouted read), or every such row gone. Read again, an honest list answers alike.
+ */
+export function doubter(guard: WindowGuard | undefined) {
+  let doubted: string | undefined;
+  return (
+    window: { ids: readonly string[]; state: { edge: SyncKey | null } },
+  ) => {
+    const last = window.state.edge, first = window.ids[0];
+    if (guard === undefined || last === null || doubted === first) return false;
+    if (window.ids.some((id) => guard.unseen.has(id))) return false;
+    const sign = guard.descending ? -1 : 1, { order, at } = guard.passed;
+    // The first unseen row not yet passed: this window passes it if it lies at or before its last.
+    const next = order.slice(at).find((id) => guard.unseen.has(id));
+    const key = next === undefined ? undefined : guard.unseen.get(next)!;
+    if (key === undefined || sign * compareKeys(key, last) > 0) return false;
+    doubted = first;
+    return true;
+  };
+}

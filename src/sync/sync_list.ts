@@ -30,6 +30,7 @@ import {
   tooManyDeletes,
 } from "./_deletes.ts";
 import {
+  doubter,
   heldBack,
   MAX_GUARDED_ROWS,
   type WindowGuard,
@@ -267,7 +268,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     const { endsCycle } = ending;
     await committer.commit("sweep", ending.checkpoint, window, { endsCycle });
   };
-  const end = await runPass(run, begun.state, config.sweep, commit, timeUp);
+  const [state, budget] = [begun.state, config.sweep];
+  const end = await runPass(run, state, budget, commit, timeUp, doubter(guard));
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
@@ -281,9 +283,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
 }
 
 /**
- * The window that ends a cycle (`before`: its checkpoint): the guard's figures for the sink (no clock read per window
- * before it), and the checkpoint with the cycle's deletes on record as the guard counts them, so a run stopped right
- * after it forgets none (endCycle corrects them to the sink's count).
+ * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the
+ * deletes on record as the guard counts them, so a run stopped right after forgets none (endCycle corrects them).
  */
 function cycleEnd<T>(
   config: SyncConfig<T>,
