@@ -147,10 +147,11 @@ export function doubter(guard: WindowGuard | undefined) {
     const last = window.state.edge, first = window.ids[0];
     if (guard === undefined || last === null || doubted === first) return false;
     if (window.ids.some((id) => guard.unseen.has(id))) return false;
-    const sign = guard.descending ? -1 : 1, { order, at } = guard.passed;
+    const sign = guard.descending ? -1 : 1, { order } = guard.passed;
     // The first unseen row not yet passed: this window passes it if it lies at or before its last.
-    const next = order.slice(at).find((id) => guard.unseen.has(id));
-    const key = next === undefined ? undefined : guard.unseen.get(next)!;
+    let at = guard.passed.at;
+    while (at < order.length && !guard.unseen.has(order[at]!)) at++;
+    const key = guard.unseen.get(order[at] ?? "");
     if (key === undefined || sign * compareKeys(key, last) > 0) return false;
     doubted = first;
     return true;
