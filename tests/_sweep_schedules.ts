@@ -229,7 +229,7 @@ function watched(sink: SyncSink<Row>, onSweep: () => void): SyncSink<Row> {
 
 /**
  * A run's planted fault on the items answered to its request `n`: a page
- * cut to `cut` items (none to 24, under any window: no size proves it), pages cut from `faultAt` on (the service
+ * cut to `cut` items (none to 24, under any window: no size proves it; an odd cut then an empty read), pages cut from `faultAt` on (the service
  * lowered its largest), or, once the sweep writes, another list (same fields, every id prefixed, so in the same order).
  */
 function fault(
@@ -241,6 +241,11 @@ function fault(
   if (run.fault === "short" && n === run.faultAt && items.length > run.cut) {
     reached.add("short page");
     return items.slice(0, run.cut);
+  }
+  // An odd cut's next read answers empty: no end (it agreed with the cut, and a cycle removed what exists).
+  if (run.fault === "short" && n === run.faultAt + 1 && run.cut % 2 === 1) {
+    reached.add("short page, then empty");
+    return [];
   }
   // The service lowers its largest page (to 25-34 items, above the cost bound) from request `faultAt` on.
   const lowered = 25 + run.cut % 10;
