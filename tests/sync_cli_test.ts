@@ -190,6 +190,13 @@ Deno.test("sync CLI: 'next verified by' is said of a sweep at the spare rate (--
   equal(says(["--max-duration", "10m"]), true);
   equal(says(["--sweep", "2"]), false);
   equal(says([]), false);
+  // Items known missing: runs are counted only of a sweep of --sweep N requests (10 by default).
+  const behind = (extra: string[]) =>
+    resultLines(sync(extra), { ...result, behind: 3 }, 1, now);
+  const lines = [["--max-duration", "10m"], [], ["--sweep", "0"]].map(behind);
+  equal(lines[0]!.includes("as --max-duration lets it"), true, lines[0]);
+  equal(lines[1]!.includes("within about 1 more run"), true, lines[1]);
+  equal(lines[2]!.includes("the sweep is off"), true, lines[2]);
 });
 
 Deno.test("sync CLI: a --to in a missing folder or naming a folder, a copy it did not make, a file it may not write: exit 2 and one line about --to", async () => {
