@@ -700,14 +700,18 @@ Deno.test("a GET or HEAD with a body, or a priority fetch lacks, is refused befo
     ...api.credentials,
     rateLimit,
   });
+  const secret = api.credentials.clientSecret;
   const bad: RequestInit[] = [
     { body: "x" },
     { method: "head", body: "x" },
     { priority: "urgent" as RequestPriority },
+    // fetch quotes the bad header value: redacted, though no token is there yet.
+    { body: "x", headers: { "x-key": `${secret}\u0000` } },
   ];
   for (const init of bad) {
     const error = await client.fetch("organizations", init).catch((e) => e);
     equal((error as TypeError & { option?: string }).option, "init");
+    equal(Deno.inspect(error).includes(secret), false);
   }
   equal(api.tokenRequests, 0);
   for (let slot = 0; slot < 3; slot++) { // the window's 3 slots are still free

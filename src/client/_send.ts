@@ -65,7 +65,8 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   /** Where the next attempt goes (redirects move it). */
   target: URL;
   accessToken = "";
-  secrets: readonly Secret[] = [];
+  /** What an error redacts: the configured credentials, and the token once there is one. */
+  secrets: readonly Secret[];
   ticket: number | undefined = undefined;
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
@@ -85,6 +86,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
+    this.secrets = context.secrets;
     // The faults a glance shows (a GET or HEAD with a body, a priority fetch lacks) cost no token and no slot.
     const { body, priority = "auto" } = this.init;
     const bodyless = this.method === "GET" || this.method === "HEAD";
