@@ -136,7 +136,6 @@ function checkQuery(query: Record<string, string> | undefined) {
   return query;
 }
 
-/** A numeric option (at most `most`), or its fallback. */
 function numberOf<T>(
   options: SyncOptions<T>,
   name: keyof SyncOptions<T>,
