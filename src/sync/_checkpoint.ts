@@ -291,13 +291,11 @@ export const isCheckpoint = shape({
     Array.isArray(v) &&
     v.every(shape({ at: count, deleted: count, held: count }))
   ),
-  refused: optional(
-    shape({
-      cycle: count,
-      at: count,
-      maxDeletes: (v) => typeof v === "number",
-    }),
-  ),
+  refused: optional(shape({
+    cycle: count,
+    at: count,
+    maxDeletes: (v) => typeof v === "number",
+  })),
 }) as (value: unknown) => value is SyncCheckpoint;
 
 /** What `attempt` returns, or undefined when it throws. */

@@ -29,7 +29,6 @@ export class Committer<T> {
   written: SyncCheckpoint;
   /** The checkpoint handed on last: what the next one builds on. */
   latest: SyncCheckpoint;
-  /** What the sink reported of the last batch committed. */
   lastReport: SyncWriteReport = {};
   #writing: Promise<void> = Promise.resolve();
   readonly #skipped = new Set<string>();

@@ -136,7 +136,6 @@ function checkQuery(query: Record<string, string> | undefined) {
   return query;
 }
 
-/** A numeric option (at most `most`), or its fallback. */
 function numberOf<T>(
   options: SyncOptions<T>,
   name: keyof SyncOptions<T>,
@@ -221,10 +220,8 @@ function keyReader<T>(
   id: string | ((item: T) => string),
   sortBy: string | undefined,
 ): (item: unknown) => SyncKey {
-  const rawId = (item: unknown) =>
-    typeof id === "function" ? id(item as T) : fieldsOf(item)?.[id];
   return (item) => {
-    const raw = rawId(item);
+    const raw = typeof id === "function" ? id(item as T) : fieldsOf(item)?.[id];
     if (!isValue(raw)) {
       const where = typeof id === "string" ? ` in '${id}'` : "";
       throw new SyncError(

@@ -19,7 +19,6 @@ function within(record: DeleteRecord, now: number): boolean {
   return record.at > now - DELETE_WINDOW;
 }
 
-/** The deletes of `history` within the window that ends at `now`. */
 export function recentDeletes(
   history: readonly DeleteRecord[] | undefined,
   now: number,

@@ -15,7 +15,6 @@ import {
   waitForLock,
 } from "./_lease.ts";
 
-/** A lock file held by this run. */
 export interface FileLock extends AsyncDisposable {
   /** This run's token (also used to name its temporary files). */
   readonly token: string;
@@ -23,7 +22,6 @@ export interface FileLock extends AsyncDisposable {
   assertHeld(): Promise<void>;
 }
 
-/** What a lock file says. */
 type LockContent = { readonly owner: string; readonly pid: number };
 
 /** Takes the lock file at `path`, waiting as `options` say. @throws {SyncError} (`"locked"`, `"link"`) */

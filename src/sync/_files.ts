@@ -244,7 +244,6 @@ export async function renameFile(from: string, to: string): Promise<void> {
   });
 }
 
-/** Removes `path`, if it is there. */
 export async function removeFile(path: string): Promise<void> {
   await unlink(path).catch((error) => {
     if (code(error) !== "ENOENT") throw fileError(path, "remove", error);

@@ -18,7 +18,6 @@ const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
 const NEWLINE_HASH = "01ba4719c80b6fe911b091a7c05124b6";
 
-/** The copy, its side file, and a sweep cycle's rewrite. */
 export interface CopyFiles {
   readonly copy: string;
   readonly side: string;

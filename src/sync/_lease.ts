@@ -11,13 +11,10 @@ import { SyncError } from "./sync_error.ts";
 export const STALE_AFTER = 5_000;
 /** How often a held lock is refreshed: well inside STALE_AFTER. */
 const REFRESH_EVERY = 1_000;
-/** How often a waiting run looks again. */
 const POLL_EVERY = 100;
 
-/** How long a run waits for another that holds the copy, by default. */
 const DEFAULT_LOCK_WAIT = 30_000;
 
-/** Whether a lock last refreshed at `refreshedAt` is stale at `now`. */
 export function isStale(refreshedAt: number, now: number): boolean {
   return now - refreshedAt > STALE_AFTER;
 }
@@ -57,7 +54,6 @@ export function checkLockWait(
   );
 }
 
-/** How a sink waits for a lock. */
 export interface LockWait {
   /** Stops the wait with the signal's reason. */
   readonly signal?: AbortSignal | undefined;

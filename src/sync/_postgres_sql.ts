@@ -193,10 +193,8 @@ export function postgresText(
   return jsonbBound(JSON.parse(text)) <= limits.itemBytes ? text : undefined;
 }
 
-/** Whether the JSON text nests deeper than `max`. */
 function deeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
+  let depth = 0, inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {

@@ -19,7 +19,6 @@ export const CHECKPOINT_TABLE = "partner_api_sync";
 export const LEASE_TABLE = "partner_api_sync_lease";
 /** A sweep cycle's items the copy lacks, per table, held until the cycle completes and its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
-/** The change table's kinds of change. */
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
 /** A dialect's answer: at once (node:sqlite is synchronous) or later. */
@@ -60,8 +59,7 @@ export function sqlSink<T>(
   dialect: SqlDialect,
   options: { lockWait: number; onLockWait?: (holder: string) => void },
 ): SyncSink<T> {
-  let checked: Checked | undefined;
-  let owner: string | undefined;
+  let checked: Checked | undefined, owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
   // Every step rejects with what the dialect makes of its failure.
   const failed = (error: unknown): never => {
@@ -270,7 +268,6 @@ export interface Rows {
   readonly texts: readonly string[];
 }
 
-/** What the dialect applies. */
 export interface SqlBatch {
   readonly rows: Rows;
   /** Skipped ids whose rows may exist: seen, left as they are. */

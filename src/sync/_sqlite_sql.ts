@@ -189,7 +189,6 @@ export function changeTable(db: DatabaseSync, table: string) {
   };
 }
 
-/** A copy's change table, as `changeTable` makes it. */
 export type ChangeStatements = ReturnType<typeof changeTable>;
 
 /** Where a batch goes: the statements, the copy, the time, the change table. */
@@ -203,13 +202,12 @@ export interface Place {
 
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
 export function split(st: Statements, { rows, context }: SqlBatch) {
-  const none = { ids: [], texts: [] };
   const stages = context?.phase === "sweep" && !context.endsCycle &&
     rows.ids.length > 0;
   const lacking = new Set(
     stages ? st.lacking.all(JSON.stringify(rows.ids)).map((row) => row.id) : [],
   );
-  if (lacking.size === 0) return { rows, staged: none };
+  if (lacking.size === 0) return { rows, staged: { ids: [], texts: [] } };
   const part = (keep: boolean) => {
     const at = rows.ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
     const pick = (all: readonly string[]) => at.map((i) => all[i]!);
@@ -377,7 +375,6 @@ export class Commits {
     return result;
   }
 
-  /** Commits the open transaction, if any. */
   commit(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;

@@ -91,7 +91,6 @@ function compareValues(a: string | number, b: string | number): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Orders two keys ascending: by sort value, then by id. */
 export function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
@@ -115,7 +114,6 @@ export function judgeWindow(
     ? undefined
     : order(first, state.edge) > 0;
   if (plan.start !== 0 && after !== false) return gap(learnt, state, plan);
-  const lost = plan.start === 0 && after === true;
   const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
   const last = keys[count - 1];
   const advanced = last !== undefined && count > older;
@@ -134,7 +132,6 @@ export function judgeWindow(
   const { again, reads, ...ends } = readAgain(state, window, past);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
-  const edge = kept > older ? keys[kept - 1]! : state.edge;
   // Shorter at a size not known honoured: perhaps cut and placed by the cut size, so its place tells nothing.
   const cut = count < plan.limit && !short;
   const seek = before && !short
@@ -145,11 +142,11 @@ export function judgeWindow(
     fresh,
     ...ends,
     halted: reads > MAX_SHORT_READS,
-    lost,
+    lost: plan.start === 0 && after === true,
     reached,
     next: {
       ...rest,
-      edge,
+      edge: kept > older ? keys[kept - 1]! : state.edge,
       offset: cut ? state.offset + kept - older : plan.start + kept,
       margin: nextMargin(state, plan.start + older, count < plan.limit),
       ...(seek === undefined ? {} : { seek }),
@@ -328,8 +325,7 @@ function inDomain(state: WindowState, keys: readonly SyncKey[], older: number) {
     state.descending === true
       ? above !== null && compareKeys(key, above) <= 0
       : upTo !== null && compareKeys(key, upTo) > 0;
-  let from = older;
-  let to = keys.length;
+  let from = older, to = keys.length;
   while (from < to && !isIn(keys[from]!) && !isPast(keys[from]!)) from++;
   for (let i = from; i < to; i++) if (!isIn(keys[i]!)) to = i;
   return { from, to };

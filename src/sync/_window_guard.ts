@@ -29,7 +29,6 @@ export interface WindowGuard {
   };
 }
 
-/** A row of the copy as a sink's `liveRows` gives it. */
 export type CopyRow = Readonly<{ id: string; item: unknown; seen: boolean }>;
 
 /** A row of the copy as a sink lists it: a seen one without its item (`item` is not called). */
@@ -56,8 +55,7 @@ export async function windowGuard(
   most: number = MAX_GUARDED_ROWS,
 ): Promise<WindowGuard | undefined> {
   const unseen = new Map<string, SyncKey>();
-  let held = 0, named = true; // every unseen row's id its key's: the keys sorted alone give the order (half the cost)
-  let edgeHeld = false;
+  let edgeHeld = false, held = 0, named = true; // every unseen row's id its key's: the keys sorted alone give the order (half the cost)
   for await (const row of rows) {
     if (++held > most) return undefined;
     edgeHeld ||= row.id === figures.edge;

@@ -47,8 +47,7 @@ export function planWindow(offset: number, margin: number, cap: number) {
 /** The furthest-reaching window starting at or before `target` and past `offset`. */
 function reaching(offset: number, target: number, cap: number) {
   const from = Math.max(0, target);
-  let best: WindowPlan | undefined;
-  let bestEnd = offset;
+  let best: WindowPlan | undefined, bestEnd = offset;
   for (let limit = cap; limit >= 1; limit--) {
     const index = Math.floor(from / limit);
     const end = (index + 1) * limit;

@@ -6,16 +6,7 @@ import { typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
-import {
-  type Applied,
-  changeTableOf,
-  type CopyState,
-  recordsChanges,
-  sinkOptions,
-  type SqlBatch,
-  type SqlDialect,
-  sqlSink,
-} from "./_sql_sink.ts";
+import * as kit from "./_sql_sink.ts";
 import {
   CATALOG_SQL,
   CHANGES_CATALOG_SQL,
@@ -116,16 +107,16 @@ export function createPostgresSink<T>(
   if (typeof query !== "function") {
     throw typeError(CONTEXT, "query", "must be a function");
   }
-  const { table, lockWait } = sinkOptions(options, CONTEXT);
+  const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
   const dialect = new PostgresDialect(query, table, options);
-  return sqlSink<T>(dialect, { ...options, lockWait });
+  return kit.sqlSink<T>(dialect, { ...options, lockWait });
 }
 
 /** A row as the sink's statements return it: every column text. */
 type Row = Readonly<Record<string, string | null | undefined>>;
 
 /** The PostgreSQL dialect of the kit, over the user's query function. */
-class PostgresDialect implements SqlDialect {
+class PostgresDialect implements kit.SqlDialect {
   readonly what: string;
   readonly instead = "give another table";
   readonly #query: PostgresSinkOptions["query"];
@@ -150,7 +141,7 @@ class PostgresDialect implements SqlDialect {
   }
 
   /** The copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
-  async read(): Promise<CopyState> {
+  async read(): Promise<kit.CopyState> {
     const table = this.#table;
     const catalog = await this.#row(CATALOG_SQL, [table]);
     const has = {
@@ -199,9 +190,9 @@ class PostgresDialect implements SqlDialect {
   readonly text = postgresText;
   readonly holds = (id: string) => !id.includes("\0"); // jsonb cannot carry it
 
-  async apply(write: SqlBatch): Promise<Applied> {
+  async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     // The change table first: a name too long for it leaves nothing created.
-    const changes = recordsChanges(write)
+    const changes = kit.recordsChanges(write)
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
@@ -269,7 +260,7 @@ class PostgresDialect implements SqlDialect {
 
   /** What the catalog says of `<table>_changes`, read only. @throws {SyncError} (`"sink-mismatch"`) For one the sink did not make. */
   async #changeTableFound(): Promise<Row> {
-    const changes = changeTableOf(this.#table);
+    const changes = kit.changeTableOf(this.#table);
     if (changes.length > 65) return {}; // none: PostgreSQL would cut the name to another's
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
     const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
@@ -286,7 +277,7 @@ class PostgresDialect implements SqlDialect {
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */
   async #makeChangeTable(): Promise<string> {
-    const changes = changeTableOf(this.#table);
+    const changes = kit.changeTableOf(this.#table);
     if (changes.length > 65) { // 63 bytes, and its quotes
       throw typeError(
         `Cannot sync into ${this.what}`,

@@ -20,17 +20,7 @@ import { SyncError } from "./sync_error.ts";
 import { tried } from "./_checkpoint.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import { type CopyRow, copyRow, parsedItems } from "./_window_guard.ts";
-import {
-  type Applied,
-  CHECKPOINT_TABLE,
-  type CopyState,
-  jsonText,
-  recordsChanges,
-  sinkOptions,
-  type SqlBatch,
-  type SqlDialect,
-  sqlSink,
-} from "./_sql_sink.ts";
+import * as kit from "./_sql_sink.ts";
 import {
   applyBatch,
   type ChangeStatements,
@@ -122,7 +112,7 @@ export function createSqliteSink<T>(
   database: string | DatabaseSync,
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
-  const { table, lockWait } = sinkOptions(options, CONTEXT);
+  const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
   const owned = typeof database === "string";
   const rule = "must be a file path or a DatabaseSync";
   if (!owned && typeof database?.prepare !== "function") {
@@ -136,12 +126,12 @@ export function createSqliteSink<T>(
     if (owned && db.isOpen) db.close();
   };
   // A plain object, as before: a user may spread it to wrap a method.
-  const sink = sqlSink<T>(dialect, { ...options, lockWait });
+  const sink = kit.sqlSink<T>(dialect, { ...options, lockWait });
   return { ...sink, close, [Symbol.dispose]: close };
 }
 
 /** The SQLite dialect of the kit, over one connection and table. */
-class SqliteDialect implements SqlDialect {
+class SqliteDialect implements kit.SqlDialect {
   readonly what: string;
   readonly instead = "sync into another table or database file";
   readonly #db: DatabaseSync;
@@ -188,7 +178,7 @@ class SqliteDialect implements SqlDialect {
     return this.#prepared = statements(this.#db, this.#table);
   }
 
-  async read(): Promise<CopyState> {
+  async read(): Promise<kit.CopyState> {
     if (this.#file !== undefined) {
       // The database and its journal files plain files of one name, never through a link: SQLite writes them.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
@@ -239,16 +229,16 @@ class SqliteDialect implements SqlDialect {
 
   // node:sqlite stores an id with a NUL but reads it back cut there (RETURNING, json_each): skipped, as one not Unicode.
   readonly text = (item: unknown, id: string) =>
-    id.includes("\0") ? undefined : jsonText(item);
+    id.includes("\0") ? undefined : kit.jsonText(item);
   readonly holds = () => true; // a row an older version stored with a NUL: logged seen through json_each, which keeps it
 
-  async apply(write: SqlBatch): Promise<Applied> {
+  async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     this.#checkFile();
     const st = this.prepare();
     const { rows, staged } = split(st, write);
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
-    const changes = recordsChanges(write)
+    const changes = kit.recordsChanges(write)
       ? this.#changes ??= changeTable(this.#db, this.#table)
       : undefined;
     const at = new Date(this.#now()).toISOString();
@@ -315,16 +305,20 @@ class SqliteDialect implements SqlDialect {
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
-function readCopy(db: DatabaseSync, table: string, target: string): CopyState {
+function readCopy(
+  db: DatabaseSync,
+  table: string,
+  target: string,
+): kit.CopyState {
   const { foreign, items, changes } = tablesOf(db, table);
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
   const rows = items ? Number(count().n) : 0;
-  const checkpoints = columnsOf(db, CHECKPOINT_TABLE);
+  const checkpoints = columnsOf(db, kit.CHECKPOINT_TABLE);
   if (checkpoints.length === 0) return { checkpoint: undefined, rows, changes };
   const meta = checkpoints.includes("rows INTEGER") ? ", rows, last" : "";
   const found = db.prepare(
-    `SELECT target, checkpoint${meta} FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?`,
+    `SELECT target, checkpoint${meta} FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?`,
   ).all(target) as {
     target: string;
     checkpoint: string;

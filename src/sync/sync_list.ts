@@ -276,9 +276,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   if (lost) return await beginAfresh(run);
   if (end.ended) return await endCycle(run, cursor.cycle, refusal, ending);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
-  const latest = committer.latest;
-  const at = latest.sweep ?? cursor;
-  const stands = afterSweepWindow(latest, at, end.state, false);
+  const at = committer.latest.sweep ?? cursor;
+  const stands = afterSweepWindow(committer.latest, at, end.state, false);
   await committer.flush("sweep", stands);
 }
 
@@ -368,15 +367,11 @@ async function refuseWindows<T>(
 ): Promise<never> {
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done(); // a batch before that failed is the run's error
-  const error = tooManyDeletes(
-    refused,
-    held,
-    maxDeletes,
-    what,
-    recent,
-    partial,
+  return await refuse(
+    run,
+    cycle,
+    tooManyDeletes(refused, held, maxDeletes, what, recent, partial),
   );
-  return await refuse(run, cycle, error);
 }
 
 /** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */
