@@ -91,6 +91,7 @@ function compareValues(a: string | number, b: string | number): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/** Orders two keys ascending: by sort value, then by id. */
 export function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
