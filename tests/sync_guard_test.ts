@@ -338,11 +338,11 @@ Deno.test("one sweep window answered with another list is read again, not taken 
       if ("deletes" in variant && copy.kind === "jsonl") continue; // refused
       const real = things(1000);
       const foreign = things(1000, { suffix: "x" });
-      let foreignAt = -1;
+      let foreignAt: number[] = [];
       const ordered = (list: Thing[]) =>
         "sortDirection" in variant ? list.toReversed() : list;
       const service = listOf(() =>
-        ordered(service.requests === foreignAt ? foreign : real)
+        ordered(foreignAt.includes(service.requests) ? foreign : real)
       );
       const options = {
         id: "thingID",
@@ -352,7 +352,7 @@ Deno.test("one sweep window answered with another list is read again, not taken 
         ...variant,
       };
       await syncList(service.client, "things", options);
-      foreignAt = service.requests + 5; // one window of the next run's sweep
+      foreignAt = [service.requests + 5]; // one window of the next run's sweep
       const run = await syncList(service.client, "things", options);
       deepStrictEqual(
         counts(run),
@@ -360,6 +360,14 @@ Deno.test("one sweep window answered with another list is read again, not taken 
         `${copy.kind} ${Object.keys(variant)}`,
       );
       deepStrictEqual(copy.ids(), real.map((t) => t.thingID));
+      // Answered twice, the window and its second read: weighed as two windows of another list, refused.
+      const before = await copy.snapshot();
+      foreignAt = [service.requests + 5, service.requests + 6];
+      await rejects(
+        syncList(service.client, "things", options),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      equal(await copy.snapshot(), before, `${copy.kind} twice`);
       copy.database?.close();
     }
   }

@@ -136,6 +136,7 @@ Deno.test("the passed-and-unseen count, kept as the pass moves on, equals a coun
           recent: { deleted: 0, largest: 0 },
           descending,
           passed: { order, at: 0, last: null, behind: 0 },
+          doubled: 0,
         };
         for (const window of windows) {
           const ids = window.ids.map((n) => `r${n}`);

@@ -20,6 +20,8 @@ export interface WindowGuard {
   readonly edgeHeld?: boolean;
   /** Once a window broke the guard: the unseen rows the last window read passed. */
   refused?: number;
+  /** Unseen rows that windows read twice alike passed once more: two reads of another list weigh as two windows. */
+  doubled: number;
   /** The unseen ids in the pass's order, the first `at` passed (to key `last`), `behind` of them unseen: counted once. */
   readonly passed: {
     readonly order: readonly string[];
@@ -76,7 +78,7 @@ export async function windowGuard(
     ? [...unseen.values()].sort(by).map((key) => key.id)
     : [...unseen].sort(([, a], [, b]) => by(a, b)).map(([id]) => id);
   const passed = { order, at: 0, last: null, behind: 0 };
-  return { ...figures, unseen, held, passed, edgeHeld };
+  return { ...figures, unseen, held, passed, edgeHeld, doubled: 0 };
 }
 
 /**
@@ -99,7 +101,8 @@ export function heldBack(
     if (key === undefined || passed.last === null) continue;
     if (sign * compareKeys(key, passed.last) <= 0) passed.behind--;
   }
-  const behind = passedUnseen(guard, window.last, window.ended);
+  const behind = passedUnseen(guard, window.last, window.ended) +
+    guard.doubled;
   // The end's base, not its deletes: never stricter than the end would be.
   const base = { deleted: 0, largest: recent.largest };
   if (guard.refused === undefined && !tooMany(behind, held, maxDeletes, base)) {
@@ -134,24 +137,38 @@ export function passedUnseen(
 }
 
 /**
- * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes one: another
- * list's answer (a service's misrouted read), or every such row gone. Read again, an honest list answers alike.
+ * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes some: another
+ * list's answer (a service's misrouted read), or every such row gone. Read again alike, it is taken, and the guard
+ * weighs what it passes twice (else a doubted read of another list, then its re-read, weighed as one window).
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
   return (
     window: { ids: readonly string[]; state: { edge: SyncKey | null } },
   ) => {
-    const last = window.state.edge, first = window.ids[0];
-    if (guard === undefined || last === null || doubted === first) return false;
-    if (window.ids.some((id) => guard.unseen.has(id))) return false;
-    const sign = guard.descending ? -1 : 1, { order } = guard.passed;
-    // The first unseen row not yet passed: this window passes it if it lies at or before its last.
-    let at = guard.passed.at;
-    while (at < order.length && !guard.unseen.has(order[at]!)) at++;
-    const key = guard.unseen.get(order[at] ?? "");
-    if (key === undefined || sign * compareKeys(key, last) > 0) return false;
-    doubted = first;
-    return true;
+    const passes = guard === undefined ? 0 : passesUnheld(guard, window);
+    if (passes === 0) return false;
+    if (doubted !== window.ids[0]) return (doubted = window.ids[0], true);
+    guard!.doubled += passes;
+    return false;
   };
+}
+
+/** The unseen rows a window with none of them among its `ids` passes, up to its last (`state.edge`); else 0. */
+function passesUnheld(
+  guard: WindowGuard,
+  window: { ids: readonly string[]; state: { edge: SyncKey | null } },
+): number {
+  const last = window.state.edge;
+  if (last === null || window.ids.length === 0) return 0;
+  if (window.ids.some((id) => guard.unseen.has(id))) return 0;
+  const sign = guard.descending ? -1 : 1, { order } = guard.passed;
+  let passes = 0;
+  for (let at = guard.passed.at; at < order.length; at++) {
+    const key = guard.unseen.get(order[at]!);
+    if (key === undefined) continue; // seen since
+    if (sign * compareKeys(key, last) > 0) break;
+    passes++;
+  }
+  return passes;
 }
