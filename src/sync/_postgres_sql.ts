@@ -6,15 +6,7 @@
 // driver's array encoding matters.
 
 import { STALE_AFTER } from "./_lease.ts";
-import {
-  CHANGE_KINDS,
-  CHECKPOINT_TABLE,
-  jsonText,
-  LEASE_TABLE,
-  leaseSql,
-  type Rows,
-  STAGE_TABLE,
-} from "./_sql_sink.ts";
+import * as kit from "./_sql_sink.ts";
 
 /** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
 export function fingerprintOf(item: string): string {
@@ -41,8 +33,8 @@ export const CATALOG_SQL =
   (EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
     WHERE i.indrelid = to_regclass($1::text) AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1
     AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'))::text AS id_unique,
-  (to_regclass('${CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
-  ${column(quoted(CHECKPOINT_TABLE), "rows")} AS rows_type`;
+  (to_regclass('${kit.CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
+  ${column(quoted(kit.CHECKPOINT_TABLE), "rows")} AS rows_type`;
 
 /** The copy's state, read only: its row count, checkpoint row, and the fingerprint of the row it names last. */
 export function copySql(
@@ -56,7 +48,7 @@ export function copySql(
     ? `(SELECT ${fingerprint} FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
     : "NULL::text";
   const join = has.checkpoints
-    ? ` LEFT JOIN ${CHECKPOINT_TABLE} c ON c.target = one.target`
+    ? ` LEFT JOIN ${kit.CHECKPOINT_TABLE} c ON c.target = one.target`
     : "";
   return `SELECT ${count} AS count,
   ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
@@ -67,11 +59,11 @@ export function copySql(
 }
 
 /**
- * Creates the tables, and the columns earlier versions lacked (the checkpoint becomes text: jsonb cannot hold an edge
- * id with a NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle saw yet).
+ * Creates the tables (`T`, quoted), and the columns earlier versions lacked (the checkpoint becomes text: jsonb cannot
+ * hold an edge id with a NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle saw yet).
  */
-export function createSql(table: string): string {
-  const [T, C, S, L] = [table, CHECKPOINT_TABLE, STAGE_TABLE, LEASE_TABLE];
+export function createSql(T: string): string {
+  const { CHECKPOINT_TABLE: C, STAGE_TABLE: S, LEASE_TABLE: L } = kit;
   const no = {
     items: absent(T),
     deletedAt: lacks(T, "deleted_at"),
@@ -98,21 +90,23 @@ export function createSql(table: string): string {
 export function createChangesSql(changes: string): string {
   const [T, noTable] = [changes, absent(changes)];
   return migration(`
-  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
+  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
+
+const LOCK_KEY = quoted(kit.CHECKPOINT_TABLE);
 
 /** `IF ... THEN ...` steps under an advisory lock (two first runs would race in CREATE TABLE), no notices emitted. */
 function migration(steps: string): string {
   return `DO $partner_api$
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext(${quoted(CHECKPOINT_TABLE)}));${steps}
+  PERFORM pg_advisory_xact_lock(hashtext(${LOCK_KEY}));${steps}
 END
 $partner_api$`;
 }
 
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
-const LEASE = leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
+const LEASE = kit.leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
 /** A page of live rows by id (after `$2` if `after`, `$3` of them) as one JSON text: `[id, seen by cycle $1, item if not]`. */
 export function liveRowsSql(table: string, after: boolean): string {
@@ -127,8 +121,8 @@ export const LEASE_SQL = {
   ...LEASE,
   take: `WITH taken AS (${LEASE.take})
 SELECT (SELECT owner FROM taken) AS taken,
-  (SELECT (refreshed_at < ${STALE})::text FROM ${LEASE_TABLE} WHERE target = $1::text) AS stale,
-  (SELECT owner FROM ${LEASE_TABLE} WHERE target = $1::text) AS holder`,
+  (SELECT (refreshed_at < ${STALE})::text FROM ${kit.LEASE_TABLE} WHERE target = $1::text) AS stale,
+  (SELECT owner FROM ${kit.LEASE_TABLE} WHERE target = $1::text) AS holder`,
 };
 
 /** What the catalog says of the change table `$1` (quoted), read only: whether it exists, its columns' types. */
@@ -145,7 +139,7 @@ export const CHANGES_COLUMNS =
 export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
 
 /** The batch's rows as `[[id, item], ...]`, one JSON text. */
-export function postgresJson(rows: Rows): string {
+export function postgresJson(rows: kit.Rows): string {
   const pairs = rows.ids.map((id, i) =>
     `[${JSON.stringify(id)},${rows.texts[i]}]`
   );
@@ -182,7 +176,7 @@ export function postgresText(
   limits: PostgresLimits = POSTGRES_LIMITS,
 ): string | undefined {
   if (id.includes("\0") || utf8Length(id) > limits.idBytes) return undefined;
-  const text = jsonText(item);
+  const text = kit.jsonText(item);
   if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
   // Depth d takes at least 2d characters.
   if (text.length > 2 * limits.depth && deeperThan(text, limits.depth)) {

@@ -1,12 +1,7 @@
 // Internal: the PostgreSQL dialect's one statement per batch (_postgres_sql.ts says why every parameter is text): the
 // upsert, and the lease, cycle end, change table and checkpoint, each a step of one WITH: all commit or none.
 
-import {
-  CHECKPOINT_TABLE,
-  LEASE_TABLE,
-  type SqlBatch,
-  STAGE_TABLE,
-} from "./_sql_sink.ts";
+import * as kit from "./_sql_sink.ts";
 import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
 import { LENIENT } from "./_deletes.ts";
 
@@ -29,7 +24,7 @@ interface Shape {
 /** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), each numbered as it is added. */
 export function writeStatement(
   table: string,
-  write: SqlBatch,
+  write: kit.SqlBatch,
   target: string,
   changes: string | undefined,
   now: (() => number) | undefined,
@@ -76,7 +71,7 @@ function writeSql(table: string, shape: Shape): string {
   const parts = [
     // The lease refreshed, only while `owner` still holds it.
     ...(owner === undefined ? [] : [`lease AS (
-  UPDATE ${LEASE_TABLE} SET refreshed_at = clock_timestamp()
+  UPDATE ${kit.LEASE_TABLE} SET refreshed_at = clock_timestamp()
   WHERE target = $1::text AND owner = ${owner} RETURNING 1
 )`]),
     ...batchSteps(table, shape.stages),
@@ -89,7 +84,7 @@ function writeSql(table: string, shape: Shape): string {
 )`,
     // A sweep's rows the table lacks, held until the cycle passes its guard.
     ...(!shape.stages ? [] : [`staged AS (
-  INSERT INTO ${STAGE_TABLE} AS s (target, cycle, id, item)
+  INSERT INTO ${kit.STAGE_TABLE} AS s (target, cycle, id, item)
   SELECT $1::text, ${CYCLE}, b.id, b.item FROM batch b WHERE NOT ${holds} ${and}
   ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item
   RETURNING 1
@@ -163,14 +158,14 @@ function cycleEndSteps(
 )`,
     `applied AS (
   INSERT INTO ${table} AS t (id, item, seen, deleted_at)
-  SELECT s.id, s.item, ${CYCLE}, NULL FROM ${STAGE_TABLE} s
+  SELECT s.id, s.item, ${CYCLE}, NULL FROM ${kit.STAGE_TABLE} s
   WHERE s.target = $1::text AND s.cycle = ${CYCLE}
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = s.id) ${gated}
   ON CONFLICT (id) DO NOTHING
   RETURNING id, item
 )`,
     `cleared AS (
-  DELETE FROM ${STAGE_TABLE} WHERE target = $1::text AND cycle <= ${CYCLE} ${gated}
+  DELETE FROM ${kit.STAGE_TABLE} WHERE target = $1::text AND cycle <= ${CYCLE} ${gated}
   RETURNING 1
 )`,
     `removed AS (
@@ -206,7 +201,7 @@ function savedStep(table: string, shape: Shape, gated: string): string {
   const ends = shape.ends?.deletes;
   const written = shape.stages ? ` WHERE ${held(table)}` : "";
   const before = (column: string) =>
-    `(SELECT ${column} FROM ${CHECKPOINT_TABLE} WHERE target = $1::text)`;
+    `(SELECT ${column} FROM ${kit.CHECKPOINT_TABLE} WHERE target = $1::text)`;
   const lastBefore = before("last");
   const applied = ends === undefined ? "" : " + (SELECT count(*) FROM applied)";
   const gone = ends === "remove" ? " - (SELECT count(*) FROM gone)" : "";
@@ -215,7 +210,7 @@ function savedStep(table: string, shape: Shape, gated: string): string {
     FROM (SELECT ${lastBefore} AS last) AS l
     WHERE NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = substr(l.last, strpos(l.last, ':') + 1)))`;
   return `saved AS (
-  INSERT INTO ${CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
+  INSERT INTO ${kit.CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
   SELECT $1::text, $3::text,
     coalesce(${before("rows")}, (SELECT count(*) FROM ${table}))
       + (SELECT count(*) FROM kinds WHERE change = 'insert')${applied}${gone},

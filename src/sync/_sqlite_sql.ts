@@ -6,21 +6,12 @@ import { unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { guardCycleEnd } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
-import {
-  CHANGE_KINDS,
-  changeTableOf,
-  CHECKPOINT_TABLE,
-  LEASE_TABLE,
-  leaseSql,
-  type Rows,
-  type SqlBatch,
-  STAGE_TABLE,
-} from "./_sql_sink.ts";
+import * as kit from "./_sql_sink.ts";
 
 /** The ids each sweep cycle saw, per table: SQLite's log of a cycle (PostgreSQL keeps a `seen` column instead). */
 const SEEN_TABLE = "partner_api_sync_seen";
 
-// Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
+// kit.Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
@@ -51,7 +42,7 @@ export function tablesOf(db: DatabaseSync, table: string) {
   // None, or the columns of a change table the sink made (0.3's lacked `item`).
   const made =
     /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT)?)?$/;
-  const changes = changeTableOf(table);
+  const changes = kit.changeTableOf(table);
   const found = columnsOf(db, changes).join(", ");
   const foreign = items.length > 0 && !ours.test(fixed.sort().join(", "))
     ? "its columns are not id (TEXT PRIMARY KEY), item and deleted_at (TEXT): it was not made by this sink"
@@ -65,14 +56,14 @@ export function tablesOf(db: DatabaseSync, table: string) {
 function createTables(db: DatabaseSync, table: string): void {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
-    CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
+    CREATE TABLE IF NOT EXISTS ${kit.CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
     CREATE TABLE IF NOT EXISTS ${SEEN_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS ${STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
+    CREATE TABLE IF NOT EXISTS ${kit.LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${kit.STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
   );
   // 0.3's tables had none of these.
-  addColumn(db, CHECKPOINT_TABLE, "rows INTEGER");
-  addColumn(db, CHECKPOINT_TABLE, "last TEXT");
+  addColumn(db, kit.CHECKPOINT_TABLE, "rows INTEGER");
+  addColumn(db, kit.CHECKPOINT_TABLE, "last TEXT");
   addColumn(db, table, "deleted_at TEXT");
 }
 
@@ -98,12 +89,12 @@ const page = (
 export function statements(db: DatabaseSync, table: string) {
   createTables(db, table);
   const q = (sql: string) => db.prepare(sql);
-  const lease = leaseSql((n) => `?${n}`, "?3", "?4", LEASE_SEEN);
+  const lease = kit.leaseSql((n) => `?${n}`, "?3", "?4", LEASE_SEEN);
   // What a cycle did not see: live rows whose id its log lacks.
   const log = `FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2`;
   const unseen =
     `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN (SELECT id ${log})`;
-  const staged = `FROM ${STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  const staged = `FROM ${kit.STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
   return {
     upsert: upserts(q, table),
     lastRowid: q(`SELECT max(rowid) AS at FROM ${table}`),
@@ -128,7 +119,7 @@ export function statements(db: DatabaseSync, table: string) {
       `SELECT value AS id FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id = value)`,
     ),
     stage: q(
-      `INSERT INTO ${STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
+      `INSERT INTO ${kit.STAGE_TABLE} (target, cycle, id, item) SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) WHERE true
       ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item`,
     ),
     // A staged id a later batch wrote (its date moved to the cycle's end, or past the copy's) holds a newer item.
@@ -136,20 +127,22 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged} ON CONFLICT (id) DO NOTHING`,
     ),
     // A cycle's stage, and what refused or given-up cycles left.
-    clearStage: q(`DELETE FROM ${STAGE_TABLE} WHERE target = ? AND cycle <= ?`),
+    clearStage: q(
+      `DELETE FROM ${kit.STAGE_TABLE} WHERE target = ? AND cycle <= ?`,
+    ),
     // 0.3 kept a checkpoint per spelling of the table's name; one stays.
     dropOthers: q(
-      `DELETE FROM ${CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,
+      `DELETE FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,
     ),
     save: q(
-      `INSERT INTO ${CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
+      `INSERT INTO ${kit.CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
       ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
     ),
     take: q(lease.take),
     refresh: q(lease.refresh),
     release: q(lease.release),
     holder: q(
-      `SELECT owner, refreshed_at AS refreshedAt FROM ${LEASE_TABLE} WHERE target = ?`,
+      `SELECT owner, refreshed_at AS refreshedAt FROM ${kit.LEASE_TABLE} WHERE target = ?`,
     ),
   };
 }
@@ -174,16 +167,16 @@ export type Statements = ReturnType<typeof statements>;
 
 /** The change table of `table`, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
 export function changeTable(db: DatabaseSync, table: string) {
-  const changes = changeTableOf(table);
+  const changes = kit.changeTableOf(table);
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
+    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
   );
   addColumn(db, changes, "item TEXT");
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;
   return {
     record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),
     staged: db.prepare(
-      `${insert} SELECT id, 'insert', ?3, item FROM ${STAGE_TABLE} s WHERE target = ?1 AND cycle = ?2
+      `${insert} SELECT id, 'insert', ?3, item FROM ${kit.STAGE_TABLE} s WHERE target = ?1 AND cycle = ?2
       AND NOT EXISTS (SELECT 1 FROM ${table} t WHERE t.id = s.id) ORDER BY id`,
     ),
   };
@@ -201,7 +194,7 @@ export interface Place {
 }
 
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
-export function split(st: Statements, { rows, context }: SqlBatch) {
+export function split(st: Statements, { rows, context }: kit.SqlBatch) {
   const stages = context?.phase === "sweep" && !context.endsCycle &&
     rows.ids.length > 0;
   const lacking = new Set(
@@ -220,7 +213,10 @@ export function split(st: Statements, { rows, context }: SqlBatch) {
  * Inside a transaction: upserts a batch (a sweep's new items `staged`), logs it seen, records its changes, ends a cycle
  * (`endCycle`), saves the checkpoint with the row count and last row. @throws {SyncError} (`"too-many-deletes"`)
  */
-export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
+export function applyBatch(
+  place: Place,
+  write: kit.SqlBatch & { staged: kit.Rows },
+) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
   const record = changes?.record;
@@ -265,7 +261,7 @@ export function applyBatch(place: Place, write: SqlBatch & { staged: Rows }) {
 /** A cycle's end, unless its unseen live rows break the guard: inserts what it staged, removes (or marks) the unseen. */
 function endCycle(
   place: Place,
-  ends: NonNullable<NonNullable<SqlBatch["context"]>["endsCycle"]>,
+  ends: NonNullable<NonNullable<kit.SqlBatch["context"]>["endsCycle"]>,
   cycle: number,
 ) {
   const { st, target, at, changes } = place;
@@ -288,7 +284,7 @@ function endCycle(
 }
 
 /** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
-function upsertAll(st: Statements, { ids, texts }: Rows, named: boolean) {
+function upsertAll(st: Statements, { ids, texts }: kit.Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
   const before = rowid();
   const kind = new Map<string, boolean>();
@@ -325,7 +321,7 @@ export class Commits {
   #failed: unknown;
   /** Batches share transactions only while a run holds the lease. */
   grouping = false;
-  /** Rows in the table: batches share transactions from GROUP_FROM on. */
+  /** kit.Rows in the table: batches share transactions from GROUP_FROM on. */
   rows = 0;
 
   constructor(db: DatabaseSync) {
