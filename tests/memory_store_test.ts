@@ -15,6 +15,23 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 import { drive, inProcessFake, realTurn } from "./_fast_setup.ts";
 
+/** `n` providers of `options` (one store between them). */
+function providersOf(
+  n: number,
+  options: Parameters<typeof createTokenProvider>[0],
+) {
+  return Array.from({ length: n }, () => createTokenProvider(options));
+}
+
+/** What each of `providers` rejected with, asked for a token at once (each must reject). */
+async function refusals(providers: { getToken(): Promise<unknown> }[]) {
+  const results = await Promise.allSettled(providers.map((p) => p.getToken()));
+  return results.map((result) => {
+    equal(result.status, "rejected");
+    return (result as PromiseRejectedResult).reason;
+  });
+}
+
 for (const n of [2, 10]) {
   Deno.test(`${n} providers over one memory store, started together, spend one token request`, async () => {
     await using api = await startFakePartnerApi();
@@ -42,14 +59,8 @@ Deno.test("a failed first flight is every waiter's cooldown, and after it the ne
     now: clock,
     retry: false as const,
   };
-  const providers = Array.from(
-    { length: 10 },
-    () => createTokenProvider(options),
-  );
-  const results = await Promise.allSettled(providers.map((p) => p.getToken()));
-  for (const result of results) {
-    equal(result.status, "rejected");
-    const error = (result as PromiseRejectedResult).reason;
+  const providers = providersOf(10, options);
+  for (const error of await refusals(providers)) {
     ok(error instanceof TokenRequestError);
     equal(error.status, 503);
   }
@@ -69,14 +80,9 @@ Deno.test("a 429 on one provider's request blocks every provider of the store wi
   api.injectTokenFaults({ kind: "status", status: 429, retryAfter: 60 });
   const store = createMemoryTokenStore();
   const options = { ...api.environment, ...api.credentials, store };
-  const providers = Array.from(
-    { length: 5 },
-    () => createTokenProvider(options),
-  );
-  const results = await Promise.allSettled(providers.map((p) => p.getToken()));
-  for (const result of results) {
-    equal(result.status, "rejected");
-    ok((result as PromiseRejectedResult).reason instanceof QuotaExceededError);
+  const providers = providersOf(5, options);
+  for (const error of await refusals(providers)) {
+    ok(error instanceof QuotaExceededError);
   }
   await rejects(createTokenProvider(options).getToken(), QuotaExceededError);
   equal(api.tokenRequests, 1);

@@ -129,6 +129,21 @@ processTest(
   },
 );
 
+/** Runs `use` with a client of a fake started quietly on a free port with `args`; stops the fake after. */
+async function withFake(
+  args: string[],
+  use: (client: ReturnType<typeof clientOf>) => Promise<void>,
+): Promise<void> {
+  const child = fake(["--port", "0", "--quiet", ...args]).spawn();
+  try {
+    await use(clientOf(await variables(child.stdout)));
+  } finally {
+    child.kill("SIGINT");
+    await child.status;
+    await child.stderr.cancel();
+  }
+}
+
 /** A client of the fake that printed `env`. */
 function clientOf(env: Record<string, string>) {
   return createClient({
@@ -146,15 +161,7 @@ function clientOf(env: Record<string, string>) {
 processTest(
   "deno task fake --now TIME serves data whose newest item is exactly 3 minutes before TIME, so a restart with the same TIME serves the same data",
   async () => {
-    const child = fake([
-      "--port",
-      "0",
-      "--quiet",
-      "--now",
-      "2026-01-01T00:00:00Z",
-    ]).spawn();
-    try {
-      const client = clientOf(await variables(child.stdout));
+    await withFake(["--now", "2026-01-01T00:00:00Z"], async (client) => {
       const [newest] = await Array.fromAsync(
         client.list<{ creationDate: string }>("transactions", {
           sortBy: "creationDate",
@@ -164,38 +171,21 @@ processTest(
       );
       // Not a millisecond later: the clock's first reading is TIME itself.
       equal(newest!.creationDate, "2025-12-31T23:57:00.000Z");
-    } finally {
-      child.kill("SIGINT");
-      await child.status;
-      await child.stderr.cancel();
-    }
+    });
   },
 );
 
 processTest(
   "deno task fake --churn append=2,remove=1 changes the list on every request for it",
   async () => {
-    const child = fake([
-      "--port",
-      "0",
-      "--quiet",
-      "--transactions",
-      "3",
-      "--churn",
-      "append=2,remove=1",
-    ]).spawn();
-    try {
-      const client = clientOf(await variables(child.stdout));
+    const args = ["--transactions", "3", "--churn", "append=2,remove=1"];
+    await withFake(args, async (client) => {
       const count = async () => {
         const body = await (await client.fetch("transactions")).json();
         return (body.transactions as unknown[]).length;
       };
       equal(await count(), 4); // 3 + 2 - 1
       equal(await count(), 5);
-    } finally {
-      child.kill("SIGINT");
-      await child.status;
-      await child.stderr.cancel();
-    }
+    });
   },
 );
