@@ -565,14 +565,23 @@ Deno.test("deletes cannot be sliced by stopping runs: each aborted once its cycl
 });
 
 Deno.test("a cycle's deletes are on record in the batch that makes them: runs whose every write after it fails (as a kill there would stop them) remove at most maxDeletes of 1,000", async () => {
-  for (const copy of await copies("sliced-killed")) {
+  await killedAfterEnding("sliced-killed", true);
+});
+
+Deno.test("unguarded (a sink that lists no rows, or a copy past the window guard's size), a cycle's deletes go on record as uncounted in the batch that makes them: runs killed right after it remove at most maxDeletes of 1,000 (174 removed in 2 hours)", async () => {
+  await killedAfterEnding("sliced-killed-unguarded", false);
+});
+
+/** Runs an hour apart, each finding 9 % gone, whose every write after the ending batch fails: bounded by maxDeletes. */
+async function killedAfterEnding(name: string, listsRows: boolean) {
+  for (const copy of await copies(name)) {
     const { state, service, options } = world(copy);
     const inner = copy.sink;
     let ended = false;
     const sink: SyncSink<Thing> = {
       load: () => inner.load(),
       lock: (run) => inner.lock!(run),
-      liveRows: (...args) => inner.liveRows!(...args),
+      ...listsRows && { liveRows: (...args) => inner.liveRows!(...args) },
       write(items, checkpoint, ids, context) {
         if (ended) return Promise.reject(new Error("killed"));
         ended = context?.endsCycle !== undefined;
@@ -587,9 +596,23 @@ Deno.test("a cycle's deletes are on record in the batch that makes them: runs wh
       await syncList(service.client, "things", all).catch(() => {});
       ok(1000 - copy.ids().length <= 100, `${copy.kind}: ${copy.ids().length}`);
     }
+    // Left alone, a run is refused; the share it names confirms the deletes.
+    const error = await syncList(service.client, "things", {
+      ...all,
+      sink: inner,
+    })
+      .then(() => undefined, (error: SyncError) => error);
+    equal(error?.reason, "too-many-deletes", copy.kind);
+    const confirm = {
+      ...all,
+      sink: inner,
+      maxDeletes: error.maxDeletesNeeded!,
+    };
+    await syncList(service.client, "things", confirm);
+    equal(copy.ids().length, state.items.length, copy.kind);
     copy.database?.close();
   }
-});
+}
 
 Deno.test("a clock stepped back between runs forgets no delete: runs each 1 ms earlier, each finding 9 % gone, remove at most maxDeletes of 1,000", async () => {
   for (const copy of await copies("clock-back")) {

@@ -289,7 +289,10 @@ export const isCheckpoint = shape({
   })),
   deletions: optional((v) =>
     Array.isArray(v) &&
-    v.every(shape({ at: count, deleted: count, held: count }))
+    v.every(shape({
+      ...{ at: count, deleted: count, held: count },
+      uncounted: optional((v) => v === true),
+    }))
   ),
   refused: optional(shape({
     cycle: count,

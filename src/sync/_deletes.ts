@@ -19,6 +19,9 @@ function within(record: DeleteRecord, now: number): boolean {
   return record.at > now - DELETE_WINDOW;
 }
 
+/** The 24 hours' deletes once a cycle's went uncounted: more than any share allows (it may have spent it whole). */
+const SPENT = Number.MAX_SAFE_INTEGER;
+
 export function recentDeletes(
   history: readonly DeleteRecord[] | undefined,
   now: number,
@@ -26,10 +29,10 @@ export function recentDeletes(
   let deleted = 0, largest = 0;
   for (const record of history ?? []) {
     if (!within(record, now)) continue;
-    deleted += record.deleted;
+    deleted += record.uncounted ? SPENT : record.deleted;
     largest = Math.max(largest, record.held);
   }
-  return { deleted, largest };
+  return { deleted: Math.min(deleted, SPENT), largest };
 }
 
 /**
@@ -47,7 +50,8 @@ export function withDeletes(
     .map((old) =>
       confirmed && old.at > record.at ? { ...old, at: record.at } : old
     );
-  return record.deleted === 0 || confirmed ? kept : [...kept, record];
+  const none = record.deleted === 0 && record.uncounted !== true;
+  return none || confirmed ? kept : [...kept, record];
 }
 
 /**
@@ -102,7 +106,11 @@ export function tooManyDeletes(
   const before = recent?.deleted ?? 0;
   // Times 100 first: whole until divided (7 / 100 × 100 is 7.000…1, which named 0.08).
   const needed = Math.min(1, Math.ceil((unseen + before) * 100 / base) / 100);
-  const earlier = before === 0 ? "" : ` (after ${before} in the last 24 hours)`;
+  const earlier = before === 0
+    ? ""
+    : before === SPENT
+    ? " (after a cycle in the last 24 hours whose run stopped before counting its deletes: the guard takes the day's share as spent)"
+    : ` (after ${before} in the last 24 hours)`;
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
     : "";

@@ -67,6 +67,8 @@ export interface SyncCheckpoint {
     readonly at: number;
     readonly deleted: number;
     readonly held: number;
+    /** A cycle's deletes made by a run stopped before it counted them: the guard takes its 24 hours' share as spent. */
+    readonly uncounted?: true;
   }[];
   /** The last cycle the guard refused, if none completed since; `maxDeletes` would have let it. */
   readonly refused?: {
@@ -277,7 +279,7 @@ export interface SyncWriteContext {
   /**
    * The batch completes cycle `cycle`: rows not seen in it are removed, or marked, unless more than `maxDeletes` of the
    * copy, less what the last 24 hours removed (`recent`); then none is, and the write rejects with SyncError
-   * `"too-many-deletes"`.
+   * `"too-many-deletes"`. A cycle whose count went unrecorded in them makes `recent.deleted` `Number.MAX_SAFE_INTEGER`.
    */
   readonly endsCycle?: {
     readonly deletes: "remove" | "mark";

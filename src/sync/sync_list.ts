@@ -264,7 +264,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     }
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
     if (!ended) return await committer.commit("sweep", checkpoint, window);
-    ending = cycleEnd(config, guard, checkpoint);
+    ending = cycleEnd(config, guard, checkpoint, refusal);
     const { endsCycle } = ending;
     await committer.commit("sweep", ending.checkpoint, window, { endsCycle });
   };
@@ -283,17 +283,22 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
 
 /**
  * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the
- * deletes on record as the guard counts them, so a run stopped right after forgets none (endCycle corrects them).
+ * deletes on record as the guard counts them (unguarded: as uncounted), so a run stopped right after forgets none
+ * (endCycle corrects them; a confirmed `refusal` starts them afresh).
  */
 function cycleEnd<T>(
   config: SyncConfig<T>,
   guard: WindowGuard | undefined,
   before: SyncCheckpoint,
+  refusal: SyncCheckpoint["refused"],
 ) {
   const { deletes, maxDeletes } = config, at = config.now();
   const recent = recentDeletes(before.deletions, at);
-  const counted = { deleted: guard?.unseen.size ?? 0, held: guard?.held ?? 0 };
-  const checkpoint = afterDeletes(before, { at, ...counted });
+  const counted = guard === undefined
+    ? { deleted: 0, held: 0, uncounted: true as const }
+    : { deleted: guard.unseen.size, held: guard.held };
+  const confirmed = confirms(refusal, maxDeletes);
+  const checkpoint = afterDeletes(before, { at, ...counted }, confirmed);
   return { at, before, checkpoint, endsCycle: { deletes, maxDeletes, recent } };
 }
 

@@ -252,6 +252,47 @@ const steps: {
   },
   {
     name:
+      "the guard (issue 45): unguarded (a sink that lists no rows), runs killed right after a cycle's ending batch remove at most maxDeletes of 1,000 (it records them uncounted: the day's share is taken as spent); the refusal then names 1, which confirms",
+    async fn(db) {
+      let items = spread(1000, "");
+      const service = listOf(() => items);
+      let clock = Date.UTC(2026, 10, 28), ended = false;
+      const inner = tableSink<{ id: string }>(db, "uncounted");
+      const sink: SyncSink<{ id: string }> = {
+        load: () => inner.load(),
+        lock: (run) => inner.lock!(run),
+        write(items, checkpoint, ids, context) {
+          if (ended) return Promise.reject(new Error("killed"));
+          ended = context?.endsCycle !== undefined;
+          return inner.write(items, checkpoint, ids, context);
+        },
+      };
+      const options = { id: "id", sink, now: () => clock, sweep: Infinity };
+      await syncList(service.client, "things", options);
+      const live = async () =>
+        Number(
+          (await db.rows<{ n: string }>(
+            `SELECT count(*)::text AS n FROM "uncounted"`,
+          ))[0]!.n,
+        );
+      for (let run = 0; run < 4; run++) {
+        [clock, ended] = [clock + 3_600_000, false];
+        items = items.filter((_, i) => i % 11 !== 5);
+        await syncList(service.client, "things", options).catch(() => {});
+        ok(1000 - await live() <= 100, String(await live()));
+      }
+      const error = await syncList(service.client, "things", {
+        ...options,
+        sink: inner,
+      }).then(() => undefined, (error: SyncError) => error);
+      equal(error?.maxDeletesNeeded, 1);
+      const confirm = { ...options, sink: inner, maxDeletes: 1 };
+      await syncList(service.client, "things", confirm);
+      equal(await live(), items.length);
+    },
+  },
+  {
+    name:
       "the guard (issue 45): a cycle that removes nothing passes, whatever the last 24 hours removed: after a run that raised maxDeletes for itself removed 20 of 100, the next default run brings a back-dated item and an update (it was refused 'would remove 0')",
     async fn(db) {
       let items: { id: string; v?: number }[] = spread(100, "");
