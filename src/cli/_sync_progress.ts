@@ -36,7 +36,6 @@ export function rateState(
   };
 }
 
-/** Takes in one client event at `now`. */
 export function heard(state: RateState, event: PartnerApiEvent, now: number) {
   if (event.type === "api.request") recordSend(state.window, now);
   else if (event.type === "api.retry" && event.status === 429) {

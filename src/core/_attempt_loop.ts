@@ -128,7 +128,6 @@ export function backoffFrom(
 /** Answers worth another attempt (a 429 from the token endpoint is the quota, never met here). */
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 
-/** Whether an answer with `status` is worth another attempt. */
 export function isRetryStatus(status: number): boolean {
   return RETRY_STATUSES.has(status);
 }

@@ -37,7 +37,6 @@ export function churner(
   return (resource) => churnList(resource, churn, random, now());
 }
 
-/** Applies one request's churn to `resource`. */
 function churnList(
   resource: ListResource,
   churn: FakeChurn,
