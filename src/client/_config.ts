@@ -2,10 +2,9 @@
 
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import { backoffFrom } from "../core/_attempt_loop.ts";
+import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
-  checkNumber,
   requireFunction,
   requireOptions,
   requireText,
@@ -39,13 +38,7 @@ export function clientConfig(
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const random = requireFunction(options.random, CONTEXT, "random") ??
     Math.random;
-  const timeout = checkNumber(
-    options.timeout,
-    30_000,
-    "positive time in ms, at most 2147483647",
-    CONTEXT,
-    "timeout",
-  );
+  const timeout = timeoutFrom(options.timeout, CONTEXT);
   const tokenProvider = tokenProviderOf(options, environment);
   return {
     environment,
