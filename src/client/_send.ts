@@ -350,9 +350,7 @@ const NO_OPTIONS = Object.freeze({});
 
 /** Where a request went, as its event says: host and port. */
 function serverOf(url: URL): { host: string; port: number } {
-  const port = url.port === ""
-    ? (url.protocol === "https:" ? 443 : 80)
-    : Number(url.port);
+  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
   return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
 }
 
