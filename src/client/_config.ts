@@ -7,7 +7,7 @@ import { renewalLedger } from "../token/ledger.ts";
 import {
   requireFunction,
   requireOptions,
-  requireText,
+  settingNamesOf,
   typeError,
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
@@ -111,16 +111,9 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
 
 /** What each base is called where it was configured: the `settingNames` given, else the option. */
 function baseNamesOf(given: ClientOptions["settingNames"]) {
-  if (given === undefined) return BASE_NAMES;
-  requireOptions(given, CONTEXT, "settingNames");
-  const name = (option: "baseUrl" | "pciBaseUrl") =>
-    given[option] === undefined
-      ? option
-      : requireText(given[option], CONTEXT, `settingNames.${option}`);
-  return { api: name("baseUrl"), pci: name("pciBaseUrl") };
+  const names = settingNamesOf(given, ["baseUrl", "pciBaseUrl"], CONTEXT);
+  return { api: names.baseUrl, pci: names.pciBaseUrl };
 }
-
-const BASE_NAMES = Object.freeze({ api: "baseUrl", pci: "pciBaseUrl" });
 
 /** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */
 const CLIENT_OWN = new Set(

@@ -9,11 +9,12 @@ import {
   requireFunction,
   requireOptions,
   requireText,
+  settingNamesOf,
   typeError,
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
 import { timeoutFrom } from "../core/_attempt_loop.ts";
-import { type SettingNames, settingNamesOf } from "./_hint.ts";
+import { type SettingNames, SETTINGS } from "./_hint.ts";
 import type { TokenRequestOptions } from "./types.ts";
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
@@ -67,7 +68,7 @@ export function tokenEndpoint(
     now: requireFunction(options.now, context, "now") ?? Date.now,
     quotaHeader: requireText(quotaHeader, context, "quotaHeader"),
     timeout: timeoutFrom(options.timeout, context),
-    names: settingNamesOf(options.settingNames, context),
+    names: settingNamesOf(options.settingNames, SETTINGS, context),
   };
 }
 
