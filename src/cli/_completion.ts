@@ -13,7 +13,6 @@ const FLAGS = Object.entries(COMMAND_FLAGS).map(([command, flags]) =>
   ]] as const
 );
 
-/** The completion script for `shell`, for a tool called `name`. */
 export function completionScript(shell: Shell, name: string): string {
   const fn = `_${name.replace(/[^A-Za-z0-9]/g, "_")}`;
   if (shell === "fish") {

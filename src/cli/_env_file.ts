@@ -8,7 +8,6 @@ import { UsageError } from "./_flag_values.ts";
 /** The largest --env-file read: a dotenv file is a few lines. */
 export const MAX_ENV_FILE = 64 * 1024;
 
-/** The variables of a dotenv text. */
 export function parseEnvFile(text: string): Map<string, string> {
   const variables = new Map<string, string>();
   for (const line of text.split(/\r?\n/)) {

@@ -3,7 +3,6 @@
 import { VERSION } from "../core/_version.ts";
 import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 
-/** The tool's name. */
 export const NAME = "partner-api";
 /** The most pages in flight, as the library allows. */
 export const MAX_CONCURRENCY = 64;

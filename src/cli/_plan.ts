@@ -54,7 +54,6 @@ type SessionCommand<T> = Readonly<T> & SessionFlags;
 
 /** The shells `completion` writes for. */
 export const SHELLS = ["bash", "zsh", "fish"] as const;
-/** A shell `completion` writes for. */
 export type Shell = typeof SHELLS[number];
 
 /** What every command that talks to the service takes. */

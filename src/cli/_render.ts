@@ -117,17 +117,12 @@ export function progressReporter(
   now: () => number = Date.now,
   onlyAtEnd = false,
 ): { page(items: number): void; clear(): void; done(): void } {
-  const started = now();
-  let pages = 0, items = 0, showing = false;
-  const line = () => {
+  const started = now(), status = statusLine(out);
+  let pages = 0, items = 0;
+  const show = () => {
     const rate = Math.round(items / Math.max((now() - started) / 1000, 0.001));
     const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
-    return `${read}, ${rate} items/s`;
-  };
-  const show = () => {
-    if (!out.isTerminal) return out.write(`${line()}\n`);
-    out.write(`\r\x1b[K${line()}`);
-    showing = true;
+    status.show(`${read}, ${rate} items/s`);
   };
   return {
     page(count) {
@@ -137,17 +132,30 @@ export function progressReporter(
       items += count;
       if (!onlyAtEnd) show();
     },
-    clear() {
-      if (!showing) return;
-      out.write("\r\x1b[K");
-      showing = false;
-    },
+    clear: status.clear,
     done() {
       if (items === 0) return;
       // The last count, unless a line per page already said it.
       if (out.isTerminal || onlyAtEnd) show();
-      if (showing) out.write("\n");
-      showing = false;
+      status.end();
     },
+  };
+}
+
+/** A line kept current on standard error: rewritten in place on a terminal (`clear` erases it, `end` keeps it), else a line each time. */
+export function statusLine(out: CliWriter) {
+  let showing = false;
+  const leave = (text: string) => {
+    if (showing) out.write(text);
+    showing = false;
+  };
+  return {
+    show(text: string) {
+      if (!out.isTerminal) return out.write(`${text}\n`);
+      out.write(`\r\x1b[K${text}`);
+      showing = true;
+    },
+    clear: () => leave("\r\x1b[K"),
+    end: () => leave("\n"),
   };
 }

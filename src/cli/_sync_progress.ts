@@ -10,7 +10,7 @@ import {
 import { emptyWindow, recordSend, slotWait } from "../core/_rate_window.ts";
 import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
-import { counted } from "./_render.ts";
+import { counted, statusLine } from "./_render.ts";
 
 /** Below this, a wait is pacing, not a hold worth a word. */
 const SHOWN_HOLD = 1000;
@@ -36,7 +36,6 @@ export function rateState(
   };
 }
 
-/** Takes in one client event at `now`. */
 export function heard(state: RateState, event: PartnerApiEvent, now: number) {
   if (event.type === "api.request") recordSend(state.window, now);
   else if (event.type === "api.retry" && event.status === 429) {
@@ -67,13 +66,8 @@ export function progressLine(
   started: number,
   priority: RatePriority | undefined = "low",
 ) {
-  let shown = false, holding = false, lastLine = started, text = "starting";
-  const rate = rateState(priority);
-  const show = (line: string) => {
-    if (!out.isTerminal) return out.write(`${line}\n`);
-    out.write(`\r\x1b[K${line}`);
-    shown = true;
-  };
+  let holding = false, lastLine = started, text = "starting";
+  const rate = rateState(priority), { show, clear } = statusLine(out);
   const tick = () => {
     const hold = rateHold(rate, now());
     const was = holding;
@@ -81,13 +75,9 @@ export function progressLine(
     // Off a terminal: one line when a hold begins, not one a second.
     if (holding && (out.isTerminal || !was)) show(`${text}; ${holdText(hold)}`);
   };
-  // Erases the line (another line comes, --verbose), ticking on: a hold is still said.
-  const clear = () => {
-    if (shown) out.write("\r\x1b[K");
-    shown = false;
-  };
   const timer = setInterval(tick, 1000);
   return {
+    // Erases the line (another line comes, --verbose), ticking on: a hold is still said.
     clear,
     heard(event: PartnerApiEvent) {
       heard(rate, event, now());

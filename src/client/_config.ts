@@ -2,13 +2,12 @@
 
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import { backoffFrom } from "../core/_attempt_loop.ts";
+import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
-  checkNumber,
   requireFunction,
   requireOptions,
-  requireText,
+  settingNamesOf,
   typeError,
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
@@ -39,13 +38,7 @@ export function clientConfig(
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const random = requireFunction(options.random, CONTEXT, "random") ??
     Math.random;
-  const timeout = checkNumber(
-    options.timeout,
-    30_000,
-    "positive time in ms, at most 2147483647",
-    CONTEXT,
-    "timeout",
-  );
+  const timeout = timeoutFrom(options.timeout, CONTEXT);
   const tokenProvider = tokenProviderOf(options, environment);
   return {
     environment,
@@ -118,16 +111,9 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
 
 /** What each base is called where it was configured: the `settingNames` given, else the option. */
 function baseNamesOf(given: ClientOptions["settingNames"]) {
-  if (given === undefined) return BASE_NAMES;
-  requireOptions(given, CONTEXT, "settingNames");
-  const name = (option: "baseUrl" | "pciBaseUrl") =>
-    given[option] === undefined
-      ? option
-      : requireText(given[option], CONTEXT, `settingNames.${option}`);
-  return { api: name("baseUrl"), pci: name("pciBaseUrl") };
+  const names = settingNamesOf(given, ["baseUrl", "pciBaseUrl"], CONTEXT);
+  return { api: names.baseUrl, pci: names.pciBaseUrl };
 }
-
-const BASE_NAMES = Object.freeze({ api: "baseUrl", pci: "pciBaseUrl" });
 
 /** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */
 const CLIENT_OWN = new Set(

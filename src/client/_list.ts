@@ -19,7 +19,6 @@ const EXCERPT_LENGTH = 300;
 export const MAX_PAGE_BODY = 32 * 1024 * 1024;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 
-/** A page as fetched: its items and its request. */
 type FetchedPage<T> = Pick<Page<T>, "items" | "request">;
 
 /** A walk over the list at `path` under `base`; options checked at once. */

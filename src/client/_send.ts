@@ -173,9 +173,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
       path: this.target.pathname,
       ...serverOf(this.target),
       status: response?.status ?? 0,
-      ...(response === undefined
-        ? { reason: deadline.timedOut ? "timeout" : "network" }
-        : {}),
+      ...(response === undefined ? { reason: silence(deadline) } : {}),
       attempt,
       durationMs,
     };
@@ -257,11 +255,7 @@ async function carryOut<T>(
   request.retries++;
   if (request.listener === undefined) return { do: "again", wait: step.wait };
   const status = response?.status ?? 0;
-  const reason = status !== 0
-    ? "status"
-    : deadline.timedOut
-    ? "timeout"
-    : "network";
+  const reason = status !== 0 ? "status" : silence(deadline);
   return {
     do: "again",
     wait: step.wait,
@@ -301,6 +295,10 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
   return true;
 }
 
+/** Why an attempt got no answer, as its event and error say. */
+const silence = (deadline: Deadline) =>
+  deadline.timedOut ? "timeout" : "network";
+
 /** The error for a request that got no answer after its retries. */
 function noAnswer(
   request: ApiRequest<unknown>,
@@ -309,7 +307,7 @@ function noAnswer(
 ): ApiError {
   const { timedOut } = deadline, { secrets } = request;
   const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
-  const reason = timedOut ? "timeout" : "network";
+  const reason = silence(deadline);
   const url = displayUrl(request.target);
   const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
   // A fetch's error may quote what it was handed: the token, or a credential.
@@ -352,9 +350,7 @@ const NO_OPTIONS = Object.freeze({});
 
 /** Where a request went, as its event says: host and port. */
 function serverOf(url: URL): { host: string; port: number } {
-  const port = url.port === ""
-    ? (url.protocol === "https:" ? 443 : 80)
-    : Number(url.port);
+  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
   return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
 }
 

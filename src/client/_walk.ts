@@ -210,7 +210,6 @@ export async function* flatten<T>(
   }
 }
 
-/** A paginator's checked options. */
 export type PageConfig<T> = Readonly<ReturnType<typeof pageConfig<T>>>;
 
 function positiveInteger(

@@ -125,10 +125,15 @@ export function backoffFrom(
   };
 }
 
+/** Checks a `timeout` option: each attempt's limit in ms, 30 s by default (the client's and the token endpoint's). */
+export function timeoutFrom(timeout: number | undefined, context: string) {
+  const rule = "positive time in ms, at most 2147483647";
+  return checkNumber(timeout, 30_000, rule, context, "timeout");
+}
+
 /** Answers worth another attempt (a 429 from the token endpoint is the quota, never met here). */
 const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 
-/** Whether an answer with `status` is worth another attempt. */
 export function isRetryStatus(status: number): boolean {
   return RETRY_STATUSES.has(status);
 }

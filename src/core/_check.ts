@@ -128,6 +128,23 @@ export function requireText(value: unknown, context: string, field: string) {
   return value;
 }
 
+/** A `settingNames` option: what each of `settings` is called where it was configured, by default itself. */
+export function settingNamesOf<S extends string>(
+  given: unknown,
+  settings: readonly S[],
+  context: string,
+): Record<S, string> {
+  if (given !== undefined) requireOptions(given, context, "settingNames");
+  const names = {} as Record<S, string>;
+  for (const setting of settings) {
+    const name = fieldsOf(given)?.[setting];
+    names[setting] = name === undefined
+      ? setting
+      : requireText(name, context, `settingNames.${setting}`);
+  }
+  return names;
+}
+
 /** An optional function option. */
 export function requireFunction<T>(
   value: T | undefined,

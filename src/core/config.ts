@@ -159,6 +159,8 @@ export type ConfigError = TypeError & {
 };
 
 const CONTEXT = "Cannot read configuration";
+/** A variable's value; `undefined` when it is unset. */
+type ReadVariable = (name: string) => string | undefined;
 
 /**
  * Reads the six `PARTNER_API_*` variables (values trimmed), and the two
@@ -209,7 +211,7 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
 
 /** The optional variables that are set, each checked against its values. */
 function optionalValues(
-  read: (name: string) => string | undefined,
+  read: ReadVariable,
 ): Pick<PartnerApiConfig, "bodyFormat" | "clientAuthentication"> {
   const found: Record<string, string> = {};
   for (const [option, variable] of Object.entries(CONFIG_OPTIONAL_VARIABLES)) {
@@ -226,10 +228,7 @@ function optionalValues(
 }
 
 /** A variable, or `undefined` when it is unset or may not be read. */
-function readIfAllowed(
-  read: (name: string) => string | undefined,
-  name: string,
-): string | undefined {
+function readIfAllowed(read: ReadVariable, name: string): string | undefined {
   try {
     return read(name);
   } catch {
@@ -237,11 +236,7 @@ function readIfAllowed(
   }
 }
 
-function missingError(
-  missing: string[],
-  read: (name: string) => string | undefined,
-  env: EnvSource,
-): ConfigError {
+function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
   const set = typeof env === "function"
     ? undefined
     : Object.keys(env).filter((name) =>
@@ -264,10 +259,7 @@ function missingError(
  * The usual typos of `variable` (a character dropped, doubled or swapped) that
  * are set, for a source that cannot list its names (Deno without full --allow-env).
  */
-function typosSet(
-  variable: string,
-  read: (name: string) => string | undefined,
-): string[] {
+function typosSet(variable: string, read: ReadVariable): string[] {
   const typos = new Set<string>();
   for (let i = 0; i < variable.length; i++) {
     const head = variable.slice(0, i), tail = variable.slice(i + 1);

@@ -1,7 +1,7 @@
 // The lease protocol of the shared stores: whoever needs a token takes the lease (if nothing changed
 // since it looked), requests, and publishes in the step that lets go; the others wait for that step.
 
-import type { CoordinateOptions, TokenRecord } from "./types.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
 import { checkEncryptionKey, published } from "./_record.ts";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
@@ -95,10 +95,7 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
   };
 }
 
-/** What `TokenStore.update` is given. */
-export type RecordChange = (
-  record: TokenRecord | undefined,
-) => TokenRecord | undefined;
+export type RecordChange = Parameters<NonNullable<TokenStore["update"]>>[1];
 
 /** Compare-and-set: `write` fails when another process wrote since `read`, and `change` runs again. */
 export async function updateBy<Seen>(

@@ -93,10 +93,7 @@ type Steps = (
 ) => Promise<unknown>;
 
 /** A script's effect with plain commands: the same KEYS and ARGV, the same answer. */
-export function plainScript(
-  name: ScriptName,
-  ...steps: Parameters<Steps>
-): Promise<unknown> {
+export function plainScript(name: ScriptName, ...steps: Parameters<Steps>) {
   return { take, swap, renew, publish, release }[name](...steps);
 }
 

@@ -28,7 +28,6 @@ interface Seen {
   readonly readable: boolean;
 }
 
-/** The checked options of a {@linkcode RedisTokenStore}. */
 export interface RedisStoreConfig extends FleetStoreConfig {
   readonly command: RedisCommand;
   readonly blockingCommand: RedisCommand | undefined;

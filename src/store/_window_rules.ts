@@ -59,7 +59,6 @@ export interface WindowState {
   readonly reseeded: number;
 }
 
-/** A window of epoch `epoch` with nothing in it. */
 export function emptyState(epoch: string): WindowState {
   return {
     epoch,

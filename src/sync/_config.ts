@@ -151,16 +151,15 @@ function numberOf<T>(
 function pagingOptions<T>(options: SyncOptions<T>) {
   const limit = numberOf(options, "limit", 50);
   const maxLimit = numberOf(options, "maxLimit", Math.max(limit, 1000));
+  if (maxLimit < MIN_WINDOW) {
+    const rule =
+      `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`;
+    throw rangeError(CONTEXT, "maxLimit", rule, String(maxLimit));
+  }
   // A limit above the windows' size is a cost bound no run can keep.
-  const [name, rule, value] = maxLimit < MIN_WINDOW
-    ? [
-      "maxLimit",
-      `must be at least ${MIN_WINDOW}, so that windows can overlap at any offset`,
-      maxLimit,
-    ]
-    : ["limit", `must be at most maxLimit (${maxLimit})`, limit];
-  if (limit > maxLimit || maxLimit < MIN_WINDOW) {
-    throw rangeError(CONTEXT, name, rule, String(value));
+  if (limit > maxLimit) {
+    const rule = `must be at most maxLimit (${maxLimit})`;
+    throw rangeError(CONTEXT, "limit", rule, String(limit));
   }
   const concurrency = numberOf(options, "concurrency", 1, undefined, 64);
   return { limit, maxLimit, concurrency };
@@ -168,19 +167,13 @@ function pagingOptions<T>(options: SyncOptions<T>) {
 
 /** The sweep's budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
-  const maxDuration = numberOf(
-    options,
-    "maxDuration",
-    Infinity,
-    "positive time in ms, at most 2147483647",
-  );
+  const time = "positive time in ms, at most 2147483647";
+  const maxDuration = numberOf(options, "maxDuration", Infinity, time);
   // With a time bound and no count, the sweep spends what the limiter leaves it until the cycle completes or time is up.
-  const sweep = options.sweep === Infinity ? Infinity : numberOf(
-    options,
-    "sweep",
-    maxDuration === Infinity ? 10 : Infinity,
-    "non-negative integer",
-  );
+  const defaultSweep = maxDuration === Infinity ? 10 : Infinity;
+  const sweep = options.sweep === Infinity
+    ? Infinity
+    : numberOf(options, "sweep", defaultSweep, "non-negative integer");
   const deletes = oneOf(
     options.deletes,
     ["remove", "mark"],

@@ -95,6 +95,7 @@ export function statements(db: DatabaseSync, table: string) {
   const unseen =
     `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN (SELECT id ${log})`;
   const staged = `FROM ${kit.STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  const upTo = "WHERE target = ? AND cycle <= ?"; // a cycle and those before
   return {
     upsert: upserts(q, table),
     lastRowid: q(`SELECT max(rowid) AS at FROM ${table}`),
@@ -113,7 +114,7 @@ export function statements(db: DatabaseSync, table: string) {
     seen: q(
       `INSERT INTO ${SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
     ),
-    forget: q(`DELETE FROM ${SEEN_TABLE} WHERE target = ? AND cycle <= ?`),
+    forget: q(`DELETE FROM ${SEEN_TABLE} ${upTo}`),
     // The ids a batch holds that the table lacks: a sweep's are few or none (handing rows over costs most).
     lacking: q(
       `SELECT value AS id FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id = value)`,
@@ -127,9 +128,7 @@ export function statements(db: DatabaseSync, table: string) {
       `INSERT INTO ${table} (id, item, deleted_at) SELECT id, item, NULL ${staged} ON CONFLICT (id) DO NOTHING`,
     ),
     // A cycle's stage, and what refused or given-up cycles left.
-    clearStage: q(
-      `DELETE FROM ${kit.STAGE_TABLE} WHERE target = ? AND cycle <= ?`,
-    ),
+    clearStage: q(`DELETE FROM ${kit.STAGE_TABLE} ${upTo}`),
     // 0.3 kept a checkpoint per spelling of the table's name; one stays.
     dropOthers: q(
       `DELETE FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,

@@ -42,10 +42,7 @@ export type * from "./types.ts";
 
 const NAME = "@partner-api/client";
 /** The quota buckets the service documents; the gauge records no other. */
-const DOCUMENTED_BUCKETS: ReadonlySet<string> = new Set([
-  "per_hour",
-  "per_day",
-]);
+const DOCUMENTED_BUCKETS = new Set(["per_hour", "per_day"]);
 
 /**
  * Returns an `onEvent` listener that records the module's events as spans and

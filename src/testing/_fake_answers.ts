@@ -8,7 +8,6 @@ import {
 } from "./_list_data.ts";
 import { json } from "./_fake_http.ts";
 
-/** The bearer token of a request, if it carries one. */
 export function bearerToken(request: Request): string | undefined {
   const header = request.headers.get("authorization") ?? "";
   return /^Bearer ([^\s]+)$/i.exec(header)?.[1];

@@ -8,7 +8,6 @@ import {
 } from "../core/quota.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
 
-/** What the token endpoint is set up with. */
 export interface TokenEndpointSetup {
   readonly lifetime: number;
   readonly quota: QuotaCounter;

@@ -21,6 +21,9 @@ const PREFIXES: Record<string, string> = {
 
 const CONTEXT = "Cannot start fake partner API";
 
+/** An item's id as callers name it: text, whatever the field holds. */
+const idOf = ({ idField }: ListResource, item: Item) => String(item[idField]);
+
 /** The change each list request makes, if churn is configured (from `seed`, so a run repeats). */
 export function churner(
   churn: FakeChurn | undefined,
@@ -37,7 +40,6 @@ export function churner(
   return (resource) => churnList(resource, churn, random, now());
 }
 
-/** Applies one request's churn to `resource`. */
 function churnList(
   resource: ListResource,
   churn: FakeChurn,
@@ -53,16 +55,15 @@ function churnList(
       change(item);
     }
   };
-  const idOf = (item: Item) => String(item[resource.idField]);
   times(churn.insertAnywhere, (model) =>
     insertItem(resource, {
       ...model,
       [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
       creationDate: isoDate(random, resource.epoch),
     }));
-  times(churn.remove, (gone) => removeItem(resource, idOf(gone)));
+  times(churn.remove, (gone) => removeItem(resource, idOf(resource, gone)));
   times(churn.update, (item) =>
-    updateItem(resource, idOf(item), {
+    updateItem(resource, idOf(resource, item), {
       revision: Number(item.revision ?? 0) + 1,
       updatedAt: new Date(now).toISOString(),
       ...(resource.name === "transactions"
@@ -129,9 +130,7 @@ export function updateItem(
   fields: Readonly<Record<string, string | number>>,
 ): boolean {
   checkFields(resource, id, fields);
-  const item = resource.items.find((item) =>
-    String(item[resource.idField]) === id
-  );
+  const item = resource.items.find((item) => idOf(resource, item) === id);
   if (item === undefined) return false;
   resort(resource, item, "out");
   Object.assign(item, fields);
@@ -146,8 +145,7 @@ function checkFields(resource: ListResource, id: string, fields: unknown) {
         typeof value !== "string" && typeof value !== "number"
       )
     ? "must hold only strings and numbers"
-    : resource.idField in fields &&
-        String((fields as Item)[resource.idField]) !== id
+    : resource.idField in fields && idOf(resource, fields as Item) !== id
     ? `must not change '${resource.idField}'`
     : undefined;
   if (rule === undefined) return;
@@ -157,9 +155,7 @@ function checkFields(resource: ListResource, id: string, fields: unknown) {
 
 /** Takes the item with `id` out of the list; whether it was there. */
 export function removeItem(resource: ListResource, id: string): boolean {
-  const index = resource.items.findIndex((item) =>
-    String(item[resource.idField]) === id
-  );
+  const index = resource.items.findIndex((item) => idOf(resource, item) === id);
   if (index === -1) return false;
   const [item] = resource.items.splice(index, 1) as [Item];
   resort(resource, item, "out");

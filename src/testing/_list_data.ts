@@ -148,7 +148,6 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
   }));
 }
 
-/** A generated transaction number `n`. */
 export function transaction(
   n: number,
   creationDate: Item["creationDate"],

@@ -4,16 +4,17 @@ import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
 import { redact, type Secret } from "../core/_redact.ts";
 import {
-  checkNumber,
   oneOf,
   type OptionError,
   requireFunction,
   requireOptions,
   requireText,
+  settingNamesOf,
   typeError,
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
-import { type SettingNames, settingNamesOf } from "./_hint.ts";
+import { timeoutFrom } from "../core/_attempt_loop.ts";
+import { type SettingNames, SETTINGS } from "./_hint.ts";
 import type { TokenRequestOptions } from "./types.ts";
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
@@ -37,8 +38,6 @@ export interface TokenEndpoint {
   /** What each setting is called, for hints. */
   readonly names: SettingNames;
 }
-
-const DEFAULT_TIMEOUT = 30_000;
 
 /** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one. */
 export function tokenEndpoint(
@@ -68,14 +67,8 @@ export function tokenEndpoint(
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
     now: requireFunction(options.now, context, "now") ?? Date.now,
     quotaHeader: requireText(quotaHeader, context, "quotaHeader"),
-    timeout: checkNumber(
-      options.timeout,
-      DEFAULT_TIMEOUT,
-      "positive time in ms, at most 2147483647",
-      context,
-      "timeout",
-    ),
-    names: settingNamesOf(options.settingNames, context),
+    timeout: timeoutFrom(options.timeout, context),
+    names: settingNamesOf(options.settingNames, SETTINGS, context),
   };
 }
 

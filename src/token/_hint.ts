@@ -1,12 +1,11 @@
 // Internal: what a failed token request tells its reader to check: settings by
 // their configured names and the URL requested, never a credential's value.
 
-import { requireOptions, requireText } from "../core/_check.ts";
 import { isPermissionError, netPermissionFix } from "../core/_cause.ts";
 import type { TokenFailureReason } from "../core/errors.ts";
 
 /** The settings a hint can name. */
-const SETTINGS = [
+export const SETTINGS = [
   "clientId",
   "clientSecret",
   "audience",
@@ -17,19 +16,6 @@ const SETTINGS = [
 
 /** What each setting is called where the reader configured it. */
 export type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
-
-/** The names given (`settingNames`), the option's own for the rest; a TypeError unless non-empty strings. */
-export function settingNamesOf(given: unknown, context: string): SettingNames {
-  if (given !== undefined) requireOptions(given, context, "settingNames");
-  const names: Record<string, string> = {};
-  for (const setting of SETTINGS) {
-    const name = (given as Record<string, unknown> | undefined)?.[setting];
-    names[setting] = name === undefined
-      ? setting
-      : requireText(name, context, `settingNames.${setting}`);
-  }
-  return names as SettingNames;
-}
 
 /** What a hint is made from: the endpoint's names, address and audience. */
 export interface HintSource {

@@ -10,7 +10,6 @@ import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 
-/** A provider's checked options. */
 export type ProviderConfig = Readonly<ReturnType<typeof providerConfig>>;
 
 const CONTEXT = "Cannot create token provider";

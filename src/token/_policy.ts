@@ -86,7 +86,6 @@ export type Decision =
   | "failed"
   | "request";
 
-/** Decides what `getToken` does at `now`. */
 export function decide(state: ProviderState, now: number): Decision {
   const flying = now < (state.flightDeadline ?? -Infinity);
   const blocked = now < (state.blockedUntil ?? -Infinity);
