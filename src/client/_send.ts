@@ -173,7 +173,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
       path: this.target.pathname,
       ...serverOf(this.target),
       status: response?.status ?? 0,
-      ...(response === undefined ? { reason: silence(deadline) } : {}),
+      ...(response === undefined ? { reason: noAnswerReason(deadline) } : {}),
       attempt,
       durationMs,
     };
@@ -255,7 +255,7 @@ async function carryOut<T>(
   request.retries++;
   if (request.listener === undefined) return { do: "again", wait: step.wait };
   const status = response?.status ?? 0;
-  const reason = status !== 0 ? "status" : silence(deadline);
+  const reason = status !== 0 ? "status" : noAnswerReason(deadline);
   return {
     do: "again",
     wait: step.wait,
@@ -296,7 +296,7 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
 }
 
 /** Why an attempt got no answer, as its event and error say. */
-const silence = (deadline: Deadline) =>
+const noAnswerReason = (deadline: Deadline) =>
   deadline.timedOut ? "timeout" : "network";
 
 /** The error for a request that got no answer after its retries. */
@@ -307,7 +307,7 @@ function noAnswer(
 ): ApiError {
   const { timedOut } = deadline, { secrets } = request;
   const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
-  const reason = silence(deadline);
+  const reason = noAnswerReason(deadline);
   const url = displayUrl(request.target);
   const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
   // A fetch's error may quote what it was handed: the token, or a credential.
