@@ -2,7 +2,7 @@
 
 import { COMMAND_FLAGS, type Shell, SHELLS } from "./_plan.ts";
 
-const COMMANDS = "token quota list get sync demo cache logout completion";
+const COMMANDS = Object.keys(COMMAND_FLAGS).join(" ");
 // Each command's words: `cache`'s action or `completion`'s shells, then _plan's flags (all but the refused --full).
 const FLAGS = Object.entries(COMMAND_FLAGS).map(([command, flags]) =>
   [command, [

@@ -80,7 +80,7 @@ export function isTime(value: unknown): value is number {
 
 /** Visible ASCII only (what an `Authorization` header takes), and not a serialized token's placeholder. */
 export function isAccessToken(value: unknown): value is string {
-  return typeof value === "string" && value !== "[redacted]" &&
+  return typeof value === "string" && value !== REDACTED &&
     /^[\x21-\x7e]+$/.test(value);
 }
 

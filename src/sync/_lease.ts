@@ -3,7 +3,7 @@
 
 import process from "node:process";
 import { delay, unrefTimer } from "../core/_deadlines.ts";
-import { rangeError, requireFunction } from "../core/_check.ts";
+import { MAX_TIMER_MS, rangeError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -44,7 +44,7 @@ export function checkLockWait(
   if (value === undefined) return DEFAULT_LOCK_WAIT;
   if (
     value === Infinity ||
-    (typeof value === "number" && value >= 0 && value <= 2_147_483_647)
+    (typeof value === "number" && value >= 0 && value <= MAX_TIMER_MS)
   ) return value as number;
   throw rangeError(
     context,
