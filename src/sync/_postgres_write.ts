@@ -46,7 +46,10 @@ export function writeStatement(
     },
     stages: context?.phase === "sweep" && ends === undefined,
     changes,
-    at: now ? param(new Date(now()).toISOString(), "::timestamptz") : "now()",
+    // A parameter only where a step reads it: PostgreSQL refuses one the statement does not use.
+    at: now && (changes !== undefined || ends?.deletes === "mark")
+      ? param(new Date(now()).toISOString(), "::timestamptz")
+      : "now()",
   });
   return { sql, params };
 }

@@ -720,6 +720,22 @@ const steps: {
   },
   {
     name:
+      "with the sink's now and no step that records a time (no change table, deletes removed), every write goes through (a parameter no step read failed each: 'bind message supplies 7 parameters')",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 60 } });
+      const sink = createPostgresSink({
+        query: db.query,
+        table: "clocked_plain",
+        now: () => Date.UTC(2020, 0, 1),
+      });
+      const options = { ...byDate, sink, sweep: Infinity };
+      equal((await syncList(fake.client, "transactions", options)).written, 60);
+      fake.service.remove("transactions", "tx_000007");
+      equal((await syncList(fake.client, "transactions", options)).deleted, 1);
+    },
+  },
+  {
+    name:
       "a cycle that would remove more than maxDeletes of the copy removes nothing, records no change and rejects with 'too-many-deletes'; the share it names then removes them (29 of 100: 0.29 × 100 is 28.99… in float8, which refused it again)",
     async fn(db) {
       const { fake, sink, options } = await copiedOnce(db, 100, {
