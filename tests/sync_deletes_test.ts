@@ -136,3 +136,47 @@ Deno.test("the share a refusal names lets that cycle through, and a hundredth le
     },
   );
 });
+
+Deno.test("a run on a clock days ahead erases no day: the records of the newest one's 24 hours stay, and count again once the clock is right (one such run removing nothing let a fresh share through: 174 of 1,000 within the hour)", () => {
+  const history = withDeletes([], { at: t, deleted: 90, held: 1000 });
+  for (const deleted of [0, 5]) {
+    const ahead = { at: t + 30 * DAY, deleted, held: 910 };
+    const kept = withDeletes(history, ahead);
+    equal(recentDeletes(kept, t + HOUR).deleted, 90 + deleted);
+    equal(tooMany(11, 910, 0.1, recentDeletes(kept, t + HOUR)), true);
+  }
+  // Time moving on ages them away as before.
+  const later = withDeletes(history, {
+    at: t + 2 * DAY,
+    deleted: 5,
+    held: 910,
+  });
+  deepStrictEqual(recentDeletes(later, t + 2 * DAY), {
+    deleted: 5,
+    largest: 910,
+  });
+});
+
+Deno.test("an uncounted cycle takes the day's share as spent: any delete is refused, naming a share above the run's (not 1, which turns every guard off); a run at that share is judged without it, and its confirmation drops it", () => {
+  const uncounted = { at: t, deleted: 0, held: 0, uncounted: true as const };
+  const history = withDeletes(earlier, uncounted);
+  equal(history.length, 2);
+  const recent = recentDeletes(history, t + HOUR);
+  equal(tooMany(1, 950, 0.1, recent), true);
+  equal(tooMany(0, 950, 0.1, recent), false);
+  const needed = tooManyDeletes(1, 950, 0.1, "copy", recent).maxDeletesNeeded!;
+  equal(needed, 0.11); // above the run's 0.1: a default run does not confirm it
+  equal(tooManyDeletes(80, 950, 0.1, "copy", recent).maxDeletesNeeded, 0.13); // 50 before + 80, of 1,000
+  const vouched = recentDeletes(history, t + HOUR, true);
+  deepStrictEqual(vouched, { deleted: 50, largest: 1000 });
+  equal(tooMany(80, 950, 0.13, vouched), false);
+  const after = withDeletes(
+    history,
+    { at: t + HOUR, deleted: 80, held: 950 },
+    true,
+  );
+  deepStrictEqual(after, earlier);
+  // Unconfirmed, it stays 24 hours.
+  equal(recentDeletes(history, t + DAY - 1).deleted >= 2 ** 52, true);
+  equal(recentDeletes(history, t + DAY).deleted, 0);
+});

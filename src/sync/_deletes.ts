@@ -19,34 +19,44 @@ function within(record: DeleteRecord, now: number): boolean {
   return record.at > now - DELETE_WINDOW;
 }
 
-/** The 24 hours' deletes once a cycle's went uncounted: more than any share allows (it may have spent it whole). */
-const SPENT = Number.MAX_SAFE_INTEGER;
+/** Added to the 24 hours' deletes by a cycle that went uncounted: past any share (it may have spent the day's whole). */
+const SPENT = 2 ** 52;
 
+/** What the records of the 24 hours before `now` removed (`vouched`: a run confirming takes uncounted ones as none). */
 export function recentDeletes(
   history: readonly DeleteRecord[] | undefined,
   now: number,
+  vouched = false,
 ): RecentDeletes {
-  let deleted = 0, largest = 0;
+  let deleted = 0, largest = 0, spent = false;
   for (const record of history ?? []) {
     if (!within(record, now)) continue;
-    deleted += record.uncounted ? SPENT : record.deleted;
+    deleted += record.deleted;
+    spent ||= record.uncounted === true && !vouched;
     largest = Math.max(largest, record.held);
   }
-  return { deleted: Math.min(deleted, SPENT), largest };
+  return { deleted: deleted + (spent ? SPENT : 0), largest };
 }
 
 /**
  * `history` that counts at `record.at`, with `record` added unless `confirmed` (deletes the user confirmed do
- * not count later; those before them do: a confirmation lets through what it names, not a fresh share).
+ * not count later, nor an uncounted cycle the user vouched for; those before them do: a confirmation lets through
+ * what it names, not a fresh share).
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
   record: DeleteRecord,
   confirmed = false,
 ): DeleteRecord[] {
+  // Kept while they count at `record.at`, or at the newest one's date: a run on a clock days ahead erases no day.
+  const since = Math.min(
+    record.at,
+    Math.max(...(history ?? []).map((old) => old.at)),
+  );
   // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
   // A confirmation moves it (a clock once years ahead would hold every cycle back until then).
-  const kept = (history ?? []).filter((old) => within(old, record.at))
+  const kept = (history ?? [])
+    .filter((old) => within(old, since) && !(confirmed && old.uncounted))
     .map((old) =>
       confirmed && old.at > record.at ? { ...old, at: record.at } : old
     );
@@ -103,13 +113,17 @@ export function tooManyDeletes(
   partial = false,
 ): SyncError {
   const base = Math.max(held, recent?.largest ?? 0, 1);
-  const before = recent?.deleted ?? 0;
+  const spent = (recent?.deleted ?? 0) >= SPENT;
+  const before = (recent?.deleted ?? 0) - (spent ? SPENT : 0);
   // Times 100 first: whole until divided (7 / 100 × 100 is 7.000…1, which named 0.08).
-  const needed = Math.min(1, Math.ceil((unseen + before) * 100 / base) / 100);
-  const earlier = before === 0
+  const share = Math.ceil((unseen + before) * 100 / base) / 100;
+  // Over an uncounted cycle, a hundredth above the run's share at least: else the next default run confirms unasked.
+  const above = (Math.floor(maxDeletes * 100 + 1e-9) + 1) / 100;
+  const needed = Math.min(1, spent ? Math.max(share, above) : share);
+  const earlier = spent
+    ? ` (after ${before} in the last 24 hours and a cycle whose run stopped before counting its deletes, taken as the day's share spent until a run confirms or 24 hours pass)`
+    : before === 0
     ? ""
-    : before === SPENT
-    ? " (after a cycle in the last 24 hours whose run stopped before counting its deletes: the guard takes the day's share as spent)"
     : ` (after ${before} in the last 24 hours)`;
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"

@@ -279,7 +279,7 @@ export interface SyncWriteContext {
   /**
    * The batch completes cycle `cycle`: rows not seen in it are removed, or marked, unless more than `maxDeletes` of the
    * copy, less what the last 24 hours removed (`recent`); then none is, and the write rejects with SyncError
-   * `"too-many-deletes"`. A cycle whose count went unrecorded in them makes `recent.deleted` `Number.MAX_SAFE_INTEGER`.
+   * `"too-many-deletes"`. A cycle in them whose count went unrecorded adds 2^52 to `recent.deleted`.
    */
   readonly endsCycle?: {
     readonly deletes: "remove" | "mark";

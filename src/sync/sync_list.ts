@@ -2,9 +2,7 @@
 // holds (the rolling cycle), both with _pass.ts's overlapping windows; _checkpoint.ts decides where each pass starts.
 
 import {
-  afterDeletes,
   afterHeadWindow,
-  afterRefusal,
   afterSweepWindow,
   nextVerified,
   type RunStart,
@@ -23,21 +21,10 @@ import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
-import {
-  confirms,
-  deletesRefused,
-  recentDeletes,
-  tooManyDeletes,
-} from "./_deletes.ts";
-import {
-  doubter,
-  heldBack,
-  MAX_GUARDED_ROWS,
-  type WindowGuard,
-  windowGuard,
-} from "./_window_guard.ts";
+import { deletesRefused } from "./_deletes.ts";
+import { doubter, heldBack } from "./_window_guard.ts";
+import { cycleEnd, endCycle, guardOf, refuseWindows } from "./_cycle_end.ts";
 import { steadyClock } from "../core/_clock.ts";
-import { SyncError } from "./sync_error.ts";
 import { redactInPlace, secretsOf } from "../core/_redact.ts";
 
 /**
@@ -281,27 +268,6 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   await committer.flush("sweep", stands);
 }
 
-/**
- * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the
- * deletes on record as the guard counts them (unguarded: as uncounted), so a run stopped right after forgets none
- * (endCycle corrects them; a confirmed `refusal` starts them afresh).
- */
-function cycleEnd<T>(
-  config: SyncConfig<T>,
-  guard: WindowGuard | undefined,
-  before: SyncCheckpoint,
-  refusal: SyncCheckpoint["refused"],
-) {
-  const { deletes, maxDeletes } = config, at = config.now();
-  const recent = recentDeletes(before.deletions, at);
-  const counted = guard === undefined
-    ? { deleted: 0, held: 0, uncounted: true as const }
-    : { deleted: guard.unseen.size, held: guard.held };
-  const confirmed = confirms(refusal, maxDeletes);
-  const checkpoint = afterDeletes(before, { at, ...counted }, confirmed);
-  return { at, before, checkpoint, endsCycle: { deletes, maxDeletes, recent } };
-}
-
 /** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
 async function beginCycle<T>(committer: Committer<T>, cursor: SweepCursor) {
   const checkpoint = { ...committer.latest, sweep: cursor };
@@ -313,83 +279,6 @@ async function beginAfresh<T>({ config, committer }: Run<T>): Promise<void> {
   const at = { now: config.now(), fresh: true };
   const begun = sweepStart(committer.latest, config, at);
   if (begun !== undefined) await beginCycle(committer, begun.sweep);
-}
-
-/**
- * A completed cycle's deletes go on record, as the sink counted them, over what its `ending` window recorded (a
- * confirmed `refusal` starts them afresh); or the guard refuses it.
- */
-async function endCycle<T>(
-  run: Run<T>,
-  cycle: number,
-  refusal: SyncCheckpoint["refused"],
-  ending?: { at: number; before: SyncCheckpoint },
-): Promise<void> {
-  const { config, committer } = run;
-  try {
-    await committer.done();
-  } catch (error) {
-    if (!(error instanceof SyncError) || error.reason !== "too-many-deletes") {
-      throw error;
-    }
-    return await refuse(run, cycle, error);
-  }
-  const { deleted = 0, held = 0 } = committer.lastReport;
-  const record = { at: ending?.at ?? config.now(), deleted, held };
-  const confirmed = confirms(refusal, config.maxDeletes);
-  const base = ending?.before ?? committer.latest;
-  const deletes = afterDeletes(base, record, confirmed);
-  // Even once aborted: the deletes are made, their record follows.
-  const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
-  if (!same) await committer.record(deletes);
-  config.signal?.throwIfAborted();
-}
-
-/** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
-async function guardOf<T>(
-  { config, committer }: Run<T>,
-  { cycle, edge }: SweepCursor,
-): Promise<WindowGuard | undefined> {
-  const { sink, maxDeletes, keyOf } = config;
-  if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
-  // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
-  if (confirms(committer.latest.refused, maxDeletes)) return undefined;
-  await committer.done();
-  const { deletions, sortDirection } = committer.latest;
-  const recent = recentDeletes(deletions, config.now());
-  const descending = sortDirection === "DESC";
-  const figures = { maxDeletes, recent, descending, edge: edge?.id };
-  const rows = sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS);
-  return await windowGuard(rows, keyOf, figures);
-}
-
-/** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */
-async function refuseWindows<T>(
-  run: Run<T>,
-  { held, maxDeletes, recent, refused = 0 }: WindowGuard,
-  cycle: number,
-  partial: boolean,
-): Promise<never> {
-  const what = `the copy of ${run.config.identity.path}`;
-  await run.committer.done(); // a batch before that failed is the run's error
-  return await refuse(
-    run,
-    cycle,
-    tooManyDeletes(refused, held, maxDeletes, what, recent, partial),
-  );
-}
-
-/** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */
-async function refuse<T>(
-  run: Run<T>,
-  cycle: number,
-  error: SyncError,
-): Promise<never> {
-  const { written } = run.committer, needed = error.maxDeletesNeeded ?? 1;
-  await run.committer.record(
-    afterRefusal(written, cycle, needed, run.config.now()),
-  );
-  throw error;
 }
 
 /** How far the last item committed moved since the last run (ascending): at least what the copy lacks. */

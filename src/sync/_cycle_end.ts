@@ -1,0 +1,126 @@
+// Internal: a sweep cycle's guard as a run commits it: the guard read from the copy, the ending batch's record of
+// its deletes (corrected to the sink's count), and a refusal recorded (the cycle given up) before the run fails.
+
+import { afterDeletes, afterRefusal } from "./_checkpoint.ts";
+import type { Committer } from "./_committer.ts";
+import type { SyncConfig } from "./_config.ts";
+import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
+import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
+import {
+  MAX_GUARDED_ROWS,
+  type WindowGuard,
+  windowGuard,
+} from "./_window_guard.ts";
+import { SyncError } from "./sync_error.ts";
+
+/** What a cycle's end needs of the run. */
+interface CycleRun<T> {
+  readonly config: SyncConfig<T>;
+  readonly committer: Committer<T>;
+}
+
+/**
+ * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the
+ * deletes on record as the guard counts them (unguarded: as uncounted), so a run stopped right after forgets none
+ * (endCycle corrects them; a confirmed `refusal` starts them afresh).
+ */
+export function cycleEnd<T>(
+  config: SyncConfig<T>,
+  guard: WindowGuard | undefined,
+  before: SyncCheckpoint,
+  refusal: SyncCheckpoint["refused"],
+) {
+  const { deletes, maxDeletes } = config, at = config.now();
+  const confirmed = confirms(refusal, maxDeletes);
+  const recent = recentDeletes(before.deletions, at, confirmed);
+  const counted = guard === undefined
+    ? { deleted: 0, held: 0, uncounted: true as const }
+    : { deleted: guard.unseen.size, held: guard.held };
+  const checkpoint = afterDeletes(before, { at, ...counted }, confirmed);
+  return { at, before, checkpoint, endsCycle: { deletes, maxDeletes, recent } };
+}
+
+/**
+ * A completed cycle's deletes go on record, as the sink counted them, over what its `ending` window recorded (a
+ * confirmed `refusal` starts them afresh); or the guard refuses it.
+ */
+export async function endCycle<T>(
+  run: CycleRun<T>,
+  cycle: number,
+  refusal: SyncCheckpoint["refused"],
+  ending?: { at: number; before: SyncCheckpoint },
+): Promise<void> {
+  const { config, committer } = run;
+  try {
+    await committer.done();
+  } catch (error) {
+    if (!(error instanceof SyncError) || error.reason !== "too-many-deletes") {
+      throw error;
+    }
+    return await refuse(run, cycle, error);
+  }
+  const { deleted, held = 0 } = committer.lastReport;
+  // A sink that does not count its deletes leaves the ending window's record: the guard's count, or uncounted.
+  if (deleted === undefined && ending !== undefined) {
+    return config.signal?.throwIfAborted();
+  }
+  const record = {
+    at: ending?.at ?? config.now(),
+    deleted: deleted ?? 0,
+    held,
+  };
+  const confirmed = confirms(refusal, config.maxDeletes);
+  const base = ending?.before ?? committer.latest;
+  const deletes = afterDeletes(base, record, confirmed);
+  // Even once aborted: the deletes are made, their record follows.
+  const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
+  if (!same) await committer.record(deletes);
+  config.signal?.throwIfAborted();
+}
+
+/** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
+export async function guardOf<T>(
+  { config, committer }: CycleRun<T>,
+  { cycle, edge }: SweepCursor,
+): Promise<WindowGuard | undefined> {
+  const { sink, maxDeletes, keyOf } = config;
+  if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
+  // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
+  if (confirms(committer.latest.refused, maxDeletes)) return undefined;
+  await committer.done();
+  const { deletions, sortDirection } = committer.latest;
+  const recent = recentDeletes(deletions, config.now());
+  const descending = sortDirection === "DESC";
+  const figures = { maxDeletes, recent, descending, edge: edge?.id };
+  const rows = sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS);
+  return await windowGuard(rows, keyOf, figures);
+}
+
+/** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */
+export async function refuseWindows<T>(
+  run: CycleRun<T>,
+  { held, maxDeletes, recent, refused = 0 }: WindowGuard,
+  cycle: number,
+  partial: boolean,
+): Promise<never> {
+  const what = `the copy of ${run.config.identity.path}`;
+  await run.committer.done(); // a batch before that failed is the run's error
+  return await refuse(
+    run,
+    cycle,
+    tooManyDeletes(refused, held, maxDeletes, what, recent, partial),
+  );
+}
+
+/** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */
+async function refuse<T>(
+  run: CycleRun<T>,
+  cycle: number,
+  error: SyncError,
+): Promise<never> {
+  const { written } = run.committer, needed = error.maxDeletesNeeded ?? 1;
+  await run.committer.record(
+    afterRefusal(written, cycle, needed, run.config.now()),
+  );
+  throw error;
+}
