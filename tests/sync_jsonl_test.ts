@@ -418,3 +418,48 @@ Deno.test("JSONL sink: items ahead of the sweep's cursor whose dates move past t
   const held = await ids();
   deepStrictEqual([held.length, new Set(held).size], [150, 150]);
 });
+
+Deno.test("JSONL sink: an item whose sort value moved has a line of each place until a cycle rewrites it, and is one row: 300 items weigh 300 in the window guard (360 named a share too small to confirm) and in the cycle's record (360 on record widened the day's share)", async () => {
+  let items = Array.from({ length: 300 }, (_, i) => ({
+    thingID: `t${String(i).padStart(4, "0")}`,
+    ts: 1_000 + i,
+  }));
+  let top = 2_000;
+  const service = listOf(() => [...items].sort((a, b) => a.ts - b.ts));
+  const path = await fresh("moved");
+  const sink = createJsonlSink<typeof items[number]>(path);
+  let clock = Date.UTC(2026, 10, 28);
+  const options = { id: "thingID", sortBy: "ts", maxLimit: 50, sink };
+  const run = (more: { sweep?: number; maxDeletes?: number } = {}) =>
+    syncList(service.client, "things", {
+      ...options,
+      now: () => clock,
+      ...more,
+    });
+  const move = (every: number) => {
+    items.forEach((item, i) => i % every === 0 && (item.ts = top += 10));
+    clock += 60_000;
+  };
+  await run();
+  items = items.filter((_, i) => i % 15 !== 1); // 20 gone
+  // Moved while a cycle is under way: the head's lines follow the cycle's start.
+  await run({ sweep: 1 });
+  move(5);
+  await run({ sweep: 0 });
+  equal((await run({ sweep: 100 })).deleted, 20);
+  deepStrictEqual((await sink.load())?.deletions?.map((d) => d.held), [300]);
+  // Moved before the cycle: the guard's refusal names the share of 280 that confirms.
+  move(7);
+  await run({ sweep: 0 });
+  items = items.filter((_, i) => i % 3 !== 1);
+  const error = await run({ sweep: Infinity }).catch((error) => error);
+  equal(error.reason, "too-many-deletes");
+  const gone = 280 - items.length;
+  equal(error.maxDeletesNeeded, Math.ceil((gone + 20) * 100 / 300) / 100);
+  await run({ sweep: Infinity, maxDeletes: error.maxDeletesNeeded });
+  const lines = (await Deno.readTextFile(path)).trim().split("\n");
+  deepStrictEqual(
+    lines.map((line) => JSON.parse(line).thingID).sort(),
+    items.map((item) => item.thingID).sort(),
+  );
+});

@@ -182,7 +182,9 @@ export async function cycleChanges(
   }
   const tailLines = { path: files.copy, lines: tail.split("\n"), ends: [] };
   tailLines.lines.pop(); // past the last line's end
-  const held = old.size + tailLines.lines.length; // they stay in the new copy
+  const tailIds = idsOf({ ...tailLines, before: 0 });
+  // They stay in the new copy: an item moved during the cycle has a line of each, and is one row.
+  const held = old.size + new Set(tailIds.filter((id) => !old.has(id))).size;
   let inserted = 0, deleted = old.size;
   // Each id met is marked by its line (-1 - line), whose old line `oldOf` keeps: met again, that line is dropped.
   const drop: number[] = [], oldOf: number[] = [], changed = new Set<number>();
@@ -219,7 +221,7 @@ export async function cycleChanges(
   } finally {
     await file.close();
   }
-  meet(idsOf({ ...tailLines, before: 0 }), tailLines.lines);
+  meet(tailIds, tailLines.lines);
   return { inserted, updated: changed.size, deleted, held, drop };
 }
 
@@ -266,7 +268,7 @@ export async function* copyRows(
     }
   };
   const under = committed.renaming ? undefined : committed.rewrite;
-  const seen = new Set<string>();
+  const seen = new Set<string>(), listed = new Set<string>();
   if (under?.cycle === cycle) {
     for await (const read of linesOf(files.rewrite, under.end.length)) {
       const items = itemsOf(files, read);
@@ -279,7 +281,11 @@ export async function* copyRows(
     const { lines, ends } = read, parsed = itemsOf(files, read);
     for (let i = 0; i < lines.length; i++) {
       const id = idOf(parsed[i], lines[i]!);
-      yield { id, item: parsed[i], seen: ends[i]! >= mainAt || seen.has(id) };
+      const isSeen = ends[i]! >= mainAt || seen.has(id);
+      // A seen item once (an item moved twice has two lines after the cycle began); an unseen one the guard counts once.
+      if (isSeen && listed.has(id)) continue;
+      if (isSeen) listed.add(id);
+      yield { id, item: parsed[i], seen: isSeen };
     }
   }
 }

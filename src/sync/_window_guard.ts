@@ -61,12 +61,14 @@ export async function windowGuard(
   for await (const row of rows) {
     if (++held > most) return undefined;
     edgeHeld ||= row.id === figures.edge;
+    // A JSONL copy lists a moved item's old line, then the head's after it: one row, the last line's.
     if (row.seen) {
-      unseen.delete(row.id); // a JSONL copy lists a moved item twice: its old line, and the head's after it
+      if (unseen.delete(row.id)) held--;
       continue;
     }
     const key = tried(() => keyOf(row.item));
     if (key === undefined) continue;
+    if (unseen.has(row.id)) held--;
     unseen.set(row.id, key);
     named &&= key.id === row.id;
   }
