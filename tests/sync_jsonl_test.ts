@@ -463,3 +463,39 @@ Deno.test("JSONL sink: an item whose sort value moved has a line of each place u
     items.map((item) => item.thingID).sort(),
   );
 });
+
+Deno.test("JSONL sink: a cycle end its guard refused leaves its window's lines past the rewrite's committed end; when the refusal's record then fails, the same sink's next runs go on (every one failed 'lock-lost', a day later too)", async () => {
+  const inner = createJsonlSink<Thing>(await fresh("refused-unrecorded"));
+  let items = things(300), failing = false, refusedEnd = false;
+  const service = listOf(() => items);
+  const sink: SyncSink<Thing> = {
+    load: () => inner.load(),
+    lock: (run) => inner.lock!(run),
+    liveRows: (...args) => inner.liveRows!(...args),
+    async write(...args) {
+      if (failing && refusedEnd) throw new Error("disk full");
+      return await inner.write(...args).catch((error) => {
+        refusedEnd ||= args[3]?.endsCycle !== undefined;
+        throw error;
+      });
+    },
+  };
+  let clock = Date.UTC(2026, 10, 28);
+  const options = { id: "thingID", maxLimit: 50, sink, now: () => clock };
+  await syncList(service.client, "things", options);
+  [clock, items] = [clock + 3_600_000, items.filter((_, i) => i % 12 !== 5)];
+  await syncList(service.client, "things", { ...options, sweep: Infinity });
+  [clock, items] = [clock + 3_600_000, items.filter((_, i) => i % 30 !== 7)];
+  failing = true;
+  for (let run = 0; run < 10 && !refusedEnd; run++) {
+    await syncList(service.client, "things", { ...options, sweep: 2 })
+      .catch(() => {});
+  }
+  ok(refusedEnd);
+  failing = false;
+  for (let run = 0; run < 3; run++) {
+    clock += 3_600_000;
+    await syncList(service.client, "things", { ...options, sweep: 2 })
+      .catch((error: SyncError) => equal(error.reason, "too-many-deletes"));
+  }
+});

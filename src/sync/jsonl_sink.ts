@@ -97,8 +97,8 @@ class JsonlCopy {
   readonly #files: CopyFiles;
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
-  /** Files this run appended to: their size must stay what it committed. */
-  readonly #ours = new Set<string>();
+  /** Files this run appended to, each with the size it left: past what it committed, only its own lines (a refused end's). */
+  readonly #ours = new Map<string, number>();
   #committed: Committed | undefined;
   #loaded = false;
   #lock: FileLock | undefined;
@@ -222,7 +222,10 @@ class JsonlCopy {
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
-        if (this.#ours.has(path) && size > from.length) throw lockLost(path);
+        const left = this.#ours.get(path);
+        if (left !== undefined && size > from.length && size !== left) {
+          throw lockLost(path);
+        }
         await this.#lock?.assertHeld();
         // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
         // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
@@ -237,7 +240,7 @@ class JsonlCopy {
         await file.close();
       }
     }
-    this.#ours.add(path);
+    this.#ours.set(path, from.length + bytes.length);
     if (bytes.length === 0) return from;
     const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
     const hash = fingerprint(bytes.subarray(lastLine));
