@@ -3,6 +3,7 @@
 // .test-tmp, the fake list in process.
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import {
   createJsonlSink,
   createSqliteSink,
@@ -498,4 +499,29 @@ Deno.test("JSONL sink: a cycle end its guard refused leaves its window's lines p
     await syncList(service.client, "things", { ...options, sweep: 2 })
       .catch((error: SyncError) => equal(error.reason, "too-many-deletes"));
   }
+});
+
+Deno.test("JSONL sink: an item the head brings again, its sort value moved, counts as updated, as the SQL sinks count it (60 moved counted as 60 inserted)", async () => {
+  const reports: string[] = [];
+  for (const kind of ["jsonl", "sqlite"]) {
+    const items = Array.from({ length: 300 }, (_, i) => ({
+      thingID: `t${String(i).padStart(4, "0")}`,
+      ts: 1_000 + i,
+    }));
+    let top = 2_000;
+    const service = listOf(() => [...items].sort((a, b) => a.ts - b.ts));
+    using database = new DatabaseSync(":memory:");
+    const sink = kind === "jsonl"
+      ? createJsonlSink<typeof items[number]>(await fresh("moved-counts"))
+      : createSqliteSink<typeof items[number]>(database, { table: "t" });
+    const options = { id: "thingID", sortBy: "ts", maxLimit: 50, sink };
+    const run = async (sweep: number) =>
+      counts(await syncList(service.client, "things", { ...options, sweep }));
+    await run(0);
+    items.forEach((item, i) => i % 5 === 0 && (item.ts = top += 10));
+    items.push({ thingID: "t9999", ts: top += 10 });
+    reports.push(JSON.stringify([await run(0), await run(Infinity)]));
+  }
+  equal(reports[0], JSON.stringify([[1, 60, 0], [0, 0, 0]]));
+  equal(reports[0], reports[1]);
 });

@@ -86,8 +86,8 @@ export function createJsonlSink<T>(
     lock: (run = {}) => copy.lock(run.signal),
     marksDeletes: false,
     keepsChanges: false,
-    write: (items, checkpoint, _ids, context) =>
-      copy.write(items, checkpoint, context),
+    write: (items, checkpoint, ids, context) =>
+      copy.write(items, checkpoint, ids, context),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
   };
 }
@@ -100,6 +100,8 @@ class JsonlCopy {
   /** Files this run appended to, each with the size it left: past what it committed, only its own lines (a refused end's). */
   readonly #ours = new Map<string, number>();
   #committed: Committed | undefined;
+  /** The copy's ids, read at the run's first head batch: one the head brings again (its sort value moved) updates. */
+  #ids: Set<string> | undefined;
   #loaded = false;
   #lock: FileLock | undefined;
 
@@ -111,7 +113,7 @@ class JsonlCopy {
 
   async load(): Promise<SyncCheckpoint | undefined> {
     this.#committed = await checkCopy(this.#files);
-    this.#loaded = true;
+    [this.#loaded, this.#ids] = [true, undefined];
     return this.#committed?.checkpoint ?? undefined;
   }
 
@@ -120,6 +122,19 @@ class JsonlCopy {
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     this.#lock = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
     return this.#lock;
+  }
+
+  /** How many of the head's `ids` the copy held (read up to what was committed, once a run), which it holds now. */
+  async #held(ids: readonly string[], keyOf: SyncWriteContext["keyOf"]) {
+    if (keyOf === undefined || ids.length === 0) return 0;
+    if (this.#ids === undefined) {
+      this.#ids = new Set();
+      const rows = copyRows(this.#files, this.#committed, -1, keyOf);
+      for await (const row of rows) this.#ids.add(row.id);
+    }
+    const held = ids.filter((id) => this.#ids!.has(id)).length;
+    for (const id of ids) this.#ids.add(id);
+    return held;
   }
 
   /** The copy's lines as rows, reading only. */
@@ -131,6 +146,7 @@ class JsonlCopy {
   async write(
     items: readonly unknown[],
     checkpoint: SyncCheckpoint,
+    ids: readonly string[],
     context: SyncWriteContext | undefined,
   ) {
     const { copy, rewrite: rewritePath } = this.#files;
@@ -138,8 +154,9 @@ class JsonlCopy {
     const lines = items.map((item) => `${JSON.stringify(item)}\n`).join("");
     if (context?.phase !== "sweep") {
       const end = await this.#append(copy, now.end, lines);
+      const updated = await this.#held(ids, context?.keyOf);
       await this.#save({ ...now, checkpoint, end });
-      return { inserted: items.length };
+      return { inserted: items.length - updated, updated };
     }
     const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
@@ -203,6 +220,7 @@ class JsonlCopy {
       await renameFile(rewrite, copy);
     }
     this.#ours.delete(copy);
+    this.#ids = undefined; // a new copy
     await this.#save({ checkpoint, end });
   }
 
