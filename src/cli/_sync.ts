@@ -6,7 +6,7 @@ import { syncList } from "../sync/sync_list.ts";
 import type { SyncSink } from "../sync/sink.ts";
 import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
-import { Interrupted } from "./_list.ts";
+import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
 import { given } from "../core/_check.ts";
 import { counted } from "./_render.ts";
@@ -16,18 +16,14 @@ import { progressLine } from "./_sync_progress.ts";
 
 /** Brings the copy up to date. */
 export async function runSync(session: Session, request: SyncRequest) {
-  const { io } = session;
-  const interrupt = new AbortController();
-  const stopListening = io.onInterrupt?.(() =>
-    interrupt.abort(new Interrupted("interrupted"))
-  );
+  const ctrlC = onCtrlC(session.io);
   try {
     await checkFolder(request.target);
-    await syncInto(session, request, interrupt.signal);
+    await syncInto(session, request, ctrlC.signal);
   } catch (error) {
-    throw explained(error, request, io.helpHint);
+    throw explained(error, request, session.io.helpHint);
   } finally {
-    stopListening?.();
+    ctrlC.stop?.();
   }
 }
 
