@@ -29,7 +29,6 @@ export function rateState(
   return {
     /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run leaves the reserve. */
     window: emptyWindow(rateShare(limit, priority)),
-    /** The window's length, in ms. */
     interval: limit.interval,
     /** Until when a 429 told the client to wait (epoch ms). */
     retryUntil: -Infinity,
