@@ -13,6 +13,13 @@ export class Interrupted extends Error {
   override readonly name = "Interrupted";
 }
 
+/** A signal that Ctrl-C aborts with {@linkcode Interrupted}, heard until `stop`. */
+export function onCtrlC(io: Session["io"]) {
+  const interrupt = new AbortController();
+  const abort = () => interrupt.abort(new Interrupted("interrupted"));
+  return { signal: interrupt.signal, stop: io.onInterrupt?.(abort) };
+}
+
 /**
  * Refuses fields that no item of the first page has, with the nearest key.
  * @throws {UsageError} For the first such field.
@@ -53,11 +60,8 @@ export async function runList(
   // On one terminal, the progress line is erased before output, and before any other stderr line (--verbose).
   const shared = io.stdout.isTerminal;
   if (progress) session.status.clear = () => progress.clear();
-  const interrupt = new AbortController();
-  const options = { ...request.options, signal: interrupt.signal };
-  const stopListening = io.onInterrupt?.(() =>
-    interrupt.abort(new Interrupted("interrupted"))
-  );
+  const ctrlC = onCtrlC(io);
+  const options = { ...request.options, signal: ctrlC.signal };
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
   let unchecked = request.fields;
   try {
@@ -71,7 +75,7 @@ export async function runList(
       progress?.page(page.items.length);
     }
   } finally {
-    stopListening?.();
+    ctrlC.stop?.();
     if (shared) progress?.clear();
     // Whatever stopped the list, what was written stays whole.
     writer.end();

@@ -21,6 +21,10 @@ export function counted(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
+/** "12 items/s" over `seconds` (an instant counts as a millisecond). */
+export const itemsPerSecond = (items: number, seconds: number) =>
+  `${Math.round(items / Math.max(seconds, 0.001))} items/s`;
+
 /** "2026-11-21 11:00 UTC". */
 export function utcTime(epochMs: number): string {
   const minute = new Date(epochMs).toISOString().slice(0, 16);
@@ -120,9 +124,8 @@ export function progressReporter(
   const started = now(), status = statusLine(out);
   let pages = 0, items = 0;
   const show = () => {
-    const rate = Math.round(items / Math.max((now() - started) / 1000, 0.001));
     const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
-    status.show(`${read}, ${rate} items/s`);
+    status.show(`${read}, ${itemsPerSecond(items, (now() - started) / 1000)}`);
   };
   return {
     page(count) {

@@ -6,28 +6,24 @@ import { syncList } from "../sync/sync_list.ts";
 import type { SyncSink } from "../sync/sink.ts";
 import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
-import { Interrupted } from "./_list.ts";
+import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
 import { given } from "../core/_check.ts";
-import { counted } from "./_render.ts";
+import { counted, itemsPerSecond } from "./_render.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
 
 /** Brings the copy up to date. */
 export async function runSync(session: Session, request: SyncRequest) {
-  const { io } = session;
-  const interrupt = new AbortController();
-  const stopListening = io.onInterrupt?.(() =>
-    interrupt.abort(new Interrupted("interrupted"))
-  );
+  const ctrlC = onCtrlC(session.io);
   try {
     await checkFolder(request.target);
-    await syncInto(session, request, interrupt.signal);
+    await syncInto(session, request, ctrlC.signal);
   } catch (error) {
-    throw explained(error, request, io.helpHint);
+    throw explained(error, request, session.io.helpHint);
   } finally {
-    stopListening?.();
+    ctrlC.stop?.();
   }
 }
 
@@ -63,7 +59,7 @@ async function syncInto(
       },
     });
     progress.end();
-    const seconds = Math.max((now() - started) / 1000, 0.001);
+    const seconds = (now() - started) / 1000;
     io.stderr.write(resultLines(request, result, seconds, now()));
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
@@ -86,7 +82,7 @@ export function resultLines(
   now: number,
 ): string {
   const { target } = request;
-  const rate = `${Math.round(result.read / seconds)} items/s read`;
+  const rate = `${itemsPerSecond(result.read, seconds)} read`;
   const inserted = counted(result.inserted, "new item");
   const requests = counted(result.requests, "request");
   const resumed = result.resumed ? ", resumed" : "";

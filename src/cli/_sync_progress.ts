@@ -10,7 +10,7 @@ import {
 import { emptyWindow, recordSend, slotWait } from "../core/_rate_window.ts";
 import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
-import { counted, statusLine } from "./_render.ts";
+import { counted, itemsPerSecond, statusLine } from "./_render.ts";
 
 /** Below this, a wait is pacing, not a hold worth a word. */
 const SHOWN_HOLD = 1000;
@@ -29,7 +29,6 @@ export function rateState(
   return {
     /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run leaves the reserve. */
     window: emptyWindow(rateShare(limit, priority)),
-    /** The window's length, in ms. */
     interval: limit.interval,
     /** Until when a 429 told the client to wait (epoch ms). */
     retryUntil: -Infinity,
@@ -85,12 +84,11 @@ export function progressLine(
     },
     update(progress: SyncProgress) {
       const at = now();
-      const seconds = Math.max((at - started) / 1000, 0.001);
-      const rate = Math.round(progress.read / seconds);
       const read = counted(progress.read, "item");
+      const rate = itemsPerSecond(progress.read, (at - started) / 1000);
       const requests = counted(progress.requests, "request");
       text =
-        `${read} read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate} items/s, ${requests}`;
+        `${read} read (${progress.inserted} new, ${progress.updated} changed, ${progress.deleted} removed), ${rate}, ${requests}`;
       if (!out.isTerminal && at - lastLine < 1000) return;
       lastLine = at;
       show(text);

@@ -13,7 +13,6 @@ export interface SendContext {
   readonly tokenProvider: TokenProvider;
   readonly fetch: typeof fetch;
   readonly retry: RetryPolicy;
-  /** Time limits of attempts. */
   readonly deadlines: AttemptLimits;
   /** The provider's 401 ledger: whether a 401 to this token may cost a fresh one (then invalidated). */
   readonly renewAfterUnauthorized: (accessToken: string) => Promise<boolean>;

@@ -18,6 +18,12 @@ export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
   interval: 300_000,
 });
 
+/** What a rate limit's fields must be, for every limiter and the fake's alike. */
+export const RATE_RULES = {
+  requests: "positive integer",
+  interval: "positive whole time in ms, at most 2147483647",
+} as const satisfies Record<keyof RateLimit, NumberRule>;
+
 /**
  * The checked `{ requests, interval }`, given or from `defaults`: `requests` up
  * to `most`, `interval` up to what a timer can wait (longer: callers would spin).
@@ -28,18 +34,15 @@ export function checkRateLimit(
   most: number,
   defaults?: RateLimit,
 ): RateLimit {
-  const check = (name: keyof RateLimit, rule: NumberRule): number => {
-    const value = defaults?.[name];
+  const check = (name: keyof RateLimit): number => {
+    const value = defaults?.[name], rule = RATE_RULES[name];
     if (value === undefined && options[name] === undefined) {
       throw typeError(context, name, "must be given");
     }
     return checkNumber(options[name], value ?? 0, rule, context, name);
   };
-  const requests = check("requests", "positive integer");
-  const interval = check(
-    "interval",
-    "positive whole time in ms, at most 2147483647",
-  );
+  const requests = check("requests");
+  const interval = check("interval");
   checkAtMost(requests, most, context, "requests");
   return Object.freeze({ requests, interval });
 }
@@ -50,13 +53,8 @@ export function checkReserve(
   requests: number,
   context: string,
 ): number {
-  const reserve = checkNumber(
-    value,
-    defaultReserve(requests),
-    "non-negative integer",
-    context,
-    "reserve",
-  );
+  const fallback = defaultReserve(requests), rule = "non-negative integer";
+  const reserve = checkNumber(value, fallback, rule, context, "reserve");
   return checkAtMost(reserve, requests - 1, context, "reserve");
 }
 

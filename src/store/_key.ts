@@ -59,6 +59,16 @@ export function perKey<T>(make: (key: string) => T): (key: string) => T {
   };
 }
 
+/** A record's name and its lease's in a store, from the digest of the record's key: made once per key. */
+export function entryNames<Name>(
+  nameOf: (digest: string, entry: "record" | "lease") => Name,
+): (key: string) => Promise<{ record: Name; lease: Name }> {
+  return perKey(async (key) => {
+    const digest = await hexDigest(key, 16);
+    return { record: nameOf(digest, "record"), lease: nameOf(digest, "lease") };
+  });
+}
+
 /** One PBKDF2 derivation per secret and process: later providers reuse it. */
 const derived = new Map<string, Promise<string>>();
 

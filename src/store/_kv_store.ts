@@ -5,7 +5,7 @@ import { typeError } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
-import { hexDigest, perKey } from "./_key.ts";
+import { entryNames } from "./_key.ts";
 import {
   coordinateByLease,
   type FleetStoreConfig,
@@ -42,9 +42,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   readonly #kv: Deno.Kv;
   readonly #config: FleetStoreConfig;
   readonly #seals: RecordSeals;
-  readonly #keysOf: (
-    key: string,
-  ) => Promise<{ record: Deno.KvKey; lease: Deno.KvKey }>;
+  readonly #keysOf: ReturnType<typeof entryNames<Deno.KvKey>>;
   /** Per key, how long (steady clock) its lease has been seen as it is. */
   readonly #leaseUnchanged: (key: string, lease: string) => number;
 
@@ -56,12 +54,8 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     this.#config = config;
     this.#seals = new RecordSeals(config.encryptionKey);
     this.#leaseUnchanged = unchangedFor(config.steady);
-    this.#keysOf = perKey((key) =>
-      hexDigest(key, 16).then((digest) => ({
-        record: [...config.prefix, digest, "record"],
-        lease: [...config.prefix, digest, "lease"],
-      }))
-    );
+    const { prefix } = config;
+    this.#keysOf = entryNames((digest, entry) => [...prefix, digest, entry]);
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {

@@ -18,7 +18,7 @@ import {
   type RecordChange,
   updateBy,
 } from "./_lease.ts";
-import { hexDigest, perKey } from "./_key.ts";
+import { entryNames } from "./_key.ts";
 import { delay, raceAbort } from "../core/_deadlines.ts";
 import { base64 } from "../core/_encoding.ts";
 
@@ -41,7 +41,7 @@ const UPDATE_ATTEMPTS = 10;
 export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   readonly #config: RedisStoreConfig;
   readonly #seals: RecordSeals;
-  readonly #keysOf: (key: string) => Promise<{ record: string; lease: string }>;
+  readonly #keysOf: ReturnType<typeof entryNames<string>>;
   /** Redis refused EVAL: the scripts' steps go by plain commands. */
   #plain = false;
   /** Whether a wait holds the blocking connection now. */
@@ -54,11 +54,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   constructor(config: RedisStoreConfig) {
     this.#config = config;
     this.#seals = new RecordSeals(config.encryptionKey);
-    this.#keysOf = perKey((key) =>
-      hexDigest(key, 16).then((digest) => ({
-        record: `${config.prefix}:{${digest}}:record`,
-        lease: `${config.prefix}:{${digest}}:lease`,
-      }))
+    this.#keysOf = entryNames((digest, entry) =>
+      `${config.prefix}:{${digest}}:${entry}`
     );
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {

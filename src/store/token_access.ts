@@ -56,7 +56,6 @@ export class StoreAccess {
     if (store !== undefined) this.key().catch(() => {});
   }
 
-  /** Whether there is a store at all. */
   get present(): boolean {
     return this.#store !== undefined;
   }
@@ -138,7 +137,6 @@ export class StoreAccess {
     }
   }
 
-  /** The client's key in any store. */
   key(): Promise<string> {
     return this.#key ??= storeKey(this.#endpoint);
   }

@@ -1,7 +1,8 @@
 // The fake's rate limit on API requests, as the service's: 429 past `requests` per `interval` ms.
 // Its window arithmetic is its own, not the client's limiter's: a bug in one cannot hide the other.
 
-import { checkNumber, type NumberRule } from "../core/_check.ts";
+import { checkNumber } from "../core/_check.ts";
+import { RATE_RULES } from "../core/_rate_options.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
 
@@ -12,13 +13,12 @@ export function rateGate(
   context: string,
 ): () => Response | undefined {
   if (limit === undefined) return () => undefined;
-  const check = (field: keyof FakeRateLimit, rule: NumberRule) =>
-    checkNumber(limit[field], 0, rule, context, `apiRateLimit.${field}`);
-  const requests = check("requests", "positive integer");
-  const interval = check(
-    "interval",
-    "positive whole time in ms, at most 2147483647",
-  );
+  const check = (field: keyof FakeRateLimit) => {
+    const option = `apiRateLimit.${field}`;
+    return checkNumber(limit[field], 0, RATE_RULES[field], context, option);
+  };
+  const requests = check("requests");
+  const interval = check("interval");
   // The last `requests` arrivals, a ring: the slot at `next` holds the oldest (-Infinity: none yet).
   const arrivals = new Float64Array(requests).fill(-Infinity);
   let next = 0;
