@@ -61,14 +61,8 @@ export async function endCycle<T>(
   }
   const { deleted, held = 0 } = committer.lastReport;
   // A sink that does not count its deletes leaves the ending window's record: the guard's count, or uncounted.
-  if (deleted === undefined && ending !== undefined) {
-    return config.signal?.throwIfAborted();
-  }
-  const record = {
-    at: ending?.at ?? config.now(),
-    deleted: deleted ?? 0,
-    held,
-  };
+  if (deleted === undefined) return config.signal?.throwIfAborted();
+  const record = { at: ending?.at ?? config.now(), deleted, held };
   const confirmed = confirms(refusal, config.maxDeletes);
   const base = ending?.before ?? committer.latest;
   const deletes = afterDeletes(base, record, confirmed);
