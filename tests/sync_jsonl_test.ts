@@ -525,3 +525,50 @@ Deno.test("JSONL sink: an item the head brings again, its sort value moved, coun
   equal(reports[0], JSON.stringify([[1, 60, 0], [0, 0, 0]]));
   equal(reports[0], reports[1]);
 });
+
+Deno.test("JSONL sink: a run killed once its ending window was appended to the rewrite, whose window then brings no line, leaves no run failing 'lock-lost' (a write of no bytes took the committed end for the size it left; every run failed, as did a long-lived sink after another run's killed batch)", async () => {
+  const path = await fresh("killed-at-end");
+  let items = things(300), killAtEnd = false;
+  const service = listOf(() => items);
+  let clock = Date.UTC(2026, 10, 28);
+  const lived = createJsonlSink<Thing>(path); // one sink across runs, as a service keeps it
+  const run = (sweep: number, inner = createJsonlSink<Thing>(path)) => {
+    const sink: SyncSink<Thing> = {
+      load: () => inner.load(),
+      lock: (run) => inner.lock!(run),
+      async write(items, checkpoint, ids, context) {
+        if (!killAtEnd || context?.endsCycle === undefined) {
+          return await inner.write(items, checkpoint, ids, context);
+        }
+        // The lines appended, then the process gone before its commit.
+        const lines = items.map((item) => `${JSON.stringify(item)}\n`);
+        await Deno.writeTextFile(`${path}.rewrite`, lines.join(""), {
+          append: true,
+        });
+        throw new Error("killed");
+      },
+    };
+    clock += 3_600_000;
+    return syncList(service.client, "things", {
+      id: "thingID",
+      maxLimit: 50,
+      sink,
+      now: () => clock,
+      sweep,
+    });
+  };
+  await run(0, lived);
+  await run(2);
+  items = [...items, ...things(302).slice(300)];
+  killAtEnd = true;
+  await rejects(run(10));
+  killAtEnd = false;
+  items = items.slice(0, 280); // the ending window's items gone, the 2 new too
+  await run(10);
+  await run(10, lived);
+  await run(Infinity, lived);
+  deepStrictEqual(
+    (await Deno.readTextFile(path)).trim().split("\n").length,
+    items.length,
+  );
+});

@@ -114,6 +114,7 @@ class JsonlCopy {
   async load(): Promise<SyncCheckpoint | undefined> {
     this.#committed = await checkCopy(this.#files);
     [this.#loaded, this.#ids] = [true, undefined];
+    this.#ours.clear(); // a new run: lines past the committed end are a killed run's, cut once the end is checked
     return this.#committed?.checkpoint ?? undefined;
   }
 
@@ -258,8 +259,8 @@ class JsonlCopy {
         await file.close();
       }
     }
+    if (bytes.length === 0) return from; // nothing checked or cut: not yet this run's file
     this.#ours.set(path, from.length + bytes.length);
-    if (bytes.length === 0) return from;
     const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
     const hash = fingerprint(bytes.subarray(lastLine));
     const last = { start: from.length + lastLine, hash };
