@@ -22,7 +22,7 @@ function within(record: DeleteRecord, now: number): boolean {
 /** Added to the 24 hours' deletes by a cycle that went uncounted: past any share (it may have spent the day's whole). */
 const SPENT = 2 ** 52;
 
-/** What the records of the 24 hours before `now` removed (`vouched`: a run confirming takes uncounted ones as none). */
+/** What the records of the 24 hours before `now` removed (`vouched`: a confirming run is judged without uncounted ones). */
 export function recentDeletes(
   history: readonly DeleteRecord[] | undefined,
   now: number,
@@ -40,8 +40,8 @@ export function recentDeletes(
 
 /**
  * `history` that counts at `record.at`, with `record` added unless `confirmed` (deletes the user confirmed do
- * not count later, nor an uncounted cycle the user vouched for; those before them do: a confirmation lets through
- * what it names, not a fresh share).
+ * not count later; those before them do, an uncounted cycle's too: a confirmation lets through what it names, not a
+ * fresh share).
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
@@ -49,14 +49,12 @@ export function withDeletes(
   confirmed = false,
 ): DeleteRecord[] {
   // Kept while they count at `record.at`, or at the newest one's date: a run on a clock days ahead erases no day.
-  const since = Math.min(
-    record.at,
-    Math.max(...(history ?? []).map((old) => old.at)),
-  );
+  const newest = Math.max(...(history ?? []).map((old) => old.at));
+  const since = Math.min(record.at, newest);
   // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
   // A confirmation moves it (a clock once years ahead would hold every cycle back until then).
   const kept = (history ?? [])
-    .filter((old) => within(old, since) && !(confirmed && old.uncounted))
+    .filter((old) => within(old, since))
     .map((old) =>
       confirmed && old.at > record.at ? { ...old, at: record.at } : old
     );
@@ -120,11 +118,12 @@ export function tooManyDeletes(
   // Over an uncounted cycle, a hundredth above the run's share at least: else the next default run confirms unasked.
   const above = (Math.floor(maxDeletes * 100 + 1e-9) + 1) / 100;
   const needed = Math.min(1, spent ? Math.max(share, above) : share);
+  const counted = before === 0 ? "" : `${before} in the last 24 hours`;
   const earlier = spent
-    ? ` (after ${before} in the last 24 hours and a cycle whose run stopped before counting its deletes, taken as the day's share spent until a run confirms or 24 hours pass)`
-    : before === 0
-    ? ""
-    : ` (after ${before} in the last 24 hours)`;
+    ? ` (after ${
+      counted && `${counted} and `
+    }a cycle in them whose run stopped before counting its deletes: the guard takes the day's share as spent until 24 hours pass, and a run at the share named confirms its own cycle only)`
+    : counted && ` (after ${counted})`;
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
     : "";

@@ -323,7 +323,7 @@ export interface SyncWriteReport {
   readonly inserted?: number;
   /** Rows whose content the batch changed. */
   readonly updated?: number;
-  /** Rows the cycle it ended removed (or marked). */
+  /** Rows the cycle it ended removed (or marked); without it (and `liveRows`), the guard counts the cycle uncounted. */
   readonly deleted?: number;
   /** Ending a cycle: the live rows before its deletes. */
   readonly held?: number;
