@@ -32,6 +32,7 @@ import {
   sideFileText,
   writeWithout,
 } from "./_jsonl_state.ts";
+import { MAX_GUARDED_ROWS } from "./_window_guard.ts";
 
 /**
  * Options of {@linkcode createJsonlSink}.
@@ -100,8 +101,8 @@ class JsonlCopy {
   /** Files this run appended to, each with the size it left: past what it committed, only its own lines (a refused end's). */
   readonly #ours = new Map<string, number>();
   #committed: Committed | undefined;
-  /** The copy's ids, read at the run's first head batch: one the head brings again (its sort value moved) updates. */
-  #ids: Set<string> | undefined;
+  /** The copy's ids when the run began (null: past the guard's size): one the head brings again (moved) updates. */
+  #ids: Set<string> | null | undefined;
   #loaded = false;
   #lock: FileLock | undefined;
 
@@ -125,17 +126,22 @@ class JsonlCopy {
     return this.#lock;
   }
 
-  /** How many of the head's `ids` the copy held (read up to what was committed, once a run), which it holds now. */
+  /**
+   * How many of the head's `ids` the copy held when the run began (its ids read once, at its first head batch). Past
+   * the window guard's size, none: reading a million ids every run costs more than telling a moved item from a new one.
+   */
   async #held(ids: readonly string[], keyOf: SyncWriteContext["keyOf"]) {
     if (keyOf === undefined || ids.length === 0) return 0;
     if (this.#ids === undefined) {
-      this.#ids = new Set();
+      const known = new Set<string>();
       const rows = copyRows(this.#files, this.#committed, -1, keyOf);
-      for await (const row of rows) this.#ids.add(row.id);
+      for await (const row of rows) {
+        if (known.add(row.id).size > MAX_GUARDED_ROWS) break;
+      }
+      this.#ids = known.size > MAX_GUARDED_ROWS ? null : known;
     }
-    const held = ids.filter((id) => this.#ids!.has(id)).length;
-    for (const id of ids) this.#ids.add(id);
-    return held;
+    const held = this.#ids;
+    return held === null ? 0 : ids.filter((id) => held.has(id)).length;
   }
 
   /** The copy's lines as rows, reading only. */
