@@ -119,10 +119,11 @@ export function tooManyDeletes(
   const above = (Math.floor(maxDeletes * 100 + 1e-9) + 1) / 100;
   const needed = Math.min(1, spent ? Math.max(share, above) : share);
   const counted = before === 0 ? "" : `${before} in the last 24 hours`;
+  const cycle = counted ? "a cycle in them" : "a cycle in the last 24 hours";
   const earlier = spent
     ? ` (after ${
       counted && `${counted} and `
-    }a cycle in them whose run stopped before counting its deletes: the guard takes the day's share as spent until 24 hours pass, and a run at the share named confirms its own cycle only)`
+    }${cycle} whose run stopped before counting its deletes: the guard takes the day's share as spent until 24 hours pass, and a run at the share named confirms its own cycle only)`
     : counted && ` (after ${counted})`;
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
