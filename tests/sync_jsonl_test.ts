@@ -421,14 +421,9 @@ Deno.test("JSONL sink: items ahead of the sweep's cursor whose dates move past t
 });
 
 Deno.test("JSONL sink: an item whose sort value moved has a line of each place until a cycle rewrites it, and is one row: 300 items weigh 300 in the window guard (360 named a share too small to confirm) and in the cycle's record (360 on record widened the day's share)", async () => {
-  let items = Array.from({ length: 300 }, (_, i) => ({
-    thingID: `t${String(i).padStart(4, "0")}`,
-    ts: 1_000 + i,
-  }));
-  let top = 2_000;
-  const service = listOf(() => [...items].sort((a, b) => a.ts - b.ts));
+  const { list, service, move: moveOne } = movingList();
   const path = await fresh("moved");
-  const sink = createJsonlSink<typeof items[number]>(path);
+  const sink = createJsonlSink<Moving>(path);
   let clock = Date.UTC(2026, 10, 28);
   const options = { id: "thingID", sortBy: "ts", maxLimit: 50, sink };
   const run = (more: { sweep?: number; maxDeletes?: number } = {}) =>
@@ -438,11 +433,11 @@ Deno.test("JSONL sink: an item whose sort value moved has a line of each place u
       ...more,
     });
   const move = (every: number) => {
-    items.forEach((item, i) => i % every === 0 && (item.ts = top += 10));
+    list.items.forEach((item, i) => i % every === 0 && moveOne(item));
     clock += 60_000;
   };
   await run();
-  items = items.filter((_, i) => i % 15 !== 1); // 20 gone
+  list.items = list.items.filter((_, i) => i % 15 !== 1); // 20 gone
   // Moved while a cycle is under way: the head's lines follow the cycle's start.
   await run({ sweep: 1 });
   move(5);
@@ -452,16 +447,16 @@ Deno.test("JSONL sink: an item whose sort value moved has a line of each place u
   // Moved before the cycle: the guard's refusal names the share of 280 that confirms.
   move(7);
   await run({ sweep: 0 });
-  items = items.filter((_, i) => i % 3 !== 1);
+  list.items = list.items.filter((_, i) => i % 3 !== 1);
   const error = await run({ sweep: Infinity }).catch((error) => error);
   equal(error.reason, "too-many-deletes");
-  const gone = 280 - items.length;
+  const gone = 280 - list.items.length;
   equal(error.maxDeletesNeeded, Math.ceil((gone + 20) * 100 / 300) / 100);
   await run({ sweep: Infinity, maxDeletes: error.maxDeletesNeeded });
   const lines = (await Deno.readTextFile(path)).trim().split("\n");
   deepStrictEqual(
     lines.map((line) => JSON.parse(line).thingID).sort(),
-    items.map((item) => item.thingID).sort(),
+    list.items.map((item) => item.thingID).sort(),
   );
 });
 
@@ -504,22 +499,17 @@ Deno.test("JSONL sink: a cycle end its guard refused leaves its window's lines p
 Deno.test("JSONL sink: an item the head brings again, its sort value moved, counts as updated, as the SQL sinks count it (60 moved counted as 60 inserted)", async () => {
   const reports: string[] = [];
   for (const kind of ["jsonl", "sqlite"]) {
-    const items = Array.from({ length: 300 }, (_, i) => ({
-      thingID: `t${String(i).padStart(4, "0")}`,
-      ts: 1_000 + i,
-    }));
-    let top = 2_000;
-    const service = listOf(() => [...items].sort((a, b) => a.ts - b.ts));
+    const { list, service, move } = movingList();
     using database = new DatabaseSync(":memory:");
     const sink = kind === "jsonl"
-      ? createJsonlSink<typeof items[number]>(await fresh("moved-counts"))
-      : createSqliteSink<typeof items[number]>(database, { table: "t" });
+      ? createJsonlSink<Moving>(await fresh("moved-counts"))
+      : createSqliteSink<Moving>(database, { table: "t" });
     const options = { id: "thingID", sortBy: "ts", maxLimit: 50, sink };
     const run = async (sweep: number) =>
       counts(await syncList(service.client, "things", { ...options, sweep }));
     await run(0);
-    items.forEach((item, i) => i % 5 === 0 && (item.ts = top += 10));
-    items.push({ thingID: "t9999", ts: top += 10 });
+    list.items.forEach((item, i) => i % 5 === 0 && move(item));
+    list.items.push(move({ thingID: "t9999", ts: 0 }));
     reports.push(JSON.stringify([await run(0), await run(Infinity)]));
   }
   equal(reports[0], JSON.stringify([[1, 60, 0], [0, 0, 0]]));
@@ -572,3 +562,19 @@ Deno.test("JSONL sink: a run killed once its ending window was appended to the r
     items.length,
   );
 });
+
+type Moving = { thingID: string; ts: number };
+
+/** 300 items served by `ts`, a sort value a test moves past every other (`move`). */
+function movingList() {
+  const list = {
+    items: Array.from({ length: 300 }, (_, i): Moving => ({
+      thingID: `t${String(i).padStart(4, "0")}`,
+      ts: 1_000 + i,
+    })),
+    top: 2_000,
+  };
+  const service = listOf(() => [...list.items].sort((a, b) => a.ts - b.ts));
+  const move = (item: Moving) => (item.ts = list.top += 10, item);
+  return { list, service, move };
+}
