@@ -578,3 +578,26 @@ function movingList() {
   const move = (item: Moving) => (item.ts = list.top += 10, item);
   return { list, service, move };
 }
+
+Deno.test("JSONL sink: an item the head brings twice in one run (moved while the head reads) counts as inserted once, then updated, as SQLite counts it (inserted twice)", async () => {
+  const reports: string[] = [];
+  for (const kind of ["jsonl", "sqlite"]) {
+    const { list, move } = movingList();
+    let requests = 0;
+    const service = listOf(() => [...list.items].sort((a, b) => a.ts - b.ts), {
+      before: () => void (++requests === 3 && move(list.items[0]!)),
+    });
+    using database = new DatabaseSync(":memory:");
+    const sink = kind === "jsonl"
+      ? createJsonlSink<Moving>(await fresh("moved-twice"))
+      : createSqliteSink<Moving>(database, { table: "t" });
+    const options = { id: "thingID", sortBy: "ts", maxLimit: 25, limit: 10 };
+    const result = await syncList(service.client, "things", {
+      ...options,
+      sink,
+      sweep: 0,
+    });
+    reports.push(JSON.stringify(counts(result)));
+  }
+  deepStrictEqual(reports, [JSON.stringify([300, 1, 0]), reports[0]]);
+});

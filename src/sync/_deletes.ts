@@ -115,7 +115,7 @@ export function tooManyDeletes(
   const before = (recent?.deleted ?? 0) - (spent ? SPENT : 0);
   // Times 100 first: whole until divided (7 / 100 × 100 is 7.000…1, which named 0.08).
   const share = Math.ceil((unseen + before) * 100 / base) / 100;
-  // Over an uncounted cycle, a hundredth above the run's share at least: else the next default run confirms unasked.
+  // Over an uncounted cycle, the next hundredth above the run's share at least: else a default run confirms unasked.
   const above = (Math.floor(maxDeletes * 100 + 1e-9) + 1) / 100;
   const needed = Math.min(1, spent ? Math.max(share, above) : share);
   const counted = before === 0 ? "" : `${before} in the last 24 hours`;

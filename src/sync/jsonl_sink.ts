@@ -101,7 +101,7 @@ class JsonlCopy {
   /** Files this run appended to, each with the size it left: past what it committed, only its own lines (a refused end's). */
   readonly #ours = new Map<string, number>();
   #committed: Committed | undefined;
-  /** The copy's ids when the run began (null: past the guard's size): one the head brings again (moved) updates. */
+  /** The copy's ids (null: past the guard's size): one the head brings again (its sort value moved) updates. */
   #ids: Set<string> | null | undefined;
   #loaded = false;
   #lock: FileLock | undefined;
@@ -127,8 +127,8 @@ class JsonlCopy {
   }
 
   /**
-   * How many of the head's `ids` the copy held when the run began (its ids read once, at its first head batch). Past
-   * the window guard's size, none: reading a million ids every run costs more than telling a moved item from a new one.
+   * How many of the head's `ids` the copy holds (its ids read once a run, at its first head batch; then the head's).
+   * Past the window guard's size, none: holding a million ids costs more than telling a moved item from a new one.
    */
   async #held(ids: readonly string[], keyOf: SyncWriteContext["keyOf"]) {
     if (keyOf === undefined || ids.length === 0) return 0;
@@ -140,8 +140,12 @@ class JsonlCopy {
       }
       this.#ids = known.size > MAX_GUARDED_ROWS ? null : known;
     }
-    const held = this.#ids;
-    return held === null ? 0 : ids.filter((id) => held.has(id)).length;
+    const known = this.#ids;
+    if (known === null) return 0;
+    const held = ids.filter((id) => known.has(id)).length;
+    for (const id of ids) known.add(id); // brought again in this run: an update
+    if (known.size > MAX_GUARDED_ROWS) this.#ids = null;
+    return held;
   }
 
   /** The copy's lines as rows, reading only. */
