@@ -122,20 +122,31 @@ export function passedUnseen(
 ): number {
   if (ended) return guard.unseen.size;
   if (last === null) return 0;
-  const { unseen, passed } = guard;
-  const sign = guard.descending ? -1 : 1;
+  const { passed } = guard, sign = guard.descending ? -1 : 1;
   if (passed.last !== null && sign * compareKeys(last, passed.last) < 0) {
     Object.assign(passed, { at: 0, behind: 0 });
   }
-  const { order } = passed;
-  while (
-    passed.at < order.length &&
-    sign * compareKeys(unseen.get(order[passed.at]!) ?? last, last) <= 0
-  ) {
-    if (unseen.has(order[passed.at++]!)) passed.behind++;
-  }
-  passed.last = last;
+  const walked = unseenUpTo(guard, passed.at, last);
+  passed.behind += walked.count;
+  Object.assign(passed, { at: walked.at, last });
   return passed.behind;
+}
+
+/** From `from` in the pass's order, the unseen rows at or before `last` (a seen one is passed): how many, and the stop. */
+function unseenUpTo(
+  guard: Pick<WindowGuard, "unseen" | "descending" | "passed">,
+  from: number,
+  last: SyncKey,
+): { at: number; count: number } {
+  const { unseen, passed: { order } } = guard, sign = guard.descending ? -1 : 1;
+  let at = from, count = 0;
+  while (
+    at < order.length &&
+    sign * compareKeys(unseen.get(order[at]!) ?? last, last) <= 0
+  ) {
+    if (unseen.has(order[at++]!)) count++;
+  }
+  return { at, count };
 }
 
 /**
@@ -164,13 +175,5 @@ function passesUnheld(
   const last = window.state.edge;
   if (last === null || window.ids.length === 0) return 0;
   if (window.ids.some((id) => guard.unseen.has(id))) return 0;
-  const sign = guard.descending ? -1 : 1, { order } = guard.passed;
-  let passes = 0;
-  for (let at = guard.passed.at; at < order.length; at++) {
-    const key = guard.unseen.get(order[at]!);
-    if (key === undefined) continue; // seen since
-    if (sign * compareKeys(key, last) > 0) break;
-    passes++;
-  }
-  return passes;
+  return unseenUpTo(guard, guard.passed.at, last).count;
 }
