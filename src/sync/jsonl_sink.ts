@@ -98,8 +98,8 @@ class JsonlCopy {
   readonly #files: CopyFiles;
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
-  /** Files this run appended to, each with the size it left: past what it committed, only its own lines (a refused end's). */
-  readonly #ours = new Map<string, number>();
+  /** Files this run appended to: their size must stay what it committed. */
+  readonly #ours = new Set<string>();
   #committed: Committed | undefined;
   /** The copy's ids (null: past the guard's size): one the head brings again (its sort value moved) updates. */
   #ids: Set<string> | null | undefined;
@@ -133,18 +133,19 @@ class JsonlCopy {
   async #held(ids: readonly string[], keyOf: SyncWriteContext["keyOf"]) {
     if (keyOf === undefined || ids.length === 0) return 0;
     if (this.#ids === undefined) {
-      const known = new Set<string>();
+      const known = this.#ids = new Set<string>(); // the copy as it stands: no cycle's
       const rows = copyRows(this.#files, this.#committed, -1, keyOf);
       for await (const row of rows) {
         if (known.add(row.id).size > MAX_GUARDED_ROWS) break;
       }
-      this.#ids = known.size > MAX_GUARDED_ROWS ? null : known;
     }
     const known = this.#ids;
-    if (known === null) return 0;
+    if (known === null || known.size > MAX_GUARDED_ROWS) {
+      this.#ids = null;
+      return 0;
+    }
     const held = ids.filter((id) => known.has(id)).length;
     for (const id of ids) known.add(id); // brought again in this run: an update
-    if (known.size > MAX_GUARDED_ROWS) this.#ids = null;
     return held;
   }
 
@@ -251,10 +252,7 @@ class JsonlCopy {
       try {
         // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
         const size = (await file.stat()).size;
-        const left = this.#ours.get(path);
-        if (left !== undefined && size > from.length && size !== left) {
-          throw lockLost(path);
-        }
+        if (this.#ours.has(path) && size > from.length) throw lockLost(path);
         await this.#lock?.assertHeld();
         // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
         // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
@@ -270,7 +268,7 @@ class JsonlCopy {
       }
     }
     if (bytes.length === 0) return from; // nothing checked or cut: not yet this run's file
-    this.#ours.set(path, from.length + bytes.length);
+    this.#ours.add(path);
     const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
     const hash = fingerprint(bytes.subarray(lastLine));
     const last = { start: from.length + lastLine, hash };
