@@ -113,18 +113,15 @@ export function resultLines(
 
 /** How many items the copy is known to lack, and when the sweep will have them. */
 function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
-  // --max-duration alone sweeps as long as it lasts: no count of runs.
-  const sweep = request.sweep ?? (request.maxDuration === undefined ? 10 : 0);
-  const them = behind === 1 ? "it" : "them";
-  // Each run sweeps `--sweep` requests; a new cycle needs at least one.
+  const them = behind === 1 ? "it" : "them", sweep = request.sweep ?? 10;
+  // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts.
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
-  const when = request.sweep === undefined && sweep === 0
-    ? `the sweep brings ${them} in as --max-duration lets it, or now with --sweep all`
-    : sweep === 0
+  const pace = request.sweep === undefined && request.maxDuration !== undefined
+    ? "as --max-duration lets it"
+    : `within about ${counted(runs, "more run")}`;
+  const when = sweep === 0
     ? `the sweep is off (--sweep 0): run with --sweep all to bring ${them} in`
-    : `the sweep brings ${them} in within about ${
-      counted(runs, "more run")
-    }, or now with --sweep all`;
+    : `the sweep brings ${them} in ${pace}, or now with --sweep all`;
   const items = behind === 1 ? "1 item is" : `${behind} items are`;
   return `${request.target}: ${items} known to be missing (added behind the copy's last item); ${when}\n`;
 }
