@@ -101,6 +101,9 @@ export function guardCycleEnd(
   throw tooManyDeletes(unseen, held, maxDeletes, what, recent);
 }
 
+const UNCOUNTED =
+  ", after a cycle in the last 24 hours whose run stopped before counting its deletes (the guard takes the day's share as spent until 24 hours pass; a run at the share named confirms its own cycle only)";
+
 /** The refusal of a cycle removing `unseen` of `held` rows, naming the `maxDeletes` that allows it (`partial`: so far). */
 export function tooManyDeletes(
   unseen: number,
@@ -118,13 +121,9 @@ export function tooManyDeletes(
   // Over an uncounted cycle, the next hundredth above the run's share at least: else a default run confirms unasked.
   const above = (Math.floor(maxDeletes * 100 + 1e-9) + 1) / 100;
   const needed = Math.min(1, spent ? Math.max(share, above) : share);
-  const counted = before === 0 ? "" : `${before} in the last 24 hours`;
-  const cycle = counted ? "a cycle in them" : "a cycle in the last 24 hours";
-  const earlier = spent
-    ? ` (after ${
-      counted && `${counted} and `
-    }${cycle} whose run stopped before counting its deletes: the guard takes the day's share as spent until 24 hours pass, and a run at the share named confirms its own cycle only)`
-    : counted && ` (after ${counted})`;
+  const earlier =
+    (before === 0 ? "" : ` (after ${before} in the last 24 hours)`) +
+    (spent ? UNCOUNTED : "");
   const part = partial
     ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
     : "";
