@@ -112,9 +112,8 @@ async function refuse<T>(
   cycle: number,
   error: SyncError,
 ): Promise<never> {
-  const { written } = run.committer, needed = error.maxDeletesNeeded ?? 1;
-  await run.committer.record(
-    afterRefusal(written, cycle, needed, run.config.now()),
-  );
+  const { committer, config } = run, needed = error.maxDeletesNeeded ?? 1;
+  const refused = afterRefusal(committer.written, cycle, needed, config.now());
+  await committer.record(refused);
   throw error;
 }

@@ -232,7 +232,6 @@ class JsonlCopy {
       await renameFile(rewrite, copy);
     }
     this.#ours.delete(copy);
-    this.#ids = undefined; // a new copy
     await this.#save({ checkpoint, end });
   }
 
