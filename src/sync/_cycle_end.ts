@@ -37,18 +37,18 @@ export function cycleEnd<T>(
     ? { deleted: 0, held: 0, uncounted: true as const }
     : { deleted: guard.unseen.size, held: guard.held };
   const checkpoint = afterDeletes(before, { at, ...counted }, confirmed);
-  return { at, before, checkpoint, endsCycle: { deletes, maxDeletes, recent } };
+  const endsCycle = { deletes, maxDeletes, recent };
+  return { at, before, confirmed, checkpoint, endsCycle };
 }
 
 /**
- * A completed cycle's deletes go on record, as the sink counted them, over what its `ending` window recorded (a
- * confirmed `refusal` starts them afresh); or the guard refuses it.
+ * A completed cycle's deletes go on record, as the sink counted them, over what its `ending` window recorded (`cycleEnd`:
+ * a confirmed refusal starts them afresh); or the guard refuses it.
  */
 export async function endCycle<T>(
   run: CycleRun<T>,
   cycle: number,
-  refusal: SyncCheckpoint["refused"],
-  ending?: { at: number; before: SyncCheckpoint },
+  ending: Pick<ReturnType<typeof cycleEnd>, "at" | "before" | "confirmed">,
 ): Promise<void> {
   const { config, committer } = run;
   try {
@@ -62,10 +62,8 @@ export async function endCycle<T>(
   const { deleted, held = 0 } = committer.lastReport;
   // A sink that does not count its deletes leaves the ending window's record: the guard's count, or uncounted.
   if (deleted === undefined) return config.signal?.throwIfAborted();
-  const record = { at: ending?.at ?? config.now(), deleted, held };
-  const confirmed = confirms(refusal, config.maxDeletes);
-  const base = ending?.before ?? committer.latest;
-  const deletes = afterDeletes(base, record, confirmed);
+  const record = { at: ending.at, deleted, held };
+  const deletes = afterDeletes(ending.before, record, ending.confirmed);
   // Even once aborted: the deletes are made, their record follows.
   const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
   if (!same) await committer.record(deletes);

@@ -261,7 +261,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
   if (lost) return await beginAfresh(run);
-  if (end.ended) return await endCycle(run, cursor.cycle, refusal, ending);
+  // Ended, the window that ended it committed (`ending`): one refused or lost returned above.
+  if (end.ended) return await endCycle(run, cursor.cycle, ending!);
   // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
   const at = committer.latest.sweep ?? cursor;
   const stands = afterSweepWindow(committer.latest, at, end.state, false);
