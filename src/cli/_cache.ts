@@ -8,6 +8,7 @@ import {
 import type { PartnerApiConfig } from "../core/config.ts";
 import { UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
+import { tried } from "../core/_check.ts";
 
 /** Where the token cache goes, first found wins. */
 const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
@@ -110,11 +111,7 @@ function ownerOfNewFile(folder: string): number | null | undefined {
 }
 
 function lstatOrUndefined(path: string): Deno.FileInfo | undefined {
-  try {
-    return Deno.lstatSync(path);
-  } catch {
-    return undefined; // gone meanwhile, or unreadable: nothing found
-  }
+  return tried(() => Deno.lstatSync(path)); // gone meanwhile, or unreadable: nothing found
 }
 
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */

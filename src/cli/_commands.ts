@@ -11,6 +11,7 @@ import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { escapeControls, serverText } from "../core/_redact.ts";
 import { isPermissionError } from "../core/_cause.ts";
+import { tried } from "../core/_check.ts";
 import { runSync } from "./_sync.ts";
 import type { CliWriter } from "./io.ts";
 import {
@@ -170,11 +171,7 @@ export async function runGet(session: Session, path: string, pci: boolean) {
 }
 
 function pretty(text: string): string {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
+  return tried(() => JSON.stringify(JSON.parse(text), null, 2)) ?? text;
 }
 
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */

@@ -1,7 +1,7 @@
 // The boundary the bearer token never crosses: every address it is sent to, redirects too, passes here.
 
 import { displayUrl } from "../core/_url.ts";
-import { typeError } from "../core/_check.ts";
+import { tried, typeError } from "../core/_check.ts";
 
 /**
  * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
@@ -89,13 +89,8 @@ export function followable(
 ): URL | undefined {
   const location = response.headers.get("location");
   if (location === null || (method !== "GET" && method !== "HEAD")) return;
-  let next: URL;
-  try {
-    next = new URL(location, from);
-  } catch {
-    return undefined;
-  }
-  return isUnder(next, base) ? next : undefined;
+  const next = tried(() => new URL(location, from));
+  return next !== undefined && isUnder(next, base) ? next : undefined;
 }
 
 function parsePath(base: URL, path: string | URL, context: string): URL {

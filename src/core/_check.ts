@@ -177,3 +177,12 @@ export function given<T extends object>(values: T): Given<T> {
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   return Object.fromEntries(entries) as Given<T>;
 }
+
+/** What `attempt` returns, or undefined when it throws. */
+export function tried<R>(attempt: () => R): R | undefined {
+  try {
+    return attempt();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,7 +1,7 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
 import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
-import { given } from "./_check.ts";
+import { given, tried } from "./_check.ts";
 
 /** What stands for a secret or token that is left out. */
 export const REDACTED = "[redacted]";
@@ -175,12 +175,8 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {
     const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
-    let decoded: string;
-    try {
-      decoded = utf8(atob(aligned));
-    } catch {
-      continue;
-    }
+    const decoded = tried(() => utf8(atob(aligned)));
+    if (decoded === undefined) continue;
     const found = new Set(
       decoded.match(made.pattern!)?.map((match) => nameOf(made, match)),
     );

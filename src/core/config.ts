@@ -1,7 +1,7 @@
 // `configFromEnv()`: the `PARTNER_API_*` variables, ready for `createClient`. Root entry.
 
 import { defineEnvironment, type Environment } from "./environment.ts";
-import type { OptionError } from "./_check.ts";
+import { type OptionError, tried } from "./_check.ts";
 import { nearest } from "./_nearest.ts";
 import { REDACTED, shownAs } from "./_redact.ts";
 
@@ -229,11 +229,7 @@ function optionalValues(
 
 /** A variable, or `undefined` when it is unset or may not be read. */
 function readIfAllowed(read: ReadVariable, name: string): string | undefined {
-  try {
-    return read(name);
-  } catch {
-    return undefined; // e.g. --allow-env naming only the six it needs
-  }
+  return tried(() => read(name)); // e.g. --allow-env naming only the six it needs
 }
 
 function missingError(missing: string[], read: ReadVariable, env: EnvSource) {

@@ -1,7 +1,7 @@
 // Internal: pure functions: where a run's passes start (the head: what is new; the sweep: the copy read again in a
 // rolling cycle), the checkpoint each committed window leaves, and the check of a saved checkpoint.
 
-import { typeError } from "../core/_check.ts";
+import { tried, typeError } from "../core/_check.ts";
 import { type DeleteRecord, withDeletes } from "./_deletes.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
@@ -300,15 +300,6 @@ export const isCheckpoint = shape({
     maxDeletes: (v) => typeof v === "number",
   })),
 }) as (value: unknown) => value is SyncCheckpoint;
-
-/** What `attempt` returns, or undefined when it throws. */
-export function tried<R>(attempt: () => R): R | undefined {
-  try {
-    return attempt();
-  } catch {
-    return undefined;
-  }
-}
 
 /** The value of a JSON text, or undefined when it is not JSON (a damaged checkpoint). */
 export function parsedJson(text: string): unknown {

@@ -15,7 +15,7 @@ import { basename, dirname, join } from "node:path";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { SyncError } from "./sync_error.ts";
-import { tried } from "./_checkpoint.ts";
+import { tried } from "../core/_check.ts";
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 // A FIFO swapped in answers at once instead of holding the run.

@@ -3,6 +3,7 @@
 
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
+import { tried } from "../core/_check.ts";
 import {
   fingerprint,
   openFile,
@@ -260,13 +261,9 @@ export async function* copyRows(
   keyOf: (item: unknown) => { readonly id: string },
 ): AsyncGenerator<CopyRow> {
   if (committed === undefined) return;
-  const idOf = (item: unknown, line: string) => {
-    try {
-      return keyOf(item).id;
-    } catch {
-      return line; // not this run's item: the guard leaves it to the cycle's end
-    }
-  };
+  // Not this run's item: the line is its id (the guard leaves it to the cycle's end).
+  const idOf = (item: unknown, line: string) =>
+    tried(() => keyOf(item).id) ?? line;
   const under = committed.renaming ? undefined : committed.rewrite;
   const seen = new Set<string>(), listed = new Set<string>();
   if (under?.cycle === cycle) {

@@ -2,8 +2,8 @@
 // storable, let the dialect (SQLite, PostgreSQL: what its database says differently) apply it atomically, report.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
-import { typeError } from "../core/_check.ts";
-import { isCheckpoint, parsedJson, tried } from "./_checkpoint.ts";
+import { tried, typeError } from "../core/_check.ts";
+import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
   checkLockWait,
   keepRefreshed,

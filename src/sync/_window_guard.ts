@@ -3,7 +3,8 @@
 
 import { compareKeys, type SyncKey } from "./_window.ts";
 import { type RecentDeletes, tooMany } from "./_deletes.ts";
-import { parsedJson, tried } from "./_checkpoint.ts";
+import { parsedJson } from "./_checkpoint.ts";
+import { tried } from "../core/_check.ts";
 
 /** The unseen rows of the cycle under way, keyed by id, and what the guard weighs them against. */
 export interface WindowGuard {

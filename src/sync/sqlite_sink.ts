@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
-import { typeError } from "../core/_check.ts";
+import { tried, typeError } from "../core/_check.ts";
 import {
   assertOpenedAt,
   createPrivate,
@@ -17,7 +17,6 @@ import {
 } from "./_files.ts";
 import { holderOf, isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
-import { tried } from "./_checkpoint.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import { type CopyRow, copyRow, parsedItems } from "./_window_guard.ts";
 import * as kit from "./_sql_sink.ts";
