@@ -7,6 +7,7 @@ import fc from "fast-check";
 import {
   confirms,
   type DeleteRecord,
+  guardClock,
   recentDeletes,
   tooMany,
   tooManyDeletes,
@@ -179,4 +180,27 @@ Deno.test("an uncounted cycle takes the day's share as spent: any delete is refu
   equal(tooMany(1, 870, 0.1, recentDeletes(after, t + 2 * HOUR)), true);
   equal(recentDeletes(after, t + DAY - 1).deleted >= 2 ** 52, true);
   equal(recentDeletes(after, t + DAY).deleted, 0);
+});
+
+Deno.test("the guard's clock: a run on a clock up to 24 hours behind takes the latest time the copy holds, so its deletes count on the right clock's day and a confirmation moves no record back (a confirmation 20 hours behind let 190 of 1,000 go); from further ahead, its own", () => {
+  const deletions = [{ at: t - HOUR, deleted: 90, held: 1000 }];
+  const copy = { verifiedAt: t, deletions };
+  const behind = guardClock(copy, t - 20 * HOUR);
+  equal(behind, t);
+  equal(guardClock(copy, t + HOUR), t + HOUR);
+  equal(
+    guardClock({
+      ...copy,
+      refused: { cycle: 2, at: t + 3650 * DAY, maxDeletes: 0.2 },
+    }, t - 20 * HOUR),
+    t,
+  );
+  equal(guardClock({}, t - 20 * HOUR), t - 20 * HOUR);
+  const confirmed = withDeletes(deletions, {
+    at: behind,
+    deleted: 100,
+    held: 910,
+  }, true);
+  deepStrictEqual(confirmed, deletions);
+  equal(recentDeletes(confirmed, t + 22 * HOUR).deleted, 90);
 });

@@ -648,6 +648,23 @@ Deno.test("a clock stepped back between runs forgets no delete: runs each 1 ms e
   }
 });
 
+Deno.test("a run on a clock up to a day behind dates its deletes on the right clock's day: 90 of 1,000 removed on a clock 20 hours behind, 90 more 4 hours later on the right clock are refused (both removed: the first record aged out)", async () => {
+  for (const copy of await copies("clock-behind")) {
+    const list = world(copy), { state, service } = list;
+    const options = { ...list.options, sweep: Infinity };
+    await syncList(service.client, "things", options);
+    const gone = (n: number) => state.items = state.items.slice(n);
+    state.clock += HOUR, gone(90);
+    const behind = { ...options, now: () => state.clock - 20 * HOUR };
+    await syncList(service.client, "things", behind);
+    equal(copy.ids().length, 910, copy.kind);
+    state.clock += 4 * HOUR, gone(90);
+    await rejects(syncList(service.client, "things", options), SyncError);
+    equal(copy.ids().length, 910, copy.kind);
+    copy.database?.close();
+  }
+});
+
 Deno.test("sweep: Infinity leaves the copy equal to the list though the cycle under way is dated after the run's clock (stepped back)", async () => {
   for (const copy of await copies("clock-back-sweep-all")) {
     const list = world(copy);

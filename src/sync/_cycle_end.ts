@@ -5,7 +5,12 @@ import { afterDeletes, afterRefusal } from "./_checkpoint.ts";
 import type { Committer } from "./_committer.ts";
 import type { SyncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import { confirms, recentDeletes, tooManyDeletes } from "./_deletes.ts";
+import {
+  confirms,
+  guardClock,
+  recentDeletes,
+  tooManyDeletes,
+} from "./_deletes.ts";
 import {
   MAX_GUARDED_ROWS,
   type WindowGuard,
@@ -25,12 +30,14 @@ interface CycleRun<T> {
  * (endCycle corrects them; a confirmed `refusal` starts them afresh).
  */
 export function cycleEnd<T>(
-  config: SyncConfig<T>,
+  { config, committer }: CycleRun<T>,
   guard: WindowGuard | undefined,
   before: SyncCheckpoint,
   refusal: SyncCheckpoint["refused"],
 ) {
-  const { deletes, maxDeletes } = config, at = config.now();
+  const { deletes, maxDeletes } = config;
+  // The clock of the copy as committed: `before` dates the cycle verified at its start, on this run's clock.
+  const at = guardClock(committer.latest, config.now());
   const confirmed = confirms(refusal, maxDeletes);
   const recent = recentDeletes(before.deletions, at, confirmed);
   const counted = guard === undefined
@@ -81,7 +88,8 @@ export async function guardOf<T>(
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const { deletions, sortDirection } = committer.latest;
-  const recent = recentDeletes(deletions, config.now());
+  const at = guardClock(committer.latest, config.now());
+  const recent = recentDeletes(deletions, at);
   const descending = sortDirection === "DESC";
   const figures = { maxDeletes, recent, descending, edge: edge?.id };
   const rows = sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS);
@@ -111,7 +119,8 @@ async function refuse<T>(
   error: SyncError,
 ): Promise<never> {
   const { committer, config } = run, needed = error.maxDeletesNeeded ?? 1;
-  const refused = afterRefusal(committer.written, cycle, needed, config.now());
+  const { written } = committer, at = guardClock(written, config.now());
+  const refused = afterRefusal(written, cycle, needed, at);
   await committer.record(refused);
   throw error;
 }

@@ -19,6 +19,22 @@ function within(record: DeleteRecord, now: number): boolean {
   return record.at > now - DELETE_WINDOW;
 }
 
+/**
+ * The guard's clock at `now`: the latest time `checkpoint` holds up to 24 hours ahead of `now`, if after it, so a run
+ * on a clock behind counts, and dates its deletes on, the right clock's day (dated 20 hours back, they aged out early).
+ * Past 24 hours ahead, `now` (a clock once years ahead would hold every cycle back for years).
+ */
+export function guardClock(
+  checkpoint: Partial<SyncCheckpoint>,
+  now: number,
+): number {
+  const { verifiedAt, sweep, refused, deletions = [] } = checkpoint;
+  const at = [verifiedAt, sweep?.startedAt, refused?.at];
+  const known = [...at, ...deletions.map((record) => record.at)];
+  const ahead = now + DELETE_WINDOW;
+  return Math.max(now, ...known.filter((at) => at! < ahead) as number[]);
+}
+
 /** Added to the 24 hours' deletes by a cycle that went uncounted: past any share (it may have spent the day's whole). */
 const SPENT = 2 ** 52;
 

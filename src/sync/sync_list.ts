@@ -251,7 +251,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     }
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
     if (!ended) return await committer.commit("sweep", checkpoint, window);
-    ending = cycleEnd(config, guard, checkpoint, refusal);
+    ending = cycleEnd(run, guard, checkpoint, refusal);
     const { endsCycle } = ending;
     await committer.commit("sweep", ending.checkpoint, window, { endsCycle });
   };
