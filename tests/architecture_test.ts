@@ -198,8 +198,6 @@ const CLOCK_PENDING = new Set([
   "src/telemetry/otel.ts",
   // The demo prints how long it took, for a person.
   "src/cli/_demo.ts",
-  // The list command's progress rate reads the wall clock beside io.now.
-  "src/cli/_list.ts",
 ]);
 
 /**

@@ -335,6 +335,29 @@ Deno.test("`list` writes JSONL by default off a terminal, JSON or a table on req
   equal(api.tokenRequests, 4, "one token per run that requests a page");
 });
 
+Deno.test("`list` times its progress line by the run's clock (io.now), as `sync` does: pages 5 s apart on it are 2 items/s (the system clock said thousands)", async () => {
+  const clock = manualClock();
+  // Each list request the fake answers takes 5 s of the run's clock.
+  const onRequest = ({ path }: { path: string }) => {
+    if (path.startsWith("/api/")) clock.advance(5_000);
+  };
+  const items = { cardholders: 25 };
+  await using api = await startFakePartnerApi({ items, now: clock, onRequest });
+  const result = await run(
+    ["list", "cardholders", "--limit", "10", "--no-cache"],
+    configFor(api),
+    { stdout: false, stderr: true },
+    { now: clock },
+  );
+  equal(result.code, 0, result.stderr);
+  deepStrictEqual(result.stderr.split("\r\x1b[K").slice(1), [
+    "1 page, 10 items, 2 items/s",
+    "2 pages, 20 items, 2 items/s",
+    "3 pages, 25 items, 2 items/s",
+    "3 pages, 25 items, 2 items/s\n",
+  ]);
+});
+
 Deno.test("the CLI reports a service failure in one line, exit 1", async () => {
   await using api = await startFakePartnerApi();
   const config = configFor(api);

@@ -4,7 +4,11 @@
 // 2,147,483,647 ms, the longest wait a timer keeps.
 
 import { equal, rejects, throws } from "node:assert/strict";
-import { createFakePartnerService } from "@partner-api/client/testing";
+import {
+  createFakePartnerService,
+  type FakeRateLimit,
+  startFakePartnerApi,
+} from "@partner-api/client/testing";
 import { requestToken } from "@partner-api/client/token";
 
 const MAX = 2_147_483_647;
@@ -96,6 +100,29 @@ Deno.test("the fake's time options are bounded like every time option: 2,147,483
   );
   fake.injectApiFaults({ kind: "delay", ms: MAX });
   fake.close();
+});
+
+Deno.test("the fake's apiRateLimit without one of its fields (plain JavaScript) is refused naming it (TypeError, as a limiter's is), before anything starts: it was taken as 0, no limit", async () => {
+  for (
+    const [limit, option] of [
+      [{ requests: 900 }, "apiRateLimit.interval"],
+      [{ interval: 300_000 }, "apiRateLimit.requests"],
+      [{}, "apiRateLimit.requests"],
+    ] as const
+  ) {
+    const apiRateLimit = limit as unknown as FakeRateLimit;
+    refuses(
+      () => createFakePartnerService({ apiRateLimit }),
+      TypeError,
+      option,
+    );
+    // The served fake too: no server left listening (the resource sanitizer).
+    await rejects(startFakePartnerApi({ apiRateLimit }), (error: unknown) => {
+      equal(error instanceof TypeError, true, String(error));
+      equal((error as { option?: string }).option, option, String(error));
+      return true;
+    });
+  }
 });
 
 Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAfter are checked: a lifetime is a time option (at most 2,147,483,647 ms, so its expires_in is one the client takes)", async () => {

@@ -264,6 +264,74 @@ Deno.test("JSONL sink: a copy removed, cut or replaced by another process after 
   }
 });
 
+/** The lines of a JSONL file, without their ends. */
+async function linesOf(path: string): Promise<string[]> {
+  return (await Deno.readTextFile(path)).split("\n").slice(0, -1);
+}
+
+/** Writes `lines` over `path` as another process would: same file, new content. */
+async function replaceLines(path: string, lines: string[]): Promise<string> {
+  const text = lines.map((line) => `${line}\n`).join("");
+  await Deno.writeTextFile(path, text);
+  return text;
+}
+
+Deno.test("JSONL sink: a copy replaced between runs by lines of the same total length and the same last line, its first line another, is refused 'sink-mismatch' before any request and left byte for byte (only the length and the last line were checked: the run went on, 1 inserted and 1 deleted on a list that had not changed)", async () => {
+  const list = things(100);
+  const service = listOf(() => list);
+  const replacements: [string, (lines: string[]) => string[]][] = [
+    [
+      "another-item",
+      ([first, ...rest]) => [first!.replace('0"', '1"'), ...rest],
+    ],
+    ["reordered", (lines) => [...lines.slice(0, -1).reverse(), lines.at(-1)!]],
+  ];
+  for (const [name, replace] of replacements) {
+    const path = await fresh(`same-length-${name}.jsonl`);
+    const run = () =>
+      syncList(service.client, "things", {
+        id: "thingID",
+        sweep: Infinity,
+        sink: createJsonlSink(path),
+      });
+    await run();
+    const lines = await linesOf(path);
+    const text = await replaceLines(path, replace(lines));
+    equal(text.length, lines.join("\n").length + 1, name);
+    const requests = service.requests;
+    await refused(run(), "sink-mismatch", path);
+    equal(await Deno.readTextFile(path), text, name);
+    equal(service.requests, requests, `${name}: no request`);
+  }
+});
+
+Deno.test("JSONL sink: a side file written before the first line was fingerprinted still loads, its copy checked as before (length, last line); the next completed cycle records the first line, and a same-length replacement is then refused", async () => {
+  const path = await fresh("side-without-first.jsonl");
+  const service = listOf(() => things(100));
+  const run = (sweep: number) =>
+    syncList(service.client, "things", {
+      id: "thingID",
+      sweep,
+      sink: createJsonlSink(path),
+    });
+  await run(Infinity);
+  const side = `${path}.checkpoint.json`;
+  const record = JSON.parse(await Deno.readTextFile(side));
+  ok(record.end.first, "the first line recorded");
+  delete record.end.first; // as the previous version wrote it
+  await Deno.writeTextFile(side, JSON.stringify(record));
+  const [first, ...rest] = await linesOf(path);
+  // No existing copy is refused for what its record lacks: this one loads.
+  await replaceLines(path, [first!.replace('0"', '1"'), ...rest]);
+  deepStrictEqual(counts(await run(0)), [0, 0, 0]);
+  await replaceLines(path, [first!, ...rest]);
+  deepStrictEqual(counts(await run(Infinity)), [0, 0, 0]);
+  ok(JSON.parse(await Deno.readTextFile(side)).end.first, "recorded again");
+  const text = await replaceLines(path, [first!.replace('0"', '1"'), ...rest]);
+  await refused(run(0), "sink-mismatch", path);
+  equal(await Deno.readTextFile(path), text);
+});
+
 Deno.test("JSONL sink: a copy cut by another process while a sweep cycle is under way fails the cycle's end ('sink-mismatch', naming it) before the rewrite replaces it: the head's lines since the cycle began are not lost", async () => {
   const path = await fresh("cycle-cut.jsonl");
   const sink = createJsonlSink<Thing>(path);

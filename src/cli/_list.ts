@@ -55,7 +55,7 @@ export async function runList(
   // JSON on a terminal: no progress line may land inside the array, so the count is said once, after it is closed.
   const atEnd = format === "json" && io.stdout.isTerminal;
   const progress = io.stderr.isTerminal || forceProgress
-    ? progressReporter(io.stderr, Date.now, atEnd)
+    ? progressReporter(io.stderr, io.now ?? Date.now, atEnd)
     : undefined;
   // On one terminal, the progress line is erased before output, and before any other stderr line (--verbose).
   const shared = io.stdout.isTerminal;

@@ -58,15 +58,16 @@ const RULES = {
 /** A rule a numeric option must follow. */
 export type NumberRule = keyof typeof RULES;
 
-/** `value`, or `fallback` when it is undefined; a `RangeError` when it breaks `rule`. */
+/** `value`, or `fallback` when it is undefined (none: a `TypeError`, "must be given"); a `RangeError` when it breaks `rule`. */
 export function checkNumber(
   value: number | undefined,
-  fallback: number,
+  fallback: number | undefined,
   rule: NumberRule,
   context: string,
   field: string,
 ): number {
-  if (value === undefined) return fallback;
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (value === undefined) throw typeError(context, field, "must be given");
   if (typeof value !== "number" || !RULES[rule](value)) {
     throw rangeError(context, field, `must be a ${rule}`, String(value));
   }

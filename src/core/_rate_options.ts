@@ -1,13 +1,7 @@
 // Internal: the one check of a rate limit's options, for every limiter.
 
 import type { RateLimit } from "./rate_limiter.ts";
-import {
-  checkAtMost,
-  checkNumber,
-  type NumberRule,
-  oneOf,
-  typeError,
-} from "./_check.ts";
+import { checkAtMost, checkNumber, type NumberRule, oneOf } from "./_check.ts";
 
 /** A request's priority, as Fetch's `RequestInit.priority` has it: "low" is background. */
 export type RatePriority = "high" | "low" | "auto";
@@ -35,11 +29,8 @@ export function checkRateLimit(
   defaults?: RateLimit,
 ): RateLimit {
   const check = (name: keyof RateLimit): number => {
-    const value = defaults?.[name], rule = RATE_RULES[name];
-    if (value === undefined && options[name] === undefined) {
-      throw typeError(context, name, "must be given");
-    }
-    return checkNumber(options[name], value ?? 0, rule, context, name);
+    const rule = RATE_RULES[name];
+    return checkNumber(options[name], defaults?.[name], rule, context, name);
   };
   const requests = check("requests");
   const interval = check("interval");

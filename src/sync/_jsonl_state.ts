@@ -25,10 +25,11 @@ export interface CopyFiles {
   readonly rewrite: string;
 }
 
-/** The committed end of a file: its length, and its last line's place and fingerprint. */
+/** The committed end of a file: its length, its last line's place and fingerprint, and its first line's end and fingerprint (absent from an older side file: not checked). */
 export interface FileEnd {
   readonly length: number;
   readonly last: { readonly start: number; readonly hash: string } | null;
+  readonly first?: { readonly end: number; readonly hash: string } | undefined;
 }
 
 /** What the side file records. */
@@ -83,9 +84,10 @@ function readSideFile(text: string): Committed | undefined {
 }
 
 function isEnd(value: unknown): value is FileEnd {
-  const last = (v: unknown) =>
-    v === null || shape({ start: count, hash: text })(v);
-  if (!shape({ length: count, last })(value)) return false;
+  const line = (at: string) => shape({ [at]: count, hash: text });
+  const last = (v: unknown) => v === null || line("start")(v);
+  const first = (v: unknown) => v === undefined || line("end")(v);
+  if (!shape({ length: count, last, first })(value)) return false;
   const end = value as FileEnd;
   return end.last === null ? end.length === 0 : end.last.start < end.length;
 }
@@ -129,30 +131,24 @@ export async function checkCopy(files: CopyFiles) {
   return committed;
 }
 
-/** Checks that `path` holds at least `end.length` bytes, ending with the committed line. @throws {SyncError} (`"sink-mismatch"`) */
+/** Checks that `path` holds at least `end.length` bytes, its first and last committed lines. @throws {SyncError} (`"sink-mismatch"`) */
 export async function expectEnd(
   files: CopyFiles,
   path: string,
   end: FileEnd,
   instead?: string,
 ): Promise<void> {
-  const size = (await statOf(path))?.size ?? 0;
-  if (size < end.length) {
-    throw mismatch(
-      files,
-      `${path} holds ${size} bytes, fewer than the ${end.length} that ${files.side} says were committed`,
-      instead,
-    );
-  }
-  if (end.last === null) return;
-  const bytes = await readRange(path, end.last.start, end.length);
-  if (bytes === undefined || fingerprint(bytes) !== end.last.hash) {
-    throw mismatch(
-      files,
-      `the last committed line of ${path} is not the one ${files.side} recorded: the copy was changed`,
-      instead,
-    );
-  }
+  const size = (await statOf(path))?.size ?? 0, { first, last, length } = end;
+  const short =
+    `${path} holds ${size} bytes, fewer than the ${length} that ${files.side} says were committed`;
+  if (size < length) throw mismatch(files, short, instead);
+  const differs = async (start: number, stop: number, hash: string) =>
+    fingerprint(await readRange(path, start, stop) ?? "") !== hash;
+  const line = last && await differs(last.start, length, last.hash) && "last" ||
+    first && await differs(0, first.end, first.hash) && "first";
+  const changed =
+    `the ${line} committed line of ${path} is not the one ${files.side} recorded: the copy was changed`;
+  if (line) throw mismatch(files, changed, instead);
 }
 
 function mismatch({ copy, side }: CopyFiles, what: string, instead?: string) {
@@ -298,26 +294,35 @@ export async function writeWithout(
   drop: readonly number[],
 ): Promise<FileEnd> {
   const dropped = new Set(drop), encoder = new TextEncoder();
-  let at = 0, line = 0, last = new Uint8Array();
+  let line = 0, end: FileEnd = { length: 0, last: null };
   const file = await openFile(path, "write");
   const write = async (lines: string[]) => {
     const kept = lines.filter(() => !dropped.has(line++));
     if (kept.length === 0) return;
     const bytes = encoder.encode(kept.map((text) => `${text}\n`).join(""));
-    last = encoder.encode(`${kept.at(-1)}\n`);
-    await file.write(bytes, 0, bytes.length, at);
-    at += bytes.length;
+    await file.write(bytes, 0, bytes.length, end.length);
+    end = endAfter(end, bytes);
   };
   try {
     for await (const read of linesOf(path, length)) await write(read.lines);
     await write(tail.split("\n").slice(0, -1));
-    await file.truncate(at);
+    await file.truncate(end.length);
     await file.datasync();
   } finally {
     await file.close();
   }
-  const end = { start: at - last.length, hash: fingerprint(last) };
-  return { length: at, last: at === 0 ? null : end };
+  return end;
+}
+
+/** `from` once the whole lines `bytes` follow it: its length and last line, and its first line when `from` was empty. */
+export function endAfter(from: FileEnd, bytes: Uint8Array): FileEnd {
+  const hash = (start: number, end?: number) =>
+    fingerprint(bytes.subarray(start, end));
+  const at = bytes.lastIndexOf(LF, bytes.length - 2) + 1, { length } = from;
+  const last = { start: length + at, hash: hash(at) };
+  const end = bytes.indexOf(LF) + 1;
+  const first = length ? from.first : { end, hash: hash(0, end) };
+  return { length: length + bytes.length, last, first };
 }
 
 /** A read of `path`: its lines, without their ends; where each ends; how many lines came before. */

@@ -10,7 +10,6 @@ import type {
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fileError,
-  fingerprint,
   openFile,
   openToWrite,
   readRange,
@@ -27,6 +26,7 @@ import {
   type CopyFiles,
   copyRows,
   cycleChanges,
+  endAfter,
   expectEnd,
   type FileEnd,
   sideFileText,
@@ -51,7 +51,7 @@ export type JsonlSinkOptions = SinkLockOptions;
 
 /**
  * A sink that appends items to a JSONL file, one JSON object per line. `<path>.checkpoint.json` (checkpoint, committed
- * length, fingerprint of the last line) is replaced after the lines are synced: that is the commit. `load()` changes
+ * length, fingerprints of the first and last lines) is replaced after the lines are synced: that is the commit. `load()` changes
  * nothing and refuses a file the sink did not make, a damaged side file, or a copy cut or changed (`SyncError`
  * `"sink-mismatch"`). A sweep cycle writes `<path>.rewrite`, renamed over the copy once complete; `<path>.lock` keeps
  * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on
@@ -246,37 +246,31 @@ class JsonlCopy {
   /** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
   async #append(path: string, from: FileEnd, lines: string): Promise<FileEnd> {
     const bytes = new TextEncoder().encode(lines);
-    if (bytes.length > 0) {
-      const file = await openToWrite(path, from.length === 0);
-      try {
-        // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
-        const size = (await file.stat()).size;
-        if (this.#ours.has(path) && size > from.length) throw lockLost(path);
-        await this.#lock?.assertHeld();
-        // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
-        // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
-        // that hole would read as NUL bytes.
-        const cut = "another process removed or cut it";
-        if (size < from.length) throw fileError(path, "write", new Error(cut));
-        if (!this.#ours.has(path)) await expectEnd(this.#files, path, from);
-        await file.truncate(from.length);
-        await file.write(bytes, 0, bytes.length, from.length);
-        await file.datasync();
-      } finally {
-        await file.close();
-      }
-    }
     if (bytes.length === 0) return from; // nothing checked or cut: not yet this run's file
+    const file = await openToWrite(path, from.length === 0);
+    try {
+      // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
+      const size = (await file.stat()).size;
+      if (this.#ours.has(path) && size > from.length) throw lockLost(path);
+      await this.#lock?.assertHeld();
+      // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
+      // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
+      // that hole would read as NUL bytes.
+      const cut = "another process removed or cut it";
+      if (size < from.length) throw fileError(path, "write", new Error(cut));
+      if (!this.#ours.has(path)) await expectEnd(this.#files, path, from);
+      await file.truncate(from.length);
+      await file.write(bytes, 0, bytes.length, from.length);
+      await file.datasync();
+    } finally {
+      await file.close();
+    }
     this.#ours.add(path);
-    const lastLine = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
-    const hash = fingerprint(bytes.subarray(lastLine));
-    const last = { start: from.length + lastLine, hash };
-    return { length: from.length + bytes.length, last };
+    return endAfter(from, bytes);
   }
 }
 
 const EMPTY: FileEnd = { length: 0, last: null };
-const NEWLINE = 0x0a;
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {

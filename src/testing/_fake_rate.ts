@@ -14,8 +14,8 @@ export function rateGate(
 ): () => Response | undefined {
   if (limit === undefined) return () => undefined;
   const check = (field: keyof FakeRateLimit) => {
-    const option = `apiRateLimit.${field}`;
-    return checkNumber(limit[field], 0, RATE_RULES[field], context, option);
+    const option = `apiRateLimit.${field}`, rule = RATE_RULES[field];
+    return checkNumber(limit[field], undefined, rule, context, option);
   };
   const requests = check("requests");
   const interval = check("interval");

@@ -144,7 +144,7 @@ const MS = `positive ${WHOLE}` as const;
  * @returns The service; nothing listens until you serve it.
  * @throws {RangeError} (`option`) When a lifetime, quota, size, seed (an integer) or time (≤ 2,147,483,647 ms) is out of range.
  * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string,
- * `retryAfter` not a boolean, or `beyondMaxLimit` neither `"refuse"` nor `"cut"`.
+ * `retryAfter` not a boolean, `beyondMaxLimit` neither `"refuse"` nor `"cut"`, or `apiRateLimit` lacks `requests` or `interval`.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
