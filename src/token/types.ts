@@ -30,7 +30,6 @@ export interface TokenRequestOptions {
   clientSecret: string;
   /**
    * The `fetch` to send the request with; always called as a plain function.
-   *
    * @default {globalThis.fetch}
    */
   fetch?: typeof fetch;
@@ -38,40 +37,34 @@ export interface TokenRequestOptions {
   signal?: AbortSignal;
   /**
    * The clock, in epoch milliseconds. Every decision reads it.
-   *
    * @default {Date.now}
    */
   now?: () => number;
   /**
    * The name of the header carrying the quota.
-   *
    * @default {"Idp-Client-Quota-Limit"}
    */
   quotaHeader?: string;
   /**
    * How the four fields are sent: `"json"` as the service specifies, or `"form"` (`application/x-www-form-urlencoded`,
    * RFC 6749 4.4.2) for other servers.
-   *
    * @default {"json"}
    */
   bodyFormat?: "json" | "form";
   /**
    * Time limit of one attempt in ms, until the whole answer is read.
-   *
    * @default {30000}
    */
   timeout?: number;
   /**
    * How the client authenticates: `"body"` sends `client_id` and `client_secret` in the body, as the service specifies;
    * `"basic"` as HTTP Basic only (each form-encoded first, RFC 6749 2.3.1), for servers that take nothing else.
-   *
    * @default {"body"}
    */
   clientAuthentication?: "body" | "basic";
   /**
    * What each setting is called where it was configured, for a failed request's `hint`: `configFromEnv` sets the
    * variables' names.
-   *
    * @default {the option names}
    */
   settingNames?: {
@@ -104,26 +97,22 @@ export interface TokenRequestOptions {
 export interface RetryOptions {
   /**
    * Retries after the first attempt.
-   *
    * @default {2}
    */
   retries?: number;
   /**
    * Delay before the first retry in ms; doubles each time, with jitter.
-   *
    * @default {500}
    */
   initialDelay?: number;
   /**
    * Longest backoff wait in ms.
-   *
    * @default {10000}
    */
   maxDelay?: number;
   /**
    * Longest `Retry-After` waited for, in ms; an answer asking for longer is returned (the client) or ends the retries
    * (the provider).
-   *
    * @default {30000}
    */
   maxRetryAfter?: number;
@@ -157,20 +146,17 @@ export interface TokenProviderOptions
   audience?: string;
   /**
    * Where tokens are kept.
-   *
    * @default {none: the token lives in this provider only}
    */
   store?: TokenStore;
   /**
    * How long before expiry, in ms, a new token is fetched in the background while the old one is still served. Never
    * more than half the lifetime.
-   *
    * @default {5 minutes, or a tenth of the lifetime when that is less}
    */
   refreshMargin?: number;
   /**
    * Retries of failed token requests, or `false` for none.
-   *
    * @default {{ retries: 2, initialDelay: 500, maxDelay: 10000, maxRetryAfter: 30000 }}
    */
   retry?: RetryOptions | false;
@@ -182,26 +168,22 @@ export interface TokenProviderOptions
   /**
    * Called with the provider's events (`token.request`, `token.retry`, `token.refresh`, `quota.blocked`), which never
    * hold the secret or a token; what it throws is ignored. `openTelemetry()` from `./otel` makes one.
-   *
    * @default {none: no event is built}
    */
   onEvent?: EventListener;
   /**
    * For request-scoped runtimes (Cloudflare Workers' `waitUntil`): background refreshes are handed to it, so that they
    * finish after the request answered.
-   *
    * @default {none: background refreshes run on their own}
    */
   waitUntil?: (promise: Promise<unknown>) => void;
   /**
    * The random source for retry jitter, in [0, 1).
-   *
    * @default {Math.random}
    */
   random?: () => number;
   /**
    * Allows a provider in a browser page, where anyone can read the client secret. Never set it for a real secret.
-   *
    * @default {false}
    */
   dangerouslyAllowBrowser?: boolean;
