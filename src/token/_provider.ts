@@ -8,7 +8,7 @@ import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
 import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
-import { given } from "../core/_check.ts";
+import { given, tried } from "../core/_check.ts";
 import {
   type CachedToken,
   decide,
@@ -126,19 +126,11 @@ export class CachingTokenProvider implements TokenProvider {
     let verdict: "retry" | "renew" | "keep" = "keep";
     const record = await this.#store.change(
       (record) => {
-        const renewal = latest(record?.renewal, this.#renewal);
-        verdict = unauthorizedVerdict(
-          {
-            renewal: this.#local.readIn(renewal, "at", now),
-            current: freshestToken(
-              record?.token,
-              this.#cached?.token,
-              this.#rejected,
-            ),
-          },
-          refused,
-          now,
-        );
+        const known = latest(record?.renewal, this.#renewal);
+        const renewal = this.#local.readIn(known, "at", now);
+        const mine = this.#cached?.token;
+        const current = freshestToken(record?.token, mine, this.#rejected);
+        verdict = unauthorizedVerdict({ renewal, current }, refused, now);
         return verdict === "renew"
           ? renewedRecord(record, refused, this.#local.mark(now, now))
           : undefined;
@@ -220,11 +212,8 @@ export class CachingTokenProvider implements TokenProvider {
     }
     // Its failure is kept like any other; the old token is served meanwhile.
     const done = this.#startFlight().promise.then(() => {}, () => {});
-    try {
-      this.#config.waitUntil?.(done);
-    } catch {
-      // A runtime that refuses the promise still gets the refresh attempted.
-    }
+    // A runtime that refuses the promise still gets the refresh attempted.
+    tried(() => this.#config.waitUntil?.(done));
   }
 
   /** One flight: the store (read at most once), else one request with retries. */
