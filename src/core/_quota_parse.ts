@@ -1,6 +1,7 @@
 // Internal: the quota header's grammar, for the strict parser and the token path's lenient reader.
 
 import type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
+import { tried } from "./_check.ts";
 
 const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
 type Key = keyof typeof KEY_NAMES;
@@ -67,13 +68,6 @@ export function quotaSegments(value: string | null | undefined): string[] {
 
 /** Reads the header bucket by bucket, dropping a bad one: a garbled day cannot hide an exhausted hour. */
 export function readQuotaBuckets(value: string | null | undefined) {
-  const buckets: QuotaBucket[] = [];
-  for (const segment of quotaSegments(value)) {
-    try {
-      buckets.push(parseBucket(segment));
-    } catch {
-      // Dropped on purpose: see above.
-    }
-  }
-  return buckets;
+  return quotaSegments(value)
+    .flatMap((segment) => tried(() => parseBucket(segment)) ?? []);
 }
