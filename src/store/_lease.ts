@@ -77,14 +77,11 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
     fallback: number,
     rule: NumberRule = "positive whole time in ms, at most 2147483647",
   ) => checkNumber(options[field], fallback, rule, context, field);
+  const orNone = "non-negative whole time in ms, at most 2147483647";
   checkEncryptionKey(options.encryptionKey, context);
   return {
     leaseDuration: time("leaseDuration", 10_000),
-    maxWait: time(
-      "maxWait",
-      45_000,
-      "non-negative whole time in ms, at most 2147483647",
-    ),
+    maxWait: time("maxWait", 45_000, orNone),
     pollInterval: time("pollInterval", 50),
     encryptionKey: options.encryptionKey,
     holder: options.holderId ?? crypto.randomUUID(),

@@ -164,10 +164,9 @@ function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
   const { buckets, observedAt } = fieldsOf(value) ?? {};
   return isTime(observedAt) && Array.isArray(buckets) &&
-    buckets.every((bucket) => {
-      const { bucket: name, limit, remaining, resetAfter } = fieldsOf(bucket) ??
-        {};
-      return typeof name === "string" && isTime(limit) &&
+    buckets.every((entry) => {
+      const { bucket, limit, remaining, resetAfter } = fieldsOf(entry) ?? {};
+      return typeof bucket === "string" && isTime(limit) &&
         isTime(remaining) && isTime(resetAfter);
     });
 }
