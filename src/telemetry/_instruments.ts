@@ -2,6 +2,7 @@
 
 import { metrics, trace, ValueType } from "@opentelemetry/api";
 import type { TelemetryMeter } from "./types.ts";
+import { tried } from "../core/_check.ts";
 
 /**
  * Integers as the exporter sends them as such: `BigInt` for Deno's own providers
@@ -42,16 +43,11 @@ export function instruments(meter: TelemetryMeter) {
     description: "Requests to the token endpoint, as the quota counts them",
     unit: "{request}",
   };
-  let tokenRequests;
-  try {
-    tokenRequests = meter.createCounter("partner_api.token.requests", {
-      ...counter,
-      valueType: ValueType.INT,
-    });
-  } catch {
-    // Deno's built-in meter takes doubles only.
-    tokenRequests = meter.createCounter("partner_api.token.requests", counter);
-  }
+  const name = "partner_api.token.requests";
+  const integers = { ...counter, valueType: ValueType.INT };
+  // Deno's built-in meter takes doubles only.
+  const tokenRequests = tried(() => meter.createCounter(name, integers)) ??
+    meter.createCounter(name, counter);
   const advice = { explicitBucketBoundaries: DURATION_BUCKETS };
   return {
     tokenRequests,
