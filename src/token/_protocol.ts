@@ -19,7 +19,7 @@ import {
   serverText,
 } from "../core/_redact.ts";
 import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
-import { fieldsOf, given } from "../core/_check.ts";
+import { fieldsOf, given, tried } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
 import type { TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_hint.ts";
@@ -236,11 +236,7 @@ function lifetime(value: unknown): number {
 
 /** The answer's body as a JSON object (an array is one too), if it is one. */
 function jsonObject(text: string): Record<string, unknown> | undefined {
-  try {
-    return fieldsOf(JSON.parse(text));
-  } catch {
-    return undefined;
-  }
+  return tried(() => fieldsOf(JSON.parse(text)));
 }
 
 /** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
