@@ -183,9 +183,7 @@ export async function readBounded(response: Response, max: number) {
   if (
     declared > 0 && declared <= max && !headers.has("content-encoding") &&
     !headers.has("transfer-encoding")
-  ) {
-    return await response.text();
-  }
+  ) return await response.text();
   const reader = response.body?.getReader();
   if (reader === undefined) return "";
   const decoder = new TextDecoder();

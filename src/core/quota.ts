@@ -118,9 +118,7 @@ export function nextExhaustedBucket(
       tightest === undefined || bucket.remaining < tightest.remaining ||
       (bucket.remaining === tightest.remaining &&
         bucket.resetAfter > tightest.resetAfter)
-    ) {
-      tightest = bucket;
-    }
+    ) tightest = bucket;
   }
   return tightest;
 }
@@ -148,9 +146,7 @@ export function quotaResetAfter(
   for (const { remaining, resetAfter } of buckets) {
     if (
       remaining === 0 && (exhausted === undefined || resetAfter > exhausted)
-    ) {
-      exhausted = resetAfter;
-    }
+    ) exhausted = resetAfter;
     if (soonest === undefined || resetAfter < soonest) soonest = resetAfter;
   }
   return exhausted ?? soonest;

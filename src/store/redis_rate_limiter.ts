@@ -206,9 +206,7 @@ function takeReply(reply: unknown): TakeReply {
   if (
     parts.length !== 6 || epoch === undefined ||
     !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
-  ) {
-    throw new TypeError("Redis answered the rate script with another type");
-  }
+  ) throw new TypeError("Redis answered the rate script with another type");
   return {
     granted: granted!,
     wait: wait!,

@@ -107,9 +107,7 @@ export class CachingTokenProvider implements TokenProvider {
       if (
         signal === undefined && flight !== undefined &&
         this.#steady() < flight.deadline
-      ) {
-        return this.#flights.join(flight, undefined);
-      }
+      ) return this.#flights.join(flight, undefined);
     } else if (now < cached.times.refreshAt && !signal?.aborted) {
       return cached.ready;
     }
