@@ -1,6 +1,6 @@
 // Internal: the address rules shared by environments, tokens and the client.
 
-import { typeError } from "./_check.ts";
+import { tried, typeError } from "./_check.ts";
 
 function isLoopback({ protocol, hostname }: URL): boolean {
   return protocol === "http:" &&
@@ -32,10 +32,8 @@ export function secureUrl(value: string | URL, context: string, field: string) {
   if (!(typeof value === "string" || value instanceof URL)) {
     throw typeError(context, field, "must be a string or URL", typeof value);
   }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
+  const url = tried(() => new URL(value));
+  if (url === undefined) {
     throw typeError(context, field, "must be an absolute URL", String(value));
   }
   if (url.protocol !== "https:" && !isLoopback(url)) {

@@ -3,6 +3,7 @@
 
 import type { QuotaBucket } from "./quota_types.ts";
 import { REDACTED, shownAs } from "./_redact.ts";
+import { fieldsOf } from "./_check.ts";
 
 /**
  * A token as issued, frozen. Inspection and `JSON.stringify` show `accessToken`
@@ -65,12 +66,10 @@ export const MAX_EXPIRES_IN = 31_536_000;
 
 /** Whether `value` has the shape of a token worth using (e.g. read from a store). */
 export function isIssuedToken(value: unknown): value is IssuedToken {
-  if (typeof value !== "object" || value === null) return false;
-  const token = value as Record<string, unknown>;
-  return isAccessToken(token.accessToken) &&
-    typeof token.expiresIn === "number" && token.expiresIn >= 1 &&
-    token.expiresIn <= MAX_EXPIRES_IN &&
-    isTime(token.expiresAt) && Array.isArray(token.quota);
+  const { accessToken, expiresIn, expiresAt, quota } = fieldsOf(value) ?? {};
+  return isAccessToken(accessToken) && typeof expiresIn === "number" &&
+    expiresIn >= 1 && expiresIn <= MAX_EXPIRES_IN && isTime(expiresAt) &&
+    Array.isArray(quota);
 }
 
 /** A finite number: a time as a record or a stored window may hold it. */
