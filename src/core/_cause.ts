@@ -2,7 +2,7 @@
 // permission the runtime refused is told apart from the network.
 
 import { type Secret, serverText } from "./_redact.ts";
-import { given } from "./_check.ts";
+import { given, tried } from "./_check.ts";
 
 /** The causes of a network failure, outermost first, as one line: "fetch failed: connect ECONNREFUSED". */
 export function describeCause(error: unknown, secrets: readonly Secret[]) {
@@ -60,12 +60,9 @@ function deniedEntry(url: URL): string | undefined {
     };
   }).Deno?.permissions;
   const denied = (host?: string) => {
-    try {
-      const query = { name: "net" as const, ...given({ host }) };
-      return permissions?.querySync?.(query).state === "denied";
-    } catch {
-      return false; // a runtime without the query: the flag to add is still the fix
-    }
+    const query = { name: "net" as const, ...given({ host }) };
+    // A runtime without the query: the flag to add is still the fix.
+    return tried(() => permissions?.querySync?.(query).state) === "denied";
   };
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
   const reached = `${url.hostname}:${port}`;
