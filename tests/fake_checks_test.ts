@@ -102,12 +102,14 @@ Deno.test("the fake's time options are bounded like every time option: 2,147,483
   fake.close();
 });
 
-Deno.test("the fake's apiRateLimit without one of its fields (plain JavaScript) is refused naming it (TypeError, as a limiter's is), before anything starts: it was taken as 0, no limit", async () => {
+Deno.test("the fake's apiRateLimit without one of its fields, or not an object (plain JavaScript), is refused naming it (TypeError, as a limiter's is), before anything starts: a missing field was taken as 0, no limit; null threw the runtime's TypeError, naming no option", async () => {
   for (
     const [limit, option] of [
       [{ requests: 900 }, "apiRateLimit.interval"],
       [{ interval: 300_000 }, "apiRateLimit.requests"],
       [{}, "apiRateLimit.requests"],
+      [null, "apiRateLimit"],
+      [900, "apiRateLimit"],
     ] as const
   ) {
     const apiRateLimit = limit as unknown as FakeRateLimit;

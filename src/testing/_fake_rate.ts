@@ -1,7 +1,7 @@
 // The fake's rate limit on API requests, as the service's: 429 past `requests` per `interval` ms.
 // Its window arithmetic is its own, not the client's limiter's: a bug in one cannot hide the other.
 
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, requireOptions } from "../core/_check.ts";
 import { RATE_RULES } from "../core/_rate_options.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
@@ -13,6 +13,7 @@ export function rateGate(
   context: string,
 ): () => Response | undefined {
   if (limit === undefined) return () => undefined;
+  requireOptions(limit, context, "apiRateLimit");
   const check = (field: keyof FakeRateLimit) => {
     const option = `apiRateLimit.${field}`, rule = RATE_RULES[field];
     return checkNumber(limit[field], undefined, rule, context, option);
