@@ -204,3 +204,20 @@ Deno.test("the guard's clock: a run on a clock up to 24 hours behind takes the l
   deepStrictEqual(confirmed, deletions);
   equal(recentDeletes(confirmed, t + 22 * HOUR).deleted, 90);
 });
+
+Deno.test("deletes are counted and kept on the run's own clock, dated as the guard's clock says: a record dated by a host ahead prunes none of the right clock's day (its 50 were forgotten, and 90 more went)", () => {
+  const history = [
+    { at: t + 25 * HOUR, deleted: 5, held: 1000 },
+    { at: t + HOUR, deleted: 50, held: 995 },
+  ];
+  const record = { at: t + 25 * HOUR, deleted: 10, held: 945 };
+  const next = withDeletes(history, record, false, t + 2 * HOUR);
+  equal(recentDeletes(next, t + 3 * HOUR).deleted, 65);
+});
+
+Deno.test("a record dated past the next 24 hours (a clock once far ahead) counts its deletes but is no base: 5 removed 10 years ahead of 1,000 let 95 a day go as the copy shrank (95 of 520, 18 %)", () => {
+  const far = withDeletes([], { at: t + 3650 * DAY, deleted: 5, held: 1000 });
+  deepStrictEqual(recentDeletes(far, t), { deleted: 5, largest: 0 });
+  equal(tooMany(48, 520, 0.1, recentDeletes(far, t)), true); // 5 + 48 of 520
+  equal(tooMany(47, 520, 0.1, recentDeletes(far, t)), false);
+});

@@ -665,6 +665,32 @@ Deno.test("a run on a clock up to a day behind dates its deletes on the right cl
   }
 });
 
+Deno.test("a host ahead ages none of the right clock's day away, and a host behind that completes a cycle keeps the right clock's time: 100 of 1,000 gone, then 90 more are refused (both removed, 190 in 1 to 2 hours)", async () => {
+  for (const ahead of [true, false]) {
+    for (const copy of await copies(`clock-hosts-${ahead}`)) {
+      const list = world(copy), { state, service } = list;
+      const options = { ...list.options, sweep: Infinity };
+      const off = (hours: number) => ({
+        ...options,
+        now: () => state.clock + hours * HOUR,
+      });
+      const gone = (n: number) => state.items = state.items.slice(n);
+      await syncList(service.client, "things", options);
+      state.clock += HOUR;
+      if (ahead) gone(100);
+      await syncList(service.client, "things", ahead ? options : off(-23));
+      state.clock += HOUR;
+      if (!ahead) gone(100);
+      await syncList(service.client, "things", ahead ? off(23) : off(-23));
+      equal(copy.ids().length, 900, copy.kind);
+      state.clock += HOUR, gone(90);
+      await rejects(syncList(service.client, "things", options), SyncError);
+      equal(copy.ids().length, 900, copy.kind);
+      copy.database?.close();
+    }
+  }
+});
+
 Deno.test("sweep: Infinity leaves the copy equal to the list though the cycle under way is dated after the run's clock (stepped back)", async () => {
   for (const copy of await copies("clock-back-sweep-all")) {
     const list = world(copy);

@@ -163,15 +163,16 @@ export function afterRefusal(
   return { ...rest, refused: { cycle, at: now, maxDeletes } };
 }
 
-/** The checkpoint once a completed cycle's deletes are on record (`confirmed`: its run answered a refusal). */
+/** The checkpoint once a completed cycle's deletes are on record at `now` (`confirmed`: its run answered a refusal). */
 export function afterDeletes(
   base: SyncCheckpoint,
   record: DeleteRecord,
-  confirmed = false,
+  confirmed: boolean,
+  now: number,
 ): SyncCheckpoint {
-  const { deletions: _, ...rest } = base;
-  const deletions = withDeletes(base.deletions, record, confirmed);
-  return deletions.length === 0 ? rest : { ...rest, deletions };
+  const { deletions: _, ...rest } = base, guardTime = record.at;
+  const deletions = withDeletes(base.deletions, record, confirmed, now);
+  return { ...rest, guardTime, ...deletions.length > 0 && { deletions } };
 }
 
 function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {
@@ -276,6 +277,7 @@ export const isCheckpoint = shape({
   refusedLimit: optional(count),
   cycles: optional(count),
   verifiedAt: optional(count),
+  guardTime: optional(count),
   head: optional(shape({ edge: keyOrNull, offset: count, top: keyOrNull })),
   sweep: optional(shape({
     edge: keyOrNull,

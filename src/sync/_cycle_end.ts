@@ -35,17 +35,17 @@ export function cycleEnd<T>(
   before: SyncCheckpoint,
   refusal: SyncCheckpoint["refused"],
 ) {
-  const { deletes, maxDeletes } = config;
-  // The clock of the copy as committed: `before` dates the cycle verified at its start, on this run's clock.
-  const at = guardClock(committer.latest, config.now());
+  const { deletes, maxDeletes } = config, now = config.now();
+  // Dated by the copy as committed: `before` dates the cycle verified at its start, on this run's clock.
+  const at = guardClock(committer.latest, now);
   const confirmed = confirms(refusal, maxDeletes);
-  const recent = recentDeletes(before.deletions, at, confirmed);
+  const recent = recentDeletes(before.deletions, now, confirmed);
   const counted = guard === undefined
     ? { deleted: 0, held: 0, uncounted: true as const }
     : { deleted: guard.unseen.size, held: guard.held };
-  const checkpoint = afterDeletes(before, { at, ...counted }, confirmed);
+  const checkpoint = afterDeletes(before, { at, ...counted }, confirmed, now);
   const endsCycle = { deletes, maxDeletes, recent };
-  return { at, before, confirmed, checkpoint, endsCycle };
+  return { at, now, before, confirmed, checkpoint, endsCycle };
 }
 
 /**
@@ -55,7 +55,10 @@ export function cycleEnd<T>(
 export async function endCycle<T>(
   run: CycleRun<T>,
   cycle: number,
-  ending: Pick<ReturnType<typeof cycleEnd>, "at" | "before" | "confirmed">,
+  ending: Pick<
+    ReturnType<typeof cycleEnd>,
+    "at" | "now" | "before" | "confirmed"
+  >,
 ): Promise<void> {
   const { config, committer } = run;
   try {
@@ -70,7 +73,8 @@ export async function endCycle<T>(
   // A sink that does not count its deletes leaves the ending window's record: the guard's count, or uncounted.
   if (deleted === undefined) return config.signal?.throwIfAborted();
   const record = { at: ending.at, deleted, held };
-  const deletes = afterDeletes(ending.before, record, ending.confirmed);
+  const { before, confirmed, now } = ending;
+  const deletes = afterDeletes(before, record, confirmed, now);
   // Even once aborted: the deletes are made, their record follows.
   const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
   if (!same) await committer.record(deletes);
@@ -88,8 +92,7 @@ export async function guardOf<T>(
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const { deletions, sortDirection } = committer.latest;
-  const at = guardClock(committer.latest, config.now());
-  const recent = recentDeletes(deletions, at);
+  const recent = recentDeletes(deletions, config.now());
   const descending = sortDirection === "DESC";
   const figures = { maxDeletes, recent, descending, edge: edge?.id };
   const rows = sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS);

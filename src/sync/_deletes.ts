@@ -20,16 +20,17 @@ function within(record: DeleteRecord, now: number): boolean {
 }
 
 /**
- * The guard's clock at `now`: the latest time `checkpoint` holds up to 24 hours ahead of `now`, if after it, so a run
- * on a clock behind counts, and dates its deletes on, the right clock's day (dated 20 hours back, they aged out early).
- * Past 24 hours ahead, `now` (a clock once years ahead would hold every cycle back for years).
+ * What a run at `now` dates its deletes by: the latest time `checkpoint` holds up to 24 hours ahead of `now`, if after
+ * it, so a run on a clock behind dates them on the right clock's day (dated 20 hours back, they aged out early). Past
+ * 24 hours ahead, `now` (a clock once years ahead would hold every cycle back for years). Deletes are counted on the
+ * run's own clock: counted on this one, a host ahead's time aged the right clock's day away.
  */
 export function guardClock(
   checkpoint: Partial<SyncCheckpoint>,
   now: number,
 ): number {
-  const { verifiedAt, sweep, refused, deletions = [] } = checkpoint;
-  const at = [verifiedAt, sweep?.startedAt, refused?.at];
+  const { verifiedAt, sweep, refused, deletions = [], guardTime } = checkpoint;
+  const at = [verifiedAt, sweep?.startedAt, refused?.at, guardTime];
   const known = [...at, ...deletions.map((record) => record.at)];
   const ahead = now + DELETE_WINDOW;
   return Math.max(now, ...known.filter((at) => at! < ahead) as number[]);
@@ -49,24 +50,28 @@ export function recentDeletes(
     if (!within(record, now)) continue;
     deleted += record.deleted;
     spent ||= record.uncounted === true && !vouched;
-    largest = Math.max(largest, record.held);
+    // A size dated past the next 24 hours (a clock once far ahead) is no base: it would hold for good as the copy shrinks.
+    if (record.at < now + DELETE_WINDOW) {
+      largest = Math.max(largest, record.held);
+    }
   }
   return { deleted: deleted + (spent ? SPENT : 0), largest };
 }
 
 /**
- * `history` that counts at `record.at`, with `record` added unless `confirmed` (deletes the user confirmed do
- * not count later; those before them do, an uncounted cycle's too: a confirmation lets through what it names, not a
+ * `history` that counts at `now` (the run's clock), with `record` added unless `confirmed` (deletes the user confirmed
+ * do not count later; those before them do, an uncounted cycle's too: a confirmation lets through what it names, not a
  * fresh share).
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
   record: DeleteRecord,
   confirmed = false,
+  now = record.at,
 ): DeleteRecord[] {
-  // Kept while they count at `record.at`, or at the newest one's date: a run on a clock days ahead erases no day.
+  // Kept while they count at `now`, or at the newest one's date: a run on a clock days ahead erases no day.
   const newest = Math.max(...(history ?? []).map((old) => old.at));
-  const since = Math.min(record.at, newest);
+  const since = Math.min(now, newest);
   // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
   // A confirmation moves it (a clock once years ahead would hold every cycle back until then).
   const kept = (history ?? [])

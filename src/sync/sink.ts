@@ -62,6 +62,8 @@ export interface SyncCheckpoint {
   readonly cycles?: number;
   /** When (epoch ms) the last completed cycle started: every item of the copy was true then or later. */
   readonly verifiedAt?: number;
+  /** The time (epoch ms) the last completed cycle dated its deletes by: a run on a clock behind dates its own no earlier. */
+  readonly guardTime?: number;
   /** The deletes of cycles completed in the last 24 hours, which the guard counts. */
   readonly deletions?: readonly {
     readonly at: number;
