@@ -65,8 +65,6 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   /** Where the next attempt goes (redirects move it). */
   target: URL;
   accessToken = "";
-  /** What an error redacts: the configured credentials, and the token once there is one. */
-  secrets: readonly Secret[];
   ticket: number | undefined = undefined;
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
@@ -86,7 +84,6 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
-    this.secrets = context.secrets;
     // The faults a glance shows (a GET or HEAD with a body, a priority fetch lacks) cost no token and no slot.
     const { body, priority = "auto" } = this.init;
     const bodyless = this.method === "GET" || this.method === "HEAD";
@@ -100,14 +97,19 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     const { signal, context } = this;
     ({ accessToken: this.accessToken } = await context.tokenProvider
       .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-    const noting = tokensNoted.get(context.tokenProvider) ?? [];
-    for (const noted of noting) noted.add(this.accessToken);
-    this.secrets = [this.accessToken, ...context.secrets];
+    const { accessToken } = this;
+    tokensNoted.get(context.tokenProvider)?.forEach((n) => n.add(accessToken));
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
     this.ticket = typeof slot === "object"
       ? await waitFor(context, slot, priority)
       : slot;
+  }
+
+  /** What an error redacts: the configured credentials, and the token once there is one (built only when read). */
+  get secrets(): readonly Secret[] {
+    const { accessToken: token, context } = this;
+    return token === "" ? context.secrets : [token, ...context.secrets];
   }
 
   /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal. */
@@ -181,10 +183,9 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
 
   /** The attempt is over (headers in, or a page's body read): the window counts it from here. */
   after(): void {
-    if (this.ticket !== undefined) {
-      this.context.rateLimiter!.answered(this.ticket);
-      this.ticket = undefined;
-    }
+    if (this.ticket === undefined) return;
+    this.context.rateLimiter!.answered(this.ticket);
+    this.ticket = undefined;
   }
 }
 
@@ -215,7 +216,7 @@ function deliver<T>(
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
-  const done = request.exchange.finish(response, request.secrets, attempts);
+  const done = request.exchange.finish(response, request, attempts);
   if (!(done instanceof Promise)) return { do: "done", value: done };
   return deadline.race(done).then(
     (value): Next<T> => ({ do: "done", value }),
@@ -283,11 +284,9 @@ async function waitFor(
 
 /** Asks the provider's ledger whether this 401 may cost a fresh token. */
 async function renew(request: ApiRequest<unknown>, response: Response) {
-  if (!await request.context.renewAfterUnauthorized(request.accessToken)) {
-    return false;
-  }
+  const { context, accessToken, listener } = request;
+  if (!await context.renewAfterUnauthorized(accessToken)) return false;
   request.renewed = true;
-  const listener = request.listener;
   if (listener !== undefined) {
     emit(listener, { type: "api.renewal", path: request.target.pathname });
   }
