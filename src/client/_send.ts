@@ -112,24 +112,26 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     return token === "" ? context.secrets : [token, ...context.secrets];
   }
 
-  /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal. */
-  async attempt(deadline: Deadline): Promise<Response | undefined> {
+  /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal (no async frame: garbage of every call). */
+  attempt(deadline: Deadline): Promise<Response | undefined> {
+    const { init } = this;
     try {
-      const { init } = this;
-      return await deadline.race(
-        this.context.fetch(this.target.href, {
-          ...init,
-          headers: withBearer(init.headers, this.accessToken),
-          redirect: "manual",
-          signal: deadline.signal,
-        }),
-        discard,
-      );
+      const sent = this.context.fetch(this.target.href, {
+        ...init,
+        headers: withBearer(init.headers, this.accessToken),
+        redirect: "manual",
+        signal: deadline.signal,
+      });
+      return deadline.race(sent, discard).then(undefined, (e) => this.#no(e));
     } catch (error) {
-      this.signal?.throwIfAborted();
-      this.failure = error;
-      return undefined;
+      return Promise.resolve(this.#no(error));
     }
+  }
+
+  /** No answer: the caller's abort ends the request; another failure is the next step's to judge. */
+  #no(error: unknown): undefined {
+    this.signal?.throwIfAborted();
+    this.failure = error;
   }
 
   /** Decides with {@linkcode nextStep}; delivering (the usual case) needs no await. */
