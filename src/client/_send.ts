@@ -92,18 +92,23 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     if (fault !== undefined) throw fault;
   }
 
-  /** Before each attempt: the token before the slot (a call failing without one holds no slot). */
-  async before(): Promise<void> {
+  /** Before each attempt: the token before the slot (a call failing without one holds no slot); no async frame. */
+  before(): Promise<void> {
     const { signal, context } = this;
-    ({ accessToken: this.accessToken } = await context.tokenProvider
-      .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-    const { accessToken } = this;
+    const options = signal === undefined ? NO_OPTIONS : { signal };
+    return Promise.resolve(context.tokenProvider.getToken(options))
+      .then(({ accessToken }) => this.#slot(accessToken));
+  }
+
+  /** With the token: a slot in the rate window, at once or after a wait. */
+  #slot(accessToken: string): Promise<void> | void {
+    const { signal, context } = this;
+    this.accessToken = accessToken;
     tokensNoted.get(context.tokenProvider)?.forEach((n) => n.add(accessToken));
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
-    this.ticket = typeof slot === "object"
-      ? await waitFor(context, slot, priority)
-      : slot;
+    if (typeof slot === "object") return waitFor(this, slot, priority);
+    this.ticket = slot;
   }
 
   /** What an error redacts: the configured credentials, and the token once there is one (built only when read). */
@@ -268,20 +273,16 @@ async function carryOut<T>(
 
 /** Waits for a slot in the rate window; a listener hears how long, and for what priority. */
 async function waitFor(
-  context: SendContext,
+  request: ApiRequest<unknown>,
   slot: Promise<number>,
   priority: RatePriority,
-): Promise<number> {
-  const listener = context.onEvent;
-  if (listener === undefined) return await slot;
-  const started = context.now();
-  const ticket = await slot;
-  emit(listener, {
-    type: "rate.wait",
-    delayMs: context.now() - started,
-    priority,
-  });
-  return ticket;
+): Promise<void> {
+  const { listener, context } = request;
+  const started = listener === undefined ? 0 : context.now();
+  request.ticket = await slot;
+  if (listener === undefined) return;
+  const delayMs = context.now() - started;
+  emit(listener, { type: "rate.wait", delayMs, priority });
 }
 
 /** Asks the provider's ledger whether this 401 may cost a fresh token. */
