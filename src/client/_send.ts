@@ -1,6 +1,7 @@
 // One API request with the bearer token, through core's attempt loop, as `nextStep` (_policy.ts) decides.
 
 import { ApiError } from "../core/errors.ts";
+import type { IssuedToken } from "../token/mod.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
 import {
   type AttemptPlan,
@@ -32,7 +33,7 @@ import {
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import { PRIORITIES, type RatePriority } from "../core/_rate_options.ts";
+import { PRIORITIES } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -92,22 +93,21 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     if (fault !== undefined) throw fault;
   }
 
-  /** Before each attempt: the token before the slot (a call failing without one holds no slot); no async frame. */
-  before(): Promise<void> {
+  /** Before each attempt: the token before the slot (a call failing without one holds no slot). No async frame here or in `ready`: each was garbage of every call. */
+  before(): Promise<IssuedToken> {
     const { signal, context } = this;
     const options = signal === undefined ? NO_OPTIONS : { signal };
-    return Promise.resolve(context.tokenProvider.getToken(options))
-      .then(({ accessToken }) => this.#slot(accessToken));
+    return context.tokenProvider.getToken(options);
   }
 
   /** With the token: a slot in the rate window, at once or after a wait. */
-  #slot(accessToken: string): Promise<void> | void {
+  ready({ accessToken }: IssuedToken): Promise<void> | void {
     const { signal, context } = this;
     this.accessToken = accessToken;
     tokensNoted.get(context.tokenProvider)?.forEach((n) => n.add(accessToken));
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
-    if (typeof slot === "object") return waitFor(this, slot, priority);
+    if (typeof slot === "object") return waitFor(this, slot);
     this.ticket = slot;
   }
 
@@ -272,16 +272,13 @@ async function carryOut<T>(
 }
 
 /** Waits for a slot in the rate window; a listener hears how long, and for what priority. */
-async function waitFor(
-  request: ApiRequest<unknown>,
-  slot: Promise<number>,
-  priority: RatePriority,
-): Promise<void> {
-  const { listener, context } = request;
+async function waitFor(request: ApiRequest<unknown>, slot: Promise<number>) {
+  const { listener, context, init } = request;
   const started = listener === undefined ? 0 : context.now();
   request.ticket = await slot;
   if (listener === undefined) return;
   const delayMs = context.now() - started;
+  const priority = init.priority ?? context.priority;
   emit(listener, { type: "rate.wait", delayMs, priority });
 }
 
