@@ -39,10 +39,10 @@ export interface Exchange<T> {
   readonly init: RequestInit;
   /** Start of error messages, e.g. "Cannot fetch". */
   readonly context: string;
-  /** What must finish within the attempt's time limit (a page's body), given what its errors must not hold; an `ApiError` here is final. */
+  /** What must finish within the attempt's time limit (a page's body), given what its errors must not hold (built when read); an `ApiError` here is final. */
   readonly finish: (
     response: Response,
-    secrets: readonly Secret[],
+    sent: { readonly secrets: readonly Secret[] },
     attempts: number,
   ) => T | Promise<T>;
 }

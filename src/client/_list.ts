@@ -169,7 +169,7 @@ async function listPage<T>(
       ...(priority === undefined ? {} : { priority }),
     },
     context: CONTEXT,
-    finish: async (response, secrets, attempts) => {
+    finish: async (response, { secrets }, attempts) => {
       const page: Answered = { url, response, secrets, attempts };
       const text = await readBounded(response, MAX_PAGE_BODY);
       if (text === undefined) {

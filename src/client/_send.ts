@@ -1,6 +1,7 @@
 // One API request with the bearer token, through core's attempt loop, as `nextStep` (_policy.ts) decides.
 
 import { ApiError } from "../core/errors.ts";
+import type { IssuedToken } from "../token/mod.ts";
 import type { ApiRequestEvent } from "../core/events.ts";
 import {
   type AttemptPlan,
@@ -32,7 +33,7 @@ import {
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import { PRIORITIES, type RatePriority } from "../core/_rate_options.ts";
+import { PRIORITIES } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -65,8 +66,6 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   /** Where the next attempt goes (redirects move it). */
   target: URL;
   accessToken = "";
-  /** What an error redacts: the configured credentials, and the token once there is one. */
-  secrets: readonly Secret[];
   ticket: number | undefined = undefined;
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
@@ -86,7 +85,6 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
-    this.secrets = context.secrets;
     // The faults a glance shows (a GET or HEAD with a body, a priority fetch lacks) cost no token and no slot.
     const { body, priority = "auto" } = this.init;
     const bodyless = this.method === "GET" || this.method === "HEAD";
@@ -95,39 +93,50 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     if (fault !== undefined) throw fault;
   }
 
-  /** Before each attempt: the token before the slot (a call failing without one holds no slot). */
-  async before(): Promise<void> {
+  /** Before each attempt: the token before the slot (a call failing without one holds no slot). No async frame here or in `ready`: each was garbage of every call. */
+  before(): Promise<IssuedToken> {
     const { signal, context } = this;
-    ({ accessToken: this.accessToken } = await context.tokenProvider
-      .getToken(signal === undefined ? NO_OPTIONS : { signal }));
-    const noting = tokensNoted.get(context.tokenProvider) ?? [];
-    for (const noted of noting) noted.add(this.accessToken);
-    this.secrets = [this.accessToken, ...context.secrets];
-    const priority = this.init.priority ?? context.priority;
-    const slot = context.rateLimiter?.take(signal, priority);
-    this.ticket = typeof slot === "object"
-      ? await waitFor(context, slot, priority)
-      : slot;
+    const options = signal === undefined ? NO_OPTIONS : { signal };
+    return context.tokenProvider.getToken(options);
   }
 
-  /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal. */
-  async attempt(deadline: Deadline): Promise<Response | undefined> {
+  /** With the token: a slot in the rate window, at once or after a wait. */
+  ready({ accessToken }: IssuedToken): Promise<void> | void {
+    const { signal, context } = this;
+    this.accessToken = accessToken;
+    tokensNoted.get(context.tokenProvider)?.forEach((n) => n.add(accessToken));
+    const priority = this.init.priority ?? context.priority;
+    const slot = context.rateLimiter?.take(signal, priority);
+    if (typeof slot === "object") return waitFor(this, slot);
+    this.ticket = slot;
+  }
+
+  /** What an error redacts: the configured credentials, and the token once there is one (built only when read). */
+  get secrets(): readonly Secret[] {
+    const { accessToken: token, context } = this;
+    return token === "" ? context.secrets : [token, ...context.secrets];
+  }
+
+  /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal (no async frame: garbage of every call). */
+  attempt(deadline: Deadline): Promise<Response | undefined> {
+    const { init } = this;
     try {
-      const { init } = this;
-      return await deadline.race(
-        this.context.fetch(this.target.href, {
-          ...init,
-          headers: withBearer(init.headers, this.accessToken),
-          redirect: "manual",
-          signal: deadline.signal,
-        }),
-        discard,
-      );
+      const sent = this.context.fetch(this.target.href, {
+        ...init,
+        headers: withBearer(init.headers, this.accessToken),
+        redirect: "manual",
+        signal: deadline.signal,
+      });
+      return deadline.race(sent, discard).then(undefined, (e) => this.#no(e));
     } catch (error) {
-      this.signal?.throwIfAborted();
-      this.failure = error;
-      return undefined;
+      return Promise.resolve(this.#no(error));
     }
+  }
+
+  /** No answer: the caller's abort ends the request; another failure is the next step's to judge. */
+  #no(error: unknown): undefined {
+    this.signal?.throwIfAborted();
+    this.failure = error;
   }
 
   /** Decides with {@linkcode nextStep}; delivering (the usual case) needs no await. */
@@ -181,10 +190,9 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
 
   /** The attempt is over (headers in, or a page's body read): the window counts it from here. */
   after(): void {
-    if (this.ticket !== undefined) {
-      this.context.rateLimiter!.answered(this.ticket);
-      this.ticket = undefined;
-    }
+    if (this.ticket === undefined) return;
+    this.context.rateLimiter!.answered(this.ticket);
+    this.ticket = undefined;
   }
 }
 
@@ -215,7 +223,7 @@ function deliver<T>(
   deadline: Deadline,
   attempts: number,
 ): Next<T> | Promise<Next<T>> {
-  const done = request.exchange.finish(response, request.secrets, attempts);
+  const done = request.exchange.finish(response, request, attempts);
   if (!(done instanceof Promise)) return { do: "done", value: done };
   return deadline.race(done).then(
     (value): Next<T> => ({ do: "done", value }),
@@ -264,30 +272,21 @@ async function carryOut<T>(
 }
 
 /** Waits for a slot in the rate window; a listener hears how long, and for what priority. */
-async function waitFor(
-  context: SendContext,
-  slot: Promise<number>,
-  priority: RatePriority,
-): Promise<number> {
-  const listener = context.onEvent;
-  if (listener === undefined) return await slot;
-  const started = context.now();
-  const ticket = await slot;
-  emit(listener, {
-    type: "rate.wait",
-    delayMs: context.now() - started,
-    priority,
-  });
-  return ticket;
+async function waitFor(request: ApiRequest<unknown>, slot: Promise<number>) {
+  const { listener, context, init } = request;
+  const started = listener === undefined ? 0 : context.now();
+  request.ticket = await slot;
+  if (listener === undefined) return;
+  const delayMs = context.now() - started;
+  const priority = init.priority ?? context.priority;
+  emit(listener, { type: "rate.wait", delayMs, priority });
 }
 
 /** Asks the provider's ledger whether this 401 may cost a fresh token. */
 async function renew(request: ApiRequest<unknown>, response: Response) {
-  if (!await request.context.renewAfterUnauthorized(request.accessToken)) {
-    return false;
-  }
+  const { context, accessToken, listener } = request;
+  if (!await context.renewAfterUnauthorized(accessToken)) return false;
   request.renewed = true;
-  const listener = request.listener;
   if (listener !== undefined) {
     emit(listener, { type: "api.renewal", path: request.target.pathname });
   }

@@ -89,7 +89,7 @@ export function createClient(options: ClientOptions): PartnerClient {
   const { baseUrl, pciBaseUrl } = environment;
   const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
     const resolve = pathCache(base, what);
-    return (path: string | URL, init: RequestInit = {}): Promise<Response> => {
+    return (path: string | URL, init = NO_INIT): Promise<Response> => {
       try {
         return sendExchange(context, {
           base,
@@ -97,7 +97,7 @@ export function createClient(options: ClientOptions): PartnerClient {
           url: resolve(path),
           init,
           context: what,
-          finish: (response) => response,
+          finish: asIs,
         });
       } catch (error) {
         // A bad address is a rejection, like every other failure of fetch.
@@ -115,3 +115,6 @@ export function createClient(options: ClientOptions): PartnerClient {
       pagesUnder(context, baseUrl, path, listOptions),
   };
 }
+
+// Made once: a call allocates only what is its own.
+const asIs = (response: Response) => response, NO_INIT = Object.freeze({});

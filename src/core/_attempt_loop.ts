@@ -31,8 +31,9 @@ export interface AttemptPlan<O, R> {
   /** Hears every attempt and retry; `undefined`: nobody (and no clock is read). */
   readonly listener: EventListener | undefined;
   readonly now: () => number;
-  /** Before each attempt, outside its time limit (a token, a rate slot). */
-  before?(): Promise<void>;
+  /** Before each attempt, outside its time limit: what to wait for (a token), handed to `ready` (a rate slot). */
+  before?(): Promise<unknown>;
+  ready?(value: unknown): Promise<void> | void;
   /** One attempt, under `deadline`; throws only what ends the request at once. */
   attempt(deadline: Deadline, attempt: number): Promise<O>;
   /** What comes after `outcome`, still under `deadline` (an answer is read within it). */
@@ -56,7 +57,10 @@ export interface AttemptPlan<O, R> {
 export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
   const { listener, signal } = plan;
   for (let attempt = 1;; attempt++) {
-    if (plan.before !== undefined) await plan.before();
+    if (plan.before !== undefined) {
+      const ready = plan.ready?.(await plan.before());
+      if (ready !== undefined) await ready;
+    }
     const deadline = plan.limits.start(signal);
     let next: Next<R>;
     try {

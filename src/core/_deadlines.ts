@@ -130,7 +130,7 @@ class SharedDeadline implements Deadline {
   readonly #own = new AbortController();
   readonly #window: Window;
   readonly #outer: AbortSignal | undefined;
-  /** Rejects the race under way, if any, when the time is up. */
+  /** Rejects the last race when the time is up (a settled one ignores it). */
   #late: ((reason: unknown) => void) | undefined;
 
   constructor(window: Window, outer: AbortSignal | undefined) {
@@ -152,19 +152,13 @@ class SharedDeadline implements Deadline {
     if (this.#outer !== undefined || this.signal.aborted) {
       return raceAbort(work, this.signal, onLate);
     }
+    // `reject` stays in #late once settled: rejecting a settled promise does nothing.
     return new Promise<T>((resolve, reject) => {
       this.#late = reject;
-      work.then(
-        (value) => {
-          this.#late = undefined;
-          if (this.timedOut) onLate?.(value);
-          else resolve(value);
-        },
-        (error) => {
-          this.#late = undefined;
-          reject(error);
-        },
-      );
+      work.then((value) => {
+        if (this.timedOut) onLate?.(value);
+        else resolve(value);
+      }, reject);
     });
   }
 
