@@ -55,10 +55,7 @@ export function cycleEnd<T>(
 export async function endCycle<T>(
   run: CycleRun<T>,
   cycle: number,
-  ending: Pick<
-    ReturnType<typeof cycleEnd>,
-    "at" | "now" | "before" | "confirmed"
-  >,
+  ending: ReturnType<typeof cycleEnd>,
 ): Promise<void> {
   const { config, committer } = run;
   try {
