@@ -221,3 +221,16 @@ Deno.test("a record dated past the next 24 hours (a clock once far ahead) counts
   equal(tooMany(48, 520, 0.1, recentDeletes(far, t)), true); // 5 + 48 of 520
   equal(tooMany(47, 520, 0.1, recentDeletes(far, t)), false);
 });
+
+Deno.test("records are kept a day longer than they count: a host ahead that removes nothing, after a delete dated on its time, prunes none of the right clock's day (it pruned 97 of 1,000, and 87 more went: 187 in 2.7 hours)", () => {
+  const history = [
+    { at: t + HOUR, deleted: 97, held: 1000 },
+    { at: t + 26 * HOUR, deleted: 3, held: 903 },
+  ];
+  const none = { at: t + 27 * HOUR, deleted: 0, held: 900 };
+  const kept = withDeletes(history, none, false, t + 27 * HOUR);
+  deepStrictEqual(kept, history);
+  equal(recentDeletes(kept, t + 4 * HOUR).deleted, 100);
+  // Kept, not counted: a day later on the right clock, the 97 are out of the day.
+  equal(recentDeletes(kept, t + 25 * HOUR).deleted, 3);
+});

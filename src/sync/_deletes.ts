@@ -69,9 +69,10 @@ export function withDeletes(
   confirmed = false,
   now = record.at,
 ): DeleteRecord[] {
-  // Kept while they count at `now`, or at the newest one's date: a run on a clock days ahead erases no day.
+  // Kept a day longer than they count at `now`, or at the newest one's date: a run on a clock days ahead erases no
+  // day, nor one after a delete dated by a host ahead (the count decides; keeping only costs a few records).
   const newest = Math.max(...(history ?? []).map((old) => old.at));
-  const since = Math.min(now, newest);
+  const since = Math.min(now, newest) - DELETE_WINDOW;
   // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
   // A confirmation moves it (a clock once years ahead would hold every cycle back until then).
   const kept = (history ?? [])
