@@ -691,6 +691,25 @@ Deno.test("a host ahead ages none of the right clock's day away, and a host behi
   }
 });
 
+Deno.test("a confirmation at the share a refusal named is judged as that refusal was, though the clock stepped back since (the deletes the refusal no longer counted counted again: refused, naming 0.2)", async () => {
+  for (const copy of await copies("clock-back-confirm")) {
+    const list = world(copy), { state, service } = list;
+    const options = { ...list.options, sweep: Infinity };
+    const gone = (n: number) => state.items = state.items.slice(n);
+    await syncList(service.client, "things", options);
+    state.clock += HOUR, gone(92);
+    await syncList(service.client, "things", options);
+    state.clock += 30 * HOUR, gone(100);
+    const error = await syncList(service.client, "things", options)
+      .then(() => undefined, (error: SyncError) => error);
+    equal(error?.maxDeletesNeeded, 0.12, copy.kind);
+    state.clock -= 23 * HOUR;
+    await syncList(service.client, "things", { ...options, maxDeletes: 0.12 });
+    equal(copy.ids().length, 808, copy.kind);
+    copy.database?.close();
+  }
+});
+
 Deno.test("sweep: Infinity leaves the copy equal to the list though the cycle under way is dated after the run's clock (stepped back)", async () => {
   for (const copy of await copies("clock-back-sweep-all")) {
     const list = world(copy);

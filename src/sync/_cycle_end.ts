@@ -39,7 +39,9 @@ export function cycleEnd<T>(
   // Dated by the copy as committed: `before` dates the cycle verified at its start, on this run's clock.
   const at = guardClock(committer.latest, now);
   const confirmed = confirms(refusal, maxDeletes);
-  const recent = recentDeletes(before.deletions, now, confirmed);
+  // A confirmation is judged when its refusal was: a clock stepped back since would count what that one did not.
+  const judged = confirmed ? Math.max(now, refusal!.at) : now;
+  const recent = recentDeletes(before.deletions, judged, confirmed);
   const counted = guard === undefined
     ? { deleted: 0, held: 0, uncounted: true as const }
     : { deleted: guard.unseen.size, held: guard.held };
@@ -119,8 +121,7 @@ async function refuse<T>(
   error: SyncError,
 ): Promise<never> {
   const { committer, config } = run, needed = error.maxDeletesNeeded ?? 1;
-  const { written } = committer, at = guardClock(written, config.now());
-  const refused = afterRefusal(written, cycle, needed, at);
+  const refused = afterRefusal(committer.written, cycle, needed, config.now());
   await committer.record(refused);
   throw error;
 }
