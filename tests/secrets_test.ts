@@ -596,6 +596,21 @@ Deno.test("ids echoing the client secret or the access tokens the run sent (one 
   assertClean([result.skippedIds, events], [SYNC_SECRET, ...tokens]);
 });
 
+Deno.test("a list page answered after a 401's renewal, quoting the token the 401 refused, gets no token into the ApiError (the refused one was shown whole: only the token in use was redacted)", async () => {
+  const { api, client, tokens } = renewedTokens((tokens) =>
+    new Response(`token ${tokens[0]} was revoked, use ${tokens[1]}`, {
+      status: 400,
+    })
+  );
+  await using _ = api;
+  const error = await (async () => {
+    for await (const _ of client.list("organizations"));
+  })().then(() => undefined, (error: unknown) => error);
+  ok(error instanceof ApiError, String(error));
+  equal(error.status, 400);
+  assertClean(error, [...tokens, SYNC_SECRET]);
+});
+
 Deno.test("a fetch that fails quoting the token or the client's credentials gets neither into the ApiError's message or cause", async () => {
   const clientSecret = "s3cr3t-fetch-fail-77";
   const token = "AT-fetch-fail-123456";

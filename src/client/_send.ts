@@ -66,6 +66,8 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
   /** Where the next attempt goes (redirects move it). */
   target: URL;
   accessToken = "";
+  /** The token a 401 refused, once renewed: a server may quote it after. */
+  refused = "";
   ticket: number | undefined = undefined;
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
@@ -111,10 +113,10 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     this.ticket = slot;
   }
 
-  /** What an error redacts: the configured credentials, and the token once there is one (built only when read). */
+  /** What an error redacts: the configured credentials, and the tokens sent (built only when read). */
   get secrets(): readonly Secret[] {
-    const { accessToken: token, context } = this;
-    return token === "" ? context.secrets : [token, ...context.secrets];
+    const tokens = [this.accessToken, this.refused].filter((token) => token);
+    return [...tokens, ...this.context.secrets];
   }
 
   /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal (no async frame: garbage of every call). */
@@ -286,7 +288,7 @@ async function waitFor(request: ApiRequest<unknown>, slot: Promise<number>) {
 async function renew(request: ApiRequest<unknown>, response: Response) {
   const { context, accessToken, listener } = request;
   if (!await context.renewAfterUnauthorized(accessToken)) return false;
-  request.renewed = true;
+  [request.renewed, request.refused] = [true, accessToken];
   if (listener !== undefined) {
     emit(listener, { type: "api.renewal", path: request.target.pathname });
   }
