@@ -14,7 +14,7 @@ import {
   type SyncWriteContext,
 } from "../src/sync/mod.ts";
 import { replaceFile } from "../src/sync/_files.ts";
-import { changedLines } from "../src/sync/_jsonl_state.ts";
+import { changedLines, EMPTY, endAfter } from "../src/sync/_jsonl_state.ts";
 import fc from "fast-check";
 import {
   counts,
@@ -668,4 +668,20 @@ Deno.test("JSONL sink: an item the head brings twice in one run (moved while the
     reports.push(JSON.stringify(counts(result)));
   }
   deepStrictEqual(reports, [JSON.stringify([300, 1, 0]), reports[0]]);
+});
+
+Deno.test("a file's end after whole lines: no bytes leave it as it was (an end whose last line starts at its length is damaged); the first write records the first line, later ones keep it", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  deepStrictEqual(endAfter(EMPTY, bytes("")), EMPTY);
+  const once = endAfter(EMPTY, bytes('{"a":1}\n{"a":22}\n'));
+  equal(once.length, 17);
+  equal(once.first?.end, 8);
+  equal(once.last?.start, 8);
+  const twice = endAfter(once, bytes('{"a":333}\n'));
+  deepStrictEqual([twice.length, twice.first, twice.last?.start], [
+    27,
+    once.first,
+    17,
+  ]);
+  deepStrictEqual(endAfter(twice, bytes("")), twice);
 });

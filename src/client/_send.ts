@@ -33,7 +33,7 @@ import {
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import { PRIORITIES } from "../core/_rate_options.ts";
+import { PRIORITIES, type RatePriority } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -109,7 +109,7 @@ class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
     tokensNoted.get(context.tokenProvider)?.forEach((n) => n.add(accessToken));
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
-    if (typeof slot === "object") return waitFor(this, slot);
+    if (typeof slot === "object") return waitFor(this, slot, priority);
     this.ticket = slot;
   }
 
@@ -274,13 +274,16 @@ async function carryOut<T>(
 }
 
 /** Waits for a slot in the rate window; a listener hears how long, and for what priority. */
-async function waitFor(request: ApiRequest<unknown>, slot: Promise<number>) {
-  const { listener, context, init } = request;
+async function waitFor(
+  request: ApiRequest<unknown>,
+  slot: Promise<number>,
+  priority: RatePriority,
+) {
+  const { listener, context } = request;
   const started = listener === undefined ? 0 : context.now();
   request.ticket = await slot;
   if (listener === undefined) return;
   const delayMs = context.now() - started;
-  const priority = init.priority ?? context.priority;
   emit(listener, { type: "rate.wait", delayMs, priority });
 }
 
@@ -288,7 +291,8 @@ async function waitFor(request: ApiRequest<unknown>, slot: Promise<number>) {
 async function renew(request: ApiRequest<unknown>, response: Response) {
   const { context, accessToken, listener } = request;
   if (!await context.renewAfterUnauthorized(accessToken)) return false;
-  [request.renewed, request.refused] = [true, accessToken];
+  request.renewed = true;
+  request.refused = accessToken;
   if (listener !== undefined) {
     emit(listener, { type: "api.renewal", path: request.target.pathname });
   }

@@ -89,7 +89,7 @@ export function createClient(options: ClientOptions): PartnerClient {
   const { baseUrl, pciBaseUrl } = environment;
   const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
     const resolve = pathCache(base, what);
-    return (path: string | URL, init = NO_INIT): Promise<Response> => {
+    return (path: string | URL, init: RequestInit = NO_INIT) => {
       try {
         return sendExchange(context, {
           base,
@@ -117,4 +117,5 @@ export function createClient(options: ClientOptions): PartnerClient {
 }
 
 // Made once: a call allocates only what is its own.
-const asIs = (response: Response) => response, NO_INIT = Object.freeze({});
+const asIs = (response: Response) => response;
+const NO_INIT: RequestInit = Object.freeze({});

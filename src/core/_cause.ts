@@ -61,7 +61,7 @@ function deniedEntry(url: URL): string | undefined {
   }).Deno?.permissions;
   const denied = (host?: string) => {
     const query = { name: "net" as const, ...given({ host }) };
-    // A runtime without the query: the flag to add is still the fix.
+    // A runtime whose query throws (or has none): the flag to add is still the fix.
     return tried(() => permissions?.querySync?.(query).state) === "denied";
   };
   const port = url.port || (url.protocol === "https:" ? "443" : "80");

@@ -163,16 +163,20 @@ export function afterRefusal(
   return { ...rest, refused: { cycle, at: now, maxDeletes } };
 }
 
-/** The checkpoint once a completed cycle's deletes are on record at `now` (`confirmed`: its run answered a refusal). */
+/**
+ * The checkpoint once a completed cycle's deletes are on record (dated `record.at`, which `guardTime` keeps; the
+ * others kept or pruned at the run's clock `now`; `confirmed`: its run answered a refusal).
+ */
 export function afterDeletes(
   base: SyncCheckpoint,
   record: DeleteRecord,
   confirmed: boolean,
   now: number,
 ): SyncCheckpoint {
-  const { deletions: _, ...rest } = base, guardTime = record.at;
+  const { deletions: _, ...rest } = base;
   const deletions = withDeletes(base.deletions, record, confirmed, now);
-  return { ...rest, guardTime, ...deletions.length > 0 && { deletions } };
+  const kept = deletions.length === 0 ? {} : { deletions };
+  return { ...rest, guardTime: record.at, ...kept };
 }
 
 function newCheckpoint(identity: SyncIdentity): SyncCheckpoint {

@@ -36,7 +36,8 @@ export function cycleEnd<T>(
   refusal: SyncCheckpoint["refused"],
 ) {
   const { deletes, maxDeletes } = config, now = config.now();
-  // Dated by the copy as committed: `before` dates the cycle verified at its start, on this run's clock.
+  // Dated by the checkpoint before this window: `before` replaced `verifiedAt` with this cycle's start, on this run's
+  // clock, and dropped `sweep` and `refused`, which may hold a later time.
   const at = guardClock(committer.latest, now);
   const confirmed = confirms(refusal, maxDeletes);
   // A confirmation is judged when its refusal was: a clock stepped back since would count what that one did not.

@@ -30,10 +30,11 @@ export function guardClock(
   now: number,
 ): number {
   const { verifiedAt, sweep, refused, deletions = [], guardTime } = checkpoint;
-  const at = [verifiedAt, sweep?.startedAt, refused?.at, guardTime];
-  const known = [...at, ...deletions.map((record) => record.at)];
+  const times = [verifiedAt, sweep?.startedAt, refused?.at, guardTime];
+  const known = [...times, ...deletions.map((record) => record.at)];
   const ahead = now + DELETE_WINDOW;
-  return Math.max(now, ...known.filter((at) => at! < ahead) as number[]);
+  const usable = (time?: number): time is number => time! < ahead;
+  return Math.max(now, ...known.filter(usable));
 }
 
 /** Added to the 24 hours' deletes by a cycle that went uncounted: past any share (it may have spent the day's whole). */

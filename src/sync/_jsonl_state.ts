@@ -88,7 +88,10 @@ function isEnd(value: unknown): value is FileEnd {
   const last = (v: unknown) => v === null || line("start")(v);
   const first = (v: unknown) => v === undefined || line("end")(v);
   if (!shape({ length: count, last, first })(value)) return false;
-  const end = value as FileEnd;
+  const end = value as FileEnd, firstEnd = end.first?.end;
+  if (firstEnd !== undefined && !(firstEnd > 0 && firstEnd <= end.length)) {
+    return false;
+  }
   return end.last === null ? end.length === 0 : end.last.start < end.length;
 }
 
@@ -138,17 +141,26 @@ export async function expectEnd(
   end: FileEnd,
   instead?: string,
 ): Promise<void> {
-  const size = (await statOf(path))?.size ?? 0, { first, last, length } = end;
-  const short =
-    `${path} holds ${size} bytes, fewer than the ${length} that ${files.side} says were committed`;
-  if (size < length) throw mismatch(files, short, instead);
-  const differs = async (start: number, stop: number, hash: string) =>
-    fingerprint(await readRange(path, start, stop) ?? "") !== hash;
-  const line = last && await differs(last.start, length, last.hash) && "last" ||
-    first && await differs(0, first.end, first.hash) && "first";
-  const changed =
-    `the ${line} committed line of ${path} is not the one ${files.side} recorded: the copy was changed`;
-  if (line) throw mismatch(files, changed, instead);
+  const { first, last, length } = end;
+  const size = (await statOf(path))?.size ?? 0;
+  const fewer =
+    `fewer than the ${length} that ${files.side} says were committed`;
+  if (size < length) {
+    throw mismatch(files, `${path} holds ${size} bytes, ${fewer}`, instead);
+  }
+  const expect = async (
+    line: string,
+    from: number,
+    to: number,
+    hash: string,
+  ) => {
+    if (fingerprint(await readRange(path, from, to) ?? "") === hash) return;
+    const what =
+      `the ${line} committed line of ${path} is not the one ${files.side} recorded: the copy was changed`;
+    throw mismatch(files, what, instead);
+  };
+  if (last) await expect("last", last.start, length, last.hash);
+  if (first) await expect("first", 0, first.end, first.hash);
 }
 
 function mismatch({ copy, side }: CopyFiles, what: string, instead?: string) {
@@ -294,7 +306,7 @@ export async function writeWithout(
   drop: readonly number[],
 ): Promise<FileEnd> {
   const dropped = new Set(drop), encoder = new TextEncoder();
-  let line = 0, end: FileEnd = { length: 0, last: null };
+  let line = 0, end = EMPTY;
   const file = await openFile(path, "write");
   const write = async (lines: string[]) => {
     const kept = lines.filter(() => !dropped.has(line++));
@@ -316,14 +328,21 @@ export async function writeWithout(
 
 /** `from` once the whole lines `bytes` follow it: its length and last line, and its first line when `from` was empty. */
 export function endAfter(from: FileEnd, bytes: Uint8Array): FileEnd {
+  if (bytes.length === 0) return from;
   const hash = (start: number, end?: number) =>
     fingerprint(bytes.subarray(start, end));
-  const at = bytes.lastIndexOf(LF, bytes.length - 2) + 1, { length } = from;
-  const last = { start: length + at, hash: hash(at) };
-  const end = bytes.indexOf(LF) + 1;
-  const first = length ? from.first : { end, hash: hash(0, end) };
+  const { length } = from;
+  const lastStart = bytes.lastIndexOf(LF, bytes.length - 2) + 1;
+  const last = { start: length + lastStart, hash: hash(lastStart) };
+  const firstEnd = bytes.indexOf(LF) + 1;
+  const first = length
+    ? from.first
+    : { end: firstEnd, hash: hash(0, firstEnd) };
   return { length: length + bytes.length, last, first };
 }
+
+/** The end of an empty file. */
+export const EMPTY: FileEnd = { length: 0, last: null };
 
 /** A read of `path`: its lines, without their ends; where each ends; how many lines came before. */
 type Lines = { path: string; lines: string[]; ends: number[]; before: number };

@@ -26,6 +26,7 @@ import {
   type CopyFiles,
   copyRows,
   cycleChanges,
+  EMPTY,
   endAfter,
   expectEnd,
   type FileEnd,
@@ -253,8 +254,8 @@ class JsonlCopy {
       const size = (await file.stat()).size;
       if (this.#ours.has(path) && size > from.length) throw lockLost(path);
       await this.#lock?.assertHeld();
-      // Shorter than committed, or (at the run's first write: later, its last line is this run's) its last line
-      // another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
+      // Shorter than committed, or (at the run's first write: later, its lines are this run's) its first or last
+      // line another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
       // that hole would read as NUL bytes.
       const cut = "another process removed or cut it";
       if (size < from.length) throw fileError(path, "write", new Error(cut));
@@ -269,8 +270,6 @@ class JsonlCopy {
     return endAfter(from, bytes);
   }
 }
-
-const EMPTY: FileEnd = { length: 0, last: null };
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {

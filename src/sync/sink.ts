@@ -64,7 +64,7 @@ export interface SyncCheckpoint {
   readonly verifiedAt?: number;
   /** The time (epoch ms) the last completed cycle dated its deletes by: a run on a clock behind dates its own no earlier. */
   readonly guardTime?: number;
-  /** The deletes of cycles completed in the last 24 hours, which the guard counts. */
+  /** The deletes of cycles completed in the last 24 hours (kept a day longer), which the guard counts. */
   readonly deletions?: readonly {
     readonly at: number;
     readonly deleted: number;
