@@ -50,7 +50,8 @@ export function sendExchange<T>(context: SendContext, exchange: Exchange<T>) {
 }
 
 /** One request under way: its methods are the loop's steps (one object per call, no closures). */
-class ApiRequest<T> implements AttemptPlan<Response | undefined, T> {
+class ApiRequest<T>
+  implements AttemptPlan<Response | undefined, T, IssuedToken> {
   readonly signal: AbortSignal | undefined;
   readonly limits: AttemptLimits;
   readonly listener: SendContext["onEvent"];

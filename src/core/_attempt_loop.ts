@@ -24,7 +24,7 @@ export type Next<R> =
   | { readonly do: "fail"; readonly error: unknown };
 
 /** One request, as a side hands it to {@linkcode sendAttempts}. */
-export interface AttemptPlan<O, R> {
+export interface AttemptPlan<O, R, B = void> {
   /** The caller's signal: it ends the request, the waits included. */
   readonly signal: AbortSignal | undefined;
   readonly limits: AttemptLimits;
@@ -32,8 +32,9 @@ export interface AttemptPlan<O, R> {
   readonly listener: EventListener | undefined;
   readonly now: () => number;
   /** Before each attempt, outside its time limit: what to wait for (a token), handed to `ready` (a rate slot). */
-  before?(): Promise<unknown>;
-  ready?(value: unknown): Promise<void> | void;
+  before?(): Promise<B>;
+  /** With what `before` waited for (called only after it): a wait of its own, if any. */
+  ready?(value: B): Promise<void> | void;
   /** One attempt, under `deadline`; throws only what ends the request at once. */
   attempt(deadline: Deadline, attempt: number): Promise<O>;
   /** What comes after `outcome`, still under `deadline` (an answer is read within it). */
@@ -54,7 +55,9 @@ export interface AttemptPlan<O, R> {
 }
 
 /** Sends `plan`'s attempts until one is done or fails, each under its own time limit. */
-export async function sendAttempts<O, R>(plan: AttemptPlan<O, R>): Promise<R> {
+export async function sendAttempts<O, R, B = void>(
+  plan: AttemptPlan<O, R, B>,
+): Promise<R> {
   const { listener, signal } = plan;
   for (let attempt = 1;; attempt++) {
     if (plan.before !== undefined) {
