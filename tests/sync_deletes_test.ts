@@ -6,6 +6,7 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import fc from "fast-check";
 import {
   confirms,
+  countedAt,
   type DeleteRecord,
   guardClock,
   recentDeletes,
@@ -233,4 +234,12 @@ Deno.test("records are kept a day longer than they count: a host ahead that remo
   equal(recentDeletes(kept, t + 4 * HOUR).deleted, 100);
   // Kept, not counted: a day later on the right clock, the 97 are out of the day.
   equal(recentDeletes(kept, t + 25 * HOUR).deleted, 3);
+});
+
+Deno.test("a cycle's end counts its 24 hours at the run's clock, or confirming a refusal, as late as the refusal counted them (a clock stepped back 23 hours since counted 92 deletes the refusal had not, and refused its share)", () => {
+  const refused = { cycle: 3, at: t + 31 * HOUR, maxDeletes: 0.12 };
+  equal(countedAt(refused, 0.12, t + 8 * HOUR), t + 31 * HOUR);
+  equal(countedAt(refused, 0.2, t + 40 * HOUR), t + 40 * HOUR);
+  equal(countedAt(refused, 0.1, t + 8 * HOUR), t + 8 * HOUR); // no confirmation
+  equal(countedAt(undefined, 1, t), t);
 });

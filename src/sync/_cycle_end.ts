@@ -7,6 +7,7 @@ import type { SyncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   confirms,
+  countedAt,
   guardClock,
   recentDeletes,
   tooManyDeletes,
@@ -40,8 +41,7 @@ export function cycleEnd<T>(
   // clock, and dropped `sweep` and `refused`, which may hold a later time.
   const at = guardClock(committer.latest, now);
   const confirmed = confirms(refusal, maxDeletes);
-  // A confirmation is judged when its refusal was: a clock stepped back since would count what that one did not.
-  const judged = confirmed ? Math.max(now, refusal!.at) : now;
+  const judged = countedAt(refusal, maxDeletes, now);
   const recent = recentDeletes(before.deletions, judged, confirmed);
   const counted = guard === undefined
     ? { deleted: 0, held: 0, uncounted: true as const }

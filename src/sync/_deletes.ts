@@ -25,10 +25,7 @@ function within(record: DeleteRecord, now: number): boolean {
  * 24 hours ahead, `now` (a clock once years ahead would hold every cycle back for years). Deletes are counted on the
  * run's own clock: counted on this one, a host ahead's time aged the right clock's day away.
  */
-export function guardClock(
-  checkpoint: Partial<SyncCheckpoint>,
-  now: number,
-): number {
+export function guardClock(checkpoint: Partial<SyncCheckpoint>, now: number) {
   const { verifiedAt, sweep, refused, deletions = [], guardTime } = checkpoint;
   const times = [verifiedAt, sweep?.startedAt, refused?.at, guardTime];
   const known = [...times, ...deletions.map((record) => record.at)];
@@ -83,6 +80,18 @@ export function withDeletes(
     );
   const none = record.deleted === 0 && record.uncounted !== true;
   return none || confirmed ? kept : [...kept, record];
+}
+
+/**
+ * When a cycle's end counts its 24 hours: at `now`; confirming `refused`, as late as it counted them (a clock stepped
+ * back since counted deletes it had not, refusing its share). No cap: a refusal far ahead named a share counted there.
+ */
+export function countedAt(
+  refused: SyncCheckpoint["refused"],
+  maxDeletes: number,
+  now: number,
+): number {
+  return confirms(refused, maxDeletes) ? Math.max(now, refused!.at) : now;
 }
 
 /**

@@ -88,10 +88,8 @@ function isEnd(value: unknown): value is FileEnd {
   const last = (v: unknown) => v === null || line("start")(v);
   const first = (v: unknown) => v === undefined || line("end")(v);
   if (!shape({ length: count, last, first })(value)) return false;
-  const end = value as FileEnd, firstEnd = end.first?.end;
-  if (firstEnd !== undefined && !(firstEnd > 0 && firstEnd <= end.length)) {
-    return false;
-  }
+  const end = value as FileEnd, head = end.first;
+  if (head && !(head.end > 0 && head.end <= end.length)) return false;
   return end.last === null ? end.length === 0 : end.last.start < end.length;
 }
 
