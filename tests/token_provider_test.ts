@@ -306,6 +306,16 @@ Deno.test("getToken() times out a request that gets no answer", async () => {
   });
 });
 
+Deno.test("getToken() leaves no timer once its token is in: a token attempt's time limit is its own, cleared as it ends", async () => {
+  await withFakeTimers(async (timers) => {
+    const { api, provider } = onFakeTime(timers);
+    using _ = api;
+    const token = await provider.getToken();
+    ok(api.service.isValidToken(token.accessToken));
+    equal(timers.countTimers(), 0);
+  });
+});
+
 Deno.test("getToken() stops waiting when its signal aborts", async (t) => {
   await withFakeTimers(async (timers) => {
     const { api, provider } = onFakeTime(timers, { retry: false });

@@ -2,6 +2,7 @@
 
 import { displayUrl } from "../core/_url.ts";
 import { tried, typeError } from "../core/_check.ts";
+import { LENIENT } from "../core/_redact.ts";
 
 /**
  * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
@@ -17,8 +18,6 @@ const LOOKALIKE = /[^\p{ASCII}]/gu;
 const OVERLONG = /%c[01]|%e0%[89]|%f0%8/i;
 /** A run of percent-escapes, decoded together (one character may take four). */
 const ESCAPES = /(?:%[0-9a-f]{2})+/gi;
-/** Invalid bytes become U+FFFD, so that one of them hides nothing else. */
-const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
  * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an

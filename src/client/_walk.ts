@@ -17,7 +17,7 @@ import {
 } from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
-const CONTEXT = "Cannot paginate";
+export const CONTEXT = "Cannot paginate";
 
 /** What a page fetcher gives back: the page's items and anything else about it. */
 export interface Fetched<T> {

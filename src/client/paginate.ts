@@ -20,7 +20,7 @@
  */
 
 import { given, rangeError, typeError } from "../core/_check.ts";
-import { flatten, pageConfig, walkPages } from "./_walk.ts";
+import { CONTEXT, flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
   PageRequest,
@@ -34,8 +34,6 @@ export type {
   RepeatedPageError,
   SortDirection,
 } from "./page_types.ts";
-
-const CONTEXT = "Cannot paginate";
 
 /**
  * Iterates over every item of an offset-paged list, in order. It stops after the first page

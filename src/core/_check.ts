@@ -42,7 +42,6 @@ const RULES = {
   "positive integer": (n: number) => Number.isSafeInteger(n) && n >= 1,
   "non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
   "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
-  "positive finite number": (n: number) => Number.isFinite(n) && n > 0,
   "positive time in ms, at most 2147483647": (n: number) =>
     n > 0 && n <= MAX_TIMER_MS,
   "non-negative time in ms, at most 2147483647": (n: number) =>

@@ -15,14 +15,9 @@ export class SharedDeadlines implements AttemptLimits {
   readonly #now: () => number;
   #current: Window | undefined;
 
-  /** `width`: how long a window takes attempts, in ms; 0: one per attempt. */
-  constructor(
-    ms: number,
-    now: () => number = Date.now,
-    width: number = Math.min(1000, Math.max(1, Math.round(ms / 10))),
-  ) {
+  constructor(ms: number, now: () => number = Date.now) {
     this.ms = ms;
-    this.#width = width;
+    this.#width = Math.min(1000, Math.max(1, Math.round(ms / 10)));
     this.#now = now;
   }
 
@@ -32,20 +27,33 @@ export class SharedDeadlines implements AttemptLimits {
     if (window === undefined || !window.takes(now)) {
       window = this.#current = new Window(this.ms, now, this.#width);
     }
-    const deadline = new SharedDeadline(window, outer);
+    const deadline = new AttemptDeadline(outer, () => window.leave(deadline));
     window.join(deadline, now);
     return deadline;
   }
 }
 
+/** Each attempt's own limit, exactly `ms`, its timer cleared when it ends: for requests that are few (the token's), no window to share. */
+export function ownDeadlines(ms: number): AttemptLimits {
+  const start = (outer: AbortSignal | undefined) => {
+    const clear = globalThis.clearTimeout;
+    const deadline = new AttemptDeadline(outer, () => clear(timer));
+    const expire = () => deadline.expire(timeoutError(ms));
+    const timer = globalThis.setTimeout(expire, ms);
+    unrefTimer(timer);
+    return deadline;
+  };
+  return { ms, start };
+}
+
 /** Microtask turns a window stays armed once empty: a caller's next call, its body read and a few async layers between (8 was one layer short). */
 const QUIET_TURNS = 64;
 /** A turn of the microtask queue: cheaper than `queueMicrotask` in Deno. */
-const RESOLVED = Promise.resolve();
+const RESOLVED = /* @__PURE__ */ Promise.resolve();
 
 /** One window of {@linkcode SharedDeadlines}. */
 class Window {
-  readonly #attempts = new Set<SharedDeadline>();
+  readonly #attempts = new Set<AttemptDeadline>();
   readonly #ms: number;
   readonly #opened: number;
   readonly #until: number;
@@ -69,7 +77,7 @@ class Window {
   }
 
   /** Puts `deadline` under the window; sets the timer if none is set, or fake timers were installed since. */
-  join(deadline: SharedDeadline, now: number): void {
+  join(deadline: AttemptDeadline, now: number): void {
     this.#attempts.add(deadline);
     const set = globalThis.setTimeout;
     if (this.#timer !== undefined) {
@@ -90,7 +98,7 @@ class Window {
   }
 
   /** Ends `deadline`'s limit; an empty window starts counting quiet turns. */
-  leave(deadline: SharedDeadline): void {
+  leave(deadline: AttemptDeadline): void {
     this.#attempts.delete(deadline);
     if (this.#attempts.size > 0 || this.#quiet >= 0) return;
     this.#quiet = 0;
@@ -123,19 +131,20 @@ export function timeoutError(ms: number): DOMException {
   return new DOMException(`no answer within ${ms} ms`, "TimeoutError");
 }
 
-/** One attempt's limit within a window of {@linkcode SharedDeadlines}. */
-class SharedDeadline implements Deadline {
+/** One attempt's limit. */
+class AttemptDeadline implements Deadline {
   readonly signal: AbortSignal;
   timedOut = false;
   readonly #own = new AbortController();
-  readonly #window: Window;
   readonly #outer: AbortSignal | undefined;
+  /** Ends the limit early: the attempt is over. */
+  readonly clear: () => void;
   /** Rejects the last race when the time is up (a settled one ignores it). */
   #late: ((reason: unknown) => void) | undefined;
 
-  constructor(window: Window, outer: AbortSignal | undefined) {
-    this.#window = window;
+  constructor(outer: AbortSignal | undefined, leave: () => void) {
     this.#outer = outer;
+    this.clear = leave;
     this.signal = outer === undefined
       ? this.#own.signal
       : AbortSignal.any([outer, this.#own.signal]);
@@ -160,10 +169,6 @@ class SharedDeadline implements Deadline {
         else resolve(value);
       }, reject);
     });
-  }
-
-  clear(): void {
-    this.#window.leave(this);
   }
 }
 

@@ -1,6 +1,6 @@
 // Internal: the encodings a secret travels in, which token requests send and redaction looks for.
 
-const UTF8 = new TextEncoder();
+export const UTF8 = new TextEncoder();
 
 /** `text` as `application/x-www-form-urlencoded` encodes a value. */
 export function formEncode(text: string): string {

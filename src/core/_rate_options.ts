@@ -7,7 +7,7 @@ import { checkAtMost, checkNumber, type NumberRule, oneOf } from "./_check.ts";
 export type RatePriority = "high" | "low" | "auto";
 
 /** The service's published limit: 900 requests per 5 minutes per IP. */
-export const SERVICE_RATE_LIMIT: RateLimit = Object.freeze({
+export const SERVICE_RATE_LIMIT: RateLimit = /* @__PURE__ */ Object.freeze({
   requests: 900,
   interval: 300_000,
 });

@@ -192,7 +192,8 @@ function utf8(binary: string): string {
   return LENIENT.decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
 }
 
-const LENIENT = new TextDecoder("utf-8", { fatal: false });
+/** Invalid bytes become U+FFFD, so that one of them hides nothing else. */
+export const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
  * Text from a server, fit for an error: secrets redacted first (no later

@@ -1,12 +1,11 @@
 // A record's key in any store, and the key that seals it by default: both derive from the secret.
 
-import { hex } from "../core/_encoding.ts";
+import { hex, UTF8 } from "../core/_encoding.ts";
 
 /** PBKDF2 rounds for a short secret's part of a store key: about 50 ms, once per process. */
 const KEY_ROUNDS = 210_000;
 /** From this length on a secret (one the service issues) is keyed by HKDF, unstretched: no guess can find it. */
 const LONG_SECRET = 32;
-const encoder = new TextEncoder();
 
 /**
  * The key of one client's record: endpoint, audience, client id and the secret's part (a wrong secret
@@ -30,9 +29,9 @@ export function sealingKey(key: string): Promise<CryptoKey> {
 
 /** A non-extractable AES-GCM key, derived (HKDF, SHA-256) from `material`. */
 export async function aesKeyFrom(material: string, salt: string, info: string) {
-  const hkdf = { name: "HKDF", hash: "SHA-256", salt: encoder.encode(salt) };
+  const hkdf = { name: "HKDF", hash: "SHA-256", salt: UTF8.encode(salt) };
   return await crypto.subtle.deriveKey(
-    { ...hkdf, info: encoder.encode(info) },
+    { ...hkdf, info: UTF8.encode(info) },
     await rawKey(material, "HKDF", "deriveKey"),
     { name: "AES-GCM", length: 256 },
     false,
@@ -46,7 +45,7 @@ export async function hexDigest(
   bytes: number,
   algorithm = "SHA-256",
 ): Promise<string> {
-  const digest = await crypto.subtle.digest(algorithm, encoder.encode(text));
+  const digest = await crypto.subtle.digest(algorithm, UTF8.encode(text));
   return hex(new Uint8Array(digest).subarray(0, bytes));
 }
 
@@ -77,7 +76,7 @@ async function stretched(secret: string): Promise<string> {
     // Unstretched, salted apart from the seal's.
     return await derivedBits(secret, {
       name: "HKDF",
-      salt: encoder.encode("partner-api token store key v3"),
+      salt: UTF8.encode("partner-api token store key v3"),
       info: new Uint8Array(),
     });
   }
@@ -86,7 +85,7 @@ async function stretched(secret: string): Promise<string> {
   if (result === undefined) {
     result = derivedBits(secret, {
       name: "PBKDF2",
-      salt: encoder.encode("partner-api token store key v2"),
+      salt: UTF8.encode("partner-api token store key v2"),
       iterations: KEY_ROUNDS,
     });
     derived.set(id, result);
@@ -112,6 +111,6 @@ function rawKey(
   algorithm: string,
   usage: "deriveKey" | "deriveBits",
 ): Promise<CryptoKey> {
-  const bytes = encoder.encode(material);
+  const bytes = UTF8.encode(material);
   return crypto.subtle.importKey("raw", bytes, algorithm, false, [usage]);
 }

@@ -14,7 +14,7 @@ import {
   retryEvent,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
-import { SharedDeadlines } from "../core/_deadlines.ts";
+import { ownDeadlines } from "../core/_deadlines.ts";
 import { tokenAttempt } from "./_protocol.ts";
 import { isRetryable } from "./_policy.ts";
 import type { ProviderConfig } from "./_options.ts";
@@ -72,8 +72,7 @@ export function requestWithRetries(
   let retries = 0;
   return sendAttempts<TokenOutcome, IssuedToken>({
     signal,
-    // Exactly `timeout` each: token requests are few, no window to share.
-    limits: new SharedDeadlines(endpoint.timeout, endpoint.now, 0),
+    limits: ownDeadlines(endpoint.timeout),
     listener: sending.onEvent,
     now: endpoint.now,
     attempt: async (deadline) => {
