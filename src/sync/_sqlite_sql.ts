@@ -11,7 +11,7 @@ import * as kit from "./_sql_sink.ts";
 /** The ids each sweep cycle saw, per table: SQLite's log of a cycle (PostgreSQL keeps a `seen` column instead). */
 const SEEN_TABLE = "partner_api_sync_seen";
 
-// kit.Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
+// Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
@@ -320,7 +320,7 @@ export class Commits {
   #failed: unknown;
   /** Batches share transactions only while a run holds the lease. */
   grouping = false;
-  /** kit.Rows in the table: batches share transactions from GROUP_FROM on. */
+  /** Rows in the table: batches share transactions from GROUP_FROM on. */
   rows = 0;
 
   constructor(db: DatabaseSync) {

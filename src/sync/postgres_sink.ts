@@ -108,7 +108,7 @@ export function createPostgresSink<T>(
     throw typeError(CONTEXT, "query", "must be a function");
   }
   const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
-  const dialect = new PostgresDialect(query, table, options);
+  const dialect = new PostgresDialect(table, options);
   return kit.sqlSink<T>(dialect, { ...options, lockWait });
 }
 
@@ -129,9 +129,8 @@ class PostgresDialect implements kit.SqlDialect {
   readonly #changeTable = once(() => this.#makeChangeTable());
 
   constructor(
-    query: PostgresSinkOptions["query"],
     table: string,
-    { table: target, now }: PostgresSinkOptions,
+    { query, table: target, now }: PostgresSinkOptions,
   ) {
     this.#query = query;
     this.#table = table;
