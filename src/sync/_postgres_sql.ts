@@ -86,11 +86,18 @@ export function createSql(T: string): string {
   IF ${no.lease} THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
 }
 
-/** Creates the change table (quoted) if missing, or gives 0.3's its `item`. */
-export function createChangesSql(changes: string): string {
+/**
+ * Creates the change table (quoted) of `table` if missing, its first rows an insert of each live row the copy holds
+ * (dated `at`), so the feed from its start is the copy; or gives 0.3's its `item`.
+ */
+export function createChangesSql(changes: string, table: string, at: string) {
   const [T, noTable] = [changes, absent(changes)];
   return migration(`
-  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
+  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb);
+    IF NOT ${
+    absent(table)
+  } THEN INSERT INTO ${T} (id, change, at, item) SELECT id, 'insert', ${at}, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id; END IF;
+  END IF;
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
 

@@ -164,14 +164,23 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/** The change table of `table`, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
-export function changeTable(db: DatabaseSync, table: string) {
+/**
+ * The change table of `table` and its inserts, made once per sink, not per batch (in one: a run killed meanwhile leaves
+ * none): created with an insert of each live row the copy holds (dated `at`), so the feed from its start is the copy;
+ * or given 0.3's missing `item`.
+ */
+export function changeTable(db: DatabaseSync, table: string, at: string) {
   const changes = kit.changeTableOf(table);
-  db.exec(
-    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
-  );
-  addColumn(db, changes, "item TEXT");
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;
+  if (columnsOf(db, changes).length === 0) {
+    db.exec(
+      `CREATE TABLE ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
+    );
+    db.prepare(
+      `${insert} SELECT id, 'insert', ?, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id`,
+    ).run(at);
+  }
+  addColumn(db, changes, "item TEXT");
   return {
     record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),
     staged: db.prepare(

@@ -190,8 +190,8 @@ class PostgresDialect implements kit.SqlDialect {
   readonly holds = (id: string) => !id.includes("\0"); // jsonb cannot carry it
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
-    // The change table first: a name too long for it leaves nothing created.
-    const changes = kit.recordsChanges(write)
+    // Asked to, or it exists (then every run records into); first: a name too long for it leaves nothing created.
+    const changes = write.context?.changes === true || write.copy.changes
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
@@ -284,7 +284,9 @@ class PostgresDialect implements kit.SqlDialect {
         "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
       );
     }
-    await this.#row(createChangesSql(changes), []);
+    const now = this.#now, at = now && new Date(now()).toISOString();
+    const time = at === undefined ? "now()" : `'${at}'::timestamptz`;
+    await this.#row(createChangesSql(changes, this.#table, time), []);
     return changes;
   }
 }
