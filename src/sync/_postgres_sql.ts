@@ -41,10 +41,9 @@ export function copySql(
   table: string,
   has: { items: boolean; checkpoints: boolean; recorded: boolean },
 ): string {
-  const recorded = has.checkpoints && has.recorded;
   const count = has.items ? `(SELECT count(*) FROM ${table})::text` : "'0'";
   const fingerprint = fingerprintOf("i.item");
-  const found = has.items && recorded
+  const found = has.items && has.recorded
     ? `(SELECT ${fingerprint} FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
     : "NULL::text";
   const join = has.checkpoints
@@ -52,8 +51,8 @@ export function copySql(
     : "";
   return `SELECT ${count} AS count,
   ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
-  ${recorded ? "c.rows::text" : "NULL::text"} AS recorded,
-  ${recorded ? "c.last" : "NULL::text"} AS last,
+  ${has.recorded ? "c.rows::text" : "NULL::text"} AS recorded,
+  ${has.recorded ? "c.last" : "NULL::text"} AS last,
   ${found} AS found
   FROM (VALUES ($1::text)) AS one (target)${join}`;
 }

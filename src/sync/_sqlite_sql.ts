@@ -164,11 +164,7 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/**
- * The change table of `table` and its inserts, made once per sink, not per batch (in one: a run killed meanwhile leaves
- * none): created with an insert of each live row the copy holds (dated `at`), so the feed from its start is the copy;
- * or given 0.3's missing `item`.
- */
+/** The change table of `table` and its inserts; made (in a batch) with an insert of each live row, dated `at`, or given 0.3's `item`. */
 export function changeTable(db: DatabaseSync, table: string, at: string) {
   const changes = kit.changeTableOf(table);
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;

@@ -234,7 +234,7 @@ class SqliteDialect implements kit.SqlDialect {
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     this.#checkFile();
     const st = this.prepare();
-    const { rows, staged } = split(st, write);
+    const batch = { ...write, ...split(st, write) };
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const at = new Date(this.#now()).toISOString();
@@ -243,11 +243,7 @@ class SqliteDialect implements kit.SqlDialect {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
       const changes = this.#changeTable(write, at);
-      return applyBatch({ st, target, what, at, changes }, {
-        ...write,
-        rows,
-        staged,
-      });
+      return applyBatch({ st, target, what, at, changes }, batch);
     });
     this.commits.rows = done.rows;
     return done;
@@ -255,8 +251,7 @@ class SqliteDialect implements kit.SqlDialect {
 
   /** The change table's statements while it exists (a consumer drops it to stop); made, with its first rows, when asked. */
   #changeTable(write: kit.SqlBatch, at: string): ChangeStatements | undefined {
-    const name = kit.changeTableOf(this.#table);
-    if (columnsOf(this.#db, name).length === 0) {
+    if (!columnsOf(this.#db, kit.changeTableOf(this.#table)).length) {
       this.#changes = undefined; // dropped since: made again only when asked
       if (write.context?.changes !== true) return undefined;
     }
