@@ -332,7 +332,7 @@ Deno.test("SQLite sink: an id holding a NUL (node:sqlite reads text back cut at 
   }
 });
 
-Deno.test("SQLite sink: a change table made for a copy that holds rows begins with an insert of each live row, so replaying it from its start gives the copy, also once dropped and made again", async () => {
+Deno.test("SQLite sink: a change table made for a copy that holds rows begins with an insert of each live row, so replaying it from its start gives the copy, with a consumer's column added, also once dropped and made again", async () => {
   const items = Array.from(
     { length: 40 },
     (_, i) => ({ id: `t${i + 10}`, v: i }),
@@ -358,13 +358,19 @@ Deno.test("SQLite sink: a change table made for a copy that holds rows begins wi
       database.prepare('SELECT id, item FROM "things" ORDER BY id').all()
         .map(({ id, item }) => [id, item]),
     );
-  for (const round of [1, 2]) {
+  for (const round of [1, 2, 3]) {
     items.splice(round, 1);
     items[round]!.v += 100;
     items.push({ id: `t${90 + round}`, v: 0 });
     await syncList(service.client, "things", { ...options, changes: true });
     equal(replay(), live(), `round ${round}`);
-    database.exec('DROP TABLE "things_changes"'); // docs/sync.md: drop it to stop
+    database.exec(
+      [
+        'ALTER TABLE "things_changes" ADD COLUMN applied INTEGER', // a consumer's
+        'DROP TABLE "things_changes"', // docs/sync.md: drop it to stop
+        "",
+      ][round - 1]!,
+    );
   }
   database.close();
 });

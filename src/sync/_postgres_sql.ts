@@ -137,12 +137,9 @@ export const CHANGES_CATALOG_SQL =
   (SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
     FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attnum > 0 AND NOT attisdropped) AS columns`;
 
-/** The columns of a change table the sink made, as CHANGES_CATALOG_SQL reads them. */
+/** The columns of a change table 0.3 made, as CHANGES_CATALOG_SQL reads them; then `item`, and any a consumer adds. */
 export const CHANGES_COLUMNS =
-  "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
-
-/** The columns of a change table 0.3 made: `item` is added to it. */
-export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
+  "seq bigint, id text, change text, at timestamp with time zone";
 
 /** The batch's rows as `[[id, item], ...]`, one JSON text. */
 export function postgresJson(rows: kit.Rows): string {

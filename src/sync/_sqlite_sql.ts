@@ -39,9 +39,9 @@ export function tablesOf(db: DatabaseSync, table: string) {
   const items = columnsOf(db, table);
   const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
   const ours = /^(deleted_at TEXT, )?id TEXT KEY, item TEXT$/;
-  // None, or the columns of a change table the sink made (0.3's lacked `item`).
+  // None, or a change table the sink made (0.3's lacked `item`), with any columns a consumer added after `item`.
   const made =
-    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT)?)?$/;
+    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT(, .*)?)?)?$/;
   const changes = kit.changeTableOf(table);
   const found = columnsOf(db, changes).join(", ");
   const foreign = items.length > 0 && !ours.test(fixed.sort().join(", "))

@@ -11,7 +11,6 @@ import {
   CATALOG_SQL,
   CHANGES_CATALOG_SQL,
   CHANGES_COLUMNS,
-  CHANGES_COLUMNS_0_3,
   copySql,
   createChangesSql,
   createSql,
@@ -262,8 +261,9 @@ class PostgresDialect implements kit.SqlDialect {
     const changes = kit.changeTableOf(this.#table);
     if (changes.length > 65) return {}; // none: PostgreSQL would cut the name to another's
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
-    const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
-    if (found.found === "true" && !known.includes(String(found.columns))) {
+    const made = found.columns === CHANGES_COLUMNS ||
+      `${found.columns}, `.startsWith(`${CHANGES_COLUMNS}, item jsonb, `);
+    if (found.found === "true" && !made) {
       const why =
         `${changes} is not a change table this sink made (${found.columns})`;
       throw sinkMismatch(this.what, why, `${this.instead}, or drop it`);

@@ -593,6 +593,10 @@ const steps: {
         await syncList(fake.client, "transactions", options);
         const live = [...(await copied(db)).keys()];
         deepStrictEqual(await replayed(db), new Set(live), `round ${round}`);
+        await db.rows(
+          `ALTER TABLE "transactions_changes" ADD COLUMN applied boolean`,
+        ); // a consumer's
+        await syncList(fake.client, "transactions", options); // goes on
         await db.rows(`DROP TABLE "transactions_changes"`); // docs: drop it to stop
       }
     },
