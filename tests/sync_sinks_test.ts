@@ -332,6 +332,49 @@ Deno.test("SQLite sink: an id holding a NUL (node:sqlite reads text back cut at 
   }
 });
 
+Deno.test("SQLite sink: a change table made for a copy that holds rows begins with an insert of each live row, so replaying it from its start gives the copy, with a consumer's column added, also once dropped and made again", async () => {
+  const items = Array.from(
+    { length: 40 },
+    (_, i) => ({ id: `t${i + 10}`, v: i }),
+  );
+  const service = listOf(() => items, { maxLimit: 25 });
+  const database = new DatabaseSync(":memory:");
+  const sink = createSqliteSink(database, { table: "things" });
+  const options = { id: "id", sink, sweep: Infinity, limit: 25 };
+  await syncList(service.client, "things", options); // no change table yet
+  const replay = () => {
+    const rows = database.prepare(
+      'SELECT id, change, item FROM "things_changes" ORDER BY seq',
+    ).all();
+    const copy = new Map<unknown, unknown>();
+    for (const { id, change, item } of rows) {
+      if (change === "delete") copy.delete(id);
+      else copy.set(id, item);
+    }
+    return JSON.stringify([...copy].sort());
+  };
+  const live = () =>
+    JSON.stringify(
+      database.prepare('SELECT id, item FROM "things" ORDER BY id').all()
+        .map(({ id, item }) => [id, item]),
+    );
+  for (const round of [1, 2, 3]) {
+    items.splice(round, 1);
+    items[round]!.v += 100;
+    items.push({ id: `t${90 + round}`, v: 0 });
+    await syncList(service.client, "things", { ...options, changes: true });
+    equal(replay(), live(), `round ${round}`);
+    database.exec(
+      [
+        'ALTER TABLE "things_changes" ADD COLUMN applied INTEGER', // a consumer's
+        'DROP TABLE "things_changes"', // docs/sync.md: drop it to stop
+        "",
+      ][round - 1]!,
+    );
+  }
+  database.close();
+});
+
 Deno.test("SQLite sink: once <table>_changes exists, every run records into it, changes asked or not: a consumer reading it by seq misses nothing", async () => {
   const items = Array.from({ length: 60 }, (_, i) => ({
     id: `t${String(i).padStart(3, "0")}`,

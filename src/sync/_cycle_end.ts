@@ -20,10 +20,7 @@ import {
 import { SyncError } from "./sync_error.ts";
 
 /** What a cycle's end needs of the run. */
-interface CycleRun<T> {
-  readonly config: SyncConfig<T>;
-  readonly committer: Committer<T>;
-}
+type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
 
 /**
  * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the

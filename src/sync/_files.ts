@@ -228,7 +228,6 @@ export async function replaceFile(path: string, text: string, run: string) {
     await file.writeFile(text);
     await file.sync();
     await file.close();
-    await statOf(path); // a link there is refused, not replaced
     await renameFile(temporary, path);
   } catch (error) {
     await file.close().catch(() => {}); // closed already, or not
@@ -237,8 +236,9 @@ export async function replaceFile(path: string, text: string, run: string) {
   }
 }
 
-/** Renames `from` over `to` (a link at `to` is replaced, never followed); a failure names `to`, the file replaced. */
+/** Renames `from` over `to`, once `to` is no link (refused, not replaced); a failure names `to`, the file replaced. */
 export async function renameFile(from: string, to: string): Promise<void> {
+  await statOf(to);
   await rename(from, to).catch((error) => {
     throw fileError(to, `rename ${from} to`, error);
   });

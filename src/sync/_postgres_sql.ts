@@ -41,10 +41,9 @@ export function copySql(
   table: string,
   has: { items: boolean; checkpoints: boolean; recorded: boolean },
 ): string {
-  const recorded = has.checkpoints && has.recorded;
   const count = has.items ? `(SELECT count(*) FROM ${table})::text` : "'0'";
   const fingerprint = fingerprintOf("i.item");
-  const found = has.items && recorded
+  const found = has.items && has.recorded
     ? `(SELECT ${fingerprint} FROM ${table} i WHERE i.id = substr(c.last, strpos(c.last, ':') + 1))`
     : "NULL::text";
   const join = has.checkpoints
@@ -52,8 +51,8 @@ export function copySql(
     : "";
   return `SELECT ${count} AS count,
   ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
-  ${recorded ? "c.rows::text" : "NULL::text"} AS recorded,
-  ${recorded ? "c.last" : "NULL::text"} AS last,
+  ${has.recorded ? "c.rows::text" : "NULL::text"} AS recorded,
+  ${has.recorded ? "c.last" : "NULL::text"} AS last,
   ${found} AS found
   FROM (VALUES ($1::text)) AS one (target)${join}`;
 }
@@ -86,11 +85,18 @@ export function createSql(T: string): string {
   IF ${no.lease} THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
 }
 
-/** Creates the change table (quoted) if missing, or gives 0.3's its `item`. */
-export function createChangesSql(changes: string): string {
+/**
+ * Creates the change table (quoted) of `table` if missing, its first rows an insert of each live row the copy holds
+ * (dated `at`), so the feed from its start is the copy; or gives 0.3's its `item`.
+ */
+export function createChangesSql(changes: string, table: string, at: string) {
   const [T, noTable] = [changes, absent(changes)];
   return migration(`
-  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb); END IF;
+  IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb);
+    IF NOT ${
+    absent(table)
+  } THEN INSERT INTO ${T} (id, change, at, item) SELECT id, 'insert', ${at}, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id; END IF;
+  END IF;
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
 
@@ -131,12 +137,9 @@ export const CHANGES_CATALOG_SQL =
   (SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
     FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attnum > 0 AND NOT attisdropped) AS columns`;
 
-/** The columns of a change table the sink made, as CHANGES_CATALOG_SQL reads them. */
+/** The columns of a change table 0.3 made, as CHANGES_CATALOG_SQL reads them; then `item`, and any a consumer adds. */
 export const CHANGES_COLUMNS =
-  "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
-
-/** The columns of a change table 0.3 made: `item` is added to it. */
-export const CHANGES_COLUMNS_0_3 = CHANGES_COLUMNS.replace(", item jsonb", "");
+  "seq bigint, id text, change text, at timestamp with time zone";
 
 /** The batch's rows as `[[id, item], ...]`, one JSON text. */
 export function postgresJson(rows: kit.Rows): string {

@@ -108,7 +108,6 @@ function writeSql(table: string, shape: Shape): string {
 const held = (table: string) =>
   `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
 
-/** The batch's cycle number, as the statement's fourth parameter. */
 const CYCLE = "$4::text::bigint";
 
 /** The batch's rows, and what each is to the table now: new (an insert, unless staged), changed (a marked row back too), or neither. */

@@ -199,11 +199,6 @@ export function storable(
   return { rows: { ids: written, texts }, skipped, kept };
 }
 
-/** Whether `batch` records its changes: asked to, or the change table exists (then every run records into it). */
-export function recordsChanges(batch: SqlBatch): boolean {
-  return batch.context?.changes === true || batch.copy.changes === true;
-}
-
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
 export function jsonText(item: unknown): string | undefined {
   return tried(() => JSON.stringify(item));

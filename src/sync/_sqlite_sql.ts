@@ -11,7 +11,7 @@ import * as kit from "./_sql_sink.ts";
 /** The ids each sweep cycle saw, per table: SQLite's log of a cycle (PostgreSQL keeps a `seen` column instead). */
 const SEEN_TABLE = "partner_api_sync_seen";
 
-// kit.Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
+// Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
@@ -39,9 +39,9 @@ export function tablesOf(db: DatabaseSync, table: string) {
   const items = columnsOf(db, table);
   const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
   const ours = /^(deleted_at TEXT, )?id TEXT KEY, item TEXT$/;
-  // None, or the columns of a change table the sink made (0.3's lacked `item`).
+  // None, or a change table the sink made (0.3's lacked `item`), with any columns a consumer added after `item`.
   const made =
-    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT)?)?$/;
+    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT(, .*)?)?)?$/;
   const changes = kit.changeTableOf(table);
   const found = columnsOf(db, changes).join(", ");
   const foreign = items.length > 0 && !ours.test(fixed.sort().join(", "))
@@ -164,14 +164,19 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/** The change table of `table`, created (or given 0.3's missing `item`), and its inserts; made once per sink, not per batch. */
-export function changeTable(db: DatabaseSync, table: string) {
+/** The change table of `table` and its inserts; made (in a batch) with an insert of each live row, dated `at`, or given 0.3's `item`. */
+export function changeTable(db: DatabaseSync, table: string, at: string) {
   const changes = kit.changeTableOf(table);
-  db.exec(
-    `CREATE TABLE IF NOT EXISTS ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
-  );
-  addColumn(db, changes, "item TEXT");
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;
+  if (columnsOf(db, changes).length === 0) {
+    db.exec(
+      `CREATE TABLE ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
+    );
+    db.prepare(
+      `${insert} SELECT id, 'insert', ?, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id`,
+    ).run(at);
+  }
+  addColumn(db, changes, "item TEXT");
   return {
     record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),
     staged: db.prepare(
@@ -320,7 +325,7 @@ export class Commits {
   #failed: unknown;
   /** Batches share transactions only while a run holds the lease. */
   grouping = false;
-  /** kit.Rows in the table: batches share transactions from GROUP_FROM on. */
+  /** Rows in the table: batches share transactions from GROUP_FROM on. */
   rows = 0;
 
   constructor(db: DatabaseSync) {

@@ -32,6 +32,9 @@ export interface WindowGuard {
   };
 }
 
+/** A window as the doubter sees it: its ids and where it ends. */
+type Read = { ids: readonly string[]; state: { edge: SyncKey | null } };
+
 export type CopyRow = Readonly<{ id: string; item: unknown; seen: boolean }>;
 
 /** A row of the copy as a sink lists it: a seen one without its item (`item` is not called). */
@@ -157,9 +160,7 @@ function unseenUpTo(
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
-  return (
-    window: { ids: readonly string[]; state: { edge: SyncKey | null } },
-  ) => {
+  return (window: Read) => {
     const passes = guard === undefined ? 0 : passesUnheld(guard, window);
     if (passes === 0) return false;
     if (doubted !== window.ids[0]) return (doubted = window.ids[0], true);
@@ -169,10 +170,7 @@ export function doubter(guard: WindowGuard | undefined) {
 }
 
 /** The unseen rows a window with none of them among its `ids` passes, up to its last (`state.edge`); else 0. */
-function passesUnheld(
-  guard: WindowGuard,
-  window: { ids: readonly string[]; state: { edge: SyncKey | null } },
-): number {
+function passesUnheld(guard: WindowGuard, window: Read): number {
   const last = window.state.edge;
   if (last === null || window.ids.length === 0) return 0;
   if (window.ids.some((id) => guard.unseen.has(id))) return 0;

@@ -229,7 +229,6 @@ class JsonlCopy {
   async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
     const { copy, rewrite } = this.#files;
     if (await statOf(rewrite) !== undefined) {
-      await statOf(copy); // a link there is refused, not replaced
       await renameFile(rewrite, copy);
     }
     this.#ours.delete(copy);

@@ -11,7 +11,6 @@ import {
   CATALOG_SQL,
   CHANGES_CATALOG_SQL,
   CHANGES_COLUMNS,
-  CHANGES_COLUMNS_0_3,
   copySql,
   createChangesSql,
   createSql,
@@ -108,7 +107,7 @@ export function createPostgresSink<T>(
     throw typeError(CONTEXT, "query", "must be a function");
   }
   const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
-  const dialect = new PostgresDialect(query, table, options);
+  const dialect = new PostgresDialect(table, options);
   return kit.sqlSink<T>(dialect, { ...options, lockWait });
 }
 
@@ -129,9 +128,8 @@ class PostgresDialect implements kit.SqlDialect {
   readonly #changeTable = once(() => this.#makeChangeTable());
 
   constructor(
-    query: PostgresSinkOptions["query"],
     table: string,
-    { table: target, now }: PostgresSinkOptions,
+    { query, table: target, now }: PostgresSinkOptions,
   ) {
     this.#query = query;
     this.#table = table;
@@ -191,8 +189,8 @@ class PostgresDialect implements kit.SqlDialect {
   readonly holds = (id: string) => !id.includes("\0"); // jsonb cannot carry it
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
-    // The change table first: a name too long for it leaves nothing created.
-    const changes = kit.recordsChanges(write)
+    // Asked to, or it exists (then every run records into); first: a name too long for it leaves nothing created.
+    const changes = write.context?.changes === true || write.copy.changes
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
@@ -263,8 +261,9 @@ class PostgresDialect implements kit.SqlDialect {
     const changes = kit.changeTableOf(this.#table);
     if (changes.length > 65) return {}; // none: PostgreSQL would cut the name to another's
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
-    const known = [CHANGES_COLUMNS, CHANGES_COLUMNS_0_3];
-    if (found.found === "true" && !known.includes(String(found.columns))) {
+    const made = found.columns === CHANGES_COLUMNS ||
+      `${found.columns}, `.startsWith(`${CHANGES_COLUMNS}, item jsonb, `);
+    if (found.found === "true" && !made) {
       const why =
         `${changes} is not a change table this sink made (${found.columns})`;
       throw sinkMismatch(this.what, why, `${this.instead}, or drop it`);
@@ -285,7 +284,9 @@ class PostgresDialect implements kit.SqlDialect {
         "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
       );
     }
-    await this.#row(createChangesSql(changes), []);
+    const now = this.#now, at = now && new Date(now()).toISOString();
+    const time = at === undefined ? "now()" : `'${at}'::timestamptz`;
+    await this.#row(createChangesSql(changes, this.#table, time), []);
     return changes;
   }
 }

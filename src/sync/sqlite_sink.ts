@@ -234,27 +234,28 @@ class SqliteDialect implements kit.SqlDialect {
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     this.#checkFile();
     const st = this.prepare();
-    const { rows, staged } = split(st, write);
+    const batch = { ...write, ...split(st, write) };
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
-    const changes = kit.recordsChanges(write)
-      ? this.#changes ??= changeTable(this.#db, this.#table)
-      : undefined;
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
-    const place = { st, target, what, at, changes };
     const done = this.commits.batch(() => {
       const holder = st.holder.get(target) as { owner: string } | undefined;
       if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
-      try {
-        return applyBatch(place, { ...write, rows, staged });
-      } catch (error) {
-        this.#changes = undefined; // made again next batch: perhaps its table went
-        throw error;
-      }
+      const changes = this.#changeTable(write, at);
+      return applyBatch({ st, target, what, at, changes }, batch);
     });
     this.commits.rows = done.rows;
     return done;
+  }
+
+  /** The change table's statements while it exists (a consumer drops it to stop); made, with its first rows, when asked. */
+  #changeTable(write: kit.SqlBatch, at: string): ChangeStatements | undefined {
+    if (!columnsOf(this.#db, kit.changeTableOf(this.#table)).length) {
+      this.#changes = undefined; // dropped since: made again only when asked
+      if (write.context?.changes !== true) return undefined;
+    }
+    return this.#changes ??= changeTable(this.#db, this.#table, at);
   }
 
   /** A failure of the database file (a full disk, read-only, not a database) as SyncError `"file"` naming it. */

@@ -583,6 +583,26 @@ const steps: {
   },
   {
     name:
+      "a change table made for a copy that holds rows begins with an insert of each live row, so replaying it gives the copy, also once dropped and made again",
+    async fn(db) {
+      const { fake, sink } = await copiedOnce(db, 300, {}); // no change table
+      const options = { ...byDate, sink, sweep: Infinity, changes: true };
+      for (const round of [1, 2]) {
+        if (round === 1) await change(fake);
+        else fake.service.insertTransactions(2);
+        await syncList(fake.client, "transactions", options);
+        const live = [...(await copied(db)).keys()];
+        deepStrictEqual(await replayed(db), new Set(live), `round ${round}`);
+        await db.rows(
+          `ALTER TABLE "transactions_changes" ADD COLUMN applied boolean`,
+        ); // a consumer's
+        await syncList(fake.client, "transactions", options); // goes on
+        await db.rows(`DROP TABLE "transactions_changes"`); // docs: drop it to stop
+      }
+    },
+  },
+  {
+    name:
       "a batch handed to the sink with an id twice keeps its last occurrence",
     async fn(db) {
       // 0.3: "ON CONFLICT DO UPDATE command cannot affect row a second time".
