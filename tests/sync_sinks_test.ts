@@ -375,6 +375,43 @@ Deno.test("SQLite sink: a change table made for a copy that holds rows begins wi
   database.close();
 });
 
+Deno.test("SQLite sink: a change table dropped during a run is made again with the copy's rows when the run asks for changes, else its recording stops at the next batch", async () => {
+  const items = Array.from({ length: 50 }, (_, i) => ({ id: `t${i + 100}` }));
+  let dropAt = 0;
+  const database = new DatabaseSync(":memory:");
+  const service = listOf(() => items, {
+    maxLimit: 25,
+    answer(page, n) {
+      if (n === dropAt) database.exec('DROP TABLE "things_changes"');
+      return page;
+    },
+  });
+  const sink = createSqliteSink(database, { table: "things" });
+  const options = { id: "id", sink, limit: 25, changes: true };
+  await syncList(service.client, "things", options);
+  const ids = (sql: string) =>
+    database.prepare(sql).all().map((row) => row.id).sort().join();
+  for (const changes of [true, false]) {
+    items.push(
+      ...items.map((_, i) => ({ id: `${changes ? "u" : "v"}${i + 100}` })),
+    );
+    dropAt = service.requests + 2; // the head's second window
+    const run = await syncList(service.client, "things", {
+      ...options,
+      changes,
+    });
+    equal(run.inserted, items.length / 2);
+    const kept = 'SELECT id FROM "things_changes"',
+      live = 'SELECT id FROM "things"';
+    if (changes) equal(ids(kept), ids(live)); // made again: the copy then, and what came after
+  }
+  const gone = database.prepare(
+    "SELECT name FROM sqlite_master WHERE name = ?",
+  );
+  equal(gone.get("things_changes"), undefined);
+  database.close();
+});
+
 Deno.test("SQLite sink: once <table>_changes exists, every run records into it, changes asked or not: a consumer reading it by seq misses nothing", async () => {
   const items = Array.from({ length: 60 }, (_, i) => ({
     id: `t${String(i).padStart(3, "0")}`,

@@ -145,14 +145,13 @@ function judgeCopy(
   const refuse = (why: string) =>
     sinkMismatch(dialect.what, why, dialect.instead);
   if (state.foreign !== undefined) throw refuse(state.foreign);
-  const changes = state.changes === true;
   if (state.checkpoint === undefined || state.checkpoint === null) {
     if (state.rows > 0) {
       throw refuse(
         `it holds ${state.rows} rows that no checkpoint covers: it was not made by a sync`,
       );
     }
-    return { checkpoint: undefined, rows: 0, last: null, changes };
+    return { checkpoint: undefined, rows: 0, last: null };
   }
   const checkpoint = parsedJson(state.checkpoint);
   if (!isCheckpoint(checkpoint)) {
@@ -164,9 +163,7 @@ function judgeCopy(
   }
   const { recorded, last = null } = state;
   // 0.3 recorded neither count nor last row: nothing more to compare.
-  if (recorded == null) {
-    return { checkpoint, rows: state.rows, last: null, changes };
-  }
+  if (recorded == null) return { checkpoint, rows: state.rows, last: null };
   if (recorded !== state.rows) {
     throw refuse(`it holds ${state.rows} rows, not the ${recorded} committed`);
   }
@@ -175,7 +172,7 @@ function judgeCopy(
       "its last committed row is not the one recorded: the copy was changed",
     );
   }
-  return { checkpoint, rows: recorded, last, changes };
+  return { checkpoint, rows: recorded, last };
 }
 
 /**
@@ -246,12 +243,10 @@ export interface CopyState {
   readonly last?: string | null | undefined;
   readonly found?: string | null | undefined;
   readonly foreign?: string | undefined;
-  /** `<table>_changes` exists: once it does, every run records into it. */
-  readonly changes?: boolean;
 }
 
 /** A copy that passed its checks: its checkpoint, rows and last row, as recorded. */
-export interface Checked extends Pick<CopyState, "changes"> {
+export interface Checked {
   readonly checkpoint: SyncCheckpoint | undefined;
   readonly rows: number;
   readonly last: string | null;

@@ -49,7 +49,7 @@ export function tablesOf(db: DatabaseSync, table: string) {
     : made.test(found)
     ? undefined
     : `${changes} is not a change table this sink made (${found})`;
-  return { items: items.length > 0, changes: found !== "", foreign };
+  return { items: items.length > 0, foreign };
 }
 
 /** Creates the tables (and the columns earlier versions lacked). */

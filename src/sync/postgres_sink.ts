@@ -126,6 +126,8 @@ class PostgresDialect implements kit.SqlDialect {
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
+  /** The change table existed when the copy was last read: every batch records into it (a consumer drops it to stop). */
+  #recording = false;
 
   constructor(
     table: string,
@@ -147,14 +149,13 @@ class PostgresDialect implements kit.SqlDialect {
       checkpoints: catalog.checkpoints === "true",
       recorded: catalog.rows_type != null,
     };
-    const changes = (await this.#changeTableFound()).found === "true";
+    this.#recording = (await this.#changeTableFound()).found === "true";
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
-      return { checkpoint: undefined, rows: 0, foreign, changes };
+      return { checkpoint: undefined, rows: 0, foreign };
     }
     const state = await this.#row(copySql(table, has), [table.slice(1, -1)]);
     return {
-      changes,
       checkpoint: state.checkpoint,
       rows: Number(state.count ?? 0),
       recorded: state.recorded == null ? null : Number(state.recorded),
@@ -190,14 +191,21 @@ class PostgresDialect implements kit.SqlDialect {
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     // Asked to, or it exists (then every run records into); first: a name too long for it leaves nothing created.
-    const changes = write.context?.changes === true || write.copy.changes
+    const changes = write.context?.changes === true || this.#recording
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
     const [table, target, what] = [this.#table, this.#target, this.what];
     const now = this.#now; // the time of change rows and deleted_at, if given
     const { sql, params } = writeStatement(table, write, target, changes, now);
-    const row = await this.#row(sql, params);
+    const row = await this.#row(sql, params).catch(async (error) => {
+      // Its change table dropped during the run (to stop it)? Then the batch again, recorded only if asked.
+      const gone = changes && (await this.#changeTableFound()).found !== "true";
+      if (!gone) throw error;
+      this.#changeTable.reset();
+      this.#recording = false;
+    });
+    if (row === undefined) return await this.apply(write);
     const ends = write.context?.endsCycle;
     if (row.leased !== "1") throw lockLost(what);
     if (row.refused === "true") {

@@ -310,12 +310,12 @@ function readCopy(
   table: string,
   target: string,
 ): kit.CopyState {
-  const { foreign, items, changes } = tablesOf(db, table);
+  const { foreign, items } = tablesOf(db, table);
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
   const rows = items ? Number(count().n) : 0;
   const checkpoints = columnsOf(db, kit.CHECKPOINT_TABLE);
-  if (checkpoints.length === 0) return { checkpoint: undefined, rows, changes };
+  if (checkpoints.length === 0) return { checkpoint: undefined, rows };
   const meta = checkpoints.includes("rows INTEGER") ? ", rows, last" : "";
   const found = db.prepare(
     `SELECT target, checkpoint${meta} FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?`,
@@ -336,7 +336,6 @@ function readCopy(
     recorded: own?.rows,
     last,
     found: item === undefined ? undefined : fingerprint(item.item),
-    changes,
     foreign: found.length > 1
       ? "checkpoints for several spellings of its name share it (SQLite folds case)"
       : undefined,

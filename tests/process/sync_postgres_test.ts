@@ -603,6 +603,37 @@ const steps: {
   },
   {
     name:
+      "a change table dropped during a run is made again with the copy's rows when the run asks for changes, else the run goes on without it",
+    async fn(db) {
+      const { fake, sink } = await copiedOnce(db, 100, { changes: true });
+      let writes = 0, dropAt = 0; // the table dropped before a batch, from outside
+      const dropping: typeof sink = {
+        ...sink,
+        async write(...batch) {
+          const drop = `DROP TABLE "transactions_changes"`;
+          if (++writes === dropAt) await db.rows(drop);
+          return await sink.write(...batch);
+        },
+      };
+      for (const changes of [true, false]) {
+        fake.service.insertTransactions(100);
+        dropAt = writes + 2; // the head's second batch
+        const options = { ...byDate, sink: dropping, changes, limit: 25 };
+        const run = await syncList(fake.client, "transactions", {
+          ...options,
+          maxLimit: 25,
+        });
+        equal(run.inserted, 100);
+        equal(await exists(db, "transactions_changes"), changes);
+        if (changes) {
+          const live = [...(await copied(db)).keys()];
+          deepStrictEqual(await replayed(db), new Set(live));
+        }
+      }
+    },
+  },
+  {
+    name:
       "a batch handed to the sink with an id twice keeps its last occurrence",
     async fn(db) {
       // 0.3: "ON CONFLICT DO UPDATE command cannot affect row a second time".
