@@ -52,6 +52,18 @@ Deno.test("a request counts from its answer: its slot is not free before an inte
   equal(slotWait(w, 1000, 2200), 1000, "an old ticket touches nothing");
 });
 
+Deno.test("slotWait() under a share never frees the slot of a send that still counts: the next send would replace it in the ring", () => {
+  const w = emptyWindow(3);
+  const first = recordSend(w, Infinity); // in flight
+  recordAnswer(w, recordSend(w, Infinity), 0);
+  recordAnswer(w, recordSend(w, Infinity), 0);
+  // At 1100 one send counts (the first), under a share of 2: room, but not its slot.
+  equal(slotWait(w, 1000, 1100, 2), Infinity, "until the first is answered");
+  recordAnswer(w, first, 1000);
+  equal(slotWait(w, 1000, 1100, 2), 900, "until it leaves the window");
+  equal(slotWait(w, 1000, 2000, 2), 0);
+});
+
 Deno.test("createRateLimiter() refuses a bad limit by name", () => {
   throws(() => createRateLimiter({ requests: 0, interval: 1000 }), {
     name: "RangeError",

@@ -33,7 +33,7 @@ import {
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
-import { PRIORITIES, type RatePriority } from "../core/_rate_options.ts";
+import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
 import {
   type Attempted,
   isReplayable,
@@ -88,11 +88,11 @@ class ApiRequest<T>
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
-    // The faults a glance shows (a GET or HEAD with a body, a priority fetch lacks) cost no token and no slot.
-    const { body, priority = "auto" } = this.init;
+    // The faults a glance shows cost no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
+    // or HEAD with a body (as this runtime judges).
+    checkPriority(this.init.priority, "auto", exchange.context);
     const bodyless = this.method === "GET" || this.method === "HEAD";
-    const glance = (body != null && bodyless) || !PRIORITIES.includes(priority);
-    const fault = glance ? initFault(this) : undefined; // as this runtime judges
+    const fault = init.body != null && bodyless ? initFault(this) : undefined;
     if (fault !== undefined) throw fault;
   }
 

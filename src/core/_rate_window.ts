@@ -32,14 +32,14 @@ export function slotWait(
   now: number,
   share: number = window.times.length,
 ): number {
-  const { times, head } = window;
-  // A share: the share-th latest time, which out-of-order answers may put anywhere.
-  const freedAt = window.count < share
+  const { times, head, count } = window;
+  // The send a new one replaces must have left the window (an answer awaited: it may count till then), whatever the share;
+  // under a share, the share-th latest time too, which out-of-order answers may put anywhere.
+  const replaced = count < times.length ? -Infinity : times[head]! + interval;
+  const shared = count < share || share === times.length
     ? -Infinity
-    : share === times.length
-    ? times[head]! + interval
     : latest(window, share, now - interval) + interval;
-  return Math.max(0, freedAt - now, window.blockedUntil - now);
+  return Math.max(0, replaced - now, shared - now, window.blockedUntil - now);
 }
 
 /** The `nth` latest time after `since` (`-Infinity`: fewer); sorted only when there are that many. */

@@ -14,7 +14,7 @@ import { Command, processTest } from "../_processes.ts";
 const RUNTIMES = ".test-tmp/runtimes";
 const BUN = `${RUNTIMES}/node_modules/bun/bin/bun.exe`;
 const WORKERD = `${RUNTIMES}/node_modules/workerd/bin/workerd`;
-const CHECKS = 6;
+const CHECKS = 7;
 
 type Check = { name: string; ok: boolean; detail?: string };
 

@@ -77,6 +77,16 @@ export async function scenario(lib, fake, { inspect } = {}) {
     assert((await requests()) - before === 1, "one fresh token");
   });
 
+  await check("a priority fetch lacks is refused before sending", async () => {
+    const sent = (await fake.state()).apiRequests;
+    const refused = await rejection(
+      client.fetch("organizations", { priority: "urgent" }),
+    );
+    assert(refused instanceof TypeError, `got ${refused}`);
+    assert(refused.option === "priority", `option ${refused.option}`);
+    assert((await fake.state()).apiRequests === sent, "nothing sent");
+  });
+
   await check("a 429 blocks the next call without a request", async () => {
     const provider = lib.createTokenProvider({ ...options, retry: false });
     await fake.inject("token", [{
