@@ -18,6 +18,7 @@ import {
   type SyncSink,
 } from "../src/sync/mod.ts";
 import { seededRandom } from "../src/testing/_list_data.ts";
+import { createRateLimiter } from "../src/client/rate_limit.ts";
 import {
   freshTarget,
   listOf,
@@ -410,6 +411,30 @@ Deno.test("maxDuration: without a sweep count the run sweeps until its time is u
   });
   equal(rest.sweepLeft, 0);
   ok(rest.verifiedAt !== undefined);
+});
+
+Deno.test("maxDuration stops a sweep whose window waits for a rate slot that live traffic holds: the run ends, its place kept", async () => {
+  const items = things(300);
+  const rateLimit = createRateLimiter({
+    ...{ requests: 3, interval: 60_000, reserve: 0 },
+  });
+  const service = listOf(() => items, { maxLimit: 100, rateLimit });
+  const sink = memorySink<Thing>();
+  const options = { id: "thingID", sink, maxLimit: 100, limit: 100 };
+  await syncList(listOf(() => items).client, "things", options); // no limiter
+  const live = rateLimit.take(); // a live call, never answered: the slot it holds stays taken
+  equal(typeof live, "number");
+  // Still waiting without the stop (60 s a slot): the test's guard, not a wait.
+  let hung: ReturnType<typeof setTimeout> | undefined;
+  const guard = new Promise((_, reject) => {
+    hung = setTimeout(() => reject(new Error("the run hung")), 5_000);
+  });
+  const run = await Promise.race([
+    syncList(service.client, "things", { ...options, maxDuration: 50 }),
+    guard,
+  ]).finally(() => clearTimeout(hung)) as Awaited<ReturnType<typeof syncList>>;
+  ok(run.sweepLeft > 0, `${run.sweepLeft} left`); // the cycle goes on next run
+  equal(sink.rows.size, 300);
 });
 
 /** `n` things from `from` on, ids `step` apart (later ones sort after). */

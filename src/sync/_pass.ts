@@ -41,6 +41,8 @@ export interface PassRun<T> {
   readonly client: SyncSource;
   readonly config: SyncConfig<T>;
   readonly requests: { count: number };
+  /** Aborted at `maxDuration`: the windows still waiting are given up, the pass stops where it stands. */
+  readonly stop?: AbortSignal;
 }
 
 /**
@@ -48,16 +50,15 @@ export interface PassRun<T> {
  * meanwhile. A commit that answers `false` declines its window and stops the pass.
  */
 export async function runPass<T>(
-  { client, config, requests }: PassRun<T>,
+  { client, config, requests, stop }: PassRun<T>,
   start: WindowState,
   budget: number,
   commit: (window: Committed<T>) => Promise<void | false>,
   timeUp: () => boolean = () => false,
   doubt?: (window: Committed<T>) => boolean,
 ): Promise<{ state: WindowState; ended: boolean }> {
-  let state = start, spent = 0, free = 0;
-  let repeated: Repeats | undefined, misses = 0;
-  let width = 1; // one window first: a run with nothing new costs one request
+  let state = start, spent = 0, free = 0, misses = 0;
+  let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = config.identity;
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
@@ -65,7 +66,7 @@ export async function runPass<T>(
     while (flights.length < width && spent < allowed() && !timeUp()) {
       const last = flights.at(-1);
       const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-      flights.push(launch(client, config, plan));
+      flights.push(launch(client, config, plan, stop));
       spent++;
       requests.count++;
     }
@@ -76,6 +77,7 @@ export async function runPass<T>(
       const flight = flights.shift();
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, config, start.edge, doubt);
+      if (judged.kind === "stopped") return { state, ended: false };
       const nothing = judged.kind === "commit" && !judged.window.items.length;
       // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
       if (nothing && judged.next.refused < state.refused) free = 1;
@@ -215,6 +217,7 @@ async function judge<T>(
       const next = refusedWindow(state, flight.plan.limit);
       return { kind: "refused" as const, next };
     }
+    if (flight.stop?.aborted) return { kind: "stopped" as const }; // at maxDuration
     throw error;
   }
   const keys = items.map(config.keyOf);
@@ -246,11 +249,11 @@ function launch<T>(
   client: SyncSource,
   config: SyncConfig<T>,
   plan: WindowPlan,
+  stop?: AbortSignal,
 ) {
   const controller = new AbortController();
-  const signal = config.signal
-    ? AbortSignal.any([config.signal, controller.signal])
-    : controller.signal;
+  const signals = [config.signal, stop, controller.signal];
+  const signal = AbortSignal.any(signals.filter((s) => s !== undefined));
   const items = (async () => {
     const pages = client.pages<T>(config.identity.path, {
       ...listOptions(config, signal),
@@ -262,7 +265,7 @@ function launch<T>(
     return [];
   })();
   items.catch(() => {}); // a window dropped in flight may still reject
-  return { plan, controller, items };
+  return { plan, controller, items, stop };
 }
 
 function land<T>(flights: Flight<T>[]): void {

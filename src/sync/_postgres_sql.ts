@@ -85,10 +85,7 @@ export function createSql(T: string): string {
   IF ${no.lease} THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
 }
 
-/**
- * Creates the change table (quoted) of `table` if missing, its first rows an insert of each live row the copy holds
- * (dated `at`), so the feed from its start is the copy; or gives 0.3's its `item`.
- */
+/** Creates the change table (quoted) of `table` if missing, first an insert of each live row (dated `at`); or gives 0.3's its `item`. */
 export function createChangesSql(changes: string, table: string, at: string) {
   const [T, noTable] = [changes, absent(changes)];
   return migration(`

@@ -121,7 +121,14 @@ async function runFrom<T>(
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
     if (!first) {
-      await sweep(run, () => clock() - read.began >= config.maxDuration);
+      const stop = new AbortController(), { maxDuration } = config;
+      // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long.
+      const timer = maxDuration < Infinity
+        ? setTimeout(() => stop.abort(), maxDuration)
+        : undefined;
+      const timeUp = () => clock() - read.began >= maxDuration;
+      await sweep({ ...run, stop: stop.signal }, timeUp)
+        .finally(() => clearTimeout(timer));
     }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
