@@ -146,13 +146,8 @@ export async function expectEnd(
   if (size < length) {
     throw mismatch(files, `${path} holds ${size} bytes, ${fewer}`, instead);
   }
-  const expect = async (
-    line: string,
-    from: number,
-    to: number,
-    hash: string,
-  ) => {
-    if (fingerprint(await readRange(path, from, to) ?? "") === hash) return;
+  const expect = async (line: string, at: number, to: number, hash: string) => {
+    if (fingerprint(await readRange(path, at, to) ?? "") === hash) return;
     const what =
       `the ${line} committed line of ${path} is not the one ${files.side} recorded: the copy was changed`;
     throw mismatch(files, what, instead);

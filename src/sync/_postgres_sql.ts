@@ -87,12 +87,12 @@ export function createSql(T: string): string {
 
 /** Creates the change table (quoted) of `table` if missing, first an insert of each live row (dated `at`); or gives 0.3's its `item`. */
 export function createChangesSql(changes: string, table: string, at: string) {
-  const [T, noTable] = [changes, absent(changes)];
+  const [T, noTable, noItems] = [changes, absent(changes), absent(table)];
+  const seed =
+    `INSERT INTO ${T} (id, change, at, item) SELECT id, 'insert', ${at}, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id`;
   return migration(`
   IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb);
-    IF NOT ${
-    absent(table)
-  } THEN INSERT INTO ${T} (id, change, at, item) SELECT id, 'insert', ${at}, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id; END IF;
+    IF NOT ${noItems} THEN ${seed}; END IF;
   END IF;
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }

@@ -168,13 +168,11 @@ export type Statements = ReturnType<typeof statements>;
 export function changeTable(db: DatabaseSync, table: string, at: string) {
   const changes = kit.changeTableOf(table);
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;
-  if (columnsOf(db, changes).length === 0) {
+  if (columnsOf(db, changes).length === 0) { // `at`: an ISO time, no quote in it
     db.exec(
-      `CREATE TABLE ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT)`,
+      `CREATE TABLE ${changes} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, change TEXT NOT NULL CHECK (${kit.CHANGE_KINDS}), at TEXT NOT NULL, item TEXT);
+      ${insert} SELECT id, 'insert', '${at}', item FROM ${table} WHERE deleted_at IS NULL ORDER BY id`,
     );
-    db.prepare(
-      `${insert} SELECT id, 'insert', ?, item FROM ${table} WHERE deleted_at IS NULL ORDER BY id`,
-    ).run(at);
   }
   addColumn(db, changes, "item TEXT");
   return {

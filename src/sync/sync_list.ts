@@ -25,6 +25,8 @@ import { deletesRefused } from "./_deletes.ts";
 import { doubter, heldBack } from "./_window_guard.ts";
 import { cycleEnd, endCycle, guardOf, refuseWindows } from "./_cycle_end.ts";
 import { steadyClock } from "../core/_clock.ts";
+import { ownDeadlines } from "../core/_deadlines.ts";
+import { MAX_TIMER_MS } from "../core/_check.ts";
 import { redactInPlace, secretsOf } from "../core/_redact.ts";
 
 /**
@@ -121,14 +123,11 @@ async function runFrom<T>(
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
     if (!first) {
-      const stop = new AbortController(), { maxDuration } = config;
       // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long.
-      const timer = maxDuration < Infinity
-        ? setTimeout(() => stop.abort(), maxDuration)
-        : undefined;
+      const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
+      const stop = ownDeadlines(ms).start(undefined); // Infinity: it never fires in a run
       const timeUp = () => clock() - read.began >= maxDuration;
-      await sweep({ ...run, stop: stop.signal }, timeUp)
-        .finally(() => clearTimeout(timer));
+      await sweep({ ...run, stop: stop.signal }, timeUp).finally(stop.clear);
     }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
