@@ -28,6 +28,8 @@ export interface SyncJob {
   readonly clientSecret: string;
   /** List requests each run may spend sweeping (`"all"`: a whole cycle); the default when absent. */
   readonly sweep?: number | "all";
+  /** How far ahead of the system clock the SQLite and JSONL sinks' clock runs: a rerun sees a killed run's lease stale at once. */
+  readonly clockAhead?: number;
 }
 
 const job = JSON.parse(Deno.args[0]!) as SyncJob;
@@ -39,9 +41,10 @@ const client = createClient({
 });
 let pool: pg.Pool | undefined;
 let sink: SyncSink<unknown>;
+const now = () => Date.now() + (job.clockAhead ?? 0);
 if (job.kind === "sqlite") {
-  sink = createSqliteSink(job.target, { table: "transactions" });
-} else if (job.kind === "jsonl") sink = createJsonlSink(job.target);
+  sink = createSqliteSink(job.target, { table: "transactions", now });
+} else if (job.kind === "jsonl") sink = createJsonlSink(job.target, { now });
 else {
   pool = new pg.Pool({
     host: "127.0.0.1",
