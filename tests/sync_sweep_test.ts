@@ -520,3 +520,38 @@ Deno.test("a service that refuses (400) pages above its largest, and a list a ru
     ok(probing.length <= 3, `${sortDirection}: runs ${probing}`);
   }
 });
+
+Deno.test("a sweep whose pages contradict each other (page 1 in full, every later page empty) is not held in one place for good: its misses count on across runs, and a run fails 'unordered' (each run returned ok, the cycle never moving); healthy again, the cycle completes", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    let asked = 1, contradicts = false;
+    const list = things(600);
+    const service = listOf(
+      () => sortDirection === "ASC" ? list : list.toReversed(),
+      {
+        before: ({ page }) => void (asked = page),
+        answer: (page) => contradicts && asked !== 1 ? [] : page,
+      },
+    );
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, sortDirection, maxLimit: 100 };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    await syncList(service.client, "things", { ...options, sweep: 1 }); // a cycle under way
+    contradicts = true;
+    const failed: string[] = [];
+    for (let run = 0; run < 12 && failed.length === 0; run++) {
+      await syncList(service.client, "things", options).catch((error) =>
+        failed.push((error as SyncError).reason)
+      );
+    }
+    deepStrictEqual([failed, sink.rows.size], [["unordered"], 600]);
+    contradicts = false;
+    const healthy = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    deepStrictEqual([counts(healthy), healthy.verifiedAt !== undefined], [
+      [0, 0, 0],
+      true,
+    ]);
+  }
+});

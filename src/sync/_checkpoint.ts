@@ -108,6 +108,7 @@ export function sweepStart(
       // the cursor costs one window read again.
       ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),
       ...(sweep.seek === undefined ? {} : { seek: sweep.seek }),
+      ...(sweep.misses === undefined ? {} : { misses: sweep.misses }),
       domain: { above: null, upTo: sweep.upTo },
     },
     sweep,
@@ -141,14 +142,15 @@ export function afterSweepWindow(
     return { ...sizes, ...kept, ...length, cycles, verifiedAt };
   }
   // A refusal stays until a cycle completes: the run that ends the next one may be its confirmation.
-  const { seek: _seek, ...cursor } = sweep;
-  // A run out of budget while looking for the edge: the next goes on from what this one bracketed.
+  const { seek: _seek, misses: _misses, ...cursor } = sweep;
+  // A run out of budget while looking for the edge: the next goes on from what this one bracketed, its misses counted on.
   const seek = state.seek === undefined ? {} : { seek: state.seek };
+  const misses = state.misses ? { misses: state.misses } : {};
   const { edge, offset } = state;
   return {
     ...rest,
     ...accepted(state),
-    sweep: { ...cursor, edge, offset, ...seek },
+    sweep: { ...cursor, edge, offset, ...seek, ...misses },
   };
 }
 
@@ -292,6 +294,7 @@ export const isCheckpoint = shape({
     seek: optional(
       shape({ probes: count, low: optional(count), high: optional(count) }),
     ),
+    misses: optional(count),
   })),
   deletions: optional((v) =>
     Array.isArray(v) &&

@@ -57,7 +57,7 @@ export async function runPass<T>(
   timeUp: () => boolean = () => false,
   doubt?: (window: Committed<T>) => boolean,
 ): Promise<{ state: WindowState; ended: boolean }> {
-  let state = start, spent = 0, free = 0, misses = 0;
+  let state = start, spent = 0, free = 0;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = config.identity;
   const fill = () => {
@@ -85,13 +85,13 @@ export async function runPass<T>(
       state = judged.next;
       // Sought and not found (a window after the edge, or wholly before it), or doubted.
       const missed = judged.kind === "gap" || (nothing && !!state.seek);
-      if (missed) misses = unjoined(misses, flight.plan, path);
+      if (missed) state = unjoined(state, flight.plan, path);
       if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
         if (judged.kind !== "commit") continue;
       }
-      if (judged.window.items.length > 0) misses = 0;
+      if (judged.window.items.length > 0) state = { ...state, misses: 0 };
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
       if (!judged.ended && !unsure(state) && judged.full) {
@@ -153,8 +153,9 @@ function unsure(state: WindowState): boolean {
  * the list moves faster than it is read, or page 1 answered what the pages after it contradict (another list answering
  * every read of it). @throws {SyncError} (`"unordered"`)
  */
-function unjoined(misses: number, plan: WindowPlan, path: string): number {
-  if (misses < MAX_MISSES) return misses + 1;
+function unjoined(state: WindowState, plan: WindowPlan, path: string) {
+  const misses = state.misses ?? 0;
+  if (misses < MAX_MISSES) return { ...state, misses: misses + 1 };
   const why =
     `${MAX_MISSES} windows (the last page ${plan.page} of ${plan.limit}) sought the last item read, and none brought anything after it`;
   throw unjoinedPages(path, why);

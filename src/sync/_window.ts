@@ -39,6 +39,8 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly short?: SyncKey | null;
   /** Short reads in a row that disagreed about where the list ends. */
   readonly shortReads?: number;
+  /** Windows that sought the edge since the pass last brought an item (a sweep's go on from the run before). */
+  readonly misses?: number;
 }
 
 /** Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. */

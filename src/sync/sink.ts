@@ -119,6 +119,8 @@ export interface SweepCursor {
     readonly high?: number;
     readonly probes: number;
   };
+  /** Windows that sought the edge since one brought an item, over runs: past 64, a run fails (`"unordered"`). */
+  readonly misses?: number;
 }
 
 /**
