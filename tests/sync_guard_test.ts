@@ -411,13 +411,14 @@ Deno.test("a sweep answered with another list that sorts before the copy puts no
     const foreign = things(1500).map((item) => ({
       thingID: `a${item.thingID}`,
     }));
-    let answerForeign = false;
-    const service = listOf(() => answerForeign ? foreign : real);
+    let requests = 0, foreignFrom = Infinity;
+    const service = listOf(() => ++requests > foreignFrom ? foreign : real);
     const options = { id: "thingID", sink: copy.sink, maxLimit: 100, sweep: 3 };
     await syncList(service.client, "things", options); // cycle 1: the first read
-    answerForeign = true; // the next run's head and sweep (a fresh cycle)
+    // The next run's sweep (a fresh cycle), after its head's one request: a head answered so fails (another test).
+    foreignFrom = requests + 1;
     await syncList(service.client, "things", options);
-    answerForeign = false;
+    foreignFrom = Infinity;
     const runs = [];
     do {
       ok(runs.length < 30, `${copy.kind}: the cycle never completed`);
@@ -912,3 +913,44 @@ Deno.test("while the guard blocks, the head still commits new items every run an
   );
   database.close();
 });
+
+Deno.test("a run answered whole by another list whose ids interleave the copy's, 50 of them past its end, commits nothing of it, in both orders: its head put those 50 in (with their insert rows) and the healthy runs after removed them, or with 20 real deletes failed 'too-many-deletes' every run; healthy again, the next run removes the 20", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const copy of await copies(`foreign-run-${sortDirection}`)) {
+      let list = things(600), answer = () => list;
+      const foreign = things(650, { suffix: "f" });
+      const service = listOf(() =>
+        sortDirection === "ASC" ? answer() : answer().toReversed()
+      );
+      const changes = copy.kind === "sqlite";
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        sortDirection,
+        maxLimit: 100,
+        changes,
+      };
+      await syncList(service.client, "things", options);
+      const before = [await copy.snapshot(), changeRows(copy.database)];
+      answer = () => foreign;
+      await rejects(
+        syncList(service.client, "things", options),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      const after = [await copy.snapshot(), changeRows(copy.database)];
+      deepStrictEqual(after, before, `${copy.kind} ${sortDirection}`);
+      [answer, list] = [() => list, list.filter((_, i) => i % 30 !== 7)];
+      const healthy = await syncList(service.client, "things", {
+        ...options,
+        sweep: Infinity,
+      });
+      deepStrictEqual(counts(healthy), [0, 0, 20], copy.kind);
+      copy.database?.close();
+    }
+  }
+});
+
+/** How many change rows a SQLite copy's change table holds. */
+function changeRows(database: DatabaseSync | undefined): unknown {
+  return database?.prepare('SELECT count(*) AS n FROM "things_changes"').get();
+}

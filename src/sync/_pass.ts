@@ -26,6 +26,8 @@ export interface Committed<T>
   readonly edgeAt?: number;
   /** Its keys at or before the edge the pass stood at (read before), if any. */
   readonly passed?: readonly SyncKey[];
+  /** Its keys past the pass's domain (descending, the head's: those the copy held already), if any. */
+  readonly beyond?: readonly SyncKey[];
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -237,6 +239,7 @@ async function judge<T>(
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),
+    ...(to < keys.length ? { beyond: keys.slice(to) } : {}),
   };
   // Doubted: read again from where the pass stands (a window sought, as after a gap).
   if (doubt?.(window) === true) {

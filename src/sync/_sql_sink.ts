@@ -50,6 +50,8 @@ export interface SqlDialect {
   liveRows(cycle: number): Iterable<CopyRow[]> | AsyncIterable<CopyRow[]>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
+  /** The ids of `ids` the copy holds as live rows. Reads only. */
+  liveOf(ids: readonly string[]): Answer<string[]>;
   /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
   failure?(error: unknown): unknown;
 }
@@ -101,6 +103,7 @@ export function sqlSink<T>(
       checked = { ...copy, checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     }),
+    holds: failing(async (ids) => new Set(await dialect.liveOf(ids))),
     async *liveRows(cycle, _keyOf, most = Infinity) {
       try {
         // Counted first: a copy the guard would not judge costs one count, not a read of its rows.

@@ -91,6 +91,7 @@ export function createJsonlSink<T>(
     write: (items, checkpoint, ids, context) =>
       copy.write(items, checkpoint, ids, context),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
+    holds: (ids, keyOf) => copy.holds(ids, keyOf),
   };
 }
 
@@ -128,26 +129,28 @@ class JsonlCopy {
   }
 
   /**
-   * How many of the head's `ids` the copy holds (its ids read once a run, at its first head batch; then the head's).
-   * Past the window guard's size, none: holding a million ids costs more than telling a moved item from a new one.
+   * Which of `ids` the copy holds: its ids read once a run, then the head's added. Past the window guard's size, not
+   * known: holding a million ids costs more than telling a moved item from a new one.
    */
-  async #held(ids: readonly string[], keyOf: SyncWriteContext["keyOf"]) {
-    if (keyOf === undefined || ids.length === 0) return 0;
+  async holds(
+    ids: readonly string[],
+    keyOf: (item: unknown) => { id: string },
+  ) {
+    if (!this.#loaded) await this.load();
+    // Removed or cut since the run's look: not known here; the first write fails on it.
+    const size = (await statOf(this.#files.copy))?.size ?? 0;
+    if (size < (this.#committed?.end.length ?? 0)) return undefined;
     if (this.#ids === undefined) {
       const known = this.#ids = new Set<string>(); // the copy as it stands: no cycle's
-      const rows = copyRows(this.#files, this.#committed, -1, keyOf);
-      for await (const row of rows) {
+      for await (
+        const row of copyRows(this.#files, this.#committed, -1, keyOf)
+      ) {
         if (known.add(row.id).size > MAX_GUARDED_ROWS) break;
       }
     }
+    if ((this.#ids?.size ?? 0) > MAX_GUARDED_ROWS) this.#ids = null;
     const known = this.#ids;
-    if (known === null || known.size > MAX_GUARDED_ROWS) {
-      this.#ids = null;
-      return 0;
-    }
-    const held = ids.filter((id) => known.has(id)).length;
-    for (const id of ids) known.add(id); // brought again in this run: an update
-    return held;
+    return known ? new Set(ids.filter((id) => known.has(id))) : undefined;
   }
 
   /** The copy's lines as rows, reading only. */
@@ -167,7 +170,9 @@ class JsonlCopy {
     const lines = items.map((item) => `${JSON.stringify(item)}\n`).join("");
     if (context?.phase !== "sweep") {
       const end = await this.#append(copy, now.end, lines);
-      const updated = await this.#held(ids, context?.keyOf);
+      const keyOf = ids.length > 0 ? context?.keyOf : undefined;
+      const updated = keyOf ? (await this.holds(ids, keyOf))?.size ?? 0 : 0;
+      for (const id of ids) this.#ids?.add(id); // brought again in this run: an update
       await this.#save({ ...now, checkpoint, end });
       return { inserted: items.length - updated, updated };
     }

@@ -233,6 +233,12 @@ class PostgresDialect implements kit.SqlDialect {
     return Number((await this.#read(sql, []))[0]?.n ?? 0);
   }
 
+  async liveOf(ids: readonly string[]): Promise<string[]> {
+    const sql =
+      `SELECT id FROM ${this.#table} WHERE deleted_at IS NULL AND id IN (SELECT json_array_elements_text($1::text::json))`;
+    return (await this.#read(sql, [JSON.stringify(ids)])).map((r) => `${r.id}`);
+  }
+
   /** The live rows (`liveRowsSql`), a page of ROWS_PAGE a query, keyset by id: never one result of the whole copy. */
   async *liveRows(cycle: number) {
     for (let after: string | null = null;;) {

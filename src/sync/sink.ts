@@ -168,6 +168,14 @@ export interface SyncSink<T> {
   /** False for a sink that keeps no change table (`changes: true` is refused for it). */
   readonly keepsChanges?: boolean;
   /**
+   * Which of `ids` the copy holds as live rows (undefined: it cannot tell); reads only. With it, a head window where the
+   * copy's last item is gone commits only if it holds rows of the copy there (else another list answered).
+   */
+  holds?(
+    ids: readonly string[],
+    keyOf: (item: unknown) => NonNullable<SyncCheckpoint["edge"]>,
+  ): Promise<ReadonlySet<string> | undefined>;
+  /**
    * The copy's live rows (not removed or marked), each with whether sweep cycle `cycle` saw it and its item as stored
    * (a seen row's may be left out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none.
    * Reads only, under the run's lock, a page at a time. With it, `syncList` judges the guard before each sweep window

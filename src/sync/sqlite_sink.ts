@@ -270,6 +270,12 @@ class SqliteDialect implements kit.SqlDialect {
     return (this.prepare().live.get() as { n: number }).n;
   }
 
+  liveOf(ids: readonly string[]): string[] {
+    const sql =
+      `SELECT json_group_array(id) AS ids FROM ${this.#table} WHERE deleted_at IS NULL AND id IN (SELECT value FROM json_each(?))`;
+    return JSON.parse(`${this.#db.prepare(sql).get(JSON.stringify(ids))!.ids}`);
+  }
+
   /** The live rows, 1,000 a query (`livePage`), each with whether the cycle's log holds it: unseen items alone parsed. */
   *liveRows(cycle: number): Iterable<CopyRow[]> {
     const st = this.prepare();

@@ -20,6 +20,7 @@ import {
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
+import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
 import { doubter, heldBack } from "./_window_guard.ts";
@@ -173,7 +174,10 @@ async function head<T>(
   const underWay = start.checkpoint.head !== undefined;
   let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
+  const foreignAt = overlapCheck(run, start.checkpoint.edge);
+  let foreign = false;
   await runPass(run, start.head, Infinity, async (window) => {
+    if ((foreign = await foreignAt(window))) return false;
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
@@ -205,11 +209,40 @@ async function head<T>(
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
-  if (!lost) return shift;
-  await committer.done(); // nothing was committed, nothing is recorded
+  return lost || foreign ? await refuseHead(run, foreign) : shift;
+}
+
+/**
+ * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) shows another
+ * list: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of the
+ * copy there (the sink's `holds`; a sink that cannot tell is taken at its word).
+ */
+function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
+  const { config, committer } = run;
+  const descending = config.identity.sortDirection === "DESC";
+  let checked = edge === null || config.maxDeletes >= 1;
+  return async (window: Committed<T>) => {
+    const around = descending ? window.beyond : window.passed;
+    if (checked || (around === undefined && descending)) return false;
+    checked = true;
+    if (around === undefined || around.some((key) => key.id === edge!.id)) {
+      return false;
+    }
+    await committer.done();
+    const ids = around.map((key) => key.id);
+    return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
+  };
+}
+
+/** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
+async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
+  await run.committer.done(); // nothing was committed, nothing is recorded
+  const why = foreign
+    ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
+    : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
   throw deletesRefused(
-    "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them), so it lost every one, or another list answered; nothing was committed",
-    `the copy of ${config.identity.path}`,
+    `${why}, so it lost them, or another list answered; nothing was committed`,
+    `the copy of ${run.config.identity.path}`,
     1,
   );
 }
