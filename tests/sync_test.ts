@@ -179,7 +179,7 @@ Deno.test("a clock read in fractions of a ms (performance.timeOrigin + performan
   equal((await sink.load())?.cycles, 2);
 });
 
-Deno.test("syncList ends with SyncError on an item without id or out of order, nothing past the last good batch written", async () => {
+Deno.test("syncList ends with SyncError on an item without id (or an empty one) or out of order, nothing past the last good batch written", async () => {
   const fake = inProcess({ items: { transactions: 120 } });
   const sink = memorySink<Row>();
   const missing = await rejects(
@@ -191,6 +191,13 @@ Deno.test("syncList ends with SyncError on an item without id or out of order, n
     SyncError,
   );
   equal(missing.reason, "missing-id");
+  equal(sink.rows.size, 0);
+  // An empty id is none (it failed "repeated-page": every item one row).
+  const empty = await rejects(
+    syncList(fake.client, "transactions", { ...byDate, id: () => "", sink }),
+    SyncError,
+  );
+  equal(empty.reason, "missing-id");
   equal(sink.rows.size, 0);
   // The default order of transactions is by date, not by id: asked by id
   // (a function id sends no sortBy), the pages come out of order.

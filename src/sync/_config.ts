@@ -215,14 +215,11 @@ function keyReader<T>(
 ): (item: unknown) => SyncKey {
   return (item) => {
     const raw = typeof id === "function" ? id(item as T) : fieldsOf(item)?.[id];
-    if (!isValue(raw)) {
+    if (!isValue(raw) || raw === "") {
+      const got = raw === null || raw === "" ? JSON.stringify(raw) : typeof raw;
       const where = typeof id === "string" ? ` in '${id}'` : "";
-      throw new SyncError(
-        `Cannot sync: an item has no id${where}: received ${
-          raw === null ? "null" : typeof raw
-        }`,
-        "missing-id",
-      );
+      const message = `Cannot sync: an item has no id${where}: received ${got}`;
+      throw new SyncError(message, "missing-id");
     }
     const value = sortBy === undefined ? raw : fieldsOf(item)?.[sortBy];
     if (!isValue(value)) {

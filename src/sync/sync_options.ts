@@ -48,7 +48,7 @@ export interface SyncSource {
  * ```
  */
 export interface SyncOptions<T> {
-  /** The unique id: a field name (e.g. `"transactionID"`), or a function of the item. */
+  /** The unique id, never empty: a field name (e.g. `"transactionID"`), or a function of the item. */
   id: string | ((item: T) => string);
   /**
    * A field the service sorts by, in whose order new items come last (e.g. `"creationDate"`); ties ordered by id.
