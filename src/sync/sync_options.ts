@@ -78,7 +78,7 @@ export interface SyncOptions<T> {
   /** Further query parameters, e.g. filters; part of the checkpoint's identity. */
   query?: Record<string, string>;
   /**
-   * Picks the items out of a page's JSON body.
+   * Picks the items (an array) out of a page's JSON body; what it throws reaches the caller as it is.
    * @default {the body if it is an array, else its only array-valued property}
    */
   items?: (body: unknown) => readonly T[];
