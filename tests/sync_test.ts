@@ -168,6 +168,33 @@ Deno.test("syncList checks its options before anything is read", async () => {
   equal(fake.listRequests, 0);
 });
 
+Deno.test("syncList refuses a path holding a query or fragment before any request, TypeError naming 'path' (a path's filter bypassed 'query', the copy's identity, and its page parameters were replaced unseen)", async () => {
+  const fake = inProcess({ items: { transactions: 10 } });
+  using sink = createSqliteSink<Row>(":memory:", { table: "transactions" });
+  const paths = [
+    "transactions?status=settled",
+    "transactions?limit=5",
+    "transactions?sortBy=amount",
+    "transactions?",
+    "transactions#frag",
+  ];
+  for (const path of paths) {
+    const error = await rejects(
+      syncList(fake.client, path, { ...byDate, sink }),
+      TypeError,
+    );
+    equal((error as TypeError & { option: string }).option, "path", path);
+  }
+  equal(fake.listRequests, 0, "requests after a refusal");
+  equal(await sink.load(), undefined, "the copy after a refusal");
+  const run = await syncList(fake.client, "/transactions", {
+    ...byDate,
+    sink,
+    query: { status: "settled" },
+  });
+  equal(run.written, 10, "the filter given as 'query'");
+});
+
 Deno.test("a clock read in fractions of a ms (performance.timeOrigin + performance.now()) keeps whole ms in the checkpoint: the next run on the default clock loads the copy", async () => {
   const fake = inProcess({ items: { transactions: 30 } });
   using sink = createSqliteSink<Row>(":memory:", { table: "transactions" });

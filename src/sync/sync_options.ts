@@ -75,7 +75,7 @@ export interface SyncOptions<T> {
   concurrency?: number;
   /** Stops the run; what is committed stays committed. */
   signal?: AbortSignal;
-  /** Further query parameters, e.g. filters; part of the checkpoint's identity. */
+  /** Further query parameters, e.g. filters; part of the checkpoint's identity. A `path` holding a query is refused. */
   query?: Record<string, string>;
   /**
    * Picks the items (an array) out of a page's JSON body; what it throws reaches the caller as it is.
