@@ -334,6 +334,30 @@ Deno.test("client.list() reads array bodies and bodies picked by items()", async
   equal(picked.length, 1);
 });
 
+Deno.test("an items() that returns no array is TypeError naming 'items'; what items() throws reaches list() and pages() as it is, after one request (it was ApiError 'network', retried)", async () => {
+  const { api, client, sent } = await setup({ items: { organizations: 7 } });
+  await using _ = api;
+  const lists = (items: (body: unknown) => Row[]) => [
+    client.list<Row>("organizations", { items }),
+    client.pages<Row>("organizations", { items }),
+  ];
+  for (const list of lists(() => 5 as unknown as Row[])) {
+    const error = await list.next().then(() => undefined, (e) => e);
+    ok(error instanceof TypeError);
+    equal((error as TypeError & { option?: string }).option, "items");
+  }
+  const mine = new Error("items() failed");
+  for (
+    const list of lists(() => {
+      throw mine;
+    })
+  ) {
+    const before = sent.length;
+    await rejects(list.next(), (error) => error === mine);
+    equal(sent.length - before, 1);
+  }
+});
+
 Deno.test("client.list() passes extra query parameters", async () => {
   const { api, client, sent } = await setup();
   await using _ = api;

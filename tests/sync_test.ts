@@ -168,6 +168,33 @@ Deno.test("syncList checks its options before anything is read", async () => {
   equal(fake.listRequests, 0);
 });
 
+Deno.test("syncList refuses a path holding a query or fragment before any request, TypeError naming 'path' (a path's filter bypassed 'query', the copy's identity, and its page parameters were replaced unseen)", async () => {
+  const fake = inProcess({ items: { transactions: 10 } });
+  using sink = createSqliteSink<Row>(":memory:", { table: "transactions" });
+  const paths = [
+    "transactions?status=settled",
+    "transactions?limit=5",
+    "transactions?sortBy=amount",
+    "transactions?",
+    "transactions#frag",
+  ];
+  for (const path of paths) {
+    const error = await rejects(
+      syncList(fake.client, path, { ...byDate, sink }),
+      TypeError,
+    );
+    equal((error as TypeError & { option: string }).option, "path", path);
+  }
+  equal(fake.listRequests, 0, "requests after a refusal");
+  equal(await sink.load(), undefined, "the copy after a refusal");
+  const run = await syncList(fake.client, "/transactions", {
+    ...byDate,
+    sink,
+    query: { status: "settled" },
+  });
+  equal(run.written, 10, "the filter given as 'query'");
+});
+
 Deno.test("a clock read in fractions of a ms (performance.timeOrigin + performance.now()) keeps whole ms in the checkpoint: the next run on the default clock loads the copy", async () => {
   const fake = inProcess({ items: { transactions: 30 } });
   using sink = createSqliteSink<Row>(":memory:", { table: "transactions" });
@@ -179,7 +206,7 @@ Deno.test("a clock read in fractions of a ms (performance.timeOrigin + performan
   equal((await sink.load())?.cycles, 2);
 });
 
-Deno.test("syncList ends with SyncError on an item without id or out of order, nothing past the last good batch written", async () => {
+Deno.test("syncList ends with SyncError on an item without id (or an empty one) or out of order, nothing past the last good batch written", async () => {
   const fake = inProcess({ items: { transactions: 120 } });
   const sink = memorySink<Row>();
   const missing = await rejects(
@@ -191,6 +218,13 @@ Deno.test("syncList ends with SyncError on an item without id or out of order, n
     SyncError,
   );
   equal(missing.reason, "missing-id");
+  equal(sink.rows.size, 0);
+  // An empty id is none (it failed "repeated-page": every item one row).
+  const empty = await rejects(
+    syncList(fake.client, "transactions", { ...byDate, id: () => "", sink }),
+    SyncError,
+  );
+  equal(empty.reason, "missing-id");
   equal(sink.rows.size, 0);
   // The default order of transactions is by date, not by id: asked by id
   // (a function id sends no sortBy), the pages come out of order.

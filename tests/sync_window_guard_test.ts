@@ -11,6 +11,7 @@ import {
   SyncError,
 } from "../src/sync/mod.ts";
 import {
+  doubter,
   heldBack,
   passedUnseen,
   type WindowGuard,
@@ -98,6 +99,20 @@ Deno.test("a window is held back once its passed-and-unseen rows break maxDelete
   );
   equal(heldBack(guard, { ids: [], last: key(100), ended: true }), true);
   deepStrictEqual(guard.refused, all.length - 5);
+});
+
+Deno.test("the refusal never counts more rows than the copy holds, windows read twice alike weighed twice (it quoted 'would remove 1104 of 607 rows')", async () => {
+  const guard = await guardOf(false);
+  const doubts = doubter(guard);
+  // Two windows of another list, each read twice alike, both passing all 49 unseen rows: 98 doubled.
+  for (const other of ["x1", "x2"]) {
+    const window = { ids: [other], state: { edge: key(100) } };
+    equal(doubts(window), true);
+    equal(doubts(window), false);
+  }
+  equal(guard.doubled, 98);
+  equal(heldBack(guard, { ids: [], last: key(100), ended: true }), true);
+  equal(guard.refused, 49); // the rows unseen when the sweep started, of 100
 });
 
 Deno.test("a window weighs the cycle's share alone: the last 24 hours' deletes are its end's (a record may leave the 24 hours before it)", async () => {

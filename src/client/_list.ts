@@ -151,7 +151,7 @@ async function* heard<X>(
   }
 }
 
-/** One page of a list, retried on its own; a token failure stays what it is. */
+/** One page of a list, retried on its own; a token failure, and what `items` throws (picked after), stays what it is. */
 async function listPage<T>(
   context: SendContext,
   base: URL,
@@ -159,7 +159,7 @@ async function listPage<T>(
   { signal, limit, priority }: PageRequest,
   pick: ((body: unknown) => readonly T[]) | undefined,
 ): Promise<FetchedPage<T>> {
-  return await sendExchange(context, {
+  const [page, body, text] = await sendExchange(context, {
     base,
     kind: "api",
     url,
@@ -175,19 +175,20 @@ async function listPage<T>(
       if (text === undefined) {
         throw answered(page, "", `with a body over ${MAX_PAGE_BODY} bytes`);
       }
-      const body = pageBody(page, text);
-      const items = pick === undefined
-        ? itemsOf(page, body, text) as T[]
-        : pick(body);
-      if (Array.isArray(items) && items.length > limit) {
-        const problem =
-          `with ${items.length} items, more than the limit of ${limit}`;
-        throw answered(page, "", problem);
-      }
-      const request = { url: url.href, status: response.status, attempts };
-      return { items, request: Object.freeze(request) };
+      return [page, pageBody(page, text), text] as const;
     },
   });
+  const items = pick === undefined ? itemsOf(page, body, text) : pick(body);
+  if (!Array.isArray(items)) {
+    const got = items === null ? "null" : typeof items;
+    throw typeError(CONTEXT, "items", "must return an array", got);
+  }
+  if (items.length > limit) {
+    const why = `with ${items.length} items, more than the limit of ${limit}`;
+    throw answered(page, "", why);
+  }
+  const { status } = page.response, { attempts } = page;
+  return { items, request: Object.freeze({ url: url.href, status, attempts }) };
 }
 
 /** One answered page, as its errors describe it. */

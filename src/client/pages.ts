@@ -24,7 +24,7 @@ import type { PaginateOptions } from "./page_types.ts";
  */
 export interface ListOptions<T> extends PaginateOptions<T> {
   /**
-   * Picks the items out of a page's JSON body.
+   * Picks the items (an array) out of a page's JSON body; what it throws reaches the caller as it is.
    * @default {the body if it is an array, else its only array-valued property}
    */
   items?: (body: unknown) => readonly T[];

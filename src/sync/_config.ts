@@ -21,6 +21,8 @@ import { SyncError } from "./sync_error.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot sync";
+const FULL =
+  "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)";
 
 /**
  * The options of a run.
@@ -33,10 +35,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
   const sortBy = checkSortBy(options.sortBy);
   if ((options as { full?: unknown }).full !== undefined) {
-    throw bad(
-      "full",
-      "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)",
-    );
+    throw bad("full", FULL);
   }
   for (const name of ["items", "onProgress", "onEvent"] as const) {
     requireFunction(options[name], CONTEXT, name);
@@ -44,7 +43,7 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   requireSignal(options.signal, CONTEXT);
   return {
     identity: {
-      path: requireText(path, CONTEXT, "path").replace(/^\/+/, ""),
+      path: checkPath(path),
       sortBy: sortBy ?? (typeof id === "string" ? id : null),
       id: typeof id === "string" ? id : null,
       query: { ...checkQuery(options.query) },
@@ -115,6 +114,14 @@ function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
     );
   }
   return sink;
+}
+
+/** The list's path, refused with a query or fragment: filters go in `query` (the copy's identity), and a path's page parameters were replaced unseen. */
+function checkPath(path: string): string {
+  const text = requireText(path, CONTEXT, "path");
+  const rule = "must hold no query or fragment: give filters as 'query'";
+  if (/[?#]/.test(text)) throw bad("path", rule, JSON.stringify(text));
+  return text.replace(/^\/+/, "");
 }
 
 /** The paging and order parameters belong to their own options. */
@@ -215,14 +222,11 @@ function keyReader<T>(
 ): (item: unknown) => SyncKey {
   return (item) => {
     const raw = typeof id === "function" ? id(item as T) : fieldsOf(item)?.[id];
-    if (!isValue(raw)) {
+    if (!isValue(raw) || raw === "") {
+      const got = raw === null || raw === "" ? JSON.stringify(raw) : typeof raw;
       const where = typeof id === "string" ? ` in '${id}'` : "";
-      throw new SyncError(
-        `Cannot sync: an item has no id${where}: received ${
-          raw === null ? "null" : typeof raw
-        }`,
-        "missing-id",
-      );
+      const message = `Cannot sync: an item has no id${where}: received ${got}`;
+      throw new SyncError(message, "missing-id");
     }
     const value = sortBy === undefined ? raw : fieldsOf(item)?.[sortBy];
     if (!isValue(value)) {

@@ -105,11 +105,8 @@ export async function refuseWindows<T>(
 ): Promise<never> {
   const what = `the copy of ${run.config.identity.path}`;
   await run.committer.done(); // a batch before that failed is the run's error
-  return await refuse(
-    run,
-    cycle,
-    tooManyDeletes(refused, held, maxDeletes, what, recent, partial),
-  );
+  const why = tooManyDeletes(refused, held, maxDeletes, what, recent, partial);
+  return await refuse(run, cycle, why);
 }
 
 /** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */

@@ -19,7 +19,7 @@ export interface WindowGuard {
   readonly descending: boolean;
   /** The cycle's cursor stood on a row of the copy when the sweep started (not on an item the copy lacked). */
   readonly edgeHeld?: boolean;
-  /** Once a window broke the guard: the unseen rows the last window read passed. */
+  /** Once a window broke the guard: the unseen rows the last window read passed (a refusal quotes it). */
   refused?: number;
   /** Unseen rows that windows read twice alike passed once more: two reads of another list weigh as two windows. */
   doubled: number;
@@ -99,7 +99,7 @@ export function heldBack(
     readonly ended: boolean;
   },
 ): boolean {
-  const { unseen, passed, held, maxDeletes, recent } = guard;
+  const { unseen, passed, held, maxDeletes, recent, refused = 0 } = guard;
   const sign = guard.descending ? -1 : 1;
   for (const id of window.ids) {
     const key = unseen.get(id);
@@ -114,7 +114,7 @@ export function heldBack(
   if (guard.refused === undefined && !tooMany(behind, held, maxDeletes, base)) {
     return false;
   }
-  guard.refused = Math.max(guard.refused ?? 0, behind);
+  guard.refused = Math.min(passed.order.length, Math.max(refused, behind)); // `behind` counts doubted rows twice
   return true;
 }
 

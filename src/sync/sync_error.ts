@@ -3,7 +3,7 @@ import { PartnerApiError } from "../core/errors.ts";
 /**
  * Why a list cannot be copied:
  *
- * - `"missing-id"`: an item has no id (neither a string nor a finite number);
+ * - `"missing-id"`: an item has no id (neither a non-empty string nor a finite number);
  * - `"unordered"`: items came out of the asked order, or without the sort field;
  * - `"sink-mismatch"`: the copy is not the one its checkpoint describes; nothing was changed;
  * - `"locked"`: another run held the copy for longer than the sink waits;

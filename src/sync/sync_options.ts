@@ -48,7 +48,7 @@ export interface SyncSource {
  * ```
  */
 export interface SyncOptions<T> {
-  /** The unique id: a field name (e.g. `"transactionID"`), or a function of the item. */
+  /** The unique id, never empty: a field name (e.g. `"transactionID"`), or a function of the item. */
   id: string | ((item: T) => string);
   /**
    * A field the service sorts by, in whose order new items come last (e.g. `"creationDate"`); ties ordered by id.
@@ -75,10 +75,10 @@ export interface SyncOptions<T> {
   concurrency?: number;
   /** Stops the run; what is committed stays committed. */
   signal?: AbortSignal;
-  /** Further query parameters, e.g. filters; part of the checkpoint's identity. */
+  /** Further query parameters, e.g. filters; part of the checkpoint's identity. A `path` holding a query is refused. */
   query?: Record<string, string>;
   /**
-   * Picks the items out of a page's JSON body.
+   * Picks the items (an array) out of a page's JSON body; what it throws reaches the caller as it is.
    * @default {the body if it is an array, else its only array-valued property}
    */
   items?: (body: unknown) => readonly T[];
