@@ -1,5 +1,6 @@
 // `deno task build`: for every export of deno.json, an ES module
-// (`dist/<name>.mjs`, from `deno bundle`) and its type declarations
+// (`dist/<name>.mjs`, over the chunks of one split `deno bundle` of them all,
+// `dist/lib/`) and its type declarations
 // (`dist/<name>.d.ts`, and `.d.mts`, which TypeScript looks up next to an
 // `.mjs`), so that Node and Bun users of dist/ get types too. Declarations
 // come from the TypeScript compiler pinned in deno.json (`npm:typescript`),
@@ -11,10 +12,10 @@
 // `import "@partner-api/client/sync"` works.
 //
 // Node 20 and 22 cannot parse `using` (V8 supports it from Node 24), which
-// the sources may use, and `deno bundle` has no target: each bundle goes
+// the sources may use, and `deno bundle` has no target: each chunk goes
 // through the same pinned compiler (target ES2022, as the declarations),
 // which rewrites `using` and `await using` into try/finally blocks with its
-// disposal helpers; and the build fails if a `using` is left in any bundle.
+// disposal helpers; and the build fails if a `using` is left in any chunk.
 //
 // Needs --allow-read, --allow-write=dist, --allow-run=deno and --allow-env
 // (the compiler reads its environment).
@@ -56,7 +57,7 @@ export function packageJson(config: {
     exports,
     types: "./partner-api.d.mts",
     engines: { node: ">=20" },
-    // Each entry is one bundle with no import-time work of its own.
+    // No entry or shared chunk does import-time work of its own.
     sideEffects: false,
     ...(otel === undefined ? {} : {
       peerDependencies: { "@opentelemetry/api": `^${otel}` },
@@ -140,6 +141,15 @@ export function assertNode20Syntax(bundles: Record<string, string>): void {
   }
 }
 
+/** The files under `folder`, at any depth. */
+async function* walk(folder: string): AsyncGenerator<{ path: string }> {
+  for await (const entry of Deno.readDir(folder)) {
+    const path = `${folder}/${entry.name}`;
+    if (entry.isDirectory) yield* walk(path);
+    else yield { path };
+  }
+}
+
 async function run(args: string[]): Promise<void> {
   const { code } = await new Deno.Command("deno", {
     args,
@@ -157,23 +167,33 @@ if (import.meta.main) {
   };
   await Deno.remove("dist", { recursive: true }).catch(() => {});
   const entries = Object.entries(exports);
+  // One bundle of every entry, split into shared chunks (dist/lib): a class
+  // two entries export is one class (bundled apart, an error thrown through
+  // one entry was no instance of the same class imported from another). npm
+  // packages (OpenTelemetry's API) stay imports: the user's own copy is the
+  // one its SDK registers with.
+  await run([
+    "bundle",
+    "--quiet",
+    "--platform=browser",
+    "--external=@opentelemetry/api",
+    "--code-splitting",
+    "--outdir=dist/lib",
+    ...entries.map(([, file]) => file),
+  ]);
   const bundles: Record<string, string> = {};
-  for (const [path, file] of entries) {
-    const output = `dist/${distName(path)}.mjs`;
-    // npm packages (OpenTelemetry's API) stay imports: the user's own copy
-    // is the one its SDK registers with.
-    await run([
-      "bundle",
-      "--quiet",
-      "--platform=browser",
-      "--external=@opentelemetry/api",
-      `--output=${output}`,
-      file,
-    ]);
-    bundles[output] = forNode20(await Deno.readTextFile(output));
-    await Deno.writeTextFile(output, bundles[output]);
+  for await (const { path } of walk("dist/lib")) {
+    bundles[path] = forNode20(await Deno.readTextFile(path));
+    await Deno.writeTextFile(path, bundles[path]);
   }
   assertNode20Syntax(bundles);
+  for (const [path, file] of entries) {
+    const bundle = file.replace(/^\.\//, "./lib/").replace(/\.ts$/, ".js");
+    await Deno.writeTextFile(
+      `dist/${distName(path)}.mjs`,
+      `export * from "${bundle}";\n`,
+    );
+  }
   await run([
     "run",
     "--allow-read",

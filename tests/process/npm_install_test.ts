@@ -192,6 +192,8 @@ import { createClient } from "@partner-api/client";
 import { createFakePartnerService } from "@partner-api/client/testing";
 import { createJsonlSink, syncList } from "@partner-api/client/sync";
 import { createMemoryTokenStore } from "@partner-api/client/store";
+import { ApiError, PartnerApiError } from "@partner-api/client/errors";
+import { ApiError as RootApiError } from "@partner-api/client";
 
 function listen(handle) {
   const server = createServer(async (incoming, outgoing) => {
@@ -230,6 +232,9 @@ for await (const first of client.pages("transactions", { limit: 50 })) {
 const file = join(mkdtempSync(join(tmpdir(), "partner-api-")), "copy.jsonl");
 const synced = await syncList(client, "transactions", { id: "transactionID", sink: createJsonlSink(file) });
 const lines = readFileSync(file, "utf8").trim().split("\\n").length;
+// One class through every entry that exports it (bundled apart, each entry had its own: no instanceof held).
+const failure = await client.pages("nope", { limit: 1 }).next().catch((error) => error);
+const classes = [ApiError, RootApiError, PartnerApiError];
 console.log(JSON.stringify({
   node: process.versions.node.split(".")[0],
   token: token.expiresIn > 0,
@@ -238,6 +243,7 @@ console.log(JSON.stringify({
   inserted: synced.inserted ?? synced.written,
   lines,
   tokenRequests: service.tokenRequests,
+  sameClasses: classes.map((type) => failure instanceof type),
 }));
 service.close();
 for (const server of [main, pci]) {
@@ -401,6 +407,7 @@ cpuBoundTest(
       inserted: 120,
       lines: 120,
       tokenRequests: 1,
+      sameClasses: [true, true, true],
     };
     deepStrictEqual(await onEachNode("main.mjs"), [expected, expected]);
   },
