@@ -56,7 +56,8 @@ export function packageJson(config: {
     type: "module",
     exports,
     types: "./partner-api.d.mts",
-    engines: { node: ">=20" },
+    engines: { node: ">=20.3" }, // AbortSignal.any
+
     // No entry or shared chunk does import-time work of its own.
     sideEffects: false,
     ...(otel === undefined ? {} : {
