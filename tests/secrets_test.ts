@@ -644,3 +644,55 @@ Deno.test("a fetch that fails quoting the token or the client's credentials gets
   equal(error.reason, "network");
   assertClean(error, [token, clientSecret]);
 });
+
+Deno.test("a token endpoint that quotes the token it issued before, when asked for a new one after a 401, gets it into no error: the client's, nor each later getToken's copy of the failure", async () => {
+  const token = "AT-issued-first-0123456789abcdef";
+  let issued = 0;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      if (new URL(request.url).pathname !== "/token") {
+        return new Response("expired", { status: 401 });
+      }
+      return issued++ === 0
+        ? Response.json({
+          access_token: token,
+          token_type: "Bearer",
+          expires_in: 3600,
+        })
+        : Response.json({
+          error: "invalid_request",
+          error_description: `${token} is still valid; Bearer ${token}`,
+        }, { status: 400 });
+    },
+  );
+  try {
+    const at = `http://127.0.0.1:${server.addr.port}`;
+    const client = createClient({
+      environment: defineEnvironment({
+        baseUrl: `${at}/api/`,
+        pciBaseUrl: `${at}/pci/`,
+        tokenUrl: `${at}/token`,
+        audience: "https://partner-api.test",
+      }),
+      clientId: "partner-client-9",
+      clientSecret: "s3cr3t-renewal-echo-42",
+      rateLimit: false,
+      retry: false,
+    });
+    const error = await client.fetch("organizations").then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    ok(error instanceof TokenRequestError, String(error));
+    const again = await client.tokenProvider.getToken().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    ok(again instanceof TokenRequestError, String(again));
+    equal(issued, 2);
+    assertClean([error, again], [token]);
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -25,8 +25,10 @@ export interface TokenEndpoint {
   readonly audience: string;
   readonly clientId: string;
   readonly secret: string;
-  /** The secret, client id and audience, as kept out of every text (each by its name). */
+  /** The secret, client id and audience, as kept out of every text (each by its name), and the last tokens issued. */
   readonly secrets: readonly Secret[];
+  /** Notes a token issued: a renewal's refusal may quote it. */
+  issued(accessToken: string): void;
   readonly contentType: string;
   readonly body: string;
   /** The HTTP Basic `Authorization` header, with `clientAuthentication: "basic"`. */
@@ -52,6 +54,7 @@ export function tokenEndpoint(
   const userFetch = requireFunction(options.fetch, context, "fetch");
   const quotaHeader = options.quotaHeader ?? QUOTA_HEADER;
   let where: string | undefined;
+  const credentials = { secret, clientId, audience }, tokens: string[] = [];
   return {
     url,
     // Made when a message needs it: the secret's redactor costs a cold start several ms.
@@ -61,7 +64,10 @@ export function tokenEndpoint(
     audience,
     clientId,
     secret,
-    secrets: [{ secret, clientId, audience }],
+    get secrets() {
+      return [credentials, ...tokens];
+    },
+    issued: (token) => void tokens.splice(0, tokens.length, token), // the last: one renewal at a time
     ...requestParts(options, { clientId, secret, audience }, context),
     // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),

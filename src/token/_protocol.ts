@@ -141,6 +141,7 @@ export function processTokenAnswer(
   if (typeof token_type !== "string" || token_type.toLowerCase() !== "bearer") {
     throw malformed("has a token_type other than Bearer");
   }
+  endpoint.issued(accessToken);
   return issuedToken({
     accessToken,
     tokenType: "Bearer",
