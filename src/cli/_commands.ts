@@ -166,12 +166,9 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   }
   if (!io.stdout.isTerminal) return io.stdout.write(text);
   // Escaped line by line: the layout's line breaks stay.
-  const lines = pretty(text).split("\n").map(escapeControls);
+  const json = tried(() => JSON.stringify(JSON.parse(text), null, 2));
+  const lines = (json ?? text).split("\n").map(escapeControls);
   io.stdout.write(`${lines.join("\n")}\n`);
-}
-
-function pretty(text: string): string {
-  return tried(() => JSON.stringify(JSON.parse(text), null, 2)) ?? text;
 }
 
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */

@@ -210,9 +210,6 @@ function pageBody(page: Answered, text: string): unknown {
   }
 }
 
-/** The partner API's lists, named when a list's path answers 404. */
-const LISTS = "organizations, transactions and cardholders";
-
 /**
  * For a 404: the path to check, beside the lists the service has; for a 401, renewed or not, why no more tokens were
  * tried (the ledger allows one fresh token an hour: the service revokes none early).
@@ -222,7 +219,7 @@ function whatToCheck({ url, response }: Answered): string {
     "(the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or clear the token cache after a fake restarted)";
   if (response.status === 401) return refused;
   if (response.status !== 404) return "";
-  return `(no list at ${url.pathname}: the partner API's lists are ${LISTS})`;
+  return `(no list at ${url.pathname}: the partner API's lists are organizations, transactions and cardholders)`;
 }
 
 /** The items of a page body: an array, or the body's only array-valued property. */
