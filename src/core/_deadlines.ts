@@ -229,6 +229,13 @@ export function unrefTimer(timer: number | { unref?: () => void }): void {
   else timer.unref?.();
 }
 
+/** Calls `refresh` every `ms` until the returned stop is called; a failed call waits for the next (the timer keeps no process alive). */
+export function keepRefreshed(ms: number, refresh: () => Promise<unknown>) {
+  const timer = setInterval(() => void refresh().catch(() => {}), ms);
+  unrefTimer(timer);
+  return () => clearInterval(timer);
+}
+
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts. */
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

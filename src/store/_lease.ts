@@ -4,7 +4,7 @@
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
 import { checkEncryptionKey, published } from "./_record.ts";
-import { delay, unrefTimer } from "../core/_deadlines.ts";
+import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import {
   checkNumber,
   type NumberRule,
@@ -170,7 +170,9 @@ async function requestHolding(
   before: TokenRecord | undefined,
   request: () => Promise<TokenRecord>,
 ): Promise<TokenRecord> {
-  const stop = keepRenewing(lease, leaseDuration);
+  // Renewed while the request runs: a slow token endpoint must not let another process take over.
+  const renewEvery = Math.max(1, Math.floor(leaseDuration / 3));
+  const stop = keepRefreshed(renewEvery, () => lease.renew()); // a busy database: the next tick renews
   let result: TokenRecord;
   try {
     result = await request();
@@ -194,13 +196,4 @@ async function requestHolding(
     await lease.release().catch(() => {});
   }
   return record;
-}
-
-/** Keeps the lease while a request runs: a slow token endpoint must not let another process take over. */
-function keepRenewing(lease: HeldLease, leaseDuration: number): () => void {
-  const timer = setInterval(() => {
-    lease.renew().catch(() => {}); // a busy database: the next tick renews
-  }, Math.max(1, Math.floor(leaseDuration / 3)));
-  unrefTimer(timer); // the renewal never keeps a process alive
-  return () => clearInterval(timer);
 }

@@ -6,10 +6,11 @@ import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
+import { keepRefreshed } from "../core/_deadlines.ts";
 import {
-  keepRefreshed,
   lockLost,
   type LockWait,
+  REFRESH_EVERY,
   runToken,
   STALE_AFTER,
   waitForLock,
@@ -45,7 +46,7 @@ export function takeFileLock(
 
 function held(path: string, token: string, clock: () => number): FileLock {
   let lost = false;
-  const stop = keepRefreshed(async () => {
+  const stop = keepRefreshed(REFRESH_EVERY, async () => {
     const file = await openFile(path, "write").catch(() => undefined);
     if (file === undefined) return void (lost = true);
     try {

@@ -2,7 +2,7 @@
 // is refreshed while held, is taken over only once stale, and a run waits a bounded time for one that is not.
 
 import process from "node:process";
-import { delay, unrefTimer } from "../core/_deadlines.ts";
+import { delay } from "../core/_deadlines.ts";
 import { MAX_TIMER_MS, rangeError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
@@ -10,7 +10,7 @@ import { SyncError } from "./sync_error.ts";
 /** Not refreshed this long, a lock's run is gone (or paused): by its stamp, or seen unchanged (core's staleJudge). */
 export const STALE_AFTER = 5_000;
 /** How often a held lock is refreshed: well inside STALE_AFTER. */
-const REFRESH_EVERY = 1_000;
+export const REFRESH_EVERY = 1_000;
 const POLL_EVERY = 100;
 
 const DEFAULT_LOCK_WAIT = 30_000;
@@ -91,15 +91,6 @@ export async function waitForLock<L>(
     }
     await delay(Math.min(POLL_EVERY, left), options.signal);
   }
-}
-
-/** Calls `refresh` every REFRESH_EVERY ms until the returned stop is called. */
-export function keepRefreshed(refresh: () => Promise<unknown>): () => void {
-  const timer = globalThis.setInterval(() => {
-    refresh().catch(() => {});
-  }, REFRESH_EVERY);
-  unrefTimer(timer);
-  return () => globalThis.clearInterval(timer);
 }
 
 /** The error of a run whose lock was taken over while it was paused. */

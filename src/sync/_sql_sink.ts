@@ -3,10 +3,11 @@
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
 import { tried, typeError } from "../core/_check.ts";
+import { keepRefreshed } from "../core/_deadlines.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
   checkLockWait,
-  keepRefreshed,
+  REFRESH_EVERY,
   runToken,
   waitForLock,
 } from "./_lease.ts";
@@ -82,9 +83,9 @@ export function sqlSink<T>(
         onWait: options.onLockWait,
       }, async () => await dialect.take(token));
       let refreshing: Promise<unknown> = Promise.resolve();
-      const stop = keepRefreshed(() =>
-        refreshing = Promise.resolve().then(() => dialect.refresh(token))
-      );
+      const refresh = () =>
+        refreshing = Promise.resolve().then(() => dialect.refresh(token));
+      const stop = keepRefreshed(REFRESH_EVERY, refresh);
       return {
         [Symbol.asyncDispose]: failing(async () => {
           stop();
