@@ -2,6 +2,7 @@
 
 import type { QuotaBucket } from "../core/quota.ts";
 import { escapeControls } from "../core/_redact.ts";
+import { cut } from "../core/_check.ts";
 import type { CliWriter } from "./io.ts";
 
 const CELL_LIMIT = 40;
@@ -35,10 +36,6 @@ function cell(value: unknown): string {
   const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
   return cut(escapeControls(text), CELL_LIMIT);
 }
-
-/** `text`, cut to `width` characters with `…` last when it is longer. */
-const cut = (text: string, width: number) =>
-  text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text;
 
 /** Columns, their widths, and which align right (numbers). */
 interface Layout {

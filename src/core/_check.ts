@@ -1,6 +1,6 @@
 // Internal: the one builder of bad-option errors: "<context>: '<option>' <rule>:
 // received <value>", with `option` and `rule` as fields for code to read; the
-// checks built on it; `given`, an options object without its undefined keys; `fieldsOf`.
+// checks built on it; `given`, an options object without its undefined keys; `fieldsOf`; `cut`.
 
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {
@@ -176,6 +176,12 @@ type Given<T> = { [K in keyof T]?: Exclude<T[K], undefined> };
 export function given<T extends object>(values: T): Given<T> {
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   return Object.fromEntries(entries) as Given<T>;
+}
+
+/** `text`, cut to `max` characters ending with `more` when it is longer. */
+export function cut(text: string, max: number, more = "…"): string {
+  if (text.length <= max) return text;
+  return text.slice(0, Math.max(0, max - more.length)) + more;
 }
 
 /** What `attempt` returns, or undefined when it throws. */

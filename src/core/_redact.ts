@@ -1,7 +1,7 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
 import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
-import { given, tried } from "./_check.ts";
+import { cut, given, tried } from "./_check.ts";
 
 /** What stands for a secret or token that is left out. */
 export const REDACTED = "[redacted]";
@@ -213,7 +213,7 @@ export function serverText(
     return REDACTED;
   }
   const clean = redacted.replace(CONTROLS, " ");
-  return clean.length <= max ? clean : clean.slice(0, max - more.length) + more;
+  return cut(clean, max, more);
 }
 
 /** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret. */

@@ -23,7 +23,7 @@
  */
 
 import type { QuotaBucket } from "./quota.ts";
-import { given } from "./_check.ts";
+import { cut, given } from "./_check.ts";
 import type {
   ApiErrorInit,
   ApiFailureReason,
@@ -36,12 +36,6 @@ export type * from "./error_types.ts";
 
 /** The longest message an error of this module carries, whatever the service sent. */
 const MAX_MESSAGE = 2000;
-
-function capped(message: string): string {
-  return message.length <= MAX_MESSAGE
-    ? message
-    : `${message.slice(0, MAX_MESSAGE - 1)}…`;
-}
 
 function hideResponse(target: Error, response: Response | undefined): void {
   if (response === undefined) return;
@@ -75,7 +69,7 @@ export class PartnerApiError extends Error {
 
   /** Creates the error; `message` holds no secret and is cut to 2,000 characters. */
   constructor(message: string, reason: string, options: ErrorOptions = {}) {
-    super(capped(message), given({ cause: options.cause }));
+    super(cut(message, MAX_MESSAGE), given({ cause: options.cause }));
     this.name = "PartnerApiError";
     this.reason = reason;
   }
