@@ -25,7 +25,7 @@ export interface TokenEndpoint {
   readonly audience: string;
   readonly clientId: string;
   readonly secret: string;
-  /** The secret, client id and audience, as kept out of every text (each by its name), and the last tokens issued. */
+  /** The secret, client id and audience, as kept out of every text (each by its name), and the last token issued. */
   readonly secrets: readonly Secret[];
   /** Notes a token issued: a renewal's refusal may quote it. */
   issued(accessToken: string): void;
@@ -54,7 +54,8 @@ export function tokenEndpoint(
   const userFetch = requireFunction(options.fetch, context, "fetch");
   const quotaHeader = options.quotaHeader ?? QUOTA_HEADER;
   let where: string | undefined;
-  const credentials = { secret, clientId, audience }, tokens: string[] = [];
+  const credentials = { secret, clientId, audience };
+  let last: string | undefined; // the last token issued (one renewal at a time)
   return {
     url,
     // Made when a message needs it: the secret's redactor costs a cold start several ms.
@@ -65,9 +66,9 @@ export function tokenEndpoint(
     clientId,
     secret,
     get secrets() {
-      return [credentials, ...tokens];
+      return last === undefined ? [credentials] : [credentials, last];
     },
-    issued: (token) => void tokens.splice(0, tokens.length, token), // the last: one renewal at a time
+    issued: (token) => void (last = token),
     ...requestParts(options, { clientId, secret, audience }, context),
     // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
