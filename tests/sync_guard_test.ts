@@ -954,3 +954,41 @@ Deno.test("a run answered whole by another list whose ids interleave the copy's,
 function changeRows(database: DatabaseSync | undefined): unknown {
   return database?.prepare('SELECT count(*) AS n FROM "things_changes"').get();
 }
+
+Deno.test("a sweep page answered on every read with another list's items at the same places (a poisoned cache), within maxDeletes, commits nothing of it: read twice alike, it holds none of the copy's rows, so the run fails 'too-many-deletes' (share 1; it removed 31 rows that exist and put 32 of the other list in); healthy again, the next run removes nothing", async () => {
+  for (const copy of await copies("poisoned-page")) {
+    const list = things(1000).map((thing, v) => ({ ...thing, v }));
+    let asked = 0, poisoned = false;
+    const service = listOf(() => list, {
+      before: ({ page }) => void (asked = page),
+      answer: (page) =>
+        poisoned && asked === 4
+          ? page.map((item) => ({
+            ...(item as Thing),
+            thingID: `other-${(item as Thing).thingID}`,
+          }))
+          : page,
+    });
+    const options = {
+      id: "thingID",
+      sortBy: "v",
+      sink: copy.sink,
+      limit: 40,
+      maxLimit: 40,
+      sweep: Infinity,
+    };
+    await syncList(service.client, "things", options);
+    const before = await copy.snapshot();
+    poisoned = true;
+    await rejects(
+      syncList(service.client, "things", options),
+      (error: SyncError) =>
+        error.reason === "too-many-deletes" && error.maxDeletesNeeded === 1,
+    );
+    equal(await copy.snapshot(), before, copy.kind);
+    poisoned = false;
+    const healthy = await syncList(service.client, "things", options);
+    deepStrictEqual(counts(healthy), [0, 0, 0], copy.kind);
+    copy.database?.close();
+  }
+});

@@ -8,6 +8,7 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   confirms,
   countedAt,
+  deletesRefused,
   guardClock,
   recentDeletes,
   tooManyDeletes,
@@ -107,6 +108,14 @@ export async function refuseWindows<T>(
   await run.committer.done(); // a batch before that failed is the run's error
   const why = tooManyDeletes(refused, held, maxDeletes, what, recent, partial);
   return await refuse(run, cycle, why);
+}
+
+/** Refuses cycle `cycle` at a sweep window read twice alike that holds none of the copy's rows where they lie (share 1). */
+export async function refuseForeign<T>(run: CycleRun<T>, cycle: number) {
+  const why =
+    "a sweep window read twice alike holds none of the copy's rows where its range passes rows the cycle has yet to see, so the list lost them, or another list answered that page";
+  const what = `the copy of ${run.config.identity.path}`;
+  return await refuse(run, cycle, deletesRefused(why, what, 1));
 }
 
 /** Records the guard's refusal of cycle `cycle` (given up: the next run begins another), then fails the run with it. */

@@ -23,6 +23,8 @@ export interface WindowGuard {
   refused?: number;
   /** Unseen rows that windows read twice alike passed once more: two reads of another list weigh as two windows. */
   doubled: number;
+  /** The first id of the last window taken though doubted (read twice alike): the engine asks the sink about it. */
+  retaken?: string;
   /** The unseen ids in the pass's order, the first `at` passed (to key `last`), `behind` of them unseen: counted once. */
   readonly passed: {
     readonly order: readonly string[];
@@ -155,8 +157,8 @@ function unseenUpTo(
 
 /**
  * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes some: another
- * list's answer (a service's misrouted read), or every such row gone. Read again alike, it is taken, and the guard
- * weighs what it passes twice (else a doubted read of another list, then its re-read, weighed as one window).
+ * list's answer (a service's misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), and
+ * the guard weighs what it passes twice (else a doubted read of another list, then its re-read, weighed as one window).
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
@@ -165,6 +167,7 @@ export function doubter(guard: WindowGuard | undefined) {
     if (passes === 0) return false;
     if (doubted !== window.ids[0]) return (doubted = window.ids[0], true);
     guard!.doubled += passes;
+    guard!.retaken = window.ids[0]!;
     return false;
   };
 }

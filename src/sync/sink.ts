@@ -169,7 +169,7 @@ export interface SyncSink<T> {
   readonly keepsChanges?: boolean;
   /**
    * Which of `ids` the copy holds as live rows (undefined: it cannot tell); reads only. With it, a head window where the
-   * copy's last item is gone commits only if it holds rows of the copy there (else another list answered).
+   * copy's last item is gone, or a sweep window read twice alike, commits only if it holds rows of the copy.
    */
   holds?(
     ids: readonly string[],

@@ -24,7 +24,13 @@ import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
 import { doubter, heldBack } from "./_window_guard.ts";
-import { cycleEnd, endCycle, guardOf, refuseWindows } from "./_cycle_end.ts";
+import {
+  cycleEnd,
+  endCycle,
+  guardOf,
+  refuseForeign,
+  refuseWindows,
+} from "./_cycle_end.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
 import { MAX_TIMER_MS } from "../core/_check.ts";
@@ -218,7 +224,7 @@ async function head<T>(
  * copy there (the sink's `holds`; a sink that cannot tell is taken at its word).
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
-  const { config, committer } = run;
+  const { config } = run;
   const descending = config.identity.sortDirection === "DESC";
   let checked = edge === null || config.maxDeletes >= 1;
   return async (window: Committed<T>) => {
@@ -228,10 +234,17 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
     if (around === undefined || around.some((key) => key.id === edge!.id)) {
       return false;
     }
-    await committer.done();
-    const ids = around.map((key) => key.id);
-    return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
+    return await holdsNoneOf(run, around.map((key) => key.id));
   };
+}
+
+/** Whether the sink shows it holds none of `ids` as live rows (a sink that cannot tell: false). */
+async function holdsNoneOf<T>(
+  { config, committer }: Run<T>,
+  ids: readonly string[],
+) {
+  await committer.done();
+  return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
 }
 
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
@@ -287,6 +300,13 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     if (guard !== undefined && heldBack(guard, passed)) {
       // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
       return config.signal?.throwIfAborted();
+    }
+    // Taken though doubted, within the share, a window that holds no row of the copy is another list's page (a cache
+    // answering one URL with other ids at the same places) unless every row there is gone: it removed 31 that exist.
+    const retaken = guard?.retaken !== undefined &&
+      guard.retaken === window.ids[0];
+    if (retaken && await holdsNoneOf(run, window.ids)) {
+      return await refuseForeign(run, cursor.cycle);
     }
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
     if (!ended) return await committer.commit("sweep", checkpoint, window);
