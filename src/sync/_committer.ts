@@ -55,7 +55,7 @@ export class Committer<T> {
     await this.settle();
     this.latest = checkpoint;
     // A head's batch: no row is seen or written.
-    this.#start(NOTHING, checkpoint, this.#context("head", checkpoint));
+    this.#start(NOTHING, checkpoint, "head");
     await this.#writing;
   }
 
@@ -71,14 +71,12 @@ export class Committer<T> {
     this.#config.signal?.throwIfAborted();
     this.latest = checkpoint;
     if (more.beginsCycle !== true) this.tally.pages++; // else no window
-    const context = this.#context(phase, checkpoint, more);
     // A size refused is news too: else a run with nothing new learns it again from maxLimit every run.
-    const news = context.beginsCycle === true ||
-      context.endsCycle !== undefined ||
+    const news = more.beginsCycle === true || more.endsCycle !== undefined ||
       (checkpoint.complete && !this.written.complete) ||
       checkpoint.refusedLimit !== this.written.refusedLimit;
     if (batch.items.length === 0 && !news) return;
-    this.#start(batch, checkpoint, context);
+    this.#start(batch, checkpoint, phase, more);
   }
 
   /** Makes `checkpoint` the latest and writes it, if it was not written yet. */
@@ -87,7 +85,7 @@ export class Committer<T> {
     this.#config.signal?.throwIfAborted();
     this.latest = checkpoint;
     if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    this.#start(NOTHING, checkpoint, this.#context(phase, checkpoint));
+    this.#start(NOTHING, checkpoint, phase);
     await this.#writing;
   }
 
@@ -101,25 +99,18 @@ export class Committer<T> {
     await this.#writing;
   }
 
-  /** What the sink hears of a batch that `checkpoint` covers. */
-  #context(
-    phase: Phase,
-    checkpoint: SyncCheckpoint,
-    more: Partial<SyncWriteContext> = {},
-  ): SyncWriteContext {
-    const { changes, keyOf } = this.#config;
-    // The cycle under way, else the last completed (0 before the first).
-    const cycle = checkpoint.sweep?.cycle ?? checkpoint.cycles ?? 0;
-    return { cycle, phase, changes, keyOf, ...more };
-  }
-
+  /** Starts writing `batch` with `checkpoint`, and with `more`, what the sink hears of it. */
   #start(
     batch: Batch<T>,
     checkpoint: SyncCheckpoint,
-    context: SyncWriteContext,
+    phase: Phase,
+    more: Partial<SyncWriteContext> = {},
   ): void {
     const { items, ids } = lastOfEachId(batch.items, batch.ids);
-    const { sink } = this.#config;
+    const { sink, changes, keyOf } = this.#config;
+    // The cycle under way, else the last completed (0 before the first).
+    const cycle = checkpoint.sweep?.cycle ?? checkpoint.cycles ?? 0;
+    const context = { cycle, phase, changes, keyOf, ...more };
     this.#writing = (async () => {
       const report = await sink.write(items, checkpoint, ids, context);
       this.written = checkpoint;
