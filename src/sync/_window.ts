@@ -124,7 +124,11 @@ export function judgeWindow(
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
   const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
-  const end = endOf(state, plan, keys, fresh.to);
+  // At its last in range, else at the edge; before it (null) when empty and begun before the edge's place, which no
+  // read that ended at the edge (a cut) agrees with.
+  const end = count === 0 && plan.start < state.offset
+    ? null
+    : keys[fresh.to - 1] ?? state.edge;
   const [claims, reached] = [short || farEnd, fresh.to < count];
   // A whole window of items before the edge: it stands further on.
   const before = last !== undefined && state.edge !== null &&
@@ -158,20 +162,6 @@ export function judgeWindow(
         : {}),
     },
   };
-}
-
-/**
- * Where a window of `keys` (in range up to `to`) says the list ends: at its last in range, else at the edge; before
- * it (null) when empty and begun before the edge's place, which no read that ended at the edge (a cut) agrees with.
- */
-function endOf(
-  state: WindowState,
-  plan: WindowPlan,
-  keys: readonly SyncKey[],
-  to: number,
-): SyncKey | null {
-  if (keys.length === 0 && plan.start < state.offset) return null;
-  return keys[to - 1] ?? state.edge;
 }
 
 /**
@@ -223,13 +213,11 @@ function farEndOf(
   edge: SyncKey | null,
 ): { farEnd: boolean; holds: boolean } {
   const upTo = state.domain?.upTo ?? null;
-  if (state.descending === true || upTo === null || edge === null) {
-    return { farEnd: false, holds: false };
-  }
-  const farEnd = compareKeys(edge, upTo) >= 0;
+  const farEnd = state.descending !== true && upTo !== null && edge !== null &&
+    compareKeys(edge, upTo) >= 0;
   return {
     farEnd,
-    holds: farEnd && keys.some((key) => compareKeys(key, upTo) === 0),
+    holds: farEnd && keys.some((key) => compareKeys(key, upTo!) === 0),
   };
 }
 
