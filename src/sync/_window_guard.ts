@@ -162,20 +162,14 @@ function unseenUpTo(
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
-  return (window: Read) => {
-    const passes = guard === undefined ? 0 : passesUnheld(guard, window);
+  return ({ ids, state: { edge } }: Read) => {
+    if (guard === undefined || edge === null || ids.length === 0) return false;
+    if (ids.some((id) => guard.unseen.has(id))) return false;
+    const passes = unseenUpTo(guard, guard.passed.at, edge).count;
     if (passes === 0) return false;
-    if (doubted !== window.ids[0]) return (doubted = window.ids[0], true);
-    guard!.doubled += passes;
-    guard!.retaken = window.ids[0]!;
+    if (doubted !== ids[0]) return (doubted = ids[0], true);
+    guard.doubled += passes;
+    guard.retaken = ids[0]!;
     return false;
   };
-}
-
-/** The unseen rows a window with none of them among its `ids` passes, up to its last (`state.edge`); else 0. */
-function passesUnheld(guard: WindowGuard, window: Read): number {
-  const last = window.state.edge;
-  if (last === null || window.ids.length === 0) return 0;
-  if (window.ids.some((id) => guard.unseen.has(id))) return 0;
-  return unseenUpTo(guard, guard.passed.at, last).count;
 }
