@@ -154,17 +154,6 @@ export function afterSweepWindow(
   };
 }
 
-/** The checkpoint once the guard refused cycle `cycle`: the next run begins a new one. */
-export function afterRefusal(
-  base: SyncCheckpoint,
-  cycle: number,
-  maxDeletes: number,
-  now: number,
-): SyncCheckpoint {
-  const { sweep: _, ...rest } = base;
-  return { ...rest, refused: { cycle, at: now, maxDeletes } };
-}
-
 /**
  * The checkpoint once a completed cycle's deletes are on record (dated `record.at`, which `guardTime` keeps; the
  * others kept or pruned at the run's clock `now`; `confirmed`: its run answered a refusal).

@@ -1,7 +1,7 @@
 // Internal: a sweep cycle's guard as a run commits it: the guard read from the copy, the ending batch's record of
 // its deletes (corrected to the sink's count), and a refusal recorded (the cycle given up) before the run fails.
 
-import { afterDeletes, afterRefusal } from "./_checkpoint.ts";
+import { afterDeletes } from "./_checkpoint.ts";
 import type { Committer } from "./_committer.ts";
 import type { SyncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
@@ -124,8 +124,10 @@ async function refuse<T>(
   cycle: number,
   error: SyncError,
 ): Promise<never> {
-  const { committer, config } = run, needed = error.maxDeletesNeeded ?? 1;
-  const refused = afterRefusal(committer.written, cycle, needed, config.now());
-  await committer.record(refused);
+  const { committer, config } = run, maxDeletes = error.maxDeletesNeeded ?? 1;
+  // Without `sweep`: the next run begins a new cycle.
+  const { sweep: _, ...rest } = committer.written;
+  const refused = { cycle, at: config.now(), maxDeletes };
+  await committer.record({ ...rest, refused });
   throw error;
 }
