@@ -231,10 +231,8 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
     const around = descending ? window.beyond : window.passed;
     if (checked || (around === undefined && descending)) return false;
     checked = true;
-    if (around === undefined || around.some((key) => key.id === edge!.id)) {
-      return false;
-    }
-    return await holdsNoneOf(run, around.map((key) => key.id));
+    return around !== undefined && !around.some((key) => key.id === edge!.id) &&
+      await holdsNoneOf(run, around.map((key) => key.id));
   };
 }
 
