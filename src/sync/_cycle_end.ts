@@ -70,9 +70,8 @@ export async function endCycle<T>(
   const { deleted, held = 0 } = committer.lastReport;
   // A sink that does not count its deletes leaves the ending window's record: the guard's count, or uncounted.
   if (deleted === undefined) return config.signal?.throwIfAborted();
-  const record = { at: ending.at, deleted, held };
-  const { before, confirmed, now } = ending;
-  const deletes = afterDeletes(before, record, confirmed, now);
+  const { at, before, confirmed, now } = ending;
+  const deletes = afterDeletes(before, { at, deleted, held }, confirmed, now);
   // Even once aborted: the deletes are made, their record follows.
   const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
   if (!same) await committer.record(deletes);
