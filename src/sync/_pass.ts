@@ -183,14 +183,13 @@ function repeatsOf(
 ): Repeats | undefined {
   if (first === undefined) return undefined;
   const { start, limit } = plan;
-  const repeats = before?.first !== first
-    ? { first, low: start, high: start, n: 1 }
-    : {
-      first,
-      low: Math.min(before.low, start),
-      high: Math.max(before.high, start),
-      n: before.n + 1,
-    };
+  const was = before?.first === first ? before : undefined;
+  const repeats = {
+    first,
+    low: Math.min(was?.low ?? start, start),
+    high: Math.max(was?.high ?? start, start),
+    n: (was?.n ?? 0) + 1,
+  };
   if (repeats.n < REPEATS || repeats.high - repeats.low < 2 * limit) {
     return repeats;
   }
