@@ -289,10 +289,8 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
     const yetToSee = (id: string) => guard?.unseen.has(id) === true;
     const moved = guard?.edgeHeld === true && window.ids.some(yetToSee);
-    if (window.lost && guard !== undefined && !moved) {
-      lost = true;
-      return false;
-    }
+    lost = window.lost === true && guard !== undefined && !moved;
+    if (lost) return false;
     const { state, ended } = window;
     const passed = { ids: window.ids, last: state.edge, ended };
     if (guard !== undefined && heldBack(guard, passed)) {
