@@ -142,9 +142,8 @@ class JsonlCopy {
     if (size < (this.#committed?.end.length ?? 0)) return undefined;
     if (this.#ids === undefined) {
       const known = this.#ids = new Set<string>(); // the copy as it stands: no cycle's
-      for await (
-        const row of copyRows(this.#files, this.#committed, -1, keyOf)
-      ) {
+      const rows = copyRows(this.#files, this.#committed, -1, keyOf);
+      for await (const row of rows) {
         if (known.add(row.id).size > MAX_GUARDED_ROWS) break;
       }
     }
