@@ -334,7 +334,6 @@ export function endAfter(from: FileEnd, bytes: Uint8Array): FileEnd {
   return { length: length + bytes.length, last, first };
 }
 
-/** The end of an empty file. */
 export const EMPTY: FileEnd = { length: 0, last: null };
 
 /** A read of `path`: its lines, without their ends; where each ends; how many lines came before. */
