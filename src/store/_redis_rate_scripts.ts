@@ -8,6 +8,10 @@
 // window's last send leaves). ARGV: 1 requests, 2 interval, 3 hold, 4 grace, 5 an epoch id to start with if the window
 // has none; then each script's own.
 
+const NOW = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+`;
+
 // Notes in the epoch hash until when the window holds a send: before then it cannot empty by itself.
 const mark = (window: string, epoch: string) =>
   `local function mark()
@@ -17,15 +21,13 @@ const mark = (window: string, epoch: string) =>
 end
 `;
 
-const GUARD = `local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
+const GUARD =
+  `${NOW}local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
 local hold, grace = tonumber(ARGV[3]), tonumber(ARGV[4])
 local share = math.ceil(interval / requests)
 local function num(value)
   local n = tonumber(value)
   if n and n == n and n > -1e15 and n < 1e15 then return n end
-  return nil
 end
 local kinds = {'zset', 'zset', 'hash', 'zset', 'string', 'string', 'hash'}
 local lost = false
@@ -182,9 +184,7 @@ return added`;
 // KEYS: window, epoch; ARGV: interval, hold, then the sends. Each counts from now, if it still waits.
 export const ANSWER =
   `if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local interval, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
+${NOW}local interval, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
 ${mark("KEYS[1]", "KEYS[2]")}for i = 3, #ARGV do
   local from = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if from and tonumber(from) > now then redis.call('ZADD', KEYS[1], now, ARGV[i]) end
@@ -193,9 +193,8 @@ if redis.call('TYPE', KEYS[2]).ok == 'hash' then mark() end
 return 0`;
 
 // KEYS: window, block; ARGV: requests, interval. A window with room is full for one slot's share.
-export const REFUSE = `local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
+export const REFUSE =
+  `${NOW}local requests, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
 if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then redis.call('DEL', KEYS[1]) end
 if redis.call('TYPE', KEYS[2]).ok ~= 'string' then redis.call('DEL', KEYS[2]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)

@@ -50,6 +50,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   #lastWake: { stream: string; id: string } | undefined;
   /** Present when the store has a connection to block on. */
   readonly waitForRelease?: LeaseDatabase<Seen>["waitForRelease"];
+  /** One command within the time limit; a plain function, as the scripts' plain steps take it. */
+  readonly #send = (args: string[]): Promise<unknown> =>
+    sendWithin(this.#config.command, args, this.#config.commandTimeout);
 
   constructor(config: RedisStoreConfig) {
     this.#config = config;
@@ -97,9 +100,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
     const value = await this.#read(keys.record);
-    const lease = text(
-      await this.#send(["GET", keys.lease]).catch(noneOfAnotherType),
-    );
+    const lease = await this.#textOf(["GET", keys.lease]);
     const record = await this.#decode(key, value);
     return {
       record,
@@ -179,30 +180,31 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */
   async #script(name: ScriptName, keys: string[], args: string[]) {
-    const send = (command: string[]) => this.#send(command);
-    if (this.#plain) return await plainScript(name, keys, args, send);
+    if (this.#plain) return await plainScript(name, keys, args, this.#send);
     const tail = [String(keys.length), ...keys, ...args];
     try {
-      return await send(["EVAL", SCRIPTS[name], ...tail]);
+      return await this.#send(["EVAL", SCRIPTS[name], ...tail]);
     } catch (error) {
       if (!/NOPERM|unknown command/i.test(String(error))) throw error;
       this.#plain = true;
-      return await plainScript(name, keys, args, send);
+      return await plainScript(name, keys, args, this.#send);
     }
   }
 
   /** The record's text, read only as far as a record may go. */
   async #read(record: string): Promise<string | undefined> {
-    const value = text(
-      await this.#send(["GETRANGE", record, "0", String(MAX_STORED_RECORD)])
-        .catch(noneOfAnotherType),
-    );
+    const range = ["GETRANGE", record, "0", String(MAX_STORED_RECORD)];
+    const value = await this.#textOf(range);
     // GETRANGE answers "" for a missing key; a value past the bound is broken, never read whole.
     return value === "" ? undefined : value;
   }
 
-  #send(args: string[]): Promise<unknown> {
-    return sendWithin(this.#config.command, args, this.#config.commandTimeout);
+  /** A reply's text; a key of another type holds no record or lease (the take replaces it). */
+  async #textOf(command: string[]): Promise<string | undefined> {
+    const reply = await this.#send(command).catch((error) => {
+      if (!/WRONGTYPE/.test(String(error))) throw error;
+    });
+    return text(reply);
   }
 
   /** The value and `PX` lifetime of a `SET` of `record`, sealed. */
@@ -227,12 +229,6 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       return undefined; // not ours, or damaged: as if absent
     }
   }
-}
-
-/** A key of another type holds no record or lease (the take replaces it); anything else fails. */
-function noneOfAnotherType(error: unknown): undefined {
-  if (/WRONGTYPE/.test(String(error))) return undefined;
-  throw error;
 }
 
 function fromBase64(text: string): Uint8Array<ArrayBuffer> {

@@ -2,7 +2,7 @@
 // Deno KV: no --unstable-kv and no configuration, for a tool run straight from the registry.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { delay, unrefTimer } from "../core/_deadlines.ts";
+import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
 import { openRecord, sealRecord } from "./_record.ts";
@@ -332,23 +332,15 @@ type HeldLock = { release(): void };
 
 /** Keeps the lock fresh (mtime) until released; removed on `unload` too, as `Deno.exit` skips `finally`. */
 function holdLock(path: string, owner: string, now: () => number): HeldLock {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const refresh = () => {
-    const next = setTimeout(async () => {
-      const stamp = new Date(now());
-      await Deno.utime(path, stamp, stamp).catch(() => {});
-      if (timer === next) refresh();
-    }, LOCK_REFRESH);
-    timer = next;
-    unrefTimer(next);
-  };
+  const stop = keepRefreshed(LOCK_REFRESH, async () => {
+    const stamp = new Date(now());
+    await Deno.utime(path, stamp, stamp);
+  });
   const onExit = () => removeOwnedSync(path, owner);
   globalThis.addEventListener("unload", onExit);
-  refresh();
   return {
     release() {
-      clearTimeout(timer);
-      timer = undefined;
+      stop();
       globalThis.removeEventListener("unload", onExit);
       removeOwnedSync(path, owner);
     },
