@@ -79,30 +79,24 @@ function anchor(items: Item[], now: number): number {
 /** The three lists as drawn, each item's `creationDate` its place in the date range. */
 function drawLists(sizes: ListSizes, seed: number) {
   const random = seededRandom(seed);
-  const organizations: Item[] = Array.from(
-    { length: sizes.organizations },
-    (_, i) => ({
-      organizationID: id("org", i + 1),
-      companyName: `${pick(random, COMPANY_WORDS)} ${
-        pick(random, COMPANY_KINDS)
-      } ${i + 1}`,
-      creationDate: offset(random),
-    }),
-  );
-  const orgOf = (i: number) =>
-    id("org", (i % Math.max(1, sizes.organizations)) + 1);
-  const cardholders: Item[] = Array.from(
-    { length: sizes.cardholders },
-    (_, i) => ({
-      cardholderID: id("ch", i + 1),
-      name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
-      organizationID: orgOf(i),
-      creationDate: offset(random),
-    }),
-  );
-  const transactions = Array.from(
-    { length: sizes.transactions },
-    (_, i) => transaction(i + 1, offset(random), random),
+  const draw = (length: number, item: (n: number) => Item) =>
+    Array.from({ length }, (_, i) => item(i + 1));
+  const organizations = draw(sizes.organizations, (n) => ({
+    organizationID: id("org", n),
+    companyName: `${pick(random, COMPANY_WORDS)} ${
+      pick(random, COMPANY_KINDS)
+    } ${n}`,
+    creationDate: offset(random),
+  }));
+  const cardholders = draw(sizes.cardholders, (n) => ({
+    cardholderID: id("ch", n),
+    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
+    organizationID: id("org", ((n - 1) % Math.max(1, sizes.organizations)) + 1),
+    creationDate: offset(random),
+  }));
+  const transactions = draw(
+    sizes.transactions,
+    (n) => transaction(n, offset(random), random),
   );
   return { organizations, cardholders, transactions };
 }
