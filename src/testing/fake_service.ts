@@ -167,6 +167,8 @@ export function createFakePartnerService(
 ): FakePartnerService {
   const state = serviceState(options);
   const { now, credentials, endpoint, lists } = state;
+  const inject = (queue: FakeFault[], what: string) => (...more: FakeFault[]) =>
+    void queue.push(...checkedFaults(more, `Cannot inject ${what} faults`));
   return {
     credentials,
     get tokenRequests() {
@@ -178,14 +180,8 @@ export function createFakePartnerService(
     get apiRequests() {
       return state.counts.apiRequests;
     },
-    injectTokenFaults: (...more) =>
-      void state.tokenFaults.push(
-        ...checkedFaults(more, "Cannot inject token faults"),
-      ),
-    injectApiFaults: (...more) =>
-      void state.apiFaults.push(
-        ...checkedFaults(more, "Cannot inject API faults"),
-      ),
+    injectTokenFaults: inject(state.tokenFaults, "token"),
+    injectApiFaults: inject(state.apiFaults, "API"),
     insertTransactions: (added) => {
       const transactions = lists.get("transactions")!;
       const random = seededRandom(transactions.serial);
