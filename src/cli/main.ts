@@ -2,7 +2,7 @@
 // line; and the process it runs in as a program.
 
 import { escapeControls, redact, type Secret } from "../core/_redact.ts";
-import { requireDeno } from "../core/_check.ts";
+import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
@@ -107,13 +107,8 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
  * audience variable is never shown either, when the IdP quotes it back.
  */
 function secretsOf(io: CliIo): Secret[] {
-  const read = (name: string) => {
-    try {
-      return io.env(name)?.trim() ?? "";
-    } catch {
-      return ""; // not allowed to read it: not what failed here
-    }
-  };
+  // Not allowed to read it: not what failed here.
+  const read = (name: string) => tried(() => io.env(name)?.trim()) ?? "";
   const credentials = {
     secret: read(CONFIG_VARIABLES.clientSecret),
     clientId: read(CONFIG_VARIABLES.clientId),
