@@ -52,7 +52,7 @@ export function notOwnFolder(folder: string): string | undefined {
   } catch {
     // It exists (checked below), or cannot be made.
   }
-  const info = lstatOrUndefined(folder);
+  const info = tried(() => Deno.lstatSync(folder));
   if (info === undefined) return undefined; // none could be made: the first write says so
   if (!info.isDirectory && !info.isSymlink) {
     // Whoever made it, no token could be kept there: each run would pay one.
@@ -66,7 +66,7 @@ export function notOwnFolder(folder: string): string | undefined {
   if (problem !== undefined) return refusal(folder, problem, folder);
   for (const entry of Deno.readDirSync(folder)) {
     const path = `${folder}/${entry.name}`;
-    const found = lstatOrUndefined(path);
+    const found = tried(() => Deno.lstatSync(path)); // gone meanwhile, or unreadable: nothing found
     const trouble = found && problemOf(found, own);
     if (trouble !== undefined) return refusal(path, trouble, folder);
   }
@@ -108,10 +108,6 @@ function ownerOfNewFile(folder: string): number | null | undefined {
   } finally {
     Deno.removeSync(probe);
   }
-}
-
-function lstatOrUndefined(path: string): Deno.FileInfo | undefined {
-  return tried(() => Deno.lstatSync(path)); // gone meanwhile, or unreadable: nothing found
 }
 
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
