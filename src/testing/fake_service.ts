@@ -36,7 +36,6 @@ import type {
   FakeCredentials,
   FakeFault,
   FakePartnerServiceOptions,
-  ListSizes,
 } from "./fake_options.ts";
 
 /**
@@ -284,12 +283,17 @@ function serviceState(options: FakePartnerServiceOptions) {
   });
   const seed = checked(options.seed, 1, "seed", "safe integer");
   const cut = oneOf(options.beyondMaxLimit, BEYOND, CONTEXT, "beyondMaxLimit");
-  const lists = generateLists(listSizes(options), seed, now());
+  const { organizations, transactions, cardholders } = options.items ?? {};
+  const sizes = {
+    organizations: checked(organizations, 25, "items.organizations"),
+    transactions: checked(transactions, 500, "items.transactions"),
+    cardholders: checked(cardholders, 120, "items.cardholders"),
+  };
   return {
     now,
     credentials,
     endpoint,
-    lists,
+    lists: generateLists(sizes, seed, now()),
     latency: checked(options.latency, 0, "latency", `non-negative ${WHOLE}`),
     listEnvelope: options.listEnvelope ?? "object",
     churn: churner(options.churn, seed, now),
@@ -301,16 +305,6 @@ function serviceState(options: FakePartnerServiceOptions) {
     closing: new AbortController(),
     decorate: endpoint.withQuota.bind(endpoint),
     counts: { tokenRequests: 0, apiRequests: 0 },
-  };
-}
-
-/** The generated items per list, checked. */
-function listSizes(options: FakePartnerServiceOptions): ListSizes {
-  const { organizations, transactions, cardholders } = options.items ?? {};
-  return {
-    organizations: checked(organizations, 25, "items.organizations"),
-    transactions: checked(transactions, 500, "items.transactions"),
-    cardholders: checked(cardholders, 120, "items.cardholders"),
   };
 }
 
