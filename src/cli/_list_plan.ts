@@ -22,15 +22,13 @@ export type ListRequest = Readonly<ReturnType<typeof listRequest>>;
 export function listRequest(rest: readonly string[], values: Values) {
   const path = onePositional(rest, "list needs a <path>, e.g. transactions");
   const format = oneOf(values.format, "format", FORMATS);
-  const { query, ...numbers } = {
-    ...pagingOf(values),
-    page: count(values.page, "page", 1),
-    maxItems: count(values["max-items"], "max-items", 0),
-  };
   const options: ListOptions<unknown> = {
-    query,
+    ...given({
+      ...pagingOf(values),
+      page: count(values.page, "page", 1),
+      maxItems: count(values["max-items"], "max-items", 0),
+    }),
     ...orderOf(values),
-    ...given(numbers),
   };
   return {
     path,
@@ -38,7 +36,6 @@ export function listRequest(rest: readonly string[], values: Values) {
     /** The keys to keep, in this order; all when undefined. */
     fields: fieldList(values.fields),
     options,
-    limit: numbers.limit ?? 50,
   };
 }
 
