@@ -9,7 +9,7 @@ import {
   isRetryStatus,
   type Next,
   retryAfterMs,
-  retryEvent,
+  retryStep,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
 import {
@@ -264,14 +264,9 @@ async function carryOut<T>(
     return AGAIN;
   }
   request.retries++;
-  if (request.listener === undefined) return { do: "again", wait: step.wait };
   const status = response?.status ?? 0;
   const reason = status !== 0 ? "status" : noAnswerReason(deadline);
-  return {
-    do: "again",
-    wait: step.wait,
-    retry: retryEvent("api.retry", reason, status, step.wait),
-  };
+  return retryStep(request.listener, "api.retry", reason, status, step.wait);
 }
 
 /** Waits for a slot in the rate window; a listener hears how long, and for what priority. */

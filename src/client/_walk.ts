@@ -38,13 +38,12 @@ function requestPage<T, F>(
   page: number,
 ) {
   const controller = new AbortController();
-  const { limit, sort, priority, signal: caller } = config;
+  const { limit, fields, signal: caller } = config;
   const signal = caller
     ? AbortSignal.any([caller, controller.signal])
     : controller.signal;
   const result =
-    (async () =>
-      await fetchPage({ page, limit, ...sort, ...priority, signal }))();
+    (async () => await fetchPage({ page, limit, ...fields, signal }))();
   // A page abandoned in flight may still reject; nobody is waiting for it.
   result.catch(() => {});
   return { page, controller, result };
@@ -233,14 +232,17 @@ function countLimit(value: number | undefined, field: string): number {
   return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
 }
 
-function sortOptions(sortBy: unknown, sortDirection: unknown) {
+/** What each page request carries, when given: the sort and the priority. */
+function requestFields<T>(options: PaginateOptions<T>) {
+  const { sortBy, sortDirection, priority } = options;
   const direction = sortDirection === undefined
     ? undefined
     : oneOf(sortDirection, ["ASC", "DESC"] as const, CONTEXT, "sortDirection");
   const by = sortBy === undefined
     ? undefined
     : requireText(sortBy, CONTEXT, "sortBy");
-  return given({ sortBy: by, sortDirection: direction });
+  const checked = checkPriority(priority, undefined, CONTEXT);
+  return given({ sortBy: by, sortDirection: direction, priority: checked });
 }
 
 export function pageConfig<T>(options: PaginateOptions<T>) {
@@ -255,13 +257,9 @@ export function pageConfig<T>(options: PaginateOptions<T>) {
     lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
     maxItems: countLimit(options.maxItems, "maxItems"),
     concurrency: concurrencyOf(options.concurrency),
-    sort: sortOptions(options.sortBy, options.sortDirection),
+    fields: requestFields(options),
     dedupeBy,
     until,
     signal,
-    // Handed to each page request, when given.
-    priority: options.priority === undefined
-      ? {}
-      : { priority: checkPriority(options.priority, "auto", CONTEXT) },
   };
 }

@@ -2,12 +2,7 @@
 // limit, the wait before the next, their events, the shared retry rule and the
 // bounded body read. Each side decides the next step itself (`nextStep`, `nextTokenStep`).
 
-import type {
-  ApiRetryEvent,
-  EventListener,
-  PartnerApiEvent,
-  TokenRetryEvent,
-} from "./events.ts";
+import type { EventListener, PartnerApiEvent } from "./events.ts";
 import { emit } from "./_emit.ts";
 import { type AttemptLimits, type Deadline, delay } from "./_deadlines.ts";
 import { checkNumber, type NumberRule } from "./_check.ts";
@@ -89,14 +84,17 @@ export async function sendAttempts<O, R, B = void>(
   }
 }
 
-/** The one builder of retry events, for both sides (`status` 0: no answer). */
-export function retryEvent<K extends "api.retry" | "token.retry">(
-  type: K,
+/** Another attempt after `wait` ms, for both sides; its retry event (`status` 0: no answer) is built for a listener only. */
+export function retryStep(
+  listener: EventListener | undefined,
+  type: "api.retry" | "token.retry",
   reason: "network" | "timeout" | "status",
   status: number,
-  delayMs: number,
-): (ApiRetryEvent | TokenRetryEvent) & { readonly type: K } {
-  return { type, reason, status, delayMs } as ReturnType<typeof retryEvent<K>>;
+  wait: number,
+): Next<never> {
+  if (listener === undefined) return { do: "again", wait };
+  const retry = { type, reason, status, delayMs: wait };
+  return { do: "again", wait, retry };
 }
 
 /** The `retry` option (see the public RetryOptions), checked and complete. */

@@ -11,7 +11,7 @@ import {
   type Next,
   retryAfterMs,
   retryDelay,
-  retryEvent,
+  retryStep,
   sendAttempts,
 } from "../core/_attempt_loop.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
@@ -47,13 +47,11 @@ export function nextTokenStep(
     )
     : undefined;
   if (wait === undefined) return { do: "fail", error };
-  if (policy.onEvent === undefined) return { do: "again", wait };
   // Only network, timeout and status failures are retried.
   const { reason, status } = error as TokenRequestError & {
     reason: TokenRetryEvent["reason"];
   };
-  const retry = retryEvent("token.retry", reason, status ?? 0, wait);
-  return { do: "again", wait, retry };
+  return retryStep(policy.onEvent, "token.retry", reason, status ?? 0, wait);
 }
 
 /** What a token request needs besides the endpoint. */

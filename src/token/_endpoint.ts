@@ -14,8 +14,20 @@ import {
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
 import { timeoutFrom } from "../core/_attempt_loop.ts";
-import { type SettingNames, SETTINGS } from "./_hint.ts";
 import type { TokenRequestOptions } from "./types.ts";
+
+/** The settings a hint can name. */
+const SETTINGS = [
+  "clientId",
+  "clientSecret",
+  "audience",
+  "tokenUrl",
+  "bodyFormat",
+  "clientAuthentication",
+] as const;
+
+/** What each setting is called where the reader configured it. */
+type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export interface TokenEndpoint {

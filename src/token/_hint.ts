@@ -2,29 +2,14 @@
 // their configured names and the URL requested, never a credential's value.
 
 import { isPermissionError, netPermissionFix } from "../core/_cause.ts";
-import type { TokenFailureReason } from "../core/errors.ts";
+import type { TokenRequestErrorInit } from "../core/errors.ts";
+import type { TokenEndpoint } from "./_endpoint.ts";
 
-/** The settings a hint can name. */
-export const SETTINGS = [
-  "clientId",
-  "clientSecret",
-  "audience",
-  "tokenUrl",
-  "bodyFormat",
-  "clientAuthentication",
-] as const;
-
-/** What each setting is called where the reader configured it. */
-export type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
-
-/** What a hint is made from: the endpoint's names, address and audience. */
-export interface HintSource {
-  readonly names: SettingNames;
-  /** The token URL as shown: no user info, no secret. */
-  readonly where: string;
-  readonly url: URL;
-  readonly audience: string;
-}
+/** What a hint is made from: the endpoint's names, address and audience, never its secret. */
+export type HintSource = Pick<
+  TokenEndpoint,
+  "names" | "where" | "url" | "audience"
+>;
 
 /**
  * What to check after this failure; `undefined` when no setting can help (a
@@ -32,11 +17,7 @@ export interface HintSource {
  */
 export function tokenHint(
   source: HintSource,
-  failure: {
-    readonly reason: TokenFailureReason;
-    readonly status?: number;
-    readonly cause?: unknown;
-  },
+  failure: Pick<TokenRequestErrorInit, "reason" | "status" | "cause">,
 ): string | undefined {
   const { names, where } = source;
   const { reason, status } = failure;

@@ -101,13 +101,8 @@ export function decide(state: ProviderState, now: number): Decision {
   return failed ? "failed" : "request";
 }
 
-/** A failed token request, as the provider and the token record keep it. */
-export interface Cooldown {
-  /** No token request before this, in epoch ms. */
-  readonly until: number;
-  /** Failures in a row, each within {@linkcode MAX_COOLDOWN} of the last cooldown's end. */
-  readonly failures: number;
-}
+/** A failed token request's cooldown, as the provider and the token record keep it: `failures` in a row, each within {@linkcode MAX_COOLDOWN} of the last cooldown's end. */
+export type Cooldown = Pick<TokenFailure, "until" | "failures">;
 
 /**
  * The cooldown after a failure at `now`: 10 s, doubling up to 15 minutes; again 10 s over 15 minutes after the last one
