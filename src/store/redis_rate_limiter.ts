@@ -1,7 +1,7 @@
 // The fleet rate limiter on Redis: one Lua script per take decides atomically, on Redis's clock.
 
-import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
+import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import { requireFunction, typeError } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
@@ -38,19 +38,9 @@ import { hexDigest, perKey } from "./_key.ts";
  * deepStrictEqual(limiter.limit, { requests: 900, interval: 300_000 }); // the service's, by default
  * ```
  */
-export interface RedisRateLimiterOptions {
+export interface RedisRateLimiterOptions extends FleetRateLimiterOptions {
   /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
-  /**
-   * Requests the whole fleet may send in any window; every process sharing the prefix gives the same.
-   * @default {900}
-   */
-  requests?: number;
-  /**
-   * The window's length, in ms.
-   * @default {300000}
-   */
-  interval?: number;
   /**
    * The start of every key the limiter writes: processes with the same prefix share one budget.
    * @default {"partner-api:rate"}
@@ -66,14 +56,6 @@ export interface RedisRateLimiterOptions {
    * @default {Date.now}
    */
   now?: () => number;
-  /** Receives `rate.degraded` when Redis fails or lost the window, then `rate.restored`. */
-  onEvent?: EventListener;
-  /**
-   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
-   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
-   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
-   */
-  reserve?: number;
 }
 
 const CONTEXT = "Cannot create Redis rate limiter";
