@@ -105,36 +105,35 @@ export function createRedisRateLimiter(
 class RedisWindow implements SharedWindow {
   readonly store = "redis";
   readonly #send: (args: string[]) => Promise<unknown>;
-  readonly #holder: string;
+  readonly #config: FleetConfig;
   readonly #keys: string[];
   /** requests, interval, hold, grace: what every script reads first. */
   readonly #args: string[];
-  readonly #reserve: string;
   readonly #digest = perKey((source) => hexDigest(source, 20, "SHA-1"));
 
   constructor(
     command: RedisCommand,
     { prefix, commandTimeout }: ReturnType<typeof redisOptions>,
-    { limit, reserve, holder }: FleetConfig,
+    config: FleetConfig,
   ) {
     this.#send = (args) => sendWithin(command, args, commandTimeout);
-    this.#reserve = String(reserve);
-    this.#holder = holder;
+    this.#config = config;
     // One hash tag: a cluster keeps every key of a script in one slot.
     this.#keys = "window line places holders turns block epoch".split(" ")
       .map((name) => `${prefix}:{rate}:${name}`);
-    this.#args = [limit.requests, limit.interval, HOLD, GRACE].map(String);
+    const { requests, interval } = config.limit;
+    this.#args = [requests, interval, HOLD, GRACE].map(String);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
     const reply = await this.#script(TAKE, this.#keys, [
       ...this.#args,
       newEpoch(),
-      this.#holder,
+      this.#config.holder,
       request.epoch,
       request.returning ? "1" : "0",
       request.low ? "1" : "0",
-      this.#reserve,
+      String(this.#config.reserve),
       ...request.sends,
     ]);
     return takeReply(reply);
