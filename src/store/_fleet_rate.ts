@@ -13,7 +13,8 @@ import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
 import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
-import type { EventListener, PartnerApiEvent } from "../core/events.ts";
+import type { PartnerApiEvent } from "../core/events.ts";
+import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
   type Reseed,
   type TakeReply,
@@ -39,11 +40,7 @@ export type FleetConfig = Readonly<ReturnType<typeof fleetConfig>>;
 
 /** Checks the options both fleet limiters take; `most` bounds `requests`. */
 export function fleetConfig(
-  options: Partial<RateLimit> & {
-    reserve?: number;
-    now?: () => number;
-    onEvent?: EventListener;
-  },
+  options: FleetRateLimiterOptions & { now?: () => number },
   context: string,
   most: number,
 ) {

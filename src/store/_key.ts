@@ -11,13 +11,12 @@ const LONG_SECRET = 32;
  * The key of one client's record: endpoint, audience, client id and the secret's part (a wrong secret
  * never shares a token), a short secret's stretched with PBKDF2 against quick guesses.
  */
-export async function storeKey(endpoint: {
+export async function storeKey({ url, audience, clientId, secret }: {
   readonly url: URL;
   readonly audience: string;
   readonly clientId: string;
   readonly secret: string;
 }): Promise<string> {
-  const { url, audience, clientId, secret } = endpoint;
   const part = await stretched(secret);
   return JSON.stringify([url.href, audience, clientId, part]);
 }

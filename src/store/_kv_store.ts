@@ -101,8 +101,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     const [stored, lease] = await unlocked(read, signal);
     return {
       record: await this.#open(key, stored.value),
-      // A lease of any other shape is not one of ours: taking it replaces it.
-      leaseFree: !isLease(lease.value) || this.#leaseOver(key, lease.value),
+      leaseFree: this.#leaseOver(key, lease.value),
       snapshot: [stored, lease],
     };
   }
@@ -147,9 +146,11 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
-  #leaseOver(key: string, lease: Lease): boolean {
-    if (lease.until <= this.#config.now()) return true;
-    const seen = `${lease.holder} ${lease.until}`;
+  #leaseOver(key: string, lease: unknown): boolean {
+    const { holder, until } = (lease ?? {}) as Partial<Lease>;
+    // A lease of any other shape is not one of ours: taking it replaces it.
+    if (typeof until !== "number" || until <= this.#config.now()) return true;
+    const seen = `${holder} ${until}`;
     return this.#leaseUnchanged(key, seen) >= this.#config.leaseDuration;
   }
 
@@ -164,10 +165,6 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
       ? await this.#seals.open(key, stored)
       : undefined;
   }
-}
-
-function isLease(value: unknown): value is Lease {
-  return typeof (value as Partial<Lease> | null)?.until === "number";
 }
 
 /** Runs a KV operation again while another process holds a local database's write lock (ms). */

@@ -166,20 +166,13 @@ export class ClockView {
         : seen.block > 0
         ? stored.block
         : 0,
-      ...this.#restoreShort(next, stored, seen),
+      // A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss).
+      ...(next.shortUntil !== seen.shortUntil
+        ? next
+        : seen.shortUntil > 0
+        ? { shortUntil: stored.shortUntil }
+        : { shortUntil: 0, reseeded: 0 }),
     };
-  }
-
-  /** A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss). */
-  #restoreShort(
-    next: WindowState,
-    stored: WindowState,
-    seen: WindowState,
-  ): Pick<WindowState, "shortUntil" | "reseeded"> {
-    if (next.shortUntil !== seen.shortUntil) return next;
-    return seen.shortUntil > 0
-      ? { shortUntil: stored.shortUntil, reseeded: next.reseeded }
-      : { shortUntil: 0, reseeded: 0 };
   }
 
   /** A block or a short window lasts `lasts` from when it was first seen. */

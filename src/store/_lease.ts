@@ -56,14 +56,12 @@ export interface LeaseDatabase<Snapshot> {
   get(key: string): Promise<TokenRecord | undefined>;
   set(key: string, record: TokenRecord): Promise<void>;
   /** Waits at most `ms` for `holder` to let go: the record then published. Absent where none can tell. */
-  readonly waitForRelease?:
-    | ((
-      key: string,
-      holder: string,
-      ms: number,
-      signal: AbortSignal,
-    ) => Promise<TokenRecord | undefined>)
-    | undefined;
+  waitForRelease?(
+    key: string,
+    holder: string,
+    ms: number,
+    signal: AbortSignal,
+  ): Promise<TokenRecord | undefined>;
 }
 
 /** The checked options of a shared store: its lease timing (ms), seal and name. */

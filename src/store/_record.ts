@@ -20,7 +20,7 @@ const RENEWAL_KEPT = 2 * 3_600_000;
 const MAX_RECORD_LIFETIME = 366 * 86_400_000;
 const encoder = new TextEncoder();
 
-/** Encrypts the record's plain copy (with `version` inside), bound to `key`. */
+/** Encrypts the record's plain copy (data properties only: the token's is not enumerable), with `version` inside, bound to `key`. */
 export async function sealRecord(
   encryptionKey: CryptoKey,
   key: string,
@@ -28,7 +28,18 @@ export async function sealRecord(
   version?: number,
 ): Promise<SealedRecord> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const plain = { ...plainRecord(record), ...(version && { version }) };
+  const { token, quota, blockedUntil, failure, renewal } = record;
+  const plain = given({
+    token: token && storableToken(token),
+    quota: quota && {
+      buckets: quota.buckets.map((bucket) => ({ ...bucket })),
+      observedAt: quota.observedAt,
+    },
+    blockedUntil,
+    failure: failure && { ...failure },
+    renewal: renewal && { ...renewal },
+    version: version || undefined,
+  });
   const sealed = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
     encryptionKey,
@@ -111,21 +122,6 @@ export function recordLifetime(record: TokenRecord, now: number): number {
   );
   const lifetime = Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now));
   return Math.min(MAX_RECORD_LIFETIME, lifetime);
-}
-
-/** A copy with data properties only (the token's is not enumerable), to store. */
-function plainRecord(record: TokenRecord): TokenRecord {
-  const { token, quota, blockedUntil, failure, renewal } = record;
-  return given({
-    token: token && storableToken(token),
-    quota: quota && {
-      buckets: quota.buckets.map((bucket) => ({ ...bucket })),
-      observedAt: quota.observedAt,
-    },
-    blockedUntil,
-    failure: failure && { ...failure },
-    renewal: renewal && { ...renewal },
-  });
 }
 
 /** Refuses anything but an AES-GCM key for encrypt and decrypt. */

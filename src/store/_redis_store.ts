@@ -49,7 +49,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   /** The last entry a wait read, so that the next waits for a newer one. */
   #lastWake: { stream: string; id: string } | undefined;
   /** Present when the store has a connection to block on. */
-  readonly waitForRelease?: LeaseDatabase<Seen>["waitForRelease"];
+  readonly waitForRelease?: NonNullable<LeaseDatabase<Seen>["waitForRelease"]>;
   /** One command within the time limit; a plain function, as the scripts' plain steps take it. */
   readonly #send = (args: string[]): Promise<unknown> =>
     sendWithin(this.#config.command, args, this.#config.commandTimeout);

@@ -110,13 +110,6 @@ export interface TakeOutcome extends TakeReply {
   readonly state: WindowState;
 }
 
-/** Sends the window may hold now: the limit, or while it is short, as many as were written back. */
-function capacity(state: WindowState, now: number, limit: RateLimit): number {
-  return state.shortUntil > now
-    ? Math.min(limit.requests, state.reseeded)
-    : limit.requests;
-}
-
 /** The rules of a take, as the Redis script has them: pure, on `now`. */
 export function takeTurn(
   state: WindowState,
@@ -144,9 +137,11 @@ export function takeTurn(
   const low = ask.low === true;
   // Ahead of a live take stand live places only: no background crawl elsewhere holds it up.
   const order = low ? line : line.filter(isLive);
-  const room = state.block > now
-    ? 0
-    : capacity(state, now, limit) - sends.length;
+  // Sends the window may hold now: the limit, or while it is short, as many as were written back.
+  const capacity = state.shortUntil > now
+    ? Math.min(limit.requests, state.reseeded)
+    : limit.requests;
+  const room = state.block > now ? 0 : capacity - sends.length;
   // A background send leaves the reserve free, and waits while a live one waits anywhere.
   const liveElsewhere = line.some((p) => isLive(p) && p[0] !== holder);
   const free = !low ? room : liveElsewhere ? 0 : room - (ask.reserve ?? 0);

@@ -1,3 +1,5 @@
+import type { EventListener } from "../core/events.ts";
+
 /**
  * What the fleet stores (`./kv`, `./redis`) share: the lease, the waiting, the sealing and the clock.
  *
@@ -51,4 +53,40 @@ export interface FleetStoreOptions {
    * @default {Date.now}
    */
   now?: () => number;
+}
+
+/**
+ * What the fleet rate limiters (`./kv`, `./redis`) share: the limit, the reserve and the events.
+ *
+ * @example One limit, checked alike by either limiter
+ * ```ts
+ * import { createKvRateLimiter, type FleetRateLimiterOptions } from "@partner-api/client/kv";
+ * import { createRedisRateLimiter } from "@partner-api/client/redis";
+ * import { throws } from "node:assert/strict";
+ *
+ * const limit: FleetRateLimiterOptions = { requests: 90, interval: 3000, reserve: 90 }; // at most requests - 1
+ * using kv = await Deno.openKv(":memory:");
+ * throws(() => createKvRateLimiter(kv, limit), { name: "RangeError", option: "reserve" });
+ * throws(() => createRedisRateLimiter({ ...limit, command: () => Promise.resolve(null) }), { name: "RangeError", option: "reserve" });
+ * ```
+ */
+export interface FleetRateLimiterOptions {
+  /**
+   * Requests the whole fleet may send in any window; every process sharing the prefix gives the same.
+   * @default {900}
+   */
+  requests?: number;
+  /**
+   * The window's length, in ms.
+   * @default {300000}
+   */
+  interval?: number;
+  /** Receives `rate.degraded` when the store (KV, Redis) fails or lost the window, then `rate.restored`. */
+  onEvent?: EventListener;
+  /**
+   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
+   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
+   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
+   */
+  reserve?: number;
 }

@@ -6,4 +6,4 @@ export type { QuotaBucket } from "../core/quota_types.ts";
 export type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 export type * from "./types.ts";
-export type { FleetStoreOptions } from "./fleet_options.ts";
+export type * from "./fleet_options.ts";

@@ -1,8 +1,8 @@
 // The fleet rate limiter on Deno KV: each take reads the window's one value, decides (_window_rules.ts),
 // and writes back if nobody wrote meanwhile; answers wait in keys of their own for the next take.
 
-import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
+import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
   type FleetConfig,
   fleetConfig,
@@ -40,18 +40,13 @@ import { requireKv } from "./_kv_store.ts";
  * ok((await Array.fromAsync(kv.list({ prefix: ["my-app", "rate"] }))).length > 0); // the window rests there
  * ```
  */
-export interface KvRateLimiterOptions {
+export interface KvRateLimiterOptions extends FleetRateLimiterOptions {
   /**
    * Requests the whole fleet may send in any window, at most 1,000 (the window rests in one KV
    * value); every process sharing the prefix gives the same.
    * @default {900}
    */
   requests?: number;
-  /**
-   * The window's length, in ms.
-   * @default {300000}
-   */
-  interval?: number;
   /**
    * The key the window rests under: processes with the same prefix share one budget.
    * @default {["partner-api", "rate"]}
@@ -62,14 +57,6 @@ export interface KvRateLimiterOptions {
    * @default {Date.now, read through the runtime's monotone clock}
    */
   now?: () => number;
-  /** Receives `rate.degraded` when KV fails or the window was lost, then `rate.restored`. */
-  onEvent?: EventListener;
-  /**
-   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
-   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
-   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
-   */
-  reserve?: number;
 }
 
 const CONTEXT = "Cannot create KV rate limiter";

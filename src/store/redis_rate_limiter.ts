@@ -1,7 +1,7 @@
 // The fleet rate limiter on Redis: one Lua script per take decides atomically, on Redis's clock.
 
-import type { EventListener } from "../core/events.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
+import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import { requireFunction, typeError } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
@@ -38,19 +38,9 @@ import { hexDigest, perKey } from "./_key.ts";
  * deepStrictEqual(limiter.limit, { requests: 900, interval: 300_000 }); // the service's, by default
  * ```
  */
-export interface RedisRateLimiterOptions {
+export interface RedisRateLimiterOptions extends FleetRateLimiterOptions {
   /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
-  /**
-   * Requests the whole fleet may send in any window; every process sharing the prefix gives the same.
-   * @default {900}
-   */
-  requests?: number;
-  /**
-   * The window's length, in ms.
-   * @default {300000}
-   */
-  interval?: number;
   /**
    * The start of every key the limiter writes: processes with the same prefix share one budget.
    * @default {"partner-api:rate"}
@@ -66,14 +56,6 @@ export interface RedisRateLimiterOptions {
    * @default {Date.now}
    */
   now?: () => number;
-  /** Receives `rate.degraded` when Redis fails or lost the window, then `rate.restored`. */
-  onEvent?: EventListener;
-  /**
-   * Slots of any window a background request (`priority: "low"`) leaves free for live ones, across
-   * the fleet; from 0 to `requests - 1`, the same in every process. See docs/rate-limit.md.
-   * @default {max(1, ⌈requests / 10⌉), at most requests - 1}
-   */
-  reserve?: number;
 }
 
 const CONTEXT = "Cannot create Redis rate limiter";
@@ -123,36 +105,35 @@ export function createRedisRateLimiter(
 class RedisWindow implements SharedWindow {
   readonly store = "redis";
   readonly #send: (args: string[]) => Promise<unknown>;
-  readonly #holder: string;
+  readonly #config: FleetConfig;
   readonly #keys: string[];
   /** requests, interval, hold, grace: what every script reads first. */
   readonly #args: string[];
-  readonly #reserve: string;
   readonly #digest = perKey((source) => hexDigest(source, 20, "SHA-1"));
 
   constructor(
     command: RedisCommand,
     { prefix, commandTimeout }: ReturnType<typeof redisOptions>,
-    { limit, reserve, holder }: FleetConfig,
+    config: FleetConfig,
   ) {
     this.#send = (args) => sendWithin(command, args, commandTimeout);
-    this.#reserve = String(reserve);
-    this.#holder = holder;
+    this.#config = config;
     // One hash tag: a cluster keeps every key of a script in one slot.
     this.#keys = "window line places holders turns block epoch".split(" ")
       .map((name) => `${prefix}:{rate}:${name}`);
-    this.#args = [limit.requests, limit.interval, HOLD, GRACE].map(String);
+    const { requests, interval } = config.limit;
+    this.#args = [requests, interval, HOLD, GRACE].map(String);
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
     const reply = await this.#script(TAKE, this.#keys, [
       ...this.#args,
       newEpoch(),
-      this.#holder,
+      this.#config.holder,
       request.epoch,
       request.returning ? "1" : "0",
       request.low ? "1" : "0",
-      this.#reserve,
+      String(this.#config.reserve),
       ...request.sends,
     ]);
     return takeReply(reply);

@@ -1,7 +1,7 @@
 // Internal: the instruments openTelemetry() records through.
 
 import { metrics, trace, ValueType } from "@opentelemetry/api";
-import type { TelemetryMeter } from "./types.ts";
+import type { OpenTelemetryOptions, TelemetryMeter } from "./types.ts";
 import { tried } from "../core/_check.ts";
 
 /**
@@ -9,17 +9,18 @@ import { tried } from "../core/_check.ts";
  * (which send numbers as doubles), a number for the JS SDK (which drops `BigInt`).
  */
 export function integerAttributes(
-  globalMeter: boolean,
-  globalTracer: boolean,
+  { meter, tracer }: OpenTelemetryOptions,
 ): { metric: (value: number) => number; span: (value: number) => number } {
   const deno = (globalThis as {
     Deno?: {
       telemetry?: { meterProvider?: unknown; tracerProvider?: unknown };
     };
   }).Deno?.telemetry;
-  const builtInMeter = globalMeter && deno?.meterProvider !== undefined &&
+  const builtInMeter = meter === undefined &&
+    deno?.meterProvider !== undefined &&
     metrics.getMeterProvider() === deno.meterProvider;
-  const builtInTracer = globalTracer && deno?.tracerProvider !== undefined &&
+  const builtInTracer = tracer === undefined &&
+    deno?.tracerProvider !== undefined &&
     trace.getTracerProvider() === deno.tracerProvider;
   // The attribute types of @opentelemetry/api know no BigInt; Deno's do.
   const big = (value: number) => BigInt(value) as unknown as number;

@@ -73,10 +73,7 @@ export function openTelemetry(
   const tracer: TelemetryTracer = options.tracer ??
     trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
-  const integer = integerAttributes(
-    options.meter === undefined,
-    options.tracer === undefined,
-  );
+  const integer = integerAttributes(options);
   return (event) => {
     switch (event.type) {
       case "token.request":
