@@ -16,10 +16,12 @@ import {
   answerSends,
   emptyState,
   refuseSends,
+  reseedSends,
   type TakeAsk,
   takeTurn as take,
   type WindowState,
 } from "../src/store/_window_rules.ts";
+import { ClockView } from "../src/store/_kv_view.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { crawlTogether, mostAtOnce, mostInAnyWindow } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
@@ -101,6 +103,77 @@ Deno.test("refuseSends() blocks a window with room for one slot's share", () => 
   const state = refuseSends(EMPTY, 0, LIMIT);
   const turn = takeTurn(state, "a", ["a:0"], 100, LIMIT);
   deepStrictEqual([turn.granted, turn.wait], [0, 400]);
+});
+
+Deno.test("a KV member writes the others' stamps back as they wrote them, whatever its take or write-back changes", () => {
+  // A member's view dates the others' entries by when it saw them (its clock may be minutes off theirs); what it
+  // writes must keep their own stamps. A write-back that made the window short wrote its view's instead: another
+  // member's send stamped 5,000,000 came back as 61,000, read on that member's clock as long gone.
+  const limit = { requests: 20, interval: 60_000 };
+  const stamp = fc.integer({ min: 0, max: 10_000_000 });
+  const send = fc.tuple(
+    fc.integer({ min: 0, max: 9 }).map((n) => `a:${n}`),
+    stamp,
+    fc.constantFrom<0 | 1>(0, 1),
+    fc.integer({ min: -1, max: 5000 }),
+  );
+  const place = fc.tuple(
+    fc.constantFrom("a", "c"),
+    stamp,
+    fc.integer({ min: 0, max: 5000 }),
+    fc.constantFrom<0 | 1>(0, 1),
+  );
+  const stored = fc.record({
+    epoch: fc.constant("e2"),
+    sends: fc.uniqueArray(send, { selector: ([name]) => name, maxLength: 8 }),
+    line: fc.uniqueArray(place, { selector: ([holder]) => holder }),
+    holders: fc.uniqueArray(fc.tuple(fc.constantFrom("a", "c"), stamp), {
+      selector: ([holder]) => holder,
+    }),
+    block: fc.constant(0),
+    shortUntil: fc.oneof(fc.constant(0), stamp),
+    reseeded: fc.integer({ min: 0, max: 5 }),
+  });
+  const change = fc.oneof(
+    fc.record({ epoch: fc.constantFrom("e1", "e2"), recent: fc.boolean() }),
+    fc.constant(undefined),
+  );
+  fc.assert(
+    fc.property(stored, stamp, change, (state, now, reseed) => {
+      const view = new ClockView("b");
+      const seen = view.see(state as WindowState, now, limit);
+      const next = reseed === undefined
+        ? take(
+          seen,
+          { holder: "b", sends: ["b:0"], epoch: "e2", returning: false },
+          now,
+          limit,
+        ).state
+        : reseedSends(
+          seen,
+          { holder: "b", sends: [["b:1", 10]], ...reseed },
+          now,
+          limit,
+        );
+      const written = view.restore(next, state as WindowState, seen);
+      const theirs = <E extends readonly [string, ...unknown[]]>(
+        entries: readonly E[],
+        own: (name: string) => boolean,
+      ) => entries.filter(([name]) => !own(name));
+      const isMine = (name: string) => name.startsWith("b:");
+      for (const entry of theirs(written.sends, isMine)) {
+        const before = state.sends.find(([name]) => name === entry[0]);
+        if (before !== undefined) deepStrictEqual(entry, before);
+      }
+      for (const entry of theirs(written.line, (holder) => holder === "b")) {
+        deepStrictEqual(entry, state.line.find(([h]) => h === entry[0]));
+      }
+      for (const entry of theirs(written.holders, (holder) => holder === "b")) {
+        deepStrictEqual(entry, state.holders.find(([h]) => h === entry[0]));
+      }
+    }),
+    { numRuns: 300, seed: 30 },
+  );
 });
 
 Deno.test("simulated fleets: never more than the limit in any window, and each process at least 1/(2N) of the sends", () => {

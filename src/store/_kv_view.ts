@@ -166,9 +166,10 @@ export class ClockView {
         : seen.block > 0
         ? stored.block
         : 0,
-      // A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss).
+      // A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss). One
+      // the change made is next's (spread first), and only that: the others' stamps above stay theirs.
       ...(next.shortUntil !== seen.shortUntil
-        ? next
+        ? {}
         : seen.shortUntil > 0
         ? { shortUntil: stored.shortUntil }
         : { shortUntil: 0, reseeded: 0 }),
