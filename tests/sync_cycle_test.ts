@@ -10,6 +10,10 @@ import {
   throws,
 } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
+import { setImmediate } from "node:timers";
+import { withGlobal } from "@sinonjs/fake-timers";
+import { createClient } from "../src/client/mod.ts";
+import { createFakePartnerService } from "../src/testing/mod.ts";
 import {
   createJsonlSink,
   createPostgresSink,
@@ -590,4 +594,69 @@ Deno.test("sweepLeft counts the requests the cycle under way still needs, newest
       `${sortDirection}: said ${said}, took ${took}`,
     );
   }
+});
+
+Deno.test("a sync driven by fake timers as the README's 'Testing your code' drives a call sweeps whole: no timer of an unbounded maxDuration is left for the clock to fire (it stopped the sweep, unseen: updated 0, deleted 0, sweepLeft 1)", async () => {
+  const clock = withGlobal(globalThis).install({
+    toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
+  });
+  try {
+    const service = createFakePartnerService({ items: { transactions: 300 } });
+    const client = createClient({
+      environment: service.environmentAt(
+        "https://fake.test",
+        "https://pci.test",
+      ),
+      ...service.credentials,
+      fetch: (input, init) => service.handle(new Request(input, init)),
+    });
+    using sink = createSqliteSink(":memory:", { table: "transactions" });
+    const options = { id: "transactionID", sortBy: "creationDate", sink };
+    const fakeTime = async <T>(work: Promise<T>): Promise<T> => {
+      let settled = false;
+      work.then(() => settled = true, () => settled = true);
+      while (!settled) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (!settled) await clock.nextAsync();
+      }
+      return await work;
+    };
+    await fakeTime(syncList(client, "transactions", options));
+    service.update("transactions", "tx_000010", { amount: 0.5 });
+    service.remove("transactions", "tx_000020");
+    const all = { ...options, sweep: Infinity };
+    const again = await fakeTime(syncList(client, "transactions", all));
+    deepStrictEqual(
+      [again.updated, again.deleted, again.sweepLeft],
+      [1, 1, 0],
+    );
+  } finally {
+    clock.uninstall();
+  }
+});
+
+Deno.test("a run whose sweep verified the whole copy (sweep: Infinity) reports nothing behind: items back in the list that the copy never lost were 450 'known to be missing'", async () => {
+  const service = createFakePartnerService({ items: { transactions: 500 } });
+  const client = createClient({
+    environment: service.environmentAt("https://fake.test", "https://pci.test"),
+    ...service.credentials,
+    fetch: (input, init) => service.handle(new Request(input, init)),
+  });
+  using sink = createSqliteSink(":memory:", { table: "transactions" });
+  const options = { id: "transactionID", sortBy: "creationDate", sink };
+  type Item = { transactionID: string; creationDate: string };
+  const all = await Array.fromAsync(
+    client.list<Item>("transactions", { limit: 1000 }),
+  );
+  await syncList(client, "transactions", options);
+  const gone = all.toSorted((a, b) => a.creationDate < b.creationDate ? -1 : 1)
+    .slice(50);
+  for (const item of gone) service.remove("transactions", item.transactionID);
+  await rejects(syncList(client, "transactions", options), {
+    reason: "too-many-deletes",
+  });
+  for (const item of gone) service.insert("transactions", item);
+  const all2 = { ...options, sweep: Infinity };
+  const result = await syncList(client, "transactions", all2);
+  deepStrictEqual([result.inserted, result.deleted, result.behind], [0, 0, 0]);
 });

@@ -130,11 +130,13 @@ async function runFrom<T>(
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
     if (!first) {
-      // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long.
+      // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
+      // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
       const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
-      const stop = ownDeadlines(ms).start(undefined); // Infinity: it never fires in a run
+      const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
       const timeUp = () => clock() - read.began >= maxDuration;
-      await sweep({ ...run, stop: stop.signal }, timeUp).finally(stop.clear);
+      const limited = stop ? { ...run, stop: stop.signal } : run;
+      await sweep(limited, timeUp).finally(() => stop?.clear());
     }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
@@ -145,7 +147,11 @@ async function runFrom<T>(
       skippedIds: [...tally.skippedIds],
       requests: requests.count,
       resumed: start.resumed,
-      behind: Math.max(0, (shift ?? 0) - sweepInserted),
+      // A cycle this run began and completed verified the whole copy: nothing is behind it (a shift may be items the
+      // copy never lost).
+      behind: (verifiedAt ?? -Infinity) >= run.startedAt
+        ? 0
+        : Math.max(0, (shift ?? 0) - sweepInserted),
       ...(verifiedAt === undefined ? {} : { verifiedAt }),
       sweepLeft: sweepLeft(latest),
       ...nextVerified(latest, {
