@@ -115,7 +115,7 @@ function shareOf(value: string | undefined): number | undefined {
   const share = /^(0|1)?(\.\d+)?$/.test(value) ? Number(value) : NaN;
   if (value !== "" && value !== "." && share <= 1) return share;
   throw new UsageError(
-    `--max-deletes must be a share from 0 to 1: received ${value}`,
+    `--max-deletes must be a share from 0 to 1 (0.1 for 10 %): received ${value}`,
   );
 }
 
