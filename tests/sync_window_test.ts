@@ -265,6 +265,24 @@ Deno.test("a sweep's short page before the cycle's end is read again asking at m
   equal(nextWindow(short.next).limit <= 100, true);
 });
 
+Deno.test("a short page wholly before the edge is no end, whatever it holds from MIN_WINDOW up: the next window asks at most what it held (a service that lowered its largest under the cost bound between runs cut a size it had honoured and placed it by the cut size; the head took it as the end, and no later run found the 15 new items)", () => {
+  const before = { ...state(2000, 2001), accepted: 90, limit: 100 };
+  const plan: WindowPlan = { start: 1980, limit: 90, page: 23 };
+  const cut = judgeWindow(before, plan, keys(1200, 1259));
+  if (cut.kind !== "commit") throw new Error(cut.kind);
+  equal(cut.ended, false);
+  equal(nextWindow(cut.next).limit <= 60, true);
+  // A list that lost every item from the edge on (and gained some before it): read again where it stands, it ends.
+  const list = Array.from({ length: 2050 }, (_, i) => key(i * 0.97));
+  const read = (at: WindowState, plan: WindowPlan) =>
+    judgeWindow(at, plan, list.slice(plan.start, plan.start + plan.limit));
+  const first = read(before, plan);
+  if (first.kind !== "commit") throw new Error(first.kind);
+  equal(first.ended, false);
+  const second = read(first.next, nextWindow(first.next));
+  equal(second.kind === "commit" && second.ended, true);
+});
+
 Deno.test("a shorter answer to a size not known honoured, all before the edge, tells nothing of where the edge stands: a service may cut it and place it by the cut size", () => {
   const before = { ...state(2000, 2000), accepted: 250, limit: 50 };
   const plan: WindowPlan = { start: 1966, limit: 983, page: 3 };

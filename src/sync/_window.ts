@@ -250,11 +250,13 @@ function readAgain(
       : compareKeys(before, end) === 0);
   const beforeCopy = state.descending === true &&
     state.domain?.above != null && !window.reached;
-  // As many as a cut holds (the cost bound, MIN_WINDOW): perhaps cut by a service that lowered its largest page since
-  // it honoured this size. One ending at the edge is the end (a cut exactly there waits for the next run's head):
-  // finding the edge costs no more.
-  const doubt = window.short && (window.news || window.before) &&
-    window.count >= Math.max(state.limit ?? Infinity, MIN_WINDOW);
+  // As many as a cut holds (the cost bound, MIN_WINDOW) with news: perhaps cut by a service that lowered its largest
+  // page since it honoured this size. Wholly before the edge, any from MIN_WINDOW: the end only if the list lost every
+  // item from the edge on (a service that lowered it under the bound placed its cut by the cut size, and the head
+  // found no new item again, run after run). One ending at the edge is the end (a cut exactly there waits for the
+  // next run's head): finding the edge costs no more.
+  const doubt = window.short && window.count >= MIN_WINDOW &&
+    (window.before || window.news && window.count >= (state.limit ?? Infinity));
   const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy || doubt;
   const again = claims && farEnd && !agrees && !window.holds;
   // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
