@@ -167,7 +167,7 @@ export class ClockView {
         ? stored.block
         : 0,
       // A short window as stored while it lasts here; over here, it is over for everyone (seen after the loss). One
-      // the change made is next's (spread first), and only that: the others' stamps above stay theirs.
+      // the change began is next's own (spread first): the others' stamps put back above stay as they wrote them.
       ...(next.shortUntil !== seen.shortUntil
         ? {}
         : seen.shortUntil > 0
