@@ -25,7 +25,8 @@ import { ClockView } from "../src/store/_kv_view.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { crawlTogether, mostAtOnce, mostInAnyWindow } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
+import { clientOf, drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
+import { createRateLimiter } from "../src/client/rate_limit.ts";
 
 const EMPTY: WindowState = emptyState("e");
 
@@ -352,5 +353,41 @@ Deno.test("under contention each of 4 KV limiters gets at least 1/(2N) of the se
     for (const limiter of fleet) {
       await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
     }
+  });
+});
+
+Deno.test("rate.wait only for a call that waited for the window: none on free slots (a store's round trip is no wait), one for each call that waited; KV and in-process limiters alike", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    // Each answer of the database takes 1 ms of fake time.
+    using db = trackedIo(kv, 1);
+    using api = inProcessFake({ now });
+    const limit = { requests: 5, interval: 1000 };
+    const fleet = createKvRateLimiter(db.kv, { ...limit, now });
+    const limiters = [fleet, createRateLimiter({ ...limit, now })];
+    for (const rateLimit of limiters) {
+      let waits = 0;
+      const client = clientOf(api, {
+        rateLimit,
+        now,
+        onEvent: (event) => void (event.type === "rate.wait" && waits++),
+      });
+      const calls = (n: number) =>
+        drive(
+          timers,
+          Promise.all(Array.from({ length: n }, async () => {
+            await (await client.fetch("organizations")).body?.cancel();
+          })),
+          db.idle,
+        );
+      await calls(3);
+      await calls(1);
+      await calls(1);
+      equal(waits, 0, "5 calls on free slots");
+      await calls(3);
+      equal(waits, 3, "3 calls behind a full window");
+    }
+    await drive(timers, fleet[Symbol.asyncDispose](), db.idle);
   });
 });

@@ -11,9 +11,8 @@ import {
 } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
-import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
+import { requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
-import type { PartnerApiEvent } from "../core/events.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
   type Reseed,
@@ -72,7 +71,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #own: rateWindow.Window;
   readonly #lines = new rateWindow.PriorityLines((waiter, reason) => {
     waiter.reject(reason);
-    if (this.#lines.size === 0) this.#stop();
+    if (this.#lines.size === 0) this.#lines.resume();
   });
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
@@ -80,7 +79,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Answered sends not yet told to the store: told together. */
   readonly #answers: string[] = [];
   #telling = false;
-  #timer: ReturnType<typeof setTimeout> | undefined;
   /** The line is being served (synchronously set and cleared). */
   #busy = false;
   #pumping: Promise<void> = Promise.resolve();
@@ -111,12 +109,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const { live, low } = this.#lines;
     const line = this.#lines.of(priority);
-    return new Promise<number>((resolve, reject) => {
-      line.push({ resolve, reject }, signal);
-      // The first live caller behind a background wait asks at once.
-      if (line === live && live.size === 1 && low.size > 0) this.#stop();
-      this.#wake();
-    });
+    const slot = this.#lines.join(line, signal);
+    // The first live caller behind a background wait asks at once.
+    if (line === live && live.size === 1 && low.size > 0) this.#lines.resume();
+    this.#wake();
+    return slot;
   }
 
   answered(ticket: number): void {
@@ -147,9 +144,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Starts handing out slots, unless that is under way or timed already. */
   #wake(): void {
-    if (this.#busy || this.#timer !== undefined) return;
-    if (this.#lines.size === 0) return;
+    const { timer, size } = this.#lines;
+    if (this.#busy || timer !== undefined || size === 0) return;
     this.#busy = true;
+    this.#lines.resume();
     this.#pumping = this.#pump();
   }
 
@@ -161,13 +159,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
           ? this.#takeAlone()
           : await this.#takeShared();
         // Infinity: alone, the send to leave first unanswered; answered() wakes the line.
-        if (wait === Infinity) return;
         if (wait > 0 && this.#lines.size > 0) {
-          this.#timer = setTimeout(() => {
-            this.#timer = undefined;
-            this.#wake();
-          }, Math.min(wait, MAX_TIMER_MS));
-          return;
+          return this.#lines.pause(wait, () => this.#wake());
         }
       }
     } finally {
@@ -187,7 +180,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const wait = rateWindow.slotWait(this.#own, interval, now, share);
     if (wait === 0) {
       this.#returning = true;
-      line.shift()!.resolve(rateWindow.recordSend(this.#own, Infinity));
+      this.#lines.serve(line, rateWindow.recordSend(this.#own, Infinity));
       return 0;
     }
     // Back to the store when the pause ends, if that comes first.
@@ -222,10 +215,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
       const ticket = rateWindow.recordSend(this.#own, Infinity);
       this.#inStore.add(ticket);
-      const waiter = line.shift();
       // A caller who left while the store answered: its slot is spent.
-      if (waiter === undefined) this.answered(ticket);
-      else waiter.resolve(ticket);
+      if (!this.#lines.serve(line, ticket)) this.answered(ticket);
     }
     // A live caller came while background slots were asked for: at once.
     if (low && this.#lines.live.size > 0) return 0;
@@ -242,10 +233,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       this.#share = Math.max(1, share);
     }
     this.#lastTakeAt = this.#config.now();
-    if (this.#degraded) {
-      this.#degraded = false;
-      this.#tellListener({ type: "rate.restored", store: this.#shared.store });
-    }
+    if (!this.#degraded) return;
+    this.#degraded = false;
+    const { onEvent } = this.#config, { store } = this.#shared;
+    if (onEvent) emit(onEvent, { type: "rate.restored", store });
   }
 
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
@@ -291,19 +282,17 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Says once per fall that this process paces alone. */
   #degrade(now: number): void {
+    const { onEvent } = this.#config;
     if (this.#degraded) return;
     this.#degraded = true;
-    this.#tellListener({
+    if (onEvent === undefined) return;
+    emit(onEvent, {
       type: "rate.degraded",
       store: this.#shared.store,
       requests: this.#share,
       interval: this.limit.interval,
       retryAt: Math.max(now, this.#aloneUntil),
     });
-  }
-
-  #tellListener(event: PartnerApiEvent): void {
-    if (this.#config.onEvent !== undefined) emit(this.#config.onEvent, event);
   }
 
   /** Tells the store of the answers, as many at once as came meanwhile. */
@@ -323,10 +312,5 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const settled = write.then(() => {}, () => {});
     this.#writes.add(settled);
     settled.then(() => this.#writes.delete(settled));
-  }
-
-  #stop(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
   }
 }
