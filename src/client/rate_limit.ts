@@ -140,12 +140,11 @@ class SlidingWindowLimiter implements RateLimiter {
   refused(): void {
     const window = this.#window;
     const { requests, interval } = this.limit;
-    const now = this.#read();
     const oldest = window.times[window.head]!;
     // Full of answered requests: room when the oldest leaves; else one slot's share of the interval.
     const room = window.count === requests && oldest !== Infinity
       ? oldest + interval
-      : now + interval / requests;
+      : this.#read() + interval / requests;
     window.blockedUntil = Math.max(window.blockedUntil, room);
     this.#schedule();
   }

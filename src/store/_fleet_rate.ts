@@ -71,7 +71,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #own: rateWindow.Window;
   readonly #lines = new rateWindow.PriorityLines((waiter, reason) => {
     waiter.reject(reason);
-    if (this.#lines.size === 0) this.#lines.resume();
+    const { size, timer, live } = this.#lines;
+    if (size === 0) this.#lines.resume();
+    // Its place in the fleet's line may wait for who left: with nobody left, it goes at once (its lapse is the
+    // backstop); with background callers left, their take at once makes it theirs.
+    if (timer === undefined || live.size > 0) return;
+    if (size === 0) return this.#leave();
+    this.#lines.resume();
+    this.#wake();
   });
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
@@ -218,8 +225,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       // A caller who left while the store answered: its slot is spent.
       if (!this.#lines.serve(line, ticket)) this.answered(ticket);
     }
+    // All it asked for left meanwhile: so does its place, or the other line's take (at once) makes it theirs.
+    if (reply.granted < count && this.#lines.size === 0) this.#leave();
     // A live caller came while background slots were asked for: at once.
-    if (low && this.#lines.live.size > 0) return 0;
+    if ((low && this.#lines.live.size > 0) || line.size === 0) return 0;
     return reply.granted === count ? 0 : Math.max(1, reply.wait);
   }
 
@@ -307,8 +316,15 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
+  /** Takes nothing, which takes it out of the fleet's line: one write, best effort. */
+  #leave(): void {
+    this.#write(
+      this.#shared.take({ sends: [], epoch: this.#epoch, returning: false }),
+    );
+  }
+
   /** Keeps a write to the store for disposal; its failure changes nothing. */
-  #write(write: Promise<void>): void {
+  #write(write: Promise<unknown>): void {
     const settled = write.then(() => {}, () => {});
     this.#writes.add(settled);
     settled.then(() => this.#writes.delete(settled));
