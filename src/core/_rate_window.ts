@@ -74,24 +74,29 @@ export function recordAnswer(window: Window, ticket: number, now: number) {
   }
 }
 
-interface Node<T> {
-  readonly item: T;
+/** A caller waiting for a slot, a link of its line: handed its ticket, or rejected when it leaves. */
+interface Waiter {
+  readonly resolve: (ticket: number) => void;
+  readonly reject: (reason: unknown) => void;
   readonly signal: AbortSignal | undefined;
-  previous: Node<T> | undefined;
-  next?: Node<T> | undefined;
+  /** Pauses begun before it came: one more, and it waited for the window. */
+  readonly pauses: number;
+  waited?: boolean;
+  previous?: Waiter | undefined;
+  next?: Waiter | undefined;
 }
 
 /** A first-in first-out line whose members leave when their signal aborts. */
-export class WaitQueue<T> {
-  #head: Node<T> | undefined;
-  #tail: Node<T> | undefined;
+export class WaitQueue {
+  #head: Waiter | undefined;
+  #tail: Waiter | undefined;
   #size = 0;
   /** The callers queued on each signal, and the one listener that ends them. */
-  readonly #watches = new Map<AbortSignal, [Set<Node<T>>, () => void]>();
-  readonly #onAbort: (item: T, reason: unknown) => void;
+  readonly #watches = new Map<AbortSignal, [Set<Waiter>, () => void]>();
+  readonly #onAbort: (waiter: Waiter, reason: unknown) => void;
 
-  /** `onAbort` hears of each item whose signal aborted, once it has left. */
-  constructor(onAbort: (item: T, reason: unknown) => void) {
+  /** `onAbort` hears of each caller whose signal aborted, once it has left. */
+  constructor(onAbort: (waiter: Waiter, reason: unknown) => void) {
     this.#onAbort = onAbort;
   }
 
@@ -100,40 +105,40 @@ export class WaitQueue<T> {
     return this.#size;
   }
 
-  /** Queues `item` at the end; it leaves by itself when `signal` aborts. */
-  push(item: T, signal: AbortSignal | undefined): void {
-    const node: Node<T> = { item, signal, previous: this.#tail };
-    if (this.#tail === undefined) this.#head = node;
-    else this.#tail.next = node;
-    this.#tail = node;
+  /** Queues `waiter` at the end; it leaves by itself when its signal aborts. */
+  push(waiter: Waiter): void {
+    waiter.previous = this.#tail;
+    if (this.#tail === undefined) this.#head = waiter;
+    else this.#tail.next = waiter;
+    this.#tail = waiter;
     this.#size++;
-    if (signal !== undefined) this.#watch(signal).add(node);
+    if (waiter.signal !== undefined) this.#watch(waiter.signal).add(waiter);
   }
 
-  shift(): T | undefined {
-    const node = this.#head;
-    if (node === undefined) return undefined;
-    this.#unlink(node);
-    this.#unwatch(node);
-    return node.item;
+  shift(): Waiter | undefined {
+    const waiter = this.#head;
+    if (waiter === undefined) return undefined;
+    this.#unlink(waiter);
+    this.#unwatch(waiter);
+    return waiter;
   }
 
   /** The callers queued on `signal`, watched by one listener. */
-  #watch(signal: AbortSignal): Set<Node<T>> {
+  #watch(signal: AbortSignal): Set<Waiter> {
     const known = this.#watches.get(signal);
     if (known !== undefined) return known[0];
-    const nodes = new Set<Node<T>>();
+    const nodes = new Set<Waiter>();
     const listener = () => {
       this.#watches.delete(signal);
       for (const node of nodes) this.#unlink(node);
-      for (const node of nodes) this.#onAbort(node.item, signal.reason);
+      for (const node of nodes) this.#onAbort(node, signal.reason);
     };
     this.#watches.set(signal, [nodes, listener]);
     signal.addEventListener("abort", listener, { once: true });
     return nodes;
   }
 
-  #unwatch(node: Node<T>): void {
+  #unwatch(node: Waiter): void {
     const { signal } = node;
     const [nodes, listener] = (signal && this.#watches.get(signal)) ?? [];
     nodes?.delete(node);
@@ -142,7 +147,7 @@ export class WaitQueue<T> {
     signal!.removeEventListener("abort", listener!);
   }
 
-  #unlink(node: Node<T>): void {
+  #unlink(node: Waiter): void {
     if (node.previous === undefined) this.#head = node.next;
     else node.previous.next = node.next;
     if (node.next === undefined) this.#tail = node.previous;
@@ -150,15 +155,6 @@ export class WaitQueue<T> {
     node.previous = node.next = undefined;
     this.#size--;
   }
-}
-
-/** A caller waiting for a slot: handed its ticket, or rejected when it leaves. */
-interface Waiter {
-  readonly resolve: (ticket: number) => void;
-  readonly reject: (reason: unknown) => void;
-  /** Pauses begun before it came: one more, and it waited for the window. */
-  readonly pauses: number;
-  waited?: boolean;
 }
 
 /** Each promise of a slot a limiter's `take` made, and its caller. */
@@ -171,8 +167,8 @@ export function waited(slot: Promise<number>): boolean {
 
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines {
-  readonly live: WaitQueue<Waiter>;
-  readonly low: WaitQueue<Waiter>;
+  readonly live: WaitQueue;
+  readonly low: WaitQueue;
   /** Pauses for the window (a timer, or an answer awaited) counted twice, begun and ended: odd while one lasts. */
   #pauses = 0;
   /** The pause's timer, if it has one (set here only). */
@@ -189,29 +185,29 @@ export class PriorityLines {
   }
 
   /** The line a caller of `priority` joins. */
-  of(priority: string | undefined): WaitQueue<Waiter> {
+  of(priority: string | undefined): WaitQueue {
     return priority === "low" ? this.low : this.live;
   }
 
   /** The line served next: the live one while anybody waits in it. */
-  get next(): WaitQueue<Waiter> {
+  get next(): WaitQueue {
     return this.live.size > 0 ? this.live : this.low;
   }
 
   /** Queues a caller in `line` (a pause under way counts: it waits for its end). */
-  join(line: WaitQueue<Waiter>, signal?: AbortSignal): Promise<number> {
+  join(line: WaitQueue, signal?: AbortSignal): Promise<number> {
     const pauses = this.#pauses - (this.#pauses % 2);
     let waiter: Waiter;
     const slot = new Promise<number>((resolve, reject) => {
-      waiter = { resolve, reject, pauses };
+      waiter = { resolve, reject, signal, pauses };
     });
-    line.push(waiter!, signal);
+    line.push(waiter!);
     callers.set(slot, waiter!);
     return slot;
   }
 
   /** Hands `ticket` to the first of `line`; `false`: nobody is there. */
-  serve(line: WaitQueue<Waiter>, ticket: number): boolean {
+  serve(line: WaitQueue, ticket: number): boolean {
     const waiter = line.shift();
     if (waiter !== undefined) waiter.waited = this.#pauses > waiter.pauses;
     waiter?.resolve(ticket);

@@ -72,13 +72,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #lines = new rateWindow.PriorityLines((waiter, reason) => {
     waiter.reject(reason);
     const { size, timer, live } = this.#lines;
-    if (size === 0) this.#lines.resume();
-    // Its place in the fleet's line may wait for who left: with nobody left, it goes at once (its lapse is the
-    // backstop); with background callers left, their take at once makes it theirs.
-    if (timer === undefined || live.size > 0) return;
-    if (size === 0) return this.#leave();
+    if (size > 0 && (timer === undefined || live.size > 0)) return;
     this.#lines.resume();
-    this.#wake();
+    // Its place in the fleet's line may wait for who left: with background callers left, their take at once
+    // makes it theirs; with nobody left, it goes at once (its lapse is the backstop).
+    if (size > 0) this.#wake();
+    else if (timer !== undefined) this.#leave();
   });
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
@@ -127,10 +126,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     rateWindow.recordAnswer(this.#own, ticket, this.#config.now());
     if (this.#inStore.delete(ticket)) {
       this.#answers.push(`${this.#config.holder}:${ticket}`);
-      if (!this.#telling) {
-        this.#telling = true;
-        this.#write(this.#tell());
-      }
+      if (!this.#telling) this.#write(this.#tell());
     }
     this.#wake();
   }
@@ -204,14 +200,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       { length: count },
       (_, i) => `${this.#config.holder}:${first + i}`,
     );
+    const ask = { sends, epoch: this.#epoch, returning: this.#returning, low };
     let reply: TakeReply;
     try {
-      reply = await this.#shared.take({
-        sends,
-        epoch: this.#epoch,
-        returning: this.#returning,
-        low,
-      });
+      reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
       this.#goAlone();
@@ -237,10 +229,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#failures = 0;
     this.#reseeds = 0;
     this.#epoch = reply.epoch;
-    if (reply.holders > 0) {
-      const share = Math.floor(this.limit.requests / reply.holders);
-      this.#share = Math.max(1, share);
-    }
+    const share = Math.floor(this.limit.requests / reply.holders);
+    if (reply.holders > 0) this.#share = Math.max(1, share);
     this.#lastTakeAt = this.#config.now();
     if (!this.#degraded) return;
     this.#degraded = false;
@@ -270,13 +260,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** This process's sends of the last window, as `[name, ms since answered]` (-1: unanswered). */
   #ownSends(now: number): [string, number][] {
     const { times, sent, count } = this.#own;
+    const { holder } = this.#config;
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {
       const time = times[ticket % times.length]!;
       const age = time === Infinity ? -1 : Math.max(0, now - time);
-      if (age < this.limit.interval) {
-        sends.push([`${this.#config.holder}:${ticket}`, age]);
-      }
+      if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
     return sends;
   }
@@ -306,6 +295,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Tells the store of the answers, as many at once as came meanwhile. */
   async #tell(): Promise<void> {
+    this.#telling = true; // at once: the first await comes after
     try {
       while (this.#answers.length > 0) {
         await this.#shared.answer(this.#answers.splice(0, MOST_PER_TAKE))
