@@ -25,7 +25,14 @@ import { ClockView } from "../src/store/_kv_view.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { crawlTogether, mostAtOnce, mostInAnyWindow } from "./_windows.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
+import {
+  clientOf,
+  drive,
+  inProcessFake,
+  onFakeClock,
+  trackedIo,
+} from "./_fast_setup.ts";
+import { createRateLimiter } from "../src/client/rate_limit.ts";
 
 const EMPTY: WindowState = emptyState("e");
 
@@ -74,6 +81,19 @@ Deno.test("takeTurn() gives one send per turn while others wait, and drops a pla
     lapsed.state.line.map(([id]) => id),
     ["a"],
     "c never came back: its place lapsed",
+  );
+});
+
+Deno.test("takeTurn() of no sends grants none and takes the asker out of the line, with room and others waiting too", () => {
+  let turn = takeTurn(EMPTY, "b", ["b:0", "b:1"], 0, LIMIT);
+  turn = takeTurn(turn.state, "a", ["a:0"], 10, LIMIT);
+  turn = takeTurn(turn.state, "c", ["c:0"], 20, LIMIT);
+  const freed = answerSends(turn.state, [["b:0", 20, -1], ["b:1", 20, -1]]);
+  turn = takeTurn(freed, "c", [], 1100, LIMIT);
+  deepStrictEqual(
+    [turn.granted, turn.state.line.map(([id]) => id)],
+    [0, ["a"]],
+    "two slots free, a ahead: c asked for nothing, got nothing, and left",
   );
 });
 
@@ -351,6 +371,75 @@ Deno.test("under contention each of 4 KV limiters gets at least 1/(2N) of the se
     }
     for (const limiter of fleet) {
       await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+  });
+});
+
+Deno.test("rate.wait only for a call that waited for the window: none on free slots (a store's round trip is no wait), one for each call that waited; KV and in-process limiters alike", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    // Each answer of the database takes 1 ms of fake time.
+    using db = trackedIo(kv, 1);
+    using api = inProcessFake({ now });
+    const limit = { requests: 5, interval: 1000 };
+    const fleet = createKvRateLimiter(db.kv, { ...limit, now });
+    const limiters = [fleet, createRateLimiter({ ...limit, now })];
+    for (const rateLimit of limiters) {
+      let waits = 0;
+      const client = clientOf(api, {
+        rateLimit,
+        now,
+        onEvent: (event) => void (event.type === "rate.wait" && waits++),
+      });
+      const calls = (n: number) =>
+        drive(
+          timers,
+          Promise.all(Array.from({ length: n }, async () => {
+            await (await client.fetch("organizations")).body?.cancel();
+          })),
+          db.idle,
+        );
+      await calls(3);
+      await calls(1);
+      await calls(1);
+      equal(waits, 0, "5 calls on free slots");
+      await calls(3);
+      equal(waits, 3, "3 calls behind a full window");
+    }
+    await drive(timers, fleet[Symbol.asyncDispose](), db.idle);
+  });
+});
+
+Deno.test("a live KV caller that gives up while it waits takes its place out of the fleet's line at once: a background send elsewhere goes when the window frees, not a grace later when the place would lapse", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using db = trackedIo(kv, 1);
+    const options = { requests: 2, interval: 1000, reserve: 0, now };
+    const [a, b] = [0, 1].map(() => createKvRateLimiter(db.kv, options));
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const full = await run(Promise.all([a!.take(), a!.take()]));
+    for (const ticket of full) a!.answered(ticket);
+    // The window is full: a live caller of a waits, in the fleet's line.
+    const leaving = new AbortController();
+    const live = Promise.resolve(a!.take(leaving.signal, "high"));
+    await run(onFakeClock(timers, 100));
+    leaving.abort();
+    await rejects(live, { name: "AbortError" });
+    let sent = 0;
+    const background = Promise.resolve(b!.take(undefined, "low")).then(
+      (ticket) => {
+        sent++;
+        b!.answered(ticket);
+      },
+    );
+    // The window frees an interval after b first saw the answers; the place would lapse a grace (1 s) after that.
+    await run(onFakeClock(timers, options.interval + 500));
+    equal(sent, 1, "the background send went once the window freed");
+    await run(background);
+    for (const limiter of [a!, b!]) {
+      await run(limiter[Symbol.asyncDispose]());
     }
   });
 });

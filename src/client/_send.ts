@@ -34,6 +34,7 @@ import {
 import { followable } from "./_path.ts";
 import type { Exchange, SendContext } from "./_exchange.ts";
 import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
+import { waited } from "../core/_rate_window.ts";
 import {
   type Attempted,
   isReplayable,
@@ -269,7 +270,7 @@ async function carryOut<T>(
   return retryStep(request.listener, "api.retry", reason, status, step.wait);
 }
 
-/** Waits for a slot in the rate window; a listener hears how long, and for what priority. */
+/** Waits for a slot; a listener hears how long, and for what priority, if it waited for the window (not for a store). */
 async function waitFor(
   request: ApiRequest<unknown>,
   slot: Promise<number>,
@@ -278,7 +279,7 @@ async function waitFor(
   const { listener, context } = request;
   const started = listener === undefined ? 0 : context.now();
   request.ticket = await slot;
-  if (listener === undefined) return;
+  if (listener === undefined || !waited(slot)) return;
   const delayMs = context.now() - started;
   emit(listener, { type: "rate.wait", delayMs, priority });
 }

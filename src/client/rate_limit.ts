@@ -1,10 +1,6 @@
 // Pacing API requests: at most `requests` in any sliding `interval` ms; callers wait in order, never fail.
 
-import {
-  MAX_TIMER_MS,
-  requireFunction,
-  requireOptions,
-} from "../core/_check.ts";
+import { requireFunction, requireOptions } from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
   checkRateLimit,
@@ -96,11 +92,9 @@ class SlidingWindowLimiter implements RateLimiter {
   readonly #lowShare: number;
   readonly #lines = new PriorityLines((waiter, reason) => {
     waiter.reject(reason);
-    // Leaving frees no slot: an empty limiter stops its timer; a live caller leaving may free background ones.
-    if (this.#lines.size === 0) this.#stop();
-    else if (this.#lines.live.size === 0) this.#schedule();
+    // Leaving frees no slot, but a live caller leaving may free background ones (an empty line: no timer).
+    if (this.#lines.live.size === 0) this.#schedule();
   });
-  #timer: ReturnType<typeof setTimeout> | undefined;
   /** The clock's last reading (none yet: a time before any). */
   #last = -Number.MAX_VALUE;
 
@@ -123,10 +117,9 @@ class SlidingWindowLimiter implements RateLimiter {
     ) {
       return recordSend(this.#window, Infinity);
     }
-    return new Promise<number>((resolve, reject) => {
-      line.push({ resolve, reject }, signal);
-      if (line.size === 1) this.#schedule();
-    });
+    const slot = this.#lines.join(line, signal);
+    if (line.size === 1) this.#schedule();
+    return slot;
   }
 
   /** Whether a slot is free at `now` for a caller allowed `share` sends in the window. */
@@ -147,38 +140,26 @@ class SlidingWindowLimiter implements RateLimiter {
   refused(): void {
     const window = this.#window;
     const { requests, interval } = this.limit;
-    const now = this.#read();
     const oldest = window.times[window.head]!;
     // Full of answered requests: room when the oldest leaves; else one slot's share of the interval.
     const room = window.count === requests && oldest !== Infinity
       ? oldest + interval
-      : now + interval / requests;
+      : this.#read() + interval / requests;
     window.blockedUntil = Math.max(window.blockedUntil, room);
     this.#schedule();
   }
 
   /** Lets waiters through while slots are free, live first; then waits for the next slot. */
   #schedule(): void {
-    this.#stop();
+    this.#lines.resume();
     const { interval, requests } = this.limit;
     while (this.#lines.size > 0) {
       const line = this.#lines.next;
       const share = line === this.#lines.live ? requests : this.#lowShare;
       const wait = slotWait(this.#window, interval, this.#read(), share);
       // Infinity: the send to leave first awaits its answer; answered() comes back.
-      if (wait === Infinity) return;
-      if (wait > 0) {
-        // Never past what a timer can wait: a longer delay fires at once.
-        const delay = Math.min(wait, MAX_TIMER_MS);
-        this.#timer = setTimeout(() => this.#schedule(), delay);
-        return;
-      }
-      line.shift()!.resolve(recordSend(this.#window, Infinity));
+      if (wait > 0) return this.#lines.pause(wait, () => this.#schedule());
+      this.#lines.serve(line, recordSend(this.#window, Infinity));
     }
-  }
-
-  #stop(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
   }
 }

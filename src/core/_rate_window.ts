@@ -2,6 +2,8 @@
 // line of callers waiting for a slot: a linked list makes leaving O(1), and
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
+import { MAX_TIMER_MS } from "./_check.ts";
+
 /** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
   readonly times: Float64Array;
@@ -72,29 +74,29 @@ export function recordAnswer(window: Window, ticket: number, now: number) {
   }
 }
 
-interface Node<T> {
-  readonly item: T;
+/** A caller waiting for a slot, a link of its line: handed its ticket, or rejected when it leaves. */
+interface Waiter {
+  readonly resolve: (ticket: number) => void;
+  readonly reject: (reason: unknown) => void;
   readonly signal: AbortSignal | undefined;
-  previous: Node<T> | undefined;
-  next: Node<T> | undefined;
-}
-
-/** The callers queued on one signal, and the one listener that ends them. */
-interface Watch<T> {
-  readonly nodes: Set<Node<T>>;
-  readonly listener: () => void;
+  /** Pauses begun before it came: one more, and it waited for the window. */
+  readonly pauses: number;
+  waited?: boolean;
+  previous?: Waiter | undefined;
+  next?: Waiter | undefined;
 }
 
 /** A first-in first-out line whose members leave when their signal aborts. */
-export class WaitQueue<T> {
-  #head: Node<T> | undefined;
-  #tail: Node<T> | undefined;
+export class WaitQueue {
+  #head: Waiter | undefined;
+  #tail: Waiter | undefined;
   #size = 0;
-  readonly #watches = new Map<AbortSignal, Watch<T>>();
-  readonly #onAbort: (item: T, reason: unknown) => void;
+  /** The callers queued on each signal, and the one listener that ends them. */
+  readonly #watches = new Map<AbortSignal, [Set<Waiter>, () => void]>();
+  readonly #onAbort: (waiter: Waiter, reason: unknown) => void;
 
-  /** `onAbort` hears of each item whose signal aborted, once it has left. */
-  constructor(onAbort: (item: T, reason: unknown) => void) {
+  /** `onAbort` hears of each caller whose signal aborted, once it has left. */
+  constructor(onAbort: (waiter: Waiter, reason: unknown) => void) {
     this.#onAbort = onAbort;
   }
 
@@ -103,57 +105,49 @@ export class WaitQueue<T> {
     return this.#size;
   }
 
-  /** Queues `item` at the end; it leaves by itself when `signal` aborts. */
-  push(item: T, signal: AbortSignal | undefined): void {
-    const node: Node<T> = {
-      item,
-      signal,
-      previous: this.#tail,
-      next: undefined,
-    };
-    if (this.#tail === undefined) this.#head = node;
-    else this.#tail.next = node;
-    this.#tail = node;
+  /** Queues `waiter` at the end; it leaves by itself when its signal aborts. */
+  push(waiter: Waiter): void {
+    waiter.previous = this.#tail;
+    if (this.#tail === undefined) this.#head = waiter;
+    else this.#tail.next = waiter;
+    this.#tail = waiter;
     this.#size++;
-    if (signal !== undefined) this.#watch(signal).nodes.add(node);
+    if (waiter.signal !== undefined) this.#watch(waiter.signal).add(waiter);
   }
 
-  shift(): T | undefined {
-    const node = this.#head;
-    if (node === undefined) return undefined;
-    this.#unlink(node);
-    this.#unwatch(node);
-    return node.item;
+  shift(): Waiter | undefined {
+    const waiter = this.#head;
+    if (waiter === undefined) return undefined;
+    this.#unlink(waiter);
+    this.#unwatch(waiter);
+    return waiter;
   }
 
-  #watch(signal: AbortSignal): Watch<T> {
-    let watch = this.#watches.get(signal);
-    if (watch === undefined) {
-      const nodes = new Set<Node<T>>();
-      const listener = () => {
-        this.#watches.delete(signal);
-        for (const node of nodes) this.#unlink(node);
-        for (const node of nodes) this.#onAbort(node.item, signal.reason);
-      };
-      watch = { nodes, listener };
-      this.#watches.set(signal, watch);
-      signal.addEventListener("abort", listener, { once: true });
-    }
-    return watch;
+  /** The callers queued on `signal`, watched by one listener. */
+  #watch(signal: AbortSignal): Set<Waiter> {
+    const known = this.#watches.get(signal);
+    if (known !== undefined) return known[0];
+    const nodes = new Set<Waiter>();
+    const listener = () => {
+      this.#watches.delete(signal);
+      for (const node of nodes) this.#unlink(node);
+      for (const node of nodes) this.#onAbort(node, signal.reason);
+    };
+    this.#watches.set(signal, [nodes, listener]);
+    signal.addEventListener("abort", listener, { once: true });
+    return nodes;
   }
 
-  #unwatch(node: Node<T>): void {
-    if (node.signal === undefined) return;
-    const watch = this.#watches.get(node.signal);
-    if (watch === undefined) return;
-    watch.nodes.delete(node);
-    if (watch.nodes.size === 0) {
-      this.#watches.delete(node.signal);
-      node.signal.removeEventListener("abort", watch.listener);
-    }
+  #unwatch(node: Waiter): void {
+    const { signal } = node;
+    const [nodes, listener] = (signal && this.#watches.get(signal)) ?? [];
+    nodes?.delete(node);
+    if (nodes?.size !== 0) return;
+    this.#watches.delete(signal!);
+    signal!.removeEventListener("abort", listener!);
   }
 
-  #unlink(node: Node<T>): void {
+  #unlink(node: Waiter): void {
     if (node.previous === undefined) this.#head = node.next;
     else node.previous.next = node.next;
     if (node.next === undefined) this.#tail = node.previous;
@@ -163,18 +157,24 @@ export class WaitQueue<T> {
   }
 }
 
-/** A caller waiting for a slot: handed its ticket, or rejected when it leaves. */
-export interface Waiter {
-  readonly resolve: (ticket: number) => void;
-  readonly reject: (reason: unknown) => void;
+/** Each promise of a slot a limiter's `take` made, and its caller. */
+const callers = new WeakMap<Promise<number>, Waiter>();
+
+/** Whether the caller promised `slot` waited for the window (a store's round trip is no wait); another limiter's promise did. */
+export function waited(slot: Promise<number>): boolean {
+  return callers.get(slot)?.waited ?? true;
 }
 
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
-export class PriorityLines<T = Waiter> {
-  readonly live: WaitQueue<T>;
-  readonly low: WaitQueue<T>;
+export class PriorityLines {
+  readonly live: WaitQueue;
+  readonly low: WaitQueue;
+  /** Pauses for the window (a timer, or an answer awaited) counted twice, begun and ended: odd while one lasts. */
+  #pauses = 0;
+  /** The pause's timer, if it has one (set here only). */
+  timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(onAbort: (item: T, reason: unknown) => void) {
+  constructor(onAbort: (waiter: Waiter, reason: unknown) => void) {
     this.live = new WaitQueue(onAbort);
     this.low = new WaitQueue(onAbort);
   }
@@ -185,12 +185,48 @@ export class PriorityLines<T = Waiter> {
   }
 
   /** The line a caller of `priority` joins. */
-  of(priority: string | undefined): WaitQueue<T> {
+  of(priority: string | undefined): WaitQueue {
     return priority === "low" ? this.low : this.live;
   }
 
   /** The line served next: the live one while anybody waits in it. */
-  get next(): WaitQueue<T> {
+  get next(): WaitQueue {
     return this.live.size > 0 ? this.live : this.low;
+  }
+
+  /** Queues a caller in `line` (a pause under way counts: it waits for its end). */
+  join(line: WaitQueue, signal?: AbortSignal): Promise<number> {
+    const pauses = this.#pauses - (this.#pauses % 2);
+    let waiter: Waiter;
+    const slot = new Promise<number>((resolve, reject) => {
+      waiter = { resolve, reject, signal, pauses };
+    });
+    line.push(waiter!);
+    callers.set(slot, waiter!);
+    return slot;
+  }
+
+  /** Hands `ticket` to the first of `line`; `false`: nobody is there. */
+  serve(line: WaitQueue, ticket: number): boolean {
+    const waiter = line.shift();
+    if (waiter !== undefined) waiter.waited = this.#pauses > waiter.pauses;
+    waiter?.resolve(ticket);
+    return waiter !== undefined;
+  }
+
+  /** The limiter waits `wait` ms for the window, then `wake`s (`Infinity`: for an answer, which wakes it). */
+  pause(wait: number, wake: () => void): void {
+    if (this.#pauses % 2 === 0) this.#pauses++;
+    if (wait === Infinity) return;
+    // Never past what a timer can wait: a longer delay fires at once.
+    const delay = Math.min(wait, MAX_TIMER_MS);
+    this.timer = setTimeout(() => (this.resume(), wake()), delay);
+  }
+
+  /** Ends the pause: the limiter serves the line again. */
+  resume(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.#pauses += this.#pauses % 2;
   }
 }

@@ -11,9 +11,8 @@ import {
 } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
-import { MAX_TIMER_MS, requireFunction } from "../core/_check.ts";
+import { requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
-import type { PartnerApiEvent } from "../core/events.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
   type Reseed,
@@ -72,7 +71,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #own: rateWindow.Window;
   readonly #lines = new rateWindow.PriorityLines((waiter, reason) => {
     waiter.reject(reason);
-    if (this.#lines.size === 0) this.#stop();
+    const { size, timer, live } = this.#lines;
+    if (size > 0 && (timer === undefined || live.size > 0)) return;
+    this.#lines.resume();
+    // Its place in the fleet's line may wait for who left: with background callers left, their take at once
+    // makes it theirs; with nobody left, it goes at once (its lapse is the backstop).
+    if (size > 0) this.#wake();
+    else if (timer !== undefined) this.#leave();
   });
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
@@ -80,7 +85,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Answered sends not yet told to the store: told together. */
   readonly #answers: string[] = [];
   #telling = false;
-  #timer: ReturnType<typeof setTimeout> | undefined;
   /** The line is being served (synchronously set and cleared). */
   #busy = false;
   #pumping: Promise<void> = Promise.resolve();
@@ -111,22 +115,18 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const { live, low } = this.#lines;
     const line = this.#lines.of(priority);
-    return new Promise<number>((resolve, reject) => {
-      line.push({ resolve, reject }, signal);
-      // The first live caller behind a background wait asks at once.
-      if (line === live && live.size === 1 && low.size > 0) this.#stop();
-      this.#wake();
-    });
+    const slot = this.#lines.join(line, signal);
+    // The first live caller behind a background wait asks at once.
+    if (line === live && live.size === 1 && low.size > 0) this.#lines.resume();
+    this.#wake();
+    return slot;
   }
 
   answered(ticket: number): void {
     rateWindow.recordAnswer(this.#own, ticket, this.#config.now());
     if (this.#inStore.delete(ticket)) {
       this.#answers.push(`${this.#config.holder}:${ticket}`);
-      if (!this.#telling) {
-        this.#telling = true;
-        this.#write(this.#tell());
-      }
+      if (!this.#telling) this.#write(this.#tell());
     }
     this.#wake();
   }
@@ -147,9 +147,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Starts handing out slots, unless that is under way or timed already. */
   #wake(): void {
-    if (this.#busy || this.#timer !== undefined) return;
-    if (this.#lines.size === 0) return;
+    const { timer, size } = this.#lines;
+    if (this.#busy || timer !== undefined || size === 0) return;
     this.#busy = true;
+    this.#lines.resume();
     this.#pumping = this.#pump();
   }
 
@@ -161,13 +162,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
           ? this.#takeAlone()
           : await this.#takeShared();
         // Infinity: alone, the send to leave first unanswered; answered() wakes the line.
-        if (wait === Infinity) return;
         if (wait > 0 && this.#lines.size > 0) {
-          this.#timer = setTimeout(() => {
-            this.#timer = undefined;
-            this.#wake();
-          }, Math.min(wait, MAX_TIMER_MS));
-          return;
+          return this.#lines.pause(wait, () => this.#wake());
         }
       }
     } finally {
@@ -187,7 +183,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const wait = rateWindow.slotWait(this.#own, interval, now, share);
     if (wait === 0) {
       this.#returning = true;
-      line.shift()!.resolve(rateWindow.recordSend(this.#own, Infinity));
+      this.#lines.serve(line, rateWindow.recordSend(this.#own, Infinity));
       return 0;
     }
     // Back to the store when the pause ends, if that comes first.
@@ -204,14 +200,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       { length: count },
       (_, i) => `${this.#config.holder}:${first + i}`,
     );
+    const ask = { sends, epoch: this.#epoch, returning: this.#returning, low };
     let reply: TakeReply;
     try {
-      reply = await this.#shared.take({
-        sends,
-        epoch: this.#epoch,
-        returning: this.#returning,
-        low,
-      });
+      reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
       this.#goAlone();
@@ -222,13 +214,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
       const ticket = rateWindow.recordSend(this.#own, Infinity);
       this.#inStore.add(ticket);
-      const waiter = line.shift();
       // A caller who left while the store answered: its slot is spent.
-      if (waiter === undefined) this.answered(ticket);
-      else waiter.resolve(ticket);
+      if (!this.#lines.serve(line, ticket)) this.answered(ticket);
     }
+    // All it asked for left meanwhile: so does its place, or the other line's take (at once) makes it theirs.
+    if (reply.granted < count && this.#lines.size === 0) this.#leave();
     // A live caller came while background slots were asked for: at once.
-    if (low && this.#lines.live.size > 0) return 0;
+    if ((low && this.#lines.live.size > 0) || line.size === 0) return 0;
     return reply.granted === count ? 0 : Math.max(1, reply.wait);
   }
 
@@ -237,15 +229,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#failures = 0;
     this.#reseeds = 0;
     this.#epoch = reply.epoch;
-    if (reply.holders > 0) {
-      const share = Math.floor(this.limit.requests / reply.holders);
-      this.#share = Math.max(1, share);
-    }
+    const share = Math.floor(this.limit.requests / reply.holders);
+    if (reply.holders > 0) this.#share = Math.max(1, share);
     this.#lastTakeAt = this.#config.now();
-    if (this.#degraded) {
-      this.#degraded = false;
-      this.#tellListener({ type: "rate.restored", store: this.#shared.store });
-    }
+    if (!this.#degraded) return;
+    this.#degraded = false;
+    const { onEvent } = this.#config, { store } = this.#shared;
+    if (onEvent) emit(onEvent, { type: "rate.restored", store });
   }
 
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
@@ -270,13 +260,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** This process's sends of the last window, as `[name, ms since answered]` (-1: unanswered). */
   #ownSends(now: number): [string, number][] {
     const { times, sent, count } = this.#own;
+    const { holder } = this.#config;
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {
       const time = times[ticket % times.length]!;
       const age = time === Infinity ? -1 : Math.max(0, now - time);
-      if (age < this.limit.interval) {
-        sends.push([`${this.#config.holder}:${ticket}`, age]);
-      }
+      if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
     return sends;
   }
@@ -291,9 +280,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Says once per fall that this process paces alone. */
   #degrade(now: number): void {
+    const { onEvent } = this.#config;
     if (this.#degraded) return;
     this.#degraded = true;
-    this.#tellListener({
+    if (onEvent === undefined) return;
+    emit(onEvent, {
       type: "rate.degraded",
       store: this.#shared.store,
       requests: this.#share,
@@ -302,12 +293,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     });
   }
 
-  #tellListener(event: PartnerApiEvent): void {
-    if (this.#config.onEvent !== undefined) emit(this.#config.onEvent, event);
-  }
-
   /** Tells the store of the answers, as many at once as came meanwhile. */
   async #tell(): Promise<void> {
+    this.#telling = true; // at once: the first await comes after
     try {
       while (this.#answers.length > 0) {
         await this.#shared.answer(this.#answers.splice(0, MOST_PER_TAKE))
@@ -318,15 +306,17 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
+  /** Takes nothing, which takes it out of the fleet's line: one write, best effort. */
+  #leave(): void {
+    this.#write(
+      this.#shared.take({ sends: [], epoch: this.#epoch, returning: false }),
+    );
+  }
+
   /** Keeps a write to the store for disposal; its failure changes nothing. */
-  #write(write: Promise<void>): void {
+  #write(write: Promise<unknown>): void {
     const settled = write.then(() => {}, () => {});
     this.#writes.add(settled);
     settled.then(() => this.#writes.delete(settled));
-  }
-
-  #stop(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
   }
 }

@@ -5,15 +5,20 @@
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
-import { checkNumber, requireText } from "../core/_check.ts";
+import { checkNumber, requireText, typeError } from "../core/_check.ts";
 
-/** The checked `prefix` and `commandTimeout` the store and the limiter take. */
+/** The checked `command`, `prefix` and `commandTimeout` the store and the limiter take. */
 export function redisOptions(
-  options: { prefix?: string; commandTimeout?: number },
+  options: { command: RedisCommand; prefix?: string; commandTimeout?: number },
   context: string,
   prefix: string,
-): { prefix: string; commandTimeout: number } {
+): { command: RedisCommand; prefix: string; commandTimeout: number } {
+  const command = options?.command;
+  if (typeof command !== "function") {
+    throw typeError(context, "command", "must be a function", typeof command);
+  }
   return {
+    command,
     prefix: options.prefix === undefined
       ? prefix
       : requireText(options.prefix, context, "prefix"),

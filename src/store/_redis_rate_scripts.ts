@@ -111,14 +111,12 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     line = line + 1
   end
 end
-if low then
-  if liveElsewhere then free = 0 else free = free - reserve end
-end
+if low then free = liveElsewhere and 0 or free - reserve end
 local ahead = place or line
 -- While others wait in line, one send per turn: turns, not callers, are fair.
 local most = want
 if line > (place and 1 or 0) then most = 1 end
-local granted = math.max(0, math.min(most, free - ahead))
+local granted = math.max(0, math.min(most, want, free - ahead))
 for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[10 + i]) end
 local wait = 0
 if granted == want then
@@ -165,8 +163,7 @@ local added = 0
 for i = 8, #ARGV - 1, 2 do
   local age = num(ARGV[i + 1])
   if age and age < interval then
-    local from = now - age
-    if age < 0 then from = now + hold end
+    local from = age < 0 and now + hold or now - age
     added = added + redis.call('ZADD', KEYS[1], 'NX', from, ARGV[i])
   end
 end

@@ -73,7 +73,7 @@ export function emptyState(epoch: string): WindowState {
 
 /** What a process asks the store for. */
 export interface TakeRequest {
-  /** The sends wanted, in order. */
+  /** The sends wanted, in order; none: it waits no more, out of the line. */
   readonly sends: readonly string[];
   /** The epoch of the window it knows (`""`: none yet). */
   readonly epoch: string;
@@ -149,7 +149,7 @@ export function takeTurn(
   const ahead = place < 0 ? order.length : place;
   // While others wait in line, one send per turn: turns are fair.
   const most = order.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
-  const granted = Math.max(0, Math.min(most, free - ahead));
+  const granted = Math.max(0, Math.min(most, wanted.length, free - ahead));
   for (const send of wanted.slice(0, granted)) {
     sends.push([send, now + HOLD, 0, -1]);
   }

@@ -39,7 +39,7 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { requireFunction, typeError } from "../core/_check.ts";
+import { requireFunction } from "../core/_check.ts";
 import { redisOptions } from "./_redis_commands.ts";
 import { fleetStoreConfig } from "./_lease.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
@@ -117,14 +117,9 @@ const CONTEXT = "Cannot create Redis token store";
 export function createRedisTokenStore(
   options: RedisTokenStoreOptions,
 ): TokenStore {
-  const command = options?.command;
-  if (typeof command !== "function") {
-    throw typeError(CONTEXT, "command", "must be a function", typeof command);
-  }
   return new RedisTokenStore({
-    ...fleetStoreConfig(options, CONTEXT),
     ...redisOptions(options, CONTEXT, "partner-api:token"),
-    command,
+    ...fleetStoreConfig(options, CONTEXT),
     blockingCommand: requireFunction(
       options.blockingCommand,
       CONTEXT,

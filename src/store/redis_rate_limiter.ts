@@ -2,7 +2,6 @@
 
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
-import { requireFunction, typeError } from "../core/_check.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
   type FleetConfig,
@@ -92,13 +91,9 @@ const CONTEXT = "Cannot create Redis rate limiter";
 export function createRedisRateLimiter(
   options: RedisRateLimiterOptions,
 ): RateLimiter & AsyncDisposable {
-  const command = requireFunction(options?.command, CONTEXT, "command");
-  if (command === undefined) {
-    throw typeError(CONTEXT, "command", "must be given");
-  }
-  const config = fleetConfig(options, CONTEXT, 1_000_000);
   const redis = redisOptions(options, CONTEXT, "partner-api:rate");
-  return new FleetRateLimiter(new RedisWindow(command, redis, config), config);
+  const config = fleetConfig(options, CONTEXT, 1_000_000);
+  return new FleetRateLimiter(new RedisWindow(redis, config), config);
 }
 
 /** The fleet's window in Redis, through scripts sent by `EVALSHA`. */
@@ -112,8 +107,7 @@ class RedisWindow implements SharedWindow {
   readonly #digest = perKey((source) => hexDigest(source, 20, "SHA-1"));
 
   constructor(
-    command: RedisCommand,
-    { prefix, commandTimeout }: ReturnType<typeof redisOptions>,
+    { command, prefix, commandTimeout }: ReturnType<typeof redisOptions>,
     config: FleetConfig,
   ) {
     this.#send = (args) => sendWithin(command, args, commandTimeout);

@@ -16,6 +16,7 @@ import {
 } from "./_redis_server.ts";
 import { crawlTogether, mostAtOnce, mostInAnyWindow } from "../_windows.ts";
 import { processTest } from "../_processes.ts";
+import { until } from "./_runtimes.ts";
 
 const ignore = !redisInstalled;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -347,6 +348,50 @@ processTest({
     // b was granted only once the block was over, by Redis's clock.
     ok(await redisNow() >= block, "the other process waited for the block");
     await b![Symbol.asyncDispose]();
+    redis.close();
+  },
+});
+
+processTest({
+  name:
+    "a live caller that gives up while it waits takes its place out of the fleet's line at once: a background take elsewhere asks again for the window only, not until the place would lapse",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    const prefix = `test:${crypto.randomUUID()}`;
+    const line = `${prefix}:{rate}:line`;
+    const places = () => redis.command(["ZCARD", line]) as Promise<number>;
+    const options = { prefix, requests: 2, interval: 300, reserve: 0 };
+    const a = createRedisRateLimiter({
+      command: (args) => redis.command(args),
+      ...options,
+    });
+    let takes = 0;
+    const b = createRedisRateLimiter({
+      command: (
+        args,
+      ) => (args[0] === "EVALSHA" && takes++, redis.command(args)),
+      ...options,
+    });
+    for (const ticket of [await a.take(), await a.take()]) a.answered(ticket);
+    // The window is full: a live caller of a waits, in the fleet's line.
+    const leaving = new AbortController();
+    const live = Promise.resolve(a.take(leaving.signal, "high"));
+    await until(async () => await places() === 1);
+    leaving.abort();
+    await rejects(live, { name: "AbortError" });
+    await a[Symbol.asyncDispose](); // its writes done
+    equal(
+      await places(),
+      0,
+      "its place went with it (else: a grace after its turn)",
+    );
+    b.answered(await b.take(undefined, "low"));
+    // A take, and one when the window frees (a millisecond's rounding may ask once more); while a
+    // live place stood, it would have asked every slot's share (150 ms) until the place lapsed, 1.3 s.
+    ok(takes <= 3, `${takes} takes for one background send`);
+    await b[Symbol.asyncDispose]();
     redis.close();
   },
 });
