@@ -365,6 +365,38 @@ Deno.test("sync CLI: a mass delete the guard holds back exits 1 naming the comma
   equal(rows(target), 26);
 });
 
+Deno.test("sync CLI: a sweep the guard refuses says on its progress line what it read (it said 0 items read), and still names the command that confirms", async () => {
+  await using api = await startFakePartnerApi({
+    items: { organizations: 300 },
+  });
+  const target = await fresh("read.db");
+  const args = syncArgs(target, [], "organizations");
+  equal((await run(args, configFor(api))).code, 0);
+  for (let i = 1; i <= 150; i++) {
+    api.remove("organizations", `org_${String(i).padStart(6, "0")}`);
+  }
+  // A clock a second on at each look: off a terminal, every update is a line.
+  let at = Date.now();
+  const now = { now: () => at += 1000 };
+  const held = await run([...args, "--sweep", "all"], configFor(api), {
+    stdout: false,
+    stderr: false,
+  }, now);
+  equal(held.code, 1, held.stderr);
+  const lines = held.stderr.trim().split("\n");
+  const read = lines.filter((line) => / items? read /.test(line)).at(-1);
+  equal(
+    read?.startsWith("150 items read (0 new, 0 changed, 0 removed)"),
+    true,
+    held.stderr,
+  );
+  equal(
+    lines.at(-1)!.includes("confirm with: partner-api sync organizations"),
+    true,
+    held.stderr,
+  );
+});
+
 Deno.test("sync CLI: with nothing known missing, a copy not verified whole within a day says when it last was (issue 45)", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 30 } });
   const target = await fresh("checked.db");
