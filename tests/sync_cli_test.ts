@@ -397,6 +397,30 @@ Deno.test("sync CLI: a sweep the guard refuses says on its progress line what it
   );
 });
 
+Deno.test("sync CLI: a first run that commits nothing (a list that does not exist: 404) leaves no file behind, SQLite or JSONL; a copy that was there stays", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const folder = ".test-tmp/sync-cli-none";
+  await Deno.remove(folder, { recursive: true }).catch(() => {});
+  await Deno.mkdir(folder, { recursive: true });
+  const files = async () =>
+    (await Array.fromAsync(Deno.readDir(folder))).map((each) => each.name)
+      .sort().join(" ");
+  for (const to of ["none.db", "none.jsonl"]) {
+    const missing = await run(
+      syncArgs(`${folder}/${to}`, [], "transaction"),
+      configFor(api),
+    );
+    equal(missing.code, 1, missing.stderr);
+    equal(await files(), "", to);
+  }
+  const copy = `${folder}/copy.db`;
+  equal((await run(syncArgs(copy), configFor(api))).code, 0);
+  const kept = await run(syncArgs(copy, [], "transaction"), configFor(api));
+  equal(kept.code, 1, kept.stderr);
+  equal(rows(copy), 5, "the copy that was there stays whole");
+  equal(await files(), "copy.db");
+});
+
 Deno.test("sync CLI: with nothing known missing, a copy not verified whole within a day says when it last was (issue 45)", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 30 } });
   const target = await fresh("checked.db");

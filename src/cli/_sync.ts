@@ -32,14 +32,13 @@ async function syncInto(
   request: SyncRequest,
   signal: AbortSignal,
 ): Promise<void> {
-  const { io } = session;
-  const now = io.now ?? Date.now;
-  const started = now();
+  const { io } = session, now = io.now ?? Date.now, started = now();
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;
   session.clientEvents.listener = progress.heard;
-  let committed = 0;
+  let committed: number | undefined; // items, once a batch committed
+  const created = await createdCopy(request);
   const sink = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
@@ -63,7 +62,7 @@ async function syncInto(
     io.stderr.write(resultLines(request, result, seconds, now()));
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
-    const what = `${counted(committed, "item")} to ${request.target}`;
+    const what = `${counted(committed ?? 0, "item")} to ${request.target}`;
     throw new Interrupted(
       `interrupted: committed ${what}; run the same command again to resume`,
     );
@@ -71,8 +70,25 @@ async function syncInto(
     delete session.clientEvents.listener;
     progress.end();
     sink.close?.();
+    // Nothing committed: the file this run made goes, if still that file (never a link, nor a file put there since).
+    const made = created !== undefined && committed === undefined &&
+      created === await Deno.lstat(request.target).then(fileId, () => {});
+    if (made) await Deno.remove(request.target).catch(() => {});
   }
 }
+
+/** A new SQLite copy's file, made here (0600) where none was: which it is, for a run that commits nothing to remove. */
+async function createdCopy({ kind, target }: SyncRequest) {
+  if (kind === "jsonl") return undefined; // the sink makes its files at the first commit
+  const options = { createNew: true, read: true, write: true, mode: 0o600 };
+  // A file, link or refusal there is the sink's to judge (it makes the tables at the lock, before the first request).
+  using file = await Deno.open(target, options).catch(() => undefined);
+  return fileId(await file?.stat());
+}
+
+/** Which plain file `info` is (device:inode): a link or folder is none. */
+const fileId = (info?: Deno.FileInfo) =>
+  info?.isFile ? `${info.dev}:${info.ino}` : undefined;
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
 export function resultLines(
@@ -261,11 +277,8 @@ function openSink(
   onLockWait: (holder: string) => void,
 ): SyncSink<unknown> & { close?(): void } {
   // A second run waits for the first until Ctrl-C.
-  const lock = { lockWait: Infinity, onLockWait };
+  const lock = { lockWait: Infinity, onLockWait }, { target } = request;
   return request.kind === "jsonl"
-    ? createJsonlSink(request.target, lock)
-    : createSqliteSink(request.target, {
-      table: tableOf(request.path),
-      ...lock,
-    });
+    ? createJsonlSink(target, lock)
+    : createSqliteSink(target, { table: tableOf(request.path), ...lock });
 }
