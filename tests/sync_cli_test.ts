@@ -8,6 +8,7 @@ import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
 import { confirmArgs, resultLines } from "../src/cli/_sync.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { CONFIG_VARIABLES } from "../src/core/config.ts";
 import { freshTarget } from "./_sync_fake.ts";
 import { syncArgs } from "./sync_fixtures.ts";
 
@@ -419,6 +420,33 @@ Deno.test("sync CLI: a first run that commits nothing (a list that does not exis
   equal(kept.code, 1, kept.stderr);
   equal(rows(copy), 5, "the copy that was there stays whole");
   equal(await files(), "copy.db");
+});
+
+Deno.test("sync CLI: a first run that fails with nothing committed leaves the new file when another list's run committed into it meanwhile (it removed that run's copy)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const target = await fresh("shared.db");
+  // The failing run's list request is held until the other run is done, then answered 404.
+  let arrived = () => {}, release = () => {};
+  const arrival = new Promise<void>((resolve) => arrived = resolve);
+  const released = new Promise<void>((resolve) => release = resolve);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async () => {
+      arrived();
+      await released;
+      return Response.json({ error: "not_found" }, { status: 404 });
+    },
+  );
+  const base = new URL(api.environment.baseUrl.pathname, "http://127.0.0.1");
+  base.port = String(server.addr.port);
+  const env = { ...configFor(api), [CONFIG_VARIABLES.baseUrl]: base.href };
+  const failing = run(syncArgs(target, [], "organizations"), env);
+  await arrival; // it made the file, its tables and its lease
+  const other = await run(syncArgs(target), configFor(api));
+  equal(other.code, 0, other.stderr);
+  release();
+  equal((await failing).code, 1);
+  equal(rows(target), 5, "the other run's copy stays");
 });
 
 Deno.test("sync CLI: with nothing known missing, a copy not verified whole within a day says when it last was (issue 45)", async () => {

@@ -1,5 +1,6 @@
 // Internal: `sync`: a list copied into a SQLite or JSONL file, progress on standard error; Ctrl-C commits what it has (130).
 
+import { dirname } from "node:path";
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
 import { syncList } from "../sync/sync_list.ts";
@@ -8,7 +9,7 @@ import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
-import { given } from "../core/_check.ts";
+import { given, tried } from "../core/_check.ts";
 import { counted, itemsPerSecond } from "./_render.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -37,8 +38,8 @@ async function syncInto(
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;
   session.clientEvents.listener = progress.heard;
-  let committed: number | undefined; // items, once a batch committed
-  const created = await createdCopy(request);
+  let committed = 0;
+  const removeUnused = await newCopyFile(request);
   const sink = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
@@ -62,7 +63,7 @@ async function syncInto(
     io.stderr.write(resultLines(request, result, seconds, now()));
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error;
-    const what = `${counted(committed ?? 0, "item")} to ${request.target}`;
+    const what = `${counted(committed, "item")} to ${request.target}`;
     throw new Interrupted(
       `interrupted: committed ${what}; run the same command again to resume`,
     );
@@ -70,25 +71,34 @@ async function syncInto(
     delete session.clientEvents.listener;
     progress.end();
     sink.close?.();
-    // Nothing committed: the file this run made goes, if still that file (never a link, nor a file put there since).
-    const made = created !== undefined && committed === undefined &&
-      created === await Deno.lstat(request.target).then(fileId, () => {});
-    if (made) await Deno.remove(request.target).catch(() => {});
+    await removeUnused?.();
   }
 }
 
-/** A new SQLite copy's file, made here (0600) where none was: which it is, for a run that commits nothing to remove. */
-async function createdCopy({ kind, target }: SyncRequest) {
-  if (kind === "jsonl") return undefined; // the sink makes its files at the first commit
+/**
+ * A new SQLite copy's file, made here (0600) where none was; what removes it if no run committed into it (one that
+ * failed at once, e.g. at a list that does not exist: the sink makes its tables at the lock), while it is still that
+ * plain file (never a link, nor a file put there since) with no checkpoint in `partner_api_sync` (a run of another list
+ * may have committed into the same file meanwhile). JSONL: the sink makes its files at the first commit. A file, link or
+ * refusal already there is the sink's to judge.
+ */
+async function newCopyFile({ kind, target }: SyncRequest) {
   const options = { createNew: true, read: true, write: true, mode: 0o600 };
-  // A file, link or refusal there is the sink's to judge (it makes the tables at the lock, before the first request).
+  const fileId = (info?: Deno.FileInfo) =>
+    info?.isFile ? `${info.dev}:${info.ino}` : undefined;
+  if (kind === "jsonl") return undefined;
   using file = await Deno.open(target, options).catch(() => undefined);
-  return fileId(await file?.stat());
+  const made = fileId(await file?.stat());
+  return made === undefined ? undefined : async () => {
+    if (made !== await Deno.lstat(target).then(fileId, () => {})) return;
+    const { DatabaseSync } = await import("node:sqlite");
+    const db = tried(() => new DatabaseSync(target));
+    const sql = "SELECT count(*) AS n FROM partner_api_sync";
+    const unused = tried(() => db?.prepare(sql).get()?.n === 0);
+    db?.close();
+    if (unused) await Deno.remove(target).catch(() => {});
+  };
 }
-
-/** Which plain file `info` is (device:inode): a link or folder is none. */
-const fileId = (info?: Deno.FileInfo) =>
-  info?.isFile ? `${info.dev}:${info.ino}` : undefined;
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
 export function resultLines(
@@ -164,9 +174,7 @@ function verifiedLine(
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
-  const folder = target.includes("/")
-    ? target.slice(0, target.lastIndexOf("/")) || "/"
-    : ".";
+  const folder = dirname(target);
   // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
   const look = (stat: typeof Deno.stat, path: string) =>
     stat(path).catch((error) =>

@@ -221,8 +221,7 @@ export function applyBatch(
 ) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
-  const record = changes?.record;
-  const cycle = context?.cycle ?? 0;
+  const record = changes?.record, cycle = context?.cycle ?? 0;
   const kinds = upsertAll(st, batch, record !== undefined);
   if (staged.ids.length > 0) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
