@@ -121,7 +121,7 @@ export class Committer<T> {
   /** Counts a committed batch, and tells the listeners. */
   #count(handed: number, report: SyncWriteReport, phase: string): void {
     const tally = this.tally;
-    const { onProgress, onEvent } = this.#config;
+    const { onEvent } = this.#config;
     const reported = report.skippedIds ?? [], stored = handed - reported.length;
     // The sweep reads a skipped item again: it counts once per run.
     const fresh = reported.filter((id) => !this.#skipped.has(id));
@@ -143,11 +143,15 @@ export class Committer<T> {
       const event = { type: "sync.skipped" as const, ids: [...skippedIds] };
       callListener(onEvent, Object.freeze(event));
     }
-    if (onProgress !== undefined) {
-      const { skipped: _, skippedIds: __, ...counts } = tally;
-      const progress = { ...counts, requests: this.#requests.count };
-      callListener(onProgress, Object.freeze(progress));
-    }
+    this.progress();
+  }
+
+  /** Tells onProgress how far the run has come: after each committed batch, and at a refusal that commits nothing. */
+  progress(): void {
+    const { onProgress } = this.#config, requests = this.#requests.count;
+    const { skipped: _, skippedIds: __, ...counts } = this.tally;
+    const progress = Object.freeze({ ...counts, requests });
+    if (onProgress !== undefined) callListener(onProgress, progress);
   }
 }
 

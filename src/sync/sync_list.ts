@@ -250,7 +250,8 @@ async function holdsNoneOf<T>(
 
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
 async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
-  await run.committer.done(); // nothing was committed, nothing is recorded
+  await run.committer.done(); // nothing was committed, nothing is recorded: what was read is told
+  run.committer.progress();
   const why = foreign
     ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
     : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";

@@ -189,7 +189,7 @@ export interface SyncSkippedEvent {
 export type SyncEvent = SyncSkippedEvent;
 
 /**
- * How far a run has come, after each committed batch.
+ * How far a run has come, after each committed batch (and at a refusal that commits nothing: what it read).
  *
  * @example A progress line
  * ```ts
