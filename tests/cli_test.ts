@@ -263,6 +263,41 @@ Deno.test("`token` shows expiry and quota, and the token only when asked", async
   ok(!shown.stdout.includes(token) && !shown.stderr.includes(token));
 });
 
+Deno.test("`token` says a token from the cache was not checked with the service (it said 'valid until' of one a revoked or restarted service refuses), in text and JSON, never the token", async () => {
+  await using api = await startFakePartnerApi();
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const extra = {
+    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
+      store: createFileTokenStore({ folder, clientSecret, onNotice }),
+    }),
+  };
+  const token = (...flags: string[]) =>
+    run(["token", ...flags], configFor(api), undefined, extra);
+  const issued = await token();
+  equal(issued.code, 0, issued.stderr);
+  ok(issued.stdout.startsWith("token valid until "), issued.stdout);
+  api.revokeTokens(); // the cached token is no longer good: the run cannot know
+  const cached = await token();
+  equal(cached.code, 0, cached.stderr);
+  const line = cached.stdout.split("\n")[0]!;
+  ok(line.startsWith("cached, unchecked token expires "), line);
+  ok(/\(in \d+ h; cached: no token request\)$/.test(line), line);
+  const json = await token("--format", "json");
+  deepStrictEqual([JSON.parse(json.stdout).cached, api.tokenRequests], [
+    true,
+    1,
+  ]);
+  const fresh = await token("--format", "json", "--no-cache");
+  equal(JSON.parse(fresh.stdout).cached, false);
+  const shown = await token("--show-token");
+  const printed = [issued, cached, json, fresh, shown].map((each) =>
+    each.stdout + each.stderr
+  ).join("");
+  ok(printed.split(shown.stdout.trim()).length === 2, "the token once, asked");
+  await Deno.remove(folder, { recursive: true });
+});
+
 Deno.test("`quota` prints the buckets as a table", async () => {
   await using api = await startFakePartnerApi({
     quota: { perHour: 10, perDay: 50 },

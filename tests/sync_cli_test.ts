@@ -8,6 +8,7 @@ import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
 import { confirmArgs, resultLines } from "../src/cli/_sync.ts";
 import { isStale } from "../src/sync/_lease.ts";
 import { configFor, run } from "./_cli_helpers.ts";
+import { CONFIG_VARIABLES } from "../src/core/config.ts";
 import { freshTarget } from "./_sync_fake.ts";
 import { syncArgs } from "./sync_fixtures.ts";
 
@@ -363,6 +364,89 @@ Deno.test("sync CLI: a mass delete the guard holds back exits 1 naming the comma
   const confirmed = await run(command.slice(1), configFor(api));
   equal(confirmed.code, 0, confirmed.stderr);
   equal(rows(target), 26);
+});
+
+Deno.test("sync CLI: a sweep the guard refuses says on its progress line what it read (it said 0 items read), and still names the command that confirms", async () => {
+  await using api = await startFakePartnerApi({
+    items: { organizations: 300 },
+  });
+  const target = await fresh("read.db");
+  const args = syncArgs(target, [], "organizations");
+  equal((await run(args, configFor(api))).code, 0);
+  for (let i = 1; i <= 150; i++) {
+    api.remove("organizations", `org_${String(i).padStart(6, "0")}`);
+  }
+  // A clock a second on at each look: off a terminal, every update is a line.
+  let at = Date.now();
+  const now = { now: () => at += 1000 };
+  const held = await run([...args, "--sweep", "all"], configFor(api), {
+    stdout: false,
+    stderr: false,
+  }, now);
+  equal(held.code, 1, held.stderr);
+  const lines = held.stderr.trim().split("\n");
+  const read = lines.filter((line) => / items? read /.test(line)).at(-1);
+  equal(
+    read?.startsWith("150 items read (0 new, 0 changed, 0 removed)"),
+    true,
+    held.stderr,
+  );
+  equal(
+    lines.at(-1)!.includes("confirm with: partner-api sync organizations"),
+    true,
+    held.stderr,
+  );
+});
+
+Deno.test("sync CLI: a first run that commits nothing (a list that does not exist: 404) leaves no file behind, SQLite or JSONL; a copy that was there stays", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const folder = ".test-tmp/sync-cli-none";
+  await Deno.remove(folder, { recursive: true }).catch(() => {});
+  await Deno.mkdir(folder, { recursive: true });
+  const files = async () =>
+    (await Array.fromAsync(Deno.readDir(folder))).map((each) => each.name)
+      .sort().join(" ");
+  for (const to of ["none.db", "none.jsonl"]) {
+    const missing = await run(
+      syncArgs(`${folder}/${to}`, [], "transaction"),
+      configFor(api),
+    );
+    equal(missing.code, 1, missing.stderr);
+    equal(await files(), "", to);
+  }
+  const copy = `${folder}/copy.db`;
+  equal((await run(syncArgs(copy), configFor(api))).code, 0);
+  const kept = await run(syncArgs(copy, [], "transaction"), configFor(api));
+  equal(kept.code, 1, kept.stderr);
+  equal(rows(copy), 5, "the copy that was there stays whole");
+  equal(await files(), "copy.db");
+});
+
+Deno.test("sync CLI: a first run that fails with nothing committed leaves the new file when another list's run committed into it meanwhile (it removed that run's copy)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const target = await fresh("shared.db");
+  // The failing run's list request is held until the other run is done, then answered 404.
+  let arrived = () => {}, release = () => {};
+  const arrival = new Promise<void>((resolve) => arrived = resolve);
+  const released = new Promise<void>((resolve) => release = resolve);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async () => {
+      arrived();
+      await released;
+      return Response.json({ error: "not_found" }, { status: 404 });
+    },
+  );
+  const base = new URL(api.environment.baseUrl.pathname, "http://127.0.0.1");
+  base.port = String(server.addr.port);
+  const env = { ...configFor(api), [CONFIG_VARIABLES.baseUrl]: base.href };
+  const failing = run(syncArgs(target, [], "organizations"), env);
+  await arrival; // it made the file, its tables and its lease
+  const other = await run(syncArgs(target), configFor(api));
+  equal(other.code, 0, other.stderr);
+  release();
+  equal((await failing).code, 1);
+  equal(rows(target), 5, "the other run's copy stays");
 });
 
 Deno.test("sync CLI: with nothing known missing, a copy not verified whole within a day says when it last was (issue 45)", async () => {

@@ -468,3 +468,51 @@ Deno.test("the fake's churn changes each list on every request for it, from the 
   }
   equal(option, "churn.remove");
 });
+
+Deno.test("a sweep the guard refuses says what it read: its progress counts the items read, though none committed (it said 0 items read)", async () => {
+  const fake = inProcess({ items: { organizations: 300 } });
+  using sink = createSqliteSink<Row>(":memory:", { table: "organizations" });
+  const options = { id: "organizationID", sink };
+  equal((await syncList(fake.client, "organizations", options)).read, 300);
+  for (let i = 1; i <= 150; i++) {
+    fake.service.remove("organizations", `org_${String(i).padStart(6, "0")}`);
+  }
+  const seen: { read: number; written: number }[] = [];
+  const error = await rejects(
+    syncList(fake.client, "organizations", {
+      ...options,
+      sweep: Infinity,
+      onProgress: (progress) => seen.push(progress),
+    }),
+    SyncError,
+  );
+  equal(error.reason, "too-many-deletes");
+  // The sweep read the 150 left, each once; it committed none of them.
+  equal(seen.at(-1)?.read, 150);
+  equal(seen.at(-1)?.written, 0);
+});
+
+Deno.test("a head the guard refuses says what it read too, though it commits and records nothing: the list lost every item of the copy, 40 others after them", async () => {
+  const fake = inProcess({ items: { organizations: 300 } });
+  using sink = createSqliteSink<Row>(":memory:", { table: "organizations" });
+  const options = { id: "organizationID", sink, sweep: 0 };
+  await syncList(fake.client, "organizations", options);
+  for (let i = 1; i <= 300; i++) {
+    fake.service.remove("organizations", `org_${String(i).padStart(6, "0")}`);
+  }
+  for (let i = 1; i <= 40; i++) {
+    const organizationID = `org_9${String(i).padStart(5, "0")}`;
+    fake.service.insert("organizations", { organizationID, companyName: "x" });
+  }
+  const seen: { read: number; written: number }[] = [];
+  const error = await rejects(
+    syncList(fake.client, "organizations", {
+      ...options,
+      onProgress: (progress) => seen.push(progress),
+    }),
+    SyncError,
+  );
+  equal(error.reason, "too-many-deletes");
+  equal(seen.at(-1)?.read, 40);
+  equal(seen.at(-1)?.written, 0);
+});

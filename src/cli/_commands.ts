@@ -51,15 +51,16 @@ function cost(session: Session): string {
 
 async function runToken(session: Session, showToken: boolean, json: boolean) {
   const token = await session.provider.getToken();
-  const { io } = session;
-  const now = (io.now ?? Date.now)();
+  const { io } = session, now = (io.now ?? Date.now)();
   const buckets = bucketsNow(session.provider.quota, now);
+  const cached = session.tokenRequests() === 0; // not seen by the service this run
   if (json) {
     const answer = {
       expiresAt: new Date(token.expiresAt).toISOString(),
       expiresIn: Math.max(0, Math.floor((token.expiresAt - now) / 1000)),
       quota: buckets,
       tokenRequests: session.tokenRequests(),
+      cached,
       ...(showToken ? { accessToken: token.accessToken } : {}),
     };
     return io.stdout.write(`${safeJson(answer)}\n`);
@@ -72,7 +73,8 @@ async function runToken(session: Session, showToken: boolean, json: boolean) {
     : buckets.map((bucket) => gauge(bucket)).join("");
   const spent = cost(session);
   const until = `${utcTime(token.expiresAt)} (in ${duration(left)}; ${spent})`;
-  summary.write(`token valid until ${until}\nquota:\n${gauges}`);
+  const what = cached ? "cached, unchecked token expires" : "token valid until";
+  summary.write(`${what} ${until}\nquota:\n${gauges}`);
 }
 
 /** The buckets as they stand at `now`, from a reading taken earlier. */
@@ -90,8 +92,7 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
   const known = await session.cache?.record().catch(() => undefined);
-  let quota = known?.quota;
-  let blockedUntil = known?.blockedUntil;
+  let quota = known?.quota, blockedUntil = known?.blockedUntil;
   let source = quota ? "from the cache: no token request" : "";
   if (quota === undefined) {
     try {

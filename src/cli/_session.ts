@@ -100,8 +100,7 @@ export function openSession(
   config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
-  const store = openStore(io, config, flags);
-  const status = { clear: () => {} };
+  const store = openStore(io, config, flags), status = { clear: () => {} };
   const clientEvents: Session["clientEvents"] = {};
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
@@ -175,8 +174,7 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
 
 /** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
 function watchTokenRequests(err: CliWriter) {
-  let count = 0;
-  let lastFailed = false;
+  let count = 0, lastFailed = false;
   const fetchWatched: typeof fetch = async (input, init) => {
     count++;
     if (lastFailed) {

@@ -1,5 +1,6 @@
 // Internal: `sync`: a list copied into a SQLite or JSONL file, progress on standard error; Ctrl-C commits what it has (130).
 
+import { dirname } from "node:path";
 import { createJsonlSink } from "../sync/jsonl_sink.ts";
 import { createSqliteSink } from "../sync/sqlite_sink.ts";
 import { syncList } from "../sync/sync_list.ts";
@@ -8,7 +9,7 @@ import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
-import { given } from "../core/_check.ts";
+import { given, tried } from "../core/_check.ts";
 import { counted, itemsPerSecond } from "./_render.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -32,14 +33,13 @@ async function syncInto(
   request: SyncRequest,
   signal: AbortSignal,
 ): Promise<void> {
-  const { io } = session;
-  const now = io.now ?? Date.now;
-  const started = now();
+  const { io } = session, now = io.now ?? Date.now, started = now();
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;
   session.clientEvents.listener = progress.heard;
   let committed = 0;
+  const removeUnused = await newCopyFile(request);
   const sink = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
@@ -71,7 +71,33 @@ async function syncInto(
     delete session.clientEvents.listener;
     progress.end();
     sink.close?.();
+    await removeUnused?.();
   }
+}
+
+/**
+ * A new SQLite copy's file, made here (0600) where none was; what removes it if no run committed into it (one that
+ * failed at once, e.g. at a list that does not exist: the sink makes its tables at the lock), while it is still that
+ * plain file (never a link, nor a file put there since) with no checkpoint in `partner_api_sync` (a run of another list
+ * may have committed into the same file meanwhile). JSONL: the sink makes its files at the first commit. A file, link or
+ * refusal already there is the sink's to judge.
+ */
+async function newCopyFile({ kind, target }: SyncRequest) {
+  const options = { createNew: true, read: true, write: true, mode: 0o600 };
+  const fileId = (info?: Deno.FileInfo) =>
+    info?.isFile ? `${info.dev}:${info.ino}` : undefined;
+  if (kind === "jsonl") return undefined;
+  using file = await Deno.open(target, options).catch(() => undefined);
+  const made = fileId(await file?.stat());
+  return made === undefined ? undefined : async () => {
+    if (made !== await Deno.lstat(target).then(fileId, () => {})) return;
+    const { DatabaseSync } = await import("node:sqlite");
+    const db = tried(() => new DatabaseSync(target));
+    const sql = "SELECT count(*) AS n FROM partner_api_sync";
+    const unused = tried(() => db?.prepare(sql).get()?.n === 0);
+    db?.close();
+    if (unused) await Deno.remove(target).catch(() => {});
+  };
 }
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
@@ -148,9 +174,7 @@ function verifiedLine(
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
-  const folder = target.includes("/")
-    ? target.slice(0, target.lastIndexOf("/")) || "/"
-    : ".";
+  const folder = dirname(target);
   // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
   const look = (stat: typeof Deno.stat, path: string) =>
     stat(path).catch((error) =>
@@ -261,11 +285,8 @@ function openSink(
   onLockWait: (holder: string) => void,
 ): SyncSink<unknown> & { close?(): void } {
   // A second run waits for the first until Ctrl-C.
-  const lock = { lockWait: Infinity, onLockWait };
+  const lock = { lockWait: Infinity, onLockWait }, { target } = request;
   return request.kind === "jsonl"
-    ? createJsonlSink(request.target, lock)
-    : createSqliteSink(request.target, {
-      table: tableOf(request.path),
-      ...lock,
-    });
+    ? createJsonlSink(target, lock)
+    : createSqliteSink(target, { table: tableOf(request.path), ...lock });
 }

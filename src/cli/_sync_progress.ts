@@ -68,8 +68,7 @@ export function progressLine(
   let holding = false, lastLine = started, text = "starting";
   const rate = rateState(priority), { show, clear } = statusLine(out);
   const tick = () => {
-    const hold = rateHold(rate, now());
-    const was = holding;
+    const hold = rateHold(rate, now()), was = holding;
     holding = hold >= SHOWN_HOLD;
     // Off a terminal: one line when a hold begins, not one a second.
     if (holding && (out.isTerminal || !was)) show(`${text}; ${holdText(hold)}`);
@@ -83,8 +82,7 @@ export function progressLine(
       if (event.type === "api.retry") tick();
     },
     update(progress: SyncProgress) {
-      const at = now();
-      const read = counted(progress.read, "item");
+      const at = now(), read = counted(progress.read, "item");
       const rate = itemsPerSecond(progress.read, (at - started) / 1000);
       const requests = counted(progress.requests, "request");
       text =

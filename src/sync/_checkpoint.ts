@@ -1,7 +1,7 @@
 // Internal: pure functions: where a run's passes start (the head: what is new; the sweep: the copy read again in a
 // rolling cycle), the checkpoint each committed window leaves, and the check of a saved checkpoint.
 
-import { tried, typeError } from "../core/_check.ts";
+import { given, tried, typeError } from "../core/_check.ts";
 import { type DeleteRecord, withDeletes } from "./_deletes.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
@@ -83,8 +83,7 @@ export function sweepStart(
   sizes: Sizes,
   at: { readonly now: number; readonly fresh: boolean },
 ): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
-  const under = checkpoint.sweep;
-  const goesOn = under !== undefined && !at.fresh;
+  const under = checkpoint.sweep, goesOn = under !== undefined && !at.fresh;
   if (!goesOn && checkpoint.edge === null) return undefined;
   const sweep: SweepCursor = goesOn ? under : {
     edge: null,
@@ -107,8 +106,7 @@ export function sweepStart(
       // The sweep pays the narrowest margin every run: a cycle costs ~⌈n / window⌉ requests; a delete more than it behind
       // the cursor costs one window read again.
       ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),
-      ...(sweep.seek === undefined ? {} : { seek: sweep.seek }),
-      ...(sweep.misses === undefined ? {} : { misses: sweep.misses }),
+      ...given({ seek: sweep.seek, misses: sweep.misses }),
       domain: { above: null, upTo: sweep.upTo },
     },
     sweep,

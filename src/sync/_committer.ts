@@ -20,7 +20,7 @@ const SKIPPED_IDS_SHOWN = 100;
  * news for the next run (a pass's or cycle's end or start), or by `flush`.
  */
 export class Committer<T> {
-  /** What the run wrote, as the sink reported it. */
+  /** What the run wrote, as the sink reported it; `read`, what its passes handed on (counted as each window arrives). */
   readonly tally = {
     ...{ written: 0, read: 0, pages: 0, inserted: 0, updated: 0, deleted: 0 },
     ...{ skipped: 0, skippedIds: [] as string[] },
@@ -54,9 +54,7 @@ export class Committer<T> {
   async record(checkpoint: SyncCheckpoint): Promise<void> {
     await this.settle();
     this.latest = checkpoint;
-    // A head's batch: no row is seen or written.
-    this.#start(NOTHING, checkpoint, "head");
-    await this.#writing;
+    await this.#start(NOTHING, checkpoint, "head"); // a head's batch: no row is seen or written
   }
 
   /** Starts writing `batch` with `checkpoint` once the batch before is committed. */
@@ -85,8 +83,7 @@ export class Committer<T> {
     this.#config.signal?.throwIfAborted();
     this.latest = checkpoint;
     if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    this.#start(NOTHING, checkpoint, phase);
-    await this.#writing;
+    await this.#start(NOTHING, checkpoint, phase);
   }
 
   /** Waits for the batch being written, whatever its outcome. */
@@ -99,13 +96,13 @@ export class Committer<T> {
     await this.#writing;
   }
 
-  /** Starts writing `batch` with `checkpoint`, and with `more`, what the sink hears of it. */
+  /** Starts writing `batch` with `checkpoint`, and with `more`, what the sink hears of it; the write, to await. */
   #start(
     batch: Batch<T>,
     checkpoint: SyncCheckpoint,
     phase: Phase,
     more: Partial<SyncWriteContext> = {},
-  ): void {
+  ): Promise<void> {
     const { items, ids } = lastOfEachId(batch.items, batch.ids);
     const { sink, changes, keyOf } = this.#config;
     // The cycle under way, else the last completed (0 before the first).
@@ -118,14 +115,14 @@ export class Committer<T> {
       this.#count(items.length, this.lastReport, context.phase);
     })();
     this.#writing.catch(() => {});
+    return this.#writing;
   }
 
   /** Counts a committed batch, and tells the listeners. */
   #count(handed: number, report: SyncWriteReport, phase: string): void {
     const tally = this.tally;
-    const { onProgress, onEvent } = this.#config;
-    const reported = report.skippedIds ?? [];
-    const stored = handed - reported.length;
+    const { onEvent } = this.#config;
+    const reported = report.skippedIds ?? [], stored = handed - reported.length;
     // The sweep reads a skipped item again: it counts once per run.
     const fresh = reported.filter((id) => !this.#skipped.has(id));
     for (const id of fresh) this.#skipped.add(id);
@@ -136,7 +133,6 @@ export class Committer<T> {
     const updated = report.updated ?? 0;
     // The head writes new items; the sweep, what changed (it reads all).
     tally.written += phase === "head" ? stored : inserted + updated;
-    tally.read += handed;
     tally.inserted += inserted;
     tally.updated += updated;
     tally.deleted += report.deleted ?? 0;
@@ -147,11 +143,15 @@ export class Committer<T> {
       const event = { type: "sync.skipped" as const, ids: [...skippedIds] };
       callListener(onEvent, Object.freeze(event));
     }
-    if (onProgress !== undefined) {
-      const { skipped: _, skippedIds: __, ...counts } = tally;
-      const progress = { ...counts, requests: this.#requests.count };
-      callListener(onProgress, Object.freeze(progress));
-    }
+    this.progress();
+  }
+
+  /** Tells onProgress how far the run has come: after each committed batch, and at a refusal that commits nothing. */
+  progress(): void {
+    const { onProgress } = this.#config, requests = this.#requests.count;
+    const { skipped: _, skippedIds: __, ...counts } = this.tally;
+    const progress = Object.freeze({ ...counts, requests });
+    if (onProgress !== undefined) callListener(onProgress, progress);
   }
 }
 

@@ -70,8 +70,7 @@ export async function waitForLock<L>(
   attempt: () => Promise<{ taken: L } | { holder: string }>,
 ): Promise<L> {
   // A wait, so on the steady clock: a wall clock stepped back holds nobody.
-  const clock = steadyClock();
-  const started = clock();
+  const clock = steadyClock(), started = clock();
   let told = false;
   while (true) {
     options.signal?.throwIfAborted();

@@ -15,6 +15,7 @@ import {
 } from "./_window.ts";
 import { followingWindow, nextWindow } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
+import { given } from "../core/_check.ts";
 
 /** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
 export interface Committed<T>
@@ -285,9 +286,7 @@ export function listOptions<T>(
     sortDirection,
     ...(sortBy === null ? {} : { sortBy }),
     ...(Object.keys(query).length === 0 ? {} : { query: { ...query } }),
-    priority: config.priority,
-    ...(config.items === undefined ? {} : { items: config.items }),
-    ...(signal === undefined ? {} : { signal }),
+    ...given({ priority: config.priority, items: config.items, signal }),
   };
 }
 

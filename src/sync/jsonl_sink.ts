@@ -232,9 +232,7 @@ class JsonlCopy {
   /** Renames the finished rewrite over the copy, if it is still there, and records the copy's new `end`. */
   async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
     const { copy, rewrite } = this.#files;
-    if (await statOf(rewrite) !== undefined) {
-      await renameFile(rewrite, copy);
-    }
+    if (await statOf(rewrite) !== undefined) await renameFile(rewrite, copy);
     this.#ours.delete(copy);
     await this.#save({ checkpoint, end });
   }

@@ -33,7 +33,7 @@ import {
 } from "./_cycle_end.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
-import { MAX_TIMER_MS } from "../core/_check.ts";
+import { given, MAX_TIMER_MS } from "../core/_check.ts";
 import { redactInPlace, secretsOf } from "../core/_redact.ts";
 
 /**
@@ -80,9 +80,7 @@ export async function syncList<T>(
   const { clean, stop } = secretsOf(client);
   try {
     // No `await using`: Node 20 cannot parse it.
-    const lock = await config.sink.lock?.(
-      config.signal === undefined ? {} : { signal: config.signal },
-    );
+    const lock = await config.sink.lock?.(given({ signal: config.signal }));
     try {
       const start = runStart(await config.sink.load(), config.identity, config);
       return await runFrom(client, config, start, clean);
@@ -126,8 +124,7 @@ async function runFrom<T>(
     }
     // Where the head found the edge (after deletes before it), once it did: else each run searches again.
     await committer.flush("head", committer.latest);
-    const inserted = committer.tally.inserted;
-    const clock = steadyClock(config.now);
+    const inserted = committer.tally.inserted, clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
     if (!first) {
       // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
@@ -140,8 +137,7 @@ async function runFrom<T>(
     }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
-    const { tally, latest } = committer;
-    const { verifiedAt } = latest;
+    const { tally, latest } = committer, { verifiedAt } = latest;
     return {
       ...tally,
       skippedIds: [...tally.skippedIds],
@@ -189,6 +185,7 @@ async function head<T>(
   const foreignAt = overlapCheck(run, start.checkpoint.edge);
   let foreign = false;
   await runPass(run, start.head, Infinity, async (window) => {
+    committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
     if ((foreign = await foreignAt(window))) return false;
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
@@ -253,7 +250,8 @@ async function holdsNoneOf<T>(
 
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
 async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
-  await run.committer.done(); // nothing was committed, nothing is recorded
+  await run.committer.done(); // nothing was committed, nothing is recorded: what was read is told
+  run.committer.progress();
   const why = foreign
     ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
     : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
@@ -290,6 +288,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   let lost = false;
   let ending: ReturnType<typeof cycleEnd> | undefined;
   const commit = async (window: Committed<T>) => {
+    committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
     // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
     // the cycle is given up with what it saw and staged (judged where the guard reads the copy).

@@ -189,7 +189,7 @@ export interface SyncSkippedEvent {
 export type SyncEvent = SyncSkippedEvent;
 
 /**
- * How far a run has come, after each committed batch.
+ * How far a run has come, after each committed batch (and at a refusal that commits nothing: what it read).
  *
  * @example A progress line
  * ```ts
@@ -214,7 +214,7 @@ export type SyncEvent = SyncSkippedEvent;
 export interface SyncProgress {
   /** Items written in this run. */
   readonly written: number;
-  /** Items read and committed in this run, written or not. */
+  /** Items read from the list in this run, as each window arrives: committed or not (a refused run's too), written or not. */
   readonly read: number;
   /** Windows committed in this run. */
   readonly pages: number;
