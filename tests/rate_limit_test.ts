@@ -21,6 +21,7 @@ import { createClient } from "../src/client/mod.ts";
 import { collect } from "../src/client/paginate.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { inProcessFake } from "./_fast_setup.ts";
+import { runs } from "./_property_runs.ts";
 
 Deno.test("slotWait() frees a slot when the oldest send leaves the window", () => {
   const w = emptyWindow(2);
@@ -255,4 +256,64 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
     await timers.tickAsync(1);
     await later;
   });
+});
+
+/** slotWait as the window's sends say it, by sorting them all: what the limiters' ring must answer, cheaply. */
+function slotWaitBySorting(
+  times: readonly number[],
+  interval: number,
+  now: number,
+  share: number,
+  requests: number,
+): number {
+  const replaced = times.length < requests ? -Infinity : times[0]! + interval;
+  const recent = times.filter((time) => time > now - interval);
+  const shared = times.length < share || share === requests ||
+      recent.length < share
+    ? -Infinity
+    : recent.sort((a, b) => b - a)[share - 1]! + interval;
+  return Math.max(0, replaced - now, shared - now);
+}
+
+Deno.test("slotWait() under a share answers as sorting the window's sends would, across out-of-order answers at any size; a send forced past it (a fleet's grant) only ever makes it wait longer", () => {
+  const step = fc.record({
+    advance: fc.integer({ min: 0, max: 400 }),
+    share: fc.integer({ min: 1, max: 40 }),
+    send: fc.boolean(),
+    force: fc.integer({ min: 0, max: 19 }),
+    answer: fc.nat(),
+  });
+  const cases = fc.record({
+    requests: fc.integer({ min: 1, max: 40 }),
+    steps: fc.array(step, { maxLength: 300 }),
+  });
+  fc.assert(
+    fc.property(cases, ({ requests, steps }) => {
+      const interval = 1000, window = emptyWindow(requests);
+      let now = 0, forced = false;
+      const ring: { ticket: number; time: number }[] = [];
+      for (const { advance, share, send, force, answer } of steps) {
+        now += advance;
+        const times = ring.map((sent) => sent.time),
+          most = Math.min(share, requests);
+        const wanted = slotWaitBySorting(times, interval, now, most, requests);
+        const got = slotWait(window, interval, now, most);
+        if (forced) ok(got >= wanted, `${got} < ${wanted}`);
+        else equal(got, wanted);
+        const pending = ring.filter((sent) => sent.time === Infinity);
+        if (pending.length > 0 && answer % 3 === 0) {
+          const sent = pending[answer % pending.length]!;
+          recordAnswer(window, sent.ticket, now);
+          sent.time = now;
+        }
+        // The in-process limiter sends only into a free slot; a fleet's store may grant one regardless.
+        const free = slotWait(window, interval, now) === 0;
+        if (!send || (!free && force !== 0)) continue;
+        forced ||= !free;
+        ring.push({ ticket: recordSend(window, Infinity), time: Infinity });
+        if (ring.length > requests) ring.shift();
+      }
+    }),
+    { numRuns: runs(300, 3000) },
+  );
 });

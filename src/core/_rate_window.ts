@@ -14,6 +14,11 @@ export interface Window {
   sent: number;
   /** No slot before this (after a refusal). */
   blockedUntil: number;
+  /** The ring's answered times, ascending from `from` (a share's check is a binary search, not a sort). */
+  readonly answered: number[];
+  from: number;
+  /** The ring's sends awaiting their answer (`Infinity`). */
+  unanswered: number;
 }
 
 /** An empty window for at most `requests` sends. */
@@ -24,6 +29,9 @@ export function emptyWindow(requests: number): Window {
     count: 0,
     sent: 0,
     blockedUntil: -Infinity,
+    answered: [],
+    from: 0,
+    unanswered: 0,
   };
 }
 
@@ -44,23 +52,27 @@ export function slotWait(
   return Math.max(0, replaced - now, shared - now, window.blockedUntil - now);
 }
 
-/** The `nth` latest time after `since` (`-Infinity`: fewer); sorted only when there are that many. */
+/** The `nth` latest time after `since` (`-Infinity`: fewer). */
 function latest(window: Window, nth: number, since: number): number {
-  const { times, head, count } = window;
-  const at = (i: number) => times[(head - i + times.length) % times.length]!;
-  let recent = 0;
-  for (let i = 1; i <= count && recent < nth; i++) if (at(i) > since) recent++;
-  if (recent < nth) return -Infinity;
-  const all: number[] = [];
-  for (let i = 1; i <= count; i++) if (at(i) > since) all.push(at(i));
-  return all.sort((a, b) => b - a)[nth - 1]!;
+  const { answered, unanswered } = window;
+  let low = window.from, high = answered.length; // the first answered after `since`
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (answered[middle]! > since) high = middle;
+    else low = middle + 1;
+  }
+  if (unanswered + answered.length - low < nth) return -Infinity;
+  return nth <= unanswered ? Infinity : answered.at(unanswered - nth)!;
 }
 
 /** Records a request that counts from `time`; returns its ticket. */
 export function recordSend(window: Window, time: number): number {
-  window.times[window.head] = time;
-  window.head = (window.head + 1) % window.times.length;
-  window.count = Math.min(window.count + 1, window.times.length);
+  const { times, head } = window;
+  if (window.count === times.length) drop(window, times[head]!);
+  keep(window, time);
+  times[head] = time;
+  window.head = (head + 1) % times.length;
+  window.count = Math.min(window.count + 1, times.length);
   return window.sent++;
 }
 
@@ -70,8 +82,33 @@ export function recordAnswer(window: Window, ticket: number, now: number) {
   // Only a ticket still in the ring: others are long out of the window.
   if (ticket >= window.sent - times.length && ticket < window.sent) {
     const index = ticket % times.length;
-    if (times[index] === Infinity) times[index] = now;
+    if (times[index] !== Infinity) return;
+    times[index] = now;
+    window.unanswered--;
+    keep(window, now);
   }
+}
+
+/** Counts `time` among the window's (in order: a clock stepped back puts it before later ones). */
+function keep(window: Window, time: number): void {
+  const { answered, from } = window;
+  if (time === Infinity) window.unanswered++;
+  else if (time >= answered.at(-1)!) answered.push(time);
+  else {
+    const after = answered.findLastIndex((t) => t <= time) + 1;
+    answered.splice(Math.max(from, after), 0, time);
+  }
+}
+
+/**
+ * Forgets `time`, which a full ring lets go: out of the window, as is the earliest answered time, which goes instead (a
+ * fleet's grant may let go of one still in it: then the earliest counts longer, which only waits longer).
+ */
+function drop(window: Window, time: number): void {
+  if (time === Infinity) return void window.unanswered--;
+  if (++window.from * 2 <= window.answered.length) return;
+  window.answered.splice(0, window.from);
+  window.from = 0;
 }
 
 /** A caller waiting for a slot, a link of its line: handed its ticket, or rejected when it leaves. */
