@@ -443,3 +443,91 @@ Deno.test("a live KV caller that gives up while it waits takes its place out of 
     }
   });
 });
+
+/** `kv` whose next `lost.count` check-and-set commits fail as if another process wrote first; `lost.takes` counts commits. */
+function losingKv(kv: Deno.Kv) {
+  const lost = { count: 0, commits: 0 };
+  const atomic = (operation: Deno.AtomicOperation): Deno.AtomicOperation => {
+    const proxy: Deno.AtomicOperation = new Proxy(operation, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (key === "commit") {
+          return () =>
+            (lost.commits++, lost.count-- > 0)
+              ? Promise.resolve({ ok: false })
+              : value.apply(target);
+        }
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          const result = value.apply(target, args);
+          return result === target ? proxy : result;
+        };
+      },
+    });
+    return proxy;
+  };
+  const losing = new Proxy(kv, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (key === "atomic") return () => atomic(target.atomic());
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: losing, lost };
+}
+
+Deno.test("rate.wait on KV only for a wait for the window: not for a live call served at once beside its process's waiting background callers, nor for a store that lost its writes; and a background caller that gives up costs no store write", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using db = trackedIo(kv, 1);
+    const { kv: store, lost } = losingKv(db.kv);
+    using api = inProcessFake({ now });
+    const rateLimit = createKvRateLimiter(store, {
+      requests: 5,
+      interval: 1000,
+      reserve: 2,
+      now,
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const waits: string[] = [];
+    const client = clientOf(api, {
+      rateLimit,
+      now,
+      onEvent: (event) => {
+        if (event.type === "rate.wait") waits.push(event.priority);
+      },
+    });
+    const call = () =>
+      run((async () => {
+        await (await client.fetch("organizations")).body?.cancel();
+      })());
+    // The background share (3) is spent: 2 more background callers wait for the window, each with its own signal.
+    const spent = await run(
+      Promise.all([0, 1, 2].map(() => rateLimit.take(undefined, "low"))),
+    );
+    for (const ticket of spent) rateLimit.answered(ticket);
+    const leaving = new AbortController();
+    const staying = Promise.resolve(rateLimit.take(undefined, "low"));
+    const gone = Promise.resolve(rateLimit.take(leaving.signal, "low"));
+    await run(onFakeClock(timers, 100));
+    await call();
+    deepStrictEqual(
+      waits,
+      [],
+      "a live call on a reserved slot waited for nothing",
+    );
+    await run(onFakeClock(timers, 10)); // the live call's answer told
+    const commits = lost.commits;
+    leaving.abort();
+    await rejects(gone, { name: "AbortError" });
+    await run(onFakeClock(timers, 10));
+    equal(lost.commits, commits, "a background caller left: no write");
+    // The store loses every write of one take (8 tries), then answers: the live call waited for the store only.
+    lost.count = 8;
+    await call();
+    deepStrictEqual(waits, [], "a lost write is no wait for the window");
+    rateLimit.answered(await run(staying));
+    await run(rateLimit[Symbol.asyncDispose]());
+  });
+});

@@ -211,9 +211,12 @@ export class PriorityLines {
   /** The pause's timer, if it has one (set here only). */
   timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(onAbort: (waiter: Waiter, reason: unknown) => void) {
-    this.live = new WaitQueue(onAbort);
-    this.low = new WaitQueue(onAbort);
+  /** `onAbort` hears of each caller whose signal aborted, once it has left `line`. */
+  constructor(
+    onAbort: (waiter: Waiter, reason: unknown, line: WaitQueue) => void,
+  ) {
+    this.live = new WaitQueue((waiter, why) => onAbort(waiter, why, this.live));
+    this.low = new WaitQueue((waiter, why) => onAbort(waiter, why, this.low));
   }
 
   /** How many wait in both. */
@@ -251,9 +254,12 @@ export class PriorityLines {
     return waiter !== undefined;
   }
 
-  /** The limiter waits `wait` ms for the window, then `wake`s (`Infinity`: for an answer, which wakes it). */
-  pause(wait: number, wake: () => void): void {
-    if (this.#pauses % 2 === 0) this.#pauses++;
+  /**
+   * The limiter waits `wait` ms, then `wake`s (`Infinity`: for an answer, which wakes it): for the window, unless
+   * `forWindow` is false (a store that lost a write: its callers wait for no slot).
+   */
+  pause(wait: number, wake: () => void, forWindow = true): void {
+    if (forWindow && this.#pauses % 2 === 0) this.#pauses++;
     if (wait === Infinity) return;
     // Never past what a timer can wait: a longer delay fires at once.
     const delay = Math.min(wait, MAX_TIMER_MS);

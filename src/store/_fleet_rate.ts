@@ -69,16 +69,18 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
   readonly #own: rateWindow.Window;
-  readonly #lines = new rateWindow.PriorityLines((waiter, reason) => {
+  readonly #lines = new rateWindow.PriorityLines((waiter, reason, line) => {
     waiter.reject(reason);
-    const { size, timer, live } = this.#lines;
-    if (size > 0 && (timer === undefined || live.size > 0)) return;
-    this.#lines.resume();
-    // Its place in the fleet's line may wait for who left: with background callers left, their take at once
-    // makes it theirs; with nobody left, it goes at once (its lapse is the backstop).
-    if (size > 0) this.#wake();
-    else if (timer !== undefined) this.#leave();
+    this.#liveLeft ||= line === this.#lines.live;
+    // Judged once the callers one abort ends have all left (a signal may end several, in both lines).
+    if (!this.#leaving) queueMicrotask(() => this.#afterLeaving());
+    this.#leaving = true;
   });
+  /** The wait is the store's (a lost write, a window lost again), not the window's: its callers wait for no slot. */
+  #storeWait = false;
+  /** Callers left since the last look; a live one among them. */
+  #leaving = false;
+  #liveLeft = false;
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
   readonly #writes = new Set<Promise<void>>();
@@ -115,9 +117,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const { live, low } = this.#lines;
     const line = this.#lines.of(priority);
+    // The first live caller behind a background wait asks at once: that wait was not its.
+    if (line === live && live.size === 0 && low.size > 0) this.#lines.resume();
     const slot = this.#lines.join(line, signal);
-    // The first live caller behind a background wait asks at once.
-    if (line === live && live.size === 1 && low.size > 0) this.#lines.resume();
     this.#wake();
     return slot;
   }
@@ -145,6 +147,20 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
   }
 
+  /** Once callers left: a pause they waited for ends if nobody is left, or the live ones left the background ones. */
+  #afterLeaving(): void {
+    const { size, timer, live } = this.#lines, liveLeft = this.#liveLeft;
+    this.#leaving = this.#liveLeft = false;
+    if (timer === undefined || (size > 0 && (!liveLeft || live.size > 0))) {
+      return;
+    }
+    this.#lines.resume();
+    // Its place in the fleet's line may wait for who left: with background callers left, their take at once makes it
+    // theirs; with nobody left, it goes at once (its lapse is the backstop).
+    if (size > 0) this.#wake();
+    else this.#leave();
+  }
+
   /** Starts handing out slots, unless that is under way or timed already. */
   #wake(): void {
     const { timer, size } = this.#lines;
@@ -158,12 +174,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // The flag drops in the step of the last look at the line: a caller queued after starts the next round.
     try {
       while (this.#lines.size > 0) {
+        this.#storeWait = false;
         const wait = this.#config.now() < this.#aloneUntil
           ? this.#takeAlone()
           : await this.#takeShared();
         // Infinity: alone, the send to leave first unanswered; answered() wakes the line.
         if (wait > 0 && this.#lines.size > 0) {
-          return this.#lines.pause(wait, () => this.#wake());
+          return this.#lines.pause(wait, () => this.#wake(), !this.#storeWait);
         }
       }
     } finally {
@@ -210,6 +227,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return 0;
     }
     this.#taken(reply);
+    this.#storeWait = reply.holders === 0; // a store that lost the write judged nothing
     for (let i = 0; i < reply.granted; i++) {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
       const ticket = rateWindow.recordSend(this.#own, Infinity);
@@ -252,6 +270,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#epoch = epoch;
     this.#returning = false;
     // A window lost again at once (something keeps replacing it): back off, no loop of round trips.
+    this.#storeWait = true;
     return this.#reseeds++ === 0
       ? 0
       : Math.min(LONGEST_PAUSE, 2 ** this.#reseeds);
