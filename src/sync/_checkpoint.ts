@@ -83,7 +83,8 @@ export function sweepStart(
   sizes: Sizes,
   at: { readonly now: number; readonly fresh: boolean },
 ): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
-  const under = checkpoint.sweep, goesOn = under !== undefined && !at.fresh;
+  const under = checkpoint.sweep;
+  const goesOn = under !== undefined && !at.fresh;
   if (!goesOn && checkpoint.edge === null) return undefined;
   const sweep: SweepCursor = goesOn ? under : {
     edge: null,

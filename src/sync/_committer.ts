@@ -122,7 +122,8 @@ export class Committer<T> {
   #count(handed: number, report: SyncWriteReport, phase: string): void {
     const tally = this.tally;
     const { onEvent } = this.#config;
-    const reported = report.skippedIds ?? [], stored = handed - reported.length;
+    const reported = report.skippedIds ?? [];
+    const stored = handed - reported.length;
     // The sweep reads a skipped item again: it counts once per run.
     const fresh = reported.filter((id) => !this.#skipped.has(id));
     for (const id of fresh) this.#skipped.add(id);
@@ -148,7 +149,8 @@ export class Committer<T> {
 
   /** Tells onProgress how far the run has come: after each committed batch, and at a refusal that commits nothing. */
   progress(): void {
-    const { onProgress } = this.#config, requests = this.#requests.count;
+    const { onProgress } = this.#config;
+    const requests = this.#requests.count;
     const { skipped: _, skippedIds: __, ...counts } = this.tally;
     const progress = Object.freeze({ ...counts, requests });
     if (onProgress !== undefined) callListener(onProgress, progress);

@@ -31,7 +31,8 @@ export function takeFileLock(
   options: LockWait,
   now: () => number = Date.now,
 ): Promise<FileLock> {
-  const token = runToken(), stale = staleJudge(now, STALE_AFTER);
+  const token = runToken();
+  const stale = staleJudge(now, STALE_AFTER);
   return waitForLock<FileLock>(path, options, async () => {
     if (await create(path, token)) return { taken: held(path, token, now) };
     const current = await look(path);

@@ -20,7 +20,8 @@ import { tried } from "../core/_check.ts";
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 // A FIFO swapped in answers at once instead of holding the run.
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
-const FILE_MODE = 0o600, NEW = O_WRONLY | O_CREAT | O_EXCL;
+const FILE_MODE = 0o600;
+const NEW = O_WRONLY | O_CREAT | O_EXCL;
 
 /**
  * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a second name

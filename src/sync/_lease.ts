@@ -70,7 +70,8 @@ export async function waitForLock<L>(
   attempt: () => Promise<{ taken: L } | { holder: string }>,
 ): Promise<L> {
   // A wait, so on the steady clock: a wall clock stepped back holds nobody.
-  const clock = steadyClock(), started = clock();
+  const clock = steadyClock();
+  const started = clock();
   let told = false;
   while (true) {
     options.signal?.throwIfAborted();

@@ -30,7 +30,8 @@ export function writeStatement(
   now: (() => number) | undefined,
 ): { sql: string; params: string[] } {
   const { owner, context } = write;
-  const ends = context?.endsCycle, params = [target, postgresJson(write.rows)];
+  const ends = context?.endsCycle;
+  const params = [target, postgresJson(write.rows)];
   params.push(JSON.stringify(write.checkpoint), `${context?.cycle ?? 0}`);
   params.push(JSON.stringify(write.kept));
   const param = (value: unknown, cast: string) =>

@@ -221,7 +221,8 @@ export function applyBatch(
 ) {
   const { st, target, changes } = place;
   const { rows: batch, staged, context, copy } = write;
-  const record = changes?.record, cycle = context?.cycle ?? 0;
+  const record = changes?.record;
+  const cycle = context?.cycle ?? 0;
   const kinds = upsertAll(st, batch, record !== undefined);
   if (staged.ids.length > 0) {
     const pairs = staged.ids.map((id, i) => [id, staged.texts[i]]);
@@ -287,7 +288,8 @@ function endCycle(
 /** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
 function upsertAll(st: Statements, { ids, texts }: kit.Rows, named: boolean) {
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
-  const before = rowid(), kind = new Map<string, boolean>();
+  const before = rowid();
+  const kind = new Map<string, boolean>();
   let changed = 0;
   const order = ids.map((_, i) => i).sort((a, b) =>
     ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0

@@ -118,7 +118,8 @@ export function judgeWindow(
     : order(first, state.edge) > 0;
   if (plan.start !== 0 && after !== false) return gap(learnt, state, plan);
   const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
-  const last = keys[count - 1], advanced = last !== undefined && count > older;
+  const last = keys[count - 1];
+  const advanced = last !== undefined && count > older;
   const fresh = inDomain(state, keys, older);
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;

@@ -49,7 +49,8 @@ function reaching(offset: number, target: number, cap: number) {
   const from = Math.max(0, target);
   let best: WindowPlan | undefined, bestEnd = offset;
   for (let limit = cap; limit >= 1; limit--) {
-    const index = Math.floor(from / limit), end = (index + 1) * limit;
+    const index = Math.floor(from / limit);
+    const end = (index + 1) * limit;
     // Ties go to the smaller page: the same items for fewer bytes.
     if (end > bestEnd || (end === bestEnd && best !== undefined)) {
       best = placed(limit, index);

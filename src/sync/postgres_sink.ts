@@ -142,7 +142,8 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** The copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
   async read(): Promise<kit.CopyState> {
-    const table = this.#table, catalog = await this.#row(CATALOG_SQL, [table]);
+    const table = this.#table;
+    const catalog = await this.#row(CATALOG_SQL, [table]);
     const has = {
       items: catalog.items === "true",
       checkpoints: catalog.checkpoints === "true",

@@ -192,7 +192,8 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   take(token: string): { taken: string } | { holder: string } {
-    const st = this.prepare(), at = this.#now();
+    const st = this.prepare();
+    const at = this.#now();
     // A lease stamped ahead of this clock (it stepped back) is taken once seen unchanged for STALE_AFTER.
     const seen = this.#holder(st);
     const over = seen !== undefined && this.#stale(this.#target, seen);
@@ -232,7 +233,8 @@ class SqliteDialect implements kit.SqlDialect {
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     this.#checkFile();
-    const st = this.prepare(), batch = { ...write, ...split(st, write) };
+    const st = this.prepare();
+    const batch = { ...write, ...split(st, write) };
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const at = new Date(this.#now()).toISOString();

@@ -124,7 +124,8 @@ async function runFrom<T>(
     }
     // Where the head found the edge (after deletes before it), once it did: else each run searches again.
     await committer.flush("head", committer.latest);
-    const inserted = committer.tally.inserted, clock = steadyClock(config.now);
+    const inserted = committer.tally.inserted;
+    const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
     if (!first) {
       // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
@@ -137,7 +138,8 @@ async function runFrom<T>(
     }
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
-    const { tally, latest } = committer, { verifiedAt } = latest;
+    const { tally, latest } = committer;
+    const { verifiedAt } = latest;
     return {
       ...tally,
       skippedIds: [...tally.skippedIds],
