@@ -72,8 +72,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #lines = new rateWindow.PriorityLines((waiter, reason, line) => {
     waiter.reject(reason);
     this.#liveLeft ||= line === this.#lines.live;
-    // Judged once the callers one abort ends have all left (a signal may end several, in both lines).
-    if (!this.#leaving) queueMicrotask(() => this.#afterLeaving());
+    // Once all the callers an abort ends have left (one signal, both lines); a promise job: no fake clock holds it.
+    if (!this.#leaving) void Promise.resolve().then(() => this.#afterLeaving());
     this.#leaving = true;
   });
   /** The wait is the store's (a lost write, a window lost again), not the window's: its callers wait for no slot. */
