@@ -89,15 +89,11 @@ export function recordAnswer(window: Window, ticket: number, now: number) {
   }
 }
 
-/** Counts `time` among the window's (in order: a clock stepped back puts it before later ones). */
+/** Counts `time` among the window's, in order (after a clock stepped back, from the latest kept: only longer). */
 function keep(window: Window, time: number): void {
-  const { answered, from } = window;
+  const { answered } = window;
   if (time === Infinity) window.unanswered++;
-  else if (time >= answered.at(-1)!) answered.push(time);
-  else {
-    const after = answered.findLastIndex((t) => t <= time) + 1;
-    answered.splice(Math.max(from, after), 0, time);
-  }
+  else answered.push(Math.max(time, answered.at(-1) ?? time));
 }
 
 /**
