@@ -58,11 +58,3 @@ function retryAfterOf(error: TokenRequestError, now: number) {
   if (status !== 403 && status < 500) return undefined;
   return retryAfterMs(response.headers, now);
 }
-
-/** A token whose lifetime ran out before it could be handed out ("malformed": too short to use). */
-export function expiredOnArrival(): TokenRequestError {
-  return new TokenRequestError(
-    "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
-    { reason: "malformed" },
-  );
-}
