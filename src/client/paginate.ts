@@ -27,13 +27,7 @@ import type {
   PaginateOptions,
 } from "./page_types.ts";
 
-export type {
-  CollectOptions,
-  PageRequest,
-  PaginateOptions,
-  RepeatedPageError,
-  SortDirection,
-} from "./page_types.ts";
+export type * from "./page_types.ts";
 
 /**
  * Iterates over every item of an offset-paged list, in order. It stops after the first page

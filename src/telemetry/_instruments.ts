@@ -16,18 +16,15 @@ export function integerAttributes(
       telemetry?: { meterProvider?: unknown; tracerProvider?: unknown };
     };
   }).Deno?.telemetry;
-  const builtInMeter = meter === undefined &&
-    deno?.meterProvider !== undefined &&
-    metrics.getMeterProvider() === deno.meterProvider;
-  const builtInTracer = tracer === undefined &&
-    deno?.tracerProvider !== undefined &&
-    trace.getTracerProvider() === deno.tracerProvider;
   // The attribute types of @opentelemetry/api know no BigInt; Deno's do.
   const big = (value: number) => BigInt(value) as unknown as number;
   const same = (value: number) => value;
+  // `big` when none is given and the global provider in use is Deno's own.
+  const kind = (given: unknown, own: unknown, global: () => unknown) =>
+    given === undefined && own !== undefined && global() === own ? big : same;
   return {
-    metric: builtInMeter ? big : same,
-    span: builtInTracer ? big : same,
+    metric: kind(meter, deno?.meterProvider, () => metrics.getMeterProvider()),
+    span: kind(tracer, deno?.tracerProvider, () => trace.getTracerProvider()),
   };
 }
 

@@ -88,27 +88,22 @@ export function requestWithRetries(
       if (step.do === "again") retries++;
       return step;
     },
-    heard: (outcome, _attempt, durationMs) => requestEvent(outcome, durationMs),
+    heard: (outcome, _attempt, durationMs): TokenRequestEvent => {
+      const { token, error } = outcome;
+      if (token !== undefined) {
+        const quota = quotaOf(token.quota);
+        return { type: "token.request", outcome: "ok", durationMs, ...quota };
+      }
+      return {
+        type: "token.request",
+        outcome: "error",
+        // Anything else is the caller's signal: nobody waited any more.
+        reason: error instanceof PartnerApiError ? error.reason : "aborted",
+        durationMs,
+        ...(error instanceof QuotaExceededError ? quotaOf(error.buckets) : {}),
+      };
+    },
   });
-}
-
-function requestEvent(
-  outcome: TokenOutcome,
-  durationMs: number,
-): TokenRequestEvent {
-  const { token, error } = outcome;
-  if (token !== undefined) {
-    const quota = quotaOf(token.quota);
-    return { type: "token.request", outcome: "ok", durationMs, ...quota };
-  }
-  return {
-    type: "token.request",
-    outcome: "error",
-    // Anything else is the caller's signal: nobody waited any more.
-    reason: error instanceof PartnerApiError ? error.reason : "aborted",
-    durationMs,
-    ...(error instanceof QuotaExceededError ? quotaOf(error.buckets) : {}),
-  };
 }
 
 /** The quota as the event's own copy (the listener gets it frozen). */

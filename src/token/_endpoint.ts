@@ -26,9 +26,6 @@ const SETTINGS = [
   "clientAuthentication",
 ] as const;
 
-/** What each setting is called where the reader configured it. */
-type SettingNames = { readonly [S in typeof SETTINGS[number]]: string };
-
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export interface TokenEndpoint {
   readonly url: URL;
@@ -49,8 +46,8 @@ export interface TokenEndpoint {
   readonly now: () => number;
   readonly quotaHeader: string;
   readonly timeout: number;
-  /** What each setting is called, for hints. */
-  readonly names: SettingNames;
+  /** What each setting is called where the reader configured it, for hints. */
+  readonly names: { readonly [S in typeof SETTINGS[number]]: string };
 }
 
 /** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one. */

@@ -44,25 +44,14 @@ export function failureRecord(
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;
+  // The `Retry-After` a 5xx or 403 answer asked for, in ms.
+  const { status = 0, response } = error;
+  const retryAfter = response !== undefined && (status === 403 || status >= 500)
+    ? retryAfterMs(response.headers, now)
+    : undefined;
   return {
-    ...cooldownAfter(previous, retryAfterOf(error, now), maxRetryAfter, now),
+    ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
     ...given({ status: error.status, code: error.code }),
   };
-}
-
-/** The `Retry-After` a 5xx or 403 answer asked for, in ms. */
-function retryAfterOf(error: TokenRequestError, now: number) {
-  const { status, response } = error;
-  if (status === undefined || response === undefined) return undefined;
-  if (status !== 403 && status < 500) return undefined;
-  return retryAfterMs(response.headers, now);
-}
-
-/** A token whose lifetime ran out before it could be handed out ("malformed": too short to use). */
-export function expiredOnArrival(): TokenRequestError {
-  return new TokenRequestError(
-    "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
-    { reason: "malformed" },
-  );
 }

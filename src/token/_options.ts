@@ -17,7 +17,9 @@ const CONTEXT = "Cannot create token provider";
 /** Checks every option at once, throwing as `createTokenProvider` documents. */
 export function providerConfig(options: TokenProviderOptions) {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
-  if (isBrowserPage() && options.dangerouslyAllowBrowser !== true) {
+  const browserPage = "document" in globalThis && !("Deno" in globalThis) &&
+    !("process" in globalThis);
+  if (browserPage && options.dangerouslyAllowBrowser !== true) {
     throw typeError(
       CONTEXT,
       "dangerouslyAllowBrowser",
@@ -53,9 +55,4 @@ function withTarget(options: TokenProviderOptions) {
   }
   const { tokenUrl, audience } = environment;
   return { ...rest, tokenUrl, audience };
-}
-
-function isBrowserPage(): boolean {
-  return "document" in globalThis && !("Deno" in globalThis) &&
-    !("process" in globalThis);
 }

@@ -19,11 +19,7 @@ import {
   settles,
   tokenTimes,
 } from "./_policy.ts";
-import {
-  expiredOnArrival,
-  failureRecord,
-  repeatedFailure,
-} from "./_failure.ts";
+import { failureRecord, repeatedFailure } from "./_failure.ts";
 import {
   freshestToken,
   latest,
@@ -286,7 +282,11 @@ export class CachingTokenProvider implements TokenProvider {
     // Another process's failure, read from the store: its cooldown holds here.
     const failedUntil = this.#local.read(this.#failure?.cooldown.until, now);
     if (now < (failedUntil ?? -Infinity)) throw this.#failureError();
-    throw expiredOnArrival();
+    // The token's lifetime ran out before it could be handed out ("malformed": too short to use).
+    throw new TokenRequestError(
+      "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
+      { reason: "malformed" },
+    );
   }
 
   #takeRecord(record: TokenRecord): void {
