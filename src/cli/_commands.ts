@@ -51,7 +51,8 @@ function cost(session: Session): string {
 
 async function runToken(session: Session, showToken: boolean, json: boolean) {
   const token = await session.provider.getToken();
-  const { io } = session, now = (io.now ?? Date.now)();
+  const { io } = session;
+  const now = (io.now ?? Date.now)();
   const buckets = bucketsNow(session.provider.quota, now);
   const cached = session.tokenRequests() === 0; // not seen by the service this run
   if (json) {
@@ -92,7 +93,8 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
   const known = await session.cache?.record().catch(() => undefined);
-  let quota = known?.quota, blockedUntil = known?.blockedUntil;
+  let quota = known?.quota;
+  let blockedUntil = known?.blockedUntil;
   let source = quota ? "from the cache: no token request" : "";
   if (quota === undefined) {
     try {

@@ -175,14 +175,17 @@ function parseFlags(args: readonly string[]) {
  * `--max-deletes 1`) would win silently. A switch may repeat (`-v -v`), not contradict itself (`--cache --no-cache`).
  */
 function flagsOnce(tokens: Tokens, command: string) {
-  const own = COMMAND_FLAGS[command]!, said = new Map<string, string>();
+  const own = COMMAND_FLAGS[command]!;
+  const said = new Map<string, string>();
   for (const token of tokens) {
     if (token.kind !== "option") continue;
-    const raw = token.name, name = raw in FLAGS ? raw : raw.slice(3); // no-cache
+    const raw = token.name;
+    const name = raw in FLAGS ? raw : raw.slice(3); // no-cache
     if (!own.includes(name)) {
       throw new UsageError(`${command} takes no --${raw}`);
     }
-    const value = token.value ?? `--${raw}`, first = said.get(name);
+    const value = token.value ?? `--${raw}`;
+    const first = said.get(name);
     said.set(name, value);
     if (first === undefined || "multiple" in FLAGS[name as "query"]) continue;
     if (token.value !== undefined || first !== value) {

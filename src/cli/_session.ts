@@ -100,7 +100,8 @@ export function openSession(
   config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
-  const store = openStore(io, config, flags), status = { clear: () => {} };
+  const store = openStore(io, config, flags);
+  const status = { clear: () => {} };
   const clientEvents: Session["clientEvents"] = {};
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
@@ -174,7 +175,8 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
 
 /** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
 function watchTokenRequests(err: CliWriter) {
-  let count = 0, lastFailed = false;
+  let count = 0;
+  let lastFailed = false;
   const fetchWatched: typeof fetch = async (input, init) => {
     count++;
     if (lastFailed) {

@@ -33,7 +33,9 @@ async function syncInto(
   request: SyncRequest,
   signal: AbortSignal,
 ): Promise<void> {
-  const { io } = session, now = io.now ?? Date.now, started = now();
+  const { io } = session;
+  const now = io.now ?? Date.now;
+  const started = now();
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;
@@ -139,7 +141,8 @@ export function resultLines(
 
 /** How many items the copy is known to lack, and when the sweep will have them. */
 function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
-  const them = behind === 1 ? "it" : "them", sweep = request.sweep ?? 10;
+  const them = behind === 1 ? "it" : "them";
+  const sweep = request.sweep ?? 10;
   // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts.
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
   const pace = request.sweep === undefined && request.maxDuration !== undefined
@@ -285,7 +288,8 @@ function openSink(
   onLockWait: (holder: string) => void,
 ): SyncSink<unknown> & { close?(): void } {
   // A second run waits for the first until Ctrl-C.
-  const lock = { lockWait: Infinity, onLockWait }, { target } = request;
+  const lock = { lockWait: Infinity, onLockWait };
+  const { target } = request;
   return request.kind === "jsonl"
     ? createJsonlSink(target, lock)
     : createSqliteSink(target, { table: tableOf(request.path), ...lock });
