@@ -30,11 +30,17 @@ export function listRequest(rest: readonly string[], values: Values) {
     }),
     ...orderOf(values),
   };
+  const fields = values.fields?.split(",").map((field) => field.trim());
+  if (fields?.some((field) => field === "")) {
+    throw new UsageError(
+      `--fields must be names separated by commas: received ${values.fields}`,
+    );
+  }
   return {
     path,
     format,
     /** The keys to keep, in this order; all when undefined. */
-    fields: fieldList(values.fields),
+    fields,
     options,
   };
 }
@@ -132,15 +138,4 @@ function olderThan(field: string, value: string): (own: unknown) => boolean {
     }
     return text < value;
   };
-}
-
-function fieldList(text: string | undefined): readonly string[] | undefined {
-  if (text === undefined) return undefined;
-  const fields = text.split(",").map((field) => field.trim());
-  if (fields.some((field) => field === "")) {
-    throw new UsageError(
-      `--fields must be names separated by commas: received ${text}`,
-    );
-  }
-  return fields;
 }
