@@ -121,7 +121,14 @@ export function resultLines(
   } else if (
     result.verifiedAt === undefined || now - result.verifiedAt > RECENT
   ) {
-    lines += verifiedLine(target, result.verifiedAt, now);
+    // Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone,
+    // a back-dated item would not show), and how to check it now.
+    const when = result.verifiedAt === undefined
+      ? "never verified whole yet"
+      : `last verified whole ${new Date(result.verifiedAt).toISOString()} (${
+        Math.floor((now - result.verifiedAt) / 3_600_000)
+      } h ago)`;
+    lines += `${target}: ${when}; --sweep all verifies it now\n`;
   }
   // Only a sweep at the spare rate keeps that rate; one of --sweep N requests a run goes as often as it is run.
   const spare = request.maxDuration !== undefined;
@@ -157,23 +164,6 @@ function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
 
 /** How long a whole copy's verification counts as recent: a day. */
 const RECENT = 86_400_000;
-
-/**
- * Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone, a
- * back-dated item would not show), and how to check it now.
- */
-function verifiedLine(
-  target: string,
-  verifiedAt: number | undefined,
-  now: number,
-): string {
-  const when = verifiedAt === undefined
-    ? "never verified whole yet"
-    : `last verified whole ${new Date(verifiedAt).toISOString()} (${
-      Math.floor((now - verifiedAt) / 3_600_000)
-    } h ago)`;
-  return `${target}: ${when}; --sweep all verifies it now\n`;
-}
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
