@@ -129,16 +129,6 @@ export function updateItem(
   id: string,
   fields: Readonly<Record<string, string | number>>,
 ): boolean {
-  checkFields(resource, id, fields);
-  const item = resource.items.find((item) => idOf(resource, item) === id);
-  if (item === undefined) return false;
-  resort(resource, item, "out");
-  Object.assign(item, fields);
-  resort(resource, item, "in");
-  return true;
-}
-
-function checkFields(resource: ListResource, id: string, fields: unknown) {
   const rule = typeof fields !== "object" || fields === null
     ? "must be an object"
     : Object.entries(fields).some(([, value]) =>
@@ -148,9 +138,16 @@ function checkFields(resource: ListResource, id: string, fields: unknown) {
     : resource.idField in fields && idOf(resource, fields as Item) !== id
     ? `must not change '${resource.idField}'`
     : undefined;
-  if (rule === undefined) return;
-  const received = fields === null ? "null" : typeof fields;
-  throw typeError(`Cannot update ${resource.name}`, "fields", rule, received);
+  if (rule !== undefined) {
+    const received = fields === null ? "null" : typeof fields;
+    throw typeError(`Cannot update ${resource.name}`, "fields", rule, received);
+  }
+  const item = resource.items.find((item) => idOf(resource, item) === id);
+  if (item === undefined) return false;
+  resort(resource, item, "out");
+  Object.assign(item, fields);
+  resort(resource, item, "in");
+  return true;
 }
 
 /** Takes the item with `id` out of the list; whether it was there. */
