@@ -7,13 +7,12 @@ import {
   quotaResetAfter,
 } from "../core/quota.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
+import type { FakeCredentials } from "./fake_options.ts";
 
-export interface TokenEndpointSetup {
+export interface TokenEndpointSetup extends FakeCredentials {
   readonly lifetime: number;
   readonly quota: QuotaCounter;
   readonly now: () => number;
-  readonly clientId: string;
-  readonly clientSecret: string;
   readonly audience: string;
   readonly retryAfter: boolean;
   readonly bodyFormats: readonly ("json" | "form")[];
