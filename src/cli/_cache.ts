@@ -47,11 +47,8 @@ export function openCache(
  * is refused too: no token could be kept.
  */
 export function notOwnFolder(folder: string): string | undefined {
-  try {
-    Deno.mkdirSync(folder, { recursive: true, mode: 0o700 });
-  } catch {
-    // It exists (checked below), or cannot be made.
-  }
+  // It exists (checked below), or cannot be made.
+  tried(() => Deno.mkdirSync(folder, { recursive: true, mode: 0o700 }));
   const info = tried(() => Deno.lstatSync(folder));
   if (info === undefined) return undefined; // none could be made: the first write says so
   if (!info.isDirectory && !info.isSymlink) {

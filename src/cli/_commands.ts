@@ -13,7 +13,6 @@ import { escapeControls, serverText } from "../core/_redact.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { tried } from "../core/_check.ts";
 import { runSync } from "./_sync.ts";
-import type { CliWriter } from "./io.ts";
 import {
   counted,
   duration,
@@ -51,7 +50,8 @@ function cost(session: Session): string {
 
 async function runToken(session: Session, showToken: boolean, json: boolean) {
   const token = await session.provider.getToken();
-  const { io } = session, now = (io.now ?? Date.now)();
+  const { io } = session;
+  const now = (io.now ?? Date.now)();
   const buckets = bucketsNow(session.provider.quota, now);
   const cached = session.tokenRequests() === 0; // not seen by the service this run
   if (json) {
@@ -92,7 +92,8 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   const { io } = session;
   const now = io.now ?? Date.now;
   const known = await session.cache?.record().catch(() => undefined);
-  let quota = known?.quota, blockedUntil = known?.blockedUntil;
+  let quota = known?.quota;
+  let blockedUntil = known?.blockedUntil;
   let source = quota ? "from the cache: no token request" : "";
   if (quota === undefined) {
     try {
@@ -117,7 +118,17 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     };
     return io.stdout.write(`${safeJson(answer)}\n`);
   }
-  writeQuotaTable(io.stdout, quota, now());
+  const at = now();
+  const rows = bucketsNow(quota, at).map(({ resetAfter, ...bucket }) => ({
+    ...bucket,
+    "resets in": duration(resetAfter),
+    "resets at": utcTime(at + resetAfter * 1000),
+  }));
+  io.stdout.write(
+    rows.length === 0
+      ? "the token endpoint reported no quota\n"
+      : table(["bucket", "limit", "remaining", "resets in", "resets at"], rows),
+  );
   const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;
   io.stderr.write(
     `(${source}${quota && age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
@@ -128,23 +139,6 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
       `token requests blocked until ${until} (a 429 said the quota is spent)\n`,
     );
   }
-}
-
-function writeQuotaTable(
-  out: CliWriter,
-  quota: QuotaSnapshot | undefined,
-  now: number,
-): void {
-  const rows = bucketsNow(quota, now).map(({ resetAfter, ...bucket }) => ({
-    ...bucket,
-    "resets in": duration(resetAfter),
-    "resets at": utcTime(now + resetAfter * 1000),
-  }));
-  out.write(
-    rows.length === 0
-      ? "the token endpoint reported no quota\n"
-      : table(["bucket", "limit", "remaining", "resets in", "resets at"], rows),
-  );
 }
 
 /** The largest body `get` prints. */

@@ -114,7 +114,8 @@ export function onePositional(positionals: readonly string[], missing: string) {
 export function pagingOf(values: Values) {
   const query: Record<string, string> = {};
   for (const pair of values.query ?? []) {
-    const equals = pair.indexOf("="), name = pair.slice(0, equals);
+    const equals = pair.indexOf("=");
+    const name = pair.slice(0, equals);
     // The library refuses these names as written; a service may read them in any case.
     const own = equals > 0 && /^(limit|page|sortby|sortdirection)$/i.test(name);
     if (equals < 1 || own) {

@@ -30,11 +30,17 @@ export function listRequest(rest: readonly string[], values: Values) {
     }),
     ...orderOf(values),
   };
+  const fields = values.fields?.split(",").map((field) => field.trim());
+  if (fields?.some((field) => field === "")) {
+    throw new UsageError(
+      `--fields must be names separated by commas: received ${values.fields}`,
+    );
+  }
   return {
     path,
     format,
     /** The keys to keep, in this order; all when undefined. */
-    fields: fieldList(values.fields),
+    fields,
     options,
   };
 }
@@ -111,7 +117,8 @@ function instantOf(text: string): number {
  * @throws {UsageError} At the first date where `value` is a number (20261101 as text stopped at once), or the reverse.
  */
 function olderThan(field: string, value: string): (own: unknown) => boolean {
-  const instant = instantOf(value), hasInstant = !Number.isNaN(instant);
+  const instant = instantOf(value);
+  const hasInstant = !Number.isNaN(instant);
   const number = NUMBER.test(value) ? Number(value) : NaN;
   const dashed = value.replace(/^(\d{4})(\d\d)(\d\d)$/, "$1-$2-$3"); // 20261101
   const numberOnDates = `dates, not numbers: write a date, e.g. ${
@@ -122,7 +129,8 @@ function olderThan(field: string, value: string): (own: unknown) => boolean {
     const isNumber = typeof own === "number";
     if (isNumber && !Number.isNaN(number)) return own < number;
     const text = typeof own === "string" ? own : JSON.stringify(own);
-    const at = instantOf(text), onDates = !Number.isNaN(at);
+    const at = instantOf(text);
+    const onDates = !Number.isNaN(at);
     if (hasInstant && onDates) return at < instant;
     if ((!Number.isNaN(number) && onDates) || (hasInstant && isNumber)) {
       const what = onDates ? numberOnDates : "numbers, not dates: write one";
@@ -130,15 +138,4 @@ function olderThan(field: string, value: string): (own: unknown) => boolean {
     }
     return text < value;
   };
-}
-
-function fieldList(text: string | undefined): readonly string[] | undefined {
-  if (text === undefined) return undefined;
-  const fields = text.split(",").map((field) => field.trim());
-  if (fields.some((field) => field === "")) {
-    throw new UsageError(
-      `--fields must be names separated by commas: received ${text}`,
-    );
-  }
-  return fields;
 }

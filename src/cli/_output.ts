@@ -22,7 +22,14 @@ export function itemWriter(
   },
 ): ItemWriter {
   const { fields } = options;
-  const record = (item: unknown) => rowOf(item, fields);
+  // An item as a row (anything but an object as `{ value }`), cut to `fields` when given.
+  const record = (item: unknown) => {
+    const all = !Array.isArray(item) && fieldsOf(item) || { value: item };
+    if (fields === undefined) return all;
+    const picked: Record<string, unknown> = {};
+    for (const field of fields) picked[field] = all[field];
+    return picked;
+  };
   if (format === "table" || format === "csv") {
     return columnsWriter(out, format, options, record);
   }
@@ -45,15 +52,6 @@ export function itemWriter(
     },
     end: () => out.write(held === undefined ? "[]\n" : `  ${held}\n]\n`),
   };
-}
-
-/** An item as a row (anything but an object as `{ value }`), cut to `fields` when given. */
-function rowOf(item: unknown, fields: readonly string[] | undefined) {
-  const record = !Array.isArray(item) && fieldsOf(item) || { value: item };
-  if (fields === undefined) return record;
-  const picked: Record<string, unknown> = {};
-  for (const field of fields) picked[field] = record[field];
-  return picked;
 }
 
 /**

@@ -166,7 +166,16 @@ function parseFlags(args: readonly string[]) {
       tokens: true,
     });
   } catch (error) {
-    throw new UsageError(flagProblem((error as Error).message, args[0]));
+    // node:util's words, made one line, with the nearest flag (among those the command takes, when it is one).
+    const { message } = error as Error;
+    const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
+    if (!unknown) throw new UsageError(message.replace(/\s*\n\s*/g, " "));
+    const own = Object.hasOwn(COMMAND_FLAGS, `${args[0]}`) &&
+      COMMAND_FLAGS[`${args[0]}`];
+    const flags = own ? [...own, "help", "version"] : Object.keys(FLAGS);
+    const near = nearest(unknown[2]!, [...flags, "no-cache"]);
+    const hint = near ? `; did you mean --${near}?` : "";
+    throw new UsageError(`unknown flag ${unknown[1]}${unknown[2]}${hint}`);
   }
 }
 
@@ -175,14 +184,17 @@ function parseFlags(args: readonly string[]) {
  * `--max-deletes 1`) would win silently. A switch may repeat (`-v -v`), not contradict itself (`--cache --no-cache`).
  */
 function flagsOnce(tokens: Tokens, command: string) {
-  const own = COMMAND_FLAGS[command]!, said = new Map<string, string>();
+  const own = COMMAND_FLAGS[command]!;
+  const said = new Map<string, string>();
   for (const token of tokens) {
     if (token.kind !== "option") continue;
-    const raw = token.name, name = raw in FLAGS ? raw : raw.slice(3); // no-cache
+    const raw = token.name;
+    const name = raw in FLAGS ? raw : raw.slice(3); // no-cache
     if (!own.includes(name)) {
       throw new UsageError(`${command} takes no --${raw}`);
     }
-    const value = token.value ?? `--${raw}`, first = said.get(name);
+    const value = token.value ?? `--${raw}`;
+    const first = said.get(name);
     said.set(name, value);
     if (first === undefined || "multiple" in FLAGS[name as "query"]) continue;
     if (token.value !== undefined || first !== value) {
@@ -194,17 +206,3 @@ function flagsOnce(tokens: Tokens, command: string) {
 }
 
 type Tokens = ReturnType<typeof parseFlags>["tokens"];
-
-/** node:util's words, made one line, with the nearest flag (among those `command` takes, when it is one). */
-function flagProblem(message: string, command: string | undefined): string {
-  const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
-  if (unknown) {
-    const own = Object.hasOwn(COMMAND_FLAGS, `${command}`) &&
-      COMMAND_FLAGS[`${command}`];
-    const flags = own ? [...own, "help", "version"] : Object.keys(FLAGS);
-    const near = nearest(unknown[2]!, [...flags, "no-cache"]);
-    const hint = near ? `; did you mean --${near}?` : "";
-    return `unknown flag ${unknown[1]}${unknown[2]}${hint}`;
-  }
-  return message.replace(/\s*\n\s*/g, " ");
-}

@@ -12,7 +12,8 @@ export function duration(seconds: number): string {
   if (seconds < 60) return `${Math.round(seconds)} s`;
   const minutes = Math.round(seconds / 60);
   if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60), rest = minutes % 60;
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
   return rest === 0 ? `${hours} h` : `${hours} h ${rest} min`;
 }
 
@@ -117,8 +118,10 @@ export function progressReporter(
   now: () => number = Date.now,
   onlyAtEnd = false,
 ): { page(items: number): void; clear(): void; done(): void } {
-  const started = now(), status = statusLine(out);
-  let pages = 0, items = 0;
+  const started = now();
+  const status = statusLine(out);
+  let pages = 0;
+  let items = 0;
   const show = () => {
     const read = `${counted(pages, "page")}, ${counted(items, "item")}`;
     status.show(`${read}, ${itemsPerSecond(items, (now() - started) / 1000)}`);

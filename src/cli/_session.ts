@@ -41,7 +41,17 @@ export interface RunIo extends CliIo {
  */
 export function readConfig(io: CliIo): PartnerApiConfig {
   try {
-    return configFromEnv((name) => readVariable(io, name));
+    return configFromEnv((name) => {
+      try {
+        return io.env(name);
+      } catch {
+        const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
+          .flatMap(Object.values).join(",");
+        throw new UsageError(
+          `cannot read ${name}: add --allow-env='PARTNER_API_*' (or --allow-env=${every})`,
+        );
+      }
+    });
   } catch (error) {
     if (error instanceof UsageError) throw error;
     // Fields, never the value: a secret pasted into the wrong variable is the usual mistake.
@@ -52,19 +62,6 @@ export function readConfig(io: CliIo): PartnerApiConfig {
       missing.length === 0
         ? `${option} ${rule}`
         : `${named} (see .env.example; --env-file .env reads a file)`,
-    );
-  }
-}
-
-/** A variable, or `undefined` when it is unset. */
-export function readVariable(io: CliIo, name: string): string | undefined {
-  try {
-    return io.env(name);
-  } catch {
-    const every = [CONFIG_VARIABLES, CONFIG_OPTIONAL_VARIABLES]
-      .flatMap(Object.values).join(",");
-    throw new UsageError(
-      `cannot read ${name}: add --allow-env='PARTNER_API_*' (or --allow-env=${every})`,
     );
   }
 }
@@ -100,7 +97,8 @@ export function openSession(
   config: PartnerApiConfig,
   flags: SessionFlags,
 ): Session {
-  const store = openStore(io, config, flags), status = { clear: () => {} };
+  const store = openStore(io, config, flags);
+  const status = { clear: () => {} };
   const clientEvents: Session["clientEvents"] = {};
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
@@ -174,7 +172,8 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
 
 /** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
 function watchTokenRequests(err: CliWriter) {
-  let count = 0, lastFailed = false;
+  let count = 0;
+  let lastFailed = false;
   const fetchWatched: typeof fetch = async (input, init) => {
     count++;
     if (lastFailed) {

@@ -33,7 +33,9 @@ async function syncInto(
   request: SyncRequest,
   signal: AbortSignal,
 ): Promise<void> {
-  const { io } = session, now = io.now ?? Date.now, started = now();
+  const { io } = session;
+  const now = io.now ?? Date.now;
+  const started = now();
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;
@@ -119,7 +121,14 @@ export function resultLines(
   } else if (
     result.verifiedAt === undefined || now - result.verifiedAt > RECENT
   ) {
-    lines += verifiedLine(target, result.verifiedAt, now);
+    // Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone,
+    // a back-dated item would not show), and how to check it now.
+    const when = result.verifiedAt === undefined
+      ? "never verified whole yet"
+      : `last verified whole ${new Date(result.verifiedAt).toISOString()} (${
+        Math.floor((now - result.verifiedAt) / 3_600_000)
+      } h ago)`;
+    lines += `${target}: ${when}; --sweep all verifies it now\n`;
   }
   // Only a sweep at the spare rate keeps that rate; one of --sweep N requests a run goes as often as it is run.
   const spare = request.maxDuration !== undefined;
@@ -139,7 +148,8 @@ export function resultLines(
 
 /** How many items the copy is known to lack, and when the sweep will have them. */
 function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
-  const them = behind === 1 ? "it" : "them", sweep = request.sweep ?? 10;
+  const them = behind === 1 ? "it" : "them";
+  const sweep = request.sweep ?? 10;
   // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts.
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
   const pace = request.sweep === undefined && request.maxDuration !== undefined
@@ -154,23 +164,6 @@ function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
 
 /** How long a whole copy's verification counts as recent: a day. */
 const RECENT = 86_400_000;
-
-/**
- * Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone, a
- * back-dated item would not show), and how to check it now.
- */
-function verifiedLine(
-  target: string,
-  verifiedAt: number | undefined,
-  now: number,
-): string {
-  const when = verifiedAt === undefined
-    ? "never verified whole yet"
-    : `last verified whole ${new Date(verifiedAt).toISOString()} (${
-      Math.floor((now - verifiedAt) / 3_600_000)
-    } h ago)`;
-  return `${target}: ${when}; --sweep all verifies it now\n`;
-}
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
@@ -285,7 +278,8 @@ function openSink(
   onLockWait: (holder: string) => void,
 ): SyncSink<unknown> & { close?(): void } {
   // A second run waits for the first until Ctrl-C.
-  const lock = { lockWait: Infinity, onLockWait }, { target } = request;
+  const lock = { lockWait: Infinity, onLockWait };
+  const { target } = request;
   return request.kind === "jsonl"
     ? createJsonlSink(target, lock)
     : createSqliteSink(target, { table: tableOf(request.path), ...lock });

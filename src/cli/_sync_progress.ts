@@ -65,10 +65,14 @@ export function progressLine(
   started: number,
   priority: RatePriority | undefined = "low",
 ) {
-  let holding = false, lastLine = started, text = "starting";
-  const rate = rateState(priority), { show, clear } = statusLine(out);
+  let holding = false;
+  let lastLine = started;
+  let text = "starting";
+  const rate = rateState(priority);
+  const { show, clear } = statusLine(out);
   const tick = () => {
-    const hold = rateHold(rate, now()), was = holding;
+    const hold = rateHold(rate, now());
+    const was = holding;
     holding = hold >= SHOWN_HOLD;
     // Off a terminal: one line when a hold begins, not one a second.
     if (holding && (out.isTerminal || !was)) show(`${text}; ${holdText(hold)}`);
@@ -82,7 +86,8 @@ export function progressLine(
       if (event.type === "api.retry") tick();
     },
     update(progress: SyncProgress) {
-      const at = now(), read = counted(progress.read, "item");
+      const at = now();
+      const read = counted(progress.read, "item");
       const rate = itemsPerSecond(progress.read, (at - started) / 1000);
       const requests = counted(progress.requests, "request");
       text =

@@ -1,7 +1,7 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import { escapeControls, redact, type Secret } from "../core/_redact.ts";
+import { escapeControls, redact } from "../core/_redact.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -92,7 +92,15 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
   if ((error as Error)?.name === "BrokenPipe") return 0;
   const { message, code } = failureMessage(error);
-  const secrets = secretsOf(run);
+  // The configured credentials, each kept out of what is printed by value: a secret pasted into the client id or
+  // audience variable is never shown either, when the IdP quotes it back. Not allowed to read one: not what failed here.
+  const read = (name: string) => tried(() => run.env(name)?.trim()) ?? "";
+  const credentials = {
+    secret: read(CONFIG_VARIABLES.clientSecret),
+    clientId: read(CONFIG_VARIABLES.clientId),
+    audience: read(CONFIG_VARIABLES.audience),
+  };
+  const secrets = Object.values(credentials).some(Boolean) ? [credentials] : [];
   const clean = (text: string) => escapeControls(redact(text, secrets));
   const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
   run.stderr.write(`${NAME}: ${clean(message)}${help}\n`);
@@ -100,21 +108,6 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
     run.stderr.write(`${clean(line)}\n`);
   }
   return code;
-}
-
-/**
- * The configured credentials, each kept out of what is printed by value: a secret pasted into the client id or
- * audience variable is never shown either, when the IdP quotes it back.
- */
-function secretsOf(io: CliIo): Secret[] {
-  // Not allowed to read it: not what failed here.
-  const read = (name: string) => tried(() => io.env(name)?.trim()) ?? "";
-  const credentials = {
-    secret: read(CONFIG_VARIABLES.clientSecret),
-    clientId: read(CONFIG_VARIABLES.clientId),
-    audience: read(CONFIG_VARIABLES.audience),
-  };
-  return Object.values(credentials).some(Boolean) ? [credentials] : [];
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {

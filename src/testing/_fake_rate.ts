@@ -15,7 +15,8 @@ export function rateGate(
   if (limit === undefined) return () => undefined;
   requireOptions(limit, context, "apiRateLimit");
   const check = (field: keyof FakeRateLimit) => {
-    const option = `apiRateLimit.${field}`, rule = RATE_RULES[field];
+    const option = `apiRateLimit.${field}`;
+    const rule = RATE_RULES[field];
     return checkNumber(limit[field], undefined, rule, context, option);
   };
   const requests = check("requests");

@@ -7,13 +7,12 @@ import {
   quotaResetAfter,
 } from "../core/quota.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
+import type { FakeCredentials } from "./fake_options.ts";
 
-export interface TokenEndpointSetup {
+export interface TokenEndpointSetup extends FakeCredentials {
   readonly lifetime: number;
   readonly quota: QuotaCounter;
   readonly now: () => number;
-  readonly clientId: string;
-  readonly clientSecret: string;
   readonly audience: string;
   readonly retryAfter: boolean;
   readonly bodyFormats: readonly ("json" | "form")[];
@@ -37,7 +36,8 @@ export class FakeTokenEndpoint {
   }
 
   async answer(request: Request): Promise<Response> {
-    const { clientId, clientSecret, audience } = this.#setup;
+    const { clientId, clientSecret, audience, quota, lifetime, now } =
+      this.#setup;
     const body = await readTokenBody(request, this.#setup.bodyFormats);
     if (typeof body === "string") {
       const status = request.method === "POST" ? 400 : 405;
@@ -49,7 +49,22 @@ export class FakeTokenEndpoint {
     ) {
       return this.withQuota(oauthError(401, "access_denied", "Unauthorized"));
     }
-    return this.#issue();
+    if (!quota.available()) {
+      const wait = String(quotaResetAfter(quota.buckets()));
+      return this.withQuota(
+        oauthError(429, "too_many_requests", "Client quota exceeded"),
+        this.#setup.retryAfter ? { "retry-after": wait } : {},
+      );
+    }
+    quota.spend();
+    this.tokensIssued++;
+    const accessToken = randomText(32);
+    this.#tokens.set(accessToken, now() + lifetime);
+    return this.withQuota(json(200, {
+      access_token: accessToken,
+      expires_in: Math.max(1, Math.floor(lifetime / 1000)),
+      token_type: "Bearer",
+    }));
   }
 
   /** Sets the quota header as it stands now, then `headers`, on `response`. */
@@ -74,26 +89,6 @@ export class FakeTokenEndpoint {
   /** Forgets every token issued so far. */
   revoke(): void {
     this.#tokens.clear();
-  }
-
-  #issue(): Response {
-    const { quota, lifetime, now } = this.#setup;
-    if (!quota.available()) {
-      const wait = String(quotaResetAfter(quota.buckets()));
-      return this.withQuota(
-        oauthError(429, "too_many_requests", "Client quota exceeded"),
-        this.#setup.retryAfter ? { "retry-after": wait } : {},
-      );
-    }
-    quota.spend();
-    this.tokensIssued++;
-    const accessToken = randomText(32);
-    this.#tokens.set(accessToken, now() + lifetime);
-    return this.withQuota(json(200, {
-      access_token: accessToken,
-      expires_in: Math.max(1, Math.floor(lifetime / 1000)),
-      token_type: "Bearer",
-    }));
   }
 }
 

@@ -37,39 +37,33 @@ export function churner(
     checkNumber(n, 0, "non-negative integer", CONTEXT, `churn.${field}`);
   }
   const random = seededRandom(seed + 1);
-  return (resource) => churnList(resource, churn, random, now());
-}
-
-function churnList(
-  resource: ListResource,
-  churn: FakeChurn,
-  random: () => number,
-  now: number,
-): void {
-  appendItems(resource, churn.append ?? 0, now, random);
-  // Each change takes an item at random, while the list has any.
-  const times = (count: number | undefined, change: (item: Item) => void) => {
-    for (let i = 0; i < (count ?? 0); i++) {
-      const item = pick(random, resource.items);
-      if (item === undefined) break;
-      change(item);
-    }
+  return (resource) => {
+    const at = now();
+    appendItems(resource, churn.append ?? 0, at, random);
+    // Each change takes an item at random, while the list has any.
+    const times = (count: number | undefined, change: (item: Item) => void) => {
+      for (let i = 0; i < (count ?? 0); i++) {
+        const item = pick(random, resource.items);
+        if (item === undefined) break;
+        change(item);
+      }
+    };
+    times(churn.insertAnywhere, (model) =>
+      insertItem(resource, {
+        ...model,
+        [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
+        creationDate: isoDate(random, resource.epoch),
+      }));
+    times(churn.remove, (gone) => removeItem(resource, idOf(resource, gone)));
+    times(churn.update, (item) =>
+      updateItem(resource, idOf(resource, item), {
+        revision: Number(item.revision ?? 0) + 1,
+        updatedAt: new Date(at).toISOString(),
+        ...(resource.name === "transactions"
+          ? { amount: Math.round(random() * 100_000) / 100 }
+          : {}),
+      }));
   };
-  times(churn.insertAnywhere, (model) =>
-    insertItem(resource, {
-      ...model,
-      [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
-      creationDate: isoDate(random, resource.epoch),
-    }));
-  times(churn.remove, (gone) => removeItem(resource, idOf(resource, gone)));
-  times(churn.update, (item) =>
-    updateItem(resource, idOf(resource, item), {
-      revision: Number(item.revision ?? 0) + 1,
-      updatedAt: new Date(now).toISOString(),
-      ...(resource.name === "transactions"
-        ? { amount: Math.round(random() * 100_000) / 100 }
-        : {}),
-    }));
 }
 
 /** Adds `count` items, each newer than every other and than `now`, with the next ids. */
@@ -129,16 +123,6 @@ export function updateItem(
   id: string,
   fields: Readonly<Record<string, string | number>>,
 ): boolean {
-  checkFields(resource, id, fields);
-  const item = resource.items.find((item) => idOf(resource, item) === id);
-  if (item === undefined) return false;
-  resort(resource, item, "out");
-  Object.assign(item, fields);
-  resort(resource, item, "in");
-  return true;
-}
-
-function checkFields(resource: ListResource, id: string, fields: unknown) {
   const rule = typeof fields !== "object" || fields === null
     ? "must be an object"
     : Object.entries(fields).some(([, value]) =>
@@ -148,9 +132,16 @@ function checkFields(resource: ListResource, id: string, fields: unknown) {
     : resource.idField in fields && idOf(resource, fields as Item) !== id
     ? `must not change '${resource.idField}'`
     : undefined;
-  if (rule === undefined) return;
-  const received = fields === null ? "null" : typeof fields;
-  throw typeError(`Cannot update ${resource.name}`, "fields", rule, received);
+  if (rule !== undefined) {
+    const received = fields === null ? "null" : typeof fields;
+    throw typeError(`Cannot update ${resource.name}`, "fields", rule, received);
+  }
+  const item = resource.items.find((item) => idOf(resource, item) === id);
+  if (item === undefined) return false;
+  resort(resource, item, "out");
+  Object.assign(item, fields);
+  resort(resource, item, "in");
+  return true;
 }
 
 /** Takes the item with `id` out of the list; whether it was there. */

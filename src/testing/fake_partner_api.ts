@@ -134,8 +134,14 @@ export async function startFakePartnerApi(
   const port = (name: "port" | "pciPort") =>
     checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
   const service = createFakePartnerService(options);
+  // A server on 127.0.0.1 (port 0: any free port) that answers with `handle`.
   const serve = (at: number, handle: Handler) =>
-    serveOn(at, logged(handle, service, options.onRequest));
+    Deno.serve({
+      hostname: "127.0.0.1",
+      port: at,
+      onListen: () => {},
+      onError: () => json(500, { error: "server_error" }),
+    }, logged(handle, service, options.onRequest));
   const main = serve(port("port"), service.handle);
   const pci = serve(port("pciPort"), service.handlePci);
   const environment = service.environmentAt(
@@ -158,16 +164,6 @@ export async function startFakePartnerApi(
     close,
     [Symbol.asyncDispose]: close,
   });
-}
-
-/** A server on 127.0.0.1:`port` (0: any free port) that answers with `handle`. */
-function serveOn(port: number, handle: Handler): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve({
-    hostname: "127.0.0.1",
-    port,
-    onListen: () => {},
-    onError: () => json(500, { error: "server_error" }),
-  }, handle);
 }
 
 /** `handle`, telling `onRequest` of each answer when it is given. */
