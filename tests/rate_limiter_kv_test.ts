@@ -12,6 +12,7 @@ import {
 } from "node:assert/strict";
 import fc from "fast-check";
 import { createKvRateLimiter } from "../src/store/kv.ts";
+import { createRedisRateLimiter } from "../src/store/redis.ts";
 import {
   answerSends,
   emptyState,
@@ -529,5 +530,30 @@ Deno.test("rate.wait on KV only for a wait for the window: not for a live call s
     deepStrictEqual(waits, [], "a lost write is no wait for the window");
     rateLimit.answered(await run(staying));
     await run(rateLimit[Symbol.asyncDispose]());
+  });
+});
+
+Deno.test("a live caller that gives up while its limiter paces alone (its store failing) sends the failing store nothing: no leave for disposal to wait on", async () => {
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    let commands = 0;
+    const limiter = createRedisRateLimiter({
+      command:
+        () => (commands++, Promise.reject(new Error("connection refused"))),
+      requests: 2, // alone: half the limit, 1
+      interval: 1000,
+      now,
+    });
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, io.idle);
+    limiter.answered(await run(limiter.take()));
+    const leaving = new AbortController();
+    const live = Promise.resolve(limiter.take(leaving.signal));
+    await run(onFakeClock(timers, 10));
+    const before = commands;
+    leaving.abort();
+    await rejects(live, { name: "AbortError" });
+    await run(limiter[Symbol.asyncDispose]());
+    equal(commands, before, "no command after the caller left");
   });
 });

@@ -158,7 +158,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // Its place in the fleet's line may wait for who left: with background callers left, their take at once makes it
     // theirs; with nobody left, it goes at once (its lapse is the backstop).
     if (size > 0) this.#wake();
-    else this.#leave();
+    else if (this.#config.now() >= this.#aloneUntil) this.#leave(); // else its store failed: the lapse will do
   }
 
   /** Starts handing out slots, unless that is under way or timed already. */
