@@ -6,8 +6,8 @@
 // 64 ms at 1,000,000 when the share's time was found by sorting the window).
 // Side by side in one run, interleaved: the low check on full windows of
 // 10,000 and 1,000,000 sends answered out of order ÷ the same check at the
-// default limit, 900 (the floor: what every user pays). Goal ≤ 2×; a sort
-// would be about 10× and 1,000×.
+// default limit, 900 (the floor: what every user pays). Goal ≤ 2×; the sort
+// this replaced measured 9× and 2,545× (84 µs a check at 900).
 
 import {
   emptyWindow,

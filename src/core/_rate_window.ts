@@ -14,7 +14,7 @@ export interface Window {
   sent: number;
   /** No slot before this (after a refusal). */
   blockedUntil: number;
-  /** The ring's answered times, ascending from `from` (a share's check is a binary search, not a sort). */
+  /** The ring's answered times, ascending from `from` (a share's check reads one, not a sort of all). */
   readonly answered: number[];
   from: number;
   /** The ring's sends awaiting their answer (`Infinity`). */
@@ -48,21 +48,16 @@ export function slotWait(
   const replaced = count < times.length ? -Infinity : times[head]! + interval;
   const shared = count < share || share === times.length
     ? -Infinity
-    : latest(window, share, now - interval) + interval;
+    : latest(window, share) + interval;
   return Math.max(0, replaced - now, shared - now, window.blockedUntil - now);
 }
 
-/** The `nth` latest time after `since` (`-Infinity`: fewer). */
-function latest(window: Window, nth: number, since: number): number {
+/** The `nth` latest time the window counts from (`-Infinity`: fewer), unanswered sends first; answered ones are in order. */
+function latest(window: Window, nth: number): number {
   const { answered, unanswered } = window;
-  let low = window.from, high = answered.length; // the first answered after `since`
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (answered[middle]! > since) high = middle;
-    else low = middle + 1;
-  }
-  if (unanswered + answered.length - low < nth) return -Infinity;
-  return nth <= unanswered ? Infinity : answered.at(unanswered - nth)!;
+  if (nth <= unanswered) return Infinity;
+  const at = answered.length - (nth - unanswered);
+  return at >= window.from ? answered[at]! : -Infinity;
 }
 
 /** Records a request that counts from `time`; returns its ticket. */
