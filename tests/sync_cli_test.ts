@@ -398,54 +398,43 @@ Deno.test("sync CLI: a sweep the guard refuses says on its progress line what it
   );
 });
 
-Deno.test("sync CLI: a first run that commits nothing (a list that does not exist: 404) leaves no file behind, SQLite or JSONL; a copy that was there stays", async () => {
-  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
-  const folder = ".test-tmp/sync-cli-none";
-  await Deno.remove(folder, { recursive: true }).catch(() => {});
-  await Deno.mkdir(folder, { recursive: true });
-  const files = async () =>
-    (await Array.fromAsync(Deno.readDir(folder))).map((each) => each.name)
-      .sort().join(" ");
-  for (const to of ["none.db", "none.jsonl"]) {
-    const missing = await run(
-      syncArgs(`${folder}/${to}`, [], "transaction"),
-      configFor(api),
-    );
-    equal(missing.code, 1, missing.stderr);
-    equal(await files(), "", to);
-  }
-  const copy = `${folder}/copy.db`;
-  equal((await run(syncArgs(copy), configFor(api))).code, 0);
-  const kept = await run(syncArgs(copy, [], "transaction"), configFor(api));
-  equal(kept.code, 1, kept.stderr);
-  equal(rows(copy), 5, "the copy that was there stays whole");
-  equal(await files(), "copy.db");
-});
-
-Deno.test("sync CLI: a first run that fails with nothing committed leaves the new file when another list's run committed into it meanwhile (it removed that run's copy)", async () => {
+Deno.test("sync CLI: a first run that fails with nothing committed leaves the new file to the run of another list that opened it meanwhile: that run, still reading, keeps its copy (a cleanup that removed the unused file took it from under it)", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 5 } });
   const target = await fresh("shared.db");
-  // The failing run's list request is held until the other run is done, then answered 404.
-  let arrived = () => {}, release = () => {};
-  const arrival = new Promise<void>((resolve) => arrived = resolve);
-  const released = new Promise<void>((resolve) => release = resolve);
+  // Each run's list request is held until released: the failing one's answered 404, the other's by the fake.
+  const held = () => {
+    let arrived = () => {}, release = () => {};
+    const arrival = new Promise<void>((resolve) => arrived = resolve);
+    const released = new Promise<void>((resolve) => release = resolve);
+    return { arrived, arrival, release, released };
+  };
+  const [failing, other] = [held(), held()];
   await using server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async () => {
-      arrived();
-      await released;
-      return Response.json({ error: "not_found" }, { status: 404 });
+    async (request) => {
+      const url = new URL(request.url);
+      const which = url.pathname.endsWith("/organizations") ? failing : other;
+      which.arrived();
+      await which.released;
+      if (which === failing) {
+        return Response.json({ error: "not_found" }, { status: 404 });
+      }
+      const to = new URL(url.pathname + url.search, api.environment.baseUrl);
+      return await fetch(to, { headers: request.headers });
     },
   );
   const base = new URL(api.environment.baseUrl.pathname, "http://127.0.0.1");
   base.port = String(server.addr.port);
   const env = { ...configFor(api), [CONFIG_VARIABLES.baseUrl]: base.href };
-  const failing = run(syncArgs(target, [], "organizations"), env);
-  await arrival; // it made the file, its tables and its lease
-  const other = await run(syncArgs(target), configFor(api));
-  equal(other.code, 0, other.stderr);
-  release();
-  equal((await failing).code, 1);
+  const failed = run(syncArgs(target, [], "organizations"), env);
+  await failing.arrival; // it made the file, its tables and its lease
+  const reading = run(syncArgs(target), env);
+  await other.arrival; // it opened the file and took its own lease
+  failing.release();
+  equal((await failed).code, 1);
+  other.release();
+  const done = await reading;
+  equal(done.code, 0, done.stderr);
   equal(rows(target), 5, "the other run's copy stays");
 });
 

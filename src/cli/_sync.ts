@@ -9,7 +9,7 @@ import type { SyncResult } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
-import { given, tried } from "../core/_check.ts";
+import { given } from "../core/_check.ts";
 import { counted, itemsPerSecond } from "./_render.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -41,7 +41,6 @@ async function syncInto(
   session.status.clear = progress.clear;
   session.clientEvents.listener = progress.heard;
   let committed = 0;
-  const removeUnused = await newCopyFile(request);
   const sink = openSink(request, (holder) =>
     io.stderr.write(
       `waiting for the run that holds ${request.target} (${holder})\n`,
@@ -73,33 +72,7 @@ async function syncInto(
     delete session.clientEvents.listener;
     progress.end();
     sink.close?.();
-    await removeUnused?.();
   }
-}
-
-/**
- * A new SQLite copy's file, made here (0600) where none was; what removes it if no run committed into it (one that
- * failed at once, e.g. at a list that does not exist: the sink makes its tables at the lock), while it is still that
- * plain file (never a link, nor a file put there since) with no checkpoint in `partner_api_sync` (a run of another list
- * may have committed into the same file meanwhile). JSONL: the sink makes its files at the first commit. A file, link or
- * refusal already there is the sink's to judge.
- */
-async function newCopyFile({ kind, target }: SyncRequest) {
-  const options = { createNew: true, read: true, write: true, mode: 0o600 };
-  const fileId = (info?: Deno.FileInfo) =>
-    info?.isFile ? `${info.dev}:${info.ino}` : undefined;
-  if (kind === "jsonl") return undefined;
-  using file = await Deno.open(target, options).catch(() => undefined);
-  const made = fileId(await file?.stat());
-  return made === undefined ? undefined : async () => {
-    if (made !== await Deno.lstat(target).then(fileId, () => {})) return;
-    const { DatabaseSync } = await import("node:sqlite");
-    const db = tried(() => new DatabaseSync(target));
-    const sql = "SELECT count(*) AS n FROM partner_api_sync";
-    const unused = tried(() => db?.prepare(sql).get()?.n === 0);
-    db?.close();
-    if (unused) await Deno.remove(target).catch(() => {});
-  };
 }
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */
