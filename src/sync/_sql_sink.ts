@@ -13,6 +13,7 @@ import {
 } from "./_lease.ts";
 import { sinkMismatch } from "./sync_error.ts";
 import type { CopyRow } from "./_window_guard.ts";
+import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
 
 /** The checkpoints of every synced table, next to them. */
 export const CHECKPOINT_TABLE = "partner_api_sync";
@@ -49,6 +50,10 @@ export interface SqlDialect {
   apply(batch: SqlBatch): Answer<Applied>;
   /** The live rows a page at a time, whether cycle `cycle` saw each, the item only for one it did not. Reads only. */
   liveRows(cycle: number): Iterable<CopyRow[]> | AsyncIterable<CopyRow[]>;
+  /** The unseen rows of a key range, from the key column's index (`KeyedCopy`); rows written before it keyed first. */
+  unseenBetween?(
+    ...ask: Parameters<KeyedCopy["unseenBetween"]>
+  ): Answer<UnseenRow[]>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
   /** The ids of `ids` the copy holds as live rows. Reads only. */
@@ -61,7 +66,7 @@ export interface SqlDialect {
 export function sqlSink<T>(
   dialect: SqlDialect,
   options: { lockWait: number; onLockWait?: (holder: string) => void },
-): SyncSink<T> {
+): SyncSink<T> & Partial<KeyedCopy> {
   let checked: Checked | undefined, owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
   // Every step rejects with what the dialect makes of its failure.
@@ -97,7 +102,7 @@ export function sqlSink<T>(
     }),
     write: failing(async (items, checkpoint, ids, context) => {
       const copy = checked ?? await check();
-      const { rows, skipped, kept } = storable(items, ids, dialect);
+      const { rows, skipped, kept } = storable(items, ids, dialect, context);
       const batch = { rows, kept, checkpoint, context, owner, copy };
       const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
@@ -105,6 +110,11 @@ export function sqlSink<T>(
       return { skippedIds: skipped, ...report };
     }),
     holds: failing(async (ids) => new Set(await dialect.liveOf(ids))),
+    ...dialect.unseenBetween && {
+      unseenBetween: failing(async (...ask) =>
+        await dialect.unseenBetween!(...ask)
+      ),
+    },
     async *liveRows(cycle, _keyOf, most = Infinity) {
       try {
         // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
@@ -187,17 +197,27 @@ export function storable(
   items: readonly unknown[],
   ids: readonly string[],
   dialect: Pick<SqlDialect, "text" | "holds">,
+  context?: Pick<SyncWriteContext, "keyOf">,
 ): { rows: Rows; skipped: string[]; kept: string[] } {
   const at = new Map(ids.map((id, i) => [id, i])); // an id's last place
   const written: string[] = [], texts: string[] = [], skipped: string[] = [];
+  const keys: (string | null)[] = [];
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;
     const text = id.isWellFormed() ? dialect.text(items[i], id) : undefined;
     if (text === undefined) skipped.push(id);
-    else written.push(id), texts.push(text);
+    else {written.push(id),
+        texts.push(text),
+        keys.push(keyOf(items[i], context));}
   }
   const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
-  return { rows: { ids: written, texts }, skipped, kept };
+  return { rows: { ids: written, texts, keys }, skipped, kept };
+}
+
+/** An item's key text for the key column; null without `keyOf` (a write outside a sync) or when it cannot key it. */
+function keyOf(item: unknown, context?: Pick<SyncWriteContext, "keyOf">) {
+  const key = context?.keyOf && tried(() => context.keyOf!(item));
+  return key === undefined ? null : keyText(key);
 }
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
@@ -260,6 +280,8 @@ export interface Checked {
 export interface Rows {
   readonly ids: readonly string[];
   readonly texts: readonly string[];
+  /** Each row's key text (`keyText`), null where none is known: the guard's range reads skip the row until keyed. */
+  readonly keys: readonly (string | null)[];
 }
 
 export interface SqlBatch {

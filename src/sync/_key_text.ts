@@ -1,0 +1,60 @@
+// Internal: a key as text that orders as the key does, so that a database's plain text order (SQLite BINARY,
+// PostgreSQL COLLATE "C") reads a copy's rows in the pass's order from an index.
+
+import type { SyncKey } from "./_window.ts";
+
+/** Keys after `after` and at or before `upTo`, as texts, in the pass's order (`descending`: newest first); null: open. */
+export type KeyRange = {
+  readonly after: string | null;
+  readonly upTo: string | null;
+  readonly descending: boolean;
+};
+
+/** A live row of the copy that a cycle has not seen: its id and key text. */
+export type UnseenRow = { readonly id: string; readonly key: string };
+
+/** A copy that reads its unseen rows by key range from an index (the SQL sinks): the guard asks it window by window. */
+export interface KeyedCopy {
+  /**
+   * The live rows cycle `cycle` has not seen with keys in `range`, in its order, at most `most`; a row whose key is
+   * unknown is keyed by `keyOf` first (one it cannot key is never answered). Reads the rows, writes only their keys.
+   */
+  unseenBetween(
+    cycle: number,
+    range: KeyRange,
+    most: number,
+    keyOf: (item: unknown) => SyncKey,
+  ): Promise<UnseenRow[]>;
+}
+
+/**
+ * `key` as ASCII text whose order (JS `<`, byte order) is `compareKeys`': a number as "0" and its double's 16 hex digits
+ * made monotone, a string as "1" and its UTF-16 code units (4 hex digits each); then "." (below every digit) and the id.
+ */
+export function keyText({ value, id }: SyncKey): string {
+  const head = typeof value === "number"
+    ? `0${numberText(value)}`
+    : `1${units(value)}`;
+  return `${head}.${units(id)}`;
+}
+
+/** A finite double's bits as 16 hex digits that order as the numbers do (-0 as 0). */
+function numberText(value: number): string {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value === 0 ? 0 : value);
+  const bits = view.getBigUint64(0);
+  // Positive: above every negative (sign bit set); negative: every bit inverted, so a larger magnitude sorts lower.
+  const ordered = value < 0
+    ? ~bits & 0xffff_ffff_ffff_ffffn
+    : bits | (1n << 63n);
+  return ordered.toString(16).padStart(16, "0");
+}
+
+/** Each UTF-16 code unit of `text` as 4 hex digits: a prefix sorts first, as in JS. */
+function units(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    out += text.charCodeAt(i).toString(16).padStart(4, "0");
+  }
+  return out;
+}
