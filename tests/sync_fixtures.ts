@@ -5,7 +5,8 @@
 
 import { deepStrictEqual } from "node:assert/strict";
 import type { SyncSink } from "../src/sync/mod.ts";
-import { type CopyRow, windowGuard } from "../src/sync/_window_guard.ts";
+import { type CopyRow, rowsReader } from "../src/sync/_window_guard.ts";
+import { keyText } from "../src/sync/_key_text.ts";
 import { syncConfig } from "../src/sync/_config.ts";
 import { compareKeys, type SyncKey } from "../src/sync/_window.ts";
 
@@ -64,7 +65,7 @@ export function oddItems(n: number): Record<string, unknown>[] {
   });
 }
 
-/** The guard as a plain reading keys `rows` (each item parsed alone) and sorts their ids, for comparison. */
+/** The guard as a plain reading keys `rows` (each item parsed alone) and sorts their ids: live rows, order, key texts. */
 export async function plainGuard(
   rows: readonly CopyRow[],
   keyOf: (item: unknown) => SyncKey,
@@ -80,7 +81,8 @@ export async function plainGuard(
   const order = [...unseen.keys()].sort((a, b) =>
     sign * compareKeys(unseen.get(a)!, unseen.get(b)!)
   );
-  return await Promise.resolve([rows.length, [...unseen], order]);
+  const keys = order.map((id) => keyText(unseen.get(id)!));
+  return await Promise.resolve([rows.length, order, keys]);
 }
 
 /** Both readings of `sink`'s rows for cycle 1, under each order and direction. */
@@ -88,18 +90,21 @@ export async function sameGuards(
   sink: SyncSink<unknown>,
   rows: readonly CopyRow[],
 ) {
-  const recent = { deleted: 0, largest: 0 };
   for (const sortBy of [undefined, "v"]) {
     for (const id of ["n", (item: { n: unknown }) => item.n as string]) {
       const order = sortBy === undefined ? {} : { sortBy };
       const { keyOf } = syncConfig("odd", { id, ...order, sink });
       const key = keyOf as (item: unknown) => SyncKey;
       for (const descending of [false, true]) {
-        const figures = { maxDeletes: 0.1, recent, descending };
-        const guard = await windowGuard(sink.liveRows!(1, key), key, figures);
-        const { held, unseen, passed } = guard!;
-        const plain = await plainGuard(rows, key, descending);
-        deepStrictEqual([held, [...unseen], passed.order], plain);
+        const ask = { cycle: 1, keyOf: key, descending, edge: undefined };
+        const copy = await rowsReader(sink.liveRows!(1, key), ask);
+        const all = await copy!.unseen(null, null, Infinity);
+        const read = [
+          copy!.held,
+          all.map((row) => row.id),
+          all.map((row) => row.key),
+        ];
+        deepStrictEqual(read, await plainGuard(rows, key, descending));
       }
     }
   }

@@ -14,10 +14,12 @@ import {
   tooManyDeletes,
 } from "./_deletes.ts";
 import {
-  MAX_GUARDED_ROWS,
+  keyedReader,
+  rowsReader,
   type WindowGuard,
   windowGuard,
 } from "./_window_guard.ts";
+import { isKeyed } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
 
 /** What a cycle's end needs of the run. */
@@ -43,7 +45,7 @@ export function cycleEnd<T>(
   const recent = recentDeletes(before.deletions, judged, confirmed);
   const counted = guard === undefined
     ? { deleted: 0, held: 0, uncounted: true as const }
-    : { deleted: guard.unseen.size, held: guard.held };
+    : { deleted: guard.passed.size, held: guard.copy.held };
   const checkpoint = afterDeletes(before, { at, ...counted }, confirmed, now);
   const endsCycle = { deletes, maxDeletes, recent };
   return { at, now, before, confirmed, checkpoint, endsCycle };
@@ -78,28 +80,31 @@ export async function endCycle<T>(
   config.signal?.throwIfAborted();
 }
 
-/** The guard judged window by window, when it is on and the sink lists its rows (read once, after what was committed). */
+/** The guard judged window by window, when it is on and the sink tells its rows (read after what was committed). */
 export async function guardOf<T>(
   { config, committer }: CycleRun<T>,
   { cycle, edge }: SweepCursor,
 ): Promise<WindowGuard | undefined> {
   const { sink, maxDeletes, keyOf } = config;
-  if (maxDeletes >= 1 || sink.liveRows === undefined) return undefined;
+  if (maxDeletes >= 1) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const { deletions, sortDirection } = committer.latest;
-  const recent = recentDeletes(deletions, config.now());
   const descending = sortDirection === "DESC";
-  const figures = { maxDeletes, recent, descending, edge: edge?.id };
-  const rows = sink.liveRows(cycle, keyOf, MAX_GUARDED_ROWS);
-  return await windowGuard(rows, keyOf, figures);
+  const ask = { cycle, keyOf, descending, edge: edge?.id };
+  const copy = isKeyed(sink)
+    ? await keyedReader(sink, ask, () => committer.done())
+    : sink.liveRows && await rowsReader(sink.liveRows(cycle, keyOf), ask);
+  if (!copy) return undefined;
+  const recent = recentDeletes(deletions, config.now());
+  return windowGuard(copy, { maxDeletes, recent, descending });
 }
 
 /** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */
 export async function refuseWindows<T>(
   run: CycleRun<T>,
-  { held, maxDeletes, recent, refused = 0 }: WindowGuard,
+  { copy: { held }, maxDeletes, recent, refused = 0 }: WindowGuard,
   cycle: number,
   partial: boolean,
 ): Promise<never> {

@@ -25,6 +25,13 @@ export interface KeyedCopy {
     most: number,
     keyOf: (item: unknown) => SyncKey,
   ): Promise<UnseenRow[]>;
+  /** How many live rows the copy holds. Reads only. */
+  liveCount(): Promise<number>;
+}
+
+/** Whether `sink` reads its unseen rows by key range (the SQL sinks whose dialect keys its rows). */
+export function isKeyed(sink: object): sink is KeyedCopy {
+  return "unseenBetween" in sink && "liveCount" in sink;
 }
 
 /**

@@ -58,7 +58,7 @@ export async function runPass<T>(
   budget: number,
   commit: (window: Committed<T>) => Promise<void | false>,
   timeUp: () => boolean = () => false,
-  doubt?: (window: Committed<T>) => boolean,
+  doubt?: (window: Committed<T>) => Promise<boolean>,
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start, spent = 0, free = 0;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
@@ -206,7 +206,7 @@ async function judge<T>(
   state: WindowState,
   config: SyncConfig<T>,
   firstEdge: SyncKey | null,
-  doubt?: (window: Committed<T>) => boolean,
+  doubt?: (window: Committed<T>) => Promise<boolean>,
 ) {
   let items: readonly T[];
   try {
@@ -242,7 +242,7 @@ async function judge<T>(
     ...(to < keys.length ? { beyond: keys.slice(to) } : {}),
   };
   // Doubted: read again from where the pass stands (a window sought, as after a gap).
-  if (doubt?.(window) === true) {
+  if (await doubt?.(window) === true) {
     return { kind: "gap" as const, next: state, doubted: true };
   }
   const full = keys.length >= flight.plan.limit;

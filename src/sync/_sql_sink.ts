@@ -109,11 +109,25 @@ export function sqlSink<T>(
       checked = { ...copy, checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     }),
+    ...copyReads(dialect, failing),
+  };
+}
+
+/** What the engine reads of the copy: which ids it holds, and its unseen rows by key range (else its rows). */
+function copyReads(
+  dialect: SqlDialect,
+  failing: <A extends unknown[], R>(
+    step: (...a: A) => Promise<R>,
+  ) => (...a: A) => Promise<R>,
+): Pick<SyncSink<unknown>, "holds" | "liveRows"> & Partial<KeyedCopy> {
+  const { unseenBetween } = dialect;
+  return {
     holds: failing(async (ids) => new Set(await dialect.liveOf(ids))),
-    ...dialect.unseenBetween && {
+    ...unseenBetween && {
       unseenBetween: failing(async (...ask) =>
-        await dialect.unseenBetween!(...ask)
+        await unseenBetween.apply(dialect, ask)
       ),
+      liveCount: failing(async () => await dialect.liveCount()),
     },
     async *liveRows(cycle, _keyOf, most = Infinity) {
       try {
@@ -123,7 +137,7 @@ export function sqlSink<T>(
           for (const row of page) yield row; // not `yield*`: twice the cost a row
         }
       } catch (error) {
-        failed(error);
+        throw dialect.failure?.(error) ?? error;
       }
     },
   };

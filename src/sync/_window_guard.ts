@@ -1,41 +1,13 @@
-// Internal: the guard judged before each sweep window commits, over the copy's unseen rows read once when the sweep
-// starts (the sink's `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
+// Internal: the guard judged before each sweep window commits, over the copy's rows the cycle has not seen that the
+// window's range passes, asked of the copy a range at a time (`CopyReader`: a SQL sink's key index; any other sink's
+// rows read once, `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
 
-import { compareKeys, type SyncKey } from "./_window.ts";
+import type { SyncKey } from "./_window.ts";
 import { type RecentDeletes, tooMany } from "./_deletes.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import { tried } from "../core/_check.ts";
-
-/** The unseen rows of the cycle under way, keyed by id, and what the guard weighs them against. */
-export interface WindowGuard {
-  /** Live rows the cycle has not seen yet, id → key; a window's ids leave it. */
-  readonly unseen: Map<string, SyncKey>;
-  /** Live rows of the copy when the sweep started. */
-  readonly held: number;
-  readonly maxDeletes: number;
-  /** The last 24 hours when the sweep started: a window weighs its share of their largest size, not their deletes. */
-  readonly recent: RecentDeletes;
-  /** The pass reads newest first: rows at or after a window's last key are behind it. */
-  readonly descending: boolean;
-  /** The cycle's cursor stood on a row of the copy when the sweep started (not on an item the copy lacked). */
-  readonly edgeHeld?: boolean;
-  /** Once a window broke the guard: the unseen rows the last window read passed (a refusal quotes it). */
-  refused?: number;
-  /** Unseen rows that windows read twice alike passed once more: two reads of another list weigh as two windows. */
-  doubled: number;
-  /** The first id of the last window taken though doubted (read twice alike): the engine asks the sink about it. */
-  retaken?: string;
-  /** The unseen ids in the pass's order, the first `at` passed (to key `last`), `behind` of them unseen: counted once. */
-  readonly passed: {
-    readonly order: readonly string[];
-    at: number;
-    last: SyncKey | null;
-    behind: number;
-  };
-}
-
-/** A window as the doubter sees it: its ids and where it ends. */
-type Read = { ids: readonly string[]; state: { edge: SyncKey | null } };
+import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
+import type { SyncSink } from "./sink.ts";
 
 export type CopyRow = Readonly<{ id: string; item: unknown; seen: boolean }>;
 
@@ -50,109 +22,146 @@ export function parsedItems(all: readonly string[]): unknown[] {
   return items?.length === all.length ? items : all.map((t) => JSON.parse(t));
 }
 
-/** The largest copy judged per window (0.3 s per 100,000 SQLite rows, 50 MB at 200,000); a larger one at its end only. */
+/** The largest copy read whole for the guard (0.3 s per 100,000 rows, 50 MB at 200,000); a larger one at its end only. */
 export const MAX_GUARDED_ROWS = 250_000;
 
-/** The guard over `rows`, each unseen row keyed by `keyOf` (one it cannot key is left to the end); none past `most` rows, or for none. */
-export async function windowGuard(
-  rows: AsyncIterable<CopyRow>,
-  keyOf: (item: unknown) => SyncKey,
-  figures: Pick<WindowGuard, "maxDeletes" | "recent" | "descending"> & {
-    readonly edge?: string | undefined;
-  },
-  most: number = MAX_GUARDED_ROWS,
-): Promise<WindowGuard | undefined> {
-  const unseen = new Map<string, SyncKey>();
-  let edgeHeld = false, held = 0, named = true; // every unseen row's id its key's: the keys sorted alone give the order (half the cost)
-  for await (const row of rows) {
-    if (++held > most) return undefined;
-    edgeHeld ||= row.id === figures.edge;
-    // A JSONL copy lists a moved item's old line, then the head's after it: one row, the last line's.
-    if (row.seen) {
-      if (unseen.delete(row.id)) held--;
-      continue;
-    }
-    const key = tried(() => keyOf(row.item));
-    if (key === undefined) continue;
-    if (unseen.has(row.id)) held--;
-    unseen.set(row.id, key);
-    named &&= key.id === row.id;
-  }
-  // None listed: an empty copy has nothing to remove, and a sink may list none of one too large to judge.
-  if (held === 0) return undefined;
-  const sign = figures.descending ? -1 : 1;
-  const by = (a: SyncKey, b: SyncKey) => sign * compareKeys(a, b);
-  const order = named
-    ? [...unseen.values()].sort(by).map((key) => key.id)
-    : [...unseen].sort(([, a], [, b]) => by(a, b)).map(([id]) => id);
-  const passed = { order, at: 0, last: null, behind: 0 };
-  return { ...figures, unseen, held, passed, edgeHeld, doubled: 0 };
+/** Where the guard reads the copy: its live rows, and those the cycle has not seen in a range of key texts. */
+export interface CopyReader {
+  /** Live rows of the copy when the sweep started. */
+  readonly held: number;
+  /** The cycle's cursor stood on a row of the copy when the sweep started (not on an item the copy lacked). */
+  readonly edgeHeld: boolean;
+  /** Unseen rows with keys after `after`, at or before `upTo` (null: open), in the pass's order; at most `most`. */
+  unseen(
+    after: string | null,
+    upTo: string | null,
+    most: number,
+  ): Promise<readonly UnseenRow[]>;
+  /** A window's ids, seen: a reader of rows read once forgets them (a sink's own log tells once they commit). */
+  saw(ids: readonly string[]): void;
+}
+
+/** The guard of a sweep under way: what it weighs, and the unseen rows its windows passed. */
+export interface WindowGuard {
+  readonly copy: CopyReader;
+  readonly maxDeletes: number;
+  /** The last 24 hours when the sweep started: a window weighs its share of their largest size, not their deletes. */
+  readonly recent: RecentDeletes;
+  /** The pass reads newest first: rows at or after a window's last key are behind it. */
+  readonly descending: boolean;
+  /** Unseen rows the pass stands past, id → key text (at or before `reach`): a window's ids leave it. */
+  readonly passed: Map<string, string>;
+  /** The key text the pass stands at (null: before the first window). */
+  reach: string | null;
+  /** The copy's unseen rows past `reach` up to `upTo`, as read last (a window's doubt, then its judgement, ask alike). */
+  ahead?: Ahead & {
+    readonly reach: string | null;
+    readonly upTo: string | null;
+  };
+  /** Unseen rows passed past a full answer (`Ahead`'s `more`): counted, not kept (the guard broke there). */
+  beyond: number;
+  /** Once a window broke the guard: the unseen rows the last window read passed (a refusal quotes it). */
+  refused?: number;
+  /** Unseen rows that windows read twice alike passed once more: two reads of another list weigh as two windows. */
+  doubled: number;
+  /** The first id of the last window taken though doubted (read twice alike): the engine asks the sink about it. */
+  retaken?: string;
+}
+
+/** The copy's unseen rows past where the pass stands: the first (`rows`), and how many more there are (not kept). */
+type Ahead = { readonly rows: readonly UnseenRow[]; readonly more: number };
+
+/** A window as the guard sees it: its ids, and the key it ends at (`ended`: the cycle's last). */
+type Passing = {
+  readonly ids: readonly string[];
+  readonly last: SyncKey | null;
+  readonly ended: boolean;
+};
+
+/** The guard of a sweep over `copy`, or none for a copy that holds no live row (nothing to remove). */
+export function windowGuard(
+  copy: CopyReader,
+  figures: Pick<WindowGuard, "maxDeletes" | "recent" | "descending">,
+): WindowGuard | undefined {
+  if (copy.held === 0) return undefined;
+  return {
+    ...figures,
+    copy,
+    passed: new Map(),
+    reach: null,
+    doubled: 0,
+    beyond: 0,
+  };
 }
 
 /**
  * True when a window must not commit: the unseen rows at or before its `last` key (all once it `ended` the cycle), its
  * `ids` seen, break the guard, or a window before did (`refused` then counts what the windows so far passed).
  */
-export function heldBack(
+export async function heldBack(
   guard: WindowGuard,
-  window: {
-    readonly ids: readonly string[];
-    readonly last: SyncKey | null;
-    readonly ended: boolean;
-  },
-): boolean {
-  const { unseen, passed, held, maxDeletes, recent, refused = 0 } = guard;
-  const sign = guard.descending ? -1 : 1;
-  for (const id of window.ids) {
-    const key = unseen.get(id);
-    unseen.delete(id); // and the count of those passed, if it was among them
-    if (key === undefined || passed.last === null) continue;
-    if (sign * compareKeys(key, passed.last) <= 0) passed.behind--;
-  }
-  const behind = passedUnseen(guard, window.last, window.ended) +
-    guard.doubled;
+  window: Passing,
+): Promise<boolean> {
+  const { maxDeletes, recent, refused = 0 } = guard;
+  await passTo(guard, window);
+  const behind = guard.passed.size + guard.beyond + guard.doubled;
   // The end's base, not its deletes: never stricter than the end would be.
   const base = { deleted: 0, largest: recent.largest };
-  if (guard.refused === undefined && !tooMany(behind, held, maxDeletes, base)) {
+  if (
+    guard.refused === undefined &&
+    !tooMany(behind, guard.copy.held, maxDeletes, base)
+  ) {
     return false;
   }
-  guard.refused = Math.min(passed.order.length, Math.max(refused, behind)); // `behind` counts doubted rows twice
+  guard.refused = Math.min(guard.copy.held, Math.max(refused, behind)); // `behind` counts doubted rows twice
   return true;
 }
 
-/** The unseen rows a pass standing at `last` has passed (its windows move forward; one that went back counts anew). */
-export function passedUnseen(
-  guard: Pick<WindowGuard, "unseen" | "descending" | "passed">,
-  last: SyncKey | null,
-  ended: boolean,
-): number {
-  if (ended) return guard.unseen.size;
-  if (last === null) return 0;
-  const { passed } = guard, sign = guard.descending ? -1 : 1;
-  if (passed.last !== null && sign * compareKeys(last, passed.last) < 0) {
-    Object.assign(passed, { at: 0, behind: 0 });
+/** Moves the pass to `window`'s end: the unseen rows it passed join `passed`, and its own ids leave. */
+async function passTo(guard: WindowGuard, window: Passing): Promise<void> {
+  const upTo = window.ended ? null : window.last && keyText(window.last);
+  if (upTo !== null && before(guard, upTo, guard.reach)) backTo(guard, upTo);
+  else if (window.ended || upTo !== null) {
+    const { rows, more } = await rowsAhead(guard, upTo, window.ids);
+    for (const row of rows) guard.passed.set(row.id, row.key);
+    guard.beyond += more;
   }
-  const walked = unseenUpTo(guard, passed.at, last);
-  passed.behind += walked.count;
-  Object.assign(passed, { at: walked.at, last });
-  return passed.behind;
+  if (window.ended || upTo !== null) guard.reach = upTo;
+  for (const id of window.ids) guard.passed.delete(id);
+  guard.copy.saw(window.ids);
 }
 
-/** From `from` in the pass's order, the unseen rows at or before `last` (a seen one is passed): how many, and the stop. */
-function unseenUpTo(
-  guard: Pick<WindowGuard, "unseen" | "descending" | "passed">,
-  from: number,
-  last: SyncKey,
-): { at: number; count: number } {
-  const { unseen, passed: { order } } = guard, sign = guard.descending ? -1 : 1;
-  let at = from, count = 0;
-  while (
-    at < order.length &&
-    sign * compareKeys(unseen.get(order[at]!) ?? last, last) <= 0
+/** How many unseen rows lie past `after` up to `upTo`, but `ids`, read a page at a time and none kept. */
+async function countFrom(
+  copy: CopyReader,
+  [after, upTo]: [string, string | null],
+  ids: readonly string[],
+) {
+  const except = new Set(ids);
+  let count = 0;
+  for (
+    let page: readonly UnseenRow[] = [{ id: "", key: after }];
+    page.length > 0;
   ) {
-    if (unseen.has(order[at++]!)) count++;
+    page = await copy.unseen(page.at(-1)!.key, upTo, COUNTED_PAGE);
+    count += page.filter((row) => !except.has(row.id)).length;
   }
-  return { at, count };
+  return count;
+}
+
+/** Rows a refusal's count reads at a time. */
+const COUNTED_PAGE = 10_000;
+
+/** Whether a window holds a row of the copy that the cycle has yet to see, at or before its end (its range's, or passed). */
+export async function holdsUnseen(
+  guard: WindowGuard,
+  window: Passing,
+): Promise<boolean> {
+  const upTo = window.last && keyText(window.last);
+  const ahead = new Set(
+    (await rowsAhead(guard, upTo, window.ids)).rows.map((row) => row.id),
+  );
+  return window.ids.some((id) => guard.passed.has(id) || ahead.has(id));
 }
 
 /**
@@ -162,14 +171,148 @@ function unseenUpTo(
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
-  return ({ ids, state: { edge } }: Read) => {
+  return async (
+    { ids, state: { edge } }: {
+      ids: readonly string[];
+      state: { edge: SyncKey | null };
+    },
+  ) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
-    if (ids.some((id) => guard.unseen.has(id))) return false;
-    const passes = unseenUpTo(guard, guard.passed.at, edge).count;
+    const window = { ids, last: edge, ended: false };
+    if (await holdsUnseen(guard, window)) return false;
+    const { rows, more } = await rowsAhead(guard, keyText(edge), ids);
+    const passes = rows.length + more; // none of them its own
     if (passes === 0) return false;
     if (doubted !== ids[0]) return (doubted = ids[0], true);
     guard.doubled += passes;
     guard.retaken = ids[0]!;
     return false;
   };
+}
+
+/**
+ * The copy's unseen rows past where the pass stands, up to `upTo` (none behind it): enough to tell that a window of
+ * `size` ids breaks the guard (the share, and the window's own), never the whole copy.
+ */
+async function rowsAhead(
+  guard: WindowGuard,
+  upTo: string | null,
+  ids: readonly string[],
+): Promise<Ahead> {
+  const { reach, ahead } = guard;
+  if (upTo !== null && !before(guard, reach, upTo)) {
+    return { rows: [], more: 0 };
+  }
+  if (ahead?.reach === reach && ahead.upTo === upTo) return ahead;
+  const base = Math.max(guard.copy.held, guard.recent.largest);
+  const most = ids.length + Math.ceil(guard.maxDeletes * base) + 1;
+  const rows = await guard.copy.unseen(reach, upTo, most);
+  // A full answer breaks the guard: the rows past it are counted for the refusal's share, not kept.
+  const range: [string, string | null] = [rows.at(-1)?.key ?? "", upTo];
+  const more = rows.length < most ? 0 : await countFrom(guard.copy, range, ids);
+  guard.ahead = { reach, upTo, rows, more };
+  return guard.ahead;
+}
+
+/** A pass that moved back to `upTo` no longer stands past the unseen rows after it. */
+function backTo({ passed, descending }: WindowGuard, upTo: string): void {
+  for (const [id, key] of passed) {
+    if (before({ descending }, upTo, key)) passed.delete(id);
+  }
+}
+
+/** Whether key text `a` comes before `b` in the pass's order (null: before every key). */
+function before(
+  { descending }: Pick<WindowGuard, "descending">,
+  a: string | null,
+  b: string | null,
+) {
+  if (a === null) return b !== null;
+  return b !== null && (descending ? a > b : a < b);
+}
+
+/** What a reader of the copy is asked with: the cycle, the pass's direction, the cursor's id, how to key an item. */
+type ReaderAsk = {
+  readonly cycle: number;
+  readonly keyOf: (item: unknown) => SyncKey;
+  readonly descending: boolean;
+  readonly edge: string | undefined;
+};
+
+/** A reader of a sink's key index (`KeyedCopy`): each read waits for the batches before it (`settled`) to commit. */
+export async function keyedReader(
+  sink: KeyedCopy & Pick<SyncSink<unknown>, "holds">,
+  { cycle, keyOf, descending, edge }: ReaderAsk,
+  settled: () => Promise<void>,
+): Promise<CopyReader> {
+  const held = await sink.liveCount();
+  const edgeHeld = edge !== undefined &&
+    (await sink.holds?.([edge], keyOf))?.has(edge) === true;
+  return {
+    held,
+    edgeHeld,
+    async unseen(after, upTo, most) {
+      await settled();
+      const range = { after, upTo, descending };
+      return await sink.unseenBetween(cycle, range, most, keyOf);
+    },
+    saw: () => {},
+  };
+}
+
+/** A reader of `rows` read once (a sink without a key index): the unseen ones keyed and sorted; none past `most` rows. */
+export async function rowsReader(
+  rows: AsyncIterable<CopyRow>,
+  { keyOf, descending, edge }: ReaderAsk,
+  most: number = MAX_GUARDED_ROWS,
+): Promise<CopyReader | undefined> {
+  const unseen = new Map<string, string>();
+  let held = 0;
+  let edgeHeld = false;
+  for await (const row of rows) {
+    if (++held > most) return undefined;
+    edgeHeld ||= row.id === edge;
+    // A JSONL copy lists a moved item's old line, then the head's after it: one row, the last line's.
+    if (row.seen) {
+      if (unseen.delete(row.id)) held--;
+      continue;
+    }
+    const key = tried(() => keyOf(row.item));
+    if (key === undefined) continue; // left to the cycle's end
+    if (unseen.has(row.id)) held--;
+    unseen.set(row.id, keyText(key));
+  }
+  const order = [...unseen].sort(([, a], [, b]) => a < b ? -1 : a > b ? 1 : 0);
+  if (descending) order.reverse();
+  const pass = { descending };
+  return {
+    held,
+    edgeHeld,
+    unseen(after, upTo, most) {
+      let at = firstAfter(order, after, pass);
+      const found: UnseenRow[] = [];
+      for (; at < order.length && found.length < most; at++) {
+        const [id, key] = order[at]!;
+        if (upTo !== null && before(pass, upTo, key)) break;
+        if (unseen.has(id)) found.push({ id, key });
+      }
+      return Promise.resolve(found);
+    },
+    saw: (ids) => ids.forEach((id) => unseen.delete(id)),
+  };
+}
+
+/** The first place in `order` (the pass's) whose key comes after `after` (0 for null). */
+function firstAfter(
+  order: readonly (readonly [string, string])[],
+  after: string | null,
+  pass: Pick<WindowGuard, "descending">,
+): number {
+  let [low, high] = [0, order.length];
+  while (after !== null && low < high) {
+    const middle = (low + high) >>> 1;
+    if (before(pass, after, order[middle]![1])) high = middle;
+    else low = middle + 1;
+  }
+  return low;
 }

@@ -23,7 +23,8 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
-import { doubter, heldBack } from "./_window_guard.ts";
+import { doubter, heldBack, holdsUnseen } from "./_window_guard.ts";
+import { isKeyed } from "./_key_text.ts";
 import {
   cycleEnd,
   endCycle,
@@ -266,9 +267,11 @@ async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
 
 /** Whether the sink shows that its copy holds no live row (one confirmed emptied); unknown without `liveRows`: false. */
 async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
-  if (config.sink.liveRows === undefined) return false;
+  const { sink } = config;
   await committer.done();
-  for await (const _ of config.sink.liveRows(0, config.keyOf)) return false;
+  if (isKeyed(sink)) return await sink.liveCount() === 0;
+  if (sink.liveRows === undefined) return false;
+  for await (const _ of sink.liveRows(0, config.keyOf)) return false;
   return true;
 }
 
@@ -294,13 +297,12 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
     // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
     // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
-    const yetToSee = (id: string) => guard?.unseen.has(id) === true;
-    const moved = guard?.edgeHeld === true && window.ids.some(yetToSee);
-    lost = window.lost === true && guard !== undefined && !moved;
-    if (lost) return false;
     const { state, ended } = window;
     const passed = { ids: window.ids, last: state.edge, ended };
-    if (guard !== undefined && heldBack(guard, passed)) {
+    lost = window.lost === true && guard !== undefined &&
+      !(guard.copy.edgeHeld && await holdsUnseen(guard, passed));
+    if (lost) return false;
+    if (guard !== undefined && await heldBack(guard, passed)) {
       // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
       return config.signal?.throwIfAborted();
     }
