@@ -7,11 +7,15 @@
 
 import { STALE_AFTER } from "./_lease.ts";
 import * as kit from "./_sql_sink.ts";
+import type { KeyRange } from "./_key_text.ts";
 
 /** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
 export function fingerprintOf(item: string): string {
   return `left(encode(sha256(convert_to((${item})::text, 'UTF8')), 'hex'), 32)`;
 }
+
+/** The column of each row's key text (`keyText`): ordered byte by byte, NULL until known. */
+export const KEY = "partner_api_key";
 
 const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
 /** `column` of the table the SQL text `table` names, as the catalog holds it: `what` selected. */
@@ -20,6 +24,13 @@ const attribute = (table: string, column: string, what: string) =>
 const column = (table: string, name: string) =>
   attribute(table, name, "format_type(atttypid, atttypmod)");
 const absent = (table: string) => `to_regclass(${quoted(table)}) IS NULL`;
+/** Whether the table (SQL text) has an index whose first column is `column` (and `also` holds). */
+const indexed = (table: string, column: string, also = "") =>
+  `EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = to_regclass(${table})${also} AND a.attname = '${column}')`;
+/** An index that makes `id` a primary key's equal. */
+const UNIQUE =
+  " AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL";
 const lacks = (table: string, column: string) =>
   `NOT EXISTS ${attribute(quoted(table), column, "1")}`;
 
@@ -30,9 +41,8 @@ export const CATALOG_SQL =
   ${column("$1::text", "item")} AS item_type,
   ${column("$1::text", "deleted_at")} AS deleted_at_type,
   ${column("$1::text", "seen")} AS seen_type,
-  (EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-    WHERE i.indrelid = to_regclass($1::text) AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1
-    AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'))::text AS id_unique,
+  ${column("$1::text", KEY)} AS key_type,
+  (${indexed("$1::text", "id", UNIQUE)})::text AS id_unique,
   (to_regclass('${kit.CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,
   ${column(quoted(kit.CHECKPOINT_TABLE), "rows")} AS rows_type`;
 
@@ -59,7 +69,8 @@ export function copySql(
 
 /**
  * Creates the tables (`T`, quoted), and the columns earlier versions lacked (the checkpoint becomes text: jsonb cannot
- * hold an edge id with a NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle saw yet).
+ * hold an edge id with a NUL; a table of items gets `deleted_at` and `seen`, 0 for rows no cycle saw yet, and the key
+ * column (NULL: keyed by `unseenBetween`), indexed over live rows, named by PostgreSQL within its 63 bytes).
  */
 export function createSql(T: string): string {
   const { CHECKPOINT_TABLE: C, STAGE_TABLE: S, LEASE_TABLE: L } = kit;
@@ -67,6 +78,9 @@ export function createSql(T: string): string {
     items: absent(T),
     deletedAt: lacks(T, "deleted_at"),
     seen: lacks(T, "seen"),
+    key: lacks(T, KEY),
+    keyIndex: `NOT ${indexed(quoted(T), KEY)}`,
+    stagedKey: lacks(S, KEY),
     checkpoints: absent(C),
     rows: lacks(C, "rows"),
     stage: absent(S),
@@ -78,10 +92,13 @@ export function createSql(T: string): string {
   IF ${no.items} THEN CREATE TABLE ${T} (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at timestamptz, seen bigint NOT NULL DEFAULT 0); END IF;
   IF ${no.deletedAt} THEN ALTER TABLE ${T} ADD COLUMN deleted_at timestamptz; END IF;
   IF ${no.seen} THEN ALTER TABLE ${T} ADD COLUMN seen bigint NOT NULL DEFAULT 0; END IF;
+  IF ${no.key} THEN ALTER TABLE ${T} ADD COLUMN ${KEY} text COLLATE "C"; END IF;
+  IF ${no.keyIndex} THEN CREATE INDEX ON ${T} (${KEY}) WHERE deleted_at IS NULL; END IF;
   IF ${no.checkpoints} THEN CREATE TABLE ${C} (target text PRIMARY KEY, checkpoint text NOT NULL, rows bigint, last text); END IF;
   IF ${no.rows} THEN ALTER TABLE ${C} ADD COLUMN rows bigint, ADD COLUMN last text; END IF;
   IF ${jsonbCheckpoint} THEN ALTER TABLE ${C} ALTER COLUMN checkpoint TYPE text USING checkpoint::text; END IF;
   IF ${no.stage} THEN CREATE TABLE ${S} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, item jsonb NOT NULL, PRIMARY KEY (target, id)); END IF;
+  IF ${no.stagedKey} THEN ALTER TABLE ${S} ADD COLUMN ${KEY} text; END IF;
   IF ${no.lease} THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;`);
 }
 
@@ -119,6 +136,34 @@ export function liveRowsSql(table: string, after: boolean): string {
   AS rows FROM (SELECT id, item, seen FROM ${table} WHERE deleted_at IS NULL AND ${from} ORDER BY id LIMIT $3::text::bigint) page`;
 }
 
+/** A page of live rows without a key ($1 the id after, or '' for the first page; $2 how many): id, item. */
+export const unkeyedSql = (table: string, after: boolean) =>
+  `SELECT id, item::text AS item FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NULL
+  AND id ${after ? ">" : ">="} $1::text ORDER BY id LIMIT $2::text::bigint`;
+
+/** Keys rows still without one: $1 `[[id, key], ...]`. */
+export const keySql = (table: string) =>
+  `UPDATE ${table} t SET ${KEY} = k.value ->> 1 FROM json_array_elements($1::text::json) AS k (value)
+  WHERE t.id = k.value ->> 0 AND t.${KEY} IS NULL`;
+
+/** The live rows of `range` cycle `cycle` has not seen (`KeyedCopy`): each bound given a parameter, for the index. */
+export function unseenSql(
+  table: string,
+  cycle: number,
+  { after, upTo, descending }: KeyRange,
+  most: number,
+): { sql: string; params: string[] } {
+  const params = [`${cycle}`, `${Math.floor(Math.min(most, 2 ** 53))}`];
+  const bound = (op: string, key: string | null) =>
+    key === null ? "" : ` AND ${KEY} ${op} $${params.push(key)}::text`;
+  const [past, within] = descending ? ["<", ">="] : [">", "<="];
+  const sql =
+    `SELECT id, ${KEY} AS key FROM ${table} WHERE deleted_at IS NULL AND seen < $1::text::bigint
+  AND ${KEY} IS NOT NULL${bound(past, after)}${bound(within, upTo)}
+  ORDER BY ${KEY}${descending ? " DESC" : ""} LIMIT $2::text::bigint`;
+  return { sql, params };
+}
+
 /** The lease's statements ($1 target, $2 owner), server clock; `take` answers `taken` (the owner), `stale`, `holder`. */
 export const LEASE_SQL = {
   ...LEASE,
@@ -138,12 +183,13 @@ export const CHANGES_CATALOG_SQL =
 export const CHANGES_COLUMNS =
   "seq bigint, id text, change text, at timestamp with time zone";
 
-/** The batch's rows as `[[id, item], ...]`, one JSON text. */
-export function postgresJson(rows: kit.Rows): string {
-  const pairs = rows.ids.map((id, i) =>
-    `[${JSON.stringify(id)},${rows.texts[i]}]`
-  );
-  return `[${pairs.join(",")}]`;
+/** The batch's rows as `[[id, item, key?], ...]` (a key when known), one JSON text. */
+export function postgresJson({ ids, texts, keys }: kit.Rows): string {
+  const rows = ids.map((id, i) => {
+    const key = keys[i] == null ? "" : `,${JSON.stringify(keys[i])}`;
+    return `[${JSON.stringify(id)},${texts[i]}${key}]`;
+  });
+  return `[${rows.join(",")}]`;
 }
 
 /** What PostgreSQL can hold, as the sink checks it before sending. */

@@ -2,7 +2,7 @@
 // upsert, and the lease, cycle end, change table and checkpoint, each a step of one WITH: all commit or none.
 
 import * as kit from "./_sql_sink.ts";
-import { fingerprintOf, postgresJson } from "./_postgres_sql.ts";
+import { fingerprintOf, KEY, postgresJson } from "./_postgres_sql.ts";
 import { LENIENT } from "./_deletes.ts";
 
 /**
@@ -55,7 +55,7 @@ export function writeStatement(
 }
 
 /**
- * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item], ...]`, $3 the
+ * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item, key?], ...]`, $3 the
  * checkpoint, $4 the cycle, $5 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
  * table as before the statement and writes only while the lease row is this run's (the UPDATE holds it until the
  * commit) and, ending a cycle, the unseen rows are at most maxDeletes of the live rows after it (else `refused`);
@@ -80,16 +80,16 @@ function writeSql(table: string, shape: Shape): string {
     ...batchSteps(table, shape.stages),
     ...(ends ? cycleEndSteps(table, ends, and, shape.at) : []),
     `written AS (
-  INSERT INTO ${table} AS t (id, item, seen, deleted_at)
-  SELECT id, item, ${CYCLE}, NULL FROM batch b ${writes} ${and}
-  ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL
+  INSERT INTO ${table} AS t (id, item, seen, deleted_at, ${KEY})
+  SELECT id, item, ${CYCLE}, NULL, key FROM batch b ${writes} ${and}
+  ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL, ${KEY} = excluded.${KEY}
   RETURNING 1
 )`,
     // A sweep's rows the table lacks, held until the cycle passes its guard.
     ...(!shape.stages ? [] : [`staged AS (
-  INSERT INTO ${kit.STAGE_TABLE} AS s (target, cycle, id, item)
-  SELECT $1::text, ${CYCLE}, b.id, b.item FROM batch b WHERE NOT ${holds} ${and}
-  ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item
+  INSERT INTO ${kit.STAGE_TABLE} AS s (target, cycle, id, item, ${KEY})
+  SELECT $1::text, ${CYCLE}, b.id, b.item, b.key FROM batch b WHERE NOT ${holds} ${and}
+  ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item, ${KEY} = excluded.${KEY}
   RETURNING 1
 )`]),
     `touched AS (
@@ -114,7 +114,7 @@ const CYCLE = "$4::text::bigint";
 function batchSteps(table: string, stages: boolean): string[] {
   return [
     `batch AS (
-  SELECT e.ord, e.value ->> 0 AS id, (e.value -> 1)::jsonb AS item
+  SELECT e.ord, e.value ->> 0 AS id, (e.value -> 1)::jsonb AS item, e.value ->> 2 AS key
   FROM json_array_elements($2::text::json) WITH ORDINALITY AS e (value, ord)
 )`,
     // The ids skipped whose rows stay.
@@ -159,8 +159,8 @@ function cycleEndSteps(
     (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
 )`,
     `applied AS (
-  INSERT INTO ${table} AS t (id, item, seen, deleted_at)
-  SELECT s.id, s.item, ${CYCLE}, NULL FROM ${kit.STAGE_TABLE} s
+  INSERT INTO ${table} AS t (id, item, seen, deleted_at, ${KEY})
+  SELECT s.id, s.item, ${CYCLE}, NULL, s.${KEY} FROM ${kit.STAGE_TABLE} s
   WHERE s.target = $1::text AND s.cycle = ${CYCLE}
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = s.id) ${gated}
   ON CONFLICT (id) DO NOTHING

@@ -2,7 +2,7 @@
 // SQL kit (_sql_sink.ts: the flow, _postgres_sql.ts: the statements). Each batch is ONE statement and the lock a
 // lease row, because a pool may send statements on different connections.
 
-import { typeError } from "../core/_check.ts";
+import { tried, typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
@@ -14,10 +14,15 @@ import {
   copySql,
   createChangesSql,
   createSql,
+  KEY,
+  keySql,
   LEASE_SQL,
   liveRowsSql,
   postgresText,
+  unkeyedSql,
+  unseenSql,
 } from "./_postgres_sql.ts";
+import { type KeyedCopy, keyText } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { copyRow } from "./_window_guard.ts";
 import { sinkMismatch } from "./sync_error.ts";
@@ -25,6 +30,8 @@ import { sinkMismatch } from "./sync_error.ts";
 const CONTEXT = "Cannot create PostgreSQL sink";
 /** Rows a query of the guard's `liveRows` reads: a 100,000-row copy in 20 queries, never one result. */
 const ROWS_PAGE = 5_000;
+/** Rows a query of the key's back-fill reads. */
+const KEY_PAGE = 1_000;
 
 /**
  * Options of {@linkcode createPostgresSink}.
@@ -73,13 +80,14 @@ export interface PostgresSinkOptions
 }
 
 /**
- * A sink that keeps the copy in a PostgreSQL table (`id text PRIMARY KEY, item jsonb, deleted_at timestamptz, seen bigint`),
- * each batch and its checkpoint (table `partner_api_sync`) in ONE statement, so it commits whole on any connection of a pool;
- * any driver works (every parameter is a string cast in the SQL). One writer per table: a batch commits only while the run
- * holds `lock()`'s lease row (else `SyncError` `"lock-lost"`). `load()` only reads, and refuses a copy other than recorded
- * (`"sink-mismatch"`); a cycle over `maxDeletes` writes nothing (`"too-many-deletes"`). Ids and items PostgreSQL cannot
- * hold are skipped and reported. Needs a UTF8 database, PostgreSQL 11 or later. Tables, lease, guard, what is skipped
- * and migrations: docs/sync.md, "PostgreSQL".
+ * A sink that keeps the copy in a PostgreSQL table (`id text PRIMARY KEY, item jsonb, deleted_at timestamptz, seen bigint`,
+ * `partner_api_key text`: the item's place in the order, indexed), each batch and its checkpoint (table `partner_api_sync`)
+ * in ONE statement, so it commits whole on any connection of a pool; any driver works (every parameter is a string cast
+ * in the SQL). One writer per table: a batch commits only while the run holds `lock()`'s lease row (else `SyncError`
+ * `"lock-lost"`). `load()` only reads, and refuses a copy other than recorded (`"sink-mismatch"`); a cycle over
+ * `maxDeletes` writes nothing (`"too-many-deletes"`). Ids and items PostgreSQL cannot hold are skipped and reported.
+ * Needs a UTF8 database, PostgreSQL 11 or later. Tables, lease, guard, what is skipped and migrations: docs/sync.md,
+ * "PostgreSQL".
  *
  * @param options The query function, the table, and how long to wait for another run.
  * @throws {TypeError} (`option`) For a missing `query` or a table name that is not a plain identifier.
@@ -126,6 +134,8 @@ class PostgresDialect implements kit.SqlDialect {
   readonly #tables = once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
+  /** The live rows written without their key (by earlier versions) keyed, once a run, by the first `keyOf` asked with. */
+  readonly #keyed = once((keyOf: KeyOf) => this.#keyAll(keyOf));
   /** The change table existed when the copy was last read: every batch records into it (a consumer drops it to stop). */
   #recording = false;
 
@@ -168,6 +178,7 @@ class PostgresDialect implements kit.SqlDialect {
     // Once per run: a long-lived sink outlives a migration or a dropped table.
     this.#tables.reset();
     this.#changeTable.reset();
+    this.#keyed.reset();
     await this.#tables.get();
   }
 
@@ -252,6 +263,32 @@ class PostgresDialect implements kit.SqlDialect {
     }
   }
 
+  /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
+  async unseenBetween(
+    ...[cycle, range, most, keyOf]: Parameters<UnseenBetween>
+  ) {
+    await this.#keyed.get(keyOf);
+    const { sql, params } = unseenSql(this.#table, cycle, range, most);
+    const rows = await this.#read(sql, params);
+    return rows.map(({ id, key }) => ({ id: `${id}`, key: `${key}` }));
+  }
+
+  /** Keys the live rows without a key, a page of KEY_PAGE a query by id; one `keyOf` cannot key stays without. */
+  async #keyAll(keyOf: KeyOf): Promise<void> {
+    const keying = keySql(this.#table);
+    for (let after: string | null = null;;) {
+      const sql = unkeyedSql(this.#table, after !== null);
+      const page = await this.#read(sql, [after ?? "", `${KEY_PAGE}`]);
+      const keys = page.flatMap(({ id, item }) => {
+        const key = tried(() => keyOf(JSON.parse(`${item}`)));
+        return key === undefined ? [] : [[id, keyText(key)]];
+      });
+      if (keys.length > 0) await this.#read(keying, [JSON.stringify(keys)]);
+      if (page.length < KEY_PAGE) return;
+      after = `${page.at(-1)!.id}`;
+    }
+  }
+
   /** The rows of one statement, whether the driver gives `{ rows }` or an array. */
   async #read(sql: string, params: string[]): Promise<readonly Row[]> {
     const result = await this.#query(sql, params);
@@ -305,12 +342,15 @@ class PostgresDialect implements kit.SqlDialect {
   }
 }
 
-/** `make`'s promise, made once, and again after it failed or a reset. */
-function once<R>(make: () => Promise<R>) {
+type UnseenBetween = KeyedCopy["unseenBetween"];
+type KeyOf = Parameters<UnseenBetween>[3];
+
+/** `make`'s promise, made once (from the first call's arguments), and again after it failed or a reset. */
+function once<A extends unknown[], R>(make: (...a: A) => Promise<R>) {
   let made: Promise<R> | undefined;
   return {
-    get: () =>
-      made ??= make().catch((error) => {
+    get: (...a: A) =>
+      made ??= make(...a).catch((error) => {
         made = undefined;
         throw error;
       }),
@@ -321,15 +361,15 @@ function once<R>(make: () => Promise<R>) {
 /** Why the table's columns are not the sink's, if they are not. */
 function foreignColumns(catalog: Row): string | undefined {
   if (catalog.items !== "true") return undefined;
-  const ours = `${catalog.id_type} ${catalog.item_type} ${catalog.id_unique}`;
-  if (ours !== "text jsonb true") {
+  const made = `${catalog.id_type} ${catalog.item_type} ${catalog.id_unique}`;
+  if (made !== "text jsonb true") {
     return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
   }
-  const deletedAt = catalog.deleted_at_type ?? "none";
-  const seen = catalog.seen_type ?? "none";
-  const types = /^(none|timestamp with time zone) (none|bigint)$/;
-  if (!types.test(`${deletedAt} ${seen}`)) {
-    return `its columns deleted_at (${deletedAt}) and seen (${seen}) are not the sink's (timestamptz, bigint): it was not made by this sink`;
+  const types = [catalog.deleted_at_type, catalog.seen_type, catalog.key_type];
+  const [deletedAt, seen, key] = types.map((type) => type ?? "none");
+  const ours = /^(none|timestamp with time zone) (none|bigint) (none|text)$/;
+  if (!ours.test(`${deletedAt} ${seen} ${key}`)) {
+    return `its columns deleted_at (${deletedAt}), seen (${seen}) and ${KEY} (${key}) are not the sink's (timestamptz, bigint, text): it was not made by this sink`;
   }
   return undefined;
 }

@@ -1017,7 +1017,7 @@ const steps: {
         limit: 20,
       });
       await db.rows(
-        `ALTER TABLE "transactions" DROP COLUMN IF EXISTS deleted_at, DROP COLUMN IF EXISTS seen`,
+        `ALTER TABLE "transactions" DROP COLUMN IF EXISTS deleted_at, DROP COLUMN IF EXISTS seen, DROP COLUMN partner_api_key`,
       );
       const columns = async () =>
         (await db.rows<{ name: string }>(
@@ -1035,7 +1035,13 @@ const steps: {
         sweep: Infinity,
       });
       equal(result.deleted, 1);
-      deepStrictEqual(await columns(), ["deleted_at", "id", "item", "seen"]);
+      deepStrictEqual(await columns(), [
+        "deleted_at",
+        "id",
+        "item",
+        "partner_api_key",
+        "seen",
+      ]);
       deepStrictEqual(await copied(db), await listed(fake));
     },
   },

@@ -1,0 +1,461 @@
+// The PostgreSQL sink's key column: every write keys its rows (`keyText`),
+// rows earlier versions wrote are keyed once a run, and `unseenBetween`
+// answers a key range from the index as a brute-force filter of the table
+// would. One cluster for the file, a database per driver and step.
+
+import fc from "fast-check";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import {
+  createPostgresSink,
+  type SyncCheckpoint,
+  type SyncSink,
+  type SyncWriteContext,
+} from "../../src/sync/mod.ts";
+import {
+  type KeyedCopy,
+  type KeyRange,
+  keyText,
+  type UnseenRow,
+} from "../../src/sync/_key_text.ts";
+import type { SyncKey } from "../../src/sync/_window.ts";
+import { runs } from "../_property_runs.ts";
+import { checkpointAt } from "../sync_fixtures.ts";
+import { DEADLINE, withinDeadline } from "../_processes.ts";
+import {
+  type Connection,
+  drivers,
+  inDatabase,
+  startCluster,
+} from "./_postgres.ts";
+
+type Item = { id: string | number; sort?: number | string; v: number };
+type Sink = SyncSink<Item> & KeyedCopy;
+
+/** As syncList keys an item by `id` and `sort`: one without a sort value cannot be keyed. */
+function keyOf(item: unknown): SyncKey {
+  const { id, sort } = item as Item;
+  if (sort === undefined) throw new TypeError(`item ${id} has no sort value`);
+  return { value: sort, id: String(id) };
+}
+
+const keyOrNull = (item: Item) => {
+  try {
+    return keyText(keyOf(item));
+  } catch {
+    return null;
+  }
+};
+
+const byText = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0;
+
+const CHECKPOINT: SyncCheckpoint = checkpointAt("items", 1);
+
+let tables = 0;
+
+function sinkOf(db: Connection, table: string): Sink {
+  return createPostgresSink<Item>({ query: db.query, table }) as Sink;
+}
+
+/** Writes `items` in cycle `cycle`, keyed unless `keyed` is false (a write outside a sync): what it did. */
+async function written(
+  sink: Sink,
+  items: readonly Item[],
+  context: Omit<SyncWriteContext, "changes" | "keyOf"> & {
+    keyed?: boolean;
+    changes?: boolean;
+  },
+) {
+  const { keyed = true, changes = false, ...rest } = context;
+  const ids = items.map((item) => String(item.id));
+  const keys = keyed ? { keyOf } : {};
+  const asked = { ...rest, changes, ...keys };
+  return (await sink.write(items, CHECKPOINT, ids, asked)) ?? {};
+}
+
+/** The table as it stands: each row's id, item, the cycle that saw it last, whether live, and its key column. */
+async function tableRows(db: Connection, table: string) {
+  return (await db.rows<
+    {
+      id: string;
+      item: string;
+      seen: string;
+      live: boolean;
+      key: string | null;
+    }
+  >(
+    `SELECT id, item::text AS item, seen::text AS seen, deleted_at IS NULL AS live, partner_api_key AS key FROM "${table}"`,
+  )).map((row) => ({
+    ...row,
+    item: JSON.parse(row.item) as Item,
+    seen: Number(row.seen),
+    live: String(row.live) === "true",
+  }));
+}
+
+/** What `unseenBetween` answers, by brute force over the table's rows keyed in JS. */
+function expected(
+  rows: Awaited<ReturnType<typeof tableRows>>,
+  cycle: number,
+  { after, upTo, descending }: KeyRange,
+  most: number,
+): UnseenRow[] {
+  const sign = descending ? -1 : 1;
+  const within = (key: string) =>
+    (after === null || sign * byText(key, after) > 0) &&
+    (upTo === null || sign * byText(key, upTo) <= 0);
+  return rows
+    .flatMap(({ id, item, seen, live }) => {
+      const key = keyOrNull(item);
+      return live && seen < cycle && key !== null && within(key)
+        ? [{ id, key }]
+        : [];
+    })
+    .sort((a, b) => sign * byText(a.key, b.key))
+    .slice(0, most);
+}
+
+const unit = fc.constantFrom("a", "b", "A", "é", "日", "😀", "0", " ", "~");
+const text = fc.string({ unit, minLength: 1, maxLength: 3 });
+const sortValue = fc.option(
+  fc.oneof(
+    fc.integer({ min: -3, max: 3 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    text,
+  ),
+  { nil: undefined, freq: 8 },
+);
+const change = fc.record({ at: fc.nat(), sort: sortValue, v: fc.nat(3) });
+const batch = fc.record({
+  phase: fc.constantFrom("head" as const, "sweep" as const),
+  keyed: fc.boolean(),
+  changes: fc.array(change, { maxLength: 8 }),
+});
+/** A bound: none, one of the table's keys (by index), or any key's text. */
+const bound = fc.option(
+  fc.oneof(
+    fc.nat(),
+    fc.record({ value: fc.oneof(fc.integer(), text), id: text }),
+  ),
+);
+const query = fc.record({
+  back: fc.integer({ min: -1, max: 1 }),
+  after: bound,
+  upTo: bound,
+  descending: fc.boolean(),
+  most: fc.integer({ min: 0, max: 30 }),
+});
+const round = fc.record({
+  newRun: fc.boolean(),
+  batches: fc.array(batch, { maxLength: 3 }),
+  end: fc.option(fc.constantFrom("mark" as const, "remove" as const)),
+  queries: fc.array(query, { minLength: 1, maxLength: 4 }),
+});
+const scenario = fc.record({
+  ids: fc.uniqueArray(fc.oneof(fc.integer({ min: -20, max: 20 }), text), {
+    minLength: 1,
+    maxLength: 25,
+    selector: String,
+  }),
+  rounds: fc.array(round, { minLength: 1, maxLength: 4 }),
+});
+
+type Scenario = typeof scenario extends fc.Arbitrary<infer S> ? S : never;
+
+/**
+ * One scenario in a new table: each round a cycle, in the run before (its lease) or a new one; its batches, maybe its
+ * end, then queries. Written without keyOf only in a run's first round: the run keys such rows once, at its first query.
+ */
+async function checkScenario(
+  db: Connection,
+  { ids, rounds }: Scenario,
+): Promise<void> {
+  const table = `keys_${++tables}`;
+  const sink = sinkOf(db, table);
+  let lease: AsyncDisposable | undefined;
+  try {
+    for (const [r, { newRun, batches, end, queries }] of rounds.entries()) {
+      const cycle = r + 1;
+      const first = r === 0 || newRun;
+      if (first) {
+        await lease?.[Symbol.asyncDispose]();
+        lease = await sink.lock!();
+      }
+      for (const { phase, keyed, changes } of batches) {
+        const items = changes.map(({ at, sort, v }) => ({
+          id: ids[at % ids.length]!,
+          v,
+          ...(sort === undefined ? {} : { sort }),
+        }));
+        await written(sink, items, { cycle, phase, keyed: keyed || !first });
+      }
+      if (end !== null) {
+        const endsCycle = { deletes: end, maxDeletes: 1 };
+        await written(sink, [], { cycle, phase: "sweep", endsCycle });
+      }
+      await checkQueries(db, table, sink, cycle, queries);
+    }
+  } finally {
+    await lease?.[Symbol.asyncDispose]();
+  }
+}
+
+/** Each query answered as the brute force over the table; then every live row keyed, in JS's order. */
+async function checkQueries(
+  db: Connection,
+  table: string,
+  sink: Sink,
+  cycle: number,
+  queries: Scenario["rounds"][number]["queries"],
+): Promise<void> {
+  const rows = await tableRows(db, table);
+  for (const { back, after, upTo, descending, most } of queries) {
+    const keys = rows.flatMap(({ item }) => keyOrNull(item) ?? []).sort();
+    const text = (at: typeof after) =>
+      at === null
+        ? null
+        : typeof at === "number"
+        ? keys[at % keys.length] ?? null
+        : keyText(at);
+    const range = { after: text(after), upTo: text(upTo), descending };
+    const asked = cycle + back;
+    deepStrictEqual(
+      await sink.unseenBetween(asked, range, most, keyOf),
+      expected(rows, asked, range, most),
+    );
+  }
+  // Every live row is keyed now (but one that cannot be): PostgreSQL orders the texts as JS does.
+  const stored = await tableRows(db, table);
+  for (const row of stored.filter((row) => row.live)) {
+    equal(row.key, keyOrNull(row.item));
+  }
+  const [ordered] = await db.rows<{ keys: string[] | null }>(
+    `SELECT array_agg(partner_api_key ORDER BY partner_api_key) AS keys FROM "${table}" WHERE partner_api_key IS NOT NULL`,
+  );
+  const keys = stored.flatMap((row) => row.key ?? []);
+  deepStrictEqual(ordered!.keys ?? [], keys.sort(byText));
+}
+
+const steps: { name: string; fn: (db: Connection) => Promise<void> }[] = [
+  {
+    name:
+      "unseenBetween answers as a brute-force filter of the copy in keyText order: numbers and strings, ranges both ways and open, rows seen or not, marked, removed, staged, written without keyOf",
+    async fn(db) {
+      await fc.assert(
+        fc.asyncProperty(scenario, (s) => checkScenario(db, s)),
+        { numRuns: runs(25, 300) },
+      );
+    },
+  },
+  {
+    name:
+      "a table as the previous version made it (no key column, rows in it) is taken: the column and its index added, its rows keyed at the first query and answered; one its keyOf cannot key stays unkeyed and unanswered",
+    async fn(db) {
+      const items: Item[] = [
+        { id: "b", sort: 2, v: 0 },
+        { id: 7, sort: "x", v: 0 },
+        { id: "a", sort: -1.5, v: 0 },
+        { id: "none", v: 0 },
+      ];
+      const before = sinkOf(db, "old");
+      await written(before, items, { cycle: 1, phase: "head", changes: true });
+      await written(before, [{ id: "staged", sort: 1, v: 0 }], {
+        cycle: 2,
+        phase: "sweep",
+      });
+      await db.rows(`ALTER TABLE "old" DROP COLUMN partner_api_key`);
+      await db.rows(
+        "ALTER TABLE partner_api_sync_stage DROP COLUMN partner_api_key",
+      );
+      const rows = await db.rows(`SELECT id, item FROM "old" ORDER BY id`);
+      const sink = sinkOf(db, "old");
+      deepStrictEqual(await sink.load(), CHECKPOINT);
+      {
+        await using _lease = await sink.lock!();
+        deepStrictEqual(await keyIndexes(db, "old"), 1);
+        const open = { after: null, upTo: null, descending: false };
+        const answer = [
+          { id: "a", key: keyText({ value: -1.5, id: "a" }) },
+          { id: "b", key: keyText({ value: 2, id: "b" }) },
+          { id: "7", key: keyText({ value: "x", id: "7" }) },
+        ];
+        deepStrictEqual(await sink.unseenBetween(2, open, 10, keyOf), answer);
+        // The staged row comes in at the cycle's end, unkeyed (staged before): the next run keys it.
+        const endsCycle = { deletes: "mark" as const, maxDeletes: 1 };
+        await written(sink, items, { cycle: 2, phase: "sweep", endsCycle });
+      }
+      const [unkeyed] = await db.rows<{ ids: string[] }>(
+        `SELECT array_agg(id ORDER BY id) AS ids FROM "old" WHERE partner_api_key IS NULL`,
+      );
+      deepStrictEqual(unkeyed!.ids, ["none", "staged"]);
+      await using _lease = await sink.lock!();
+      const staged = keyText({ value: 1, id: "staged" });
+      const open = { after: null, upTo: null, descending: true };
+      deepStrictEqual(await sink.unseenBetween(3, open, 1, keyOf), [
+        { id: "7", key: keyText({ value: "x", id: "7" }) },
+      ]);
+      const range = { after: keyText({ value: 2, id: "b" }), upTo: staged };
+      deepStrictEqual(
+        await sink.unseenBetween(3, { ...range, descending: true }, 5, keyOf),
+        [{ id: "staged", key: staged }],
+      );
+      deepStrictEqual(
+        await db.rows(
+          `SELECT id, item FROM "old" WHERE id <> 'staged' ORDER BY id`,
+        ),
+        rows,
+      );
+      deepStrictEqual(await changes(db, "old"), { insert: 5 });
+    },
+  },
+  {
+    name:
+      "a rewrite of an unchanged item whose key is NULL, and the back-fill of keys, count nothing as updated and record no change",
+    async fn(db) {
+      const items: Item[] = [
+        { id: 1, sort: 10, v: 0 },
+        { id: 2, sort: "b", v: 0 },
+        { id: 3, sort: 30, v: 0 },
+      ];
+      const sink = sinkOf(db, "unchanged");
+      const first = await written(sink, items, {
+        cycle: 1,
+        phase: "head",
+        changes: true,
+      });
+      deepStrictEqual([first.inserted, first.updated], [3, 0]);
+      const unkey = () =>
+        db.rows(`UPDATE "unchanged" SET partner_api_key = NULL`);
+      await unkey();
+      const again = await written(sink, items, {
+        cycle: 2,
+        phase: "sweep",
+        changes: true,
+      });
+      deepStrictEqual([again.inserted, again.updated], [0, 0]);
+      await unkey();
+      {
+        await using _lease = await sink.lock!();
+        const open = { after: null, upTo: null, descending: false };
+        equal((await sink.unseenBetween(3, open, 10, keyOf)).length, 3);
+        const changed = [{ id: 3, sort: 31, v: 1 }, ...items.slice(0, 2)];
+        const third = await written(sink, changed, {
+          cycle: 3,
+          phase: "sweep",
+          changes: true,
+        });
+        deepStrictEqual([third.inserted, third.updated], [0, 1]);
+      }
+      deepStrictEqual(await changes(db, "unchanged"), { insert: 3, update: 1 });
+      const [row] = await db.rows<{ n: string }>(
+        `SELECT count(*)::text AS n FROM "unchanged" WHERE partner_api_key IS NULL`,
+      );
+      equal(row!.n, "0");
+    },
+  },
+  {
+    name:
+      "two tables of 63 characters that differ only in the last each get their key index (PostgreSQL names it within 63 bytes), once",
+    async fn(db) {
+      for (const last of ["1", "2", "1"]) {
+        const table = `${"t".repeat(62)}${last}`;
+        const sink = sinkOf(db, table);
+        await using _lease = await sink.lock!();
+        equal(await keyIndexes(db, table), 1);
+        await written(sink, [{ id: last, sort: 1, v: 0 }], {
+          cycle: 1,
+          phase: "head",
+        });
+        const open = { after: null, upTo: null, descending: false };
+        deepStrictEqual(await sink.unseenBetween(2, open, 10, keyOf), [
+          { id: last, key: keyText({ value: 1, id: last }) },
+        ]);
+      }
+    },
+  },
+  {
+    name:
+      "on 100,000 rows, unseenBetween reads the key index (EXPLAIN), ascending and descending, bounded or open",
+    async fn(db) {
+      const sent: { sql: string; params: string[] }[] = [];
+      const sink = createPostgresSink<Item>({
+        query: (
+          sql,
+          params,
+        ) => (sent.push({ sql, params }), db.query(sql, params)),
+        table: "large",
+      }) as Sink;
+      await using _lease = await sink.lock!();
+      await db.rows(
+        `INSERT INTO "large" (id, item, seen, partner_api_key) SELECT g::text, '{}', g % 2,
+          '0' || lpad(to_hex(g), 16, '0') || '.' FROM generate_series(1, 100000) AS g`,
+      );
+      await db.rows(`ANALYZE "large"`);
+      const key = (n: number) => `0${n.toString(16).padStart(16, "0")}.`;
+      const ranges: KeyRange[] = [
+        { after: key(50_000), upTo: key(50_400), descending: false },
+        { after: key(50_400), upTo: key(50_000), descending: true },
+        { after: null, upTo: key(200), descending: false },
+        { after: null, upTo: null, descending: true },
+      ];
+      for (const range of ranges) {
+        sent.length = 0;
+        const answer = await sink.unseenBetween(1, range, 100, keyOf);
+        ok(answer.length > 0 && answer.length <= 100);
+        const { sql, params } = sent.at(-1)!;
+        const [plan] = await db.rows<{ "QUERY PLAN": unknown }>(
+          `EXPLAIN (FORMAT JSON) ${sql}`,
+          params,
+        );
+        const found = plan!["QUERY PLAN"];
+        const text = typeof found === "string" ? found : JSON.stringify(found);
+        ok(text.includes('"Index Name":"large_partner_api_key_idx"'), text);
+        ok(!/"Node Type": ?"(Seq Scan|Sort)"/.test(text), text);
+      }
+    },
+  },
+];
+
+/** How many indexes of `table` have the key column first. */
+async function keyIndexes(db: Connection, table: string): Promise<number> {
+  const [row] = await db.rows<{ n: string }>(
+    `SELECT count(*)::text AS n FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = to_regclass($1::text) AND a.attname = 'partner_api_key' AND i.indpred IS NOT NULL`,
+    [`"${table}"`],
+  );
+  return Number(row!.n);
+}
+
+/** How many changes of each kind `<table>_changes` holds. */
+async function changes(
+  db: Connection,
+  table: string,
+): Promise<Record<string, number>> {
+  const rows = await db.rows<{ change: string; n: string }>(
+    `SELECT change, count(*)::text AS n FROM "${table}_changes" GROUP BY change`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.change, Number(row.n)]));
+}
+
+Deno.test({
+  name: "PostgreSQL sink's key column, through both drivers, on one cluster",
+  // The drivers' pools keep sockets and timers between queries.
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: (t) =>
+    withinDeadline(async () => {
+      const cluster = await startCluster();
+      if (cluster === undefined) return;
+      try {
+        for (const driver of drivers) {
+          for (const step of steps) {
+            await t.step(
+              `${driver.name}: ${step.name}`,
+              () => inDatabase(cluster, driver, step.fn),
+            );
+          }
+        }
+      } finally {
+        await cluster.stop();
+      }
+    }, 3 * DEADLINE),
+});
