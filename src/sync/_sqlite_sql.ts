@@ -9,9 +9,9 @@ import { fingerprint } from "./_files.ts";
 import * as kit from "./_sql_sink.ts";
 
 /** The ids each sweep cycle saw, per table: SQLite's log of a cycle (PostgreSQL keeps a `seen` column instead). */
-const SEEN_TABLE = "partner_api_sync_seen";
+export const SEEN_TABLE = "partner_api_sync_seen";
 
-// Rows per INSERT (200 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
+// Rows per INSERT (300 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
 
@@ -61,10 +61,16 @@ function createTables(db: DatabaseSync, table: string): void {
     CREATE TABLE IF NOT EXISTS ${kit.LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS ${kit.STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
   );
-  // 0.3's tables had none of these.
+  // 0.3's tables had none of these, 0.4's no key (_sqlite_keys.ts keys their rows); the guard reads ranges by the indexes.
   addColumn(db, kit.CHECKPOINT_TABLE, "rows INTEGER");
   addColumn(db, kit.CHECKPOINT_TABLE, "last TEXT");
   addColumn(db, table, "deleted_at TEXT");
+  addColumn(db, table, "partner_api_key TEXT");
+  const index = `${table.slice(0, -1)}_partner_api_key"`; // quoted as the table
+  db.exec(
+    `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (partner_api_key) WHERE deleted_at IS NULL;
+    CREATE INDEX IF NOT EXISTS ${SEEN_TABLE}_ids ON ${SEEN_TABLE} (target, cycle, id)`,
+  );
 }
 
 /** Adds `column` (`name TYPE`) to `table` unless it has it. */
@@ -148,14 +154,15 @@ export function statements(db: DatabaseSync, table: string) {
 
 /**
  * The upserts of ROWS rows and of one, without and with written rows returned (a change table's: returning costs a
- * write). Only a new, changed or marked row is written; a new one's rowid is above all before the batch.
+ * write). Only a new, changed or marked row is written (not one 0.4 wrote, for its key: `keyedCopy` keys those); a new
+ * one's rowid is above all before the batch.
  */
 function upserts(q: (sql: string) => StatementSync, table: string) {
   return [ROWS, 1].flatMap((rows) =>
     ["", " RETURNING id, rowid AS at"].map((back) =>
-      q(`INSERT INTO ${table} (id, item, deleted_at) VALUES ${
-        Array(rows).fill("(?, ?, NULL)").join(", ")
-      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL
+      q(`INSERT INTO ${table} (id, item, partner_api_key) VALUES ${
+        Array(rows).fill("(?, ?, ?)").join(", ")
+      } ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL, partner_api_key = excluded.partner_api_key
       WHERE item IS NOT excluded.item OR deleted_at IS NOT NULL${back}`)
     )
   );
@@ -292,7 +299,8 @@ function endCycle(
 }
 
 /** Upserts ROWS rows a statement (one each cost twice), in key order; a written row above the rowid before is new. */
-function upsertAll(st: Statements, { ids, texts }: kit.Rows, named: boolean) {
+function upsertAll(st: Statements, rows: kit.Rows, named: boolean) {
+  const { ids, texts, keys } = rows;
   const rowid = () => (st.lastRowid.get() as { at: number | null }).at ?? 0;
   const before = rowid();
   const kind = new Map<string, boolean>();
@@ -302,7 +310,8 @@ function upsertAll(st: Statements, { ids, texts }: kit.Rows, named: boolean) {
   );
   for (let i = 0; i < order.length;) {
     const n = i + ROWS <= order.length ? ROWS : 1;
-    const values = order.slice(i, i += n).flatMap((k) => [ids[k]!, texts[k]!]);
+    const part = order.slice(i, i += n);
+    const values = part.flatMap((k) => [ids[k]!, texts[k]!, keys[k]!]);
     const statement = st.upsert[(n === ROWS ? 0 : 2) + (named ? 1 : 0)]!;
     if (!named) changed += Number(statement.run(...values).changes);
     for (const { id, at } of named ? statement.all(...values) : []) {
