@@ -32,6 +32,7 @@ import {
   statements,
   tablesOf,
 } from "./_sqlite_sql.ts";
+import { type Ask, keyedCopy } from "./_sqlite_keys.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
 /** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
@@ -143,6 +144,8 @@ class SqliteDialect implements kit.SqlDialect {
   readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
+  /** The range reads, which key the rows written without a key first: made again for each run and cycle. */
+  #keyed: ReturnType<typeof keyedCopy> | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
   readonly #absolute: string | undefined;
@@ -202,6 +205,7 @@ class SqliteDialect implements kit.SqlDialect {
     const taken = withoutBusyWait(this.#db, () => st.take.get(...args));
     if (taken !== undefined) {
       this.commits.grouping = true;
+      this.#keyed = undefined;
       return { taken: token };
     }
     const holder = this.#holder(st);
@@ -246,6 +250,7 @@ class SqliteDialect implements kit.SqlDialect {
       return applyBatch({ st, target, what, at, changes }, batch);
     });
     this.commits.rows = done.rows;
+    if (write.context?.endsCycle) this.#keyed = undefined; // it inserted what the cycle staged, without keys
     return done;
   }
 
@@ -297,6 +302,12 @@ class SqliteDialect implements kit.SqlDialect {
     }
   }
 
+  unseenBetween(...ask: Ask) {
+    this.prepare();
+    this.#keyed ??= keyedCopy(this.#db, this.#table, this.#target);
+    return this.#keyed(this.commits, ...ask);
+  }
+
   /** SQLite writes on to a file removed or replaced: a success nobody can open. @throws {SyncError} (`"file"`) */
   #checkFile(): void {
     const file = this.#file;
@@ -322,15 +333,12 @@ function readCopy(
   const rows = items ? Number(count().n) : 0;
   const checkpoints = columnsOf(db, kit.CHECKPOINT_TABLE);
   if (checkpoints.length === 0) return { checkpoint: undefined, rows };
-  const meta = checkpoints.includes("rows INTEGER") ? ", rows, last" : "";
+  const meta = checkpoints.includes("rows INTEGER")
+    ? ", rows AS recorded, last"
+    : "";
   const found = db.prepare(
     `SELECT target, checkpoint${meta} FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?`,
-  ).all(target) as {
-    target: string;
-    checkpoint: string;
-    rows?: number | null;
-    last?: string | null;
-  }[];
+  ).all(target) as (Omit<kit.CopyState, "rows"> & { target: string })[];
   const own = found.find((row) => row.target === target) ?? found[0];
   const last = own?.last ?? null;
   const item = last === null ? undefined : db.prepare(
@@ -339,7 +347,7 @@ function readCopy(
   return {
     checkpoint: own?.checkpoint,
     rows,
-    recorded: own?.rows,
+    recorded: own?.recorded,
     last,
     found: item === undefined ? undefined : fingerprint(item.item),
     foreign: found.length > 1
