@@ -5,8 +5,12 @@
 
 import { deepStrictEqual } from "node:assert/strict";
 import type { SyncSink } from "../src/sync/mod.ts";
-import { type CopyRow, rowsReader } from "../src/sync/_window_guard.ts";
-import { keyText } from "../src/sync/_key_text.ts";
+import {
+  type CopyRow,
+  keyedReader,
+  rowsReader,
+} from "../src/sync/_window_guard.ts";
+import { isKeyed, keyText } from "../src/sync/_key_text.ts";
 import { syncConfig } from "../src/sync/_config.ts";
 import { compareKeys, type SyncKey } from "../src/sync/_window.ts";
 
@@ -85,19 +89,25 @@ export async function plainGuard(
   return await Promise.resolve([rows.length, order, keys]);
 }
 
-/** Both readings of `sink`'s rows for cycle 1, under each order and direction. */
+/**
+ * Both readings of `sink`'s rows for cycle 1, under each direction, and each order and id reading for a sink that
+ * reads rows whole (one that keys its rows keys them once, by the copy's own order: `id` "n").
+ */
 export async function sameGuards(
   sink: SyncSink<unknown>,
   rows: readonly CopyRow[],
 ) {
   for (const sortBy of [undefined, "v"]) {
     for (const id of ["n", (item: { n: unknown }) => item.n as string]) {
+      if (isKeyed(sink) && (sortBy !== undefined || id !== "n")) continue;
       const order = sortBy === undefined ? {} : { sortBy };
       const { keyOf } = syncConfig("odd", { id, ...order, sink });
       const key = keyOf as (item: unknown) => SyncKey;
       for (const descending of [false, true]) {
         const ask = { cycle: 1, keyOf: key, descending, edge: undefined };
-        const copy = await rowsReader(sink.liveRows!(1, key), ask);
+        const copy = isKeyed(sink)
+          ? await keyedReader(sink, ask, () => Promise.resolve())
+          : await rowsReader(sink.liveRows!(1, key), ask);
         const all = await copy!.unseen(null, null, Infinity);
         const read = [
           copy!.held,

@@ -3,13 +3,8 @@
 // the window is held back. The sinks' side: tests/sync_guard_test.ts.
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
-import {
-  createJsonlSink,
-  createSqliteSink,
-  SyncError,
-} from "../src/sync/mod.ts";
+import { createJsonlSink, SyncError } from "../src/sync/mod.ts";
 import {
   type CopyReader,
   doubter,
@@ -222,39 +217,6 @@ Deno.test("the passed-and-unseen count, kept as the pass moves on, equals a coun
   );
 });
 
-Deno.test("a SQL sink lists no rows of a copy larger than asked (one count, not a read), and the guard is then left to the cycle's end", async () => {
-  using sink = createSqliteSink<{ n: number }>(":memory:", {
-    table: "numbers",
-  });
-  const checkpoint = {
-    version: 1 as const,
-    path: "numbers",
-    sortBy: "n",
-    id: "n",
-    query: {},
-    edge: { value: 3, id: "3" },
-    offset: 3,
-    full: false,
-    complete: true,
-  };
-  await sink.write([{ n: 1 }, { n: 2 }, { n: 3 }], checkpoint, ["1", "2", "3"]);
-  const listed = (most?: number) =>
-    Array.fromAsync(sink.liveRows!(1, keyOf, most));
-  equal((await listed()).length, 3);
-  equal((await listed(3)).length, 3);
-  equal((await listed(2)).length, 0);
-  const copy = await rowsReader(sink.liveRows!(1, keyOf, 2), ask(false));
-  equal(copy?.held, 0);
-  equal(
-    windowGuard(copy!, {
-      maxDeletes: 0.1,
-      recent: { deleted: 0, largest: 0 },
-      descending: false,
-    }),
-    undefined,
-  );
-});
-
 Deno.test("rows whose ids are not their keys' are ordered by their keys all the same, by the ids the rows have", async () => {
   const rows = [3, 1, 2].map((n) => ({ id: `row ${n}`, item: n, seen: false }));
   const keyOf = (item: unknown) => ({ value: -Number(item), id: `${item}` });
@@ -274,44 +236,6 @@ Deno.test("rows whose ids are not their keys' are ordered by their keys all the 
       read.map((row) => row.id),
       read.map((row) => row.key),
     ]);
-  }
-});
-
-Deno.test("the SQL sink's pages key every row as its own item would (any JSON type, none, numeric ids), seen rows apart; a text that is no item fails as before", async () => {
-  const database = new DatabaseSync(":memory:");
-  using sink = createSqliteSink(database, { table: "odd" });
-  const items = oddItems(2_600); // pages of 1,000
-  const ids = items.map((item) => String(item.n));
-  await sink.write(
-    [...items, ["not", "an", "object"]],
-    checkpointAt("odd", 0),
-    [
-      ...ids,
-      "array",
-    ],
-  );
-  database.exec(`INSERT INTO partner_api_sync_seen (target, cycle, id)
-    SELECT 'odd', 1, id FROM "odd" WHERE rowid % 7 = 0`);
-  const read = database.prepare(`SELECT id, item, id IN
-    (SELECT id FROM partner_api_sync_seen WHERE cycle = 1) AS seen FROM "odd"`);
-  const rows = (read.all() as { id: string; item: string; seen: number }[])
-    .map(({ id, item, seen }) => ({
-      id,
-      item: seen ? undefined : JSON.parse(item),
-      seen: seen === 1,
-    }));
-  await sameGuards(sink, rows);
-  // A text that is no item: one the cycle saw is not read (as before); an unseen one fails the read as it did.
-  const [seenRow, unseenRow] = [rows.find((row) => row.seen), rows[1500]]
-    .map((row) => row!.id);
-  const list = () => Array.fromAsync(sink.liveRows!(1, () => key(0)));
-  for (const corrupt of ["1,2", "1\u001e2"]) {
-    const set = database.prepare(`UPDATE "odd" SET item = ? WHERE id = ?`);
-    set.run(corrupt, seenRow!);
-    equal((await list()).length, rows.length);
-    set.run(corrupt, unseenRow!);
-    await rejects(list(), SyntaxError);
-    set.run(JSON.stringify(items[Number(unseenRow)]), unseenRow!);
   }
 });
 

@@ -128,14 +128,6 @@ $partner_api$`;
 const STALE = `clock_timestamp() - interval '${STALE_AFTER} milliseconds'`;
 const LEASE = kit.leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 
-/** A page of live rows by id (after `$2` if `after`, `$3` of them) as one JSON text: `[id, seen by cycle $1, item if not]`. */
-export function liveRowsSql(table: string, after: boolean): string {
-  const seen = "seen >= $1::text::bigint";
-  const from = after ? "id > $2::text" : "$2::text = ''";
-  return `SELECT json_agg(json_build_array(id, ${seen}, CASE WHEN ${seen} THEN NULL ELSE item END) ORDER BY id)::text
-  AS rows FROM (SELECT id, item, seen FROM ${table} WHERE deleted_at IS NULL AND ${from} ORDER BY id LIMIT $3::text::bigint) page`;
-}
-
 /** A page of live rows without a key ($1 the id after, or '' for the first page; $2 how many): id, item. */
 export const unkeyedSql = (table: string, after: boolean) =>
   `SELECT id, item::text AS item FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NULL

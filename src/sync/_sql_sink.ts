@@ -12,7 +12,6 @@ import {
   waitForLock,
 } from "./_lease.ts";
 import { sinkMismatch } from "./sync_error.ts";
-import type { CopyRow } from "./_window_guard.ts";
 import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
 
 /** The checkpoints of every synced table, next to them. */
@@ -48,10 +47,8 @@ export interface SqlDialect {
   holds(id: string): boolean;
   /** Applies a batch atomically while `owner` holds the lease. @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) */
   apply(batch: SqlBatch): Answer<Applied>;
-  /** The live rows a page at a time, whether cycle `cycle` saw each, the item only for one it did not. Reads only. */
-  liveRows(cycle: number): Iterable<CopyRow[]> | AsyncIterable<CopyRow[]>;
   /** The unseen rows of a key range, from the key column's index (`KeyedCopy`); rows written before it keyed first. */
-  unseenBetween?(
+  unseenBetween(
     ...ask: Parameters<KeyedCopy["unseenBetween"]>
   ): Answer<UnseenRow[]>;
   /** How many live rows the copy holds. Reads only. */
@@ -66,7 +63,7 @@ export interface SqlDialect {
 export function sqlSink<T>(
   dialect: SqlDialect,
   options: { lockWait: number; onLockWait?: (holder: string) => void },
-): SyncSink<T> & Partial<KeyedCopy> {
+): SyncSink<T> & KeyedCopy {
   let checked: Checked | undefined, owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
   // Every step rejects with what the dialect makes of its failure.
@@ -109,37 +106,11 @@ export function sqlSink<T>(
       checked = { ...copy, checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     }),
-    ...copyReads(dialect, failing),
-  };
-}
-
-/** What the engine reads of the copy: which ids it holds, and its unseen rows by key range (else its rows). */
-function copyReads(
-  dialect: SqlDialect,
-  failing: <A extends unknown[], R>(
-    step: (...a: A) => Promise<R>,
-  ) => (...a: A) => Promise<R>,
-): Pick<SyncSink<unknown>, "holds" | "liveRows"> & Partial<KeyedCopy> {
-  const { unseenBetween } = dialect;
-  return {
     holds: failing(async (ids) => new Set(await dialect.liveOf(ids))),
-    ...unseenBetween && {
-      unseenBetween: failing(async (...ask) =>
-        await unseenBetween.apply(dialect, ask)
-      ),
-      liveCount: failing(async () => await dialect.liveCount()),
-    },
-    async *liveRows(cycle, _keyOf, most = Infinity) {
-      try {
-        // Counted first: a copy the guard would not judge costs one count, not a read of its rows.
-        if (most < Infinity && await dialect.liveCount() > most) return;
-        for await (const page of dialect.liveRows(cycle)) {
-          for (const row of page) yield row; // not `yield*`: twice the cost a row
-        }
-      } catch (error) {
-        throw dialect.failure?.(error) ?? error;
-      }
-    },
+    unseenBetween: failing(async (...ask) =>
+      await dialect.unseenBetween(...ask)
+    ),
+    liveCount: failing(async () => await dialect.liveCount()),
   };
 }
 

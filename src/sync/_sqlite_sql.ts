@@ -83,14 +83,6 @@ function addColumn(db: DatabaseSync, table: string, column: string): void {
 /** The lease's ?5, ?6 (?3 the run's now, ?4 the stale bound): as a run last saw it, when its steady clock judged it stale. */
 const LEASE_SEEN = { owner: "?5", refreshedAt: "?6" };
 
-/** The guard's page: 1,000 live rows from rowid ? on, read as a few texts (node:sqlite hands a row over dearer). */
-const page = (
-  table: string,
-  what =
-    "json_group_array(id) AS ids, group_concat(item, char(30)) AS items, max(rowid) AS last",
-) =>
-  `SELECT ${what} FROM (SELECT rowid, id, item FROM ${table} WHERE deleted_at IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000)`;
-
 /** Creates the tables if need be; the statements. */
 export function statements(db: DatabaseSync, table: string) {
   createTables(db, table);
@@ -109,9 +101,6 @@ export function statements(db: DatabaseSync, table: string) {
     live: q(`SELECT count(*) AS n FROM ${table} WHERE deleted_at IS NULL`),
     unseen: q(`SELECT count(*) AS n ${unseen}`),
     unseenIds: q(`SELECT id ${unseen} ORDER BY id`),
-    seenIds: q(`SELECT json_group_array(id) AS ids ${log}`),
-    livePage: q(page(table)),
-    pageTexts: q(page(table, "item")),
     remove: q(`DELETE ${unseen}`),
     mark: q(
       `UPDATE ${table} SET deleted_at = ?3 WHERE rowid IN (SELECT rowid ${unseen})`,

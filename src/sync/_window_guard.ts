@@ -11,11 +11,6 @@ import type { SyncSink } from "./sink.ts";
 
 export type CopyRow = Readonly<{ id: string; item: unknown; seen: boolean }>;
 
-/** A row of the copy as a sink lists it: a seen one without its item (`item` is not called). */
-export function copyRow(id: string, seen: boolean, item: () => unknown) {
-  return seen ? { id, item: undefined, seen } : { id, item: item(), seen };
-}
-
 /** The items of JSON texts, parsed as one array (V8 parses it faster than each), else each alone (as before). */
 export function parsedItems(all: readonly string[]): unknown[] {
   const items = parsedJson(`[${all}]`) as unknown[] | undefined; // JSON.stringify's texts

@@ -17,19 +17,15 @@ import {
   KEY,
   keySql,
   LEASE_SQL,
-  liveRowsSql,
   postgresText,
   unkeyedSql,
   unseenSql,
 } from "./_postgres_sql.ts";
 import { type KeyedCopy, keyText } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
-import { copyRow } from "./_window_guard.ts";
 import { sinkMismatch } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
-/** Rows a query of the guard's `liveRows` reads: a 100,000-row copy in 20 queries, never one result. */
-const ROWS_PAGE = 5_000;
 /** Rows a query of the key's back-fill reads. */
 const KEY_PAGE = 1_000;
 
@@ -248,19 +244,6 @@ class PostgresDialect implements kit.SqlDialect {
     const sql =
       `SELECT id FROM ${this.#table} WHERE deleted_at IS NULL AND id IN (SELECT json_array_elements_text($1::text::json))`;
     return (await this.#read(sql, [JSON.stringify(ids)])).map((r) => `${r.id}`);
-  }
-
-  /** The live rows (`liveRowsSql`), a page of ROWS_PAGE a query, keyset by id: never one result of the whole copy. */
-  async *liveRows(cycle: number) {
-    for (let after: string | null = null;;) {
-      const sql = liveRowsSql(this.#table, after !== null);
-      const params = [`${cycle}`, after ?? "", `${ROWS_PAGE}`];
-      const { rows } = await this.#row(sql, params);
-      const found = JSON.parse(rows ?? "[]") as [string, boolean, unknown][];
-      yield found.map(([id, seen, item]) => copyRow(id, seen, () => item));
-      if (found.length < ROWS_PAGE) return;
-      after = found.at(-1)![0];
-    }
   }
 
   /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */

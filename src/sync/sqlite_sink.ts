@@ -18,7 +18,6 @@ import {
 import { holderOf, isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
-import { type CopyRow, copyRow, parsedItems } from "./_window_guard.ts";
 import * as kit from "./_sql_sink.ts";
 import {
   applyBatch,
@@ -279,27 +278,6 @@ class SqliteDialect implements kit.SqlDialect {
     const sql =
       `SELECT json_group_array(id) AS ids FROM ${this.#table} WHERE deleted_at IS NULL AND id IN (SELECT value FROM json_each(?))`;
     return JSON.parse(`${this.#db.prepare(sql).get(JSON.stringify(ids))!.ids}`);
-  }
-
-  /** The live rows, 1,000 a query (`livePage`), each with whether the cycle's log holds it: unseen items alone parsed. */
-  *liveRows(cycle: number): Iterable<CopyRow[]> {
-    const st = this.prepare();
-    const log = st.seenIds.get(this.#target, cycle) as { ids: string };
-    const seen = new Set(JSON.parse(log.ids));
-    st.livePage.setReadBigInts(true);
-    for (let from = -(2n ** 63n); from < 2n ** 63n;) {
-      const { ids, items, last } = st.livePage.get(from)!;
-      if (last === null) return;
-      const idList: string[] = JSON.parse(`${ids}`);
-      let texts = `${items}`.split("\x1e"); // no JSON text holds it raw (else: row by row)
-      if (texts.length !== idList.length) {
-        texts = st.pageTexts.all(from).map((row) => `${row.item}`);
-      }
-      const parsed = parsedItems(texts.filter((_, i) => !seen.has(idList[i])));
-      let next = 0;
-      yield idList.map((id) => copyRow(id, seen.has(id), () => parsed[next++]));
-      from = (last as bigint) + 1n;
-    }
   }
 
   unseenBetween(...ask: Ask) {
