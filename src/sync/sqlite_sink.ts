@@ -79,9 +79,10 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
 }
 
 /**
- * A sink that keeps the copy in a SQLite table (`id TEXT PRIMARY KEY, item TEXT`, the item's JSON), each batch and its
- * checkpoint (table `partner_api_sync`) in one transaction, committed only while the run holds the lease taken by
- * `lock()` (else `SyncError` `"lock-lost"`). Commit cadence and tables: docs/sync.md, "Sinks".
+ * A sink that keeps the copy in a SQLite table (`id TEXT PRIMARY KEY, item TEXT`, the item's JSON, and its place in
+ * the order, `partner_api_key`, indexed), each batch and its checkpoint (table `partner_api_sync`) in one transaction,
+ * committed only while the run holds the lease taken by `lock()` (else `SyncError` `"lock-lost"`). Commit cadence and
+ * tables: docs/sync.md, "Sinks".
  *
  * `load()` changes nothing: a table with rows but no checkpoint, or whose row count or last row differs from the record,
  * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode or holds a
