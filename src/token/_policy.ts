@@ -78,15 +78,10 @@ export interface ProviderState {
 }
 
 /** What `getToken` does: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
-export type Decision =
-  | "fresh"
-  | "refresh"
-  | "join"
-  | "blocked"
-  | "failed"
-  | "request";
-
-export function decide(state: ProviderState, now: number): Decision {
+export function decide(
+  state: ProviderState,
+  now: number,
+): "fresh" | "refresh" | "join" | "blocked" | "failed" | "request" {
   const flying = now < (state.flightDeadline ?? -Infinity);
   const blocked = now < (state.blockedUntil ?? -Infinity);
   const failed = now < (state.failedUntil ?? -Infinity);
