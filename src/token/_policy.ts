@@ -66,26 +66,22 @@ export function tokenTimes(
   };
 }
 
-/** What the provider knows when `getToken` is called. */
-export interface ProviderState {
-  readonly times?: TokenTimes | undefined;
-  /** When the running flight is given up on; absent without one. */
-  readonly flightDeadline?: number | undefined;
-  /** The quota block's end (after a 429). */
-  readonly blockedUntil?: number | undefined;
-  /** The cooldown's end (after a failure that was not the quota). */
-  readonly failedUntil?: number | undefined;
-}
-
-/** What `getToken` does: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
+/** What `getToken` does, by what the provider knows when it is called: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
 export function decide(
-  state: ProviderState,
+  { times, flightDeadline, blockedUntil, failedUntil }: {
+    readonly times?: TokenTimes | undefined;
+    /** When the running flight is given up on; absent without one. */
+    readonly flightDeadline?: number | undefined;
+    /** The quota block's end (after a 429). */
+    readonly blockedUntil?: number | undefined;
+    /** The cooldown's end (after a failure that was not the quota). */
+    readonly failedUntil?: number | undefined;
+  },
   now: number,
 ): "fresh" | "refresh" | "join" | "blocked" | "failed" | "request" {
-  const flying = now < (state.flightDeadline ?? -Infinity);
-  const blocked = now < (state.blockedUntil ?? -Infinity);
-  const failed = now < (state.failedUntil ?? -Infinity);
-  const { times } = state;
+  const flying = now < (flightDeadline ?? -Infinity);
+  const blocked = now < (blockedUntil ?? -Infinity);
+  const failed = now < (failedUntil ?? -Infinity);
   if (times !== undefined && now < times.usableUntil) {
     return now < times.refreshAt || flying || blocked || failed
       ? "fresh"
