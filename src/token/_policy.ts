@@ -195,12 +195,21 @@ export function localRecord(
 }
 
 /**
- * What a record knows that the provider does not: a later token, a block still in force, a newer quota. A later token
- * without a block lifts the provider's block: the quota has reset for whoever got it.
+ * What a record knows that the provider does not (`known`: what it knows, as far as a record can add to it): a later
+ * token, a block still in force, a newer quota. A later token without a block lifts the provider's block: the quota
+ * has reset for whoever got it.
  */
 export function newerFromRecord(
   record: TokenRecord,
-  known: ProviderKnowledge,
+  known: {
+    readonly expiresAt?: number | undefined;
+    readonly blockedUntil?: number | undefined;
+    readonly quota?: QuotaSnapshot | undefined;
+    /** The last token invalidated: never taken back from a store. */
+    readonly rejected?: string | undefined;
+    readonly failure?: TokenFailure | undefined;
+    readonly renewal?: TokenRenewal | undefined;
+  },
   now: number,
 ) {
   const newer = isUsableToken(record.token, known.rejected) &&
@@ -220,17 +229,6 @@ export function newerFromRecord(
     ...(newer ? { token: record.token } : {}),
     ...(newerQuota ? { quota } : {}),
   };
-}
-
-/** What the provider knows, as far as a record can add to it. */
-export interface ProviderKnowledge {
-  readonly expiresAt?: number | undefined;
-  readonly blockedUntil?: number | undefined;
-  readonly quota?: QuotaSnapshot | undefined;
-  /** The last token invalidated: never taken back from a store. */
-  readonly rejected?: string | undefined;
-  readonly failure?: TokenFailure | undefined;
-  readonly renewal?: TokenRenewal | undefined;
 }
 
 /** The cooldown a record leaves in force; another process's success ends ours. */
