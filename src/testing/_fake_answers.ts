@@ -1,4 +1,4 @@
-// How the fake answers an API request: the bearer token, a 401, a list page, a card.
+// How the fake answers an API request that passed its token check: a list page, a card.
 
 import {
   BadQuery,
@@ -7,18 +7,6 @@ import {
   pageOf,
 } from "./_list_data.ts";
 import { json } from "./_fake_http.ts";
-
-export function bearerToken(request: Request): string | undefined {
-  const header = request.headers.get("authorization") ?? "";
-  return /^Bearer ([^\s]+)$/i.exec(header)?.[1];
-}
-
-/** The answer to a request without a valid token. */
-export function unauthorized(): Response {
-  return json(401, { error: "invalid_token" }, {
-    "www-authenticate": 'Bearer error="invalid_token"',
-  });
-}
 
 /** One page of a list, as the service sends it. */
 export function answerList(

@@ -26,12 +26,7 @@ import {
   randomText,
 } from "./_fake_http.ts";
 import { FakeTokenEndpoint, QuotaCounter } from "./_fake_token.ts";
-import {
-  answerCard,
-  answerList,
-  bearerToken,
-  unauthorized,
-} from "./_fake_answers.ts";
+import { answerCard, answerList } from "./_fake_answers.ts";
 import type {
   FakeCredentials,
   FakeFault,
@@ -242,9 +237,12 @@ async function answerApi(
   const refused = state.rateLimited();
   if (refused !== undefined) return refused;
   const answer = () => {
-    const token = bearerToken(request);
+    const header = request.headers.get("authorization") ?? "";
+    const token = /^Bearer ([^\s]+)$/i.exec(header)?.[1];
     if (token === undefined || !state.endpoint.isValid(token)) {
-      return unauthorized();
+      return json(401, { error: "invalid_token" }, {
+        "www-authenticate": 'Bearer error="invalid_token"',
+      });
     }
     if (request.method !== "GET") {
       return json(405, { error: "method_not_allowed" });
