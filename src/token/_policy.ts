@@ -13,10 +13,8 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
-import type { LocalTimes } from "../core/_clock.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
-import { given } from "../core/_check.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
 export const MAX_QUOTA_BLOCK = 25 * 3_600_000;
@@ -181,17 +179,6 @@ export function settles(
   if (now < (record.failure?.until ?? -Infinity)) return true;
   return isUsableToken(record.token, rejected) &&
     now < tokenTimes(record.token, refreshMargin).refreshAt;
-}
-
-/** `record` with its block's and cooldown's end as `local` reads them (this process's own, on its steady clock). */
-export function localRecord(
-  record: TokenRecord,
-  local: LocalTimes,
-  now: number,
-): TokenRecord {
-  const blockedUntil = local.read(record.blockedUntil, now);
-  const failure = local.readIn(record.failure, "until", now);
-  return { ...record, ...given({ blockedUntil, failure }) };
 }
 
 /**
