@@ -2,7 +2,7 @@
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
-import { given, typeError } from "../core/_check.ts";
+import { given } from "../core/_check.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
@@ -122,19 +122,4 @@ export function recordLifetime(record: TokenRecord, now: number): number {
   );
   const lifetime = Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now));
   return Math.min(MAX_RECORD_LIFETIME, lifetime);
-}
-
-/** Refuses anything but an AES-GCM key for encrypt and decrypt. */
-export function checkEncryptionKey(
-  key: CryptoKey | undefined,
-  context: string,
-): void {
-  if (key === undefined) return;
-  if (
-    !(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
-    !key.usages.includes("encrypt") || !key.usages.includes("decrypt")
-  ) {
-    const rule = "must be an AES-GCM CryptoKey for encrypt and decrypt";
-    throw typeError(context, "encryptionKey", rule);
-  }
 }
