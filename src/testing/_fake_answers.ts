@@ -1,4 +1,4 @@
-// How the fake answers an API request that passed its token check: a list page, a card.
+// How the fake answers a list request that passed its token check: a page, as the service sends it.
 
 import {
   BadQuery,
@@ -38,22 +38,5 @@ export function answerList(
     [name]: page,
     page: Number(params.get("page") ?? 1),
     limit: Number(params.get("limit") ?? 50),
-  });
-}
-
-/** A cardholder's card data, from the card-data origin. */
-export function answerCard(
-  lists: ReturnType<typeof generateLists>,
-  cardholderID: string,
-): Response {
-  const holder = lists.get("cardholders")?.items.find((item) =>
-    item.cardholderID === cardholderID
-  );
-  if (holder === undefined) return json(404, { error: "not_found" });
-  return json(200, {
-    cardholderID,
-    pan: `4000${cardholderID.replace(/\D/g, "").padStart(12, "0")}`,
-    expiry: "12/29",
-    name: holder.name,
   });
 }
