@@ -13,19 +13,17 @@ import { tried } from "../core/_check.ts";
 /** Where the token cache goes, first found wins. */
 const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
 
-/** The cache, or why there is none (one line for standard error). */
-export type CacheOpening =
-  | { readonly store: FileTokenStore; readonly notice?: undefined }
-  | { readonly store?: undefined; readonly notice: string };
-
 /**
  * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
+ * @returns The cache, or why there is none (one line for standard error).
  * @throws {UsageError} When the folder is not the user's alone, before any token is requested or waited for.
  */
 export function openCache(
   clientSecret: string,
   notify: (line: string) => void = () => {},
-): CacheOpening {
+):
+  | { readonly store: FileTokenStore; readonly notice?: undefined }
+  | { readonly store?: undefined; readonly notice: string } {
   const folder = cacheFolder();
   const missing = folder === undefined
     ? "set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs"

@@ -97,7 +97,20 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
     const own = Object.keys(settings).find((key) => !CLIENT_OWN.has(key));
     const rule = "is a provider option: give it to createTokenProvider";
     if (own !== undefined) throw typeError(CONTEXT, own, rule);
-    checkProviderTarget(tokenProvider, environment);
+    // A production provider in a sandbox client would send its token to sandbox hosts.
+    const { target } = tokenProvider;
+    if (
+      target !== undefined && (target.tokenUrl !== environment.tokenUrl.href ||
+        target.audience !== environment.audience)
+    ) {
+      // Fields for code, the addresses in the message for people.
+      throw typeError(
+        CONTEXT,
+        "tokenProvider",
+        "must be for the environment's token URL and audience",
+        `a provider for ${target.tokenUrl} (audience ${target.audience}); the environment's are ${environment.tokenUrl.href} (audience ${environment.audience})`,
+      );
+    }
     return tokenProvider;
   }
   // Every other option is the provider's too: one vocabulary for both.
@@ -143,25 +156,4 @@ function renewalOf(
     return (accessToken) => provider.reportUnauthorized!(accessToken);
   }
   return renewalLedger(now, (accessToken) => provider.invalidate(accessToken));
-}
-
-/** A production provider in a sandbox client would send its token to sandbox hosts. */
-function checkProviderTarget(
-  provider: TokenProvider,
-  environment: Environment,
-): void {
-  const target = provider.target;
-  if (target === undefined) return;
-  if (
-    target.tokenUrl !== environment.tokenUrl.href ||
-    target.audience !== environment.audience
-  ) {
-    // Fields for code, the addresses in the message for people.
-    throw typeError(
-      CONTEXT,
-      "tokenProvider",
-      "must be for the environment's token URL and audience",
-      `a provider for ${target.tokenUrl} (audience ${target.audience}); the environment's are ${environment.tokenUrl.href} (audience ${environment.audience})`,
-    );
-  }
 }

@@ -99,23 +99,20 @@ function pageAddresses(
   let head: string | undefined;
   return (request) => {
     const page = pageSearchParams(request);
-    // The sort is the same on every page: the list's text is made once.
-    head ??= listHead(url, extra, [...page.keys()]);
+    // The sort is the same on every page: the list's address with its filters, less the page's, is made once.
+    if (head === undefined) {
+      const list = new URL(url);
+      for (const [name, value] of Object.entries(extra)) {
+        list.searchParams.set(name, value);
+      }
+      for (const name of [...page.keys()]) {
+        if (list.searchParams.has(name)) list.searchParams.delete(name);
+      }
+      const { origin, pathname, search } = list;
+      head = `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
+    }
     return new URL(head + page);
   };
-}
-
-/** The list's address with its filters, without `replaced`, ready for more. */
-function listHead(url: URL, extra: Record<string, string>, replaced: string[]) {
-  const list = new URL(url);
-  for (const [name, value] of Object.entries(extra)) {
-    list.searchParams.set(name, value);
-  }
-  for (const name of replaced) {
-    if (list.searchParams.has(name)) list.searchParams.delete(name);
-  }
-  const { origin, pathname, search } = list;
-  return `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
 }
 
 /** `source`; the client's listener hears how the crawl ended. */

@@ -21,11 +21,6 @@ export async function storeKey({ url, audience, clientId, secret }: {
   return JSON.stringify([url.href, audience, clientId, part]);
 }
 
-/** The AES-GCM key that seals a record by default: HKDF over the store key and its secret part. */
-export function sealingKey(key: string): Promise<CryptoKey> {
-  return aesKeyFrom(key, "partner-api token record seal v1", "");
-}
-
 /** A non-extractable AES-GCM key, derived (HKDF, SHA-256) from `material`. */
 export async function aesKeyFrom(material: string, salt: string, info: string) {
   const hkdf = { name: "HKDF", hash: "SHA-256", salt: UTF8.encode(salt) };

@@ -21,12 +21,6 @@ import {
 const LOST: LostLease = Object.freeze({});
 const LOCKED_RETRIES = 100;
 
-/** A lease: who holds it and until when (KV's own expiry is not prompt). */
-interface Lease {
-  readonly holder: string;
-  readonly until: number;
-}
-
 /** The two entries one look read, checked again when taking the lease. */
 type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
 
@@ -145,9 +139,12 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     };
   }
 
-  /** Whether a lease is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
+  /** Whether a lease (its holder, and until when: KV's own expiry is not prompt) is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
   #leaseOver(key: string, lease: unknown): boolean {
-    const { holder, until } = (lease ?? {}) as Partial<Lease>;
+    const { holder, until } = (lease ?? {}) as {
+      holder?: string;
+      until?: number;
+    };
     // A lease of any other shape is not one of ours: taking it replaces it.
     if (typeof until !== "number" || until <= this.#config.now()) return true;
     const seen = `${holder} ${until}`;

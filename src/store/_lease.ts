@@ -3,12 +3,13 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { checkEncryptionKey, published } from "./_record.ts";
+import { published } from "./_record.ts";
 import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import {
   checkNumber,
   type NumberRule,
   requireFunction,
+  typeError,
 } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 
@@ -76,12 +77,20 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
     rule: NumberRule = "positive whole time in ms, at most 2147483647",
   ) => checkNumber(options[field], fallback, rule, context, field);
   const orNone = "non-negative whole time in ms, at most 2147483647";
-  checkEncryptionKey(options.encryptionKey, context);
+  const key = options.encryptionKey;
+  if (
+    key !== undefined &&
+    (!(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
+      !key.usages.includes("encrypt") || !key.usages.includes("decrypt"))
+  ) {
+    const rule = "must be an AES-GCM CryptoKey for encrypt and decrypt";
+    throw typeError(context, "encryptionKey", rule);
+  }
   return {
     leaseDuration: time("leaseDuration", 10_000),
     maxWait: time("maxWait", 45_000, orNone),
     pollInterval: time("pollInterval", 50),
-    encryptionKey: options.encryptionKey,
+    encryptionKey: key,
     holder: options.holderId ?? crypto.randomUUID(),
     // Epoch ms, for what the store keeps (records, leases).
     now: now ?? Date.now,

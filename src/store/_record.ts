@@ -2,8 +2,8 @@
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
-import { given, typeError } from "../core/_check.ts";
-import { perKey, sealingKey } from "./_key.ts";
+import { given } from "../core/_check.ts";
+import { aesKeyFrom, perKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
 export interface SealedRecord {
@@ -67,8 +67,8 @@ export async function openRecord(
 }
 
 /**
- * One fleet store's seals: the key given, else one derived from each store key. Each write seals a
- * version newer than any seen; an older record (a store rolled back, a record written back) is refused
+ * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
+ * write seals a version newer than any seen; an older record (a store rolled back, a record written back) is refused
  * once a newer one was seen here: a process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
@@ -77,7 +77,7 @@ export class RecordSeals {
 
   constructor(given: CryptoKey | undefined) {
     this.#keys = given === undefined
-      ? perKey(sealingKey)
+      ? perKey((key) => aesKeyFrom(key, "partner-api token record seal v1", ""))
       : () => Promise.resolve(given);
   }
 
@@ -122,19 +122,4 @@ export function recordLifetime(record: TokenRecord, now: number): number {
   );
   const lifetime = Math.max(MIN_RECORD_LIFETIME, Math.ceil(end - now));
   return Math.min(MAX_RECORD_LIFETIME, lifetime);
-}
-
-/** Refuses anything but an AES-GCM key for encrypt and decrypt. */
-export function checkEncryptionKey(
-  key: CryptoKey | undefined,
-  context: string,
-): void {
-  if (key === undefined) return;
-  if (
-    !(key instanceof CryptoKey) || key.algorithm.name !== "AES-GCM" ||
-    !key.usages.includes("encrypt") || !key.usages.includes("decrypt")
-  ) {
-    const rule = "must be an AES-GCM CryptoKey for encrypt and decrypt";
-    throw typeError(context, "encryptionKey", rule);
-  }
 }

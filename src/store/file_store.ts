@@ -278,9 +278,19 @@ class EncryptedFileStore implements FileTokenStore {
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
     }
-    // A process that died holding the lock must not block every later one.
-    const judge = (at: string) => this.#stale(path, at);
-    if (await judge(path)) await removeStale(path, judge);
+    // A process that died holding the lock must not block every later one: its lock is moved aside (atomic), and put
+    // back unless what moved is stale too (taken over since).
+    const stale = (at: string) => this.#stale(path, at);
+    if (await stale(path)) {
+      const aside = `${path}.${crypto.randomUUID()}.stale`;
+      try {
+        await Deno.rename(path, aside);
+        if (!await stale(aside)) await Deno.link(aside, path).catch(() => {});
+      } catch {
+        // Another process removed it first: nothing to put back.
+      }
+      await Deno.remove(aside).catch(() => {});
+    }
     return "held";
   }
 
@@ -354,19 +364,4 @@ function removeOwnedSync(path: string, owner: string): void {
   } catch {
     // Gone already, or unreadable: nothing of ours to remove.
   }
-}
-
-/** Removes a stale lock: moved aside (atomic), put back unless what moved is stale too (taken over since). */
-async function removeStale(
-  path: string,
-  stale: (at: string) => Promise<boolean>,
-): Promise<void> {
-  const aside = `${path}.${crypto.randomUUID()}.stale`;
-  try {
-    await Deno.rename(path, aside);
-    if (!await stale(aside)) await Deno.link(aside, path).catch(() => {});
-  } catch {
-    // Another process removed it first: nothing to put back.
-  }
-  await Deno.remove(aside).catch(() => {});
 }

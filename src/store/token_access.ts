@@ -24,22 +24,6 @@ export type StoreClient = Parameters<typeof storeKey>[0] & {
 /** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
 export type TokenRequest = () => Promise<TokenRecord>;
 
-/** What a flight settled on, and whether the store already has it. */
-export interface Obtained {
-  readonly record: TokenRecord;
-  readonly saved: boolean;
-}
-
-/** What the provider tells the store about its need for a token. */
-export interface Need {
-  /** Whether a stored record answers the need without a request. */
-  answeredBy(record: TokenRecord): boolean;
-  /** Takes what a stored record knows, even when it does not answer the need. */
-  take(record: TokenRecord): void;
-  /** The longest one token request may take, in ms. */
-  readonly requestBudget: number;
-}
-
 /** One provider's access to its store (or to none). */
 export class StoreAccess {
   readonly #store: TokenStore | undefined;
@@ -60,12 +44,19 @@ export class StoreAccess {
     return this.#store !== undefined;
   }
 
-  /** The store's record if it answers the need, else the record of one request (coordinated where the store can). */
+  /** The store's record if it answers the provider's `need` for a token, else the record of one request (coordinated where the store can); and whether the store already has it. */
   async obtain(
     request: TokenRequest,
     signal: AbortSignal,
-    need: Need,
-  ): Promise<Obtained> {
+    need: {
+      /** Whether a stored record answers the need without a request. */
+      answeredBy(record: TokenRecord): boolean;
+      /** Takes what a stored record knows, even when it does not answer the need. */
+      take(record: TokenRecord): void;
+      /** The longest one token request may take, in ms. */
+      readonly requestBudget: number;
+    },
+  ): Promise<{ readonly record: TokenRecord; readonly saved: boolean }> {
     const store = this.#store;
     if (store === undefined) return { record: await request(), saved: true };
     const key = await this.key();

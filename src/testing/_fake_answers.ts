@@ -1,4 +1,4 @@
-// How the fake answers an API request: the bearer token, a 401, a list page, a card.
+// How the fake answers a list request that passed its token check: a page, as the service sends it.
 
 import {
   BadQuery,
@@ -7,18 +7,6 @@ import {
   pageOf,
 } from "./_list_data.ts";
 import { json } from "./_fake_http.ts";
-
-export function bearerToken(request: Request): string | undefined {
-  const header = request.headers.get("authorization") ?? "";
-  return /^Bearer ([^\s]+)$/i.exec(header)?.[1];
-}
-
-/** The answer to a request without a valid token. */
-export function unauthorized(): Response {
-  return json(401, { error: "invalid_token" }, {
-    "www-authenticate": 'Bearer error="invalid_token"',
-  });
-}
 
 /** One page of a list, as the service sends it. */
 export function answerList(
@@ -50,22 +38,5 @@ export function answerList(
     [name]: page,
     page: Number(params.get("page") ?? 1),
     limit: Number(params.get("limit") ?? 50),
-  });
-}
-
-/** A cardholder's card data, from the card-data origin. */
-export function answerCard(
-  lists: ReturnType<typeof generateLists>,
-  cardholderID: string,
-): Response {
-  const holder = lists.get("cardholders")?.items.find((item) =>
-    item.cardholderID === cardholderID
-  );
-  if (holder === undefined) return json(404, { error: "not_found" });
-  return json(200, {
-    cardholderID,
-    pan: `4000${cardholderID.replace(/\D/g, "").padStart(12, "0")}`,
-    expiry: "12/29",
-    name: holder.name,
   });
 }

@@ -153,27 +153,18 @@ export function removeItem(resource: ListResource, id: string): boolean {
   return true;
 }
 
-/** Puts `item` into every cached order of `resource`, or takes it out. */
+/** Puts `item` into every cached order of `resource` (before the first item not before it), or takes it out. */
 function resort(resource: ListResource, item: Item, way: "in" | "out"): void {
   for (const [order, sorted] of resource.sorted) {
-    const at = placeOf(sorted, item, orderOf(resource, order));
+    const compare = orderOf(resource, order);
+    let at = 0; // how many are known to come before `item`
+    for (let step = 2 ** 31; step >= 1; step /= 2) {
+      const next = sorted[at + step - 1];
+      if (next !== undefined && compare(next, item) < 0) at += step;
+    }
     if (way === "in") sorted.splice(at, 0, item);
     else sorted.splice(at, 1);
   }
-}
-
-/** The index of the first item of `sorted` not before `item`. */
-function placeOf(
-  sorted: readonly Item[],
-  item: Item,
-  order: (a: Item, b: Item) => number,
-): number {
-  let low = 0; // how many are known to come before `item`
-  for (let step = 2 ** 31; step >= 1; step /= 2) {
-    const next = sorted[low + step - 1];
-    if (next !== undefined && order(next, item) < 0) low += step;
-  }
-  return low;
 }
 
 /** The list named `name`; an unknown one is a TypeError naming those there are. */

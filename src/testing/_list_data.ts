@@ -76,31 +76,6 @@ function anchor(items: Item[], now: number): number {
   return epoch;
 }
 
-/** The three lists as drawn, each item's `creationDate` its place in the date range. */
-function drawLists(sizes: ListSizes, seed: number) {
-  const random = seededRandom(seed);
-  const draw = (length: number, item: (n: number) => Item) =>
-    Array.from({ length }, (_, i) => item(i + 1));
-  const organizations = draw(sizes.organizations, (n) => ({
-    organizationID: id("org", n),
-    companyName: `${pick(random, COMPANY_WORDS)} ${
-      pick(random, COMPANY_KINDS)
-    } ${n}`,
-    creationDate: offset(random),
-  }));
-  const cardholders = draw(sizes.cardholders, (n) => ({
-    cardholderID: id("ch", n),
-    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
-    organizationID: id("org", ((n - 1) % Math.max(1, sizes.organizations)) + 1),
-    creationDate: offset(random),
-  }));
-  const transactions = draw(
-    sizes.transactions,
-    (n) => transaction(n, offset(random), random),
-  );
-  return { organizations, cardholders, transactions };
-}
-
 /**
  * Each list's id field, sort fields, and order without `sortBy` (the service's: organizations by
  * company name, transactions by creation date, others by id).
@@ -128,7 +103,28 @@ const SHAPES = [
 
 /** The three lists from `seed`, the newest item of each a few minutes old at `now`. */
 export function generateLists(sizes: ListSizes, seed: number, now: number) {
-  const drawn = drawLists(sizes, seed);
+  // As drawn, each item's `creationDate` is its place in the date range.
+  const random = seededRandom(seed);
+  const draw = (length: number, item: (n: number) => Item) =>
+    Array.from({ length }, (_, i) => item(i + 1));
+  const organizations = draw(sizes.organizations, (n) => ({
+    organizationID: id("org", n),
+    companyName: `${pick(random, COMPANY_WORDS)} ${
+      pick(random, COMPANY_KINDS)
+    } ${n}`,
+    creationDate: offset(random),
+  }));
+  const cardholders = draw(sizes.cardholders, (n) => ({
+    cardholderID: id("ch", n),
+    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
+    organizationID: id("org", ((n - 1) % Math.max(1, sizes.organizations)) + 1),
+    creationDate: offset(random),
+  }));
+  const transactions = draw(
+    sizes.transactions,
+    (n) => transaction(n, offset(random), random),
+  );
+  const drawn = { organizations, cardholders, transactions };
   return new Map(SHAPES.map((shape): [string, ListResource] => {
     const items = drawn[shape.name];
     return [shape.name, {

@@ -26,12 +26,7 @@ import {
   randomText,
 } from "./_fake_http.ts";
 import { FakeTokenEndpoint, QuotaCounter } from "./_fake_token.ts";
-import {
-  answerCard,
-  answerList,
-  bearerToken,
-  unauthorized,
-} from "./_fake_answers.ts";
+import { answerList } from "./_fake_answers.ts";
 import type {
   FakeCredentials,
   FakeFault,
@@ -221,14 +216,25 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
     : answerApi(state, request, () => answerList(state, request, list));
 }
 
-/** The card-data origin. */
+/** The card-data origin: a cardholder's card data. */
 function handlePci(state: ServiceState, request: Request): Promise<Response> {
   // Routes by regular expression, not URLPattern: Node 20 has none.
   const { pathname } = new URL(request.url);
   const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(pathname)?.[1];
   return card === undefined
     ? Promise.resolve(json(404, { error: "not_found" }))
-    : answerApi(state, request, () => answerCard(state.lists, card));
+    : answerApi(state, request, () => {
+      const holder = state.lists.get("cardholders")?.items.find((item) =>
+        item.cardholderID === card
+      );
+      if (holder === undefined) return json(404, { error: "not_found" });
+      return json(200, {
+        cardholderID: card,
+        pan: `4000${card.replace(/\D/g, "").padStart(12, "0")}`,
+        expiry: "12/29",
+        name: holder.name,
+      });
+    });
 }
 
 /** An API request: latency, the rate limit, a fault, the token, the route. */
@@ -242,9 +248,12 @@ async function answerApi(
   const refused = state.rateLimited();
   if (refused !== undefined) return refused;
   const answer = () => {
-    const token = bearerToken(request);
+    const header = request.headers.get("authorization") ?? "";
+    const token = /^Bearer ([^\s]+)$/i.exec(header)?.[1];
     if (token === undefined || !state.endpoint.isValid(token)) {
-      return unauthorized();
+      return json(401, { error: "invalid_token" }, {
+        "www-authenticate": 'Bearer error="invalid_token"',
+      });
     }
     if (request.method !== "GET") {
       return json(405, { error: "method_not_allowed" });

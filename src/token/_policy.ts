@@ -13,10 +13,8 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
-import type { LocalTimes } from "../core/_clock.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
-import { given } from "../core/_check.ts";
 
 /** The longest a quota block lasts: a day bucket's reset, plus an hour of slack. */
 export const MAX_QUOTA_BLOCK = 25 * 3_600_000;
@@ -66,31 +64,22 @@ export function tokenTimes(
   };
 }
 
-/** What the provider knows when `getToken` is called. */
-export interface ProviderState {
-  readonly times?: TokenTimes | undefined;
-  /** When the running flight is given up on; absent without one. */
-  readonly flightDeadline?: number | undefined;
-  /** The quota block's end (after a 429). */
-  readonly blockedUntil?: number | undefined;
-  /** The cooldown's end (after a failure that was not the quota). */
-  readonly failedUntil?: number | undefined;
-}
-
-/** What `getToken` does: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
-export type Decision =
-  | "fresh"
-  | "refresh"
-  | "join"
-  | "blocked"
-  | "failed"
-  | "request";
-
-export function decide(state: ProviderState, now: number): Decision {
-  const flying = now < (state.flightDeadline ?? -Infinity);
-  const blocked = now < (state.blockedUntil ?? -Infinity);
-  const failed = now < (state.failedUntil ?? -Infinity);
-  const { times } = state;
+/** What `getToken` does, by what the provider knows when it is called: `"refresh"` serves the cached token meanwhile; `"blocked"`, `"failed"` send nothing. */
+export function decide(
+  { times, flightDeadline, blockedUntil, failedUntil }: {
+    readonly times?: TokenTimes | undefined;
+    /** When the running flight is given up on; absent without one. */
+    readonly flightDeadline?: number | undefined;
+    /** The quota block's end (after a 429). */
+    readonly blockedUntil?: number | undefined;
+    /** The cooldown's end (after a failure that was not the quota). */
+    readonly failedUntil?: number | undefined;
+  },
+  now: number,
+): "fresh" | "refresh" | "join" | "blocked" | "failed" | "request" {
+  const flying = now < (flightDeadline ?? -Infinity);
+  const blocked = now < (blockedUntil ?? -Infinity);
+  const failed = now < (failedUntil ?? -Infinity);
   if (times !== undefined && now < times.usableUntil) {
     return now < times.refreshAt || flying || blocked || failed
       ? "fresh"
@@ -192,24 +181,22 @@ export function settles(
     now < tokenTimes(record.token, refreshMargin).refreshAt;
 }
 
-/** `record` with its block's and cooldown's end as `local` reads them (this process's own, on its steady clock). */
-export function localRecord(
-  record: TokenRecord,
-  local: LocalTimes,
-  now: number,
-): TokenRecord {
-  const blockedUntil = local.read(record.blockedUntil, now);
-  const failure = local.readIn(record.failure, "until", now);
-  return { ...record, ...given({ blockedUntil, failure }) };
-}
-
 /**
- * What a record knows that the provider does not: a later token, a block still in force, a newer quota. A later token
- * without a block lifts the provider's block: the quota has reset for whoever got it.
+ * What a record knows that the provider does not (`known`: what it knows, as far as a record can add to it): a later
+ * token, a block still in force, a newer quota. A later token without a block lifts the provider's block: the quota
+ * has reset for whoever got it.
  */
 export function newerFromRecord(
   record: TokenRecord,
-  known: ProviderKnowledge,
+  known: {
+    readonly expiresAt?: number | undefined;
+    readonly blockedUntil?: number | undefined;
+    readonly quota?: QuotaSnapshot | undefined;
+    /** The last token invalidated: never taken back from a store. */
+    readonly rejected?: string | undefined;
+    readonly failure?: TokenFailure | undefined;
+    readonly renewal?: TokenRenewal | undefined;
+  },
   now: number,
 ) {
   const newer = isUsableToken(record.token, known.rejected) &&
@@ -229,17 +216,6 @@ export function newerFromRecord(
     ...(newer ? { token: record.token } : {}),
     ...(newerQuota ? { quota } : {}),
   };
-}
-
-/** What the provider knows, as far as a record can add to it. */
-export interface ProviderKnowledge {
-  readonly expiresAt?: number | undefined;
-  readonly blockedUntil?: number | undefined;
-  readonly quota?: QuotaSnapshot | undefined;
-  /** The last token invalidated: never taken back from a store. */
-  readonly rejected?: string | undefined;
-  readonly failure?: TokenFailure | undefined;
-  readonly renewal?: TokenRenewal | undefined;
 }
 
 /** The cooldown a record leaves in force; another process's success ends ours. */

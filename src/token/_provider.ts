@@ -13,7 +13,6 @@ import {
   type CachedToken,
   decide,
   flightBudget,
-  localRecord,
   newerFromRecord,
   requestBudget,
   settles,
@@ -337,10 +336,13 @@ export class CachingTokenProvider implements TokenProvider {
       : { quota: quotaSnapshot(buckets, this.#now()) };
   }
 
+  /** Whether `record` answers the need, its block's and cooldown's end as this process's own read them (on its steady clock). */
   #answersNeed(record: TokenRecord): boolean {
     const now = this.#now();
+    const blockedUntil = this.#local.read(record.blockedUntil, now);
+    const failure = this.#local.readIn(record.failure, "until", now);
     return settles(
-      localRecord(record, this.#local, now),
+      { ...record, ...given({ blockedUntil, failure }) },
       now,
       this.#config.refreshMargin,
       this.#rejected?.accessToken,

@@ -43,14 +43,6 @@ export function tokenFingerprint(accessToken: string): string {
   return high.toString(16).padStart(8, "0") + low.toString(16).padStart(8, "0");
 }
 
-/** What the ledger knows when a token met a 401. */
-export interface LedgerState {
-  /** The fleet's last renewal (the store's record, or this provider's own). */
-  readonly renewal?: TokenRenewal | undefined;
-  /** The freshest token known (stored or cached), if any. */
-  readonly current?: LedgerToken | undefined;
-}
-
 /**
  * The fleet-wide 401 ledger, over the record where the token lives: `"retry"` with the current token (free) when
  * another than the refused one is there or the fleet renewed this one; `"renew"` (drop it, retry with a fresh one) for
@@ -58,11 +50,15 @@ export interface LedgerState {
  * keep the token).
  */
 export function unauthorizedVerdict(
-  state: LedgerState,
+  { renewal, current }: {
+    /** The fleet's last renewal (the store's record, or this provider's own). */
+    readonly renewal?: TokenRenewal | undefined;
+    /** The freshest token known (stored or cached), if any. */
+    readonly current?: LedgerToken | undefined;
+  },
   refused: LedgerToken,
   now: number,
 ): "retry" | "renew" | "keep" {
-  const { renewal, current } = state;
   if (
     current !== undefined && current.accessToken !== refused.accessToken &&
     (current.expiresAt ?? Infinity) >= (refused.expiresAt ?? -Infinity)
