@@ -2,6 +2,7 @@
 // PostgreSQL COLLATE "C") reads a copy's rows in the pass's order from an index.
 
 import type { SyncKey } from "./_window.ts";
+import { tried } from "../core/_check.ts";
 
 /** Keys after `after` and at or before `upTo`, as texts, in the pass's order (`descending`: newest first); null: open. */
 export type KeyRange = {
@@ -50,6 +51,21 @@ export function keyText({ value, id }: SyncKey): string {
   hex(out, at, id);
   return ASCII.decode(out);
 }
+
+/**
+ * The key text a copy stores for `item`, or null when `keyOf` cannot key it or the text is longer than an index entry
+ * holds (PostgreSQL's B-tree: 2,704 bytes): such a row is judged at its cycle's end only, as one without a key.
+ */
+export function storedKey(
+  keyOf: (item: unknown) => SyncKey,
+  item: unknown,
+): string | null {
+  const text = tried(() => keyText(keyOf(item)));
+  return text !== undefined && text.length <= MAX_STORED_KEY ? text : null;
+}
+
+/** The longest key text stored: 2,000 ASCII bytes, below PostgreSQL's index entry limit with the row's overhead. */
+const MAX_STORED_KEY = 2_000;
 
 /** A finite double's bits as 16 hex digits that order as the numbers do (-0 as 0). */
 function numberText(value: number): string {

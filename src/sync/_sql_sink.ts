@@ -12,7 +12,7 @@ import {
   waitForLock,
 } from "./_lease.ts";
 import { sinkMismatch } from "./sync_error.ts";
-import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
+import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
 
 /** The checkpoints of every synced table, next to them. */
 export const CHECKPOINT_TABLE = "partner_api_sync";
@@ -193,16 +193,10 @@ export function storable(
     if (text === undefined) skipped.push(id);
     else {written.push(id),
         texts.push(text),
-        keys.push(keyOf(items[i], context));}
+        keys.push(context?.keyOf ? storedKey(context.keyOf, items[i]) : null);}
   }
   const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
   return { rows: { ids: written, texts, keys }, skipped, kept };
-}
-
-/** An item's key text for the key column; null without `keyOf` (a write outside a sync) or when it cannot key it. */
-function keyOf(item: unknown, context?: Pick<SyncWriteContext, "keyOf">) {
-  const key = context?.keyOf && tried(() => context.keyOf!(item));
-  return key === undefined ? null : keyText(key);
 }
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */

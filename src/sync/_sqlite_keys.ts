@@ -3,8 +3,7 @@
 
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
-import { tried } from "../core/_check.ts";
-import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
+import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
 import { type Commits, SEEN_TABLE } from "./_sqlite_sql.ts";
 
 export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
@@ -35,8 +34,8 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
       if (page.length === 0) return;
       commits.batch(() => {
         for (const { rowid, item } of page) {
-          const text = tried(() => keyText(keyOf(JSON.parse(`${item}`))));
-          if (text !== undefined) key.run(text, rowid as bigint);
+          const text = storedKey(keyOf, JSON.parse(`${item}`));
+          if (text !== null) key.run(text, rowid as bigint);
         }
       });
       from = (page.at(-1)!.rowid as bigint) + 1n;

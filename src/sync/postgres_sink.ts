@@ -2,7 +2,7 @@
 // SQL kit (_sql_sink.ts: the flow, _postgres_sql.ts: the statements). Each batch is ONE statement and the lock a
 // lease row, because a pool may send statements on different connections.
 
-import { tried, typeError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
@@ -21,7 +21,7 @@ import {
   unkeyedSql,
   unseenSql,
 } from "./_postgres_sql.ts";
-import { type KeyedCopy, keyText } from "./_key_text.ts";
+import { type KeyedCopy, storedKey } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { sinkMismatch } from "./sync_error.ts";
 
@@ -263,8 +263,8 @@ class PostgresDialect implements kit.SqlDialect {
       const sql = unkeyedSql(this.#table, after !== null);
       const page = await this.#read(sql, [after ?? "", `${KEY_PAGE}`]);
       const keys = page.flatMap(({ id, item }) => {
-        const key = tried(() => keyOf(JSON.parse(`${item}`)));
-        return key === undefined ? [] : [[id, keyText(key)]];
+        const key = storedKey(keyOf, JSON.parse(`${item}`));
+        return key === null ? [] : [[id, key]];
       });
       if (keys.length > 0) await this.#read(keying, [JSON.stringify(keys)]);
       if (page.length < KEY_PAGE) return;
