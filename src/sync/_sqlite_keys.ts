@@ -8,13 +8,23 @@ import { type Commits, SEEN_TABLE } from "./_sqlite_sql.ts";
 
 export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
 
-/** Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. */
+/**
+ * Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. All
+ * keys are made again when the first and last are not what the run's `keyOf` makes of their items (an `id` function
+ * changed): a wrong key hides its row from a window's range.
+ */
 export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const unkeyed = db.prepare(
     `SELECT rowid, item FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000`,
   );
   const key = db.prepare(
     `UPDATE ${table} SET partner_api_key = ? WHERE rowid = ?`,
+  );
+  const ends = ["", " DESC"].map((order) =>
+    db.prepare(
+      `SELECT item, partner_api_key AS key FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NOT NULL
+      ORDER BY partner_api_key${order} LIMIT 16`,
+    )
   );
   // A range's unseen rows (?3 after, ?4 up to, ?5 the most): each looked up in the log's index (NOT IN read the cycle's
   // whole log a window: 38 ms at 50,000 seen).
@@ -26,8 +36,17 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const up = read("partner_api_key > ?3 AND partner_api_key <= ?4", "");
   const down = read("partner_api_key < ?3 AND partner_api_key >= ?4", " DESC");
   let keying: Promise<void> | undefined;
-  /** Keys each live row whose key is NULL, a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
+  /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
   const keyRows = async (commits: Commits, keyOf: Ask[3]) => {
+    const wrong = (row: Record<string, unknown>) =>
+      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
+    if (ends.some((end) => end.all().some(wrong))) {
+      commits.batch(() =>
+        db.exec(
+          `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
+        )
+      );
+    }
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {
       const page = unkeyed.all(from);

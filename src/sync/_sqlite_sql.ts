@@ -64,6 +64,7 @@ function createTables(db: DatabaseSync, table: string): void {
   // 0.3's tables had none of these, 0.4's no key (_sqlite_keys.ts keys their rows); the guard reads ranges by the indexes.
   addColumn(db, kit.CHECKPOINT_TABLE, "rows INTEGER");
   addColumn(db, kit.CHECKPOINT_TABLE, "last TEXT");
+  addColumn(db, kit.CHECKPOINT_TABLE, "keyed TEXT"); // the checkpoint a keying version saved last (`keyedCopy`)
   addColumn(db, table, "deleted_at TEXT");
   addColumn(db, table, "partner_api_key TEXT");
   const index = `${table.slice(0, -1)}_partner_api_key"`; // quoted as the table
@@ -129,8 +130,15 @@ export function statements(db: DatabaseSync, table: string) {
       `DELETE FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?1 AND target <> ?1`,
     ),
     save: q(
-      `INSERT INTO ${kit.CHECKPOINT_TABLE} (target, checkpoint, rows, last) VALUES (?1, ?2, ?3, ?4)
-      ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last`,
+      `INSERT INTO ${kit.CHECKPOINT_TABLE} (target, checkpoint, rows, last, keyed) VALUES (?1, ?2, ?3, ?4, ?2)
+      ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last,
+      keyed = excluded.keyed`,
+    ),
+    unkeyedWriter: q(
+      `SELECT 1 FROM ${kit.CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
+    ),
+    unkey: q(
+      `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
     ),
     take: q(lease.take),
     refresh: q(lease.refresh),

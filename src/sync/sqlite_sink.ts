@@ -206,6 +206,10 @@ class SqliteDialect implements kit.SqlDialect {
     if (taken !== undefined) {
       this.commits.grouping = true;
       this.#keyed = undefined;
+      // Another writer (0.4) saved since: the rows it rewrote kept their old items' keys; all are keyed again.
+      if (st.unkeyedWriter.get(this.#target) !== undefined) {
+        this.commits.batch(() => st.unkey.run());
+      }
       return { taken: token };
     }
     const holder = this.#holder(st);
