@@ -83,6 +83,7 @@ export function createSql(T: string): string {
     stagedKey: lacks(S, KEY),
     checkpoints: absent(C),
     rows: lacks(C, "rows"),
+    keyed: lacks(C, "keyed"),
     stage: absent(S),
     lease: absent(L),
   };
@@ -96,6 +97,7 @@ export function createSql(T: string): string {
   IF ${no.keyIndex} THEN CREATE INDEX ON ${T} (${KEY}) WHERE deleted_at IS NULL; END IF;
   IF ${no.checkpoints} THEN CREATE TABLE ${C} (target text PRIMARY KEY, checkpoint text NOT NULL, rows bigint, last text); END IF;
   IF ${no.rows} THEN ALTER TABLE ${C} ADD COLUMN rows bigint, ADD COLUMN last text; END IF;
+  IF ${no.keyed} THEN ALTER TABLE ${C} ADD COLUMN keyed text; END IF;
   IF ${jsonbCheckpoint} THEN ALTER TABLE ${C} ALTER COLUMN checkpoint TYPE text USING checkpoint::text; END IF;
   IF ${no.stage} THEN CREATE TABLE ${S} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, item jsonb NOT NULL, PRIMARY KEY (target, id)); END IF;
   IF ${no.stagedKey} THEN ALTER TABLE ${S} ADD COLUMN ${KEY} text; END IF;
@@ -132,6 +134,23 @@ const LEASE = kit.leaseSql((n) => `$${n}::text`, "clock_timestamp()", STALE);
 export const unkeyedSql = (table: string, after: boolean) =>
   `SELECT id, item::text AS item FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NULL
   AND id ${after ? ">" : ">="} $1::text ORDER BY id LIMIT $2::text::bigint`;
+
+/**
+ * Clears every key ($1 the target) when another writer (0.4) saved the checkpoint since a keying version did (`keyed`,
+ * the checkpoint it saved): the rows it rewrote kept their old items' keys. With `always`, whatever saved last.
+ */
+export const unkeySql = (table: string, always = false) =>
+  `UPDATE ${table} SET ${KEY} = NULL WHERE ${KEY} IS NOT NULL${
+    always ? "" : ` AND EXISTS (SELECT 1 FROM ${kit.CHECKPOINT_TABLE}
+    WHERE target = $1::text AND keyed IS DISTINCT FROM checkpoint)`
+  }`;
+
+/** The first and last keys ($1 how many each) with their items: the run's `keyOf` must make the same of them. */
+export const keyEndsSql = (table: string) =>
+  ["", " DESC"].map((order) =>
+    `(SELECT item::text AS item, ${KEY} AS key FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NOT NULL
+    ORDER BY ${KEY}${order} LIMIT 16)`
+  ).join(" UNION ALL ");
 
 /** Keys rows still without one: $1 `[[id, key], ...]`. */
 export const keySql = (table: string) =>

@@ -212,15 +212,16 @@ function savedStep(table: string, shape: Shape, gated: string): string {
     FROM (SELECT ${lastBefore} AS last) AS l
     WHERE NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = substr(l.last, strpos(l.last, ':') + 1)))`;
   return `saved AS (
-  INSERT INTO ${kit.CHECKPOINT_TABLE} AS c (target, checkpoint, rows, last)
-  SELECT $1::text, $3::text,
+  INSERT INTO ${kit.CHECKPOINT_TABLE} AS c (target, checkpoint, keyed, rows, last)
+  SELECT $1::text, $3::text, $3::text,
     coalesce(${before("rows")}, (SELECT count(*) FROM ${table}))
       + (SELECT count(*) FROM kinds WHERE change = 'insert')${applied}${gone},
     coalesce(
       (SELECT ${fingerprint} || ':' || b.id FROM batch b${written} ORDER BY b.ord DESC LIMIT 1),
       ${keptLast})
   ${gated}
-  ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last
+  ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, keyed = excluded.keyed, rows = excluded.rows,
+    last = excluded.last
   RETURNING 1
 )`;
 }

@@ -15,10 +15,12 @@ import {
   createChangesSql,
   createSql,
   KEY,
+  keyEndsSql,
   keySql,
   LEASE_SQL,
   postgresText,
   unkeyedSql,
+  unkeySql,
   unseenSql,
 } from "./_postgres_sql.ts";
 import { type KeyedCopy, storedKey } from "./_key_text.ts";
@@ -180,7 +182,10 @@ class PostgresDialect implements kit.SqlDialect {
 
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
     const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
-    if (row.taken === token) return { taken: token };
+    if (row.taken === token) {
+      await this.#read(unkeySql(this.#table), [this.#target]);
+      return { taken: token };
+    }
     const stopped = row.stale === "true";
     return { holder: stopped ? "a run that stopped" : holderOf(row.holder) };
   }
@@ -258,6 +263,11 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** Keys the live rows without a key, a page of KEY_PAGE a query by id; one `keyOf` cannot key stays without. */
   async #keyAll(keyOf: KeyOf): Promise<void> {
+    const ends = await this.#read(keyEndsSql(this.#table), []);
+    const wrong = (row: Row) =>
+      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
+    // An `id` function that changed leaves every key of the other's making.
+    if (ends.some(wrong)) await this.#read(unkeySql(this.#table, true), []);
     const keying = keySql(this.#table);
     for (let after: string | null = null;;) {
       const sql = unkeyedSql(this.#table, after !== null);

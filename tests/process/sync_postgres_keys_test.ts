@@ -8,6 +8,7 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import {
   createPostgresSink,
   type SyncCheckpoint,
+  syncList,
   type SyncSink,
   type SyncWriteContext,
 } from "../../src/sync/mod.ts";
@@ -20,6 +21,7 @@ import {
 } from "../../src/sync/_key_text.ts";
 import type { SyncKey } from "../../src/sync/_window.ts";
 import { runs } from "../_property_runs.ts";
+import { listOf } from "../_sync_fake.ts";
 import { checkpointAt } from "../sync_fixtures.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
 import {
@@ -349,6 +351,63 @@ const steps: { name: string; fn: (db: Connection) => Promise<void> }[] = [
   },
   {
     name:
+      "rows a writer that keeps no keys (0.4) moved are keyed again, and keys that are not what the run's keyOf makes of their items (as an id function that changed leaves them): a sweep window answered with another list where they lie is read again (100 foreign rows went in and 100 that exist were removed)",
+    async fn(db) {
+      type Ranked = { id: string; rank: number };
+      for (const saved of [true, false]) {
+        const list: Ranked[] = Array.from({ length: 2_000 }, (_, i) => ({
+          id: `a${String(i).padStart(5, "0")}`,
+          rank: i,
+        }));
+        const sorted = () => list.toSorted((a, b) => a.rank - b.rank);
+        let [foreign, foreignAt] = [[] as Ranked[], -1];
+        const service = listOf(sorted, {
+          answer: (page, n) =>
+            n === foreignAt ? foreign.slice(0, page.length) : page,
+        });
+        const table = `stale${++tables}`;
+        const sink = createPostgresSink<Ranked>({ query: db.query, table });
+        const options = { sortBy: "rank", maxLimit: 100, sink };
+        await syncList(service.client, "things", {
+          ...options,
+          id: "id",
+          sweep: 0,
+        });
+        const moved = sorted().slice(-101, -1); // the last committed row stays: the record names it
+        moved.forEach((item, j) => item.rank = -100 + j);
+        for (const item of moved) {
+          await db.rows(
+            `UPDATE "${table}" SET item = $1::text::jsonb WHERE id = $2::text`,
+            [JSON.stringify(item), item.id],
+          );
+        }
+        // Saved by that writer (its checkpoint), or not: then the keys at the ends tell.
+        if (saved) {
+          await db.rows(
+            `UPDATE partner_api_sync SET checkpoint = checkpoint || ' '`,
+          );
+        }
+        foreign = moved.map((item, j) => ({ id: `x${j}`, rank: item.rank }));
+        foreignAt = service.requests + 2; // the sweep's first window, after the head's one request
+        const run = await syncList(service.client, "things", {
+          ...options,
+          id: "id",
+          sweep: Infinity,
+        });
+        const live = await db.rows<{ n: string; x: string }>(
+          `SELECT count(*)::text AS n, count(*) FILTER (WHERE id LIKE 'x%')::text AS x FROM "${table}" WHERE deleted_at IS NULL`,
+        );
+        deepStrictEqual([run.inserted, run.deleted, live[0]!.n, live[0]!.x], [
+          0,
+          0,
+          "2000",
+          "0",
+        ], `saved ${saved}`);
+      }
+    },
+  },
+  {
+    name:
       "an item whose key text would pass an index entry's size (a sort value of 2,500 characters, 4 hex digits each) is written with no key and never answered (it failed the write with error 54000, and every run after it)",
     async fn(db) {
       const sink = sinkOf(db, `long${++tables}`);
@@ -397,12 +456,19 @@ const steps: { name: string; fn: (db: Connection) => Promise<void> }[] = [
         table: "large",
       }) as Sink;
       await using _lease = await sink.lock!();
+      // Keyed as an earlier version left them: none, so the first read keys them all (and checks them, as ever).
       await db.rows(
-        `INSERT INTO "large" (id, item, seen, partner_api_key) SELECT g::text, '{}', g % 2,
-          '0' || lpad(to_hex(g), 16, '0') || '.' FROM generate_series(1, 100000) AS g`,
+        `INSERT INTO "large" (id, item, seen) SELECT g::text, json_build_object('id', g::text, 'sort', g, 'v', 0),
+          g % 2 FROM generate_series(1, 100000) AS g`,
+      );
+      await sink.unseenBetween(
+        1,
+        { after: null, upTo: null, descending: false },
+        1,
+        keyOf,
       );
       await db.rows(`ANALYZE "large"`);
-      const key = (n: number) => `0${n.toString(16).padStart(16, "0")}.`;
+      const key = (n: number) => keyText({ value: n, id: String(n) });
       const ranges: KeyRange[] = [
         { after: key(50_000), upTo: key(50_400), descending: false },
         { after: key(50_400), upTo: key(50_000), descending: true },
