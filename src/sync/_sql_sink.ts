@@ -190,19 +190,18 @@ export function storable(
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;
     const text = id.isWellFormed() ? dialect.text(items[i], id) : undefined;
-    if (text === undefined) skipped.push(id);
-    else {written.push(id),
-        texts.push(text),
-        keys.push(keyOf(items[i], context));}
+    if (text === undefined) {
+      skipped.push(id);
+      continue;
+    }
+    // Null without `keyOf` (a write outside a sync) or for an item it cannot key.
+    const key = context?.keyOf && tried(() => context.keyOf!(items[i]));
+    written.push(id);
+    texts.push(text);
+    keys.push(key === undefined ? null : keyText(key));
   }
   const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
   return { rows: { ids: written, texts, keys }, skipped, kept };
-}
-
-/** An item's key text for the key column; null without `keyOf` (a write outside a sync) or when it cannot key it. */
-function keyOf(item: unknown, context?: Pick<SyncWriteContext, "keyOf">) {
-  const key = context?.keyOf && tried(() => context.keyOf!(item));
-  return key === undefined ? null : keyText(key);
 }
 
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
