@@ -116,13 +116,11 @@ export function createChangesSql(changes: string, table: string, at: string) {
   IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
 }
 
-const LOCK_KEY = quoted(kit.CHECKPOINT_TABLE);
-
 /** `IF ... THEN ...` steps under an advisory lock (two first runs would race in CREATE TABLE), no notices emitted. */
 function migration(steps: string): string {
   return `DO $partner_api$
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext(${LOCK_KEY}));${steps}
+  PERFORM pg_advisory_xact_lock(hashtext('${kit.CHECKPOINT_TABLE}'));${steps}
 END
 $partner_api$`;
 }

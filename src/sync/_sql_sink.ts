@@ -190,10 +190,14 @@ export function storable(
   for (const i of [...at.values()].sort((a, b) => a - b)) {
     const id = ids[i]!;
     const text = id.isWellFormed() ? dialect.text(items[i], id) : undefined;
-    if (text === undefined) skipped.push(id);
-    else {written.push(id),
-        texts.push(text),
-        keys.push(context?.keyOf ? storedKey(context.keyOf, items[i]) : null);}
+    if (text === undefined) {
+      skipped.push(id);
+      continue;
+    }
+    written.push(id);
+    texts.push(text);
+    // Null without `keyOf` (a write outside a sync), for an item it cannot key, or a key too long to store.
+    keys.push(context?.keyOf ? storedKey(context.keyOf, items[i]) : null);
   }
   const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
   return { rows: { ids: written, texts, keys }, skipped, kept };

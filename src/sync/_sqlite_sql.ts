@@ -23,16 +23,6 @@ export function columnsOf(db: DatabaseSync, table: string): string[] {
   return found.map((row) => `${row.c}`);
 }
 
-/** `read` in one read transaction (a savepoint: nested in the user's own): another connection's commit lands before or after it all. */
-export function snapshot<R>(db: DatabaseSync, read: () => R): R {
-  db.exec("SAVEPOINT partner_api_read");
-  try {
-    return read();
-  } finally {
-    if (db.isTransaction) db.exec("RELEASE partner_api_read"); // read only: nothing to roll back
-  }
-}
-
 /** Whether `table` and its change table exist, and why either is not this sink's (`foreign`), if one is not. Reads only. */
 export function tablesOf(db: DatabaseSync, table: string) {
   // Keyed by id TEXT alone, item TEXT, deleted_at TEXT if any (0.3 lacked it); other columns may be yours.

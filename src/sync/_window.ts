@@ -31,8 +31,8 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly rejected?: number;
   readonly maxLimit: number;
   readonly descending?: boolean;
-  /** The keys this pass commits (every key when absent). */
-  readonly domain?: Domain;
+  /** The keys this pass commits (every key when absent), ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
+  readonly domain?: { above: SyncKey | null; upTo: SyncKey | null };
   /** While a window missed the edge: what is known of where it stands. */
   readonly seek?: Seek;
   /** A sweep: the window before was short, and ended at this key (null: empty); a short one that agrees ends the pass. */
@@ -45,9 +45,6 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
 
 /** Where the edge stands, as windows that missed it tell: at or after `low`, before `high`, after `probes` misses. */
 export type Seek = NonNullable<SweepCursor["seek"]>;
-
-/** The keys a pass commits, ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
-export type Domain = { above: SyncKey | null; upTo: SyncKey | null };
 
 /** One window: `limit` items from `start`, i.e. page `start / limit + 1`. */
 export type WindowPlan = { start: number; limit: number; page: number };

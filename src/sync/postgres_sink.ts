@@ -253,7 +253,7 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
   async unseenBetween(
-    ...[cycle, range, most, keyOf]: Parameters<UnseenBetween>
+    ...[cycle, range, most, keyOf]: Parameters<KeyedCopy["unseenBetween"]>
   ) {
     await this.#keyed.get(keyOf);
     const { sql, params } = unseenSql(this.#table, cycle, range, most);
@@ -335,8 +335,7 @@ class PostgresDialect implements kit.SqlDialect {
   }
 }
 
-type UnseenBetween = KeyedCopy["unseenBetween"];
-type KeyOf = Parameters<UnseenBetween>[3];
+type KeyOf = Parameters<KeyedCopy["unseenBetween"]>[3];
 
 /** `make`'s promise, made once (from the first call's arguments), and again after it failed or a reset. */
 function once<A extends unknown[], R>(make: (...a: A) => Promise<R>) {

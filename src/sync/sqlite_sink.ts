@@ -25,7 +25,6 @@ import {
   changeTable,
   columnsOf,
   Commits,
-  snapshot,
   split,
   type Statements,
   statements,
@@ -189,9 +188,14 @@ class SqliteDialect implements kit.SqlDialect {
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
     }
-    // One snapshot: another run's commit between the row count and the checkpoint made a sound copy look foreign.
-    const db = this.#db;
-    return snapshot(db, () => readCopy(db, this.#table, this.#target));
+    // One read transaction (a savepoint: nested in the user's own): another run's commit between the row count and the
+    // checkpoint made a sound copy look foreign.
+    this.#db.exec("SAVEPOINT partner_api_read");
+    try {
+      return readCopy(this.#db, this.#table, this.#target);
+    } finally {
+      if (this.#db.isTransaction) this.#db.exec("RELEASE partner_api_read"); // read only: nothing to roll back
+    }
   }
 
   take(token: string): { taken: string } | { holder: string } {

@@ -265,7 +265,7 @@ async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
   );
 }
 
-/** Whether the sink shows that its copy holds no live row (one confirmed emptied); unknown without `liveRows`: false. */
+/** Whether the sink shows that its copy holds no live row (one confirmed emptied): by `liveCount` or `liveRows`; unknown without: false. */
 async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
   const { sink } = config;
   await committer.done();
