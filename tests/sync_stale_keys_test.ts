@@ -14,10 +14,9 @@ Deno.test("rows a writer that keeps no keys (0.4) moved keep no stale key: a swe
     rank: i,
   }));
   const sorted = () => list.toSorted((a, b) => a.rank - b.rank);
-  let foreign: Ranked[] | undefined;
+  const foreign: Ranked[] = [];
   const service = listOf(sorted, {
-    answer: (page, n) =>
-      n === foreignAt ? foreign!.slice(0, page.length) : page,
+    answer: (page, n) => n === foreignAt ? foreign.slice(0, page.length) : page,
   });
   let foreignAt = -1;
   const database = new DatabaseSync(":memory:");
@@ -33,7 +32,7 @@ Deno.test("rows a writer that keeps no keys (0.4) moved keep no stale key: a swe
   database.exec(
     `UPDATE partner_api_sync SET checkpoint = json_set(checkpoint, '$.verifiedAt', 1)`,
   );
-  foreign = moved.map((item, j) => ({ id: `x${j}`, rank: item.rank }));
+  foreign.push(...moved.map((item, j) => ({ id: `x${j}`, rank: item.rank })));
   foreignAt = service.requests + 2; // the sweep's first window, after the head's one request
   const run = await syncList(service.client, "things", {
     ...options,

@@ -9,6 +9,7 @@ import {
   type CopyReader,
   doubter,
   heldBack,
+  holdsUnseen,
   rowsReader,
   type WindowGuard,
   windowGuard,
@@ -165,6 +166,15 @@ Deno.test("the refusal never counts more rows than the copy holds, windows read 
   equal(guard.doubled, 98);
   equal(await heldBack(guard, { ids: [], last: key(100), ended: true }), true);
   equal(guard.refused, 100); // 49 + 98 weighed, of the 100 the copy holds
+});
+
+Deno.test("a window whose range's answer is cut at the share may hold rows the cycle has yet to see: a page 1 after the cursor then goes on to the guard, not given up as another list's (the answer cut at 12 of 49 left out the window's own row)", async () => {
+  const guard = await guardOf(false); // 10 of 100 may go: an answer holds at most 1 + 10 + 1
+  const window = { ids: ["r99"], last: key(99), ended: false };
+  equal(await holdsUnseen(guard, window), true);
+  equal(await heldBack(guard, window), true);
+  const open = await guardOf(false, 1); // nothing cut
+  equal(await holdsUnseen(open, { ...window, ids: ["x"] }), false);
 });
 
 Deno.test("a window weighs the cycle's share alone: the last 24 hours' deletes are its end's (a record may leave the 24 hours before it)", async () => {

@@ -5,8 +5,45 @@ import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
 import { type Commits, SEEN_TABLE } from "./_sqlite_sql.ts";
+import { CHECKPOINT_TABLE } from "./_sql_sink.ts";
 
 export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
+
+/**
+ * Clears every key when another writer (0.4) saved the checkpoint since a keying version did (`keyed`, the checkpoint
+ * it saved): the rows it rewrote kept their old items' keys. Back-fill keys them again.
+ */
+export function unkeyAfterOthers(
+  db: DatabaseSync,
+  { table, target, commits }: {
+    table: string;
+    target: string;
+    commits: Commits;
+  },
+): void {
+  const other = db.prepare(
+    `SELECT 1 FROM ${CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
+  ).get(target);
+  if (other !== undefined) commits.batch(() => unkeyAll(db, table));
+}
+
+function unkeyAll(db: DatabaseSync, table: string): void {
+  db.exec(
+    `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
+  );
+}
+
+/** Whether the first or last 16 keys are not what `keyOf` makes of their items (an `id` function that changed). */
+function endsWrong(db: DatabaseSync, table: string, keyOf: Ask[3]): boolean {
+  return ["", " DESC"].some((order) =>
+    db.prepare(
+      `SELECT item, partner_api_key AS key FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NOT NULL
+      ORDER BY partner_api_key${order} LIMIT 16`,
+    ).all().some((row) =>
+      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key
+    )
+  );
+}
 
 /**
  * Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. All
@@ -20,12 +57,6 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const key = db.prepare(
     `UPDATE ${table} SET partner_api_key = ? WHERE rowid = ?`,
   );
-  const ends = ["", " DESC"].map((order) =>
-    db.prepare(
-      `SELECT item, partner_api_key AS key FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NOT NULL
-      ORDER BY partner_api_key${order} LIMIT 16`,
-    )
-  );
   // A range's unseen rows (?3 after, ?4 up to, ?5 the most): each looked up in the log's index (NOT IN read the cycle's
   // whole log a window: 38 ms at 50,000 seen).
   const read = (range: string, order: string) =>
@@ -38,15 +69,7 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   let keying: Promise<void> | undefined;
   /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
   const keyRows = async (commits: Commits, keyOf: Ask[3]) => {
-    const wrong = (row: Record<string, unknown>) =>
-      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
-    if (ends.some((end) => end.all().some(wrong))) {
-      commits.batch(() =>
-        db.exec(
-          `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
-        )
-      );
-    }
+    if (endsWrong(db, table, keyOf)) commits.batch(() => unkeyAll(db, table));
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {
       const page = unkeyed.all(from);

@@ -124,12 +124,6 @@ export function statements(db: DatabaseSync, table: string) {
       ON CONFLICT (target) DO UPDATE SET checkpoint = excluded.checkpoint, rows = excluded.rows, last = excluded.last,
       keyed = excluded.keyed`,
     ),
-    unkeyedWriter: q(
-      `SELECT 1 FROM ${kit.CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
-    ),
-    unkey: q(
-      `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
-    ),
     take: q(lease.take),
     refresh: q(lease.refresh),
     release: q(lease.release),

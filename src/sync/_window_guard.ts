@@ -63,8 +63,12 @@ export interface WindowGuard {
   retaken?: string;
 }
 
-/** The copy's unseen rows past where the pass stands: the first (`rows`), and how many more there are (not kept). */
-type Ahead = { readonly rows: readonly UnseenRow[]; readonly more: number };
+/** The copy's unseen rows past where the pass stands: the first (`rows`), cut (`full`), and how many more (not kept). */
+type Ahead = {
+  readonly rows: readonly UnseenRow[];
+  readonly full: boolean;
+  readonly more: number;
+};
 
 /** A window as the guard sees it: its ids, and the key it ends at (`ended`: the cycle's last). */
 type Passing = {
@@ -147,16 +151,19 @@ async function countFrom(
 /** Rows a refusal's count reads at a time. */
 const COUNTED_PAGE = 10_000;
 
-/** Whether a window holds a row of the copy that the cycle has yet to see, at or before its end (its range's, or passed). */
+/**
+ * Whether a window holds a row of the copy that the cycle has yet to see, at or before its end (its range's, or passed),
+ * or may: an answer cut at the share may leave them out, and its window breaks the guard anyway.
+ */
 export async function holdsUnseen(
   guard: WindowGuard,
   window: Passing,
 ): Promise<boolean> {
   const upTo = window.last && keyText(window.last);
-  const ahead = new Set(
-    (await rowsAhead(guard, upTo, window.ids)).rows.map((row) => row.id),
-  );
-  return window.ids.some((id) => guard.passed.has(id) || ahead.has(id));
+  const { rows, full } = await rowsAhead(guard, upTo, window.ids);
+  const ahead = new Set(rows.map((row) => row.id));
+  return full ||
+    window.ids.some((id) => guard.passed.has(id) || ahead.has(id));
 }
 
 /**
@@ -173,9 +180,10 @@ export function doubter(guard: WindowGuard | undefined) {
     },
   ) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
-    const window = { ids, last: edge, ended: false };
-    if (await holdsUnseen(guard, window)) return false;
+    // Exactly what the answer shows (one cut at the share is refused where the window commits).
     const { rows, more } = await rowsAhead(guard, keyText(edge), ids);
+    const ahead = new Set(rows.map((row) => row.id));
+    if (ids.some((id) => guard.passed.has(id) || ahead.has(id))) return false;
     const passes = rows.length + more; // none of them its own
     if (passes === 0) return false;
     if (doubted !== ids[0]) return (doubted = ids[0], true);
@@ -196,7 +204,7 @@ async function rowsAhead(
 ): Promise<Ahead> {
   const { reach, ahead } = guard;
   if (upTo !== null && !before(guard, reach, upTo)) {
-    return { rows: [], more: 0 };
+    return { rows: [], full: false, more: 0 };
   }
   if (ahead?.reach === reach && ahead.upTo === upTo) return ahead;
   const base = Math.max(guard.copy.held, guard.recent.largest);
@@ -204,8 +212,9 @@ async function rowsAhead(
   const rows = await guard.copy.unseen(reach, upTo, most);
   // A full answer breaks the guard: the rows past it are counted for the refusal's share, not kept.
   const range: [string, string | null] = [rows.at(-1)?.key ?? "", upTo];
-  const more = rows.length < most ? 0 : await countFrom(guard.copy, range, ids);
-  guard.ahead = { reach, upTo, rows, more };
+  const full = rows.length >= most;
+  const more = full ? await countFrom(guard.copy, range, ids) : 0;
+  guard.ahead = { reach, upTo, rows, full, more };
   return guard.ahead;
 }
 

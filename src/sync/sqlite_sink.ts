@@ -30,7 +30,7 @@ import {
   statements,
   tablesOf,
 } from "./_sqlite_sql.ts";
-import { type Ask, keyedCopy } from "./_sqlite_keys.ts";
+import { type Ask, keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
 /** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
@@ -210,10 +210,11 @@ class SqliteDialect implements kit.SqlDialect {
     if (taken !== undefined) {
       this.commits.grouping = true;
       this.#keyed = undefined;
-      // Another writer (0.4) saved since: the rows it rewrote kept their old items' keys; all are keyed again.
-      if (st.unkeyedWriter.get(this.#target) !== undefined) {
-        this.commits.batch(() => st.unkey.run());
-      }
+      unkeyAfterOthers(this.#db, {
+        table: this.#table,
+        target: this.#target,
+        commits: this.commits,
+      });
       return { taken: token };
     }
     const holder = this.#holder(st);
