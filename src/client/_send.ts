@@ -179,12 +179,15 @@ class ApiRequest<T>
     durationMs: number,
     deadline: Deadline,
   ): ApiRequestEvent {
+    const { hostname, port, protocol, pathname } = this.target;
     return {
       type: "api.request",
       method: this.method,
       base: this.exchange.kind,
-      path: this.target.pathname,
-      ...serverOf(this.target),
+      path: pathname,
+      // Where it went: host (an IPv6 address without brackets) and port.
+      host: hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: Number(port || (protocol === "https:" ? 443 : 80)),
       status: response?.status ?? 0,
       ...(response === undefined ? { reason: noAnswerReason(deadline) } : {}),
       attempt,
@@ -349,12 +352,6 @@ const SENDABLE = "must be a RequestInit fetch can send";
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
-
-/** Where a request went, as its event says: host and port. */
-function serverOf(url: URL): { host: string; port: number } {
-  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-  return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
-}
 
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
 function withBearer(headers: HeadersInit | undefined, accessToken: string) {
