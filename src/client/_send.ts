@@ -259,7 +259,19 @@ async function carryOut<T>(
   }
   // No answer is never delivered: after one, it is retry or fail.
   if (step.do !== "retry" && step.do !== "follow") {
-    return { do: "fail", error: noAnswer(request, deadline, attempts) };
+    const { secrets, target, method, exchange } = request;
+    const timedOut = deadline.timedOut;
+    const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
+    const reason = noAnswerReason(deadline);
+    const url = displayUrl(target);
+    const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
+    // A fetch's error may quote what it was handed: the token, or a credential.
+    const why = describeCause(cause, secrets);
+    const error = new ApiError(
+      `${exchange.context}: ${method} ${url} got no answer${tries}: ${why}`,
+      { status: 0, url, cause: cleanCause(cause, secrets), reason, attempts },
+    );
+    return { do: "fail", error };
   }
   if (response !== undefined) await discard(response);
   if (step.do === "follow") {
@@ -303,25 +315,6 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
 /** Why an attempt got no answer, as its event and error say. */
 const noAnswerReason = (deadline: Deadline) =>
   deadline.timedOut ? "timeout" : "network";
-
-/** The error for a request that got no answer after its retries. */
-function noAnswer(
-  request: ApiRequest<unknown>,
-  deadline: Deadline,
-  attempts: number,
-): ApiError {
-  const { timedOut } = deadline, { secrets } = request;
-  const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
-  const reason = noAnswerReason(deadline);
-  const url = displayUrl(request.target);
-  const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
-  // A fetch's error may quote what it was handed: the token, or a credential.
-  const why = describeCause(cause, secrets);
-  return new ApiError(
-    `${request.exchange.context}: ${request.method} ${url} got no answer${tries}: ${why}`,
-    { status: 0, url, cause: cleanCause(cause, secrets), reason, attempts },
-  );
-}
 
 /** The error for a request the runtime would not send (no net permission for its host): the flag to add first, or the `--deny-net` to remove. */
 function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
