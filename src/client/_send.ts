@@ -151,9 +151,18 @@ class ApiRequest<T>
   ): Next<T> | Promise<Next<T>> {
     if (response === undefined) {
       this.signal?.throwIfAborted();
-      // The runtime refused the host: no retry can pass, and its own words name no host.
+      // The runtime refused the host: no retry can pass, and its own words name no host. The error says the flag to
+      // add first, or the `--deny-net` to remove.
       if (isPermissionError(this.failure)) {
-        return { do: "fail", error: refused(this, attempts) };
+        const url = displayUrl(this.target);
+        const base = this.context.baseNames[this.exchange.kind];
+        const whose = `${base}'s host; ${this.method} ${url} was not sent`;
+        const fix = netPermissionFix(this.target, whose);
+        const error = new ApiError(
+          `${this.exchange.context}: no net permission for ${this.target.host}: ${fix}`,
+          { status: 0, url, cause: this.failure, reason: "network", attempts },
+        );
+        return { do: "fail", error };
       }
       // An init fetch cannot make a request of (a bad header, a GET with a body): no attempt could.
       // A body read once may be spent by the failed attempt: only one sent again is tried.
@@ -315,18 +324,6 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
 /** Why an attempt got no answer, as its event and error say. */
 const noAnswerReason = (deadline: Deadline) =>
   deadline.timedOut ? "timeout" : "network";
-
-/** The error for a request the runtime would not send (no net permission for its host): the flag to add first, or the `--deny-net` to remove. */
-function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
-  const url = displayUrl(request.target);
-  const base = request.context.baseNames[request.exchange.kind];
-  const whose = `${base}'s host; ${request.method} ${url} was not sent`;
-  const fix = netPermissionFix(request.target, whose);
-  return new ApiError(
-    `${request.exchange.context}: no net permission for ${request.target.host}: ${fix}`,
-    { status: 0, url, cause: request.failure, reason: "network", attempts },
-  );
-}
 
 /** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
 function initFault(request: ApiRequest<unknown>): TypeError | undefined {
