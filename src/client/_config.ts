@@ -1,7 +1,7 @@
 // A client's options, checked: its own environment copy, token provider, pacing and 401 ledger.
 
 import { defineEnvironment, type Environment } from "../core/environment.ts";
-import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
+import { createTokenProvider } from "../token/mod.ts";
 import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
@@ -48,7 +48,11 @@ export function clientConfig(
         ((input, init) => fetch(input, init)),
       retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
       deadlines: new SharedDeadlines(timeout, now),
-      renewAfterUnauthorized: renewalOf(tokenProvider, now),
+      // The provider's 401 ledger, shared by its clients; for a user's provider without one, the client's own.
+      renewAfterUnauthorized:
+        typeof tokenProvider.reportUnauthorized === "function"
+          ? (accessToken) => tokenProvider.reportUnauthorized!(accessToken)
+          : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
       rateLimiter: rateLimiterOf(options.rateLimit, now),
       priority: checkPriority(options.priority, "auto", CONTEXT),
       onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
@@ -145,15 +149,4 @@ function rateLimiterOf(
 
 function isRateLimiter(value: unknown): value is RateLimiter {
   return typeof (value as RateLimiter | undefined)?.take === "function";
-}
-
-/** The provider's 401 ledger, shared by its clients; for a user's provider without one, the client's own. */
-function renewalOf(
-  provider: TokenProvider,
-  now: () => number,
-): (accessToken: string) => Promise<boolean> {
-  if (typeof provider.reportUnauthorized === "function") {
-    return (accessToken) => provider.reportUnauthorized!(accessToken);
-  }
-  return renewalLedger(now, (accessToken) => provider.invalidate(accessToken));
 }

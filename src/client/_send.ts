@@ -151,9 +151,18 @@ class ApiRequest<T>
   ): Next<T> | Promise<Next<T>> {
     if (response === undefined) {
       this.signal?.throwIfAborted();
-      // The runtime refused the host: no retry can pass, and its own words name no host.
+      // The runtime refused the host: no retry can pass, and its own words name no host. The error says the flag to
+      // add first, or the `--deny-net` to remove.
       if (isPermissionError(this.failure)) {
-        return { do: "fail", error: refused(this, attempts) };
+        const url = displayUrl(this.target);
+        const base = this.context.baseNames[this.exchange.kind];
+        const whose = `${base}'s host; ${this.method} ${url} was not sent`;
+        const fix = netPermissionFix(this.target, whose);
+        const error = new ApiError(
+          `${this.exchange.context}: no net permission for ${this.target.host}: ${fix}`,
+          { status: 0, url, cause: this.failure, reason: "network", attempts },
+        );
+        return { do: "fail", error };
       }
       // An init fetch cannot make a request of (a bad header, a GET with a body): no attempt could.
       // A body read once may be spent by the failed attempt: only one sent again is tried.
@@ -179,12 +188,15 @@ class ApiRequest<T>
     durationMs: number,
     deadline: Deadline,
   ): ApiRequestEvent {
+    const { hostname, port, protocol, pathname } = this.target;
     return {
       type: "api.request",
       method: this.method,
       base: this.exchange.kind,
-      path: this.target.pathname,
-      ...serverOf(this.target),
+      path: pathname,
+      // Where it went: host (an IPv6 address without brackets) and port.
+      host: hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: Number(port || (protocol === "https:" ? 443 : 80)),
       status: response?.status ?? 0,
       ...(response === undefined ? { reason: noAnswerReason(deadline) } : {}),
       attempt,
@@ -256,7 +268,19 @@ async function carryOut<T>(
   }
   // No answer is never delivered: after one, it is retry or fail.
   if (step.do !== "retry" && step.do !== "follow") {
-    return { do: "fail", error: noAnswer(request, deadline, attempts) };
+    const { secrets, target, method, exchange } = request;
+    const timedOut = deadline.timedOut;
+    const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
+    const reason = noAnswerReason(deadline);
+    const url = displayUrl(target);
+    const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
+    // A fetch's error may quote what it was handed: the token, or a credential.
+    const why = describeCause(cause, secrets);
+    const error = new ApiError(
+      `${exchange.context}: ${method} ${url} got no answer${tries}: ${why}`,
+      { status: 0, url, cause: cleanCause(cause, secrets), reason, attempts },
+    );
+    return { do: "fail", error };
   }
   if (response !== undefined) await discard(response);
   if (step.do === "follow") {
@@ -301,37 +325,6 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
 const noAnswerReason = (deadline: Deadline) =>
   deadline.timedOut ? "timeout" : "network";
 
-/** The error for a request that got no answer after its retries. */
-function noAnswer(
-  request: ApiRequest<unknown>,
-  deadline: Deadline,
-  attempts: number,
-): ApiError {
-  const { timedOut } = deadline, { secrets } = request;
-  const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
-  const reason = noAnswerReason(deadline);
-  const url = displayUrl(request.target);
-  const tries = attempts > 1 ? ` in ${attempts} attempts` : "";
-  // A fetch's error may quote what it was handed: the token, or a credential.
-  const why = describeCause(cause, secrets);
-  return new ApiError(
-    `${request.exchange.context}: ${request.method} ${url} got no answer${tries}: ${why}`,
-    { status: 0, url, cause: cleanCause(cause, secrets), reason, attempts },
-  );
-}
-
-/** The error for a request the runtime would not send (no net permission for its host): the flag to add first, or the `--deny-net` to remove. */
-function refused(request: ApiRequest<unknown>, attempts: number): ApiError {
-  const url = displayUrl(request.target);
-  const base = request.context.baseNames[request.exchange.kind];
-  const whose = `${base}'s host; ${request.method} ${url} was not sent`;
-  const fix = netPermissionFix(request.target, whose);
-  return new ApiError(
-    `${request.exchange.context}: no net permission for ${request.target.host}: ${fix}`,
-    { status: 0, url, cause: request.failure, reason: "network", attempts },
-  );
-}
-
 /** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
 function initFault(request: ApiRequest<unknown>): TypeError | undefined {
   const { init, accessToken, secrets } = request;
@@ -349,12 +342,6 @@ const SENDABLE = "must be a RequestInit fetch can send";
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
-
-/** Where a request went, as its event says: host and port. */
-function serverOf(url: URL): { host: string; port: number } {
-  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-  return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
-}
 
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
 function withBearer(headers: HeadersInit | undefined, accessToken: string) {

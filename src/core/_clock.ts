@@ -10,19 +10,15 @@ function monotoneEpoch(): (() => number) | undefined {
     (platform.performance!.timeOrigin ?? 0) + platform.performance!.now();
 }
 
-/** A clock that never goes back, and how often it had to stop one that did. */
-export interface SteadyClock {
-  (): number;
-  /** Steps back seen so far: a span measured across one is not known. */
-  readonly steps: number;
-}
-
 /**
  * `now` (default `Date.now`) that never goes back: the system clock through the
  * runtime's monotone clock when it has one, so no step moves a wait; any other
- * clock as it is, a step back taken as no time passing.
+ * clock as it is, a step back taken as no time passing. Its `steps`: the steps
+ * back it had to stop so far (a span measured across one is not known).
  */
-export function steadyClock(now?: () => number): SteadyClock {
+export function steadyClock(
+  now?: () => number,
+): (() => number) & { readonly steps: number } {
   const system = now === undefined || now === Date.now;
   const read = (system ? monotoneEpoch() : undefined) ?? now ?? Date.now;
   let last = -Infinity;

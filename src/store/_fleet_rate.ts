@@ -259,13 +259,20 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now();
-    const sends = this.#ownSends(now);
+    const { holder } = this.#config;
+    // This process's sends of the last window, as `[name, ms since answered]` (-1: unanswered).
+    const { times, sent, count } = this.#own;
+    const sends: [string, number][] = [];
+    for (let ticket = sent - count; ticket < sent; ticket++) {
+      const time = times[ticket % times.length]!;
+      const age = time === Infinity ? -1 : Math.max(0, now - time);
+      if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
+    }
     // Took while the window it knew could still hold sends: what it knew may matter.
     const recent = this.#lastTakeAt > 0 &&
       now - this.#lastTakeAt < windowSpan(this.limit);
     // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
-    const { holder } = this.#config;
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     this.#epoch = epoch;
     this.#returning = false;
@@ -274,19 +281,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return this.#reseeds++ === 0
       ? 0
       : Math.min(LONGEST_PAUSE, 2 ** this.#reseeds);
-  }
-
-  /** This process's sends of the last window, as `[name, ms since answered]` (-1: unanswered). */
-  #ownSends(now: number): [string, number][] {
-    const { times, sent, count } = this.#own;
-    const { holder } = this.#config;
-    const sends: [string, number][] = [];
-    for (let ticket = sent - count; ticket < sent; ticket++) {
-      const time = times[ticket % times.length]!;
-      const age = time === Infinity ? -1 : Math.max(0, now - time);
-      if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
-    }
-    return sends;
   }
 
   /** The store failed: pace alone at the last known share for a while. */

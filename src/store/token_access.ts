@@ -120,12 +120,9 @@ export class StoreAccess {
 
   /** Writes `record`; a failing store is ignored (it must not lose the token). */
   async save(record: TokenRecord): Promise<void> {
-    if (this.#store === undefined) return;
-    try {
-      await this.#store.set(await this.key(), record);
-    } catch {
-      // Documented on TokenStore: a failing store must not lose the token.
-    }
+    const store = this.#store;
+    if (store === undefined) return;
+    await this.key().then((key) => store.set(key, record)).catch(() => {});
   }
 
   key(): Promise<string> {

@@ -26,11 +26,7 @@
 
 import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
 import { instruments, integerAttributes } from "./_instruments.ts";
-import type {
-  ApiRequestEvent,
-  EventListener,
-  TokenRequestEvent,
-} from "../core/events.ts";
+import type { EventListener, TokenRequestEvent } from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
 import type {
   OpenTelemetryOptions,
@@ -85,40 +81,34 @@ export function openTelemetry(
           "partner_api.items": integer.span(event.items),
           "partner_api.outcome": event.outcome,
         });
-      case "api.request":
-        return apiRequest(event, meter, integer.metric);
+      case "api.request": {
+        // An attempt: the HTTP client duration and the module's own, in s.
+        const { status } = event;
+        const http: TelemetryAttributes = {
+          "http.request.method": event.method,
+          "server.address": event.host,
+          "server.port": integer.metric(event.port),
+        };
+        if (status > 0) {
+          http["http.response.status_code"] = integer.metric(status);
+        }
+        const failure = status >= 400 ? String(status) : event.reason;
+        if (failure !== undefined) http["error.type"] = failure;
+        const seconds = event.durationMs / 1000;
+        meter.httpDuration.record(seconds, http);
+        meter.requestDuration.record(seconds, {
+          ...http,
+          "http.response.status_code": integer.metric(status),
+          "partner_api.base": event.base,
+        });
+        return;
+      }
       case "rate.wait":
         return meter.rateWait.record(event.delayMs / 1000, {
           "partner_api.priority": event.priority,
         });
     }
   };
-}
-
-type Instruments = ReturnType<typeof instruments>;
-
-/** An API request attempt: the HTTP client duration and the module's own, in s. */
-function apiRequest(
-  event: ApiRequestEvent,
-  meter: Instruments,
-  integer: (value: number) => number,
-): void {
-  const { status } = event;
-  const http: TelemetryAttributes = {
-    "http.request.method": event.method,
-    "server.address": event.host,
-    "server.port": integer(event.port),
-  };
-  if (status > 0) http["http.response.status_code"] = integer(status);
-  const failure = status >= 400 ? String(status) : event.reason;
-  if (failure !== undefined) http["error.type"] = failure;
-  const seconds = event.durationMs / 1000;
-  meter.httpDuration.record(seconds, http);
-  meter.requestDuration.record(seconds, {
-    ...http,
-    "http.response.status_code": integer(status),
-    "partner_api.base": event.base,
-  });
 }
 
 /** A span that ended now, lasted the event's `durationMs`, and failed if its outcome did. */
@@ -138,7 +128,7 @@ function endedSpan(
 function tokenRequest(
   event: TokenRequestEvent,
   tracer: TelemetryTracer,
-  meter: Instruments,
+  meter: ReturnType<typeof instruments>,
 ): void {
   const { outcome, reason } = event;
   const attributes: TelemetryAttributes = { "partner_api.outcome": outcome };

@@ -65,6 +65,18 @@ export function tokenEndpoint(
   let where: string | undefined;
   const credentials = { secret, clientId, audience };
   let last: string | undefined; // the last token issued (one renewal at a time)
+  // The request's body, its type and its `Authorization`, built once.
+  const choice = (
+    option: "clientAuthentication" | "bodyFormat",
+    values: readonly string[],
+  ) => oneOf(options[option], values, context, option);
+  const basic = choice("clientAuthentication", ["body", "basic"]) === "basic";
+  const fields = {
+    ...(basic ? {} : { client_id: clientId, client_secret: secret }),
+    audience,
+    grant_type: "client_credentials",
+  };
+  const form = choice("bodyFormat", ["json", "form"]) === "form";
   return {
     url,
     // Made when a message needs it: the secret's redactor costs a cold start several ms.
@@ -78,7 +90,15 @@ export function tokenEndpoint(
       return last === undefined ? [credentials] : [credentials, last];
     },
     issued: (token) => void (last = token),
-    ...requestParts(options, { clientId, secret, audience }, context),
+    contentType: form
+      ? "application/x-www-form-urlencoded"
+      : "application/json",
+    body: form
+      ? new URLSearchParams(fields).toString()
+      : JSON.stringify(fields),
+    authorization: basic
+      ? `Basic ${base64(basicPair(clientId, secret))}`
+      : undefined,
     // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
     now: requireFunction(options.now, context, "now") ?? Date.now,
@@ -100,35 +120,4 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
       : undefined;
     throw typeError(context, option, rule, received);
   }
-}
-
-/** The request's body, its type and its `Authorization`, built once. */
-function requestParts(
-  options: Omit<TokenRequestOptions, "signal">,
-  client: { clientId: string; secret: string; audience: string },
-  context: string,
-): Pick<TokenEndpoint, "contentType" | "body" | "authorization"> {
-  const { clientId, secret, audience } = client;
-  const choice = (
-    option: "clientAuthentication" | "bodyFormat",
-    values: readonly string[],
-  ) => oneOf(options[option], values, context, option);
-  const basic = choice("clientAuthentication", ["body", "basic"]) === "basic";
-  const fields = {
-    ...(basic ? {} : { client_id: clientId, client_secret: secret }),
-    audience,
-    grant_type: "client_credentials",
-  };
-  const form = choice("bodyFormat", ["json", "form"]) === "form";
-  return {
-    contentType: form
-      ? "application/x-www-form-urlencoded"
-      : "application/json",
-    body: form
-      ? new URLSearchParams(fields).toString()
-      : JSON.stringify(fields),
-    authorization: basic
-      ? `Basic ${base64(basicPair(clientId, secret))}`
-      : undefined,
-  };
 }

@@ -15,7 +15,6 @@ import {
   cleanCause,
   cleanResponse,
   escapeControls,
-  type Secret,
   serverText,
 } from "../core/_redact.ts";
 import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
@@ -174,7 +173,11 @@ function refusal(
   quota: readonly QuotaBucket[],
 ): TokenRequestError {
   const status = response.status;
-  const oauth = oauthError(jsonObject(text), endpoint.secrets);
+  // The answer's OAuth error, its texts cleaned and cut like any server text.
+  const { error, error_description: described } = jsonObject(text) ?? {};
+  const quoted = (value: unknown) =>
+    typeof value === "string" ? serverText(value, endpoint.secrets) : undefined;
+  const oauth = given({ code: quoted(error), description: quoted(described) });
   if (status === 429) {
     const now = endpoint.now();
     const retryAfter = retryAfterMs(response.headers, now);
@@ -207,16 +210,6 @@ function failure(
     hint === undefined ? message : `${message}: ${hint}`,
     { ...init, ...given({ response, hint }) },
   );
-}
-
-function oauthError(
-  body: Record<string, unknown> | undefined,
-  secrets: readonly Secret[],
-): { code?: string; description?: string } {
-  const { error, error_description: description } = body ?? {};
-  const text = (value: unknown) =>
-    typeof value === "string" ? serverText(value, secrets) : undefined;
-  return given({ code: text(error), description: text(description) });
 }
 
 function causeText(error: unknown, endpoint: TokenEndpoint): string {

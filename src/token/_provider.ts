@@ -222,7 +222,9 @@ export class CachingTokenProvider implements TokenProvider {
           (now) => this.#blockedAt(now),
         );
         this.#failure = undefined; // a success forgets the failures before it
-        return this.#tokenRecord(token);
+        // Without a store the token is kept as built: nothing copies it.
+        const kept = !this.#store.present ? token : storableToken(token);
+        return { token: kept, ...this.#quotaRecord(token.quota) };
       } catch (error) {
         if (error instanceof QuotaExceededError) {
           refusal = error;
@@ -322,12 +324,6 @@ export class CachingTokenProvider implements TokenProvider {
   #observeQuota(quota: QuotaSnapshot): void {
     this.#quota = quotaSnapshot(quota.buckets, quota.observedAt);
     if (this.#config.onQuota) callListener(this.#config.onQuota, this.#quota);
-  }
-
-  #tokenRecord(token: IssuedToken): TokenRecord {
-    // Without a store the token is kept as built: nothing copies it.
-    const kept = !this.#store.present ? token : storableToken(token);
-    return { token: kept, ...this.#quotaRecord(token.quota) };
   }
 
   #quotaRecord(buckets: readonly QuotaBucket[]): TokenRecord {
