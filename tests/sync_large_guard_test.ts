@@ -27,3 +27,22 @@ Deno.test("a SQLite copy of 300,000 rows is judged window by window: a sweep win
   deepStrictEqual([live.n, live.x], [300_000, 0]);
   equal(run.requests > 300, true); // the whole cycle was read
 });
+
+Deno.test("ids of 260 characters (no sortBy: the id is the value too) keep their keys, so their windows are judged: one answered with another list is read again (their keys passed 2,000 bytes at 4 a character, and 82 foreign rows went in, 81 that exist were removed)", async () => {
+  const database = new DatabaseSync(":memory:");
+  using sink = createSqliteSink<Thing>(database, { table: "things" });
+  const long = (list: Thing[]) =>
+    list.map((item) => ({ thingID: item.thingID.padEnd(260, "p") }));
+  const real = long(things(2_000));
+  const foreign = long(things(2_000, { suffix: "x" }));
+  let foreignAt = -1;
+  const service = listOf(() => service.requests === foreignAt ? foreign : real);
+  const options = { id: "thingID", sink, maxLimit: 100 };
+  await syncList(service.client, "things", { ...options, sweep: 0 });
+  foreignAt = service.requests + 10;
+  const run = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+  });
+  deepStrictEqual(counts(run), [0, 0, 0]);
+});

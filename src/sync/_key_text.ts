@@ -37,19 +37,18 @@ export function isKeyed(sink: object): sink is KeyedCopy {
 
 /**
  * `key` as ASCII text whose order (JS `<`, byte order) is `compareKeys`': a number as "0" and its double's 16 hex digits
- * made monotone, a string as "1" and its UTF-16 code units (4 hex digits each); then "." (below every digit) and the id.
+ * made monotone, a string as "1" and its UTF-16 code units (`units`); then "\x01" (below every unit) and the id's units.
  */
 export function keyText({ value, id }: SyncKey): string {
   const number = typeof value === "number";
   const text = number ? "" : value;
   const out = new Uint8Array(
-    (number ? 17 : 1 + text.length * 4) + 1 + id.length * 4,
+    2 + (number ? 16 : 5 * text.length) + 5 * id.length,
   );
   out[0] = number ? DIGITS[0]! : DIGITS[1]!;
-  let at = number ? write(out, 1, numberText(value)) : hex(out, 1, text);
-  out[at++] = 0x2e; // "."
-  hex(out, at, id);
-  return ASCII.decode(out);
+  let at = number ? write(out, 1, numberText(value)) : units(out, 1, text);
+  out[at++] = 0x01;
+  return ASCII.decode(out.subarray(0, units(out, at, id)));
 }
 
 /**
@@ -78,10 +77,18 @@ function numberText(value: number): string {
   return ordered.toString(16).padStart(16, "0");
 }
 
-/** Writes each UTF-16 code unit of `text` as 4 hex digits at `at` (a prefix sorts first, as in JS); where it ends. */
-function hex(out: Uint8Array, at: number, text: string): number {
+/**
+ * Writes each UTF-16 code unit of `text` at `at` in order (a prefix sorts first, as in JS); where it ends. A unit below
+ * 0x7D is one byte (itself + 2: 0x02 to 0x7E), any other 0x7F and its 4 hex digits: an id of ASCII costs what it is.
+ */
+function units(out: Uint8Array, at: number, text: string): number {
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);
+    if (unit < 0x7d) {
+      out[at++] = unit + 2;
+      continue;
+    }
+    out[at++] = 0x7f;
     out[at++] = DIGITS[unit >> 12]!;
     out[at++] = DIGITS[(unit >> 8) & 15]!;
     out[at++] = DIGITS[(unit >> 4) & 15]!;
@@ -96,7 +103,7 @@ function write(out: Uint8Array, at: number, text: string): number {
   return at;
 }
 
-// Built as bytes, decoded once: a key per row of the copy (the guard keys 200,000 at once), 20x a string built a digit at a time.
+// Built as bytes, decoded once: a key per row of the copy (the guard keys 200,000 at once), 20x a string built char by char.
 const DIGITS = new TextEncoder().encode("0123456789abcdef");
 const ASCII = new TextDecoder();
 const BITS = new DataView(new ArrayBuffer(8));
