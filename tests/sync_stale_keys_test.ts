@@ -1,10 +1,13 @@
 // A SQL copy's keys must say where each row lies, or a window's range hides it from the guard (the attacker of the
 // range reads): rows another writer rewrote without keys, and keys an earlier `id` function made, are keyed again.
 
-import { deepStrictEqual } from "node:assert/strict";
+import { deepStrictEqual, equal, rejects } from "node:assert/strict";
+import { setImmediate } from "node:timers";
 import { DatabaseSync } from "node:sqlite";
 import { createSqliteSink, syncList } from "../src/sync/mod.ts";
 import { counts, listOf } from "./_sync_fake.ts";
+import { checkpointAt } from "./sync_fixtures.ts";
+import type { KeyedCopy } from "../src/sync/_key_text.ts";
 
 type Ranked = { id: string; rank: number };
 
@@ -77,4 +80,29 @@ Deno.test("keys an earlier `id` function made (the id as a string, then as the n
   });
   deepStrictEqual(counts(run), [0, 0, 0]);
   deepStrictEqual(liveRows(database, "%.5"), [2_000, 0]);
+});
+
+Deno.test("keying a copy's rows again stops between pages when the run aborts (PostgreSQL kept a Ctrl-C waiting 41 s while it keyed 300,000 rows), and the pages keyed so far stay", async () => {
+  const database = new DatabaseSync(":memory:");
+  using sink = createSqliteSink<{ n: number }>(database, { table: "n" });
+  const items = Array.from({ length: 5_000 }, (_, n) => ({ n }));
+  // Written without keys, as a writer that keeps none leaves them.
+  await sink.write(items, checkpointAt("n", 0), items.map(({ n }) => `${n}`));
+  const keyed = sink as unknown as KeyedCopy;
+  const keyOf = (item: unknown) => {
+    const { n } = item as { n: number };
+    return { value: n, id: `${n}` };
+  };
+  const open = { after: null, upTo: null, descending: false };
+  const stop = new AbortController();
+  setImmediate(() => stop.abort()); // once the first page is keyed
+  await rejects(
+    keyed.unseenBetween(1, open, 10, keyOf, stop.signal),
+    (error: Error) => error.name === "AbortError",
+  );
+  const count = database.prepare(
+    `SELECT count(partner_api_key) AS n FROM "n"`,
+  );
+  equal(count.get()!.n, 1_000);
+  equal((await keyed.unseenBetween(1, open, 10_000, keyOf)).length, 5_000);
 });

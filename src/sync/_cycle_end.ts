@@ -92,7 +92,13 @@ export async function guardOf<T>(
   await committer.done();
   const { deletions, sortDirection } = committer.latest;
   const descending = sortDirection === "DESC";
-  const ask = { cycle, keyOf, descending, edge: edge?.id };
+  const ask = {
+    cycle,
+    keyOf,
+    descending,
+    edge: edge?.id,
+    signal: config.signal,
+  };
   const copy = isKeyed(sink)
     ? await keyedReader(sink, ask, () => committer.done())
     : sink.liveRows && await rowsReader(sink.liveRows(cycle, keyOf), ask);

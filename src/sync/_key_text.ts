@@ -18,13 +18,15 @@ export type UnseenRow = { readonly id: string; readonly key: string };
 export interface KeyedCopy {
   /**
    * The live rows cycle `cycle` has not seen with keys in `range`, in its order, at most `most`; a row whose key is
-   * unknown is keyed by `keyOf` first (one it cannot key is never answered). Reads the rows, writes only their keys.
+   * unknown is keyed by `keyOf` first (one it cannot key is never answered; `signal` stops that between pages). Reads
+   * the rows, writes only their keys.
    */
   unseenBetween(
     cycle: number,
     range: KeyRange,
     most: number,
     keyOf: (item: unknown) => SyncKey,
+    signal?: AbortSignal,
   ): Promise<UnseenRow[]>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Promise<number>;

@@ -68,10 +68,11 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const down = read("partner_api_key < ?3 AND partner_api_key >= ?4", " DESC");
   let keying: Promise<void> | undefined;
   /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
-  const keyRows = async (commits: Commits, keyOf: Ask[3]) => {
+  const keyRows = async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
     if (endsWrong(db, table, keyOf)) commits.batch(() => unkeyAll(db, table));
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {
+      signal?.throwIfAborted(); // the pages keyed so far stay
       const page = unkeyed.all(from);
       if (page.length === 0) return;
       commits.batch(() => {
@@ -86,9 +87,9 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   };
   return async (
     commits: Commits,
-    ...[cycle, range, most, keyOf]: Ask
+    ...[cycle, range, most, keyOf, signal]: Ask
   ): Promise<UnseenRow[]> => {
-    keying ??= keyRows(commits, keyOf).catch((error) => {
+    keying ??= keyRows(commits, keyOf, signal).catch((error) => {
       keying = undefined;
       throw error;
     });

@@ -241,12 +241,14 @@ type ReaderAsk = {
   readonly keyOf: (item: unknown) => SyncKey;
   readonly descending: boolean;
   readonly edge: string | undefined;
+  /** The run's: keying a copy's rows (after an older version wrote them) stops when it aborts. */
+  readonly signal?: AbortSignal | undefined;
 };
 
 /** A reader of a sink's key index (`KeyedCopy`): each read waits for the batches before it (`settled`) to commit. */
 export async function keyedReader(
   sink: KeyedCopy & Pick<SyncSink<unknown>, "holds">,
-  { cycle, keyOf, descending, edge }: ReaderAsk,
+  { cycle, keyOf, descending, edge, signal }: ReaderAsk,
   settled: () => Promise<void>,
 ): Promise<CopyReader> {
   const held = await sink.liveCount();
@@ -258,7 +260,7 @@ export async function keyedReader(
     async unseen(after, upTo, most) {
       await settled();
       const range = { after, upTo, descending };
-      return await sink.unseenBetween(cycle, range, most, keyOf);
+      return await sink.unseenBetween(cycle, range, most, keyOf, signal);
     },
     saw: () => {},
   };

@@ -133,7 +133,9 @@ class PostgresDialect implements kit.SqlDialect {
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
   /** The live rows written without their key (by earlier versions) keyed, once a run, by the first `keyOf` asked with. */
-  readonly #keyed = once((keyOf: KeyOf) => this.#keyAll(keyOf));
+  readonly #keyed = once((keyOf: KeyOf, signal?: AbortSignal) =>
+    this.#keyAll(keyOf, signal)
+  );
   /** The change table existed when the copy was last read: every batch records into it (a consumer drops it to stop). */
   #recording = false;
 
@@ -253,16 +255,18 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
   async unseenBetween(
-    ...[cycle, range, most, keyOf]: Parameters<KeyedCopy["unseenBetween"]>
+    ...[cycle, range, most, keyOf, signal]: Parameters<
+      KeyedCopy["unseenBetween"]
+    >
   ) {
-    await this.#keyed.get(keyOf);
+    await this.#keyed.get(keyOf, signal);
     const { sql, params } = unseenSql(this.#table, cycle, range, most);
     const rows = await this.#read(sql, params);
     return rows.map(({ id, key }) => ({ id: `${id}`, key: `${key}` }));
   }
 
   /** Keys the live rows without a key, a page of KEY_PAGE a query by id; one `keyOf` cannot key stays without. */
-  async #keyAll(keyOf: KeyOf): Promise<void> {
+  async #keyAll(keyOf: KeyOf, signal?: AbortSignal): Promise<void> {
     const ends = await this.#read(keyEndsSql(this.#table), []);
     const wrong = (row: Row) =>
       storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
@@ -270,6 +274,7 @@ class PostgresDialect implements kit.SqlDialect {
     if (ends.some(wrong)) await this.#read(unkeySql(this.#table, true), []);
     const keying = keySql(this.#table);
     for (let after: string | null = null;;) {
+      signal?.throwIfAborted(); // the pages keyed so far stay
       const sql = unkeyedSql(this.#table, after !== null);
       const page = await this.#read(sql, [after ?? "", `${KEY_PAGE}`]);
       const keys = page.flatMap(({ id, item }) => {
