@@ -172,3 +172,20 @@ export async function inDatabase(
     await db.end();
   }
 }
+
+/** Each `[name, driver, fn]` as a step of `t`, in a fresh database of one cluster started for them (none without PostgreSQL). */
+export async function stepsOnOneCluster(
+  t: Deno.TestContext,
+  steps:
+    readonly (readonly [string, Driver, (db: Connection) => Promise<void>])[],
+): Promise<void> {
+  const cluster = await startCluster();
+  if (cluster === undefined) return;
+  try {
+    for (const [name, driver, fn] of steps) {
+      await t.step(name, () => inDatabase(cluster, driver, fn));
+    }
+  } finally {
+    await cluster.stop();
+  }
+}

@@ -24,12 +24,7 @@ import { runs } from "../_property_runs.ts";
 import { listOf } from "../_sync_fake.ts";
 import { checkpointAt } from "../sync_fixtures.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
-import {
-  type Connection,
-  drivers,
-  inDatabase,
-  startCluster,
-} from "./_postgres.ts";
+import { type Connection, drivers, stepsOnOneCluster } from "./_postgres.ts";
 
 type Item = { id: string | number; sort?: number | string; v: number };
 type Sink = SyncSink<Item> & KeyedCopy;
@@ -552,20 +547,16 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: (t) =>
-    withinDeadline(async () => {
-      const cluster = await startCluster();
-      if (cluster === undefined) return;
-      try {
-        for (const driver of drivers) {
-          for (const step of steps) {
-            await t.step(
-              `${driver.name}: ${step.name}`,
-              () => inDatabase(cluster, driver, step.fn),
-            );
-          }
-        }
-      } finally {
-        await cluster.stop();
-      }
-    }, 3 * DEADLINE),
+    withinDeadline(
+      () =>
+        stepsOnOneCluster(
+          t,
+          drivers.flatMap((driver) =>
+            steps.map((step) =>
+              [`${driver.name}: ${step.name}`, driver, step.fn] as const
+            )
+          ),
+        ),
+      3 * DEADLINE,
+    ),
 });

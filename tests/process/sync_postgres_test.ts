@@ -17,12 +17,7 @@ import {
 } from "../../src/sync/_postgres_sql.ts";
 import { storable } from "../../src/sync/_sql_sink.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
-import {
-  type Connection,
-  drivers,
-  inDatabase,
-  startCluster,
-} from "./_postgres.ts";
+import { type Connection, drivers, stepsOnOneCluster } from "./_postgres.ts";
 import { DEADLINE, withinDeadline } from "../_processes.ts";
 import { checkpointAt, oddItems, sameGuards } from "../sync_fixtures.ts";
 
@@ -1376,17 +1371,14 @@ for (const driver of drivers) {
     sanitizeResources: false,
     sanitizeOps: false,
     fn: (t) =>
-      withinDeadline(async () => {
-        const cluster = await startCluster();
-        if (cluster === undefined) return;
-        try {
-          for (const step of steps) {
-            await t.step(step.name, () => inDatabase(cluster, driver, step.fn));
-          }
-        } finally {
-          await cluster.stop();
-        }
-      }, 3 * DEADLINE),
+      withinDeadline(
+        () =>
+          stepsOnOneCluster(
+            t,
+            steps.map((step) => [step.name, driver, step.fn]),
+          ),
+        3 * DEADLINE,
+      ),
   });
 }
 
