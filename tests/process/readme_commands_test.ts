@@ -85,8 +85,10 @@ async function startFake(args: string[]) {
     async stop() {
       child.kill("SIGINT");
       await reader.cancel();
-      // 130 when Ctrl-C comes before the fake listens for it.
-      ok([0, 130].includes((await child.status).code));
+      // 130 when Ctrl-C comes before the fake listens for it. Any other code
+      // (seen once in CI) says what the fake printed, to tell why.
+      const { code } = await child.status;
+      ok([0, 130].includes(code), `exit code ${code}: ${await log}`);
       return await log;
     },
   };
