@@ -2,7 +2,7 @@
 // upsert, and the lease, cycle end, change table and checkpoint, each a step of one WITH: all commit or none.
 
 import * as kit from "./_sql_sink.ts";
-import { fingerprintOf, KEY, postgresJson } from "./_postgres_sql.ts";
+import { fingerprintOf, KEY, postgresJson, unseenIn } from "./_postgres_sql.ts";
 import { LENIENT } from "./_deletes.ts";
 
 /**
@@ -16,6 +16,10 @@ interface Shape {
       & Readonly<Record<"maxDeletes" | "deleted" | "largest", string>>
     | undefined;
   readonly stages: boolean;
+  /** Whether the batch's ids are logged seen: in a cycle, before its end. */
+  readonly logs: boolean;
+  /** The cycle's parameter (its number), for the steps of a cycle. */
+  readonly cycle: string;
   readonly changes: string | undefined;
   /** The time of change rows and `deleted_at`: the sink's `now`, else the server's. */
   readonly at: string;
@@ -32,10 +36,11 @@ export function writeStatement(
   const { owner, context } = write;
   const ends = context?.endsCycle;
   const params = [target, postgresJson(write.rows)];
-  params.push(JSON.stringify(write.checkpoint), `${context?.cycle ?? 0}`);
-  params.push(JSON.stringify(write.kept));
+  params.push(JSON.stringify(write.checkpoint), JSON.stringify(write.kept));
   const param = (value: unknown, cast: string) =>
     `$${params.push(`${value}`)}::text${cast}`;
+  const stages = context?.phase === "sweep" && ends === undefined;
+  const logs = kit.inCycle(write) && ends === undefined;
   const sql = writeSql(table, {
     owner: owner === undefined ? undefined : param(owner, ""),
     ends: ends && {
@@ -44,7 +49,10 @@ export function writeStatement(
       deleted: param(ends.recent?.deleted ?? 0, "::bigint"),
       largest: param(ends.recent?.largest ?? 0, "::bigint"),
     },
-    stages: context?.phase === "sweep" && ends === undefined,
+    stages,
+    logs,
+    // Only where a step of a cycle reads it: PostgreSQL refuses a parameter the statement does not use.
+    cycle: stages || logs || ends ? param(context?.cycle ?? 0, "::bigint") : "",
     changes,
     // A parameter only where a step reads it: PostgreSQL refuses one the statement does not use.
     at: now && (changes !== undefined || ends?.deletes === "mark")
@@ -56,7 +64,7 @@ export function writeStatement(
 
 /**
  * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item, key?], ...]`, $3 the
- * checkpoint, $4 the cycle, $5 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
+ * checkpoint, $4 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
  * table as before the statement and writes only while the lease row is this run's (the UPDATE holds it until the
  * commit) and, ending a cycle, the unseen rows are at most maxDeletes of the live rows after it (else `refused`);
  * each step says what it writes.
@@ -78,24 +86,30 @@ function writeSql(table: string, shape: Shape): string {
   WHERE target = $1::text AND owner = ${owner} RETURNING 1
 )`]),
     ...batchSteps(table, shape.stages),
-    ...(ends ? cycleEndSteps(table, ends, and, shape.at) : []),
+    ...(ends ? cycleEndSteps(table, shape, and) : []),
+    // Only a new, changed, marked or unkeyed row is written: a sweep over an unchanged list rewrites none.
     `written AS (
-  INSERT INTO ${table} AS t (id, item, seen, deleted_at, ${KEY})
-  SELECT id, item, ${CYCLE}, NULL, key FROM batch b ${writes} ${and}
-  ON CONFLICT (id) DO UPDATE SET item = excluded.item, seen = excluded.seen, deleted_at = NULL, ${KEY} = excluded.${KEY}
+  INSERT INTO ${table} AS t (id, item, deleted_at, ${KEY})
+  SELECT id, item, NULL, key FROM batch b ${writes} ${and}
+  ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL, ${KEY} = excluded.${KEY}
+  WHERE t.deleted_at IS NOT NULL OR t.item IS DISTINCT FROM excluded.item OR t.${KEY} IS DISTINCT FROM excluded.${KEY}
   RETURNING 1
 )`,
     // A sweep's rows the table lacks, held until the cycle passes its guard.
     ...(!shape.stages ? [] : [`staged AS (
   INSERT INTO ${kit.STAGE_TABLE} AS s (target, cycle, id, item, ${KEY})
-  SELECT $1::text, ${CYCLE}, b.id, b.item, b.key FROM batch b WHERE NOT ${holds} ${and}
+  SELECT $1::text, ${shape.cycle}, b.id, b.item, b.key FROM batch b WHERE NOT ${holds} ${and}
   ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item, ${KEY} = excluded.${KEY}
   RETURNING 1
 )`]),
-    `touched AS (
-  UPDATE ${table} t SET seen = ${CYCLE} FROM kept k
-  WHERE t.id = k.id AND t.seen < ${CYCLE} ${and} RETURNING 1
-)`,
+    ...(!shape.logs ? [] : [`logged AS (
+  INSERT INTO ${kit.SEEN_TABLE} (target, cycle, id)
+  SELECT $1::text, ${shape.cycle}, id FROM (SELECT id FROM batch UNION SELECT id FROM kept) AS s ${
+      when("WHERE")
+    }
+  ON CONFLICT DO NOTHING
+  RETURNING 1
+)`]),
     ...(shape.changes === undefined ? [] : [
       changesStep(shape.changes, ends !== undefined, when("WHERE"), shape.at),
     ]),
@@ -108,8 +122,6 @@ function writeSql(table: string, shape: Shape): string {
 const held = (table: string) =>
   `EXISTS (SELECT 1 FROM ${table} h WHERE h.id = b.id)`;
 
-const CYCLE = "$4::text::bigint";
-
 /** The batch's rows, and what each is to the table now: new (an insert, unless staged), changed (a marked row back too), or neither. */
 function batchSteps(table: string, stages: boolean): string[] {
   return [
@@ -118,9 +130,10 @@ function batchSteps(table: string, stages: boolean): string[] {
   FROM json_array_elements($2::text::json) WITH ORDINALITY AS e (value, ord)
 )`,
     // The ids skipped whose rows stay.
-    `kept AS (SELECT value AS id FROM json_array_elements_text($5::text::json))`,
+    `kept AS (SELECT value AS id FROM json_array_elements_text($4::text::json))`,
     `kinds AS (
   SELECT b.ord, b.id, b.item, t.id IS NULL AS added,
+    t.deleted_at IS NULL AND t.item = b.item AND t.${KEY} IS NOT DISTINCT FROM b.key AS same,
     CASE WHEN t.id IS NULL THEN ${stages ? "NULL" : "'insert'"}
       WHEN t.deleted_at IS NOT NULL OR t.item IS DISTINCT FROM b.item THEN 'update' END AS change
   FROM batch b LEFT JOIN ${table} t ON t.id = b.id
@@ -133,19 +146,15 @@ function batchSteps(table: string, stages: boolean): string[] {
  * passed (`gated`), what the cycle staged is inserted (not what the batch writes, which is newer), the stage cleared,
  * and the unseen rows removed or marked.
  */
-function cycleEndSteps(
-  table: string,
-  ends: NonNullable<Shape["ends"]>,
-  gated: string,
-  at: string,
-): string[] {
+function cycleEndSteps(table: string, shape: Shape, gated: string): string[] {
+  const [ends, { cycle, at }] = [shape.ends!, shape]; // asked only at a cycle's end
   const change = ends.deletes === "remove"
     ? `DELETE FROM ${table} t USING gone g`
     : `UPDATE ${table} t SET deleted_at = ${at} FROM gone g`;
   return [
     `gone AS (
   SELECT t.id FROM ${table} t
-  WHERE t.seen < ${CYCLE} AND t.deleted_at IS NULL
+  WHERE t.deleted_at IS NULL AND ${unseenIn("t", "$1::text", cycle)}
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = t.id)
     AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.id = t.id)
 )`,
@@ -159,15 +168,19 @@ function cycleEndSteps(
     (SELECT count(*) AS n FROM kinds WHERE change = 'insert') AS i
 )`,
     `applied AS (
-  INSERT INTO ${table} AS t (id, item, seen, deleted_at, ${KEY})
-  SELECT s.id, s.item, ${CYCLE}, NULL, s.${KEY} FROM ${kit.STAGE_TABLE} s
-  WHERE s.target = $1::text AND s.cycle = ${CYCLE}
+  INSERT INTO ${table} AS t (id, item, deleted_at, ${KEY})
+  SELECT s.id, s.item, NULL, s.${KEY} FROM ${kit.STAGE_TABLE} s
+  WHERE s.target = $1::text AND s.cycle = ${cycle}
     AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = s.id) ${gated}
   ON CONFLICT (id) DO NOTHING
   RETURNING id, item
 )`,
     `cleared AS (
-  DELETE FROM ${kit.STAGE_TABLE} WHERE target = $1::text AND cycle <= ${CYCLE} ${gated}
+  DELETE FROM ${kit.STAGE_TABLE} WHERE target = $1::text AND cycle <= ${cycle} ${gated}
+  RETURNING 1
+)`,
+    `forgot AS (
+  DELETE FROM ${kit.SEEN_TABLE} WHERE target = $1::text AND cycle <= ${cycle} ${gated}
   RETURNING 1
 )`,
     `removed AS (
@@ -238,7 +251,7 @@ function answerSelect(shape: Shape): string {
   ${ends ? "(SELECT unseen FROM guard)::text" : "'0'"} AS unseen,
   ${ends ? "(SELECT live FROM guard)::text" : "'0'"} AS live,
   (SELECT count(*) FROM saved)::text AS saved,
-  (SELECT count(*) FROM written)::text AS written,
+  ((SELECT count(*) FROM written) + (SELECT count(*) FROM kinds WHERE same))::text AS written,
   ${shape.stages ? "(SELECT count(*) FROM staged)" : "0"}::text AS staged,
   ((SELECT count(*) FROM kinds WHERE change = 'insert')${applied})::text AS inserted,
   (SELECT count(*) FROM kinds WHERE change = 'update')::text AS updated,

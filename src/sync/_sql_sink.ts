@@ -20,6 +20,11 @@ export const CHECKPOINT_TABLE = "partner_api_sync";
 export const LEASE_TABLE = "partner_api_sync_lease";
 /** A sweep cycle's items the copy lacks, per table, held until the cycle completes and its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
+/**
+ * The ids each sweep cycle saw, per table, appended as a run writes them: a cycle's unseen rows are the live rows its log
+ * lacks (marking each row instead rewrote every row of the copy each cycle).
+ */
+export const SEEN_TABLE = "partner_api_sync_seen";
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
 /** A dialect's answer: at once (node:sqlite is synchronous) or later. */
@@ -58,6 +63,10 @@ export interface SqlDialect {
   /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
   failure?(error: unknown): unknown;
 }
+
+/** Whether a batch is written in a sweep cycle (under its cursor, or the sweep's own): its ids are logged seen. */
+export const inCycle = ({ checkpoint, context }: SqlBatch): boolean =>
+  checkpoint.sweep !== undefined || context?.phase === "sweep";
 
 /** The sink the kit makes of a dialect, with `lockWait` as `sinkOptions` checked it. */
 export function sqlSink<T>(

@@ -4,8 +4,8 @@
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
-import { type Commits, SEEN_TABLE } from "./_sqlite_sql.ts";
-import { CHECKPOINT_TABLE } from "./_sql_sink.ts";
+import type { Commits } from "./_sqlite_sql.ts";
+import { CHECKPOINT_TABLE, SEEN_TABLE } from "./_sql_sink.ts";
 
 export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
 

@@ -8,9 +8,6 @@ import { guardCycleEnd } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
 import * as kit from "./_sql_sink.ts";
 
-/** The ids each sweep cycle saw, per table: SQLite's log of a cycle (PostgreSQL keeps a `seen` column instead). */
-export const SEEN_TABLE = "partner_api_sync_seen";
-
 // Rows per INSERT (300 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
 // GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
 const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
@@ -47,7 +44,7 @@ function createTables(db: DatabaseSync, table: string): void {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
     CREATE TABLE IF NOT EXISTS ${kit.CHECKPOINT_TABLE} (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT);
-    CREATE TABLE IF NOT EXISTS ${SEEN_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${kit.SEEN_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS ${kit.LEASE_TABLE} (target TEXT PRIMARY KEY, owner TEXT NOT NULL, refreshed_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS ${kit.STAGE_TABLE} (target TEXT NOT NULL, cycle INTEGER NOT NULL, id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (target, id))`,
   );
@@ -60,7 +57,7 @@ function createTables(db: DatabaseSync, table: string): void {
   const index = `${table.slice(0, -1)}_partner_api_key"`; // quoted as the table
   db.exec(
     `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (partner_api_key) WHERE deleted_at IS NULL;
-    CREATE INDEX IF NOT EXISTS ${SEEN_TABLE}_ids ON ${SEEN_TABLE} (target, cycle, id)`,
+    CREATE INDEX IF NOT EXISTS ${kit.SEEN_TABLE}_ids ON ${kit.SEEN_TABLE} (target, cycle, id)`,
   );
 }
 
@@ -80,7 +77,7 @@ export function statements(db: DatabaseSync, table: string) {
   const q = (sql: string) => db.prepare(sql);
   const lease = kit.leaseSql((n) => `?${n}`, "?3", "?4", LEASE_SEEN);
   // What a cycle did not see: live rows whose id its log lacks.
-  const log = `FROM ${SEEN_TABLE} WHERE target = ?1 AND cycle = ?2`;
+  const log = `FROM ${kit.SEEN_TABLE} WHERE target = ?1 AND cycle = ?2`;
   const unseen =
     `FROM ${table} WHERE deleted_at IS NULL AND id NOT IN (SELECT id ${log})`;
   const staged = `FROM ${kit.STAGE_TABLE} WHERE target = ?1 AND cycle = ?2`;
@@ -98,9 +95,9 @@ export function statements(db: DatabaseSync, table: string) {
     ),
     // A batch's ids are appended to its cycle's log in written order (rewriting rows in random key order cost most of a sweep).
     seen: q(
-      `INSERT INTO ${SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
+      `INSERT INTO ${kit.SEEN_TABLE} (target, cycle, id) SELECT ?, ?, value FROM json_each(?)`,
     ),
-    forget: q(`DELETE FROM ${SEEN_TABLE} ${upTo}`),
+    forget: q(`DELETE FROM ${kit.SEEN_TABLE} ${upTo}`),
     // The ids a batch holds that the table lacks: a sweep's are few or none (handing rows over costs most).
     lacking: q(
       `SELECT value AS id FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id = value)`,
@@ -225,7 +222,7 @@ export function applyBatch(
   // Logged only in a cycle or at its end: a cycle after a first read or a head between cycles reads the whole copy.
   const seen = [...batch.ids, ...staged.ids, ...write.kept];
   const ends = context?.endsCycle;
-  if (seen.length > 0 && (write.checkpoint.sweep ?? ends) !== undefined) {
+  if (seen.length > 0 && (kit.inCycle(write) || ends !== undefined)) {
     st.seen.run(target, cycle, JSON.stringify(seen));
   }
   if (record !== undefined) {

@@ -78,7 +78,7 @@ export interface PostgresSinkOptions
 }
 
 /**
- * A sink that keeps the copy in a PostgreSQL table (`id text PRIMARY KEY, item jsonb, deleted_at timestamptz, seen bigint`,
+ * A sink that keeps the copy in a PostgreSQL table (`id text PRIMARY KEY, item jsonb, deleted_at timestamptz`,
  * `partner_api_key text`: the item's place in the order, indexed), each batch and its checkpoint (table `partner_api_sync`)
  * in ONE statement, so it commits whole on any connection of a pool; any driver works (every parameter is a string cast
  * in the SQL). One writer per table: a batch commits only while the run holds `lock()`'s lease row (else `SyncError`
@@ -260,7 +260,13 @@ class PostgresDialect implements kit.SqlDialect {
     >
   ) {
     await this.#keyed.get(keyOf, signal);
-    const { sql, params } = unseenSql(this.#table, cycle, range, most);
+    const { sql, params } = unseenSql(
+      this.#table,
+      this.#target,
+      cycle,
+      range,
+      most,
+    );
     const rows = await this.#read(sql, params);
     return rows.map(({ id, key }) => ({ id: `${id}`, key: `${key}` }));
   }
@@ -362,11 +368,11 @@ function foreignColumns(catalog: Row): string | undefined {
   if (made !== "text jsonb true") {
     return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
   }
-  const types = [catalog.deleted_at_type, catalog.seen_type, catalog.key_type];
-  const [deletedAt, seen, key] = types.map((type) => type ?? "none");
-  const ours = /^(none|timestamp with time zone) (none|bigint) (none|text)$/;
-  if (!ours.test(`${deletedAt} ${seen} ${key}`)) {
-    return `its columns deleted_at (${deletedAt}), seen (${seen}) and ${KEY} (${key}) are not the sink's (timestamptz, bigint, text): it was not made by this sink`;
+  const types = [catalog.deleted_at_type, catalog.key_type];
+  const [deletedAt, key] = types.map((type) => type ?? "none");
+  const ours = /^(none|timestamp with time zone) (none|text)$/;
+  if (!ours.test(`${deletedAt} ${key}`)) {
+    return `its columns deleted_at (${deletedAt}) and ${KEY} (${key}) are not the sink's (timestamptz, text): it was not made by this sink`;
   }
   return undefined;
 }

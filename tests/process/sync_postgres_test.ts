@@ -1002,7 +1002,7 @@ const steps: {
   },
   {
     name:
-      "a table made before deleted_at and seen (this round's, or 0.3's) loads unchanged, gets both columns at the first touch, and a cycle removes what the list lost",
+      "a table made before deleted_at and the key column (0.3's) loads unchanged, gets both at the first touch, and a cycle removes what the list lost",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 60 } });
       const sink = tableSink(db);
@@ -1035,14 +1035,86 @@ const steps: {
         "id",
         "item",
         "partner_api_key",
-        "seen",
       ]);
       deepStrictEqual(await copied(db), await listed(fake));
     },
   },
   {
     name:
-      "a deleted_at or seen column of another type, or a change table of the user's own, is refused with 'sink-mismatch' and left as it was",
+      "a sweep over an unchanged list rewrites no row (each row's xmin stays), and its completed cycle leaves no seen log; one changed item is the one row written",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 50 } });
+      const sink = tableSink(db);
+      const run = () =>
+        syncList(fake.client, "transactions", {
+          ...byDate,
+          sink,
+          limit: 10,
+          sweep: Infinity,
+        });
+      await run();
+      const versions = () =>
+        db.rows<{ id: string; version: string }>(
+          `SELECT id, xmin::text AS version FROM "transactions" ORDER BY id`,
+        );
+      const before = await versions();
+      const result = await run();
+      equal(result.updated, 0);
+      deepStrictEqual(await versions(), before);
+      const logged = `SELECT count(*)::text AS n FROM partner_api_sync_seen`;
+      deepStrictEqual(await db.rows(logged), [{ n: "0" }]);
+      fake.service.update("transactions", "tx_000007", { amount: 1 });
+      equal((await run()).updated, 1);
+      const after = await versions();
+      const rewritten = after.filter((row, i) =>
+        row.version !== before[i]!.version
+      );
+      deepStrictEqual(rewritten.map((row) => row.id), ["tx_000007"]);
+    },
+  },
+  {
+    name:
+      "a table an earlier 0.4 build marked with a `seen` column, taken mid-cycle: its marks become the seen log, the column goes, and the cycle completes removing only what the list lost",
+    async fn(db) {
+      const fake = inProcess({ items: { transactions: 200 } });
+      const sink = tableSink(db);
+      const run = (sweep: number) =>
+        syncList(fake.client, "transactions", {
+          ...byDate,
+          sink,
+          limit: 25,
+          maxLimit: 25,
+          sweep,
+        });
+      await run(0);
+      await run(3); // the cycle under way: 75 of 200 read
+      // As that build left it: each row read in the cycle marked with it, no log.
+      await db.rows(
+        `ALTER TABLE "transactions" ADD COLUMN seen bigint NOT NULL DEFAULT 0`,
+      );
+      await db.rows(
+        `UPDATE "transactions" t SET seen = v.cycle FROM partner_api_sync_seen v WHERE v.id = t.id`,
+      );
+      await db.rows(`DELETE FROM partner_api_sync_seen`);
+      fake.service.remove("transactions", "tx_000150");
+      const result = await syncList(fake.client, "transactions", {
+        ...byDate,
+        sink: tableSink(db),
+        limit: 25,
+        maxLimit: 25,
+        sweep: 10,
+      });
+      equal(result.deleted, 1);
+      deepStrictEqual(await copied(db), await listed(fake));
+      const [column] = await db.rows<{ n: string }>(
+        `SELECT count(*)::text AS n FROM information_schema.columns WHERE table_name = 'transactions' AND column_name = 'seen'`,
+      );
+      equal(column!.n, "0");
+    },
+  },
+  {
+    name:
+      "a deleted_at column of another type, or a change table of the user's own, is refused with 'sink-mismatch' and left as it was",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 30 } });
       await db.rows(
@@ -1316,9 +1388,11 @@ const steps: {
         String((item as { n?: unknown }).n ?? i)
       );
       await sink.write(items, checkpointAt("odd", 0), ids);
-      await db.rows(`UPDATE "odd" SET seen = 1 WHERE length(id) % 2 = 0`);
+      await db.rows(
+        `INSERT INTO partner_api_sync_seen (target, cycle, id) SELECT 'odd', 1, id FROM "odd" WHERE length(id) % 2 = 0`,
+      );
       const rows = await db.rows<{ id: string; item: string; seen: string }>(
-        `SELECT id, item::text AS item, (seen >= 1)::text AS seen FROM "odd" ORDER BY id`,
+        `SELECT id, item::text AS item, (length(id) % 2 = 0)::text AS seen FROM "odd" ORDER BY id`,
       );
       await sameGuards(
         sink,
