@@ -38,17 +38,13 @@ function cell(value: unknown): string {
 }
 
 /** Columns, their widths, and which align right (numbers). */
-interface Layout {
-  readonly columns: readonly string[];
-  readonly widths: readonly number[];
-  readonly numeric: readonly boolean[];
-}
+type Layout = Readonly<ReturnType<typeof layOut>>;
 
 /** The columns' widths and alignment for `rows`. */
 export function layOut(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
-): Layout {
+) {
   return {
     columns,
     widths: columns.map((column) => {

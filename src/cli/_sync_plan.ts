@@ -3,37 +3,16 @@
 import {
   oneOf,
   onePositional,
+  type pagingOf,
   sortDirection,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
 
-/** What `sync` was asked for. */
-export interface SyncRequest {
-  /** The list, e.g. `transactions`. */
-  readonly path: string;
-  /** The copy: a SQLite file (`.db`, `.sqlite`, `.sqlite3`) or JSONL (`.jsonl`, `.ndjson`). */
-  readonly target: string;
-  readonly kind: "sqlite" | "jsonl";
-  /** The id field: `--id`, else the list's singular + `ID` (`transactionID`). */
-  readonly id: string;
-  readonly sortBy: string | undefined;
-  readonly sortDirection: "ASC" | "DESC";
-  /** List requests each run spends on the sweep; Infinity for `all`. */
-  readonly sweep: number | undefined;
-  readonly deletes: "remove" | "mark";
-  readonly maxDeletes: number | undefined;
-  readonly changes: boolean;
-  /** The list requests' priority: `low` (the default) yields to live calls. */
-  readonly priority: "high" | "low" | "auto" | undefined;
-  /** How long the sweep may read, in ms (`--max-duration 90s`, `10m`, `1h`). */
-  readonly maxDuration: number | undefined;
-  readonly limit: number | undefined;
-  readonly concurrency: number | undefined;
-  readonly query: Readonly<Record<string, string>>;
-  /** The command line as given, for the command a message shows. */
+/** What `sync` was asked for, and the command line as given (`args`), for the command a message shows. */
+export type SyncRequest = Readonly<ReturnType<typeof syncRequest>> & {
   readonly args?: readonly string[];
-}
+};
 
 /**
  * Checks `sync <list> --to FILE` and its flags (the help text lists them).
@@ -42,8 +21,8 @@ export interface SyncRequest {
 export function syncRequest(
   rest: readonly string[],
   values: Values,
-  shared: Pick<SyncRequest, "limit" | "concurrency" | "query">,
-): SyncRequest {
+  shared: ReturnType<typeof pagingOf>,
+) {
   const path = onePositional(rest, "sync needs a <list>, e.g. transactions");
   const { target, kind } = copyOf(values.to);
   if (values.full === true) {
@@ -60,24 +39,30 @@ export function syncRequest(
     : undefined;
   if (kind === "jsonl" && sqliteOnly) throw new UsageError(sqliteOnly);
   return {
+    /** The list, e.g. `transactions`. */
     path,
+    /** The copy: a SQLite file (`.db`, `.sqlite`, `.sqlite3`) or JSONL (`.jsonl`, `.ndjson`). */
     target,
     kind,
+    /** The id field: `--id`, else the list's singular + `ID` (`transactionID`). */
     id: values.id ?? idFieldOf(path),
     sortBy: values["sort-by"],
     sortDirection: sortDirection(values["sort-direction"]) ?? "ASC",
+    /** List requests each run spends on the sweep; Infinity for `all`. */
     sweep: sweepOf(values.sweep),
     deletes,
     maxDeletes: shareOf(values["max-deletes"]),
     changes: values.changes === true,
+    /** The list requests' priority: `low` (the default) yields to live calls. */
     priority: oneOf(values.priority, "priority", ["high", "low", "auto"]),
+    /** How long the sweep may read, in ms (`--max-duration 90s`, `10m`, `1h`). */
     maxDuration: durationOf(values["max-duration"]),
     ...shared,
   };
 }
 
 /** The copy `--to` names, and its kind by its extension. */
-function copyOf(target = ""): Pick<SyncRequest, "target" | "kind"> {
+function copyOf(target = ""): { target: string; kind: "sqlite" | "jsonl" } {
   if (/\.(db|sqlite3?)$/i.test(target)) return { target, kind: "sqlite" };
   if (/\.(jsonl|ndjson)$/i.test(target)) return { target, kind: "jsonl" };
   throw new UsageError(

@@ -46,7 +46,6 @@ export function fleetConfig(
   const limit = checkRateLimit(options, context, most, SERVICE_RATE_LIMIT);
   return {
     limit,
-    // Slots a background send leaves free in the window.
     reserve: checkReserve(options.reserve, limit.requests, context),
     // Names this process's sends in the store.
     holder: crypto.randomUUID().slice(0, 13),
@@ -260,7 +259,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now();
     const { holder } = this.#config;
-    // This process's sends of the last window, as `[name, ms since answered]` (-1: unanswered).
     const { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {

@@ -75,15 +75,12 @@ async function stretched(secret: string): Promise<string> {
     });
   }
   const id = await hexDigest(`partner-api secret id\n${secret}`, 32);
-  let result = derived.get(id);
-  if (result === undefined) {
-    result = derivedBits(secret, {
-      name: "PBKDF2",
-      salt: UTF8.encode("partner-api token store key v2"),
-      iterations: KEY_ROUNDS,
-    });
-    derived.set(id, result);
-  }
+  const result = derived.get(id) ?? derivedBits(secret, {
+    name: "PBKDF2",
+    salt: UTF8.encode("partner-api token store key v2"),
+    iterations: KEY_ROUNDS,
+  });
+  derived.set(id, result);
   return await result;
 }
 

@@ -1,7 +1,7 @@
 // The KV token store: records under [...prefix, digest, "record"], leases under [..., "lease"].
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { typeError } from "../core/_check.ts";
+import { fieldsOf, typeError } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
@@ -141,10 +141,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 
   /** Whether a lease (its holder, and until when: KV's own expiry is not prompt) is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
   #leaseOver(key: string, lease: unknown): boolean {
-    const { holder, until } = (lease ?? {}) as {
-      holder?: string;
-      until?: number;
-    };
+    const { holder, until } = fieldsOf(lease) ?? {};
     // A lease of any other shape is not one of ours: taking it replaces it.
     if (typeof until !== "number" || until <= this.#config.now()) return true;
     const seen = `${holder} ${until}`;

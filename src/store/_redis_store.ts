@@ -6,6 +6,7 @@ import { MAX_STORED_RECORD, recordLifetime, RecordSeals } from "./_record.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
   plainScript,
+  type redisOptions,
   type ScriptName,
   SCRIPTS,
   sendWithin,
@@ -28,12 +29,10 @@ interface Seen {
   readonly readable: boolean;
 }
 
-export interface RedisStoreConfig extends FleetStoreConfig {
-  readonly command: RedisCommand;
-  readonly blockingCommand: RedisCommand | undefined;
-  readonly prefix: string;
-  readonly commandTimeout: number;
-}
+type RedisStoreConfig =
+  & FleetStoreConfig
+  & Readonly<ReturnType<typeof redisOptions>>
+  & { readonly blockingCommand: RedisCommand | undefined };
 
 const UPDATE_ATTEMPTS = 10;
 

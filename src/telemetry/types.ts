@@ -22,10 +22,7 @@
  * deepStrictEqual(recorded, [{ "partner_api.outcome": "error", "error.type": "status" }]);
  * ```
  */
-export type TelemetryAttributes = Record<
-  string,
-  string | number | boolean
->;
+export type TelemetryAttributes = Record<string, string | number | boolean>;
 
 /**
  * What {@linkcode openTelemetry} needs of a tracer: any `Tracer` of

@@ -124,17 +124,9 @@ async function readTokenBody(
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-interface Window {
-  readonly name: string;
-  readonly length: number;
-  readonly limit: number;
-  start: number;
-  used: number;
-}
-
 /** Token quota that resets on the UTC hour and the UTC day, like the real service. */
 export class QuotaCounter {
-  readonly #windows: Window[];
+  readonly #windows;
   readonly #now: () => number;
 
   constructor(perHour: number, perDay: number, now: () => number) {
@@ -145,7 +137,7 @@ export class QuotaCounter {
     ];
   }
 
-  #current(): Window[] {
+  #current() {
     const now = this.#now();
     for (const window of this.#windows) {
       const start = Math.floor(now / window.length) * window.length;
