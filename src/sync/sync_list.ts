@@ -102,6 +102,8 @@ interface Run<T> extends PassRun<T> {
   readonly committer: Committer<T>;
   /** When the run began (`config.now`). */
   readonly startedAt: number;
+  /** The keys before the copy's last item its head read (ascending): the list holds them, whatever the sweep reads. */
+  readonly headRead: SyncKey[];
 }
 
 /** The head pass, then the sweep, from `start`; what the run did. */
@@ -113,7 +115,8 @@ async function runFrom<T>(
 ): Promise<SyncResult> {
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
-  const run = { client, config, requests, committer, startedAt: config.now() };
+  const startedAt = config.now();
+  const run = { client, config, requests, committer, startedAt, headRead: [] };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
@@ -191,6 +194,7 @@ async function head<T>(
   await runPass(run, start.head, Infinity, async (window) => {
     committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
     if ((foreign = await foreignAt(window))) return false;
+    if (!descending) run.headRead.push(...window.passed ?? []);
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
@@ -305,6 +309,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     now: config.now(),
     // Any cycle under way began before this run (the head begins none), whatever its clock said then.
     fresh: config.fresh,
+    read: run.headRead,
   });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
