@@ -1002,54 +1002,6 @@ Deno.test("a sweep page answered on every read with another list's items at the 
   }
 });
 
-Deno.test("a real mass delete that takes the copy's last item, with 50 items back-dated into the gap before it (a window of them alone), is refused at its share, not at 1: the head still commits new items every run, and a run at the share named completes the cycle", async () => {
-  for (const copy of await copies("gap-before-edge")) {
-    let list = things(600);
-    const service = listOf(() => list);
-    const options = { id: "thingID", sink: copy.sink, maxLimit: 50 };
-    await syncList(service.client, "things", options);
-    const [edge, gapStart] = [list.at(-1)!, list.at(-2)!.thingID];
-    list = list.filter((thing, i) => i % 3 !== 0 && thing !== edge);
-    const late = Array.from({ length: 50 }, (_, i) => ({
-      thingID: `${gapStart}-${String(i).padStart(2, "0")}`,
-    }));
-    list = [...list, ...late];
-    let needed = 0;
-    for (const fresh of [0, 10, 20]) {
-      // New at the list's end, each run's after the last's.
-      const added = things(10).map(({ thingID }) => ({
-        thingID: `u${fresh}${thingID}`,
-      }));
-      list = [...list, ...added.slice(0, fresh && 10)];
-      await rejects(
-        syncList(service.client, "things", options),
-        (error: SyncError & { maxDeletesNeeded?: number }) =>
-          error.reason === "too-many-deletes" &&
-          (needed = error.maxDeletesNeeded!) < 1,
-      );
-      const held = new Set(await copy.ids());
-      equal(
-        list.filter((thing) =>
-          !held.has(thing.thingID) && thing.thingID.startsWith("u")
-        ).length,
-        0,
-        copy.kind,
-      );
-    }
-    await syncList(service.client, "things", {
-      ...options,
-      maxDeletes: needed,
-      sweep: Infinity,
-    });
-    deepStrictEqual(
-      await copy.ids(),
-      list.map((thing) => thing.thingID).sort(),
-      copy.kind,
-    );
-    copy.database?.close();
-  }
-});
-
 Deno.test("a sweep answered with the list cut short (a replica behind) where this run's head read on removes nothing: the cycle stays under way (it removed the up to 70 items the head had just read, and published their deletes); answered whole again, it completes removing nothing", async () => {
   for (const from of [2, 3]) {
     for (const copy of await copies(`cut-tail-${from}`)) {

@@ -14,7 +14,6 @@ import {
   tooManyDeletes,
 } from "./_deletes.ts";
 import {
-  type CopyReader,
   keyedReader,
   rowsReader,
   type WindowGuard,
@@ -86,7 +85,7 @@ export async function guardOf<T>(
   { config, committer }: CycleRun<T>,
   { cycle, edge }: SweepCursor,
 ): Promise<WindowGuard | undefined> {
-  const { maxDeletes, keyOf } = config;
+  const { sink, maxDeletes, keyOf } = config;
   if (maxDeletes >= 1) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
@@ -100,20 +99,12 @@ export async function guardOf<T>(
     edge: edge?.id,
     signal: config.signal,
   };
-  const copy = await copyReader({ config, committer }, ask);
+  const copy = isKeyed(sink)
+    ? await keyedReader(sink, ask, () => committer.done())
+    : sink.liveRows && await rowsReader(sink.liveRows(cycle, keyOf), ask);
   if (!copy) return undefined;
   const recent = recentDeletes(deletions, config.now());
   return windowGuard(copy, { maxDeletes, recent, descending });
-}
-
-/** The copy's live rows that cycle `ask.cycle` has not seen, from its key index or its rows; none when it cannot tell. */
-export async function copyReader<T>(
-  { config: { sink, keyOf }, committer }: CycleRun<T>,
-  ask: Parameters<typeof keyedReader>[1],
-): Promise<CopyReader | undefined> {
-  return isKeyed(sink)
-    ? await keyedReader(sink, ask, () => committer.done())
-    : sink.liveRows && await rowsReader(sink.liveRows(ask.cycle, keyOf), ask);
 }
 
 /** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */

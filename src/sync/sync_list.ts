@@ -24,9 +24,8 @@ import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
 import { doubter, heldBack, holdsUnseen } from "./_window_guard.ts";
-import { isKeyed, keyText } from "./_key_text.ts";
+import { isKeyed } from "./_key_text.ts";
 import {
-  copyReader,
   cycleEnd,
   endCycle,
   guardOf,
@@ -232,9 +231,7 @@ async function head<T>(
 /**
  * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) shows another
  * list: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of the
- * copy there (the sink's `holds`; a sink that cannot tell is taken at its word), unless the copy holds none where the
- * window lies: items new to a gap before a deleted last item (50 back-dated there, after a real mass delete, refused
- * every run at a share of 1, the head's new items with them).
+ * copy there (the sink's `holds`; a sink that cannot tell is taken at its word).
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   const { config } = run;
@@ -245,28 +242,9 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
     if (checked || (around === undefined && descending)) return false;
     checked = true;
     return around !== undefined && !around.some((key) => key.id === edge!.id) &&
-      await holdsNoneOf(run, around.map((key) => key.id)) &&
-      await holdsAround(run, around, edge!);
+      await holdsNoneOf(run, around.map((key) => key.id));
   };
 }
-
-/** Whether the copy holds a live row but `edge` between it and the farthest of `around` (a copy that cannot tell: true). */
-async function holdsAround<T>(
-  run: Run<T>,
-  around: readonly SyncKey[],
-  edge: SyncKey,
-): Promise<boolean> {
-  const { keyOf, signal, identity } = run.config;
-  const descending = identity.sortDirection === "DESC";
-  const [from, to] = descending ? [edge, around.at(-1)!] : [around[0]!, edge];
-  const ask = { cycle: ANY_CYCLE, keyOf, descending, edge: undefined, signal };
-  const copy = await copyReader(run, ask);
-  const rows = await copy?.unseen(keyText(from), keyText(to), 2);
-  return rows?.some((row) => row.id !== edge.id) ?? true;
-}
-
-/** A cycle no sink has logged: every live row is one it has not seen. */
-const ANY_CYCLE = -1;
 
 /** Whether the sink shows it holds none of `ids` as live rows (a sink that cannot tell: false). */
 async function holdsNoneOf<T>(
