@@ -40,6 +40,7 @@ export const CATALOG_SQL =
   ${column("$1::text", "id")} AS id_type,
   ${column("$1::text", "item")} AS item_type,
   ${column("$1::text", "deleted_at")} AS deleted_at_type,
+  ${column("$1::text", "seen")} AS seen_type,
   ${column("$1::text", KEY)} AS key_type,
   (${indexed("$1::text", "id", UNIQUE)})::text AS id_unique,
   (to_regclass('${kit.CHECKPOINT_TABLE}') IS NOT NULL)::text AS checkpoints,

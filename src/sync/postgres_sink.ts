@@ -368,11 +368,12 @@ function foreignColumns(catalog: Row): string | undefined {
   if (made !== "text jsonb true") {
     return "it lacks the columns id (text, unique) and item (jsonb): it was not made by this sink";
   }
-  const types = [catalog.deleted_at_type, catalog.key_type];
-  const [deletedAt, key] = types.map((type) => type ?? "none");
-  const ours = /^(none|timestamp with time zone) (none|text)$/;
-  if (!ours.test(`${deletedAt} ${key}`)) {
-    return `its columns deleted_at (${deletedAt}) and ${KEY} (${key}) are not the sink's (timestamptz, text): it was not made by this sink`;
+  // `seen`: an earlier 0.4 build's, which the tables' migration makes log rows of.
+  const types = [catalog.deleted_at_type, catalog.seen_type, catalog.key_type];
+  const [deletedAt, seen, key] = types.map((type) => type ?? "none");
+  const ours = /^(none|timestamp with time zone) (none|bigint) (none|text)$/;
+  if (!ours.test(`${deletedAt} ${seen} ${key}`)) {
+    return `its columns deleted_at (${deletedAt}), seen (${seen}) and ${KEY} (${key}) are not the sink's (timestamptz, bigint, text): it was not made by this sink`;
   }
   return undefined;
 }

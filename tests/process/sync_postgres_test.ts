@@ -1114,16 +1114,22 @@ const steps: {
   },
   {
     name:
-      "a deleted_at column of another type, or a change table of the user's own, is refused with 'sink-mismatch' and left as it was",
+      "a deleted_at or seen column of another type (seen: not an earlier build's, whose values would become the log's), or a change table of the user's own, is refused with 'sink-mismatch' and left as it was",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 30 } });
       await db.rows(
         `CREATE TABLE "odd" (id text PRIMARY KEY, item jsonb NOT NULL, deleted_at text)`,
       );
-      await rejects(
-        createPostgresSink({ query: db.query, table: "odd" }).load(),
-        reason("sink-mismatch"),
+      await db.rows(
+        `CREATE TABLE "mine" (id text PRIMARY KEY, item jsonb NOT NULL, seen integer)`,
       );
+      for (const table of ["odd", "mine"]) {
+        await rejects(
+          createPostgresSink({ query: db.query, table }).load(),
+          reason("sink-mismatch"),
+        );
+      }
+      equal(await dump(db, "mine"), "");
       const sink = tableSink(db);
       await syncList(fake.client, "transactions", { ...byDate, sink });
       await db.rows(`CREATE TABLE "transactions_changes" (seq int, note text)`);
