@@ -75,7 +75,7 @@ export function copySql(
  */
 export function createSql(T: string): string {
   const { CHECKPOINT_TABLE: C, STAGE_TABLE: S, LEASE_TABLE: L } = kit;
-  const V = kit.SEEN_TABLE;
+  const [V, target] = [kit.SEEN_TABLE, T.slice(1, -1)]; // a plain identifier: no quote in it
   const no = {
     items: absent(T),
     deletedAt: lacks(T, "deleted_at"),
@@ -105,9 +105,7 @@ export function createSql(T: string): string {
   IF ${no.lease} THEN CREATE TABLE ${L} (target text PRIMARY KEY, owner text NOT NULL, refreshed_at timestamptz NOT NULL); END IF;
   IF ${no.seen} THEN CREATE TABLE ${V} (target text NOT NULL, cycle bigint NOT NULL, id text NOT NULL, PRIMARY KEY (target, cycle, id)); END IF;
   IF NOT ${lacks(T, "seen")} THEN
-    INSERT INTO ${V} SELECT '${
-    T.slice(1, -1)
-  }', seen, id FROM ${T} WHERE seen > 0 ON CONFLICT DO NOTHING;
+    INSERT INTO ${V} SELECT '${target}', seen, id FROM ${T} WHERE seen > 0 ON CONFLICT DO NOTHING;
     ALTER TABLE ${T} DROP COLUMN seen;
   END IF;`);
 }
