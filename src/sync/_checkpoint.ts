@@ -5,7 +5,6 @@ import { given, tried, typeError } from "../core/_check.ts";
 import { type DeleteRecord, withDeletes } from "./_deletes.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
-  compareKeys,
   MIN_MARGIN,
   MIN_WINDOW,
   RESUME_MARGIN,
@@ -82,11 +81,7 @@ export function afterHeadWindow(
 export function sweepStart(
   checkpoint: SyncCheckpoint,
   sizes: Sizes,
-  at: {
-    readonly now: number;
-    readonly fresh: boolean;
-    readonly read?: readonly SyncKey[];
-  },
+  at: { readonly now: number; readonly fresh: boolean },
 ): { state: WindowState; sweep: SweepCursor; begins: boolean } | undefined {
   const under = checkpoint.sweep;
   const goesOn = under !== undefined && !at.fresh;
@@ -113,27 +108,11 @@ export function sweepStart(
       // the cursor costs one window read again.
       ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),
       ...given({ seek: sweep.seek, misses: sweep.misses }),
-      domain: {
-        above: null,
-        upTo: sweep.upTo,
-        ...farthestRead(at.read, sweep.upTo),
-      },
+      domain: { above: null, upTo: sweep.upTo },
     },
     sweep,
     begins: !goesOn,
   };
-}
-
-/** The farthest of `keys` (what the run read, ascending) up to `upTo`, as the sweep's `domain.read`. */
-function farthestRead(keys: readonly SyncKey[] = [], upTo: SyncKey | null) {
-  const within = keys.filter((key) =>
-    upTo !== null && compareKeys(key, upTo) <= 0
-  );
-  const read = within.reduce<SyncKey | undefined>(
-    (far, key) => far === undefined || compareKeys(key, far) > 0 ? key : far,
-    undefined,
-  );
-  return read === undefined ? {} : { read };
 }
 
 /** Cycles that keep a refused size before one asks it again. */

@@ -31,15 +31,8 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly rejected?: number;
   readonly maxLimit: number;
   readonly descending?: boolean;
-  /**
-   * The keys this pass commits (every key when absent), ascending: above `above`, up to `upTo` (inclusive); a key past
-   * the far end ends it. `read`: the farthest key up to `upTo` the run read before (its head): the list holds it.
-   */
-  readonly domain?: {
-    above: SyncKey | null;
-    upTo: SyncKey | null;
-    read?: SyncKey;
-  };
+  /** The keys this pass commits (every key when absent), ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
+  readonly domain?: { above: SyncKey | null; upTo: SyncKey | null };
   /** While a window missed the edge: what is known of where it stands. */
   readonly seek?: Seek;
   /** A sweep: the window before was short, and ended at this key (null: empty); a short one that agrees ends the pass. */
@@ -140,7 +133,7 @@ export function judgeWindow(
   const news = fresh.to > fresh.from;
   const window = { claims, end, holds, reached, short, count, news, before };
   const past = { at: plan.start + count, read: last ?? end }; // past the window's last item
-  const { again, reads, denied, ...ends } = readAgain(state, window, past);
+  const { again, reads, ...ends } = readAgain(state, window, past);
   // Read again after a jump, the edge stays at the last key in range.
   const kept = again && farEnd ? fresh.to : count;
   // Shorter at a size not known honoured: perhaps cut and placed by the cut size, so its place tells nothing.
@@ -152,7 +145,7 @@ export function judgeWindow(
     kind: "commit",
     fresh,
     ...ends,
-    halted: reads > MAX_SHORT_READS || denied,
+    halted: reads > MAX_SHORT_READS,
     lost: plan.start === 0 && after === true,
     reached,
     next: {
@@ -245,11 +238,7 @@ function readAgain(
     before: boolean;
   },
   { at, read }: { at: number; read: SyncKey | null },
-): Pick<Verdict, "ended" | "endsBefore"> & {
-  again: boolean;
-  reads: number;
-  denied: boolean;
-} {
+): Pick<Verdict, "ended" | "endsBefore"> & { again: boolean; reads: number } {
   const { claims, end } = window;
   const before = state.short;
   const agrees = claims && before !== undefined &&
@@ -269,18 +258,13 @@ function readAgain(
   const again = claims && farEnd && !agrees && !window.holds;
   // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
   const reads = window.news ? 1 : (state.shortReads ?? 0) + 1;
-  const claimed = window.holds || (claims && !again) ||
+  const ended = window.holds || (claims && !again) ||
     (state.domain?.upTo == null && window.reached);
-  // An end short of an item this run read in the range (a replica behind answering the sweep) is none: the pass stops.
-  const farthest = state.domain?.read;
-  const denied = claimed && !window.holds && farthest !== undefined &&
-    (end === null || compareKeys(end, farthest) < 0);
-  const ended = claimed && !denied;
   const endsBefore = ended && window.short && !window.holds && end !== null &&
     state.domain?.upTo != null;
   // The item the page ended at, past `end` if it held items after the cycle's last: the read past it shows what follows.
   const last = endsBefore ? { endsBefore: { at, last: read ?? end } } : {};
-  return { again, reads: again ? reads : 0, ended, denied, ...last };
+  return { again, reads: again ? reads : 0, ended, ...last };
 }
 
 /**

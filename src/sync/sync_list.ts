@@ -101,8 +101,6 @@ interface Run<T> extends PassRun<T> {
   readonly committer: Committer<T>;
   /** When the run began (`config.now`). */
   readonly startedAt: number;
-  /** The keys before the copy's last item its head read (ascending): the list holds them, whatever the sweep reads. */
-  readonly headRead: SyncKey[];
 }
 
 /** The head pass, then the sweep, from `start`; what the run did. */
@@ -114,8 +112,7 @@ async function runFrom<T>(
 ): Promise<SyncResult> {
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
-  const startedAt = config.now();
-  const run = { client, config, requests, committer, startedAt, headRead: [] };
+  const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
@@ -193,7 +190,6 @@ async function head<T>(
   await runPass(run, start.head, Infinity, async (window) => {
     committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
     if ((foreign = await foreignAt(window))) return false;
-    if (!descending) run.headRead.push(...window.passed ?? []);
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
@@ -287,7 +283,6 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     now: config.now(),
     // Any cycle under way began before this run (the head begins none), whatever its clock said then.
     fresh: config.fresh,
-    read: run.headRead,
   });
   if (begun === undefined) return;
   const { sweep: cursor } = begun;
