@@ -7,7 +7,7 @@
 import pg from "pg";
 import postgres from "postgres";
 import type { PostgresSinkOptions } from "../../src/sync/mod.ts";
-import { Command } from "../_processes.ts";
+import { Command, DEADLINE, withinDeadline } from "../_processes.ts";
 
 const BIN = "/usr/lib/postgresql/15/bin";
 
@@ -173,11 +173,25 @@ export async function inDatabase(
   }
 }
 
-/** Each `[name, driver, fn]` as a step of `t`, in a fresh database of one cluster started for them (none without PostgreSQL). */
-export async function stepsOnOneCluster(
+/** One step of a cluster test: its name, the driver, what it does in a fresh database. */
+type ClusterStep = readonly [string, Driver, (db: Connection) => Promise<void>];
+
+/**
+ * A test of `steps` on one cluster started for them (none without PostgreSQL), within three deadlines (room for the
+ * steps that wait out a stale lease). The drivers' pools keep sockets and timers between queries: no sanitizers.
+ */
+export function clusterTest(name: string, steps: readonly ClusterStep[]) {
+  Deno.test({
+    name,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn: (t) => withinDeadline(() => onOneCluster(t, steps), 3 * DEADLINE),
+  });
+}
+
+async function onOneCluster(
   t: Deno.TestContext,
-  steps:
-    readonly (readonly [string, Driver, (db: Connection) => Promise<void>])[],
+  steps: readonly ClusterStep[],
 ): Promise<void> {
   const cluster = await startCluster();
   if (cluster === undefined) return;

@@ -23,8 +23,7 @@ import type { SyncKey } from "../../src/sync/_window.ts";
 import { runs } from "../_property_runs.ts";
 import { listOf } from "../_sync_fake.ts";
 import { checkpointAt } from "../sync_fixtures.ts";
-import { DEADLINE, withinDeadline } from "../_processes.ts";
-import { type Connection, drivers, stepsOnOneCluster } from "./_postgres.ts";
+import { clusterTest, type Connection, drivers } from "./_postgres.ts";
 
 type Item = { id: string | number; sort?: number | string; v: number };
 type Sink = SyncSink<Item> & KeyedCopy;
@@ -559,22 +558,11 @@ async function changes(
   return Object.fromEntries(rows.map((row) => [row.change, Number(row.n)]));
 }
 
-Deno.test({
-  name: "PostgreSQL sink's key column, through both drivers, on one cluster",
-  // The drivers' pools keep sockets and timers between queries.
-  sanitizeResources: false,
-  sanitizeOps: false,
-  fn: (t) =>
-    withinDeadline(
-      () =>
-        stepsOnOneCluster(
-          t,
-          drivers.flatMap((driver) =>
-            steps.map((step) =>
-              [`${driver.name}: ${step.name}`, driver, step.fn] as const
-            )
-          ),
-        ),
-      3 * DEADLINE,
-    ),
-});
+clusterTest(
+  "PostgreSQL sink's key column, through both drivers, on one cluster",
+  drivers.flatMap((driver) =>
+    steps.map((step) =>
+      [`${driver.name}: ${step.name}`, driver, step.fn] as const
+    )
+  ),
+);

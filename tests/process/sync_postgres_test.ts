@@ -17,8 +17,7 @@ import {
 } from "../../src/sync/_postgres_sql.ts";
 import { storable } from "../../src/sync/_sql_sink.ts";
 import { inProcess, listOf } from "../_sync_fake.ts";
-import { type Connection, drivers, stepsOnOneCluster } from "./_postgres.ts";
-import { DEADLINE, withinDeadline } from "../_processes.ts";
+import { clusterTest, type Connection, drivers } from "./_postgres.ts";
 import { checkpointAt, oddItems, sameGuards } from "../sync_fixtures.ts";
 
 const byDate = { id: "transactionID", sortBy: "creationDate" } as const;
@@ -1443,23 +1442,12 @@ const steps: {
   },
 ];
 
-// Every step of a driver on one cluster: a deadline for the whole, with
-// room for the steps that wait out a stale lease.
+// Every step of a driver on one cluster.
 for (const driver of drivers) {
-  Deno.test({
-    name: `PostgreSQL sink through ${driver.name}`,
-    sanitizeResources: false,
-    sanitizeOps: false,
-    fn: (t) =>
-      withinDeadline(
-        () =>
-          stepsOnOneCluster(
-            t,
-            steps.map((step) => [step.name, driver, step.fn]),
-          ),
-        3 * DEADLINE,
-      ),
-  });
+  clusterTest(
+    `PostgreSQL sink through ${driver.name}`,
+    steps.map((step) => [step.name, driver, step.fn]),
+  );
 }
 
 /** What the sink keeps of a batch (the kit's storable with the dialect's text), decided before anything is sent. */
