@@ -161,9 +161,17 @@ export async function holdsUnseen(
 ): Promise<boolean> {
   const upTo = window.last && keyText(window.last);
   const { rows, full } = await rowsAhead(guard, upTo, window.ids);
+  return full || holdsAny(guard, window.ids, rows);
+}
+
+/** Whether `ids` hold a row the pass went by unseen, or one of `rows` (unseen, ahead of it). */
+function holdsAny(
+  { passed }: WindowGuard,
+  ids: readonly string[],
+  rows: readonly UnseenRow[],
+): boolean {
   const ahead = new Set(rows.map((row) => row.id));
-  return full ||
-    window.ids.some((id) => guard.passed.has(id) || ahead.has(id));
+  return ids.some((id) => passed.has(id) || ahead.has(id));
 }
 
 /**
@@ -182,8 +190,7 @@ export function doubter(guard: WindowGuard | undefined) {
     if (guard === undefined || edge === null || ids.length === 0) return false;
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
     const { rows, more } = await rowsAhead(guard, keyText(edge), ids);
-    const ahead = new Set(rows.map((row) => row.id));
-    if (ids.some((id) => guard.passed.has(id) || ahead.has(id))) return false;
+    if (holdsAny(guard, ids, rows)) return false;
     const passes = rows.length + more; // none of them its own
     if (passes === 0) return false;
     if (doubted !== ids[0]) return (doubted = ids[0], true);
