@@ -1001,3 +1001,57 @@ Deno.test("a sweep page answered on every read with another list's items at the 
     copy.database?.close();
   }
 });
+
+Deno.test("a mass delete that took the copy's last item, then a window of items back-dated into the gaps it left, is the same list, in both orders: the head commits the new items of every run (it refused at share 1 and committed none), answering each refusal with the share it names leaves the copy equal to the list, and another list dense in those gaps still commits nothing", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const copy of await copies(`gap-after-mass-delete-${sortDirection}`)) {
+      let list = things(600), answer = () => list;
+      const service = listOf(() =>
+        sortDirection === "ASC" ? answer() : answer().toReversed()
+      );
+      const options = { id: "thingID", sink: copy.sink, sortDirection };
+      await syncList(service.client, "things", { ...options, maxLimit: 50 });
+      const [before, mid, edge] = list.slice(-3).map((t) => t.thingID);
+      const late = (after: string | undefined) =>
+        Array.from({ length: 25 }, (_, i) => ({
+          thingID: `${after}-${String(i).padStart(2, "0")}`,
+        }));
+      // Another list whose items fill those gaps, and 20 newer: none of it gets in.
+      const other = [
+        ...late(before),
+        ...late(mid),
+        ...things(20).map(({ thingID }) => ({ thingID: `u${thingID}` })),
+      ];
+      answer = () => other;
+      const copied = await copy.snapshot();
+      await rejects(
+        syncList(service.client, "things", { ...options, maxLimit: 50 }),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      equal(await copy.snapshot(), copied, copy.kind);
+      answer = () => list;
+      list = list.filter((t, i) =>
+        i % 3 !== 0 && t.thingID !== mid && t.thingID !== edge
+      );
+      list = [...list, ...late(before), ...late(mid)].sort(byId);
+      let share = 0.1;
+      for (const run of [1, 2, 3, 4]) {
+        list.push({ thingID: `u${run}` }); // after every id of the copy
+        const result = await syncList(service.client, "things", {
+          ...options,
+          maxLimit: 50,
+          maxDeletes: share,
+          sweep: Infinity,
+        }).catch((error: SyncError) => error);
+        ok(
+          copy.ids().includes(`u${run}`),
+          `${copy.kind} ${sortDirection} run ${run}`,
+        );
+        if (!(result instanceof SyncError)) break;
+        share = result.maxDeletesNeeded ?? 1;
+      }
+      deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort(), copy.kind);
+      copy.database?.close();
+    }
+  }
+});
