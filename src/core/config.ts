@@ -215,7 +215,8 @@ function optionalValues(
 ): Pick<PartnerApiConfig, "bodyFormat" | "clientAuthentication"> {
   const found: Record<string, string> = {};
   for (const [option, variable] of Object.entries(CONFIG_OPTIONAL_VARIABLES)) {
-    const value = readIfAllowed(read, variable)?.trim();
+    // A variable it may not read counts as unset: e.g. --allow-env naming only the six it needs.
+    const value = tried(() => read(variable))?.trim();
     if (value === undefined || value === "") continue;
     const allowed: readonly string[] =
       OPTIONAL_VALUES[option as keyof typeof OPTIONAL_VALUES];
@@ -225,11 +226,6 @@ function optionalValues(
     found[option] = value;
   }
   return found;
-}
-
-/** A variable, or `undefined` when it is unset or may not be read. */
-function readIfAllowed(read: ReadVariable, name: string): string | undefined {
-  return tried(() => read(name)); // e.g. --allow-env naming only the six it needs
 }
 
 function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
@@ -258,13 +254,14 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
 function typosSet(variable: string, read: ReadVariable): string[] {
   const typos = new Set<string>();
   for (let i = 0; i < variable.length; i++) {
-    const head = variable.slice(0, i), tail = variable.slice(i + 1);
+    const head = variable.slice(0, i);
+    const tail = variable.slice(i + 1);
     const char = variable[i]!; // dropped, doubled, swapped with the next:
     typos.add(head + tail).add(head + char + char + tail);
     typos.add(head + tail.slice(0, 1) + char + tail.slice(1)); // the last: itself
   }
   typos.delete(variable);
-  return [...typos].filter((name) => readIfAllowed(read, name) !== undefined);
+  return [...typos].filter((name) => tried(() => read(name)) !== undefined);
 }
 
 function configError(
