@@ -9,7 +9,6 @@ import {
   FLAGS,
   oneOf,
   onePositional,
-  pagingOf,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -121,9 +120,8 @@ function commandPlan(
     return { command, path, pci: !!values.pci, ...flags };
   }
   if (command === "sync") {
-    // The flags sync shares with list are checked before anything of its own; sync's messages give the command
-    // line back (to confirm a mass delete).
-    const sync = { ...syncRequest(rest, values, pagingOf(values)), args };
+    // Sync's messages give the command line back (to confirm a mass delete).
+    const sync = { ...syncRequest(rest, values), args };
     return { command, sync, ...flags };
   }
   if (command === "completion") return { command, shell: shellOf(rest) };

@@ -3,7 +3,7 @@
 import {
   oneOf,
   onePositional,
-  type pagingOf,
+  pagingOf,
   sortDirection,
   UsageError,
   type Values,
@@ -15,14 +15,11 @@ export type SyncRequest = Readonly<ReturnType<typeof syncRequest>> & {
 };
 
 /**
- * Checks `sync <list> --to FILE` and its flags (the help text lists them).
+ * Checks `sync <list> --to FILE` and its flags (the help text lists them), those it shares with `list` first.
  * @throws {UsageError} With what is wrong.
  */
-export function syncRequest(
-  rest: readonly string[],
-  values: Values,
-  shared: ReturnType<typeof pagingOf>,
-) {
+export function syncRequest(rest: readonly string[], values: Values) {
+  const shared = pagingOf(values);
   const path = onePositional(rest, "sync needs a <list>, e.g. transactions");
   const { target, kind } = copyOf(values.to);
   if (values.full === true) {
