@@ -92,8 +92,6 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
 
 /**
  * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
- * @param items The items, e.g. from {@linkcode paginate}.
- * @param options `maxItems`: the cap, required.
  * @returns At most `maxItems` items, in order.
  * @throws {RangeError} When `maxItems` is not a non-negative integer.
  *

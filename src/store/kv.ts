@@ -69,7 +69,6 @@ const STORE_ELSEWHERE =
  * up to `maxWait`; a 429's block is stored for all. A record older than one seen (a restored
  * backup) is refused. See docs/fleets.md.
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
- * @param options Key prefix, lease length, waiting, encryption.
  * @throws {RangeError} When a duration is out of range.
  * @throws {TypeError} When `encryptionKey` is not an AES-GCM key, or outside Deno.
  *

@@ -74,8 +74,6 @@ const MOST_REQUESTS = 1000;
  *
  * `await using` it before closing the database: it waits for the answers still being written.
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
- * @param options The limit, the prefix, the clock.
- * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {RangeError} When `requests` or `interval` is out of range.
  * @throws {TypeError} Outside Deno.
  *

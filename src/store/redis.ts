@@ -93,7 +93,6 @@ const CONTEXT = "Cannot create Redis token store";
  * a lease (`SET NX PX`) and requests the token, the others wait up to `maxWait`; a 429's block is
  * stored for all. A failing Redis counts as empty (no process spends more than alone); one that
  * refuses EVAL gets plain commands. A record older than one seen is refused. See docs/fleets.md.
- * @param options The command function, encryption, prefix and timing.
  * @throws {TypeError} When `command` is not a function, `prefix` is empty or
  * `encryptionKey` is not an AES-GCM key.
  * @throws {RangeError} When a duration is out of range.

@@ -67,8 +67,6 @@ const CONTEXT = "Cannot create Redis rate limiter";
  * (`rate.degraded`, then `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
  * `await using` it before closing the Redis connection: it waits for the answers still being written.
- * @param options The command function, the limit, the prefix.
- * @returns The limiter, to pass as `rateLimit` to one or more clients.
  * @throws {TypeError} When `command` is not a function or `prefix` is empty.
  * @throws {RangeError} When `requests`, `interval` or `commandTimeout` is out of range.
  *

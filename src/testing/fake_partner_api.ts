@@ -105,7 +105,6 @@ type Handler = (request: Request) => Promise<Response>;
  * credentials or audience), issues opaque tokens that expire after `tokenLifetime`, counts a
  * per-hour and per-day quota on the UTC hour and day of its clock, sends `Idp-Client-Quota-Limit`
  * (with `r` after each answer) and answers 429 past the quota.
- * @param options Token lifetime, quota, clock and faults.
  * @returns The running fake; close it with `close()` or `await using`.
  * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`).
  * @throws {TypeError} Outside Deno (`option: "port"`), before anything is checked or served.

@@ -134,7 +134,6 @@ const MS = `positive ${WHOLE}` as const;
 
 /**
  * Creates the fake service that `startFakePartnerApi` serves (see there for what it answers).
- * @param options Token lifetime, quota, clock, data, latency and faults.
  * @returns The service; nothing listens until you serve it.
  * @throws {RangeError} (`option`) When a lifetime, quota, size, seed (an integer) or time (≤ 2,147,483,647 ms) is out of range.
  * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string,
