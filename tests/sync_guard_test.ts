@@ -1055,3 +1055,77 @@ Deno.test("a mass delete that took the copy's last item, then a window of items 
     }
   }
 });
+
+Deno.test("the head's reads further on let no other list in: another list answering the window over the copy's last item, alone or with the reads right after it (misrouted, or a cache poisoned for its address), commits nothing, in both orders (90 rows of it got in, with their insert rows)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const misrouted of [[1], [1, 2], [1, 2, 3]]) {
+      const name = `misrouted-${sortDirection}-${misrouted.length}`;
+      for (const copy of await copies(name)) {
+        let list = things(600), from = Infinity;
+        const order = (all: Thing[]) =>
+          sortDirection === "ASC" ? all : all.toReversed();
+        // Another list's page, as long: ids in the gap before the copy's last item, and past it.
+        const other = (page: readonly unknown[]) =>
+          order(page.map((_, i) => ({
+            thingID: `t0005${i < 10 ? 90 : 99}000-f${
+              String(i).padStart(3, "0")
+            }`,
+          })));
+        const service = listOf(() => order(list), {
+          answer: (page, n) =>
+            misrouted.includes(n - from) ? other(page) : page,
+        });
+        const options = {
+          id: "thingID",
+          sink: copy.sink,
+          sortDirection,
+          maxLimit: 100,
+          changes: copy.kind === "sqlite",
+        };
+        await syncList(service.client, "things", options);
+        list = [...list.slice(0, -1), { thingID: "u1" }, { thingID: "u2" }];
+        const before = [await copy.snapshot(), changeRows(copy.database)];
+        from = service.requests;
+        await rejects(
+          syncList(service.client, "things", options),
+          (error: SyncError) => error.reason === "too-many-deletes",
+        );
+        const after = [await copy.snapshot(), changeRows(copy.database)];
+        deepStrictEqual(after, before, name);
+        const all = { ...options, sweep: Infinity };
+        const healthy = await syncList(service.client, "things", all);
+        deepStrictEqual(counts(healthy), [2, 0, 1], copy.kind);
+        copy.database?.close();
+      }
+    }
+  }
+});
+
+Deno.test("newest first, a mass delete whose items back-dated into the gap outnumber the rows it left, or a service cutting pages under the asked size, still commits the head's new items: the list's end is found and read (every run failed at share 1 and committed none)", async () => {
+  for (const [late, cut] of [[1100, Infinity], [450, 99]] as const) {
+    for (const copy of await copies(`mass-delete-desc-${late}`)) {
+      let list = things(600);
+      const service = listOf(() => list.toReversed(), { maxLimit: cut });
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        sortDirection: "DESC" as const,
+        maxLimit: 100,
+      };
+      await syncList(service.client, "things", options);
+      const left = list[299]!.thingID; // the last 300 go, and `late` items come back-dated after the last one left
+      const back = Array.from({ length: late }, (_, i) => ({
+        thingID: `${left}-${String(i).padStart(4, "0")}`,
+      }));
+      list = [...list.slice(0, 300), ...back, { thingID: "u1" }];
+      await rejects(
+        syncList(service.client, "things", options),
+        (error: SyncError) =>
+          error.reason === "too-many-deletes" &&
+          error.maxDeletesNeeded! < 1,
+      );
+      ok(copy.ids().includes("u1"), `${copy.kind} ${late}`);
+      copy.database?.close();
+    }
+  }
+});

@@ -15,13 +15,12 @@ import {
   heldStrays,
   listOptions,
   type PassRun,
-  readWindow,
   runPass,
 } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import type { SyncKey, WindowPlan } from "./_window.ts";
+import { holdsNoneOf, overlapCheck } from "./_head_overlap.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
 import { doubter, heldBack, holdsUnseen } from "./_window_guard.ts";
@@ -223,60 +222,6 @@ async function head<T>(
   });
   if (again) return await head(run, start, first, new Set(again));
   return lost || foreign ? await refuseHead(run, foreign) : shift;
-}
-
-/**
- * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) shows another
- * list: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of the
- * copy there, or the list further on (`holdsFurther`) must (the sink's `holds`; a sink that cannot tell is taken at its
- * word).
- */
-function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
-  const { config } = run;
-  const descending = config.identity.sortDirection === "DESC";
-  let checked = edge === null || config.maxDeletes >= 1;
-  return async (window: Committed<T>) => {
-    const around = descending ? window.beyond : window.passed;
-    if (checked || (around === undefined && descending)) return false;
-    checked = true;
-    return around !== undefined && !around.some((key) => key.id === edge!.id) &&
-      await holdsNoneOf(run, around.map((key) => key.id)) &&
-      !await holdsFurther(run, window.plan, descending);
-  };
-}
-
-/** Reads past this many windows from the head's are not made: a service ignoring `page` answers every read in full. */
-const FURTHEST = 2 ** 20;
-
-/**
- * Whether the list holds a row of the copy past the window at `plan`, where the copy's older rows lie (before it; newest
- * first, after it), read a window at a time, twice as far each time, to the list's end: a mass delete that took the
- * copy's last item, then items back-dated into the gap it left, fill that window with items the copy lacks, and the
- * same list holds the copy's other rows further on; another list holds none. Asked only where the head would refuse.
- */
-async function holdsFurther<T>(
-  run: Run<T>,
-  { start, limit }: WindowPlan,
-  descending: boolean,
-): Promise<boolean> {
-  for (let step = 1, at = start; descending || at > 0; step *= 2) {
-    at = descending ? start + step * limit : Math.max(0, start - step * limit);
-    const page = at / limit + 1;
-    const items = await readWindow(run, { start: at, limit, page });
-    const ids = items.map((item) => run.config.keyOf(item).id);
-    if (!await holdsNoneOf(run, ids)) return true;
-    if (descending && (items.length < limit || step >= FURTHEST)) break;
-  }
-  return false;
-}
-
-/** Whether the sink shows it holds none of `ids` as live rows (a sink that cannot tell: false). */
-async function holdsNoneOf<T>(
-  { config, committer }: Run<T>,
-  ids: readonly string[],
-) {
-  await committer.done();
-  return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
 }
 
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
