@@ -1129,3 +1129,23 @@ Deno.test("newest first, a mass delete whose items back-dated into the gap outnu
     }
   }
 });
+
+Deno.test("a refusal names what is gone, not the whole copy, when a mass delete leaves a sweep window only the head's new items: 500 of 610 (it named 610 of 610, share 1); answered with its share, the copy equals the list", async () => {
+  for (const copy of await copies("mass-delete-named")) {
+    let list = things(600);
+    const service = listOf(() => list);
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    const added = things(10).map(({ thingID }) => ({ thingID: `u${thingID}` }));
+    list = [...list.slice(0, 100), ...added];
+    await rejects(
+      syncList(service.client, "things", options),
+      (error: SyncError) =>
+        error.reason === "too-many-deletes" && error.maxDeletesNeeded === 0.82,
+    );
+    const confirmed = { ...options, maxDeletes: 0.82, sweep: Infinity };
+    await syncList(service.client, "things", confirmed);
+    deepStrictEqual(copy.ids(), list.map(({ thingID }) => thingID), copy.kind);
+    copy.database?.close();
+  }
+});

@@ -189,12 +189,14 @@ export function doubter(guard: WindowGuard | undefined) {
   ) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
-    const { rows, more } = await rowsAhead(guard, keyText(edge), ids);
+    const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
     if (holdsAny(guard, ids, rows)) return false;
     const passes = rows.length + more; // none of them its own
     if (passes === 0) return false;
     if (doubted !== ids[0]) return (doubted = ids[0], true);
-    guard.doubled += passes;
+    // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
+    // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
+    if (!full) guard.doubled += passes;
     guard.retaken = ids[0]!;
     return false;
   };
