@@ -23,8 +23,6 @@ export interface Committed<T>
   readonly items: readonly T[];
   readonly ids: readonly string[];
   readonly state: WindowState;
-  /** Where it was read. */
-  readonly plan: WindowPlan;
   /** Where the pass's first edge now stands, when this window showed it. */
   readonly edgeAt?: number;
   /** Its keys at or before the edge the pass stood at (read before), if any. */
@@ -141,18 +139,11 @@ async function goesOn<T>(
 }
 
 /** The key of the item at `at` (one item read), if any. */
-async function keyAt<T>(run: PassRun<T>, at: number) {
-  const [item] = await readWindow(run, { start: at, limit: 1, page: at + 1 });
-  return item === undefined ? undefined : run.config.keyOf(item);
-}
-
-/** The items of the window at `plan`, read alone (a request counted). */
-export async function readWindow<T>(
-  { client, config, requests }: PassRun<T>,
-  plan: WindowPlan,
-): Promise<readonly T[]> {
+async function keyAt<T>({ client, config, requests }: PassRun<T>, at: number) {
   requests.count++;
-  return await launch(client, config, plan).items;
+  const plan = { start: at, limit: 1, page: at + 1 };
+  const [item] = await launch(client, config, plan).items;
+  return item === undefined ? undefined : config.keyOf(item);
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
@@ -243,7 +234,6 @@ async function judge<T>(
     items: items.slice(from, to),
     ids: keys.slice(from, to).map((key) => key.id),
     state: verdict.next,
-    plan: flight.plan,
     ended: verdict.ended,
     reached: verdict.reached,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),

@@ -20,7 +20,7 @@ import {
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import { holdsNoneOf, overlapCheck } from "./_head_overlap.ts";
+import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
 import { doubter, heldBack, holdsUnseen } from "./_window_guard.ts";
@@ -101,6 +101,8 @@ interface Run<T> extends PassRun<T> {
   readonly committer: Committer<T>;
   /** When the run began (`config.now`). */
   readonly startedAt: number;
+  /** The head held back (`overlapCheck`), and the new items it read then, which the copy lacks. */
+  readonly waiting: { held: boolean; items: number };
 }
 
 /** The head pass, then the sweep, from `start`; what the run did. */
@@ -112,7 +114,15 @@ async function runFrom<T>(
 ): Promise<SyncResult> {
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
-  const run = { client, config, requests, committer, startedAt: config.now() };
+  const startedAt = config.now();
+  const run = {
+    client,
+    config,
+    requests,
+    committer,
+    startedAt,
+    waiting: { held: false, items: 0 },
+  };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
@@ -128,17 +138,9 @@ async function runFrom<T>(
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
-    if (!first) {
-      // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
-      // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
-      const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
-      const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
-      const timeUp = () => clock() - read.began >= maxDuration;
-      const limited = stop ? { ...run, stop: stop.signal } : run;
-      await sweep(limited, timeUp).finally(() => stop?.clear());
-    }
+    if (!first) await sweepWithin(run, clock, read.began);
     const sweepInserted = committer.tally.inserted - inserted;
-    await committer.done();
+    await headAgain(run);
     const { tally, latest } = committer;
     const { verifiedAt } = latest;
     return {
@@ -146,11 +148,7 @@ async function runFrom<T>(
       skippedIds: [...tally.skippedIds],
       requests: requests.count,
       resumed: start.resumed,
-      // A cycle this run began and completed verified the whole copy: nothing is behind it (a shift may be items the
-      // copy never lost).
-      behind: (verifiedAt ?? -Infinity) >= run.startedAt
-        ? 0
-        : Math.max(0, (shift ?? 0) - sweepInserted),
+      behind: behindOf(run, (shift ?? 0) - sweepInserted),
       ...(verifiedAt === undefined ? {} : { verifiedAt }),
       sweepLeft: sweepLeft(latest),
       ...nextVerified(latest, {
@@ -162,6 +160,43 @@ async function runFrom<T>(
   } finally {
     await committer.settle();
   }
+}
+
+/**
+ * What the run knows the copy lacks: the new items the head held back, or how far the edge moved less what the sweep
+ * inserted (`moved`), unless a cycle this run began and completed verified the whole copy (a shift may be items the
+ * copy never lost).
+ */
+function behindOf<T>({ committer, startedAt, waiting }: Run<T>, moved: number) {
+  const verified = (committer.latest.verifiedAt ?? -Infinity) >= startedAt;
+  return Math.max(waiting.items, verified ? 0 : moved);
+}
+
+/** The sweep, its windows given up once `maxDuration` passed since `began` (on `clock`). */
+async function sweepWithin<T>(
+  run: Run<T>,
+  clock: () => number,
+  began: number,
+): Promise<void> {
+  // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
+  // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
+  const { maxDuration } = run.config, ms = Math.min(maxDuration, MAX_TIMER_MS);
+  const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
+  const timeUp = () => clock() - began >= maxDuration;
+  const limited = stop ? { ...run, stop: stop.signal } : run;
+  await sweep(limited, timeUp).finally(() => stop?.clear());
+}
+
+/** Held back for the sweep to judge, the head reads again once this run's cycle made the list's rows the copy's. */
+async function headAgain<T>(run: Run<T>): Promise<void> {
+  const { committer, config, waiting, startedAt } = run;
+  await committer.done();
+  if (!waiting.held || (committer.latest.verifiedAt ?? -Infinity) < startedAt) {
+    return;
+  }
+  Object.assign(waiting, { held: false, items: 0 });
+  await head(run, runStart(committer.latest, config.identity, config), false);
+  await committer.done();
 }
 
 /** The windows a descending head holds back at most until one reaches the copy: as many as a killed run reads again. */
@@ -186,10 +221,15 @@ async function head<T>(
   let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
   const foreignAt = overlapCheck(run, start.checkpoint.edge);
-  let foreign = false;
   await runPass(run, start.head, Infinity, async (window) => {
     committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
-    if ((foreign = await foreignAt(window))) return false;
+    if (await foreignAt(window)) {
+      // Held back, this window and those before it: the sweep judges what the list holds there.
+      const before = held.reduce((sum, [, each]) => sum + each.items.length, 0);
+      const items = before + window.items.length;
+      Object.assign(run.waiting, { held: true, items });
+      return false;
+    }
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
@@ -221,16 +261,44 @@ async function head<T>(
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
-  return lost || foreign ? await refuseHead(run, foreign) : shift;
+  return lost ? await refuseHead(run) : shift;
 }
 
-/** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
-async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
+/**
+ * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) may be another
+ * list's: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of
+ * the copy there (the sink's `holds`; a sink that cannot tell is taken at its word). One that holds none is held back
+ * with the head's windows before it, not refused: items back-dated into a gap a mass delete left read the same as
+ * another list, which the sweep tells apart (its guard names what the list lost; refusing here named every row).
+ */
+function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
+  const { config } = run;
+  const descending = config.identity.sortDirection === "DESC";
+  let checked = edge === null || config.maxDeletes >= 1;
+  return async (window: Committed<T>) => {
+    const around = descending ? window.beyond : window.passed;
+    if (checked || (around === undefined && descending)) return false;
+    checked = true;
+    return around !== undefined && !around.some((key) => key.id === edge!.id) &&
+      await holdsNoneOf(run, around.map((key) => key.id));
+  };
+}
+
+/** Whether the sink shows it holds none of `ids` as live rows (a sink that cannot tell: false). */
+async function holdsNoneOf<T>(
+  { config, committer }: Run<T>,
+  ids: readonly string[],
+) {
+  await committer.done();
+  return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
+}
+
+/** The head's refusal: the list lost every row of the copy. */
+async function refuseHead<T>(run: Run<T>): Promise<never> {
   await run.committer.done(); // nothing was committed, nothing is recorded: what was read is told
   run.committer.progress();
-  const why = foreign
-    ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
-    : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
+  const why =
+    "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
   throw deletesRefused(
     `${why}, so it lost them, or another list answered; nothing was committed`,
     `the copy of ${run.config.identity.path}`,
