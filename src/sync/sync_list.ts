@@ -115,14 +115,8 @@ async function runFrom<T>(
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
   const startedAt = config.now();
-  const run = {
-    client,
-    config,
-    requests,
-    committer,
-    startedAt,
-    waiting: { held: false, items: 0 },
-  };
+  const waiting = { held: false, items: 0 };
+  const run = { client, config, requests, committer, startedAt, waiting };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
@@ -221,15 +215,10 @@ async function head<T>(
   let holding = descending && config.maxDeletes < 1 && hasCopy && !underWay;
   let latest = committer.latest, heldWindows = 0;
   const foreignAt = overlapCheck(run, start.checkpoint.edge);
+  let foreign = false;
   await runPass(run, start.head, Infinity, async (window) => {
     committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
-    if (await foreignAt(window)) {
-      // Held back, this window and those before it: the sweep judges what the list holds there.
-      const before = held.reduce((sum, [, each]) => sum + each.items.length, 0);
-      const items = before + window.items.length;
-      Object.assign(run.waiting, { held: true, items });
-      return false;
-    }
+    if ((foreign = await foreignAt(window))) return holdBack(run, window);
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
@@ -261,15 +250,19 @@ async function head<T>(
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
-  return lost ? await refuseHead(run) : shift;
+  // Ascending, held back (`foreign`) and left to the sweep.
+  return lost || (foreign && descending)
+    ? await refuseHead(run, foreign)
+    : shift;
 }
 
 /**
  * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) may be another
  * list's: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of
- * the copy there (the sink's `holds`; a sink that cannot tell is taken at its word). One that holds none is held back
- * with the head's windows before it, not refused: items back-dated into a gap a mass delete left read the same as
- * another list, which the sweep tells apart (its guard names what the list lost; refusing here named every row).
+ * the copy there (the sink's `holds`; a sink that cannot tell is taken at its word). Ascending, one that holds none is
+ * held back, not refused: items back-dated into a gap a mass delete left read the same as another list, which the
+ * sweep tells apart (its guard names what the list lost; refusing here named every row). Newest first the run is
+ * refused: the head may have committed windows of new items before it, which a cycle up to the old edge would remove.
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   const { config } = run;
@@ -293,12 +286,21 @@ async function holdsNoneOf<T>(
   return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
 }
 
-/** The head's refusal: the list lost every row of the copy. */
-async function refuseHead<T>(run: Run<T>): Promise<never> {
+/** The head stops at `window`, holding it back (ascending: the sweep judges what the list holds there). */
+function holdBack<T>({ waiting }: Run<T>, window: Committed<T>): false {
+  // Around the copy's last item, its items are all the copy lacks.
+  const items = (window.passed?.length ?? 0) + window.items.length;
+  Object.assign(waiting, { held: true, items });
+  return false;
+}
+
+/** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
+async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
   await run.committer.done(); // nothing was committed, nothing is recorded: what was read is told
   run.committer.progress();
-  const why =
-    "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
+  const why = foreign
+    ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
+    : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
   throw deletesRefused(
     `${why}, so it lost them, or another list answered; nothing was committed`,
     `the copy of ${run.config.identity.path}`,

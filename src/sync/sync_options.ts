@@ -256,8 +256,9 @@ export interface SyncResult extends SyncProgress {
   /** The ids of the first 100 items skipped. */
   readonly skippedIds: readonly string[];
   /**
-   * Items the run knows the list has and the copy lacks, e.g. inserted behind the copy's end, or new ones the head held
-   * back for the sweep (where the copy's last item is gone, none of the copy's rows around it) (0: none known).
+   * Items the run knows the list has and the copy lacks, e.g. inserted behind the copy's end, or those of a head window
+   * held back for the sweep (ascending, where the copy's last item is gone and none of its rows are around it) (0: none
+   * known).
    */
   readonly behind: number;
   /** When (epoch ms) the last complete cycle started; undefined before one completes. */
