@@ -101,7 +101,7 @@ interface Run<T> extends PassRun<T> {
   readonly committer: Committer<T>;
   /** When the run began (`config.now`). */
   readonly startedAt: number;
-  /** The head held back (`overlapCheck`), and the new items it read then, which the copy lacks. */
+  /** The head held a window back (`overlapCheck`), and that window's items, which the copy lacks. */
   readonly waiting: { held: boolean; items: number };
 }
 
@@ -157,7 +157,7 @@ async function runFrom<T>(
 }
 
 /**
- * What the run knows the copy lacks: the new items the head held back, or how far the edge moved less what the sweep
+ * What the run knows the copy lacks: the items of the window the head held back, or how far the edge moved less what the sweep
  * inserted (`moved`), unless a cycle this run began and completed verified the whole copy (a shift may be items the
  * copy never lost).
  */
