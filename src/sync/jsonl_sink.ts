@@ -202,7 +202,6 @@ class JsonlCopy {
       : await this.#dropLines(rewrite.end, tail, drop);
     await this.#save({ checkpoint, end: whole, renaming: true });
     await this.#renameOver(checkpoint, whole);
-    this.#ids = undefined; // the cycle's rows now: read again if asked
     return counts;
   }
 

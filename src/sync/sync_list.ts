@@ -101,8 +101,6 @@ interface Run<T> extends PassRun<T> {
   readonly committer: Committer<T>;
   /** When the run began (`config.now`). */
   readonly startedAt: number;
-  /** The head held a window back (`overlapCheck`), and that window's items, which the copy lacks. */
-  readonly waiting: { held: boolean; items: number };
 }
 
 /** The head pass, then the sweep, from `start`; what the run did. */
@@ -114,9 +112,7 @@ async function runFrom<T>(
 ): Promise<SyncResult> {
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
-  const startedAt = config.now();
-  const waiting = { held: false, items: 0 };
-  const run = { client, config, requests, committer, startedAt, waiting };
+  const run = { client, config, requests, committer, startedAt: config.now() };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
@@ -132,9 +128,17 @@ async function runFrom<T>(
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
-    if (!first) await sweepWithin(run, clock, read.began);
+    if (!first) {
+      // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
+      // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
+      const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
+      const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
+      const timeUp = () => clock() - read.began >= maxDuration;
+      const limited = stop ? { ...run, stop: stop.signal } : run;
+      await sweep(limited, timeUp).finally(() => stop?.clear());
+    }
     const sweepInserted = committer.tally.inserted - inserted;
-    await headAgain(run);
+    await committer.done();
     const { tally, latest } = committer;
     const { verifiedAt } = latest;
     return {
@@ -142,7 +146,11 @@ async function runFrom<T>(
       skippedIds: [...tally.skippedIds],
       requests: requests.count,
       resumed: start.resumed,
-      behind: behindOf(run, (shift ?? 0) - sweepInserted),
+      // A cycle this run began and completed verified the whole copy: nothing is behind it (a shift may be items the
+      // copy never lost).
+      behind: (verifiedAt ?? -Infinity) >= run.startedAt
+        ? 0
+        : Math.max(0, (shift ?? 0) - sweepInserted),
       ...(verifiedAt === undefined ? {} : { verifiedAt }),
       sweepLeft: sweepLeft(latest),
       ...nextVerified(latest, {
@@ -154,43 +162,6 @@ async function runFrom<T>(
   } finally {
     await committer.settle();
   }
-}
-
-/**
- * What the run knows the copy lacks: the items of the window the head held back, or how far the edge moved less what the sweep
- * inserted (`moved`), unless a cycle this run began and completed verified the whole copy (a shift may be items the
- * copy never lost).
- */
-function behindOf<T>({ committer, startedAt, waiting }: Run<T>, moved: number) {
-  const verified = (committer.latest.verifiedAt ?? -Infinity) >= startedAt;
-  return Math.max(waiting.items, verified ? 0 : moved);
-}
-
-/** The sweep, its windows given up once `maxDuration` passed since `began` (on `clock`). */
-async function sweepWithin<T>(
-  run: Run<T>,
-  clock: () => number,
-  began: number,
-): Promise<void> {
-  // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
-  // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
-  const { maxDuration } = run.config, ms = Math.min(maxDuration, MAX_TIMER_MS);
-  const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
-  const timeUp = () => clock() - began >= maxDuration;
-  const limited = stop ? { ...run, stop: stop.signal } : run;
-  await sweep(limited, timeUp).finally(() => stop?.clear());
-}
-
-/** Held back for the sweep to judge, the head reads again once this run's cycle made the list's rows the copy's. */
-async function headAgain<T>(run: Run<T>): Promise<void> {
-  const { committer, config, waiting, startedAt } = run;
-  await committer.done();
-  if (!waiting.held || (committer.latest.verifiedAt ?? -Infinity) < startedAt) {
-    return;
-  }
-  Object.assign(waiting, { held: false, items: 0 });
-  await head(run, runStart(committer.latest, config.identity, config), false);
-  await committer.done();
 }
 
 /** The windows a descending head holds back at most until one reaches the copy: as many as a killed run reads again. */
@@ -218,7 +189,7 @@ async function head<T>(
   let foreign = false;
   await runPass(run, start.head, Infinity, async (window) => {
     committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
-    if ((foreign = await foreignAt(window))) return holdBack(run, window);
+    if ((foreign = await foreignAt(window))) return false;
     if (holding && window.lost === true) {
       [held.length, heldWindows, latest] = [0, 0, committer.latest];
     }
@@ -250,19 +221,13 @@ async function head<T>(
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
-  // Ascending, held back (`foreign`) and left to the sweep.
-  return lost || (foreign && descending)
-    ? await refuseHead(run, foreign)
-    : shift;
+  return lost || foreign ? await refuseHead(run, foreign) : shift;
 }
 
 /**
- * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) may be another
- * list's: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of
- * the copy there (the sink's `holds`; a sink that cannot tell is taken at its word). Ascending, one that holds none is
- * held back, not refused: items back-dated into a gap a mass delete left read the same as another list, which the
- * sweep tells apart (its guard names what the list lost; refusing here named every row). Newest first the run is
- * refused: the head may have committed windows of new items before it, which a cycle up to the old edge would remove.
+ * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) shows another
+ * list: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of the
+ * copy there (the sink's `holds`; a sink that cannot tell is taken at its word).
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   const { config } = run;
@@ -284,14 +249,6 @@ async function holdsNoneOf<T>(
 ) {
   await committer.done();
   return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
-}
-
-/** The head stops at `window`, holding it back (ascending: the sweep judges what the list holds there). */
-function holdBack<T>({ waiting }: Run<T>, window: Committed<T>): false {
-  // Around the copy's last item, its items are all the copy lacks.
-  const items = (window.passed?.length ?? 0) + window.items.length;
-  Object.assign(waiting, { held: true, items });
-  return false;
 }
 
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */

@@ -255,11 +255,7 @@ export interface SyncResult extends SyncProgress {
   readonly skipped: number;
   /** The ids of the first 100 items skipped. */
   readonly skippedIds: readonly string[];
-  /**
-   * Items the run knows the list has and the copy lacks, e.g. inserted behind the copy's end, or those of a head window
-   * held back for the sweep (ascending, where the copy's last item is gone and none of its rows are around it) (0: none
-   * known).
-   */
+  /** Items the run knows the list has and the copy lacks, e.g. inserted behind the copy's end (0: none known). */
   readonly behind: number;
   /** When (epoch ms) the last complete cycle started; undefined before one completes. */
   readonly verifiedAt?: number;
