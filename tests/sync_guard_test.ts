@@ -847,19 +847,25 @@ Deno.test("inserted, updated and deleted are exact on every sink: 89 changed, 10
   }
 });
 
+/** `n` things copied once into `copy` (windows of 100); the service answers `list.items`. */
+async function copiedThings(copy: Copy, n: number) {
+  const list = { items: things(n) };
+  const { client } = listOf(() => list.items);
+  const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+  await syncList(client, "things", options);
+  return { list, client, options };
+}
+
 Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the default maxDeletes", async () => {
   for (const copy of await copies("churn")) {
-    let items = things(1000);
-    const service = listOf(() => items);
-    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
-    await syncList(service.client, "things", options);
+    const { list, client, options } = await copiedThings(copy, 1000);
     const before = await copy.snapshot();
-    items = [
-      ...items.filter((_, i) => i % 5 !== 1),
+    list.items = [
+      ...list.items.filter((_, i) => i % 5 !== 1),
       ...things(200, { suffix: "y" }),
     ].sort(byId);
     await rejects(
-      syncList(service.client, "things", { ...options, sweep: Infinity }),
+      syncList(client, "things", { ...options, sweep: Infinity }),
       (error: SyncError) => error.reason === "too-many-deletes",
     );
     equal(await copy.snapshot(), before, copy.kind);
@@ -1049,20 +1055,21 @@ Deno.test("another list answering the head's window over the copy's last item, a
 
 Deno.test("a refusal names what is gone, not the whole copy, when a mass delete leaves a sweep window only the head's new items: 500 of 610 (it named 610 of 610, share 1); answered with its share, the copy equals the list", async () => {
   for (const copy of await copies("mass-delete-named")) {
-    let list = things(600);
-    const service = listOf(() => list);
-    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
-    await syncList(service.client, "things", options);
+    const { list, client, options } = await copiedThings(copy, 600);
     const added = things(10).map(({ thingID }) => ({ thingID: `u${thingID}` }));
-    list = [...list.slice(0, 100), ...added];
+    list.items = [...list.items.slice(0, 100), ...added];
     await rejects(
-      syncList(service.client, "things", options),
+      syncList(client, "things", options),
       (error: SyncError) =>
         error.reason === "too-many-deletes" && error.maxDeletesNeeded === 0.82,
     );
     const confirmed = { ...options, maxDeletes: 0.82, sweep: Infinity };
-    await syncList(service.client, "things", confirmed);
-    deepStrictEqual(copy.ids(), list.map(({ thingID }) => thingID), copy.kind);
+    await syncList(client, "things", confirmed);
+    deepStrictEqual(
+      copy.ids(),
+      list.items.map((item) => item.thingID),
+      copy.kind,
+    );
     copy.database?.close();
   }
 });
