@@ -157,28 +157,28 @@ Deno.test("a head answered with another list whose items all sort after the copy
 
 Deno.test("descending, a head answered with another list whose items are all newer than the copy's commits nothing and fails 'too-many-deletes' (share 1); healthy again, the next run goes on; a real burst of new items before the copy still commits", async () => {
   for (const copy of await copies("foreign-head-desc")) {
-    const real = things(1000);
-    let answer = real;
-    const service = listOf(() => answer.toReversed());
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      maxLimit: 100,
-      sortDirection: "DESC" as const,
-    };
-    await syncList(service.client, "things", options);
+    const descending = { sortDirection: "DESC" as const };
+    const { list, client, options } = await copiedThings(
+      copy,
+      1000,
+      descending,
+    );
+    const real = list.items;
     const before = await copy.snapshot();
-    answer = things(500).map(({ thingID }) => ({ thingID: `u${thingID}` }));
+    const newer = things(500).map(({ thingID }) => ({
+      thingID: `u${thingID}`,
+    }));
+    list.items = newer;
     for (const sweep of [0, 10]) {
       await rejects(
-        syncList(service.client, "things", { ...options, sweep }),
+        syncList(client, "things", { ...options, sweep }),
         (error: SyncError) =>
           error.reason === "too-many-deletes" && error.maxDeletesNeeded === 1,
       );
       equal(await copy.snapshot(), before, copy.kind);
     }
-    answer = [...real, ...answer];
-    const run = await syncList(service.client, "things", options);
+    list.items = [...real, ...newer];
+    const run = await syncList(client, "things", options);
     deepStrictEqual([counts(run), copy.ids().length], [[500, 0, 0], 1500]);
     copy.database?.close();
   }
@@ -847,11 +847,18 @@ Deno.test("inserted, updated and deleted are exact on every sink: 89 changed, 10
   }
 });
 
-/** `n` things copied once into `copy` (windows of 100); the service answers `list.items`. */
-async function copiedThings(copy: Copy, n: number) {
+/** `n` things copied once into `copy` (windows of 100, with `extra`); the service answers `list.items` in that order. */
+async function copiedThings(
+  copy: Copy,
+  n: number,
+  extra: { sortDirection?: "DESC"; sweep?: number } = {},
+) {
   const list = { items: things(n) };
-  const { client } = listOf(() => list.items);
-  const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+  const descending = extra.sortDirection === "DESC";
+  const { client } = listOf(() =>
+    descending ? list.items.toReversed() : list.items
+  );
+  const options = { id: "thingID", sink: copy.sink, maxLimit: 100, ...extra };
   await syncList(client, "things", options);
   return { list, client, options };
 }
@@ -1104,35 +1111,29 @@ Deno.test("another list answering a whole run that shares the copy's oldest id p
     }
   }
 });
+
 Deno.test("newest first, after more new items than the head holds back (8 windows), a refused head whose copy's last item is gone under a window of back-dated items removes no row that exists when the refusal is answered (held back for the sweep, answering it removed 980 rows of new items that exist)", async () => {
   for (const copy of await copies("burst-desc")) {
-    const real = things(600);
-    let list = real;
-    const service = listOf(() => list.toReversed());
-    const options = {
-      id: "thingID",
-      sink: copy.sink,
-      sortDirection: "DESC" as const,
-      maxLimit: 100,
-      sweep: Infinity,
-    };
-    await syncList(service.client, "things", options);
+    const extra = { sortDirection: "DESC" as const, sweep: Infinity };
+    const { list, client, options } = await copiedThings(copy, 600, extra);
+    const real = list.items;
     const late = Array.from({ length: 150 }, (_, i) => ({
       thingID: `${real[598]!.thingID}-${String(i).padStart(3, "0")}`,
     }));
     const burst = things(1000).map(({ thingID }) => ({
       thingID: `u${thingID}`,
     }));
-    list = [...real.slice(0, 599), ...late, ...burst];
+    list.items = [...real.slice(0, 599), ...late, ...burst];
     let maxDeletes = 0.1;
     for (const _ of [1, 2, 3]) {
       const run = { ...options, maxDeletes };
-      const result = await syncList(service.client, "things", run)
+      const result = await syncList(client, "things", run)
         .catch((error: SyncError) => error);
       if (!(result instanceof SyncError)) break;
       maxDeletes = result.maxDeletesNeeded!;
     }
-    deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort(), copy.kind);
+    const ids = list.items.map((t) => t.thingID).sort();
+    deepStrictEqual(copy.ids(), ids, copy.kind);
     copy.database?.close();
   }
 });
