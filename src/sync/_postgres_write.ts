@@ -41,6 +41,7 @@ export function writeStatement(
     `$${params.push(`${value}`)}::text${cast}`;
   const stages = context?.phase === "sweep" && ends === undefined;
   const logs = kit.inCycle(write) && ends === undefined;
+  // A parameter only where a step reads it: PostgreSQL refuses one the statement does not use.
   const sql = writeSql(table, {
     owner: owner === undefined ? undefined : param(owner, ""),
     ends: ends && {
@@ -51,10 +52,8 @@ export function writeStatement(
     },
     stages,
     logs,
-    // Only where a step of a cycle reads it: PostgreSQL refuses a parameter the statement does not use.
     cycle: stages || logs || ends ? param(context?.cycle ?? 0, "::bigint") : "",
     changes,
-    // A parameter only where a step reads it: PostgreSQL refuses one the statement does not use.
     at: now && (changes !== undefined || ends?.deletes === "mark")
       ? param(new Date(now()).toISOString(), "::timestamptz")
       : "now()",
@@ -77,7 +76,7 @@ function writeSql(table: string, shape: Shape): string {
   ];
   const when = (word: "WHERE" | "AND") =>
     gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
-  const [and, holds] = [when("AND"), held(table)];
+  const [and, where, holds] = [when("AND"), when("WHERE"), held(table)];
   const writes = shape.stages ? `WHERE ${holds}` : "WHERE true";
   const parts = [
     // The lease refreshed, only while `owner` still holds it.
@@ -104,16 +103,12 @@ function writeSql(table: string, shape: Shape): string {
 )`]),
     ...(!shape.logs ? [] : [`logged AS (
   INSERT INTO ${kit.SEEN_TABLE} (target, cycle, id)
-  SELECT $1::text, ${shape.cycle}, id FROM (SELECT id FROM batch UNION SELECT id FROM kept) AS s ${
-      when("WHERE")
-    }
+  SELECT $1::text, ${shape.cycle}, id FROM (SELECT id FROM batch UNION SELECT id FROM kept) AS s ${where}
   ON CONFLICT DO NOTHING
   RETURNING 1
 )`]),
-    ...(shape.changes === undefined ? [] : [
-      changesStep(shape.changes, ends !== undefined, when("WHERE"), shape.at),
-    ]),
-    savedStep(table, shape, when("WHERE")),
+    ...(shape.changes === undefined ? [] : [changesStep(shape, where)]),
+    savedStep(table, shape, where),
   ];
   return `WITH ${parts.join(", ")}\n${answerSelect(shape)}`;
 }
@@ -190,13 +185,8 @@ function cycleEndSteps(table: string, shape: Shape, gated: string): string[] {
   ];
 }
 
-/** Each insert, update and (ending a cycle) delete as a row of `changes`. */
-function changesStep(
-  changes: string,
-  ends: boolean,
-  gated: string,
-  at: string,
-): string {
+/** Each insert, update and (ending a cycle) delete as a row of the change table. */
+function changesStep({ changes, ends, at }: Shape, gated: string): string {
   const cycle = ends
     ? ` UNION ALL SELECT 1, 0, id, 'insert', item FROM applied
     UNION ALL SELECT 2, 0, id, 'delete', NULL FROM gone`

@@ -76,12 +76,11 @@ export function sqlSink<T>(
   let checked: Checked | undefined, owner: string | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
   // Every step rejects with what the dialect makes of its failure.
-  const failed = (error: unknown): never => {
-    throw dialect.failure?.(error) ?? error;
-  };
   const failing =
     <A extends unknown[], R>(step: (...a: A) => Promise<R>) => (...a: A) =>
-      step(...a).catch(failed);
+      step(...a).catch((error): never => {
+        throw dialect.failure?.(error) ?? error;
+      });
   return {
     load: failing(async () => (await check()).checkpoint),
     lock: failing(async (run: { signal?: AbortSignal } = {}) => {

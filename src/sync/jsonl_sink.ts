@@ -95,6 +95,8 @@ export function createJsonlSink<T>(
   };
 }
 
+type KeyOf = (item: unknown) => { id: string };
+
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
@@ -132,10 +134,7 @@ class JsonlCopy {
    * Which of `ids` the copy holds: its ids read once a run, then the head's added. Past the window guard's size, not
    * known: holding a million ids costs more than telling a moved item from a new one.
    */
-  async holds(
-    ids: readonly string[],
-    keyOf: (item: unknown) => { id: string },
-  ) {
+  async holds(ids: readonly string[], keyOf: KeyOf) {
     if (!this.#loaded) await this.load();
     // Removed or cut since the run's look: not known here; the first write fails on it.
     const size = (await statOf(this.#files.copy))?.size ?? 0;
@@ -153,7 +152,7 @@ class JsonlCopy {
   }
 
   /** The copy's lines as rows, reading only. */
-  async *liveRows(cycle: number, keyOf: (item: unknown) => { id: string }) {
+  async *liveRows(cycle: number, keyOf: KeyOf) {
     if (!this.#loaded) await this.load();
     yield* copyRows(this.#files, this.#committed, cycle, keyOf);
   }

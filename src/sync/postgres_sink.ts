@@ -108,8 +108,7 @@ export interface PostgresSinkOptions
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  const query = options?.query;
-  if (typeof query !== "function") {
+  if (typeof options?.query !== "function") {
     throw typeError(CONTEXT, "query", "must be a function");
   }
   const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
@@ -133,9 +132,7 @@ class PostgresDialect implements kit.SqlDialect {
   /** The change table, checked and created when first kept. */
   readonly #changeTable = once(() => this.#makeChangeTable());
   /** The live rows written without their key (by earlier versions) keyed, once a run, by the first `keyOf` asked with. */
-  readonly #keyed = once((keyOf: KeyOf, signal?: AbortSignal) =>
-    this.#keyAll(keyOf, signal)
-  );
+  readonly #keyed = once(this.#keyAll.bind(this));
   /** The change table existed when the copy was last read: every batch records into it (a consumer drops it to stop). */
   #recording = false;
 
@@ -254,20 +251,10 @@ class PostgresDialect implements kit.SqlDialect {
   }
 
   /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
-  async unseenBetween(
-    ...[cycle, range, most, keyOf, signal]: Parameters<
-      KeyedCopy["unseenBetween"]
-    >
-  ) {
+  async unseenBetween(...[cycle, range, most, keyOf, signal]: Ask) {
     await this.#keyed.get(keyOf, signal);
-    const { sql, params } = unseenSql(
-      this.#table,
-      this.#target,
-      cycle,
-      range,
-      most,
-    );
-    const rows = await this.#read(sql, params);
+    const unseen = unseenSql(this.#table, this.#target, cycle, range, most);
+    const rows = await this.#read(unseen.sql, unseen.params);
     return rows.map(({ id, key }) => ({ id: `${id}`, key: `${key}` }));
   }
 
@@ -346,7 +333,8 @@ class PostgresDialect implements kit.SqlDialect {
   }
 }
 
-type KeyOf = Parameters<KeyedCopy["unseenBetween"]>[3];
+type Ask = Parameters<KeyedCopy["unseenBetween"]>;
+type KeyOf = Ask[3];
 
 /** `make`'s promise, made once (from the first call's arguments), and again after it failed or a reset. */
 function once<A extends unknown[], R>(make: (...a: A) => Promise<R>) {
