@@ -15,11 +15,9 @@ export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
  */
 export function unkeyAfterOthers(
   db: DatabaseSync,
-  { table, target, commits }: {
-    table: string;
-    target: string;
-    commits: Commits;
-  },
+  table: string,
+  target: string,
+  commits: Commits,
 ): void {
   const other = db.prepare(
     `SELECT 1 FROM ${CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,

@@ -210,11 +210,7 @@ class SqliteDialect implements kit.SqlDialect {
     if (taken !== undefined) {
       this.commits.grouping = true;
       this.#keyed = undefined;
-      unkeyAfterOthers(this.#db, {
-        table: this.#table,
-        target: this.#target,
-        commits: this.commits,
-      });
+      unkeyAfterOthers(this.#db, this.#table, this.#target, this.commits);
       return { taken: token };
     }
     const holder = this.#holder(st);
