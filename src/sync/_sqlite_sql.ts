@@ -354,7 +354,6 @@ export class Commits {
       this.commit();
     } else {
       this.#timer ??= setTimeout(() => {
-        this.#timer = undefined;
         try {
           this.commit();
         } catch (error) {
