@@ -139,11 +139,9 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #now: () => number;
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
-  /** The connection's transaction: batches share one while the run holds the lease. */
   readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
-  /** The range reads, which key the rows written without a key first: made again for each run and cycle. */
   #keyed: ReturnType<typeof keyedCopy> | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
   #identity: string | undefined;
