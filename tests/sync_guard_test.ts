@@ -1137,3 +1137,44 @@ Deno.test("newest first, after more new items than the head holds back (8 window
     copy.database?.close();
   }
 });
+
+Deno.test("one sweep read misrouted inside a run of back-dated items the copy lacks entirely, answered with another list's items in that range, puts none of them in the copy and misses none of the list's, in both orders (r29 found 68 such rows let in under a design since reverted, which held the head's window back for the sweep)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const copy of await copies(`backdated-misrouted-${sortDirection}`)) {
+      // 300 items back-dated between two of the copy's (t000500000, t000501000): three windows of 100 hold only them.
+      let list = things(1000), misrouted = -1;
+      const order = (all: Thing[]) =>
+        sortDirection === "ASC" ? all : all.toReversed();
+      const gap = (mark: string) =>
+        Array.from({ length: 300 }, (_, i) => ({
+          thingID: `t000500${String(i + 1).padStart(3, "0")}${mark}`,
+        }));
+      const service = listOf(() => order(list), {
+        // Another list sharing the id sequence: the same places, its own ids in the gap.
+        answer: (page, n) =>
+          n === misrouted
+            ? page.map((item) => {
+              const { thingID } = item as Thing;
+              return thingID.length === 10 ? item : { thingID: `${thingID}f` };
+            })
+            : page,
+      });
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        sortDirection,
+        maxLimit: 100,
+        sweep: Infinity,
+      };
+      await syncList(service.client, "things", options);
+      list = [...list.slice(0, 501), ...gap(""), ...list.slice(501)];
+      // Ascending: the head's one read, then the sweep's: page 7 holds only back-dated items (descending, page 6).
+      misrouted = service.requests + (sortDirection === "ASC" ? 8 : 7);
+      await syncList(service.client, "things", options);
+      const name = `${copy.kind} ${sortDirection}`;
+      deepStrictEqual(copy.ids().filter((id) => id.endsWith("f")), [], name);
+      deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort(), name);
+      copy.database?.close();
+    }
+  }
+});
