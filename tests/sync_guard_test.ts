@@ -1150,12 +1150,13 @@ Deno.test("one sweep read misrouted inside a run of back-dated items the copy la
           thingID: `t000500${String(i + 1).padStart(3, "0")}${mark}`,
         }));
       const service = listOf(() => order(list), {
-        // Another list sharing the id sequence: the same places, its own ids in the gap.
+        // Another list sharing the id sequence: the same places, the first 10 (those the window before ends with) the
+        // list's, then its own ids in the gap.
         answer: (page, n) =>
           n === misrouted
-            ? page.map((item) => {
+            ? page.map((item, i) => {
               const { thingID } = item as Thing;
-              return thingID.length === 10 ? item : { thingID: `${thingID}f` };
+              return i < 10 ? item : { thingID: `${thingID}f` };
             })
             : page,
       });
