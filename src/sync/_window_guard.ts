@@ -175,9 +175,10 @@ function holdsAny(
 }
 
 /**
- * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes some: another
- * list's answer (a service's misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), and
- * the guard weighs what it passes twice (else a doubted read of another list, then its re-read, weighed as one window).
+ * Doubts a sweep window once when it holds no row the cycle has yet to see: another list's answer (a service's misrouted
+ * read), or every such row its range passes gone, or (passing none) only items back-dated since. Read again alike, it
+ * is taken; one that passes rows is `retaken`, and the guard weighs what it passes twice (else a doubted read of another
+ * list, then its re-read, weighed as one window).
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
@@ -191,9 +192,10 @@ export function doubter(guard: WindowGuard | undefined) {
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
     const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
     if (holdsAny(guard, ids, rows)) return false;
-    const passes = rows.length + more; // none of them its own
-    if (passes === 0) return false;
+    // Among back-dated items, one misrouted read let 81 rows of another list in: new items are read twice too.
     if (doubted !== ids[0]) return (doubted = ids[0], true);
+    const passes = rows.length + more; // none of them its own
+    if (passes === 0) return false; // new items only: nothing of the copy to weigh, nothing to ask the sink
     // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
     // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
     if (!full) guard.doubled += passes;
