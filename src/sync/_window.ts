@@ -372,11 +372,16 @@ function countUpTo(
   edge: SyncKey,
   order: (a: SyncKey, b: SyncKey) => number,
 ): number {
-  let low = 0, high = keys.length;
+  return firstPast(keys.length, (at) => order(keys[at]!, edge) > 0);
+}
+
+/** The first of `length` places at which `past` holds, where it holds from some place on (a binary search). */
+export function firstPast(length: number, past: (at: number) => boolean) {
+  let low = 0, high = length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (order(keys[middle]!, edge) <= 0) low = middle + 1;
-    else high = middle;
+    if (past(middle)) high = middle;
+    else low = middle + 1;
   }
   return low;
 }
