@@ -106,12 +106,9 @@ export async function heldBack(
   const behind = guard.passed.size + guard.beyond + guard.doubled;
   // The end's base, not its deletes: never stricter than the end would be.
   const base = { deleted: 0, largest: recent.largest };
-  if (
-    guard.refused === undefined &&
-    !tooMany(behind, guard.copy.held, maxDeletes, base)
-  ) {
-    return false;
-  }
+  const broken = guard.refused !== undefined ||
+    tooMany(behind, guard.copy.held, maxDeletes, base);
+  if (!broken) return false;
   guard.refused = Math.min(guard.copy.held, Math.max(refused, behind)); // `behind` counts doubted rows twice
   return true;
 }
