@@ -143,13 +143,12 @@ export function afterSweepWindow(
   // A refusal stays until a cycle completes: the run that ends the next one may be its confirmation.
   const { seek: _seek, misses: _misses, ...cursor } = sweep;
   // A run out of budget while looking for the edge: the next goes on from what this one bracketed, its misses counted on.
-  const seek = state.seek === undefined ? {} : { seek: state.seek };
-  const misses = state.misses ? { misses: state.misses } : {};
-  const { edge, offset } = state;
+  const { edge, offset, seek, misses } = state;
+  const found = given({ seek, misses: misses || undefined });
   return {
     ...rest,
     ...accepted(state),
-    sweep: { ...cursor, edge, offset, ...seek, ...misses },
+    sweep: { ...cursor, edge, offset, ...found },
   };
 }
 

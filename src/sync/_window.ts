@@ -113,7 +113,7 @@ export function judgeWindow(
   const after = first === undefined || state.edge === null
     ? undefined
     : order(first, state.edge) > 0;
-  if (plan.start !== 0 && after !== false) return gap(learnt, state, plan);
+  if (plan.start !== 0 && after !== false) return gap(learnt, plan);
   const older = state.edge === null ? 0 : countUpTo(keys, state.edge, order);
   const last = keys[count - 1];
   const advanced = last !== undefined && count > older;
@@ -186,16 +186,12 @@ function atMost(state: WindowState, count: number | false) {
   return { accepted: count, refused: count + 1, ...(capped && { capped }) };
 }
 
-/** A window that starts after the edge: the item after it stands at or before this window's start now. */
-function gap(
-  learnt: WindowState,
-  state: WindowState,
-  plan: WindowPlan,
-): WindowVerdict {
+/** A window that starts after the edge: the item after it stands at or before its start now (`state`: its size learnt). */
+function gap(state: WindowState, plan: WindowPlan): WindowVerdict {
   return {
     kind: "gap",
     next: {
-      ...learnt,
+      ...state,
       offset: Math.min(state.offset, plan.start),
       margin: Math.max(8, state.margin * 2),
       seek: sought(state.seek, { high: plan.start }),
@@ -372,11 +368,16 @@ function countUpTo(
   edge: SyncKey,
   order: (a: SyncKey, b: SyncKey) => number,
 ): number {
-  let low = 0, high = keys.length;
+  return firstPast(keys.length, (at) => order(keys[at]!, edge) > 0);
+}
+
+/** The first of `length` places at which `past` holds, where it holds from some place on (a binary search). */
+export function firstPast(length: number, past: (at: number) => boolean) {
+  let low = 0, high = length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (order(keys[middle]!, edge) <= 0) low = middle + 1;
-    else high = middle;
+    if (past(middle)) high = middle;
+    else low = middle + 1;
   }
   return low;
 }

@@ -2,7 +2,7 @@
 // window's range passes, asked of the copy a range at a time (`CopyReader`: a SQL sink's key index; any other sink's
 // rows read once, `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
 
-import { compareKeys, type SyncKey } from "./_window.ts";
+import { compareKeys, firstPast, type SyncKey } from "./_window.ts";
 import { type RecentDeletes, tooMany } from "./_deletes.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import { tried } from "../core/_check.ts";
@@ -106,12 +106,9 @@ export async function heldBack(
   const behind = guard.passed.size + guard.beyond + guard.doubled;
   // The end's base, not its deletes: never stricter than the end would be.
   const base = { deleted: 0, largest: recent.largest };
-  if (
-    guard.refused === undefined &&
-    !tooMany(behind, guard.copy.held, maxDeletes, base)
-  ) {
-    return false;
-  }
+  const broken = guard.refused !== undefined ||
+    tooMany(behind, guard.copy.held, maxDeletes, base);
+  if (!broken) return false;
   guard.refused = Math.min(guard.copy.held, Math.max(refused, behind)); // `behind` counts doubted rows twice
   return true;
 }
@@ -318,8 +315,10 @@ export async function rowsReader(
     edgeHeld,
     unseen(after, upTo, most) {
       const found: UnseenRow[] = [];
+      // The first whose key comes after `after` (every key does after null).
+      const past = (at: number) => before({ descending }, after, textAt(at));
       for (
-        let at = firstAfter(order.length, textAt, after, { descending });
+        let at = firstPast(order.length, past);
         at < order.length && found.length < most;
         at++
       ) {
@@ -332,20 +331,4 @@ export async function rowsReader(
     },
     saw: (ids) => ids.forEach((id) => unseen.delete(id)),
   };
-}
-
-/** The first of `length` places in the pass's order whose key (`textAt`) comes after `after` (0 for null). */
-function firstAfter(
-  length: number,
-  textAt: (at: number) => string,
-  after: string | null,
-  pass: Pick<WindowGuard, "descending">,
-): number {
-  let [low, high] = [0, length];
-  while (after !== null && low < high) {
-    const middle = (low + high) >>> 1;
-    if (before(pass, after, textAt(middle))) high = middle;
-    else low = middle + 1;
-  }
-  return low;
 }
