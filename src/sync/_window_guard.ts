@@ -125,6 +125,8 @@ async function passTo(guard: WindowGuard, window: Passing): Promise<void> {
   if (window.ended || upTo !== null) guard.reach = upTo;
   for (const id of window.ids) guard.passed.delete(id);
   guard.copy.saw(window.ids);
+  // Its rows seen now: a pass back over the same range again read them as unseen from the answer kept (50 of 49).
+  delete guard.ahead;
 }
 
 /** How many unseen rows lie past `after` up to `upTo`, but `ids`, read a page at a time and none kept. */
