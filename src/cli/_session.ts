@@ -1,6 +1,6 @@
 // Internal: what one run of the tool shares between its steps: its I/O, configuration, and session (provider, client, cache).
 
-import { createClient, type PartnerClient } from "../client/mod.ts";
+import { createClient } from "../client/mod.ts";
 import type { EventListener } from "../core/events.ts";
 import {
   CONFIG_OPTIONAL_VARIABLES,
@@ -10,7 +10,6 @@ import {
   type PartnerApiConfig,
 } from "../core/config.ts";
 import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
-import type { TokenRecord } from "../store/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "../core/_redact.ts";
@@ -67,26 +66,7 @@ export function readConfig(io: CliIo): PartnerApiConfig {
 }
 
 /** The provider, client and cache one run shares between its steps. */
-export interface Session {
-  readonly io: RunIo;
-  readonly provider: TokenProvider;
-  readonly client: PartnerClient;
-  /** The cache, if the run has one: its record of this client, read without a request. */
-  readonly cache:
-    | { readonly record: () => Promise<TokenRecord | undefined> }
-    | undefined;
-  /** Token requests this run has sent. */
-  readonly tokenRequests: () => number;
-  /**
-   * The line a command keeps redrawing on standard error (a list's progress): erased before any other line is written
-   * there (--verbose, a slow token request), so no line is ever glued to it.
-   */
-  readonly status: { clear: () => void };
-  /** A command's own listener to the client's events (sync: the rate limit's holds). */
-  readonly clientEvents: { listener?: EventListener };
-  /** The access tokens the client was handed this run: hidden where a server's answer repeats one. */
-  readonly tokens: () => string[];
-}
+export type Session = Readonly<ReturnType<typeof openSession>>;
 
 /** How long a token request may take before the tool says it is waiting. */
 const SLOW_TOKEN_REQUEST = 1500;
@@ -96,10 +76,10 @@ export function openSession(
   io: RunIo,
   config: PartnerApiConfig,
   flags: SessionFlags,
-): Session {
+) {
   const store = openStore(io, config, flags);
   const status = { clear: () => {} };
-  const clientEvents: Session["clientEvents"] = {};
+  const clientEvents: { listener?: EventListener } = {};
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
     write(text) {
@@ -132,12 +112,24 @@ export function openSession(
       clientEvents.listener?.(event);
     },
   });
-  const cache = store && {
-    record: () =>
-      store.recordFor({ ...config.environment, clientId: config.clientId }),
+  return {
+    io,
+    provider,
+    client,
+    /** The cache, if the run has one: its record of this client, read without a request. */
+    cache: store && {
+      record: () =>
+        store.recordFor({ ...config.environment, clientId: config.clientId }),
+    },
+    /** Token requests this run has sent. */
+    tokenRequests: watched.count,
+    /** The line a command redraws on stderr (a list's progress): `lines` erase it first, so none is glued to it. */
+    status,
+    /** A command's own listener to the client's events (sync: the rate limit's holds). */
+    clientEvents,
+    /** The access tokens the client was handed this run: hidden where a server's answer repeats one. */
+    tokens: () => [...handed],
   };
-  const parts = { io, provider, client, cache, status, clientEvents };
-  return { ...parts, tokenRequests: watched.count, tokens: () => [...handed] };
 }
 
 /** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */

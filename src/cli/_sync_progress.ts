@@ -56,8 +56,7 @@ export function rateHold(state: RateState, now: number): number {
 /**
  * Items read (a sweep that finds nothing changed still reads) and items/s: one line kept current on a terminal, else a
  * line a second from a second in (a shorter run says only its result, which counts every request: a line at its start
- * would not); while the rate limit holds the run, a tick a second says so and for how long: judged on the share
- * of the window the run's `priority` may use (sync's default `"low"` stops short of the reserve).
+ * would not); while the rate limit holds the run, a tick a second says so and for how long (its share: see rateState).
  */
 export function progressLine(
   out: Session["io"]["stderr"],

@@ -14,7 +14,6 @@ import { createRateLimiter } from "./rate_limit.ts";
 import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
-import type { SendContext } from "./_exchange.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
 import { providerSecrets } from "../core/_redact.ts";
 
@@ -27,9 +26,7 @@ const RENAMED: Record<string, string> = {
 };
 
 /** The client's checked options: its own environment and what sending needs. */
-export function clientConfig(
-  options: ClientOptions,
-): { environment: Environment; context: SendContext } {
+export function clientConfig(options: ClientOptions) {
   requireOptions(options, CONTEXT);
   for (const [old, now] of Object.entries(RENAMED)) {
     if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
@@ -48,16 +45,24 @@ export function clientConfig(
         ((input, init) => fetch(input, init)),
       retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
       deadlines: new SharedDeadlines(timeout, now),
-      // The provider's 401 ledger, shared by its clients; for a user's provider without one, the client's own.
+      /**
+       * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
+       * a 401 to this token may cost a fresh one (then invalidated).
+       */
       renewAfterUnauthorized:
         typeof tokenProvider.reportUnauthorized === "function"
-          ? (accessToken) => tokenProvider.reportUnauthorized!(accessToken)
+          ? (token: string) => tokenProvider.reportUnauthorized!(token)
           : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
+      /** Paces every attempt; `undefined` when pacing is off. */
       rateLimiter: rateLimiterOf(options.rateLimit, now),
+      /** The priority of calls that give none. */
       priority: checkPriority(options.priority, "auto", CONTEXT),
+      /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
       onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
+      /** What each base is called where it was configured (`settingNames`), for messages. */
       baseNames: baseNamesOf(options.settingNames),
+      /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
       secrets: providerSecrets.get(tokenProvider) ?? [],
     },
   };

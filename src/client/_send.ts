@@ -131,14 +131,14 @@ class ApiRequest<T>
         redirect: "manual",
         signal: deadline.signal,
       });
-      return deadline.race(sent, discard).then(undefined, (e) => this.#no(e));
+      return deadline.race(sent, discard).then(undefined, (e) => this.no(e));
     } catch (error) {
-      return Promise.resolve(this.#no(error));
+      return Promise.resolve(this.no(error));
     }
   }
 
   /** No answer: the caller's abort ends the request; another failure is the next step's to judge. */
-  #no(error: unknown): undefined {
+  no(error: unknown): undefined {
     this.signal?.throwIfAborted();
     this.failure = error;
   }
@@ -246,8 +246,7 @@ function deliver<T>(
     (error: unknown) => {
       // The service's refusal is final; a body cut off or too slow is no answer, and retried like one.
       if (error instanceof ApiError) throw error;
-      request.signal?.throwIfAborted();
-      request.failure = error;
+      request.no(error);
       const step = nextStep(NO_ANSWER, request, request.context.retry);
       return carryOut(request, undefined, deadline, attempts, step);
     },

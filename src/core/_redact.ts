@@ -52,16 +52,7 @@ const HTML_ESCAPES: [RegExp, string[]][] = [
 ];
 
 /** One secret, made ready: every form of every value, and the names they go by. */
-interface Redactor {
-  /** Any form of any value, longest first; case-insensitive. */
-  readonly pattern: RegExp | undefined;
-  /** Each value's own forms, to name a match, in the order of `pattern`. */
-  readonly named: readonly { readonly name: string; readonly whole: RegExp }[];
-  /** The value whose runs drop a whole text (the secret, or the string). */
-  readonly secret: string;
-  /** The longest form, so that a text can be cut before it is searched. */
-  readonly longest: number;
-}
+type Redactor = Readonly<ReturnType<typeof redactor>>;
 
 /** Made once per credentials object: a provider keeps one for its life. */
 const redactors = new WeakMap<object, Redactor>();
@@ -93,7 +84,7 @@ function redactorOf(given: Secret): Redactor {
 function redactor(
   values: readonly (readonly [string, string, string?])[],
   secret: string,
-): Redactor {
+) {
   const all: string[] = [];
   const named = values.map(([name, value, clientId]) => {
     const forms = encodings(value, clientId);
@@ -106,11 +97,15 @@ function redactor(
   // Longest first, so that no shorter form leaves part of a longer one.
   const forms = [...new Set(all)].sort((a, b) => b.length - a.length);
   return {
+    /** Any form of any value, longest first; case-insensitive. */
     pattern: forms.length === 0
       ? undefined
       : new RegExp(forms.map(escapeRegExp).join("|"), "giu"),
+    /** Each value's own forms, to name a match, in the order of `pattern`. */
     named,
+    /** The value whose runs drop a whole text (the secret, or the string). */
     secret,
+    /** The longest form, so that a text can be cut before it is searched. */
     longest: forms[0]?.length ?? 0,
   };
 }

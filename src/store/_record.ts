@@ -6,10 +6,7 @@ import { given } from "../core/_check.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
-export interface SealedRecord {
-  readonly iv: Uint8Array<ArrayBuffer>;
-  readonly sealed: Uint8Array<ArrayBuffer>;
-}
+export type SealedRecord = Readonly<Awaited<ReturnType<typeof sealRecord>>>;
 
 /** The bound on a stored record, in bytes: a larger value is a broken record, not read whole. */
 export const MAX_STORED_RECORD = 65_536;
@@ -26,7 +23,7 @@ export async function sealRecord(
   key: string,
   record: TokenRecord,
   version?: number,
-): Promise<SealedRecord> {
+) {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const { token, quota, blockedUntil, failure, renewal } = record;
   const plain = given({

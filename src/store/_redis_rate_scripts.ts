@@ -78,7 +78,7 @@ end
 `;
 
 // ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, 9 '1' when the sends are background ones, 10 the
-// reserve, then the sends wanted. Answers {granted, wait, holders, epoch, reseed, count}. A place in line waiting for
+// reserve, then the sends wanted. Answers {granted, wait, holders, epoch, reseed}. A place in line waiting for
 // background sends only is marked in the places hash (`<holder>|low`): ahead of a live take stand live places only, and
 // a background take gets nothing while a live place waits elsewhere, nor the last `reserve` slots.
 export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
@@ -97,7 +97,7 @@ end
 -- keep() once per take: here for the early answer, at the end otherwise (nothing between reads what it writes).
 if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
   keep()
-  return {0, 0, redis.call('ZCARD', KEYS[4]), epoch, 1, redis.call('ZCARD', KEYS[1])}
+  return {0, 0, redis.call('ZCARD', KEYS[4]), epoch, 1}
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
@@ -154,7 +154,7 @@ else
   redis.call('HSET', KEYS[3], holder, now + wait + grace)
 end
 keep()
-return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0, redis.call('ZCARD', KEYS[1])}`;
+return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0}`;
 
 // ARGV: 6 the epoch known, 7 '1' if it took within the last interval and hold, then pairs of a send and ms since its
 // answer (-1: unanswered). Answers the sends written; see reseedSends.

@@ -101,8 +101,6 @@ export interface TakeReply {
   readonly epoch: string;
   /** The asker must write back its sends first: nothing was granted. */
   readonly reseed: boolean;
-  /** Sends in the window after the take (-1: unknown). */
-  readonly count: number;
 }
 
 /** The answer to a take, and the window after it. */
@@ -213,7 +211,6 @@ function outcome(
     holders: state.holders.length,
     epoch: state.epoch,
     reseed,
-    count: state.sends.length,
   };
 }
 

@@ -111,7 +111,7 @@ const MOST_FOLDED = 500;
 const MOST_ANSWER_ATTEMPTS = 100;
 
 /** A take that lost every write to others. */
-const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false, count: -1 };
+const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false };
 
 /** The fleet's window in one KV value, changed by atomic check-and-set. */
 class KvWindow implements SharedWindow {

@@ -173,11 +173,11 @@ function newEpoch(): string {
 /** The take script's answer; anything else is a failing store, not a spin. */
 function takeReply(reply: unknown): TakeReply {
   const parts = Array.isArray(reply) ? reply : [];
-  const [granted, wait, holders, , reseed, count] = parts.map(Number);
+  const [granted, wait, holders, , reseed] = parts.map(Number);
   const epoch = text(parts[3]);
-  const numbers = [granted, wait, holders, reseed, count];
+  const numbers = [granted, wait, holders, reseed];
   if (
-    parts.length !== 6 || epoch === undefined ||
+    parts.length !== 5 || epoch === undefined ||
     !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
   ) throw new TypeError("Redis answered the rate script with another type");
   return {
@@ -186,6 +186,5 @@ function takeReply(reply: unknown): TakeReply {
     holders: holders!,
     epoch,
     reseed: reseed === 1,
-    count: count!,
   };
 }

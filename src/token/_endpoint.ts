@@ -27,34 +27,13 @@ const SETTINGS = [
 ] as const;
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
-export interface TokenEndpoint {
-  readonly url: URL;
-  /** The address as shown in messages: no user info, no secret. */
-  readonly where: string;
-  readonly audience: string;
-  readonly clientId: string;
-  readonly secret: string;
-  /** The secret, client id and audience, as kept out of every text (each by its name), and the last token issued. */
-  readonly secrets: readonly Secret[];
-  /** Notes a token issued: a renewal's refusal may quote it. */
-  issued(accessToken: string): void;
-  readonly contentType: string;
-  readonly body: string;
-  /** The HTTP Basic `Authorization` header, with `clientAuthentication: "basic"`. */
-  readonly authorization: string | undefined;
-  readonly fetch: typeof fetch;
-  readonly now: () => number;
-  readonly quotaHeader: string;
-  readonly timeout: number;
-  /** What each setting is called where the reader configured it, for hints. */
-  readonly names: { readonly [S in typeof SETTINGS[number]]: string };
-}
+export type TokenEndpoint = Readonly<ReturnType<typeof tokenEndpoint>>;
 
 /** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one. */
 export function tokenEndpoint(
   options: Omit<TokenRequestOptions, "signal">,
   context: string,
-): TokenEndpoint {
+) {
   requireOptions(options, context);
   const secret = requireText(options.clientSecret, context, "clientSecret");
   const url = tokenUrlOf(options.tokenUrl, secret, context);
@@ -79,23 +58,26 @@ export function tokenEndpoint(
   const form = choice("bodyFormat", ["json", "form"]) === "form";
   return {
     url,
-    // Made when a message needs it: the secret's redactor costs a cold start several ms.
+    /** Shown in messages: no user info, no secret; made when read (redacting costs a cold start several ms). */
     get where() {
       return where ??= redact(displayUrl(url), [secret]);
     },
     audience,
     clientId,
     secret,
-    get secrets() {
+    /** The secret, client id and audience, as kept out of every text (each by its name), and the last token issued. */
+    get secrets(): readonly Secret[] {
       return last === undefined ? [credentials] : [credentials, last];
     },
-    issued: (token) => void (last = token),
+    /** Notes a token issued: a renewal's refusal may quote it. */
+    issued: (token: string) => void (last = token),
     contentType: form
       ? "application/x-www-form-urlencoded"
       : "application/json",
     body: form
       ? new URLSearchParams(fields).toString()
       : JSON.stringify(fields),
+    /** The HTTP Basic `Authorization` header, with `clientAuthentication: "basic"`. */
     authorization: basic
       ? `Basic ${base64(basicPair(clientId, secret))}`
       : undefined,
@@ -104,6 +86,7 @@ export function tokenEndpoint(
     now: requireFunction(options.now, context, "now") ?? Date.now,
     quotaHeader: requireText(quotaHeader, context, "quotaHeader"),
     timeout: timeoutFrom(options.timeout, context),
+    /** What each setting is called where the reader configured it, for hints. */
     names: settingNamesOf(options.settingNames, SETTINGS, context),
   };
 }

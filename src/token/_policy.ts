@@ -31,10 +31,7 @@ export const MAX_COOLDOWN = 15 * 60_000;
 const COORDINATION_ALLOWANCE = 60_000;
 
 /** When a token stops being handed out and when its refresh starts. */
-export interface TokenTimes {
-  readonly usableUntil: number;
-  readonly refreshAt: number;
-}
+export type TokenTimes = Readonly<ReturnType<typeof tokenTimes>>;
 
 /** The token a provider holds, with its times. */
 export interface CachedToken {
@@ -51,7 +48,7 @@ export interface CachedToken {
 export function tokenTimes(
   token: IssuedToken,
   refreshMargin: number | undefined,
-): TokenTimes {
+) {
   const lifetime = token.expiresIn * 1000;
   const usableUntil = token.expiresAt - Math.min(MAX_SKEW_GUARD, lifetime / 20);
   const margin = Math.min(
