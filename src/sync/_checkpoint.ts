@@ -18,12 +18,7 @@ export type SyncIdentity =
   & { readonly sortDirection: "ASC" | "DESC" };
 
 /** Where a run begins: the checkpoint it extends, and the head pass's start. */
-export interface RunStart {
-  readonly checkpoint: SyncCheckpoint;
-  readonly head: WindowState;
-  /** The run continues a head pass an earlier run left unfinished. */
-  readonly resumed: boolean;
-}
+export type RunStart = Readonly<ReturnType<typeof runStart>>;
 
 type Sizes = { readonly maxLimit: number; readonly limit?: number };
 
@@ -35,7 +30,7 @@ export function runStart(
   saved: unknown,
   identity: SyncIdentity,
   sizes: Sizes,
-): RunStart {
+) {
   const checkpoint = saved === undefined
     ? newCheckpoint(identity)
     : checkCheckpoint(saved, identity);
@@ -44,13 +39,15 @@ export function runStart(
   // The head's margin on resuming: wide enough for the deletes since the last run, with room left for new items.
   const quarter = Math.floor(sizes.maxLimit / 4);
   const margin = Math.max(MIN_MARGIN, Math.min(RESUME_MARGIN, quarter));
+  const head: WindowState = {
+    ...sizing(checkpoint, sizes),
+    ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, margin),
+    ...(descending ? { domain: { above: checkpoint.edge, upTo: null } } : {}),
+  };
   return {
     checkpoint,
-    head: {
-      ...sizing(checkpoint, sizes),
-      ...resumeAt(cursor?.edge ?? null, cursor?.offset ?? 0, margin),
-      ...(descending ? { domain: { above: checkpoint.edge, upTo: null } } : {}),
-    },
+    head,
+    /** The run continues a head pass an earlier run left unfinished. */
     resumed: !checkpoint.complete &&
       (checkpoint.edge !== null || checkpoint.head !== undefined),
   };

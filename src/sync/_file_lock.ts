@@ -16,12 +16,7 @@ import {
   waitForLock,
 } from "./_lease.ts";
 
-export interface FileLock extends AsyncDisposable {
-  /** This run's token (also used to name its temporary files). */
-  readonly token: string;
-  /** @throws {SyncError} (`"lock-lost"`) Unless the lock is still this run's. */
-  assertHeld(): Promise<void>;
-}
+export type FileLock = Readonly<ReturnType<typeof held>>;
 
 type LockContent = { readonly owner: string; readonly pid: number };
 
@@ -44,7 +39,7 @@ export function takeFileLock(
   });
 }
 
-function held(path: string, token: string, clock: () => number): FileLock {
+function held(path: string, token: string, clock: () => number) {
   let lost = false;
   const stop = keepRefreshed(REFRESH_EVERY, async () => {
     const file = await openFile(path, "write").catch(() => undefined);
@@ -61,7 +56,9 @@ function held(path: string, token: string, clock: () => number): FileLock {
   const ours = async () =>
     parse(await readText(path).catch(() => undefined))?.owner === token;
   return {
+    /** This run's token (also used to name its temporary files). */
     token,
+    /** @throws {SyncError} (`"lock-lost"`) Unless the lock is still this run's. */
     async assertHeld() {
       lost ||= !await ours();
       if (lost) throw lockLost(path);

@@ -219,19 +219,15 @@ export function postgresJson({ ids, texts, keys }: kit.Rows): string {
 }
 
 /** What PostgreSQL can hold, as the sink checks it before sending. */
-export interface PostgresLimits {
-  /** The longest id, in UTF-8 bytes: a primary key's btree entry holds 2704, 12 of them headers (compression cannot be foretold). */
-  readonly idBytes: number;
-  /** The largest jsonb container: 2^28 - 1 bytes of elements. */
-  readonly itemBytes: number;
-  /** The deepest nesting sent: the server's parser is recursive (2 MB of stack holds about 10,000). */
-  readonly depth: number;
-}
+export type PostgresLimits = Readonly<typeof POSTGRES_LIMITS>;
 
 /** PostgreSQL's limits (measured on 15 with its default max_stack_depth). */
-export const POSTGRES_LIMITS: PostgresLimits = {
+const POSTGRES_LIMITS = {
+  /** The longest id, in UTF-8 bytes: a primary key's btree entry holds 2704, 12 of them headers (compression cannot be foretold). */
   idBytes: 2692,
+  /** The largest jsonb container: 2^28 - 1 bytes of elements. */
   itemBytes: 268_435_455,
+  /** The deepest nesting sent: the server's parser is recursive (2 MB of stack holds about 10,000). */
   depth: 1000,
 };
 
