@@ -174,15 +174,12 @@ function holdsAny(
 }
 
 /**
- * Doubts a sweep window once when it holds no row the cycle has yet to see: another list's answer (a service's misrouted
- * read), or every such row its range passes gone, or (passing none) only items back-dated since. One that passes rows,
- * read again alike, is taken (`retaken`), and the guard weighs what it passes twice (else a doubted read of another
- * list, then its re-read, weighed as one window).
+ * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes some: another
+ * list's answer (a service's misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), and
+ * the guard weighs what it passes twice (else a doubted read of another list, then its re-read, weighed as one window).
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
-  // Where the pass stood when it doubted a window of new items only, that window's ids, and how often it did there.
-  let newAt: { reach: string | null; ids: string; reads: number } | undefined;
   return async (
     { ids, state: { edge } }: {
       ids: readonly string[];
@@ -194,16 +191,8 @@ export function doubter(guard: WindowGuard | undefined) {
     const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
     if (holdsAny(guard, ids, rows)) return false;
     const passes = rows.length + more; // none of them its own
-    if (passes === 0) {
-      // Only items back-dated since (a misrouted read among them let 81 rows of another list in): read again from where
-      // the pass stands, taken when alike, or at the third read (one gaining items there at every read was doubted for
-      // ever); a single misrouted read, first or second, is never the one taken.
-      const again = newAt?.reach === guard.reach ? newAt : undefined;
-      const read = ids.join("\n"); // every id: another list's page may begin with the list's
-      if (again && (again.ids === read || again.reads >= 2)) return false;
-      newAt = { reach: guard.reach, ids: read, reads: (again?.reads ?? 0) + 1 };
-      return true;
-    }
+    // Only new items (back-dated since) are not doubted: read twice or thrice, a list gaining them fast outran the pass.
+    if (passes === 0) return false;
     if (doubted !== ids[0]) return (doubted = ids[0], true);
     // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
     // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
