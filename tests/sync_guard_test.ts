@@ -1181,3 +1181,18 @@ Deno.test("a run of back-dated items that gains 1 or 40 more inside each page as
     }
   }
 });
+
+Deno.test("ascending, more items back-dated before the copy's last item than the copy holds leave the head to find that item further on: no refusal, and the sweep brings them (the head's first window, all back-dated items, was taken for another list: share 1, every run)", async () => {
+  for (const copy of await copies("backdated-bulk")) {
+    const { list, client, options } = await copiedThings(copy, 1000);
+    const bulk = Array.from({ length: 3000 }, (_, i) => ({
+      thingID: `t000500000-${String(i).padStart(5, "0")}`,
+    }));
+    list.items = [...list.items, ...bulk].sort(byId);
+    const run = await syncList(client, "things", options);
+    deepStrictEqual([...counts(run), run.behind], [0, 0, 0, 3000], copy.kind);
+    await syncList(client, "things", { ...options, sweep: Infinity });
+    deepStrictEqual(copy.ids(), list.items.map((t) => t.thingID), copy.kind);
+    copy.database?.close();
+  }
+});
