@@ -1196,3 +1196,19 @@ Deno.test("ascending, more items back-dated before the copy's last item than the
     copy.database?.close();
   }
 });
+
+Deno.test("ascending, the copy's last item deleted and items back-dated after the last that stays, in more than the head's first window, go on with no refusal: that window holds rows of the copy (judged there, not at the window of back-dated items after it, which was refused at share 1 every run)", async () => {
+  for (const copy of await copies("backdated-after-delete")) {
+    const { list, client, options } = await copiedThings(copy, 1000);
+    const kept = list.items.slice(0, -1);
+    const bulk = Array.from({ length: 100 }, (_, i) => ({
+      thingID: `${kept.at(-1)!.thingID}-${String(i).padStart(3, "0")}`,
+    }));
+    list.items = [...kept, ...bulk, { thingID: "u1" }, { thingID: "u2" }];
+    const run = await syncList(client, "things", options);
+    deepStrictEqual(counts(run), [2, 0, 0], copy.kind);
+    await syncList(client, "things", { ...options, sweep: Infinity });
+    deepStrictEqual(copy.ids(), list.items.map((t) => t.thingID), copy.kind);
+    copy.database?.close();
+  }
+});
