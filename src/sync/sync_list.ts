@@ -236,16 +236,12 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   return async (window: Committed<T>) => {
     const around = descending ? window.beyond : window.passed;
     if (checked || (around === undefined && descending)) return false;
-    const foreign = around !== undefined &&
-      !around.some((key) => key.id === edge!.id) &&
-      await holdsNoneOf(run, around.map((key) => key.id));
-    // Ascending, a window all before that item holding none of the copy's rows: it may stand further on (30,000 items
-    // back-dated before it were taken for another list, share 1, every run). One holding some answers here.
-    if (foreign && !descending && window.ids.length === 0 && !window.ended) {
-      return false;
-    }
+    // Ascending, a window of items all before that item: it stands further on (30,000 back-dated before it were taken
+    // for another list, share 1, every run).
+    if (!descending && window.ids.length === 0 && !window.ended) return false;
     checked = true;
-    return foreign;
+    return around !== undefined && !around.some((key) => key.id === edge!.id) &&
+      await holdsNoneOf(run, around.map((key) => key.id));
   };
 }
 
