@@ -141,11 +141,11 @@ export function afterSweepWindow(
   const { seek: _seek, misses: _misses, ...cursor } = sweep;
   // A run out of budget while looking for the edge: the next goes on from what this one bracketed, its misses counted on.
   const { edge, offset, seek, misses } = state;
-  const found = given({ seek, misses: misses || undefined });
+  const seeking = given({ seek, misses: misses || undefined });
   return {
     ...rest,
     ...accepted(state),
-    sweep: { ...cursor, edge, offset, ...found },
+    sweep: { ...cursor, edge, offset, ...seeking },
   };
 }
 

@@ -78,7 +78,7 @@ export function sqlSink<T>(
   // Every step rejects with what the dialect makes of its failure.
   const failing =
     <A extends unknown[], R>(step: (...a: A) => Promise<R>) => (...a: A) =>
-      step(...a).catch((error): never => {
+      step(...a).catch((error: unknown): never => {
         throw dialect.failure?.(error) ?? error;
       });
   return {

@@ -48,7 +48,7 @@ export interface WindowGuard {
   readonly passed: Map<string, string>;
   /** The key text the pass stands at (null: before the first window). */
   reach: string | null;
-  /** The copy's unseen rows past `reach` up to `upTo`, as read last (a window's doubt, then its judgement, ask alike). */
+  /** The copy's unseen rows past `reach` up to `upTo`, as read last for a window (its doubt, then its judgement). */
   ahead?: Ahead & {
     readonly reach: string | null;
     readonly upTo: string | null;
