@@ -146,11 +146,7 @@ Deno.test("a head answered with another list whose items all sort after the copy
     await rejects(syncList(service.client, "things", options), SyncError);
     const confirmed = { ...options, maxDeletes: 1, sweep: Infinity };
     await syncList(service.client, "things", confirmed);
-    deepStrictEqual(
-      copy.ids(),
-      answer.map(({ thingID }) => thingID),
-      copy.kind,
-    );
+    holdsExactly(copy, answer);
     copy.database?.close();
   }
 });
@@ -427,7 +423,7 @@ Deno.test("a sweep answered with another list that sorts before the copy puts no
       ok(copy.ids().every((id) => !id.startsWith("a")), copy.kind);
     } while ((await copy.sink.load())?.sweep !== undefined);
     deepStrictEqual(runs, runs.map(() => [0, 0, 0]), copy.kind);
-    deepStrictEqual(copy.ids(), real.map((item) => item.thingID), copy.kind);
+    holdsExactly(copy, real);
     copy.database?.close();
   }
 });
@@ -454,7 +450,7 @@ Deno.test("a sweep answered once with another list whose ids sort just after the
       ok(run < 20, `${copy.kind}: the cycle never completed`);
       await syncList(service.client, "things", { ...options, sweep: 3 });
     }
-    deepStrictEqual(copy.ids(), real.map((item) => item.thingID), copy.kind);
+    holdsExactly(copy, real);
     copy.database?.close();
   }
 });
@@ -493,6 +489,11 @@ Deno.test("a list that drops its oldest items faster than a run sweeps them (a r
 const HOUR = 3_600_000, DAY = 24 * HOUR;
 
 type Copy = Awaited<ReturnType<typeof copies>>[number];
+
+/** That `copy` holds exactly `items`, by id (the list's order by id). */
+function holdsExactly(copy: Copy, items: readonly Thing[]): void {
+  deepStrictEqual(copy.ids(), items.map((t) => t.thingID), copy.kind);
+}
 
 /** A list of 1,000 items a test changes, a clock it moves (never waits), and options that sync it into `copy`. */
 function world(copy: Copy) {
@@ -811,11 +812,7 @@ Deno.test("a mass delete refused at a window of a cycle that spans runs is confi
     } while (!(await completed()));
     ok(shares.length >= 1 && shares.length <= 2, `${copy.kind}: ${shares}`);
     equal(shares.at(-1), 0.3, copy.kind);
-    deepStrictEqual(
-      copy.ids(),
-      state.items.map((item) => item.thingID),
-      copy.kind,
-    );
+    holdsExactly(copy, state.items);
     copy.database?.close();
   }
 });
@@ -842,7 +839,7 @@ Deno.test("inserted, updated and deleted are exact on every sink: 89 changed, 10
     items.sort(byId);
     const run = await syncList(service.client, "things", all);
     deepStrictEqual(counts(run), [104, 89, 111], copy.kind);
-    deepStrictEqual(copy.ids(), items.map((item) => item.thingID), copy.kind);
+    holdsExactly(copy, items);
     copy.database?.close();
   }
 });
@@ -851,7 +848,8 @@ Deno.test("inserted, updated and deleted are exact on every sink: 89 changed, 10
 async function copiedThings(
   copy: Copy,
   n: number,
-  extra: { sortDirection?: "DESC"; sweep?: number } = {},
+  extra: { sortDirection?: "ASC" | "DESC"; sweep?: number; changes?: boolean } =
+    {},
   serve: Parameters<typeof listOf>[1] = {},
 ) {
   const list = { items: things(n) };
@@ -1023,7 +1021,7 @@ Deno.test("another list answering the head's window over the copy's last item, a
     for (const misrouted of [[1], [1, 2], [1, 2, 3]]) {
       const name = `misrouted-${sortDirection}-${misrouted.length}`;
       for (const copy of await copies(name)) {
-        let list = things(600), from = Infinity;
+        let from = Infinity;
         const order = (all: Thing[]) =>
           sortDirection === "ASC" ? all : all.toReversed();
         // Another list's page, as long: ids in the gap before the copy's last item, and past it.
@@ -1033,30 +1031,29 @@ Deno.test("another list answering the head's window over the copy's last item, a
               String(i).padStart(3, "0")
             }`,
           })));
-        const service = listOf(() => order(list), {
-          answer: (page, n) =>
-            misrouted.includes(n - from) ? other(page) : page,
-        });
-        const changes = copy.kind === "sqlite";
-        const options = {
-          id: "thingID",
-          sink: copy.sink,
-          sortDirection,
-          maxLimit: 100,
-          changes,
-        };
-        await syncList(service.client, "things", options);
-        list = [...list.slice(0, -1), { thingID: "u1" }, { thingID: "u2" }];
-        from = service.requests;
-        await syncList(service.client, "things", options).catch(() => {});
+        const { list, client, options, requests } = await copiedThings(
+          copy,
+          600,
+          { sortDirection, changes: copy.kind === "sqlite" },
+          {
+            answer: (page, n) =>
+              misrouted.includes(n - from) ? other(page) : page,
+          },
+        );
+        const { items } = list;
+        list.items = [...items.slice(0, -1), { thingID: "u1" }, {
+          thingID: "u2",
+        }];
+        from = requests();
+        await syncList(client, "things", options).catch(() => {});
         from = Infinity; // healthy again
         const rows = copy.database?.prepare('SELECT id FROM "things_changes"')
           .all() as { id: string }[] | undefined;
         const ids = [...copy.ids(), ...(rows ?? []).map((row) => row.id)];
         deepStrictEqual(ids.filter((id) => id.includes("-f")), [], name);
         const all = { ...options, sweep: Infinity };
-        for (const _ of [1, 2]) await syncList(service.client, "things", all);
-        deepStrictEqual(copy.ids(), list.map((t) => t.thingID), name);
+        for (const _ of [1, 2]) await syncList(client, "things", all);
+        deepStrictEqual(copy.ids(), list.items.map((t) => t.thingID), name);
         copy.database?.close();
       }
     }
@@ -1075,11 +1072,7 @@ Deno.test("a refusal names what is gone, not the whole copy, when a mass delete 
     );
     const confirmed = { ...options, maxDeletes: 0.82, sweep: Infinity };
     await syncList(client, "things", confirmed);
-    deepStrictEqual(
-      copy.ids(),
-      list.items.map((item) => item.thingID),
-      copy.kind,
-    );
+    holdsExactly(copy, list.items);
     copy.database?.close();
   }
 });
@@ -1195,7 +1188,7 @@ Deno.test("ascending, more items back-dated before the copy's last item than the
     const run = await syncList(client, "things", options);
     deepStrictEqual([...counts(run), run.behind], [0, 0, 0, 3000], copy.kind);
     await syncList(client, "things", { ...options, sweep: Infinity });
-    deepStrictEqual(copy.ids(), list.items.map((t) => t.thingID), copy.kind);
+    holdsExactly(copy, list.items);
     copy.database?.close();
   }
 });
