@@ -76,7 +76,7 @@ function columnsWriter(
       if (rows.length === 0) return;
       out.write(table(fixed, rows));
       const layout = layOut(fixed, rows);
-      write = (item) => out.write(row(layout, item, true));
+      write = (item) => out.write(row(layout, item));
     } else {
       if (fixed.length > 0) csvLine(fixed);
       write = (item) => csvLine(fixed.map((column) => item[column]));

@@ -66,16 +66,11 @@ function line(layout: Layout, values: readonly string[]): string {
   ).join("  ").trimEnd() + "\n";
 }
 
-/** One row of a table laid out; `fit` cuts a cell wider than its column. */
-export function row(
-  layout: Layout,
-  item: Record<string, unknown>,
-  fit = false,
-): string {
-  const values = layout.columns.map((column, i) => {
-    const value = cell(item[column]);
-    return fit ? cut(value, layout.widths[i]!) : value;
-  });
+/** One row of a table laid out; a cell wider than its column is cut. */
+export function row(layout: Layout, item: Record<string, unknown>): string {
+  const values = layout.columns.map((column, i) =>
+    cut(cell(item[column]), layout.widths[i]!)
+  );
   return line(layout, values);
 }
 
