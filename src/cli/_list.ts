@@ -24,10 +24,7 @@ export function onCtrlC(io: Session["io"]) {
  * Refuses fields that no item of the first page has, with the nearest key.
  * @throws {UsageError} For the first such field.
  */
-export function checkFields(
-  fields: readonly string[],
-  page: readonly unknown[],
-): void {
+function checkFields(fields: readonly string[], page: readonly unknown[]) {
   const keys = new Set(
     page.flatMap((item) => Object.keys(fieldsOf(item) ?? {})),
   );

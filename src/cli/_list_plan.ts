@@ -46,9 +46,7 @@ export function listRequest(rest: readonly string[], values: Values) {
 }
 
 /** The sort, and with `--since` the item the list stops before. */
-function orderOf(
-  values: Values,
-): Pick<ListOptions<unknown>, "sortBy" | "sortDirection" | "until"> {
+function orderOf(values: Values) {
   const direction = sortDirection(values["sort-direction"]);
   const sortBy = values["sort-by"];
   if (values.since !== undefined) {
@@ -63,7 +61,7 @@ function orderOf(
         "--since reads newest first (DESC): it cannot come with --sort-direction ASC",
       );
     }
-    return { sortBy: field, sortDirection: "DESC", until };
+    return { sortBy: field, sortDirection: "DESC" as const, until };
   }
   return given({ sortBy, sortDirection: direction });
 }

@@ -8,9 +8,7 @@ import { tried } from "../core/_check.ts";
  * Integers as the exporter sends them as such: `BigInt` for Deno's own providers
  * (which send numbers as doubles), a number for the JS SDK (which drops `BigInt`).
  */
-export function integerAttributes(
-  { meter, tracer }: OpenTelemetryOptions,
-): { metric: (value: number) => number; span: (value: number) => number } {
+export function integerAttributes({ meter, tracer }: OpenTelemetryOptions) {
   const deno = (globalThis as {
     Deno?: {
       telemetry?: { meterProvider?: unknown; tracerProvider?: unknown };

@@ -66,8 +66,7 @@ const DOCUMENTED_BUCKETS = new Set(["per_hour", "per_day"]);
 export function openTelemetry(
   options: OpenTelemetryOptions = {},
 ): EventListener {
-  const tracer: TelemetryTracer = options.tracer ??
-    trace.getTracer(NAME, VERSION);
+  const tracer = options.tracer ?? trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
   const integer = integerAttributes(options);
   return (event) => {
