@@ -206,7 +206,7 @@ function confirmHint(
   const program = (helpHint ?? "partner-api --help").replace(/ --help$/, "");
   const command = needed === undefined
     ? "the same command with a larger --max-deletes"
-    : `${program} ${confirmArgs(request.args ?? [], needed)}`;
+    : `${program} ${confirmArgs(request.args, needed)}`;
   const what = error.message.replace(/^Cannot sync into [^:]+: /, "")
     .replace(/ If the list really lost them.*$/, "");
   return Object.assign(

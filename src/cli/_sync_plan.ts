@@ -11,7 +11,7 @@ import {
 
 /** What `sync` was asked for, and the command line as given (`args`), for the command a message shows. */
 export type SyncRequest = Readonly<ReturnType<typeof syncRequest>> & {
-  readonly args?: readonly string[];
+  readonly args: readonly string[];
 };
 
 /**
