@@ -130,7 +130,6 @@ function commandPlan(
   }
   const arg = command === "cache" ? undefined : rest[0];
   if (arg !== undefined) throw new UsageError(`unexpected argument: ${arg}`);
-  // `--env-file` names the one configuration whose tokens to remove.
   const clear = { command: "cache clear", envFile: flags.envFile } as const;
   if (command === "cache" || command === "logout") return clear;
   // `token` and `quota` print text, or with `--format json` one object.

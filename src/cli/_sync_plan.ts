@@ -95,7 +95,7 @@ function shareOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   // Decimal only: Number reads "0x1" and "1e0" as 1, which turns the guard off.
   const share = /^(0|1)?(\.\d+)?$/.test(value) ? Number(value) : NaN;
-  if (value !== "" && value !== "." && share <= 1) return share;
+  if (value !== "" && share <= 1) return share;
   throw new UsageError(
     `--max-deletes must be a share from 0 to 1 (0.1 for 10 %): received ${value}`,
   );
