@@ -92,12 +92,9 @@ async function* counted<X>(source: AsyncIterable<X>, tally: { pages: number }) {
  * Each page's address: the list's with its filters, the page's parameters last in place of the
  * path's. Parsed once a page: a `searchParams.set` per parameter reparsed it, the page's main cost.
  */
-function pageAddresses(
-  url: URL,
-  extra: Record<string, string>,
-): (request: PageRequest) => URL {
+function pageAddresses(url: URL, extra: Record<string, string>) {
   let head: string | undefined;
-  return (request) => {
+  return (request: PageRequest) => {
     const page = pageSearchParams(request);
     // The sort is the same on every page: the list's address with its filters, less the page's, is made once.
     if (head === undefined) {

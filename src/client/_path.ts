@@ -41,12 +41,9 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
 }
 
 /** Resolved paths of one base, checked once and kept (the last 256): checking each call was most of its cost. */
-export function pathCache(
-  base: URL,
-  context: string,
-): (path: string | URL) => URL {
+export function pathCache(base: URL, context: string) {
   const resolved = new Map<string, URL>();
-  return (path) => {
+  return (path: string | URL) => {
     if (typeof path !== "string") return resolveUnder(base, path, context);
     let url = resolved.get(path);
     if (url === undefined) {

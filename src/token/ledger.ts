@@ -11,10 +11,7 @@ export const RENEWAL_WINDOW = 3_600_000;
  * After a 401: `"renew"` (retry once with a fresh token) for the first in {@linkcode RENEWAL_WINDOW}, else `"keep"`
  * (return the answer): the service never revokes tokens early, so a repeated 401 is not the token's fault.
  */
-export function onUnauthorized(
-  lastRenewal: number | undefined,
-  now: number,
-): "renew" | "keep" {
+export function onUnauthorized(lastRenewal: number | undefined, now: number) {
   return now - (lastRenewal ?? -Infinity) >= RENEWAL_WINDOW ? "renew" : "keep";
 }
 
