@@ -28,12 +28,7 @@
 export { createClient, type PartnerClient } from "./client.ts";
 export type { ClientOptions, ProviderSettings } from "./options.ts";
 
-export {
-  createRateLimiter,
-  type RateLimit,
-  type RateLimiter,
-  type RateLimiterOptions,
-} from "./rate_limit.ts";
+export { createRateLimiter, type RateLimiterOptions } from "./rate_limit.ts";
 
 export type { ListOptions, Page, RequestMetadata } from "./pages.ts";
 
@@ -42,6 +37,7 @@ export type * from "../core/events.ts";
 export type { Environment } from "../core/environment.ts";
 export type { TokenFailureReason } from "../core/error_types.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";
+export type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
 // The store contract comes through token's door: the client may not import the store (DESIGN §2).
 export type {
