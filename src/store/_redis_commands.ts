@@ -88,13 +88,11 @@ ${RELEASED}`,
 ${RELEASED}`,
 };
 
-/** One Redis command, within the store's time limit. */
-type Send = (args: string[]) => Promise<unknown>;
-/** One script's steps in plain commands; KEYS and ARGV as the script's. */
+/** One script's steps in plain commands; KEYS and ARGV as the script's, `send` within the store's time limit. */
 type Steps = (
   keys: readonly string[],
   args: readonly string[],
-  send: Send,
+  send: RedisCommand,
 ) => Promise<unknown>;
 
 /** A script's effect with plain commands: the same KEYS and ARGV, the same answer. */
@@ -103,7 +101,7 @@ export function plainScript(name: ScriptName, ...steps: Parameters<Steps>) {
 }
 
 /** The record as the take script compares it: '' when absent or too large. */
-async function recordText(key: string, send: Send): Promise<string> {
+async function recordText(key: string, send: RedisCommand) {
   if (Number(await send(["STRLEN", key])) > MAX_STORED_RECORD) {
     await send(["DEL", key]);
     return "";
