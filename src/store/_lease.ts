@@ -45,7 +45,8 @@ export interface LostLease {
 }
 
 /** One shared database, as the lease protocol needs it. */
-export interface LeaseDatabase<Snapshot> {
+export interface LeaseDatabase<Snapshot>
+  extends Pick<TokenStore, "get" | "set"> {
   /** One consistent read of the record and the lease. */
   look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
   /** Takes the lease if nothing changed since `snapshot`; else who holds it, if known. */
@@ -54,8 +55,6 @@ export interface LeaseDatabase<Snapshot> {
     snapshot: Snapshot,
     signal: AbortSignal,
   ): Promise<HeldLease | LostLease>;
-  get(key: string): Promise<TokenRecord | undefined>;
-  set(key: string, record: TokenRecord): Promise<void>;
   /** Waits at most `ms` for `holder` to let go: the record then published. Absent where none can tell. */
   waitForRelease?(
     key: string,
