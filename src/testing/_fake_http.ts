@@ -93,11 +93,10 @@ export async function faultyAnswer(
 
 /** A 200 answer whose connection is cut after a few bytes of its body. */
 function droppedAnswer(): Response {
-  const start = new TextEncoder().encode('{"access_token":"');
   return new Response(
     new ReadableStream({
       pull(controller) {
-        controller.enqueue(start);
+        controller.enqueue(new TextEncoder().encode('{"access_token":"'));
         controller.close();
       },
     }),

@@ -133,7 +133,6 @@ export async function startFakePartnerApi(
   const port = (name: "port" | "pciPort") =>
     checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
   const service = createFakePartnerService(options);
-  // A server on 127.0.0.1 (port 0: any free port) that answers with `handle`.
   const serve = (at: number, handle: Handler) =>
     Deno.serve({
       hostname: "127.0.0.1",
