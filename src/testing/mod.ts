@@ -19,12 +19,7 @@
 
 export * from "./fake_service.ts";
 export type * from "./fake_options.ts";
-export {
-  type FakePartnerApi,
-  type FakePartnerApiOptions,
-  type FakeRequestLog,
-  startFakePartnerApi,
-} from "./fake_partner_api.ts";
+export * from "./fake_partner_api.ts";
 
 // Types its signatures name, homed elsewhere: each entry passes `deno doc --lint` alone.
 export type { Environment } from "../core/environment.ts";
