@@ -93,8 +93,7 @@ export function retryStep(
   wait: number,
 ): Next<never> {
   if (listener === undefined) return { do: "again", wait };
-  const retry = { type, reason, status, delayMs: wait };
-  return { do: "again", wait, retry };
+  return { do: "again", wait, retry: { type, reason, status, delayMs: wait } };
 }
 
 /** The `retry` option (see the public RetryOptions), checked and complete. */

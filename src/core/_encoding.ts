@@ -15,9 +15,7 @@ export function basicPair(clientId: string, secret: string): string {
 /** `text` (as UTF-8) or bytes, in base64. */
 export function base64(text: string | Uint8Array): string {
   const bytes = typeof text === "string" ? UTF8.encode(text) : text;
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
+  return btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(""));
 }
 
 /** `text` (as UTF-8) or bytes, in base64url without padding. */

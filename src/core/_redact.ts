@@ -207,8 +207,7 @@ export function serverText(
   if (secrets.some((secret) => holdsRun(redacted, redactorOf(secret).secret))) {
     return REDACTED;
   }
-  const clean = redacted.replace(CONTROLS, " ");
-  return cut(clean, max, more);
+  return cut(redacted.replace(CONTROLS, " "), max, more);
 }
 
 /** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret. */
