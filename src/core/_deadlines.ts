@@ -85,9 +85,8 @@ class Window {
       this.#disarm();
     }
     const delay = Math.min(MAX_TIMER_MS, this.#until + this.#ms - now);
-    const timer = set(this.#expire, Math.max(0, delay));
-    unrefTimer(timer);
-    this.#timer = timer;
+    this.#timer = set(this.#expire, Math.max(0, delay));
+    unrefTimer(this.#timer);
     this.#setBy = set;
     this.#clear = globalThis.clearTimeout;
   }
@@ -136,14 +135,12 @@ class AttemptDeadline implements Deadline {
   readonly signal: AbortSignal;
   timedOut = false;
   readonly #own = new AbortController();
-  readonly #outer: AbortSignal | undefined;
   /** Ends the limit early: the attempt is over. */
   readonly clear: () => void;
   /** Rejects the last race when the time is up (a settled one ignores it). */
   #late: ((reason: unknown) => void) | undefined;
 
   constructor(outer: AbortSignal | undefined, leave: () => void) {
-    this.#outer = outer;
     this.clear = leave;
     this.signal = outer === undefined
       ? this.#own.signal
@@ -157,8 +154,8 @@ class AttemptDeadline implements Deadline {
   }
 
   race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T> {
-    // The caller's signal needs a listener; the window's time needs none.
-    if (this.#outer !== undefined || this.signal.aborted) {
+    // The caller's signal (joined to our own) needs a listener; the window's time needs none.
+    if (this.signal !== this.#own.signal || this.signal.aborted) {
       return raceAbort(work, this.signal, onLate);
     }
     // `reject` stays in #late once settled: rejecting a settled promise does nothing.
