@@ -190,6 +190,14 @@ Deno.test("startFakePartnerApi() refuses bad options", async () => {
   await rejects(startFakePartnerApi({ tokenLifetime: 1.5 }), RangeError);
 });
 
+// The resource sanitizer fails these when the first server stays up (it hung the process).
+Deno.test("startFakePartnerApi() refusing its PCI port leaves no server running", async () => {
+  await rejects(startFakePartnerApi({ pciPort: -1 }), { option: "pciPort" });
+  await using taken = await startFakePartnerApi();
+  const pciPort = Number(new URL(taken.environment.pciBaseUrl).port);
+  await rejects(startFakePartnerApi({ pciPort }), Deno.errors.AddrInUse);
+});
+
 Deno.test("close() can be called twice and answers 404 elsewhere before it", async () => {
   const api = await startFakePartnerApi();
   const response = await fetch(new URL("/nowhere", api.environment.baseUrl));

@@ -108,6 +108,7 @@ type Handler = (request: Request) => Promise<Response>;
  * @returns The running fake; close it with `close()` or `await using`.
  * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`).
  * @throws {TypeError} Outside Deno (`option: "port"`), before anything is checked or served.
+ * @throws {Deno.errors.AddrInUse} When a port is taken; nothing stays served.
  *
  * @example Testing code against the fake
  * ```ts
@@ -121,7 +122,6 @@ type Handler = (request: Request) => Promise<Response>;
  * ok(api.isValidToken(token.accessToken));
  * ```
  */
-// deno-lint-ignore require-await -- async so that bad options reject, like every later failure
 export async function startFakePartnerApi(
   options: FakePartnerApiOptions = {},
 ): Promise<FakePartnerApi> {
@@ -132,6 +132,8 @@ export async function startFakePartnerApi(
   );
   const port = (name: "port" | "pciPort") =>
     checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
+  // Both checked before either serves: a refused one leaves no server running.
+  const ports = { main: port("port"), pci: port("pciPort") };
   const service = createFakePartnerService(options);
   const serve = (at: number, handle: Handler) =>
     Deno.serve({
@@ -140,8 +142,16 @@ export async function startFakePartnerApi(
       onListen: () => {},
       onError: () => json(500, { error: "server_error" }),
     }, logged(handle, service, options.onRequest));
-  const main = serve(port("port"), service.handle);
-  const pci = serve(port("pciPort"), service.handlePci);
+  const main = serve(ports.main, service.handle);
+  let pci: ReturnType<typeof serve>;
+  try {
+    pci = serve(ports.pci, service.handlePci);
+  } catch (error) {
+    // A PCI port in use: the main server goes too, or it keeps the process alive.
+    service.close();
+    await main.shutdown();
+    throw error;
+  }
   const environment = service.environmentAt(
     `http://127.0.0.1:${main.addr.port}`,
     `http://127.0.0.1:${pci.addr.port}`,
