@@ -243,6 +243,15 @@ Deno.test("sync CLI: a --to in a missing folder or naming a folder, a copy it di
   equal(/sink|table/.test(sorted.stderr), false, sorted.stderr);
 });
 
+// The resource sanitizer fails it when the progress line's timer outlives the run (main never returned to exit).
+Deno.test("sync CLI: a copy the sink refuses (a table it may not name) leaves no timer running", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 5 } });
+  const target = await fresh("refused.db");
+  const args = syncArgs(target, ["--id", "id"], "partner_api_sync");
+  equal((await run(args, configFor(api))).code, 2);
+  equal(api.apiRequests, 0, "refused before any list request");
+});
+
 Deno.test("the sync example keeps a SQLite copy current", async () => {
   const { syncTransactions } = await import("../examples/sync_transactions.ts");
   const { createClient } = await import("../src/client/mod.ts");

@@ -36,15 +36,16 @@ async function syncInto(
   const { io } = session;
   const now = io.now ?? Date.now;
   const started = now();
+  // Opened first: a copy it refuses leaves no progress timer running.
+  const sink = openSink(request, (holder) =>
+    io.stderr.write(
+      `waiting for the run that holds ${request.target} (${holder})\n`,
+    ));
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;
   session.clientEvents.listener = progress.heard;
   let committed = 0;
-  const sink = openSink(request, (holder) =>
-    io.stderr.write(
-      `waiting for the run that holds ${request.target} (${holder})\n`,
-    ));
   try {
     // The request less what is not an option of syncList; no key left undefined.
     const { path, target: _, kind: __, args: ___, id, ...options } = request;
