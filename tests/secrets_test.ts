@@ -125,6 +125,73 @@ Deno.test("errors, providers and tokens never show the secret or a token", async
   for (const failure of failures) assertClean(failure, secrets);
 });
 
+/** Whether `secret` is anywhere `value` leads: every own field, hidden ones and getters too, nested. */
+function reaches(value: unknown, secret: string, seen = new Set()): boolean {
+  if (typeof value === "string") return value.includes(secret);
+  if (Object(value) !== value || seen.has(value)) return false;
+  seen.add(value);
+  const target = value as Record<PropertyKey, unknown>;
+  const fields = [...Reflect.ownKeys(target), "message", "stack", "cause"];
+  if (value instanceof Headers) return reaches([...value], secret, seen);
+  return fields.some((key) => reaches(target[key], secret, seen));
+}
+
+Deno.test("a fetch wrapper's error keeping its request (body, Authorization header) leads to neither secret nor token", async () => {
+  await using api = await startFakePartnerApi();
+  const { environment, credentials } = api;
+  // As ofetch's FetchError (a hidden getter), an enumerable field, a plain object thrown.
+  const keeping = [
+    (init: unknown) =>
+      Object.defineProperty(new TypeError("fetch failed"), "options", {
+        get: () => init,
+      }),
+    (init: unknown) => Object.assign(new TypeError("failed"), { init }),
+    (init: unknown) => ({ init }),
+  ];
+  for (const keep of keeping) {
+    const failing = (_: unknown, init?: RequestInit) =>
+      Promise.reject(keep(init));
+    const token = requestToken({
+      ...environment,
+      ...credentials,
+      fetch: failing,
+    });
+    const tokenError = await token.catch((error) => error);
+    ok(tokenError instanceof TokenRequestError);
+    equal(reaches(tokenError, credentials.clientSecret), false);
+    let sent = "";
+    const fetch = (input: Request | URL | string, init?: RequestInit) => {
+      if (String(input).endsWith("/oauth/token")) {
+        return globalThis.fetch(input, init);
+      }
+      sent = new Headers(init?.headers).get("authorization")!.slice(7);
+      return failing(input, init);
+    };
+    const client = createClient({
+      environment,
+      ...credentials,
+      fetch,
+      retry: false,
+    });
+    const apiError = await client.fetch("organizations").catch((error) =>
+      error
+    );
+    ok(apiError instanceof ApiError && sent.length > 20);
+    equal(reaches(apiError, sent), false);
+  }
+  // A cause that holds none stays itself, its fields with it.
+  const refused = Object.assign(new TypeError("fetch failed"), {
+    code: "ECONNREFUSED",
+  });
+  const fetch = () => Promise.reject(refused);
+  const error = await requestToken({
+    ...environment,
+    ...credentials,
+    fetch,
+  }).catch((error) => error);
+  equal(error.cause, refused);
+});
+
 Deno.test("the config configFromEnv reads shows no secret when logged or serialized, and a spread of it passes the secret on", () => {
   const secret = "a-client-secret-of-the-service-0123456789";
   const config = configFromEnv({

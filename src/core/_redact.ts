@@ -224,23 +224,61 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** `error` fit for a `cause`: itself, or a redacted copy when it holds a secret (fetch errors quote the URL). */
+/**
+ * `error` fit for a `cause`: itself when nothing it shows holds a secret, else a redacted copy (fetch errors quote the
+ * URL; a fetch wrapper's error may keep the request's options, with the body and the Authorization header). Fields
+ * holding other objects (options, a Request) cannot be read without calling a user's getters: a copy leaves them out.
+ */
 export function cleanCause(
   error: unknown,
   secrets: readonly Secret[],
+  seen = new Set<unknown>(),
 ): unknown {
+  if (typeof error === "string") return redact(error, secrets);
+  if (Object(error) !== error) return error;
+  if (seen.has(error)) return undefined; // a cycle: left out of a copy
+  seen.add(error);
+  if (Array.isArray(error)) {
+    const items = error.map((item) => cleanCause(item, secrets, seen));
+    return items.every((item, at) => item === error[at]) ? error : items;
+  }
+  // Hidden ones too (ofetch's `options` is a getter); an accessor stands as its descriptor, an object: left out, its
+  // getter never called. Message, stack and cause are judged below.
+  const entries = Object.entries(Object.getOwnPropertyDescriptors(error))
+    .filter(([key]) => !["message", "stack", "cause"].includes(key))
+    .map(([key, field]) => [key, "value" in field ? field.value : field]);
+  const fields = entries.map(([key, value]) =>
+    [key, cleanField(value, secrets, seen)] as const
+  );
+  const bare = fields.every(([, value], at) => value === entries[at]![1]);
   if (!(error instanceof Error)) {
     const text = String(error);
-    return redact(text, secrets) === text ? error : redact(text, secrets);
+    return bare && redact(text, secrets) === text
+      ? error
+      : redact(text, secrets);
   }
   const cause = error.cause === undefined
     ? undefined
-    : cleanCause(error.cause, secrets);
+    : cleanCause(error.cause, secrets, seen);
   const text = `${error.message}\n${error.stack ?? ""}`;
-  if (redact(text, secrets) === text && cause === error.cause) return error;
+  if (bare && redact(text, secrets) === text && cause === error.cause) {
+    return error;
+  }
   const copy = new Error(redact(error.message, secrets), given({ cause }));
   copy.name = error.name;
-  return copy;
+  const kept = fields.filter(([, value]) => value !== undefined);
+  return Object.assign(copy, Object.fromEntries(kept));
+}
+
+/** A field of a cause, cleaned; another object's (options, a Request) is left out: reading it may call a user's getters. */
+function cleanField(
+  value: unknown,
+  secrets: readonly Secret[],
+  seen: Set<unknown>,
+) {
+  const opaque = Object(value) === value && !Array.isArray(value) &&
+    !(value instanceof Error);
+  return opaque ? undefined : cleanCause(value, secrets, seen);
 }
 
 /** Keeps a client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
