@@ -20,7 +20,9 @@ import {
   paginate,
   type RepeatedPageError,
 } from "../src/client/paginate.ts";
-import { createTokenProvider } from "../src/token/mod.ts";
+import { createTokenProvider, type TokenProvider } from "../src/token/mod.ts";
+import { createMemoryTokenStore } from "../src/store/mod.ts";
+import type { RateLimiter } from "../src/core/rate_limiter.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 import {
@@ -339,6 +341,37 @@ Deno.test("createClient() refuses an environment that breaks defineEnvironment's
       }),
     TypeError,
   );
+  equal(api.tokenRequests + api.apiRequests, 0);
+});
+
+// The ops sanitizer fails it when a provider was made (it starts deriving its store's key) before the refusal.
+Deno.test("createClient() refuses its own options before making a provider, and half a limiter or provider before a request", async () => {
+  await using api = await startFakePartnerApi();
+  const setup = { environment: api.environment, ...api.credentials };
+  const store = createMemoryTokenStore();
+  const bad = [
+    { priority: "urgent" as "high" },
+    { rateLimit: { take: () => 0 } as unknown as RateLimiter },
+    { onEvent: 1 as unknown as () => void },
+  ];
+  for (const options of bad) {
+    const option = Object.keys(options)[0];
+    throws(() => createClient({ ...setup, store, ...options }), { option });
+  }
+  const provider = createTokenProvider(setup);
+  for (const method of ["getToken", "invalidate"] as const) {
+    // The provider with one method gone.
+    const half: TokenProvider = Object.assign(Object.create(provider), {
+      [method]: undefined,
+    });
+    throws(
+      () => createClient({ environment: api.environment, tokenProvider: half }),
+      {
+        name: "TypeError",
+        option: "tokenProvider",
+      },
+    );
+  }
   equal(api.tokenRequests + api.apiRequests, 0);
 });
 

@@ -12,7 +12,7 @@ import {
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
 import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
-import type { RateLimiter } from "../core/rate_limiter.ts";
+import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
 import { providerSecrets } from "../core/_redact.ts";
@@ -36,14 +36,26 @@ export function clientConfig(options: ClientOptions) {
   const random = requireFunction(options.random, CONTEXT, "random") ??
     Math.random;
   const timeout = timeoutFrom(options.timeout, CONTEXT);
+  // The client's own options first: a provider made below may start work (a store's key).
+  const own = {
+    fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
+      ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)),
+    retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
+    /** Paces every attempt; `undefined` when pacing is off. */
+    rateLimiter: rateLimiterOf(options.rateLimit, now),
+    /** The priority of calls that give none. */
+    priority: checkPriority(options.priority, "auto", CONTEXT),
+    /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
+    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
+    /** What each base is called where it was configured (`settingNames`), for messages. */
+    baseNames: baseNamesOf(options.settingNames),
+  };
   const tokenProvider = tokenProviderOf(options, environment);
   return {
     environment,
     context: {
+      ...own,
       tokenProvider,
-      fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
-        ((input, init) => fetch(input, init)),
-      retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
       deadlines: new SharedDeadlines(timeout, now),
       /**
        * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
@@ -53,15 +65,7 @@ export function clientConfig(options: ClientOptions) {
         typeof tokenProvider.reportUnauthorized === "function"
           ? (token: string) => tokenProvider.reportUnauthorized!(token)
           : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
-      /** Paces every attempt; `undefined` when pacing is off. */
-      rateLimiter: rateLimiterOf(options.rateLimit, now),
-      /** The priority of calls that give none. */
-      priority: checkPriority(options.priority, "auto", CONTEXT),
-      /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
-      onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
       now,
-      /** What each base is called where it was configured (`settingNames`), for messages. */
-      baseNames: baseNamesOf(options.settingNames),
       /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
       secrets: providerSecrets.get(tokenProvider) ?? [],
     },
@@ -103,6 +107,11 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
     throw typeError(CONTEXT, "tokenProvider", rule);
   }
   if (tokenProvider !== undefined) {
+    for (const method of ["getToken", "invalidate"] as const) {
+      if (typeof tokenProvider[method] !== "function") {
+        throw typeError(CONTEXT, "tokenProvider", `must have ${method}()`);
+      }
+    }
     const own = Object.keys(settings).find((key) => !CLIENT_OWN.has(key));
     const rule = "is a provider option: give it to createTokenProvider";
     if (own !== undefined) throw typeError(CONTEXT, own, rule);
@@ -148,10 +157,19 @@ function rateLimiterOf(
   now: () => number,
 ): RateLimiter | undefined {
   if (rateLimit === false) return undefined;
-  if (isRateLimiter(rateLimit)) return rateLimit;
-  return createRateLimiter({ ...(rateLimit ?? SERVICE_RATE_LIMIT), now });
-}
-
-function isRateLimiter(value: unknown): value is RateLimiter {
-  return typeof (value as RateLimiter | undefined)?.take === "function";
+  const methods = ["take", "answered", "refused"] as const;
+  const held = methods.filter((name) =>
+    typeof (rateLimit as Partial<RateLimiter> | undefined)?.[name] ===
+      "function"
+  );
+  if (held.length === methods.length) return rateLimit as RateLimiter;
+  // Some only: a limiter missing a method failed once a request had gone out.
+  if (held.length > 0) {
+    const rule = "must have take, answered and refused, as a RateLimiter has";
+    throw typeError(CONTEXT, "rateLimit", rule);
+  }
+  return createRateLimiter({
+    ...(rateLimit as RateLimit | undefined ?? SERVICE_RATE_LIMIT),
+    now,
+  });
 }
