@@ -159,8 +159,7 @@ export class Committer<T> {
 
 /** The batch with each id once, where it last occurs (the service's latest word). */
 function lastOfEachId<T>(items: readonly T[], ids: readonly string[]) {
-  const last = new Map<string, number>();
-  ids.forEach((id, i) => last.set(id, i));
+  const last = new Map(ids.map((id, i) => [id, i] as const));
   if (last.size === ids.length) return { items, ids };
   const kept = ids.flatMap((id, i) => last.get(id) === i ? [i] : []);
   return { items: kept.map((i) => items[i]!), ids: kept.map((i) => ids[i]!) };

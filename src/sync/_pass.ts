@@ -304,9 +304,8 @@ export function heldStrays<T>(
 ): string[] | undefined {
   if (held.length === 0 || window.passed === undefined) return undefined;
   const brought = new Set(held.flatMap(([, each]) => each.ids));
-  const strays = window.passed.flatMap((key) =>
-    brought.has(key.id) ? [] : [key.id]
-  );
+  const strays = window.passed.map((key) => key.id)
+    .filter((id) => !brought.has(id));
   if (strays.some((id) => strayed?.has(id))) {
     const why =
       "page 1, read twice, lacked an item the pages after it place there both times";

@@ -22,9 +22,7 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
    * While a short page is read again at its own size: the sizes known before, back once that read comes back full;
    * null once they came back this pass (a page cut again keeps its cap: the service lowered its largest).
    */
-  readonly capped?:
-    | { readonly accepted: number; readonly refused: number }
-    | null;
+  readonly capped?: Pick<WindowState, "accepted" | "refused"> | null;
   /** The smallest size refused, or cut; Infinity while none was. */
   readonly refused: number;
   /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */

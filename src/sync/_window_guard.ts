@@ -240,8 +240,7 @@ function before(
   a: string | null,
   b: string | null,
 ) {
-  if (a === null) return b !== null;
-  return b !== null && (descending ? a > b : a < b);
+  return b !== null && (a === null || (descending ? a > b : a < b));
 }
 
 /** What a reader of the copy is asked with: the cycle, the pass's direction, the cursor's id, how to key an item. */
