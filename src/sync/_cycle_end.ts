@@ -90,8 +90,7 @@ export async function guardOf<T>(
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
-  const { deletions, sortDirection } = committer.latest;
-  const descending = sortDirection === "DESC";
+  const descending = config.identity.sortDirection === "DESC";
   const ask = {
     cycle,
     keyOf,
@@ -103,7 +102,7 @@ export async function guardOf<T>(
     ? await keyedReader(sink, ask, () => committer.done())
     : sink.liveRows && await rowsReader(sink.liveRows(cycle, keyOf), ask);
   if (!copy) return undefined;
-  const recent = recentDeletes(deletions, config.now());
+  const recent = recentDeletes(committer.latest.deletions, config.now());
   return windowGuard(copy, { maxDeletes, recent, descending });
 }
 

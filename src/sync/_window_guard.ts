@@ -259,12 +259,10 @@ export async function keyedReader(
   { cycle, keyOf, descending, edge, signal }: ReaderAsk,
   settled: () => Promise<void>,
 ): Promise<CopyReader> {
-  const held = await sink.liveCount();
-  const edgeHeld = edge !== undefined &&
-    (await sink.holds?.([edge], keyOf))?.has(edge) === true;
   return {
-    held,
-    edgeHeld,
+    held: await sink.liveCount(),
+    edgeHeld: edge !== undefined &&
+      (await sink.holds?.([edge], keyOf))?.has(edge) === true,
     async unseen(after, upTo, most) {
       await settled();
       const range = { after, upTo, descending };
