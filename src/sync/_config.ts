@@ -189,10 +189,8 @@ function sweepOptions<T>(options: SyncOptions<T>) {
   );
   const rule = "non-negative finite number";
   const maxDeletes = numberOf(options, "maxDeletes", 0.1, rule, 1);
-  if (options.changes !== undefined && typeof options.changes !== "boolean") {
-    throw bad("changes", "must be a boolean");
-  }
-  if (options.changes === true && options.sink?.keepsChanges === false) {
+  const changes = oneOf(options.changes, [false, true], CONTEXT, "changes");
+  if (changes && options.sink?.keepsChanges === false) {
     throw bad("changes", "cannot be true: this sink keeps no change table");
   }
   if (deletes === "mark" && options.sink?.marksDeletes === false) {
@@ -211,7 +209,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     priority: checkPriority(options.priority, "low", CONTEXT),
     deletes,
     maxDeletes,
-    changes: options.changes === true,
+    changes,
   };
 }
 
