@@ -211,6 +211,19 @@ export function storable(
   return { rows: { ids: written, texts, keys }, skipped, kept };
 }
 
+/** `make`'s promise, made once (from the first call's arguments), and again after it failed or a reset. */
+export function once<A extends unknown[], R>(make: (...a: A) => Promise<R>) {
+  let made: Promise<R> | undefined;
+  return {
+    get: (...a: A) =>
+      made ??= make(...a).catch((error) => {
+        made = undefined;
+        throw error;
+      }),
+    reset: () => made = undefined,
+  };
+}
+
 /** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
 export function jsonText(item: unknown): string | undefined {
   return tried(() => JSON.stringify(item));

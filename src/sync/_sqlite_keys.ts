@@ -5,7 +5,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
 import type { Commits } from "./_sqlite_sql.ts";
-import { CHECKPOINT_TABLE, SEEN_TABLE } from "./_sql_sink.ts";
+import { CHECKPOINT_TABLE, once, SEEN_TABLE } from "./_sql_sink.ts";
 
 export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
 
@@ -64,9 +64,8 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
     );
   const up = read("partner_api_key > ?3 AND partner_api_key <= ?4", "");
   const down = read("partner_api_key < ?3 AND partner_api_key >= ?4", " DESC");
-  let keying: Promise<void> | undefined;
   /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
-  const keyRows = async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
+  const keys = once(async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
     if (endsWrong(db, table, keyOf)) commits.batch(() => unkeyAll(db, table));
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {
@@ -82,16 +81,12 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
       from = (page.at(-1)!.rowid as bigint) + 1n;
       await new Promise((resolve) => setImmediate(resolve));
     }
-  };
+  });
   return async (
     commits: Commits,
     ...[cycle, range, most, keyOf, signal]: Ask
   ): Promise<UnseenRow[]> => {
-    keying ??= keyRows(commits, keyOf, signal).catch((error) => {
-      keying = undefined;
-      throw error;
-    });
-    await keying;
+    await keys.get(commits, keyOf, signal);
     // Open bounds: "" and "2", past every key ("0" a number's, "1" a string's).
     const { after, upTo, descending } = range;
     const bounds = descending

@@ -128,11 +128,11 @@ class PostgresDialect implements kit.SqlDialect {
   readonly #target: string;
   readonly #now: (() => number) | undefined;
   /** The first change, once the copy passed: the tables. */
-  readonly #tables = once(() => this.#read(createSql(this.#table), []));
+  readonly #tables = kit.once(() => this.#read(createSql(this.#table), []));
   /** The change table, checked and created when first kept. */
-  readonly #changeTable = once(() => this.#makeChangeTable());
+  readonly #changeTable = kit.once(() => this.#makeChangeTable());
   /** The live rows written without their key (by earlier versions) keyed, once a run, by the first `keyOf` asked with. */
-  readonly #keyed = once(this.#keyAll.bind(this));
+  readonly #keyed = kit.once(this.#keyAll.bind(this));
   /** The change table existed when the copy was last read: every batch records into it (a consumer drops it to stop). */
   #recording = false;
 
@@ -335,19 +335,6 @@ class PostgresDialect implements kit.SqlDialect {
 
 type Ask = Parameters<KeyedCopy["unseenBetween"]>;
 type KeyOf = Ask[3];
-
-/** `make`'s promise, made once (from the first call's arguments), and again after it failed or a reset. */
-function once<A extends unknown[], R>(make: (...a: A) => Promise<R>) {
-  let made: Promise<R> | undefined;
-  return {
-    get: (...a: A) =>
-      made ??= make(...a).catch((error) => {
-        made = undefined;
-        throw error;
-      }),
-    reset: () => made = undefined,
-  };
-}
 
 /** Why the table's columns are not the sink's, if they are not. */
 function foreignColumns(catalog: Row): string | undefined {
