@@ -29,6 +29,8 @@ export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
 /** A dialect's answer: at once (node:sqlite is synchronous) or later. */
 type Answer<R> = R | Promise<R>;
+/** What `unseenBetween` is asked: cycle, range, most, keyOf, signal. */
+export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
 
 /** What a dialect supplies: its database's side of each step of the flow (what a step throws, the flow rejects with). */
 export interface SqlDialect {
@@ -53,9 +55,7 @@ export interface SqlDialect {
   /** Applies a batch atomically while `owner` holds the lease. @throws {SyncError} (`"lock-lost"`, `"too-many-deletes"`) */
   apply(batch: SqlBatch): Answer<Applied>;
   /** The unseen rows of a key range, from the key column's index (`KeyedCopy`); rows written before it keyed first. */
-  unseenBetween(
-    ...ask: Parameters<KeyedCopy["unseenBetween"]>
-  ): Answer<UnseenRow[]>;
+  unseenBetween(...ask: Ask): Answer<UnseenRow[]>;
   /** How many live rows the copy holds. Reads only. */
   liveCount(): Answer<number>;
   /** The ids of `ids` the copy holds as live rows. Reads only. */

@@ -3,11 +3,9 @@
 
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
-import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
+import { storedKey, type UnseenRow } from "./_key_text.ts";
 import type { Commits } from "./_sqlite_sql.ts";
-import { CHECKPOINT_TABLE, once, SEEN_TABLE } from "./_sql_sink.ts";
-
-export type Ask = Parameters<KeyedCopy["unseenBetween"]>;
+import { type Ask, CHECKPOINT_TABLE, once, SEEN_TABLE } from "./_sql_sink.ts";
 
 /**
  * Clears every key when another writer (0.4) saved the checkpoint since a keying version did (`keyed`, the checkpoint

@@ -23,7 +23,7 @@ import {
   unkeySql,
   unseenSql,
 } from "./_postgres_sql.ts";
-import { type KeyedCopy, storedKey } from "./_key_text.ts";
+import { storedKey } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { sinkMismatch } from "./sync_error.ts";
 
@@ -251,7 +251,7 @@ class PostgresDialect implements kit.SqlDialect {
   }
 
   /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
-  async unseenBetween(...[cycle, range, most, keyOf, signal]: Ask) {
+  async unseenBetween(...[cycle, range, most, keyOf, signal]: kit.Ask) {
     await this.#keyed.get(keyOf, signal);
     const unseen = unseenSql(this.#table, this.#target, cycle, range, most);
     const rows = await this.#read(unseen.sql, unseen.params);
@@ -333,8 +333,7 @@ class PostgresDialect implements kit.SqlDialect {
   }
 }
 
-type Ask = Parameters<KeyedCopy["unseenBetween"]>;
-type KeyOf = Ask[3];
+type KeyOf = kit.Ask[3];
 
 /** Why the table's columns are not the sink's, if they are not. */
 function foreignColumns(catalog: Row): string | undefined {

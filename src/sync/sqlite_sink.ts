@@ -30,7 +30,7 @@ import {
   statements,
   tablesOf,
 } from "./_sqlite_sql.ts";
-import { type Ask, keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
+import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
 /** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
@@ -284,7 +284,7 @@ class SqliteDialect implements kit.SqlDialect {
     return JSON.parse(`${this.#db.prepare(sql).get(JSON.stringify(ids))!.ids}`);
   }
 
-  unseenBetween(...ask: Ask) {
+  unseenBetween(...ask: kit.Ask) {
     this.prepare();
     this.#keyed ??= keyedCopy(this.#db, this.#table, this.#target);
     return this.#keyed(this.commits, ...ask);
