@@ -24,8 +24,9 @@ export function runToken(): string {
   return `${process.pid}.${crypto.randomUUID()}`;
 }
 
-/** Who holds a lease by its `owner` token: `pid 42`, or another run (a token of an older version names none). */
-export function holderOf(owner: string | null | undefined): string {
+/** Who holds a lease: a run that stopped (`stale`), else by its `owner` token `pid 42`, or another run (a token of an older version names none). */
+export function holderOf(stale: boolean, owner?: string | null): string {
+  if (stale) return "a run that stopped";
   const pid = /^([0-9]+)\./.exec(owner ?? "")?.[1];
   return pid === undefined ? "another run" : `pid ${pid}`;
 }

@@ -185,8 +185,7 @@ class PostgresDialect implements kit.SqlDialect {
       await this.#read(unkeySql(this.#table), [this.#target]);
       return { taken: token };
     }
-    const stopped = row.stale === "true";
-    return { holder: stopped ? "a run that stopped" : holderOf(row.holder) };
+    return { holder: holderOf(row.stale === "true", row.holder) };
   }
 
   refresh(token: string): Promise<unknown> {

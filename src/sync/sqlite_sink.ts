@@ -213,9 +213,7 @@ class SqliteDialect implements kit.SqlDialect {
     }
     const holder = this.#holder(st);
     const stale = holder !== undefined && isStale(holder.refreshedAt, at);
-    return {
-      holder: stale || over ? "a run that stopped" : holderOf(holder?.owner),
-    };
+    return { holder: holderOf(stale || over, holder?.owner) };
   }
 
   #holder(st: Statements): LockSighting | undefined {
