@@ -48,7 +48,7 @@ export function keyText({ value, id }: SyncKey): string {
     2 + (number ? 16 : 5 * text.length) + 5 * id.length,
   );
   out[0] = number ? DIGITS[0]! : DIGITS[1]!;
-  let at = number ? write(out, 1, numberText(value)) : units(out, 1, text);
+  let at = number ? digits(out, 1, value) : units(out, 1, text);
   out[at++] = 0x01;
   return ASCII.decode(out.subarray(0, units(out, at, id)));
 }
@@ -68,15 +68,18 @@ export function storedKey(
 /** The longest key text stored: 2,000 ASCII bytes, below PostgreSQL's index entry limit with the row's overhead. */
 const MAX_STORED_KEY = 2_000;
 
-/** A finite double's bits as 16 hex digits that order as the numbers do (-0 as 0). */
-function numberText(value: number): string {
+/** Writes a finite double's bits at `at` as 16 hex digits that order as the numbers do (-0 as 0); where they end. */
+function digits(out: Uint8Array, at: number, value: number): number {
   BITS.setFloat64(0, value === 0 ? 0 : value);
   const bits = BITS.getBigUint64(0);
   // Positive: above every negative (sign bit set); negative: every bit inverted, so a larger magnitude sorts lower.
   const ordered = value < 0
     ? ~bits & 0xffff_ffff_ffff_ffffn
     : bits | (1n << 63n);
-  return ordered.toString(16).padStart(16, "0");
+  for (const digit of ordered.toString(16).padStart(16, "0")) {
+    out[at++] = digit.charCodeAt(0);
+  }
+  return at;
 }
 
 /**
@@ -96,12 +99,6 @@ function units(out: Uint8Array, at: number, text: string): number {
     out[at++] = DIGITS[(unit >> 4) & 15]!;
     out[at++] = DIGITS[unit & 15]!;
   }
-  return at;
-}
-
-/** Writes ASCII `text` at `at`; where it ends. */
-function write(out: Uint8Array, at: number, text: string): number {
-  for (let i = 0; i < text.length; i++) out[at++] = text.charCodeAt(i);
   return at;
 }
 
