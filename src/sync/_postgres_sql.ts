@@ -5,6 +5,7 @@
 // (postgres.js) would turn JSON text sent as `$1::jsonb` into a JSON string. Arrays travel as one JSON text, so no
 // driver's array encoding matters.
 
+import { tried } from "../core/_check.ts";
 import { STALE_AFTER } from "./_lease.ts";
 import * as kit from "./_sql_sink.ts";
 import type { KeyRange } from "./_key_text.ts";
@@ -244,7 +245,7 @@ export function postgresText(
   limits: PostgresLimits = POSTGRES_LIMITS,
 ): string | undefined {
   if (id.includes("\0") || utf8Length(id) > limits.idBytes) return undefined;
-  const text = kit.jsonText(item);
+  const text = tried(() => JSON.stringify(item)); // none for a BigInt, a cycle
   if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
   // Depth d takes at least 2d characters.
   if (text.length > 2 * limits.depth && deeperThan(text, limits.depth)) {

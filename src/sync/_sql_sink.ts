@@ -2,7 +2,7 @@
 // storable, let the dialect (SQLite, PostgreSQL: what its database says differently) apply it atomically, report.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
-import { tried, typeError } from "../core/_check.ts";
+import { typeError } from "../core/_check.ts";
 import { keepRefreshed } from "../core/_deadlines.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
@@ -222,11 +222,6 @@ export function once<A extends unknown[], R>(make: (...a: A) => Promise<R>) {
       }),
     reset: () => made = undefined,
   };
-}
-
-/** An item's JSON text; undefined for what JSON cannot hold (a BigInt, a cycle). */
-export function jsonText(item: unknown): string | undefined {
-  return tried(() => JSON.stringify(item));
 }
 
 /**

@@ -233,7 +233,7 @@ class SqliteDialect implements kit.SqlDialect {
 
   // node:sqlite stores an id with a NUL but reads it back cut there (RETURNING, json_each): skipped, as one not Unicode.
   readonly text = (item: unknown, id: string) =>
-    id.includes("\0") ? undefined : kit.jsonText(item);
+    id.includes("\0") ? undefined : tried(() => JSON.stringify(item));
   readonly holds = () => true; // a row an older version stored with a NUL: logged seen through json_each, which keeps it
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
