@@ -104,6 +104,34 @@ Deno.test("SQLite sink: a failing write commits nothing of its batch", async () 
   database.close();
 });
 
+Deno.test("SQLite sink on a DatabaseSync of the caller's: a write inside the caller's open transaction leaves it theirs to end (their ROLLBACK undoes the copy with their own rows), and close() ends none", async () => {
+  const database = new DatabaseSync(":memory:");
+  database.exec("CREATE TABLE mine (a INTEGER)");
+  const sink = createSqliteSink<{ id: string }>(database, { table: "items" });
+  await (await sink.lock!())[Symbol.asyncDispose](); // creates the tables
+  database.exec("BEGIN");
+  database.exec("INSERT INTO mine VALUES (1)");
+  const edge = { value: "b", id: "b" };
+  const checkpoint = {
+    ...checkpointAt("items", 2),
+    sortBy: "id",
+    id: "id",
+    edge,
+  };
+  await sink.write([{ id: "a" }, { id: "b" }], checkpoint, ["a", "b"]);
+  equal(database.isTransaction, true, "the caller's transaction is open");
+  sink.close();
+  equal(database.isTransaction, true, "still open after close()");
+  database.exec("ROLLBACK");
+  const count = (table: string) =>
+    (database.prepare(`SELECT count(*) AS n FROM ${table}`).get() as {
+      n: number;
+    }).n;
+  equal(count("mine"), 0);
+  equal(count('"items"'), 0);
+  database.close();
+});
+
 Deno.test("JSONL sink: a batch cut off mid-line is cut back, and the rerun writes each item once", async () => {
   const path = await fresh("copy.jsonl");
   const fake = inProcess({ items: { transactions: 300 } });

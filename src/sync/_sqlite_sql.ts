@@ -314,6 +314,8 @@ export class Commits {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** A commit the timer could not make: the next batch throws it. */
   #failed: unknown;
+  /** Whether the open transaction is ours: a caller's own (on a DatabaseSync of theirs) is theirs to end. */
+  #ours = false;
   /** Batches share transactions only while a run holds the lease. */
   grouping = false;
   /** Rows in the table: batches share transactions from GROUP_FROM on. */
@@ -331,6 +333,7 @@ export class Commits {
     const db = this.#db;
     if (!db.isTransaction) {
       db.exec("BEGIN IMMEDIATE");
+      this.#ours = true;
       this.#batches = 0;
       this.#opened = this.#clock();
     }
@@ -368,6 +371,9 @@ export class Commits {
   commit(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#db.isOpen && this.#db.isTransaction) this.#db.exec("COMMIT");
+    if (this.#ours && this.#db.isOpen && this.#db.isTransaction) {
+      this.#db.exec("COMMIT");
+    }
+    this.#ours = false;
   }
 }
