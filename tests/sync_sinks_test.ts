@@ -132,6 +132,24 @@ Deno.test("SQLite sink on a DatabaseSync of the caller's: a write inside the cal
   database.close();
 });
 
+Deno.test("syncList with a signal aborted already rejects with its reason and leaves the sink untouched: no table made", async () => {
+  const fake = inProcess({ items: { transactions: 3 } });
+  const path = await fresh("aborted.db");
+  const signal = AbortSignal.abort(new Error("stop"));
+  const sink = createSqliteSink(path, { table: "transactions" });
+  const run = syncList(fake.client, "transactions", {
+    ...byDate,
+    sink,
+    signal,
+  });
+  equal(await run.catch((error) => error), signal.reason);
+  sink.close();
+  const database = new DatabaseSync(path);
+  const tables = database.prepare("SELECT count(*) AS n FROM sqlite_master");
+  equal((tables.get() as { n: number }).n, 0);
+  database.close();
+});
+
 Deno.test("JSONL sink: a batch cut off mid-line is cut back, and the rerun writes each item once", async () => {
   const path = await fresh("copy.jsonl");
   const fake = inProcess({ items: { transactions: 300 } });

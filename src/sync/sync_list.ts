@@ -80,6 +80,7 @@ export async function syncList<T>(
   void client.pages(config.identity.path, listOptions(config, undefined));
   const { clean, stop } = secretsOf(client);
   try {
+    config.signal?.throwIfAborted(); // aborted already: the sink untouched (a SQLite file not made)
     // No `await using`: Node 20 cannot parse it.
     const lock = await config.sink.lock?.(given({ signal: config.signal }));
     try {
