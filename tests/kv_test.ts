@@ -7,7 +7,9 @@ import {
   throws,
 } from "node:assert/strict";
 import {
+  createKvRateLimiter,
   createKvTokenStore,
+  type KvRateLimiterOptions,
   type KvTokenStoreOptions,
 } from "../src/store/kv.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
@@ -294,4 +296,37 @@ Deno.test("createKvTokenStore() refuses bad options", async () => {
     ["sign"],
   );
   throws(() => createKvTokenStore(kv, { encryptionKey: hmac }), TypeError);
+});
+
+Deno.test("createKvTokenStore() and createKvRateLimiter() refuse a prefix KV cannot hold: not an array of key parts, or leaving no room for their own parts in 2,048 bytes", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const create = [
+    (prefix: unknown) =>
+      createKvTokenStore(kv, { prefix } as KvTokenStoreOptions),
+    (prefix: unknown) =>
+      createKvRateLimiter(kv, { prefix } as KvRateLimiterOptions),
+  ];
+  for (const prefix of [5, "app", [{}], [null], [undefined], [Symbol()]]) {
+    for (const make of create) {
+      throws(() => make(prefix), { name: "TypeError", option: "prefix" });
+    }
+  }
+  // The store adds a digest and "record" (42 bytes), the limiter "answers" and a send's name (41): 2 bytes a string more.
+  for (const [make, room] of [[create[0]!, 42], [create[1]!, 41]] as const) {
+    throws(() => make(["x".repeat(2047 - room)]), {
+      name: "RangeError",
+      option: "prefix",
+    });
+    make(["x".repeat(2046 - room)]);
+  }
+  const parts = [1, 2n ** 70n, true, new Uint8Array([0, 1]), "é\0"];
+  const store = createKvTokenStore(
+    kv,
+    { prefix: parts } as KvTokenStoreOptions,
+  );
+  await store.set("client", { blockedUntil: 1 });
+  equal((await store.get("client"))?.blockedUntil, 1);
+  const longest = createKvTokenStore(kv, { prefix: ["x".repeat(2004)] });
+  await longest.set("client", { blockedUntil: 2 });
+  equal((await longest.get("client"))?.blockedUntil, 2);
 });

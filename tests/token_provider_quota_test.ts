@@ -207,6 +207,14 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
       createTokenProvider({ ...options, onQuota: 1 as unknown as () => void }),
     TypeError,
   );
+  // A store without get and set, or a Deno KV database itself, would never be written: each process pays.
+  using kv = await Deno.openKv(":memory:");
+  for (const store of [{}, { get: () => {} }, kv] as unknown[]) {
+    throws(
+      () => createTokenProvider({ ...options, store: store as TokenStore }),
+      { name: "TypeError", option: "store" },
+    );
+  }
   equal(api.tokenRequests, 0);
 });
 

@@ -1,7 +1,8 @@
 // The KV token store: records under [...prefix, digest, "record"], leases under [..., "lease"].
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { fieldsOf, typeError } from "../core/_check.ts";
+import { fieldsOf, rangeError, typeError } from "../core/_check.ts";
+import { UTF8 } from "../core/_encoding.ts";
 import { delay } from "../core/_deadlines.ts";
 import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
@@ -29,6 +30,43 @@ export function requireKv(kv: Deno.Kv, context: string, elsewhere: string) {
   if ("Deno" in globalThis && typeof kv?.atomic === "function") return;
   const rule = `must be a Deno KV database (this ${elsewhere})`;
   throw typeError(context, "kv", rule);
+}
+
+const PREFIX_RULE =
+  "must be an array of strings, numbers, bigints, booleans or Uint8Arrays";
+
+/** A `prefix` option (`fallback` when undefined) leaving `room` bytes of KV's 2,048 for the parts added to it. */
+export function kvPrefix(
+  prefix: unknown,
+  fallback: Deno.KvKey,
+  room: number,
+  context: string,
+): Deno.KvKey {
+  if (prefix === undefined) return fallback;
+  if (!Array.isArray(prefix)) {
+    throw typeError(context, "prefix", PREFIX_RULE, typeof prefix);
+  }
+  const bytes = prefix.reduce((sum, part) => sum + keyPartBytes(part), room);
+  if (Number.isNaN(bytes)) throw typeError(context, "prefix", PREFIX_RULE);
+  const rule = `must take at most ${2048 - room} bytes as a KV key`;
+  if (bytes > 2048) {
+    throw rangeError(context, "prefix", rule, `${bytes - room}`);
+  }
+  return [...prefix];
+}
+
+/** A key part's size as KV encodes it (a tuple element: tag, escaped bytes, end; 9 for a number); NaN for no key part. */
+function keyPartBytes(part: unknown): number {
+  if (typeof part === "number") return 9;
+  if (typeof part === "boolean") return 1;
+  if (typeof part === "bigint") {
+    const digits = (part < 0n ? -part : part).toString(16).replace(/^0$/, "");
+    const length = Math.ceil(digits.length / 2);
+    return length + (length > 8 ? 2 : 1);
+  }
+  const bytes = typeof part === "string" ? UTF8.encode(part) : part;
+  if (!(bytes instanceof Uint8Array)) return NaN;
+  return 2 + bytes.length + bytes.filter((byte) => byte === 0).length;
 }
 
 /** A {@linkcode TokenStore} on Deno KV that coordinates a fleet with leases. */

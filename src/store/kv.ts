@@ -29,7 +29,7 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { KvTokenStore, requireKv } from "./_kv_store.ts";
+import { kvPrefix, KvTokenStore, requireKv } from "./_kv_store.ts";
 import { fleetStoreConfig } from "./_lease.ts";
 
 /**
@@ -69,8 +69,8 @@ const STORE_ELSEWHERE =
  * up to `maxWait`; a 429's block is stored for all. A record older than one seen (a restored
  * backup) is refused. See docs/fleets.md.
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
- * @throws {RangeError} When a duration is out of range.
- * @throws {TypeError} When `encryptionKey` is not an AES-GCM key, or outside Deno.
+ * @throws {RangeError} When a duration is out of range, or `prefix` leaves no room for the store's key in KV's 2,048 bytes.
+ * @throws {TypeError} When `encryptionKey` is not an AES-GCM key, `prefix` not an array of KV key parts, or outside Deno.
  *
  * @example Encrypting tokens at rest
  * ```ts
@@ -94,7 +94,8 @@ export function createKvTokenStore(
   requireKv(kv, CONTEXT, STORE_ELSEWHERE);
   return new KvTokenStore(kv, {
     ...fleetStoreConfig(options, CONTEXT),
-    prefix: [...(options.prefix ?? ["partner-api", "token"])],
+    // The store adds a digest and "record" (42 bytes as KV encodes them).
+    prefix: kvPrefix(options.prefix, ["partner-api", "token"], 42, CONTEXT),
   });
 }
 

@@ -22,7 +22,7 @@ import {
   type WindowState,
 } from "./_window_rules.ts";
 import { answerOf, ClockView, readState } from "./_kv_view.ts";
-import { requireKv } from "./_kv_store.ts";
+import { kvPrefix, requireKv } from "./_kv_store.ts";
 
 /**
  * Options of {@linkcode createKvRateLimiter}.
@@ -74,8 +74,9 @@ const MOST_REQUESTS = 1000;
  *
  * `await using` it before closing the database: it waits for the answers still being written.
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
- * @throws {RangeError} When `requests` or `interval` is out of range.
- * @throws {TypeError} Outside Deno.
+ * @throws {RangeError} When `requests` or `interval` is out of range, or `prefix` leaves no room for the limiter's keys
+ * in KV's 2,048 bytes.
+ * @throws {TypeError} When `prefix` is not an array of KV key parts, or outside Deno.
  *
  * @example Two limiters (as two processes) share one budget
  * ```ts
@@ -99,7 +100,8 @@ export function createKvRateLimiter(
 ): RateLimiter & AsyncDisposable {
   requireKv(kv, CONTEXT, LIMITER_ELSEWHERE);
   const config = fleetConfig(options, CONTEXT, MOST_REQUESTS);
-  const prefix = [...(options.prefix ?? ["partner-api", "rate"])];
+  // The limiter adds "answers" and a send's name (41 bytes as KV encodes them).
+  const prefix = kvPrefix(options.prefix, ["partner-api", "rate"], 41, CONTEXT);
   return new FleetRateLimiter(new KvWindow(kv, prefix, config), config);
 }
 

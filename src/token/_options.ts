@@ -2,6 +2,7 @@
 
 import {
   checkNumber,
+  fieldsOf,
   requireFunction,
   requireOptions,
   typeError,
@@ -9,6 +10,7 @@ import {
 import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
+import type { TokenStore } from "../store/types.ts";
 
 export type ProviderConfig = Readonly<ReturnType<typeof providerConfig>>;
 
@@ -30,7 +32,7 @@ export function providerConfig(options: TokenProviderOptions) {
   const time = "non-negative time in ms, at most 2147483647";
   return {
     endpoint,
-    store: options.store,
+    store: storeOf(options.store),
     backoff: backoffFrom(options.retry, CONTEXT),
     refreshMargin: refreshMargin === undefined
       ? undefined
@@ -40,6 +42,16 @@ export function providerConfig(options: TokenProviderOptions) {
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
     waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
   };
+}
+
+/** A `store` with `get` and `set`; not a Deno KV database itself (its `get` takes other keys: nothing would be stored). */
+function storeOf(store: TokenStore | undefined) {
+  const { get, set, atomic } = fieldsOf(store) ?? {};
+  const isStore = typeof get === "function" && typeof set === "function";
+  if (store === undefined || (isStore && atomic === undefined)) return store;
+  const rule =
+    "must be a TokenStore, with get and set (a Deno KV database: createKvTokenStore(kv))";
+  throw typeError(CONTEXT, "store", rule);
 }
 
 /** `tokenUrl` and `audience` from the environment, or as given; not both. */

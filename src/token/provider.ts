@@ -60,8 +60,8 @@ export async function requestToken(
  * up once its timeouts and retries are spent. The secret stays in private fields: inspecting or serializing the
  * provider shows none of it.
  *
- * @throws {TypeError} When an option is invalid (e.g. a plain-http `tokenUrl` outside loopback), or in a browser page
- * without `dangerouslyAllowBrowser`.
+ * @throws {TypeError} When an option is invalid (e.g. a plain-http `tokenUrl` outside loopback, a `store` without `get`
+ * and `set`), or in a browser page without `dangerouslyAllowBrowser`.
  * @throws {RangeError} When a duration or retry count is out of range.
  *
  * @example Alerting when the quota runs low
