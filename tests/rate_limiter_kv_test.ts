@@ -31,6 +31,7 @@ import {
   drive,
   inProcessFake,
   onFakeClock,
+  realTurn,
   trackedIo,
 } from "./_fast_setup.ts";
 import { createRateLimiter } from "../src/client/rate_limit.ts";
@@ -308,7 +309,7 @@ Deno.test("a KV caller gives up with its signal; a closed database means pacing 
     const leaving = limiter.take(controller.signal) as Promise<number>;
     controller.abort(new Error("gave up"));
     await rejects(leaving, { message: "gave up" });
-    await run(limiter[Symbol.asyncDispose]());
+    await run(db.idle()); // its writes done (disposing would end its takes)
     kv.close();
     for (let i = 0; i < 3; i++) await send();
     equal(events.length, 1);
@@ -556,4 +557,26 @@ Deno.test("a live caller that gives up while its limiter paces alone (its store 
     await run(limiter[Symbol.asyncDispose]());
     equal(commands, before, "no command after the caller left");
   });
+});
+
+Deno.test("disposing a fleet limiter ends its waiting callers and their timer with an AbortError, and refuses later takes alike: KV and Redis", async () => {
+  using kv = await Deno.openKv(":memory:");
+  using io = trackedIo(kv);
+  const limiters = [
+    createKvRateLimiter(io.kv, { requests: 1 }), // the store names the wait
+    createRedisRateLimiter({
+      command: () => Promise.reject(new Error("connection refused")),
+      requests: 2, // alone: 1 per window
+    }),
+  ];
+  for (const limiter of limiters) {
+    limiter.answered(await limiter.take());
+    const waiting = Promise.resolve(limiter.take());
+    const outcome = waiting.then(() => "served", (error) => error.name);
+    await io.idle(); // its take answered: it waits (a timer) for the 300 s window
+    await limiter[Symbol.asyncDispose]();
+    const state = await Promise.race([outcome, realTurn().then(() => "waits")]);
+    equal(state, "AbortError");
+    await rejects(Promise.resolve(limiter.take()), { name: "AbortError" });
+  }
 });

@@ -55,6 +55,10 @@ export function fleetConfig(
   };
 }
 
+/** What a take of a disposed limiter rejects with. */
+const disposed = () =>
+  new DOMException("The rate limiter was disposed", "AbortError");
+
 /** The first pause after the store failed, doubled on each failure after. */
 const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
@@ -102,6 +106,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
   #reseeds = 0;
+  #disposed = false;
 
   constructor(shared: SharedWindow, config: FleetConfig) {
     this.limit = config.limit;
@@ -114,6 +119,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#disposed) return Promise.reject(disposed());
     const { live, low } = this.#lines;
     const line = this.#lines.of(priority);
     // The first live caller behind a background wait asks at once: that wait was not its.
@@ -139,8 +145,15 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#write(this.#shared.refuse());
   }
 
-  /** Waits for the writes (answers, refusals) and the take under way. */
+  /** Ends the callers waiting (and later ones) with an `AbortError`, then waits for the writes and the take under way. */
   async [Symbol.asyncDispose](): Promise<void> {
+    this.#disposed = true;
+    for (const line of [this.#lines.live, this.#lines.low]) {
+      for (let waiter = line.shift(); waiter; waiter = line.shift()) {
+        waiter.reject(disposed());
+      }
+    }
+    this.#afterLeaving(); // clears the pause's timer, and leaves the fleet's line
     while (this.#writes.size > 0 || this.#busy) {
       await Promise.all([...this.#writes, this.#pumping]);
     }

@@ -72,7 +72,8 @@ const MOST_REQUESTS = 1000;
  * their signal. A process whose KV fails paces alone at its last known share (`rate.degraded`, then
  * `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
- * `await using` it before closing the database: it waits for the answers still being written.
+ * `await using` it before closing the database: it waits for the answers still being written. Callers still
+ * waiting then, and any take after, reject with an `AbortError` (`DOMException`).
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @throws {RangeError} When `requests` or `interval` is out of range, or `prefix` leaves no room for the limiter's keys
  * in KV's 2,048 bytes.

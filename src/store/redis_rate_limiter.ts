@@ -66,7 +66,8 @@ const CONTEXT = "Cannot create Redis rate limiter";
  * can give up with their signal. A process whose Redis fails paces alone at its last known share
  * (`rate.degraded`, then `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
- * `await using` it before closing the Redis connection: it waits for the answers still being written.
+ * `await using` it before closing the Redis connection: it waits for the answers still being written. Callers still
+ * waiting then, and any take after, reject with an `AbortError` (`DOMException`).
  * @throws {TypeError} When `command` is not a function or `prefix` is empty.
  * @throws {RangeError} When `requests`, `interval` or `commandTimeout` is out of range.
  *
