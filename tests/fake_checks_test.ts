@@ -178,3 +178,23 @@ Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAft
   equal(token.expiresIn, Math.floor(MAX / 1000));
   fake.close();
 });
+
+Deno.test("the fake refuses at start an onRequest that is not a function, tokenBodyFormats it does not know, faults that are not an array and a port above 65,535, naming each: they broke only on a request, or threw untyped", async () => {
+  for (
+    const [options, Kind, option] of [
+      [{ onRequest: 5 }, TypeError, "onRequest"],
+      [{ tokenBodyFormats: "json" }, TypeError, "tokenBodyFormats"],
+      [{ tokenBodyFormats: ["xml"] }, TypeError, "tokenBodyFormats"],
+      [{ faults: "drop" }, TypeError, "faults"],
+      [{ port: 65_536 }, RangeError, "port"],
+      [{ pciPort: 70_000 }, RangeError, "pciPort"],
+    ] as const
+  ) {
+    // No server left listening (the resource sanitizer).
+    await rejects(startFakePartnerApi(options as object), (error: unknown) => {
+      equal(error instanceof Kind, true, String(error));
+      equal((error as { option?: string }).option, option, String(error));
+      return true;
+    });
+  }
+});

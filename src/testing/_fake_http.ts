@@ -1,6 +1,6 @@
 // Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
 
-import { checkNumber } from "../core/_check.ts";
+import { checkNumber, typeError } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import { base64url } from "../core/_encoding.ts";
 import type { FakeFault } from "./fake_options.ts";
@@ -19,6 +19,9 @@ const FAULT_BOUNDS = [
 
 /** `faults` (the option of that name), checked. */
 export function checkedFaults(faults: readonly FakeFault[], context: string) {
+  if (!Array.isArray(faults)) {
+    throw typeError(context, "faults", "must be an array", typeof faults);
+  }
   faults.forEach((fault, i) => {
     for (const [key, rule] of FAULT_BOUNDS) {
       const value = (fault as Partial<Record<typeof key, number>>)?.[key];

@@ -1,7 +1,12 @@
 // The fake partner service on Deno.serve: two origins on 127.0.0.1.
 
 import type { Environment } from "../core/environment.ts";
-import { checkNumber, requireDeno } from "../core/_check.ts";
+import {
+  checkAtMost,
+  checkNumber,
+  requireDeno,
+  requireFunction,
+} from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import { createFakePartnerService, type FakeControls } from "./fake_service.ts";
 import type { FakePartnerServiceOptions } from "./fake_options.ts";
@@ -106,8 +111,9 @@ type Handler = (request: Request) => Promise<Response>;
  * per-hour and per-day quota on the UTC hour and day of its clock, sends `Idp-Client-Quota-Limit`
  * (with `r` after each answer) and answers 429 past the quota.
  * @returns The running fake; close it with `close()` or `await using`.
- * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`).
- * @throws {TypeError} Outside Deno (`option: "port"`), before anything is checked or served.
+ * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`), a port above 65,535.
+ * @throws {TypeError} When `onRequest` is not a function, or an option of `createFakePartnerService` is invalid; outside
+ * Deno (`option: "port"`), before anything is checked or served.
  * @throws {Deno.errors.AddrInUse} When a port is taken; nothing stays served.
  *
  * @example Testing code against the fake
@@ -131,9 +137,15 @@ export async function startFakePartnerApi(
     "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
   );
   const port = (name: "port" | "pciPort") =>
-    checkNumber(options[name], 0, "non-negative integer", CONTEXT, name);
+    checkAtMost(
+      checkNumber(options[name], 0, "non-negative integer", CONTEXT, name),
+      65_535,
+      CONTEXT,
+      name,
+    );
   // Both checked before either serves: a refused one leaves no server running.
   const ports = { main: port("port"), pci: port("pciPort") };
+  requireFunction(options.onRequest, CONTEXT, "onRequest");
   const service = createFakePartnerService(options);
   const serve = (at: number, handle: Handler) =>
     Deno.serve({

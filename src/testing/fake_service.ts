@@ -8,6 +8,7 @@ import {
   oneOf,
   requireFunction,
   requireText,
+  typeError,
 } from "../core/_check.ts";
 import { generateLists, type Item, seededRandom } from "./_list_data.ts";
 import {
@@ -137,7 +138,8 @@ const MS = `positive ${WHOLE}` as const;
  * @returns The service; nothing listens until you serve it.
  * @throws {RangeError} (`option`) When a lifetime, quota, size, seed (an integer) or time (≤ 2,147,483,647 ms) is out of range.
  * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string,
- * `retryAfter` not a boolean, `beyondMaxLimit` neither `"refuse"` nor `"cut"`, or `apiRateLimit` lacks `requests` or `interval`.
+ * `retryAfter` not a boolean, `beyondMaxLimit` neither `"refuse"` nor `"cut"`, `apiRateLimit` lacks `requests` or `interval`,
+ * `tokenBodyFormats` holds other than `"json"` and `"form"`, or `faults` is not an array.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
@@ -287,7 +289,7 @@ function serviceState(options: FakePartnerServiceOptions) {
     ...credentials,
     audience: AUDIENCE,
     retryAfter: oneOf(options.retryAfter, [false, true], CONTEXT, "retryAfter"),
-    bodyFormats: options.tokenBodyFormats ?? ["json", "form"],
+    bodyFormats: bodyFormats(options.tokenBodyFormats ?? ["json", "form"]),
   });
   const seed = checked(options.seed, 1, "seed", "safe integer");
   const cut = oneOf(options.beyondMaxLimit, BEYOND, CONTEXT, "beyondMaxLimit");
@@ -314,6 +316,20 @@ function serviceState(options: FakePartnerServiceOptions) {
     decorate: endpoint.withQuota.bind(endpoint),
     counts: { tokenRequests: 0, apiRequests: 0 },
   };
+}
+
+/** The `tokenBodyFormats` option: an array of "json" and "form". */
+function bodyFormats(formats: readonly ("json" | "form")[]) {
+  if (
+    Array.isArray(formats) && formats.every((f) => f === "json" || f === "form")
+  ) return formats;
+  const received = JSON.stringify(String(formats).slice(0, 40));
+  throw typeError(
+    CONTEXT,
+    "tokenBodyFormats",
+    'must be an array of "json" and "form"',
+    received,
+  );
 }
 
 /** A numeric option, checked by `rule`: a count unless it says otherwise. */
