@@ -215,6 +215,9 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
       { name: "TypeError", option: "store" },
     );
   }
+  // A store of the user's that happens to have an `atomic` is still one.
+  const own = { ...createMemoryTokenStore(), atomic: () => {} };
+  createTokenProvider({ ...options, store: own });
   equal(api.tokenRequests, 0);
 });
 

@@ -46,9 +46,12 @@ export function providerConfig(options: TokenProviderOptions) {
 
 /** A `store` with `get` and `set`; not a Deno KV database itself (its `get` takes other keys: nothing would be stored). */
 function storeOf(store: TokenStore | undefined) {
-  const { get, set, atomic } = fieldsOf(store) ?? {};
+  const { get, set, atomic, listenQueue } = fieldsOf(store) ?? {};
   const isStore = typeof get === "function" && typeof set === "function";
-  if (store === undefined || (isStore && atomic === undefined)) return store;
+  // Deno.Kv's own methods: a store of the user's may well have an `atomic`.
+  const isKv = typeof atomic === "function" &&
+    typeof listenQueue === "function";
+  if (store === undefined || (isStore && !isKv)) return store;
   const rule =
     "must be a TokenStore, with get and set (a Deno KV database: createKvTokenStore(kv))";
   throw typeError(CONTEXT, "store", rule);
