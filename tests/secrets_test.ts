@@ -125,21 +125,46 @@ Deno.test("errors, providers and tokens never show the secret or a token", async
   for (const failure of failures) assertClean(failure, secrets);
 });
 
-/** Whether `secret` is anywhere `value` leads: every own field, hidden ones and getters too, nested. */
+/** Whether `secret` is anywhere `value` leads: every field, hidden, symbol-keyed and prototype getters too, nested. */
 function reaches(value: unknown, secret: string, seen = new Set()): boolean {
   if (typeof value === "string") return value.includes(secret);
   if (Object(value) !== value || seen.has(value)) return false;
   seen.add(value);
+  if (value instanceof Headers || value instanceof Map) {
+    return reaches([...value], secret, seen);
+  }
+  const keys = new Set<PropertyKey>(["message", "stack", "cause"]);
+  for (let at = value; at && at !== Object.prototype;) {
+    for (const key of Reflect.ownKeys(at)) keys.add(key);
+    at = Object.getPrototypeOf(at);
+  }
   const target = value as Record<PropertyKey, unknown>;
-  const fields = [...Reflect.ownKeys(target), "message", "stack", "cause"];
-  if (value instanceof Headers) return reaches([...value], secret, seen);
-  return fields.some((key) => reaches(target[key], secret, seen));
+  return [...keys].some((key) => {
+    try {
+      return reaches(target[key], secret, seen);
+    } catch {
+      return false; // a getter that throws shows nothing
+    }
+  });
+}
+
+/** An error of a wrapper's own class that keeps the request behind a getter of its prototype. */
+class KeptRequestError extends Error {
+  readonly #init: unknown;
+  constructor(init: unknown) {
+    super("fetch failed");
+    this.#init = init;
+  }
+  get options() {
+    return this.#init;
+  }
 }
 
 Deno.test("a fetch wrapper's error keeping its request (body, Authorization header) leads to neither secret nor token", async () => {
   await using api = await startFakePartnerApi();
   const { environment, credentials } = api;
-  // As ofetch's FetchError (a hidden getter), an enumerable field, a plain object thrown.
+  // As ofetch's FetchError (a hidden getter), a field (symbol-keyed too), a plain object thrown, a Map in an array, an
+  // AggregateError's error, a class's getter over a private field, a null prototype.
   const keeping = [
     (init: unknown) =>
       Object.defineProperty(new TypeError("fetch failed"), "options", {
@@ -147,6 +172,14 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
       }),
     (init: unknown) => Object.assign(new TypeError("failed"), { init }),
     (init: unknown) => ({ init }),
+    (init: unknown) =>
+      Object.assign(new TypeError("failed"), { [Symbol("request")]: init }),
+    (init: unknown) =>
+      Object.assign(new TypeError("failed"), { tries: [new Map([[1, init]])] }),
+    (init: unknown) =>
+      new AggregateError([Object.assign(new Error("a"), { init })], "all"),
+    (init: unknown) => new KeptRequestError(init),
+    (init: unknown) => Object.assign(Object.create(null), { init }),
   ];
   for (const keep of keeping) {
     const failing = (_: unknown, init?: RequestInit) =>
@@ -182,6 +215,7 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
   // A cause that holds none stays itself, its fields with it.
   const refused = Object.assign(new TypeError("fetch failed"), {
     code: "ECONNREFUSED",
+    url: new URL("https://partner.example/oauth/token"),
   });
   const fetch = () => Promise.reject(refused);
   const error = await requestToken({

@@ -8,11 +8,14 @@ import { given, tried } from "./_check.ts";
 export function describeCause(error: unknown, secrets: readonly Secret[]) {
   const parts: string[] = [];
   for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
-    const message = at instanceof Error ? at.message : String(at);
+    const now = at; // a thrown value's own text may throw (a null prototype, a getter)
+    const message = tried(() =>
+      String(now instanceof Error ? now.message : now)
+    ) ?? "";
     if (message !== "" && !parts.some((part) => part.includes(message))) {
       parts.push(message);
     }
-    at = at instanceof Error ? at.cause : undefined;
+    at = now instanceof Error ? tried(() => now.cause) : undefined;
   }
   return serverText(parts.join(": ") || "unknown error", secrets);
 }

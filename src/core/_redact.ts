@@ -225,9 +225,9 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * `error` fit for a `cause`: itself when nothing it shows holds a secret, else a redacted copy (fetch errors quote the
- * URL; a fetch wrapper's error may keep the request's options, with the body and the Authorization header). Fields
- * holding other objects (options, a Request) cannot be read without calling a user's getters: a copy leaves them out.
+ * `error` fit for a `cause`: itself when it can show no secret ({@linkcode keepable}), else a redacted copy (fetch errors
+ * quote the URL; a fetch wrapper's error may keep the request: the body with the secret, the Authorization header). The
+ * copy is an Error of the same name and message, with its primitive fields, arrays of them and cleaned cause.
  */
 export function cleanCause(
   error: unknown,
@@ -235,51 +235,90 @@ export function cleanCause(
   seen = new Set<unknown>(),
 ): unknown {
   if (typeof error === "string") return redact(error, secrets);
-  if (Object(error) !== error) return error;
-  if (seen.has(error)) return undefined; // a cycle: left out of a copy
+  if (keepable(error, secrets, new Set())) return error;
+  if (seen.has(error)) return undefined; // a cycle: left out of the copy
   seen.add(error);
   if (Array.isArray(error)) {
-    const items = error.map((item) => cleanCause(item, secrets, seen));
-    return items.every((item, at) => item === error[at]) ? error : items;
+    return error.map((item) => cleanCause(item, secrets, seen));
   }
-  // Hidden ones too (ofetch's `options` is a getter); an accessor stands as its descriptor, an object: left out, its
-  // getter never called. Message, stack and cause are judged below.
-  const entries = Object.entries(Object.getOwnPropertyDescriptors(error))
-    .filter(([key]) => !["message", "stack", "cause"].includes(key))
-    .map(([key, field]) => [key, "value" in field ? field.value : field]);
-  const fields = entries.map(([key, value]) =>
-    [key, cleanField(value, secrets, seen)] as const
-  );
-  const bare = fields.every(([, value], at) => value === entries[at]![1]);
   if (!(error instanceof Error)) {
-    const text = String(error);
-    return bare && redact(text, secrets) === text
-      ? error
-      : redact(text, secrets);
+    // Its own text at most (a null-prototype object has none).
+    const text = tried(() => String(error)) ??
+      Object.prototype.toString.call(error);
+    return redact(text, secrets);
   }
-  const cause = error.cause === undefined
-    ? undefined
-    : cleanCause(error.cause, secrets, seen);
-  const text = `${error.message}\n${error.stack ?? ""}`;
-  if (bare && redact(text, secrets) === text && cause === error.cause) {
-    return error;
+  const cause = Object.getOwnPropertyDescriptor(error, "cause")?.value; // a getter: never called
+  const message = redact(tried(() => String(error.message)) ?? "", secrets);
+  const copy = new Error(
+    message,
+    given({ cause: cleanCause(cause, secrets, seen) }),
+  );
+  copy.name = tried(() => String(error.name)) ?? "Error";
+  const fields = Object.entries(Object.getOwnPropertyDescriptors(error));
+  for (const [key, { value }] of fields) {
+    // Primitives and arrays of them (an AggregateError's errors) cleaned; other objects left out.
+    if ((Object(value) === value && !Array.isArray(value)) || key in copy) {
+      continue;
+    }
+    const field = { value: cleanCause(value, secrets, seen), writable: true };
+    Object.defineProperty(copy, key, {
+      ...field,
+      enumerable: true,
+      configurable: true,
+    });
   }
-  const copy = new Error(redact(error.message, secrets), given({ cause }));
-  copy.name = error.name;
-  const kept = fields.filter(([, value]) => value !== undefined);
-  return Object.assign(copy, Object.fromEntries(kept));
+  return copy;
 }
 
-/** A field of a cause, cleaned; another object's (options, a Request) is left out: reading it may call a user's getters. */
-function cleanField(
+/**
+ * Whether `value` shows no secret and can hide none: texts without one; plain objects, arrays and errors of the
+ * runtime's own classes holding only such values in data fields. Any other class (a getter of its prototype may return
+ * a private field: the request) and any accessor are not judged: not keepable.
+ */
+function keepable(
   value: unknown,
   secrets: readonly Secret[],
   seen: Set<unknown>,
-) {
-  const opaque = Object(value) === value && !Array.isArray(value) &&
-    !(value instanceof Error);
-  return opaque ? undefined : cleanCause(value, secrets, seen);
+): boolean {
+  if (typeof value === "string") return redact(value, secrets) === value;
+  if (Object(value) !== value || seen.has(value)) return true;
+  seen.add(value);
+  if (value instanceof Date) return true;
+  if (value instanceof URL) return keepable(value.href, secrets, seen);
+  const type = Object.getPrototypeOf(value);
+  const native = nativeErrors().has(type);
+  const plain = type === Object.prototype || type === null ||
+    type === Array.prototype;
+  if (!native && !plain) return false;
+  const error = value as Error;
+  const text = `${tried(() => error.message)}\n${tried(() => error.stack)}`;
+  if (native && !keepable(text, secrets, seen)) return false;
+  return Reflect.ownKeys(value as object).every((key) => {
+    const field = Object.getOwnPropertyDescriptor(value, key)!;
+    // Read above, or the runtime's own (DOMException's host object), not a user's.
+    const judged = native &&
+      (key === "message" || key === "stack" ||
+        (typeof key === "symbol" && !field.enumerable));
+    return judged || ("value" in field && keepable(field.value, secrets, seen));
+  });
 }
+
+/** The prototypes of the runtime's own errors (Deno's by `Deno.errors`, looked up): they hide nothing. */
+function nativeErrors(): ReadonlySet<unknown> {
+  const global = globalThis as unknown as Record<
+    string,
+    { prototype?: unknown }
+  >;
+  const deno = (globalThis as { Deno?: { errors?: object } }).Deno?.errors;
+  const names =
+    "Error EvalError RangeError ReferenceError SyntaxError TypeError URIError AggregateError DOMException";
+  const types = [
+    ...names.split(" ").map((name) => global[name]),
+    ...Object.values(deno ?? {}),
+  ];
+  return natives ??= new Set(types.map((type) => type?.prototype));
+}
+let natives: Set<unknown> | undefined;
 
 /** Keeps a client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
 export function secretsOf(client: object) {
