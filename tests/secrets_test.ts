@@ -133,7 +133,7 @@ function reaches(value: unknown, secret: string, seen = new Set()): boolean {
   if (value instanceof Headers || value instanceof Map) {
     return reaches([...value], secret, seen);
   }
-  const keys = new Set<PropertyKey>(["message", "stack", "cause"]);
+  const keys = new Set<PropertyKey>(["message", "stack", "cause", "init"]);
   for (let at = value; at && at !== Object.prototype;) {
     for (const key of Reflect.ownKeys(at)) keys.add(key);
     at = Object.getPrototypeOf(at);
@@ -164,7 +164,7 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
   await using api = await startFakePartnerApi();
   const { environment, credentials } = api;
   // As ofetch's FetchError (a hidden getter), a field (symbol-keyed too), a plain object thrown, a Map in an array, an
-  // AggregateError's error, a class's getter over a private field, a null prototype.
+  // AggregateError's error, a class's getter over a private field, a null prototype, a Proxy, a message object.
   const keeping = [
     (init: unknown) =>
       Object.defineProperty(new TypeError("fetch failed"), "options", {
@@ -180,6 +180,14 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
       new AggregateError([Object.assign(new Error("a"), { init })], "all"),
     (init: unknown) => new KeptRequestError(init),
     (init: unknown) => Object.assign(Object.create(null), { init }),
+    (init: unknown) =>
+      new Proxy(new TypeError("failed"), {
+        get: (_, key) => key === "init" ? init : undefined,
+      }),
+    (init: unknown) =>
+      Object.assign(new TypeError(), {
+        message: { toString: () => "x", init },
+      }),
   ];
   for (const keep of keeping) {
     const failing = (_: unknown, init?: RequestInit) =>
@@ -212,7 +220,7 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
     ok(apiError instanceof ApiError && sent.length > 20);
     equal(reaches(apiError, sent), false);
   }
-  // A cause that holds none stays itself, its fields with it.
+  // A cause that holds none is copied as it reads: its class, name, message, code.
   const refused = Object.assign(new TypeError("fetch failed"), {
     code: "ECONNREFUSED",
     url: new URL("https://partner.example/oauth/token"),
@@ -223,7 +231,11 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
     ...credentials,
     fetch,
   }).catch((error) => error);
-  equal(error.cause, refused);
+  ok(error.cause instanceof TypeError && error.cause !== refused);
+  deepStrictEqual(
+    { ...error.cause, message: error.cause.message },
+    { name: "TypeError", message: "fetch failed", code: "ECONNREFUSED" },
+  );
 });
 
 Deno.test("the config configFromEnv reads shows no secret when logged or serialized, and a spread of it passes the secret on", () => {

@@ -8,10 +8,16 @@ import { given, tried } from "./_check.ts";
 export function describeCause(error: unknown, secrets: readonly Secret[]) {
   const parts: string[] = [];
   for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
-    const now = at; // a thrown value's own text may throw (a null prototype, a getter)
-    const message = tried(() =>
-      String(now instanceof Error ? now.message : now)
-    ) ?? "";
+    const now = at;
+    // A value's text may throw (a null prototype, a getter) or be anything (an array of 2^32 holes joins for a minute):
+    // an object not an error says its kind only.
+    const text = () =>
+      now instanceof Error
+        ? now.message
+        : Object(now) === now
+        ? Object.prototype.toString.call(now)
+        : now;
+    const message = tried(() => String(text())) ?? "";
     if (message !== "" && !parts.some((part) => part.includes(message))) {
       parts.push(message);
     }

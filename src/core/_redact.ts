@@ -225,85 +225,80 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * `error` fit for a `cause`: itself when it can show no secret ({@linkcode keepable}), else a redacted copy (fetch errors
- * quote the URL; a fetch wrapper's error may keep the request: the body with the secret, the Authorization header). The
- * copy is an Error of the same name and message, with its primitive fields, arrays of them and cleaned cause.
+ * `error` fit for a `cause`: never the thrown value itself, which a fetch of the user's made and which may keep the
+ * request (the body with the secret, the Authorization header) where no check sees it (a getter, a private field, a
+ * Proxy). A copy of texts and numbers: the runtime's own class (`TypeError`, `DOMException`, `Deno.errors`), name,
+ * message and primitive fields (`code`), each text cleaned as server text is; its cause and an AggregateError's errors
+ * copied alike, a few deep. Any other value: its kind (`[object Object]`).
  */
 export function cleanCause(
   error: unknown,
   secrets: readonly Secret[],
-  seen = new Set<unknown>(),
+  depth = 0,
 ): unknown {
-  if (typeof error === "string") return redact(error, secrets);
-  if (keepable(error, secrets, new Set())) return error;
-  if (seen.has(error)) return undefined; // a cycle: left out of the copy
-  seen.add(error);
-  if (Array.isArray(error)) {
-    return error.map((item) => cleanCause(item, secrets, seen));
+  const text = (value: unknown) =>
+    serverText(tried(() => String(value)) ?? "", secrets);
+  if (typeof error === "string") return text(error);
+  if (Object(error) !== error) return error;
+  const Type: unknown = tried(() => nativeTypeOf(error as object));
+  if (Type === undefined || depth > 4) {
+    return text(tried(() => Object.prototype.toString.call(error)));
   }
-  if (!(error instanceof Error)) {
-    // Its own text at most (a null-prototype object has none).
-    const text = tried(() => String(error)) ??
-      Object.prototype.toString.call(error);
-    return redact(text, secrets);
-  }
-  const cause = Object.getOwnPropertyDescriptor(error, "cause")?.value; // a getter: never called
-  const message = redact(tried(() => String(error.message)) ?? "", secrets);
-  const copy = new Error(
-    message,
-    given({ cause: cleanCause(cause, secrets, seen) }),
-  );
-  copy.name = tried(() => String(error.name)) ?? "Error";
-  const fields = Object.entries(Object.getOwnPropertyDescriptors(error));
-  for (const [key, { value }] of fields) {
-    // Primitives and arrays of them (an AggregateError's errors) cleaned; other objects left out.
-    if ((Object(value) === value && !Array.isArray(value)) || key in copy) {
-      continue;
-    }
-    const field = { value: cleanCause(value, secrets, seen), writable: true };
-    Object.defineProperty(copy, key, {
-      ...field,
-      enumerable: true,
-      configurable: true,
-    });
-  }
+  const found = error as Error & { errors?: unknown };
+  const copied = (value: unknown) => cleanCause(value, secrets, depth + 1);
+  const cause = tried(() => found.cause);
+  const options = given({
+    cause: cause === undefined ? undefined : copied(cause),
+  });
+  const message = text(tried(() => found.message));
+  const name = text(tried(() => found.name));
+  const copy: Error = Type === DOMException
+    ? new DOMException(message, name) // its name is its prototype's getter's
+    : Type === AggregateError
+    ? new AggregateError(
+      firstOf(tried(() => found.errors)).map(copied),
+      message,
+      options,
+    )
+    : new (Type as ErrorConstructor)(message, options);
+  if (Type !== DOMException) copy.name = name;
+  primitiveFields(copy, error as object, text);
   return copy;
 }
 
-/**
- * Whether `value` shows no secret and can hide none: texts without one; plain objects, arrays and errors of the
- * runtime's own classes holding only such values in data fields. Any other class (a getter of its prototype may return
- * a private field: the request) and any accessor are not judged: not keepable.
- */
-function keepable(
-  value: unknown,
-  secrets: readonly Secret[],
-  seen: Set<unknown>,
-): boolean {
-  if (typeof value === "string") return redact(value, secrets) === value;
-  if (Object(value) !== value || seen.has(value)) return true;
-  seen.add(value);
-  if (value instanceof Date) return true;
-  if (value instanceof URL) return keepable(value.href, secrets, seen);
-  const type = Object.getPrototypeOf(value);
-  const native = nativeErrors().has(type);
-  const plain = type === Object.prototype || type === null ||
-    type === Array.prototype;
-  if (!native && !plain) return false;
-  const error = value as Error;
-  const text = `${tried(() => error.message)}\n${tried(() => error.stack)}`;
-  if (native && !keepable(text, secrets, seen)) return false;
-  return Reflect.ownKeys(value as object).every((key) => {
-    const field = Object.getOwnPropertyDescriptor(value, key)!;
-    // Read above, or the runtime's own (DOMException's host object), not a user's.
-    const judged = native &&
-      (key === "message" || key === "stack" ||
-        (typeof key === "symbol" && !field.enumerable));
-    return judged || ("value" in field && keepable(field.value, secrets, seen));
-  });
+/** `error`'s own primitive fields (`code`, `errno`: the first 16) onto `copy`, texts cleaned. */
+function primitiveFields(
+  copy: Error,
+  error: object,
+  text: (value: unknown) => string,
+) {
+  for (const key of firstOf(tried(() => Object.keys(error))) as string[]) {
+    const value = tried(() => (error as Record<string, unknown>)[key]);
+    if (Object(value) === value || key in copy) continue;
+    const field = typeof value === "string" ? text(value) : value;
+    const writable = { writable: true, enumerable: true, configurable: true };
+    Object.defineProperty(copy, key, { value: field, ...writable });
+  }
 }
 
-/** The prototypes of the runtime's own errors (Deno's by `Deno.errors`, looked up): they hide nothing. */
+/** The first items of `list` (16: an AggregateError's errors, an error's fields), read one by one; none if no array. */
+function firstOf(list: unknown): unknown[] {
+  const items = Array.isArray(list) ? list : [];
+  const length = Math.min(tried(() => items.length) ?? 0, 16);
+  return Array.from({ length }, (_, at) => tried(() => items[at]));
+}
+
+/** The runtime's own error class `value` is of, if any (a chain looked up 32 deep: a Proxy may answer with a cycle). */
+function nativeTypeOf(value: object) {
+  let type = Object.getPrototypeOf(value);
+  for (let step = 0; type !== null && step < 32; step++) {
+    if (nativeErrors().has(type)) return type.constructor;
+    type = Object.getPrototypeOf(type);
+  }
+  return undefined;
+}
+
+/** The prototypes of the runtime's own errors (Deno's by `Deno.errors`, looked up). */
 function nativeErrors(): ReadonlySet<unknown> {
   const global = globalThis as unknown as Record<
     string,
