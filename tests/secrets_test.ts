@@ -128,6 +128,7 @@ Deno.test("errors, providers and tokens never show the secret or a token", async
 /** Whether `secret` is anywhere `value` leads: every field, hidden, symbol-keyed and prototype getters too, nested. */
 function reaches(value: unknown, secret: string, seen = new Set()): boolean {
   if (typeof value === "string") return value.includes(secret);
+  if (typeof value === "symbol") return reaches(value.description, secret);
   if (Object(value) !== value || seen.has(value)) return false;
   seen.add(value);
   if (value instanceof Headers || value instanceof Map) {
@@ -140,12 +141,19 @@ function reaches(value: unknown, secret: string, seen = new Set()): boolean {
   }
   const target = value as Record<PropertyKey, unknown>;
   return [...keys].some((key) => {
+    if (reaches(key, secret)) return true; // a field named by the body
     try {
       return reaches(target[key], secret, seen);
     } catch {
       return false; // a getter that throws shows nothing
     }
   });
+}
+
+/** The request's body and Authorization header as one text. */
+function shown(init: unknown): string {
+  const { body, headers } = init as RequestInit;
+  return `${body} ${new Headers(headers).get("authorization")}`;
 }
 
 /** An error of a wrapper's own class that keeps the request behind a getter of its prototype. */
@@ -164,7 +172,7 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
   await using api = await startFakePartnerApi();
   const { environment, credentials } = api;
   // As ofetch's FetchError (a hidden getter), a field (symbol-keyed too), a plain object thrown, a Map in an array, an
-  // AggregateError's error, a class's getter over a private field, a null prototype, a Proxy, a message object.
+  // AggregateError's error, a class's getter over a private field, a null prototype, a Proxy, a message object, a symbol, a field named by it.
   const keeping = [
     (init: unknown) =>
       Object.defineProperty(new TypeError("fetch failed"), "options", {
@@ -188,6 +196,8 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
       Object.assign(new TypeError(), {
         message: { toString: () => "x", init },
       }),
+    (init: unknown) => Symbol(shown(init)),
+    (init: unknown) => Object.assign(new TypeError("x"), { [shown(init)]: 1 }),
   ];
   for (const keep of keeping) {
     const failing = (_: unknown, init?: RequestInit) =>

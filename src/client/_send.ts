@@ -25,7 +25,7 @@ import {
   type Secret,
   tokensNoted,
 } from "../core/_redact.ts";
-import { typeError } from "../core/_check.ts";
+import { tried, typeError } from "../core/_check.ts";
 import {
   describeCause,
   isPermissionError,
@@ -160,15 +160,20 @@ class ApiRequest<T>
         const fix = netPermissionFix(this.target, whose);
         const error = new ApiError(
           `${this.exchange.context}: no net permission for ${this.target.host}: ${fix}`,
-          { status: 0, url, cause: this.failure, reason: "network", attempts },
+          {
+            status: 0,
+            url,
+            cause: cleanCause(this.failure, this.secrets),
+            reason: "network",
+            attempts,
+          },
         );
         return { do: "fail", error };
       }
       // An init fetch cannot make a request of (a bad header, a GET with a body): no attempt could.
       // A body read once may be spent by the failed attempt: only one sent again is tried.
-      const bad = this.failure instanceof TypeError && this.replayable
-        ? initFault(this)
-        : undefined;
+      const typeError = tried(() => this.failure instanceof TypeError); // a Proxy's trap may throw
+      const bad = typeError && this.replayable ? initFault(this) : undefined;
       if (bad !== undefined) return { do: "fail", error: bad };
     } else if (response.status === 429) {
       // The service counts more than this limiter saw (other processes): no request before the

@@ -21,7 +21,7 @@ export function describeCause(error: unknown, secrets: readonly Secret[]) {
     if (message !== "" && !parts.some((part) => part.includes(message))) {
       parts.push(message);
     }
-    at = now instanceof Error ? tried(() => now.cause) : undefined;
+    at = tried(() => now instanceof Error ? now.cause : undefined);
   }
   return serverText(parts.join(": ") || "unknown error", secrets);
 }
@@ -34,7 +34,7 @@ const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
  * told by name, so no Deno API is named on other runtimes.
  */
 export function isPermissionError(error: unknown): boolean {
-  return PERMISSION_ERRORS.has((error as Error | undefined)?.name ?? "");
+  return PERMISSION_ERRORS.has(tried(() => (error as Error)?.name) ?? "");
 }
 
 /**

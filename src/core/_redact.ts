@@ -229,23 +229,23 @@ function escapeRegExp(text: string): string {
  * request (the body with the secret, the Authorization header) where no check sees it (a getter, a private field, a
  * Proxy). A copy of texts and numbers: the runtime's own class (`TypeError`, `DOMException`, `Deno.errors`), name,
  * message and primitive fields (`code`), each text cleaned as server text is; its cause and an AggregateError's errors
- * copied alike, a few deep. Any other value: its kind (`[object Object]`).
+ * copied alike, 32 copies at most. Any other value: its kind (`[object Object]`).
  */
 export function cleanCause(
   error: unknown,
   secrets: readonly Secret[],
-  depth = 0,
+  budget = { copies: 32 },
 ): unknown {
   const text = (value: unknown) =>
     serverText(tried(() => String(value)) ?? "", secrets);
-  if (typeof error === "string") return text(error);
-  if (Object(error) !== error) return error;
+  if (Object(error) !== error) return primitive(error, text);
   const Type: unknown = tried(() => nativeTypeOf(error as object));
-  if (Type === undefined || depth > 4) {
+  // Copies are counted, not levels: an error whose errors are itself 16 times made 89,000.
+  if (Type === undefined || --budget.copies < 0) {
     return text(tried(() => Object.prototype.toString.call(error)));
   }
   const found = error as Error & { errors?: unknown };
-  const copied = (value: unknown) => cleanCause(value, secrets, depth + 1);
+  const copied = (value: unknown) => cleanCause(value, secrets, budget);
   const cause = tried(() => found.cause);
   const options = given({
     cause: cause === undefined ? undefined : copied(cause),
@@ -274,16 +274,24 @@ function primitiveFields(
 ) {
   for (const key of firstOf(tried(() => Object.keys(error))) as string[]) {
     const value = tried(() => (error as Record<string, unknown>)[key]);
-    if (Object(value) === value || key in copy) continue;
-    const field = typeof value === "string" ? text(value) : value;
+    // A name like `code` only: a key may be anything, the request body too.
+    const named = /^[A-Za-z_$][\w$]{0,39}$/.test(key) && text(key) === key;
+    if (Object(value) === value || key in copy || !named) continue;
+    const field = primitive(value, text);
     const writable = { writable: true, enumerable: true, configurable: true };
     Object.defineProperty(copy, key, { value: field, ...writable });
   }
 }
 
+/** A primitive fit for a copy: a text or a symbol (its description may be any text) cleaned; others as they are. */
+function primitive(value: unknown, text: (value: unknown) => string) {
+  const shown = typeof value === "string" || typeof value === "symbol";
+  return shown ? text(value) : value;
+}
+
 /** The first items of `list` (16: an AggregateError's errors, an error's fields), read one by one; none if no array. */
 function firstOf(list: unknown): unknown[] {
-  const items = Array.isArray(list) ? list : [];
+  const items = tried(() => Array.isArray(list)) ? list as unknown[] : [];
   const length = Math.min(tried(() => items.length) ?? 0, 16);
   return Array.from({ length }, (_, at) => tried(() => items[at]));
 }
