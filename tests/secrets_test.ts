@@ -129,6 +129,11 @@ Deno.test("errors, providers and tokens never show the secret or a token", async
 function reaches(value: unknown, secret: string, seen = new Set()): boolean {
   if (typeof value === "string") return value.includes(secret);
   if (typeof value === "symbol") return reaches(value.description, secret);
+  if (typeof value === "bigint") {
+    const hex = value.toString(16);
+    const bytes = hex.match(/../g)!.map((pair) => parseInt(pair, 16));
+    return new TextDecoder().decode(new Uint8Array(bytes)).includes(secret);
+  }
   if (Object(value) !== value || seen.has(value)) return false;
   seen.add(value);
   if (value instanceof Headers || value instanceof Map) {
@@ -154,6 +159,14 @@ function reaches(value: unknown, secret: string, seen = new Set()): boolean {
 function shown(init: unknown): string {
   const { body, headers } = init as RequestInit;
   return `${body} ${new Headers(headers).get("authorization")}`;
+}
+
+/** `text`'s bytes as the digits of one bigint. */
+function bytesOf(text: string): bigint {
+  const hex = [...new TextEncoder().encode(text)].map((byte) =>
+    byte.toString(16).padStart(2, "0")
+  );
+  return BigInt(`0x${hex.join("")}`);
 }
 
 /** An error of a wrapper's own class that keeps the request behind a getter of its prototype. */
@@ -197,6 +210,9 @@ Deno.test("a fetch wrapper's error keeping its request (body, Authorization head
         message: { toString: () => "x", init },
       }),
     (init: unknown) => Symbol(shown(init)),
+    (init: unknown) => bytesOf(shown(init)),
+    (init: unknown) =>
+      Object.assign(new TypeError("x"), { errno: bytesOf(shown(init)) }),
     (init: unknown) => Object.assign(new TypeError("x"), { [shown(init)]: 1 }),
   ];
   for (const keep of keeping) {

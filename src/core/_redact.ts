@@ -246,10 +246,7 @@ export function cleanCause(
   }
   const found = error as Error & { errors?: unknown };
   const copied = (value: unknown) => cleanCause(value, secrets, budget);
-  const cause = tried(() => found.cause);
-  const options = given({
-    cause: cause === undefined ? undefined : copied(cause),
-  });
+  const options = given({ cause: copied(tried(() => found.cause)) }); // undefined: none
   const message = text(tried(() => found.message));
   const name = text(tried(() => found.name));
   const copy: Error = Type === DOMException
@@ -283,8 +280,12 @@ function primitiveFields(
   }
 }
 
-/** A primitive fit for a copy: a text or a symbol (its description may be any text) cleaned; others as they are. */
+/**
+ * A primitive fit for a copy: a text or a symbol (its description may be any text) cleaned; a bigint by its kind (its
+ * digits may hold any bytes, the request body too); others as they are.
+ */
 function primitive(value: unknown, text: (value: unknown) => string) {
+  if (typeof value === "bigint") return "[object BigInt]";
   const shown = typeof value === "string" || typeof value === "symbol";
   return shown ? text(value) : value;
 }
@@ -308,10 +309,7 @@ function nativeTypeOf(value: object) {
 
 /** The prototypes of the runtime's own errors (Deno's by `Deno.errors`, looked up). */
 function nativeErrors(): ReadonlySet<unknown> {
-  const global = globalThis as unknown as Record<
-    string,
-    { prototype?: unknown }
-  >;
+  const global: Record<string, { prototype?: unknown }> = globalThis as never;
   const deno = (globalThis as { Deno?: { errors?: object } }).Deno?.errors;
   const names =
     "Error EvalError RangeError ReferenceError SyntaxError TypeError URIError AggregateError DOMException";
