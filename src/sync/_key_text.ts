@@ -76,9 +76,8 @@ function digits(out: Uint8Array, at: number, value: number): number {
   const ordered = value < 0
     ? ~bits & 0xffff_ffff_ffff_ffffn
     : bits | (1n << 63n);
-  for (const digit of ordered.toString(16).padStart(16, "0")) {
-    out[at++] = digit.charCodeAt(0);
-  }
+  const hex = ordered.toString(16).padStart(16, "0");
+  for (let i = 0; i < 16; i++) out[at++] = hex.charCodeAt(i); // per row: no string iterator
   return at;
 }
 

@@ -318,18 +318,16 @@ function serviceState(options: FakePartnerServiceOptions) {
   };
 }
 
-/** The `tokenBodyFormats` option: an array of "json" and "form". */
+/** The `tokenBodyFormats` option: an array of "json" and "form", each checked as `oneOf` checks one. */
 function bodyFormats(formats: readonly ("json" | "form")[]) {
-  if (
-    Array.isArray(formats) && formats.every((f) => f === "json" || f === "form")
-  ) return formats;
-  const received = JSON.stringify(String(formats).slice(0, 40));
-  throw typeError(
-    CONTEXT,
-    "tokenBodyFormats",
-    'must be an array of "json" and "form"',
-    received,
-  );
+  if (!Array.isArray(formats)) {
+    throw typeError(CONTEXT, "tokenBodyFormats", "must be an array");
+  }
+  // `?? null`: oneOf takes undefined for its default, and a hole is no format.
+  for (const format of formats) {
+    oneOf(format ?? null, ["json", "form"], CONTEXT, "tokenBodyFormats");
+  }
+  return formats;
 }
 
 /** A numeric option, checked by `rule`: a count unless it says otherwise. */
