@@ -132,6 +132,32 @@ Deno.test("SQLite sink on a DatabaseSync of the caller's: a write inside the cal
   database.close();
 });
 
+Deno.test('SQLite sink after close(): every step rejects with SyncError ("file"), and a lease it held goes with it, so the next run takes the copy at once', async () => {
+  const path = await fresh("closed.db");
+  const sink = createSqliteSink(path, { table: "items", lockWait: 0 });
+  const lock = await sink.lock!();
+  sink.close();
+  const step = (run: () => Promise<unknown>) =>
+    run().then(() => undefined, (error) => error);
+  for (
+    const failed of [
+      await step(() => sink.load()),
+      await step(() => sink.write([], checkpointAt("items", 0), [])),
+      await step(() => sink.lock!()),
+    ]
+  ) {
+    equal(failed instanceof SyncError && failed.reason, "file");
+    equal((failed as SyncError).path, path);
+  }
+  await lock[Symbol.asyncDispose](); // after close(): nothing left to release
+  using next = createSqliteSink(path, { table: "items", lockWait: 0 });
+  await (await next.lock!())[Symbol.asyncDispose](); // not "locked"
+  const memory = createSqliteSink(":memory:", { table: "items" });
+  memory.close();
+  const failed = await step(() => memory.load());
+  equal(failed instanceof SyncError && failed.reason, "file");
+});
+
 Deno.test("syncList with a signal aborted already rejects with its reason and leaves the sink untouched: no table made", async () => {
   const fake = inProcess({ items: { transactions: 3 } });
   const path = await fresh("aborted.db");

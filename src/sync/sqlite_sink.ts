@@ -121,7 +121,7 @@ export function createSqliteSink<T>(
   const db = owned ? openDatabase(database) : database;
   const dialect = new SqliteDialect(db, table, options, file);
   const close = () => {
-    dialect.commits.commit(); // none is left open: a run's release commits, a write without one at once
+    dialect.close();
     if (owned && db.isOpen) db.close();
   };
   // A plain object, as before: a user may spread it to wrap a method.
@@ -141,6 +141,8 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #file: string | undefined;
   readonly commits: Commits;
   #prepared: Statements | undefined;
+  /** The lease this sink's run holds. */
+  #held: string | undefined;
   #changes: ChangeStatements | undefined;
   #keyed: ReturnType<typeof keyedCopy> | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
@@ -206,6 +208,7 @@ class SqliteDialect implements kit.SqlDialect {
     const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
     const taken = withoutBusyWait(this.#db, () => st.take.get(...args));
     if (taken !== undefined) {
+      this.#held = token;
       this.commits.grouping = true;
       this.#keyed = undefined;
       unkeyAfterOthers(this.#db, this.#table, this.#target, this.commits);
@@ -226,9 +229,16 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   release(token: string): void {
+    this.#held = undefined;
     this.commits.grouping = false;
     this.commits.commit();
     if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
+  }
+
+  /** Before the sink closes: a lease it holds goes too (the next run takes the copy at once, not once stale). */
+  close(): void {
+    if (this.#held !== undefined) this.release(this.#held);
+    this.commits.commit(); // none is left open: a run's release commits, a write without one at once
   }
 
   // node:sqlite stores an id with a NUL but reads it back cut there (RETURNING, json_each): skipped, as one not Unicode.
@@ -264,9 +274,15 @@ class SqliteDialect implements kit.SqlDialect {
     return this.#changes ??= changeTable(this.#db, this.#table, at);
   }
 
-  /** A failure of the database file (a full disk, read-only, not a database) as SyncError `"file"` naming it. */
+  /** A failure of the database file (a full disk, read-only, not a database, closed) as SyncError `"file"` naming it. */
   failure(error: unknown): unknown {
     const file = this.#file ?? tried(() => this.#db.location());
+    if (!this.#db.isOpen) {
+      const message = `Cannot sync into ${this.what}: its database is closed`;
+      return new SyncError(message, "file", file || undefined, {
+        cause: error,
+      });
+    }
     const why = String((error as Error | null)?.message);
     if (!FILE_FAILURE.test(why) || !file) return error;
     return fileError(file, "use", error);
