@@ -10,6 +10,8 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import { createKvTokenStore } from "../src/store/kv.ts";
 import { createRedisTokenStore } from "../src/store/redis.ts";
+import { createJsonlSink } from "../src/sync/mod.ts";
+import { formatQuotaHeader } from "../src/core/quota.ts";
 
 const ALL = { maxItems: 1_000_000 };
 
@@ -190,5 +192,41 @@ Deno.test("the fleet stores' time options above 2,147,483,647 ms are refused wit
       equal((error as RangeError & { option: string }).option, option);
       equal(await refusal(() => make({ [option]: 2 ** 31 - 1 })), undefined);
     }
+  }
+});
+
+Deno.test("a numeric option given as another type (a string) is a TypeError naming it, not a RangeError; one out of range stays a RangeError", async () => {
+  const api = await startFakePartnerApi();
+  const credentials = { environment: api.environment, ...api.credentials };
+  await api.close();
+  const makers: [string, (value: unknown) => unknown][] = [
+    ["port", (port) => startFakePartnerApi({ port } as object)],
+    [
+      "timeout",
+      (timeout) => createClient({ ...credentials, timeout } as never),
+    ],
+    ["leaseDuration", (leaseDuration) =>
+      createRedisTokenStore({
+        command: () => Promise.resolve("OK"),
+        leaseDuration,
+      } as never)],
+    [
+      "lockWait",
+      (lockWait) =>
+        createJsonlSink(".test-tmp/bounds.jsonl", { lockWait } as never),
+    ],
+    ["limit", (limit) =>
+      formatQuotaHeader([{
+        bucket: "hour",
+        limit,
+        remaining: 1,
+        resetAfter: 1,
+      } as never])],
+  ];
+  for (const [option, make] of makers) {
+    const wrong = await refusal(() => make("5"));
+    ok(wrong instanceof TypeError, option);
+    equal((wrong as TypeError & { option: string }).option, option);
+    ok(await refusal(() => make(-5)) instanceof RangeError, option);
   }
 });

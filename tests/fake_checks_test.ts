@@ -133,7 +133,6 @@ Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAft
       [{ tokenLifetime: MAX + 1 }, "tokenLifetime"],
       [{ tokenLifetime: 1e15 }, "tokenLifetime"],
       [{ tokenLifetime: 1.5 }, "tokenLifetime"],
-      [{ seed: "x" as unknown as number }, "seed"],
       [{ seed: 0.5 }, "seed"],
       [
         { faults: [{ kind: "status", status: 429, retryAfter: 2_147_484 }] },
@@ -143,6 +142,8 @@ Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAft
   ) {
     refuses(() => createFakePartnerService(options), RangeError, option);
   }
+  const text = { seed: "x" as unknown as number }; // no number: the type is wrong
+  refuses(() => createFakePartnerService(text), TypeError, "seed");
   const drop = { beyondMaxLimit: "drop" as "cut" };
   refuses(() => createFakePartnerService(drop), TypeError, "beyondMaxLimit");
   // The option that turns Retry-After on is a boolean, not a number of seconds.

@@ -326,7 +326,8 @@ Deno.test("every sink refuses a lockWait that is negative, above 2147483647 or n
       throws(
         make,
         (error: RangeError) =>
-          error instanceof RangeError &&
+          error instanceof
+            (typeof lockWait === "number" ? RangeError : TypeError) &&
           (error as { option?: string }).option ===
             "lockWait",
       );

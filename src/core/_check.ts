@@ -34,6 +34,15 @@ export const typeError = (...said: Said): OptionError =>
 export const rangeError = (...said: Said): OptionError =>
   optionError(RangeError, ...said);
 
+/** The error for a numeric option `value` that breaks `rule`: a `RangeError`, or a `TypeError` when it is no number. */
+export function numberError(
+  value: unknown,
+  ...[context, option, rule]: Said
+): OptionError {
+  const kind = typeof value === "number" ? rangeError : typeError;
+  return kind(context, option, rule, String(value));
+}
+
 /** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
@@ -57,7 +66,10 @@ const RULES = {
 /** A rule a numeric option must follow. */
 export type NumberRule = keyof typeof RULES;
 
-/** `value`, or `fallback` when it is undefined (none: a `TypeError`, "must be given"); a `RangeError` when it breaks `rule`. */
+/**
+ * `value`, or `fallback` when it is undefined (none: a `TypeError`, "must be given"); a `TypeError` when it is not a
+ * number, a `RangeError` when it breaks `rule`.
+ */
 export function checkNumber(
   value: number | undefined,
   fallback: number | undefined,
@@ -68,7 +80,7 @@ export function checkNumber(
   if (value === undefined && fallback !== undefined) return fallback;
   if (value === undefined) throw typeError(context, field, "must be given");
   if (typeof value !== "number" || !RULES[rule](value)) {
-    throw rangeError(context, field, `must be a ${rule}`, String(value));
+    throw numberError(value, context, field, `must be a ${rule}`);
   }
   return value;
 }

@@ -16,7 +16,7 @@
  */
 
 import { parseBucket, quotaSegments } from "./_quota_parse.ts";
-import { rangeError, typeError } from "./_check.ts";
+import { numberError, typeError } from "./_check.ts";
 import type { QuotaBucket } from "./quota_types.ts";
 
 export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
@@ -65,7 +65,7 @@ const FORMAT = "Cannot format quota header";
 /**
  * Writes buckets in the header's format, the inverse of {@linkcode parseQuotaHeader}.
  * @throws {TypeError} When a bucket name is empty or holds `,`, `;` or `=`.
- * @throws {RangeError} When a number is not a non-negative safe integer.
+ * @throws {RangeError} When a number is not a non-negative safe integer (a `TypeError` when it is no number).
  *
  * @example Writing a header for a test server
  * ```ts
@@ -88,7 +88,7 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
       const value = bucket[key];
       if (!(Number.isSafeInteger(value) && value >= 0)) {
         const rule = "must be a non-negative safe integer";
-        throw rangeError(FORMAT, key, rule, String(value));
+        throw numberError(value, FORMAT, key, rule);
       }
     }
     return `b=${bucket.bucket};q=${bucket.limit};r=${bucket.remaining};t=${bucket.resetAfter}`;

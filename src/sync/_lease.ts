@@ -3,7 +3,7 @@
 
 import process from "node:process";
 import { delay } from "../core/_deadlines.ts";
-import { MAX_TIMER_MS, rangeError, requireFunction } from "../core/_check.ts";
+import { MAX_TIMER_MS, numberError, requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -47,11 +47,11 @@ export function checkLockWait(
     value === Infinity ||
     (typeof value === "number" && value >= 0 && value <= MAX_TIMER_MS)
   ) return value as number;
-  throw rangeError(
+  throw numberError(
+    value,
     context,
     "lockWait",
     "must be a non-negative time in ms, at most 2147483647, or Infinity",
-    String(value),
   );
 }
 

@@ -111,7 +111,8 @@ type Handler = (request: Request) => Promise<Response>;
  * per-hour and per-day quota on the UTC hour and day of its clock, sends `Idp-Client-Quota-Limit`
  * (with `r` after each answer) and answers 429 past the quota.
  * @returns The running fake; close it with `close()` or `await using`.
- * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`), a port above 65,535.
+ * @throws {RangeError} When a number option is out of range (see `createFakePartnerService`), a port above 65,535; a
+ * `TypeError` when it is no number.
  * @throws {TypeError} When `onRequest` is not a function, or an option of `createFakePartnerService` is invalid; outside
  * Deno (`option: "port"`), before anything is checked or served.
  * @throws {Deno.errors.AddrInUse} When a port is taken; nothing stays served.
