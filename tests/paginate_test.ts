@@ -335,7 +335,7 @@ Deno.test("collect() stops at its cap and needs one", async () => {
   deepStrictEqual(await collect(paginate(list.fetchPage), { maxItems: 0 }), []);
   await rejects(
     collect(paginate(list.fetchPage), {} as { maxItems: number }),
-    RangeError,
+    TypeError, // none given: no number
   );
   await rejects(
     collect(paginate(list.fetchPage), { maxItems: -1 }),

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { given, rangeError, typeError } from "../core/_check.ts";
+import { given, numberError, typeError } from "../core/_check.ts";
 import { CONTEXT, flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
@@ -93,7 +93,7 @@ export function pageSearchParams(request: PageRequest): URLSearchParams {
 /**
  * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
  * @returns At most `maxItems` items, in order.
- * @throws {RangeError} When `maxItems` is not a non-negative integer.
+ * @throws {RangeError} When `maxItems` is not a non-negative integer (a `TypeError` when it is no number).
  *
  * @example Loading the first 100 items at most
  * ```ts
@@ -114,7 +114,7 @@ export async function collect<T>(
   const maxItems = options?.maxItems;
   if (!Number.isSafeInteger(maxItems) || maxItems < 0) {
     const rule = "must be a non-negative integer";
-    throw rangeError("Cannot collect", "maxItems", rule, String(maxItems));
+    throw numberError(maxItems, "Cannot collect", "maxItems", rule);
   }
   const collected: T[] = [];
   if (maxItems === 0) return collected;
