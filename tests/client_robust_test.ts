@@ -267,6 +267,38 @@ Deno.test("fetch() rejects with the caller's reason when the caller aborts", asy
   await rejects(pending, (error) => error === reason);
 });
 
+Deno.test("fetch() rejects with the caller's reason when the caller aborts while a 401's renewal waits (a provider or store slow to answer)", async () => {
+  await using api = await startFakePartnerApi();
+  const provider = createTokenProvider({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  let asked!: () => void;
+  const renewalAsked = new Promise<void>((resolve) => asked = resolve);
+  let answer!: (renew: boolean) => void;
+  const tokenProvider: TokenProvider = {
+    getToken: (options) => provider.getToken(options),
+    invalidate: (token) => provider.invalidate(token),
+    reportUnauthorized: () => {
+      asked();
+      return new Promise<boolean>((resolve) => answer = resolve);
+    },
+  };
+  const client = createClient({ environment: api.environment, tokenProvider });
+  api.injectApiFaults({ kind: "status", status: 401 });
+  const controller = new AbortController();
+  const reason = new Error("caller left");
+  const pending = client.fetch("organizations", { signal: controller.signal });
+  let outcome: unknown = "pending";
+  pending.catch((error) => outcome = error);
+  await renewalAsked;
+  controller.abort(reason);
+  await new Promise((resolve) => setTimeout(resolve, 0)); // a turn: the answer has not come
+  answer(false); // it comes later: nothing waits for it
+  await pending.catch(() => {});
+  equal(outcome, reason);
+});
+
 Deno.test("one 503 on a page costs that page one more request, and the crawl goes on", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 250 } });
   const client = createClient({

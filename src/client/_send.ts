@@ -15,6 +15,7 @@ import {
 import {
   type AttemptLimits,
   type Deadline,
+  raceAbort,
   timeoutError,
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
@@ -312,10 +313,18 @@ async function waitFor(
   emit(listener, { type: "rate.wait", delayMs, priority });
 }
 
-/** Asks the provider's ledger whether this 401 may cost a fresh token. */
+/** Asks the provider's ledger whether this 401 may cost a fresh token; a caller's abort does not wait for its answer. */
 async function renew(request: ApiRequest<unknown>, response: Response) {
-  const { context, accessToken, listener } = request;
-  if (!await context.renewAfterUnauthorized(accessToken)) return false;
+  const { context, accessToken, listener, signal } = request;
+  let renews: boolean;
+  try {
+    const asked = Promise.resolve(context.renewAfterUnauthorized(accessToken));
+    renews = await raceAbort(asked, signal);
+  } catch (error) {
+    await discard(response);
+    throw error;
+  }
+  if (!renews) return false;
   request.renewed = true;
   request.refused = accessToken;
   if (listener !== undefined) {
