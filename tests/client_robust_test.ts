@@ -283,6 +283,7 @@ Deno.test("fetch() rejects with the caller's reason when the caller aborts while
       asked();
       return new Promise<boolean>((resolve) => answer = resolve);
     },
+    quota: undefined,
   };
   const client = createClient({ environment: api.environment, tokenProvider });
   api.injectApiFaults({ kind: "status", status: 401 });
