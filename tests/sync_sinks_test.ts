@@ -13,6 +13,8 @@ import {
 } from "../src/sync/mod.ts";
 import { freshTarget, inProcess, listOf } from "./_sync_fake.ts";
 import { checkpointAt } from "./sync_fixtures.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { STALE_AFTER } from "../src/sync/_lease.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {
@@ -156,6 +158,48 @@ Deno.test('SQLite sink after close(): every step rejects with SyncError ("file")
   memory.close();
   const failed = await step(() => memory.load());
   equal(failed instanceof SyncError && failed.reason, "file");
+});
+
+Deno.test("syncList ends after its signal while a sink's write hangs (a database that stopped answering), at most as long as a lock stays fresh, and lets go of the lock only once that write settles; one that ends at once has let go first", async () => {
+  const fake = inProcess({ items: { transactions: 3 } });
+  let writing!: () => void;
+  let finish!: () => void;
+  const writeAsked = new Promise<void>((resolve) => writing = resolve);
+  let released = 0;
+  let hang = true;
+  const sink = {
+    load: () => Promise.resolve(undefined),
+    write: () => {
+      writing();
+      if (!hang) return Promise.resolve();
+      return new Promise<void>((resolve) => finish = resolve);
+    },
+    lock: () =>
+      Promise.resolve({
+        [Symbol.asyncDispose]: () => Promise.resolve(void released++),
+      }),
+  };
+  const reason = new Error("stop");
+  const started = (signal: AbortSignal) =>
+    syncList(fake.client, "transactions", { ...byDate, sink, signal });
+  await withFakeTimers(async (timers) => {
+    const controller = new AbortController();
+    const run = started(controller.signal).catch((error) => error);
+    await writeAsked;
+    controller.abort(reason);
+    await timers.tickAsync(STALE_AFTER);
+    equal(await run, reason);
+    equal(released, 0, "the lock is kept while the write is in flight");
+    finish();
+    await timers.tickAsync(0);
+    equal(released, 1, "released once the write settled");
+  });
+  hang = false;
+  const controller = new AbortController();
+  const run = started(controller.signal).catch((error) => error);
+  controller.abort(reason);
+  equal(await run, reason);
+  equal(released, 2, "released before the run settled");
 });
 
 Deno.test("syncList with a signal aborted already rejects with its reason and leaves the sink untouched: no table made", async () => {

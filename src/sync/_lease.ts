@@ -102,3 +102,26 @@ export function lockLost(what: string): SyncError {
     what,
   );
 }
+
+/**
+ * Settles as `run`, or, once `signal` aborts, with its reason at the latest STALE_AFTER later: a sink's call that hangs
+ * (a database that stopped answering) holds the run no longer than its lock stays fresh, while a run that ends sooner
+ * has let go of its lock first (a process that exits at once leaves none behind).
+ */
+export function settledOrAborted<T>(
+  run: Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  if (signal === undefined) return run;
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const giveUp = () =>
+      timer = setTimeout(() => reject(signal.reason), STALE_AFTER);
+    if (signal.aborted) giveUp();
+    else signal.addEventListener("abort", giveUp, { once: true });
+    run.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", giveUp);
+    });
+  });
+}

@@ -34,6 +34,7 @@ import {
 } from "./_cycle_end.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
+import { settledOrAborted } from "./_lease.ts";
 import { given, MAX_TIMER_MS } from "../core/_check.ts";
 import { redactInPlace, secretsOf } from "../core/_redact.ts";
 
@@ -81,19 +82,33 @@ export async function syncList<T>(
   const { clean, stop } = secretsOf(client);
   try {
     config.signal?.throwIfAborted(); // aborted already: the sink untouched (a SQLite file not made)
-    // No `await using`: Node 20 cannot parse it.
-    const lock = await config.sink.lock?.(given({ signal: config.signal }));
-    try {
-      const start = runStart(await config.sink.load(), config.identity, config);
-      return await runFrom(client, config, start, clean);
-    } finally {
-      await lock?.[Symbol.asyncDispose]();
-    }
+    // A sink's call may hang (a database that stopped answering): the run ends after its signal all the same, and
+    // lets go of the lock once that call settles, never under a write still in flight.
+    return await settledOrAborted(
+      lockedRun(client, config, clean),
+      config.signal,
+    );
   } catch (error) {
     // A SyncError quotes ids ("unordered"), a sink's or driver's error items: a service may echo a secret in either.
     throw redactInPlace(error, clean);
   } finally {
     stop();
+  }
+}
+
+/** The run under the sink's lock. */
+async function lockedRun<T>(
+  client: SyncSource,
+  config: SyncConfig<T>,
+  clean: (text: string) => string,
+): Promise<SyncResult> {
+  // No `await using`: Node 20 cannot parse it.
+  const lock = await config.sink.lock?.(given({ signal: config.signal }));
+  try {
+    const start = runStart(await config.sink.load(), config.identity, config);
+    return await runFrom(client, config, start, clean);
+  } finally {
+    await lock?.[Symbol.asyncDispose]();
   }
 }
 
