@@ -51,12 +51,19 @@ const child = new Deno.Command("deno", {
 }).spawn();
 // Ctrl-C is the tool's to handle (a list closes its output first): pass it
 // on, for a SIGINT sent to this process alone; a terminal sends it to both,
-// and the tool takes a second one as the first.
-Deno.addSignalListener("SIGINT", () => {
+// and the tool takes a second one as the first. SIGTERM and SIGHUP too: a
+// supervisor that signals this process alone left the tool running on.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   try {
-    child.kill("SIGINT");
+    Deno.addSignalListener(signal, () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // It has ended already.
+      }
+    });
   } catch {
-    // It has ended already.
+    // Windows has SIGINT alone of these.
   }
-});
+}
 Deno.exit((await child.status).code);

@@ -166,13 +166,13 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   io.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C, 1 for the service's or network's. */
+/** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C (143 SIGTERM, 129 SIGHUP), 1 for the service's or network's. */
 export function failureMessage(error: unknown) {
   // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
   const usage = error instanceof UsageError || error instanceof TypeError ||
     error instanceof RangeError;
   if (usage || error instanceof Interrupted) {
-    return { message: error.message, code: usage ? 2 : 130 };
+    return { message: error.message, code: usage ? 2 : error.exitCode };
   }
   // The library's message names what to fix (the variables, the flag to add): passed on as it is.
   if (error instanceof TokenRequestError || error instanceof ApiError) {

@@ -56,7 +56,8 @@ What each command costs (the token quota is small, per hour and per day):
   demo              nothing: it runs against a fake in this process
 
 Exit codes: 0 done, 1 the service or network failed, 2 bad flags or
-configuration, 130 stopped with Ctrl-C (a list's output is closed first).
+configuration, 130 stopped with Ctrl-C, 143 with SIGTERM, 129 with SIGHUP
+(a list's output is closed first, a sync commits what it has).
 `,
   token: `Usage: ${NAME} token [--show-token] [--format json] [--no-cache]
 

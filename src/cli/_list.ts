@@ -8,15 +8,19 @@ import { nearest } from "../core/_nearest.ts";
 import { fieldsOf } from "../core/_check.ts";
 import { progressReporter } from "./_render.ts";
 
-/** Ctrl-C stopped the run: exit code 130, as shells expect. */
+/** Ctrl-C (or SIGTERM, SIGHUP) stopped the run: exit code 128 + the signal's number (130), as shells expect. */
 export class Interrupted extends Error {
   override readonly name = "Interrupted";
+  constructor(message: string, readonly exitCode = 130) {
+    super(message);
+  }
 }
 
-/** A signal that Ctrl-C aborts with {@linkcode Interrupted}, heard until `stop`. */
+/** A signal that Ctrl-C (or SIGTERM, SIGHUP) aborts with {@linkcode Interrupted}, heard until `stop`. */
 export function onCtrlC(io: Session["io"]) {
   const interrupt = new AbortController();
-  const abort = () => interrupt.abort(new Interrupted("interrupted"));
+  const abort = (exitCode?: number) =>
+    interrupt.abort(new Interrupted("interrupted", exitCode));
   return { signal: interrupt.signal, stop: io.onInterrupt?.(abort) };
 }
 

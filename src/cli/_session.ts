@@ -26,8 +26,8 @@ export interface RunIo extends CliIo {
   now?: () => number;
   /** Reads the file the user named (`--env-file`); by default a regular file of at most 64 KiB. */
   readTextFile?: (path: string) => Promise<string>;
-  /** Calls `stop` on Ctrl-C until the returned function is called. */
-  onInterrupt?: (stop: () => void) => () => void;
+  /** Calls `stop` on Ctrl-C (or SIGTERM, SIGHUP, with the exit code they ask: 143, 129) until the returned function is called. */
+  onInterrupt?: (stop: (exitCode?: number) => void) => () => void;
   /** Removes the cached tokens (of `config` alone, when given); returns the line that says what happened. */
   clearCache?: typeof clearCache;
   /** How to get help where the tool runs, e.g. `deno task cli --help`. */

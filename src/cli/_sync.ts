@@ -68,6 +68,7 @@ async function syncInto(
     const what = `${counted(committed, "item")} to ${request.target}`;
     throw new Interrupted(
       `interrupted: committed ${what}; run the same command again to resume`,
+      error.exitCode,
     );
   } finally {
     delete session.clientEvents.listener;

@@ -21,7 +21,8 @@ import { FLAGS } from "./_flag_values.ts";
  * read or request sent; errors are one line on standard error, never a stack trace.
  * @param args The command line, e.g. `["list", "transactions", "--limit", "10"]`.
  * @param io Environment and output; the process's own by default.
- * @returns The exit code: 0 done, 1 the service or network failed, 2 bad flags or configuration, 130 stopped with Ctrl-C.
+ * @returns The exit code: 0 done, 1 the service or network failed, 2 bad flags or configuration, 130 stopped with Ctrl-C
+ * (143 with SIGTERM, 129 with SIGHUP).
  *
  * @example Showing the help of a command
  * ```ts
@@ -158,22 +159,31 @@ function processIo(): RunIo {
 }
 
 /** What Ctrl-C stops before the process ends (a list closing its output). */
-const interruptions = new Set<() => void>();
+const interruptions = new Set<(exitCode: number) => void>();
+
+/** The signals that stop a run as Ctrl-C does (`timeout`, `docker stop` and systemd send SIGTERM), and their exit codes. */
+const STOPS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
 
 /** Runs the tool as the program: the process's own I/O and arguments, Ctrl-C, and its exit code. */
 export async function runAsProgram(): Promise<never> {
-  // Ctrl-C: a command that can end cleanly does (and main returns 130);
-  // otherwise end the line progress was on, so the prompt starts clean.
-  Deno.addSignalListener("SIGINT", () => {
+  // A command that can end cleanly does (main returns the signal's code); otherwise end the line progress was on, so
+  // the prompt starts clean, and exit (`unload` removes a token lock, which a kill by the signal would leave).
+  const stop = (exitCode: number) => {
     if (interruptions.size > 0) {
-      for (const stop of interruptions) stop();
+      for (const stop of interruptions) stop(exitCode);
       return;
     }
     if (Deno.stderr.isTerminal()) {
       Deno.stderr.writeSync(new TextEncoder().encode("\n"));
     }
-    Deno.exit(130);
-  });
+    Deno.exit(exitCode);
+  };
+  for (const [signal, exitCode] of Object.entries(STOPS)) {
+    // Windows has SIGINT alone of these.
+    tried(() =>
+      Deno.addSignalListener(signal as Deno.Signal, () => stop(exitCode))
+    );
+  }
   Deno.exit(await main(Deno.args));
 }
 

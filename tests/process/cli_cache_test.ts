@@ -309,24 +309,30 @@ processTest(
 );
 
 processTest(
-  "Ctrl-C (SIGINT) during a token request removes the run's lock",
+  "Ctrl-C (SIGINT), SIGTERM or SIGHUP during a token request removes the run's lock, exit 130, 143 or 129 (SIGTERM killed the run and left it: the next run waited 4.8 s)",
   async () => {
-    await using api = await startFakePartnerApi();
-    const folder = await scratchDir();
-    const { child } = await runHoldingLock(api, folder);
-    const lock = [...Deno.readDirSync(folder)].find((entry) =>
-      entry.name.endsWith(".lock")
-    )!;
-    // The lock names its owner.
-    equal(
-      Number(JSON.parse(Deno.readTextFileSync(`${folder}/${lock.name}`)).pid),
-      child.pid,
-    );
-    child.kill("SIGINT");
-    const { code } = await child.output();
-    equal(code, 130);
-    const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
-    ok(!left.some((name) => name.endsWith(".lock")), `left: ${left}`);
+    const stops = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
+    for (const [signal, exitCode] of Object.entries(stops)) {
+      await using api = await startFakePartnerApi();
+      const folder = await scratchDir();
+      const { child } = await runHoldingLock(api, folder);
+      const lock = [...Deno.readDirSync(folder)].find((entry) =>
+        entry.name.endsWith(".lock")
+      )!;
+      // The lock names its owner.
+      equal(
+        Number(JSON.parse(Deno.readTextFileSync(`${folder}/${lock.name}`)).pid),
+        child.pid,
+      );
+      child.kill(signal as Deno.Signal);
+      const { code } = await child.output();
+      equal(code, exitCode, signal);
+      const left = [...Deno.readDirSync(folder)].map((entry) => entry.name);
+      ok(
+        !left.some((name) => name.endsWith(".lock")),
+        `${signal} left: ${left}`,
+      );
+    }
   },
 );
 

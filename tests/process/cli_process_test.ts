@@ -115,46 +115,50 @@ processTest("the demo runs with --allow-net=127.0.0.1 alone", async () => {
 });
 
 processTest(
-  "Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON and exits 130",
+  "Ctrl-C (SIGINT) during `list --format json > file` leaves valid JSON and exits 130; SIGTERM too, with 143 (it killed the list mid-array)",
   async () => {
     await using api = await startFakePartnerApi({
       items: { transactions: 5000 },
       latency: 20,
     });
-    const child = cliCommand(
-      ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"],
-      [
-        "list",
-        "transactions",
-        "--format",
-        "json",
-        "--limit",
-        "10",
-        "--no-cache",
-      ],
-      configFor(api),
-    ).spawn();
-    const reader = child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let text = "";
-    // Interrupt once some items are out.
-    while ((text.match(/\n/g) ?? []).length < 15) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += value;
-    }
-    child.kill("SIGINT");
     for (
-      let read = await reader.read();
-      !read.done;
-      read = await reader.read()
+      const [signal, exitCode] of [["SIGINT", 130], ["SIGTERM", 143]] as const
     ) {
-      text += read.value;
+      const child = cliCommand(
+        ["--allow-net=127.0.0.1", "--allow-env=PARTNER_API_*"],
+        [
+          "list",
+          "transactions",
+          "--format",
+          "json",
+          "--limit",
+          "10",
+          "--no-cache",
+        ],
+        configFor(api),
+      ).spawn();
+      const reader = child.stdout.pipeThrough(new TextDecoderStream())
+        .getReader();
+      let text = "";
+      // Interrupt once some items are out.
+      while ((text.match(/\n/g) ?? []).length < 15) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      child.kill(signal);
+      for (
+        let read = await reader.read();
+        !read.done;
+        read = await reader.read()
+      ) {
+        text += read.value;
+      }
+      const status = await child.status;
+      const stderr = await new Response(child.stderr).text();
+      equal(status.code, exitCode, `${signal} ${stderr} ${text.slice(-200)}`);
+      const items = JSON.parse(text);
+      ok(Array.isArray(items) && items.length > 10 && items.length < 5000);
     }
-    const { code, signal } = await child.status;
-    const stderr = await new Response(child.stderr).text();
-    equal(code, 130, `${signal} ${stderr} ${text.slice(-200)}`);
-    const items = JSON.parse(text);
-    ok(Array.isArray(items) && items.length > 10 && items.length < 5000);
   },
 );
