@@ -202,6 +202,61 @@ Deno.test("syncList ends after its signal while a sink's write hangs (a database
   equal(released, 2, "released before the run settled");
 });
 
+Deno.test('SQLite: while another connection holds the database\'s write lock, a run waits for it without blocking the thread, stops at its signal, and gives up after lockWait with SyncError "locked" (it blocked 10 s at a time, Ctrl-C unheard, then threw a plain Error)', async () => {
+  const fake = inProcess({ items: { transactions: 30 } });
+  const path = await fresh("held.db");
+  let wrote = () => {};
+  const run = (options: { lockWait?: number; signal?: AbortSignal }) => {
+    const sink = createSqliteSink(path, { table: "transactions", ...options });
+    const write: typeof sink.write = (...batch) => {
+      wrote();
+      return sink.write(...batch);
+    };
+    return syncList(fake.client, "transactions", {
+      ...byDate,
+      sink: { ...sink, write },
+      ...options,
+    }).finally(() => sink.close());
+  };
+  await run({});
+  fake.service.insertTransactions(3);
+  const other = new DatabaseSync(path);
+  // Taken once the run holds its lease, before its first write.
+  const holdOnList = () => {
+    const first = fake.listRequests + 1;
+    fake.beforeList = (n) =>
+      void (n === first && other.exec("BEGIN IMMEDIATE"));
+  };
+  holdOnList();
+  const refused = await run({ lockWait: 0 }).catch((error) => error);
+  equal(refused instanceof SyncError && refused.reason, "locked", `${refused}`);
+  // The run let go of its lease while the other held the write lock: the row is left, stale in 5 s; gone here.
+  const letGo = () => {
+    other.exec("ROLLBACK");
+    other.exec("DELETE FROM partner_api_sync_lease");
+  };
+  letGo();
+  holdOnList();
+  const writing = new Promise<void>((resolve) => wrote = resolve);
+  await withFakeTimers(async (timers) => {
+    const controller = new AbortController();
+    const reason = new Error("stop");
+    const waiting = run({ signal: controller.signal }).catch((error) => error);
+    await writing;
+    for (let turn = 0; turn < 10; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await timers.tickAsync(100); // waits on timers: a thread blocked in SQLite would not get here
+    }
+    controller.abort(reason);
+    await timers.tickAsync(0);
+    equal(await waiting, reason);
+  });
+  letGo();
+  other.close();
+  fake.beforeList = undefined;
+  equal((await run({})).inserted, 3);
+});
+
 Deno.test("syncList with a signal aborted already rejects with its reason and leaves the sink untouched: no table made", async () => {
   const fake = inProcess({ items: { transactions: 3 } });
   const path = await fresh("aborted.db");

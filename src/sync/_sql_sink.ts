@@ -74,6 +74,7 @@ export function sqlSink<T>(
   options: { lockWait: number; onLockWait?: (holder: string) => void },
 ): SyncSink<T> & KeyedCopy {
   let checked: Checked | undefined, owner: string | undefined;
+  let signal: AbortSignal | undefined;
   const check = async () => checked = judgeCopy(await dialect.read(), dialect);
   // Every step rejects with what the dialect makes of its failure.
   const failing =
@@ -92,6 +93,7 @@ export function sqlSink<T>(
         wait: options.lockWait,
         onWait: options.onLockWait,
       }, async () => await dialect.take(token));
+      signal = run.signal;
       let refreshing: Promise<unknown> = Promise.resolve();
       const refresh = () =>
         refreshing = Promise.resolve().then(() => dialect.refresh(token));
@@ -99,7 +101,7 @@ export function sqlSink<T>(
       return {
         [Symbol.asyncDispose]: failing(async () => {
           stop();
-          owner = undefined;
+          owner = signal = undefined;
           await refreshing.catch(() => {});
           await dialect.release(token);
         }),
@@ -108,7 +110,7 @@ export function sqlSink<T>(
     write: failing(async (items, checkpoint, ids, context) => {
       const copy = checked ?? await check();
       const { rows, skipped, kept } = storable(items, ids, dialect, context);
-      const batch = { rows, kept, checkpoint, context, owner, copy };
+      const batch = { rows, kept, checkpoint, context, owner, copy, signal };
       const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
       checked = { ...copy, checkpoint, rows: count, last };
@@ -291,6 +293,8 @@ export interface SqlBatch {
   readonly context: SyncWriteContext | undefined;
   /** The run's lease token (undefined: a write without lock()). */
   readonly owner: string | undefined;
+  /** The run's signal (from lock()): a wait for the database stops at it. */
+  readonly signal: AbortSignal | undefined;
   /** The copy as it was before the batch. */
   readonly copy: Checked;
 }

@@ -4,7 +4,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { storedKey, type UnseenRow } from "./_key_text.ts";
-import type { Commits } from "./_sqlite_sql.ts";
+import type { Commits } from "./_sqlite_commits.ts";
 import { type Ask, CHECKPOINT_TABLE, once, SEEN_TABLE } from "./_sql_sink.ts";
 
 /**

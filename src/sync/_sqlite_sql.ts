@@ -1,16 +1,12 @@
-// Internal: the SQLite dialect's statements and batches. Each batch is a savepoint with its checkpoint; while batches
-// come fast under a lease, several share one transaction: a page eight batches touch is written to the WAL once.
+// Internal: the SQLite dialect's statements and batches (each a savepoint with its checkpoint, in `Commits`).
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { unrefTimer } from "../core/_deadlines.ts";
-import { steadyClock } from "../core/_clock.ts";
 import { guardCycleEnd } from "./_deletes.ts";
 import { fingerprint } from "./_files.ts";
 import * as kit from "./_sql_sink.ts";
 
-// Rows per INSERT (300 parameters, far below SQLite's limit); batches that may share a transaction, from a table of
-// GROUP_FROM rows on (below, a commit per batch costs little), for at most GROUP_WAIT ms: what a killed run reads again.
-const [ROWS, GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [100, 8, 20_000, 100];
+/** Rows per INSERT: 300 parameters, far below SQLite's limit. */
+const ROWS = 100;
 
 /** The columns of `table` (or a quoted name), none if it does not exist: each `name TYPE`, then ` KEY` for the key's. */
 export function columnsOf(db: DatabaseSync, table: string): string[] {
@@ -302,78 +298,4 @@ function upsertAll(st: Statements, rows: kit.Rows, named: boolean) {
   const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
   return { added, changed: changed - added, inserted, updated };
-}
-
-/** The transaction of a sink's connection, and when it commits. */
-export class Commits {
-  readonly #db: DatabaseSync;
-  /** How long a transaction has been open is a span: the steady clock's. */
-  readonly #clock = steadyClock();
-  #batches = 0;
-  #opened = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  /** A commit the timer could not make: the next batch throws it. */
-  #failed: unknown;
-  /** Whether the open transaction is ours: a caller's own (on a DatabaseSync of theirs) is theirs to end. */
-  #ours = false;
-  /** Batches share transactions only while a run holds the lease. */
-  grouping = false;
-  /** Rows in the table: batches share transactions from GROUP_FROM on. */
-  rows = 0;
-
-  constructor(db: DatabaseSync) {
-    this.#db = db;
-  }
-
-  /** Runs `apply` as one batch, in its own savepoint in the open transaction (or a new one): one that throws rolls back alone. */
-  batch<R>(apply: () => R): R {
-    const failed = this.#failed;
-    this.#failed = undefined;
-    if (failed !== undefined) throw failed;
-    const db = this.#db;
-    if (!db.isTransaction) {
-      db.exec("BEGIN IMMEDIATE");
-      this.#ours = true;
-      this.#batches = 0;
-      this.#opened = this.#clock();
-    }
-    db.exec("SAVEPOINT partner_api_batch");
-    let result: R;
-    try {
-      result = apply();
-      db.exec("RELEASE partner_api_batch");
-    } catch (error) {
-      if (db.isTransaction) {
-        db.exec("ROLLBACK TO partner_api_batch; RELEASE partner_api_batch");
-      }
-      this.commit();
-      throw error;
-    }
-    const age = this.#clock() - this.#opened;
-    if (
-      !this.grouping || this.rows < GROUP_FROM ||
-      ++this.#batches >= GROUP_BATCHES || age >= GROUP_WAIT
-    ) {
-      this.commit();
-    } else {
-      this.#timer ??= setTimeout(() => {
-        try {
-          this.commit();
-        } catch (error) {
-          this.#failed = error;
-        }
-      }, GROUP_WAIT - age);
-      unrefTimer(this.#timer);
-    }
-    return result;
-  }
-
-  commit(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#ours && this.#db.isOpen && this.#db.isTransaction) {
-      this.#db.exec("COMMIT");
-    }
-    this.#ours = false;
-  }
 }

@@ -15,7 +15,13 @@ import {
   identityOf,
   statOf,
 } from "./_files.ts";
-import { holderOf, isStale, lockLost, STALE_AFTER } from "./_lease.ts";
+import {
+  holderOf,
+  isStale,
+  lockLost,
+  STALE_AFTER,
+  waitForLock,
+} from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import * as kit from "./_sql_sink.ts";
@@ -24,13 +30,13 @@ import {
   type ChangeStatements,
   changeTable,
   columnsOf,
-  Commits,
   split,
   type Statements,
   statements,
   tablesOf,
 } from "./_sqlite_sql.ts";
 import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
+import { Commits, withoutBusyWait } from "./_sqlite_commits.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
 /** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
@@ -119,7 +125,7 @@ export function createSqliteSink<T>(
   }
   const file = owned && database !== ":memory:" ? database : undefined;
   const db = owned ? openDatabase(database) : database;
-  const dialect = new SqliteDialect(db, table, options, file);
+  const dialect = new SqliteDialect(db, table, { ...options, lockWait }, file);
   const close = () => {
     dialect.close();
     if (owned && db.isOpen) db.close();
@@ -139,6 +145,7 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #now: () => number;
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
+  readonly #lockWait: number;
   readonly commits: Commits;
   #prepared: Statements | undefined;
   /** The lease this sink's run holds. */
@@ -152,7 +159,7 @@ class SqliteDialect implements kit.SqlDialect {
   constructor(
     db: DatabaseSync,
     table: string,
-    options: SqliteSinkOptions,
+    options: SqliteSinkOptions & { lockWait: number },
     file: string | undefined,
   ) {
     this.#db = db;
@@ -164,6 +171,7 @@ class SqliteDialect implements kit.SqlDialect {
     this.#file = file;
     this.#absolute = file === undefined ? undefined : resolve(file);
     this.commits = new Commits(db);
+    this.#lockWait = options.lockWait;
   }
 
   /** The first change, once the copy passed: journal mode and tables; the statements. */
@@ -223,16 +231,23 @@ class SqliteDialect implements kit.SqlDialect {
     return st.holder.get(this.#target) as LockSighting | undefined;
   }
 
+  // Neither waits on another connection's write lock: a refresh skipped is made next time, a lease left goes stale.
   refresh(token: string): void {
     if (!this.#db.isOpen) return;
-    this.prepare().refresh.run(this.#target, token, this.#now());
+    const st = this.prepare();
+    withoutBusyWait(
+      this.#db,
+      () => st.refresh.run(this.#target, token, this.#now()),
+    );
   }
 
   release(token: string): void {
     this.#held = undefined;
     this.commits.grouping = false;
     this.commits.commit();
-    if (this.#db.isOpen) this.prepare().release.run(this.#target, token);
+    if (!this.#db.isOpen) return;
+    const st = this.prepare();
+    withoutBusyWait(this.#db, () => st.release.run(this.#target, token));
   }
 
   /** Before the sink closes: a lease it holds goes too (the next run takes the copy at once, not once stale). */
@@ -252,6 +267,13 @@ class SqliteDialect implements kit.SqlDialect {
     const batch = { ...write, ...split(st, write) };
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
+    const holder = "another connection to the database, in a write transaction";
+    await waitForLock(
+      this.what,
+      { signal: write.signal, wait: this.#lockWait },
+      () =>
+        Promise.resolve(this.commits.begin() ? { taken: true } : { holder }),
+    );
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
     const done = this.commits.batch(() => {
@@ -373,24 +395,5 @@ function openDatabase(path: string): DatabaseSync {
     return db;
   } catch (error) {
     throw fileError(path, "open", error); // a folder, a file it may not read
-  }
-}
-
-/**
- * Runs `write` without a busy wait (it would keep this thread's shared transaction from committing on its timer):
- * undefined when another connection holds the write lock.
- */
-function withoutBusyWait<R>(db: DatabaseSync, write: () => R): R | undefined {
-  const timeout = Number(db.prepare("PRAGMA busy_timeout").get()!.timeout);
-  db.exec("PRAGMA busy_timeout = 0");
-  try {
-    return write();
-  } catch (error) {
-    if (db.isTransaction || !/database is locked/.test(String(error))) {
-      throw error;
-    }
-    return undefined;
-  } finally {
-    db.exec(`PRAGMA busy_timeout = ${timeout}`);
   }
 }

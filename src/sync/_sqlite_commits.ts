@@ -1,0 +1,120 @@
+// Internal: the transaction of a SQLite sink's connection. Each batch is a savepoint with its checkpoint; while batches
+// come fast under a lease, several share one transaction: a page eight batches touch is written to the WAL once. The
+// write lock is taken without SQLite's busy wait, which blocks the thread (no timer, no Ctrl-C) while another
+// connection holds it: the sink waits on timers instead.
+
+import type { DatabaseSync } from "node:sqlite";
+import { unrefTimer } from "../core/_deadlines.ts";
+import { steadyClock } from "../core/_clock.ts";
+
+// Batches that may share a transaction, from a table of GROUP_FROM rows on (below, a commit per batch costs little),
+// for at most GROUP_WAIT ms: what a killed run reads again.
+const [GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [8, 20_000, 100];
+
+/** The transaction of a sink's connection, and when it commits. */
+export class Commits {
+  readonly #db: DatabaseSync;
+  /** How long a transaction has been open is a span: the steady clock's. */
+  readonly #clock = steadyClock();
+  #batches = 0;
+  #opened = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** A commit the timer could not make: the next batch throws it. */
+  #failed: unknown;
+  /** Whether the open transaction is ours: a caller's own (on a DatabaseSync of theirs) is theirs to end. */
+  #ours = false;
+  /** Batches share transactions only while a run holds the lease. */
+  grouping = false;
+  /** Rows in the table: batches share transactions from GROUP_FROM on. */
+  rows = 0;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  /**
+   * Opens this sink's transaction unless one is open; false while another connection holds the write lock (unless
+   * `wait`: SQLite's busy wait, for the rare writes outside a batch's).
+   */
+  begin(wait = false): boolean {
+    const db = this.#db;
+    if (db.isTransaction) return true;
+    const begin = () => db.exec("BEGIN IMMEDIATE") ?? true;
+    if ((wait ? begin() : withoutBusyWait(db, begin)) === undefined) {
+      return false;
+    }
+    this.#ours = true;
+    this.#batches = 0;
+    this.#opened = this.#clock();
+    return true;
+  }
+
+  /** Runs `apply` as one batch, in its own savepoint in the open transaction (or a new one): one that throws rolls back alone. */
+  batch<R>(apply: () => R): R {
+    const failed = this.#failed;
+    this.#failed = undefined;
+    if (failed !== undefined) throw failed;
+    const db = this.#db;
+    this.begin(true);
+    db.exec("SAVEPOINT partner_api_batch");
+    let result: R;
+    try {
+      result = apply();
+      db.exec("RELEASE partner_api_batch");
+    } catch (error) {
+      if (db.isTransaction) {
+        db.exec("ROLLBACK TO partner_api_batch; RELEASE partner_api_batch");
+      }
+      this.commit();
+      throw error;
+    }
+    const age = this.#clock() - this.#opened;
+    if (
+      !this.grouping || this.rows < GROUP_FROM ||
+      ++this.#batches >= GROUP_BATCHES || age >= GROUP_WAIT
+    ) {
+      this.commit();
+    } else {
+      this.#timer ??= setTimeout(() => {
+        try {
+          this.commit();
+        } catch (error) {
+          this.#failed = error;
+        }
+      }, GROUP_WAIT - age);
+      unrefTimer(this.#timer);
+    }
+    return result;
+  }
+
+  commit(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#ours && this.#db.isOpen && this.#db.isTransaction) {
+      this.#db.exec("COMMIT");
+    }
+    this.#ours = false;
+  }
+}
+
+/**
+ * Runs `write` without a busy wait (it would keep this thread's shared transaction from committing on its timer):
+ * undefined when another connection holds the write lock.
+ */
+export function withoutBusyWait<R>(
+  db: DatabaseSync,
+  write: () => R,
+): R | undefined {
+  const timeout = Number(db.prepare("PRAGMA busy_timeout").get()!.timeout);
+  db.exec("PRAGMA busy_timeout = 0");
+  try {
+    return write();
+  } catch (error) {
+    if (db.isTransaction || !/database is locked/.test(String(error))) {
+      throw error;
+    }
+    return undefined;
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${timeout}`);
+  }
+}
