@@ -67,7 +67,6 @@ export function requestWithRetries(
   signal: AbortSignal | undefined,
   blocked: (now: number) => unknown,
 ): Promise<IssuedToken> {
-  let retries = 0;
   return sendAttempts<TokenOutcome, IssuedToken>({
     signal,
     limits: ownDeadlines(endpoint.timeout),
@@ -83,11 +82,9 @@ export function requestWithRetries(
         return { error };
       }
     },
-    next: (outcome) => {
-      const step = nextTokenStep(outcome, retries, sending, endpoint.now());
-      if (step.do === "again") retries++;
-      return step;
-    },
+    // Each attempt but the first is a retry: a step other than "again" ends the request.
+    next: (outcome, _deadline, attempt) =>
+      nextTokenStep(outcome, attempt - 1, sending, endpoint.now()),
     heard: (outcome, _attempt, durationMs): TokenRequestEvent => {
       const { token, error } = outcome;
       if (token !== undefined) {
