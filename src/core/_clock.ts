@@ -126,8 +126,6 @@ export class LocalTimes {
   }
 
   /** `wall` as the wall clock reads it at `now`: moved by any step since it was marked. */
-  read(wall: number, now: number): number;
-  read(wall: number | undefined, now: number): number | undefined;
   read(wall: number | undefined, now: number): number | undefined {
     const steady = wall === undefined ? undefined : this.#marks.get(wall);
     return steady === undefined ? wall : now + steady - this.#steady();
