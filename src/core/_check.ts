@@ -1,6 +1,5 @@
-// Internal: the one builder of bad-option errors: "<context>: '<option>' <rule>:
-// received <value>", with `option` and `rule` as fields for code to read; the
-// checks built on it; `given`, an options object without its undefined keys; `fieldsOf`; `cut`.
+// Internal: the one builder of bad-option errors, "<context>: '<option>' <rule>: received <value>" with `option` and
+// `rule` as fields for code to read; the checks built on it; small helpers for options and texts.
 
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {
