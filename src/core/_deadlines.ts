@@ -131,8 +131,9 @@ export function timeoutError(ms: number): DOMException {
 }
 
 /** One attempt's limit. */
-class AttemptDeadline implements Deadline {
+class AttemptDeadline {
   readonly signal: AbortSignal;
+  /** Whether the time ran out (as opposed to the caller's signal aborting). */
   timedOut = false;
   readonly #own = new AbortController();
   /** Ends the limit early: the attempt is over. */
@@ -153,6 +154,7 @@ class AttemptDeadline implements Deadline {
     this.#late?.(reason);
   }
 
+  /** {@linkcode raceAbort} against `signal`, one race at a time. */
   race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T> {
     // The caller's signal (joined to our own) needs a listener; the window's time needs none.
     if (this.signal !== this.#own.signal || this.signal.aborted) {
@@ -201,14 +203,9 @@ export function raceAbort<T>(
 }
 
 /** One attempt's time limit: a signal that aborts with a `TimeoutError`, or the caller's reason. */
-export interface Deadline {
-  readonly signal: AbortSignal;
-  /** Whether the time ran out (as opposed to the caller's signal aborting). */
-  readonly timedOut: boolean;
-  /** {@linkcode raceAbort} against `signal`, one race at a time. */
-  race<T>(work: Promise<T>, onLate?: (value: T) => void): Promise<T>;
-  clear(): void;
-}
+export type Deadline = Readonly<
+  Pick<AttemptDeadline, "signal" | "timedOut" | "race" | "clear">
+>;
 
 /** Where attempts get their time limits. */
 export interface AttemptLimits {
