@@ -20,12 +20,10 @@ interface Running<T> extends Flight<T> {
   shared?: Promise<T>;
 }
 
-/** What a flight is started with. */
-export interface FlightPlan<T> {
+/** What a flight is started with: its `deadline`, and the work. */
+export interface FlightPlan<T> extends Pick<Flight<T>, "deadline"> {
   /** The work; it should stop when `signal` aborts. */
   readonly run: (signal: AbortSignal) => Promise<T>;
-  /** The caller's steady clock's reading when the flight may be given up on. */
-  readonly deadline: number;
   /** Real milliseconds after which the flight is abandoned if it has not settled. */
   readonly budget: number;
   /** The error waiting callers get when the flight is abandoned. */
