@@ -44,7 +44,6 @@ export function tokenEndpoint(
   let where: string | undefined;
   const credentials = { secret, clientId, audience };
   let last: string | undefined; // the last token issued (one renewal at a time)
-  // The request's body, its type and its `Authorization`, built once.
   const choice = (
     option: "clientAuthentication" | "bodyFormat",
     values: readonly string[],

@@ -44,7 +44,6 @@ export function failureRecord(
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;
-  // The `Retry-After` a 5xx or 403 answer asked for, in ms.
   const { status = 0, response } = error;
   const retryAfter = response !== undefined && (status === 403 || status >= 500)
     ? retryAfterMs(response.headers, now)
