@@ -265,7 +265,7 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   /** Takes the lock file (refreshed while held), or says it is `"held"` or `"unlockable"`. */
-  async #lock(path: string): Promise<HeldLock | "held" | "unlockable"> {
+  async #lock(path: string) {
     try {
       await Deno.mkdir(this.folder, { recursive: true, mode: 0o700 });
     } catch {
@@ -337,11 +337,8 @@ class EncryptedFileStore implements FileTokenStore {
   }
 }
 
-/** A lock file this process holds: refreshed until released. */
-type HeldLock = { release(): void };
-
 /** Keeps the lock fresh (mtime) until released; removed on `unload` too, as `Deno.exit` skips `finally`. */
-function holdLock(path: string, owner: string, now: () => number): HeldLock {
+function holdLock(path: string, owner: string, now: () => number) {
   const stop = keepRefreshed(LOCK_REFRESH, async () => {
     const stamp = new Date(now());
     await Deno.utime(path, stamp, stamp);
