@@ -103,18 +103,13 @@ export interface TakeReply {
   readonly reseed: boolean;
 }
 
-/** The answer to a take, and the window after it. */
-export interface TakeOutcome extends TakeReply {
-  readonly state: WindowState;
-}
-
 /** The rules of a take, as the Redis script has them: pure, on `now`. */
 export function takeTurn(
   state: WindowState,
   ask: TakeAsk,
   now: number,
   limit: RateLimit,
-): TakeOutcome {
+) {
   const { interval } = limit;
   const { holder, sends: wanted } = ask;
   // A send dated past the hold was never written by a take: dropped.
@@ -198,12 +193,13 @@ function waitInLine(
   return { wait, line };
 }
 
+/** The answer to a take, and the window after it. */
 function outcome(
   state: WindowState,
   granted: number,
   wait: number,
   reseed: boolean,
-): TakeOutcome {
+) {
   return {
     state,
     granted,
