@@ -198,7 +198,6 @@ function sighting(
 }
 
 function forgetMissing(map: Map<string, unknown>, present: readonly string[]) {
-  if (map.size === 0) return;
   const kept = new Set(present);
   for (const key of map.keys()) if (!kept.has(key)) map.delete(key);
 }
