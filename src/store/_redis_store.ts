@@ -164,7 +164,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       );
     } catch {
       signal.throwIfAborted();
-      await delay(Math.min(block, pollInterval), signal);
+      await delay(block, signal);
       return undefined;
     }
     // One entry, `[[stream, [[id, ["record", value]]]]]` ("" when let go without a record).
