@@ -174,7 +174,6 @@ class EncryptedFileStore implements FileTokenStore {
   readonly #options: Required<FileTokenStoreOptions>;
   /** The file's key, derived from the secret under the CLI's name for it (older files still open). */
   readonly #key: (key: string) => Promise<CryptoKey>;
-  /** Whether a lock, as found, is a dead process's (core's staleJudge: by its stamp or the steady clock). */
   readonly #judge: (path: string, lock: LockSighting) => boolean;
 
   constructor(options: Required<FileTokenStoreOptions>) {
