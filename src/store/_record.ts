@@ -45,12 +45,12 @@ export async function sealRecord(
   return { iv, sealed: new Uint8Array(sealed) };
 }
 
-/** The record, or `undefined` when another key sealed it or it was tampered with. */
+/** The record (with the version sealed in it), or `undefined` when another key sealed it or it was tampered with. */
 export async function openRecord(
   encryptionKey: CryptoKey,
   key: string,
   { iv, sealed }: SealedRecord,
-): Promise<TokenRecord | undefined> {
+): Promise<(TokenRecord & { version?: unknown }) | undefined> {
   try {
     const plain = await crypto.subtle.decrypt(
       { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
@@ -85,9 +85,7 @@ export class RecordSeals {
   }
 
   async open(key: string, sealed: SealedRecord) {
-    const opened = await openRecord(await this.#keys(key), key, sealed) as
-      | (TokenRecord & { version?: unknown })
-      | undefined;
+    const opened = await openRecord(await this.#keys(key), key, sealed);
     if (typeof opened !== "object" || opened === null) return undefined;
     const { version, ...record } = opened;
     // 0.3's records carry no version: 0.
