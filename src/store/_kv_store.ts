@@ -10,7 +10,6 @@ import { entryNames } from "./_key.ts";
 import {
   coordinateByLease,
   type FleetStoreConfig,
-  type HeldLease,
   type LeaseDatabase,
   type LeaseView,
   type LostLease,
@@ -138,11 +137,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     };
   }
 
-  async take(
-    key: string,
-    [stored, seen]: Entries,
-    signal: AbortSignal,
-  ): Promise<HeldLease | LostLease> {
+  async take(key: string, [stored, seen]: Entries, signal: AbortSignal) {
     const names = await this.#keysOf(key);
     const { holder, leaseDuration, now } = this.#config;
     const write = (check: Deno.AtomicOperation) =>
@@ -161,7 +156,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
         const renewed = await write(this.#kv.atomic().check(lease));
         if (renewed.ok) lease.versionstamp = renewed.versionstamp;
       },
-      publish: async (record) => {
+      publish: async (record: TokenRecord) => {
         const sealed = await this.#seals.seal(key, record);
         return (await unlocked(() =>
           this.#kv.atomic().check(lease)
