@@ -33,14 +33,14 @@ export class Commits {
   }
 
   /**
-   * Opens this sink's transaction unless one is open; false while another connection holds the write lock (unless
-   * `wait`: SQLite's busy wait, for the rare writes outside a batch's).
+   * Opens this sink's transaction unless one is open; false while another connection holds the write lock past
+   * BUSY_STEP (unless `wait`: SQLite's whole busy wait, for the rare writes outside a batch's).
    */
   begin(wait = false): boolean {
     const db = this.#db;
     if (db.isTransaction) return true;
     const begin = () => db.exec("BEGIN IMMEDIATE") ?? true;
-    if ((wait ? begin() : withoutBusyWait(db, begin)) === undefined) {
+    if ((wait ? begin() : withinBusyWait(db, BUSY_STEP, begin)) === undefined) {
       return false;
     }
     this.#ours = true;
@@ -97,16 +97,21 @@ export class Commits {
   }
 }
 
+/** How long a write that can be tried again waits in SQLite for another connection's write lock: a writer of its own
+ * with a busy wait would win every no-wait try; a longer wait blocks the thread (no timer, no Ctrl-C). */
+export const BUSY_STEP = 100;
+
 /**
- * Runs `write` without a busy wait (it would keep this thread's shared transaction from committing on its timer):
- * undefined when another connection holds the write lock.
+ * Runs `write` with SQLite's busy wait cut to `ms` (a long one would keep this thread's shared transaction from
+ * committing on its timer): undefined when another connection still holds the write lock.
  */
-export function withoutBusyWait<R>(
+export function withinBusyWait<R>(
   db: DatabaseSync,
+  ms: number,
   write: () => R,
 ): R | undefined {
   const timeout = Number(db.prepare("PRAGMA busy_timeout").get()!.timeout);
-  db.exec("PRAGMA busy_timeout = 0");
+  db.exec(`PRAGMA busy_timeout = ${ms}`);
   try {
     return write();
   } catch (error) {

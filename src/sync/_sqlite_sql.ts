@@ -2,7 +2,9 @@
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { guardCycleEnd } from "./_deletes.ts";
-import { fingerprint } from "./_files.ts";
+import { fileError, fingerprint } from "./_files.ts";
+import { SyncError } from "./sync_error.ts";
+import { tried } from "../core/_check.ts";
 import * as kit from "./_sql_sink.ts";
 
 /** Rows per INSERT: 300 parameters, far below SQLite's limit. */
@@ -298,4 +300,32 @@ function upsertAll(st: Statements, rows: kit.Rows, named: boolean) {
   const updated = ids.filter((id) => kind.get(id) === false);
   const added = named ? inserted.length : rowid() - before;
   return { added, changed: changed - added, inserted, updated };
+}
+
+/** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
+const FILE_FAILURE =
+  /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
+
+/** A failure of the database of `what` (a full disk, read-only, not a database, closed, locked) as a SyncError. */
+export function failureOf(
+  db: DatabaseSync,
+  what: string,
+  file: string | undefined,
+  error: unknown,
+): unknown {
+  const path = file ?? tried(() => db.location()) ?? undefined;
+  const why = String((error as Error | null)?.message);
+  const refused = (reason: "file" | "locked", message: string) =>
+    new SyncError(`Cannot sync into ${what}: ${message}`, reason, path, {
+      cause: error,
+    });
+  if (!db.isOpen) return refused("file", "its database is closed");
+  if (/database is locked/.test(why)) {
+    return refused(
+      "locked",
+      "another connection held the database's write lock past its busy timeout (a program of yours in a write transaction?); nothing more was written: run again once it ends",
+    );
+  }
+  if (!FILE_FAILURE.test(why) || !path) return error;
+  return fileError(path, "use", error);
 }

@@ -7,6 +7,7 @@ import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { tried, typeError } from "../core/_check.ts";
+import { delay } from "../core/_deadlines.ts";
 import {
   assertOpenedAt,
   createPrivate,
@@ -30,18 +31,16 @@ import {
   type ChangeStatements,
   changeTable,
   columnsOf,
+  failureOf,
   split,
   type Statements,
   statements,
   tablesOf,
 } from "./_sqlite_sql.ts";
 import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
-import { Commits, withoutBusyWait } from "./_sqlite_commits.ts";
+import { BUSY_STEP, Commits, withinBusyWait } from "./_sqlite_commits.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
-/** SQLite's messages for a file it cannot use (by message: what `exec` throws carries no result code). */
-const FILE_FAILURE =
-  /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -214,7 +213,7 @@ class SqliteDialect implements kit.SqlDialect {
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
     const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
-    const taken = withoutBusyWait(this.#db, () => st.take.get(...args));
+    const taken = withinBusyWait(this.#db, 0, () => st.take.get(...args));
     if (taken !== undefined) {
       this.#held = token;
       this.commits.grouping = true;
@@ -231,14 +230,17 @@ class SqliteDialect implements kit.SqlDialect {
     return st.holder.get(this.#target) as LockSighting | undefined;
   }
 
-  // Neither waits on another connection's write lock: a refresh skipped is made next time, a lease left goes stale.
-  refresh(token: string): void {
-    if (!this.#db.isOpen) return;
-    const st = this.prepare();
-    withoutBusyWait(
-      this.#db,
-      () => st.refresh.run(this.#target, token, this.#now()),
-    );
+  // Neither waits long in SQLite for another connection's write lock (it blocks the thread): a refresh tries again on
+  // timers for most of the second until the next, so that a program of yours that keeps taking the lock does not make
+  // the lease go stale; a release tried once leaves a lease that goes stale.
+  async refresh(token: string): Promise<void> {
+    for (let tries = 1; this.#db.isOpen; tries++) {
+      const st = this.prepare();
+      const at = this.#now();
+      const run = () => st.refresh.run(this.#target, token, at);
+      if (withinBusyWait(this.#db, BUSY_STEP, run) || tries >= 5) return;
+      await delay(BUSY_STEP);
+    }
   }
 
   release(token: string): void {
@@ -247,7 +249,11 @@ class SqliteDialect implements kit.SqlDialect {
     this.commits.commit();
     if (!this.#db.isOpen) return;
     const st = this.prepare();
-    withoutBusyWait(this.#db, () => st.release.run(this.#target, token));
+    withinBusyWait(
+      this.#db,
+      BUSY_STEP,
+      () => st.release.run(this.#target, token),
+    );
   }
 
   /** Before the sink closes: a lease it holds goes too (the next run takes the copy at once, not once stale). */
@@ -296,18 +302,8 @@ class SqliteDialect implements kit.SqlDialect {
     return this.#changes ??= changeTable(this.#db, this.#table, at);
   }
 
-  /** A failure of the database file (a full disk, read-only, not a database, closed) as SyncError `"file"` naming it. */
   failure(error: unknown): unknown {
-    const file = this.#file ?? tried(() => this.#db.location());
-    if (!this.#db.isOpen) {
-      const message = `Cannot sync into ${this.what}: its database is closed`;
-      return new SyncError(message, "file", file || undefined, {
-        cause: error,
-      });
-    }
-    const why = String((error as Error | null)?.message);
-    if (!FILE_FAILURE.test(why) || !file) return error;
-    return fileError(file, "use", error);
+    return failureOf(this.#db, this.what, this.#file, error);
   }
 
   liveCount(): number {
