@@ -274,6 +274,28 @@ Deno.test('SQLite: while another connection holds the database\'s write lock, a 
   equal((await run({})).inserted, 3);
 });
 
+Deno.test("SQLite on a DatabaseSync of the caller's, outside WAL: a commit a reader keeps out is rolled back, not left holding the lock (r40: the caller's connection stayed in the sink's transaction, and no other could read)", async () => {
+  const path = await fresh("rollback-journal.db");
+  const theirs = new DatabaseSync(path);
+  const sink = createSqliteSink<{ id: string }>(theirs, { table: "items" });
+  const checkpoint = { ...checkpointAt("items", 1), sortBy: "id", id: "id" };
+  const edge = (id: string) => ({ ...checkpoint, edge: { value: id, id } });
+  await sink.write([{ id: "a" }], edge("a"), ["a"]);
+  const reader = new DatabaseSync(path);
+  reader.exec("BEGIN");
+  reader.prepare("SELECT count(*) FROM sqlite_master").get();
+  const failed = await sink.write([{ id: "b" }], edge("b"), ["b"]).catch((
+    error,
+  ) => error);
+  equal(failed instanceof SyncError && failed.reason, "locked", `${failed}`);
+  equal(theirs.isTransaction, false, "rolled back");
+  reader.exec("ROLLBACK");
+  reader.close();
+  equal((await sink.load())?.edge?.id, "a");
+  sink.close();
+  theirs.close();
+});
+
 Deno.test("syncList with a signal aborted already rejects with its reason and leaves the sink untouched: no table made", async () => {
   const fake = inProcess({ items: { transactions: 3 } });
   const path = await fresh("aborted.db");

@@ -90,10 +90,16 @@ export class Commits {
   commit(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#ours && this.#db.isOpen && this.#db.isTransaction) {
-      this.#db.exec("COMMIT");
-    }
+    const ours = this.#ours && this.#db.isOpen && this.#db.isTransaction;
     this.#ours = false;
+    if (!ours) return;
+    try {
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      // Not committed (outside WAL, a reader holds the file): rolled back, not left holding the lock; read again.
+      this.#db.exec("ROLLBACK");
+      throw error;
+    }
   }
 }
 
