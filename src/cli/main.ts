@@ -168,7 +168,7 @@ const STOPS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
 export async function runAsProgram(): Promise<never> {
   // A command that can end cleanly does (main returns the signal's code); otherwise end the line progress was on, so
   // the prompt starts clean, and exit (`unload` removes a token lock, which a kill by the signal would leave).
-  const stop = (exitCode: number) => {
+  const interrupt = (exitCode: number) => {
     if (interruptions.size > 0) {
       for (const stop of interruptions) stop(exitCode);
       return;
@@ -181,7 +181,7 @@ export async function runAsProgram(): Promise<never> {
   for (const [signal, exitCode] of Object.entries(STOPS)) {
     // Windows has SIGINT alone of these.
     tried(() =>
-      Deno.addSignalListener(signal as Deno.Signal, () => stop(exitCode))
+      Deno.addSignalListener(signal as Deno.Signal, () => interrupt(exitCode))
     );
   }
   Deno.exit(await main(Deno.args));
