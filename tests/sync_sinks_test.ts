@@ -717,3 +717,33 @@ for (const to of ["its last window", "past the copy's end"]) {
     }
   });
 }
+
+Deno.test("SQLite sink on a copy an earlier version made: a column another run adds between this run's look and its ALTER is taken as added (r40 F1: two runs on an older copy, one failed with a plain 'duplicate column name')", async () => {
+  const path = await fresh("older-copy.db");
+  const older = new DatabaseSync(path);
+  older.exec(
+    `CREATE TABLE items (id TEXT PRIMARY KEY, item TEXT NOT NULL, deleted_at TEXT);
+    CREATE TABLE partner_api_sync (target TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, rows INTEGER, last TEXT)`,
+  );
+  const theirs = new DatabaseSync(path);
+  // The other run's ALTER lands first, as when both looked while a third program held the write lock.
+  const racing = new Proxy(theirs, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (key !== "exec") {
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (sql: string) => {
+        if (sql.startsWith("ALTER TABLE")) older.exec(sql);
+        return target.exec(sql);
+      };
+    },
+  });
+  const sink = createSqliteSink(racing, { table: "items" });
+  await (await sink.lock!())[Symbol.asyncDispose]();
+  const columns = older.prepare("SELECT name FROM pragma_table_info('items')")
+    .all().map((row) => row.name);
+  equal(columns.join(), "id,item,deleted_at,partner_api_key");
+  theirs.close();
+  older.close();
+});

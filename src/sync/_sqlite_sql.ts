@@ -61,8 +61,13 @@ function createTables(db: DatabaseSync, table: string): void {
 
 /** Adds `column` (`name TYPE`) to `table` unless it has it. */
 function addColumn(db: DatabaseSync, table: string, column: string): void {
-  if (!columnsOf(db, table).includes(column)) {
+  const has = () => columnsOf(db, table).includes(column);
+  if (has()) return;
+  try {
     db.exec(`ALTER TABLE ${table} ADD COLUMN ${column}`);
+  } catch (error) {
+    // Another run looked too, before this lease, and added it first.
+    if (!has()) throw error;
   }
 }
 
