@@ -206,7 +206,13 @@ Deno.test('SQLite: while another connection holds the database\'s write lock, a 
   const fake = inProcess({ items: { transactions: 30 } });
   const path = await fresh("held.db");
   let wrote = () => {};
-  const run = (options: { lockWait?: number; signal?: AbortSignal }) => {
+  const run = (
+    options: {
+      lockWait?: number;
+      signal?: AbortSignal;
+      onLockWait?: (holder: string) => void;
+    },
+  ) => {
     const sink = createSqliteSink(path, { table: "transactions", ...options });
     const write: typeof sink.write = (...batch) => {
       wrote();
@@ -228,8 +234,11 @@ Deno.test('SQLite: while another connection holds the database\'s write lock, a 
       void (n === first && other.exec("BEGIN IMMEDIATE"));
   };
   holdOnList();
-  const refused = await run({ lockWait: 0 }).catch((error) => error);
+  const heard: string[] = [];
+  const onLockWait = (holder: string) => heard.push(holder);
+  const refused = await run({ lockWait: 0, onLockWait }).catch((e) => e);
   equal(refused instanceof SyncError && refused.reason, "locked", `${refused}`);
+  equal(heard.length, 1, "the wait is heard (the CLI said nothing)");
   // The run let go of its lease while the other held the write lock: the row is left, stale in 5 s; gone here.
   const letGo = () => {
     other.exec("ROLLBACK");

@@ -37,10 +37,10 @@ async function syncInto(
   const now = io.now ?? Date.now;
   const started = now();
   // Opened first: a copy it refuses leaves no progress timer running.
-  const sink = openSink(request, (holder) =>
-    io.stderr.write(
-      `waiting for the run that holds ${request.target} (${holder})\n`,
-    ));
+  const sink = openSink(request, (holder) => {
+    session.status.clear(); // a batch waits for the write lock under the progress line
+    io.stderr.write(`waiting for ${request.target}, held by ${holder}\n`);
+  });
   const progress = progressLine(io.stderr, now, started, request.priority);
   // Another line on standard error (--verbose) erases it first.
   session.status.clear = progress.clear;

@@ -239,7 +239,10 @@ export interface SinkLockOptions {
    * @default {30000}
    */
   lockWait?: number;
-  /** Hears once that a run waits, with who holds the copy (e.g. `pid 42`). */
+  /**
+   * Hears that a run waits, with who holds the copy (e.g. `pid 42`): once a wait for the lock, and on SQLite each time
+   * another connection holds the database's write lock past 100 ms.
+   */
   onLockWait?: (holder: string) => void;
   /**
    * The wall clock (epoch ms) of the copy's records: the lock's staleness, the change table's `at` and `deleted_at`.

@@ -145,6 +145,7 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
   readonly #lockWait: number;
+  readonly #onLockWait: ((holder: string) => void) | undefined;
   readonly commits: Commits;
   #prepared: Statements | undefined;
   /** The lease this sink's run holds. */
@@ -171,6 +172,7 @@ class SqliteDialect implements kit.SqlDialect {
     this.#absolute = file === undefined ? undefined : resolve(file);
     this.commits = new Commits(db);
     this.#lockWait = options.lockWait;
+    this.#onLockWait = options.onLockWait;
   }
 
   /** The first change, once the copy passed: journal mode and tables; the statements. */
@@ -274,9 +276,10 @@ class SqliteDialect implements kit.SqlDialect {
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
     const holder = "another connection to the database, in a write transaction";
+    const onWait = this.#onLockWait; // each time another connection holds it past the busy wait
     await waitForLock(
       this.what,
-      { signal: write.signal, wait: this.#lockWait },
+      { signal: write.signal, wait: this.#lockWait, onWait },
       () =>
         Promise.resolve(this.commits.begin() ? { taken: true } : { holder }),
     );

@@ -146,7 +146,7 @@ processTest(
     const child = cliCommand(flagsFor(env), args, env).spawn();
     const reader = child.stderr.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
-    ok(first.includes("waiting for the run that holds"), first);
+    ok(first.includes(`waiting for ${target}, held by pid`), first);
     ok(first.includes("12345"), first);
     await Deno.remove(lock);
     reader.releaseLock();
