@@ -168,6 +168,16 @@ Deno.test("syncList checks its options before anything is read", async () => {
   equal(fake.listRequests, 0);
 });
 
+Deno.test("syncList takes maxDuration: Infinity as its default, unbounded (r39 F8: a RangeError), with the default sweep of 10 windows", async () => {
+  const fake = inProcess({ items: { transactions: 30 } });
+  const sink = memorySink<Row>();
+  const options = { id: "transactionID", sink, maxDuration: Infinity };
+  const first = await syncList(fake.client, "transactions", options);
+  equal(first.inserted, 30);
+  const again = await syncList(fake.client, "transactions", options);
+  equal(again.sweepLeft, 0); // 10 windows cover 30 items: one cycle
+});
+
 Deno.test("syncList refuses a path holding a query or fragment before any request, TypeError naming 'path' (a path's filter bypassed 'query', the copy's identity, and its page parameters were replaced unseen)", async () => {
   const fake = inProcess({ items: { transactions: 10 } });
   using sink = createSqliteSink<Row>(":memory:", { table: "transactions" });

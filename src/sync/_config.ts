@@ -175,7 +175,9 @@ function pagingOptions<T>(options: SyncOptions<T>) {
 /** The sweep's budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
   const time = "positive time in ms, at most 2147483647";
-  const maxDuration = numberOf(options, "maxDuration", Infinity, time);
+  const maxDuration = options.maxDuration === Infinity
+    ? Infinity
+    : numberOf(options, "maxDuration", Infinity, time);
   // With a time bound and no count, the sweep spends what the limiter leaves it until the cycle completes or time is up.
   const defaultSweep = maxDuration === Infinity ? 10 : Infinity;
   const sweep = options.sweep === Infinity

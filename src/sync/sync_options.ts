@@ -123,8 +123,8 @@ export interface SyncOptions<T> {
   priority?: "high" | "low" | "auto";
   /**
    * How long the sweep may read, in ms. Without `sweep`, the run sweeps while the limiter has spare slots, until the
-   * cycle completes or this time is up (`nextVerifiedAt` says when the copy will be verified).
-   * @default {unbounded}
+   * cycle completes or this time is up (`nextVerifiedAt` says when the copy will be verified). `Infinity`: unbounded.
+   * @default {Infinity}
    */
   maxDuration?: number;
   /** Hears each committed batch. What it throws is ignored. */
