@@ -756,3 +756,23 @@ Deno.test("SQLite sink on a copy an earlier version made: a column another run a
   theirs.close();
   older.close();
 });
+
+Deno.test("SQLite: a lease refused because another connection holds the write lock names that connection, not another run (r40 F4)", async () => {
+  const path = await fresh("take-held.db");
+  const heard: string[] = [];
+  const onLockWait = (holder: string) => heard.push(holder);
+  using sink = createSqliteSink(path, {
+    table: "items",
+    lockWait: 0,
+    onLockWait,
+  });
+  await (await sink.lock!())[Symbol.asyncDispose](); // the tables
+  const other = new DatabaseSync(path);
+  other.exec("BEGIN IMMEDIATE");
+  const refused = await sink.lock!().catch((error) => error);
+  other.exec("ROLLBACK");
+  other.close();
+  equal(refused instanceof SyncError && refused.reason, "locked", `${refused}`);
+  equal(heard.length, 1);
+  equal(/another connection/.test(heard[0]!), true, heard[0]);
+});

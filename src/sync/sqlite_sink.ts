@@ -41,6 +41,8 @@ import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
 import { BUSY_STEP, Commits, withinBusyWait } from "./_sqlite_commits.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+/** Who holds the copy while another connection holds the database's write lock. */
+const WRITER = "another connection to the database, in a write transaction";
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -215,8 +217,10 @@ class SqliteDialect implements kit.SqlDialect {
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
     const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
-    const taken = withinBusyWait(this.#db, 0, () => st.take.get(...args));
-    if (taken !== undefined) {
+    // Null: another run's live lease; undefined: a no-wait try lost to another connection's write lock.
+    const take = () => st.take.get(...args) ?? null;
+    const taken = withinBusyWait(this.#db, 0, take);
+    if (taken !== undefined && taken !== null) {
       this.#held = token;
       this.commits.grouping = true;
       this.#keyed = undefined;
@@ -225,6 +229,9 @@ class SqliteDialect implements kit.SqlDialect {
     }
     const holder = this.#holder(st);
     const stale = holder !== undefined && isStale(holder.refreshedAt, at);
+    // Lost to a write lock with no live lease to name: a program's transaction, not a run.
+    const running = holder !== undefined && !stale && !over;
+    if (taken === undefined && !running) return { holder: WRITER };
     return { holder: holderOf(stale || over, holder?.owner) };
   }
 
@@ -275,13 +282,14 @@ class SqliteDialect implements kit.SqlDialect {
     const batch = { ...write, ...split(st, write) };
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
-    const holder = "another connection to the database, in a write transaction";
     const onWait = this.#onLockWait; // each time another connection holds it past the busy wait
     await waitForLock(
       this.what,
       { signal: write.signal, wait: this.#lockWait, onWait },
       () =>
-        Promise.resolve(this.commits.begin() ? { taken: true } : { holder }),
+        Promise.resolve(
+          this.commits.begin() ? { taken: true } : { holder: WRITER },
+        ),
     );
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
