@@ -1,4 +1,5 @@
-// Internal: the SQLite dialect's statements and batches (each a savepoint with its checkpoint, in `Commits`).
+// Internal: the SQLite dialect's statements: what a copy holds, its tables, and batches (each a savepoint with its
+// checkpoint, in `Commits`).
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { guardCycleEnd } from "./_deletes.ts";
@@ -35,6 +36,41 @@ export function tablesOf(db: DatabaseSync, table: string) {
     ? undefined
     : `${changes} is not a change table this sink made (${found})`;
   return { items: items.length > 0, foreign };
+}
+
+/** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
+export function readCopy(
+  db: DatabaseSync,
+  table: string,
+  target: string,
+): kit.CopyState {
+  const { foreign, items } = tablesOf(db, table);
+  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
+  const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
+  const rows = items ? Number(count().n) : 0;
+  const checkpoints = columnsOf(db, kit.CHECKPOINT_TABLE);
+  if (checkpoints.length === 0) return { checkpoint: undefined, rows };
+  const meta = checkpoints.includes("rows INTEGER")
+    ? ", rows AS recorded, last"
+    : "";
+  const found = db.prepare(
+    `SELECT target, checkpoint${meta} FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?`,
+  ).all(target) as (Omit<kit.CopyState, "rows"> & { target: string })[];
+  const own = found.find((row) => row.target === target) ?? found[0];
+  const last = own?.last ?? null;
+  const item = last === null ? undefined : db.prepare(
+    `SELECT item FROM ${table} WHERE id = ?`,
+  ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
+  return {
+    checkpoint: own?.checkpoint,
+    rows,
+    recorded: own?.recorded,
+    last,
+    found: item === undefined ? undefined : fingerprint(item.item),
+    foreign: found.length > 1
+      ? "checkpoints for several spellings of its name share it (SQLite folds case)"
+      : undefined,
+  };
 }
 
 /** Creates the tables (and the columns earlier versions lacked). */

@@ -12,7 +12,6 @@ import {
   assertOpenedAt,
   createPrivate,
   fileError,
-  fingerprint,
   identityOf,
   statOf,
 } from "./_files.ts";
@@ -32,10 +31,10 @@ import {
   changeTable,
   columnsOf,
   failureOf,
+  readCopy,
   split,
   type Statements,
   statements,
-  tablesOf,
 } from "./_sqlite_sql.ts";
 import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
 import { BUSY_STEP, Commits, withinBusyWait } from "./_sqlite_commits.ts";
@@ -344,41 +343,6 @@ class SqliteDialect implements kit.SqlDialect {
       file,
     );
   }
-}
-
-/** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
-function readCopy(
-  db: DatabaseSync,
-  table: string,
-  target: string,
-): kit.CopyState {
-  const { foreign, items } = tablesOf(db, table);
-  if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
-  const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
-  const rows = items ? Number(count().n) : 0;
-  const checkpoints = columnsOf(db, kit.CHECKPOINT_TABLE);
-  if (checkpoints.length === 0) return { checkpoint: undefined, rows };
-  const meta = checkpoints.includes("rows INTEGER")
-    ? ", rows AS recorded, last"
-    : "";
-  const found = db.prepare(
-    `SELECT target, checkpoint${meta} FROM ${kit.CHECKPOINT_TABLE} WHERE lower(target) = ?`,
-  ).all(target) as (Omit<kit.CopyState, "rows"> & { target: string })[];
-  const own = found.find((row) => row.target === target) ?? found[0];
-  const last = own?.last ?? null;
-  const item = last === null ? undefined : db.prepare(
-    `SELECT item FROM ${table} WHERE id = ?`,
-  ).get(last.slice(last.indexOf(":") + 1)) as { item: string } | undefined;
-  return {
-    checkpoint: own?.checkpoint,
-    rows,
-    recorded: own?.recorded,
-    last,
-    found: item === undefined ? undefined : fingerprint(item.item),
-    foreign: found.length > 1
-      ? "checkpoints for several spellings of its name share it (SQLite folds case)"
-      : undefined,
-  };
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
