@@ -776,3 +776,40 @@ Deno.test("SQLite: a lease refused because another connection holds the write lo
   equal(heard.length, 1);
   equal(/another connection/.test(heard[0]!), true, heard[0]);
 });
+
+Deno.test("SQLite: making the tables while another connection holds the write lock waits on timers, heard by onLockWait, and the run's signal stops it with its reason (r40 F2: the thread blocked 10 s in SQLite, the abort unheard)", async () => {
+  const fake = inProcess({ items: { transactions: 3 } });
+  const path = await fresh("tables-held.db");
+  const other = new DatabaseSync(path);
+  other.exec("PRAGMA journal_mode = WAL; CREATE TABLE other (x)");
+  other.exec("BEGIN IMMEDIATE");
+  const heard: string[] = [];
+  const onLockWait = (holder: string) => heard.push(holder);
+  const run = (signal?: AbortSignal) => {
+    const sink = createSqliteSink(path, { table: "transactions", onLockWait });
+    const options = { ...byDate, sink, ...(signal && { signal }) };
+    return syncList(fake.client, "transactions", options)
+      .finally(() => sink.close());
+  };
+  await withFakeTimers(async (timers) => {
+    const controller = new AbortController();
+    const reason = new Error("stop");
+    let settled: unknown = "pending";
+    run(controller.signal).then((done) => settled = done, (e) => settled = e);
+    const turns = async (n: number) => {
+      for (let turn = 0; turn < n && settled === "pending"; turn++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        await timers.tickAsync(100);
+      }
+    };
+    await turns(5);
+    equal(settled, "pending");
+    controller.abort(reason);
+    await turns(10);
+    equal(settled, reason);
+  });
+  equal(heard.length, 1);
+  other.exec("ROLLBACK");
+  other.close();
+  equal((await run()).inserted, 3);
+});

@@ -18,6 +18,8 @@ import {
   type UnseenRow,
 } from "../src/sync/_key_text.ts";
 import { runs } from "./_property_runs.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { freshTarget } from "./_sync_fake.ts";
 
 type Item = {
   id: string | number;
@@ -359,4 +361,34 @@ Deno.test("keying rows inside a transaction batches share (a copy of 20,000 rows
     `SELECT count(*) AS n FROM ${TABLE} WHERE partner_api_key IS NULL`,
   ).get();
   equal(unkeyed?.n, 0);
+});
+
+Deno.test("keying rows while another connection holds the write lock waits on timers, and the run's signal stops it with its reason (r40 F2: the thread blocked in SQLite, the abort heard seconds late)", async () => {
+  const path = await freshTarget("sqlite-keys", "held.db");
+  const items = [1, 2, 3].map((id) => ({ id, v: id, rev: 0 }));
+  using sink = createSqliteSink<Item>(path, { table: TABLE }) as Sink;
+  await write(sink, items, 1); // no lease: its refresh would wait on the faked timers
+  const other = new DatabaseSync(path);
+  other.exec(`UPDATE ${TABLE} SET partner_api_key = NULL; BEGIN IMMEDIATE`);
+  await withFakeTimers(async (timers) => {
+    const controller = new AbortController();
+    const reason = new Error("stop");
+    const all = { after: null, upTo: null, descending: false };
+    let settled: unknown = "pending";
+    sink.unseenBetween(2, all, Infinity, keyOf, controller.signal)
+      .then((rows) => settled = rows, (error) => settled = error);
+    for (let turn = 0; turn < 10; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await timers.tickAsync(100);
+    }
+    equal(settled, "pending");
+    controller.abort(reason);
+    await new Promise((resolve) => setImmediate(resolve));
+    await timers.tickAsync(200);
+    equal(settled, reason);
+  });
+  other.exec("ROLLBACK");
+  other.close();
+  const all = { after: null, upTo: null, descending: false };
+  equal((await sink.unseenBetween(2, all, Infinity, keyOf)).length, 3);
 });

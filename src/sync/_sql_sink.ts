@@ -41,7 +41,7 @@ export interface SqlDialect {
   /** The copy's state, read without changing anything. */
   read(): Answer<CopyState>;
   /** Before a run's lease: the tables, created once the copy passed (what it answers is awaited, then dropped). */
-  prepare(): Answer<unknown>;
+  prepare(signal?: AbortSignal): Answer<unknown>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
   take(token: string): Answer<{ taken: string } | { holder: string }>;
   /** Refreshes the lease while it is `token`'s. */
@@ -86,7 +86,7 @@ export function sqlSink<T>(
     load: failing(async () => (await check()).checkpoint),
     lock: failing(async (run: { signal?: AbortSignal } = {}) => {
       await check();
-      await dialect.prepare();
+      await dialect.prepare(run.signal);
       const token = runToken();
       owner = await waitForLock(dialect.what, {
         signal: run.signal,

@@ -6,6 +6,11 @@
 import type { DatabaseSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
+import { type LockWait, waitForLock } from "./_lease.ts";
+
+/** Who holds the copy while another connection holds the database's write lock. */
+export const WRITER =
+  "another connection to the database, in a write transaction";
 
 // Batches that may share a transaction, from a table of GROUP_FROM rows on (below, a commit per batch costs little),
 // for at most GROUP_WAIT ms: what a killed run reads again.
@@ -14,6 +19,9 @@ const [GROUP_BATCHES, GROUP_FROM, GROUP_WAIT] = [8, 20_000, 100];
 /** The transaction of a sink's connection, and when it commits. */
 export class Commits {
   readonly #db: DatabaseSync;
+  readonly #what: string;
+  /** How long `open` waits, and who hears it (each time another connection holds the lock past the busy wait). */
+  readonly #wait: Omit<LockWait, "signal">;
   /** How long a transaction has been open is a span: the steady clock's. */
   readonly #clock = steadyClock();
   #batches = 0;
@@ -28,8 +36,20 @@ export class Commits {
   /** Rows in the table: batches share transactions from GROUP_FROM on. */
   rows = 0;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, what: string, wait: Omit<LockWait, "signal">) {
     this.#db = db;
+    this.#what = what;
+    this.#wait = wait;
+  }
+
+  /** Opens this sink's transaction unless one is open, waiting on timers while another connection holds the write lock. */
+  async open(signal: AbortSignal | undefined): Promise<void> {
+    await waitForLock(
+      this.#what,
+      { ...this.#wait, signal },
+      () =>
+        Promise.resolve(this.begin() ? { taken: true } : { holder: WRITER }),
+    );
   }
 
   /**

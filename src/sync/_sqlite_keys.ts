@@ -64,12 +64,16 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const down = read("partner_api_key < ?3 AND partner_api_key >= ?4", " DESC");
   /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
   const keys = once(async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
-    if (endsWrong(db, table, keyOf)) commits.batch(() => unkeyAll(db, table));
+    if (endsWrong(db, table, keyOf)) {
+      await commits.open(signal);
+      commits.batch(() => unkeyAll(db, table));
+    }
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {
       signal?.throwIfAborted(); // the pages keyed so far stay
       const page = unkeyed.all(from);
       if (page.length === 0) return;
+      await commits.open(signal); // on timers while another connection holds the write lock
       commits.batch(() => {
         for (const { rowid, item } of page) {
           const text = storedKey(keyOf, JSON.parse(`${item}`));

@@ -15,13 +15,7 @@ import {
   identityOf,
   statOf,
 } from "./_files.ts";
-import {
-  holderOf,
-  isStale,
-  lockLost,
-  STALE_AFTER,
-  waitForLock,
-} from "./_lease.ts";
+import { holderOf, isStale, lockLost, STALE_AFTER } from "./_lease.ts";
 import { SyncError } from "./sync_error.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import * as kit from "./_sql_sink.ts";
@@ -37,11 +31,14 @@ import {
   statements,
 } from "./_sqlite_sql.ts";
 import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
-import { BUSY_STEP, Commits, withinBusyWait } from "./_sqlite_commits.ts";
+import {
+  BUSY_STEP,
+  Commits,
+  withinBusyWait,
+  WRITER,
+} from "./_sqlite_commits.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
-/** Who holds the copy while another connection holds the database's write lock. */
-const WRITER = "another connection to the database, in a write transaction";
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -145,8 +142,6 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #now: () => number;
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
-  readonly #lockWait: number;
-  readonly #onLockWait: ((holder: string) => void) | undefined;
   readonly commits: Commits;
   #prepared: Statements | undefined;
   /** The lease this sink's run holds. */
@@ -171,14 +166,16 @@ class SqliteDialect implements kit.SqlDialect {
     this.#stale = staleJudge(this.#now, STALE_AFTER);
     this.#file = file;
     this.#absolute = file === undefined ? undefined : resolve(file);
-    this.commits = new Commits(db);
-    this.#lockWait = options.lockWait;
-    this.#onLockWait = options.onLockWait;
+    const wait = { wait: options.lockWait, onWait: options.onLockWait };
+    this.commits = new Commits(db, this.what, wait);
   }
 
-  /** The first change, once the copy passed: journal mode and tables; the statements. */
-  prepare(): Statements {
-    if (this.#prepared !== undefined) return this.#prepared;
+  /**
+   * The first change, once the copy passed: journal mode, then the tables; where that needs the write lock another
+   * connection holds, in the sink's transaction once it is free (waited for on timers, as a batch waits).
+   */
+  async prepare(signal?: AbortSignal): Promise<void> {
+    if (this.#prepared !== undefined) return;
     // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
     // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
     if (this.#file !== undefined) {
@@ -186,7 +183,15 @@ class SqliteDialect implements kit.SqlDialect {
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
       );
     }
-    return this.#prepared = statements(this.#db, this.#table);
+    // Tables as they should be need no write lock: at once (a second run of this process hears who holds the lease).
+    if (withinBusyWait(this.#db, 0, () => this.#statements())) return;
+    await this.commits.open(signal);
+    this.commits.batch(() => this.#statements());
+  }
+
+  /** The statements (the tables made in SQLite's busy wait, where `prepare` did not make them: a read without a run). */
+  #statements(): Statements {
+    return this.#prepared ??= statements(this.#db, this.#table);
   }
 
   async read(): Promise<kit.CopyState> {
@@ -209,7 +214,7 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   take(token: string): { taken: string } | { holder: string } {
-    const st = this.prepare();
+    const st = this.#statements();
     const at = this.#now();
     // A lease stamped ahead of this clock (it stepped back) is taken once seen unchanged for STALE_AFTER.
     const seen = this.#holder(st);
@@ -243,7 +248,7 @@ class SqliteDialect implements kit.SqlDialect {
   // the lease go stale; a release tried once leaves a lease that goes stale.
   async refresh(token: string): Promise<void> {
     for (let tries = 1; this.#db.isOpen; tries++) {
-      const st = this.prepare();
+      const st = this.#statements();
       const at = this.#now();
       const run = () => st.refresh.run(this.#target, token, at);
       if (withinBusyWait(this.#db, BUSY_STEP, run) || tries >= 5) return;
@@ -256,7 +261,7 @@ class SqliteDialect implements kit.SqlDialect {
     this.commits.grouping = false;
     this.commits.commit();
     if (!this.#db.isOpen) return;
-    const st = this.prepare();
+    const st = this.#statements();
     withinBusyWait(
       this.#db,
       BUSY_STEP,
@@ -277,19 +282,12 @@ class SqliteDialect implements kit.SqlDialect {
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
     this.#checkFile();
-    const st = this.prepare();
+    await this.prepare(write.signal); // a write without a run's lock()
+    const st = this.#statements();
     const batch = { ...write, ...split(st, write) };
     // node:sqlite blocks the thread: the next window's request goes out first (setImmediate: setTimeout(0) is clamped).
     await new Promise((resolve) => setImmediate(resolve));
-    const onWait = this.#onLockWait; // each time another connection holds it past the busy wait
-    await waitForLock(
-      this.what,
-      { signal: write.signal, wait: this.#lockWait, onWait },
-      () =>
-        Promise.resolve(
-          this.commits.begin() ? { taken: true } : { holder: WRITER },
-        ),
-    );
+    await this.commits.open(write.signal);
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
     const done = this.commits.batch(() => {
@@ -317,7 +315,7 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   liveCount(): number {
-    return (this.prepare().live.get() as { n: number }).n;
+    return (this.#statements().live.get() as { n: number }).n;
   }
 
   liveOf(ids: readonly string[]): string[] {
@@ -327,7 +325,7 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   unseenBetween(...ask: kit.Ask) {
-    this.prepare();
+    this.#statements();
     this.#keyed ??= keyedCopy(this.#db, this.#table, this.#target);
     return this.#keyed(this.commits, ...ask);
   }
