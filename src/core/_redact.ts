@@ -64,7 +64,7 @@ export const providerSecrets = new WeakMap<object, readonly Secret[]>();
 export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 
 function redactorOf(given: Secret): Redactor {
-  if (typeof given === "string") return redactor([[REDACTED, given]], given);
+  if (typeof given === "string") return redactor([[REDACTED, given]]);
   let made = redactors.get(given);
   if (made === undefined) {
     const values: [string, string, string?][] = [
@@ -74,17 +74,14 @@ function redactorOf(given: Secret): Redactor {
       (value?.trim().length ?? 0) >= MIN_REDACTED_LENGTH;
     if (long(given.clientId)) values.push(["[client_id]", given.clientId]);
     if (long(given.audience)) values.push(["[audience]", given.audience]);
-    made = redactor(values, given.secret);
+    made = redactor(values);
     redactors.set(given, made);
   }
   return made;
 }
 
-/** `values` as [name, value, client id to pair it with (HTTP Basic)]. */
-function redactor(
-  values: readonly (readonly [string, string, string?])[],
-  secret: string,
-) {
+/** `values` as [name, value, client id to pair it with (HTTP Basic)], the secret (or the string) first. */
+function redactor(values: readonly (readonly [string, string, string?])[]) {
   const all: string[] = [];
   const named = values.map(([name, value, clientId]) => {
     const forms = encodings(value, clientId);
@@ -104,7 +101,7 @@ function redactor(
     /** Each value's own forms, to name a match, in the order of `pattern`. */
     named,
     /** The value whose runs drop a whole text (the secret, or the string). */
-    secret,
+    secret: values[0]![1],
     /** The longest form, so that a text can be cut before it is searched. */
     longest: forms[0]?.length ?? 0,
   };
