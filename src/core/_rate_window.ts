@@ -128,7 +128,6 @@ export class WaitQueue {
     this.#onAbort = onAbort;
   }
 
-  /** How many wait. */
   get size(): number {
     return this.#size;
   }
@@ -210,7 +209,6 @@ export class PriorityLines {
     this.low = new WaitQueue((waiter, why) => onAbort(waiter, why, this.low));
   }
 
-  /** How many wait in both. */
   get size(): number {
     return this.live.size + this.low.size;
   }
