@@ -167,7 +167,9 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {
     const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
-    const decoded = tried(() => utf8(atob(aligned)));
+    const decoded = tried(() =>
+      LENIENT.decode(Uint8Array.from(atob(aligned), (c) => c.charCodeAt(0)))
+    );
     if (decoded === undefined) continue;
     const found = new Set(
       decoded.match(made.pattern!)?.map((match) => nameOf(made, match)),
@@ -178,10 +180,6 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
     if (name !== undefined) return name;
   }
   return undefined;
-}
-
-function utf8(binary: string): string {
-  return LENIENT.decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
 }
 
 /** Invalid bytes become U+FFFD, so that one of them hides nothing else. */
