@@ -273,9 +273,8 @@ async function carryOut<T>(
   }
   // No answer is never delivered: after one, it is retry or fail.
   if (step.do !== "retry" && step.do !== "follow") {
-    const { secrets, target, method, exchange } = request;
-    const timedOut = deadline.timedOut;
-    const cause = timedOut ? timeoutError(request.limits.ms) : request.failure;
+    const { secrets, target, method, exchange, limits } = request;
+    const cause = deadline.timedOut ? timeoutError(limits.ms) : request.failure;
     const reason = noAnswerReason(deadline);
     const url = displayUrl(target);
     const tries = attempts > 1 ? ` in ${attempts} attempts` : "";

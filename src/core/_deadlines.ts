@@ -209,7 +209,6 @@ export type Deadline = Readonly<
 
 /** Where attempts get their time limits. */
 export interface AttemptLimits {
-  /** The limit, in ms. */
   readonly ms: number;
   /** Starts one attempt's limit, following the caller's `outer` signal. */
   start(outer: AbortSignal | undefined): Deadline;

@@ -75,13 +75,12 @@ export function recordSend(window: Window, time: number): number {
 export function recordAnswer(window: Window, ticket: number, now: number) {
   const { times } = window;
   // Only a ticket still in the ring: others are long out of the window.
-  if (ticket >= window.sent - times.length && ticket < window.sent) {
-    const index = ticket % times.length;
-    if (times[index] !== Infinity) return;
-    times[index] = now;
-    window.unanswered--;
-    keep(window, now);
-  }
+  if (ticket < window.sent - times.length || ticket >= window.sent) return;
+  const index = ticket % times.length;
+  if (times[index] !== Infinity) return;
+  times[index] = now;
+  window.unanswered--;
+  keep(window, now);
 }
 
 /** Counts `time` among the window's, in order (after a clock stepped back, from the latest kept: only longer). */
@@ -128,7 +127,6 @@ export class WaitQueue {
     this.#onAbort = onAbort;
   }
 
-  /** How many wait. */
   get size(): number {
     return this.#size;
   }
@@ -210,7 +208,6 @@ export class PriorityLines {
     this.low = new WaitQueue((waiter, why) => onAbort(waiter, why, this.low));
   }
 
-  /** How many wait in both. */
   get size(): number {
     return this.live.size + this.low.size;
   }

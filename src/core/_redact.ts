@@ -64,7 +64,7 @@ export const providerSecrets = new WeakMap<object, readonly Secret[]>();
 export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 
 function redactorOf(given: Secret): Redactor {
-  if (typeof given === "string") return redactor([[REDACTED, given]], given);
+  if (typeof given === "string") return redactor([[REDACTED, given]]);
   let made = redactors.get(given);
   if (made === undefined) {
     const values: [string, string, string?][] = [
@@ -74,17 +74,14 @@ function redactorOf(given: Secret): Redactor {
       (value?.trim().length ?? 0) >= MIN_REDACTED_LENGTH;
     if (long(given.clientId)) values.push(["[client_id]", given.clientId]);
     if (long(given.audience)) values.push(["[audience]", given.audience]);
-    made = redactor(values, given.secret);
+    made = redactor(values);
     redactors.set(given, made);
   }
   return made;
 }
 
-/** `values` as [name, value, client id to pair it with (HTTP Basic)]. */
-function redactor(
-  values: readonly (readonly [string, string, string?])[],
-  secret: string,
-) {
+/** `values` as [name, value, client id to pair it with (HTTP Basic)], the secret (or the string) first. */
+function redactor(values: readonly (readonly [string, string, string?])[]) {
   const all: string[] = [];
   const named = values.map(([name, value, clientId]) => {
     const forms = encodings(value, clientId);
@@ -104,7 +101,7 @@ function redactor(
     /** Each value's own forms, to name a match, in the order of `pattern`. */
     named,
     /** The value whose runs drop a whole text (the secret, or the string). */
-    secret,
+    secret: values[0]![1],
     /** The longest form, so that a text can be cut before it is searched. */
     longest: forms[0]?.length ?? 0,
   };
@@ -170,7 +167,9 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {
     const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
-    const decoded = tried(() => utf8(atob(aligned)));
+    const decoded = tried(() =>
+      LENIENT.decode(Uint8Array.from(atob(aligned), (c) => c.charCodeAt(0)))
+    );
     if (decoded === undefined) continue;
     const found = new Set(
       decoded.match(made.pattern!)?.map((match) => nameOf(made, match)),
@@ -181,10 +180,6 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
     if (name !== undefined) return name;
   }
   return undefined;
-}
-
-function utf8(binary: string): string {
-  return LENIENT.decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
 }
 
 /** Invalid bytes become U+FFFD, so that one of them hides nothing else. */

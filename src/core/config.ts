@@ -293,20 +293,18 @@ function processEnv(): EnvSource {
     process?: { env: Record<string, string | undefined> };
   };
   const deno = runtime.Deno;
-  if (deno !== undefined) {
-    try {
-      return deno.env.toObject(); // all variables: near misses can be named
-    } catch {
-      // Only some allowed: never ask for the rest (a typo looked up must not prompt).
-      return (variable) => {
-        const { state } = deno.permissions.querySync({ name: "env", variable });
-        if (state === "granted") return deno.env.get(variable);
-        // The exact flag: every variable configFromEnv reads, by name.
-        const rule = `cannot be read: add --allow-env=${KNOWN.join(",")}`;
-        throw configError(variable, rule);
-      };
-    }
-  }
   // Read only off Deno: there `globalThis.process` loads Node's process module, about 40 ms of an edge cold start.
-  return runtime.process?.env ?? {};
+  if (deno === undefined) return runtime.process?.env ?? {};
+  try {
+    return deno.env.toObject(); // all variables: near misses can be named
+  } catch {
+    // Only some allowed: never ask for the rest (a typo looked up must not prompt).
+    return (variable) => {
+      const { state } = deno.permissions.querySync({ name: "env", variable });
+      if (state === "granted") return deno.env.get(variable);
+      // The exact flag: every variable configFromEnv reads, by name.
+      const rule = `cannot be read: add --allow-env=${KNOWN.join(",")}`;
+      throw configError(variable, rule);
+    };
+  }
 }
