@@ -201,14 +201,11 @@ export function pageOf(
 }
 
 /** The comparison of the order named `"<field> <direction>"`; ties by id. */
-export function orderOf(
-  resource: ListResource,
-  key: string,
-): (a: Item, b: Item) => number {
+export function orderOf(resource: ListResource, key: string) {
   const [sortBy, direction] = key.split(" ") as [string, string];
   const sign = direction === "ASC" ? 1 : -1;
   const idField = resource.idField;
-  return (a, b) =>
+  return (a: Item, b: Item) =>
     sign * (compare(a[sortBy], b[sortBy]) || compare(a[idField], b[idField]));
 }
 
