@@ -102,9 +102,8 @@ function ownerOfNewFile(folder: string): number | null | undefined {
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
 function cacheFolder(): string | undefined {
   const [own, xdg, home] = CACHE_VARIABLES.map((variable) =>
-    Deno.permissions.querySync({ name: "env", variable }).state === "granted"
-      ? Deno.env.get(variable) || undefined
-      : undefined
+    Deno.permissions.querySync({ name: "env", variable }).state === "granted" &&
+    Deno.env.get(variable)
   );
   if (own) return own;
   if (xdg) return `${xdg}/partner-api`;
