@@ -16,7 +16,7 @@ export interface ListResource {
   readonly sorted: Map<string, Item[]>;
   /** The number of the next generated id: ids are never reused. */
   serial: number;
-  /** Epoch ms where the list's date range starts (see {@linkcode isoDate}). */
+  /** Epoch ms where the list's date range starts (see {@linkcode offset}). */
   readonly epoch: number;
 }
 
@@ -52,13 +52,8 @@ export function id(prefix: string, n: number): string {
   return `${prefix}_${String(n).padStart(6, "0")}`;
 }
 
-/** A creation date in a list's range, which starts at `epoch`. */
-export function isoDate(random: () => number, epoch: number): string {
-  return new Date(epoch + offset(random)).toISOString();
-}
-
 /** A place in the date range, in ms from its start: one draw of `random`. */
-function offset(random: () => number): number {
+export function offset(random: () => number): number {
   return Math.floor(random() * SPAN);
 }
 
