@@ -71,10 +71,7 @@ function anchor(items: Item[], now: number): number {
   return epoch;
 }
 
-/**
- * Each list's id field, sort fields, and order without `sortBy` (the service's: organizations by
- * company name, transactions by creation date, others by id).
- */
+/** Each list's id field, sort fields, and order without `sortBy` (`defaultSort`: the service's). */
 const SHAPES = [
   {
     name: "organizations",
