@@ -1,10 +1,6 @@
 // Internal: where the tool keeps its tokens between runs (a file token store of ./store), and whether this run may.
 
-import {
-  clearFileTokenStore,
-  createFileTokenStore,
-  type FileTokenStore,
-} from "../store/mod.ts";
+import { clearFileTokenStore, createFileTokenStore } from "../store/mod.ts";
 import type { PartnerApiConfig } from "../core/config.ts";
 import { UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
@@ -20,10 +16,8 @@ const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
  */
 export function openCache(
   clientSecret: string,
-  notify: (line: string) => void = () => {},
-):
-  | { readonly store: FileTokenStore; readonly notice?: undefined }
-  | { readonly store?: undefined; readonly notice: string } {
+  notify: (line: string) => void,
+) {
   const folder = cacheFolder();
   const missing = folder === undefined
     ? "set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs"
@@ -108,9 +102,8 @@ function ownerOfNewFile(folder: string): number | null | undefined {
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
 function cacheFolder(): string | undefined {
   const [own, xdg, home] = CACHE_VARIABLES.map((variable) =>
-    Deno.permissions.querySync({ name: "env", variable }).state === "granted"
-      ? Deno.env.get(variable) || undefined
-      : undefined
+    Deno.permissions.querySync({ name: "env", variable }).state === "granted" &&
+    Deno.env.get(variable)
   );
   if (own) return own;
   if (xdg) return `${xdg}/partner-api`;

@@ -131,7 +131,7 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
   );
   const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;
   io.stderr.write(
-    `(${source}${quota && age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
+    `(${source}${age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
   );
   if (blockedUntil !== undefined && now() < blockedUntil) {
     const until = utcTime(blockedUntil);

@@ -1,7 +1,6 @@
 // Internal: `partner-api demo`, loaded only when asked for, so the published ./cli does not load the fake for real runs.
 
 import { startFakePartnerApi } from "../testing/mod.ts";
-import type { CliWriter } from "./io.ts";
 import { plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
 import { counted } from "./_render.ts";
@@ -29,7 +28,7 @@ export async function runDemo(io: RunIo): Promise<void> {
     environment: api.environment,
     ...api.credentials,
   }, { cache: false, verbose: false, envFile: undefined });
-  const discard: CliWriter = { isTerminal: false, write: () => {} };
+  const discard = { isTerminal: false, write: () => {} };
   io.stdout.write(
     `${NAME} demo: the real flow against an in-process fake of the service\n`,
   );

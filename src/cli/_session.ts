@@ -1,7 +1,7 @@
 // Internal: what one run of the tool shares between its steps: its I/O, configuration, and session (provider, client, cache).
 
 import { createClient } from "../client/mod.ts";
-import type { EventListener } from "../core/events.ts";
+import type { EventListener, PartnerApiEvent } from "../core/events.ts";
 import {
   CONFIG_OPTIONAL_VARIABLES,
   CONFIG_VARIABLES,
@@ -188,12 +188,9 @@ function watchTokenRequests(err: CliWriter) {
 }
 
 /** `--verbose`: one line per `token.request` and `api.request` event (events never hold the secret or a token). */
-function verboseListener(
-  err: CliWriter,
-  environment: Environment,
-): EventListener {
+function verboseListener(err: CliWriter, environment: Environment) {
   let tokenRequests = 0;
-  return (event) => {
+  return (event: PartnerApiEvent) => {
     let line: string;
     if (event.type === "token.request") {
       tokenRequests++;

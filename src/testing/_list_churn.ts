@@ -3,9 +3,9 @@
 import { checkNumber, typeError } from "../core/_check.ts";
 import {
   id,
-  isoDate,
   type Item,
   type ListResource,
+  offset,
   orderOf,
   pick,
   seededRandom,
@@ -52,7 +52,7 @@ export function churner(
       insertItem(resource, {
         ...model,
         [resource.idField]: `${model[resource.idField]}_${++resource.serial}`,
-        creationDate: isoDate(random, resource.epoch),
+        creationDate: new Date(resource.epoch + offset(random)).toISOString(),
       }));
     times(churn.remove, (gone) => removeItem(resource, idOf(resource, gone)));
     times(churn.update, (item) =>

@@ -16,7 +16,7 @@ export interface ListResource {
   readonly sorted: Map<string, Item[]>;
   /** The number of the next generated id: ids are never reused. */
   serial: number;
-  /** Epoch ms where the list's date range starts (see {@linkcode isoDate}). */
+  /** Epoch ms where the list's date range starts (see {@linkcode offset}). */
   readonly epoch: number;
 }
 
@@ -52,13 +52,8 @@ export function id(prefix: string, n: number): string {
   return `${prefix}_${String(n).padStart(6, "0")}`;
 }
 
-/** A creation date in a list's range, which starts at `epoch`. */
-export function isoDate(random: () => number, epoch: number): string {
-  return new Date(epoch + offset(random)).toISOString();
-}
-
 /** A place in the date range, in ms from its start: one draw of `random`. */
-function offset(random: () => number): number {
+export function offset(random: () => number): number {
   return Math.floor(random() * SPAN);
 }
 
@@ -76,10 +71,7 @@ function anchor(items: Item[], now: number): number {
   return epoch;
 }
 
-/**
- * Each list's id field, sort fields, and order without `sortBy` (the service's: organizations by
- * company name, transactions by creation date, others by id).
- */
+/** Each list's id field, sort fields, and order without `sortBy` (`defaultSort`: the service's). */
 const SHAPES = [
   {
     name: "organizations",
@@ -201,14 +193,11 @@ export function pageOf(
 }
 
 /** The comparison of the order named `"<field> <direction>"`; ties by id. */
-export function orderOf(
-  resource: ListResource,
-  key: string,
-): (a: Item, b: Item) => number {
+export function orderOf(resource: ListResource, key: string) {
   const [sortBy, direction] = key.split(" ") as [string, string];
   const sign = direction === "ASC" ? 1 : -1;
   const idField = resource.idField;
-  return (a, b) =>
+  return (a: Item, b: Item) =>
     sign * (compare(a[sortBy], b[sortBy]) || compare(a[idField], b[idField]));
 }
 
