@@ -39,7 +39,11 @@ export function numberError(
   ...[context, option, rule]: Said
 ): OptionError {
   const kind = typeof value === "number" ? rangeError : typeError;
-  return kind(context, option, rule, String(value));
+  // A string quoted: "Infinity" is not the number it reads as.
+  const shown = typeof value === "string"
+    ? JSON.stringify(value)
+    : String(value);
+  return kind(context, option, rule, shown);
 }
 
 /** The longest wait a timer keeps: `setTimeout` fires a longer one at once. */
@@ -52,6 +56,8 @@ const RULES = {
   "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
   "positive time in ms, at most 2147483647": (n: number) =>
     n > 0 && n <= MAX_TIMER_MS,
+  "positive time in ms, at most 2147483647, or Infinity": (n: number) =>
+    n === Infinity || (n > 0 && n <= MAX_TIMER_MS),
   "non-negative time in ms, at most 2147483647": (n: number) =>
     n >= 0 && n <= MAX_TIMER_MS,
   "positive whole time in ms, at most 2147483647": (n: number) =>

@@ -174,10 +174,8 @@ function pagingOptions<T>(options: SyncOptions<T>) {
 
 /** The sweep's budget, what deletes do, and the guard. */
 function sweepOptions<T>(options: SyncOptions<T>) {
-  const time = "positive time in ms, at most 2147483647";
-  const maxDuration = options.maxDuration === Infinity
-    ? Infinity
-    : numberOf(options, "maxDuration", Infinity, time);
+  const time = "positive time in ms, at most 2147483647, or Infinity";
+  const maxDuration = numberOf(options, "maxDuration", Infinity, time);
   // With a time bound and no count, the sweep spends what the limiter leaves it until the cycle completes or time is up.
   const defaultSweep = maxDuration === Infinity ? 10 : Infinity;
   const sweep = options.sweep === Infinity
