@@ -14,7 +14,7 @@ import {
 import { freshTarget, inProcess, listOf } from "./_sync_fake.ts";
 import { checkpointAt } from "./sync_fixtures.ts";
 import { withFakeTimers } from "./_helpers.ts";
-import { STALE_AFTER } from "../src/sync/_lease.ts";
+import { STALE_AFTER, waitForLock } from "../src/sync/_lease.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (actual !== expected) {
@@ -777,39 +777,125 @@ Deno.test("SQLite: a lease refused because another connection holds the write lo
   equal(/another connection/.test(heard[0]!), true, heard[0]);
 });
 
-Deno.test("SQLite: making the tables while another connection holds the write lock waits on timers, heard by onLockWait, and the run's signal stops it with its reason (r40 F2: the thread blocked 10 s in SQLite, the abort unheard)", async () => {
-  const fake = inProcess({ items: { transactions: 3 } });
-  const path = await fresh("tables-held.db");
-  const other = new DatabaseSync(path);
-  other.exec("PRAGMA journal_mode = WAL; CREATE TABLE other (x)");
-  other.exec("BEGIN IMMEDIATE");
-  const heard: string[] = [];
-  const onLockWait = (holder: string) => heard.push(holder);
-  const run = (signal?: AbortSignal) => {
-    const sink = createSqliteSink(path, { table: "transactions", onLockWait });
-    const options = { ...byDate, sink, ...(signal && { signal }) };
-    return syncList(fake.client, "transactions", options)
-      .finally(() => sink.close());
-  };
+/**
+ * Starts `work`, which waits for a lock another holds: once `heard` tells the wait began (file reads done), still
+ * waiting after 0.5 s of fake time, it ends with the reason of an abort.
+ */
+async function abortWhileWaiting(
+  work: (signal: AbortSignal) => Promise<unknown>,
+  heard: readonly string[],
+) {
   await withFakeTimers(async (timers) => {
     const controller = new AbortController();
     const reason = new Error("stop");
     let settled: unknown = "pending";
-    run(controller.signal).then((done) => settled = done, (e) => settled = e);
-    const turns = async (n: number) => {
-      for (let turn = 0; turn < n && settled === "pending"; turn++) {
-        await new Promise((resolve) => setImmediate(resolve));
+    work(controller.signal).then((done) => settled = done, (e) => settled = e);
+    const turns = async (n: number, until: () => boolean) => {
+      for (let turn = 0; turn < n && !until(); turn++) {
+        await new Promise((resolve) => setImmediate(resolve)); // file reads go on meanwhile
         await timers.tickAsync(100);
       }
     };
-    await turns(5);
+    await turns(10_000, () => heard.length > 0 || settled !== "pending");
+    await turns(5, () => settled !== "pending");
     equal(settled, "pending");
     controller.abort(reason);
-    await turns(10);
+    await turns(10_000, () => settled !== "pending");
     equal(settled, reason);
   });
-  equal(heard.length, 1);
-  other.exec("ROLLBACK");
+}
+
+for (const journal of ["WAL", "DELETE"]) {
+  Deno.test(`SQLite: making the tables of a new copy in a file in ${journal} mode while another connection holds the write lock waits on timers, heard by onLockWait, and the run's signal stops it with its reason (r40 F2: the thread blocked 10 s; r41 F1: a file in rollback-journal mode failed "locked" at once, the CLI's endless wait too)`, async () => {
+    const fake = inProcess({ items: { transactions: 3 } });
+    const path = await fresh(`tables-held-${journal}.db`);
+    const other = new DatabaseSync(path);
+    other.exec(`PRAGMA journal_mode = ${journal}; CREATE TABLE other (x)`);
+    other.exec("BEGIN IMMEDIATE; INSERT INTO other VALUES (1)");
+    const heard: string[] = [];
+    const onLockWait = (holder: string) => heard.push(holder);
+    const run = (signal?: AbortSignal) => {
+      const sink = createSqliteSink(path, {
+        table: "transactions",
+        onLockWait,
+      });
+      const options = { ...byDate, sink, ...(signal && { signal }) };
+      return syncList(fake.client, "transactions", options)
+        .finally(() => sink.close());
+    };
+    await abortWhileWaiting(run, heard);
+    equal(heard.length, 1);
+    other.exec("ROLLBACK");
+    other.close();
+    equal((await run()).inserted, 3);
+  });
+}
+
+Deno.test("SQLite: the keys another writer (0.4) left stale are cleared once the lease is taken, waiting on timers for another connection's write lock, stopped by the run's signal (r41 F2: it blocked the thread in SQLite from inside the lease's take)", async () => {
+  const path = await fresh("stale-keys-held.db");
+  const theirs = new DatabaseSync(path);
+  const sink = createSqliteSink<{ id: string }>(theirs, { table: "items" });
+  const checkpoint = { ...checkpointAt("items", 1), sortBy: "id", id: "id" };
+  await sink.write([{ id: "a" }], checkpoint, ["a"]);
+  const other = new DatabaseSync(path);
+  other.exec("UPDATE partner_api_sync SET keyed = NULL"); // as 0.4 wrote it last
+  // The other takes the write lock just as the lease is first taken.
+  let raced = false;
+  const racing = new Proxy(theirs, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (key !== "prepare") {
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (sql: string) => {
+        const statement = target.prepare(sql);
+        if (!sql.startsWith("INSERT INTO partner_api_sync_lease")) {
+          return statement;
+        }
+        return {
+          get: (...args: never[]) => {
+            const row = statement.get(...args);
+            if (!other.isTransaction && !raced) other.exec("BEGIN IMMEDIATE");
+            raced = true;
+            return row;
+          },
+        };
+      };
+    },
+  });
+  const heard: string[] = [];
+  const onLockWait = (holder: string) => heard.push(holder);
+  const held = createSqliteSink(racing, { table: "items", onLockWait });
+  await abortWhileWaiting((signal) => held.lock!({ signal }), heard);
+  // The lease left under the other's lock goes stale in 5 s; gone here.
+  other.exec("ROLLBACK; DELETE FROM partner_api_sync_lease");
+  await (await held.lock!())[Symbol.asyncDispose]();
+  const keyed =
+    "SELECT count(*) AS n FROM items WHERE partner_api_key IS NOT NULL";
+  equal(other.prepare(keyed).get()!.n, 0);
   other.close();
-  equal((await run()).inserted, 3);
+  theirs.close();
+});
+
+Deno.test("waitForLock tells onWait again when who holds the lock changes, and ignores what it throws (r41 F4, F7: a run waiting on a program, then on a run, named only the first; a throwing listener failed the run)", async () => {
+  const holders = ["another connection", "pid 42", "pid 42"];
+  const heard: string[] = [];
+  const onWait = (holder: string) => {
+    heard.push(holder);
+    throw new Error("a listener's own failure");
+  };
+  const waiting = waitForLock(
+    "the copy",
+    { wait: Infinity, onWait },
+    () =>
+      Promise.resolve(
+        holders.length ? { holder: holders.shift()! } : { taken: 1 },
+      ),
+  );
+  const taken = await withFakeTimers(async (timers) => {
+    await timers.runAllAsync();
+    return await waiting;
+  });
+  equal(taken, 1);
+  equal(heard.join(), "another connection,pid 42");
 });

@@ -3,7 +3,12 @@
 
 import process from "node:process";
 import { delay } from "../core/_deadlines.ts";
-import { MAX_TIMER_MS, numberError, requireFunction } from "../core/_check.ts";
+import {
+  MAX_TIMER_MS,
+  numberError,
+  requireFunction,
+  tried,
+} from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -60,7 +65,7 @@ export interface LockWait {
   readonly signal?: AbortSignal | undefined;
   /** Gives up after this many ms with SyncError `"locked"`; Infinity waits on. */
   readonly wait: number;
-  /** Hears once that the run waits, with who holds the copy. */
+  /** Hears that the run waits, with who holds the copy: once, and again when that changes. */
   readonly onWait?: ((holder: string) => void) | undefined;
 }
 
@@ -73,19 +78,20 @@ export async function waitForLock<L>(
   // A wait, so on the steady clock: a wall clock stepped back holds nobody.
   const clock = steadyClock();
   const started = clock();
-  let told = false;
+  let told: string | undefined;
   while (true) {
     options.signal?.throwIfAborted();
     const result = await attempt();
     if ("taken" in result) return result.taken;
-    if (!told) options.onWait?.(result.holder);
-    told = true;
+    // Told again when who holds it changes; what the listener throws is ignored, as onProgress's.
+    if (result.holder !== told) tried(() => options.onWait?.(result.holder));
+    told = result.holder;
     const left = started + options.wait - clock();
     if (left <= 0) {
       throw new SyncError(
-        `Cannot sync: ${what} is held by ${result.holder}; it is still running or was stopped less than ${
+        `Cannot sync: ${what} is held by ${result.holder}: try again once it ends (a run stopped less than ${
           STALE_AFTER / 1000
-        } s ago: try again once it ends`,
+        } s ago lets go by itself)`,
         "locked",
         what,
       );

@@ -44,6 +44,8 @@ export interface SqlDialect {
   prepare(signal?: AbortSignal): Answer<unknown>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
   take(token: string): Answer<{ taken: string } | { holder: string }>;
+  /** Once the lease is taken (and kept fresh): what must change before the run's first batch; a failure lets it go. */
+  ready?(signal: AbortSignal | undefined): Answer<void>;
   /** Refreshes the lease while it is `token`'s. */
   refresh(token: string): Answer<unknown>;
   /** Drops the lease if it is still `token`'s. */
@@ -98,14 +100,17 @@ export function sqlSink<T>(
       const refresh = () =>
         refreshing = Promise.resolve().then(() => dialect.refresh(token));
       const stop = keepRefreshed(REFRESH_EVERY, refresh);
-      return {
-        [Symbol.asyncDispose]: failing(async () => {
-          stop();
-          owner = signal = undefined;
-          await refreshing.catch(() => {});
-          await dialect.release(token);
-        }),
-      };
+      const release = failing(async () => {
+        stop();
+        owner = signal = undefined;
+        await refreshing.catch(() => {});
+        await dialect.release(token);
+      });
+      await Promise.resolve(dialect.ready?.(run.signal)).catch(async (e) => {
+        await release().catch(() => {});
+        throw e;
+      });
+      return { [Symbol.asyncDispose]: release };
     }),
     write: failing(async (items, checkpoint, ids, context) => {
       const copy = checked ?? await check();

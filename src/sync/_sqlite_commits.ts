@@ -9,8 +9,7 @@ import { steadyClock } from "../core/_clock.ts";
 import { type LockWait, waitForLock } from "./_lease.ts";
 
 /** Who holds the copy while another connection holds the database's write lock. */
-export const WRITER =
-  "another connection to the database, in a write transaction";
+export const WRITER = "another connection to the database, in a transaction";
 
 // Batches that may share a transaction, from a table of GROUP_FROM rows on (below, a commit per batch costs little),
 // for at most GROUP_WAIT ms: what a killed run reads again.
@@ -44,12 +43,22 @@ export class Commits {
 
   /** Opens this sink's transaction unless one is open, waiting on timers while another connection holds the write lock. */
   async open(signal: AbortSignal | undefined): Promise<void> {
-    await waitForLock(
-      this.#what,
-      { ...this.#wait, signal },
-      () =>
-        Promise.resolve(this.begin() ? { taken: true } : { holder: WRITER }),
-    );
+    await this.whenFree(signal, () => this.begin(true));
+  }
+
+  /** What `write` answers once another connection's lock lets it: tried with a short busy wait, again on timers. */
+  async whenFree<R>(
+    signal: AbortSignal | undefined,
+    write: () => R,
+  ): Promise<R> {
+    let done: R | undefined;
+    await waitForLock(this.#what, { ...this.#wait, signal }, () => {
+      done = withinBusyWait(this.#db, BUSY_STEP, write);
+      return Promise.resolve(
+        done === undefined ? { holder: WRITER } : { taken: true },
+      );
+    });
+    return done!;
   }
 
   /**

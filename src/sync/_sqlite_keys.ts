@@ -11,16 +11,19 @@ import { type Ask, CHECKPOINT_TABLE, once, SEEN_TABLE } from "./_sql_sink.ts";
  * Clears every key when another writer (0.4) saved the checkpoint since a keying version did (`keyed`, the checkpoint
  * it saved): the rows it rewrote kept their old items' keys. Back-fill keys them again.
  */
-export function unkeyAfterOthers(
+export async function unkeyAfterOthers(
   db: DatabaseSync,
   table: string,
   target: string,
   commits: Commits,
-): void {
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const other = db.prepare(
     `SELECT 1 FROM ${CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
   ).get(target);
-  if (other !== undefined) commits.batch(() => unkeyAll(db, table));
+  if (other === undefined) return;
+  await commits.open(signal); // on timers while another connection holds the write lock
+  commits.batch(() => unkeyAll(db, table));
 }
 
 function unkeyAll(db: DatabaseSync, table: string): void {

@@ -240,8 +240,8 @@ export interface SinkLockOptions {
    */
   lockWait?: number;
   /**
-   * Hears that a run waits, with who holds the copy (e.g. `pid 42`): once a wait for the lock, and on SQLite each time
-   * another connection holds the database's write lock past 100 ms.
+   * Hears that a run waits, with who holds the copy (e.g. `pid 42`): when a wait begins and when who holds it changes,
+   * and on SQLite each time another connection's lock holds a step past 100 ms. What it throws is ignored.
    */
   onLockWait?: (holder: string) => void;
   /**

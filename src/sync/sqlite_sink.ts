@@ -171,22 +171,20 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   /**
-   * The first change, once the copy passed: journal mode, then the tables; where that needs the write lock another
-   * connection holds, in the sink's transaction once it is free (waited for on timers, as a batch waits).
+   * The first change, once the copy passed: journal mode, then the tables, each once another connection's lock lets
+   * it (waited for on timers, as a batch waits).
    */
   async prepare(signal?: AbortSignal): Promise<void> {
     if (this.#prepared !== undefined) return;
     // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
     // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
+    const journal =
+      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536";
+    const { commits } = this, db = this.#db;
     if (this.#file !== undefined) {
-      this.#db.exec(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536",
-      );
+      await commits.whenFree(signal, () => db.exec(journal) ?? true);
     }
-    // Tables as they should be need no write lock: at once (a second run of this process hears who holds the lease).
-    if (withinBusyWait(this.#db, 0, () => this.#statements())) return;
-    await this.commits.open(signal);
-    this.commits.batch(() => this.#statements());
+    await commits.whenFree(signal, () => this.#statements());
   }
 
   /** The statements (the tables made in SQLite's busy wait, where `prepare` did not make them: a read without a run). */
@@ -221,14 +219,14 @@ class SqliteDialect implements kit.SqlDialect {
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
     const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
-    // Null: another run's live lease; undefined: a no-wait try lost to another connection's write lock.
+    // Null: another run's live lease; undefined: lost to another connection's write lock (a short busy wait: a writer
+    // of theirs with a busy wait would win every no-wait try).
     const take = () => st.take.get(...args) ?? null;
-    const taken = withinBusyWait(this.#db, 0, take);
+    const taken = withinBusyWait(this.#db, BUSY_STEP, take);
     if (taken !== undefined && taken !== null) {
       this.#held = token;
       this.commits.grouping = true;
       this.#keyed = undefined;
-      unkeyAfterOthers(this.#db, this.#table, this.#target, this.commits);
       return { taken: token };
     }
     const holder = this.#holder(st);
@@ -237,6 +235,11 @@ class SqliteDialect implements kit.SqlDialect {
     const running = holder !== undefined && !stale && !over;
     if (taken === undefined && !running) return { holder: WRITER };
     return { holder: holderOf(stale || over, holder?.owner) };
+  }
+
+  ready(signal: AbortSignal | undefined): Promise<void> {
+    const [db, table, target] = [this.#db, this.#table, this.#target];
+    return unkeyAfterOthers(db, table, target, this.commits, signal);
   }
 
   #holder(st: Statements): LockSighting | undefined {
