@@ -57,10 +57,7 @@ export function keyText({ value, id }: SyncKey): string {
  * The key text a copy stores for `item`, or null when `keyOf` cannot key it or the text is longer than an index entry
  * holds (PostgreSQL's B-tree: 2,704 bytes): such a row is judged at its cycle's end only, as one without a key.
  */
-export function storedKey(
-  keyOf: (item: unknown) => SyncKey,
-  item: unknown,
-): string | null {
+export function storedKey(keyOf: (item: unknown) => SyncKey, item: unknown) {
   const text = tried(() => keyText(keyOf(item)));
   return text !== undefined && text.length <= MAX_STORED_KEY ? text : null;
 }

@@ -97,10 +97,7 @@ export function windowGuard(
  * True when a window must not commit: the unseen rows at or before its `last` key (all once it `ended` the cycle), its
  * `ids` seen, break the guard, or a window before did (`refused` then counts what the windows so far passed).
  */
-export async function heldBack(
-  guard: WindowGuard,
-  window: Passing,
-): Promise<boolean> {
+export async function heldBack(guard: WindowGuard, window: Passing) {
   const { maxDeletes, recent, refused = 0 } = guard;
   await passTo(guard, window);
   const behind = guard.passed.size + guard.beyond + guard.doubled;
@@ -154,10 +151,7 @@ const COUNTED_PAGE = 10_000;
  * Whether a window holds a row of the copy that the cycle has yet to see, at or before its end (its range's, or passed),
  * or may: an answer cut at the share may leave them out, and its window breaks the guard anyway.
  */
-export async function holdsUnseen(
-  guard: WindowGuard,
-  window: Passing,
-): Promise<boolean> {
+export async function holdsUnseen(guard: WindowGuard, window: Passing) {
   const upTo = window.last && keyText(window.last);
   const { rows, full } = await rowsAhead(guard, upTo, window.ids);
   return full || holdsAny(guard, window.ids, rows);
