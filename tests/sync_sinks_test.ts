@@ -877,11 +877,13 @@ Deno.test("SQLite: the keys another writer (0.4) left stale are cleared once the
   theirs.close();
 });
 
-Deno.test("waitForLock tells onWait again when who holds the lock changes, and ignores what it throws (r41 F4, F7: a run waiting on a program, then on a run, named only the first; a throwing listener failed the run)", async () => {
+Deno.test("waitForLock tells onWait again when who holds the lock changes, and ignores what it throws or rejects with (r41 F4, F7, r42 G4: a run waiting on a program, then on a run, named only the first; a throwing listener failed the run)", async () => {
   const holders = ["another connection", "pid 42", "pid 42"];
   const heard: string[] = [];
+  // A listener that throws, then one that rejects (an unhandled rejection would end the process).
   const onWait = (holder: string) => {
     heard.push(holder);
+    if (heard.length > 1) return Promise.reject(new Error("its own failure"));
     throw new Error("a listener's own failure");
   };
   const waiting = waitForLock(
@@ -898,4 +900,27 @@ Deno.test("waitForLock tells onWait again when who holds the lock changes, and i
   });
   equal(taken, 1);
   equal(heard.join(), "another connection,pid 42");
+});
+
+Deno.test("SQLite on a DatabaseSync of the caller's outside WAL: a lease whose commit a reader refused is not taken (r42 G1: lock() resolved with no lease row, and the first batch failed 'lock-lost')", async () => {
+  const path = await fresh("take-refused.db");
+  const theirs = new DatabaseSync(path);
+  const heard: string[] = [];
+  const onLockWait = (holder: string) => heard.push(holder);
+  const sink = createSqliteSink<{ id: string }>(theirs, {
+    table: "items",
+    lockWait: 0,
+    onLockWait,
+  });
+  await (await sink.lock!())[Symbol.asyncDispose](); // the tables
+  const reader = new DatabaseSync(path);
+  reader.exec("BEGIN");
+  reader.prepare("SELECT count(*) FROM partner_api_sync_lease").get();
+  const refused = await sink.lock!().catch((error) => error);
+  reader.exec("ROLLBACK");
+  reader.close();
+  equal(refused instanceof SyncError && refused.reason, "locked", `${refused}`);
+  equal(heard.length, 1);
+  await (await sink.lock!())[Symbol.asyncDispose](); // taken once the reader is gone
+  theirs.close();
 });

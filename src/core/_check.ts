@@ -39,9 +39,9 @@ export function numberError(
   ...[context, option, rule]: Said
 ): OptionError {
   const kind = typeof value === "number" ? rangeError : typeError;
-  // A string quoted: "Infinity" is not the number it reads as.
+  // A string quoted ("Infinity" is not the number it reads as), cut as other echoed values are.
   const shown = typeof value === "string"
-    ? JSON.stringify(value)
+    ? JSON.stringify(value.slice(0, 80))
     : String(value);
   return kind(context, option, rule, shown);
 }

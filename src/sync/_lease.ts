@@ -3,12 +3,8 @@
 
 import process from "node:process";
 import { delay } from "../core/_deadlines.ts";
-import {
-  MAX_TIMER_MS,
-  numberError,
-  requireFunction,
-  tried,
-} from "../core/_check.ts";
+import { MAX_TIMER_MS, numberError, requireFunction } from "../core/_check.ts";
+import { callListener } from "../core/_emit.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { SyncError } from "./sync_error.ts";
 
@@ -84,7 +80,9 @@ export async function waitForLock<L>(
     const result = await attempt();
     if ("taken" in result) return result.taken;
     // Told again when who holds it changes; what the listener throws is ignored, as onProgress's.
-    if (result.holder !== told) tried(() => options.onWait?.(result.holder));
+    if (result.holder !== told && options.onWait) {
+      callListener(options.onWait, result.holder);
+    }
     told = result.holder;
     const left = started + options.wait - clock();
     if (left <= 0) {

@@ -219,11 +219,14 @@ class SqliteDialect implements kit.SqlDialect {
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
     const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
-    // Null: another run's live lease; undefined: lost to another connection's write lock (a short busy wait: a writer
-    // of theirs with a busy wait would win every no-wait try).
+    // Null: another run's live lease; undefined: lost to another connection's lock (no busy wait: it would block the
+    // thread a run of this process needs to commit its transaction and let go).
     const take = () => st.take.get(...args) ?? null;
-    const taken = withinBusyWait(this.#db, BUSY_STEP, take);
-    if (taken !== undefined && taken !== null) {
+    const taken = withinBusyWait(this.#db, 0, take);
+    // RETURNING answers before the statement commits: a commit refused at its end (outside WAL, under a reader) took
+    // nothing.
+    const held = taken != null && this.#holder(st)?.owner === token;
+    if (held) {
       this.#held = token;
       this.commits.grouping = true;
       this.#keyed = undefined;
@@ -233,7 +236,7 @@ class SqliteDialect implements kit.SqlDialect {
     const stale = holder !== undefined && isStale(holder.refreshedAt, at);
     // Lost to a write lock with no live lease to name: a program's transaction, not a run.
     const running = holder !== undefined && !stale && !over;
-    if (taken === undefined && !running) return { holder: WRITER };
+    if (taken !== null && !running) return { holder: WRITER };
     return { holder: holderOf(stale || over, holder?.owner) };
   }
 
