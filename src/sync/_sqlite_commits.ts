@@ -8,7 +8,7 @@ import { unrefTimer } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { type LockWait, waitForLock } from "./_lease.ts";
 
-/** Who holds the copy while another connection holds the database's write lock. */
+/** Who holds the copy while another connection's transaction keeps a step of the sink out. */
 export const WRITER = "another connection to the database, in a transaction";
 
 // Batches that may share a transaction, from a table of GROUP_FROM rows on (below, a commit per batch costs little),
