@@ -902,25 +902,31 @@ Deno.test("waitForLock tells onWait again when who holds the lock changes, and i
   equal(heard.join(), "another connection,pid 42");
 });
 
-Deno.test("SQLite on a DatabaseSync of the caller's outside WAL: a lease whose commit a reader refused is not taken (r42 G1: lock() resolved with no lease row, and the first batch failed 'lock-lost')", async () => {
-  const path = await fresh("take-refused.db");
-  const theirs = new DatabaseSync(path);
-  const heard: string[] = [];
-  const onLockWait = (holder: string) => heard.push(holder);
-  const sink = createSqliteSink<{ id: string }>(theirs, {
-    table: "items",
-    lockWait: 0,
-    onLockWait,
+for (const holds of ["a read transaction", "an exclusive lock"]) {
+  Deno.test(`SQLite on a DatabaseSync of the caller's outside WAL: while another connection holds ${holds}, the lease is not taken, and the wait is heard (r42 G1: a commit a reader refused took nothing, yet lock() resolved and the first batch failed 'lock-lost'; r43 H1: under an exclusive lock the lease's reads ran in the caller's busy wait, refused at once, unheard)`, async () => {
+    const path = await fresh(`take-refused-${holds.length}.db`);
+    const theirs = new DatabaseSync(path);
+    const heard: string[] = [];
+    const onLockWait = (holder: string) => heard.push(holder);
+    const sink = createSqliteSink<{ id: string }>(theirs, {
+      table: "items",
+      lockWait: 0,
+      onLockWait,
+    });
+    await (await sink.lock!())[Symbol.asyncDispose](); // the tables
+    const other = new DatabaseSync(path);
+    other.exec(holds === "an exclusive lock" ? "BEGIN EXCLUSIVE" : "BEGIN");
+    other.prepare("SELECT count(*) FROM partner_api_sync_lease").get();
+    const refused = await sink.lock!().catch((error) => error);
+    other.exec("ROLLBACK");
+    other.close();
+    equal(
+      refused instanceof SyncError && refused.reason,
+      "locked",
+      `${refused}`,
+    );
+    equal(heard.length, 1);
+    await (await sink.lock!())[Symbol.asyncDispose](); // taken once it is gone
+    theirs.close();
   });
-  await (await sink.lock!())[Symbol.asyncDispose](); // the tables
-  const reader = new DatabaseSync(path);
-  reader.exec("BEGIN");
-  reader.prepare("SELECT count(*) FROM partner_api_sync_lease").get();
-  const refused = await sink.lock!().catch((error) => error);
-  reader.exec("ROLLBACK");
-  reader.close();
-  equal(refused instanceof SyncError && refused.reason, "locked", `${refused}`);
-  equal(heard.length, 1);
-  await (await sink.lock!())[Symbol.asyncDispose](); // taken once the reader is gone
-  theirs.close();
-});
+}

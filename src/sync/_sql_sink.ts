@@ -38,8 +38,8 @@ export interface SqlDialect {
   readonly what: string;
   /** What a user whose copy is refused does instead. */
   readonly instead: string;
-  /** The copy's state, read without changing anything. */
-  read(): Answer<CopyState>;
+  /** The copy's state, read without changing anything (a wait for a lock stops at `signal`). */
+  read(signal?: AbortSignal): Answer<CopyState>;
   /** Before a run's lease: the tables, created once the copy passed (what it answers is awaited, then dropped). */
   prepare(signal?: AbortSignal): Answer<unknown>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
@@ -77,7 +77,8 @@ export function sqlSink<T>(
 ): SyncSink<T> & KeyedCopy {
   let checked: Checked | undefined, owner: string | undefined;
   let signal: AbortSignal | undefined;
-  const check = async () => checked = judgeCopy(await dialect.read(), dialect);
+  const check = async (signal?: AbortSignal) =>
+    checked = judgeCopy(await dialect.read(signal), dialect);
   // Every step rejects with what the dialect makes of its failure.
   const failing =
     <A extends unknown[], R>(step: (...a: A) => Promise<R>) => (...a: A) =>
@@ -87,7 +88,7 @@ export function sqlSink<T>(
   return {
     load: failing(async () => (await check()).checkpoint),
     lock: failing(async (run: { signal?: AbortSignal } = {}) => {
-      await check();
+      await check(run.signal);
       await dialect.prepare(run.signal);
       const token = runToken();
       owner = await waitForLock(dialect.what, {

@@ -192,7 +192,7 @@ class SqliteDialect implements kit.SqlDialect {
     return this.#prepared ??= statements(this.#db, this.#table);
   }
 
-  async read(): Promise<kit.CopyState> {
+  async read(signal?: AbortSignal): Promise<kit.CopyState> {
     if (this.#file !== undefined) {
       // The database and its journal files plain files of one name, never through a link: SQLite writes them.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
@@ -202,42 +202,53 @@ class SqliteDialect implements kit.SqlDialect {
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
     }
     // One read transaction (a savepoint: nested in the user's own): another run's commit between the row count and the
-    // checkpoint made a sound copy look foreign.
-    this.#db.exec("SAVEPOINT partner_api_read");
-    try {
-      return readCopy(this.#db, this.#table, this.#target);
-    } finally {
-      if (this.#db.isTransaction) this.#db.exec("RELEASE partner_api_read"); // read only: nothing to roll back
-    }
+    // checkpoint made a sound copy look foreign. Another connection's exclusive lock (outside WAL) is waited out.
+    const db = this.#db;
+    return await this.commits.whenFree(signal, () => {
+      db.exec("SAVEPOINT partner_api_read");
+      try {
+        return readCopy(db, this.#table, this.#target);
+      } finally {
+        if (db.isTransaction) db.exec("RELEASE partner_api_read"); // read only: nothing to roll back
+      }
+    });
   }
 
   take(token: string): { taken: string } | { holder: string } {
     const st = this.#statements();
+    // No busy wait (it would block the thread a run of this process needs to commit its transaction and let go): a
+    // try another connection's lock keeps out is made again on timers.
+    const db = this.#db;
+    const answer = withinBusyWait(db, 0, () => this.#take(st, token));
+    if (answer !== undefined) return answer;
+    // Kept out: a live lease names its run (one of this process holds the lock to commit), else the connection.
+    const holder = withinBusyWait(db, 0, () => this.#holder(st) ?? null);
+    return { holder: this.#nameOf(holder ?? undefined, this.#now()) };
+  }
+
+  #take(st: Statements, token: string): { taken: string } | { holder: string } {
     const at = this.#now();
     // A lease stamped ahead of this clock (it stepped back) is taken once seen unchanged for STALE_AFTER.
     const seen = this.#holder(st);
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
-    const args = [this.#target, token, at, at - STALE_AFTER, ...unchanged];
-    // Null: another run's live lease; undefined: lost to another connection's lock (no busy wait: it would block the
-    // thread a run of this process needs to commit its transaction and let go).
-    const take = () => st.take.get(...args) ?? null;
-    const taken = withinBusyWait(this.#db, 0, take);
-    // RETURNING answers before the statement commits: a commit refused at its end (outside WAL, under a reader) took
-    // nothing.
-    const held = taken != null && this.#holder(st)?.owner === token;
-    if (held) {
+    st.take.get(this.#target, token, at, at - STALE_AFTER, ...unchanged);
+    // Read back: RETURNING answers before the statement commits, and a commit refused at its end (outside WAL, under a
+    // reader) took nothing.
+    const holder = this.#holder(st);
+    if (holder?.owner === token) {
       this.#held = token;
       this.commits.grouping = true;
       this.#keyed = undefined;
       return { taken: token };
     }
-    const holder = this.#holder(st);
-    const stale = holder !== undefined && isStale(holder.refreshedAt, at);
-    // Lost to a write lock with no live lease to name: a program's transaction, not a run.
-    const running = holder !== undefined && !stale && !over;
-    if (taken !== null && !running) return { holder: WRITER };
-    return { holder: holderOf(stale || over, holder?.owner) };
+    return { holder: this.#nameOf(over ? undefined : holder, at) };
+  }
+
+  /** Who keeps the lease from this run: the run of a live lease, else another connection's transaction. */
+  #nameOf(holder: LockSighting | undefined, at: number): string {
+    const live = holder !== undefined && !isStale(holder.refreshedAt, at);
+    return live ? holderOf(false, holder.owner) : WRITER;
   }
 
   ready(signal: AbortSignal | undefined): Promise<void> {
