@@ -215,10 +215,15 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
       { name: "TypeError", option: "store" },
     );
   }
-  // A store of the user's that happens to have an `atomic` is still one.
-  const own = { ...createMemoryTokenStore(), atomic: () => {} };
-  createTokenProvider({ ...options, store: own });
   equal(api.tokenRequests, 0);
+  // A store of the user's that happens to have an `atomic` is still one, and used. Its token is awaited: the store's
+  // key, derived in the background from creation on, outlived the test under load (a leaked deriveBits).
+  const own = { ...createMemoryTokenStore(), atomic: () => {} };
+  const token = await createTokenProvider({ ...options, store: own })
+    .getToken();
+  const fresh = createTokenProvider({ ...options, store: own });
+  equal((await fresh.getToken()).accessToken, token.accessToken);
+  equal(api.tokenRequests, 1);
 });
 
 Deno.test("createTokenProvider() refuses to run in a browser page unless told", () => {
