@@ -736,17 +736,9 @@ Deno.test("SQLite sink on a copy an earlier version made: a column another run a
   );
   const theirs = new DatabaseSync(path);
   // The other run's ALTER lands first, as when both looked while a third program held the write lock.
-  const racing = new Proxy(theirs, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target);
-      if (key !== "exec") {
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-      return (sql: string) => {
-        if (sql.startsWith("ALTER TABLE")) older.exec(sql);
-        return target.exec(sql);
-      };
-    },
+  const racing = replacing(theirs, "exec", (exec) => (sql) => {
+    if (sql.startsWith("ALTER TABLE")) older.exec(sql);
+    return exec(sql);
   });
   const sink = createSqliteSink(racing, { table: "items" });
   await (await sink.lock!())[Symbol.asyncDispose]();
@@ -776,6 +768,22 @@ Deno.test("SQLite: a lease refused because another connection holds the write lo
   equal(heard.length, 1);
   equal(/another connection/.test(heard[0]!), true, heard[0]);
 });
+
+/** `db` with its method `name` replaced by `make(db's own)`: a connection another program acts on between two steps. */
+function replacing<K extends "exec" | "prepare">(
+  db: DatabaseSync,
+  name: K,
+  make: (own: DatabaseSync[K]) => DatabaseSync[K],
+): DatabaseSync {
+  const replaced = make(db[name].bind(db) as DatabaseSync[K]);
+  return new Proxy(db, {
+    get(target, key) {
+      if (key === name) return replaced;
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
 
 /**
  * Starts `work`, which waits for a lock another holds: once `heard` tells the wait began (file reads done), still
@@ -841,27 +849,16 @@ Deno.test("SQLite: the keys another writer (0.4) left stale are cleared once the
   other.exec("UPDATE partner_api_sync SET keyed = NULL"); // as 0.4 wrote it last
   // The other takes the write lock just as the lease is first taken.
   let raced = false;
-  const racing = new Proxy(theirs, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target);
-      if (key !== "prepare") {
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-      return (sql: string) => {
-        const statement = target.prepare(sql);
-        if (!sql.startsWith("INSERT INTO partner_api_sync_lease")) {
-          return statement;
-        }
-        return {
-          get: (...args: never[]) => {
-            const row = statement.get(...args);
-            if (!other.isTransaction && !raced) other.exec("BEGIN IMMEDIATE");
-            raced = true;
-            return row;
-          },
-        };
-      };
-    },
+  const racing = replacing(theirs, "prepare", (prepare) => (sql) => {
+    const statement = prepare(sql);
+    if (!sql.startsWith("INSERT INTO partner_api_sync_lease")) return statement;
+    const get = (...args: never[]) => {
+      const row = statement.get(...args);
+      if (!other.isTransaction && !raced) other.exec("BEGIN IMMEDIATE");
+      raced = true;
+      return row;
+    };
+    return { get } as unknown as typeof statement;
   });
   const heard: string[] = [];
   const onLockWait = (holder: string) => heard.push(holder);
