@@ -52,12 +52,26 @@ async function run(
   );
 }
 
-/** A port nothing listens on now. */
+/**
+ * A port nothing listens on now, nor on the one after it (the fake's card-data port), below the range the system hands
+ * out to outgoing connections: a port from that range was taken between two starts of the fake, by a connection of a
+ * test running beside (seen in CI: "port … or the one after it is in use").
+ */
 function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    const listeners: Deno.Listener[] = [];
+    try {
+      for (const at of [port, port + 1]) {
+        listeners.push(Deno.listen({ hostname: "127.0.0.1", port: at }));
+      }
+      return port;
+    } catch {
+      // In use: another.
+    } finally {
+      for (const listener of listeners) listener.close();
+    }
+  }
 }
 
 /**
