@@ -43,7 +43,10 @@ export class Commits {
 
   /** Opens this sink's transaction unless one is open, waiting on timers while another connection holds the write lock. */
   async open(signal: AbortSignal | undefined): Promise<void> {
-    await this.whenFree(signal, () => this.begin(true));
+    // Open already (batches sharing one, a caller's own): no busy-wait statements on every batch.
+    if (!this.#db.isTransaction) {
+      await this.whenFree(signal, () => this.begin(true));
+    }
   }
 
   /** What `write` answers once another connection's lock lets it: tried with a short busy wait, again on timers. */
