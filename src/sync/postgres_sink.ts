@@ -258,7 +258,7 @@ class PostgresDialect implements kit.SqlDialect {
   }
 
   /** Keys the live rows without a key, a page of KEY_PAGE a query by id; one `keyOf` cannot key stays without. */
-  async #keyAll(keyOf: KeyOf, signal?: AbortSignal): Promise<void> {
+  async #keyAll(keyOf: kit.Ask[3], signal?: AbortSignal): Promise<void> {
     const ends = await this.#read(keyEndsSql(this.#table), []);
     const wrong = (row: Row) =>
       storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
@@ -331,8 +331,6 @@ class PostgresDialect implements kit.SqlDialect {
     return changes;
   }
 }
-
-type KeyOf = kit.Ask[3];
 
 /** Why the table's columns are not the sink's, if they are not. */
 function foreignColumns(catalog: Row): string | undefined {
