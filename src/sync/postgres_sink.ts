@@ -205,8 +205,7 @@ class PostgresDialect implements kit.SqlDialect {
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
-    const [table, target, what] = [this.#table, this.#target, this.what];
-    const now = this.#now; // the time of change rows and deleted_at, if given
+    const [table, target, now] = [this.#table, this.#target, this.#now];
     const { sql, params } = writeStatement(table, write, target, changes, now);
     const row = await this.#row(sql, params).catch(async (error) => {
       // Its change table dropped during the run (to stop it)? Then the batch again, recorded only if asked.
@@ -217,16 +216,16 @@ class PostgresDialect implements kit.SqlDialect {
     });
     if (row === undefined) return await this.apply(write);
     const ends = write.context?.endsCycle;
-    if (row.leased !== "1") throw lockLost(what);
+    if (row.leased !== "1") throw lockLost(this.what);
     if (row.refused === "true") {
       const [unseen, live] = [Number(row.unseen), Number(row.live)];
       const most = ends?.maxDeletes ?? 0;
-      throw tooManyDeletes(unseen, live, most, what, ends?.recent);
+      throw tooManyDeletes(unseen, live, most, this.what, ends?.recent);
     }
     const stored = Number(row.written) + Number(row.staged);
     if (row.saved !== "1" || stored !== write.rows.ids.length) {
       throw new Error(
-        `Cannot sync into ${what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
+        `Cannot sync into ${this.what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
       );
     }
     return {
