@@ -45,7 +45,7 @@ export class Commits {
   async open(signal: AbortSignal | undefined): Promise<void> {
     // Open already (batches sharing one, a caller's own): no busy-wait statements on every batch.
     if (!this.#db.isTransaction) {
-      await this.whenFree(signal, () => this.begin(true));
+      await this.whenFree(signal, () => this.begin() ?? true);
     }
   }
 
@@ -64,21 +64,14 @@ export class Commits {
     return done!;
   }
 
-  /**
-   * Opens this sink's transaction unless one is open; false while another connection holds the write lock past
-   * BUSY_STEP (unless `wait`: SQLite's whole busy wait, for the rare writes outside a batch's).
-   */
-  begin(wait = false): boolean {
+  /** Opens this sink's transaction unless one is open, within the busy wait set (`whenFree`'s, else SQLite's whole one). */
+  begin(): void {
     const db = this.#db;
-    if (db.isTransaction) return true;
-    const begin = () => db.exec("BEGIN IMMEDIATE") ?? true;
-    if ((wait ? begin() : withinBusyWait(db, BUSY_STEP, begin)) === undefined) {
-      return false;
-    }
+    if (db.isTransaction) return;
+    db.exec("BEGIN IMMEDIATE");
     this.#ours = true;
     this.#batches = 0;
     this.#opened = this.#clock();
-    return true;
   }
 
   /** Runs `apply` as one batch, in its own savepoint in the open transaction (or a new one): one that throws rolls back alone. */
@@ -87,7 +80,7 @@ export class Commits {
     this.#failed = undefined;
     if (failed !== undefined) throw failed;
     const db = this.#db;
-    this.begin(true);
+    this.begin();
     db.exec("SAVEPOINT partner_api_batch");
     let result: R;
     try {
