@@ -17,6 +17,7 @@ import {
 } from "../src/testing/mod.ts";
 import { clientDigest } from "./_store_keys.ts";
 import { systemClockReads, systemNow } from "./_system_clock.ts";
+import { manualClock } from "./_helpers.ts";
 
 /** A fresh folder under .test-tmp. */
 async function folder(): Promise<string> {
@@ -217,4 +218,37 @@ Deno.test("a file token store takes over a dead run's lock dated an hour ahead (
   deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name.slice(-6)), [
     ".token",
   ]);
+});
+
+Deno.test("a file token store keeps the token still valid when its refresh fails: another process serves it, asking nothing", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({
+    now: clock,
+    tokenLifetime: 3_600_000,
+  });
+  const dir = await folder();
+  const background: Promise<unknown>[] = [];
+  const provider = () =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      now: clock,
+      retry: false,
+      store: createFileTokenStore({
+        folder: dir,
+        clientSecret: api.credentials.clientSecret,
+        now: clock,
+      }),
+      waitUntil: (promise) => void background.push(promise),
+    });
+  const first = provider();
+  const token = await first.getToken();
+  clock.set(token.expiresAt - 60_000);
+  api.injectTokenFaults({ kind: "status", status: 503 });
+  equal(await first.getToken(), token);
+  await Promise.all(background);
+  equal(api.tokenRequests, 2, "the refresh was asked for, and refused");
+  const next = await provider().getToken();
+  equal(next.accessToken, token.accessToken);
+  equal(api.tokenRequests, 2, "the failure's cooldown holds, the token serves");
 });

@@ -5,7 +5,7 @@ import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
-import { openRecord, sealRecord } from "./_record.ts";
+import { openRecord, published, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
 /**
@@ -218,8 +218,9 @@ class EncryptedFileStore implements FileTokenStore {
     { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const lock = `${await this.#path(key)}.lock`;
-    const requestAndWrite = async () => {
-      const record = await request();
+    // What the request answers, over what was read: a failed refresh keeps the token still valid, as every store does.
+    const requestAndWrite = async (before: TokenRecord | undefined) => {
+      const record = published(await request(), before);
       await this.set(key, record);
       return record;
     };
@@ -234,13 +235,13 @@ class EncryptedFileStore implements FileTokenStore {
           // Another process may have written between the read and the lock.
           const again = await this.get(key);
           if (again !== undefined && settled(again)) return again;
-          return await requestAndWrite();
+          return await requestAndWrite(again);
         } finally {
           locked.release();
         }
       }
       if (locked === "unlockable" || steady() >= giveUpAt) {
-        return await requestAndWrite();
+        return await requestAndWrite(record);
       }
       await delay(LOCK_POLL, signal);
     }
