@@ -189,6 +189,30 @@ Deno.test("the optional variables count as unset where they may not be read (--a
   equal(result.code, 0, result.stderr);
 });
 
+Deno.test("get and sync drop an API error answer that holds a run of the client secret, as the library does (the client sees the credentials)", async () => {
+  await using api = await startFakePartnerApi();
+  const secret = api.credentials.clientSecret;
+  // An API that answers 403 repeating part of the secret: no whole form of it, which only a run finds.
+  const part = secret.slice(1, -1);
+  await using echo = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response(`denied: ${part}`, { status: 403 }),
+  );
+  const at = `http://127.0.0.1:${echo.addr.port}/api/`;
+  const config = { ...configFor(api), PARTNER_API_BASE_URL: at };
+  const target = await freshTarget("cli", "secret-run");
+  for (
+    const args of [
+      ["get", "organizations"],
+      ["sync", "organizations", "--to", `${target}.db`],
+    ]
+  ) {
+    const result = await run([...args, "--no-cache"], config);
+    equal(result.code, 1, result.stderr);
+    ok(part.length >= 12 && !result.stderr.includes(part), result.stderr);
+  }
+});
+
 Deno.test("get hides the access token where the API's error answer repeats it, with -v and --pci too", async () => {
   await using api = await startFakePartnerApi();
   const sent: string[] = [];

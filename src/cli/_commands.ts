@@ -155,7 +155,7 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   }
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
-    const excerpt = serverText(text, session.tokens()).slice(0, EXCERPT);
+    const excerpt = serverText(text, session.secrets()).slice(0, EXCERPT);
     const said = excerpt ? `: ${excerpt}` : "";
     throw new Error(`GET ${where} answered ${response.status}${said}`);
   }

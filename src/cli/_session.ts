@@ -9,10 +9,10 @@ import {
   configFromEnv,
   type PartnerApiConfig,
 } from "../core/config.ts";
-import { createTokenProvider, type TokenProvider } from "../token/mod.ts";
+import { createTokenProvider } from "../token/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
-import { escapeControls } from "../core/_redact.ts";
+import { escapeControls, secretsOf } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
@@ -102,10 +102,9 @@ export function openSession(
       onEvent: flags.verbose ? heard : undefined,
     }),
   });
-  const handed = new Set<string>();
   const client = createClient({
     environment: config.environment,
-    tokenProvider: handedOut(provider, handed),
+    tokenProvider: provider,
     ...given({ now: io.now, settingNames: config.settingNames }),
     onEvent: (event) => {
       if (flags.verbose) heard(event);
@@ -127,25 +126,9 @@ export function openSession(
     status,
     /** A command's own listener to the client's events (sync: the rate limit's holds). */
     clientEvents,
-    /** The access tokens the client was handed this run: hidden where a server's answer repeats one. */
-    tokens: () => [...handed],
+    /** The credentials and the access tokens the client sent this run: hidden where a server's answer repeats one. */
+    secrets: secretsOf(client).secrets,
   };
-}
-
-/** `provider` as the client sees it, each token it hands out noted in `handed` (a closure: inspection never shows it). */
-function handedOut(provider: TokenProvider, handed: Set<string>) {
-  const getToken: TokenProvider["getToken"] = async (options) => {
-    const token = await provider.getToken(options);
-    handed.add(token.accessToken);
-    return token;
-  };
-  return new Proxy(provider, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target);
-      if (key === "getToken") return getToken;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
 }
 
 /** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */

@@ -323,8 +323,9 @@ export function secretsOf(client: object) {
   const credentials = providerSecrets.get(provider) ?? [];
   const noting = tokensNoted.get(provider) ?? new Set<Set<string>>();
   tokensNoted.set(provider, noting.add(tokens));
-  const clean = (text: string) => redact(text, [...credentials, ...tokens]);
-  return { clean, stop: () => noting.delete(tokens) };
+  const secrets = (): Secret[] => [...credentials, ...tokens];
+  const clean = (text: string) => redact(text, secrets());
+  return { clean, secrets, stop: () => noting.delete(tokens) };
 }
 
 /**
