@@ -391,6 +391,61 @@ Deno.test("every sink stores NUL, lone surrogates and long strings; a page's rep
   );
 });
 
+Deno.test("every file sink skips and reports an item JSON cannot hold (a BigInt, a toJSON giving nothing): its line or row stays as it was through whole sweeps, the counts exact", async () => {
+  type Thing = { id: string; v: number };
+  const things: Thing[] = Array.from({ length: 6 }, (_, i) => ({
+    id: `t${i}`,
+    v: 0,
+  }));
+  const service = listOf(() => things);
+  let odd: "bigint" | "nothing" | undefined;
+  const items = (body: unknown) =>
+    (body as Thing[]).map((item) =>
+      item.id !== "t3" || odd === undefined
+        ? item
+        : odd === "bigint"
+        ? { ...item, big: 1n }
+        : { ...item, toJSON: () => undefined }
+    );
+  const path = await fresh("unstorable.jsonl");
+  const database = new DatabaseSync(":memory:");
+  const sinks: [string, SyncSink<Thing>, () => Promise<Thing[]>][] = [
+    ["jsonl", createJsonlSink(path), async () => {
+      const lines = (await Deno.readTextFile(path)).trimEnd().split("\n");
+      const last = new Map(
+        lines.map((line) => JSON.parse(line)).map((item) => [item.id, item]),
+      );
+      return [...last.values()].sort((a, b) => a.id < b.id ? -1 : 1);
+    }],
+    ["sqlite", createSqliteSink(database, { table: "things" }), () => {
+      const rows = database.prepare('SELECT item FROM "things" ORDER BY id')
+        .all();
+      return Promise.resolve(rows.map((row) => JSON.parse(`${row.item}`)));
+    }],
+  ];
+  for (const [name, sink, copy] of sinks) {
+    const options = { id: "id", sink, items, sweep: Infinity };
+    [odd, things[3]!.v, things[4]!.v] = [undefined, 0, 0];
+    equal((await syncList(service.client, "things", options)).inserted, 6);
+    things[3]!.v = things[4]!.v = 1;
+    for (odd of ["bigint", "nothing"] as const) {
+      const run = await syncList(service.client, "things", options);
+      deepStrictEqual(run.skippedIds, ["t3"], `${name} ${odd}`);
+      const counts = [run.inserted, run.updated, run.deleted].join();
+      equal(counts, odd === "bigint" ? "0,1,0" : "0,0,0", `${name} ${odd}`);
+      deepStrictEqual((await copy()).map((item) => item.v), [0, 0, 0, 0, 1, 0]);
+    }
+    odd = undefined;
+    const run = await syncList(service.client, "things", options);
+    equal(
+      [run.skipped, run.inserted, run.updated, run.deleted].join(),
+      "0,0,1,0",
+    );
+    deepStrictEqual((await copy()).map((item) => item.v), [0, 0, 0, 1, 1, 0]);
+  }
+  database.close();
+});
+
 // The files of a copy (issue 45): a handle is checked to be the path's own
 // file before anything is written through it, and every file failure is a
 // SyncError naming the file.

@@ -19,7 +19,7 @@ import {
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { guardCycleEnd } from "./_deletes.ts";
-import { requireText } from "../core/_check.ts";
+import { requireText, tried } from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -165,15 +165,19 @@ class JsonlCopy {
   ) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
-    const lines = items.map((item) => `${JSON.stringify(item)}\n`).join("");
+    const { written, skipped: skippedIds, ...batch } = linesOf(items, ids);
     if (context?.phase !== "sweep") {
-      const end = await this.#append(copy, now.end, lines);
-      const keyOf = ids.length > 0 ? context?.keyOf : undefined;
-      const updated = keyOf ? (await this.holds(ids, keyOf))?.size ?? 0 : 0;
-      for (const id of ids) this.#ids?.add(id); // brought again in this run: an update
+      const end = await this.#append(copy, now.end, batch.lines);
+      const keyOf = written.length > 0 ? context?.keyOf : undefined;
+      const held = keyOf && await this.holds(written, keyOf);
+      for (const id of written) this.#ids?.add(id); // brought again in this run: an update
       await this.#save({ ...now, checkpoint, end });
-      return { inserted: items.length - updated, updated };
+      const updated = held?.size ?? 0;
+      return { inserted: written.length - updated, updated, skippedIds };
     }
+    // A skipped item's line stays as it was (SQL sinks keep its row): the copy's, into the rewrite.
+    const lines = batch.lines +
+      await this.#linesHeld(skippedIds, context.keyOf);
     const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
       : await startCycle(this.#files, now.end, context.cycle);
@@ -182,7 +186,7 @@ class JsonlCopy {
     if (context.endsCycle === undefined) {
       await this.#save({ ...now, checkpoint, rewrite });
       // Counted when the cycle completes: a JSONL copy has no index.
-      return { inserted: 0, updated: 0 };
+      return { inserted: 0, updated: 0, skippedIds };
     }
     // The head's lines since the cycle began follow the sweep's: all there, else they would be lost.
     await expectEnd(this.#files, copy, now.end);
@@ -201,7 +205,19 @@ class JsonlCopy {
       : await this.#dropLines(rewrite.end, tail, drop);
     await this.#save({ checkpoint, end: whole, renaming: true });
     await this.#renameOver(checkpoint, whole);
-    return counts;
+    return { ...counts, skippedIds };
+  }
+
+  /** The copy's last line of each of `ids`, read once the batch skipped one. */
+  async #linesHeld(ids: readonly string[], keyOf: KeyOf | undefined) {
+    if (ids.length === 0 || keyOf === undefined) return "";
+    const wanted = new Set(ids), lines = new Map<string, string>();
+    for await (const row of copyRows(this.#files, this.#committed, -1, keyOf)) {
+      if (wanted.has(row.id)) {
+        lines.set(row.id, `${JSON.stringify(row.item)}\n`);
+      }
+    }
+    return [...lines.values()].join("");
   }
 
   /**
@@ -269,6 +285,21 @@ class JsonlCopy {
     this.#ours.add(path);
     return endAfter(from, bytes);
   }
+}
+
+/** Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle) skipped as SQL sinks skip it, not stopping runs. */
+function linesOf(items: readonly unknown[], ids: readonly string[]) {
+  const written: string[] = [], skipped: string[] = [];
+  let lines = "";
+  items.forEach((item, i) => {
+    const text = tried(() => JSON.stringify(item));
+    if (text === undefined) skipped.push(ids[i]!);
+    else {
+      lines += `${text}\n`;
+      written.push(ids[i]!);
+    }
+  });
+  return { lines, written, skipped };
 }
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
