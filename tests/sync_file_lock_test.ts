@@ -8,10 +8,14 @@
 // once seen unchanged for 5 s on the steady clock, where before it was
 // waited for without limit (issue 46).
 
-import { equal, ok } from "node:assert/strict";
+import { equal, ok, rejects } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { takeFileLock } from "../src/sync/_file_lock.ts";
-import { createSqliteSink, SyncError } from "../src/sync/mod.ts";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  SyncError,
+} from "../src/sync/mod.ts";
 
 const DIR = ".test-tmp/sync-file-lock";
 
@@ -119,4 +123,22 @@ Deno.test("a dead run's SQLite lease dated an hour ahead is taken over once seen
   database.close();
   ok(holder.owner !== "dead");
   equal(waited, 1);
+});
+
+Deno.test("a JSONL lock is stamped by its run's clock as it is made: a second run on a clock an hour ahead of the file system's waits for it, as on SQLite", async () => {
+  await Deno.mkdir(DIR, { recursive: true });
+  const path = `${DIR}/clock-ahead.jsonl`;
+  await Deno.remove(`${path}.lock`).catch(() => {});
+  const now = () => Date.now() + HOUR;
+  const first = await createJsonlSink(path, { now }).lock!();
+  try {
+    const second = createJsonlSink(path, { now, lockWait: 0 }).lock!();
+    await rejects(second, (error: unknown) => {
+      ok(error instanceof SyncError, String(error));
+      equal(error.reason, "locked");
+      return true;
+    });
+  } finally {
+    await first[Symbol.asyncDispose]();
+  }
 });

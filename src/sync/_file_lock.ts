@@ -29,11 +29,13 @@ export function takeFileLock(
   const token = runToken();
   const stale = staleJudge(now, STALE_AFTER);
   return waitForLock<FileLock>(path, options, async () => {
-    if (await create(path, token)) return { taken: held(path, token, now) };
+    if (await create(path, token, now)) {
+      return { taken: held(path, token, now) };
+    }
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
     const over = stale(path, current) &&
-      await takeOver(path, token, current.owner, stale);
+      await takeOver(path, token, current.owner, { stale, now });
     if (over) return { taken: held(path, token, now) };
     return { holder: `pid ${current.pid}` };
   });
@@ -70,11 +72,18 @@ function held(path: string, token: string, clock: () => number) {
   };
 }
 
-/** Creates the lock file with this run's token; false when one exists. */
-async function create(path: string, token: string): Promise<boolean> {
+/**
+ * Creates the lock file with this run's token, stamped by the run's clock (judged by it, the file system's time could
+ * read as stale); false when one exists.
+ */
+async function create(path: string, token: string, now: () => number) {
   const content: LockContent = { owner: token, pid: process.pid };
-  const write = (file: FileHandle) =>
-    file.writeFile(JSON.stringify(content)).then(() => true);
+  const write = async (file: FileHandle) => {
+    await file.writeFile(JSON.stringify(content));
+    const at = new Date(now());
+    await file.utimes(at, at);
+    return true;
+  };
   return await withFile(path, "create", write) ?? false;
 }
 
@@ -95,10 +104,13 @@ async function takeOver(
   path: string,
   token: string,
   owner: string,
-  stale: (name: string, lock: LockSighting) => boolean,
+  { stale, now }: {
+    stale: (name: string, lock: LockSighting) => boolean;
+    now: () => number;
+  },
 ): Promise<boolean> {
   const guard = `${path}.takeover`;
-  if (!await create(guard, token)) {
+  if (!await create(guard, token, now)) {
     const other = await look(guard);
     if (other !== undefined && stale(guard, other)) {
       await removeFile(guard).catch(() => {});
@@ -112,7 +124,7 @@ async function takeOver(
       if (current.owner !== owner || !stale(path, current)) return false;
       await removeFile(path);
     }
-    return await create(path, token);
+    return await create(path, token, now);
   } finally {
     await removeFile(guard).catch(() => {});
   }
