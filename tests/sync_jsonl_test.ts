@@ -181,7 +181,7 @@ Deno.test("JSONL sink: a cycle's .rewrite removed between runs costs the cycle's
   deepStrictEqual(ids, list.map((thing) => thing.thingID));
 });
 
-Deno.test("JSONL sink: a path that is a folder is refused as one, with or without a side file beside it", async () => {
+Deno.test('JSONL sink: a path that is a folder is refused as one ("file", as a folder where any file of a copy belongs), with or without a side file beside it', async () => {
   const path = await fresh("folder.jsonl");
   await Deno.remove(path, { recursive: true }).catch(() => {});
   await Deno.mkdir(path);
@@ -190,7 +190,7 @@ Deno.test("JSONL sink: a path that is a folder is refused as one, with or withou
   for (const side of [false, true]) {
     if (side) await Deno.writeTextFile(`${path}.checkpoint.json`, "{}");
     await rejects(syncList(service.client, "things", options), (error) => {
-      ok(error instanceof SyncError && error.reason === "sink-mismatch");
+      ok(error instanceof SyncError && error.reason === "file");
       equal(error.path, path);
       ok(error.message.includes(`${path} is a folder`), error.message);
       ok(!error.message.includes("bytes"), error.message);

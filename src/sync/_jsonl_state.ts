@@ -12,7 +12,7 @@ import {
   readText,
   statOf,
 } from "./_files.ts";
-import { sinkMismatch } from "./sync_error.ts";
+import { sinkMismatch, SyncError } from "./sync_error.ts";
 import { type CopyRow, parsedItems } from "./_window_guard.ts";
 
 const FORMAT = "partner-api-jsonl/2";
@@ -95,12 +95,14 @@ function isEnd(value: unknown): value is FileEnd {
 
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
 
-/** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`) */
+/** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`, `"file"`) */
 export async function checkCopy(files: CopyFiles) {
   const copy = await statOf(files.copy);
   if (copy?.isDirectory()) {
-    const what = `${files.copy} is a folder, not a file`;
-    throw mismatch(files, what, "sync into a new file");
+    // As a folder where any other file of a copy belongs, SQLite's too.
+    const message =
+      `Cannot sync: ${files.copy} is a folder, not a file: sync into a new file`;
+    throw new SyncError(message, "file", files.copy);
   }
   const side = await readText(files.side), size = copy?.size;
   if (side === undefined) {
