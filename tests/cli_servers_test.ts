@@ -213,6 +213,17 @@ Deno.test("get and sync drop an API error answer that holds a run of the client 
   }
 });
 
+Deno.test("get exits 1 (the network's failure), not 2 (the caller's), when the connection drops while the answer's body comes", async () => {
+  await using api = await startFakePartnerApi();
+  api.injectApiFaults({ kind: "drop" });
+  const result = await run(
+    ["get", "organizations", "--no-cache"],
+    configFor(api),
+  );
+  equal(result.code, 1, result.stderr);
+  match(result.stderr, /broke off/);
+});
+
 Deno.test("get hides the access token where the API's error answer repeats it, with -v and --pci too", async () => {
   await using api = await startFakePartnerApi();
   const sent: string[] = [];

@@ -149,7 +149,11 @@ const EXCERPT = 300;
 export async function runGet(session: Session, path: string, pci: boolean) {
   const { client, io } = session;
   const response = await (pci ? client.pciFetch(path) : client.fetch(path));
-  const text = await readBounded(response, MAX_BODY);
+  const text = await readBounded(response, MAX_BODY).catch((error) => {
+    // The connection lost while the body came: the network's failure (exit 1), though fetch throws it as a TypeError.
+    const why = serverText(String(error?.message), session.secrets());
+    throw new Error(`the answer broke off: ${why}`, { cause: error });
+  });
   if (text === undefined) {
     throw new Error(`the answer is over ${MAX_BODY} bytes`);
   }
