@@ -30,6 +30,12 @@ function walkUnder<T>(
 ) {
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
+  // As in `query`: a page parameter the path holds would be replaced by the walk's, without a word.
+  const held = PAGE_PARAMETERS.find((name) => url.searchParams.has(name));
+  if (held !== undefined) {
+    const rule = `must not hold '${held}': give it as the option '${held}'`;
+    throw typeError(CONTEXT, "path", rule);
+  }
   const addressOf = pageAddresses(url, checkQuery(query));
   requireFunction(pick, CONTEXT, "items");
   const config = pageConfig(pageOptions);
@@ -89,8 +95,8 @@ async function* counted<X>(source: AsyncIterable<X>, tally: { pages: number }) {
 }
 
 /**
- * Each page's address: the list's with its filters, the page's parameters last in place of the
- * path's. Parsed once a page: a `searchParams.set` per parameter reparsed it, the page's main cost.
+ * Each page's address: the list's with its filters, the page's parameters last (neither the path nor `query` holds
+ * one). Parsed once a page: a `searchParams.set` per parameter reparsed it, the page's main cost.
  */
 function pageAddresses(url: URL, extra: Record<string, string>) {
   let head: string | undefined;
@@ -101,9 +107,6 @@ function pageAddresses(url: URL, extra: Record<string, string>) {
       const list = new URL(url);
       for (const [name, value] of Object.entries(extra)) {
         list.searchParams.set(name, value);
-      }
-      for (const name of [...page.keys()]) {
-        if (list.searchParams.has(name)) list.searchParams.delete(name);
       }
       const { origin, pathname, search } = list;
       head = `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
