@@ -5,8 +5,8 @@
 //
 //   OTEL_DENO=true deno run --allow-net=127.0.0.1 examples/observe.ts
 //
-// Without a collector on localhost:4318 Deno reports that it cannot export;
-// the log lines print either way.
+// Without a collector on localhost:4318 the spans and metrics are dropped
+// without a word (docs/events.md); the log lines print either way.
 
 import {
   createClient,

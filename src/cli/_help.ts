@@ -20,7 +20,7 @@ Commands:
   list <path>    page through a list, e.g. transactions
   get <path>     one resource, e.g. get cards/ch_000001 --pci (card data)
   sync <list>    keep a copy of a list current: --to copy.db or copy.jsonl
-  demo           all of the above against an in-process fake service
+  demo           token, quota and list against an in-process fake service
   cache clear    forget the cached tokens (also: logout)
   completion S   a completion script for bash, zsh or fish
 
