@@ -98,7 +98,19 @@ Deno.test("the fake's time options are bounded like every time option: 2,147,483
     RangeError,
     "faults[1].ms",
   );
+  refuses(
+    () => fake.injectApiFaults({ kind: "status", status: 99 }),
+    RangeError,
+    "faults[0].status",
+  );
   fake.injectApiFaults({ kind: "delay", ms: MAX });
+  refuses(() => fake.insertTransactions(1.5), RangeError, "count");
+  refuses(() => fake.insertTransactions(-1), RangeError, "count");
+  refuses(
+    () => createFakePartnerService({ listEnvelope: "bogus" as "array" }),
+    TypeError,
+    "listEnvelope",
+  );
   fake.close();
 });
 
@@ -180,13 +192,23 @@ Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAft
   fake.close();
 });
 
-Deno.test("the fake refuses at start an onRequest that is not a function, tokenBodyFormats it does not know, faults that are not an array and a port above 65,535, naming each: they broke only on a request, or threw untyped", async () => {
+Deno.test("the fake refuses at start an onRequest that is not a function, tokenBodyFormats it does not know, faults that are not an array or not faults (kind, status, body) and a port above 65,535, naming each: they broke only on a request, or threw untyped", async () => {
   for (
     const [options, Kind, option] of [
       [{ onRequest: 5 }, TypeError, "onRequest"],
       [{ tokenBodyFormats: "json" }, TypeError, "tokenBodyFormats"],
       [{ tokenBodyFormats: ["xml"] }, TypeError, "tokenBodyFormats"],
       [{ faults: "drop" }, TypeError, "faults"],
+      // A mistyped fault answered a 500 of its own, which a test took for the one it scripted.
+      [{ faults: [null] }, TypeError, "faults[0]"],
+      [{ faults: [{ kind: "bogus" }] }, TypeError, "faults[0].kind"],
+      [{ faults: [{ kind: "status" }] }, TypeError, "faults[0].status"],
+      [
+        { faults: [{ kind: "status", status: 700 }] },
+        RangeError,
+        "faults[0].status",
+      ],
+      [{ faults: [{ kind: "body", body: 5 }] }, TypeError, "faults[0].body"],
       [{ port: 65_536 }, RangeError, "port"],
       [{ pciPort: 70_000 }, RangeError, "pciPort"],
     ] as const

@@ -1,6 +1,12 @@
 // Internal: the fake's answers: JSON, OAuth errors, and scripted faults.
 
-import { checkNumber, typeError } from "../core/_check.ts";
+import {
+  checkNumber,
+  numberError,
+  oneOf,
+  requireOptions,
+  typeError,
+} from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import { base64url } from "../core/_encoding.ts";
 import type { FakeFault } from "./fake_options.ts";
@@ -17,18 +23,45 @@ const FAULT_BOUNDS = [
   ["retryAfter", "non-negative whole time in s, at most 2147483"],
 ] as const;
 
-/** `faults` (the option of that name), checked. */
+const KINDS: readonly FakeFault["kind"][] = ["status", "delay", "drop", "body"];
+
+/**
+ * `faults` (the option of that name), checked: a fault mistyped would answer a 500 of its own, which a test takes for
+ * the one it scripted.
+ */
 export function checkedFaults(faults: readonly FakeFault[], context: string) {
   if (!Array.isArray(faults)) {
     throw typeError(context, "faults", "must be an array", typeof faults);
   }
-  faults.forEach((fault, i) => {
-    for (const [key, rule] of FAULT_BOUNDS) {
-      const value = (fault as Partial<Record<typeof key, number>>)?.[key];
-      checkNumber(value, 0, rule, context, `faults[${i}].${key}`);
-    }
-  });
+  faults.forEach((fault: unknown, i) =>
+    checkFault(fault, context, `faults[${i}]`)
+  );
   return [...faults];
+}
+
+function checkFault(fault: unknown, context: string, at: string) {
+  requireOptions(fault, context, at);
+  const { kind, status, body, ...times } = fault as Record<string, unknown>;
+  oneOf(kind ?? "", KINDS, context, `${at}.kind`); // none: refused, not the first kind
+  for (const [key, rule] of FAULT_BOUNDS) {
+    checkNumber(
+      times[key] as number | undefined,
+      0,
+      rule,
+      context,
+      `${at}.${key}`,
+    );
+  }
+  // What `new Response` takes; a status fault needs one.
+  const answerable = Number.isInteger(status) && Number(status) >= 200 &&
+    Number(status) <= 599;
+  if ((status !== undefined || kind === "status") && !answerable) {
+    const rule = "must be an HTTP status from 200 to 599";
+    throw numberError(status, context, `${at}.status`, rule);
+  }
+  if (kind === "body" && typeof body !== "string") {
+    throw typeError(context, `${at}.body`, "must be a string", typeof body);
+  }
 }
 
 /** A JSON answer that no cache keeps. */

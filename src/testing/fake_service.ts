@@ -62,15 +62,18 @@ export interface FakeControls {
   readonly apiRequests: number;
   /**
    * Queues faults for the next token requests, after those already queued.
-   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s.
+   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`, `"faults[i].status"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s, a status outside 200 to 599.
+   * @throws {TypeError} (`option: "faults[i]"`, `"faults[i].kind"`, `"faults[i].status"`, `"faults[i].body"`) For a fault that is no object, of no known kind, a status fault without its status, a body fault whose body is no string.
    */
   injectTokenFaults(...faults: FakeFault[]): void;
   /**
-   * Queues faults for the next API requests, after those already queued.
-   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s.
+   * Queues faults for the next API requests, after those already queued, checked as `injectTokenFaults` checks them.
    */
   injectApiFaults(...faults: FakeFault[]): void;
-  /** Adds `count` transactions newer than all others, as if created now (the head of `DESC` moves). */
+  /**
+   * Adds `count` transactions newer than all others, as if created now (the head of `DESC` moves).
+   * @throws {RangeError} (`option: "count"`) For a count that is not a non-negative integer.
+   */
   insertTransactions(count: number): void;
   /**
    * Puts `item` into the list named `list` (e.g. `"transactions"`), where its fields place it.
@@ -178,9 +181,16 @@ export function createFakePartnerService(
     injectTokenFaults: inject(state.tokenFaults, "token"),
     injectApiFaults: inject(state.apiFaults, "API"),
     insertTransactions: (added) => {
+      const count = checkNumber(
+        added,
+        undefined,
+        "non-negative integer",
+        "Cannot insert transactions",
+        "count",
+      );
       const transactions = lists.get("transactions")!;
       const random = seededRandom(transactions.serial);
-      appendItems(transactions, added, now(), random);
+      appendItems(transactions, count, now(), random);
     },
     insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
     remove: (list, id) => removeItem(listNamed(lists, list), id),
@@ -305,7 +315,12 @@ function serviceState(options: FakePartnerServiceOptions) {
     endpoint,
     lists: generateLists(sizes, seed, now()),
     latency: checked(options.latency, 0, "latency", `non-negative ${WHOLE}`),
-    listEnvelope: options.listEnvelope ?? "object",
+    listEnvelope: oneOf(
+      options.listEnvelope,
+      ["object", "array"],
+      CONTEXT,
+      "listEnvelope",
+    ),
     churn: churner(options.churn, seed, now),
     maxLimit: checked(options.maxLimit, 1000, "maxLimit", "positive integer"),
     cutAtMax: cut === "cut",
