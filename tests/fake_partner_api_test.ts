@@ -184,6 +184,20 @@ Deno.test("the fake's tokens expire on its clock and can be revoked", async () =
   ok(!api.isValidToken("never issued"));
 });
 
+Deno.test("a fake token of a lifetime under 1 s is valid the 1 s its expires_in says (never refused earlier, as DESIGN's service)", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({
+    tokenLifetime: 500,
+    now: clock,
+  });
+  const answer = await post(api.environment.tokenUrl, tokenBody(api));
+  equal(answer.body.expires_in, 1);
+  clock.advance(999);
+  ok(api.isValidToken(String(answer.body.access_token)));
+  clock.advance(1);
+  ok(!api.isValidToken(String(answer.body.access_token)));
+});
+
 Deno.test("startFakePartnerApi() refuses bad options", async () => {
   await rejects(startFakePartnerApi({ tokenLifetime: 0 }), RangeError);
   await rejects(startFakePartnerApi({ quota: { perHour: -1 } }), RangeError);

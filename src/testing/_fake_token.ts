@@ -59,10 +59,12 @@ export class FakeTokenEndpoint {
     quota.spend();
     this.tokensIssued++;
     const accessToken = randomText(32);
-    this.#tokens.set(accessToken, now() + lifetime);
+    // Never refused before the whole seconds it advertises (under 1 s of lifetime: 1).
+    const expiresIn = Math.max(1, Math.floor(lifetime / 1000));
+    this.#tokens.set(accessToken, now() + Math.max(lifetime, expiresIn * 1000));
     return this.withQuota(json(200, {
       access_token: accessToken,
-      expires_in: Math.max(1, Math.floor(lifetime / 1000)),
+      expires_in: expiresIn,
       token_type: "Bearer",
     }));
   }

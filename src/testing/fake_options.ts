@@ -18,8 +18,8 @@
  */
 export interface FakePartnerServiceOptions {
   /**
-   * Lifetime of issued tokens, in ms like every duration of the fake (`expires_in`: whole seconds, at least 1):
-   * whole, at most 2,147,483,647 (24.8 days) like every time option.
+   * Lifetime of issued tokens, in ms like every duration of the fake (`expires_in`: whole seconds, at least 1, and a
+   * token is valid that long at least): whole, at most 2,147,483,647 (24.8 days) like every time option.
    * @default {86400000}
    */
   tokenLifetime?: number;
