@@ -166,6 +166,27 @@ Deno.test("cache clear, logout, completion and demo take the flags every command
   equal(api.tokenRequests + api.apiRequests, 0);
 });
 
+Deno.test("cache clear --env-file reads the configuration whose token it removes, not how that token is asked for: a bad PARTNER_API_TOKEN_BODY there is not refused", async () => {
+  await using api = await startFakePartnerApi();
+  const file = Object.entries({
+    ...configFor(api),
+    PARTNER_API_TOKEN_BODY: "xml",
+    PARTNER_API_CLIENT_AUTHENTICATION: "none",
+  }).map(([k, v]) => `${k}=${v}\n`).join("");
+  const cleared: (PartnerApiConfig | undefined)[] = [];
+  const extra = {
+    readTextFile: () => Promise.resolve(file),
+    clearCache: (config?: PartnerApiConfig) => {
+      cleared.push(config);
+      return Promise.resolve("removed 1 cached token");
+    },
+  };
+  const args = ["cache", "clear", "--env-file", "ci.env"];
+  const result = await run(args, untouchable, undefined, extra);
+  equal(result.code, 0, result.stderr);
+  equal(cleared[0]?.clientId, api.credentials.clientId);
+});
+
 Deno.test("cache clear, logout, completion and demo check the common flags as every command does: a bad value, a repeat or a contradiction exits 2 in one line", async (t) => {
   const clearCache = () => Promise.reject(new Error("nothing may be cleared"));
   const readTextFile = () => Promise.resolve("# no configuration\n");

@@ -35,12 +35,17 @@ export interface RunIo extends CliIo {
 }
 
 /**
- * Reads every variable and names all that are missing at once.
+ * Reads every variable and names all that are missing at once; `unread` ones count as unset (a flag set them, or the
+ * command has no use for them).
  * @throws {UsageError} For missing or unreadable variables, or values `defineEnvironment` refuses (named by variable).
  */
-export function readConfig(io: CliIo): PartnerApiConfig {
+export function readConfig(
+  io: CliIo,
+  unread: readonly string[] = [],
+): PartnerApiConfig {
   try {
     return configFromEnv((name) => {
+      if (unread.includes(name)) return undefined;
       try {
         return io.env(name);
       } catch {

@@ -6,7 +6,7 @@ import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
-import { CONFIG_VARIABLES } from "../core/config.ts";
+import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
 import { openSession, readConfig, type RunIo } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
@@ -79,12 +79,24 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
       return 0;
   }
   await addEnvFile(run, planned.envFile);
+  const { bodyFormat, clientAuthentication } = CONFIG_OPTIONAL_VARIABLES;
   if (planned.command === "cache clear") {
-    // `--env-file`: that configuration's tokens alone (the environment wins, as everywhere).
-    const config = planned.envFile === undefined ? undefined : readConfig(run);
+    // `--env-file`: that configuration's tokens alone (the environment wins, as everywhere); how it asks for them aside.
+    const config = planned.envFile === undefined
+      ? undefined
+      : readConfig(run, [bodyFormat, clientAuthentication]);
     const cleared = await run.clearCache?.(config);
     run.stdout.write(`${cleared ?? "no token cache: nothing to clear"}\n`);
-  } else await execute(openSession(run, readConfig(run), planned), planned);
+    return 0;
+  }
+  // A flag wins over its variable, which is then not read (nor refused).
+  const flagged = [
+    ...(planned.tokenBody === undefined ? [] : [bodyFormat]),
+    ...(planned.clientAuthentication === undefined
+      ? []
+      : [clientAuthentication]),
+  ];
+  await execute(openSession(run, readConfig(run, flagged), planned), planned);
   return 0;
 }
 
