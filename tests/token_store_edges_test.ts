@@ -7,10 +7,12 @@ import { TokenRequestError } from "../src/core/errors.ts";
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import {
   type CoordinateOptions,
+  createFileTokenStore,
   createMemoryTokenStore,
   type TokenRecord,
   type TokenStore,
 } from "../src/store/mod.ts";
+import { createKvTokenStore } from "../src/store/kv.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 import { inProcessFake } from "./_fast_setup.ts";
@@ -55,7 +57,7 @@ Deno.test("a quota snapshot read from a store keeps the time it was reported", a
   equal(api.tokenRequests, 1);
 });
 
-Deno.test("the store is read once per flight, not on every call during a failed refresh", async () => {
+Deno.test("the store is read once per flight (twice by a failed one), not on every call during a failed refresh", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({
     now: clock,
@@ -85,7 +87,12 @@ Deno.test("the store is read once per flight, not on every call during a failed 
   await Promise.all(background);
   equal(api.tokenRequests, 2);
   for (let i = 0; i < 50; i++) equal(await provider.getToken(), token);
-  equal(reads, 2, "one read for the refresh flight, none in the cooldown");
+  // The failure is stored over the record as it then stands: a token a 401 dropped meanwhile must not come back.
+  equal(
+    reads,
+    3,
+    "the refresh flight reads before and as it stores, none in the cooldown",
+  );
   equal(background.length, 1, "no refresh during the cooldown");
 });
 
@@ -296,4 +303,52 @@ Deno.test("a token is built once: building it again gives the same object", asyn
     ...api.credentials,
   });
   equal(await provider.getToken(), await provider.getToken());
+});
+
+Deno.test("every store's coordinate publishes over the record as it stands once the request answers: a token a 401 dropped meanwhile stays dropped, its renewal kept (a failed refresh merged over the record read before brought the refused token back)", async () => {
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "merge-" });
+  using kv = await Deno.openKv(":memory:");
+  const stores: [string, TokenStore][] = [
+    ["memory", createMemoryTokenStore()],
+    ["file", createFileTokenStore({ folder, clientSecret: "s3cret" })],
+    ["kv", createKvTokenStore(kv)],
+  ];
+  const at = Date.now();
+  const token = {
+    accessToken: "refused-by-the-api",
+    tokenType: "Bearer" as const,
+    expiresIn: 3600,
+    expiresAt: at + HOUR,
+    quota: [],
+  };
+  const renewal = { at, expiresAt: token.expiresAt, token: "f" };
+  const failure = {
+    until: at + 60_000,
+    failures: 1,
+    reason: "status" as const,
+    status: 503,
+  };
+  for (const [name, store] of stores) {
+    await store.set("k", { token });
+    const published = await store.coordinate!("k", {
+      settled: () => false,
+      request: async () => {
+        // Another process's 401 drops the token while this request runs (a store without update: read, then set).
+        const drop = (record?: TokenRecord) => {
+          const { token: _refused, ...rest } = record ?? {};
+          return { ...rest, renewal };
+        };
+        if (store.update) await store.update("k", drop);
+        else await store.set("k", drop(await store.get("k")));
+        return { failure };
+      },
+      signal: new AbortController().signal,
+      requestBudget: 1_000,
+    });
+    equal(published.token, undefined, name);
+    equal(published.renewal?.token, "f", name);
+    equal((await store.get("k"))?.token, undefined, name);
+  }
+  await Deno.remove(folder, { recursive: true });
 });

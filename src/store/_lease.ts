@@ -151,7 +151,8 @@ export async function coordinateByLease<Snapshot>(
     lookedAgain = false;
     const left = deadline - now();
     if (left <= 0) {
-      const result = published(await request(), record);
+      const read = () => database.get(key).catch(() => record);
+      const result = await published(await request(), record, read);
       // A failing write must not lose the token just paid for.
       await database.set(key, result).catch(() => {});
       return result;
@@ -188,7 +189,9 @@ async function requestHolding(
     throw error;
   }
   stop();
-  const record = published(result, before);
+  // A 401's renewal is not held off by the lease: what it dropped meanwhile stays dropped.
+  const read = () => database.get(key).catch(() => before);
+  const record = await published(result, before, read);
   try {
     // The lease was lost (the process stalled): publish only what is newer.
     if (!await lease.publish(record)) {

@@ -96,13 +96,19 @@ export class RecordSeals {
   }
 }
 
-/** What to store after a request: a still valid token and the fleet's 401 ledger are kept. */
-export function published(
+/**
+ * What to store after a request: a still valid token and the fleet's 401 ledger are kept. A result without a token is
+ * put over the record as it stands (`read`): a 401's renewal may have dropped the old token since, which must not come
+ * back. Any other over `before`, read before the request: no second read.
+ */
+export async function published(
   result: TokenRecord,
   before: TokenRecord | undefined,
-): TokenRecord {
-  const token = result.token ?? before?.token;
-  const renewal = result.renewal ?? before?.renewal;
+  read: () => Promise<TokenRecord | undefined>,
+): Promise<TokenRecord> {
+  const over = result.token === undefined ? await read() : before;
+  const token = result.token ?? over?.token;
+  const renewal = result.renewal ?? over?.renewal;
   return { ...result, ...(token && { token }), ...(renewal && { renewal }) };
 }
 

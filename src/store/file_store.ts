@@ -218,9 +218,9 @@ class EncryptedFileStore implements FileTokenStore {
     { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const lock = `${await this.#path(key)}.lock`;
-    // What the request answers, over what was read: a failed refresh keeps the token still valid, as every store does.
+    const read = () => this.get(key);
     const requestAndWrite = async (before: TokenRecord | undefined) => {
-      const record = published(await request(), before);
+      const record = await published(await request(), before, read);
       await this.set(key, record);
       return record;
     };
