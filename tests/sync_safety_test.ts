@@ -446,6 +446,119 @@ Deno.test("every file sink skips and reports an item JSON cannot hold (a BigInt,
   database.close();
 });
 
+/** A JSONL and a SQLite copy of `things`, each read back as its items by id. */
+async function twoCopies(name: string) {
+  const path = await fresh(`${name}.jsonl`);
+  const database = new DatabaseSync(":memory:");
+  const jsonl = async () => {
+    const text = await Deno.readTextFile(path);
+    const rows = text.trimEnd().split("\n").map((line) => JSON.parse(line));
+    return new Map(rows.map((row) => [String(row.id), row]));
+  };
+  const sqlite = () => {
+    const rows = database.prepare('SELECT item FROM "things"').all();
+    const items = rows.map((row) => JSON.parse(`${row.item}`));
+    return Promise.resolve(
+      new Map(items.map((item) => [String(item.id), item])),
+    );
+  };
+  return [
+    { name: "jsonl", sink: () => createJsonlSink(path), items: jsonl },
+    {
+      name: "sqlite",
+      sink: () => createSqliteSink(database, { table: "things" }),
+      items: sqlite,
+    },
+  ];
+}
+
+Deno.test("a skipped item stays as the copy last had it through a cycle of small sweeps, moved to the end (met only by the head) or met again after an update the cycle read, in JSONL as in SQLite", async () => {
+  type Thing = { id: string; s: number; v: number };
+  for (const scene of ["moved past the end", "met twice"] as const) {
+    for (
+      const copy of await twoCopies(`skipped-${scene.replaceAll(" ", "-")}`)
+    ) {
+      const things: Thing[] = Array.from(
+        { length: 100 },
+        (_, i) => ({ id: `t${i}`, s: i * 10, v: 0 }),
+      );
+      const bad = new Set<string>();
+      const service = listOf(() => [...things].sort((a, b) => a.s - b.s), {
+        maxLimit: 25, // windows of 25: a cycle takes several runs
+      });
+      const items = (body: unknown) =>
+        (body as Thing[]).map((item) =>
+          bad.has(item.id) ? { ...item, big: 1n } : item
+        );
+      const run = (sweep: number) =>
+        syncList(service.client, "things", {
+          id: "id",
+          sortBy: "s",
+          sink: copy.sink(),
+          items,
+          sweep,
+          limit: 25,
+        });
+      await run(0);
+      // The cycle about to begin reads it in its first window, updated; then it turns unstorable ahead of the cursor.
+      if (scene === "met twice") things[0]!.v = 2;
+      await run(1); // a cycle begins
+      if (scene === "moved past the end") {
+        // Unstorable now, and past the copy's end: only the head meets it.
+        bad.add("t80");
+        things[80]!.s = 5_000;
+      } else {
+        bad.add("t0");
+        things[0]!.s = 455;
+      }
+      let deleted = 0;
+      for (let i = 0; i < 12; i++) deleted += (await run(1)).deleted;
+      equal(deleted, 0, `${scene}, ${copy.name}`);
+      const held = await copy.items();
+      equal(held.size, 100, `${scene}, ${copy.name}`);
+      if (scene === "met twice") equal(held.get("t0")?.v, 2, copy.name);
+    }
+  }
+});
+
+Deno.test("JSONL sink: an item whose toJSON gives null, a text or an object without its id is skipped and reported, by the sweep as by the head, never written as a line no run can read back", async () => {
+  const things = Array.from({ length: 6 }, (_, i) => ({ id: `t${i}`, v: 0 }));
+  let odd: unknown;
+  const service = listOf(() => things);
+  const items = (body: unknown) =>
+    (body as typeof things).map((item) =>
+      ["t3", "t6"].includes(item.id) && odd !== undefined
+        ? { ...item, toJSON: () => odd }
+        : item
+    );
+  const path = await fresh("tojson.jsonl");
+  const options = { id: "id", sink: createJsonlSink(path), items };
+  await syncList(service.client, "things", { ...options, sweep: Infinity });
+  for (odd of [null, "text", { other: 1 }]) {
+    things[3]!.v++;
+    const run = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    deepStrictEqual(run.skippedIds, ["t3"], JSON.stringify(odd));
+  }
+  things.push({ id: "t6", v: 0 }); // new: met by the head alone
+  const head = await syncList(service.client, "things", {
+    ...options,
+    sweep: 0,
+  });
+  deepStrictEqual(head.skippedIds, ["t6"]);
+  odd = undefined;
+  const run = await syncList(service.client, "things", {
+    ...options,
+    sweep: Infinity,
+  });
+  equal([run.inserted, run.updated, run.deleted].join(), "1,1,0");
+  const lines = (await Deno.readTextFile(path)).trimEnd().split("\n");
+  equal(lines.length, 7);
+  equal(JSON.parse(lines.find((line) => line.includes('"t3"'))!).v, 3);
+});
+
 // The files of a copy (issue 45): a handle is checked to be the path's own
 // file before anything is written through it, and every file failure is a
 // SyncError naming the file.

@@ -19,7 +19,7 @@ import {
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { guardCycleEnd } from "./_deletes.ts";
-import { requireText, tried } from "../core/_check.ts";
+import { fieldsOf, requireText, tried } from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -95,7 +95,7 @@ export function createJsonlSink<T>(
   };
 }
 
-type KeyOf = (item: unknown) => { id: string };
+type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
@@ -165,23 +165,24 @@ class JsonlCopy {
   ) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
-    const { written, skipped: skippedIds, ...batch } = linesOf(items, ids);
+    const keyOf = context?.keyOf;
+    const { written, skipped: skippedIds, lines } = linesOf(items, ids, keyOf);
+    const batch = { written, skipped: skippedIds, keyOf };
     if (context?.phase !== "sweep") {
-      const end = await this.#append(copy, now.end, batch.lines);
-      const keyOf = written.length > 0 ? context?.keyOf : undefined;
-      const held = keyOf && await this.holds(written, keyOf);
+      const held = await this.#linesHeld(batch, now);
+      const end = await this.#append(copy, now.end, lines + held);
+      const known = written.length > 0 && keyOf &&
+        await this.holds(written, keyOf);
       for (const id of written) this.#ids?.add(id); // brought again in this run: an update
       await this.#save({ ...now, checkpoint, end });
-      const updated = held?.size ?? 0;
+      const updated = known ? known.size : 0;
       return { inserted: written.length - updated, updated, skippedIds };
     }
-    // A skipped item's line stays as it was (SQL sinks keep its row): the copy's, into the rewrite.
-    const lines = batch.lines +
-      await this.#linesHeld(skippedIds, context.keyOf);
     const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
       : await startCycle(this.#files, now.end, context.cycle);
-    const end = await this.#append(rewritePath, under.end, lines);
+    const held = await this.#linesHeld(batch, { ...now, rewrite: under });
+    const end = await this.#append(rewritePath, under.end, lines + held);
     const rewrite = { ...under, end };
     if (context.endsCycle === undefined) {
       await this.#save({ ...now, checkpoint, rewrite });
@@ -208,16 +209,26 @@ class JsonlCopy {
     return { ...counts, skippedIds };
   }
 
-  /** The copy's last line of each of `ids`, read once the batch skipped one. */
-  async #linesHeld(ids: readonly string[], keyOf: KeyOf | undefined) {
-    if (ids.length === 0 || keyOf === undefined) return "";
-    const wanted = new Set(ids), lines = new Map<string, string>();
-    for await (const row of copyRows(this.#files, this.#committed, -1, keyOf)) {
-      if (wanted.has(row.id)) {
-        lines.set(row.id, `${JSON.stringify(row.item)}\n`);
-      }
+  /**
+   * The copy's last line of each item the batch skipped that the cycle under way has not met (no line in its rewrite,
+   * nor the head's since it began), written again: the cycle keeps it as it was, as SQL sinks keep its row, seen. Read
+   * only when a batch skips one.
+   */
+  async #linesHeld(
+    { written, skipped, keyOf }: HeldBatch,
+    committed: Committed,
+  ): Promise<string> {
+    const cycle = committed.rewrite?.cycle;
+    const wanted = new Set(skipped.filter((id) => !written.includes(id)));
+    if (wanted.size === 0 || !keyOf || cycle === undefined) return "";
+    const lines = new Map<string, string>(), met = new Set<string>();
+    for await (const row of copyRows(this.#files, committed, cycle, keyOf)) {
+      if (!wanted.has(row.id)) continue;
+      if (row.seen) met.add(row.id);
+      else lines.set(row.id, `${JSON.stringify(row.item)}\n`);
     }
-    return [...lines.values()].join("");
+    const kept = [...lines].filter(([id]) => !met.has(id));
+    return kept.map(([, line]) => line).join("");
   }
 
   /**
@@ -287,19 +298,41 @@ class JsonlCopy {
   }
 }
 
-/** Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle) skipped as SQL sinks skip it, not stopping runs. */
-function linesOf(items: readonly unknown[], ids: readonly string[]) {
+/** A batch's ids as written and skipped, and its run's key reader. */
+type HeldBatch = {
+  written: readonly string[];
+  skipped: readonly string[];
+  keyOf: KeyOf | undefined;
+};
+
+/**
+ * Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle), or whose line would not read back as it
+ * (its own `toJSON`), skipped as SQL sinks skip what they cannot hold, not stopping runs.
+ */
+function linesOf(
+  items: readonly unknown[],
+  ids: readonly string[],
+  keyOf: KeyOf | undefined,
+) {
   const written: string[] = [], skipped: string[] = [];
   let lines = "";
   items.forEach((item, i) => {
     const text = tried(() => JSON.stringify(item));
-    if (text === undefined) skipped.push(ids[i]!);
-    else {
+    if (text === undefined || !readsBack(item, text, keyOf)) {
+      skipped.push(ids[i]!);
+    } else {
       lines += `${text}\n`;
       written.push(ids[i]!);
     }
   });
   return { lines, written, skipped };
+}
+
+/** Whether `text` reads back as `item`'s key (id and sort value): only an item's own `toJSON` can make it another. */
+function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
+  if (typeof fieldsOf(item)?.toJSON !== "function" || !keyOf) return true;
+  const [read, own] = [tried(() => keyOf(JSON.parse(text))), keyOf(item)];
+  return read?.id === own.id && read.value === own.value;
 }
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
