@@ -186,9 +186,8 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
 export const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
 /**
- * Text from a server, fit for an error: secrets redacted first (no later
- * change may break a form apart), controls as spaces, cut to `max` (ending
- * with `more`); dropped whole if it still holds {@linkcode SECRET_RUN} characters of a secret.
+ * Text from a server, fit for an error: secrets redacted first (no later change may break a form apart; dropped whole
+ * while it holds a run of one: {@linkcode redactedWhole}), controls as spaces, cut to `max` (ending with `more`).
  */
 export function serverText(
   text: string,
@@ -198,18 +197,23 @@ export function serverText(
 ): string {
   // Past `max` and every form's length is cut anyway: unsearched (a body may be megabytes).
   const reach = max + Math.max(0, ...secrets.map((s) => redactorOf(s).longest));
-  const redacted = redact(text.slice(0, reach + 1), secrets);
-  if (secrets.some((secret) => holdsRun(redacted, redactorOf(secret).secret))) {
-    return REDACTED;
-  }
-  return cut(redacted.replace(CONTROLS, " "), max, more);
+  const clean = redactedWhole(text.slice(0, reach + 1), secrets);
+  return cut(clean.replace(CONTROLS, " "), max, more);
 }
 
-/** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret. */
+/** `text` redacted ({@linkcode redact}), or dropped whole while it still holds {@linkcode SECRET_RUN} characters of a secret. */
+function redactedWhole(text: string, secrets: readonly Secret[]) {
+  const redacted = redact(text, secrets);
+  const held = secrets.some((s) => holdsRun(redacted, redactorOf(s).secret));
+  return held ? REDACTED : redacted;
+}
+
+/** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too). */
 function holdsRun(text: string, secret: string): boolean {
-  for (const variant of variants(secret)) {
+  const lower = text.toLowerCase();
+  for (const variant of variants(secret.toLowerCase())) {
     for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
-      if (text.includes(variant.slice(at, at + SECRET_RUN))) return true;
+      if (lower.includes(variant.slice(at, at + SECRET_RUN))) return true;
     }
   }
   return false;
@@ -316,7 +320,10 @@ function nativeErrors(): ReadonlySet<unknown> {
 }
 let natives: Set<unknown> | undefined;
 
-/** Keeps a client's credentials, and each access token it sends until `stop`, out of text: a service may echo them in ids. */
+/**
+ * Keeps a client's credentials, and each access token it sends until `stop`, out of text (a service may echo them in
+ * ids), as server text: redacted, or dropped whole while it holds a run of one.
+ */
 export function secretsOf(client: object) {
   const { tokenProvider } = client as { tokenProvider?: unknown };
   const provider = Object(tokenProvider), tokens = new Set<string>();
@@ -324,7 +331,7 @@ export function secretsOf(client: object) {
   const noting = tokensNoted.get(provider) ?? new Set<Set<string>>();
   tokensNoted.set(provider, noting.add(tokens));
   const secrets = (): Secret[] => [...credentials, ...tokens];
-  const clean = (text: string) => redact(text, secrets());
+  const clean = (text: string) => redactedWhole(text, secrets());
   return { clean, secrets, stop: () => noting.delete(tokens) };
 }
 
