@@ -211,16 +211,18 @@ Deno.test("sync CLI: a --to in a missing folder or naming a folder, a copy it di
     equal(refused.stderr.includes(`: --to ${to}: `), true, refused.stderr);
   }
   equal(api.apiRequests, 0, "refused before any list request");
-  const own = await fresh("own.jsonl");
-  await Deno.writeTextFile(own, '{"mine":1}\n');
-  const foreign = await run(
-    syncArgs(own),
-    configFor(api),
-  );
-  equal(foreign.code, 2, foreign.stderr);
-  equal(foreign.stderr.includes(`: --to ${own}: `), true, foreign.stderr);
-  equal(/sink|table/.test(foreign.stderr), false, foreign.stderr);
-  equal(await Deno.readTextFile(own), '{"mine":1}\n');
+  // Files of the user's: lines of their own, and notes that are no database (it exited 1, to be retried).
+  const notes = "my notes, not a database\n".repeat(200);
+  const files = [["own.jsonl", '{"mine":1}\n'], ["notes.db", notes]];
+  for (const [name, text] of files) {
+    const own = await fresh(name!);
+    await Deno.writeTextFile(own, text!);
+    const foreign = await run(syncArgs(own), configFor(api));
+    equal(foreign.code, 2, foreign.stderr);
+    equal(foreign.stderr.includes(`: --to ${own}: `), true, foreign.stderr);
+    equal(/sink|table/.test(foreign.stderr), false, foreign.stderr);
+    equal(await Deno.readTextFile(own), text);
+  }
   const other = await fresh("other.db");
   equal(
     (await run(

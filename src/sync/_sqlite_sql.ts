@@ -4,7 +4,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { guardCycleEnd } from "./_deletes.ts";
 import { fileError, fingerprint } from "./_files.ts";
-import { SyncError } from "./sync_error.ts";
+import { sinkMismatch, SyncError } from "./sync_error.ts";
 import { tried } from "../core/_check.ts";
 import * as kit from "./_sql_sink.ts";
 
@@ -347,7 +347,7 @@ function upsertAll(st: Statements, rows: kit.Rows, named: boolean) {
 const FILE_FAILURE =
   /disk I\/O error|readonly database|unable to open database file|malformed|disk is full|not a database|permission denied/;
 
-/** A failure of the database of `what` (a full disk, read-only, not a database, closed, locked) as a SyncError. */
+/** A failure of the database of `what` (a full disk, read-only, closed, locked; not a database: refused) as a SyncError. */
 export function failureOf(
   db: DatabaseSync,
   what: string,
@@ -368,5 +368,10 @@ export function failureOf(
     );
   }
   if (!FILE_FAILURE.test(why) || !path) return error;
+  // Another file at the path is a copy this sink did not make, as a JSONL file of other lines is.
+  if (/not a database/.test(why)) {
+    const not = "it is not a SQLite database";
+    return sinkMismatch(path, not, "sync into a new file");
+  }
   return fileError(path, "use", error);
 }
