@@ -216,6 +216,15 @@ Deno.test("get and sync drop an API error answer that holds a run of the client 
   }
 });
 
+Deno.test("a short client secret ('secret') is not redacted out of the tool's own words: a 401's hint names PARTNER_API_CLIENT_SECRET whole", async () => {
+  await using api = await startFakePartnerApi();
+  const config = { ...configFor(api), PARTNER_API_CLIENT_SECRET: "secret" };
+  const result = await run(["token", "--no-cache"], config);
+  equal(result.code, 1, result.stderr);
+  match(result.stderr, /PARTNER_API_CLIENT_SECRET/);
+  equal(result.stderr.includes("[client_secret]"), false, result.stderr);
+});
+
 Deno.test("get exits 1 (the network's failure), not 2 (the caller's), when the connection drops while the answer's body comes", async () => {
   await using api = await startFakePartnerApi();
   api.injectApiFaults({ kind: "drop" });

@@ -1,7 +1,11 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import { escapeControls, redact } from "../core/_redact.ts";
+import {
+  escapeControls,
+  MIN_REDACTED_LENGTH,
+  redact,
+} from "../core/_redact.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -108,8 +112,10 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   // The configured credentials, each kept out of what is printed by value: a secret pasted into the client id or
   // audience variable is never shown either, when the IdP quotes it back. Not allowed to read one: not what failed here.
   const read = (name: string) => tried(() => run.env(name)?.trim()) ?? "";
+  // A short secret ("secret") is in the tool's own words: the library has already kept it out of the server's.
+  const secret = read(CONFIG_VARIABLES.clientSecret);
   const credentials = {
-    secret: read(CONFIG_VARIABLES.clientSecret),
+    secret: secret.length < MIN_REDACTED_LENGTH ? "" : secret,
     clientId: read(CONFIG_VARIABLES.clientId),
     audience: read(CONFIG_VARIABLES.audience),
   };
