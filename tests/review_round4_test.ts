@@ -371,7 +371,7 @@ Deno.test("list addresses: every page asks what the code before round 4 asked (q
   const paths = [
     "transactions",
     "transactions?status=open",
-    "transactions?page=3&limit=7&x=1",
+    "transactions?sortBy=b&x=1",
     "transactions?q=a%20b+c&flag&tag=a&tag=b",
     "transactions#fragment",
     "caf%C3%A9/items?name=%E2%9C%93&amp;=%26",

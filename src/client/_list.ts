@@ -30,8 +30,8 @@ function walkUnder<T>(
 ) {
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
-  // As in `query`: a page parameter the path holds would be replaced by the walk's, without a word.
-  const held = PAGE_PARAMETERS.find((name) => url.searchParams.has(name));
+  // Every page sets these: the path's would be replaced without a word (its sort is kept when no option gives one).
+  const held = ["limit", "page"].find((name) => url.searchParams.has(name));
   if (held !== undefined) {
     const rule = `must not hold '${held}': give it as the option '${held}'`;
     throw typeError(CONTEXT, "path", rule);
@@ -95,8 +95,8 @@ async function* counted<X>(source: AsyncIterable<X>, tally: { pages: number }) {
 }
 
 /**
- * Each page's address: the list's with its filters, the page's parameters last (neither the path nor `query` holds
- * one). Parsed once a page: a `searchParams.set` per parameter reparsed it, the page's main cost.
+ * Each page's address: the list's with its filters, the page's parameters last in place of the path's sort (neither
+ * holds `limit` or `page`). Parsed once a page: a `searchParams.set` per parameter reparsed it, the page's main cost.
  */
 function pageAddresses(url: URL, extra: Record<string, string>) {
   let head: string | undefined;
@@ -108,6 +108,7 @@ function pageAddresses(url: URL, extra: Record<string, string>) {
       for (const [name, value] of Object.entries(extra)) {
         list.searchParams.set(name, value);
       }
+      for (const name of [...page.keys()]) list.searchParams.delete(name);
       const { origin, pathname, search } = list;
       head = `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;
     }
