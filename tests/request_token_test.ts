@@ -313,6 +313,9 @@ Deno.test("requestToken() refuses bad options before sending anything", async ()
       clientSecret: undefined,
     }],
     ["audience", "must be a non-empty string", { audience: 5 }],
+    // Spaces alone are empty too, as defineEnvironment has it: "   " went to the IdP.
+    ["audience", "must be a non-empty string", { audience: "   " }],
+    ["clientId", "must be a non-empty string", { clientId: " \t" }],
     ["fetch", "must be a function", { fetch: "fetch" }],
   ];
   for (const [option, rule, override] of bad) {

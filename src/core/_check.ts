@@ -136,10 +136,12 @@ export function oneOf<T extends string | boolean>(
   throw typeError(context, option, rule, received);
 }
 
-/** A non-empty string option. */
+/** A non-empty string option: one of spaces alone is empty too (an audience "   " went to the IdP as it was). */
 export function requireText(value: unknown, context: string, field: string) {
-  if (typeof value !== "string" || value === "") {
-    const received = value === "" ? '""' : typeof value;
+  if (typeof value !== "string" || value.trim() === "") {
+    const received = typeof value === "string"
+      ? JSON.stringify(value.slice(0, 40))
+      : typeof value;
     throw typeError(context, field, "must be a non-empty string", received);
   }
   return value;
