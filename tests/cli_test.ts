@@ -525,7 +525,7 @@ Deno.test("a refused token request is remembered across runs through the cache: 
   await Deno.remove(folder, { recursive: true });
 });
 
-Deno.test("the CLI refuses what the service or library would refuse only later (a page above 1000, two copies, a paging key in --query in any case, a direction in other letters): exit 2, one line naming the flag, no request", async () => {
+Deno.test("the CLI refuses what the service or library would refuse only later (a page above 1000, two copies, a paging key in --query in any case or a name twice, a direction in other letters): exit 2, one line naming the flag, no request", async () => {
   await using api = await startFakePartnerApi({ items: { transactions: 5 } });
   const folder = ".test-tmp/cli-inputs";
   await Deno.mkdir(folder, { recursive: true });
@@ -538,6 +538,11 @@ Deno.test("the CLI refuses what the service or library would refuse only later (
     [["list", "transactions", "--query", "LIMIT=5"], "--query"],
     [["list", "transactions", "--query", "limit=5"], "--query"],
     [[...sync, "--query", "Page=2"], "--query"],
+    // A name given twice: the second won silently.
+    [
+      [...sync, "--query", "status=open", "--query", "status=closed"],
+      "--query",
+    ],
     [["list", "transactions", "--sort-direction", "aſc"], "--sort-direction"],
   ];
   for (const [args, flag] of cases) {

@@ -122,6 +122,10 @@ export function pagingOf(values: Values) {
       const rule = own ? "k=v (paging and sort have flags)" : "k=v";
       throw new UsageError(`--query must be ${rule}: received ${pair}`);
     }
+    // As every flag given twice: the second must not win silently (a sync's query is its copy's identity).
+    if (Object.hasOwn(query, name)) {
+      throw new UsageError(`--query ${name} is given twice: give it once`);
+    }
     query[name] = pair.slice(equals + 1);
   }
   return {
