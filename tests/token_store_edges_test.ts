@@ -57,7 +57,7 @@ Deno.test("a quota snapshot read from a store keeps the time it was reported", a
   equal(api.tokenRequests, 1);
 });
 
-Deno.test("the store is read once per flight (twice by a failed one), not on every call during a failed refresh", async () => {
+Deno.test("the store is read twice per flight (before the request, and as its answer is stored over it), not on every call during a failed refresh", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({
     now: clock,
@@ -79,7 +79,7 @@ Deno.test("the store is read once per flight (twice by a failed one), not on eve
     waitUntil: (promise) => background.push(promise),
   });
   const token = await provider.getToken();
-  equal(reads, 1, "the cold start reads once");
+  equal(reads, 2, "the cold start reads, and again as it stores the token");
   clock.set(token.expiresAt - 60_000);
   api.injectTokenFaults({ kind: "status", status: 503 });
   equal(await provider.getToken(), token);
@@ -90,7 +90,7 @@ Deno.test("the store is read once per flight (twice by a failed one), not on eve
   // The failure is stored over the record as it then stands: a token a 401 dropped meanwhile must not come back.
   equal(
     reads,
-    3,
+    4,
     "the refresh flight reads before and as it stores, none in the cooldown",
   );
   equal(background.length, 1, "no refresh during the cooldown");
@@ -305,7 +305,7 @@ Deno.test("a token is built once: building it again gives the same object", asyn
   equal(await provider.getToken(), await provider.getToken());
 });
 
-Deno.test("every store's coordinate publishes over the record as it stands once the request answers: a token a 401 dropped meanwhile stays dropped, its renewal kept (a failed refresh merged over the record read before brought the refused token back)", async () => {
+Deno.test("every store's coordinate publishes over the record as it stands once the request answers: a token a 401 dropped meanwhile stays dropped, and the later 401 renewal stays, after a success too (a failed refresh merged over the record read before brought the refused token back; a success lost the fleet's renewal)", async () => {
   await Deno.mkdir(".test-tmp", { recursive: true });
   const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "merge-" });
   using kv = await Deno.openKv(":memory:");
@@ -349,6 +349,25 @@ Deno.test("every store's coordinate publishes over the record as it stands once 
     equal(published.token, undefined, name);
     equal(published.renewal?.token, "f", name);
     equal((await store.get("k"))?.token, undefined, name);
+    // A success, and a failure carrying the requester's own older renewal: the ledger keeps the later one.
+    const answers: TokenRecord[] = [
+      { token: { ...token, accessToken: "new" } },
+      { failure, renewal: { ...renewal, at: 0 } },
+    ];
+    for (const answer of answers) {
+      await store.set("k", { token });
+      const written = await store.coordinate!("k", {
+        settled: () => false,
+        request: async () => {
+          await store.set("k", { renewal });
+          return answer;
+        },
+        signal: new AbortController().signal,
+        requestBudget: 1_000,
+      });
+      equal(written.renewal?.at, at, name);
+      equal((await store.get("k"))?.renewal?.at, at, name);
+    }
   }
   await Deno.remove(folder, { recursive: true });
 });

@@ -152,7 +152,7 @@ export async function coordinateByLease<Snapshot>(
     const left = deadline - now();
     if (left <= 0) {
       const read = () => database.get(key).catch(() => record);
-      const result = await published(await request(), record, read);
+      const result = await published(await request(), read);
       // A failing write must not lose the token just paid for.
       await database.set(key, result).catch(() => {});
       return result;
@@ -189,9 +189,9 @@ async function requestHolding(
     throw error;
   }
   stop();
-  // A 401's renewal is not held off by the lease: what it dropped meanwhile stays dropped.
+  // A 401's renewal is not held off by the lease: what it changed meanwhile stands.
   const read = () => database.get(key).catch(() => before);
-  const record = await published(result, before, read);
+  const record = await published(result, read);
   try {
     // The lease was lost (the process stalled): publish only what is newer.
     if (!await lease.publish(record)) {

@@ -97,18 +97,20 @@ export class RecordSeals {
 }
 
 /**
- * What to store after a request: a still valid token and the fleet's 401 ledger are kept. A result without a token is
- * put over the record as it stands (`read`): a 401's renewal may have dropped the old token since, which must not come
- * back. Any other over `before`, read before the request: no second read.
+ * What to store after a request, over the record as it stands once it answered (`read`): its token kept when the
+ * result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays dropped), and the later of the
+ * two 401 renewals (another process's 401 may have renewed meanwhile: the ledger must not lose it).
  */
 export async function published(
   result: TokenRecord,
-  before: TokenRecord | undefined,
   read: () => Promise<TokenRecord | undefined>,
 ): Promise<TokenRecord> {
-  const over = result.token === undefined ? await read() : before;
-  const token = result.token ?? over?.token;
-  const renewal = result.renewal ?? over?.renewal;
+  const current = await read();
+  const token = result.token ?? current?.token;
+  const [mine, theirs] = [result.renewal, current?.renewal];
+  const renewal = (theirs?.at ?? -Infinity) > (mine?.at ?? -Infinity)
+    ? theirs
+    : mine;
   return { ...result, ...(token && { token }), ...(renewal && { renewal }) };
 }
 

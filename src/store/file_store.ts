@@ -218,9 +218,8 @@ class EncryptedFileStore implements FileTokenStore {
     { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const lock = `${await this.#path(key)}.lock`;
-    const read = () => this.get(key);
-    const requestAndWrite = async (before: TokenRecord | undefined) => {
-      const record = await published(await request(), before, read);
+    const requestAndWrite = async () => {
+      const record = await published(await request(), () => this.get(key));
       await this.set(key, record);
       return record;
     };
@@ -235,13 +234,13 @@ class EncryptedFileStore implements FileTokenStore {
           // Another process may have written between the read and the lock.
           const again = await this.get(key);
           if (again !== undefined && settled(again)) return again;
-          return await requestAndWrite(again);
+          return await requestAndWrite();
         } finally {
           locked.release();
         }
       }
       if (locked === "unlockable" || steady() >= giveUpAt) {
-        return await requestAndWrite(record);
+        return await requestAndWrite();
       }
       await delay(LOCK_POLL, signal);
     }

@@ -44,8 +44,10 @@ export function createMemoryTokenStore(): TokenStore {
           const ended = new Promise<void>((resolve) => end = resolve);
           flights.set(key, ended);
           try {
-            const read = () => this.get(key);
-            const record = await published(await request(), before, read);
+            const record = await published(
+              await request(),
+              () => this.get(key),
+            );
             await this.set(key, record);
             return record;
           } finally {

@@ -209,7 +209,7 @@ export class CachingTokenProvider implements TokenProvider {
     tried(() => this.#config.waitUntil?.(done));
   }
 
-  /** One flight: the store (read once; again as a failed request is stored), else one request with retries. */
+  /** One flight: the store (read once, and again as a request's answer is stored over it), else one request with retries. */
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
     let refusal: QuotaExceededError | undefined;
     let failed: TokenRequestError | undefined;
