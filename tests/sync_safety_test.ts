@@ -559,6 +559,56 @@ Deno.test("JSONL sink: an item whose toJSON gives null, a text or an object with
   equal(JSON.parse(lines.find((line) => line.includes('"t3"'))!).v, 3);
 });
 
+Deno.test("JSONL sink: items of a class are written when their JSON reads back as their key (a toJSON that keeps the fields), skipped and reported when it does not (getters JSON leaves out)", async () => {
+  type Raw = { id: string; s: number };
+  class Kept {
+    constructor(readonly raw: Raw) {}
+    toJSON() {
+      return { ...this.raw, kind: "kept" };
+    }
+    get id() {
+      return this.raw.id;
+    }
+    get s() {
+      return this.raw.s;
+    }
+  }
+  class Getters {
+    readonly #raw: Raw;
+    constructor(raw: Raw) {
+      this.#raw = raw;
+    }
+    get id() {
+      return this.#raw.id;
+    }
+    get s() {
+      return this.#raw.s;
+    }
+  }
+  const things = Array.from({ length: 4 }, (_, i) => ({ id: `t${i}`, s: i }));
+  for (const Item of [Kept, Getters]) {
+    const service = listOf(() => things);
+    const items = (body: unknown) =>
+      (body as Raw[]).map((raw) => new Item(raw));
+    const path = await fresh(`class-${Item.name}.jsonl`);
+    const options = {
+      id: "id",
+      sortBy: "s",
+      sink: createJsonlSink(path),
+      items,
+    };
+    for (const sweep of [0, Infinity, Infinity]) {
+      const run = await syncList(service.client, "things", {
+        ...options,
+        sweep,
+      });
+      equal(run.skipped, Item === Kept ? 0 : 4, Item.name);
+    }
+    const text = await Deno.readTextFile(path).catch(() => "");
+    equal(text.split("\n").filter(Boolean).length, Item === Kept ? 4 : 0);
+  }
+});
+
 // The files of a copy (issue 45): a handle is checked to be the path's own
 // file before anything is written through it, and every file failure is a
 // SyncError naming the file.

@@ -213,9 +213,10 @@ export async function cycleChanges(
       oldOf.push(at);
     });
   };
-  const file = await openFile(files.copy, "read");
+  // No old line, none to read again: the copy may not exist yet (a first cycle whose every item was skipped).
+  const file = oldEnds.length > 0 ? await openFile(files.copy, "read") : null;
   const readOld = (from: number, to: number) =>
-    readAtSync(file, files.copy, from, to);
+    readAtSync(file!, files.copy, from, to);
   try {
     for await (const read of linesOf(files.rewrite, rewrite.end.length)) {
       const again: [number, string][] = []; // old line, new text
@@ -223,7 +224,7 @@ export async function cycleChanges(
       changedLines(again, oldEnds, changed, readOld);
     }
   } finally {
-    await file.close();
+    await file?.close();
   }
   meet(tailIds, tailLines.lines);
   return { inserted, updated: changed.size, deleted, held, drop };

@@ -328,9 +328,16 @@ function linesOf(
   return { lines, written, skipped };
 }
 
-/** Whether `text` reads back as `item`'s key (id and sort value): only an item's own `toJSON` can make it another. */
+/**
+ * Whether `text` reads back as `item`'s key (id and sort value): only a `toJSON` or a class (getters, which JSON leaves
+ * out) can make it another; items of JSON (plain objects) cost no check.
+ */
 function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
-  if (typeof fieldsOf(item)?.toJSON !== "function" || !keyOf) return true;
+  const type = fieldsOf(item) && Object.getPrototypeOf(item);
+  const plain = !type || type === Object.prototype || type === Array.prototype;
+  if ((plain && typeof fieldsOf(item)?.toJSON !== "function") || !keyOf) {
+    return true;
+  }
   const [read, own] = [tried(() => keyOf(JSON.parse(text))), keyOf(item)];
   return read?.id === own.id && read.value === own.value;
 }
