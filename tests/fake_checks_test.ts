@@ -209,6 +209,22 @@ Deno.test("the fake refuses at start an onRequest that is not a function, tokenB
         "faults[0].status",
       ],
       [{ faults: [{ kind: "body", body: 5 }] }, TypeError, "faults[0].body"],
+      // Statuses that carry no body, and a header no Response takes: a 500 of the fake's own.
+      [
+        { faults: [{ kind: "status", status: 204 }] },
+        RangeError,
+        "faults[0].status",
+      ],
+      [
+        { faults: [{ kind: "body", body: "", status: 304 }] },
+        RangeError,
+        "faults[0].status",
+      ],
+      [
+        { faults: [{ kind: "drop", headers: { "bad name": "x" } }] },
+        TypeError,
+        "faults[0].headers",
+      ],
       [{ port: 65_536 }, RangeError, "port"],
       [{ pciPort: 70_000 }, RangeError, "pciPort"],
     ] as const

@@ -5,6 +5,7 @@ import {
   numberError,
   oneOf,
   requireOptions,
+  tried,
   typeError,
 } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
@@ -41,7 +42,10 @@ export function checkedFaults(faults: readonly FakeFault[], context: string) {
 
 function checkFault(fault: unknown, context: string, at: string) {
   requireOptions(fault, context, at);
-  const { kind, status, body, ...times } = fault as Record<string, unknown>;
+  const { kind, status, body, headers, ...times } = fault as Record<
+    string,
+    unknown
+  >;
   oneOf(kind ?? "", KINDS, context, `${at}.kind`); // none: refused, not the first kind
   for (const [key, rule] of FAULT_BOUNDS) {
     checkNumber(
@@ -52,12 +56,15 @@ function checkFault(fault: unknown, context: string, at: string) {
       `${at}.${key}`,
     );
   }
-  // What `new Response` takes; a status fault needs one.
+  // What `new Response` takes with a body; a status fault needs one.
   const answerable = Number.isInteger(status) && Number(status) >= 200 &&
-    Number(status) <= 599;
+    Number(status) <= 599 && ![204, 205, 304].includes(Number(status));
   if ((status !== undefined || kind === "status") && !answerable) {
-    const rule = "must be an HTTP status from 200 to 599";
+    const rule = "must be an HTTP status from 200 to 599 that has a body";
     throw numberError(status, context, `${at}.status`, rule);
+  }
+  if (headers !== undefined && !tried(() => new Headers(headers as never))) {
+    throw typeError(context, `${at}.headers`, "must be valid HTTP headers");
   }
   if (kind === "body" && typeof body !== "string") {
     throw typeError(context, `${at}.body`, "must be a string", typeof body);

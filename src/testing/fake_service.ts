@@ -62,8 +62,8 @@ export interface FakeControls {
   readonly apiRequests: number;
   /**
    * Queues faults for the next token requests, after those already queued.
-   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`, `"faults[i].status"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s, a status outside 200 to 599.
-   * @throws {TypeError} (`option: "faults[i]"`, `"faults[i].kind"`, `"faults[i].status"`, `"faults[i].body"`) For a fault that is no object, of no known kind, a status fault without its status, a body fault whose body is no string.
+   * @throws {RangeError} (`option: "faults[i].ms"`, `"faults[i].retryAfter"`, `"faults[i].status"`) For a delay over 2,147,483,647 ms, a `retryAfter` over 2,147,483 s, a status outside 200 to 599 or without a body (204, 205, 304).
+   * @throws {TypeError} (`option: "faults[i]"`, `"faults[i].kind"`, `"faults[i].status"`, `"faults[i].body"`, `"faults[i].headers"`) For a fault that is no object, of no known kind, a status fault without its status, a body fault whose body is no string, headers no `Headers` takes.
    */
   injectTokenFaults(...faults: FakeFault[]): void;
   /**
