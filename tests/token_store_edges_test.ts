@@ -305,7 +305,7 @@ Deno.test("a token is built once: building it again gives the same object", asyn
   equal(await provider.getToken(), await provider.getToken());
 });
 
-Deno.test("every store's coordinate publishes over the record as it stands once the request answers: a token a 401 dropped meanwhile stays dropped, and the later 401 renewal stays, after a success too (a failed refresh merged over the record read before brought the refused token back; a success lost the fleet's renewal)", async () => {
+Deno.test("every store's coordinate publishes over the record as it stands once the request answers: a token a 401 dropped meanwhile stays dropped, and the later 401 renewal and quota block stay, after a success too (a failed refresh merged over the record read before brought the refused token back; a success lost the fleet's renewal)", async () => {
   await Deno.mkdir(".test-tmp", { recursive: true });
   const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "merge-" });
   using kv = await Deno.openKv(":memory:");
@@ -368,6 +368,34 @@ Deno.test("every store's coordinate publishes over the record as it stands once 
       equal(written.renewal?.at, at, name);
       equal((await store.get("k"))?.renewal?.at, at, name);
     }
+    // Another process's 429 block stored meanwhile stays, past this one's failure.
+    await store.set("k", { token });
+    const blocked = await store.coordinate!("k", {
+      settled: () => false,
+      request: async () => {
+        await store.set("k", { blockedUntil: at + 600_000 });
+        return { failure };
+      },
+      signal: new AbortController().signal,
+      requestBudget: 1_000,
+    });
+    equal(blocked.blockedUntil, at + 600_000, name);
   }
   await Deno.remove(folder, { recursive: true });
+});
+
+Deno.test("a memory store whose read fails once the token request answered still stores the token: the next provider pays none", async () => {
+  await using api = await startFakePartnerApi();
+  const memory = createMemoryTokenStore();
+  let reads = 0;
+  const store: TokenStore = {
+    ...memory,
+    get: (key) =>
+      ++reads === 2 ? Promise.reject(new Error("busy")) : memory.get(key),
+  };
+  const options = { ...api.environment, ...api.credentials, store };
+  const first = await createTokenProvider(options).getToken();
+  const second = await createTokenProvider(options).getToken();
+  equal(second.accessToken, first.accessToken);
+  equal(api.tokenRequests, 1);
 });

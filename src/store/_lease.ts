@@ -151,8 +151,8 @@ export async function coordinateByLease<Snapshot>(
     lookedAgain = false;
     const left = deadline - now();
     if (left <= 0) {
-      const read = () => database.get(key).catch(() => record);
-      const result = await published(await request(), read);
+      const read = () => database.get(key);
+      const result = await published(await request(), record, read);
       // A failing write must not lose the token just paid for.
       await database.set(key, result).catch(() => {});
       return result;
@@ -190,8 +190,7 @@ async function requestHolding(
   }
   stop();
   // A 401's renewal is not held off by the lease: what it changed meanwhile stands.
-  const read = () => database.get(key).catch(() => before);
-  const record = await published(result, read);
+  const record = await published(result, before, () => database.get(key));
   try {
     // The lease was lost (the process stalled): publish only what is newer.
     if (!await lease.publish(record)) {

@@ -97,21 +97,29 @@ export class RecordSeals {
 }
 
 /**
- * What to store after a request, over the record as it stands once it answered (`read`): its token kept when the
- * result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays dropped), and the later of the
- * two 401 renewals (another process's 401 may have renewed meanwhile: the ledger must not lose it).
+ * What to store after a request, over the record as it stands once it answered (`read`, else `before`, read before
+ * it): its token kept when the result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays
+ * dropped), and the later of two 401 renewals and of two quota blocks (another process may have stored one meanwhile).
  */
 export async function published(
   result: TokenRecord,
+  before: TokenRecord | undefined,
   read: () => Promise<TokenRecord | undefined>,
 ): Promise<TokenRecord> {
-  const current = await read();
+  const current = await read().catch(() => before);
   const token = result.token ?? current?.token;
   const [mine, theirs] = [result.renewal, current?.renewal];
   const renewal = (theirs?.at ?? -Infinity) > (mine?.at ?? -Infinity)
     ? theirs
     : mine;
-  return { ...result, ...(token && { token }), ...(renewal && { renewal }) };
+  const blocked = [result.blockedUntil, current?.blockedUntil];
+  const blockedUntil = Math.max(...blocked.map((at) => at ?? -Infinity));
+  return {
+    ...result,
+    ...(token && { token }),
+    ...(renewal && { renewal }),
+    ...(blockedUntil > -Infinity && { blockedUntil }),
+  };
 }
 
 /** How long to keep a record, in ms: until its token, block, cooldown and 401 renewal are over. */

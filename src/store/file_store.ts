@@ -218,8 +218,9 @@ class EncryptedFileStore implements FileTokenStore {
     { settled, request, signal, requestBudget }: CoordinateOptions,
   ): Promise<TokenRecord> {
     const lock = `${await this.#path(key)}.lock`;
-    const requestAndWrite = async () => {
-      const record = await published(await request(), () => this.get(key));
+    const read = () => this.get(key);
+    const requestAndWrite = async (before: TokenRecord | undefined) => {
+      const record = await published(await request(), before, read);
       await this.set(key, record);
       return record;
     };
@@ -234,13 +235,13 @@ class EncryptedFileStore implements FileTokenStore {
           // Another process may have written between the read and the lock.
           const again = await this.get(key);
           if (again !== undefined && settled(again)) return again;
-          return await requestAndWrite();
+          return await requestAndWrite(again);
         } finally {
           locked.release();
         }
       }
       if (locked === "unlockable" || steady() >= giveUpAt) {
-        return await requestAndWrite();
+        return await requestAndWrite(record);
       }
       await delay(LOCK_POLL, signal);
     }

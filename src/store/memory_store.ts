@@ -44,10 +44,8 @@ export function createMemoryTokenStore(): TokenStore {
           const ended = new Promise<void>((resolve) => end = resolve);
           flights.set(key, ended);
           try {
-            const record = await published(
-              await request(),
-              () => this.get(key),
-            );
+            const read = () => this.get(key);
+            const record = await published(await request(), before, read);
             await this.set(key, record);
             return record;
           } finally {
