@@ -559,7 +559,7 @@ Deno.test("JSONL sink: an item whose toJSON gives null, a text or an object with
   equal(JSON.parse(lines.find((line) => line.includes('"t3"'))!).v, 3);
 });
 
-Deno.test("JSONL sink: items of a class are written when their JSON reads back as their key (a toJSON that keeps the fields), skipped and reported when it does not (getters JSON leaves out)", async () => {
+Deno.test("JSONL sink: items of a class are written when their JSON reads back as their key (a toJSON that keeps the fields), skipped and reported when it does not (getters JSON leaves out, an array's own fields)", async () => {
   type Raw = { id: string; s: number };
   class Kept {
     constructor(readonly raw: Raw) {}
@@ -606,6 +606,18 @@ Deno.test("JSONL sink: items of a class are written when their JSON reads back a
     }
     const text = await Deno.readTextFile(path).catch(() => "");
     equal(text.split("\n").filter(Boolean).length, Item === Kept ? 4 : 0);
+  }
+  // An array with the fields as its own: JSON keeps the elements alone.
+  const service = listOf(() => things);
+  const items = (body: unknown) =>
+    (body as Raw[]).map((raw) => Object.assign([raw.id], raw));
+  const path = await fresh("class-array.jsonl");
+  const options = { id: "id", sortBy: "s", sink: createJsonlSink(path), items };
+  for (const sweep of [0, Infinity]) {
+    equal(
+      (await syncList(service.client, "things", { ...options, sweep })).skipped,
+      4,
+    );
   }
 });
 

@@ -329,12 +329,12 @@ function linesOf(
 }
 
 /**
- * Whether `text` reads back as `item`'s key (id and sort value): only a `toJSON` or a class (getters, which JSON leaves
- * out) can make it another; items of JSON (plain objects) cost no check.
+ * Whether `text` reads back as `item`'s key (id and sort value): only a `toJSON`, a class (getters, which JSON leaves
+ * out) or an array's own fields can make it another; items of JSON (plain objects) cost no check.
  */
 function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
   const type = fieldsOf(item) && Object.getPrototypeOf(item);
-  const plain = !type || type === Object.prototype || type === Array.prototype;
+  const plain = !type || type === Object.prototype;
   if ((plain && typeof fieldsOf(item)?.toJSON !== "function") || !keyOf) {
     return true;
   }
