@@ -225,6 +225,12 @@ Deno.test("the fake refuses at start an onRequest that is not a function, tokenB
         TypeError,
         "faults[0].headers",
       ],
+      // Pairs or a Headers: the fake sets an object's entries (a header "0", or none).
+      [
+        { faults: [{ kind: "drop", headers: [["x-a", "1"]] }] },
+        TypeError,
+        "faults[0].headers",
+      ],
       [{ port: 65_536 }, RangeError, "port"],
       [{ pciPort: 70_000 }, RangeError, "pciPort"],
     ] as const

@@ -2,6 +2,7 @@
 
 import {
   checkNumber,
+  fieldsOf,
   numberError,
   oneOf,
   requireOptions,
@@ -63,8 +64,15 @@ function checkFault(fault: unknown, context: string, at: string) {
     const rule = "must be an HTTP status from 200 to 599 that has a body";
     throw numberError(status, context, `${at}.status`, rule);
   }
-  if (headers !== undefined && !tried(() => new Headers(headers as never))) {
-    throw typeError(context, `${at}.headers`, "must be valid HTTP headers");
+  // Set name by name (`Object.entries`): an object of names and values, each one a Response takes.
+  const named = fieldsOf(headers) &&
+    Object.getPrototypeOf(headers) === Object.prototype;
+  if (
+    headers !== undefined &&
+    (!named || !tried(() => new Headers(headers as never)))
+  ) {
+    const rule = "must be an object of valid HTTP header names and values";
+    throw typeError(context, `${at}.headers`, rule);
   }
   if (kind === "body" && typeof body !== "string") {
     throw typeError(context, `${at}.body`, "must be a string", typeof body);
