@@ -20,14 +20,10 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import {
-  cleanCause,
-  redact,
-  type Secret,
-  tokensNoted,
-} from "../core/_redact.ts";
+import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
 import { tried, typeError } from "../core/_check.ts";
 import {
+  cleanCause,
   describeCause,
   isPermissionError,
   netPermissionFix,

@@ -1,7 +1,7 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
 import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
-import { cut, given, tried } from "./_check.ts";
+import { cut, tried } from "./_check.ts";
 
 /** What stands for a secret or token that is left out. */
 export const REDACTED = "[redacted]";
@@ -222,103 +222,6 @@ function holdsRun(text: string, secret: string): boolean {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
-
-/**
- * `error` fit for a `cause`: never the thrown value itself, which a fetch of the user's made and which may keep the
- * request (the body with the secret, the Authorization header) where no check sees it (a getter, a private field, a
- * Proxy). A copy of texts and numbers: the runtime's own class (`TypeError`, `DOMException`, `Deno.errors`), name,
- * message and primitive fields (`code`), each text cleaned as server text is; its cause and an AggregateError's errors
- * copied alike, 32 copies at most. Any other value: its kind (`[object Object]`).
- */
-export function cleanCause(
-  error: unknown,
-  secrets: readonly Secret[],
-  budget = { copies: 32 },
-): unknown {
-  const text = (value: unknown) =>
-    serverText(tried(() => String(value)) ?? "", secrets);
-  if (Object(error) !== error) return primitive(error, text);
-  const Type: unknown = tried(() => nativeTypeOf(error as object));
-  // Copies are counted, not levels: an error whose errors are itself 16 times made 89,000.
-  if (Type === undefined || --budget.copies < 0) {
-    return text(tried(() => Object.prototype.toString.call(error)));
-  }
-  const found = error as Error & { errors?: unknown };
-  const copied = (value: unknown) => cleanCause(value, secrets, budget);
-  const options = given({ cause: copied(tried(() => found.cause)) }); // undefined: none
-  const message = text(tried(() => found.message));
-  const name = text(tried(() => found.name));
-  const copy: Error = Type === DOMException
-    ? new DOMException(message, name) // its name is its prototype's getter's
-    : Type === AggregateError
-    ? new AggregateError(
-      firstOf(tried(() => found.errors)).map(copied),
-      message,
-      options,
-    )
-    : new (Type as ErrorConstructor)(message, options);
-  if (Type !== DOMException) copy.name = name;
-  primitiveFields(copy, error as object, text);
-  return copy;
-}
-
-/** `error`'s own primitive fields (`code`, `errno`: the first 16) onto `copy`, texts cleaned. */
-function primitiveFields(
-  copy: Error,
-  error: object,
-  text: (value: unknown) => string,
-) {
-  for (const key of firstOf(tried(() => Object.keys(error))) as string[]) {
-    const value = tried(() => (error as Record<string, unknown>)[key]);
-    // A name like `code` only: a key may be anything, the request body too.
-    const named = /^[A-Za-z_$][\w$]{0,39}$/.test(key) && text(key) === key;
-    if (Object(value) === value || key in copy || !named) continue;
-    const field = primitive(value, text);
-    const writable = { writable: true, enumerable: true, configurable: true };
-    Object.defineProperty(copy, key, { value: field, ...writable });
-  }
-}
-
-/**
- * A primitive fit for a copy: a text or a symbol (its description may be any text) cleaned; a bigint by its kind (its
- * digits may hold any bytes, the request body too); others as they are.
- */
-function primitive(value: unknown, text: (value: unknown) => string) {
-  if (typeof value === "bigint") return "[object BigInt]";
-  const shown = typeof value === "string" || typeof value === "symbol";
-  return shown ? text(value) : value;
-}
-
-/** The first items of `list` (16: an AggregateError's errors, an error's fields), read one by one; none if no array. */
-function firstOf(list: unknown): unknown[] {
-  const items = tried(() => Array.isArray(list)) ? list as unknown[] : [];
-  const length = Math.min(tried(() => items.length) ?? 0, 16);
-  return Array.from({ length }, (_, at) => tried(() => items[at]));
-}
-
-/** The runtime's own error class `value` is of, if any (a chain looked up 32 deep: a Proxy may answer with a cycle). */
-function nativeTypeOf(value: object) {
-  let type = Object.getPrototypeOf(value);
-  for (let step = 0; type !== null && step < 32; step++) {
-    if (nativeErrors().has(type)) return type.constructor;
-    type = Object.getPrototypeOf(type);
-  }
-  return undefined;
-}
-
-/** The prototypes of the runtime's own errors (Deno's by `Deno.errors`, looked up). */
-function nativeErrors(): ReadonlySet<unknown> {
-  const global: Record<string, { prototype?: unknown }> = globalThis as never;
-  const deno = (globalThis as { Deno?: { errors?: object } }).Deno?.errors;
-  const names =
-    "Error EvalError RangeError ReferenceError SyntaxError TypeError URIError AggregateError DOMException";
-  const types = [
-    ...names.split(" ").map((name) => global[name]),
-    ...Object.values(deno ?? {}),
-  ];
-  return natives ??= new Set(types.map((type) => type?.prototype));
-}
-let natives: Set<unknown> | undefined;
 
 /**
  * Keeps a client's credentials, and each access token it sends until `stop`, out of text (a service may echo them in

@@ -2,7 +2,11 @@
 // request's path, sends, reads the body within the deadline, then processes the
 // answer synchronously: tests/token_answers_test.ts drives each shape serverless.
 
-import { describeCause, isPermissionError } from "../core/_cause.ts";
+import {
+  cleanCause,
+  describeCause,
+  isPermissionError,
+} from "../core/_cause.ts";
 import {
   QuotaExceededError,
   type TokenFailureReason,
@@ -11,12 +15,7 @@ import {
 } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
-import {
-  cleanCause,
-  cleanResponse,
-  escapeControls,
-  serverText,
-} from "../core/_redact.ts";
+import { cleanResponse, escapeControls, serverText } from "../core/_redact.ts";
 import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
 import { fieldsOf, given, tried } from "../core/_check.ts";
 import type { Deadline } from "../core/_deadlines.ts";
