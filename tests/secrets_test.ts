@@ -403,7 +403,7 @@ Deno.test("a server echoing the secret in any form, control characters included,
   }
 });
 
-Deno.test("a server text holding a long run of the secret, in any case, is dropped whole", async () => {
+Deno.test("a server text holding a long run of the secret, in any case or in hex, is dropped whole or named", async () => {
   const secret = "0123456789abcdefghijklmnop";
   // The secret cut in two by a character nobody would think of redacting.
   const mangled = `${secret.slice(0, 13)}\u200b${secret.slice(13)}`;
@@ -421,6 +421,25 @@ Deno.test("a server text holding a long run of the secret, in any case, is dropp
           .map((text) => text?.toLowerCase());
         ok(!description?.includes("0123456789ab"), error.description);
         ok(!message?.includes("0123456789ab"));
+        return true;
+      },
+    );
+  }
+  // A run of it in hex, in either case: the whole secret's hex is a form, a part of it is not.
+  for (
+    const sent of [hex(secret.slice(1, -1)), hex(secret.slice(2)).toUpperCase()]
+  ) {
+    await rejects(
+      answeredWith(
+        { error: "invalid_client", error_description: `you sent ${sent}` },
+        401,
+        secret,
+        "client",
+      ),
+      (error: unknown) => {
+        ok(error instanceof TokenRequestError);
+        ok(!error.description?.includes(sent), error.description);
+        ok(!error.message.includes(sent));
         return true;
       },
     );

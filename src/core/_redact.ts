@@ -162,15 +162,9 @@ function nameOf(made: Redactor, match: string): string {
   return made.named.find(({ whole }) => whole.test(match))?.name ?? REDACTED;
 }
 
-/** The name of a value a base64 run holds (the secret's first), read at any of its 4 alignments. */
+/** The name of a value a base64 or hex run holds (the secret's first), read at any of its alignments. */
 function decodedHolding(run: string, made: Redactor): string | undefined {
-  const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
-  for (let skip = 0; skip < 4; skip++) {
-    const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
-    const decoded = tried(() =>
-      LENIENT.decode(Uint8Array.from(atob(aligned), (c) => c.charCodeAt(0)))
-    );
-    if (decoded === undefined) continue;
+  for (const decoded of readings(run)) {
     const found = new Set(
       decoded.match(made.pattern!)?.map((match) => nameOf(made, match)),
     );
@@ -180,6 +174,24 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
     if (name !== undefined) return name;
   }
   return undefined;
+}
+
+/** The texts a run may encode: as base64 at each of its 4 alignments, and as hex at each of 2 when it is hex. */
+function* readings(run: string): Generator<string> {
+  const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
+  for (let skip = 0; skip < 4; skip++) {
+    const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
+    const bytes = tried(() =>
+      Uint8Array.from(atob(aligned), (c) => c.charCodeAt(0))
+    );
+    if (bytes !== undefined) yield LENIENT.decode(bytes);
+  }
+  // A hex run of the secret (a part of it: the whole is a form already) is as good as its text.
+  if (!/^[0-9a-f]+$/i.test(run)) return;
+  for (let skip = 0; skip < 2; skip++) {
+    const pairs = run.slice(skip).match(/../g) ?? [];
+    yield LENIENT.decode(Uint8Array.from(pairs, (pair) => parseInt(pair, 16)));
+  }
 }
 
 /** Invalid bytes become U+FFFD, so that one of them hides nothing else. */
