@@ -407,7 +407,15 @@ Deno.test("a server text holding a long run of the secret, in any case or in hex
   const secret = "0123456789abcdefghijklmnop";
   // The secret cut in two by a character nobody would think of redacting.
   const mangled = `${secret.slice(0, 13)}\u200b${secret.slice(13)}`;
-  for (const sent of [mangled, mangled.toUpperCase()]) {
+  // A run of it in hex too, in either case: the whole secret's hex is a form, a part of it is not.
+  const [partHex, tailHex] = [hex(secret.slice(1, -1)), hex(secret.slice(2))];
+  const cases = [
+    [mangled, "0123456789ab"],
+    [mangled.toUpperCase(), "0123456789ab"],
+    [partHex, partHex],
+    [tailHex.toUpperCase(), tailHex],
+  ];
+  for (const [sent, leaked] of cases) {
     await rejects(
       answeredWith(
         { error: "invalid_client", error_description: `you sent ${sent}` },
@@ -419,27 +427,8 @@ Deno.test("a server text holding a long run of the secret, in any case or in hex
         ok(error instanceof TokenRequestError);
         const [description, message] = [error.description, error.message]
           .map((text) => text?.toLowerCase());
-        ok(!description?.includes("0123456789ab"), error.description);
-        ok(!message?.includes("0123456789ab"));
-        return true;
-      },
-    );
-  }
-  // A run of it in hex, in either case: the whole secret's hex is a form, a part of it is not.
-  for (
-    const sent of [hex(secret.slice(1, -1)), hex(secret.slice(2)).toUpperCase()]
-  ) {
-    await rejects(
-      answeredWith(
-        { error: "invalid_client", error_description: `you sent ${sent}` },
-        401,
-        secret,
-        "client",
-      ),
-      (error: unknown) => {
-        ok(error instanceof TokenRequestError);
-        ok(!error.description?.includes(sent), error.description);
-        ok(!error.message.includes(sent));
+        ok(!description?.includes(leaked!), error.description);
+        ok(!message?.includes(leaked!));
         return true;
       },
     );
