@@ -18,6 +18,7 @@ import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import { defineEnvironment } from "../src/core/environment.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
+import type { OptionError } from "../src/core/_check.ts";
 
 /** A token endpoint that accepts HTTP Basic only, as some OAuth servers do. */
 function basicOnlyServer(clientId: string, secret: string) {
@@ -179,4 +180,29 @@ Deno.test("ApiError says its reason and how many requests it took", async () => 
     new TokenRequestError("x", { status: 400 }) instanceof PartnerApiError,
     "one base for every failure of the service",
   );
+});
+
+Deno.test("a client's environment that breaks defineEnvironment's rules is refused by its field and rule, as defineEnvironment refuses it", async () => {
+  await using api = await startFakePartnerApi();
+  const cases = [
+    [{ baseUrl: new URL("http://api.example.com/api/") }, "baseUrl"],
+    [{ audience: "" }, "audience"],
+    [{ tokenUrl: new URL("http://idp.example/token") }, "tokenUrl"],
+  ] as const;
+  for (const [broken, field] of cases) {
+    const environment = { ...api.environment, ...broken };
+    let own: OptionError | undefined;
+    try {
+      defineEnvironment(environment);
+    } catch (error) {
+      own = error as OptionError;
+    }
+    ok(own, field);
+    throws(() => createClient({ ...api.credentials, environment }), {
+      name: "TypeError",
+      option: `environment.${field}`,
+      rule: own?.rule,
+    });
+  }
+  equal(api.tokenRequests, 0);
 });

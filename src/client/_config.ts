@@ -5,6 +5,7 @@ import { createTokenProvider } from "../token/mod.ts";
 import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
+  type OptionError,
   requireFunction,
   requireOptions,
   settingNamesOf,
@@ -82,8 +83,11 @@ function ownEnvironment(environment: Environment): Environment {
   try {
     return defineEnvironment({ ...environment });
   } catch (error) {
-    const { message } = error as Error;
-    throw refused(`breaks the rules of defineEnvironment(): ${message}`);
+    // Its field and rule as the client's (`environment.baseUrl`), as code reading `option` and `rule` expects.
+    const { option, rule, message } = error as Partial<OptionError>;
+    if (option === undefined || rule === undefined) throw error; // a getter's own
+    const received = message?.split(": received ")[1];
+    throw typeError(CONTEXT, `environment.${option}`, rule, received);
   }
 }
 
