@@ -24,6 +24,16 @@ Deno.test("--token-body form and PARTNER_API_TOKEN_BODY=form reach a server that
     });
     equal(byFlag.code, 0, byFlag.stderr);
   }
+  // Refused as the flag sent it: the hint names the flag that chose, not the variable it overrode.
+  const refused = await run(["token", "--no-cache", "--token-body", "json"], {
+    ...config,
+    PARTNER_API_TOKEN_BODY: "form",
+  });
+  equal(refused.code, 1);
+  match(
+    refused.stderr,
+    /check --token-body \(json or form\) and PARTNER_API_CLIENT_AUTHENTICATION/,
+  );
 });
 
 Deno.test("--client-authentication basic and PARTNER_API_CLIENT_AUTHENTICATION=basic reach a server that takes HTTP Basic only", async () => {

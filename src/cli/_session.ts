@@ -106,6 +106,15 @@ export function openSession(
       store,
       onEvent: flags.verbose ? heard : undefined,
     }),
+    // A hint names what chose: the flag, where one overrode the variable.
+    settingNames: {
+      ...config.settingNames,
+      ...given({
+        bodyFormat: flags.tokenBody && "--token-body",
+        clientAuthentication: flags.clientAuthentication &&
+          "--client-authentication",
+      }),
+    },
   });
   const client = createClient({
     environment: config.environment,
