@@ -544,6 +544,12 @@ Deno.test("the CLI refuses what the service or library would refuse only later (
       "--query",
     ],
     [["list", "transactions", "--sort-direction", "aſc"], "--sort-direction"],
+    // The library's refusals, said in flags: its option words are not the tool's.
+    [["list", "transactions", "--sort-by=-amount"], "--sort-direction DESC"],
+    [[...sync, "--sort-by=-amount"], "--sort-direction DESC"],
+    [["list", "transactions?page=3"], "--page"],
+    [["list", "transactions?status=open&limit=3"], "--limit"],
+    [["sync", "transactions?status=open", "--to", `${folder}/q.db`], "--query"],
   ];
   for (const [args, flag] of cases) {
     const result = await run([...args, "--no-cache"], configFor(api));

@@ -383,6 +383,12 @@ Deno.test("client.list() passes extra query parameters", async () => {
       throws(walk, { name: "TypeError", option: "path" });
     }
   }
+  // Another API's `-field` for descending is refused, as syncList refuses it: the service would answer 400.
+  for (const walk of [client.list, client.pages]) {
+    const sortBy = "-creationDate";
+    throws(() => walk("transactions", { sortBy }), { option: "sortBy" });
+  }
+  equal(sent.filter(({ url }) => url.includes("sortBy")).length, 0);
 });
 
 Deno.test("client.list() rejects an error page with ApiError and no token", async () => {

@@ -97,6 +97,19 @@ export function sortDirection(value: string | undefined) {
 }
 
 /**
+ * `--sort-by`: a field name; `undefined` when not given.
+ * @throws {UsageError} For `-field`, with the flags that sort by it descending.
+ */
+export function sortField(value: string | undefined) {
+  if (!value?.startsWith("-")) return value;
+  throw new UsageError(
+    `--sort-by must be a field name: write --sort-by ${
+      value.slice(1)
+    } --sort-direction DESC: received ${value}`,
+  );
+}
+
+/**
  * The one argument a command takes.
  * @throws {UsageError} With `missing` when there is none, and for a second one.
  */

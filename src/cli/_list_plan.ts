@@ -8,6 +8,7 @@ import {
   onePositional,
   pagingOf,
   sortDirection,
+  sortField,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -21,6 +22,14 @@ export type ListRequest = Readonly<ReturnType<typeof listRequest>>;
 /** Checks `list <path> [options]`: a UsageError says what is wrong. */
 export function listRequest(rest: readonly string[], values: Values) {
   const path = onePositional(rest, "list needs a <path>, e.g. transactions");
+  // Each page sets them: in the path, the library would refuse them in its own words.
+  const paging = URL.parse(path, "http://x/")?.searchParams;
+  const held = ["limit", "page"].find((name) => paging?.has(name));
+  if (held !== undefined) {
+    throw new UsageError(
+      `list's <path> must not hold '${held}': give --${held}: received ${path}`,
+    );
+  }
   const format = oneOf(values.format, "format", FORMATS);
   const options: ListOptions<unknown> = {
     ...given({
@@ -48,7 +57,7 @@ export function listRequest(rest: readonly string[], values: Values) {
 /** The sort, and with `--since` the item the list stops before. */
 function orderOf(values: Values) {
   const direction = sortDirection(values["sort-direction"]);
-  const sortBy = values["sort-by"];
+  const sortBy = sortField(values["sort-by"]);
   if (values.since !== undefined) {
     const { field, until } = since(values.since);
     if (sortBy !== undefined && sortBy !== field) {

@@ -5,6 +5,7 @@ import {
   onePositional,
   pagingOf,
   sortDirection,
+  sortField,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -21,6 +22,11 @@ export type SyncRequest = Readonly<ReturnType<typeof syncRequest>> & {
 export function syncRequest(rest: readonly string[], values: Values) {
   const shared = pagingOf(values);
   const path = onePositional(rest, "sync needs a <list>, e.g. transactions");
+  if (/[?#]/.test(path)) {
+    throw new UsageError(
+      `sync's <list> must hold no query or fragment: give filters as --query k=v: received ${path}`,
+    );
+  }
   const { target, kind } = copyOf(values.to);
   if (values.full === true) {
     throw new UsageError(
@@ -43,7 +49,7 @@ export function syncRequest(rest: readonly string[], values: Values) {
     kind,
     /** The id field: `--id`, else the list's singular + `ID` (`transactionID`). */
     id: values.id ?? idFieldOf(path),
-    sortBy: values["sort-by"],
+    sortBy: sortField(values["sort-by"]),
     sortDirection: sortDirection(values["sort-direction"]) ?? "ASC",
     /** List requests each run spends on the sweep; Infinity for `all`. */
     sweep: sweepOf(values.sweep),

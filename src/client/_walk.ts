@@ -13,7 +13,7 @@ import {
   oneOf,
   requireFunction,
   requireSignal,
-  requireText,
+  requireSortField,
 } from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
@@ -240,7 +240,7 @@ function requestFields<T>(options: PaginateOptions<T>) {
     : oneOf(sortDirection, ["ASC", "DESC"] as const, CONTEXT, "sortDirection");
   const by = sortBy === undefined
     ? undefined
-    : requireText(sortBy, CONTEXT, "sortBy");
+    : requireSortField(sortBy, CONTEXT);
   const checked = checkPriority(priority, undefined, CONTEXT);
   return given({ sortBy: by, sortDirection: direction, priority: checked });
 }

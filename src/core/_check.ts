@@ -147,6 +147,19 @@ export function requireText(value: unknown, context: string, field: string) {
   return value;
 }
 
+/** A `sortBy` option: a field name; `-field` (another API's way to say descending) refused with what to write instead. */
+export function requireSortField(given: unknown, context: string): string {
+  const sortBy = requireText(given, context, "sortBy");
+  if (!sortBy.startsWith("-")) return sortBy;
+  const field = JSON.stringify(sortBy.slice(1));
+  throw typeError(
+    context,
+    "sortBy",
+    `must be a field name: write sortBy: ${field}, sortDirection: "DESC"`,
+    JSON.stringify(sortBy.slice(0, 40)),
+  );
+}
+
 /** A `settingNames` option: what each of `settings` is called where it was configured, by default itself. */
 export function settingNamesOf<S extends string>(
   given: unknown,

@@ -10,6 +10,7 @@ import {
   requireFunction,
   requireOptions,
   requireSignal,
+  requireSortField,
   requireText,
   typeError,
 } from "../core/_check.ts";
@@ -33,7 +34,9 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   requireOptions(options, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
-  const sortBy = checkSortBy(options.sortBy);
+  const sortBy = options.sortBy === undefined
+    ? undefined
+    : requireSortField(options.sortBy, CONTEXT);
   if ((options as { full?: unknown }).full !== undefined) {
     throw bad("full", FULL);
   }
@@ -88,19 +91,6 @@ function clockOf(now: (() => number) | undefined): () => number {
 
 function bad(option: string, rule: string, received?: string): TypeError {
   return typeError(CONTEXT, option, rule, received);
-}
-
-/** A field name to sort by; `-field` is refused with what to write instead. */
-function checkSortBy(given: unknown): string | undefined {
-  if (given === undefined) return undefined;
-  const sortBy = requireText(given, CONTEXT, "sortBy");
-  if (!sortBy.startsWith("-")) return sortBy;
-  const field = JSON.stringify(sortBy.slice(1));
-  throw bad(
-    "sortBy",
-    `must be a field name: write sortBy: ${field}, sortDirection: "DESC"`,
-    JSON.stringify(sortBy.slice(0, 40)),
-  );
 }
 
 function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
