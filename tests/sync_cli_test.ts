@@ -2,6 +2,7 @@
 // run, Ctrl-C committing what it has (exit 130), and its flags checked.
 
 import { DatabaseSync } from "node:sqlite";
+import { deepStrictEqual } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { plan } from "../src/cli/_plan.ts";
 import { idFieldOf, tableOf } from "../src/cli/_sync_plan.ts";
@@ -213,15 +214,26 @@ Deno.test("sync CLI: a --to in a missing folder or naming a folder, a copy it di
   equal(api.apiRequests, 0, "refused before any list request");
   // Files of the user's: lines of their own, and notes that are no database (it exited 1, to be retried).
   const notes = "my notes, not a database\n".repeat(200);
-  const files = [["own.jsonl", '{"mine":1}\n'], ["notes.db", notes]];
-  for (const [name, text] of files) {
-    const own = await fresh(name!);
-    await Deno.writeTextFile(own, text!);
+  // And a database whose table of that name is the user's: no flag names a table.
+  const table = (path: string) => {
+    const database = new DatabaseSync(path);
+    database.exec("CREATE TABLE transactions (a, b)");
+    database.close();
+  };
+  const files: [string, (path: string) => Promise<void> | void][] = [
+    ["own.jsonl", (path) => Deno.writeTextFile(path, '{"mine":1}\n')],
+    ["notes.db", (path) => Deno.writeTextFile(path, notes)],
+    ["mine.db", table],
+  ];
+  for (const [name, make] of files) {
+    const own = await fresh(name);
+    await make(own);
+    const before = await Deno.readFile(own);
     const foreign = await run(syncArgs(own), configFor(api));
     equal(foreign.code, 2, foreign.stderr);
     equal(foreign.stderr.includes(`: --to ${own}: `), true, foreign.stderr);
     equal(/sink|table/.test(foreign.stderr), false, foreign.stderr);
-    equal(await Deno.readTextFile(own), text);
+    deepStrictEqual(await Deno.readFile(own), before);
   }
   const other = await fresh("other.db");
   equal(

@@ -173,8 +173,10 @@ function explained(
       return usageCannotWrite(error, request);
     }
     if (!["sink-mismatch", "link"].includes(error.reason)) return error;
-    const what = error.message.replace(/^Cannot sync( into \S+)?: /, "")
-      .replace(/sync into (a new|another) /, "give --to $1 ");
+    // In the tool's words: no flag names a table, and the sink is `partner-api sync`.
+    const what = error.message.replace(/^Cannot sync( into [^:]+)?: /, "")
+      .replace(/sync into (a new|another) (table or )?/, "give --to $1 ")
+      .replaceAll("this sink", "partner-api sync");
     return new UsageError(`--to ${target}: ${what}`);
   }
   if ((error as { option?: string } | null)?.option === "sink") {
