@@ -255,6 +255,17 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
     equal(granted, false);
     await timers.tickAsync(1);
     await later;
+    // Every send has left the window (the ring was filled long ago): not full, one slot's share again.
+    await timers.tickAsync(5000);
+    limiter.refused();
+    granted = false;
+    const after = Promise.resolve(limiter.take()).then(() => {
+      granted = true;
+    });
+    await timers.tickAsync(249);
+    equal(granted, false, "a ring filled long ago is no full window");
+    await timers.tickAsync(1);
+    await after;
   });
 });
 

@@ -140,11 +140,12 @@ class SlidingWindowLimiter implements RateLimiter {
   refused(): void {
     const window = this.#window;
     const { requests, interval } = this.limit;
-    const oldest = window.times[window.head]!;
-    // Full of answered requests: room when the oldest leaves; else one slot's share of the interval.
-    const room = window.count === requests && oldest !== Infinity
-      ? oldest + interval
-      : this.#read() + interval / requests;
+    const [oldest, now] = [window.times[window.head]!, this.#read()];
+    // One slot's share of the interval at least; while the window is full of answered requests (the ring's oldest
+    // still in it, not only filled once), until the oldest leaves.
+    const full = window.count === requests && oldest + interval > now;
+    const leaves = full && oldest !== Infinity ? oldest + interval : 0;
+    const room = Math.max(now + interval / requests, leaves);
     window.blockedUntil = Math.max(window.blockedUntil, room);
     this.#schedule();
   }
