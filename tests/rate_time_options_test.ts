@@ -5,7 +5,11 @@
 // abandoned every token request, and a window of 2^40 ms made callers spin.
 
 import { equal, ok } from "node:assert/strict";
-import { createClient, createRateLimiter } from "../src/client/mod.ts";
+import {
+  createClient,
+  createRateLimiter,
+  type RateLimiter,
+} from "../src/client/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { createKvRateLimiter } from "../src/store/kv.ts";
 import { createRedisRateLimiter } from "../src/store/redis.ts";
@@ -67,4 +71,32 @@ Deno.test("time options: a provider with 'timeout' at 2,147,483,647 ms gets its 
   const token = await provider.getToken();
   ok(api.service.isValidToken(token.accessToken));
   equal(api.service.tokenRequests, 1);
+});
+
+Deno.test("time options: a client's 'timeout' above its rate limiter's hold is refused (RangeError, option 'timeout'): a fleet limiter lets a send unanswered for 60 s go, and a slower answer came after another process had its slot", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const command = () => Promise.resolve(null);
+  const limiters = [
+    createKvRateLimiter(kv),
+    createRedisRateLimiter({ command }),
+    createRateLimiter({ requests: 5, interval: 1000 }), // holds until answered
+  ];
+  using api = inProcessFake();
+  const client = (rateLimit: RateLimiter, timeout: number) => () =>
+    createClient({
+      environment: api.environment,
+      ...api.credentials,
+      rateLimit,
+      timeout,
+    });
+  for (const rateLimit of limiters) {
+    const hold = rateLimit.hold;
+    equal(await refusal(client(rateLimit, hold ?? LARGEST)), undefined);
+    if (hold === undefined) continue;
+    equal(hold, 60_000);
+    const error = await refusal(client(rateLimit, hold + 1));
+    ok(error instanceof RangeError);
+    equal((error as RangeError & { option: string }).option, "timeout");
+    await (rateLimit as Partial<AsyncDisposable>)[Symbol.asyncDispose]?.();
+  }
 });

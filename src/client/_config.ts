@@ -6,6 +6,7 @@ import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
   type OptionError,
+  rangeError,
   requireFunction,
   requireOptions,
   settingNamesOf,
@@ -36,14 +37,15 @@ export function clientConfig(options: ClientOptions) {
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const random = requireFunction(options.random, CONTEXT, "random") ??
     Math.random;
-  const timeout = timeoutFrom(options.timeout, CONTEXT);
+  const rateLimiter = rateLimiterOf(options.rateLimit, now);
+  const timeout = timeoutWithin(options.timeout, rateLimiter?.hold);
   // The client's own options first: a provider made below may start work (a store's key).
   const own = {
     fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
       ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)),
     retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
     /** Paces every attempt; `undefined` when pacing is off. */
-    rateLimiter: rateLimiterOf(options.rateLimit, now),
+    rateLimiter,
     /** The priority of calls that give none. */
     priority: checkPriority(options.priority, "auto", CONTEXT),
     /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
@@ -154,6 +156,15 @@ function baseNamesOf(given: ClientOptions["settingNames"]) {
 const CLIENT_OWN = new Set(
   "settingNames fetch timeout retry random now onEvent".split(" "),
 );
+
+/** The `timeout`, at most the limiter's `hold`: a slower answer would come after its slot was let go. */
+function timeoutWithin(given: number | undefined, hold: number | undefined) {
+  const timeout = timeoutFrom(given, CONTEXT);
+  if (hold === undefined || timeout <= hold) return timeout;
+  const rule =
+    `must be at most ${hold} with this rateLimit: it counts a request never answered for ${hold} ms at most`;
+  throw rangeError(CONTEXT, "timeout", rule, String(timeout));
+}
 
 /** The client's pacing: a limiter given, one made from a limit, or none. */
 function rateLimiterOf(

@@ -50,7 +50,8 @@ export interface ClientOptions extends ProviderSettings {
   fetch?: typeof fetch;
   /**
    * Time limit of one attempt, in ms: until the headers for `fetch`, until the body is read for a
-   * `list` page (and for the created provider's token requests).
+   * `list` page (and for the created provider's token requests). At most the `rateLimit`'s `hold`
+   * (60000 for a KV or Redis fleet limiter): `RangeError` (`option: "timeout"`) above it.
    * @default {30000}
    */
   timeout?: number;

@@ -65,4 +65,9 @@ export interface RateLimiter {
    * window is taken as full (for one slot's share of the interval at least).
    */
   refused(): void;
+  /**
+   * How long a request never answered counts as taken at most, in ms, where a limiter lets it go (a fleet's, so that a
+   * process that died does not hold its slots); a client refuses a `timeout` above it. Absent: until answered.
+   */
+  readonly hold?: number;
 }

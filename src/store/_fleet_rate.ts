@@ -15,6 +15,7 @@ import { requireFunction } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
+  HOLD,
   type Reseed,
   type TakeReply,
   type TakeRequest,
@@ -68,6 +69,8 @@ const MOST_PER_TAKE = 64;
 /** A {@linkcode RateLimiter} over a {@linkcode SharedWindow}; disposing waits for its writes to the store. */
 export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly limit: RateLimit;
+  /** An unanswered send counts for HOLD at most: the fleet's rules drop it then. */
+  readonly hold = HOLD;
   readonly #shared: SharedWindow;
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
