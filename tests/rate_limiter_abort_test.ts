@@ -5,6 +5,7 @@
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { createRateLimiter } from "../src/client/rate_limit.ts";
+import { createKvRateLimiter } from "../src/store/kv.ts";
 import { withFakeTimers } from "./_helpers.ts";
 
 /** A signal whose listener calls are counted. */
@@ -99,4 +100,26 @@ Deno.test("leaving the line keeps the order of those who stay", async () => {
   limiter.answered(first);
   await Promise.all(waits);
   equal(order.join(), "1,2,4");
+});
+
+Deno.test("a take whose signal is no AbortSignal is refused (TypeError, option 'signal'), and the callers after it are served: queued, it threw at once and failed every take behind it, in process and on KV", async () => {
+  await withFakeTimers(async (timers) => {
+    using kv = await Deno.openKv(":memory:");
+    const limit = { requests: 1, interval: 500, now: () => timers.now };
+    const limiters = [createRateLimiter(limit), createKvRateLimiter(kv, limit)];
+    for (const limiter of limiters) {
+      limiter.answered(await limiter.take()); // full for 500 ms
+      for (const bad of [{}, "signal", 1]) {
+        let refused: unknown;
+        const taken = Promise.resolve(limiter.take(bad as AbortSignal));
+        await taken.catch((error) => refused = error);
+        ok(refused instanceof TypeError);
+        equal((refused as TypeError & { option: string }).option, "signal");
+      }
+      const next = Promise.resolve(limiter.take());
+      await timers.tickAsync(600);
+      limiter.answered(await next);
+      await (limiter as Partial<AsyncDisposable>)[Symbol.asyncDispose]?.();
+    }
+  });
 });

@@ -346,3 +346,20 @@ Deno.test("getToken() stops waiting when its signal aborts", async (t) => {
     });
   });
 });
+
+Deno.test("getToken() refuses a signal that is no AbortSignal (TypeError, option 'signal') before any request, cold or cached: joining a flight with it failed and joined again, for ever", async () => {
+  const { api, provider, clock } = await setup();
+  await using _ = api;
+  for (const bad of [{}, "signal"]) {
+    await rejects(provider.getToken({ signal: bad as AbortSignal }), {
+      name: "TypeError",
+      option: "signal",
+    });
+  }
+  equal(api.tokenRequests, 0);
+  await provider.getToken();
+  clock.advance(HOUR); // due for a refresh: a flight again
+  await rejects(provider.getToken({ signal: {} as AbortSignal }), {
+    option: "signal",
+  });
+});

@@ -13,6 +13,7 @@ import {
   PriorityLines,
   recordAnswer,
   recordSend,
+  signalRefusal,
   slotWait,
   type Window,
 } from "../core/_rate_window.ts";
@@ -106,6 +107,8 @@ class SlidingWindowLimiter implements RateLimiter {
   }
 
   take(signal?: AbortSignal, priority?: RatePriority) {
+    const refused = signalRefusal(signal);
+    if (refused !== undefined) return refused;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const line = this.#lines.of(priority);
     const low = line === this.#lines.low;

@@ -2,7 +2,7 @@
 // line of callers waiting for a slot: a linked list makes leaving O(1), and
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
-import { MAX_TIMER_MS } from "./_check.ts";
+import { MAX_TIMER_MS, typeError } from "./_check.ts";
 
 /** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
@@ -189,6 +189,13 @@ const callers = new WeakMap<Promise<number>, Waiter>();
 /** Whether the caller promised `slot` waited for the window (a store's round trip is no wait); another limiter's promise did. */
 export function waited(slot: Promise<number>): boolean {
   return callers.get(slot)?.waited ?? true;
+}
+
+/** A `take`'s refusal of a `signal` that is no AbortSignal (once queued, it failed every caller after it); else none. */
+export function signalRefusal(signal: unknown): Promise<never> | undefined {
+  if (signal === undefined || signal instanceof AbortSignal) return undefined;
+  const rule = "must be an AbortSignal";
+  return Promise.reject(typeError("Cannot take a slot", "signal", rule));
 }
 
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */

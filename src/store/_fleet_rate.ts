@@ -121,6 +121,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
+    const refused = rateWindow.signalRefusal(signal);
+    if (refused !== undefined) return refused;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#disposed) return Promise.reject(disposed());
     const { live, low } = this.#lines;

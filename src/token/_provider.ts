@@ -8,7 +8,7 @@ import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
 import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
-import { given, tried } from "../core/_check.ts";
+import { given, tried, typeError } from "../core/_check.ts";
 import {
   type CachedToken,
   decide,
@@ -94,6 +94,11 @@ export class CachingTokenProvider implements TokenProvider {
 
   getToken(options?: GetTokenOptions): Promise<IssuedToken> {
     const signal = options?.signal;
+    // Else each join would fail on it and join again, for ever.
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      const rule = "must be an AbortSignal";
+      return Promise.reject(typeError("Cannot get token", "signal", rule));
+    }
     const cached = this.#cached;
     const now = this.#turnNow();
     if (cached === undefined) {
