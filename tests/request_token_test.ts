@@ -4,9 +4,11 @@ import {
   notEqual,
   ok,
   rejects,
+  throws,
 } from "node:assert/strict";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
-import { requestToken } from "../src/token/mod.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
+import { createClient } from "../src/client/mod.ts";
 import { type FakeFault, startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
 import type { OptionError } from "../src/core/_check.ts";
@@ -341,4 +343,38 @@ Deno.test("requestToken() gets a new token each time", async () => {
   const [a, b] = [await requestToken(options), await requestToken(options)];
   notEqual(a.accessToken, b.accessToken);
   equal(api.tokenRequests, 2);
+});
+
+Deno.test("a quotaHeader no Headers takes, or a now that does not read epoch ms, is refused by requestToken, the provider and the client before any request (each call spent a token, then failed)", async () => {
+  await using api = await startFakePartnerApi();
+  const base = { ...api.environment, ...api.credentials };
+  const bad: [Record<string, unknown>, string][] = [
+    [{ quotaHeader: "Quota Limit" }, "quotaHeader"],
+    [{ quotaHeader: "x\nInjected: 1" }, "quotaHeader"],
+    [{ now: () => new Date() }, "now"],
+    [{ now: () => NaN }, "now"],
+    [{ now: () => "1764600000000" }, "now"],
+  ];
+  for (const [options, option] of bad) {
+    await rejects(requestToken({ ...base, ...options } as never), {
+      name: "TypeError",
+      option,
+    });
+    throws(() => createTokenProvider({ ...base, ...options } as never), {
+      name: "TypeError",
+      option,
+    });
+  }
+  for (const [options, option] of bad.filter(([, name]) => name === "now")) {
+    const environment = api.environment;
+    throws(
+      () =>
+        createClient({ ...api.credentials, environment, ...options } as never),
+      {
+        name: "TypeError",
+        option,
+      },
+    );
+  }
+  equal(api.tokenRequests, 0);
 });

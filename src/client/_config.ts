@@ -7,6 +7,7 @@ import { renewalLedger } from "../token/ledger.ts";
 import {
   type OptionError,
   rangeError,
+  requireClock,
   requireFunction,
   requireOptions,
   settingNamesOf,
@@ -34,7 +35,7 @@ export function clientConfig(options: ClientOptions) {
     if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
   }
   const environment = ownEnvironment(options.environment);
-  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
+  const now = requireClock(options.now, CONTEXT) ?? Date.now;
   const random = requireFunction(options.random, CONTEXT, "random") ??
     Math.random;
   const rateLimiter = rateLimiterOf(options.rateLimit, now);

@@ -147,6 +147,25 @@ export function requireText(value: unknown, context: string, field: string) {
   return value;
 }
 
+/** A `now` option: a function whose reading, taken once here, is epoch ms (else each token expired as it came). */
+export function requireClock(
+  value: (() => number) | undefined,
+  context: string,
+): (() => number) | undefined {
+  const clock = requireFunction(value, context, "now");
+  const at: unknown = clock?.();
+  if (clock === undefined || (typeof at === "number" && Number.isFinite(at))) {
+    return clock;
+  }
+  const got = typeof at === "number" ? String(at) : typeof at; // an object's own String may throw
+  throw typeError(
+    context,
+    "now",
+    "must return epoch ms (a finite number)",
+    got,
+  );
+}
+
 /** A `sortBy` option: a field name; `-field` (another API's way to say descending) refused with what to write instead. */
 export function requireSortField(given: unknown, context: string): string {
   const sortBy = requireText(given, context, "sortBy");

@@ -6,10 +6,12 @@ import { redact, type Secret } from "../core/_redact.ts";
 import {
   oneOf,
   type OptionError,
+  requireClock,
   requireFunction,
   requireOptions,
   requireText,
   settingNamesOf,
+  tried,
   typeError,
 } from "../core/_check.ts";
 import { base64, basicPair } from "../core/_encoding.ts";
@@ -82,12 +84,25 @@ export function tokenEndpoint(
       : undefined,
     // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
-    now: requireFunction(options.now, context, "now") ?? Date.now,
-    quotaHeader: requireText(quotaHeader, context, "quotaHeader"),
+    now: requireClock(options.now, context) ?? Date.now,
+    quotaHeader: headerName(quotaHeader, context),
     timeout: timeoutFrom(options.timeout, context),
     /** What each setting is called where the reader configured it, for hints. */
     names: settingNamesOf(options.settingNames, SETTINGS, context),
   };
+}
+
+/** The quota header's name, one `Headers` takes: else every token request was sent, then failed reading it. */
+function headerName(value: unknown, context: string): string {
+  const name = requireText(value, context, "quotaHeader");
+  if (tried(() => new Headers().has(name)) !== undefined) return name;
+  const rule = "must be an HTTP header name";
+  throw typeError(
+    context,
+    "quotaHeader",
+    rule,
+    JSON.stringify(name.slice(0, 40)),
+  );
 }
 
 /** The token URL, checked; a secret pasted into it stays out of the error. */

@@ -36,12 +36,13 @@ export interface TokenRequestOptions {
   /** Aborts the request; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
   /**
-   * The clock, in epoch milliseconds. Every decision reads it.
+   * The clock, in epoch milliseconds. Every decision reads it; a reading that is no finite number is refused
+   * (`TypeError`, `option: "now"`).
    * @default {Date.now}
    */
   now?: () => number;
   /**
-   * The name of the header carrying the quota.
+   * The name of the header carrying the quota; one `Headers` refuses is refused (`TypeError`, `option: "quotaHeader"`).
    * @default {"Idp-Client-Quota-Limit"}
    */
   quotaHeader?: string;
