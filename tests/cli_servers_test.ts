@@ -6,6 +6,8 @@ import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { tried } from "../src/core/_check.ts";
 
 Deno.test("--token-body form and PARTNER_API_TOKEN_BODY=form reach a server that takes form bodies only", async () => {
   await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
@@ -244,6 +246,39 @@ Deno.test("get exits 1 (the network's failure), not 2 (the caller's), when the c
   );
   equal(result.code, 1, result.stderr);
   match(result.stderr, /broke off/);
+});
+
+Deno.test("get exits 1 when the answer's body stalls after its headers: the body's read is timed as a list page's (it waited for ever)", async () => {
+  await using api = await startFakePartnerApi();
+  const streams: ReadableStreamDefaultController[] = [];
+  await using stalling = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      new Response(
+        new ReadableStream({
+          start(stream) {
+            stream.enqueue(new TextEncoder().encode("{"));
+            streams.push(stream);
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      ),
+  );
+  const config = {
+    ...configFor(api),
+    PARTNER_API_BASE_URL: `http://127.0.0.1:${stalling.addr.port}/api/`,
+  };
+  const result = await withFakeTimers(async (timers) => {
+    let done = false;
+    const running = run(["get", "one", "--no-cache"], config)
+      .finally(() => done = true);
+    while (!done) await timers.tickAsync(100);
+    return await running;
+  });
+  for (const stream of streams) tried(() => stream.close());
+  equal(result.code, 1, result.stderr);
+  match(result.stderr, /broke off: no whole answer within 30000 ms/);
+  equal(streams.length, 1);
 });
 
 Deno.test("get hides the access token where the API's error answer repeats it, with -v and --pci too", async () => {

@@ -144,16 +144,25 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
 /** The largest body `get` prints. */
 const MAX_BODY = 32 * 1024 * 1024;
 const EXCERPT = 300;
+/** How long `get` reads a body once its headers came, in ms: the client's own time limit for an attempt. */
+const BODY_TIME = 30_000;
 
 /** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: an Error with the status and an excerpt (exit 1). */
 export async function runGet(session: Session, path: string, pci: boolean) {
   const { client, io } = session;
-  const response = await (pci ? client.pciFetch(path) : client.fetch(path));
+  // The client's time limit ends at the headers: the body gets one of its own, as a list page's read is timed.
+  const body = new AbortController();
+  const init = { signal: body.signal };
+  const response =
+    await (pci ? client.pciFetch(path, init) : client.fetch(path, init));
+  const stalled = `no whole answer within ${BODY_TIME} ms`;
+  const timer = setTimeout(() => body.abort(new Error(stalled)), BODY_TIME);
   const text = await readBounded(response, MAX_BODY).catch((error) => {
     // The connection lost while the body came: the network's failure (exit 1), though fetch throws it as a TypeError.
-    const why = serverText(String(error?.message), session.secrets());
+    const said = body.signal.aborted ? stalled : String(error?.message);
+    const why = serverText(said, session.secrets());
     throw new Error(`the answer broke off: ${why}`, { cause: error });
-  });
+  }).finally(() => clearTimeout(timer));
   if (text === undefined) {
     throw new Error(`the answer is over ${MAX_BODY} bytes`);
   }
