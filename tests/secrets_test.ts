@@ -848,3 +848,20 @@ Deno.test("a token endpoint that quotes the token it issued before, when asked f
     await server.shutdown();
   }
 });
+
+Deno.test("a long access token (20,000 characters) or client secret echoed by the service is still redacted: one pattern of all their forms was too large for V8, and the failure's message held them", async () => {
+  const token = "tK".repeat(10_000);
+  const clientSecret = "sE".repeat(10_000);
+  await using api = loopbackApi(token, (request) =>
+    Response.json({
+      echo: `${request.headers.get("authorization")} ${clientSecret}`,
+    }, { status: 400 }));
+  const client = createClient({
+    environment: api.environment,
+    clientId: "long-secret-client",
+    clientSecret,
+  });
+  const failed = await client.list("things").next().catch((error) => error);
+  ok(failed instanceof ApiError, String(failed).slice(0, 200));
+  assertClean(failed, [token, clientSecret]);
+});

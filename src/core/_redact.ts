@@ -86,25 +86,50 @@ function redactor(values: readonly (readonly [string, string, string?])[]) {
   const named = values.map(([name, value, clientId]) => {
     const forms = encodings(value, clientId);
     all.push(...forms);
-    return {
-      name,
-      whole: new RegExp(`^(?:${forms.map(escapeRegExp).join("|")})$`, "iu"),
-    };
+    return { name, forms: new Set(forms.map((form) => form.toLowerCase())) };
   });
   // Longest first, so that no shorter form leaves part of a longer one.
   const forms = [...new Set(all)].sort((a, b) => b.length - a.length);
   return {
-    /** Any form of any value, longest first; case-insensitive. */
-    pattern: forms.length === 0
-      ? undefined
-      : new RegExp(forms.map(escapeRegExp).join("|"), "giu"),
-    /** Each value's own forms, to name a match, in the order of `pattern`. */
+    /** Any form of any value, longest first, in patterns V8 can compile. */
+    patterns: patternsOf(forms),
+    /** Each value's own forms (lower case), to name a match, in the order of `patterns`. */
     named,
     /** The value whose runs drop a whole text (the secret, or the string). */
     secret: values[0]![1],
     /** The longest form, so that a text can be cut before it is searched. */
     longest: forms[0]?.length ?? 0,
   };
+}
+
+/** How long a case-insensitive pattern may be: V8 refuses one past about 32,000 characters (a token of 16 KB). */
+const MAX_PATTERN = 8192;
+
+/**
+ * `forms` (longest first) as patterns, in order: groups case-insensitive; a form too long for that in its own cases
+ * only (the forms hold the upper and lower ones), or as itself where even that is too large to compile.
+ */
+function patternsOf(forms: readonly string[]): (RegExp | string)[] {
+  const patterns: (RegExp | string)[] = [];
+  let group: string[] = [];
+  const close = () => {
+    if (group.length > 0) patterns.push(new RegExp(group.join("|"), "giu"));
+    group = [];
+  };
+  for (const form of forms) {
+    const escaped = escapeRegExp(form);
+    if (escaped.length > MAX_PATTERN) {
+      close();
+      const own = new RegExp(escaped, "gu");
+      const compiled = tried(() => own.test("")) !== undefined; // V8 compiles it at its first use
+      patterns.push(compiled ? own : form);
+      continue;
+    }
+    if (group.join("|").length + escaped.length >= MAX_PATTERN) close();
+    group.push(escaped);
+  }
+  close();
+  return patterns;
 }
 
 /** Forms of a value as text might hold it. */
@@ -149,24 +174,34 @@ export function redact(text: string, secrets: readonly Secret[]): string {
   let clean = text;
   for (const secret of secrets) {
     const made = redactorOf(secret);
-    if (made.pattern === undefined) continue;
+    if (made.patterns.length === 0) continue;
     // Whole runs first: a value's own base64 may sit aligned inside one.
     clean = clean.replace(BASE64_RUN, (r) => decodedHolding(r, made) ?? r);
-    clean = clean.replace(made.pattern, (match) => nameOf(made, match));
+    for (const pattern of made.patterns) {
+      const named = (match: string) => nameOf(made, match);
+      clean = typeof pattern === "string"
+        ? clean.replaceAll(pattern, named)
+        : clean.replace(pattern, named);
+    }
   }
   return clean;
 }
 
 /** The name of the value `match` is a form of. */
 function nameOf(made: Redactor, match: string): string {
-  return made.named.find(({ whole }) => whole.test(match))?.name ?? REDACTED;
+  const form = match.toLowerCase();
+  return made.named.find(({ forms }) => forms.has(form))?.name ?? REDACTED;
 }
 
 /** The name of a value a base64 or hex run holds (the secret's first), read at any of its alignments. */
 function decodedHolding(run: string, made: Redactor): string | undefined {
   for (const decoded of readings(run)) {
     const found = new Set(
-      decoded.match(made.pattern!)?.map((match) => nameOf(made, match)),
+      made.patterns.flatMap((pattern) =>
+        typeof pattern === "string"
+          ? decoded.includes(pattern) ? [pattern] : []
+          : decoded.match(pattern) ?? []
+      ).map((match) => nameOf(made, match)),
     );
     if (holdsRun(decoded, made.secret)) found.add(made.named[0]!.name);
     // The most sensitive name it holds: the secret's comes first.
