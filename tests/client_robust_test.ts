@@ -115,6 +115,37 @@ Deno.test("ten calls to an origin that always answers 401 cost at most one extra
   equal(refusing.requests, 11, "ten calls, one of them retried once");
 });
 
+Deno.test("a fleet whose members' clocks differ: ten 401s to a member behind the one that renewed cost no token (each cost one: expiry on a clock ahead read as a newer token renewed)", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 20 } });
+  await using refusing = serve(() =>
+    Response.json({ error: "invalid_token" }, { status: 401 })
+  );
+  const store = createMemoryTokenStore();
+  const ahead = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+    now: () => Date.now() + 60_000, // within the fleet's 5 min of slack
+  });
+  const renewed = await ahead.getToken();
+  equal(await ahead.reportUnauthorized!(renewed.accessToken), true);
+  const environment = environmentWith(api.environment, {
+    pciBaseUrl: refusing.base,
+  });
+  const behind = createClient({ environment, ...api.credentials, store });
+  const before = api.tokenRequests;
+  for (let call = 0; call < 10; call++) {
+    const answer = await behind.pciFetch(`cards/${call}`);
+    equal(answer.status, 401);
+    await answer.body?.cancel();
+  }
+  equal(
+    api.tokenRequests - before,
+    1,
+    "its own token; the fleet renewed this hour",
+  );
+});
+
 Deno.test("a revoked token is replaced once an hour, and calls recover", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });

@@ -42,9 +42,8 @@ export function tokenFingerprint(accessToken: string): string {
 
 /**
  * The fleet-wide 401 ledger, over the record where the token lives: `"retry"` with the current token (free) when
- * another than the refused one is there or the fleet renewed this one; `"renew"` (drop it, retry with a fresh one) for
- * a token newer than the last renewed, once per {@linkcode RENEWAL_WINDOW} fleet-wide; else `"keep"` (return the 401,
- * keep the token).
+ * another than the refused one is there or the fleet renewed this one; `"renew"` (drop it, retry with a fresh one)
+ * once per {@linkcode RENEWAL_WINDOW} fleet-wide; else `"keep"` (return the 401, keep the token).
  */
 export function unauthorizedVerdict(
   { renewal, current }: {
@@ -61,11 +60,9 @@ export function unauthorizedVerdict(
     (current.expiresAt ?? Infinity) >= (refused.expiresAt ?? -Infinity)
   ) return "retry";
   if (renewal === undefined) return "renew";
-  // The fleet renewed this very token, or a later one: one is on its way.
-  if (
-    renewal.token === tokenFingerprint(refused.accessToken) ||
-    (refused.expiresAt ?? -Infinity) < renewal.expiresAt
-  ) return "retry";
+  // The fleet renewed this very token: one is on its way. A later renewed token proves nothing where no newer one is at
+  // hand: expiry times come from each member's clock, and a clock ahead made every 401 a token.
+  if (renewal.token === tokenFingerprint(refused.accessToken)) return "retry";
   return onUnauthorized(renewal.at, now);
 }
 
