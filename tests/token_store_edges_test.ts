@@ -399,3 +399,53 @@ Deno.test("a memory store whose read fails once the token request answered still
   equal(second.accessToken, first.accessToken);
   equal(api.tokenRequests, 1);
 });
+
+Deno.test("a store that stops answering holds no caller, costs one token, and lets a 401's renewal settle: a Deno KV whose every call hangs, and a store of the caller's whose get, set and update hang (they were waited for the flight's whole budget and failed with no request sent, or for ever)", async () => {
+  const never = new Promise<never>(() => {});
+  using real = await Deno.openKv(":memory:");
+  const stalled = {
+    check: () => stalled,
+    set: () => stalled,
+    delete: () => stalled,
+    commit: () => never,
+  };
+  const kv = new Proxy(real, {
+    get: (target, name) =>
+      name === "atomic"
+        ? () => stalled
+        : ["get", "getMany", "set", "delete"].includes(String(name))
+        ? () => never
+        : Reflect.get(target, name),
+  });
+  const silent: TokenStore = {
+    get: () => never,
+    set: () => never,
+    update: () => never,
+  };
+  for (const store of [createKvTokenStore(kv), silent]) {
+    await withFakeTimers(async (timers) => {
+      using api = inProcessFake();
+      const provider = createTokenProvider({
+        ...api.environment,
+        ...api.credentials,
+        fetch: api.fetch,
+        store,
+        now: () => timers.now,
+      });
+      const settled = async <T>(work: Promise<T>) => {
+        let done = false;
+        work.finally(() => done = true).catch(() => {});
+        while (!done && timers.now < 60_000) await timers.tickAsync(250);
+        ok(done, "settled within a minute");
+        return await work;
+      };
+      const token = await settled(provider.getToken());
+      ok(api.service.isValidToken(token.accessToken));
+      equal(
+        await settled(provider.reportUnauthorized!(token.accessToken)),
+        true,
+      );
+      equal(api.service.tokenRequests, 1);
+    });
+  }
+});

@@ -229,6 +229,19 @@ export function keepRefreshed(ms: number, refresh: () => Promise<unknown>) {
   return () => clearInterval(timer);
 }
 
+/** What `answer` gives, or a rejection with `late` once `ms` passed first: a store that stops answering holds nobody. */
+export function answerWithin<T>(
+  answer: () => T | Promise<T>,
+  ms: number,
+  late: string,
+): Promise<T> {
+  const reply = Promise.resolve().then(answer);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(late)), ms);
+    reply.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
+
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts. */
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -3,7 +3,7 @@
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { fieldsOf, rangeError, typeError } from "../core/_check.ts";
 import { UTF8 } from "../core/_encoding.ts";
-import { delay } from "../core/_deadlines.ts";
+import { answerWithin, delay } from "../core/_deadlines.ts";
 import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
 import { entryNames } from "./_key.ts";
@@ -20,6 +20,8 @@ import {
 /** A take lost: KV cannot say to whom at no cost (look again). */
 const LOST: LostLease = Object.freeze({});
 const LOCKED_RETRIES = 100;
+/** How long one KV operation may take, in ms, as a Redis command by default: a KV that stopped answering holds nobody. */
+const KV_WAIT = 2000;
 
 /** The two entries one look read, checked again when taking the lease. */
 type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
@@ -194,11 +196,15 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 }
 
-/** Runs a KV operation again while another process holds a local database's write lock (ms). */
+/** Runs a KV operation (within KV_WAIT) again while another process holds a local database's write lock (ms). */
 async function unlocked<T>(operation: () => Promise<T>, signal?: AbortSignal) {
   for (let attempt = 0;; attempt++) {
     try {
-      return await operation();
+      return await answerWithin(
+        operation,
+        KV_WAIT,
+        "Deno KV did not answer in time",
+      );
     } catch (error) {
       const locked = error instanceof Error &&
         /database is locked/i.test(error.message);

@@ -6,6 +6,7 @@
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
 import { checkNumber, requireText, typeError } from "../core/_check.ts";
+import { answerWithin } from "../core/_deadlines.ts";
 
 /** The checked `command`, `prefix` and `commandTimeout` the store and the limiter take. */
 export function redisOptions(
@@ -34,14 +35,8 @@ export function redisOptions(
 
 /** Sends one command within `ms`: a client queueing while Redis is away must not hold every caller. */
 export function sendWithin(command: RedisCommand, args: string[], ms: number) {
-  const reply = Promise.resolve().then(() => command(args));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`Redis did not answer ${args[0]} in time`)),
-      ms,
-    );
-    reply.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
+  const late = `Redis did not answer ${args[0]} in time`;
+  return answerWithin(() => command(args), ms, late);
 }
 
 /** A reply as text: clients answer strings, or bytes when asked to. */

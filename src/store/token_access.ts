@@ -15,6 +15,7 @@ import {
 } from "../core/token_values.ts";
 import { storeKey } from "./_key.ts";
 import { fieldsOf } from "../core/_check.ts";
+import { answerWithin } from "../core/_deadlines.ts";
 
 /** What the key of a client's record is made of; it holds the secret. */
 export type StoreClient = Parameters<typeof storeKey>[0] & {
@@ -65,7 +66,7 @@ export class StoreAccess {
     // A plain store is read once: a record due for refresh still has a token to serve if the request fails.
     const coordinate = store.coordinate?.bind(store) ??
       ((key: string, { settled, request }: CoordinateOptions) =>
-        store.get(key).then((stored) =>
+        answered(() => store.get(key)).then((stored) =>
           stored !== undefined && settled(stored) ? stored : request()
         ));
     let asked = false, own: TokenRecord | undefined;
@@ -105,11 +106,15 @@ export class StoreAccess {
       try {
         const key = await this.key();
         if (store.update !== undefined) {
-          return trustedRecord(await store.update(key, trusted), this.#now());
+          const updated = await answered(() => store.update!(key, trusted));
+          return trustedRecord(updated, this.#now());
         }
-        const stored = trustedRecord(await store.get(key), this.#now());
+        const stored = trustedRecord(
+          await answered(() => store.get(key)),
+          this.#now(),
+        );
         const next = change(stored);
-        if (next !== undefined) await store.set(key, next);
+        if (next !== undefined) await answered(() => store.set(key, next));
         return next ?? stored;
       } catch {
         // A failing store counts as empty: what this provider knows decides.
@@ -122,12 +127,30 @@ export class StoreAccess {
   async save(record: TokenRecord): Promise<void> {
     const store = this.#store;
     if (store === undefined) return;
-    await this.key().then((key) => store.set(key, record)).catch(() => {});
+    const key = await this.key().catch(() => undefined);
+    if (key === undefined) return;
+    await answered(() => store.set(key, record)).catch(() => {});
   }
 
   key(): Promise<string> {
     return this.#key ??= storeKey(this.#endpoint);
   }
+}
+
+/**
+ * How long one plain store call (get, set, update) may take, in ms: past it the store counts as failing (as empty), so
+ * that a store that stopped answering holds no caller and loses no token paid for (a shared store's `coordinate` waits
+ * for the flight's budget: a holder may take that long).
+ */
+const STORE_WAIT = 5000;
+
+/** The store's answer, or a failure once STORE_WAIT passed. */
+function answered<T>(call: () => Promise<T>): Promise<T> {
+  return answerWithin(
+    call,
+    STORE_WAIT,
+    "the token store did not answer in time",
+  );
 }
 
 /** How far the clocks of a fleet's processes may differ, in ms. */
