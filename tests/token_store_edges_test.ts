@@ -449,3 +449,49 @@ Deno.test("a store that stops answering holds no caller, costs one token, and le
     });
   }
 });
+
+Deno.test("a coordinate of the caller's that fails while its request runs hands out the token the request brings, typed failures stay typed, and one that asks twice sends one request (a store error came out raw and the paid token was lost; a retried round paid twice)", async () => {
+  const api = inProcessFake({ wire: 20 });
+  using _ = api;
+  const failing: TokenStore = {
+    get: () => Promise.resolve(undefined),
+    set: () => Promise.resolve(),
+    coordinate: (_key, { request }) => {
+      void request().catch(() => {});
+      return Promise.reject(
+        new Error("ECONNRESET: the lease's store went away"),
+      );
+    },
+  };
+  const twice: TokenStore = {
+    get: () => Promise.resolve(undefined),
+    set: () => Promise.resolve(),
+    coordinate: async (_key, { request }) => {
+      await request();
+      return await request(); // a round retried after a failed write
+    },
+  };
+  for (const store of [failing, twice]) {
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      store,
+    });
+    const before = api.service.tokenRequests;
+    const token = await provider.getToken();
+    ok(api.service.isValidToken(token.accessToken));
+    equal(await provider.getToken(), token);
+    equal(api.service.tokenRequests - before, 1);
+  }
+  // The request's own failure, typed, not the store's.
+  api.service.injectTokenFaults({ kind: "status", status: 401 });
+  const refused = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    fetch: api.fetch,
+    store: failing,
+    retry: false,
+  });
+  await rejects(refused.getToken(), TokenRequestError);
+});

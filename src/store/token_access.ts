@@ -69,7 +69,8 @@ export class StoreAccess {
         answered(() => store.get(key)).then((stored) =>
           stored !== undefined && settled(stored) ? stored : request()
         ));
-    let asked = false, own: TokenRecord | undefined;
+    // One request a flight, however often a store's coordinate asks.
+    let requested: Promise<TokenRecord> | undefined;
     try {
       const record = await coordinate(key, {
         settled: (record) => {
@@ -78,18 +79,19 @@ export class StoreAccess {
           need.take(known);
           return need.answeredBy(known);
         },
-        request: async () => {
-          asked = true;
-          return own = await request();
-        },
+        request: () => requested ??= request(),
         signal,
         requestBudget: need.requestBudget,
       });
-      return { record: trusted(record) ?? {}, saved: shared || !asked };
+      const saved = shared || requested === undefined;
+      return { record: trusted(record) ?? {}, saved };
     } catch (error) {
-      // A failing store counts as empty, and one that fails after the request still yields the token paid for.
-      if (own !== undefined) return { record: own, saved: shared };
-      if (asked || signal.aborted) throw error;
+      // A failing store counts as empty, and one that fails once the request was sent (while it runs too) still
+      // yields what the request brings: the token paid for, or its own typed failure.
+      if (requested !== undefined) {
+        return { record: await requested, saved: shared };
+      }
+      if (signal.aborted) throw error;
       return { record: await request(), saved: shared };
     }
   }
