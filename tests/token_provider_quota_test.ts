@@ -202,6 +202,17 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
     () => createTokenProvider({ ...options, retry: { retries: 1.5 } }),
     { name: "RangeError", option: "retries" },
   );
+  // Else they meant the default of 2 retries, silently (retry: 0 for none; a misspelt field).
+  for (const retry of [0, null, true, "none", []]) {
+    throws(() => createTokenProvider({ ...options, retry } as never), {
+      name: "TypeError",
+      option: "retry",
+    });
+  }
+  throws(
+    () => createTokenProvider({ ...options, retry: { retires: 0 } } as never),
+    { name: "TypeError", option: "retry.retires" },
+  );
   throws(
     () =>
       createTokenProvider({ ...options, onQuota: 1 as unknown as () => void }),
