@@ -3,7 +3,13 @@
 // and how it fails. The CLI's runs over it are in cli_test.ts and
 // process/cli_cache_test.ts.
 
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import {
+  deepStrictEqual,
+  equal,
+  ok,
+  rejects,
+  throws,
+} from "node:assert/strict";
 import {
   clearFileTokenStore,
   createFileTokenStore,
@@ -135,6 +141,16 @@ Deno.test("clearFileTokenStore removes token files only, and a missing folder ho
   equal(await clearFileTokenStore(dir), 1);
   deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["notes.txt"]);
   equal(await clearFileTokenStore(`${dir}/missing`), 0);
+  // Another value for the folder (its URL, the store's options) is refused, not 0 with the token left.
+  await storeIn(api, dir).provider.getToken();
+  const url = new URL(dir, `file://${Deno.cwd()}/`);
+  for (const other of [url, { folder: dir }, "", null]) {
+    await rejects(clearFileTokenStore(other as never), {
+      name: "TypeError",
+      option: "folder",
+    });
+  }
+  equal(await clearFileTokenStore(dir), 1);
 });
 
 Deno.test("createFileTokenStore refuses bad options by name", () => {

@@ -123,7 +123,8 @@ export function createFileTokenStore(
  * Removes every token file of a {@linkcode createFileTokenStore} folder, whatever secret sealed it
  * (e.g. a tool's `logout`); a missing folder holds none.
  * @returns How many files were removed.
- * @throws {TypeError} Outside Deno (`option: "folder"`), before anything is read.
+ * @throws {TypeError} Outside Deno, or for a `folder` that is no non-empty string (`option: "folder"`), before anything
+ * is read.
  *
  * @example Forgetting every token
  * ```ts
@@ -143,16 +144,23 @@ export function createFileTokenStore(
 export async function clearFileTokenStore(folder: string): Promise<number> {
   const rule =
     "is read with Deno's file API (the file token store runs on Deno only; elsewhere none can have been written)";
-  requireDeno("Cannot clear file token store", "folder", rule);
+  const context = "Cannot clear file token store";
+  requireDeno(context, "folder", rule);
+  // The folder createFileTokenStore takes: another value (a URL, its options) reported 0 and left the tokens.
+  requireText(folder, context, "folder");
   let removed = 0;
+  const notFound = (error: unknown) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  };
   try {
     for await (const entry of Deno.readDir(folder)) {
       if (!entry.isFile || !entry.name.endsWith(".token")) continue;
-      await Deno.remove(`${folder}/${entry.name}`);
-      removed++;
+      // One another process removed meanwhile is not counted.
+      await Deno.remove(`${folder}/${entry.name}`).then(() => removed++)
+        .catch(notFound);
     }
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    notFound(error); // no folder: none
   }
   return removed;
 }
