@@ -865,3 +865,61 @@ Deno.test("a long access token (20,000 characters) or client secret echoed by th
   ok(failed instanceof ApiError, String(failed).slice(0, 200));
   assertClean(failed, [token, clientSecret]);
 });
+
+Deno.test("a secret pasted into the wrong option, or given as the options or the environment, is not echoed by the refusal (it showed 40 characters, or all of it)", async () => {
+  const clientSecret = "Xk9-pasted-secret-Q7rT2mW8vLp3nB6cZ1yH4";
+  const runs = [clientSecret.slice(0, 12), clientSecret.slice(-12)];
+  const environment = defineEnvironment({
+    baseUrl: "https://api.example.com/api/",
+    pciBaseUrl: "https://pci.example.com/api/",
+    tokenUrl: "https://idp.example.com/oauth/token",
+    audience: "https://api.example.com",
+  });
+  const options = { environment, clientId: "client", clientSecret };
+  const { tokenUrl, audience } = environment;
+  const refusals: [() => unknown, string][] = [
+    [
+      () => createClient({ ...options, priority: clientSecret as never }),
+      "priority",
+    ],
+    [
+      () =>
+        createClient({
+          ...options,
+          clientAuthentication: clientSecret as never,
+        }),
+      "clientAuthentication",
+    ],
+    [
+      () => createClient({ ...options, bodyFormat: clientSecret as never }),
+      "bodyFormat",
+    ],
+    [() => createClient(`clientSecret=${clientSecret}` as never), "options"],
+    [
+      () => createClient({ ...options, environment: clientSecret as never }),
+      "environment",
+    ],
+    [() => requestToken(clientSecret as never), "options"],
+    [
+      () =>
+        requestToken({
+          tokenUrl,
+          audience,
+          clientId: "c",
+          clientSecret,
+          bodyFormat: clientSecret as never,
+        }),
+      "bodyFormat",
+    ],
+  ];
+  for (const [refuse, option] of refusals) {
+    let refused: unknown;
+    try {
+      await refuse();
+    } catch (error) {
+      refused = error;
+    }
+    equal((refused as { option?: string }).option, option);
+    assertClean(refused, runs);
+  }
+});

@@ -5,6 +5,7 @@ import { createTokenProvider } from "../token/mod.ts";
 import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import { renewalLedger } from "../token/ledger.ts";
 import {
+  fieldsOf,
   type OptionError,
   rangeError,
   requireClock,
@@ -18,7 +19,7 @@ import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
-import { providerSecrets } from "../core/_redact.ts";
+import { providerSecrets, secretOutOfChecks } from "../core/_redact.ts";
 
 const CONTEXT = "Cannot create client";
 
@@ -30,6 +31,11 @@ const RENAMED: Record<string, string> = {
 
 /** The client's checked options: its own environment and what sending needs. */
 export function clientConfig(options: ClientOptions) {
+  const secret = fieldsOf(options)?.clientSecret;
+  return secretOutOfChecks(secret, () => checkedConfig(options));
+}
+
+function checkedConfig(options: ClientOptions) {
   requireOptions(options, CONTEXT);
   for (const [old, now] of Object.entries(RENAMED)) {
     if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
@@ -81,7 +87,8 @@ function ownEnvironment(environment: Environment): Environment {
   const refused = (rule: string, received?: string) =>
     typeError(CONTEXT, "environment", rule, received);
   if (typeof environment !== "object" || environment === null) {
-    throw refused("must come from defineEnvironment()", String(environment));
+    const kind = environment === null ? "null" : typeof environment; // not its text: any length
+    throw refused("must come from defineEnvironment()", kind);
   }
   try {
     return defineEnvironment({ ...environment });

@@ -118,7 +118,17 @@ export function requireOptions(
   if (
     typeof value !== "object" || value === null || Array.isArray(value) ||
     value instanceof Map
-  ) throw typeError(context, option, "must be an object", String(value));
+  ) {
+    // Its kind, not its text: a string given as the options may be the secret, and of any length.
+    const kind = value === null
+      ? "null"
+      : Array.isArray(value)
+      ? "an array"
+      : value instanceof Map
+      ? "a Map"
+      : typeof value;
+    throw typeError(context, option, "must be an object", kind);
+  }
 }
 
 /** An option that is one of `values` (the first when undefined); else a `TypeError` naming them (and 40 characters of it). */

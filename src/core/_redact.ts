@@ -314,6 +314,28 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
 }
 type Clean = (text: string) => string;
 
+/**
+ * Runs `check`; where an option it refuses echoes the secret (pasted into the wrong option), the error says
+ * `received [client_secret]` instead, in its message and stack.
+ */
+export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (typeof secret !== "string") throw error;
+    const long = secret.trim().length >= MIN_REDACTED_LENGTH;
+    const held = (text: string) =>
+      holdsRun(text, secret) || (long && text.includes(secret));
+    throw redactInPlace(
+      error,
+      (text) =>
+        held(text)
+          ? text.replace(/: received [^\n]*/, ": received [client_secret]")
+          : text,
+    );
+  }
+}
+
 /** A copy of `response` for an error (`showHidden` shows it): status, each header cleaned and cut like a body, no body. */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();

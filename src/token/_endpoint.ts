@@ -2,8 +2,9 @@
 
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
-import { redact, type Secret } from "../core/_redact.ts";
+import { redact, type Secret, secretOutOfChecks } from "../core/_redact.ts";
 import {
+  fieldsOf,
   oneOf,
   type OptionError,
   requireClock,
@@ -31,8 +32,16 @@ const SETTINGS = [
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export type TokenEndpoint = Readonly<ReturnType<typeof tokenEndpoint>>;
 
-/** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one. */
+/** Checks the options and builds the endpoint; a TypeError or RangeError (`option`) for a bad one, never echoing the secret. */
 export function tokenEndpoint(
+  options: Omit<TokenRequestOptions, "signal">,
+  context: string,
+) {
+  const secret = fieldsOf(options)?.clientSecret;
+  return secretOutOfChecks(secret, () => endpointOf(options, context));
+}
+
+function endpointOf(
   options: Omit<TokenRequestOptions, "signal">,
   context: string,
 ) {
