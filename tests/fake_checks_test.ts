@@ -243,3 +243,21 @@ Deno.test("the fake refuses at start an onRequest that is not a function, tokenB
     });
   }
 });
+
+Deno.test("the fake's drop fault errors its body after a few bytes, on any server: it ended the body short of its content-length, which only Deno.serve took for a cut (Bun.serve and workerd sent a whole short body, read as a malformed 200)", async () => {
+  const service = createFakePartnerService();
+  service.injectTokenFaults({ kind: "drop" });
+  service.injectApiFaults({ kind: "drop" });
+  const { tokenUrl, baseUrl } = service.environmentAt(
+    "http://127.0.0.1:1",
+    "http://127.0.0.1:2",
+  );
+  const token = new Request(tokenUrl, { method: "POST" });
+  const page = new Request(new URL("organizations", baseUrl));
+  for (
+    const answer of [await service.handle(token), await service.handle(page)]
+  ) {
+    equal(answer.status, 200);
+    await rejects(answer.text());
+  }
+});

@@ -142,13 +142,18 @@ export async function faultyAnswer(
   }
 }
 
-/** A 200 answer whose connection is cut after a few bytes of its body. */
+/**
+ * A 200 answer whose connection is cut after a few bytes of its body: the stream errors, which every server takes for
+ * a cut (a close short of `content-length` only Deno did; Bun and workerd sent a whole short body of their own length).
+ */
 function droppedAnswer(): Response {
+  let sent = false;
   return new Response(
     new ReadableStream({
       pull(controller) {
+        if (sent) return controller.error(new Error("dropped by the fake"));
         controller.enqueue(new TextEncoder().encode('{"access_token":"'));
-        controller.close();
+        sent = true;
       },
     }),
     {
