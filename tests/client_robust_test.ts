@@ -10,6 +10,7 @@ import {
   throws,
 } from "node:assert/strict";
 import { ApiError, TokenRequestError } from "../src/core/errors.ts";
+import type { ApiRequestEvent } from "../src/core/events.ts";
 import { createClient, createRateLimiter } from "../src/client/mod.ts";
 import {
   defineEnvironment,
@@ -191,7 +192,10 @@ Deno.test("a page whose body never finishes fails after the time limit, retried 
       now,
       timeout: 50,
       retry: FAST_RETRY,
+      onEvent: (event) =>
+        void (event.type === "api.request" && heard.push(event)),
     });
+    const heard: ApiRequestEvent[] = [];
     let settled = false;
     const listing = collect(client.list("transactions"), { maxItems: 10 })
       .finally(() => settled = true);
@@ -217,6 +221,11 @@ Deno.test("a page whose body never finishes fails after the time limit, retried 
       },
     );
     equal(dripping.requests, 3);
+    // Each attempt's event says it got no answer in time, as the error does: it said a 200 (its headers).
+    deepStrictEqual(
+      heard.map(({ status, reason }) => [status, reason]),
+      [1, 2, 3].map(() => [0, "timeout"]),
+    );
   });
 });
 

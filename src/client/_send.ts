@@ -134,6 +134,9 @@ class ApiRequest<T>
     }
   }
 
+  /** The answer whose body failed within its attempt (cut off, or too slow): no answer, as its event says. */
+  cut: Response | undefined;
+
   /** No answer: the caller's abort ends the request; another failure is the next step's to judge. */
   no(error: unknown): undefined {
     this.signal?.throwIfAborted();
@@ -191,6 +194,7 @@ class ApiRequest<T>
     deadline: Deadline,
   ): ApiRequestEvent {
     const { hostname, port, protocol, pathname } = this.target;
+    const answered = response !== undefined && response !== this.cut;
     return {
       type: "api.request",
       method: this.method,
@@ -199,8 +203,8 @@ class ApiRequest<T>
       // Where it went: host (an IPv6 address without brackets) and port.
       host: hostname.replace(/^\[(.*)\]$/, "$1"),
       port: Number(port || (protocol === "https:" ? 443 : 80)),
-      status: response?.status ?? 0,
-      ...(response === undefined ? { reason: noAnswerReason(deadline) } : {}),
+      status: answered ? response.status : 0,
+      ...(answered ? {} : { reason: noAnswerReason(deadline) }),
       attempt,
       durationMs,
     };
@@ -249,6 +253,7 @@ function deliver<T>(
       // The service's refusal is final; a body cut off or too slow is no answer, and retried like one.
       if (error instanceof ApiError) throw error;
       request.no(error);
+      request.cut = response;
       const step = nextStep(NO_ANSWER, request, request.context.retry);
       return carryOut(request, undefined, deadline, attempts, step);
     },

@@ -69,13 +69,17 @@ export async function sendAttempts<O, R, B = void>(
     try {
       const started = listener === undefined ? 0 : plan.now();
       const outcome = await plan.attempt(deadline, attempt);
-      if (listener !== undefined) {
-        const took = plan.now() - started;
-        emit(listener, plan.heard(outcome, attempt, took, deadline));
+      try {
+        const decided = plan.next(outcome, deadline, attempt);
+        // A decision made at once (the usual answer) costs no extra turn.
+        next = decided instanceof Promise ? await decided : decided;
+      } finally {
+        // Told once decided: a page's body is read within its attempt, and may fail it.
+        if (listener !== undefined) {
+          const took = plan.now() - started;
+          emit(listener, plan.heard(outcome, attempt, took, deadline));
+        }
       }
-      const decided = plan.next(outcome, deadline, attempt);
-      // A decision made at once (the usual answer) costs no extra turn.
-      next = decided instanceof Promise ? await decided : decided;
     } finally {
       deadline.clear();
       plan.after?.();
