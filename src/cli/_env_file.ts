@@ -47,6 +47,8 @@ export async function withEnvFile(
         ? `cannot read --env-file ${path}: run with --allow-read=${path}`
         : name === NOT_SMALL_FILE
         ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`
+        : name === OFF_DENO
+        ? `cannot read --env-file ${path}: off Deno, pass main an io whose readTextFile reads it`
         : `cannot read --env-file ${path} (${name})`,
     );
   });
@@ -63,6 +65,7 @@ export async function withEnvFile(
 }
 
 const NOT_SMALL_FILE = "NotSmallFile";
+const OFF_DENO = "OffDeno";
 
 /**
  * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
@@ -71,6 +74,7 @@ const NOT_SMALL_FILE = "NotSmallFile";
  * @throws {Error} Named `NotSmallFile`, or what `Deno.stat` and reading throw.
  */
 export async function readEnvFile(path: string): Promise<string> {
+  if (typeof Deno === "undefined") throw offDeno();
   const info = await Deno.stat(path);
   if (!info.isFile || info.size > MAX_ENV_FILE) throw notSmallFile();
   // The stream closes the file, read to its end or cancelled past the bound.
@@ -78,6 +82,11 @@ export async function readEnvFile(path: string): Promise<string> {
   const text = await readBounded(new Response(readable), MAX_ENV_FILE);
   if (text === undefined) throw notSmallFile();
   return text;
+}
+
+/** The default reader needs Deno's file API (elsewhere `Deno` is not defined). */
+function offDeno(): Error {
+  return Object.assign(new Error("no Deno file API here"), { name: OFF_DENO });
 }
 
 function notSmallFile(): Error {

@@ -142,6 +142,8 @@ const RECENT = 86_400_000;
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
+  // Off Deno (main given an io of yours), the sink says what it lacks: Deno's file API is not there to look first.
+  if (typeof Deno === "undefined") return;
   const folder = dirname(target);
   // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
   const look = (stat: typeof Deno.stat, path: string) =>
@@ -244,9 +246,11 @@ export function confirmArgs(args: readonly string[], share: number): string {
 
 function cannotWrite(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
-  return error instanceof Deno.errors.PermissionDenied ||
-    error instanceof Deno.errors.NotCapable ||
-    code === "EACCES" || code === "EPERM" || code === "EROFS" ||
+  // Deno's classes where Deno is (off it, a runtime's codes say the same).
+  const denied = typeof Deno !== "undefined" &&
+    (error instanceof Deno.errors.PermissionDenied ||
+      error instanceof Deno.errors.NotCapable);
+  return denied || code === "EACCES" || code === "EPERM" || code === "EROFS" ||
     /readonly database/.test(String((error as Error | null)?.message));
 }
 

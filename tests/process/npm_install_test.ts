@@ -180,6 +180,29 @@ for (const [called, call] of Object.entries(calls)) {
   }
 }
 denoOnly.folderMade = existsSync(folder);
+// main with an io of the caller's: an env file and a sync's folder check need Deno's file API, and say so or step aside.
+const { main } = await import("${name}/cli");
+const cli = async (args, env = {}) => {
+  let said = "";
+  const io = {
+    env: (name) => env[name],
+    stdout: { isTerminal: false, write() {} },
+    stderr: { isTerminal: false, write: (text) => void (said += text) },
+  };
+  return { code: await main(args, io), said };
+};
+const envFile = await cli(["token", "--env-file", "x.env"]);
+denoOnly.envFile = { code: envFile.code, named: /off Deno/.test(envFile.said) };
+const nowhere = {
+  PARTNER_API_BASE_URL: "http://127.0.0.1:9/api/",
+  PARTNER_API_PCI_BASE_URL: "http://127.0.0.1:9/pci/",
+  PARTNER_API_TOKEN_URL: "http://127.0.0.1:9/token",
+  PARTNER_API_AUDIENCE: "https://partner-api.test",
+  PARTNER_API_CLIENT_ID: "client",
+  PARTNER_API_CLIENT_SECRET: "s".repeat(40),
+};
+const sync = await cli(["sync", "transactions", "--to", "off-deno.jsonl", "--no-cache"], nowhere);
+denoOnly.sync = { code: sync.code, token: /Cannot (request|get) token/.test(sync.said) };
 console.log(JSON.stringify({ node: process.versions.node.split(".")[0], imported, used, denoOnly }));
 `;
 
@@ -391,6 +414,9 @@ cpuBoundTest(
         startFakePartnerApi: { name: "TypeError", option: "port" },
         main: { name: "TypeError", option: "io" },
         folderMade: false,
+        // "Deno is not defined" (exit 1 for the env file, and for sync before any request) before.
+        envFile: { code: 2, named: true },
+        sync: { code: 1, token: true },
       },
     };
     deepStrictEqual(await onEachNode("entries.mjs"), [expected, expected]);
