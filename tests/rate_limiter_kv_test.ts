@@ -86,6 +86,24 @@ Deno.test("takeTurn() gives one send per turn while others wait, and drops a pla
   );
 });
 
+Deno.test("takeTurn(): a background take while a live place waits elsewhere waits until that place's turn, not a slot's share (it asked the store again every share: about a thousand round trips a window)", () => {
+  const limit = { requests: 10, interval: 3000 };
+  const full = Array.from({ length: 10 }, (_, i) => `b:${i}`);
+  let turn = takeTurn(EMPTY, "b", full, 0, limit); // in flight, unanswered
+  turn = takeTurn(turn.state, "b", ["b:10"], 10, limit); // live, waits a window
+  const liveTurn = 10 + turn.wait;
+  const ask: TakeAsk = {
+    holder: "a",
+    sends: ["a:0"],
+    epoch: "e",
+    returning: false,
+    low: true,
+  };
+  const background = take(turn.state, ask, 20, limit);
+  equal(background.granted, 0);
+  equal(20 + background.wait, liveTurn);
+});
+
 Deno.test("takeTurn() of no sends grants none and takes the asker out of the line, with room and others waiting too", () => {
   let turn = takeTurn(EMPTY, "b", ["b:0", "b:1"], 0, LIMIT);
   turn = takeTurn(turn.state, "a", ["a:0"], 10, LIMIT);

@@ -102,10 +102,14 @@ end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
 -- Ahead of a live take stand live places only.
-local line, place, liveElsewhere = 0, nil, false
+local line, place, liveElsewhere, liveTurn = 0, nil, false, interval + hold
 for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
-  if other ~= holder and not otherLow then liveElsewhere = true end
+  if other ~= holder and not otherLow then
+    liveElsewhere = true
+    local lapses = tonumber(redis.call('HGET', KEYS[3], other) or '')
+    if lapses then liveTurn = math.min(liveTurn, lapses - grace - now) end
+  end
   if low or not otherLow or other == holder then
     if other == holder then place = line end
     line = line + 1
@@ -132,8 +136,8 @@ else
   if block > now then
     wait = block - now
   elseif low and liveElsewhere then
-    -- The live ones go first: ask again soon.
-    wait = math.max(1, share)
+    -- The live ones go first: ask again at the first one's turn, at least a share from now.
+    wait = math.max(1, share, liveTurn)
   else
     -- Its turn is now, or when the (index + 1)-th send leaves.
     local index = position - (free - granted)

@@ -177,7 +177,7 @@ function waitInLine(
       p[0] === holder ? [holder, p[1], p[2], mark] : p
     );
   const wait = low && liveElsewhere
-    ? Math.max(1, slotShare(limit)) // the live ones go first: ask again soon
+    ? liveTurnWait(state.line, holder, now, limit) // the live ones go first
     : turnWait(
       state,
       (low ? line : line.filter(isLive)).findIndex(([id]) => id === holder),
@@ -191,6 +191,22 @@ function waitInLine(
       : entry
   );
   return { wait, line };
+}
+
+/**
+ * How long a background take waits while a live place waits elsewhere: until the first live place's turn (it asked
+ * again every slot's share: about 1,000 store round trips a window for nothing), at least a share, at most a window.
+ */
+function liveTurnWait(
+  line: readonly Place[],
+  holder: string,
+  now: number,
+  limit: RateLimit,
+): number {
+  const turns = line.filter((p) => isLive(p) && p[0] !== holder)
+    .map(([, lapses]) => lapses - GRACE - now);
+  const turn = Math.min(Math.min(...turns), limit.interval + HOLD);
+  return Math.max(1, slotShare(limit), turn);
 }
 
 /** The answer to a take, and the window after it. */

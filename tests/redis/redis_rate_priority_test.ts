@@ -5,7 +5,9 @@
 // are all served while the crawl still has requests to send (none queued
 // behind it), and 0 x 429.
 
+import { ok } from "node:assert/strict";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
+import { createRedisRateLimiter } from "../../src/store/redis.ts";
 import { until } from "./_runtimes.ts";
 import { spawnDenoWorker } from "./_deno_worker.ts";
 import { PRIORITY_FLEET, runPriorityFleet } from "../_windows.ts";
@@ -48,5 +50,49 @@ redisTest(
         client.close();
       }
     });
+  },
+);
+
+redisTest(
+  "a background take on Redis while a live caller of another process waits asks again at that caller's turn, not every slot's share (about a thousand round trips a window for nothing)",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const evals = { a: 0 };
+    const options = {
+      requests: 10,
+      interval: 300,
+      reserve: 1,
+      prefix: `poll:${crypto.randomUUID()}`,
+    };
+    const counted = (args: string[]) => {
+      if (/^EVAL/.test(args[0]!)) evals.a++;
+      return client.command(args);
+    };
+    const a = createRedisRateLimiter({ ...options, command: counted });
+    const b = createRedisRateLimiter({
+      ...options,
+      command: (args) => client.command(args),
+    });
+    try {
+      const held = [];
+      for (let i = 0; i < 10; i++) held.push(await b.take()); // in flight
+      const live = b.take(undefined, "high");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      evals.a = 0;
+      const background = a.take(undefined, "low");
+      // Ended by disposal if an assertion fails first.
+      for (const taken of [live, background]) taken.catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // A turn a window (300 ms) while the live caller waits: 4 or 5; it was 34.
+      ok(evals.a <= 8, `${evals.a} takes`);
+      for (const ticket of held) b.answered(ticket);
+      b.answered(await live);
+      a.answered(await background);
+    } finally {
+      await a[Symbol.asyncDispose]();
+      await b[Symbol.asyncDispose]();
+      client.close();
+    }
   },
 );
