@@ -133,6 +133,28 @@ Deno.test("a file token store that cannot write says so and still serves", async
   );
 });
 
+Deno.test("processes whose now runs a minute ahead of the file system's clock share one token request: the lock is stamped by now as it is made (by the file system's clock it read as stale at once, and each process requested)", async () => {
+  await using api = await startFakePartnerApi();
+  api.injectTokenFaults({ kind: "delay", ms: 300 });
+  const dir = await folder();
+  const now = () => Date.now() + 60_000;
+  const providers = [1, 2, 3].map(() =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      now,
+      store: createFileTokenStore({
+        folder: dir,
+        clientSecret: api.credentials.clientSecret,
+        now,
+      }),
+    })
+  );
+  const tokens = await Promise.all(providers.map((p) => p.getToken()));
+  equal(new Set(tokens.map((token) => token.accessToken)).size, 1);
+  equal(api.tokenRequests, 1);
+});
+
 Deno.test("clearFileTokenStore removes token files only, and a missing folder holds none", async () => {
   await using api = await startFakePartnerApi();
   const dir = await folder();

@@ -282,6 +282,10 @@ class EncryptedFileStore implements FileTokenStore {
     const owner = JSON.stringify({ pid: Deno.pid, id: crypto.randomUUID() });
     try {
       await Deno.writeTextFile(path, owner, { createNew: true, mode: 0o600 });
+      // Stamped by `now` at once, as each refresh stamps it: the file system's clock may be another, and a lock
+      // stamped by it read as stale to processes whose `now` runs ahead.
+      const at = new Date(this.#options.now());
+      await Deno.utime(path, at, at).catch(() => {});
       return holdLock(path, owner, this.#options.now);
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
