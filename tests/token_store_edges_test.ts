@@ -500,3 +500,28 @@ Deno.test("a coordinate of the caller's that fails while its request runs hands 
   });
   await rejects(refused.getToken(), TokenRequestError);
 });
+
+Deno.test("a quota reading a store holds dated past the fleet's clock slack (a member an hour ahead) is not believed: it hid every later real reading", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 100 } });
+  const store = createMemoryTokenStore();
+  const ahead = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+    now: () => Date.now() + 3_600_000,
+  });
+  await ahead.getToken(); // its reading, dated an hour ahead
+  const heard: number[] = [];
+  const own = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    store,
+    onQuota: (quota) => void heard.push(quota.buckets[0]!.remaining),
+  });
+  const token = await own.getToken();
+  await own.invalidate(token.accessToken);
+  await own.getToken(); // its own request: the service's latest reading
+  const left = 100 - api.tokenRequests;
+  equal(own.quota?.buckets[0]?.remaining, left);
+  equal(heard.at(-1), left);
+});

@@ -167,7 +167,8 @@ function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
   return {
     ...(isIssuedToken(token) &&
       token.expiresAt <= latest + token.expiresIn * 1000 && { token }),
-    ...(isQuotaSnapshot(quota) && { quota }),
+    // A reading dated ahead (another clock, or garbage) would hide every later real one.
+    ...(isQuotaSnapshot(quota) && quota.observedAt <= latest && { quota }),
     ...(isTime(blockedUntil) && { blockedUntil }),
     ...(isFailure(failure) && { failure }),
     ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
