@@ -198,6 +198,13 @@ export function signalRefusal(signal: unknown): Promise<never> | undefined {
   return Promise.reject(typeError("Cannot take a slot", "signal", rule));
 }
 
+/** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own. */
+const OWN_TIMERS =
+  (globalThis as { navigator?: { userAgent?: unknown } }).navigator
+    ?.userAgent === "Cloudflare-Workers";
+/** How often a caller's own timer looks again while no pause is timed (an answer awaited), in ms. */
+const OWN_POLL = 1000;
+
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines {
   readonly live: WaitQueue;
@@ -206,6 +213,9 @@ export class PriorityLines {
   #pauses = 0;
   /** The pause's timer, if it has one (set here only). */
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the pause's timer is due (Date.now), and what it wakes: a caller's own timer does it where that one died. */
+  #pauseEnd = 0;
+  #wake: (() => void) | undefined;
 
   /** `onAbort` hears of each caller whose signal aborted, once it has left `line`. */
   constructor(
@@ -234,7 +244,19 @@ export class PriorityLines {
     const pauses = this.#pauses - (this.#pauses % 2);
     let waiter: Waiter;
     const slot = new Promise<number>((resolve, reject) => {
-      waiter = { resolve, reject, signal, pauses };
+      const stop = OWN_TIMERS ? this.#ownTimer() : undefined;
+      waiter = stop === undefined ? { resolve, reject, signal, pauses } : {
+        resolve(ticket) {
+          stop();
+          resolve(ticket);
+        },
+        reject(reason) {
+          stop();
+          reject(reason);
+        },
+        signal,
+        pauses,
+      };
     });
     line.push(waiter!);
     callers.set(slot, waiter!);
@@ -258,7 +280,30 @@ export class PriorityLines {
     if (wait === Infinity) return;
     // Never past what a timer can wait: a longer delay fires at once.
     const delay = Math.min(wait, MAX_TIMER_MS);
+    [this.#pauseEnd, this.#wake] = [Date.now() + delay, wake];
     this.timer = setTimeout(() => (this.resume(), wake()), delay);
+  }
+
+  /**
+   * On workerd, a caller's own timer while it waits (its stop returned): the runtime cancels a request with nothing of
+   * its own pending as hung, and the slot later handed to it was never answered, jamming the line for good. At the
+   * pause's end it wakes the line itself: the pause's timer may be a request's that has ended.
+   */
+  #ownTimer(): () => void {
+    let timer: ReturnType<typeof setTimeout>;
+    const arm = () => {
+      const paused = this.timer !== undefined;
+      const left = paused ? this.#pauseEnd - Date.now() : OWN_POLL;
+      timer = setTimeout(() => {
+        if (this.timer !== undefined && Date.now() >= this.#pauseEnd) {
+          this.resume();
+          this.#wake?.();
+        }
+        arm();
+      }, Math.max(1, left));
+    };
+    arm();
+    return () => clearTimeout(timer);
   }
 
   /** Ends the pause: the limiter serves the line again. */

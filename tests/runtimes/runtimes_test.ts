@@ -130,10 +130,11 @@ processTest(
     await using worker = await startWorkerd();
     const checks = await worker.call<Check[]>("/scenario", fake.description);
     const shared = await sharedProviderAcrossRequests(worker, shortLived);
+    const paced = await sharedClientAcrossRequests(worker, fake);
     report(
       `workerd ${workerd}`,
       checks,
-      `; a provider shared across requests refreshed through waitUntil (${shared.withWaitUntil} token requests), and a refresh the runtime dropped did not trap the next caller (${shared.without} token requests)`,
+      `; a provider shared across requests refreshed through waitUntil (${shared.withWaitUntil} token requests), and a refresh the runtime dropped did not trap the next caller (${shared.without} token requests); a paced client shared across requests answered ${paced} of ${paced}`,
     );
   },
 );
@@ -173,6 +174,29 @@ async function sharedProviderAcrossRequests(
   notEqual(rescued, dropped);
   ok(fake.service.isValidToken(rescued));
   return { withWaitUntil, without: fake.service.tokenRequests };
+}
+
+/**
+ * A client kept in module state, paced to 1 request per 300 ms, called by 3
+ * requests at once, then by 2 more: each waits in its limiter for a slot that
+ * another request's timer frees. workerd cancelled such a waiter as hung (it
+ * had nothing of its own pending), and the slot later handed to it was never
+ * answered: every later request to that client failed.
+ */
+async function sharedClientAcrossRequests(
+  worker: Workerd,
+  fake: ReturnType<typeof serveFake>,
+) {
+  const page = () =>
+    worker.call<{ status: number }>("/shared-client", {
+      ...fake.description,
+      key: "paced",
+      interval: 300,
+    });
+  const calls = [await page(), ...await Promise.all([page(), page(), page()])];
+  for (let call = 0; call < 2; call++) calls.push(await page());
+  deepStrictEqual(calls.map(({ status }) => status), Array(6).fill(200));
+  return calls.length;
 }
 
 interface Workerd extends AsyncDisposable {
