@@ -7,6 +7,7 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { freshTarget } from "./_sync_fake.ts";
 import { withFakeTimers } from "./_helpers.ts";
+import { besideFake, inProcessFake } from "./_fast_setup.ts";
 import { tried } from "../src/core/_check.ts";
 
 Deno.test("--token-body form and PARTNER_API_TOKEN_BODY=form reach a server that takes form bodies only", async () => {
@@ -249,11 +250,10 @@ Deno.test("get exits 1 (the network's failure), not 2 (the caller's), when the c
 });
 
 Deno.test("get exits 1 when the answer's body stalls after its headers: the body's read is timed as a list page's (it waited for ever)", async () => {
-  await using api = await startFakePartnerApi();
   const streams: ReadableStreamDefaultController[] = [];
-  await using stalling = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
+  const result = await withFakeTimers(async (timers) => {
+    using api = inProcessFake({ now: () => timers.now });
+    const stalling = besideFake(api, () =>
       new Response(
         new ReadableStream({
           start(stream) {
@@ -262,16 +262,13 @@ Deno.test("get exits 1 when the answer's body stalls after its headers: the body
           },
         }),
         { headers: { "content-type": "application/json" } },
-      ),
-  );
-  const config = {
-    ...configFor(api),
-    PARTNER_API_BASE_URL: `http://127.0.0.1:${stalling.addr.port}/api/`,
-  };
-  const result = await withFakeTimers(async (timers) => {
+      ));
+    const config = configFor({ ...api, environment: stalling.environment });
     let done = false;
-    const running = run(["get", "one", "--no-cache"], config)
-      .finally(() => done = true);
+    const running = run(["get", "one", "--no-cache"], config, undefined, {
+      fetch: stalling.fetch,
+      now: () => timers.now,
+    }).finally(() => done = true);
     while (!done) await timers.tickAsync(100);
     return await running;
   });

@@ -24,6 +24,8 @@ export interface RunIo extends CliIo {
   openCache?: typeof openCache;
   /** The clock, in epoch ms. */
   now?: () => number;
+  /** The `fetch` of every request (token and API), e.g. to an in-process fake. @default {globalThis.fetch} */
+  fetch?: typeof fetch;
   /** Reads the file the user named (`--env-file`); by default a regular file of at most 64 KiB. */
   readTextFile?: (path: string) => Promise<string>;
   /** Calls `stop` on Ctrl-C (or SIGTERM, SIGHUP, with the exit code they ask: 143, 129) until the returned function is called. */
@@ -92,33 +94,23 @@ export function openSession(
       io.stderr.write(text);
     },
   };
-  const watched = watchTokenRequests(lines);
+  const send = io.fetch ?? ((input, init) => fetch(input, init));
+  const watched = watchTokenRequests(lines, send);
   const heard = verboseListener(lines, config.environment);
   const provider = createTokenProvider({
     ...config, // its environment, credentials and setting names
+    ...tokenRequestsOf(config, flags),
     fetch: watched.fetch,
-    // How token requests are sent: the flags, else the variables, else the service's way.
     ...given({
-      bodyFormat: flags.tokenBody ?? config.bodyFormat,
-      clientAuthentication: flags.clientAuthentication ??
-        config.clientAuthentication,
       now: io.now,
       store,
       onEvent: flags.verbose ? heard : undefined,
     }),
-    // A hint names what chose: the flag, where one overrode the variable.
-    settingNames: {
-      ...config.settingNames,
-      ...given({
-        bodyFormat: flags.tokenBody && "--token-body",
-        clientAuthentication: flags.clientAuthentication &&
-          "--client-authentication",
-      }),
-    },
   });
   const client = createClient({
     environment: config.environment,
     tokenProvider: provider,
+    fetch: send,
     ...given({ now: io.now, settingNames: config.settingNames }),
     onEvent: (event) => {
       if (flags.verbose) heard(event);
@@ -145,6 +137,25 @@ export function openSession(
   };
 }
 
+/** How token requests are sent: the flags, else the variables, else the service's way; a hint names what chose. */
+function tokenRequestsOf(config: PartnerApiConfig, flags: SessionFlags) {
+  return {
+    ...given({
+      bodyFormat: flags.tokenBody ?? config.bodyFormat,
+      clientAuthentication: flags.clientAuthentication ??
+        config.clientAuthentication,
+    }),
+    settingNames: {
+      ...config.settingNames,
+      ...given({
+        bodyFormat: flags.tokenBody && "--token-body",
+        clientAuthentication: flags.clientAuthentication &&
+          "--client-authentication",
+      }),
+    },
+  };
+}
+
 /** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */
 function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   if (!flags.cache) return undefined;
@@ -160,7 +171,7 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
 }
 
 /** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
-function watchTokenRequests(err: CliWriter) {
+function watchTokenRequests(err: CliWriter, send: typeof fetch) {
   let count = 0;
   let lastFailed = false;
   const fetchWatched: typeof fetch = async (input, init) => {
@@ -171,7 +182,7 @@ function watchTokenRequests(err: CliWriter) {
     const waiting = () => err.write("waiting for the token endpoint...\n");
     const slow = setTimeout(waiting, SLOW_TOKEN_REQUEST);
     try {
-      const response = await fetch(input, init);
+      const response = await send(input, init);
       lastFailed = response.status === 408 || response.status >= 500;
       return response;
     } catch (error) {

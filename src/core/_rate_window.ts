@@ -3,6 +3,7 @@
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
 import { MAX_TIMER_MS, typeError } from "./_check.ts";
+import { steadyClock } from "./_clock.ts";
 
 /** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
@@ -198,12 +199,13 @@ export function signalRefusal(signal: unknown): Promise<never> | undefined {
   return Promise.reject(typeError("Cannot take a slot", "signal", rule));
 }
 
-/** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own. */
+/** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own, timed on this clock. */
 const OWN_TIMERS =
   (globalThis as { navigator?: { userAgent?: unknown } }).navigator
     ?.userAgent === "Cloudflare-Workers";
 /** How often a caller's own timer looks again while no pause is timed (an answer awaited), in ms. */
 const OWN_POLL = 1000;
+const steady = steadyClock();
 
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines {
@@ -213,7 +215,7 @@ export class PriorityLines {
   #pauses = 0;
   /** The pause's timer, if it has one (set here only). */
   timer: ReturnType<typeof setTimeout> | undefined;
-  /** When the pause's timer is due (Date.now), and what it wakes: a caller's own timer does it where that one died. */
+  /** When the pause's timer is due (`steady`), and what it wakes: a caller's own timer does it where that one died. */
   #pauseEnd = 0;
   #wake: (() => void) | undefined;
 
@@ -280,7 +282,7 @@ export class PriorityLines {
     if (wait === Infinity) return;
     // Never past what a timer can wait: a longer delay fires at once.
     const delay = Math.min(wait, MAX_TIMER_MS);
-    [this.#pauseEnd, this.#wake] = [Date.now() + delay, wake];
+    [this.#pauseEnd, this.#wake] = [steady() + delay, wake];
     this.timer = setTimeout(() => (this.resume(), wake()), delay);
   }
 
@@ -293,9 +295,9 @@ export class PriorityLines {
     let timer: ReturnType<typeof setTimeout>;
     const arm = () => {
       const paused = this.timer !== undefined;
-      const left = paused ? this.#pauseEnd - Date.now() : OWN_POLL;
+      const left = paused ? this.#pauseEnd - steady() : OWN_POLL;
       timer = setTimeout(() => {
-        if (this.timer !== undefined && Date.now() >= this.#pauseEnd) {
+        if (this.timer !== undefined && steady() >= this.#pauseEnd) {
           this.resume();
           this.#wake?.();
         }

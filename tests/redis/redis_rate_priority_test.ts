@@ -82,7 +82,9 @@ redisTest(
       evals.a = 0;
       const background = a.take(undefined, "low");
       // Ended by disposal if an assertion fails first.
-      for (const taken of [live, background]) taken.catch(() => {});
+      for (const taken of [live, background]) {
+        Promise.resolve(taken).catch(() => {});
+      }
       await new Promise((resolve) => setTimeout(resolve, 1000));
       // A turn a window (300 ms) while the live caller waits: 4 or 5; it was 34.
       ok(evals.a <= 8, `${evals.a} takes`);
