@@ -319,13 +319,17 @@ Deno.test("unauthorizedVerdict() renews once an hour per fleet, and retries free
     "retry",
     "another process's newer token",
   );
-  // A later expiry renewed is no newer token at hand: expiry comes from each member's clock. The hour decides.
-  const later = { ...renewal, expiresAt: NOW + DAY + 5 };
+  // An expiry renewed a few seconds or minutes later is no newer token at hand: expiry comes from each member's clock,
+  // within the fleet's slack (5 min). The hour decides.
+  const later = { ...renewal, expiresAt: NOW + DAY + 4 * 60_000 };
   equal(unauthorizedVerdict({ renewal: later }, t2, NOW + 1000), "keep");
   equal(
     unauthorizedVerdict({ renewal: later, current: t2 }, t2, NOW + 3_600_000),
     "renew",
   );
+  // One a refresh cycle later: the refused token was replaced, and its replacement renewed; the next is on its way.
+  const cycleLater = { ...renewal, expiresAt: NOW + DAY + 55 * 60_000 };
+  equal(unauthorizedVerdict({ renewal: cycleLater }, t2, NOW + 1000), "retry");
 });
 
 Deno.test("tokenFingerprint() is FNV-1a 64", () => {

@@ -156,7 +156,7 @@ function answered<T>(call: () => Promise<T>): Promise<T> {
 }
 
 /** How far the clocks of a fleet's processes may differ, in ms. */
-const FLEET_CLOCK_SLACK = 5 * 60_000;
+export const FLEET_CLOCK_SLACK = 5 * 60_000;
 
 /** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
 function trustedRecord(value: unknown, now: number): TokenRecord | undefined {

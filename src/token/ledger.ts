@@ -3,6 +3,7 @@
 
 import type { TokenRecord, TokenRenewal } from "../store/types.ts";
 import { steadyClock } from "../core/_clock.ts";
+import { FLEET_CLOCK_SLACK } from "../store/token_access.ts";
 
 /** A 401 from the API costs at most one fresh token per this window. */
 export const RENEWAL_WINDOW = 3_600_000;
@@ -42,8 +43,8 @@ export function tokenFingerprint(accessToken: string): string {
 
 /**
  * The fleet-wide 401 ledger, over the record where the token lives: `"retry"` with the current token (free) when
- * another than the refused one is there or the fleet renewed this one; `"renew"` (drop it, retry with a fresh one)
- * once per {@linkcode RENEWAL_WINDOW} fleet-wide; else `"keep"` (return the 401, keep the token).
+ * another than the refused one is there, or the fleet renewed this one or one issued clearly later; `"renew"` (drop it,
+ * retry with a fresh one) once per {@linkcode RENEWAL_WINDOW} fleet-wide; else `"keep"` (return the 401, keep it).
  */
 export function unauthorizedVerdict(
   { renewal, current }: {
@@ -60,9 +61,14 @@ export function unauthorizedVerdict(
     (current.expiresAt ?? Infinity) >= (refused.expiresAt ?? -Infinity)
   ) return "retry";
   if (renewal === undefined) return "renew";
-  // The fleet renewed this very token: one is on its way. A later renewed token proves nothing where no newer one is at
-  // hand: expiry times come from each member's clock, and a clock ahead made every 401 a token.
-  if (renewal.token === tokenFingerprint(refused.accessToken)) return "retry";
+  // The fleet renewed this very token, or one issued clearly later (a refresh cycle, not seconds: expiry times come
+  // from each member's clock, which may differ by the fleet's slack, and a clock ahead made every 401 a token): one is
+  // on its way.
+  const older = (refused.expiresAt ?? -Infinity) + FLEET_CLOCK_SLACK <
+    renewal.expiresAt;
+  if (renewal.token === tokenFingerprint(refused.accessToken) || older) {
+    return "retry";
+  }
   return onUnauthorized(renewal.at, now);
 }
 
