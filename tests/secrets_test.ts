@@ -911,6 +911,48 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
         }),
       "bodyFormat",
     ],
+    [
+      () =>
+        createTokenProvider({
+          tokenUrl,
+          audience,
+          clientId: "c",
+          clientSecret,
+          refreshMargin: clientSecret as never,
+        }),
+      "refreshMargin",
+    ],
+    [
+      () =>
+        createTokenProvider({
+          tokenUrl,
+          audience,
+          clientId: "c",
+          clientSecret,
+          retry: { maxDelay: clientSecret as never },
+        }),
+      "maxDelay",
+    ],
+    // The option's name holds it: not shown, name and all.
+    [
+      () =>
+        createTokenProvider({
+          tokenUrl,
+          audience,
+          clientId: "c",
+          clientSecret,
+          retry: { [clientSecret]: 1 } as never,
+        }),
+      "",
+    ],
+    [
+      () =>
+        createClient({
+          ...options,
+          priority: clientSecret.toUpperCase() as never,
+        }),
+      "priority",
+    ],
   ];
   for (const [refuse, option] of refusals) {
     let refused: unknown;
@@ -919,7 +961,8 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
     } catch (error) {
       refused = error;
     }
-    equal((refused as { option?: string }).option, option);
-    assertClean(refused, runs);
+    if (option !== "") equal((refused as { option?: string }).option, option);
+    ok(refused instanceof TypeError || refused instanceof RangeError);
+    assertClean(refused, [...runs, ...runs.map((run) => run.toUpperCase())]);
   }
 });

@@ -314,6 +314,10 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
 }
 type Clean = (text: string) => string;
 
+const SECRET_RECEIVED = ": received [client_secret]";
+const SECRET_IN_OPTIONS =
+  "an option's name or value held the client secret; it is not shown";
+
 /**
  * Runs `check`; where an option it refuses echoes the secret (pasted into the wrong option), the error says
  * `received [client_secret]` instead, in its message and stack.
@@ -324,15 +328,15 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   } catch (error) {
     if (typeof secret !== "string") throw error;
     const long = secret.trim().length >= MIN_REDACTED_LENGTH;
+    const lower = secret.toLowerCase();
     const held = (text: string) =>
-      holdsRun(text, secret) || (long && text.includes(secret));
-    throw redactInPlace(
-      error,
-      (text) =>
-        held(text)
-          ? text.replace(/: received [^\n]*/, ": received [client_secret]")
-          : text,
-    );
+      holdsRun(text, secret) || (long && text.toLowerCase().includes(lower));
+    // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
+    const clean = (text: string) => {
+      const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
+      return held(echo) ? SECRET_IN_OPTIONS : echo;
+    };
+    throw redactInPlace(error, (text) => held(text) ? clean(text) : text);
   }
 }
 

@@ -9,6 +9,7 @@ import {
 } from "../core/_check.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
+import { secretOutOfChecks } from "../core/_redact.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 import type { TokenStore } from "../store/types.ts";
 
@@ -16,8 +17,13 @@ export type ProviderConfig = Readonly<ReturnType<typeof providerConfig>>;
 
 const CONTEXT = "Cannot create token provider";
 
-/** Checks every option at once, throwing as `createTokenProvider` documents. */
+/** Checks every option at once, throwing as `createTokenProvider` documents, never echoing the secret. */
 export function providerConfig(options: TokenProviderOptions) {
+  const secret = fieldsOf(options)?.clientSecret;
+  return secretOutOfChecks(secret, () => checkedConfig(options));
+}
+
+function checkedConfig(options: TokenProviderOptions) {
   const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
   const browserPage = "document" in globalThis && !("Deno" in globalThis) &&
     !("process" in globalThis);
