@@ -966,3 +966,22 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
     assertClean(refused, [...runs, ...runs.map((run) => run.toUpperCase())]);
   }
 });
+
+Deno.test("a client secret of 40,000 non-ASCII characters is redacted where a server repeats it: its forms' patterns were more than V8 compiles, and the SyntaxError held it", async () => {
+  const clientSecret = "漢".repeat(40_000);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json({ error: "invalid_client", echo: clientSecret }, {
+        status: 400,
+      }),
+  );
+  const failed = await requestToken({
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner-api.test",
+    clientId: "client-1234",
+    clientSecret,
+  }).catch((error) => error);
+  ok(failed instanceof TokenRequestError, String(failed).slice(0, 200));
+  assertClean(failed, [clientSecret.slice(0, 12)]);
+});

@@ -106,8 +106,9 @@ function redactor(values: readonly (readonly [string, string, string?])[]) {
 const MAX_PATTERN = 8192;
 
 /**
- * `forms` (longest first) as patterns, in order: groups case-insensitive; a form too long for that in its own cases
- * only (the forms hold the upper and lower ones), or as itself where even that is too large to compile.
+ * `forms` (longest first) as patterns, in order: groups case-insensitive; a form too long for that as itself, in its
+ * own case (the forms hold the upper and lower ones; a pattern of it, even without the `i` flag, may be more than V8
+ * compiles: 40,000 non-ASCII characters are).
  */
 function patternsOf(forms: readonly string[]): (RegExp | string)[] {
   const patterns: (RegExp | string)[] = [];
@@ -120,9 +121,7 @@ function patternsOf(forms: readonly string[]): (RegExp | string)[] {
     const escaped = escapeRegExp(form);
     if (escaped.length > MAX_PATTERN) {
       close();
-      const own = new RegExp(escaped, "gu");
-      const compiled = tried(() => own.test("")) !== undefined; // V8 compiles it at its first use
-      patterns.push(compiled ? own : form);
+      patterns.push(form);
       continue;
     }
     if (group.join("|").length + escaped.length >= MAX_PATTERN) close();
@@ -255,9 +254,21 @@ function redactedWhole(text: string, secrets: readonly Secret[]) {
   return held ? REDACTED : redacted;
 }
 
-/** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too). */
+/**
+ * Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too): each
+ * of the text's runs looked up among the secret's (a search of the text per run of the secret took seconds for a 60 KB
+ * token in a 60 KB text).
+ */
 function holdsRun(text: string, secret: string): boolean {
   const lower = text.toLowerCase();
+  if (secret.length > LONG_SECRET) {
+    const runs = runsOf(secret);
+    for (let at = 0; at + SECRET_RUN <= lower.length; at++) {
+      if (runs.has(lower.slice(at, at + SECRET_RUN))) return true;
+    }
+    return false;
+  }
+  // A secret, a token of usual length: the runtime's own search of each run is faster.
   for (const variant of variants(secret.toLowerCase())) {
     for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
       if (lower.includes(variant.slice(at, at + SECRET_RUN))) return true;
@@ -265,6 +276,25 @@ function holdsRun(text: string, secret: string): boolean {
   }
   return false;
 }
+
+/** Past this length, a secret's runs are looked up in a set of them: searching the text for each is quadratic. */
+const LONG_SECRET = 256;
+
+/** The runs of each of a long secret's variants, lower-cased: made once per secret (a few are in use at a time). */
+function runsOf(secret: string): Set<string> {
+  let runs = madeRuns.get(secret);
+  if (runs !== undefined) return runs;
+  runs = new Set<string>();
+  for (const variant of variants(secret.toLowerCase())) {
+    for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
+      runs.add(variant.slice(at, at + SECRET_RUN));
+    }
+  }
+  if (madeRuns.size >= 64) madeRuns.clear(); // a bound: tokens come and go
+  madeRuns.set(secret, runs);
+  return runs;
+}
+const madeRuns = new Map<string, Set<string>>();
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
