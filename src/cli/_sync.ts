@@ -176,7 +176,10 @@ function explained(
     }
     if (!["sink-mismatch", "link"].includes(error.reason)) return error;
     // In the tool's words: no flag names a table, and the sink is `partner-api sync`.
-    const what = error.message.replace(/^Cannot sync( into [^:]+)?: /, "")
+    const heads = [`Cannot sync into ${target}: `, "Cannot sync: "];
+    const head = heads.find((h) => error.message.startsWith(h)) ??
+      /^Cannot sync into the table \S+: /.exec(error.message)?.[0] ?? "";
+    const what = error.message.slice(head.length)
       .replace(/sync into (a new|another) (table or )?/, "give --to $1 ")
       .replaceAll("this sink", "partner-api sync");
     return new UsageError(`--to ${target}: ${what}`);
