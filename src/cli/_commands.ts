@@ -144,7 +144,7 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
 /** The largest body `get` prints. */
 const MAX_BODY = 32 * 1024 * 1024;
 const EXCERPT = 300;
-/** How long `get` reads a body once its headers came, in ms: the client's own time limit for an attempt. */
+/** How long `get` waits for the next byte of a body once its headers came, in ms: the client's own attempt limit. */
 const BODY_TIME = 30_000;
 
 /** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: an Error with the status and an excerpt (exit 1). */
@@ -155,14 +155,14 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   const init = { signal: body.signal };
   const response =
     await (pci ? client.pciFetch(path, init) : client.fetch(path, init));
-  const stalled = `no whole answer within ${BODY_TIME} ms`;
-  const timer = setTimeout(() => body.abort(new Error(stalled)), BODY_TIME);
-  const text = await readBounded(response, MAX_BODY).catch((error) => {
+  const stalled = `no byte of the answer for ${BODY_TIME} ms`;
+  const watched = stallWatch(response, () => body.abort(new Error(stalled)));
+  const text = await readBounded(watched.response, MAX_BODY).catch((error) => {
     // The connection lost while the body came: the network's failure (exit 1), though fetch throws it as a TypeError.
     const said = body.signal.aborted ? stalled : String(error?.message);
     const why = serverText(said, session.secrets());
     throw new Error(`the answer broke off: ${why}`, { cause: error });
-  }).finally(() => clearTimeout(timer));
+  }).finally(watched.stop);
   if (text === undefined) {
     throw new Error(`the answer is over ${MAX_BODY} bytes`);
   }
@@ -177,6 +177,27 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   const json = tried(() => JSON.stringify(JSON.parse(text), null, 2));
   const lines = (json ?? text).split("\n").map(escapeControls);
   io.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** `response` whose body calls `stalled` once no byte came for BODY_TIME (a slow, steady body reads through). */
+function stallWatch(response: Response, stalled: () => void) {
+  let timer = setTimeout(stalled, BODY_TIME);
+  const again = () => {
+    clearTimeout(timer);
+    timer = setTimeout(stalled, BODY_TIME);
+  };
+  const body = response.body?.pipeThrough(
+    new TransformStream({
+      transform(chunk, stream) {
+        again();
+        stream.enqueue(chunk);
+      },
+    }),
+  );
+  return {
+    response: new Response(body, response),
+    stop: () => clearTimeout(timer),
+  };
 }
 
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C (143 SIGTERM, 129 SIGHUP), 1 for the service's or network's. */
