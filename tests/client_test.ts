@@ -388,7 +388,16 @@ Deno.test("client.list() passes extra query parameters", async () => {
     const sortBy = "-creationDate";
     throws(() => walk("transactions", { sortBy }), { option: "sortBy" });
   }
-  equal(sent.filter(({ url }) => url.includes("sortBy")).length, 0);
+  // Held in the path (kept when no option gives one), checked alike.
+  for (
+    const path of [
+      "transactions?sortBy=-amount",
+      "transactions?sortDirection=desc",
+    ]
+  ) {
+    throws(() => client.list(path), { name: "TypeError", option: "path" });
+  }
+  equal(sent.filter(({ url }) => url.includes("sort")).length, 0);
 });
 
 Deno.test("client.list() rejects an error page with ApiError and no token", async () => {

@@ -36,6 +36,7 @@ function walkUnder<T>(
     const rule = `must not hold '${held}': give it as the option '${held}'`;
     throw typeError(CONTEXT, "path", rule);
   }
+  checkPathSort(url.searchParams);
   const addressOf = pageAddresses(url, checkQuery(query));
   requireFunction(pick, CONTEXT, "items");
   const config = pageConfig(pageOptions);
@@ -44,6 +45,27 @@ function walkUnder<T>(
     config,
   );
   return { walk, config, pathname: url.pathname };
+}
+
+/** A sort the path holds (kept when no option gives one), checked as the options' are: the service refused it. */
+function checkPathSort(query: URLSearchParams): void {
+  const [by, direction] = [query.get("sortBy"), query.get("sortDirection")];
+  const shown = JSON.stringify(`${query}`.slice(0, 80));
+  if (by !== null && (by.trim() === "" || by.startsWith("-"))) {
+    const rule =
+      `must hold a field name as its sortBy: give the options sortBy: "${
+        by.slice(1)
+      }", sortDirection: "DESC"`;
+    throw typeError(CONTEXT, "path", rule, shown);
+  }
+  if (direction !== null && direction !== "ASC" && direction !== "DESC") {
+    throw typeError(
+      CONTEXT,
+      "path",
+      "must hold sortDirection ASC or DESC",
+      shown,
+    );
+  }
 }
 
 /** The pages of the list at `path` under `base`, as values. */
