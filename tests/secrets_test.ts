@@ -877,6 +877,7 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
   });
   const options = { environment, clientId: "client", clientSecret };
   const { tokenUrl, audience } = environment;
+  const bare = { tokenUrl, audience, clientId: "c", clientSecret };
   const refusals: [() => unknown, string][] = [
     [
       () => createClient({ ...options, priority: clientSecret as never }),
@@ -903,10 +904,7 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
     [
       () =>
         requestToken({
-          tokenUrl,
-          audience,
-          clientId: "c",
-          clientSecret,
+          ...bare,
           bodyFormat: clientSecret as never,
         }),
       "bodyFormat",
@@ -914,10 +912,7 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
     [
       () =>
         createTokenProvider({
-          tokenUrl,
-          audience,
-          clientId: "c",
-          clientSecret,
+          ...bare,
           refreshMargin: clientSecret as never,
         }),
       "refreshMargin",
@@ -925,10 +920,7 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
     [
       () =>
         createTokenProvider({
-          tokenUrl,
-          audience,
-          clientId: "c",
-          clientSecret,
+          ...bare,
           retry: { maxDelay: clientSecret as never },
         }),
       "maxDelay",
@@ -937,10 +929,7 @@ Deno.test("a secret pasted into the wrong option, or given as the options or the
     [
       () =>
         createTokenProvider({
-          tokenUrl,
-          audience,
-          clientId: "c",
-          clientSecret,
+          ...bare,
           retry: { [clientSecret]: 1 } as never,
         }),
       "",
