@@ -123,3 +123,35 @@ Deno.test("a take whose signal is no AbortSignal is refused (TypeError, option '
     }
   });
 });
+
+Deno.test("on workerd, each waiting caller's own timer wakes the line where the pause's timer died, and none is left once the callers are served or gone", async () => {
+  const own = Object.getOwnPropertyDescriptor(navigator, "userAgent");
+  Object.defineProperty(navigator, "userAgent", {
+    value: "Cloudflare-Workers",
+    configurable: true,
+  });
+  const { PriorityLines } = await import("../src/core/_rate_window.ts?workerd")
+    .finally(() => {
+      if (own === undefined) {
+        delete (navigator as { userAgent?: string }).userAgent;
+      } else Object.defineProperty(navigator, "userAgent", own);
+    });
+  await withFakeTimers(async (timers) => {
+    let served = 0;
+    const lines = new PriorityLines(
+      (waiter, reason) => waiter.reject(reason),
+      () => timers.now,
+    );
+    const wake = () => void (lines.serve(lines.live, ++served) && wake());
+    const waiting = [lines.join(lines.live), lines.join(lines.live)];
+    lines.pause(500, wake);
+    clearTimeout(lines.timer); // the request that paused ended: its timer never fires
+    await timers.tickAsync(1100); // a caller's own timer looks every second
+    deepStrictEqual(await Promise.all(waiting), [1, 2]);
+    const gone = new AbortController();
+    const leaving = lines.join(lines.live, gone.signal);
+    gone.abort();
+    await leaving.catch(() => {});
+    equal(timers.countTimers(), 0);
+  });
+});

@@ -19,7 +19,8 @@ import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
-import { providerSecrets, secretOutOfChecks } from "../core/_redact.ts";
+import { providerSecrets } from "../core/_redact.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 
 const CONTEXT = "Cannot create client";
 

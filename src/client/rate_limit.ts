@@ -95,7 +95,7 @@ class SlidingWindowLimiter implements RateLimiter {
     waiter.reject(reason);
     // Leaving frees no slot, but a live caller leaving may free background ones (an empty line: no timer).
     if (this.#lines.live.size === 0) this.#schedule();
-  });
+  }, () => this.#now());
   /** The clock's last reading (none yet: a time before any). */
   #last = -Number.MAX_VALUE;
 

@@ -3,7 +3,6 @@
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
 import { MAX_TIMER_MS, typeError } from "./_check.ts";
-import { steadyClock } from "./_clock.ts";
 
 /** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
@@ -199,13 +198,12 @@ export function signalRefusal(signal: unknown): Promise<never> | undefined {
   return Promise.reject(typeError("Cannot take a slot", "signal", rule));
 }
 
-/** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own, timed on this clock. */
+/** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own. */
 const OWN_TIMERS =
   (globalThis as { navigator?: { userAgent?: unknown } }).navigator
     ?.userAgent === "Cloudflare-Workers";
 /** How often a caller's own timer looks again while no pause is timed (an answer awaited), in ms. */
 const OWN_POLL = 1000;
-const steady = steadyClock();
 
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines {
@@ -215,14 +213,19 @@ export class PriorityLines {
   #pauses = 0;
   /** The pause's timer, if it has one (set here only). */
   timer: ReturnType<typeof setTimeout> | undefined;
-  /** When the pause's timer is due (`steady`), and what it wakes: a caller's own timer does it where that one died. */
+  /** When the pause's timer is due (on `now`), and what it wakes: a caller's own timer does it where that one died. */
   #pauseEnd = 0;
   #wake: (() => void) | undefined;
 
-  /** `onAbort` hears of each caller whose signal aborted, once it has left `line`. */
+  /** The limiter's clock: a caller's own timer (workerd) goes by it. */
+  readonly #now: () => number;
+
+  /** `onAbort` hears of each caller whose signal aborted, once it has left `line`; `now` is the limiter's clock. */
   constructor(
     onAbort: (waiter: Waiter, reason: unknown, line: WaitQueue) => void,
+    now: () => number,
   ) {
+    this.#now = now;
     this.live = new WaitQueue((waiter, why) => onAbort(waiter, why, this.live));
     this.low = new WaitQueue((waiter, why) => onAbort(waiter, why, this.low));
   }
@@ -282,7 +285,7 @@ export class PriorityLines {
     if (wait === Infinity) return;
     // Never past what a timer can wait: a longer delay fires at once.
     const delay = Math.min(wait, MAX_TIMER_MS);
-    [this.#pauseEnd, this.#wake] = [steady() + delay, wake];
+    [this.#pauseEnd, this.#wake] = [this.#now() + delay, wake];
     this.timer = setTimeout(() => (this.resume(), wake()), delay);
   }
 
@@ -293,11 +296,13 @@ export class PriorityLines {
    */
   #ownTimer(): () => void {
     let timer: ReturnType<typeof setTimeout>;
+    let stopped = false; // served or gone, maybe by its own wake: no timer after
     const arm = () => {
+      if (stopped) return;
       const paused = this.timer !== undefined;
-      const left = paused ? this.#pauseEnd - steady() : OWN_POLL;
+      const left = paused ? this.#pauseEnd - this.#now() : OWN_POLL;
       timer = setTimeout(() => {
-        if (this.timer !== undefined && steady() >= this.#pauseEnd) {
+        if (this.timer !== undefined && this.#now() >= this.#pauseEnd) {
           this.resume();
           this.#wake?.();
         }
@@ -305,7 +310,10 @@ export class PriorityLines {
       }, Math.max(1, left));
     };
     arm();
-    return () => clearTimeout(timer);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }
 
   /** Ends the pause: the limiter serves the line again. */

@@ -259,7 +259,7 @@ function redactedWhole(text: string, secrets: readonly Secret[]) {
  * of the text's runs looked up among the secret's (a search of the text per run of the secret took seconds for a 60 KB
  * token in a 60 KB text).
  */
-function holdsRun(text: string, secret: string): boolean {
+export function holdsRun(text: string, secret: string): boolean {
   const lower = text.toLowerCase();
   if (secret.length > LONG_SECRET) {
     const runs = runsOf(secret);
@@ -343,32 +343,6 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
   return thrown;
 }
 type Clean = (text: string) => string;
-
-const SECRET_RECEIVED = ": received [client_secret]";
-const SECRET_IN_OPTIONS =
-  "an option's name or value held the client secret; it is not shown";
-
-/**
- * Runs `check`; where an option it refuses echoes the secret (pasted into the wrong option), the error says
- * `received [client_secret]` instead, in its message and stack.
- */
-export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (typeof secret !== "string") throw error;
-    const long = secret.trim().length >= MIN_REDACTED_LENGTH;
-    const lower = secret.toLowerCase();
-    const held = (text: string) =>
-      holdsRun(text, secret) || (long && text.toLowerCase().includes(lower));
-    // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
-    const clean = (text: string) => {
-      const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
-      return held(echo) ? SECRET_IN_OPTIONS : echo;
-    };
-    throw redactInPlace(error, (text) => held(text) ? clean(text) : text);
-  }
-}
 
 /** A copy of `response` for an error (`showHidden` shows it): status, each header cleaned and cut like a body, no body. */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {

@@ -81,7 +81,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // Once all the callers an abort ends have left (one signal, both lines); a promise job: no fake clock holds it.
     if (!this.#leaving) void Promise.resolve().then(() => this.#afterLeaving());
     this.#leaving = true;
-  });
+  }, () => this.#config.now());
   /** The wait is the store's (a lost write, a window lost again), not the window's: its callers wait for no slot. */
   #storeWait = false;
   /** Callers left since the last look; a live one among them. */

@@ -2,7 +2,8 @@
 
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
-import { redact, type Secret, secretOutOfChecks } from "../core/_redact.ts";
+import { redact, type Secret } from "../core/_redact.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import {
   fieldsOf,
   oneOf,

@@ -9,7 +9,7 @@ import {
 } from "../core/_check.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
-import { secretOutOfChecks } from "../core/_redact.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 import type { TokenStore } from "../store/types.ts";
 
