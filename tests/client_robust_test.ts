@@ -831,3 +831,27 @@ Deno.test("a GET or HEAD with a body, or a priority fetch lacks, is refused befo
     rateLimit.answered(ticket as number);
   }
 });
+
+Deno.test("events keep their order: a 401's api.request before the api.renewal it leads to, a page's after its body (moved after the body, the 401's came after its renewal)", async () => {
+  using api = inProcessFake();
+  const heard: string[] = [];
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    fetch: api.fetch,
+    onEvent: (event) => {
+      if (!event.type.startsWith("api.")) return;
+      const status = "status" in event ? `(${event.status})` : "";
+      heard.push(`${event.type}${status}`);
+    },
+  });
+  await (await client.fetch("organizations")).body?.cancel();
+  api.service.revokeTokens();
+  await (await client.fetch("organizations")).body?.cancel();
+  deepStrictEqual(heard, [
+    "api.request(200)",
+    "api.request(401)",
+    "api.renewal",
+    "api.request(200)",
+  ]);
+});

@@ -137,6 +137,12 @@ class ApiRequest<T>
   /** The answer whose body failed within its attempt (cut off, or too slow): no answer, as its event says. */
   cut: Response | undefined;
 
+  /** A 2xx is delivered, its body read within the attempt: told once that is decided. */
+  tellsAfterNext(response: Response | undefined): boolean {
+    return response !== undefined && response.status >= 200 &&
+      response.status < 300;
+  }
+
   /** No answer: the caller's abort ends the request; another failure is the next step's to judge. */
   no(error: unknown): undefined {
     this.signal?.throwIfAborted();

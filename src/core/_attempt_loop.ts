@@ -50,6 +50,8 @@ export interface AttemptPlan<O, R, B = void> {
     durationMs: number,
     deadline: Deadline,
   ): PartnerApiEvent;
+  /** Whether the attempt is told after `next` decided (its body is read there, and may fail it); else before. */
+  tellsAfterNext?(outcome: O): boolean;
   /** Runs once an attempt is over, whatever came of it (e.g. a rate slot answered). */
   after?(): void;
 }
@@ -69,16 +71,20 @@ export async function sendAttempts<O, R, B = void>(
     try {
       const started = listener === undefined ? 0 : plan.now();
       const outcome = await plan.attempt(deadline, attempt);
+      const tell = () => {
+        if (listener === undefined) return;
+        const took = plan.now() - started;
+        emit(listener, plan.heard(outcome, attempt, took, deadline));
+      };
+      // Told before what it leads to (a renewal, a retry), or, where a body is read within it, once that is decided.
+      const late = plan.tellsAfterNext?.(outcome) === true;
+      if (!late) tell();
       try {
         const decided = plan.next(outcome, deadline, attempt);
         // A decision made at once (the usual answer) costs no extra turn.
         next = decided instanceof Promise ? await decided : decided;
       } finally {
-        // Told once decided: a page's body is read within its attempt, and may fail it.
-        if (listener !== undefined) {
-          const took = plan.now() - started;
-          emit(listener, plan.heard(outcome, attempt, took, deadline));
-        }
+        if (late) tell();
       }
     } finally {
       deadline.clear();
