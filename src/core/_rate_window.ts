@@ -216,6 +216,8 @@ export class PriorityLines {
   /** When the pause's timer is due (on `now`), and what it wakes: a caller's own timer does it where that one died. */
   #pauseEnd = 0;
   #wake: (() => void) | undefined;
+  /** Each waiting caller's own timer, to time again when a pause begins (workerd). */
+  readonly #ownTimers = new Set<() => void>();
 
   /** The limiter's clock: a caller's own timer (workerd) goes by it. */
   readonly #now: () => number;
@@ -287,6 +289,8 @@ export class PriorityLines {
     const delay = Math.min(wait, MAX_TIMER_MS);
     [this.#pauseEnd, this.#wake] = [this.#now() + delay, wake];
     this.timer = setTimeout(() => (this.resume(), wake()), delay);
+    // Callers waiting already look again at this pause's end, not at their next poll.
+    for (const arm of this.#ownTimers) arm();
   }
 
   /**
@@ -299,6 +303,7 @@ export class PriorityLines {
     let stopped = false; // served or gone, maybe by its own wake: no timer after
     const arm = () => {
       if (stopped) return;
+      clearTimeout(timer);
       const paused = this.timer !== undefined;
       const left = paused ? this.#pauseEnd - this.#now() : OWN_POLL;
       timer = setTimeout(() => {
@@ -310,9 +315,11 @@ export class PriorityLines {
       }, Math.max(1, left));
     };
     arm();
+    this.#ownTimers.add(arm);
     return () => {
       stopped = true;
       clearTimeout(timer);
+      this.#ownTimers.delete(arm);
     };
   }
 
