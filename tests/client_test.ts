@@ -397,6 +397,13 @@ Deno.test("client.list() passes extra query parameters", async () => {
   ) {
     throws(() => client.list(path), { name: "TypeError", option: "path" });
   }
+  // A blank one gets no advice it could not follow (sortBy: "" is refused too).
+  for (const path of ["transactions?sortBy=", "transactions?sortBy=-"]) {
+    throws(() => client.list(path), {
+      option: "path",
+      rule: "must hold a field name as its sortBy",
+    });
+  }
   equal(sent.filter(({ url }) => url.includes("sort")).length, 0);
 });
 

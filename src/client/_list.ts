@@ -52,10 +52,11 @@ function checkPathSort(query: URLSearchParams): void {
   const [by, direction] = [query.get("sortBy"), query.get("sortDirection")];
   const shown = JSON.stringify(`${query}`.slice(0, 80));
   if (by !== null && (by.trim() === "" || by.startsWith("-"))) {
-    const rule =
-      `must hold a field name as its sortBy: give the options sortBy: "${
-        by.slice(1)
-      }", sortDirection: "DESC"`;
+    const field = by.slice(1).trim();
+    const hint = field === ""
+      ? ""
+      : `: give the options sortBy: "${field}", sortDirection: "DESC"`;
+    const rule = `must hold a field name as its sortBy${hint}`;
     throw typeError(CONTEXT, "path", rule, shown);
   }
   if (direction !== null && direction !== "ASC" && direction !== "DESC") {
