@@ -249,29 +249,35 @@ Deno.test("get exits 1 (the network's failure), not 2 (the caller's), when the c
   match(result.stderr, /broke off/);
 });
 
-Deno.test("get exits 1 when the answer's body stalls after its headers: the body's read is timed as a list page's (it waited for ever)", async () => {
-  const streams: ReadableStreamDefaultController[] = [];
-  const result = await withFakeTimers(async (timers) => {
+/** `get one` on fake timers (in steps of `step` ms) against an in-process fake whose API answers with `body`. */
+function getOnFakeTimers(body: () => ReadableStream, step: number) {
+  return withFakeTimers(async (timers) => {
     using api = inProcessFake({ now: () => timers.now });
-    const stalling = besideFake(api, () =>
-      new Response(
-        new ReadableStream({
-          start(stream) {
-            stream.enqueue(new TextEncoder().encode("{"));
-            streams.push(stream);
-          },
-        }),
-        { headers: { "content-type": "application/json" } },
-      ));
-    const config = configFor({ ...api, environment: stalling.environment });
+    const answer = besideFake(api, () =>
+      new Response(body(), {
+        headers: { "content-type": "application/json" },
+      }));
+    const config = configFor({ ...api, environment: answer.environment });
     let done = false;
     const running = run(["get", "one", "--no-cache"], config, undefined, {
-      fetch: stalling.fetch,
+      fetch: answer.fetch,
       now: () => timers.now,
     }).finally(() => done = true);
-    while (!done) await timers.tickAsync(100);
+    while (!done) await timers.tickAsync(step);
     return await running;
   });
+}
+
+Deno.test("get exits 1 when the answer's body stalls after its headers: the body's read is timed as a list page's (it waited for ever)", async () => {
+  const streams: ReadableStreamDefaultController[] = [];
+  const stalling = () =>
+    new ReadableStream({
+      start(stream) {
+        stream.enqueue(new TextEncoder().encode("{"));
+        streams.push(stream);
+      },
+    });
+  const result = await getOnFakeTimers(stalling, 100);
   for (const stream of streams) tried(() => stream.close());
   equal(result.code, 1, result.stderr);
   match(result.stderr, /broke off: no byte of the answer for 30000 ms/);
@@ -279,30 +285,17 @@ Deno.test("get exits 1 when the answer's body stalls after its headers: the body
 });
 
 Deno.test("get reads a slow, steady body through: 30 s is the wait for the next byte, not for the whole (a 60 s download failed)", async () => {
-  const result = await withFakeTimers(async (timers) => {
-    using api = inProcessFake({ now: () => timers.now });
-    const parts = ['{"items":', "[1,2,", "3]}"];
-    const steady = besideFake(api, () =>
-      new Response(
-        new ReadableStream({
-          async pull(stream) {
-            await new Promise((resolve) => setTimeout(resolve, 20_000));
-            const part = parts.shift();
-            if (part === undefined) stream.close();
-            else stream.enqueue(new TextEncoder().encode(part));
-          },
-        }),
-        { headers: { "content-type": "application/json" } },
-      ));
-    const config = configFor({ ...api, environment: steady.environment });
-    let done = false;
-    const running = run(["get", "one", "--no-cache"], config, undefined, {
-      fetch: steady.fetch,
-      now: () => timers.now,
-    }).finally(() => done = true);
-    while (!done) await timers.tickAsync(1000);
-    return await running;
-  });
+  const parts = ['{"items":', "[1,2,", "3]}"];
+  const steady = () =>
+    new ReadableStream({
+      async pull(stream) {
+        await new Promise((resolve) => setTimeout(resolve, 20_000));
+        const part = parts.shift();
+        if (part === undefined) stream.close();
+        else stream.enqueue(new TextEncoder().encode(part));
+      },
+    });
+  const result = await getOnFakeTimers(steady, 1000);
   equal(result.code, 0, result.stderr);
   equal(result.stdout, '{"items":[1,2,3]}');
 });
