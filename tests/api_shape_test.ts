@@ -17,6 +17,7 @@ import {
 import { createClient } from "../src/client/mod.ts";
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import { defineEnvironment } from "../src/core/environment.ts";
+import { parseQuotaHeader } from "../src/core/quota.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import type { OptionError } from "../src/core/_check.ts";
 
@@ -205,4 +206,28 @@ Deno.test("a client's environment that breaks defineEnvironment's rules is refus
     });
   }
   equal(api.tokenRequests, 0);
+});
+
+Deno.test("a refusal shows at most 200 characters of the value it refused: a value of a million characters made a message of a million (errors.md: at most 2,000)", async () => {
+  const huge = "a".repeat(1_000_000);
+  const refusals = [
+    () => defineEnvironment({ baseUrl: `http://${huge}/api/` } as never),
+    () => parseQuotaHeader(`b=${huge}`),
+    () =>
+      requestToken({
+        tokenUrl: `ftp://${huge}`,
+        audience: "a",
+        clientId: "c",
+        clientSecret: "s",
+      }),
+  ];
+  for (const refuse of refusals) {
+    let message = "";
+    try {
+      await refuse();
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    ok(message.length > 0 && message.length <= 2000, `${message.length}`);
+  }
 });

@@ -17,11 +17,11 @@ export function optionError(
   Kind: TypeErrorConstructor | RangeErrorConstructor,
   ...[context, option, rule, received]: Said
 ): OptionError {
-  const error = new Kind(
-    `${context}: '${option}' ${rule}${
-      received === undefined ? "" : `: received ${received}`
-    }`,
-  );
+  // The value cut: one of a million characters made a message of a million (errors are at most 2,000).
+  const shown = received === undefined
+    ? ""
+    : `: received ${cut(received, 200)}`;
+  const error = new Kind(`${context}: '${option}' ${rule}${shown}`);
   return Object.assign(error, { option, rule });
 }
 

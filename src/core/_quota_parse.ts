@@ -1,7 +1,7 @@
 // Internal: the quota header's grammar, for the strict parser and the token path's lenient reader.
 
 import type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
-import { tried } from "./_check.ts";
+import { cut, tried } from "./_check.ts";
 
 const KEY_NAMES = { b: "bucket", q: "limit", r: "remaining", t: "resetAfter" };
 type Key = keyof typeof KEY_NAMES;
@@ -13,7 +13,9 @@ function isKey(key: string): key is Key {
 
 function fail(reason: QuotaSyntaxReason, text: string, part: string): never {
   throw Object.assign(
-    new SyntaxError(`Cannot parse quota header: ${text}: received "${part}"`),
+    new SyntaxError(
+      `Cannot parse quota header: ${text}: received "${cut(part, 200)}"`,
+    ),
     { reason, part },
   );
 }
