@@ -231,3 +231,22 @@ Deno.test("a refusal shows at most 200 characters of the value it refused: a val
     ok(message.length > 0 && message.length <= 2000, `${message.length}`);
   }
 });
+
+Deno.test("a signal that is no AbortSignal is refused by client.fetch and requestToken as by list, pages and getToken (TypeError, option 'signal'), before any request: it was the runtime's own TypeError, naming no option", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const signal = {} as AbortSignal;
+  for (
+    const refused of [
+      client.fetch("organizations", { signal }),
+      client.pciFetch("cards/1", { signal }),
+      requestToken({ ...api.environment, ...api.credentials, signal }),
+    ]
+  ) {
+    await rejects(refused, { name: "TypeError", option: "signal" });
+  }
+  equal(api.tokenRequests + api.apiRequests, 0);
+});

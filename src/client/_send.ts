@@ -21,7 +21,7 @@ import {
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
-import { tried, typeError } from "../core/_check.ts";
+import { requireSignal, tried, typeError } from "../core/_check.ts";
 import {
   cleanCause,
   describeCause,
@@ -74,6 +74,7 @@ class ApiRequest<T>
   constructor(context: SendContext, exchange: Exchange<T>) {
     const { init } = exchange;
     this.signal = init.signal ?? undefined;
+    requireSignal(this.signal, exchange.context); // else the runtime's own TypeError, naming no option
     this.limits = context.deadlines;
     this.listener = context.onEvent;
     this.now = context.now;

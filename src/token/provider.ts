@@ -2,6 +2,7 @@
 
 import { requestWithRetries } from "./_attempts.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
+import { requireSignal } from "../core/_check.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
 import { providerConfig } from "./_options.ts";
 import { CachingTokenProvider } from "./_provider.ts";
@@ -47,6 +48,7 @@ export async function requestToken(
     onEvent: undefined,
   };
   const { signal } = options;
+  requireSignal(signal, context); // else the runtime's own TypeError, naming no option
   return await requestWithRetries(endpoint, sending, signal, () => undefined);
 }
 
