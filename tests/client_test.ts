@@ -397,6 +397,10 @@ Deno.test("client.list() passes extra query parameters", async () => {
   ) {
     throws(() => client.list(path), { name: "TypeError", option: "path" });
   }
+  // No list named: the base itself (a 404 after a token).
+  for (const path of ["", "?status=open", "."]) {
+    throws(() => client.list(path), { name: "TypeError", option: "path" });
+  }
   // A blank one gets no advice it could not follow (sortBy: "" is refused too).
   for (const path of ["transactions?sortBy=", "transactions?sortBy=-"]) {
     throws(() => client.list(path), {

@@ -30,6 +30,10 @@ function walkUnder<T>(
 ) {
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
+  // The base itself is no list: it spent a token and a request on a 404.
+  if (url.pathname === base.pathname) {
+    throw typeError(CONTEXT, "path", "must name a list, e.g. transactions");
+  }
   // Every page sets these: the path's would be replaced without a word (its sort is kept when no option gives one).
   const held = ["limit", "page"].find((name) => url.searchParams.has(name));
   if (held !== undefined) {
