@@ -371,7 +371,7 @@ function openDatabase(path: string): DatabaseSync {
     throw typeError(
       CONTEXT,
       "database",
-      "needs node:sqlite, which Deno 2.2+ and Node 22.13+ (22.5+ with --experimental-sqlite) have; on this runtime use createJsonlSink or createPostgresSink",
+      "needs node:sqlite, which Deno 2.2+, Node 22.13+ (22.5+ with --experimental-sqlite) and Bun have; on this runtime use createJsonlSink or createPostgresSink",
     );
   }
   if (path !== ":memory:") createPrivate(path);
