@@ -71,10 +71,14 @@ const OFF_DENO = "OffDeno";
  * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
  * refused before it is read (a FIFO would hang the run, /dev/zero or a huge file fill its memory), and so is a file
  * that grows past the bound while read.
- * @throws {Error} Named `NotSmallFile`, or what `Deno.stat` and reading throw.
+ * @throws {Error} Named `NotSmallFile` (`OffDeno` where Deno is not), or what `Deno.stat` and reading throw.
  */
 export async function readEnvFile(path: string): Promise<string> {
-  if (typeof Deno === "undefined") throw offDeno();
+  // The default reader needs Deno's file API (elsewhere `Deno` is not defined).
+  if (typeof Deno === "undefined") {
+    throw named(OFF_DENO, "no Deno file API here");
+  }
+  const notSmallFile = () => named(NOT_SMALL_FILE, "not a small regular file");
   const info = await Deno.stat(path);
   if (!info.isFile || info.size > MAX_ENV_FILE) throw notSmallFile();
   // The stream closes the file, read to its end or cancelled past the bound.
@@ -84,13 +88,7 @@ export async function readEnvFile(path: string): Promise<string> {
   return text;
 }
 
-/** The default reader needs Deno's file API (elsewhere `Deno` is not defined). */
-function offDeno(): Error {
-  return Object.assign(new Error("no Deno file API here"), { name: OFF_DENO });
-}
-
-function notSmallFile(): Error {
-  return Object.assign(new Error("not a small regular file"), {
-    name: NOT_SMALL_FILE,
-  });
+/** An Error that {@linkcode withEnvFile} tells by its `name`. */
+function named(name: string, message: string): Error {
+  return Object.assign(new Error(message), { name });
 }
