@@ -182,14 +182,11 @@ export async function runGet(session: Session, path: string, pci: boolean) {
 /** `response` whose body calls `stalled` once no byte came for BODY_TIME (a slow, steady body reads through). */
 function stallWatch(response: Response, stalled: () => void) {
   let timer = setTimeout(stalled, BODY_TIME);
-  const again = () => {
-    clearTimeout(timer);
-    timer = setTimeout(stalled, BODY_TIME);
-  };
   const body = response.body?.pipeThrough(
     new TransformStream({
       transform(chunk, stream) {
-        again();
+        clearTimeout(timer);
+        timer = setTimeout(stalled, BODY_TIME);
         stream.enqueue(chunk);
       },
     }),
