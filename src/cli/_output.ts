@@ -26,9 +26,7 @@ export function itemWriter(
   const record = (item: unknown) => {
     const all = !Array.isArray(item) && fieldsOf(item) || { value: item };
     if (fields === undefined) return all;
-    const picked: Record<string, unknown> = {};
-    for (const field of fields) picked[field] = all[field];
-    return picked;
+    return Object.fromEntries(fields.map((field) => [field, all[field]]));
   };
   if (format === "table" || format === "csv") {
     return columnsWriter(out, format, options, record);
