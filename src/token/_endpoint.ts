@@ -52,7 +52,6 @@ function endpointOf(
   const audience = requireText(options.audience, context, "audience");
   const clientId = requireText(options.clientId, context, "clientId");
   const userFetch = requireFunction(options.fetch, context, "fetch");
-  const quotaHeader = options.quotaHeader ?? QUOTA_HEADER;
   let where: string | undefined;
   const credentials = { secret, clientId, audience };
   let last: string | undefined; // the last token issued (one renewal at a time)
@@ -95,7 +94,7 @@ function endpointOf(
     // A plain call: some runtimes throw "Illegal invocation" for fetch as a method.
     fetch: userFetch ?? ((input, init) => fetch(input, init)),
     now: requireClock(options.now, context) ?? Date.now,
-    quotaHeader: headerName(quotaHeader, context),
+    quotaHeader: headerName(options.quotaHeader ?? QUOTA_HEADER, context),
     timeout: timeoutFrom(options.timeout, context),
     /** What each setting is called where the reader configured it, for hints. */
     names: settingNamesOf(options.settingNames, SETTINGS, context),
