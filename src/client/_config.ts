@@ -85,11 +85,10 @@ function checkedConfig(options: ClientOptions) {
 
 /** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */
 function ownEnvironment(environment: Environment): Environment {
-  const refused = (rule: string, received?: string) =>
-    typeError(CONTEXT, "environment", rule, received);
   if (typeof environment !== "object" || environment === null) {
     const kind = environment === null ? "null" : typeof environment; // not its text: any length
-    throw refused("must come from defineEnvironment()", kind);
+    const rule = "must come from defineEnvironment()";
+    throw typeError(CONTEXT, "environment", rule, kind);
   }
   try {
     return defineEnvironment({ ...environment });
