@@ -140,8 +140,7 @@ class ApiRequest<T>
 
   /** A 2xx is delivered, its body read within the attempt: told once that is decided. */
   tellsAfterNext(response: Response | undefined): boolean {
-    return response !== undefined && response.status >= 200 &&
-      response.status < 300;
+    return response?.ok === true;
   }
 
   /** No answer: the caller's abort ends the request; another failure is the next step's to judge. */
