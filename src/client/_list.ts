@@ -16,7 +16,7 @@ import { sendExchange } from "./_send.ts";
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;
 /** The largest page body read; a larger one is refused without reading the rest. */
-export const MAX_PAGE_BODY = 32 * 1024 * 1024;
+const MAX_PAGE_BODY = 32 * 1024 * 1024;
 const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 
 type FetchedPage<T> = Pick<Page<T>, "items" | "request">;
@@ -64,12 +64,8 @@ function checkPathSort(query: URLSearchParams): void {
     throw typeError(CONTEXT, "path", rule, shown);
   }
   if (direction !== null && direction !== "ASC" && direction !== "DESC") {
-    throw typeError(
-      CONTEXT,
-      "path",
-      "must hold sortDirection ASC or DESC",
-      shown,
-    );
+    const rule = "must hold sortDirection ASC or DESC";
+    throw typeError(CONTEXT, "path", rule, shown);
   }
 }
 

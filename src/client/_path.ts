@@ -56,7 +56,7 @@ export function pathCache(base: URL, context: string) {
 }
 
 /** Whether `url` is on `base`'s origin, under its path, without user info. */
-export function isUnder(url: URL, base: URL): boolean {
+function isUnder(url: URL, base: URL): boolean {
   return url.origin === base.origin && url.username === "" &&
     url.password === "" && url.pathname.startsWith(base.pathname) &&
     !isRiskyPath(url.pathname);
