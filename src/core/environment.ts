@@ -18,7 +18,7 @@
  */
 
 import { secureUrl, urlError } from "./_url.ts";
-import { requireOptions, typeError } from "./_check.ts";
+import { requireOptions, requireText } from "./_check.ts";
 
 /**
  * The four values that make an environment, as a user writes them.
@@ -108,10 +108,6 @@ export function defineEnvironment(init: EnvironmentInit): Environment {
   }
   const pciBaseUrl = checkBase(init.pciBaseUrl, "pciBaseUrl");
   const tokenUrl = secureUrl(init.tokenUrl, CONTEXT, "tokenUrl");
-  const { audience } = init;
-  if (typeof audience !== "string" || audience.trim() === "") {
-    const rule = "must be a non-empty string";
-    throw typeError(CONTEXT, "audience", rule, JSON.stringify(audience));
-  }
+  const audience = requireText(init.audience, CONTEXT, "audience");
   return Object.freeze({ baseUrl, pciBaseUrl, tokenUrl, audience });
 }
