@@ -115,18 +115,15 @@ export function requireOptions(
   context: string,
   option = "options",
 ): asserts value is object {
-  if (
-    typeof value !== "object" || value === null || Array.isArray(value) ||
-    value instanceof Map
-  ) {
-    // Its kind, not its text: a string given as the options may be the secret, and of any length.
-    const kind = value === null
-      ? "null"
-      : Array.isArray(value)
-      ? "an array"
-      : value instanceof Map
-      ? "a Map"
-      : typeof value;
+  // Its kind, not its text: a string given as the options may be the secret, and of any length.
+  const kind = value === null
+    ? "null"
+    : Array.isArray(value)
+    ? "an array"
+    : value instanceof Map
+    ? "a Map"
+    : typeof value;
+  if (kind !== "object") {
     throw typeError(context, option, "must be an object", kind);
   }
 }
