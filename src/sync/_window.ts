@@ -93,6 +93,9 @@ export function compareKeys(a: SyncKey, b: SyncKey): number {
   return compareValues(a.value, b.value) || compareValues(a.id, b.id);
 }
 
+/** A pass's order of keys: ascending, or newest first. */
+type Order = (a: SyncKey, b: SyncKey) => number;
+
 /**
  * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
  * run of the list as it stood: it holds every item between `edge` and its last that existed).
@@ -104,7 +107,7 @@ export function judgeWindow(
   keys: readonly SyncKey[],
 ): WindowVerdict {
   const sign = state.descending === true ? -1 : 1;
-  const order = (a: SyncKey, b: SyncKey) => sign * compareKeys(a, b);
+  const order: Order = (a, b) => sign * compareKeys(a, b);
   checkOrder(keys, order, plan);
   const [count, first] = [keys.length, keys[0]];
   const learnt = learnLimit(state, plan.limit, count);
@@ -284,11 +287,7 @@ function sought(
 }
 
 /** Equal keys are the same item twice (kept once, by its last occurrence). */
-function checkOrder(
-  keys: readonly SyncKey[],
-  order: (a: SyncKey, b: SyncKey) => number,
-  plan: WindowPlan,
-): void {
+function checkOrder(keys: readonly SyncKey[], order: Order, plan: WindowPlan) {
   const at = keys.findIndex((key, i) => i > 0 && order(keys[i - 1]!, key) > 0);
   if (at < 0) return;
   const [before, after] = [keys[at - 1]!.id, keys[at]!.id];
@@ -361,11 +360,7 @@ export function refusedWindow(state: WindowState, limit: number): WindowState {
 }
 
 /** How many of `keys` (in pass order) are at or before `edge`. */
-function countUpTo(
-  keys: readonly SyncKey[],
-  edge: SyncKey,
-  order: (a: SyncKey, b: SyncKey) => number,
-): number {
+function countUpTo(keys: readonly SyncKey[], edge: SyncKey, order: Order) {
   return firstPast(keys.length, (at) => order(keys[at]!, edge) > 0);
 }
 
