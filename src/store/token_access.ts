@@ -29,13 +29,11 @@ export type TokenRequest = () => Promise<TokenRecord>;
 export class StoreAccess {
   readonly #store: TokenStore | undefined;
   readonly #endpoint: StoreClient;
-  readonly #now: () => number;
   #key: Promise<string> | undefined;
 
   constructor(store: TokenStore | undefined, endpoint: StoreClient) {
     this.#store = store;
     this.#endpoint = endpoint;
-    this.#now = endpoint.now;
     // The key's slow part (PBKDF2 under 32 characters, tens of ms) starts now, beside the process's
     // start-up: a cold start's first answer waits only for what is left of it.
     if (store !== undefined) this.key().catch(() => {});
@@ -61,7 +59,6 @@ export class StoreAccess {
     const store = this.#store;
     if (store === undefined) return { record: await request(), saved: true };
     const key = await this.key();
-    const trusted = (record: unknown) => trustedRecord(record, this.#now());
     const shared = store.coordinate !== undefined;
     // A plain store is read once: a record due for refresh still has a token to serve if the request fails.
     const coordinate = store.coordinate?.bind(store) ??
@@ -75,7 +72,7 @@ export class StoreAccess {
       const record = await coordinate(key, {
         settled: (record) => {
           // What it knows counts even if it does not answer: its token if the request fails, its ledger.
-          const known = trusted(record) ?? {};
+          const known = this.#trusted(record) ?? {};
           need.take(known);
           return need.answeredBy(known);
         },
@@ -84,7 +81,7 @@ export class StoreAccess {
         requestBudget: need.requestBudget,
       });
       const saved = shared || requested === undefined;
-      return { record: trusted(record) ?? {}, saved };
+      return { record: this.#trusted(record) ?? {}, saved };
     } catch (error) {
       // A failing store counts as empty, and one that fails once the request was sent (while it runs too) still
       // yields what the request brings: the token paid for, or its own typed failure.
@@ -103,18 +100,14 @@ export class StoreAccess {
   ): Promise<TokenRecord | undefined> {
     const store = this.#store;
     if (store !== undefined) {
-      const trusted = (record: unknown) =>
-        change(trustedRecord(record, this.#now()));
+      const trusted = (record: unknown) => change(this.#trusted(record));
       try {
         const key = await this.key();
         if (store.update !== undefined) {
           const updated = await answered(() => store.update!(key, trusted));
-          return trustedRecord(updated, this.#now());
+          return this.#trusted(updated);
         }
-        const stored = trustedRecord(
-          await answered(() => store.get(key)),
-          this.#now(),
-        );
+        const stored = this.#trusted(await answered(() => store.get(key)));
         const next = change(stored);
         if (next !== undefined) await answered(() => store.set(key, next));
         return next ?? stored;
@@ -129,13 +122,17 @@ export class StoreAccess {
   async save(record: TokenRecord): Promise<void> {
     const store = this.#store;
     if (store === undefined) return;
-    const key = await this.key().catch(() => undefined);
-    if (key === undefined) return;
-    await answered(() => store.set(key, record)).catch(() => {});
+    await this.key().then((key) => answered(() => store.set(key, record)))
+      .catch(() => {});
   }
 
   key(): Promise<string> {
     return this.#key ??= storeKey(this.#endpoint);
+  }
+
+  /** What of a stored record this provider may act on, at its `now`. */
+  #trusted(record: unknown): TokenRecord | undefined {
+    return trustedRecord(record, this.#endpoint.now());
   }
 }
 
