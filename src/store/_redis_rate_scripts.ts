@@ -87,11 +87,23 @@ local want = #ARGV - 10
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
 redis.call('ZADD', KEYS[4], now, holder)
+-- Places that lapsed (or lapse too far ahead) leave the line; ahead of a live take stand live places only.
+local line, place, liveElsewhere, liveTurn = 0, nil, false, interval + hold
 for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local lapses = num(redis.call('HGET', KEYS[3], other)) or -1
+  local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
   if lapses < now or lapses > now + interval + hold + grace then
     redis.call('ZREM', KEYS[2], other)
     redis.call('HDEL', KEYS[3], other, other .. '|low')
+  else
+    if other ~= holder and not otherLow then
+      liveElsewhere = true
+      liveTurn = math.min(liveTurn, lapses - grace - now)
+    end
+    if low or not otherLow or other == holder then
+      if other == holder then place = line end
+      line = line + 1
+    end
   end
 end
 -- keep() once per take: here for the early answer, at the end otherwise (nothing between reads what it writes).
@@ -101,20 +113,6 @@ if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
--- Ahead of a live take stand live places only.
-local line, place, liveElsewhere, liveTurn = 0, nil, false, interval + hold
-for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
-  if other ~= holder and not otherLow then
-    liveElsewhere = true
-    local lapses = tonumber(redis.call('HGET', KEYS[3], other) or '')
-    if lapses then liveTurn = math.min(liveTurn, lapses - grace - now) end
-  end
-  if low or not otherLow or other == holder then
-    if other == holder then place = line end
-    line = line + 1
-  end
-end
 if low then free = liveElsewhere and 0 or free - reserve end
 local ahead = place or line
 -- While others wait in line, one send per turn: turns, not callers, are fair.
