@@ -13,9 +13,6 @@ import {
 } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 
-/** The first wait before looking again for another process's token, in ms. */
-const FIRST_POLL = 1;
-
 /** What one look at the database saw. */
 export interface LeaseView<Snapshot> {
   /** The record, if there is one this process can read. */
@@ -126,8 +123,8 @@ export async function coordinateByLease<Snapshot>(
   const { steady: now, maxWait, pollInterval } = timing;
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
-  // Look again soon (a token request often takes a few ms), then less often, up to pollInterval.
-  let wait = Math.min(FIRST_POLL, pollInterval);
+  // Look again after 1 ms (a token request often takes a few), then less often, up to pollInterval (1 ms at least).
+  let wait = 1;
   let lookedAgain = false;
   while (true) {
     signal.throwIfAborted();
