@@ -205,7 +205,7 @@ function liveTurnWait(
 ): number {
   const turns = line.filter((p) => isLive(p) && p[0] !== holder)
     .map(([, lapses]) => lapses - GRACE - now);
-  const turn = Math.min(Math.min(...turns), limit.interval + HOLD);
+  const turn = Math.min(...turns, limit.interval + HOLD);
   return Math.max(1, slotShare(limit), turn);
 }
 
