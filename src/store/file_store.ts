@@ -4,7 +4,12 @@
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
-import { requireDeno, requireFunction, requireText } from "../core/_check.ts";
+import {
+  requireDeno,
+  requireFunction,
+  requireText,
+  tried,
+} from "../core/_check.ts";
 import { openRecord, published, sealRecord } from "./_record.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
@@ -279,13 +284,18 @@ class EncryptedFileStore implements FileTokenStore {
     } catch {
       return "unlockable";
     }
-    const owner = JSON.stringify({ pid: Deno.pid, id: crypto.randomUUID() });
+    // Stamped by `now` in its content, written with the file, and in its mtime at once, as each refresh stamps it:
+    // the file system's clock may be another, and a lock read before its utime as stale by processes whose `now` runs
+    // ahead was taken from its maker.
+    const at = this.#options.now();
+    const owner = JSON.stringify({
+      pid: Deno.pid,
+      id: crypto.randomUUID(),
+      at,
+    });
     try {
       await Deno.writeTextFile(path, owner, { createNew: true, mode: 0o600 });
-      // Stamped by `now` at once, as each refresh stamps it: the file system's clock may be another, and a lock
-      // stamped by it read as stale to processes whose `now` runs ahead.
-      const at = new Date(this.#options.now());
-      await Deno.utime(path, at, at).catch(() => {});
+      await Deno.utime(path, new Date(at), new Date(at)).catch(() => {});
       return holdLock(path, owner, this.#options.now);
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
@@ -307,8 +317,9 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   /**
-   * Whether the lock now at `at` is a dead process's: stamped more than {@linkcode LOCK_STALE} ms ago by `now`,
-   * or seen unchanged that long here (a stamp ahead of this clock, as after a step back, holds no longer).
+   * Whether the lock now at `at` is a dead process's: stamped (its content's `at` or its mtime, the later) more than
+   * {@linkcode LOCK_STALE} ms ago by `now`, or seen unchanged that long here (a stamp ahead of this clock, as after a
+   * step back, holds no longer). One read empty is being written: fresh until seen unchanged that long.
    */
   async #stale(path: string, at: string): Promise<boolean> {
     const info = await Deno.lstat(at).catch(() => undefined);
@@ -316,7 +327,8 @@ class EncryptedFileStore implements FileTokenStore {
     // A lock that is not a small file reads as its stamp alone.
     const small = info.isFile && info.size <= 1024;
     const content = small ? await Deno.readTextFile(at).catch(() => "") : "";
-    const mtime = info.mtime?.getTime() ?? 0;
+    const stamp = small && content === "" ? Infinity : stampOf(content);
+    const mtime = Math.max(info.mtime?.getTime() ?? 0, stamp);
     return this.#judge(path, { owner: content, refreshedAt: mtime });
   }
 
@@ -364,6 +376,12 @@ function holdLock(path: string, owner: string, now: () => number) {
       removeOwnedSync(path, owner);
     },
   };
+}
+
+/** The time (epoch ms, by its maker's `now`) a lock's content says it was made; 0 for one without (0.4.0's). */
+function stampOf(content: string): number {
+  const at = (tried(() => JSON.parse(content)) as { at?: unknown } | null)?.at;
+  return typeof at === "number" && Number.isFinite(at) ? at : 0;
 }
 
 /** Removes the lock at `path` if it is still `owner`'s (not taken over since). */
