@@ -5,7 +5,7 @@ import process from "node:process";
 import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
-import { type LockSighting, staleJudge } from "../core/_clock.ts";
+import { staleJudge } from "../core/_clock.ts";
 import { keepRefreshed } from "../core/_deadlines.ts";
 import {
   lockLost,
@@ -104,10 +104,7 @@ async function takeOver(
   path: string,
   token: string,
   owner: string,
-  { stale, now }: {
-    stale: (name: string, lock: LockSighting) => boolean;
-    now: () => number;
-  },
+  { stale, now }: { stale: ReturnType<typeof staleJudge>; now: () => number },
 ): Promise<boolean> {
   const guard = `${path}.takeover`;
   if (!await create(guard, token, now)) {

@@ -266,7 +266,7 @@ function code(error: unknown): unknown {
 /** `error` as a SyncError (`"file"`) naming `path`; a SyncError as it is. */
 export function fileError(path: string, doing: string, error: unknown) {
   if (error instanceof SyncError) return error;
-  const why = code(error) === "ENOENT" && doing !== "remove"
+  const why = code(error) === "ENOENT"
     ? "it or its folder does not exist"
     : String((error as Error | null)?.message ?? error).split("\n")[0];
   const message = `Cannot sync: cannot ${doing} ${path} (${why})`;

@@ -45,7 +45,7 @@ export interface Committed {
 }
 
 /** A cycle's rewrite: the sweep's items; once complete, the head's lines since `mainAt` follow and it replaces the copy. */
-export interface Rewrite {
+interface Rewrite {
   readonly end: FileEnd;
   readonly cycle: number;
   /** The copy's committed length when the cycle began. */

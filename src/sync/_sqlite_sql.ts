@@ -20,7 +20,7 @@ export function columnsOf(db: DatabaseSync, table: string): string[] {
 }
 
 /** Whether `table` and its change table exist, and why either is not this sink's (`foreign`), if one is not. Reads only. */
-export function tablesOf(db: DatabaseSync, table: string) {
+function tablesOf(db: DatabaseSync, table: string) {
   // Keyed by id TEXT alone, item TEXT, deleted_at TEXT if any (0.3 lacked it); other columns may be yours.
   const items = columnsOf(db, table);
   const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
