@@ -39,11 +39,7 @@ function tablesOf(db: DatabaseSync, table: string) {
 }
 
 /** Reads what `table` and its checkpoint hold, creating nothing: a table of items or changes it did not make is foreign. */
-export function readCopy(
-  db: DatabaseSync,
-  table: string,
-  target: string,
-): kit.CopyState {
+export function readCopy(db: DatabaseSync, table: string, target: string) {
   const { foreign, items } = tablesOf(db, table);
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
   const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
