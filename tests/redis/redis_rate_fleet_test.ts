@@ -64,10 +64,17 @@ redisTest(
       equal(accepted.length, FLEET * EACH, "every request answered");
       for (const line of lines) {
         equal(line.statuses["200"], EACH, `${line.runtime}: all answered`);
-        // A take after the kill meets a Redis that is gone: said once.
+        // A take after the kill meets a Redis that is gone: said once. A
+        // command slower than 300 ms before it (a busy machine) is a fall
+        // too, said with its restoring: each fall is said once.
+        const falls = line.restored + 1;
         if (line.afterSignal > 0) {
-          equal(line.degraded, 1, `${line.runtime}: paced alone, said once`);
-        } else ok(line.degraded <= 1, `${line.runtime}: said once at most`);
+          equal(
+            line.degraded,
+            falls,
+            `${line.runtime}: paced alone, said once`,
+          );
+        } else ok(line.degraded <= falls, `${line.runtime}: said once at most`);
       }
       ok(lines.some((line) => line.afterSignal > 0), "killed mid-run");
       // Each paces alone at its share: past the limit goes one window's
