@@ -531,7 +531,12 @@ const steps: { name: string; fn: (db: Connection) => Promise<void> }[] = [
         const found = plan!["QUERY PLAN"];
         const text = typeof found === "string" ? found : JSON.stringify(found);
         ok(text.includes('"Index Name":"large_partner_api_key_idx"'), text);
-        ok(!/"Node Type": ?"(Seq Scan|Sort)"/.test(text), text);
+        ok(!/"Node Type": ?"Seq Scan"/.test(text), text);
+        // A bounded range the planner may read through a bitmap of the index
+        // and sort (it did on a busy machine, by the sampled correlation); the
+        // open one, 100,000 rows, it must read in the index's order.
+        const open = range.after === null && range.upTo === null;
+        if (open) ok(!/"Node Type": ?"Sort"/.test(text), text);
       }
     },
   },
