@@ -267,6 +267,29 @@ Deno.test("a store that serializes records with JSON.stringify keeps a usable to
   equal(api.tokenRequests, 2);
 });
 
+Deno.test("a stored token whose quota holds entries that are no buckets is still used, with its quota unread (it was handed out with {} buckets)", async () => {
+  await using api = await startFakePartnerApi({ quota: { perHour: 10 } });
+  const records = new Map<string, TokenRecord>();
+  const store: TokenStore = {
+    get: (key) => Promise.resolve(records.get(key)),
+    set: (key, record) => Promise.resolve(void records.set(key, record)),
+  };
+  const options = { ...api.environment, ...api.credentials, store };
+  const first = await createTokenProvider(options).getToken();
+  ok(first.quota.length > 0);
+  const [key, record] = [...records][0]!;
+  for (const quota of [[null], [{}], [{ ...first.quota[0], limit: "10" }]]) {
+    records.set(key!, {
+      ...record,
+      token: { ...record!.token!, quota } as never,
+    });
+    const token = await createTokenProvider(options).getToken();
+    equal(token.accessToken, first.accessToken);
+    equal(token.quota.length, 0);
+  }
+  equal(api.tokenRequests, 1);
+});
+
 Deno.test("a refusal that reports the quota carries it on the error, and the provider keeps it", async () => {
   await using api = await startFakePartnerApi();
   api.injectTokenFaults({

@@ -13,6 +13,7 @@ import {
   isTime,
   type QuotaSnapshot,
 } from "../core/token_values.ts";
+import type { QuotaBucket } from "../core/quota_types.ts";
 import { storeKey } from "./_key.ts";
 import { fieldsOf } from "../core/_check.ts";
 import { answerWithin } from "../core/_deadlines.ts";
@@ -163,7 +164,10 @@ function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
   const latest = now + FLEET_CLOCK_SLACK;
   return {
     ...(isIssuedToken(token) &&
-      token.expiresAt <= latest + token.expiresIn * 1000 && { token }),
+      token.expiresAt <= latest + token.expiresIn * 1000 && {
+      // Its quota unread where an entry is no bucket (a store that mangled it): the token is still good.
+      token: isBuckets(token.quota) ? token : { ...token, quota: [] },
+    }),
     // A reading dated ahead (another clock, or garbage) would hide every later real one.
     ...(isQuotaSnapshot(quota) && quota.observedAt <= latest && { quota }),
     ...(isTime(blockedUntil) && { blockedUntil }),
@@ -174,12 +178,15 @@ function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
 
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
   const { buckets, observedAt } = fieldsOf(value) ?? {};
-  return isTime(observedAt) && Array.isArray(buckets) &&
-    buckets.every((entry) => {
-      const { bucket, limit, remaining, resetAfter } = fieldsOf(entry) ?? {};
-      return typeof bucket === "string" && isTime(limit) &&
-        isTime(remaining) && isTime(resetAfter);
-    });
+  return isTime(observedAt) && isBuckets(buckets);
+}
+
+function isBuckets(value: unknown): value is QuotaBucket[] {
+  return Array.isArray(value) && value.every((entry) => {
+    const { bucket, limit, remaining, resetAfter } = fieldsOf(entry) ?? {};
+    return typeof bucket === "string" && isTime(limit) &&
+      isTime(remaining) && isTime(resetAfter);
+  });
 }
 
 const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
