@@ -249,7 +249,10 @@ export class CachingTokenProvider implements TokenProvider {
         const cooldown = failureRecord(
           error,
           this.#local.readIn(this.#failure?.cooldown, "until", at),
-          this.#config.backoff.maxRetryAfter,
+          {
+            maxRetryAfter: this.#config.backoff.maxRetryAfter,
+            sentAs: this.#config.endpoint.sentAs,
+          },
           at,
         );
         if (cooldown === undefined) throw error; // never sent: no permission
