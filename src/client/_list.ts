@@ -28,6 +28,7 @@ function walkUnder<T>(
   path: string,
   options: ListOptions<T>,
 ) {
+  requireOptions(options, CONTEXT); // "x" was a walk with the defaults
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
   // The base itself is no list: it spent a token and a request on a 404.

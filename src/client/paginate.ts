@@ -19,7 +19,12 @@
  * @module
  */
 
-import { given, numberError, typeError } from "../core/_check.ts";
+import {
+  given,
+  numberError,
+  requireOptions,
+  typeError,
+} from "../core/_check.ts";
 import { CONTEXT, flatten, pageConfig, walkPages } from "./_walk.ts";
 import type {
   CollectOptions,
@@ -61,6 +66,7 @@ export function paginate<T>(
   if (typeof fetchPage !== "function") {
     throw typeError(CONTEXT, "fetchPage", "must be a function");
   }
+  requireOptions(options, CONTEXT);
   const config = pageConfig(options);
   const pages = walkPages<T, { items: readonly T[] }>(
     async (request) => ({ items: await fetchPage(request) }),

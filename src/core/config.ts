@@ -1,7 +1,7 @@
 // `configFromEnv()`: the `PARTNER_API_*` variables, ready for `createClient`. Root entry.
 
 import { defineEnvironment, type Environment } from "./environment.ts";
-import { type OptionError, tried } from "./_check.ts";
+import { type OptionError, requireOptions, tried } from "./_check.ts";
 import { nearest } from "./_nearest.ts";
 import { REDACTED, shownAs } from "./_redact.ts";
 
@@ -181,6 +181,8 @@ type ReadVariable = (name: string) => string | undefined;
  * ```
  */
 export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
+  // A Map's entries are no properties: every variable read as unset.
+  if (typeof env !== "function") requireOptions(env, CONTEXT, "env");
   const read = typeof env === "function" ? env : (name: string) => env[name];
   const values: Record<string, string> = {};
   const missing: string[] = [];

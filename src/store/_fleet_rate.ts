@@ -11,7 +11,7 @@ import {
 } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
 import { emit } from "../core/_emit.ts";
-import { requireFunction } from "../core/_check.ts";
+import { requireFunction, requireOptions } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
@@ -44,6 +44,7 @@ export function fleetConfig(
   context: string,
   most: number,
 ) {
+  requireOptions(options, context);
   const limit = checkRateLimit(options, context, most, SERVICE_RATE_LIMIT);
   return {
     limit,

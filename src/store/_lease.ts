@@ -9,6 +9,7 @@ import {
   checkNumber,
   type NumberRule,
   requireFunction,
+  requireOptions,
   typeError,
 } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -66,6 +67,7 @@ export type FleetStoreConfig = Readonly<ReturnType<typeof fleetStoreConfig>>;
 
 /** Checks the options every shared store takes. */
 export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
+  requireOptions(options, context);
   const now = requireFunction(options.now, context, "now");
   const time = (
     field: "leaseDuration" | "maxWait" | "pollInterval",

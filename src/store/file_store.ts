@@ -7,6 +7,7 @@ import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import {
   requireDeno,
   requireFunction,
+  requireOptions,
   requireText,
   tried,
 } from "../core/_check.ts";
@@ -115,6 +116,7 @@ export function createFileTokenStore(
   const rule =
     "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)";
   requireDeno(context, "folder", rule);
+  requireOptions(options, context);
   return new EncryptedFileStore({
     folder: requireText(options.folder, context, "folder"),
     clientSecret: requireText(options.clientSecret, context, "clientSecret"),

@@ -19,7 +19,12 @@ import {
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { guardCycleEnd } from "./_deletes.ts";
-import { fieldsOf, requireText, tried } from "../core/_check.ts";
+import {
+  fieldsOf,
+  requireOptions,
+  requireText,
+  tried,
+} from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -80,6 +85,7 @@ export function createJsonlSink<T>(
 ): SyncSink<T> {
   const context = "Cannot create JSONL sink";
   requireText(path, context, "path");
+  requireOptions(options, context);
   const lockWait = checkLockWait(options, context);
   const copy = new JsonlCopy(path, { ...options, lockWait });
   // A plain object: a user may spread it to wrap a method.

@@ -6,6 +6,7 @@ import {
   checkNumber,
   requireDeno,
   requireFunction,
+  requireOptions,
 } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import { createFakePartnerService, type FakeControls } from "./fake_service.ts";
@@ -137,6 +138,7 @@ export async function startFakePartnerApi(
     "port",
     "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
   );
+  requireOptions(options, CONTEXT);
   const port = (name: "port" | "pciPort") =>
     checkAtMost(
       checkNumber(options[name], 0, "non-negative integer", CONTEXT, name),

@@ -7,6 +7,7 @@ import {
   type NumberRule,
   oneOf,
   requireFunction,
+  requireOptions,
   requireText,
   typeError,
 } from "../core/_check.ts";
@@ -276,6 +277,7 @@ async function answerApi(
 
 /** What the service's handlers share: its parts, from its checked options. */
 function serviceState(options: FakePartnerServiceOptions) {
+  requireOptions(options, CONTEXT);
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const given = (field: "clientId" | "clientSecret", made: string) => {
     const value = options.credentials?.[field];

@@ -74,6 +74,7 @@ function withTarget(options: TokenProviderOptions) {
     const rule = "must not come with 'tokenUrl' or 'audience'";
     throw typeError(CONTEXT, "environment", rule);
   }
+  requireOptions(environment, CONTEXT, "environment");
   const { tokenUrl, audience } = environment;
   return { ...rest, tokenUrl, audience };
 }
