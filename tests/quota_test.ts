@@ -106,6 +106,36 @@ Deno.test("formatQuotaHeader() refuses what the format cannot carry", () => {
   throws(() => formatQuotaHeader([{ ...HOUR, resetAfter: 0.5 }]), RangeError);
 });
 
+Deno.test("what formatQuotaHeader() writes from any bucket name, a Headers object takes and parseQuotaHeader() reads back as it was; else it refuses the name (a line break passed, and no header took it)", () => {
+  const name = fc.oneof(
+    fc.string({
+      unit: fc.constantFrom("a", " ", "\n", "\r", "\t", "\0", "é", "漢", "~"),
+    }),
+    fc.string(),
+  );
+  fc.assert(
+    fc.property(name, (bucket) => {
+      let written: string;
+      try {
+        written = formatQuotaHeader([{ ...HOUR, bucket }]);
+      } catch (error) {
+        ok(error instanceof TypeError);
+        return;
+      }
+      const headers = new Headers({ [QUOTA_HEADER]: written });
+      deepStrictEqual(parseQuotaHeader(headers.get(QUOTA_HEADER)), [
+        { ...HOUR, bucket },
+      ]);
+    }),
+    { numRuns: runs(300, 3_000) },
+  );
+  throws(() => formatQuotaHeader([{ ...HOUR, bucket: 5 as never }]), {
+    name: "TypeError",
+    option: "bucket",
+  });
+  throws(() => formatQuotaHeader(null as never), { option: "buckets" });
+});
+
 Deno.test("nextExhaustedBucket() picks the fewest remaining, then the latest reset", () => {
   equal(nextExhaustedBucket([]), undefined);
   equal(nextExhaustedBucket([HOUR, DAY]), HOUR);

@@ -16,7 +16,7 @@
  */
 
 import { parseBucket, quotaSegments } from "./_quota_parse.ts";
-import { numberError, typeError } from "./_check.ts";
+import { cut, numberError, typeError } from "./_check.ts";
 import type { QuotaBucket } from "./quota_types.ts";
 
 export type { QuotaBucket, QuotaSyntaxReason } from "./quota_types.ts";
@@ -64,7 +64,8 @@ const FORMAT = "Cannot format quota header";
 
 /**
  * Writes buckets in the header's format, the inverse of {@linkcode parseQuotaHeader}.
- * @throws {TypeError} When a bucket name is empty or holds `,`, `;` or `=`.
+ * @throws {TypeError} When `buckets` is no array, or a bucket name is no string, empty, or holds `,`, `;`, `=` or
+ * a character that is no printable ASCII (a line break: no header takes it).
  * @throws {RangeError} When a number is not a non-negative safe integer (a `TypeError` when it is no number).
  *
  * @example Writing a header for a test server
@@ -79,10 +80,21 @@ const FORMAT = "Cannot format quota header";
  * ```
  */
 export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
+  if (!Array.isArray(buckets)) {
+    throw typeError(FORMAT, "buckets", "must be an array", typeof buckets);
+  }
   return buckets.map((bucket) => {
-    if (!/^[^,;=\s](?:[^,;=]*[^,;=\s])?$/.test(bucket.bucket)) {
-      const rule = "must be a non-empty name without ',', ';' or '='";
-      throw typeError(FORMAT, "bucket", rule, `"${bucket.bucket}"`);
+    const name = bucket.bucket;
+    // Spaces inside a name pass (parsing keeps them); a header takes no control character (a line break above all)
+    // and no character past ASCII whole.
+    const rule =
+      "must be a non-empty string of printable ASCII without ',', ';' or '='";
+    if (typeof name !== "string") {
+      throw typeError(FORMAT, "bucket", rule, typeof name);
+    }
+    const printable = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+    if (!printable.test(name) || /[,;=]/.test(name)) {
+      throw typeError(FORMAT, "bucket", rule, JSON.stringify(cut(name, 200)));
     }
     for (const key of ["limit", "remaining", "resetAfter"] as const) {
       const value = bucket[key];
