@@ -139,6 +139,23 @@ Deno.test("the fake's apiRateLimit without one of its fields, or not an object (
   }
 });
 
+Deno.test("the fake's items, quota, credentials and churn that are no object are refused naming them, and an item count past 10 million is a RangeError: a number was taken as the defaults, and 1e9 items ran the process out of memory", () => {
+  for (const part of ["items", "quota", "credentials", "churn"]) {
+    for (const bad of [5, "x", null]) {
+      refuses(
+        () => createFakePartnerService({ [part]: bad } as never),
+        TypeError,
+        part,
+      );
+    }
+  }
+  refuses(
+    () => createFakePartnerService({ items: { transactions: 1e9 } }),
+    RangeError,
+    "items.transactions",
+  );
+});
+
 Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAfter are checked: a lifetime is a time option (at most 2,147,483,647 ms, so its expires_in is one the client takes)", async () => {
   for (
     const [options, option] of [

@@ -1,6 +1,6 @@
 // The fake's lists changing while paged; every cached order stays sorted (search and splice, no re-sort).
 
-import { checkNumber, typeError } from "../core/_check.ts";
+import { checkNumber, requireOptions, typeError } from "../core/_check.ts";
 import {
   id,
   type Item,
@@ -31,6 +31,7 @@ export function churner(
   now: () => number,
 ): ((resource: ListResource) => void) | undefined {
   if (churn === undefined) return undefined;
+  requireOptions(churn, CONTEXT, "churn");
   const { append, insertAnywhere, remove, update } = churn;
   const counts = { append, insertAnywhere, remove, update };
   for (const [field, n] of Object.entries(counts)) {

@@ -3,6 +3,7 @@
 import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import {
+  checkAtMost,
   checkNumber,
   type NumberRule,
   oneOf,
@@ -33,6 +34,7 @@ import type {
   FakeCredentials,
   FakeFault,
   FakePartnerServiceOptions,
+  ListSizes,
 } from "./fake_options.ts";
 
 /**
@@ -279,22 +281,14 @@ async function answerApi(
 function serviceState(options: FakePartnerServiceOptions) {
   requireOptions(options, CONTEXT);
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
-  const given = (field: "clientId" | "clientSecret", made: string) => {
-    const value = options.credentials?.[field];
-    return value === undefined
-      ? made
-      : requireText(value, CONTEXT, `credentials.${field}`);
-  };
-  const credentials: FakeCredentials = Object.freeze({
-    clientId: given("clientId", `fake-client-${randomText(9)}`),
-    clientSecret: given("clientSecret", `fake-secret-${randomText(24)}`),
-  });
+  const credentials = credentialsOf(options.credentials);
+  const quota = part(options.quota, "quota");
   const endpoint = new FakeTokenEndpoint({
     // A time option like any: its bound is also below a year, the most expires_in says.
     lifetime: checked(options.tokenLifetime, 86_400_000, "tokenLifetime", MS),
     quota: new QuotaCounter(
-      checked(options.quota?.perHour, 1000, "quota.perHour"),
-      checked(options.quota?.perDay, 10_000, "quota.perDay"),
+      checked(quota.perHour, 1000, "quota.perHour"),
+      checked(quota.perDay, 10_000, "quota.perDay"),
       now,
     ),
     now,
@@ -305,12 +299,7 @@ function serviceState(options: FakePartnerServiceOptions) {
   });
   const seed = checked(options.seed, 1, "seed", "safe integer");
   const cut = oneOf(options.beyondMaxLimit, BEYOND, CONTEXT, "beyondMaxLimit");
-  const { organizations, transactions, cardholders } = options.items ?? {};
-  const sizes = {
-    organizations: checked(organizations, 25, "items.organizations"),
-    transactions: checked(transactions, 500, "items.transactions"),
-    cardholders: checked(cardholders, 120, "items.cardholders"),
-  };
+  const sizes = sizesOf(options.items);
   return {
     now,
     credentials,
@@ -348,6 +337,51 @@ function bodyFormats(formats: readonly ("json" | "form")[]) {
 }
 
 /** A numeric option, checked by `rule`: a count unless it says otherwise. */
+/** The credentials given, each checked, or made up. */
+function credentialsOf(options: Partial<FakeCredentials> | undefined) {
+  const given = part(options, "credentials");
+  const either = (field: keyof FakeCredentials, made: string) =>
+    given[field] === undefined
+      ? made
+      : requireText(given[field], CONTEXT, `credentials.${field}`);
+  return Object.freeze({
+    clientId: either("clientId", `fake-client-${randomText(9)}`),
+    clientSecret: either("clientSecret", `fake-secret-${randomText(24)}`),
+  }) as FakeCredentials;
+}
+
+/** Each list's size, checked and bounded. */
+function sizesOf(given: Partial<ListSizes> | undefined): ListSizes {
+  const items = part(given, "items");
+  const size = (list: keyof ListSizes, fallback: number) => {
+    const field = `items.${list}`;
+    // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
+    return checkAtMost(
+      checked(items[list], fallback, field),
+      MOST_ITEMS,
+      CONTEXT,
+      field,
+    );
+  };
+  return {
+    organizations: size("organizations", 25),
+    transactions: size("transactions", 500),
+    cardholders: size("cardholders", 120),
+  };
+}
+
+/** Items a fake list holds at most. */
+const MOST_ITEMS = 10_000_000;
+
+/** An options object's part (`quota`, `items`, `credentials`), checked when given: a number was taken as none. */
+function part<T extends object>(
+  value: T | undefined,
+  name: string,
+): Partial<T> {
+  if (value !== undefined) requireOptions(value, CONTEXT, name);
+  return value ?? {};
+}
+
 function checked(
   value: number | undefined,
   fallback: number,
