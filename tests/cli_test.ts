@@ -436,7 +436,7 @@ Deno.test("the CLI reports a service failure in one line, exit 1", async () => {
   }
 });
 
-Deno.test("a host without net permission: the CLI says the library's message, which names the flag to add and the variable", async () => {
+Deno.test("a host without net permission: the CLI says the library's message, which names the flag to add and the variable, and exits 2 as for a missing read permission (it exited 1, a failure a retry wrapper retries)", async () => {
   await using api = await startFakePartnerApi();
   // The API under the name localhost, which this run's --allow-net=127.0.0.1 does not cover.
   const env = configFor(api);
@@ -465,8 +465,11 @@ Deno.test("a host without net permission: the CLI says the library's message, wh
     ok(error.message.includes(`--allow-net=${host}`), error.message);
     ok(error.message.includes(variable), error.message);
     const result = await run([...args, "--no-cache"], env);
-    equal(result.code, 1);
-    equal(result.stderr, `partner-api: ${error.message}\n`);
+    equal(result.code, 2);
+    equal(
+      result.stderr,
+      `partner-api: ${error.message} (see partner-api --help)\n`,
+    );
   }
 });
 

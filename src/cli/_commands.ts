@@ -213,7 +213,8 @@ export function failureMessage(error: unknown) {
         !error.message.includes(error.cause.message)
       ? `: ${error.cause.message}`
       : "";
-    return { message: `${error.message}${cause}`, code: 1 };
+    // A missing --allow-net is the command's to fix, as a missing --allow-read is (2): a retry changes nothing.
+    return { message: `${error.message}${cause}`, code: refused ? 2 : 1 };
   }
   return {
     message: error instanceof Error ? error.message : String(error),

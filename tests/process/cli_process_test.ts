@@ -58,7 +58,8 @@ processTest(
       env,
     );
     for (const { code, stderr } of [notNamed, denied]) {
-      equal(code, 1, stderr);
+      equal(code, 2, stderr); // the command's to fix, as a missing read permission
+
       equal(stderr.trim().split("\n").length, 1, stderr);
       ok(stderr.includes("PARTNER_API_BASE_URL's host"), stderr);
       ok(!stderr.includes("run again with"), stderr); // Deno's words
@@ -86,7 +87,7 @@ processTest(
       ["token", "--no-cache"],
       env,
     );
-    equal(result.code, 1, result.stderr);
+    equal(result.code, 2, result.stderr);
     ok(!result.stderr.includes("add --allow-net"), result.stderr);
     ok(
       result.stderr.includes("remove 127.0.0.1:80 from --deny-net"),
