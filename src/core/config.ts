@@ -249,9 +249,13 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
   });
 }
 
+/** What a variable's name is written with, in the usual style. */
+const NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+
 /**
- * The usual typos of `variable` (a character dropped, doubled or swapped) that
- * are set, for a source that cannot list its names (Deno without full --allow-env).
+ * The usual typos of `variable` (a character dropped, doubled, swapped or
+ * replaced) that are set, for a source that cannot list its names (Deno
+ * without full --allow-env): a few thousand reads of a name, microseconds.
  */
 function typosSet(variable: string, read: ReadVariable): string[] {
   const typos = new Set<string>();
@@ -261,6 +265,8 @@ function typosSet(variable: string, read: ReadVariable): string[] {
     const char = variable[i]!; // dropped, doubled, swapped with the next:
     typos.add(head + tail).add(head + char + char + tail);
     typos.add(head + tail.slice(0, 1) + char + tail.slice(1)); // the last: itself
+    // Replaced (BASE_URI for BASE_URL), by a character a variable's name holds.
+    for (const other of NAME_CHARACTERS) typos.add(head + other + tail);
   }
   typos.delete(variable);
   return [...typos].filter((name) => tried(() => read(name)) !== undefined);
