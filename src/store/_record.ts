@@ -97,8 +97,8 @@ export class RecordSeals {
 }
 
 /**
- * What to store after a request, over the record as it stands once it answered (`read`, else `before`, read before
- * it): its token kept when the result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays
+ * What to store after a request, over the record as it stands once it answered (`read`, tried twice, else `before`,
+ * read before it): its token kept when the result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays
  * dropped), and the later of two 401 renewals and of two quota blocks (another process may have stored one meanwhile).
  */
 export async function published(
@@ -106,7 +106,8 @@ export async function published(
   before: TokenRecord | undefined,
   read: () => Promise<TokenRecord | undefined>,
 ): Promise<TokenRecord> {
-  const current = await read().catch(() => before);
+  // Read again once: a failed read (one dropped command) fell back to `before`, losing a renewal made meanwhile.
+  const current = await read().catch(read).catch(() => before);
   const token = result.token ?? current?.token;
   const [mine, theirs] = [result.renewal, current?.renewal];
   const renewal = (theirs?.at ?? -Infinity) > (mine?.at ?? -Infinity)
