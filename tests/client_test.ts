@@ -397,9 +397,11 @@ Deno.test("client.list() passes extra query parameters", async () => {
   ) {
     throws(() => client.list(path), { name: "TypeError", option: "path" });
   }
-  // No list named: the base itself (a 404 after a token).
-  for (const path of ["", "?status=open", "."]) {
+  // No list named: the base itself (a 404 after a token). A fragment, never
+  // sent (a filter after '#' went unapplied), as syncList refuses it.
+  for (const path of ["", "?status=open", ".", "transactions#status=open"]) {
     throws(() => client.list(path), { name: "TypeError", option: "path" });
+    throws(() => client.pages(path), { name: "TypeError", option: "path" });
   }
   // A blank one gets no advice it could not follow (sortBy: "" is refused too).
   for (const path of ["transactions?sortBy=", "transactions?sortBy=-"]) {

@@ -132,6 +132,12 @@ Deno.test("defineEnvironment() names the field of every other bad value", () => 
       "tokenUrl",
       "must not hold credentials",
     ],
+    // Never sent: it was taken silently, where a base's is refused.
+    [
+      { tokenUrl: "https://idp.example.com/token#audience=x" },
+      "tokenUrl",
+      "must not have a fragment",
+    ],
   ]);
   // The message's format is the contract here (context, option, rule, what
   // was received), and what it shows of an address leaves credentials out.

@@ -35,6 +35,10 @@ function walkUnder<T>(
   if (url.pathname === base.pathname) {
     throw typeError(CONTEXT, "path", "must name a list, e.g. transactions");
   }
+  // Never sent, as syncList refuses it: a filter written after '#' by mistake would go unapplied without a word.
+  if (url.hash !== "") {
+    throw typeError(CONTEXT, "path", "must hold no fragment", `"${url.hash}"`);
+  }
   // Every page sets these: the path's would be replaced without a word (its sort is kept when no option gives one).
   const held = ["limit", "page"].find((name) => url.searchParams.has(name));
   if (held !== undefined) {

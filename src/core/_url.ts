@@ -42,5 +42,9 @@ export function secureUrl(value: string | URL, context: string, field: string) {
   if (url.username !== "" || url.password !== "") {
     throw urlError(context, field, "must not hold credentials", url);
   }
+  // Never sent: a fragment in a token URL is a pasting mistake, refused as in a base.
+  if (url.hash !== "") {
+    throw urlError(context, field, "must not have a fragment", url);
+  }
   return url;
 }
