@@ -621,6 +621,50 @@ Deno.test("JSONL sink: items of a class are written when their JSON reads back a
   }
 });
 
+Deno.test("JSONL sink: a plain object whose JSON loses its key (a non-enumerable id, an id read from a nested Date or Map, a nested toJSON) is skipped and reported, and the copy goes on: it was written, and every later cycle failed", async () => {
+  type Raw = { id: string; s: number };
+  const things = Array.from({ length: 4 }, (_, i) => ({ id: `t${i}`, s: i }));
+  const cases: [
+    string,
+    (raw: Raw) => unknown,
+    string | ((x: never) => string),
+  ][] = [
+    [
+      "hidden",
+      (raw) => Object.defineProperty({ s: raw.s }, "id", { value: raw.id }),
+      "id",
+    ],
+    [
+      "date",
+      (raw) => ({ ...raw, at: new Date(raw.s) }),
+      (x: { at: Date; id: string }) => `${x.at.toISOString()}-${x.id}`,
+    ],
+    [
+      "map",
+      (raw) => ({ s: raw.s, ref: new Map([["uid", raw.id]]) }),
+      (x: { ref: Map<string, string> }) => x.ref.get("uid")!,
+    ],
+    [
+      "nested",
+      (raw) => ({ s: raw.s, org: { id: raw.id, toJSON: () => "hidden" } }),
+      (x: { org: { id: string } }) => x.org.id,
+    ],
+  ];
+  for (const [name, make, id] of cases) {
+    const service = listOf(() => things);
+    const items = (body: unknown) => (body as Raw[]).map(make);
+    const path = await fresh(`plain-${name}.jsonl`);
+    const options = { id, sortBy: "s", sink: createJsonlSink(path), items };
+    for (const sweep of [0, Infinity, Infinity]) {
+      const run = await syncList(service.client, "things", {
+        ...options,
+        sweep,
+      } as never);
+      equal(run.skipped, 4, name);
+    }
+  }
+});
+
 // The files of a copy (issue 45): a handle is checked to be the path's own
 // file before anything is written through it, and every file failure is a
 // SyncError naming the file.

@@ -19,12 +19,7 @@ import {
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { guardCycleEnd } from "./_deletes.ts";
-import {
-  fieldsOf,
-  requireOptions,
-  requireText,
-  tried,
-} from "../core/_check.ts";
+import { requireOptions, requireText, tried } from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -335,15 +330,12 @@ function linesOf(
 }
 
 /**
- * Whether `text` reads back as `item`'s key (id and sort value): only a `toJSON`, a class (getters, which JSON leaves
- * out) or an array's own fields can make it another; items of JSON (plain objects) cost no check.
+ * Whether `text` reads back as `item`'s key (id and sort value), which the next cycle reads from the line. Checked
+ * for every item: a plain object too may lose it (a non-enumerable id, an `id` function over a nested Date, Map or
+ * `toJSON`), and a line that cannot be keyed failed every cycle after it. One parse a line.
  */
 function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
-  const type = fieldsOf(item) && Object.getPrototypeOf(item);
-  const plain = !type || type === Object.prototype;
-  if ((plain && typeof fieldsOf(item)?.toJSON !== "function") || !keyOf) {
-    return true;
-  }
+  if (!keyOf) return true;
   const [read, own] = [tried(() => keyOf(JSON.parse(text))), keyOf(item)];
   return read?.id === own.id && read.value === own.value;
 }
