@@ -284,6 +284,31 @@ Deno.test("`token` shows expiry and quota, and the token only when asked", async
   ok(!shown.stdout.includes(token) && !shown.stderr.includes(token));
 });
 
+Deno.test("the CLI's token cache is given the run's clock, as its provider is: its lock is stamped and judged by it (it read the system clock)", async () => {
+  await using api = await startFakePartnerApi();
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const now = () => Date.now() + 60_000;
+  const given: unknown[] = [];
+  const extra = {
+    now,
+    openCache: (
+      clientSecret: string,
+      onNotice: (line: string) => void,
+      clock?: () => number,
+    ) => {
+      given.push(clock);
+      return {
+        store: createFileTokenStore({ folder, clientSecret, onNotice, now }),
+      };
+    },
+  };
+  const result = await run(["token"], configFor(api), undefined, extra);
+  equal(result.code, 0, result.stderr);
+  deepStrictEqual(given, [now]);
+  await Deno.remove(folder, { recursive: true });
+});
+
 Deno.test("`token` says a token from the cache was not checked with the service (it said 'valid until' of one a revoked or restarted service refuses), in text and JSON, never the token", async () => {
   await using api = await startFakePartnerApi();
   await Deno.mkdir(".test-tmp", { recursive: true });

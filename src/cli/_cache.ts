@@ -17,6 +17,7 @@ const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
 export function openCache(
   clientSecret: string,
   notify: (line: string) => void,
+  now: () => number = Date.now,
 ) {
   const folder = cacheFolder();
   const missing = folder === undefined
@@ -28,7 +29,13 @@ export function openCache(
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);
   return {
-    store: createFileTokenStore({ folder, clientSecret, onNotice: notify }),
+    // The run's clock, as its provider's: the lock is stamped and judged by it.
+    store: createFileTokenStore({
+      folder,
+      clientSecret,
+      onNotice: notify,
+      now,
+    }),
   };
 }
 

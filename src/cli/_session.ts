@@ -165,7 +165,7 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
     said.add(line);
     io.stderr.write(`${escapeControls(line)}\n`);
   };
-  const opening = io.openCache?.(config.clientSecret, notify);
+  const opening = io.openCache?.(config.clientSecret, notify, io.now);
   if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
   return opening?.store;
 }
