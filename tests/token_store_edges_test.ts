@@ -290,27 +290,6 @@ Deno.test("a stored token whose quota holds entries that are no buckets is still
   equal(api.tokenRequests, 1);
 });
 
-Deno.test("a stored refusal's cooldown holds requests sent the same way only: the body format its hint names, once changed, is sent at once (it was refused by the cooldown until it ended)", async () => {
-  await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
-  const store = createMemoryTokenStore();
-  const options = {
-    ...api.environment,
-    ...api.credentials,
-    store,
-    retry: false as const,
-  };
-  await rejects(createTokenProvider(options).getToken(), { status: 400 });
-  equal(api.tokenRequests, 1);
-  // The same way again: held, nothing sent.
-  await rejects(createTokenProvider(options).getToken(), { status: 400 });
-  equal(api.tokenRequests, 1);
-  const form = { ...options, bodyFormat: "form" as const };
-  ok(
-    api.isValidToken((await createTokenProvider(form).getToken()).accessToken),
-  );
-  equal(api.tokenRequests, 2);
-});
-
 Deno.test("a refusal that reports the quota carries it on the error, and the provider keeps it", async () => {
   await using api = await startFakePartnerApi();
   api.injectTokenFaults({

@@ -21,8 +21,6 @@ import { answerWithin } from "../core/_deadlines.ts";
 /** What the key of a client's record is made of; it holds the secret. */
 export type StoreClient = Parameters<typeof storeKey>[0] & {
   readonly now: () => number;
-  /** How this provider sends its requests (`TokenFailure.sentAs`). */
-  readonly sentAs: string;
 };
 
 /** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
@@ -135,7 +133,7 @@ export class StoreAccess {
 
   /** What of a stored record this provider may act on, at its `now`. */
   #trusted(record: unknown): TokenRecord | undefined {
-    return trustedRecord(record, this.#endpoint);
+    return trustedRecord(record, this.#endpoint.now());
   }
 }
 
@@ -159,14 +157,11 @@ function answered<T>(call: () => Promise<T>): Promise<T> {
 export const FLEET_CLOCK_SLACK = 5 * 60_000;
 
 /** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
-function trustedRecord(
-  value: unknown,
-  { now, sentAs }: Pick<StoreClient, "now" | "sentAs">,
-): TokenRecord | undefined {
+function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
   const record = fieldsOf(value);
   if (record === undefined) return undefined;
   const { token, quota, blockedUntil, failure, renewal } = record;
-  const latest = now() + FLEET_CLOCK_SLACK;
+  const latest = now + FLEET_CLOCK_SLACK;
   return {
     ...(isIssuedToken(token) &&
       token.expiresAt <= latest + token.expiresIn * 1000 && {
@@ -176,9 +171,7 @@ function trustedRecord(
     // A reading dated ahead (another clock, or garbage) would hide every later real one.
     ...(isQuotaSnapshot(quota) && quota.observedAt <= latest && { quota }),
     ...(isTime(blockedUntil) && { blockedUntil }),
-    // A refusal of a request sent another way (another --token-body) says nothing of this provider's.
-    ...(isFailure(failure) && (failure.sentAs ?? sentAs) === sentAs &&
-      { failure }),
+    ...(isFailure(failure) && { failure }),
     ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
   };
 }
@@ -199,13 +192,11 @@ function isBuckets(value: unknown): value is QuotaBucket[] {
 const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
 
 function isFailure(value: unknown): value is TokenFailure {
-  const { until, failures, reason, status, code, sentAs } = fieldsOf(value) ??
-    {};
+  const { until, failures, reason, status, code } = fieldsOf(value) ?? {};
   return isTime(until) && isTime(failures) && failures >= 1 &&
     FAILURE_REASONS.has(reason as string) &&
     (status === undefined || isTime(status)) &&
-    (code === undefined || typeof code === "string") &&
-    (sentAs === undefined || typeof sentAs === "string");
+    (code === undefined || typeof code === "string");
 }
 
 function isRenewal(value: unknown): value is TokenRenewal {

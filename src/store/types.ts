@@ -67,11 +67,6 @@ export interface TokenFailure {
   readonly status?: number;
   /** The OAuth `error` code it answered, e.g. `invalid_client`. */
   readonly code?: string;
-  /**
-   * How the refused request was sent, body format and client authentication (`"form basic"`, `"json body"`): a
-   * refusal may be of that, so its cooldown does not hold a request sent another way. None: any way.
-   */
-  readonly sentAs?: string;
 }
 
 /**

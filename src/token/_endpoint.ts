@@ -81,8 +81,6 @@ function endpointOf(
     },
     /** Notes a token issued: a renewal's refusal may quote it. */
     issued: (token: string) => void (last = token),
-    /** How its requests are sent (body format, client authentication): a failure's cooldown holds this way only. */
-    sentAs: `${form ? "form" : "json"} ${basic ? "basic" : "body"}`,
     contentType: form
       ? "application/x-www-form-urlencoded"
       : "application/json",

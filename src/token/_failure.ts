@@ -40,7 +40,7 @@ export function repeatedFailure(
 export function failureRecord(
   error: TokenRequestError,
   previous: TokenFailure | undefined,
-  { maxRetryAfter, sentAs }: { maxRetryAfter: number; sentAs: string },
+  maxRetryAfter: number,
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;
@@ -52,7 +52,5 @@ export function failureRecord(
     ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
     ...given({ status: error.status, code: error.code }),
-    // A refusal may be of how it was sent: a request sent another way is not held.
-    ...(error.reason === "status" && { sentAs }),
   };
 }

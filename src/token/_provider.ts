@@ -249,10 +249,7 @@ export class CachingTokenProvider implements TokenProvider {
         const cooldown = failureRecord(
           error,
           this.#local.readIn(this.#failure?.cooldown, "until", at),
-          {
-            maxRetryAfter: this.#config.backoff.maxRetryAfter,
-            sentAs: this.#config.endpoint.sentAs,
-          },
+          this.#config.backoff.maxRetryAfter,
           at,
         );
         if (cooldown === undefined) throw error; // never sent: no permission
