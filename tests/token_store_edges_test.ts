@@ -290,6 +290,27 @@ Deno.test("a stored token whose quota holds entries that are no buckets is still
   equal(api.tokenRequests, 1);
 });
 
+Deno.test("a failure's cooldown in a store holds every process, however each sends its request (body format, client authentication): one kept per way let a fleet mixing them send 8 times as often in an outage", async () => {
+  await using api = await startFakePartnerApi({
+    faults: [{ kind: "status", status: 503 }],
+  });
+  const store = createMemoryTokenStore();
+  const options = {
+    ...api.environment,
+    ...api.credentials,
+    store,
+    retry: false as const,
+  };
+  await rejects(createTokenProvider(options).getToken(), { status: 503 });
+  for (const bodyFormat of ["json", "form"] as const) {
+    for (const clientAuthentication of ["body", "basic"] as const) {
+      const other = { ...options, bodyFormat, clientAuthentication };
+      await rejects(createTokenProvider(other).getToken(), { status: 503 });
+    }
+  }
+  equal(api.tokenRequests, 1);
+});
+
 Deno.test("a refusal that reports the quota carries it on the error, and the provider keeps it", async () => {
   await using api = await startFakePartnerApi();
   api.injectTokenFaults({
