@@ -3,6 +3,7 @@
 // and --verbose. On fake timers over an in-process fake: no socket, no wait.
 
 import { equal, ok } from "node:assert/strict";
+import fc from "fast-check";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { withFakeTimers } from "./_helpers.ts";
@@ -90,6 +91,16 @@ Deno.test("the CLI writes no raw control character from the service: table heade
   ok(!raw.test(keys.stderr), JSON.stringify(keys.stderr));
   const bucket = { bucket: evil, limit: 10, remaining: 2, resetAfter: 60 };
   ok(!raw.test(gauge(bucket)), JSON.stringify(gauge(bucket)));
+});
+
+Deno.test("a quota bucket's gauge is a bar of its width whatever the service reports (more left than the limit crashed the token command with a RangeError, every run while the token was cached)", () => {
+  fc.assert(
+    fc.property(fc.nat(), fc.nat(), (limit, remaining) => {
+      const bucket = { bucket: "per_hour", limit, remaining, resetAfter: 60 };
+      const bar = gauge(bucket, 20).match(/[█░]+/)?.[0] ?? "";
+      equal(bar.length, 20);
+    }),
+  );
 });
 
 Deno.test("--verbose writes a line per token and API request, never the secret or token", async () => {

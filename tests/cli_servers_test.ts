@@ -115,6 +115,21 @@ Deno.test("--fields with a typo is a usage error with the nearest key, exit 2", 
   equal(right.stdout.trim().split("\n").length, 3);
 });
 
+Deno.test("--fields reads an item's own fields only: an item without 'constructor' has none (Object's function was printed)", async () => {
+  using api = inProcessFake();
+  const items: Record<string, string>[] = [{ id: "a", constructor: "x" }, {
+    id: "b",
+  }];
+  const answer = besideFake(api, () => Response.json({ items }));
+  const config = configFor({ ...api, environment: answer.environment });
+  const args = ["--format", "csv", "--fields", "id,constructor", "--no-cache"];
+  const csv = await run(["list", "things", ...args], config, undefined, {
+    fetch: answer.fetch,
+  });
+  equal(csv.code, 0, csv.stderr);
+  equal(csv.stdout, "id,constructor\r\na,x\r\nb,\r\n");
+});
+
 Deno.test("--no-cache, as --help says: every run requests a token of its own", async () => {
   await using api = await startFakePartnerApi();
   for (let i = 0; i < 2; i++) {

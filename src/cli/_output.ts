@@ -26,7 +26,10 @@ export function itemWriter(
   const record = (item: unknown) => {
     const all = !Array.isArray(item) && fieldsOf(item) || { value: item };
     if (fields === undefined) return all;
-    return Object.fromEntries(fields.map((field) => [field, all[field]]));
+    // Its own fields only: `--fields constructor` printed Object's function for an item without one.
+    const own = (field: string) =>
+      Object.hasOwn(all, field) ? all[field] : undefined;
+    return Object.fromEntries(fields.map((field) => [field, own(field)]));
   };
   if (format === "table" || format === "csv") {
     return columnsWriter(out, format, options, record);

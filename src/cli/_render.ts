@@ -86,9 +86,9 @@ export function table(
 
 /** A bucket as a small gauge: `per_hour  ████████░░  8/10 left, resets in 59 min`. */
 export function gauge(bucket: QuotaBucket, width = 20): string {
-  const filled = bucket.limit === 0
-    ? 0
-    : Math.round(width * bucket.remaining / bucket.limit);
+  // More left than the limit (the service said so, or a cache planted it) is a full bar, not a crash.
+  const share = bucket.limit === 0 ? 0 : bucket.remaining / bucket.limit;
+  const filled = Math.round(width * Math.min(1, Math.max(0, share)));
   const bar = "█".repeat(filled) + "░".repeat(width - filled);
   const name = cell(bucket.bucket).padEnd(9);
   const resets = `resets in ${duration(bucket.resetAfter)}`;
