@@ -139,10 +139,15 @@ Deno.test("--no-cache, as --help says: every run requests a token of its own", a
 });
 
 Deno.test("a mistyped variable name is named also when only PARTNER_API_* may be read: a character dropped or replaced (a replaced one went unnamed, as configFromEnv of a record names it)", async () => {
+  await using api = await startFakePartnerApi();
   for (const typo of ["PARTNER_API_BASEURL", "PARTNER_API_BASE_URI"]) {
+    // Every variable set, one under a mistyped name.
+    const env = configFor(api);
+    env[typo] = env.PARTNER_API_BASE_URL!;
+    delete env.PARTNER_API_BASE_URL;
     const allowed = (name: string) => {
       if (!name.startsWith("PARTNER_API_")) throw new Error("NotCapable");
-      return name === typo ? "https://x.example/api/" : undefined;
+      return env[name];
     };
     const result = await run(["token", "--no-cache"], allowed);
     equal(result.code, 2);

@@ -14,6 +14,7 @@ import { ApiError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { COMMAND_FLAGS, plan } from "../src/cli/_plan.ts";
 import { FLAGS } from "../src/cli/_flag_values.ts";
+import { failureMessage } from "../src/cli/_commands.ts";
 import { manualClock } from "./_helpers.ts";
 
 const untouchable = () => {
@@ -496,6 +497,17 @@ Deno.test("a host without net permission: the CLI says the library's message, wh
       `partner-api: ${error.message} (see partner-api --help)\n`,
     );
   }
+});
+
+Deno.test("a permission Deno refuses outright (the demo's own server without --allow-net) exits 2 with Deno's words; a failure of the network exits 1", () => {
+  const refused = new Deno.errors.NotCapable(
+    'Requires net access to "127.0.0.1:0", run again with the --allow-net flag',
+  );
+  deepStrictEqual(failureMessage(refused), {
+    message: refused.message,
+    code: 2,
+  });
+  equal(failureMessage(new Deno.errors.ConnectionRefused("refused")).code, 1);
 });
 
 Deno.test("`demo` runs token, quota and list on one token", async () => {

@@ -43,6 +43,31 @@ Deno.test("configFromEnv() names every missing variable at once, with near misse
   );
 });
 
+Deno.test("configFromEnv() over a source that cannot list its names reads a few hundred names to find a typo, and about as many with nothing set (with replaced characters it read 5,109 when nothing was set)", () => {
+  const count = (set: Record<string, string>) => {
+    let reads = 0;
+    const read = (name: string) => (reads++, set[name]);
+    throws(() => configFromEnv(read), TypeError);
+    return reads;
+  };
+  ok(count({}) < 600, `${count({})} reads with nothing set`);
+  const typo = configFor({
+    environment: {
+      baseUrl: new URL("https://partner.example/api/"),
+      pciBaseUrl: new URL("https://pci.example/api/"),
+      tokenUrl: new URL("https://idp.example/token"),
+      audience: "partner-api",
+    },
+    credentials: { clientId: "id", clientSecret: "secret" },
+  } as never);
+  typo.PARTNER_API_BASE_URI = typo.PARTNER_API_BASE_URL!;
+  delete typo.PARTNER_API_BASE_URL;
+  ok(count(typo) < 600, `${count(typo)} reads for one typo`);
+  throws(() => configFromEnv((name) => typo[name]), {
+    message: /PARTNER_API_BASE_URI is set: did you mean PARTNER_API_BASE_URL\?/,
+  });
+});
+
 Deno.test("configFromEnv() offers no variable it reads as a near miss of another, missing or empty", () => {
   const full: Record<string, string> = {
     PARTNER_API_BASE_URL: "https://api.example/api/",

@@ -1,5 +1,5 @@
 // Every entry that takes an options object refuses one that is none (null, a
-// string, an array, a Map) as a TypeError naming it, before anything is sent:
+// string, an array, a Map or Set) as a TypeError naming it, before anything is sent:
 // some crashed with the runtime's own TypeError, naming nothing, and
 // `client.list(path, "x")` walked the whole list with the defaults.
 
@@ -13,11 +13,12 @@ import {
 import { createFileTokenStore } from "../src/store/mod.ts";
 import { createKvRateLimiter, createKvTokenStore } from "../src/store/kv.ts";
 import { createJsonlSink } from "../src/sync/mod.ts";
+import { openTelemetry } from "../src/telemetry/otel.ts";
 import { clientOf, inProcessFake } from "./_fast_setup.ts";
 
-const NONE = [null, "x", [], new Map([["limit", 1]])];
+const NONE = [null, "x", [], new Map([["limit", 1]]), new Set(["limit"])];
 
-Deno.test("an options object that is none (null, a string, an array, a Map) is refused by every entry, naming it, before anything is sent", async () => {
+Deno.test("an options object that is none (null, a string, an array, a Map or Set) is refused by every entry, naming it, before anything is sent", async () => {
   using api = inProcessFake();
   const client = clientOf(api);
   using kv = await Deno.openKv(":memory:");
@@ -31,6 +32,7 @@ Deno.test("an options object that is none (null, a string, an array, a Map) is r
     ["options", (bad) => createJsonlSink(".test-tmp/none.jsonl", bad)],
     ["options", (bad) => createFakePartnerService(bad)],
     ["env", (bad) => configFromEnv(bad)],
+    ["options", (bad) => openTelemetry(bad)],
     [
       "environment",
       (bad) =>

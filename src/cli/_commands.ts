@@ -205,6 +205,10 @@ export function failureMessage(error: unknown) {
   if (usage || error instanceof Interrupted) {
     return { message: error.message, code: usage ? 2 : error.exitCode };
   }
+  // Deno refusing a permission outright (the demo's own server) is the command's to fix too.
+  if (isPermissionError(error)) {
+    return { message: (error as Error).message, code: 2 };
+  }
   // The library's message names what to fix (the variables, the flag to add): passed on as it is.
   if (error instanceof TokenRequestError || error instanceof ApiError) {
     // Refused by Deno: its words ("run again with the --allow-net flag") name no host; the message names the flag.

@@ -109,7 +109,7 @@ export function requireSignal(value: unknown, context: string): void {
   throw typeError(context, "signal", "must be an AbortSignal");
 }
 
-/** Asserts that `value` is an options object (`option` names it), not null, an array or a Map (whose keys go unread). */
+/** Asserts that `value` is an options object (`option` names it), not null, an array or a collection (whose entries go unread). */
 export function requireOptions(
   value: unknown,
   context: string,
@@ -120,8 +120,9 @@ export function requireOptions(
     ? "null"
     : Array.isArray(value)
     ? "an array"
-    : value instanceof Map
-    ? "a Map"
+    : value instanceof Map || value instanceof Set ||
+        value instanceof WeakMap || value instanceof WeakSet
+    ? "a collection"
     : typeof value;
   if (kind !== "object") {
     throw typeError(context, option, "must be an object", kind);

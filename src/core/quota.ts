@@ -65,7 +65,7 @@ const FORMAT = "Cannot format quota header";
 /**
  * Writes buckets in the header's format, the inverse of {@linkcode parseQuotaHeader}.
  * @throws {TypeError} When `buckets` is no array, or a bucket name is no string, empty, or holds `,`, `;`, `=` or
- * a character that is no printable ASCII (a line break: no header takes it).
+ * a character no header takes back as it was (NUL, a line break, one past `\xff`, a space at either end).
  * @throws {RangeError} When a number is not a non-negative safe integer (a `TypeError` when it is no number).
  *
  * @example Writing a header for a test server
@@ -85,15 +85,15 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
   }
   return buckets.map((bucket) => {
     const name = bucket.bucket;
-    // Spaces inside a name pass (parsing keeps them); a header takes no control character (a line break above all)
-    // and no character past ASCII whole.
+    // What a header value takes and parsing gives back: spaces and tabs inside, bytes to 0xFF (a response may hold
+    // them), no NUL or line break, no space at either end (trimmed).
     const rule =
-      "must be a non-empty string of printable ASCII without ',', ';' or '='";
+      "must be a non-empty string of bytes without ',', ';', '=', NUL, a line break or spaces at its ends";
     if (typeof name !== "string") {
       throw typeError(FORMAT, "bucket", rule, typeof name);
     }
-    const printable = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
-    if (!printable.test(name) || /[,;=]/.test(name)) {
+    const text = /^[^\s\0,;=](?:[^\0\r\n,;=]*[^\s\0,;=])?$/;
+    if (!text.test(name) || !/^[\0-\xff]*$/.test(name)) {
       throw typeError(FORMAT, "bucket", rule, JSON.stringify(cut(name, 200)));
     }
     for (const key of ["limit", "remaining", "resetAfter"] as const) {

@@ -28,6 +28,7 @@ import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
 import { instruments, integerAttributes } from "./_instruments.ts";
 import type { EventListener, TokenRequestEvent } from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
+import { requireOptions } from "../core/_check.ts";
 import type {
   OpenTelemetryOptions,
   TelemetryAttributes,
@@ -66,6 +67,7 @@ const DOCUMENTED_BUCKETS = new Set(["per_hour", "per_day"]);
 export function openTelemetry(
   options: OpenTelemetryOptions = {},
 ): EventListener {
+  requireOptions(options, "Cannot record with OpenTelemetry");
   const tracer = options.tracer ?? trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
   const integer = integerAttributes(options);
