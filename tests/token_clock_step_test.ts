@@ -6,6 +6,7 @@
 // when read), the service is the fake in process, and nothing sleeps.
 
 import { equal, ok, rejects } from "node:assert/strict";
+import { withGlobal } from "@sinonjs/fake-timers";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { renewalLedger } from "../src/token/ledger.ts";
@@ -130,5 +131,34 @@ Deno.test("clock steps: callers who come while a token request is under way join
     equal(api.service.tokenRequests, 1);
   } finally {
     Date.now = systemNow;
+  }
+});
+
+Deno.test("clock steps: a 429's block of an hour ends when the wall clock passes it after the host was suspended 2 h, which the monotone clock does not count (it held 2 h more, with the service's quota long reset)", async () => {
+  // Started at the system's time: performance.timeOrigin is then past 0, the
+  // monotone clock the provider measures its waits on by default.
+  const timers = withGlobal(globalThis).install({
+    toFake: ["Date", "performance"],
+    now: systemNow(),
+  });
+  try {
+    const api = inProcessFake();
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      retry: false,
+    });
+    const fault = { kind: "status", status: 429, retryAfter: 3600 } as const;
+    api.service.injectTokenFaults(fault);
+    await rejects(provider.getToken(), QuotaExceededError);
+    await rejects(provider.getToken(), QuotaExceededError);
+    equal(api.service.tokenRequests, 1);
+    // Suspended: the wall clock moves on, performance.now() stands still.
+    timers.setSystemTime(timers.now + 2 * HOUR);
+    ok(api.service.isValidToken((await provider.getToken()).accessToken));
+    equal(api.service.tokenRequests, 2);
+  } finally {
+    timers.uninstall();
   }
 });

@@ -103,8 +103,9 @@ const LOCAL_MARKS = 16;
 /**
  * Wall times this process set itself (a cooldown's end, a renewal's stamp):
  * kept for records on the wall clock, read back on the steady one, so that a
- * wall clock stepped back 1 h makes no 10 s cooldown last an hour. A time it
- * did not set (a token's expiry, another process's) reads as it is.
+ * wall clock stepped back 1 h makes no 10 s cooldown last an hour (and the
+ * earlier of the two, so that a suspend does not lengthen one either). A time
+ * it did not set (a token's expiry, another process's) reads as it is.
  */
 export class LocalTimes {
   readonly #steady: () => number;
@@ -125,10 +126,15 @@ export class LocalTimes {
     return wall;
   }
 
-  /** `wall` as the wall clock reads it at `now`: moved by any step since it was marked. */
+  /**
+   * `wall` as the wall clock reads it at `now`: moved by a step back since it was marked, never later than `wall`
+   * itself. A host suspended for hours, which the monotone clock does not count (Linux), then ends a 429's block at
+   * the service's reset, not hours after it; a step forward ends a wait early, which costs one request at most.
+   */
   read(wall: number | undefined, now: number): number | undefined {
     const steady = wall === undefined ? undefined : this.#marks.get(wall);
-    return steady === undefined ? wall : now + steady - this.#steady();
+    if (steady === undefined) return wall;
+    return Math.min(wall!, now + steady - this.#steady());
   }
 
   /** `value` with its time `key` read as {@linkcode LocalTimes.read} does. */
