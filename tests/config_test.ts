@@ -66,6 +66,15 @@ Deno.test("configFromEnv() over a source that cannot list its names reads a few 
   throws(() => configFromEnv((name) => typo[name]), {
     message: /PARTNER_API_BASE_URI is set: did you mean PARTNER_API_BASE_URL\?/,
   });
+  // The usual mistake leaves four missing (the bases, the token URL and the audience): still named.
+  const usual: Record<string, string> = {
+    PARTNER_API_CLIENT_ID: "id",
+    PARTNER_API_CLIENT_SECRET: "secret",
+    PARTNER_API_BASE_URI: "https://partner.example/api/",
+  };
+  throws(() => configFromEnv((name) => usual[name]), {
+    message: /PARTNER_API_BASE_URI is set: did you mean PARTNER_API_BASE_URL\?/,
+  });
 });
 
 Deno.test("configFromEnv() offers no variable it reads as a near miss of another, missing or empty", () => {

@@ -162,3 +162,37 @@ Deno.test("clock steps: a 429's block of an hour ends when the wall clock passes
     timers.uninstall();
   }
 });
+
+Deno.test("clock steps: a wall clock stepped forward an hour during an outage does not start the cooldown's escalation again (10 requests in the hour after it, not 4)", async () => {
+  const timers = withGlobal(globalThis).install({
+    toFake: ["Date", "performance"],
+    now: systemNow(),
+  });
+  try {
+    const api = inProcessFake();
+    const outage = { kind: "status", status: 503 } as const;
+    api.service.injectTokenFaults(...Array(100).fill(outage));
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      retry: false,
+    });
+    const minutes = async (count: number) => {
+      for (let s = 0; s < count * 60; s += 10) {
+        await provider.getToken().catch(() => {});
+        timers.tick(10_000);
+      }
+    };
+    await minutes(40); // the cooldown has grown to 15 min
+    timers.setSystemTime(timers.now + HOUR); // NTP: no real time passed
+    const before = api.service.tokenRequests;
+    await minutes(60);
+    ok(
+      api.service.tokenRequests - before <= 5,
+      `${api.service.tokenRequests - before}`,
+    );
+  } finally {
+    timers.uninstall();
+  }
+});

@@ -132,17 +132,26 @@ export class LocalTimes {
    * the service's reset, not hours after it; a step forward ends a wait early, which costs one request at most.
    */
   read(wall: number | undefined, now: number): number | undefined {
-    const steady = wall === undefined ? undefined : this.#marks.get(wall);
-    if (steady === undefined) return wall;
-    return Math.min(wall!, now + steady - this.#steady());
+    const steady = this.onSteady(wall, now);
+    return steady === undefined ? undefined : Math.min(wall!, steady);
   }
 
-  /** `value` with its time `key` read as {@linkcode LocalTimes.read} does. */
+  /**
+   * `wall` on the steady clock alone, moved by any step since it was marked: how long ago a wait really ended (a
+   * failure's escalation), which a step forward must not lengthen.
+   */
+  onSteady(wall: number | undefined, now: number): number | undefined {
+    const steady = wall === undefined ? undefined : this.#marks.get(wall);
+    return steady === undefined ? wall : now + steady - this.#steady();
+  }
+
+  /** `value` with its time `key` read as {@linkcode LocalTimes.read} (or `onSteady`) does. */
   readIn<K extends string, T extends { readonly [key in K]: number }>(
     value: T | undefined,
     key: K,
     now: number,
+    how: "read" | "onSteady" = "read",
   ): T | undefined {
-    return value && { ...value, [key]: this.read(value[key], now) };
+    return value && { ...value, [key]: this[how](value[key], now) };
   }
 }

@@ -248,7 +248,8 @@ export class CachingTokenProvider implements TokenProvider {
         const at = this.#now();
         const cooldown = failureRecord(
           error,
-          this.#local.readIn(this.#failure?.cooldown, "until", at),
+          // Escalated by the time really passed since the last ended: a step forward passes none.
+          this.#local.readIn(this.#failure?.cooldown, "until", at, "onSteady"),
           this.#config.backoff.maxRetryAfter,
           at,
         );
