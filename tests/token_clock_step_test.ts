@@ -196,3 +196,27 @@ Deno.test("clock steps: a wall clock stepped forward an hour during an outage do
     timers.uninstall();
   }
 });
+
+Deno.test("clock steps: a wall clock stepped back 3 h does not make an expired token usable: it is renewed when it really expires (it was handed out for 3 h more)", async () => {
+  const timers = withGlobal(globalThis).install({
+    toFake: ["Date", "performance"],
+    now: systemNow(),
+  });
+  try {
+    const api = inProcessFake({ tokenLifetime: 600_000 });
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      retry: false,
+    });
+    await provider.getToken();
+    timers.setSystemTime(timers.now - 3 * HOUR); // the wall clock alone
+    timers.tick(11 * 60_000); // both clocks: the token's 10 min are over
+    const token = await provider.getToken();
+    ok(api.service.isValidToken(token.accessToken));
+    equal(api.service.tokenRequests, 2);
+  } finally {
+    timers.uninstall();
+  }
+});

@@ -10,6 +10,7 @@ import {
   newerFromRecord,
   quotaRetryAt,
   settles,
+  timesAfterStep,
   tokenTimes,
 } from "../src/token/_policy.ts";
 import {
@@ -336,4 +337,36 @@ Deno.test("tokenFingerprint() is FNV-1a 64", () => {
   equal(tokenFingerprint(""), "cbf29ce484222325");
   equal(tokenFingerprint("a"), "af63dc4c8601ec8c");
   equal(tokenFingerprint("foobar"), "85944171f73967e8");
+});
+
+Deno.test("timesAfterStep() moves a cached token's times back by a step back of the wall clock seen since they were set, and by nothing else", () => {
+  const token = issuedToken({
+    accessToken: "t",
+    tokenType: "Bearer",
+    expiresIn: 600,
+    expiresAt: NOW + 600_000,
+    quota: [],
+  });
+  const times = tokenTimes(token, undefined);
+  const cached = {
+    token,
+    times,
+    ready: Promise.resolve(token),
+    expiresAt: token.expiresAt,
+    seen: { wall: NOW, steady: 5_000 },
+  };
+  // Both clocks a minute on, or the wall clock ahead (a suspend, a step forward): as it was.
+  equal(timesAfterStep(cached, NOW + 60_000, 65_000), cached);
+  equal(timesAfterStep(cached, NOW + 3_600_000, 65_000), cached);
+  // Within the slack (the clocks' drift): as it was.
+  equal(timesAfterStep(cached, NOW + 59_500, 65_000), cached);
+  // The wall clock 3 h behind the steady one, a minute on.
+  const moved = timesAfterStep(cached, NOW + 60_000 - 3 * 3_600_000, 65_000);
+  deepStrictEqual(moved.times, {
+    usableUntil: times.usableUntil - 3 * 3_600_000,
+    refreshAt: times.refreshAt - 3 * 3_600_000,
+  });
+  equal(moved.expiresAt, token.expiresAt - 3 * 3_600_000);
+  // Seen once: the same clocks move it no further.
+  equal(timesAfterStep(moved, NOW + 60_000 - 3 * 3_600_000, 65_000), moved);
 });

@@ -39,6 +39,33 @@ export interface CachedToken {
   readonly times: TokenTimes;
   /** One settled promise per token keeps the warm path allocation-free. */
   readonly ready: Promise<IssuedToken>;
+  /** Its expiry on this wall clock: the token's, moved back by any step back since (a token after it is newer). */
+  readonly expiresAt: number;
+  /** The wall and steady clocks when its times were last set: a step back of the wall clock since is seen by them. */
+  readonly seen: { readonly wall: number; readonly steady: number };
+}
+
+/** How far the wall clock may fall behind the steady one before a cached token's times move with it, in ms. */
+const STEP_SLACK = 1_000;
+
+/**
+ * `cached` with its times moved back by as far as the wall clock stepped back since they were set (`wall`, `steady`:
+ * the clocks now): a token expires when it really does, not as long after as the step. Itself when none was seen.
+ */
+export function timesAfterStep(
+  cached: CachedToken,
+  wall: number,
+  steady: number,
+): CachedToken {
+  const behind = cached.seen.wall + (steady - cached.seen.steady) - wall;
+  if (behind <= STEP_SLACK) return cached;
+  const { usableUntil, refreshAt } = cached.times;
+  const times = {
+    usableUntil: usableUntil - behind,
+    refreshAt: refreshAt - behind,
+  };
+  const expiresAt = cached.expiresAt - behind;
+  return { ...cached, times, expiresAt, seen: { wall, steady } };
 }
 
 /**

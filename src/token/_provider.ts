@@ -16,6 +16,7 @@ import {
   newerFromRecord,
   requestBudget,
   settles,
+  timesAfterStep,
   tokenTimes,
 } from "./_policy.ts";
 import { failureRecord, repeatedFailure } from "./_failure.ts";
@@ -68,6 +69,8 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #local: LocalTimes;
   /** Flight deadlines' clock (read as wall times at `now` for decide()): a wall clock's step starts no second request. */
   readonly #steady: () => number;
+  /** When the cached token's times were last checked against a step back of the wall clock. */
+  #steppedAt = -Infinity;
 
   /** `store` is the way to the configured store (or to none), given by the caller. */
   constructor(config: ProviderConfig, store: StoreAccess) {
@@ -99,8 +102,8 @@ export class CachingTokenProvider implements TokenProvider {
       const rule = "must be an AbortSignal";
       return Promise.reject(typeError("Cannot get token", "signal", rule));
     }
-    const cached = this.#cached;
     const now = this.#turnNow();
+    const cached = this.#cachedAt(now);
     if (cached === undefined) {
       // A burst of cold callers joins the flight without a call each.
       const flight = this.#flights.current;
@@ -112,6 +115,18 @@ export class CachingTokenProvider implements TokenProvider {
       return cached.ready;
     }
     return this.#carryOut(signal, now);
+  }
+
+  /**
+   * The cached token, its times moved back if the wall clock stepped back since they were set (never an expired
+   * token): looked at once a wall-clock second, so the warm path reads no second clock.
+   */
+  #cachedAt(now: number): CachedToken | undefined {
+    const cached = this.#cached;
+    if (cached === undefined) return undefined;
+    if (now >= this.#steppedAt && now < this.#steppedAt + 1_000) return cached;
+    this.#steppedAt = now;
+    return this.#cached = timesAfterStep(cached, now, this.#steady());
   }
 
   /** The 401 ledger, kept where the token lives (the fleet's record, else here): see `unauthorizedVerdict()`. */
@@ -205,7 +220,7 @@ export class CachingTokenProvider implements TokenProvider {
   #refreshInBackground(now: number): void {
     const listener = this.#config.onEvent;
     if (listener !== undefined) {
-      const expiresInMs = this.#cached!.token.expiresAt - now;
+      const expiresInMs = this.#cached!.expiresAt - now;
       emit(listener, { type: "token.refresh", expiresInMs });
     }
     // Its failure is kept like any other; the old token is served meanwhile.
@@ -298,7 +313,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   #takeRecord(record: TokenRecord): void {
     const news = newerFromRecord(record, {
-      expiresAt: this.#cached?.token.expiresAt,
+      expiresAt: this.#cached?.expiresAt,
       blockedUntil: this.#blockedUntil,
       quota: this.#quota,
       rejected: this.#rejected?.accessToken,
@@ -315,6 +330,8 @@ export class CachingTokenProvider implements TokenProvider {
         token,
         times: tokenTimes(token, this.#config.refreshMargin),
         ready: Promise.resolve(token),
+        expiresAt: token.expiresAt,
+        seen: { wall: this.#now(), steady: this.#steady() },
       };
     }
     const listener = this.#config.onEvent;
