@@ -117,7 +117,11 @@ Deno.test("a take whose signal is no AbortSignal is refused (TypeError, option '
         equal((refused as TypeError & { option: string }).option, "signal");
       }
       const next = Promise.resolve(limiter.take());
-      await timers.tickAsync(600);
+      // Ticked until served: KV's reads are real I/O, which one tick may outrun
+      // (then the take waits on a fake timer nothing advances).
+      let served = false;
+      next.finally(() => served = true).catch(() => {});
+      while (!served) await timers.tickAsync(100);
       limiter.answered(await next);
       await (limiter as Partial<AsyncDisposable>)[Symbol.asyncDispose]?.();
     }
