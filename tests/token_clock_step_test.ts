@@ -8,6 +8,7 @@
 import { equal, ok, rejects } from "node:assert/strict";
 import { withGlobal } from "@sinonjs/fake-timers";
 import { createTokenProvider } from "../src/token/mod.ts";
+import { createMemoryTokenStore } from "../src/store/mod.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { renewalLedger } from "../src/token/ledger.ts";
 import { manualClock } from "./_helpers.ts";
@@ -197,25 +198,31 @@ Deno.test("clock steps: a wall clock stepped forward an hour during an outage do
   }
 });
 
-Deno.test("clock steps: a wall clock stepped back 3 h does not make an expired token usable: it is renewed when it really expires (it was handed out for 3 h more)", async () => {
+Deno.test("clock steps: a wall clock stepped back (3 h, 5 min) does not make an expired token usable, with no store or a memory store: it is renewed when it really expires (it was handed out for as long as the step; the store's copy undid the move)", async () => {
   const timers = withGlobal(globalThis).install({
     toFake: ["Date", "performance"],
     now: systemNow(),
   });
   try {
-    const api = inProcessFake({ tokenLifetime: 600_000 });
-    const provider = createTokenProvider({
-      ...api.environment,
-      ...api.credentials,
-      fetch: api.fetch,
-      retry: false,
-    });
-    await provider.getToken();
-    timers.setSystemTime(timers.now - 3 * HOUR); // the wall clock alone
-    timers.tick(11 * 60_000); // both clocks: the token's 10 min are over
-    const token = await provider.getToken();
-    ok(api.service.isValidToken(token.accessToken));
-    equal(api.service.tokenRequests, 2);
+    for (const step of [3 * HOUR, 5 * 60_000]) {
+      for (const store of [undefined, createMemoryTokenStore()]) {
+        const api = inProcessFake({ tokenLifetime: 600_000 });
+        const provider = createTokenProvider({
+          ...api.environment,
+          ...api.credentials,
+          fetch: api.fetch,
+          retry: false,
+          ...(store && { store }),
+        });
+        await provider.getToken();
+        timers.tick(8 * 60_000);
+        timers.setSystemTime(timers.now - step); // the wall clock alone
+        timers.tick(3 * 60_000); // both: the token's 10 min are over
+        const token = await provider.getToken();
+        ok(api.service.isValidToken(token.accessToken), `${step} ${!!store}`);
+        equal(api.service.tokenRequests, 2);
+      }
+    }
   } finally {
     timers.uninstall();
   }

@@ -9,6 +9,7 @@ import {
   MAX_QUOTA_BLOCK,
   newerFromRecord,
   quotaRetryAt,
+  seenHere,
   settles,
   timesAfterStep,
   tokenTimes,
@@ -369,4 +370,28 @@ Deno.test("timesAfterStep() moves a cached token's times back by a step back of 
   equal(moved.expiresAt, token.expiresAt - 3 * 3_600_000);
   // Seen once: the same clocks move it no further.
   equal(timesAfterStep(moved, NOW + 60_000 - 3 * 3_600_000, 65_000), moved);
+});
+
+Deno.test("seenHere() gives a stored copy of the provider's own token its expiry as moved here by a step back, and leaves another token as stored", () => {
+  const token = issuedToken({
+    accessToken: "t",
+    tokenType: "Bearer",
+    expiresIn: 600,
+    expiresAt: NOW + 600_000,
+    quota: [],
+  });
+  const cached = {
+    token,
+    times: tokenTimes(token, undefined),
+    ready: Promise.resolve(token),
+    expiresAt: token.expiresAt - 300_000,
+    seen: { wall: NOW, steady: 0 },
+  };
+  const stored = { token: { ...token, accessToken: "t" } };
+  const seen = seenHere(stored, cached);
+  equal(seen.token?.accessToken, "t");
+  equal(seen.token?.expiresAt, token.expiresAt - 300_000);
+  const other = { token: { ...stored.token, accessToken: "u" } };
+  equal(seenHere(other, cached), other);
+  equal(seenHere(stored, undefined), stored);
 });

@@ -6,6 +6,7 @@ import {
   isIssuedToken,
   type IssuedToken,
   type QuotaSnapshot,
+  storableToken,
 } from "../core/token_values.ts";
 import type {
   TokenFailure,
@@ -66,6 +67,23 @@ export function timesAfterStep(
   };
   const expiresAt = cached.expiresAt - behind;
   return { ...cached, times, expiresAt, seen: { wall, steady } };
+}
+
+/**
+ * `record` with the token a provider holds (`cached`) at its expiry there: moved back by a step back of the wall
+ * clock, which the stored copy does not know (it would read as newer, and be handed out expired).
+ */
+export function seenHere(
+  record: TokenRecord,
+  cached: CachedToken | undefined,
+): TokenRecord {
+  const stored = record.token;
+  const same = cached !== undefined && stored !== undefined &&
+    stored.accessToken === cached.token.accessToken;
+  if (!same || cached.expiresAt === stored.expiresAt) return record;
+  // A plain copy: one built by issuedToken() keeps its access token out of a spread.
+  const token = { ...storableToken(stored), expiresAt: cached.expiresAt };
+  return { ...record, token };
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   flightBudget,
   newerFromRecord,
   requestBudget,
+  seenHere,
   settles,
   timesAfterStep,
   tokenTimes,
@@ -311,7 +312,8 @@ export class CachingTokenProvider implements TokenProvider {
     );
   }
 
-  #takeRecord(record: TokenRecord): void {
+  #takeRecord(stored: TokenRecord): void {
+    const record = seenHere(stored, this.#cached);
     const news = newerFromRecord(record, {
       expiresAt: this.#cached?.expiresAt,
       blockedUntil: this.#blockedUntil,
@@ -356,7 +358,8 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /** Whether `record` answers the need, its block's and cooldown's end as this process's own read them (on its steady clock). */
-  #answersNeed(record: TokenRecord): boolean {
+  #answersNeed(stored: TokenRecord): boolean {
+    const record = seenHere(stored, this.#cached);
     const now = this.#now();
     const blockedUntil = this.#local.read(record.blockedUntil, now);
     const failure = this.#local.readIn(record.failure, "until", now);
