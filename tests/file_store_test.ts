@@ -235,37 +235,35 @@ Deno.test("a file token store reads the time only through its `now`: a lock stal
 });
 
 Deno.test("a file token store takes over an empty lock (read while being made, or its maker died then) once seen unchanged for 5 s, and leaves none", async () => {
-  await using api = await startFakePartnerApi();
-  const dir = await folder();
-  const lock = `${dir}/${await clientDigest(api)}.token.lock`;
-  await Deno.writeTextFile(lock, "");
-  let time = systemNow();
-  const clock = () => time += 1_000;
-  const { clientSecret } = api.credentials;
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    now: clock,
-    store: createFileTokenStore({ folder: dir, clientSecret, now: clock }),
-  });
-  await provider.getToken();
-  equal(api.tokenRequests, 1);
-  deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name.slice(-6)), [
-    ".token",
-  ]);
+  await takesOverPlantedLock("", undefined, 1_000);
 });
 
 Deno.test("a file token store takes over a dead run's lock dated an hour ahead (its clock stepped back since) once seen unchanged for 5 s, and leaves none (issue 46)", async () => {
+  // Each reading is 5 s later: a store judging by the lock's stamp waits out
+  // its request budget (and leaves the lock for the next run to wait on).
+  const content = JSON.stringify({ pid: 1, id: "dead" });
+  await takesOverPlantedLock(content, systemNow() + 3_600_000, 5_000);
+});
+
+/**
+ * Plants a lock of `content` (its mtime at `stamp`, when given), gets a token
+ * on a clock that moves `step` ms a reading, and asserts one token request and
+ * no lock left.
+ */
+async function takesOverPlantedLock(
+  content: string,
+  stamp: number | undefined,
+  step: number,
+) {
   await using api = await startFakePartnerApi();
   const dir = await folder();
   const lock = `${dir}/${await clientDigest(api)}.token.lock`;
-  await Deno.writeTextFile(lock, JSON.stringify({ pid: 1, id: "dead" }));
-  const ahead = new Date(systemNow() + 3_600_000);
-  await Deno.utime(lock, ahead, ahead);
-  // Each reading is 5 s later: a store judging by the lock's stamp waits out
-  // its request budget (and leaves the lock for the next run to wait on).
+  await Deno.writeTextFile(lock, content);
+  if (stamp !== undefined) {
+    await Deno.utime(lock, new Date(stamp), new Date(stamp));
+  }
   let time = systemNow();
-  const clock = () => time += 5_000;
+  const clock = () => time += step;
   const { clientSecret } = api.credentials;
   const provider = createTokenProvider({
     ...api.environment,
@@ -278,7 +276,7 @@ Deno.test("a file token store takes over a dead run's lock dated an hour ahead (
   deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name.slice(-6)), [
     ".token",
   ]);
-});
+}
 
 Deno.test("a file token store keeps the token still valid when its refresh fails: another process serves it, asking nothing", async () => {
   const clock = manualClock();

@@ -341,13 +341,7 @@ Deno.test("tokenFingerprint() is FNV-1a 64", () => {
 });
 
 Deno.test("timesAfterStep() moves a cached token's times back by a step back of the wall clock seen since they were set, and by nothing else", () => {
-  const token = issuedToken({
-    accessToken: "t",
-    tokenType: "Bearer",
-    expiresIn: 600,
-    expiresAt: NOW + 600_000,
-    quota: [],
-  });
+  const token = tenMinuteToken();
   const times = tokenTimes(token, undefined);
   const cached = {
     token,
@@ -373,13 +367,7 @@ Deno.test("timesAfterStep() moves a cached token's times back by a step back of 
 });
 
 Deno.test("seenHere() gives a stored copy of the provider's own token its expiry as moved here by a step back, and leaves another token as stored", () => {
-  const token = issuedToken({
-    accessToken: "t",
-    tokenType: "Bearer",
-    expiresIn: 600,
-    expiresAt: NOW + 600_000,
-    quota: [],
-  });
+  const token = tenMinuteToken();
   const cached = {
     token,
     times: tokenTimes(token, undefined),
@@ -395,3 +383,14 @@ Deno.test("seenHere() gives a stored copy of the provider's own token its expiry
   equal(seenHere(other, cached), other);
   equal(seenHere(stored, undefined), stored);
 });
+
+/** A token of ten minutes, issued at NOW. */
+function tenMinuteToken() {
+  return issuedToken({
+    accessToken: "t",
+    tokenType: "Bearer",
+    expiresIn: 600,
+    expiresAt: NOW + 600_000,
+    quota: [],
+  });
+}
