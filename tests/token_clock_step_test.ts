@@ -136,13 +136,7 @@ Deno.test("clock steps: callers who come while a token request is under way join
 });
 
 Deno.test("clock steps: a 429's block of an hour ends when the wall clock passes it after the host was suspended 2 h, which the monotone clock does not count (it held 2 h more, with the service's quota long reset)", async () => {
-  // Started at the system's time: performance.timeOrigin is then past 0, the
-  // monotone clock the provider measures its waits on by default.
-  const timers = withGlobal(globalThis).install({
-    toFake: ["Date", "performance"],
-    now: systemNow(),
-  });
-  try {
+  await withTwoClocks(async (timers) => {
     const api = inProcessFake();
     const provider = createTokenProvider({
       ...api.environment,
@@ -159,17 +153,11 @@ Deno.test("clock steps: a 429's block of an hour ends when the wall clock passes
     timers.setSystemTime(timers.now + 2 * HOUR);
     ok(api.service.isValidToken((await provider.getToken()).accessToken));
     equal(api.service.tokenRequests, 2);
-  } finally {
-    timers.uninstall();
-  }
+  });
 });
 
 Deno.test("clock steps: a wall clock stepped forward an hour during an outage does not start the cooldown's escalation again (10 requests in the hour after it, not 4)", async () => {
-  const timers = withGlobal(globalThis).install({
-    toFake: ["Date", "performance"],
-    now: systemNow(),
-  });
-  try {
+  await withTwoClocks(async (timers) => {
     const api = inProcessFake();
     const outage = { kind: "status", status: 503 } as const;
     api.service.injectTokenFaults(...Array(100).fill(outage));
@@ -193,17 +181,11 @@ Deno.test("clock steps: a wall clock stepped forward an hour during an outage do
       api.service.tokenRequests - before <= 5,
       `${api.service.tokenRequests - before}`,
     );
-  } finally {
-    timers.uninstall();
-  }
+  });
 });
 
 Deno.test("clock steps: a wall clock stepped back (3 h, 5 min) does not make an expired token usable, with no store or a memory store: it is renewed when it really expires (it was handed out for as long as the step; the store's copy undid the move)", async () => {
-  const timers = withGlobal(globalThis).install({
-    toFake: ["Date", "performance"],
-    now: systemNow(),
-  });
-  try {
+  await withTwoClocks(async (timers) => {
     for (const step of [3 * HOUR, 5 * 60_000]) {
       for (const store of [undefined, createMemoryTokenStore()]) {
         const api = inProcessFake({ tokenLifetime: 600_000 });
@@ -223,7 +205,27 @@ Deno.test("clock steps: a wall clock stepped back (3 h, 5 min) does not make an 
         equal(api.service.tokenRequests, 2);
       }
     }
+  });
+});
+
+/**
+ * Runs `fn` with the wall clock (`Date`) and the monotone one (`performance`)
+ * faked, both at the system's time (performance.timeOrigin is then past 0, the
+ * clock the provider measures its waits on by default): `tick` moves both,
+ * `setSystemTime` the wall clock alone, as a suspend or a step does.
+ */
+async function withTwoClocks(
+  fn: (
+    timers: ReturnType<ReturnType<typeof withGlobal>["install"]>,
+  ) => Promise<void>,
+) {
+  const timers = withGlobal(globalThis).install({
+    toFake: ["Date", "performance"],
+    now: systemNow(),
+  });
+  try {
+    await fn(timers);
   } finally {
     timers.uninstall();
   }
-});
+}
