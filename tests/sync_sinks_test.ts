@@ -3,6 +3,7 @@
 // run rewrites it, and bad table names are refused.
 
 import { DatabaseSync } from "node:sqlite";
+import { rejects } from "node:assert/strict";
 import {
   createJsonlSink,
   createPostgresSink,
@@ -405,6 +406,29 @@ Deno.test("sinks refuse a table name that is not a plain identifier or is one of
   createPostgresSink({ query, table: "t".repeat(63) });
   createSqliteSink(":memory:", { table: "partner_api_synchronisations" })
     .close();
+});
+
+Deno.test("PostgreSQL sink: changes: true with a table name leaving no room for '_changes' in 63 bytes is refused (TypeError, option 'changes') before any list request or statement", async () => {
+  const sent: string[] = [];
+  const query = (text: string) => (sent.push(text), Promise.resolve([]));
+  const service = listOf(() => [{ thingID: "1" }]);
+  for (const [length, refused] of [[56, true], [55, false]] as const) {
+    const sink = createPostgresSink({ query, table: "t".repeat(length) });
+    equal(sink.keepsChanges, !refused);
+    if (!refused) continue;
+    await rejects(
+      syncList(service.client, "things", {
+        id: "thingID",
+        sink,
+        changes: true,
+      }),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        (error as TypeError & { option?: string }).option === "changes",
+    );
+  }
+  equal(service.requests, 0);
+  equal(sent.length, 0);
 });
 
 Deno.test("sinks refuse a path, database or clock of the wrong kind when made, before any request", () => {

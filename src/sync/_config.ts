@@ -181,7 +181,10 @@ function sweepOptions<T>(options: SyncOptions<T>) {
   const maxDeletes = numberOf(options, "maxDeletes", 0.1, rule, 1);
   const changes = oneOf(options.changes, [false, true], CONTEXT, "changes");
   if (changes && options.sink?.keepsChanges === false) {
-    throw bad("changes", "cannot be true: this sink keeps no change table");
+    throw bad(
+      "changes",
+      "cannot be true: this sink keeps no change table (a JSONL file keeps none; a PostgreSQL table none when its name passes 55 characters)",
+    );
   }
   if (deletes === "mark" && options.sink?.marksDeletes === false) {
     throw bad(

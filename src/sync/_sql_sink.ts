@@ -38,6 +38,8 @@ export interface SqlDialect {
   readonly what: string;
   /** What a user whose copy is refused does instead. */
   readonly instead: string;
+  /** False when the copy can keep no change table (`changes: true` is then refused before any request). */
+  readonly keepsChanges: boolean;
   /** The copy's state, read without changing anything (a wait for a lock stops at `signal`). */
   read(signal?: AbortSignal): Answer<CopyState>;
   /** Before a run's lease: the tables, created once the copy passed (what it answers is awaited, then dropped). */
@@ -86,6 +88,7 @@ export function sqlSink<T>(
         throw dialect.failure?.(error) ?? error;
       });
   return {
+    keepsChanges: dialect.keepsChanges,
     load: failing(async () => (await check()).checkpoint),
     lock: failing(async (run: { signal?: AbortSignal } = {}) => {
       await check(run.signal);

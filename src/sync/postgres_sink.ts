@@ -123,6 +123,8 @@ type Row = Readonly<Record<string, string | null | undefined>>;
 class PostgresDialect implements kit.SqlDialect {
   readonly what: string;
   readonly instead = "give another table";
+  /** Whether `<table>_changes` fits PostgreSQL's 63 bytes (the table's name is ASCII): 65 with its quotes. */
+  readonly keepsChanges: boolean;
   readonly #query: PostgresSinkOptions["query"];
   readonly #table: string;
   readonly #target: string;
@@ -145,6 +147,7 @@ class PostgresDialect implements kit.SqlDialect {
     this.#target = target;
     this.#now = now;
     this.what = `the table ${table}`;
+    this.keepsChanges = kit.changeTableOf(table).length <= 65;
   }
 
   /** The copy's state, changing nothing: the catalog first (another shape is foreign), then count, checkpoint, last row. */
@@ -298,8 +301,8 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** What the catalog says of `<table>_changes`, read only. @throws {SyncError} (`"sink-mismatch"`) For one the sink did not make. */
   async #changeTableFound(): Promise<Row> {
+    if (!this.keepsChanges) return {}; // none: PostgreSQL would cut the name to another's
     const changes = kit.changeTableOf(this.#table);
-    if (changes.length > 65) return {}; // none: PostgreSQL would cut the name to another's
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
     const made = found.columns === CHANGES_COLUMNS ||
       `${found.columns}, `.startsWith(`${CHANGES_COLUMNS}, item jsonb, `);
@@ -316,14 +319,14 @@ class PostgresDialect implements kit.SqlDialect {
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */
   async #makeChangeTable(): Promise<string> {
-    const changes = kit.changeTableOf(this.#table);
-    if (changes.length > 65) { // 63 bytes, and its quotes
+    if (!this.keepsChanges) { // syncList refuses it first; a direct write gets here
       throw typeError(
         `Cannot sync into ${this.what}`,
         "table",
         "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
       );
     }
+    const changes = kit.changeTableOf(this.#table);
     const now = this.#now, at = now && new Date(now()).toISOString();
     const time = at === undefined ? "now()" : `'${at}'::timestamptz`;
     await this.#row(createChangesSql(changes, this.#table, time), []);

@@ -136,6 +136,7 @@ export function createSqliteSink<T>(
 class SqliteDialect implements kit.SqlDialect {
   readonly what: string;
   readonly instead = "sync into another table or database file";
+  readonly keepsChanges = true;
   readonly #db: DatabaseSync;
   readonly #table: string;
   readonly #target: string;
