@@ -69,6 +69,7 @@ export class StoreAccess {
         ));
     // One request a flight, however often a store's coordinate asks.
     let requested: Promise<TokenRecord> | undefined;
+    const ask = () => requested ??= request();
     try {
       const record = await coordinate(key, {
         settled: (record) => {
@@ -77,12 +78,18 @@ export class StoreAccess {
           need.take(known);
           return need.answeredBy(known);
         },
-        request: () => requested ??= request(),
+        request: ask,
         signal,
         requestBudget: need.requestBudget,
       });
-      const saved = shared || requested === undefined;
-      return { record: this.#trusted(record) ?? {}, saved };
+      const trusted = this.#trusted(record) ?? {};
+      if (need.answeredBy(trusted)) {
+        return { record: trusted, saved: shared || requested === undefined };
+      }
+      // A record that does not settle: the request's own, or a coordinate that broke its contract (no record settled,
+      // no request answered), which counts as a failing store.
+      const asked = requested !== undefined;
+      return { record: await ask(), saved: shared && asked };
     } catch (error) {
       // A failing store counts as empty, and one that fails once the request was sent (while it runs too) still
       // yields what the request brings: the token paid for, or its own typed failure.
@@ -105,13 +112,20 @@ export class StoreAccess {
       try {
         const key = await this.key();
         if (store.update !== undefined) {
-          const updated = await answered(() => store.update!(key, trusted));
-          return this.#trusted(updated);
+          let called = false;
+          const updated = await answered(() =>
+            store.update!(key, (record) => {
+              called = true;
+              return trusted(record);
+            })
+          );
+          if (called) return this.#trusted(updated); // else it broke its contract: a failing store
+        } else {
+          const stored = this.#trusted(await answered(() => store.get(key)));
+          const next = change(stored);
+          if (next !== undefined) await answered(() => store.set(key, next));
+          return next ?? stored;
         }
-        const stored = this.#trusted(await answered(() => store.get(key)));
-        const next = change(stored);
-        if (next !== undefined) await answered(() => store.set(key, next));
-        return next ?? stored;
       } catch {
         // A failing store counts as empty: what this provider knows decides.
       }

@@ -103,7 +103,8 @@ export interface TokenRenewal {
  * Where providers (or processes, with a shared store) keep one token. Keys hold a digest of the secret,
  * never the secret: another secret never sees this one's token. Records are plain data (a token read
  * back as `[redacted]` counts as none); a failing store counts as empty and loses no paid-for token, and so does a
- * `get`, `set` or `update` that does not answer within 5 s.
+ * `get`, `set` or `update` that does not answer within 5 s, an `update` that resolves without calling its change, and
+ * a `coordinate` that resolves with a record neither `settled` accepts nor `request()` brought.
  *
  * @example A store on a Map, as one on Redis would look
  * ```ts
