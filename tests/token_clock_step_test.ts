@@ -208,6 +208,99 @@ Deno.test("clock steps: a wall clock stepped back (3 h, 5 min) does not make an 
   });
 });
 
+Deno.test("clock steps: a wall clock stepped back 30 min while a token request is on its way does not make the token it brings outlive its real expiry, with no store or a memory store (it was handed out expired for as long as the step)", async () => {
+  await withTwoClocks(async (timers) => {
+    for (const store of [undefined, createMemoryTokenStore()]) {
+      const { api, provider } = steppedInRequest(timers, 2, -30 * 60_000, {
+        ...(store && { store }),
+      });
+      let expired = 0;
+      for (let s = 0; s < HOUR / 1000; s += 10) {
+        const token = await provider.getToken();
+        if (!api.service.isValidToken(token.accessToken)) expired++;
+        timers.tick(10_000);
+        // A turn of the event loop: a refresh's answer is read meanwhile.
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      equal(expired, 0, `${!!store}`);
+      equal(api.service.tokenRequests, 7); // 0, 9, 18 … 54 min, as with no step
+    }
+  });
+});
+
+Deno.test("clock steps: a wall clock stepped back 3 h during a flight that fails hands out no expired token: the failure is the answer (the old token's times were read unmoved)", async () => {
+  await withTwoClocks(async (timers) => {
+    const { api, provider } = steppedInRequest(timers, 2, -3 * HOUR);
+    await provider.getToken();
+    timers.tick(12 * 60_000); // the 10 min token has expired
+    api.service.injectTokenFaults({ kind: "status", status: 503 });
+    await rejects(provider.getToken(), TokenRequestError);
+    equal(api.service.tokenRequests, 2);
+  });
+});
+
+Deno.test("clock steps: a second provider on the same memory store, after the wall clock stepped back 4 min, reads the first one's token as expiring when it really does: none handed out expired, no request more than with no step (the store's copy read on the stepped wall clock passed the fleet's slack)", async () => {
+  await withTwoClocks(async (timers) => {
+    const counts = [];
+    for (const step of [0, -4 * 60_000]) {
+      const store = createMemoryTokenStore();
+      const { api, provider: first } = steppedInRequest(timers, 0, 0, {
+        store,
+      });
+      const second = createTokenProvider({
+        ...api.environment,
+        ...api.credentials,
+        fetch: api.fetch,
+        retry: false,
+        store,
+      });
+      await first.getToken();
+      timers.tick(5 * 60_000);
+      timers.setSystemTime(timers.now + step);
+      timers.tick(60_000);
+      let expired = 0;
+      for (let s = 0; s < 20 * 60; s += 10) {
+        const token = await second.getToken();
+        if (!api.service.isValidToken(token.accessToken)) expired++;
+        timers.tick(10_000);
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      equal(expired, 0, `${step}`);
+      counts.push(api.service.tokenRequests);
+    }
+    equal(counts[1], counts[0]);
+  });
+});
+
+/**
+ * A provider without retries whose service counts time on the steady clock (true time), with 10 min tokens; the
+ * wall clock moves by `step` when token request `at` has been answered, before the provider reads the answer.
+ */
+function steppedInRequest(
+  timers: { now: number; setSystemTime(at: number): void },
+  at: number,
+  step: number,
+  more: { store?: ReturnType<typeof createMemoryTokenStore> } = {},
+) {
+  const api = inProcessFake({
+    tokenLifetime: 600_000,
+    now: () => performance.timeOrigin + performance.now(),
+  });
+  let requests = 0;
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    retry: false,
+    ...more,
+    fetch: async (input, init) => {
+      const answer = await api.fetch(input, init);
+      if (++requests === at) timers.setSystemTime(timers.now + step);
+      return answer;
+    },
+  });
+  return { api, provider };
+}
+
 /**
  * Runs `fn` with the wall clock (`Date`) and the monotone one (`performance`)
  * faked, both at the system's time (performance.timeOrigin is then past 0, the

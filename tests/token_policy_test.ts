@@ -340,15 +340,16 @@ Deno.test("tokenFingerprint() is FNV-1a 64", () => {
   equal(tokenFingerprint("foobar"), "85944171f73967e8");
 });
 
-Deno.test("timesAfterStep() moves a cached token's times back by a step back of the wall clock seen since they were set, and by nothing else", () => {
+Deno.test("timesAfterStep() puts a cached token's times at the earlier of its wall and steady expiries, read at the clocks now: a step back moves them back, a step forward after it restores them, a suspend leaves them at the wall's", () => {
   const token = tenMinuteToken();
   const times = tokenTimes(token, undefined);
+  // Its steady expiry ten minutes after 5,000, where the wall clock read NOW.
   const cached = {
     token,
     times,
     ready: Promise.resolve(token),
     expiresAt: token.expiresAt,
-    seen: { wall: NOW, steady: 5_000 },
+    steadyExpiresAt: 5_000 + 600_000,
   };
   // Both clocks a minute on, or the wall clock ahead (a suspend, a step forward): as it was.
   equal(timesAfterStep(cached, NOW + 60_000, 65_000), cached);
@@ -362,8 +363,9 @@ Deno.test("timesAfterStep() moves a cached token's times back by a step back of 
     refreshAt: times.refreshAt - 3 * 3_600_000,
   });
   equal(moved.expiresAt, token.expiresAt - 3 * 3_600_000);
-  // Seen once: the same clocks move it no further.
+  // The same clocks move it no further; the wall clock stepped forward again puts it back.
   equal(timesAfterStep(moved, NOW + 60_000 - 3 * 3_600_000, 65_000), moved);
+  deepStrictEqual(timesAfterStep(moved, NOW + 120_000, 125_000).times, times);
 });
 
 Deno.test("seenHere() gives a stored copy of the provider's own token its expiry as moved here by a step back, and leaves another token as stored", () => {
@@ -373,7 +375,7 @@ Deno.test("seenHere() gives a stored copy of the provider's own token its expiry
     times: tokenTimes(token, undefined),
     ready: Promise.resolve(token),
     expiresAt: token.expiresAt - 300_000,
-    seen: { wall: NOW, steady: 0 },
+    steadyExpiresAt: 300_000,
   };
   const stored = { token: { ...token, accessToken: "t" } };
   const seen = seenHere(stored, cached);

@@ -35,6 +35,11 @@ export function steadyClock(
   return steady;
 }
 
+/** Whether `steadyClock(now)` reads the platform's monotone clock: then every such clock of the process agrees. */
+export function readsMonotoneClock(now: () => number): boolean {
+  return now === Date.now && monotoneEpoch() !== undefined;
+}
+
 /**
  * `read` (by default `now`), read once per synchronous turn (100,000 callers
  * in a burst read it once); with an injected `now`, which may jump within a

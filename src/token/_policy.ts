@@ -40,33 +40,55 @@ export interface CachedToken {
   readonly times: TokenTimes;
   /** One settled promise per token keeps the warm path allocation-free. */
   readonly ready: Promise<IssuedToken>;
-  /** Its expiry on this wall clock: the token's, moved back by any step back since (a token after it is newer). */
+  /** Its expiry on this wall clock: the token's, or earlier while the wall clock stands stepped back (a token after it is newer). */
   readonly expiresAt: number;
-  /** The wall and steady clocks when its times were last set: a step back of the wall clock since is seen by them. */
-  readonly seen: { readonly wall: number; readonly steady: number };
+  /** Its expiry on the steady clock, which no step of the wall clock moves (for its own request, from before it was sent). */
+  readonly steadyExpiresAt: number;
 }
 
-/** How far the wall clock may fall behind the steady one before a cached token's times move with it, in ms. */
+/** How far a cached token's expiry may stand from where the clocks put it before its times move, in ms (their drift). */
 const STEP_SLACK = 1_000;
 
 /**
- * `cached` with its times moved back by as far as the wall clock stepped back since they were set (`wall`, `steady`:
- * the clocks now): a token expires when it really does, not as long after as the step. Itself when none was seen.
+ * `cached` with its times at the earlier of its two expiries, read at the clocks now (`wall`, `steady`): the wall
+ * clock's (a host suspended, which the steady clock does not count) and the steady clock's (a wall clock stepped back
+ * while the token was on its way or held). Itself when that is where they stand.
  */
 export function timesAfterStep(
   cached: CachedToken,
   wall: number,
   steady: number,
 ): CachedToken {
-  const behind = cached.seen.wall + (steady - cached.seen.steady) - wall;
-  if (behind <= STEP_SLACK) return cached;
+  const steadyExpiry = cached.steadyExpiresAt + wall - steady;
+  const expiresAt = Math.min(cached.token.expiresAt, steadyExpiry);
+  const shift = expiresAt - cached.expiresAt;
+  if (Math.abs(shift) <= STEP_SLACK) return cached;
   const { usableUntil, refreshAt } = cached.times;
   const times = {
-    usableUntil: usableUntil - behind,
-    refreshAt: refreshAt - behind,
+    usableUntil: usableUntil + shift,
+    refreshAt: refreshAt + shift,
   };
-  const expiresAt = cached.expiresAt - behind;
-  return { ...cached, times, expiresAt, seen: { wall, steady } };
+  return { ...cached, times, expiresAt };
+}
+
+/** `token` as a provider caches it at the clocks now (`wall`, `steady`); without its steady expiry, its wall one read now. */
+export function cachedToken(
+  token: IssuedToken,
+  refreshMargin: number | undefined,
+  [wall, steady]: readonly [number, number],
+  steadyExpiresAt = steady + token.expiresAt - wall,
+): CachedToken {
+  return timesAfterStep(
+    {
+      token,
+      times: tokenTimes(token, refreshMargin),
+      ready: Promise.resolve(token),
+      expiresAt: token.expiresAt,
+      steadyExpiresAt,
+    },
+    wall,
+    steady,
+  );
 }
 
 /**

@@ -9,16 +9,14 @@ import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
 import { quotaExceeded } from "./_protocol.ts";
 import { given, tried, typeError } from "../core/_check.ts";
+import { TokenCache } from "./_token_cache.ts";
 import {
-  type CachedToken,
   decide,
   flightBudget,
   newerFromRecord,
   requestBudget,
   seenHere,
   settles,
-  timesAfterStep,
-  tokenTimes,
 } from "./_policy.ts";
 import { failureRecord, repeatedFailure } from "./_failure.ts";
 import {
@@ -52,7 +50,7 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #budget: number;
   readonly #requestBudget: number;
   readonly #flights = new SingleFlight<IssuedToken>();
-  #cached: CachedToken | undefined;
+  readonly #cache: TokenCache;
   #quota: QuotaSnapshot | undefined;
   #blockedUntil: number | undefined;
   /** The last failed token request (not a 429): its cooldown, and its error when it was ours. */
@@ -70,8 +68,6 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #local: LocalTimes;
   /** Flight deadlines' clock (read as wall times at `now` for decide()): a wall clock's step starts no second request. */
   readonly #steady: () => number;
-  /** When the cached token's times were last checked against a step back of the wall clock. */
-  #steppedAt = -Infinity;
 
   /** `store` is the way to the configured store (or to none), given by the caller. */
   constructor(config: ProviderConfig, store: StoreAccess) {
@@ -81,6 +77,7 @@ export class CachingTokenProvider implements TokenProvider {
     this.#now = config.endpoint.now;
     this.#local = new LocalTimes(this.#now);
     this.#steady = turnClock(this.#now, steadyClock(this.#now));
+    this.#cache = new TokenCache(this.#now, this.#steady, config.refreshMargin);
     const { backoff, endpoint } = config;
     const coordinating = config.store?.coordinate !== undefined;
     this.#budget = flightBudget(backoff, endpoint.timeout, coordinating);
@@ -104,7 +101,7 @@ export class CachingTokenProvider implements TokenProvider {
       return Promise.reject(typeError("Cannot get token", "signal", rule));
     }
     const now = this.#turnNow();
-    const cached = this.#cachedAt(now);
+    const cached = this.#cache.at(now);
     if (cached === undefined) {
       // A burst of cold callers joins the flight without a call each.
       const flight = this.#flights.current;
@@ -118,21 +115,9 @@ export class CachingTokenProvider implements TokenProvider {
     return this.#carryOut(signal, now);
   }
 
-  /**
-   * The cached token, its times moved back if the wall clock stepped back since they were set (never an expired
-   * token): looked at once a wall-clock second, so the warm path reads no second clock.
-   */
-  #cachedAt(now: number): CachedToken | undefined {
-    const cached = this.#cached;
-    if (cached === undefined) return undefined;
-    if (now >= this.#steppedAt && now < this.#steppedAt + 1_000) return cached;
-    this.#steppedAt = now;
-    return this.#cached = timesAfterStep(cached, now, this.#steady());
-  }
-
   /** The 401 ledger, kept where the token lives (the fleet's record, else here): see `unauthorizedVerdict()`. */
   async reportUnauthorized(accessToken: string): Promise<boolean> {
-    const cached = this.#cached?.token;
+    const cached = this.#cache.held?.token;
     // Already replaced here: retrying with the new token costs nothing.
     if (cached !== undefined && cached.accessToken !== accessToken) return true;
     const refused = ledgerToken(accessToken, cached, this.#rejected);
@@ -142,7 +127,7 @@ export class CachingTokenProvider implements TokenProvider {
       (record) => {
         const known = latest(record?.renewal, this.#renewal);
         const renewal = this.#local.readIn(known, "at", now);
-        const mine = this.#cached?.token;
+        const mine = this.#cache.held?.token;
         const current = freshestToken(record?.token, mine, this.#rejected);
         verdict = unauthorizedVerdict({ renewal, current }, refused, now);
         return verdict === "renew"
@@ -153,16 +138,14 @@ export class CachingTokenProvider implements TokenProvider {
     );
     if (record !== undefined) this.#takeRecord(record);
     if (verdict === "keep") return false;
-    if (this.#cached?.token.accessToken === accessToken) {
-      this.#cached = undefined;
-    }
+    this.#cache.drop(accessToken);
     this.#rejected = refused;
     return true;
   }
 
   /** Drops `accessToken` (or the current token) through the same ledger as a 401. */
   async invalidate(accessToken?: string): Promise<void> {
-    const target = accessToken ?? this.#cached?.token.accessToken;
+    const target = accessToken ?? this.#cache.held?.token.accessToken;
     if (target !== undefined) await this.reportUnauthorized(target);
   }
 
@@ -170,7 +153,7 @@ export class CachingTokenProvider implements TokenProvider {
   #carryOut(signal: AbortSignal | undefined, now: number) {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const flight = this.#flights.current;
-    const cached = this.#cached;
+    const cached = this.#cache.held;
     const flightDeadline = flight && now + flight.deadline - this.#steady();
     // What decide() would answer ("join"), without building its state per caller.
     if (
@@ -186,10 +169,10 @@ export class CachingTokenProvider implements TokenProvider {
     }, now);
     switch (decision) {
       case "fresh":
-        return this.#cached!.ready;
+        return cached!.ready;
       case "refresh":
         this.#refreshInBackground(now);
-        return this.#cached!.ready;
+        return cached!.ready;
       case "join":
         return this.#flights.join(flight!, signal);
       case "blocked":
@@ -221,7 +204,7 @@ export class CachingTokenProvider implements TokenProvider {
   #refreshInBackground(now: number): void {
     const listener = this.#config.onEvent;
     if (listener !== undefined) {
-      const expiresInMs = this.#cached!.expiresAt - now;
+      const expiresInMs = this.#cache.held!.expiresAt - now;
       emit(listener, { type: "token.refresh", expiresInMs });
     }
     // Its failure is kept like any other; the old token is served meanwhile.
@@ -278,7 +261,8 @@ export class CachingTokenProvider implements TokenProvider {
     // The fleet's 401 ledger goes with every record this provider writes.
     const request: TokenRequest = async () =>
       given({ ...await attempt(), renewal: this.#renewal });
-    const { record, saved } = await this.#store.obtain(request, signal, {
+    const sending = this.#cache.sending(request);
+    const { record, saved } = await this.#store.obtain(sending, signal, {
       answeredBy: (record) => this.#answersNeed(record),
       take: (record) => this.#takeRecord(record),
       requestBudget: this.#requestBudget,
@@ -294,7 +278,7 @@ export class CachingTokenProvider implements TokenProvider {
     failed: TokenRequestError | undefined,
   ): IssuedToken {
     const now = this.#now();
-    const cached = this.#cached;
+    const cached = this.#cache.moved(now);
     if (cached !== undefined && now < cached.times.usableUntil) {
       return cached.token;
     }
@@ -313,28 +297,22 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   #takeRecord(stored: TokenRecord): void {
-    const record = seenHere(stored, this.#cached);
+    const now = this.#now();
+    const record = seenHere(stored, this.#cache.moved(now));
     const news = newerFromRecord(record, {
-      expiresAt: this.#cached?.expiresAt,
+      expiresAt: this.#cache.held?.expiresAt,
       blockedUntil: this.#blockedUntil,
       quota: this.#quota,
       rejected: this.#rejected?.accessToken,
       failure: this.#failure?.cooldown,
       renewal: this.#renewal,
-    }, this.#now());
+    }, now);
     this.#renewal = news.renewal;
     if (news.failure !== this.#failure?.cooldown) {
       this.#failure = news.failure && { cooldown: news.failure };
     }
     if (news.token !== undefined) {
-      const token = issuedToken(news.token);
-      this.#cached = {
-        token,
-        times: tokenTimes(token, this.#config.refreshMargin),
-        ready: Promise.resolve(token),
-        expiresAt: token.expiresAt,
-        seen: { wall: this.#now(), steady: this.#steady() },
-      };
+      this.#cache.take(issuedToken(news.token), now);
     }
     const listener = this.#config.onEvent;
     const blocked = news.blockedUntil;
@@ -359,8 +337,8 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** Whether `record` answers the need, its block's and cooldown's end as this process's own read them (on its steady clock). */
   #answersNeed(stored: TokenRecord): boolean {
-    const record = seenHere(stored, this.#cached);
     const now = this.#now();
+    const record = seenHere(stored, this.#cache.moved(now));
     const blockedUntil = this.#local.read(record.blockedUntil, now);
     const failure = this.#local.readIn(record.failure, "until", now);
     return settles(
@@ -388,7 +366,7 @@ export class CachingTokenProvider implements TokenProvider {
   /** What this provider knows, as a record to store. */
   #record(): TokenRecord {
     return given({
-      token: this.#cached && storableToken(this.#cached.token),
+      token: this.#cache.held && storableToken(this.#cache.held.token),
       quota: this.#quota,
       blockedUntil: this.#blockedUntil,
       failure: this.#failure?.cooldown,

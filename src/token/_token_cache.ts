@@ -1,0 +1,101 @@
+// Internal: the token a provider holds, read on two clocks. Its expiry is the earlier of the wall clock's (a host
+// suspended, which the steady clock does not count) and the steady clock's (a wall clock stepped back while the
+// token was on its way or held), so a step of the wall clock never makes an expired token usable.
+
+import { type CachedToken, cachedToken, timesAfterStep } from "./_policy.ts";
+import { tokenFingerprint } from "./ledger.ts";
+import { readsMonotoneClock } from "../core/_clock.ts";
+import type { IssuedToken } from "../core/token_values.ts";
+import type { TokenRecord } from "../store/types.ts";
+
+/**
+ * The steady expiry of each token this process's providers requested, by fingerprint, while it lasts: a provider on
+ * the system's clocks taking one from a store shared in the process (a memory store) reads it as the requester does,
+ * not from a wall clock that may have stepped back since it was stored.
+ */
+const SENT = new Map<string, number>();
+
+/** The cached token of one provider, and the steady expiries of those it requested. */
+export class TokenCache {
+  #cached: CachedToken | undefined;
+  /** When the warm path last looked at the clocks, on the wall clock. */
+  #lookedAt = -Infinity;
+  /** The token of this provider's last request, by fingerprint, and its expiry on the steady clock. */
+  #sent: { readonly fingerprint: string; readonly at: number } | undefined;
+  readonly #steady: () => number;
+  readonly #refreshMargin: number | undefined;
+  /** Its steady clock is the process's monotone one, which every provider on the system's clocks shares. */
+  readonly #shared: boolean;
+
+  constructor(
+    now: () => number,
+    steady: () => number,
+    refreshMargin: number | undefined,
+  ) {
+    this.#steady = steady;
+    this.#refreshMargin = refreshMargin;
+    this.#shared = readsMonotoneClock(now);
+  }
+
+  /** The token held, as last looked at. */
+  get held(): CachedToken | undefined {
+    return this.#cached;
+  }
+
+  /** For getToken's warm path: looked at once a wall-clock second, so it reads no second clock in between. */
+  at(now: number): CachedToken | undefined {
+    if (now >= this.#lookedAt && now < this.#lookedAt + 1_000) {
+      return this.#cached;
+    }
+    this.#lookedAt = now;
+    return this.moved(now);
+  }
+
+  /** The token held, its times where the clocks put them now: each flight's checks read it. */
+  moved(now: number): CachedToken | undefined {
+    const cached = this.#cached;
+    return this.#cached = cached && timesAfterStep(cached, now, this.#steady());
+  }
+
+  /** Holds `token`: the steady expiry of one requested here (or in this process), else its wall one read `now`. */
+  take(token: IssuedToken, now: number): void {
+    const fingerprint = tokenFingerprint(token.accessToken);
+    const own = this.#sent?.fingerprint === fingerprint
+      ? this.#sent.at
+      : undefined;
+    const sent = own ?? (this.#shared ? SENT.get(fingerprint) : undefined);
+    const clocks = [now, this.#steady()] as const;
+    this.#cached = cachedToken(token, this.#refreshMargin, clocks, sent);
+  }
+
+  /** Drops the token held if it is `accessToken`. */
+  drop(accessToken: string): void {
+    if (this.#cached?.token.accessToken === accessToken) {
+      this.#cached = undefined;
+    }
+  }
+
+  /** `request` with the steady clock read before it is sent: the token it brings is never read as expiring late. */
+  sending(
+    request: () => Promise<TokenRecord>,
+  ): () => Promise<TokenRecord> {
+    return async () => {
+      const steady = this.#steady();
+      const record = await request();
+      if (record.token === undefined) return record;
+      const at = steady + record.token.expiresIn * 1000;
+      this.#sent = {
+        fingerprint: tokenFingerprint(record.token.accessToken),
+        at,
+      };
+      if (this.#shared) remember(this.#sent.fingerprint, at, steady);
+      return record;
+    };
+  }
+}
+
+/** Keeps a token's steady expiry for the process's other providers, dropping those past (at most one per live token). */
+function remember(fingerprint: string, at: number, steady: number): void {
+  for (const [key, until] of SENT) if (until <= steady) SENT.delete(key);
+  SENT.set(fingerprint, at);
+}
