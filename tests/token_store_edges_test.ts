@@ -499,7 +499,7 @@ Deno.test("a store that stops answering holds no caller, costs one token, and le
   }
 });
 
-Deno.test("a coordinate of the caller's that fails while its request runs hands out the token the request brings, typed failures stay typed, and one that asks twice sends one request (a store error came out raw and the paid token was lost; a retried round paid twice)", async () => {
+Deno.test("a coordinate of the caller's that fails while its request runs hands out the token the request brings, typed failures stay typed, one that asks twice sends one request, and one that resolves with no usable record, without a request or before its request answered, gets the token of one request (a store error came out raw and the paid token was lost; a retried round paid twice; no record failed 'malformed', sending none)", async () => {
   const api = inProcessFake({ wire: 20 });
   using _ = api;
   const failing: TokenStore = {
@@ -520,7 +520,21 @@ Deno.test("a coordinate of the caller's that fails while its request runs hands 
       return await request(); // a round retried after a failed write
     },
   };
-  for (const store of [failing, twice]) {
+  const resolving = (answer: unknown, background: boolean): TokenStore => ({
+    get: () => Promise.resolve(undefined),
+    set: () => Promise.resolve(),
+    coordinate: (_key, { request }) => {
+      if (background) void request().catch(() => {});
+      return Promise.resolve(answer as never);
+    },
+  });
+  const broken = [
+    resolving("garbage", false),
+    resolving({}, false),
+    resolving(undefined, false),
+    resolving({}, true),
+  ];
+  for (const store of [failing, twice, ...broken]) {
     const provider = createTokenProvider({
       ...api.environment,
       ...api.credentials,
