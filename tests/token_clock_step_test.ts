@@ -12,7 +12,7 @@ import { createMemoryTokenStore } from "../src/store/mod.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { renewalLedger } from "../src/token/ledger.ts";
 import { manualClock } from "./_helpers.ts";
-import { inProcessFake } from "./_fast_setup.ts";
+import { drive, inProcessFake } from "./_fast_setup.ts";
 import { systemNow } from "./_system_clock.ts";
 import type { FakeFault } from "../src/testing/mod.ts";
 
@@ -270,6 +270,34 @@ Deno.test("clock steps: a second provider on the same memory store, after the wa
     }
     equal(counts[1], counts[0]);
   });
+});
+
+Deno.test("a token that came after retries counts its lifetime from the sending of the attempt that brought it, on both clocks: after two 503s with Retry-After 30 s, a 60 s token is handed out and kept (it was read as expired at once: a 'malformed' error and another token)", async () => {
+  const timers = withGlobal(globalThis).install({
+    toFake: ["Date", "performance", "setTimeout", "clearTimeout"],
+    now: systemNow(),
+  });
+  try {
+    const api = inProcessFake({
+      tokenLifetime: 60_000,
+      now: () => performance.timeOrigin + performance.now(),
+    });
+    const busy = { kind: "status", status: 503, retryAfter: 30 } as const;
+    api.service.injectTokenFaults(busy, busy);
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+    });
+    const token = await drive(timers, provider.getToken());
+    ok(api.service.isValidToken(token.accessToken));
+    equal(api.service.tokenRequests, 3);
+    timers.tick(30_000);
+    equal(await drive(timers, provider.getToken()), token);
+    equal(api.service.tokenRequests, 3);
+  } finally {
+    timers.uninstall();
+  }
 });
 
 /**

@@ -60,12 +60,15 @@ export type TokenSending = Pick<
   "backoff" | "random" | "onEvent"
 >;
 
-/** One token request with its retries; none goes out under a quota block (another flight's 429). */
+/**
+ * One token request with its retries; `beforeSend` is called as each attempt goes out, and what it returns (a quota
+ * block's refusal: another flight's 429) is thrown in place of sending it.
+ */
 export function requestWithRetries(
   endpoint: TokenEndpoint,
   sending: TokenSending,
   signal: AbortSignal | undefined,
-  blocked: (now: number) => unknown,
+  beforeSend: (now: number) => unknown,
 ): Promise<IssuedToken> {
   return sendAttempts<TokenOutcome, IssuedToken>({
     signal,
@@ -73,7 +76,7 @@ export function requestWithRetries(
     listener: sending.onEvent,
     now: endpoint.now,
     attempt: async (deadline) => {
-      const refusal = blocked(endpoint.now());
+      const refusal = beforeSend(endpoint.now());
       if (refusal !== undefined) throw refusal;
       try {
         return { token: await tokenAttempt(endpoint, deadline, signal) };

@@ -223,7 +223,10 @@ export class CachingTokenProvider implements TokenProvider {
           this.#config.endpoint,
           this.#config,
           signal,
-          (now) => this.#blockedAt(now),
+          (now) => {
+            this.#cache.attempting();
+            return this.#blockedAt(now);
+          },
         );
         this.#failure = undefined; // a success forgets the failures before it
         // Without a store the token is kept as built: nothing copies it.

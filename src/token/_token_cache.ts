@@ -22,6 +22,8 @@ export class TokenCache {
   #lookedAt = -Infinity;
   /** The token of this provider's last request, by fingerprint, and its expiry on the steady clock. */
   #sent: { readonly fingerprint: string; readonly at: number } | undefined;
+  /** The steady clock as the last token attempt was sent. */
+  #attemptAt = -Infinity;
   readonly #steady: () => number;
   readonly #refreshMargin: number | undefined;
   /** Its steady clock is the process's monotone one, which every provider on the system's clocks shares. */
@@ -75,20 +77,27 @@ export class TokenCache {
     }
   }
 
-  /** `request` with the steady clock read before it is sent: the token it brings is never read as expiring late. */
+  /** Called as each token attempt is sent, where its wall-clock expiry starts: the steady one starts there too. */
+  attempting(): void {
+    this.#attemptAt = this.#steady();
+  }
+
+  /** `request`, the steady expiry of the token it brings kept: from its attempt's sending, never later. */
   sending(
     request: () => Promise<TokenRecord>,
   ): () => Promise<TokenRecord> {
     return async () => {
-      const steady = this.#steady();
+      const started = this.#steady();
       const record = await request();
       if (record.token === undefined) return record;
-      const at = steady + record.token.expiresIn * 1000;
+      // Retries come first: the lifetime counts from the attempt that brought it (else from the request's start).
+      const sentAt = Math.max(started, this.#attemptAt);
+      const at = sentAt + record.token.expiresIn * 1000;
       this.#sent = {
         fingerprint: tokenFingerprint(record.token.accessToken),
         at,
       };
-      if (this.#shared) remember(this.#sent.fingerprint, at, steady);
+      if (this.#shared) remember(this.#sent.fingerprint, at, sentAt);
       return record;
     };
   }
