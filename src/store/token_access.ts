@@ -26,6 +26,16 @@ export type StoreClient = Parameters<typeof storeKey>[0] & {
 /** A token request's result as a record; a 429 or a failure is kept to be rethrown. */
 export type TokenRequest = () => Promise<TokenRecord>;
 
+/** What a provider's flight needs of a record, for `StoreAccess.obtain`. */
+export interface TokenNeed {
+  /** Whether a stored record answers the need without a request. */
+  answeredBy(record: TokenRecord): boolean;
+  /** Takes what a stored record knows, even when it does not answer the need. */
+  take(record: TokenRecord): void;
+  /** The longest one token request may take, in ms. */
+  readonly requestBudget: number;
+}
+
 /** One provider's access to its store (or to none). */
 export class StoreAccess {
   readonly #store: TokenStore | undefined;
@@ -48,14 +58,7 @@ export class StoreAccess {
   async obtain(
     request: TokenRequest,
     signal: AbortSignal,
-    need: {
-      /** Whether a stored record answers the need without a request. */
-      answeredBy(record: TokenRecord): boolean;
-      /** Takes what a stored record knows, even when it does not answer the need. */
-      take(record: TokenRecord): void;
-      /** The longest one token request may take, in ms. */
-      readonly requestBudget: number;
-    },
+    need: TokenNeed,
   ): Promise<{ readonly record: TokenRecord; readonly saved: boolean }> {
     const store = this.#store;
     if (store === undefined) return { record: await request(), saved: true };
@@ -70,18 +73,25 @@ export class StoreAccess {
     // One request a flight, however often a store's coordinate asks.
     let requested: Promise<TokenRecord> | undefined;
     const ask = () => requested ??= request();
+    let accepted = false;
+    const options: CoordinateOptions = {
+      settled: (record) => {
+        // What it knows counts even if it does not answer: its token if the request fails, its ledger.
+        const known = this.#trusted(record) ?? {};
+        need.take(known);
+        return accepted = need.answeredBy(known);
+      },
+      request: ask,
+      signal,
+      requestBudget: need.requestBudget,
+    };
     try {
-      const record = await coordinate(key, {
-        settled: (record) => {
-          // What it knows counts even if it does not answer: its token if the request fails, its ledger.
-          const known = this.#trusted(record) ?? {};
-          need.take(known);
-          return need.answeredBy(known);
-        },
-        request: ask,
-        signal,
-        requestBudget: need.requestBudget,
-      });
+      let record = await coordinate(key, options);
+      const answers = () => need.answeredBy(this.#trusted(record) ?? {});
+      // Settled on, it stopped answering on its way back (a block ended): asked again, the request goes through it.
+      if (accepted && requested === undefined && !answers()) {
+        record = await coordinate(key, options);
+      }
       const trusted = this.#trusted(record) ?? {};
       if (need.answeredBy(trusted)) {
         return { record: trusted, saved: shared || requested === undefined };
