@@ -42,7 +42,7 @@ export interface CachedToken {
   readonly ready: Promise<IssuedToken>;
   /** Its expiry on this wall clock: the token's, or earlier while the wall clock stands stepped back (a token after it is newer). */
   readonly expiresAt: number;
-  /** Its expiry on the steady clock, which no step of the wall clock moves (for its own request, from before it was sent). */
+  /** Its expiry on the steady clock, which no step of the wall clock moves (for its own request, from its attempt's sending). */
   readonly steadyExpiresAt: number;
 }
 
