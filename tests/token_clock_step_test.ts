@@ -273,15 +273,8 @@ Deno.test("clock steps: a second provider on the same memory store, after the wa
 });
 
 Deno.test("a token that came after retries counts its lifetime from the sending of the attempt that brought it, on both clocks: after two 503s with Retry-After 30 s, a 60 s token is handed out and kept (it was read as expired at once: a 'malformed' error and another token)", async () => {
-  const timers = withGlobal(globalThis).install({
-    toFake: ["Date", "performance", "setTimeout", "clearTimeout"],
-    now: systemNow(),
-  });
-  try {
-    const api = inProcessFake({
-      tokenLifetime: 60_000,
-      now: () => performance.timeOrigin + performance.now(),
-    });
+  await withTwoClocks(async (timers) => {
+    const api = inProcessFake({ tokenLifetime: 60_000, now: trueNow });
     const busy = { kind: "status", status: 503, retryAfter: 30 } as const;
     api.service.injectTokenFaults(busy, busy);
     const provider = createTokenProvider({
@@ -295,9 +288,7 @@ Deno.test("a token that came after retries counts its lifetime from the sending 
     timers.tick(30_000);
     equal(await drive(timers, provider.getToken()), token);
     equal(api.service.tokenRequests, 3);
-  } finally {
-    timers.uninstall();
-  }
+  }, ["setTimeout", "clearTimeout"]);
 });
 
 /**
@@ -310,10 +301,7 @@ function steppedInRequest(
   step: number,
   more: { store?: ReturnType<typeof createMemoryTokenStore> } = {},
 ) {
-  const api = inProcessFake({
-    tokenLifetime: 600_000,
-    now: () => performance.timeOrigin + performance.now(),
-  });
+  const api = inProcessFake({ tokenLifetime: 600_000, now: trueNow });
   let requests = 0;
   const provider = createTokenProvider({
     ...api.environment,
@@ -329,19 +317,24 @@ function steppedInRequest(
   return { api, provider };
 }
 
+/** True time under {@linkcode withTwoClocks}: the monotone clock, which no step of the wall clock moves. */
+const trueNow = () => performance.timeOrigin + performance.now();
+
 /**
  * Runs `fn` with the wall clock (`Date`) and the monotone one (`performance`)
  * faked, both at the system's time (performance.timeOrigin is then past 0, the
- * clock the provider measures its waits on by default): `tick` moves both,
- * `setSystemTime` the wall clock alone, as a suspend or a step does.
+ * clock the provider measures its waits on by default), and the timers in
+ * `also`: `tick` moves both, `setSystemTime` the wall clock alone, as a suspend
+ * or a step does.
  */
 async function withTwoClocks(
   fn: (
     timers: ReturnType<ReturnType<typeof withGlobal>["install"]>,
   ) => Promise<void>,
+  also: ("setTimeout" | "clearTimeout")[] = [],
 ) {
   const timers = withGlobal(globalThis).install({
-    toFake: ["Date", "performance"],
+    toFake: ["Date", "performance", ...also],
     now: systemNow(),
   });
   try {

@@ -75,7 +75,8 @@ export function timesAfterStep(
 export function cachedToken(
   token: IssuedToken,
   refreshMargin: number | undefined,
-  [wall, steady]: readonly [number, number],
+  wall: number,
+  steady: number,
   steadyExpiresAt = steady + token.expiresAt - wall,
 ): CachedToken {
   return timesAfterStep(

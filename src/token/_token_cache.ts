@@ -66,8 +66,8 @@ export class TokenCache {
       ? this.#sent.at
       : undefined;
     const sent = own ?? (this.#shared ? SENT.get(fingerprint) : undefined);
-    const clocks = [now, this.#steady()] as const;
-    this.#cached = cachedToken(token, this.#refreshMargin, clocks, sent);
+    const steady = this.#steady();
+    this.#cached = cachedToken(token, this.#refreshMargin, now, steady, sent);
   }
 
   /** Drops the token held if it is `accessToken`. */
