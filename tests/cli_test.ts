@@ -529,7 +529,7 @@ Deno.test("`demo` runs token, quota and list on one token", async () => {
   ok(result.stderr.includes("6 pages, 240 items"), result.stderr);
 });
 
-Deno.test("a refused token request is remembered across runs through the cache: none within its 10 s cooldown, one after (the clock driven)", async () => {
+Deno.test("a refused token request is remembered across runs through the cache: none within its 10 s cooldown, one after (the clock driven); a request sent another way (the hint's --token-body form) is not held", async () => {
   // A server that takes form bodies only, asked with JSON: refused (400).
   await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
   await Deno.mkdir(".test-tmp", { recursive: true });
@@ -562,6 +562,16 @@ Deno.test("a refused token request is remembered across runs through the cache: 
     requests.push(api.tokenRequests);
   }
   deepStrictEqual(requests, [1, 1, 2, 2]);
+  // Following the hint (--token-body form) within that cooldown: sent, and the
+  // token comes (r57 F7: refused by the cooldown of the JSON request).
+  const { code, stderr } = await run(
+    ["token", "--token-body", "form"],
+    configFor(api),
+    undefined,
+    extra,
+  );
+  equal(code, 0, stderr);
+  equal(api.tokenRequests, 3);
   await Deno.remove(folder, { recursive: true });
 });
 

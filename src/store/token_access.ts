@@ -216,11 +216,14 @@ function isBuckets(value: unknown): value is QuotaBucket[] {
 const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
 
 function isFailure(value: unknown): value is TokenFailure {
-  const { until, failures, reason, status, code } = fieldsOf(value) ?? {};
+  const { until, failures, reason, status, code, sentAs } = fieldsOf(value) ??
+    {};
   return isTime(until) && isTime(failures) && failures >= 1 &&
     FAILURE_REASONS.has(reason as string) &&
     (status === undefined || isTime(status)) &&
-    (code === undefined || typeof code === "string");
+    [code, sentAs].every((text) =>
+      text === undefined || typeof text === "string"
+    );
 }
 
 function isRenewal(value: unknown): value is TokenRenewal {

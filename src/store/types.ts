@@ -67,6 +67,11 @@ export interface TokenFailure {
   readonly status?: number;
   /** The OAuth `error` code it answered, e.g. `invalid_client`. */
   readonly code?: string;
+  /**
+   * After a 400 or 415: how the refused request was sent (`bodyFormat` and `clientAuthentication`, e.g. `"json body"`).
+   * Such a refusal is about the way it was asked, so a provider that sends another way is not held by its cooldown.
+   */
+  readonly sentAs?: string;
 }
 
 /**

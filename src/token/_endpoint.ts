@@ -68,6 +68,8 @@ function endpointOf(
   const form = choice("bodyFormat", ["json", "form"]) === "form";
   return {
     url,
+    /** How the request is sent (body format, client authentication): a 400 or 415 refused this way, not another. */
+    way: `${form ? "form" : "json"} ${basic ? "basic" : "body"}`,
     /** Shown in messages: no user info, no secret; made when read (redacting costs a cold start several ms). */
     get where() {
       return where ??= redact(displayUrl(url), [secret]);

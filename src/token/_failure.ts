@@ -2,7 +2,7 @@
 
 import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_attempt_loop.ts";
-import type { TokenFailure } from "../store/types.ts";
+import type { TokenFailure, TokenRecord } from "../store/types.ts";
 import { cooldownAfter } from "./_policy.ts";
 import { type HintSource, tokenHint } from "./_hint.ts";
 import { isPermissionError } from "../core/_cause.ts";
@@ -24,8 +24,9 @@ export function repeatedFailure(
   const { reason, status, code } = failure;
   const hint = tokenHint(endpoint, failure);
   const answer = status === undefined ? reason : `${reason}, status ${status}`;
+  const way = failure.sentAs === undefined ? "" : ` as ${failure.sentAs}`;
   return new TokenRequestError(
-    `Cannot get token: a token request of this client failed (${answer}); none is sent before ${
+    `Cannot get token: a token request of this client failed (${answer}); none is sent${way} before ${
       new Date(failure.until).toISOString()
     }${hint === undefined ? "" : `: ${hint}`}`,
     { reason, ...given({ status, code, hint }) },
@@ -33,14 +34,17 @@ export function repeatedFailure(
 }
 
 /**
- * The failure to keep after `error`, its cooldown escalated from `previous`.
+ * The failure to keep after `error` to a request sent the endpoint's way, its cooldown escalated from `previous`.
  * None for a request the runtime refused (no permission): never sent, it needs
  * no rest, and a fleet must not wait for one process's missing flag.
  */
 export function failureRecord(
   error: TokenRequestError,
   previous: TokenFailure | undefined,
-  maxRetryAfter: number,
+  { endpoint: { way }, backoff: { maxRetryAfter } }: {
+    readonly endpoint: { readonly way: string };
+    readonly backoff: { readonly maxRetryAfter: number };
+  },
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;
@@ -52,5 +56,22 @@ export function failureRecord(
     ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
     ...given({ status: error.status, code: error.code }),
+    ...(refusesWay(status) && { sentAs: way }),
   };
+}
+
+/** A 400 or 415: the server refused how the request was asked (its hint names the body format and authentication). */
+function refusesWay(status: number): boolean {
+  return status === 400 || status === 415;
+}
+
+/**
+ * `record` as a provider that sends `way` reads it: a refusal of a request sent another way holds no cooldown here
+ * (following the hint, a user changes the way; a fleet member configured apart is not held by another's mistake).
+ */
+export function forWay(record: TokenRecord, way: string): TokenRecord {
+  const sentAs = record.failure?.sentAs;
+  if (sentAs === undefined || sentAs === way) return record;
+  const { failure: _, ...rest } = record;
+  return rest;
 }

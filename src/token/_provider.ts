@@ -18,7 +18,7 @@ import {
   seenHere,
   settles,
 } from "./_policy.ts";
-import { failureRecord, repeatedFailure } from "./_failure.ts";
+import { failureRecord, forWay, repeatedFailure } from "./_failure.ts";
 import {
   freshestToken,
   latest,
@@ -252,7 +252,7 @@ export class CachingTokenProvider implements TokenProvider {
           error,
           // Escalated by the time really passed since the last ended: a step forward passes none.
           this.#local.readIn(this.#failure?.cooldown, "until", at, "onSteady"),
-          this.#config.backoff.maxRetryAfter,
+          this.#config,
           at,
         );
         if (cooldown === undefined) throw error; // never sent: no permission
@@ -301,7 +301,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   #takeRecord(stored: TokenRecord): void {
     const now = this.#now();
-    const record = seenHere(stored, this.#cache.moved(now));
+    const record = this.#seenHere(stored, now);
     const news = newerFromRecord(record, {
       expiresAt: this.#cache.held?.expiresAt,
       blockedUntil: this.#blockedUntil,
@@ -341,7 +341,7 @@ export class CachingTokenProvider implements TokenProvider {
   /** Whether `record` answers the need, its block's and cooldown's end as this process's own read them (on its steady clock). */
   #answersNeed(stored: TokenRecord): boolean {
     const now = this.#now();
-    const record = seenHere(stored, this.#cache.moved(now));
+    const record = this.#seenHere(stored, now);
     const blockedUntil = this.#local.read(record.blockedUntil, now);
     const failure = this.#local.readIn(record.failure, "until", now);
     return settles(
@@ -350,6 +350,12 @@ export class CachingTokenProvider implements TokenProvider {
       this.#config.refreshMargin,
       this.#rejected?.accessToken,
     );
+  }
+
+  /** A stored record as this provider reads it: its own token's times as moved here, a cooldown of its way only. */
+  #seenHere(stored: TokenRecord, now: number): TokenRecord {
+    const record = forWay(stored, this.#config.endpoint.way);
+    return seenHere(record, this.#cache.moved(now));
   }
 
   /** The quota block's refusal while it lasts at `now`. */

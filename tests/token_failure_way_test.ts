@@ -1,0 +1,120 @@
+// A refused token request's cooldown, as the store shares it: a 400 or 415 is
+// about how the request was sent, so it holds providers that send it that way
+// only; any other failure holds every provider on the store (outside review
+// r57 F7: following the hint's "--token-body form", the CLI was refused by the
+// cooldown of the JSON request it had just been told to change).
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { TokenRequestError } from "../src/core/errors.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+import {
+  createFileTokenStore,
+  createMemoryTokenStore,
+  type TokenRecord,
+  type TokenStore,
+} from "../src/store/mod.ts";
+import {
+  type FakeFault,
+  type FakePartnerApi as FakeApi,
+  startFakePartnerApi,
+} from "../src/testing/mod.ts";
+
+type Way = {
+  bodyFormat: "json" | "form";
+  clientAuthentication: "body" | "basic";
+};
+
+const STORES: [string, (folder: string) => TokenStore][] = [
+  ["memory", () => createMemoryTokenStore()],
+  ["file", (folder) => createFileTokenStore({ folder, clientSecret: "s" })],
+];
+
+/** Runs `ways` in turn, each as a process of its own (a fresh provider) on one store: per run, the requests sent and the outcome. */
+async function runs(api: FakeApi, store: TokenStore, ways: readonly Way[]) {
+  const outcomes: string[] = [];
+  for (const way of ways) {
+    const before = api.tokenRequests;
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      ...way,
+      store,
+      retry: false,
+    });
+    const outcome = await provider.getToken().then(
+      () => "token",
+      (error: unknown) => {
+        ok(error instanceof TokenRequestError, String(error));
+        return `${error.status ?? error.reason}`;
+      },
+    );
+    outcomes.push(`${api.tokenRequests - before} ${outcome}`);
+  }
+  return outcomes;
+}
+
+const json: Way = { bodyFormat: "json", clientAuthentication: "body" };
+const form: Way = { bodyFormat: "form", clientAuthentication: "body" };
+const jsonBasic: Way = { bodyFormat: "json", clientAuthentication: "basic" };
+
+for (const [name, open] of STORES) {
+  Deno.test(`${name} store: a 400's cooldown holds requests sent the refused way, not another way (which gets its token)`, async () => {
+    await Deno.mkdir(".test-tmp", { recursive: true });
+    const folder = await Deno.makeTempDir({ dir: ".test-tmp" });
+    try {
+      await using api = await startFakePartnerApi({
+        tokenBodyFormats: ["form"],
+      });
+      const ways = [json, json, jsonBasic, form, json];
+      const outcomes = await runs(api, open(folder), ways);
+      // JSON refused; JSON again held (no request); JSON with Basic is
+      // another way: sent, refused; a form body gets the token, which every
+      // provider then takes from the store.
+      deepStrictEqual(outcomes, [
+        "1 400",
+        "0 400",
+        "1 400",
+        "1 token",
+        "0 token",
+      ]);
+    } finally {
+      await Deno.remove(folder, { recursive: true });
+    }
+  });
+
+  Deno.test(`${name} store: a failure that is not about the way (a 503) holds every provider on the store, whatever its way`, async () => {
+    await Deno.mkdir(".test-tmp", { recursive: true });
+    const folder = await Deno.makeTempDir({ dir: ".test-tmp" });
+    try {
+      const faults: FakeFault[] = [{ kind: "status", status: 503 }];
+      await using api = await startFakePartnerApi({ faults });
+      const outcomes = await runs(api, open(folder), [json, form, jsonBasic]);
+      deepStrictEqual(outcomes, ["1 503", "0 503", "0 503"]);
+    } finally {
+      await Deno.remove(folder, { recursive: true });
+    }
+  });
+}
+
+Deno.test("a 400's failure record names the way it was sent, a 503's none, and a record's sentAs that is not text is no failure", async () => {
+  const records = new Map<string, TokenRecord>();
+  const store: TokenStore = {
+    get: (key) => Promise.resolve(records.get(key)),
+    set: (key, record) => Promise.resolve(void records.set(key, record)),
+  };
+  const faults: FakeFault[] = [{ kind: "status", status: 503 }];
+  {
+    await using api = await startFakePartnerApi({ faults });
+    deepStrictEqual(await runs(api, store, [form]), ["1 503"]);
+  }
+  equal([...records.values()][0]?.failure?.sentAs, undefined);
+  records.clear();
+  await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
+  deepStrictEqual(await runs(api, store, [jsonBasic]), ["1 400"]);
+  const [key, record] = [...records][0]!;
+  equal(record.failure?.sentAs, "json basic");
+  deepStrictEqual(await runs(api, store, [jsonBasic]), ["0 400"]);
+  // A record whose sentAs is not text is read as holding no failure: the request is sent.
+  records.set(key, { failure: { ...record.failure!, sentAs: 5 as never } });
+  deepStrictEqual(await runs(api, store, [jsonBasic]), ["1 400"]);
+});
