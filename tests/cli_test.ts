@@ -310,6 +310,33 @@ Deno.test("the CLI's token cache is given the run's clock, as its provider is: i
   await Deno.remove(folder, { recursive: true });
 });
 
+Deno.test("`get` answered 401 after the token's one renewal of the hour says why no other token is tried, and the command that clears the cache as the tool was run (it printed the bare 401, where a list's said so)", async () => {
+  await using api = await startFakePartnerApi();
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const extra = {
+    helpHint: "deno run -A '/a b/mod.ts' --help",
+    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
+      store: createFileTokenStore({ folder, clientSecret, onNotice }),
+    }),
+  };
+  const get = () =>
+    run(["get", "organizations"], configFor(api), undefined, extra);
+  equal((await get()).code, 0);
+  api.revokeTokens(); // a restarted fake: the cached token is refused, renewed once
+  equal((await get()).code, 0);
+  api.revokeTokens(); // again within the hour: no renewal
+  const refused = await get();
+  equal(refused.code, 1);
+  ok(refused.stderr.includes("answered 401"), refused.stderr);
+  ok(
+    refused.stderr.includes("run deno run -A '/a b/mod.ts' cache clear"),
+    refused.stderr,
+  );
+  equal(api.tokenRequests, 2);
+  await Deno.remove(folder, { recursive: true });
+});
+
 Deno.test("`token` says a token from the cache was not checked with the service (it said 'valid until' of one a revoked or restarted service refuses), in text and JSON, never the token", async () => {
   await using api = await startFakePartnerApi();
   await Deno.mkdir(".test-tmp", { recursive: true });

@@ -45,6 +45,8 @@ const child = new Deno.Command("deno", {
     new URL("../src/cli/mod.ts", import.meta.url).pathname,
     ...Deno.args,
   ],
+  // The tool prints `deno task cli` in the commands it suggests only when run so.
+  env: { PARTNER_API_CLI_TASK: "1" },
   stdin: "inherit",
   stdout: "inherit",
   stderr: "inherit",

@@ -6,7 +6,7 @@ import {
   TokenRequestError,
 } from "../core/errors.ts";
 import type { QuotaSnapshot } from "../token/mod.ts";
-import type { Session } from "./_session.ts";
+import { programOf, type Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { escapeControls, serverText } from "../core/_redact.ts";
@@ -170,7 +170,13 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   if (!response.ok) {
     const excerpt = serverText(text, session.secrets()).slice(0, EXCERPT);
     const said = excerpt ? `: ${excerpt}` : "";
-    throw new Error(`GET ${where} answered ${response.status}${said}`);
+    // As a list's 401 says; the command to type is the tool's own.
+    const refused =
+      ` (the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or run ${
+        programOf(io.helpHint)
+      } cache clear after a fake restarted)`;
+    const advice = response.status === 401 ? refused : "";
+    throw new Error(`GET ${where} answered ${response.status}${said}${advice}`);
   }
   if (!io.stdout.isTerminal) return io.stdout.write(text);
   // Escaped line by line: the layout's line breaks stay.

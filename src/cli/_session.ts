@@ -16,6 +16,7 @@ import { escapeControls, secretsOf } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
+import { NAME } from "./_help.ts";
 import { given } from "../core/_check.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
@@ -34,6 +35,11 @@ export interface RunIo extends CliIo {
   clearCache?: typeof clearCache;
   /** How to get help where the tool runs, e.g. `deno task cli --help`. */
   helpHint?: string;
+}
+
+/** The command that runs the tool as its user ran it (the help hint less its `--help`), for a command line to print. */
+export function programOf(helpHint: string | undefined): string {
+  return (helpHint ?? `${NAME} --help`).replace(/ --help$/, "");
 }
 
 /**

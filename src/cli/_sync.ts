@@ -6,7 +6,7 @@ import { createSqliteSink } from "../sync/sqlite_sink.ts";
 import { syncList } from "../sync/sync_list.ts";
 import type { SyncSink } from "../sync/sink.ts";
 import type { SyncResult } from "../sync/sync_options.ts";
-import type { Session } from "./_session.ts";
+import { programOf, type Session } from "./_session.ts";
 import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
 import { given } from "../core/_check.ts";
@@ -212,10 +212,9 @@ function confirmHint(
   helpHint: string | undefined,
 ): SyncError {
   const needed = error.maxDeletesNeeded;
-  const program = (helpHint ?? "partner-api --help").replace(/ --help$/, "");
   const command = needed === undefined
     ? "the same command with a larger --max-deletes"
-    : `${program} ${confirmArgs(request.args, needed)}`;
+    : `${programOf(helpHint)} ${confirmArgs(request.args, needed)}`;
   const what = error.message.replace(/^Cannot sync into [^:]+: /, "")
     .replace(/ If the list really lost them.*$/, "");
   return Object.assign(
@@ -241,10 +240,15 @@ export function confirmArgs(args: readonly string[], share: number): string {
     else if (!/^--(max-deletes|sweep)=/.test(arg)) kept.push(arg);
   }
   return [...kept, "--sweep", "all", "--max-deletes", String(share)]
-    .map((arg) =>
-      /^[\w./:=@,+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`
-    )
+    .map(shellWord)
     .join(" ");
+}
+
+/** `word` as a POSIX shell reads it back: as it is when safe, else in single quotes. */
+export function shellWord(word: string): string {
+  return /^[\w./:=@,+-]+$/.test(word)
+    ? word
+    : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 function cannotWrite(error: unknown): boolean {

@@ -19,6 +19,7 @@ import { readEnvFile, withEnvFile } from "./_env_file.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import { parseArgs } from "node:util";
 import { FLAGS } from "./_flag_values.ts";
+import { shellWord } from "./_sync.ts";
 
 /**
  * Runs the tool with `args` (the words after the program name). Every flag is checked before any configuration is
@@ -169,11 +170,24 @@ function processIo(): RunIo {
       interruptions.add(stop);
       return () => interruptions.delete(stop);
     },
-    // From a checkout (a file: URL) the task is the way in; installed, the name.
-    helpHint: import.meta.url.startsWith("file:")
-      ? "deno task cli --help"
-      : `${NAME} --help`,
+    helpHint: `${invokedAs()} --help`,
   };
+}
+
+/** Set by `deno task cli` (tools/cli_task.ts) for the tool it runs. */
+const TASK_VARIABLE = "PARTNER_API_CLI_TASK";
+
+/**
+ * The tool as its user ran it, for commands it prints to type again: the task from a checkout, the installed name,
+ * else the file run (the README's `deno run -A <checkout>/src/cli/mod.ts` from a folder of one's own, or a script).
+ */
+function invokedAs(): string {
+  const program = Deno.mainModule;
+  if (!program.startsWith("file:")) return NAME;
+  if (tried(() => readAllowed(TASK_VARIABLE)) === "1") return "deno task cli";
+  return `deno run -A ${
+    shellWord(decodeURIComponent(new URL(program).pathname))
+  }`;
 }
 
 /** What Ctrl-C stops before the process ends (a list closing its output). */

@@ -98,14 +98,23 @@ processTest(
 );
 
 processTest(
-  "the CLI refuses a bad flag in one line, exit 2, without permissions",
+  "the CLI refuses a bad flag in one line, exit 2, without permissions, naming the help as the tool was run: the file, or the task (it named the task for a run of the file from a folder of one's own, where no task is)",
   async () => {
-    const result = await cli([], ["list", "transactions", "--limit", "zero"]);
+    const args = ["list", "transactions", "--limit", "zero"];
+    const line =
+      "partner-api: --limit must be an integer from 1 to 1000: received zero";
+    const result = await cli([], args);
     equal(result.code, 2);
-    equal(
-      result.stderr,
-      "partner-api: --limit must be an integer from 1 to 1000: received zero (see deno task cli --help)\n",
-    );
+    const file = new URL("../../src/cli/mod.ts", import.meta.url).pathname;
+    equal(result.stderr, `${line} (see deno run -A ${file} --help)\n`);
+    const task = await new Deno.Command("deno", {
+      args: ["task", "--quiet", "cli", ...args],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    equal(task.code, 2);
+    const stderr = new TextDecoder().decode(task.stderr);
+    equal(stderr, `${line} (see deno task cli --help)\n`);
   },
 );
 
