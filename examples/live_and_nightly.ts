@@ -34,12 +34,15 @@ const result = await syncList(service, "transactions", {
   priority: "low",
   maxDuration: 3_600_000,
 });
+// No sweep request this run (a first run reads the list whole): when it last was.
+const { nextVerifiedAt: next, verifiedAt: last } = result;
+const verified = next !== undefined
+  ? `next verified whole by ${new Date(next).toISOString()}`
+  : `verified whole ${
+    last === undefined ? "never" : new Date(last).toISOString()
+  }`;
 console.log(
-  `copy: ${result.inserted} new, ${result.updated} changed, ${result.deleted} removed; next verified whole by ${
-    result.nextVerifiedAt === undefined
-      ? "the next run"
-      : new Date(result.nextVerifiedAt).toISOString()
-  }`,
+  `copy: ${result.inserted} new, ${result.updated} changed, ${result.deleted} removed; ${verified}`,
 );
 await rateLimit[Symbol.asyncDispose]();
 await redis.quit();

@@ -261,6 +261,6 @@ export interface SyncResult extends SyncProgress {
   readonly verifiedAt?: number;
   /** List requests the cycle under way still needs, about (0 when none is). */
   readonly sweepLeft: number;
-  /** When (epoch ms) the whole copy will next be verified at this run's sweep rate; undefined if it read nothing. */
+  /** When (epoch ms) the whole copy will next be verified at this run's sweep rate; undefined if its sweep sent no request. */
   readonly nextVerifiedAt?: number;
 }
