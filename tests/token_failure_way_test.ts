@@ -65,17 +65,36 @@ for (const [name, open] of STORES) {
       await using api = await startFakePartnerApi({
         tokenBodyFormats: ["form"],
       });
-      const ways = [json, json, jsonBasic, form, json];
-      const outcomes = await runs(api, open(folder), ways);
-      // JSON refused; JSON again held (no request); JSON with Basic is
-      // another way: sent, refused; a form body gets the token, which every
-      // provider then takes from the store.
+      const outcomes = await runs(api, open(folder), [json, json, form, json]);
+      // JSON refused; JSON again held (no request); a form body is another
+      // way: sent, it gets the token, which every provider then takes from
+      // the store.
+      deepStrictEqual(outcomes, ["1 400", "0 400", "1 token", "0 token"]);
+    } finally {
+      await Deno.remove(folder, { recursive: true });
+    }
+  });
+
+  Deno.test(`${name} store: two ways refused in a row are one cooldown for every way, escalated: fresh providers sending by turns are held (each overwrote the other's refusal and sent every time: r68 F1)`, async () => {
+    await Deno.mkdir(".test-tmp", { recursive: true });
+    const folder = await Deno.makeTempDir({ dir: ".test-tmp" });
+    try {
+      const faults: FakeFault[] = Array(8).fill({
+        kind: "status",
+        status: 400,
+      });
+      await using api = await startFakePartnerApi({ faults });
+      const store = open(folder);
+      const ways = [json, form, json, form, jsonBasic, json, form];
+      const outcomes = await runs(api, store, ways);
       deepStrictEqual(outcomes, [
         "1 400",
-        "0 400",
         "1 400",
-        "1 token",
-        "0 token",
+        "0 400",
+        "0 400",
+        "0 400",
+        "0 400",
+        "0 400",
       ]);
     } finally {
       await Deno.remove(folder, { recursive: true });
@@ -96,7 +115,7 @@ for (const [name, open] of STORES) {
   });
 }
 
-Deno.test("a 400's failure record names the way it was sent, a 503's none, and a record's sentAs that is not text is no failure", async () => {
+Deno.test("a 400's failure record names the way it was sent, a 503's none; a sentAs that is no text, or on a 503, holds every way (r68 F2: the cooldown was dropped)", async () => {
   const records = new Map<string, TokenRecord>();
   const store: TokenStore = {
     get: (key) => Promise.resolve(records.get(key)),
@@ -114,7 +133,16 @@ Deno.test("a 400's failure record names the way it was sent, a 503's none, and a
   const [key, record] = [...records][0]!;
   equal(record.failure?.sentAs, "json basic");
   deepStrictEqual(await runs(api, store, [jsonBasic]), ["0 400"]);
-  // A record whose sentAs is not text is read as holding no failure: the request is sent.
-  records.set(key, { failure: { ...record.failure!, sentAs: 5 as never } });
-  deepStrictEqual(await runs(api, store, [jsonBasic]), ["1 400"]);
+  // Two ways refused in a row: one cooldown for every way, escalated.
+  deepStrictEqual(await runs(api, store, [json]), ["1 400"]);
+  const both = records.get(key)!.failure!;
+  deepStrictEqual([both.sentAs, both.failures], [undefined, 2]);
+  // A record's sentAs that is no text, or on a failure not about the way (a
+  // 503), holds every way, as a record written before there was any.
+  for (const [status, sentAs] of [[400, 5], [503, "form body"]] as const) {
+    const failure = { ...record.failure!, status, sentAs: sentAs as never };
+    records.set(key, { failure });
+    const held = `0 ${status}`;
+    deepStrictEqual(await runs(api, store, [json, form]), [held, held]);
+  }
 });

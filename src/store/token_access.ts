@@ -195,7 +195,7 @@ function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
     // A reading dated ahead (another clock, or garbage) would hide every later real one.
     ...(isQuotaSnapshot(quota) && quota.observedAt <= latest && { quota }),
     ...(isTime(blockedUntil) && { blockedUntil }),
-    ...(isFailure(failure) && { failure }),
+    ...(isFailure(failure) && { failure: wayKept(failure) }),
     ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
   };
 }
@@ -216,14 +216,20 @@ function isBuckets(value: unknown): value is QuotaBucket[] {
 const FAILURE_REASONS = new Set(["network", "timeout", "status", "malformed"]);
 
 function isFailure(value: unknown): value is TokenFailure {
-  const { until, failures, reason, status, code, sentAs } = fieldsOf(value) ??
-    {};
+  const { until, failures, reason, status, code } = fieldsOf(value) ?? {};
   return isTime(until) && isTime(failures) && failures >= 1 &&
     FAILURE_REASONS.has(reason as string) &&
     (status === undefined || isTime(status)) &&
-    [code, sentAs].every((text) =>
-      text === undefined || typeof text === "string"
-    );
+    (code === undefined || typeof code === "string");
+}
+
+/** The failure without a `sentAs` that is no text: it then holds every way, as one written before there was any. */
+function wayKept(failure: TokenFailure): TokenFailure {
+  if (failure.sentAs === undefined || typeof failure.sentAs === "string") {
+    return failure;
+  }
+  const { sentAs: _, ...wayless } = failure;
+  return wayless;
 }
 
 function isRenewal(value: unknown): value is TokenRenewal {

@@ -69,7 +69,8 @@ export interface TokenFailure {
   readonly code?: string;
   /**
    * After a 400 or 415: how the refused request was sent (`bodyFormat` and `clientAuthentication`, e.g. `"json body"`).
-   * Such a refusal is about the way it was asked, so a provider that sends another way is not held by its cooldown.
+   * Such a refusal is about the way it was asked, so a provider that sends another way is not held by its cooldown;
+   * absent once two ways were refused in a row (the cooldown then holds every way).
    */
   readonly sentAs?: string;
 }

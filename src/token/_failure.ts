@@ -3,7 +3,7 @@
 import { TokenRequestError } from "../core/errors.ts";
 import { retryAfterMs } from "../core/_attempt_loop.ts";
 import type { TokenFailure, TokenRecord } from "../store/types.ts";
-import { cooldownAfter } from "./_policy.ts";
+import { cooldownAfter, MAX_COOLDOWN } from "./_policy.ts";
 import { type HintSource, tokenHint } from "./_hint.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { given } from "../core/_check.ts";
@@ -56,22 +56,42 @@ export function failureRecord(
     ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
     ...given({ status: error.status, code: error.code }),
-    ...(refusesWay(status) && { sentAs: way }),
+    ...given({ sentAs: refusedWay(status, way, previous, now) }),
   };
 }
 
+/**
+ * The way a refusal holds: its own after a 400 or 415, unless it follows a refusal of another way (or of every way)
+ * within the escalation's reach: both ways are refused, so it holds every way (the record keeps one cooldown: held
+ * per way, fresh processes sending by turns each overwrote the other's and sent every time).
+ */
+function refusedWay(
+  status: number,
+  way: string,
+  previous: TokenFailure | undefined,
+  now: number,
+): string | undefined {
+  if (!refusesWay(status)) return undefined;
+  const recent = previous !== undefined && refusesWay(previous.status) &&
+    now - previous.until < MAX_COOLDOWN;
+  return recent && previous.sentAs !== way ? undefined : way;
+}
+
 /** A 400 or 415: the server refused how the request was asked (its hint names the body format and authentication). */
-function refusesWay(status: number): boolean {
+function refusesWay(status: number | undefined): boolean {
   return status === 400 || status === 415;
 }
 
 /**
- * `record` as a provider that sends `way` reads it: a refusal of a request sent another way holds no cooldown here
- * (following the hint, a user changes the way; a fleet member configured apart is not held by another's mistake).
+ * `record` as a provider that sends `way` reads it, and the refusal it does not heed: a 400's or 415's to a request
+ * sent another way holds no cooldown here (following the hint, a user changes the way; a fleet member configured apart
+ * is not held by another's mistake).
  */
-export function forWay(record: TokenRecord, way: string): TokenRecord {
-  const sentAs = record.failure?.sentAs;
-  if (sentAs === undefined || sentAs === way) return record;
-  const { failure: _, ...rest } = record;
-  return rest;
+export function forWay(record: TokenRecord, way: string) {
+  const { failure, ...rest } = record;
+  const sentAs = failure?.sentAs;
+  if (sentAs === undefined || sentAs === way || !refusesWay(failure!.status)) {
+    return { record, otherWay: undefined };
+  }
+  return { record: rest, otherWay: failure };
 }

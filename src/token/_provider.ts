@@ -57,6 +57,8 @@ export class CachingTokenProvider implements TokenProvider {
   #failure:
     | { readonly cooldown: TokenFailure; readonly error?: TokenRequestError }
     | undefined;
+  /** A refusal of another way the store held when last read: one of this way after it is the fleet's, of both. */
+  #otherWay: TokenFailure | undefined;
   /** The last 401 renewal this provider knows of (its own, or the fleet's). */
   #renewal: TokenRenewal | undefined;
   /** The last token dropped after a 401: never taken back from a store. */
@@ -228,7 +230,8 @@ export class CachingTokenProvider implements TokenProvider {
             return this.#blockedAt(now);
           },
         );
-        this.#failure = undefined; // a success forgets the failures before it
+        // A success forgets the failures before it.
+        this.#failure = this.#otherWay = undefined;
         // Without a store the token is kept as built: nothing copies it.
         const kept = !this.#store.present ? token : storableToken(token);
         return { token: kept, ...this.#quotaRecord(token.quota) };
@@ -241,24 +244,8 @@ export class CachingTokenProvider implements TokenProvider {
           };
         }
         if (!(error instanceof TokenRequestError)) throw error;
-        // A refusal other than 429 may still report the quota (read once, by the protocol).
-        if (error.quota !== undefined) {
-          this.#observeQuota(quotaSnapshot(error.quota, this.#now()));
-        }
-        // Recorded before the flight settles (none slips in), and for the fleet.
         failed = error;
-        const at = this.#now();
-        const cooldown = failureRecord(
-          error,
-          // Escalated by the time really passed since the last ended: a step forward passes none.
-          this.#local.readIn(this.#failure?.cooldown, "until", at, "onSteady"),
-          this.#config,
-          at,
-        );
-        if (cooldown === undefined) throw error; // never sent: no permission
-        this.#local.mark(cooldown.until, at);
-        this.#failure = { cooldown, error };
-        return { failure: cooldown };
+        return this.#failed(error);
       }
     };
     // The fleet's 401 ledger goes with every record this provider writes.
@@ -273,6 +260,28 @@ export class CachingTokenProvider implements TokenProvider {
     this.#takeRecord(record);
     if (!saved) await this.#store.save(this.#record());
     return this.#handOut(refusal, failed);
+  }
+
+  /** A failed request's record: its cooldown, kept before the flight settles (none slips in), and for the fleet. */
+  #failed(error: TokenRequestError): TokenRecord {
+    // A refusal other than 429 may still report the quota (read once, by the protocol).
+    if (error.quota !== undefined) {
+      this.#observeQuota(quotaSnapshot(error.quota, this.#now()));
+    }
+    const at = this.#now();
+    // Escalated by the time really passed since the last ended (a step forward passes none); after another way's
+    // refusal too (both ways refused: one cooldown for the fleet).
+    const previous = this.#failure?.cooldown ?? this.#otherWay;
+    const cooldown = failureRecord(
+      error,
+      this.#local.readIn(previous, "until", at, "onSteady"),
+      this.#config,
+      at,
+    );
+    if (cooldown === undefined) throw error; // never sent: no permission
+    this.#local.mark(cooldown.until, at);
+    this.#failure = { cooldown, error };
+    return { failure: cooldown };
   }
 
   /** The token to hand out after a flight, or why there is none. */
@@ -302,6 +311,7 @@ export class CachingTokenProvider implements TokenProvider {
   #takeRecord(stored: TokenRecord): void {
     const now = this.#now();
     const record = this.#seenHere(stored, now);
+    this.#otherWay = forWay(stored, this.#config.endpoint.way).otherWay;
     const news = newerFromRecord(record, {
       expiresAt: this.#cache.held?.expiresAt,
       blockedUntil: this.#blockedUntil,
@@ -354,7 +364,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** A stored record as this provider reads it: its own token's times as moved here, a cooldown of its way only. */
   #seenHere(stored: TokenRecord, now: number): TokenRecord {
-    const record = forWay(stored, this.#config.endpoint.way);
+    const { record } = forWay(stored, this.#config.endpoint.way);
     return seenHere(record, this.#cache.moved(now));
   }
 
