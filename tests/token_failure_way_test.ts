@@ -7,6 +7,7 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { TokenRequestError } from "../src/core/errors.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
+import { manualClock } from "./_helpers.ts";
 import {
   createFileTokenStore,
   createMemoryTokenStore,
@@ -114,6 +115,45 @@ for (const [name, open] of STORES) {
     }
   });
 }
+
+Deno.test("long-lived providers of two ways, each with a failure of its own (a 503 before), share one cooldown once both ways are refused (each kept escalating on its own, its old failure hiding the other way's refusal: r70 F1)", async () => {
+  const faults: FakeFault[] = [
+    { kind: "status", status: 503 },
+    ...Array(10).fill({ kind: "status", status: 400 }),
+  ];
+  await using api = await startFakePartnerApi({ faults });
+  const clock = manualClock();
+  const store = createMemoryTokenStore();
+  const provider = (way: Way) =>
+    createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      ...way,
+      store,
+      now: clock,
+      retry: false,
+    });
+  const providers = { json: provider(json), form: provider(form) };
+  const sent: number[] = [];
+  const calls = [
+    [0, "json"],
+    [50, "form"],
+    [10_100, "json"], // past the 503's 10 s: JSON refused
+    [10_200, "form"], // another way: sent, refused, so both ways are
+    [30_200, "json"], // held by the one cooldown (40 s) ...
+    [30_300, "form"],
+    [50_300, "json"], // ... until it ends
+    [50_400, "form"],
+  ] as const;
+  const start = clock();
+  for (const [at, way] of calls) {
+    clock.set(start + at);
+    const before = api.tokenRequests;
+    await providers[way].getToken().catch(() => {});
+    sent.push(api.tokenRequests - before);
+  }
+  deepStrictEqual(sent, [1, 0, 1, 1, 0, 0, 1, 0]);
+});
 
 Deno.test("a 400's failure record names the way it was sent, a 503's none; a sentAs that is no text, or on a 503, holds every way (r68 F2: the cooldown was dropped)", async () => {
   const records = new Map<string, TokenRecord>();

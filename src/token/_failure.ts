@@ -34,13 +34,14 @@ export function repeatedFailure(
 }
 
 /**
- * The failure to keep after `error` to a request sent the endpoint's way, its cooldown escalated from `previous`.
+ * The failure to keep after `error` to a request sent the endpoint's way, its cooldown escalated from the later of
+ * the `earlier` failures known (the provider's own, a refusal of another way read from the store).
  * None for a request the runtime refused (no permission): never sent, it needs
  * no rest, and a fleet must not wait for one process's missing flag.
  */
 export function failureRecord(
   error: TokenRequestError,
-  previous: TokenFailure | undefined,
+  earlier: readonly (TokenFailure | undefined)[],
   { endpoint: { way }, backoff: { maxRetryAfter } }: {
     readonly endpoint: { readonly way: string };
     readonly backoff: { readonly maxRetryAfter: number };
@@ -52,11 +53,17 @@ export function failureRecord(
   const retryAfter = response !== undefined && (status === 403 || status >= 500)
     ? retryAfterMs(response.headers, now)
     : undefined;
+  const known = earlier.filter((failure) => failure !== undefined);
+  const previous = known.reduce<TokenFailure | undefined>(
+    (later, failure) =>
+      failure.until > (later?.until ?? -Infinity) ? failure : later,
+    undefined,
+  );
   return {
     ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
     ...given({ status: error.status, code: error.code }),
-    ...given({ sentAs: refusedWay(status, way, previous, now) }),
+    ...given({ sentAs: refusedWay(status, way, known, now) }),
   };
 }
 
@@ -68,13 +75,15 @@ export function failureRecord(
 function refusedWay(
   status: number,
   way: string,
-  previous: TokenFailure | undefined,
+  earlier: readonly TokenFailure[],
   now: number,
 ): string | undefined {
   if (!refusesWay(status)) return undefined;
-  const recent = previous !== undefined && refusesWay(previous.status) &&
-    now - previous.until < MAX_COOLDOWN;
-  return recent && previous.sentAs !== way ? undefined : way;
+  const bothRefused = earlier.some((failure) =>
+    refusesWay(failure.status) && failure.sentAs !== way &&
+    now - failure.until < MAX_COOLDOWN
+  );
+  return bothRefused ? undefined : way;
 }
 
 /** A 400 or 415: the server refused how the request was asked (its hint names the body format and authentication). */

@@ -271,13 +271,10 @@ export class CachingTokenProvider implements TokenProvider {
     const at = this.#now();
     // Escalated by the time really passed since the last ended (a step forward passes none); after another way's
     // refusal too (both ways refused: one cooldown for the fleet).
-    const previous = this.#failure?.cooldown ?? this.#otherWay;
-    const cooldown = failureRecord(
-      error,
-      this.#local.readIn(previous, "until", at, "onSteady"),
-      this.#config,
-      at,
+    const earlier = [this.#failure?.cooldown, this.#otherWay].map((failure) =>
+      this.#local.readIn(failure, "until", at, "onSteady")
     );
+    const cooldown = failureRecord(error, earlier, this.#config, at);
     if (cooldown === undefined) throw error; // never sent: no permission
     this.#local.mark(cooldown.until, at);
     this.#failure = { cooldown, error };
