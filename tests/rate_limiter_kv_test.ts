@@ -338,6 +338,37 @@ Deno.test("a KV caller gives up with its signal; a closed database means pacing 
   });
 });
 
+Deno.test("a KV member alone in the last window paces at half the limit once its database fails, never the whole: a member joining meanwhile paces at half too (alone at the whole, the two sent 30 in a window of 20: r71 F1)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv);
+    const events: PartnerApiEvent[] = [];
+    const limiter = createKvRateLimiter(db.kv, {
+      requests: 20,
+      interval: 2000,
+      now: () => timers.now,
+      onEvent: (event) => events.push(event),
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const granted: number[] = [];
+    const send = async () => {
+      const ticket = await run(limiter.take());
+      granted.push(timers.now);
+      limiter.answered(ticket);
+    };
+    await send(); // the store says it is alone
+    await run(db.idle());
+    kv.close();
+    await timers.tickAsync(2000); // its send left the window
+    const alone = granted.length;
+    for (let i = 0; i < 30; i++) await send();
+    deepStrictEqual(events.map((event) => event.type), ["rate.degraded"]);
+    equal((events[0] as { requests?: number }).requests, 10);
+    equal(mostInAnyWindow(granted.slice(alone), 2000), 10);
+    await run(limiter[Symbol.asyncDispose]());
+  });
+});
+
 Deno.test("createKvRateLimiter() refuses bad options by name, and a value that is not a window is read as empty", async () => {
   using kv = await Deno.openKv(":memory:");
   throws(() => createKvRateLimiter(kv, { requests: 1001 }), {

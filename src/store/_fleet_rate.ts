@@ -265,8 +265,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#failures = 0;
     this.#reseeds = 0;
     this.#epoch = reply.epoch;
-    const share = Math.floor(this.limit.requests / reply.holders);
-    if (reply.holders > 0) this.#share = Math.max(1, share);
+    // Never the whole limit, even for a process alone in the last window: another may join while the store is down.
+    const { requests } = this.limit;
+    const share = Math.min(requests / reply.holders, requests / 2);
+    if (reply.holders > 0) this.#share = Math.max(1, Math.floor(share));
     this.#lastTakeAt = this.#config.now();
     if (!this.#degraded) return;
     this.#degraded = false;
