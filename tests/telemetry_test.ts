@@ -63,6 +63,38 @@ Deno.test("the quota gauge records only the buckets the service documents: a ser
   );
 });
 
+Deno.test("a tracer that throws costs a token request its span alone: the counter and the quota gauge are recorded (they were lost with it)", async () => {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json(
+        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
+        { headers: { "Idp-Client-Quota-Limit": "b=per_hour;q=10;r=9;t=3540" } },
+      ),
+  );
+  const { gauges, meter } = recorder();
+  const counted: string[] = [];
+  meter.createCounter = () => ({
+    add: (_value, attributes) =>
+      void counted.push(String(attributes["partner_api.outcome"])),
+  });
+  const tracer: TelemetryTracer = {
+    startSpan: () => {
+      throw new Error("the tracer broke");
+    },
+  };
+  const provider = createTokenProvider({
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner.example/api",
+    clientId: "id",
+    clientSecret: "secret",
+    onEvent: openTelemetry({ meter, tracer }),
+  });
+  await provider.getToken();
+  deepStrictEqual(counted, ["ok"]);
+  deepStrictEqual(gauges.length, 1);
+});
+
 /** A meter keeping each point of the histogram `name`: its unit, value and `attribute`. */
 function histogram(name: string, attribute: string) {
   const points: { unit: string; value: number; attribute: unknown }[] = [];

@@ -28,7 +28,7 @@ import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
 import { instruments, integerAttributes } from "./_instruments.ts";
 import type { EventListener, TokenRequestEvent } from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
-import { requireOptions } from "../core/_check.ts";
+import { requireOptions, tried } from "../core/_check.ts";
 import type {
   OpenTelemetryOptions,
   TelemetryAttributes,
@@ -125,7 +125,7 @@ function endedSpan(
     .setStatus({ code }).end(end);
 }
 
-/** A token request: its span, the counter, and the quota it reported. */
+/** A token request: its span, the counter, and the quota it reported; a tracer that throws costs its span alone. */
 function tokenRequest(
   event: TokenRequestEvent,
   tracer: TelemetryTracer,
@@ -134,7 +134,9 @@ function tokenRequest(
   const { outcome, reason } = event;
   const attributes: TelemetryAttributes = { "partner_api.outcome": outcome };
   if (reason !== undefined) attributes["error.type"] = reason;
-  endedSpan(tracer, "partner_api.token.request", event, attributes);
+  tried(() =>
+    endedSpan(tracer, "partner_api.token.request", event, attributes)
+  );
   meter.tokenRequests.add(1, { "partner_api.outcome": outcome });
   for (const { bucket, remaining } of event.quota ?? []) {
     // Server-chosen names would each be a new series in the user's metrics store.
