@@ -369,6 +369,38 @@ Deno.test("a KV member alone in the last window paces at half the limit once its
   });
 });
 
+Deno.test("a KV member pacing alone at a share of 1 (a limit of 2, alone in the last window) sends one an interval after each answer, not one per look at its failing store, up to 30 s apart (r72 F2)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv);
+    const limiter = createKvRateLimiter(db.kv, {
+      requests: 2,
+      interval: 1000,
+      now: () => timers.now,
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    limiter.answered(await run(limiter.take())); // the store says it is alone
+    await run(db.idle());
+    kv.close();
+    await timers.tickAsync(2000);
+    const start = timers.now;
+    const granted: number[] = [];
+    // Each take asked while the send before it is unanswered, answered 10 ms on.
+    let previous = await run(limiter.take());
+    while (timers.now - start < 30_000) {
+      const next = limiter.take();
+      await timers.tickAsync(10);
+      limiter.answered(previous);
+      previous = await run(next);
+      granted.push(timers.now);
+    }
+    limiter.answered(previous);
+    equal(mostInAnyWindow(granted, 1000), 1);
+    ok(granted.length >= 25, `${granted.length} sends in 30 s`);
+    await run(limiter[Symbol.asyncDispose]());
+  });
+});
+
 Deno.test("createKvRateLimiter() refuses bad options by name, and a value that is not a window is read as empty", async () => {
   using kv = await Deno.openKv(":memory:");
   throws(() => createKvRateLimiter(kv, { requests: 1001 }), {

@@ -106,6 +106,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #returning = false;
   /** Between rate.degraded and rate.restored. */
   #degraded = false;
+  /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
+  #forAnswer = false;
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -141,6 +143,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       this.#answers.push(`${this.#config.holder}:${ticket}`);
       if (!this.#telling) this.#write(this.#tell());
     }
+    // The pause's timer is only the store's next look: it kept a share of 1 to a send per look (up to 30 s).
+    if (this.#forAnswer) this.#lines.resume();
     this.#wake();
   }
 
@@ -192,7 +196,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // The flag drops in the step of the last look at the line: a caller queued after starts the next round.
     try {
       while (this.#lines.size > 0) {
-        this.#storeWait = false;
+        this.#storeWait = this.#forAnswer = false;
         const wait = this.#config.now() < this.#aloneUntil
           ? this.#takeAlone()
           : await this.#takeShared();
@@ -222,6 +226,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return 0;
     }
     // Back to the store when the pause ends, if that comes first.
+    this.#forAnswer = wait === Infinity;
     return Math.min(wait, Math.max(1, this.#aloneUntil - now));
   }
 
