@@ -142,6 +142,31 @@ export function assertNode20Syntax(bundles: Record<string, string>): void {
   }
 }
 
+/**
+ * `code` without its `if (import.meta.main) …` statements (the CLI's run as a program): a bundler that inlines a chunk
+ * gives `import.meta.main` its own program's value, so a user's esbuild bundle that imported `./cli` ran the tool on
+ * its own arguments, and a Worker's failed to load. The program is src/cli/mod.ts; dist/cli.mjs is a module.
+ */
+export function withoutMainRun(code: string): string {
+  const source = ts.createSourceFile(
+    "bundle.mjs",
+    code,
+    ts.ScriptTarget.Latest,
+    true,
+    ts.ScriptKind.JS,
+  );
+  const runs = source.statements.filter((statement) =>
+    ts.isIfStatement(statement) &&
+    statement.expression.getText(source) === "import.meta.main"
+  );
+  let kept = code;
+  for (const statement of runs.reverse()) {
+    kept = kept.slice(0, statement.getStart(source)) +
+      kept.slice(statement.getEnd());
+  }
+  return kept;
+}
+
 /** The files under `folder`, at any depth. */
 async function* walk(folder: string): AsyncGenerator<{ path: string }> {
   for await (const entry of Deno.readDir(folder)) {
@@ -184,7 +209,7 @@ if (import.meta.main) {
   ]);
   const bundles: Record<string, string> = {};
   for await (const { path } of walk("dist/lib")) {
-    bundles[path] = forNode20(await Deno.readTextFile(path));
+    bundles[path] = withoutMainRun(forNode20(await Deno.readTextFile(path)));
     await Deno.writeTextFile(path, bundles[path]);
   }
   assertNode20Syntax(bundles);

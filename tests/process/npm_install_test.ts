@@ -293,6 +293,15 @@ function tsc(options: string[], files: string[]) {
 const DIST_NAMES = Object.keys(exports).map((path) =>
   path === "." ? "partner-api" : path.slice(2)
 );
+/** The bundle's chunks under `folder`, at any depth. */
+async function* chunkPaths(folder: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(folder)) {
+    const path = `${folder}/${entry.name}`;
+    if (entry.isDirectory) yield* chunkPaths(path);
+    else if (path.endsWith(".js")) yield path;
+  }
+}
+
 /** ./kv takes a `Deno.Kv`: a Deno-only entry, like its bundle. */
 const DIST_FOR_NODE = DIST_NAMES.filter((file) => file !== "kv");
 
@@ -303,6 +312,15 @@ cpuBoundTest(
     for (const name of DIST_NAMES) {
       await Deno.stat(`dist/${name}.mjs`);
       await Deno.stat(`dist/${name}.d.ts`);
+    }
+    // No chunk runs the CLI as a program: a bundler inlining one gives
+    // `import.meta.main` the user's program's value (r75 F1: esbuild ran the
+    // tool on the user's arguments; a Worker failed to load).
+    const paths = await Array.fromAsync(chunkPaths("dist/lib"));
+    ok(paths.some((path) => path.endsWith("/cli/mod.js")), String(paths));
+    for (const path of paths) {
+      const code = await Deno.readTextFile(path);
+      ok(!code.includes("import.meta.main"), path);
     }
 
     // The README's own Node line, as written.
