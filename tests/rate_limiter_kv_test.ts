@@ -401,6 +401,60 @@ Deno.test("a KV member pacing alone at a share of 1 (a limit of 2, alone in the 
   });
 });
 
+/** `kv` that fails every read and write while `down` is set (out of reach, its data kept). */
+function outOfReach(kv: Deno.Kv) {
+  const state = { down: false };
+  const wrap = <T extends object>(target: T, calls: string[]): T => {
+    const proxy: T = new Proxy(target, {
+      get(object, key) {
+        const value = Reflect.get(object, key, object);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (state.down && calls.includes(String(key))) {
+            return Promise.reject(new Error("the database is out of reach"));
+          }
+          const result = value.apply(object, args);
+          if (result === object) return proxy;
+          return key === "atomic" ? wrap(result, ["commit"]) : result;
+        };
+      },
+    });
+    return proxy;
+  };
+  return { kv: wrap(kv, ["get", "getMany", "set", "delete"]), state };
+}
+
+Deno.test("answers a KV database could not take while out of reach are told before the next take once it is back: their slots free then, not a minute after their sends (the fleet sent nothing for 52 s after it came back: r74 F1)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv);
+    const reach = outOfReach(db.kv);
+    const limiter = createKvRateLimiter(reach.kv, {
+      requests: 2,
+      interval: 1000,
+      now: () => timers.now,
+    });
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const sent = [await run(limiter.take()), await run(limiter.take())];
+    reach.state.down = true;
+    for (const ticket of sent) limiter.answered(ticket);
+    await run(db.idle());
+    await timers.tickAsync(1500);
+    reach.state.down = false;
+    await timers.tickAsync(1500);
+    const back = timers.now;
+    const granted: number[] = [];
+    while (timers.now - back < 10_000) {
+      limiter.answered(await run(limiter.take()));
+      granted.push(timers.now);
+    }
+    ok(granted.length >= 15, `${granted.length} sends in 10 s`);
+    equal(mostInAnyWindow(granted, 1000), 2);
+    await run(limiter[Symbol.asyncDispose]());
+  });
+  kv.close();
+});
+
 Deno.test("createKvRateLimiter() refuses bad options by name, and a value that is not a window is read as empty", async () => {
   using kv = await Deno.openKv(":memory:");
   throws(() => createKvRateLimiter(kv, { requests: 1001 }), {

@@ -95,6 +95,47 @@ Deno.test("a tracer that throws costs a token request its span alone: the counte
   deepStrictEqual(gauges.length, 1);
 });
 
+Deno.test("a meter whose counter, or one bucket's gauge, throws costs that record alone: the other bucket's gauge is recorded (r74 F2: both were lost)", async () => {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json(
+        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
+        {
+          headers: {
+            "Idp-Client-Quota-Limit":
+              "b=per_hour;q=10;r=9;t=3540,b=per_day;q=50;r=49;t=43200",
+          },
+        },
+      ),
+  );
+  const recorded: unknown[] = [];
+  const meter: TelemetryMeter = {
+    createCounter: () => ({
+      add: () => {
+        throw new Error("the counter broke");
+      },
+    }),
+    createHistogram: () => ({ add() {}, record() {} }),
+    createGauge: () => ({
+      record: (_value, attributes) => {
+        const bucket = attributes["partner_api.quota.bucket"];
+        if (bucket === "per_hour") throw new Error("the gauge broke");
+        recorded.push(bucket);
+      },
+    }),
+  };
+  const provider = createTokenProvider({
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner.example/api",
+    clientId: "id",
+    clientSecret: "secret",
+    onEvent: openTelemetry({ meter, tracer: recorder().tracer }),
+  });
+  await provider.getToken();
+  deepStrictEqual(recorded, ["per_day"]);
+});
+
 /** A meter keeping each point of the histogram `name`: its unit, value and `attribute`. */
 function histogram(name: string, attribute: string) {
   const points: { unit: string; value: number; attribute: unknown }[] = [];

@@ -108,6 +108,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #degraded = false;
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
+  /** Answers to the store's sends that it failed to take: told before the next take, or their slots stay held. */
+  #unsaid: string[] = [];
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -243,6 +245,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const ask = { sends, epoch: this.#epoch, returning: this.#returning, low };
     let reply: TakeReply;
     try {
+      // Told first: the store holds a send it never heard answered for a minute, as if its process died.
+      const unsaid = this.#unsaid.slice(0, MOST_PER_TAKE);
+      if (unsaid.length > 0) await this.#shared.answer(unsaid);
+      this.#unsaid.splice(0, unsaid.length);
       reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
@@ -335,8 +341,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#telling = true; // at once: the first await comes after
     try {
       while (this.#answers.length > 0) {
-        await this.#shared.answer(this.#answers.splice(0, MOST_PER_TAKE))
-          .catch(() => {}); // the hold frees the slot in the end
+        const answers = this.#answers.splice(0, MOST_PER_TAKE);
+        await this.#shared.answer(answers)
+          .catch(() => this.#unsaid.push(...answers));
       }
     } finally {
       this.#telling = false;

@@ -125,7 +125,7 @@ function endedSpan(
     .setStatus({ code }).end(end);
 }
 
-/** A token request: its span, the counter, and the quota it reported; a tracer that throws costs its span alone. */
+/** A token request: its span, the counter, and the quota it reported; each record that throws costs itself alone. */
 function tokenRequest(
   event: TokenRequestEvent,
   tracer: TelemetryTracer,
@@ -137,13 +137,15 @@ function tokenRequest(
   tried(() =>
     endedSpan(tracer, "partner_api.token.request", event, attributes)
   );
-  meter.tokenRequests.add(1, { "partner_api.outcome": outcome });
+  tried(() => meter.tokenRequests.add(1, { "partner_api.outcome": outcome }));
   for (const { bucket, remaining } of event.quota ?? []) {
     // Server-chosen names would each be a new series in the user's metrics store.
     if (!DOCUMENTED_BUCKETS.has(bucket)) continue;
-    meter.quotaRemaining.record(remaining, {
-      "partner_api.quota.bucket": bucket,
-    });
+    tried(() =>
+      meter.quotaRemaining.record(remaining, {
+        "partner_api.quota.bucket": bucket,
+      })
+    );
   }
 }
 
