@@ -444,3 +444,17 @@ Deno.test("paginate() stops cleanly on a break or an abort, for any input", asyn
     { numRuns: 200 },
   );
 });
+
+Deno.test("paginate() ends a source that ignores 'page' and answers more than 'limit' items with a RepeatedPageError at the second page (it paged for ever: r77 F2)", async () => {
+  let requests = 0;
+  const everything = Array.from({ length: 120 }, (_, i) => i);
+  const pages = paginate(() => {
+    requests++;
+    return Promise.resolve(everything);
+  }, { limit: 50 });
+  await rejects(collect(pages, { maxItems: 1_000 }), {
+    reason: "repeated-page",
+    page: 2,
+  });
+  equal(requests, 2);
+});

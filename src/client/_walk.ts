@@ -32,10 +32,12 @@ export interface Walked<T, F extends Fetched<T>> {
   readonly fetched: F;
 }
 
+/** A page requested; `settled` is its place among the answers (Infinity until it came), read before the walk's own. */
 function requestPage<T, F>(
   fetchPage: (request: PageRequest) => Promise<F>,
   config: PageConfig<T>,
   page: number,
+  answers: { count: number },
 ) {
   const controller = new AbortController();
   const { limit, fields, signal: caller } = config;
@@ -44,9 +46,27 @@ function requestPage<T, F>(
     : controller.signal;
   const result =
     (async () => await fetchPage({ page, limit, ...fields, signal }))();
+  const flight = { page, controller, result, settled: Infinity };
   // A page abandoned in flight may still reject; nobody is waiting for it.
-  result.catch(() => {});
-  return { page, controller, result };
+  result.catch(() => {}).finally(() => flight.settled = ++answers.count);
+  return flight;
+}
+
+/**
+ * With `dedupeBy` (a list that moves): the pages answered before the one just read are asked again when it is the
+ * first, or holds items seen (the list moved while they were in flight): an insert ahead after their answer pushed an
+ * item across their boundary, which neither answer holds; read again, `dedupeBy` drops what repeats.
+ */
+function askAgain<T, F>(
+  pending: ReturnType<typeof requestPage<T, F>>[],
+  settled: number,
+  ask: (page: number) => ReturnType<typeof requestPage<T, F>>,
+): void {
+  for (const [at, flight] of pending.entries()) {
+    if (flight.settled > settled) continue;
+    flight.controller.abort(new DOMException("asked again", "AbortError"));
+    pending[at] = ask(flight.page);
+  }
 }
 
 /** The `RepeatedPageError` when a full page repeats the one before, or holds only items seen. */
@@ -148,30 +168,41 @@ export async function* walkPages<T, F extends Fetched<T>>(
   const seen = new Set<unknown>();
   const pending: ReturnType<typeof requestPage<T, F>>[] = [];
   const tally: Tally = { kept: 0, fresh: 0, last: false };
+  const answers = { count: 0 };
+  const ask = (page: number) => requestPage(fetchPage, config, page, answers);
   let previous: readonly T[] | undefined;
   let nextPage = config.firstPage;
+  let inFlight = concurrency;
   try {
     signal?.throwIfAborted();
     while (true) {
       while (
-        pending.length < concurrency && nextPage <= config.lastPage &&
+        pending.length < inFlight && nextPage <= config.lastPage &&
         tally.kept + pending.length * limit < maxItems
       ) {
-        pending.push(requestPage(fetchPage, config, nextPage++));
+        pending.push(ask(nextPage++));
       }
       const head = pending.shift();
       if (head === undefined) return;
       const fetched = await raceAbort(head.result, signal);
       const items = itemsOf(fetched, head.page);
-      if (items.length === limit && sameItems(items, previous)) {
+      // Longer than `limit` too: a source that ignores `page` and sends more would page for ever.
+      if (items.length >= limit && sameItems(items, previous)) {
         throw repeatedPage(head.page);
       }
+      const first = previous === undefined;
       previous = items;
       const chosen = keep(items, config, seen, tally);
       yield { page: head.page, items: chosen, fetched };
       signal?.throwIfAborted();
       if (tally.last || items.length < limit) return;
       if (tally.fresh === 0 && items.length > 0) throw repeatedPage(head.page);
+      const moved = tally.fresh < items.length;
+      // Seen moving, the rest is read a page at a time: no page answered before the one before it.
+      if (moved) inFlight = 1;
+      if (config.dedupeBy && (first || moved)) {
+        askAgain(pending, head.settled, ask);
+      }
     }
   } finally {
     const unneeded = "the paginator no longer needs this page";

@@ -102,8 +102,10 @@ export interface PaginateOptions<T> {
   concurrency?: number;
   /**
    * Returns a key per item; an item whose key was already yielded is dropped (offset paging repeats
-   * items inserted ahead while you page). It keeps every key in memory and cannot bring back items
-   * skipped by deletions; a full page of seen items ends with a `RepeatedPageError`.
+   * items inserted ahead while you page). With `concurrency`, pages answered before the first one, or
+   * before one holding items seen (the list moved), are asked again, and a list seen moving is read a
+   * page at a time from there. It keeps every key in memory and cannot bring back items skipped by
+   * deletions; a full page of seen items ends with a `RepeatedPageError`.
    */
   dedupeBy?: (item: T) => unknown;
   /**
