@@ -173,6 +173,33 @@ Deno.test("request durations follow the semantic conventions: seconds (unit s), 
   ok(Number.isInteger(points[0]!.attribute));
 });
 
+Deno.test("an HTTP client duration histogram that throws costs its own record alone: the module's request duration is recorded (r76 F3: both were lost)", () => {
+  const { meter, points } = histogram(
+    "partner_api.request.duration",
+    "http.response.status_code",
+  );
+  const histograms = meter.createHistogram;
+  meter.createHistogram = (name, options) =>
+    name === "partner_api.request.duration" ? histograms(name, options) : {
+      record: () => {
+        throw new Error("the histogram broke");
+      },
+    };
+  const listener = openTelemetry({ meter, tracer: recorder().tracer });
+  listener({
+    type: "api.request",
+    method: "GET",
+    base: "api",
+    path: "/api/organizations",
+    host: "api.partner.example",
+    port: 443,
+    status: 200,
+    attempt: 1,
+    durationMs: 1250,
+  });
+  deepStrictEqual(points, [{ unit: "s", value: 1.25, attribute: 200 }]);
+});
+
 Deno.test("rate waits are a histogram by priority: partner_api.rate.wait.duration in seconds, attribute partner_api.priority", () => {
   const { meter, points } = histogram(
     "partner_api.rate.wait.duration",

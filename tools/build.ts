@@ -157,7 +157,8 @@ export function withoutMainRun(code: string): string {
   );
   const runs = source.statements.filter((statement) =>
     ts.isIfStatement(statement) &&
-    statement.expression.getText(source) === "import.meta.main"
+    statement.expression.getText(source) === "import.meta.main" &&
+    statement.elseStatement === undefined
   );
   let kept = code;
   for (const statement of runs.reverse()) {
@@ -165,6 +166,34 @@ export function withoutMainRun(code: string): string {
       kept.slice(statement.getEnd());
   }
   return kept;
+}
+
+/** Whether `code` reads `import.meta.main` (found by parsing: a comment or a string that names it does not). */
+function readsMain(code: string): boolean {
+  const source = ts.createSourceFile(
+    "bundle.mjs",
+    code,
+    ts.ScriptTarget.Latest,
+    true,
+    ts.ScriptKind.JS,
+  );
+  const reads = (node: ts.Node): boolean =>
+    (ts.isPropertyAccessExpression(node) &&
+      node.getText(source) === "import.meta.main") ||
+    (ts.forEachChild(node, reads) ?? false);
+  return reads(source);
+}
+
+/** Throws, naming each chunk, if a chunk of `bundles` still reads `import.meta.main` (a form `withoutMainRun` left). */
+export function assertNoMainRun(bundles: Record<string, string>): void {
+  const left = Object.keys(bundles).filter((path) => readsMain(bundles[path]!));
+  if (left.length > 0) {
+    throw new Error(
+      `a bundle still reads import.meta.main, which a user's bundler would give its own program's value: ${
+        left.join(", ")
+      }`,
+    );
+  }
 }
 
 /** The files under `folder`, at any depth. */
@@ -213,6 +242,7 @@ if (import.meta.main) {
     await Deno.writeTextFile(path, bundles[path]);
   }
   assertNode20Syntax(bundles);
+  assertNoMainRun(bundles);
   for (const [path, file] of entries) {
     const bundle = file.replace(/^\.\//, "./lib/").replace(/\.ts$/, ".js");
     await Deno.writeTextFile(

@@ -21,6 +21,7 @@ import {
   type TakeRequest,
   windowSpan,
 } from "./_window_rules.ts";
+import { UnsaidAnswers } from "./_unsaid_answers.ts";
 
 /** The fleet's window in a store; a send is named `<holder>:<ticket>`, unanswered until `answer`. */
 export interface SharedWindow {
@@ -61,9 +62,11 @@ export function fleetConfig(
 const disposed = () =>
   new DOMException("The rate limiter was disposed", "AbortError");
 
-/** The first pause after the store failed, doubled on each failure after. */
-const FIRST_PAUSE = 500;
+/** The longest pause after the store failed, or lost the window again and again. */
 const LONGEST_PAUSE = 30_000;
+/** The pause after `failures` of the store in a row: 0.5 s, doubled on each. */
+const pauseAfter = (failures: number) =>
+  Math.min(LONGEST_PAUSE, 500 * 2 ** failures);
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
 
@@ -108,8 +111,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #degraded = false;
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
-  /** Answers to the store's sends that it failed to take: told before the next take, or their slots stay held. */
-  #unsaid: string[] = [];
+  /** Answers to the store's sends that it failed to take. */
+  readonly #unsaid = new UnsaidAnswers((answers) => {
+    this.#answers.push(...answers);
+    if (!this.#telling) this.#write(this.#tell());
+  }, pauseAfter);
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -166,6 +172,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       }
     }
     this.#afterLeaving(); // clears the pause's timer, and leaves the fleet's line
+    // One last try for answers the store missed: another process may wait for their slots.
+    const unsaid = this.#unsaid.drain();
+    if (unsaid.length > 0) this.#write(this.#shared.answer(unsaid));
     while (this.#writes.size > 0 || this.#busy) {
       await Promise.all([...this.#writes, this.#pumping]);
     }
@@ -246,9 +255,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     let reply: TakeReply;
     try {
       // Told first: the store holds a send it never heard answered for a minute, as if its process died.
-      const unsaid = this.#unsaid.slice(0, MOST_PER_TAKE);
+      const unsaid = this.#unsaid.first(MOST_PER_TAKE);
       if (unsaid.length > 0) await this.#shared.answer(unsaid);
-      this.#unsaid.splice(0, unsaid.length);
+      this.#unsaid.told(unsaid.length);
       reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
@@ -295,6 +304,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {
       const time = times[ticket % times.length]!;
+      // In flight (sent alone): written back held, so its answer is the store's to hear.
+      if (time === Infinity) this.#inStore.add(ticket);
       const age = time === Infinity ? -1 : Math.max(0, now - time);
       if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
@@ -316,7 +327,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store failed: pace alone at the last known share for a while. */
   #goAlone(): void {
     const now = this.#config.now();
-    const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
+    const pause = pauseAfter(this.#failures++);
     this.#aloneUntil = now + pause;
     this.#degrade(now);
   }
@@ -342,8 +353,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     try {
       while (this.#answers.length > 0) {
         const answers = this.#answers.splice(0, MOST_PER_TAKE);
-        await this.#shared.answer(answers)
-          .catch(() => this.#unsaid.push(...answers));
+        const told = await this.#shared.answer(answers).then(
+          () => true,
+          () => false,
+        );
+        if (!told && !this.#disposed) {
+          this.#unsaid.keep(answers, this.#config.now());
+        } else if (told && this.#unsaid.size === 0) this.#unsaid.drain(); // heard: a next miss pauses 0.5 s
       }
     } finally {
       this.#telling = false;

@@ -96,12 +96,15 @@ export function openTelemetry(
         const failure = status >= 400 ? String(status) : event.reason;
         if (failure !== undefined) http["error.type"] = failure;
         const seconds = event.durationMs / 1000;
-        meter.httpDuration.record(seconds, http);
-        meter.requestDuration.record(seconds, {
-          ...http,
-          "http.response.status_code": integer.metric(status),
-          "partner_api.base": event.base,
-        });
+        // Each on its own: an instrument that throws costs its record alone.
+        tried(() => meter.httpDuration.record(seconds, http));
+        tried(() =>
+          meter.requestDuration.record(seconds, {
+            ...http,
+            "http.response.status_code": integer.metric(status),
+            "partner_api.base": event.base,
+          })
+        );
         return;
       }
       case "rate.wait":

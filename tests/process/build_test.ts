@@ -54,8 +54,10 @@ cpuBoundTest(
       ".test-tmp/using_sample.mjs",
     ]);
     equal(checked.code, 0, checked.out);
-    const { lowered, ...verdicts } = JSON.parse(checked.out);
-    deepStrictEqual(verdicts, {
+    const { lowered, found, refused, foundAfter, refusedAfter } = JSON.parse(
+      checked.out,
+    );
+    deepStrictEqual({ found, refused, foundAfter, refusedAfter }, {
       found: ["5:5", "6:5", "7:10"],
       refused: true,
       foundAfter: [],
@@ -73,5 +75,44 @@ cpuBoundTest(
     ]);
     equal(onNode.code, 0, onNode.out);
     deepStrictEqual(JSON.parse(onNode.out), onDeno);
+  },
+);
+
+cpuBoundTest(
+  "the build removes an 'if (import.meta.main)' run without an else, keeps one with an else (its else would go) and every string or comment naming it, and fails on a chunk that still reads import.meta.main (r76 F4)",
+  async () => {
+    const sample = `export const text = "import.meta.main"; // import.meta.main
+if (import.meta.main) await run();
+if (import.meta.main) run(); else setup();
+function run() {}
+function setup() {}
+`;
+    await Deno.mkdir(".test-tmp", { recursive: true });
+    await Deno.writeTextFile(".test-tmp/main_sample.mjs", sample);
+    const checked = await run("deno", [
+      "run",
+      "--allow-env",
+      "--allow-read=.test-tmp",
+      "tests/process/node20_syntax_script.ts",
+      ".test-tmp/main_sample.mjs",
+    ]);
+    equal(checked.code, 0, checked.out);
+    const { withoutMain, mainRunLeft } = JSON.parse(checked.out);
+    equal(
+      withoutMain,
+      sample.replace("if (import.meta.main) await run();", ""),
+    );
+    deepStrictEqual(mainRunLeft, [true, true]);
+    const plain = sample.split("\n").filter((line) => !line.startsWith("if"))
+      .join("\n");
+    await Deno.writeTextFile(".test-tmp/main_sample.mjs", plain);
+    const clean = await run("deno", [
+      "run",
+      "--allow-env",
+      "--allow-read=.test-tmp",
+      "tests/process/node20_syntax_script.ts",
+      ".test-tmp/main_sample.mjs",
+    ]);
+    deepStrictEqual(JSON.parse(clean.out).mainRunLeft, [false, false]);
   },
 );
