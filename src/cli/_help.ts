@@ -89,7 +89,9 @@ Pages through a list under the API base and prints its items.
                          e.g. --since creationDate=2026-11-24T00:00:00Z
                          (dates compare as instants, UTC unless zoned)
   --max-items N          stop after N items in all
-  --concurrency N        pages in flight, 1 to ${MAX_CONCURRENCY} (default 1)
+  --concurrency N        pages in flight, 1 to ${MAX_CONCURRENCY} (default 1); on a
+                         list that changes while read, above 1 may skip an
+                         item (read it with 1, or keep a copy with sync)
   --query k=v            extra query parameter; repeat for more
   --format F             jsonl, json, csv or table (default: table on a terminal,
                          jsonl otherwise); csv is RFC 4180 with one header

@@ -32,12 +32,10 @@ export interface Walked<T, F extends Fetched<T>> {
   readonly fetched: F;
 }
 
-/** A page requested; `settled` is its place among the answers (Infinity until it came), read before the walk's own. */
 function requestPage<T, F>(
   fetchPage: (request: PageRequest) => Promise<F>,
   config: PageConfig<T>,
   page: number,
-  answers: { count: number },
 ) {
   const controller = new AbortController();
   const { limit, fields, signal: caller } = config;
@@ -46,27 +44,9 @@ function requestPage<T, F>(
     : controller.signal;
   const result =
     (async () => await fetchPage({ page, limit, ...fields, signal }))();
-  const flight = { page, controller, result, settled: Infinity };
   // A page abandoned in flight may still reject; nobody is waiting for it.
-  result.catch(() => {}).finally(() => flight.settled = ++answers.count);
-  return flight;
-}
-
-/**
- * With `dedupeBy` (a list that moves): the pages answered before the one just read are asked again when it is the
- * first, or holds items seen (the list moved while they were in flight): an insert ahead after their answer pushed an
- * item across their boundary, which neither answer holds; read again, `dedupeBy` drops what repeats.
- */
-function askAgain<T, F>(
-  pending: ReturnType<typeof requestPage<T, F>>[],
-  settled: number,
-  ask: (page: number) => ReturnType<typeof requestPage<T, F>>,
-): void {
-  for (const [at, flight] of pending.entries()) {
-    if (flight.settled > settled) continue;
-    flight.controller.abort(new DOMException("asked again", "AbortError"));
-    pending[at] = ask(flight.page);
-  }
+  result.catch(() => {});
+  return { page, controller, result };
 }
 
 /** The `RepeatedPageError` when a full page repeats the one before, or holds only items seen. */
@@ -144,8 +124,12 @@ function* kept<T>(
   }
 }
 
-/** The items of a fetched page, which must be an array. */
-function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
+/** The items of a fetched page, which must be an array of at most `limit` (a source that sends more ignores it). */
+function itemsOf<T>(
+  fetched: Fetched<T>,
+  page: number,
+  limit: number,
+): readonly T[] {
   const items = fetched.items as unknown;
   if (!Array.isArray(items)) {
     const received = items === null ? "null" : typeof items;
@@ -153,7 +137,26 @@ function itemsOf<T>(fetched: Fetched<T>, page: number): readonly T[] {
       `${CONTEXT}: page ${page} is not an array: received ${received}`,
     );
   }
+  if (items.length > limit) {
+    throw new TypeError(
+      `${CONTEXT}: page ${page} holds more items than 'limit' (${limit}): received ${items.length}`,
+    );
+  }
   return items;
+}
+
+/**
+ * With `dedupeBy` (a list that moves), the pages in flight once a page showed a move (items seen again): dropped, to be
+ * read again one at a time. A page read before the one before it misses the item an insert ahead pushed across their
+ * boundary in between; read in order, it holds it (`dedupeBy` drops what repeats).
+ */
+function dropInFlight<T, F>(pending: ReturnType<typeof requestPage<T, F>>[]) {
+  const first = pending[0]?.page;
+  const dropped = pending.splice(0);
+  for (const flight of dropped) {
+    flight.controller.abort(new DOMException("read again", "AbortError"));
+  }
+  return { first, dropped: dropped.length };
 }
 
 /**
@@ -168,11 +171,12 @@ export async function* walkPages<T, F extends Fetched<T>>(
   const seen = new Set<unknown>();
   const pending: ReturnType<typeof requestPage<T, F>>[] = [];
   const tally: Tally = { kept: 0, fresh: 0, last: false };
-  const answers = { count: 0 };
-  const ask = (page: number) => requestPage(fetchPage, config, page, answers);
   let previous: readonly T[] | undefined;
   let nextPage = config.firstPage;
-  let inFlight = concurrency;
+  // With `dedupeBy`, the first page alone: every other is then read after it.
+  let inFlight = config.dedupeBy ? 1 : concurrency;
+  let readAgain = 0; // pages in flight when the list was seen moving, read again
+  let allSeen = 0; // full pages in a row of items all seen
   try {
     signal?.throwIfAborted();
     while (true) {
@@ -180,29 +184,31 @@ export async function* walkPages<T, F extends Fetched<T>>(
         pending.length < inFlight && nextPage <= config.lastPage &&
         tally.kept + pending.length * limit < maxItems
       ) {
-        pending.push(ask(nextPage++));
+        pending.push(requestPage(fetchPage, config, nextPage++));
       }
       const head = pending.shift();
       if (head === undefined) return;
       const fetched = await raceAbort(head.result, signal);
-      const items = itemsOf(fetched, head.page);
-      // Longer than `limit` too: a source that ignores `page` and sends more would page for ever.
-      if (items.length >= limit && sameItems(items, previous)) {
-        throw repeatedPage(head.page);
-      }
+      const items = itemsOf(fetched, head.page, limit);
+      // (With `dedupeBy`, a page equal to the one before is one of items all seen: judged below.)
+      const same = items.length === limit && sameItems(items, previous);
+      if (same && !config.dedupeBy) throw repeatedPage(head.page);
       const first = previous === undefined;
       previous = items;
       const chosen = keep(items, config, seen, tally);
       yield { page: head.page, items: chosen, fetched };
       signal?.throwIfAborted();
       if (tally.last || items.length < limit) return;
-      if (tally.fresh === 0 && items.length > 0) throw repeatedPage(head.page);
-      const moved = tally.fresh < items.length;
-      // Seen moving, the rest is read a page at a time: no page answered before the one before it.
-      if (moved) inFlight = 1;
-      if (config.dedupeBy && (first || moved)) {
-        askAgain(pending, head.settled, ask);
-      }
+      if (config.dedupeBy && tally.fresh < items.length) {
+        const { first, dropped } = dropInFlight(pending);
+        nextPage = first ?? nextPage;
+        inFlight = 1; // seen moving: one at a time from here
+        readAgain = Math.max(readAgain, dropped);
+      } else if (first) inFlight = concurrency; // (the first page cannot show a move)
+      allSeen = tally.fresh === 0 ? allSeen + 1 : 0;
+      // Items all seen: the server ignores `page`; or the list grew by a page or more while pages read again were in
+      // flight (read on through as many).
+      if (allSeen > readAgain) throw repeatedPage(head.page);
     }
   } finally {
     const unneeded = "the paginator no longer needs this page";

@@ -102,10 +102,10 @@ export interface PaginateOptions<T> {
   concurrency?: number;
   /**
    * Returns a key per item; an item whose key was already yielded is dropped (offset paging repeats
-   * items inserted ahead while you page). With `concurrency`, pages answered before the first one, or
-   * before one holding items seen (the list moved), are asked again, and a list seen moving is read a
-   * page at a time from there. It keeps every key in memory and cannot bring back items skipped by
-   * deletions; a full page of seen items ends with a `RepeatedPageError`.
+   * items inserted ahead while you page). With `concurrency`, the first page is read alone, and once a
+   * page holds items seen (the list moved) the pages in flight are dropped and read again one at a time.
+   * It keeps every key in memory and cannot bring back items skipped by deletions; full pages of seen
+   * items end with a `RepeatedPageError` (after as many as were read again once the list moved).
    */
   dedupeBy?: (item: T) => unknown;
   /**
