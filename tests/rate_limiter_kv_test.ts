@@ -455,34 +455,6 @@ Deno.test("answers a KV database could not take while out of reach are told befo
   kv.close();
 });
 
-Deno.test("answers a KV member could not tell while its database was out of reach are told on a timer of their own, with no caller left: another member gets their slots within seconds of its return, not a minute after the sends (r76 F2)", async () => {
-  const kv = await Deno.openKv(":memory:");
-  await withFakeTimers(async (timers) => {
-    using db = trackedIo(kv);
-    const reach = outOfReach(db.kv);
-    const options = { requests: 2, interval: 1000, now: () => timers.now };
-    const a = createKvRateLimiter(reach.kv, options);
-    const b = createKvRateLimiter(db.kv, options);
-    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
-    const sent = [await run(a.take()), await run(a.take())];
-    reach.state.down = true;
-    for (const ticket of sent) a.answered(ticket); // then a has no caller left
-    await run(db.idle());
-    await timers.tickAsync(1500);
-    reach.state.down = false;
-    const back = timers.now;
-    const granted: number[] = [];
-    while (timers.now - back < 10_000) {
-      b.answered(await run(b.take()));
-      granted.push(timers.now);
-    }
-    ok(granted.length >= 12, `${granted.length} sends in 10 s`);
-    await run(a[Symbol.asyncDispose]());
-    await run(b[Symbol.asyncDispose]());
-  });
-  kv.close();
-});
-
 Deno.test("a send a KV member made alone, still unanswered when its database returns, is written back held, and its answer is told: the window has both slots again (it kept one for a minute: r76 F1)", async () => {
   const kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {

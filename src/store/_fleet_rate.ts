@@ -21,7 +21,6 @@ import {
   type TakeRequest,
   windowSpan,
 } from "./_window_rules.ts";
-import { UnsaidAnswers } from "./_unsaid_answers.ts";
 
 /** The fleet's window in a store; a send is named `<holder>:<ticket>`, unanswered until `answer`. */
 export interface SharedWindow {
@@ -111,11 +110,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #degraded = false;
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
-  /** Answers to the store's sends that it failed to take. */
-  readonly #unsaid = new UnsaidAnswers((answers) => {
-    this.#answers.push(...answers);
-    if (!this.#telling) this.#write(this.#tell());
-  }, pauseAfter);
+  /** Answers the store failed to take (out of reach), by batch and when: told before a take while their hold counts. */
+  #unsaid: { readonly answers: readonly string[]; readonly at: number }[] = [];
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -172,9 +168,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       }
     }
     this.#afterLeaving(); // clears the pause's timer, and leaves the fleet's line
-    // One last try for answers the store missed: another process may wait for their slots.
-    const unsaid = this.#unsaid.drain();
-    if (unsaid.length > 0) this.#write(this.#shared.answer(unsaid));
     while (this.#writes.size > 0 || this.#busy) {
       await Promise.all([...this.#writes, this.#pumping]);
     }
@@ -254,10 +247,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const ask = { sends, epoch: this.#epoch, returning: this.#returning, low };
     let reply: TakeReply;
     try {
-      // Told first: the store holds a send it never heard answered for a minute, as if its process died.
-      const unsaid = this.#unsaid.first(MOST_PER_TAKE);
-      if (unsaid.length > 0) await this.#shared.answer(unsaid);
-      this.#unsaid.told(unsaid.length);
+      await this.#tellUnsaid();
       reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
@@ -353,17 +343,26 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     try {
       while (this.#answers.length > 0) {
         const answers = this.#answers.splice(0, MOST_PER_TAKE);
-        const told = await this.#shared.answer(answers).then(
-          () => true,
-          () => false,
+        await this.#shared.answer(answers).catch(() =>
+          this.#unsaid.push({ answers, at: this.#config.now() })
         );
-        if (!told && !this.#disposed) {
-          this.#unsaid.keep(answers, this.#config.now());
-        } else if (told && this.#unsaid.size === 0) this.#unsaid.drain(); // heard: a next miss pauses 0.5 s
       }
     } finally {
       this.#telling = false;
     }
+  }
+
+  /**
+   * Before a take, a batch of the answers the store missed whose hold may still count them: their slots free (held, a
+   * store that heard no answer keeps a send's slot for the hold, a minute, as if its process had died).
+   */
+  async #tellUnsaid(): Promise<void> {
+    const now = this.#config.now();
+    this.#unsaid = this.#unsaid.filter(({ at }) => now - at < HOLD);
+    const batch = this.#unsaid[0];
+    if (batch === undefined) return;
+    await this.#shared.answer(batch.answers);
+    this.#unsaid.splice(this.#unsaid.indexOf(batch), 1);
   }
 
   /** Takes nothing, which takes it out of the fleet's line: one write, best effort. */
