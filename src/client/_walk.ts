@@ -200,8 +200,8 @@ export async function* walkPages<T, F extends Fetched<T>>(
       signal?.throwIfAborted();
       if (tally.last || items.length < limit) return;
       if (config.dedupeBy && tally.fresh < items.length) {
-        const { first, dropped } = dropInFlight(pending);
-        nextPage = first ?? nextPage;
+        const { first: again, dropped } = dropInFlight(pending);
+        nextPage = again ?? nextPage;
         inFlight = 1; // seen moving: one at a time from here
         readAgain = Math.max(readAgain, dropped);
       } else if (first) inFlight = concurrency; // (the first page cannot show a move)

@@ -61,11 +61,9 @@ export function fleetConfig(
 const disposed = () =>
   new DOMException("The rate limiter was disposed", "AbortError");
 
-/** The longest pause after the store failed, or lost the window again and again. */
+/** The first pause after the store failed, doubled on each failure after. */
+const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
-/** The pause after `failures` of the store in a row: 0.5 s, doubled on each. */
-const pauseAfter = (failures: number) =>
-  Math.min(LONGEST_PAUSE, 500 * 2 ** failures);
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
 
@@ -317,7 +315,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store failed: pace alone at the last known share for a while. */
   #goAlone(): void {
     const now = this.#config.now();
-    const pause = pauseAfter(this.#failures++);
+    const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
     this.#aloneUntil = now + pause;
     this.#degrade(now);
   }
