@@ -27,33 +27,40 @@ function recorder() {
   return { gauges, meter, tracer };
 }
 
+/** A token endpoint answering each request with a token and `quota` as its quota header; its provider's options. */
+function tokenEndpoint(quota: string) {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json(
+        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
+        { headers: { "Idp-Client-Quota-Limit": quota } },
+      ),
+  );
+  const options = {
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner.example/api",
+    clientId: "id",
+    clientSecret: "secret",
+  };
+  return Object.assign(server, { options });
+}
+
 Deno.test("the quota gauge records only the buckets the service documents: a server sending 100 new bucket names creates no new series", async () => {
   const invented = Array.from(
     { length: 100 },
     (_, i) => `b=bucket_${i};q=10;r=5;t=60`,
   );
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json(
-        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
-        {
-          headers: {
-            "Idp-Client-Quota-Limit": [
-              "b=per_hour;q=10;r=9;t=3540",
-              ...invented,
-              "b=per_day;q=50;r=49;t=43200",
-            ].join(","),
-          },
-        },
-      ),
+  await using server = tokenEndpoint(
+    [
+      "b=per_hour;q=10;r=9;t=3540",
+      ...invented,
+      "b=per_day;q=50;r=49;t=43200",
+    ].join(","),
   );
   const { gauges, meter, tracer } = recorder();
   const provider = createTokenProvider({
-    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-    audience: "https://partner.example/api",
-    clientId: "id",
-    clientSecret: "secret",
+    ...server.options,
     onEvent: openTelemetry({ meter, tracer }),
   });
   await provider.getToken();
@@ -64,14 +71,7 @@ Deno.test("the quota gauge records only the buckets the service documents: a ser
 });
 
 Deno.test("a tracer that throws costs a token request its span alone: the counter and the quota gauge are recorded (they were lost with it)", async () => {
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json(
-        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
-        { headers: { "Idp-Client-Quota-Limit": "b=per_hour;q=10;r=9;t=3540" } },
-      ),
-  );
+  await using server = tokenEndpoint("b=per_hour;q=10;r=9;t=3540");
   const { gauges, meter } = recorder();
   const counted: string[] = [];
   meter.createCounter = () => ({
@@ -84,10 +84,7 @@ Deno.test("a tracer that throws costs a token request its span alone: the counte
     },
   };
   const provider = createTokenProvider({
-    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-    audience: "https://partner.example/api",
-    clientId: "id",
-    clientSecret: "secret",
+    ...server.options,
     onEvent: openTelemetry({ meter, tracer }),
   });
   await provider.getToken();
@@ -96,18 +93,8 @@ Deno.test("a tracer that throws costs a token request its span alone: the counte
 });
 
 Deno.test("a meter whose counter, or one bucket's gauge, throws costs that record alone: the other bucket's gauge is recorded (r74 F2: both were lost)", async () => {
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json(
-        { access_token: "tok", expires_in: 3600, token_type: "Bearer" },
-        {
-          headers: {
-            "Idp-Client-Quota-Limit":
-              "b=per_hour;q=10;r=9;t=3540,b=per_day;q=50;r=49;t=43200",
-          },
-        },
-      ),
+  await using server = tokenEndpoint(
+    "b=per_hour;q=10;r=9;t=3540,b=per_day;q=50;r=49;t=43200",
   );
   const recorded: unknown[] = [];
   const meter: TelemetryMeter = {
@@ -126,10 +113,7 @@ Deno.test("a meter whose counter, or one bucket's gauge, throws costs that recor
     }),
   };
   const provider = createTokenProvider({
-    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-    audience: "https://partner.example/api",
-    clientId: "id",
-    clientSecret: "secret",
+    ...server.options,
     onEvent: openTelemetry({ meter, tracer: recorder().tracer }),
   });
   await provider.getToken();

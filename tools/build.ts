@@ -97,18 +97,23 @@ export function forNode20(code: string): string {
   }).outputText;
 }
 
-/**
- * Each `using` or `await using` declaration in `code`, as `line:column`;
- * found by parsing, so a `using` in a comment, a string or a name is none.
- */
-export function usingDeclarations(code: string): string[] {
-  const source = ts.createSourceFile(
+/** `code` parsed as a module, with parents set (node texts and positions). */
+function parsed(code: string): ts.SourceFile {
+  return ts.createSourceFile(
     "bundle.mjs",
     code,
     ts.ScriptTarget.Latest,
     true,
     ts.ScriptKind.JS,
   );
+}
+
+/**
+ * Each `using` or `await using` declaration in `code`, as `line:column`;
+ * found by parsing, so a `using` in a comment, a string or a name is none.
+ */
+export function usingDeclarations(code: string): string[] {
+  const source = parsed(code);
   const found: string[] = [];
   const visit = (node: ts.Node): void => {
     const kind = node.flags & ts.NodeFlags.BlockScoped;
@@ -148,13 +153,7 @@ export function assertNode20Syntax(bundles: Record<string, string>): void {
  * its own arguments, and a Worker's failed to load. The program is src/cli/mod.ts; dist/cli.mjs is a module.
  */
 export function withoutMainRun(code: string): string {
-  const source = ts.createSourceFile(
-    "bundle.mjs",
-    code,
-    ts.ScriptTarget.Latest,
-    true,
-    ts.ScriptKind.JS,
-  );
+  const source = parsed(code);
   const runs = source.statements.filter((statement) =>
     ts.isIfStatement(statement) &&
     statement.expression.getText(source) === "import.meta.main" &&
@@ -170,13 +169,7 @@ export function withoutMainRun(code: string): string {
 
 /** Whether `code` reads `import.meta.main` (found by parsing: a comment or a string that names it does not). */
 function readsMain(code: string): boolean {
-  const source = ts.createSourceFile(
-    "bundle.mjs",
-    code,
-    ts.ScriptTarget.Latest,
-    true,
-    ts.ScriptKind.JS,
-  );
+  const source = parsed(code);
   const reads = (node: ts.Node): boolean =>
     (ts.isPropertyAccessExpression(node) &&
       node.getText(source) === "import.meta.main") ||
