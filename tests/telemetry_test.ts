@@ -136,23 +136,26 @@ function histogram(name: string, attribute: string) {
   return { meter, points };
 }
 
+/** An API request of 1.25 s answered 200. */
+const REQUEST = {
+  type: "api.request",
+  method: "GET",
+  base: "api",
+  path: "/api/organizations",
+  host: "api.partner.example",
+  port: 443,
+  status: 200,
+  attempt: 1,
+  durationMs: 1250,
+} as const;
+
 Deno.test("request durations follow the semantic conventions: seconds (unit s), status codes integers", () => {
   const { meter, points } = histogram(
     "partner_api.request.duration",
     "http.response.status_code",
   );
   const listener = openTelemetry({ meter, tracer: recorder().tracer });
-  listener({
-    type: "api.request",
-    method: "GET",
-    base: "api",
-    path: "/api/organizations",
-    host: "api.partner.example",
-    port: 443,
-    status: 200,
-    attempt: 1,
-    durationMs: 1250,
-  });
+  listener(REQUEST);
   deepStrictEqual(points, [{ unit: "s", value: 1.25, attribute: 200 }]);
   ok(Number.isInteger(points[0]!.attribute));
 });
@@ -170,17 +173,7 @@ Deno.test("an HTTP client duration histogram that throws costs its own record al
       },
     };
   const listener = openTelemetry({ meter, tracer: recorder().tracer });
-  listener({
-    type: "api.request",
-    method: "GET",
-    base: "api",
-    path: "/api/organizations",
-    host: "api.partner.example",
-    port: 443,
-    status: 200,
-    attempt: 1,
-    durationMs: 1250,
-  });
+  listener(REQUEST);
   deepStrictEqual(points, [{ unit: "s", value: 1.25, attribute: 200 }]);
 });
 
