@@ -199,16 +199,16 @@ export async function* walkPages<T, F extends Fetched<T>>(
       yield { page: head.page, items: chosen, fetched };
       signal?.throwIfAborted();
       if (tally.last || items.length < limit) return;
+      allSeen = tally.fresh === 0 ? allSeen + 1 : 0;
+      // Items all seen: the server ignores `page`; or the list grew by a page or more while pages read again were in
+      // flight (read on through as many).
+      if (allSeen > readAgain) throw repeatedPage(head.page);
       if (config.dedupeBy && tally.fresh < items.length) {
         const { first: again, dropped } = dropInFlight(pending);
         nextPage = again ?? nextPage;
         inFlight = 1; // seen moving: one at a time from here
         readAgain = Math.max(readAgain, dropped);
       } else if (first) inFlight = concurrency; // (the first page cannot show a move)
-      allSeen = tally.fresh === 0 ? allSeen + 1 : 0;
-      // Items all seen: the server ignores `page`; or the list grew by a page or more while pages read again were in
-      // flight (read on through as many).
-      if (allSeen > readAgain) throw repeatedPage(head.page);
     }
   } finally {
     const unneeded = "the paginator no longer needs this page";

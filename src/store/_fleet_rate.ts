@@ -108,8 +108,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #degraded = false;
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
-  /** Answers the store failed to take (out of reach), by batch and when: told before a take while their hold counts. */
-  #unsaid: { readonly answers: readonly string[]; readonly at: number }[] = [];
+  /** Answers the store failed to take (out of reach), each with when: told before a take while their hold counts. */
+  #unsaid: { readonly answer: string; readonly at: number }[] = [];
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -341,9 +341,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     try {
       while (this.#answers.length > 0) {
         const answers = this.#answers.splice(0, MOST_PER_TAKE);
-        await this.#shared.answer(answers).catch(() =>
-          this.#unsaid.push({ answers, at: this.#config.now() })
-        );
+        await this.#shared.answer(answers).catch(() => {
+          const at = this.#config.now();
+          for (const answer of answers) this.#unsaid.push({ answer, at });
+        });
       }
     } finally {
       this.#telling = false;
@@ -351,16 +352,16 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   /**
-   * Before a take, a batch of the answers the store missed whose hold may still count them: their slots free (held, a
-   * store that heard no answer keeps a send's slot for the hold, a minute, as if its process had died).
+   * Before a take, as many as a take asks for of the answers the store missed whose hold may still count them: their
+   * slots free (a store that heard no answer keeps a send's slot for the hold, a minute, as if its process had died).
    */
   async #tellUnsaid(): Promise<void> {
     const now = this.#config.now();
     this.#unsaid = this.#unsaid.filter(({ at }) => now - at < HOLD);
-    const batch = this.#unsaid[0];
-    if (batch === undefined) return;
-    await this.#shared.answer(batch.answers);
-    this.#unsaid.splice(this.#unsaid.indexOf(batch), 1);
+    const told = new Set(this.#unsaid.slice(0, MOST_PER_TAKE));
+    if (told.size === 0) return;
+    await this.#shared.answer([...told].map(({ answer }) => answer));
+    this.#unsaid = this.#unsaid.filter((unsaid) => !told.has(unsaid));
   }
 
   /** Takes nothing, which takes it out of the fleet's line: one write, best effort. */
