@@ -302,25 +302,37 @@ Deno.test("3 clients with their own KV limiters on one database crawl the fake's
   });
 });
 
+/** A KV limiter on `db` driven by `timers`, its events, and a `send` that takes a slot, notes when, and answers it. */
+function sender(
+  db: ReturnType<typeof trackedIo>,
+  timers: Parameters<Parameters<typeof withFakeTimers>[0]>[0],
+  limit: { requests: number; interval: number },
+) {
+  const events: PartnerApiEvent[] = [];
+  const limiter = createKvRateLimiter(db.kv, {
+    ...limit,
+    now: () => timers.now,
+    onEvent: (event) => events.push(event),
+  });
+  const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+  /** When each slot was granted (and answered, at once). */
+  const granted: number[] = [];
+  const send = async () => {
+    const ticket = await run(limiter.take());
+    granted.push(timers.now);
+    limiter.answered(ticket);
+  };
+  return { limiter, events, run, granted, send };
+}
+
 Deno.test("a KV caller gives up with its signal; a closed database means pacing alone, said once", async () => {
   const kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv);
-    const events: PartnerApiEvent[] = [];
-    const limiter = createKvRateLimiter(db.kv, {
+    const { limiter, events, run, granted, send } = sender(db, timers, {
       requests: 2,
       interval: 200,
-      now: () => timers.now,
-      onEvent: (event) => events.push(event),
     });
-    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
-    /** When each slot was granted (and answered, at once). */
-    const granted: number[] = [];
-    const send = async () => {
-      const ticket = await run(limiter.take());
-      granted.push(timers.now);
-      limiter.answered(ticket);
-    };
     await send();
     await send();
     const controller = new AbortController();
@@ -342,20 +354,10 @@ Deno.test("a KV member alone in the last window paces at half the limit once its
   const kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv);
-    const events: PartnerApiEvent[] = [];
-    const limiter = createKvRateLimiter(db.kv, {
+    const { limiter, events, run, granted, send } = sender(db, timers, {
       requests: 20,
       interval: 2000,
-      now: () => timers.now,
-      onEvent: (event) => events.push(event),
     });
-    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
-    const granted: number[] = [];
-    const send = async () => {
-      const ticket = await run(limiter.take());
-      granted.push(timers.now);
-      limiter.answered(ticket);
-    };
     await send(); // the store says it is alone
     await run(db.idle());
     kv.close();
