@@ -426,17 +426,35 @@ function outOfReach(kv: Deno.Kv) {
   return { kv: wrap(kv, ["get", "getMany", "set", "delete"]), state };
 }
 
+/** A KV limiter of 2 a second over `db` out of reach on demand, and the grants of its sends for `ms`, each answered at once. */
+function limiterOutOfReach(
+  db: ReturnType<typeof trackedIo>,
+  timers: Parameters<Parameters<typeof withFakeTimers>[0]>[0],
+) {
+  const reach = outOfReach(db.kv);
+  const limiter = createKvRateLimiter(reach.kv, {
+    requests: 2,
+    interval: 1000,
+    now: () => timers.now,
+  });
+  const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+  const grantsFor = async (ms: number) => {
+    const start = timers.now;
+    const granted: number[] = [];
+    while (timers.now - start < ms) {
+      limiter.answered(await run(limiter.take()));
+      granted.push(timers.now);
+    }
+    return granted;
+  };
+  return { reach, limiter, run, grantsFor };
+}
+
 Deno.test("answers a KV database could not take while out of reach are told before the next take once it is back: their slots free then, not a minute after their sends (the fleet sent nothing for 52 s after it came back: r74 F1)", async () => {
   const kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv);
-    const reach = outOfReach(db.kv);
-    const limiter = createKvRateLimiter(reach.kv, {
-      requests: 2,
-      interval: 1000,
-      now: () => timers.now,
-    });
-    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
     const sent = [await run(limiter.take()), await run(limiter.take())];
     reach.state.down = true;
     for (const ticket of sent) limiter.answered(ticket);
@@ -444,12 +462,7 @@ Deno.test("answers a KV database could not take while out of reach are told befo
     await timers.tickAsync(1500);
     reach.state.down = false;
     await timers.tickAsync(1500);
-    const back = timers.now;
-    const granted: number[] = [];
-    while (timers.now - back < 10_000) {
-      limiter.answered(await run(limiter.take()));
-      granted.push(timers.now);
-    }
+    const granted = await grantsFor(10_000);
     ok(granted.length >= 15, `${granted.length} sends in 10 s`);
     equal(mostInAnyWindow(granted, 1000), 2);
     await run(limiter[Symbol.asyncDispose]());
@@ -461,13 +474,7 @@ Deno.test("a send a KV member made alone, still unanswered when its database ret
   const kv = await Deno.openKv(":memory:");
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv);
-    const reach = outOfReach(db.kv);
-    const limiter = createKvRateLimiter(reach.kv, {
-      requests: 2,
-      interval: 1000,
-      now: () => timers.now,
-    });
-    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
     limiter.answered(await run(limiter.take()));
     await timers.tickAsync(1500);
     reach.state.down = true;
@@ -478,12 +485,7 @@ Deno.test("a send a KV member made alone, still unanswered when its database ret
     limiter.answered(alone);
     await run(db.idle());
     await timers.tickAsync(1500);
-    const start = timers.now;
-    const granted: number[] = [];
-    while (timers.now - start < 5_000) {
-      limiter.answered(await run(limiter.take()));
-      granted.push(timers.now);
-    }
+    const granted = await grantsFor(5_000);
     equal(mostInAnyWindow(granted, 1000), 2);
     await run(limiter[Symbol.asyncDispose]());
   });
