@@ -15,6 +15,7 @@ import {
   emptyWindow,
   recordAnswer,
   recordSend,
+  shareRoom,
   slotWait,
 } from "../src/core/_rate_window.ts";
 import { createClient } from "../src/client/mod.ts";
@@ -34,6 +35,37 @@ Deno.test("slotWait() frees a slot when the oldest send leaves the window", () =
   equal(slotWait(w, 1000, 1000), 400, "now the send at 400 is the oldest");
   w.blockedUntil = 5000;
   equal(slotWait(w, 1000, 1400), 3600, "a refusal blocks longer");
+});
+
+Deno.test("shareRoom() names as free exactly the sends that fit the share now: one more and the share waits (a fleet member back from pacing alone keeps to it)", () => {
+  const send = fc.record({
+    at: fc.integer({ min: 0, max: 3000 }),
+    answeredAfter: fc.option(fc.integer({ min: 0, max: 500 })),
+  });
+  fc.assert(
+    fc.property(
+      fc.array(send, { maxLength: 30 }),
+      fc.integer({ min: 1, max: 10 }),
+      fc.integer({ min: 0, max: 4000 }),
+      (sends, share, now) => {
+        const w = emptyWindow(10);
+        for (const { at, answeredAfter } of sends.sort((a, b) => a.at - b.at)) {
+          const ticket = recordSend(w, Infinity);
+          if (answeredAfter !== null) {
+            recordAnswer(w, ticket, at + answeredAfter);
+          }
+        }
+        const room = shareRoom(w, 1000, now, share);
+        equal(room.wait, slotWait(w, 1000, now, share));
+        if (room.wait > 0) return equal(room.free, 0);
+        for (let i = 1; i < room.free; i++) recordSend(w, Infinity);
+        equal(slotWait(w, 1000, now, share), 0, "the last free one fits");
+        recordSend(w, Infinity);
+        ok(slotWait(w, 1000, now, share) > 0, "one more does not");
+      },
+    ),
+    { numRuns: runs(500, 20_000) },
+  );
 });
 
 Deno.test("a request counts from its answer: its slot is not free before an interval after it", () => {

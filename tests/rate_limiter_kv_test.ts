@@ -492,6 +492,70 @@ Deno.test("a send a KV member made alone, still unanswered when its database ret
   kv.close();
 });
 
+Deno.test("two KV members through database outages in a row: never more than the limit in any window, however their pauses drift apart (the first back took the slots the other's sends alone had used, unknown to the database: 30 in a window of 20, r79 F6)", async () => {
+  // Each outage: the time before it and its length; the members' own pauses (doubled on each failure) set when each
+  // finds the database back.
+  const outage = fc.record({
+    gap: fc.integer({ min: 100, max: 3000 }),
+    length: fc.integer({ min: 100, max: 4000 }),
+  });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(outage, { minLength: 1, maxLength: 5 }),
+      fc.integer({ min: 1, max: 400 }),
+      async (outages, answerAfter) => {
+        const granted = await twoMembersThrough(outages, answerAfter);
+        const most = mostInAnyWindow(granted, 1000);
+        ok(most <= 20, `${most} in a window of 20`);
+      },
+    ),
+    { numRuns: 25, seed: 79 },
+  );
+});
+
+/** When each send of two KV members (20 a second, 5 busy callers each) was granted, through `outages` in a row. */
+async function twoMembersThrough(
+  outages: { gap: number; length: number }[],
+  answerAfter: number,
+): Promise<number[]> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    return await withFakeTimers(async (timers) => {
+      using db = trackedIo(kv);
+      const reach = outOfReach(db.kv);
+      const limit = { requests: 20, interval: 1000, now: () => timers.now };
+      const members = [0, 1].map(() => createKvRateLimiter(reach.kv, limit));
+      let at = 0;
+      for (const { gap, length } of outages) {
+        setTimeout(() => reach.state.down = true, at += gap);
+        setTimeout(() => reach.state.down = false, at += length);
+      }
+      const end = at + 3000, granted: number[] = [];
+      const caller = async (limiter: FleetLimiter) => {
+        while (timers.now < end) {
+          const ticket = await limiter.take();
+          granted.push(timers.now);
+          setTimeout(() => limiter.answered(ticket), answerAfter);
+        }
+      };
+      const callers = members.flatMap((limiter) =>
+        Array.from({ length: 5 }, () => caller(limiter))
+      );
+      await drive(timers, Promise.all(callers), db.idle);
+      const answered = new Promise((done) => setTimeout(done, answerAfter));
+      await drive(timers, answered, db.idle);
+      for (const limiter of members) {
+        await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+      }
+      return granted;
+    });
+  } finally {
+    kv.close();
+  }
+}
+
+type FleetLimiter = ReturnType<typeof createKvRateLimiter>;
+
 Deno.test("createKvRateLimiter() refuses bad options by name, and a value that is not a window is read as empty", async () => {
   using kv = await Deno.openKv(":memory:");
   throws(() => createKvRateLimiter(kv, { requests: 1001 }), {

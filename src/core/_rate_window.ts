@@ -52,6 +52,31 @@ export function slotWait(
   return Math.max(0, replaced - now, shared - now, window.blockedUntil - now);
 }
 
+/** For a process keeping to `share`: ms until its next slot (`slotWait`), and how many are free now (0 while it waits). */
+export function shareRoom(
+  window: Window,
+  interval: number,
+  now: number,
+  share: number,
+): { wait: number; free: number } {
+  const wait = slotWait(window, interval, now, share);
+  if (wait > 0) return { wait, free: 0 };
+  const { times, head, count, answered, unanswered } = window;
+  // Those counting: awaiting their answer, or answered within the interval.
+  let at = answered.length;
+  while (at > window.from && answered[at - 1]! + interval > now) at--;
+  // A send past the ring's room replaces the oldest: only one that left the window (as slotWait asks of each).
+  let ring = times.length - count;
+  const oldest = (head - count + times.length) % times.length;
+  while (ring < times.length) {
+    const time = times[(oldest + ring - times.length + count) % times.length]!;
+    if (time + interval > now) break;
+    ring++;
+  }
+  const free = share - unanswered - (answered.length - at);
+  return { wait, free: Math.max(1, Math.min(free, ring)) }; // (1: as slotWait said)
+}
+
 /** The `nth` latest time the window counts from (`-Infinity`: fewer), unanswered sends first; answered ones are in order. */
 function latest(window: Window, nth: number): number {
   const { answered, unanswered } = window;

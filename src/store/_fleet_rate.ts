@@ -110,6 +110,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #forAnswer = false;
   /** Answers the store failed to take (out of reach), each with when: told before a take while their hold counts. */
   #unsaid: { readonly answer: string; readonly at: number }[] = [];
+  /** Back from pacing alone, it keeps to its share until then: another may pace alone still, unknown to the store. */
+  #keepShareUntil = -Infinity;
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -214,29 +216,45 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** One slot from this process's share (less its part of the reserve, for background callers), or the wait. */
   #takeAlone(): number {
-    const { interval, requests } = this.limit;
-    const now = this.#config.now();
     const line = this.#lines.next;
+    const { wait } = this.#room(line, this.#aloneUntil);
+    if (wait === 0) {
+      this.#returning = true;
+      this.#lines.serve(line, rateWindow.recordSend(this.#own, Infinity));
+    }
+    return wait;
+  }
+
+  /**
+   * Keeping to its share (alone, or back from it) until `until`, when the store decides again: the wait for a slot of
+   * it, at most until then, and how many are free (no bound after).
+   */
+  #room(line: rateWindow.WaitQueue, until: number) {
+    const now = this.#config.now();
+    if (now >= until) return { wait: 0, free: Infinity };
+    const { interval, requests } = this.limit;
     const reserve = line === this.#lines.low
       ? Math.ceil(this.#config.reserve * this.#share / requests)
       : 0;
     const share = Math.max(1, this.#share - reserve);
-    const wait = rateWindow.slotWait(this.#own, interval, now, share);
-    if (wait === 0) {
-      this.#returning = true;
-      this.#lines.serve(line, rateWindow.recordSend(this.#own, Infinity));
-      return 0;
-    }
-    // Back to the store when the pause ends, if that comes first.
+    const { wait, free } = rateWindow.shareRoom(
+      this.#own,
+      interval,
+      now,
+      share,
+    );
     this.#forAnswer = wait === Infinity;
-    return Math.min(wait, Math.max(1, this.#aloneUntil - now));
+    return { wait: wait && Math.min(wait, Math.max(1, until - now)), free };
   }
 
   /** Slots from the store for as many as wait of one priority (live first), or the wait. */
   async #takeShared(): Promise<number> {
     const line = this.#lines.next;
     const low = line === this.#lines.low;
-    const count = Math.min(line.size, MOST_PER_TAKE, this.limit.requests);
+    const room = this.#room(line, this.#keepShareUntil);
+    if (room.wait > 0) return room.wait;
+    const most = Math.min(MOST_PER_TAKE, this.limit.requests, room.free);
+    const count = Math.min(line.size, most);
     const first = this.#own.sent;
     const sends = Array.from(
       { length: count },
@@ -303,6 +321,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
+    if (this.#returning) this.#keepShareUntil = now + HOLD; // past another's pause
     this.#epoch = epoch;
     this.#returning = false;
     // A window lost again at once (something keeps replacing it): back off, no loop of round trips.
