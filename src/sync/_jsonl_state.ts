@@ -42,6 +42,11 @@ export interface Committed {
   readonly rewrite?: Rewrite;
   /** The rewrite is complete and `end` is its end; it is being renamed over the copy. */
   readonly renaming?: boolean;
+  /** While renaming: what was committed before, which stands if the rewrite is gone before its rename. */
+  readonly replaces?: {
+    readonly checkpoint: SyncCheckpoint;
+    readonly end: FileEnd;
+  };
 }
 
 /** A cycle's rewrite: the sweep's items; once complete, the head's lines since `mainAt` follow and it replaces the copy. */
@@ -72,14 +77,16 @@ function readSideFile(text: string): Committed | undefined {
     const last = length === 0 ? null : { start, hash: NEWLINE_HASH };
     return { checkpoint: value.checkpoint, end: { length, last } };
   }
-  const { end, rewrite, renaming } = value;
+  const { end, rewrite, renaming, replaces } = value;
   if (value.format !== FORMAT || !isEnd(end)) return undefined;
   if (rewrite !== undefined && !isRewrite(rewrite)) return undefined;
+  if (replaces !== undefined && !isReplaced(replaces)) return undefined;
   return {
     checkpoint: value.checkpoint,
     end,
     ...(rewrite === undefined ? {} : { rewrite: rewrite as Rewrite }),
     ...(renaming === true ? { renaming: true } : {}),
+    ...(replaces === undefined ? {} : { replaces: replaces as Replaced }),
   };
 }
 
@@ -94,6 +101,8 @@ function isEnd(value: unknown): value is FileEnd {
 }
 
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
+const isReplaced = shape({ checkpoint: isCheckpoint, end: isEnd });
+type Replaced = NonNullable<Committed["replaces"]>;
 
 /** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`, `"file"`) */
 export async function checkCopy(files: CopyFiles) {
@@ -120,6 +129,13 @@ export async function checkCopy(files: CopyFiles) {
     // Killed between its last save and the rename: the rewrite is the copy.
     await expectEnd(files, files.rewrite, committed.end);
     return committed;
+  }
+  const before = committed.renaming ? committed.replaces : undefined;
+  if (before !== undefined && !await endsAt(files, committed.end)) {
+    // Its rewrite gone before the rename (removed, as a link's refusal says): as before, the cycle begins again.
+    await expectEnd(files, files.copy, before.end);
+    const { sweep: _, ...checkpoint } = before.checkpoint;
+    return { checkpoint, end: before.end };
   }
   await expectEnd(files, files.copy, committed.end);
   const under = committed.renaming ? undefined : committed.rewrite;
@@ -156,6 +172,14 @@ export async function expectEnd(
   };
   if (last) await expect("last", last.start, length, last.hash);
   if (first) await expect("first", 0, first.end, first.hash);
+}
+
+/** Whether the copy holds `end` (`expectEnd` passes). */
+function endsAt(files: CopyFiles, end: FileEnd): Promise<boolean> {
+  return expectEnd(files, files.copy, end).then(() => true, (error) => {
+    if (error?.reason === "sink-mismatch") return false;
+    throw error;
+  });
 }
 
 function mismatch({ copy, side }: CopyFiles, what: string, instead?: string) {

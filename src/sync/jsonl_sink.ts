@@ -205,7 +205,11 @@ class JsonlCopy {
     const whole = drop.length === 0
       ? await this.#append(rewritePath, rewrite.end, tail)
       : await this.#dropLines(rewrite.end, tail, drop);
-    await this.#save({ checkpoint, end: whole, renaming: true });
+    // What was committed before stands if the rewrite is gone before its rename.
+    const replaces = now.checkpoint &&
+      { checkpoint: now.checkpoint, end: now.end };
+    const renaming = { renaming: true, ...(replaces ? { replaces } : {}) };
+    await this.#save({ checkpoint, end: whole, ...renaming });
     await this.#renameOver(checkpoint, whole);
     return { ...counts, skippedIds };
   }

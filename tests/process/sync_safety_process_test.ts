@@ -449,3 +449,27 @@ processTest(
     equal(reason, "file");
   },
 );
+
+processTest(
+  "a JSONL cycle whose rename over the copy failed, its .rewrite then removed (as a link's refusal tells), leaves the copy as it was: the next run begins the cycle again and completes it (every run after failed 'sink-mismatch' for good: r82 F1)",
+  async () => {
+    await using api = await startFakePartnerApi({
+      items: { transactions: 200 },
+    });
+    const target = await fresh("rename-failed.jsonl");
+    const env = configFor(api);
+    const sweep = syncArgs(target, ["--sweep", "all"]);
+    equal((await cli(flagsFor(env), syncArgs(target), env)).code, 0);
+    api.update("transactions", "tx_000010", { amount: 1 });
+    api.remove("transactions", "tx_000011");
+    // The cycle is recorded as complete, then its rename is refused (as an immutable copy's would be).
+    const refused = [...flagsFor(env), `--deny-write=${target}`];
+    equal((await cli(refused, sweep, env)).code, 2);
+    await Deno.remove(`${target}.rewrite`);
+    const next = await cli(flagsFor(env), sweep, env);
+    equal(next.code, 0, next.stderr);
+    const ids = await jsonlIds(target);
+    equal(ids.length, 199);
+    ok(!ids.includes("tx_000011"));
+  },
+);
