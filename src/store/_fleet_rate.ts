@@ -14,6 +14,7 @@ import { emit } from "../core/_emit.ts";
 import { requireFunction, requireOptions } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
+import { Answers } from "./_answers.ts";
 import {
   HOLD,
   type Reseed,
@@ -91,9 +92,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
   readonly #writes = new Set<Promise<void>>();
-  /** Answered sends not yet told to the store: told together. */
-  readonly #answers: string[] = [];
-  #telling = false;
+  /** Its answers on their way to the store. */
+  readonly #answers: Answers;
   /** The line is being served (synchronously set and cleared). */
   #busy = false;
   #pumping: Promise<void> = Promise.resolve();
@@ -108,10 +108,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #degraded = false;
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
-  /** Answers the store failed to take (out of reach), each with when: told before a take while their hold counts. */
-  #unsaid: { readonly answer: string; readonly at: number }[] = [];
   /** Back from pacing alone, it keeps to its share until then: another may pace alone still, unknown to the store. */
   #keepShareUntil = -Infinity;
+  /** When a take last said another process was in the window (one that may pace alone when the store fails). */
+  #othersSeenAt = -Infinity;
   /** When it last took from the store (0: never). */
   #lastTakeAt = 0;
   /** Write-backs in a row that the store asked for again at once. */
@@ -123,6 +123,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#shared = shared;
     this.#config = config;
     this.#own = rateWindow.emptyWindow(config.limit.requests);
+    this.#answers = new Answers((sends) => shared.answer(sends), config.now);
     // Before the store says how many share it, a fleet has at least two members: never the whole limit.
     this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
   }
@@ -144,8 +145,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   answered(ticket: number): void {
     rateWindow.recordAnswer(this.#own, ticket, this.#config.now());
     if (this.#inStore.delete(ticket)) {
-      this.#answers.push(`${this.#config.holder}:${ticket}`);
-      if (!this.#telling) this.#write(this.#tell());
+      const telling = this.#answers.add(`${this.#config.holder}:${ticket}`);
+      if (telling) this.#write(telling);
     }
     // The pause's timer is only the store's next look: it kept a share of 1 to a send per look (up to 30 s).
     if (this.#forAnswer) this.#lines.resume();
@@ -263,7 +264,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     const ask = { sends, epoch: this.#epoch, returning: this.#returning, low };
     let reply: TakeReply;
     try {
-      await this.#tellUnsaid();
+      await this.#answers.tellUnsaid();
       reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
@@ -288,14 +289,27 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** What a take that granted (or named a wait) tells this process. */
   #taken(reply: TakeReply): void {
-    this.#failures = 0;
     this.#reseeds = 0;
     this.#epoch = reply.epoch;
     // Never the whole limit, even for a process alone in the last window: another may join while the store is down.
     const { requests } = this.limit;
-    const share = Math.min(requests / reply.holders, requests / 2);
-    if (reply.holders > 0) this.#share = Math.max(1, Math.floor(share));
-    this.#lastTakeAt = this.#config.now();
+    const share = Math.max(
+      1,
+      Math.floor(Math.min(requests / reply.holders, requests / 2)),
+    );
+    // While it keeps to its share, the store counts only the members back: those still alone are not among them.
+    const now = this.#config.now(), keeping = now < this.#keepShareUntil;
+    if (reply.holders > 0) {
+      this.#share = keeping ? Math.min(this.#share, share) : share;
+    }
+    if (reply.holders > 1) this.#othersSeenAt = now;
+    this.#lastTakeAt = now;
+    this.#restored();
+  }
+
+  /** The store answered: the next failure pauses from the start, and a fall ends. */
+  #restored(): void {
+    this.#failures = 0;
     if (!this.#degraded) return;
     this.#degraded = false;
     const { onEvent } = this.#config, { store } = this.#shared;
@@ -321,7 +335,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
-    if (this.#returning) this.#keepShareUntil = now + HOLD; // past another's pause
+    if (this.#returning) {
+      // Another member seen lately may pace alone still, or have gone idle after: its sends count a window on.
+      const span = windowSpan(this.limit), seen = this.#othersSeenAt;
+      if (this.#lastTakeAt === 0 || now - seen < span) {
+        this.#keepShareUntil = now + span;
+      }
+      this.#restored();
+    }
     this.#epoch = epoch;
     this.#returning = false;
     // A window lost again at once (something keeps replacing it): back off, no loop of round trips.
@@ -352,35 +373,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       interval: this.limit.interval,
       retryAt: Math.max(now, this.#aloneUntil),
     });
-  }
-
-  /** Tells the store of the answers, as many at once as came meanwhile. */
-  async #tell(): Promise<void> {
-    this.#telling = true; // at once: the first await comes after
-    try {
-      while (this.#answers.length > 0) {
-        const answers = this.#answers.splice(0, MOST_PER_TAKE);
-        await this.#shared.answer(answers).catch(() => {
-          const at = this.#config.now();
-          for (const answer of answers) this.#unsaid.push({ answer, at });
-        });
-      }
-    } finally {
-      this.#telling = false;
-    }
-  }
-
-  /**
-   * Before a take, as many as a take asks for of the answers the store missed whose hold may still count them: their
-   * slots free (a store that heard no answer keeps a send's slot for the hold, a minute, as if its process had died).
-   */
-  async #tellUnsaid(): Promise<void> {
-    const now = this.#config.now();
-    this.#unsaid = this.#unsaid.filter(({ at }) => now - at < HOLD);
-    const told = new Set(this.#unsaid.slice(0, MOST_PER_TAKE));
-    if (told.size === 0) return;
-    await this.#shared.answer([...told].map(({ answer }) => answer));
-    this.#unsaid = this.#unsaid.filter((unsaid) => !told.has(unsaid));
   }
 
   /** Takes nothing, which takes it out of the fleet's line: one write, best effort. */
