@@ -602,6 +602,20 @@ Deno.test("a KV member back from an outage keeps to its share for a window (here
   kv.close();
 });
 
+Deno.test("two KV members back from an outage longer than a window and a minute still keep to their share: the other, seen before the outage, may pace alone yet (30 in a window of 20: r84 F1); a process that never reached its store keeps to none (r84 F2)", async () => {
+  for (const answerAfter of [50, 90, 130]) {
+    const outages = [{ gap: 1500, length: 90_000 }];
+    const granted = await membersThrough(2, outages, answerAfter, 1500);
+    equal(
+      mostInAnyWindow(granted, 1000),
+      20,
+      `answers after ${answerAfter} ms`,
+    );
+  }
+  const alone = await membersThrough(1, [{ gap: 0, length: 3000 }], 19);
+  equal(mostInAnyWindow(alone.filter((time) => time >= 4000), 1000), 20);
+});
+
 Deno.test("three KV members back from outages in a row keep to the share they paced alone at, not the larger one the database gives while the others are still away (two at 10 beside one alone at 6 made 26 in a window of 20: r83 F1)", async () => {
   const outages = [{ gap: 5506, length: 3914 }, { gap: 422, length: 294 }];
   const granted = await membersThrough(3, outages, 19);

@@ -112,8 +112,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #keepShareUntil = -Infinity;
   /** When a take last said another process was in the window (one that may pace alone when the store fails). */
   #othersSeenAt = -Infinity;
-  /** When it last took from the store (0: never). */
-  #lastTakeAt = 0;
+  /** When the store last failed after answering (the fall's start). */
+  #fellAt = -Infinity;
+  /** When it last took from the store (-Infinity: never). */
+  #lastTakeAt = -Infinity;
   /** Write-backs in a row that the store asked for again at once. */
   #reseeds = 0;
   #disposed = false;
@@ -330,15 +332,17 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
     // Took while the window it knew could still hold sends: what it knew may matter.
-    const recent = this.#lastTakeAt > 0 &&
-      now - this.#lastTakeAt < windowSpan(this.limit);
+    const recent = now - this.#lastTakeAt < windowSpan(this.limit);
     // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
-      // Another member seen lately may pace alone still, or have gone idle after: its sends count a window on.
-      const span = windowSpan(this.limit), seen = this.#othersSeenAt;
-      if (this.#lastTakeAt === 0 || now - seen < span) {
+      // Another member seen before the fall (or kept to the share for then) may pace alone still, or have gone idle
+      // after: its sends count a window on. (A process that never took knows of none.)
+      const span = windowSpan(this.limit), fell = this.#fellAt;
+      const others = fell < this.#keepShareUntil ||
+        fell - this.#othersSeenAt < span;
+      if (this.#lastTakeAt > -Infinity && others) {
         this.#keepShareUntil = now + span;
       }
       this.#restored();
@@ -355,6 +359,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store failed: pace alone at the last known share for a while. */
   #goAlone(): void {
     const now = this.#config.now();
+    if (this.#failures === 0) this.#fellAt = now;
     const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
     this.#aloneUntil = now + pause;
     this.#degrade(now);
