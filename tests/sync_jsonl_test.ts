@@ -14,7 +14,8 @@ import {
   type SyncWriteContext,
 } from "../src/sync/mod.ts";
 import { replaceFile } from "../src/sync/_files.ts";
-import { changedLines, EMPTY, endAfter } from "../src/sync/_jsonl_state.ts";
+import { EMPTY, endAfter } from "../src/sync/_jsonl_state.ts";
+import { changedLines } from "../src/sync/_jsonl_cycle.ts";
 import fc from "fast-check";
 import {
   counts,

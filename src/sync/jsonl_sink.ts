@@ -25,7 +25,6 @@ import {
   type Committed,
   type CopyFiles,
   copyRows,
-  cycleChanges,
   EMPTY,
   endAfter,
   expectEnd,
@@ -33,6 +32,7 @@ import {
   sideFileText,
   writeWithout,
 } from "./_jsonl_state.ts";
+import { cycleChanges } from "./_jsonl_cycle.ts";
 import { MAX_GUARDED_ROWS } from "./_window_guard.ts";
 
 /**
