@@ -6,6 +6,7 @@ import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { tried } from "../core/_check.ts";
 import {
   fingerprint,
+  identityOf,
   openFile,
   readRange,
   readText,
@@ -45,6 +46,8 @@ export interface Committed {
   readonly replaces?: {
     readonly checkpoint: SyncCheckpoint;
     readonly end: FileEnd;
+    /** The rewrite's file (`identityOf`): renamed, the copy is that file. */
+    readonly file?: string;
   };
 }
 
@@ -100,7 +103,11 @@ function isEnd(value: unknown): value is FileEnd {
 }
 
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
-const isReplaced = shape({ checkpoint: isCheckpoint, end: isEnd });
+const isReplaced = shape({
+  checkpoint: isCheckpoint,
+  end: isEnd,
+  file: (v) => v === undefined || text(v),
+});
 type Replaced = NonNullable<Committed["replaces"]>;
 
 /** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`, `"file"`) */
@@ -124,18 +131,7 @@ export async function checkCopy(files: CopyFiles) {
   if (committed === undefined) {
     throw mismatch(files, `${files.side} is damaged or from another version`);
   }
-  if (committed.renaming && await statOf(files.rewrite) !== undefined) {
-    // Killed between its last save and the rename: the rewrite is the copy.
-    await expectEnd(files, files.rewrite, committed.end);
-    return committed;
-  }
-  const before = committed.renaming ? committed.replaces : undefined;
-  if (before !== undefined && !await endsAt(files, committed.end)) {
-    // Its rewrite gone before the rename (removed, as a link's refusal says): as before, the cycle begins again.
-    await expectEnd(files, files.copy, before.end);
-    const { sweep: _, ...checkpoint } = before.checkpoint;
-    return { checkpoint, end: before.end };
-  }
+  if (committed.renaming) return await renamingState(files, committed);
   await expectEnd(files, files.copy, committed.end);
   const under = committed.renaming ? undefined : committed.rewrite;
   if (under === undefined) return committed;
@@ -173,9 +169,38 @@ export async function expectEnd(
   if (first) await expect("first", 0, first.end, first.hash);
 }
 
-/** Whether the copy holds `end` (`expectEnd` passes). */
-function endsAt(files: CopyFiles, end: FileEnd): Promise<boolean> {
-  return expectEnd(files, files.copy, end).then(() => true, (error) => {
+/**
+ * A cycle recorded complete, by the files (an older record, by the ends): its rewrite still to be renamed over the
+ * copy; renamed (then as if the record said so); or gone before the rename (removed, as a link's refusal says, or
+ * replaced by a new cycle's), when what was committed before stands and the cycle begins again.
+ */
+async function renamingState(files: CopyFiles, committed: Committed) {
+  const { replaces } = committed, recorded = replaces?.file;
+  const rewrite = await statOf(files.rewrite) &&
+    tried(() => identityOf(files.rewrite));
+  if (replaces === undefined && rewrite) {
+    await expectEnd(files, files.rewrite, committed.end);
+    return committed;
+  }
+  const ours = recorded === undefined || rewrite === recorded;
+  if (rewrite && ours && await endsAt(files, files.rewrite, committed.end)) {
+    return committed;
+  }
+  const renamed = recorded === undefined
+    ? replaces === undefined || await endsAt(files, files.copy, committed.end)
+    : tried(() => identityOf(files.copy)) === recorded;
+  if (renamed || replaces === undefined) {
+    await expectEnd(files, files.copy, committed.end);
+    return { checkpoint: committed.checkpoint, end: committed.end };
+  }
+  await expectEnd(files, files.copy, replaces.end);
+  const { sweep: _, ...checkpoint } = replaces.checkpoint;
+  return { checkpoint, end: replaces.end };
+}
+
+/** Whether `path` holds `end` (`expectEnd` passes). */
+function endsAt(files: CopyFiles, path: string, end: FileEnd) {
+  return expectEnd(files, path, end).then(() => true, (error) => {
     if (error?.reason === "sink-mismatch") return false;
     throw error;
   });

@@ -10,6 +10,7 @@ import type {
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fileError,
+  identityOf,
   openFile,
   openToWrite,
   readRange,
@@ -206,8 +207,9 @@ class JsonlCopy {
       ? await this.#append(rewritePath, rewrite.end, tail)
       : await this.#dropLines(rewrite.end, tail, drop);
     // What was committed before stands if the rewrite is gone before its rename.
+    const file = identityOf(rewritePath);
     const replaces = now.checkpoint &&
-      { checkpoint: now.checkpoint, end: now.end };
+      { checkpoint: now.checkpoint, end: now.end, file };
     const renaming = { renaming: true, ...(replaces ? { replaces } : {}) };
     await this.#save({ checkpoint, end: whole, ...renaming });
     await this.#renameOver(checkpoint, whole);

@@ -450,26 +450,82 @@ processTest(
   },
 );
 
+/**
+ * A JSONL copy of the fake's 200 transactions whose cycle (`--sweep all`) was recorded complete but whose rename over
+ * the copy was refused (as an immutable copy's would be), after `change` changed the list; the fake stays up.
+ */
+async function renameRefused(name: string, change: (api: FakeApi) => void) {
+  const api = await startFakePartnerApi({ items: { transactions: 200 } });
+  const target = await fresh(name);
+  const env = configFor(api);
+  equal((await cli(flagsFor(env), syncArgs(target), env)).code, 0);
+  change(api);
+  const refused = [...flagsFor(env), `--deny-write=${target}`];
+  const sweep = syncArgs(target, ["--sweep", "all"]);
+  equal((await cli(refused, sweep, env)).code, 2);
+  const run = (extra: string[] = []) =>
+    cli(flagsFor(env), syncArgs(target, extra), env);
+  return {
+    api,
+    target,
+    run,
+    [Symbol.asyncDispose]: () => api[Symbol.asyncDispose](),
+  };
+}
+
+type FakeApi = Awaited<ReturnType<typeof startFakePartnerApi>>;
+
 processTest(
-  "a JSONL cycle whose rename over the copy failed, its .rewrite then removed (as a link's refusal tells), leaves the copy as it was: the next run begins the cycle again and completes it (every run after failed 'sink-mismatch' for good: r82 F1)",
+  "a JSONL cycle whose rename over the copy failed, its .rewrite then removed (as a link's refusal tells), leaves the copy as it was: the next run begins the cycle again and completes it (every run after failed 'sink-mismatch' for good: r82 F1), also when every line kept its place (it was taken for renamed: r85 F2), and when a new cycle's .rewrite was begun meanwhile (r85 F3)",
   async () => {
-    await using api = await startFakePartnerApi({
-      items: { transactions: 200 },
-    });
-    const target = await fresh("rename-failed.jsonl");
-    const env = configFor(api);
-    const sweep = syncArgs(target, ["--sweep", "all"]);
-    equal((await cli(flagsFor(env), syncArgs(target), env)).code, 0);
-    api.update("transactions", "tx_000010", { amount: 1 });
-    api.remove("transactions", "tx_000011");
-    // The cycle is recorded as complete, then its rename is refused (as an immutable copy's would be).
-    const refused = [...flagsFor(env), `--deny-write=${target}`];
-    equal((await cli(refused, sweep, env)).code, 2);
-    await Deno.remove(`${target}.rewrite`);
-    const next = await cli(flagsFor(env), sweep, env);
-    equal(next.code, 0, next.stderr);
-    const ids = await jsonlIds(target);
-    equal(ids.length, 199);
-    ok(!ids.includes("tx_000011"));
+    for (const shape of ["removed", "same places", "begun again"]) {
+      await using copy = await renameRefused(
+        `rename-failed-${shape.replace(" ", "-")}.jsonl`,
+        (api) => {
+          if (shape === "same places") {
+            api.update("transactions", "tx_000100", { amount: 1 });
+          } else api.remove("transactions", "tx_000011");
+        },
+      );
+      const { target, run } = copy;
+      await Deno.remove(`${target}.rewrite`);
+      if (shape === "begun again") {
+        await Deno.writeTextFile(`${target}.rewrite`, "");
+      }
+      const next = await run(["--sweep", "all"]);
+      equal(next.code, 0, next.stderr);
+      const lines = (await Deno.readTextFile(target)).split("\n");
+      const items = lines.filter(Boolean).map((line) => JSON.parse(line));
+      const ids = items.map((item) => item.transactionID);
+      if (shape === "same places") {
+        equal(ids.length, 200);
+        equal(
+          items.find((item) => item.transactionID === "tx_000100").amount,
+          1,
+        );
+      } else {
+        equal(ids.length, 199);
+        ok(!ids.includes("tx_000011"));
+      }
+    }
+  },
+);
+
+processTest(
+  "a JSONL copy killed between the rename of its completed cycle and the record of it, the cycle having removed the newest item, goes on: the check of the head's overlap read the renamed rewrite, found nothing, and every run failed 'too-many-deletes' (r85 F1)",
+  async () => {
+    await using copy = await renameRefused(
+      "renamed-unrecorded.jsonl",
+      (api) => {
+        api.remove("transactions", "tx_000200");
+      },
+    );
+    const { target, run } = copy;
+    await Deno.rename(`${target}.rewrite`, target); // the rename, then the kill
+    for (const extra of [[], ["--sweep", "0"]]) {
+      const next = await run(extra);
+      equal(next.code, 0, next.stderr);
+    }
+    equal((await jsonlIds(target)).length, 199);
   },
 );
