@@ -337,14 +337,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
-      // Another member seen before the fall (or kept to the share for then) may pace alone still, or have gone idle
-      // after: its sends count a window on. (A process that never took knows of none.)
-      const span = windowSpan(this.limit), fell = this.#fellAt;
-      const others = fell < this.#keepShareUntil ||
-        fell - this.#othersSeenAt < span;
-      if (this.#lastTakeAt > -Infinity && others) {
-        this.#keepShareUntil = now + span;
-      }
+      // Another member its last takes saw (or one it kept to the share for at the fall) may pace alone still, or have
+      // gone idle after: its sends count a window on. A process that never took knows of none, so keeps too.
+      const span = windowSpan(this.limit), last = this.#lastTakeAt;
+      const others = last === -Infinity || last - this.#othersSeenAt < span ||
+        this.#fellAt < this.#keepShareUntil;
+      if (others) this.#keepShareUntil = now + span;
       this.#restored();
     }
     this.#epoch = epoch;
