@@ -42,6 +42,8 @@ export interface Committed {
   readonly rewrite?: Rewrite;
   /** The rewrite is complete and `end` is its end; it is being renamed over the copy. */
   readonly renaming?: boolean;
+  /** Decided by the check from a record that says otherwise: recorded once a run holds the copy. */
+  readonly unsaved?: true;
   /** While renaming: what was committed before, which stands if the rewrite is gone before its rename. */
   readonly replaces?: {
     readonly checkpoint: SyncCheckpoint;
@@ -59,7 +61,7 @@ export interface Rewrite {
   readonly mainAt: number;
 }
 
-export function sideFileText(committed: Committed): string {
+export function sideFileText({ unsaved: _, ...committed }: Committed): string {
   return JSON.stringify({ format: FORMAT, ...committed });
 }
 
@@ -174,7 +176,10 @@ export async function expectEnd(
  * copy; renamed (then as if the record said so); or gone before the rename (removed, as a link's refusal says, or
  * replaced by a new cycle's), when what was committed before stands and the cycle begins again.
  */
-async function renamingState(files: CopyFiles, committed: Committed) {
+async function renamingState(
+  files: CopyFiles,
+  committed: Committed,
+): Promise<Committed> {
   const { replaces } = committed, recorded = replaces?.file;
   const rewrite = await statOf(files.rewrite) &&
     tried(() => identityOf(files.rewrite));
@@ -186,16 +191,23 @@ async function renamingState(files: CopyFiles, committed: Committed) {
   if (rewrite && ours && await endsAt(files, files.rewrite, committed.end)) {
     return committed;
   }
-  const renamed = recorded === undefined
-    ? replaces === undefined || await endsAt(files, files.copy, committed.end)
-    : tried(() => identityOf(files.copy)) === recorded;
-  if (renamed || replaces === undefined) {
+  // Renamed: the copy holds the cycle's end, and is the rewrite's file or not the copy before (a restored copy, or one
+  // moved to another disk, is another file).
+  const renamed = replaces === undefined ||
+    await endsAt(files, files.copy, committed.end) &&
+      (tried(() => identityOf(files.copy)) === recorded ||
+        !await endsAt(files, files.copy, replaces.end));
+  if (renamed) {
     await expectEnd(files, files.copy, committed.end);
-    return { checkpoint: committed.checkpoint, end: committed.end };
+    return {
+      checkpoint: committed.checkpoint,
+      end: committed.end,
+      unsaved: true,
+    };
   }
   await expectEnd(files, files.copy, replaces.end);
   const { sweep: _, ...checkpoint } = replaces.checkpoint;
-  return { checkpoint, end: replaces.end };
+  return { checkpoint, end: replaces.end, unsaved: true };
 }
 
 /** Whether `path` holds `end` (`expectEnd` passes). */

@@ -122,7 +122,21 @@ class JsonlCopy {
     this.#committed = await checkCopy(this.#files);
     [this.#loaded, this.#ids] = [true, undefined];
     this.#ours.clear(); // a new run: lines past the committed end are a killed run's, cut once the end is checked
+    if (this.#lock !== undefined) await this.#settle();
     return this.#committed?.checkpoint ?? undefined;
+  }
+
+  /**
+   * Under the run's lock, before any write: a completed cycle's pending rename is finished, and a state the check
+   * decided is recorded (a run that wrote nothing left the copy short of its cycle, and the record undecided).
+   */
+  async #settle(): Promise<void> {
+    const committed = this.#committed;
+    if (committed?.renaming) {
+      await this.#renameOver(committed.checkpoint, committed.end);
+    } else if (committed?.unsaved) {
+      await this.#save(committed);
+    }
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
@@ -275,7 +289,8 @@ class JsonlCopy {
     await this.#lock?.assertHeld();
     const run = this.#lock?.token ?? this.#token;
     await replaceFile(this.#files.side, sideFileText(next), run);
-    this.#committed = next;
+    const { unsaved: _, ...saved } = next;
+    this.#committed = saved;
   }
 
   /** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */

@@ -529,3 +529,33 @@ processTest(
     equal((await jsonlIds(target)).length, 199);
   },
 );
+
+processTest(
+  "a JSONL copy whose completed cycle is renamed but unrecorded, then restored from a backup of itself (another file, the same bytes), goes on (taken by its file for the copy before: every run failed 'sink-mismatch': r87 F1); a pending rename is finished by the next run even when it writes nothing (the copy kept the old lines until a new item came: r87 F2)",
+  async () => {
+    for (const shape of ["restored", "pending"]) {
+      await using copy = await renameRefused(
+        `renamed-${shape}.jsonl`,
+        (api) => {
+          api.remove("transactions", "tx_000011");
+        },
+      );
+      const { target, run } = copy;
+      if (shape === "restored") {
+        await Deno.rename(`${target}.rewrite`, target);
+        await Deno.copyFile(target, `${target}.bak`);
+        await Deno.rename(`${target}.bak`, target);
+      }
+      const next = await run(["--sweep", "0"]);
+      equal(next.code, 0, next.stderr);
+      const ids = await jsonlIds(target);
+      equal(ids.length, 199, shape);
+      ok(!ids.includes("tx_000011"), shape);
+      const left = await Deno.lstat(`${target}.rewrite`).then(
+        () => true,
+        () => false,
+      );
+      equal(left, false, shape);
+    }
+  },
+);
