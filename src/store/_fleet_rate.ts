@@ -112,8 +112,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #keepShareUntil = -Infinity;
   /** When a take last said another process was in the window (one that may pace alone when the store fails). */
   #othersSeenAt = -Infinity;
-  /** When the store last failed after answering (the fall's start). */
-  #fellAt = -Infinity;
   /** When it last took from the store (-Infinity: never). */
   #lastTakeAt = -Infinity;
   /** Write-backs in a row that the store asked for again at once. */
@@ -337,11 +335,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
-      // Another member its last takes saw (or one it kept to the share for at the fall) may pace alone still, or have
-      // gone idle after: its sends count a window on. A process that never took knows of none, so keeps too.
+      // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
+      // have gone idle after: its sends count a window on. A process that never took knows of none, so keeps too.
       const span = windowSpan(this.limit), last = this.#lastTakeAt;
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
-        this.#fellAt < this.#keepShareUntil;
+        last < this.#keepShareUntil;
       if (others) this.#keepShareUntil = now + span;
       this.#restored();
     }
@@ -357,7 +355,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store failed: pace alone at the last known share for a while. */
   #goAlone(): void {
     const now = this.#config.now();
-    if (this.#failures === 0) this.#fellAt = now;
     const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
     this.#aloneUntil = now + pause;
     this.#degrade(now);
