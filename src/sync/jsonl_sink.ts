@@ -122,13 +122,13 @@ class JsonlCopy {
     this.#committed = await checkCopy(this.#files);
     [this.#loaded, this.#ids] = [true, undefined];
     this.#ours.clear(); // a new run: lines past the committed end are a killed run's, cut once the end is checked
-    if (this.#lock !== undefined) await this.#settle();
     return this.#committed?.checkpoint ?? undefined;
   }
 
   /**
-   * Under the run's lock, before any write: a completed cycle's pending rename is finished, and a state the check
-   * decided is recorded (a run that wrote nothing left the copy short of its cycle, and the record undecided).
+   * Once the run holds the copy, before any write: a completed cycle's pending rename is finished, and a state the
+   * check decided is recorded (a run that wrote nothing left the copy short of its cycle, and the record undecided).
+   * Never from `load()`, which changes nothing, whoever calls it.
    */
   async #settle(): Promise<void> {
     const committed = this.#committed;
@@ -142,8 +142,19 @@ class JsonlCopy {
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
     const { lockWait, onLockWait, now } = this.#options;
     const wait = { signal, wait: lockWait, onWait: onLockWait };
-    this.#lock = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
-    return this.#lock;
+    const lock = this.#lock = await takeFileLock(
+      `${this.#files.copy}.lock`,
+      wait,
+      now,
+    );
+    try {
+      await this.load();
+      await this.#settle();
+    } catch (error) {
+      await lock[Symbol.asyncDispose]().catch(() => {});
+      throw error;
+    }
+    return lock;
   }
 
   /**

@@ -462,13 +462,15 @@ async function renameRefused(name: string, change: (api: FakeApi) => void) {
   change(api);
   const refused = [...flagsFor(env), `--deny-write=${target}`];
   const sweep = syncArgs(target, ["--sweep", "all"]);
-  equal((await cli(refused, sweep, env)).code, 2);
+  const refuse = async () => equal((await cli(refused, sweep, env)).code, 2);
+  await refuse();
   const run = (extra: string[] = []) =>
     cli(flagsFor(env), syncArgs(target, extra), env);
   return {
     api,
     target,
     run,
+    refuse,
     [Symbol.asyncDispose]: () => api[Symbol.asyncDispose](),
   };
 }
@@ -557,5 +559,31 @@ processTest(
       );
       equal(left, false, shape);
     }
+  },
+);
+
+processTest(
+  "a JSONL sink's load() after its run changes nothing, even with another run's cycle pending its rename: only a run holding the lock finishes it (load() on the sink of an ended run renamed the rewrite with no lock, then failed 'lock-lost': r89 F1)",
+  async () => {
+    await using copy = await renameRefused("load-after-run.jsonl", (api) => {
+      api.remove("transactions", "tx_000011");
+    });
+    const { api, target, refuse } = copy;
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+    });
+    const sink = createJsonlSink(target);
+    await syncList(client, "transactions", {
+      id: "transactionID",
+      sink,
+      sweep: 0,
+    });
+    api.remove("transactions", "tx_000012");
+    await refuse(); // another run's cycle, its rename pending
+    const before = await Deno.readTextFile(target);
+    await sink.load();
+    equal(await Deno.readTextFile(target), before);
+    ok((await Deno.lstat(`${target}.rewrite`)).isFile);
   },
 );
