@@ -686,3 +686,15 @@ Deno.test("a file's end after whole lines: no bytes leave it as it was (an end w
   ]);
   deepStrictEqual(endAfter(twice, bytes("")), twice);
 });
+
+Deno.test("JSONL sink: a direct write on the sink of an ended run writes as one without lock() (it failed 'lock-lost', naming a run that took the copy over, when none had: r91 F2)", async () => {
+  const path = await fresh("write-after-run.jsonl");
+  const service = listOf(() => things(5));
+  const sink = createJsonlSink(path);
+  await syncList(service.client, "things", { id: "thingID", sink });
+  const [next] = things(6).slice(5);
+  const checkpoint = { ...CHECKPOINT, edge: { value: "6", id: "6" } };
+  await sink.write([next], checkpoint, [next!.thingID]);
+  const lines = (await Deno.readTextFile(path)).split("\n").filter(Boolean);
+  equal(lines.length, 6);
+});

@@ -142,11 +142,16 @@ class JsonlCopy {
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
     const { lockWait, onLockWait, now } = this.#options;
     const wait = { signal, wait: lockWait, onWait: onLockWait };
-    const lock = this.#lock = await takeFileLock(
-      `${this.#files.copy}.lock`,
-      wait,
-      now,
-    );
+    const taken = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
+    // Released, it is no longer this sink's: a write after the run is one without lock(), not a lost lock.
+    const lock = {
+      ...taken,
+      [Symbol.asyncDispose]: async () => {
+        if (this.#lock === lock) this.#lock = undefined;
+        await taken[Symbol.asyncDispose]();
+      },
+    };
+    this.#lock = lock;
     try {
       await this.load();
       await this.#settle();
