@@ -698,3 +698,36 @@ Deno.test("JSONL sink: a direct write on the sink of an ended run writes as one 
   const lines = (await Deno.readTextFile(path)).split("\n").filter(Boolean);
   equal(lines.length, 6);
 });
+
+Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself and writes from the copy as it then stands: on a sink whose look came before another run, it cut that run's committed lines (r92 F1), and during another run it waits for it (r92 F2)", async () => {
+  const path = await fresh("write-without-lock.jsonl");
+  const list = things(50);
+  const service = listOf(() => list);
+  const run = (sink: SyncSink<Thing>) =>
+    syncList(service.client, "things", { id: "thingID", sink });
+  const early = createJsonlSink<Thing>(path);
+  await run(early);
+  const checkpoint = (await early.load())!;
+  list.push(...things(55).slice(50));
+  await run(createJsonlSink(path)); // another run commits 5 lines
+  const extra = { thingID: "u1" };
+  await early.write([extra], checkpoint, [extra.thingID]);
+  const ids = () =>
+    Deno.readTextFile(path).then((text) =>
+      text.split("\n").filter(Boolean).map((line) => JSON.parse(line).thingID)
+    );
+  deepStrictEqual(await ids(), [...list, extra].map((thing) => thing.thingID));
+  const holder = createJsonlSink<Thing>(path);
+  const held = await holder.lock!();
+  const order: string[] = [];
+  const writing = createJsonlSink<Thing>(path).write(
+    [{ thingID: "u2" }],
+    checkpoint,
+    ["u2"],
+  ).then(() => order.push("written"));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  order.push("released");
+  await held[Symbol.asyncDispose]();
+  await writing;
+  deepStrictEqual(order, ["released", "written"]);
+});

@@ -99,6 +99,9 @@ export function createJsonlSink<T>(
 
 type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
+/** What a write is given: items, their checkpoint, their ids, the run's context. */
+type Batch = Parameters<SyncSink<unknown>["write"]>;
+
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
@@ -189,12 +192,21 @@ class JsonlCopy {
     yield* copyRows(this.#files, this.#committed, cycle, keyOf);
   }
 
-  async write(
-    items: readonly unknown[],
-    checkpoint: SyncCheckpoint,
-    ids: readonly string[],
-    context: SyncWriteContext | undefined,
-  ) {
+  /**
+   * A write without `lock()` takes the copy's lock for itself, and writes from the copy as it then stands: another
+   * process's run holds it meanwhile, and may have committed since this sink's look (it cut that run's lines).
+   */
+  async write(...batch: Batch) {
+    if (this.#lock !== undefined) return await this.#commit(...batch);
+    const lock = await this.lock(undefined);
+    try {
+      return await this.#commit(...batch);
+    } finally {
+      await lock[Symbol.asyncDispose]();
+    }
+  }
+
+  async #commit(...[items, checkpoint, ids, context]: Batch) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const keyOf = context?.keyOf;
