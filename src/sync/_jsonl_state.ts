@@ -1,7 +1,7 @@
 // Internal: the JSONL sink's side file, read back only when whole and of this format (or 0.3's); the check of a copy
 // against it before any write; and the copy's lines.
 
-import type { SyncCheckpoint } from "./sink.ts";
+import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
 import { tried } from "../core/_check.ts";
 import {
@@ -347,3 +347,40 @@ export async function* linesOf(
 }
 
 const LF = 0x0a;
+
+/** What keys a line: the run's `keyOf`. */
+type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
+
+/**
+ * Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle), or whose line would not read back as it
+ * (its own `toJSON`), skipped as SQL sinks skip what they cannot hold, not stopping runs.
+ */
+export function itemLines(
+  items: readonly unknown[],
+  ids: readonly string[],
+  keyOf: KeyOf | undefined,
+) {
+  const written: string[] = [], skipped: string[] = [];
+  let lines = "";
+  items.forEach((item, i) => {
+    const text = tried(() => JSON.stringify(item));
+    if (text === undefined || !readsBack(item, text, keyOf)) {
+      skipped.push(ids[i]!);
+    } else {
+      lines += `${text}\n`;
+      written.push(ids[i]!);
+    }
+  });
+  return { lines, written, skipped };
+}
+
+/**
+ * Whether `text` reads back as `item`'s key (id and sort value), which the next cycle reads from the line. Checked
+ * for every item: a plain object too may lose it (a non-enumerable id, an `id` function over a nested Date, Map or
+ * `toJSON`), and a line that cannot be keyed failed every cycle after it. One parse a line.
+ */
+function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
+  if (!keyOf) return true;
+  const [read, own] = [tried(() => keyOf(JSON.parse(text))), keyOf(item)];
+  return read?.id === own.id && read.value === own.value;
+}

@@ -20,7 +20,7 @@ import {
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { guardCycleEnd } from "./_deletes.ts";
-import { requireOptions, requireText, tried } from "../core/_check.ts";
+import { requireOptions, requireText } from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -30,6 +30,7 @@ import {
   endAfter,
   expectEnd,
   type FileEnd,
+  itemLines,
   sideFileText,
   writeWithout,
 } from "./_jsonl_state.ts";
@@ -210,7 +211,11 @@ class JsonlCopy {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const keyOf = context?.keyOf;
-    const { written, skipped: skippedIds, lines } = linesOf(items, ids, keyOf);
+    const { written, skipped: skippedIds, lines } = itemLines(
+      items,
+      ids,
+      keyOf,
+    );
     const batch = { written, skipped: skippedIds, keyOf };
     if (context?.phase !== "sweep") {
       const held = await this.#linesHeld(batch, now);
@@ -354,40 +359,6 @@ type HeldBatch = {
   skipped: readonly string[];
   keyOf: KeyOf | undefined;
 };
-
-/**
- * Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle), or whose line would not read back as it
- * (its own `toJSON`), skipped as SQL sinks skip what they cannot hold, not stopping runs.
- */
-function linesOf(
-  items: readonly unknown[],
-  ids: readonly string[],
-  keyOf: KeyOf | undefined,
-) {
-  const written: string[] = [], skipped: string[] = [];
-  let lines = "";
-  items.forEach((item, i) => {
-    const text = tried(() => JSON.stringify(item));
-    if (text === undefined || !readsBack(item, text, keyOf)) {
-      skipped.push(ids[i]!);
-    } else {
-      lines += `${text}\n`;
-      written.push(ids[i]!);
-    }
-  });
-  return { lines, written, skipped };
-}
-
-/**
- * Whether `text` reads back as `item`'s key (id and sort value), which the next cycle reads from the line. Checked
- * for every item: a plain object too may lose it (a non-enumerable id, an `id` function over a nested Date, Map or
- * `toJSON`), and a line that cannot be keyed failed every cycle after it. One parse a line.
- */
-function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
-  if (!keyOf) return true;
-  const [read, own] = [tried(() => keyOf(JSON.parse(text))), keyOf(item)];
-  return read?.id === own.id && read.value === own.value;
-}
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {
