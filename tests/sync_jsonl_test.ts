@@ -699,7 +699,7 @@ Deno.test("JSONL sink: a direct write on the sink of an ended run writes as one 
   equal(lines.length, 6);
 });
 
-Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself and writes from the copy as it then stands: on a sink whose look came before another run, it cut that run's committed lines (r92 F1), and during another run it waits for it (r92 F2)", async () => {
+Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself and writes from the copy as it then stands: on a sink whose look came before another run, it cut that run's committed lines (r92 F1), and is now refused rather than put back that run's checkpoint (r93 F2); during another run it waits for it (r92 F2); writes of one sink at once go one after another (they shared one write's lock and lost lines: r93 F1)", async () => {
   const path = await fresh("write-without-lock.jsonl");
   const list = things(50);
   const service = listOf(() => list);
@@ -711,7 +711,14 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
   list.push(...things(55).slice(50));
   await run(createJsonlSink(path)); // another run commits 5 lines
   const extra = { thingID: "u1" };
-  await early.write([extra], checkpoint, [extra.thingID]);
+  // Refused: it would put back the older checkpoint (r93 F2); from a look again, written.
+  await refused(
+    early.write([extra], checkpoint, [extra.thingID]),
+    "sink-mismatch",
+    path,
+  );
+  const again = (await early.load())!;
+  await early.write([extra], again, [extra.thingID]);
   const ids = () =>
     Deno.readTextFile(path).then((text) =>
       text.split("\n").filter(Boolean).map((line) => JSON.parse(line).thingID)
@@ -730,4 +737,13 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
   await held[Symbol.asyncDispose]();
   await writing;
   deepStrictEqual(order, ["released", "written"]);
+  const sink = createJsonlSink<Thing>(path);
+  await sink.load();
+  const many = things(20).map((thing) => ({ thingID: `w${thing.thingID}` }));
+  await Promise.all(many.map(async (thing) => {
+    const current = (await sink.load())!;
+    await sink.write([thing], current, [thing.thingID]);
+  }));
+  const written = new Set(await ids());
+  ok(many.every((thing) => written.has(thing.thingID)));
 });

@@ -36,6 +36,7 @@ import {
 } from "./_jsonl_state.ts";
 import { cycleChanges } from "./_jsonl_cycle.ts";
 import { MAX_GUARDED_ROWS } from "./_window_guard.ts";
+import { sinkMismatch } from "./sync_error.ts";
 
 /**
  * Options of {@linkcode createJsonlSink}.
@@ -106,6 +107,9 @@ type Batch = Parameters<SyncSink<unknown>["write"]>;
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
+  /** The writes without `lock()` under way, one after another; one holds the lock it took (not the user's). */
+  #writes: Promise<unknown> = Promise.resolve();
+  #selfLocked = false;
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
@@ -194,17 +198,43 @@ class JsonlCopy {
   }
 
   /**
-   * A write without `lock()` takes the copy's lock for itself, and writes from the copy as it then stands: another
-   * process's run holds it meanwhile, and may have committed since this sink's look (it cut that run's lines).
+   * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
+   * the copy as it then stands: another process's run may hold it meanwhile. Refused if that run committed since this
+   * sink's look (`"sink-mismatch"`): its checkpoint would be put back, and the items since read and written again.
    */
-  async write(...batch: Batch) {
-    if (this.#lock !== undefined) return await this.#commit(...batch);
-    const lock = await this.lock(undefined);
-    try {
-      return await this.#commit(...batch);
-    } finally {
-      await lock[Symbol.asyncDispose]();
+  write(...batch: Batch) {
+    if (this.#lock !== undefined && !this.#selfLocked) {
+      return this.#commit(...batch);
     }
+    const write = this.#writes.then(async () => {
+      // Its last look, or its own last write (one before it in line).
+      const looked = this.#loaded
+        ? JSON.stringify(this.#committed?.checkpoint)
+        : undefined;
+      this.#selfLocked = true; // from the lock's taking on: writes called meanwhile wait in line
+      let lock: FileLock | undefined;
+      try {
+        lock = await this.lock(undefined);
+        const now = JSON.stringify(this.#committed?.checkpoint);
+        if (looked !== undefined && looked !== now) {
+          throw this.#committedSince();
+        }
+        return await this.#commit(...batch);
+      } finally {
+        this.#selfLocked = false;
+        await lock?.[Symbol.asyncDispose]();
+      }
+    });
+    this.#writes = write.catch(() => {});
+    return write;
+  }
+
+  #committedSince() {
+    return sinkMismatch(
+      this.#files.copy,
+      "another run committed to it since this sink's last look",
+      "load() again, and write from its checkpoint",
+    );
   }
 
   async #commit(...[items, checkpoint, ids, context]: Batch) {
