@@ -717,6 +717,11 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
     "sink-mismatch",
     path,
   );
+  await refused( // a retry too: the refused write's own look is no look of the sink's (r94 F2)
+    early.write([extra], checkpoint, [extra.thingID]),
+    "sink-mismatch",
+    path,
+  );
   const again = (await early.load())!;
   await early.write([extra], again, [extra.thingID]);
   const ids = () =>
@@ -746,4 +751,26 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
   }));
   const written = new Set(await ids());
   ok(many.every((thing) => written.has(thing.thingID)));
+  // Under the sink's own lock, its write commits at once, whatever write of it waits in line (r94 F1).
+  const own = createJsonlSink<Thing>(path, { lockWait: 0 });
+  const current = (await own.load())!;
+  const queued = own.write([{ thingID: "x1" }], current, ["x1"]);
+  const mine = await own.lock!();
+  await own.write([{ thingID: "x2" }], current, ["x2"]);
+  await mine[Symbol.asyncDispose]();
+  await queued.catch(() => {}); // it waited for the lock, which its own sink held
+  ok((await ids()).includes("x2"));
+  // A look that found no copy is a look: a run that made one since refuses the write (r94 F3).
+  const other = await fresh("write-without-lock-new.jsonl");
+  const empty = createJsonlSink<Thing>(other);
+  equal(await empty.load(), undefined);
+  await syncList(service.client, "things", {
+    id: "thingID",
+    sink: createJsonlSink(other),
+  });
+  await refused(
+    empty.write([extra], checkpoint, ["u1"]),
+    "sink-mismatch",
+    other,
+  );
 });

@@ -101,15 +101,22 @@ export function createJsonlSink<T>(
 
 type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
+/** A copy's checkpoint as a look saw it: none (`"null"`) is a look too. */
+const lookOf = (committed: Committed | undefined) =>
+  JSON.stringify(committed?.checkpoint ?? null);
+
 /** What a write is given: items, their checkpoint, their ids, the run's context. */
 type Batch = Parameters<SyncSink<unknown>["write"]>;
 
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
-  /** The writes without `lock()` under way, one after another; one holds the lock it took (not the user's). */
+  /** The writes without `lock()` under way, one after another, each under a lock of its own. */
   #writes: Promise<unknown> = Promise.resolve();
-  #selfLocked = false;
+  /** The lock the user (or its run) took with `lock()`, while held. */
+  #userLock: FileLock | undefined;
+  /** The checkpoint as this sink last saw it (`lookOf`): by `load()` or its own commit; undefined before either. */
+  #look: string | undefined;
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
@@ -127,10 +134,16 @@ class JsonlCopy {
   }
 
   async load(): Promise<SyncCheckpoint | undefined> {
+    await this.#check();
+    this.#look = lookOf(this.#committed);
+    return this.#committed?.checkpoint ?? undefined;
+  }
+
+  /** The copy checked against its side file, as it stands. */
+  async #check(): Promise<void> {
     this.#committed = await checkCopy(this.#files);
     [this.#loaded, this.#ids] = [true, undefined];
     this.#ours.clear(); // a new run: lines past the committed end are a killed run's, cut once the end is checked
-    return this.#committed?.checkpoint ?? undefined;
   }
 
   /**
@@ -148,6 +161,11 @@ class JsonlCopy {
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
+    return this.#userLock = await this.#take(signal);
+  }
+
+  /** Takes the copy's lock, then checks the copy and settles it; the lock, released on a failure. */
+  async #take(signal: AbortSignal | undefined): Promise<FileLock> {
     const { lockWait, onLockWait, now } = this.#options;
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     const taken = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
@@ -156,12 +174,13 @@ class JsonlCopy {
       ...taken,
       [Symbol.asyncDispose]: async () => {
         if (this.#lock === lock) this.#lock = undefined;
+        if (this.#userLock === lock) this.#userLock = undefined;
         await taken[Symbol.asyncDispose]();
       },
     };
     this.#lock = lock;
     try {
-      await this.load();
+      await this.#check();
       await this.#settle();
     } catch (error) {
       await lock[Symbol.asyncDispose]().catch(() => {});
@@ -203,30 +222,30 @@ class JsonlCopy {
    * sink's look (`"sink-mismatch"`): its checkpoint would be put back, and the items since read and written again.
    */
   write(...batch: Batch) {
-    if (this.#lock !== undefined && !this.#selfLocked) {
-      return this.#commit(...batch);
+    if (this.#lock !== undefined && this.#lock === this.#userLock) {
+      return this.#commitSeen(batch);
     }
     const write = this.#writes.then(async () => {
-      // Its last look, or its own last write (one before it in line).
-      const looked = this.#loaded
-        ? JSON.stringify(this.#committed?.checkpoint)
-        : undefined;
-      this.#selfLocked = true; // from the lock's taking on: writes called meanwhile wait in line
-      let lock: FileLock | undefined;
+      const looked = this.#look;
+      const lock = await this.#take(undefined);
       try {
-        lock = await this.lock(undefined);
-        const now = JSON.stringify(this.#committed?.checkpoint);
-        if (looked !== undefined && looked !== now) {
+        if (looked !== undefined && looked !== lookOf(this.#committed)) {
           throw this.#committedSince();
         }
-        return await this.#commit(...batch);
+        return await this.#commitSeen(batch);
       } finally {
-        this.#selfLocked = false;
-        await lock?.[Symbol.asyncDispose]();
+        await lock[Symbol.asyncDispose]();
       }
     });
     this.#writes = write.catch(() => {});
     return write;
+  }
+
+  /** A commit, which the sink's next write without `lock()` counts as its look. */
+  async #commitSeen(batch: Batch) {
+    const done = await this.#commit(...batch);
+    this.#look = lookOf(this.#committed);
+    return done;
   }
 
   #committedSince() {
