@@ -758,8 +758,18 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
   const mine = await own.lock!();
   await own.write([{ thingID: "x2" }], current, ["x2"]);
   await mine[Symbol.asyncDispose]();
-  await queued.catch(() => {}); // it waited for the lock, which its own sink held
+  await refused(queued, "locked", `${path}.lock`); // it waited for the lock its own sink held (lockWait 0)
   ok((await ids()).includes("x2"));
+  // A write in line while its sink's own lock() writes is judged once it holds the lock: that write is its look (r95 F1).
+  const patient = createJsonlSink<Thing>(path);
+  const look = (await patient.load())!;
+  const waiting = patient.write([{ thingID: "x3" }], look, ["x3"]);
+  const held2 = await patient.lock!();
+  const moved = { ...look, offset: look.offset + 1 };
+  await patient.write([{ thingID: "x4" }], moved, ["x4"]);
+  await held2[Symbol.asyncDispose]();
+  await waiting;
+  ok((await ids()).includes("x3"));
   // A look that found no copy is a look: a run that made one since refuses the write (r94 F3).
   const other = await fresh("write-without-lock-new.jsonl");
   const empty = createJsonlSink<Thing>(other);

@@ -226,9 +226,10 @@ class JsonlCopy {
       return this.#commitSeen(batch);
     }
     const write = this.#writes.then(async () => {
-      const looked = this.#look;
       const lock = await this.#take(undefined);
       try {
+        // Read once it holds the lock: the sink's own writes under its lock() while this one waited are its look.
+        const looked = this.#look;
         if (looked !== undefined && looked !== lookOf(this.#committed)) {
           throw this.#committedSince();
         }
