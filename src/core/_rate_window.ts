@@ -65,13 +65,11 @@ export function shareRoom(
   // Those counting: awaiting their answer, or answered within the interval.
   let at = answered.length;
   while (at > window.from && answered[at - 1]! + interval > now) at--;
-  // A send past the ring's room replaces the oldest: only one that left the window (as slotWait asks of each).
+  // A send past the ring's room replaces its oldest, in ticket order: only one that left the window (as slotWait asks).
   let ring = times.length - count;
-  const oldest = (head - count + times.length) % times.length;
-  while (ring < times.length) {
-    const time = times[(oldest + ring - times.length + count) % times.length]!;
+  for (let i = 0; i < count; i++, ring++) {
+    const time = times[(head - count + i + times.length) % times.length]!;
     if (time + interval > now) break;
-    ring++;
   }
   const free = share - unanswered - (answered.length - at);
   return { wait, free: Math.max(1, Math.min(free, ring)) }; // (1: as slotWait said)
