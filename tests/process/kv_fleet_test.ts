@@ -47,7 +47,9 @@ processTest(
     const dir = await scratchDir();
     try {
       const kvPath = `${dir}/tokens.sqlite`;
-      const fleet = startFleet(api, FLEET, { kvPath, leaseMs: 1000 });
+      // A lease a starved holder still renews in time (each third of it): at 1 s, a run on a machine with 12 busy
+      // processes saw a living holder's lease taken, and a second token.
+      const fleet = startFleet(api, FLEET, { kvPath, leaseMs: 3000 });
       using kv = await Deno.openKv(kvPath);
       // Kill the holder only once its request is on the wire, hanging.
       while (api.tokenRequests === 0) {
