@@ -22,6 +22,7 @@ import { configFor } from "../_cli_helpers.ts";
 import { cli } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
 import { processTest } from "../_processes.ts";
+import { cpuBoundTest } from "./_scaled_deadline.ts";
 
 /** The rows of the table that starts with `header`: its cells, trimmed. */
 async function tableRows(header: string): Promise<string[][]> {
@@ -324,7 +325,7 @@ const TOOL_RUNS: Record<string, ToolCase> = {
   },
 };
 
-processTest(
+cpuBoundTest(
   "docs/errors.md: every row of what the tool says is run as written, and the fix it names works",
   async () => {
     await using api = await startFakePartnerApi();

@@ -9,6 +9,7 @@ import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { Command, processTest } from "../_processes.ts";
+import { cpuBoundTest } from "./_scaled_deadline.ts";
 
 type Api = Awaited<ReturnType<typeof startFakePartnerApi>>;
 
@@ -239,7 +240,7 @@ async function edge(
   };
 }
 
-processTest(
+cpuBoundTest(
   "every row of docs/cli.md's permission table runs as written",
   async () => {
     await using api = await startFakePartnerApi();

@@ -10,6 +10,7 @@ import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import type { Run } from "../_cli_helpers.ts";
 import { textOf } from "./_cli_process.ts";
 import { Command, processTest } from "../_processes.ts";
+import { cpuBoundTest } from "./_scaled_deadline.ts";
 
 const FOLDER = ".test-tmp/readme-commands";
 const ENV_FILE = `${FOLDER}/.env`;
@@ -120,7 +121,7 @@ async function readmeFake(): Promise<string[]> {
   return args.slice(2).map((arg) => arg === "8787" ? String(freePort()) : arg);
 }
 
-processTest(
+cpuBoundTest(
   "README › Getting started, docs/cli.md: every `deno task cli` line runs as written against `deno task fake`, and exits 0",
   async () => {
     // A cache of an earlier run would answer the first command.
