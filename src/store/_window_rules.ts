@@ -135,8 +135,10 @@ export function takeTurn(
     ? Math.min(limit.requests, state.reseeded)
     : limit.requests;
   const room = state.block > now ? 0 : capacity - sends.length;
-  // A background send leaves the reserve free, and waits while a live one waits anywhere.
-  const liveElsewhere = line.some((p) => isLive(p) && p[0] !== holder);
+  // A background send leaves the reserve free, and waits while a live one waits anywhere (ms to each one's turn).
+  const liveTurns = line.filter((p) => isLive(p) && p[0] !== holder)
+    .map(([, lapses]) => lapses - GRACE - now);
+  const liveElsewhere = liveTurns.length > 0;
   const free = !low ? room : liveElsewhere ? 0 : room - (ask.reserve ?? 0);
   const place = order.findIndex(([id]) => id === holder);
   const ahead = place < 0 ? order.length : place;
@@ -150,7 +152,7 @@ export function takeTurn(
     line = line.filter(([id]) => id !== holder);
     return outcome({ ...next, line }, granted, 0, false);
   }
-  const around = { free, liveElsewhere, now, limit };
+  const around = { free, liveTurns, now, limit };
   const { wait, line: after } = waitInLine(next, ask, granted, around);
   return outcome({ ...next, line: after }, granted, wait, false);
 }
@@ -160,9 +162,9 @@ function waitInLine(
   state: WindowState,
   { holder, low }: TakeAsk,
   granted: number,
-  { free, liveElsewhere, now, limit }: {
+  { free, liveTurns, now, limit }: {
     free: number;
-    liveElsewhere: boolean;
+    liveTurns: number[];
     now: number;
     limit: RateLimit;
   },
@@ -176,8 +178,11 @@ function waitInLine(
     : state.line.map((p): Place =>
       p[0] === holder ? [holder, p[1], p[2], mark] : p
     );
-  const wait = low && liveElsewhere
-    ? liveTurnWait(state.line, holder, now, limit) // the live ones go first
+  // The live ones go first: a background take waits for the first one's turn (it asked again every slot's share: about
+  // 1,000 store round trips a window for nothing), at least a share, at most a window.
+  const liveTurn = Math.min(...liveTurns, limit.interval + HOLD);
+  const wait = low && liveTurns.length > 0
+    ? Math.max(1, slotShare(limit), liveTurn)
     : turnWait(
       state,
       (low ? line : line.filter(isLive)).findIndex(([id]) => id === holder),
@@ -191,22 +196,6 @@ function waitInLine(
       : entry
   );
   return { wait, line };
-}
-
-/**
- * How long a background take waits while a live place waits elsewhere: until the first live place's turn (it asked
- * again every slot's share: about 1,000 store round trips a window for nothing), at least a share, at most a window.
- */
-function liveTurnWait(
-  line: readonly Place[],
-  holder: string,
-  now: number,
-  limit: RateLimit,
-): number {
-  const turns = line.filter((p) => isLive(p) && p[0] !== holder)
-    .map(([, lapses]) => lapses - GRACE - now);
-  const turn = Math.min(...turns, limit.interval + HOLD);
-  return Math.max(1, slotShare(limit), turn);
 }
 
 /** The answer to a take, and the window after it. */
