@@ -169,15 +169,11 @@ function waitInLine(
     limit: RateLimit;
   },
 ): { wait: number; line: Place[] } {
-  const mark = low === true ? 0 : 1;
-  let line = granted > 0 || state.line.every(([id]) => id !== holder)
-    ? [
-      ...state.line.filter(([id]) => id !== holder),
-      [holder, Infinity, 0, mark] as const,
-    ]
-    : state.line.map((p): Place =>
-      p[0] === holder ? [holder, p[1], p[2], mark] : p
-    );
+  // Given some, or new in line, it goes to the end; else it keeps its place. Ahead of it: the places before.
+  const at = state.line.findIndex(([id]) => id === holder);
+  const moves = granted > 0 || at < 0;
+  const others = state.line.filter(([id]) => id !== holder);
+  const before = moves ? others : state.line.slice(0, at);
   // The live ones go first: a background take waits for the first one's turn (it asked again every slot's share: about
   // 1,000 store round trips a window for nothing), at least a share, at most a window.
   const liveTurn = Math.min(...liveTurns, limit.interval + HOLD);
@@ -185,16 +181,15 @@ function waitInLine(
     ? Math.max(1, slotShare(limit), liveTurn)
     : turnWait(
       state,
-      (low ? line : line.filter(isLive)).findIndex(([id]) => id === holder),
+      (low ? before : before.filter(isLive)).length,
       free - granted,
       now,
       limit,
     );
-  line = line.map((entry): Place =>
-    entry[0] === holder
-      ? [holder, now + wait + GRACE, wait + GRACE, mark]
-      : entry
-  );
+  const place: Place = [holder, now + wait + GRACE, wait + GRACE, low ? 0 : 1];
+  const line = moves
+    ? [...others, place]
+    : state.line.map((p) => p[0] === holder ? place : p);
   return { wait, line };
 }
 
