@@ -68,6 +68,10 @@ const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
 
+/** A member's share of `requests` among `holders` (at least two: another may join while the store is down). */
+const shareOf = (requests: number, holders: number) =>
+  Math.max(1, Math.floor(requests / Math.max(2, holders)));
+
 /** A {@linkcode RateLimiter} over a {@linkcode SharedWindow}; disposing waits for its writes to the store. */
 export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly limit: RateLimit;
@@ -125,7 +129,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#own = rateWindow.emptyWindow(config.limit.requests);
     this.#answers = new Answers((sends) => shared.answer(sends), config.now);
     // Before the store says how many share it, a fleet has at least two members: never the whole limit.
-    this.#share = Math.max(1, Math.floor(config.limit.requests / 2));
+    this.#share = shareOf(config.limit.requests, 0);
   }
 
   take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
@@ -291,15 +295,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #taken(reply: TakeReply): void {
     this.#reseeds = 0;
     this.#epoch = reply.epoch;
-    // Never the whole limit, even for a process alone in the last window: another may join while the store is down.
-    const { requests } = this.limit;
-    const share = Math.max(
-      1,
-      Math.floor(Math.min(requests / reply.holders, requests / 2)),
-    );
     // While it keeps to its share, the store counts only the members back: those still alone are not among them.
     const now = this.#config.now(), keeping = now < this.#keepShareUntil;
     if (reply.holders > 0) {
+      // Never the whole limit, even for a process alone in the last window.
+      const share = shareOf(this.limit.requests, reply.holders);
       this.#share = keeping ? Math.min(this.#share, share) : share;
     }
     if (reply.holders > 1) this.#othersSeenAt = now;
@@ -318,7 +318,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
-    const now = this.#config.now();
+    const now = this.#config.now(), last = this.#lastTakeAt;
     const { holder } = this.#config;
     const { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
@@ -330,14 +330,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
     // Took while the window it knew could still hold sends: what it knew may matter.
-    const recent = now - this.#lastTakeAt < windowSpan(this.limit);
+    const span = windowSpan(this.limit), recent = now - last < span;
     // A window back empty while this process had sends in it is a fall, as a failing store is.
     if (sends.length > 0 || recent) this.#degrade(now);
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
       // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
       // have gone idle after: its sends count a window on. A process that never took knows of none, so keeps too.
-      const span = windowSpan(this.limit), last = this.#lastTakeAt;
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
         last < this.#keepShareUntil;
       if (others) this.#keepShareUntil = now + span;

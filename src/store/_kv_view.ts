@@ -102,11 +102,9 @@ export class ClockView {
     const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
       if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];
-      let seen = this.#sends.get(name);
-      if (seen === undefined) {
-        seen = { first: now, open: answered === 1 ? undefined : now };
-        this.#sends.set(name, seen);
-      }
+      const seen = this.#sends.get(name) ??
+        { first: now, open: answered === 1 ? undefined : now };
+      this.#sends.set(name, seen);
       if (answered === 0) return [[name, seen.first + HOLD, 0, span]];
       seen.answered ??= now;
       // Seen written and unanswered at `open`: answered within its span of it.

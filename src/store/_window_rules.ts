@@ -135,8 +135,10 @@ export function takeTurn(
     ? Math.min(limit.requests, state.reseeded)
     : limit.requests;
   const room = state.block > now ? 0 : capacity - sends.length;
-  // A background send leaves the reserve free, and waits while a live one waits anywhere.
-  const liveElsewhere = line.some((p) => isLive(p) && p[0] !== holder);
+  // A background send leaves the reserve free, and waits while a live one waits anywhere (ms to each one's turn).
+  const liveTurns = line.filter((p) => isLive(p) && p[0] !== holder)
+    .map(([, lapses]) => lapses - GRACE - now);
+  const liveElsewhere = liveTurns.length > 0;
   const free = !low ? room : liveElsewhere ? 0 : room - (ask.reserve ?? 0);
   const place = order.findIndex(([id]) => id === holder);
   const ahead = place < 0 ? order.length : place;
@@ -150,7 +152,7 @@ export function takeTurn(
     line = line.filter(([id]) => id !== holder);
     return outcome({ ...next, line }, granted, 0, false);
   }
-  const around = { free, liveElsewhere, now, limit };
+  const around = { free, liveTurns, now, limit };
   const { wait, line: after } = waitInLine(next, ask, granted, around);
   return outcome({ ...next, line: after }, granted, wait, false);
 }
@@ -160,53 +162,35 @@ function waitInLine(
   state: WindowState,
   { holder, low }: TakeAsk,
   granted: number,
-  { free, liveElsewhere, now, limit }: {
+  { free, liveTurns, now, limit }: {
     free: number;
-    liveElsewhere: boolean;
+    liveTurns: number[];
     now: number;
     limit: RateLimit;
   },
 ): { wait: number; line: Place[] } {
-  const mark = low === true ? 0 : 1;
-  let line = granted > 0 || state.line.every(([id]) => id !== holder)
-    ? [
-      ...state.line.filter(([id]) => id !== holder),
-      [holder, Infinity, 0, mark] as const,
-    ]
-    : state.line.map((p): Place =>
-      p[0] === holder ? [holder, p[1], p[2], mark] : p
-    );
-  const wait = low && liveElsewhere
-    ? liveTurnWait(state.line, holder, now, limit) // the live ones go first
+  // Given some, or new in line, it goes to the end; else it keeps its place. Ahead of it: the places before.
+  const at = state.line.findIndex(([id]) => id === holder);
+  const moves = granted > 0 || at < 0;
+  const others = state.line.filter(([id]) => id !== holder);
+  const before = moves ? others : state.line.slice(0, at);
+  // The live ones go first: a background take waits for the first one's turn (it asked again every slot's share: about
+  // 1,000 store round trips a window for nothing), at least a share, at most a window.
+  const liveTurn = Math.min(...liveTurns, limit.interval + HOLD);
+  const wait = low && liveTurns.length > 0
+    ? Math.max(1, slotShare(limit), liveTurn)
     : turnWait(
       state,
-      (low ? line : line.filter(isLive)).findIndex(([id]) => id === holder),
+      (low ? before : before.filter(isLive)).length,
       free - granted,
       now,
       limit,
     );
-  line = line.map((entry): Place =>
-    entry[0] === holder
-      ? [holder, now + wait + GRACE, wait + GRACE, mark]
-      : entry
-  );
+  const place: Place = [holder, now + wait + GRACE, wait + GRACE, low ? 0 : 1];
+  const line = moves
+    ? [...others, place]
+    : state.line.map((p) => p[0] === holder ? place : p);
   return { wait, line };
-}
-
-/**
- * How long a background take waits while a live place waits elsewhere: until the first live place's turn (it asked
- * again every slot's share: about 1,000 store round trips a window for nothing), at least a share, at most a window.
- */
-function liveTurnWait(
-  line: readonly Place[],
-  holder: string,
-  now: number,
-  limit: RateLimit,
-): number {
-  const turns = line.filter((p) => isLive(p) && p[0] !== holder)
-    .map(([, lapses]) => lapses - GRACE - now);
-  const turn = Math.min(...turns, limit.interval + HOLD);
-  return Math.max(1, slotShare(limit), turn);
 }
 
 /** The answer to a take, and the window after it. */

@@ -118,7 +118,6 @@ export class StoreAccess {
   ): Promise<TokenRecord | undefined> {
     const store = this.#store;
     if (store !== undefined) {
-      const trusted = (record: unknown) => change(this.#trusted(record));
       try {
         const key = await this.key();
         if (store.update !== undefined) {
@@ -126,7 +125,7 @@ export class StoreAccess {
           const updated = await answered(() =>
             store.update!(key, (record) => {
               called = true;
-              return trusted(record);
+              return change(this.#trusted(record));
             })
           );
           if (called) return this.#trusted(updated); // else it broke its contract: a failing store
