@@ -403,9 +403,9 @@ Deno.test("a KV member pacing alone at a share of 1 (a limit of 2, alone in the 
   });
 });
 
-/** `kv` that fails every read and write while `down` is set (out of reach, its data kept). */
+/** `kv` that fails every read and write while `down` is set (out of reach, its data kept), with `state.why`. */
 function outOfReach(kv: Deno.Kv) {
-  const state = { down: false };
+  const state = { down: false, why: "the database is out of reach" };
   const wrap = <T extends object>(target: T, calls: string[]): T => {
     const proxy: T = new Proxy(target, {
       get(object, key) {
@@ -413,7 +413,7 @@ function outOfReach(kv: Deno.Kv) {
         if (typeof value !== "function") return value;
         return (...args: unknown[]) => {
           if (state.down && calls.includes(String(key))) {
-            return Promise.reject(new Error("the database is out of reach"));
+            return Promise.reject(new Error(state.why));
           }
           const result = value.apply(object, args);
           if (result === object) return proxy;
@@ -460,6 +460,26 @@ Deno.test("answers a KV database could not take while out of reach are told befo
     for (const ticket of sent) limiter.answered(ticket);
     await run(db.idle());
     await timers.tickAsync(1500);
+    reach.state.down = false;
+    await timers.tickAsync(1500);
+    const granted = await grantsFor(10_000);
+    ok(granted.length >= 15, `${granted.length} sends in 10 s`);
+    equal(mostInAnyWindow(granted, 1000), 2);
+    await run(limiter[Symbol.asyncDispose]());
+  });
+  kv.close();
+});
+
+Deno.test("answers a KV database refused as locked through every try are told before the next take once it is free: their slots free then, not a minute after their sends (they were dropped, found in the size pass)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv);
+    const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
+    const sent = [await run(limiter.take()), await run(limiter.take())];
+    Object.assign(reach.state, { down: true, why: "database is locked" });
+    for (const ticket of sent) limiter.answered(ticket);
+    await run(db.idle());
+    await timers.tickAsync(1500); // every try of the answers' write, about 1 s
     reach.state.down = false;
     await timers.tickAsync(1500);
     const granted = await grantsFor(10_000);

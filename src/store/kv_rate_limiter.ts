@@ -173,13 +173,15 @@ class KvWindow implements SharedWindow {
       return [send, [now, span]] as const;
     });
     const expireIn = windowSpan(this.#config.limit);
-    await this.#tries(MOST_ANSWER_ATTEMPTS, async () => {
+    const told = await this.#tries(MOST_ANSWER_ATTEMPTS, async () => {
       const write = this.#kv.atomic();
       for (const [send, answer] of answers) {
         write.set([...this.#answers, send], answer, { expireIn });
       }
       return (await write.commit()).ok;
     });
+    // Locked through every try, the store heard none: a failure keeps them to tell later (else each slot is held a minute).
+    if (!told) throw new Error("the database stayed locked");
   }
 
   async refuse(): Promise<void> {
