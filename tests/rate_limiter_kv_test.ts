@@ -403,9 +403,13 @@ Deno.test("a KV member pacing alone at a share of 1 (a limit of 2, alone in the 
   });
 });
 
-/** `kv` that fails every read and write while `down` is set (out of reach, its data kept), with `state.why`. */
+/** `kv` that fails every read and write while `down` is set (out of reach, its data kept), with `state.why`, or never answers (`hangs`). */
 function outOfReach(kv: Deno.Kv) {
-  const state = { down: false, why: "the database is out of reach" };
+  const state = {
+    down: false,
+    why: "the database is out of reach",
+    hangs: false,
+  };
   const wrap = <T extends object>(target: T, calls: string[]): T => {
     const proxy: T = new Proxy(target, {
       get(object, key) {
@@ -413,7 +417,9 @@ function outOfReach(kv: Deno.Kv) {
         if (typeof value !== "function") return value;
         return (...args: unknown[]) => {
           if (state.down && calls.includes(String(key))) {
-            return Promise.reject(new Error(state.why));
+            return state.hangs
+              ? new Promise(() => {})
+              : Promise.reject(new Error(state.why));
           }
           const result = value.apply(object, args);
           if (result === object) return proxy;
@@ -484,6 +490,32 @@ Deno.test("answers a KV database refused as locked through every try are told be
     await timers.tickAsync(1500);
     const granted = await grantsFor(10_000);
     ok(granted.length >= 15, `${granted.length} sends in 10 s`);
+    equal(mostInAnyWindow(granted, 1000), 2);
+    await run(limiter[Symbol.asyncDispose]());
+  });
+  kv.close();
+});
+
+Deno.test("a KV database that stops answering holds no caller: past the store's time limit its member paces alone, and sends at the limit once it answers (a take waited for good)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv);
+    const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
+    limiter.answered(await run(limiter.take()));
+    Object.assign(reach.state, { down: true, hangs: true });
+    const sent: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const take = Promise.resolve(limiter.take()).then((ticket) => {
+        sent.push(timers.now);
+        limiter.answered(ticket);
+      });
+      await timers.tickAsync(5000);
+      equal(sent.length, i + 1, "the take was granted, pacing alone");
+      await take;
+    }
+    reach.state.down = false;
+    await timers.tickAsync(31_000); // the longest pause before it asks again
+    const granted = await grantsFor(5_000);
     equal(mostInAnyWindow(granted, 1000), 2);
     await run(limiter[Symbol.asyncDispose]());
   });

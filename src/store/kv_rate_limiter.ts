@@ -22,7 +22,8 @@ import {
   type WindowState,
 } from "./_window_rules.ts";
 import { answerOf, ClockView, readState } from "./_kv_view.ts";
-import { kvPrefix, requireKv } from "./_kv_store.ts";
+import { KV_WAIT, kvPrefix, requireKv } from "./_kv_store.ts";
+import { answerWithin } from "../core/_deadlines.ts";
 
 /**
  * Options of {@linkcode createKvRateLimiter}.
@@ -112,6 +113,9 @@ const MOST_ATTEMPTS = 8;
 const MOST_FOLDED = 500;
 /** An answer is not given up so soon: until written, its slot stays taken for the hold. */
 const MOST_ANSWER_ATTEMPTS = 100;
+
+/** A store that stopped answering is a failing one (the take paces alone), as a Redis command past its time limit. */
+const LATE = "Deno KV did not answer in time";
 
 /** A take that lost every write to others. */
 const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false };
@@ -218,7 +222,7 @@ class KvWindow implements SharedWindow {
   async #tries(most: number, write: () => Promise<boolean>): Promise<boolean> {
     for (let attempt = 1; attempt <= most; attempt++) {
       try {
-        if (await write()) return true;
+        if (await answerWithin(write, KV_WAIT, LATE)) return true;
       } catch (error) {
         // Anything but another process's write lock is a failing store.
         if (!/locked|busy/i.test(String(error))) throw error;
