@@ -135,7 +135,7 @@ export async function checkCopy(files: CopyFiles) {
   }
   if (committed.renaming) return await renamingState(files, committed);
   await expectEnd(files, files.copy, committed.end);
-  const under = committed.renaming ? undefined : committed.rewrite;
+  const under = committed.rewrite;
   if (under === undefined) return committed;
   // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
   if (await statOf(files.rewrite) === undefined) {
@@ -228,7 +228,7 @@ export async function* copyRows(
   files: CopyFiles,
   committed: Committed | undefined,
   cycle: number,
-  keyOf: (item: unknown) => { readonly id: string },
+  keyOf: KeyOf,
 ): AsyncGenerator<CopyRow> {
   if (committed === undefined) return;
   // Not this run's item: the line is its id (the guard leaves it to the cycle's end).
@@ -349,7 +349,7 @@ export async function* linesOf(
 const LF = 0x0a;
 
 /** What keys a line: the run's `keyOf`. */
-type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
+export type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
 /**
  * Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle), or whose line would not read back as it

@@ -1,12 +1,7 @@
 // A sync sink on a JSONL file: lines appended, a side file as the commit point, all checked before anything changes.
 
 import { unlink } from "node:fs/promises";
-import type {
-  SinkLockOptions,
-  SyncCheckpoint,
-  SyncSink,
-  SyncWriteContext,
-} from "./sink.ts";
+import type { SinkLockOptions, SyncCheckpoint, SyncSink } from "./sink.ts";
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fileError,
@@ -31,6 +26,7 @@ import {
   expectEnd,
   type FileEnd,
   itemLines,
+  type KeyOf,
   sideFileText,
   writeWithout,
 } from "./_jsonl_state.ts";
@@ -98,8 +94,6 @@ export function createJsonlSink<T>(
     holds: (ids, keyOf) => copy.holds(ids, keyOf),
   };
 }
-
-type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
 /** A copy's checkpoint as a look saw it: none (`"null"`) is a look too. */
 const lookOf = (committed: Committed | undefined) =>
@@ -231,7 +225,11 @@ class JsonlCopy {
         // Read once it holds the lock: the sink's own writes under its lock() while this one waited are its look.
         const looked = this.#look;
         if (looked !== undefined && looked !== lookOf(this.#committed)) {
-          throw this.#committedSince();
+          throw sinkMismatch(
+            this.#files.copy,
+            "another run committed to it since this sink's last look",
+            "load() again, and write from its checkpoint",
+          );
         }
         return await this.#commitSeen(batch);
       } finally {
@@ -249,24 +247,12 @@ class JsonlCopy {
     return done;
   }
 
-  #committedSince() {
-    return sinkMismatch(
-      this.#files.copy,
-      "another run committed to it since this sink's last look",
-      "load() again, and write from its checkpoint",
-    );
-  }
-
   async #commit(...[items, checkpoint, ids, context]: Batch) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const keyOf = context?.keyOf;
-    const { written, skipped: skippedIds, lines } = itemLines(
-      items,
-      ids,
-      keyOf,
-    );
-    const batch = { written, skipped: skippedIds, keyOf };
+    const { lines, written, skipped } = itemLines(items, ids, keyOf);
+    const batch = { written, skipped, keyOf };
     if (context?.phase !== "sweep") {
       const held = await this.#linesHeld(batch, now);
       const end = await this.#append(copy, now.end, lines + held);
@@ -275,7 +261,11 @@ class JsonlCopy {
       for (const id of written) this.#ids?.add(id); // brought again in this run: an update
       await this.#save({ ...now, checkpoint, end });
       const updated = known ? known.size : 0;
-      return { inserted: written.length - updated, updated, skippedIds };
+      return {
+        inserted: written.length - updated,
+        updated,
+        skippedIds: skipped,
+      };
     }
     const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
@@ -286,7 +276,7 @@ class JsonlCopy {
     if (context.endsCycle === undefined) {
       await this.#save({ ...now, checkpoint, rewrite });
       // Counted when the cycle completes: a JSONL copy has no index.
-      return { inserted: 0, updated: 0, skippedIds };
+      return { inserted: 0, updated: 0, skippedIds: skipped };
     }
     // The head's lines since the cycle began follow the sweep's: all there, else they would be lost.
     await expectEnd(this.#files, copy, now.end);
@@ -310,7 +300,7 @@ class JsonlCopy {
     const renaming = { renaming: true, ...(replaces ? { replaces } : {}) };
     await this.#save({ checkpoint, end: whole, ...renaming });
     await this.#renameOver(checkpoint, whole);
-    return { ...counts, skippedIds };
+    return { ...counts, skippedIds: skipped };
   }
 
   /**
@@ -350,12 +340,10 @@ class JsonlCopy {
   async #ready(): Promise<Committed> {
     // A run another took the copy over from (paused past the stale time) stops here, before a file that run moved.
     await this.#lock?.assertHeld();
-    if (!this.#loaded) await this.load();
     // A new copy's side file first: a run killed in its first batch leaves a copy the next run knows as begun.
     if (!this.#committed) await this.#save({ checkpoint: null, end: EMPTY });
-    const { checkpoint, end, renaming } = this.#committed!;
-    // A run killed between recording a finished rewrite and renaming it.
-    if (renaming) await this.#renameOver(checkpoint, end);
+    // A cycle's rename that failed in an earlier write under this lock.
+    await this.#settle();
     return this.#committed!;
   }
 
@@ -404,9 +392,7 @@ class JsonlCopy {
 }
 
 /** A batch's ids as written and skipped, and its run's key reader. */
-type HeldBatch = {
-  written: readonly string[];
-  skipped: readonly string[];
+type HeldBatch = Omit<ReturnType<typeof itemLines>, "lines"> & {
   keyOf: KeyOf | undefined;
 };
 
