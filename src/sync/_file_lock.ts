@@ -48,7 +48,7 @@ function held(path: string, token: string, clock: () => number) {
     if (file === undefined) return void (lost = true);
     try {
       const content = parse(await file.readFile("utf8"));
-      if (content?.owner !== token) return void (lost = true);
+      if (content.owner !== token) return void (lost = true);
       const now = new Date(clock());
       await file.utimes(now, now);
     } finally {
@@ -56,7 +56,7 @@ function held(path: string, token: string, clock: () => number) {
     }
   });
   const ours = async () =>
-    parse(await readText(path).catch(() => undefined))?.owner === token;
+    parse(await readText(path).catch(() => undefined)).owner === token;
   return {
     /** This run's token (also used to name its temporary files). */
     token,
@@ -91,8 +91,7 @@ async function create(path: string, token: string, now: () => number) {
 async function look(path: string) {
   const info = await statOf(path, true);
   if (info === undefined) return undefined;
-  const content = parse(await readText(path));
-  return { owner: "", pid: 0, ...content, refreshedAt: info.mtime.getTime() };
+  return { ...parse(await readText(path)), refreshedAt: info.mtime.getTime() };
 }
 
 /**
@@ -127,9 +126,10 @@ async function takeOver(
   }
 }
 
-function parse(text: string | undefined): LockContent | undefined {
+/** The lock's content; a lock of no owner (not yet written, damaged) as owner "", pid 0. */
+function parse(text: string | undefined): LockContent {
   const value = parsedJson(text ?? "") as Partial<LockContent> | null;
   return typeof value?.owner === "string"
     ? { owner: value.owner, pid: Number(value.pid) || 0 }
-    : undefined;
+    : { owner: "", pid: 0 };
 }

@@ -88,8 +88,7 @@ export function createJsonlSink<T>(
     lock: (run = {}) => copy.lock(run.signal),
     marksDeletes: false,
     keepsChanges: false,
-    write: (items, checkpoint, ids, context) =>
-      copy.write(items, checkpoint, ids, context),
+    write: (...batch) => copy.write(...batch),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
     holds: (ids, keyOf) => copy.holds(ids, keyOf),
   };
