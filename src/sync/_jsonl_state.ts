@@ -135,15 +135,14 @@ export async function checkCopy(files: CopyFiles) {
   }
   if (committed.renaming) return await renamingState(files, committed);
   await expectEnd(files, files.copy, committed.end);
-  const under = committed.rewrite;
-  if (under === undefined) return committed;
+  if (committed.rewrite === undefined) return committed;
   // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
   if (await statOf(files.rewrite) === undefined) {
     const { sweep: _, ...checkpoint } = committed.checkpoint!;
     return { checkpoint, end: committed.end };
   }
   const instead = `remove ${files.rewrite} (the cycle under way begins again)`;
-  await expectEnd(files, files.rewrite, under.end, instead);
+  await expectEnd(files, files.rewrite, committed.rewrite.end, instead);
   return committed;
 }
 
@@ -198,12 +197,9 @@ async function renamingState(
       (tried(() => identityOf(files.copy)) === recorded ||
         !await endsAt(files, files.copy, replaces.end));
   if (renamed) {
-    await expectEnd(files, files.copy, committed.end);
-    return {
-      checkpoint: committed.checkpoint,
-      end: committed.end,
-      unsaved: true,
-    };
+    const { checkpoint, end } = committed;
+    await expectEnd(files, files.copy, end);
+    return { checkpoint, end, unsaved: true };
   }
   await expectEnd(files, files.copy, replaces.end);
   const { sweep: _, ...checkpoint } = replaces.checkpoint;
