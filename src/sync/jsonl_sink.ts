@@ -146,11 +146,8 @@ class JsonlCopy {
    */
   async #settle(): Promise<void> {
     const committed = this.#committed;
-    if (committed?.renaming) {
-      await this.#renameOver(committed.checkpoint, committed.end);
-    } else if (committed?.unsaved) {
-      await this.#save(committed);
-    }
+    if (committed?.renaming) await this.#renameOver();
+    else if (committed?.unsaved) await this.#save(committed);
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
@@ -298,7 +295,7 @@ class JsonlCopy {
       { checkpoint: now.checkpoint, end: now.end, file };
     const renaming = { renaming: true, ...(replaces ? { replaces } : {}) };
     await this.#save({ checkpoint, end: whole, ...renaming });
-    await this.#renameOver(checkpoint, whole);
+    await this.#renameOver();
     return { ...counts, skippedIds: skipped };
   }
 
@@ -346,11 +343,12 @@ class JsonlCopy {
     return this.#committed!;
   }
 
-  /** Renames the finished rewrite over the copy, if it is still there, and records the copy's new `end`. */
-  async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
+  /** Renames the finished rewrite (the record's `end`) over the copy, if it is still there, and records the copy's new end. */
+  async #renameOver() {
     const { copy, rewrite } = this.#files;
     if (await statOf(rewrite) !== undefined) await renameFile(rewrite, copy);
     this.#ours.delete(copy);
+    const { checkpoint, end } = this.#committed!;
     await this.#save({ checkpoint, end });
   }
 
