@@ -247,8 +247,8 @@ class JsonlCopy {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const keyOf = context?.keyOf;
-    const { lines, written, skipped } = itemLines(items, ids, keyOf);
-    const batch = { written, skipped, keyOf };
+    const batch = { ...itemLines(items, ids, keyOf), keyOf };
+    const { lines, written, skipped: skippedIds } = batch;
     if (context?.phase !== "sweep") {
       const held = await this.#linesHeld(batch, now);
       const end = await this.#append(copy, now.end, lines + held);
@@ -257,11 +257,7 @@ class JsonlCopy {
       for (const id of written) this.#ids?.add(id); // brought again in this run: an update
       await this.#save({ ...now, checkpoint, end });
       const updated = known ? known.size : 0;
-      return {
-        inserted: written.length - updated,
-        updated,
-        skippedIds: skipped,
-      };
+      return { inserted: written.length - updated, updated, skippedIds };
     }
     const under = now.rewrite?.cycle === context.cycle
       ? now.rewrite
@@ -272,7 +268,7 @@ class JsonlCopy {
     if (context.endsCycle === undefined) {
       await this.#save({ ...now, checkpoint, rewrite });
       // Counted when the cycle completes: a JSONL copy has no index.
-      return { inserted: 0, updated: 0, skippedIds: skipped };
+      return { inserted: 0, updated: 0, skippedIds };
     }
     // The head's lines since the cycle began follow the sweep's: all there, else they would be lost.
     await expectEnd(this.#files, copy, now.end);
@@ -296,7 +292,7 @@ class JsonlCopy {
     const renaming = { renaming: true, ...(replaces ? { replaces } : {}) };
     await this.#save({ checkpoint, end: whole, ...renaming });
     await this.#renameOver();
-    return { ...counts, skippedIds: skipped };
+    return { ...counts, skippedIds };
   }
 
   /**
@@ -388,10 +384,8 @@ class JsonlCopy {
   }
 }
 
-/** A batch's ids as written and skipped, and its run's key reader. */
-type HeldBatch = Omit<ReturnType<typeof itemLines>, "lines"> & {
-  keyOf: KeyOf | undefined;
-};
+/** A batch's lines, its ids as written and skipped, and its run's key reader. */
+type HeldBatch = ReturnType<typeof itemLines> & { keyOf: KeyOf | undefined };
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {
