@@ -61,7 +61,7 @@ export interface Rewrite {
   readonly mainAt: number;
 }
 
-export function sideFileText({ unsaved: _, ...committed }: Committed): string {
+export function sideFileText(committed: Omit<Committed, "unsaved">): string {
   return JSON.stringify({ format: FORMAT, ...committed });
 }
 

@@ -349,12 +349,11 @@ class JsonlCopy {
   }
 
   /** The commit point: only while this run still holds the copy. */
-  async #save(next: Committed): Promise<void> {
+  async #save({ unsaved: _, ...next }: Committed): Promise<void> {
     await this.#lock?.assertHeld();
     const run = this.#lock?.token ?? this.#token;
     await replaceFile(this.#files.side, sideFileText(next), run);
-    const { unsaved: _, ...saved } = next;
-    this.#committed = saved;
+    this.#committed = next;
   }
 
   /** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
