@@ -2,7 +2,6 @@
 // while held, taken over only once stale by one run at a time (a guard file), removed only while still this run's.
 
 import process from "node:process";
-import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import { staleJudge } from "../core/_clock.ts";
@@ -78,13 +77,12 @@ function held(path: string, token: string, clock: () => number) {
  */
 async function create(path: string, token: string, now: () => number) {
   const content: LockContent = { owner: token, pid: process.pid };
-  const write = async (file: FileHandle) => {
+  return await withFile(path, "create", async (file) => {
     await file.writeFile(JSON.stringify(content));
     const at = new Date(now());
     await file.utimes(at, at);
     return true;
-  };
-  return await withFile(path, "create", write) ?? false;
+  }) ?? false;
 }
 
 /** The lock's owner and last refresh, or undefined once it is gone. A link (planted, dangling or not) is refused, naming its owner. */
