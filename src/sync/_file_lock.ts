@@ -2,7 +2,6 @@
 // while held, taken over only once stale by one run at a time (a guard file), removed only while still this run's.
 
 import process from "node:process";
-import type { FileHandle } from "node:fs/promises";
 import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import { staleJudge } from "../core/_clock.ts";
@@ -48,7 +47,7 @@ function held(path: string, token: string, clock: () => number) {
     if (file === undefined) return void (lost = true);
     try {
       const content = parse(await file.readFile("utf8"));
-      if (content?.owner !== token) return void (lost = true);
+      if (content.owner !== token) return void (lost = true);
       const now = new Date(clock());
       await file.utimes(now, now);
     } finally {
@@ -56,7 +55,7 @@ function held(path: string, token: string, clock: () => number) {
     }
   });
   const ours = async () =>
-    parse(await readText(path).catch(() => undefined))?.owner === token;
+    parse(await readText(path).catch(() => undefined)).owner === token;
   return {
     /** This run's token (also used to name its temporary files). */
     token,
@@ -78,21 +77,19 @@ function held(path: string, token: string, clock: () => number) {
  */
 async function create(path: string, token: string, now: () => number) {
   const content: LockContent = { owner: token, pid: process.pid };
-  const write = async (file: FileHandle) => {
+  return await withFile(path, "create", async (file) => {
     await file.writeFile(JSON.stringify(content));
     const at = new Date(now());
     await file.utimes(at, at);
     return true;
-  };
-  return await withFile(path, "create", write) ?? false;
+  }) ?? false;
 }
 
 /** The lock's owner and last refresh, or undefined once it is gone. A link (planted, dangling or not) is refused, naming its owner. */
 async function look(path: string) {
   const info = await statOf(path, true);
   if (info === undefined) return undefined;
-  const content = parse(await readText(path));
-  return { owner: "", pid: 0, ...content, refreshedAt: info.mtime.getTime() };
+  return { ...parse(await readText(path)), refreshedAt: info.mtime.getTime() };
 }
 
 /**
@@ -127,9 +124,10 @@ async function takeOver(
   }
 }
 
-function parse(text: string | undefined): LockContent | undefined {
+/** The lock's content; a lock of no owner (not yet written, damaged) as owner "", pid 0. */
+function parse(text: string | undefined): LockContent {
   const value = parsedJson(text ?? "") as Partial<LockContent> | null;
   return typeof value?.owner === "string"
     ? { owner: value.owner, pid: Number(value.pid) || 0 }
-    : undefined;
+    : { owner: "", pid: 0 };
 }

@@ -219,19 +219,18 @@ export async function withFile<R>(
 /** Replaces `path` with `text` via `<path>.<run>.tmp` (no other run's name), synced and renamed: readers see old or new. */
 export async function replaceFile(path: string, text: string, run: string) {
   const temporary = `${path}.${run}.tmp`;
-  // Made, then refused (no read permission on it): removed, by a random name no other file has, even through a link.
-  const file = await openFile(temporary, "create").catch(async (error) => {
-    await unlink(temporary).catch(() => {});
-    throw error;
-  });
+  let file: FileHandle | undefined;
   try {
+    file = await openFile(temporary, "create");
     await file.writeFile(text);
     await file.sync();
     await file.close();
     await renameFile(temporary, path);
   } catch (error) {
-    await file.close().catch(() => {}); // closed already, or not
-    await unlink(temporary).catch(() => {}); // each failed run would leave one
+    await file?.close().catch(() => {}); // closed already, or not
+    // Each failed run would leave one; one made, then refused (no read permission on it), too: removed, by a random
+    // name no other file has, even through a link.
+    await unlink(temporary).catch(() => {});
     throw error;
   }
 }

@@ -1,10 +1,10 @@
 // Internal: a JSONL copy's completed cycle, its changes counted by id against the copy it replaces.
 
-import type { SyncWriteContext } from "./sink.ts";
 import { openFile, readAtSync } from "./_files.ts";
 import {
   type CopyFiles,
   itemsOf,
+  type KeyOf,
   type Lines,
   linesOf,
   type Rewrite,
@@ -20,7 +20,7 @@ export async function cycleChanges(
   files: CopyFiles,
   rewrite: Rewrite,
   tail: string,
-  keyOf: SyncWriteContext["keyOf"],
+  keyOf: KeyOf | undefined,
 ) {
   // A line's id by the run's `keyOf`; without (a direct write), the line itself (a change: delete + insert).
   const idsOf = (read: Lines) =>

@@ -61,7 +61,7 @@ export interface Rewrite {
   readonly mainAt: number;
 }
 
-export function sideFileText({ unsaved: _, ...committed }: Committed): string {
+export function sideFileText(committed: Omit<Committed, "unsaved">): string {
   return JSON.stringify({ format: FORMAT, ...committed });
 }
 
@@ -135,15 +135,14 @@ export async function checkCopy(files: CopyFiles) {
   }
   if (committed.renaming) return await renamingState(files, committed);
   await expectEnd(files, files.copy, committed.end);
-  const under = committed.renaming ? undefined : committed.rewrite;
-  if (under === undefined) return committed;
+  if (committed.rewrite === undefined) return committed;
   // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
   if (await statOf(files.rewrite) === undefined) {
     const { sweep: _, ...checkpoint } = committed.checkpoint!;
     return { checkpoint, end: committed.end };
   }
   const instead = `remove ${files.rewrite} (the cycle under way begins again)`;
-  await expectEnd(files, files.rewrite, under.end, instead);
+  await expectEnd(files, files.rewrite, committed.rewrite.end, instead);
   return committed;
 }
 
@@ -198,12 +197,9 @@ async function renamingState(
       (tried(() => identityOf(files.copy)) === recorded ||
         !await endsAt(files, files.copy, replaces.end));
   if (renamed) {
-    await expectEnd(files, files.copy, committed.end);
-    return {
-      checkpoint: committed.checkpoint,
-      end: committed.end,
-      unsaved: true,
-    };
+    const { checkpoint, end } = committed;
+    await expectEnd(files, files.copy, end);
+    return { checkpoint, end, unsaved: true };
   }
   await expectEnd(files, files.copy, replaces.end);
   const { sweep: _, ...checkpoint } = replaces.checkpoint;
@@ -228,7 +224,7 @@ export async function* copyRows(
   files: CopyFiles,
   committed: Committed | undefined,
   cycle: number,
-  keyOf: (item: unknown) => { readonly id: string },
+  keyOf: KeyOf,
 ): AsyncGenerator<CopyRow> {
   if (committed === undefined) return;
   // Not this run's item: the line is its id (the guard leaves it to the cycle's end).
@@ -349,7 +345,7 @@ export async function* linesOf(
 const LF = 0x0a;
 
 /** What keys a line: the run's `keyOf`. */
-type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
+export type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
 /**
  * Each item's line; one JSON cannot hold (undefined, a BigInt, a cycle), or whose line would not read back as it

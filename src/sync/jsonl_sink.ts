@@ -1,12 +1,7 @@
 // A sync sink on a JSONL file: lines appended, a side file as the commit point, all checked before anything changes.
 
 import { unlink } from "node:fs/promises";
-import type {
-  SinkLockOptions,
-  SyncCheckpoint,
-  SyncSink,
-  SyncWriteContext,
-} from "./sink.ts";
+import type { SinkLockOptions, SyncCheckpoint, SyncSink } from "./sink.ts";
 import { type FileLock, takeFileLock } from "./_file_lock.ts";
 import {
   fileError,
@@ -31,6 +26,7 @@ import {
   expectEnd,
   type FileEnd,
   itemLines,
+  type KeyOf,
   sideFileText,
   writeWithout,
 } from "./_jsonl_state.ts";
@@ -92,14 +88,11 @@ export function createJsonlSink<T>(
     lock: (run = {}) => copy.lock(run.signal),
     marksDeletes: false,
     keepsChanges: false,
-    write: (items, checkpoint, ids, context) =>
-      copy.write(items, checkpoint, ids, context),
+    write: (...batch) => copy.write(...batch),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
     holds: (ids, keyOf) => copy.holds(ids, keyOf),
   };
 }
-
-type KeyOf = NonNullable<SyncWriteContext["keyOf"]>;
 
 /** A copy's checkpoint as a look saw it: none (`"null"`) is a look too. */
 const lookOf = (committed: Committed | undefined) =>
@@ -153,11 +146,8 @@ class JsonlCopy {
    */
   async #settle(): Promise<void> {
     const committed = this.#committed;
-    if (committed?.renaming) {
-      await this.#renameOver(committed.checkpoint, committed.end);
-    } else if (committed?.unsaved) {
-      await this.#save(committed);
-    }
+    if (committed?.renaming) await this.#renameOver();
+    else if (committed?.unsaved) await this.#save(committed);
   }
 
   async lock(signal: AbortSignal | undefined): Promise<FileLock> {
@@ -231,7 +221,11 @@ class JsonlCopy {
         // Read once it holds the lock: the sink's own writes under its lock() while this one waited are its look.
         const looked = this.#look;
         if (looked !== undefined && looked !== lookOf(this.#committed)) {
-          throw this.#committedSince();
+          throw sinkMismatch(
+            this.#files.copy,
+            "another run committed to it since this sink's last look",
+            "load() again, and write from its checkpoint",
+          );
         }
         return await this.#commitSeen(batch);
       } finally {
@@ -249,24 +243,12 @@ class JsonlCopy {
     return done;
   }
 
-  #committedSince() {
-    return sinkMismatch(
-      this.#files.copy,
-      "another run committed to it since this sink's last look",
-      "load() again, and write from its checkpoint",
-    );
-  }
-
   async #commit(...[items, checkpoint, ids, context]: Batch) {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const keyOf = context?.keyOf;
-    const { written, skipped: skippedIds, lines } = itemLines(
-      items,
-      ids,
-      keyOf,
-    );
-    const batch = { written, skipped: skippedIds, keyOf };
+    const batch = { ...itemLines(items, ids, keyOf), keyOf };
+    const { lines, written, skipped: skippedIds } = batch;
     if (context?.phase !== "sweep") {
       const held = await this.#linesHeld(batch, now);
       const end = await this.#append(copy, now.end, lines + held);
@@ -309,7 +291,7 @@ class JsonlCopy {
       { checkpoint: now.checkpoint, end: now.end, file };
     const renaming = { renaming: true, ...(replaces ? { replaces } : {}) };
     await this.#save({ checkpoint, end: whole, ...renaming });
-    await this.#renameOver(checkpoint, whole);
+    await this.#renameOver();
     return { ...counts, skippedIds };
   }
 
@@ -350,30 +332,28 @@ class JsonlCopy {
   async #ready(): Promise<Committed> {
     // A run another took the copy over from (paused past the stale time) stops here, before a file that run moved.
     await this.#lock?.assertHeld();
-    if (!this.#loaded) await this.load();
     // A new copy's side file first: a run killed in its first batch leaves a copy the next run knows as begun.
     if (!this.#committed) await this.#save({ checkpoint: null, end: EMPTY });
-    const { checkpoint, end, renaming } = this.#committed!;
-    // A run killed between recording a finished rewrite and renaming it.
-    if (renaming) await this.#renameOver(checkpoint, end);
+    // A cycle's rename that failed in an earlier write under this lock.
+    await this.#settle();
     return this.#committed!;
   }
 
-  /** Renames the finished rewrite over the copy, if it is still there, and records the copy's new `end`. */
-  async #renameOver(checkpoint: SyncCheckpoint | null, end: FileEnd) {
+  /** Renames the finished rewrite (the record's `end`) over the copy, if it is still there, and records the copy's new end. */
+  async #renameOver() {
     const { copy, rewrite } = this.#files;
     if (await statOf(rewrite) !== undefined) await renameFile(rewrite, copy);
     this.#ours.delete(copy);
+    const { checkpoint, end } = this.#committed!;
     await this.#save({ checkpoint, end });
   }
 
   /** The commit point: only while this run still holds the copy. */
-  async #save(next: Committed): Promise<void> {
+  async #save({ unsaved: _, ...next }: Committed): Promise<void> {
     await this.#lock?.assertHeld();
     const run = this.#lock?.token ?? this.#token;
     await replaceFile(this.#files.side, sideFileText(next), run);
-    const { unsaved: _, ...saved } = next;
-    this.#committed = saved;
+    this.#committed = next;
   }
 
   /** Writes `lines` at `from.length` of `path` (cutting what a killed batch left past it), synced; the new end. */
@@ -403,12 +383,8 @@ class JsonlCopy {
   }
 }
 
-/** A batch's ids as written and skipped, and its run's key reader. */
-type HeldBatch = {
-  written: readonly string[];
-  skipped: readonly string[];
-  keyOf: KeyOf | undefined;
-};
+/** A batch's lines, its ids as written and skipped, and its run's key reader. */
+type HeldBatch = ReturnType<typeof itemLines> & { keyOf: KeyOf | undefined };
 
 /** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
 async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {
