@@ -8,7 +8,7 @@
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
-import { Command, processTest } from "../_processes.ts";
+import { Command } from "../_processes.ts";
 import { cpuBoundTest } from "./_scaled_deadline.ts";
 
 type Api = Awaited<ReturnType<typeof startFakePartnerApi>>;
