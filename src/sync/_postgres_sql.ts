@@ -5,6 +5,7 @@
 // (postgres.js) would turn JSON text sent as `$1::jsonb` into a JSON string. Arrays travel as one JSON text, so no
 // driver's array encoding matters.
 
+import { Buffer } from "node:buffer";
 import { tried } from "../core/_check.ts";
 import { STALE_AFTER } from "./_lease.ts";
 import * as kit from "./_sql_sink.ts";
@@ -244,7 +245,9 @@ export function postgresText(
   id: string,
   limits: PostgresLimits = POSTGRES_LIMITS,
 ): string | undefined {
-  if (id.includes("\0") || utf8Length(id) > limits.idBytes) return undefined;
+  if (id.includes("\0") || Buffer.byteLength(id) > limits.idBytes) {
+    return undefined;
+  }
   const text = tried(() => JSON.stringify(item)); // none for a BigInt, a cycle
   if (text === undefined || UNSTORABLE_ESCAPE.test(text)) return undefined;
   // Depth d takes at least 2d characters.
@@ -252,7 +255,7 @@ export function postgresText(
     return undefined;
   }
   // jsonb takes at most 12 bytes per byte of JSON text (a number in an array), so most items need no count.
-  if (utf8Length(text) * 12 + 16 <= limits.itemBytes) return text;
+  if (Buffer.byteLength(text) * 12 + 16 <= limits.itemBytes) return text;
   return jsonbBound(JSON.parse(text)) <= limits.itemBytes ? text : undefined;
 }
 
@@ -273,7 +276,7 @@ function deeperThan(text: string, max: number): boolean {
 
 /** At least the bytes of `value`'s largest jsonb container: an entry per element (4 bytes, 8 with a key), up to 3 of alignment. */
 function jsonbBound(value: unknown): number {
-  if (typeof value === "string") return utf8Length(value);
+  if (typeof value === "string") return Buffer.byteLength(value);
   if (typeof value === "number") return 16 + String(value).length;
   if (value === null || typeof value !== "object") return 0;
   let total = 4;
@@ -281,15 +284,8 @@ function jsonbBound(value: unknown): number {
     for (const element of value) total += 7 + jsonbBound(element);
   } else {
     for (const [key, element] of Object.entries(value)) {
-      total += 11 + utf8Length(key) + jsonbBound(element);
+      total += 11 + Buffer.byteLength(key) + jsonbBound(element);
     }
   }
   return total;
-}
-
-function utf8Length(text: string): number {
-  // Most text is ASCII: one byte per code unit, no encoding needed.
-  // deno-lint-ignore no-control-regex
-  if (/^[\x00-\x7f]*$/.test(text)) return text.length;
-  return new TextEncoder().encode(text).length;
 }

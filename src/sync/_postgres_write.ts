@@ -5,26 +5,6 @@ import * as kit from "./_sql_sink.ts";
 import { fingerprintOf, KEY, postgresJson, unseenIn } from "./_postgres_sql.ts";
 import { LENIENT } from "./_deletes.ts";
 
-/**
- * A batch statement besides its upsert: the lease's `owner` parameter; a cycle's end (unseen rows' fate, and the
- * guard's parameters); whether a sweep's new rows are staged for the cycle's guard; the change table (quoted).
- */
-interface Shape {
-  readonly owner: string | undefined;
-  readonly ends:
-    | { readonly deletes: "remove" | "mark" }
-      & Readonly<Record<"maxDeletes" | "deleted" | "largest", string>>
-    | undefined;
-  readonly stages: boolean;
-  /** Whether the batch's ids are logged seen: in a cycle, before its end. */
-  readonly logs: boolean;
-  /** The cycle's parameter (its number), for the steps of a cycle. */
-  readonly cycle: string;
-  readonly changes: string | undefined;
-  /** The time of change rows and `deleted_at`: the sink's `now`, else the server's. */
-  readonly at: string;
-}
-
 /** A batch's one statement and its parameters, all strings (see _postgres_sql.ts), each numbered as it is added. */
 export function writeStatement(
   table: string,
@@ -33,16 +13,30 @@ export function writeStatement(
   changes: string | undefined,
   now: (() => number) | undefined,
 ): { sql: string; params: string[] } {
-  const { owner, context } = write;
-  const ends = context?.endsCycle;
   const params = [target, postgresJson(write.rows)];
   params.push(JSON.stringify(write.checkpoint), JSON.stringify(write.kept));
   const param = (value: unknown, cast: string) =>
     `$${params.push(`${value}`)}::text${cast}`;
+  return { sql: writeSql(table, shapeOf(write, changes, now, param)), params };
+}
+
+/**
+ * A batch statement besides its upsert: the lease's `owner` parameter; a cycle's end (unseen rows' fate, and the
+ * guard's parameters); whether a sweep's new rows are staged for the cycle's guard; the change table (quoted). A
+ * parameter (`param`) only where a step reads it: PostgreSQL refuses one the statement does not use.
+ */
+function shapeOf(
+  write: kit.SqlBatch,
+  changes: string | undefined,
+  now: (() => number) | undefined,
+  param: (value: unknown, cast: string) => string,
+) {
+  const { owner, context } = write;
+  const ends = context?.endsCycle;
   const stages = context?.phase === "sweep" && ends === undefined;
+  // Whether the batch's ids are logged seen: in a cycle, before its end.
   const logs = kit.inCycle(write) && ends === undefined;
-  // A parameter only where a step reads it: PostgreSQL refuses one the statement does not use.
-  const sql = writeSql(table, {
+  return {
     owner: owner === undefined ? undefined : param(owner, ""),
     ends: ends && {
       deletes: ends.deletes,
@@ -52,14 +46,17 @@ export function writeStatement(
     },
     stages,
     logs,
+    // The cycle's parameter (its number), for the steps of a cycle.
     cycle: stages || logs || ends ? param(context?.cycle ?? 0, "::bigint") : "",
     changes,
+    // The time of change rows and `deleted_at`: the sink's `now`, else the server's.
     at: now && (changes !== undefined || ends?.deletes === "mark")
       ? param(new Date(now()).toISOString(), "::timestamptz")
       : "now()",
-  });
-  return { sql, params };
+  };
 }
+
+type Shape = ReturnType<typeof shapeOf>;
 
 /**
  * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item, key?], ...]`, $3 the

@@ -122,7 +122,7 @@ export function sqlSink<T>(
       const batch = { rows, kept, checkpoint, context, owner, copy, signal };
       const done = await dialect.apply(batch);
       const { rows: count = 0, last = null, ...report } = done;
-      checked = { ...copy, checkpoint, rows: count, last };
+      checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     }),
     holds: failing(async (ids) => new Set(await dialect.liveOf(ids))),

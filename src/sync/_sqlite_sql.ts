@@ -222,9 +222,6 @@ export function split(st: Statements, { rows, context }: kit.SqlBatch) {
   const lacking = new Set(
     stages ? st.lacking.all(JSON.stringify(rows.ids)).map((row) => row.id) : [],
   );
-  if (lacking.size === 0) {
-    return { rows, staged: { ids: [], texts: [], keys: [] } };
-  }
   const part = (keep: boolean) => {
     const at = rows.ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
     const pick = <V>(all: readonly V[]) => at.map((i) => all[i]!);
