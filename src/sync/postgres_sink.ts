@@ -184,11 +184,13 @@ class PostgresDialect implements kit.SqlDialect {
 
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
     const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
-    if (row.taken === token) {
-      await this.#read(unkeySql(this.#table), [this.#target]);
-      return { taken: token };
-    }
+    if (row.taken === token) return { taken: token };
     return { holder: holderOf(row.stale === "true", row.holder) };
+  }
+
+  /** Once the lease is taken, the keys another writer (0.4) left stale cleared: a failure lets the lease go. */
+  async ready(): Promise<void> {
+    await this.#read(unkeySql(this.#table), [this.#target]);
   }
 
   refresh(token: string): Promise<unknown> {

@@ -30,6 +30,9 @@ async function count(db: Connection, where = "true"): Promise<number> {
 }
 
 /** Everything a table holds, as text, to tell whether it changed. */
+/** A driver's failure mid-run. */
+class ConnectionLost extends Error {}
+
 async function dump(db: Connection, table: string): Promise<string> {
   const [row] = await db.rows<{ all: string | null }>(
     `SELECT string_agg(t::text, ' | ' ORDER BY t::text) AS all FROM "${table}" t`,
@@ -1262,6 +1265,21 @@ const steps: {
       await held[Symbol.asyncDispose]();
       equal((await run).written, 40);
       equal(await exists(db, "partner_api_sync_lease"), true);
+      equal(await dump(db, "partner_api_sync_lease"), "");
+    },
+  },
+  {
+    name:
+      "a run whose lock fails once the lease is taken (clearing stale keys) lets the lease go: the next run waits for nobody (it waited 5 s for the lease to go stale)",
+    async fn(db) {
+      const failing = createPostgresSink({
+        query: (sql: string, params: string[]) =>
+          sql.includes("partner_api_key = NULL")
+            ? Promise.reject(new ConnectionLost())
+            : db.query(sql, params),
+        table: "transactions",
+      });
+      await rejects(failing.lock!(), ConnectionLost);
       equal(await dump(db, "partner_api_sync_lease"), "");
     },
   },
