@@ -687,6 +687,20 @@ Deno.test("a file's end after whole lines: no bytes leave it as it was (an end w
   deepStrictEqual(endAfter(twice, bytes("")), twice);
 });
 
+Deno.test("JSONL sink: the lock lock() returns, released while a write under it is under way, is let go once that write ends (the rest of the write went on with no lock held)", async () => {
+  const path = await fresh("released-mid-write.jsonl");
+  const sink = createJsonlSink(path);
+  const items = things(20_000);
+  const lock = await sink.lock!();
+  let written = false;
+  const writing = sink.write(items, CHECKPOINT, items.map((t) => t.thingID))
+    .then(() => written = true);
+  await lock[Symbol.asyncDispose]();
+  ok(written, "the write ended before the lock was let go");
+  await writing;
+  equal((await linesOf(path)).length, 20_000);
+});
+
 Deno.test("JSONL sink: a direct write on the sink of an ended run writes as one without lock() (it failed 'lock-lost', naming a run that took the copy over, when none had: r91 F2)", async () => {
   const path = await fresh("write-after-run.jsonl");
   const service = listOf(() => things(5));

@@ -106,8 +106,9 @@ class JsonlCopy {
   readonly #files: CopyFiles;
   /** The writes without `lock()` under way, one after another, each under a lock of its own. */
   #writes: Promise<unknown> = Promise.resolve();
-  /** The lock the user (or its run) took with `lock()`, while held. */
+  /** The lock the user (or its run) took with `lock()`, while held; the writes under it, which its release waits for. */
   #userLock: FileLock | undefined;
+  #userWrites: Promise<unknown> = Promise.resolve();
   /** The checkpoint as this sink last saw it (`lookOf`): by `load()` or its own commit; undefined before either. */
   #look: string | undefined;
   readonly #options: JsonlSinkOptions & { lockWait: number };
@@ -163,8 +164,11 @@ class JsonlCopy {
     const lock = {
       ...taken,
       [Symbol.asyncDispose]: async () => {
+        if (this.#userLock === lock) {
+          this.#userLock = undefined; // a write from now on takes a lock of its own, once this one is let go
+          await this.#userWrites; // the rest of a write under way would go on unguarded
+        }
         if (this.#lock === lock) this.#lock = undefined;
-        if (this.#userLock === lock) this.#userLock = undefined;
         await taken[Symbol.asyncDispose]();
       },
     };
@@ -213,7 +217,9 @@ class JsonlCopy {
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
-      return this.#commitSeen(batch);
+      const done = this.#commitSeen(batch);
+      this.#userWrites = this.#userWrites.then(() => done.catch(() => {}));
+      return done;
     }
     const write = this.#writes.then(async () => {
       const lock = await this.#take(undefined);
@@ -313,8 +319,7 @@ class JsonlCopy {
       if (row.seen) met.add(row.id);
       else lines.set(row.id, `${JSON.stringify(row.item)}\n`);
     }
-    const kept = [...lines].filter(([id]) => !met.has(id));
-    return kept.map(([, line]) => line).join("");
+    return [...lines].filter(([id]) => !met.has(id)).map(([, l]) => l).join("");
   }
 
   /**
