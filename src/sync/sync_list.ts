@@ -237,7 +237,7 @@ async function head<T>(
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
-  return lost || foreign ? await refuseHead(run, foreign) : shift;
+  return lost || foreign ? refuseHead(run, foreign) : shift;
 }
 
 /**
@@ -262,9 +262,8 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
 }
 
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
-async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
-  await run.committer.done(); // nothing was committed, nothing is recorded: what was read is told
-  run.committer.progress();
+function refuseHead<T>(run: Run<T>, foreign: boolean): never {
+  run.committer.progress(); // nothing committed (holdsNone waited for the batches before) or recorded: what was read
   const why = foreign
     ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
     : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
