@@ -50,11 +50,15 @@ export class Committer<T> {
     this.#clean = clean;
   }
 
-  /** Writes `checkpoint` alone once the batch before settled, failed or aborted: what the run did goes on record. */
-  async record(checkpoint: SyncCheckpoint): Promise<void> {
+  /**
+   * Makes `checkpoint` the latest and writes it alone, if it was not written yet, once the batch before settled, failed
+   * or aborted: what the run did goes on record (by default as a head's batch: no row is seen or written).
+   */
+  async record(checkpoint: SyncCheckpoint, phase: Phase = "head") {
     await this.settle();
     this.latest = checkpoint;
-    await this.#start(NOTHING, checkpoint, "head"); // a head's batch: no row is seen or written
+    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
+    await this.#start(NOTHING, checkpoint, phase);
   }
 
   /** Starts writing `batch` with `checkpoint` once the batch before is committed. */
@@ -77,13 +81,11 @@ export class Committer<T> {
     this.#start(batch, checkpoint, phase, more);
   }
 
-  /** Makes `checkpoint` the latest and writes it, if it was not written yet. */
+  /** Records `checkpoint` once the batch before is committed, if the run was not aborted. */
   async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();
-    this.latest = checkpoint;
-    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    await this.#start(NOTHING, checkpoint, phase);
+    await this.record(checkpoint, phase);
   }
 
   /** Waits for the batch being written, whatever its outcome. */

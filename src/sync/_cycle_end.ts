@@ -74,9 +74,7 @@ export async function endCycle<T>(
   if (deleted === undefined) return config.signal?.throwIfAborted();
   const { at, before, confirmed, now } = ending;
   const deletes = afterDeletes(before, { at, deleted, held }, confirmed, now);
-  // Even once aborted: the deletes are made, their record follows.
-  const same = JSON.stringify(deletes) === JSON.stringify(committer.latest);
-  if (!same) await committer.record(deletes);
+  await committer.record(deletes); // even once aborted: the deletes are made, their record follows
   config.signal?.throwIfAborted();
 }
 

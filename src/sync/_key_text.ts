@@ -90,10 +90,9 @@ function units(out: Uint8Array, at: number, text: string): number {
       continue;
     }
     out[at++] = 0x7f;
-    out[at++] = DIGITS[unit >> 12]!;
-    out[at++] = DIGITS[(unit >> 8) & 15]!;
-    out[at++] = DIGITS[(unit >> 4) & 15]!;
-    out[at++] = DIGITS[unit & 15]!;
+    for (let shift = 12; shift >= 0; shift -= 4) {
+      out[at++] = DIGITS[(unit >> shift) & 15]!;
+    }
   }
   return at;
 }

@@ -45,7 +45,7 @@ export interface PassRun<T> {
   readonly config: SyncConfig<T>;
   readonly requests: { count: number };
   /** Aborted at `maxDuration`: the windows still waiting are given up, the pass stops where it stands. */
-  readonly stop?: AbortSignal;
+  readonly stop?: AbortSignal | undefined;
 }
 
 /**
@@ -69,7 +69,7 @@ export async function runPass<T>(
     while (flights.length < width && spent < allowed() && !timeUp()) {
       const last = flights.at(-1);
       const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-      flights.push(launch(client, config, plan, stop));
+      flights.push(launch({ client, config, requests, stop }, plan));
       spent++;
       requests.count++;
     }
@@ -139,11 +139,10 @@ async function goesOn<T>(
 }
 
 /** The key of the item at `at` (one item read), if any. */
-async function keyAt<T>({ client, config, requests }: PassRun<T>, at: number) {
-  requests.count++;
-  const plan = { start: at, limit: 1, page: at + 1 };
-  const [item] = await launch(client, config, plan).items;
-  return item === undefined ? undefined : config.keyOf(item);
+async function keyAt<T>(run: PassRun<T>, at: number) {
+  run.requests.count++;
+  const [item] = await launch(run, { start: at, limit: 1, page: at + 1 }).items;
+  return item === undefined ? undefined : run.config.keyOf(item);
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
@@ -249,12 +248,8 @@ async function judge<T>(
   return { ...verdict, window, first: keys[0]?.id, full };
 }
 
-function launch<T>(
-  client: SyncSource,
-  config: SyncConfig<T>,
-  plan: WindowPlan,
-  stop?: AbortSignal,
-) {
+/** Requests the window `plan`; aborted by the run's signal, its `stop`, or its own controller. */
+function launch<T>({ client, config, stop }: PassRun<T>, plan: WindowPlan) {
   const controller = new AbortController();
   const signals = [config.signal, stop, controller.signal];
   const signal = AbortSignal.any(signals.filter((s) => s !== undefined));

@@ -237,7 +237,7 @@ async function head<T>(
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
-  return lost || foreign ? await refuseHead(run, foreign) : shift;
+  return lost || foreign ? refuseHead(run, foreign) : shift;
 }
 
 /**
@@ -257,23 +257,13 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
     if (!descending && window.ids.length === 0 && !window.ended) return false;
     checked = true;
     return around !== undefined && !around.some((key) => key.id === edge!.id) &&
-      await holdsNoneOf(run, around.map((key) => key.id));
+      await holdsNone(run, around.map((key) => key.id));
   };
 }
 
-/** Whether the sink shows it holds none of `ids` as live rows (a sink that cannot tell: false). */
-async function holdsNoneOf<T>(
-  { config, committer }: Run<T>,
-  ids: readonly string[],
-) {
-  await committer.done();
-  return (await config.sink.holds?.(ids, config.keyOf))?.size === 0;
-}
-
 /** The head's refusal: the list lost every row of the copy, or (`foreign`) those where its last item stood. */
-async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
-  await run.committer.done(); // nothing was committed, nothing is recorded: what was read is told
-  run.committer.progress();
+function refuseHead<T>(run: Run<T>, foreign: boolean): never {
+  run.committer.progress(); // nothing committed (holdsNone waited for the batches before) or recorded: what was read
   const why = foreign
     ? "where the copy's last item stood (it is gone), the list holds none of the copy's rows"
     : "the list holds no item the copy holds (its first page begins after them, or newest first, it ends before them)";
@@ -284,10 +274,17 @@ async function refuseHead<T>(run: Run<T>, foreign: boolean): Promise<never> {
   );
 }
 
-/** Whether the sink shows that its copy holds no live row (one confirmed emptied): by `liveCount` or `liveRows`; unknown without: false. */
-async function holdsNone<T>({ config, committer }: Run<T>): Promise<boolean> {
+/**
+ * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
+ * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
+ */
+async function holdsNone<T>(
+  { config, committer }: Run<T>,
+  ids?: readonly string[],
+): Promise<boolean> {
   const { sink } = config;
   await committer.done();
+  if (ids) return (await sink.holds?.(ids, config.keyOf))?.size === 0;
   if (isKeyed(sink)) return await sink.liveCount() === 0;
   if (sink.liveRows === undefined) return false;
   for await (const _ of sink.liveRows(0, config.keyOf)) return false;
@@ -329,7 +326,7 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
     // answering one URL with other ids at the same places) unless every row there is gone: it removed 31 that exist.
     const retaken = guard?.retaken !== undefined &&
       guard.retaken === window.ids[0];
-    if (retaken && await holdsNoneOf(run, window.ids)) {
+    if (retaken && await holdsNone(run, window.ids)) {
       return await refuseForeign(run, cursor.cycle);
     }
     const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
