@@ -53,7 +53,7 @@ export interface PassRun<T> {
  * meanwhile. A commit that answers `false` declines its window and stops the pass.
  */
 export async function runPass<T>(
-  { client, config, requests, stop }: PassRun<T>,
+  run: PassRun<T>,
   start: WindowState,
   budget: number,
   commit: (window: Committed<T>) => Promise<void | false>,
@@ -62,16 +62,16 @@ export async function runPass<T>(
 ): Promise<{ state: WindowState; ended: boolean }> {
   let state = start, spent = 0, free = 0;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
-  const flights: Flight<T>[] = [], { path } = config.identity;
+  const flights: Flight<T>[] = [], { path } = run.config.identity;
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
     const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
     while (flights.length < width && spent < allowed() && !timeUp()) {
       const last = flights.at(-1);
       const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-      flights.push(launch({ client, config, requests, stop }, plan));
+      flights.push(launch(run, plan));
       spent++;
-      requests.count++;
+      run.requests.count++;
     }
   };
   try {
@@ -79,7 +79,7 @@ export async function runPass<T>(
       fill();
       const flight = flights.shift();
       if (flight === undefined) return { state, ended: false };
-      const judged = await judge(flight, state, config, start.edge, doubt);
+      const judged = await judge(flight, state, run.config, start.edge, doubt);
       if (judged.kind === "stopped") return { state, ended: false };
       const nothing = judged.kind === "commit" && !judged.window.items.length;
       // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
@@ -98,11 +98,11 @@ export async function runPass<T>(
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
       if (!judged.ended && !unsure(state) && judged.full) {
-        width = config.concurrency;
+        width = run.config.concurrency;
         fill(); // the service works while the sink writes
       }
       const cut = judged.endsBefore !== undefined && // no tick where none is asked
-        await goesOn({ client, config, requests }, judged.endsBefore, state);
+        await goesOn(run, judged.endsBefore, state);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -127,13 +127,19 @@ async function goesOn<T>(
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
-  for (let step = 1; step <= 8; step *= 2, at += step / 2) {
-    const key = await keyAt(run, at);
-    if (key === undefined) return false;
-    if (sign * compareKeys(key, last) <= 0) continue;
-    if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
-    const before = await keyAt(run, at - 1);
-    return before === undefined || compareKeys(before, last) !== 0;
+  try {
+    for (let step = 1; step <= 8; step *= 2, at += step / 2) {
+      const key = await keyAt(run, at);
+      if (key === undefined) return false;
+      if (sign * compareKeys(key, last) <= 0) continue;
+      if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
+      const before = await keyAt(run, at - 1);
+      return before === undefined || compareKeys(before, last) !== 0;
+    }
+  } catch (error) {
+    // Stopped at maxDuration (a read waiting for a slot live traffic holds): no end proved, taken as cut.
+    if (run.stop?.aborted) return true;
+    throw error;
   }
   return false;
 }
