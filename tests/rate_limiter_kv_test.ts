@@ -403,12 +403,16 @@ Deno.test("a KV member pacing alone at a share of 1 (a limit of 2, alone in the 
   });
 });
 
-/** `kv` that fails every read and write while `down` is set (out of reach, its data kept), with `state.why`, or never answers (`hangs`). */
+/**
+ * `kv` that fails every read and write while `down` is set (out of reach, its data kept), with `state.why`, or never
+ * answers (`hangs`); each answers `slow` ms late.
+ */
 function outOfReach(kv: Deno.Kv) {
   const state = {
     down: false,
     why: "the database is out of reach",
     hangs: false,
+    slow: 0,
   };
   const wrap = <T extends object>(target: T, calls: string[]): T => {
     const proxy: T = new Proxy(target, {
@@ -420,6 +424,10 @@ function outOfReach(kv: Deno.Kv) {
             return state.hangs
               ? new Promise(() => {})
               : Promise.reject(new Error(state.why));
+          }
+          if (state.slow > 0 && calls.includes(String(key))) {
+            return new Promise((late) => setTimeout(late, state.slow))
+              .then(() => value.apply(object, args));
           }
           const result = value.apply(object, args);
           if (result === object) return proxy;
@@ -509,7 +517,7 @@ Deno.test("a KV database that stops answering holds no caller: past the store's 
         sent.push(timers.now);
         limiter.answered(ticket);
       });
-      await timers.tickAsync(5000);
+      await timers.tickAsync(35_000);
       equal(sent.length, i + 1, "the take was granted, pacing alone");
       await take;
     }
@@ -518,6 +526,41 @@ Deno.test("a KV database that stops answering holds no caller: past the store's 
     const granted = await grantsFor(5_000);
     equal(mostInAnyWindow(granted, 1000), 2);
     await run(limiter[Symbol.asyncDispose]());
+  });
+  kv.close();
+});
+
+Deno.test("a KV database that answers slowly (2.5 s an operation) is no failing store: its members keep to the store's window, none paces alone (at a 2 s bound each went alone at half: twice the limit, r96 F1)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const reach = outOfReach(kv); // not serialized: its reads answer side by side
+    const events: string[] = [];
+    const members = [0, 1].map(() =>
+      createKvRateLimiter(reach.kv, {
+        requests: 4,
+        interval: 20_000,
+        now: () => timers.now,
+        onEvent: (event) => events.push(event.type),
+      })
+    );
+    reach.state.slow = 2500;
+    const granted: number[] = [];
+    const sends = members.flatMap((limiter) =>
+      [0, 1, 2, 3].map(async () => {
+        const ticket = await limiter.take();
+        granted.push(timers.now);
+        limiter.answered(ticket);
+      })
+    );
+    await timers.tickAsync(120_000);
+    deepStrictEqual(events, []);
+    equal(mostInAnyWindow(granted, 20_000), 4);
+    reach.state.slow = 0;
+    await timers.tickAsync(60_000);
+    await Promise.all(sends);
+    const disposed = members.map((limiter) => limiter[Symbol.asyncDispose]());
+    await timers.tickAsync(1000);
+    await Promise.all(disposed);
   });
   kv.close();
 });

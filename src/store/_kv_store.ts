@@ -21,7 +21,7 @@ import {
 const LOST: LostLease = Object.freeze({});
 const LOCKED_RETRIES = 100;
 /** How long one KV operation may take, in ms, as a Redis command by default: a KV that stopped answering holds nobody. */
-export const KV_WAIT = 2000;
+const KV_WAIT = 2000;
 
 /** The two entries one look read, checked again when taking the lease. */
 type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];

@@ -22,7 +22,7 @@ import {
   type WindowState,
 } from "./_window_rules.ts";
 import { answerOf, ClockView, readState } from "./_kv_view.ts";
-import { KV_WAIT, kvPrefix, requireKv } from "./_kv_store.ts";
+import { kvPrefix, requireKv } from "./_kv_store.ts";
 import { answerWithin } from "../core/_deadlines.ts";
 
 /**
@@ -114,7 +114,13 @@ const MOST_FOLDED = 500;
 /** An answer is not given up so soon: until written, its slot stays taken for the hold. */
 const MOST_ANSWER_ATTEMPTS = 100;
 
-/** A store that stopped answering is a failing one (the take paces alone), as a Redis command past its time limit. */
+/**
+ * A KV call unanswered this long is a failing store (the member paces alone): one that stopped answering holds nobody
+ * for good. Not the token store's 2 s: a limiter pacing alone risks the fleet's limit, where a token store giving up
+ * costs at most a token (at 2 s, a store answering in 700 ms an operation, or a member's event loop blocked 2 s, sent
+ * members alone at half each: twice the limit). 30 s: the longest a member alone waits before it asks again.
+ */
+const KV_WAIT = 30_000;
 const LATE = "Deno KV did not answer in time";
 
 /** A take that lost every write to others. */

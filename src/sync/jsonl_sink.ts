@@ -161,16 +161,18 @@ class JsonlCopy {
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     const taken = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
     // Released, it is no longer this sink's: a write after the run is one without lock(), not a lost lock.
+    let released: Promise<void> | undefined; // a second release waits for the first
     const lock = {
       ...taken,
-      [Symbol.asyncDispose]: async () => {
-        if (this.#userLock === lock) {
-          this.#userLock = undefined; // a write from now on takes a lock of its own, once this one is let go
-          await this.#userWrites; // the rest of a write under way would go on unguarded
-        }
-        if (this.#lock === lock) this.#lock = undefined;
-        await taken[Symbol.asyncDispose]();
-      },
+      [Symbol.asyncDispose]: () =>
+        released ??= (async () => {
+          if (this.#userLock === lock) {
+            this.#userLock = undefined; // a write from now on takes a lock of its own, once this one is let go
+            await this.#userWrites; // the rest of a write under way would go on unguarded
+          }
+          if (this.#lock === lock) this.#lock = undefined;
+          await taken[Symbol.asyncDispose]();
+        })(),
     };
     this.#lock = lock;
     try {
@@ -281,12 +283,8 @@ class JsonlCopy {
     const tail = new TextDecoder().decode(
       await readRange(copy, rewrite.mainAt, now.end.length),
     );
-    const { drop, ...counts } = await cycleChanges(
-      this.#files,
-      rewrite,
-      tail,
-      context.keyOf,
-    );
+    const changes = await cycleChanges(this.#files, rewrite, tail, keyOf);
+    const { drop, ...counts } = changes;
     guardCycleEnd(counts.deleted, counts.held, context.endsCycle, copy);
     const whole = drop.length === 0
       ? await this.#append(rewritePath, rewrite.end, tail)
