@@ -102,7 +102,7 @@ export async function runPass<T>(
         fill(); // the service works while the sink writes
       }
       const cut = judged.endsBefore !== undefined && // no tick where none is asked
-        await goesOn(run, judged.endsBefore, state);
+        await goesOn({ ...run, stop: undefined }, judged.endsBefore, state);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -119,6 +119,8 @@ export async function runPass<T>(
  * gone) if the page's last still stands just before it; else deletes before the page moved the read past items of the
  * cycle, and the page is taken as cut. One at or before the page's last is the list shifted by inserts before it since:
  * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
+ * Read past maxDuration too (`stop` not given; at most 5 reads): stopped, the page's judgement would begin again each
+ * run, and a cycle whose runs fit no more than the page's reads would never end, its deletes never made (r97 F1).
  */
 async function goesOn<T>(
   run: PassRun<T>,
@@ -127,19 +129,13 @@ async function goesOn<T>(
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
-  try {
-    for (let step = 1; step <= 8; step *= 2, at += step / 2) {
-      const key = await keyAt(run, at);
-      if (key === undefined) return false;
-      if (sign * compareKeys(key, last) <= 0) continue;
-      if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
-      const before = await keyAt(run, at - 1);
-      return before === undefined || compareKeys(before, last) !== 0;
-    }
-  } catch (error) {
-    // Stopped at maxDuration (a read waiting for a slot live traffic holds): no end proved, taken as cut.
-    if (run.stop?.aborted) return true;
-    throw error;
+  for (let step = 1; step <= 8; step *= 2, at += step / 2) {
+    const key = await keyAt(run, at);
+    if (key === undefined) return false;
+    if (sign * compareKeys(key, last) <= 0) continue;
+    if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
+    const before = await keyAt(run, at - 1);
+    return before === undefined || compareKeys(before, last) !== 0;
   }
   return false;
 }
