@@ -362,7 +362,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Says once per fall that this process paces alone. */
   #degrade(now: number): void {
     const { onEvent } = this.#config;
-    if (this.#degraded) return;
+    if (this.#degraded || this.#disposed) return; // disposed: its callers are gone, a take under way failed late
     this.#degraded = true;
     if (onEvent === undefined) return;
     emit(onEvent, {
