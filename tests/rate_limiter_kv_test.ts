@@ -440,6 +440,23 @@ function outOfReach(kv: Deno.Kv) {
   return { kv: wrap(kv, ["get", "getMany", "set", "delete"]), state };
 }
 
+/** A KV limiter over `kv` on the fake clock, and the types of the events it emits. */
+function heardLimiter(
+  kv: Deno.Kv,
+  timers: { readonly now: number },
+  requests: number,
+  interval: number,
+) {
+  const events: string[] = [];
+  const limiter = createKvRateLimiter(kv, {
+    requests,
+    interval,
+    now: () => timers.now,
+    onEvent: (event) => events.push(event.type),
+  });
+  return { limiter, events };
+}
+
 /** A KV limiter of 2 a second over `db` out of reach on demand, and the grants of its sends for `ms`, each answered at once. */
 function limiterOutOfReach(
   db: ReturnType<typeof trackedIo>,
@@ -464,45 +481,38 @@ function limiterOutOfReach(
   return { reach, limiter, run, grantsFor };
 }
 
-Deno.test("answers a KV database could not take while out of reach are told before the next take once it is back: their slots free then, not a minute after their sends (the fleet sent nothing for 52 s after it came back: r74 F1)", async () => {
-  const kv = await Deno.openKv(":memory:");
-  await withFakeTimers(async (timers) => {
-    using db = trackedIo(kv);
-    const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
-    const sent = [await run(limiter.take()), await run(limiter.take())];
-    reach.state.down = true;
-    for (const ticket of sent) limiter.answered(ticket);
-    await run(db.idle());
-    await timers.tickAsync(1500);
-    reach.state.down = false;
-    await timers.tickAsync(1500);
-    const granted = await grantsFor(10_000);
-    ok(granted.length >= 15, `${granted.length} sends in 10 s`);
-    equal(mostInAnyWindow(granted, 1000), 2);
-    await run(limiter[Symbol.asyncDispose]());
+for (
+  const [why, name] of [
+    [
+      "the database is out of reach",
+      "answers a KV database could not take while out of reach are told before the next take once it is back: their slots free then, not a minute after their sends (the fleet sent nothing for 52 s after it came back: r74 F1)",
+    ],
+    [
+      "database is locked",
+      "answers a KV database refused as locked through every try (about 1 s) are told before the next take once it is free: their slots free then, not a minute after their sends (they were dropped, found in the size pass)",
+    ],
+  ]
+) {
+  Deno.test(name!, async () => {
+    const kv = await Deno.openKv(":memory:");
+    await withFakeTimers(async (timers) => {
+      using db = trackedIo(kv);
+      const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
+      const sent = [await run(limiter.take()), await run(limiter.take())];
+      Object.assign(reach.state, { down: true, why });
+      for (const ticket of sent) limiter.answered(ticket);
+      await run(db.idle());
+      await timers.tickAsync(1500);
+      reach.state.down = false;
+      await timers.tickAsync(1500);
+      const granted = await grantsFor(10_000);
+      ok(granted.length >= 15, `${granted.length} sends in 10 s`);
+      equal(mostInAnyWindow(granted, 1000), 2);
+      await run(limiter[Symbol.asyncDispose]());
+    });
+    kv.close();
   });
-  kv.close();
-});
-
-Deno.test("answers a KV database refused as locked through every try are told before the next take once it is free: their slots free then, not a minute after their sends (they were dropped, found in the size pass)", async () => {
-  const kv = await Deno.openKv(":memory:");
-  await withFakeTimers(async (timers) => {
-    using db = trackedIo(kv);
-    const { reach, limiter, run, grantsFor } = limiterOutOfReach(db, timers);
-    const sent = [await run(limiter.take()), await run(limiter.take())];
-    Object.assign(reach.state, { down: true, why: "database is locked" });
-    for (const ticket of sent) limiter.answered(ticket);
-    await run(db.idle());
-    await timers.tickAsync(1500); // every try of the answers' write, about 1 s
-    reach.state.down = false;
-    await timers.tickAsync(1500);
-    const granted = await grantsFor(10_000);
-    ok(granted.length >= 15, `${granted.length} sends in 10 s`);
-    equal(mostInAnyWindow(granted, 1000), 2);
-    await run(limiter[Symbol.asyncDispose]());
-  });
-  kv.close();
-});
+}
 
 Deno.test("a KV database that stops answering holds no caller: past the store's time limit its member paces alone, and sends at the limit once it answers (a take waited for good)", async () => {
   const kv = await Deno.openKv(":memory:");
@@ -535,13 +545,7 @@ Deno.test("a KV limiter disposed while its database hangs ends at the store's bo
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv);
     const reach = outOfReach(db.kv);
-    const events: string[] = [];
-    const limiter = createKvRateLimiter(reach.kv, {
-      requests: 2,
-      interval: 1000,
-      now: () => timers.now,
-      onEvent: (event) => events.push(event.type),
-    });
+    const { limiter, events } = heardLimiter(reach.kv, timers, 2, 1000);
     limiter.answered(await drive(timers, limiter.take(), db.idle));
     await drive(timers, db.idle()); // the answer told
     Object.assign(reach.state, { down: true, hangs: true });
@@ -560,15 +564,8 @@ Deno.test("a KV database that answers slowly (2.5 s an operation) is no failing 
   await withFakeTimers(async (timers) => {
     using db = trackedIo(kv);
     const reach = outOfReach(db.kv);
-    const events: string[] = [];
-    const members = [0, 1].map(() =>
-      createKvRateLimiter(reach.kv, {
-        requests: 4,
-        interval: 20_000,
-        now: () => timers.now,
-        onEvent: (event) => events.push(event.type),
-      })
-    );
+    const heard = [0, 1].map(() => heardLimiter(reach.kv, timers, 4, 20_000));
+    const members = heard.map(({ limiter }) => limiter);
     reach.state.slow = 2500;
     const granted: number[] = [];
     const sends = members.flatMap((limiter) =>
@@ -579,7 +576,7 @@ Deno.test("a KV database that answers slowly (2.5 s an operation) is no failing 
       })
     );
     await drive(timers, Promise.all(sends), db.idle);
-    deepStrictEqual(events, []);
+    deepStrictEqual(heard.flatMap(({ events }) => events), []);
     equal(mostInAnyWindow(granted, 20_000), 4);
     for (const limiter of members) {
       await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
