@@ -288,6 +288,43 @@ Deno.test("an abort from onProgress stops the run before its next commit", async
   equal(writes, 1);
 });
 
+Deno.test("an abort at any turn after the head's overlap check writes nothing more: the checkpoint's write is started in the turn that checks the signal (a few turns later, it was started after the abort: r97 F2)", async () => {
+  for (let turns = 0; turns <= 16; turns++) {
+    let items = things(150);
+    const service = listOf(() => items, { maxLimit: 40 });
+    const database = new DatabaseSync(":memory:");
+    const copy = createSqliteSink<Thing>(database, { table: "things" });
+    const options = { id: "thingID", maxLimit: 40, limit: 40 };
+    await syncList(service.client, "things", { ...options, sink: copy });
+    items = items.filter((_, i) => i % 3 === 0);
+    const controller = new AbortController();
+    let lateWrites = 0;
+    const sink: SyncSink<Thing> = {
+      ...copy,
+      write: (...batch) => {
+        if (controller.signal.aborted) lateWrites++;
+        return copy.write(...batch);
+      },
+      // The abort lands `turns` microtasks after the sink answers.
+      holds: (...ask) => {
+        const answer = Promise.resolve(copy.holds!(...ask));
+        let left = turns;
+        const turn = (): unknown =>
+          left-- > 0
+            ? Promise.resolve().then(turn)
+            : controller.abort(new Error("stop"));
+        answer.then(turn);
+        return answer;
+      },
+    };
+    const signal = controller.signal;
+    await syncList(service.client, "things", { ...options, sink, signal })
+      .catch(() => {});
+    equal(lateWrites, 0, `an abort ${turns} turns on`);
+    database.close();
+  }
+});
+
 Deno.test("sweep: Infinity leaves the copy equal to the list as it stood when the run began, also with a cycle under way whose cursor passed changes", async () => {
   for (const copy of await sinks("sweep-all")) {
     let items: Thing[] = things(2000);

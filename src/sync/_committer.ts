@@ -81,11 +81,16 @@ export class Committer<T> {
     this.#start(batch, checkpoint, phase, more);
   }
 
-  /** Records `checkpoint` once the batch before is committed, if the run was not aborted. */
+  /**
+   * Records `checkpoint` once the batch before is committed, if the run was not aborted: checked just before the write
+   * (through `record`, a few turns later, an abort in between came after the write began: r97 F2).
+   */
   async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();
-    await this.record(checkpoint, phase);
+    this.latest = checkpoint;
+    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
+    await this.#start(NOTHING, checkpoint, phase);
   }
 
   /** Waits for the batch being written, whatever its outcome. */
