@@ -52,13 +52,13 @@ export class Committer<T> {
 
   /**
    * Makes `checkpoint` the latest and writes it alone, if it was not written yet, once the batch before settled, failed
-   * or aborted: what the run did goes on record (by default as a head's batch: no row is seen or written).
+   * or aborted: what the run did goes on record.
    */
-  async record(checkpoint: SyncCheckpoint, phase: Phase = "head") {
+  async record(checkpoint: SyncCheckpoint): Promise<void> {
     await this.settle();
     this.latest = checkpoint;
     if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    await this.#start(NOTHING, checkpoint, phase);
+    await this.#start(NOTHING, checkpoint, "head"); // a head's batch: no row is seen or written
   }
 
   /** Starts writing `batch` with `checkpoint` once the batch before is committed. */
