@@ -777,16 +777,32 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
   await mine[Symbol.asyncDispose]();
   await refused(queued, "locked", `${path}.lock`); // it waited for the lock its own sink held (lockWait 0)
   ok((await ids()).includes("x2"));
-  // A write in line while its sink's own lock() writes is judged once it holds the lock: that write is its look (r95 F1).
+  // A write in line is judged by the look its turn began with: neither its sink's own lock() writing meanwhile (r100
+  // F2; r95 F1 found the refusal blaming another run) nor a load() during its wait lets it save its older checkpoint
+  // over the newer one (r100 F1: the lines it was given from were written again). Whichever of the write and lock()
+  // takes the lock first, the newer checkpoint stands.
   const patient = createJsonlSink<Thing>(path);
   const look = (await patient.load())!;
-  const waiting = patient.write([{ thingID: "x3" }], look, ["x3"]);
+  const waiting = patient.write([{ thingID: "x3" }], look, ["x3"])
+    .catch((error: SyncError) => equal(error.reason, "sink-mismatch"));
   const held2 = await patient.lock!();
   const moved = { ...look, offset: look.offset + 1 };
   await patient.write([{ thingID: "x4" }], moved, ["x4"]);
   await held2[Symbol.asyncDispose]();
   await waiting;
-  ok((await ids()).includes("x3"));
+  const reader = createJsonlSink<Thing>(path);
+  equal((await reader.load())!.offset, moved.offset);
+  const held3 = await reader.lock!();
+  const behind = patient.write([{ thingID: "x5" }], moved, ["x5"]);
+  const ahead = { ...moved, offset: moved.offset + 1 };
+  await reader.write([{ thingID: "x6" }], ahead, ["x6"]);
+  await patient.load(); // during the wait: the copy as it is now, not what x5 was given from
+  await held3[Symbol.asyncDispose]();
+  await refused(behind, "sink-mismatch", path);
+  equal((await reader.load())!.offset, ahead.offset);
+  const seen = await ids();
+  ok(seen.filter((id) => id === "x3").length <= 1);
+  ok(!seen.includes("x5"));
   // A look that found no copy is a look: a run that made one since refuses the write (r94 F3).
   const other = await fresh("write-without-lock-new.jsonl");
   const empty = createJsonlSink<Thing>(other);

@@ -224,14 +224,15 @@ class JsonlCopy {
       return done;
     }
     const write = this.#writes.then(async () => {
+      // Its turn's look, before the wait for the lock: a load() or lock() of the sink meanwhile is not what it was
+      // given from (read after, it saved its older checkpoint over theirs: r100 F1, F2).
+      const looked = this.#look;
       const lock = await this.#take(undefined);
       try {
-        // Read once it holds the lock: the sink's own writes under its lock() while this one waited are its look.
-        const looked = this.#look;
         if (looked !== undefined && looked !== lookOf(this.#committed)) {
           throw sinkMismatch(
             this.#files.copy,
-            "another run committed to it since this sink's last look",
+            "it was committed to since this sink's last look (by another run, or by this sink under its lock())",
             "load() again, and write from its checkpoint",
           );
         }
