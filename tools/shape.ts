@@ -36,7 +36,13 @@ export interface Exception {
 }
 
 /** The files of src/ over 400 lines, each with why its concern stays whole. */
-export const EXCEPTIONS: readonly Exception[] = [];
+export const EXCEPTIONS: readonly Exception[] = [
+  {
+    path: "src/sync/jsonl_sink.ts",
+    reason:
+      "one JSONL copy under its one lock: taking it, the writes without lock() in line, a batch, a cycle's end and the side file's commit share the copy's private state (the lock held, what was committed, the sink's last look); split, each part would hand it to the others",
+  },
+];
 
 /**
  * What is wrong with a list of exceptions, given each listed file's lines

@@ -104,8 +104,9 @@ type Batch = Parameters<SyncSink<unknown>["write"]>;
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
-  /** The writes without `lock()` under way, one after another, each under a lock of its own. */
+  /** The writes without `lock()` under way, one after another, each under a lock of its own; how many committed, and the last's look. */
   #writes: Promise<unknown> = Promise.resolve();
+  #queued = { commits: 0, look: "" };
   /** The lock the user (or its run) took with `lock()`, while held; the writes under it, which its release waits for. */
   #userLock: FileLock | undefined;
   #userWrites: Promise<unknown> = Promise.resolve();
@@ -223,20 +224,23 @@ class JsonlCopy {
       this.#userWrites = this.#userWrites.then(() => done.catch(() => {}));
       return done;
     }
+    // Its look as it is called, moved only by the sink's writes ahead of it in line: a load() or lock() of the sink while
+    // it waits is not what it was given from (read later, it saved its older checkpoint over theirs: r100, r101 F1).
+    const [looked, from] = [this.#look, this.#queued.commits];
     const write = this.#writes.then(async () => {
-      // Its turn's look, before the wait for the lock: a load() or lock() of the sink meanwhile is not what it was
-      // given from (read after, it saved its older checkpoint over theirs: r100 F1, F2).
-      const looked = this.#look;
       const lock = await this.#take(undefined);
       try {
-        if (looked !== undefined && looked !== lookOf(this.#committed)) {
+        const ahead = this.#queued.commits > from ? this.#queued.look : looked;
+        if (ahead !== undefined && ahead !== lookOf(this.#committed)) {
           throw sinkMismatch(
             this.#files.copy,
             "it was committed to since this sink's last look (by another run, or by this sink under its lock())",
             "load() again, and write from its checkpoint",
           );
         }
-        return await this.#commitSeen(batch);
+        const done = await this.#commitSeen(batch);
+        this.#queued = { commits: this.#queued.commits + 1, look: this.#look! };
+        return done;
       } finally {
         await lock[Symbol.asyncDispose]();
       }
