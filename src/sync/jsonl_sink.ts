@@ -215,8 +215,9 @@ class JsonlCopy {
 
   /**
    * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
-   * the copy as it then stands: another process's run may hold it meanwhile. Refused if that run committed since this
-   * sink's look (`"sink-mismatch"`): its checkpoint would be put back, and the items since read and written again.
+   * the copy as it then stands: another process's run may hold it meanwhile. Refused (`"sink-mismatch"`) if the copy
+   * was committed to since the write's look, by another run or by the sink under its `lock()`: an older checkpoint
+   * would be put back, and the items since read and written again.
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
