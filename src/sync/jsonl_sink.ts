@@ -156,8 +156,11 @@ class JsonlCopy {
     return this.#userLock = await this.#take(signal);
   }
 
-  /** Takes the copy's lock, then checks the copy and settles it; the lock, released on a failure. */
-  async #take(signal: AbortSignal | undefined): Promise<FileLock> {
+  /**
+   * Takes the copy's lock, then checks the copy, lets `judge` refuse it as it stands (before anything changes), and
+   * settles it; the lock, released on a failure.
+   */
+  async #take(signal: AbortSignal | undefined, judge?: () => void) {
     const { lockWait, onLockWait, now } = this.#options;
     const wait = { signal, wait: lockWait, onWait: onLockWait };
     const taken = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
@@ -178,6 +181,7 @@ class JsonlCopy {
     this.#lock = lock;
     try {
       await this.#check();
+      judge?.();
       await this.#settle();
     } catch (error) {
       await lock[Symbol.asyncDispose]().catch(() => {});
@@ -216,8 +220,8 @@ class JsonlCopy {
   /**
    * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
    * the copy as it then stands: another process's run may hold it meanwhile. Refused (`"sink-mismatch"`) if the copy
-   * was committed to since the write's look, by another run or by the sink under its `lock()`: an older checkpoint
-   * would be put back, and the items since read and written again.
+   * was committed to since the write's look, by another run, by the sink under its `lock()` or by a write of its own that
+   * failed after its commit: an older checkpoint would be put back, and the items since read and written again.
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
@@ -229,16 +233,18 @@ class JsonlCopy {
     // it waits is not what it was given from (read later, it saved its older checkpoint over theirs: r100, r101 F1).
     const [looked, from] = [this.#look, this.#queued.commits];
     const write = this.#writes.then(async () => {
-      const lock = await this.#take(undefined);
-      try {
+      // Judged before a pending rename is finished: refused, it changed nothing.
+      const lock = await this.#take(undefined, () => {
         const ahead = this.#queued.commits > from ? this.#queued.look : looked;
         if (ahead !== undefined && ahead !== lookOf(this.#committed)) {
           throw sinkMismatch(
             this.#files.copy,
-            "it was committed to since this sink's last look (by another run, or by this sink under its lock())",
+            "it was committed to since this sink's last look (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)",
             "load() again, and write from its checkpoint",
           );
         }
+      });
+      try {
         const done = await this.#commitSeen(batch);
         this.#queued = { commits: this.#queued.commits + 1, look: this.#look! };
         return done;
