@@ -13,7 +13,7 @@ import {
   statOf,
 } from "./_files.ts";
 import { sinkMismatch, SyncError } from "./sync_error.ts";
-import { type CopyRow, parsedItems } from "./_window_guard.ts";
+import type { CopyRow } from "./_window_guard.ts";
 
 const FORMAT = "partner-api-jsonl/2";
 /** The fingerprint of the one byte "\n": what a 0.3 side file is checked by. */
@@ -308,6 +308,12 @@ export type Lines = {
   ends: number[];
   before: number;
 };
+
+/** The items of JSON texts, parsed as one array (V8 parses it faster than each), else each alone (as before). */
+function parsedItems(all: readonly string[]): unknown[] {
+  const items = parsedJson(`[${all}]`) as unknown[] | undefined; // JSON.stringify's texts
+  return items?.length === all.length ? items : all.map((t) => JSON.parse(t));
+}
 
 /** The items of a read's lines. @throws {SyncError} (`"sink-mismatch"`) For a line that is not JSON, by its number. */
 export function itemsOf(files: CopyFiles, { path, lines, before }: Lines) {
