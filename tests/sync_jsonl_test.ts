@@ -830,3 +830,61 @@ Deno.test("JSONL sink: a write without lock() takes the copy's lock for itself a
     other,
   );
 });
+
+Deno.test("JSONL sink: a load() of the sink while it writes never puts an older state back, and writes in line follow only the writes of their own look: polled during 200 writes under lock() it cut committed lines, and without lock() it refused the sink's own writes (r102 F3, F4); a write of no look ahead let the write behind it, built on a later load(), save its older checkpoint (F1); one built on a write ahead that failed was written, counting items never written (F2)", async () => {
+  const path = await fresh("load-while-writing.jsonl");
+  const ids = async () =>
+    (await linesOf(path)).map((line) => JSON.parse(line).thingID as string);
+  const at = (offset: number) => ({ ...CHECKPOINT, offset });
+  const sink = createJsonlSink<Thing>(path);
+  let polling = true, refusedWrites = 0;
+  const poll = async () => {
+    while (polling) await sink.load();
+  };
+  const writeAll = async (from: number) => {
+    for (let i = from; i < from + 100; i++) {
+      await sink.write([{ thingID: `w${i}` }], at(i + 1), [`w${i}`])
+        .catch(() => refusedWrites++);
+    }
+  };
+  const held = await sink.lock!();
+  let poller = poll();
+  await writeAll(0);
+  polling = false;
+  await poller;
+  await held[Symbol.asyncDispose]();
+  [polling, poller] = [true, poll()];
+  await sink.load();
+  await writeAll(100);
+  polling = false;
+  await poller;
+  equal(refusedWrites, 0);
+  deepStrictEqual(
+    await ids(),
+    Array.from({ length: 200 }, (_, i) => `w${i}`),
+  );
+  // F1: a write of a sink with no look yet, then a load(), then a write built on it; another run commits meanwhile.
+  const other = createJsonlSink<Thing>(path);
+  const fresh2 = createJsonlSink<Thing>(path);
+  const held2 = await other.lock!();
+  const blind = fresh2.write([{ thingID: "a" }], at(500), ["a"]);
+  const seen = (await fresh2.load())!;
+  const built = fresh2.write([{ thingID: "b" }], at(seen.offset + 1), ["b"]);
+  await other.write([{ thingID: "o" }], at(300), ["o"]);
+  await held2[Symbol.asyncDispose]();
+  await blind; // no look: written from the copy as it stands, by design
+  await refused(built, "sink-mismatch", path);
+  equal((await other.load())!.offset, 500);
+  // F2: the first of two writes in line fails (a checkpoint the side file cannot hold); the second, built on it, too.
+  const quick = createJsonlSink<Thing>(path);
+  const look = (await quick.load())!;
+  const unstorable = { ...at(501), offset: 501n } as unknown as typeof look;
+  const first = quick.write([{ thingID: "c1" }], unstorable, ["c1"]);
+  const second = quick.write([{ thingID: "c2" }], at(502), ["c2"]);
+  await rejects(first, TypeError);
+  await refused(second, "sink-mismatch", path);
+  // Called once it failed, a write from the same look goes on.
+  await quick.write([{ thingID: "c1" }], { ...look, offset: 501 }, ["c1"]);
+  equal((await other.load())!.offset, 501);
+  deepStrictEqual((await ids()).slice(-3), ["o", "a", "c1"]);
+});

@@ -101,17 +101,30 @@ const lookOf = (committed: Committed | undefined) =>
 /** What a write is given: items, their checkpoint, their ids, the run's context. */
 type Batch = Parameters<SyncSink<unknown>["write"]>;
 
+/**
+ * What writes without `lock()` are built on: the sink's last look (`lookOf`: undefined before any), moved by each
+ * commit of theirs, and broken once one of them fails (the writes in line behind it counted its items).
+ */
+type Base = { look: string | undefined; broken?: true };
+
+/** Why a write without `lock()` is refused: the copy moved since its look, or a write it followed failed. */
+const MOVED =
+  "it was committed to since this sink's last look (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)";
+const BROKEN =
+  "a write of this sink ahead of it in line, which it follows, failed";
+
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
-  /** The writes without `lock()` under way, one after another, each under a lock of its own; how many committed, and the last's look. */
+  /** The writes without `lock()` under way, one after another, each under a lock of its own. */
   #writes: Promise<unknown> = Promise.resolve();
-  #queued = { commits: 0, look: "" };
+  /** What the sink's calls build on now: a load() or a commit under `lock()` begins another base, a write in line moves its own. */
+  #base: Base = { look: undefined };
+  /** Reads and writes of the copy's state, one at a time: a load() read before a commit and set after put an older state back. */
+  #turn: Promise<unknown> = Promise.resolve();
   /** The lock the user (or its run) took with `lock()`, while held; the writes under it, which its release waits for. */
   #userLock: FileLock | undefined;
   #userWrites: Promise<unknown> = Promise.resolve();
-  /** The checkpoint as this sink last saw it (`lookOf`): by `load()` or its own commit; undefined before either. */
-  #look: string | undefined;
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
   /** Files this run appended to: their size must stay what it committed. */
@@ -128,10 +141,19 @@ class JsonlCopy {
     this.#options = options;
   }
 
-  async load(): Promise<SyncCheckpoint | undefined> {
-    await this.#check();
-    this.#look = lookOf(this.#committed);
-    return this.#committed?.checkpoint ?? undefined;
+  load(): Promise<SyncCheckpoint | undefined> {
+    return this.#exclusive(async () => {
+      await this.#check();
+      this.#base = { look: lookOf(this.#committed) };
+      return this.#committed?.checkpoint ?? undefined;
+    });
+  }
+
+  /** Runs `step` once the steps before it ended (one at a time: none sees another's state half set). */
+  #exclusive<R>(step: () => Promise<R>): Promise<R> {
+    const turn = this.#turn.then(step);
+    this.#turn = turn.catch(() => {});
+    return turn;
   }
 
   /** The copy checked against its side file, as it stands. */
@@ -178,11 +200,13 @@ class JsonlCopy {
           await taken[Symbol.asyncDispose]();
         })(),
     };
-    this.#lock = lock;
     try {
-      await this.#check();
-      judge?.();
-      await this.#settle();
+      await this.#exclusive(async () => {
+        this.#lock = lock;
+        await this.#check();
+        judge?.();
+        await this.#settle();
+      });
     } catch (error) {
       await lock[Symbol.asyncDispose]().catch(() => {});
       throw error;
@@ -225,41 +249,49 @@ class JsonlCopy {
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
-      const done = this.#commitSeen(batch);
+      const done = this.#exclusive(() => this.#commitSeen(batch));
       this.#userWrites = this.#userWrites.then(() => done.catch(() => {}));
       return done;
     }
-    // Its look as it is called, moved only by the sink's writes ahead of it in line: a load() or lock() of the sink while
-    // it waits is not what it was given from (read later, it saved its older checkpoint over theirs: r100, r101 F1).
-    const [looked, from] = [this.#look, this.#queued.commits];
+    // Built on the base as it is called: a load() or lock() of the sink while it waits is not what it was given from
+    // (read later, it saved its older checkpoint over theirs: r100, r101 F1), nor a write ahead in line of another base.
+    const base = this.#base;
     const write = this.#writes.then(async () => {
-      // Judged before a pending rename is finished: refused, it changed nothing.
-      const lock = await this.#take(undefined, () => {
-        const ahead = this.#queued.commits > from ? this.#queued.look : looked;
-        if (ahead !== undefined && ahead !== lookOf(this.#committed)) {
-          throw sinkMismatch(
-            this.#files.copy,
-            "it was committed to since this sink's last look (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)",
-            "load() again, and write from its checkpoint",
-          );
-        }
-      });
       try {
-        const done = await this.#commitSeen(batch);
-        this.#queued = { commits: this.#queued.commits + 1, look: this.#look! };
-        return done;
-      } finally {
-        await lock[Symbol.asyncDispose]();
+        if (base.broken) this.#refuse(BROKEN);
+        // Judged before a pending rename is finished: refused, it changed nothing.
+        const lock = await this.#take(undefined, () => {
+          const look = lookOf(this.#committed);
+          if (base.look !== undefined && base.look !== look) {
+            this.#refuse(MOVED);
+          }
+        });
+        try {
+          return await this.#exclusive(() => this.#commitSeen(batch, base));
+        } finally {
+          await lock[Symbol.asyncDispose]();
+        }
+      } catch (error) {
+        base.broken = true;
+        if (this.#base === base) this.#base = { look: base.look }; // a call from now on knows of the failure
+        throw error;
       }
     });
     this.#writes = write.catch(() => {});
     return write;
   }
 
-  /** A commit, which the sink's next write without `lock()` counts as its look. */
-  async #commitSeen(batch: Batch) {
+  /** Refuses a write without `lock()`, because of `why`. @throws {SyncError} (`"sink-mismatch"`) */
+  #refuse(why: string): never {
+    const instead = "load() again, and write from its checkpoint";
+    throw sinkMismatch(this.#files.copy, why, instead);
+  }
+
+  /** A commit, which moves the base it was built on (without `lock()`), else begins one: the sink's next look. */
+  async #commitSeen(batch: Batch, base: Base = { look: undefined }) {
     const done = await this.#commit(...batch);
-    this.#look = lookOf(this.#committed);
+    base.look = lookOf(this.#committed);
+    this.#base = base;
     return done;
   }
 
