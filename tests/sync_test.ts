@@ -8,6 +8,7 @@ import {
   type SyncOptions,
   type SyncSink,
 } from "../src/sync/mod.ts";
+import { ApiError } from "../src/core/errors.ts";
 import { type InProcess, inProcess, memorySink } from "./_sync_fake.ts";
 
 type Row = Record<string, unknown>;
@@ -79,6 +80,18 @@ Deno.test("syncList finds the largest size the service accepts by its refusals",
   const result = await syncByDate(fake, sink, { limit: 50 });
   equal(result.written, 700);
   ok(result.requests <= 14, `${result.requests} requests`);
+});
+
+Deno.test("syncList never reads windows under 25 items for a service that refuses larger ones: its 400 ends the run (a largest page of 10 with limit 10 read one page again for ever past 2,520 items, where no window of 10 or fewer overlaps the edge and reads on: r103 F2)", async () => {
+  const fake = inProcess({ items: { transactions: 3000 }, maxLimit: 10 });
+  fake.beforeList = (request) => {
+    if (request > 500) throw new Error("still reading after 500 requests");
+  };
+  const sink = memorySink<Row>();
+  const error = await rejects(syncByDate(fake, sink, { limit: 10 }), ApiError);
+  equal(error.status, 400);
+  equal(new URL(error.url).searchParams.get("limit"), "25");
+  ok(fake.listRequests <= 8, `${fake.listRequests} requests`);
 });
 
 Deno.test("syncList copies a list whose service cuts pages to its largest size instead of refusing", async () => {

@@ -7,6 +7,7 @@ import type { SyncConfig } from "./_config.ts";
 import {
   compareKeys,
   judgeWindow,
+  MIN_WINDOW,
   refusedWindow,
   type SyncKey,
   type Verdict,
@@ -215,8 +216,9 @@ async function judge<T>(
   } catch (error) {
     if (
       // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest.
+      // Not at MIN_WINDOW or under: the service then refuses what sync needs, and says why in its answer.
       error instanceof ApiError && error.status === 400 &&
-      flight.plan.limit > config.limit
+      flight.plan.limit > Math.max(config.limit, MIN_WINDOW)
     ) {
       const next = refusedWindow(state, flight.plan.limit);
       return { kind: "refused" as const, next };

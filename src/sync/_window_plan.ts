@@ -4,6 +4,7 @@
 
 import {
   MIN_MARGIN,
+  MIN_WINDOW,
   type Seek,
   type WindowPlan,
   type WindowState,
@@ -12,9 +13,11 @@ import {
 /** The largest size the next window may ask for. */
 function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
-  // Never past maxLimit, even for a size honoured under a larger one before.
+  // Never past maxLimit, even for a size honoured under a larger one before; never under MIN_WINDOW (past a length
+  // every smaller size divides, no window of those overlaps the edge and reads on: one page was read again for ever).
   const middle = Math.floor((state.accepted + state.refused) / 2);
-  return Math.min(state.maxLimit, Math.max(state.accepted, middle));
+  const cap = Math.max(state.accepted, middle, MIN_WINDOW);
+  return Math.min(state.maxLimit, cap);
 }
 
 /** The first window after `state`, overlapping its edge by its margin. */
