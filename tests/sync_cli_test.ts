@@ -198,6 +198,11 @@ Deno.test("sync CLI: 'next verified by' is said of a sweep at the spare rate (--
   const lines = [["--max-duration", "10m"], [], ["--sweep", "0"]].map(behind);
   equal(lines[0]!.includes("as --max-duration lets it"), true, lines[0]);
   equal(lines[1]!.includes("within about 1 more run"), true, lines[1]);
+  // Those runs are the cycle's rest: where it has passed, the next brings them (it promised 2 runs, and took 9: r103 F1).
+  equal(
+    lines[1]!.includes("ahead of its place, else in the cycle after"),
+    true,
+  );
   equal(lines[2]!.includes("the sweep is off"), true, lines[2]);
 });
 

@@ -123,13 +123,16 @@ export function resultLines(
 
 /** How many items the copy is known to lack, and when the sweep will have them. */
 function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
-  const them = behind === 1 ? "it" : "them";
+  const [them, lie] = behind === 1 ? ["it", "it lies"] : ["them", "they lie"];
   const sweep = request.sweep ?? 10;
-  // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts.
+  // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts. The
+  // runs left count this cycle's rest: an item inserted where the cycle has passed waits for the next (r103 F1).
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
   const pace = request.sweep === undefined && request.maxDuration !== undefined
     ? "as --max-duration lets it"
-    : `within about ${counted(runs, "more run")}`;
+    : `within about ${
+      counted(runs, "more run")
+    } where ${lie} ahead of its place, else in the cycle after`;
   const when = sweep === 0
     ? `the sweep is off (--sweep 0): run with --sweep all to bring ${them} in`
     : `the sweep brings ${them} in ${pace}, or now with --sweep all`;
