@@ -30,6 +30,14 @@ const copies = flagValues("--to").map((path) =>
 );
 const writable = [...(folder === undefined ? [] : [folder]), ...copies];
 const readable = [...writable, ...envFiles];
+// Deno's permission lists split on commas and cannot escape one: a path holding a comma cannot be granted alone.
+const comma = readable.find((path) => path.includes(","));
+if (comma !== undefined) {
+  console.error(
+    `deno task cli: cannot grant ${comma} alone, as Deno's permission lists take its comma for a separator: use a path without one, or run src/cli/mod.ts with permission flags of your own (--allow-read --allow-write grant every path)`,
+  );
+  Deno.exit(2);
+}
 const cacheFlags = [
   ...(readable.length === 0 ? [] : [`--allow-read=${readable.join(",")}`]),
   ...(writable.length === 0 ? [] : [`--allow-write=${writable.join(",")}`]),

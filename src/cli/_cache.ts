@@ -2,7 +2,7 @@
 
 import { clearFileTokenStore, createFileTokenStore } from "../store/mod.ts";
 import type { PartnerApiConfig } from "../core/config.ts";
-import { UsageError } from "./_flag_values.ts";
+import { allowFlags, UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
 import { tried } from "../core/_check.ts";
 
@@ -139,5 +139,7 @@ function lacking(folder: string, names: readonly ("read" | "write")[]) {
     Deno.permissions.querySync({ name, path: folder }).state !== "granted"
   );
   return name &&
-    `no ${name} permission for ${folder} (add --allow-read=${folder} --allow-write=${folder})`;
+    `no ${name} permission for ${folder} (add ${
+      allowFlags(["read", "write"], folder)
+    })`;
 }

@@ -3,7 +3,7 @@
 
 import { readBounded } from "../core/_attempt_loop.ts";
 import { isPermissionError } from "../core/_cause.ts";
-import { UsageError } from "./_flag_values.ts";
+import { allowFlags, UsageError } from "./_flag_values.ts";
 
 /** The largest --env-file read: a dotenv file is a few lines. */
 export const MAX_ENV_FILE = 64 * 1024;
@@ -44,7 +44,9 @@ export async function withEnvFile(
     const name = (error as Error).name;
     throw new UsageError(
       isPermissionError(error)
-        ? `cannot read --env-file ${path}: run with --allow-read=${path}`
+        ? `cannot read --env-file ${path}: run with ${
+          allowFlags(["read"], path)
+        }`
         : name === NOT_SMALL_FILE
         ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`
         : name === OFF_DENO

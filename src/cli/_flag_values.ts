@@ -147,3 +147,15 @@ export function pagingOf(values: Values) {
     query,
   };
 }
+
+/**
+ * Deno's flags that grant `names` on `path`: scoped to it, unless it holds a comma, which Deno's permission lists
+ * take for a separator and cannot escape (`--allow-read=a,b` grants `a` and `b`): then unscoped, saying why.
+ */
+export function allowFlags(names: readonly ("read" | "write")[], path: string) {
+  if (!path.includes(",")) {
+    return names.map((name) => `--allow-${name}=${path}`).join(" ");
+  }
+  const flags = names.map((name) => `--allow-${name}`).join(" ");
+  return `${flags}: a path holding a comma cannot be named in Deno's permission lists`;
+}

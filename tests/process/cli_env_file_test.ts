@@ -84,3 +84,29 @@ processTest(
     );
   },
 );
+
+processTest(
+  "a path holding a comma, which Deno's permission lists cannot name: `deno task cli` says it cannot grant it (exit 2), and the tool's own hint names an unscoped flag, not a list that splits it (outside review r103 F5)",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = `${Deno.cwd()}/${await scratchDir()}/a,b`;
+    await Deno.mkdir(folder);
+    const file = `${folder}/.env`;
+    const config = Object.entries(configFor(api))
+      .map(([name, value]) => `${name}="${value}"\n`).join("");
+    await Deno.writeTextFile(file, config);
+    const task = await new Command("deno", {
+      args: ["task", "--quiet", "cli", "token", "--env-file", file],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    const said = new TextDecoder().decode(task.stderr);
+    equal(task.code, 2, said);
+    ok(said.includes(`cannot grant ${file} alone`), said);
+    equal(api.tokenRequests, 0);
+    const run = await bounded(FLAGS, ["token", "--env-file", file]);
+    equal(run.code, 2, run.stderr);
+    ok(run.stderr.includes("run with --allow-read: a path holding a comma"));
+    ok(!run.stderr.includes(`--allow-read=${file}`), run.stderr);
+  },
+);
