@@ -157,7 +157,7 @@ export function tooManyDeletes(
     (before === 0 ? "" : ` (after ${before} in the last 24 hours)`) +
     (spent ? UNCOUNTED : "");
   const part = partial
-    ? " in the part this run read (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
+    ? " in the part of the cycle read so far, by this run and those before it (the rest of the cycle may find more gone: then the run that confirms names the whole share, once)"
     : "";
   return deletesRefused(
     `the sweep cycle would remove ${unseen} of ${held} rows${earlier}${part}, more than maxDeletes (${maxDeletes}) allows; nothing of the cycle was removed or inserted`,

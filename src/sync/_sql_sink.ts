@@ -166,7 +166,9 @@ function judgeCopy(
   if (state.checkpoint === undefined || state.checkpoint === null) {
     if (state.rows > 0) {
       throw refuse(
-        `it holds ${state.rows} rows that no checkpoint covers: it was not made by a sync`,
+        `it holds ${state.rows} row${
+          state.rows === 1 ? "" : "s"
+        } that no checkpoint covers: it was not made by a sync`,
       );
     }
     return { checkpoint: undefined, rows: 0, last: null };
