@@ -883,8 +883,38 @@ Deno.test("JSONL sink: a load() of the sink while it writes never puts an older 
   const second = quick.write([{ thingID: "c2" }], at(502), ["c2"]);
   await rejects(first, TypeError);
   await refused(second, "sink-mismatch", path);
-  // Called once it failed, a write from the same look goes on.
+  // Called once they failed, before a load(), a write may be built on them too (it was written, counting their items:
+  // r104 F4): refused; after a load(), a write from it goes on.
+  await refused(
+    quick.write([{ thingID: "c3" }], at(503), ["c3"]),
+    "sink-mismatch",
+    path,
+  );
+  equal((await quick.load())!.offset, 500);
   await quick.write([{ thingID: "c1" }], { ...look, offset: 501 }, ["c1"]);
   equal((await other.load())!.offset, 501);
   deepStrictEqual((await ids()).slice(-3), ["o", "a", "c1"]);
+  // A pipeline A, B, C (each built on the one before) with a load() polled between the calls of A and B, while A waits:
+  // all three written (B was refused, and C, called once A was written, saved a checkpoint counting B's items: r104 F1,
+  // F2); with another run's commit during the wait, which the poll saw, none (B was written over it: r104 F3).
+  for (const otherRun of [false, true]) {
+    const from = (await quick.load())!;
+    const held4 = await other.lock!();
+    if (otherRun) await other.write([{ thingID: "p" }], at(700), ["p"]);
+    const a = quick.write([{ thingID: "d1" }], at(from.offset + 1), ["d1"]);
+    await quick.load();
+    const b = quick.write([{ thingID: "d2" }], at(from.offset + 2), ["d2"]);
+    await held4[Symbol.asyncDispose]();
+    if (otherRun) {
+      await refused(a, "sink-mismatch", path);
+      await refused(b, "sink-mismatch", path);
+      equal((await other.load())!.offset, 700);
+      continue;
+    }
+    await a;
+    await quick.write([{ thingID: "d3" }], at(from.offset + 3), ["d3"]);
+    await b;
+    deepStrictEqual((await ids()).slice(-3), ["d1", "d2", "d3"]);
+    equal((await other.load())!.offset, from.offset + 3);
+  }
 });

@@ -31,6 +31,7 @@ import {
   writeWithout,
 } from "./_jsonl_state.ts";
 import { cycleChanges } from "./_jsonl_cycle.ts";
+import { UnlockedWrites } from "./_unlocked_writes.ts";
 import { MAX_GUARDED_ROWS } from "./_window_guard.ts";
 import { sinkMismatch } from "./sync_error.ts";
 
@@ -101,25 +102,21 @@ const lookOf = (committed: Committed | undefined) =>
 /** What a write is given: items, their checkpoint, their ids, the run's context. */
 type Batch = Parameters<SyncSink<unknown>["write"]>;
 
-/**
- * What writes without `lock()` are built on: the sink's last look (`lookOf`: undefined before any), moved by each
- * commit of theirs, and broken once one of them fails (the writes in line behind it counted its items).
- */
-type Base = { look: string | undefined; broken?: true };
-
-/** Why a write without `lock()` is refused: the copy moved since its look, or a write it followed failed. */
-const MOVED =
-  "it was committed to since this sink's last look (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)";
-const BROKEN =
-  "a write of this sink ahead of it in line, which it follows, failed";
+/** Why a write without `lock()` is refused, by what `UnlockedWrites` found. */
+const REFUSED = {
+  changed:
+    "it was committed to since this sink's caller last saw it (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)",
+  failed:
+    "a write of this sink without lock() failed since its caller's last load(), and this one may count its items",
+};
 
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
   /** The writes without `lock()` under way, one after another, each under a lock of its own. */
   #writes: Promise<unknown> = Promise.resolve();
-  /** What the sink's calls build on now: a load() or a commit under `lock()` begins another base, a write in line moves its own. */
-  #base: Base = { look: undefined };
+  /** What its callers saw of the copy, and how it changed since: which writes in line still stand. */
+  readonly #unlocked = new UnlockedWrites();
   /** Reads and writes of the copy's state, one at a time: a load() read before a commit and set after put an older state back. */
   #turn: Promise<unknown> = Promise.resolve();
   /** The lock the user (or its run) took with `lock()`, while held; the writes under it, which its release waits for. */
@@ -144,7 +141,7 @@ class JsonlCopy {
   load(): Promise<SyncCheckpoint | undefined> {
     return this.#exclusive(async () => {
       await this.#check();
-      this.#base = { look: lookOf(this.#committed) };
+      this.#unlocked.loaded();
       return this.#committed?.checkpoint ?? undefined;
     });
   }
@@ -159,6 +156,7 @@ class JsonlCopy {
   /** The copy checked against its side file, as it stands. */
   async #check(): Promise<void> {
     this.#committed = await checkCopy(this.#files);
+    this.#unlocked.checked(lookOf(this.#committed));
     [this.#loaded, this.#ids] = [true, undefined];
     this.#ours.clear(); // a new run: lines past the committed end are a killed run's, cut once the end is checked
   }
@@ -244,36 +242,36 @@ class JsonlCopy {
   /**
    * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
    * the copy as it then stands: another process's run may hold it meanwhile. Refused (`"sink-mismatch"`) if the copy
-   * was committed to since the write's look, by another run, by the sink under its `lock()` or by a write of its own that
-   * failed after its commit: an older checkpoint would be put back, and the items since read and written again.
+   * changed since its caller last saw it (a `load()`, or a commit of this sink) other than by this sink's writes without
+   * `lock()` called before it (another run, the sink under its `lock()`, a write of its own that failed after its
+   * commit), or if such a write failed since the caller's last `load()`: an older checkpoint would be put back, or one
+   * counting items never written.
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
-      const done = this.#exclusive(() => this.#commitSeen(batch));
+      const done = this.#exclusive(() => this.#commitSeen(batch, true));
       this.#userWrites = this.#userWrites.then(() => done.catch(() => {}));
       return done;
     }
-    // Built on the base as it is called: a load() or lock() of the sink while it waits is not what it was given from
-    // (read later, it saved its older checkpoint over theirs: r100, r101 F1), nor a write ahead in line of another base.
-    const base = this.#base;
+    const sighting = this.#unlocked.sighting();
+    const judge = () => {
+      const why = this.#unlocked.refusal(sighting);
+      if (why === undefined) return;
+      const instead = "load() again, and write from its checkpoint";
+      throw sinkMismatch(this.#files.copy, REFUSED[why], instead);
+    };
     const write = this.#writes.then(async () => {
       try {
-        if (base.broken) this.#refuse(BROKEN);
-        // Judged before a pending rename is finished: refused, it changed nothing.
-        const lock = await this.#take(undefined, () => {
-          const look = lookOf(this.#committed);
-          if (base.look !== undefined && base.look !== look) {
-            this.#refuse(MOVED);
-          }
-        });
+        judge(); // known before the lock: not waited for
+        // Judged again before a pending rename is finished: refused, it changed nothing.
+        const lock = await this.#take(undefined, judge);
         try {
-          return await this.#exclusive(() => this.#commitSeen(batch, base));
+          return await this.#exclusive(() => this.#commitSeen(batch, false));
         } finally {
           await lock[Symbol.asyncDispose]();
         }
       } catch (error) {
-        base.broken = true;
-        if (this.#base === base) this.#base = { look: base.look }; // a call from now on knows of the failure
+        this.#unlocked.failed();
         throw error;
       }
     });
@@ -281,17 +279,10 @@ class JsonlCopy {
     return write;
   }
 
-  /** Refuses a write without `lock()`, because of `why`. @throws {SyncError} (`"sink-mismatch"`) */
-  #refuse(why: string): never {
-    const instead = "load() again, and write from its checkpoint";
-    throw sinkMismatch(this.#files.copy, why, instead);
-  }
-
-  /** A commit, which moves the base it was built on (without `lock()`), else begins one: the sink's next look. */
-  async #commitSeen(batch: Batch, base: Base = { look: undefined }) {
+  /** A commit, which its caller sees (`locked`: under `lock()`). */
+  async #commitSeen(batch: Batch, locked: boolean) {
     const done = await this.#commit(...batch);
-    base.look = lookOf(this.#committed);
-    this.#base = base;
+    this.#unlocked.committed(lookOf(this.#committed), locked);
     return done;
   }
 

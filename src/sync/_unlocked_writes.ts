@@ -1,0 +1,59 @@
+// Internal: which writes without lock() of one JSONL sink still stand on what their callers saw. A caller sees the copy
+// through load() and through the sink's commits; it may call writes without awaiting them, each built on the ones
+// before (a pipeline). The sink cannot know what a batch was built on, so it judges by time: a write stands while the
+// copy changed only by the sink's writes in line since its caller's last sight of it, and none of those failed since
+// its caller's last load() (outside reviews r100 to r104 found every narrower rule letting an older checkpoint stand).
+
+/** What a write in line was called after: its caller's last sight of the copy, and last load(). */
+export type Sighting = Readonly<{ seen: number | undefined; loaded: number }>;
+
+/** One sink's record of the copy's changes as it learns of them, on a clock of its own events. */
+export class UnlockedWrites {
+  #clock = 0;
+  /** The copy's look as the sink last knew it, and when. */
+  #known: { look: string; at: number } | undefined;
+  /** When a caller last saw the copy (a load() or a commit ended); undefined before either. */
+  #seen: number | undefined;
+  #loaded = -Infinity;
+  /** After when the copy changed other than by a write in line: another run, or the sink under its lock(). */
+  #changed = -Infinity;
+  #failed = -Infinity;
+
+  /** The copy's look, as a check found it now: another than the one known is a change the sink did not make. */
+  checked(look: string): void {
+    // It came after the sink last knew the copy: a caller who saw it then did not see this.
+    if (this.#known && this.#known.look !== look) {
+      this.#changed = this.#known.at + 0.5;
+    }
+    this.#known = { look, at: ++this.#clock };
+  }
+
+  /** A load() answered, with the look its check found. */
+  loaded(): void {
+    this.#seen = this.#loaded = this.#known!.at;
+  }
+
+  /** The sink committed `look`; `locked`, under lock(): a change no write in line called before it was built on. */
+  committed(look: string, locked: boolean): void {
+    this.#known = { look, at: ++this.#clock };
+    this.#seen = this.#known.at;
+    if (locked) this.#changed = this.#known.at;
+  }
+
+  /** A write in line failed: the writes called before the next load() may have counted its items. */
+  failed(): void {
+    this.#failed = ++this.#clock;
+  }
+
+  /** What a write in line called now is built on. */
+  sighting(): Sighting {
+    return { seen: this.#seen, loaded: this.#loaded };
+  }
+
+  /** Why a write in line called at `sighting` may not be written: undefined when it stands (never seen: unchecked). */
+  refusal(sighting: Sighting): "failed" | "changed" | undefined {
+    if (this.#failed > sighting.loaded) return "failed";
+    const { seen } = sighting;
+    return seen !== undefined && this.#changed > seen ? "changed" : undefined;
+  }
+}
