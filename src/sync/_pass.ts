@@ -216,7 +216,8 @@ async function judge<T>(
   } catch (error) {
     if (
       // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest.
-      // Not at MIN_WINDOW or under: the service then refuses what sync needs, and says why in its answer.
+      // Not at MIN_WINDOW or under (the cap's floor; a window placed to reach further may be smaller): the service then
+      // refuses what sync needs, and says why in its answer.
       error instanceof ApiError && error.status === 400 &&
       flight.plan.limit > Math.max(config.limit, MIN_WINDOW)
     ) {
