@@ -863,7 +863,8 @@ Deno.test("JSONL sink: a load() of the sink while it writes never puts an older 
     await ids(),
     Array.from({ length: 200 }, (_, i) => `w${i}`),
   );
-  // F1: a write of a sink with no look yet, then a load(), then a write built on it; another run commits meanwhile.
+  // F1: a write of a sink with no look yet, then a load(), then a write built on it; another run commits meanwhile:
+  // both refused (the first is judged from its call: r105 F3 found the second of a pipeline so left unchecked).
   const other = createJsonlSink<Thing>(path);
   const fresh2 = createJsonlSink<Thing>(path);
   const held2 = await other.lock!();
@@ -872,28 +873,28 @@ Deno.test("JSONL sink: a load() of the sink while it writes never puts an older 
   const built = fresh2.write([{ thingID: "b" }], at(seen.offset + 1), ["b"]);
   await other.write([{ thingID: "o" }], at(300), ["o"]);
   await held2[Symbol.asyncDispose]();
-  await blind; // no look: written from the copy as it stands, by design
+  await refused(blind, "sink-mismatch", path);
   await refused(built, "sink-mismatch", path);
-  equal((await other.load())!.offset, 500);
+  equal((await other.load())!.offset, 300);
   // F2: the first of two writes in line fails (a checkpoint the side file cannot hold); the second, built on it, too.
   const quick = createJsonlSink<Thing>(path);
   const look = (await quick.load())!;
-  const unstorable = { ...at(501), offset: 501n } as unknown as typeof look;
+  const unstorable = { ...at(301), offset: 301n } as unknown as typeof look;
   const first = quick.write([{ thingID: "c1" }], unstorable, ["c1"]);
-  const second = quick.write([{ thingID: "c2" }], at(502), ["c2"]);
+  const second = quick.write([{ thingID: "c2" }], at(302), ["c2"]);
   await rejects(first, TypeError);
   await refused(second, "sink-mismatch", path);
   // Called once they failed, before a load(), a write may be built on them too (it was written, counting their items:
   // r104 F4): refused; after a load(), a write from it goes on.
   await refused(
-    quick.write([{ thingID: "c3" }], at(503), ["c3"]),
+    quick.write([{ thingID: "c3" }], at(303), ["c3"]),
     "sink-mismatch",
     path,
   );
-  equal((await quick.load())!.offset, 500);
-  await quick.write([{ thingID: "c1" }], { ...look, offset: 501 }, ["c1"]);
-  equal((await other.load())!.offset, 501);
-  deepStrictEqual((await ids()).slice(-3), ["o", "a", "c1"]);
+  equal((await quick.load())!.offset, 300);
+  await quick.write([{ thingID: "c1" }], { ...look, offset: 301 }, ["c1"]);
+  equal((await other.load())!.offset, 301);
+  deepStrictEqual((await ids()).slice(-2), ["o", "c1"]);
   // A pipeline A, B, C (each built on the one before) with a load() polled between the calls of A and B, while A waits:
   // all three written (B was refused, and C, called once A was written, saved a checkpoint counting B's items: r104 F1,
   // F2); with another run's commit during the wait, which the poll saw, none (B was written over it: r104 F3).
@@ -917,4 +918,44 @@ Deno.test("JSONL sink: a load() of the sink while it writes never puts an older 
     deepStrictEqual((await ids()).slice(-3), ["d1", "d2", "d3"]);
     equal((await other.load())!.offset, from.offset + 3);
   }
+});
+
+Deno.test("JSONL sink: writes without lock() of a sink never loaded are judged from their call: the second of a pipeline, another run committing after the first, is refused (r105 F3: it was written over that run's checkpoint); a write called after one that failed under lock(), before a load(), is refused (r105 F6: it counted the failed one's items)", async () => {
+  const path = await fresh("never-loaded-pipeline.jsonl");
+  const at = (offset: number) => ({ ...CHECKPOINT, offset });
+  const lockPath = `${path}.lock`;
+  let waitingForLock!: () => void;
+  const waiting = new Promise<void>((resolve) => waitingForLock = resolve);
+  const sink = createJsonlSink<Thing>(path, {
+    onLockWait: () => waitingForLock(),
+  });
+  const other = createJsonlSink<Thing>(path);
+  const first = sink.write([{ thingID: "x1" }], at(1), ["x1"]);
+  // Once the first is written, before the second's turn: a lock file in the way, then the other run's own.
+  first.then(() =>
+    Deno.writeTextFileSync(lockPath, JSON.stringify({ owner: "x", pid: 1 }), {
+      createNew: true,
+    })
+  );
+  const second = sink.write([{ thingID: "x2" }], at(2), ["x2"]);
+  await first;
+  await waiting;
+  Deno.removeSync(lockPath);
+  const held = await other.lock!();
+  await other.write([{ thingID: "y" }], at(9), ["y"]);
+  await held[Symbol.asyncDispose]();
+  await refused(second, "sink-mismatch", path);
+  equal((await other.load())!.offset, 9);
+  // A write under lock() fails (a checkpoint the side file cannot hold); after the release, one built on it is refused.
+  const look = (await sink.load())!;
+  const mine = await sink.lock!();
+  const unstorable = { ...look, offset: 10n } as unknown as typeof look;
+  await rejects(sink.write([{ thingID: "u1" }], unstorable, ["u1"]), TypeError);
+  await mine[Symbol.asyncDispose]();
+  await refused(
+    sink.write([{ thingID: "u2" }], at(11), ["u2"]),
+    "sink-mismatch",
+    path,
+  );
+  equal((await other.load())!.offset, 9);
 });

@@ -1,11 +1,13 @@
 // Internal: which writes without lock() of one JSONL sink still stand on what their callers saw. A caller sees the copy
 // through load() and through the sink's commits; it may call writes without awaiting them, each built on the ones
 // before (a pipeline). The sink cannot know what a batch was built on, so it judges by time: a write stands while the
-// copy changed only by the sink's writes in line since its caller's last sight of it, and none of those failed since
-// its caller's last load() (outside reviews r100 to r104 found every narrower rule letting an older checkpoint stand).
+// copy changed only by the sink's writes in line since its caller's last sight of it (or its call, never seen), and no
+// write of the sink failed since its caller's last load() (outside reviews r100 to r105 found every narrower rule
+// letting an older checkpoint stand). Every load() of the sink is its caller's: a poll of the copy while the sink
+// writes is another sink's (docs/sync.md), or it tells writes built on a failed one that their caller saw it.
 
 /** What a write in line was called after: its caller's last sight of the copy, and last load(). */
-export type Sighting = Readonly<{ seen: number | undefined; loaded: number }>;
+export type Sighting = Readonly<{ seen: number; loaded: number }>;
 
 /** One sink's record of the copy's changes as it learns of them, on a clock of its own events. */
 export class UnlockedWrites {
@@ -40,20 +42,19 @@ export class UnlockedWrites {
     if (locked) this.#changed = this.#known.at;
   }
 
-  /** A write in line failed: the writes called before the next load() may have counted its items. */
+  /** A write failed (in line, or under lock()): the writes called before the next load() may have counted its items. */
   failed(): void {
     this.#failed = ++this.#clock;
   }
 
-  /** What a write in line called now is built on. */
+  /** What a write in line called now is built on: never seen, the copy as it stands at the call (r105 F3). */
   sighting(): Sighting {
-    return { seen: this.#seen, loaded: this.#loaded };
+    return { seen: this.#seen ?? ++this.#clock, loaded: this.#loaded };
   }
 
-  /** Why a write in line called at `sighting` may not be written: undefined when it stands (never seen: unchecked). */
+  /** Why a write in line called at `sighting` may not be written: undefined when it stands. */
   refusal(sighting: Sighting): "failed" | "changed" | undefined {
     if (this.#failed > sighting.loaded) return "failed";
-    const { seen } = sighting;
-    return seen !== undefined && this.#changed > seen ? "changed" : undefined;
+    return this.#changed > sighting.seen ? "changed" : undefined;
   }
 }

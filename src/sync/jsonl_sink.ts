@@ -242,10 +242,11 @@ class JsonlCopy {
   /**
    * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
    * the copy as it then stands: another process's run may hold it meanwhile. Refused (`"sink-mismatch"`) if the copy
-   * changed since its caller last saw it (a `load()`, or a commit of this sink) other than by this sink's writes without
-   * `lock()` called before it (another run, the sink under its `lock()`, a write of its own that failed after its
-   * commit), or if such a write failed since the caller's last `load()`: an older checkpoint would be put back, or one
-   * counting items never written.
+   * changed since its caller last saw it (a `load()`, or a commit of this sink; never, since the call) other than by
+   * this sink's writes without `lock()` called before it (another run, the sink under its `lock()`, a write of its own
+   * that failed after its commit), or if a write of this sink failed since the caller's last `load()`: an older
+   * checkpoint would be put back, or one counting items never written. Every `load()` of this sink is its writer's: a
+   * poll belongs on a sink of its own.
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
@@ -279,11 +280,16 @@ class JsonlCopy {
     return write;
   }
 
-  /** A commit, which its caller sees (`locked`: under `lock()`). */
+  /** A commit, which its caller sees (`locked`: under `lock()`); failed, a write built on it may count its items. */
   async #commitSeen(batch: Batch, locked: boolean) {
-    const done = await this.#commit(...batch);
-    this.#unlocked.committed(lookOf(this.#committed), locked);
-    return done;
+    try {
+      const done = await this.#commit(...batch);
+      this.#unlocked.committed(lookOf(this.#committed), locked);
+      return done;
+    } catch (error) {
+      this.#unlocked.failed(); // under lock() too: a write without it after the release (r105 F6)
+      throw error;
+    }
   }
 
   async #commit(...[items, checkpoint, ids, context]: Batch) {
