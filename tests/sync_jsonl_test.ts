@@ -958,4 +958,39 @@ Deno.test("JSONL sink: writes without lock() of a sink never loaded are judged f
     path,
   );
   equal((await other.load())!.offset, 9);
+  // Retried under the lock and awaited, a write without lock() after the release, built on the retry, is written (it
+  // was refused: r106 F2).
+  await sink.load();
+  const again = await sink.lock!();
+  // A sweep's write refused before a line is written: a folder where its rewrite goes.
+  Deno.mkdirSync(`${path}.rewrite`);
+  const keyOf = (item: unknown) => {
+    const id = (item as Thing).thingID;
+    return { value: id, id };
+  };
+  const sweep = { phase: "sweep", cycle: 1, keyOf, changes: false } as const;
+  const u1 = [{ thingID: "u1" }];
+  await refused(
+    sink.write(u1, at(10), ["u1"], sweep),
+    "file",
+    `${path}.rewrite`,
+  );
+  Deno.removeSync(`${path}.rewrite`);
+  await sink.write(u1, at(10), ["u1"]);
+  await again[Symbol.asyncDispose]();
+  await sink.write([{ thingID: "u2" }], at(11), ["u2"]);
+  equal((await other.load())!.offset, 11);
+  // A sink whose only look was a lock() taken and let go: a write called, then another run's commit before its turn,
+  // is refused (the change was dated after that look, before the call: r106 F1).
+  let waitedFor!: () => void;
+  const waited = new Promise<void>((resolve) => waitedFor = resolve);
+  const late = createJsonlSink<Thing>(path, { onLockWait: () => waitedFor() });
+  await (await late.lock!())[Symbol.asyncDispose]();
+  const held2 = await other.lock!();
+  const write = late.write([{ thingID: "z" }], at(20), ["z"]);
+  await waited;
+  await other.write([{ thingID: "y2" }], at(12), ["y2"]);
+  await held2[Symbol.asyncDispose]();
+  await refused(write, "sink-mismatch", path);
+  equal((await other.load())!.offset, 12);
 });

@@ -1,10 +1,11 @@
 // Internal: which writes without lock() of one JSONL sink still stand on what their callers saw. A caller sees the copy
 // through load() and through the sink's commits; it may call writes without awaiting them, each built on the ones
 // before (a pipeline). The sink cannot know what a batch was built on, so it judges by time: a write stands while the
-// copy changed only by the sink's writes in line since its caller's last sight of it (or its call, never seen), and no
-// write of the sink failed since its caller's last load() (outside reviews r100 to r105 found every narrower rule
-// letting an older checkpoint stand). Every load() of the sink is its caller's: a poll of the copy while the sink
-// writes is another sink's (docs/sync.md), or it tells writes built on a failed one that their caller saw it.
+// copy changed only by the sink's writes in line since its caller's last sight of it (or its call, never seen: from
+// the sink's first look, at the first write's turn), and no write of the sink failed since its caller's last load()
+// (outside reviews r100 to r106 found every narrower rule letting an older checkpoint stand). Every load() of the sink
+// is its caller's: a poll of the copy while the sink writes is another sink's (docs/sync.md), or it tells writes built
+// on a failed one that their caller saw it.
 
 /** What a write in line was called after: its caller's last sight of the copy, and last load(). */
 export type Sighting = Readonly<{ seen: number; loaded: number }>;
@@ -23,11 +24,12 @@ export class UnlockedWrites {
 
   /** The copy's look, as a check found it now: another than the one known is a change the sink did not make. */
   checked(look: string): void {
-    // It came after the sink last knew the copy: a caller who saw it then did not see this.
-    if (this.#known && this.#known.look !== look) {
-      this.#changed = this.#known.at + 0.5;
-    }
-    this.#known = { look, at: ++this.#clock };
+    const at = ++this.#clock;
+    // Dated now, the first look after it: a caller saw the copy only at a check (a load()) or at a commit, which its
+    // check (or a lock held since one) came before, so none saw this (dated after the look before, a write called
+    // between the two was taken for one that saw it: r106 F1).
+    if (this.#known && this.#known.look !== look) this.#changed = at - 0.5;
+    this.#known = { look, at };
   }
 
   /** A load() answered, with the look its check found. */
@@ -35,11 +37,14 @@ export class UnlockedWrites {
     this.#seen = this.#loaded = this.#known!.at;
   }
 
-  /** The sink committed `look`; `locked`, under lock(): a change no write in line called before it was built on. */
+  /**
+   * The sink committed `look`; `locked`, under lock(): a change no write in line called before it was built on, and its
+   * caller's own, as a load() is (a retry under the lock after a failure: r106 F2).
+   */
   committed(look: string, locked: boolean): void {
     this.#known = { look, at: ++this.#clock };
     this.#seen = this.#known.at;
-    if (locked) this.#changed = this.#known.at;
+    if (locked) this.#changed = this.#loaded = this.#known.at;
   }
 
   /** A write failed (in line, or under lock()): the writes called before the next load() may have counted its items. */
