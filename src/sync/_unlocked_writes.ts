@@ -3,7 +3,8 @@
 // before (a pipeline). The sink cannot know what a batch was built on, so it judges by time: a write stands while the
 // copy changed only by the sink's writes in line since its caller's last sight of it (or its call, never seen: from
 // the sink's first look, at the first write's turn), and no write of the sink failed since its caller's last load()
-// (outside reviews r100 to r106 found every narrower rule letting an older checkpoint stand). Every load() of the sink
+// or commit under lock() (outside reviews r100 to r107 found every narrower rule letting an older checkpoint stand;
+// writes under lock() are not judged: one built on a failed one is the caller's own). Every load() of the sink
 // is its caller's: a poll of the copy while the sink writes is another sink's (docs/sync.md), or it tells writes built
 // on a failed one that their caller saw it.
 

@@ -107,7 +107,7 @@ const REFUSED = {
   changed:
     "it was committed to since this sink's caller last saw it (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)",
   failed:
-    "a write of this sink failed since its caller's last load(), and this one may count its items",
+    "a write of this sink failed since its caller's last load() or commit under lock(), and this one may count its items",
 };
 
 /** One JSONL copy, its side file and its lock, as one run sees them. */
@@ -243,9 +243,9 @@ class JsonlCopy {
    * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
    * the copy as it then stands: another process's run may hold it meanwhile. Refused (`"sink-mismatch"`) if the copy
    * changed since its caller last saw it (a `load()`, or a commit of this sink; never, since the call, as far as the
-   * sink has looked: a sink never loaded writes its first write unjudged) other than by
-   * this sink's writes without `lock()` called before it (another run, the sink under its `lock()`, a write of its own
-   * that failed after its commit), or if a write of this sink failed since the caller's last `load()`: an older
+   * sink has looked: a sink never loaded writes its first write unjudged) other than by this sink's writes without
+   * `lock()` called before it (another run, the sink under its `lock()`, a write of its own that failed after its
+   * commit), or if a write of this sink failed since the caller's last `load()` or commit under `lock()`: an older
    * checkpoint would be put back, or one counting items never written. Every `load()` of this sink is its writer's: a
    * poll belongs on a sink of its own.
    */
