@@ -56,9 +56,7 @@ export class Committer<T> {
    */
   async record(checkpoint: SyncCheckpoint): Promise<void> {
     await this.settle();
-    this.latest = checkpoint;
-    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    await this.#start(NOTHING, checkpoint, "head"); // a head's batch: no row is seen or written
+    await this.#recordNow(checkpoint, "head"); // a head's batch: no row is seen or written
   }
 
   /** Starts writing `batch` with `checkpoint` once the batch before is committed. */
@@ -88,9 +86,16 @@ export class Committer<T> {
   async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();
+    await this.#recordNow(checkpoint, phase);
+  }
+
+  /** Makes `checkpoint` the latest, and starts writing it alone in this turn unless it was written already. */
+  #recordNow(checkpoint: SyncCheckpoint, phase: Phase): Promise<void> {
     this.latest = checkpoint;
-    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) return;
-    await this.#start(NOTHING, checkpoint, phase);
+    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) {
+      return Promise.resolve();
+    }
+    return this.#start(NOTHING, checkpoint, phase);
   }
 
   /** Waits for the batch being written, whatever its outcome. */
