@@ -994,3 +994,20 @@ Deno.test("JSONL sink: writes without lock() of a sink never loaded are judged f
   await refused(write, "sink-mismatch", path);
   equal((await other.load())!.offset, 12);
 });
+
+Deno.test("JSONL sink: under one lock(), a write whose lines were appended but whose commit failed is followed by one that writes them again (it failed 'lock-lost', naming a run that took the copy over, when none had: outside review r105 F7)", async () => {
+  const path = await fresh("appended-unsaved");
+  const sink = createJsonlSink<Thing>(path);
+  const items = things(3), ids = items.map((item) => item.thingID);
+  await using lock = await sink.lock!();
+  await sink.write(items.slice(0, 1), CHECKPOINT, ids.slice(0, 1));
+  // The side file's temporary name is taken: the commit fails once the lines are appended.
+  const { token } = lock as unknown as { token: string };
+  const taken = `${path}.checkpoint.json.${token}.tmp`;
+  await Deno.mkdir(`${taken}/kept`, { recursive: true }); // not empty: the failed commit cannot remove it
+  await rejects(sink.write(items.slice(1, 2), CHECKPOINT, ids.slice(1, 2)));
+  await Deno.remove(taken, { recursive: true });
+  await sink.write(items.slice(1), CHECKPOINT, ids.slice(1));
+  const lines = (await Deno.readTextFile(path)).trim().split("\n");
+  deepStrictEqual(lines.map((line) => JSON.parse(line).thingID), ids);
+});

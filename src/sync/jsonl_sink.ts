@@ -124,8 +124,8 @@ class JsonlCopy {
   #userWrites: Promise<unknown> = Promise.resolve();
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
-  /** Files this run appended to: their size must stay what it committed. */
-  readonly #ours = new Set<string>();
+  /** Files this run appended to, and the size it left each: larger than that and than committed, another wrote. */
+  readonly #ours = new Map<string, number>();
   #committed: Committed | undefined;
   /** The copy's ids (null: past the guard's size): one the head brings again (its sort value moved) updates. */
   #ids: Set<string> | null | undefined;
@@ -409,21 +409,24 @@ class JsonlCopy {
     try {
       // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
       const size = (await file.stat()).size;
-      if (this.#ours.has(path) && size > from.length) throw lockLost(path);
+      const left = this.#ours.get(path); // its own lines a failed commit left are cut as a killed batch's are
+      if (left !== undefined && size > from.length && size !== left) {
+        throw lockLost(path);
+      }
       await this.#lock?.assertHeld();
       // Shorter than committed, or (at the run's first write: later, its lines are this run's) its first or last
       // line another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
       // that hole would read as NUL bytes.
       const cut = "another process removed or cut it";
       if (size < from.length) throw fileError(path, "write", new Error(cut));
-      if (!this.#ours.has(path)) await expectEnd(this.#files, path, from);
+      if (left === undefined) await expectEnd(this.#files, path, from);
       await file.truncate(from.length);
       await file.write(bytes, 0, bytes.length, from.length);
       await file.datasync();
     } finally {
       await file.close();
     }
-    this.#ours.add(path);
+    this.#ours.set(path, from.length + bytes.length);
     return endAfter(from, bytes);
   }
 }
