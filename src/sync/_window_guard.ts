@@ -192,7 +192,7 @@ export function doubter(guard: WindowGuard | undefined) {
 
 /**
  * The copy's unseen rows past where the pass stands, up to `upTo` (none behind it): enough to tell that a window of
- * `size` ids breaks the guard (the share, and the window's own), never the whole copy.
+ * `ids` breaks the guard (the share, and the window's own), never the whole copy.
  */
 async function rowsAhead(
   guard: WindowGuard,
