@@ -50,10 +50,7 @@ export class Committer<T> {
     this.#clean = clean;
   }
 
-  /**
-   * Makes `checkpoint` the latest and writes it alone, if it was not written yet, once the batch before settled, failed
-   * or aborted: what the run did goes on record.
-   */
+  /** `#recordNow` once the batch before settled, failed or aborted: what the run did goes on record. */
   async record(checkpoint: SyncCheckpoint): Promise<void> {
     await this.settle();
     await this.#recordNow(checkpoint, "head"); // a head's batch: no row is seen or written
@@ -79,10 +76,7 @@ export class Committer<T> {
     this.#start(batch, checkpoint, phase, more);
   }
 
-  /**
-   * Records `checkpoint` once the batch before is committed, if the run was not aborted: checked just before the write
-   * (through `record`, a few turns later, an abort in between came after the write began: r97 F2).
-   */
+  /** `#recordNow` once the batch before is committed, unless aborted: checked in the write's own turn (r97 F2). */
   async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();

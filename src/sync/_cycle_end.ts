@@ -83,19 +83,13 @@ export async function guardOf<T>(
   { config, committer }: CycleRun<T>,
   { cycle, edge }: SweepCursor,
 ): Promise<WindowGuard | undefined> {
-  const { sink, maxDeletes, keyOf } = config;
+  const { sink, maxDeletes, keyOf, signal } = config;
   if (maxDeletes >= 1) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
   await committer.done();
   const descending = config.identity.sortDirection === "DESC";
-  const ask = {
-    cycle,
-    keyOf,
-    descending,
-    edge: edge?.id,
-    signal: config.signal,
-  };
+  const ask = { cycle, keyOf, descending, edge: edge?.id, signal };
   const copy = isKeyed(sink)
     ? await keyedReader(sink, ask, () => committer.done())
     : sink.liveRows && await rowsReader(sink.liveRows(cycle, keyOf), ask);

@@ -106,8 +106,9 @@ export async function heldBack(guard: WindowGuard, window: Passing) {
 /** Moves the pass to `window`'s end: the unseen rows it passed join `passed`, and its own ids leave. */
 async function passTo(guard: WindowGuard, window: Passing): Promise<void> {
   const upTo = window.ended ? null : window.last && keyText(window.last);
-  if (upTo !== null && before(guard, upTo, guard.reach)) backTo(guard, upTo);
-  else if (window.ended || upTo !== null) {
+  if (upTo !== null && before(guard.descending, upTo, guard.reach)) {
+    backTo(guard, upTo);
+  } else if (window.ended || upTo !== null) {
     const { rows, more } = await rowsAhead(guard, upTo, window.ids);
     for (const row of rows) guard.passed.set(row.id, row.key);
     guard.beyond += more;
@@ -191,7 +192,7 @@ export function doubter(guard: WindowGuard | undefined) {
 
 /**
  * The copy's unseen rows past where the pass stands, up to `upTo` (none behind it): enough to tell that a window of
- * `size` ids breaks the guard (the share, and the window's own), never the whole copy.
+ * `ids` breaks the guard (the share, and the window's own), never the whole copy.
  */
 async function rowsAhead(
   guard: WindowGuard,
@@ -199,7 +200,7 @@ async function rowsAhead(
   ids: readonly string[],
 ): Promise<Ahead> {
   const { reach, ahead } = guard;
-  if (upTo !== null && !before(guard, reach, upTo)) {
+  if (upTo !== null && !before(guard.descending, reach, upTo)) {
     return { rows: [], full: false, more: 0 };
   }
   if (ahead?.reach === reach && ahead.upTo === upTo) return ahead;
@@ -217,16 +218,12 @@ async function rowsAhead(
 /** A pass that moved back to `upTo` no longer stands past the unseen rows after it. */
 function backTo({ passed, descending }: WindowGuard, upTo: string): void {
   for (const [id, key] of passed) {
-    if (before({ descending }, upTo, key)) passed.delete(id);
+    if (before(descending, upTo, key)) passed.delete(id);
   }
 }
 
 /** Whether key text `a` comes before `b` in the pass's order (null: before every key). */
-function before(
-  { descending }: Pick<WindowGuard, "descending">,
-  a: string | null,
-  b: string | null,
-) {
+function before(descending: boolean, a: string | null, b: string | null) {
   return b !== null && (a === null || (descending ? a > b : a < b));
 }
 
@@ -291,14 +288,14 @@ export async function rowsReader(
     unseen(after, upTo, most) {
       const found: UnseenRow[] = [];
       // The first whose key comes after `after` (every key does after null).
-      const past = (at: number) => before({ descending }, after, textAt(at));
+      const past = (at: number) => before(descending, after, textAt(at));
       for (
         let at = firstPast(order.length, past);
         at < order.length && found.length < most;
         at++
       ) {
         const key = textAt(at);
-        if (upTo !== null && before({ descending }, upTo, key)) break;
+        if (upTo !== null && before(descending, upTo, key)) break;
         const id = order[at]![0];
         if (unseen.has(id)) found.push({ id, key });
       }
