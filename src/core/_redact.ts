@@ -261,20 +261,22 @@ function redactedWhole(text: string, secrets: readonly Secret[]) {
  */
 export function holdsRun(text: string, secret: string): boolean {
   const lower = text.toLowerCase();
-  if (secret.length > LONG_SECRET) {
-    const runs = runsOf(secret);
-    for (let at = 0; at + SECRET_RUN <= lower.length; at++) {
-      if (runs.has(lower.slice(at, at + SECRET_RUN))) return true;
-    }
-    return false;
-  }
   // A secret, a token of usual length: the runtime's own search of each run is faster.
-  for (const variant of variants(secret.toLowerCase())) {
-    for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
-      if (lower.includes(variant.slice(at, at + SECRET_RUN))) return true;
-    }
+  const runs = secret.length > LONG_SECRET ? runsOf(secret) : undefined;
+  const own = runs === undefined ? variants(secret.toLowerCase()) : [lower];
+  for (const run of runsIn(own)) {
+    if (runs === undefined ? lower.includes(run) : runs.has(run)) return true;
   }
   return false;
+}
+
+/** Each run of {@linkcode SECRET_RUN} characters of `texts`, in order. */
+function* runsIn(texts: Iterable<string>) {
+  for (const text of texts) {
+    for (let at = 0; at + SECRET_RUN <= text.length; at++) {
+      yield text.slice(at, at + SECRET_RUN);
+    }
+  }
 }
 
 /**
@@ -287,12 +289,7 @@ const LONG_SECRET = 1000;
 function runsOf(secret: string): Set<string> {
   let runs = madeRuns.get(secret);
   if (runs !== undefined) return runs;
-  runs = new Set<string>();
-  for (const variant of variants(secret.toLowerCase())) {
-    for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
-      runs.add(variant.slice(at, at + SECRET_RUN));
-    }
-  }
+  runs = new Set(runsIn(variants(secret.toLowerCase())));
   if (madeRuns.size >= 64) madeRuns.clear(); // a bound: tokens come and go
   madeRuns.set(secret, runs);
   return runs;
