@@ -188,17 +188,10 @@ export function raceAbort<T>(
   return new Promise<T>((resolve, reject) => {
     const abort = () => reject(signal.reason);
     signal.addEventListener("abort", abort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", abort);
-        if (signal.aborted) onLate?.(value);
-        else resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", abort);
-        reject(error);
-      },
-    );
+    const settle = (value: T) =>
+      signal.aborted ? onLate?.(value) : resolve(value);
+    promise.then(settle, reject)
+      .finally(() => signal.removeEventListener("abort", abort));
   });
 }
 
