@@ -177,10 +177,7 @@ export function redact(text: string, secrets: readonly Secret[]): string {
     // Whole runs first: a value's own base64 may sit aligned inside one.
     clean = clean.replace(BASE64_RUN, (r) => decodedHolding(r, made) ?? r);
     for (const pattern of made.patterns) {
-      const named = (match: string) => nameOf(made, match);
-      clean = typeof pattern === "string"
-        ? clean.replaceAll(pattern, named)
-        : clean.replace(pattern, named);
+      clean = clean.replaceAll(pattern, (match) => nameOf(made, match));
     }
   }
   return clean;
