@@ -51,13 +51,10 @@ export function turnClock(
 ): () => number {
   if (now !== Date.now) return read;
   let reading: number | undefined;
-  const forget = () => {
-    reading = undefined;
-  };
   return () => {
     if (reading === undefined) {
       reading = read();
-      queueMicrotask(forget);
+      queueMicrotask(() => reading = undefined);
     }
     return reading;
   };
