@@ -274,20 +274,12 @@ export class PriorityLines {
     const pauses = this.#pauses - (this.#pauses % 2);
     let waiter: Waiter;
     const slot = new Promise<number>((resolve, reject) => {
-      const stop = OWN_TIMERS ? this.#ownTimer() : undefined;
-      waiter = stop === undefined ? { resolve, reject, signal, pauses } : {
-        resolve(ticket) {
-          stop();
-          resolve(ticket);
-        },
-        reject(reason) {
-          stop();
-          reject(reason);
-        },
-        signal,
-        pauses,
-      };
+      waiter = { resolve, reject, signal, pauses };
     });
+    if (OWN_TIMERS) {
+      const stop = this.#ownTimer();
+      slot.then(stop, stop); // served or gone: in the turn after, before any timer
+    }
     line.push(waiter!);
     callers.set(slot, waiter!);
     return slot;
