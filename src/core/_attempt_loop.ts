@@ -92,9 +92,7 @@ export async function sendAttempts<O, R, B = void>(
     }
     if (next.do === "done") return next.value;
     if (next.do === "fail") throw next.error;
-    if (listener !== undefined && next.retry !== undefined) {
-      emit(listener, next.retry);
-    }
+    if (next.retry !== undefined) emit(listener!, next.retry); // built for a listener only
     if (next.wait > 0) await delay(next.wait, signal);
   }
 }
