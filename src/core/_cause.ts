@@ -132,9 +132,7 @@ function primitiveFields(
     // A name like `code` only: a key may be anything, the request body too.
     const named = /^[A-Za-z_$][\w$]{0,39}$/.test(key) && text(key) === key;
     if (Object(value) === value || key in copy || !named) continue;
-    const field = primitive(value, text);
-    const writable = { writable: true, enumerable: true, configurable: true };
-    Object.defineProperty(copy, key, { value: field, ...writable });
+    (copy as unknown as Record<string, unknown>)[key] = primitive(value, text); // no setter: not `in` it
   }
 }
 
