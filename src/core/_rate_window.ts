@@ -315,9 +315,7 @@ export class PriorityLines {
    */
   #ownTimer(): () => void {
     let timer: ReturnType<typeof setTimeout>;
-    let stopped = false; // served or gone, maybe by its own wake: no timer after
     const arm = () => {
-      if (stopped) return;
       clearTimeout(timer);
       const paused = this.timer !== undefined;
       const left = paused ? this.#pauseEnd - this.#now() : OWN_POLL;
@@ -331,8 +329,8 @@ export class PriorityLines {
     };
     arm();
     this.#ownTimers.add(arm);
+    // Stopped in the turn after it is served (maybe by its own wake, which armed it again): no timer after.
     return () => {
-      stopped = true;
       clearTimeout(timer);
       this.#ownTimers.delete(arm);
     };
