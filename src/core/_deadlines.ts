@@ -3,11 +3,10 @@
 import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
- * Time limits shared by the attempts that start within one short window (a
- * tenth of the limit, at most a second): an attempt gets its limit, and at most
- * a window more. One `globalThis.setTimeout` per window, looked up when set and
- * due by the injected clock, cleared after {@linkcode QUIET_TURNS} empty
- * microtask turns, which run before any timer or I/O. Why: docs/performance.md.
+ * Time limits shared by the attempts that start within one short window (a tenth of the limit, at most a second): an
+ * attempt gets its limit, and at most a window more. One `globalThis.setTimeout` per window, looked up when set and due
+ * by the injected clock, cleared after {@linkcode QUIET_TURNS} empty microtask turns, which run before any timer or
+ * I/O. Why: docs/performance.md.
  */
 export class SharedDeadlines implements AttemptLimits {
   readonly ms: number;
@@ -171,10 +170,7 @@ class AttemptDeadline {
   }
 }
 
-/**
- * Settles like `promise`, or rejects with `signal.reason` once `signal` aborts,
- * even if the work ignores it. `onLate` gets a value arriving after (to cancel).
- */
+/** Settles like `promise`, or rejects with `signal.reason` once it aborts; `onLate` gets a value after that (to cancel). */
 export function raceAbort<T>(
   promise: Promise<T>,
   signal: AbortSignal | undefined,

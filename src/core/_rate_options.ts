@@ -18,10 +18,7 @@ export const RATE_RULES = {
   interval: "positive whole time in ms, at most 2147483647",
 } as const satisfies Record<keyof RateLimit, NumberRule>;
 
-/**
- * The checked `{ requests, interval }`, given or from `defaults`: `requests` up
- * to `most`, `interval` up to what a timer can wait (longer: callers would spin).
- */
+/** The checked `{ requests, interval }` (or `defaults`): `requests` to `most`, `interval` to a timer's most (callers would spin). */
 export function checkRateLimit(
   options: { requests?: number | undefined; interval?: number | undefined },
   context: string,

@@ -1,6 +1,5 @@
-// Internal: the sliding window's pure arithmetic, for every limiter, and the
-// line of callers waiting for a slot: a linked list makes leaving O(1), and
-// callers sharing a signal share one listener, so N leaving cost O(N) in all.
+// Internal: the sliding window's pure arithmetic, for every limiter, and the line of callers waiting for a slot: a
+// linked list makes leaving O(1), and callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
 import { MAX_TIMER_MS, typeError } from "./_check.ts";
 
