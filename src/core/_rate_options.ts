@@ -51,10 +51,7 @@ function defaultReserve(requests: number): number {
   return Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
 }
 
-/**
- * Sends a request of `priority` may find in a window before it waits: the whole limit for a live
- * one, the limit less the reserve for a background (`"low"`) one, as every limiter counts.
- */
+/** Sends a request of `priority` may find in a window before it waits, in every limiter: the limit, less the reserve if `"low"`. */
 export function rateShare(
   limit: RateLimit,
   priority: RatePriority | undefined,

@@ -23,9 +23,8 @@ export function escapeControls(text: string): string {
 }
 
 /**
- * What to keep out of text: a string (an access token), shown as `[redacted]`;
- * or credentials, each shown by its name (`[client_secret]`, ...), so that the
- * text still says which value the server quoted.
+ * What to keep out of text: a string (an access token), shown as `[redacted]`; or credentials, each shown by its name
+ * (`[client_secret]`, ...), so that the text still says which value the server quoted.
  */
 export type Secret =
   | string
