@@ -1,6 +1,5 @@
-// Internal: the one attempt loop of token and API requests: each attempt's time
-// limit, the wait before the next, their events, the shared retry rule and the
-// bounded body read. Each side decides the next step itself (`nextStep`, `nextTokenStep`).
+// Internal: the one attempt loop of token and API requests (each attempt's time limit, the wait before the next, their
+// events), the shared retry rule and the bounded body read. Each side decides its next step (`nextStep`, `nextTokenStep`).
 
 import type { EventListener, PartnerApiEvent } from "./events.ts";
 import { emit } from "./_emit.ts";
@@ -92,9 +91,7 @@ export async function sendAttempts<O, R, B = void>(
     }
     if (next.do === "done") return next.value;
     if (next.do === "fail") throw next.error;
-    if (listener !== undefined && next.retry !== undefined) {
-      emit(listener, next.retry);
-    }
+    if (next.retry !== undefined) emit(listener!, next.retry); // built for a listener only
     if (next.wait > 0) await delay(next.wait, signal);
   }
 }
@@ -167,10 +164,7 @@ export function isRetryStatus(status: number): boolean {
   return RETRY_STATUSES.has(status);
 }
 
-/**
- * The retry rule of both sides: `undefined` (the answer is final) when no retry
- * is left or `Retry-After` exceeds `maxRetryAfter`; else that wait, or a backoff.
- */
+/** The retry rule of both sides: `retryAfter`, else a backoff; `undefined` (final) with no retry left or past `maxRetryAfter`. */
 export function retryDelay(
   backoff: Backoff,
   retries: number,
@@ -191,9 +185,8 @@ const IMF_FIXDATE =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/;
 
 /**
- * `Retry-After` as ms from `now`: delta-seconds or an IMF-fixdate; any other
- * form is `undefined`, as if absent, so it can neither shorten nor lift a wait
- * other signals set. A past date is 0; callers clamp absurd values.
+ * `Retry-After` as ms from `now`: delta-seconds or an IMF-fixdate; any other form is `undefined`, as if absent, so it
+ * can neither shorten nor lift a wait other signals set. A past date is 0; callers clamp absurd values.
  */
 export function retryAfterMs(headers: Headers, now: number) {
   const value = headers.get("retry-after")?.trim();

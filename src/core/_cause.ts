@@ -29,18 +29,14 @@ export function describeCause(error: unknown, secrets: readonly Secret[]) {
 /** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
 const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
 
-/**
- * Whether `error` is the runtime refusing a permission (Deno without `--allow-net` for the host):
- * told by name, so no Deno API is named on other runtimes.
- */
+/** Whether `error` is the runtime refusing a permission (Deno without `--allow-net`): by name, naming no Deno API. */
 export function isPermissionError(error: unknown): boolean {
   return PERMISSION_ERRORS.has(tried(() => (error as Error)?.name) ?? "");
 }
 
 /**
- * What to do about the runtime refusing `url`'s host: the flag to add, or,
- * where `--deny-net` names it (which no `--allow-net` overrides), what to take
- * out of it. `whose`: the setting the host is from, and anything to add.
+ * What to do about the runtime refusing `url`'s host: the flag to add, or, where `--deny-net` names it (which no
+ * `--allow-net` overrides), what to take out of it. `whose`: the setting the host is from, and anything to add.
  */
 export function netPermissionFix(url: URL, whose: string): string {
   const denied = deniedEntry(url);
@@ -132,9 +128,7 @@ function primitiveFields(
     // A name like `code` only: a key may be anything, the request body too.
     const named = /^[A-Za-z_$][\w$]{0,39}$/.test(key) && text(key) === key;
     if (Object(value) === value || key in copy || !named) continue;
-    const field = primitive(value, text);
-    const writable = { writable: true, enumerable: true, configurable: true };
-    Object.defineProperty(copy, key, { value: field, ...writable });
+    (copy as unknown as Record<string, unknown>)[key] = primitive(value, text); // no setter: not `in` it
   }
 }
 

@@ -40,9 +40,7 @@ export function numberError(
 ): OptionError {
   const kind = typeof value === "number" ? rangeError : typeError;
   // A string quoted ("Infinity" is not the number it reads as), cut as other echoed values are.
-  const shown = typeof value === "string"
-    ? JSON.stringify(value.slice(0, 80))
-    : String(value);
+  const shown = typeof value === "string" ? quoted(value, 80) : String(value);
   return kind(context, option, rule, shown);
 }
 
@@ -140,16 +138,13 @@ export function oneOf<T extends string | boolean>(
   if (values.includes(value as T)) return value as T;
   const names = values.map((v) => JSON.stringify(v)); // "cut", or true
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  const received = JSON.stringify(String(value).slice(0, 40));
-  throw typeError(context, option, rule, received);
+  throw typeError(context, option, rule, quoted(String(value)));
 }
 
 /** A non-empty string option: one of spaces alone is empty too (an audience "   " went to the IdP as it was). */
 export function requireText(value: unknown, context: string, field: string) {
   if (typeof value !== "string" || value.trim() === "") {
-    const received = typeof value === "string"
-      ? JSON.stringify(value.slice(0, 40))
-      : typeof value;
+    const received = typeof value === "string" ? quoted(value) : typeof value;
     throw typeError(context, field, "must be a non-empty string", received);
   }
   return value;
@@ -162,16 +157,10 @@ export function requireClock(
 ): (() => number) | undefined {
   const clock = requireFunction(value, context, "now");
   const at: unknown = clock?.();
-  if (clock === undefined || (typeof at === "number" && Number.isFinite(at))) {
-    return clock;
-  }
+  if (clock === undefined || Number.isFinite(at)) return clock;
   const got = typeof at === "number" ? String(at) : typeof at; // an object's own String may throw
-  throw typeError(
-    context,
-    "now",
-    "must return epoch ms (a finite number)",
-    got,
-  );
+  const rule = "must return epoch ms (a finite number)";
+  throw typeError(context, "now", rule, got);
 }
 
 /** A `sortBy` option: a field name; `-field` (another API's way to say descending) refused with what to write instead. */
@@ -179,12 +168,9 @@ export function requireSortField(given: unknown, context: string): string {
   const sortBy = requireText(given, context, "sortBy");
   if (!sortBy.startsWith("-")) return sortBy;
   const field = JSON.stringify(sortBy.slice(1));
-  throw typeError(
-    context,
-    "sortBy",
-    `must be a field name: write sortBy: ${field}, sortDirection: "DESC"`,
-    JSON.stringify(sortBy.slice(0, 40)),
-  );
+  const rule =
+    `must be a field name: write sortBy: ${field}, sortDirection: "DESC"`;
+  throw typeError(context, "sortBy", rule, quoted(sortBy));
 }
 
 /** A `settingNames` option: what each of `settings` is called where it was configured, by default itself. */
@@ -236,6 +222,9 @@ export function given<T extends object>(values: T): Given<T> {
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   return Object.fromEntries(entries) as Given<T>;
 }
+
+/** `text` as a message echoes it: quoted, its first `max` characters. */
+const quoted = (text: string, max = 40) => JSON.stringify(text.slice(0, max));
 
 /** `text`, cut to `max` characters ending with `more` when it is longer. */
 export function cut(text: string, max: number, more = "…"): string {

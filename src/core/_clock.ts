@@ -1,6 +1,5 @@
-// Internal: the clocks decisions read: a steady one for waits (a limiter that
-// sent at 10:00 and then reads 09:00 must not wait an hour), and the system
-// clock read once per synchronous turn.
+// Internal: the clocks decisions read: a steady one for waits (a limiter that sent at 10:00 and then reads 09:00 must
+// not wait an hour), and the system clock read once per synchronous turn.
 
 /** The platform's monotone clock as epoch-like ms, where it has one: the `performance` in place at each read (sinon's). */
 function monotoneEpoch(): (() => number) | undefined {
@@ -11,10 +10,9 @@ function monotoneEpoch(): (() => number) | undefined {
 }
 
 /**
- * `now` (default `Date.now`) that never goes back: the system clock through the
- * runtime's monotone clock when it has one, so no step moves a wait; any other
- * clock as it is, a step back taken as no time passing. Its `steps`: the steps
- * back it had to stop so far (a span measured across one is not known).
+ * `now` (default `Date.now`) that never goes back: the system clock through the runtime's monotone clock when it has
+ * one, so no step moves a wait; any other clock as it is, a step back taken as no time passing. `steps`: the steps back
+ * it stopped so far (a span measured across one is not known).
  */
 export function steadyClock(
   now?: () => number,
@@ -41,9 +39,8 @@ export function readsMonotoneClock(now: () => number): boolean {
 }
 
 /**
- * `read` (by default `now`), read once per synchronous turn (100,000 callers
- * in a burst read it once); with an injected `now`, which may jump within a
- * turn, `read` is returned as is.
+ * `read` (default `now`), read once per synchronous turn (100,000 callers in a burst read it once); with an injected
+ * `now`, which may jump within a turn, `read` is returned as is.
  */
 export function turnClock(
   now: () => number,
@@ -51,22 +48,18 @@ export function turnClock(
 ): () => number {
   if (now !== Date.now) return read;
   let reading: number | undefined;
-  const forget = () => {
-    reading = undefined;
-  };
   return () => {
     if (reading === undefined) {
       reading = read();
-      queueMicrotask(forget);
+      queueMicrotask(() => reading = undefined);
     }
     return reading;
   };
 }
 
 /**
- * How long, on `steady`, each named thing (a lock, a lease) has been seen as
- * it is: a stamp another process wrote on its wall clock says nothing once a
- * clock stepped, a record seen unchanged for a whole period here does.
+ * How long, on `steady`, each named thing (a lock, a lease) has been seen as it is: a stamp another process wrote on
+ * its wall clock says nothing once a clock stepped, a record seen unchanged for a whole period here does.
  */
 export function unchangedFor(
   steady: () => number,
@@ -106,11 +99,9 @@ export function staleJudge(
 const LOCAL_MARKS = 16;
 
 /**
- * Wall times this process set itself (a cooldown's end, a renewal's stamp):
- * kept for records on the wall clock, read back on the steady one, so that a
- * wall clock stepped back 1 h makes no 10 s cooldown last an hour (and the
- * earlier of the two, so that a suspend does not lengthen one either). A time
- * it did not set (a token's expiry, another process's) reads as it is.
+ * Wall times this process set itself (a cooldown's end, a renewal's stamp), read back on the steady clock: a wall clock
+ * stepped back 1 h makes no 10 s cooldown last an hour (and the earlier of the two: a suspend lengthens none either).
+ * A time it did not set (a token's expiry, another process's) reads as it is.
  */
 export class LocalTimes {
   readonly #steady: () => number;

@@ -3,11 +3,10 @@
 import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
- * Time limits shared by the attempts that start within one short window (a
- * tenth of the limit, at most a second): an attempt gets its limit, and at most
- * a window more. One `globalThis.setTimeout` per window, looked up when set and
- * due by the injected clock, cleared after {@linkcode QUIET_TURNS} empty
- * microtask turns, which run before any timer or I/O. Why: docs/performance.md.
+ * Time limits shared by the attempts that start within one short window (a tenth of the limit, at most a second): an
+ * attempt gets its limit, and at most a window more. One `globalThis.setTimeout` per window, looked up when set and due
+ * by the injected clock, cleared after {@linkcode QUIET_TURNS} empty microtask turns, which run before any timer or
+ * I/O. Why: docs/performance.md.
  */
 export class SharedDeadlines implements AttemptLimits {
   readonly ms: number;
@@ -171,10 +170,7 @@ class AttemptDeadline {
   }
 }
 
-/**
- * Settles like `promise`, or rejects with `signal.reason` once `signal` aborts,
- * even if the work ignores it. `onLate` gets a value arriving after (to cancel).
- */
+/** Settles like `promise`, or rejects with `signal.reason` once it aborts; `onLate` gets a value after that (to cancel). */
 export function raceAbort<T>(
   promise: Promise<T>,
   signal: AbortSignal | undefined,
@@ -188,17 +184,10 @@ export function raceAbort<T>(
   return new Promise<T>((resolve, reject) => {
     const abort = () => reject(signal.reason);
     signal.addEventListener("abort", abort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", abort);
-        if (signal.aborted) onLate?.(value);
-        else resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", abort);
-        reject(error);
-      },
-    );
+    const settle = (value: T) =>
+      signal.aborted ? onLate?.(value) : resolve(value);
+    promise.then(settle, reject)
+      .finally(() => signal.removeEventListener("abort", abort));
   });
 }
 
@@ -244,16 +233,8 @@ export function answerWithin<T>(
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts. */
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const wait = new Promise<void>((resolve) => timer = setTimeout(resolve, ms));
+  return raceAbort(wait, signal).finally(() => clearTimeout(timer));
 }

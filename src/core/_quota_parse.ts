@@ -5,10 +5,6 @@ import { cut, tried } from "./_check.ts";
 
 type Key = "b" | "q" | "r" | "t";
 
-function isKey(key: string): key is Key {
-  return /^[bqrt]$/.test(key);
-}
-
 function fail(reason: QuotaSyntaxReason, text: string, part: string): never {
   throw Object.assign(
     new SyntaxError(
@@ -25,15 +21,15 @@ function parseCount(key: Key, text: string, segment: string): number {
   return fail("bad-number", rule, text);
 }
 
-function readPairs(segment: string): Map<Key, string> {
-  const pairs = new Map<Key, string>();
+function readPairs(segment: string): Map<string, string> {
+  const pairs = new Map<string, string>();
   for (const rawPair of segment.split(";")) {
     const pair = rawPair.trim();
     if (pair === "") continue;
     const equals = pair.indexOf("=");
     if (equals === -1) fail("missing-equals", "a pair has no '='", pair);
     const key = pair.slice(0, equals).trim().toLowerCase();
-    if (!isKey(key)) continue;
+    if (!/^[bqrt]$/.test(key)) continue;
     if (pairs.has(key)) {
       fail("repeated-key", `'${key}' appears twice in a bucket`, segment);
     }

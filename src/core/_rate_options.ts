@@ -18,10 +18,7 @@ export const RATE_RULES = {
   interval: "positive whole time in ms, at most 2147483647",
 } as const satisfies Record<keyof RateLimit, NumberRule>;
 
-/**
- * The checked `{ requests, interval }`, given or from `defaults`: `requests` up
- * to `most`, `interval` up to what a timer can wait (longer: callers would spin).
- */
+/** The checked `{ requests, interval }` (or `defaults`): `requests` to `most`, `interval` to a timer's most (callers would spin). */
 export function checkRateLimit(
   options: { requests?: number | undefined; interval?: number | undefined },
   context: string,
@@ -54,10 +51,7 @@ function defaultReserve(requests: number): number {
   return Math.min(requests - 1, Math.max(1, Math.ceil(requests / 10)));
 }
 
-/**
- * Sends a request of `priority` may find in a window before it waits: the whole limit for a live
- * one, the limit less the reserve for a background (`"low"`) one, as every limiter counts.
- */
+/** Sends a request of `priority` may find in a window before it waits, in every limiter: the limit, less the reserve if `"low"`. */
 export function rateShare(
   limit: RateLimit,
   priority: RatePriority | undefined,

@@ -23,9 +23,8 @@ export function escapeControls(text: string): string {
 }
 
 /**
- * What to keep out of text: a string (an access token), shown as `[redacted]`;
- * or credentials, each shown by its name (`[client_secret]`, ...), so that the
- * text still says which value the server quoted.
+ * What to keep out of text: a string (an access token), shown as `[redacted]`; or credentials, each shown by its name
+ * (`[client_secret]`, ...), so that the text still says which value the server quoted.
  */
 export type Secret =
   | string
@@ -177,10 +176,7 @@ export function redact(text: string, secrets: readonly Secret[]): string {
     // Whole runs first: a value's own base64 may sit aligned inside one.
     clean = clean.replace(BASE64_RUN, (r) => decodedHolding(r, made) ?? r);
     for (const pattern of made.patterns) {
-      const named = (match: string) => nameOf(made, match);
-      clean = typeof pattern === "string"
-        ? clean.replaceAll(pattern, named)
-        : clean.replace(pattern, named);
+      clean = clean.replaceAll(pattern, (match) => nameOf(made, match));
     }
   }
   return clean;
@@ -254,32 +250,30 @@ function redactedWhole(text: string, secrets: readonly Secret[]) {
   return held ? REDACTED : redacted;
 }
 
-/**
- * Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too): each
- * of the text's runs looked up among the secret's (a search of the text per run of the secret took seconds for a 60 KB
- * token in a 60 KB text).
- */
+/** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too). */
 export function holdsRun(text: string, secret: string): boolean {
   const lower = text.toLowerCase();
-  if (secret.length > LONG_SECRET) {
-    const runs = runsOf(secret);
-    for (let at = 0; at + SECRET_RUN <= lower.length; at++) {
-      if (runs.has(lower.slice(at, at + SECRET_RUN))) return true;
-    }
-    return false;
-  }
-  // A secret, a token of usual length: the runtime's own search of each run is faster.
-  for (const variant of variants(secret.toLowerCase())) {
-    for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
-      if (lower.includes(variant.slice(at, at + SECRET_RUN))) return true;
-    }
+  const runs = secret.length > LONG_SECRET ? runsOf(secret) : undefined;
+  const own = runs === undefined ? variants(secret.toLowerCase()) : [lower];
+  for (const run of runsIn(own)) {
+    if (runs === undefined ? lower.includes(run) : runs.has(run)) return true;
   }
   return false;
 }
 
+/** Each run of {@linkcode SECRET_RUN} characters of `texts`, in order. */
+function* runsIn(texts: Iterable<string>) {
+  for (const text of texts) {
+    for (let at = 0; at + SECRET_RUN <= text.length; at++) {
+      yield text.slice(at, at + SECRET_RUN);
+    }
+  }
+}
+
 /**
  * Past this length of a secret, the text's runs are looked up in a set of the secret's: searching the text for each of
- * the secret's is quadratic. Shorter, the runtime's own search is faster (measured side by side: equal at about 1,000).
+ * the secret's is quadratic (seconds for a 60 KB token in a 60 KB text). Shorter, the runtime's own search is faster
+ * (measured side by side: equal at about 1,000).
  */
 const LONG_SECRET = 1000;
 
@@ -287,12 +281,7 @@ const LONG_SECRET = 1000;
 function runsOf(secret: string): Set<string> {
   let runs = madeRuns.get(secret);
   if (runs !== undefined) return runs;
-  runs = new Set<string>();
-  for (const variant of variants(secret.toLowerCase())) {
-    for (let at = 0; at + SECRET_RUN <= variant.length; at++) {
-      runs.add(variant.slice(at, at + SECRET_RUN));
-    }
-  }
+  runs = new Set(runsIn(variants(secret.toLowerCase())));
   if (madeRuns.size >= 64) madeRuns.clear(); // a bound: tokens come and go
   madeRuns.set(secret, runs);
   return runs;
