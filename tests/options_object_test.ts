@@ -52,3 +52,21 @@ Deno.test("an options object that is none (null, a string, an array, a Map or Se
   }
   equal(api.sent.length, 0);
 });
+
+Deno.test("an option value String cannot read (no prototype, a toString that throws) is refused as any wrong value, naming the option (the runtime's TypeError named none, or the toString's own error escaped)", () => {
+  using api = inProcessFake();
+  const unreadable = [Object.create(null), {
+    toString() {
+      throw new Error("unreadable");
+    },
+  }];
+  for (const value of unreadable) {
+    for (const option of ["priority", "timeout"]) {
+      throws(() => clientOf(api, { [option]: value }), (error: unknown) => {
+        equal((error as Error).constructor, TypeError);
+        equal((error as { option?: string }).option, option);
+        return true;
+      });
+    }
+  }
+});

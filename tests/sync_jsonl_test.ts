@@ -995,7 +995,7 @@ Deno.test("JSONL sink: writes without lock() of a sink never loaded are judged f
   equal((await other.load())!.offset, 12);
 });
 
-Deno.test("JSONL sink: under one lock(), a write whose lines were appended but whose commit failed is followed by one that writes them again (it failed 'lock-lost', naming a run that took the copy over, when none had: outside review r105 F7)", async () => {
+Deno.test("JSONL sink: under one lock(), a write after one whose lines were appended but whose commit failed is refused as after any failed write (it may count their items), and a load() lets the next through (it failed 'lock-lost', naming a run that took the copy over, when none had: outside review r105 F7)", async () => {
   const path = await fresh("appended-unsaved");
   const sink = createJsonlSink<Thing>(path);
   const items = things(3), ids = items.map((item) => item.thingID);
@@ -1005,8 +1005,13 @@ Deno.test("JSONL sink: under one lock(), a write whose lines were appended but w
   const { token } = lock as unknown as { token: string };
   const taken = `${path}.checkpoint.json.${token}.tmp`;
   await Deno.mkdir(`${taken}/kept`, { recursive: true }); // not empty: the failed commit cannot remove it
-  await rejects(sink.write(items.slice(1, 2), CHECKPOINT, ids.slice(1, 2)));
+  const second = [items.slice(1, 2), CHECKPOINT, ids.slice(1, 2)] as const;
+  const third = [items.slice(2), CHECKPOINT, ids.slice(2)] as const;
+  const [failed, after] = [sink.write(...second), sink.write(...third)];
+  await rejects(failed);
   await Deno.remove(taken, { recursive: true });
+  await refused(after, "sink-mismatch", path);
+  await sink.load();
   await sink.write(items.slice(1), CHECKPOINT, ids.slice(1));
   const lines = (await Deno.readTextFile(path)).trim().split("\n");
   deepStrictEqual(lines.map((line) => JSON.parse(line).thingID), ids);

@@ -40,7 +40,7 @@ export function numberError(
 ): OptionError {
   const kind = typeof value === "number" ? rangeError : typeError;
   // A string quoted ("Infinity" is not the number it reads as), cut as other echoed values are.
-  const shown = typeof value === "string" ? quoted(value, 80) : String(value);
+  const shown = typeof value === "string" ? quoted(value, 80) : echoed(value);
   return kind(context, option, rule, shown);
 }
 
@@ -138,7 +138,7 @@ export function oneOf<T extends string | boolean>(
   if (values.includes(value as T)) return value as T;
   const names = values.map((v) => JSON.stringify(v)); // "cut", or true
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  throw typeError(context, option, rule, quoted(String(value)));
+  throw typeError(context, option, rule, quoted(echoed(value)));
 }
 
 /** A non-empty string option: one of spaces alone is empty too (an audience "   " went to the IdP as it was). */
@@ -222,6 +222,9 @@ export function given<T extends object>(values: T): Given<T> {
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   return Object.fromEntries(entries) as Given<T>;
 }
+
+/** A value that is no string as `String` reads it; its type where that throws (no prototype, a `toString` that throws). */
+const echoed = (value: unknown) => tried(() => String(value)) ?? typeof value;
 
 /** `text` as a message echoes it: quoted, its first `max` characters. */
 const quoted = (text: string, max = 40) => JSON.stringify(text.slice(0, max));

@@ -102,12 +102,13 @@ const lookOf = (committed: Committed | undefined) =>
 /** What a write is given: items, their checkpoint, their ids, the run's context. */
 type Batch = Parameters<SyncSink<unknown>["write"]>;
 
-/** Why a write without `lock()` is refused, by what `UnlockedWrites` found. */
+/** Why a write is refused, by what `UnlockedWrites` found (without `lock()`), and what to do instead. */
 const REFUSED = {
   changed:
     "it was committed to since this sink's caller last saw it (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)",
   failed:
     "a write of this sink failed since its caller's last load() or commit under lock(), and this one may count its items",
+  instead: "load() again, and write from its checkpoint",
 };
 
 /** One JSONL copy, its side file and its lock, as one run sees them. */
@@ -124,7 +125,7 @@ class JsonlCopy {
   #userWrites: Promise<unknown> = Promise.resolve();
   readonly #options: JsonlSinkOptions & { lockWait: number };
   readonly #token = runToken();
-  /** Files this run appended to, and the size it left each: larger than that and than committed, another wrote. */
+  /** Files this run appended to, and the size its last append left each (its own lines, if not committed). */
   readonly #ours = new Map<string, number>();
   #committed: Committed | undefined;
   /** The copy's ids (null: past the guard's size): one the head brings again (its sort value moved) updates. */
@@ -259,8 +260,7 @@ class JsonlCopy {
     const judge = () => {
       const why = this.#unlocked.refusal(sighting);
       if (why === undefined) return;
-      const instead = "load() again, and write from its checkpoint";
-      throw sinkMismatch(this.#files.copy, REFUSED[why], instead);
+      throw sinkMismatch(this.#files.copy, REFUSED[why], REFUSED.instead);
     };
     const write = this.#writes.then(async () => {
       try {
@@ -407,13 +407,15 @@ class JsonlCopy {
     if (bytes.length === 0) return from; // nothing checked or cut: not yet this run's file
     const file = await openToWrite(path, from.length === 0);
     try {
-      // The last look before the cut: no other writer's lines past ours (else this run lost the copy), the lock ours.
+      // The last look before the cut: no lines past ours but those of its own write whose commit failed (a write after
+      // it may count their items: refused as after any failed write), else this run lost the copy; the lock ours.
       const size = (await file.stat()).size;
-      const left = this.#ours.get(path); // its own lines a failed commit left are cut as a killed batch's are
-      if (left !== undefined && size > from.length && size !== left) {
-        throw lockLost(path);
-      }
+      const left = this.#ours.get(path);
       await this.#lock?.assertHeld();
+      if (left !== undefined && size > from.length) {
+        if (size !== left) throw lockLost(path);
+        throw sinkMismatch(this.#files.copy, REFUSED.failed, REFUSED.instead);
+      }
       // Shorter than committed, or (at the run's first write: later, its lines are this run's) its first or last
       // line another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
       // that hole would read as NUL bytes.
