@@ -10,8 +10,7 @@ import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
-import type { SendContext } from "./_exchange.ts";
-import { sendExchange } from "./_send.ts";
+import { type SendContext, sendExchange } from "./_send.ts";
 
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;

@@ -29,7 +29,7 @@ import {
   netPermissionFix,
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
-import type { Exchange, SendContext } from "./_exchange.ts";
+import type { clientConfig } from "./_config.ts";
 import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
 import { waited } from "../core/_rate_window.ts";
 import {
@@ -38,6 +38,27 @@ import {
   nextStep,
   type Step,
 } from "./_policy.ts";
+
+/** What every request of one client shares. */
+export type SendContext = Readonly<ReturnType<typeof clientConfig>["context"]>;
+
+/** One request to send. */
+export interface Exchange<T> {
+  /** The base the token is bound to; redirects are followed under it only. */
+  readonly base: URL;
+  /** Which base that is, for events. */
+  readonly kind: "api" | "pci";
+  readonly url: URL;
+  readonly init: RequestInit;
+  /** Start of error messages, e.g. "Cannot fetch". */
+  readonly context: string;
+  /** What must finish within the attempt's time limit (a page's body), given what its errors must not hold (built when read); an `ApiError` here is final. */
+  readonly finish: (
+    response: Response,
+    sent: { readonly secrets: readonly Secret[] },
+    attempts: number,
+  ) => T | Promise<T>;
+}
 
 /**
  * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.

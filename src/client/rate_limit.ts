@@ -144,10 +144,10 @@ class SlidingWindowLimiter implements RateLimiter {
     const window = this.#window;
     const { requests, interval } = this.limit;
     const [oldest, now] = [window.times[window.head]!, this.#read()];
-    // One slot's share of the interval at least; while the window is full of answered requests (the ring's oldest
-    // still in it, not only filled once), until the oldest leaves.
-    const full = window.count === requests && oldest + interval > now;
-    const leaves = full && oldest !== Infinity ? oldest + interval : 0;
+    // One slot's share of the interval at least; while the window is full of answered requests, until the oldest
+    // leaves (an oldest already gone leaves before that share: a ring filled once is not full).
+    const full = window.count === requests && oldest !== Infinity;
+    const leaves = full ? oldest + interval : 0;
     const room = Math.max(now + interval / requests, leaves);
     window.blockedUntil = Math.max(window.blockedUntil, room);
     this.#schedule();
