@@ -60,10 +60,7 @@ export interface Exchange<T> {
   ) => T | Promise<T>;
 }
 
-/**
- * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.
- * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
- */
+/** What `finish` made of the answer `exchange` came to; no answer: an `ApiError`, `status` 0, the last failure its `cause`. */
 export function sendExchange<T>(context: SendContext, exchange: Exchange<T>) {
   return sendAttempts(new ApiRequest(context, exchange));
 }
@@ -75,8 +72,6 @@ class ApiRequest<T>
   readonly limits: AttemptLimits;
   readonly listener: SendContext["onEvent"];
   readonly now: () => number;
-  readonly context: SendContext;
-  readonly exchange: Exchange<T>;
   readonly init: RequestInit;
   readonly method: string;
   readonly replayable: boolean;
@@ -92,15 +87,13 @@ class ApiRequest<T>
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
 
-  constructor(context: SendContext, exchange: Exchange<T>) {
+  constructor(readonly context: SendContext, readonly exchange: Exchange<T>) {
     const { init } = exchange;
     this.signal = init.signal ?? undefined;
     requireSignal(this.signal, exchange.context); // else the runtime's own TypeError, naming no option
     this.limits = context.deadlines;
     this.listener = context.onEvent;
     this.now = context.now;
-    this.context = context;
-    this.exchange = exchange;
     // The call's priority, else the client's (fetch hears it too).
     this.init = init.priority === undefined && context.priority !== "auto"
       ? { ...init, priority: context.priority }
