@@ -181,11 +181,9 @@ function rateLimiterOf(
 ): RateLimiter | undefined {
   if (rateLimit === false) return undefined;
   const methods = ["take", "answered", "refused"] as const;
-  const held = methods.filter((name) =>
-    typeof (rateLimit as Partial<RateLimiter> | undefined)?.[name] ===
-      "function"
-  );
-  if (held.length === methods.length) return rateLimit as RateLimiter;
+  const limiter = rateLimit as Partial<RateLimiter> | undefined;
+  const held = methods.filter((name) => typeof limiter?.[name] === "function");
+  if (held.length === methods.length) return limiter as RateLimiter;
   // Some only: a limiter missing a method failed once a request had gone out.
   if (held.length > 0) {
     const rule = "must have take, answered and refused, as a RateLimiter has";

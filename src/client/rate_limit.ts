@@ -86,7 +86,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
 /** One window; live callers in one line, background ones in another that moves while the first is empty. */
 class SlidingWindowLimiter implements RateLimiter {
-  readonly limit: RateLimit;
   readonly #now: () => number;
   readonly #window: Window;
   /** Sends a background request may find in the window: the rest is reserved. */
@@ -99,8 +98,7 @@ class SlidingWindowLimiter implements RateLimiter {
   /** The clock's last reading (none yet: a time before any). */
   #last = -Number.MAX_VALUE;
 
-  constructor(limit: RateLimit, reserve: number, now: () => number) {
-    this.limit = limit;
+  constructor(readonly limit: RateLimit, reserve: number, now: () => number) {
     this.#now = now;
     this.#window = emptyWindow(limit.requests);
     this.#lowShare = rateShare(limit, "low", reserve);
