@@ -131,18 +131,13 @@ function itemsOf<T>(
   limit: number,
 ): readonly T[] {
   const items = fetched.items as unknown;
-  if (!Array.isArray(items)) {
-    const received = items === null ? "null" : typeof items;
-    throw new TypeError(
-      `${CONTEXT}: page ${page} is not an array: received ${received}`,
-    );
-  }
-  if (items.length > limit) {
-    throw new TypeError(
-      `${CONTEXT}: page ${page} holds more items than 'limit' (${limit}): received ${items.length}`,
-    );
-  }
-  return items;
+  const fault = !Array.isArray(items)
+    ? `is not an array: received ${items === null ? "null" : typeof items}`
+    : items.length > limit
+    ? `holds more items than 'limit' (${limit}): received ${items.length}`
+    : undefined;
+  if (fault === undefined) return items as readonly T[];
+  throw new TypeError(`${CONTEXT}: page ${page} ${fault}`);
 }
 
 /** Aborts the pages in flight, saying `why`; returns them, in order. */
