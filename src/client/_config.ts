@@ -23,6 +23,8 @@ import { providerSecrets } from "../core/_redact.ts";
 import { secretOutOfChecks } from "../core/_option_secrets.ts";
 
 const CONTEXT = "Cannot create client";
+/** The bases a client sends to, named in messages as `settingNames` says (by default as these options). */
+const BASES = ["baseUrl", "pciBaseUrl"] as const;
 
 /** Option names of 0.1 and where they went. */
 const RENAMED: Record<string, string> = {
@@ -59,7 +61,7 @@ function checkedConfig(options: ClientOptions) {
     /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
     /** What each base is called where it was configured (`settingNames`), for messages. */
-    baseNames: baseNamesOf(options.settingNames),
+    baseNames: settingNamesOf(options.settingNames, BASES, CONTEXT),
   };
   const tokenProvider = tokenProviderOf(options, environment);
   return {
@@ -152,12 +154,6 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
     clientId: clientId as string,
     clientSecret: clientSecret as string,
   });
-}
-
-/** What each base is called where it was configured: the `settingNames` given, else the option. */
-function baseNamesOf(given: ClientOptions["settingNames"]) {
-  const names = settingNamesOf(given, ["baseUrl", "pciBaseUrl"], CONTEXT);
-  return { api: names.baseUrl, pci: names.pciBaseUrl };
 }
 
 /** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */

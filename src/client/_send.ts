@@ -175,7 +175,8 @@ class ApiRequest<T>
       // add first, or the `--deny-net` to remove.
       if (isPermissionError(this.failure)) {
         const url = displayUrl(this.target);
-        const base = this.context.baseNames[this.exchange.kind];
+        const setting = this.exchange.kind === "api" ? "baseUrl" : "pciBaseUrl";
+        const base = this.context.baseNames[setting];
         const whose = `${base}'s host; ${this.method} ${url} was not sent`;
         const fix = netPermissionFix(this.target, whose);
         const error = new ApiError(
