@@ -20,8 +20,7 @@ const OVERLONG = /%c[01]|%e0%[89]|%f0%8/i;
 const ESCAPES = /(?:%[0-9a-f]{2})+/gi;
 
 /**
- * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
- * absolute address must already be under `base`.
+ * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an absolute address must already be under `base`.
  * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
 export function resolveUnder(base: URL, path: string | URL, context: string) {
