@@ -23,6 +23,8 @@ import { providerSecrets } from "../core/_redact.ts";
 import { secretOutOfChecks } from "../core/_option_secrets.ts";
 
 const CONTEXT = "Cannot create client";
+/** The bases a client sends to, named in messages as `settingNames` says (by default as these options). */
+const BASES = ["baseUrl", "pciBaseUrl"] as const;
 
 /** Option names of 0.1 and where they went. */
 const RENAMED: Record<string, string> = {
@@ -59,7 +61,7 @@ function checkedConfig(options: ClientOptions) {
     /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
     onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
     /** What each base is called where it was configured (`settingNames`), for messages. */
-    baseNames: baseNamesOf(options.settingNames),
+    baseNames: settingNamesOf(options.settingNames, BASES, CONTEXT),
   };
   const tokenProvider = tokenProviderOf(options, environment);
   return {
@@ -154,12 +156,6 @@ function tokenProviderOf(options: ClientOptions, environment: Environment) {
   });
 }
 
-/** What each base is called where it was configured: the `settingNames` given, else the option. */
-function baseNamesOf(given: ClientOptions["settingNames"]) {
-  const names = settingNamesOf(given, ["baseUrl", "pciBaseUrl"], CONTEXT);
-  return { api: names.baseUrl, pci: names.pciBaseUrl };
-}
-
 /** Options the client itself reads, also beside a provider of the caller's (`settingNames`: the bases' names). */
 const CLIENT_OWN = new Set(
   "settingNames fetch timeout retry random now onEvent".split(" "),
@@ -181,11 +177,9 @@ function rateLimiterOf(
 ): RateLimiter | undefined {
   if (rateLimit === false) return undefined;
   const methods = ["take", "answered", "refused"] as const;
-  const held = methods.filter((name) =>
-    typeof (rateLimit as Partial<RateLimiter> | undefined)?.[name] ===
-      "function"
-  );
-  if (held.length === methods.length) return rateLimit as RateLimiter;
+  const limiter = rateLimit as Partial<RateLimiter> | undefined;
+  const held = methods.filter((name) => typeof limiter?.[name] === "function");
+  if (held.length === methods.length) return limiter as RateLimiter;
   // Some only: a limiter missing a method failed once a request had gone out.
   if (held.length > 0) {
     const rule = "must have take, answered and refused, as a RateLimiter has";

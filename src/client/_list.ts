@@ -10,8 +10,7 @@ import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
-import type { SendContext } from "./_exchange.ts";
-import { sendExchange } from "./_send.ts";
+import { type SendContext, sendExchange } from "./_send.ts";
 
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;
@@ -31,21 +30,7 @@ function walkUnder<T>(
   requireOptions(options, CONTEXT); // "x" was a walk with the defaults
   const { items: pick, query, ...pageOptions } = options;
   const url = resolveUnder(base, path, CONTEXT);
-  // The base itself is no list: it spent a token and a request on a 404.
-  if (url.pathname === base.pathname) {
-    throw typeError(CONTEXT, "path", "must name a list, e.g. transactions");
-  }
-  // Never sent, as syncList refuses it: a filter written after '#' by mistake would go unapplied without a word.
-  if (url.hash !== "") {
-    throw typeError(CONTEXT, "path", "must hold no fragment", `"${url.hash}"`);
-  }
-  // Every page sets these: the path's would be replaced without a word (its sort is kept when no option gives one).
-  const held = ["limit", "page"].find((name) => url.searchParams.has(name));
-  if (held !== undefined) {
-    const rule = `must not hold '${held}': give it as the option '${held}'`;
-    throw typeError(CONTEXT, "path", rule);
-  }
-  checkPathSort(url.searchParams);
+  checkListPath(url, base);
   const addressOf = pageAddresses(url, checkQuery(query));
   requireFunction(pick, CONTEXT, "items");
   const config = pageConfig(pageOptions);
@@ -56,22 +41,32 @@ function walkUnder<T>(
   return { walk, config, pathname: url.pathname };
 }
 
-/** A sort the path holds (kept when no option gives one), checked as the options' are: the service refused it. */
-function checkPathSort(query: URLSearchParams): void {
+/**
+ * Refuses a path no list is read at: the base itself (it spent a token and a request on a 404); a fragment, never sent,
+ * as syncList refuses it (a filter written after '#' by mistake went unapplied); `limit` or `page`, which every page
+ * replaces; a sort the service refuses (the path's is kept when no option gives one), checked as the options' is.
+ */
+function checkListPath(url: URL, base: URL): void {
+  const query = url.searchParams;
   const [by, direction] = [query.get("sortBy"), query.get("sortDirection")];
+  const held = ["limit", "page"].find((name) => query.has(name));
   const shown = JSON.stringify(`${query}`.slice(0, 80));
-  if (by !== null && (by.trim() === "" || by.startsWith("-"))) {
-    const field = by.slice(1).trim();
-    const hint = field === ""
-      ? ""
-      : `: give the options sortBy: "${field}", sortDirection: "DESC"`;
-    const rule = `must hold a field name as its sortBy${hint}`;
-    throw typeError(CONTEXT, "path", rule, shown);
-  }
-  if (direction !== null && direction !== "ASC" && direction !== "DESC") {
-    const rule = "must hold sortDirection ASC or DESC";
-    throw typeError(CONTEXT, "path", rule, shown);
-  }
+  const field = by?.slice(1).trim();
+  const hint = field
+    ? `: give the options sortBy: "${field}", sortDirection: "DESC"`
+    : "";
+  const [rule, received] = url.pathname === base.pathname
+    ? ["must name a list, e.g. transactions"]
+    : url.hash !== ""
+    ? ["must hold no fragment", `"${url.hash}"`]
+    : held !== undefined
+    ? [`must not hold '${held}': give it as the option '${held}'`]
+    : by !== null && (by.trim() === "" || by.startsWith("-"))
+    ? [`must hold a field name as its sortBy${hint}`, shown]
+    : direction !== null && direction !== "ASC" && direction !== "DESC"
+    ? ["must hold sortDirection ASC or DESC", shown]
+    : [];
+  if (rule !== undefined) throw typeError(CONTEXT, "path", rule, received);
 }
 
 /** The pages of the list at `path` under `base`, as values. */

@@ -20,12 +20,18 @@ const OVERLONG = /%c[01]|%e0%[89]|%f0%8/i;
 const ESCAPES = /(?:%[0-9a-f]{2})+/gi;
 
 /**
- * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an
- * absolute address must already be under `base`.
+ * Resolves `path` under `base`: `"x"` and `"/x"` both mean `{base}x`, an absolute address must already be under `base`.
  * @throws {TypeError} Outside `base`: another origin, a climbing path, user info, an encoded separator.
  */
 export function resolveUnder(base: URL, path: string | URL, context: string) {
-  const url = parsePath(base, path, context);
+  if (typeof path !== "string" && !(path instanceof URL)) {
+    throw typeError(context, "path", "must be a string or URL", typeof path);
+  }
+  const url = typeof path !== "string"
+    ? new URL(path.href)
+    : /^[a-z][a-z\d+.-]*:/i.test(path)
+    ? new URL(path)
+    : new URL(path.replace(/^[/\\]+/, ""), base);
   const read = typeof path === "string" &&
     path.replace(/[\t\n\r]/g, "").replace(/^[\0-\x20]+|[\0-\x20]+$/g, "");
   if (read !== false && TIDIED.test(read.split(/[?#]/)[0]!)) {
@@ -87,14 +93,4 @@ export function followable(
   if (location === null || (method !== "GET" && method !== "HEAD")) return;
   const next = tried(() => new URL(location, from));
   return next !== undefined && isUnder(next, base) ? next : undefined;
-}
-
-function parsePath(base: URL, path: string | URL, context: string): URL {
-  if (path instanceof URL) return new URL(path.href);
-  if (typeof path !== "string") {
-    throw typeError(context, "path", "must be a string or URL", typeof path);
-  }
-  return /^[a-z][a-z\d+.-]*:/i.test(path)
-    ? new URL(path)
-    : new URL(path.replace(/^[/\\]+/, ""), base);
 }

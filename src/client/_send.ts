@@ -29,7 +29,7 @@ import {
   netPermissionFix,
 } from "../core/_cause.ts";
 import { followable } from "./_path.ts";
-import type { Exchange, SendContext } from "./_exchange.ts";
+import type { clientConfig } from "./_config.ts";
 import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
 import { waited } from "../core/_rate_window.ts";
 import {
@@ -39,10 +39,28 @@ import {
   type Step,
 } from "./_policy.ts";
 
-/**
- * Sends `exchange` until it has an answer to hand back; returns what `finish` made of it.
- * @throws {ApiError} `status` 0, the last failure as `cause`: no answer.
- */
+/** What every request of one client shares. */
+export type SendContext = Readonly<ReturnType<typeof clientConfig>["context"]>;
+
+/** One request to send. */
+export interface Exchange<T> {
+  /** The base the token is bound to; redirects are followed under it only. */
+  readonly base: URL;
+  /** Which base that is, for events. */
+  readonly kind: "api" | "pci";
+  readonly url: URL;
+  readonly init: RequestInit;
+  /** Start of error messages, e.g. "Cannot fetch". */
+  readonly context: string;
+  /** What must finish within the attempt's time limit (a page's body), given what its errors must not hold (built when read); an `ApiError` here is final. */
+  readonly finish: (
+    response: Response,
+    sent: { readonly secrets: readonly Secret[] },
+    attempts: number,
+  ) => T | Promise<T>;
+}
+
+/** What `finish` made of the answer `exchange` came to; no answer: an `ApiError`, `status` 0, the last failure its `cause`. */
 export function sendExchange<T>(context: SendContext, exchange: Exchange<T>) {
   return sendAttempts(new ApiRequest(context, exchange));
 }
@@ -54,8 +72,6 @@ class ApiRequest<T>
   readonly limits: AttemptLimits;
   readonly listener: SendContext["onEvent"];
   readonly now: () => number;
-  readonly context: SendContext;
-  readonly exchange: Exchange<T>;
   readonly init: RequestInit;
   readonly method: string;
   readonly replayable: boolean;
@@ -71,15 +87,13 @@ class ApiRequest<T>
   /** Why the last attempt got no answer. */
   failure: unknown = undefined;
 
-  constructor(context: SendContext, exchange: Exchange<T>) {
+  constructor(readonly context: SendContext, readonly exchange: Exchange<T>) {
     const { init } = exchange;
     this.signal = init.signal ?? undefined;
     requireSignal(this.signal, exchange.context); // else the runtime's own TypeError, naming no option
     this.limits = context.deadlines;
     this.listener = context.onEvent;
     this.now = context.now;
-    this.context = context;
-    this.exchange = exchange;
     // The call's priority, else the client's (fetch hears it too).
     this.init = init.priority === undefined && context.priority !== "auto"
       ? { ...init, priority: context.priority }
@@ -161,7 +175,8 @@ class ApiRequest<T>
       // add first, or the `--deny-net` to remove.
       if (isPermissionError(this.failure)) {
         const url = displayUrl(this.target);
-        const base = this.context.baseNames[this.exchange.kind];
+        const setting = this.exchange.kind === "api" ? "baseUrl" : "pciBaseUrl";
+        const base = this.context.baseNames[setting];
         const whose = `${base}'s host; ${this.method} ${url} was not sent`;
         const fix = netPermissionFix(this.target, whose);
         const error = new ApiError(

@@ -131,32 +131,25 @@ function itemsOf<T>(
   limit: number,
 ): readonly T[] {
   const items = fetched.items as unknown;
-  if (!Array.isArray(items)) {
-    const received = items === null ? "null" : typeof items;
-    throw new TypeError(
-      `${CONTEXT}: page ${page} is not an array: received ${received}`,
-    );
-  }
-  if (items.length > limit) {
-    throw new TypeError(
-      `${CONTEXT}: page ${page} holds more items than 'limit' (${limit}): received ${items.length}`,
-    );
-  }
-  return items;
+  const fault = !Array.isArray(items)
+    ? `is not an array: received ${items === null ? "null" : typeof items}`
+    : items.length > limit
+    ? `holds more items than 'limit' (${limit}): received ${items.length}`
+    : undefined;
+  if (fault === undefined) return items as readonly T[];
+  throw new TypeError(`${CONTEXT}: page ${page} ${fault}`);
 }
 
-/**
- * With `dedupeBy` (a list that moves), the pages in flight once a page showed a move (items seen again): dropped, to be
- * read again one at a time. A page read before the one before it misses the item an insert ahead pushed across their
- * boundary in between; read in order, it holds it (`dedupeBy` drops what repeats).
- */
-function dropInFlight<T, F>(pending: ReturnType<typeof requestPage<T, F>>[]) {
-  const first = pending[0]?.page;
+/** Aborts the pages in flight, saying `why`; returns them, in order. */
+function abandon<T, F>(
+  pending: ReturnType<typeof requestPage<T, F>>[],
+  why: string,
+) {
   const dropped = pending.splice(0);
-  for (const flight of dropped) {
-    flight.controller.abort(new DOMException("read again", "AbortError"));
+  for (const { controller } of dropped) {
+    controller.abort(new DOMException(why, "AbortError"));
   }
-  return { first, dropped: dropped.length };
+  return dropped;
 }
 
 /**
@@ -203,18 +196,17 @@ export async function* walkPages<T, F extends Fetched<T>>(
       // Items all seen: the server ignores `page`; or the list grew by a page or more while pages read again were in
       // flight (read on through as many).
       if (allSeen > readAgain) throw repeatedPage(head.page);
+      // Seen moving (`dedupeBy`): the pages in flight are read again, one at a time: one read before the page before
+      // it misses an item an insert ahead pushed across their boundary; read in order, it holds it.
       if (config.dedupeBy && tally.fresh < items.length) {
-        const { first: again, dropped } = dropInFlight(pending);
-        nextPage = again ?? nextPage;
-        inFlight = 1; // seen moving: one at a time from here
-        readAgain = Math.max(readAgain, dropped);
+        const dropped = abandon(pending, "read again");
+        nextPage = dropped[0]?.page ?? nextPage;
+        inFlight = 1;
+        readAgain = Math.max(readAgain, dropped.length);
       } else if (first) inFlight = concurrency; // (the first page cannot show a move)
     }
   } finally {
-    const unneeded = "the paginator no longer needs this page";
-    for (const page of pending) {
-      page.controller.abort(new DOMException(unneeded, "AbortError"));
-    }
+    abandon(pending, "the paginator no longer needs this page");
   }
 }
 

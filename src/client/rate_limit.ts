@@ -86,7 +86,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
 /** One window; live callers in one line, background ones in another that moves while the first is empty. */
 class SlidingWindowLimiter implements RateLimiter {
-  readonly limit: RateLimit;
   readonly #now: () => number;
   readonly #window: Window;
   /** Sends a background request may find in the window: the rest is reserved. */
@@ -99,8 +98,7 @@ class SlidingWindowLimiter implements RateLimiter {
   /** The clock's last reading (none yet: a time before any). */
   #last = -Number.MAX_VALUE;
 
-  constructor(limit: RateLimit, reserve: number, now: () => number) {
-    this.limit = limit;
+  constructor(readonly limit: RateLimit, reserve: number, now: () => number) {
     this.#now = now;
     this.#window = emptyWindow(limit.requests);
     this.#lowShare = rateShare(limit, "low", reserve);
@@ -144,10 +142,10 @@ class SlidingWindowLimiter implements RateLimiter {
     const window = this.#window;
     const { requests, interval } = this.limit;
     const [oldest, now] = [window.times[window.head]!, this.#read()];
-    // One slot's share of the interval at least; while the window is full of answered requests (the ring's oldest
-    // still in it, not only filled once), until the oldest leaves.
-    const full = window.count === requests && oldest + interval > now;
-    const leaves = full && oldest !== Infinity ? oldest + interval : 0;
+    // One slot's share of the interval at least; while the window is full of answered requests, until the oldest
+    // leaves (an oldest already gone leaves before that share: a ring filled once is not full).
+    const full = window.count === requests && oldest !== Infinity;
+    const leaves = full ? oldest + interval : 0;
     const room = Math.max(now + interval / requests, leaves);
     window.blockedUntil = Math.max(window.blockedUntil, room);
     this.#schedule();
