@@ -54,11 +54,7 @@ export function failureRecord(
     ? retryAfterMs(response.headers, now)
     : undefined;
   const known = earlier.filter((failure) => failure !== undefined);
-  const previous = known.reduce<TokenFailure | undefined>(
-    (later, failure) =>
-      failure.until > (later?.until ?? -Infinity) ? failure : later,
-    undefined,
-  );
+  const [previous] = known.toSorted((a, b) => b.until - a.until);
   return {
     ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
@@ -99,8 +95,7 @@ function refusesWay(status: number | undefined): boolean {
 export function forWay(record: TokenRecord, way: string) {
   const { failure, ...rest } = record;
   const sentAs = failure?.sentAs;
-  if (sentAs === undefined || sentAs === way || !refusesWay(failure!.status)) {
-    return { record, otherWay: undefined };
-  }
-  return { record: rest, otherWay: failure };
+  return sentAs !== undefined && sentAs !== way && refusesWay(failure!.status)
+    ? { record: rest, otherWay: failure }
+    : { record, otherWay: undefined };
 }
