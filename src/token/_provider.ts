@@ -5,9 +5,8 @@ import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
-import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
-import { quotaExceeded } from "./_protocol.ts";
+import { quotaExceeded, requestWithRetries } from "./_protocol.ts";
 import { given, tried, typeError } from "../core/_check.ts";
 import { TokenCache } from "./_token_cache.ts";
 import {

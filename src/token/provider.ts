@@ -1,6 +1,6 @@
 // One token request, and the caching provider on the same sending. Public through ./token.
 
-import { requestWithRetries } from "./_attempts.ts";
+import { requestWithRetries } from "./_protocol.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
 import { requireSignal } from "../core/_check.ts";
 import { tokenEndpoint } from "./_endpoint.ts";
