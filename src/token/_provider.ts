@@ -216,8 +216,8 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** One flight: the store (read once, and again as a request's answer is stored over it), else one request with retries. */
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
-    let refusal: QuotaExceededError | undefined;
-    let failed: TokenRequestError | undefined;
+    // The request's own refusal or failure (one request a flight), rethrown when no token comes.
+    let thrown: TokenRequestError | undefined;
     const attempt: TokenRequest = async () => {
       try {
         const token = await requestWithRetries(
@@ -235,15 +235,14 @@ export class CachingTokenProvider implements TokenProvider {
         const kept = !this.#store.present ? token : storableToken(token);
         return { token: kept, ...this.#quotaRecord(token.quota) };
       } catch (error) {
+        if (!(error instanceof TokenRequestError)) throw error;
+        thrown = error;
         if (error instanceof QuotaExceededError) {
-          refusal = error;
           return {
             blockedUntil: this.#local.mark(error.retryAt, this.#now()),
             ...this.#quotaRecord(error.buckets),
           };
         }
-        if (!(error instanceof TokenRequestError)) throw error;
-        failed = error;
         return this.#failed(error);
       }
     };
@@ -258,7 +257,7 @@ export class CachingTokenProvider implements TokenProvider {
     });
     this.#takeRecord(record);
     if (!saved) await this.#store.save(this.#record());
-    return this.#handOut(refusal, failed);
+    return this.#handOut(thrown);
   }
 
   /** A failed request's record: its cooldown, kept before the flight settles (none slips in), and for the fleet. */
@@ -281,17 +280,13 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /** The token to hand out after a flight, or why there is none. */
-  #handOut(
-    refusal: QuotaExceededError | undefined,
-    failed: TokenRequestError | undefined,
-  ): IssuedToken {
+  #handOut(thrown: TokenRequestError | undefined): IssuedToken {
     const now = this.#now();
     const cached = this.#cache.moved(now);
     if (cached !== undefined && now < cached.times.usableUntil) {
       return cached.token;
     }
-    if (refusal !== undefined) throw refusal;
-    if (failed !== undefined) throw failed;
+    if (thrown !== undefined) throw thrown;
     const blocked = this.#blockedAt(now);
     if (blocked !== undefined) throw blocked;
     // Another process's failure, read from the store: its cooldown holds here.
