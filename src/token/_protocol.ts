@@ -29,8 +29,7 @@ import {
 } from "../core/_attempt_loop.ts";
 import { fieldsOf, given, tried } from "../core/_check.ts";
 import { type Deadline, ownDeadlines } from "../core/_deadlines.ts";
-import type { TokenEndpoint } from "./_endpoint.ts";
-import type { ProviderConfig } from "./_options.ts";
+import type { ProviderConfig, TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_failure.ts";
 import { isRetryable, quotaRetryAt } from "./_policy.ts";
 import {

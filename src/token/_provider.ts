@@ -39,7 +39,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import type { StoreAccess, TokenRequest } from "../store/token_access.ts";
-import type { ProviderConfig } from "./_options.ts";
+import type { ProviderConfig } from "./_endpoint.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 
 /** The provider behind {@linkcode createTokenProvider}. */
