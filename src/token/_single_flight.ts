@@ -56,11 +56,7 @@ export class SingleFlight<T> {
       flight.failure = { error };
       controller.abort(error);
       this.drop(flight);
-      abandon(error);
     }, plan.budget);
-    let abandon: (error: unknown) => void = () => {};
-    const abandonment = new Promise<never>((_, reject) => abandon = reject);
-    abandonment.catch(() => {});
     const work = plan.run(controller.signal).finally(() => {
       watchdog.clear();
       this.drop(flight);
@@ -68,7 +64,8 @@ export class SingleFlight<T> {
     work.catch((error) => flight.failure ??= { error });
     const flight: Running<T> = {
       deadline: plan.deadline,
-      promise: Promise.race([work, abandonment]),
+      // Abandoned, it rejects with the abort's reason: the abandonment error.
+      promise: raceAbort(work, controller.signal),
       recover: (error, signal) => {
         if (flight.failure?.error === error) throw error;
         this.drop(flight);
