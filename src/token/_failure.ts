@@ -8,7 +8,7 @@ import {
 import { retryAfterMs } from "../core/_attempt_loop.ts";
 import type { TokenFailure, TokenRecord } from "../store/types.ts";
 import { cooldownAfter, MAX_COOLDOWN } from "./_policy.ts";
-import type { TokenEndpoint } from "./_endpoint.ts";
+import type { ProviderConfig, TokenEndpoint } from "./_endpoint.ts";
 import { isPermissionError, netPermissionFix } from "../core/_cause.ts";
 import { given } from "../core/_check.ts";
 
@@ -102,10 +102,7 @@ export function repeatedFailure(
 export function failureRecord(
   error: TokenRequestError,
   earlier: readonly (TokenFailure | undefined)[],
-  { endpoint: { way }, backoff: { maxRetryAfter } }: {
-    readonly endpoint: { readonly way: string };
-    readonly backoff: { readonly maxRetryAfter: number };
-  },
+  { endpoint: { way }, backoff: { maxRetryAfter } }: ProviderConfig,
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;

@@ -1,6 +1,5 @@
-// Internal: the token a provider holds, read on two clocks. Its expiry is the earlier of the wall clock's (a host
-// suspended, which the steady clock does not count) and the steady clock's (a wall clock stepped back while the
-// token was on its way or held), so a step of the wall clock never makes an expired token usable.
+// Internal: the token a provider holds, read on two clocks (`timesAfterStep()`): a step of the wall clock never makes
+// an expired token usable.
 
 import { type CachedToken, timesAfterStep, tokenTimes } from "./_policy.ts";
 import { tokenFingerprint } from "./ledger.ts";
