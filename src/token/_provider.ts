@@ -178,9 +178,7 @@ export class CachingTokenProvider implements TokenProvider {
         return this.#flights.join(flight!, signal);
       case "blocked":
         // From this read of the block: a second read of the steady clock may find it over.
-        return Promise.reject(
-          quotaExceeded(blockedUntil!, this.#quota?.buckets ?? []),
-        );
+        return Promise.reject(this.#blockedAt(now, blockedUntil));
       case "failed":
         return Promise.reject(this.#failureError());
       case "request":
@@ -359,11 +357,10 @@ export class CachingTokenProvider implements TokenProvider {
     return seenHere(record, this.#cache.moved(now));
   }
 
-  /** The quota block's refusal while it lasts at `now`. */
-  #blockedAt(now: number): QuotaExceededError | undefined {
-    const until = this.#local.read(this.#blockedUntil, now) ?? -Infinity;
-    return now < until
-      ? quotaExceeded(until, this.#quota?.buckets ?? [])
+  /** The quota block's refusal while it lasts at `now` (`until`: its end, as read). */
+  #blockedAt(now: number, until = this.#local.read(this.#blockedUntil, now)) {
+    return now < (until ?? -Infinity)
+      ? quotaExceeded(until!, this.#quota?.buckets ?? [])
       : undefined;
   }
 
