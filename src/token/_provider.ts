@@ -229,6 +229,7 @@ export class CachingTokenProvider implements TokenProvider {
         );
         // A success forgets the failures before it.
         this.#failure = this.#otherWay = undefined;
+        this.#cache.requested(token);
         // Without a store the token is kept as built: nothing copies it.
         const kept = !this.#store.present ? token : storableToken(token);
         return { token: kept, ...this.#quotaRecord(token.quota) };
@@ -247,8 +248,7 @@ export class CachingTokenProvider implements TokenProvider {
     // The fleet's 401 ledger goes with every record this provider writes.
     const request: TokenRequest = async () =>
       given({ ...await attempt(), renewal: this.#renewal });
-    const sending = this.#cache.sending(request);
-    const { record, saved } = await this.#store.obtain(sending, signal, {
+    const { record, saved } = await this.#store.obtain(request, signal, {
       answeredBy: (record) => this.#answersNeed(record),
       take: (record) => this.#takeRecord(record),
       requestBudget: this.#requestBudget,

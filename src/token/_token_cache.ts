@@ -5,7 +5,6 @@ import { type CachedToken, timesAfterStep, tokenTimes } from "./_policy.ts";
 import { tokenFingerprint } from "./ledger.ts";
 import { readsMonotoneClock } from "../core/_clock.ts";
 import type { IssuedToken } from "../core/token_values.ts";
-import type { TokenRecord } from "../store/types.ts";
 
 /**
  * The steady expiry of each token this process's providers requested, by fingerprint, while it lasts: a provider on
@@ -88,25 +87,17 @@ export class TokenCache {
     this.#attemptAt = this.#steady();
   }
 
-  /** `request`, the steady expiry of the token it brings kept: from its attempt's sending, never later. */
-  sending(
-    request: () => Promise<TokenRecord>,
-  ): () => Promise<TokenRecord> {
-    return async () => {
-      const started = this.#steady();
-      const record = await request();
-      if (record.token === undefined) return record;
-      // Retries come first: the lifetime counts from the attempt that brought it (else from the request's start).
-      const sentAt = Math.max(started, this.#attemptAt);
-      const at = sentAt + record.token.expiresIn * 1000;
-      const fingerprint = tokenFingerprint(record.token.accessToken);
-      this.#sent = { fingerprint, at };
-      if (this.#shared) {
-        // For the process's other providers, dropping those past (at most one per live token).
-        for (const [key, until] of SENT) if (until <= sentAt) SENT.delete(key);
-        SENT.set(fingerprint, at);
-      }
-      return record;
-    };
+  /** Notes `token`, brought by this provider's request: its steady expiry counts from its attempt's sending, never later. */
+  requested(token: IssuedToken): void {
+    // Retries come first: the lifetime counts from the attempt that brought it (attempting() was called as it went).
+    const sentAt = this.#attemptAt;
+    const at = sentAt + token.expiresIn * 1000;
+    const fingerprint = tokenFingerprint(token.accessToken);
+    this.#sent = { fingerprint, at };
+    if (this.#shared) {
+      // For the process's other providers, dropping those past (at most one per live token).
+      for (const [key, until] of SENT) if (until <= sentAt) SENT.delete(key);
+      SENT.set(fingerprint, at);
+    }
   }
 }
