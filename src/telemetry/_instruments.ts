@@ -9,11 +9,9 @@ import { tried } from "../core/_check.ts";
  * (which send numbers as doubles), a number for the JS SDK (which drops `BigInt`).
  */
 export function integerAttributes({ meter, tracer }: OpenTelemetryOptions) {
-  const deno = (globalThis as {
-    Deno?: {
-      telemetry?: { meterProvider?: unknown; tracerProvider?: unknown };
-    };
-  }).Deno?.telemetry;
+  const deno =
+    (globalThis as { Deno?: { telemetry?: Record<string, unknown> } })
+      .Deno?.telemetry;
   // The attribute types of @opentelemetry/api know no BigInt; Deno's do.
   const big = (value: number) => BigInt(value) as unknown as number;
   const same = (value: number) => value;

@@ -1,12 +1,72 @@
-// Internal: a failed token request as the cooldown repeats it to callers.
+// Internal: a failed token request: what it tells its reader to check (settings by their configured names and the
+// URL requested, never a credential's value), its cooldown, and how the cooldown repeats it to callers.
 
-import { TokenRequestError } from "../core/errors.ts";
+import {
+  TokenRequestError,
+  type TokenRequestErrorInit,
+} from "../core/errors.ts";
 import { retryAfterMs } from "../core/_attempt_loop.ts";
 import type { TokenFailure, TokenRecord } from "../store/types.ts";
 import { cooldownAfter, MAX_COOLDOWN } from "./_policy.ts";
-import { type HintSource, tokenHint } from "./_hint.ts";
-import { isPermissionError } from "../core/_cause.ts";
+import type { ProviderConfig, TokenEndpoint } from "./_endpoint.ts";
+import { isPermissionError, netPermissionFix } from "../core/_cause.ts";
 import { given } from "../core/_check.ts";
+
+/** What a hint is made from: the endpoint's names, address and audience, never its secret. */
+type HintSource = Pick<
+  TokenEndpoint,
+  "names" | "where" | "url" | "audience"
+>;
+
+/**
+ * What to check after this failure; `undefined` when no setting can help (a
+ * 5xx, a timeout, the quota). A refused permission comes first, as the flag.
+ */
+export function tokenHint(
+  source: HintSource,
+  failure: Pick<TokenRequestErrorInit, "reason" | "status" | "cause">,
+): string | undefined {
+  const { names, where } = source;
+  const { reason, status } = failure;
+  if (reason === "network") {
+    return isPermissionError(failure.cause)
+      ? netPermissionFix(source.url, `${names.tokenUrl}'s host`)
+      : `check ${names.tokenUrl} (${where}) and the network`;
+  }
+  if (reason === "malformed") {
+    return `check that ${names.tokenUrl} (${where}) is an OAuth 2.0 token endpoint`;
+  }
+  if (reason !== "status" || status === undefined) return undefined;
+  if (status === 401 || status === 403) {
+    return `check ${names.clientId}, ${names.clientSecret} and ${names.audience}, and that ${names.tokenUrl} is this environment's${
+      otherEnvironment(source)
+    }`;
+  }
+  if (status === 404 || status === 405 || status === 410) {
+    return `nothing takes token requests at POST ${where}: check ${names.tokenUrl}`;
+  }
+  if (status === 400 || status === 415) {
+    return `check ${names.bodyFormat} (json or form) and ${names.clientAuthentication} (body or basic): this server may want the request sent another way`;
+  }
+  return undefined;
+}
+
+/** Words that mark a host or audience as a test environment's. */
+const TEST_ENVIRONMENT =
+  /(?:^|[^a-z])(?:sandbox|staging|stage|test|testing|dev|uat|qa|preprod)(?:[^a-z]|$)/i;
+
+/**
+ * When the audience and the token URL's host look like a sandbox's and
+ * production's: sandbox credentials sent to production fail like a wrong secret.
+ */
+function otherEnvironment(source: HintSource): string {
+  const kind = (text: string) =>
+    TEST_ENVIRONMENT.test(text) ? "a sandbox's" : "production's";
+  const audience = kind(source.audience);
+  const host = kind(source.url.hostname);
+  if (audience === host) return "";
+  return `; ${source.names.audience} looks like ${audience} and ${source.names.tokenUrl} like ${host}: are they from one environment, and the credentials too?`;
+}
 
 /** Each cooldown caller's own copy of the failure (none can change another's), from the record if remote. */
 export function repeatedFailure(
@@ -42,10 +102,7 @@ export function repeatedFailure(
 export function failureRecord(
   error: TokenRequestError,
   earlier: readonly (TokenFailure | undefined)[],
-  { endpoint: { way }, backoff: { maxRetryAfter } }: {
-    readonly endpoint: { readonly way: string };
-    readonly backoff: { readonly maxRetryAfter: number };
-  },
+  { endpoint: { way }, backoff: { maxRetryAfter } }: ProviderConfig,
   now: number,
 ): TokenFailure | undefined {
   if (isPermissionError(error.cause)) return undefined;
@@ -54,11 +111,7 @@ export function failureRecord(
     ? retryAfterMs(response.headers, now)
     : undefined;
   const known = earlier.filter((failure) => failure !== undefined);
-  const previous = known.reduce<TokenFailure | undefined>(
-    (later, failure) =>
-      failure.until > (later?.until ?? -Infinity) ? failure : later,
-    undefined,
-  );
+  const [previous] = known.toSorted((a, b) => b.until - a.until);
   return {
     ...cooldownAfter(previous, retryAfter, maxRetryAfter, now),
     reason: error.reason as TokenFailure["reason"],
@@ -99,8 +152,7 @@ function refusesWay(status: number | undefined): boolean {
 export function forWay(record: TokenRecord, way: string) {
   const { failure, ...rest } = record;
   const sentAs = failure?.sentAs;
-  if (sentAs === undefined || sentAs === way || !refusesWay(failure!.status)) {
-    return { record, otherWay: undefined };
-  }
-  return { record: rest, otherWay: failure };
+  return sentAs !== undefined && sentAs !== way && refusesWay(failure!.status)
+    ? { record: rest, otherWay: failure }
+    : { record, otherWay: undefined };
 }

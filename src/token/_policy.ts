@@ -71,27 +71,6 @@ export function timesAfterStep(
   return { ...cached, times, expiresAt };
 }
 
-/** `token` as a provider caches it at the clocks now (`wall`, `steady`); without its steady expiry, its wall one read now. */
-export function cachedToken(
-  token: IssuedToken,
-  refreshMargin: number | undefined,
-  wall: number,
-  steady: number,
-  steadyExpiresAt = steady + token.expiresAt - wall,
-): CachedToken {
-  return timesAfterStep(
-    {
-      token,
-      times: tokenTimes(token, refreshMargin),
-      ready: Promise.resolve(token),
-      expiresAt: token.expiresAt,
-      steadyExpiresAt,
-    },
-    wall,
-    steady,
-  );
-}
-
 /**
  * `record` with the token a provider holds (`cached`) at its expiry there: moved back by a step back of the wall
  * clock, which the stored copy does not know (it would read as newer, and be handed out expired).

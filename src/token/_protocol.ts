@@ -1,5 +1,5 @@
-// Internal: the token endpoint's wire protocol. tokenAttempt, every token
-// request's path, sends, reads the body within the deadline, then processes the
+// Internal: token requests through the module's one attempt loop, with their events, and the token endpoint's wire
+// protocol. tokenAttempt, every token request's path, sends, reads the body within the deadline, then processes the
 // answer synchronously: tests/token_answers_test.ts drives each shape serverless.
 
 import {
@@ -8,20 +8,30 @@ import {
   isPermissionError,
 } from "../core/_cause.ts";
 import {
+  PartnerApiError,
   QuotaExceededError,
   type TokenFailureReason,
   TokenRequestError,
   type TokenRequestErrorInit,
 } from "../core/errors.ts";
+import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import { cleanResponse, escapeControls, serverText } from "../core/_redact.ts";
-import { discard, readBounded, retryAfterMs } from "../core/_attempt_loop.ts";
+import {
+  discard,
+  type Next,
+  readBounded,
+  retryAfterMs,
+  retryDelay,
+  retryStep,
+  sendAttempts,
+} from "../core/_attempt_loop.ts";
 import { fieldsOf, given, tried } from "../core/_check.ts";
-import type { Deadline } from "../core/_deadlines.ts";
-import type { TokenEndpoint } from "./_endpoint.ts";
-import { tokenHint } from "./_hint.ts";
-import { quotaRetryAt } from "./_policy.ts";
+import { type Deadline, ownDeadlines } from "../core/_deadlines.ts";
+import type { ProviderConfig, TokenEndpoint } from "./_endpoint.ts";
+import { tokenHint } from "./_failure.ts";
+import { isRetryable, quotaRetryAt } from "./_policy.ts";
 import {
   isAccessToken,
   type IssuedToken,
@@ -35,25 +45,114 @@ const MAX_TOKEN_BODY = 64 * 1024;
 const DEFAULT_EXPIRES_IN = 3600;
 const CONTEXT = "Cannot request token";
 
-/** One attempt under `deadline`: send, read, process; throws a TokenRequestError (a QuotaExceededError for a 429). */
-export async function tokenAttempt(
+/** What one token attempt came to. */
+export type TokenOutcome =
+  | { readonly token: IssuedToken; readonly error?: undefined }
+  | { readonly error: unknown; readonly token?: undefined };
+
+/**
+ * After each attempt: a failure worth another (`isRetryable`) is retried while
+ * retries last, after `Retry-After` (up to `maxRetryAfter`) or a jittered backoff.
+ */
+export function nextTokenStep(
+  outcome: TokenOutcome,
+  retries: number,
+  policy: TokenSending,
+  now: number,
+): Next<IssuedToken> {
+  const { token, error } = outcome;
+  if (token !== undefined) return { do: "done", value: token };
+  const wait = isRetryable(error)
+    ? retryDelay(
+      policy.backoff,
+      retries,
+      policy.random,
+      error.response && retryAfterMs(error.response.headers, now),
+    )
+    : undefined;
+  if (wait === undefined) return { do: "fail", error };
+  // Only network, timeout and status failures are retried.
+  const { reason, status } = error as TokenRequestError & {
+    reason: TokenRetryEvent["reason"];
+  };
+  return retryStep(policy.onEvent, "token.retry", reason, status ?? 0, wait);
+}
+
+/** What a token request needs besides the endpoint. */
+export type TokenSending = Pick<
+  ProviderConfig,
+  "backoff" | "random" | "onEvent"
+>;
+
+/**
+ * One token request with its retries; `beforeSend` is called as each attempt goes out, and what it returns (a quota
+ * block's refusal: another flight's 429) is thrown in place of sending it.
+ */
+export function requestWithRetries(
+  endpoint: TokenEndpoint,
+  sending: TokenSending,
+  signal: AbortSignal | undefined,
+  beforeSend: (now: number) => unknown,
+): Promise<IssuedToken> {
+  return sendAttempts<TokenOutcome, IssuedToken>({
+    signal,
+    limits: ownDeadlines(endpoint.timeout),
+    listener: sending.onEvent,
+    now: endpoint.now,
+    attempt: async (deadline) => {
+      const refusal = beforeSend(endpoint.now());
+      if (refusal !== undefined) throw refusal;
+      return await tokenAttempt(endpoint, deadline, signal);
+    },
+    // Each attempt but the first is a retry: a step other than "again" ends the request.
+    next: (outcome, _deadline, attempt) =>
+      nextTokenStep(outcome, attempt - 1, sending, endpoint.now()),
+    heard: (outcome, _attempt, durationMs): TokenRequestEvent => {
+      const { token, error } = outcome;
+      if (token !== undefined) {
+        const quota = quotaOf(token.quota);
+        return { type: "token.request", outcome: "ok", durationMs, ...quota };
+      }
+      return {
+        type: "token.request",
+        outcome: "error",
+        // Anything else is the caller's signal: nobody waited any more.
+        reason: error instanceof PartnerApiError ? error.reason : "aborted",
+        durationMs,
+        ...(error instanceof QuotaExceededError ? quotaOf(error.buckets) : {}),
+      };
+    },
+  });
+}
+
+/** The quota as the event's own copy (the listener gets it frozen). */
+function quotaOf(buckets: readonly QuotaBucket[]) {
+  return buckets.length === 0
+    ? {}
+    : { quota: buckets.map((bucket) => ({ ...bucket })) };
+}
+
+/** One attempt under `deadline`: send, read, process; its token, else its error (a QuotaExceededError for a 429), but the caller's abort is thrown. */
+async function tokenAttempt(
   endpoint: TokenEndpoint,
   deadline: Deadline,
   signal: AbortSignal | undefined,
-): Promise<IssuedToken> {
+): Promise<TokenOutcome> {
   try {
     const sentAt = endpoint.now();
     const sent = sendTokenRequest(endpoint, deadline.signal);
     const response = await deadline.race(sent, discard);
     const text = await deadline.race(readTokenBody(endpoint, response));
-    return processTokenAnswer(endpoint, response, text, sentAt);
+    return { token: processTokenAnswer(endpoint, response, text, sentAt) };
   } catch (error) {
     signal?.throwIfAborted();
-    if (!deadline.timedOut) throw error;
-    throw new TokenRequestError(
-      `${CONTEXT}: no answer from ${endpoint.where} within ${endpoint.timeout} ms`,
-      { reason: "timeout", cause: deadline.signal.reason },
-    );
+    if (!deadline.timedOut) return { error };
+    return {
+      error: new TokenRequestError(
+        `${CONTEXT}: no answer from ${endpoint.where} within ${endpoint.timeout} ms`,
+        { reason: "timeout", cause: deadline.signal.reason },
+      ),
+    };
   }
 }
 

@@ -5,9 +5,8 @@ import { QuotaExceededError, TokenRequestError } from "../core/errors.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
-import { requestWithRetries } from "./_attempts.ts";
 import { callListener, emit } from "../core/_emit.ts";
-import { quotaExceeded } from "./_protocol.ts";
+import { quotaExceeded, requestWithRetries } from "./_protocol.ts";
 import { given, tried, typeError } from "../core/_check.ts";
 import { TokenCache } from "./_token_cache.ts";
 import {
@@ -40,7 +39,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import type { StoreAccess, TokenRequest } from "../store/token_access.ts";
-import type { ProviderConfig } from "./_options.ts";
+import type { ProviderConfig } from "./_endpoint.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 
 /** The provider behind {@linkcode createTokenProvider}. */
@@ -179,9 +178,7 @@ export class CachingTokenProvider implements TokenProvider {
         return this.#flights.join(flight!, signal);
       case "blocked":
         // From this read of the block: a second read of the steady clock may find it over.
-        return Promise.reject(
-          quotaExceeded(blockedUntil!, this.#quota?.buckets ?? []),
-        );
+        return Promise.reject(this.#blockedAt(now, blockedUntil));
       case "failed":
         return Promise.reject(this.#failureError());
       case "request":
@@ -217,8 +214,8 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** One flight: the store (read once, and again as a request's answer is stored over it), else one request with retries. */
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
-    let refusal: QuotaExceededError | undefined;
-    let failed: TokenRequestError | undefined;
+    // The request's own refusal or failure (one request a flight), rethrown when no token comes.
+    let thrown: TokenRequestError | undefined;
     const attempt: TokenRequest = async () => {
       try {
         const token = await requestWithRetries(
@@ -232,34 +229,33 @@ export class CachingTokenProvider implements TokenProvider {
         );
         // A success forgets the failures before it.
         this.#failure = this.#otherWay = undefined;
+        this.#cache.requested(token);
         // Without a store the token is kept as built: nothing copies it.
         const kept = !this.#store.present ? token : storableToken(token);
         return { token: kept, ...this.#quotaRecord(token.quota) };
       } catch (error) {
+        if (!(error instanceof TokenRequestError)) throw error;
+        thrown = error;
         if (error instanceof QuotaExceededError) {
-          refusal = error;
           return {
             blockedUntil: this.#local.mark(error.retryAt, this.#now()),
             ...this.#quotaRecord(error.buckets),
           };
         }
-        if (!(error instanceof TokenRequestError)) throw error;
-        failed = error;
         return this.#failed(error);
       }
     };
     // The fleet's 401 ledger goes with every record this provider writes.
     const request: TokenRequest = async () =>
       given({ ...await attempt(), renewal: this.#renewal });
-    const sending = this.#cache.sending(request);
-    const { record, saved } = await this.#store.obtain(sending, signal, {
+    const { record, saved } = await this.#store.obtain(request, signal, {
       answeredBy: (record) => this.#answersNeed(record),
       take: (record) => this.#takeRecord(record),
       requestBudget: this.#requestBudget,
     });
     this.#takeRecord(record);
     if (!saved) await this.#store.save(this.#record());
-    return this.#handOut(refusal, failed);
+    return this.#handOut(thrown);
   }
 
   /** A failed request's record: its cooldown, kept before the flight settles (none slips in), and for the fleet. */
@@ -282,17 +278,13 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /** The token to hand out after a flight, or why there is none. */
-  #handOut(
-    refusal: QuotaExceededError | undefined,
-    failed: TokenRequestError | undefined,
-  ): IssuedToken {
+  #handOut(thrown: TokenRequestError | undefined): IssuedToken {
     const now = this.#now();
     const cached = this.#cache.moved(now);
     if (cached !== undefined && now < cached.times.usableUntil) {
       return cached.token;
     }
-    if (refusal !== undefined) throw refusal;
-    if (failed !== undefined) throw failed;
+    if (thrown !== undefined) throw thrown;
     const blocked = this.#blockedAt(now);
     if (blocked !== undefined) throw blocked;
     // Another process's failure, read from the store: its cooldown holds here.
@@ -365,11 +357,10 @@ export class CachingTokenProvider implements TokenProvider {
     return seenHere(record, this.#cache.moved(now));
   }
 
-  /** The quota block's refusal while it lasts at `now`. */
-  #blockedAt(now: number): QuotaExceededError | undefined {
-    const until = this.#local.read(this.#blockedUntil, now) ?? -Infinity;
-    return now < until
-      ? quotaExceeded(until, this.#quota?.buckets ?? [])
+  /** The quota block's refusal while it lasts at `now` (`until`: its end, as read). */
+  #blockedAt(now: number, until = this.#local.read(this.#blockedUntil, now)) {
+    return now < (until ?? -Infinity)
+      ? quotaExceeded(until!, this.#quota?.buckets ?? [])
       : undefined;
   }
 

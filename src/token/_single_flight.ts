@@ -3,15 +3,12 @@
 import { raceAbort, unrefTimer } from "../core/_deadlines.ts";
 import { MAX_TIMER_MS } from "../core/_check.ts";
 
-/** One run of the work, as its callers see it. */
+/** One run of the work. */
 export interface Flight<T> {
   /** Settles with the work's own outcome, or the abandonment error. */
   readonly promise: Promise<T>;
   /** The caller's steady clock's reading after which nobody should join it (a wall clock's step moves it not). */
   readonly deadline: number;
-}
-
-interface Running<T> extends Flight<T> {
   /** The error the flight itself ended with, once it has. */
   failure?: { readonly error: unknown };
   /** One handler per flight, not per caller: a burst of joins stays cheap. */
@@ -41,7 +38,7 @@ export interface FlightPlan<T> extends Pick<Flight<T>, "deadline"> {
  * request under way counts against the quota, so its token is kept for the next.
  */
 export class SingleFlight<T> {
-  #current: Running<T> | undefined;
+  #current: Flight<T> | undefined;
 
   get current(): Flight<T> | undefined {
     return this.#current;
@@ -56,19 +53,16 @@ export class SingleFlight<T> {
       flight.failure = { error };
       controller.abort(error);
       this.drop(flight);
-      abandon(error);
     }, plan.budget);
-    let abandon: (error: unknown) => void = () => {};
-    const abandonment = new Promise<never>((_, reject) => abandon = reject);
-    abandonment.catch(() => {});
     const work = plan.run(controller.signal).finally(() => {
       watchdog.clear();
       this.drop(flight);
     });
     work.catch((error) => flight.failure ??= { error });
-    const flight: Running<T> = {
+    const flight: Flight<T> = {
       deadline: plan.deadline,
-      promise: Promise.race([work, abandonment]),
+      // Abandoned, it rejects with the abort's reason: the abandonment error.
+      promise: raceAbort(work, controller.signal),
       recover: (error, signal) => {
         if (flight.failure?.error === error) throw error;
         this.drop(flight);
@@ -81,14 +75,13 @@ export class SingleFlight<T> {
 
   /** Waits for `flight`; a caller's aborted signal rejects with its reason, the flight goes on. */
   join(flight: Flight<T>, signal: AbortSignal | undefined): Promise<T> {
-    const running = flight as Running<T>;
     if (signal === undefined) {
       // Shared: 100,000 callers of one flight cost one promise, not 100,000.
-      return running.shared ??= running.promise.catch(running.recover);
+      return flight.shared ??= flight.promise.catch(flight.recover);
     }
-    return raceAbort(running.promise, signal).catch((error) => {
+    return raceAbort(flight.promise, signal).catch((error) => {
       if (signal.aborted && error === signal.reason) throw error;
-      return running.recover(error, signal);
+      return flight.recover(error, signal);
     });
   }
 

@@ -1,12 +1,10 @@
-// Internal: the token a provider holds, read on two clocks. Its expiry is the earlier of the wall clock's (a host
-// suspended, which the steady clock does not count) and the steady clock's (a wall clock stepped back while the
-// token was on its way or held), so a step of the wall clock never makes an expired token usable.
+// Internal: the token a provider holds, read on two clocks (`timesAfterStep()`): a step of the wall clock never makes
+// an expired token usable.
 
-import { type CachedToken, cachedToken, timesAfterStep } from "./_policy.ts";
+import { type CachedToken, timesAfterStep, tokenTimes } from "./_policy.ts";
 import { tokenFingerprint } from "./ledger.ts";
 import { readsMonotoneClock } from "../core/_clock.ts";
 import type { IssuedToken } from "../core/token_values.ts";
-import type { TokenRecord } from "../store/types.ts";
 
 /**
  * The steady expiry of each token this process's providers requested, by fingerprint, while it lasts: a provider on
@@ -67,7 +65,14 @@ export class TokenCache {
       : undefined;
     const sent = own ?? (this.#shared ? SENT.get(fingerprint) : undefined);
     const steady = this.#steady();
-    this.#cached = cachedToken(token, this.#refreshMargin, now, steady, sent);
+    const cached = {
+      token,
+      times: tokenTimes(token, this.#refreshMargin),
+      ready: Promise.resolve(token),
+      expiresAt: token.expiresAt,
+      steadyExpiresAt: sent ?? steady + token.expiresAt - now,
+    };
+    this.#cached = timesAfterStep(cached, now, steady);
   }
 
   /** Drops the token held if it is `accessToken`. */
@@ -82,29 +87,17 @@ export class TokenCache {
     this.#attemptAt = this.#steady();
   }
 
-  /** `request`, the steady expiry of the token it brings kept: from its attempt's sending, never later. */
-  sending(
-    request: () => Promise<TokenRecord>,
-  ): () => Promise<TokenRecord> {
-    return async () => {
-      const started = this.#steady();
-      const record = await request();
-      if (record.token === undefined) return record;
-      // Retries come first: the lifetime counts from the attempt that brought it (else from the request's start).
-      const sentAt = Math.max(started, this.#attemptAt);
-      const at = sentAt + record.token.expiresIn * 1000;
-      this.#sent = {
-        fingerprint: tokenFingerprint(record.token.accessToken),
-        at,
-      };
-      if (this.#shared) remember(this.#sent.fingerprint, at, sentAt);
-      return record;
-    };
+  /** Notes `token`, brought by this provider's request: its steady expiry counts from its attempt's sending, never later. */
+  requested(token: IssuedToken): void {
+    // Retries come first: the lifetime counts from the attempt that brought it (attempting() was called as it went).
+    const sentAt = this.#attemptAt;
+    const at = sentAt + token.expiresIn * 1000;
+    const fingerprint = tokenFingerprint(token.accessToken);
+    this.#sent = { fingerprint, at };
+    if (this.#shared) {
+      // For the process's other providers, dropping those past (at most one per live token).
+      for (const [key, until] of SENT) if (until <= sentAt) SENT.delete(key);
+      SENT.set(fingerprint, at);
+    }
   }
-}
-
-/** Keeps a token's steady expiry for the process's other providers, dropping those past (at most one per live token). */
-function remember(fingerprint: string, at: number, steady: number): void {
-  for (const [key, until] of SENT) if (until <= steady) SENT.delete(key);
-  SENT.set(fingerprint, at);
 }

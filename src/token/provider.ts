@@ -1,10 +1,9 @@
 // One token request, and the caching provider on the same sending. Public through ./token.
 
-import { requestWithRetries } from "./_attempts.ts";
+import { requestWithRetries } from "./_protocol.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
 import { requireSignal } from "../core/_check.ts";
-import { tokenEndpoint } from "./_endpoint.ts";
-import { providerConfig } from "./_options.ts";
+import { providerConfig, tokenEndpoint } from "./_endpoint.ts";
 import { CachingTokenProvider } from "./_provider.ts";
 import { providerSecrets } from "../core/_redact.ts";
 import { StoreAccess } from "../store/token_access.ts";
