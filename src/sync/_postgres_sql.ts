@@ -151,13 +151,6 @@ export const unkeySql = (table: string, always = false) =>
     WHERE target = $1::text AND keyed IS DISTINCT FROM checkpoint)`
   }`;
 
-/** The first and last keys ($1 how many each) with their items: the run's `keyOf` must make the same of them. */
-export const keyEndsSql = (table: string) =>
-  ["", " DESC"].map((order) =>
-    `(SELECT item::text AS item, ${KEY} AS key FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NOT NULL
-    ORDER BY ${KEY}${order} LIMIT 16)`
-  ).join(" UNION ALL ");
-
 /** Keys rows still without one: $1 `[[id, key], ...]`. */
 export const keySql = (table: string) =>
   `UPDATE ${table} t SET ${KEY} = k.value ->> 1 FROM json_array_elements($1::text::json) AS k (value)

@@ -27,6 +27,8 @@ export const STAGE_TABLE = "partner_api_sync_stage";
 export const SEEN_TABLE = "partner_api_sync_seen";
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
+/** A row as a dialect reads it. */
+type Row = Readonly<Record<string, unknown>>;
 /** A dialect's answer: at once (node:sqlite is synchronous) or later. */
 type Answer<R> = R | Promise<R>;
 /** What `unseenBetween` is asked: cycle, range, most, keyOf, signal. */
@@ -261,6 +263,17 @@ export function leaseSql(
     release: `DELETE FROM ${LEASE_TABLE} WHERE ${where}`,
   };
 }
+
+/** The first and last 16 keys with their items (`item` as text): `keysWrong` judges them. */
+export const keyEndsSql = (table: string, item: string) =>
+  ["", " DESC"].map((order, i) =>
+    `SELECT * FROM (SELECT ${item} AS item, partner_api_key AS key FROM ${table} WHERE deleted_at IS NULL
+    AND partner_api_key IS NOT NULL ORDER BY partner_api_key${order} LIMIT 16) AS e${i}`
+  ).join(" UNION ALL ");
+
+/** Whether a key of `rows` (`keyEndsSql`'s) is not what `keyOf` makes of its item: an `id` function that changed. */
+export const keysWrong = (rows: readonly Row[], keyOf: Ask[3]) =>
+  rows.some((row) => storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key);
 
 /** `"<table>_changes"`, the change table of a quoted table. */
 export function changeTableOf(table: string): string {

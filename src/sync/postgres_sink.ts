@@ -15,7 +15,6 @@ import {
   createChangesSql,
   createSql,
   KEY,
-  keyEndsSql,
   keySql,
   LEASE_SQL,
   postgresText,
@@ -263,11 +262,11 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** Keys the live rows without a key, a page of KEY_PAGE a query by id; one `keyOf` cannot key stays without. */
   async #keyAll(keyOf: kit.Ask[3], signal?: AbortSignal): Promise<void> {
-    const ends = await this.#read(keyEndsSql(this.#table), []);
-    const wrong = (row: Row) =>
-      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
+    const ends = kit.keyEndsSql(this.#table, "item::text");
     // An `id` function that changed leaves every key of the other's making.
-    if (ends.some(wrong)) await this.#read(unkeySql(this.#table, true), []);
+    if (kit.keysWrong(await this.#read(ends, []), keyOf)) {
+      await this.#read(unkeySql(this.#table, true), []);
+    }
     const keying = keySql(this.#table);
     for (let after: string | null = null;;) {
       signal?.throwIfAborted(); // the pages keyed so far stay

@@ -279,12 +279,8 @@ class SqliteDialect implements kit.SqlDialect {
     this.commits.grouping = false;
     this.commits.commit();
     if (!this.#db.isOpen) return;
-    const st = this.#statements();
-    withinBusyWait(
-      this.#db,
-      BUSY_STEP,
-      () => st.release.run(this.#target, token),
-    );
+    const release = () => this.#statements().release.run(this.#target, token);
+    withinBusyWait(this.#db, BUSY_STEP, release);
   }
 
   /** Before the sink closes: a lease it holds goes too (the next run takes the copy at once, not once stale). */
