@@ -271,9 +271,19 @@ export const keyEndsSql = (table: string, item: string) =>
     AND partner_api_key IS NOT NULL ORDER BY partner_api_key${order} LIMIT 16) AS e${i}`
   ).join(" UNION ALL ");
 
-/** Whether a key of `rows` (`keyEndsSql`'s) is not what `keyOf` makes of its item: an `id` function that changed. */
+/**
+ * Whether a key of `rows` (`keyEndsSql`'s) is not what `keyOf` makes of its item: an `id` function that changed, whose
+ * keys all go (`unkeySql`) to be made again (a wrong key hides its row from a window's range).
+ */
 export const keysWrong = (rows: readonly Row[], keyOf: Ask[3]) =>
   rows.some((row) => storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key);
+
+/**
+ * Clears every key (if SQL `when` holds). Also done when another writer (0.4) saved the checkpoint since a keying
+ * version did (`keyed`, the checkpoint it saved): the rows it rewrote kept their old items' keys.
+ */
+export const unkeySql = (table: string, when = "") =>
+  `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL${when}`;
 
 /** `"<table>_changes"`, the change table of a quoted table. */
 export function changeTableOf(table: string): string {
@@ -286,7 +296,7 @@ export function changeTableOf(table: string): string {
  * `last` names now, and why the copy is not this sink's (`foreign`), seen before its rows are.
  */
 export interface CopyState {
-  readonly checkpoint: string | null | undefined;
+  readonly checkpoint?: string | null | undefined;
   readonly rows: number;
   readonly recorded?: number | null | undefined;
   readonly last?: string | null | undefined;

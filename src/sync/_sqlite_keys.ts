@@ -12,12 +12,10 @@ import {
   keysWrong,
   once,
   SEEN_TABLE,
+  unkeySql,
 } from "./_sql_sink.ts";
 
-/**
- * Clears every key when another writer (0.4) saved the checkpoint since a keying version did (`keyed`, the checkpoint
- * it saved): the rows it rewrote kept their old items' keys. Back-fill keys them again.
- */
+/** Clears every key when another writer saved the checkpoint since a keying version did (`unkeySql`). */
 export async function unkeyAfterOthers(
   db: DatabaseSync,
   table: string,
@@ -30,19 +28,12 @@ export async function unkeyAfterOthers(
   ).get(target);
   if (other === undefined) return;
   await commits.open(signal); // on timers while another connection holds the write lock
-  commits.batch(() => unkeyAll(db, table));
-}
-
-function unkeyAll(db: DatabaseSync, table: string): void {
-  db.exec(
-    `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
-  );
+  commits.batch(() => db.exec(unkeySql(table)));
 }
 
 /**
- * Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. All
- * keys are made again when the first and last are not what the run's `keyOf` makes of their items (an `id` function
- * changed): a wrong key hides its row from a window's range.
+ * Range reads that key the live rows without a key at the first (all, when `keysWrong`): made again for each run, and
+ * after a cycle's end.
  */
 export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const unkeyed = db.prepare(
@@ -65,7 +56,7 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const keys = once(async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
     if (keysWrong(ends.all(), keyOf)) {
       await commits.open(signal);
-      commits.batch(() => unkeyAll(db, table));
+      commits.batch(() => db.exec(unkeySql(table)));
     }
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {

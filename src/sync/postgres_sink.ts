@@ -17,9 +17,9 @@ import {
   KEY,
   keySql,
   LEASE_SQL,
+  OTHER_SAVED,
   postgresText,
   unkeyedSql,
-  unkeySql,
   unseenSql,
 } from "./_postgres_sql.ts";
 import { storedKey } from "./_key_text.ts";
@@ -161,16 +161,11 @@ class PostgresDialect implements kit.SqlDialect {
     this.#recording = (await this.#changeTableFound()).found === "true";
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
-      return { checkpoint: undefined, rows: 0, foreign };
+      return { rows: 0, foreign };
     }
     const state = await this.#row(copySql(table, has), [table.slice(1, -1)]);
-    return {
-      checkpoint: state.checkpoint,
-      rows: Number(state.count ?? 0),
-      recorded: state.recorded == null ? null : Number(state.recorded),
-      last: state.last,
-      found: state.found,
-    };
+    const recorded = state.recorded == null ? null : Number(state.recorded);
+    return { ...state, rows: Number(state.rows ?? 0), recorded };
   }
 
   async prepare(): Promise<void> {
@@ -189,7 +184,7 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** Once the lease is taken, the keys another writer (0.4) left stale cleared: a failure lets the lease go. */
   async ready(): Promise<void> {
-    await this.#read(unkeySql(this.#table), [this.#target]);
+    await this.#read(kit.unkeySql(this.#table, OTHER_SAVED), [this.#target]);
   }
 
   refresh(token: string): Promise<unknown> {
@@ -265,7 +260,7 @@ class PostgresDialect implements kit.SqlDialect {
     const ends = kit.keyEndsSql(this.#table, "item::text");
     // An `id` function that changed leaves every key of the other's making.
     if (kit.keysWrong(await this.#read(ends, []), keyOf)) {
-      await this.#read(unkeySql(this.#table, true), []);
+      await this.#read(kit.unkeySql(this.#table), []);
     }
     const keying = keySql(this.#table);
     for (let after: string | null = null;;) {
