@@ -145,8 +145,6 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #file: string | undefined;
   readonly commits: Commits;
   #prepared: Statements | undefined;
-  /** The lease this sink's run holds. */
-  #held: string | undefined;
   #changes: ChangeStatements | undefined;
   #keyed: ReturnType<typeof keyedCopy> | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
@@ -238,8 +236,7 @@ class SqliteDialect implements kit.SqlDialect {
     // reader) took nothing.
     const holder = this.#holder(st);
     if (holder?.owner === token) {
-      this.#held = token;
-      this.commits.grouping = true;
+      this.commits.held = token;
       this.#keyed = undefined;
       return { taken: token };
     }
@@ -275,8 +272,7 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   release(token: string): void {
-    this.#held = undefined;
-    this.commits.grouping = false;
+    this.commits.held = undefined;
     this.commits.commit();
     if (!this.#db.isOpen) return;
     const release = () => this.#statements().release.run(this.#target, token);
@@ -285,7 +281,8 @@ class SqliteDialect implements kit.SqlDialect {
 
   /** Before the sink closes: a lease it holds goes too (the next run takes the copy at once, not once stale). */
   close(): void {
-    if (this.#held !== undefined) this.release(this.#held);
+    const held = this.commits.held;
+    if (held !== undefined) this.release(held);
     this.commits.commit(); // none is left open: a run's release commits, a write without one at once
   }
 
