@@ -7,29 +7,12 @@ import { storedKey, type UnseenRow } from "./_key_text.ts";
 import type { Commits } from "./_sqlite_commits.ts";
 import {
   type Ask,
-  CHECKPOINT_TABLE,
   keyEndsSql,
   keysWrong,
   once,
   SEEN_TABLE,
   unkeySql,
 } from "./_sql_sink.ts";
-
-/** Clears every key when another writer saved the checkpoint since a keying version did (`unkeySql`). */
-export async function unkeyAfterOthers(
-  db: DatabaseSync,
-  table: string,
-  target: string,
-  commits: Commits,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const other = db.prepare(
-    `SELECT 1 FROM ${CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
-  ).get(target);
-  if (other === undefined) return;
-  await commits.open(signal); // on timers while another connection holds the write lock
-  commits.batch(() => db.exec(unkeySql(table)));
-}
 
 /**
  * Range reads that key the live rows without a key at the first (all, when `keysWrong`): made again for each run, and

@@ -30,7 +30,7 @@ import {
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
-import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
+import { keyedCopy } from "./_sqlite_keys.ts";
 import {
   BUSY_STEP,
   Commits,
@@ -249,9 +249,14 @@ class SqliteDialect implements kit.SqlDialect {
     return live ? holderOf(false, holder.owner) : WRITER;
   }
 
-  ready(signal: AbortSignal | undefined): Promise<void> {
-    const [db, table, target] = [this.#db, this.#table, this.#target];
-    return unkeyAfterOthers(db, table, target, this.commits, signal);
+  /** Once the lease is taken: every key cleared if another writer saved the checkpoint since a keying version did. */
+  async ready(signal: AbortSignal | undefined): Promise<void> {
+    const other = this.#db.prepare(
+      `SELECT 1 FROM ${kit.CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
+    ).get(this.#target);
+    if (other === undefined) return;
+    await this.commits.open(signal); // on timers while another connection holds the write lock
+    this.commits.batch(() => this.#db.exec(kit.unkeySql(this.#table)));
   }
 
   #holder(st: Statements): LockSighting | undefined {
