@@ -165,12 +165,11 @@ function judgeCopy(
   const refuse = (why: string) =>
     sinkMismatch(dialect.what, why, dialect.instead);
   if (state.foreign !== undefined) throw refuse(state.foreign);
-  if (state.checkpoint === undefined || state.checkpoint === null) {
+  if (state.checkpoint == null) {
+    const rows = state.rows === 1 ? "1 row" : `${state.rows} rows`;
     if (state.rows > 0) {
       throw refuse(
-        `it holds ${state.rows} row${
-          state.rows === 1 ? "" : "s"
-        } that no checkpoint covers: it was not made by a sync`,
+        `it holds ${rows} that no checkpoint covers: it was not made by a sync`,
       );
     }
     return { checkpoint: undefined, rows: 0, last: null };

@@ -247,7 +247,6 @@ class PostgresDialect implements kit.SqlDialect {
     return (await this.#read(sql, [JSON.stringify(ids)])).map((r) => `${r.id}`);
   }
 
-  /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
   async unseenBetween(...[cycle, range, most, keyOf, signal]: kit.Ask) {
     await this.#keyed.get(keyOf, signal);
     const unseen = unseenSql(this.#table, this.#target, cycle, range, most);
