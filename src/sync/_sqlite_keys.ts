@@ -14,10 +14,7 @@ import {
   unkeySql,
 } from "./_sql_sink.ts";
 
-/**
- * Range reads that key the live rows without a key at the first (all, when `keysWrong`): made again for each run, and
- * after a cycle's end.
- */
+/** Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. */
 export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const unkeyed = db.prepare(
     `SELECT rowid, item FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000`,
@@ -35,7 +32,7 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
     );
   const up = read("partner_api_key > ?3 AND partner_api_key <= ?4", "");
   const down = read("partner_api_key < ?3 AND partner_api_key >= ?4", " DESC");
-  /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
+  /** Keys each live row whose key is NULL (all, when `keysWrong`), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
   const keys = once(async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
     if (keysWrong(ends.all(), keyOf)) {
       await commits.open(signal);

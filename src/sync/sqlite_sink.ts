@@ -169,10 +169,7 @@ class SqliteDialect implements kit.SqlDialect {
     this.commits = new Commits(db, this.what, wait);
   }
 
-  /**
-   * The first change, once the copy passed: journal mode, then the tables, each once another connection's lock lets
-   * it (waited for on timers, as a batch waits).
-   */
+  /** The first change, once the copy passed: journal mode, then the tables, each once another connection's lock lets it. */
   async prepare(signal?: AbortSignal): Promise<void> {
     if (this.#prepared !== undefined) return;
     // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
