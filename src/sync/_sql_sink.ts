@@ -278,8 +278,8 @@ export const keysWrong = (rows: readonly Row[], keyOf: Ask[3]) =>
   rows.some((row) => storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key);
 
 /**
- * Clears every key (if SQL `when` holds). Also done when another writer (0.4) saved the checkpoint since a keying
- * version did (`keyed`, the checkpoint it saved): the rows it rewrote kept their old items' keys.
+ * Clears every key (only if SQL `when` holds): after `keysWrong`, or once another writer (0.4) saved the checkpoint
+ * since a keying version did (`keyed`, the checkpoint it saved), as the rows it rewrote kept their old items' keys.
  */
 export const unkeySql = (table: string, when = "") =>
   `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL${when}`;
