@@ -61,7 +61,7 @@ export function copySql(
   const join = has.checkpoints
     ? ` LEFT JOIN ${kit.CHECKPOINT_TABLE} c ON c.target = one.target`
     : "";
-  return `SELECT ${count} AS count,
+  return `SELECT ${count} AS rows,
   ${has.checkpoints ? "c.checkpoint::text" : "NULL::text"} AS checkpoint,
   ${has.recorded ? "c.rows::text" : "NULL::text"} AS recorded,
   ${has.recorded ? "c.last" : "NULL::text"} AS last,
@@ -141,22 +141,9 @@ export const unkeyedSql = (table: string, after: boolean) =>
   `SELECT id, item::text AS item FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NULL
   AND id ${after ? ">" : ">="} $1::text ORDER BY id LIMIT $2::text::bigint`;
 
-/**
- * Clears every key ($1 the target) when another writer (0.4) saved the checkpoint since a keying version did (`keyed`,
- * the checkpoint it saved): the rows it rewrote kept their old items' keys. With `always`, whatever saved last.
- */
-export const unkeySql = (table: string, always = false) =>
-  `UPDATE ${table} SET ${KEY} = NULL WHERE ${KEY} IS NOT NULL${
-    always ? "" : ` AND EXISTS (SELECT 1 FROM ${kit.CHECKPOINT_TABLE}
-    WHERE target = $1::text AND keyed IS DISTINCT FROM checkpoint)`
-  }`;
-
-/** The first and last keys ($1 how many each) with their items: the run's `keyOf` must make the same of them. */
-export const keyEndsSql = (table: string) =>
-  ["", " DESC"].map((order) =>
-    `(SELECT item::text AS item, ${KEY} AS key FROM ${table} WHERE deleted_at IS NULL AND ${KEY} IS NOT NULL
-    ORDER BY ${KEY}${order} LIMIT 16)`
-  ).join(" UNION ALL ");
+/** `kit.unkeySql`'s `when` ($1 the target): another writer saved the checkpoint since a keying version did. */
+export const OTHER_SAVED = ` AND EXISTS (SELECT 1 FROM ${kit.CHECKPOINT_TABLE}
+  WHERE target = $1::text AND keyed IS DISTINCT FROM checkpoint)`;
 
 /** Keys rows still without one: $1 `[[id, key], ...]`. */
 export const keySql = (table: string) =>

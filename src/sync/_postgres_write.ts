@@ -67,13 +67,11 @@ type Shape = ReturnType<typeof shapeOf>;
  */
 function writeSql(table: string, shape: Shape): string {
   const { owner, ends } = shape;
-  const gates = [
-    ...(owner === undefined ? [] : ["EXISTS (SELECT 1 FROM lease)"]),
-    ...(ends === undefined ? [] : ["(SELECT NOT refused FROM guard)"]),
-  ];
-  const when = (word: "WHERE" | "AND") =>
-    gates.length === 0 ? "" : `${word} ${gates.join(" AND ")}`;
-  const [and, where, holds] = [when("AND"), when("WHERE"), held(table)];
+  const and = [
+    ...(owner === undefined ? [] : [" AND EXISTS (SELECT 1 FROM lease)"]),
+    ...(ends === undefined ? [] : [" AND (SELECT NOT refused FROM guard)"]),
+  ].join("");
+  const [where, holds] = [`WHERE true${and}`, held(table)];
   const writes = shape.stages ? `WHERE ${holds}` : "WHERE true";
   const parts = [
     // The lease refreshed, only while `owner` still holds it.
@@ -86,7 +84,7 @@ function writeSql(table: string, shape: Shape): string {
     // Only a new, changed, marked or unkeyed row is written: a sweep over an unchanged list rewrites none.
     `written AS (
   INSERT INTO ${table} AS t (id, item, deleted_at, ${KEY})
-  SELECT id, item, NULL, key FROM batch b ${writes} ${and}
+  SELECT id, item, NULL, key FROM batch b ${writes}${and}
   ON CONFLICT (id) DO UPDATE SET item = excluded.item, deleted_at = NULL, ${KEY} = excluded.${KEY}
   WHERE t.deleted_at IS NOT NULL OR t.item IS DISTINCT FROM excluded.item OR t.${KEY} IS DISTINCT FROM excluded.${KEY}
   RETURNING 1
@@ -94,7 +92,7 @@ function writeSql(table: string, shape: Shape): string {
     // A sweep's rows the table lacks, held until the cycle passes its guard.
     ...(!shape.stages ? [] : [`staged AS (
   INSERT INTO ${kit.STAGE_TABLE} AS s (target, cycle, id, item, ${KEY})
-  SELECT $1::text, ${shape.cycle}, b.id, b.item, b.key FROM batch b WHERE NOT ${holds} ${and}
+  SELECT $1::text, ${shape.cycle}, b.id, b.item, b.key FROM batch b WHERE NOT ${holds}${and}
   ON CONFLICT (target, id) DO UPDATE SET cycle = excluded.cycle, item = excluded.item, ${KEY} = excluded.${KEY}
   RETURNING 1
 )`]),
@@ -163,20 +161,20 @@ function cycleEndSteps(table: string, shape: Shape, gated: string): string[] {
   INSERT INTO ${table} AS t (id, item, deleted_at, ${KEY})
   SELECT s.id, s.item, NULL, s.${KEY} FROM ${kit.STAGE_TABLE} s
   WHERE s.target = $1::text AND s.cycle = ${cycle}
-    AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = s.id) ${gated}
+    AND NOT EXISTS (SELECT 1 FROM batch b WHERE b.id = s.id)${gated}
   ON CONFLICT (id) DO NOTHING
   RETURNING id, item
 )`,
     `cleared AS (
-  DELETE FROM ${kit.STAGE_TABLE} WHERE target = $1::text AND cycle <= ${cycle} ${gated}
+  DELETE FROM ${kit.STAGE_TABLE} WHERE target = $1::text AND cycle <= ${cycle}${gated}
   RETURNING 1
 )`,
     `forgot AS (
-  DELETE FROM ${kit.SEEN_TABLE} WHERE target = $1::text AND cycle <= ${cycle} ${gated}
+  DELETE FROM ${kit.SEEN_TABLE} WHERE target = $1::text AND cycle <= ${cycle}${gated}
   RETURNING 1
 )`,
     `removed AS (
-  ${change} WHERE t.id = g.id ${gated}
+  ${change} WHERE t.id = g.id${gated}
   RETURNING 1
 )`,
   ];

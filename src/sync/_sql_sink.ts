@@ -27,6 +27,8 @@ export const STAGE_TABLE = "partner_api_sync_stage";
 export const SEEN_TABLE = "partner_api_sync_seen";
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
+/** A row as a dialect reads it. */
+type Row = Readonly<Record<string, unknown>>;
 /** A dialect's answer: at once (node:sqlite is synchronous) or later. */
 type Answer<R> = R | Promise<R>;
 /** What `unseenBetween` is asked: cycle, range, most, keyOf, signal. */
@@ -163,12 +165,11 @@ function judgeCopy(
   const refuse = (why: string) =>
     sinkMismatch(dialect.what, why, dialect.instead);
   if (state.foreign !== undefined) throw refuse(state.foreign);
-  if (state.checkpoint === undefined || state.checkpoint === null) {
+  if (state.checkpoint == null) {
+    const rows = state.rows === 1 ? "1 row" : `${state.rows} rows`;
     if (state.rows > 0) {
       throw refuse(
-        `it holds ${state.rows} row${
-          state.rows === 1 ? "" : "s"
-        } that no checkpoint covers: it was not made by a sync`,
+        `it holds ${rows} that no checkpoint covers: it was not made by a sync`,
       );
     }
     return { checkpoint: undefined, rows: 0, last: null };
@@ -262,6 +263,27 @@ export function leaseSql(
   };
 }
 
+/** The first and last 16 keys with their items (`item` as text): `keysWrong` judges them. */
+export const keyEndsSql = (table: string, item: string) =>
+  ["", " DESC"].map((order, i) =>
+    `SELECT * FROM (SELECT ${item} AS item, partner_api_key AS key FROM ${table} WHERE deleted_at IS NULL
+    AND partner_api_key IS NOT NULL ORDER BY partner_api_key${order} LIMIT 16) AS e${i}`
+  ).join(" UNION ALL ");
+
+/**
+ * Whether a key of `rows` (`keyEndsSql`'s) is not what `keyOf` makes of its item: an `id` function that changed, whose
+ * keys all go (`unkeySql`) to be made again (a wrong key hides its row from a window's range).
+ */
+export const keysWrong = (rows: readonly Row[], keyOf: Ask[3]) =>
+  rows.some((row) => storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key);
+
+/**
+ * Clears every key (only if SQL `when` holds): after `keysWrong`, or once another writer (0.4) saved the checkpoint
+ * since a keying version did (`keyed`, the checkpoint it saved), as the rows it rewrote kept their old items' keys.
+ */
+export const unkeySql = (table: string, when = "") =>
+  `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL${when}`;
+
 /** `"<table>_changes"`, the change table of a quoted table. */
 export function changeTableOf(table: string): string {
   return `"${table.slice(1, -1)}_changes"`;
@@ -273,7 +295,7 @@ export function changeTableOf(table: string): string {
  * `last` names now, and why the copy is not this sink's (`foreign`), seen before its rows are.
  */
 export interface CopyState {
-  readonly checkpoint: string | null | undefined;
+  readonly checkpoint?: string | null | undefined;
   readonly rows: number;
   readonly recorded?: number | null | undefined;
   readonly last?: string | null | undefined;

@@ -30,8 +30,8 @@ export class Commits {
   #failed: unknown;
   /** Whether the open transaction is ours: a caller's own (on a DatabaseSync of theirs) is theirs to end. */
   #ours = false;
-  /** Batches share transactions only while a run holds the lease. */
-  grouping = false;
+  /** The lease this sink's run holds: batches share transactions only while one does. */
+  held: string | undefined;
   /** Rows in the table: batches share transactions from GROUP_FROM on. */
   rows = 0;
 
@@ -96,7 +96,7 @@ export class Commits {
     }
     const age = this.#clock() - this.#opened;
     if (
-      !this.grouping || this.rows < GROUP_FROM ||
+      this.held === undefined || this.rows < GROUP_FROM ||
       ++this.#batches >= GROUP_BATCHES || age >= GROUP_WAIT
     ) {
       this.commit();

@@ -5,50 +5,16 @@ import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { storedKey, type UnseenRow } from "./_key_text.ts";
 import type { Commits } from "./_sqlite_commits.ts";
-import { type Ask, CHECKPOINT_TABLE, once, SEEN_TABLE } from "./_sql_sink.ts";
+import {
+  type Ask,
+  keyEndsSql,
+  keysWrong,
+  once,
+  SEEN_TABLE,
+  unkeySql,
+} from "./_sql_sink.ts";
 
-/**
- * Clears every key when another writer (0.4) saved the checkpoint since a keying version did (`keyed`, the checkpoint
- * it saved): the rows it rewrote kept their old items' keys. Back-fill keys them again.
- */
-export async function unkeyAfterOthers(
-  db: DatabaseSync,
-  table: string,
-  target: string,
-  commits: Commits,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const other = db.prepare(
-    `SELECT 1 FROM ${CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
-  ).get(target);
-  if (other === undefined) return;
-  await commits.open(signal); // on timers while another connection holds the write lock
-  commits.batch(() => unkeyAll(db, table));
-}
-
-function unkeyAll(db: DatabaseSync, table: string): void {
-  db.exec(
-    `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL`,
-  );
-}
-
-/** Whether the first or last 16 keys are not what `keyOf` makes of their items (an `id` function that changed). */
-function endsWrong(db: DatabaseSync, table: string, keyOf: Ask[3]): boolean {
-  return ["", " DESC"].some((order) =>
-    db.prepare(
-      `SELECT item, partner_api_key AS key FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NOT NULL
-      ORDER BY partner_api_key${order} LIMIT 16`,
-    ).all().some((row) =>
-      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key
-    )
-  );
-}
-
-/**
- * Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. All
- * keys are made again when the first and last are not what the run's `keyOf` makes of their items (an `id` function
- * changed): a wrong key hides its row from a window's range.
- */
+/** Range reads that key the live rows without a key at the first: made again for each run, and after a cycle's end. */
 export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const unkeyed = db.prepare(
     `SELECT rowid, item FROM ${table} WHERE deleted_at IS NULL AND partner_api_key IS NULL AND rowid >= ? ORDER BY rowid LIMIT 1000`,
@@ -56,6 +22,7 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
   const key = db.prepare(
     `UPDATE ${table} SET partner_api_key = ? WHERE rowid = ?`,
   );
+  const ends = db.prepare(keyEndsSql(table, "item"));
   // A range's unseen rows (?3 after, ?4 up to, ?5 the most): each looked up in the log's index (NOT IN read the cycle's
   // whole log a window: 38 ms at 50,000 seen).
   const read = (range: string, order: string) =>
@@ -65,11 +32,11 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
     );
   const up = read("partner_api_key > ?3 AND partner_api_key <= ?4", "");
   const down = read("partner_api_key < ?3 AND partner_api_key >= ?4", " DESC");
-  /** Keys each live row whose key is NULL (all, when the ends are wrong), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
+  /** Keys each live row whose key is NULL (all, when `keysWrong`), a page a batch (the lease refreshed between); one `keyOf` cannot key stays NULL. */
   const keys = once(async (commits: Commits, keyOf: Ask[3], signal: Ask[4]) => {
-    if (endsWrong(db, table, keyOf)) {
+    if (keysWrong(ends.all(), keyOf)) {
       await commits.open(signal);
-      commits.batch(() => unkeyAll(db, table));
+      commits.batch(() => db.exec(unkeySql(table)));
     }
     unkeyed.setReadBigInts(true);
     for (let from = -(2n ** 63n); from < 2n ** 63n;) {

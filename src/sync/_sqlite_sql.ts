@@ -217,19 +217,16 @@ export interface Place {
 
 /** A sweep's batch before its cycle ends: items the table holds are written now, the others staged until the guard passes. */
 export function split(st: Statements, { rows, context }: kit.SqlBatch) {
+  const { ids, texts, keys } = rows;
   const stages = context?.phase === "sweep" && !context.endsCycle &&
-    rows.ids.length > 0;
+    ids.length > 0;
   const lacking = new Set(
-    stages ? st.lacking.all(JSON.stringify(rows.ids)).map((row) => row.id) : [],
+    stages ? st.lacking.all(JSON.stringify(ids)).map((row) => row.id) : [],
   );
   const part = (keep: boolean) => {
-    const at = rows.ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
+    const at = ids.flatMap((id, i) => lacking.has(id) !== keep ? [i] : []);
     const pick = <V>(all: readonly V[]) => at.map((i) => all[i]!);
-    return {
-      ids: pick(rows.ids),
-      texts: pick(rows.texts),
-      keys: pick(rows.keys),
-    };
+    return { ids: pick(ids), texts: pick(texts), keys: pick(keys) };
   };
   return { rows: part(true), staged: part(false) };
 }

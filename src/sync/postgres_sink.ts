@@ -15,12 +15,11 @@ import {
   createChangesSql,
   createSql,
   KEY,
-  keyEndsSql,
   keySql,
   LEASE_SQL,
+  OTHER_SAVED,
   postgresText,
   unkeyedSql,
-  unkeySql,
   unseenSql,
 } from "./_postgres_sql.ts";
 import { storedKey } from "./_key_text.ts";
@@ -162,16 +161,11 @@ class PostgresDialect implements kit.SqlDialect {
     this.#recording = (await this.#changeTableFound()).found === "true";
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
-      return { checkpoint: undefined, rows: 0, foreign };
+      return { rows: 0, foreign };
     }
     const state = await this.#row(copySql(table, has), [table.slice(1, -1)]);
-    return {
-      checkpoint: state.checkpoint,
-      rows: Number(state.count ?? 0),
-      recorded: state.recorded == null ? null : Number(state.recorded),
-      last: state.last,
-      found: state.found,
-    };
+    const recorded = state.recorded == null ? null : Number(state.recorded);
+    return { ...state, rows: Number(state.rows ?? 0), recorded };
   }
 
   async prepare(): Promise<void> {
@@ -190,7 +184,7 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** Once the lease is taken, the keys another writer (0.4) left stale cleared: a failure lets the lease go. */
   async ready(): Promise<void> {
-    await this.#read(unkeySql(this.#table), [this.#target]);
+    await this.#read(kit.unkeySql(this.#table, OTHER_SAVED), [this.#target]);
   }
 
   refresh(token: string): Promise<unknown> {
@@ -253,7 +247,6 @@ class PostgresDialect implements kit.SqlDialect {
     return (await this.#read(sql, [JSON.stringify(ids)])).map((r) => `${r.id}`);
   }
 
-  /** The unseen rows of a key range (`KeyedCopy`), from the key's index: the rows without a key keyed first. */
   async unseenBetween(...[cycle, range, most, keyOf, signal]: kit.Ask) {
     await this.#keyed.get(keyOf, signal);
     const unseen = unseenSql(this.#table, this.#target, cycle, range, most);
@@ -263,11 +256,11 @@ class PostgresDialect implements kit.SqlDialect {
 
   /** Keys the live rows without a key, a page of KEY_PAGE a query by id; one `keyOf` cannot key stays without. */
   async #keyAll(keyOf: kit.Ask[3], signal?: AbortSignal): Promise<void> {
-    const ends = await this.#read(keyEndsSql(this.#table), []);
-    const wrong = (row: Row) =>
-      storedKey(keyOf, JSON.parse(`${row.item}`)) !== row.key;
+    const ends = kit.keyEndsSql(this.#table, "item::text");
     // An `id` function that changed leaves every key of the other's making.
-    if (ends.some(wrong)) await this.#read(unkeySql(this.#table, true), []);
+    if (kit.keysWrong(await this.#read(ends, []), keyOf)) {
+      await this.#read(kit.unkeySql(this.#table), []);
+    }
     const keying = keySql(this.#table);
     for (let after: string | null = null;;) {
       signal?.throwIfAborted(); // the pages keyed so far stay

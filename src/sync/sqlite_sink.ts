@@ -30,7 +30,7 @@ import {
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
-import { keyedCopy, unkeyAfterOthers } from "./_sqlite_keys.ts";
+import { keyedCopy } from "./_sqlite_keys.ts";
 import {
   BUSY_STEP,
   Commits,
@@ -145,8 +145,6 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #file: string | undefined;
   readonly commits: Commits;
   #prepared: Statements | undefined;
-  /** The lease this sink's run holds. */
-  #held: string | undefined;
   #changes: ChangeStatements | undefined;
   #keyed: ReturnType<typeof keyedCopy> | undefined;
   /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
@@ -171,10 +169,7 @@ class SqliteDialect implements kit.SqlDialect {
     this.commits = new Commits(db, this.what, wait);
   }
 
-  /**
-   * The first change, once the copy passed: journal mode, then the tables, each once another connection's lock lets
-   * it (waited for on timers, as a batch waits).
-   */
+  /** The first change, once the copy passed: journal mode, then the tables, each once another connection's lock lets it. */
   async prepare(signal?: AbortSignal): Promise<void> {
     if (this.#prepared !== undefined) return;
     // WAL, synced at checkpoints only, checkpoints every 64 MB rather than 4 MB: a batch of random ids dirties a page
@@ -238,8 +233,7 @@ class SqliteDialect implements kit.SqlDialect {
     // reader) took nothing.
     const holder = this.#holder(st);
     if (holder?.owner === token) {
-      this.#held = token;
-      this.commits.grouping = true;
+      this.commits.held = token;
       this.#keyed = undefined;
       return { taken: token };
     }
@@ -252,9 +246,14 @@ class SqliteDialect implements kit.SqlDialect {
     return live ? holderOf(false, holder.owner) : WRITER;
   }
 
-  ready(signal: AbortSignal | undefined): Promise<void> {
-    const [db, table, target] = [this.#db, this.#table, this.#target];
-    return unkeyAfterOthers(db, table, target, this.commits, signal);
+  /** Once the lease is taken: every key cleared if another writer saved the checkpoint since a keying version did. */
+  async ready(signal: AbortSignal | undefined): Promise<void> {
+    const other = this.#db.prepare(
+      `SELECT 1 FROM ${kit.CHECKPOINT_TABLE} WHERE target = ? AND keyed IS NOT checkpoint`,
+    ).get(this.#target);
+    if (other === undefined) return;
+    await this.commits.open(signal); // on timers while another connection holds the write lock
+    this.commits.batch(() => this.#db.exec(kit.unkeySql(this.#table)));
   }
 
   #holder(st: Statements): LockSighting | undefined {
@@ -275,21 +274,17 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   release(token: string): void {
-    this.#held = undefined;
-    this.commits.grouping = false;
+    this.commits.held = undefined;
     this.commits.commit();
     if (!this.#db.isOpen) return;
-    const st = this.#statements();
-    withinBusyWait(
-      this.#db,
-      BUSY_STEP,
-      () => st.release.run(this.#target, token),
-    );
+    const release = () => this.#statements().release.run(this.#target, token);
+    withinBusyWait(this.#db, BUSY_STEP, release);
   }
 
   /** Before the sink closes: a lease it holds goes too (the next run takes the copy at once, not once stale). */
   close(): void {
-    if (this.#held !== undefined) this.release(this.#held);
+    const held = this.commits.held;
+    if (held !== undefined) this.release(held);
     this.commits.commit(); // none is left open: a run's release commits, a write without one at once
   }
 
