@@ -273,12 +273,20 @@ export class PriorityLines {
     const pauses = this.#pauses - (this.#pauses % 2);
     let waiter: Waiter;
     const slot = new Promise<number>((resolve, reject) => {
-      waiter = { resolve, reject, signal, pauses };
+      const stop = OWN_TIMERS ? this.#ownTimer() : undefined;
+      waiter = stop === undefined ? { resolve, reject, signal, pauses } : {
+        resolve(ticket) {
+          stop();
+          resolve(ticket);
+        },
+        reject(reason) {
+          stop();
+          reject(reason);
+        },
+        signal,
+        pauses,
+      };
     });
-    if (OWN_TIMERS) {
-      const stop = this.#ownTimer();
-      slot.then(stop, stop); // served or gone: in the turn after, before any timer
-    }
     line.push(waiter!);
     callers.set(slot, waiter!);
     return slot;
@@ -314,7 +322,9 @@ export class PriorityLines {
    */
   #ownTimer(): () => void {
     let timer: ReturnType<typeof setTimeout>;
+    let stopped = false; // served or gone, maybe by its own wake: no timer after
     const arm = () => {
+      if (stopped) return;
       clearTimeout(timer);
       const paused = this.timer !== undefined;
       const left = paused ? this.#pauseEnd - this.#now() : OWN_POLL;
@@ -328,8 +338,8 @@ export class PriorityLines {
     };
     arm();
     this.#ownTimers.add(arm);
-    // Stopped in the turn after it is served (maybe by its own wake, which armed it again): no timer after.
     return () => {
+      stopped = true;
       clearTimeout(timer);
       this.#ownTimers.delete(arm);
     };

@@ -102,7 +102,12 @@ export function requestWithRetries(
     attempt: async (deadline) => {
       const refusal = beforeSend(endpoint.now());
       if (refusal !== undefined) throw refusal;
-      return await tokenAttempt(endpoint, deadline, signal);
+      try {
+        return { token: await tokenAttempt(endpoint, deadline, signal) };
+      } catch (error) {
+        signal?.throwIfAborted();
+        return { error };
+      }
     },
     // Each attempt but the first is a retry: a step other than "again" ends the request.
     next: (outcome, _deadline, attempt) =>
@@ -132,27 +137,25 @@ function quotaOf(buckets: readonly QuotaBucket[]) {
     : { quota: buckets.map((bucket) => ({ ...bucket })) };
 }
 
-/** One attempt under `deadline`: send, read, process; its token, else its error (a QuotaExceededError for a 429), but the caller's abort is thrown. */
-async function tokenAttempt(
+/** One attempt under `deadline`: send, read, process; throws a TokenRequestError (a QuotaExceededError for a 429). */
+export async function tokenAttempt(
   endpoint: TokenEndpoint,
   deadline: Deadline,
   signal: AbortSignal | undefined,
-): Promise<TokenOutcome> {
+): Promise<IssuedToken> {
   try {
     const sentAt = endpoint.now();
     const sent = sendTokenRequest(endpoint, deadline.signal);
     const response = await deadline.race(sent, discard);
     const text = await deadline.race(readTokenBody(endpoint, response));
-    return { token: processTokenAnswer(endpoint, response, text, sentAt) };
+    return processTokenAnswer(endpoint, response, text, sentAt);
   } catch (error) {
     signal?.throwIfAborted();
-    if (!deadline.timedOut) return { error };
-    return {
-      error: new TokenRequestError(
-        `${CONTEXT}: no answer from ${endpoint.where} within ${endpoint.timeout} ms`,
-        { reason: "timeout", cause: deadline.signal.reason },
-      ),
-    };
+    if (!deadline.timedOut) throw error;
+    throw new TokenRequestError(
+      `${CONTEXT}: no answer from ${endpoint.where} within ${endpoint.timeout} ms`,
+      { reason: "timeout", cause: deadline.signal.reason },
+    );
   }
 }
 
