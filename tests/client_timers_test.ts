@@ -12,6 +12,7 @@ import { withGlobal } from "@sinonjs/fake-timers";
 import { setImmediate } from "node:timers";
 import { createFakePartnerService } from "../src/testing/mod.ts";
 import { steadyClock } from "../src/core/_clock.ts";
+import { delay } from "../src/core/_deadlines.ts";
 import { besideFake, inProcessFake } from "./_fast_setup.ts";
 
 /** A client over an in-memory fetch answering `answer`, its token fetched: one window of attempts for all its calls. */
@@ -183,5 +184,26 @@ Deno.test('waits read the performance in place at each read, as sinon\'s toFake:
       configurable: true,
       writable: true,
     });
+  }
+});
+
+Deno.test("delay() under a synchronous fake tick: a wait that ends as an abort timer fires at the same time resolves, and an aborted wait leaves no timer once the tick returns (a size round's delay raced through raceAbort settled a microtask late: r110 F1)", async () => {
+  const clock = withGlobal(globalThis).install({
+    toFake: ["setTimeout", "clearTimeout"],
+  });
+  try {
+    const same = new AbortController();
+    const finished = delay(100, same.signal).then(() => "resolved");
+    setTimeout(() => same.abort(new Error("later")), 100);
+    clock.tick(100);
+    equal(await finished, "resolved");
+    const early = new AbortController();
+    setTimeout(() => early.abort(new Error("stop")), 50);
+    const aborted = delay(100, early.signal).catch(() => "rejected");
+    clock.tick(60);
+    equal(clock.countTimers(), 0);
+    equal(await aborted, "rejected");
+  } finally {
+    clock.uninstall();
   }
 });
