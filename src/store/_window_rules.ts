@@ -122,7 +122,7 @@ export function takeTurn(
     ),
     [holder, now] as const,
   ];
-  let line: Place[] = state.line.filter(([, lapses]) => lapses >= now);
+  const line = state.line.filter(([, lapses]) => lapses >= now);
   const next = { ...state, sends, holders, line };
   // A member that knew another life of the window, or paced alone, writes back before anyone takes.
   const stranger = ask.epoch !== "" && ask.epoch !== state.epoch;
@@ -148,19 +148,15 @@ export function takeTurn(
   for (const send of wanted.slice(0, granted)) {
     sends.push([send, now + HOLD, 0, -1]);
   }
-  if (granted === wanted.length) {
-    line = line.filter(([id]) => id !== holder);
-    return outcome({ ...next, line }, granted, 0, false);
-  }
   const around = { free, liveTurns, now, limit };
   const { wait, line: after } = waitInLine(next, ask, granted, around);
   return outcome({ ...next, line: after }, granted, wait, false);
 }
 
-/** Where a take that got less than it asked stands in line (at the end if it got some), and its wait. */
+/** Where a take stands in line (out of it if granted all, at the end if some), and its wait. */
 function waitInLine(
   state: WindowState,
-  { holder, low }: TakeAsk,
+  { holder, low, sends }: TakeAsk,
   granted: number,
   { free, liveTurns, now, limit }: {
     free: number;
@@ -173,6 +169,7 @@ function waitInLine(
   const at = state.line.findIndex(([id]) => id === holder);
   const moves = granted > 0 || at < 0;
   const others = state.line.filter(([id]) => id !== holder);
+  if (granted === sends.length) return { wait: 0, line: others };
   const before = moves ? others : state.line.slice(0, at);
   const wait = turnWait();
   const place: Place = [holder, now + wait + GRACE, wait + GRACE, low ? 0 : 1];
