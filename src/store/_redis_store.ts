@@ -61,8 +61,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     );
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {
-      this.waitForRelease = (key, holder, ms, signal) =>
-        this.#waitOn(blocking, key, holder, ms, signal);
+      this.waitForRelease = (...wait) => this.#waitOn(blocking, ...wait);
     }
   }
 
