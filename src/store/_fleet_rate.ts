@@ -167,10 +167,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Ends the callers waiting (and later ones) with an `AbortError`, then waits for the writes and the take under way. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
-    for (const line of [this.#lines.live, this.#lines.low]) {
-      for (let waiter = line.shift(); waiter; waiter = line.shift()) {
-        waiter.reject(disposed());
-      }
+    for (let waiter; (waiter = this.#lines.next.shift());) {
+      waiter.reject(disposed()); // live callers first: `next` is the live line while anybody waits in it
     }
     this.#afterLeaving(); // clears the pause's timer, and leaves the fleet's line
     while (this.#writes.size > 0 || this.#busy) {

@@ -17,8 +17,25 @@ export async function storeKey({ url, audience, clientId, secret }: {
   readonly clientId: string;
   readonly secret: string;
 }): Promise<string> {
-  const part = await stretched(secret);
-  return JSON.stringify([url.href, audience, clientId, part]);
+  let part: Promise<string>;
+  if (secret.length >= LONG_SECRET) {
+    // Unstretched, salted apart from the seal's.
+    part = derivedBits(secret, {
+      name: "HKDF",
+      salt: UTF8.encode("partner-api token store key v3"),
+      info: new Uint8Array(),
+    });
+  } else {
+    // One PBKDF2 derivation per secret and process: later providers reuse it.
+    const id = await hexDigest(`partner-api secret id\n${secret}`, 32);
+    part = derived.get(id) ?? derivedBits(secret, {
+      name: "PBKDF2",
+      salt: UTF8.encode("partner-api token store key v2"),
+      iterations: KEY_ROUNDS,
+    });
+    derived.set(id, part);
+  }
+  return JSON.stringify([url.href, audience, clientId, await part]);
 }
 
 /** A non-extractable AES-GCM key, derived (HKDF, SHA-256) from `material`. */
@@ -62,27 +79,8 @@ export function entryNames<Name>(
   });
 }
 
-/** One PBKDF2 derivation per secret and process: later providers reuse it. */
+/** Per secret (by its digest), its PBKDF2 derivation. */
 const derived = new Map<string, Promise<string>>();
-
-async function stretched(secret: string): Promise<string> {
-  if (secret.length >= LONG_SECRET) {
-    // Unstretched, salted apart from the seal's.
-    return await derivedBits(secret, {
-      name: "HKDF",
-      salt: UTF8.encode("partner-api token store key v3"),
-      info: new Uint8Array(),
-    });
-  }
-  const id = await hexDigest(`partner-api secret id\n${secret}`, 32);
-  const result = derived.get(id) ?? derivedBits(secret, {
-    name: "PBKDF2",
-    salt: UTF8.encode("partner-api token store key v2"),
-    iterations: KEY_ROUNDS,
-  });
-  derived.set(id, result);
-  return await result;
-}
 
 /** 16 bytes derived (SHA-256) from `secret` by `algorithm`, in hex. */
 async function derivedBits(

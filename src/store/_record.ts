@@ -2,7 +2,6 @@
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
-import { given } from "../core/_check.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
@@ -26,17 +25,14 @@ export async function sealRecord(
 ) {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const { token, quota, blockedUntil, failure, renewal } = record;
-  const plain = given({
+  const plain = {
     token: token && storableToken(token),
-    quota: quota && {
-      buckets: quota.buckets.map((bucket) => ({ ...bucket })),
-      observedAt: quota.observedAt,
-    },
+    quota: quota && { buckets: quota.buckets, observedAt: quota.observedAt },
     blockedUntil,
-    failure: failure && { ...failure },
-    renewal: renewal && { ...renewal },
+    failure,
+    renewal,
     version: version || undefined,
-  });
+  };
   const sealed = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
     encryptionKey,

@@ -61,8 +61,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     );
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {
-      this.waitForRelease = (key, holder, ms, signal) =>
-        this.#waitOn(blocking, key, holder, ms, signal);
+      this.waitForRelease = (...wait) => this.#waitOn(blocking, ...wait);
     }
   }
 
@@ -193,9 +192,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   /** The record's text, read only as far as a record may go. */
   async #read(record: string): Promise<string | undefined> {
     const range = ["GETRANGE", record, "0", String(MAX_STORED_RECORD)];
-    const value = await this.#textOf(range);
     // GETRANGE answers "" for a missing key; a value past the bound is broken, never read whole.
-    return value === "" ? undefined : value;
+    return await this.#textOf(range) || undefined;
   }
 
   /** A reply's text; a key of another type holds no record or lease (the take replaces it). */

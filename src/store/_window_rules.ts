@@ -122,7 +122,7 @@ export function takeTurn(
     ),
     [holder, now] as const,
   ];
-  let line: Place[] = state.line.filter(([, lapses]) => lapses >= now);
+  const line = state.line.filter(([, lapses]) => lapses >= now);
   const next = { ...state, sends, holders, line };
   // A member that knew another life of the window, or paced alone, writes back before anyone takes.
   const stranger = ask.epoch !== "" && ask.epoch !== state.epoch;
@@ -148,19 +148,15 @@ export function takeTurn(
   for (const send of wanted.slice(0, granted)) {
     sends.push([send, now + HOLD, 0, -1]);
   }
-  if (granted === wanted.length) {
-    line = line.filter(([id]) => id !== holder);
-    return outcome({ ...next, line }, granted, 0, false);
-  }
   const around = { free, liveTurns, now, limit };
   const { wait, line: after } = waitInLine(next, ask, granted, around);
   return outcome({ ...next, line: after }, granted, wait, false);
 }
 
-/** Where a take that got less than it asked stands in line (at the end if it got some), and its wait. */
+/** Where a take stands in line (out of it if granted all, at the end if some), and its wait. */
 function waitInLine(
   state: WindowState,
-  { holder, low }: TakeAsk,
+  { holder, low, sends }: TakeAsk,
   granted: number,
   { free, liveTurns, now, limit }: {
     free: number;
@@ -173,24 +169,41 @@ function waitInLine(
   const at = state.line.findIndex(([id]) => id === holder);
   const moves = granted > 0 || at < 0;
   const others = state.line.filter(([id]) => id !== holder);
+  if (granted === sends.length) return { wait: 0, line: others };
   const before = moves ? others : state.line.slice(0, at);
-  // The live ones go first: a background take waits for the first one's turn (it asked again every slot's share: about
-  // 1,000 store round trips a window for nothing), at least a share, at most a window.
-  const liveTurn = Math.min(...liveTurns, limit.interval + HOLD);
-  const wait = low && liveTurns.length > 0
-    ? Math.max(1, slotShare(limit), liveTurn)
-    : turnWait(
-      state,
-      (low ? before : before.filter(isLive)).length,
-      free - granted,
-      now,
-      limit,
-    );
+  const wait = turnWait();
   const place: Place = [holder, now + wait + GRACE, wait + GRACE, low ? 0 : 1];
   const line = moves
     ? [...others, place]
     : state.line.map((p) => p[0] === holder ? place : p);
   return { wait, line };
+
+  /** How long until its turn can come, in ms: never past an interval and the hold. */
+  function turnWait(): number {
+    const { interval } = limit;
+    // The live ones go first: a background take waits for the first one's turn (it asked again every slot's share:
+    // about 1,000 store round trips a window for nothing), at least a share, at most a window.
+    if (low && liveTurns.length > 0) {
+      const liveTurn = Math.min(...liveTurns, interval + HOLD);
+      return Math.max(1, slotShare(limit), liveTurn);
+    }
+    if (state.block > now) return state.block - now;
+    // Slots free beyond those of the places ahead: its turn is now.
+    const index = (low ? before : before.filter(isLive)).length -
+      (free - granted);
+    if (index < 0) return 1;
+    // The turn comes when the (index + 1)-th send leaves.
+    const from =
+      state.sends.map(([, from]) => from).sort((a, b) => a - b)[index];
+    if (from === undefined) {
+      // Beyond what a short window holds: more may be written back soon.
+      if (state.shortUntil <= now) return interval;
+      const soon = Math.max(slotShare(limit), GRACE);
+      return Math.max(1, Math.min(state.shortUntil - now, soon));
+    }
+    // Unanswered: it leaves no sooner than an interval from now.
+    return from > now ? interval : Math.max(1, from + interval - now);
+  }
 }
 
 /** The answer to a take, and the window after it. */
@@ -208,31 +221,6 @@ function outcome(
     epoch: state.epoch,
     reseed,
   };
-}
-
-/** How long until `holder`'s turn can come, in ms: never past an interval and the hold. */
-function turnWait(
-  state: WindowState,
-  place: number,
-  free: number,
-  now: number,
-  limit: RateLimit,
-): number {
-  const { interval } = limit;
-  if (state.block > now) return state.block - now;
-  // Slots free beyond those of the places ahead: its turn is now.
-  if (place < free) return 1;
-  // The turn comes when the (index + 1)-th send leaves.
-  const index = place - free;
-  const from = state.sends.map(([, from]) => from).sort((a, b) => a - b)[index];
-  if (from === undefined) {
-    // Beyond what a short window holds: more may be written back soon.
-    if (state.shortUntil <= now) return interval;
-    const soon = Math.max(slotShare(limit), GRACE);
-    return Math.max(1, Math.min(state.shortUntil - now, soon));
-  }
-  // Unanswered: it leaves no sooner than an interval from now.
-  return from > now ? interval : Math.max(1, from + interval - now);
 }
 
 /** Answers as `[send, ms answered, ms from its writing (-1: unknown)]`: each counts from then. */

@@ -129,7 +129,22 @@ class RedisWindow implements SharedWindow {
       String(this.#config.reserve),
       ...request.sends,
     ]);
-    return takeReply(reply);
+    // {granted, wait, holders, epoch, reseed}; anything else is a failing store, not a spin.
+    const parts = Array.isArray(reply) ? reply : [];
+    const [granted, wait, holders, , reseed] = parts.map(Number);
+    const epoch = text(parts[3]);
+    const numbers = [granted, wait, holders, reseed];
+    if (
+      parts.length !== 5 || epoch === undefined ||
+      !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
+    ) throw new TypeError("Redis answered the rate script with another type");
+    return {
+      granted: granted!,
+      wait: wait!,
+      holders: holders!,
+      epoch,
+      reseed: reseed === 1,
+    };
   }
 
   async reseed(reseed: Reseed): Promise<void> {
@@ -169,23 +184,4 @@ class RedisWindow implements SharedWindow {
 /** An id for a new life of the window, used only if the store has none. */
 function newEpoch(): string {
   return crypto.randomUUID().slice(0, 18);
-}
-
-/** The take script's answer; anything else is a failing store, not a spin. */
-function takeReply(reply: unknown): TakeReply {
-  const parts = Array.isArray(reply) ? reply : [];
-  const [granted, wait, holders, , reseed] = parts.map(Number);
-  const epoch = text(parts[3]);
-  const numbers = [granted, wait, holders, reseed];
-  if (
-    parts.length !== 5 || epoch === undefined ||
-    !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
-  ) throw new TypeError("Redis answered the rate script with another type");
-  return {
-    granted: granted!,
-    wait: wait!,
-    holders: holders!,
-    epoch,
-    reseed: reseed === 1,
-  };
 }

@@ -154,9 +154,24 @@ export class StoreAccess {
     return this.#key ??= storeKey(this.#endpoint);
   }
 
-  /** What of a stored record this provider may act on, at its `now`. */
-  #trusted(record: unknown): TokenRecord | undefined {
-    return trustedRecord(record, this.#endpoint.now());
+  /** What of a stored record this provider may act on at its `now` (right shape, plausible times); the rest counts as absent. */
+  #trusted(value: unknown): TokenRecord | undefined {
+    const record = fieldsOf(value);
+    if (record === undefined) return undefined;
+    const { token, quota, blockedUntil, failure, renewal } = record;
+    const latest = this.#endpoint.now() + FLEET_CLOCK_SLACK;
+    return {
+      ...(isIssuedToken(token) &&
+        token.expiresAt <= latest + token.expiresIn * 1000 && {
+        // Its quota unread where an entry is no bucket (a store that mangled it): the token is still good.
+        token: isBuckets(token.quota) ? token : { ...token, quota: [] },
+      }),
+      // A reading dated ahead (another clock, or garbage) would hide every later real one.
+      ...(isQuotaSnapshot(quota) && quota.observedAt <= latest && { quota }),
+      ...(isTime(blockedUntil) && { blockedUntil }),
+      ...(isFailure(failure) && { failure: wayKept(failure) }),
+      ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
+    };
   }
 }
 
@@ -178,26 +193,6 @@ function answered<T>(call: () => Promise<T>): Promise<T> {
 
 /** How far the clocks of a fleet's processes may differ, in ms. */
 export const FLEET_CLOCK_SLACK = 5 * 60_000;
-
-/** What of a stored record a provider may act on (right shape, plausible times); the rest counts as absent. */
-function trustedRecord(value: unknown, now: number): TokenRecord | undefined {
-  const record = fieldsOf(value);
-  if (record === undefined) return undefined;
-  const { token, quota, blockedUntil, failure, renewal } = record;
-  const latest = now + FLEET_CLOCK_SLACK;
-  return {
-    ...(isIssuedToken(token) &&
-      token.expiresAt <= latest + token.expiresIn * 1000 && {
-      // Its quota unread where an entry is no bucket (a store that mangled it): the token is still good.
-      token: isBuckets(token.quota) ? token : { ...token, quota: [] },
-    }),
-    // A reading dated ahead (another clock, or garbage) would hide every later real one.
-    ...(isQuotaSnapshot(quota) && quota.observedAt <= latest && { quota }),
-    ...(isTime(blockedUntil) && { blockedUntil }),
-    ...(isFailure(failure) && { failure: wayKept(failure) }),
-    ...(isRenewal(renewal) && renewal.at <= latest && { renewal }),
-  };
-}
 
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
   const { buckets, observedAt } = fieldsOf(value) ?? {};
@@ -223,12 +218,8 @@ function isFailure(value: unknown): value is TokenFailure {
 }
 
 /** The failure without a `sentAs` that is no text: it then holds every way, as one written before there was any. */
-function wayKept(failure: TokenFailure): TokenFailure {
-  if (failure.sentAs === undefined || typeof failure.sentAs === "string") {
-    return failure;
-  }
-  const { sentAs: _, ...wayless } = failure;
-  return wayless;
+function wayKept({ sentAs, ...failure }: TokenFailure): TokenFailure {
+  return typeof sentAs === "string" ? { ...failure, sentAs } : failure;
 }
 
 function isRenewal(value: unknown): value is TokenRenewal {
