@@ -12,6 +12,10 @@ import {
 } from "../src/testing/mod.ts";
 import { createFileTokenStore } from "../src/store/mod.ts";
 import { createKvRateLimiter, createKvTokenStore } from "../src/store/kv.ts";
+import {
+  createRedisRateLimiter,
+  createRedisTokenStore,
+} from "../src/store/redis.ts";
 import { createJsonlSink } from "../src/sync/mod.ts";
 import { openTelemetry } from "../src/telemetry/otel.ts";
 import { clientOf, inProcessFake } from "./_fast_setup.ts";
@@ -28,6 +32,8 @@ Deno.test("an options object that is none (null, a string, an array, a Map or Se
     ["options", (bad) => paginate(() => Promise.resolve([]), bad)],
     ["options", (bad) => createKvTokenStore(kv, bad)],
     ["options", (bad) => createKvRateLimiter(kv, bad)],
+    ["options", (bad) => createRedisTokenStore(bad)],
+    ["options", (bad) => createRedisRateLimiter(bad)],
     ["options", (bad) => createFileTokenStore(bad)],
     ["options", (bad) => createJsonlSink(".test-tmp/none.jsonl", bad)],
     ["options", (bad) => createFakePartnerService(bad)],

@@ -5,7 +5,12 @@
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";
-import { checkNumber, requireText, typeError } from "../core/_check.ts";
+import {
+  checkNumber,
+  requireOptions,
+  requireText,
+  typeError,
+} from "../core/_check.ts";
 import { answerWithin } from "../core/_deadlines.ts";
 
 /** The checked `command`, `prefix` and `commandTimeout` the store and the limiter take. */
@@ -14,7 +19,8 @@ export function redisOptions(
   context: string,
   prefix: string,
 ): { command: RedisCommand; prefix: string; commandTimeout: number } {
-  const command = options?.command;
+  requireOptions(options, context); // a string, null or array given as them is named as such, before `command`
+  const command = options.command;
   if (typeof command !== "function") {
     throw typeError(context, "command", "must be a function", typeof command);
   }
