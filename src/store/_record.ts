@@ -2,6 +2,7 @@
 
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
+import { given } from "../core/_check.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
@@ -25,14 +26,17 @@ export async function sealRecord(
 ) {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const { token, quota, blockedUntil, failure, renewal } = record;
-  const plain = {
+  const plain = given({
     token: token && storableToken(token),
-    quota: quota && { buckets: quota.buckets, observedAt: quota.observedAt },
+    quota: quota && {
+      buckets: quota.buckets.map((bucket) => ({ ...bucket })),
+      observedAt: quota.observedAt,
+    },
     blockedUntil,
-    failure,
-    renewal,
+    failure: failure && { ...failure },
+    renewal: renewal && { ...renewal },
     version: version || undefined,
-  };
+  });
   const sealed = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
     encryptionKey,

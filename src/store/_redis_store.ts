@@ -61,7 +61,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     );
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {
-      this.waitForRelease = (...wait) => this.#waitOn(blocking, ...wait);
+      this.waitForRelease = (key, holder, ms, signal) =>
+        this.#waitOn(blocking, key, holder, ms, signal);
     }
   }
 
