@@ -206,14 +206,12 @@ function stallWatch(response: Response, stalled: () => void) {
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C (143 SIGTERM, 129 SIGHUP), 1 for the service's or network's. */
 export function failureMessage(error: unknown) {
   // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
-  const usage = error instanceof UsageError || error instanceof TypeError ||
-    error instanceof RangeError;
-  if (usage || error instanceof Interrupted) {
-    return { message: error.message, code: usage ? 2 : error.exitCode };
-  }
   // Deno refusing a permission outright (the demo's own server) is the command's to fix too.
-  if (isPermissionError(error)) {
-    return { message: (error as Error).message, code: 2 };
+  const usage = error instanceof UsageError || error instanceof TypeError ||
+    error instanceof RangeError || isPermissionError(error);
+  if (usage || error instanceof Interrupted) {
+    const code = usage ? 2 : (error as Interrupted).exitCode;
+    return { message: (error as Error).message, code };
   }
   // The library's message names what to fix (the variables, the flag to add): passed on as it is.
   if (error instanceof TokenRequestError || error instanceof ApiError) {

@@ -227,7 +227,7 @@ function confirmHint(
       error.path,
       { cause: error },
     ),
-    needed === undefined ? {} : { maxDeletesNeeded: needed },
+    given({ maxDeletesNeeded: needed }),
   );
 }
 
