@@ -106,20 +106,20 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     }
     source = cost(session);
   }
+  const at = now();
+  const blocked = blockedUntil !== undefined && at < blockedUntil;
+  const buckets = bucketsNow(quota, at);
   if (json) {
     // A key left undefined is not written.
     const answer = {
-      buckets: bucketsNow(quota, now()),
+      buckets,
       observedAt: quota && new Date(quota.observedAt).toISOString(),
-      blockedUntil: blockedUntil !== undefined && now() < blockedUntil
-        ? new Date(blockedUntil).toISOString()
-        : undefined,
+      blockedUntil: blocked ? new Date(blockedUntil!).toISOString() : undefined,
       tokenRequests: session.tokenRequests(),
     };
     return io.stdout.write(`${safeJson(answer)}\n`);
   }
-  const at = now();
-  const rows = bucketsNow(quota, at).map(({ resetAfter, ...bucket }) => ({
+  const rows = buckets.map(({ resetAfter, ...bucket }) => ({
     ...bucket,
     "resets in": duration(resetAfter),
     "resets at": utcTime(at + resetAfter * 1000),
@@ -129,12 +129,12 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
       ? "the token endpoint reported no quota\n"
       : table(["bucket", "limit", "remaining", "resets in", "resets at"], rows),
   );
-  const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;
+  const age = quota ? Math.round((at - quota.observedAt) / 1000) : 0;
   io.stderr.write(
     `(${source}${age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
   );
-  if (blockedUntil !== undefined && now() < blockedUntil) {
-    const until = utcTime(blockedUntil);
+  if (blocked) {
+    const until = utcTime(blockedUntil!);
     io.stdout.write(
       `token requests blocked until ${until} (a 429 said the quota is spent)\n`,
     );
