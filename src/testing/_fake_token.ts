@@ -11,7 +11,7 @@ import type { FakeCredentials } from "./fake_options.ts";
 
 export interface TokenEndpointSetup extends FakeCredentials {
   readonly lifetime: number;
-  readonly quota: QuotaCounter;
+  readonly quota: ReturnType<typeof quotaCounter>;
   readonly now: () => number;
   readonly audience: string;
   readonly retryAfter: boolean;
@@ -127,48 +127,40 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** Token quota that resets on the UTC hour and the UTC day, like the real service. */
-export class QuotaCounter {
-  readonly #windows;
-  readonly #now: () => number;
-
-  constructor(perHour: number, perDay: number, now: () => number) {
-    this.#now = now;
-    this.#windows = [
-      { name: "per_hour", length: HOUR, limit: perHour, start: -1, used: 0 },
-      { name: "per_day", length: DAY, limit: perDay, start: -1, used: 0 },
-    ];
-  }
-
-  #current() {
-    const now = this.#now();
-    for (const window of this.#windows) {
-      const start = Math.floor(now / window.length) * window.length;
+export function quotaCounter(
+  perHour: number,
+  perDay: number,
+  now: () => number,
+) {
+  const windows = [
+    { name: "per_hour", length: HOUR, limit: perHour, start: -1, used: 0 },
+    { name: "per_day", length: DAY, limit: perDay, start: -1, used: 0 },
+  ];
+  const current = () => {
+    const at = now();
+    for (const window of windows) {
+      const start = Math.floor(at / window.length) * window.length;
       if (start !== window.start) {
         window.start = start;
         window.used = 0;
       }
     }
-    return this.#windows;
-  }
-
-  /** Whether every bucket has a token left. */
-  available(): boolean {
-    return this.#current().every((window) => window.used < window.limit);
-  }
-
-  /** Spends one token from every bucket. */
-  spend(): void {
-    for (const window of this.#current()) window.used++;
-  }
-
-  /** The buckets as they stand now. */
-  buckets(): QuotaBucket[] {
-    const now = this.#now();
-    return this.#current().map((window) => ({
-      bucket: window.name,
-      limit: window.limit,
-      remaining: Math.max(0, window.limit - window.used),
-      resetAfter: Math.ceil((window.start + window.length - now) / 1000),
-    }));
-  }
+    return windows;
+  };
+  return {
+    /** Whether every bucket has a token left. */
+    available: () => current().every((window) => window.used < window.limit),
+    /** Spends one token from every bucket. */
+    spend: () => current().forEach((window) => window.used++),
+    /** The buckets as they stand now. */
+    buckets(): QuotaBucket[] {
+      const at = now();
+      return current().map((window) => ({
+        bucket: window.name,
+        limit: window.limit,
+        remaining: Math.max(0, window.limit - window.used),
+        resetAfter: Math.ceil((window.start + window.length - at) / 1000),
+      }));
+    },
+  };
 }

@@ -75,10 +75,10 @@ export function appendItems(
   random: () => number,
 ): void {
   if (count === 0) return;
-  let newest = now;
-  for (const item of resource.items) {
-    newest = Math.max(newest, Date.parse(String(item.creationDate)) + 1000);
-  }
+  let newest = resource.items.reduce(
+    (at, item) => Math.max(at, Date.parse(String(item.creationDate)) + 1000),
+    now,
+  );
   const prefix = PREFIXES[resource.idField] ?? resource.name;
   for (let i = 0; i < count; i++, newest += 1000) {
     const n = ++resource.serial;

@@ -28,7 +28,7 @@ import {
   pause,
   randomText,
 } from "./_fake_http.ts";
-import { FakeTokenEndpoint, QuotaCounter } from "./_fake_token.ts";
+import { FakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
 import { answerList } from "./_fake_answers.ts";
 import type {
   FakeCredentials,
@@ -286,7 +286,7 @@ function serviceState(options: FakePartnerServiceOptions) {
   const endpoint = new FakeTokenEndpoint({
     // A time option like any: its bound is also below a year, the most expires_in says.
     lifetime: checked(options.tokenLifetime, 86_400_000, "tokenLifetime", MS),
-    quota: new QuotaCounter(
+    quota: quotaCounter(
       checked(quota.perHour, 1000, "quota.perHour"),
       checked(quota.perDay, 10_000, "quota.perDay"),
       now,
@@ -336,7 +336,6 @@ function bodyFormats(formats: readonly ("json" | "form")[]) {
   return formats;
 }
 
-/** A numeric option, checked by `rule`: a count unless it says otherwise. */
 /** The credentials given, each checked, or made up. */
 function credentialsOf(options: Partial<FakeCredentials> | undefined) {
   const given = part(options, "credentials");
@@ -353,16 +352,14 @@ function credentialsOf(options: Partial<FakeCredentials> | undefined) {
 /** Each list's size, checked and bounded. */
 function sizesOf(given: Partial<ListSizes> | undefined): ListSizes {
   const items = part(given, "items");
-  const size = (list: keyof ListSizes, fallback: number) => {
-    const field = `items.${list}`;
-    // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
-    return checkAtMost(
-      checked(items[list], fallback, field),
+  // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
+  const size = (list: keyof ListSizes, fallback: number) =>
+    checkAtMost(
+      checked(items[list], fallback, `items.${list}`),
       MOST_ITEMS,
       CONTEXT,
-      field,
+      `items.${list}`,
     );
-  };
   return {
     organizations: size("organizations", 25),
     transactions: size("transactions", 500),
@@ -382,6 +379,7 @@ function part<T extends object>(
   return value ?? {};
 }
 
+/** A numeric option, checked by `rule`: a count unless it says otherwise. */
 function checked(
   value: number | undefined,
   fallback: number,
