@@ -121,7 +121,6 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
     const items = drawn[shape.name];
     return [shape.name, {
       ...shape,
-      sortable: [...shape.sortable],
       items,
       sorted: new Map(),
       serial: items.length,
