@@ -95,10 +95,7 @@ export function appendItems(
   }
 }
 
-/**
- * Puts `item` into the list and every cached order.
- * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
- */
+/** Puts `item` into the list and every cached order. @throws {TypeError} (`item`) When it has no id or a taken one. */
 export function insertItem(resource: ListResource, item: Item): void {
   const { idField } = resource;
   const refused = (rule: string, received: string) =>
