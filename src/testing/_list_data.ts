@@ -62,12 +62,12 @@ export function offset(random: () => number): number {
  * newest is {@linkcode NEWEST_AGE} old at `now`, every order as drawn. Returns the range's start.
  */
 function anchor(items: Item[], now: number): number {
-  const offsets = items.map((item) => item.creationDate as number);
-  const newest = offsets.reduce((a, b) => Math.max(a, b), 0);
+  const placeOf = (item: Item) => item.creationDate as number;
+  const newest = items.reduce((a, item) => Math.max(a, placeOf(item)), 0);
   const epoch = now - NEWEST_AGE - (items.length === 0 ? SPAN : newest);
-  items.forEach((item, i) => {
-    item.creationDate = new Date(epoch + offsets[i]!).toISOString();
-  });
+  for (const item of items) {
+    item.creationDate = new Date(epoch + placeOf(item)).toISOString();
+  }
   return epoch;
 }
 
