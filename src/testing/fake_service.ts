@@ -12,7 +12,12 @@ import {
   requireText,
   typeError,
 } from "../core/_check.ts";
-import { generateLists, type Item, seededRandom } from "./_list_data.ts";
+import {
+  answerList,
+  generateLists,
+  type Item,
+  seededRandom,
+} from "./_list_data.ts";
 import {
   appendItems,
   churner,
@@ -29,7 +34,6 @@ import {
   randomText,
 } from "./_fake_http.ts";
 import { FakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
-import { answerList } from "./_fake_answers.ts";
 import type {
   FakeCredentials,
   FakeFault,
