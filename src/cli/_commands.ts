@@ -153,8 +153,7 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   // The client's time limit ends at the headers: the body gets one of its own, as a list page's read is timed.
   const body = new AbortController();
   const init = { signal: body.signal };
-  const response =
-    await (pci ? client.pciFetch(path, init) : client.fetch(path, init));
+  const response = await client[pci ? "pciFetch" : "fetch"](path, init);
   const stalled = `no byte of the answer for ${BODY_TIME} ms`;
   const watched = stallWatch(response, () => body.abort(new Error(stalled)));
   const text = await readBounded(watched.response, MAX_BODY).catch((error) => {
