@@ -96,7 +96,7 @@ export function appendItems(
 }
 
 /** Puts `item` into the list and every cached order. @throws {TypeError} (`item`) When it has no id or a taken one. */
-export function insertItem(resource: ListResource, item: Item): void {
+export function insertItem(resource: ListResource, item: Readonly<Item>) {
   const { idField } = resource;
   const refused = (rule: string, received: string) =>
     typeError(`Cannot insert into ${resource.name}`, "item", rule, received);

@@ -12,12 +12,7 @@ import {
   requireText,
   typeError,
 } from "../core/_check.ts";
-import {
-  answerList,
-  generateLists,
-  type Item,
-  seededRandom,
-} from "./_list_data.ts";
+import { answerList, generateLists, seededRandom } from "./_list_data.ts";
 import {
   appendItems,
   churner,
@@ -199,7 +194,7 @@ export function createFakePartnerService(
       const random = seededRandom(transactions.serial);
       appendItems(transactions, count, now(), random);
     },
-    insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
+    insert: (list, item) => insertItem(listNamed(lists, list), item),
     remove: (list, id) => removeItem(listNamed(lists, list), id),
     update: (list, id, fields) =>
       updateItem(listNamed(lists, list), id, fields),
