@@ -28,7 +28,7 @@ import {
   pause,
   randomText,
 } from "./_fake_http.ts";
-import { FakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
+import { fakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
 import type {
   FakeCredentials,
   FakeFault,
@@ -282,7 +282,7 @@ function serviceState(options: FakePartnerServiceOptions) {
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const credentials = credentialsOf(options.credentials);
   const quota = part(options.quota, "quota");
-  const endpoint = new FakeTokenEndpoint({
+  const endpoint = fakeTokenEndpoint({
     // A time option like any: its bound is also below a year, the most expires_in says.
     lifetime: checked(options.tokenLifetime, 86_400_000, "tokenLifetime", MS),
     quota: quotaCounter(
@@ -318,7 +318,7 @@ function serviceState(options: FakePartnerServiceOptions) {
     tokenFaults: checkedFaults(options.faults ?? [], CONTEXT),
     apiFaults: [] as FakeFault[],
     closing: new AbortController(),
-    decorate: endpoint.withQuota.bind(endpoint),
+    decorate: endpoint.withQuota,
     counts: { tokenRequests: 0, apiRequests: 0 },
   };
 }
