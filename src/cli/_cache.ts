@@ -6,9 +6,6 @@ import { allowFlags, UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
 import { tried } from "../core/_check.ts";
 
-/** Where the token cache goes, first found wins. */
-const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
-
 /**
  * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
  * @returns The cache, or why there is none (one line for standard error).
@@ -108,7 +105,8 @@ function ownerOfNewFile(folder: string): number | null | undefined {
 
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
 function cacheFolder(): string | undefined {
-  const [own, xdg, home] = CACHE_VARIABLES.map((variable) =>
+  const variables = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
+  const [own, xdg, home] = variables.map((variable) =>
     Deno.permissions.querySync({ name: "env", variable }).state === "granted" &&
     Deno.env.get(variable)
   );

@@ -106,20 +106,20 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
     }
     source = cost(session);
   }
+  const at = now();
+  const blocked = blockedUntil !== undefined && at < blockedUntil;
+  const buckets = bucketsNow(quota, at);
   if (json) {
     // A key left undefined is not written.
     const answer = {
-      buckets: bucketsNow(quota, now()),
+      buckets,
       observedAt: quota && new Date(quota.observedAt).toISOString(),
-      blockedUntil: blockedUntil !== undefined && now() < blockedUntil
-        ? new Date(blockedUntil).toISOString()
-        : undefined,
+      blockedUntil: blocked ? new Date(blockedUntil!).toISOString() : undefined,
       tokenRequests: session.tokenRequests(),
     };
     return io.stdout.write(`${safeJson(answer)}\n`);
   }
-  const at = now();
-  const rows = bucketsNow(quota, at).map(({ resetAfter, ...bucket }) => ({
+  const rows = buckets.map(({ resetAfter, ...bucket }) => ({
     ...bucket,
     "resets in": duration(resetAfter),
     "resets at": utcTime(at + resetAfter * 1000),
@@ -129,12 +129,12 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
       ? "the token endpoint reported no quota\n"
       : table(["bucket", "limit", "remaining", "resets in", "resets at"], rows),
   );
-  const age = quota ? Math.round((now() - quota.observedAt) / 1000) : 0;
+  const age = quota ? Math.round((at - quota.observedAt) / 1000) : 0;
   io.stderr.write(
     `(${source}${age > 0 ? `; reported ${duration(age)} ago` : ""})\n`,
   );
-  if (blockedUntil !== undefined && now() < blockedUntil) {
-    const until = utcTime(blockedUntil);
+  if (blocked) {
+    const until = utcTime(blockedUntil!);
     io.stdout.write(
       `token requests blocked until ${until} (a 429 said the quota is spent)\n`,
     );
@@ -153,8 +153,7 @@ export async function runGet(session: Session, path: string, pci: boolean) {
   // The client's time limit ends at the headers: the body gets one of its own, as a list page's read is timed.
   const body = new AbortController();
   const init = { signal: body.signal };
-  const response =
-    await (pci ? client.pciFetch(path, init) : client.fetch(path, init));
+  const response = await client[pci ? "pciFetch" : "fetch"](path, init);
   const stalled = `no byte of the answer for ${BODY_TIME} ms`;
   const watched = stallWatch(response, () => body.abort(new Error(stalled)));
   const text = await readBounded(watched.response, MAX_BODY).catch((error) => {
@@ -206,14 +205,12 @@ function stallWatch(response: Response, stalled: () => void) {
 /** One line for standard error, and the exit code: 2 for the caller's mistakes, 130 for Ctrl-C (143 SIGTERM, 129 SIGHUP), 1 for the service's or network's. */
 export function failureMessage(error: unknown) {
   // The library reports the service as ApiError or TokenRequestError: its TypeError and RangeError are about arguments.
-  const usage = error instanceof UsageError || error instanceof TypeError ||
-    error instanceof RangeError;
-  if (usage || error instanceof Interrupted) {
-    return { message: error.message, code: usage ? 2 : error.exitCode };
-  }
   // Deno refusing a permission outright (the demo's own server) is the command's to fix too.
-  if (isPermissionError(error)) {
-    return { message: (error as Error).message, code: 2 };
+  const usage = error instanceof UsageError || error instanceof TypeError ||
+    error instanceof RangeError || isPermissionError(error);
+  if (usage || error instanceof Interrupted) {
+    const code = usage ? 2 : (error as Interrupted).exitCode;
+    return { message: (error as Error).message, code };
   }
   // The library's message names what to fix (the variables, the flag to add): passed on as it is.
   if (error instanceof TokenRequestError || error instanceof ApiError) {

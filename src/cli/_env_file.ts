@@ -41,17 +41,13 @@ export async function withEnvFile(
   read: (path: string) => Promise<string>,
 ): Promise<(name: string) => string | undefined> {
   const text = await read(path).catch((error) => {
-    const name = (error as Error).name;
+    if (error instanceof UsageError) throw error; // readEnvFile's own words
     throw new UsageError(
       isPermissionError(error)
         ? `cannot read --env-file ${path}: run with ${
           allowFlags(["read"], path)
         }`
-        : name === NOT_SMALL_FILE
-        ? `cannot read --env-file ${path}: not a regular file of at most ${MAX_ENV_FILE} bytes`
-        : name === OFF_DENO
-        ? `cannot read --env-file ${path}: off Deno, pass main an io whose readTextFile reads it`
-        : `cannot read --env-file ${path} (${name})`,
+        : `cannot read --env-file ${path} (${(error as Error).name})`,
     );
   });
   const file = parseEnvFile(text);
@@ -66,21 +62,21 @@ export async function withEnvFile(
   };
 }
 
-const NOT_SMALL_FILE = "NotSmallFile";
-const OFF_DENO = "OffDeno";
-
 /**
  * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
  * refused before it is read (a FIFO would hang the run, /dev/zero or a huge file fill its memory), and so is a file
  * that grows past the bound while read.
- * @throws {Error} Named `NotSmallFile` (`OffDeno` where Deno is not), or what `Deno.stat` and reading throw.
+ * @throws {UsageError} For such a file, or where Deno is not; else what `Deno.stat` and reading throw.
  */
 export async function readEnvFile(path: string): Promise<string> {
+  const refused = (why: string) =>
+    new UsageError(`cannot read --env-file ${path}: ${why}`);
   // The default reader needs Deno's file API (elsewhere `Deno` is not defined).
   if (typeof Deno === "undefined") {
-    throw named(OFF_DENO, "no Deno file API here");
+    throw refused("off Deno, pass main an io whose readTextFile reads it");
   }
-  const notSmallFile = () => named(NOT_SMALL_FILE, "not a small regular file");
+  const notSmallFile = () =>
+    refused(`not a regular file of at most ${MAX_ENV_FILE} bytes`);
   const info = await Deno.stat(path);
   if (!info.isFile || info.size > MAX_ENV_FILE) throw notSmallFile();
   // The stream closes the file, read to its end or cancelled past the bound.
@@ -88,9 +84,4 @@ export async function readEnvFile(path: string): Promise<string> {
   const text = await readBounded(new Response(readable), MAX_ENV_FILE);
   if (text === undefined) throw notSmallFile();
   return text;
-}
-
-/** An Error that {@linkcode withEnvFile} tells by its `name`. */
-function named(name: string, message: string): Error {
-  return Object.assign(new Error(message), { name });
 }

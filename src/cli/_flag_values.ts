@@ -42,10 +42,7 @@ type Parsed<T extends ParseArgsConfig> = ReturnType<typeof parseArgs<T>>;
 /** A mistake of the caller (flags, configuration): exit code 2. */
 export class UsageError extends Error {}
 
-/**
- * A count flag's value, from `min` to `max`; `undefined` when not given.
- * @throws {UsageError} For anything but an integer in range.
- */
+/** A count flag's value, from `min` to `max`; `undefined` when not given. @throws {UsageError} Else. */
 export function count(
   text: string | undefined,
   flag: string,
@@ -68,10 +65,7 @@ export function count(
   return value;
 }
 
-/**
- * A flag's value when it is one of `allowed`; `undefined` when not given.
- * @throws {UsageError} For any other value.
- */
+/** A flag's value when it is one of `allowed`; `undefined` when not given. @throws {UsageError} Else. */
 export function oneOf<T extends string>(
   value: string | undefined,
   flag: string,
@@ -84,10 +78,7 @@ export function oneOf<T extends string>(
   throw new UsageError(`--${flag} must be ${rule}: received ${value}`);
 }
 
-/**
- * `--sort-direction`, in either case; `undefined` when not given.
- * @throws {UsageError} For anything but ASC or DESC.
- */
+/** `--sort-direction`, ASC or DESC in either case; `undefined` when not given. @throws {UsageError} Else. */
 export function sortDirection(value: string | undefined) {
   // ASCII letters only: "aſc".toUpperCase() is "ASC".
   const upper = /^(asc|desc)$/i.test(value ?? "")
@@ -96,10 +87,7 @@ export function sortDirection(value: string | undefined) {
   return oneOf(upper, "sort-direction", ["ASC", "DESC"]);
 }
 
-/**
- * `--sort-by`: a field name; `undefined` when not given.
- * @throws {UsageError} For `-field`, with the flags that sort by it descending.
- */
+/** `--sort-by`: a field name. @throws {UsageError} For `-field`, with the flags that sort by it descending. */
 export function sortField(value: string | undefined) {
   if (!value?.startsWith("-")) return value;
   throw new UsageError(
@@ -109,10 +97,7 @@ export function sortField(value: string | undefined) {
   );
 }
 
-/**
- * The one argument a command takes.
- * @throws {UsageError} With `missing` when there is none, and for a second one.
- */
+/** The one argument a command takes. @throws {UsageError} With `missing` when there is none, and for a second one. */
 export function onePositional(positionals: readonly string[], missing: string) {
   const [first, more] = positionals;
   if (first === undefined) throw new UsageError(missing);

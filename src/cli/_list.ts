@@ -24,10 +24,7 @@ export function onCtrlC(io: Session["io"]) {
   return { signal: interrupt.signal, stop: io.onInterrupt?.(abort) };
 }
 
-/**
- * Refuses fields that no item of the first page has, with the nearest key.
- * @throws {UsageError} For the first such field.
- */
+/** @throws {UsageError} For the first of `fields` no item of the first page has, with the nearest key. */
 function checkFields(fields: readonly string[], page: readonly unknown[]) {
   const keys = new Set(
     page.flatMap((item) => Object.keys(fieldsOf(item) ?? {})),

@@ -49,7 +49,7 @@ export function programOf(helpHint: string | undefined): string {
  */
 export function readConfig(
   io: CliIo,
-  unread: readonly string[] = [],
+  unread: readonly (string | undefined)[] = [],
 ): PartnerApiConfig {
   try {
     return configFromEnv((name) => {

@@ -10,6 +10,7 @@ import { programOf, type Session } from "./_session.ts";
 import { Interrupted, onCtrlC } from "./_list.ts";
 import { UsageError } from "./_flag_values.ts";
 import { given } from "../core/_check.ts";
+import { isPermissionError } from "../core/_cause.ts";
 import { counted, itemsPerSecond } from "./_render.ts";
 import { SyncError } from "../sync/sync_error.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
@@ -227,7 +228,7 @@ function confirmHint(
       error.path,
       { cause: error },
     ),
-    needed === undefined ? {} : { maxDeletesNeeded: needed },
+    given({ maxDeletesNeeded: needed }),
   );
 }
 
@@ -256,11 +257,9 @@ export function shellWord(word: string): string {
 
 function cannotWrite(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
-  // Deno's classes where Deno is (off it, a runtime's codes say the same).
-  const denied = typeof Deno !== "undefined" &&
-    (error instanceof Deno.errors.PermissionDenied ||
-      error instanceof Deno.errors.NotCapable);
-  return denied || code === "EACCES" || code === "EPERM" || code === "EROFS" ||
+  // Deno's refusals, told by name (off Deno, a runtime's codes say the same).
+  return isPermissionError(error) || code === "EACCES" || code === "EPERM" ||
+    code === "EROFS" ||
     /readonly database/.test(String((error as Error | null)?.message));
 }
 

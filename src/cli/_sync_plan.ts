@@ -15,10 +15,7 @@ export type SyncRequest = Readonly<ReturnType<typeof syncRequest>> & {
   readonly args: readonly string[];
 };
 
-/**
- * Checks `sync <list> --to FILE` and its flags (the help text lists them), those it shares with `list` first.
- * @throws {UsageError} With what is wrong.
- */
+/** Checks `sync <list> --to FILE` and its flags (the help lists them), those it shares with `list` first: a UsageError. */
 export function syncRequest(rest: readonly string[], values: Values) {
   const shared = pagingOf(values);
   const path = onePositional(rest, "sync needs a <list>, e.g. transactions");

@@ -96,10 +96,8 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
   }
   // A flag wins over its variable, which is then not read (nor refused).
   const flagged = [
-    ...(planned.tokenBody === undefined ? [] : [bodyFormat]),
-    ...(planned.clientAuthentication === undefined
-      ? []
-      : [clientAuthentication]),
+    planned.tokenBody && bodyFormat,
+    planned.clientAuthentication && clientAuthentication,
   ];
   await execute(openSession(run, readConfig(run, flagged), planned), planned);
   return 0;

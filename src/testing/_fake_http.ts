@@ -85,13 +85,9 @@ export function json(
   body: unknown,
   headers: Record<string, string> = {},
 ): Response {
-  return new Response(JSON.stringify(body), {
+  return Response.json(body, {
     status,
-    headers: {
-      "content-type": "application/json",
-      "cache-control": "no-store",
-      ...headers,
-    },
+    headers: { "cache-control": "no-store", ...headers },
   });
 }
 

@@ -11,7 +11,7 @@ import type { FakeCredentials } from "./fake_options.ts";
 
 export interface TokenEndpointSetup extends FakeCredentials {
   readonly lifetime: number;
-  readonly quota: QuotaCounter;
+  readonly quota: ReturnType<typeof quotaCounter>;
   readonly now: () => number;
   readonly audience: string;
   readonly retryAfter: boolean;
@@ -24,74 +24,66 @@ const MEDIA_TYPES = {
   form: "application/x-www-form-urlencoded",
 };
 
-/** The token endpoint and the tokens it issued. */
-export class FakeTokenEndpoint {
-  readonly #setup: TokenEndpointSetup;
-  /** Token → epoch ms of its expiry. */
-  readonly #tokens = new Map<string, number>();
-  tokensIssued = 0;
-
-  constructor(setup: TokenEndpointSetup) {
-    this.#setup = setup;
-  }
-
-  async answer(request: Request): Promise<Response> {
-    const { clientId, clientSecret, audience, quota, lifetime, now } =
-      this.#setup;
-    const body = await readTokenBody(request, this.#setup.bodyFormats);
-    if (typeof body === "string") {
-      const status = request.method === "POST" ? 400 : 405;
-      return this.withQuota(oauthError(status, "invalid_request", body));
-    }
-    if (
-      body.client_id !== clientId || body.client_secret !== clientSecret ||
-      body.audience !== audience
-    ) {
-      return this.withQuota(oauthError(401, "access_denied", "Unauthorized"));
-    }
-    if (!quota.available()) {
-      const wait = String(quotaResetAfter(quota.buckets()));
-      return this.withQuota(
-        oauthError(429, "too_many_requests", "Client quota exceeded"),
-        this.#setup.retryAfter ? { "retry-after": wait } : {},
-      );
-    }
-    quota.spend();
-    this.tokensIssued++;
-    const accessToken = randomText(32);
-    // Never refused before the whole seconds it advertises (under 1 s of lifetime: 1).
-    const expiresIn = Math.max(1, Math.floor(lifetime / 1000));
-    this.#tokens.set(accessToken, now() + Math.max(lifetime, expiresIn * 1000));
-    return this.withQuota(json(200, {
-      access_token: accessToken,
-      expires_in: expiresIn,
-      token_type: "Bearer",
-    }));
-  }
-
+/** The token endpoint and the tokens it issued, in a closure: nothing shows the credentials it holds. */
+export function fakeTokenEndpoint(setup: TokenEndpointSetup) {
+  const { clientId, clientSecret, audience, quota, lifetime, now } = setup;
+  const tokens = new Map<string, number>(); // token → epoch ms of its expiry
+  let issued = 0;
   /** Sets the quota header as it stands now, then `headers`, on `response`. */
-  withQuota(
+  const withQuota = (
     response: Response,
     headers: Readonly<Record<string, string>> = {},
-  ): Response {
-    const header = formatQuotaHeader(this.#setup.quota.buckets());
-    response.headers.set(QUOTA_HEADER, header);
+  ): Response => {
+    response.headers.set(QUOTA_HEADER, formatQuotaHeader(quota.buckets()));
     for (const [name, value] of Object.entries(headers)) {
       response.headers.set(name, value);
     }
     return response;
-  }
-
-  /** Whether `accessToken` was issued here and has not expired or been revoked. */
-  isValid(accessToken: string): boolean {
-    const expiresAt = this.#tokens.get(accessToken);
-    return expiresAt !== undefined && this.#setup.now() < expiresAt;
-  }
-
-  /** Forgets every token issued so far. */
-  revoke(): void {
-    this.#tokens.clear();
-  }
+  };
+  return {
+    async answer(request: Request): Promise<Response> {
+      const body = await readTokenBody(request, setup.bodyFormats);
+      if (typeof body === "string") {
+        const status = request.method === "POST" ? 400 : 405;
+        return withQuota(oauthError(status, "invalid_request", body));
+      }
+      if (
+        body.client_id !== clientId || body.client_secret !== clientSecret ||
+        body.audience !== audience
+      ) {
+        return withQuota(oauthError(401, "access_denied", "Unauthorized"));
+      }
+      if (!quota.available()) {
+        const wait = String(quotaResetAfter(quota.buckets()));
+        return withQuota(
+          oauthError(429, "too_many_requests", "Client quota exceeded"),
+          setup.retryAfter ? { "retry-after": wait } : {},
+        );
+      }
+      quota.spend();
+      issued++;
+      const accessToken = randomText(32);
+      // Never refused before the whole seconds it advertises (under 1 s of lifetime: 1).
+      const expiresIn = Math.max(1, Math.floor(lifetime / 1000));
+      tokens.set(accessToken, now() + Math.max(lifetime, expiresIn * 1000));
+      return withQuota(json(200, {
+        access_token: accessToken,
+        expires_in: expiresIn,
+        token_type: "Bearer",
+      }));
+    },
+    withQuota,
+    get tokensIssued() {
+      return issued;
+    },
+    /** Whether `accessToken` was issued here and has not expired or been revoked. */
+    isValid(accessToken: string): boolean {
+      const expiresAt = tokens.get(accessToken);
+      return expiresAt !== undefined && now() < expiresAt;
+    },
+    /** Forgets every token issued so far. */
+    revoke: () => tokens.clear(),
+  };
 }
 
 async function readTokenBody(
@@ -127,48 +119,40 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** Token quota that resets on the UTC hour and the UTC day, like the real service. */
-export class QuotaCounter {
-  readonly #windows;
-  readonly #now: () => number;
-
-  constructor(perHour: number, perDay: number, now: () => number) {
-    this.#now = now;
-    this.#windows = [
-      { name: "per_hour", length: HOUR, limit: perHour, start: -1, used: 0 },
-      { name: "per_day", length: DAY, limit: perDay, start: -1, used: 0 },
-    ];
-  }
-
-  #current() {
-    const now = this.#now();
-    for (const window of this.#windows) {
-      const start = Math.floor(now / window.length) * window.length;
+export function quotaCounter(
+  perHour: number,
+  perDay: number,
+  now: () => number,
+) {
+  const windows = [
+    { name: "per_hour", length: HOUR, limit: perHour, start: -1, used: 0 },
+    { name: "per_day", length: DAY, limit: perDay, start: -1, used: 0 },
+  ];
+  const current = () => {
+    const at = now();
+    for (const window of windows) {
+      const start = Math.floor(at / window.length) * window.length;
       if (start !== window.start) {
         window.start = start;
         window.used = 0;
       }
     }
-    return this.#windows;
-  }
-
-  /** Whether every bucket has a token left. */
-  available(): boolean {
-    return this.#current().every((window) => window.used < window.limit);
-  }
-
-  /** Spends one token from every bucket. */
-  spend(): void {
-    for (const window of this.#current()) window.used++;
-  }
-
-  /** The buckets as they stand now. */
-  buckets(): QuotaBucket[] {
-    const now = this.#now();
-    return this.#current().map((window) => ({
-      bucket: window.name,
-      limit: window.limit,
-      remaining: Math.max(0, window.limit - window.used),
-      resetAfter: Math.ceil((window.start + window.length - now) / 1000),
-    }));
-  }
+    return windows;
+  };
+  return {
+    /** Whether every bucket has a token left. */
+    available: () => current().every((window) => window.used < window.limit),
+    /** Spends one token from every bucket. */
+    spend: () => current().forEach((window) => window.used++),
+    /** The buckets as they stand now. */
+    buckets(): QuotaBucket[] {
+      const at = now();
+      return current().map((window) => ({
+        bucket: window.name,
+        limit: window.limit,
+        remaining: Math.max(0, window.limit - window.used),
+        resetAfter: Math.ceil((window.start + window.length - at) / 1000),
+      }));
+    },
+  };
 }

@@ -75,10 +75,10 @@ export function appendItems(
   random: () => number,
 ): void {
   if (count === 0) return;
-  let newest = now;
-  for (const item of resource.items) {
-    newest = Math.max(newest, Date.parse(String(item.creationDate)) + 1000);
-  }
+  let newest = resource.items.reduce(
+    (at, item) => Math.max(at, Date.parse(String(item.creationDate)) + 1000),
+    now,
+  );
   const prefix = PREFIXES[resource.idField] ?? resource.name;
   for (let i = 0; i < count; i++, newest += 1000) {
     const n = ++resource.serial;
@@ -95,11 +95,8 @@ export function appendItems(
   }
 }
 
-/**
- * Puts `item` into the list and every cached order.
- * @throws {TypeError} (`option: "item"`) When it has no id or its id is taken.
- */
-export function insertItem(resource: ListResource, item: Item): void {
+/** Puts `item` into the list and every cached order. @throws {TypeError} (`item`) When it has no id or a taken one. */
+export function insertItem(resource: ListResource, item: Readonly<Item>) {
   const { idField } = resource;
   const refused = (rule: string, received: string) =>
     typeError(`Cannot insert into ${resource.name}`, "item", rule, received);

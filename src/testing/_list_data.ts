@@ -1,6 +1,7 @@
 // The fake service's generated lists, and how it pages and sorts them.
 
 import type { ListSizes } from "./fake_options.ts";
+import { json } from "./_fake_http.ts";
 
 /** One item of a fake list. */
 export type Item = Record<string, string | number>;
@@ -62,12 +63,12 @@ export function offset(random: () => number): number {
  * newest is {@linkcode NEWEST_AGE} old at `now`, every order as drawn. Returns the range's start.
  */
 function anchor(items: Item[], now: number): number {
-  const offsets = items.map((item) => item.creationDate as number);
-  const newest = offsets.reduce((a, b) => Math.max(a, b), 0);
+  const placeOf = (item: Item) => item.creationDate as number;
+  const newest = items.reduce((a, item) => Math.max(a, placeOf(item)), 0);
   const epoch = now - NEWEST_AGE - (items.length === 0 ? SPAN : newest);
-  items.forEach((item, i) => {
-    item.creationDate = new Date(epoch + offsets[i]!).toISOString();
-  });
+  for (const item of items) {
+    item.creationDate = new Date(epoch + placeOf(item)).toISOString();
+  }
   return epoch;
 }
 
@@ -121,7 +122,6 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
     const items = drawn[shape.name];
     return [shape.name, {
       ...shape,
-      sortable: [...shape.sortable],
       items,
       sorted: new Map(),
       serial: items.length,
@@ -145,7 +145,7 @@ export function transaction(
 }
 
 /** A query the service refuses, with the reason for its 400. */
-export class BadQuery extends Error {}
+class BadQuery extends Error {}
 
 function badQuery(name: string, rule: string, received: unknown): BadQuery {
   return new BadQuery(`'${name}' ${rule}: received ${received}`);
@@ -162,7 +162,7 @@ function readInteger(params: URLSearchParams, name: string, fallback: number) {
 }
 
 /** The page `params` asks for, sorted as the service sorts. */
-export function pageOf(
+function pageOf(
   resource: ListResource,
   params: URLSearchParams,
   maxLimit: number,
@@ -190,6 +190,39 @@ export function pageOf(
     resource.items.toSorted(orderOf(resource, key));
   resource.sorted.set(key, sorted);
   return sorted.slice((page - 1) * limit, page * limit);
+}
+
+/** One page of a list, as the service sends it. */
+export function answerList(
+  serving: {
+    readonly lists: Map<string, ListResource>;
+    readonly listEnvelope: "object" | "array";
+    /** Changes the list before each page, as churn does. */
+    readonly churn: ((resource: ListResource) => void) | undefined;
+    readonly maxLimit: number;
+    readonly cutAtMax: boolean;
+  },
+  request: Request,
+  name: string,
+): Response {
+  const { lists, listEnvelope: envelope, churn, maxLimit, cutAtMax } = serving;
+  const resource = lists.get(name);
+  if (resource === undefined) return json(404, { error: "not_found" });
+  churn?.(resource);
+  const params = new URL(request.url).searchParams;
+  let page: readonly Item[];
+  try {
+    page = pageOf(resource, params, maxLimit, cutAtMax);
+  } catch (error) {
+    if (!(error instanceof BadQuery)) throw error;
+    return json(400, { error: "bad_request", message: error.message });
+  }
+  if (envelope === "array") return json(200, page);
+  return json(200, {
+    [name]: page,
+    page: Number(params.get("page") ?? 1),
+    limit: Number(params.get("limit") ?? 50),
+  });
 }
 
 /** The comparison of the order named `"<field> <direction>"`; ties by id. */

@@ -12,7 +12,7 @@ import {
   requireText,
   typeError,
 } from "../core/_check.ts";
-import { generateLists, type Item, seededRandom } from "./_list_data.ts";
+import { answerList, generateLists, seededRandom } from "./_list_data.ts";
 import {
   appendItems,
   churner,
@@ -28,8 +28,7 @@ import {
   pause,
   randomText,
 } from "./_fake_http.ts";
-import { FakeTokenEndpoint, QuotaCounter } from "./_fake_token.ts";
-import { answerList } from "./_fake_answers.ts";
+import { fakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
 import type {
   FakeCredentials,
   FakeFault,
@@ -195,7 +194,7 @@ export function createFakePartnerService(
       const random = seededRandom(transactions.serial);
       appendItems(transactions, count, now(), random);
     },
-    insert: (list, item) => insertItem(listNamed(lists, list), item as Item),
+    insert: (list, item) => insertItem(listNamed(lists, list), item),
     remove: (list, id) => removeItem(listNamed(lists, list), id),
     update: (list, id, fields) =>
       updateItem(listNamed(lists, list), id, fields),
@@ -283,10 +282,10 @@ function serviceState(options: FakePartnerServiceOptions) {
   const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
   const credentials = credentialsOf(options.credentials);
   const quota = part(options.quota, "quota");
-  const endpoint = new FakeTokenEndpoint({
+  const endpoint = fakeTokenEndpoint({
     // A time option like any: its bound is also below a year, the most expires_in says.
     lifetime: checked(options.tokenLifetime, 86_400_000, "tokenLifetime", MS),
-    quota: new QuotaCounter(
+    quota: quotaCounter(
       checked(quota.perHour, 1000, "quota.perHour"),
       checked(quota.perDay, 10_000, "quota.perDay"),
       now,
@@ -319,7 +318,7 @@ function serviceState(options: FakePartnerServiceOptions) {
     tokenFaults: checkedFaults(options.faults ?? [], CONTEXT),
     apiFaults: [] as FakeFault[],
     closing: new AbortController(),
-    decorate: endpoint.withQuota.bind(endpoint),
+    decorate: endpoint.withQuota,
     counts: { tokenRequests: 0, apiRequests: 0 },
   };
 }
@@ -336,7 +335,6 @@ function bodyFormats(formats: readonly ("json" | "form")[]) {
   return formats;
 }
 
-/** A numeric option, checked by `rule`: a count unless it says otherwise. */
 /** The credentials given, each checked, or made up. */
 function credentialsOf(options: Partial<FakeCredentials> | undefined) {
   const given = part(options, "credentials");
@@ -353,16 +351,14 @@ function credentialsOf(options: Partial<FakeCredentials> | undefined) {
 /** Each list's size, checked and bounded. */
 function sizesOf(given: Partial<ListSizes> | undefined): ListSizes {
   const items = part(given, "items");
-  const size = (list: keyof ListSizes, fallback: number) => {
-    const field = `items.${list}`;
-    // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
-    return checkAtMost(
-      checked(items[list], fallback, field),
+  // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
+  const size = (list: keyof ListSizes, fallback: number) =>
+    checkAtMost(
+      checked(items[list], fallback, `items.${list}`),
       MOST_ITEMS,
       CONTEXT,
-      field,
+      `items.${list}`,
     );
-  };
   return {
     organizations: size("organizations", 25),
     transactions: size("transactions", 500),
@@ -382,6 +378,7 @@ function part<T extends object>(
   return value ?? {};
 }
 
+/** A numeric option, checked by `rule`: a count unless it says otherwise. */
 function checked(
   value: number | undefined,
   fallback: number,
