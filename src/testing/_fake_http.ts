@@ -85,9 +85,13 @@ export function json(
   body: unknown,
   headers: Record<string, string> = {},
 ): Response {
-  return Response.json(body, {
+  return new Response(JSON.stringify(body), {
     status,
-    headers: { "cache-control": "no-store", ...headers },
+    headers: {
+      "content-type": "application/json",
+      "cache-control": "no-store",
+      ...headers,
+    },
   });
 }
 
