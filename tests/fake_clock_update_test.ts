@@ -154,3 +154,31 @@ Deno.test("churn.update changes that many items per list request, in place: revi
     { name: "RangeError", option: "churn.update" },
   );
 });
+
+Deno.test("churn.append into an empty list of organizations or cardholders adds items of that list's shape (they were transactions, with an amount and a currency)", async () => {
+  const lists = [
+    ["organizations", "organizationID", "companyName"],
+    ["cardholders", "cardholderID", "name"],
+  ] as const;
+  for (const [path, idField, words] of lists) {
+    await using api = await startFakePartnerApi({
+      items: { [path]: 0 },
+      churn: { append: 2 },
+      now: () => NOW,
+    });
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+    });
+    await Array.fromAsync(client.list(path)); // the append comes with this read
+    const items = await Array.fromAsync(
+      client.list<Record<string, unknown>>(path, { sortBy: idField }),
+    );
+    ok(items.length >= 2);
+    for (const item of items) {
+      equal(typeof item[idField], "string");
+      equal(typeof item[words], "string");
+      equal(item.transactionID, undefined);
+    }
+  }
+});

@@ -4,6 +4,7 @@ import { checkNumber, requireOptions, typeError } from "../core/_check.ts";
 import {
   id,
   type Item,
+  itemOf,
   type ListResource,
   offset,
   orderOf,
@@ -83,15 +84,17 @@ export function appendItems(
   for (let i = 0; i < count; i++, newest += 1000) {
     const n = ++resource.serial;
     const creationDate = new Date(newest).toISOString();
+    // Another list's new item is shaped as one it holds; in an empty one, as its first would be drawn.
     const model = resource.name === "transactions"
-      ? undefined
-      : pick(random, resource.items);
-    insertItem(
-      resource,
-      model === undefined
-        ? transaction(n, creationDate, random)
-        : { ...model, [resource.idField]: id(prefix, n), creationDate },
-    );
+      ? transaction(n, creationDate, random)
+      : resource.items.length === 0
+      ? itemOf(resource.name, n, random, () => creationDate)
+      : {
+        ...pick(random, resource.items),
+        [resource.idField]: id(prefix, n),
+        creationDate,
+      };
+    insertItem(resource, model);
   }
 }
 

@@ -100,19 +100,15 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
   const random = seededRandom(seed);
   const draw = (length: number, item: (n: number) => Item) =>
     Array.from({ length }, (_, i) => item(i + 1));
-  const organizations = draw(sizes.organizations, (n) => ({
-    organizationID: id("org", n),
-    companyName: `${pick(random, COMPANY_WORDS)} ${
-      pick(random, COMPANY_KINDS)
-    } ${n}`,
-    creationDate: offset(random),
-  }));
-  const cardholders = draw(sizes.cardholders, (n) => ({
-    cardholderID: id("ch", n),
-    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
-    organizationID: id("org", ((n - 1) % Math.max(1, sizes.organizations)) + 1),
-    creationDate: offset(random),
-  }));
+  const dated = () => offset(random);
+  const organizations = draw(
+    sizes.organizations,
+    (n) => itemOf("organizations", n, random, dated),
+  );
+  const cardholders = draw(
+    sizes.cardholders,
+    (n) => itemOf("cardholders", n, random, dated, sizes.organizations),
+  );
   const transactions = draw(
     sizes.transactions,
     (n) => transaction(n, offset(random), random),
@@ -128,6 +124,35 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
       epoch: anchor(items, now),
     }];
   }));
+}
+
+/**
+ * Item `n` of list `name` (`organizations` or `cardholders`), its words drawn from `random`, then its date from `date`
+ * (in that order: a seed's lists stay as they were); a cardholder belongs to one of `organizations`.
+ */
+export function itemOf(
+  name: string,
+  n: number,
+  random: () => number,
+  date: () => Item["creationDate"],
+  organizations = 1,
+): Item {
+  if (name === "organizations") {
+    const company = `${pick(random, COMPANY_WORDS)} ${
+      pick(random, COMPANY_KINDS)
+    }`;
+    return {
+      organizationID: id("org", n),
+      companyName: `${company} ${n}`,
+      creationDate: date(),
+    };
+  }
+  return {
+    cardholderID: id("ch", n),
+    name: `${pick(random, FIRST_NAMES)} ${pick(random, LAST_NAMES)}`,
+    organizationID: id("org", ((n - 1) % Math.max(1, organizations)) + 1),
+    creationDate: date(),
+  };
 }
 
 export function transaction(
