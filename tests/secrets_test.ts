@@ -974,3 +974,34 @@ Deno.test("a client secret of 40,000 non-ASCII characters is redacted where a se
   ok(failed instanceof TokenRequestError, String(failed).slice(0, 200));
   assertClean(failed, [clientSecret.slice(0, 12)]);
 });
+
+Deno.test("a client's secret pasted into a list option or the path is not echoed by the refusal, which still names the option (client.list and client.pages echoed it, as any value)", () => {
+  const secret = "s3cr3t-Pasted-Into-The-Wrong-Option-1234";
+  const environment = defineEnvironment({
+    baseUrl: "http://127.0.0.1:9/api/",
+    pciBaseUrl: "http://127.0.0.1:9/api/",
+    tokenUrl: "http://127.0.0.1:9/token",
+    audience: "partner-api",
+  });
+  const client = createClient({
+    environment,
+    clientId: "client-id",
+    clientSecret: secret,
+  });
+  const misuses: [string, string, object][] = [
+    ["limit", "organizations", { limit: secret }],
+    ["sortDirection", "organizations", { sortDirection: secret }],
+    ["path", `organizations#${secret}`, {}],
+  ];
+  for (const [option, path, options] of misuses) {
+    for (const walk of [client.list, client.pages]) {
+      try {
+        walk(path, options);
+        ok(false, `${option} was taken`);
+      } catch (error) {
+        equal((error as { option?: string }).option, option);
+        ok(!inspect(error).includes(secret), inspect(error));
+      }
+    }
+  }
+});

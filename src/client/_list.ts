@@ -8,7 +8,13 @@ import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
-import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
+import {
+  cleanResponse,
+  redact,
+  redactInPlace,
+  type Secret,
+  serverText,
+} from "../core/_redact.ts";
 import { resolveUnder } from "./_path.ts";
 import { type SendContext, sendExchange } from "./_send.ts";
 
@@ -20,8 +26,22 @@ const PAGE_PARAMETERS = ["limit", "page", "sortBy", "sortDirection"];
 
 type FetchedPage<T> = Pick<Page<T>, "items" | "request">;
 
-/** A walk over the list at `path` under `base`; options checked at once. */
+/** A walk over the list at `path` under `base`; options checked at once, the client's credentials out of a refusal. */
 function walkUnder<T>(
+  context: SendContext,
+  base: URL,
+  path: string,
+  options: ListOptions<T>,
+) {
+  try {
+    return checkedWalk(context, base, path, options);
+  } catch (error) {
+    // A secret pasted into an option, or the path, is echoed as any value is: the client knows it, and hides it.
+    throw redactInPlace(error, (text) => redact(text, context.secrets));
+  }
+}
+
+function checkedWalk<T>(
   context: SendContext,
   base: URL,
   path: string,

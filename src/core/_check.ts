@@ -138,7 +138,7 @@ export function oneOf<T extends string | boolean>(
   if (values.includes(value as T)) return value as T;
   const names = values.map((v) => JSON.stringify(v)); // "cut", or true
   const rule = `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-  throw typeError(context, option, rule, quoted(echoed(value)));
+  throw typeError(context, option, rule, echoed(value, true));
 }
 
 /** A non-empty string option: one of spaces alone is empty too (an audience "   " went to the IdP as it was). */
@@ -223,8 +223,11 @@ export function given<T extends object>(values: T): Given<T> {
   return Object.fromEntries(entries) as Given<T>;
 }
 
-/** A value that is no string as `String` reads it; its type where that throws (no prototype, a `toString` that throws). */
-const echoed = (value: unknown) => tried(() => String(value)) ?? typeof value;
+/** A value as `String` reads it (`quote`: quoted); its type, unquoted, where that throws (no prototype, a throwing `toString`). */
+function echoed(value: unknown, quote = false): string {
+  const text = tried(() => String(value));
+  return text === undefined ? typeof value : quote ? quoted(text) : text;
+}
 
 /** `text` as a message echoes it: quoted, its first `max` characters. */
 const quoted = (text: string, max = 40) => JSON.stringify(text.slice(0, max));
