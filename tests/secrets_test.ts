@@ -1005,3 +1005,32 @@ Deno.test("a client's secret pasted into a list option or the path is not echoed
     }
   }
 });
+
+Deno.test("a client secret holding quotes or backslashes, pasted into a createClient option, is not echoed in its escaped form (the echo escaped it, and the check looked for it as given: r115 P2)", () => {
+  const environment = defineEnvironment({
+    baseUrl: "http://127.0.0.1:9/api/",
+    pciBaseUrl: "http://127.0.0.1:9/api/",
+    tokenUrl: "http://127.0.0.1:9/token",
+    audience: "partner-api",
+  });
+  for (
+    const secret of ['ab"cd"ef"gh"ij"kl"mn"op', "ab\\cd\\ef\\gh\\ij\\kl\\mn"]
+  ) {
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    for (const option of ["timeout", "clientAuthentication"]) {
+      try {
+        createClient({
+          environment,
+          clientId: "client-id",
+          clientSecret: secret,
+          [option]: secret,
+        });
+        ok(false, `${option} was taken`);
+      } catch (error) {
+        equal((error as { option?: string }).option, option);
+        const shown = inspect(error);
+        ok(!shown.includes(secret) && !shown.includes(escaped), shown);
+      }
+    }
+  }
+});

@@ -16,9 +16,13 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   } catch (error) {
     if (typeof secret !== "string") throw error;
     const long = secret.trim().length >= MIN_REDACTED_LENGTH;
-    const lower = secret.toLowerCase();
+    // As given, and as a quoted echo escapes it (a `"` or `\` in it broke every run).
+    const forms = [secret, JSON.stringify(secret).slice(1, -1)];
     const held = (text: string) =>
-      holdsRun(text, secret) || (long && text.toLowerCase().includes(lower));
+      forms.some((form) =>
+        holdsRun(text, form) ||
+        (long && text.toLowerCase().includes(form.toLowerCase()))
+      );
     // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
     const clean = (text: string) => {
       const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
