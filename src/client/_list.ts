@@ -8,13 +8,8 @@ import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
-import {
-  cleanResponse,
-  redact,
-  redactInPlace,
-  type Secret,
-  serverText,
-} from "../core/_redact.ts";
+import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
 import { type SendContext, sendExchange } from "./_send.ts";
 
@@ -33,12 +28,13 @@ function walkUnder<T>(
   path: string,
   options: ListOptions<T>,
 ) {
-  try {
-    return checkedWalk(context, base, path, options);
-  } catch (error) {
-    // A secret pasted into an option, or the path, is echoed as any value is: the client knows it, and hides it.
-    throw redactInPlace(error, (text) => redact(text, context.secrets));
-  }
+  // A secret pasted into an option, or the path, is echoed as any value is (cut, too): the client knows it, and hides
+  // it as createClient's checks do (its id and audience may be a base's words: they stay).
+  const credentials = context.secrets.find((s) => typeof s === "object");
+  return secretOutOfChecks(
+    credentials?.secret,
+    () => checkedWalk(context, base, path, options),
+  );
 }
 
 function checkedWalk<T>(
