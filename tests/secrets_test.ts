@@ -1039,3 +1039,50 @@ Deno.test("a client secret holding quotes or backslashes, pasted into a createCl
     }
   }
 });
+
+Deno.test("a client secret echoed percent- or form-encoded in an address's refusal (a '/', a space or an 'é' every few characters) is kept out as the raw one is (outside review r117 F1)", () => {
+  const environment = defineEnvironment({
+    baseUrl: "https://partner-api.test/api/",
+    pciBaseUrl: "https://partner-api.test/api/",
+    tokenUrl: "https://partner-api.test/token",
+    audience: "https://partner-api.test",
+  });
+  const secrets = [
+    "Zq8X/kP2m+Lw9R/tV4n+Bc7Y/hJ3d+Fg6S/aE1u+Ko5i/Wm0e==",
+    "Zq8X kP2m Lw9R tV4n Bc7Y hJ3d Fg6S aE1u Ko5i",
+    "Zq8Xé kP2mé Lw9Ré tV4né Bc7Yé hJ3dé Fg6Sé",
+  ];
+  for (const secret of secrets) {
+    const client = createClient({
+      environment,
+      clientId: "client-id",
+      clientSecret: secret,
+    });
+    const refusals: [string, () => unknown][] = [
+      ["path", () => client.list(`organizations?sortDirection=${secret}`)],
+      ["path", () => client.pages(`organizations?sortBy=-x&q=${secret}`)],
+      ["path", () => client.list(`organizations#${secret}`)],
+      ["path", () => client.list(`https://other.test/${secret}`)],
+      ["environment.baseUrl", () =>
+        createClient({
+          environment: {
+            ...environment,
+            baseUrl: new URL(`https://partner-api.test/api/?q=${secret}`),
+          },
+          clientId: "client-id",
+          clientSecret: secret,
+        })],
+    ];
+    for (const [option, refused] of refusals) {
+      try {
+        refused();
+        ok(false, `${option} was taken`);
+      } catch (error) {
+        equal((error as { option?: string }).option, option);
+        const shown = inspect(error);
+        const decoded = decodeURIComponent(shown.replaceAll("+", " "));
+        ok(!decoded.includes(secret.slice(0, 14)), shown);
+      }
+    }
+  }
+});

@@ -16,13 +16,17 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   } catch (error) {
     if (typeof secret !== "string") throw error;
     const long = secret.trim().length >= MIN_REDACTED_LENGTH;
-    // As given, and as a quoted echo escapes it (a `"` or `\` in it broke every run).
+    // As given, as a quoted echo escapes it (a `"` or `\` in it broke every run), and in an address's echo, which the
+    // URL parser percent-encoded or a query form-encoded (a `/`, a space or an `é` every few characters broke each run).
     const forms = [secret, JSON.stringify(secret).slice(1, -1)];
-    const held = (text: string) =>
+    const holds = (text: string) =>
       forms.some((form) =>
         holdsRun(text, form) ||
         (long && text.toLowerCase().includes(form.toLowerCase()))
       );
+    const held = (text: string) =>
+      [text, percentDecoded(text), percentDecoded(text.replaceAll("+", " "))]
+        .some(holds);
     // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
     const clean = (text: string) => {
       const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
@@ -30,4 +34,15 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
     };
     throw redactInPlace(error, (text) => held(text) ? clean(text) : text);
   }
+}
+
+/** `text` with each run of percent escapes decoded where it is UTF-8 (a malformed one stays as it is). */
+function percentDecoded(text: string): string {
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
 }
