@@ -230,3 +230,26 @@ Deno.test("a numeric option given as another type (a string) is a TypeError nami
     ok(await refusal(() => make(-5)) instanceof RangeError, option);
   }
 });
+
+Deno.test("a list path whose sortBy is a million characters is refused with a message of at most 2,000 (its hint echoed the field whole: outside review r118 F3)", () => {
+  const client = createClient({
+    environment: defineEnvironment({
+      baseUrl: "https://partner-api.test/api/",
+      pciBaseUrl: "https://partner-api.test/api/",
+      tokenUrl: "https://partner-api.test/token",
+      audience: "partner-api",
+    }),
+    clientId: "client-id",
+    clientSecret: "client-secret-of-the-test",
+  });
+  const path = `organizations?sortBy=-${"x".repeat(1_000_000)}`;
+  for (const walk of [client.list, client.pages]) {
+    try {
+      walk(path);
+      ok(false, "the path was taken");
+    } catch (error) {
+      equal((error as { option?: string }).option, "path");
+      ok((error as Error).message.length <= 2_000);
+    }
+  }
+});

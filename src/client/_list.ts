@@ -2,7 +2,12 @@
 
 import { emit } from "../core/_emit.ts";
 import { ApiError } from "../core/errors.ts";
-import { requireFunction, requireOptions, typeError } from "../core/_check.ts";
+import {
+  cut,
+  requireFunction,
+  requireOptions,
+  typeError,
+} from "../core/_check.ts";
 
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
@@ -67,7 +72,7 @@ function checkListPath(url: URL, base: URL): void {
   const [by, direction] = [query.get("sortBy"), query.get("sortDirection")];
   const held = ["limit", "page"].find((name) => query.has(name));
   const shown = JSON.stringify(`${query}`.slice(0, 80));
-  const field = by?.slice(1).trim();
+  const field = by && cut(by.slice(1).trim(), 80); // a field of a million characters made a message of a million
   const hint = field
     ? `: give the options sortBy: "${field}", sortDirection: "DESC"`
     : "";
