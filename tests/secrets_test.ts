@@ -975,15 +975,18 @@ Deno.test("a client secret of 40,000 non-ASCII characters is redacted where a se
   assertClean(failed, [clientSecret.slice(0, 12)]);
 });
 
+/** An environment no request reaches (the checks below refuse before any), its audience its own origin as often. */
+const OFFLINE_ENVIRONMENT = defineEnvironment({
+  baseUrl: "https://partner-api.test/api/",
+  pciBaseUrl: "https://partner-api.test/api/",
+  tokenUrl: "https://partner-api.test/token",
+  audience: "https://partner-api.test",
+});
+
 Deno.test("a client's secret pasted into a list option or the path is not echoed by the refusal, whole or cut, which still names the option; its id and audience, a base's words, stay (client.list and client.pages echoed it, as any value: outside reviews r115 P1, r116)", () => {
   const secret = "s3cr3t-Pasted-Into-The-Wrong-Option-" +
     "0123456789".repeat(3);
-  const environment = defineEnvironment({
-    baseUrl: "https://partner-api.test/api/",
-    pciBaseUrl: "https://partner-api.test/api/",
-    tokenUrl: "https://partner-api.test/token",
-    audience: "https://partner-api.test",
-  });
+  const environment = OFFLINE_ENVIRONMENT;
   const client = createClient({
     environment,
     clientId: "transactions",
@@ -1012,12 +1015,7 @@ Deno.test("a client's secret pasted into a list option or the path is not echoed
 });
 
 Deno.test("a client secret holding quotes or backslashes, pasted into a createClient option, is not echoed in its escaped form (the echo escaped it, and the check looked for it as given: r115 P2)", () => {
-  const environment = defineEnvironment({
-    baseUrl: "http://127.0.0.1:9/api/",
-    pciBaseUrl: "http://127.0.0.1:9/api/",
-    tokenUrl: "http://127.0.0.1:9/token",
-    audience: "partner-api",
-  });
+  const environment = OFFLINE_ENVIRONMENT;
   for (
     const secret of ['ab"cd"ef"gh"ij"kl"mn"op', "ab\\cd\\ef\\gh\\ij\\kl\\mn"]
   ) {
@@ -1041,12 +1039,7 @@ Deno.test("a client secret holding quotes or backslashes, pasted into a createCl
 });
 
 Deno.test("a client secret echoed percent- or form-encoded in an address's refusal (a '/', a space or an 'é' every few characters) is kept out as the raw one is (outside review r117 F1)", () => {
-  const environment = defineEnvironment({
-    baseUrl: "https://partner-api.test/api/",
-    pciBaseUrl: "https://partner-api.test/api/",
-    tokenUrl: "https://partner-api.test/token",
-    audience: "https://partner-api.test",
-  });
+  const environment = OFFLINE_ENVIRONMENT;
   const secrets = [
     "Zq8X/kP2m+Lw9R/tV4n+Bc7Y/hJ3d+Fg6S/aE1u+Ko5i/Wm0e==",
     "Zq8X kP2m Lw9R tV4n Bc7Y hJ3d Fg6S aE1u Ko5i",
