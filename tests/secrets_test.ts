@@ -1079,3 +1079,46 @@ Deno.test("a client secret echoed percent- or form-encoded in an address's refus
     }
   }
 });
+
+Deno.test("a client secret the URL parser or an encoding changes (its own '%41' beside a space, a '\\' read as '/', a tab dropped, a host punycoded, its 'Basic' base64) is kept out of an option's refusal (outside reviews r118 F1, r117 F2)", () => {
+  const environment = OFFLINE_ENVIRONMENT;
+  const clientId = "c";
+  const secrets = [
+    "Zq8X %41kP2m %41Lw9R %41tV4n %41Bc7Y %41hJ3d",
+    "Zq8X %FFkP2m %FFLw9R %FFtV4n %FFBc7Y %FFhJ3d",
+    "Zq8X\\kP2m\\Lw9R\\tV4n\\Bc7Y\\hJ3d\\Fg6S",
+    "Zq8X\tkP2m\tLw9R\ttV4n\tBc7Y\thJ3d\tFg6S",
+    "Zq8XékP2méLw9RétV4néBc7YéhJ3dé",
+  ];
+  for (const secret of secrets) {
+    const client = createClient({
+      environment,
+      clientId,
+      clientSecret: secret,
+    });
+    const pair = new TextEncoder().encode(`${clientId}:${secret}`);
+    const basic = `Basic ${btoa(String.fromCharCode(...pair))}`;
+    const refusals: [string, () => unknown][] = [
+      ["path", () => client.list(`organizations?sortDirection=${secret}`)],
+      ["path", () => client.list(`organizations#${secret}`)],
+      ["path", () => client.list(`https://other.test/${secret}`)],
+      [
+        "sortDirection",
+        () => client.list("organizations", { sortDirection: basic as "ASC" }),
+      ],
+    ];
+    // As a host, where it can be one (the parser punycodes it).
+    if (URL.canParse(`https://${secret}.test/x`)) {
+      refusals.push(["path", () => client.list(`https://${secret}.test/x`)]);
+    }
+    for (const [option, refused] of refusals) {
+      try {
+        refused();
+        ok(false, `${option} was taken`);
+      } catch (error) {
+        equal((error as { option?: string }).option, option);
+        ok(/\[client_secret\]|not shown/.test(inspect(error)), inspect(error));
+      }
+    }
+  }
+});

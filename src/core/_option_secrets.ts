@@ -1,6 +1,13 @@
 // Internal: an option's refusal that would echo the client secret (pasted into the wrong option) says so instead.
 
-import { holdsRun, MIN_REDACTED_LENGTH, redactInPlace } from "./_redact.ts";
+import { tried } from "./_check.ts";
+import {
+  BASE64_RUN,
+  holdsRun,
+  MIN_REDACTED_LENGTH,
+  readings,
+  redactInPlace,
+} from "./_redact.ts";
 
 const SECRET_RECEIVED = ": received [client_secret]";
 const SECRET_IN_OPTIONS =
@@ -15,18 +22,7 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
     return check();
   } catch (error) {
     if (typeof secret !== "string") throw error;
-    const long = secret.trim().length >= MIN_REDACTED_LENGTH;
-    // As given, as a quoted echo escapes it (a `"` or `\` in it broke every run), and in an address's echo, which the
-    // URL parser percent-encoded or a query form-encoded (a `/`, a space or an `é` every few characters broke each run).
-    const forms = [secret, JSON.stringify(secret).slice(1, -1)];
-    const holds = (text: string) =>
-      forms.some((form) =>
-        holdsRun(text, form) ||
-        (long && text.toLowerCase().includes(form.toLowerCase()))
-      );
-    const held = (text: string) =>
-      [text, percentDecoded(text), percentDecoded(text.replaceAll("+", " "))]
-        .some(holds);
+    const held = holderOf(secret);
     // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
     const clean = (text: string) => {
       const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
@@ -36,13 +32,66 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   }
 }
 
-/** `text` with each run of percent escapes decoded where it is UTF-8 (a malformed one stays as it is). */
+/**
+ * Whether a text holds a run of the secret in a form an option's echo gives it: as given, as a quoted echo escapes it,
+ * as the URL parser writes it in an address, and in the text read percent-, form- or base64-decoded (a `/`, a space or
+ * an `é` every few characters broke each run of the encoded echo; a `%41` of the secret's own, its decoded one).
+ */
+function holderOf(secret: string): (text: string) => boolean {
+  const long = secret.trim().length >= MIN_REDACTED_LENGTH;
+  const forms = new Set([
+    secret,
+    JSON.stringify(secret).slice(1, -1),
+    ...decodings(secret),
+    ...addressForms(secret),
+  ]);
+  const holds = (text: string) =>
+    [...forms].some((form) =>
+      holdsRun(text, form) ||
+      (long && text.toLowerCase().includes(form.toLowerCase()))
+    );
+  return (text) =>
+    [text, ...decodings(text), ...base64Readings(text)].some(holds);
+}
+
+/** `text` percent-decoded, and form-decoded (`+` as a space). */
+const decodings = (text: string) => [
+  percentDecoded(text),
+  percentDecoded(text.replaceAll("+", " ")),
+];
+
+/** What base64 runs of `text` decode to, at each alignment (an `Authorization: Basic` value pasted). */
+const base64Readings = (text: string) =>
+  (text.match(BASE64_RUN) ?? []).flatMap((run) => [...readings(run)]);
+
+/**
+ * The secret as the URL parser writes it: in a path (a `\` as `/`, tabs dropped), a query and a fragment, each
+ * percent-encoded its own way (a `%41` of its own kept), as a host (punycode) where it can be one, and as a query's
+ * parser reads it.
+ */
+function addressForms(secret: string): string[] {
+  const forms = ["http://h/", "http://h/?", "http://h/#"].map((lead) =>
+    tried(() => new URL(lead + secret).href.slice(lead.length))
+  );
+  forms.push(tried(() => new URL(`http://${secret}/`).hostname));
+  // As a query's parser reads it (its `%41` as `A`, a `%FF` as U+FFFD), where the echo is a parsed query's.
+  forms.push(new URLSearchParams(`a=${secret}`).get("a") ?? undefined);
+  return forms.filter((form): form is string => form !== undefined);
+}
+
+/**
+ * `text` with each run of percent escapes decoded where it is UTF-8; in a run that is not, its ASCII escapes each (a
+ * `%FF` beside them left every one encoded).
+ */
 function percentDecoded(text: string): string {
   return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
     try {
       return decodeURIComponent(run);
     } catch {
-      return run;
+      return run.replace(
+        /%[0-7][0-9a-f]/gi,
+        (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)),
+      );
     }
   });
 }

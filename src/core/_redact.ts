@@ -40,7 +40,7 @@ export const MIN_REDACTED_LENGTH = 8;
 /** Runs of this many characters of a secret make a server text unusable. */
 const SECRET_RUN = 12;
 /** Base64 runs at least this long are decoded and looked into (a whole body echoed). */
-const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+export const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
 const HTML_ESCAPES: [RegExp, string[]][] = [
   [/&/g, ["&amp;"]],
   [/</g, ["&lt;"]],
@@ -207,7 +207,7 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
 }
 
 /** The texts a run may encode: as base64 at each of its 4 alignments, and as hex at each of 2 when it is hex. */
-function* readings(run: string): Generator<string> {
+export function* readings(run: string): Generator<string> {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {
     const aligned = text.slice(skip, text.length - (text.length - skip) % 4);
