@@ -15,9 +15,11 @@ type Said = [context: string, option: string, rule: string, received?: string];
 /** The error for an option that breaks `rule`. */
 export function optionError(
   Kind: TypeErrorConstructor | RangeErrorConstructor,
-  ...[context, option, rule, received]: Said
+  ...[context, name, rule, received]: Said
 ): OptionError {
-  // The value cut: one of a million characters made a message of a million (errors are at most 2,000).
+  // The value cut, and a name of the user's (a query key): one of a million characters made a message of a million
+  // (errors are at most 2,000), and the secret check over it took seconds.
+  const option = cut(name, 200);
   const shown = received === undefined
     ? ""
     : `: received ${cut(received, 200)}`;
