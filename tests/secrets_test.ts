@@ -1122,3 +1122,69 @@ Deno.test("a client secret the URL parser or an encoding changes (its own '%41' 
     }
   }
 });
+
+Deno.test("a client secret's base64 is kept out of an option's refusal as HTTP Basic sends it (its symbols form-encoded first) and percent-encoded in a path's query (a '/' as '%2F'): outside review r119 F1, F3", () => {
+  const environment = OFFLINE_ENVIRONMENT;
+  const clientId = "client-id-123";
+  const secret = "Zq8X!kP2m?Lw9R#tV4n&Bc7Y*hJ3d$Fg6S/Zq?8X?kP";
+  const client = createClient({ environment, clientId, clientSecret: secret });
+  const form = (text: string) =>
+    new URLSearchParams({ s: text }).toString().slice(2);
+  const basic = `Basic ${btoa(`${form(clientId)}:${form(secret)}`)}`;
+  const refusals: [string, () => unknown][] = [
+    ["path", () => client.list(`https://other.test/${basic}`)],
+    ["path", () => client.list(`organizations?sortDirection=${btoa(secret)}`)],
+    ["limit", () => client.list("organizations", { limit: basic as never })],
+  ];
+  for (const [option, refused] of refusals) {
+    try {
+      refused();
+      ok(false, `${option} was taken`);
+    } catch (error) {
+      equal((error as { option?: string }).option, option);
+      ok(/\[client_secret\]|not shown/.test(inspect(error)), inspect(error));
+    }
+  }
+});
+
+Deno.test("a refusal holding no part of the client secret stays whole, whatever the secret holds ('/', '@', '&', '..'): a piece of it as an address parses it (a host of one letter) is no form of it (outside review r119 F2)", () => {
+  const environment = OFFLINE_ENVIRONMENT;
+  const secrets = [
+    "R/cxkB6MKn81Sewb099CnFHi1Tup+N4xv5NYeJjH5qY=",
+    "ok/7MDENGx9Lq2Wv5Zt8Rb3Yc6Hn",
+    "admin:s3cr3t-Pw@api",
+    "&Zq8XkP2mLw9RtV4nBc7YhJ3d",
+    "../../../../../../../../s",
+    "%6f%72%67%61%6e%69",
+  ];
+  for (const secret of secrets) {
+    const client = createClient({
+      environment,
+      clientId: "c",
+      clientSecret: secret,
+    });
+    const refusals: [string, () => unknown][] = [
+      [
+        "query.status",
+        () => client.list("organizations", { query: { status: {} as string } }),
+      ],
+      [
+        "path",
+        () => client.list("https://partner-api.test/other/organizations"),
+      ],
+      [
+        "sortDirection",
+        () => client.list("organizations", { sortDirection: "up" as "ASC" }),
+      ],
+    ];
+    for (const [option, refused] of refusals) {
+      try {
+        refused();
+        ok(false, `${option} was taken`);
+      } catch (error) {
+        equal((error as { option?: string }).option, option, secret);
+        ok(!inspect(error).includes("[client_secret]"), inspect(error));
+      }
+    }
+  }
+});

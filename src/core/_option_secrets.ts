@@ -1,6 +1,7 @@
 // Internal: an option's refusal that would echo the client secret (pasted into the wrong option) says so instead.
 
 import { tried } from "./_check.ts";
+import { formEncode } from "./_encoding.ts";
 import {
   BASE64_RUN,
   holdsRun,
@@ -34,24 +35,32 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
 
 /**
  * Whether a text holds a run of the secret in a form an option's echo gives it: as given, as a quoted echo escapes it,
- * as the URL parser writes it in an address, and in the text read percent-, form- or base64-decoded (a `/`, a space or
- * an `é` every few characters broke each run of the encoded echo; a `%41` of the secret's own, its decoded one).
+ * as the URL parser writes it in an address, form-encoded (as HTTP Basic sends it), and in the text read percent-,
+ * form- or base64-decoded (a `/`, a space or an `é` every few characters broke each run of the encoded echo; a `%41` of
+ * the secret's own, its decoded one).
  */
 function holderOf(secret: string): (text: string) => boolean {
-  const long = secret.trim().length >= MIN_REDACTED_LENGTH;
   const forms = new Set([
     secret,
     JSON.stringify(secret).slice(1, -1),
+    formEncode(secret),
     ...decodings(secret),
     ...addressForms(secret),
   ]);
+  // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a shorter one, as `%41%42`
+  // decodes, would match any text).
+  const long = secret.trim().length >= MIN_REDACTED_LENGTH;
   const holds = (text: string) =>
     [...forms].some((form) =>
       holdsRun(text, form) ||
-      (long && text.toLowerCase().includes(form.toLowerCase()))
+      (long && form.trim().length >= MIN_REDACTED_LENGTH &&
+        text.toLowerCase().includes(form.toLowerCase()))
     );
-  return (text) =>
-    [text, ...decodings(text), ...base64Readings(text)].some(holds);
+  return (text) => {
+    const read = [text, ...decodings(text)];
+    // Every base64 run read at once (one text each was seconds over a 200,000-character echo).
+    return [...read, base64Readings(read).join("\n")].some(holds);
+  };
 }
 
 /** `text` percent-decoded, and form-decoded (`+` as a space). */
@@ -60,23 +69,31 @@ const decodings = (text: string) => [
   percentDecoded(text.replaceAll("+", " ")),
 ];
 
-/** What base64 runs of `text` decode to, at each alignment (an `Authorization: Basic` value pasted). */
-const base64Readings = (text: string) =>
-  (text.match(BASE64_RUN) ?? []).flatMap((run) => [...readings(run)]);
+/** What base64 runs of `texts` decode to, at each alignment (an `Authorization: Basic` value pasted). */
+const base64Readings = (texts: readonly string[]) =>
+  texts.flatMap((text) =>
+    (text.match(BASE64_RUN) ?? []).flatMap((run) => [...readings(run)])
+  );
 
 /**
- * The secret as the URL parser writes it: in a path (a `\` as `/`, tabs dropped), a query and a fragment, each
- * percent-encoded its own way (a `%41` of its own kept), as a host (punycode) where it can be one, and as a query's
- * parser reads it.
+ * The whole secret as the URL parser writes it: in a path (a `\` as `/`, tabs dropped), a query and a fragment, each
+ * percent-encoded its own way (a `%41` of its own kept), as a host (punycode) where it is one whole, and as a query's
+ * parser reads it. A piece of it is no form (a host after its `@`, a path without its `..`): it matched other text.
  */
 function addressForms(secret: string): string[] {
+  // What the parser keeps of it: it drops tabs and newlines, and trailing spaces and controls.
+  const kept = secret.replace(/[\t\n\r]/g, "").replace(/[\0- ]+$/, "").length;
   const forms = ["http://h/", "http://h/?", "http://h/#"].map((lead) =>
-    tried(() => new URL(lead + secret).href.slice(lead.length))
-  );
-  forms.push(tried(() => new URL(`http://${secret}/`).hostname));
-  // As a query's parser reads it (its `%41` as `A`, a `%FF` as U+FFFD), where the echo is a parsed query's.
-  forms.push(new URLSearchParams(`a=${secret}`).get("a") ?? undefined);
-  return forms.filter((form): form is string => form !== undefined);
+    tried(() => new URL(lead + secret).href.slice(lead.length)) ?? ""
+  ).filter((form) => form.length >= Math.max(kept, 1));
+  // A host only where nothing of it can be a user, port, path, query or fragment, and no IP (`0x7f.1` is 127.0.0.1).
+  const host = tried(() => new URL(`http://${secret}/`).hostname);
+  if (/^[^:@/\\?#]+$/.test(secret) && host && !/^[\d.]*$/.test(host)) {
+    forms.push(host);
+  }
+  const query = new URLSearchParams(`a=${secret}`);
+  if (query.size === 1) forms.push(query.get("a")!);
+  return forms;
 }
 
 /**
