@@ -1188,3 +1188,20 @@ Deno.test("a refusal holding no part of the client secret stays whole, whatever 
     }
   }
 });
+
+Deno.test("a client secret holding a lone surrogate is redacted as the form encoder sends it, and an option's refusal stays a TypeError naming the option (its redaction threw URIError: outside review r119, side note)", () => {
+  const secret = "\uD800abcdefghijklmnop";
+  const sent = new URLSearchParams({ s: secret }).toString().slice(2);
+  equal(serverText(`echo: ${sent}`, [secret]), "echo: [redacted]");
+  try {
+    createTokenProvider({
+      clientId: "c",
+      clientSecret: secret,
+      environment: { ...OFFLINE_ENVIRONMENT, tokenUrl: "http://x.test/t" },
+    });
+    ok(false, "the token URL was taken");
+  } catch (error) {
+    ok(error instanceof TypeError, String(error));
+    equal((error as { option?: string }).option, "tokenUrl");
+  }
+});

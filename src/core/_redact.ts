@@ -134,7 +134,8 @@ function patternsOf(forms: readonly string[]): (RegExp | string)[] {
 function encodings(value: string, clientId?: string): string[] {
   const forms = new Set<string>();
   for (const variant of variants(value)) {
-    const url = encodeURIComponent(variant);
+    // A lone surrogate is sent as U+FFFD (the form encoder's way): `encodeURIComponent` threw URIError on it.
+    const url = encodeURIComponent(variant.toWellFormed());
     forms.add(variant).add(variant.toUpperCase()).add(variant.toLowerCase())
       .add(JSON.stringify(variant).slice(1, -1)).add(url)
       .add(formEncode(variant)).add(encodeURIComponent(url));
