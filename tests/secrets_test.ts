@@ -1197,7 +1197,10 @@ Deno.test("a client secret holding a lone surrogate is redacted as the form enco
     createTokenProvider({
       clientId: "c",
       clientSecret: secret,
-      environment: { ...OFFLINE_ENVIRONMENT, tokenUrl: "http://x.test/t" },
+      environment: {
+        ...OFFLINE_ENVIRONMENT,
+        tokenUrl: new URL("http://x.test/t"),
+      },
     });
     ok(false, "the token URL was taken");
   } catch (error) {
