@@ -269,3 +269,30 @@ Deno.test("a list query whose key is a million characters is refused naming at m
     }
   }
 });
+
+Deno.test("a list path the URL parser refuses is a TypeError naming 'path' in a message of at most 2,000 (the parser's own quoted a million characters, with no option: outside review r120 F2)", () => {
+  const path = `https://a b/${"QUJD".repeat(250_000)}`;
+  for (const walk of [OFFLINE_CLIENT.list, OFFLINE_CLIENT.pages]) {
+    try {
+      walk(path);
+      ok(false, "the path was taken");
+    } catch (error) {
+      ok(error instanceof TypeError);
+      equal((error as { option?: string }).option, "path");
+      ok(error.message.length <= 2_000);
+    }
+  }
+});
+
+Deno.test("an option's name cut to 200 characters never keeps half of a pair (an emoji at the cut left a lone surrogate, and encodeURIComponent of error.option threw: outside review r120 F3)", () => {
+  for (let at = 190; at < 200; at++) {
+    const query = { [`${"k".repeat(at)}${"😀".repeat(20)}`]: {} as string };
+    try {
+      OFFLINE_CLIENT.list("organizations", { query });
+      ok(false, "the query was taken");
+    } catch (error) {
+      const { option, message } = error as Error & { option: string };
+      ok(option.isWellFormed() && message.isWellFormed(), option);
+    }
+  }
+});

@@ -27,11 +27,17 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
   if (typeof path !== "string" && !(path instanceof URL)) {
     throw typeError(context, "path", "must be a string or URL", typeof path);
   }
-  const url = typeof path !== "string"
-    ? new URL(path.href)
-    : /^[a-z][a-z\d+.-]*:/i.test(path)
-    ? new URL(path)
-    : new URL(path.replace(/^[/\\]+/, ""), base);
+  // The parser's own refusal quotes the whole input (a million characters made a message of a million).
+  const url = tried(() =>
+    typeof path !== "string"
+      ? new URL(path.href)
+      : /^[a-z][a-z\d+.-]*:/i.test(path)
+      ? new URL(path)
+      : new URL(path.replace(/^[/\\]+/, ""), base)
+  );
+  if (url === undefined) {
+    throw typeError(context, "path", "must be a valid URL", String(path));
+  }
   const read = typeof path === "string" &&
     path.replace(/[\t\n\r]/g, "").replace(/^[\0-\x20]+|[\0-\x20]+$/g, "");
   if (read !== false && TIDIED.test(read.split(/[?#]/)[0]!)) {

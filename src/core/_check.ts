@@ -237,7 +237,9 @@ const quoted = (text: string, max = 40) => JSON.stringify(text.slice(0, max));
 /** `text`, cut to `max` characters ending with `more` when it is longer. */
 export function cut(text: string, max: number, more = "…"): string {
   if (text.length <= max) return text;
-  return text.slice(0, Math.max(0, max - more.length)) + more;
+  // Never half of a pair: a lone surrogate made the text throw URIError in `encodeURIComponent`.
+  const kept = text.slice(0, Math.max(0, max - more.length));
+  return kept.replace(/[\uD800-\uDBFF]$/, "") + more;
 }
 
 /** What `attempt` returns, or undefined when it throws. */
