@@ -1084,6 +1084,7 @@ Deno.test("a client secret the URL parser or an encoding changes (its own '%41' 
   const environment = OFFLINE_ENVIRONMENT;
   const clientId = "c";
   const secrets = [
+    "жЖщЩфФъЪэЭюЮяЯшШ/2024", // a host before its '/', punycoded (r120 F1)
     "Zq8X %41kP2m %41Lw9R %41tV4n %41Bc7Y %41hJ3d",
     "Zq8X %FFkP2m %FFLw9R %FFtV4n %FFBc7Y %FFhJ3d",
     "Zq8X\\kP2m\\Lw9R\\tV4n\\Bc7Y\\hJ3d\\Fg6S",
@@ -1102,10 +1103,8 @@ Deno.test("a client secret the URL parser or an encoding changes (its own '%41' 
       ["path", () => client.list(`organizations?sortDirection=${secret}`)],
       ["path", () => client.list(`organizations#${secret}`)],
       ["path", () => client.list(`https://other.test/${secret}`)],
-      [
-        "sortDirection",
-        () => client.list("organizations", { sortDirection: basic as "ASC" }),
-      ],
+      // Echoed up to 200 characters: a 40-character echo holds 11 of a Cyrillic secret's (2 bytes each), under a run.
+      ["path", () => client.list(`organizations#${basic}`)],
     ];
     // As a host, where it can be one (the parser punycodes it).
     if (URL.canParse(`https://${secret}.test/x`)) {

@@ -76,24 +76,18 @@ const base64Readings = (texts: readonly string[]) =>
   );
 
 /**
- * The whole secret as the URL parser writes it: in a path (a `\` as `/`, tabs dropped), a query and a fragment, each
- * percent-encoded its own way (a `%41` of its own kept), as a host (punycode) where it is one whole, and as a query's
- * parser reads it. A piece of it is no form (a host after its `@`, a path without its `..`): it matched other text.
+ * The secret as the URL parser writes it: in a path (a `\` as `/`, tabs dropped), a query and a fragment, each
+ * percent-encoded its own way (a `%41` of its own kept), as a host (punycode; before a `/`, after an `@`), and as a
+ * query's parser reads it (up to an `&`). A piece is a form too: under 8 characters, only its runs of 12 count, as
+ * any form's (looked for whole, a host of one letter hid ordinary refusals).
  */
 function addressForms(secret: string): string[] {
-  // What the parser keeps of it: it drops tabs and newlines, and trailing spaces and controls.
-  const kept = secret.replace(/[\t\n\r]/g, "").replace(/[\0- ]+$/, "").length;
   const forms = ["http://h/", "http://h/?", "http://h/#"].map((lead) =>
-    tried(() => new URL(lead + secret).href.slice(lead.length)) ?? ""
-  ).filter((form) => form.length >= Math.max(kept, 1));
-  // A host only where nothing of it can be a user, port, path, query or fragment, and no IP (`0x7f.1` is 127.0.0.1).
-  const host = tried(() => new URL(`http://${secret}/`).hostname);
-  if (/^[^:@/\\?#]+$/.test(secret) && host && !/^[\d.]*$/.test(host)) {
-    forms.push(host);
-  }
-  const query = new URLSearchParams(`a=${secret}`);
-  if (query.size === 1) forms.push(query.get("a")!);
-  return forms;
+    tried(() => new URL(lead + secret).href.slice(lead.length))
+  );
+  forms.push(tried(() => new URL(`http://${secret}/`).hostname));
+  forms.push(new URLSearchParams(`a=${secret}`).get("a") ?? undefined);
+  return forms.filter((form): form is string => !!form);
 }
 
 /**
