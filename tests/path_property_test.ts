@@ -143,3 +143,18 @@ Deno.test("paths a server may read as outside the base are refused before anythi
   equal(api.tokenRequests, 0, "refused before even a token is asked for");
   equal(api.apiRequests, 0);
 });
+
+Deno.test("a URL path whose own href throws rejects with its own error, not as an address the parser refused (outside review r122 F3)", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  class Broken extends URL {
+    override get href(): string {
+      throw new RangeError("a href of its own");
+    }
+  }
+  const path = new Broken("organizations", api.environment.baseUrl);
+  await rejects(client.fetch(path), RangeError);
+});

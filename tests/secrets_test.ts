@@ -1207,3 +1207,26 @@ Deno.test("a client secret holding a lone surrogate is redacted as the form enco
     equal((error as { option?: string }).option, "tokenUrl");
   }
 });
+
+Deno.test("a client secret pasted into a client.fetch or pciFetch path is not echoed by its refusal (outside the base, a '..' segment, an address the parser refuses), which still names 'path' (only list and pages hid it: outside review r122 N1)", async () => {
+  const secret = "Zq8XkP2mLw9RtV4nBc7YhJ3dFg6SaE1u";
+  const client = createClient({
+    environment: OFFLINE_ENVIRONMENT,
+    clientId: "c",
+    clientSecret: secret,
+  });
+  const paths = [
+    `https://other.test/${secret}`,
+    `x/../${secret}`,
+    `https://a b/${secret}`,
+  ];
+  for (const path of paths) {
+    for (const fetch of [client.fetch, client.pciFetch]) {
+      await rejects(fetch(path), (error: Error & { option?: string }) => {
+        equal(error.option, "path");
+        ok(!inspect(error).includes(secret.slice(0, 12)), inspect(error));
+        return error instanceof TypeError;
+      });
+    }
+  }
+});

@@ -16,7 +16,7 @@ import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
 import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
-import { type SendContext, sendExchange } from "./_send.ts";
+import { clientSecret, type SendContext, sendExchange } from "./_send.ts";
 
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;
@@ -35,9 +35,8 @@ function walkUnder<T>(
 ) {
   // A secret pasted into an option, or the path, is echoed as any value is (cut, too): the client knows it, and hides
   // it as createClient's checks do (its id and audience may be a base's words: they stay).
-  const credentials = context.secrets.find((s) => typeof s === "object");
   return secretOutOfChecks(
-    credentials?.secret,
+    clientSecret(context),
     () => checkedWalk(context, base, path, options),
   );
 }

@@ -3,6 +3,7 @@
 import { displayUrl } from "../core/_url.ts";
 import { tried, typeError } from "../core/_check.ts";
 import { LENIENT } from "../core/_redact.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 
 /**
  * Path forms a server may read as outside the base though the URL parser kept them in: encoded `/`
@@ -28,15 +29,15 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
     throw typeError(context, "path", "must be a string or URL", typeof path);
   }
   // The parser's own refusal quotes the whole input (a million characters made a message of a million).
-  const url = tried(() =>
-    typeof path !== "string"
-      ? new URL(path.href)
-      : /^[a-z][a-z\d+.-]*:/i.test(path)
-      ? new URL(path)
-      : new URL(path.replace(/^[/\\]+/, ""), base)
-  );
+  const url = typeof path !== "string"
+    ? new URL(path.href)
+    : tried(() =>
+      /^[a-z][a-z\d+.-]*:/i.test(path)
+        ? new URL(path)
+        : new URL(path.replace(/^[/\\]+/, ""), base)
+    );
   if (url === undefined) {
-    throw typeError(context, "path", "must be a valid URL", String(path));
+    throw typeError(context, "path", "must be a valid URL", path as string);
   }
   const read = typeof path === "string" &&
     path.replace(/[\t\n\r]/g, "").replace(/^[\0-\x20]+|[\0-\x20]+$/g, "");
@@ -52,14 +53,19 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
   return url;
 }
 
-/** Resolved paths of one base, checked once and kept (the last 256): checking each call was most of its cost. */
-export function pathCache(base: URL, context: string) {
+/**
+ * Resolved paths of one base, checked once and kept (the last 256): checking each call was most of its cost. A refusal
+ * hides the client's `secret` pasted into the path, as `client.list`'s do.
+ */
+export function pathCache(base: URL, context: string, secret?: string) {
   const resolved = new Map<string, URL>();
+  const resolve = (path: string | URL) =>
+    secretOutOfChecks(secret, () => resolveUnder(base, path, context));
   return (path: string | URL) => {
-    if (typeof path !== "string") return resolveUnder(base, path, context);
+    if (typeof path !== "string") return resolve(path);
     let url = resolved.get(path);
     if (url === undefined) {
-      url = resolveUnder(base, path, context);
+      url = resolve(path);
       if (resolved.size >= 256) resolved.clear();
       resolved.set(path, url);
     }

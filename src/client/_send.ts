@@ -42,6 +42,10 @@ import {
 /** What every request of one client shares. */
 export type SendContext = Readonly<ReturnType<typeof clientConfig>["context"]>;
 
+/** The client's secret, where its provider holds the credentials (a provider of the user's may not): checks hide it. */
+export const clientSecret = (context: SendContext): string | undefined =>
+  context.secrets.find((s) => typeof s === "object")?.secret;
+
 /** One request to send. */
 export interface Exchange<T> {
   /** The base the token is bound to; redirects are followed under it only. */

@@ -4,7 +4,7 @@ import { listUnder, pagesUnder } from "./_list.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { clientConfig } from "./_config.ts";
 import type { ClientOptions } from "./options.ts";
-import { sendExchange } from "./_send.ts";
+import { clientSecret, sendExchange } from "./_send.ts";
 
 /**
  * A client bound to one environment and one token provider.
@@ -88,7 +88,7 @@ export function createClient(options: ClientOptions): PartnerClient {
   const { environment, context } = clientConfig(options);
   const { baseUrl, pciBaseUrl } = environment;
   const fetchUnder = (base: URL, kind: "api" | "pci", what: string) => {
-    const resolve = pathCache(base, what);
+    const resolve = pathCache(base, what, clientSecret(context));
     return (path: string | URL, init: RequestInit = NO_INIT) => {
       try {
         return sendExchange(context, {
