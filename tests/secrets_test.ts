@@ -1230,3 +1230,32 @@ Deno.test("a client secret pasted into a client.fetch or pciFetch path is not ec
     }
   }
 });
+
+Deno.test("a piece of the client secret the URL parser reads as a host (its 8 to 11 characters, or an IP it writes anew) hides no refusal holding that host: a base's or a token URL's (outside review r122 F1)", () => {
+  for (
+    const [secret, host] of [
+      ["ops@acme.test/Zq8XkP2m", "acme.test"],
+      ["0x7f.1/Zq8XkP2mLw9R", "127.0.0.1"],
+    ]
+  ) {
+    const base = new URL(`https://${host}/api/`);
+    const environment = defineEnvironment({
+      baseUrl: base,
+      pciBaseUrl: base,
+      tokenUrl: new URL("token", base),
+      audience: base.origin,
+    });
+    const client = createClient({
+      environment,
+      clientId: "c",
+      clientSecret: secret,
+    });
+    try {
+      client.list(`https://${host}/other/organizations`);
+      ok(false, "the path was taken");
+    } catch (error) {
+      equal((error as { option?: string }).option, "path");
+      ok(inspect(error).includes(`https://${host}/other`), inspect(error));
+    }
+  }
+});

@@ -40,22 +40,22 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
  * the secret's own, its decoded one).
  */
 function holderOf(secret: string): (text: string) => boolean {
-  const forms = new Set([
+  const whole = [
     secret,
     JSON.stringify(secret).slice(1, -1),
     formEncode(secret),
     ...decodings(secret),
-    ...addressForms(secret),
-  ]);
-  // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a shorter one, as `%41%42`
-  // decodes, would match any text).
+  ];
+  const forms = new Set([...whole, ...addressForms(secret)]);
+  // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a piece, or a shorter form
+  // as `%41%42` decodes, would match other text: a host of the secret's, a base's too).
   const long = secret.trim().length >= MIN_REDACTED_LENGTH;
+  const wholes = long
+    ? whole.filter((form) => form.trim().length >= MIN_REDACTED_LENGTH)
+    : [];
   const holds = (text: string) =>
-    [...forms].some((form) =>
-      holdsRun(text, form) ||
-      (long && form.trim().length >= MIN_REDACTED_LENGTH &&
-        text.toLowerCase().includes(form.toLowerCase()))
-    );
+    [...forms].some((form) => holdsRun(text, form)) ||
+    wholes.some((form) => text.toLowerCase().includes(form.toLowerCase()));
   return (text) => {
     const read = [text, ...decodings(text)];
     // Every base64 run read at once (one text each was seconds over a 200,000-character echo).
@@ -76,18 +76,18 @@ const base64Readings = (texts: readonly string[]) =>
   );
 
 /**
- * The secret as the URL parser writes it: in a path (a `\` as `/`, tabs dropped), a query and a fragment, each
- * percent-encoded its own way (a `%41` of its own kept), as a host (punycode; before a `/`, after an `@`), and as a
- * query's parser reads it (up to an `&`). A piece is a form too: under 8 characters, only its runs of 12 count, as
- * any form's (looked for whole, a host of one letter hid ordinary refusals).
+ * The secret as the URL parser writes it, whole or in part: in a path (a `\` as `/`, tabs dropped, `.` segments gone),
+ * a query and a fragment, each percent-encoded its own way (a `%41` of its own kept); a host (punycode; before a `/`,
+ * after an `@`; no IP, which it writes anew); a query's value, decoded (up to an `&`). Only their runs of 12 count.
  */
 function addressForms(secret: string): string[] {
-  const forms = ["http://h/", "http://h/?", "http://h/#"].map((lead) =>
+  const hrefs = ["http://h/", "http://h/?", "http://h/#"].map((lead) =>
     tried(() => new URL(lead + secret).href.slice(lead.length))
   );
-  forms.push(tried(() => new URL(`http://${secret}/`).hostname));
-  forms.push(new URLSearchParams(`a=${secret}`).get("a") ?? undefined);
-  return forms.filter((form): form is string => !!form);
+  const host = tried(() => new URL(`http://${secret}/`).hostname);
+  const query = new URLSearchParams(`a=${secret}`).get("a");
+  const ip = host !== undefined && /^[\d.]*$|^\[/.test(host);
+  return [...hrefs, ip ? "" : host, query].filter((form) => !!form) as string[];
 }
 
 /**
