@@ -1236,7 +1236,7 @@ Deno.test("a piece of the client secret the URL parser reads as a host (its 8 to
     const [secret, host] of [
       ["ops@acme.test/Zq8XkP2m", "acme.test"],
       ["0x7f.1/Zq8XkP2mLw9R", "127.0.0.1"],
-    ]
+    ] as const
   ) {
     const base = new URL(`https://${host}/api/`);
     const environment = defineEnvironment({
