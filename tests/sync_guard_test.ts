@@ -1218,3 +1218,48 @@ Deno.test("ascending, a read misrouted to another list while the head looks for 
     copy.database?.close();
   }
 });
+
+Deno.test("a sweep whose first page is answered shifted or stale (a cache, a lagging replica) removes nothing that exists and publishes no delete: the list's first item, read alone, shows the page skipped it, and the run fails 'unordered'; the next run goes on (it removed the 10 rows before the page: outside review r121 F1)", async () => {
+  for (const descending of [false, true]) {
+    for (const copy of await copies(`shifted-${descending}`)) {
+      const real = things(1000);
+      let list = descending ? [...real].reverse() : real;
+      let shiftAt = Infinity, stale: readonly unknown[] = [];
+      const service = listOf(() => service.requests === shiftAt ? stale : list);
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        maxLimit: 100,
+        changes: copy.kind === "sqlite",
+        ...(descending ? { sortDirection: "DESC" as const } : {}),
+      };
+      await syncList(service.client, "things", options);
+      if (descending) { // 10 new at the top, which the sweep's cached page 1 lacks
+        stale = list;
+        const news = Array.from(
+          { length: 10 },
+          (_, i) => ({ thingID: `u${9 - i}` }),
+        );
+        list = [...news, ...list];
+      } else stale = list.slice(10); // page 1 answered 10 items further on
+      shiftAt = service.requests + 2; // the sweep's first window: after the head's
+      const all = { ...options, sweep: Infinity };
+      await rejects(
+        syncList(service.client, "things", all),
+        (error: SyncError) => error.reason === "unordered",
+      );
+      equal(copy.ids().length, descending ? 1010 : 1000, copy.kind);
+      const deletes = copy.database?.prepare(
+        "SELECT count(*) AS n FROM things_changes WHERE change = 'delete'",
+      ).get() as { n: number } | undefined;
+      equal(deletes?.n ?? 0, 0, copy.kind);
+      deepStrictEqual(counts(await syncList(service.client, "things", all)), [
+        0,
+        0,
+        0,
+      ]);
+      equal(copy.ids().length, descending ? 1010 : 1000, copy.kind);
+      copy.database?.close();
+    }
+  }
+});

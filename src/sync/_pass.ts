@@ -142,7 +142,7 @@ async function goesOn<T>(
 }
 
 /** The key of the item at `at` (one item read), if any. */
-async function keyAt<T>(run: PassRun<T>, at: number) {
+export async function keyAt<T>(run: PassRun<T>, at: number) {
   run.requests.count++;
   const [item] = await launch(run, { start: at, limit: 1, page: at + 1 }).items;
   return item === undefined ? undefined : run.config.keyOf(item);

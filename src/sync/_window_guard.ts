@@ -142,6 +142,25 @@ async function countFrom(
 const COUNTED_PAGE = 10_000;
 
 /**
+ * Whether a cycle's first window, of `ids` from `first`, skips rows the list still holds at its start: rows of the copy
+ * lie before its first item unseen (the list lost its first items, or page 1 was answered stale or shifted: a cache, a
+ * lagging replica, which removed up to the guard's share of rows that exist), and the list's first item, read alone
+ * (`head`: another address than the page's), is one of them.
+ */
+export async function skipsStart(
+  guard: WindowGuard,
+  { ids, first }: { ids: readonly string[]; first: SyncKey },
+  head: () => Promise<SyncKey | undefined>,
+): Promise<boolean> {
+  const rows = await guard.copy.unseen(null, keyText(first), ids.length + 1000);
+  const own = new Set(ids);
+  const before = new Set(rows.flatMap((row) => own.has(row.id) ? [] : row.id));
+  if (before.size === 0) return false;
+  const key = await head();
+  return key !== undefined && before.has(key.id);
+}
+
+/**
  * Whether a window holds a row of the copy that the cycle has yet to see, at or before its end (its range's, or passed),
  * or may: an answer cut at the share may leave them out, and its window breaks the guard anyway.
  */

@@ -4,7 +4,8 @@ import { PartnerApiError } from "../core/errors.ts";
  * Why a list cannot be copied:
  *
  * - `"missing-id"`: an item has no id (neither a non-empty string nor a finite number);
- * - `"unordered"`: items came out of the asked order, or without the sort field;
+ * - `"unordered"`: items came out of the asked order, or without the sort field, or pages that do not join (a sweep's
+ *   first page that skipped the list's first item: stale or shifted);
  * - `"sink-mismatch"`: the copy is not the one its checkpoint describes; nothing was changed;
  * - `"locked"`: another run held the copy for longer than the sink waits;
  * - `"lock-lost"`: another run took the copy over; this run stopped before writing;

@@ -13,6 +13,7 @@ import {
 import {
   type Committed,
   heldStrays,
+  keyAt,
   listOptions,
   type PassRun,
   runPass,
@@ -23,7 +24,8 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
-import { doubter, heldBack, holdsUnseen } from "./_window_guard.ts";
+import { SyncError } from "./sync_error.ts";
+import { doubter, heldBack, holdsUnseen, skipsStart } from "./_window_guard.ts";
 import { isKeyed } from "./_key_text.ts";
 import {
   cycleEnd,
@@ -306,10 +308,18 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   const refusal = committer.latest.refused;
   if (begun.begins) await beginCycle(committer, cursor);
   const guard = await guardOf(run, cursor);
-  let lost = false;
+  let lost = false, starts = cursor.edge === null;
   let ending: ReturnType<typeof cycleEnd> | undefined;
   const commit = async (window: Committed<T>) => {
     committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
+    if (starts && guard !== undefined && window.items.length > 0) {
+      const first = config.keyOf(window.items[0]);
+      const ask = { ids: window.ids, first };
+      if (await skipsStart(guard, ask, () => keyAt(run, 0))) {
+        throw startSkipped(config.identity.path);
+      }
+    }
+    starts = false;
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
     // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
     // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
@@ -367,4 +377,12 @@ function shiftOf<T>(saved: SyncCheckpoint, window: Committed<T>) {
   // No edge saved: none to show (`edgeAt`).
   if (saved.sortDirection === "DESC" || window.edgeAt === undefined) return;
   return window.edgeAt - (saved.offset - 1);
+}
+
+/** A cycle's first page that skipped rows the list holds at its start (`skipsStart`). */
+function startSkipped(path: string): SyncError {
+  return new SyncError(
+    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first item, read alone, is one of them: page 1 was answered stale or shifted (a cache, a lagging replica); nothing of the cycle was committed or removed: run again`,
+    "unordered",
+  );
 }
