@@ -144,7 +144,7 @@ Deno.test("paths a server may read as outside the base are refused before anythi
   equal(api.apiRequests, 0);
 });
 
-Deno.test("a URL path whose own href throws rejects with its own error, not as an address the parser refused (outside review r122 F3)", async () => {
+Deno.test("a URL path whose own href throws rejects with its own error, not as an address the parser refused (outside review r122 F3); one whose href is no address is refused as that text (r123 F1)", async () => {
   await using api = await startFakePartnerApi();
   const client = createClient({
     environment: api.environment,
@@ -157,4 +157,17 @@ Deno.test("a URL path whose own href throws rejects with its own error, not as a
   }
   const path = new Broken("organizations", api.environment.baseUrl);
   await rejects(client.fetch(path), RangeError);
+  // One whose href the parser refuses is refused as that text would be (its raw error quoted it whole: r123 F1).
+  class Invalid extends URL {
+    override get href(): string {
+      return `https://a b/${"x".repeat(10_000)}`;
+    }
+  }
+  const invalid = new Invalid("organizations", api.environment.baseUrl);
+  await rejects(
+    client.fetch(invalid),
+    (error: TypeError & { option: string }) =>
+      error instanceof TypeError && error.option === "path" &&
+      error.message.length <= 2_000,
+  );
 });

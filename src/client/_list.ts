@@ -16,7 +16,12 @@ import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
 import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
-import { clientSecret, type SendContext, sendExchange } from "./_send.ts";
+import {
+  clientSecret,
+  type SendContext,
+  sendExchange,
+  withoutSecrets,
+} from "./_send.ts";
 
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;
@@ -280,7 +285,7 @@ function itemsOf(page: Answered, body: unknown, text: string) {
 function answered(page: Answered, text: string, problem: string): ApiError {
   const { url, response, secrets, attempts } = page;
   const bodyExcerpt = serverText(text, secrets, EXCERPT_LENGTH);
-  return new ApiError(
+  const error = new ApiError(
     `Cannot list: GET ${url.href} answered ${response.status}${
       problem === "" ? "" : ` ${problem}`
     }${bodyExcerpt === "" ? "" : `: ${bodyExcerpt.slice(0, 200)}`}`,
@@ -294,6 +299,7 @@ function answered(page: Answered, text: string, problem: string): ApiError {
       attempts,
     },
   );
+  return withoutSecrets(error, secrets);
 }
 
 function checkQuery(query: unknown): Record<string, string> {

@@ -28,16 +28,16 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
   if (typeof path !== "string" && !(path instanceof URL)) {
     throw typeError(context, "path", "must be a string or URL", typeof path);
   }
-  // The parser's own refusal quotes the whole input (a million characters made a message of a million).
-  const url = typeof path !== "string"
-    ? new URL(path.href)
-    : tried(() =>
-      /^[a-z][a-z\d+.-]*:/i.test(path)
-        ? new URL(path)
-        : new URL(path.replace(/^[/\\]+/, ""), base)
-    );
+  // A URL's own `href` read first: what it throws is its own. The parser's refusal quotes the whole input (a million
+  // characters made a message of a million).
+  const text = typeof path === "string" ? path : path.href;
+  const url = tried(() =>
+    typeof path !== "string" || /^[a-z][a-z\d+.-]*:/i.test(text)
+      ? new URL(text)
+      : new URL(text.replace(/^[/\\]+/, ""), base)
+  );
   if (url === undefined) {
-    throw typeError(context, "path", "must be a valid URL", path as string);
+    throw typeError(context, "path", "must be a valid URL", text);
   }
   const read = typeof path === "string" &&
     path.replace(/[\t\n\r]/g, "").replace(/^[\0-\x20]+|[\0-\x20]+$/g, "");

@@ -20,7 +20,12 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
+import {
+  redact,
+  redactInPlace,
+  type Secret,
+  tokensNoted,
+} from "../core/_redact.ts";
 import { requireSignal, tried, typeError } from "../core/_check.ts";
 import {
   cleanCause,
@@ -41,6 +46,15 @@ import {
 
 /** What every request of one client shares. */
 export type SendContext = Readonly<ReturnType<typeof clientConfig>["context"]>;
+
+/**
+ * `error`, its message, stack and fields, without the client's secret or a token (one pasted into a path was sent,
+ * and quoted whole with the address). Its id and audience stay: a base's words, often.
+ */
+export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
+  const values = secrets.map((s) => typeof s === "string" ? s : s.secret);
+  return redactInPlace(error, (text) => redact(text, values)) as E;
+}
 
 /** The client's secret, where its provider holds the credentials (a provider of the user's may not): checks hide it. */
 export const clientSecret = (context: SendContext): string | undefined =>
@@ -193,7 +207,7 @@ class ApiRequest<T>
             attempts,
           },
         );
-        return { do: "fail", error };
+        return { do: "fail", error: withoutSecrets(error, this.secrets) };
       }
       // An init fetch cannot make a request of (a bad header, a GET with a body): no attempt could.
       // A body read once may be spent by the failed attempt: only one sent again is tried.
@@ -310,7 +324,7 @@ async function carryOut<T>(
       `${exchange.context}: ${method} ${url} got no answer${tries}: ${why}`,
       { status: 0, url, cause: cleanCause(cause, secrets), reason, attempts },
     );
-    return { do: "fail", error };
+    return { do: "fail", error: withoutSecrets(error, secrets) };
   }
   if (response !== undefined) await discard(response);
   if (step.do === "follow") {
