@@ -1263,3 +1263,93 @@ Deno.test("a sweep whose first page is answered shifted or stale (a cache, a lag
     }
   }
 });
+
+Deno.test("a sweep's first page answered stale removes nothing that exists on the run after either, newest first with the cycle carried over (its head's new items count as seen: outside review r124 F1), after an empty first window (r124 F2), or past a thousand rows the list truly lost before it (r124 F3)", async () => {
+  type Case = { name: string; descending: boolean; n: number; purge: number };
+  const cases: Case[] = [
+    { name: "carried", descending: true, n: 1000, purge: 0 },
+    { name: "empty-first", descending: false, n: 1000, purge: 0 },
+    // Past the thousand rows the check once read (under a share that lets them go).
+    { name: "many-before", descending: false, n: 3000, purge: 1200 },
+  ];
+  for (const { name, descending, n, purge } of cases) {
+    for (const copy of await copies(`stale-${name}`)) {
+      let list: readonly Thing[] = things(n);
+      if (descending) list = [...list].reverse();
+      let asked = { page: 0, limit: 0 },
+        headAt = 0,
+        stale = false,
+        empty = false;
+      const service = listOf(() => {
+        // A cache of the sweep's page 1 (its address): the head's, and the one-item read's, are others.
+        const sweepPage1 = asked.page === 1 && asked.limit > 1 &&
+          service.requests !== headAt;
+        if (sweepPage1 && empty) return (empty = false, []);
+        return sweepPage1 && stale ? list.slice(10) : list;
+      }, { before: (request) => asked = request });
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        maxLimit: purge > 0 ? 1000 : 100,
+        maxDeletes: purge > 0 ? 0.5 : 0.1,
+        changes: copy.kind === "sqlite",
+        ...(descending ? { sortDirection: "DESC" as const } : {}),
+      };
+      const run = (extra: { sweep?: number } = {}) => {
+        headAt = service.requests + 1;
+        return syncList(service.client, "things", { ...options, ...extra });
+      };
+      await run({ sweep: Infinity });
+      const ids = new Set(list.map((thing) => thing.thingID));
+      const arrive = (k: number, from: number) => {
+        const news = Array.from(
+          { length: k },
+          (_, i) => ({
+            thingID: `u${String(from + k - 1 - i).padStart(3, "0")}`,
+          }),
+        );
+        list = [...news, ...list];
+        news.forEach((thing) => ids.add(thing.thingID));
+      };
+      if (name === "carried") {
+        stale = true;
+        arrive(10, 0);
+        await rejects(
+          run({ sweep: 3 }),
+          (e: SyncError) => e.reason === "unordered",
+        );
+        arrive(5, 10); // the cycle stays under way; the next head's items are seen in it
+        await rejects(
+          run({ sweep: 3 }),
+          (e: SyncError) => e.reason === "unordered",
+        );
+      } else {
+        if (purge > 0) { // the list truly lost its first rows, then page 1 comes shifted
+          list = list.slice(purge);
+          ids.clear();
+          list.forEach((thing) => ids.add(thing.thingID));
+        }
+        stale = true;
+        empty = name === "empty-first";
+        await rejects(
+          run({ sweep: Infinity }),
+          (e: SyncError) => e.reason === "unordered",
+        );
+      }
+      for (const id of ids) {
+        ok(copy.ids().includes(id), `${copy.kind} ${name}: ${id}`);
+      }
+      const deletes = copy.database?.prepare(
+        "SELECT id FROM things_changes WHERE change = 'delete'",
+      ).all() as { id: string }[] | undefined;
+      ok(
+        (deletes ?? []).every((row) => !ids.has(row.id)),
+        `${copy.kind} ${name}`,
+      );
+      stale = false;
+      await run({ sweep: Infinity });
+      deepStrictEqual(copy.ids(), [...ids].sort(), `${copy.kind} ${name}`);
+      copy.database?.close();
+    }
+  }
+});

@@ -142,7 +142,7 @@ async function goesOn<T>(
 }
 
 /** The key of the item at `at` (one item read), if any. */
-export async function keyAt<T>(run: PassRun<T>, at: number) {
+async function keyAt<T>(run: PassRun<T>, at: number) {
   run.requests.count++;
   const [item] = await launch(run, { start: at, limit: 1, page: at + 1 }).items;
   return item === undefined ? undefined : run.config.keyOf(item);
@@ -312,4 +312,27 @@ export function heldStrays<T>(
     throw unjoinedPages(path, why);
   }
   return strayed === undefined && strays.length > 0 ? strays : undefined;
+}
+
+/**
+ * The key of the list's first item, read alone past maxDuration too (as `goesOn`'s reads: stopped, every run would stop
+ * there); undefined when it cannot tell: a service refusing a page of one (a 400) answers no more than before.
+ */
+export async function listHead<T>(
+  run: PassRun<T>,
+): Promise<SyncKey | undefined> {
+  try {
+    return await keyAt({ ...run, stop: undefined }, 0);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 400) return undefined;
+    throw error;
+  }
+}
+
+/** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
+export function startSkipped(path: string): SyncError {
+  return new SyncError(
+    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first item, read alone, is one of them: page 1 was answered stale or shifted (a cache, a lagging replica); nothing of the cycle was committed or removed: run again`,
+    "unordered",
+  );
 }

@@ -142,22 +142,31 @@ async function countFrom(
 const COUNTED_PAGE = 10_000;
 
 /**
- * Whether a cycle's first window, of `ids` from `first`, skips rows the list still holds at its start: rows of the copy
- * lie before its first item unseen (the list lost its first items, or page 1 was answered stale or shifted: a cache, a
- * lagging replica, which removed up to the guard's share of rows that exist), and the list's first item, read alone
- * (`head`: another address than the page's), is one of them.
+ * Whether a cycle's first window, of `ids` from `first`, skips an item the list still holds at its start: rows of the
+ * copy lie before its first item unseen (the list lost its first items, or page 1 was answered stale or shifted: a
+ * cache, which removed up to the guard's share of rows that exist), and the list's first item, read alone (`head`:
+ * another address than the page's; undefined when it cannot tell), comes before it and is a live row of the copy, seen
+ * or not (`holds`: a head's item of a cycle carried over is seen). A sink that cannot tell: one of the unseen rows.
  */
 export async function skipsStart(
   guard: WindowGuard,
   { ids, first }: { ids: readonly string[]; first: SyncKey },
   head: () => Promise<SyncKey | undefined>,
+  holds: (id: string) => Promise<boolean | undefined>,
 ): Promise<boolean> {
-  const rows = await guard.copy.unseen(null, keyText(first), ids.length + 1000);
   const own = new Set(ids);
-  const before = new Set(rows.flatMap((row) => own.has(row.id) ? [] : row.id));
-  if (before.size === 0) return false;
+  const before = async (most: number) =>
+    (await guard.copy.unseen(null, keyText(first), most)).filter((row) =>
+      !own.has(row.id)
+    );
+  // The first row in the pass's order is one before the window, or its first item: two rows tell.
+  if ((await before(2)).length === 0) return false;
   const key = await head();
-  return key !== undefined && before.has(key.id);
+  const sign = guard.descending ? -1 : 1;
+  if (key === undefined || sign * compareKeys(key, first) >= 0) return false;
+  const held = await holds(key.id);
+  if (held !== undefined) return held;
+  return (await before(ids.length + 1000)).some((row) => row.id === key.id);
 }
 
 /**

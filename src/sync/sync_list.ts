@@ -13,10 +13,11 @@ import {
 import {
   type Committed,
   heldStrays,
-  keyAt,
+  listHead,
   listOptions,
   type PassRun,
   runPass,
+  startSkipped,
 } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { type SyncConfig, syncConfig } from "./_config.ts";
@@ -24,8 +25,13 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
-import { SyncError } from "./sync_error.ts";
-import { doubter, heldBack, holdsUnseen, skipsStart } from "./_window_guard.ts";
+import {
+  doubter,
+  heldBack,
+  holdsUnseen,
+  skipsStart,
+  type WindowGuard,
+} from "./_window_guard.ts";
 import { isKeyed } from "./_key_text.ts";
 import {
   cycleEnd,
@@ -312,14 +318,9 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   let ending: ReturnType<typeof cycleEnd> | undefined;
   const commit = async (window: Committed<T>) => {
     committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
-    if (starts && guard !== undefined && window.items.length > 0) {
-      const first = config.keyOf(window.items[0]);
-      const ask = { ids: window.ids, first };
-      if (await skipsStart(guard, ask, () => keyAt(run, 0))) {
-        throw startSkipped(config.identity.path);
-      }
-    }
-    starts = false;
+    // An empty first window proves no start: the next one's is judged (r124 F2).
+    if (starts && window.items.length > 0) await checkStart(run, guard, window);
+    starts &&= window.items.length === 0;
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
     // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
     // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
@@ -359,6 +360,21 @@ async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
   await committer.flush("sweep", stands);
 }
 
+/** Refuses a cycle's first window that skipped an item the list holds at its start (`skipsStart`), with the guard on. */
+async function checkStart<T>(
+  run: Run<T>,
+  guard: WindowGuard | undefined,
+  window: Committed<T>,
+) {
+  const { config } = run;
+  const ask = { ids: window.ids, first: config.keyOf(window.items[0]) };
+  const held = async (id: string) =>
+    (await config.sink.holds?.([id], config.keyOf))?.has(id);
+  if (guard && await skipsStart(guard, ask, () => listHead(run), held)) {
+    throw startSkipped(config.identity.path);
+  }
+}
+
 /** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
 async function beginCycle<T>(committer: Committer<T>, cursor: SweepCursor) {
   const checkpoint = { ...committer.latest, sweep: cursor };
@@ -377,12 +393,4 @@ function shiftOf<T>(saved: SyncCheckpoint, window: Committed<T>) {
   // No edge saved: none to show (`edgeAt`).
   if (saved.sortDirection === "DESC" || window.edgeAt === undefined) return;
   return window.edgeAt - (saved.offset - 1);
-}
-
-/** A cycle's first page that skipped rows the list holds at its start (`skipsStart`). */
-function startSkipped(path: string): SyncError {
-  return new SyncError(
-    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first item, read alone, is one of them: page 1 was answered stale or shifted (a cache, a lagging replica); nothing of the cycle was committed or removed: run again`,
-    "unordered",
-  );
 }
