@@ -1260,34 +1260,57 @@ Deno.test("a piece of the client secret the URL parser reads as a host (its 8 to
   }
 });
 
-Deno.test("a client secret pasted into a path that is sent shows in no ApiError of its answer or its failure (a 404 of a list, a fetch that gets no answer): its message and url quoted the address whole (outside review r123, older); the client id and a base's words stay", async () => {
-  await using api = await startFakePartnerApi();
-  const secret = api.credentials.clientSecret;
+Deno.test("a client secret pasted into a path that is sent shows in no ApiError of its answer or its failure (a 404 of a list, a fetch that gets no answer), in any form the URL parser gives it ('$' kept, a space encoded): its message and url quoted the address whole (outside reviews r123, r125 F1, older); the client id and a base's words stay, and a secret under 8 characters cuts no word (r125 F3)", async () => {
+  for (
+    const clientSecret of [
+      undefined,
+      "Zq8XkP2mLw9R$tV4nBc7YhJ3d Fg6SaE1uKo5i",
+    ]
+  ) {
+    await using api = await startFakePartnerApi(
+      clientSecret === undefined ? {} : { credentials: { clientSecret } },
+    );
+    const secret = api.credentials.clientSecret;
+    const client = createClient({
+      environment: api.environment,
+      ...api.credentials,
+    });
+    const failing = createClient({
+      environment: api.environment,
+      ...api.credentials,
+      retry: false,
+      fetch: (input, init) =>
+        String(input).includes("/token")
+          ? fetch(input, init)
+          : Promise.reject(new TypeError("connection refused")),
+    });
+    const refusals = [
+      () => client.list(`organizations/${secret}/notes`).next(),
+      () => client.list(`reports?note=${secret}`).next(),
+      () => failing.fetch(`organizations/${secret}`),
+    ];
+    for (const refused of refusals) {
+      await rejects(refused(), (error: ApiError) => {
+        ok(error instanceof ApiError, String(error));
+        const shown = inspect(error) + error.url;
+        ok(!shown.includes(secret.slice(0, 12)), shown);
+        ok(shown.includes(api.environment.baseUrl.host), shown);
+        return true;
+      });
+    }
+  }
+  await using api = await startFakePartnerApi({
+    credentials: { clientSecret: "test" },
+  });
   const client = createClient({
     environment: api.environment,
     ...api.credentials,
   });
-  const failing = createClient({
-    environment: api.environment,
-    ...api.credentials,
-    retry: false,
-    fetch: (input, init) =>
-      String(input).includes("/token")
-        ? fetch(input, init)
-        : Promise.reject(new TypeError("connection refused")),
+  await rejects(client.list("reports/test").next(), (error: ApiError) => {
+    equal(
+      error.url,
+      new URL("reports/test?limit=50&page=1", api.environment.baseUrl).href,
+    );
+    return error.reason === "status";
   });
-  const refusals = [
-    () => client.list(`organizations/${secret}/notes`).next(),
-    () => client.list(`reports?note=${secret}`).next(),
-    () => failing.fetch(`organizations/${secret}`),
-  ];
-  for (const refused of refusals) {
-    await rejects(refused(), (error: ApiError) => {
-      ok(error instanceof ApiError, String(error));
-      const shown = inspect(error) + error.url;
-      ok(!shown.includes(secret.slice(0, 12)), shown);
-      ok(shown.includes(api.environment.baseUrl.host), shown);
-      return true;
-    });
-  }
 });

@@ -14,14 +14,9 @@ import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
-import { secretOutOfChecks } from "../core/_option_secrets.ts";
+import { secretOutOfChecks, withoutSecrets } from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
-import {
-  clientSecret,
-  type SendContext,
-  sendExchange,
-  withoutSecrets,
-} from "./_send.ts";
+import { clientSecret, type SendContext, sendExchange } from "./_send.ts";
 
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;

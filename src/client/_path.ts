@@ -30,7 +30,7 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
   }
   // A URL's own `href` read first: what it throws is its own. The parser's refusal quotes the whole input (a million
   // characters made a message of a million).
-  const text = typeof path === "string" ? path : path.href;
+  const text = typeof path === "string" ? path : String(path.href);
   const url = tried(() =>
     typeof path !== "string" || /^[a-z][a-z\d+.-]*:/i.test(text)
       ? new URL(text)

@@ -20,12 +20,8 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import {
-  redact,
-  redactInPlace,
-  type Secret,
-  tokensNoted,
-} from "../core/_redact.ts";
+import { withoutSecrets } from "../core/_option_secrets.ts";
+import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
 import { requireSignal, tried, typeError } from "../core/_check.ts";
 import {
   cleanCause,
@@ -46,15 +42,6 @@ import {
 
 /** What every request of one client shares. */
 export type SendContext = Readonly<ReturnType<typeof clientConfig>["context"]>;
-
-/**
- * `error`, its message, stack and fields, without the client's secret or a token (one pasted into a path was sent,
- * and quoted whole with the address). Its id and audience stay: a base's words, often.
- */
-export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
-  const values = secrets.map((s) => typeof s === "string" ? s : s.secret);
-  return redactInPlace(error, (text) => redact(text, values)) as E;
-}
 
 /** The client's secret, where its provider holds the credentials (a provider of the user's may not): checks hide it. */
 export const clientSecret = (context: SendContext): string | undefined =>

@@ -7,7 +7,9 @@ import {
   holdsRun,
   MIN_REDACTED_LENGTH,
   readings,
+  redact,
   redactInPlace,
+  type Secret,
 } from "./_redact.ts";
 
 const SECRET_RECEIVED = ": received [client_secret]";
@@ -32,6 +34,45 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
     throw redactInPlace(error, (text) => held(text) ? clean(text) : text);
   }
 }
+
+/**
+ * `error`, its message, stack and fields, without the client's secret or a token of `secrets` (one pasted into a path
+ * was sent, and quoted whole with the address); its id and audience stay (a base's words, often), as does a value
+ * under 8 characters (a token "test" cut every word). Where a run of the secret stays (the parser keeps a `$` and
+ * encodes a space: no form matches), the addresses' paths and queries go.
+ */
+export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
+  const values = secrets.map(secretOnly)
+    .filter((s) =>
+      (typeof s === "string" ? s : s.secret).trim().length >=
+        MIN_REDACTED_LENGTH
+    );
+  const secret = secrets.find((s) => typeof s === "object")?.secret;
+  const held = secret === undefined ? undefined : holderOf(secret);
+  return redactInPlace(error, (text) => {
+    const clean = redact(text, values);
+    return held?.(clean)
+      ? clean.replace(
+        PATHS,
+        (_, origin = "") => `${origin}/[not shown: it held the client secret]`,
+      )
+      : clean;
+  }) as E;
+}
+
+/** An http(s) address's path and query, to its end (a space, a `)`); a path alone after "at" (`no list at /x`). */
+const PATHS = /(https?:\/\/[^\s/?#]+)[/?#][^\s)]*|(?<= at )\/[^\s:)]*/g;
+
+/** The credentials without their id and audience, made once per credentials (their forms are made once per object). */
+function secretOnly(secret: Secret): Secret {
+  if (typeof secret === "string") return secret;
+  let only = onlySecrets.get(secret);
+  if (only === undefined) {
+    onlySecrets.set(secret, only = { secret: secret.secret, clientId: "" });
+  }
+  return only;
+}
+const onlySecrets = new WeakMap<object, Secret>();
 
 /**
  * Whether a text holds a run of the secret in a form an option's echo gives it: as given, as a quoted echo escapes it,
