@@ -1,4 +1,5 @@
-// Internal: an option's refusal that would echo the client secret (pasted into the wrong option) says so instead.
+// Internal: the client secret kept out of what the client shows: an option's refusal that would echo it (pasted into the
+// wrong option or a path) says so instead, and an error quoting an address it was sent in hides it.
 
 import { tried } from "./_check.ts";
 import { formEncode } from "./_encoding.ts";
