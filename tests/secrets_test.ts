@@ -983,6 +983,10 @@ const OFFLINE_ENVIRONMENT = defineEnvironment({
   audience: "https://partner-api.test",
 });
 
+/** A client of the offline environment with `clientSecret`. */
+const offlineClient = (clientSecret: string, clientId = "c") =>
+  createClient({ environment: OFFLINE_ENVIRONMENT, clientId, clientSecret });
+
 Deno.test("a client's secret pasted into a list option or the path is not echoed by the refusal, whole or cut, which still names the option; its id and audience, a base's words, stay (client.list and client.pages echoed it, as any value: outside reviews r115 P1, r116)", () => {
   const secret = "s3cr3t-Pasted-Into-The-Wrong-Option-" +
     "0123456789".repeat(3);
@@ -1046,11 +1050,7 @@ Deno.test("a client secret echoed percent- or form-encoded in an address's refus
     "Zq8Xé kP2mé Lw9Ré tV4né Bc7Yé hJ3dé Fg6Sé",
   ];
   for (const secret of secrets) {
-    const client = createClient({
-      environment,
-      clientId: "client-id",
-      clientSecret: secret,
-    });
+    const client = offlineClient(secret, "client-id");
     const refusals: [string, () => unknown][] = [
       ["path", () => client.list(`organizations?sortDirection=${secret}`)],
       ["path", () => client.pages(`organizations?sortBy=-x&q=${secret}`)],
@@ -1066,22 +1066,37 @@ Deno.test("a client secret echoed percent- or form-encoded in an address's refus
           clientSecret: secret,
         })],
     ];
-    for (const [option, refused] of refusals) {
-      try {
-        refused();
-        ok(false, `${option} was taken`);
-      } catch (error) {
-        equal((error as { option?: string }).option, option);
-        const shown = inspect(error);
-        const decoded = decodeURIComponent(shown.replaceAll("+", " "));
-        ok(!decoded.includes(secret.slice(0, 14)), shown);
-      }
-    }
+    eachRefusal(refusals, (error) => {
+      const shown = inspect(error);
+      const decoded = decodeURIComponent(shown.replaceAll("+", " "));
+      ok(!decoded.includes(secret.slice(0, 14)), shown);
+    });
   }
 });
 
+/** Each of `refusals` throws an option error naming its option, which `check` then looks at. */
+function eachRefusal(
+  refusals: readonly [string, () => unknown][],
+  check: (error: unknown) => void,
+) {
+  for (const [option, refused] of refusals) {
+    try {
+      refused();
+      ok(false, `${option} was taken`);
+    } catch (error) {
+      equal((error as { option?: string }).option, option);
+      check(error);
+    }
+  }
+}
+
+/** Each of `refusals` names its option, the secret in it shown by name only. */
+const refusedHidingSecret = (refusals: readonly [string, () => unknown][]) =>
+  eachRefusal(refusals, (error) => {
+    ok(/\[client_secret\]|not shown/.test(inspect(error)), inspect(error));
+  });
+
 Deno.test("a client secret the URL parser or an encoding changes (its own '%41' beside a space, a '\\' read as '/', a tab dropped, a host punycoded, its 'Basic' base64) is kept out of an option's refusal (outside reviews r118 F1, r117 F2)", () => {
-  const environment = OFFLINE_ENVIRONMENT;
   const clientId = "c";
   const secrets = [
     "жЖщЩфФъЪэЭюЮяЯшШ/2024", // a host before its '/', punycoded (r120 F1)
@@ -1092,11 +1107,7 @@ Deno.test("a client secret the URL parser or an encoding changes (its own '%41' 
     "Zq8XékP2méLw9RétV4néBc7YéhJ3dé",
   ];
   for (const secret of secrets) {
-    const client = createClient({
-      environment,
-      clientId,
-      clientSecret: secret,
-    });
+    const client = offlineClient(secret, clientId);
     const pair = new TextEncoder().encode(`${clientId}:${secret}`);
     const basic = `Basic ${btoa(String.fromCharCode(...pair))}`;
     const refusals: [string, () => unknown][] = [
@@ -1110,15 +1121,7 @@ Deno.test("a client secret the URL parser or an encoding changes (its own '%41' 
     if (URL.canParse(`https://${secret}.test/x`)) {
       refusals.push(["path", () => client.list(`https://${secret}.test/x`)]);
     }
-    for (const [option, refused] of refusals) {
-      try {
-        refused();
-        ok(false, `${option} was taken`);
-      } catch (error) {
-        equal((error as { option?: string }).option, option);
-        ok(/\[client_secret\]|not shown/.test(inspect(error)), inspect(error));
-      }
-    }
+    refusedHidingSecret(refusals);
   }
 });
 
@@ -1135,19 +1138,10 @@ Deno.test("a client secret's base64 is kept out of an option's refusal as HTTP B
     ["path", () => client.list(`organizations?sortDirection=${btoa(secret)}`)],
     ["limit", () => client.list("organizations", { limit: basic as never })],
   ];
-  for (const [option, refused] of refusals) {
-    try {
-      refused();
-      ok(false, `${option} was taken`);
-    } catch (error) {
-      equal((error as { option?: string }).option, option);
-      ok(/\[client_secret\]|not shown/.test(inspect(error)), inspect(error));
-    }
-  }
+  refusedHidingSecret(refusals);
 });
 
 Deno.test("a refusal holding no part of the client secret stays whole, whatever the secret holds ('/', '@', '&', '..'): a piece of it as an address parses it (a host of one letter) is no form of it (outside review r119 F2)", () => {
-  const environment = OFFLINE_ENVIRONMENT;
   const secrets = [
     "R/cxkB6MKn81Sewb099CnFHi1Tup+N4xv5NYeJjH5qY=",
     "ok/7MDENGx9Lq2Wv5Zt8Rb3Yc6Hn",
@@ -1157,11 +1151,7 @@ Deno.test("a refusal holding no part of the client secret stays whole, whatever 
     "%6f%72%67%61%6e%69",
   ];
   for (const secret of secrets) {
-    const client = createClient({
-      environment,
-      clientId: "c",
-      clientSecret: secret,
-    });
+    const client = offlineClient(secret);
     const refusals: [string, () => unknown][] = [
       [
         "query.status",
@@ -1176,15 +1166,9 @@ Deno.test("a refusal holding no part of the client secret stays whole, whatever 
         () => client.list("organizations", { sortDirection: "up" as "ASC" }),
       ],
     ];
-    for (const [option, refused] of refusals) {
-      try {
-        refused();
-        ok(false, `${option} was taken`);
-      } catch (error) {
-        equal((error as { option?: string }).option, option, secret);
-        ok(!inspect(error).includes("[client_secret]"), inspect(error));
-      }
-    }
+    eachRefusal(refusals, (error) => {
+      ok(!inspect(error).includes("[client_secret]"), inspect(error));
+    });
   }
 });
 
