@@ -208,6 +208,8 @@ export function listOf(
     answer?: (page: readonly unknown[], n: number) => readonly unknown[];
     /** The largest `limit` answered now; a larger one gets a 400. */
     refuseAbove?: () => number;
+    /** The smallest `limit` answered; a smaller one gets a 400. */
+    refuseBelow?: number;
     /** The client's limiter (none by default). */
     rateLimit?: RateLimiter;
     /** Called as each request arrives, before the list is read. */
@@ -227,7 +229,10 @@ export function listOf(
         ? options.maxLimit()
         : options.maxLimit ?? Infinity,
     );
-    if (limit > (options.refuseAbove?.() ?? Infinity)) {
+    if (
+      limit > (options.refuseAbove?.() ?? Infinity) ||
+      limit < (options.refuseBelow ?? 0)
+    ) {
       return Promise.resolve(
         Response.json({ error: "limit" }, { status: 400 }),
       );

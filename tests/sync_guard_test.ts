@@ -1282,7 +1282,7 @@ Deno.test("a sweep's first page answered stale removes nothing that exists on th
         empty = false;
       const service = listOf(() => {
         // A cache of the sweep's page 1 (its address): the head's, and the one-item read's, are others.
-        const sweepPage1 = asked.page === 1 && asked.limit > 1 &&
+        const sweepPage1 = asked.page === 1 && asked.limit >= 100 &&
           service.requests !== headAt;
         if (sweepPage1 && empty) return (empty = false, []);
         return sweepPage1 && stale ? list.slice(10) : list;
@@ -1351,5 +1351,41 @@ Deno.test("a sweep's first page answered stale removes nothing that exists on th
       deepStrictEqual(copy.ids(), [...ids].sort(), `${copy.kind} ${name}`);
       copy.database?.close();
     }
+  }
+});
+
+Deno.test("the list's first item is read on a page of one, and again on a page of 25 that outvotes it: a shifted first page is refused though the service refuses pages of one (r126 F1), and a page of one answered stale lets a list that truly lost its first items go on (r126 F3)", async () => {
+  for (const copy of await copies("first-item")) {
+    let list: readonly Thing[] = things(1000);
+    let shift = 0, shiftAt = Infinity, limit = 0;
+    let staleOne: readonly Thing[] | undefined = undefined; // a cached page of one, from before
+    const service = listOf(() => limit === 1 && staleOne ? staleOne : list, {
+      refuseBelow: copy.kind === "sqlite" ? 10 : 0,
+      answer: (page, n) =>
+        n === shiftAt ? list.slice(shift, shift + page.length) : page,
+      before: (asked) => limit = asked.limit,
+    });
+    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+    await syncList(service.client, "things", options);
+    const all = { ...options, sweep: Infinity };
+    // Shifted by 10 at the sweep's first page: refused, whether a page of one is answered (JSONL) or refused (SQLite).
+    shift = 10;
+    shiftAt = service.requests + 2;
+    await rejects(
+      syncList(service.client, "things", all),
+      (e: SyncError) => e.reason === "unordered",
+    );
+    equal(copy.ids().length, 1000, copy.kind);
+    // Its first 10 truly gone, a cached page of one still shows them: the page of 25 outvotes it.
+    shiftAt = Infinity;
+    staleOne = list;
+    list = list.slice(10);
+    deepStrictEqual(
+      counts(await syncList(service.client, "things", all)),
+      [0, 0, 10],
+      copy.kind,
+    );
+    deepStrictEqual(copy.ids(), list.map((thing) => thing.thingID), copy.kind);
+    copy.database?.close();
   }
 });

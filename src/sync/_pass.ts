@@ -315,16 +315,23 @@ export function heldStrays<T>(
 }
 
 /**
- * The key of the list's first item, read alone past maxDuration too (as `goesOn`'s reads: stopped, every run would stop
- * there); undefined when it cannot tell: a service refusing a page of one (a 400) answers no more than before.
+ * The key of the list's first item, read on a page of `limit` (another address than a window's), past maxDuration too
+ * (as `goesOn`'s reads: stopped, every run would stop there). A page of one the service refuses (a 4xx: a least page
+ * size) tells nothing: undefined; a page of MIN_WINDOW it must answer.
  */
 export async function listHead<T>(
   run: PassRun<T>,
+  limit: number,
 ): Promise<SyncKey | undefined> {
+  const plan = { start: 0, limit, page: 1 };
+  run.requests.count++;
   try {
-    return await keyAt({ ...run, stop: undefined }, 0);
+    const [item] = await launch({ ...run, stop: undefined }, plan).items;
+    return item === undefined ? undefined : run.config.keyOf(item);
   } catch (error) {
-    if (error instanceof ApiError && error.status === 400) return undefined;
+    const refused = error instanceof ApiError && error.status >= 400 &&
+      error.status < 500;
+    if (refused && limit < MIN_WINDOW) return undefined;
     throw error;
   }
 }

@@ -2,7 +2,7 @@
 // window's range passes, asked of the copy a range at a time (`CopyReader`: a SQL sink's key index; any other sink's
 // rows read once, `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
 
-import { compareKeys, firstPast, type SyncKey } from "./_window.ts";
+import { compareKeys, firstPast, MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { type RecentDeletes, tooMany } from "./_deletes.ts";
 import { tried } from "../core/_check.ts";
 import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
@@ -144,14 +144,15 @@ const COUNTED_PAGE = 10_000;
 /**
  * Whether a cycle's first window, of `ids` from `first`, skips an item the list still holds at its start: rows of the
  * copy lie before its first item unseen (the list lost its first items, or page 1 was answered stale or shifted: a
- * cache, which removed up to the guard's share of rows that exist), and the list's first item, read alone (`head`:
- * another address than the page's; undefined when it cannot tell), comes before it and is a live row of the copy, seen
- * or not (`holds`: a head's item of a cycle carried over is seen). A sink that cannot tell: one of the unseen rows.
+ * cache, which removed up to the guard's share of rows that exist), and the list's first item, read on a page of one
+ * and again on a page of 25 (`head`: other addresses than the window's; undefined when one cannot tell), comes before
+ * it and is a live row of the copy, seen or not (`holds`: a head's item of a cycle carried over is seen), both times:
+ * one stale answer of the two (a page of one cached) is outvoted. A sink that cannot tell: one of the unseen rows.
  */
 export async function skipsStart(
   guard: WindowGuard,
   { ids, first }: { ids: readonly string[]; first: SyncKey },
-  head: () => Promise<SyncKey | undefined>,
+  head: (limit: number) => Promise<SyncKey | undefined>,
   holds: (id: string) => Promise<boolean | undefined>,
 ): Promise<boolean> {
   const own = new Set(ids);
@@ -161,12 +162,17 @@ export async function skipsStart(
     );
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
   if ((await before(2)).length === 0) return false;
-  const key = await head();
   const sign = guard.descending ? -1 : 1;
-  if (key === undefined || sign * compareKeys(key, first) >= 0) return false;
-  const held = await holds(key.id);
-  if (held !== undefined) return held;
-  return (await before(ids.length + 1000)).some((row) => row.id === key.id);
+  const skipped = async (limit: number) => {
+    const key = await head(limit);
+    if (key === undefined) return undefined;
+    if (sign * compareKeys(key, first) >= 0) return false;
+    const held = await holds(key.id);
+    if (held !== undefined) return held;
+    return (await before(ids.length + 1000)).some((row) => row.id === key.id);
+  };
+  // A page of one refused (undefined): the page of 25 decides alone.
+  return await skipped(1) !== false && await skipped(MIN_WINDOW) === true;
 }
 
 /**

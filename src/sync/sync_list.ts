@@ -370,7 +370,9 @@ async function checkStart<T>(
   const ask = { ids: window.ids, first: config.keyOf(window.items[0]) };
   const held = async (id: string) =>
     (await config.sink.holds?.([id], config.keyOf))?.has(id);
-  if (guard && await skipsStart(guard, ask, () => listHead(run), held)) {
+  if (
+    guard && await skipsStart(guard, ask, (limit) => listHead(run, limit), held)
+  ) {
     throw startSkipped(config.identity.path);
   }
 }
