@@ -61,8 +61,8 @@ export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   }) as E;
 }
 
-/** An http(s) address's path and query, to its end (a space, a `)`); a path alone after "at" (`no list at /x`). */
-const PATHS = /(https?:\/\/[^\s/?#]+)[/?#][^\s)]*|(?<= at )\/[^\s:)]*/g;
+/** An http(s) address's path and query, to the next space (a `)` or `:` may be the secret's); a list's `no list at /x`. */
+const PATHS = /(https?:\/\/[^\s/?#]+)[/?#]\S*|(?<=no list at )\/\S*/g;
 
 /** The credentials without their id and audience, made once per credentials (their forms are made once per object). */
 function secretOnly(secret: Secret): Secret {
