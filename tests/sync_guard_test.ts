@@ -1389,3 +1389,26 @@ Deno.test("the list's first item is read on a page of one, and again on a page o
     copy.database?.close();
   }
 });
+
+Deno.test("a sweep of windows of 25 whose page 1 a cache answers shifted is refused: the page that decides is of 26, not the window's own address (a page of 25 got the same cached answer and outvoted the page of one: outside review r127 F1)", async () => {
+  for (const copy of await copies("first-item-25")) {
+    const list = things(300);
+    let cached = false, asked = { page: 0, limit: 0 };
+    const service = listOf(
+      () =>
+        cached && asked.page === 1 && asked.limit === 25
+          ? list.slice(10)
+          : list,
+      { before: (request) => asked = request },
+    );
+    const options = { id: "thingID", sink: copy.sink, limit: 25, maxLimit: 25 };
+    await syncList(service.client, "things", options);
+    cached = true;
+    await rejects(
+      syncList(service.client, "things", { ...options, sweep: Infinity }),
+      (e: SyncError) => e.reason === "unordered",
+    );
+    equal(copy.ids().length, 300, copy.kind);
+    copy.database?.close();
+  }
+});

@@ -30,6 +30,8 @@ export interface Committed<T>
   readonly passed?: readonly SyncKey[];
   /** Its keys past the pass's domain (descending, the head's: those the copy held already), if any. */
   readonly beyond?: readonly SyncKey[];
+  /** The page size it was asked with. */
+  readonly limit?: number;
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -240,6 +242,7 @@ async function judge<T>(
     state: verdict.next,
     ended: verdict.ended,
     reached: verdict.reached,
+    limit: flight.plan.limit,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),

@@ -367,7 +367,8 @@ async function checkStart<T>(
   window: Committed<T>,
 ) {
   const { config } = run;
-  const ask = { ids: window.ids, first: config.keyOf(window.items[0]) };
+  const first = config.keyOf(window.items[0]);
+  const ask = { ids: window.ids, first, limit: window.limit };
   const held = async (id: string) =>
     (await config.sink.holds?.([id], config.keyOf))?.has(id);
   if (
