@@ -144,9 +144,13 @@ async function goesOn<T>(
 }
 
 /** The key of the item at `at` (one item read), if any. */
-async function keyAt<T>(run: PassRun<T>, at: number) {
+const keyAt = <T>(run: PassRun<T>, at: number) =>
+  firstKey(run, { start: at, limit: 1, page: at + 1 });
+
+/** The key of the first item of the page `plan` (one request), if any. */
+async function firstKey<T>(run: PassRun<T>, plan: WindowPlan) {
   run.requests.count++;
-  const [item] = await launch(run, { start: at, limit: 1, page: at + 1 }).items;
+  const [item] = await launch(run, plan).items;
   return item === undefined ? undefined : run.config.keyOf(item);
 }
 
@@ -326,11 +330,12 @@ export async function listHead<T>(
   run: PassRun<T>,
   limit: number,
 ): Promise<SyncKey | undefined> {
-  const plan = { start: 0, limit, page: 1 };
-  run.requests.count++;
   try {
-    const [item] = await launch({ ...run, stop: undefined }, plan).items;
-    return item === undefined ? undefined : run.config.keyOf(item);
+    return await firstKey({ ...run, stop: undefined }, {
+      start: 0,
+      limit,
+      page: 1,
+    });
   } catch (error) {
     const refused = error instanceof ApiError && error.status >= 400 &&
       error.status < 500;
