@@ -61,8 +61,10 @@ export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   }) as E;
 }
 
-/** An http(s) address's path and query, to the next space (a `)` or `:` may be the secret's); a list's `no list at /x`. */
-const PATHS = /(https?:\/\/[^\s/?#]+)[/?#]\S*|(?<=no list at )\/\S*/g;
+/** An http(s) address's path and query, to the next space (a `)` or `:` may be the secret's); a list's `no list at /x`,
+ * to the `: ` that ends it. */
+const PATHS =
+  /(https?:\/\/[^\s/?#]+)[/?#]\S*|(?<=no list at )\/\S*?(?=:?\s|$)/g;
 
 /** The credentials without their id and audience, made once per credentials (their forms are made once per object). */
 function secretOnly(secret: Secret): Secret {
