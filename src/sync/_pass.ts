@@ -144,14 +144,13 @@ async function goesOn<T>(
 }
 
 /** The key of the item at `at` (one item read), if any. */
-const keyAt = <T>(run: PassRun<T>, at: number) =>
-  firstKey(run, { start: at, limit: 1, page: at + 1 });
+const keyAt = async <T>(run: PassRun<T>, at: number) =>
+  (await keysOf(run, { start: at, limit: 1, page: at + 1 }))[0];
 
-/** The key of the first item of the page `plan` (one request), if any. */
-async function firstKey<T>(run: PassRun<T>, plan: WindowPlan) {
+/** The keys of the items of the page `plan` (one request). */
+async function keysOf<T>(run: PassRun<T>, plan: WindowPlan) {
   run.requests.count++;
-  const [item] = await launch(run, plan).items;
-  return item === undefined ? undefined : run.config.keyOf(item);
+  return (await launch(run, plan).items).map(run.config.keyOf);
 }
 
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
@@ -322,24 +321,26 @@ export function heldStrays<T>(
 }
 
 /**
- * The key of the list's first item, read on a page of `limit` (another address than a window's), past maxDuration too
- * (as `goesOn`'s reads: stopped, every run would stop there). A page of one the service refuses (a 4xx: a least page
- * size) tells nothing: undefined; a page of MIN_WINDOW it must answer.
+ * The keys of the list's first page of `limit` (another address than a window's), read past maxDuration too (as
+ * `goesOn`'s reads: stopped, every run would stop there). A page the service refuses (a 4xx: a least page size) tells
+ * nothing: undefined.
  */
 export async function listHead<T>(
   run: PassRun<T>,
   limit: number,
-): Promise<SyncKey | undefined> {
+): Promise<SyncKey[] | undefined> {
   try {
-    return await firstKey({ ...run, stop: undefined }, {
+    return await keysOf({ ...run, stop: undefined }, {
       start: 0,
       limit,
       page: 1,
     });
   } catch (error) {
-    const refused = error instanceof ApiError && error.status >= 400 &&
-      error.status < 500;
-    if (refused && limit < MIN_WINDOW) return undefined;
+    if (
+      error instanceof ApiError && error.status >= 400 && error.status < 500
+    ) {
+      return undefined;
+    }
     throw error;
   }
 }

@@ -142,12 +142,13 @@ async function countFrom(
 const COUNTED_PAGE = 10_000;
 
 /**
- * Whether a cycle's first window, of `ids` from `first`, skips an item the list still holds at its start: rows of the
+ * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: rows of the
  * copy lie before its first item unseen (the list lost its first items, or page 1 was answered stale or shifted: a
- * cache, which removed up to the guard's share of rows that exist), and the list's first item, read on a page of one
- * and again on a page of 25 (`head`: other addresses than the window's; undefined when one cannot tell), comes before
- * it and is a live row of the copy, seen or not (`holds`: a head's item of a cycle carried over is seen), both times:
- * one stale answer of the two (a page of one cached) is outvoted. A sink that cannot tell: one of the unseen rows.
+ * cache, which removed up to the guard's share of rows that exist), and reads of the list's first page at other
+ * addresses than the window's (`head`) show live rows of the copy before it (`holds`). A page of one that reaches the
+ * window's first item settles it; else a page of 25 (24 for windows of 25) decides what it shows; where the page of one
+ * showed such a row and the page of 25 did not, a page of 23 (24) breaks the tie: one stale answer is outvoted, and a
+ * new item at the top hides nothing (r128 F1, F3). At most three reads, only when rows lie before the window.
  */
 export async function skipsStart(
   guard: WindowGuard,
@@ -156,8 +157,10 @@ export async function skipsStart(
     first: SyncKey;
     limit?: number | undefined;
   },
-  head: (limit: number) => Promise<SyncKey | undefined>,
-  holds: (id: string) => Promise<boolean | undefined>,
+  head: (limit: number) => Promise<readonly SyncKey[] | undefined>,
+  holds: (
+    ids: readonly string[],
+  ) => Promise<ReadonlySet<string> | undefined> | undefined,
 ): Promise<boolean> {
   const own = new Set(ids);
   const before = async (most: number) =>
@@ -166,19 +169,46 @@ export async function skipsStart(
     );
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
   if ((await before(2)).length === 0) return false;
+  const vote = (size: number) =>
+    startVote(
+      guard,
+      { first, size, keys: head(size) },
+      async (earlier) =>
+        await holds(earlier) ??
+          new Set((await before(ids.length + 1000)).map((row) => row.id)),
+    );
+  const one = await vote(1);
+  if (one < 0) return false;
+  // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
+  const sizes = [MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
+  const [second, third] = sizes.filter((size) => size !== limit);
+  const votes = one + await vote(second!);
+  if (votes > one || one === 0) return votes > 0;
+  return votes + await vote(third!) > 0;
+}
+
+/**
+ * What a read of the list's first `size` items says of the rows before the window's `first`: 1, it holds one the copy
+ * holds (`held` of the ids before it); -1, it reaches `first` (or the list's end) holding none; 0, it cannot tell
+ * (refused; only items new to the copy, as newest first brings them at the top).
+ */
+async function startVote(
+  guard: WindowGuard,
+  { first, size, keys }: {
+    first: SyncKey;
+    size: number;
+    keys: Promise<readonly SyncKey[] | undefined>;
+  },
+  held: (ids: string[]) => Promise<ReadonlySet<string>>,
+): Promise<-1 | 0 | 1> {
+  const read = await keys;
+  if (read === undefined) return 0;
   const sign = guard.descending ? -1 : 1;
-  const skipped = async (limit: number) => {
-    const key = await head(limit);
-    if (key === undefined) return undefined;
-    if (sign * compareKeys(key, first) >= 0) return false;
-    const held = await holds(key.id);
-    if (held !== undefined) return held;
-    return (await before(ids.length + 1000)).some((row) => row.id === key.id);
-  };
-  // A page of one refused (undefined): the page of 25 decides alone; of 26 for a window of 25 (a cache of its address
-  // answered it alike, and outvoted the page of one: r127 F1).
-  const confirming = limit === MIN_WINDOW ? MIN_WINDOW + 1 : MIN_WINDOW;
-  return await skipped(1) !== false && await skipped(confirming) === true;
+  const earlier = read.filter((key) => sign * compareKeys(key, first) < 0)
+    .map((key) => key.id);
+  const rows = earlier.length > 0 ? await held(earlier) : new Set<string>();
+  if (earlier.some((id) => rows.has(id))) return 1;
+  return earlier.length < read.length || read.length < size ? -1 : 0;
 }
 
 /**
