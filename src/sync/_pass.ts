@@ -348,7 +348,7 @@ export async function listHead<T>(
 /** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
 export function startSkipped(path: string): SyncError {
   return new SyncError(
-    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first item, read on its own pages, comes before it and is a row of the copy: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`,
+    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`,
     "unordered",
   );
 }

@@ -142,13 +142,13 @@ async function countFrom(
 const COUNTED_PAGE = 10_000;
 
 /**
- * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: rows of the
- * copy lie before its first item unseen (the list lost its first items, or page 1 was answered stale or shifted: a
- * cache, which removed up to the guard's share of rows that exist), and reads of the list's first page at other
- * addresses than the window's (`head`) show live rows of the copy before it (`holds`). A page of one that reaches the
- * window's first item settles it; else a page of 25 (24 for windows of 25) decides what it shows; where the page of one
- * showed such a row and the page of 25 did not, a page of 23 (24) breaks the tie: one stale answer is outvoted, and a
- * new item at the top hides nothing (r128 F1, F3). At most three reads, only when rows lie before the window.
+ * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: unseen rows of
+ * the copy lie before its first item (the list lost its first items, or page 1 was answered stale or shifted: a cache,
+ * which removed up to the guard's share of rows that exist), and reads of the list's first page at other addresses than
+ * the window's (`head`) show some of them. A page of one that reaches the window's first item settles it; else a page
+ * of 25 (24 for windows of 25) decides what it shows; where the page of one showed such a row and the page of 25 did
+ * not, a page of 23 (24) breaks the tie: one stale answer is outvoted, and a new item at the top hides nothing (r128
+ * F1, F3). At most three reads, only when rows lie before the window.
  */
 export async function skipsStart(
   guard: WindowGuard,
@@ -158,25 +158,13 @@ export async function skipsStart(
     limit?: number | undefined;
   },
   head: (limit: number) => Promise<readonly SyncKey[] | undefined>,
-  holds: (
-    ids: readonly string[],
-  ) => Promise<ReadonlySet<string> | undefined> | undefined,
 ): Promise<boolean> {
   const own = new Set(ids);
-  const before = async (most: number) =>
-    (await guard.copy.unseen(null, keyText(first), most)).filter((row) =>
-      !own.has(row.id)
-    );
+  const before = await guard.copy.unseen(null, keyText(first), 2);
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
-  if ((await before(2)).length === 0) return false;
-  const vote = (size: number) =>
-    startVote(
-      guard,
-      { first, size, keys: head(size) },
-      async (earlier) =>
-        await holds(earlier) ??
-          new Set((await before(ids.length + 1000)).map((row) => row.id)),
-    );
+  if (!before.some((row) => !own.has(row.id))) return false;
+  const vote = async (size: number) =>
+    startVote(guard, first, size, await head(size));
   const one = await vote(1);
   if (one < 0) return false;
   // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
@@ -188,26 +176,29 @@ export async function skipsStart(
 }
 
 /**
- * What a read of the list's first `size` items says of the rows before the window's `first`: 1, it holds one the copy
- * holds (`held` of the ids before it); -1, it reaches `first` (or the list's end) holding none; 0, it cannot tell
- * (refused; only items new to the copy, as newest first brings them at the top).
+ * What the list's first `size` items (`read`) say of the copy's unseen rows before the window's `first`: 1, they hold
+ * one (by its stored key: an item moved there is not one); -1, they reach `first` (or the list's end) holding none; 0,
+ * they cannot tell (refused; only other items, as newest first brings new ones at the top).
  */
 async function startVote(
   guard: WindowGuard,
-  { first, size, keys }: {
-    first: SyncKey;
-    size: number;
-    keys: Promise<readonly SyncKey[] | undefined>;
-  },
-  held: (ids: string[]) => Promise<ReadonlySet<string>>,
+  first: SyncKey,
+  size: number,
+  read: readonly SyncKey[] | undefined,
 ): Promise<-1 | 0 | 1> {
-  const read = await keys;
   if (read === undefined) return 0;
   const sign = guard.descending ? -1 : 1;
-  const earlier = read.filter((key) => sign * compareKeys(key, first) < 0)
-    .map((key) => key.id);
-  const rows = earlier.length > 0 ? await held(earlier) : new Set<string>();
-  if (earlier.some((id) => rows.has(id))) return 1;
+  const earlier = read.filter((key) => sign * compareKeys(key, first) < 0);
+  if (earlier.length > 0) {
+    const texts = earlier.map(keyText).sort();
+    // From just before the first in the pass's order (no key text lies between) to the last.
+    const [after, upTo] = guard.descending
+      ? [texts.at(-1)! + "\x01", texts[0]!]
+      : [texts[0]!.slice(0, -1), texts.at(-1)!];
+    const rows = await guard.copy.unseen(after, upTo, COUNTED_PAGE);
+    const unseen = new Set(rows.map((row) => row.id));
+    if (earlier.some((key) => unseen.has(key.id))) return 1;
+  }
   return earlier.length < read.length || read.length < size ? -1 : 0;
 }
 

@@ -369,11 +369,7 @@ async function checkStart<T>(
   const { config } = run;
   const first = config.keyOf(window.items[0]);
   const ask = { ids: window.ids, first, limit: window.limit };
-  const held = (ids: readonly string[]) =>
-    config.sink.holds?.(ids, config.keyOf);
-  if (
-    guard && await skipsStart(guard, ask, (limit) => listHead(run, limit), held)
-  ) {
+  if (guard && await skipsStart(guard, ask, (limit) => listHead(run, limit))) {
     throw startSkipped(config.identity.path);
   }
 }
