@@ -207,3 +207,47 @@ Deno.test("delay() under a synchronous fake tick: a wait that ends as an abort t
     clock.uninstall();
   }
 });
+
+Deno.test("a request that waits for a rate slot longer than its token lives sends the provider's token again, not the one taken before the wait: no 401 on the wire (it sent the expired token: outside review r129 F1)", async () => {
+  let unauthorized = 0;
+  const clock = withGlobal(globalThis).install({
+    toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
+  });
+  const service = createFakePartnerService({ tokenLifetime: 60_000 }); // its clock the fake one
+  try {
+    const client = createClient({
+      environment: service.environmentAt(
+        "https://fake.test",
+        "https://pci.test",
+      ),
+      ...service.credentials,
+      rateLimit: createRateLimiter({ requests: 2, interval: 30_000 }),
+      fetch: async (input, init) => {
+        const response = await service.handle(new Request(input, init));
+        if (response.status === 401) unauthorized++;
+        return response;
+      },
+    });
+    let settled = 0;
+    const calls = Array.from(
+      { length: 8 },
+      () =>
+        client.fetch("organizations").then(async (response) => {
+          await response.body?.cancel();
+          settled++;
+          return response.status;
+        }),
+    );
+    while (settled < calls.length) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (settled < calls.length && clock.countTimers() > 0) {
+        await clock.nextAsync();
+      }
+    }
+    deepStrictEqual(await Promise.all(calls), Array(8).fill(200));
+    equal(unauthorized, 0);
+    equal(service.tokenRequests, 2); // the wait outlived the first token
+  } finally {
+    clock.uninstall();
+  }
+});

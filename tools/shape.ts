@@ -42,6 +42,11 @@ export const EXCEPTIONS: readonly Exception[] = [
     reason:
       "one JSONL copy under its one lock: taking it, the writes without lock() in line, a batch, a cycle's end and the side file's commit share the copy's private state (the lock held, what was committed, the sink's last look); split, each part would hand it to the others",
   },
+  {
+    path: "src/client/_send.ts",
+    reason:
+      "one API request's life on the one object the attempt loop drives: its token (taken again after a rate wait), slot, attempts, renewal, redirects, retries and error share that object's state (the token held, the slot's ticket, the target, the last failure); split, each part would hand it to the others",
+  },
 ];
 
 /**

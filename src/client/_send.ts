@@ -122,14 +122,21 @@ class ApiRequest<T>
   }
 
   /** With the token: a slot in the rate window, at once or after a wait. */
-  ready({ accessToken }: IssuedToken): Promise<void> | void {
+  ready(token: IssuedToken): Promise<void> | void {
     const { signal, context } = this;
-    this.accessToken = accessToken;
-    tokensNoted.get(context.tokenProvider)?.forEach((n) => n.add(accessToken));
+    this.hold(token);
     const priority = this.init.priority ?? context.priority;
     const slot = context.rateLimiter?.take(signal, priority);
     if (typeof slot === "object") return waitFor(this, slot, priority);
     this.ticket = slot;
+  }
+
+  /** The token the attempts send, noted for the client's redaction. */
+  hold({ accessToken }: IssuedToken): void {
+    this.accessToken = accessToken;
+    tokensNoted.get(this.context.tokenProvider)?.forEach((n) =>
+      n.add(accessToken)
+    );
   }
 
   /** What an error redacts: the configured credentials, and the tokens sent (built only when read). */
@@ -334,6 +341,12 @@ async function waitFor(
   const { listener, context } = request;
   const started = listener === undefined ? 0 : context.now();
   request.ticket = await slot;
+  // The token taken before the wait may expire in it (a 401 each: outside review r129 F1): the provider's again (its
+  // cache, or refreshed); a failure answers the slot.
+  const token = request.before();
+  request.hold(
+    await token.catch((error) => (request.after(), Promise.reject(error))),
+  );
   if (listener === undefined || !waited(slot)) return;
   const delayMs = context.now() - started;
   emit(listener, { type: "rate.wait", delayMs, priority });
