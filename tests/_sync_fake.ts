@@ -214,6 +214,8 @@ export function listOf(
     rateLimit?: RateLimiter;
     /** Called as each request arrives, before the list is read. */
     before?: (asked: { limit: number; page: number }) => void;
+    /** The status a request gets instead of its page, if any. */
+    status?: (asked: { limit: number; page: number }) => number | undefined;
   } = {},
 ): { client: PartnerClient; readonly requests: number } {
   const fake = inProcess();
@@ -239,6 +241,10 @@ export function listOf(
     }
     const page = options.ignorePage ? 1 : Number(url.searchParams.get("page"));
     options.before?.({ limit, page });
+    const status = options.status?.({ limit, page });
+    if (status !== undefined) {
+      return Promise.resolve(Response.json({ error: "no" }, { status }));
+    }
     const all = items();
     const body = all.slice((page - 1) * limit, page * limit);
     return Promise.resolve(

@@ -5,6 +5,7 @@
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
+import type { ApiError } from "../src/core/errors.ts";
 import type { KeyedCopy } from "../src/sync/_key_text.ts";
 import {
   createJsonlSink,
@@ -1544,5 +1545,70 @@ Deno.test("an item moved to the top of the list while a cycle's first page is ch
     await syncList(service.client, "things", options);
     deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort(), copy.kind);
     copy.database?.close();
+  }
+});
+
+Deno.test("a stale first page is refused where one of the check's reads is stale with it, whichever: the page of one alone (outside review r130 F1), or the page of 25 with a new item at the top hiding the page of one (r130 F2); and a check read the service fails (403, 429) ends the run, not the check (r130 F3: the window committed, 10 rows that exist removed)", async () => {
+  type Case = { name: string; stale: number[]; fails?: number };
+  const cases: Case[] = [
+    { name: "one", stale: [1] },
+    { name: "arrival", stale: [25] },
+    { name: "403", stale: [], fails: 403 },
+    { name: "429", stale: [], fails: 429 },
+  ];
+  for (const { name, stale, fails } of cases) {
+    for (const copy of await copies(`first-votes-${name}`)) {
+      const descending = name === "arrival";
+      let list: readonly Thing[] = things(1000);
+      if (descending) list = [...list].reverse();
+      let asked = { page: 0, limit: 0 }, headAt = 0, cached: typeof list = [];
+      let arrives = false, checking = false;
+      const sweepPage1 = () =>
+        checking && asked.page === 1 && service.requests !== headAt;
+      const service = listOf(() => {
+        if (arrives && sweepPage1() && asked.limit === 1) {
+          arrives = false;
+          list = [{ thingID: "v" }, ...list];
+        }
+        const old = sweepPage1() &&
+          (asked.limit === 100 || stale.includes(asked.limit));
+        return old ? cached : list;
+      }, {
+        before: (request) => asked = request,
+        status: ({ limit, page }) =>
+          checking && page === 1 && limit < 100 ? fails : undefined,
+      });
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        maxLimit: 100,
+        changes: copy.kind === "sqlite",
+        ...(descending ? { sortDirection: "DESC" as const } : {}),
+      };
+      await syncList(service.client, "things", options);
+      if (descending) { // the window's cache is from before the head's 10 new items
+        cached = list;
+        const news = Array.from(
+          { length: 10 },
+          (_, i) => ({ thingID: `u${9 - i}` }),
+        );
+        list = [...news, ...list];
+        arrives = true;
+      } else cached = list.slice(10);
+      const ids = list.map((thing) => thing.thingID);
+      checking = true;
+      headAt = service.requests + 1;
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep: Infinity }),
+        (e: Error) =>
+          fails === undefined
+            ? (e as SyncError).reason === "unordered"
+            : (e as ApiError).status === fails,
+      );
+      for (const id of ids) {
+        ok(copy.ids().includes(id), `${copy.kind} ${name}: ${id}`);
+      }
+      copy.database?.close();
+    }
   }
 });

@@ -322,8 +322,8 @@ export function heldStrays<T>(
 
 /**
  * The keys of the list's first page of `limit` (another address than a window's), read past maxDuration too (as
- * `goesOn`'s reads: stopped, every run would stop there). A page the service refuses (a 4xx: a least page size) tells
- * nothing: undefined.
+ * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (a 400 or 422: a least page size)
+ * tells nothing: undefined; another failure (a 429 or 403 that persists) ends the run (r130 F3: it let the window commit).
  */
 export async function listHead<T>(
   run: PassRun<T>,
@@ -336,14 +336,13 @@ export async function listHead<T>(
       page: 1,
     });
   } catch (error) {
-    if (
-      error instanceof ApiError && error.status >= 400 && error.status < 500
-    ) {
-      return undefined;
-    }
+    if (error instanceof ApiError && SIZE_REFUSED.has(error.status)) return;
     throw error;
   }
 }
+
+/** What a service answers a page size it refuses. */
+const SIZE_REFUSED = new Set([400, 422]);
 
 /** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
 export function startSkipped(path: string): SyncError {

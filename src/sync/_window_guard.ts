@@ -145,10 +145,10 @@ const COUNTED_PAGE = 10_000;
  * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: unseen rows of
  * the copy lie before its first item (the list lost its first items, or page 1 was answered stale or shifted: a cache,
  * which removed up to the guard's share of rows that exist), and reads of the list's first page at other addresses than
- * the window's (`head`) show some of them. A page of one that reaches the window's first item settles it; else a page
- * of 25 (24 for windows of 25) decides what it shows; where the page of one showed such a row and the page of 25 did
- * not, a page of 23 (24) breaks the tie: one stale answer is outvoted, and a new item at the top hides nothing (r128
- * F1, F3). At most three reads, only when rows lie before the window.
+ * the window's (`head`) show some of them. Pages of one and of 25 (24 for windows of 25) that agree decide; else a page
+ * of 23 (24) votes too, and the window is refused when one shows such a row and no more say they are gone (a tie
+ * refuses: a read that shows a row saw it in the list). One stale answer of the three is outvoted, and a new item at the top
+ * hides nothing (r128 F1, F3; r130 F1, F2). Two or three reads, only when rows lie before the window.
  */
 export async function skipsStart(
   guard: WindowGuard,
@@ -165,14 +165,14 @@ export async function skipsStart(
   if (!before.some((row) => !own.has(row.id))) return false;
   const vote = async (size: number) =>
     startVote(guard, first, size, await head(size));
-  const one = await vote(1);
-  if (one < 0) return false;
   // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
-  const sizes = [MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
-  const [second, third] = sizes.filter((size) => size !== limit);
-  const votes = one + await vote(second!);
-  if (votes > one || one === 0) return votes > 0;
-  return votes + await vote(third!) > 0;
+  const sizes = [1, MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
+  const [one, two, three] = sizes.filter((size) => size !== limit);
+  const [a, b] = [await vote(one!), await vote(two!)];
+  if (a === b && a !== 0) return a > 0;
+  const votes = [a, b, await vote(three!)];
+  const shown = votes.filter((vote) => vote > 0).length;
+  return shown > 0 && shown >= votes.filter((vote) => vote < 0).length;
 }
 
 /**
