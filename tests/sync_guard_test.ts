@@ -1548,12 +1548,12 @@ Deno.test("an item moved to the top of the list while a cycle's first page is ch
   }
 });
 
-Deno.test("a stale first page is refused where one of the check's reads is stale with it, whichever: the page of one alone (outside review r130 F1), or the page of 25 with a new item at the top hiding the page of one (r130 F2); and a check read the service fails (403, 429) ends the run, not the check (r130 F3: the window committed, 10 rows that exist removed)", async () => {
+Deno.test("a stale first page is refused where one of the check's reads is stale with it, whichever: the page of one alone (outside review r130 F1), or the page of 25 with a new item at the top hiding the page of one (r130 F2); and a check read the service fails (404, 429) ends the run, not the check (r130 F3: the window committed, 10 rows that exist removed)", async () => {
   type Case = { name: string; stale: number[]; fails?: number };
   const cases: Case[] = [
     { name: "one", stale: [1] },
     { name: "arrival", stale: [25] },
-    { name: "403", stale: [], fails: 403 },
+    { name: "404", stale: [], fails: 404 },
     { name: "429", stale: [], fails: 429 },
   ];
   for (const { name, stale, fails } of cases) {
