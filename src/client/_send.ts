@@ -341,15 +341,18 @@ async function waitFor(
   const { listener, context } = request;
   const started = listener === undefined ? 0 : context.now();
   request.ticket = await slot;
+  if (listener !== undefined && waited(slot)) {
+    const delayMs = context.now() - started;
+    emit(listener, { type: "rate.wait", delayMs, priority });
+  }
   // The token taken before the wait may expire in it (a 401 each: outside review r129 F1): the provider's again (its
-  // cache, or refreshed); a failure answers the slot.
-  const token = request.before();
-  request.hold(
-    await token.catch((error) => (request.after(), Promise.reject(error))),
-  );
-  if (listener === undefined || !waited(slot)) return;
-  const delayMs = context.now() - started;
-  emit(listener, { type: "rate.wait", delayMs, priority });
+  // cache, or refreshed). A failure, thrown or rejected, answers the slot (r131 F2: a custom provider's leaked it).
+  try {
+    request.hold(await request.before());
+  } catch (error) {
+    request.after();
+    throw error;
+  }
 }
 
 /** Asks the provider's ledger whether this 401 may cost a fresh token; a caller's abort does not wait for its answer. */
