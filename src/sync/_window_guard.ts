@@ -152,10 +152,12 @@ const COUNTED_PAGE = 10_000;
  */
 export async function skipsStart(
   guard: WindowGuard,
-  { ids, first, limit }: {
+  { ids, first, limit, edge }: {
     ids: readonly string[];
     first: SyncKey;
     limit?: number | undefined;
+    /** The copy's last item committed (newest first, the newest: its head's top, seen by the cycle it carries on). */
+    edge: SyncKey | null;
   },
   head: (limit: number) => Promise<readonly SyncKey[] | undefined>,
 ): Promise<boolean> {
@@ -164,7 +166,7 @@ export async function skipsStart(
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
   if (!before.some((row) => !own.has(row.id))) return false;
   const vote = async (size: number) =>
-    startVote(guard, first, size, await head(size));
+    startVote(guard, { first, edge }, size, await head(size));
   // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
   const sizes = [1, MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
   const [one, two, three] = sizes.filter((size) => size !== limit);
@@ -176,19 +178,21 @@ export async function skipsStart(
 }
 
 /**
- * What the list's first `size` items (`read`) say of the copy's unseen rows before the window's `first`: 1, they hold
- * one (by its stored key: an item moved there is not one); -1, they reach `first` (or the list's end) holding none; 0,
- * they cannot tell (refused; only other items, as newest first brings new ones at the top).
+ * What the list's first `size` items (`read`) say of the copy's rows before the window's `first`: 1, they hold an
+ * unseen one (by its stored key: an item moved there is not one), or the copy's `edge` (seen, as a head's items of a
+ * cycle carried on are: 25 of them hid the rows behind: r131 F1); -1, they reach `first` (or the list's end) holding
+ * none; 0, they cannot tell (refused; only other items, as newest first brings new ones at the top).
  */
 async function startVote(
   guard: WindowGuard,
-  first: SyncKey,
+  { first, edge }: { first: SyncKey; edge: SyncKey | null },
   size: number,
   read: readonly SyncKey[] | undefined,
 ): Promise<-1 | 0 | 1> {
   if (read === undefined) return 0;
   const sign = guard.descending ? -1 : 1;
   const earlier = read.filter((key) => sign * compareKeys(key, first) < 0);
+  if (edge && earlier.some((key) => compareKeys(key, edge) === 0)) return 1;
   if (earlier.length > 0) {
     const texts = earlier.map(keyText).sort();
     // From just before the first in the pass's order (no key text lies between) to the last.

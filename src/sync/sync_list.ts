@@ -368,7 +368,8 @@ async function checkStart<T>(
 ) {
   const { config } = run;
   const first = config.keyOf(window.items[0]);
-  const ask = { ids: window.ids, first, limit: window.limit };
+  const { edge } = run.committer.latest;
+  const ask = { ids: window.ids, first, limit: window.limit, edge };
   if (guard && await skipsStart(guard, ask, (limit) => listHead(run, limit))) {
     throw startSkipped(config.identity.path);
   }
