@@ -147,8 +147,8 @@ const COUNTED_PAGE = 10_000;
  * which removed up to the guard's share of rows that exist), and reads of the list's first page at other addresses than
  * the window's (`head`) show some of them. Pages of one and of 25 (24 for windows of 25) that agree decide; else a page
  * of 23 (24) votes too, and the window is refused when one shows such a row and no more say they are gone (a tie
- * refuses: a read that shows a row saw it in the list). One stale answer of the three is outvoted, and a new item at the top
- * hides nothing (r128 F1, F3; r130 F1, F2). Two or three reads, only when rows lie before the window.
+ * refuses: a read that shows a row saw it in the list). One stale answer of the three is outvoted, and a new item at
+ * the top hides nothing (r128 F1, F3; r130 F1, F2). Two or three reads, only when rows lie before the window.
  */
 export async function skipsStart(
   guard: WindowGuard,
@@ -195,7 +195,8 @@ async function startVote(
   if (edge && earlier.some((key) => compareKeys(key, edge) === 0)) return 1;
   if (earlier.length > 0) {
     const texts = earlier.map(keyText).sort();
-    // From just before the first in the pass's order (no key text lies between) to the last.
+    // From just before the first in the pass's order (its text's prefix, or the text and "\x01", which no key text
+    // holds: rows between are few and harmless) to the last.
     const [after, upTo] = guard.descending
       ? [texts.at(-1)! + "\x01", texts[0]!]
       : [texts[0]!.slice(0, -1), texts.at(-1)!];
