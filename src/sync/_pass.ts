@@ -322,9 +322,9 @@ export function heldStrays<T>(
 
 /**
  * The keys of the list's first page of `limit` (another address than a window's), read past maxDuration too (as
- * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (a 400, 403, 413 or 422: a least page
- * size, as r126 met each) tells nothing: undefined; another failure (a 429, a 404) ends the run (r130 F3: it let the
- * window commit).
+ * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (a 400, 403, 413 or 422: a least
+ * page size, as r126 met each) tells nothing: undefined; another failure (a 429, a 404) ends the run (r130 F3: it let
+ * the window commit).
  */
 export async function listHead<T>(
   run: PassRun<T>,
