@@ -181,7 +181,7 @@ export async function skipsStart(
  * What the list's first `size` items (`read`) say of the copy's rows before the window's `first`: 1, they hold an
  * unseen one (by its stored key: an item moved there is not one), or the copy's `edge` (seen, as a head's items of a
  * cycle carried on are: 25 of them hid the rows behind: r131 F1); -1, they reach `first` (or the list's end) holding
- * none; 0, they cannot tell (refused; only other items, as newest first brings new ones at the top).
+ * none; 0, they cannot tell (refused or empty; only other items, as newest first brings new ones at the top).
  */
 async function startVote(
   guard: WindowGuard,
@@ -189,7 +189,8 @@ async function startVote(
   size: number,
   read: readonly SyncKey[] | undefined,
 ): Promise<-1 | 0 | 1> {
-  if (read === undefined) return 0;
+  // Empty, it contradicts the window (page 1 too, with items): a service that answers a small page with none (r132).
+  if (read === undefined || read.length === 0) return 0;
   const sign = guard.descending ? -1 : 1;
   const earlier = read.filter((key) => sign * compareKeys(key, first) < 0);
   if (edge && earlier.some((key) => compareKeys(key, edge) === 0)) return 1;
