@@ -1495,25 +1495,28 @@ Deno.test("windows of 25 on a service that answers no page over 25 (maxLimit 25)
   }
 });
 
-Deno.test("a first page shifted where the page of 25 is answered from the same stale moment is refused: a third address outvotes it with the page of one (outside review r128 F3: the page of 25 outvoted the fresh page of one, and 10 rows that exist were removed)", async () => {
-  for (const copy of await copies("first-item-two-stale")) {
-    const list = things(1000);
-    let cached = false, asked = { page: 0, limit: 0 }, headAt = 0;
-    const service = listOf(() => {
-      const stale = cached && asked.page === 1 && service.requests !== headAt &&
-        (asked.limit === 25 || asked.limit >= 100);
-      return stale ? list.slice(10) : list;
-    }, { before: (request) => asked = request });
-    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
-    await syncList(service.client, "things", options);
-    cached = true;
-    headAt = service.requests + 1;
-    await rejects(
-      syncList(service.client, "things", { ...options, sweep: Infinity }),
-      (e: SyncError) => e.reason === "unordered",
-    );
-    equal(copy.ids().length, 1000, copy.kind);
-    copy.database?.close();
+Deno.test("a first page shifted where the page of 25 is answered from the same stale moment is refused: a third address outvotes it with the page of one, fresh, or answered empty, which tells nothing (outside reviews r128 F3: the page of 25 outvoted the fresh page of one; r132: an empty page of one said the rows were gone; each time 10 rows that exist were removed)", async () => {
+  for (const emptyOne of [false, true]) {
+    for (const copy of await copies(`first-item-two-stale-${emptyOne}`)) {
+      const list = things(1000);
+      let cached = false, asked = { page: 0, limit: 0 }, headAt = 0;
+      const service = listOf(() => {
+        const check = cached && asked.page === 1 && service.requests !== headAt;
+        if (check && emptyOne && asked.limit === 1) return [];
+        const stale = check && (asked.limit === 25 || asked.limit >= 100);
+        return stale ? list.slice(10) : list;
+      }, { before: (request) => asked = request });
+      const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
+      await syncList(service.client, "things", options);
+      cached = true;
+      headAt = service.requests + 1;
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep: Infinity }),
+        (e: SyncError) => e.reason === "unordered",
+      );
+      equal(copy.ids().length, 1000, copy.kind);
+      copy.database?.close();
+    }
   }
 });
 
@@ -1653,29 +1656,6 @@ Deno.test("newest first, a stale first page is refused on every run of a cycle c
     stale = false;
     await run(Infinity);
     deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort(), copy.kind);
-    copy.database?.close();
-  }
-});
-
-Deno.test("a page of one answered empty tells nothing of a stale first page: the page of 25, stale too, is outvoted by the third (an empty page of one said the rows were gone, and two reads let 10 rows that exist go: outside review r132)", async () => {
-  for (const copy of await copies("first-empty-one")) {
-    const list = things(1000);
-    let cached = false, asked = { page: 0, limit: 0 }, headAt = 0;
-    const service = listOf(() => {
-      const check = cached && asked.page === 1 && service.requests !== headAt;
-      if (check && asked.limit === 1) return [];
-      const stale = check && (asked.limit === 25 || asked.limit >= 100);
-      return stale ? list.slice(10) : list;
-    }, { before: (request) => asked = request });
-    const options = { id: "thingID", sink: copy.sink, maxLimit: 100 };
-    await syncList(service.client, "things", options);
-    cached = true;
-    headAt = service.requests + 1;
-    await rejects(
-      syncList(service.client, "things", { ...options, sweep: Infinity }),
-      (e: SyncError) => e.reason === "unordered",
-    );
-    equal(copy.ids().length, 1000, copy.kind);
     copy.database?.close();
   }
 });
