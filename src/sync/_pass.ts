@@ -32,6 +32,8 @@ export interface Committed<T>
   readonly beyond?: readonly SyncKey[];
   /** The page size it was asked with. */
   readonly limit?: number;
+  /** The offset it was asked at (0: page 1). */
+  readonly start?: number;
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -246,6 +248,7 @@ async function judge<T>(
     ended: verdict.ended,
     reached: verdict.reached,
     limit: flight.plan.limit,
+    start: flight.plan.start,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),

@@ -152,12 +152,14 @@ const COUNTED_PAGE = 10_000;
  */
 export async function skipsStart(
   guard: WindowGuard,
-  { ids, first, limit, edge }: {
+  { ids, first, limit, edge, page1 }: {
     ids: readonly string[];
     first: SyncKey;
     limit?: number | undefined;
-    /** The copy's last item committed (newest first, the newest: its head's top, seen by the cycle it carries on). */
+    /** The copy's last item committed (newest first, the newest: a head's top, seen by the cycle it carries on). */
     edge: SyncKey | null;
+    /** The window's keys outside the cycle's range, where it is page 1. */
+    page1?: readonly SyncKey[] | undefined;
   },
   head: (limit: number) => Promise<readonly SyncKey[] | undefined>,
 ): Promise<boolean> {
@@ -165,8 +167,12 @@ export async function skipsStart(
   const before = await guard.copy.unseen(null, keyText(first), 2);
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
   if (!before.some((row) => !own.has(row.id))) return false;
+  // Only a page 1 without it skipped the copy's newest row: a fresh one shows it, above the cycle's range (r137 F1).
+  const edgeShown = edge === null || page1 === undefined || own.has(edge.id) ||
+    page1.some((key) => key.id === edge.id);
+  const at = { first, edge: edgeShown ? null : edge };
   const vote = async (size: number) =>
-    startVote(guard, { first, edge }, size, await head(size));
+    startVote(guard, at, size, await head(size));
   // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
   const sizes = [1, MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
   const [one, two, three] = sizes.filter((size) => size !== limit);

@@ -368,8 +368,9 @@ async function checkStart<T>(
 ) {
   const { config } = run;
   const first = config.keyOf(window.items[0]);
-  const { edge } = run.committer.latest;
-  const ask = { ids: window.ids, first, limit: window.limit, edge };
+  const { ids, limit, passed = [], beyond = [] } = window;
+  const page1 = window.start === 0 ? [...passed, ...beyond] : undefined;
+  const ask = { ids, first, limit, edge: run.committer.latest.edge, page1 };
   if (guard && await skipsStart(guard, ask, (limit) => listHead(run, limit))) {
     throw startSkipped(config.identity.path);
   }
