@@ -872,7 +872,7 @@ Deno.test("SQLite sink: a table of yours where it would keep the copy or its cha
   }
 });
 
-Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming it: a folder, read-only, full; a file that is not a database is a copy it did not make ('sink-mismatch', as a JSONL file of other lines)", async () => {
+Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming it: a folder, read-only, full; a file that is not a database, of one byte too, is a copy it did not make ('sink-mismatch', as a JSONL file of other lines)", async () => {
   const items = Array.from({ length: 300 }, (_, i) => ({ n: `${1000 + i}` }));
   const service = listOf(() => items, { maxLimit: 100 });
   const sync = (sink: SyncSink<unknown>) =>
@@ -884,6 +884,11 @@ Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming i
   const garbage = await fresh("garbage.db");
   await Deno.writeTextFile(garbage, "my notes, not a database\n".repeat(200));
   await refused(opened(garbage), "sink-mismatch", garbage);
+  // Of one byte, SQLite takes it for an empty database (outside review r138 F1: a database was written over it).
+  const short = await fresh("short.db");
+  await Deno.writeTextFile(short, "x");
+  await refused(opened(short), "sink-mismatch", short);
+  equal(await Deno.readTextFile(short), "x");
   const folder = await fresh("folder.db");
   await Deno.mkdir(folder);
   await refused(opened(folder), "file", folder);

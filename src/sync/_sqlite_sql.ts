@@ -358,10 +358,15 @@ export function failureOf(
     );
   }
   if (!FILE_FAILURE.test(why) || !path) return error;
-  // Another file at the path is a copy this sink did not make, as a JSONL file of other lines is.
-  if (/not a database/.test(why)) {
-    const not = "it is not a SQLite database";
-    return sinkMismatch(path, not, "sync into a new file");
-  }
+  if (/not a database/.test(why)) return notSqlite(path);
   return fileError(path, "use", error);
+}
+
+/** Another file at `path`: a copy this sink did not make, as a JSONL file of other lines is. */
+export function notSqlite(path: string): SyncError {
+  return sinkMismatch(
+    path,
+    "it is not a SQLite database",
+    "sync into a new file",
+  );
 }

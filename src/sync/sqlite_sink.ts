@@ -25,6 +25,7 @@ import {
   changeTable,
   columnsOf,
   failureOf,
+  notSqlite,
   readCopy,
   split,
   type Statements,
@@ -192,7 +193,10 @@ class SqliteDialect implements kit.SqlDialect {
     if (this.#file !== undefined) {
       // The database and its journal files plain files of one name, never through a link: SQLite writes them.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-        await statOf(`${this.#file}${suffix}`, true);
+        const info = await statOf(`${this.#file}${suffix}`, true);
+        // Shorter than SQLite's least page (512 bytes), SQLite takes a file as empty and writes over it (r138 F1).
+        const size = suffix === "" ? info?.size ?? 0 : 0;
+        if (size > 0 && size < 512) throw notSqlite(this.#file);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
