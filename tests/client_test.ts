@@ -604,3 +604,23 @@ Deno.test("the fake's API needs a valid token", async () => {
     );
   }
 });
+
+Deno.test("a token provider of the user's that answers no token text (empty, a number, null) fails the call with a TypeError naming 'tokenProvider', before anything is sent (outside review r137 F3: sent as 'Bearer undefined', a 401 each)", async () => {
+  for (const answer of [{ accessToken: "" }, 42, null, { accessToken: 7 }]) {
+    await using api = await startFakePartnerApi();
+    const client = createClient({
+      environment: api.environment,
+      tokenProvider: {
+        getToken: () => Promise.resolve(answer as never),
+        invalidate() {},
+        quota: undefined,
+      },
+    });
+    await rejects(
+      client.fetch("organizations"),
+      (e: TypeError & { option?: string }) =>
+        e instanceof TypeError && e.option === "tokenProvider",
+    );
+    equal(api.apiRequests, 0, JSON.stringify(answer));
+  }
+});

@@ -132,7 +132,18 @@ class ApiRequest<T>
   }
 
   /** The token the attempts send, noted for the client's redaction. */
-  hold({ accessToken }: IssuedToken): void {
+  hold(token: IssuedToken): void {
+    // A provider of the user's may answer anything: one without a token was sent as "Bearer undefined" (r137 F3).
+    const accessToken: unknown = (token as Partial<IssuedToken> | null)
+      ?.accessToken;
+    if (typeof accessToken !== "string" || accessToken === "") {
+      const got = accessToken === ""
+        ? "an empty accessToken"
+        : typeof token === "object" && token !== null
+        ? `an accessToken of type ${typeof accessToken}`
+        : `${token === null ? "null" : typeof token}`;
+      throw typeError(this.exchange.context, "tokenProvider", NO_TOKEN, got);
+    }
     this.accessToken = accessToken;
     tokensNoted.get(this.context.tokenProvider)?.forEach((n) =>
       n.add(accessToken)
@@ -394,6 +405,8 @@ function initFault(request: ApiRequest<unknown>): TypeError | undefined {
 }
 
 const SENDABLE = "must be a RequestInit fetch can send";
+const NO_TOKEN =
+  "must answer getToken() with an IssuedToken whose accessToken is non-empty text";
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
