@@ -78,7 +78,8 @@ export function plan(args: readonly string[]): Plan {
   const [command = "", ...rest] = positionals;
   if (values.version) return { command: "version" };
   if (values.help || command === "") {
-    const text = HELP[Object.hasOwn(HELP, command) ? command : ""]!;
+    const named = command === "logout" ? "cache" : command; // its other name
+    const text = HELP[Object.hasOwn(HELP, named) ? named : ""]!;
     return { command: "help", text, code: values.help ? 0 : 2 };
   }
   if (!Object.hasOwn(COMMAND_FLAGS, command)) { // not `toString`
