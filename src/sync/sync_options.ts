@@ -111,8 +111,9 @@ export interface SyncOptions<T> {
    */
   changes?: boolean;
   /**
-   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the 24-hour delete window), read once before any
-   * request (a reading that is no epoch ms is a `TypeError`) and floored to whole ms; a sink has its own.
+   * The wall clock (epoch ms) of the run's decisions (`verifiedAt`, the 24-hour delete window), checked once before any
+   * request (a reading that is no epoch ms is a `TypeError`), then read where each decision is made, floored to whole
+   * ms; a sink has its own (its lock's staleness: `SinkLockOptions.now`).
    * @default {Date.now}
    */
   now?: () => number;
