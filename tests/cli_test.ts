@@ -83,7 +83,16 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     ],
     [
       ["list", "transactions", "--max-items", "-1"],
-      "argument is ambiguous",
+      "--max-items needs a value: -1 reads as a flag (write --max-items=-1",
+    ],
+    // In the CLI's flags, not the library's options nor node:util's words (outside review r138 F8).
+    [
+      ["list", "transactions", "--sort-by", "-creationDate"],
+      "write --sort-by creationDate --sort-direction DESC",
+    ],
+    [
+      ["list", "transactions", "--since=-creationDate=2026-11-24"],
+      "write --since creationDate=2026-11-24",
     ],
     [["list"], "list needs a <path>, e.g. transactions"],
     [["list", "a", "b"], "unexpected argument: b"],

@@ -87,6 +87,14 @@ export function since(text: string) {
       `--since must be FIELD=VALUE, e.g. creationDate=2026-11-24: received ${text}`,
     );
   }
+  // The list is read newest first already: `-field` is no field (the library's words would name sortBy).
+  if (field.startsWith("-")) {
+    throw new UsageError(
+      `--since must be FIELD=VALUE, newest first already: write --since ${
+        field.slice(1)
+      }=${value}: received ${text}`,
+    );
+  }
   // Else nothing orders the items (`2026-13-01`, `+275760-09-13`, `2026-W01`, `11/01/2026`, `abc`): no guess.
   if (!NUMBER.test(value) && !isRealDate(value)) {
     throw new UsageError(

@@ -9,6 +9,7 @@ import {
   FLAGS,
   oneOf,
   onePositional,
+  sortField,
   UsageError,
   type Values,
 } from "./_flag_values.ts";
@@ -167,6 +168,8 @@ function parseFlags(args: readonly string[]) {
     // node:util's words, made one line, with the nearest flag (among those the command takes, when it is one).
     const { message } = error as Error;
     const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
+    const ambiguous = /Option '--([^']+)' argument is ambiguous/.exec(message);
+    if (ambiguous) throw dashValue(ambiguous[1]!, args);
     if (!unknown) throw new UsageError(message.replace(/\s*\n\s*/g, " "));
     const own = Object.hasOwn(COMMAND_FLAGS, `${args[0]}`) &&
       COMMAND_FLAGS[`${args[0]}`];
@@ -175,6 +178,15 @@ function parseFlags(args: readonly string[]) {
     const hint = near ? `; did you mean --${near}?` : "";
     throw new UsageError(`unknown flag ${unknown[1]}${unknown[2]}${hint}`);
   }
+}
+
+/** A flag's value that begins with "-" given after a space (node:util takes it for a flag), said in the CLI's flags. */
+function dashValue(flag: string, args: readonly string[]): UsageError {
+  const value = args[args.indexOf(`--${flag}`) + 1] ?? "";
+  if (flag === "sort-by") sortField(value); // its own advice: --sort-by field --sort-direction DESC
+  return new UsageError(
+    `--${flag} needs a value: ${value} reads as a flag (write --${flag}=${value} if it is the value)`,
+  );
 }
 
 /**
