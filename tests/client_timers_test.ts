@@ -309,3 +309,71 @@ Deno.test("a token provider that throws, or answers without a promise, after a r
     }
   }
 });
+
+Deno.test("a caller's abort ends a call while a token provider of the user's that ignores the signal is slow, before a rate wait and after it, and the slot is answered (outside review r137 F4: the call ended 7 s after the abort, its slot held)", async () => {
+  for (const after of [false, true]) {
+    const clock = withGlobal(globalThis).install({
+      toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
+    });
+    const service = createFakePartnerService();
+    try {
+      let calls = 0;
+      const token = {
+        accessToken: "t".repeat(20),
+        tokenType: "Bearer" as const,
+        expiresIn: 86_400,
+        expiresAt: Date.now() + 86_400_000,
+        quota: [],
+      };
+      const slow = () => new Promise((resolve) => setTimeout(resolve, 8_000));
+      const client = createClient({
+        environment: service.environmentAt(
+          "https://fake.test",
+          "https://pci.test",
+        ),
+        tokenProvider: {
+          // Slow, deaf to the signal: at the first call, or at the second request's call after its wait.
+          async getToken() {
+            if (++calls === (after ? 3 : 1)) await slow();
+            return token;
+          },
+          invalidate() {},
+          quota: undefined,
+        },
+        rateLimit: createRateLimiter({ requests: 1, interval: 200 }),
+        fetch: () => Promise.resolve(new Response(null, { status: 204 })),
+      });
+      const controller = new AbortController();
+      const settled: string[] = [];
+      const call = (signal: AbortSignal | null = null) =>
+        client.fetch("organizations", { signal }).then(
+          () => settled.push(`ok ${Date.now()}`),
+          (e: Error) => settled.push(`${e.name} ${Date.now()}`),
+        );
+      const start = Date.now();
+      if (after) await call(); // takes the slot: the next waits 200 ms
+      const aborted = call(controller.signal);
+      setTimeout(() => controller.abort(), 1_000);
+      let later: Promise<unknown> | undefined;
+      setTimeout(() => later = call(), 1_500); // served: the slot was answered
+      for (
+        let turn = 0;
+        turn < 50 && settled.length < (after ? 3 : 2);
+        turn++
+      ) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (clock.countTimers() > 0) await clock.nextAsync();
+      }
+      await Promise.all([aborted, later]);
+      const at = (line: string) =>
+        `${line.split(" ")[0]} ${Number(line.split(" ")[1]) - start}`;
+      deepStrictEqual(
+        settled.map(at),
+        [...after ? ["ok 0"] : [], "AbortError 1000", "ok 1500"],
+      );
+    } finally {
+      clock.uninstall();
+      service.close();
+    }
+  }
+});

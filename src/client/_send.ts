@@ -117,8 +117,10 @@ class ApiRequest<T>
   /** Before each attempt: the token before the slot (a call failing without one holds no slot). No async frame here or in `ready`: each was garbage of every call. */
   before(): Promise<IssuedToken> {
     const { signal, context } = this;
-    const options = signal === undefined ? NO_OPTIONS : { signal };
-    return context.tokenProvider.getToken(options);
+    if (signal === undefined) return context.tokenProvider.getToken(NO_OPTIONS);
+    // A provider of the user's may not hear the signal: the caller's abort ends the wait anyway (r137 F4).
+    const token = context.tokenProvider.getToken({ signal });
+    return raceAbort(Promise.resolve(token), signal);
   }
 
   /** With the token: a slot in the rate window, at once or after a wait. */
