@@ -167,10 +167,10 @@ export async function skipsStart(
   const before = await guard.copy.unseen(null, keyText(first), 2);
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
   if (!before.some((row) => !own.has(row.id))) return false;
-  // Only a page 1 without it skipped the copy's newest row: a fresh one shows it, above the cycle's range (r137 F1).
-  const edgeShown = edge === null || page1 === undefined || own.has(edge.id) ||
-    page1.some((key) => key.id === edge.id);
-  const at = { first, edge: edgeShown ? null : edge };
+  // What page 1 showed, in the cycle's range or not: a fresh one shows the copy's newest row (r137 F1).
+  const shows = page1 && new Set([...ids, ...page1.map((key) => key.id)]);
+  const edgeShown = edge === null || shows === undefined || shows.has(edge.id);
+  const at = { first, edge: edgeShown ? null : edge, shows };
   const vote = async (size: number) =>
     startVote(guard, at, size, await head(size));
   // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
@@ -186,12 +186,17 @@ export async function skipsStart(
 /**
  * What the list's first `size` items (`read`) say of the copy's rows before the window's `first`: 1, they hold an
  * unseen one (by its stored key: an item moved there is not one), or the copy's `edge` (seen, as a head's items of a
- * cycle carried on are: 25 of them hid the rows behind: r131 F1); -1, they reach `first` (or the list's end) holding
- * none; 0, they cannot tell (refused or empty; only other items, as newest first brings new ones at the top).
+ * cycle carried on are: 25 of them hid the rows behind: r131 F1), or, 23 or more, none that page 1 `shows`; -1, they
+ * reach `first` (or the list's end) holding none; 0, they cannot tell (refused or empty; only other items, as newest
+ * first brings new ones at the top).
  */
 async function startVote(
   guard: WindowGuard,
-  { first, edge }: { first: SyncKey; edge: SyncKey | null },
+  { first, edge, shows }: {
+    first: SyncKey;
+    edge: SyncKey | null;
+    shows: ReadonlySet<string> | undefined;
+  },
   size: number,
   read: readonly SyncKey[] | undefined,
 ): Promise<-1 | 0 | 1> {
@@ -200,6 +205,10 @@ async function startVote(
   const sign = guard.descending ? -1 : 1;
   const earlier = read.filter((key) => sign * compareKeys(key, first) < 0);
   if (edge && earlier.some((key) => compareKeys(key, edge) === 0)) return 1;
+  // 23 or more items before the window, none on page 1: it is older than they are, or they all came between two
+  // requests (the head's items hid the rows behind: r137 F2, the newest row gone in the run, or a cache of the head's).
+  const newer = size > 1 && earlier.length === read.length;
+  if (newer && shows && !read.some((key) => shows.has(key.id))) return 1;
   if (earlier.length > 0) {
     const texts = earlier.map(keyText).sort();
     // From just before the first in the pass's order (its text's prefix, or the text and "\x01", which no key text
