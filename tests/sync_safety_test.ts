@@ -889,6 +889,16 @@ Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming i
   await Deno.writeTextFile(short, "x");
   await refused(opened(short), "sink-mismatch", short);
   equal(await Deno.readTextFile(short), "x");
+  // Given open alike (outside review r140 F1: written over).
+  const handle = new DatabaseSync(short);
+  const absoluteShort = await Deno.realPath(short);
+  await refused(
+    sync(createSqliteSink(handle, { table: "things" })),
+    "sink-mismatch",
+    absoluteShort,
+  );
+  handle.close();
+  equal(await Deno.readTextFile(short), "x");
   const folder = await fresh("folder.db");
   await Deno.mkdir(folder);
   await refused(opened(folder), "file", folder);

@@ -3,6 +3,7 @@
 
 import process from "node:process";
 import { resolve } from "node:path";
+import { stat } from "node:fs/promises";
 import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
@@ -193,14 +194,16 @@ class SqliteDialect implements kit.SqlDialect {
     if (this.#file !== undefined) {
       // The database and its journal files plain files of one name, never through a link: SQLite writes them.
       for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-        const info = await statOf(`${this.#file}${suffix}`, true);
-        // Shorter than SQLite's least page (512 bytes), SQLite takes a file as empty and writes over it (r138 F1).
-        const size = suffix === "" ? info?.size ?? 0 : 0;
-        if (size > 0 && size < 512) throw notSqlite(this.#file);
+        await statOf(`${this.#file}${suffix}`, true);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
     }
+    // Shorter than SQLite's least page (512 bytes), SQLite takes a file as empty and writes over it (r138 F1), given
+    // open too (r140 F1).
+    const at = this.#file ?? tried(() => this.#db.location()) ?? undefined;
+    const size = at ? (await stat(at).catch(() => undefined))?.size ?? 0 : 0;
+    if (size > 0 && size < 512) throw notSqlite(at!);
     // One read transaction (a savepoint: nested in the user's own): another run's commit between the row count and the
     // checkpoint made a sound copy look foreign. Another connection's exclusive lock (outside WAL) is waited out.
     const db = this.#db;
