@@ -94,6 +94,15 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       ["list", "transactions", "--since=-creationDate=2026-11-24"],
       "write --since creationDate=2026-11-24",
     ],
+    // A flag after it: a value forgotten, with no advice to make it a field (r140 F3).
+    [
+      ["list", "transactions", "--sort-by", "--limit=3"],
+      "--sort-by needs a value: --limit=3 is a flag",
+    ],
+    [
+      ["list", "transactions", "--sort-by=-"],
+      "--sort-by must be a field name: received -",
+    ],
     [["list"], "list needs a <path>, e.g. transactions"],
     [["list", "a", "b"], "unexpected argument: b"],
     [["token", "--limit", "5"], "token takes no --limit"],

@@ -90,6 +90,9 @@ export function sortDirection(value: string | undefined) {
 /** `--sort-by`: a field name. @throws {UsageError} For `-field`, with the flags that sort by it descending. */
 export function sortField(value: string | undefined) {
   if (!value?.startsWith("-")) return value;
+  if (value === "-") {
+    throw new UsageError("--sort-by must be a field name: received -");
+  }
   throw new UsageError(
     `--sort-by must be a field name: write --sort-by ${
       value.slice(1)
