@@ -138,9 +138,14 @@ class ApiRequest<T>
     // A provider of the user's may answer anything: one without a token was sent as "Bearer undefined" (r137 F3).
     const accessToken: unknown = (token as Partial<IssuedToken> | null)
       ?.accessToken;
-    if (typeof accessToken !== "string" || accessToken === "") {
+    // Visible ASCII: what a header carries (a line break or a non-Latin-1 letter failed as the init's fault: r140 F4).
+    if (
+      typeof accessToken !== "string" || !/^[\x21-\x7e]+$/.test(accessToken)
+    ) {
       const got = accessToken === ""
         ? "an empty accessToken"
+        : typeof accessToken === "string"
+        ? "an accessToken with a space, line break or non-ASCII character"
         : typeof token === "object" && token !== null
         ? `an accessToken of type ${typeof accessToken}`
         : `${token === null ? "null" : typeof token}`;
@@ -408,7 +413,7 @@ function initFault(request: ApiRequest<unknown>): TypeError | undefined {
 
 const SENDABLE = "must be a RequestInit fetch can send";
 const NO_TOKEN =
-  "must answer getToken() with an IssuedToken whose accessToken is non-empty text";
+  "must answer getToken() with an IssuedToken whose accessToken is non-empty visible ASCII";
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
