@@ -1743,3 +1743,43 @@ Deno.test("newest first, a stale first page of a cycle carried on is refused pas
     }
   }
 });
+
+Deno.test("newest first, a first page that shows 30 new items, the copy's newest row among them, but lacks 10 rows behind them that exist is refused: the check reads where the page put its first item, not page 1, which shows only new items (outside review r139 N1: 10 rows removed)", async () => {
+  for (const copy of await copies("first-behind-news")) {
+    let list: readonly Thing[] = [...things(1000)].reverse();
+    const old = list;
+    let asked = { page: 0, limit: 0 }, headAt = 0, fails = false, gap = false;
+    const sweepPage1 = () =>
+      service.requests !== headAt && asked.page === 1 && asked.limit === 100;
+    const service = listOf(() => {
+      if (!gap || !sweepPage1()) return list;
+      gap = false; // once: the new items, then the old list without its first 10
+      return [...list.slice(0, 30), ...old.slice(10)];
+    }, {
+      before: (request) => asked = request,
+      status: () => fails && sweepPage1() ? (fails = false, 503) : undefined,
+    });
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      maxLimit: 100,
+      sortDirection: "DESC" as const,
+    };
+    const run = (sweep = 3) => {
+      headAt = service.requests + 1;
+      return syncList(service.client, "things", { ...options, sweep });
+    };
+    await run(Infinity);
+    fails = true; // the cycle begins; its first page waits for the next run
+    await rejects(run());
+    const news = Array.from({ length: 30 }, (_, i) => ({
+      thingID: `u${String(29 - i).padStart(2, "0")}`,
+    }));
+    list = [...news, ...list];
+    gap = true;
+    await rejects(run(), (e: SyncError) => e.reason === "unordered");
+    for (let i = 0; i < 6; i++) await run();
+    deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort(), copy.kind);
+    copy.database?.close();
+  }
+});

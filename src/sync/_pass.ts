@@ -332,13 +332,11 @@ export function heldStrays<T>(
 export async function listHead<T>(
   run: PassRun<T>,
   limit: number,
+  page = 1,
 ): Promise<SyncKey[] | undefined> {
   try {
-    return await keysOf({ ...run, stop: undefined }, {
-      start: 0,
-      limit,
-      page: 1,
-    });
+    const start = (page - 1) * limit;
+    return await keysOf({ ...run, stop: undefined }, { start, limit, page });
   } catch (error) {
     if (error instanceof ApiError && SIZE_REFUSED.has(error.status)) return;
     throw error;

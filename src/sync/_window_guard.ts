@@ -144,15 +144,15 @@ const COUNTED_PAGE = 10_000;
 /**
  * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: unseen rows of
  * the copy lie before its first item (the list lost its first items, or page 1 was answered stale or shifted: a cache,
- * which removed up to the guard's share of rows that exist), and reads of the list's first page at other addresses than
- * the window's (`head`) show some of them. Pages of one and of 25 (24 for windows of 25) that agree decide; else a page
+ * which removed up to the guard's share of rows that exist), and reads of the list where the window put `first` (its
+ * page at each size: page 1 unless new items lie above it) at other addresses than the window's (`head`) show some. Pages of one and of 25 (24 for windows of 25) that agree decide; else a page
  * of 23 (24) votes too, and the window is refused when one shows such a row and no more say they are gone (a tie
  * refuses: a read that shows a row saw it in the list). One stale answer of the three is outvoted, and a new item at
  * the top hides nothing (r128 F1, F3; r130 F1, F2). Two or three reads, only when rows lie before the window.
  */
 export async function skipsStart(
   guard: WindowGuard,
-  { ids, first, limit, edge, page1 }: {
+  { ids, first, limit, edge, page1, above = 0 }: {
     ids: readonly string[];
     first: SyncKey;
     limit?: number | undefined;
@@ -160,8 +160,13 @@ export async function skipsStart(
     edge: SyncKey | null;
     /** The window's keys outside the cycle's range, where it is page 1. */
     page1?: readonly SyncKey[] | undefined;
+    /** How many items the list held before `first` as the window read it (a head's new items, newest first). */
+    above?: number;
   },
-  head: (limit: number) => Promise<readonly SyncKey[] | undefined>,
+  head: (
+    limit: number,
+    page: number,
+  ) => Promise<readonly SyncKey[] | undefined>,
 ): Promise<boolean> {
   const own = new Set(ids);
   const before = await guard.copy.unseen(null, keyText(first), 2);
@@ -171,8 +176,9 @@ export async function skipsStart(
   const shows = page1 && new Set([...ids, ...page1.map((key) => key.id)]);
   const edgeShown = edge === null || shows === undefined || shows.has(edge.id);
   const at = { first, edge: edgeShown ? null : edge, shows };
+  // Each read's page holds the place the window gave `first`: past 24 new items, page 1 shows only them (r139 N1).
   const vote = async (size: number) =>
-    startVote(guard, at, size, await head(size));
+    startVote(guard, at, size, await head(size, Math.floor(above / size) + 1));
   // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
   const sizes = [1, MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
   const [one, two, three] = sizes.filter((size) => size !== limit);

@@ -368,10 +368,12 @@ async function checkStart<T>(
 ) {
   const { config } = run;
   const first = config.keyOf(window.items[0]);
-  const { ids, limit, passed = [], beyond = [] } = window;
-  const page1 = window.start === 0 ? [...passed, ...beyond] : undefined;
-  const ask = { ids, first, limit, edge: run.committer.latest.edge, page1 };
-  if (guard && await skipsStart(guard, ask, (limit) => listHead(run, limit))) {
+  const { ids, limit, passed = [], beyond = [], start = 0 } = window;
+  const page1 = start === 0 ? [...passed, ...beyond] : undefined;
+  const { edge } = run.committer.latest;
+  const ask = { ids, first, limit, edge, page1, above: start + passed.length };
+  const read = (limit: number, page: number) => listHead(run, limit, page);
+  if (guard && await skipsStart(guard, ask, read)) {
     throw startSkipped(config.identity.path);
   }
 }
