@@ -145,10 +145,11 @@ const COUNTED_PAGE = 10_000;
  * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: unseen rows of
  * the copy lie before its first item (the list lost its first items, or page 1 was answered stale or shifted: a cache,
  * which removed up to the guard's share of rows that exist), and reads of the list where the window put `first` (its
- * page at each size: page 1 unless new items lie above it) at other addresses than the window's (`head`) show some. Pages of one and of 25 (24 for windows of 25) that agree decide; else a page
- * of 23 (24) votes too, and the window is refused when one shows such a row and no more say they are gone (a tie
- * refuses: a read that shows a row saw it in the list). One stale answer of the three is outvoted, and a new item at
- * the top hides nothing (r128 F1, F3; r130 F1, F2). Two or three reads, only when rows lie before the window.
+ * page at each size: page 1 unless new items lie above it) at other addresses than the window's (`head`) show some.
+ * Pages of one and of 25 (24 for windows of 25) that agree decide; else a page of 23 (24) votes too, and the window is
+ * refused when one shows such a row and no more say they are gone (a tie refuses: a read that shows a row saw it in the
+ * list). One stale answer of the three is outvoted, and a new item at the top hides nothing (r128 F1, F3; r130 F1, F2).
+ * Two or three reads, only when rows lie before the window.
  */
 export async function skipsStart(
   guard: WindowGuard,
