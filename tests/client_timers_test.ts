@@ -252,6 +252,15 @@ Deno.test("a request that waits for a rate slot longer than its token lives send
   }
 });
 
+/** A token of a provider of the user's, valid for a day from the (faked) clock. */
+const dayToken = () => ({
+  accessToken: "t".repeat(20),
+  tokenType: "Bearer" as const,
+  expiresIn: 86_400,
+  expiresAt: Date.now() + 86_400_000,
+  quota: [],
+});
+
 Deno.test("a token provider that throws, or answers without a promise, after a request's rate wait fails that request alone: the calls after it are served (outside review r131 F2 is the slot such a failure kept: its hang needs real time, which this test does not wait for)", async () => {
   for (const fault of ["throws", "plain"] as const) {
     const clock = withGlobal(globalThis).install({
@@ -260,13 +269,7 @@ Deno.test("a token provider that throws, or answers without a promise, after a r
     const service = createFakePartnerService();
     try {
       let calls = 0;
-      const token = {
-        accessToken: "t".repeat(20),
-        tokenType: "Bearer" as const,
-        expiresIn: 86_400,
-        expiresAt: Date.now() + 86_400_000,
-        quota: [],
-      };
+      const token = dayToken();
       const client = createClient({
         environment: service.environmentAt(
           "https://fake.test",
@@ -318,13 +321,7 @@ Deno.test("a caller's abort ends a call while a token provider of the user's tha
     const service = createFakePartnerService();
     try {
       let calls = 0;
-      const token = {
-        accessToken: "t".repeat(20),
-        tokenType: "Bearer" as const,
-        expiresIn: 86_400,
-        expiresAt: Date.now() + 86_400_000,
-        quota: [],
-      };
+      const token = dayToken();
       const slow = () => new Promise((resolve) => setTimeout(resolve, 8_000));
       const client = createClient({
         environment: service.environmentAt(
