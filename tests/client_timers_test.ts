@@ -252,6 +252,23 @@ Deno.test("a request that waits for a rate slot longer than its token lives send
   }
 });
 
+/** A client over the fake with a provider of the user's (`getToken`), one request per 200 ms, answers 204. */
+function providerClient(
+  service: ReturnType<typeof createFakePartnerService>,
+  getToken: () => unknown,
+) {
+  return createClient({
+    environment: service.environmentAt("https://fake.test", "https://pci.test"),
+    tokenProvider: {
+      getToken: getToken as never,
+      invalidate() {},
+      quota: undefined,
+    },
+    rateLimit: createRateLimiter({ requests: 1, interval: 200 }),
+    fetch: () => Promise.resolve(new Response(null, { status: 204 })),
+  });
+}
+
 /** A token of a provider of the user's, valid for a day from the (faked) clock. */
 const dayToken = () => ({
   accessToken: "t".repeat(20),
@@ -270,26 +287,12 @@ Deno.test("a token provider that throws, or answers without a promise, after a r
     try {
       let calls = 0;
       const token = dayToken();
-      const client = createClient({
-        environment: service.environmentAt(
-          "https://fake.test",
-          "https://pci.test",
-        ),
-        tokenProvider: {
-          // The second request's second call (after its wait) fails or answers at once.
-          getToken() {
-            if (++calls === 3 && fault === "throws") {
-              throw new Error("store down");
-            }
-            return fault === "plain" && calls === 3
-              ? token as never
-              : Promise.resolve(token);
-          },
-          invalidate() {},
-          quota: undefined,
-        },
-        rateLimit: createRateLimiter({ requests: 1, interval: 200 }),
-        fetch: () => Promise.resolve(new Response(null, { status: 204 })),
+      // The second request's second call (after its wait) fails or answers at once.
+      const client = providerClient(service, () => {
+        if (++calls === 3 && fault === "throws") throw new Error("store down");
+        return fault === "plain" && calls === 3
+          ? token
+          : Promise.resolve(token);
       });
       const settled: string[] = [];
       const work = [0, 1, 2].map((i) =>
@@ -323,22 +326,10 @@ Deno.test("a caller's abort ends a call while a token provider of the user's tha
       let calls = 0;
       const token = dayToken();
       const slow = () => new Promise((resolve) => setTimeout(resolve, 8_000));
-      const client = createClient({
-        environment: service.environmentAt(
-          "https://fake.test",
-          "https://pci.test",
-        ),
-        tokenProvider: {
-          // Slow, deaf to the signal: at the first call, or at the second request's call after its wait.
-          async getToken() {
-            if (++calls === (after ? 3 : 1)) await slow();
-            return token;
-          },
-          invalidate() {},
-          quota: undefined,
-        },
-        rateLimit: createRateLimiter({ requests: 1, interval: 200 }),
-        fetch: () => Promise.resolve(new Response(null, { status: 204 })),
+      // Slow, deaf to the signal: at the first call, or at the second request's call after its wait.
+      const client = providerClient(service, async () => {
+        if (++calls === (after ? 3 : 1)) await slow();
+        return token;
       });
       const controller = new AbortController();
       const settled: string[] = [];
