@@ -107,7 +107,12 @@ export async function runPass<T>(
         fill(); // the service works while the sink writes
       }
       const cut = judged.endsBefore !== undefined && // no tick where none is asked
-        await goesOn({ ...run, stop: undefined }, judged.endsBefore, state);
+        await goesOn(
+          { ...run, stop: undefined },
+          judged.endsBefore,
+          state,
+          flight.plan.limit,
+        );
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -126,28 +131,48 @@ export async function runPass<T>(
  * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
  * Read past maxDuration too (`stop` not given; at most 5 reads): stopped, the page's judgement would begin again each
  * run, and a cycle whose runs fit no more than the page's reads would never end, its deletes never made (r97 F1).
+ * Each read is of one item, or, where the service refuses a page of one (a least page size), of the page holding it
+ * at one item less than the short page's `limit`, then at that `limit` (r142: every run ended at the 400).
  */
 async function goesOn<T>(
   run: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,
   { domain }: WindowState,
+  limit: number,
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
+  const sizes = [...new Set([1, limit - 1, limit])].filter((size) => size > 0);
+  const keyAt = (at: number) => keyOnPage(run, at, sizes);
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
-    const key = await keyAt(run, at);
+    const key = await keyAt(at);
     if (key === undefined) return false;
     if (sign * compareKeys(key, last) <= 0) continue;
     if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
-    const before = await keyAt(run, at - 1);
+    const before = await keyAt(at - 1);
     return before === undefined || compareKeys(before, last) !== 0;
   }
   return false;
 }
 
-/** The key of the item at `at` (one item read), if any. */
-const keyAt = async <T>(run: PassRun<T>, at: number) =>
-  (await keysOf(run, { start: at, limit: 1, page: at + 1 }))[0];
+/**
+ * The key of the item at `at`, if any, read on the page holding it at the first of `sizes` the service takes; a
+ * refused size is dropped from `sizes` (the run's other reads skip it). The last size's refusal ends the run.
+ */
+async function keyOnPage<T>(run: PassRun<T>, at: number, sizes: number[]) {
+  while (true) {
+    const limit = sizes[0]!, page = Math.floor(at / limit) + 1;
+    const start = (page - 1) * limit;
+    try {
+      return (await keysOf(run, { start, limit, page }))[at - start];
+    } catch (error) {
+      const refused = error instanceof ApiError &&
+        SIZE_REFUSED.has(error.status);
+      if (!refused || sizes.length === 1) throw error;
+      sizes.shift();
+    }
+  }
+}
 
 /** The keys of the items of the page `plan` (one request). */
 async function keysOf<T>(run: PassRun<T>, plan: WindowPlan) {
